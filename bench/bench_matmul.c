@@ -1,0 +1,193 @@
+/* bench_matmul.c - the MatMul kernel against a bare OpenBLAS cblas_sgemm on the eight
+ * GEMM shapes of an MLP 784-256-256-10 training step at batch 64 (the shapes of
+ * /work/shared/bench/sgemm.c), one thread.
+ *
+ * Three timings per shape, interleaved rep by rep so that machine noise hits all alike:
+ *   sgemm:   cblas_sgemm on preallocated buffers (the bound);
+ *   kernel:  a session run of a graph of NOPS independent MatMul ops on the same two fed
+ *            placeholders (a NoOp target groups them), divided by NOPS: the kernel with
+ *            its executor dispatch and output allocation, feed/run overhead amortized;
+ *   session: a session run of one MatMul with both inputs fed and the product fetched.
+ * Each timing is the median of REPS repetitions of >= ~20 ms (iterations calibrated).
+ * GFLOP/s figures are total flops of the eight shapes over the sum of their medians.
+ *
+ * Output: one JSON line {"bench":"matmul", "shapes":[...], "sgemm_gflops", "vigil_gflops"
+ * (kernel path), "session_gflops", "ratio" (vigil/sgemm), "session_ratio"}.
+ * Run: OPENBLAS_NUM_THREADS=1 ./bench_matmul [reps]   (not part of ctest)
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "vigil/vigil.h"
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern void openblas_set_num_threads(int num_threads);
+
+#define NOPS 16
+#define MAX_REPS 31
+
+typedef struct shape {
+    const char *name;
+    int M, N, K, ta, tb;
+} shape;
+
+static const shape shapes[] = {
+    {"fwd_L1", 64, 256, 784, 0, 0},  /* X[64x784] @ W1[784x256] */
+    {"fwd_L2", 64, 256, 256, 0, 0},  /* H1 @ W2 */
+    {"fwd_L3", 64, 10, 256, 0, 0},   /* H2 @ W3[256x10] */
+    {"bwd_dW3", 256, 10, 64, 1, 0},  /* H2^T @ dY */
+    {"bwd_dH2", 64, 256, 10, 0, 1},  /* dY @ W3^T */
+    {"bwd_dW2", 256, 256, 64, 1, 0}, /* H1^T @ dH2 */
+    {"bwd_dH1", 64, 256, 256, 0, 1}, /* dH2 @ W2^T */
+    {"bwd_dW1", 784, 256, 64, 1, 0}, /* X^T @ dH1 */
+};
+#define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static vg_tensor *rand_tensor(int64_t r, int64_t c) {
+    int64_t dims[2] = {r, c};
+    vg_tensor *t = vg_tensor_new(VG_FLOAT, dims, 2, NULL);
+    if (!t) return NULL;
+    float *p = vg_tensor_data(t);
+    for (int64_t i = 0; i < r * c; i++) p[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+    return t;
+}
+
+/* One timed candidate: a callable with state. */
+typedef struct cand {
+    int kind; /* 0 sgemm, 1 kernel path, 2 session path */
+    const shape *s;
+    const float *A, *B;
+    float *C;
+    vg_session *sess;
+    vg_output feeds[2];
+    vg_tensor *vals[2];
+    vg_output fetch;
+    vg_op *target;
+    long iters;
+    double per_call[MAX_REPS];
+} cand;
+
+static int call(cand *c) {
+    const shape *s = c->s;
+    vg_status st;
+    if (c->kind == 0) {
+        cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans, s->M, s->N,
+                    s->K, 1.0f, c->A, s->ta ? s->M : s->K, c->B, s->tb ? s->K : s->N, 0.0f, c->C, s->N);
+        return 0;
+    }
+    if (c->kind == 1) return vg_session_run(c->sess, NULL, c->feeds, c->vals, 2, NULL, NULL, 0, &c->target, 1, NULL, &st);
+    vg_tensor *out = NULL;
+    int rc = vg_session_run(c->sess, NULL, c->feeds, c->vals, 2, &c->fetch, &out, 1, NULL, 0, NULL, &st);
+    vg_tensor_free(out);
+    return rc;
+}
+
+/* Iterations so that one repetition lasts >= 20 ms. */
+static void calibrate(cand *c) {
+    for (int i = 0; i < 3; i++) call(c);
+    c->iters = 1;
+    for (;;) {
+        double t0 = now_s();
+        for (long i = 0; i < c->iters; i++) call(c);
+        if (now_s() - t0 >= 0.02) break;
+        c->iters *= 2;
+    }
+}
+
+static double rep(cand *c) {
+    double t0 = now_s();
+    for (long i = 0; i < c->iters; i++) call(c);
+    return (now_s() - t0) / (double)c->iters;
+}
+
+int main(int argc, char **argv) {
+    int reps = argc > 1 ? atoi(argv[1]) : 7;
+    if (reps < 5) reps = 5;
+    if (reps > MAX_REPS) reps = MAX_REPS;
+    openblas_set_num_threads(1);
+    srand(1);
+    double med[NSHAPES][3], tot[3] = {0, 0, 0}, flops_total = 0;
+    vg_status st;
+    for (int si = 0; si < NSHAPES; si++) {
+        const shape *s = &shapes[si];
+        int64_t ar = s->ta ? s->K : s->M, ac = s->ta ? s->M : s->K;
+        int64_t br = s->tb ? s->N : s->K, bc = s->tb ? s->K : s->N;
+        vg_tensor *a = rand_tensor(ar, ac), *b = rand_tensor(br, bc);
+        float *C = NULL;
+        if (!a || !b || posix_memalign((void **)&C, 64, sizeof(float) * (size_t)s->M * (size_t)s->N)) {
+            fprintf(stderr, "allocation failed\n");
+            return 1;
+        }
+        /* graphs: one MatMul (session path) and NOPS MatMuls grouped (kernel path) */
+        vg_graph *g1 = vg_graph_new(), *gn = vg_graph_new();
+        int64_t ad[2] = {ar, ac}, bd[2] = {br, bc};
+        vg_output a1 = vg_placeholder(g1, VG_FLOAT, ad, 2, "a"), b1 = vg_placeholder(g1, VG_FLOAT, bd, 2, "b");
+        vg_output mm1 = vg_matmul(g1, a1, b1, s->ta, s->tb, NULL);
+        vg_output an = vg_placeholder(gn, VG_FLOAT, ad, 2, "a"), bn = vg_placeholder(gn, VG_FLOAT, bd, 2, "b");
+        vg_op *mms[NOPS];
+        for (int i = 0; i < NOPS; i++) mms[i] = vg_matmul(gn, an, bn, s->ta, s->tb, NULL).op;
+        vg_op *group = vg_group(gn, mms, NOPS, "all");
+        vg_session_options o = VG_SESSION_OPTIONS_INIT;
+        o.intra_op_threads = 1;
+        o.inter_op_threads = 1;
+        vg_session *s1 = vg_session_new(g1, &o, &st), *sn = s1 ? vg_session_new(gn, &o, &st) : NULL;
+        if (!s1 || !sn) {
+            fprintf(stderr, "session: %s\n", st.msg);
+            return 1;
+        }
+        cand c[3] = {
+            {.kind = 0, .s = s, .A = vg_tensor_data(a), .B = vg_tensor_data(b), .C = C},
+            {.kind = 1, .s = s, .sess = sn, .feeds = {an, bn}, .vals = {a, b}, .target = group},
+            {.kind = 2, .s = s, .sess = s1, .feeds = {a1, b1}, .vals = {a, b}, .fetch = mm1},
+        };
+        for (int k = 0; k < 3; k++) {
+            if (call(&c[k]) != 0) {
+                fprintf(stderr, "%s: run failed\n", s->name);
+                return 1;
+            }
+            calibrate(&c[k]);
+        }
+        for (int r = 0; r < reps; r++)
+            for (int k = 0; k < 3; k++) c[k].per_call[r] = rep(&c[k]);
+        double flops = 2.0 * s->M * s->N * s->K;
+        flops_total += flops;
+        for (int k = 0; k < 3; k++) {
+            qsort(c[k].per_call, (size_t)reps, sizeof(double), cmp_d);
+            med[si][k] = c[k].per_call[reps / 2] / (k == 1 ? NOPS : 1);
+            tot[k] += med[si][k];
+        }
+        vg_session_free(s1);
+        vg_session_free(sn);
+        vg_graph_free(g1);
+        vg_graph_free(gn);
+        vg_tensor_free(a);
+        vg_tensor_free(b);
+        free(C);
+    }
+    printf("{\"bench\":\"matmul\",\"threads\":1,\"reps\":%d,\"ops_per_run\":%d,\"shapes\":[", reps, NOPS);
+    for (int si = 0; si < NSHAPES; si++) {
+        const shape *s = &shapes[si];
+        printf("%s{\"name\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"ta\":%d,\"tb\":%d,\"sgemm_us\":%.2f,\"kernel_us\":%.2f,"
+               "\"session_us\":%.2f,\"ratio\":%.3f}",
+               si ? "," : "", s->name, s->M, s->N, s->K, s->ta, s->tb, med[si][0] * 1e6, med[si][1] * 1e6,
+               med[si][2] * 1e6, med[si][0] / med[si][1]);
+    }
+    printf("],\"sgemm_us\":%.1f,\"vigil_us\":%.1f,\"session_us\":%.1f,\"sgemm_gflops\":%.2f,\"vigil_gflops\":%.2f,"
+           "\"session_gflops\":%.2f,\"ratio\":%.3f,\"session_ratio\":%.3f}\n",
+           tot[0] * 1e6, tot[1] * 1e6, tot[2] * 1e6, flops_total / tot[0] * 1e-9, flops_total / tot[1] * 1e-9,
+           flops_total / tot[2] * 1e-9, tot[0] / tot[1], tot[0] / tot[2]);
+    return 0;
+}

@@ -1,0 +1,47 @@
+/*
+ * vigil/graphdef.h - GraphDef and MetaGraphDef export in TensorFlow's formats
+ * (binary protobuf and text format), for .meta files, graph.pbtxt and TensorBoard.
+ *
+ * Nodes are written with TF's op types, inputs ("name", "name:1", "^ctrl"), device and
+ * attrs (T, dtype, shape, value, ...); versions {producer: 27} (TF 1.15's GraphDef
+ * version is 134; vigil writes the producer it is compatible with, see graphdef.c).
+ */
+#ifndef VIGIL_GRAPHDEF_H
+#define VIGIL_GRAPHDEF_H
+
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Serialized GraphDef of every op in g. *bytes is allocated with the vigil allocator
+ * (free with vg_free). Fails with RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_graph_to_graphdef(const vg_graph *g, void **bytes, size_t *len, vg_status *st);
+/* GraphDef in protobuf text format (graph.pbtxt), NUL-terminated (free with vg_free). */
+VG_API vg_code vg_graph_to_graphdef_text(const vg_graph *g, char **text, size_t *len, vg_status *st);
+
+/* SaverDef fields for a MetaGraphDef (from vigil/saver.h's accessors). */
+typedef struct vg_saver_def {
+    const char *filename_tensor_name;   /* "save/Const:0" */
+    const char *save_tensor_name;       /* "save/control_dependency:0" */
+    const char *restore_op_name;        /* "save/restore_all" */
+    int max_to_keep;
+    bool sharded;
+    float keep_checkpoint_every_n_hours;
+} vg_saver_def;
+
+/* Serialized MetaGraphDef: meta_info_def (tags none, tensorflow_version "1.15.0" for
+ * compatibility, any_info none), graph_def, saver_def (may be NULL), collection_def
+ * (node lists for op collections, VariableDefs as bytes lists for variable collections,
+ * as TF writes them). Free with vg_free. Fails with RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_graph_to_meta_graph(const vg_graph *g, const vg_saver_def *saver_def, void **bytes, size_t *len,
+                                      vg_status *st);
+/* Writes a file atomically (temp name, fsync, rename). Fails with the OS error mapped
+ * to a code (NOT_FOUND, PERMISSION_DENIED, RESOURCE_EXHAUSTED for a full disk). */
+VG_API vg_code vg_write_file_atomic(const char *path, const void *bytes, size_t len, vg_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,313 @@
+/*
+ * vigil/monitored.h - TF1's monitored training sessions: hooks, Scaffold,
+ * SessionManager, session creators, MonitoredSession, SingularMonitoredSession and
+ * MonitoredTrainingSession. Behaviour follows TF 1.15 (tensorflow/python/training/
+ * monitored_session.py and session_run_hook.py); see docs/tf1-coverage.md.
+ *
+ * C has no `with` block. The idiom: loop while the session should not stop, keep the
+ * loop's status, then end the session with it. vg_monitored_session_end swallows what
+ * TF's __exit__ swallows (OUT_OF_RANGE: input exhausted; VG_STOP_ITERATION: a step
+ * function asked to stop), calls the hooks' end() in those cases and when the loop
+ * ended normally, closes the session and returns anything else:
+ *
+ *     vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+ *     o.hooks = hooks; o.nhooks = 2; o.checkpoint_dir = "runs/m";
+ *     vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
+ *     if (!ms) return st.code;
+ *     vg_run_args args = VG_RUN_ARGS_INIT;
+ *     args.targets = &train_op; args.ntargets = 1;
+ *     vg_code rc = VG_OK;
+ *     while (rc == VG_OK && !vg_monitored_session_should_stop(ms))
+ *         rc = vg_monitored_session_run(ms, &args, NULL, NULL, &st);
+ *     rc = vg_monitored_session_end(ms, rc, &st);   // VG_OK after a clean end of input
+ *     vg_monitored_session_free(ms);
+ */
+#ifndef VIGIL_MONITORED_H
+#define VIGIL_MONITORED_H
+
+#include "coordinator.h"
+#include "saver.h"
+#include "session.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Run arguments (SessionRunArgs, extended with targets: C has no op-valued fetches). */
+typedef struct vg_run_args {
+    const vg_output *fetches;
+    int nfetches;
+    const vg_output *feeds;
+    vg_tensor *const *feed_values;
+    int nfeeds;
+    vg_op *const *targets;
+    int ntargets;
+    const vg_run_options *options; /* NULL = none */
+} vg_run_args;
+
+#define VG_RUN_ARGS_INIT {NULL, 0, NULL, NULL, 0, NULL, 0, NULL}
+
+/* SessionRunContext: one per run() call, shared by every hook's before_run and
+ * after_run. */
+typedef struct vg_run_context vg_run_context;
+/* The caller's args (options not included, as TF). Borrowed for the call. */
+VG_API const vg_run_args *vg_run_context_original_args(const vg_run_context *ctx);
+/* The raw session: running on it bypasses the hooks. */
+VG_API vg_session *vg_run_context_session(const vg_run_context *ctx);
+VG_API void vg_run_context_request_stop(vg_run_context *ctx);
+VG_API bool vg_run_context_stop_requested(const vg_run_context *ctx);
+
+/* SessionRunValues. results/nresults: the values of the hook's own fetches, in the order
+ * it asked (borrowed, valid during after_run); NULL/0 if it asked for none. */
+typedef struct vg_run_values {
+    vg_tensor *const *results;
+    int nresults;
+    const vg_run_options *options;       /* the merged options actually used */
+    const vg_run_metadata *run_metadata; /* filled by the call (same object for all hooks) */
+} vg_run_values;
+
+/* A hook: optional callbacks and a payload. Every callback may be NULL. A callback
+ * returns VG_OK or an error code with *st filled; errors propagate as TF's exceptions
+ * do (see the semantics document). before_run fills *args (zeroed by the caller) with
+ * arrays the hook owns; they must stay valid until its after_run returns. */
+typedef struct vg_hook {
+    const char *name; /* (optional) for messages */
+    vg_code (*begin)(void *payload, vg_graph *g, vg_status *st);
+    vg_code (*after_create_session)(void *payload, vg_session *sess, vg_coord *coord, vg_status *st);
+    vg_code (*before_run)(void *payload, vg_run_context *ctx, vg_run_args *args, vg_status *st);
+    vg_code (*after_run)(void *payload, vg_run_context *ctx, const vg_run_values *values, vg_status *st);
+    /* sess is NULL when end() runs on an already closed session (second close). */
+    vg_code (*end)(void *payload, vg_session *sess, vg_status *st);
+    /* (optional) frees payload; called by vg_monitored_session_free (the monitored
+     * session owns the hooks given to it, also when construction fails). */
+    void (*destroy)(void *payload);
+    void *payload;
+} vg_hook;
+
+/* ------------------------------------------------------------------------ */
+/* Scaffold */
+typedef struct vg_scaffold vg_scaffold;
+
+typedef vg_code (*vg_init_fn)(void *payload, vg_scaffold *scaffold, vg_session *sess, vg_status *st);
+
+typedef struct vg_scaffold_options {
+    vg_op *init_op;                  /* NULL: global_variables_initializer() */
+    const vg_output *init_feeds;     /* init_feed_dict */
+    vg_tensor *const *init_feed_values;
+    int ninit_feeds;
+    vg_init_fn init_fn;              /* (optional) called after init_op */
+    void *init_fn_payload;
+    vg_output ready_op;              /* {NULL}: report_uninitialized_variables() */
+    vg_output ready_for_local_init_op; /* {NULL}: report_uninitialized_variables(globals) */
+    vg_op *local_init_op;            /* NULL: group(local_variables_initializer, tables) */
+    vg_output summary_op;            /* {NULL}: merge_all() */
+    vg_saver *saver;                 /* NULL: the one saver in the "savers" collection, or a new one */
+    const vg_scaffold *copy_from_scaffold; /* unset fields are copied from it */
+} vg_scaffold_options;
+
+#define VG_SCAFFOLD_OPTIONS_INIT {NULL, NULL, NULL, 0, NULL, NULL, {NULL, 0}, {NULL, 0}, NULL, {NULL, 0}, NULL, NULL}
+
+/* New scaffold (nothing created until finalize). NULL on allocation failure. */
+VG_API vg_scaffold *vg_scaffold_new(const vg_scaffold_options *opts);
+/* Frees the scaffold (and a saver it created itself). */
+VG_API void vg_scaffold_free(vg_scaffold *s);
+/* Creates the default ops TF creates (cached in the graph's collections so that two
+ * scaffolds share them) and finalizes the graph. Fails with the graph's error,
+ * FAILED_PRECONDITION ("More than one item in the collection savers"). */
+VG_API vg_code vg_scaffold_finalize(vg_scaffold *s, vg_graph *g, vg_status *st);
+VG_API bool vg_scaffold_finalized(const vg_scaffold *s);
+VG_API vg_op *vg_scaffold_init_op(const vg_scaffold *s);
+VG_API vg_output vg_scaffold_ready_op(const vg_scaffold *s);
+VG_API vg_output vg_scaffold_ready_for_local_init_op(const vg_scaffold *s);
+VG_API vg_op *vg_scaffold_local_init_op(const vg_scaffold *s);
+VG_API vg_output vg_scaffold_summary_op(const vg_scaffold *s);
+VG_API vg_saver *vg_scaffold_saver(const vg_scaffold *s);
+
+/* ------------------------------------------------------------------------ */
+/* SessionManager */
+typedef struct vg_session_manager vg_session_manager;
+
+typedef struct vg_session_manager_options {
+    vg_op *local_init_op;
+    vg_output ready_op;
+    vg_output ready_for_local_init_op;
+    double recovery_wait_secs;       /* 30 */
+    const vg_session_options *config;
+} vg_session_manager_options;
+
+#define VG_SESSION_MANAGER_OPTIONS_INIT {NULL, {NULL, 0}, {NULL, 0}, 30.0, NULL}
+
+VG_API vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts);
+VG_API void vg_session_manager_free(vg_session_manager *sm);
+
+typedef struct vg_prepare_options {
+    vg_op *init_op;
+    vg_saver *saver;
+    const char *checkpoint_dir;
+    const char *checkpoint_filename_with_path;
+    bool wait_for_checkpoint;
+    double max_wait_secs;            /* 7200 */
+    const vg_output *init_feeds;
+    vg_tensor *const *init_feed_values;
+    int ninit_feeds;
+    vg_init_fn init_fn;
+    void *init_fn_payload;
+    vg_scaffold *scaffold;           /* passed to init_fn */
+} vg_prepare_options;
+
+#define VG_PREPARE_OPTIONS_INIT {NULL, NULL, NULL, NULL, false, 7200.0, NULL, NULL, 0, NULL, NULL, NULL}
+
+/* prepare_session: restore from the checkpoint (or run init_op / init_fn), then
+ * local_init_op, then the ready check. Returns a new session (caller frees). Fails with
+ * FAILED_PRECONDITION "Init operations did not make model ready. ... Uninitialized
+ * variables: w, b", restore errors, RESOURCE_EXHAUSTED. */
+VG_API vg_session *vg_session_manager_prepare_session(vg_session_manager *sm, const vg_prepare_options *o,
+                                                      vg_status *st);
+/* recover_session: a session restored from the latest checkpoint if there is one;
+ * *initialized tells whether it is ready. Never runs init_op. */
+VG_API vg_session *vg_session_manager_recover_session(vg_session_manager *sm, const vg_prepare_options *o,
+                                                      bool *initialized, vg_status *st);
+/* wait_for_session: for non-chief workers: polls (recovery_wait_secs) until the model
+ * is ready (restored by the chief's checkpoint) or max_wait_secs pass
+ * (DEADLINE_EXCEEDED). */
+VG_API vg_session *vg_session_manager_wait_for_session(vg_session_manager *sm, const vg_prepare_options *o,
+                                                       vg_status *st);
+
+/* ------------------------------------------------------------------------ */
+/* Session creators */
+typedef struct vg_session_creator {
+    vg_session *(*create_session)(void *payload, vg_status *st);
+    void (*destroy)(void *payload); /* (optional) */
+    void *payload;
+} vg_session_creator;
+
+/* ChiefSessionCreator(scaffold, master, config, checkpoint_dir,
+ * checkpoint_filename_with_path). scaffold may be NULL (a default one is made and
+ * owned by the creator); a given scaffold stays the caller's. Fails (returns a creator
+ * with create_session == NULL) only on allocation failure. */
+VG_API vg_session_creator vg_chief_session_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
+                                                   const char *checkpoint_dir,
+                                                   const char *checkpoint_filename_with_path);
+/* WorkerSessionCreator(scaffold, master, config, max_wait_secs). */
+VG_API vg_session_creator vg_worker_session_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
+                                                    double max_wait_secs);
+
+/* ------------------------------------------------------------------------ */
+/* Monitored sessions */
+typedef struct vg_monitored_session vg_monitored_session;
+
+/* MonitoredSession(session_creator, hooks, stop_grace_period_secs): recovers from
+ * ABORTED/UNAVAILABLE by creating a new session. The graph is finalized by the
+ * creator's scaffold; it is un-finalized again at close if it was not finalized
+ * before. creator.create_session == NULL means ChiefSessionCreator with a default
+ * scaffold. Takes ownership of the creator and the hooks. Returns NULL with *st set
+ * when a hook's begin/after_create_session or the creator fails (non-preemption). */
+VG_API vg_monitored_session *vg_monitored_session_new(vg_graph *g, vg_session_creator creator, const vg_hook *hooks,
+                                                      int nhooks, double stop_grace_period_secs, vg_status *st);
+
+typedef struct vg_singular_options {
+    const vg_hook *hooks;
+    int nhooks;
+    vg_scaffold *scaffold;                 /* NULL: default scaffold */
+    const vg_session_options *config;
+    const char *checkpoint_dir;
+    double stop_grace_period_secs;         /* 120 */
+    const char *checkpoint_filename_with_path;
+} vg_singular_options;
+
+#define VG_SINGULAR_OPTIONS_INIT {NULL, 0, NULL, NULL, NULL, 120.0, NULL}
+
+/* SingularMonitoredSession: no recovery; raw_session() available. Takes ownership of
+ * the hooks. */
+VG_API vg_monitored_session *vg_singular_monitored_session_new(vg_graph *g, const vg_singular_options *o,
+                                                               vg_status *st);
+
+/* run(): hooks' before_run, one session run with the caller's and the hooks' fetches,
+ * feeds and options merged, hooks' after_run; out[i] (args->nfetches slots) get new
+ * references to the caller's fetches only. run_metadata may be NULL.
+ * Fails with: any run or hook error; INVALID_ARGUMENT "Same tensor is fed by two
+ * hooks." / "Same tensor is fed by a SessionRunHook and user."; FAILED_PRECONDITION
+ * "Run called even after should_stop requested." (hooks asked to stop) or "Session is
+ * already closed."; MonitoredSession retries ABORTED/UNAVAILABLE on a new session. */
+VG_API vg_code vg_monitored_session_run(vg_monitored_session *ms, const vg_run_args *args, vg_tensor **out,
+                                        vg_run_metadata *run_metadata, vg_status *st);
+
+/* run_step_fn: calls step_fn with a StepContext. The step function returns VG_OK, an
+ * error, or (via vg_step_context_request_stop) VG_STOP_ITERATION, which
+ * vg_monitored_session_end swallows. MonitoredSession re-runs the whole step_fn on a
+ * new session after ABORTED/UNAVAILABLE. */
+typedef struct vg_step_context vg_step_context;
+typedef vg_code (*vg_step_fn)(vg_step_context *sc, void *payload, vg_status *st);
+VG_API vg_code vg_monitored_session_run_step_fn(vg_monitored_session *ms, vg_step_fn fn, void *payload,
+                                                vg_status *st);
+/* The raw session: runs bypass the hooks. */
+VG_API vg_session *vg_step_context_session(const vg_step_context *sc);
+/* Same semantics as vg_monitored_session_run, at the coordinated layer. */
+VG_API vg_code vg_step_context_run_with_hooks(vg_step_context *sc, const vg_run_args *args, vg_tensor **out,
+                                              vg_run_metadata *run_metadata, vg_status *st);
+/* Returns VG_STOP_ITERATION ("step_fn has requested the iterations to stop.") for the
+ * step function to return. Sets no flag. */
+VG_API vg_code vg_step_context_request_stop(vg_step_context *sc, vg_status *st);
+
+/* True when closed, when a hook requested a stop in a completed run, or when the
+ * coordinator was asked to stop (MonitoredSession recovers instead for a preemption
+ * error reported to the coordinator). */
+VG_API bool vg_monitored_session_should_stop(vg_monitored_session *ms);
+
+/* close(): hooks' end(raw session) (when called on an open session without an error),
+ * then stop the queue runners (request_stop + join within stop_grace_period_secs), then
+ * close the raw session. A second close calls every hook's end(NULL) and fails with
+ * FAILED_PRECONDITION "Session is already closed.". Returns a hook's end error or the
+ * error a thread reported to the coordinator. */
+VG_API vg_code vg_monitored_session_close(vg_monitored_session *ms, vg_status *st);
+
+/* The `with` exit: loop_rc VG_OK, VG_OUT_OF_RANGE or VG_STOP_ITERATION → hooks' end()
+ * and close, and the result is close's; any other loop_rc → close without end() and
+ * loop_rc is returned (st keeps the loop's message if close succeeds). */
+VG_API vg_code vg_monitored_session_end(vg_monitored_session *ms, vg_code loop_rc, vg_status *st);
+
+/* SingularMonitoredSession only: the raw session (NULL once closed, and for a
+ * recovering MonitoredSession). */
+VG_API vg_session *vg_monitored_session_raw_session(const vg_monitored_session *ms);
+/* The graph; NULL once closed. */
+VG_API vg_graph *vg_monitored_session_graph(const vg_monitored_session *ms);
+/* Closes if needed (without hooks' end) and frees, destroying the hooks. */
+VG_API void vg_monitored_session_free(vg_monitored_session *ms);
+
+/* ------------------------------------------------------------------------ */
+/* MonitoredTrainingSession */
+typedef struct vg_mts_options {
+    bool is_chief;                       /* true */
+    const char *checkpoint_dir;          /* NULL: no checkpoints, no summaries unless summary_dir */
+    vg_scaffold *scaffold;
+    const vg_hook *hooks;                /* owned by the session */
+    int nhooks;
+    const vg_hook *chief_only_hooks;     /* owned; destroyed at once on a non-chief */
+    int nchief_only_hooks;
+    double save_checkpoint_secs;         /* 600. For the four frequencies: < 0 = USE_DEFAULT, 0 = None (off) */
+    int64_t save_summaries_steps;        /* 100; < 0 = unset */
+    double save_summaries_secs;          /* < 0 = unset */
+    const vg_session_options *config;
+    double stop_grace_period_secs;       /* 120 */
+    int64_t log_step_count_steps;        /* 100; 0 = no StepCounterHook */
+    double max_wait_secs;                /* 7200 */
+    int64_t save_checkpoint_steps;       /* < 0 = unset */
+    const char *summary_dir;             /* NULL: checkpoint_dir */
+} vg_mts_options;
+
+#define VG_MTS_OPTIONS_INIT \
+    {true, NULL, NULL, NULL, 0, NULL, 0, -1.0, -1, -1.0, NULL, 120.0, 100, 7200.0, -1, NULL}
+
+/* tf.train.MonitoredTrainingSession: a MonitoredSession with TF's default hooks for the
+ * chief (StepCounterHook, SummarySaverHook, CheckpointSaverHook) resolved from the
+ * options exactly as TF 1.15 does. Fails with INVALID_ARGUMENT when both
+ * save_checkpoint_steps and save_checkpoint_secs (or both summary frequencies) are set,
+ * and with everything vg_monitored_session_new fails with. */
+VG_API vg_monitored_session *vg_monitored_training_session_new(vg_graph *g, const vg_mts_options *o,
+                                                               vg_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,195 @@
+/*
+ * vigil/ops.h - typed builders for the core ops, one per TensorFlow op, named after
+ * it (MatMul -> vg_matmul). Each adds one op (sometimes a few helper Consts) to the
+ * graph and returns its output; on any failure it returns {NULL, 0} and records the
+ * graph's sticky error (see vigil/graph.h). `name` may be NULL: the op type is used,
+ * made unique under the current name scope ("MatMul", "MatMul_1", ...). Attrs carry
+ * TensorFlow's names ("T", "transpose_a", "dtype", "shape", ...), so graphs export to
+ * GraphDef as TensorFlow writes them.
+ *
+ * Axes and shapes that TF takes as tensors are vg_output inputs; the `_c` variants
+ * take C arrays and create the Const for you.
+ */
+#ifndef VIGIL_OPS_H
+#define VIGIL_OPS_H
+
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- array ops (src/kernels/array_ops.c) -------------------------------- */
+/* Placeholder(dtype, shape); ndims == -1 for unknown rank, -1 dims unknown. */
+VG_API vg_output vg_placeholder(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndims, const char *name);
+VG_API vg_output vg_placeholder_with_default(vg_graph *g, vg_output def, const int64_t *dims, int ndims, const char *name);
+/* Const holding t (the graph takes a new reference; t must not be modified after). */
+VG_API vg_output vg_const(vg_graph *g, vg_tensor *t, const char *name);
+VG_API vg_output vg_const_f32(vg_graph *g, float v, const char *name);
+VG_API vg_output vg_const_f64(vg_graph *g, double v, const char *name);
+VG_API vg_output vg_const_i32(vg_graph *g, int32_t v, const char *name);
+VG_API vg_output vg_const_i64(vg_graph *g, int64_t v, const char *name);
+VG_API vg_output vg_const_bool(vg_graph *g, bool v, const char *name);
+VG_API vg_output vg_const_string(vg_graph *g, const char *s, const char *name);
+/* Const of dtype dt with the given dims from values (copied; len = elements*size). */
+VG_API vg_output vg_const_array(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndims, const void *values, const char *name);
+/* 1-D int32 Const from n ints. */
+VG_API vg_output vg_const_i32_vec(vg_graph *g, const int32_t *v, int n, const char *name);
+/* Const of dtype dt filled with value, shape dims (scalar when ndims == 0). */
+VG_API vg_output vg_const_fill(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndims, double value, const char *name);
+VG_API vg_output vg_identity(vg_graph *g, vg_output x, const char *name);
+/* StopGradient: identity that blocks gradients. */
+VG_API vg_output vg_stop_gradient(vg_graph *g, vg_output x, const char *name);
+VG_API vg_op *vg_no_op(vg_graph *g, const char *name);
+/* tf.group: a NoOp with control inputs on every op of ops. */
+VG_API vg_op *vg_group(vg_graph *g, vg_op *const *ops, int n, const char *name);
+VG_API vg_output vg_reshape(vg_graph *g, vg_output x, vg_output shape, const char *name);
+VG_API vg_output vg_reshape_c(vg_graph *g, vg_output x, const int64_t *dims, int ndims, const char *name);
+/* Shape(x) with out_type VG_INT32 or VG_INT64. */
+VG_API vg_output vg_shape_op(vg_graph *g, vg_output x, vg_dtype out_type, const char *name);
+VG_API vg_output vg_size(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_rank(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_transpose(vg_graph *g, vg_output x, vg_output perm, const char *name);
+VG_API vg_output vg_transpose_c(vg_graph *g, vg_output x, const int32_t *perm, int n, const char *name);
+/* ConcatV2(values..., axis) */
+VG_API vg_output vg_concat(vg_graph *g, const vg_output *values, int n, vg_output axis, const char *name);
+VG_API vg_output vg_concat_c(vg_graph *g, const vg_output *values, int n, int axis, const char *name);
+VG_API vg_output vg_slice(vg_graph *g, vg_output x, vg_output begin, vg_output size, const char *name);
+VG_API vg_output vg_slice_c(vg_graph *g, vg_output x, const int64_t *begin, const int64_t *size, int n, const char *name);
+/* Fill(dims, value) */
+VG_API vg_output vg_fill(vg_graph *g, vg_output dims, vg_output value, const char *name);
+VG_API vg_output vg_zeros_like(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_ones_like(vg_graph *g, vg_output x, const char *name);
+/* Pack (tf.stack) along axis. */
+VG_API vg_output vg_pack(vg_graph *g, const vg_output *values, int n, int axis, const char *name);
+VG_API vg_output vg_expand_dims(vg_graph *g, vg_output x, int axis, const char *name);
+/* Squeeze: naxes == 0 squeezes all size-1 dims. */
+VG_API vg_output vg_squeeze(vg_graph *g, vg_output x, const int32_t *axes, int naxes, const char *name);
+/* Range(start, limit, delta) */
+VG_API vg_output vg_range(vg_graph *g, vg_output start, vg_output limit, vg_output delta, const char *name);
+/* Where(cond): int64 [num_true, rank] coordinates. */
+VG_API vg_output vg_where(vg_graph *g, vg_output cond, const char *name);
+/* GatherV2(params, indices, axis) */
+VG_API vg_output vg_gather(vg_graph *g, vg_output params, vg_output indices, int axis, const char *name);
+/* tf.boolean_mask for a 1-D mask over axis 0 (built from Reshape/Where/Squeeze/GatherV2). */
+VG_API vg_output vg_boolean_mask(vg_graph *g, vg_output x, vg_output mask, const char *name);
+/* OneHot(indices, depth, on, off), axis -1. */
+VG_API vg_output vg_one_hot(vg_graph *g, vg_output indices, int depth, float on, float off, const char *name);
+/* Tile(x, multiples) */
+VG_API vg_output vg_tile(vg_graph *g, vg_output x, vg_output multiples, const char *name);
+/* BroadcastGradientArgs(s0, s1) -> outputs 0 (r0) and 1 (r1). Returns the op. */
+VG_API vg_op *vg_broadcast_gradient_args(vg_graph *g, vg_output s0, vg_output s1, const char *name);
+
+/* ---- random ops (src/kernels/random_ops.c) ------------------------------ */
+/* Raw ops; seed/seed2 as TF attrs (use vg_graph_get_seed for TF's rules). */
+VG_API vg_output vg_random_uniform(vg_graph *g, vg_output shape, vg_dtype dt, int64_t seed, int64_t seed2, const char *name);
+VG_API vg_output vg_random_standard_normal(vg_graph *g, vg_output shape, vg_dtype dt, int64_t seed, int64_t seed2, const char *name);
+VG_API vg_output vg_truncated_normal(vg_graph *g, vg_output shape, vg_dtype dt, int64_t seed, int64_t seed2, const char *name);
+/* RandomShuffle along the first dimension. */
+VG_API vg_output vg_random_shuffle(vg_graph *g, vg_output x, int64_t seed, int64_t seed2, const char *name);
+
+/* ---- math ops (src/kernels/math_ops.c) ---------------------------------- */
+/* Binary ops broadcast as NumPy/TF. vg_add emits AddV2; vg_add_legacy emits Add. */
+VG_API vg_output vg_add(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_add_legacy(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_sub(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_mul(vg_graph *g, vg_output a, vg_output b, const char *name);
+/* RealDiv */
+VG_API vg_output vg_div(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_maximum(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_minimum(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_pow(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_squared_difference(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_greater(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_greater_equal(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_less(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_less_equal(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_equal(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_not_equal(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_logical_and(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_logical_or(vg_graph *g, vg_output a, vg_output b, const char *name);
+VG_API vg_output vg_logical_not(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_neg(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_square(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_sqrt(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_rsqrt(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_exp(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_log(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_abs(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_sign(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_reciprocal(vg_graph *g, vg_output x, const char *name);
+/* Select(cond, t, e) (TF1 Select: cond same shape as t, or a vector over dim 0). */
+VG_API vg_output vg_select(vg_graph *g, vg_output cond, vg_output t, vg_output e, const char *name);
+/* AddN(inputs) */
+VG_API vg_output vg_add_n(vg_graph *g, const vg_output *inputs, int n, const char *name);
+VG_API vg_output vg_cast(vg_graph *g, vg_output x, vg_dtype dt, const char *name);
+VG_API vg_output vg_is_finite(vg_graph *g, vg_output x, const char *name);
+/* CheckNumerics: INVALID_ARGUMENT "<message> : Tensor had NaN values" (or Inf). */
+VG_API vg_output vg_check_numerics(vg_graph *g, vg_output x, const char *message, const char *name);
+/* Reductions: Sum/Mean/Max/Min/Prod/All/Any(x, reduction_indices, keep_dims). */
+VG_API vg_output vg_sum(vg_graph *g, vg_output x, vg_output axes, bool keep_dims, const char *name);
+VG_API vg_output vg_mean(vg_graph *g, vg_output x, vg_output axes, bool keep_dims, const char *name);
+VG_API vg_output vg_max(vg_graph *g, vg_output x, vg_output axes, bool keep_dims, const char *name);
+VG_API vg_output vg_min(vg_graph *g, vg_output x, vg_output axes, bool keep_dims, const char *name);
+VG_API vg_output vg_prod(vg_graph *g, vg_output x, vg_output axes, bool keep_dims, const char *name);
+VG_API vg_output vg_all(vg_graph *g, vg_output x, vg_output axes, bool keep_dims, const char *name);
+VG_API vg_output vg_any(vg_graph *g, vg_output x, vg_output axes, bool keep_dims, const char *name);
+/* tf.reduce_*: axes from a C array; naxes < 0 reduces over all axes (as axis=None). */
+VG_API vg_output vg_reduce_sum(vg_graph *g, vg_output x, const int32_t *axes, int naxes, bool keep_dims, const char *name);
+VG_API vg_output vg_reduce_mean(vg_graph *g, vg_output x, const int32_t *axes, int naxes, bool keep_dims, const char *name);
+VG_API vg_output vg_reduce_max(vg_graph *g, vg_output x, const int32_t *axes, int naxes, bool keep_dims, const char *name);
+VG_API vg_output vg_reduce_min(vg_graph *g, vg_output x, const int32_t *axes, int naxes, bool keep_dims, const char *name);
+VG_API vg_output vg_reduce_all(vg_graph *g, vg_output x, const int32_t *axes, int naxes, bool keep_dims, const char *name);
+VG_API vg_output vg_reduce_any(vg_graph *g, vg_output x, const int32_t *axes, int naxes, bool keep_dims, const char *name);
+/* ArgMax(x, dimension) with output_type VG_INT64 or VG_INT32. */
+VG_API vg_output vg_argmax(vg_graph *g, vg_output x, int axis, vg_dtype output_type, const char *name);
+VG_API vg_output vg_argmin(vg_graph *g, vg_output x, int axis, vg_dtype output_type, const char *name);
+
+/* ---- nn ops (src/kernels/nn_ops.c) -------------------------------------- */
+VG_API vg_output vg_matmul(vg_graph *g, vg_output a, vg_output b, bool transpose_a, bool transpose_b, const char *name);
+VG_API vg_output vg_bias_add(vg_graph *g, vg_output x, vg_output bias, const char *name);
+VG_API vg_output vg_relu(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_sigmoid(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_tanh(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_softmax(vg_graph *g, vg_output logits, const char *name);
+VG_API vg_output vg_log_softmax(vg_graph *g, vg_output logits, const char *name);
+/* SoftmaxCrossEntropyWithLogits(features, labels): output 0 loss [batch], 1 backprop. */
+VG_API vg_op *vg_softmax_xent(vg_graph *g, vg_output logits, vg_output labels, const char *name);
+/* SparseSoftmaxCrossEntropyWithLogits(features, labels int32/int64): same outputs. */
+VG_API vg_op *vg_sparse_softmax_xent(vg_graph *g, vg_output logits, vg_output labels, const char *name);
+/* Conv2D NHWC; strides[4]; padding "SAME" or "VALID". filter is [kh, kw, in, out]. */
+VG_API vg_output vg_conv2d(vg_graph *g, vg_output x, vg_output filter, const int64_t strides[4], const char *padding, const char *name);
+VG_API vg_output vg_max_pool(vg_graph *g, vg_output x, const int64_t ksize[4], const int64_t strides[4], const char *padding, const char *name);
+VG_API vg_output vg_avg_pool(vg_graph *g, vg_output x, const int64_t ksize[4], const int64_t strides[4], const char *padding, const char *name);
+/* Gradient ops, also usable directly. */
+VG_API vg_output vg_relu_grad(vg_graph *g, vg_output dy, vg_output features, const char *name);
+VG_API vg_output vg_sigmoid_grad(vg_graph *g, vg_output y, vg_output dy, const char *name);
+VG_API vg_output vg_tanh_grad(vg_graph *g, vg_output y, vg_output dy, const char *name);
+VG_API vg_output vg_bias_add_grad(vg_graph *g, vg_output dy, const char *name);
+VG_API vg_output vg_conv2d_backprop_input(vg_graph *g, vg_output input_sizes, vg_output filter, vg_output dy, const int64_t strides[4], const char *padding, const char *name);
+VG_API vg_output vg_conv2d_backprop_filter(vg_graph *g, vg_output input, vg_output filter_sizes, vg_output dy, const int64_t strides[4], const char *padding, const char *name);
+VG_API vg_output vg_max_pool_grad(vg_graph *g, vg_output x, vg_output y, vg_output dy, const int64_t ksize[4], const int64_t strides[4], const char *padding, const char *name);
+VG_API vg_output vg_avg_pool_grad(vg_graph *g, vg_output input_shape, vg_output dy, const int64_t ksize[4], const int64_t strides[4], const char *padding, const char *name);
+
+/* ---- state ops (src/kernels/state_ops.c) -------------------------------- */
+/* VariableV2(shape, dtype): a variable that lives in each session. Output 0 is the
+ * variable's reference: consumers that write (Assign, Apply*) take it as a ref input,
+ * other consumers read its current value. */
+VG_API vg_output vg_variable_op(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndims, const char *name);
+VG_API vg_output vg_assign(vg_graph *g, vg_output ref, vg_output value, bool validate_shape, const char *name);
+VG_API vg_output vg_assign_add(vg_graph *g, vg_output ref, vg_output value, const char *name);
+VG_API vg_output vg_assign_sub(vg_graph *g, vg_output ref, vg_output value, const char *name);
+VG_API vg_output vg_is_variable_initialized(vg_graph *g, vg_output ref, const char *name);
+/* Assert(condition, data...): a run fails with INVALID_ARGUMENT "assertion failed: [...]". */
+VG_API vg_op *vg_assert(vg_graph *g, vg_output cond, const vg_output *data, int ndata, int summarize, const char *name);
+
+/* ---- training apply ops (src/kernels/training_ops.c) -------------------- */
+VG_API vg_output vg_apply_gradient_descent(vg_graph *g, vg_output var, vg_output alpha, vg_output delta, bool use_locking, const char *name);
+VG_API vg_output vg_apply_momentum(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad, vg_output momentum, bool use_locking, bool use_nesterov, const char *name);
+VG_API vg_output vg_apply_adam(vg_graph *g, vg_output var, vg_output m, vg_output v, vg_output beta1_power, vg_output beta2_power, vg_output lr, vg_output beta1, vg_output beta2, vg_output epsilon, vg_output grad, bool use_locking, bool use_nesterov, const char *name);
+VG_API vg_output vg_apply_rms_prop(vg_graph *g, vg_output var, vg_output ms, vg_output mom, vg_output lr, vg_output rho, vg_output momentum, vg_output epsilon, vg_output grad, bool use_locking, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

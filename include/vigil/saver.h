@@ -1,0 +1,111 @@
+/*
+ * vigil/saver.h - tf.train.Saver and checkpoint management, writing TensorFlow V2
+ * checkpoints (model.ckpt-N.index / .data-00000-of-00001 / .meta and the `checkpoint`
+ * state file) that TensorFlow reads, and reading TensorFlow's.
+ *
+ *     vg_saver *saver = vg_saver_new(g, NULL, NULL);           // all global variables
+ *     char path[4096];
+ *     vg_saver_save(saver, sess, "runs/m/model.ckpt", step, path, sizeof path, &st);
+ *     ...
+ *     const char *last = vg_latest_checkpoint("runs/m", buf, sizeof buf);
+ *     if (last) vg_saver_restore(saver, sess, last, &st);
+ *
+ * The saver adds TF's ops to the graph when it is created ("save/Const",
+ * "save/SaveV2", "save/control_dependency", "save/RestoreV2", "save/Assign*",
+ * "save/restore_all"), so create it before the graph is finalized.
+ *
+ * Crash safety: data and index are written under temporary names, fsync'ed and
+ * renamed; the .meta likewise; the `checkpoint` file is replaced atomically last. A kill
+ * at any instant leaves the previous checkpoint restorable and `checkpoint` pointing at
+ * a complete one.
+ */
+#ifndef VIGIL_SAVER_H
+#define VIGIL_SAVER_H
+
+#include "session.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vg_saver vg_saver;
+
+typedef struct vg_saver_options {
+    const vg_output *var_list;  /* variables (ref outputs) to save; NULL = all global variables */
+    int nvars;
+    int max_to_keep;            /* 5; 0 or less keeps every checkpoint */
+    double keep_checkpoint_every_n_hours; /* 10000 */
+    bool write_meta_graph;      /* true: write <prefix>.meta */
+    bool sharded;               /* accepted for parity; vigil always writes one shard */
+    const char *name;           /* name scope of the saver's ops: "save" */
+} vg_saver_options;
+
+#define VG_SAVER_OPTIONS_INIT {NULL, 0, 5, 10000.0, true, false, "save"}
+
+/* Creates the saver and its ops in g. Ownership: free with vg_saver_free (the ops stay
+ * in the graph). Fails with the graph's error, INVALID_ARGUMENT (no variables ... TF
+ * raises "No variables to save"), RESOURCE_EXHAUSTED. */
+VG_API vg_saver *vg_saver_new(vg_graph *g, const vg_saver_options *opts, vg_status *st);
+VG_API void vg_saver_free(vg_saver *s);
+
+/* Saves to "<prefix>-<global_step>" (global_step < 0: "<prefix>"), writes the .meta,
+ * updates "<dir>/checkpoint" and deletes checkpoints beyond max_to_keep. The path saved
+ * is written to path_out (may be NULL). Fails with NOT_FOUND (directory missing),
+ * RESOURCE_EXHAUSTED (disk full), PERMISSION_DENIED, FAILED_PRECONDITION (uninitialized
+ * variable), with the path in the message. */
+VG_API vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t global_step,
+                             char *path_out, size_t path_len, vg_status *st);
+/* Restores every variable of the saver from the checkpoint at prefix. Fails with
+ * NOT_FOUND (file, or "Key w not found in checkpoint"), INVALID_ARGUMENT (dtype or shape
+ * mismatch, naming the tensor), DATA_LOSS (CRC mismatch, truncation). On failure no
+ * variable is changed. */
+VG_API vg_code vg_saver_restore(vg_saver *s, vg_session *sess, const char *prefix, vg_status *st);
+/* Checkpoints this saver still manages (oldest first), borrowed until the next save. */
+VG_API int vg_saver_num_last_checkpoints(const vg_saver *s);
+VG_API const char *vg_saver_last_checkpoint(const vg_saver *s, int i);
+/* recover_last_checkpoints: adopt existing checkpoint paths (e.g. after a restart) so
+ * max_to_keep keeps deleting them. */
+VG_API void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n);
+/* The saver's ops (for Scaffold / MetaGraphDef's SaverDef). */
+VG_API vg_output vg_saver_filename_tensor(const vg_saver *s);   /* "save/Const:0" */
+VG_API vg_output vg_saver_save_tensor(const vg_saver *s);       /* "save/control_dependency:0" */
+VG_API vg_op *vg_saver_restore_op(const vg_saver *s);           /* "save/restore_all" */
+
+/* ------------------------------------------------------------------------ */
+/* Checkpoint management (checkpoint_management.py). */
+
+typedef struct vg_checkpoint_state {
+    char *model_checkpoint_path;
+    char **all_model_checkpoint_paths;
+    int n_all;
+} vg_checkpoint_state;
+
+/* tf.train.latest_checkpoint(dir): the newest checkpoint prefix whose files exist, or
+ * NULL (also when `checkpoint` is missing or unreadable). Writes into buf. Relative
+ * paths in the state file are taken relative to dir, as TF does. */
+VG_API const char *vg_latest_checkpoint(const char *dir, char *buf, size_t len);
+/* tf.train.get_checkpoint_state(dir): reads "<dir>/checkpoint" into a new state (free
+ * with vg_checkpoint_state_free). Fails with NOT_FOUND, DATA_LOSS (unparsable). */
+VG_API vg_code vg_get_checkpoint_state(const char *dir, vg_checkpoint_state **out, vg_status *st);
+VG_API void vg_checkpoint_state_free(vg_checkpoint_state *cs);
+/* True if the files of a V2 checkpoint with this prefix exist (".index"). */
+VG_API bool vg_checkpoint_exists(const char *prefix);
+
+/* ------------------------------------------------------------------------ */
+/* Reading checkpoints directly (inspect_checkpoint). */
+
+typedef struct vg_checkpoint_reader vg_checkpoint_reader;
+/* Opens "<prefix>.index". Fails with NOT_FOUND, DATA_LOSS. */
+VG_API vg_checkpoint_reader *vg_checkpoint_reader_new(const char *prefix, vg_status *st);
+VG_API void vg_checkpoint_reader_free(vg_checkpoint_reader *r);
+VG_API int vg_checkpoint_reader_num_tensors(const vg_checkpoint_reader *r);
+/* Tensor i in name order: name (borrowed), dtype, shape. */
+VG_API const char *vg_checkpoint_reader_tensor(const vg_checkpoint_reader *r, int i, vg_dtype *dt, vg_shape *shape);
+/* Reads a tensor into a new tensor. Fails with NOT_FOUND, DATA_LOSS, UNIMPLEMENTED
+ * (dtypes vigil has no tensor type for). */
+VG_API vg_tensor *vg_checkpoint_reader_read(vg_checkpoint_reader *r, const char *name, vg_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

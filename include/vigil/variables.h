@@ -1,0 +1,97 @@
+/*
+ * vigil/variables.h - TF1 variables (tf.Variable / tf.get_variable), initializers,
+ * the global step and the init ops.
+ *
+ *     vg_variable w = vg_get_variable(g, "dense/kernel", VG_FLOAT, (int64_t[]){784, 256}, 2,
+ *                                     vg_init_glorot_uniform(0), VG_VAR_TRAINABLE);
+ *     vg_output h = vg_matmul(g, x, w.read, false, false, NULL);
+ *     vg_op *init = vg_global_variables_initializer(g);
+ *
+ * A variable is the ops TF creates: "<name>" (VariableV2), "<name>/Assign" (its
+ * initializer, assigning the initial value), "<name>/read" (Identity snapshot).
+ * Global variables are added to the "variables" collection (local ones to
+ * "local_variables"), trainable ones also to "trainable_variables".
+ */
+#ifndef VIGIL_VARIABLES_H
+#define VIGIL_VARIABLES_H
+
+#include "ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    VG_VAR_TRAINABLE = 1, /* add to trainable_variables */
+    VG_VAR_LOCAL = 2      /* local_variables instead of (global) variables */
+};
+
+typedef struct vg_variable {
+    vg_op *var;          /* VariableV2 op "<name>" (NULL on failure) */
+    vg_output ref;       /* {var, 0}: pass to Assign/Apply ops, to vg_gradients, to savers */
+    vg_output read;      /* "<name>/read" Identity: use it to compute with the value */
+    vg_op *initializer;  /* "<name>/Assign" */
+} vg_variable;
+
+/* tf.Variable(initial_value, name): the variable takes initial_value's dtype and shape
+ * (which must be fully defined). */
+VG_API vg_variable vg_variable_new(vg_graph *g, const char *name, vg_output initial_value, unsigned flags);
+
+typedef enum vg_init_kind {
+    VG_INIT_ZEROS,
+    VG_INIT_ONES,
+    VG_INIT_CONSTANT,          /* value */
+    VG_INIT_RANDOM_UNIFORM,    /* minval, maxval, seed */
+    VG_INIT_RANDOM_NORMAL,     /* mean, stddev, seed */
+    VG_INIT_TRUNCATED_NORMAL,  /* mean, stddev, seed */
+    VG_INIT_GLOROT_UNIFORM     /* seed; limit sqrt(6/(fan_in+fan_out)) as TF computes fans */
+} vg_init_kind;
+
+typedef struct vg_initializer {
+    vg_init_kind kind;
+    double value, minval, maxval, mean, stddev;
+    int64_t seed; /* op seed; 0 = none (the graph seed still makes it deterministic) */
+} vg_initializer;
+
+VG_API vg_initializer vg_init_zeros(void);
+VG_API vg_initializer vg_init_ones(void);
+VG_API vg_initializer vg_init_constant(double value);
+VG_API vg_initializer vg_init_random_uniform(double minval, double maxval, int64_t seed);
+VG_API vg_initializer vg_init_random_normal(double mean, double stddev, int64_t seed);
+VG_API vg_initializer vg_init_truncated_normal(double mean, double stddev, int64_t seed);
+VG_API vg_initializer vg_init_glorot_uniform(int64_t seed);
+
+/* Builds the initial-value ops of an initializer for a given shape under the current
+ * scope (TF puts them under "<var>/Initializer/"). */
+VG_API vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, const int64_t *dims, int ndims);
+
+/* tf.get_variable(name, shape, dtype, initializer): initial value ops are created under
+ * "<name>/Initializer/". A name already used by a variable fails (sticky) with
+ * ALREADY_EXISTS ("Variable <name> already exists"). */
+VG_API vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, const int64_t *dims, int ndims, vg_initializer init, unsigned flags);
+
+/* For a VariableV2 op made by the functions above: its initializer and snapshot. */
+VG_API vg_op *vg_variable_initializer(const vg_op *var);
+VG_API vg_output vg_variable_snapshot(const vg_op *var);
+
+/* tf.train.get_or_create_global_step: int64 scalar "global_step" initialised to 0, in
+ * the variables and global_step collections, not trainable. Returns its ref output. */
+VG_API vg_output vg_get_or_create_global_step(vg_graph *g);
+/* The global step's ref output, or {NULL,0} if the graph has none. */
+VG_API vg_output vg_get_global_step(const vg_graph *g);
+
+/* tf.global_variables_initializer(): NoOp "init" grouping every global variable's
+ * initializer. */
+VG_API vg_op *vg_global_variables_initializer(vg_graph *g);
+/* tf.local_variables_initializer(): NoOp "init_1"-style grouping of local initializers. */
+VG_API vg_op *vg_local_variables_initializer(vg_graph *g);
+/* tf.variables_initializer(var_list). */
+VG_API vg_op *vg_variables_initializer(vg_graph *g, const vg_output *vars, int n, const char *name);
+/* tf.report_uninitialized_variables(var_list): 1-D string tensor of the names of the
+ * uninitialized variables (all global + local ones when vars == NULL). */
+VG_API vg_output vg_report_uninitialized_variables(vg_graph *g, const vg_output *vars, int n, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

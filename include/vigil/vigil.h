@@ -1,0 +1,20 @@
+/*
+ * vigil.h - umbrella header: TensorFlow 1's monitored training sessions in C.
+ *
+ * vigil is a dataflow runtime (tensors, graphs of TF-named ops, sessions, CPU kernels,
+ * autodiff, optimizers) with TF1's training supervision on top, writing checkpoints
+ * and event files that TensorFlow's tools read.
+ */
+#ifndef VIGIL_H
+#define VIGIL_H
+
+#include "status.h"
+#include "tensor.h"
+#include "graph.h"
+#include "ops.h"
+#include "session.h"
+#include "gradients.h"
+#include "variables.h"
+#include "optimizer.h"
+
+#endif

@@ -1,0 +1,96 @@
+/* exec.h - session and executor internals: variable slots, execution plans, the
+ * kernel context. */
+#ifndef VG_EXEC_H
+#define VG_EXEC_H
+
+#include "core/strmap.h"
+#include "core/threadpool.h"
+#include "graph/graph_impl.h"
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct vg__var {
+    pthread_mutex_t mu;
+    vg_tensor *value;
+    const vg_op *op;
+};
+
+/* One node of a plan. */
+typedef struct vg__node {
+    vg_op *op;
+    const vg__op_def *def;
+    int ninputs;
+    int *in_slot;        /* value slot of each input; -1 for ref inputs */
+    vg__var **in_var;    /* var slot of each ref input (NULL otherwise) */
+    int out_base;        /* slot of output 0 */
+    int noutputs;
+    int *succ;           /* successor nodes (data, control and ordering edges) */
+    int nsucc;
+    int npred;           /* initial pending count */
+    bool is_var_read;    /* VariableV2 read by the executor itself */
+    vg__var *var;        /* for is_var_read */
+    bool *out_fed;       /* per output: value comes from a feed (NULL if none) */
+} vg__node;
+
+typedef struct vg__run_state vg__run_state;
+
+typedef struct vg__plan {
+    /* key */
+    int nfeeds, nfetches, ntargets;
+    int *key;            /* (op id, index) pairs for feeds, fetches; op ids for targets */
+    int nkey;
+    uint64_t hash;
+    /* body */
+    int nnodes;
+    vg__node *nodes;
+    int *order;          /* topological order */
+    int nslots;
+    int *slot_uses;      /* consumers (+ fetches) per slot */
+    int *feed_slot;      /* slot of each feed */
+    int *fetch_slot;     /* slot of each fetch */
+    bool parallel;       /* worth running with the inter-op pool */
+    /* run-state cache */
+    pthread_mutex_t mu;
+    vg__run_state *free_states;
+} vg__plan;
+
+typedef struct vg__resource {
+    void *ptr;
+    const vg__resource_ops *ops;
+} vg__resource;
+
+struct vg_session {
+    vg_graph *g;
+    vg_session_options opts;
+    vg__pool *inter;
+    vg__pool *intra;
+    int intra_threads;
+    int nops;            /* graph size at creation (ops added later are unknown) */
+    vg__var **vars;      /* by op id, for VariableV2 ops */
+    pthread_mutex_t mu;  /* plans, kernel states, resources, inflight */
+    pthread_cond_t idle;
+    vg__plan **plans;
+    int nplans, plans_cap;
+    void **kstate;
+    void (**kstate_destroy)(void *);
+    vg__strmap resources;
+    int inflight;
+    atomic_bool closing;
+    bool closed;
+};
+
+struct vg_run_metadata {
+    vg_node_stats *nodes;
+    int n, cap;
+    int partition_graphs;
+    pthread_mutex_t mu;
+};
+
+VG_HIDDEN vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const vg_output *fetches,
+                                 int nfetches, vg_op *const *targets, int ntargets, vg__plan **out, vg_status *st);
+VG_HIDDEN void vg__plan_free(vg__plan *p);
+VG_HIDDEN vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
+                               vg_tensor **out, vg_run_metadata *md, vg_status *st);
+VG_HIDDEN vg__var *vg__session_var(vg_session *s, const vg_op *op);
+
+#endif

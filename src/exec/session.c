@@ -1,0 +1,303 @@
+/*
+ * session.c - sessions: variable slots, the plan cache, kernel states, resources,
+ * close/cancel, run metadata, and the variable API used by kernels.
+ */
+#include "exec.h"
+#include <stdio.h>
+#include <unistd.h>
+
+/* OpenBLAS's own threads would fight with ours: vigil splits work itself. */
+extern void openblas_set_num_threads(int num_threads);
+
+/* ------------------------------------------------------------------------ */
+/* variables */
+
+void vg__var_lock(vg__var *v) { pthread_mutex_lock(&v->mu); }
+void vg__var_unlock(vg__var *v) { pthread_mutex_unlock(&v->mu); }
+vg_tensor *vg__var_value(vg__var *v) { return v->value; }
+const char *vg__var_name(const vg__var *v) { return v->op->name; }
+
+void vg__var_set(vg__var *v, vg_tensor *t) {
+    vg_tensor *old = v->value;
+    v->value = t;
+    vg_tensor_free(old);
+}
+
+vg_tensor *vg__var_mutable(vg__var *v, vg_status *st) {
+    if (!v->value) {
+        vg_status_set(st, VG_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->op->name);
+        return NULL;
+    }
+    if (vg__tensor_refcount(v->value) > 1) {
+        vg_tensor *c = vg_tensor_copy(v->value, st);
+        if (!c) return NULL;
+        vg__var_set(v, c);
+    }
+    return v->value;
+}
+
+vg__var *vg__session_var(vg_session *s, const vg_op *op) {
+    return (op->id < s->nops) ? s->vars[op->id] : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* session */
+
+static int ncores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+vg_session *vg_session_new(vg_graph *g, const vg_session_options *opts, vg_status *st) {
+    if (!g) { vg_status_set(st, VG_INVALID_ARGUMENT, "graph is NULL"); return NULL; }
+    if (vg_graph_status(g, st) != VG_OK) return NULL;
+    vg_session *s = vg__calloc(1, sizeof *s);
+    if (!s) { VG_OOM(st, "session"); return NULL; }
+    s->g = g;
+    vg_session_options def = VG_SESSION_OPTIONS_INIT;
+    s->opts = opts ? *opts : def;
+    int intra = s->opts.intra_op_threads > 0 ? s->opts.intra_op_threads : ncores();
+    int inter = s->opts.inter_op_threads > 0 ? s->opts.inter_op_threads : ncores();
+    s->intra_threads = intra;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    vg__strmap_init(&s->resources);
+    atomic_init(&s->closing, false);
+    s->nops = g->nops;
+    s->vars = vg__calloc((size_t)s->nops + 1, sizeof(vg__var *));
+    s->kstate = vg__calloc((size_t)s->nops + 1, sizeof(void *));
+    s->kstate_destroy = vg__calloc((size_t)s->nops + 1, sizeof(void (*)(void *)));
+    if (!s->vars || !s->kstate || !s->kstate_destroy) goto oom;
+    for (int i = 0; i < s->nops; i++) {
+        vg_op *op = g->ops[i];
+        if (!(op->def->flags & VG__OP_VARIABLE)) continue;
+        vg__var *v = vg__calloc(1, sizeof *v);
+        if (!v) goto oom;
+        pthread_mutex_init(&v->mu, NULL);
+        v->op = op;
+        s->vars[i] = v;
+    }
+    if (intra > 1 && !(s->intra = vg__pool_new(intra - 1))) goto oom;
+    if (inter > 1 && !(s->inter = vg__pool_new(inter - 1))) goto oom;
+    openblas_set_num_threads(1);
+    return s;
+oom:
+    VG_OOM(st, "session");
+    vg_session_free(s);
+    return NULL;
+}
+
+static void cancel_resources(vg_session *s) {
+    for (int i = 0; i < s->resources.cap; i++) {
+        vg__resource *r = s->resources.keys[i] ? s->resources.vals[i] : NULL;
+        if (r && r->ops->cancel) r->ops->cancel(r->ptr);
+    }
+}
+
+vg_code vg_session_close(vg_session *s, vg_status *st) {
+    (void)st;
+    if (!s) return VG_OK;
+    pthread_mutex_lock(&s->mu);
+    if (s->closed) { pthread_mutex_unlock(&s->mu); return VG_OK; }
+    atomic_store(&s->closing, true);
+    cancel_resources(s);
+    while (s->inflight > 0) pthread_cond_wait(&s->idle, &s->mu);
+    s->closed = true;
+    /* Variables and resources are released now; kernel states and plans at free. */
+    for (int i = 0; i < s->nops; i++)
+        if (s->vars[i]) {
+            vg_tensor_free(s->vars[i]->value);
+            s->vars[i]->value = NULL;
+        }
+    pthread_mutex_unlock(&s->mu);
+    return VG_OK;
+}
+
+void vg_session_free(vg_session *s) {
+    if (!s) return;
+    if (s->vars && s->kstate) vg_session_close(s, NULL);
+    vg__pool_free(s->intra);
+    vg__pool_free(s->inter);
+    for (int i = 0; i < s->nplans; i++) vg__plan_free(s->plans[i]);
+    vg__free(s->plans);
+    if (s->kstate)
+        for (int i = 0; i < s->nops; i++)
+            if (s->kstate[i] && s->kstate_destroy[i]) s->kstate_destroy[i](s->kstate[i]);
+    for (int i = 0; i < s->resources.cap; i++) {
+        vg__resource *r = s->resources.keys[i] ? s->resources.vals[i] : NULL;
+        if (r) {
+            if (r->ops->destroy) r->ops->destroy(r->ptr);
+            vg__free(r);
+        }
+    }
+    vg__strmap_free(&s->resources);
+    if (s->vars)
+        for (int i = 0; i < s->nops; i++)
+            if (s->vars[i]) {
+                vg_tensor_free(s->vars[i]->value);
+                pthread_mutex_destroy(&s->vars[i]->mu);
+                vg__free(s->vars[i]);
+            }
+    vg__free(s->vars);
+    vg__free(s->kstate);
+    vg__free(s->kstate_destroy);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->idle);
+    vg__free(s);
+}
+
+vg_graph *vg_session_graph(const vg_session *s) { return s->g; }
+bool vg_session_closed(const vg_session *s) { return atomic_load(&((vg_session *)s)->closing); }
+bool vg__session_closing(const vg_session *s) { return atomic_load(&((vg_session *)s)->closing); }
+
+vg_code vg__session_resource(vg_session *s, const char *name, const vg__resource_ops *ops,
+                              void *(*create)(void *arg, vg_status *st), void *arg, void **out, vg_status *st) {
+    pthread_mutex_lock(&s->mu);
+    vg__resource *r = vg__strmap_get(&s->resources, name, NULL);
+    if (!r) {
+        r = vg__calloc(1, sizeof *r);
+        if (!r) { pthread_mutex_unlock(&s->mu); return VG_OOM(st, "resource"); }
+        r->ops = ops;
+        r->ptr = create(arg, st);
+        if (!r->ptr || !vg__strmap_put(&s->resources, name, r)) {
+            if (r->ptr && ops->destroy) ops->destroy(r->ptr);
+            vg__free(r);
+            pthread_mutex_unlock(&s->mu);
+            *out = NULL;
+            return st && st->code ? st->code : VG_OOM(st, "resource");
+        }
+        if (atomic_load(&s->closing) && ops->cancel) ops->cancel(r->ptr);
+    }
+    pthread_mutex_unlock(&s->mu);
+    *out = r->ptr;
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* run */
+
+static vg__plan *find_plan(vg_session *s, const int *key, int nkey, uint64_t h) {
+    for (int i = 0; i < s->nplans; i++) {
+        vg__plan *p = s->plans[i];
+        if (p->hash == h && p->nkey == nkey && memcmp(p->key, key, sizeof(int) * (size_t)nkey) == 0) return p;
+    }
+    return NULL;
+}
+
+static vg_code check_feeds(const vg_output *feeds, vg_tensor *const *vals, int n, vg_status *st) {
+    for (int i = 0; i < n; i++) {
+        vg_output o = feeds[i];
+        if (!vals[i])
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "feed value for '%s:%d' is NULL", vg_op_name(o.op), o.index);
+        vg_dtype want = vg_output_dtype(o), got = vg_tensor_dtype(vals[i]);
+        if (want != got)
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "Cannot feed value of dtype %s for tensor '%s:%d', which has dtype %s",
+                                 vg_dtype_name(got), vg_op_name(o.op), o.index, vg_dtype_name(want));
+        vg_shape s = vg_output_shape(o);
+        bool ok = s.ndims < 0 || s.ndims == vg_tensor_ndims(vals[i]);
+        for (int d = 0; ok && s.ndims >= 0 && d < s.ndims; d++)
+            ok = s.dims[d] < 0 || s.dims[d] == vg_tensor_dim(vals[i], d);
+        if (!ok) {
+            char a[128], b[128];
+            vg_shape gs = vg_tensor_shape(vals[i]);
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "Cannot feed value of shape %s for tensor '%s:%d', which has shape %s",
+                                 vg_shape_str(&gs, a, sizeof a), vg_op_name(o.op), o.index,
+                                 vg_shape_str(&s, b, sizeof b));
+        }
+    }
+    return VG_OK;
+}
+
+vg_code vg_session_run(vg_session *s, const vg_run_options *ro, const vg_output *feeds, vg_tensor *const *feed_values,
+                       int nfeeds, const vg_output *fetches, vg_tensor **out, int nfetches, vg_op *const *targets,
+                       int ntargets, vg_run_metadata *md, vg_status *st) {
+    for (int i = 0; i < nfetches; i++) out[i] = NULL;
+    if (!s) return vg_status_set(st, VG_INVALID_ARGUMENT, "session is NULL");
+    if (nfeeds < 0 || nfetches < 0 || ntargets < 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "negative count");
+    /* plan key on the stack for small calls */
+    int keybuf[64], *key = keybuf;
+    int nkey = 2 * nfeeds + 2 * nfetches + ntargets;
+    if (nkey > 64 && !(key = vg__malloc(sizeof(int) * (size_t)nkey))) return VG_OOM(st, "run key");
+    int k = 0;
+    for (int i = 0; i < nfeeds; i++) key[k++] = feeds[i].op ? feeds[i].op->id : -1, key[k++] = feeds[i].index;
+    for (int i = 0; i < nfetches; i++) key[k++] = fetches[i].op ? fetches[i].op->id : -1, key[k++] = fetches[i].index;
+    for (int i = 0; i < ntargets; i++) key[k++] = targets[i] ? targets[i]->id : -1;
+    uint64_t h = vg__hash_bytes(key, sizeof(int) * (size_t)nkey, 7);
+
+    pthread_mutex_lock(&s->mu);
+    if (atomic_load(&s->closing)) {
+        pthread_mutex_unlock(&s->mu);
+        if (key != keybuf) vg__free(key);
+        return vg_status_set(st, VG_FAILED_PRECONDITION, "Attempted to use a closed Session.");
+    }
+    s->inflight++;
+    vg__plan *p = find_plan(s, key, nkey, h);
+    /* same key but ops from another graph could collide on ids: verify graph */
+    for (int i = 0; p && i < nfeeds; i++) if (feeds[i].op && feeds[i].op->graph != s->g) p = NULL;
+    for (int i = 0; p && i < nfetches; i++) if (fetches[i].op && fetches[i].op->graph != s->g) p = NULL;
+    for (int i = 0; p && i < ntargets; i++) if (targets[i] && targets[i]->graph != s->g) p = NULL;
+    vg_code rc = VG_OK;
+    if (!p) {
+        rc = vg__plan_build(s, feeds, nfeeds, fetches, nfetches, targets, ntargets, &p, st);
+        if (rc == VG_OK) {
+            if (vg__grow((void **)&s->plans, &s->plans_cap, s->nplans + 1, sizeof(vg__plan *))) {
+                s->plans[s->nplans++] = p;
+            } else {
+                vg__plan_free(p);
+                p = NULL;
+                rc = VG_OOM(st, "plan cache");
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (key != keybuf) vg__free(key);
+    if (rc == VG_OK) rc = check_feeds(feeds, feed_values, nfeeds, st);
+    if (rc == VG_OK) rc = vg__plan_run(s, p, ro, feed_values, out, md, st);
+    if (md && ro && ro->output_partition_graphs) md->partition_graphs = 1;
+    pthread_mutex_lock(&s->mu);
+    if (--s->inflight == 0) pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->mu);
+    if (rc == VG_OK) vg_status_clear(st);
+    else if (rc != VG_OK && atomic_load(&s->closing) && rc == VG_CANCELLED) { /* keep message */ }
+    return rc;
+}
+
+vg_code vg_session_run1(vg_session *s, vg_output fetch, vg_tensor **out, vg_status *st) {
+    vg_tensor *tmp = NULL;
+    vg_code rc = vg_session_run(s, NULL, NULL, NULL, 0, fetch.op ? &fetch : NULL, &tmp, fetch.op ? 1 : 0, NULL, 0,
+                                NULL, st);
+    if (out) *out = tmp;
+    else vg_tensor_free(tmp);
+    return rc;
+}
+
+vg_code vg_session_run_targets(vg_session *s, vg_op *const *targets, int ntargets, vg_status *st) {
+    return vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, targets, ntargets, NULL, st);
+}
+
+/* ------------------------------------------------------------------------ */
+/* run metadata */
+
+vg_run_metadata *vg_run_metadata_new(void) {
+    vg_run_metadata *md = vg__calloc(1, sizeof *md);
+    if (md) pthread_mutex_init(&md->mu, NULL);
+    return md;
+}
+void vg_run_metadata_free(vg_run_metadata *md) {
+    if (!md) return;
+    vg__free(md->nodes);
+    pthread_mutex_destroy(&md->mu);
+    vg__free(md);
+}
+void vg_run_metadata_clear(vg_run_metadata *md) {
+    md->n = 0;
+    md->partition_graphs = 0;
+}
+int vg_run_metadata_num_nodes(const vg_run_metadata *md) { return md->n; }
+const vg_node_stats *vg_run_metadata_node(const vg_run_metadata *md, int i) {
+    return (i >= 0 && i < md->n) ? &md->nodes[i] : NULL;
+}
+int vg_run_metadata_num_partition_graphs(const vg_run_metadata *md) { return md->partition_graphs; }

@@ -1,0 +1,75 @@
+/* graph_impl.h - the graph's and op's internal layout (for graph.c, the executor,
+ * gradients and GraphDef export). Everything else uses the accessors. */
+#ifndef VG_GRAPH_IMPL_H
+#define VG_GRAPH_IMPL_H
+
+#include "core/strmap.h"
+#include "registry.h"
+
+typedef struct vg__attr {
+    char *name;
+    vg_attr_type type;
+    union {
+        int64_t i;
+        float f;
+        bool b;
+        vg_dtype t;
+        vg_shape shape;
+        struct { char *p; size_t n; } s;
+        vg_tensor *tensor;
+        struct { void *p; int n; } list; /* int64_t / float / vg_dtype / vg_shape / char* */
+    } u;
+} vg__attr;
+
+struct vg_op {
+    vg_graph *graph;
+    int id;
+    char *name;
+    const vg__op_def *def;
+    int ninputs;
+    vg_output *inputs;
+    int ncontrol, control_cap;
+    vg_op **control;
+    int noutputs;
+    vg_dtype *out_dtypes;
+    vg_shape *out_shapes;
+    int nattrs, attr_cap;
+    vg__attr *attrs;
+    char *device;
+    /* for variables made by variables.c */
+    vg_op *var_initializer;
+    vg_output var_snapshot;
+};
+
+typedef struct vg__collection {
+    char *key;
+    vg_output *items;
+    int n, cap;
+} vg__collection;
+
+struct vg_graph {
+    vg_op **ops;
+    int nops, ops_cap;
+    vg__strmap by_name;
+    vg__strmap names_in_use; /* lower-cased name -> count (TF's _names_in_use) */
+    char **scopes;
+    int nscopes, scopes_cap;
+    vg_op ***deps;           /* control-dependency stack: each entry a NULL-terminated array */
+    int ndeps, deps_cap;
+    vg__collection *colls;
+    int ncolls, colls_cap;
+    struct vg__udata { char *key; void *ptr; void (*destroy)(void *); } *udata;
+    int nudata, udata_cap;
+    vg_queue_runner_def *qrs;
+    int nqrs, qrs_cap;
+    vg_status err;
+    bool finalized;
+    int64_t seed;
+    int64_t last_id;
+};
+
+VG_HIDDEN vg__attr *vg__op_find_attr(const vg_op *op, const char *name);
+/* Adds or replaces an attr on a built (not yet finalized) op. Returns false on OOM. */
+VG_HIDDEN bool vg__op_put_attr(vg_op *op, const vg__attr *a);
+
+#endif

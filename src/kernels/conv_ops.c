@@ -1,0 +1,1029 @@
+/*
+ * conv_ops.c - the convolution half of the nn op family (NHWC, filters HWIO):
+ * Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter, MaxPool, MaxPoolGrad, AvgPool,
+ * AvgPoolGrad. Shape functions, float32/float64 kernels, gradients (TF 1.15's
+ * nn_grad.py) and builders; the table is vg__ops_conv.
+ *
+ * Convolutions are im2col + GEMM: the batch is cut into row chunks (a row is one
+ * output pixel) small enough that the im2col buffer stays in cache, and the chunks
+ * are spread over the intra-op threads, each thread with its own buffer.
+ *   forward:        y[rows, co]   = col(x)[rows, kd] * f[kd, co]
+ *   backprop input: dcol[rows, kd] = dy[rows, co] * f^T, then col2im (scatter-add)
+ *   backprop filter: df[kd, co]  = sum over chunks col(x)^T * dy (per-thread partials)
+ * with kd = kh * kw * ci. Padding follows TF: SAME gives out = ceil(in / stride) and
+ * pad_before = pad_total / 2.
+ */
+#include "kernels/nn_internal.h"
+#include <stdio.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+/* See nn_ops.c: the copy/max loops need GCC's dynamic vectorizer cost model. */
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
+/* Target size of one im2col chunk buffer (per thread). */
+#define CONV_COL_BYTES (512 * 1024)
+/* A convolution uses another thread only for this many flops or more per thread. */
+#define CONV_MIN_FLOPS_PER_UNIT 4.0e6
+
+static size_t real_size(vg_dtype dt) { return dt == VG_DOUBLE ? sizeof(double) : sizeof(float); }
+
+/* ------------------------------------------------------------------------ */
+/* Attributes and window arithmetic */
+
+typedef struct win_attrs {
+    int64_t ksize[4];   /* pools only */
+    int64_t strides[4];
+    bool same;          /* padding SAME (else VALID) */
+} win_attrs;
+
+static vg_code read_list4(const vg_op *op, const char *name, int64_t out[4], vg_status *st) {
+    const int64_t *v;
+    int n;
+    if (!vg_op_attr_int_list(op, name, &v, &n) || n != 4)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Sliding window %s field must specify 4 dimensions", name);
+    for (int i = 0; i < 4; i++) {
+        if (v[i] < 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "%s must be positive, got %lld", name, (long long)v[i]);
+        out[i] = v[i];
+    }
+    return VG_OK;
+}
+
+/* Reads and validates strides (and ksize for pools), padding, data_format, dilations. */
+static vg_code read_win_attrs(const vg_op *op, bool pool, win_attrs *w, vg_status *st) {
+    if (read_list4(op, "strides", w->strides, st)) return st->code;
+    if (pool && read_list4(op, "ksize", w->ksize, st)) return st->code;
+    const char *s;
+    size_t len;
+    if (!vg_op_attr_string(op, "padding", &s, &len))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "missing attr 'padding'");
+    if (len == 4 && memcmp(s, "SAME", 4) == 0) w->same = true;
+    else if (len == 5 && memcmp(s, "VALID", 5) == 0) w->same = false;
+    else return vg_status_set(st, VG_INVALID_ARGUMENT, "padding must be SAME or VALID, got '%.*s'", (int)len, s);
+    if (vg_op_attr_string(op, "data_format", &s, &len) && !(len == 4 && memcmp(s, "NHWC", 4) == 0))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "data_format %.*s is not supported (CPU: NHWC only)", (int)len, s);
+    if (w->strides[0] != 1 || w->strides[3] != 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Current implementation does not yet support strides in the batch and depth dimensions.");
+    if (pool && w->ksize[0] != 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Pooling is not yet supported on the batch dimension.");
+    if (pool && w->ksize[3] != 1)
+        return vg_status_set(st, VG_UNIMPLEMENTED, "Pooling over the depth dimension is not supported.");
+    const int64_t *d;
+    int n;
+    if (!pool && vg_op_attr_int_list(op, "dilations", &d, &n)) {
+        for (int i = 0; i < n; i++)
+            if (d[i] != 1) return vg_status_set(st, VG_UNIMPLEMENTED, "dilations other than 1 are not supported");
+    }
+    return VG_OK;
+}
+
+/* TF's GetWindowedOutputSize (dilation 1): output size and padding before. */
+static vg_code window_out(int64_t in, int64_t k, int64_t s, bool same, int64_t *out, int64_t *pad, vg_status *st) {
+    *pad = 0;
+    if (in < 0 || k < 0) {
+        *out = -1;
+        return VG_OK;
+    }
+    if (same) {
+        *out = (in + s - 1) / s;
+        int64_t total = (*out - 1) * s + k - in;
+        *pad = total > 0 ? total / 2 : 0;
+    } else {
+        *out = (in - k + s) / s;
+    }
+    if (*out < 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Computed output size would be negative: %lld [input_size: %lld, effective_filter_size: %lld, stride: %lld]",
+                             (long long)*out, (long long)in, (long long)k, (long long)s);
+    return VG_OK;
+}
+
+/* Sets the default attrs TF's op defs have. */
+static void set_conv_defaults(vg_op *op, vg_dtype dt) {
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_default_attr_string(op, "data_format", "NHWC");
+    vg__op_set_default_attr_bool(op, "use_cudnn_on_gpu", true);
+}
+
+static vg_code check_real(const vg_op *op, int i, const char *what, vg_dtype want, vg_status *st) {
+    if (vg__nn_check_real(op, i, what, st)) return st->code;
+    vg_dtype dt = vg__op_input_dtype(op, i);
+    if (want != VG_DTYPE_INVALID && dt != want)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s has dtype %s, expected %s", what, vg_dtype_name(dt),
+                             vg_dtype_name(want));
+    return VG_OK;
+}
+
+static vg_code check_rank4(const vg_shape *s, const char *what, vg_status *st) {
+    char b[128];
+    if (s->ndims >= 0 && s->ndims != 4)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s must be 4-dimensional: %s", what, vg_shape_str(s, b, sizeof b));
+    return VG_OK;
+}
+
+/* A 4-D shape given by a shape-tensor input (input_sizes, filter_sizes,
+ * orig_input_shape): its Const value, or the static shape behind a Shape op. */
+static vg_code shape_from_tensor_input(const vg_op *op, int i, const char *what, vg_shape *out, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, i);
+    if (dt != VG_INT32 && dt != VG_INT64)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s must be int32 or int64, got %s", what, vg_dtype_name(dt));
+    int64_t unk[4] = {-1, -1, -1, -1};
+    *out = vg_shape_make(unk, 4);
+    const vg_tensor *t = vg__op_const_input(op, i);
+    vg_output in = vg_op_input(op, i);
+    if (t) {
+        if (vg_tensor_ndims(t) != 1 || vg_tensor_dim(t, 0) != 4)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s must be a 4-element vector", what);
+        for (int k = 0; k < 4; k++)
+            out->dims[k] = dt == VG_INT32 ? ((const int32_t *)vg_tensor_data(t))[k] : ((const int64_t *)vg_tensor_data(t))[k];
+    } else if (in.op && strcmp(vg_op_type(in.op), "Shape") == 0) {
+        vg_shape s = vg_output_shape(vg_op_input(in.op, 0));
+        if (check_rank4(&s, what, st)) return st->code;
+        if (s.ndims == 4) *out = s;
+    }
+    return VG_OK;
+}
+
+/* Reads a 4-element int32/int64 shape tensor at run time. */
+static vg_code kread_sizes(vg__kctx *ctx, int i, const char *what, int64_t out[4]) {
+    const vg_tensor *t = vg__kctx_input(ctx, i);
+    vg_dtype dt = vg_tensor_dtype(t);
+    if ((dt != VG_INT32 && dt != VG_INT64) || vg_tensor_ndims(t) != 1 || vg_tensor_dim(t, 0) != 4)
+        return vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "%s must be a 4-element int32/int64 vector", what);
+    for (int k = 0; k < 4; k++) {
+        out[k] = dt == VG_INT32 ? ((const int32_t *)vg_tensor_data(t))[k] : ((const int64_t *)vg_tensor_data(t))[k];
+        if (out[k] < 0)
+            return vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "%s has a negative dimension", what);
+    }
+    return VG_OK;
+}
+
+static bool dims_eq(const vg_tensor *t, const int64_t d[4]) {
+    if (vg_tensor_ndims(t) != 4) return false;
+    for (int i = 0; i < 4; i++)
+        if (vg_tensor_dim(t, i) != d[i]) return false;
+    return true;
+}
+
+static char *tshape_str(const vg_tensor *t, char *buf, size_t len) {
+    vg_shape s = vg_tensor_shape(t);
+    return vg_shape_str(&s, buf, len);
+}
+
+static char *dstr(const int64_t d[4], char *buf, size_t len) {
+    snprintf(buf, len, "[%lld,%lld,%lld,%lld]", (long long)d[0], (long long)d[1], (long long)d[2], (long long)d[3]);
+    return buf;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Geometry shared by the conv and pool kernels */
+
+typedef struct conv_geom {
+    int64_t n, h, w, ci;   /* input (N, H, W, Ci) */
+    int64_t kh, kw, co;    /* filter (KH, KW, Ci, Co); pools: co = ci */
+    int64_t sh, sw;        /* strides */
+    int64_t oh, ow;        /* output (N, OH, OW, Co) */
+    int64_t pt, pl;        /* padding before (top, left) */
+} conv_geom;
+
+/* Geometry from the input and filter dims (pool: fd = NULL, window from ksize). */
+static vg_code make_geom(const vg_op *op, const int64_t xd[4], const int64_t *fd, conv_geom *g, vg_status *st) {
+    win_attrs w;
+    if (read_win_attrs(op, fd == NULL, &w, st)) return st->code;
+    g->n = xd[0]; g->h = xd[1]; g->w = xd[2]; g->ci = xd[3];
+    if (fd) {
+        if (fd[2] != xd[3])
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "input and filter must have the same depth: %lld vs %lld",
+                                 (long long)xd[3], (long long)fd[2]);
+        g->kh = fd[0]; g->kw = fd[1]; g->co = fd[3];
+    } else {
+        g->kh = w.ksize[1]; g->kw = w.ksize[2]; g->co = xd[3];
+    }
+    g->sh = w.strides[1]; g->sw = w.strides[2];
+    if (window_out(g->h, g->kh, g->sh, w.same, &g->oh, &g->pt, st) ||
+        window_out(g->w, g->kw, g->sw, w.same, &g->ow, &g->pl, st))
+        return st->code;
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* im2col / col2im over a range of rows r = (img, oy, ox) of the whole batch; the
+ * columns are (ky, kx, ci), matching the filter's (KH, KW, Ci) flattening. */
+
+#define CONV_DEFINE_COL(T, SFX)                                                                         \
+    /* col is (r1 - r0, kh*kw*ci) */                                                                    \
+    static void im2col_##SFX(const conv_geom *g, const T *x, int64_t r0, int64_t r1, T *col) {          \
+        const int64_t P = g->oh * g->ow, rowlen = g->kw * g->ci, kd = g->kh * rowlen;                   \
+        int64_t img = r0 / P, oy = (r0 % P) / g->ow, ox = (r0 % P) % g->ow;                             \
+        for (int64_t r = r0; r < r1; r++, col += kd) {                                                  \
+            const T *xi = x + img * g->h * g->w * g->ci;                                                \
+            int64_t iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;                                 \
+            int64_t kx0 = ix0 < 0 ? -ix0 : 0, kx1 = g->w - ix0 < g->kw ? g->w - ix0 : g->kw;            \
+            int64_t a = kx0 * g->ci, b = kx1 * g->ci;                                                   \
+            for (int64_t ky = 0; ky < g->kh; ky++) {                                                    \
+                T *d = col + ky * rowlen;                                                               \
+                int64_t iy = iy0 + ky;                                                                  \
+                if (iy < 0 || iy >= g->h || b <= a) {                                                   \
+                    for (int64_t j = 0; j < rowlen; j++) d[j] = 0;                                      \
+                    continue;                                                                           \
+                }                                                                                       \
+                const T *s = xi + (iy * g->w + ix0 + kx0) * g->ci;                                      \
+                for (int64_t j = 0; j < a; j++) d[j] = 0;                                               \
+                if (b - a >= 32) memcpy(d + a, s, (size_t)(b - a) * sizeof(T));                         \
+                else                                                                                    \
+                    for (int64_t j = 0; j < b - a; j++) d[a + j] = s[j];                                \
+                for (int64_t j = b; j < rowlen; j++) d[j] = 0;                                          \
+            }                                                                                           \
+            if (++ox == g->ow) {                                                                        \
+                ox = 0;                                                                                 \
+                if (++oy == g->oh) { oy = 0; img++; }                                                   \
+            }                                                                                           \
+        }                                                                                               \
+    }                                                                                                   \
+    /* x += col2im(col): adds each row's patch back into the (zeroed) input gradient */                 \
+    static void col2im_##SFX(const conv_geom *g, const T *col, int64_t r0, int64_t r1, T *x) {          \
+        const int64_t P = g->oh * g->ow, rowlen = g->kw * g->ci, kd = g->kh * rowlen;                   \
+        int64_t img = r0 / P, oy = (r0 % P) / g->ow, ox = (r0 % P) % g->ow;                             \
+        for (int64_t r = r0; r < r1; r++, col += kd) {                                                  \
+            T *xi = x + img * g->h * g->w * g->ci;                                                      \
+            int64_t iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;                                 \
+            int64_t kx0 = ix0 < 0 ? -ix0 : 0, kx1 = g->w - ix0 < g->kw ? g->w - ix0 : g->kw;            \
+            int64_t a = kx0 * g->ci, b = kx1 * g->ci;                                                   \
+            for (int64_t ky = 0; ky < g->kh && b > a; ky++) {                                           \
+                int64_t iy = iy0 + ky;                                                                  \
+                if (iy < 0 || iy >= g->h) continue;                                                     \
+                T *d = xi + (iy * g->w + ix0 + kx0) * g->ci;                                            \
+                const T *s = col + ky * rowlen + a;                                                     \
+                for (int64_t j = 0; j < b - a; j++) d[j] += s[j];                                       \
+            }                                                                                           \
+            if (++ox == g->ow) {                                                                        \
+                ox = 0;                                                                                 \
+                if (++oy == g->oh) { oy = 0; img++; }                                                   \
+            }                                                                                           \
+        }                                                                                               \
+    }
+
+CONV_DEFINE_COL(float, f32)
+CONV_DEFINE_COL(double, f64)
+
+static void im2col(vg_dtype dt, const conv_geom *g, const void *x, int64_t r0, int64_t r1, void *col) {
+    if (dt == VG_DOUBLE) im2col_f64(g, x, r0, r1, col);
+    else im2col_f32(g, x, r0, r1, col);
+}
+static void col2im(vg_dtype dt, const conv_geom *g, const void *col, int64_t r0, int64_t r1, void *x) {
+    if (dt == VG_DOUBLE) col2im_f64(g, col, r0, r1, x);
+    else col2im_f32(g, col, r0, r1, x);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Convolution kernels */
+
+enum { CONV_FWD, CONV_BP_INPUT, CONV_BP_FILTER };
+
+typedef struct conv_job {
+    int mode;
+    vg_dtype dt;
+    conv_geom g;
+    bool direct;             /* 1x1, stride 1: x itself is the im2col matrix */
+    const char *x, *f, *dy;  /* inputs (those the mode uses) */
+    char *out;               /* y, dx or df */
+    char *col;               /* units * col_stride bytes of im2col buffers */
+    char *partial;           /* filter grad: (units - 1) partial sums of (kd, co) */
+    size_t col_stride;
+    int64_t kd, rows, units, chunk;
+} conv_job;
+
+/* The rows of unit u: an even share of all rows, or of whole images for the input
+ * gradient (col2im of two units must not touch the same image). */
+static void unit_rows(const conv_job *j, int64_t u, int64_t *r0, int64_t *r1) {
+    if (j->mode == CONV_BP_INPUT) {
+        int64_t P = j->g.oh * j->g.ow;
+        *r0 = u * j->g.n / j->units * P;
+        *r1 = (u + 1) * j->g.n / j->units * P;
+    } else {
+        *r0 = u * j->rows / j->units;
+        *r1 = (u + 1) * j->rows / j->units;
+    }
+}
+
+static void conv_unit(const conv_job *j, int64_t u) {
+    const conv_geom *g = &j->g;
+    size_t es = real_size(j->dt);
+    int64_t r0, r1, kd = j->kd, co = g->co;
+    unit_rows(j, u, &r0, &r1);
+    char *col = j->col + (size_t)u * j->col_stride;
+    if (j->mode == CONV_BP_INPUT) {
+        /* zero this unit's images of dx, then scatter-add each chunk */
+        int64_t img_elems = g->h * g->w * g->ci, P = g->oh * g->ow;
+        if (P > 0) memset(j->out + (size_t)(r0 / P * img_elems) * es, 0, (size_t)((r1 - r0) / P * img_elems) * es);
+    }
+    char *df = j->mode == CONV_BP_FILTER ? (u == 0 ? j->out : j->partial + (size_t)((u - 1) * kd * co) * es) : NULL;
+    if (df && r1 <= r0) memset(df, 0, (size_t)(kd * co) * es);
+    for (int64_t r = r0; r < r1; r += j->chunk) {
+        int64_t nr = r1 - r < j->chunk ? r1 - r : j->chunk;
+        const char *cx = j->direct ? j->x + (size_t)(r * kd) * es : col;
+        switch (j->mode) {
+        case CONV_FWD: // y[r:r+nr, co] = col[nr, kd] * f[kd, co]
+            if (!j->direct) im2col(j->dt, g, j->x, r, r + nr, col);
+            vg__nn_gemm1(j->dt, false, false, nr, co, kd, cx, kd, j->f, co, 0.0, j->out + (size_t)(r * co) * es, co);
+            break;
+        case CONV_BP_FILTER: // df[kd, co] += col[nr, kd]^T * dy[r:r+nr, co]
+            if (!j->direct) im2col(j->dt, g, j->x, r, r + nr, col);
+            vg__nn_gemm1(j->dt, true, false, kd, co, nr, cx, kd, j->dy + (size_t)(r * co) * es, co,
+                         r == r0 ? 0.0 : 1.0, df, co);
+            break;
+        case CONV_BP_INPUT: // dcol[nr, kd] = dy[r:r+nr, co] * f[kd, co]^T; dx += col2im(dcol)
+            if (j->direct) {
+                vg__nn_gemm1(j->dt, false, true, nr, kd, co, j->dy + (size_t)(r * co) * es, co, j->f, co, 0.0,
+                             j->out + (size_t)(r * kd) * es, kd);
+            } else {
+                vg__nn_gemm1(j->dt, false, true, nr, kd, co, j->dy + (size_t)(r * co) * es, co, j->f, co, 0.0, col, kd);
+                col2im(j->dt, g, col, r, r + nr, j->out);
+            }
+            break;
+        }
+    }
+}
+
+static void conv_units(void *arg, int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; u++) conv_unit(arg, u);
+}
+
+/* Runs a convolution job: picks units and chunk size, allocates the buffers, runs
+ * the units on the pool and reduces the filter partials. */
+static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
+    vg_status *st = vg__kctx_status(ctx);
+    const conv_geom *g = &j->g;
+    size_t es = real_size(j->dt);
+    j->kd = g->kh * g->kw * g->ci;
+    j->rows = g->n * g->oh * g->ow;
+    j->direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0;
+    double flops = 2.0 * (double)j->rows * (double)j->kd * (double)g->co;
+    int64_t units = vg__kctx_num_threads(ctx);
+    if ((double)units > flops / CONV_MIN_FLOPS_PER_UNIT) units = (int64_t)(flops / CONV_MIN_FLOPS_PER_UNIT);
+    if (j->mode == CONV_BP_INPUT && units > g->n) units = g->n;
+    if (units > j->rows) units = j->rows;
+    if (units < 1) units = 1;
+    j->units = units;
+    j->chunk = (int64_t)(CONV_COL_BYTES / ((size_t)j->kd * es));
+    if (j->chunk < 1) j->chunk = 1;
+    if (j->direct && j->mode != CONV_BP_INPUT) j->chunk = j->rows; /* no buffer: one GEMM per unit */
+    if (j->direct && j->mode == CONV_BP_INPUT) j->chunk = j->rows;
+    j->col_stride = 0;
+    if (!j->direct) {
+        j->col_stride = ((size_t)(j->chunk * j->kd) * es + 63) / 64 * 64;
+        j->col = vg__aligned_alloc(j->col_stride * (size_t)units, 64);
+        if (!j->col) return VG_OOM(st, "im2col buffer");
+    }
+    if (j->mode == CONV_BP_FILTER && units > 1) {
+        j->partial = vg__aligned_alloc((size_t)((units - 1) * j->kd * g->co) * es, 64);
+        if (!j->partial) {
+            vg__free(j->col);
+            return VG_OOM(st, "filter gradient partial sums");
+        }
+    }
+    if (units == 1) conv_units(j, 0, 1);
+    else vg__kctx_parallel_for(ctx, units, (int64_t)(flops / (double)units), conv_units, j);
+    if (j->partial) {
+        int64_t n = j->kd * g->co;
+        for (int64_t u = 1; u < units; u++) {
+            if (j->dt == VG_DOUBLE) {
+                double *o = (double *)j->out;
+                const double *p = (const double *)j->partial + (u - 1) * n;
+                for (int64_t i = 0; i < n; i++) o[i] += p[i];
+            } else {
+                float *o = (float *)j->out;
+                const float *p = (const float *)j->partial + (u - 1) * n;
+                for (int64_t i = 0; i < n; i++) o[i] += p[i];
+            }
+        }
+    }
+    vg__free(j->col);
+    vg__free(j->partial);
+    return VG_OK;
+}
+
+/* -- Conv2D -- */
+
+static vg_code shape_conv2d(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (check_real(op, 0, "input", VG_DTYPE_INVALID, st) || check_real(op, 1, "filter", dt, st)) return st->code;
+    set_conv_defaults(op, dt);
+    vg_shape x = vg__op_input_shape(op, 0), f = vg__op_input_shape(op, 1);
+    if (check_rank4(&x, "input", st) || check_rank4(&f, "filter", st)) return st->code;
+    win_attrs w;
+    if (read_win_attrs(op, false, &w, st)) return st->code;
+    int64_t xd[4] = {-1, -1, -1, -1}, fd[4] = {-1, -1, -1, -1}, od[4], pad;
+    if (x.ndims == 4) memcpy(xd, x.dims, sizeof xd);
+    if (f.ndims == 4) memcpy(fd, f.dims, sizeof fd);
+    if (xd[3] >= 0 && fd[2] >= 0 && xd[3] != fd[2])
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "input and filter must have the same depth: %lld vs %lld",
+                             (long long)xd[3], (long long)fd[2]);
+    od[0] = xd[0];
+    od[3] = fd[3];
+    if (window_out(xd[1], fd[0], w.strides[1], w.same, &od[1], &pad, st) ||
+        window_out(xd[2], fd[1], w.strides[2], w.same, &od[2], &pad, st))
+        return st->code;
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, vg_shape_make(od, 4));
+    return VG_OK;
+}
+
+/* Checks a kernel input tensor: real dtype (== want if given) and rank 4. */
+static vg_code kcheck4(vg__kctx *ctx, const vg_tensor *t, const char *what, vg_dtype want) {
+    vg_dtype dt = vg_tensor_dtype(t);
+    char b[128];
+    vg_shape s = vg_tensor_shape(t);
+    if ((dt != VG_FLOAT && dt != VG_DOUBLE) || (want != VG_DTYPE_INVALID && dt != want))
+        return vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "%s has unsupported dtype %s", what,
+                             vg_dtype_name(dt));
+    if (s.ndims != 4)
+        return vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "%s must be 4-dimensional: %s", what,
+                             vg_shape_str(&s, b, sizeof b));
+    return VG_OK;
+}
+
+static vg_code kernel_conv2d(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg_tensor *x = vg__kctx_input(ctx, 0), *f = vg__kctx_input(ctx, 1), *y;
+    vg_dtype dt = vg_tensor_dtype(x);
+    if (kcheck4(ctx, x, "input", VG_DTYPE_INVALID) || kcheck4(ctx, f, "filter", dt)) return st->code;
+    conv_job j = {.mode = CONV_FWD, .dt = dt};
+    if (make_geom(vg__kctx_op(ctx), vg_tensor_dims(x), vg_tensor_dims(f), &j.g, st)) return st->code;
+    // x is (N, H, W, Ci); f is (KH, KW, Ci, Co); y is (N, OH, OW, Co)
+    int64_t od[4] = {j.g.n, j.g.oh, j.g.ow, j.g.co};
+    if (vg__kctx_alloc_output(ctx, 0, dt, od, 4, &y)) return st->code;
+    if (vg_tensor_num_elements(y) == 0) return VG_OK;
+    if (j.g.kh * j.g.kw * j.g.ci == 0) {
+        memset(vg_tensor_data(y), 0, vg_tensor_nbytes(y));
+        return VG_OK;
+    }
+    j.x = vg_tensor_data(x);
+    j.f = vg_tensor_data(f);
+    j.out = vg_tensor_data(y);
+    return conv_run(ctx, &j);
+}
+
+/* TF's _Conv2DGrad: Conv2DBackpropInput(Shape(x), f, dy), Conv2DBackpropFilter(x, Shape(f), dy). */
+static void win_attr_copy(const vg_op *op, int64_t strides[4], const char **padding) {
+    const int64_t *v;
+    int n;
+    static char same[] = "SAME", valid[] = "VALID";
+    const char *s;
+    size_t len;
+    strides[0] = strides[1] = strides[2] = strides[3] = 1;
+    if (vg_op_attr_int_list(op, "strides", &v, &n) && n == 4) memcpy(strides, v, sizeof(int64_t) * 4);
+    *padding = vg_op_attr_string(op, "padding", &s, &len) && len == 4 && memcmp(s, "SAME", 4) == 0 ? same : valid;
+}
+
+static vg_code grad_conv2d(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    int64_t strides[4];
+    const char *padding;
+    win_attr_copy(op, strides, &padding);
+    vg_output x = vg_op_input(op, 0), f = vg_op_input(op, 1);
+    dx[0] = vg_conv2d_backprop_input(g, vg_shape_op(g, x, VG_INT32, "Shape"), f, dy[0], strides, padding, NULL);
+    dx[1] = vg_conv2d_backprop_filter(g, x, vg_shape_op(g, f, VG_INT32, "Shape_1"), dy[0], strides, padding, NULL);
+    return vg_graph_status(g, NULL);
+}
+
+/* -- Conv2DBackpropInput(input_sizes, filter, out_backprop) -- */
+
+/* Checks that dy has the conv's output shape (build time, unknown dims pass). */
+static vg_code check_dy_shape(const vg_op *op, const vg_shape *x, const vg_shape *f, const vg_shape *dy, bool pool,
+                              vg_status *st) {
+    win_attrs w;
+    if (read_win_attrs(op, pool, &w, st)) return st->code;
+    if (x->ndims != 4 || dy->ndims != 4) return VG_OK;
+    int64_t kh = pool ? w.ksize[1] : (f->ndims == 4 ? f->dims[0] : -1);
+    int64_t kw = pool ? w.ksize[2] : (f->ndims == 4 ? f->dims[1] : -1);
+    int64_t co = pool ? x->dims[3] : (f->ndims == 4 ? f->dims[3] : -1);
+    int64_t want[4] = {x->dims[0], -1, -1, co}, pad;
+    if (window_out(x->dims[1], kh, w.strides[1], w.same, &want[1], &pad, st) ||
+        window_out(x->dims[2], kw, w.strides[2], w.same, &want[2], &pad, st))
+        return st->code;
+    for (int i = 0; i < 4; i++) {
+        if (want[i] >= 0 && dy->dims[i] >= 0 && want[i] != dy->dims[i]) {
+            char a[128], b[128];
+            vg_shape ws = vg_shape_make(want, 4);
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "out_backprop has shape %s but the forward output is %s",
+                                 vg_shape_str(dy, a, sizeof a), vg_shape_str(&ws, b, sizeof b));
+        }
+    }
+    return VG_OK;
+}
+
+static vg_code shape_conv2d_bp_input(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 1);
+    if (check_real(op, 1, "filter", VG_DTYPE_INVALID, st) || check_real(op, 2, "out_backprop", dt, st)) return st->code;
+    set_conv_defaults(op, dt);
+    vg_shape x, f = vg__op_input_shape(op, 1), dy = vg__op_input_shape(op, 2);
+    if (shape_from_tensor_input(op, 0, "input_sizes", &x, st) || check_rank4(&f, "filter", st) ||
+        check_rank4(&dy, "out_backprop", st) || check_dy_shape(op, &x, &f, &dy, false, st))
+        return st->code;
+    if (f.ndims == 4 && x.dims[3] >= 0 && f.dims[2] >= 0 && x.dims[3] != f.dims[2])
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "input and filter must have the same depth: %lld vs %lld",
+                             (long long)x.dims[3], (long long)f.dims[2]);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, x);
+    return VG_OK;
+}
+
+/* Checks dy against the geometry at run time. */
+static vg_code kcheck_dy(vg__kctx *ctx, const vg_tensor *dy, const conv_geom *g, const char *what) {
+    int64_t want[4] = {g->n, g->oh, g->ow, g->co};
+    char a[128], b[128];
+    if (!dims_eq(dy, want))
+        return vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "%s has shape %s, expected %s", what,
+                             tshape_str(dy, a, sizeof a), dstr(want, b, sizeof b));
+    return VG_OK;
+}
+
+static vg_code kernel_conv2d_bp_input(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg_tensor *f = vg__kctx_input(ctx, 1), *dy = vg__kctx_input(ctx, 2), *dx;
+    vg_dtype dt = vg_tensor_dtype(f);
+    int64_t xd[4];
+    if (kread_sizes(ctx, 0, "input_sizes", xd) || kcheck4(ctx, f, "filter", VG_DTYPE_INVALID) ||
+        kcheck4(ctx, dy, "out_backprop", dt))
+        return st->code;
+    conv_job j = {.mode = CONV_BP_INPUT, .dt = dt};
+    if (make_geom(vg__kctx_op(ctx), xd, vg_tensor_dims(f), &j.g, st) || kcheck_dy(ctx, dy, &j.g, "out_backprop"))
+        return st->code;
+    // dy is (N, OH, OW, Co); f is (KH, KW, Ci, Co); dx is (N, H, W, Ci)
+    if (vg__kctx_alloc_output(ctx, 0, dt, xd, 4, &dx)) return st->code;
+    if (vg_tensor_num_elements(dx) == 0) return VG_OK;
+    if (vg_tensor_num_elements(dy) == 0 || j.g.kh * j.g.kw == 0) {
+        memset(vg_tensor_data(dx), 0, vg_tensor_nbytes(dx));
+        return VG_OK;
+    }
+    j.f = vg_tensor_data(f);
+    j.dy = vg_tensor_data(dy);
+    j.out = vg_tensor_data(dx);
+    return conv_run(ctx, &j);
+}
+
+/* _Conv2DBackpropInputGrad: (none, Conv2DBackpropFilter(grad, Shape(f), dy), Conv2D(grad, f)). */
+static vg_code grad_conv2d_bp_input(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    int64_t strides[4];
+    const char *padding;
+    win_attr_copy(op, strides, &padding);
+    vg_output f = vg_op_input(op, 1), d = vg_op_input(op, 2);
+    dx[0] = (vg_output){NULL, 0};
+    dx[1] = vg_conv2d_backprop_filter(g, dy[0], vg_shape_op(g, f, VG_INT32, "Shape"), d, strides, padding, NULL);
+    dx[2] = vg_conv2d(g, dy[0], f, strides, padding, NULL);
+    return vg_graph_status(g, NULL);
+}
+
+/* -- Conv2DBackpropFilter(input, filter_sizes, out_backprop) -- */
+
+static vg_code shape_conv2d_bp_filter(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (check_real(op, 0, "input", VG_DTYPE_INVALID, st) || check_real(op, 2, "out_backprop", dt, st)) return st->code;
+    set_conv_defaults(op, dt);
+    vg_shape x = vg__op_input_shape(op, 0), f, dy = vg__op_input_shape(op, 2);
+    if (shape_from_tensor_input(op, 1, "filter_sizes", &f, st) || check_rank4(&x, "input", st) ||
+        check_rank4(&dy, "out_backprop", st) || check_dy_shape(op, &x, &f, &dy, false, st))
+        return st->code;
+    if (x.ndims == 4 && x.dims[3] >= 0 && f.dims[2] >= 0 && x.dims[3] != f.dims[2])
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "input and filter must have the same depth: %lld vs %lld",
+                             (long long)x.dims[3], (long long)f.dims[2]);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, f);
+    return VG_OK;
+}
+
+static vg_code kernel_conv2d_bp_filter(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg_tensor *x = vg__kctx_input(ctx, 0), *dy = vg__kctx_input(ctx, 2), *df;
+    vg_dtype dt = vg_tensor_dtype(x);
+    int64_t fd[4];
+    if (kcheck4(ctx, x, "input", VG_DTYPE_INVALID) || kread_sizes(ctx, 1, "filter_sizes", fd) ||
+        kcheck4(ctx, dy, "out_backprop", dt))
+        return st->code;
+    conv_job j = {.mode = CONV_BP_FILTER, .dt = dt};
+    if (make_geom(vg__kctx_op(ctx), vg_tensor_dims(x), fd, &j.g, st) || kcheck_dy(ctx, dy, &j.g, "out_backprop"))
+        return st->code;
+    // x is (N, H, W, Ci); dy is (N, OH, OW, Co); df is (KH, KW, Ci, Co)
+    if (vg__kctx_alloc_output(ctx, 0, dt, fd, 4, &df)) return st->code;
+    if (vg_tensor_num_elements(df) == 0) return VG_OK;
+    if (vg_tensor_num_elements(dy) == 0) {
+        memset(vg_tensor_data(df), 0, vg_tensor_nbytes(df));
+        return VG_OK;
+    }
+    j.x = vg_tensor_data(x);
+    j.dy = vg_tensor_data(dy);
+    j.out = vg_tensor_data(df);
+    return conv_run(ctx, &j);
+}
+
+/* _Conv2DBackpropFilterGrad: (Conv2DBackpropInput(Shape(x), grad, dy), none, Conv2D(x, grad)). */
+static vg_code grad_conv2d_bp_filter(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    int64_t strides[4];
+    const char *padding;
+    win_attr_copy(op, strides, &padding);
+    vg_output x = vg_op_input(op, 0), d = vg_op_input(op, 2);
+    dx[0] = vg_conv2d_backprop_input(g, vg_shape_op(g, x, VG_INT32, "Shape"), dy[0], d, strides, padding, NULL);
+    dx[1] = (vg_output){NULL, 0};
+    dx[2] = vg_conv2d(g, x, dy[0], strides, padding, NULL);
+    return vg_graph_status(g, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pooling kernels. Windows are clipped to the input: padding never counts, neither
+ * for the max nor for the average's divisor (as TF). */
+
+enum { POOL_MAX, POOL_AVG };
+
+/* The clipped window [*y0, *y1) x [*x0, *x1) of output (oy, ox). */
+static void pool_window(const conv_geom *g, int64_t oy, int64_t ox, int64_t *y0, int64_t *y1, int64_t *x0, int64_t *x1) {
+    int64_t ys = oy * g->sh - g->pt, xs = ox * g->sw - g->pl;
+    *y0 = ys < 0 ? 0 : ys;
+    *y1 = ys + g->kh < g->h ? ys + g->kh : g->h;
+    *x0 = xs < 0 ? 0 : xs;
+    *x1 = xs + g->kw < g->w ? xs + g->kw : g->w;
+}
+
+#define POOL_DEFINE(T, SFX)                                                                             \
+    /* rows r = (img, oy) of y (N, OH, OW, C) from x (N, H, W, C) */                                    \
+    static void pool_rows_##SFX(const conv_geom *g, int kind, const T *x, T *y, int64_t r0, int64_t r1) { \
+        const int64_t C = g->ci;                                                                        \
+        for (int64_t r = r0; r < r1; r++) {                                                             \
+            int64_t img = r / g->oh, oy = r % g->oh;                                                    \
+            const T *xi = x + img * g->h * g->w * C;                                                    \
+            for (int64_t ox = 0; ox < g->ow; ox++) {                                                    \
+                int64_t y0, y1, x0, x1;                                                                 \
+                pool_window(g, oy, ox, &y0, &y1, &x0, &x1);                                             \
+                T *o = y + (r * g->ow + ox) * C;                                                        \
+                bool first = true;                                                                      \
+                for (int64_t iy = y0; iy < y1; iy++)                                                    \
+                    for (int64_t ix = x0; ix < x1; ix++) {                                              \
+                        const T *s = xi + (iy * g->w + ix) * C;                                         \
+                        if (first) for (int64_t c = 0; c < C; c++) o[c] = s[c];                         \
+                        else if (kind == POOL_AVG) for (int64_t c = 0; c < C; c++) o[c] += s[c];        \
+                        else for (int64_t c = 0; c < C; c++) o[c] = s[c] > o[c] ? s[c] : o[c];          \
+                        first = false;                                                                  \
+                    }                                                                                   \
+                if (first) for (int64_t c = 0; c < C; c++) o[c] = 0;                                    \
+                else if (kind == POOL_AVG) {                                                            \
+                    T inv = (T)1 / (T)((y1 - y0) * (x1 - x0));                                          \
+                    for (int64_t c = 0; c < C; c++) o[c] *= inv;                                        \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+    }                                                                                                   \
+    /* dx of image img (zeroed here) from dy (N, OH, OW, C). Max: the gradient goes to the first        \
+     * maximum of each window in row-major order (TF's argmax); best/idx are C-sized scratch. */        \
+    static void pool_grad_img_##SFX(const conv_geom *g, int kind, const T *x, const T *dy, T *dx,       \
+                                    int64_t img, T *best, int64_t *idx) {                               \
+        const int64_t C = g->ci, isz = g->h * g->w * C;                                                 \
+        const T *xi = x ? x + img * isz : NULL;                                                         \
+        T *di = dx + img * isz;                                                                         \
+        memset(di, 0, (size_t)isz * sizeof(T));                                                         \
+        for (int64_t oy = 0; oy < g->oh; oy++)                                                          \
+            for (int64_t ox = 0; ox < g->ow; ox++) {                                                    \
+                int64_t y0, y1, x0, x1;                                                                 \
+                pool_window(g, oy, ox, &y0, &y1, &x0, &x1);                                             \
+                const T *d = dy + ((img * g->oh + oy) * g->ow + ox) * C;                                \
+                if (y1 <= y0 || x1 <= x0) continue;                                                     \
+                if (kind == POOL_AVG) {                                                                 \
+                    T inv = (T)1 / (T)((y1 - y0) * (x1 - x0));                                          \
+                    for (int64_t iy = y0; iy < y1; iy++)                                                \
+                        for (int64_t ix = x0; ix < x1; ix++) {                                          \
+                            T *o = di + (iy * g->w + ix) * C;                                           \
+                            for (int64_t c = 0; c < C; c++) o[c] += d[c] * inv;                         \
+                        }                                                                               \
+                    continue;                                                                           \
+                }                                                                                       \
+                int64_t off0 = (y0 * g->w + x0) * C;                                                    \
+                for (int64_t c = 0; c < C; c++) {                                                       \
+                    best[c] = xi[off0 + c];                                                             \
+                    idx[c] = off0 + c;                                                                  \
+                }                                                                                       \
+                for (int64_t iy = y0; iy < y1; iy++)                                                    \
+                    for (int64_t ix = x0; ix < x1; ix++) {                                              \
+                        int64_t off = (iy * g->w + ix) * C;                                             \
+                        const T *s = xi + off;                                                          \
+                        for (int64_t c = 0; c < C; c++)                                                 \
+                            if (s[c] > best[c]) {                                                       \
+                                best[c] = s[c];                                                         \
+                                idx[c] = off + c;                                                       \
+                            }                                                                           \
+                    }                                                                                   \
+                for (int64_t c = 0; c < C; c++) di[idx[c]] += d[c];                                     \
+            }                                                                                           \
+    }
+
+POOL_DEFINE(float, f32)
+POOL_DEFINE(double, f64)
+
+typedef struct pool_job {
+    conv_geom g;
+    int kind;
+    vg_dtype dt;
+    const char *x, *dy;
+    char *out;
+    char *scratch;          /* grad: per unit best (C values) + idx (C int64) */
+    size_t scratch_stride;
+    int64_t units;          /* grad: units over images */
+} pool_job;
+
+static void pool_fwd_rows(void *arg, int64_t r0, int64_t r1) {
+    const pool_job *j = arg;
+    if (j->dt == VG_DOUBLE) pool_rows_f64(&j->g, j->kind, (const double *)j->x, (double *)j->out, r0, r1);
+    else pool_rows_f32(&j->g, j->kind, (const float *)j->x, (float *)j->out, r0, r1);
+}
+
+static void pool_grad_units(void *arg, int64_t u0, int64_t u1) {
+    const pool_job *j = arg;
+    const int64_t C = j->g.ci;
+    for (int64_t u = u0; u < u1; u++) {
+        char *sc = j->scratch ? j->scratch + (size_t)u * j->scratch_stride : NULL;
+        int64_t *idx = sc ? (int64_t *)sc : NULL;
+        for (int64_t img = u * j->g.n / j->units; img < (u + 1) * j->g.n / j->units; img++) {
+            if (j->dt == VG_DOUBLE)
+                pool_grad_img_f64(&j->g, j->kind, (const double *)j->x, (const double *)j->dy, (double *)j->out, img,
+                                  sc ? (double *)(idx + C) : NULL, idx);
+            else
+                pool_grad_img_f32(&j->g, j->kind, (const float *)j->x, (const float *)j->dy, (float *)j->out, img,
+                                  sc ? (float *)(idx + C) : NULL, idx);
+        }
+    }
+}
+
+static vg_code shape_pool(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (check_real(op, 0, "input", VG_DTYPE_INVALID, st)) return st->code;
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_default_attr_string(op, "data_format", "NHWC");
+    vg_shape x = vg__op_input_shape(op, 0);
+    win_attrs w;
+    if (check_rank4(&x, "input", st) || read_win_attrs(op, true, &w, st)) return st->code;
+    int64_t od[4] = {-1, -1, -1, -1}, pad;
+    if (x.ndims == 4) {
+        od[0] = x.dims[0];
+        od[3] = x.dims[3];
+        if (window_out(x.dims[1], w.ksize[1], w.strides[1], w.same, &od[1], &pad, st) ||
+            window_out(x.dims[2], w.ksize[2], w.strides[2], w.same, &od[2], &pad, st))
+            return st->code;
+    }
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, vg_shape_make(od, 4));
+    return VG_OK;
+}
+
+static vg_code run_pool(vg__kctx *ctx, int kind) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg_tensor *x = vg__kctx_input(ctx, 0), *y;
+    vg_dtype dt = vg_tensor_dtype(x);
+    if (kcheck4(ctx, x, "input", VG_DTYPE_INVALID)) return st->code;
+    pool_job j = {.kind = kind, .dt = dt};
+    if (make_geom(vg__kctx_op(ctx), vg_tensor_dims(x), NULL, &j.g, st)) return st->code;
+    // x is (N, H, W, C); y is (N, OH, OW, C)
+    int64_t od[4] = {j.g.n, j.g.oh, j.g.ow, j.g.co};
+    if (vg__kctx_alloc_output(ctx, 0, dt, od, 4, &y)) return st->code;
+    if (vg_tensor_num_elements(y) == 0) return VG_OK;
+    j.x = vg_tensor_data(x);
+    j.out = vg_tensor_data(y);
+    int64_t rows = j.g.n * j.g.oh, cost = j.g.ow * j.g.ci * j.g.kh * j.g.kw;
+    if (rows * cost < 65536 || vg__kctx_num_threads(ctx) <= 1) pool_fwd_rows(&j, 0, rows);
+    else vg__kctx_parallel_for(ctx, rows, cost, pool_fwd_rows, &j);
+    return VG_OK;
+}
+static vg_code kernel_max_pool(vg__kctx *ctx) { return run_pool(ctx, POOL_MAX); }
+static vg_code kernel_avg_pool(vg__kctx *ctx) { return run_pool(ctx, POOL_AVG); }
+
+/* Runs a pool gradient over the images of dx (x is NULL for the average). */
+static vg_code run_pool_grad(vg__kctx *ctx, pool_job *j) {
+    const conv_geom *g = &j->g;
+    size_t es = real_size(j->dt);
+    int64_t cost = g->oh * g->ow * g->ci * g->kh * g->kw;
+    int64_t units = vg__kctx_num_threads(ctx);
+    if (units > g->n * cost / 65536) units = g->n * cost / 65536;
+    if (units > g->n) units = g->n;
+    if (units < 1) units = 1;
+    j->units = units;
+    if (j->kind == POOL_MAX) {
+        j->scratch_stride = ((size_t)g->ci * (es + sizeof(int64_t)) + 63) / 64 * 64;
+        j->scratch = vg__aligned_alloc(j->scratch_stride * (size_t)units, 64);
+        if (!j->scratch) return VG_OOM(vg__kctx_status(ctx), "max pool gradient scratch");
+    }
+    if (units == 1) pool_grad_units(j, 0, 1);
+    else vg__kctx_parallel_for(ctx, units, g->n / units * cost, pool_grad_units, j);
+    vg__free(j->scratch);
+    return VG_OK;
+}
+
+/* Checks a pool input's shape against the geometry's output (orig_output, grad). */
+static vg_code kcheck_pool_out(vg__kctx *ctx, const vg_tensor *t, const conv_geom *g, const char *what) {
+    return kcheck_dy(ctx, t, g, what);
+}
+
+/* -- MaxPoolGrad(orig_input, orig_output, grad) -- */
+
+static vg_code shape_max_pool_grad(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (check_real(op, 0, "orig_input", VG_DTYPE_INVALID, st) || check_real(op, 1, "orig_output", dt, st) ||
+        check_real(op, 2, "grad", dt, st))
+        return st->code;
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_default_attr_string(op, "data_format", "NHWC");
+    vg_shape x = vg__op_input_shape(op, 0), y = vg__op_input_shape(op, 1), dy = vg__op_input_shape(op, 2);
+    if (check_rank4(&x, "orig_input", st) || check_rank4(&y, "orig_output", st) || check_rank4(&dy, "grad", st) ||
+        check_dy_shape(op, &x, NULL, &y, true, st) || check_dy_shape(op, &x, NULL, &dy, true, st))
+        return st->code;
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, x);
+    return VG_OK;
+}
+
+static vg_code kernel_max_pool_grad(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg_tensor *x = vg__kctx_input(ctx, 0), *y = vg__kctx_input(ctx, 1), *dy = vg__kctx_input(ctx, 2), *dx;
+    vg_dtype dt = vg_tensor_dtype(x);
+    if (kcheck4(ctx, x, "orig_input", VG_DTYPE_INVALID) || kcheck4(ctx, y, "orig_output", dt) ||
+        kcheck4(ctx, dy, "grad", dt))
+        return st->code;
+    pool_job j = {.kind = POOL_MAX, .dt = dt};
+    if (make_geom(vg__kctx_op(ctx), vg_tensor_dims(x), NULL, &j.g, st) ||
+        kcheck_pool_out(ctx, y, &j.g, "orig_output") || kcheck_pool_out(ctx, dy, &j.g, "grad"))
+        return st->code;
+    // x, dx are (N, H, W, C); dy is (N, OH, OW, C)
+    if (vg__kctx_alloc_output(ctx, 0, dt, vg_tensor_dims(x), 4, &dx)) return st->code;
+    if (vg_tensor_num_elements(dx) == 0) return VG_OK;
+    j.x = vg_tensor_data(x);
+    j.dy = vg_tensor_data(dy);
+    j.out = vg_tensor_data(dx);
+    return run_pool_grad(ctx, &j);
+}
+
+/* -- AvgPoolGrad(orig_input_shape, grad) -- */
+
+static vg_code shape_avg_pool_grad(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 1);
+    if (check_real(op, 1, "grad", VG_DTYPE_INVALID, st)) return st->code;
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_default_attr_string(op, "data_format", "NHWC");
+    vg_shape x, dy = vg__op_input_shape(op, 1);
+    if (shape_from_tensor_input(op, 0, "orig_input_shape", &x, st) || check_rank4(&dy, "grad", st) ||
+        check_dy_shape(op, &x, NULL, &dy, true, st))
+        return st->code;
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, x);
+    return VG_OK;
+}
+
+static vg_code kernel_avg_pool_grad(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg_tensor *dy = vg__kctx_input(ctx, 1), *dx;
+    vg_dtype dt = vg_tensor_dtype(dy);
+    int64_t xd[4];
+    if (kread_sizes(ctx, 0, "orig_input_shape", xd) || kcheck4(ctx, dy, "grad", VG_DTYPE_INVALID)) return st->code;
+    pool_job j = {.kind = POOL_AVG, .dt = dt};
+    if (make_geom(vg__kctx_op(ctx), xd, NULL, &j.g, st) || kcheck_pool_out(ctx, dy, &j.g, "grad")) return st->code;
+    // dy is (N, OH, OW, C); dx is (N, H, W, C)
+    if (vg__kctx_alloc_output(ctx, 0, dt, xd, 4, &dx)) return st->code;
+    if (vg_tensor_num_elements(dx) == 0) return VG_OK;
+    j.dy = vg_tensor_data(dy);
+    j.out = vg_tensor_data(dx);
+    return run_pool_grad(ctx, &j);
+}
+
+static void pool_attr_copy(const vg_op *op, int64_t ksize[4], int64_t strides[4], const char **padding) {
+    const int64_t *v;
+    int n;
+    win_attr_copy(op, strides, padding);
+    ksize[0] = ksize[1] = ksize[2] = ksize[3] = 1;
+    if (vg_op_attr_int_list(op, "ksize", &v, &n) && n == 4) memcpy(ksize, v, sizeof(int64_t) * 4);
+}
+
+/* _MaxPoolGrad: MaxPoolGrad(x, y, dy). */
+static vg_code grad_max_pool(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    int64_t ksize[4], strides[4];
+    const char *padding;
+    pool_attr_copy(op, ksize, strides, &padding);
+    dx[0] = vg_max_pool_grad(g, vg_op_input(op, 0), vg_out(op, 0), dy[0], ksize, strides, padding, NULL);
+    return vg_graph_status(g, NULL);
+}
+
+/* _AvgPoolGrad: AvgPoolGrad(Shape(x), dy). */
+static vg_code grad_avg_pool(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    int64_t ksize[4], strides[4];
+    const char *padding;
+    pool_attr_copy(op, ksize, strides, &padding);
+    dx[0] = vg_avg_pool_grad(g, vg_shape_op(g, vg_op_input(op, 0), VG_INT32, "Shape"), dy[0], ksize, strides,
+                             padding, NULL);
+    return vg_graph_status(g, NULL);
+}
+
+/* _AvgPoolGradGrad: (none, AvgPool(grad)). */
+static vg_code grad_avg_pool_grad(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    int64_t ksize[4], strides[4];
+    const char *padding;
+    pool_attr_copy(op, ksize, strides, &padding);
+    dx[0] = (vg_output){NULL, 0};
+    dx[1] = vg_avg_pool(g, dy[0], ksize, strides, padding, NULL);
+    return vg_graph_status(g, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Builders */
+
+static void set_window(vg_op_builder *b, const int64_t *ksize, const int64_t strides[4], const char *padding) {
+    static const int64_t ones[4] = {1, 1, 1, 1};
+    if (ksize) vg_op_builder_set_attr_int_list(b, "ksize", ksize, 4);
+    vg_op_builder_set_attr_int_list(b, "strides", strides ? strides : ones, 4);
+    if (!padding) padding = "";
+    vg_op_builder_set_attr_string(b, "padding", padding, strlen(padding));
+    vg_op_builder_set_attr_string(b, "data_format", "NHWC", 4);
+}
+
+static void set_conv_attrs(vg_op_builder *b, const int64_t strides[4], const char *padding) {
+    static const int64_t ones[4] = {1, 1, 1, 1};
+    set_window(b, NULL, strides, padding);
+    vg_op_builder_set_attr_bool(b, "use_cudnn_on_gpu", true);
+    vg_op_builder_set_attr_int_list(b, "explicit_paddings", ones, 0);
+    vg_op_builder_set_attr_int_list(b, "dilations", ones, 4);
+}
+
+vg_output vg_conv2d(vg_graph *g, vg_output x, vg_output filter, const int64_t strides[4], const char *padding,
+                    const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "Conv2D", name);
+    vg_op_builder_add_input(b, x);
+    vg_op_builder_add_input(b, filter);
+    set_conv_attrs(b, strides, padding);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_conv2d_backprop_input(vg_graph *g, vg_output input_sizes, vg_output filter, vg_output dy,
+                                   const int64_t strides[4], const char *padding, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "Conv2DBackpropInput", name);
+    vg_op_builder_add_input(b, input_sizes);
+    vg_op_builder_add_input(b, filter);
+    vg_op_builder_add_input(b, dy);
+    set_conv_attrs(b, strides, padding);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_conv2d_backprop_filter(vg_graph *g, vg_output input, vg_output filter_sizes, vg_output dy,
+                                    const int64_t strides[4], const char *padding, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "Conv2DBackpropFilter", name);
+    vg_op_builder_add_input(b, input);
+    vg_op_builder_add_input(b, filter_sizes);
+    vg_op_builder_add_input(b, dy);
+    set_conv_attrs(b, strides, padding);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+static vg_output build_pool(vg_graph *g, const char *type, vg_output x, const int64_t ksize[4],
+                            const int64_t strides[4], const char *padding, const char *name) {
+    static const int64_t ones[4] = {1, 1, 1, 1};
+    vg_op_builder *b = vg_op_builder_new(g, type, name);
+    vg_op_builder_add_input(b, x);
+    set_window(b, ksize ? ksize : ones, strides, padding);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_max_pool(vg_graph *g, vg_output x, const int64_t ksize[4], const int64_t strides[4], const char *padding,
+                      const char *name) {
+    return build_pool(g, "MaxPool", x, ksize, strides, padding, name);
+}
+
+vg_output vg_avg_pool(vg_graph *g, vg_output x, const int64_t ksize[4], const int64_t strides[4], const char *padding,
+                      const char *name) {
+    return build_pool(g, "AvgPool", x, ksize, strides, padding, name);
+}
+
+vg_output vg_max_pool_grad(vg_graph *g, vg_output x, vg_output y, vg_output dy, const int64_t ksize[4],
+                           const int64_t strides[4], const char *padding, const char *name) {
+    static const int64_t ones[4] = {1, 1, 1, 1};
+    vg_op_builder *b = vg_op_builder_new(g, "MaxPoolGrad", name);
+    vg_op_builder_add_input(b, x);
+    vg_op_builder_add_input(b, y);
+    vg_op_builder_add_input(b, dy);
+    set_window(b, ksize ? ksize : ones, strides, padding);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_avg_pool_grad(vg_graph *g, vg_output input_shape, vg_output dy, const int64_t ksize[4],
+                           const int64_t strides[4], const char *padding, const char *name) {
+    static const int64_t ones[4] = {1, 1, 1, 1};
+    vg_op_builder *b = vg_op_builder_new(g, "AvgPoolGrad", name);
+    vg_op_builder_add_input(b, input_shape);
+    vg_op_builder_add_input(b, dy);
+    set_window(b, ksize ? ksize : ones, strides, padding);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+
+const vg__op_def vg__ops_conv[] = {
+    {"Conv2D", 2, 2, 0, 0, shape_conv2d, kernel_conv2d, grad_conv2d},
+    {"Conv2DBackpropInput", 3, 3, 0, 0, shape_conv2d_bp_input, kernel_conv2d_bp_input, grad_conv2d_bp_input},
+    {"Conv2DBackpropFilter", 3, 3, 0, 0, shape_conv2d_bp_filter, kernel_conv2d_bp_filter, grad_conv2d_bp_filter},
+    {"MaxPool", 1, 1, 0, 0, shape_pool, kernel_max_pool, grad_max_pool},
+    {"MaxPoolGrad", 3, 3, 0, 0, shape_max_pool_grad, kernel_max_pool_grad, NULL},
+    {"AvgPool", 1, 1, 0, 0, shape_pool, kernel_avg_pool, grad_avg_pool},
+    {"AvgPoolGrad", 2, 2, 0, 0, shape_avg_pool_grad, kernel_avg_pool_grad, grad_avg_pool_grad},
+    {0},
+};

@@ -1,0 +1,304 @@
+/*
+ * io_ops.c - the checkpoint ops of TF's io_ops: SaveV2 and RestoreV2 (V2 tensor
+ * bundles, one shard; tf-formats.md §2).
+ *
+ * SaveV2(prefix, tensor_names, shape_and_slices, tensors...) streams each tensor
+ * straight from its buffer (for variables: the variable's current value, which the
+ * executor hands over by reference) into the bundle writer, which writes under temp
+ * names, fsyncs and renames (crash-safe; see io/bundle_writer.c).
+ *
+ * RestoreV2(prefix, tensor_names, shape_and_slices) -> tensors reads every tensor
+ * before it sets any output, checking each stored dtype against attr "dtypes"; any
+ * failure (missing key, dtype mismatch, CRC mismatch, truncation) fails the op, so the
+ * Assign ops that consume its outputs never run: a failed restore changes nothing.
+ * Several tensors are read in parallel on the intra-op threads (one bundle reader per
+ * chunk: the readers are not thread-safe).
+ *
+ * Partitioned variables (non-empty shape_and_slices) are not supported.
+ */
+#include "graph/graph_impl.h"
+#include "io/io.h"
+#include <pthread.h>
+#include <stdio.h>
+
+/* TF's DataTypeString for the numbers a checkpoint may hold. */
+static const char *tf_dtype_name(int dt) {
+    static const char *const names[] = {"invalid", "float", "double", "int32", "uint8", "int16", "int8",
+                                        "string", "complex64", "int64", "bool", "qint8", "quint8", "qint32",
+                                        "bfloat16", "qint16", "quint16", "uint16", "complex128", "half",
+                                        "resource", "variant", "uint32", "uint64"};
+    return dt >= 0 && dt < (int)(sizeof names / sizeof *names) ? names[dt] : "unknown";
+}
+
+/* ------------------------------------------------------------------------ */
+/* shared checks */
+
+/* Inputs 0..2 are string tensors: prefix (scalar), tensor_names and shape_and_slices
+ * (vectors). */
+static vg_code shape_fixed_inputs(vg_op *op, vg_status *st) {
+    static const char *const names[] = {"prefix", "tensor_names", "shape_and_slices"};
+    for (int i = 0; i < 3; i++) {
+        vg_dtype dt = vg__op_input_dtype(op, i);
+        if (dt != VG_STRING)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Input '%s' of '%s' Op has type %s that does not match "
+                                 "expected type of string.", names[i], vg_op_type(op), vg_dtype_name(dt));
+        vg_shape s = vg__op_input_shape(op, i);
+        int want = i == 0 ? 0 : 1;
+        if (s.ndims >= 0 && s.ndims != want)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank %d but is rank %d for input '%s' of %s",
+                                 want, s.ndims, names[i], vg_op_type(op));
+    }
+    return VG_OK;
+}
+
+/* A copy of string element i (NUL-terminated); NULL on allocation failure. */
+static char *string_elem(const vg_tensor *t, int64_t i) {
+    size_t n = 0;
+    const char *s = vg_tensor_string(t, i, &n);
+    return vg__strndup(s ? s : "", s ? n : 0);
+}
+
+/* Runtime checks shared by both kernels: a one-element prefix, two string vectors
+ * of n elements, empty slice specs. *prefix is new (vg__free). */
+static vg_code check_run_inputs(vg__kctx *ctx, int64_t n, char **prefix) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *p = vg__kctx_input(ctx, 0), *names = vg__kctx_input(ctx, 1), *slices = vg__kctx_input(ctx, 2);
+    *prefix = NULL;
+    if (vg_tensor_num_elements(p) != 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input prefix should have a single element, got %lld instead.",
+                             (long long)vg_tensor_num_elements(p));
+    if (vg_tensor_ndims(names) != 1 || vg_tensor_ndims(slices) != 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Input tensor_names and shape_and_slices should be an 1-D tensors, got rank %d and %d",
+                             vg_tensor_ndims(names), vg_tensor_ndims(slices));
+    if (vg_tensor_num_elements(names) != vg_tensor_num_elements(slices))
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "tensor_names and shape_and_slices have different number of elements: %lld vs. %lld",
+                             (long long)vg_tensor_num_elements(names), (long long)vg_tensor_num_elements(slices));
+    if (vg_tensor_num_elements(names) != n)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Got %lld tensor names but %lld tensors.",
+                             (long long)vg_tensor_num_elements(names), (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        size_t len = 0;
+        vg_tensor_string(slices, i, &len);
+        if (len)
+            return vg_status_set(st, VG_UNIMPLEMENTED,
+                                 "partitioned variables are not supported (shape_and_slices[%lld] is not empty)",
+                                 (long long)i);
+    }
+    if (!(*prefix = string_elem(p, 0))) return VG_OOM(st, "checkpoint prefix");
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* SaveV2 */
+
+static vg_code shape_save_v2(vg_op *op, vg_status *st) {
+    vg_code c = shape_fixed_inputs(op, st);
+    if (c) return c;
+    int n = vg_op_num_inputs(op) - 3;
+    vg__attr *a = vg__op_find_attr(op, "dtypes");
+    if (a && (a->type != VG_ATTR_TYPE_LIST || a->u.list.n != n))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "SaveV2: attr 'dtypes' must list the %d tensors' types", n);
+    vg_dtype local[64], *dts = n <= 64 ? local : vg__malloc((size_t)n * sizeof *dts);
+    if (!dts) return VG_OOM(st, "SaveV2 dtypes");
+    for (int i = 0; i < n; i++) {
+        dts[i] = vg__op_input_dtype(op, 3 + i);
+        if (a && ((const vg_dtype *)a->u.list.p)[i] != dts[i]) {
+            c = vg_status_set(st, VG_INVALID_ARGUMENT, "SaveV2: tensor %d has type %s but attr 'dtypes' says %s", i,
+                              vg_dtype_name(dts[i]), vg_dtype_name(((const vg_dtype *)a->u.list.p)[i]));
+            break;
+        }
+        if (dts[i] == VG_RESOURCE || (vg_dtype_size(dts[i]) == 0 && dts[i] != VG_STRING)) {
+            c = vg_status_set(st, VG_INVALID_ARGUMENT, "SaveV2: cannot save a tensor of type %s",
+                              vg_dtype_name(dts[i]));
+            break;
+        }
+    }
+    if (!c && !a) {
+        vg__attr na = {.name = "dtypes", .type = VG_ATTR_TYPE_LIST, .u.list = {dts, n}};
+        if (!vg__op_put_attr(op, &na)) c = VG_OOM(st, "SaveV2 dtypes");
+    }
+    if (dts != local) vg__free(dts);
+    if (!c) vg__op_set_num_outputs(op, 0);
+    return c;
+}
+
+/* Adds one tensor to the bundle: numeric bytes straight from t's buffer. */
+static vg_code save_one(vg__bundle_writer *w, const char *name, const vg_tensor *t, vg_status *st) {
+    vg_dtype dt = vg_tensor_dtype(t);
+    const int64_t *dims = vg_tensor_dims(t);
+    int nd = vg_tensor_ndims(t);
+    if (dt != VG_STRING) return vg__bundle_writer_add(w, name, (int)dt, dims, nd, vg_tensor_data(t), vg_tensor_nbytes(t), st);
+    int64_t n = vg_tensor_num_elements(t);
+    const char **strs = vg__malloc((size_t)(n ? n : 1) * sizeof *strs);
+    size_t *lens = vg__malloc((size_t)(n ? n : 1) * sizeof *lens);
+    vg_code c = VG_OK;
+    if (!strs || !lens) c = VG_OOM(st, "SaveV2 strings");
+    for (int64_t i = 0; !c && i < n; i++) {
+        strs[i] = vg_tensor_string(t, i, &lens[i]);
+        if (!strs[i]) strs[i] = "";
+    }
+    if (!c) c = vg__bundle_writer_add_strings(w, name, dims, nd, strs, lens, n, st);
+    vg__free(strs);
+    vg__free(lens);
+    return c;
+}
+
+static vg_code kernel_save_v2(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    int n = vg__kctx_num_inputs(ctx) - 3;
+    char *prefix = NULL;
+    vg_code c = check_run_inputs(ctx, n, &prefix);
+    if (c) return c;
+    const vg_tensor *names = vg__kctx_input(ctx, 1);
+    vg__bundle_writer *w = vg__bundle_writer_new(prefix, st);
+    if (!w) c = st->code ? st->code : VG_UNKNOWN;
+    for (int i = 0; !c && i < n; i++) {
+        const vg_tensor *t = vg__kctx_input(ctx, 3 + i);
+        char *name = string_elem(names, i);
+        if (!name) c = VG_OOM(st, "tensor name");
+        else if (!t) c = vg_status_set(st, VG_FAILED_PRECONDITION, "Attempting to save uninitialized value %s", name);
+        else c = save_one(w, name, t, st);
+        vg__free(name);
+    }
+    if (!c) c = vg__bundle_writer_finish(w, st);
+    vg__bundle_writer_free(w); /* removes the temp files when not finished */
+    vg__free(prefix);
+    return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* RestoreV2 */
+
+static vg_code shape_restore_v2(vg_op *op, vg_status *st) {
+    vg_code c = shape_fixed_inputs(op, st);
+    if (c) return c;
+    const vg_dtype *dts;
+    int n;
+    if (!vg_op_attr_type_list(op, "dtypes", &dts, &n) || n < 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "RestoreV2 needs a non-empty 'dtypes' attr");
+    for (int i = 0; i < n; i++)
+        if (dts[i] == VG_RESOURCE || (vg_dtype_size(dts[i]) == 0 && dts[i] != VG_STRING))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "RestoreV2: cannot restore a tensor of type %s",
+                                 vg_dtype_name(dts[i]));
+    vg_shape s = vg__op_input_shape(op, 1);
+    if (s.ndims == 1 && s.dims[0] >= 0 && s.dims[0] != n)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "RestoreV2: %lld tensor names but %d dtypes",
+                             (long long)s.dims[0], n);
+    vg__op_set_num_outputs(op, n);
+    for (int i = 0; i < n; i++) vg__op_set_output(op, i, dts[i], vg_shape_unknown());
+    return VG_OK;
+}
+
+/* One tensor to read: its name, the output tensor already allocated. */
+typedef struct restore_item {
+    char *name;
+    vg_tensor *out;
+} restore_item;
+
+typedef struct restore_job {
+    const char *prefix;
+    restore_item *items;
+    pthread_mutex_t mu;
+    vg_status err;      /* first failure */
+} restore_job;
+
+static vg_code read_one(vg__bundle_reader *r, restore_item *it, vg_status *st) {
+    vg_tensor *t = it->out;
+    if (vg_tensor_dtype(t) != VG_STRING)
+        return vg__bundle_reader_read(r, it->name, vg_tensor_data(t), vg_tensor_nbytes(t), st);
+    char **strs;
+    size_t *lens;
+    int64_t n;
+    vg_code c = vg__bundle_reader_read_strings(r, it->name, &strs, &lens, &n, st);
+    if (c) return c;
+    if (n != vg_tensor_num_elements(t))
+        c = vg_status_set(st, VG_DATA_LOSS, "tensor %s: %lld strings for its shape", it->name, (long long)n);
+    for (int64_t i = 0; !c && i < n; i++) c = vg_tensor_set_string(t, i, strs[i], lens[i], st);
+    vg__bundle_strings_free(strs, lens, n);
+    return c;
+}
+
+/* Reads items [begin, end) with a reader of its own. */
+static void restore_range(void *arg, int64_t begin, int64_t end) {
+    restore_job *job = arg;
+    vg_status st;
+    vg_status_clear(&st);
+    vg__bundle_reader *r = vg__bundle_reader_open(job->prefix, &st);
+    for (int64_t i = begin; r && i < end; i++) {
+        pthread_mutex_lock(&job->mu);
+        bool failed = job->err.code != VG_OK;
+        pthread_mutex_unlock(&job->mu);
+        if (failed || read_one(r, &job->items[i], &st)) break;
+    }
+    vg__bundle_reader_free(r);
+    if (st.code) {
+        pthread_mutex_lock(&job->mu);
+        if (!job->err.code) job->err = st;
+        pthread_mutex_unlock(&job->mu);
+    }
+}
+
+/* Looks up every name, checks the stored dtype against dtypes[i] and allocates the
+ * output with the stored shape. */
+static vg_code plan_restore(vg__kctx *ctx, vg__bundle_reader *r, const vg_dtype *dts, restore_item *items, int n) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *names = vg__kctx_input(ctx, 1);
+    for (int i = 0; i < n; i++) {
+        if (!(items[i].name = string_elem(names, i))) return VG_OOM(st, "tensor name");
+        int dtype, nd;
+        int64_t dims[VG__IO_MAX_DIMS];
+        vg_code c = vg__bundle_reader_lookup(r, items[i].name, &dtype, dims, &nd, st);
+        if (c) return c;
+        if (dtype != (int)dts[i])
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "tensor_name = %s; expected dtype %s does not equal original dtype %s",
+                                 items[i].name, tf_dtype_name((int)dts[i]), tf_dtype_name(dtype));
+        if (nd > VG_MAX_DIMS)
+            return vg_status_set(st, VG_UNIMPLEMENTED, "tensor %s has rank %d; vigil tensors have at most %d dims",
+                                 items[i].name, nd, VG_MAX_DIMS);
+        if (vg__kctx_alloc_output(ctx, i, dts[i], dims, nd, &items[i].out)) return st->code;
+    }
+    return VG_OK;
+}
+
+static vg_code kernel_restore_v2(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_dtype *dts;
+    int n;
+    if (!vg_op_attr_type_list(vg__kctx_op(ctx), "dtypes", &dts, &n))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "RestoreV2 without 'dtypes'");
+    char *prefix = NULL;
+    vg_code c = check_run_inputs(ctx, n, &prefix);
+    if (c) return c;
+    restore_item *items = vg__calloc((size_t)n, sizeof *items);
+    vg__bundle_reader *r = NULL;
+    if (!items) c = VG_OOM(st, "RestoreV2");
+    if (!c && !(r = vg__bundle_reader_open(prefix, st))) c = st->code ? st->code : VG_NOT_FOUND;
+    if (!c) c = plan_restore(ctx, r, dts, items, n);
+    if (!c && n == 1) {
+        c = read_one(r, &items[0], st);
+    } else if (!c) {
+        restore_job job = {prefix, items, PTHREAD_MUTEX_INITIALIZER, {VG_OK, ""}};
+        vg__kctx_parallel_for(ctx, n, 1 << 20, restore_range, &job);
+        pthread_mutex_destroy(&job.mu);
+        if (job.err.code) {
+            vg_status_copy(st, &job.err);
+            c = job.err.code;
+        }
+    }
+    vg__bundle_reader_free(r);
+    for (int i = 0; items && i < n; i++) vg__free(items[i].name);
+    vg__free(items);
+    vg__free(prefix);
+    return c; /* on failure the executor drops the outputs allocated above */
+}
+
+/* ------------------------------------------------------------------------ */
+
+const vg__op_def vg__ops_io[] = {
+    {"SaveV2", 4, -1, VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE, 0, shape_save_v2, kernel_save_v2, NULL},
+    {"RestoreV2", 3, 3, VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE, 0, shape_restore_v2, kernel_restore_v2, NULL},
+    {0},
+};

@@ -1,0 +1,28 @@
+/*
+ * nn_internal.h - helpers shared by the nn op family files: nn_ops.c (MatMul,
+ * activations, softmax, cross-entropy; table vg__ops_nn) and conv_ops.c (Conv2D and
+ * pooling; table vg__ops_conv).
+ */
+#ifndef VG_NN_INTERNAL_H
+#define VG_NN_INTERNAL_H
+
+#include "graph/registry.h"
+#include "vigil/ops.h"
+
+/* Fails with INVALID_ARGUMENT unless input i is float32 or float64 (or unknown). */
+VG_HIDDEN vg_code vg__nn_check_real(const vg_op *op, int i, const char *what, vg_status *st);
+
+/* Row-major C[M,N] = op(A)[M,K] * op(B)[K,N] (+ beta * C) in float or double.
+ * A is (M,K) with lda, or (K,M) when ta; B is (K,N) with ldb, or (N,K) when tb;
+ * ldc = N. Splits the rows (or columns) of C over the kernel's intra-op threads when
+ * the GEMM is large enough to pay; calls BLAS once otherwise. Never fails. */
+VG_HIDDEN void vg__nn_gemm(vg__kctx *ctx, vg_dtype dt, bool ta, bool tb, int64_t M, int64_t N,
+                           int64_t K, const void *A, int64_t lda, const void *B, int64_t ldb,
+                           double beta, void *C);
+
+/* One BLAS call (no threading), same conventions as vg__nn_gemm but any ldc. */
+VG_HIDDEN void vg__nn_gemm1(vg_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                            const void *A, int64_t lda, const void *B, int64_t ldb, double beta,
+                            void *C, int64_t ldc);
+
+#endif

@@ -1,0 +1,391 @@
+/*
+ * training_ops.c - the optimizers' update ops (TF's training_ops): ApplyGradientDescent,
+ * ApplyMomentum, ApplyAdam, ApplyRMSProp, float32 and float64.
+ *
+ * The variable and its slots are ref inputs. A kernel locks every distinct slot it
+ * touches (in address order, so two kernels sharing slots cannot deadlock), gets the
+ * values through vg__var_mutable (copy-on-write only if somebody else still holds
+ * them) and updates them in place in one pass, split over the intra-op threads for
+ * big tensors. Output 0 is the variable's new value (the op forwards its ref).
+ */
+#include "graph/registry.h"
+#include "vigil/ops.h"
+#include <math.h>
+
+/* ------------------------------------------------------------------------ */
+/* build time */
+
+/* The inputs of an apply op: name of each, whether it is a scalar hyper-parameter. */
+typedef struct apply_sig {
+    const char *type;
+    int n;
+    const char *names[10];
+    bool scalar[10];
+} apply_sig;
+
+static const apply_sig SIG_GD = {"ApplyGradientDescent", 3, {"var", "alpha", "delta"}, {0, 1, 0}};
+static const apply_sig SIG_MOMENTUM = {"ApplyMomentum", 5, {"var", "accum", "lr", "grad", "momentum"}, {0, 0, 1, 0, 1}};
+static const apply_sig SIG_ADAM = {"ApplyAdam",
+                                   10,
+                                   {"var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon",
+                                    "grad"},
+                                   {0, 0, 0, 1, 1, 1, 1, 1, 1, 0}};
+static const apply_sig SIG_RMSPROP = {"ApplyRMSProp",
+                                      8,
+                                      {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"},
+                                      {0, 0, 0, 1, 1, 1, 1, 0}};
+
+/* Checks dtypes (all T, float or double), scalar ranks and that every tensor input
+ * has var's shape; sets T/use_locking defaults and output 0. */
+static vg_code shape_apply(vg_op *op, const apply_sig *sig, vg_status *st) {
+    vg_dtype t = vg__op_input_dtype(op, 0);
+    if (t != VG_FLOAT && t != VG_DOUBLE)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s supports float and double, not %s", sig->type,
+                             vg_dtype_name(t));
+    vg_shape s = vg__op_input_shape(op, 0);
+    for (int i = 1; i < sig->n; i++) {
+        vg_dtype d = vg__op_input_dtype(op, i);
+        if (d != t)
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "Input '%s' of '%s' Op has type %s that does not match type %s of argument 'var'.",
+                                 sig->names[i], sig->type, vg_dtype_name(d), vg_dtype_name(t));
+        vg_shape si = vg__op_input_shape(op, i);
+        if (sig->scalar[i]) {
+            if (si.ndims > 0)
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 0 but is rank %d (input '%s')",
+                                     si.ndims, sig->names[i]);
+            continue;
+        }
+        if (s.ndims < 0) { s = si; continue; }
+        if (si.ndims < 0) continue;
+        char a[128], b[128];
+        if (si.ndims != s.ndims)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Shapes must be equal rank, but are %d and %d (var and %s)",
+                                 s.ndims, si.ndims, sig->names[i]);
+        for (int k = 0; k < s.ndims; k++) {
+            if (s.dims[k] >= 0 && si.dims[k] >= 0 && s.dims[k] != si.dims[k])
+                return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                     "Dimension %d in both shapes must be equal, but are %lld and %lld. Shapes are "
+                                     "%s and %s. (var and %s)",
+                                     k, (long long)s.dims[k], (long long)si.dims[k], vg_shape_str(&s, a, sizeof a),
+                                     vg_shape_str(&si, b, sizeof b), sig->names[i]);
+            if (s.dims[k] < 0) s.dims[k] = si.dims[k];
+        }
+    }
+    vg__op_set_default_attr_type(op, "T", t);
+    vg__op_set_default_attr_bool(op, "use_locking", false);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, t, s);
+    return VG_OK;
+}
+
+static vg_code shape_gd(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_GD, st); }
+static vg_code shape_momentum(vg_op *op, vg_status *st) {
+    vg__op_set_default_attr_bool(op, "use_nesterov", false);
+    return shape_apply(op, &SIG_MOMENTUM, st);
+}
+static vg_code shape_adam(vg_op *op, vg_status *st) {
+    vg__op_set_default_attr_bool(op, "use_nesterov", false);
+    return shape_apply(op, &SIG_ADAM, st);
+}
+static vg_code shape_rmsprop(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_RMSPROP, st); }
+
+/* ------------------------------------------------------------------------ */
+/* run time: locking, input checks */
+
+typedef struct lockset {
+    vg__var *v[3];
+    int n;
+} lockset;
+
+static void lockset_release(lockset *ls) {
+    for (int i = ls->n - 1; i >= 0; i--) vg__var_unlock(ls->v[i]);
+    ls->n = 0;
+}
+
+/* Locks the slots behind ref inputs 0..nrefs-1 (distinct ones, by address) and
+ * returns their values made mutable in vals. On failure nothing stays locked. */
+static vg_code acquire(vg__kctx *ctx, int nrefs, lockset *ls, vg_tensor **vals) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg__var *vars[3];
+    ls->n = 0;
+    for (int i = 0; i < nrefs; i++) {
+        vars[i] = vg__kctx_var(ctx, i);
+        if (!vars[i]) return vg_status_set(st, VG_INTERNAL, "input %d is not a variable reference", i);
+        bool dup = false;
+        for (int k = 0; k < ls->n; k++) dup |= ls->v[k] == vars[i];
+        if (!dup) ls->v[ls->n++] = vars[i];
+    }
+    /* insertion sort by address: a fixed lock order */
+    for (int i = 1; i < ls->n; i++)
+        for (int k = i; k > 0 && (uintptr_t)ls->v[k] < (uintptr_t)ls->v[k - 1]; k--) {
+            vg__var *t = ls->v[k];
+            ls->v[k] = ls->v[k - 1];
+            ls->v[k - 1] = t;
+        }
+    for (int i = 0; i < ls->n; i++) vg__var_lock(ls->v[i]);
+    for (int i = 0; i < nrefs; i++) {
+        vals[i] = vg__var_mutable(vars[i], st);
+        if (!vals[i]) {
+            lockset_release(ls);
+            return st->code;
+        }
+    }
+    return VG_OK;
+}
+
+static bool same_dims(const vg_tensor *a, const vg_tensor *b) {
+    int n = vg_tensor_ndims(a);
+    if (n != vg_tensor_ndims(b)) return false;
+    for (int i = 0; i < n; i++)
+        if (vg_tensor_dim(a, i) != vg_tensor_dim(b, i)) return false;
+    return true;
+}
+
+static char *dims_str(const vg_tensor *t, char *buf, size_t len) {
+    vg_shape s = vg_tensor_shape(t);
+    return vg_shape_str(&s, buf, len);
+}
+
+/* Reads the hyper-parameters (TF's IsLegacyScalar: rank 0, or [1]) and checks that
+ * the tensors in vals (0..n-1, refs then grad at sig index) match var's shape. */
+static vg_code check_inputs(vg__kctx *ctx, const apply_sig *sig, vg_tensor *const *vals, double *scal) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg_dtype t = vg_tensor_dtype(vals[0]);
+    char a[128], b[128];
+    for (int i = 1; i < sig->n; i++) {
+        const vg_tensor *x = vals[i];
+        if (vg_tensor_dtype(x) != t)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s has dtype %s, var has %s", sig->names[i],
+                                 vg_dtype_name(vg_tensor_dtype(x)), vg_dtype_name(t));
+        if (sig->scalar[i]) {
+            if (vg_tensor_ndims(x) > 1 || vg_tensor_num_elements(x) != 1)
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "%s is not a scalar: %s", sig->names[i],
+                                     dims_str(x, a, sizeof a));
+            scal[i] = t == VG_FLOAT ? (double)*(const float *)vg_tensor_data(x) : *(const double *)vg_tensor_data(x);
+        } else if (!same_dims(vals[0], x)) {
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "var and %s do not have the same shape%s %s", sig->names[i],
+                                 dims_str(vals[0], a, sizeof a), dims_str(x, b, sizeof b));
+        }
+    }
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the update loops, one per op and dtype (x[i] in one pass, all in registers) */
+
+typedef struct upd_args {
+    void *var, *s1, *s2;   /* var and up to two slots */
+    const void *grad;
+    double c[6];           /* op-specific coefficients */
+    bool nesterov;
+} upd_args;
+
+#define DEFINE_LOOPS(T, SFX, SQRT)                                                              \
+    static void gd_##SFX(void *arg, int64_t b, int64_t e) {                                     \
+        const upd_args *a = arg;                                                                \
+        T *restrict var = a->var;                                                               \
+        const T *restrict d = a->grad;                                                          \
+        const T alpha = (T)a->c[0];                                                             \
+        for (int64_t i = b; i < e; i++) var[i] -= alpha * d[i];                                 \
+    }                                                                                           \
+    static void momentum_##SFX(void *arg, int64_t b, int64_t e) {                               \
+        const upd_args *a = arg;                                                                \
+        T *restrict var = a->var, *restrict acc = a->s1;                                        \
+        const T *restrict g = a->grad;                                                          \
+        const T lr = (T)a->c[0], mom = (T)a->c[1];                                              \
+        if (a->nesterov) {                                                                      \
+            for (int64_t i = b; i < e; i++) {                                                   \
+                T ac = acc[i] * mom + g[i];                                                     \
+                acc[i] = ac;                                                                    \
+                var[i] -= g[i] * lr + ac * mom * lr;                                            \
+            }                                                                                   \
+        } else {                                                                                \
+            for (int64_t i = b; i < e; i++) {                                                   \
+                T ac = acc[i] * mom + g[i];                                                     \
+                acc[i] = ac;                                                                    \
+                var[i] -= lr * ac;                                                              \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    /* c: lr_t, beta1, 1-beta1, 1-beta2, epsilon */                                             \
+    static void adam_##SFX(void *arg, int64_t b, int64_t e) {                                   \
+        const upd_args *a = arg;                                                                \
+        T *restrict var = a->var, *restrict m = a->s1, *restrict v = a->s2;                     \
+        const T *restrict g = a->grad;                                                          \
+        const T lr = (T)a->c[0], b1 = (T)a->c[1], omb1 = (T)a->c[2], omb2 = (T)a->c[3];         \
+        const T eps = (T)a->c[4];                                                               \
+        if (a->nesterov) {                                                                      \
+            for (int64_t i = b; i < e; i++) {                                                   \
+                T gi = g[i];                                                                    \
+                T mi = m[i] + (gi - m[i]) * omb1;                                               \
+                T vi = v[i] + (gi * gi - v[i]) * omb2;                                          \
+                m[i] = mi;                                                                      \
+                v[i] = vi;                                                                      \
+                var[i] -= ((gi * omb1 + b1 * mi) * lr) / (SQRT(vi) + eps);                      \
+            }                                                                                   \
+        } else {                                                                                \
+            for (int64_t i = b; i < e; i++) {                                                   \
+                T gi = g[i];                                                                    \
+                T mi = m[i] + (gi - m[i]) * omb1;                                               \
+                T vi = v[i] + (gi * gi - v[i]) * omb2;                                          \
+                m[i] = mi;                                                                      \
+                v[i] = vi;                                                                      \
+                var[i] -= (mi * lr) / (SQRT(vi) + eps);                                         \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    /* c: lr, 1-rho, momentum, epsilon */                                                       \
+    static void rmsprop_##SFX(void *arg, int64_t b, int64_t e) {                                \
+        const upd_args *a = arg;                                                                \
+        T *restrict var = a->var, *restrict ms = a->s1, *restrict mom = a->s2;                  \
+        const T *restrict g = a->grad;                                                          \
+        const T lr = (T)a->c[0], omr = (T)a->c[1], mo = (T)a->c[2], eps = (T)a->c[3];           \
+        for (int64_t i = b; i < e; i++) {                                                       \
+            T gi = g[i];                                                                        \
+            T msi = ms[i] + (gi * gi - ms[i]) * omr;                                            \
+            T mm = mom[i] * mo + lr * gi / SQRT(msi + eps);                                     \
+            ms[i] = msi;                                                                        \
+            mom[i] = mm;                                                                        \
+            var[i] -= mm;                                                                       \
+        }                                                                                       \
+    }
+
+DEFINE_LOOPS(float, f32, sqrtf)
+DEFINE_LOOPS(double, f64, sqrt)
+
+/* Runs the loop for the var's dtype over all elements, splitting big tensors. */
+static void run_loop(vg__kctx *ctx, vg_dtype t, vg__range_fn f32, vg__range_fn f64, int64_t n, int64_t cost,
+                     upd_args *a) {
+    vg__range_fn fn = t == VG_FLOAT ? f32 : f64;
+    if (n * cost < 32768) fn(a, 0, n);
+    else vg__kctx_parallel_for(ctx, n, cost, fn, a);
+}
+
+/* Common driver: lock refs, gather inputs, check, run, output var, unlock. */
+typedef void (*setup_fn)(upd_args *a, const double *scal, const vg_op *op);
+
+static vg_code apply_kernel(vg__kctx *ctx, const apply_sig *sig, int nrefs, int grad_index, vg__range_fn f32,
+                            vg__range_fn f64, int64_t cost, setup_fn setup) {
+    vg_tensor *vals[10];
+    double scal[10] = {0};
+    lockset ls;
+    if (acquire(ctx, nrefs, &ls, vals)) return vg__kctx_status(ctx)->code;
+    for (int i = nrefs; i < sig->n; i++) vals[i] = vg__kctx_input(ctx, i);
+    if (check_inputs(ctx, sig, vals, scal)) {
+        lockset_release(&ls);
+        return vg__kctx_status(ctx)->code;
+    }
+    upd_args a = {vg_tensor_data(vals[0]), nrefs > 1 ? vg_tensor_data(vals[1]) : NULL,
+                  nrefs > 2 ? vg_tensor_data(vals[2]) : NULL, vg_tensor_data(vals[grad_index]), {0}, false};
+    setup(&a, scal, vg__kctx_op(ctx));
+    run_loop(ctx, vg_tensor_dtype(vals[0]), f32, f64, vg_tensor_num_elements(vals[0]), cost, &a);
+    vg_tensor *out = vg_tensor_ref(vals[0]);
+    lockset_release(&ls);
+    vg__kctx_set_output(ctx, 0, out);
+    return VG_OK;
+}
+
+static bool attr_nesterov(const vg_op *op) {
+    bool b = false;
+    vg_op_attr_bool(op, "use_nesterov", &b);
+    return b;
+}
+
+/* ApplyGradientDescent(var, alpha, delta): var -= alpha * delta */
+static void setup_gd(upd_args *a, const double *s, const vg_op *op) { a->c[0] = s[1]; }
+static vg_code kernel_gd(vg__kctx *ctx) { return apply_kernel(ctx, &SIG_GD, 1, 2, gd_f32, gd_f64, 2, setup_gd); }
+
+/* ApplyMomentum(var, accum, lr, grad, momentum):
+ * accum = accum * momentum + grad; var -= lr * accum
+ * (nesterov: var -= grad * lr + accum * momentum * lr) */
+static void setup_momentum(upd_args *a, const double *s, const vg_op *op) {
+    a->c[0] = s[2];
+    a->c[1] = s[4];
+    a->nesterov = attr_nesterov(op);
+}
+static vg_code kernel_momentum(vg__kctx *ctx) {
+    return apply_kernel(ctx, &SIG_MOMENTUM, 2, 3, momentum_f32, momentum_f64, 5, setup_momentum);
+}
+
+/* ApplyAdam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+ * lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
+ * m += (g - m) * (1 - beta1); v += (g^2 - v) * (1 - beta2)
+ * var -= lr_t * m / (sqrt(v) + epsilon)
+ * (nesterov: var -= lr_t * (g * (1 - beta1) + beta1 * m) / (sqrt(v) + epsilon)) */
+static void setup_adam(upd_args *a, const double *s, const vg_op *op) {
+    double b1p = s[3], b2p = s[4], lr = s[5], b1 = s[6], b2 = s[7], eps = s[8];
+    a->c[0] = lr * sqrt(1 - b2p) / (1 - b1p);
+    a->c[1] = b1;
+    a->c[2] = 1 - b1;
+    a->c[3] = 1 - b2;
+    a->c[4] = eps;
+    a->nesterov = attr_nesterov(op);
+}
+static vg_code kernel_adam(vg__kctx *ctx) {
+    return apply_kernel(ctx, &SIG_ADAM, 3, 9, adam_f32, adam_f64, 16, setup_adam);
+}
+
+/* ApplyRMSProp(var, ms, mom, lr, rho, momentum, epsilon, grad):
+ * ms += (g^2 - ms) * (1 - rho); mom = mom * momentum + lr * g / sqrt(ms + epsilon);
+ * var -= mom */
+static void setup_rmsprop(upd_args *a, const double *s, const vg_op *op) {
+    a->c[0] = s[3];
+    a->c[1] = 1 - s[4];
+    a->c[2] = s[5];
+    a->c[3] = s[6];
+}
+static vg_code kernel_rmsprop(vg__kctx *ctx) {
+    return apply_kernel(ctx, &SIG_RMSPROP, 3, 7, rmsprop_f32, rmsprop_f64, 16, setup_rmsprop);
+}
+
+/* ------------------------------------------------------------------------ */
+/* builders */
+
+static vg_output build_apply(vg_graph *g, const char *type, const vg_output *in, int n, bool use_locking,
+                             int nesterov, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, type, name);
+    vg_op_builder_add_inputs(b, in, n);
+    if (in[0].op) vg_op_builder_set_attr_type(b, "T", vg_output_dtype(in[0]));
+    vg_op_builder_set_attr_bool(b, "use_locking", use_locking);
+    if (nesterov >= 0) vg_op_builder_set_attr_bool(b, "use_nesterov", nesterov != 0);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_apply_gradient_descent(vg_graph *g, vg_output var, vg_output alpha, vg_output delta, bool use_locking,
+                                    const char *name) {
+    vg_output in[3] = {var, alpha, delta};
+    return build_apply(g, "ApplyGradientDescent", in, 3, use_locking, -1, name);
+}
+
+vg_output vg_apply_momentum(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad,
+                            vg_output momentum, bool use_locking, bool use_nesterov, const char *name) {
+    vg_output in[5] = {var, accum, lr, grad, momentum};
+    return build_apply(g, "ApplyMomentum", in, 5, use_locking, use_nesterov, name);
+}
+
+vg_output vg_apply_adam(vg_graph *g, vg_output var, vg_output m, vg_output v, vg_output beta1_power,
+                        vg_output beta2_power, vg_output lr, vg_output beta1, vg_output beta2, vg_output epsilon,
+                        vg_output grad, bool use_locking, bool use_nesterov, const char *name) {
+    vg_output in[10] = {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad};
+    return build_apply(g, "ApplyAdam", in, 10, use_locking, use_nesterov, name);
+}
+
+vg_output vg_apply_rms_prop(vg_graph *g, vg_output var, vg_output ms, vg_output mom, vg_output lr, vg_output rho,
+                            vg_output momentum, vg_output epsilon, vg_output grad, bool use_locking,
+                            const char *name) {
+    vg_output in[8] = {var, ms, mom, lr, rho, momentum, epsilon, grad};
+    return build_apply(g, "ApplyRMSProp", in, 8, use_locking, -1, name);
+}
+
+/* ------------------------------------------------------------------------ */
+
+#define APPLY_FLAGS (VG__OP_PASS_REF | VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE)
+
+const vg__op_def vg__ops_training[] = {
+    {"ApplyGradientDescent", 3, 3, APPLY_FLAGS, 0x1u, shape_gd, kernel_gd, NULL},
+    {"ApplyMomentum", 5, 5, APPLY_FLAGS, 0x3u, shape_momentum, kernel_momentum, NULL},
+    {"ApplyAdam", 10, 10, APPLY_FLAGS, 0x7u, shape_adam, kernel_adam, NULL},
+    {"ApplyRMSProp", 8, 8, APPLY_FLAGS, 0x7u, shape_rmsprop, kernel_rmsprop, NULL},
+    {0},
+};

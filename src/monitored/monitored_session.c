@@ -1,0 +1,524 @@
+/*
+ * monitored_session.c - MonitoredSession and SingularMonitoredSession (TF 1.15's
+ * monitored_session.py), built on the public API only.
+ *
+ * TF stacks wrappers: _RecoverableSession > _CoordinatedSession > _HookedSession >
+ * raw session. Here one struct holds the state of all layers and the functions are
+ * named after them:
+ *   hooked_run        before_run / merged session run / after_run (§2)
+ *   coordinated_run   error substitution from the coordinator (§3)
+ *   recoverable loop  in vg_monitored_session_run / run_step_fn / should_stop (§4)
+ * A "coordinated session" is (raw session, coordinator, hooked stop flag); the
+ * recoverable layer replaces it after ABORTED/UNAVAILABLE.
+ *
+ * Per-run scratch arrays (merged fetches, feeds, targets, results) live in the
+ * monitored session and grow once, so a steady-state run allocates nothing.
+ */
+#include "vigil/monitored.h"
+#include "vigil/queue.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vg_run_context {
+    vg_run_args original;
+    vg_session *session;
+    bool stop_requested;
+};
+
+struct vg_step_context {
+    vg_monitored_session *ms;
+    vg_session *raw; /* captured when run_step_fn was entered (TF quirk 27.2) */
+};
+
+typedef struct hook_slot {
+    vg_run_args args;   /* what before_run returned this step */
+    int fetch_off;      /* offset of its fetches in the merged fetch list */
+} hook_slot;
+
+struct vg_monitored_session {
+    vg_graph *g;
+    bool graph_was_finalized;
+    bool recover;
+    vg_session_creator creator;
+    vg_hook *hooks;
+    int nhooks;
+    hook_slot *slots;
+    double grace;
+    /* current coordinated session */
+    vg_session *sess;
+    vg_coord *coord;
+    bool hooked_stop;
+    bool closed;
+    /* scratch */
+    vg_output *fetches;
+    int fetches_cap;
+    vg_tensor **results;
+    int results_cap;
+    vg_output *feeds;
+    vg_tensor **feed_vals;
+    int feeds_cap, feed_vals_cap;
+    vg_op **targets;
+    int targets_cap;
+    const char **watches;
+    int watches_cap;
+    vg_run_metadata *md;
+};
+
+static bool is_preemption(vg_code c) { return c == VG_ABORTED || c == VG_UNAVAILABLE; }
+
+/* ------------------------------------------------------------------------ */
+/* run context */
+
+const vg_run_args *vg_run_context_original_args(const vg_run_context *ctx) { return &ctx->original; }
+vg_session *vg_run_context_session(const vg_run_context *ctx) { return ctx->session; }
+void vg_run_context_request_stop(vg_run_context *ctx) { ctx->stop_requested = true; }
+bool vg_run_context_stop_requested(const vg_run_context *ctx) { return ctx->stop_requested; }
+
+/* ------------------------------------------------------------------------ */
+/* scratch growth (kept for the monitored session's lifetime) */
+
+static bool grow(void **p, int *cap, int need, size_t elem) {
+    if (need <= *cap) return true;
+    int nc = *cap ? *cap : 16;
+    while (nc < need) nc *= 2;
+    void *q = vg_realloc(*p, (size_t)*cap * elem, (size_t)nc * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = nc;
+    return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* coordinated session lifecycle */
+
+static void close_coordinated(vg_monitored_session *ms, vg_status *join_st) {
+    if (!ms->sess) return;
+    vg_status tmp;
+    if (ms->coord) {
+        vg_coord_request_stop(ms->coord, NULL);
+        vg_coord_join(ms->coord, ms->grace, true, join_st ? join_st : &tmp);
+    }
+    vg_session_close(ms->sess, &tmp);
+    vg_session_free(ms->sess);
+    vg_coord_free(ms->coord);
+    ms->sess = NULL;
+    ms->coord = NULL;
+}
+
+/* The factory's create_session (§5 step 5): creator, coordinator with no clean-stop
+ * codes, queue runners, after_create_session on every hook. */
+static vg_code create_coordinated(vg_monitored_session *ms, vg_status *st) {
+    static const vg_code no_clean_codes[1] = {VG_OK};
+    vg_session *sess = ms->creator.create_session(ms->creator.payload, st);
+    if (!sess) return st && st->code ? st->code : VG_UNKNOWN;
+    vg_coord *coord = vg_coord_new(no_clean_codes, 0);
+    if (!coord) {
+        vg_session_free(sess);
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the coordinator");
+    }
+    ms->sess = sess;
+    ms->coord = coord;
+    ms->hooked_stop = false;
+    vg_code rc = VG_OK;
+    if (vg_graph_num_queue_runners(ms->g) > 0) rc = vg_start_queue_runners(sess, coord, st);
+    for (int i = 0; rc == VG_OK && i < ms->nhooks; i++)
+        if (ms->hooks[i].after_create_session)
+            rc = ms->hooks[i].after_create_session(ms->hooks[i].payload, sess, coord, st);
+    if (rc != VG_OK) {
+        vg_status saved = {VG_OK, ""};
+        vg_status_copy(&saved, st);
+        close_coordinated(ms, NULL);
+        vg_status_copy(st, &saved);
+    }
+    return rc;
+}
+
+/* _RecoverableSession._create_session: retried forever on preemption errors. */
+static vg_code ensure_session(vg_monitored_session *ms, vg_status *st) {
+    while (!ms->sess) {
+        vg_code rc = create_coordinated(ms, st);
+        if (rc == VG_OK) break;
+        if (!(ms->recover && is_preemption(rc))) return rc;
+        vg_logf(VG_LOG_INFO, "An error was raised while a session was being created. This may be due to a "
+                             "preemption of a connected worker or parameter server. A new session will be "
+                             "created. Error: %s", st ? st->msg : "");
+    }
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* hooked layer */
+
+static vg_code feed_conflict(const vg_output *a, int na, const vg_output *b, int nb, const char *what, vg_status *st) {
+    char list[512];
+    size_t len = 0;
+    bool any = false;
+    list[0] = 0;
+    for (int i = 0; i < na; i++)
+        for (int k = 0; k < nb; k++)
+            if (a[i].op == b[k].op && a[i].index == b[k].index) {
+                any = true;
+                if (len < sizeof list - 2)
+                    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s:%d", len ? ", " : "",
+                                            vg_op_name(a[i].op), a[i].index);
+            }
+    if (!any) return VG_OK;
+    return vg_status_set(st, VG_INVALID_ARGUMENT, "%s Conflict(s): [%s]", what, list);
+}
+
+static void merge_options(vg_monitored_session *ms, vg_run_options *o, const vg_run_options *h, int *nwatch) {
+    if (h->trace_level > o->trace_level) o->trace_level = h->trace_level;
+    if (h->timeout_in_ms > o->timeout_in_ms) o->timeout_in_ms = h->timeout_in_ms;
+    if (h->inter_op_thread_pool > o->inter_op_thread_pool) o->inter_op_thread_pool = h->inter_op_thread_pool;
+    o->output_partition_graphs = o->output_partition_graphs || h->output_partition_graphs;
+    o->report_tensor_allocations_upon_oom = o->report_tensor_allocations_upon_oom || h->report_tensor_allocations_upon_oom;
+    if (h->ndebug_watches > 0 &&
+        grow((void **)&ms->watches, &ms->watches_cap, *nwatch + h->ndebug_watches, sizeof(char *))) {
+        for (int i = 0; i < h->ndebug_watches; i++) ms->watches[(*nwatch)++] = h->debug_watches[i];
+    }
+}
+
+static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_tensor **out, vg_run_metadata *md,
+                          vg_status *st) {
+    if (ms->hooked_stop)
+        return vg_status_set(st, VG_FAILED_PRECONDITION, "Run called even after should_stop requested.");
+    vg_run_context ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.original = *a;
+    ctx.original.options = NULL;
+    ctx.session = ms->sess;
+    vg_run_options opts = VG_RUN_OPTIONS_INIT;
+    int nwatch = 0;
+    if (a->options) {
+        opts = *a->options;
+        if (opts.ndebug_watches > 0 &&
+            grow((void **)&ms->watches, &ms->watches_cap, opts.ndebug_watches, sizeof(char *))) {
+            for (int i = 0; i < opts.ndebug_watches; i++) ms->watches[nwatch++] = opts.debug_watches[i];
+        }
+    }
+    int nfetch = a->nfetches, nfeed = 0, ntarget = a->ntargets;
+    if (!grow((void **)&ms->fetches, &ms->fetches_cap, nfetch + 1, sizeof(vg_output)) ||
+        !grow((void **)&ms->targets, &ms->targets_cap, ntarget + 1, sizeof(vg_op *)))
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory merging run arguments");
+    for (int i = 0; i < a->nfetches; i++) ms->fetches[i] = a->fetches[i];
+    for (int i = 0; i < a->ntargets; i++) ms->targets[i] = a->targets[i];
+    /* before_run, in list order; an error stops everything (no session run). */
+    for (int h = 0; h < ms->nhooks; h++) {
+        hook_slot *sl = &ms->slots[h];
+        memset(&sl->args, 0, sizeof sl->args);
+        sl->fetch_off = -1;
+        vg_hook *hk = &ms->hooks[h];
+        if (!hk->before_run) continue;
+        vg_code rc = hk->before_run(hk->payload, &ctx, &sl->args, st);
+        if (rc != VG_OK) return rc;
+        vg_run_args *r = &sl->args;
+        if (r->nfetches > 0 || r->ntargets > 0) {
+            if (!grow((void **)&ms->fetches, &ms->fetches_cap, nfetch + r->nfetches + 1, sizeof(vg_output)) ||
+                !grow((void **)&ms->targets, &ms->targets_cap, ntarget + r->ntargets + 1, sizeof(vg_op *)))
+                return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory merging run arguments");
+            sl->fetch_off = nfetch;
+            for (int i = 0; i < r->nfetches; i++) ms->fetches[nfetch++] = r->fetches[i];
+            for (int i = 0; i < r->ntargets; i++) ms->targets[ntarget++] = r->targets[i];
+        }
+        if (r->nfeeds > 0) {
+            rc = feed_conflict(r->feeds, r->nfeeds, ms->feeds, nfeed, "Same tensor is fed by two hooks.", st);
+            if (rc != VG_OK) return rc;
+            if (!grow((void **)&ms->feeds, &ms->feeds_cap, nfeed + r->nfeeds + a->nfeeds + 1, sizeof(vg_output)) ||
+                !grow((void **)&ms->feed_vals, &ms->feed_vals_cap, nfeed + r->nfeeds + a->nfeeds + 1,
+                      sizeof(vg_tensor *)))
+                return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory merging feeds");
+            for (int i = 0; i < r->nfeeds; i++) {
+                ms->feeds[nfeed] = r->feeds[i];
+                ms->feed_vals[nfeed++] = r->feed_values[i];
+            }
+        }
+        if (r->options) merge_options(ms, &opts, r->options, &nwatch);
+    }
+    /* feeds: the user's pass through unchanged when no hook feeds */
+    const vg_output *feeds = a->feeds;
+    vg_tensor *const *feed_vals = a->feed_values;
+    int total_feeds = a->nfeeds;
+    if (nfeed > 0) {
+        vg_code rc = feed_conflict(ms->feeds, nfeed, a->feeds, a->nfeeds,
+                                   "Same tensor is fed by a SessionRunHook and user.", st);
+        if (rc != VG_OK) return rc;
+        /* hook feeds then user feeds (the feeds_cap growth above reserved room) */
+        for (int i = 0; i < a->nfeeds; i++) {
+            ms->feeds[nfeed + i] = a->feeds[i];
+            ms->feed_vals[nfeed + i] = a->feed_values[i];
+        }
+        feeds = ms->feeds;
+        feed_vals = ms->feed_vals;
+        total_feeds = nfeed + a->nfeeds;
+    }
+    opts.ndebug_watches = nwatch;
+    opts.debug_watches = nwatch ? ms->watches : NULL;
+    if (!md) {
+        if (!ms->md && !(ms->md = vg_run_metadata_new()))
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory (run metadata)");
+        vg_run_metadata_clear(ms->md);
+        md = ms->md;
+    }
+    if (!grow((void **)&ms->results, &ms->results_cap, nfetch + 1, sizeof(vg_tensor *)))
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory (results)");
+    vg_code rc = vg_session_run(ms->sess, &opts, feeds, feed_vals, total_feeds, ms->fetches, ms->results, nfetch,
+                                ms->targets, ntarget, md, st);
+    if (rc != VG_OK) return rc;
+    for (int h = 0; h < ms->nhooks && rc == VG_OK; h++) {
+        vg_hook *hk = &ms->hooks[h];
+        if (!hk->after_run) continue;
+        hook_slot *sl = &ms->slots[h];
+        vg_run_values v = {NULL, 0, &opts, md};
+        if (sl->fetch_off >= 0 && sl->args.nfetches > 0) {
+            v.results = ms->results + sl->fetch_off;
+            v.nresults = sl->args.nfetches;
+        }
+        rc = hk->after_run(hk->payload, &ctx, &v, st);
+    }
+    if (rc == VG_OK) {
+        ms->hooked_stop = ms->hooked_stop || ctx.stop_requested;
+        for (int i = 0; i < a->nfetches; i++) {
+            out[i] = ms->results[i];
+            ms->results[i] = NULL;
+        }
+    }
+    for (int i = 0; i < nfetch; i++) {
+        vg_tensor_free(ms->results[i]);
+        ms->results[i] = NULL;
+    }
+    return rc;
+}
+
+/* _CoordinatedSession.run: a non-preemption error is replaced by a preemption error the
+ * coordinator holds (the root cause), enabling recovery. */
+static vg_code coordinated_run(vg_monitored_session *ms, const vg_run_args *a, vg_tensor **out, vg_run_metadata *md,
+                               vg_status *st) {
+    vg_code rc = hooked_run(ms, a, out, md, st);
+    if (rc == VG_OK || is_preemption(rc)) return rc;
+    vg_status stored;
+    vg_code c = vg_coord_raise_requested_exception(ms->coord, &stored);
+    if (is_preemption(c)) {
+        vg_status_copy(st, &stored);
+        return c;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* public API */
+
+static vg_monitored_session *ms_new(vg_graph *g, vg_session_creator creator, const vg_hook *hooks, int nhooks,
+                                    double grace, bool recover, vg_status *st) {
+    vg_monitored_session *ms = vg_calloc(1, sizeof *ms);
+    if (!ms || (nhooks > 0 && (!(ms->hooks = vg_calloc((size_t)nhooks, sizeof(vg_hook))) ||
+                               !(ms->slots = vg_calloc((size_t)nhooks, sizeof(hook_slot)))))) {
+        for (int i = 0; i < nhooks; i++)
+            if (hooks[i].destroy) hooks[i].destroy(hooks[i].payload);
+        if (creator.destroy) creator.destroy(creator.payload);
+        if (ms) { vg_free(ms->hooks); vg_free(ms); }
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the monitored session");
+        return NULL;
+    }
+    ms->g = g;
+    ms->graph_was_finalized = vg_graph_finalized(g);
+    ms->recover = recover;
+    ms->creator = creator;
+    ms->nhooks = nhooks;
+    if (nhooks) memcpy(ms->hooks, hooks, sizeof(vg_hook) * (size_t)nhooks);
+    ms->grace = grace;
+    return ms;
+}
+
+static vg_monitored_session *ms_start(vg_monitored_session *ms, vg_status *st) {
+    vg_code rc = VG_OK;
+    for (int i = 0; i < ms->nhooks && rc == VG_OK; i++)
+        if (ms->hooks[i].begin) rc = ms->hooks[i].begin(ms->hooks[i].payload, ms->g, st);
+    if (rc == VG_OK) rc = ensure_session(ms, st);
+    if (rc != VG_OK) {
+        vg_status saved;
+        vg_status_copy(&saved, st);
+        ms->closed = true;
+        vg_monitored_session_free(ms);
+        vg_status_copy(st, &saved);
+        return NULL;
+    }
+    vg_status_clear(st);
+    return ms;
+}
+
+vg_monitored_session *vg_monitored_session_new(vg_graph *g, vg_session_creator creator, const vg_hook *hooks,
+                                               int nhooks, double stop_grace_period_secs, vg_status *st) {
+    if (!creator.create_session) {
+        creator = vg_chief_session_creator(g, NULL, NULL, NULL, NULL);
+        if (!creator.create_session) {
+            for (int i = 0; i < nhooks; i++)
+                if (hooks[i].destroy) hooks[i].destroy(hooks[i].payload);
+            vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
+            return NULL;
+        }
+    }
+    vg_monitored_session *ms = ms_new(g, creator, hooks, nhooks, stop_grace_period_secs, true, st);
+    return ms ? ms_start(ms, st) : NULL;
+}
+
+vg_monitored_session *vg_singular_monitored_session_new(vg_graph *g, const vg_singular_options *o, vg_status *st) {
+    vg_singular_options def = VG_SINGULAR_OPTIONS_INIT;
+    if (!o) o = &def;
+    vg_session_creator c = vg_chief_session_creator(g, o->scaffold, o->config, o->checkpoint_dir,
+                                                    o->checkpoint_filename_with_path);
+    if (!c.create_session) {
+        for (int i = 0; i < o->nhooks; i++)
+            if (o->hooks[i].destroy) o->hooks[i].destroy(o->hooks[i].payload);
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
+        return NULL;
+    }
+    vg_monitored_session *ms = ms_new(g, c, o->hooks, o->nhooks, o->stop_grace_period_secs, false, st);
+    return ms ? ms_start(ms, st) : NULL;
+}
+
+vg_code vg_monitored_session_run(vg_monitored_session *ms, const vg_run_args *args, vg_tensor **out,
+                                 vg_run_metadata *md, vg_status *st) {
+    vg_run_args none = VG_RUN_ARGS_INIT;
+    if (!args) args = &none;
+    for (int i = 0; i < args->nfetches; i++) out[i] = NULL;
+    if (ms->closed) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
+    for (;;) {
+        vg_code rc = ensure_session(ms, st);
+        if (rc != VG_OK) return rc;
+        rc = coordinated_run(ms, args, out, md, st);
+        if (!(ms->recover && is_preemption(rc))) return rc;
+        vg_logf(VG_LOG_INFO, "An error was raised. This may be due to a preemption in a connected worker or "
+                             "parameter server. The current session will be closed and a new session will be "
+                             "created. Error: %s", st ? st->msg : "");
+        close_coordinated(ms, NULL);
+    }
+}
+
+vg_session *vg_step_context_session(const vg_step_context *sc) { return sc->raw; }
+
+vg_code vg_step_context_run_with_hooks(vg_step_context *sc, const vg_run_args *args, vg_tensor **out,
+                                       vg_run_metadata *md, vg_status *st) {
+    vg_run_args none = VG_RUN_ARGS_INIT;
+    if (!args) args = &none;
+    for (int i = 0; i < args->nfetches; i++) out[i] = NULL;
+    vg_monitored_session *ms = sc->ms;
+    if (ms->closed || !ms->sess) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
+    return coordinated_run(ms, args, out, md, st);
+}
+
+vg_code vg_step_context_request_stop(vg_step_context *sc, vg_status *st) {
+    (void)sc;
+    return vg_status_set(st, VG_STOP_ITERATION, "step_fn has requested the iterations to stop.");
+}
+
+vg_code vg_monitored_session_run_step_fn(vg_monitored_session *ms, vg_step_fn fn, void *payload, vg_status *st) {
+    if (ms->closed) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
+    vg_code rc = ensure_session(ms, st);
+    if (rc != VG_OK) return rc;
+    vg_step_context sc = {ms, ms->sess};
+    for (;;) {
+        rc = ensure_session(ms, st);
+        if (rc != VG_OK) return rc;
+        rc = fn(&sc, payload, st);
+        if (!(ms->recover && is_preemption(rc))) return rc;
+        vg_logf(VG_LOG_INFO, "An error was raised in the step function; a new session will be created. Error: %s",
+                st ? st->msg : "");
+        close_coordinated(ms, NULL);
+    }
+}
+
+bool vg_monitored_session_should_stop(vg_monitored_session *ms) {
+    if (ms->closed) return true;
+    if (!ms->sess) return true;
+    vg_status stored;
+    vg_code c = vg_coord_raise_requested_exception(ms->coord, &stored);
+    if (c != VG_OK) {
+        if (ms->recover && is_preemption(c)) {
+            vg_logf(VG_LOG_INFO, "A preemption error was reported to the coordinator; a new session will be "
+                                 "created. Error: %s", stored.msg);
+            close_coordinated(ms, NULL);
+            vg_status st;
+            if (ensure_session(ms, &st) != VG_OK) return true;
+            return false;
+        }
+        return true;
+    }
+    if (vg_coord_should_stop(ms->coord)) return true;
+    return ms->hooked_stop;
+}
+
+/* _close_internal: end() on the hooks when closing without an exception, then close
+ * the coordinated session (request_stop, join, close raw). */
+static vg_code close_internal(vg_monitored_session *ms, bool call_end, vg_status *st) {
+    vg_code rc = VG_OK;
+    vg_status tmp;
+    if (!st) st = &tmp;
+    if (call_end) {
+        for (int i = 0; i < ms->nhooks && rc == VG_OK; i++)
+            if (ms->hooks[i].end) rc = ms->hooks[i].end(ms->hooks[i].payload, ms->closed ? NULL : ms->sess, st);
+    }
+    if (ms->closed) {
+        if (rc != VG_OK) return rc;
+        return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
+    }
+    vg_status join_st = {VG_OK, ""};
+    close_coordinated(ms, &join_st);
+    ms->closed = true;
+    if (!ms->graph_was_finalized) vg_graph_unfinalize(ms->g);
+    if (rc != VG_OK) return rc;
+    if (join_st.code != VG_OK && !(ms->recover && is_preemption(join_st.code))) {
+        vg_status_copy(st, &join_st);
+        return join_st.code;
+    }
+    vg_status_clear(st);
+    return VG_OK;
+}
+
+vg_code vg_monitored_session_close(vg_monitored_session *ms, vg_status *st) { return close_internal(ms, true, st); }
+
+vg_code vg_monitored_session_end(vg_monitored_session *ms, vg_code loop_rc, vg_status *st) {
+    bool clean = loop_rc == VG_OK || loop_rc == VG_OUT_OF_RANGE || loop_rc == VG_STOP_ITERATION;
+    /* SingularMonitoredSession: should_stop() would have raised the coordinator's stored
+     * error, so a loop that ended "normally" ended by an exception. */
+    if (clean && loop_rc == VG_OK && !ms->recover && !ms->closed && ms->coord) {
+        vg_status stored;
+        if (vg_coord_raise_requested_exception(ms->coord, &stored) != VG_OK) clean = false;
+    }
+    if (clean) return close_internal(ms, true, st);
+    vg_status loop_st;
+    vg_status_copy(&loop_st, st);
+    vg_status tmp;
+    vg_code rc = close_internal(ms, false, &tmp);
+    if (rc != VG_OK && rc != loop_rc) {
+        vg_status_copy(st, &tmp);
+        return rc;
+    }
+    vg_status_copy(st, &loop_st);
+    return loop_rc;
+}
+
+vg_session *vg_monitored_session_raw_session(const vg_monitored_session *ms) {
+    return (ms->closed || ms->recover) ? NULL : ms->sess;
+}
+
+vg_graph *vg_monitored_session_graph(const vg_monitored_session *ms) { return ms->closed ? NULL : ms->g; }
+
+void vg_monitored_session_free(vg_monitored_session *ms) {
+    if (!ms) return;
+    if (!ms->closed) close_internal(ms, false, NULL);
+    close_coordinated(ms, NULL);
+    for (int i = 0; i < ms->nhooks; i++)
+        if (ms->hooks[i].destroy) ms->hooks[i].destroy(ms->hooks[i].payload);
+    if (ms->creator.destroy) ms->creator.destroy(ms->creator.payload);
+    vg_run_metadata_free(ms->md);
+    vg_free(ms->hooks);
+    vg_free(ms->slots);
+    vg_free(ms->fetches);
+    vg_free(ms->results);
+    vg_free(ms->feeds);
+    vg_free(ms->feed_vals);
+    vg_free(ms->targets);
+    vg_free(ms->watches);
+    vg_free(ms);
+}

@@ -1,0 +1,96 @@
+/*
+ * mts.c - tf.train.MonitoredTrainingSession (TF 1.15): a MonitoredSession with the
+ * chief's default hooks resolved from the options exactly as TF does (USE_DEFAULT =
+ * a negative option value; 0 = None, i.e. off).
+ */
+#include "monitored_internal.h"
+#include "vigil/hooks.h"
+#include <string.h>
+
+static void free_hooks(const vg_hook *h, int n) {
+    for (int i = 0; i < n; i++)
+        if (h[i].destroy) h[i].destroy(h[i].payload);
+}
+
+vg_monitored_session *vg_monitored_training_session_new(vg_graph *g, const vg_mts_options *opts, vg_status *st) {
+    vg_mts_options def = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = opts ? *opts : def;
+    /* USE_DEFAULT resolution (monitored_session.py MonitoredTrainingSession) */
+    int64_t sum_steps = o.save_summaries_steps;
+    double sum_secs = o.save_summaries_secs;
+    if (sum_steps < 0 && sum_secs < 0) { sum_steps = 100; sum_secs = 0; }
+    else if (sum_secs < 0) sum_secs = 0;
+    else if (sum_steps < 0) sum_steps = 0;
+    int64_t ck_steps = o.save_checkpoint_steps;
+    double ck_secs = o.save_checkpoint_secs;
+    if (ck_steps < 0 && ck_secs < 0) { ck_steps = 0; ck_secs = 600; }
+    else if (ck_secs < 0) ck_secs = 0;
+    else if (ck_steps < 0) ck_steps = 0;
+
+    vg_scaffold *scaffold = o.scaffold;
+    bool own = false;
+    if (!scaffold) {
+        if (!(scaffold = vg_scaffold_new(NULL))) goto oom_early;
+        own = true;
+    }
+    vg_session_creator creator;
+    if (own) creator = vg__session_creator_owning(g, scaffold, o.config, o.is_chief, o.checkpoint_dir, o.max_wait_secs);
+    else if (o.is_chief) creator = vg_chief_session_creator(g, scaffold, o.config, o.checkpoint_dir, NULL);
+    else creator = vg_worker_session_creator(g, scaffold, o.config, o.max_wait_secs);
+    if (!creator.create_session) {
+        if (own) vg_scaffold_free(scaffold);
+        goto oom_early;
+    }
+    if (!o.is_chief) {
+        free_hooks(o.chief_only_hooks, o.nchief_only_hooks);
+        return vg_monitored_session_new(g, creator, o.hooks, o.nhooks, o.stop_grace_period_secs, st);
+    }
+    int cap = o.nchief_only_hooks + o.nhooks + 3, n = 0;
+    vg_hook *all = vg_calloc((size_t)cap, sizeof(vg_hook));
+    if (!all) {
+        creator.destroy(creator.payload);
+        goto oom_early;
+    }
+    for (int i = 0; i < o.nchief_only_hooks; i++) all[n++] = o.chief_only_hooks[i];
+    const char *summary_dir = o.summary_dir ? o.summary_dir : o.checkpoint_dir;
+    vg_code rc = VG_OK;
+    if (summary_dir) {
+        if (o.log_step_count_steps > 0)
+            rc = vg_step_counter_hook(o.log_step_count_steps, -1, summary_dir, NULL, &all[n++], st);
+        if (rc == VG_OK && (sum_steps > 0 || sum_secs > 0)) {
+            vg_summary_saver_options so = VG_SUMMARY_SAVER_OPTIONS_INIT;
+            so.scaffold = scaffold;
+            so.save_steps = sum_steps > 0 ? sum_steps : -1;
+            so.save_secs = sum_secs > 0 ? sum_secs : -1;
+            so.output_dir = summary_dir;
+            rc = vg_summary_saver_hook(&so, &all[n], st);
+            if (rc == VG_OK) n++;
+        }
+    }
+    if (rc == VG_OK && o.checkpoint_dir && (ck_secs > 0 || ck_steps > 0)) {
+        vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+        co.checkpoint_dir = o.checkpoint_dir;
+        co.save_steps = ck_steps > 0 ? ck_steps : -1;
+        co.save_secs = ck_secs > 0 ? ck_secs : -1;
+        co.scaffold = scaffold;
+        rc = vg_checkpoint_saver_hook(&co, &all[n], st);
+        if (rc == VG_OK) n++;
+    }
+    if (rc != VG_OK) {
+        /* argument errors (TF's ValueError): nothing was started */
+        free_hooks(all, n);
+        free_hooks(o.hooks, o.nhooks);
+        vg_free(all);
+        creator.destroy(creator.payload);
+        return NULL;
+    }
+    for (int i = 0; i < o.nhooks; i++) all[n++] = o.hooks[i];
+    vg_monitored_session *ms = vg_monitored_session_new(g, creator, all, n, o.stop_grace_period_secs, st);
+    vg_free(all);
+    return ms;
+oom_early:
+    free_hooks(o.hooks, o.nhooks);
+    free_hooks(o.chief_only_hooks, o.nchief_only_hooks);
+    vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the monitored training session");
+    return NULL;
+}

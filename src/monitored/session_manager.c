@@ -1,0 +1,308 @@
+/*
+ * session_manager.c - tf.train.SessionManager (TF 1.15 session_manager.py) and the
+ * session creators (ChiefSessionCreator, WorkerSessionCreator).
+ *
+ * prepare_session: new session -> restore from checkpoint_filename_with_path or the
+ * newest checkpoint of checkpoint_dir, else init_op + init_fn -> local_init_op (when
+ * the model is ready for it) -> ready check.
+ */
+#include "monitored_internal.h"
+#include "vigil/hooks.h"
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+struct vg_session_manager {
+    vg_graph *g;
+    vg_session_manager_options o;
+};
+
+vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts) {
+    vg_session_manager_options def = VG_SESSION_MANAGER_OPTIONS_INIT;
+    vg_session_manager *sm = vg_calloc(1, sizeof *sm);
+    if (!sm) return NULL;
+    sm->g = g;
+    sm->o = opts ? *opts : def;
+    return sm;
+}
+
+void vg_session_manager_free(vg_session_manager *sm) { vg_free(sm); }
+
+static void sleep_secs(double s) {
+    if (s <= 0) return;
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* _ready: runs a report_uninitialized_variables-style op; ready when it is empty.
+ * Otherwise *msg gets "Variables not initialized: a, b". */
+static vg_code model_ready(vg_session *sess, vg_output op, bool *ready, char *msg, size_t len, vg_status *st) {
+    *ready = true;
+    msg[0] = 0;
+    if (!op.op) return VG_OK;
+    vg_tensor *t = NULL;
+    vg_code rc = vg_session_run1(sess, op, &t, st);
+    if (rc != VG_OK) return rc;
+    int64_t n = vg_tensor_num_elements(t);
+    if (n > 0) {
+        *ready = false;
+        size_t o = (size_t)snprintf(msg, len, "Variables not initialized: ");
+        for (int64_t i = 0; i < n && o < len; i++) {
+            size_t sl;
+            const char *s = vg_tensor_string(t, i, &sl);
+            o += (size_t)snprintf(msg + o, len - o, "%s%.*s", i ? ", " : "", (int)sl, s ? s : "");
+        }
+    }
+    vg_tensor_free(t);
+    return VG_OK;
+}
+
+/* _restore_checkpoint: a new session, restored when a checkpoint is available. */
+static vg_session *restore_checkpoint(vg_session_manager *sm, const vg_prepare_options *o, bool *restored,
+                                      vg_status *st) {
+    *restored = false;
+    vg_session *sess = vg_session_new(sm->g, sm->o.config, st);
+    if (!sess) return NULL;
+    if (o->checkpoint_filename_with_path && o->saver) {
+        if (vg_saver_restore(o->saver, sess, o->checkpoint_filename_with_path, st) != VG_OK) goto fail;
+        *restored = true;
+        return sess;
+    }
+    if (!o->saver || !o->checkpoint_dir) return sess;
+    vg_checkpoint_state *cs = NULL;
+    double waited = 0;
+    for (;;) {
+        vg_status tmp;
+        if (vg_get_checkpoint_state(o->checkpoint_dir, &cs, &tmp) == VG_OK && cs && cs->model_checkpoint_path &&
+            cs->model_checkpoint_path[0])
+            break;
+        vg_checkpoint_state_free(cs);
+        cs = NULL;
+        if (!o->wait_for_checkpoint || waited >= o->max_wait_secs) return sess;
+        vg_logf(VG_LOG_INFO, "Waiting for checkpoint to be available.");
+        sleep_secs(sm->o.recovery_wait_secs);
+        waited += sm->o.recovery_wait_secs;
+    }
+    /* latest_checkpoint resolves relative paths and checks the files exist */
+    char path[4096];
+    const char *latest = vg_latest_checkpoint(o->checkpoint_dir, path, sizeof path);
+    const char *target = latest ? latest : cs->model_checkpoint_path;
+    vg_code rc = vg_saver_restore(o->saver, sess, target, st);
+    if (rc == VG_OK) {
+        vg_saver_recover_last_checkpoints(o->saver, (const char *const *)cs->all_model_checkpoint_paths, cs->n_all);
+        *restored = true;
+    }
+    vg_checkpoint_state_free(cs);
+    if (rc != VG_OK) goto fail;
+    return sess;
+fail:
+    vg_session_free(sess);
+    return NULL;
+}
+
+/* _try_run_local_init_op */
+static vg_code run_local_init(vg_session_manager *sm, vg_session *sess, bool *ok, char *msg, size_t len,
+                              vg_status *st) {
+    *ok = true;
+    msg[0] = 0;
+    if (!sm->o.local_init_op) return VG_OK;
+    bool ready;
+    vg_code rc = model_ready(sess, sm->o.ready_for_local_init_op, &ready, msg, len, st);
+    if (rc != VG_OK) return rc;
+    if (!ready) {
+        *ok = false;
+        return VG_OK;
+    }
+    return vg_session_run_targets(sess, &sm->o.local_init_op, 1, st);
+}
+
+vg_session *vg_session_manager_prepare_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {
+    vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
+    if (!o) o = &def;
+    bool restored;
+    char msg[900];
+    vg_session *sess = restore_checkpoint(sm, o, &restored, st);
+    if (!sess) return NULL;
+    if (!restored) {
+        if (!o->init_op && !o->init_fn && !sm->o.local_init_op) {
+            vg_status_set(st, VG_FAILED_PRECONDITION,
+                          "Model is not initialized and no init_op or init_fn or local_init_op was given");
+            goto fail;
+        }
+        if (o->init_op && vg_session_run(sess, NULL, o->init_feeds, o->init_feed_values, o->ninit_feeds, NULL, NULL, 0,
+                                         (vg_op *const *)&o->init_op, 1, NULL, st) != VG_OK)
+            goto fail;
+        if (o->init_fn && o->init_fn(o->init_fn_payload, o->scaffold, sess, st) != VG_OK) goto fail;
+    }
+    bool ok;
+    if (run_local_init(sm, sess, &ok, msg, sizeof msg, st) != VG_OK) goto fail;
+    if (!ok) {
+        vg_status_set(st, VG_FAILED_PRECONDITION,
+                      "Init operations did not make model ready for local_init.  Init op: %s, init fn: %s, error: %s",
+                      o->init_op ? vg_op_name(o->init_op) : "None", o->init_fn ? "given" : "None", msg);
+        goto fail;
+    }
+    bool ready;
+    if (model_ready(sess, sm->o.ready_op, &ready, msg, sizeof msg, st) != VG_OK) goto fail;
+    if (!ready) {
+        vg_status_set(st, VG_FAILED_PRECONDITION,
+                      "Init operations did not make model ready.  Init op: %s, init fn: %s, local_init_op: %s, "
+                      "error: %s",
+                      o->init_op ? vg_op_name(o->init_op) : "None", o->init_fn ? "given" : "None",
+                      sm->o.local_init_op ? vg_op_name(sm->o.local_init_op) : "None", msg);
+        goto fail;
+    }
+    vg_status_clear(st);
+    return sess;
+fail:
+    vg_session_free(sess);
+    return NULL;
+}
+
+vg_session *vg_session_manager_recover_session(vg_session_manager *sm, const vg_prepare_options *o, bool *initialized,
+                                               vg_status *st) {
+    vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
+    if (!o) o = &def;
+    bool restored, ok, ready;
+    char msg[900];
+    *initialized = false;
+    vg_session *sess = restore_checkpoint(sm, o, &restored, st);
+    if (!sess) return NULL;
+    if (!restored) return sess;
+    if (run_local_init(sm, sess, &ok, msg, sizeof msg, st) != VG_OK) goto fail;
+    if (!ok) return sess;
+    if (model_ready(sess, sm->o.ready_op, &ready, msg, sizeof msg, st) != VG_OK) goto fail;
+    *initialized = ready;
+    return sess;
+fail:
+    vg_session_free(sess);
+    return NULL;
+}
+
+vg_session *vg_session_manager_wait_for_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {
+    vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
+    if (!o) o = &def;
+    double waited = 0;
+    for (;;) {
+        vg_session *sess = vg_session_new(sm->g, sm->o.config, st);
+        if (!sess) return NULL;
+        bool ok, ready;
+        char msg[900];
+        if (run_local_init(sm, sess, &ok, msg, sizeof msg, st) != VG_OK) {
+            vg_session_free(sess);
+            return NULL;
+        }
+        if (ok) {
+            if (model_ready(sess, sm->o.ready_op, &ready, msg, sizeof msg, st) != VG_OK) {
+                vg_session_free(sess);
+                return NULL;
+            }
+            if (ready) return sess;
+        }
+        vg_session_free(sess);
+        if (waited >= o->max_wait_secs) {
+            vg_status_set(st, VG_DEADLINE_EXCEEDED, "Session was not ready after waiting %g secs.", o->max_wait_secs);
+            return NULL;
+        }
+        vg_logf(VG_LOG_INFO, "Waiting for model to be ready.  Ready_for_local_init_op/ready_op: %s", msg);
+        double w = sm->o.recovery_wait_secs;
+        if (waited + w > o->max_wait_secs) w = o->max_wait_secs - waited;
+        sleep_secs(w);
+        waited += w;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* session creators */
+
+typedef struct creator {
+    vg_graph *g;
+    vg_scaffold *scaffold;
+    bool own_scaffold;
+    bool chief;
+    vg_session_options config;
+    bool has_config;
+    char *checkpoint_dir;
+    char *checkpoint_filename_with_path;
+    double max_wait_secs;
+} creator;
+
+static char *dup_str(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = vg_malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static void creator_destroy(void *p) {
+    creator *c = p;
+    if (!c) return;
+    if (c->own_scaffold) vg_scaffold_free(c->scaffold);
+    vg_free(c->checkpoint_dir);
+    vg_free(c->checkpoint_filename_with_path);
+    vg_free(c);
+}
+
+static vg_session *creator_create(void *p, vg_status *st) {
+    creator *c = p;
+    if (vg_scaffold_finalize(c->scaffold, c->g, st) != VG_OK) return NULL;
+    vg_session_manager_options smo = VG_SESSION_MANAGER_OPTIONS_INIT;
+    smo.local_init_op = vg_scaffold_local_init_op(c->scaffold);
+    smo.ready_op = vg_scaffold_ready_op(c->scaffold);
+    smo.ready_for_local_init_op = vg_scaffold_ready_for_local_init_op(c->scaffold);
+    smo.config = c->has_config ? &c->config : NULL;
+    vg_session_manager sm = {c->g, smo};
+    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg__scaffold_prepare_options(c->scaffold, &po);
+    if (!c->chief) {
+        po.max_wait_secs = c->max_wait_secs;
+        return vg_session_manager_wait_for_session(&sm, &po, st);
+    }
+    po.checkpoint_dir = c->checkpoint_dir;
+    po.checkpoint_filename_with_path = c->checkpoint_filename_with_path;
+    return vg_session_manager_prepare_session(&sm, &po, st);
+}
+
+static vg_session_creator make_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
+                                       bool chief, const char *dir, const char *path, double max_wait) {
+    vg_session_creator out = {NULL, NULL, NULL};
+    creator *c = vg_calloc(1, sizeof *c);
+    if (!c) return out;
+    c->g = g;
+    c->chief = chief;
+    c->scaffold = scaffold;
+    if (!scaffold) {
+        c->scaffold = vg_scaffold_new(NULL);
+        c->own_scaffold = true;
+    }
+    if (config) { c->config = *config; c->has_config = true; }
+    c->checkpoint_dir = dup_str(dir);
+    c->checkpoint_filename_with_path = dup_str(path);
+    c->max_wait_secs = max_wait;
+    if (!c->scaffold || (dir && !c->checkpoint_dir) || (path && !c->checkpoint_filename_with_path)) {
+        creator_destroy(c);
+        return out;
+    }
+    out.create_session = creator_create;
+    out.destroy = creator_destroy;
+    out.payload = c;
+    return out;
+}
+
+vg_session_creator vg__session_creator_owning(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
+                                              bool chief, const char *checkpoint_dir, double max_wait_secs) {
+    vg_session_creator c = make_creator(g, scaffold, config, chief, checkpoint_dir, NULL, max_wait_secs);
+    if (c.payload) ((creator *)c.payload)->own_scaffold = true;
+    return c;
+}
+
+vg_session_creator vg_chief_session_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
+                                            const char *checkpoint_dir, const char *checkpoint_filename_with_path) {
+    return make_creator(g, scaffold, config, true, checkpoint_dir, checkpoint_filename_with_path, 0);
+}
+
+vg_session_creator vg_worker_session_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
+                                             double max_wait_secs) {
+    return make_creator(g, scaffold, config, false, NULL, NULL, max_wait_secs);
+}

@@ -1,0 +1,486 @@
+/*
+ * optimizer.c - tf.train optimizers (GradientDescent, Momentum, Adam, RMSProp) with
+ * TF 1.15's graph layout, so that checkpoints and graphs line up with TensorFlow's:
+ *
+ *   slots       "<var>/Momentum"; "<var>/Adam", "<var>/Adam_1"; "<var>/RMSProp" (ones),
+ *               "<var>/RMSProp_1"; Adam's "beta1_power"/"beta2_power" (float32)
+ *   constants   "<opt>/learning_rate", "<opt>/momentum", "<opt>/beta1", ...
+ *   updates     "<opt>/update_<var>/ApplyAdam" (with "<opt>/update_<var>/Cast" for
+ *               float64 variables)
+ *   finish      Adam: "<opt>/mul", "<opt>/Assign", "<opt>/mul_1", "<opt>/Assign_1"
+ *               after the updates
+ *   train op    without a global step: NoOp "<opt>" grouping the updates; with one:
+ *               NoOp "<opt>/update" and AssignAdd "<opt>" (global_step += "<opt>/value")
+ *               depending on it.
+ *
+ * Slots are created as under TF's init_scope (no control dependencies of the caller).
+ */
+#include "graph/graph_impl.h"
+#include "vigil/gradients.h"
+#include "vigil/optimizer.h"
+#include <stdio.h>
+
+#define NAME_MAX_LEN 1024
+
+typedef enum opt_kind { OPT_SGD, OPT_MOMENTUM, OPT_ADAM, OPT_RMSPROP } opt_kind;
+
+typedef struct slot_entry {
+    const vg_op *var;
+    int which;       /* 0: first slot (m, accum, ms), 1: second (v, mom) */
+    vg_op *slot;
+} slot_entry;
+
+struct vg_optimizer {
+    opt_kind kind;
+    const char *name;
+    double lr, momentum, beta1, beta2, epsilon, decay;
+    bool nesterov;
+    vg_output lr_tensor;     /* replaces the "learning_rate" Const when set */
+    slot_entry *slots;
+    int nslots, slots_cap;
+    vg_graph *beta_graph;    /* Adam's non-slot variables live in one graph */
+    vg_op *beta1_power, *beta2_power;
+};
+
+/* ------------------------------------------------------------------------ */
+/* construction */
+
+static vg_optimizer *opt_new(opt_kind kind, const char *name, double lr) {
+    vg_optimizer *o = vg__calloc(1, sizeof *o);
+    if (!o) return NULL;
+    o->kind = kind;
+    o->name = name;
+    o->lr = lr;
+    return o;
+}
+
+vg_optimizer *vg_optimizer_new_sgd(double learning_rate) {
+    return opt_new(OPT_SGD, "GradientDescent", learning_rate);
+}
+
+vg_optimizer *vg_optimizer_new_momentum(double learning_rate, double momentum, bool use_nesterov) {
+    vg_optimizer *o = opt_new(OPT_MOMENTUM, "Momentum", learning_rate);
+    if (o) {
+        o->momentum = momentum;
+        o->nesterov = use_nesterov;
+    }
+    return o;
+}
+
+vg_optimizer *vg_optimizer_new_adam(double learning_rate, double beta1, double beta2, double epsilon) {
+    vg_optimizer *o = opt_new(OPT_ADAM, "Adam", learning_rate);
+    if (o) {
+        o->beta1 = beta1;
+        o->beta2 = beta2;
+        o->epsilon = epsilon;
+    }
+    return o;
+}
+
+vg_optimizer *vg_optimizer_new_rmsprop(double learning_rate, double decay, double momentum, double epsilon) {
+    vg_optimizer *o = opt_new(OPT_RMSPROP, "RMSProp", learning_rate);
+    if (o) {
+        o->decay = decay;
+        o->momentum = momentum;
+        o->epsilon = epsilon;
+    }
+    return o;
+}
+
+void vg_optimizer_free(vg_optimizer *opt) {
+    if (!opt) return;
+    vg__free(opt->slots);
+    vg__free(opt);
+}
+
+void vg_optimizer_set_learning_rate_tensor(vg_optimizer *opt, vg_output lr) {
+    if (opt) opt->lr_tensor = lr;
+}
+
+const char *vg_optimizer_name(const vg_optimizer *opt) { return opt ? opt->name : ""; }
+
+/* ------------------------------------------------------------------------ */
+/* init_scope: no control dependencies while slots are created */
+
+typedef struct saved_deps {
+    vg_op ***deps;
+    int ndeps, cap;
+} saved_deps;
+
+static saved_deps deps_clear(vg_graph *g) {
+    saved_deps s = {g->deps, g->ndeps, g->deps_cap};
+    g->deps = NULL;
+    g->ndeps = 0;
+    g->deps_cap = 0;
+    return s;
+}
+
+static void deps_restore(vg_graph *g, saved_deps s) {
+    while (g->ndeps > 0) vg_graph_pop_control_deps(g);
+    vg__free(g->deps);
+    g->deps = s.deps;
+    g->ndeps = s.ndeps;
+    g->deps_cap = s.cap;
+}
+
+static void push_verbatim(vg_graph *g, const char *full) {
+    char buf[NAME_MAX_LEN + 2];
+    snprintf(buf, sizeof buf, "%s/", full);
+    vg_graph_push_scope(g, buf);
+}
+
+/* ------------------------------------------------------------------------ */
+/* slots */
+
+static vg_op *find_slot(const vg_optimizer *o, const vg_op *var, int which) {
+    for (int i = 0; i < o->nslots; i++)
+        if (o->slots[i].var == var && o->slots[i].which == which) return o->slots[i].slot;
+    return NULL;
+}
+
+/* slot_creator.create_slot_with_initializer: variable "<var>/<opt name>" (made unique
+ * like TF's variable_scope(None, default_name=...)), same dtype and shape, not
+ * trainable, in the global variables. */
+static vg_op *make_slot(vg_optimizer *o, vg_graph *g, vg_op *var, int which, vg_initializer init) {
+    vg_op *s = find_slot(o, var, which);
+    if (s) return s;
+    vg_output ref = {var, 0};
+    vg_shape shape = vg_output_shape(ref);
+    if (!vg_shape_is_fully_defined(&shape)) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: slot for variable %s needs a fully defined shape", o->name,
+                           vg_op_name(var));
+        return NULL;
+    }
+    char base[NAME_MAX_LEN], uniq[NAME_MAX_LEN];
+    snprintf(base, sizeof base, "%s/%s", vg_op_name(var), o->name);
+    vg_graph_push_scope(g, "/");
+    vg_graph_unique_name(g, base, uniq, sizeof uniq);
+    vg_variable v = vg_get_variable(g, uniq, vg_output_dtype(ref), shape.dims, shape.ndims, init, 0);
+    vg_graph_pop_scope(g);
+    if (!v.var) return NULL;
+    if (!vg__grow((void **)&o->slots, &o->slots_cap, o->nslots + 1, sizeof(slot_entry))) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory recording optimizer slots");
+        return NULL;
+    }
+    o->slots[o->nslots++] = (slot_entry){var, which, v.var};
+    return v.var;
+}
+
+/* _create_non_slot_variable: tf.Variable(initial, name) relative to the current
+ * name scope, float32, not trainable ("beta1_power/initial_value" holds the start). */
+static vg_op *make_power(vg_graph *g, const char *name, double initial) {
+    char full[NAME_MAX_LEN];
+    vg_graph_unique_name(g, name, full, sizeof full);
+    push_verbatim(g, full);
+    vg_output c = vg_const_f32(g, (float)initial, "initial_value");
+    vg_graph_pop_scope(g);
+    vg_variable v = vg_variable_new(g, name, c, 0);
+    return v.var;
+}
+
+static bool create_slots(vg_optimizer *o, vg_graph *g, vg_op *const *vars, int n) {
+    switch (o->kind) {
+    case OPT_SGD: return true;
+    case OPT_MOMENTUM:
+        for (int i = 0; i < n; i++)
+            if (!make_slot(o, g, vars[i], 0, vg_init_zeros())) return false;
+        return true;
+    case OPT_ADAM:
+        if (o->beta_graph != g || !o->beta1_power) {
+            o->beta1_power = make_power(g, "beta1_power", o->beta1);
+            o->beta2_power = make_power(g, "beta2_power", o->beta2);
+            if (!o->beta1_power || !o->beta2_power) return false;
+            o->beta_graph = g;
+        }
+        for (int i = 0; i < n; i++)
+            if (!make_slot(o, g, vars[i], 0, vg_init_zeros()) || !make_slot(o, g, vars[i], 1, vg_init_zeros()))
+                return false;
+        return true;
+    case OPT_RMSPROP:
+        /* TF initializes the mean square "rms" slot with ones */
+        for (int i = 0; i < n; i++)
+            if (!make_slot(o, g, vars[i], 0, vg_init_ones()) || !make_slot(o, g, vars[i], 1, vg_init_zeros()))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* apply */
+
+/* The hyper-parameter tensors of _prepare, in TF's creation order. */
+typedef struct hyper {
+    vg_output lr, momentum, beta1, beta2, epsilon, decay;
+} hyper;
+
+static hyper prepare(vg_optimizer *o, vg_graph *g) {
+    hyper h;
+    memset(&h, 0, sizeof h);
+    h.lr = o->lr_tensor.op ? o->lr_tensor : vg_const_f32(g, (float)o->lr, "learning_rate");
+    switch (o->kind) {
+    case OPT_SGD: break;
+    case OPT_MOMENTUM: h.momentum = vg_const_f32(g, (float)o->momentum, "momentum"); break;
+    case OPT_ADAM:
+        h.beta1 = vg_const_f32(g, (float)o->beta1, "beta1");
+        h.beta2 = vg_const_f32(g, (float)o->beta2, "beta2");
+        h.epsilon = vg_const_f32(g, (float)o->epsilon, "epsilon");
+        break;
+    case OPT_RMSPROP:
+        h.decay = vg_const_f32(g, (float)o->decay, "decay");
+        h.momentum = vg_const_f32(g, (float)o->momentum, "momentum");
+        h.epsilon = vg_const_f32(g, (float)o->epsilon, "epsilon");
+        break;
+    }
+    return h;
+}
+
+/* math_ops.cast(x, dt): x itself when it already has dt, else Cast "Cast". */
+static vg_output cast_to(vg_graph *g, vg_output x, vg_dtype dt) {
+    if (!x.op || vg_output_dtype(x) == dt) return x;
+    return vg_cast(g, x, dt, "Cast");
+}
+
+/* _apply_dense of each optimizer, under "<opt>/update_<var>/". */
+static vg_op *apply_dense(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *var, vg_output grad) {
+    vg_output ref = {var, 0};
+    vg_dtype dt = vg_output_dtype(ref);
+    vg_output r = {NULL, 0};
+    switch (o->kind) {
+    case OPT_SGD: r = vg_apply_gradient_descent(g, ref, cast_to(g, h->lr, dt), grad, false, NULL); break;
+    case OPT_MOMENTUM: {
+        vg_output acc = {find_slot(o, var, 0), 0};
+        vg_output lr = cast_to(g, h->lr, dt);
+        vg_output mom = cast_to(g, h->momentum, dt);
+        r = vg_apply_momentum(g, ref, acc, lr, grad, mom, false, o->nesterov, NULL);
+        break;
+    }
+    case OPT_ADAM: {
+        vg_output m = {find_slot(o, var, 0), 0}, v = {find_slot(o, var, 1), 0};
+        vg_output b1p = cast_to(g, vg_variable_snapshot(o->beta1_power), dt);
+        vg_output b2p = cast_to(g, vg_variable_snapshot(o->beta2_power), dt);
+        vg_output lr = cast_to(g, h->lr, dt);
+        vg_output b1 = cast_to(g, h->beta1, dt);
+        vg_output b2 = cast_to(g, h->beta2, dt);
+        vg_output eps = cast_to(g, h->epsilon, dt);
+        r = vg_apply_adam(g, ref, m, v, b1p, b2p, lr, b1, b2, eps, grad, false, false, NULL);
+        break;
+    }
+    case OPT_RMSPROP: {
+        vg_output ms = {find_slot(o, var, 0), 0}, mom = {find_slot(o, var, 1), 0};
+        vg_output lr = cast_to(g, h->lr, dt);
+        vg_output rho = cast_to(g, h->decay, dt);
+        vg_output momentum = cast_to(g, h->momentum, dt);
+        vg_output eps = cast_to(g, h->epsilon, dt);
+        r = vg_apply_rms_prop(g, ref, ms, mom, lr, rho, momentum, eps, grad, false, NULL);
+        break;
+    }
+    }
+    return r.op;
+}
+
+/* NoOp `name` (under the current scope) with control inputs on ops: tf.group. */
+static vg_op *group(vg_graph *g, vg_op *const *ops, int n, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "NoOp", name);
+    for (int i = 0; i < n; i++) vg_op_builder_add_control_input(b, ops[i]);
+    return vg_op_builder_finish(b);
+}
+
+/* Adam's _finish: beta powers *= beta after the updates (ops appended to upd). */
+static bool adam_finish(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op **upd, int *nupd) {
+    vg_graph_push_control_deps(g, upd, *nupd);
+    vg_output b1p = {o->beta1_power, 0}, b2p = {o->beta2_power, 0};
+    vg_output a1 = vg_assign(g, b1p, vg_mul(g, vg_variable_snapshot(o->beta1_power), h->beta1, "mul"), true, "Assign");
+    vg_output a2 = vg_assign(g, b2p, vg_mul(g, vg_variable_snapshot(o->beta2_power), h->beta2, "mul"), true, "Assign");
+    vg_graph_pop_control_deps(g);
+    if (!a1.op || !a2.op) return false;
+    upd[(*nupd)++] = a1.op;
+    upd[(*nupd)++] = a2.op;
+    return true;
+}
+
+/* The variable op behind a ref output. */
+static vg_op *var_of(vg_graph *g, vg_output v) {
+    if (v.op && strcmp(vg_op_type(v.op), "VariableV2") == 0) return v.op;
+    vg_graph_set_error(g, VG_INVALID_ARGUMENT, "apply_gradients: '%s' is not a variable (pass its ref output)",
+                       v.op ? vg_op_name(v.op) : "(null)");
+    return NULL;
+}
+
+static void add_train_op(vg_graph *g, vg_op *op) {
+    int n;
+    const vg_output *items = vg_graph_collection(g, VG_TRAIN_OP, &n);
+    for (int i = 0; i < n; i++)
+        if (items[i].op == op) return;
+    vg_graph_add_to_collection(g, VG_TRAIN_OP, vg_out(op, 0));
+}
+
+/* The body of apply_gradients once the (grad, var) pairs are filtered. */
+static vg_op *apply_pairs(vg_optimizer *o, vg_graph *g, const vg_output *grads, vg_op *const *vars, int n,
+                          vg_output global_step, const char *name, vg_op **upd) {
+    saved_deps d = deps_clear(g);
+    bool ok = create_slots(o, g, vars, n);
+    deps_restore(g, d);
+    if (!ok) return NULL;
+
+    const char *base = name ? name : o->name;
+    char full[NAME_MAX_LEN];
+    vg_graph_unique_name(g, base, full, sizeof full);
+    push_verbatim(g, full);
+    hyper h = prepare(o, g);
+    int nupd = 0;
+    for (int i = 0; i < n; i++) {
+        char scope[NAME_MAX_LEN];
+        snprintf(scope, sizeof scope, "update_%s", vg_op_name(vars[i]));
+        vg_graph_push_scope(g, scope);
+        vg_op *u = apply_dense(o, g, &h, vars[i], grads[i]);
+        vg_graph_pop_scope(g);
+        if (!u) {
+            vg_graph_pop_scope(g);
+            return NULL;
+        }
+        upd[nupd++] = u;
+    }
+    if (o->kind == OPT_ADAM && !adam_finish(o, g, &h, upd, &nupd)) {
+        vg_graph_pop_scope(g);
+        return NULL;
+    }
+    vg_op *train;
+    if (!global_step.op) {
+        vg_graph_pop_scope(g);
+        train = group(g, upd, nupd, base); /* named `full` */
+    } else {
+        vg_op *finish = group(g, upd, nupd, "update");
+        if (!finish) {
+            vg_graph_pop_scope(g);
+            return NULL;
+        }
+        vg_graph_push_control_deps(g, &finish, 1);
+        vg_output one = vg_const_fill(g, vg_output_dtype(global_step), NULL, 0, 1, "value");
+        vg_graph_pop_scope(g);
+        vg_op_builder *b = vg_op_builder_new(g, "AssignAdd", base);
+        vg_op_builder_add_input(b, global_step);
+        vg_op_builder_add_input(b, one);
+        vg_op_builder_set_attr_bool(b, "use_locking", false);
+        train = vg_op_builder_finish(b);
+        vg_graph_pop_control_deps(g);
+    }
+    if (train && strcmp(vg_op_name(train), full) != 0) {
+        vg_graph_set_error(g, VG_INTERNAL, "train op named %s, expected %s", vg_op_name(train), full);
+        return NULL;
+    }
+    if (train) add_train_op(g, train);
+    return train;
+}
+
+vg_op *vg_optimizer_apply_gradients(vg_optimizer *opt, vg_graph *g, const vg_output *grads, const vg_output *vars,
+                                    int n, vg_output global_step, const char *name) {
+    if (!g) return NULL;
+    if (!opt) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "apply_gradients: optimizer is NULL");
+        return NULL;
+    }
+    if (vg_graph_status(g, NULL) != VG_OK) return NULL;
+    if (n <= 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "No variables provided.");
+        return NULL;
+    }
+    vg_output *gs = vg__malloc(sizeof(vg_output) * (size_t)n);
+    vg_op **vs = vg__malloc(sizeof(vg_op *) * (size_t)n);
+    vg_op **upd = vg__malloc(sizeof(vg_op *) * (size_t)(n + 2));
+    vg_op *train = NULL;
+    if (!gs || !vs || !upd) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in apply_gradients");
+        goto done;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        vg_op *v = var_of(g, vars[i]);
+        if (!v) goto done;
+        if (!grads || !grads[i].op) continue;
+        gs[m] = grads[i];
+        vs[m++] = v;
+    }
+    if (m == 0) {
+        char buf[512];
+        size_t pos = 0;
+        buf[0] = 0;
+        for (int i = 0; i < n && pos + 1 < sizeof buf; i++) {
+            int k = snprintf(buf + pos, sizeof buf - pos, "%s%s", i ? ", " : "", vg_op_name(vars[i].op));
+            if (k > 0) pos += (size_t)k;
+        }
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "No gradients provided for any variable: [%s].", buf);
+        goto done;
+    }
+    train = apply_pairs(opt, g, gs, vs, m, global_step, name, upd);
+done:
+    vg__free(gs);
+    vg__free(vs);
+    vg__free(upd);
+    return train;
+}
+
+/* ------------------------------------------------------------------------ */
+/* compute_gradients / minimize */
+
+vg_code vg_optimizer_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list,
+                                       int nvars, vg_output *grads_out, vg_status *st) {
+    if (!opt || !g) return vg_status_set(st, VG_INVALID_ARGUMENT, "compute_gradients: NULL optimizer or graph");
+    if (vg_graph_status(g, st) != VG_OK) return st ? st->code : vg_graph_status(g, NULL);
+    vg_dtype ldt = vg_output_dtype(loss);
+    if (!loss.op || (ldt != VG_FLOAT && ldt != VG_DOUBLE))
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Invalid type %s for loss, expected: [float16, bfloat16, float32, float64].",
+                             vg_dtype_name(ldt));
+    if (!var_list) var_list = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nvars);
+    if (nvars <= 0 || !var_list) return vg_status_set(st, VG_INVALID_ARGUMENT, "No variables to optimize.");
+    for (int i = 0; i < nvars; i++) {
+        vg_dtype dt = vg_output_dtype(var_list[i]);
+        if (dt != VG_FLOAT && dt != VG_DOUBLE)
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "Invalid type %s for %s, expected: [float16, bfloat16, float32, float64].",
+                                 vg_dtype_name(dt), var_list[i].op ? vg_op_name(var_list[i].op) : "(null)");
+    }
+    return vg_gradients(g, &loss, 1, var_list, nvars, NULL, grads_out, st);
+}
+
+vg_op *vg_optimizer_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list, int nvars,
+                             vg_output global_step, const char *name) {
+    if (!g) return NULL;
+    if (vg_graph_status(g, NULL) != VG_OK) return NULL;
+    vg_output *vars = NULL, *grads = NULL;
+    vg_op *train = NULL;
+    vg_status st;
+    vg_status_clear(&st);
+    if (!var_list) {
+        /* copy: the trainable collection does not change while we build, but be safe */
+        const vg_output *items = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nvars);
+        vars = vg__malloc(sizeof(vg_output) * (size_t)(nvars > 0 ? nvars : 1));
+        if (!vars) goto oom;
+        if (nvars > 0) memcpy(vars, items, sizeof(vg_output) * (size_t)nvars);
+        var_list = vars;
+    }
+    grads = vg__calloc((size_t)(nvars > 0 ? nvars : 1), sizeof(vg_output));
+    if (!grads) goto oom;
+    if (vg_optimizer_compute_gradients(opt, g, loss, var_list, nvars, grads, &st) != VG_OK) {
+        vg_graph_set_error(g, st.code, "%s", st.msg);
+        goto done;
+    }
+    bool any = false;
+    for (int i = 0; i < nvars; i++) any |= grads[i].op != NULL;
+    if (!any) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "No gradients provided for any variable, check your graph for ops that do not support "
+                           "gradients, between variables and loss %s.",
+                           vg_op_name(loss.op));
+        goto done;
+    }
+    train = vg_optimizer_apply_gradients(opt, g, grads, var_list, nvars, global_step, name);
+    goto done;
+oom:
+    vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in minimize");
+done:
+    vg__free(vars);
+    vg__free(grads);
+    return train;
+}

@@ -1,0 +1,508 @@
+/*
+ * variables.c - TF1 variables laid out as TensorFlow lays them out: tf.Variable and
+ * tf.get_variable ("<name>" VariableV2, "<name>/Initializer/..." initial value,
+ * "<name>/Assign", "<name>/read"), the initializers of init_ops.py, the global step,
+ * the init ops and report_uninitialized_variables.
+ *
+ * Naming: TF names the VariableV2 op after its name scope ("w/" -> op "w") and puts
+ * the other ops inside it. Here the full name is reserved by creating the VariableV2
+ * with it, and the ops inside are built under the verbatim scope "<name>/" (which
+ * reserves nothing), so the unique-name bookkeeping matches TF's.
+ *
+ * Variables are created as under TF's init_scope: outside any control-dependency
+ * scope of the caller (an optimizer built under control_dependencies(update_ops)
+ * must not make its slot initializers depend on those ops).
+ */
+#include "graph/graph_impl.h"
+#include "vigil/variables.h"
+#include <math.h>
+#include <stdio.h>
+
+#define NAME_MAX_LEN 1024
+
+/* ------------------------------------------------------------------------ */
+/* init_scope: the control-dependency stack is set aside while variables are made. */
+
+typedef struct saved_deps {
+    vg_op ***deps;
+    int ndeps, cap;
+} saved_deps;
+
+static saved_deps deps_clear(vg_graph *g) {
+    saved_deps s = {g->deps, g->ndeps, g->deps_cap};
+    g->deps = NULL;
+    g->ndeps = 0;
+    g->deps_cap = 0;
+    return s;
+}
+
+static void deps_restore(vg_graph *g, saved_deps s) {
+    while (g->ndeps > 0) vg_graph_pop_control_deps(g); /* unbalanced pushes inside */
+    vg__free(g->deps);
+    g->deps = s.deps;
+    g->ndeps = s.ndeps;
+    g->deps_cap = s.cap;
+}
+
+/* Pushes the verbatim scope "<full>/". */
+static void push_verbatim(vg_graph *g, const char *full) {
+    char buf[NAME_MAX_LEN + 2];
+    snprintf(buf, sizeof buf, "%s/", full);
+    vg_graph_push_scope(g, buf);
+}
+
+/* ------------------------------------------------------------------------ */
+/* initializers */
+
+vg_initializer vg_init_zeros(void) {
+    vg_initializer i = {VG_INIT_ZEROS, 0, 0, 0, 0, 0, 0};
+    return i;
+}
+vg_initializer vg_init_ones(void) {
+    vg_initializer i = {VG_INIT_ONES, 1, 0, 0, 0, 0, 0};
+    return i;
+}
+vg_initializer vg_init_constant(double value) {
+    vg_initializer i = {VG_INIT_CONSTANT, value, 0, 0, 0, 0, 0};
+    return i;
+}
+vg_initializer vg_init_random_uniform(double minval, double maxval, int64_t seed) {
+    vg_initializer i = {VG_INIT_RANDOM_UNIFORM, 0, minval, maxval, 0, 0, seed};
+    return i;
+}
+vg_initializer vg_init_random_normal(double mean, double stddev, int64_t seed) {
+    vg_initializer i = {VG_INIT_RANDOM_NORMAL, 0, 0, 0, mean, stddev, seed};
+    return i;
+}
+vg_initializer vg_init_truncated_normal(double mean, double stddev, int64_t seed) {
+    vg_initializer i = {VG_INIT_TRUNCATED_NORMAL, 0, 0, 0, mean, stddev, seed};
+    return i;
+}
+vg_initializer vg_init_glorot_uniform(int64_t seed) {
+    vg_initializer i = {VG_INIT_GLOROT_UNIFORM, 0, 0, 0, 0, 0, seed};
+    return i;
+}
+
+/* init_ops._compute_fans: rank 0 -> 1,1; rank 1 -> n,n; rank 2 -> in,out; conv
+ * kernels [..., in, out] multiply by the receptive field size. */
+static void compute_fans(const int64_t *dims, int ndims, double *fan_in, double *fan_out) {
+    if (ndims < 1) {
+        *fan_in = *fan_out = 1;
+    } else if (ndims == 1) {
+        *fan_in = *fan_out = (double)dims[0];
+    } else if (ndims == 2) {
+        *fan_in = (double)dims[0];
+        *fan_out = (double)dims[1];
+    } else {
+        double rf = 1;
+        for (int i = 0; i < ndims - 2; i++) rf *= (double)dims[i];
+        *fan_in = (double)dims[ndims - 2] * rf;
+        *fan_out = (double)dims[ndims - 1] * rf;
+    }
+}
+
+/* tensor_util.shape_tensor: the int32 Const "shape". */
+static vg_output shape_const(vg_graph *g, const int64_t *dims, int ndims) {
+    int32_t v[VG_MAX_DIMS];
+    int64_t n = ndims;
+    for (int i = 0; i < ndims && i < VG_MAX_DIMS; i++) v[i] = (int32_t)dims[i];
+    return vg_const_array(g, VG_INT32, &n, 1, v, "shape");
+}
+
+/* array_ops.zeros / ones: a Const below 1000 elements, else Fill(shape_as_tensor, Const). */
+static vg_output fill_value(vg_graph *g, const char *base, double value, vg_dtype dt, const int64_t *dims,
+                            int ndims) {
+    int64_t n = 1;
+    for (int i = 0; i < ndims; i++) n *= dims[i];
+    if (n < 1000) return vg_const_fill(g, dt, dims, ndims, value, base);
+    char full[NAME_MAX_LEN];
+    vg_graph_unique_name(g, base, full, sizeof full);
+    push_verbatim(g, full);
+    int32_t v[VG_MAX_DIMS];
+    int64_t nd = ndims;
+    for (int i = 0; i < ndims && i < VG_MAX_DIMS; i++) v[i] = (int32_t)dims[i];
+    vg_output shape = vg_const_array(g, VG_INT32, &nd, 1, v, "shape_as_tensor");
+    vg_output c = vg_const_fill(g, dt, NULL, 0, value, "Const");
+    vg_graph_pop_scope(g);
+    return vg_fill(g, shape, c, base);
+}
+
+typedef enum rnd_kind { RND_UNIFORM, RND_NORMAL, RND_TRUNCATED } rnd_kind;
+
+/* random_ops.random_uniform / random_normal / truncated_normal as TF builds them:
+ * "<base>/shape", "<base>/min|mean", "<base>/max|stddev", the raw op, "<base>/sub",
+ * "<base>/mul" and the final Add named "<base>". a, b: (min, max) or (mean, stddev). */
+static vg_output random_value(vg_graph *g, rnd_kind kind, double a, double b, int64_t op_seed, vg_dtype dt,
+                              const int64_t *dims, int ndims) {
+    static const char *bases[] = {"random_uniform", "random_normal", "truncated_normal"};
+    static const char *raw[] = {"RandomUniform", "RandomStandardNormal", "TruncatedNormal"};
+    const char *base = bases[kind];
+    char full[NAME_MAX_LEN];
+    int64_t seed, seed2;
+    vg_graph_unique_name(g, base, full, sizeof full);
+    push_verbatim(g, full);
+    vg_output shape = shape_const(g, dims, ndims);
+    vg_output ca = vg_const_fill(g, dt, NULL, 0, a, kind == RND_UNIFORM ? "min" : "mean");
+    vg_output cb = vg_const_fill(g, dt, NULL, 0, b, kind == RND_UNIFORM ? "max" : "stddev");
+    vg_graph_get_seed(g, op_seed, &seed, &seed2);
+    vg_output r, mul;
+    if (kind == RND_UNIFORM) {
+        r = vg_random_uniform(g, shape, dt, seed, seed2, raw[kind]);
+        vg_output range = vg_sub(g, cb, ca, "sub");
+        mul = vg_mul(g, r, range, "mul");
+    } else {
+        r = kind == RND_NORMAL ? vg_random_standard_normal(g, shape, dt, seed, seed2, raw[kind])
+                               : vg_truncated_normal(g, shape, dt, seed, seed2, raw[kind]);
+        mul = vg_mul(g, r, cb, "mul");
+    }
+    vg_graph_pop_scope(g);
+    return vg_add_legacy(g, mul, ca, base);
+}
+
+vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, const int64_t *dims, int ndims) {
+    vg_output none = {NULL, 0};
+    if (!g) return none;
+    if (ndims < 0 || ndims > VG_MAX_DIMS) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "initializer needs a fully defined shape (rank %d)", ndims);
+        return none;
+    }
+    for (int i = 0; i < ndims; i++) {
+        if (dims[i] < 0) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "initializer needs a fully defined shape (dim %d is %lld)",
+                               i, (long long)dims[i]);
+            return none;
+        }
+    }
+    bool is_float = dt == VG_FLOAT || dt == VG_DOUBLE;
+    if (!is_float && init.kind != VG_INIT_ZEROS && init.kind != VG_INIT_ONES && init.kind != VG_INIT_CONSTANT) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "random initializers need a floating point dtype, not %s",
+                           vg_dtype_name(dt));
+        return none;
+    }
+    switch (init.kind) {
+    case VG_INIT_ZEROS: return fill_value(g, "zeros", 0, dt, dims, ndims);
+    case VG_INIT_ONES: return fill_value(g, "ones", 1, dt, dims, ndims);
+    case VG_INIT_CONSTANT: return vg_const_fill(g, dt, dims, ndims, init.value, "Const");
+    case VG_INIT_RANDOM_UNIFORM:
+        return random_value(g, RND_UNIFORM, init.minval, init.maxval, init.seed, dt, dims, ndims);
+    case VG_INIT_RANDOM_NORMAL:
+        return random_value(g, RND_NORMAL, init.mean, init.stddev, init.seed, dt, dims, ndims);
+    case VG_INIT_TRUNCATED_NORMAL:
+        return random_value(g, RND_TRUNCATED, init.mean, init.stddev, init.seed, dt, dims, ndims);
+    case VG_INIT_GLOROT_UNIFORM: {
+        /* VarianceScaling(scale=1, mode="fan_avg", distribution="uniform") */
+        double fan_in, fan_out;
+        compute_fans(dims, ndims, &fan_in, &fan_out);
+        double scale = 1.0 / fmax(1.0, (fan_in + fan_out) / 2.0);
+        double limit = sqrt(3.0 * scale);
+        return random_value(g, RND_UNIFORM, -limit, limit, init.seed, dt, dims, ndims);
+    }
+    }
+    vg_graph_set_error(g, VG_INVALID_ARGUMENT, "unknown initializer kind %d", (int)init.kind);
+    return none;
+}
+
+/* ------------------------------------------------------------------------ */
+/* variables */
+
+/* How the initial value is made: given (tf.Variable) or built from an initializer
+ * under "<name>/Initializer" (tf.get_variable). */
+typedef struct var_spec {
+    vg_dtype dt;
+    const int64_t *dims;
+    int ndims;
+    vg_output initial;      /* used when !use_init */
+    bool use_init;
+    vg_initializer init;
+    unsigned flags;
+} var_spec;
+
+static void add_collections(vg_graph *g, vg_op *var, unsigned flags) {
+    vg_output item = {var, 0};
+    vg_graph_add_to_collection(g, (flags & VG_VAR_LOCAL) ? VG_LOCAL_VARIABLES : VG_GLOBAL_VARIABLES, item);
+    if (flags & VG_VAR_TRAINABLE) vg_graph_add_to_collection(g, VG_TRAINABLE_VARIABLES, item);
+}
+
+/* Builds the variable named `full` (absolute). Call with the root scope pushed and
+ * the control dependencies set aside. */
+static vg_variable build_variable(vg_graph *g, const char *full, const var_spec *sp) {
+    vg_variable v;
+    memset(&v, 0, sizeof v);
+    vg_output initial = sp->initial;
+    if (sp->use_init) {
+        push_verbatim(g, full);
+        vg_graph_push_scope(g, "Initializer");
+        initial = vg_initializer_build(g, sp->init, sp->dt, sp->dims, sp->ndims);
+        vg_graph_pop_scope(g);
+        vg_graph_pop_scope(g);
+        if (!initial.op) return v;
+    }
+    vg_output var = vg_variable_op(g, sp->dt, sp->dims, sp->ndims, full);
+    if (!var.op) return v;
+    if (strcmp(vg_op_name(var.op), full) != 0) {
+        vg_graph_set_error(g, VG_INTERNAL, "variable %s got the op name %s", full, vg_op_name(var.op));
+        return v;
+    }
+    push_verbatim(g, full);
+    vg_output assign = vg_assign(g, var, initial, true, "Assign");
+    vg_output read = vg_identity(g, var, "read");
+    vg_graph_pop_scope(g);
+    if (!assign.op || !read.op) return v;
+    var.op->var_initializer = assign.op;
+    var.op->var_snapshot = read;
+    add_collections(g, var.op, sp->flags);
+    if (vg_graph_status(g, NULL) != VG_OK) return v;
+    v.var = var.op;
+    v.ref = var;
+    v.read = read;
+    v.initializer = assign.op;
+    return v;
+}
+
+/* Creates a variable with an absolute name, TF's init_scope style. */
+static vg_variable make_variable(vg_graph *g, const char *full, const var_spec *sp) {
+    saved_deps d = deps_clear(g);
+    vg_graph_push_scope(g, "/");
+    vg_variable v = build_variable(g, full, sp);
+    vg_graph_pop_scope(g);
+    deps_restore(g, d);
+    return v;
+}
+
+vg_variable vg_variable_new(vg_graph *g, const char *name, vg_output initial_value, unsigned flags) {
+    vg_variable none;
+    memset(&none, 0, sizeof none);
+    if (!g || !initial_value.op) {
+        if (g && vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "tf.Variable %s: invalid initial value", name ? name : "");
+        return none;
+    }
+    vg_shape s = vg_output_shape(initial_value);
+    if (!vg_shape_is_fully_defined(&s)) {
+        char buf[128];
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "initial_value must have a shape specified: %s (variable %s)",
+                           vg_shape_str(&s, buf, sizeof buf), name ? name : "Variable");
+        return none;
+    }
+    /* tf.Variable: name_scope(name, "Variable") relative to the current scope. */
+    char full[NAME_MAX_LEN];
+    vg_graph_unique_name(g, name && *name ? name : "Variable", full, sizeof full);
+    var_spec sp = {vg_output_dtype(initial_value), s.dims, s.ndims, initial_value, false, vg_init_zeros(), flags};
+    return make_variable(g, full, &sp);
+}
+
+vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, const int64_t *dims, int ndims,
+                            vg_initializer init, unsigned flags) {
+    vg_variable none;
+    memset(&none, 0, sizeof none);
+    if (!g) return none;
+    if (!name || !*name) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "get_variable needs a name");
+        return none;
+    }
+    /* Variable names follow the (variable) scope, not uniquified: a clash is an error. */
+    const char *scope = vg_graph_scope(g);
+    char full[NAME_MAX_LEN], uniq[NAME_MAX_LEN];
+    if (*scope) snprintf(full, sizeof full, "%s/%s", scope, name);
+    else snprintf(full, sizeof full, "%s", name);
+    vg_op *old = vg_graph_op_by_name(g, full);
+    if (old && strcmp(vg_op_type(old), "VariableV2") == 0) {
+        vg_graph_set_error(g, VG_ALREADY_EXISTS,
+                           "Variable %s already exists, disallowed. Did you mean to set reuse=True or "
+                           "reuse=tf.AUTO_REUSE in VarScope?",
+                           full);
+        return none;
+    }
+    /* A non-variable op of that name: TF's name_scope would make the op name unique. */
+    vg_graph_push_scope(g, "/");
+    vg_graph_unique_name(g, full, uniq, sizeof uniq);
+    vg_graph_pop_scope(g);
+    var_spec sp = {dt, dims, ndims, {NULL, 0}, true, init, flags};
+    return make_variable(g, uniq, &sp);
+}
+
+vg_op *vg_variable_initializer(const vg_op *var) {
+    if (!var) return NULL;
+    if (var->var_initializer) return var->var_initializer;
+    char buf[NAME_MAX_LEN];
+    snprintf(buf, sizeof buf, "%s/Assign", vg_op_name(var));
+    return vg_graph_op_by_name(var->graph, buf);
+}
+
+vg_output vg_variable_snapshot(const vg_op *var) {
+    vg_output none = {NULL, 0};
+    if (!var) return none;
+    if (var->var_snapshot.op) return var->var_snapshot;
+    char buf[NAME_MAX_LEN];
+    snprintf(buf, sizeof buf, "%s/read", vg_op_name(var));
+    return vg_out(vg_graph_op_by_name(var->graph, buf), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* global step */
+
+vg_output vg_get_global_step(const vg_graph *g) {
+    vg_output none = {NULL, 0};
+    if (!g) return none;
+    int n;
+    const vg_output *items = vg_graph_collection(g, VG_GLOBAL_STEP, &n);
+    if (n > 0) return items[0];
+    vg_op *op = vg_graph_op_by_name(g, "global_step");
+    if (op && strcmp(vg_op_type(op), "VariableV2") == 0) return vg_out(op, 0);
+    return none;
+}
+
+vg_output vg_get_or_create_global_step(vg_graph *g) {
+    vg_output none = {NULL, 0};
+    if (!g) return none;
+    vg_output gs = vg_get_global_step(g);
+    if (gs.op) return gs;
+    /* get_variable("global_step", [], int64, zeros, trainable=False) under the root
+     * name scope; collections: variables + global_step. */
+    var_spec sp = {VG_INT64, NULL, 0, {NULL, 0}, true, vg_init_zeros(), 0};
+    vg_graph_push_scope(g, "/");
+    char uniq[NAME_MAX_LEN];
+    vg_graph_unique_name(g, "global_step", uniq, sizeof uniq);
+    vg_graph_pop_scope(g);
+    vg_variable v = make_variable(g, uniq, &sp);
+    if (!v.var) return none;
+    if (vg_graph_add_to_collection(g, VG_GLOBAL_STEP, v.ref) != VG_OK) return none;
+    return v.ref;
+}
+
+/* ------------------------------------------------------------------------ */
+/* init ops */
+
+vg_op *vg_variables_initializer(vg_graph *g, const vg_output *vars, int n, const char *name) {
+    if (!g) return NULL;
+    if (!name) name = "init";
+    if (n == 0) return vg_no_op(g, name);
+    vg_op **inits = vg__calloc((size_t)n, sizeof(vg_op *));
+    if (!inits) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in variables_initializer");
+        return NULL;
+    }
+    vg_op *res = NULL;
+    for (int i = 0; i < n; i++) {
+        inits[i] = vg_variable_initializer(vars[i].op);
+        if (!inits[i]) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s is not a variable with an initializer",
+                               vars[i].op ? vg_op_name(vars[i].op) : "(null)");
+            goto done;
+        }
+    }
+    res = vg_group(g, inits, n, name);
+done:
+    vg__free(inits);
+    return res;
+}
+
+/* The items of a collection copied (the collection may grow while we build ops). */
+static vg_output *collection_copy(vg_graph *g, const char *key, int *n) {
+    const vg_output *items = vg_graph_collection(g, key, n);
+    vg_output *c = vg__malloc(sizeof(vg_output) * (size_t)(*n ? *n : 1));
+    if (!c) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory copying collection %s", key);
+        return NULL;
+    }
+    if (*n) memcpy(c, items, sizeof(vg_output) * (size_t)*n);
+    return c;
+}
+
+vg_op *vg_global_variables_initializer(vg_graph *g) {
+    if (!g) return NULL;
+    int n;
+    vg_output *vars = collection_copy(g, VG_GLOBAL_VARIABLES, &n);
+    if (!vars) return NULL;
+    vg_op *op = vg_variables_initializer(g, vars, n, "init");
+    vg__free(vars);
+    return op;
+}
+
+vg_op *vg_local_variables_initializer(vg_graph *g) {
+    if (!g) return NULL;
+    int n;
+    vg_output *vars = collection_copy(g, VG_LOCAL_VARIABLES, &n);
+    if (!vars) return NULL;
+    vg_op *op = vg_variables_initializer(g, vars, n, "init");
+    vg__free(vars);
+    return op;
+}
+
+/* ------------------------------------------------------------------------ */
+/* report_uninitialized_variables */
+
+static vg_output report_build(vg_graph *g, const vg_output *vars, int n) {
+    vg_output none = {NULL, 0};
+    if (n == 0) {
+        int64_t zero = 0;
+        vg_status st;
+        vg_tensor *t = vg_tensor_new(VG_STRING, &zero, 1, &st);
+        if (!t) {
+            vg_graph_set_error(g, st.code, "%s", st.msg);
+            return none;
+        }
+        vg_output c = vg_const(g, t, "Const");
+        vg_tensor_free(t);
+        return c;
+    }
+    vg_output *inited = vg__malloc(sizeof(vg_output) * (size_t)n);
+    if (!inited) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in report_uninitialized_variables");
+        return none;
+    }
+    for (int i = 0; i < n; i++) inited[i] = vg_is_variable_initialized(g, vars[i], "IsVariableInitialized");
+    vg_output mask = vg_logical_not(g, vg_pack(g, inited, n, 0, "stack"), "LogicalNot");
+    vg__free(inited);
+    vg_status st;
+    int64_t dim = n;
+    vg_tensor *names = vg_tensor_new(VG_STRING, &dim, 1, &st);
+    if (!names) {
+        vg_graph_set_error(g, st.code, "%s", st.msg);
+        return none;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *nm = vars[i].op ? vg_op_name(vars[i].op) : "";
+        if (vg_tensor_set_string(names, i, nm, strlen(nm), &st) != VG_OK) {
+            vg_tensor_free(names);
+            vg_graph_set_error(g, st.code, "%s", st.msg);
+            return none;
+        }
+    }
+    vg_output c = vg_const(g, names, "Const");
+    vg_tensor_free(names);
+    return vg_boolean_mask(g, c, mask, "boolean_mask");
+}
+
+vg_output vg_report_uninitialized_variables(vg_graph *g, const vg_output *vars, int n, const char *name) {
+    vg_output none = {NULL, 0};
+    if (!g) return none;
+    vg_output *all = NULL;
+    if (!vars) {
+        /* global + local variables (or, in an old-style graph, every VariableV2) */
+        int ng, nl;
+        vg_graph_collection(g, VG_GLOBAL_VARIABLES, &ng);
+        vg_graph_collection(g, VG_LOCAL_VARIABLES, &nl);
+        int nops = vg_graph_num_ops(g);
+        all = vg__malloc(sizeof(vg_output) * (size_t)(ng + nl + nops + 1));
+        if (!all) {
+            vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in report_uninitialized_variables");
+            return none;
+        }
+        n = 0;
+        const vg_output *it = vg_graph_collection(g, VG_GLOBAL_VARIABLES, &ng);
+        for (int i = 0; i < ng; i++) all[n++] = it[i];
+        it = vg_graph_collection(g, VG_LOCAL_VARIABLES, &nl);
+        for (int i = 0; i < nl; i++) all[n++] = it[i];
+        if (n == 0)
+            for (int i = 0; i < nops; i++)
+                if (strcmp(vg_op_type(vg_graph_op(g, i)), "VariableV2") == 0) all[n++] = vg_out(vg_graph_op(g, i), 0);
+        vars = all;
+    }
+    vg_graph_push_scope(g, name ? name : "report_uninitialized_variables");
+    vg_output r = report_build(g, vars, n);
+    vg_graph_pop_scope(g);
+    vg__free(all);
+    return r;
+}

@@ -1,0 +1,362 @@
+/* test_math_binary.c - forward values of the math family's broadcasting binary ops
+ * (AddV2, Sub, Mul, RealDiv, Maximum, Minimum, Pow, SquaredDifference, comparisons,
+ * logical ops), their fast paths and general N-d broadcasting, and the error paths. */
+#include "test_util.h"
+#include "vigil/vigil.h"
+#include "graph/registry.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static double get(const vg_tensor *t, int64_t i) {
+    const void *d = vg_tensor_data(t);
+    switch (vg_tensor_dtype(t)) {
+    case VG_FLOAT: return ((const float *)d)[i];
+    case VG_DOUBLE: return ((const double *)d)[i];
+    case VG_INT32: return ((const int32_t *)d)[i];
+    case VG_INT64: return (double)((const int64_t *)d)[i];
+    case VG_UINT8: return ((const uint8_t *)d)[i];
+    case VG_BOOL: return ((const uint8_t *)d)[i];
+    default: return NAN;
+    }
+}
+
+static void set(vg_tensor *t, int64_t i, double v) {
+    void *d = vg_tensor_data(t);
+    switch (vg_tensor_dtype(t)) {
+    case VG_FLOAT: ((float *)d)[i] = (float)v; break;
+    case VG_DOUBLE: ((double *)d)[i] = v; break;
+    case VG_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
+    case VG_INT64: ((int64_t *)d)[i] = (int64_t)v; break;
+    case VG_UINT8: ((uint8_t *)d)[i] = (uint8_t)v; break;
+    case VG_BOOL: ((uint8_t *)d)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+static vg_tensor *mk(vg_dtype dt, const int64_t *dims, int nd, const double *v) {
+    vg_status st;
+    vg_tensor *t = vg_tensor_new(dt, dims, nd, &st);
+    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) set(t, i, v[i]);
+    return t;
+}
+
+/* Runs fetch with feeds; returns the value or NULL (status in *st). */
+static vg_tensor *run_feeds(vg_graph *g, vg_output y, const vg_output *f, vg_tensor *const *fv, int nf,
+                            vg_status *st) {
+    vg_session *s = vg_session_new(g, NULL, st);
+    if (!s) return NULL;
+    vg_tensor *out = NULL;
+    vg_session_run(s, NULL, f, fv, nf, &y, &out, 1, NULL, 0, NULL, st);
+    vg_session_free(s);
+    return out;
+}
+
+static vg_tensor *run(vg_graph *g, vg_output y) {
+    vg_status st;
+    vg_tensor *t = run_feeds(g, y, NULL, NULL, 0, &st);
+    if (!t) {
+        fprintf(stderr, "run failed: %s\n", st.msg);
+        vg_test_failures++;
+    }
+    return t;
+}
+
+static void expect(vg_tensor *t, vg_dtype dt, const int64_t *dims, int nd, const double *v, double tol) {
+    if (!t) { vg_test_failures++; return; }
+    CHECK_EQ_INT(vg_tensor_dtype(t), dt);
+    CHECK_EQ_INT(vg_tensor_ndims(t), nd);
+    if (vg_tensor_ndims(t) != nd) return;
+    for (int i = 0; i < nd; i++) CHECK_EQ_INT(vg_tensor_dim(t, i), dims[i]);
+    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) CHECK_NEAR(get(t, i), v[i], tol);
+}
+
+static vg_output cst(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v) {
+    vg_tensor *t = mk(dt, dims, nd, v);
+    vg_output o = vg_const(g, t, NULL);
+    vg_tensor_free(t);
+    return o;
+}
+
+typedef vg_output (*binop_builder)(vg_graph *, vg_output, vg_output, const char *);
+
+/* Builds op(a, b) from Consts, runs it, compares with expect. */
+static void check_bin(binop_builder fn, vg_dtype dt, const int64_t *da, int na, const double *va, const int64_t *db,
+                      int nb, const double *vb, vg_dtype odt, const int64_t *dout, int nout, const double *vout) {
+    vg_graph *g = vg_graph_new();
+    vg_output y = fn(g, cst(g, dt, da, na, va), cst(g, dt, db, nb, vb), NULL);
+    vg_status st;
+    if (vg_graph_status(g, &st) != VG_OK) {
+        fprintf(stderr, "build failed: %s\n", st.msg);
+        vg_test_failures++;
+    } else {
+        vg_shape s = vg_output_shape(y);
+        CHECK_EQ_INT(s.ndims, nout);
+        vg_tensor *t = run(g, y);
+        expect(t, odt, dout, nout, vout, 1e-6);
+        vg_tensor_free(t);
+    }
+    vg_graph_free(g);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void test_math__add_same_shape(void) {
+    int64_t d[2] = {2, 3};
+    double a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {10, 20, 30, 40, 50, 60}, e[6] = {11, 22, 33, 44, 55, 66};
+    check_bin(vg_add, VG_FLOAT, d, 2, a, d, 2, b, VG_FLOAT, d, 2, e);
+    check_bin(vg_add_legacy, VG_DOUBLE, d, 2, a, d, 2, b, VG_DOUBLE, d, 2, e);
+    check_bin(vg_add, VG_INT32, d, 2, a, d, 2, b, VG_INT32, d, 2, e);
+    check_bin(vg_add, VG_INT64, d, 2, a, d, 2, b, VG_INT64, d, 2, e);
+}
+
+static void test_math__add_row_vector(void) { /* [2,3] + [3] */
+    int64_t d[2] = {2, 3}, dv[1] = {3};
+    double a[6] = {1, 2, 3, 4, 5, 6}, b[3] = {10, 20, 30}, e[6] = {11, 22, 33, 14, 25, 36};
+    check_bin(vg_add, VG_FLOAT, d, 2, a, dv, 1, b, VG_FLOAT, d, 2, e);
+    double e2[6] = {11, 22, 33, 14, 25, 36};
+    check_bin(vg_add, VG_FLOAT, dv, 1, b, d, 2, a, VG_FLOAT, d, 2, e2);
+}
+
+static void test_math__add_outer(void) { /* [2,1] + [1,3] -> [2,3] */
+    int64_t da[2] = {2, 1}, db[2] = {1, 3}, d[2] = {2, 3};
+    double a[2] = {1, 2}, b[3] = {10, 20, 30}, e[6] = {11, 21, 31, 12, 22, 32};
+    check_bin(vg_add, VG_FLOAT, da, 2, a, db, 2, b, VG_FLOAT, d, 2, e);
+    check_bin(vg_add, VG_INT32, da, 2, a, db, 2, b, VG_INT32, d, 2, e);
+}
+
+static void test_math__scalar(void) {
+    int64_t d[2] = {2, 3};
+    double a[6] = {1, 2, 3, 4, 5, 6}, s[1] = {2};
+    double e1[6] = {-1, 0, 1, 2, 3, 4}, e2[6] = {1, 0, -1, -2, -3, -4};
+    check_bin(vg_sub, VG_FLOAT, d, 2, a, NULL, 0, s, VG_FLOAT, d, 2, e1);
+    check_bin(vg_sub, VG_FLOAT, NULL, 0, s, d, 2, a, VG_FLOAT, d, 2, e2);
+    double e3[1] = {4};
+    check_bin(vg_mul, VG_INT64, NULL, 0, s, NULL, 0, s, VG_INT64, NULL, 0, e3);
+}
+
+static void test_math__column_broadcast(void) { /* [2,3] * [2,1] */
+    int64_t d[2] = {2, 3}, dc[2] = {2, 1};
+    double a[6] = {1, 2, 3, 4, 5, 6}, c[2] = {2, -1}, e[6] = {2, 4, 6, -4, -5, -6};
+    check_bin(vg_mul, VG_FLOAT, d, 2, a, dc, 2, c, VG_FLOAT, d, 2, e);
+    check_bin(vg_mul, VG_DOUBLE, d, 2, a, dc, 2, c, VG_DOUBLE, d, 2, e);
+}
+
+/* General N-d broadcasting against a naive reference: [2,1,3,1] op [4,1,2]. */
+static void test_math__general_nd(void) {
+    int64_t da[4] = {2, 1, 3, 1}, db[3] = {4, 1, 2}, dout[4] = {2, 4, 3, 2};
+    double a[6], b[8], e[48];
+    for (int i = 0; i < 6; i++) a[i] = i + 1;
+    for (int i = 0; i < 8; i++) b[i] = (i + 1) * 10;
+    for (int i0 = 0; i0 < 2; i0++)
+        for (int i1 = 0; i1 < 4; i1++)
+            for (int i2 = 0; i2 < 3; i2++)
+                for (int i3 = 0; i3 < 2; i3++)
+                    e[((i0 * 4 + i1) * 3 + i2) * 2 + i3] = a[i0 * 3 + i2] - b[i1 * 2 + i3];
+    check_bin(vg_sub, VG_FLOAT, da, 4, a, db, 3, b, VG_FLOAT, dout, 4, e);
+    check_bin(vg_sub, VG_INT64, da, 4, a, db, 3, b, VG_INT64, dout, 4, e);
+}
+
+static void test_math__arith_ops(void) {
+    int64_t d[1] = {4};
+    double a[4] = {1, -2, 3, 0.5}, b[4] = {2, 4, -1, 0.25};
+    double div[4] = {0.5, -0.5, -3, 2}, mx[4] = {2, 4, 3, 0.5}, mn[4] = {1, -2, -1, 0.25};
+    double sq[4] = {1, 36, 16, 0.0625}, pw[4] = {1, 16, 1.0 / 3, 0.84089641525371450};
+    check_bin(vg_div, VG_FLOAT, d, 1, a, d, 1, b, VG_FLOAT, d, 1, div);
+    check_bin(vg_div, VG_DOUBLE, d, 1, a, d, 1, b, VG_DOUBLE, d, 1, div);
+    check_bin(vg_maximum, VG_FLOAT, d, 1, a, d, 1, b, VG_FLOAT, d, 1, mx);
+    check_bin(vg_minimum, VG_DOUBLE, d, 1, a, d, 1, b, VG_DOUBLE, d, 1, mn);
+    check_bin(vg_squared_difference, VG_FLOAT, d, 1, a, d, 1, b, VG_FLOAT, d, 1, sq);
+    check_bin(vg_pow, VG_DOUBLE, d, 1, a, d, 1, b, VG_DOUBLE, d, 1, pw);
+    double ia[4] = {3, -7, 5, 0}, ib[4] = {2, 3, -9, 0};
+    double imx[4] = {3, 3, 5, 0}, imn[4] = {2, -7, -9, 0}, isq[4] = {1, 100, 196, 0}, imul[4] = {6, -21, -45, 0};
+    check_bin(vg_maximum, VG_INT32, d, 1, ia, d, 1, ib, VG_INT32, d, 1, imx);
+    check_bin(vg_minimum, VG_INT64, d, 1, ia, d, 1, ib, VG_INT64, d, 1, imn);
+    check_bin(vg_squared_difference, VG_INT32, d, 1, ia, d, 1, ib, VG_INT32, d, 1, isq);
+    check_bin(vg_mul, VG_INT32, d, 1, ia, d, 1, ib, VG_INT32, d, 1, imul);
+    double pb[4] = {2, 3, 0, 5}, ipw[4] = {9, -343, 1, 0};
+    check_bin(vg_pow, VG_INT32, d, 1, ia, d, 1, pb, VG_INT32, d, 1, ipw);
+    check_bin(vg_pow, VG_INT64, d, 1, ia, d, 1, pb, VG_INT64, d, 1, ipw);
+}
+
+static void test_math__int_wraps(void) {
+    int64_t d[1] = {2};
+    double a[2] = {2147483647.0, -2147483648.0}, b[2] = {1, -1}, e[2] = {-2147483648.0, 2147483647.0};
+    check_bin(vg_add, VG_INT32, d, 1, a, d, 1, b, VG_INT32, d, 1, e);
+}
+
+static void test_math__int_pow_negative_exponent(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output y = vg_pow(g, vg_const_i32(g, 2, NULL), vg_const_i32(g, -1, NULL), NULL);
+    vg_status st;
+    CHECK(run_feeds(g, y, NULL, NULL, 0, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "negative integer powers");
+    vg_graph_free(g);
+}
+
+static void test_math__comparisons(void) {
+    int64_t d[1] = {4}, ds[1] = {1};
+    double a[4] = {1, 2, 3, 4}, b[4] = {2, 2, 2, 2}, s[1] = {2};
+    double gt[4] = {0, 0, 1, 1}, ge[4] = {0, 1, 1, 1}, lt[4] = {1, 0, 0, 0}, le[4] = {1, 1, 0, 0};
+    double eq[4] = {0, 1, 0, 0}, ne[4] = {1, 0, 1, 1};
+    check_bin(vg_greater, VG_FLOAT, d, 1, a, d, 1, b, VG_BOOL, d, 1, gt);
+    check_bin(vg_greater_equal, VG_DOUBLE, d, 1, a, ds, 1, s, VG_BOOL, d, 1, ge);
+    check_bin(vg_less, VG_INT32, d, 1, a, NULL, 0, s, VG_BOOL, d, 1, lt);
+    check_bin(vg_less_equal, VG_INT64, d, 1, a, d, 1, b, VG_BOOL, d, 1, le);
+    check_bin(vg_equal, VG_FLOAT, d, 1, a, d, 1, b, VG_BOOL, d, 1, eq);
+    check_bin(vg_not_equal, VG_INT32, d, 1, a, d, 1, b, VG_BOOL, d, 1, ne);
+    check_bin(vg_equal, VG_UINT8, d, 1, a, d, 1, b, VG_BOOL, d, 1, eq);
+    double ba[4] = {0, 0, 1, 1}, bb[4] = {0, 1, 0, 1};
+    double band[4] = {0, 0, 0, 1}, bor[4] = {0, 1, 1, 1}, beq[4] = {1, 0, 0, 1};
+    check_bin(vg_logical_and, VG_BOOL, d, 1, ba, d, 1, bb, VG_BOOL, d, 1, band);
+    check_bin(vg_logical_or, VG_BOOL, d, 1, ba, d, 1, bb, VG_BOOL, d, 1, bor);
+    check_bin(vg_equal, VG_BOOL, d, 1, ba, d, 1, bb, VG_BOOL, d, 1, beq);
+    /* broadcast comparison [2,1] > [3] */
+    int64_t dc[2] = {2, 1}, dr[1] = {3}, dgt[2] = {2, 3};
+    double c[2] = {1, 3}, r[3] = {0, 2, 4}, egt[6] = {1, 0, 0, 1, 1, 0};
+    check_bin(vg_greater, VG_FLOAT, dc, 2, c, dr, 1, r, VG_BOOL, dgt, 2, egt);
+}
+
+static void test_math__empty(void) { /* [0,3] + [3] -> [0,3] */
+    int64_t d0[2] = {0, 3}, d3[1] = {3};
+    double b[3] = {1, 2, 3};
+    check_bin(vg_add, VG_FLOAT, d0, 2, NULL, d3, 1, b, VG_FLOAT, d0, 2, NULL);
+}
+
+/* Large tensors take the parallel path; compare with a naive loop. */
+static void test_math__large_parallel(void) {
+    enum { N = 300, C = 257 };
+    vg_status st;
+    vg_tensor *a = vg_tensor_new(VG_FLOAT, (int64_t[]){N, C}, 2, &st);
+    vg_tensor *b = vg_tensor_new(VG_FLOAT, (int64_t[]){C}, 1, &st);
+    float *pa = vg_tensor_data(a), *pb = vg_tensor_data(b);
+    for (int i = 0; i < N * C; i++) pa[i] = (float)((i * 37) % 101) - 50.0f;
+    for (int i = 0; i < C; i++) pb[i] = (float)i * 0.5f;
+    vg_graph *g = vg_graph_new();
+    vg_output pa_ = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, C}, 2, "a");
+    vg_output pb_ = vg_placeholder(g, VG_FLOAT, (int64_t[]){C}, 1, "b");
+    vg_output ys[3] = {vg_add(g, pa_, pb_, NULL), vg_mul(g, pa_, vg_const_f32(g, 3, NULL), NULL),
+                       vg_maximum(g, pa_, pa_, NULL)};
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_output feeds[2] = {pa_, pb_};
+    vg_tensor *fv[2] = {a, b}, *out[3] = {NULL, NULL, NULL};
+    CHECK_OK(vg_session_run(s, NULL, feeds, fv, 2, ys, out, 3, NULL, 0, NULL, &st), &st);
+    if (out[0] && out[1] && out[2]) {
+        const float *o0 = vg_tensor_data(out[0]), *o1 = vg_tensor_data(out[1]), *o2 = vg_tensor_data(out[2]);
+        int bad = 0;
+        for (int i = 0; i < N * C; i++) {
+            if (o0[i] != pa[i] + pb[i % C]) bad++;
+            if (o1[i] != pa[i] * 3.0f) bad++;
+            if (o2[i] != pa[i]) bad++;
+        }
+        CHECK_EQ_INT(bad, 0);
+    }
+    for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
+    vg_session_free(s);
+    vg_graph_free(g);
+    vg_tensor_free(a);
+    vg_tensor_free(b);
+}
+
+static void test_math__shape_inference(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output a = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 3}, 2, "a");
+    vg_output b = vg_placeholder(g, VG_FLOAT, (int64_t[]){4, 1, 1}, 3, "b");
+    vg_output c = vg_placeholder(g, VG_FLOAT, NULL, -1, "c");
+    vg_shape s = vg_output_shape(vg_add(g, a, b, NULL));
+    CHECK_EQ_INT(s.ndims, 3);
+    CHECK_EQ_INT(s.dims[0], 4);
+    CHECK_EQ_INT(s.dims[1], -1);
+    CHECK_EQ_INT(s.dims[2], 3);
+    s = vg_output_shape(vg_mul(g, a, c, NULL));
+    CHECK_EQ_INT(s.ndims, -1);
+    CHECK_EQ_INT(vg_output_dtype(vg_less(g, a, b, NULL)), VG_BOOL);
+    vg_status st;
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    /* the helper itself */
+    vg_shape x = vg_shape_make((int64_t[]){2, 3}, 2), y = vg_shape_make((int64_t[]){4}, 1), o;
+    CHECK_CODE(vg__shape_broadcast(&x, &y, &o, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Incompatible shapes: [2,3] vs. [4]");
+    vg_shape u = vg_shape_make((int64_t[]){-1, 0}, 2), v = vg_shape_make((int64_t[]){-1}, 1);
+    CHECK_OK(vg__shape_broadcast(&u, &v, &o, &st), &st);
+    CHECK_EQ_INT(o.ndims, 2);
+    CHECK_EQ_INT(o.dims[0], -1);
+    CHECK_EQ_INT(o.dims[1], 0);
+    vg_graph_free(g);
+}
+
+static void test_math__build_errors(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output a = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3}, 2, "a");
+    vg_output b = vg_placeholder(g, VG_FLOAT, (int64_t[]){4}, 1, "b");
+    vg_output y = vg_add(g, a, b, NULL);
+    CHECK(y.op == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "AddV2");
+    CHECK_STR_CONTAINS(st.msg, "Incompatible shapes: [2,3] vs. [4]");
+    /* later builders just pass the failure along */
+    CHECK(vg_mul(g, y, a, NULL).op == NULL);
+    vg_graph_free(g);
+
+    g = vg_graph_new();
+    a = vg_placeholder(g, VG_FLOAT, (int64_t[]){2}, 1, "a");
+    b = vg_placeholder(g, VG_INT32, (int64_t[]){2}, 1, "b");
+    CHECK(vg_sub(g, a, b, NULL).op == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Sub");
+    CHECK_STR_CONTAINS(st.msg, "int32");
+    vg_graph_free(g);
+
+    g = vg_graph_new();
+    b = vg_placeholder(g, VG_INT32, (int64_t[]){2}, 1, "b");
+    CHECK(vg_div(g, b, b, NULL).op == NULL); /* RealDiv is floating-point only */
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "RealDiv");
+    vg_graph_free(g);
+
+    g = vg_graph_new();
+    a = vg_placeholder(g, VG_FLOAT, (int64_t[]){2}, 1, "a");
+    CHECK(vg_logical_and(g, a, a, NULL).op == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "LogicalAnd");
+    vg_graph_free(g);
+}
+
+static void test_math__runtime_incompatible(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output a = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, -1}, 2, "a");
+    vg_output b = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1}, 1, "b");
+    vg_output y = vg_add(g, a, b, "sum");
+    double va[6] = {0}, vb[4] = {0};
+    vg_tensor *ta = mk(VG_FLOAT, (int64_t[]){2, 3}, 2, va), *tb = mk(VG_FLOAT, (int64_t[]){4}, 1, vb);
+    vg_output f[2] = {a, b};
+    vg_tensor *fv[2] = {ta, tb};
+    vg_status st;
+    CHECK(run_feeds(g, y, f, fv, 2, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Incompatible shapes: [2,3] vs. [4]");
+    CHECK_STR_CONTAINS(st.msg, "sum");
+    vg_tensor_free(ta);
+    vg_tensor_free(tb);
+    vg_graph_free(g);
+}
+
+int main(void) {
+    RUN_TEST(test_math__add_same_shape);
+    RUN_TEST(test_math__add_row_vector);
+    RUN_TEST(test_math__add_outer);
+    RUN_TEST(test_math__scalar);
+    RUN_TEST(test_math__column_broadcast);
+    RUN_TEST(test_math__general_nd);
+    RUN_TEST(test_math__arith_ops);
+    RUN_TEST(test_math__int_wraps);
+    RUN_TEST(test_math__int_pow_negative_exponent);
+    RUN_TEST(test_math__comparisons);
+    RUN_TEST(test_math__empty);
+    RUN_TEST(test_math__large_parallel);
+    RUN_TEST(test_math__shape_inference);
+    RUN_TEST(test_math__build_errors);
+    RUN_TEST(test_math__runtime_incompatible);
+    TEST_MAIN_END();
+}

@@ -1,0 +1,37 @@
+/* test_util.h - tiny assertion helpers for vigil's tests. A failing check prints
+ * file:line and the test exits non-zero at the end (TEST_MAIN_END). */
+#ifndef VG_TEST_UTIL_H
+#define VG_TEST_UTIL_H
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int vg_test_failures = 0;
+
+#define CHECK(cond) do { if (!(cond)) { \
+    fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    vg_test_failures++; } } while (0)
+#define CHECK_EQ_INT(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+    if (_a != _b) { fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", \
+    __FILE__, __LINE__, #a, _a, #b, _b); vg_test_failures++; } } while (0)
+#define CHECK_NEAR(a, b, tol) do { double _a = (double)(a), _b = (double)(b); \
+    if (!(fabs(_a - _b) <= (tol) * (1.0 + fabs(_b)))) { \
+    fprintf(stderr, "%s:%d: %s = %.9g, expected %.9g (tol %g)\n", __FILE__, __LINE__, \
+    #a, _a, _b, (double)(tol)); vg_test_failures++; } } while (0)
+#define CHECK_OK(expr, st) do { int _c = (int)(expr); if (_c != 0) { \
+    fprintf(stderr, "%s:%d: %s failed: code %d: %s\n", __FILE__, __LINE__, #expr, _c, \
+    (st)->msg); vg_test_failures++; } } while (0)
+#define CHECK_CODE(expr, code) do { int _c = (int)(expr); if (_c != (int)(code)) { \
+    fprintf(stderr, "%s:%d: %s returned %d, expected %d\n", __FILE__, __LINE__, #expr, \
+    _c, (int)(code)); vg_test_failures++; } } while (0)
+#define CHECK_STR_CONTAINS(hay, needle) do { if (!strstr((hay), (needle))) { \
+    fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__, \
+    (hay), (needle)); vg_test_failures++; } } while (0)
+
+#define RUN_TEST(fn) do { int _before = vg_test_failures; fn(); \
+    fprintf(stderr, "%s %s\n", vg_test_failures == _before ? "ok  " : "FAIL", #fn); } while (0)
+#define TEST_MAIN_END() do { if (vg_test_failures) { \
+    fprintf(stderr, "%d check(s) failed\n", vg_test_failures); return 1; } return 0; } while (0)
+
+#endif
