@@ -211,6 +211,14 @@ static void test_math__comparisons(void) {
     check_bin(vg_logical_and, VG_BOOL, d, 1, ba, d, 1, bb, VG_BOOL, d, 1, band);
     check_bin(vg_logical_or, VG_BOOL, d, 1, ba, d, 1, bb, VG_BOOL, d, 1, bor);
     check_bin(vg_equal, VG_BOOL, d, 1, ba, d, 1, bb, VG_BOOL, d, 1, beq);
+    /* TF's attrs: comparisons carry T, logical ops none */
+    vg_graph *g = vg_graph_new();
+    vg_output t = vg_const_bool(g, true, NULL);
+    vg_dtype dt;
+    CHECK(!vg_op_attr_type_(vg_logical_or(g, t, t, NULL).op, "T", &dt));
+    CHECK(vg_op_attr_type_(vg_less(g, vg_const_i64(g, 1, NULL), vg_const_i64(g, 2, NULL), NULL).op, "T", &dt));
+    CHECK_EQ_INT(dt, VG_INT64);
+    vg_graph_free(g);
     /* broadcast comparison [2,1] > [3] */
     int64_t dc[2] = {2, 1}, dr[1] = {3}, dgt[2] = {2, 3};
     double c[2] = {1, 3}, r[3] = {0, 2, 4}, egt[6] = {1, 0, 0, 1, 1, 0};

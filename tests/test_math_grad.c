@@ -333,10 +333,54 @@ static void test_math__grad_reduce_dynamic_axes(void) {
     vg_graph_free(g);
 }
 
-/* The MLP bias pattern [N,C] + [C] with known shapes: one Sum over a Const axis. */
+/* Partially known shapes: the reduction axes are still decided at build time when
+ * possible ([-1,3] + [3], [-1,1] * [1,3] fed as [2,1] and as [1,1]). */
+static void test_math__grad_partial_shapes(void) {
+    struct { int64_t pa[2], pb[2]; int nb; int64_t fa[2], fb[2]; binop_builder fn; } cases[] = {
+        {{-1, 3}, {3}, 1, {4, 3}, {3}, vg_add},
+        {{-1, 1}, {1, 3}, 2, {2, 1}, {1, 3}, vg_mul},
+        {{-1, 1}, {1, 3}, 2, {1, 1}, {1, 3}, vg_mul},
+        {{-1, 1}, {1, 3}, 2, {2, 1}, {1, 3}, vg_squared_difference},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        vg_graph *g = vg_graph_new();
+        vg_output xs[2] = {vg_placeholder(g, VG_DOUBLE, cases[c].pa, 2, "a"),
+                           vg_placeholder(g, VG_DOUBLE, cases[c].pb, cases[c].nb, "b")};
+        vg_tensor *xv[2] = {randt(VG_DOUBLE, cases[c].fa, 2, -1, 1, false),
+                            randt(VG_DOUBLE, cases[c].fb, cases[c].nb, -1, 1, false)};
+        vg_output y = cases[c].fn(g, xs[0], xs[1], NULL), dxs[2];
+        vg_status st;
+        CHECK_OK(vg_gradients(g, &y, 1, xs, 2, NULL, dxs, &st), &st);
+        CHECK_EQ_INT(count_ops(g, "BroadcastGradientArgs"), 0);
+        int bad = vg_gradcheck(g, xs, xv, 2, y, 1e-6, 1e-5);
+        if (bad) fprintf(stderr, "  case %zu\n", c);
+        CHECK_EQ_INT(bad, 0);
+        vg_tensor_free(xv[0]);
+        vg_tensor_free(xv[1]);
+        vg_graph_free(g);
+    }
+}
+
+/* Reductions of a scalar (no axes) and of size-1 dims only. */
+static void test_math__grad_reduce_trivial(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output x = vg_placeholder(g, VG_DOUBLE, NULL, 0, "x");
+    vg_tensor *xv = randt(VG_DOUBLE, NULL, 0, -1, 1, false);
+    CHECK_EQ_INT(vg_gradcheck(g, &x, &xv, 1, vg_reduce_sum(g, vg_square(g, x, NULL), NULL, -1, false, NULL),
+                              1e-6, 1e-5), 0);
+    vg_tensor_free(xv);
+    vg_output z = vg_placeholder(g, VG_DOUBLE, (int64_t[]){3, 1}, 2, "z");
+    vg_tensor *zv = randt(VG_DOUBLE, (int64_t[]){3, 1}, 2, -1, 1, false);
+    CHECK_EQ_INT(vg_gradcheck(g, &z, &zv, 1, vg_reduce_max(g, z, (int32_t[]){1}, 1, false, NULL), 1e-6, 1e-5), 0);
+    CHECK_EQ_INT(vg_gradcheck(g, &z, &zv, 1, vg_reduce_mean(g, z, (int32_t[]){1}, 1, true, NULL), 1e-6, 1e-5), 0);
+    vg_tensor_free(zv);
+    vg_graph_free(g);
+}
+
+/* The MLP bias pattern [N,C] + [C] (N unknown): one Sum over a Const axis. */
 static void test_math__grad_bias_pattern_ops(void) {
     vg_graph *g = vg_graph_new();
-    vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){64, 256}, 2, "x");
+    vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 256}, 2, "x");
     vg_output b = vg_placeholder(g, VG_FLOAT, (int64_t[]){256}, 1, "b");
     vg_output y = vg_add(g, x, b, NULL), dx[2];
     vg_status st;
@@ -376,6 +420,8 @@ int main(void) {
     RUN_TEST(test_math__grad_max_min_reduce);
     RUN_TEST(test_math__grad_max_ties);
     RUN_TEST(test_math__grad_reduce_dynamic_axes);
+    RUN_TEST(test_math__grad_partial_shapes);
+    RUN_TEST(test_math__grad_reduce_trivial);
     RUN_TEST(test_math__grad_bias_pattern_ops);
     RUN_TEST(test_math__grad_prod_undefined);
     TEST_MAIN_END();

@@ -9,7 +9,8 @@
  *
  * Variables: an input marked as a ref input gets the session's variable slot instead
  * of a value. To make in-place updates safe and cheap, the plan orders every node that
- * reads a variable's value before the nodes that write that variable (unless the writer
+ * reads a variable's value (including a fetch of the variable itself) before the nodes
+ * that write that variable (unless the writer
  * is an ancestor of the reader), so a writer normally finds itself the only holder of
  * the buffer and updates it in place; if someone else still holds it (a fetch, a queue)
  * vg__var_mutable copies first (copy-on-write).
@@ -172,7 +173,7 @@ static bool add_rw_edges(vg__plan *p, int *succ_cap, int *scratch) {
             for (int r = 0; r < nn && ok; r++) {
                 if (r == w) continue;
                 vg__node *rn = &p->nodes[r];
-                bool reads = false;
+                bool reads = rn->is_var_read && rn->var == v; /* a fetched variable */
                 for (int j = 0; j < rn->ninputs && !reads; j++)
                     reads = rn->in_slot[j] >= 0 && slot_var[rn->in_slot[j]] == v && !aliases_input(rn->op);
                 if (!reads) continue;

@@ -10,10 +10,13 @@
  */
 #include "io/io.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #define WBUF_SIZE ((size_t)4 << 20)
+#define PIECE ((size_t)4 << 20)
+#define WRITE_BEHIND ((uint64_t)32 << 20)
 
 /* BundleHeaderProto {num_shards: 1, endianness: LITTLE, version {producer: 1}}. */
 static const uint8_t k_header[6] = {0x08, 0x01, 0x1a, 0x02, 0x08, 0x01};
@@ -31,7 +34,8 @@ struct vg__bundle_writer {
     int fd;
     uint8_t *buf;
     size_t buf_len;
-    uint64_t offset;
+    uint64_t offset;           /* bytes added (buffered included) */
+    uint64_t written, synced;  /* bytes handed to write(); write-behind requested up to */
     wentry *ents;
     size_t n, cap;
     uint32_t *slots;  /* name hash set: entry index + 1, 0 = empty */
@@ -108,25 +112,49 @@ static vg_code sticky(vg__bundle_writer *w, vg_status *st) {
     return w->err.code;
 }
 
+/* Hands bytes to the kernel. Every WRITE_BEHIND bytes, asks it to start writing them
+ * back (a hint, no durability promise) so the device works while we keep producing
+ * and the final fsync has little left to do. */
+static vg_code file_write(vg__bundle_writer *w, const void *p, size_t n) {
+    if (vg__io_write_all(w->fd, p, n, w->data_tmp, &w->err)) return w->err.code;
+    w->written += n;
+#ifdef SYNC_FILE_RANGE_WRITE
+    if (w->written - w->synced >= WRITE_BEHIND) {
+        sync_file_range(w->fd, (off_t)w->synced, (off_t)(w->written - w->synced), SYNC_FILE_RANGE_WRITE);
+        w->synced = w->written;
+    }
+#endif
+    return VG_OK;
+}
+
 static vg_code drain(vg__bundle_writer *w) {
-    if (w->buf_len && vg__io_write_all(w->fd, w->buf, w->buf_len, w->data_tmp, &w->err)) return w->err.code;
+    if (w->buf_len && file_write(w, w->buf, w->buf_len)) return w->err.code;
     w->buf_len = 0;
     return VG_OK;
 }
 
-/* Appends bytes to the data file, updating *crc. */
+/* Appends bytes to the data file, updating *crc. Small pieces are buffered; big ones
+ * are checksummed and written straight from the caller's memory in PIECE-sized steps
+ * (each piece is still in cache when write() copies it). */
 static vg_code put(vg__bundle_writer *w, const void *p, size_t n, uint32_t *crc) {
-    if (crc) *crc = vg__crc32c_extend(*crc, p, n);
+    if (w->err.code) return w->err.code;
     w->offset += n;
-    if (n <= WBUF_SIZE - w->buf_len) {
-        if (n) memcpy(w->buf + w->buf_len, p, n);
-        w->buf_len += n;
-        return VG_OK;
+    if (n > WBUF_SIZE - w->buf_len) {
+        if (drain(w)) return w->err.code;
+        if (n >= WBUF_SIZE / 2) {
+            const uint8_t *q = p;
+            for (size_t done = 0; done < n;) {
+                size_t k = n - done < PIECE ? n - done : PIECE;
+                if (crc) *crc = vg__crc32c_extend(*crc, q + done, k);
+                if (file_write(w, q + done, k)) return w->err.code;
+                done += k;
+            }
+            return VG_OK;
+        }
     }
-    if (drain(w)) return w->err.code;
-    if (n >= WBUF_SIZE / 2) return vg__io_write_all(w->fd, p, n, w->data_tmp, &w->err);
-    memcpy(w->buf, p, n);
-    w->buf_len = n;
+    if (crc) *crc = vg__crc32c_extend(*crc, p, n);
+    if (n) memcpy(w->buf + w->buf_len, p, n);
+    w->buf_len += n;
     return VG_OK;
 }
 

@@ -14,6 +14,7 @@
  * pad_before = pad_total / 2.
  */
 #include "kernels/nn_internal.h"
+#include <stdint.h>
 #include <stdio.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -644,7 +645,7 @@ static void pool_window(const conv_geom *g, int64_t oy, int64_t ox, int64_t *y0,
     *x1 = xs + g->kw < g->w ? xs + g->kw : g->w;
 }
 
-#define POOL_DEFINE(T, SFX)                                                                             \
+#define POOL_DEFINE(T, SFX, IT)                                                                             \
     /* rows r = (img, oy) of y (N, OH, OW, C) from x (N, H, W, C) */                                    \
     static void pool_rows_##SFX(const conv_geom *g, int kind, const T *x, T *y, int64_t r0, int64_t r1) { \
         const int64_t C = g->ci;                                                                        \
@@ -673,9 +674,10 @@ static void pool_window(const conv_geom *g, int64_t oy, int64_t ox, int64_t *y0,
         }                                                                                               \
     }                                                                                                   \
     /* dx of image img (zeroed here) from dy (N, OH, OW, C). Max: the gradient goes to the first        \
-     * maximum of each window in row-major order (TF's argmax); best/idx are C-sized scratch. */        \
+     * maximum of each window in row-major order (TF's argmax); best/idx are C-sized scratch, idx of    \
+     * the element width so that the branch-free select vectorizes. */                                  \
     static void pool_grad_img_##SFX(const conv_geom *g, int kind, const T *x, const T *dy, T *dx,       \
-                                    int64_t img, T *best, int64_t *idx) {                               \
+                                    int64_t img, T *restrict best, IT *restrict idx) {                  \
         const int64_t C = g->ci, isz = g->h * g->w * C;                                                 \
         const T *xi = x ? x + img * isz : NULL;                                                         \
         T *di = dx + img * isz;                                                                         \
@@ -695,27 +697,27 @@ static void pool_window(const conv_geom *g, int64_t oy, int64_t ox, int64_t *y0,
                         }                                                                               \
                     continue;                                                                           \
                 }                                                                                       \
-                int64_t off0 = (y0 * g->w + x0) * C;                                                    \
+                IT off0 = (IT)((y0 * g->w + x0) * C);                                                   \
                 for (int64_t c = 0; c < C; c++) {                                                       \
                     best[c] = xi[off0 + c];                                                             \
-                    idx[c] = off0 + c;                                                                  \
+                    idx[c] = off0 + (IT)c;                                                              \
                 }                                                                                       \
                 for (int64_t iy = y0; iy < y1; iy++)                                                    \
                     for (int64_t ix = x0; ix < x1; ix++) {                                              \
-                        int64_t off = (iy * g->w + ix) * C;                                             \
-                        const T *s = xi + off;                                                          \
-                        for (int64_t c = 0; c < C; c++)                                                 \
-                            if (s[c] > best[c]) {                                                       \
-                                best[c] = s[c];                                                         \
-                                idx[c] = off + c;                                                       \
-                            }                                                                           \
+                        IT off = (IT)((iy * g->w + ix) * C);                                            \
+                        const T *restrict s = xi + off;                                                 \
+                        for (int64_t c = 0; c < C; c++) {                                               \
+                            bool m = s[c] > best[c];                                                    \
+                            best[c] = m ? s[c] : best[c];                                               \
+                            idx[c] = m ? off + (IT)c : idx[c];                                          \
+                        }                                                                               \
                     }                                                                                   \
                 for (int64_t c = 0; c < C; c++) di[idx[c]] += d[c];                                     \
             }                                                                                           \
     }
 
-POOL_DEFINE(float, f32)
-POOL_DEFINE(double, f64)
+POOL_DEFINE(float, f32, int32_t)
+POOL_DEFINE(double, f64, int64_t)
 
 typedef struct pool_job {
     conv_geom g;
@@ -723,7 +725,7 @@ typedef struct pool_job {
     vg_dtype dt;
     const char *x, *dy;
     char *out;
-    char *scratch;          /* grad: per unit best (C values) + idx (C int64) */
+    char *scratch;          /* grad: per unit idx (C int64 slots) + best (C values) */
     size_t scratch_stride;
     int64_t units;          /* grad: units over images */
 } pool_job;
@@ -739,14 +741,14 @@ static void pool_grad_units(void *arg, int64_t u0, int64_t u1) {
     const int64_t C = j->g.ci;
     for (int64_t u = u0; u < u1; u++) {
         char *sc = j->scratch ? j->scratch + (size_t)u * j->scratch_stride : NULL;
-        int64_t *idx = sc ? (int64_t *)sc : NULL;
+        char *best = sc ? sc + (size_t)C * sizeof(int64_t) : NULL;
         for (int64_t img = u * j->g.n / j->units; img < (u + 1) * j->g.n / j->units; img++) {
             if (j->dt == VG_DOUBLE)
                 pool_grad_img_f64(&j->g, j->kind, (const double *)j->x, (const double *)j->dy, (double *)j->out, img,
-                                  sc ? (double *)(idx + C) : NULL, idx);
+                                  (double *)best, (int64_t *)sc);
             else
                 pool_grad_img_f32(&j->g, j->kind, (const float *)j->x, (const float *)j->dy, (float *)j->out, img,
-                                  sc ? (float *)(idx + C) : NULL, idx);
+                                  (float *)best, (int32_t *)sc);
         }
     }
 }
@@ -849,6 +851,8 @@ static vg_code kernel_max_pool_grad(vg__kctx *ctx) {
         kcheck_pool_out(ctx, y, &j.g, "orig_output") || kcheck_pool_out(ctx, dy, &j.g, "grad"))
         return st->code;
     // x, dx are (N, H, W, C); dy is (N, OH, OW, C)
+    if (dt == VG_FLOAT && j.g.h * j.g.w * j.g.ci > INT32_MAX) /* the float path keeps int32 argmax offsets */
+        return vg_status_set(st, VG_UNIMPLEMENTED, "MaxPoolGrad: images of more than 2^31 elements");
     if (vg__kctx_alloc_output(ctx, 0, dt, vg_tensor_dims(x), 4, &dx)) return st->code;
     if (vg_tensor_num_elements(dx) == 0) return VG_OK;
     j.x = vg_tensor_data(x);

@@ -428,8 +428,7 @@ static vg_code binary_shape(vg_op *op, int bop, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "Input 'y' of '%s' Op has type %s that does not match type %s of argument 'x'.",
                              vg_op_type(op), vg_dtype_name(db), vg_dtype_name(da));
-    if ((c = check_type_attr(op, "T", da, st)) != VG_OK) return c;
-    if (bop == B_EQ || bop == B_NE) vg__op_set_default_attr_bool(op, "incompatible_shape_error", true);
+    if (bop != B_LAND && bop != B_LOR && (c = check_type_attr(op, "T", da, st)) != VG_OK) return c;
     vg_shape sa = vg__op_input_shape(op, 0), sb = vg__op_input_shape(op, 1), so;
     if ((c = vg__shape_broadcast(&sa, &sb, &so, st)) != VG_OK) return c;
     vg__op_set_num_outputs(op, 1);
@@ -1004,42 +1003,69 @@ static vg_output scalar_like(vg_graph *g, vg_output x, double v) {
     return vg_const_fill(g, vg_output_dtype(x), NULL, 0, v, "Const");
 }
 
-/* Sums grad (of the broadcast output shape so) down to the fully known shape sx. */
-static vg_output reduce_static(vg_graph *g, vg_output grad, const vg_shape *sx, const vg_shape *so) {
-    if (!grad.op) return grad;
-    int32_t axes[VG_MAX_DIMS];
-    int n = 0, off = so->ndims - sx->ndims;
-    bool only_leading = true;
-    for (int i = 0; i < so->ndims; i++) {
+/* The axes along which input shape s of a binary op (other input shape o) is
+ * broadcast, when that is decidable at build time: a known 1 is summed over (harmless
+ * when the output dim turns out to be 1 too); an unknown dim is undecidable unless
+ * the other side is 1 or absent there. *only_leading: all axes are leading ones (the
+ * Sum result already has s's shape). */
+static bool static_reduce_axes(const vg_shape *s, const vg_shape *o, int32_t *axes, int *n, bool *only_leading) {
+    if (s->ndims < 0 || o->ndims < 0) return false;
+    int r = s->ndims > o->ndims ? s->ndims : o->ndims, off = r - s->ndims, ooff = r - o->ndims;
+    *n = 0;
+    *only_leading = true;
+    for (int i = 0; i < r; i++) {
         if (i < off) {
-            axes[n++] = i;
-        } else if (sx->dims[i - off] == 1 && so->dims[i] != 1) {
-            axes[n++] = i;
-            only_leading = false;
+            axes[(*n)++] = i;
+            continue;
+        }
+        int64_t d = s->dims[i - off], od = i >= ooff ? o->dims[i - ooff] : 1;
+        if (d == 1 && od != 1) {
+            axes[(*n)++] = i;
+            *only_leading = false;
+        } else if (d < 0 && od != 1) {
+            return false;
         }
     }
-    if (n == 0) return grad; /* no broadcasting happened */
-    vg_output s = vg_sum(g, grad, vg_const_i32_vec(g, axes, n, "Const"), false, "Sum");
-    return only_leading ? s : vg_reshape_c(g, s, sx->dims, sx->ndims, "Reshape");
+    return true;
+}
+
+/* Sums grad over the Const axes and reshapes it to x's shape (Const when known). */
+static vg_output reduce_static(vg_graph *g, vg_output grad, vg_output x, const int32_t *axes, int n,
+                               bool only_leading, const char *sum_name, const char *reshape_name) {
+    if (!grad.op || n == 0) return grad; /* no broadcasting happened */
+    vg_output s = vg_sum(g, grad, vg_const_i32_vec(g, axes, n, "Const"), false, sum_name);
+    if (only_leading) return s;
+    vg_shape sx = vg_output_shape(x);
+    if (vg_shape_is_fully_defined(&sx)) return vg_reshape_c(g, s, sx.dims, sx.ndims, reshape_name);
+    return vg_reshape(g, s, vg_shape_op(g, x, VG_INT32, "Shape"), reshape_name);
 }
 
 /* TF's broadcast reduction for a binary op's gradient: dx[0] = reshape(reduce_sum(gx,
- * rx), shape(x)), dx[1] likewise for gy. With both shapes known at build time the axes
- * are computed here (Sum over a Const + Reshape, or nothing without broadcasting);
+ * rx), shape(x)), dx[1] likewise for gy. Where the axes can be decided from the
+ * build-time shapes they become a Const (Sum + Reshape, or nothing at all without
+ * broadcasting: the common [N,C] op [C] case with an unknown N needs one Sum);
  * otherwise Shape -> BroadcastGradientArgs -> Sum -> Reshape as TF. */
 static void bcast_reduce(vg_graph *g, vg_op *op, vg_output gx, vg_output gy, vg_output *dx) {
-    vg_output x = in_(op, 0), y = in_(op, 1);
-    vg_shape sx = vg_output_shape(x), sy = vg_output_shape(y), so;
-    if (vg_shape_is_fully_defined(&sx) && vg_shape_is_fully_defined(&sy) &&
-        vg__shape_broadcast(&sx, &sy, &so, NULL) == VG_OK) {
-        dx[0] = reduce_static(g, gx, &sx, &so);
-        dx[1] = reduce_static(g, gy, &sy, &so);
-        return;
+    vg_output in[2] = {in_(op, 0), in_(op, 1)}, gs[2] = {gx, gy};
+    vg_shape sh[2] = {vg_output_shape(in[0]), vg_output_shape(in[1])};
+    vg_op *bga = NULL;
+    vg_output shp[2];
+    for (int k = 0; k < 2; k++) {
+        int32_t axes[VG_MAX_DIMS];
+        int n;
+        bool lead;
+        if (static_reduce_axes(&sh[k], &sh[1 - k], axes, &n, &lead)) {
+            dx[k] = reduce_static(g, gs[k], in[k], axes, n, lead, k ? "Sum_1" : "Sum", k ? "Reshape_1" : "Reshape");
+            continue;
+        }
+        if (!bga) {
+            shp[0] = vg_shape_op(g, in[0], VG_INT32, "Shape");
+            shp[1] = vg_shape_op(g, in[1], VG_INT32, "Shape_1");
+            bga = vg_broadcast_gradient_args(g, shp[0], shp[1], "BroadcastGradientArgs");
+        }
+        dx[k] = vg_reshape(g, vg_sum(g, gs[k], vg_out(bga, k), false, k ? "Sum_1" : "Sum"), shp[k],
+                           k ? "Reshape_1" : "Reshape");
     }
-    vg_output shx = vg_shape_op(g, x, VG_INT32, "Shape"), shy = vg_shape_op(g, y, VG_INT32, "Shape_1");
-    vg_op *bga = vg_broadcast_gradient_args(g, shx, shy, "BroadcastGradientArgs");
-    dx[0] = vg_reshape(g, vg_sum(g, gx, vg_out(bga, 0), false, "Sum"), shx, "Reshape");
-    dx[1] = vg_reshape(g, vg_sum(g, gy, vg_out(bga, 1), false, "Sum_1"), shy, "Reshape_1");
 }
 
 static vg_code grad_add(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {

@@ -295,6 +295,10 @@ static vg_code reduce_kernel(vg__kctx *ctx, int kind, bool mean) {
     if ((c = vg__kctx_alloc_output(ctx, 0, dt, od, ond, &o)) != VG_OK) return c;
     int64_t no = vg_tensor_num_elements(o), nx = vg_tensor_num_elements(x);
     if (no == 0) return VG_OK;
+    if (nx == no) { /* every reduced dim has size 1: a copy */
+        memcpy(vg_tensor_data(o), vg_tensor_data(x), (size_t)nx * vg_dtype_size(dt));
+        return VG_OK;
+    }
     impl->init(vg_tensor_data(o), no);
     if (nx > 0) {
         red_job j;

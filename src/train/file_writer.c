@@ -117,7 +117,7 @@ static vg_code write_batch(vg__event_writer *f, pending *b, int n, int64_t *drop
         if (c) (*dropped)++;
         vg__free(b[i].data);
     }
-    if (!c) c = vg__event_writer_flush(f, st);
+    if (!c && (c = vg__event_writer_flush(f, st)) != VG_OK) *dropped = n; /* none surely on disk */
     return c;
 }
 

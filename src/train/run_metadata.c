@@ -59,7 +59,7 @@ static void put_node_stats(vg__pb_buf *ns, const vg_node_stats *s) {
     }
     /* step_stats_collector's label is "name = Op(input, ...)"; the inputs are not part
      * of vg_node_stats, so they are left out. */
-    size_t ll = strlen(name) + strlen(type) + 6;
+    size_t ll = strlen(name) + 3 + strlen(type) + 2;
     vg__pb_put_tag(ns, 8, VG__PB_LEN);
     vg__pb_put_varint(ns, ll);
     vg__pb_put_raw(ns, name, strlen(name));

@@ -10,16 +10,23 @@
  *
  * TF's summary_scope opens name scope <name> and uses the scope (without its trailing
  * "/") both as the tag and as the summary op's name. vigil's op builder always makes a
- * name unique, so the builders first reserve nothing: they compute the unique name,
- * re-enter it as a verbatim scope for the Const, then create the op under that same
- * name (the Const only reserved "<name>/tags"). Uses only the public headers.
+ * name unique, so the builders compute the unique name without reserving it, enter it
+ * as a verbatim scope ("<name>/") for the Const, then create the op under that same
+ * name (the Const reserved only "<name>/tags").
  */
+#include "graph/registry.h"
 #include "vigil/ops.h"
 #include "vigil/summary.h"
 #include <stdio.h>
 #include <string.h>
 
 #define NAME_MAX_LEN 1024
+
+/* The op table of src/kernels/summary_ops.c is reached only through the registry's weak
+ * reference, which does not pull an object out of a static library: this strong
+ * reference does, for every program that builds summaries. */
+extern const vg__op_def vg__ops_summary[];
+__attribute__((used)) static const vg__op_def *const link_summary_ops = vg__ops_summary;
 
 /* summary_op_util.clean_tag: characters other than [-/A-Za-z0-9_.] (and non-ASCII
  * bytes, which Python's \w accepts) become '_'; leading '/' are dropped. */
@@ -106,6 +113,5 @@ vg_output vg_summary_merge_all(vg_graph *g) {
     const vg_output *items = vg_graph_collection(g, VG_SUMMARIES, &n);
     if (n == 0) return vg_out(NULL, 0);
     /* items stay valid: building the merge op adds to no collection */
-    vg_output out = vg_summary_merge(g, items, n, NULL);
-    return out;
+    return vg_summary_merge(g, items, n, NULL);
 }

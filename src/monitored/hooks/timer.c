@@ -1,0 +1,108 @@
+/* timer.c - SecondOrStepTimer, the hooks' clock, the global-step read tensor and small
+ * helpers shared by the standard hooks. */
+#include "hooks_internal.h"
+#include <time.h>
+
+static double default_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+static double (*g_now)(void) = default_now;
+
+void vg_hooks_set_clock(double (*now)(void)) { g_now = now ? now : default_now; }
+double vg_hooks_now(void) { return g_now(); }
+
+void vg_hook_free(vg_hook *h) {
+    if (!h) return;
+    if (h->destroy) h->destroy(h->payload);
+    memset(h, 0, sizeof *h);
+}
+
+vg_code vg_timer_init(vg_timer *t, double every_secs, int64_t every_steps, vg_status *st) {
+    bool secs = every_secs > 0, steps = every_steps > 0;
+    if (secs && steps)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Can not provide both every_secs and every_steps.");
+    if (!secs && !steps)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Either every_secs or every_steps should be provided.");
+    t->every_secs = secs ? every_secs : 0;
+    t->every_steps = steps ? every_steps : 0;
+    vg_timer_reset(t);
+    return VG_OK;
+}
+
+void vg_timer_reset(vg_timer *t) {
+    t->last_triggered_time = 0;
+    t->last_triggered_step = -1;
+}
+
+bool vg_timer_should_trigger_for_step(const vg_timer *t, int64_t step) {
+    if (t->last_triggered_step < 0) return true;
+    if (step == t->last_triggered_step) return false;
+    if (t->every_secs > 0 && vg_hooks_now() >= t->last_triggered_time + t->every_secs) return true;
+    if (t->every_steps > 0 && step >= t->last_triggered_step + t->every_steps) return true;
+    return false;
+}
+
+void vg_timer_update_last_triggered_step(vg_timer *t, int64_t step, double *elapsed_secs, int64_t *elapsed_steps) {
+    double now = vg_hooks_now();
+    double es = 0;
+    int64_t en = 0;
+    if (t->last_triggered_step >= 0) {
+        es = now - t->last_triggered_time;
+        en = step - t->last_triggered_step;
+    }
+    if (elapsed_secs) *elapsed_secs = es;
+    if (elapsed_steps) *elapsed_steps = en;
+    t->last_triggered_time = now;
+    t->last_triggered_step = step;
+}
+
+int64_t vg_timer_last_triggered_step(const vg_timer *t) { return t->last_triggered_step; }
+
+#define READ_KEY "global_step_read_op_cache"
+
+vg_code vg__global_step_read(vg_graph *g, const char *hook, vg_output *out, vg_status *st) {
+    int n;
+    const vg_output *items = vg_graph_collection(g, READ_KEY, &n);
+    if (n > 1) return vg_status_set(st, VG_FAILED_PRECONDITION, "There are multiple items in collection " READ_KEY
+                                                                ". There should be only one.");
+    if (n == 1) { *out = items[0]; return VG_OK; }
+    vg_output gs = vg_get_global_step(g);
+    if (!gs.op) return vg_status_set(st, VG_FAILED_PRECONDITION, "Global step should be created to use %s.", hook);
+    char scope[1100];
+    snprintf(scope, sizeof scope, "%s/", vg_op_name(gs.op));
+    vg_graph_push_scope(g, scope);
+    *out = vg_add(g, gs, vg_const_i64(g, 0, "add/y"), "add");
+    vg_graph_pop_scope(g);
+    if (vg_graph_status(g, st) != VG_OK) return st ? st->code : VG_INTERNAL;
+    vg_graph_add_to_collection(g, READ_KEY, *out);
+    return VG_OK;
+}
+
+int64_t vg__tensor_i64(const vg_tensor *t) {
+    if (!t) return 0;
+    switch (vg_tensor_dtype(t)) {
+    case VG_INT64: return *(const int64_t *)vg_tensor_data(t);
+    case VG_INT32: return *(const int32_t *)vg_tensor_data(t);
+    default: return (int64_t)vg_tensor_scalar(t);
+    }
+}
+
+vg_code vg__global_step_value(vg_session *sess, vg_graph *g, int64_t *step, vg_status *st) {
+    vg_output gs = vg_get_global_step(g);
+    if (!gs.op) return vg_status_set(st, VG_FAILED_PRECONDITION, "the graph has no global step");
+    vg_tensor *t = NULL;
+    vg_code rc = vg_session_run1(sess, gs, &t, st);
+    if (rc == VG_OK) *step = vg__tensor_i64(t);
+    vg_tensor_free(t);
+    return rc;
+}
+
+char *vg__hk_strdup(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = vg_malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}

@@ -1,0 +1,663 @@
+/*
+ * saver.c - tf.train.Saver (TF1, V2 checkpoints, non-sharded layout).
+ *
+ * vg_saver_new adds TF's save/restore ops to the graph (names as TF 1.x writes them):
+ *   save/Const                      string scalar "model": the filename, fed by save/restore
+ *   save/SaveV2/tensor_names        variable names, sorted
+ *   save/SaveV2/shape_and_slices    "" per variable
+ *   save/SaveV2                     SaveV2(Const, tensor_names, shape_and_slices, vars...)
+ *   save/control_dependency         Identity(Const) after SaveV2: the save tensor
+ *   save/RestoreV2[/tensor_names, /shape_and_slices]   one RestoreV2 for all variables
+ *   save/Assign, save/Assign_1, ... Assign(var, RestoreV2:i)
+ *   save/restore_all                NoOp after every Assign
+ *
+ * Saving runs the save tensor with the checkpoint prefix fed (SaveV2 writes data and
+ * index crash-safely), then writes "<prefix>.meta" atomically, then replaces the
+ * `checkpoint` state file atomically, then deletes the checkpoint that fell out of
+ * max_to_keep (its .meta, .index, then data: the mirror of the write order). A kill at
+ * any point leaves `checkpoint` naming a complete checkpoint.
+ *
+ * Restoring first checks the checkpoint's index against the variables (every key
+ * present, dtype and shape equal), then runs restore_all; RestoreV2 reads every tensor
+ * before any Assign runs, so a failing restore leaves all variables unchanged.
+ *
+ * Bookkeeping follows saver.py (_RecordLastCheckpoint, _MaybeDeleteOldCheckpoints) and
+ * checkpoint_management.py (generate_checkpoint_state_proto: when the save directory
+ * is relative, the state file holds paths relative to it). Not thread-safe: use one
+ * saver from one thread at a time (any number of sessions may run meanwhile).
+ */
+#include "io/io.h"
+#include "vigil/graphdef.h"
+#include "vigil/ops.h"
+#include "vigil/saver.h"
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct ckpt_entry {
+    char *path;
+    double time;
+} ckpt_entry;
+
+typedef struct ckpt_list {
+    ckpt_entry *v;
+    int n, cap;
+} ckpt_list;
+
+struct vg_saver {
+    vg_graph *g;
+    int nvars;
+    vg_op **vars;               /* sorted by name (= checkpoint key) */
+    vg_op *filename_op;         /* save/Const */
+    vg_op *save_tensor_op;      /* save/control_dependency */
+    vg_op *restore_op;          /* save/restore_all */
+    char *filename_name, *save_name;
+    int max_to_keep;
+    double keep_hours;
+    double next_keep_time;      /* keep_checkpoint_every_n_hours deadline */
+    bool write_meta, sharded;
+    ckpt_list last;             /* managed checkpoints, oldest first */
+    ckpt_list to_delete;
+    void *meta;                 /* cached .meta bytes (finalized graph) */
+    size_t meta_len;
+    int meta_nops;
+};
+
+static double now_secs(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* printf into a new string (vg__malloc). */
+static char *str_printf(const char *fmt, ...) VG_PRINTF(1, 2);
+static char *str_printf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return NULL;
+    char *s = vg__malloc((size_t)n + 1);
+    if (!s) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* paths (os.path semantics) */
+
+/* os.path.dirname: everything before the last '/', trailing slashes removed (unless
+ * only slashes remain). New string. */
+static char *path_dirname(const char *p) {
+    const char *slash = strrchr(p, '/');
+    if (!slash) return vg__strdup("");
+    size_t n = (size_t)(slash - p) + 1;
+    while (n > 1 && p[n - 1] == '/') n--;
+    if (n == 1 && p[0] == '/') return vg__strdup("/");
+    return vg__strndup(p, n - (p[n - 1] == '/' ? 1 : 0));
+}
+
+static const char *path_basename(const char *p) {
+    const char *slash = strrchr(p, '/');
+    return slash ? slash + 1 : p;
+}
+
+/* os.path.join(dir, name). */
+static char *path_join(const char *dir, const char *name) {
+    if (!*dir || name[0] == '/') return vg__strdup(name);
+    return str_printf("%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+}
+
+/* The components of abspath(p) (normalized; ".." at the root stays at the root).
+ * comps points into *buf (new). Returns the count, or -1 on allocation failure. */
+static int abs_components(const char *p, char **buf, char ***comps) {
+    char cwd[4096] = "";
+    if (p[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    *buf = str_printf("%s/%s", cwd, p);
+    *comps = *buf ? vg__malloc((strlen(*buf) / 2 + 2) * sizeof(char *)) : NULL;
+    if (!*comps) {
+        vg__free(*buf);
+        *buf = NULL;
+        return -1;
+    }
+    int n = 0;
+    for (char *tok = strtok(*buf, "/"); tok; tok = strtok(NULL, "/")) {
+        if (strcmp(tok, ".") == 0) continue;
+        if (strcmp(tok, "..") == 0) {
+            if (n) n--;
+            continue;
+        }
+        (*comps)[n++] = tok;
+    }
+    return n;
+}
+
+/* os.path.relpath(path, start). New string. */
+static char *path_relpath(const char *path, const char *start) {
+    char *pb = NULL, *sb = NULL, **pc = NULL, **sc = NULL, *out = NULL;
+    int np = abs_components(path, &pb, &pc), ns = abs_components(*start ? start : ".", &sb, &sc);
+    if (np >= 0 && ns >= 0) {
+        int common = 0;
+        while (common < np && common < ns && strcmp(pc[common], sc[common]) == 0) common++;
+        size_t len = 2;
+        for (int i = common; i < ns; i++) len += 3;
+        for (int i = common; i < np; i++) len += strlen(pc[i]) + 1;
+        if ((out = vg__malloc(len))) {
+            out[0] = 0;
+            for (int i = common; i < ns; i++) strcat(out, i + 1 < ns || common < np ? "../" : "..");
+            for (int i = common; i < np; i++) {
+                strcat(out, pc[i]);
+                if (i + 1 < np) strcat(out, "/");
+            }
+            if (!out[0]) strcpy(out, ".");
+        }
+    }
+    vg__free(pb);
+    vg__free(pc);
+    vg__free(sb);
+    vg__free(sc);
+    return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* checkpoint lists */
+
+static void list_clear(ckpt_list *l) {
+    for (int i = 0; i < l->n; i++) vg__free(l->v[i].path);
+    l->n = 0;
+}
+
+static void list_free(ckpt_list *l) {
+    list_clear(l);
+    vg__free(l->v);
+    l->v = NULL;
+    l->cap = 0;
+}
+
+/* Appends (takes over path). False on allocation failure (path freed). */
+static bool list_push(ckpt_list *l, char *path, double t) {
+    if (!path || !vg__grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
+        vg__free(path);
+        return false;
+    }
+    l->v[l->n].path = path;
+    l->v[l->n++].time = t;
+    return true;
+}
+
+/* Removes entry i, handing it to *out (or freeing its path). */
+static void list_remove(ckpt_list *l, int i, ckpt_entry *out) {
+    if (out) *out = l->v[i];
+    else vg__free(l->v[i].path);
+    memmove(&l->v[i], &l->v[i + 1], (size_t)(l->n - i - 1) * sizeof *l->v);
+    l->n--;
+}
+
+/* ------------------------------------------------------------------------ */
+/* building the ops */
+
+static int cmp_op_name(const void *a, const void *b) {
+    return strcmp(vg_op_name(*(vg_op *const *)a), vg_op_name(*(vg_op *const *)b));
+}
+
+static bool is_variable(const vg_op *op) {
+    return strcmp(vg_op_type(op), "VariableV2") == 0 || strcmp(vg_op_type(op), "Variable") == 0;
+}
+
+/* The variables to save, sorted by name. Fails with INVALID_ARGUMENT. */
+static vg_code collect_vars(vg_saver *s, const vg_saver_options *o, vg_status *st) {
+    const vg_output *list = o->var_list;
+    int n = o->nvars;
+    if (!list) list = vg_graph_collection(s->g, VG_GLOBAL_VARIABLES, &n);
+    if (n <= 0 || !list) return vg_status_set(st, VG_INVALID_ARGUMENT, "No variables to save");
+    if (!(s->vars = vg__malloc((size_t)n * sizeof *s->vars))) return VG_OOM(st, "saver");
+    for (int i = 0; i < n; i++) {
+        if (!list[i].op || list[i].index != 0 || !is_variable(list[i].op))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Saver: var_list[%d] (%s) is not a variable", i,
+                                 list[i].op ? vg_op_name(list[i].op) : "NULL");
+        if (vg_op_graph(list[i].op) != s->g)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Saver: variable %s is not in this graph",
+                                 vg_op_name(list[i].op));
+        s->vars[i] = list[i].op;
+    }
+    qsort(s->vars, (size_t)n, sizeof *s->vars, cmp_op_name);
+    for (int i = 1; i < n; i++)
+        if (strcmp(vg_op_name(s->vars[i]), vg_op_name(s->vars[i - 1])) == 0)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "At least two variables have the same name: %s",
+                                 vg_op_name(s->vars[i]));
+    s->nvars = n;
+    return VG_OK;
+}
+
+/* A string Const: the scalar v[0] when n < 0, else a vector of n strings. */
+static vg_op *string_const(vg_graph *g, const char *name, const char *const *v, int n, const char *device) {
+    vg_status st;
+    int64_t dim = n;
+    vg_tensor *t = vg_tensor_new(VG_STRING, &dim, n < 0 ? 0 : 1, &st);
+    for (int i = 0; t && i < (n < 0 ? 1 : n); i++) {
+        const char *s = v[i];
+        if (vg_tensor_set_string(t, i, s, strlen(s), &st)) {
+            vg_tensor_free(t);
+            t = NULL;
+        }
+    }
+    if (!t) {
+        vg_graph_set_error(g, st.code, "saver: %s", st.msg);
+        return NULL;
+    }
+    vg_op_builder *b = vg_op_builder_new(g, "Const", name);
+    vg_op_builder_set_attr_tensor(b, "value", t);
+    vg_op_builder_set_attr_type(b, "dtype", VG_STRING);
+    if (device) vg_op_builder_set_device(b, device);
+    vg_tensor_free(t);
+    return vg_op_builder_finish(b);
+}
+
+/* TF's colocation attr _class = ["loc:@<op>"]. */
+static void set_class(vg_op_builder *b, const vg_op *op) {
+    char buf[1100];
+    snprintf(buf, sizeof buf, "loc:@%s", vg_op_name(op));
+    const char *v[1] = {buf};
+    vg_op_builder_set_attr_string_list(b, "_class", v, 1);
+}
+
+/* Consts "<op>/tensor_names" and "<op>/shape_and_slices" for the op about to be named
+ * `base` under the current scope, as gen_io_ops creates them inside its name scope. */
+static void names_and_slices(vg_saver *s, const char *base, const char *device, const char **names,
+                             const char **empty, vg_op **tn, vg_op **ss) {
+    char full[1100];
+    vg_graph_unique_name(s->g, base, full, sizeof full - 1);
+    strcat(full, "/"); /* verbatim scope: the op itself still gets the plain name */
+    vg_graph_push_scope(s->g, full);
+    *tn = string_const(s->g, "tensor_names", names, s->nvars, device);
+    *ss = string_const(s->g, "shape_and_slices", empty, s->nvars, device);
+    vg_graph_pop_scope(s->g);
+}
+
+static void build_ops(vg_saver *s, const char **names, const char **empty, vg_dtype *dts) {
+    vg_graph *g = s->g;
+    vg_op *tn, *ss;
+    static const char *const model[1] = {"model"};
+    vg_op *fname = string_const(g, "Const", model, -1, NULL);
+    s->filename_op = fname;
+    /* save */
+    names_and_slices(s, "SaveV2", NULL, names, empty, &tn, &ss);
+    vg_op_builder *b = vg_op_builder_new(g, "SaveV2", "SaveV2");
+    vg_op_builder_add_input(b, vg_out(fname, 0));
+    vg_op_builder_add_input(b, vg_out(tn, 0));
+    vg_op_builder_add_input(b, vg_out(ss, 0));
+    for (int i = 0; i < s->nvars; i++) vg_op_builder_add_input(b, vg_out(s->vars[i], 0));
+    vg_op_builder_set_attr_type_list(b, "dtypes", dts, s->nvars);
+    vg_op *save = vg_op_builder_finish(b);
+    b = vg_op_builder_new(g, "Identity", "control_dependency");
+    vg_op_builder_add_input(b, vg_out(fname, 0));
+    vg_op_builder_add_control_input(b, save);
+    vg_op_builder_set_attr_type(b, "T", VG_STRING);
+    if (fname) set_class(b, fname);
+    s->save_tensor_op = vg_op_builder_finish(b);
+    /* restore */
+    names_and_slices(s, "RestoreV2", "/device:CPU:0", names, empty, &tn, &ss);
+    b = vg_op_builder_new(g, "RestoreV2", "RestoreV2");
+    vg_op_builder_add_input(b, vg_out(fname, 0));
+    vg_op_builder_add_input(b, vg_out(tn, 0));
+    vg_op_builder_add_input(b, vg_out(ss, 0));
+    vg_op_builder_set_attr_type_list(b, "dtypes", dts, s->nvars);
+    vg_op_builder_set_device(b, "/device:CPU:0");
+    vg_op *restore = vg_op_builder_finish(b);
+    vg_op **assigns = vg__calloc((size_t)s->nvars, sizeof *assigns);
+    if (!assigns) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in saver");
+        return;
+    }
+    for (int i = 0; i < s->nvars && restore; i++) {
+        b = vg_op_builder_new(g, "Assign", "Assign");
+        vg_op_builder_add_input(b, vg_out(s->vars[i], 0));
+        vg_op_builder_add_input(b, vg_out(restore, i));
+        vg_op_builder_set_attr_type(b, "T", dts[i]);
+        vg_op_builder_set_attr_bool(b, "use_locking", true);
+        vg_op_builder_set_attr_bool(b, "validate_shape", true);
+        set_class(b, s->vars[i]);
+        assigns[i] = vg_op_builder_finish(b);
+    }
+    if (restore) s->restore_op = vg_group(g, assigns, s->nvars, "restore_all");
+    vg__free(assigns);
+}
+
+static vg_code build(vg_saver *s, const char *scope, vg_status *st) {
+    const char **names = vg__malloc((size_t)s->nvars * sizeof *names);
+    const char **empty = vg__malloc((size_t)s->nvars * sizeof *empty);
+    vg_dtype *dts = vg__malloc((size_t)s->nvars * sizeof *dts);
+    if (!names || !empty || !dts) {
+        vg__free(names);
+        vg__free(empty);
+        vg__free(dts);
+        return VG_OOM(st, "saver");
+    }
+    for (int i = 0; i < s->nvars; i++) {
+        names[i] = vg_op_name(s->vars[i]);
+        empty[i] = "";
+        dts[i] = vg_output_dtype(vg_out(s->vars[i], 0));
+    }
+    vg_graph_push_scope(s->g, scope);
+    build_ops(s, names, empty, dts);
+    vg_graph_pop_scope(s->g);
+    vg__free(names);
+    vg__free(empty);
+    vg__free(dts);
+    if (vg_graph_status(s->g, st)) return st ? st->code : vg_graph_status(s->g, NULL);
+    s->filename_name = str_printf("%s:0", vg_op_name(s->filename_op));
+    s->save_name = str_printf("%s:0", vg_op_name(s->save_tensor_op));
+    if (!s->filename_name || !s->save_name) return VG_OOM(st, "saver");
+    return VG_OK;
+}
+
+vg_saver *vg_saver_new(vg_graph *g, const vg_saver_options *opts, vg_status *st) {
+    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
+    if (opts) o = *opts;
+    if (!g) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "graph is NULL");
+        return NULL;
+    }
+    if (vg_graph_status(g, st)) return NULL;
+    if (vg_graph_finalized(g)) {
+        vg_status_set(st, VG_FAILED_PRECONDITION, "Graph is finalized and cannot be modified.");
+        return NULL;
+    }
+    vg_saver *s = vg__calloc(1, sizeof *s);
+    if (!s) {
+        VG_OOM(st, "saver");
+        return NULL;
+    }
+    s->g = g;
+    s->max_to_keep = o.max_to_keep > 0 ? o.max_to_keep : 0;
+    s->keep_hours = o.keep_checkpoint_every_n_hours;
+    s->next_keep_time = now_secs() + s->keep_hours * 3600.0;
+    s->write_meta = o.write_meta_graph;
+    s->sharded = o.sharded;
+    if (collect_vars(s, &o, st) || build(s, o.name && *o.name ? o.name : "save", st)) {
+        vg_saver_free(s);
+        return NULL;
+    }
+    vg_status_clear(st);
+    return s;
+}
+
+void vg_saver_free(vg_saver *s) {
+    if (!s) return;
+    list_free(&s->last);
+    list_free(&s->to_delete);
+    vg__free(s->vars);
+    vg__free(s->filename_name);
+    vg__free(s->save_name);
+    vg__free(s->meta);
+    vg__free(s);
+}
+
+vg_output vg_saver_filename_tensor(const vg_saver *s) { return vg_out(s ? s->filename_op : NULL, 0); }
+vg_output vg_saver_save_tensor(const vg_saver *s) { return vg_out(s ? s->save_tensor_op : NULL, 0); }
+vg_op *vg_saver_restore_op(const vg_saver *s) { return s ? s->restore_op : NULL; }
+int vg_saver_num_last_checkpoints(const vg_saver *s) { return s ? s->last.n : 0; }
+const char *vg_saver_last_checkpoint(const vg_saver *s, int i) {
+    return s && i >= 0 && i < s->last.n ? s->last.v[i].path : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* saving */
+
+/* Runs the save op with the prefix fed; *written gets the prefix SaveV2 wrote. */
+static vg_code run_save(vg_saver *s, vg_session *sess, const char *ckpt, char **written, vg_status *st) {
+    vg_tensor *fname = vg_tensor_new_string_scalar(ckpt, strlen(ckpt), st);
+    if (!fname) return st ? st->code : VG_RESOURCE_EXHAUSTED;
+    vg_output feed = vg_out(s->filename_op, 0), fetch = vg_out(s->save_tensor_op, 0);
+    vg_tensor *out = NULL;
+    vg_code c = vg_session_run(sess, NULL, &feed, &fname, 1, &fetch, &out, 1, NULL, 0, NULL, st);
+    vg_tensor_free(fname);
+    if (c) return c;
+    size_t n = 0;
+    const char *p = vg_tensor_string(out, 0, &n);
+    *written = vg__strndup(p ? p : ckpt, p ? n : strlen(ckpt));
+    vg_tensor_free(out);
+    return *written ? VG_OK : VG_OOM(st, "checkpoint path");
+}
+
+static vg_code write_meta(vg_saver *s, const char *ckpt, vg_status *st) {
+    bool cacheable = vg_graph_finalized(s->g);
+    if (!cacheable || !s->meta || s->meta_nops != vg_graph_num_ops(s->g)) {
+        vg__free(s->meta);
+        s->meta = NULL;
+        vg_saver_def sd = {s->filename_name, s->save_name, vg_op_name(s->restore_op), s->max_to_keep, s->sharded,
+                           (float)s->keep_hours};
+        vg_code c = vg_graph_to_meta_graph(s->g, &sd, &s->meta, &s->meta_len, st);
+        if (c) return c;
+        s->meta_nops = vg_graph_num_ops(s->g);
+    }
+    char *path = str_printf("%s.meta", ckpt);
+    if (!path) return VG_OOM(st, "path");
+    vg_code c = vg_write_file_atomic(path, s->meta, s->meta_len, st);
+    vg__free(path);
+    if (!cacheable) {
+        vg__free(s->meta);
+        s->meta = NULL;
+    }
+    return c;
+}
+
+/* saver.py _RecordLastCheckpoint. */
+static vg_code record_last(vg_saver *s, const char *path, vg_status *st) {
+    if (!s->max_to_keep) return VG_OK;
+    for (int i = s->last.n - 1; i >= 0; i--)
+        if (strcmp(s->last.v[i].path, path) == 0) list_remove(&s->last, i, NULL);
+    if (!list_push(&s->last, vg__strdup(path), now_secs())) return VG_OOM(st, "checkpoint list");
+    if (s->last.n > s->max_to_keep) {
+        ckpt_entry e;
+        list_remove(&s->last, 0, &e);
+        if (!list_push(&s->to_delete, e.path, e.time)) return VG_OOM(st, "checkpoint list");
+    }
+    return VG_OK;
+}
+
+/* checkpoint_management.update_checkpoint_state_internal (save_relative_paths=False). */
+static vg_code update_state(vg_saver *s, const char *save_dir, const char *model, vg_status *st) {
+    int n = s->max_to_keep ? s->last.n : 0;
+    bool add = n == 0 || strcmp(s->last.v[n - 1].path, model) != 0;
+    char **paths = vg__calloc((size_t)n + 1, sizeof *paths);
+    char *model_rel = NULL, *state_path = path_join(save_dir, "checkpoint");
+    vg_code c = VG_OK;
+    if (!paths || !state_path) c = VG_OOM(st, "checkpoint state");
+    bool relative = save_dir[0] != '/';
+    for (int i = 0; !c && i < n + add; i++) {
+        const char *p = i < n ? s->last.v[i].path : model;
+        paths[i] = relative && p[0] != '/' ? path_relpath(p, save_dir) : vg__strdup(p);
+        if (!paths[i]) c = VG_OOM(st, "checkpoint state");
+    }
+    if (!c) {
+        model_rel = relative && model[0] != '/' ? path_relpath(model, save_dir) : vg__strdup(model);
+        if (!model_rel) c = VG_OOM(st, "checkpoint state");
+    }
+    if (!c && strcmp(state_path, model_rel) == 0)
+        c = vg_status_set(st, VG_INVALID_ARGUMENT,
+                          "Save path '%s' conflicts with path used for checkpoint state.  Please use a different "
+                          "save path.", model);
+    if (!c) {
+        vg__ckpt_state cs;
+        memset(&cs, 0, sizeof cs);
+        cs.model_checkpoint_path = model_rel;
+        cs.all_paths = paths;
+        cs.n_all = n + add;
+        c = vg__ckpt_state_write(state_path, &cs, st);
+    }
+    for (int i = 0; paths && i < n + add; i++) vg__free(paths[i]);
+    vg__free(paths);
+    vg__free(model_rel);
+    vg__free(state_path);
+    return c;
+}
+
+/* Deletes "<prefix>.data-?????-of-?????" files. */
+static void remove_data_files(const char *prefix) {
+    char *dir = path_dirname(prefix);
+    const char *base = path_basename(prefix);
+    DIR *d = dir ? opendir(*dir ? dir : ".") : NULL;
+    size_t nb = strlen(base);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        const char *rest = e->d_name + nb;
+        if (strncmp(e->d_name, base, nb) != 0 || strncmp(rest, ".data-", 6) != 0) continue;
+        rest += 6;
+        if (strlen(rest) != 14 || strncmp(rest + 5, "-of-", 4) != 0) continue;
+        char *p = path_join(dir, e->d_name);
+        if (p && unlink(p) != 0 && errno != ENOENT) vg_logf(VG_LOG_WARN, "cannot delete %s", p);
+        vg__free(p);
+    }
+    if (d) closedir(d);
+    vg__free(dir);
+}
+
+/* checkpoint_management.remove_checkpoint: .meta, .index, then the data files. */
+static void remove_checkpoint(const char *prefix) {
+    static const char *const suffixes[] = {".meta", ".index"};
+    for (int i = 0; i < 2; i++) {
+        char *p = str_printf("%s%s", prefix, suffixes[i]);
+        if (p && unlink(p) != 0 && errno != ENOENT) vg_logf(VG_LOG_WARN, "cannot delete %s", p);
+        vg__free(p);
+    }
+    remove_data_files(prefix);
+}
+
+/* saver.py _MaybeDeleteOldCheckpoints: handles one queued checkpoint per save. */
+static void maybe_delete_old(vg_saver *s) {
+    if (!s->to_delete.n) return;
+    ckpt_entry e;
+    list_remove(&s->to_delete, 0, &e);
+    if (e.time > s->next_keep_time) {
+        s->next_keep_time += s->keep_hours * 3600.0; /* kept for good (keep_checkpoint_every_n_hours) */
+    } else {
+        remove_checkpoint(e.path);
+    }
+    vg__free(e.path);
+}
+
+static vg_code check_parent_dir(const char *dir, const char *prefix, vg_status *st) {
+    struct stat sb;
+    if (stat(*dir ? dir : ".", &sb) == 0 && S_ISDIR(sb.st_mode)) return VG_OK;
+    return vg_status_set(st, VG_NOT_FOUND, "Parent directory of %s doesn't exist, can't save.", prefix);
+}
+
+vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t global_step, char *path_out,
+                      size_t path_len, vg_status *st) {
+    if (path_out && path_len) path_out[0] = 0;
+    if (!s || !sess || !prefix || !*prefix)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saver_save: NULL saver, session or empty prefix");
+    if (global_step < 0 && !s->sharded && strcmp(path_basename(prefix), "checkpoint") == 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "'latest_filename' collides with 'save_path': 'checkpoint' and '%s'",
+                             prefix);
+    char *ckpt = global_step >= 0 ? str_printf("%s-%lld", prefix, (long long)global_step) : vg__strdup(prefix);
+    char *dir = path_dirname(prefix), *model = NULL;
+    vg_code c = ckpt && dir ? VG_OK : VG_OOM(st, "path");
+    if (!c) c = check_parent_dir(dir, prefix, st);
+    if (!c && (c = run_save(s, sess, ckpt, &model, st))) vg_status_prefix(st, "saving checkpoint %s: ", ckpt);
+    if (!c && s->write_meta) c = write_meta(s, ckpt, st);
+    if (!c) c = record_last(s, model, st);
+    if (!c) c = update_state(s, dir, model, st);
+    if (!c) maybe_delete_old(s);
+    if (!c && path_out && path_len) {
+        if (strlen(model) >= path_len) c = vg_status_set(st, VG_INVALID_ARGUMENT, "path_out too small for %s", model);
+        else strcpy(path_out, model);
+    }
+    vg__free(ckpt);
+    vg__free(dir);
+    vg__free(model);
+    if (!c) vg_status_clear(st);
+    return c;
+}
+
+void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n) {
+    if (!s) return;
+    list_clear(&s->last);
+    for (int i = 0; i < n; i++) {
+        struct stat sb;
+        char *idx = str_printf("%s.index", paths[i]);
+        bool ok = idx && (stat(idx, &sb) == 0 || stat(paths[i], &sb) == 0);
+        vg__free(idx);
+        if (ok) list_push(&s->last, vg__strdup(paths[i]), (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* restoring */
+
+/* Index of name in the reader (names are in byte order), or -1. */
+static int find_tensor(const vg_checkpoint_reader *r, const char *name) {
+    int lo = 0, hi = vg_checkpoint_reader_num_tensors(r) - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(vg_checkpoint_reader_tensor(r, mid, NULL, NULL), name);
+        if (!c) return mid;
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+static bool shapes_compatible(const vg_shape *var, const vg_shape *ck) {
+    if (var->ndims < 0) return true;
+    if (var->ndims != ck->ndims) return false;
+    for (int i = 0; i < var->ndims; i++)
+        if (var->dims[i] >= 0 && var->dims[i] != ck->dims[i]) return false;
+    return true;
+}
+
+/* Every variable has a tensor of its dtype and shape in the checkpoint. */
+static vg_code check_checkpoint(const vg_saver *s, const char *prefix, vg_status *st) {
+    vg_checkpoint_reader *r = vg_checkpoint_reader_new(prefix, st);
+    if (!r) return st ? st->code : VG_NOT_FOUND;
+    vg_code c = VG_OK;
+    for (int i = 0; !c && i < s->nvars; i++) {
+        const char *name = vg_op_name(s->vars[i]);
+        int k = find_tensor(r, name);
+        if (k < 0) {
+            c = vg_status_set(st, VG_NOT_FOUND, "Key %s not found in checkpoint %s", name, prefix);
+            break;
+        }
+        vg_dtype dt;
+        vg_shape cs, vs = vg_output_shape(vg_out(s->vars[i], 0));
+        vg_dtype want = vg_output_dtype(vg_out(s->vars[i], 0));
+        vg_checkpoint_reader_tensor(r, k, &dt, &cs);
+        char a[128], b[128];
+        if (dt != want)
+            c = vg_status_set(st, VG_INVALID_ARGUMENT,
+                              "tensor_name = %s; expected dtype %s does not equal original dtype %s (checkpoint %s)",
+                              name, vg_dtype_name(want), vg_dtype_name(dt), prefix);
+        else if (!shapes_compatible(&vs, &cs))
+            c = vg_status_set(st, VG_INVALID_ARGUMENT,
+                              "Restoring from checkpoint failed: tensor %s has shape %s in checkpoint %s but the "
+                              "variable has shape %s (Assign requires shapes of both tensors to match. lhs shape= "
+                              "%s rhs shape= %s)",
+                              name, vg_shape_str(&cs, a, sizeof a), prefix, vg_shape_str(&vs, b, sizeof b), b, a);
+    }
+    vg_checkpoint_reader_free(r);
+    return c;
+}
+
+vg_code vg_saver_restore(vg_saver *s, vg_session *sess, const char *prefix, vg_status *st) {
+    if (!s || !sess) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saver_restore: NULL saver or session");
+    if (!prefix) return vg_status_set(st, VG_INVALID_ARGUMENT, "Can't load save_path when it is None.");
+    if (!vg_checkpoint_exists(prefix))
+        return vg_status_set(st, VG_NOT_FOUND, "The passed save_path is not a valid checkpoint: %s", prefix);
+    vg_code c = check_checkpoint(s, prefix, st);
+    if (c) return c;
+    vg_tensor *fname = vg_tensor_new_string_scalar(prefix, strlen(prefix), st);
+    if (!fname) return st ? st->code : VG_RESOURCE_EXHAUSTED;
+    vg_output feed = vg_out(s->filename_op, 0);
+    c = vg_session_run(sess, NULL, &feed, &fname, 1, NULL, NULL, 0, &s->restore_op, 1, NULL, st);
+    vg_tensor_free(fname);
+    if (c) vg_status_prefix(st, "restoring from checkpoint %s: ", prefix);
+    return c;
+}

@@ -1,0 +1,126 @@
+/* test_optimizer_oom.c - allocation failures (SQLite-style): make allocation N fail
+ * for N = 1, 2, ... while building variables + an Adam train op with a global step
+ * and report_uninitialized_variables, and while running init and a training step.
+ * Every failure must surface as RESOURCE_EXHAUSTED, with no crash and (under ASan)
+ * no leak. */
+#include "test_util.h"
+#include "vigil/vigil.h"
+
+static long g_count, g_fail_at;
+
+static void *failing_alloc(void *payload, size_t size, size_t align) {
+    (void)payload;
+    if (g_fail_at > 0 && ++g_count == g_fail_at) return NULL;
+    void *p = NULL;
+    if (align < sizeof(void *)) align = sizeof(void *);
+    if (posix_memalign(&p, align, size ? size : 1) != 0) return NULL;
+    return p;
+}
+static void plain_free(void *payload, void *p) {
+    (void)payload;
+    free(p);
+}
+
+static void arm(long n) {
+    g_count = 0;
+    g_fail_at = n;
+}
+
+/* Builds the model; returns the graph's code. */
+static vg_code build(vg_graph *g, vg_op **train, vg_op **init, vg_output *loss, vg_output *report) {
+    float xv[4] = {1, 2, 3, 4};
+    vg_output x = vg_const_array(g, VG_FLOAT, (int64_t[]){2, 2}, 2, xv, "x");
+    vg_variable w = vg_get_variable(g, "dense/kernel", VG_FLOAT, (int64_t[]){2, 2}, 2, vg_init_glorot_uniform(1),
+                                    VG_VAR_TRAINABLE);
+    vg_variable b = vg_get_variable(g, "dense/bias", VG_FLOAT, (int64_t[]){2}, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
+    vg_output y = vg_bias_add(g, vg_matmul(g, x, w.read, false, false, NULL), b.read, NULL);
+    *loss = vg_reduce_sum(g, vg_mul(g, y, y, NULL), NULL, -1, false, "loss");
+    vg_output gs = vg_get_or_create_global_step(g);
+    vg_optimizer *opt = vg_optimizer_new_adam(0.01, 0.9, 0.999, 1e-8);
+    if (!opt) return VG_RESOURCE_EXHAUSTED;
+    *train = vg_optimizer_minimize(opt, g, *loss, NULL, 0, gs, NULL);
+    vg_optimizer_free(opt);
+    *init = vg_global_variables_initializer(g);
+    *report = vg_report_uninitialized_variables(g, NULL, 0, NULL);
+    return vg_graph_status(g, NULL);
+}
+
+static void test_oom__build(void) {
+    vg_allocator a = {failing_alloc, plain_free, NULL};
+    vg_allocator_set(&a);
+    int bad = 0;
+    long n;
+    for (n = 1; n < 100000; n++) {
+        arm(n);
+        vg_graph *g = vg_graph_new();
+        if (!g) continue;
+        vg_op *train = NULL, *init = NULL;
+        vg_output loss, report;
+        vg_code rc = build(g, &train, &init, &loss, &report);
+        bool injected = g_count >= n;
+        arm(0);
+        if (rc == VG_OK && (!train || !init || !report.op)) {
+            fprintf(stderr, "  alloc %ld: OK but train %p init %p report %p\n", n, (void *)train, (void *)init, (void *)report.op);
+            bad++;
+        }
+        if (rc != VG_OK && rc != VG_RESOURCE_EXHAUSTED) {
+            vg_status st;
+            vg_graph_status(g, &st);
+            if (bad < 500) fprintf(stderr, "  alloc %ld: code %d: %s\n", n, rc, st.msg);
+            bad++;
+        }
+        vg_graph_free(g);
+        if (!injected) break; /* built without reaching allocation n: done */
+    }
+    vg_allocator_set(NULL);
+    CHECK_EQ_INT(bad, 0);
+    CHECK(n > 10);
+    fprintf(stderr, "  build: %ld allocations exercised\n", n);
+}
+
+static void test_oom__run(void) {
+    vg_allocator a = {failing_alloc, plain_free, NULL};
+    vg_allocator_set(&a);
+    int bad = 0;
+    long n;
+    for (n = 1; n < 100000; n++) {
+        arm(0);
+        vg_graph *g = vg_graph_new();
+        vg_op *train = NULL, *init = NULL;
+        vg_output loss, report;
+        if (build(g, &train, &init, &loss, &report) != VG_OK) {
+            bad++;
+            vg_graph_free(g);
+            break;
+        }
+        arm(n);
+        vg_status st;
+        vg_code rc = VG_OK;
+        vg_session_options opts = {1, 1};
+        vg_session *s = vg_session_new(g, &opts, &st);
+        if (!s) rc = st.code;
+        if (rc == VG_OK) rc = vg_session_run_targets(s, &init, 1, &st);
+        if (rc == VG_OK) rc = vg_session_run_targets(s, &train, 1, &st);
+        vg_tensor *t = NULL;
+        if (rc == VG_OK) rc = vg_session_run1(s, report, &t, &st);
+        vg_tensor_free(t);
+        bool injected = g_count >= n;
+        arm(0);
+        if (rc != VG_OK && rc != VG_RESOURCE_EXHAUSTED) {
+            if (bad < 500) fprintf(stderr, "  alloc %ld: code %d: %s\n", n, rc, st.msg);
+            bad++;
+        }
+        vg_session_free(s);
+        vg_graph_free(g);
+        if (!injected) break;
+    }
+    vg_allocator_set(NULL);
+    CHECK_EQ_INT(bad, 0);
+    fprintf(stderr, "  run: %ld allocations exercised\n", n);
+}
+
+int main(void) {
+    RUN_TEST(test_oom__build);
+    RUN_TEST(test_oom__run);
+    TEST_MAIN_END();
+}
