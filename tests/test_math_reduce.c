@@ -364,6 +364,43 @@ static void test_math__large(void) {
     vg_tensor_free(x);
 }
 
+/* [R, K] with a narrow K (row-chunk partials) and a wide K (column split). */
+static void test_math__large_first_axis(void) {
+    int64_t shapes[2][2] = {{20000, 5}, {70, 1000}};
+    for (int s = 0; s < 2; s++) {
+        int64_t R = shapes[s][0], K = shapes[s][1];
+        vg_status st;
+        vg_tensor *x = vg_tensor_new(VG_DOUBLE, shapes[s], 2, &st);
+        double *px = vg_tensor_data(x);
+        for (int64_t i = 0; i < R * K; i++) px[i] = (double)((i * 7919) % 1000) - 500.0;
+        vg_graph *g = vg_graph_new();
+        vg_output p = vg_placeholder(g, VG_DOUBLE, shapes[s], 2, "x");
+        vg_output ys[2] = {vg_reduce_sum(g, p, (int32_t[]){0}, 1, false, NULL),
+                           vg_reduce_min(g, p, (int32_t[]){0}, 1, true, NULL)};
+        vg_session *sess = vg_session_new(g, NULL, &st);
+        vg_tensor *out[2] = {NULL, NULL};
+        CHECK_OK(vg_session_run(sess, NULL, &p, &x, 1, ys, out, 2, NULL, 0, NULL, &st), &st);
+        if (out[0] && out[1]) {
+            int bad = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double sum = 0, mn = INFINITY;
+                for (int64_t r = 0; r < R; r++) {
+                    sum += px[r * K + k];
+                    mn = fmin(mn, px[r * K + k]);
+                }
+                if (get(out[0], k) != sum || get(out[1], k) != mn) bad++;
+            }
+            CHECK_EQ_INT(bad, 0);
+            CHECK_EQ_INT(vg_tensor_ndims(out[1]), 2);
+        }
+        vg_tensor_free(out[0]);
+        vg_tensor_free(out[1]);
+        vg_session_free(sess);
+        vg_graph_free(g);
+        vg_tensor_free(x);
+    }
+}
+
 static void test_math__argmax(void) {
     vg_graph *g = vg_graph_new();
     double x[6] = {1, 5, 5, 7, 0, 2};
@@ -411,6 +448,7 @@ int main(void) {
     RUN_TEST(test_math__build_errors);
     RUN_TEST(test_math__empty);
     RUN_TEST(test_math__large);
+    RUN_TEST(test_math__large_first_axis);
     RUN_TEST(test_math__argmax);
     TEST_MAIN_END();
 }

@@ -6,6 +6,7 @@
 #include "test_util.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
+#include <pthread.h>
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -562,6 +563,72 @@ static void test_nn__cnn_gradients_run(void) {
     vg_graph_free(g);
 }
 
+/* ---- concurrent runs of one session (the ops' cached scratch is shared) ---- */
+
+typedef struct conc_arg {
+    vg_session *s;
+    vg_output feeds[2], fetch[2];
+    vg_tensor *vals[2];
+    const vg_tensor *want[2];
+    int bad;
+} conc_arg;
+
+static void *conc_worker(void *p) {
+    conc_arg *a = p;
+    vg_status st;
+    for (int it = 0; it < 15; it++) {
+        vg_tensor *out[2] = {NULL, NULL};
+        if (vg_session_run(a->s, NULL, a->feeds, a->vals, 2, a->fetch, out, 2, NULL, 0, NULL, &st) != VG_OK) {
+            a->bad++;
+            continue;
+        }
+        for (int k = 0; k < 2; k++) {
+            int64_t n = vg_tensor_num_elements(out[k]);
+            if (n != vg_tensor_num_elements(a->want[k]) ||
+                memcmp(vg_tensor_data(out[k]), vg_tensor_data(a->want[k]), (size_t)n * sizeof(float)))
+                a->bad++;
+            vg_tensor_free(out[k]);
+        }
+    }
+    return NULL;
+}
+
+static void test_nn__conv_concurrent_runs(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t xd[4] = {4, 9, 9, 3}, fd[4] = {3, 3, 3, 8}, s1[4] = {1, 1, 1, 1};
+    vg_output x = vg_placeholder(g, VG_FLOAT, xd, 4, "x"), f = vg_placeholder(g, VG_FLOAT, fd, 4, "f");
+    vg_output y = vg_conv2d(g, x, f, s1, "SAME", NULL);
+    vg_output d[2];
+    vg_output L = vg_reduce_sum(g, vg_mul(g, y, y, NULL), NULL, -1, false, NULL);
+    vg_output in[2] = {x, f};
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &L, 1, in, 2, NULL, d, &st), &st);
+    double *xv = randv(4 * 81 * 3, 111), *fv = randv(216, 112);
+    conc_arg a[3];
+    vg_tensor *vals[2] = {tens(VG_FLOAT, xd, 4, xv), tens(VG_FLOAT, fd, 4, fv)}, *want[2] = {NULL, NULL};
+    CHECK_OK(run(g, 2, in, vals, 2, d, want, 2, &st), &st); /* same split as below: same sums */
+    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    o.intra_op_threads = 2;
+    vg_session *s = vg_session_new(g, &o, &st);
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        a[i] = (conc_arg){s, {x, f}, {d[0], d[1]}, {vals[0], vals[1]}, {want[0], want[1]}, 0};
+        pthread_create(&th[i], NULL, conc_worker, &a[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_EQ_INT(a[i].bad, 0);
+    }
+    vg_session_free(s);
+    for (int k = 0; k < 2; k++) {
+        vg_tensor_free(vals[k]);
+        vg_tensor_free(want[k]);
+    }
+    free(xv);
+    free(fv);
+    vg_graph_free(g);
+}
+
 /* ---- allocation failures ---------------------------------------------- */
 
 static long alloc_countdown = -1; /* fail when it reaches 0; -1 = never */
@@ -642,6 +709,7 @@ int main(void) {
     RUN_TEST(test_nn__grad_conv2d_backprops);
     RUN_TEST(test_nn__grad_pools);
     RUN_TEST(test_nn__cnn_gradients_run);
+    RUN_TEST(test_nn__conv_concurrent_runs);
     RUN_TEST(test_nn__conv_alloc_failures);
     TEST_MAIN_END();
 }

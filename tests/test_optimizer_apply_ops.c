@@ -5,7 +5,7 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 
-#define N 3
+#define N 6 /* float32 Adam/RMSProp: 4 lanes of SSE + a scalar tail */
 
 /* A Const of dtype dt from doubles (shape [n], or scalar when n < 0). */
 static vg_output cval(vg_graph *g, vg_dtype dt, const double *v, int n, const char *name) {
@@ -59,8 +59,8 @@ static void run_and_check(vg_graph *g, vg_op **inits, int ninit, vg_output step,
     vg_session_free(s);
 }
 
-static const double W0[N] = {1.0, -2.0, 0.5};
-static const double G[N] = {0.1, -0.3, 0.7};
+static const double W0[N] = {1.0, -2.0, 0.5, 0.0, 3.0, -0.25};
+static const double G[N] = {0.1, -0.3, 0.7, 0.0, -1.5, 0.05};
 
 static void check_gd(vg_dtype dt) {
     vg_graph *g = vg_graph_new();
@@ -83,7 +83,7 @@ static void test_apply__gradient_descent(void) {
 
 static void check_momentum(vg_dtype dt, bool nesterov) {
     vg_graph *g = vg_graph_new();
-    const double A0[N] = {0.2, 0.0, -0.1}, lr = 0.1, mom = 0.9;
+    const double A0[N] = {0.2, 0.0, -0.1, 0.3, 0.0, 1.0}, lr = 0.1, mom = 0.9;
     var_t w = make_var(g, dt, W0, "w"), a = make_var(g, dt, A0, "a");
     vg_output step = vg_apply_momentum(g, w.ref, a.ref, scal(g, dt, lr, "lr"), cval(g, dt, G, N, "g"),
                                        scal(g, dt, mom, "m"), false, nesterov, NULL);
@@ -114,8 +114,8 @@ static void test_apply__momentum(void) {
 
 static void check_adam(vg_dtype dt, bool nesterov) {
     vg_graph *g = vg_graph_new();
-    const double M0[N] = {0.0, 0.1, -0.2}, V0[N] = {0.0, 0.01, 0.04};
-    const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8, b1p = 0.9 * 0.9, b2p = 0.999 * 0.999;
+    const double M0[N] = {0.0, 0.1, -0.2, 0.0, 0.5, -0.1}, V0[N] = {0.0, 0.01, 0.04, 0.0, 0.2, 0.3};
+    const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 0.01, b1p = 0.9 * 0.9, b2p = 0.999 * 0.999;
     var_t w = make_var(g, dt, W0, "w"), m = make_var(g, dt, M0, "m"), v = make_var(g, dt, V0, "v");
     /* beta powers are inputs here: the same values on both steps */
     vg_output step = vg_apply_adam(g, w.ref, m.ref, v.ref, scal(g, dt, b1p, "b1p"), scal(g, dt, b2p, "b2p"),
@@ -150,8 +150,8 @@ static void test_apply__adam(void) {
 
 static void check_rmsprop(vg_dtype dt) {
     vg_graph *g = vg_graph_new();
-    const double MS0[N] = {1.0, 1.0, 0.5}, MO0[N] = {0.0, 0.2, -0.1};
-    const double lr = 0.01, rho = 0.9, momentum = 0.5, eps = 1e-10;
+    const double MS0[N] = {1.0, 1.0, 0.5, 1.0, 2.0, 0.1}, MO0[N] = {0.0, 0.2, -0.1, 0.0, 0.3, 0.0};
+    const double lr = 0.01, rho = 0.9, momentum = 0.5, eps = 0.1; /* big enough to matter */
     var_t w = make_var(g, dt, W0, "w"), ms = make_var(g, dt, MS0, "ms"), mo = make_var(g, dt, MO0, "mom");
     vg_output step = vg_apply_rms_prop(g, w.ref, ms.ref, mo.ref, scal(g, dt, lr, "lr"), scal(g, dt, rho, "rho"),
                                        scal(g, dt, momentum, "momentum"), scal(g, dt, eps, "eps"),
@@ -283,7 +283,7 @@ static void test_apply__errors(void) {
     s = vg_session_new(g, NULL, &st);
     CHECK_OK(vg_session_run_targets(s, &w.init, 1, &st), &st);
     vg_tensor *gbad = vg_tensor_new_copy(VG_FLOAT, (int64_t[]){2}, 1, two, 8, &st);
-    vg_tensor *gok = vg_tensor_new_copy(VG_FLOAT, (int64_t[]){N}, 1, (float[]){1, 2, 3}, 12, &st);
+    vg_tensor *gok = vg_tensor_new_copy(VG_FLOAT, (int64_t[]){N}, 1, (float[]){1, 2, 3, 4, 5, 6}, sizeof(float) * N, &st);
     vg_tensor *lr = vg_tensor_new_scalar_f32(0.1f, &st);
     vg_tensor *lrbad = vg_tensor_new_copy(VG_FLOAT, (int64_t[]){2}, 1, two, 8, &st);
     vg_output feeds[2] = {pg, plr};

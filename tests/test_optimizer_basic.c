@@ -380,6 +380,48 @@ static void test_optimizer__errors(void) {
     vg_optimizer_free(opt);
 }
 
+/* In steady state the apply ops update the weights and slots in place: the executor
+ * runs every reader of w before ApplyAdam, so no copy-on-write happens. Checked
+ * through the data pointers (a fetch is released before the next step). */
+static const void *data_of(vg_session *s, vg_output o) {
+    vg_status st;
+    vg_tensor *t = NULL;
+    if (vg_session_run1(s, o, &t, &st) != VG_OK) return NULL;
+    const void *p = vg_tensor_data(t);
+    vg_tensor_free(t);
+    return p;
+}
+
+static void test_optimizer__updates_in_place(void) {
+    vg_graph *g = vg_graph_new();
+    vg_graph_set_seed(g, 5);
+    vg_output x = vg_random_uniform(g, vg_const_i32_vec(g, (int32_t[]){8, 64}, 2, "xs"), VG_FLOAT, 1, 2, "x");
+    vg_variable w = vg_get_variable(g, "w", VG_FLOAT, (int64_t[]){64, 32}, 2, vg_init_glorot_uniform(0),
+                                    VG_VAR_TRAINABLE);
+    vg_output y = vg_matmul(g, x, w.read, false, false, NULL);
+    vg_output loss = vg_reduce_sum(g, vg_mul(g, y, y, NULL), NULL, -1, false, "loss");
+    vg_optimizer *opt = vg_optimizer_new_adam(0.01, 0.9, 0.999, 1e-8);
+    vg_op *train = vg_optimizer_minimize(opt, g, loss, NULL, 0, vg_get_or_create_global_step(g), NULL);
+    vg_optimizer_free(opt);
+    vg_op *init = vg_global_variables_initializer(g);
+    vg_status st;
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    if (!s) { vg_graph_free(g); return; }
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    /* the first step may copy (the initial value is shared with the initializer) */
+    CHECK_OK(vg_session_run_targets(s, &train, 1, &st), &st);
+    vg_output m = vg_variable_snapshot(vg_graph_op_by_name(g, "w/Adam"));
+    const void *pw = data_of(s, w.read), *pm = data_of(s, m);
+    for (int k = 0; k < 3; k++) {
+        CHECK_OK(vg_session_run_targets(s, &train, 1, &st), &st);
+        CHECK(data_of(s, w.read) == pw);
+        CHECK(data_of(s, m) == pm);
+    }
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_optimizer__sgd);
     RUN_TEST(test_optimizer__momentum);
@@ -389,5 +431,6 @@ int main(void) {
     RUN_TEST(test_optimizer__apply_gradients_names);
     RUN_TEST(test_optimizer__under_control_deps);
     RUN_TEST(test_optimizer__errors);
+    RUN_TEST(test_optimizer__updates_in_place);
     TEST_MAIN_END();
 }

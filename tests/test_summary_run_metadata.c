@@ -235,10 +235,11 @@ static void *fail_alloc(void *payload, size_t size, size_t align) {
 static void fail_free(void *payload, void *p) { free(p); }
 
 static void test_summary__run_metadata_alloc_failures(void) {
-    vg_run_metadata *md = vg_run_metadata_new();
-    vg_graph *g = traced_run(md, true);
+    /* installed before any object exists: every block is freed by the hook that made it */
     vg_allocator a = {fail_alloc, fail_free, NULL};
     vg_allocator_set(&a);
+    vg_run_metadata *md = vg_run_metadata_new();
+    vg_graph *g = traced_run(md, true);
     for (int which = 0; which < 2; which++) {
         bool ok = false;
         for (int n = 0; n < 200 && !ok; n++) {
@@ -260,9 +261,9 @@ static void test_summary__run_metadata_alloc_failures(void) {
         CHECK(ok);
     }
     g_fail_at = -1;
-    vg_allocator_set(NULL);
     vg_run_metadata_free(md);
     vg_graph_free(g);
+    vg_allocator_set(NULL);
 }
 
 int main(void) {

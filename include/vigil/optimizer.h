@@ -25,7 +25,9 @@ extern "C" {
 
 typedef struct vg_optimizer vg_optimizer;
 
-/* Constructors; NULL on allocation failure. Free with vg_optimizer_free. */
+/* Constructors; NULL on allocation failure. Free with vg_optimizer_free (the ops it
+ * built stay in the graph). An optimizer remembers its slots, so apply_gradients twice
+ * on the same variables reuses them (use one optimizer per graph). */
 VG_API vg_optimizer *vg_optimizer_new_sgd(double learning_rate);
 VG_API vg_optimizer *vg_optimizer_new_momentum(double learning_rate, double momentum, bool use_nesterov);
 VG_API vg_optimizer *vg_optimizer_new_adam(double learning_rate, double beta1, double beta2, double epsilon);
@@ -37,20 +39,30 @@ VG_API void vg_optimizer_set_learning_rate_tensor(vg_optimizer *opt, vg_output l
 /* "GradientDescent", "Momentum", "Adam", "RMSProp". */
 VG_API const char *vg_optimizer_name(const vg_optimizer *opt);
 
-/* compute_gradients: grads[i] for vars[i] (ref outputs); var_list NULL = all trainable
- * variables (then *nvars_out gets their count and vars_out/grads_out must hold it;
- * pass NULL arrays first to query the count). */
+/* compute_gradients: grads_out[i] = d loss / d var_list[i] (ref outputs of VariableV2
+ * ops), {NULL, 0} where the loss does not depend on the variable. var_list NULL = all
+ * trainable variables, in the order of vg_graph_collection(g, VG_TRAINABLE_VARIABLES)
+ * (nvars is then ignored and grads_out must hold that many).
+ * Fails with: INVALID_ARGUMENT (loss or variable not float32/float64, "No variables to
+ * optimize."), the errors of vg_gradients. Does not record a graph error itself. */
 VG_API vg_code vg_optimizer_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output loss,
                                               const vg_output *var_list, int nvars,
                                               vg_output *grads_out, vg_status *st);
-/* apply_gradients: creates slots and apply ops; with global_step.op != NULL the returned
- * op also increments it (AssignAdd after the updates). Pairs with grads[i].op == NULL are
- * skipped. Returns the train op, NULL on failure (graph error recorded). */
+/* apply_gradients: creates the slots (once per variable and optimizer) and the apply ops
+ * "<name>/update_<var>/Apply*" under the name scope `name` (NULL: the optimizer's name,
+ * made unique). Without a global step the train op is a NoOp named <name> grouping the
+ * updates; with global_step.op != NULL it is AssignAdd(global_step, 1) named <name>,
+ * run after NoOp "<name>/update". Pairs with grads[i].op == NULL are skipped. The train
+ * op is added to the "train_op" collection, as TF does.
+ * Returns the train op (borrowed, owned by the graph), NULL on failure with the graph's
+ * error recorded: INVALID_ARGUMENT (a var that is not a VariableV2 ref output, "No
+ * gradients provided for any variable"), RESOURCE_EXHAUSTED. */
 VG_API vg_op *vg_optimizer_apply_gradients(vg_optimizer *opt, vg_graph *g, const vg_output *grads,
                                            const vg_output *vars, int n, vg_output global_step,
                                            const char *name);
 /* minimize = compute_gradients + apply_gradients; var_list NULL = trainable variables.
- * Adds the train op to the "train_op" collection. */
+ * The train op ends up in the "train_op" collection. NULL on failure (graph error
+ * recorded, including compute_gradients' errors). */
 VG_API vg_op *vg_optimizer_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss,
                                     const vg_output *var_list, int nvars, vg_output global_step,
                                     const char *name);

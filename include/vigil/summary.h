@@ -68,10 +68,11 @@ VG_API vg_output vg_summary_merge_all(vg_graph *g);
  * queue every flush_secs, on vg_file_writer_flush/close, and when an add fills the
  * queue (that add waits until the queued events are on disk). All functions are
  * thread-safe, except that vg_file_writer_free must not race with other calls.
- * An error of a background write (disk full, ...; the message names the file) is
- * returned by the next call on the writer and then cleared; the events of that batch
- * are lost. After close, add_* calls do nothing (a warning is logged once) until
- * reopen. */
+ * A write error of the thread (disk full, ...; the message names the file) is returned
+ * by the next call on the writer, with the count of events lost. The event file keeps
+ * its first error (its last record may be torn), so later writes fail too until the
+ * writer is closed and reopened on a new file. After close, add_* calls do nothing (a
+ * warning is logged once) until reopen. */
 typedef struct vg_file_writer vg_file_writer;
 
 typedef struct vg_file_writer_options {

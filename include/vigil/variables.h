@@ -34,7 +34,10 @@ typedef struct vg_variable {
 } vg_variable;
 
 /* tf.Variable(initial_value, name): the variable takes initial_value's dtype and shape
- * (which must be fully defined). */
+ * (which must be fully defined). name is relative to the current name scope and made
+ * unique ("v", "v_1", ...; NULL = "Variable"). Like TF's init_scope, the variable's ops
+ * get no control dependencies from vg_graph_push_control_deps scopes.
+ * Fails (var == NULL, graph error recorded) with INVALID_ARGUMENT, RESOURCE_EXHAUSTED. */
 VG_API vg_variable vg_variable_new(vg_graph *g, const char *name, vg_output initial_value, unsigned flags);
 
 typedef enum vg_init_kind {
@@ -62,15 +65,24 @@ VG_API vg_initializer vg_init_truncated_normal(double mean, double stddev, int64
 VG_API vg_initializer vg_init_glorot_uniform(int64_t seed);
 
 /* Builds the initial-value ops of an initializer for a given shape under the current
- * scope (TF puts them under "<var>/Initializer/"). */
+ * scope, named as init_ops.py builds them (TF puts them under "<var>/Initializer/"):
+ * "zeros"/"ones" (a Const, or Fill of "shape_as_tensor" and "Const" from 1000
+ * elements on), "Const", "random_uniform" (Add of "random_uniform/{shape,min,max,
+ * RandomUniform,sub,mul}"), "random_normal", "truncated_normal". Random ops get their
+ * seeds from vg_graph_get_seed(init.seed). Random initializers need float/double.
+ * Fails (graph error) with INVALID_ARGUMENT (shape not fully defined, dtype). */
 VG_API vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, const int64_t *dims, int ndims);
 
-/* tf.get_variable(name, shape, dtype, initializer): initial value ops are created under
- * "<name>/Initializer/". A name already used by a variable fails (sticky) with
- * ALREADY_EXISTS ("Variable <name> already exists"). */
+/* tf.get_variable(name, shape, dtype, initializer): the full name is the current name
+ * scope (standing in for TF's variable scope) + "/" + name; initial value ops are
+ * created under "<name>/Initializer/". A name already used by a variable fails (sticky)
+ * with ALREADY_EXISTS ("Variable <name> already exists, disallowed. ..."); there is no
+ * reuse. No control dependencies are inherited (init_scope). */
 VG_API vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, const int64_t *dims, int ndims, vg_initializer init, unsigned flags);
 
-/* For a VariableV2 op made by the functions above: its initializer and snapshot. */
+/* For a VariableV2 op made by the functions above: its initializer and snapshot (for
+ * other VariableV2 ops, e.g. from an imported graph: the ops named "<name>/Assign" and
+ * "<name>/read", NULL/{NULL,0} if absent). */
 VG_API vg_op *vg_variable_initializer(const vg_op *var);
 VG_API vg_output vg_variable_snapshot(const vg_op *var);
 
@@ -83,12 +95,15 @@ VG_API vg_output vg_get_global_step(const vg_graph *g);
 /* tf.global_variables_initializer(): NoOp "init" grouping every global variable's
  * initializer. */
 VG_API vg_op *vg_global_variables_initializer(vg_graph *g);
-/* tf.local_variables_initializer(): NoOp "init_1"-style grouping of local initializers. */
+/* tf.local_variables_initializer(): NoOp named "init" made unique ("init_1" after the
+ * global one) grouping the local initializers. */
 VG_API vg_op *vg_local_variables_initializer(vg_graph *g);
 /* tf.variables_initializer(var_list). */
 VG_API vg_op *vg_variables_initializer(vg_graph *g, const vg_output *vars, int n, const char *name);
 /* tf.report_uninitialized_variables(var_list): 1-D string tensor of the names of the
- * uninitialized variables (all global + local ones when vars == NULL). */
+ * uninitialized variables (all global + local ones when vars == NULL), built as TF does
+ * under "report_uninitialized_variables/": IsVariableInitialized per variable, Pack
+ * "stack", "LogicalNot", Const of the names, "boolean_mask". */
 VG_API vg_output vg_report_uninitialized_variables(vg_graph *g, const vg_output *vars, int n, const char *name);
 
 #ifdef __cplusplus

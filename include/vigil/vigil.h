@@ -16,5 +16,13 @@
 #include "gradients.h"
 #include "variables.h"
 #include "optimizer.h"
+#include "layers.h"
+#include "coordinator.h"
+#include "queue.h"
+#include "saver.h"
+#include "summary.h"
+#include "graphdef.h"
+#include "monitored.h"
+#include "hooks.h"
 
 #endif

@@ -82,7 +82,7 @@ static bool check_op(vg_session *s, const vg_op *op, const char *what, vg_status
 
 void vg__plan_free(vg__plan *p) {
     if (!p) return;
-    for (int i = 0; i < p->nnodes; i++) {
+    for (int i = 0; p->nodes && i < p->nnodes; i++) {
         vg__free(p->nodes[i].in_slot);
         vg__free(p->nodes[i].in_var);
         vg__free(p->nodes[i].succ);

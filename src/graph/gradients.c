@@ -126,7 +126,8 @@ vg_code vg_gradients(vg_graph *g, const vg_output *ys, int nys, const vg_output 
             vg_output one = vg_const_fill(g, dt, NULL, 0, 1.0, nm);
             gy = vg_fill(g, shape, one, NULL);
         }
-        if (!gy.op || !s.grads[ys[i].op->id] || !glist_add(&s.grads[ys[i].op->id][ys[i].index], gy)) goto graph_err;
+        if (!gy.op) goto graph_err;
+        if (!s.grads[ys[i].op->id] || !glist_add(&s.grads[ys[i].op->id][ys[i].index], gy)) goto oom_pop;
     }
     /* ready: ops on the path (or ys) with no pending consumers */
     {

@@ -493,6 +493,7 @@ void vg__op_set_num_outputs(vg_op *op, int n) {
     op->out_dtypes = vg__calloc((size_t)(n ? n : 1), sizeof(vg_dtype));
     op->out_shapes = vg__calloc((size_t)(n ? n : 1), sizeof(vg_shape));
     if (op->out_dtypes && op->out_shapes) op->noutputs = n;
+    else op->oom = true;
 }
 
 void vg__op_set_output(vg_op *op, int i, vg_dtype dt, vg_shape shape) {
@@ -503,7 +504,7 @@ void vg__op_set_output(vg_op *op, int i, vg_dtype dt, vg_shape shape) {
 
 static void set_default(vg_op *op, vg__attr *a) {
     if (vg__op_find_attr(op, a->name)) return;
-    if (!vg__op_put_attr(op, a)) vg_graph_set_error(op->graph, VG_RESOURCE_EXHAUSTED, "out of memory (attrs)");
+    if (!vg__op_put_attr(op, a)) op->oom = true;
 }
 void vg__op_set_default_attr_type(vg_op *op, const char *name, vg_dtype dt) {
     vg__attr a = {.name = (char *)name, .type = VG_ATTR_TYPE, .u.t = dt};
@@ -742,8 +743,8 @@ vg_op *vg_op_builder_finish(vg_op_builder *b) {
         if (g->err.code == VG_OK) vg_status_set(&g->err, st.code, "%s (op '%s'): %s", def->type, op->name, st.msg);
         return fail(b, op, VG_OK, NULL);
     }
-    if (g->err.code == VG_RESOURCE_EXHAUSTED || (op->noutputs == 0 && op->out_dtypes == NULL && def->shape))
-        return fail(b, op, VG_RESOURCE_EXHAUSTED, "out of memory creating op");
+    if (op->oom || (op->out_dtypes == NULL && def->shape))
+        return fail(b, op, VG_RESOURCE_EXHAUSTED, "out of memory creating op %s", op->name);
     if (!vg__grow((void **)&g->ops, &g->ops_cap, g->nops + 1, sizeof(vg_op *)) ||
         !vg__strmap_put(&g->by_name, op->name, op))
         return fail(b, op, VG_RESOURCE_EXHAUSTED, "out of memory adding op");

@@ -36,6 +36,7 @@ struct vg_op {
     int nattrs, attr_cap;
     vg__attr *attrs;
     char *device;
+    bool oom; /* an allocation failed while the shape function ran */
     /* for variables made by variables.c */
     vg_op *var_initializer;
     vg_output var_snapshot;

@@ -107,7 +107,18 @@ void vg__bundle_writer_free(vg__bundle_writer *w) {
 
 /* ---- streaming the data file ---- */
 
+/* Reports the sticky error. The writer is dead from here on, so its temp data file is
+ * removed now (frees the space at once, which matters after ENOSPC). */
 static vg_code sticky(vg__bundle_writer *w, vg_status *st) {
+    if (w->fd >= 0) {
+        close(w->fd);
+        w->fd = -1;
+    }
+    if (w->data_tmp && !w->finished) {
+        unlink(w->data_tmp);
+        vg__free(w->data_tmp);
+        w->data_tmp = NULL;
+    }
     vg_status_copy(st, &w->err);
     return w->err.code;
 }
@@ -118,7 +129,7 @@ static vg_code sticky(vg__bundle_writer *w, vg_status *st) {
 static vg_code file_write(vg__bundle_writer *w, const void *p, size_t n) {
     if (vg__io_write_all(w->fd, p, n, w->data_tmp, &w->err)) return w->err.code;
     w->written += n;
-#ifdef SYNC_FILE_RANGE_WRITE
+#if defined(SYNC_FILE_RANGE_WRITE) && !defined(VG_NO_WRITE_BEHIND)
     if (w->written - w->synced >= WRITE_BEHIND) {
         sync_file_range(w->fd, (off_t)w->synced, (off_t)(w->written - w->synced), SYNC_FILE_RANGE_WRITE);
         w->synced = w->written;

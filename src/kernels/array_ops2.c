@@ -251,18 +251,31 @@ static void transpose_rows(void *arg, int64_t r0, int64_t r1) {
     }
 }
 
-/* 2-D case: input (R, C) -> output (C, R), in 32x32 tiles; units are tiles of 32
+/* 2-D case: input (R, C) -> output (C, R) in 64x64 tiles of 8x8 register blocks
+ * (power-of-two strides make plain tiles thrash the cache); units are tiles of 64
  * output rows. */
-#define TILE 32
-#define T2D_LOOP(ctype)                                                                   \
-    do {                                                                                  \
-        const ctype *in = (const ctype *)(const void *)j->in;                             \
-        ctype *out = (ctype *)(void *)j->out;                                             \
-        for (int64_t r0 = 0; r0 < R; r0 += TILE) {                                        \
-            int64_t r1 = r0 + TILE < R ? r0 + TILE : R;                                   \
-            for (int64_t c = c0; c < c1; c++)                                             \
-                for (int64_t r = r0; r < r1; r++) out[c * R + r] = in[r * C + c];         \
-        }                                                                                 \
+#define TILE 64
+#define T2D_LOOP(ctype)                                                                          \
+    do {                                                                                         \
+        const ctype *in = (const ctype *)(const void *)j->in;                                    \
+        ctype *out = (ctype *)(void *)j->out;                                                    \
+        for (int64_t r0 = 0; r0 < R; r0 += TILE) {                                               \
+            int64_t r1 = r0 + TILE < R ? r0 + TILE : R, rb = r0;                                 \
+            for (; rb + 8 <= r1; rb += 8) {                                                      \
+                int64_t cb = c0;                                                                 \
+                for (; cb + 8 <= c1; cb += 8) {                                                  \
+                    ctype t[8][8];                                                               \
+                    for (int i = 0; i < 8; i++)                                                  \
+                        for (int k = 0; k < 8; k++) t[k][i] = in[(rb + i) * C + cb + k];         \
+                    for (int k = 0; k < 8; k++)                                                  \
+                        for (int i = 0; i < 8; i++) out[(cb + k) * R + rb + i] = t[k][i];        \
+                }                                                                                \
+                for (int64_t c = cb; c < c1; c++)                                                \
+                    for (int64_t r = rb; r < rb + 8; r++) out[c * R + r] = in[r * C + c];        \
+            }                                                                                    \
+            for (int64_t c = c0; c < c1; c++)                                                    \
+                for (int64_t r = rb; r < r1; r++) out[c * R + r] = in[r * C + c];                \
+        }                                                                                        \
     } while (0)
 
 static void transpose_2d(void *arg, int64_t b0, int64_t b1) {
@@ -483,7 +496,6 @@ vg_code vg__array2_kernel_concat(vg__kctx *ctx) {
     int64_t *chunk = vg__malloc(sizeof(int64_t) * (size_t)n);
     if (!chunk) return VG_OOM(st, "concat");
     int64_t outer = prod(vg_tensor_dims(x0), 0, (int)a);
-    vg_tensor *const *ins = NULL;
     vg_tensor *small[8];
     vg_tensor **arr = n <= 8 ? small : vg__malloc(sizeof(vg_tensor *) * (size_t)n);
     if (!arr) { vg__free(chunk); return VG_OOM(st, "concat"); }
@@ -509,9 +521,8 @@ vg_code vg__array2_kernel_concat(vg__kctx *ctx) {
         dims[a] += vg_tensor_dim(x, (int)a);
         chunk[i] = prod(vg_tensor_dims(x), (int)a, r);
     }
-    ins = arr;
     if (c == VG_OK) c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(x0), dims, r, &out);
-    if (c == VG_OK) c = concat_copy(ctx, ins, n, out, outer, chunk);
+    if (c == VG_OK) c = concat_copy(ctx, arr, n, out, outer, chunk);
     vg__free(chunk);
     if (arr != small) vg__free(arr);
     return c;

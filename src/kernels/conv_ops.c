@@ -14,6 +14,7 @@
  * pad_before = pad_total / 2.
  */
 #include "kernels/nn_internal.h"
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -351,8 +352,66 @@ static void conv_units(void *arg, int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; u++) conv_unit(arg, u);
 }
 
-/* Runs a convolution job: picks units and chunk size, allocates the buffers, runs
- * the units on the pool and reduces the filter partials. */
+/* Scratch memory (im2col buffers, filter partials) of a conv op, kept in the op's
+ * per-session kernel state across runs so that a training step does not fault in
+ * fresh pages for it every time. A concurrent run of the same op (rare) allocates
+ * its own block instead of waiting. */
+typedef struct conv_scratch {
+    pthread_mutex_t mu;
+    char *buf;
+    size_t size;
+} conv_scratch;
+
+static void *scratch_new(const vg_op *op, vg_status *st) {
+    conv_scratch *s = vg__calloc(1, sizeof *s);
+    if (!s) {
+        VG_OOM(st, "conv scratch");
+        return NULL;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    return s;
+}
+
+static void scratch_free(void *p) {
+    conv_scratch *s = p;
+    vg__free(s->buf);
+    pthread_mutex_destroy(&s->mu);
+    vg__free(s);
+}
+
+/* Borrows size bytes (64-aligned): the op's cached block when it is free (*held set),
+ * else a fresh one. NULL with the status set on failure. */
+static char *scratch_get(vg__kctx *ctx, size_t size, conv_scratch **held) {
+    conv_scratch *s = NULL;
+    *held = NULL;
+    if (vg__kctx_state(ctx, scratch_new, scratch_free, (void **)&s) != VG_OK) return NULL;
+    if (pthread_mutex_trylock(&s->mu) == 0) {
+        if (s->size < size) {
+            vg__free(s->buf);
+            s->size = 0;
+            s->buf = vg__aligned_alloc(size, 64);
+            if (!s->buf) {
+                pthread_mutex_unlock(&s->mu);
+                VG_OOM(vg__kctx_status(ctx), "conv scratch");
+                return NULL;
+            }
+            s->size = size;
+        }
+        *held = s;
+        return s->buf;
+    }
+    char *p = vg__aligned_alloc(size, 64);
+    if (!p) VG_OOM(vg__kctx_status(ctx), "conv scratch");
+    return p;
+}
+
+static void scratch_put(conv_scratch *held, char *p) {
+    if (held) pthread_mutex_unlock(&held->mu);
+    else vg__free(p);
+}
+
+/* Runs a convolution job: picks units and chunk size, borrows the scratch, runs the
+ * units on the pool and reduces the filter partials. */
 static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
     vg_status *st = vg__kctx_status(ctx);
     const conv_geom *g = &j->g;
@@ -371,18 +430,16 @@ static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
     if (j->chunk < 1) j->chunk = 1;
     if (j->direct && j->mode != CONV_BP_INPUT) j->chunk = j->rows; /* no buffer: one GEMM per unit */
     if (j->direct && j->mode == CONV_BP_INPUT) j->chunk = j->rows;
-    j->col_stride = 0;
-    if (!j->direct) {
-        j->col_stride = ((size_t)(j->chunk * j->kd) * es + 63) / 64 * 64;
-        j->col = vg__aligned_alloc(j->col_stride * (size_t)units, 64);
-        if (!j->col) return VG_OOM(st, "im2col buffer");
-    }
-    if (j->mode == CONV_BP_FILTER && units > 1) {
-        j->partial = vg__aligned_alloc((size_t)((units - 1) * j->kd * g->co) * es, 64);
-        if (!j->partial) {
-            vg__free(j->col);
-            return VG_OOM(st, "filter gradient partial sums");
-        }
+    j->col_stride = j->direct ? 0 : ((size_t)(j->chunk * j->kd) * es + 63) / 64 * 64;
+    size_t col_bytes = j->col_stride * (size_t)units;
+    size_t partial_bytes = j->mode == CONV_BP_FILTER ? (size_t)((units - 1) * j->kd * g->co) * es : 0;
+    conv_scratch *held = NULL;
+    char *scratch = NULL;
+    if (col_bytes + partial_bytes > 0) {
+        scratch = scratch_get(ctx, col_bytes + partial_bytes, &held);
+        if (!scratch) return st->code;
+        j->col = scratch;
+        j->partial = partial_bytes ? scratch + col_bytes : NULL;
     }
     if (units == 1) conv_units(j, 0, 1);
     else vg__kctx_parallel_for(ctx, units, (int64_t)(flops / (double)units), conv_units, j);
@@ -400,8 +457,7 @@ static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
             }
         }
     }
-    vg__free(j->col);
-    vg__free(j->partial);
+    if (scratch) scratch_put(held, scratch);
     return VG_OK;
 }
 
@@ -645,6 +701,28 @@ static void pool_window(const conv_geom *g, int64_t oy, int64_t ox, int64_t *y0,
     *x1 = xs + g->kw < g->w ? xs + g->kw : g->w;
 }
 
+/* The running argmax of a max-pool window over C channels: where s beats best, take s
+ * and its offset off + c (first maximum wins on ties). Written with integer masks so
+ * that GCC vectorizes it (a branch here mispredicts on every other element). */
+static void argmax_update_f32(const float *restrict s, float *restrict best, int32_t *restrict idx, int32_t off,
+                              int64_t C) {
+    for (int32_t c = 0; c < (int32_t)C; c++) {
+        float v = s[c], b = best[c];
+        int32_t m = -(int32_t)(v > b);
+        best[c] = v > b ? v : b;
+        idx[c] = (idx[c] & ~m) | ((off + c) & m);
+    }
+}
+static void argmax_update_f64(const double *restrict s, double *restrict best, int64_t *restrict idx, int64_t off,
+                              int64_t C) {
+    for (int64_t c = 0; c < C; c++) {
+        double v = s[c], b = best[c];
+        int64_t m = -(int64_t)(v > b);
+        best[c] = v > b ? v : b;
+        idx[c] = (idx[c] & ~m) | ((off + c) & m);
+    }
+}
+
 #define POOL_DEFINE(T, SFX, IT)                                                                             \
     /* rows r = (img, oy) of y (N, OH, OW, C) from x (N, H, W, C) */                                    \
     static void pool_rows_##SFX(const conv_geom *g, int kind, const T *x, T *y, int64_t r0, int64_t r1) { \
@@ -705,12 +783,7 @@ static void pool_window(const conv_geom *g, int64_t oy, int64_t ox, int64_t *y0,
                 for (int64_t iy = y0; iy < y1; iy++)                                                    \
                     for (int64_t ix = x0; ix < x1; ix++) {                                              \
                         IT off = (IT)((iy * g->w + ix) * C);                                            \
-                        const T *restrict s = xi + off;                                                 \
-                        for (int64_t c = 0; c < C; c++) {                                               \
-                            bool m = s[c] > best[c];                                                    \
-                            best[c] = m ? s[c] : best[c];                                               \
-                            idx[c] = m ? off + (IT)c : idx[c];                                          \
-                        }                                                                               \
+                        argmax_update_##SFX(xi + off, best, idx, off, C);                               \
                     }                                                                                   \
                 for (int64_t c = 0; c < C; c++) di[idx[c]] += d[c];                                     \
             }                                                                                           \

@@ -25,7 +25,8 @@ VG_HIDDEN int vg__math_slot(vg_dtype dt);
  * unless dt is in mask. */
 VG_HIDDEN vg_code vg__math_check_dtype(const char *what, vg_dtype dt, unsigned mask, vg_status *st);
 
-/* Elements above which kernels split their work over the intra-op pool. */
+/* Work (elements x rough cost per element) above which kernels split over the
+ * intra-op pool. */
 #define VG__MATH_PAR_MIN 32768
 
 /* ---- math_reduce.c: entries of the vg__ops_math table ------------------- */

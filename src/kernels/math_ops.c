@@ -415,7 +415,7 @@ static vg_code binary_kernel(vg__kctx *ctx, int bop) {
     int last = p.nd - 1;
     bin_job j = {&p, p.sa[last] == 0 ? impl->sv : p.sb[last] == 0 ? impl->vs : impl->vv,
                  vg_tensor_data(a), vg_tensor_data(b), vg_tensor_data(o), vg_dtype_size(dt), vg_dtype_size(odt)};
-    if (p.n < VG__MATH_PAR_MIN) bin_run(&j, 0, p.n);
+    if (p.n * bin_info[bop].cost < VG__MATH_PAR_MIN) bin_run(&j, 0, p.n);
     else vg__kctx_parallel_for(ctx, p.n, bin_info[bop].cost, bin_run, &j);
     return VG_OK;
 }
@@ -548,7 +548,7 @@ static vg_code unary_kernel(vg__kctx *ctx, int uop) {
     if (c != VG_OK) return c;
     int64_t n = vg_tensor_num_elements(x);
     un_job j = {fn, vg_tensor_data(x), vg_tensor_data(o), vg_dtype_size(dt), vg_dtype_size(odt)};
-    if (n < VG__MATH_PAR_MIN) un_run(&j, 0, n);
+    if (n * un_info[uop].cost < VG__MATH_PAR_MIN) un_run(&j, 0, n);
     else vg__kctx_parallel_for(ctx, n, un_info[uop].cost, un_run, &j);
     return VG_OK;
 }

@@ -225,6 +225,41 @@ static void red_chunks_run(void *arg, int64_t b, int64_t e) { /* [R]: partial pe
     }
 }
 
+static void red_rowchunks_run(void *arg, int64_t b, int64_t e) { /* [R, K], K small: partial rows */
+    const red_job *j = arg;
+    int64_t R = j->dims[0], K = j->dims[1];
+    for (int64_t c = b; c < e; c++) {
+        int64_t r1 = (c + 1) * j->chunk < R ? (c + 1) * j->chunk : R;
+        char *p = j->partials + (size_t)(c * K) * j->esz;
+        j->impl->init(p, K);
+        for (int64_t r = c * j->chunk; r < r1; r++) j->impl->accum(j->x + (size_t)(r * K) * j->esz, K, p);
+    }
+}
+
+/* [R, K] over the pool: by columns when rows are wide, else by row chunks that each
+ * fold into their own partial row (combined at the end). */
+static void red_first_axis(vg__kctx *ctx, red_job *j, int64_t nx) {
+    int64_t R = j->dims[0], K = j->dims[1];
+    int64_t nchunks = nx / (VG__MATH_PAR_MIN / 4);
+    if (nchunks > 64) nchunks = 64;
+    if (nchunks > R) nchunks = R;
+    if (K >= 512 || nchunks < 2) {
+        vg__kctx_parallel_for(ctx, K, R, red_cols_run, j);
+        return;
+    }
+    j->chunk = (R + nchunks - 1) / nchunks;
+    nchunks = (R + j->chunk - 1) / j->chunk;
+    j->partials = vg__malloc((size_t)(nchunks * K) * j->esz);
+    if (!j->partials) { /* no scratch: do it on this thread */
+        red_rows(j, 0, R);
+        return;
+    }
+    vg__kctx_parallel_for(ctx, nchunks, j->chunk * K, red_rowchunks_run, j);
+    for (int64_t c = 0; c < nchunks; c++) j->impl->accum(j->partials + (size_t)(c * K) * j->esz, K, j->out);
+    vg__free(j->partials);
+    j->partials = NULL;
+}
+
 /* Runs the collapsed reduction (out already holds the identity). */
 static void red_execute(vg__kctx *ctx, red_job *j, int64_t nx) {
     bool par = nx >= VG__MATH_PAR_MIN && vg__kctx_num_threads(ctx) > 1;
@@ -250,7 +285,7 @@ static void red_execute(vg__kctx *ctx, red_job *j, int64_t nx) {
         j->rows_per_outer = rows / j->dims[0];
         vg__kctx_parallel_for(ctx, j->dims[0], nx / j->dims[0], red_outer_run, j);
     } else if (j->nd == 2) {
-        vg__kctx_parallel_for(ctx, j->dims[1], j->dims[0], red_cols_run, j);
+        red_first_axis(ctx, j, nx);
     } else {
         red_rows(j, 0, rows);
     }

@@ -196,7 +196,7 @@ typedef struct fill_job {
     uint64_t base;
     void *out;
     int64_t n;
-    int per_block; /* elements per counter block (uniform/normal); 1 for truncated */
+    int per_block; /* elements per counter block: 4 float, 2 double */
     bool dbl;
     int dist;
 } fill_job;
@@ -240,14 +240,15 @@ static void fill_normal(void *arg, int64_t b0, int64_t b1) {
     }
 }
 
-/* Truncated normal: element e owns block (base + e); attempt a uses counter word 2 = a.
- * Each attempt yields 4 (float) or 2 (double) candidates; the first with |z| < 2 wins. */
-static void fill_truncated(void *arg, int64_t e0, int64_t e1) {
+/* Truncated normal: chunk u (per_block elements: 4 float / 2 double) owns counter
+ * block base + u; attempt a uses counter word 2 = a and yields 4 (float) or 2 (double)
+ * Box-Muller candidates, which fill the chunk's slots in order when |z| < 2. */
+static void fill_truncated(void *arg, int64_t u0, int64_t u1) {
     const fill_job *j = arg;
-    for (int64_t e = e0; e < e1; e++) {
-        double v = 0;
-        for (uint32_t a = 0; a < 1000; a++) {
-            philox_out r = philox(j->key, j->base + (uint64_t)e, a, 1);
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t e = u * j->per_block, end = e + j->per_block < j->n ? e + j->per_block : j->n;
+        for (uint32_t a = 0; e < end && a < 1000; a++) {
+            philox_out r = philox(j->key, j->base + (uint64_t)u, a, 1);
             double z[4];
             int nz;
             if (!j->dbl) {
@@ -260,12 +261,16 @@ static void fill_truncated(void *arg, int64_t e0, int64_t e1) {
                 box_muller_d(u64_to_double(r.v[0], r.v[1]), u64_to_double(r.v[2], r.v[3]), &z[0], &z[1]);
                 nz = 2;
             }
-            int k = 0;
-            while (k < nz && !(fabs(z[k]) < 2.0)) k++;
-            if (k < nz) { v = z[k]; break; }
+            for (int k = 0; k < nz && e < end; k++) {
+                if (!(fabs(z[k]) < 2.0)) continue;
+                if (j->dbl) ((double *)j->out)[e++] = z[k];
+                else ((float *)j->out)[e++] = (float)z[k];
+            }
         }
-        if (j->dbl) ((double *)j->out)[e] = v;
-        else ((float *)j->out)[e] = (float)v;
+        for (; e < end; e++) { /* 1000 rejections in a row: never happens in practice */
+            if (j->dbl) ((double *)j->out)[e] = 0;
+            else ((float *)j->out)[e] = 0;
+        }
     }
 }
 
@@ -279,15 +284,15 @@ static vg_code kernel_random(vg__kctx *ctx, int dist) {
     if (c != VG_OK) return c;
     vg_tensor *out;
     if ((c = vg__kctx_alloc_output(ctx, 0, dt, dims, nd, &out)) != VG_OK) return c;
-    fill_job j = {NULL, 0, vg_tensor_data(out), vg_tensor_num_elements(out), 1, dt == VG_DOUBLE, dist};
-    if (dist != DIST_TRUNCATED) j.per_block = j.dbl ? 2 : 4;
-    int64_t units = dist == DIST_TRUNCATED ? j.n : (j.n + j.per_block - 1) / j.per_block;
+    fill_job j = {NULL, 0, vg_tensor_data(out), vg_tensor_num_elements(out), dt == VG_DOUBLE ? 2 : 4,
+                  dt == VG_DOUBLE, dist};
+    int64_t units = (j.n + j.per_block - 1) / j.per_block;
     rng_state *s;
     if ((c = rng_reserve(ctx, (uint64_t)units, &s, &j.base)) != VG_OK) return c;
     j.key = s->key;
     if (units == 0) return VG_OK;
     vg__range_fn fn = dist == DIST_UNIFORM ? fill_uniform : dist == DIST_NORMAL ? fill_normal : fill_truncated;
-    vg__kctx_parallel_for(ctx, units, dist == DIST_UNIFORM ? 20 : 80, fn, &j);
+    vg__kctx_parallel_for(ctx, units, dist == DIST_UNIFORM ? 40 : 200, fn, &j);
     return VG_OK;
 }
 

@@ -10,9 +10,10 @@
  *     queue: that add waits until the events are on disk, so the queue stays bounded);
  *   - when events have waited flush_secs since the last flush (timed condvar wait).
  * Only the thread touches the open file, except open (new/reopen) and the final close,
- * which happen while the thread is idle. A background write error is kept and returned
- * by the next call on the writer (add_*, flush, close, reopen), then cleared; events of
- * the failed batch are dropped and counted in that message.
+ * which happen while the thread is idle. A write error of the thread is kept and
+ * returned by the next call on the writer (add_*, flush, close, reopen) with the count
+ * of events of the failed batch; the io layer's file keeps its first error (a torn
+ * record may end it), so every later batch fails the same way until close + reopen.
  *
  * The summary-specific rules of writer.py are kept: a Summary.Value's metadata is
  * written only the first time its tag is seen by this writer, and a tag of

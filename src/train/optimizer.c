@@ -286,12 +286,21 @@ static vg_op *group(vg_graph *g, vg_op *const *ops, int n, const char *name) {
     return vg_op_builder_finish(b);
 }
 
+/* Variable.assign(value, use_locking=False). */
+static vg_output assign_unlocked(vg_graph *g, vg_op *var, vg_output value) {
+    vg_op_builder *b = vg_op_builder_new(g, "Assign", "Assign");
+    vg_op_builder_add_input(b, vg_out(var, 0));
+    vg_op_builder_add_input(b, value);
+    vg_op_builder_set_attr_bool(b, "validate_shape", true);
+    vg_op_builder_set_attr_bool(b, "use_locking", false);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
 /* Adam's _finish: beta powers *= beta after the updates (ops appended to upd). */
 static bool adam_finish(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op **upd, int *nupd) {
     vg_graph_push_control_deps(g, upd, *nupd);
-    vg_output b1p = {o->beta1_power, 0}, b2p = {o->beta2_power, 0};
-    vg_output a1 = vg_assign(g, b1p, vg_mul(g, vg_variable_snapshot(o->beta1_power), h->beta1, "mul"), true, "Assign");
-    vg_output a2 = vg_assign(g, b2p, vg_mul(g, vg_variable_snapshot(o->beta2_power), h->beta2, "mul"), true, "Assign");
+    vg_output a1 = assign_unlocked(g, o->beta1_power, vg_mul(g, vg_variable_snapshot(o->beta1_power), h->beta1, "mul"));
+    vg_output a2 = assign_unlocked(g, o->beta2_power, vg_mul(g, vg_variable_snapshot(o->beta2_power), h->beta2, "mul"));
     vg_graph_pop_control_deps(g);
     if (!a1.op || !a2.op) return false;
     upd[(*nupd)++] = a1.op;
@@ -462,8 +471,9 @@ vg_op *vg_optimizer_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, con
     }
     grads = vg__calloc((size_t)(nvars > 0 ? nvars : 1), sizeof(vg_output));
     if (!grads) goto oom;
-    if (vg_optimizer_compute_gradients(opt, g, loss, var_list, nvars, grads, &st) != VG_OK) {
-        vg_graph_set_error(g, st.code, "%s", st.msg);
+    vg_code rc = vg_optimizer_compute_gradients(opt, g, loss, var_list, nvars, grads, &st);
+    if (rc != VG_OK) {
+        vg_graph_set_error(g, rc, "%s", st.code != VG_OK && st.msg[0] ? st.msg : "compute_gradients failed");
         goto done;
     }
     bool any = false;

@@ -1,0 +1,168 @@
+/* bench_train.c - training-step time of the MLP (784-256-256-10, ReLU, softmax
+ * cross-entropy, SGD 0.1) or the CNN (conv5x5x32 SAME, relu, maxpool2, conv5x5x64
+ * SAME, relu, maxpool2, dense 3136->128, relu, dense 10; Adam 1e-3) at batch 64, fed
+ * through placeholders with pre-sliced Fashion-MNIST batches, side by side with the
+ * PyTorch peer (../shared/bench/torch_fmnist.py) in the same run, interleaved.
+ *
+ * Usage: bench_train [--model mlp|cnn] [--threads N] [--steps S] [--rounds R] [--no-peer]
+ * Prints one JSON line: per-round medians and the median of rounds, for both. */
+#include "io/io.h"
+#include "vigil/vigil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define B 64
+#define NBATCH 256
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+static int cmpd(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmpd);
+    return v[n / 2];
+}
+static void die(const char *what, const vg_status *st) {
+    fprintf(stderr, "bench_train: %s: %s\n", what, st ? st->msg : "");
+    exit(1);
+}
+
+static const char *peer_path(void) {
+    static const char *cands[] = {VG_SRCDIR "/../shared/bench/torch_fmnist.py", "/work/shared/bench/torch_fmnist.py"};
+    const char *e = getenv("VG_TORCH_PEER");
+    if (e) return e;
+    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+        FILE *f = fopen(cands[i], "r");
+        if (f) { fclose(f); return cands[i]; }
+    }
+    return NULL;
+}
+
+static double run_peer(const char *model, int threads, int steps, double *rss_mb) {
+    const char *p = peer_path();
+    if (!p) return -1;
+    char cmd[1024], line[8192];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s --model %s --threads %d --steps %d --epochs 0 2>/dev/null", p, model,
+             threads, steps);
+    FILE *f = popen(cmd, "r");
+    if (!f) return -1;
+    double med = -1;
+    while (fgets(line, sizeof line, f)) {
+        char *m = strstr(line, "\"median_ms\": ");
+        if (m) med = atof(m + 13);
+        char *r = strstr(line, "\"peak_rss_mb\": ");
+        if (r && rss_mb) *rss_mb = atof(r + 15);
+    }
+    pclose(f);
+    return med;
+}
+
+int main(int argc, char **argv) {
+    const char *model = "mlp";
+    int threads = 1, steps = -1, rounds = 3, warm = -1;
+    bool peer = true;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-peer")) peer = false;
+    }
+    bool cnn = !strcmp(model, "cnn");
+    if (steps < 0) steps = cnn ? 60 : 1000;
+    warm = cnn ? 10 : 50;
+    vg_status st;
+    int64_t dims[4];
+    int nd;
+    void *img = NULL, *lab = NULL;
+    size_t nb;
+    const char *dir = "/usr/share/datasets/fashion-mnist";
+    char path[512];
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
+    if (vg__idx_read(path, 0, dims, &nd, &img, &nb, &st)) die("images", &st);
+    snprintf(path, sizeof path, "%s/train-labels-idx1-ubyte.gz", dir);
+    if (vg__idx_read(path, 0, dims, &nd, &lab, &nb, &st)) die("labels", &st);
+    /* pre-sliced batches of a fixed permutation */
+    vg_tensor *xb[NBATCH], *yb[NBATCH];
+    int64_t xd[4] = {B, 28, 28, 1}, xd2[2] = {B, 784}, yd[1] = {B};
+    srand(1);
+    for (int k = 0; k < NBATCH; k++) {
+        xb[k] = cnn ? vg_tensor_new(VG_FLOAT, xd, 4, &st) : vg_tensor_new(VG_FLOAT, xd2, 2, &st);
+        yb[k] = vg_tensor_new(VG_INT64, yd, 1, &st);
+        float *x = vg_tensor_data(xb[k]);
+        int64_t *y = vg_tensor_data(yb[k]);
+        for (int i = 0; i < B; i++) {
+            int r = rand() % 60000;
+            for (int j = 0; j < 784; j++) x[i * 784 + j] = ((uint8_t *)img)[(size_t)r * 784 + j] / 255.0f;
+            y[i] = ((uint8_t *)lab)[r];
+        }
+    }
+    vg_free(img);
+    vg_free(lab);
+
+    vg_graph *g = vg_graph_new();
+    vg_graph_set_seed(g, 1);
+    vg_output x = cnn ? vg_placeholder(g, VG_FLOAT, xd, 4, "x") : vg_placeholder(g, VG_FLOAT, xd2, 2, "x");
+    vg_output y = vg_placeholder(g, VG_INT64, yd, 1, "y");
+    vg_output logits;
+    if (cnn) {
+        vg_output h = vg_layers_conv2d(g, x, 32, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
+        h = vg_layers_max_pooling2d(g, h, 2, 2, "VALID", NULL);
+        h = vg_layers_conv2d(g, h, 64, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
+        h = vg_layers_max_pooling2d(g, h, 2, 2, "VALID", NULL);
+        h = vg_layers_flatten(g, h, NULL);
+        h = vg_layers_dense(g, h, 128, VG_ACT_RELU, NULL);
+        logits = vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
+    } else {
+        vg_output h = vg_layers_dense(g, x, 256, VG_ACT_RELU, NULL);
+        h = vg_layers_dense(g, h, 256, VG_ACT_RELU, NULL);
+        logits = vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
+    }
+    vg_output loss = vg_reduce_mean(g, vg_out(vg_sparse_softmax_xent(g, logits, y, NULL), 0), NULL, -1, false, "loss");
+    vg_optimizer *opt = cnn ? vg_optimizer_new_adam(1e-3, 0.9, 0.999, 1e-8) : vg_optimizer_new_sgd(0.1);
+    vg_output gs = vg_get_or_create_global_step(g);
+    vg_op *train = vg_optimizer_minimize(opt, g, loss, NULL, 0, gs, NULL);
+    vg_op *init = vg_global_variables_initializer(g);
+    if (vg_graph_status(g, &st)) die("graph", &st);
+    vg_session_options so = {threads, threads};
+    vg_session *s = vg_session_new(g, &so, &st);
+    if (!s || vg_session_run_targets(s, &init, 1, &st)) die("session", &st);
+    vg_output feeds[2] = {x, y};
+    double *t = malloc(sizeof(double) * (size_t)steps), vr[16], pr[16], last_loss = 0, peer_rss = -1;
+    if (rounds > 16) rounds = 16;
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < warm + steps; i++) {
+            vg_tensor *fv[2] = {xb[i % NBATCH], yb[i % NBATCH]}, *l;
+            double t0 = now_ms();
+            if (vg_session_run(s, NULL, feeds, fv, 2, &loss, &l, 1, &train, 1, NULL, &st)) die("step", &st);
+            double dt = now_ms() - t0;
+            last_loss = vg_tensor_scalar(l);
+            vg_tensor_free(l);
+            if (i >= warm) t[i - warm] = dt;
+        }
+        vr[r] = median(t, steps);
+        pr[r] = peer ? run_peer(model, threads, steps, &peer_rss) : -1;
+        fprintf(stderr, "round %d: vigil %.4f ms  peer %.4f ms\n", r, vr[r], pr[r]);
+    }
+    double vm = median(vr, rounds), pm = median(pr, rounds);
+    printf("{\"bench\":\"train_step\",\"model\":\"%s\",\"batch\":%d,\"threads\":%d,\"steps\":%d,\"rounds\":%d,"
+           "\"vigil_median_ms\":%.4f,\"peer_median_ms\":%.4f,\"ratio\":%.3f,\"vigil_rounds_ms\":[",
+           model, B, threads, steps, rounds, vm, pm, pm > 0 ? vm / pm : -1.0);
+    for (int r = 0; r < rounds; r++) printf("%s%.4f", r ? "," : "", vr[r]);
+    printf("],\"peer_rounds_ms\":[");
+    for (int r = 0; r < rounds; r++) printf("%s%.4f", r ? "," : "", pr[r]);
+    printf("],\"final_loss\":%.4f,\"peer\":\"pytorch %s\"}\n", last_loss, peer_path() ? peer_path() : "unavailable");
+    vg_session_free(s);
+    vg_optimizer_free(opt);
+    vg_graph_free(g);
+    for (int k = 0; k < NBATCH; k++) { vg_tensor_free(xb[k]); vg_tensor_free(yb[k]); }
+    free(t);
+    return 0;
+}
