@@ -5,8 +5,10 @@
  *   dd_write_mbps  `dd if=/dev/zero of=F bs=1M count=N conv=fsync` MB/s, run right after
  *   restore_mbps   vg_saver_restore MB/s, page cache dropped before (cold) when possible
  *   read_mbps      `dd if=<the .data file> of=/dev/null bs=1M` MB/s, same cache state
- *   save_ratio = save_mbps / dd_write_mbps, restore_ratio = restore_mbps / read_mbps
- * Medians over `reps` repetitions. Cold reads need root (`echo 3 >
+ *   save_ratio, restore_ratio: medians of the per-repetition ratios save/dd_write and
+ *                  restore/read (each pair runs back to back, so a busy disk or CPU
+ *                  affects both sides of a ratio alike)
+ * Speeds are medians over `reps` repetitions. Cold reads need root (`echo 3 >
  * /proc/sys/vm/drop_caches`); when that fails both reads are warm and "cold" is false.
  * MB = 10^6 bytes. Prints one JSON line.
  * Usage: bench_saver [dir=/tmp] [reps=3] [sizes_mb=100,1000] */
@@ -62,7 +64,7 @@ static double run_secs(const char *cmd) {
 }
 
 typedef struct result {
-    double mb, save, dd_write, restore, read;
+    double mb, save, dd_write, restore, read, save_ratio, restore_ratio;
     bool cold;
 } result;
 
@@ -86,7 +88,7 @@ static result bench_size(const char *dir, int64_t mb, int reps) {
     double bytes = (double)per * NVARS * 4;
     double *sv = calloc((size_t)reps, sizeof(double)), *dw = calloc((size_t)reps, sizeof(double));
     double *rs = calloc((size_t)reps, sizeof(double)), *rd = calloc((size_t)reps, sizeof(double));
-    char prefix[512], path[600], cmd[1400], ddfile[600], data[700];
+    char prefix[600], path[700], cmd[1600], ddfile[600], data[800];
     snprintf(prefix, sizeof prefix, "%s/model.ckpt", dir);
     snprintf(ddfile, sizeof ddfile, "%s/dd.out", dir);
     bool cold = true;
@@ -109,7 +111,15 @@ static result bench_size(const char *dir, int64_t mb, int reps) {
         cold = drop_caches() && cold;
         rd[r] = bytes / 1e6 / run_secs(cmd);
     }
-    result res = {bytes / 1e6, median(sv, reps), median(dw, reps), median(rs, reps), median(rd, reps), cold};
+    double *q1 = calloc((size_t)reps, sizeof(double)), *q2 = calloc((size_t)reps, sizeof(double));
+    for (int r = 0; r < reps; r++) {
+        q1[r] = sv[r] / dw[r];
+        q2[r] = rs[r] / rd[r];
+    }
+    result res = {bytes / 1e6,      median(sv, reps), median(dw, reps), median(rs, reps),
+                  median(rd, reps), median(q1, reps), median(q2, reps), cold};
+    free(q1);
+    free(q2);
     free(sv);
     free(dw);
     free(rs);
@@ -135,8 +145,8 @@ int main(int argc, char **argv) {
         result r = bench_size(dir, mb, reps);
         printf("%s{\"mb\":%.0f,\"save_mbps\":%.1f,\"dd_write_mbps\":%.1f,\"save_ratio\":%.3f,"
                "\"restore_mbps\":%.1f,\"read_mbps\":%.1f,\"restore_ratio\":%.3f,\"cold_read\":%s}",
-               k++ ? "," : "", r.mb, r.save, r.dd_write, r.save / r.dd_write, r.restore, r.read,
-               r.restore / r.read, r.cold ? "true" : "false");
+               k++ ? "," : "", r.mb, r.save, r.dd_write, r.save_ratio, r.restore, r.read, r.restore_ratio,
+               r.cold ? "true" : "false");
         fflush(stdout);
         const char *comma = strchr(p, ',');
         if (!comma) break;

@@ -3,6 +3,7 @@
  * op names, the global step, the train_op collection, float64 variables, and the
  * error paths. Problem: loss = sum(w * w * c) with c = [1, 2, 3], so dloss/dw = 2cw. */
 #include "test_util.h"
+#include <pthread.h>
 #include "vigil/vigil.h"
 
 #define N 3
@@ -422,6 +423,54 @@ static void test_optimizer__updates_in_place(void) {
     vg_graph_free(g);
 }
 
+/* Several threads run the train op on one session: the variable locks keep every
+ * update (the global step counts each run exactly once). */
+typedef struct train_thread {
+    vg_session *s;
+    vg_op *train;
+    int steps, failures;
+} train_thread;
+
+static void *train_loop(void *arg) {
+    train_thread *t = arg;
+    vg_status st;
+    for (int i = 0; i < t->steps; i++)
+        if (vg_session_run_targets(t->s, &t->train, 1, &st) != VG_OK) t->failures++;
+    return NULL;
+}
+
+static void test_optimizer__concurrent_steps(void) {
+    problem p = make_problem(VG_FLOAT, true);
+    vg_optimizer *opt = vg_optimizer_new_momentum(0.001, 0.9, false);
+    vg_op *train = vg_optimizer_minimize(opt, p.g, p.loss, NULL, 0, p.gs, NULL);
+    vg_optimizer_free(opt);
+    vg_op *init = vg_global_variables_initializer(p.g);
+    vg_status st;
+    vg_session *s = vg_session_new(p.g, NULL, &st);
+    if (!s) { vg_graph_free(p.g); return; }
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    pthread_t th[4];
+    train_thread args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (train_thread){s, train, 50, 0};
+        pthread_create(&th[i], NULL, train_loop, &args[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_EQ_INT(args[i].failures, 0);
+    }
+    vg_tensor *t = NULL;
+    CHECK_OK(vg_session_run1(s, vg_variable_snapshot(p.gs.op), &t, &st), &st);
+    CHECK(t && *(int64_t *)vg_tensor_data(t) == 200);
+    vg_tensor_free(t);
+    t = NULL;
+    CHECK_OK(vg_session_run1(s, p.w.read, &t, &st), &st);
+    if (t) for (int i = 0; i < N; i++) CHECK(fabs(getd(t, i)) < fabs(W0[i])); /* it still descends */
+    vg_tensor_free(t);
+    vg_session_free(s);
+    vg_graph_free(p.g);
+}
+
 int main(void) {
     RUN_TEST(test_optimizer__sgd);
     RUN_TEST(test_optimizer__momentum);
@@ -432,5 +481,6 @@ int main(void) {
     RUN_TEST(test_optimizer__under_control_deps);
     RUN_TEST(test_optimizer__errors);
     RUN_TEST(test_optimizer__updates_in_place);
+    RUN_TEST(test_optimizer__concurrent_steps);
     TEST_MAIN_END();
 }

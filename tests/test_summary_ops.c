@@ -307,6 +307,7 @@ static void test_summary__merge_duplicate_and_garbage(void) {
     vg_output loss = vg_summary_scalar(g, "loss", vg_const_f32(g, 1, "x"));
     vg_output h = vg_summary_histogram(g, "h", vg_const_f32(g, 1, "y"));
     vg_output dup = vg_summary_merge(g, (vg_output[]){h, loss, h, loss}, 4, NULL);
+    vg_output dup2 = vg_summary_merge(g, (vg_output[]){loss, loss}, 2, "two");
     vg_output junk = vg_summary_merge(g, (vg_output[]){loss, vg_const_string(g, "\x0a\x05zz", "junk")}, 2, "j");
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
@@ -315,6 +316,11 @@ static void test_summary__merge_duplicate_and_garbage(void) {
     CHECK(t == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Duplicate tag h found in summary inputs");
+    vg_tensor_free(t);
+    t = run1(g, dup2, &st);
+    CHECK(t == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Duplicate tag loss found in summary inputs");
     t = run1(g, junk, &st);
     CHECK(t == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);

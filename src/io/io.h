@@ -48,7 +48,9 @@ VG_HIDDEN size_t vg__io_dtype_size(int dtype);
 /* fs.c: small POSIX file helpers shared by the writers. */
 
 /* TF's errno -> code mapping (ENOSPC -> RESOURCE_EXHAUSTED, EACCES -> PERMISSION_DENIED,
- * ENOENT -> NOT_FOUND, EIO -> UNKNOWN, ...). */
+ * ENOENT -> NOT_FOUND, EIO -> UNKNOWN, ...), except that no errno maps to OUT_OF_RANGE
+ * (TF: EFBIG, EOVERFLOW, ERANGE), which the training loop reads as "end of input";
+ * EFBIG is RESOURCE_EXHAUSTED here. */
 VG_HIDDEN vg_code vg__io_errno_code(int err);
 /* Sets st from errno: "<what> <path>: <strerror>". Returns the code. */
 VG_HIDDEN vg_code vg__io_errno_status(vg_status *st, int err, const char *what, const char *path);
@@ -287,7 +289,8 @@ VG_HIDDEN vg__bundle_writer *vg__bundle_writer_new(const char *prefix, vg_status
 /* Adds a numeric tensor: raw little-endian, row-major bytes (data borrowed for the
  * call). Fails with INVALID_ARGUMENT (bad dtype, size != numel * dtype size, empty
  * name, rank), ALREADY_EXISTS (name added before), write errors. A failed write makes
- * the writer unusable (every later call returns the same error). */
+ * the writer unusable (every later call returns the same error) and removes its temp
+ * file at once. */
 VG_HIDDEN vg_code vg__bundle_writer_add(vg__bundle_writer *w, const char *name, int dtype, const int64_t *dims,
                                         int ndims, const void *data, size_t nbytes, vg_status *st);
 /* Adds a DT_STRING tensor of n = numel elements (strs[i] has lens[i] bytes). */

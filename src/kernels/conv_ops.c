@@ -214,68 +214,95 @@ static vg_code make_geom(const vg_op *op, const int64_t xd[4], const int64_t *fd
  * columns are (ky, kx, ci), matching the filter's (KH, KW, Ci) flattening. */
 
 #define CONV_DEFINE_COL(T, SFX)                                                                         \
-    /* col is (r1 - r0, kh*kw*ci) */                                                                    \
-    static void im2col_##SFX(const conv_geom *g, const T *x, int64_t r0, int64_t r1, T *col) {          \
-        const int64_t P = g->oh * g->ow, rowlen = g->kw * g->ci, kd = g->kh * rowlen;                   \
-        int64_t img = r0 / P, oy = (r0 % P) / g->ow, ox = (r0 % P) % g->ow;                             \
-        for (int64_t r = r0; r < r1; r++, col += kd) {                                                  \
-            const T *xi = x + img * g->h * g->w * g->ci;                                                \
-            int64_t iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;                                 \
-            int64_t kx0 = ix0 < 0 ? -ix0 : 0, kx1 = g->w - ix0 < g->kw ? g->w - ix0 : g->kw;            \
-            int64_t a = kx0 * g->ci, b = kx1 * g->ci;                                                   \
-            for (int64_t ky = 0; ky < g->kh; ky++) {                                                    \
-                T *d = col + ky * rowlen;                                                               \
-                int64_t iy = iy0 + ky;                                                                  \
-                if (iy < 0 || iy >= g->h || b <= a) {                                                   \
-                    for (int64_t j = 0; j < rowlen; j++) d[j] = 0;                                      \
-                    continue;                                                                           \
-                }                                                                                       \
-                const T *s = xi + (iy * g->w + ix0 + kx0) * g->ci;                                      \
-                for (int64_t j = 0; j < a; j++) d[j] = 0;                                               \
-                if (b - a >= 32) memcpy(d + a, s, (size_t)(b - a) * sizeof(T));                         \
-                else                                                                                    \
-                    for (int64_t j = 0; j < b - a; j++) d[a + j] = s[j];                                \
-                for (int64_t j = b; j < rowlen; j++) d[j] = 0;                                          \
-            }                                                                                           \
-            if (++ox == g->ow) {                                                                        \
-                ox = 0;                                                                                 \
-                if (++oy == g->oh) { oy = 0; img++; }                                                   \
+    /* Copies (add = false) or adds (add = true) one window row of kw*ci elements between the           \
+     * col row d and the input row xr at column ix0; columns outside the input are zeros (copy)         \
+     * or dropped (add). */                                                                             \
+    static inline void window_row_##SFX(const conv_geom *g, T *restrict d, T *restrict xr, int64_t ix0,  \
+                                        bool add) {                                                     \
+        const int64_t ci = g->ci, rowlen = g->kw * ci;                                                  \
+        if (ix0 >= 0 && ix0 + g->kw <= g->w) { /* interior: one contiguous run */                       \
+            T *s = xr + ix0 * ci;                                                                       \
+            if (add) for (int64_t j = 0; j < rowlen; j++) s[j] += d[j];                                 \
+            else if (rowlen >= 32) memcpy(d, s, (size_t)rowlen * sizeof(T));                            \
+            else for (int64_t j = 0; j < rowlen; j++) d[j] = s[j];                                      \
+            return;                                                                                     \
+        }                                                                                               \
+        for (int64_t kx = 0; kx < g->kw; kx++) {                                                        \
+            int64_t ix = ix0 + kx;                                                                      \
+            T *dk = d + kx * ci;                                                                        \
+            if (ix < 0 || ix >= g->w) {                                                                 \
+                if (!add) for (int64_t c = 0; c < ci; c++) dk[c] = 0;                                   \
+            } else if (add) {                                                                           \
+                for (int64_t c = 0; c < ci; c++) xr[ix * ci + c] += dk[c];                              \
+            } else {                                                                                    \
+                for (int64_t c = 0; c < ci; c++) dk[c] = xr[ix * ci + c];                               \
             }                                                                                           \
         }                                                                                               \
     }                                                                                                   \
-    /* x += col2im(col): adds each row's patch back into the (zeroed) input gradient */                 \
-    static void col2im_##SFX(const conv_geom *g, const T *col, int64_t r0, int64_t r1, T *x) {          \
-        const int64_t P = g->oh * g->ow, rowlen = g->kw * g->ci, kd = g->kh * rowlen;                   \
-        int64_t img = r0 / P, oy = (r0 % P) / g->ow, ox = (r0 % P) % g->ow;                             \
-        for (int64_t r = r0; r < r1; r++, col += kd) {                                                  \
-            T *xi = x + img * g->h * g->w * g->ci;                                                      \
-            int64_t iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;                                 \
-            int64_t kx0 = ix0 < 0 ? -ix0 : 0, kx1 = g->w - ix0 < g->kw ? g->w - ix0 : g->kw;            \
-            int64_t a = kx0 * g->ci, b = kx1 * g->ci;                                                   \
-            for (int64_t ky = 0; ky < g->kh && b > a; ky++) {                                           \
-                int64_t iy = iy0 + ky;                                                                  \
-                if (iy < 0 || iy >= g->h) continue;                                                     \
-                T *d = xi + (iy * g->w + ix0 + kx0) * g->ci;                                            \
-                const T *s = col + ky * rowlen + a;                                                     \
-                for (int64_t j = 0; j < b - a; j++) d[j] += s[j];                                       \
+    /* window_row for outputs ox0..ox1 of one input row, walking the (kx, c) columns: for small         \
+     * kw*ci a call per window would cost more than the copy. */                                        \
+    static void window_cols_##SFX(const conv_geom *g, T *restrict d, T *restrict xr, int64_t ox0,       \
+                                  int64_t ox1, bool add) {                                              \
+        const int64_t ci = g->ci, kd = g->kh * g->kw * ci, sw = g->sw;                                  \
+        for (int64_t kx = 0; kx < g->kw; kx++) {                                                        \
+            /* outputs whose column ix = ox*sw - pl + kx lies inside the input: [lo, hi) */             \
+            int64_t off = kx - g->pl, lo = off >= 0 ? 0 : (-off + sw - 1) / sw;                         \
+            int64_t hi = g->w - off > 0 ? (g->w - off + sw - 1) / sw : 0;                               \
+            lo = lo < ox0 ? ox0 : lo;                                                                   \
+            hi = hi > ox1 ? ox1 : hi;                                                                   \
+            for (int64_t c = 0; c < ci; c++) {                                                          \
+                T *dc = d + kx * ci + c; /* dc[(ox - ox0) * kd] is output ox's element */               \
+                const T *xc = xr + c;    /* xc[(ox * sw + off) * ci] is its input */                     \
+                if (add) {                                                                              \
+                    for (int64_t ox = lo; ox < hi; ox++) xr[(ox * sw + off) * ci + c] += dc[(ox - ox0) * kd]; \
+                    continue;                                                                           \
+                }                                                                                       \
+                for (int64_t ox = ox0; ox < lo && ox < ox1; ox++) dc[(ox - ox0) * kd] = 0;              \
+                for (int64_t ox = lo; ox < hi; ox++) dc[(ox - ox0) * kd] = xc[(ox * sw + off) * ci];    \
+                for (int64_t ox = hi > lo ? hi : lo; ox < ox1; ox++) dc[(ox - ox0) * kd] = 0;           \
             }                                                                                           \
-            if (++ox == g->ow) {                                                                        \
-                ox = 0;                                                                                 \
-                if (++oy == g->oh) { oy = 0; img++; }                                                   \
+        }                                                                                               \
+    }                                                                                                   \
+    /* im2col (add = false): col (r1 - r0, kd) from x; col2im (add = true): x += col. Rows are          \
+     * walked in runs of one output row (img, oy) so that each ky's input row is found once. */          \
+    static void cols_##SFX(const conv_geom *g, T *x, int64_t r0, int64_t r1, T *col, bool add) {         \
+        const int64_t P = g->oh * g->ow, ci = g->ci, rowlen = g->kw * ci, kd = g->kh * rowlen;          \
+        for (int64_t r = r0; r < r1;) {                                                                 \
+            int64_t img = r / P, p = r % P, oy = p / g->ow, ox0 = p % g->ow;                            \
+            int64_t ox1 = r1 - r < g->ow - ox0 ? ox0 + (r1 - r) : g->ow;                                \
+            T *xi = x + img * g->h * g->w * ci, *crow = col + (r - r0) * kd;                            \
+            for (int64_t ky = 0; ky < g->kh; ky++) {                                                    \
+                int64_t iy = oy * g->sh - g->pt + ky;                                                   \
+                T *d = crow + ky * rowlen;                                                              \
+                if (iy < 0 || iy >= g->h) { /* padding row */                                           \
+                    if (!add)                                                                           \
+                        for (int64_t ox = ox0; ox < ox1; ox++, d += kd) memset(d, 0, (size_t)rowlen * sizeof(T)); \
+                    continue;                                                                           \
+                }                                                                                       \
+                T *xr = xi + iy * g->w * ci;                                                            \
+                if (rowlen < 16) { /* short windows (few channels): fill column by column */            \
+                    window_cols_##SFX(g, d, xr, ox0, ox1, add);                                         \
+                    continue;                                                                           \
+                }                                                                                       \
+                for (int64_t ox = ox0; ox < ox1; ox++, d += kd)                                         \
+                    window_row_##SFX(g, d, xr, ox * g->sw - g->pl, add);                                \
             }                                                                                           \
+            r += ox1 - ox0;                                                                             \
         }                                                                                               \
     }
 
 CONV_DEFINE_COL(float, f32)
 CONV_DEFINE_COL(double, f64)
 
+/* Rows [r0, r1) of the im2col matrix of x into col (r1 - r0, kh*kw*ci). */
 static void im2col(vg_dtype dt, const conv_geom *g, const void *x, int64_t r0, int64_t r1, void *col) {
-    if (dt == VG_DOUBLE) im2col_f64(g, x, r0, r1, col);
-    else im2col_f32(g, x, r0, r1, col);
+    if (dt == VG_DOUBLE) cols_f64(g, (double *)x, r0, r1, col, false);
+    else cols_f32(g, (float *)x, r0, r1, col, false);
 }
+/* x += col2im(col) for rows [r0, r1): each row's patch added back into the input gradient. */
 static void col2im(vg_dtype dt, const conv_geom *g, const void *col, int64_t r0, int64_t r1, void *x) {
-    if (dt == VG_DOUBLE) col2im_f64(g, col, r0, r1, x);
-    else col2im_f32(g, col, r0, r1, x);
+    if (dt == VG_DOUBLE) cols_f64(g, x, r0, r1, (double *)col, true);
+    else cols_f32(g, x, r0, r1, (float *)col, true);
 }
 
 /* ------------------------------------------------------------------------ */

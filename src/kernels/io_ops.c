@@ -11,15 +11,21 @@
  * before it sets any output, checking each stored dtype against attr "dtypes"; any
  * failure (missing key, dtype mismatch, CRC mismatch, truncation) fails the op, so the
  * Assign ops that consume its outputs never run: a failed restore changes nothing.
- * Several tensors are read in parallel on the intra-op threads (one bundle reader per
- * chunk: the readers are not thread-safe).
+ * Big tensors (16 MiB and more) are read in 8 MiB chunks by the intra-op threads
+ * (pread straight into the output, so page faults, copies and CRCs run in parallel;
+ * the per-chunk CRC-32Cs are combined and checked per tensor); small and string
+ * tensors go through the io layer's bundle reader.
  *
  * Partitioned variables (non-empty shape_and_slices) are not supported.
  */
 #include "graph/graph_impl.h"
 #include "io/io.h"
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <unistd.h>
 
 /* TF's DataTypeString for the numbers a checkpoint may hold. */
 static const char *tf_dtype_name(int dt) {
@@ -191,20 +197,146 @@ static vg_code shape_restore_v2(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-/* One tensor to read: its name, the output tensor already allocated. */
+/* ---- CRC-32C combination (zlib's crc32_combine with the Castagnoli polynomial) ---- */
+
+static uint32_t gf2_times(const uint32_t *mat, uint32_t vec) {
+    uint32_t sum = 0;
+    for (; vec; vec >>= 1, mat++)
+        if (vec & 1) sum ^= *mat;
+    return sum;
+}
+
+static void gf2_square(uint32_t *sq, const uint32_t *mat) {
+    for (int n = 0; n < 32; n++) sq[n] = gf2_times(mat, mat[n]);
+}
+
+/* CRC-32C of A||B from crc(A), crc(B) and len(B). */
+static uint32_t crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2) {
+    uint32_t even[32], odd[32];
+    if (!len2) return crc1;
+    odd[0] = 0x82f63b78u; /* the operator for one zero bit */
+    for (int n = 1; n < 32; n++) odd[n] = 1u << (n - 1);
+    gf2_square(even, odd); /* two zero bits */
+    gf2_square(odd, even); /* four */
+    do {
+        gf2_square(even, odd); /* first pass: one zero byte */
+        if (len2 & 1) crc1 = gf2_times(even, crc1);
+        len2 >>= 1;
+        if (!len2) break;
+        gf2_square(odd, even);
+        if (len2 & 1) crc1 = gf2_times(odd, crc1);
+        len2 >>= 1;
+    } while (len2);
+    return crc1 ^ crc2;
+}
+
+/* ---- bundle layout (local helper: the io reader does not expose the header) ---- */
+
+/* num_shards and endianness from the BundleHeaderProto under key "". */
+static vg_code bundle_layout(const char *prefix, int *num_shards, bool *big_endian, vg_status *st) {
+    size_t n = strlen(prefix);
+    char *path = vg__malloc(n + 7);
+    if (!path) return VG_OOM(st, "path");
+    memcpy(path, prefix, n);
+    memcpy(path + n, ".index", 7);
+    vg__sstable *t = vg__sstable_open(path, st);
+    vg__free(path);
+    if (!t) return st->code ? st->code : VG_DATA_LOSS;
+    const uint8_t *val;
+    size_t vlen;
+    vg_code c = vg__sstable_get(t, "", 0, &val, &vlen, st);
+    *num_shards = 0;
+    *big_endian = false;
+    if (!c) {
+        vg__pb_reader r;
+        vg__pb_field f;
+        vg__pb_reader_init(&r, val, vlen);
+        while (vg__pb_next(&r, &f, NULL) == VG_OK) {
+            if (f.number == 1 && f.wiretype == VG__PB_VARINT) *num_shards = (int)f.u;
+            if (f.number == 2 && f.wiretype == VG__PB_VARINT) *big_endian = f.u != 0;
+        }
+    }
+    vg__sstable_free(t);
+    return c;
+}
+
+/* ---- reading ---- */
+
+#define CHUNK ((size_t)8 << 20)   /* bytes per parallel read task */
+#define BIG ((size_t)16 << 20)    /* tensors from this size are read in chunks */
+
+/* One tensor to read: its name, the output already allocated, its index entry. */
 typedef struct restore_item {
     char *name;
     vg_tensor *out;
+    const vg__bundle_entry *e;
+    bool chunked;
+    int first_task, ntasks;
 } restore_item;
+
+/* A chunk of a big tensor: item, byte range, CRC of those bytes once read. */
+typedef struct restore_task {
+    int item;
+    size_t off, len;
+    uint32_t crc;
+} restore_task;
 
 typedef struct restore_job {
     const char *prefix;
     restore_item *items;
+    restore_task *tasks;
+    int ntasks;
+    int *fds;                /* per shard */
+    _Atomic int next;
+    _Atomic bool failed;
     pthread_mutex_t mu;
-    vg_status err;      /* first failure */
+    vg_status err;           /* first failure */
 } restore_job;
 
-static vg_code read_one(vg__bundle_reader *r, restore_item *it, vg_status *st) {
+static void job_fail(restore_job *job, const vg_status *st) {
+    pthread_mutex_lock(&job->mu);
+    if (!job->err.code) job->err = *st;
+    pthread_mutex_unlock(&job->mu);
+    job->failed = true;
+}
+
+/* Reads one chunk with pread straight into the output and checksums it while the
+ * bytes are in cache. */
+static vg_code read_task(restore_job *job, restore_task *t, vg_status *st) {
+    restore_item *it = &job->items[t->item];
+    uint8_t *dst = (uint8_t *)vg_tensor_data(it->out) + t->off;
+    int fd = job->fds[it->e->shard_id];
+    size_t got = 0;
+    while (got < t->len) {
+        ssize_t k = pread(fd, dst + got, t->len - got, (off_t)(it->e->offset + t->off + got));
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return vg__io_errno_status(st, errno, "cannot read checkpoint data for", it->name);
+        if (k == 0)
+            return vg_status_set(st, VG_DATA_LOSS, "tensor %s: the data file of checkpoint %s is truncated",
+                                 it->name, job->prefix);
+        got += (size_t)k;
+    }
+    t->crc = vg__crc32c(dst, t->len);
+    return VG_OK;
+}
+
+/* A worker: takes chunks in file order until none is left (or one failed). */
+static void restore_worker(void *arg, int64_t begin, int64_t end) {
+    restore_job *job = arg;
+    vg_status st;
+    vg_status_clear(&st);
+    for (;;) {
+        int k = job->next++;
+        if (k >= job->ntasks || job->failed) break;
+        if (read_task(job, &job->tasks[k], &st)) {
+            job_fail(job, &st);
+            break;
+        }
+    }
+}
+
+/* Small and string tensors through the reader (which checks their CRCs). */
+static vg_code read_small(vg__bundle_reader *r, restore_item *it, vg_status *st) {
     vg_tensor *t = it->out;
     if (vg_tensor_dtype(t) != VG_STRING)
         return vg__bundle_reader_read(r, it->name, vg_tensor_data(t), vg_tensor_nbytes(t), st);
@@ -218,26 +350,6 @@ static vg_code read_one(vg__bundle_reader *r, restore_item *it, vg_status *st) {
     for (int64_t i = 0; !c && i < n; i++) c = vg_tensor_set_string(t, i, strs[i], lens[i], st);
     vg__bundle_strings_free(strs, lens, n);
     return c;
-}
-
-/* Reads items [begin, end) with a reader of its own. */
-static void restore_range(void *arg, int64_t begin, int64_t end) {
-    restore_job *job = arg;
-    vg_status st;
-    vg_status_clear(&st);
-    vg__bundle_reader *r = vg__bundle_reader_open(job->prefix, &st);
-    for (int64_t i = begin; r && i < end; i++) {
-        pthread_mutex_lock(&job->mu);
-        bool failed = job->err.code != VG_OK;
-        pthread_mutex_unlock(&job->mu);
-        if (failed || read_one(r, &job->items[i], &st)) break;
-    }
-    vg__bundle_reader_free(r);
-    if (st.code) {
-        pthread_mutex_lock(&job->mu);
-        if (!job->err.code) job->err = st;
-        pthread_mutex_unlock(&job->mu);
-    }
 }
 
 /* Looks up every name, checks the stored dtype against dtypes[i] and allocates the
@@ -258,15 +370,83 @@ static vg_code plan_restore(vg__kctx *ctx, vg__bundle_reader *r, const vg_dtype 
         if (nd > VG_MAX_DIMS)
             return vg_status_set(st, VG_UNIMPLEMENTED, "tensor %s has rank %d; vigil tensors have at most %d dims",
                                  items[i].name, nd, VG_MAX_DIMS);
+        items[i].e = vg__bundle_reader_find(r, items[i].name);
         if (vg__kctx_alloc_output(ctx, i, dts[i], dims, nd, &items[i].out)) return st->code;
     }
     return VG_OK;
 }
 
+/* Chooses the chunked path for big numeric tensors of a little-endian bundle whose
+ * size matches their shape (anything odd goes through the reader, which reports it). */
+static int plan_chunks(restore_item *items, int n, bool big_endian, int num_shards) {
+    int ntasks = 0;
+    for (int i = 0; i < n; i++) {
+        restore_item *it = &items[i];
+        const vg__bundle_entry *e = it->e;
+        size_t nb = vg_tensor_nbytes(it->out);
+        it->chunked = !big_endian && vg_tensor_dtype(it->out) != VG_STRING && nb >= BIG && e && !e->sliced &&
+                      e->nbytes == nb && e->shard_id >= 0 && e->shard_id < num_shards;
+        if (!it->chunked) continue;
+        it->first_task = ntasks;
+        it->ntasks = (int)((nb + CHUNK - 1) / CHUNK);
+        ntasks += it->ntasks;
+    }
+    return ntasks;
+}
+
+static vg_code open_shards(restore_job *job, int num_shards, vg_status *st) {
+    for (int s = 0; s < num_shards; s++) job->fds[s] = -1;
+    for (int i = 0; i < job->ntasks; i++) {
+        int shard = job->items[job->tasks[i].item].e->shard_id;
+        if (job->fds[shard] >= 0) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s.data-%05d-of-%05d", job->prefix, shard, num_shards);
+        if ((job->fds[shard] = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+            return vg__io_errno_status(st, errno, "cannot open checkpoint data file", path);
+        posix_fadvise(job->fds[shard], 0, 0, POSIX_FADV_SEQUENTIAL);
+    }
+    return VG_OK;
+}
+
+/* Reads the chunks of the big tensors on the intra-op threads, then checks each
+ * tensor's CRC (combined from its chunks' CRCs). */
+static vg_code read_chunked(vg__kctx *ctx, restore_job *job, int num_shards) {
+    vg_status *st = vg__kctx_status(ctx);
+    for (int i = 0, k = 0; i < job->ntasks; i++) {
+        while (!job->items[k].chunked || i >= job->items[k].first_task + job->items[k].ntasks) k++;
+        restore_item *it = &job->items[k];
+        size_t off = (size_t)(i - it->first_task) * CHUNK, nb = vg_tensor_nbytes(it->out);
+        job->tasks[i] = (restore_task){k, off, nb - off < CHUNK ? nb - off : CHUNK, 0};
+    }
+    vg_code c = open_shards(job, num_shards, st);
+    if (!c) {
+        int workers = vg__kctx_num_threads(ctx);
+        vg__kctx_parallel_for(ctx, workers < job->ntasks ? workers : job->ntasks, 1 << 30, restore_worker, job);
+        if (job->failed) {
+            vg_status_copy(st, &job->err);
+            c = job->err.code;
+        }
+    }
+    for (int i = 0; !c && i < job->ntasks;) {
+        restore_item *it = &job->items[job->tasks[i].item];
+        uint32_t crc = 0;
+        for (int k = 0; k < it->ntasks; k++, i++) crc = crc32c_combine(crc, job->tasks[i].crc, job->tasks[i].len);
+        if (vg__crc32c_mask(crc) != it->e->masked_crc)
+            c = vg_status_set(st, VG_DATA_LOSS,
+                              "Checksum does not match for tensor %s in checkpoint %s: stored %08x vs. calculated "
+                              "on the restored bytes %08x",
+                              it->name, job->prefix, it->e->masked_crc, vg__crc32c_mask(crc));
+    }
+    for (int s = 0; s < num_shards; s++)
+        if (job->fds[s] >= 0) close(job->fds[s]);
+    return c;
+}
+
 static vg_code kernel_restore_v2(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_dtype *dts;
-    int n;
+    int n, num_shards = 0;
+    bool big_endian = false;
     if (!vg_op_attr_type_list(vg__kctx_op(ctx), "dtypes", &dts, &n))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "RestoreV2 without 'dtypes'");
     char *prefix = NULL;
@@ -274,20 +454,22 @@ static vg_code kernel_restore_v2(vg__kctx *ctx) {
     if (c) return c;
     restore_item *items = vg__calloc((size_t)n, sizeof *items);
     vg__bundle_reader *r = NULL;
+    restore_job job = {prefix, items, NULL, 0, NULL, 0, false, PTHREAD_MUTEX_INITIALIZER, {VG_OK, ""}};
     if (!items) c = VG_OOM(st, "RestoreV2");
     if (!c && !(r = vg__bundle_reader_open(prefix, st))) c = st->code ? st->code : VG_NOT_FOUND;
     if (!c) c = plan_restore(ctx, r, dts, items, n);
-    if (!c && n == 1) {
-        c = read_one(r, &items[0], st);
-    } else if (!c) {
-        restore_job job = {prefix, items, PTHREAD_MUTEX_INITIALIZER, {VG_OK, ""}};
-        vg__kctx_parallel_for(ctx, n, 1 << 20, restore_range, &job);
-        pthread_mutex_destroy(&job.mu);
-        if (job.err.code) {
-            vg_status_copy(st, &job.err);
-            c = job.err.code;
-        }
+    if (!c) c = bundle_layout(prefix, &num_shards, &big_endian, st);
+    if (!c && (job.ntasks = plan_chunks(items, n, big_endian, num_shards)) > 0) {
+        job.tasks = vg__calloc((size_t)job.ntasks, sizeof *job.tasks);
+        job.fds = vg__calloc((size_t)num_shards, sizeof *job.fds);
+        if (!job.tasks || !job.fds) c = VG_OOM(st, "RestoreV2");
+        if (!c) c = read_chunked(ctx, &job, num_shards);
     }
+    for (int i = 0; !c && i < n; i++)
+        if (!items[i].chunked) c = read_small(r, &items[i], st);
+    pthread_mutex_destroy(&job.mu);
+    vg__free(job.tasks);
+    vg__free(job.fds);
     vg__bundle_reader_free(r);
     for (int i = 0; items && i < n; i++) vg__free(items[i].name);
     vg__free(items);

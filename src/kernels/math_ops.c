@@ -613,9 +613,9 @@ static vg_code shape_select(vg_op *op, vg_status *st) {
 
 #define SELECT_LOOP(T)                                                                  \
     do {                                                                                \
-        const T *restrict t = tv, *restrict e = ev;                                     \
+        const T *restrict tp = tv, *restrict ep = ev;                                   \
         T *restrict o = ov;                                                             \
-        for (int64_t i = 0; i < n; i++) o[i] = cv[i] ? t[i] : e[i];                     \
+        for (int64_t i = 0; i < n; i++) o[i] = cv[i] ? tp[i] : ep[i];                   \
     } while (0)
 
 static vg_code kernel_select(vg__kctx *ctx) {
