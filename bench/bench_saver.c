@@ -1,6 +1,7 @@
 /* bench_saver.c - checkpoint save and restore throughput against the disk's own speed.
  *
- * For each size (default 100 MB and 1 GB of float32 variables, split into 8 variables):
+ * For each size (default 100 MB and 1 GB of float32 variables, split into 8 variables
+ * initialised uniformly at random, in a finalized graph as in training):
  *   save_mbps      vg_saver_save (SaveV2 + .meta + `checkpoint`, all fsync'ed) MB/s
  *   dd_write_mbps  `dd if=/dev/zero of=F bs=1M count=N conv=fsync` MB/s, run right after
  *   restore_mbps   vg_saver_restore MB/s, page cache dropped before (cold) when possible
@@ -76,7 +77,7 @@ static result bench_size(const char *dir, int64_t mb, int reps) {
     for (int i = 0; i < NVARS; i++) {
         char name[32];
         snprintf(name, sizeof name, "layer%d/kernel", i);
-        vg_get_variable(g, name, VG_FLOAT, &per, 1, vg_init_constant(0.5 + i), VG_VAR_TRAINABLE);
+        vg_get_variable(g, name, VG_FLOAT, &per, 1, vg_init_random_uniform(-1, 1, i + 1), VG_VAR_TRAINABLE);
     }
     vg_op *init = vg_global_variables_initializer(g);
     vg_saver_options so = VG_SAVER_OPTIONS_INIT;
@@ -85,6 +86,7 @@ static result bench_size(const char *dir, int64_t mb, int reps) {
     if (!saver) die("saver", &st);
     vg_session *sess = vg_session_new(g, NULL, &st);
     if (!sess || vg_session_run_targets(sess, &init, 1, &st)) die("init", &st);
+    vg_graph_finalize(g);
     double bytes = (double)per * NVARS * 4;
     double *sv = calloc((size_t)reps, sizeof(double)), *dw = calloc((size_t)reps, sizeof(double));
     double *rs = calloc((size_t)reps, sizeof(double)), *rd = calloc((size_t)reps, sizeof(double));

@@ -462,9 +462,13 @@ static void *t_alloc(void *payload, size_t size, size_t align) {
 }
 static void t_free(void *payload, void *p) { (void)payload; free(p); }
 
-/* Kernels under allocation failure: every failing run is RESOURCE_EXHAUSTED. The graph
- * and session are made with the normal allocator; only the run fails. */
+/* Kernels under allocation failure: allocation N of a run fails for N = 1, 2, ...; every
+ * failing run must be RESOURCE_EXHAUSTED (leaks show under ASan). Building the graph and
+ * the session, and a first run that caches the plan, allocate without failures. */
 static void test_array__alloc_failures(void) {
+    vg_allocator a = {t_alloc, t_free, NULL};
+    vg_allocator_set(&a); /* one hook for every object of this test; failures armed per run */
+    g_fail_at = 0;
     vg_graph *g = vg_graph_new();
     vg_output p = vg_placeholder(g, VG_STRING, D(2, 3), 2, "p");
     vg_output y = vg_reshape_c(g, p, D(3, 2), 2, NULL);
@@ -480,19 +484,16 @@ static void test_array__alloc_failures(void) {
     /* a first run builds and caches the plan: the failures below hit the kernels */
     CHECK_OK(vg_session_run(s, NULL, &p, &pv, 1, fetches, warm, 5, NULL, 0, NULL, &st), &st);
     for (int i = 0; i < 5; i++) vg_tensor_free(warm[i]);
-    vg_allocator a = {t_alloc, t_free, NULL};
     int bad = 0;
     long n;
     for (n = 1; n < 10000 && bad < 5; n++) {
         vg_tensor *out[5] = {NULL};
-        vg_allocator_set(&a);
         g_count = 0;
         g_fail_at = n;
         vg_code c = vg_session_run(s, NULL, &p, &pv, 1, fetches, out, 5, NULL, 0, NULL, &st);
         bool injected = g_count >= n;
         g_fail_at = 0;
         for (int i = 0; i < 5; i++) vg_tensor_free(out[i]);
-        vg_allocator_set(NULL);
         if (c == VG_OK && !injected) break;
         if (c != VG_RESOURCE_EXHAUSTED) {
             fprintf(stderr, "alloc failure %ld: code %d: %s\n", n, c, st.msg);
@@ -504,6 +505,7 @@ static void test_array__alloc_failures(void) {
     vg_tensor_free(pv);
     vg_session_free(s);
     vg_graph_free(g);
+    vg_allocator_set(NULL);
 }
 
 int main(void) {

@@ -634,6 +634,8 @@ static void test_saver__save_errors(void) {
     vg_session_free(fresh);
     char p[600];
     CHECK(!exists(tmp_path(p, "checkpoint")));
+    CHECK(!exists(tmp_path(p, "model.ckpt-1.meta"))); /* removed with the failed save */
+    CHECK(!exists(tmp_path(p, "model.ckpt-1.index")));
     /* path_out too small: still saved, reported */
     char tiny[4];
     CHECK_CODE(vg_saver_save(m.saver, m.sess, prefix, 1, tiny, sizeof tiny, &st), VG_INVALID_ARGUMENT);

@@ -161,7 +161,12 @@ vg_code vg_gradients(vg_graph *g, const vg_output *ys, int nys, const vg_output 
             }
             for (int k = 0; k < op->ninputs; k++) dx[k] = (vg_output){NULL, 0};
             const vg__op_def *def = op->def;
-            bool call = on_path && any && !(def->flags & VG__OP_NOT_DIFFERENTIABLE);
+            /* TF's stop ops: an x whose inputs do not depend on another x ends the walk */
+            bool stop = false;
+            for (int k = 0; k < nxs && !stop; k++) stop = xs[k].op == op;
+            for (int k = 0; stop && k < op->ninputs; k++)
+                if (s.fwd[op->inputs[k].op->id]) stop = false;
+            bool call = on_path && any && !stop && !(def->flags & VG__OP_NOT_DIFFERENTIABLE);
             /* Inputs that are xs themselves stop here: no need to go further back, but
              * an op in between still propagates through them. */
             if (call && !def->grad) {

@@ -6,6 +6,7 @@
 #include "graph_impl.h"
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* ------------------------------------------------------------------------ */
 /* attrs */
@@ -90,6 +91,10 @@ bool vg__op_put_attr(vg_op *op, const vg__attr *a) { return attrs_put(&op->attrs
 /* ------------------------------------------------------------------------ */
 /* graph */
 
+/* Pushed in place of a scope that could not be allocated, so that push/pop stay
+ * balanced (the graph's sticky error is set). */
+static char g_scope_oom[] = "";
+
 vg_graph *vg_graph_new(void) {
     vg_graph *g = vg__calloc(1, sizeof *g);
     if (!g) return NULL;
@@ -118,7 +123,8 @@ void vg_graph_free(vg_graph *g) {
     vg__free(g->ops);
     vg__strmap_free(&g->by_name);
     vg__strmap_free(&g->names_in_use);
-    for (int i = 0; i < g->nscopes; i++) vg__free(g->scopes[i]);
+    for (int i = 0; i < g->nscopes; i++)
+        if (g->scopes[i] != g_scope_oom) vg__free(g->scopes[i]);
     vg__free(g->scopes);
     for (int i = 0; i < g->ndeps; i++) vg__free(g->deps[i]);
     vg__free(g->deps);
@@ -262,18 +268,27 @@ const char *vg_graph_push_scope(vg_graph *g, const char *name) {
         full[0] = 0;
     }
     char *s = vg__strdup(full);
-    if (!s || !vg__grow((void **)&g->scopes, &g->scopes_cap, g->nscopes + 1, sizeof(char *))) {
+    if (!s) vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in name scope");
+    if (!vg__grow((void **)&g->scopes, &g->scopes_cap, g->nscopes + 1, sizeof(char *))) {
+        /* cannot even record the push: count it so pop stays balanced */
         vg__free(s);
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in name scope");
-        /* keep push/pop balanced: push a shared empty marker */
+        g->lost_scopes++;
         return "";
     }
-    g->scopes[g->nscopes++] = s;
-    return s;
+    g->scopes[g->nscopes++] = s ? s : g_scope_oom;
+    return g->scopes[g->nscopes - 1];
 }
 
 void vg_graph_pop_scope(vg_graph *g) {
-    if (g->nscopes > 0) vg__free(g->scopes[--g->nscopes]);
+    if (g->lost_scopes > 0) {
+        g->lost_scopes--;
+        return;
+    }
+    if (g->nscopes > 0) {
+        char *s = g->scopes[--g->nscopes];
+        if (s != g_scope_oom) vg__free(s);
+    }
 }
 
 const char *vg_graph_scope(const vg_graph *g) { return g->nscopes ? g->scopes[g->nscopes - 1] : ""; }

@@ -55,6 +55,7 @@ struct vg_graph {
     vg__strmap names_in_use; /* lower-cased name -> count (TF's _names_in_use) */
     char **scopes;
     int nscopes, scopes_cap;
+    int lost_scopes;         /* pushes that could not be recorded (out of memory) */
     vg_op ***deps;           /* control-dependency stack: each entry a NULL-terminated array */
     int ndeps, deps_cap;
     vg__collection *colls;

@@ -113,12 +113,11 @@ static int64_t int_elem(const vg_tensor *t, int64_t i) {
     }
 }
 
+/* Every element equals its predecessor: one memcmp of the buffer against itself. */
 static bool all_equal(const vg_tensor *t, int64_t n) {
     size_t es = vg_dtype_size(vg_tensor_dtype(t));
     const uint8_t *d = vg_tensor_data(t);
-    for (int64_t i = 1; i < n; i++)
-        if (memcmp(d, d + (size_t)i * es, es) != 0) return false;
-    return true;
+    return memcmp(d, d + es, (size_t)(n - 1) * es) == 0;
 }
 
 static tplan plan_tensor(const vg_tensor *t) {
@@ -257,7 +256,8 @@ static void put_list(vg__pb_buf *b, const vg__attr *a) {
 
 static bool is_list(vg_attr_type t) { return t >= VG_ATTR_INT_LIST && t <= VG_ATTR_STRING_LIST; }
 
-static size_t attr_sz(const vg__attr *a) {
+/* p: the tensor's plan (VG_ATTR_TENSOR with a tensor), else unused. */
+static size_t attr_sz(const vg__attr *a, const tplan *p) {
     switch (a->type) {
     case VG_ATTR_INT: return var_fld(3, (uint64_t)a->u.i);
     case VG_ATTR_FLOAT: return tag_sz(4) + 4;
@@ -265,16 +265,12 @@ static size_t attr_sz(const vg__attr *a) {
     case VG_ATTR_TYPE: return var_fld(6, (uint64_t)a->u.t);
     case VG_ATTR_SHAPE: return len_fld(7, shape_sz(&a->u.shape));
     case VG_ATTR_STRING: return len_fld(2, a->u.s.n);
-    case VG_ATTR_TENSOR: {
-        if (!a->u.tensor) return len_fld(8, 0);
-        tplan p = plan_tensor(a->u.tensor);
-        return len_fld(8, tensor_sz(a->u.tensor, &p));
-    }
+    case VG_ATTR_TENSOR: return len_fld(8, a->u.tensor ? tensor_sz(a->u.tensor, p) : 0);
     default: return is_list(a->type) ? len_fld(1, list_sz(a)) : 0;
     }
 }
 
-static void put_attr(vg__pb_buf *b, const vg__attr *a) {
+static void put_attr(vg__pb_buf *b, const vg__attr *a, const tplan *p) {
     switch (a->type) {
     case VG_ATTR_INT: vg__pb_put_int64(b, 3, a->u.i); return;
     case VG_ATTR_FLOAT: vg__pb_put_float(b, 4, a->u.f); return;
@@ -285,16 +281,10 @@ static void put_attr(vg__pb_buf *b, const vg__attr *a) {
         put_shape(b, &a->u.shape);
         return;
     case VG_ATTR_STRING: vg__pb_put_bytes(b, 2, a->u.s.p, a->u.s.n); return;
-    case VG_ATTR_TENSOR: {
-        if (!a->u.tensor) {
-            put_len_hdr(b, 8, 0);
-            return;
-        }
-        tplan p = plan_tensor(a->u.tensor);
-        put_len_hdr(b, 8, tensor_sz(a->u.tensor, &p));
-        put_tensor(b, a->u.tensor, &p);
+    case VG_ATTR_TENSOR:
+        put_len_hdr(b, 8, a->u.tensor ? tensor_sz(a->u.tensor, p) : 0);
+        if (a->u.tensor) put_tensor(b, a->u.tensor, p);
         return;
-    }
     default:
         if (is_list(a->type)) {
             put_len_hdr(b, 1, list_sz(a));
@@ -307,11 +297,14 @@ static void put_attr(vg__pb_buf *b, const vg__attr *a) {
 /* ------------------------------------------------------------------------ */
 /* NodeDef {name = 1, op = 2, input = 3, device = 4, attr = 5 map<string, AttrValue>} */
 
-/* A node's attrs sorted by name, plus an optional synthetic "_output_shapes". */
+/* A node's attrs sorted by name, plus an optional synthetic "_output_shapes", and the
+ * plan of each tensor attr (computed once: deciding needs a scan of the data). */
 typedef struct node_attrs {
     const vg__attr **v;
+    tplan *plans;
     int n;
     const vg__attr *local[32];
+    tplan local_plans[32];
     vg__attr shapes; /* _output_shapes */
 } node_attrs;
 
@@ -319,10 +312,19 @@ static int cmp_attr(const void *a, const void *b) {
     return strcmp((*(const vg__attr *const *)a)->name, (*(const vg__attr *const *)b)->name);
 }
 
+static void node_attrs_free(node_attrs *na) {
+    if (na->v != na->local) vg__free(na->v);
+    if (na->plans != na->local_plans) vg__free(na->plans);
+}
+
 static bool node_attrs_init(node_attrs *na, const vg_op *op, bool add_shapes) {
     int n = op->nattrs + (add_shapes ? 1 : 0);
     na->v = n <= 32 ? na->local : vg__malloc((size_t)n * sizeof *na->v);
-    if (!na->v) return false;
+    na->plans = n <= 32 ? na->local_plans : vg__malloc((size_t)n * sizeof *na->plans);
+    if (!na->v || !na->plans) {
+        node_attrs_free(na);
+        return false;
+    }
     na->n = 0;
     for (int i = 0; i < op->nattrs; i++) {
         if (add_shapes && strcmp(op->attrs[i].name, "_output_shapes") == 0) continue;
@@ -337,11 +339,9 @@ static bool node_attrs_init(node_attrs *na, const vg_op *op, bool add_shapes) {
         na->v[na->n++] = &na->shapes;
     }
     qsort(na->v, (size_t)na->n, sizeof *na->v, cmp_attr);
+    for (int i = 0; i < na->n; i++)
+        if (na->v[i]->type == VG_ATTR_TENSOR && na->v[i]->u.tensor) na->plans[i] = plan_tensor(na->v[i]->u.tensor);
     return true;
-}
-
-static void node_attrs_free(node_attrs *na) {
-    if (na->v != na->local) vg__free(na->v);
 }
 
 static size_t input_len(vg_output in) {
@@ -360,14 +360,16 @@ static void put_input(vg__pb_buf *b, vg_output in) {
     }
 }
 
-static size_t entry_sz(const vg__attr *a) { return len_fld(1, strlen(a->name)) + len_fld(2, attr_sz(a)); }
+static size_t entry_sz(const vg__attr *a, const tplan *p) {
+    return len_fld(1, strlen(a->name)) + len_fld(2, attr_sz(a, p));
+}
 
 static size_t node_sz(const vg_op *op, const node_attrs *na) {
     size_t n = len_fld(1, strlen(op->name)) + len_fld(2, strlen(op->def->type));
     for (int i = 0; i < op->ninputs; i++) n += len_fld(3, input_len(op->inputs[i]));
     for (int i = 0; i < op->ncontrol; i++) n += len_fld(3, 1 + strlen(op->control[i]->name));
     if (op->device && *op->device) n += len_fld(4, strlen(op->device));
-    for (int i = 0; i < na->n; i++) n += len_fld(5, entry_sz(na->v[i]));
+    for (int i = 0; i < na->n; i++) n += len_fld(5, entry_sz(na->v[i], &na->plans[i]));
     return n;
 }
 
@@ -384,10 +386,11 @@ static void put_node(vg__pb_buf *b, const vg_op *op, const node_attrs *na) {
     if (op->device && *op->device) vg__pb_put_string(b, 4, op->device);
     for (int i = 0; i < na->n; i++) {
         const vg__attr *a = na->v[i];
-        put_len_hdr(b, 5, entry_sz(a));
+        const tplan *p = &na->plans[i];
+        put_len_hdr(b, 5, entry_sz(a, p));
         vg__pb_put_string(b, 1, a->name);
-        put_len_hdr(b, 2, attr_sz(a));
-        put_attr(b, a);
+        put_len_hdr(b, 2, attr_sz(a, p));
+        put_attr(b, a, p);
     }
 }
 

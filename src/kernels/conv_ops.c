@@ -750,6 +750,34 @@ static void argmax_update_f64(const double *restrict s, double *restrict best, i
     }
 }
 
+/* o[c] = dy[c] where idx[c] == off + c (the window's argmax is here), else 0: bit masks
+ * rather than a select so that GCC vectorizes it. */
+static void argmax_write_f32(float *restrict o, const float *restrict d, const int32_t *restrict idx, int32_t off,
+                             int64_t C) {
+    for (int32_t c = 0; c < (int32_t)C; c++) {
+        int32_t m = -(int32_t)(idx[c] == off + c), b;
+        memcpy(&b, &d[c], sizeof b);
+        b &= m;
+        memcpy(&o[c], &b, sizeof b);
+    }
+}
+static void argmax_write_f64(double *restrict o, const double *restrict d, const int64_t *restrict idx, int64_t off,
+                             int64_t C) {
+    for (int64_t c = 0; c < C; c++) {
+        int64_t m = -(int64_t)(idx[c] == off + c), b;
+        memcpy(&b, &d[c], sizeof b);
+        b &= m;
+        memcpy(&o[c], &b, sizeof b);
+    }
+}
+
+/* True when the pooling windows are disjoint and together cover the whole input, so
+ * that a max-pool gradient can write every input element exactly once. */
+static bool windows_tile_input(const conv_geom *g) {
+    return g->sh == g->kh && g->sw == g->kw && g->pt == 0 && g->pl == 0 && g->oh * g->sh >= g->h &&
+           g->ow * g->sw >= g->w;
+}
+
 #define POOL_DEFINE(T, SFX, IT)                                                                             \
     /* rows r = (img, oy) of y (N, OH, OW, C) from x (N, H, W, C) */                                    \
     static void pool_rows_##SFX(const conv_geom *g, int kind, const T *x, T *y, int64_t r0, int64_t r1) { \
@@ -786,7 +814,9 @@ static void argmax_update_f64(const double *restrict s, double *restrict best, i
         const int64_t C = g->ci, isz = g->h * g->w * C;                                                 \
         const T *xi = x ? x + img * isz : NULL;                                                         \
         T *di = dx + img * isz;                                                                         \
-        memset(di, 0, (size_t)isz * sizeof(T));                                                         \
+        /* disjoint windows tiling the input: write dx directly, no zeroing nor scatter */              \
+        const bool tiled = kind == POOL_MAX && windows_tile_input(g);                                   \
+        if (!tiled) memset(di, 0, (size_t)isz * sizeof(T));                                             \
         for (int64_t oy = 0; oy < g->oh; oy++)                                                          \
             for (int64_t ox = 0; ox < g->ow; ox++) {                                                    \
                 int64_t y0, y1, x0, x1;                                                                 \
@@ -812,7 +842,15 @@ static void argmax_update_f64(const double *restrict s, double *restrict best, i
                         IT off = (IT)((iy * g->w + ix) * C);                                            \
                         argmax_update_##SFX(xi + off, best, idx, off, C);                               \
                     }                                                                                   \
-                for (int64_t c = 0; c < C; c++) di[idx[c]] += d[c];                                     \
+                if (!tiled) {                                                                           \
+                    for (int64_t c = 0; c < C; c++) di[idx[c]] += d[c];                                 \
+                    continue;                                                                           \
+                }                                                                                       \
+                for (int64_t iy = y0; iy < y1; iy++)                                                    \
+                    for (int64_t ix = x0; ix < x1; ix++) {                                              \
+                        IT off = (IT)((iy * g->w + ix) * C);                                            \
+                        argmax_write_##SFX(di + off, d, idx, off, C);                                   \
+                    }                                                                                   \
             }                                                                                           \
     }
 

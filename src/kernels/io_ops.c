@@ -11,8 +11,9 @@
  * before it sets any output, checking each stored dtype against attr "dtypes"; any
  * failure (missing key, dtype mismatch, CRC mismatch, truncation) fails the op, so the
  * Assign ops that consume its outputs never run: a failed restore changes nothing.
- * Big tensors (16 MiB and more) are read in 8 MiB chunks by the intra-op threads
- * (pread straight into the output, so page faults, copies and CRCs run in parallel;
+ * Numeric tensors of 256 KiB and more are read in chunks of up to 8 MiB by the
+ * intra-op threads (pread straight into the output, so page faults, copies and CRCs run
+ * in parallel;
  * the per-chunk CRC-32Cs are combined and checked per tensor); small and string
  * tensors go through the io layer's bundle reader.
  *
@@ -263,7 +264,7 @@ static vg_code bundle_layout(const char *prefix, int *num_shards, bool *big_endi
 /* ---- reading ---- */
 
 #define CHUNK ((size_t)8 << 20)   /* bytes per parallel read task */
-#define BIG ((size_t)16 << 20)    /* tensors from this size are read in chunks */
+#define BIG ((size_t)256 << 10)   /* numeric tensors from this size are read as tasks */
 
 /* One tensor to read: its name, the output already allocated, its index entry. */
 typedef struct restore_item {

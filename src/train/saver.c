@@ -11,11 +11,14 @@
  *   save/Assign, save/Assign_1, ... Assign(var, RestoreV2:i)
  *   save/restore_all                NoOp after every Assign
  *
- * Saving runs the save tensor with the checkpoint prefix fed (SaveV2 writes data and
- * index crash-safely), then writes "<prefix>.meta" atomically, then replaces the
- * `checkpoint` state file atomically, then deletes the checkpoint that fell out of
- * max_to_keep (its .meta, .index, then data: the mirror of the write order). A kill at
- * any point leaves `checkpoint` naming a complete checkpoint.
+ * Saving writes "<prefix>.meta" (temp file, fsync, rename), then runs the save tensor
+ * with the prefix fed (SaveV2 writes data and index under temp names, fsyncs, renames
+ * and fsyncs the directory, which also makes the .meta rename durable), then replaces
+ * the `checkpoint` state file atomically (fsync'ed, directory too), then deletes the
+ * checkpoint that fell out of max_to_keep (its .meta, .index, then data: the mirror of
+ * the write order). A kill at any point leaves `checkpoint` naming a complete
+ * checkpoint; a .meta without an .index is an unfinished save that nothing refers to
+ * (and a failed save removes it).
  *
  * Restoring first checks the checkpoint's index against the variables (every key
  * present, dtype and shape equal), then runs restore_all; RestoreV2 reads every tensor
@@ -427,22 +430,38 @@ static vg_code run_save(vg_saver *s, vg_session *sess, const char *ckpt, char **
     return *written ? VG_OK : VG_OOM(st, "checkpoint path");
 }
 
-static vg_code write_meta(vg_saver *s, const char *ckpt, vg_status *st) {
-    bool cacheable = vg_graph_finalized(s->g);
-    if (!cacheable || !s->meta || s->meta_nops != vg_graph_num_ops(s->g)) {
-        vg__free(s->meta);
-        s->meta = NULL;
-        vg_saver_def sd = {s->filename_name, s->save_name, vg_op_name(s->restore_op), s->max_to_keep, s->sharded,
-                           (float)s->keep_hours};
-        vg_code c = vg_graph_to_meta_graph(s->g, &sd, &s->meta, &s->meta_len, st);
-        if (c) return c;
-        s->meta_nops = vg_graph_num_ops(s->g);
-    }
-    char *path = str_printf("%s.meta", ckpt);
-    if (!path) return VG_OOM(st, "path");
-    vg_code c = vg_write_file_atomic(path, s->meta, s->meta_len, st);
-    vg__free(path);
-    if (!cacheable) {
+/* Writes data to path through a fsync'ed temp file and a rename; the directory is not
+ * fsync'ed here (SaveV2's directory fsync, which follows, covers the rename). */
+static vg_code write_file_durable(const char *path, const void *data, size_t len, vg_status *st) {
+    char *tmp = NULL;
+    int fd = -1;
+    vg_code c = vg__io_temp_create(path, &tmp, &fd, st);
+    if (c) return c;
+    c = vg__io_write_all(fd, data, len, tmp, st);
+    if (c) close(fd);
+    else c = vg__io_fsync_close(fd, tmp, st);
+    if (!c) c = vg__io_rename(tmp, path, st);
+    if (c) unlink(tmp);
+    vg__free(tmp);
+    return c;
+}
+
+/* The MetaGraphDef bytes, cached while the graph is finalized and unchanged. */
+static vg_code meta_bytes(vg_saver *s, vg_status *st) {
+    if (s->meta && vg_graph_finalized(s->g) && s->meta_nops == vg_graph_num_ops(s->g)) return VG_OK;
+    vg__free(s->meta);
+    s->meta = NULL;
+    vg_saver_def sd = {s->filename_name, s->save_name, vg_op_name(s->restore_op), s->max_to_keep, s->sharded,
+                       (float)s->keep_hours};
+    vg_code c = vg_graph_to_meta_graph(s->g, &sd, &s->meta, &s->meta_len, st);
+    if (!c) s->meta_nops = vg_graph_num_ops(s->g);
+    return c;
+}
+
+static vg_code write_meta(vg_saver *s, const char *meta_path, vg_status *st) {
+    vg_code c = meta_bytes(s, st);
+    if (!c) c = write_file_durable(meta_path, s->meta, s->meta_len, st);
+    if (!vg_graph_finalized(s->g)) { /* may change before the next save */
         vg__free(s->meta);
         s->meta = NULL;
     }
@@ -559,11 +578,14 @@ vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t
         return vg_status_set(st, VG_INVALID_ARGUMENT, "'latest_filename' collides with 'save_path': 'checkpoint' and '%s'",
                              prefix);
     char *ckpt = global_step >= 0 ? str_printf("%s-%lld", prefix, (long long)global_step) : vg__strdup(prefix);
-    char *dir = path_dirname(prefix), *model = NULL;
-    vg_code c = ckpt && dir ? VG_OK : VG_OOM(st, "path");
+    char *dir = path_dirname(prefix), *model = NULL, *meta = ckpt ? str_printf("%s.meta", ckpt) : NULL;
+    vg_code c = ckpt && dir && meta ? VG_OK : VG_OOM(st, "path");
     if (!c) c = check_parent_dir(dir, prefix, st);
-    if (!c && (c = run_save(s, sess, ckpt, &model, st))) vg_status_prefix(st, "saving checkpoint %s: ", ckpt);
-    if (!c && s->write_meta) c = write_meta(s, ckpt, st);
+    if (!c && s->write_meta) c = write_meta(s, meta, st);
+    if (!c && (c = run_save(s, sess, ckpt, &model, st))) {
+        vg_status_prefix(st, "saving checkpoint %s: ", ckpt);
+        if (s->write_meta) unlink(meta);
+    }
     if (!c) c = record_last(s, model, st);
     if (!c) c = update_state(s, dir, model, st);
     if (!c) maybe_delete_old(s);
@@ -573,6 +595,7 @@ vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t
     }
     vg__free(ckpt);
     vg__free(dir);
+    vg__free(meta);
     vg__free(model);
     if (!c) vg_status_clear(st);
     return c;

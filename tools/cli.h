@@ -1,0 +1,70 @@
+/*
+ * cli.h - the `vigil` command: shared declarations of its subcommands (train, ckpt,
+ * events, plot) and the small helpers they share (errors, option parsing, reading
+ * scalars out of event files).
+ *
+ * Conventions: a subcommand returns the process exit status (0 success, 1 failure, 2
+ * usage error). Results go to stdout, diagnostics to stderr as "vigil: ...".
+ */
+#ifndef VIGIL_CLI_H
+#define VIGIL_CLI_H
+
+#include "vigil/vigil.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- subcommands ---------------------------------------------------------- */
+int cli_train(int argc, char **argv);
+int cli_ckpt(int argc, char **argv);
+int cli_events(int argc, char **argv);
+int cli_plot(int argc, char **argv);
+
+/* ---- errors and messages ---------------------------------------------------- */
+/* "vigil: <CODE>: <message>" on stderr; returns 1 (the exit status for it). */
+int cli_fail_status(const vg_status *st);
+/* "vigil: <printf message>" on stderr; returns 1. */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "vigil <cmd>: <message>" and the hint to run --help; returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- option parsing --------------------------------------------------------- */
+/* Matches argv[*i] against "--name VALUE" or "--name=VALUE"; on a match stores the
+ * value in *val, advances *i past a separate value and returns true. A missing value
+ * sets *missing. */
+bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val, bool *missing);
+/* Strict number parsing: the whole string must be a number (in range). */
+bool cli_parse_i64(const char *s, int64_t *out);
+bool cli_parse_double(const char *s, double *out);
+/* Splits a comma-separated list into a new array of new strings (free with
+ * cli_free_list). */
+char **cli_split_list(const char *s, int *n);
+void cli_free_list(char **v, int n);
+bool cli_list_has(char *const *v, int n, const char *s, size_t len);
+
+/* ---- event files (events.c) ---------------------------------------------------- */
+/* One scalar read out of an event file. */
+typedef struct cli_scalar {
+    int64_t step;
+    double wall_time;
+    char *tag;
+    double value;
+} cli_scalar;
+
+/* Callback for each scalar (tag borrowed for the call) and for each SessionLog START
+ * (tag == NULL, value unused; TensorBoard purges the steps >= step of earlier runs). */
+typedef void (*cli_scalar_fn)(void *payload, const char *file, int64_t step, double wall_time, const char *tag,
+                              size_t tag_len, double value);
+
+/* Event files of path: the file itself, or the files of a directory whose name holds
+ * "tfevents", sorted by name. *files: new array of new strings (cli_free_list). Fails
+ * (returns 1 after printing a message) when path does not exist or a directory has no
+ * event file. */
+int cli_event_files(const char *path, char ***files, int *n);
+/* Reads every scalar of one event file. Corrupt records are reported on stderr (file,
+ * offset) and skipped; a torn end is reported and ends the file. Returns 0 when the
+ * file could be opened (even if damaged), 1 otherwise (reported). *damaged counts the
+ * problems reported. */
+int cli_read_scalars(const char *file, cli_scalar_fn fn, void *payload, int *damaged);
+
+#endif

@@ -1,0 +1,196 @@
+/*
+ * events.c - `vigil events <dir|file>`: the scalar summaries of TensorFlow event files
+ * as TSV (step, wall_time, tag, value), and the event-file scanning that `vigil plot`
+ * shares. Records are read with vigil's TFRecord reader (src/io): a corrupt record is
+ * reported on stderr with its file and offset and skipped, a torn last record (a writer
+ * killed mid-write) is reported and ends that file; nothing in a damaged file crashes
+ * the reader.
+ */
+#include "cli.h"
+#include "io/io.h"
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *events_help =
+    "usage: vigil events <dir|file> [--tags a,b]\n"
+    "\n"
+    "Prints every scalar summary as TSV with the header line\n"
+    "  step<TAB>wall_time<TAB>tag<TAB>value\n"
+    "For a directory, all files in it whose name contains 'tfevents' are read, in name\n"
+    "(= creation time) order. Events without a step field have step 0.\n"
+    "  --tags a,b   only these tags\n"
+    "Damaged records are reported on stderr (file and byte offset) and skipped. Exit\n"
+    "status 0 when every file could be opened (damaged ones included), 1 otherwise.\n";
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int cli_event_files(const char *path, char ***files, int *n) {
+    *files = NULL;
+    *n = 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0) return cli_fail("%s: %s", path, strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) {
+        char **v = malloc(sizeof *v);
+        if (!v || !(v[0] = strdup(path))) {
+            free(v);
+            return cli_fail("out of memory");
+        }
+        *files = v;
+        *n = 1;
+        return 0;
+    }
+    DIR *d = opendir(path);
+    if (!d) return cli_fail("%s: %s", path, strerror(errno));
+    int cap = 0;
+    char **v = NULL;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strstr(e->d_name, "tfevents")) continue;
+        char full[4200];
+        snprintf(full, sizeof full, "%s/%s", path, e->d_name);
+        if (stat(full, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 8;
+            char **nv = realloc(v, sizeof *v * (size_t)cap);
+            if (!nv) break;
+            v = nv;
+        }
+        if (!(v[*n] = strdup(full))) break;
+        (*n)++;
+    }
+    closedir(d);
+    if (*n == 0) {
+        free(v);
+        return cli_fail("%s: no event files (events.out.tfevents.*) in this directory", path);
+    }
+    qsort(v, (size_t)*n, sizeof *v, cmp_str);
+    *files = v;
+    return 0;
+}
+
+static void emit_summary(const char *file, const vg__event_info *ev, cli_scalar_fn fn, void *payload,
+                         uint64_t off, int *damaged) {
+    vg__summary_iter it;
+    vg__summary_iter_init(&it, ev->payload, ev->payload_len);
+    for (;;) {
+        vg__summary_value v;
+        vg_status st;
+        vg_code c = vg__summary_next(&it, &v, &st);
+        if (c == VG_OUT_OF_RANGE) break;
+        if (c != VG_OK) {
+            fflush(stdout);
+            fprintf(stderr, "vigil: %s: malformed summary in the record at offset %llu: %s (skipped)\n", file,
+                    (unsigned long long)off, st.msg);
+            (*damaged)++;
+            break;
+        }
+        if (v.has_scalar) fn(payload, file, ev->step, ev->wall_time, v.tag, v.tag_len, v.scalar);
+    }
+}
+
+int cli_read_scalars(const char *file, cli_scalar_fn fn, void *payload, int *damaged) {
+    vg_status st;
+    vg__tfrecord_reader *r = vg__tfrecord_reader_open(file, &st);
+    if (!r) return cli_fail_status(&st);
+    for (;;) {
+        const uint8_t *data;
+        size_t len;
+        uint64_t off = vg__tfrecord_reader_offset(r);
+        vg_code c = vg__tfrecord_reader_next(r, &data, &len, &st);
+        if (c == VG_OUT_OF_RANGE) break;
+        if (c == VG_DATA_LOSS && strstr(st.msg, "truncated")) {
+            fflush(stdout);
+            fprintf(stderr, "vigil: %s: torn record at offset %llu (the file ends inside it; the writer was "
+                            "probably killed): rest of the file skipped\n", file, (unsigned long long)off);
+            (*damaged)++;
+            break;
+        }
+        if (c == VG_DATA_LOSS) {
+            fflush(stdout);
+            fprintf(stderr, "vigil: %s: corrupt record at offset %llu (%s): skipped\n", file,
+                    (unsigned long long)off, st.msg);
+            (*damaged)++;
+            c = vg__tfrecord_reader_skip_corrupt(r, &st);
+            if (c == VG_OUT_OF_RANGE) break;
+            if (c != VG_OK) {
+                fprintf(stderr, "vigil: %s: %s: %s\n", file, vg_code_name(st.code), st.msg);
+                break;
+            }
+            continue;
+        }
+        if (c != VG_OK) {
+            fflush(stdout);
+            fprintf(stderr, "vigil: %s: %s: %s\n", file, vg_code_name(st.code), st.msg);
+            (*damaged)++;
+            break;
+        }
+        vg__event_info ev;
+        if (vg__event_decode(data, len, &ev, &st) != VG_OK) {
+            fflush(stdout);
+            fprintf(stderr, "vigil: %s: record at offset %llu is not an Event (%s): skipped\n", file,
+                    (unsigned long long)off, st.msg);
+            (*damaged)++;
+            continue;
+        }
+        if (ev.kind == VG__EVENT_SUMMARY) emit_summary(file, &ev, fn, payload, off, damaged);
+        else if (ev.kind == VG__EVENT_SESSION_LOG && ev.session_status == VG__SESSION_LOG_START)
+            fn(payload, file, ev.step, ev.wall_time, NULL, 0, 0);
+    }
+    vg__tfrecord_reader_close(r);
+    return 0;
+}
+
+typedef struct tsv_ctx {
+    char **tags;
+    int ntags;
+} tsv_ctx;
+
+static void print_tsv(void *payload, const char *file, int64_t step, double wall_time, const char *tag,
+                      size_t tag_len, double value) {
+    tsv_ctx *c = payload;
+    if (!tag) return;
+    if (c->ntags && !cli_list_has(c->tags, c->ntags, tag, tag_len)) return;
+    printf("%lld\t%.6f\t%.*s\t%.9g\n", (long long)step, wall_time, (int)tag_len, tag, value);
+}
+
+int cli_events(int argc, char **argv) {
+    const char *path = NULL, *tags = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        bool missing = false;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(events_help, stdout);
+            return 0;
+        } else if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
+            if (missing) return cli_usage_error("events", "--tags needs a comma-separated list");
+            tags = v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_usage_error("events", "unknown option '%s'", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            return cli_usage_error("events", "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!path) return cli_usage_error("events", "missing <dir|file>");
+    tsv_ctx c = {NULL, 0};
+    if (tags && !(c.tags = cli_split_list(tags, &c.ntags))) return cli_fail("out of memory");
+    char **files;
+    int nfiles, rc = 0, damaged = 0;
+    if (cli_event_files(path, &files, &nfiles) != 0) {
+        cli_free_list(c.tags, c.ntags);
+        return 1;
+    }
+    printf("step\twall_time\ttag\tvalue\n");
+    for (int i = 0; i < nfiles; i++)
+        if (cli_read_scalars(files[i], print_tsv, &c, &damaged) != 0) rc = 1;
+    fflush(stdout);
+    if (damaged) fprintf(stderr, "vigil: %d damaged record(s) skipped\n", damaged);
+    cli_free_list(files, nfiles);
+    cli_free_list(c.tags, c.ntags);
+    return rc;
+}

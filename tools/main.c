@@ -1,0 +1,140 @@
+/*
+ * main.c - entry point of the `vigil` command: dispatches to the subcommands (train,
+ * ckpt, events, plot) and holds the helpers they share (error messages, option and
+ * number parsing, comma lists).
+ */
+#include "cli.h"
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *usage_text =
+    "usage: vigil <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  train            train a model on Fashion-MNIST under a MonitoredTrainingSession\n"
+    "  ckpt <dir|prefix>  list the tensors of a checkpoint (--tensor NAME, --stats)\n"
+    "  events <dir|file>  print the scalars of event files as TSV (--tags a,b)\n"
+    "  plot <dir> -o curves.svg  draw scalar curves (loss, accuracy) as SVG\n"
+    "\n"
+    "Run 'vigil <command> --help' for the options of a command.\n";
+
+int cli_fail_status(const vg_status *st) {
+    fprintf(stderr, "vigil: %s: %s\n", vg_code_name(st->code), st->msg[0] ? st->msg : "(no message)");
+    return 1;
+}
+
+int cli_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("vigil: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "vigil %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(run 'vigil %s --help' for usage)\n", cmd);
+    va_end(ap);
+    return 2;
+}
+
+bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val, bool *missing) {
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return false;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return true;
+    }
+    if (a[n] != 0) return false;
+    if (*i + 1 >= argc) {
+        *missing = true;
+        return true;
+    }
+    *val = argv[++*i];
+    return true;
+}
+
+bool cli_parse_i64(const char *s, int64_t *out) {
+    if (!s || !*s) return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end) return false;
+    *out = v;
+    return true;
+}
+
+bool cli_parse_double(const char *s, double *out) {
+    if (!s || !*s) return false;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v)) return false;
+    *out = v;
+    return true;
+}
+
+char **cli_split_list(const char *s, int *n) {
+    *n = 0;
+    int cap = 1;
+    for (const char *p = s; *p; p++) cap += *p == ',';
+    char **v = calloc((size_t)cap, sizeof *v);
+    if (!v) return NULL;
+    const char *p = s;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len > 0) {
+            char *t = malloc(len + 1);
+            if (!t) {
+                cli_free_list(v, *n);
+                return NULL;
+            }
+            memcpy(t, p, len);
+            t[len] = 0;
+            v[(*n)++] = t;
+        }
+        p += len + (e ? 1 : 0);
+    }
+    return v;
+}
+
+void cli_free_list(char **v, int n) {
+    for (int i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}
+
+bool cli_list_has(char *const *v, int n, const char *s, size_t len) {
+    for (int i = 0; i < n; i++)
+        if (strlen(v[i]) == len && memcmp(v[i], s, len) == 0) return true;
+    return false;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        fputs(usage_text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("vigil 0.1.0\n");
+        return 0;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "train")) return cli_train(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ckpt")) return cli_ckpt(argc - 1, argv + 1);
+    if (!strcmp(cmd, "events")) return cli_events(argc - 1, argv + 1);
+    if (!strcmp(cmd, "plot")) return cli_plot(argc - 1, argv + 1);
+    fprintf(stderr, "vigil: unknown command '%s'\n\n%s", cmd, usage_text);
+    return 2;
+}
