@@ -251,11 +251,18 @@ static void test_core__close_cancels(void) {
     vg_graph *g = vg_graph_new();
     vg_output blk = test_op(g, "TestBlock", NULL, 0, "blk");
     vg_output c = vg_const_f32(g, 1.0f, "c");
-    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_session_options two = {2, 2};
+    vg_session *s = vg_session_new(g, &two, &st);
     block_arg a = {s, blk, VG_OK};
     pthread_t t;
     pthread_create(&t, NULL, block_thread, &a);
     usleep(50000);
+    /* a blocked run does not starve other runs of the same session */
+    for (int i = 0; i < 100; i++) {
+        vg_tensor *o1 = NULL;
+        CHECK_OK(vg_session_run1(s, c, &o1, &st), &st);
+        vg_tensor_free(o1);
+    }
     vg_session_close(s, &st);
     pthread_join(t, NULL);
     CHECK_EQ_INT(a.rc, VG_CANCELLED);

@@ -13,9 +13,8 @@
  * Assign ops that consume its outputs never run: a failed restore changes nothing.
  * Numeric tensors of 256 KiB and more are read in chunks of up to 8 MiB by the
  * intra-op threads (pread straight into the output, so page faults, copies and CRCs run
- * in parallel;
- * the per-chunk CRC-32Cs are combined and checked per tensor); small and string
- * tensors go through the io layer's bundle reader.
+ * in parallel; the per-chunk CRC-32Cs are combined and checked per tensor); small and
+ * string tensors go through the io layer's bundle reader.
  *
  * Partitioned variables (non-empty shape_and_slices) are not supported.
  */

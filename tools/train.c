@@ -1,0 +1,707 @@
+/*
+ * train.c - `vigil train`: Fashion-MNIST under tf.train.MonitoredTrainingSession, the
+ * way a TF1 program trains.
+ *
+ * Input pipeline (TF1's): range_input_producer(N, num_epochs, shuffle) -> DequeueUpTo a
+ * chunk of indices -> IdxRecord -> Cast, * 1/255, Reshape -> shuffle_batch
+ * (enqueue_many) -> the model; queue runners feed it. The end of the last epoch raises
+ * OUT_OF_RANGE, which ends the loop through vg_monitored_session_end.
+ *
+ * Restarts: the epoch counter is a local variable (not checkpointed), so the producer
+ * gets num_epochs = epochs - floor(global_step * batch / N) and a StopAtStepHook at
+ * epochs * floor(N / batch) (or --steps) makes a resumed run stop where an uninterrupted
+ * one would. SIGINT/SIGTERM set a flag that a hook turns into a stop request; the hooks'
+ * end() then saves the final checkpoint. A second signal exits at once.
+ *
+ * After training, the model is evaluated on the test set in a separate graph (same
+ * layer names, a Saver restoring the latest checkpoint) and the last line on stdout is
+ * "test_accuracy=<value>".
+ */
+#include "cli.h"
+#include "io/io.h"
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *train_help =
+    "usage: vigil train [options]\n"
+    "\n"
+    "Trains a classifier on Fashion-MNIST under a MonitoredTrainingSession. Running the\n"
+    "same command again continues from the latest checkpoint in --checkpoint-dir.\n"
+    "\n"
+    "  --model mlp|cnn              mlp: 784-256-256-10 ReLU (default); cnn: conv5x5x32,\n"
+    "                               pool, conv5x5x64, pool, dense 128, dense 10\n"
+    "  --epochs N                   epochs over the training set (default 5)\n"
+    "  --steps N                    stop at global step N at the latest\n"
+    "  --batch-size N               (default 64)\n"
+    "  --optimizer sgd|momentum|adam|rmsprop\n"
+    "                               (default: sgd for mlp, adam for cnn)\n"
+    "  --lr X                       learning rate (default: 0.1 sgd, 0.01 momentum,\n"
+    "                               0.001 adam and rmsprop)\n"
+    "  --checkpoint-dir DIR         (default runs/fmnist)\n"
+    "  --data-dir DIR               (default /usr/share/datasets/fashion-mnist)\n"
+    "  --save-checkpoint-secs S     checkpoint every S seconds (default 600)\n"
+    "  --save-checkpoint-steps N    checkpoint every N steps instead\n"
+    "                               (a final checkpoint is always written at the end)\n"
+    "  --save-summaries-steps N     summaries every N steps (default 100; 0 = off)\n"
+    "  --log-step-count-steps N     log lines and global_step/sec every N steps (100)\n"
+    "  --threads N                  session intra-op and inter-op threads (default 1)\n"
+    "  --seed N                     graph-level random seed (default 1)\n"
+    "  --train-limit N              use only the first N training images\n"
+    "  --quiet                      no progress output; only the result line\n"
+    "\n"
+    "Prints test_accuracy=<value> as its last line (exit 0). On SIGINT/SIGTERM it stops,\n"
+    "saves a checkpoint and exits 0 without evaluating; a second signal exits at once.\n";
+
+/* ------------------------------------------------------------------------ */
+/* options */
+
+typedef struct train_opts {
+    bool cnn;
+    int64_t epochs, steps, batch;
+    const char *optimizer;
+    double lr;
+    const char *ckpt_dir, *data_dir;
+    int64_t save_ckpt_steps;
+    double save_ckpt_secs;
+    int64_t save_summaries_steps, log_steps;
+    int threads;
+    int64_t seed, train_limit;
+    bool quiet;
+} train_opts;
+
+static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t *out) {
+    if (!cli_parse_i64(v, out) || *out < lo)
+        return cli_usage_error("train", "%s needs an integer >= %lld, got '%s'", name, (long long)lo, v);
+    return 0;
+}
+
+static int parse_train_opts(int argc, char **argv, train_opts *o) {
+    *o = (train_opts){false, 5, -1, 64, NULL, -1, "runs/fmnist", "/usr/share/datasets/fashion-mnist", -1, -1,
+                      100, 100, 1, 1, -1, false};
+    static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr",
+                                       "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
+                                       "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
+                                       "--threads", "--seed", "--train-limit"};
+    bool ck_steps_set = false, ck_secs_set = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL, *name = NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(train_help, stdout);
+            return -1;
+        }
+        if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            o->quiet = true;
+            continue;
+        }
+        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0] && !name; k++) {
+            bool miss = false;
+            if (cli_opt(argc, argv, &i, with_value[k], &v, &miss)) {
+                if (miss) return cli_usage_error("train", "%s needs a value", a);
+                name = with_value[k];
+            }
+        }
+        if (!name) return cli_usage_error("train", a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
+        int64_t n = 0;
+        int rc = 0;
+        if (!strcmp(name, "--model")) {
+            if (!strcmp(v, "mlp")) o->cnn = false;
+            else if (!strcmp(v, "cnn")) o->cnn = true;
+            else rc = cli_usage_error("train", "--model needs mlp or cnn, got '%s'", v);
+        } else if (!strcmp(name, "--epochs")) {
+            rc = parse_int_opt(name, v, 1, &o->epochs);
+        } else if (!strcmp(name, "--steps")) {
+            rc = parse_int_opt(name, v, 0, &o->steps);
+        } else if (!strcmp(name, "--batch-size")) {
+            rc = parse_int_opt(name, v, 1, &o->batch);
+            if (!rc && o->batch > 65536) rc = cli_usage_error("train", "--batch-size is too large");
+        } else if (!strcmp(name, "--optimizer")) {
+            if (strcmp(v, "sgd") && strcmp(v, "momentum") && strcmp(v, "adam") && strcmp(v, "rmsprop"))
+                rc = cli_usage_error("train", "--optimizer needs sgd, momentum, adam or rmsprop, got '%s'", v);
+            o->optimizer = v;
+        } else if (!strcmp(name, "--lr")) {
+            if (!cli_parse_double(v, &o->lr) || o->lr <= 0) rc = cli_usage_error("train", "--lr needs a positive number");
+        } else if (!strcmp(name, "--checkpoint-dir")) {
+            if (!*v) rc = cli_usage_error("train", "--checkpoint-dir needs a directory");
+            o->ckpt_dir = v;
+        } else if (!strcmp(name, "--data-dir")) {
+            if (!*v) rc = cli_usage_error("train", "--data-dir needs a directory");
+            o->data_dir = v;
+        } else if (!strcmp(name, "--save-checkpoint-steps")) {
+            rc = parse_int_opt(name, v, 1, &o->save_ckpt_steps);
+            ck_steps_set = true;
+        } else if (!strcmp(name, "--save-checkpoint-secs")) {
+            if (!cli_parse_double(v, &o->save_ckpt_secs) || o->save_ckpt_secs <= 0)
+                rc = cli_usage_error("train", "--save-checkpoint-secs needs a positive number");
+            ck_secs_set = true;
+        } else if (!strcmp(name, "--save-summaries-steps")) {
+            rc = parse_int_opt(name, v, 0, &o->save_summaries_steps);
+        } else if (!strcmp(name, "--log-step-count-steps")) {
+            rc = parse_int_opt(name, v, 0, &o->log_steps);
+        } else if (!strcmp(name, "--threads")) {
+            rc = parse_int_opt(name, v, 1, &n);
+            if (!rc && n > 256) rc = cli_usage_error("train", "--threads is too large");
+            o->threads = (int)n;
+        } else if (!strcmp(name, "--seed")) {
+            rc = parse_int_opt(name, v, 0, &o->seed);
+        } else if (!strcmp(name, "--train-limit")) {
+            rc = parse_int_opt(name, v, 1, &o->train_limit);
+        }
+        if (rc) return rc;
+    }
+    if (ck_steps_set && ck_secs_set)
+        return cli_usage_error("train", "give --save-checkpoint-steps or --save-checkpoint-secs, not both");
+    if (!o->optimizer) o->optimizer = o->cnn ? "adam" : "sgd";
+    if (o->lr < 0) o->lr = !strcmp(o->optimizer, "sgd") ? 0.1 : !strcmp(o->optimizer, "momentum") ? 0.01 : 1e-3;
+    if (!ck_steps_set && !ck_secs_set) o->save_ckpt_secs = 600;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* logging and signals */
+
+static volatile sig_atomic_t g_signal = 0;
+static volatile sig_atomic_t g_live_line = 0; /* a progress line is on the terminal */
+
+static void on_signal(int sig) {
+    if (g_signal) {
+        static const char m[] = "\nvigil: second signal: exiting at once\n";
+        ssize_t w = write(2, m, sizeof m - 1);
+        (void)w;
+        _exit(128 + sig);
+    }
+    g_signal = sig;
+    static const char m[] = "\nvigil: stopping: finishing the step and saving a checkpoint (signal again to exit "
+                            "at once)\n";
+    ssize_t w = write(2, m, sizeof m - 1);
+    (void)w;
+}
+
+static void install_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+static void log_to_stderr(void *payload, vg_log_level level, const char *msg) {
+    static const char *names[] = {"DEBUG", "INFO", "WARNING", "ERROR"};
+    const char *clear = g_live_line ? "\r\033[K" : "";
+    fprintf(stderr, "%s%s: %s\n", clear, names[level >= 0 && level <= 3 ? level : 1], msg);
+}
+
+static bool g_quiet = false;
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...) {
+    if (g_quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("vigil: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------------ */
+/* data files */
+
+typedef struct data_files {
+    char train_images[4096], train_labels[4096], test_images[4096], test_labels[4096];
+} data_files;
+
+/* "<dir>/<name>.gz" or "<dir>/<name>". */
+static bool find_data_file(const char *dir, const char *name, char *out, size_t len) {
+    struct stat sb;
+    snprintf(out, len, "%s/%s.gz", dir, name);
+    if (stat(out, &sb) == 0) return true;
+    snprintf(out, len, "%s/%s", dir, name);
+    return stat(out, &sb) == 0;
+}
+
+static int locate_data(const char *dir, data_files *d) {
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return cli_fail("Fashion-MNIST data directory %s not found (%s); install Debian's dataset-fashion-mnist "
+                        "package or pass --data-dir DIR",
+                        dir, stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
+    struct { const char *name; char *out; } f[] = {
+        {"train-images-idx3-ubyte", d->train_images}, {"train-labels-idx1-ubyte", d->train_labels},
+        {"t10k-images-idx3-ubyte", d->test_images},   {"t10k-labels-idx1-ubyte", d->test_labels},
+    };
+    for (int i = 0; i < 4; i++)
+        if (!find_data_file(dir, f[i].name, f[i].out, 4096))
+            return cli_fail("%s/%s(.gz) not found: the data directory %s does not hold Fashion-MNIST", dir, f[i].name,
+                            dir);
+    return 0;
+}
+
+static int64_t idx_count(const char *path, vg_status *st) {
+    vg__idx_reader *r = vg__idx_reader_open(path, 0, st);
+    if (!r) return -1;
+    int64_t n = vg__idx_reader_num_records(r);
+    vg__idx_reader_close(r);
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* model */
+
+/* The MLP or the CNN on x ([k,784] or [k,28,28,1]); same layer names in every graph
+ * ("dense", "dense_1", ... / "conv2d", ...), so checkpoints of one restore into the
+ * other. */
+static vg_output build_model(vg_graph *g, vg_output x, bool cnn) {
+    if (cnn) {
+        vg_output h = vg_layers_conv2d(g, x, 32, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
+        h = vg_layers_max_pooling2d(g, h, 2, 2, "VALID", NULL);
+        h = vg_layers_conv2d(g, h, 64, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
+        h = vg_layers_max_pooling2d(g, h, 2, 2, "VALID", NULL);
+        h = vg_layers_flatten(g, h, NULL);
+        h = vg_layers_dense(g, h, 128, VG_ACT_RELU, NULL);
+        return vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
+    }
+    vg_output h = vg_layers_dense(g, x, 256, VG_ACT_RELU, NULL);
+    h = vg_layers_dense(g, h, 256, VG_ACT_RELU, NULL);
+    return vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
+}
+
+static vg_optimizer *make_optimizer(const train_opts *o) {
+    if (!strcmp(o->optimizer, "momentum")) return vg_optimizer_new_momentum(o->lr, 0.9, false);
+    if (!strcmp(o->optimizer, "adam")) return vg_optimizer_new_adam(o->lr, 0.9, 0.999, 1e-8);
+    if (!strcmp(o->optimizer, "rmsprop")) return vg_optimizer_new_rmsprop(o->lr, 0.9, 0.0, 1e-10);
+    return vg_optimizer_new_sgd(o->lr);
+}
+
+typedef struct train_graph {
+    vg_graph *g;
+    vg_op *train_op;
+    vg_output loss, accuracy, step; /* step: the global step's snapshot */
+} train_graph;
+
+/* images uint8 [k,28,28] -> float [k,784] or [k,28,28,1] in [0,1] */
+static vg_output preprocess(vg_graph *g, vg_output images, bool cnn) {
+    vg_output x = vg_mul(g, vg_cast(g, images, VG_FLOAT, NULL), vg_const_f32(g, 1.0f / 255.0f, "scale"), NULL);
+    if (cnn) return vg_reshape_c(g, x, (const int64_t[]){-1, 28, 28, 1}, 4, "images");
+    return vg_reshape_c(g, x, (const int64_t[]){-1, 784}, 2, "images");
+}
+
+static vg_code build_train_graph(const train_opts *o, const data_files *d, int64_t n_train, int64_t num_epochs,
+                                 int64_t seed, train_graph *tg, vg_status *st) {
+    vg_graph *g = tg->g = vg_graph_new();
+    if (!g) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the graph");
+    vg_graph_set_seed(g, seed);
+    vg_output gs = vg_get_or_create_global_step(g);
+    /* input pipeline */
+    const int chunk = 256;
+    vg_output idx_q = vg_range_input_producer(g, n_train, num_epochs, true, 0, 2 * chunk, "input_producer");
+    vg_op *deq = vg_queue_dequeue_up_to(g, idx_q, vg_const_i32(g, chunk, "chunk"), NULL);
+    vg_op *rec = vg_idx_record(g, d->train_images, d->train_labels, vg_out(deq, 0), "read");
+    vg_output ex[2] = {preprocess(g, vg_out(rec, 0), o->cnn), vg_out(rec, 1)}, batch[2];
+    int b = (int)o->batch;
+    vg_shuffle_batch(g, ex, 2, b, 20 * b, 10 * b, 1, 0, true, "shuffle_batch", batch);
+    /* model, loss, accuracy */
+    vg_output logits = build_model(g, batch[0], o->cnn);
+    vg_op *xent = vg_sparse_softmax_xent(g, logits, batch[1], "xent");
+    tg->loss = vg_reduce_mean(g, vg_out(xent, 0), NULL, -1, false, "cross_entropy");
+    vg_output correct = vg_equal(g, vg_argmax(g, logits, 1, VG_INT64, NULL), batch[1], NULL);
+    tg->accuracy = vg_reduce_mean(g, vg_cast(g, correct, VG_FLOAT, NULL), NULL, -1, false, "batch_accuracy");
+    vg_optimizer *opt = make_optimizer(o);
+    if (!opt) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the optimizer");
+    tg->train_op = vg_optimizer_minimize(opt, g, tg->loss, NULL, 0, gs, NULL);
+    vg_optimizer_free(opt);
+    /* summaries: loss, accuracy, kernel histograms (MonitoredTrainingSession adds
+     * global_step/sec) */
+    vg_summary_scalar(g, "loss", tg->loss);
+    vg_summary_scalar(g, "accuracy", tg->accuracy);
+    int nv;
+    const vg_output *vars = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nv);
+    vg_output kernels[16];
+    int nk = 0;
+    for (int i = 0; i < nv && nk < 16; i++) {
+        const char *name = vg_op_name(vars[i].op);
+        size_t l = strlen(name);
+        if (l > 7 && !strcmp(name + l - 7, "/kernel")) kernels[nk++] = vars[i];
+    }
+    for (int i = 0; i < nk; i++) {
+        char tag[256];
+        const char *name = vg_op_name(kernels[i].op);
+        snprintf(tag, sizeof tag, "weights/%.*s", (int)(strlen(name) - 7), name);
+        vg_summary_histogram(g, tag, vg_variable_snapshot(kernels[i].op));
+    }
+    tg->step = vg_variable_snapshot(gs.op);
+    if (!tg->step.op) tg->step = vg_identity(g, gs, "global_step_value");
+    return vg_graph_status(g, st);
+}
+
+/* ------------------------------------------------------------------------ */
+/* hooks of our own, on the public hook API */
+
+/* Turns the signal flag into a stop request; remembers the final global step. */
+typedef struct stop_hook {
+    vg_output step;
+    int64_t final_step; /* -1 unknown */
+} stop_hook;
+
+static vg_code stop_after_run(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
+    if (g_signal) vg_run_context_request_stop(ctx);
+    return VG_OK;
+}
+static vg_code stop_end(void *p, vg_session *sess, vg_status *st) {
+    stop_hook *h = p;
+    if (!sess) return VG_OK;
+    vg_tensor *t = NULL;
+    vg_status ignore;
+    if (vg_session_run1(sess, h->step, &t, &ignore) == VG_OK) h->final_step = (int64_t)vg_tensor_scalar(t);
+    vg_tensor_free(t);
+    return VG_OK;
+}
+
+/* The live progress line on a terminal: at most 10 updates a second. */
+typedef struct progress_hook {
+    vg_output fetches[3]; /* loss, accuracy, step */
+    bool want;
+    double last_print, prev_t, rate;
+    int64_t prev_step, last_step, steps_per_epoch, epochs;
+    int64_t batch;
+} progress_hook;
+
+static vg_code progress_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_status *st) {
+    progress_hook *h = p;
+    double t = now_s();
+    h->want = t - h->last_print >= 0.1;
+    if (h->want) {
+        args->fetches = h->fetches;
+        args->nfetches = 3;
+    }
+    return VG_OK;
+}
+
+static void fmt_eta(char *buf, size_t len, double secs) {
+    if (!isfinite(secs) || secs < 0) {
+        snprintf(buf, len, "--:--");
+        return;
+    }
+    long s = (long)(secs + 0.5);
+    if (s >= 3600) snprintf(buf, len, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+    else snprintf(buf, len, "%ld:%02ld", s / 60, s % 60);
+}
+
+static vg_code progress_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
+    progress_hook *h = p;
+    if (!h->want || v->nresults < 3) return VG_OK;
+    double t = now_s();
+    int64_t step = (int64_t)vg_tensor_scalar(v->results[2]) + 1;
+    if (h->prev_step >= 0 && t > h->prev_t && step > h->prev_step) {
+        double r = (double)(step - h->prev_step) / (t - h->prev_t);
+        h->rate = h->rate > 0 ? 0.7 * h->rate + 0.3 * r : r;
+    }
+    h->prev_step = step;
+    h->prev_t = t;
+    h->last_print = t;
+    int64_t epoch = h->steps_per_epoch > 0 ? (step - 1) / h->steps_per_epoch + 1 : 1;
+    if (epoch > h->epochs) epoch = h->epochs;
+    char eta[32];
+    fmt_eta(eta, sizeof eta, h->rate > 0 ? (double)(h->last_step - step) / h->rate : NAN);
+    printf("\r\033[Kstep %lld/%lld  epoch %lld/%lld  loss %.4f  acc %.3f  %.0f steps/s (%.0f samples/s)  ETA %s",
+           (long long)step, (long long)h->last_step, (long long)epoch, (long long)h->epochs,
+           vg_tensor_scalar(v->results[0]), vg_tensor_scalar(v->results[1]), h->rate,
+           h->rate * (double)h->batch, eta);
+    fflush(stdout);
+    g_live_line = 1;
+    return VG_OK;
+}
+
+static vg_code progress_end(void *p, vg_session *sess, vg_status *st) {
+    if (g_live_line) {
+        putchar('\n');
+        fflush(stdout);
+        g_live_line = 0;
+    }
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* evaluation */
+
+/* Accuracy of the checkpoint at prefix on the test set: a fresh graph with the same
+ * layer names, a Saver over its variables, batches of 1000 fed by placeholders.
+ * Returns VG_CANCELLED when a signal arrived meanwhile. */
+static vg_code evaluate(const train_opts *o, const data_files *d, const char *prefix, double *acc, vg_status *st) {
+    void *img = NULL, *lab = NULL;
+    int64_t idims[4], ldims[4];
+    int ind, lnd;
+    size_t ib, lb;
+    vg_graph *g = NULL;
+    vg_saver *saver = NULL;
+    vg_session *sess = NULL;
+    vg_tensor *xt = NULL, *yt = NULL;
+    vg_code rc = vg__idx_read(d->test_images, VG__IDX_U8, idims, &ind, &img, &ib, st);
+    if (rc == VG_OK) rc = vg__idx_read(d->test_labels, VG__IDX_U8, ldims, &lnd, &lab, &lb, st);
+    if (rc == VG_OK && (ind != 3 || idims[1] * idims[2] != 784 || lnd != 1 || ldims[0] != idims[0]))
+        rc = vg_status_set(st, VG_DATA_LOSS, "%s / %s: not 28x28 images with one label each", d->test_images,
+                           d->test_labels);
+    if (rc != VG_OK) goto done;
+    int64_t n = idims[0], bs = 1000;
+    if (!(g = vg_graph_new())) {
+        rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+        goto done;
+    }
+    vg_output x = o->cnn ? vg_placeholder(g, VG_FLOAT, (const int64_t[]){-1, 28, 28, 1}, 4, "images")
+                         : vg_placeholder(g, VG_FLOAT, (const int64_t[]){-1, 784}, 2, "images");
+    vg_output y = vg_placeholder(g, VG_INT64, (const int64_t[]){-1}, 1, "labels");
+    vg_output logits = build_model(g, x, o->cnn);
+    vg_output correct = vg_reduce_sum(
+        g, vg_cast(g, vg_equal(g, vg_argmax(g, logits, 1, VG_INT64, NULL), y, NULL), VG_FLOAT, NULL), NULL, -1,
+        false, "correct");
+    if ((rc = vg_graph_status(g, st)) != VG_OK) goto done;
+    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+    so.write_meta_graph = false;
+    if (!(saver = vg_saver_new(g, &so, st))) {
+        rc = st->code;
+        goto done;
+    }
+    vg_session_options sopt = {o->threads, o->threads};
+    if (!(sess = vg_session_new(g, &sopt, st))) {
+        rc = st->code;
+        goto done;
+    }
+    if ((rc = vg_saver_restore(saver, sess, prefix, st)) != VG_OK) goto done;
+    double total = 0;
+    for (int64_t i = 0; i < n && rc == VG_OK; i += bs) {
+        if (g_signal) {
+            rc = vg_status_set(st, VG_CANCELLED, "evaluation interrupted by a signal");
+            break;
+        }
+        int64_t k = n - i < bs ? n - i : bs;
+        int64_t xd[4] = {k, 28, 28, 1}, x2[2] = {k, 784}, yd[1] = {k};
+        vg_tensor_free(xt);
+        vg_tensor_free(yt);
+        xt = o->cnn ? vg_tensor_new(VG_FLOAT, xd, 4, st) : vg_tensor_new(VG_FLOAT, x2, 2, st);
+        yt = vg_tensor_new(VG_INT64, yd, 1, st);
+        if (!xt || !yt) {
+            rc = st->code;
+            break;
+        }
+        float *xp = vg_tensor_data(xt);
+        const uint8_t *ip = (const uint8_t *)img + (size_t)i * 784;
+        for (int64_t j = 0; j < k * 784; j++) xp[j] = ip[j] * (1.0f / 255.0f);
+        int64_t *yp = vg_tensor_data(yt);
+        for (int64_t j = 0; j < k; j++) yp[j] = ((const uint8_t *)lab)[i + j];
+        vg_output feeds[2] = {x, y};
+        vg_tensor *vals[2] = {xt, yt}, *out = NULL;
+        rc = vg_session_run(sess, NULL, feeds, vals, 2, &correct, &out, 1, NULL, 0, NULL, st);
+        if (rc == VG_OK) total += vg_tensor_scalar(out);
+        vg_tensor_free(out);
+    }
+    if (rc == VG_OK) *acc = n > 0 ? total / (double)n : 0;
+done:
+    vg_tensor_free(xt);
+    vg_tensor_free(yt);
+    vg_session_free(sess);
+    vg_saver_free(saver);
+    vg_graph_free(g);
+    vg_free(img);
+    vg_free(lab);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the command */
+
+/* global_step of the latest checkpoint in dir (0 when there is none); its prefix in
+ * prefix ("" when none). */
+static vg_code checkpoint_step(const char *dir, char *prefix, size_t len, int64_t *step, vg_status *st) {
+    *step = 0;
+    prefix[0] = 0;
+    if (!vg_latest_checkpoint(dir, prefix, len)) {
+        prefix[0] = 0;
+        return VG_OK;
+    }
+    vg_checkpoint_reader *r = vg_checkpoint_reader_new(prefix, st);
+    if (!r) return st->code;
+    vg_tensor *t = vg_checkpoint_reader_read(r, "global_step", st);
+    vg_checkpoint_reader_free(r);
+    if (!t) return st->code;
+    *step = (int64_t)vg_tensor_scalar(t);
+    vg_tensor_free(t);
+    return VG_OK;
+}
+
+/* Trains until the data, the step limit or a signal ends it. Returns the exit status. */
+static int run_training(const train_opts *o, const data_files *d, int64_t n_train, int64_t start_step,
+                        int64_t last_step, double t_start) {
+    int64_t spe = n_train / o->batch;
+    int64_t done_epochs = start_step * o->batch / n_train;
+    int64_t num_epochs = o->epochs - done_epochs;
+    vg_status st;
+    vg_status_clear(&st);
+    /* A resumed run reshuffles differently from the first one (the epoch order is not
+     * checkpointed in TF either), deterministically for a given seed and start. */
+    int64_t seed = start_step ? (int64_t)(((uint64_t)o->seed * 1000003u) ^ (uint64_t)start_step) & INT64_MAX : o->seed;
+    train_graph tg = {NULL, NULL, {NULL, 0}, {NULL, 0}, {NULL, 0}};
+    if (build_train_graph(o, d, n_train, num_epochs, seed, &tg, &st) != VG_OK) {
+        vg_graph_free(tg.g);
+        return cli_fail_status(&st);
+    }
+    stop_hook sh = {tg.step, -1};
+    progress_hook ph;
+    memset(&ph, 0, sizeof ph);
+    ph.fetches[0] = tg.loss;
+    ph.fetches[1] = tg.accuracy;
+    ph.fetches[2] = tg.step;
+    ph.prev_step = -1;
+    ph.last_step = last_step;
+    ph.steps_per_epoch = spe;
+    ph.epochs = o->epochs;
+    ph.batch = o->batch;
+    ph.last_print = -1;
+    bool tty = !o->quiet && isatty(1);
+    vg_hook hooks[3];
+    int nh = 0;
+    memset(hooks, 0, sizeof hooks);
+    vg_code rc = vg_stop_at_step_hook(-1, last_step, &hooks[nh], &st);
+    if (rc == VG_OK) nh++;
+    hooks[nh].name = "SignalStopHook";
+    hooks[nh].after_run = stop_after_run;
+    hooks[nh].end = stop_end;
+    hooks[nh++].payload = &sh;
+    if (rc == VG_OK && tty) {
+        hooks[nh].name = "ProgressHook";
+        hooks[nh].before_run = progress_before;
+        hooks[nh].after_run = progress_after;
+        hooks[nh].end = progress_end;
+        hooks[nh++].payload = &ph;
+    } else if (rc == VG_OK && !o->quiet && o->log_steps > 0) {
+        vg_output t[3] = {tg.loss, tg.accuracy, tg.step};
+        const char *names[3] = {"loss", "accuracy", "step"};
+        vg_logging_tensor_options lo = VG_LOGGING_TENSOR_OPTIONS_INIT;
+        lo.tensors = t;
+        lo.names = names;
+        lo.ntensors = 3;
+        lo.every_n_iter = o->log_steps;
+        rc = vg_logging_tensor_hook(&lo, &hooks[nh], &st);
+        if (rc == VG_OK) nh++;
+    }
+    if (rc != VG_OK) {
+        for (int i = 0; i < nh; i++) vg_hook_free(&hooks[i]);
+        vg_graph_free(tg.g);
+        return cli_fail_status(&st);
+    }
+    vg_session_options so = {o->threads, o->threads};
+    vg_mts_options mo = VG_MTS_OPTIONS_INIT;
+    mo.checkpoint_dir = o->ckpt_dir;
+    mo.hooks = hooks;
+    mo.nhooks = nh;
+    mo.config = &so;
+    mo.save_summaries_steps = o->save_summaries_steps;
+    if (o->save_summaries_steps == 0) mo.save_summaries_secs = 0; /* both off: no SummarySaverHook */
+    mo.log_step_count_steps = o->log_steps;
+    if (o->save_ckpt_steps > 0) mo.save_checkpoint_steps = o->save_ckpt_steps;
+    else mo.save_checkpoint_secs = o->save_ckpt_secs;
+    vg_monitored_session *ms = vg_monitored_training_session_new(tg.g, &mo, &st);
+    if (!ms) {
+        vg_graph_free(tg.g);
+        vg_file_writer_cache_clear();
+        return cli_fail_status(&st);
+    }
+    note("training from step %lld to step %lld (%.1f s to start)", (long long)start_step, (long long)last_step,
+         now_s() - t_start);
+    vg_run_args args = VG_RUN_ARGS_INIT;
+    args.targets = &tg.train_op;
+    args.ntargets = 1;
+    rc = VG_OK;
+    double t0 = now_s();
+    while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) rc = vg_monitored_session_run(ms, &args, NULL, NULL, &st);
+    vg_code loop_rc = rc;
+    rc = vg_monitored_session_end(ms, rc, &st);
+    double secs = now_s() - t0;
+    if (g_live_line) {
+        putchar('\n');
+        fflush(stdout);
+        g_live_line = 0;
+    }
+    vg_monitored_session_free(ms);
+    vg_graph_free(tg.g);
+    vg_file_writer_cache_clear();
+    if (rc != VG_OK) return cli_fail_status(&st);
+    int64_t steps = sh.final_step >= 0 ? sh.final_step - start_step : 0;
+    note("%s at step %lld: %lld steps in %.2f s (%.1f steps/s, %.0f samples/s)%s",
+         g_signal ? "stopped by signal" : loop_rc == VG_OUT_OF_RANGE ? "input exhausted" : "done",
+         (long long)sh.final_step, (long long)steps, secs, secs > 0 ? steps / secs : 0.0,
+         secs > 0 ? steps * (double)o->batch / secs : 0.0, "");
+    return 0;
+}
+
+int cli_train(int argc, char **argv) {
+    double t_start = now_s();
+    train_opts o;
+    int prc = parse_train_opts(argc, argv, &o);
+    if (prc) return prc < 0 ? 0 : prc;
+    g_quiet = o.quiet;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    bool tty = !o.quiet && isatty(1);
+    vg_log_set(log_to_stderr, NULL, o.quiet || tty ? VG_LOG_WARN : VG_LOG_INFO);
+    install_signals();
+    data_files d;
+    if (locate_data(o.data_dir, &d) != 0) return 1;
+    vg_status st;
+    int64_t n_train = idx_count(d.train_images, &st);
+    if (n_train < 0) return cli_fail_status(&st);
+    if (o.train_limit > 0 && o.train_limit < n_train) n_train = o.train_limit;
+    if (n_train < o.batch)
+        return cli_fail("--batch-size %lld is larger than the %lld training images", (long long)o.batch,
+                        (long long)n_train);
+    int64_t spe = n_train / o.batch, last_step = o.epochs * spe;
+    if (o.steps >= 0 && o.steps < last_step) last_step = o.steps;
+    char prefix[4096];
+    int64_t start_step;
+    if (checkpoint_step(o.ckpt_dir, prefix, sizeof prefix, &start_step, &st) != VG_OK) {
+        fprintf(stderr, "vigil: cannot read the latest checkpoint %s in %s\n", prefix, o.ckpt_dir);
+        return cli_fail_status(&st);
+    }
+    note("%s %s on %lld images, batch %lld, %lld steps/epoch, %s lr %g, checkpoints in %s", o.cnn ? "cnn" : "mlp",
+         prefix[0] ? "resuming" : "training", (long long)n_train, (long long)o.batch, (long long)spe, o.optimizer,
+         o.lr, o.ckpt_dir);
+    if (prefix[0])
+        note("resuming from checkpoint %s at global step %lld (%lld complete epochs)", prefix, (long long)start_step,
+             (long long)(start_step * o.batch / n_train));
+    if (start_step >= last_step) {
+        note("already trained to step %lld (target %lld): evaluating only", (long long)start_step,
+             (long long)last_step);
+    } else {
+        int rc = run_training(&o, &d, n_train, start_step, last_step, t_start);
+        if (rc) return rc;
+        if (g_signal) {
+            char p[4096];
+            if (vg_latest_checkpoint(o.ckpt_dir, p, sizeof p)) note("checkpoint saved: %s (evaluation skipped)", p);
+            return 0;
+        }
+        if (!vg_latest_checkpoint(o.ckpt_dir, prefix, sizeof prefix))
+            return cli_fail("no checkpoint in %s after training", o.ckpt_dir);
+    }
+    double acc = 0, te = now_s();
+    vg_code rc = evaluate(&o, &d, prefix, &acc, &st);
+    if (rc == VG_CANCELLED && g_signal) {
+        note("evaluation skipped: interrupted by a signal");
+        return 0;
+    }
+    if (rc != VG_OK) return cli_fail_status(&st);
+    note("evaluated %s on the test set in %.2f s", prefix, now_s() - te);
+    printf("test_accuracy=%.4f\n", acc);
+    return 0;
+}
