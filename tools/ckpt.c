@@ -216,7 +216,9 @@ static int list_tensors(vg_checkpoint_reader *r, const char *prefix, bool with_s
     if (with_stats) printf("  %14s  %14s  %14s", "min", "max", "mean");
     putchar('\n');
     long long total = 0;
-    int rc = 0;
+    int rc = 0, unreadable = 0;
+    vg_status first_err;
+    vg_status_clear(&first_err);
     for (int i = 0; i < n; i++) {
         vg_dtype dt;
         vg_shape shape;
@@ -232,16 +234,18 @@ static int list_tensors(vg_checkpoint_reader *r, const char *prefix, bool with_s
             stats s = t ? tensor_stats(t) : (stats){false, 0, 0, 0};
             if (s.ok) printf("  %14.7g  %14.7g  %14.7g", s.min, s.max, s.mean);
             else printf("  %14s  %14s  %14s", "-", "-", "-");
-            if (!t && dt != VG_STRING) {
-                fflush(stdout);
-                fprintf(stderr, "vigil: %s: %s: %s\n", name, vg_code_name(st.code), st.msg);
-                rc = 1;
-            }
+            if (!t && dt != VG_STRING && unreadable++ == 0) vg_status_copy(&first_err, &st);
             vg_tensor_free(t);
         }
         putchar('\n');
     }
     printf("# %d tensors, %lld bytes\n", n, total);
+    if (unreadable) {
+        fflush(stdout);
+        fprintf(stderr, "vigil: %d tensor(s) could not be read for --stats; the first: %s: %s\n", unreadable,
+                vg_code_name(first_err.code), first_err.msg);
+        rc = 1;
+    }
     return rc;
 }
 

@@ -111,8 +111,7 @@ int cli_read_scalars(const char *file, cli_scalar_fn fn, void *payload, int *dam
         }
         if (c == VG_DATA_LOSS) {
             fflush(stdout);
-            fprintf(stderr, "vigil: %s: corrupt record at offset %llu (%s): skipped\n", file,
-                    (unsigned long long)off, st.msg);
+            fprintf(stderr, "vigil: %s: skipped\n", st.msg); /* names the offset and the file */
             (*damaged)++;
             c = vg__tfrecord_reader_skip_corrupt(r, &st);
             if (c == VG_OUT_OF_RANGE) break;
@@ -189,7 +188,7 @@ int cli_events(int argc, char **argv) {
     for (int i = 0; i < nfiles; i++)
         if (cli_read_scalars(files[i], print_tsv, &c, &damaged) != 0) rc = 1;
     fflush(stdout);
-    if (damaged) fprintf(stderr, "vigil: %d damaged record(s) skipped\n", damaged);
+    if (damaged) fprintf(stderr, "vigil: %d damaged record(s) reported; the rest was printed\n", damaged);
     cli_free_list(files, nfiles);
     cli_free_list(c.tags, c.ntags);
     return rc;

@@ -68,6 +68,7 @@ typedef struct train_opts {
     int64_t epochs, steps, batch;
     const char *optimizer;
     double lr;
+    bool lr_decay; /* linear decay to 1% of lr at the last step */
     const char *ckpt_dir, *data_dir;
     int64_t save_ckpt_steps;
     double save_ckpt_secs;
@@ -84,9 +85,9 @@ static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t *o
 }
 
 static int parse_train_opts(int argc, char **argv, train_opts *o) {
-    *o = (train_opts){false, 5, -1, 64, NULL, -1, "runs/fmnist", "/usr/share/datasets/fashion-mnist", -1, -1,
+    *o = (train_opts){false, 5, -1, 64, NULL, -1, true, "runs/fmnist", "/usr/share/datasets/fashion-mnist", -1, -1,
                       100, 100, 1, 1, -1, false};
-    static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr",
+    static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr", "--lr-decay",
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
                                        "--threads", "--seed", "--train-limit"};
@@ -128,6 +129,10 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
             o->optimizer = v;
         } else if (!strcmp(name, "--lr")) {
             if (!cli_parse_double(v, &o->lr) || o->lr <= 0) rc = cli_usage_error("train", "--lr needs a positive number");
+        } else if (!strcmp(name, "--lr-decay")) {
+            if (!strcmp(v, "linear")) o->lr_decay = true;
+            else if (!strcmp(v, "none")) o->lr_decay = false;
+            else rc = cli_usage_error("train", "--lr-decay needs linear or none, got '%s'", v);
         } else if (!strcmp(name, "--checkpoint-dir")) {
             if (!*v) rc = cli_usage_error("train", "--checkpoint-dir needs a directory");
             o->ckpt_dir = v;

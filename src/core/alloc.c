@@ -58,12 +58,21 @@ static void *default_alloc(void *payload, size_t size, size_t align) {
         if (u) return u;
     }
     size_t a = align <= 16 && !big ? 16 : (align < 64 ? 64 : align);
-    if (size > SIZE_MAX - a) return NULL;
+    if (size > SIZE_MAX - 2 * a) return NULL;
     void *base = NULL;
-    if (a == 16) base = malloc(size + 16);
-    else if (posix_memalign(&base, a, size + a) != 0) base = NULL;
-    if (!base) return NULL;
-    char *u = (char *)base + a;
+    char *u;
+    if (a == 16) {
+        if (!(base = malloc(size + 16))) return NULL;
+        u = (char *)base + 16;
+    } else if (a == 64 && !big) {
+        /* small aligned blocks: malloc and align by hand (posix_memalign costs far more
+         * than malloc's fast path, and small tensors are allocated on every run) */
+        if (!(base = malloc(size + 64 + sizeof(blk_hdr)))) return NULL;
+        u = (char *)(((uintptr_t)base + sizeof(blk_hdr) + 63) & ~(uintptr_t)63);
+    } else {
+        if (posix_memalign(&base, a, size + a) != 0) return NULL;
+        u = (char *)base + a;
+    }
     blk_hdr *h = (blk_hdr *)(u - sizeof(blk_hdr));
     h->base = base;
     h->size = size | (big ? CACHEABLE : 0);

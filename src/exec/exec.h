@@ -30,6 +30,7 @@ typedef struct vg__node {
     bool is_var_read;    /* VariableV2 read by the executor itself */
     vg__var *var;        /* for is_var_read */
     bool *out_fed;       /* per output: value comes from a feed (NULL if none) */
+    vg_tensor *const_value; /* Const: its value (borrowed from the graph) */
 } vg__node;
 
 typedef struct vg__run_state vg__run_state;
@@ -92,5 +93,7 @@ VG_HIDDEN void vg__plan_free(vg__plan *p);
 VG_HIDDEN vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
                                vg_tensor **out, vg_run_metadata *md, vg_status *st);
 VG_HIDDEN vg__var *vg__session_var(vg_session *s, const vg_op *op);
+/* Hash of a plan key (ints). */
+VG_HIDDEN uint64_t vg__plan_key_hash(const int *key, int n);
 
 #endif

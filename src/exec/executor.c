@@ -191,7 +191,15 @@ done:
     return ok;
 }
 
-static uint64_t key_hash(const int *key, int n) { return vg__hash_bytes(key, sizeof(int) * (size_t)n, 7); }
+uint64_t vg__plan_key_hash(const int *key, int n) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
+    for (int i = 0; i < n; i++) {
+        h ^= (uint32_t)key[i];
+        h *= 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+    }
+    return h;
+}
 
 vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const vg_output *fetches, int nfetches,
                        vg_op *const *targets, int ntargets, vg__plan **out, vg_status *st) {
@@ -307,6 +315,10 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
             n->is_var_read = true;
             n->var = vg__session_var(s, op);
         }
+        if (op->def->flags & VG__OP_CONST) {
+            vg__attr *a = vg__op_find_attr(op, "value");
+            if (a && a->type == VG_ATTR_TENSOR) n->const_value = a->u.tensor;
+        }
         for (int k = 0; k < op->noutputs; k++) {
             if (b.feed_of[b.out_off[i] + k] < 0) continue;
             if (!n->out_fed && !(n->out_fed = vg__calloc((size_t)op->noutputs, sizeof(bool)))) goto oom;
@@ -372,7 +384,7 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
         for (int i = 0; i < nfeeds; i++) p->key[k++] = feeds[i].op->id, p->key[k++] = feeds[i].index;
         for (int i = 0; i < nfetches; i++) p->key[k++] = fetches[i].op->id, p->key[k++] = fetches[i].index;
         for (int i = 0; i < ntargets; i++) p->key[k++] = targets[i]->id;
-        p->hash = key_hash(p->key, p->nkey);
+        p->hash = vg__plan_key_hash(p->key, p->nkey);
     }
     *out = p;
     p = NULL;
@@ -510,8 +522,7 @@ static vg_code exec_node(vg__run_state *rs, vg__node *n, bool atomic, vg_status 
         if (!outs[0])
             rc = vg_status_set(st, VG_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", n->op->name);
     } else if (n->def->flags & VG__OP_CONST) {
-        vg__attr *a = vg__op_find_attr(n->op, "value");
-        outs[0] = a && a->type == VG_ATTR_TENSOR ? vg_tensor_ref(a->u.tensor) : NULL;
+        outs[0] = vg_tensor_ref(n->const_value);
         if (!outs[0]) rc = vg_status_set(st, VG_INTERNAL, "Const without a value");
     } else if (!n->def->kernel) {
         rc = vg_status_set(st, VG_UNIMPLEMENTED, "no CPU kernel for op type %s", n->def->type);

@@ -225,7 +225,7 @@ vg_code vg_session_run(vg_session *s, const vg_run_options *ro, const vg_output 
     for (int i = 0; i < nfeeds; i++) key[k++] = feeds[i].op ? feeds[i].op->id : -1, key[k++] = feeds[i].index;
     for (int i = 0; i < nfetches; i++) key[k++] = fetches[i].op ? fetches[i].op->id : -1, key[k++] = fetches[i].index;
     for (int i = 0; i < ntargets; i++) key[k++] = targets[i] ? targets[i]->id : -1;
-    uint64_t h = vg__hash_bytes(key, sizeof(int) * (size_t)nkey, 7);
+    uint64_t h = vg__plan_key_hash(key, nkey);
 
     pthread_mutex_lock(&s->mu);
     if (atomic_load(&s->closing)) {

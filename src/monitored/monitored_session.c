@@ -33,7 +33,7 @@ struct vg_step_context {
 
 typedef struct hook_slot {
     vg_run_args args;   /* what before_run returned this step */
-    int fetch_off;      /* offset of its fetches in the merged fetch list */
+    int fetch_off;      /* offset of its fetches in hook_map / hook_results */
 } hook_slot;
 
 struct vg_monitored_session {
@@ -55,6 +55,10 @@ struct vg_monitored_session {
     int fetches_cap;
     vg_tensor **results;
     int results_cap;
+    int *hook_map;            /* hooks' fetches -> index in the merged (deduplicated) fetches */
+    int hook_map_cap;
+    vg_tensor **hook_results; /* per-hook views of the results */
+    int hook_results_cap;
     vg_output *feeds;
     vg_tensor **feed_vals;
     int feeds_cap, feed_vals_cap;
@@ -197,7 +201,7 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
             for (int i = 0; i < opts.ndebug_watches; i++) ms->watches[nwatch++] = opts.debug_watches[i];
         }
     }
-    int nfetch = a->nfetches, nfeed = 0, ntarget = a->ntargets;
+    int nfetch = a->nfetches, nfeed = 0, ntarget = a->ntargets, nmap = 0;
     if (!grow((void **)&ms->fetches, &ms->fetches_cap, nfetch + 1, sizeof(vg_output)) ||
         !grow((void **)&ms->targets, &ms->targets_cap, ntarget + 1, sizeof(vg_op *)))
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory merging run arguments");
@@ -215,10 +219,19 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
         vg_run_args *r = &sl->args;
         if (r->nfetches > 0 || r->ntargets > 0) {
             if (!grow((void **)&ms->fetches, &ms->fetches_cap, nfetch + r->nfetches + 1, sizeof(vg_output)) ||
-                !grow((void **)&ms->targets, &ms->targets_cap, ntarget + r->ntargets + 1, sizeof(vg_op *)))
+                !grow((void **)&ms->targets, &ms->targets_cap, ntarget + r->ntargets + 1, sizeof(vg_op *)) ||
+                !grow((void **)&ms->hook_map, &ms->hook_map_cap, nmap + r->nfetches + 1, sizeof(int)))
                 return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory merging run arguments");
-            sl->fetch_off = nfetch;
-            for (int i = 0; i < r->nfetches; i++) ms->fetches[nfetch++] = r->fetches[i];
+            sl->fetch_off = nmap;
+            /* several hooks fetch the same tensor (the global step): fetch it once */
+            for (int i = 0; i < r->nfetches; i++) {
+                int k = 0;
+                while (k < nfetch && !(ms->fetches[k].op == r->fetches[i].op &&
+                                       ms->fetches[k].index == r->fetches[i].index))
+                    k++;
+                if (k == nfetch) ms->fetches[nfetch++] = r->fetches[i];
+                ms->hook_map[nmap++] = k;
+            }
             for (int i = 0; i < r->ntargets; i++) ms->targets[ntarget++] = r->targets[i];
         }
         if (r->nfeeds > 0) {
@@ -260,7 +273,8 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
         vg_run_metadata_clear(ms->md);
         md = ms->md;
     }
-    if (!grow((void **)&ms->results, &ms->results_cap, nfetch + 1, sizeof(vg_tensor *)))
+    if (!grow((void **)&ms->results, &ms->results_cap, nfetch + 1, sizeof(vg_tensor *)) ||
+        !grow((void **)&ms->hook_results, &ms->hook_results_cap, nmap + 1, sizeof(vg_tensor *)))
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory (results)");
     vg_code rc = vg_session_run(ms->sess, &opts, feeds, feed_vals, total_feeds, ms->fetches, ms->results, nfetch,
                                 ms->targets, ntarget, md, st);
@@ -271,7 +285,9 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
         hook_slot *sl = &ms->slots[h];
         vg_run_values v = {NULL, 0, &opts, md};
         if (sl->fetch_off >= 0 && sl->args.nfetches > 0) {
-            v.results = ms->results + sl->fetch_off;
+            for (int i = 0; i < sl->args.nfetches; i++)
+                ms->hook_results[sl->fetch_off + i] = ms->results[ms->hook_map[sl->fetch_off + i]];
+            v.results = ms->hook_results + sl->fetch_off;
             v.nresults = sl->args.nfetches;
         }
         rc = hk->after_run(hk->payload, &ctx, &v, st);
@@ -516,6 +532,8 @@ void vg_monitored_session_free(vg_monitored_session *ms) {
     vg_free(ms->slots);
     vg_free(ms->fetches);
     vg_free(ms->results);
+    vg_free(ms->hook_map);
+    vg_free(ms->hook_results);
     vg_free(ms->feeds);
     vg_free(ms->feed_vals);
     vg_free(ms->targets);

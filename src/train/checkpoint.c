@@ -32,15 +32,17 @@ static bool file_exists(const char *path) {
     return stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode);
 }
 
+/* No allocation for the usual path lengths: an out-of-memory condition must not make
+ * a checkpoint look absent. */
 bool vg_checkpoint_exists(const char *prefix) {
     if (!prefix || !*prefix) return false;
     size_t n = strlen(prefix);
-    char *idx = vg__malloc(n + 7);
-    if (!idx) return false;
+    char local[4096], *idx = n + 7 <= sizeof local ? local : vg__malloc(n + 7);
+    if (!idx) return file_exists(prefix);
     memcpy(idx, prefix, n);
     memcpy(idx + n, ".index", 7);
     bool ok = file_exists(idx) || file_exists(prefix); /* V2 index, else a V1 file */
-    vg__free(idx);
+    if (idx != local) vg__free(idx);
     return ok;
 }
 
