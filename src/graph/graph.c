@@ -17,7 +17,7 @@ static void attr_clear(vg__attr *a) {
     case VG_ATTR_STRING: vg__free(a->u.s.p); break;
     case VG_ATTR_TENSOR: vg_tensor_free(a->u.tensor); break;
     case VG_ATTR_STRING_LIST:
-        for (int i = 0; i < a->u.list.n; i++) vg__free(((char **)a->u.list.p)[i]);
+        for (int i = 0; a->u.list.p && i < a->u.list.n; i++) vg__free(((char **)a->u.list.p)[i]);
         vg__free(a->u.list.p);
         break;
     case VG_ATTR_INT_LIST: case VG_ATTR_FLOAT_LIST: case VG_ATTR_TYPE_LIST: case VG_ATTR_SHAPE_LIST:
@@ -57,7 +57,10 @@ static bool attr_copy(vg__attr *dst, const vg__attr *src) {
     default: return true;
     }
     dst->u.list.p = vg__malloc(esz * (size_t)(src->u.list.n ? src->u.list.n : 1));
-    if (!dst->u.list.p) goto oom;
+    if (!dst->u.list.p) {
+        dst->u.list.n = 0;
+        goto oom;
+    }
     if (src->u.list.n) memcpy(dst->u.list.p, src->u.list.p, esz * (size_t)src->u.list.n);
     return true;
 oom:
