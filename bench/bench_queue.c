@@ -6,9 +6,10 @@
  *
  * Prints one JSON line:
  *   {"bench":"queue_shuffle_batch","batches_per_s":...,"records_per_s":...,...}
- * Options: --threads N (enqueue threads, default 2), --read N (records per
- * IdxRecord run, default 256), --capacity N (default 10000), --min-after N (default
- * 5000), --seconds S (measured time, default 3), --data DIR. */
+ * Options: --threads N (enqueue threads; default one per 4 cores, 1..4), --read N
+ * (records per IdxRecord run, default 256), --capacity N (default 10000), --min-after
+ * N (default 5000), --seconds S (measured time, default 3), --data DIR.
+ * Runs give up after 30 s (DEADLINE_EXCEEDED) rather than hang if the pipeline stalls. */
 #include "vigil/ops.h"
 #include "vigil/queue.h"
 #include "vigil/session.h"
@@ -31,7 +32,9 @@ static int die(const char *what, const vg_status *st) {
 }
 
 int main(int argc, char **argv) {
-    int threads = 2, read = 256, capacity = 10000, min_after = 5000, batch = 64;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = (int)(cores / 4 < 1 ? 1 : cores / 4 > 4 ? 4 : cores / 4);
+    int read = 256, capacity = 10000, min_after = 5000, batch = 64;
     double seconds = 3;
     const char *dir = "/usr/share/datasets/fashion-mnist";
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -71,10 +74,12 @@ int main(int argc, char **argv) {
     if (vg_start_queue_runners(s, c, &st) != VG_OK) return die("queue runners", &st);
 
     vg_tensor *out[2];
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.timeout_in_ms = 30000; /* a stalled pipeline fails instead of hanging */
     /* warm-up: file loading and filling the shuffle buffer above min_after_dequeue */
     double t0 = now_s();
     for (int i = 0; i < 200; i++) {
-        if (vg_session_run(s, NULL, NULL, NULL, 0, outs, out, 2, NULL, 0, NULL, &st) != VG_OK)
+        if (vg_session_run(s, &ro, NULL, NULL, 0, outs, out, 2, NULL, 0, NULL, &st) != VG_OK)
             return die("dequeue", &st);
         vg_tensor_free(out[0]);
         vg_tensor_free(out[1]);
@@ -86,7 +91,7 @@ int main(int argc, char **argv) {
     double t1 = t0;
     while (t1 - t0 < seconds) {
         for (int i = 0; i < 100; i++, n++) {
-            if (vg_session_run(s, NULL, NULL, NULL, 0, outs, out, 2, NULL, 0, NULL, &st) != VG_OK)
+            if (vg_session_run(s, &ro, NULL, NULL, 0, outs, out, 2, NULL, 0, NULL, &st) != VG_OK)
                 return die("dequeue", &st);
             checksum += ((const float *)vg_tensor_data(out[0]))[400] + (double)((const int64_t *)vg_tensor_data(out[1]))[0];
             vg_tensor_free(out[0]);
@@ -100,7 +105,7 @@ int main(int argc, char **argv) {
     printf("{\"bench\":\"queue_shuffle_batch\",\"batches_per_s\":%.1f,\"records_per_s\":%.0f,\"batch\":%d,"
            "\"enqueue_threads\":%d,\"read\":%d,\"capacity\":%d,\"min_after_dequeue\":%d,\"warmup_s\":%.2f,"
            "\"cores\":%ld,\"checksum\":%.1f}\n",
-           bps, bps * batch, batch, threads, read, capacity, min_after, warm, sysconf(_SC_NPROCESSORS_ONLN),
+           bps, bps * batch, batch, threads, read, capacity, min_after, warm, cores,
            checksum);
     vg_coord_free(c);
     vg_session_free(s);

@@ -494,6 +494,44 @@ static void test_graphdef__meta_graph_round_trip(void) {
     vg_graph_free(g);
 }
 
+/* queue_runners: QueueRunnerDef bytes from the graph's queue runner defs. */
+static void test_graphdef__meta_queue_runners(void) {
+    vg_graph *g = vg_graph_new();
+    vg_op *q = vg_no_op(g, "input_producer"), *e1 = vg_no_op(g, "enq"), *e2 = vg_no_op(g, "enq_1");
+    vg_op *cl = vg_no_op(g, "close"), *ca = vg_no_op(g, "cancel");
+    vg_op *enq[2] = {e1, e2};
+    vg_queue_runner_def def = {q, enq, 2, cl, ca};
+    vg_status st;
+    CHECK_OK(vg_graph_add_queue_runner(g, &def), &st);
+    void *bytes;
+    size_t len;
+    CHECK_OK(vg_graph_to_meta_graph(g, NULL, &bytes, &len, &st), &st);
+    meta_info m;
+    parse_meta(bytes, len, &m);
+    CHECK(m.saver == NULL);
+    CHECK_EQ_INT(m.nkeys, 1);
+    if (m.nkeys == 1) {
+        CHECK(strcmp(m.keys[0], "queue_runners") == 0);
+        size_t n1, n2;
+        const uint8_t *bl = sub_of(m.coll[0], m.coll_len[0], 2, &n1);
+        const uint8_t *qr = sub_of(bl, n1, 1, &n2);
+        char buf[256];
+        strings_of(qr, n2, 1, buf, sizeof buf);
+        CHECK(strcmp(buf, "input_producer") == 0);
+        strings_of(qr, n2, 2, buf, sizeof buf);
+        CHECK(strcmp(buf, "enq,enq_1") == 0);
+        strings_of(qr, n2, 3, buf, sizeof buf);
+        CHECK(strcmp(buf, "close") == 0);
+        strings_of(qr, n2, 4, buf, sizeof buf);
+        CHECK(strcmp(buf, "cancel") == 0);
+        /* queue_closed_exception_types: [OUT_OF_RANGE] packed */
+        static const uint8_t tail[] = {0x2a, 0x01, 0x0b};
+        CHECK(n2 >= 3 && memcmp(qr + n2 - 3, tail, 3) == 0);
+    }
+    vg_free(bytes);
+    vg_graph_free(g);
+}
+
 static void test_graphdef__write_file_atomic(void) {
     char dir[] = "/tmp/vg_gd_XXXXXX", path[256];
     CHECK(mkdtemp(dir) != NULL);
@@ -518,6 +556,7 @@ int main(void) {
     RUN_TEST(test_graphdef__text_format);
     RUN_TEST(test_graphdef__text_values);
     RUN_TEST(test_graphdef__meta_graph_round_trip);
+    RUN_TEST(test_graphdef__meta_queue_runners);
     RUN_TEST(test_graphdef__write_file_atomic);
     TEST_MAIN_END();
 }

@@ -525,6 +525,24 @@ static void test_nn__grad_pools(void) {
         }
 }
 
+/* Conv and pools whose shapes are unknown at build time: the gradient ops take their
+ * sizes from Shape ops at run time. */
+static void test_nn__grad_unknown_shapes(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output xs[2] = {vg_placeholder(g, VG_DOUBLE, NULL, -1, "x"), vg_placeholder(g, VG_DOUBLE, NULL, -1, "f")};
+    int64_t xd[4] = {2, 4, 4, 2}, fd[4] = {3, 3, 2, 2}, s2[4] = {1, 2, 2, 1}, k2[4] = {1, 2, 2, 1};
+    double *x = randv(64, 121), *f = randv(36, 122);
+    vg_tensor *vals[2] = {tens(VG_DOUBLE, xd, 4, x), tens(VG_DOUBLE, fd, 4, f)};
+    vg_output c = vg_conv2d(g, xs[0], xs[1], s2, "SAME", NULL);
+    c = vg_add(g, vg_max_pool(g, c, k2, k2, "SAME", NULL), vg_avg_pool(g, c, k2, k2, "SAME", NULL), NULL);
+    CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, c, GC_EPS, GC_TOL), 0);
+    vg_tensor_free(vals[0]);
+    vg_tensor_free(vals[1]);
+    free(x);
+    free(f);
+    vg_graph_free(g);
+}
+
 /* The CNN of the benchmark, small: conv-relu-pool twice, dense, xent; gradients run
  * with 2 threads and have the variables' shapes. */
 static void test_nn__cnn_gradients_run(void) {
@@ -708,6 +726,7 @@ int main(void) {
     RUN_TEST(test_nn__grad_conv2d);
     RUN_TEST(test_nn__grad_conv2d_backprops);
     RUN_TEST(test_nn__grad_pools);
+    RUN_TEST(test_nn__grad_unknown_shapes);
     RUN_TEST(test_nn__cnn_gradients_run);
     RUN_TEST(test_nn__conv_concurrent_runs);
     RUN_TEST(test_nn__conv_alloc_failures);

@@ -641,6 +641,21 @@ static void test_nn__grad_xent(void) {
     vg_graph_free(g);
 }
 
+/* Gradients built while the shapes are unknown (rank -1): axes come from run time. */
+static void test_nn__grad_unknown_shapes(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output x = vg_placeholder(g, VG_DOUBLE, NULL, -1, "x"), l = vg_placeholder(g, VG_DOUBLE, NULL, -1, "l");
+    vg_op *xe = vg_softmax_xent(g, x, l, NULL);
+    vg_output y = vg_add(g, vg_add(g, vg_softmax(g, x, NULL), vg_log_softmax(g, x, NULL), NULL),
+                         vg_expand_dims(g, vg_out(xe, 0), 1, NULL), NULL);
+    vg_tensor *xt = tens(VG_DOUBLE, (int64_t[]){2, 3}, 2, (double[]){0.1, 0.5, -0.3, 1.2, 0.7, -1});
+    vg_tensor *lt = tens(VG_DOUBLE, (int64_t[]){2, 3}, 2, (double[]){0.2, 0.3, 0.5, 1, 0, 0});
+    CHECK_EQ_INT(vg_gradcheck_ex(g, &x, &xt, 1, &l, &lt, 1, y, GC_EPS, GC_TOL), 0);
+    vg_tensor_free(xt);
+    vg_tensor_free(lt);
+    vg_graph_free(g);
+}
+
 /* The MLP's forward + backward through the gradient builders, 2 threads, float32:
  * a smoke test that the gradient graph of a Dense-Relu-Dense-xent model runs. */
 static void test_nn__mlp_gradients_run(void) {
@@ -760,6 +775,7 @@ int main(void) {
     RUN_TEST(test_nn__grad_activations);
     RUN_TEST(test_nn__grad_bias_add);
     RUN_TEST(test_nn__grad_xent);
+    RUN_TEST(test_nn__grad_unknown_shapes);
     RUN_TEST(test_nn__mlp_gradients_run);
     RUN_TEST(test_nn__alloc_failures);
     TEST_MAIN_END();

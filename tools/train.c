@@ -41,10 +41,11 @@ static const char *train_help =
     "  --epochs N                   epochs over the training set (default 5)\n"
     "  --steps N                    stop at global step N at the latest\n"
     "  --batch-size N               (default 64)\n"
-    "  --optimizer sgd|momentum|adam|rmsprop\n"
-    "                               (default: sgd for mlp, adam for cnn)\n"
-    "  --lr X                       learning rate (default: 0.1 sgd, 0.01 momentum,\n"
-    "                               0.001 adam and rmsprop)\n"
+    "  --optimizer sgd|momentum|adam|rmsprop   (default adam)\n"
+    "  --lr X                       learning rate (default: adam 0.002 for mlp and\n"
+    "                               0.001 for cnn, sgd 0.1, momentum 0.01, rmsprop 0.001)\n"
+    "  --lr-decay linear|none       linear: decay to lr/100 at the end of the last\n"
+    "                               epoch (tf.train.polynomial_decay; default)\n"
     "  --checkpoint-dir DIR         (default runs/fmnist)\n"
     "  --data-dir DIR               (default /usr/share/datasets/fashion-mnist)\n"
     "  --save-checkpoint-secs S     checkpoint every S seconds (default 600)\n"
@@ -163,8 +164,13 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
     }
     if (ck_steps_set && ck_secs_set)
         return cli_usage_error("train", "give --save-checkpoint-steps or --save-checkpoint-secs, not both");
-    if (!o->optimizer) o->optimizer = o->cnn ? "adam" : "sgd";
-    if (o->lr < 0) o->lr = !strcmp(o->optimizer, "sgd") ? 0.1 : !strcmp(o->optimizer, "momentum") ? 0.01 : 1e-3;
+    if (!o->optimizer) o->optimizer = "adam";
+    if (o->lr < 0) {
+        if (!strcmp(o->optimizer, "sgd")) o->lr = 0.1;
+        else if (!strcmp(o->optimizer, "momentum")) o->lr = 0.01;
+        else if (!strcmp(o->optimizer, "adam")) o->lr = o->cnn ? 1e-3 : 2e-3;
+        else o->lr = 1e-3;
+    }
     if (!ck_steps_set && !ck_secs_set) o->save_ckpt_secs = 600;
     return 0;
 }
@@ -305,12 +311,29 @@ static vg_output preprocess(vg_graph *g, vg_output images, bool cnn) {
     return vg_reshape_c(g, x, (const int64_t[]){-1, 784}, 2, "images");
 }
 
+/* tf.train.polynomial_decay(lr, global_step, decay_steps, end = lr / 100, power 1):
+ * lr decays linearly to 1% of itself at decay_steps and stays there. */
+static vg_output linear_decay(vg_graph *g, double lr, vg_output step, int64_t decay_steps) {
+    vg_graph_push_scope(g, "PolynomialDecay");
+    float end = (float)(lr / 100);
+    vg_output frac = vg_minimum(g, vg_div(g, vg_cast(g, step, VG_FLOAT, NULL),
+                                          vg_const_f32(g, (float)decay_steps, "decay_steps"), NULL),
+                                vg_const_f32(g, 1.0f, "one"), NULL);
+    vg_output rest = vg_sub(g, vg_const_f32(g, 1.0f, "one_1"), frac, NULL);
+    vg_output out = vg_add(g, vg_mul(g, vg_const_f32(g, (float)lr - end, "range"), rest, NULL),
+                           vg_const_f32(g, end, "end_learning_rate"), "learning_rate");
+    vg_graph_pop_scope(g);
+    return out;
+}
+
 static vg_code build_train_graph(const train_opts *o, const data_files *d, int64_t n_train, int64_t num_epochs,
-                                 int64_t seed, train_graph *tg, vg_status *st) {
+                                 int64_t decay_steps, int64_t seed, train_graph *tg, vg_status *st) {
     vg_graph *g = tg->g = vg_graph_new();
     if (!g) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the graph");
     vg_graph_set_seed(g, seed);
     vg_output gs = vg_get_or_create_global_step(g);
+    tg->step = vg_variable_snapshot(gs.op);
+    if (!tg->step.op) tg->step = vg_identity(g, gs, "global_step_value");
     /* input pipeline */
     const int chunk = 256;
     vg_output idx_q = vg_range_input_producer(g, n_train, num_epochs, true, 0, 2 * chunk, "input_producer");
@@ -327,6 +350,11 @@ static vg_code build_train_graph(const train_opts *o, const data_files *d, int64
     tg->accuracy = vg_reduce_mean(g, vg_cast(g, correct, VG_FLOAT, NULL), NULL, -1, false, "batch_accuracy");
     vg_optimizer *opt = make_optimizer(o);
     if (!opt) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the optimizer");
+    if (o->lr_decay) {
+        vg_output lr = linear_decay(g, o->lr, tg->step, decay_steps);
+        vg_optimizer_set_learning_rate_tensor(opt, lr);
+        vg_summary_scalar(g, "learning_rate", lr);
+    }
     tg->train_op = vg_optimizer_minimize(opt, g, tg->loss, NULL, 0, gs, NULL);
     vg_optimizer_free(opt);
     /* summaries: loss, accuracy, kernel histograms (MonitoredTrainingSession adds
@@ -348,8 +376,6 @@ static vg_code build_train_graph(const train_opts *o, const data_files *d, int64
         snprintf(tag, sizeof tag, "weights/%.*s", (int)(strlen(name) - 7), name);
         vg_summary_histogram(g, tag, vg_variable_snapshot(kernels[i].op));
     }
-    tg->step = vg_variable_snapshot(gs.op);
-    if (!tg->step.op) tg->step = vg_identity(g, gs, "global_step_value");
     return vg_graph_status(g, st);
 }
 
@@ -360,9 +386,14 @@ static vg_code build_train_graph(const train_opts *o, const data_files *d, int64
 typedef struct stop_hook {
     vg_output step;
     int64_t final_step; /* -1 unknown */
+    int64_t runs;       /* steps run by this process */
+    double t_first, t_last; /* when the first and the last step finished */
 } stop_hook;
 
 static vg_code stop_after_run(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
+    stop_hook *h = p;
+    h->t_last = now_s();
+    if (h->runs++ == 0) h->t_first = h->t_last;
     if (g_signal) vg_run_context_request_stop(ctx);
     return VG_OK;
 }
@@ -379,6 +410,7 @@ static vg_code stop_end(void *p, vg_session *sess, vg_status *st) {
 /* The live progress line on a terminal: at most 10 updates a second. */
 typedef struct progress_hook {
     vg_output fetches[3]; /* loss, accuracy, step */
+    double loss, acc;     /* last values shown */
     bool want;
     double last_print, prev_t, rate;
     int64_t prev_step, last_step, steps_per_epoch, epochs;
@@ -406,6 +438,20 @@ static void fmt_eta(char *buf, size_t len, double secs) {
     else snprintf(buf, len, "%ld:%02ld", s / 60, s % 60);
 }
 
+static void progress_print(progress_hook *h, int64_t step) {
+    int64_t epoch = h->steps_per_epoch > 0 ? (step - 1) / h->steps_per_epoch + 1 : 1;
+    if (epoch > h->epochs) epoch = h->epochs;
+    if (epoch < 1) epoch = 1;
+    char eta[32], rate[64];
+    fmt_eta(eta, sizeof eta, h->rate > 0 ? (double)(h->last_step - step) / h->rate : NAN);
+    if (h->rate > 0) snprintf(rate, sizeof rate, "%.0f steps/s (%.0f samples/s)", h->rate, h->rate * (double)h->batch);
+    else snprintf(rate, sizeof rate, "- steps/s");
+    printf("\r\033[Kstep %lld/%lld  epoch %lld/%lld  loss %.4f  acc %.3f  %s  ETA %s", (long long)step,
+           (long long)h->last_step, (long long)epoch, (long long)h->epochs, h->loss, h->acc, rate, eta);
+    fflush(stdout);
+    g_live_line = 1;
+}
+
 static vg_code progress_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
     progress_hook *h = p;
     if (!h->want || v->nresults < 3) return VG_OK;
@@ -418,20 +464,20 @@ static vg_code progress_after(void *p, vg_run_context *ctx, const vg_run_values 
     h->prev_step = step;
     h->prev_t = t;
     h->last_print = t;
-    int64_t epoch = h->steps_per_epoch > 0 ? (step - 1) / h->steps_per_epoch + 1 : 1;
-    if (epoch > h->epochs) epoch = h->epochs;
-    char eta[32];
-    fmt_eta(eta, sizeof eta, h->rate > 0 ? (double)(h->last_step - step) / h->rate : NAN);
-    printf("\r\033[Kstep %lld/%lld  epoch %lld/%lld  loss %.4f  acc %.3f  %.0f steps/s (%.0f samples/s)  ETA %s",
-           (long long)step, (long long)h->last_step, (long long)epoch, (long long)h->epochs,
-           vg_tensor_scalar(v->results[0]), vg_tensor_scalar(v->results[1]), h->rate,
-           h->rate * (double)h->batch, eta);
-    fflush(stdout);
-    g_live_line = 1;
+    h->loss = vg_tensor_scalar(v->results[0]);
+    h->acc = vg_tensor_scalar(v->results[1]);
+    progress_print(h, step);
     return VG_OK;
 }
 
+/* The final state of the line (the step reached), then a newline. */
 static vg_code progress_end(void *p, vg_session *sess, vg_status *st) {
+    progress_hook *h = p;
+    vg_tensor *t = NULL;
+    vg_status ignore;
+    if (sess && g_live_line && vg_session_run1(sess, h->fetches[2], &t, &ignore) == VG_OK)
+        progress_print(h, (int64_t)vg_tensor_scalar(t));
+    vg_tensor_free(t);
     if (g_live_line) {
         putchar('\n');
         fflush(stdout);
@@ -547,6 +593,14 @@ static vg_code checkpoint_step(const char *dir, char *prefix, size_t len, int64_
     return VG_OK;
 }
 
+/* A restore that fails on names or shapes: the directory holds another model's
+ * checkpoints. */
+static void restore_hint(const train_opts *o, const vg_status *st, bool had_checkpoint) {
+    if (had_checkpoint && (st->code == VG_NOT_FOUND || st->code == VG_INVALID_ARGUMENT))
+        fprintf(stderr, "vigil: the checkpoints in %s do not fit --model %s (written by another model or "
+                        "version?); pass another --checkpoint-dir\n", o->ckpt_dir, o->cnn ? "cnn" : "mlp");
+}
+
 /* Trains until the data, the step limit or a signal ends it. Returns the exit status. */
 static int run_training(const train_opts *o, const data_files *d, int64_t n_train, int64_t start_step,
                         int64_t last_step, double t_start) {
@@ -559,11 +613,11 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
      * checkpointed in TF either), deterministically for a given seed and start. */
     int64_t seed = start_step ? (int64_t)(((uint64_t)o->seed * 1000003u) ^ (uint64_t)start_step) & INT64_MAX : o->seed;
     train_graph tg = {NULL, NULL, {NULL, 0}, {NULL, 0}, {NULL, 0}};
-    if (build_train_graph(o, d, n_train, num_epochs, seed, &tg, &st) != VG_OK) {
+    if (build_train_graph(o, d, n_train, num_epochs, o->epochs * spe, seed, &tg, &st) != VG_OK) {
         vg_graph_free(tg.g);
         return cli_fail_status(&st);
     }
-    stop_hook sh = {tg.step, -1};
+    stop_hook sh = {tg.step, -1, 0, 0, 0};
     progress_hook ph;
     memset(&ph, 0, sizeof ph);
     ph.fetches[0] = tg.loss;
@@ -622,7 +676,9 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     if (!ms) {
         vg_graph_free(tg.g);
         vg_file_writer_cache_clear();
-        return cli_fail_status(&st);
+        cli_fail_status(&st);
+        restore_hint(o, &st, start_step > 0);
+        return 1;
     }
     note("training from step %lld to step %lld (%.1f s to start)", (long long)start_step, (long long)last_step,
          now_s() - t_start);
@@ -644,11 +700,13 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     vg_graph_free(tg.g);
     vg_file_writer_cache_clear();
     if (rc != VG_OK) return cli_fail_status(&st);
-    int64_t steps = sh.final_step >= 0 ? sh.final_step - start_step : 0;
-    note("%s at step %lld: %lld steps in %.2f s (%.1f steps/s, %.0f samples/s)%s",
+    double steady = sh.t_last - sh.t_first;
+    note("%s at step %lld: %lld steps in %.2f s; first step done %.3f s after start; after it %.1f steps/s "
+         "(%.0f samples/s)",
          g_signal ? "stopped by signal" : loop_rc == VG_OUT_OF_RANGE ? "input exhausted" : "done",
-         (long long)sh.final_step, (long long)steps, secs, secs > 0 ? steps / secs : 0.0,
-         secs > 0 ? steps * (double)o->batch / secs : 0.0, "");
+         (long long)sh.final_step, (long long)sh.runs, secs, sh.runs ? sh.t_first - t_start : 0.0,
+         sh.runs > 1 && steady > 0 ? (double)(sh.runs - 1) / steady : 0.0,
+         sh.runs > 1 && steady > 0 ? (double)(sh.runs - 1) * (double)o->batch / steady : 0.0);
     return 0;
 }
 
@@ -705,7 +763,11 @@ int cli_train(int argc, char **argv) {
         note("evaluation skipped: interrupted by a signal");
         return 0;
     }
-    if (rc != VG_OK) return cli_fail_status(&st);
+    if (rc != VG_OK) {
+        cli_fail_status(&st);
+        restore_hint(&o, &st, true);
+        return 1;
+    }
     note("evaluated %s on the test set in %.2f s", prefix, now_s() - te);
     printf("test_accuracy=%.4f\n", acc);
     return 0;

@@ -2,9 +2,18 @@
  * vigil/graphdef.h - GraphDef and MetaGraphDef export in TensorFlow's formats
  * (binary protobuf and text format), for .meta files, graph.pbtxt and TensorBoard.
  *
- * Nodes are written with TF's op types, inputs ("name", "name:1", "^ctrl"), device and
- * attrs (T, dtype, shape, value, ...); versions {producer: 27} (TF 1.15's GraphDef
- * version is 134; vigil writes the producer it is compatible with, see graphdef.c).
+ * Nodes are written in creation order with TF's op types, inputs ("name", "name:1",
+ * "^ctrl"), device and attrs (T, dtype, shape, value, ...; sorted by name, as TF's
+ * deterministic serialization); versions {producer: 27} (TF 1.15's GraphDef version is
+ * 134; vigil writes the producer it is compatible with, see graphdef.c). Const values
+ * follow TF's make_tensor_proto (typed field for one element, tensor_content for more;
+ * an all-equal tensor is written as one value with its full shape).
+ *
+ *     void *pb; size_t n;
+ *     if (vg_graph_to_graphdef(g, &pb, &n, &st) == VG_OK) {
+ *         vg_write_file_atomic("graph.pb", pb, n, &st);
+ *         vg_free(pb);
+ *     }
  */
 #ifndef VIGIL_GRAPHDEF_H
 #define VIGIL_GRAPHDEF_H
@@ -32,9 +41,13 @@ typedef struct vg_saver_def {
 } vg_saver_def;
 
 /* Serialized MetaGraphDef: meta_info_def (tags none, tensorflow_version "1.15.0" for
- * compatibility, any_info none), graph_def, saver_def (may be NULL), collection_def
- * (node lists for op collections, VariableDefs as bytes lists for variable collections,
- * as TF writes them). Free with vg_free. Fails with RESOURCE_EXHAUSTED. */
+ * compatibility, any_info none, no stripped_op_list), graph_def (with "_output_shapes"
+ * on every node, as TF's export_meta_graph), saver_def (may be NULL), collection_def in
+ * key order, empty collections skipped, as TF writes them: VariableDefs (bytes_list) for
+ * variables / trainable_variables / local_variables / model_variables / global_step,
+ * QueueRunnerDefs for queue_runners, SaverDefs for savers, op names (node_list) for
+ * train_op / init_op / local_init_op / update_ops and for ops without outputs, tensor
+ * names ("loss:0") otherwise. Free with vg_free. Fails with RESOURCE_EXHAUSTED. */
 VG_API vg_code vg_graph_to_meta_graph(const vg_graph *g, const vg_saver_def *saver_def, void **bytes, size_t *len,
                                       vg_status *st);
 /* Writes a file atomically (temp name, fsync, rename). Fails with the OS error mapped

@@ -10,14 +10,33 @@
  *     const char *last = vg_latest_checkpoint("runs/m", buf, sizeof buf);
  *     if (last) vg_saver_restore(saver, sess, last, &st);
  *
+ * Files of checkpoint P (byte layouts in shared/docs/tf-formats.md §2):
+ *   P.index                  SSTable: key "" -> BundleHeaderProto {num_shards: 1,
+ *                            version {producer: 1}}; key <variable name> ->
+ *                            BundleEntryProto {dtype, shape, offset, size, masked crc32c}
+ *   P.data-00000-of-00001    the tensors' bytes back to back, in name order, little-endian
+ *                            (strings: varint lengths, masked CRC of the lengths, bytes)
+ *   P.meta                   binary MetaGraphDef (vigil/graphdef.h)
+ *   <dir>/checkpoint         text CheckpointState: model_checkpoint_path: "..." then one
+ *                            all_model_checkpoint_paths: "..." line per kept checkpoint
+ *
  * The saver adds TF's ops to the graph when it is created ("save/Const",
  * "save/SaveV2", "save/control_dependency", "save/RestoreV2", "save/Assign*",
  * "save/restore_all"), so create it before the graph is finalized.
  *
- * Crash safety: data and index are written under temporary names, fsync'ed and
- * renamed; the .meta likewise; the `checkpoint` file is replaced atomically last. A kill
+ * Crash safety: the .meta, then data and index are written under temporary names,
+ * fsync'ed and renamed; the `checkpoint` file is replaced atomically last. A kill
  * at any instant leaves the previous checkpoint restorable and `checkpoint` pointing at
  * a complete one.
+ *
+ * Paths follow TF1: save(prefix "runs/m/model.ckpt", step 7) writes the checkpoint
+ * "runs/m/model.ckpt-7" and "runs/m/checkpoint"; when the directory part of the prefix
+ * is relative the state file holds paths relative to it ("model.ckpt-7"), when it is
+ * absolute it holds absolute paths. vg_latest_checkpoint joins relative entries with
+ * the directory it is given.
+ *
+ * A saver is not thread-safe (one thread saves/restores at a time); the sessions it
+ * runs may be used by other threads meanwhile.
  */
 #ifndef VIGIL_SAVER_H
 #define VIGIL_SAVER_H
@@ -33,10 +52,15 @@ typedef struct vg_saver vg_saver;
 typedef struct vg_saver_options {
     const vg_output *var_list;  /* variables (ref outputs) to save; NULL = all global variables */
     int nvars;
-    int max_to_keep;            /* 5; 0 or less keeps every checkpoint */
-    double keep_checkpoint_every_n_hours; /* 10000 */
+    int max_to_keep;            /* 5; 0 or less keeps every checkpoint (the state file then
+                                   lists only the newest) */
+    double keep_checkpoint_every_n_hours; /* 10000: as TF, a checkpoint leaving the
+                                   max_to_keep window stays on disk (out of the list) if it
+                                   was written after the keep deadline (creation + N h,
+                                   moved by N h each time one is kept) */
     bool write_meta_graph;      /* true: write <prefix>.meta */
-    bool sharded;               /* accepted for parity; vigil always writes one shard */
+    bool sharded;               /* accepted for parity; vigil always writes one shard (and
+                                   its SaverDef says sharded: false) */
     const char *name;           /* name scope of the saver's ops: "save" */
 } vg_saver_options;
 
@@ -50,21 +74,27 @@ VG_API void vg_saver_free(vg_saver *s);
 
 /* Saves to "<prefix>-<global_step>" (global_step < 0: "<prefix>"), writes the .meta,
  * updates "<dir>/checkpoint" and deletes checkpoints beyond max_to_keep. The path saved
- * is written to path_out (may be NULL). Fails with NOT_FOUND (directory missing),
- * RESOURCE_EXHAUSTED (disk full), PERMISSION_DENIED, FAILED_PRECONDITION (uninitialized
- * variable), with the path in the message. */
+ * is written to path_out (may be NULL). Fails with NOT_FOUND ("Parent directory of ...
+ * doesn't exist, can't save."), RESOURCE_EXHAUSTED (disk full), PERMISSION_DENIED,
+ * FAILED_PRECONDITION (uninitialized variable), INVALID_ARGUMENT (a prefix named
+ * "checkpoint" without a step; path_len too small, after saving), with the path in the
+ * message. On failure the state file is unchanged; a save that fails while writing the
+ * checkpoint leaves none of its files behind. */
 VG_API vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t global_step,
                              char *path_out, size_t path_len, vg_status *st);
-/* Restores every variable of the saver from the checkpoint at prefix. Fails with
- * NOT_FOUND (file, or "Key w not found in checkpoint"), INVALID_ARGUMENT (dtype or shape
- * mismatch, naming the tensor), DATA_LOSS (CRC mismatch, truncation). On failure no
- * variable is changed. */
+/* Restores every variable of the saver from the checkpoint at prefix (the variables
+ * need not be initialized). The index is checked against the variables first (every
+ * key present, same dtype and shape), then restore_all runs. Fails with NOT_FOUND ("The
+ * passed save_path is not a valid checkpoint", or "Key w not found in checkpoint"),
+ * INVALID_ARGUMENT (dtype or shape mismatch, naming the tensor; NULL prefix), DATA_LOSS
+ * (CRC mismatch, truncation, corrupt index). On failure no variable is changed. */
 VG_API vg_code vg_saver_restore(vg_saver *s, vg_session *sess, const char *prefix, vg_status *st);
 /* Checkpoints this saver still manages (oldest first), borrowed until the next save. */
 VG_API int vg_saver_num_last_checkpoints(const vg_saver *s);
 VG_API const char *vg_saver_last_checkpoint(const vg_saver *s, int i);
 /* recover_last_checkpoints: adopt existing checkpoint paths (e.g. after a restart) so
- * max_to_keep keeps deleting them. */
+ * max_to_keep keeps deleting them. Paths whose files are gone are skipped; each one's
+ * time is its file's mtime. Replaces the current list. */
 VG_API void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n);
 /* The saver's ops (for Scaffold / MetaGraphDef's SaverDef). */
 VG_API vg_output vg_saver_filename_tensor(const vg_saver *s);   /* "save/Const:0" */
@@ -81,14 +111,17 @@ typedef struct vg_checkpoint_state {
 } vg_checkpoint_state;
 
 /* tf.train.latest_checkpoint(dir): the newest checkpoint prefix whose files exist, or
- * NULL (also when `checkpoint` is missing or unreadable). Writes into buf. Relative
- * paths in the state file are taken relative to dir, as TF does. */
+ * NULL (also when `checkpoint` is missing or unreadable, or the path does not fit in
+ * len bytes; a missing checkpoint is logged). Writes into buf. Relative paths in the
+ * state file are taken relative to dir, as TF does. */
 VG_API const char *vg_latest_checkpoint(const char *dir, char *buf, size_t len);
 /* tf.train.get_checkpoint_state(dir): reads "<dir>/checkpoint" into a new state (free
- * with vg_checkpoint_state_free). Fails with NOT_FOUND, DATA_LOSS (unparsable). */
+ * with vg_checkpoint_state_free); relative paths are joined with dir. Fails with
+ * NOT_FOUND, DATA_LOSS (unparsable, or no model_checkpoint_path). */
 VG_API vg_code vg_get_checkpoint_state(const char *dir, vg_checkpoint_state **out, vg_status *st);
 VG_API void vg_checkpoint_state_free(vg_checkpoint_state *cs);
-/* True if the files of a V2 checkpoint with this prefix exist (".index"). */
+/* True if the files of a V2 checkpoint with this prefix exist (".index"), or a V1
+ * checkpoint file named prefix (checkpoint_exists). */
 VG_API bool vg_checkpoint_exists(const char *prefix);
 
 /* ------------------------------------------------------------------------ */
@@ -99,10 +132,13 @@ typedef struct vg_checkpoint_reader vg_checkpoint_reader;
 VG_API vg_checkpoint_reader *vg_checkpoint_reader_new(const char *prefix, vg_status *st);
 VG_API void vg_checkpoint_reader_free(vg_checkpoint_reader *r);
 VG_API int vg_checkpoint_reader_num_tensors(const vg_checkpoint_reader *r);
-/* Tensor i in name order: name (borrowed), dtype, shape. */
+/* Tensor i in name order: name (borrowed until the reader is freed; NULL when i is out
+ * of range), dtype (TF's DataType number, also for types vigil has no tensors for, e.g.
+ * 19 = half), shape (unknown rank above VG_MAX_DIMS). dt and shape may be NULL. */
 VG_API const char *vg_checkpoint_reader_tensor(const vg_checkpoint_reader *r, int i, vg_dtype *dt, vg_shape *shape);
-/* Reads a tensor into a new tensor. Fails with NOT_FOUND, DATA_LOSS, UNIMPLEMENTED
- * (dtypes vigil has no tensor type for). */
+/* Reads a tensor into a new tensor (the caller frees it). Fails with NOT_FOUND, DATA_LOSS,
+ * UNIMPLEMENTED (dtypes vigil has no tensor type for, rank > VG_MAX_DIMS, partitioned
+ * tensors). */
 VG_API vg_tensor *vg_checkpoint_reader_read(vg_checkpoint_reader *r, const char *name, vg_status *st);
 
 #ifdef __cplusplus

@@ -425,7 +425,8 @@ static vg_code put_graph(vg__pb_buf *b, const vg_graph *g, bool add_shapes, size
     }
     put_len_hdr(b, 4, versions_sz());
     vg__pb_put_uint64(b, 1, VG__GRAPHDEF_PRODUCER);
-    if (vg__pb_buf_status(b, "GraphDef", st)) return st ? st->code : VG_RESOURCE_EXHAUSTED;
+    vg_code c = vg__pb_buf_status(b, "GraphDef", st);
+    if (c) return c;
     if (b->len - start != expect)
         return vg_status_set(st, VG_INTERNAL, "GraphDef size mismatch (%zu written, %zu computed)", b->len - start,
                              expect);

@@ -25,7 +25,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#if defined(__linux__) && !defined(MADV_POPULATE_WRITE)
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels answer EINVAL (ignored) */
+#endif
 
 /* TF's DataTypeString for the numbers a checkpoint may hold. */
 static const char *tf_dtype_name(int dt) {
@@ -230,6 +235,36 @@ static uint32_t crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2) {
     return crc1 ^ crc2;
 }
 
+/* CRC-32C of a big buffer as three interleaved streams (the crc32 instruction has a
+ * latency of 3 cycles and a throughput of 1, so one stream runs at a third of the
+ * possible speed), combined afterwards. Local helper: io's vg__crc32c is one stream. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <nmmintrin.h>
+__attribute__((target("sse4.2"))) static uint32_t crc32c_3way(const uint8_t *p, size_t n) {
+    size_t lane = n / 24 * 8;
+    const uint8_t *p1 = p + lane, *p2 = p + 2 * lane;
+    uint64_t c0 = 0xffffffffu, c1 = 0xffffffffu, c2 = 0xffffffffu;
+    for (size_t i = 0; i < lane; i += 8) {
+        uint64_t a, b, c;
+        memcpy(&a, p + i, 8);
+        memcpy(&b, p1 + i, 8);
+        memcpy(&c, p2 + i, 8);
+        c0 = _mm_crc32_u64(c0, a);
+        c1 = _mm_crc32_u64(c1, b);
+        c2 = _mm_crc32_u64(c2, c);
+    }
+    uint32_t crc = crc32c_combine(~(uint32_t)c0, ~(uint32_t)c1, lane);
+    crc = crc32c_combine(crc, ~(uint32_t)c2, lane);
+    return vg__crc32c_extend(crc, p + 3 * lane, n - 3 * lane);
+}
+
+static uint32_t fast_crc32c(const void *p, size_t n) {
+    return n >= 4096 && __builtin_cpu_supports("sse4.2") ? crc32c_3way(p, n) : vg__crc32c(p, n);
+}
+#else
+static uint32_t fast_crc32c(const void *p, size_t n) { return vg__crc32c(p, n); }
+#endif
+
 /* ---- bundle layout (local helper: the io reader does not expose the header) ---- */
 
 /* num_shards and endianness from the BundleHeaderProto under key "". */
@@ -300,6 +335,21 @@ static void job_fail(restore_job *job, const vg_status *st) {
     job->failed = true;
 }
 
+/* Maps the pages of a fresh output buffer in one call (MADV_POPULATE_WRITE): about
+ * twice as cheap as taking one page fault per page inside pread. Best effort. */
+static void populate(void *p, size_t n) {
+#ifdef MADV_POPULATE_WRITE
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    uintptr_t a = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t e = ((uintptr_t)p + n) & ~((uintptr_t)page - 1);
+    if (e > a) (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Reads one chunk with pread straight into the output and checksums it while the
  * bytes are in cache. */
 static vg_code read_task(restore_job *job, restore_task *t, vg_status *st) {
@@ -307,6 +357,7 @@ static vg_code read_task(restore_job *job, restore_task *t, vg_status *st) {
     uint8_t *dst = (uint8_t *)vg_tensor_data(it->out) + t->off;
     int fd = job->fds[it->e->shard_id];
     size_t got = 0;
+    populate(dst, t->len);
     while (got < t->len) {
         ssize_t k = pread(fd, dst + got, t->len - got, (off_t)(it->e->offset + t->off + got));
         if (k < 0 && errno == EINTR) continue;
@@ -316,7 +367,7 @@ static vg_code read_task(restore_job *job, restore_task *t, vg_status *st) {
                                  it->name, job->prefix);
         got += (size_t)k;
     }
-    t->crc = vg__crc32c(dst, t->len);
+    t->crc = fast_crc32c(dst, t->len);
     return VG_OK;
 }
 

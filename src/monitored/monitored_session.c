@@ -28,7 +28,10 @@ struct vg_run_context {
 
 struct vg_step_context {
     vg_monitored_session *ms;
-    vg_session *raw; /* captured when run_step_fn was entered (TF quirk 27.2) */
+    /* the current raw session. TF hands a retried step_fn the raw session captured when
+     * run_step_fn was entered (quirk 27.2), i.e. the closed one; here that session is
+     * freed by the recovery, so each attempt gets the session it runs on. */
+    vg_session *raw;
 };
 
 typedef struct hook_slot {
@@ -436,6 +439,7 @@ vg_code vg_monitored_session_run_step_fn(vg_monitored_session *ms, vg_step_fn fn
     for (;;) {
         rc = ensure_session(ms, st);
         if (rc != VG_OK) return rc;
+        sc.raw = ms->sess;
         rc = fn(&sc, payload, st);
         if (!(ms->recover && is_preemption(rc))) return rc;
         vg_logf(VG_LOG_INFO, "An error was raised in the step function; a new session will be created. Error: %s",

@@ -35,14 +35,25 @@ static void sleep_secs(double s) {
 }
 
 /* _ready: runs a report_uninitialized_variables-style op; ready when it is empty.
- * Otherwise *msg gets "Variables not initialized: a, b". */
+ * Otherwise *msg gets "Variables not initialized: a, b". A FAILED_PRECONDITION whose
+ * message mentions "uninitialized" means "not ready" (TF), any other error is returned. */
 static vg_code model_ready(vg_session *sess, vg_output op, bool *ready, char *msg, size_t len, vg_status *st) {
     *ready = true;
     msg[0] = 0;
     if (!op.op) return VG_OK;
     vg_tensor *t = NULL;
-    vg_code rc = vg_session_run1(sess, op, &t, st);
-    if (rc != VG_OK) return rc;
+    vg_status run_st = {VG_OK, ""};
+    vg_code rc = vg_session_run1(sess, op, &t, &run_st);
+    if (rc == VG_FAILED_PRECONDITION && strstr(run_st.msg, "uninitialized")) {
+        *ready = false;
+        snprintf(msg, len, "%s", run_st.msg);
+        return VG_OK;
+    }
+    if (rc != VG_OK) {
+        vg_logf(VG_LOG_WARN, "Model not ready raised: %s", run_st.msg);
+        vg_status_copy(st, &run_st);
+        return rc;
+    }
     int64_t n = vg_tensor_num_elements(t);
     if (n > 0) {
         *ready = false;
@@ -63,6 +74,11 @@ static vg_session *restore_checkpoint(vg_session_manager *sm, const vg_prepare_o
     *restored = false;
     vg_session *sess = vg_session_new(sm->g, sm->o.config, st);
     if (!sess) return NULL;
+    if (o->checkpoint_dir && o->checkpoint_filename_with_path) {
+        vg_status_set(st, VG_INVALID_ARGUMENT,
+                      "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
+        goto fail;
+    }
     if (o->checkpoint_filename_with_path && o->saver) {
         if (vg_saver_restore(o->saver, sess, o->checkpoint_filename_with_path, st) != VG_OK) goto fail;
         *restored = true;
@@ -168,9 +184,12 @@ vg_session *vg_session_manager_recover_session(vg_session_manager *sm, const vg_
     *initialized = false;
     vg_session *sess = restore_checkpoint(sm, o, &restored, st);
     if (!sess) return NULL;
-    if (!restored) return sess;
+    /* TF always tries local_init_op, also when nothing was restored */
     if (run_local_init(sm, sess, &ok, msg, sizeof msg, st) != VG_OK) goto fail;
-    if (!ok) return sess;
+    if (!restored || !ok) {
+        vg_status_clear(st);
+        return sess;
+    }
     if (model_ready(sess, sm->o.ready_op, &ready, msg, sizeof msg, st) != VG_OK) goto fail;
     *initialized = ready;
     return sess;
@@ -179,10 +198,18 @@ fail:
     return NULL;
 }
 
+static double mono_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* TF's loop: after a failed attempt, give up (DEADLINE_EXCEEDED) when the time left
+ * minus recovery_wait_secs is negative, else sleep recovery_wait_secs and try again. */
 vg_session *vg_session_manager_wait_for_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {
     vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
     if (!o) o = &def;
-    double waited = 0;
+    double start = mono_now();
     for (;;) {
         vg_session *sess = vg_session_new(sm->g, sm->o.config, st);
         if (!sess) return NULL;
@@ -200,15 +227,13 @@ vg_session *vg_session_manager_wait_for_session(vg_session_manager *sm, const vg
             if (ready) return sess;
         }
         vg_session_free(sess);
-        if (waited >= o->max_wait_secs) {
+        double remaining = o->max_wait_secs - (mono_now() - start);
+        if (remaining - sm->o.recovery_wait_secs < 0) {
             vg_status_set(st, VG_DEADLINE_EXCEEDED, "Session was not ready after waiting %g secs.", o->max_wait_secs);
             return NULL;
         }
         vg_logf(VG_LOG_INFO, "Waiting for model to be ready.  Ready_for_local_init_op/ready_op: %s", msg);
-        double w = sm->o.recovery_wait_secs;
-        if (waited + w > o->max_wait_secs) w = o->max_wait_secs - waited;
-        sleep_secs(w);
-        waited += w;
+        sleep_secs(sm->o.recovery_wait_secs);
     }
 }
 

@@ -131,7 +131,8 @@ static int abs_components(const char *p, char **buf, char ***comps) {
         return -1;
     }
     int n = 0;
-    for (char *tok = strtok(*buf, "/"); tok; tok = strtok(NULL, "/")) {
+    char *save = NULL;
+    for (char *tok = strtok_r(*buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
         if (strcmp(tok, ".") == 0) continue;
         if (strcmp(tok, "..") == 0) {
             if (n) n--;
@@ -284,30 +285,34 @@ static void names_and_slices(vg_saver *s, const char *base, const char *device, 
     vg_graph_pop_scope(s->g);
 }
 
-static void build_ops(vg_saver *s, const char **names, const char **empty, vg_dtype *dts) {
-    vg_graph *g = s->g;
+/* save/SaveV2[/tensor_names, /shape_and_slices] and save/control_dependency. */
+static void build_save_ops(vg_saver *s, vg_op *fname, const char **names, const char **empty,
+                           const vg_dtype *dts) {
     vg_op *tn, *ss;
-    static const char *const model[1] = {"model"};
-    vg_op *fname = string_const(g, "Const", model, -1, NULL);
-    s->filename_op = fname;
-    /* save */
     names_and_slices(s, "SaveV2", NULL, names, empty, &tn, &ss);
-    vg_op_builder *b = vg_op_builder_new(g, "SaveV2", "SaveV2");
+    vg_op_builder *b = vg_op_builder_new(s->g, "SaveV2", "SaveV2");
     vg_op_builder_add_input(b, vg_out(fname, 0));
     vg_op_builder_add_input(b, vg_out(tn, 0));
     vg_op_builder_add_input(b, vg_out(ss, 0));
     for (int i = 0; i < s->nvars; i++) vg_op_builder_add_input(b, vg_out(s->vars[i], 0));
     vg_op_builder_set_attr_type_list(b, "dtypes", dts, s->nvars);
     vg_op *save = vg_op_builder_finish(b);
-    b = vg_op_builder_new(g, "Identity", "control_dependency");
+    /* control_flow_ops.with_dependencies([save], filename): colocated with the filename */
+    b = vg_op_builder_new(s->g, "Identity", "control_dependency");
     vg_op_builder_add_input(b, vg_out(fname, 0));
     vg_op_builder_add_control_input(b, save);
     vg_op_builder_set_attr_type(b, "T", VG_STRING);
     if (fname) set_class(b, fname);
     s->save_tensor_op = vg_op_builder_finish(b);
-    /* restore */
+}
+
+/* save/RestoreV2[/tensor_names, /shape_and_slices] (on CPU, as TF places them), one
+ * save/Assign per variable and save/restore_all. */
+static void build_restore_ops(vg_saver *s, vg_op *fname, const char **names, const char **empty,
+                              const vg_dtype *dts) {
+    vg_op *tn, *ss;
     names_and_slices(s, "RestoreV2", "/device:CPU:0", names, empty, &tn, &ss);
-    b = vg_op_builder_new(g, "RestoreV2", "RestoreV2");
+    vg_op_builder *b = vg_op_builder_new(s->g, "RestoreV2", "RestoreV2");
     vg_op_builder_add_input(b, vg_out(fname, 0));
     vg_op_builder_add_input(b, vg_out(tn, 0));
     vg_op_builder_add_input(b, vg_out(ss, 0));
@@ -316,11 +321,11 @@ static void build_ops(vg_saver *s, const char **names, const char **empty, vg_dt
     vg_op *restore = vg_op_builder_finish(b);
     vg_op **assigns = vg__calloc((size_t)s->nvars, sizeof *assigns);
     if (!assigns) {
-        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in saver");
+        vg_graph_set_error(s->g, VG_RESOURCE_EXHAUSTED, "out of memory in saver");
         return;
     }
     for (int i = 0; i < s->nvars && restore; i++) {
-        b = vg_op_builder_new(g, "Assign", "Assign");
+        b = vg_op_builder_new(s->g, "Assign", "Assign");
         vg_op_builder_add_input(b, vg_out(s->vars[i], 0));
         vg_op_builder_add_input(b, vg_out(restore, i));
         vg_op_builder_set_attr_type(b, "T", dts[i]);
@@ -329,8 +334,15 @@ static void build_ops(vg_saver *s, const char **names, const char **empty, vg_dt
         set_class(b, s->vars[i]);
         assigns[i] = vg_op_builder_finish(b);
     }
-    if (restore) s->restore_op = vg_group(g, assigns, s->nvars, "restore_all");
+    if (restore) s->restore_op = vg_group(s->g, assigns, s->nvars, "restore_all");
     vg__free(assigns);
+}
+
+static void build_ops(vg_saver *s, const char **names, const char **empty, const vg_dtype *dts) {
+    static const char *const model[1] = {"model"};
+    s->filename_op = string_const(s->g, "Const", model, -1, NULL);
+    build_save_ops(s, s->filename_op, names, empty, dts);
+    build_restore_ops(s, s->filename_op, names, empty, dts);
 }
 
 static vg_code build(vg_saver *s, const char *scope, vg_status *st) {
@@ -354,7 +366,7 @@ static vg_code build(vg_saver *s, const char *scope, vg_status *st) {
     vg__free(names);
     vg__free(empty);
     vg__free(dts);
-    if (vg_graph_status(s->g, st)) return st ? st->code : vg_graph_status(s->g, NULL);
+    if (vg_graph_status(s->g, st)) return st->code;
     s->filename_name = str_printf("%s:0", vg_op_name(s->filename_op));
     s->save_name = str_printf("%s:0", vg_op_name(s->save_tensor_op));
     if (!s->filename_name || !s->save_name) return VG_OOM(st, "saver");
@@ -362,6 +374,8 @@ static vg_code build(vg_saver *s, const char *scope, vg_status *st) {
 }
 
 vg_saver *vg_saver_new(vg_graph *g, const vg_saver_options *opts, vg_status *st) {
+    vg_status local;
+    if (!st) st = &local; /* callees report through it */
     vg_saver_options o = VG_SAVER_OPTIONS_INIT;
     if (opts) o = *opts;
     if (!g) {
@@ -417,7 +431,7 @@ const char *vg_saver_last_checkpoint(const vg_saver *s, int i) {
 /* Runs the save op with the prefix fed; *written gets the prefix SaveV2 wrote. */
 static vg_code run_save(vg_saver *s, vg_session *sess, const char *ckpt, char **written, vg_status *st) {
     vg_tensor *fname = vg_tensor_new_string_scalar(ckpt, strlen(ckpt), st);
-    if (!fname) return st ? st->code : VG_RESOURCE_EXHAUSTED;
+    if (!fname) return st->code;
     vg_output feed = vg_out(s->filename_op, 0), fetch = vg_out(s->save_tensor_op, 0);
     vg_tensor *out = NULL;
     vg_code c = vg_session_run(sess, NULL, &feed, &fname, 1, &fetch, &out, 1, NULL, 0, NULL, st);
@@ -451,7 +465,8 @@ static vg_code meta_bytes(vg_saver *s, vg_status *st) {
     if (s->meta && vg_graph_finalized(s->g) && s->meta_nops == vg_graph_num_ops(s->g)) return VG_OK;
     vg__free(s->meta);
     s->meta = NULL;
-    vg_saver_def sd = {s->filename_name, s->save_name, vg_op_name(s->restore_op), s->max_to_keep, s->sharded,
+    /* sharded = false whatever the option says: the ops are the non-sharded layout */
+    vg_saver_def sd = {s->filename_name, s->save_name, vg_op_name(s->restore_op), s->max_to_keep, false,
                        (float)s->keep_hours};
     vg_code c = vg_graph_to_meta_graph(s->g, &sd, &s->meta, &s->meta_len, st);
     if (!c) s->meta_nops = vg_graph_num_ops(s->g);
@@ -571,6 +586,8 @@ static vg_code check_parent_dir(const char *dir, const char *prefix, vg_status *
 
 vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t global_step, char *path_out,
                       size_t path_len, vg_status *st) {
+    vg_status local;
+    if (!st) st = &local;
     if (path_out && path_len) path_out[0] = 0;
     if (!s || !sess || !prefix || !*prefix)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saver_save: NULL saver, session or empty prefix");
@@ -637,39 +654,52 @@ static bool shapes_compatible(const vg_shape *var, const vg_shape *ck) {
     return true;
 }
 
+/* Checks one variable against checkpoint tensor k (dtype, then shape). */
+static vg_code check_entry(const vg_checkpoint_reader *r, int k, const vg_op *var, const char *prefix,
+                           vg_status *st) {
+    const char *name = vg_op_name(var);
+    vg_dtype dt, want = vg_output_dtype(vg_out((vg_op *)var, 0));
+    vg_shape cs, vs = vg_output_shape(vg_out((vg_op *)var, 0));
+    char a[128], b[128];
+    vg_checkpoint_reader_tensor(r, k, &dt, &cs);
+    if (dt != want) {
+        const char *dn = vg_dtype_name(dt);
+        if (strcmp(dn, "invalid") == 0) {
+            snprintf(a, sizeof a, "DataType %d", (int)dt);
+            dn = a;
+        }
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "tensor_name = %s; expected dtype %s does not equal original dtype %s (checkpoint %s)",
+                             name, vg_dtype_name(want), dn, prefix);
+    }
+    if (!shapes_compatible(&vs, &cs))
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Restoring from checkpoint failed: tensor %s has shape %s in checkpoint %s but the "
+                             "variable has shape %s (Assign requires shapes of both tensors to match. lhs shape= %s "
+                             "rhs shape= %s)",
+                             name, vg_shape_str(&cs, a, sizeof a), prefix, vg_shape_str(&vs, b, sizeof b), b, a);
+    return VG_OK;
+}
+
 /* Every variable has a tensor of its dtype and shape in the checkpoint. */
 static vg_code check_checkpoint(const vg_saver *s, const char *prefix, vg_status *st) {
     vg_checkpoint_reader *r = vg_checkpoint_reader_new(prefix, st);
-    if (!r) return st ? st->code : VG_NOT_FOUND;
+    if (!r) return st->code;
     vg_code c = VG_OK;
     for (int i = 0; !c && i < s->nvars; i++) {
-        const char *name = vg_op_name(s->vars[i]);
-        int k = find_tensor(r, name);
-        if (k < 0) {
-            c = vg_status_set(st, VG_NOT_FOUND, "Key %s not found in checkpoint %s", name, prefix);
-            break;
-        }
-        vg_dtype dt;
-        vg_shape cs, vs = vg_output_shape(vg_out(s->vars[i], 0));
-        vg_dtype want = vg_output_dtype(vg_out(s->vars[i], 0));
-        vg_checkpoint_reader_tensor(r, k, &dt, &cs);
-        char a[128], b[128];
-        if (dt != want)
-            c = vg_status_set(st, VG_INVALID_ARGUMENT,
-                              "tensor_name = %s; expected dtype %s does not equal original dtype %s (checkpoint %s)",
-                              name, vg_dtype_name(want), vg_dtype_name(dt), prefix);
-        else if (!shapes_compatible(&vs, &cs))
-            c = vg_status_set(st, VG_INVALID_ARGUMENT,
-                              "Restoring from checkpoint failed: tensor %s has shape %s in checkpoint %s but the "
-                              "variable has shape %s (Assign requires shapes of both tensors to match. lhs shape= "
-                              "%s rhs shape= %s)",
-                              name, vg_shape_str(&cs, a, sizeof a), prefix, vg_shape_str(&vs, b, sizeof b), b, a);
+        int k = find_tensor(r, vg_op_name(s->vars[i]));
+        if (k < 0)
+            c = vg_status_set(st, VG_NOT_FOUND, "Key %s not found in checkpoint %s", vg_op_name(s->vars[i]), prefix);
+        else
+            c = check_entry(r, k, s->vars[i], prefix, st);
     }
     vg_checkpoint_reader_free(r);
     return c;
 }
 
 vg_code vg_saver_restore(vg_saver *s, vg_session *sess, const char *prefix, vg_status *st) {
+    vg_status local;
+    if (!st) st = &local;
     if (!s || !sess) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saver_restore: NULL saver or session");
     if (!prefix) return vg_status_set(st, VG_INVALID_ARGUMENT, "Can't load save_path when it is None.");
     if (!vg_checkpoint_exists(prefix))
@@ -677,7 +707,7 @@ vg_code vg_saver_restore(vg_saver *s, vg_session *sess, const char *prefix, vg_s
     vg_code c = check_checkpoint(s, prefix, st);
     if (c) return c;
     vg_tensor *fname = vg_tensor_new_string_scalar(prefix, strlen(prefix), st);
-    if (!fname) return st ? st->code : VG_RESOURCE_EXHAUSTED;
+    if (!fname) return st->code;
     vg_output feed = vg_out(s->filename_op, 0);
     c = vg_session_run(sess, NULL, &feed, &fname, 1, NULL, NULL, 0, &s->restore_op, 1, NULL, st);
     vg_tensor_free(fname);

@@ -113,7 +113,9 @@ static vg_code lh_end(void *p, vg_session *sess, vg_status *st) {
     vg_tensor **vals = vg_calloc((size_t)h->o.ntensors + 1, sizeof(vg_tensor *));
     if (!vals) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     vg_code rc = vg_session_run(sess, NULL, NULL, NULL, 0, h->tensors, vals, h->o.ntensors, NULL, 0, NULL, st);
-    if (rc == VG_OK) log_values(h, vals, false);
+    /* TF's _log_tensors updates the timer here too: with every_n_* the end line shows
+     * the time since the last periodic line (at_end alone: NeverTriggerTimer, none). */
+    if (rc == VG_OK) log_values(h, vals, h->use_timer);
     for (int i = 0; i < h->o.ntensors; i++) vg_tensor_free(vals[i]);
     vg_free(vals);
     return rc;

@@ -1,0 +1,341 @@
+/* hook_test_util.h - helpers shared by the hook / scaffold / MonitoredTrainingSession
+ * tests (test_hooks_*.c, test_scaffold.c, test_mts.c): a mocked clock, a small model
+ * whose train op increments the global step after the hooks' global-step read, a
+ * wrapper hook that hides after_create_session (TF's tests drive a bare _HookedSession
+ * that never calls it), log capture, temporary directories, checkpoint and event-file
+ * readers. Include after test_util.h. */
+#ifndef VG_HOOK_TEST_UTIL_H
+#define VG_HOOK_TEST_UTIL_H
+#include "io/io.h"
+#include "monitored/hooks/hooks_internal.h"
+#include "vigil/hooks.h"
+#include "vigil/vigil.h"
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- mocked clock (vg_hooks_set_clock) ---- */
+static double ht_now_value = 1484695987.209386; /* TF's tests use a realistic start time */
+static inline double ht_fake_now(void) { return ht_now_value; }
+static inline void ht_clock_mock(double t) {
+    ht_now_value = t;
+    vg_hooks_set_clock(ht_fake_now);
+}
+static inline void ht_clock_restore(void) { vg_hooks_set_clock(NULL); }
+
+static inline double ht_wall(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+static inline void ht_sleep(double s) {
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- log capture (vg_log_set) ---- */
+static char ht_log_buf[1 << 16];
+static int ht_log_warnings;
+static inline void ht_log_fn(void *p, vg_log_level level, const char *msg) {
+    (void)p;
+    if (level >= VG_LOG_WARN) ht_log_warnings++;
+    size_t n = strlen(ht_log_buf);
+    if (n + strlen(msg) + 2 < sizeof ht_log_buf) {
+        memcpy(ht_log_buf + n, msg, strlen(msg));
+        ht_log_buf[n + strlen(msg)] = '\n';
+        ht_log_buf[n + strlen(msg) + 1] = 0;
+    }
+}
+static inline void ht_log_capture(void) {
+    ht_log_buf[0] = 0;
+    ht_log_warnings = 0;
+    vg_log_set(ht_log_fn, NULL, VG_LOG_INFO);
+}
+static inline void ht_log_release(void) { vg_log_set(NULL, NULL, VG_LOG_WARN); }
+
+/* ---- a model: global step, train op = AssignAdd(global_step, 1) that runs after the
+ * hooks' read tensor (TF's training_util._increment_global_step), and an op setting the
+ * global step to a fed value (for a raw session). ---- */
+typedef struct ht_model {
+    vg_graph *g;
+    vg_output gs;      /* the global step variable */
+    vg_output read;    /* "global_step/add" (the hooks' cached read) */
+    vg_op *train;      /* global_step += 1 */
+    vg_output new_gs;  /* int64 placeholder */
+    vg_op *set_gs;     /* global_step = new_gs */
+} ht_model;
+
+static inline ht_model ht_model_make_on(vg_graph *g) {
+    ht_model m;
+    vg_status st;
+    m.g = g;
+    m.gs = vg_get_or_create_global_step(m.g);
+    m.read.op = NULL;
+    m.read.index = 0;
+    if (vg__global_step_read(m.g, "test", &m.read, &st) != VG_OK) fprintf(stderr, "global step read: %s\n", st.msg);
+    vg_graph_push_control_deps(m.g, &m.read.op, 1);
+    m.train = vg_assign_add(m.g, m.gs, vg_const_i64(m.g, 1, "one"), "train").op;
+    vg_graph_pop_control_deps(m.g);
+    m.new_gs = vg_placeholder(m.g, VG_INT64, NULL, 0, "new_gs");
+    m.set_gs = vg_assign(m.g, m.gs, m.new_gs, true, "set_gs").op;
+    return m;
+}
+static inline ht_model ht_model_make(void) { return ht_model_make_on(vg_graph_new()); }
+
+/* Sets the global step on a raw session. */
+static inline vg_code ht_set_gs(vg_session *sess, const ht_model *m, int64_t v) {
+    vg_status st;
+    vg_tensor *t = vg_tensor_new_scalar_i64(v, NULL);
+    vg_code rc = vg_session_run(sess, NULL, &m->new_gs, &t, 1, NULL, NULL, 0, (vg_op *const *)&m->set_gs, 1, NULL, &st);
+    if (rc != VG_OK) fprintf(stderr, "set_gs: %s\n", st.msg);
+    vg_tensor_free(t);
+    return rc;
+}
+static inline int64_t ht_get_gs(vg_session *sess, const ht_model *m) {
+    vg_status st;
+    vg_tensor *t = NULL;
+    if (vg_session_run1(sess, m->gs, &t, &st) != VG_OK) return -1;
+    int64_t v = *(const int64_t *)vg_tensor_data(t);
+    vg_tensor_free(t);
+    return v;
+}
+
+/* One monitored run of the train op (no fetches). */
+static inline vg_code ht_run_train(vg_monitored_session *ms, const ht_model *m, vg_status *st) {
+    vg_run_args a = VG_RUN_ARGS_INIT;
+    a.targets = (vg_op *const *)&m->train;
+    a.ntargets = 1;
+    return vg_monitored_session_run(ms, &a, NULL, NULL, st);
+}
+/* One monitored run with nothing of the caller's (the hooks' fetches only). */
+static inline vg_code ht_run_nothing(vg_monitored_session *ms, vg_status *st) {
+    vg_run_args a = VG_RUN_ARGS_INIT;
+    return vg_monitored_session_run(ms, &a, NULL, NULL, st);
+}
+
+/* ---- a wrapper hook without after_create_session: TF's hook tests drive a bare
+ * _HookedSession, which never calls it. The wrapper owns the inner hook. ---- */
+static inline vg_code nacs_begin(void *p, vg_graph *g, vg_status *st) {
+    vg_hook *h = p;
+    return h->begin ? h->begin(h->payload, g, st) : VG_OK;
+}
+static inline vg_code nacs_before(void *p, vg_run_context *ctx, vg_run_args *a, vg_status *st) {
+    vg_hook *h = p;
+    return h->before_run ? h->before_run(h->payload, ctx, a, st) : VG_OK;
+}
+static inline vg_code nacs_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
+    vg_hook *h = p;
+    return h->after_run ? h->after_run(h->payload, ctx, v, st) : VG_OK;
+}
+static inline vg_code nacs_end(void *p, vg_session *s, vg_status *st) {
+    vg_hook *h = p;
+    return h->end ? h->end(h->payload, s, st) : VG_OK;
+}
+static inline void nacs_destroy(void *p) {
+    vg_hook *h = p;
+    vg_hook_free(h);
+    free(h);
+}
+static inline vg_hook ht_without_after_create(vg_hook inner) {
+    vg_hook *h = malloc(sizeof *h);
+    *h = inner;
+    vg_hook w = {"no_after_create", nacs_begin, NULL, nacs_before, nacs_after, nacs_end, nacs_destroy, h};
+    return w;
+}
+
+/* A SingularMonitoredSession with a scaffold and hooks (owned by the session). */
+static inline vg_monitored_session *ht_singular(vg_graph *g, vg_scaffold *sc, const char *ckpt_dir, vg_hook *hooks, int n,
+                                         vg_status *st) {
+    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    o.hooks = hooks;
+    o.nhooks = n;
+    o.scaffold = sc;
+    o.checkpoint_dir = ckpt_dir;
+    vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, st);
+    if (!ms) fprintf(stderr, "singular session: %s\n", st->msg);
+    return ms;
+}
+
+/* ---- temporary directories ---- */
+static inline char *ht_mkdtemp(char *buf, size_t len, const char *tag) {
+    snprintf(buf, len, "/tmp/vg_%s_XXXXXX", tag);
+    if (!mkdtemp(buf)) buf[0] = 0;
+    return buf;
+}
+static inline void ht_rmrf(const char *dir) {
+    char cmd[4200];
+    if (!dir || !dir[0] || strncmp(dir, "/tmp/vg_", 8) != 0) return;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+static inline bool ht_exists(const char *dir, const char *name) {
+    char p[4200];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &sb) == 0;
+}
+/* Files in dir whose name starts with prefix and ends with suffix. */
+static inline int ht_count_files(const char *dir, const char *prefix, const char *suffix) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name), ls = strlen(suffix);
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && l >= ls && strcmp(e->d_name + l - ls, suffix) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* ---- checkpoints ---- */
+/* The global step stored in the newest checkpoint of dir, -1 if none. */
+static inline int64_t ht_ckpt_gs(const char *dir) {
+    char path[4096];
+    vg_status st;
+    if (!vg_latest_checkpoint(dir, path, sizeof path)) return -1;
+    vg_checkpoint_reader *r = vg_checkpoint_reader_new(path, &st);
+    if (!r) return -1;
+    vg_tensor *t = vg_checkpoint_reader_read(r, "global_step", &st);
+    int64_t v = t ? *(const int64_t *)vg_tensor_data(t) : -1;
+    vg_tensor_free(t);
+    vg_checkpoint_reader_free(r);
+    return v;
+}
+
+/* ---- event files: everything the hooks wrote into a directory ---- */
+typedef struct ht_value {
+    int64_t step;
+    char tag[128];
+    bool has_scalar;
+    double value;
+} ht_value;
+
+typedef struct ht_events {
+    ht_value v[512];   /* summary values, file order */
+    int nv;
+    int nsummary_events;
+    int64_t start_steps[16];      /* SessionLog START */
+    int nstart;
+    int64_t ckpt_steps[64];       /* SessionLog CHECKPOINT */
+    int nckpt;
+    int ngraph, nmeta;            /* graph_def / meta_graph_def events */
+    bool meta_has_saver;          /* a meta graph naming the saver's filename tensor */
+    char rm_tags[16][64];         /* tagged run metadata */
+    int64_t rm_steps[16];
+    int nrm;
+} ht_events;
+
+static inline bool ht_mem_has(const uint8_t *p, size_t n, const char *s) {
+    size_t k = strlen(s);
+    for (size_t i = 0; i + k <= n; i++)
+        if (!memcmp(p + i, s, k)) return true;
+    return false;
+}
+
+static inline void ht_read_event_file(const char *path, ht_events *e) {
+    vg_status st;
+    vg__event_reader *r = vg__event_reader_open(path, &st);
+    if (!r) {
+        fprintf(stderr, "cannot open %s: %s\n", path, st.msg);
+        return;
+    }
+    vg__event_info ev;
+    while (vg__event_reader_next(r, &ev, &st) == VG_OK) {
+        switch (ev.kind) {
+        case VG__EVENT_SUMMARY: {
+            e->nsummary_events++;
+            vg__summary_iter it;
+            vg__summary_value v;
+            vg__summary_iter_init(&it, ev.payload, ev.payload_len);
+            while (vg__summary_next(&it, &v, &st) == VG_OK && e->nv < 512) {
+                ht_value *o = &e->v[e->nv++];
+                o->step = ev.step;
+                snprintf(o->tag, sizeof o->tag, "%.*s", (int)v.tag_len, v.tag);
+                o->has_scalar = v.has_scalar;
+                o->value = v.scalar;
+            }
+            break;
+        }
+        case VG__EVENT_SESSION_LOG:
+            if (ev.session_status == VG__SESSION_LOG_START && e->nstart < 16) e->start_steps[e->nstart++] = ev.step;
+            if (ev.session_status == VG__SESSION_LOG_CHECKPOINT && e->nckpt < 64) e->ckpt_steps[e->nckpt++] = ev.step;
+            break;
+        case VG__EVENT_GRAPH_DEF: e->ngraph++; break;
+        case VG__EVENT_META_GRAPH_DEF:
+            e->nmeta++;
+            if (ht_mem_has(ev.payload, ev.payload_len, "save/Const:0")) e->meta_has_saver = true;
+            break;
+        case VG__EVENT_TAGGED_RUN_METADATA: {
+            if (e->nrm >= 16) break;
+            vg__pb_reader pr;
+            vg__pb_field f;
+            vg__pb_reader_init(&pr, ev.payload, ev.payload_len);
+            e->rm_tags[e->nrm][0] = 0;
+            while (vg__pb_next(&pr, &f, NULL) == VG_OK)
+                if (f.number == 1 && f.wiretype == VG__PB_LEN)
+                    snprintf(e->rm_tags[e->nrm], 64, "%.*s", (int)f.len, (const char *)f.data);
+            e->rm_steps[e->nrm++] = ev.step;
+            break;
+        }
+        default: break;
+        }
+    }
+    vg__event_reader_close(r);
+}
+
+/* Reads every event file of dir (sorted by name) into *e (zeroed first). Returns the
+ * number of event files. */
+static inline int ht_read_events(const char *dir, ht_events *e) {
+    memset(e, 0, sizeof *e);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    char names[16][512];
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 16)
+        if (strncmp(de->d_name, "events.out.tfevents.", 20) == 0) snprintf(names[n++], 512, "%s", de->d_name);
+    closedir(d);
+    for (int i = 0; i < n; i++)
+        for (int k = i + 1; k < n; k++)
+            if (strcmp(names[k], names[i]) < 0) {
+                char t[512];
+                memcpy(t, names[i], 512);
+                memcpy(names[i], names[k], 512);
+                memcpy(names[k], t, 512);
+            }
+    for (int i = 0; i < n; i++) {
+        char p[4700];
+        snprintf(p, sizeof p, "%.4000s/%.500s", dir, names[i]);
+        ht_read_event_file(p, e);
+    }
+    return n;
+}
+
+/* Steps of the summary values with this tag, in order; returns the count. */
+static inline int ht_steps_of(const ht_events *e, const char *tag, int64_t *steps, double *values, int max) {
+    int n = 0;
+    for (int i = 0; i < e->nv; i++)
+        if (!strcmp(e->v[i].tag, tag)) {
+            if (n < max) {
+                if (steps) steps[n] = e->v[i].step;
+                if (values) values[n] = e->v[i].value;
+            }
+            n++;
+        }
+    return n;
+}
+static inline bool ht_has_tag(const ht_events *e, const char *tag) { return ht_steps_of(e, tag, NULL, NULL, 0) > 0; }
+
+/* Flushes the cached writer of dir (the hooks' writers are cached per directory). */
+static inline void ht_flush_dir(const char *dir) {
+    vg_status st;
+    vg_file_writer *w = vg_file_writer_cache_get(dir, &st);
+    if (w) vg_file_writer_flush(w, &st);
+}
+
+#endif
