@@ -13,7 +13,9 @@
  *
  * Output: one JSON line {"bench":"matmul", "shapes":[...], "sgemm_gflops", "vigil_gflops"
  * (kernel path), "session_gflops", "ratio" (vigil/sgemm), "session_ratio"}.
- * Run: OPENBLAS_NUM_THREADS=1 ./bench_matmul [reps]   (not part of ctest)
+ * Run: ./bench_matmul [reps [threads]]   (not part of ctest). With threads > 1 the
+ * sessions get that many intra-op threads and the bare sgemm that many OpenBLAS
+ * threads (vigil's kernels call OpenBLAS single-threaded and split the GEMM themselves).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "vigil/vigil.h"
@@ -107,7 +109,11 @@ static void calibrate(cand *c) {
     }
 }
 
+static int g_threads = 1;
+
 static double rep(cand *c) {
+    /* bare sgemm threads itself; vigil's kernels expect single-threaded OpenBLAS */
+    openblas_set_num_threads(c->kind == 0 ? g_threads : 1);
     double t0 = now_s();
     for (long i = 0; i < c->iters; i++) call(c);
     return (now_s() - t0) / (double)c->iters;
@@ -117,6 +123,8 @@ int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 7;
     if (reps < 5) reps = 5;
     if (reps > MAX_REPS) reps = MAX_REPS;
+    g_threads = argc > 2 ? atoi(argv[2]) : 1;
+    if (g_threads < 1) g_threads = 1;
     openblas_set_num_threads(1);
     srand(1);
     double med[NSHAPES][3], tot[3] = {0, 0, 0}, flops_total = 0;
@@ -141,7 +149,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < NOPS; i++) mms[i] = vg_matmul(gn, an, bn, s->ta, s->tb, NULL).op;
         vg_op *group = vg_group(gn, mms, NOPS, "all");
         vg_session_options o = VG_SESSION_OPTIONS_INIT;
-        o.intra_op_threads = 1;
+        o.intra_op_threads = g_threads;
         o.inter_op_threads = 1;
         vg_session *s1 = vg_session_new(g1, &o, &st), *sn = s1 ? vg_session_new(gn, &o, &st) : NULL;
         if (!s1 || !sn) {
@@ -154,6 +162,7 @@ int main(int argc, char **argv) {
             {.kind = 2, .s = s, .sess = s1, .feeds = {a1, b1}, .vals = {a, b}, .fetch = mm1},
         };
         for (int k = 0; k < 3; k++) {
+            openblas_set_num_threads(k == 0 ? g_threads : 1);
             if (call(&c[k]) != 0) {
                 fprintf(stderr, "%s: run failed\n", s->name);
                 return 1;
@@ -177,7 +186,8 @@ int main(int argc, char **argv) {
         vg_tensor_free(b);
         free(C);
     }
-    printf("{\"bench\":\"matmul\",\"threads\":1,\"reps\":%d,\"ops_per_run\":%d,\"shapes\":[", reps, NOPS);
+    printf("{\"bench\":\"matmul\",\"threads\":%d,\"reps\":%d,\"ops_per_run\":%d,\"shapes\":[", g_threads, reps,
+           NOPS);
     for (int si = 0; si < NSHAPES; si++) {
         const shape *s = &shapes[si];
         printf("%s{\"name\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"ta\":%d,\"tb\":%d,\"sgemm_us\":%.2f,\"kernel_us\":%.2f,"

@@ -147,8 +147,8 @@ static inline vg_hook ht_without_after_create(vg_hook inner) {
 }
 
 /* A SingularMonitoredSession with a scaffold and hooks (owned by the session). */
-static inline vg_monitored_session *ht_singular(vg_graph *g, vg_scaffold *sc, const char *ckpt_dir, vg_hook *hooks, int n,
-                                         vg_status *st) {
+static inline vg_monitored_session *ht_singular(vg_graph *g, vg_scaffold *sc, const char *ckpt_dir,
+                                                vg_hook *hooks, int n, vg_status *st) {
     vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
     o.hooks = hooks;
     o.nhooks = n;

@@ -114,6 +114,32 @@ static void test_stop_at_step__num_steps(void) {
     vg_graph_free(m.g);
 }
 
+/* item 81 (second half): a session whose init_fn restores global step 3 (TF's test
+ * restores a saver there) with last_step=5 reads 3 and stops after step 5 */
+static void test_stop_at_step__last_step_after_restore(void) {
+    vg_status st;
+    ht_model m = ht_model_make();
+    start_at sa = {&m, 3, 0};
+    vg_scaffold_options so = VG_SCAFFOLD_OPTIONS_INIT;
+    so.init_fn = init_gs;
+    so.init_fn_payload = &sa;
+    vg_scaffold *sc = vg_scaffold_new(&so);
+    vg_hook h;
+    CHECK_OK(vg_stop_at_step_hook(-1, 5, &h, &st), &st);
+    vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    if (!ms) return;
+    CHECK_EQ_INT(ht_get_gs(vg_monitored_session_raw_session(ms), &m), 3);
+    CHECK_OK(ht_run_train(ms, &m, &st), &st);
+    CHECK(!vg_monitored_session_should_stop(ms));
+    CHECK_OK(ht_run_train(ms, &m, &st), &st);
+    CHECK(vg_monitored_session_should_stop(ms));
+    CHECK_EQ_INT(ht_get_gs(vg_monitored_session_raw_session(ms), &m), 5);
+    vg_monitored_session_end(ms, VG_OK, &st);
+    vg_monitored_session_free(ms);
+    vg_scaffold_free(sc);
+    vg_graph_free(m.g);
+}
+
 /* item 146: num_steps=10 created at 5, the step jumps to 15 (multi-step runs) */
 static void test_stop_at_step__multiple_steps(void) {
     vg_status st;
@@ -526,6 +552,7 @@ static void test_global_step_waiter__wait_for_step(void) {
     if (!ms) return;
     stepper s = {&m, vg_monitored_session_raw_session(ms), 0, 0};
     pthread_t th;
+    double start = ht_wall();
     CHECK(pthread_create(&th, NULL, stepper_main, &s) == 0);
     vg_run_args a = VG_RUN_ARGS_INIT;
     vg_tensor *out[1] = {NULL};
@@ -535,7 +562,8 @@ static void test_global_step_waiter__wait_for_step(void) {
     double done = ht_wall();
     pthread_join(th, NULL);
     CHECK(out[0] && *(const int64_t *)vg_tensor_data(out[0]) == 1100); /* ran after 1100 only */
-    CHECK(s.t_1100 > 0 && done >= s.t_1100);
+    CHECK(done - start >= 0.75); /* blocked through 0 (0.2 s) and 500 (0.6 s) */
+    CHECK(s.t_500 > 0 && s.t_1100 > 0);
     vg_tensor_free(out[0]);
     /* started: the next run does not wait */
     double t0 = ht_wall();
@@ -691,6 +719,7 @@ int main(void) {
     RUN_TEST(test_stop_at_step__bad_args);
     RUN_TEST(test_stop_at_step__last_step);
     RUN_TEST(test_stop_at_step__num_steps);
+    RUN_TEST(test_stop_at_step__last_step_after_restore);
     RUN_TEST(test_stop_at_step__multiple_steps);
     RUN_TEST(test_logging_tensor__bad_args);
     RUN_TEST(test_logging_tensor__print_at_end_only);

@@ -426,6 +426,26 @@ static void test_checkpoint_saver__save_graph_def(void) {
     }
 }
 
+/* §16 saver resolution: a scaffold without a saver (never finalized: the session uses
+ * another one) is an error, not a silent skip of the saves */
+static void test_checkpoint_saver__scaffold_without_saver(void) {
+    vg_status st;
+    char dir[64];
+    ht_mkdtemp(dir, sizeof dir, "ckh");
+    ht_model m = ht_model_make();
+    vg_scaffold *unused = vg_scaffold_new(NULL);
+    vg_hook h = ckpt_hook(dir, -1, 1, unused, NULL, 0);
+    vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
+    CHECK(ms == NULL);
+    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
+    CHECK_STR_CONTAINS(st.msg, "the scaffold has no saver");
+    CHECK(!ht_exists(dir, "checkpoint"));
+    vg_scaffold_free(unused);
+    vg_graph_free(m.g);
+    vg_file_writer_cache_clear();
+    ht_rmrf(dir);
+}
+
 /* §13: CheckpointSaverHook needs a global step */
 static void test_checkpoint_saver__needs_global_step(void) {
     vg_status st;
@@ -870,6 +890,7 @@ int main(void) {
     RUN_TEST(test_checkpoint_saver__summary_writer_defs);
     RUN_TEST(test_checkpoint_saver__save_checkpoint_before_first_train_step);
     RUN_TEST(test_checkpoint_saver__save_graph_def);
+    RUN_TEST(test_checkpoint_saver__scaffold_without_saver);
     RUN_TEST(test_checkpoint_saver__needs_global_step);
     RUN_TEST(test_step_counter__bad_args);
     RUN_TEST(test_step_counter__every_n_steps);

@@ -1,9 +1,35 @@
 /* test_monitored_extra.c - checklist items of ../shared/docs/tf1-semantics.md §1-§5 that
  * tests/test_monitored_session.c does not assert (2-6, 10, 24-26, 28, 30, 31, 35, 38,
- * 39, 44, 52, 70, 72, 76, 77): the run context, pass-through without hooks, errors and
- * the coordinator, recovery through run_step_fn, the construction order, StopIteration. */
+ * 39, 44, 52, 70, 72, 76, 77), §5's hook-error table, quirks 27.2/27.8/27.9, and the
+ * Coordinator / QueueRunner items no other test asserts (110, 115, 118): the run context,
+ * pass-through without hooks, errors and the coordinator, recovery through run_step_fn,
+ * the construction order, StopIteration. */
 #include "test_util.h"
+#include "graph/registry.h"
 #include "hook_test_util.h"
+#include <stdatomic.h>
+
+/* ---- TestCountingEnqueue: an "enqueue op" for queue runners that records how many
+ * threads run it at the same time ---- */
+static atomic_int enq_active, enq_max, enq_calls;
+static vg_code shape_none(vg_op *op, vg_status *st) {
+    vg__op_set_num_outputs(op, 0);
+    return VG_OK;
+}
+static vg_code k_counting_enqueue(vg__kctx *ctx) {
+    int a = atomic_fetch_add(&enq_active, 1) + 1;
+    int m = atomic_load(&enq_max);
+    while (a > m && !atomic_compare_exchange_weak(&enq_max, &m, a)) {
+    }
+    atomic_fetch_add(&enq_calls, 1);
+    ht_sleep(0.005);
+    atomic_fetch_sub(&enq_active, 1);
+    return VG_OK;
+}
+const vg__op_def vg__ops_test[] = {
+    {"TestCountingEnqueue", 0, 0, VG__OP_STATEFUL, 0, shape_none, k_counting_enqueue, NULL},
+    {0},
+};
 
 /* ---- a creator wrapping the chief creator: counts sessions, fails on one call ---- */
 typedef struct ccreator {
@@ -739,6 +765,56 @@ static void test_monitored__recovery_resets_hook_stop(void) {
     vg_graph_free(m.g);
 }
 
+/* items 115, 118 (QueueRunner.create_threads): one thread per enqueue op; starting the
+ * runners again on the same session while they run starts no new threads */
+static void test_monitored__queue_runner_threads(void) {
+    vg_status st;
+    for (int nops = 1; nops <= 2; nops++) {
+        vg_graph *g = vg_graph_new();
+        vg_dtype dt = VG_FLOAT;
+        vg_output q = vg_fifo_queue(g, &dt, NULL, 1, 2, "q");
+        vg_op *ops[2];
+        for (int i = 0; i < nops; i++) {
+            vg_op_builder *b = vg_op_builder_new(g, "TestCountingEnqueue", NULL);
+            ops[i] = vg_op_builder_finish(b);
+        }
+        CHECK_OK(vg_add_queue_runner(g, q, ops, nops), &st);
+        vg_session *s = vg_session_new(g, NULL, &st);
+        vg_coord *c = vg_coord_new(NULL, 0);
+        atomic_store(&enq_active, 0);
+        atomic_store(&enq_max, 0);
+        atomic_store(&enq_calls, 0);
+        CHECK_OK(vg_start_queue_runners(s, c, &st), &st);
+        CHECK_OK(vg_start_queue_runners(s, c, &st), &st); /* still running: nothing new */
+        ht_sleep(0.15);
+        vg_coord_request_stop(c, NULL);
+        CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
+        CHECK(atomic_load(&enq_calls) > 2);
+        CHECK_EQ_INT(atomic_load(&enq_max), nops);
+        vg_coord_free(c);
+        vg_session_free(s);
+        vg_graph_free(g);
+    }
+}
+
+/* item 110: an error reported after join. TF raises it from request_stop; vigil's
+ * request_stop returns nothing: the error is logged (ERROR) and not stored. */
+static void test_monitored__coordinator_error_after_join(void) {
+    vg_status st;
+    vg_coord *c = vg_coord_new(NULL, 0);
+    vg_coord_request_stop(c, NULL);
+    CHECK_OK(vg_coord_join(c, 1, false, &st), &st);
+    ht_log_capture();
+    vg_status err;
+    vg_status_set(&err, VG_INTERNAL, "late failure");
+    vg_coord_request_stop(c, &err);
+    CHECK_STR_CONTAINS(ht_log_buf, "late failure");
+    CHECK_EQ_INT(ht_log_warnings, 1);
+    ht_log_release();
+    CHECK_CODE(vg_coord_raise_requested_exception(c, &st), VG_OK);
+    vg_coord_free(c);
+}
+
 int main(void) {
     RUN_TEST(test_monitored__run_context);
     RUN_TEST(test_monitored__no_hooks_pass_through);
@@ -754,5 +830,7 @@ int main(void) {
     RUN_TEST(test_monitored__hook_errors_at_construction);
     RUN_TEST(test_monitored__singular_stored_preemption);
     RUN_TEST(test_monitored__recovery_resets_hook_stop);
+    RUN_TEST(test_monitored__queue_runner_threads);
+    RUN_TEST(test_monitored__coordinator_error_after_join);
     TEST_MAIN_END();
 }

@@ -162,6 +162,7 @@ static const cfg conv_cfgs[] = {
     {2, 4, 4, 1, 5, 5, 2, 1, 1, true},   /* kernel larger than the input */
     {1, 3, 3, 2, 3, 3, 2, 1, 1, false},  /* one output pixel */
     {4, 14, 14, 16, 5, 5, 32, 1, 1, true}, /* chunks that straddle images */
+    {16, 16, 16, 8, 5, 5, 16, 1, 1, true}, /* several chunks per thread */
     {9, 28, 28, 1, 5, 5, 8, 1, 1, true},   /* the CNN's first layer, small batch */
 };
 

@@ -7,6 +7,8 @@
 #include "vigil/queue.h"
 #include "vigil/session.h"
 #include "vigil/variables.h"
+#include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +17,12 @@ static double now_s(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+/* Sessions that run queue runners use one inter-op thread: the executor currently
+ * lets pool threads run blocking queue kernels while other runs wait for helper tasks
+ * queued behind them, which can deadlock a pipeline (see
+ * test_qr__blocking_ops_on_pool_threads). Switch back to defaults once it is fixed. */
+static const vg_session_options k_pipeline_opts = {0, 1};
 
 /* Main-thread dequeues from queues fed by runner threads give up after 20 s instead of
  * hanging the test when the pipeline stalls. */
@@ -32,7 +40,7 @@ static vg_session *new_session_with_locals(vg_graph *g) {
     vg_status st;
     vg_op *init = vg_local_variables_initializer(g);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_session *s = vg_session_new(g, &k_pipeline_opts, &st);
     CHECK(s != NULL);
     if (s && init) CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
     return s;
@@ -127,7 +135,7 @@ static void test_qr__error_reaches_coord(void) {
     vg_op *enq = vg_queue_enqueue(g, q, &v.read, 1, NULL);
     CHECK_OK(vg_add_queue_runner(g, q, &enq, 1), &st);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_session *s = vg_session_new(g, &k_pipeline_opts, &st);
     vg_coord *c = vg_coord_new(NULL, 0);
     CHECK_OK(vg_start_queue_runners(s, c, &st), &st);
     CHECK(vg_coord_wait_for_stop(c, 5));
@@ -150,7 +158,7 @@ static void test_qr__stop_unblocks_producers(void) {
     vg_op *ops[3] = {enq, enq, enq};
     CHECK_OK(vg_add_queue_runner(g, q, ops, 3), &st);
     vg_output size = vg_queue_size(g, q, NULL);
-    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_session *s = vg_session_new(g, &k_pipeline_opts, &st);
     vg_coord *c = vg_coord_new(NULL, 0);
     CHECK_OK(vg_start_queue_runners(s, c, &st), &st);
     /* starting again while running starts nothing new */
@@ -219,6 +227,71 @@ static void test_qr__two_threads_close_once(void) {
     vg_graph_free(g);
 }
 
+/* Regression test for the executor: queue kernels block, so a pool thread running
+ * one must not hold up runs that queued helper tasks behind it. Small queues and
+ * parallel plans (x feeds two ops) on a default session; a watchdog turns a
+ * deadlock into a failure. */
+static atomic_long g_progress;
+
+static void *watchdog(void *arg) {
+    atomic_bool *done = arg;
+    long last = -1;
+    double since = now_s();
+    while (!atomic_load(done)) {
+        usleep(50 * 1000);
+        long p = atomic_load(&g_progress);
+        if (p != last) {
+            last = p;
+            since = now_s();
+        } else if (now_s() - since > 10) {
+            fprintf(stderr, "test_qr__blocking_ops_on_pool_threads: no progress for 10 s after %ld batches: "
+                            "the executor deadlocked (a pool thread is blocked in a queue op while runs wait "
+                            "for helpers queued behind it)\n", p);
+            _exit(1);
+        }
+    }
+    return NULL;
+}
+
+static void test_qr__blocking_ops_on_pool_threads(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output in = vg_range_input_producer(g, 1000000, 0, false, 0, 2, NULL);
+    vg_output x = vg_out(vg_queue_dequeue(g, in, NULL), 0);
+    vg_output ins[2] = {x, vg_mul(g, x, vg_const_i32(g, 2, "two"), "y")}, outs[2];
+    CHECK_OK(vg_batch(g, ins, 2, 1, 3, 2, false, NULL, outs), &st);
+    vg_op *init = vg_local_variables_initializer(g);
+    vg_session *s = vg_session_new(g, NULL, &st); /* default options: inter-op pool */
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    vg_coord *c = vg_coord_new(NULL, 0);
+    CHECK_OK(vg_start_queue_runners(s, c, &st), &st);
+    atomic_bool done;
+    atomic_init(&done, false);
+    atomic_store(&g_progress, 0);
+    pthread_t wd;
+    pthread_create(&wd, NULL, watchdog, &done);
+    int bad = 0;
+    for (int i = 0; i < 3000; i++) {
+        vg_tensor *v[2] = {NULL, NULL};
+        if (vg_session_run(s, NULL, NULL, NULL, 0, outs, v, 2, NULL, 0, NULL, &st) != VG_OK) {
+            CHECK_OK(st.code, &st);
+            break;
+        }
+        bad += ((int32_t *)vg_tensor_data(v[1]))[0] != 2 * ((int32_t *)vg_tensor_data(v[0]))[0];
+        vg_tensor_free(v[0]);
+        vg_tensor_free(v[1]);
+        atomic_fetch_add(&g_progress, 1);
+    }
+    CHECK_EQ_INT(bad, 0);
+    vg_coord_request_stop(c, NULL);
+    CHECK_CODE(vg_coord_join(c, 10, false, &st), VG_OK);
+    atomic_store(&done, true);
+    pthread_join(wd, NULL);
+    vg_coord_free(c);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 static void test_qr__bad_args(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
@@ -239,5 +312,6 @@ int main(void) {
     RUN_TEST(test_qr__session_close);
     RUN_TEST(test_qr__two_threads_close_once);
     RUN_TEST(test_qr__bad_args);
+    RUN_TEST(test_qr__blocking_ops_on_pool_threads);
     TEST_MAIN_END();
 }

@@ -54,7 +54,7 @@ static const char *train_help =
     "  --save-summaries-steps N     summaries every N steps (default 100; 0 = off)\n"
     "  --log-step-count-steps N     log lines and global_step/sec every N steps (100)\n"
     "  --threads N                  session intra-op and inter-op threads (default 1)\n"
-    "  --seed N                     graph-level random seed (default 1)\n"
+    "  --seed N                     graph-level random seed (default 1; 0: none)\n"
     "  --train-limit N              use only the first N training images\n"
     "  --quiet                      no progress output; only the result line\n"
     "\n"
@@ -612,6 +612,8 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     /* A resumed run reshuffles differently from the first one (the epoch order is not
      * checkpointed in TF either), deterministically for a given seed and start. */
     int64_t seed = start_step ? (int64_t)(((uint64_t)o->seed * 1000003u) ^ (uint64_t)start_step) & INT64_MAX : o->seed;
+    if (o->seed == 0) seed = 0;      /* --seed 0: no graph-level seed (TF's default: nondeterministic) */
+    else if (seed == 0) seed = 1;    /* 0 would mean "no graph seed" */
     train_graph tg = {NULL, NULL, {NULL, 0}, {NULL, 0}, {NULL, 0}};
     if (build_train_graph(o, d, n_train, num_epochs, o->epochs * spe, seed, &tg, &st) != VG_OK) {
         vg_graph_free(tg.g);

@@ -29,11 +29,15 @@ typedef struct vg_coord vg_coord;
  * list with n = 0 and clean_stop_codes != NULL for "none" (MonitoredSession's choice).
  * NULL on allocation failure. */
 VG_API vg_coord *vg_coord_new(const vg_code *clean_stop_codes, int n);
-/* Frees; threads must have been joined. NULL is a no-op. */
+/* Frees. Join the threads first; threads still running (stragglers left by join, or
+ * never joined) are detached and keep the memory alive until they end, so they may
+ * still call vg_coord_should_stop safely. NULL is a no-op. */
 VG_API void vg_coord_free(vg_coord *c);
 
 /* Requests a stop. err == NULL or err->code == VG_OK: plain stop. Otherwise the error
- * is kept if it is the first one and not a clean-stop code. Thread-safe. */
+ * is kept if it is the first one and not a clean-stop code; once a stop has been
+ * requested, later errors are ignored. After join, an error is only logged (TF raises
+ * it). Thread-safe. */
 VG_API void vg_coord_request_stop(vg_coord *c, const vg_status *err);
 VG_API bool vg_coord_should_stop(vg_coord *c);
 /* Waits up to timeout_secs (< 0: forever) for a stop request; true if stopped. */

@@ -3,13 +3,17 @@
  * (tf.train.range_input_producer / batch / shuffle_batch), plus the IDX record op for
  * MNIST-format data.
  *
- *     vg_output idx = vg_range_input_producer(g, 60000, num_epochs, true, seed, 32, "input");
- *     vg_op *rec = vg_idx_record(g, images_path, labels_path, idx_batch, "read");
+ *     vg_output q = vg_range_input_producer(g, 60000, num_epochs, true, seed, 1024, NULL);
+ *     vg_op *ids = vg_queue_dequeue_many(g, q, vg_const_i32(g, 256, "read_n"), "read_ids");
+ *     vg_op *rec = vg_idx_record(g, images_path, labels_path, vg_out(ids, 0), "read");
  *     vg_output batch[2];
  *     vg_shuffle_batch(g, (vg_output[]){vg_out(rec,0), vg_out(rec,1)}, 2, 64, 10000, 5000, 1,
- *                      seed, true, "shuffle_batch", batch);
- *     ... after creating the session:
+ *                      seed, true, NULL, batch);     // enqueue_many: 256 records a run
+ *     vg_op *local_init = vg_local_variables_initializer(g);
+ *     ... create the session, run local_init (the epoch counter), then:
  *     vg_start_queue_runners(sess, coord, &st);     // threads registered with coord
+ *     ... vg_session_run fetching batch[0], batch[1] until OUT_OF_RANGE ...
+ *     vg_coord_request_stop(coord, NULL); vg_coord_join(coord, 10, false, &st);
  *
  * Queue semantics are TF's: dequeue waits for enough elements; after close the remaining
  * elements drain, then dequeue fails with OUT_OF_RANGE; enqueue after close fails with
@@ -26,7 +30,17 @@ extern "C" {
 #endif
 
 /* ---- queue ops (each returns the op's output 0; the queue op returns its handle) */
-/* FIFOQueueV2(component_types, shapes, capacity). shapes may be NULL (unknown). */
+/* A queue lives in the session (one per queue op, or per shared_name attr) and holds
+ * copies of what was enqueued. Names default to TF's: "fifo_queue",
+ * "random_shuffle_queue", "<queue>_enqueue", "<queue>_EnqueueMany", "<queue>_Dequeue",
+ * "<queue>_DequeueMany", "<queue>_DequeueUpTo", "<queue>_Close", "<queue>_Size".
+ * Run-time errors: INVALID_ARGUMENT (wrong component count, dtype or shape),
+ * CANCELLED (enqueue on a closed queue, close with cancel_pending_enqueues, session
+ * closed), OUT_OF_RANGE (closed and too few elements left), DEADLINE_EXCEEDED
+ * (run_options.timeout_in_ms). */
+/* FIFOQueueV2(component_types, shapes, capacity). shapes may be NULL (unspecified: any
+ * shape may be enqueued, but DequeueMany/UpTo fail); given shapes must be fully
+ * defined. capacity < 0: unbounded. */
 VG_API vg_output vg_fifo_queue(vg_graph *g, const vg_dtype *types, const vg_shape *shapes, int ncomponents,
                                int capacity, const char *name);
 /* RandomShuffleQueueV2(component_types, shapes, capacity, min_after_dequeue, seed, seed2). */
@@ -36,7 +50,10 @@ VG_API vg_output vg_random_shuffle_queue(vg_graph *g, const vg_dtype *types, con
 /* QueueEnqueueV2 / QueueEnqueueManyV2: returns the op. */
 VG_API vg_op *vg_queue_enqueue(vg_graph *g, vg_output queue, const vg_output *components, int n, const char *name);
 VG_API vg_op *vg_queue_enqueue_many(vg_graph *g, vg_output queue, const vg_output *components, int n, const char *name);
-/* QueueDequeueV2 / ManyV2 / UpToV2: returns the op; output i is component i. */
+/* QueueDequeueV2 / ManyV2 / UpToV2: returns the op; output i is component i. n is an
+ * int32 scalar (a Const gives a known batch dimension). DequeueMany waits for n
+ * elements (n may exceed the capacity); DequeueUpTo returns fewer only once the queue
+ * is closed. */
 VG_API vg_op *vg_queue_dequeue(vg_graph *g, vg_output queue, const char *name);
 VG_API vg_op *vg_queue_dequeue_many(vg_graph *g, vg_output queue, vg_output n, const char *name);
 VG_API vg_op *vg_queue_dequeue_up_to(vg_graph *g, vg_output queue, vg_output n, const char *name);
@@ -47,40 +64,54 @@ VG_API vg_output vg_queue_size(vg_graph *g, vg_output queue, const char *name);
 
 /* ---- queue runners ------------------------------------------------------- */
 /* tf.train.add_queue_runner with a QueueRunner(queue, enqueue_ops): close op and cancel
- * op are created here ("<queue>_Close", "<queue>_Close_1"). Returns the code. */
+ * op are created here, under the current name scope ("<queue>_Close",
+ * "<queue>_Close_1"). The same op may be listed several times (one thread each).
+ * Returns the code (the graph's sticky error; INVALID_ARGUMENT for missing ops). */
 VG_API vg_code vg_add_queue_runner(vg_graph *g, vg_output queue, vg_op *const *enqueue_ops, int n);
 
 /* tf.train.start_queue_runners: for every queue runner of the session's graph, starts
- * one thread per enqueue op (looping it until a stop is requested; OUT_OF_RANGE closes
- * the queue and ends the thread; other errors are reported to coord) and one thread
- * that runs the cancel op once a stop is requested. Threads are registered with coord
- * (join them with vg_coord_join). The session must outlive the threads. Fails with
- * RESOURCE_EXHAUSTED. */
+ * one thread per enqueue op (looping it until a stop is requested; OUT_OF_RANGE ends
+ * the thread, and the last one of the runner runs the close op; other errors are
+ * reported to coord) and one thread that runs the cancel op once a stop is requested.
+ * Threads are registered with coord (join them with vg_coord_join). A runner whose
+ * threads still run on this session is not started again. The session must outlive
+ * the threads; closing it ends them (they request a plain stop). Fails with
+ * RESOURCE_EXHAUSTED, INVALID_ARGUMENT (NULL session or coordinator). */
 VG_API vg_code vg_start_queue_runners(vg_session *sess, vg_coord *coord, vg_status *st);
 
 /* ---- input pipeline ----------------------------------------------------- */
 /* tf.train.range_input_producer(limit, num_epochs, shuffle, seed, capacity): a queue of
  * int32 indices 0..limit-1, reshuffled every epoch when shuffle; num_epochs > 0 limits
- * the epochs (counted in a local variable "<name>/limit_epochs/epochs"; the epoch after
- * the last fails with OUT_OF_RANGE and closes the queue). Returns the queue handle;
- * dequeue from it (or use vg_input_dequeue_many). */
+ * the epochs (counted in a local variable "<name>/limit_epochs/epochs": run
+ * vg_local_variables_initializer before starting the runners; the epoch after the last
+ * fails with OUT_OF_RANGE and closes the queue); 0 = unlimited. name NULL =
+ * "input_producer" (ops laid out as TF's). seed 0 = the graph seed rules. Returns the
+ * queue handle; dequeue from it. Failures are the graph's sticky error. */
 VG_API vg_output vg_range_input_producer(vg_graph *g, int64_t limit, int64_t num_epochs, bool shuffle,
                                          int64_t seed, int capacity, const char *name);
 /* tf.train.batch(tensors, batch_size, num_threads, capacity, enqueue_many): outputs[i]
- * gets the batched tensor i (first dim batch_size). allow_smaller_final_batch false. */
+ * gets the batched tensor i (first dim batch_size). allow_smaller_final_batch false.
+ * The tensors' shapes (without the first dim when enqueue_many) must be fully defined.
+ * Ops: "<name>/fifo_queue", "<name>/fifo_queue_enqueue" (one thread per num_threads),
+ * "<name>/n" and the DequeueMany "<name>" (name NULL = "batch"); no summary. Returns
+ * VG_OK or the graph's sticky error (INVALID_ARGUMENT for bad arguments). */
 VG_API vg_code vg_batch(vg_graph *g, const vg_output *tensors, int n, int batch_size, int num_threads,
                         int capacity, bool enqueue_many, const char *name, vg_output *outputs);
 /* tf.train.shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads,
- * seed, enqueue_many). */
+ * seed, enqueue_many): as vg_batch with a RandomShuffleQueue ("<name>/
+ * random_shuffle_queue", name NULL = "shuffle_batch"); capacity must exceed
+ * min_after_dequeue. */
 VG_API vg_code vg_shuffle_batch(vg_graph *g, const vg_output *tensors, int n, int batch_size, int capacity,
                                 int min_after_dequeue, int num_threads, int64_t seed, bool enqueue_many,
                                 const char *name, vg_output *outputs);
 
 /* IdxRecord(indices): reads MNIST-format IDX files (gzip'd or plain; loaded once per
- * session) and gives, for an int32/int64 index tensor of shape S, output 0 = images
- * uint8 S+[rows, cols] and output 1 = labels int64 S. Run-time errors: a missing file
- * gives NOT_FOUND with the path, bad magic or truncation DATA_LOSS, an index out of
- * range INVALID_ARGUMENT. Returns the op. */
+ * session, on the first run) and gives, for an int32/int64 index tensor of shape S,
+ * output 0 = images uint8 S+[rows, cols] and output 1 = labels int64 S. rows and cols
+ * are known at build time when the image file's header can be read then. Run-time
+ * errors: a missing file gives NOT_FOUND with the path, bad magic, truncation or a
+ * record-count mismatch DATA_LOSS, an index out of range INVALID_ARGUMENT. Returns the
+ * op. */
 VG_API vg_op *vg_idx_record(vg_graph *g, const char *images_path, const char *labels_path, vg_output indices,
                             const char *name);
 

@@ -80,6 +80,8 @@ static bool check_op(vg_session *s, const vg_op *op, const char *what, vg_status
     return true;
 }
 
+static void state_destroy(vg__run_state *rs);
+
 void vg__plan_free(vg__plan *p) {
     if (!p) return;
     for (int i = 0; p->nodes && i < p->nnodes; i++) {
@@ -97,7 +99,7 @@ void vg__plan_free(vg__plan *p) {
     while (p->free_states) {
         vg__run_state *rs = p->free_states;
         p->free_states = *(vg__run_state **)rs;
-        vg__free(rs);
+        state_destroy(rs);
     }
     pthread_mutex_destroy(&p->mu);
     vg__free(p);
@@ -417,7 +419,11 @@ struct vg__run_state {
     int *ready;
     int nready;
     int ndone;
-    int helpers;               /* pool tasks working on this run */
+    int helpers;               /* pool tasks started or queued for this run */
+    int refs;                  /* the caller + queued/running helper tasks; the state is
+                                * recycled by whoever drops the last reference, so a run
+                                * never waits for a helper task stuck behind a blocked
+                                * pool thread */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_bool failed;
@@ -456,7 +462,15 @@ static vg__run_state *state_get(vg__plan *p) {
     rs->pending = (atomic_int *)q;
     q += nn * sizeof(atomic_int);
     rs->ready = (int *)q;
+    pthread_mutex_init(&rs->mu, NULL);
+    pthread_cond_init(&rs->cv, NULL);
     return rs;
+}
+
+static void state_destroy(vg__run_state *rs) {
+    pthread_mutex_destroy(&rs->mu);
+    pthread_cond_destroy(&rs->cv);
+    vg__free(rs);
 }
 
 static void state_put(vg__plan *p, vg__run_state *rs) {
@@ -571,6 +585,14 @@ static void fail_run(vg__run_state *rs, const vg_status *st) {
 /* Parallel path: workers (the caller and pool helpers) pull ready nodes. */
 static void parallel_work(vg__run_state *rs);
 
+/* Drops one reference; the last one recycles the state. */
+static void state_release(vg__run_state *rs) {
+    pthread_mutex_lock(&rs->mu);
+    bool last = --rs->refs == 0;
+    pthread_mutex_unlock(&rs->mu);
+    if (last) state_put(rs->p, rs);
+}
+
 static void helper_task(void *arg) {
     vg__run_state *rs = arg;
     parallel_work(rs);
@@ -578,6 +600,7 @@ static void helper_task(void *arg) {
     rs->helpers--;
     pthread_cond_broadcast(&rs->cv);
     pthread_mutex_unlock(&rs->mu);
+    state_release(rs);
 }
 
 static void parallel_work(vg__run_state *rs) {
@@ -587,11 +610,15 @@ static void parallel_work(vg__run_state *rs) {
         int id = rs->ready[--rs->nready];
         /* more ready work than helpers on it: offer it to the pool */
         bool spawn = rs->nready > rs->helpers && rs->helpers < vg__pool_size(rs->s->inter);
-        if (spawn) rs->helpers++;
+        if (spawn) {
+            rs->helpers++;
+            rs->refs++;
+        }
         pthread_mutex_unlock(&rs->mu);
         if (spawn && !vg__pool_submit(rs->s->inter, helper_task, rs)) {
             pthread_mutex_lock(&rs->mu);
             rs->helpers--;
+            rs->refs--;
             pthread_mutex_unlock(&rs->mu);
         }
         vg__node *n = &p->nodes[id];
@@ -632,9 +659,6 @@ static void run_parallel(vg__run_state *rs) {
         pthread_mutex_lock(&rs->mu);
         while (rs->ndone < p->nnodes && rs->nready == 0) pthread_cond_wait(&rs->cv, &rs->mu);
         bool finished = rs->ndone == p->nnodes;
-        if (finished) {
-            while (rs->helpers > 0) pthread_cond_wait(&rs->cv, &rs->mu);
-        }
         pthread_mutex_unlock(&rs->mu);
         if (finished) break;
     }
@@ -660,12 +684,9 @@ vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_te
     for (int i = 0; i < p->nfeeds; i++)
         if (p->feed_slot[i] >= 0 && p->slot_uses[p->feed_slot[i]] > 0)
             rs->vals[p->feed_slot[i]] = vg_tensor_ref(feed_values[i]);
+    rs->refs = 1;
     if (p->parallel) {
-        pthread_mutex_init(&rs->mu, NULL);
-        pthread_cond_init(&rs->cv, NULL);
         run_parallel(rs);
-        pthread_mutex_destroy(&rs->mu);
-        pthread_cond_destroy(&rs->cv);
     } else {
         for (int k = 0; k < p->nnodes; k++) {
             if (exec_node(rs, &p->nodes[p->order[k]], false, &rs->err) != VG_OK) {
@@ -684,7 +705,7 @@ vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_te
     }
     for (int i = 0; i < p->nslots; i++)
         if (rs->vals[i]) { vg_tensor_free(rs->vals[i]); rs->vals[i] = NULL; }
-    state_put(p, rs);
+    state_release(rs);
     return rc;
 }
 

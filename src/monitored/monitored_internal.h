@@ -7,12 +7,6 @@
 #define VG_MON_HIDDEN __attribute__((visibility("hidden")))
 #else
 #define VG_MON_HIDDEN
-/* A chief (or worker) session creator that owns scaffold (freed with the creator). On
- * failure the returned creator has create_session == NULL and scaffold is NOT freed. */
-VG_MON_HIDDEN vg_session_creator vg__session_creator_owning(vg_graph *g, vg_scaffold *scaffold,
-                                                            const vg_session_options *config, bool chief,
-                                                            const char *checkpoint_dir, double max_wait_secs);
-
 #endif
 
 /* Fills the init-related fields of po from a finalized scaffold. */

@@ -41,7 +41,13 @@ static void ck_destroy(void *p) {
 /* _get_saver: explicit saver, the scaffold's, or the single one of the "savers" collection. */
 static vg_saver *get_saver(ckpt_hook *h, vg_status *st) {
     if (h->o.saver) return h->o.saver;
-    if (h->o.scaffold) return vg_scaffold_saver(h->o.scaffold);
+    if (h->o.scaffold) {
+        vg_saver *s = vg_scaffold_saver(h->o.scaffold);
+        if (!s)
+            vg_status_set(st, VG_FAILED_PRECONDITION, "CheckpointSaverHook: the scaffold has no saver (it was not "
+                                                      "finalized, or the graph has no variables)");
+        return s;
+    }
     int n;
     const vg_output *items = vg_graph_collection(h->g, VG_SAVERS, &n);
     if (n == 0) {
