@@ -93,7 +93,8 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 100; i++, n++) {
             if (vg_session_run(s, &ro, NULL, NULL, 0, outs, out, 2, NULL, 0, NULL, &st) != VG_OK)
                 return die("dequeue", &st);
-            checksum += ((const float *)vg_tensor_data(out[0]))[400] + (double)((const int64_t *)vg_tensor_data(out[1]))[0];
+            checksum += ((const float *)vg_tensor_data(out[0]))[400];
+            checksum += (double)((const int64_t *)vg_tensor_data(out[1]))[0];
             vg_tensor_free(out[0]);
             vg_tensor_free(out[1]);
         }

@@ -6,12 +6,6 @@
 #include "vigil/session.h"
 #include "vigil/variables.h"
 
-/* Sessions that run queue runners use one inter-op thread: the executor currently
- * lets pool threads run blocking queue kernels while other runs wait for helper tasks
- * queued behind them, which can deadlock a pipeline (see
- * test_qr__blocking_ops_on_pool_threads). Switch back to defaults once it is fixed. */
-static const vg_session_options k_pipeline_opts = {0, 1};
-
 /* Main-thread dequeues from queues fed by runner threads give up after 20 s instead of
  * hanging the test when the pipeline stalls. */
 static vg_code fetch(vg_session *s, const vg_output *f, vg_tensor **out, int n, vg_status *st) {
@@ -34,7 +28,7 @@ static void pipe_start(pipe_t *p) {
     vg_status st;
     vg_op *init = vg_local_variables_initializer(p->g);
     CHECK_OK(vg_graph_status(p->g, &st), &st);
-    p->s = vg_session_new(p->g, &k_pipeline_opts, &st);
+    p->s = vg_session_new(p->g, NULL, &st);
     CHECK(p->s != NULL);
     CHECK_OK(vg_session_run_targets(p->s, &init, 1, &st), &st);
     p->c = vg_coord_new(NULL, 0);

@@ -10,12 +10,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* Sessions that run queue runners use one inter-op thread: the executor currently
- * lets pool threads run blocking queue kernels while other runs wait for helper tasks
- * queued behind them, which can deadlock a pipeline (see
- * test_qr__blocking_ops_on_pool_threads). Switch back to defaults once it is fixed. */
-static const vg_session_options k_pipeline_opts = {0, 1};
-
 /* Main-thread dequeues from queues fed by runner threads give up after 20 s instead of
  * hanging the test when the pipeline stalls. */
 static vg_code fetch(vg_session *s, const vg_output *f, vg_tensor **out, int n, vg_status *st) {
@@ -220,7 +214,7 @@ static void test_idx__fashion_mnist_shuffle_batch(void) {
     vg_shape s = vg_output_shape(outs[0]);
     CHECK(s.ndims == 3 && s.dims[0] == 64 && s.dims[1] == 28 && s.dims[2] == 28);
     vg_op *init = vg_local_variables_initializer(g);
-    vg_session *sess = vg_session_new(g, &k_pipeline_opts, &st);
+    vg_session *sess = vg_session_new(g, NULL, &st);
     CHECK_OK(vg_session_run_targets(sess, &init, 1, &st), &st);
     vg_coord *c = vg_coord_new(NULL, 0);
     CHECK_OK(vg_start_queue_runners(sess, c, &st), &st);

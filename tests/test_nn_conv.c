@@ -5,6 +5,7 @@
  * gradient checks (float64) of every differentiable op. */
 #include "test_util.h"
 #include "gradcheck.h"
+#include "kernels/nn_internal.h"
 #include "vigil/vigil.h"
 #include <pthread.h>
 
@@ -218,12 +219,19 @@ static void run_conv_cfg(const cfg *c, vg_dtype dt, int threads) {
     free(x); free(f); free(dy); free(y_ref); free(dx_ref); free(df_ref);
 }
 
+/* Every config through each kernel level the CPU has (AVX-512, AVX2 direct kernels)
+ * and through im2col + GEMM. */
 static void test_nn__conv2d_vs_reference(void) {
-    for (size_t i = 0; i < sizeof conv_cfgs / sizeof conv_cfgs[0]; i++) {
-        run_conv_cfg(&conv_cfgs[i], VG_FLOAT, 1);
-        run_conv_cfg(&conv_cfgs[i], VG_FLOAT, 3);
-        if (conv_cfgs[i].n * conv_cfgs[i].h * conv_cfgs[i].ci < 1000) run_conv_cfg(&conv_cfgs[i], VG_DOUBLE, 2);
+    for (int level = 2; level >= 0; level--) {
+        if (vg__conv_set_direct(level) != level) continue; /* not on this CPU */
+        for (size_t i = 0; i < sizeof conv_cfgs / sizeof conv_cfgs[0]; i++) {
+            run_conv_cfg(&conv_cfgs[i], VG_FLOAT, 1);
+            run_conv_cfg(&conv_cfgs[i], VG_FLOAT, 3);
+            if (level == 0 && conv_cfgs[i].n * conv_cfgs[i].h * conv_cfgs[i].ci < 1000)
+                run_conv_cfg(&conv_cfgs[i], VG_DOUBLE, 2);
+        }
     }
+    vg__conv_set_direct(2);
 }
 
 /* A hand-checked case: 3x3 input of 1..9, 2x2 filter of ones, VALID and SAME. */
@@ -664,11 +672,12 @@ static void count_free(void *payload, void *p) { (void)payload; free(p); }
 
 /* Fails allocation N = 0, 1, 2, ... of a run of every conv/pool op until the run
  * succeeds: each failure is RESOURCE_EXHAUSTED (ASan checks for leaks). */
-static void test_nn__conv_alloc_failures(void) {
+static void conv_alloc_failures(int level) {
+    vg__conv_set_direct(level);
     vg_allocator al = {count_alloc, count_free, NULL};
     vg_allocator_set(&al);
     vg_graph *g = vg_graph_new();
-    int64_t xd[4] = {3, 6, 6, 2}, fd[4] = {3, 3, 2, 4}, s1[4] = {1, 1, 1, 1}, k2[4] = {1, 2, 2, 1};
+    int64_t xd[4] = {3, 6, 6, 16}, fd[4] = {3, 3, 16, 16}, s1[4] = {1, 1, 1, 1}, k2[4] = {1, 2, 2, 1};
     vg_output x = vg_placeholder(g, VG_FLOAT, xd, 4, "x"), f = vg_placeholder(g, VG_FLOAT, fd, 4, "f");
     vg_output y = vg_conv2d(g, x, f, s1, "SAME", NULL);
     vg_output mp = vg_max_pool(g, y, k2, k2, "SAME", NULL);
@@ -676,7 +685,7 @@ static void test_nn__conv_alloc_failures(void) {
     vg_output in[2] = {x, f}, d[2];
     vg_status st;
     CHECK_OK(vg_gradients(g, &L, 1, in, 2, NULL, d, &st), &st);
-    double *xv = randv(216, 101), *fv = randv(72, 102);
+    double *xv = randv(3 * 36 * 16, 101), *fv = randv(9 * 256, 102);
     vg_tensor *vals[2] = {tens(VG_FLOAT, xd, 4, xv), tens(VG_FLOAT, fd, 4, fv)};
     vg_session_options o = VG_SESSION_OPTIONS_INIT;
     o.intra_op_threads = 2;
@@ -716,6 +725,12 @@ static void test_nn__conv_alloc_failures(void) {
     free(fv);
     vg_graph_free(g);
     vg_allocator_set(NULL);
+    vg__conv_set_direct(2);
+}
+
+static void test_nn__conv_alloc_failures(void) {
+    conv_alloc_failures(2);
+    conv_alloc_failures(0);
 }
 
 int main(void) {

@@ -565,6 +565,89 @@ static void test_queue__shuffle_min_after_dequeue(void) {
     qgraph_free(&t);
 }
 
+/* Shuffle storage: growth while holding elements, interleaved dequeues, a partial
+ * DequeueMany given back on close, and element-mode (unspecified shapes) leftovers
+ * freed with the session. */
+static void test_queue__shuffle_storage(void) {
+    qgraph t;
+    qgraph_init(&t, true, 1000, 0, 11);
+    vg_status st;
+    int seen[300] = {0}, got = 0;
+    for (int round = 0; round < 10; round++) {
+        CHECK_OK(enqueue_many(&t, round * 30, 30, &st), &st); /* grows 16 -> 32 -> ... */
+        vg_tensor *out = NULL;
+        CHECK_OK(dequeue_n(&t, t.deq_many, 7, &out, &st), &st);
+        for (int i = 0; out && i < 7; i++) {
+            int v = (int)((float *)vg_tensor_data(out))[2 * i];
+            CHECK_EQ_INT((int)((float *)vg_tensor_data(out))[2 * i + 1], 10 * v);
+            if (v >= 0 && v < 300) seen[v]++;
+            got++;
+        }
+        vg_tensor_free(out);
+    }
+    CHECK_EQ_INT(qsize(&t), 300 - 70);
+    CHECK_OK(run_op(&t, t.close, &st), &st);
+    vg_tensor *out = NULL;
+    CHECK_CODE(dequeue_n(&t, t.deq_many, 231, &out, &st), VG_OUT_OF_RANGE);
+    CHECK_EQ_INT(qsize(&t), 230);
+    CHECK_OK(dequeue_n(&t, t.deq_up_to, 1000, &out, &st), &st);
+    for (int i = 0; out && i < vg_tensor_dim(out, 0); i++) {
+        int v = (int)((float *)vg_tensor_data(out))[2 * i];
+        CHECK_EQ_INT((int)((float *)vg_tensor_data(out))[2 * i + 1], 10 * v);
+        if (v >= 0 && v < 300) seen[v]++;
+        got++;
+    }
+    vg_tensor_free(out);
+    CHECK_EQ_INT(got, 300);
+    int bad = 0;
+    for (int i = 0; i < 300; i++) bad += seen[i] != 1;
+    CHECK_EQ_INT(bad, 0);
+    qgraph_free(&t);
+
+    /* partial DequeueMany on a shuffle queue, then close: the batch goes back */
+    qgraph_init(&t, true, 10, 0, 5);
+    CHECK_OK(enqueue_many(&t, 0, 3, &st), &st);
+    bg_call c;
+    bg_start(&c, &t, 3, 0, 5);
+    for (int i = 0; i < 200 && qsize(&t) != 0; i++) sleep_ms(1);
+    CHECK_EQ_INT(qsize(&t), 0);
+    CHECK_OK(run_op(&t, t.close, &st), &st);
+    bg_join(&c);
+    CHECK_CODE(c.rc, VG_OUT_OF_RANGE);
+    CHECK_EQ_INT(qsize(&t), 3);
+    qgraph_free(&t);
+
+    /* element mode in a shuffle queue */
+    vg_graph *g = vg_graph_new();
+    vg_dtype f = VG_FLOAT;
+    vg_output q = vg_random_shuffle_queue(g, &f, NULL, 1, 100, 0, 9, 0, "uq");
+    vg_output ux = vg_placeholder(g, VG_FLOAT, NULL, -1, "ux");
+    vg_op *enq = vg_queue_enqueue(g, q, &ux, 1, NULL);
+    vg_op *deq = vg_queue_dequeue(g, q, NULL);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    float sum = 0;
+    for (int i = 0; i < 40; i++) {
+        int len = i % 3 + 1;
+        vg_tensor *v = vg_tensor_new_copy(VG_FLOAT, (int64_t[]){len}, 1, (float[]){(float)i, 0, 0},
+                                          4 * (size_t)len, &st);
+        CHECK_OK(vg_session_run(s, NULL, &ux, &v, 1, NULL, NULL, 0, &enq, 1, NULL, &st), &st);
+        vg_tensor_free(v);
+    }
+    for (int i = 0; i < 30; i++) {
+        vg_tensor *o = NULL;
+        CHECK_OK(vg_session_run1(s, vg_out(deq, 0), &o, &st), &st);
+        if (o) {
+            int v = (int)((float *)vg_tensor_data(o))[0];
+            CHECK_EQ_INT(vg_tensor_dim(o, 0), v % 3 + 1);
+            sum += (float)v;
+        }
+        vg_tensor_free(o);
+    }
+    CHECK(sum > 0);
+    vg_session_free(s); /* 10 elements left: freed here */
+    vg_graph_free(g);
+}
+
 /* Several components, unspecified shapes (element storage) and strings. */
 static void test_queue__components_and_element_mode(void) {
     vg_status st;
@@ -732,6 +815,7 @@ int main(void) {
     RUN_TEST(test_queue__session_close_cancels);
     RUN_TEST(test_queue__shuffle);
     RUN_TEST(test_queue__shuffle_min_after_dequeue);
+    RUN_TEST(test_queue__shuffle_storage);
     RUN_TEST(test_queue__components_and_element_mode);
     RUN_TEST(test_queue__stress);
     TEST_MAIN_END();

@@ -18,12 +18,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Sessions that run queue runners use one inter-op thread: the executor currently
- * lets pool threads run blocking queue kernels while other runs wait for helper tasks
- * queued behind them, which can deadlock a pipeline (see
- * test_qr__blocking_ops_on_pool_threads). Switch back to defaults once it is fixed. */
-static const vg_session_options k_pipeline_opts = {0, 1};
-
 /* Main-thread dequeues from queues fed by runner threads give up after 20 s instead of
  * hanging the test when the pipeline stalls. */
 static vg_code fetch(vg_session *s, const vg_output *f, vg_tensor **out, int n, vg_status *st) {
@@ -40,7 +34,7 @@ static vg_session *new_session_with_locals(vg_graph *g) {
     vg_status st;
     vg_op *init = vg_local_variables_initializer(g);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = vg_session_new(g, &k_pipeline_opts, &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
     CHECK(s != NULL);
     if (s && init) CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
     return s;
@@ -135,7 +129,7 @@ static void test_qr__error_reaches_coord(void) {
     vg_op *enq = vg_queue_enqueue(g, q, &v.read, 1, NULL);
     CHECK_OK(vg_add_queue_runner(g, q, &enq, 1), &st);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = vg_session_new(g, &k_pipeline_opts, &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
     vg_coord *c = vg_coord_new(NULL, 0);
     CHECK_OK(vg_start_queue_runners(s, c, &st), &st);
     CHECK(vg_coord_wait_for_stop(c, 5));
@@ -158,7 +152,7 @@ static void test_qr__stop_unblocks_producers(void) {
     vg_op *ops[3] = {enq, enq, enq};
     CHECK_OK(vg_add_queue_runner(g, q, ops, 3), &st);
     vg_output size = vg_queue_size(g, q, NULL);
-    vg_session *s = vg_session_new(g, &k_pipeline_opts, &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
     vg_coord *c = vg_coord_new(NULL, 0);
     CHECK_OK(vg_start_queue_runners(s, c, &st), &st);
     /* starting again while running starts nothing new */

@@ -373,6 +373,8 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
     if (vg__pool_size(s->inter) > 0) {
         int roots = 0;
         for (int i = 0; i < p->nnodes && !p->parallel; i++) {
+            /* Consts and variable reads are too cheap to be worth a hand-off */
+            if (p->nodes[i].def->flags & (VG__OP_CONST | VG__OP_VARIABLE)) continue;
             roots += p->nodes[i].npred == 0;
             p->parallel = p->nodes[i].nsucc >= 2 || roots >= 2;
         }
@@ -583,7 +585,7 @@ static void fail_run(vg__run_state *rs, const vg_status *st) {
 }
 
 /* Parallel path: workers (the caller and pool helpers) pull ready nodes. */
-static void parallel_work(vg__run_state *rs);
+static void parallel_work(vg__run_state *rs, bool helper);
 
 /* Drops one reference; the last one recycles the state. */
 static void state_release(vg__run_state *rs) {
@@ -595,7 +597,7 @@ static void state_release(vg__run_state *rs) {
 
 static void helper_task(void *arg) {
     vg__run_state *rs = arg;
-    parallel_work(rs);
+    parallel_work(rs, true);
     pthread_mutex_lock(&rs->mu);
     rs->helpers--;
     pthread_cond_broadcast(&rs->cv);
@@ -603,11 +605,24 @@ static void helper_task(void *arg) {
     state_release(rs);
 }
 
-static void parallel_work(vg__run_state *rs) {
+/* Takes a ready node: the caller takes any; a pool helper only non-blocking ones, so a
+ * queue op never parks a pool thread that other runs may need. -1 if none. Lock held. */
+static int take_ready(vg__run_state *rs, bool helper) {
+    for (int k = rs->nready - 1; k >= 0; k--) {
+        int id = rs->ready[k];
+        if (helper && (rs->p->nodes[id].def->flags & VG__OP_BLOCKING)) continue;
+        rs->ready[k] = rs->ready[--rs->nready];
+        return id;
+    }
+    return -1;
+}
+
+static void parallel_work(vg__run_state *rs, bool helper) {
     vg__plan *p = rs->p;
     pthread_mutex_lock(&rs->mu);
-    while (rs->nready > 0) {
-        int id = rs->ready[--rs->nready];
+    for (;;) {
+        int id = take_ready(rs, helper);
+        if (id < 0) break;
         /* more ready work than helpers on it: offer it to the pool */
         bool spawn = rs->nready > rs->helpers && rs->helpers < vg__pool_size(rs->s->inter);
         if (spawn) {
@@ -655,7 +670,7 @@ static void run_parallel(vg__run_state *rs) {
         if (!p->nodes[i].npred) rs->ready[rs->nready++] = i;
     }
     for (;;) {
-        parallel_work(rs);
+        parallel_work(rs, false);
         pthread_mutex_lock(&rs->mu);
         while (rs->ndone < p->nnodes && rs->nready == 0) pthread_cond_wait(&rs->cv, &rs->mu);
         bool finished = rs->ndone == p->nnodes;

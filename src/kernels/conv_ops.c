@@ -16,6 +16,7 @@
 #include "kernels/nn_internal.h"
 #include <pthread.h>
 #include <stdint.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -491,6 +492,301 @@ static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
     return VG_OK;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Direct convolution (float32, x86-64 with AVX-512F or AVX2+FMA, output channel counts
+ * that are multiples of the vector length, 16 or 8): no im2col and no BLAS packing. Each image is copied once into a zero-padded
+ * buffer xp (HP, WP, C); for a fixed ky the (kx, c) pairs of a window are then one
+ * contiguous run of J = KW * C floats, so
+ *   forward:  y[oy, ox, :] = sum over ky, j of xp[oy*sh + ky, ox*sw, j] * f[ky, j, :]
+ *             with PB output pixels x 32 channels of accumulators held in registers;
+ *   filter:   df[ky, j, :] += sum over pixels of xp[oy*sh + ky, ox*sw, j] * dy[oy, ox, :]
+ *             with JB j's x 32 channels of accumulators, the pixels streamed per image;
+ *   input:    (stride 1) the forward kernel on dy padded by (KH-1-pt, KW-1-pl) with the
+ *             filter rotated by 180 degrees and its in/out channels swapped.
+ * Other cases (double, strided input gradient, odd channel counts, no AVX-512) take
+ * the im2col path above. */
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define CONV_DIRECT 1
+#endif
+
+#ifdef CONV_DIRECT
+
+/* Forward block: PB output pixels x NCB vectors of VL channels. x points at xp (row
+ * oy*sh, column ox0*sw, j = 0), w at f (ky = 0, j = 0, first channel), y at the first
+ * output pixel. */
+#define DCONV_FWD_BLOCK(ISA, TGT, V, VL, LD, ST, BC, FMA, ZR, PB, NCB)                                  \
+    __attribute__((target(TGT))) static void dfwd##ISA##_##PB##_##NCB(                                  \
+        const float *x, int64_t xrow, int64_t px, const float *w, int64_t wky, int64_t co, int64_t kh,   \
+        int64_t J, float *y) {                                                                          \
+        V a[PB][NCB];                                                                                   \
+        _Pragma("GCC unroll 16") for (int p = 0; p < PB; p++)                                           \
+            _Pragma("GCC unroll 2") for (int c = 0; c < NCB; c++) a[p][c] = ZR();                       \
+        for (int64_t ky = 0; ky < kh; ky++, x += xrow, w += wky) {                                      \
+            for (int64_t j = 0; j < J; j++) {                                                           \
+                V w0 = LD(w + j * co), w1 = NCB > 1 ? LD(w + j * co + VL) : w0;                         \
+                _Pragma("GCC unroll 16") for (int p = 0; p < PB; p++) {                                 \
+                    V b = BC(x[p * px + j]);                                                            \
+                    a[p][0] = FMA(b, w0, a[p][0]);                                                      \
+                    if (NCB > 1) a[p][NCB - 1] = FMA(b, w1, a[p][NCB - 1]);                             \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+        _Pragma("GCC unroll 16") for (int p = 0; p < PB; p++)                                           \
+            _Pragma("GCC unroll 2") for (int c = 0; c < NCB; c++) ST(y + p * co + c * VL, a[p][c]);     \
+    }
+
+/* Filter block: JB j's x NCB vectors of channels of df, summed over the OH x OW pixels
+ * of one image. x points at xp (row ky, column 0, j0), d at dy (pixel 0, first
+ * channel), df at (ky, j0, first channel); first: start from zero instead of df. */
+#define DCONV_BF_BLOCK(ISA, TGT, V, VL, LD, ST, BC, FMA, ZR, JB, NCB)                                   \
+    __attribute__((target(TGT))) static void dbf##ISA##_##JB##_##NCB(                                   \
+        const float *x, int64_t xrow, int64_t px, int64_t oh, int64_t ow, const float *d, int64_t co,    \
+        float *df, bool first) {                                                                        \
+        V a[JB][NCB];                                                                                   \
+        _Pragma("GCC unroll 16") for (int q = 0; q < JB; q++)                                           \
+            _Pragma("GCC unroll 2") for (int c = 0; c < NCB; c++)                                       \
+                a[q][c] = first ? ZR() : LD(df + q * co + c * VL);                                      \
+        for (int64_t oy = 0; oy < oh; oy++, x += xrow) {                                                \
+            const float *xq = x;                                                                        \
+            for (int64_t ox = 0; ox < ow; ox++, xq += px, d += co) {                                    \
+                V d0 = LD(d), d1 = NCB > 1 ? LD(d + VL) : d0;                                           \
+                _Pragma("GCC unroll 16") for (int q = 0; q < JB; q++) {                                 \
+                    V b = BC(xq[q]);                                                                    \
+                    a[q][0] = FMA(b, d0, a[q][0]);                                                      \
+                    if (NCB > 1) a[q][NCB - 1] = FMA(b, d1, a[q][NCB - 1]);                             \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+        _Pragma("GCC unroll 16") for (int q = 0; q < JB; q++)                                           \
+            _Pragma("GCC unroll 2") for (int c = 0; c < NCB; c++) ST(df + q * co + c * VL, a[q][c]);    \
+    }
+
+/* AVX-512: 32 registers hold 14 x 2 accumulators + 2 weights; AVX2: 16 hold 6 x 2 + 2. */
+#define DCONV_512(X, W, NCB)                                                                            \
+    X(512, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps,    \
+      _mm512_setzero_ps, W, NCB)
+#define DCONV_256(X, W, NCB)                                                                            \
+    X(256, "avx2,fma", __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps,    \
+      _mm256_setzero_ps, W, NCB)
+#define DCONV_ALL(ISA, X, W0, W1, W2, W3, W4)                                                           \
+    ISA(X, W0, 2) ISA(X, W1, 2) ISA(X, W2, 2) ISA(X, W3, 2) ISA(X, W4, 2)                               \
+    ISA(X, W0, 1) ISA(X, W1, 1) ISA(X, W2, 1) ISA(X, W3, 1) ISA(X, W4, 1)
+DCONV_ALL(DCONV_512, DCONV_FWD_BLOCK, 14, 8, 4, 2, 1)
+DCONV_ALL(DCONV_512, DCONV_BF_BLOCK, 14, 8, 4, 2, 1)
+DCONV_ALL(DCONV_256, DCONV_FWD_BLOCK, 6, 4, 3, 2, 1)
+DCONV_ALL(DCONV_256, DCONV_BF_BLOCK, 6, 4, 3, 2, 1)
+
+typedef void (*dfwd_fn)(const float *, int64_t, int64_t, const float *, int64_t, int64_t, int64_t, int64_t, float *);
+typedef void (*dbf_fn)(const float *, int64_t, int64_t, int64_t, int64_t, const float *, int64_t, float *, bool);
+
+/* The kernels of one instruction set: block widths (largest first) and the functions
+ * for 1 and 2 vectors of channels. */
+typedef struct dconv_isa {
+    int vl;
+    int widths[5];
+    dfwd_fn fwd[2][5];
+    dbf_fn bf[2][5];
+} dconv_isa;
+
+static const dconv_isa dconv_avx512 = {
+    16, {14, 8, 4, 2, 1},
+    {{dfwd512_14_1, dfwd512_8_1, dfwd512_4_1, dfwd512_2_1, dfwd512_1_1},
+     {dfwd512_14_2, dfwd512_8_2, dfwd512_4_2, dfwd512_2_2, dfwd512_1_2}},
+    {{dbf512_14_1, dbf512_8_1, dbf512_4_1, dbf512_2_1, dbf512_1_1},
+     {dbf512_14_2, dbf512_8_2, dbf512_4_2, dbf512_2_2, dbf512_1_2}}};
+static const dconv_isa dconv_avx2 = {
+    8, {6, 4, 3, 2, 1},
+    {{dfwd256_6_1, dfwd256_4_1, dfwd256_3_1, dfwd256_2_1, dfwd256_1_1},
+     {dfwd256_6_2, dfwd256_4_2, dfwd256_3_2, dfwd256_2_2, dfwd256_1_2}},
+    {{dbf256_6_1, dbf256_4_1, dbf256_3_1, dbf256_2_1, dbf256_1_1},
+     {dbf256_6_2, dbf256_4_2, dbf256_3_2, dbf256_2_2, dbf256_1_2}}};
+
+static atomic_int g_direct_max = 2; /* vg__conv_set_direct: highest kernel level used */
+
+/* The CPU's kernel level: 2 AVX-512F, 1 AVX2+FMA, 0 none. */
+static int dconv_cpu_level(void) {
+    static int level = -1; /* benign race: every thread computes the same value */
+    if (level < 0)
+        level = __builtin_cpu_supports("avx512f")                                   ? 2
+                : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1
+                                                                                  : 0;
+    return level;
+}
+
+/* The kernels to use (NULL: im2col + GEMM). */
+static const dconv_isa *dconv_cpu_isa(void) {
+    int level = dconv_cpu_level(), max = atomic_load(&g_direct_max);
+    if (level > max) level = max;
+    return level == 2 ? &dconv_avx512 : level == 1 ? &dconv_avx2 : NULL;
+}
+
+/* One direct convolution: "in" images (n, ih, iw, ic) are padded into (hp, wp, ic)
+ * with the input at (pt, pl); windows kh x kw with strides sh, sw; the output or dy
+ * is (n, oh, ow, oc). */
+typedef struct dconv_job {
+    int mode;             /* CONV_FWD (also used for the input gradient) or CONV_BP_FILTER */
+    int64_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, pt, pl, hp, wp;
+    const float *in, *f, *dy;
+    float *out, *pad, *partial;  /* pad: units * hp*wp*ic; partial: (units-1) * kh*kw*ic*oc */
+    int64_t units;
+    const dconv_isa *isa;
+} dconv_job;
+
+/* Copies image img of in into the unit's padded buffer. */
+static void dconv_pad(const dconv_job *j, int64_t img, float *xp) {
+    const int64_t ic = j->ic;
+    memset(xp, 0, sizeof(float) * (size_t)(j->hp * j->wp * ic));
+    int64_t x0 = j->pl < 0 ? -j->pl : 0, x1 = j->iw; /* input columns that land in [0, wp) */
+    if (x1 + j->pl > j->wp) x1 = j->wp - j->pl;
+    if (x1 <= x0) return;
+    for (int64_t iy = 0; iy < j->ih; iy++) {
+        int64_t py = iy + j->pt;
+        if (py < 0 || py >= j->hp) continue;
+        memcpy(xp + (py * j->wp + j->pl + x0) * ic, j->in + ((img * j->ih + iy) * j->iw + x0) * ic,
+               sizeof(float) * (size_t)((x1 - x0) * ic));
+    }
+}
+
+/* Picks the widest block of the ISA that fits in n. */
+static int dconv_width(const dconv_isa *isa, int64_t n) {
+    int w = 0;
+    while (isa->widths[w] > n) w++;
+    return w;
+}
+
+static void dconv_unit(const dconv_job *j, int64_t u) {
+    const dconv_isa *isa = j->isa;
+    const int64_t ic = j->ic, oc = j->oc, J = j->kw * ic, xrow = j->wp * ic, px = j->sw * ic, vl = isa->vl;
+    float *xp = j->pad + (size_t)u * (size_t)(j->hp * j->wp * ic);
+    float *df = u == 0 ? j->out : j->partial + (size_t)(u - 1) * (size_t)(j->kh * J * oc);
+    int64_t i0 = u * j->n / j->units, i1 = (u + 1) * j->n / j->units;
+    if (j->mode == CONV_BP_FILTER && i1 <= i0) memset(df, 0, sizeof(float) * (size_t)(j->kh * J * oc));
+    for (int64_t img = i0; img < i1; img++) {
+        dconv_pad(j, img, xp);
+        if (j->mode == CONV_BP_FILTER) {
+            const float *d = j->dy + img * j->oh * j->ow * oc;
+            for (int64_t ky = 0; ky < j->kh; ky++)
+                for (int64_t j0 = 0; j0 < J;) {
+                    int w = dconv_width(isa, J - j0);
+                    for (int64_t cob = 0; cob < oc; cob += 2 * vl) {
+                        int ncb = oc - cob >= 2 * vl ? 2 : 1;
+                        isa->bf[ncb - 1][w](xp + ky * xrow + j0, j->sh * xrow, px, j->oh, j->ow, d + cob, oc,
+                                            df + (ky * J + j0) * oc + cob, img == i0);
+                    }
+                    j0 += isa->widths[w];
+                }
+            continue;
+        }
+        for (int64_t oy = 0; oy < j->oh; oy++) {
+            float *y = j->out + (img * j->oh + oy) * j->ow * oc;
+            const float *x = xp + oy * j->sh * xrow;
+            for (int64_t cob = 0; cob < oc; cob += 2 * vl) {
+                int ncb = oc - cob >= 2 * vl ? 2 : 1;
+                for (int64_t ox = 0; ox < j->ow;) {
+                    int w = dconv_width(isa, j->ow - ox);
+                    isa->fwd[ncb - 1][w](x + ox * px, xrow, px, j->f + cob, J * oc, oc, j->kh, J, y + ox * oc + cob);
+                    ox += isa->widths[w];
+                }
+            }
+        }
+    }
+}
+
+static void dconv_units(void *arg, int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; u++) dconv_unit(arg, u);
+}
+
+/* Runs a convolution job on the direct path if it applies; *done tells whether it
+ * did. Fails with RESOURCE_EXHAUSTED. */
+static vg_code dconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
+    const conv_geom *g = &cj->g;
+    *done = false;
+    const dconv_isa *isa = dconv_cpu_isa();
+    if (cj->dt != VG_FLOAT || !isa) return VG_OK;
+    dconv_job j = {.mode = cj->mode == CONV_BP_FILTER ? CONV_BP_FILTER : CONV_FWD, .n = g->n, .kh = g->kh,
+                   .kw = g->kw, .sh = g->sh, .sw = g->sw, .isa = isa};
+    if (cj->mode == CONV_BP_INPUT) {
+        /* dx = conv(dy padded by k-1-p, rot180(f) with channels swapped), stride 1 only */
+        if (g->sh != 1 || g->sw != 1 || g->ci % isa->vl) return VG_OK;
+        j.in = (const float *)cj->dy;
+        j.ih = g->oh, j.iw = g->ow, j.ic = g->co, j.oh = g->h, j.ow = g->w, j.oc = g->ci;
+        j.pt = g->kh - 1 - g->pt, j.pl = g->kw - 1 - g->pl;
+    } else {
+        if (g->co % isa->vl) return VG_OK;
+        j.in = (const float *)cj->x;
+        j.ih = g->h, j.iw = g->w, j.ic = g->ci, j.oh = g->oh, j.ow = g->ow, j.oc = g->co;
+        j.pt = g->pt, j.pl = g->pl;
+        j.f = (const float *)cj->f;
+        j.dy = (const float *)cj->dy;
+    }
+    j.hp = (j.oh - 1) * j.sh + j.kh;
+    j.wp = (j.ow - 1) * j.sw + j.kw;
+    double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)(g->kh * g->kw * g->ci * g->co);
+    int64_t units = vg__kctx_num_threads(ctx);
+    if ((double)units > flops / CONV_MIN_FLOPS_PER_UNIT) units = (int64_t)(flops / CONV_MIN_FLOPS_PER_UNIT);
+    if (units > g->n) units = g->n;
+    if (units < 1) units = 1;
+    j.units = units;
+    size_t pad = (size_t)(j.hp * j.wp * j.ic), fsz = (size_t)(g->kh * g->kw * g->ci * g->co);
+    size_t nfloats = pad * (size_t)units + (cj->mode == CONV_BP_INPUT ? fsz : 0) +
+                     (cj->mode == CONV_BP_FILTER ? fsz * (size_t)(units - 1) : 0);
+    conv_scratch *held = NULL;
+    float *scratch = (float *)scratch_get(ctx, nfloats * sizeof(float), &held);
+    if (!scratch) return vg__kctx_status(ctx)->code;
+    j.pad = scratch;
+    j.out = (float *)cj->out;
+    if (cj->mode == CONV_BP_FILTER) j.partial = scratch + pad * (size_t)units;
+    if (cj->mode == CONV_BP_INPUT) {
+        /* g[ky, kx, co, ci] = f[kh-1-ky, kw-1-kx, ci, co] */
+        float *gf = scratch + pad * (size_t)units;
+        const float *f = (const float *)cj->f;
+        for (int64_t ky = 0; ky < g->kh; ky++)
+            for (int64_t kx = 0; kx < g->kw; kx++) {
+                const float *src = f + ((g->kh - 1 - ky) * g->kw + (g->kw - 1 - kx)) * g->ci * g->co;
+                float *dst = gf + (ky * g->kw + kx) * g->co * g->ci;
+                for (int64_t c = 0; c < g->ci; c++)
+                    for (int64_t o = 0; o < g->co; o++) dst[o * g->ci + c] = src[c * g->co + o];
+            }
+        j.f = gf;
+    }
+    if (units == 1) dconv_units(&j, 0, 1);
+    else vg__kctx_parallel_for(ctx, units, (int64_t)(flops / (double)units), dconv_units, &j);
+    if (cj->mode == CONV_BP_FILTER) {
+        for (int64_t u = 1; u < units; u++) {
+            const float *p = j.partial + (size_t)(u - 1) * fsz;
+            for (size_t i = 0; i < fsz; i++) j.out[i] += p[i];
+        }
+    }
+    scratch_put(held, (char *)scratch);
+    *done = true;
+    return VG_OK;
+}
+
+#endif /* CONV_DIRECT */
+
+int vg__conv_set_direct(int max_level) {
+#ifdef CONV_DIRECT
+    atomic_store(&g_direct_max, max_level);
+    int level = dconv_cpu_level();
+    return level < max_level ? level : max_level;
+#else
+    (void)max_level;
+    return 0;
+#endif
+}
+
+/* Runs a convolution: the direct kernels when they apply, else im2col + GEMM. */
+static vg_code conv_exec(vg__kctx *ctx, conv_job *j) {
+#ifdef CONV_DIRECT
+    bool done = false;
+    vg_code c = dconv_try(ctx, j, &done);
+    if (c != VG_OK || done) return c;
+#endif
+    return conv_run(ctx, j);
+}
+
 /* -- Conv2D -- */
 
 static vg_code shape_conv2d(vg_op *op, vg_status *st) {
@@ -549,7 +845,7 @@ static vg_code kernel_conv2d(vg__kctx *ctx) {
     j.x = vg_tensor_data(x);
     j.f = vg_tensor_data(f);
     j.out = vg_tensor_data(y);
-    return conv_run(ctx, &j);
+    return conv_exec(ctx, &j);
 }
 
 /* TF's _Conv2DGrad: Conv2DBackpropInput(Shape(x), f, dy), Conv2DBackpropFilter(x, Shape(f), dy). */
@@ -647,7 +943,7 @@ static vg_code kernel_conv2d_bp_input(vg__kctx *ctx) {
     j.f = vg_tensor_data(f);
     j.dy = vg_tensor_data(dy);
     j.out = vg_tensor_data(dx);
-    return conv_run(ctx, &j);
+    return conv_exec(ctx, &j);
 }
 
 /* _Conv2DBackpropInputGrad: (none, Conv2DBackpropFilter(grad, Shape(f), dy), Conv2D(grad, f)). */
@@ -701,7 +997,7 @@ static vg_code kernel_conv2d_bp_filter(vg__kctx *ctx) {
     j.x = vg_tensor_data(x);
     j.dy = vg_tensor_data(dy);
     j.out = vg_tensor_data(df);
-    return conv_run(ctx, &j);
+    return conv_exec(ctx, &j);
 }
 
 /* _Conv2DBackpropFilterGrad: (Conv2DBackpropInput(Shape(x), grad, dy), none, Conv2D(x, grad)). */

@@ -25,4 +25,10 @@ VG_HIDDEN void vg__nn_gemm1(vg_dtype dt, bool ta, bool tb, int64_t M, int64_t N,
                             const void *A, int64_t lda, const void *B, int64_t ldb, double beta,
                             void *C, int64_t ldc);
 
+/* Caps the direct float32 convolution kernels at a level: 2 = AVX-512F (the default
+ * cap: the best the CPU has), 1 = AVX2+FMA, 0 = none (im2col + GEMM only), so that
+ * tests and benchmarks can exercise every path on one machine. Returns the level now
+ * in use on this CPU. Process-wide; not meant to change while sessions run. */
+VG_HIDDEN int vg__conv_set_direct(int max_level);
+
 #endif

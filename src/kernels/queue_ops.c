@@ -69,7 +69,8 @@ typedef struct vg__queue {
     vg_shape *shapes;    /* NULL: unspecified */
     bool rows;           /* raw rows (else vg_tensor pointers) */
     size_t *row_bytes;   /* per component */
-    uint8_t **buf;       /* per component: ring of cap rows */
+    uint8_t **buf;       /* per component: cap rows */
+    int64_t *perm;       /* shuffle queues: element -> row, then the free rows */
     int64_t head, size, cap;
     int64_t capacity;    /* logical limit */
     int64_t min_after;
@@ -143,11 +144,20 @@ static void rng_seed(uint64_t *s, int64_t seed, int64_t seed2) {
     for (int i = 0; i < 4; i++) s[i] = splitmix(&x);
 }
 
-/* ---- ring buffer: logical element i lives at (head + i) % cap -------------- */
+/* ---- storage --------------------------------------------------------------
+ * FIFO: a ring; logical element i lives in row (head + i) % cap.
+ * Shuffle: rows stay where they were written; perm[i] is the row of live element i
+ * for i < size, and perm[size..cap) lists the free rows. Removing element i swaps
+ * perm entries instead of moving row data, so a random dequeue copies each row once. */
 
 static inline uint8_t *slot(const vg__queue *q, int c, int64_t i) {
-    int64_t p = q->head + i;
-    if (p >= q->cap) p -= q->cap;
+    int64_t p;
+    if (q->shuffle) {
+        p = q->perm[i];
+    } else {
+        p = q->head + i;
+        if (p >= q->cap) p -= q->cap;
+    }
     return q->buf[c] + (size_t)p * q->row_bytes[c];
 }
 
@@ -160,6 +170,9 @@ static bool ring_reserve(vg__queue *q, int64_t need) {
     uint8_t *nb_local[16], **nb = q->ncomp <= 16 ? nb_local : vg__calloc((size_t)q->ncomp, sizeof(uint8_t *));
     if (!nb) return false;
     bool ok = true;
+    int64_t *nperm = NULL;
+    if (q->shuffle) ok = (nperm = vg__realloc(q->perm, sizeof(int64_t) * (size_t)q->cap,
+                                              sizeof(int64_t) * (size_t)ncap)) != NULL;
     for (int c = 0; c < q->ncomp; c++) {
         size_t bytes = (size_t)ncap * q->row_bytes[c];
         nb[c] = ok ? vg__aligned_alloc(bytes ? bytes : 1, 64) : NULL;
@@ -168,15 +181,24 @@ static bool ring_reserve(vg__queue *q, int64_t need) {
     if (ok) {
         for (int c = 0; c < q->ncomp; c++) {
             size_t rb = q->row_bytes[c];
-            int64_t n1 = q->size < q->cap - q->head ? q->size : q->cap - q->head;
-            if (n1 > 0) memcpy(nb[c], q->buf[c] + (size_t)q->head * rb, (size_t)n1 * rb);
-            if (q->size > n1) memcpy(nb[c] + (size_t)n1 * rb, q->buf[c], (size_t)(q->size - n1) * rb);
+            if (q->shuffle) {
+                if (q->cap) memcpy(nb[c], q->buf[c], (size_t)q->cap * rb); /* rows keep their index */
+            } else {
+                int64_t n1 = q->size < q->cap - q->head ? q->size : q->cap - q->head;
+                if (n1 > 0) memcpy(nb[c], q->buf[c] + (size_t)q->head * rb, (size_t)n1 * rb);
+                if (q->size > n1) memcpy(nb[c] + (size_t)n1 * rb, q->buf[c], (size_t)(q->size - n1) * rb);
+            }
             vg__free(q->buf[c]);
             q->buf[c] = nb[c];
+        }
+        if (q->shuffle) {
+            q->perm = nperm;
+            for (int64_t i = q->cap; i < ncap; i++) q->perm[i] = i; /* new free rows */
         }
         q->head = 0;
         q->cap = ncap;
     } else {
+        if (nperm) q->perm = nperm; /* grown but unused: still valid */
         for (int c = 0; c < q->ncomp; c++) vg__free(nb[c]);
     }
     if (nb != nb_local) vg__free(nb);
@@ -199,7 +221,15 @@ static void ring_read(const vg__queue *q, int c, int64_t pos, uint8_t *dst, int6
 
 /* Appends rows src[c][from .. from+n). Capacity reserved by the caller. */
 static void push_back(vg__queue *q, uint8_t *const *src, int64_t from, int64_t n) {
-    for (int c = 0; c < q->ncomp; c++) ring_write(q, c, q->size, src[c] + (size_t)from * q->row_bytes[c], n);
+    for (int c = 0; c < q->ncomp; c++) {
+        size_t rb = q->row_bytes[c];
+        const uint8_t *s = src[c] + (size_t)from * rb;
+        if (!q->shuffle) {
+            ring_write(q, c, q->size, s, n);
+            continue;
+        }
+        for (int64_t k = 0; k < n; k++) memcpy(slot(q, c, q->size + k), s + (size_t)k * rb, rb);
+    }
     q->size += n;
 }
 
@@ -212,14 +242,27 @@ static void take(vg__queue *q, uint8_t *const *dst, int64_t at, int64_t n) {
         if (q->size == 0) q->head = 0;
         return;
     }
+    /* Random element out, the last live entry into its place in perm. The next
+     * index is drawn one step ahead so that its (cache-cold) rows can be prefetched. */
+    int64_t next = (int64_t)(rng_next(q->rng) % (uint64_t)q->size);
     for (int64_t k = 0; k < n; k++) {
-        int64_t idx = (int64_t)(rng_next(q->rng) % (uint64_t)q->size), last = q->size - 1;
+        int64_t idx = next, last = q->size - 1;
+        if (k + 1 < n && last > 0) {
+            next = (int64_t)(rng_next(q->rng) % (uint64_t)last);
+            int64_t pn = q->perm[next == idx ? last : next];
+            for (int c = 0; c < q->ncomp; c++) {
+                const uint8_t *p = q->buf[c] + (size_t)pn * q->row_bytes[c];
+                size_t rb = q->row_bytes[c] < 8192 ? q->row_bytes[c] : 8192;
+                for (size_t off = 0; off < rb; off += 64) __builtin_prefetch(p + off);
+            }
+        }
         for (int c = 0; c < q->ncomp; c++) {
             size_t rb = q->row_bytes[c];
-            uint8_t *p = slot(q, c, idx);
-            memcpy(dst[c] + (size_t)(at + k) * rb, p, rb);
-            if (idx != last) memcpy(p, slot(q, c, last), rb);
+            memcpy(dst[c] + (size_t)(at + k) * rb, slot(q, c, idx), rb);
         }
+        int64_t freed = q->perm[idx];
+        q->perm[idx] = q->perm[last];
+        q->perm[last] = freed;
         q->size--;
     }
 }
@@ -398,6 +441,7 @@ static void queue_destroy(void *r) {
         for (int c = 0; c < q->ncomp; c++) vg__free(q->buf[c]);
     }
     vg__free(q->buf);
+    vg__free(q->perm);
     vg__free(q->row_bytes);
     vg__free(q->types);
     vg__free(q->shapes);
@@ -510,7 +554,8 @@ static vg_code kernel_queue(vg__kctx *ctx) {
         vg_op_attr_type_list(op, "component_types", &types, &n);
         int64_t cap = attr_int(op, "capacity", -1);
         bool same = strcmp(q->op_type, vg_op_type(op)) == 0 && n == q->ncomp &&
-                    memcmp(types, q->types, sizeof(vg_dtype) * (size_t)n) == 0 && (cap < 0 ? INT_MAX : cap) == q->capacity;
+                    memcmp(types, q->types, sizeof(vg_dtype) * (size_t)n) == 0 &&
+                    (cap < 0 ? INT_MAX : cap) == q->capacity;
         if (!same)
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "Shared queue '%s' (%s, %d components, capacity %lld) does not match node '%s'",
@@ -563,8 +608,9 @@ static vg_code validate_tuple(vg__kctx *ctx, const vg__queue *q, bool many, int6
                 want.ndims++;
             }
             if (want.ndims != got.ndims || memcmp(want.dims, got.dims, sizeof(int64_t) * (size_t)got.ndims) != 0)
-                return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape mismatch in tuple component %d. Expected %s, got %s",
-                                     c, vg_shape_str(&want, a, sizeof a), vg_shape_str(&got, b, sizeof b));
+                return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                     "Shape mismatch in tuple component %d. Expected %s, got %s", c,
+                                     vg_shape_str(&want, a, sizeof a), vg_shape_str(&got, b, sizeof b));
         } else if (many && vg_tensor_dim(t, 0) != *batch) {
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "All input tensors must have the same size in the 0th dimension. Component %d has "
@@ -1005,7 +1051,8 @@ vg_op *vg_queue_enqueue_many(vg_graph *g, vg_output queue, const vg_output *comp
 
 vg_op *vg_queue_dequeue(vg_graph *g, vg_output queue, const char *name) {
     char nb[512];
-    vg_op_builder *b = vg_op_builder_new(g, "QueueDequeueV2", name ? name : default_name(queue, "_Dequeue", nb, sizeof nb));
+    vg_op_builder *b =
+        vg_op_builder_new(g, "QueueDequeueV2", name ? name : default_name(queue, "_Dequeue", nb, sizeof nb));
     vg_op_builder_add_input(b, queue);
     return vg_op_builder_finish(b);
 }

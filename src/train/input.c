@@ -104,7 +104,8 @@ static vg_code batch_shapes(vg_graph *g, const char *what, const vg_output *tens
         if (enqueue_many) {
             if (s.ndims == 0)
                 return vg_graph_set_error(g, VG_INVALID_ARGUMENT,
-                                          "%s: enqueue_many needs tensors of rank >= 1; tensor %d is a scalar", what, i);
+                                          "%s: enqueue_many needs tensors of rank >= 1; tensor %d is a scalar",
+                                          what, i);
             if (s.ndims > 0) {
                 memmove(s.dims, s.dims + 1, sizeof(int64_t) * (size_t)(s.ndims - 1));
                 s.ndims--;
@@ -146,7 +147,8 @@ static vg_code build_batch(vg_graph *g, const char *what, const vg_output *tenso
     } else {
         q = vg_fifo_queue(g, types, shapes, n, capacity, NULL);
     }
-    vg_op *enq = enqueue_many ? vg_queue_enqueue_many(g, q, tensors, n, NULL) : vg_queue_enqueue(g, q, tensors, n, NULL);
+    vg_op *enq = enqueue_many ? vg_queue_enqueue_many(g, q, tensors, n, NULL)
+                              : vg_queue_enqueue(g, q, tensors, n, NULL);
     vg_op *deq = NULL;
     /* TF's _enqueue: [enqueue_op] * num_threads (the same op, one thread each). */
     vg_op *ops_local[16], **ops = num_threads <= 16 ? ops_local : vg__malloc(sizeof(vg_op *) * (size_t)num_threads);

@@ -172,7 +172,8 @@ static vg_code start_runner(vg_session *sess, vg_coord *coord, const vg_queue_ru
 }
 
 vg_code vg_start_queue_runners(vg_session *sess, vg_coord *coord, vg_status *st) {
-    if (!sess || !coord) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_start_queue_runners: NULL session or coordinator");
+    if (!sess || !coord)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_start_queue_runners: NULL session or coordinator");
     vg_graph *g = vg_session_graph(sess);
     int n = vg_graph_num_queue_runners(g);
     for (int i = 0; i < n; i++) {
