@@ -43,14 +43,6 @@ void cli_free_list(char **v, int n);
 bool cli_list_has(char *const *v, int n, const char *s, size_t len);
 
 /* ---- event files (events.c) ---------------------------------------------------- */
-/* One scalar read out of an event file. */
-typedef struct cli_scalar {
-    int64_t step;
-    double wall_time;
-    char *tag;
-    double value;
-} cli_scalar;
-
 /* Callback for each scalar (tag borrowed for the call) and for each SessionLog START
  * (tag == NULL, value unused; TensorBoard purges the steps >= step of earlier runs). */
 typedef void (*cli_scalar_fn)(void *payload, const char *file, int64_t step, double wall_time, const char *tag,

@@ -16,10 +16,11 @@ static const char *usage_text =
     "usage: vigil <command> [options]\n"
     "\n"
     "commands:\n"
-    "  train            train a model on Fashion-MNIST under a MonitoredTrainingSession\n"
-    "  ckpt <dir|prefix>  list the tensors of a checkpoint (--tensor NAME, --stats)\n"
-    "  events <dir|file>  print the scalars of event files as TSV (--tags a,b)\n"
-    "  plot <dir> -o curves.svg  draw scalar curves (loss, accuracy) as SVG\n"
+    "  train                     train a model on Fashion-MNIST under a MonitoredTrainingSession\n"
+    "                            (running it again resumes from the latest checkpoint)\n"
+    "  ckpt <dir|prefix>         list the tensors of a checkpoint (--tensor NAME, --stats)\n"
+    "  events <dir|file>         print the scalars of event files as TSV (--tags a,b)\n"
+    "  plot <dir> -o curves.svg  draw scalar curves (loss, accuracy) as SVG (or .png)\n"
     "\n"
     "Run 'vigil <command> --help' for the options of a command.\n";
 

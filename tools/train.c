@@ -53,7 +53,8 @@ static const char *train_help =
     "                               (a final checkpoint is always written at the end)\n"
     "  --save-summaries-steps N     summaries every N steps (default 100; 0 = off)\n"
     "  --log-step-count-steps N     log lines and global_step/sec every N steps (100)\n"
-    "  --threads N                  session intra-op and inter-op threads (default 1)\n"
+    "  --threads N                  session intra-op and inter-op threads (default: one\n"
+    "                               per core)\n"
     "  --seed N                     graph-level random seed (default 1; 0: none)\n"
     "  --train-limit N              use only the first N training images\n"
     "  --quiet                      no progress output; only the result line\n"
@@ -87,7 +88,7 @@ static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t *o
 
 static int parse_train_opts(int argc, char **argv, train_opts *o) {
     *o = (train_opts){false, 5, -1, 64, NULL, -1, true, "runs/fmnist", "/usr/share/datasets/fashion-mnist", -1, -1,
-                      100, 100, 1, 1, -1, false};
+                      100, 100, 0, 1, -1, false};
     static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr", "--lr-decay",
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
@@ -172,6 +173,10 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
         else o->lr = 1e-3;
     }
     if (!ck_steps_set && !ck_secs_set) o->save_ckpt_secs = 600;
+    if (o->threads == 0) { /* one per core: fastest on 2 cores, see docs/cli.md */
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        o->threads = n < 1 ? 1 : n > 64 ? 64 : (int)n;
+    }
     return 0;
 }
 
@@ -226,7 +231,7 @@ static void note(const char *fmt, ...) {
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -682,8 +687,8 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
         restore_hint(o, &st, start_step > 0);
         return 1;
     }
-    note("training from step %lld to step %lld (%.1f s to start)", (long long)start_step, (long long)last_step,
-         now_s() - t_start);
+    note("training from step %lld to step %lld (session ready %.2f s after start)", (long long)start_step,
+         (long long)last_step, now_s() - t_start);
     vg_run_args args = VG_RUN_ARGS_INIT;
     args.targets = &tg.train_op;
     args.ntargets = 1;
@@ -745,7 +750,10 @@ int cli_train(int argc, char **argv) {
     if (prefix[0])
         note("resuming from checkpoint %s at global step %lld (%lld complete epochs)", prefix, (long long)start_step,
              (long long)(start_step * o.batch / n_train));
-    if (start_step >= last_step) {
+    if (start_step >= last_step && !prefix[0]) {
+        return cli_fail("nothing to train (--steps %lld) and no checkpoint in %s to evaluate", (long long)o.steps,
+                        o.ckpt_dir);
+    } else if (start_step >= last_step) {
         note("already trained to step %lld (target %lld): evaluating only", (long long)start_step,
              (long long)last_step);
     } else {
