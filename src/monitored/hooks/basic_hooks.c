@@ -4,15 +4,6 @@
 #include <math.h>
 #include <time.h>
 
-static vg_hook make(const char *name, void *payload) {
-    vg_hook h;
-    memset(&h, 0, sizeof h);
-    h.name = name;
-    h.payload = payload;
-    h.destroy = vg_free;
-    return h;
-}
-
 /* ------------------------------------------------------------------------ */
 /* StopAtStepHook */
 typedef struct stop_at_step {
@@ -62,7 +53,7 @@ vg_code vg_stop_at_step_hook(int64_t num_steps, int64_t last_step, vg_hook *out,
     if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     h->num_steps = num_steps;
     h->last_step = last_step;
-    *out = make("StopAtStepHook", h);
+    *out = vg__hk_make("StopAtStepHook", h, vg_free);
     out->begin = sas_begin;
     out->after_create_session = sas_after_create;
     out->before_run = sas_before;
@@ -102,7 +93,7 @@ vg_code vg_nan_tensor_hook(vg_output loss, bool fail_on_nan_loss, vg_hook *out, 
     if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     h->loss = loss;
     h->fail = fail_on_nan_loss;
-    *out = make("NanTensorHook", h);
+    *out = vg__hk_make("NanTensorHook", h, vg_free);
     out->before_run = nan_before;
     out->after_run = nan_after;
     return VG_OK;
@@ -127,7 +118,7 @@ vg_code vg_feed_fn_hook(vg_feed_fn fn, void *payload, vg_hook *out, vg_status *s
     if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     h->fn = fn;
     h->payload = payload;
-    *out = make("FeedFnHook", h);
+    *out = vg__hk_make("FeedFnHook", h, vg_free);
     out->before_run = ff_before;
     return VG_OK;
 }
@@ -197,7 +188,7 @@ vg_code vg_final_ops_hook(const vg_output *ops, int n, const vg_output *feeds, v
         h->feeds[i] = feeds[i];
         h->feed_vals[i] = vg_tensor_ref(feed_values[i]);
     }
-    *out = make("FinalOpsHook", h);
+    *out = vg__hk_make("FinalOpsHook", h, vg_free);
     out->destroy = fo_destroy;
     out->end = fo_end;
     return VG_OK;
@@ -256,7 +247,7 @@ vg_code vg_global_step_waiter_hook(int64_t wait_until_step, vg_hook *out, vg_sta
     waiter *h = vg_calloc(1, sizeof *h);
     if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     h->wait_until = wait_until_step;
-    *out = make("GlobalStepWaiterHook", h);
+    *out = vg__hk_make("GlobalStepWaiterHook", h, vg_free);
     out->begin = gw_begin;
     out->before_run = gw_before;
     return VG_OK;

@@ -20,6 +20,8 @@ VG_HK_HIDDEN vg_code vg__global_step_read(vg_graph *g, const char *hook, vg_outp
 VG_HK_HIDDEN vg_code vg__global_step_value(vg_session *sess, vg_graph *g, int64_t *step, vg_status *st);
 /* int64 value of a scalar tensor (int32/int64/float). */
 VG_HK_HIDDEN int64_t vg__tensor_i64(const vg_tensor *t);
-/* A hook struct with the given callbacks and payload. */
+/* Copy of s through the vigil allocator (NULL for NULL or on failure). */
 VG_HK_HIDDEN char *vg__hk_strdup(const char *s);
+/* An empty hook with a name, a payload and its destructor; callbacks set by the caller. */
+VG_HK_HIDDEN vg_hook vg__hk_make(const char *name, void *payload, void (*destroy)(void *));
 #endif

@@ -1,15 +1,6 @@
 /* logging_hooks.c - LoggingTensorHook and StepCounterHook (TF 1.15). */
 #include "hooks_internal.h"
 
-static vg_hook make(const char *name, void *payload, void (*destroy)(void *)) {
-    vg_hook h;
-    memset(&h, 0, sizeof h);
-    h.name = name;
-    h.payload = payload;
-    h.destroy = destroy;
-    return h;
-}
-
 /* ------------------------------------------------------------------------ */
 /* LoggingTensorHook */
 typedef struct log_hook {
@@ -149,7 +140,7 @@ vg_code vg_logging_tensor_hook(const vg_logging_tensor_options *o, vg_hook *out,
     h->use_timer = !only_end;
     if (h->use_timer) vg_timer_init(&h->timer, secs ? o->every_n_secs : -1, secs ? -1 : o->every_n_iter, NULL);
     else vg_timer_reset(&h->timer);
-    *out = make("LoggingTensorHook", h, lh_destroy);
+    *out = vg__hk_make("LoggingTensorHook", h, lh_destroy);
     out->begin = lh_begin;
     out->before_run = lh_before;
     out->after_run = lh_after;
@@ -248,7 +239,7 @@ vg_code vg_step_counter_hook(int64_t every_n_steps, double every_n_secs, const c
         sc_destroy(h);
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     }
-    *out = make("StepCounterHook", h, sc_destroy);
+    *out = vg__hk_make("StepCounterHook", h, sc_destroy);
     out->begin = sc_begin;
     out->before_run = sc_before;
     out->after_run = sc_after;

@@ -3,15 +3,6 @@
 #include "hooks_internal.h"
 #include "vigil/graphdef.h"
 
-static vg_hook make(const char *name, void *payload, void (*destroy)(void *)) {
-    vg_hook h;
-    memset(&h, 0, sizeof h);
-    h.name = name;
-    h.payload = payload;
-    h.destroy = destroy;
-    return h;
-}
-
 /* ------------------------------------------------------------------------ */
 /* CheckpointSaverHook */
 typedef struct ckpt_hook {
@@ -202,7 +193,7 @@ vg_code vg_checkpoint_saver_hook(const vg_checkpoint_saver_options *o, vg_hook *
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     }
     snprintf(h->save_path, n, "%s/%s", o->checkpoint_dir, base);
-    *out = make("CheckpointSaverHook", h, ck_destroy);
+    *out = vg__hk_make("CheckpointSaverHook", h, ck_destroy);
     out->begin = ck_begin;
     out->after_create_session = ck_after_create;
     out->before_run = ck_before;
@@ -300,7 +291,7 @@ vg_code vg_summary_saver_hook(const vg_summary_saver_options *o, vg_hook *out, v
         sh_destroy(h);
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     }
-    *out = make("SummarySaverHook", h, sh_destroy);
+    *out = vg__hk_make("SummarySaverHook", h, sh_destroy);
     out->begin = sh_begin;
     out->before_run = sh_before;
     out->after_run = sh_after;
@@ -392,7 +383,7 @@ vg_code vg_profiler_hook(int64_t save_steps, double save_secs, const char *outpu
         ph_destroy(h);
         return st && st->code ? st->code : vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     }
-    *out = make("ProfilerHook", h, ph_destroy);
+    *out = vg__hk_make("ProfilerHook", h, ph_destroy);
     out->begin = ph_begin;
     out->before_run = ph_before;
     out->after_run = ph_after;

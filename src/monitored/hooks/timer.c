@@ -106,3 +106,12 @@ char *vg__hk_strdup(const char *s) {
     if (d) memcpy(d, s, n);
     return d;
 }
+
+vg_hook vg__hk_make(const char *name, void *payload, void (*destroy)(void *)) {
+    vg_hook h;
+    memset(&h, 0, sizeof h);
+    h.name = name;
+    h.payload = payload;
+    h.destroy = destroy;
+    return h;
+}
