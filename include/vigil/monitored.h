@@ -168,9 +168,11 @@ VG_API vg_session *vg_session_manager_prepare_session(vg_session_manager *sm, co
  * *initialized tells whether it is ready. Never runs init_op. */
 VG_API vg_session *vg_session_manager_recover_session(vg_session_manager *sm, const vg_prepare_options *o,
                                                       bool *initialized, vg_status *st);
-/* wait_for_session: for non-chief workers: polls (recovery_wait_secs) until the model
- * is ready (restored by the chief's checkpoint) or max_wait_secs pass
- * (DEADLINE_EXCEEDED). */
+/* wait_for_session: for non-chief workers: a new session every recovery_wait_secs,
+ * running local_init_op when the model is ready for it, until ready_op reports the model
+ * ready (another process initialised the shared state; this never initialises or
+ * restores). Gives up with DEADLINE_EXCEEDED "Session was not ready after waiting N
+ * secs." as soon as the time left is shorter than recovery_wait_secs. */
 VG_API vg_session *vg_session_manager_wait_for_session(vg_session_manager *sm, const vg_prepare_options *o,
                                                        vg_status *st);
 
