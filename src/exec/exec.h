@@ -53,6 +53,7 @@ typedef struct vg__plan {
     /* run-state cache */
     pthread_mutex_t mu;
     vg__run_state *free_states;
+    _Atomic(vg__run_state *) cached; /* one state kept outside the lock (the common case) */
 } vg__plan;
 
 typedef struct vg__resource {
@@ -75,7 +76,7 @@ struct vg_session {
     void **kstate;
     void (**kstate_destroy)(void *);
     vg__strmap resources;
-    int inflight;
+    atomic_int inflight; /* runs in progress (incremented under mu) */
     atomic_bool closing;
     bool closed;
 };

@@ -96,6 +96,8 @@ void vg__plan_free(vg__plan *p) {
     vg__free(p->feed_slot);
     vg__free(p->fetch_slot);
     vg__free(p->key);
+    vg__run_state *c = atomic_load(&p->cached);
+    if (c) state_destroy(c);
     while (p->free_states) {
         vg__run_state *rs = p->free_states;
         p->free_states = *(vg__run_state **)rs;
@@ -446,6 +448,8 @@ struct vg__kctx {
 };
 
 static vg__run_state *state_get(vg__plan *p) {
+    vg__run_state *c = atomic_exchange(&p->cached, NULL);
+    if (c) return c;
     pthread_mutex_lock(&p->mu);
     vg__run_state *rs = p->free_states;
     if (rs) p->free_states = rs->next_free;
@@ -476,6 +480,8 @@ static void state_destroy(vg__run_state *rs) {
 }
 
 static void state_put(vg__plan *p, vg__run_state *rs) {
+    vg__run_state *expect = NULL;
+    if (atomic_compare_exchange_strong(&p->cached, &expect, rs)) return;
     pthread_mutex_lock(&p->mu);
     rs->next_free = p->free_states;
     p->free_states = rs;
@@ -589,6 +595,10 @@ static void parallel_work(vg__run_state *rs, bool helper);
 
 /* Drops one reference; the last one recycles the state. */
 static void state_release(vg__run_state *rs) {
+    if (!rs->p->parallel) { /* no helpers: the caller holds the only reference */
+        state_put(rs->p, rs);
+        return;
+    }
     pthread_mutex_lock(&rs->mu);
     bool last = --rs->refs == 0;
     pthread_mutex_unlock(&rs->mu);

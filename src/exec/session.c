@@ -63,6 +63,7 @@ vg_session *vg_session_new(vg_graph *g, const vg_session_options *opts, vg_statu
     pthread_cond_init(&s->idle, NULL);
     vg__strmap_init(&s->resources);
     atomic_init(&s->closing, false);
+    atomic_init(&s->inflight, 0);
     s->nops = g->nops;
     s->vars = vg__calloc((size_t)s->nops + 1, sizeof(vg__var *));
     s->kstate = vg__calloc((size_t)s->nops + 1, sizeof(void *));
@@ -101,7 +102,7 @@ vg_code vg_session_close(vg_session *s, vg_status *st) {
     if (s->closed) { pthread_mutex_unlock(&s->mu); return VG_OK; }
     atomic_store(&s->closing, true);
     cancel_resources(s);
-    while (s->inflight > 0) pthread_cond_wait(&s->idle, &s->mu);
+    while (atomic_load(&s->inflight) > 0) pthread_cond_wait(&s->idle, &s->mu);
     s->closed = true;
     /* Variables and resources are released now; kernel states and plans at free. */
     for (int i = 0; i < s->nops; i++)
@@ -233,7 +234,7 @@ vg_code vg_session_run(vg_session *s, const vg_run_options *ro, const vg_output 
         if (key != keybuf) vg__free(key);
         return vg_status_set(st, VG_FAILED_PRECONDITION, "Attempted to use a closed Session.");
     }
-    s->inflight++;
+    atomic_fetch_add(&s->inflight, 1);
     vg__plan *p = find_plan(s, key, nkey, h);
     /* same key but ops from another graph could collide on ids: verify graph */
     for (int i = 0; p && i < nfeeds; i++) if (feeds[i].op && feeds[i].op->graph != s->g) p = NULL;
@@ -257,9 +258,13 @@ vg_code vg_session_run(vg_session *s, const vg_run_options *ro, const vg_output 
     if (rc == VG_OK) rc = check_feeds(feeds, feed_values, nfeeds, st);
     if (rc == VG_OK) rc = vg__plan_run(s, p, ro, feed_values, out, md, st);
     if (md && ro && ro->output_partition_graphs) md->partition_graphs = 1;
-    pthread_mutex_lock(&s->mu);
-    if (--s->inflight == 0) pthread_cond_broadcast(&s->idle);
-    pthread_mutex_unlock(&s->mu);
+    /* close() sets `closing` before it waits for inflight == 0 (under mu), so the run
+     * that brings inflight to 0 after that sees `closing` and wakes it */
+    if (atomic_fetch_sub(&s->inflight, 1) == 1 && atomic_load(&s->closing)) {
+        pthread_mutex_lock(&s->mu);
+        pthread_cond_broadcast(&s->idle);
+        pthread_mutex_unlock(&s->mu);
+    }
     if (rc == VG_OK) vg_status_clear(st);
     else if (rc != VG_OK && atomic_load(&s->closing) && rc == VG_CANCELLED) { /* keep message */ }
     return rc;

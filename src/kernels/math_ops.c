@@ -405,11 +405,20 @@ static vg_code binary_kernel(vg__kctx *ctx, int bop) {
                              vg_dtype_name(dt), vg_dtype_name(vg_tensor_dtype(b)));
     if (bop == B_POW && (dt == VG_INT32 || dt == VG_INT64) && has_negative(b))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Integers to negative integer powers are not allowed");
-    bcast_plan p;
-    vg_code c = bcast_plan_make(a, b, &p, st);
-    if (c != VG_OK) return c;
     vg_tensor *o;
     vg_dtype odt = bin_info[bop].out_bool ? VG_BOOL : dt;
+    vg_code c;
+    /* small same-shape operands (scalars, the global step read): no broadcast plan */
+    int64_t n0 = vg_tensor_num_elements(a);
+    if (n0 <= 4096 && vg_tensor_ndims(a) == vg_tensor_ndims(b) && n0 == vg_tensor_num_elements(b) &&
+        memcmp(vg_tensor_dims(a), vg_tensor_dims(b), sizeof(int64_t) * (size_t)vg_tensor_ndims(a)) == 0) {
+        if ((c = vg__kctx_alloc_output(ctx, 0, odt, vg_tensor_dims(a), vg_tensor_ndims(a), &o)) != VG_OK) return c;
+        if (n0 > 0) impl->vv(vg_tensor_data(a), vg_tensor_data(b), vg_tensor_data(o), n0);
+        return VG_OK;
+    }
+    bcast_plan p;
+    c = bcast_plan_make(a, b, &p, st);
+    if (c != VG_OK) return c;
     if ((c = vg__kctx_alloc_output(ctx, 0, odt, p.odims, p.ond, &o)) != VG_OK) return c;
     if (p.n == 0) return VG_OK;
     int last = p.nd - 1;
