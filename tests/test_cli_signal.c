@@ -16,46 +16,7 @@
 #endif
 #define DATA_DIR "/usr/share/datasets/fashion-mnist"
 
-static char vigil[1024], tmpdir[256];
-
-static pid_t spawn_vigil(const char *const *args, const char *out_name, const char *err_name) {
-    char out[512], err[512];
-    snprintf(out, sizeof out, "%s/%s", tmpdir, out_name);
-    snprintf(err, sizeof err, "%s/%s", tmpdir, err_name);
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = vigil;
-    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(vigil, (char *const *)argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-/* Waits up to timeout_s; returns the exit status, 128+signal when killed, -1 on
- * timeout (the child is then killed). */
-static int wait_vigil(pid_t pid, double timeout_s) {
-    int status;
-    for (double t = 0; t < timeout_s; t += 0.02) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        usleep(20000);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    return -1;
-}
-
-static int run_vigil(const char *const *args, const char *out_name, const char *err_name) {
-    pid_t pid = spawn_vigil(args, out_name, err_name);
-    return pid < 0 ? -1 : wait_vigil(pid, 120);
-}
+#include "cli_test_util.h"
 
 static const char *slurp(const char *name) {
     static char buf[1 << 20];

@@ -17,30 +17,10 @@
 #define VG_TESTDATA "../shared/testdata/tf"
 #endif
 
-static char vigil[1024], tmpdir[256];
+#include "cli_test_util.h"
 
-static int run_vigil(const char *const *args) {
-    char out[512], err[512];
-    snprintf(out, sizeof out, "%s/out", tmpdir);
-    snprintf(err, sizeof err, "%s/err", tmpdir);
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = vigil;
-    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(vigil, (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    if (pid < 0 || waitpid(pid, &status, 0) < 0) return -1;
-    if (!WIFEXITED(status)) fprintf(stderr, "vigil %s died with signal %d\n", args[0], WTERMSIG(status));
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+/* stdout and stderr of the last run go to tmpdir/out and tmpdir/err */
+static int run_tool(const char *const *args) { return run_vigil(args, "out", "err"); }
 
 static char out_buf[1 << 20], err_buf[1 << 16];
 
@@ -67,7 +47,7 @@ static int count_lines(const char *s) {
 /* The value printed after "# <name> ..." by `vigil ckpt --tensor`. */
 static double tensor_value(const char *ckpt, const char *name) {
     const char *args[] = {"ckpt", ckpt, "--tensor", name, NULL};
-    CHECK_EQ_INT(run_vigil(args), 0);
+    CHECK_EQ_INT(run_tool(args), 0);
     const char *s = out_text(), *nl = strchr(s, '\n');
     if (!nl) return NAN;
     nl++;
@@ -79,7 +59,7 @@ static void test_cli_ckpt__tf_written(void) {
     /* TF 1.2 regression model: b = [0], w = [-0.8578622341156006] */
     const char *reg = VG_TESTDATA "/rust_regression_model_tf1.2/variables/variables";
     const char *a1[] = {"ckpt", reg, NULL};
-    CHECK_EQ_INT(run_vigil(a1), 0);
+    CHECK_EQ_INT(run_tool(a1), 0);
     const char *s = out_text();
     CHECK_STR_CONTAINS(s, "name");
     CHECK(strstr(s, "\nb ") && strstr(s, "\nw "));
@@ -91,7 +71,7 @@ static void test_cli_ckpt__tf_written(void) {
     /* a SavedModel directory resolves to variables/variables; Snappy-compressed index */
     const char *snappy = VG_TESTDATA "/serving_half_plus_two_cpu_tf1.14";
     const char *a2[] = {"ckpt", snappy, "--stats", NULL};
-    CHECK_EQ_INT(run_vigil(a2), 0);
+    CHECK_EQ_INT(run_tool(a2), 0);
     s = out_text();
     CHECK(strstr(s, "\na ") && strstr(s, "\na2 ") && strstr(s, "\nb ") && strstr(s, "\nc ") && strstr(s, "\nc2 "));
     CHECK_STR_CONTAINS(s, "# 5 tensors, 20 bytes");
@@ -101,7 +81,7 @@ static void test_cli_ckpt__tf_written(void) {
     /* TF 2.14 object-based checkpoint with a 613-byte string tensor */
     const char *tf2 = VG_TESTDATA "/serving_half_plus_two_tf2_cpu/variables/variables.index";
     const char *a3[] = {"ckpt", tf2, NULL};
-    CHECK_EQ_INT(run_vigil(a3), 0);
+    CHECK_EQ_INT(run_tool(a3), 0);
     s = out_text();
     CHECK_STR_CONTAINS(s, "_CHECKPOINTABLE_OBJECT_GRAPH");
     CHECK_STR_CONTAINS(s, "string");
@@ -109,39 +89,39 @@ static void test_cli_ckpt__tf_written(void) {
     CHECK_STR_CONTAINS(s, "a/.ATTRIBUTES/VARIABLE_VALUE");
     CHECK_NEAR(tensor_value(tf2, "b/.ATTRIBUTES/VARIABLE_VALUE"), 2.0, 1e-9);
     const char *a4[] = {"ckpt", tf2, "--tensor", "_CHECKPOINTABLE_OBJECT_GRAPH", NULL};
-    CHECK_EQ_INT(run_vigil(a4), 0);
+    CHECK_EQ_INT(run_tool(a4), 0);
     CHECK_STR_CONTAINS(out_text(), "\"\\n");
     /* index without its data: listing works, values fail cleanly */
     const char *minigo = VG_TESTDATA "/index_only/minigo";
     const char *a5[] = {"ckpt", minigo, NULL};
-    CHECK_EQ_INT(run_vigil(a5), 0);
+    CHECK_EQ_INT(run_tool(a5), 0);
     CHECK_STR_CONTAINS(out_text(), "# 333 tensors, 182702872 bytes");
     const char *a6[] = {"ckpt", minigo, "--tensor", "global_step", NULL};
-    CHECK_EQ_INT(run_vigil(a6), 1);
+    CHECK_EQ_INT(run_tool(a6), 1);
     CHECK_STR_CONTAINS(err_text(), "vigil: NOT_FOUND: ");
 }
 
 static void test_cli_ckpt__errors(void) {
     const char *a1[] = {"ckpt", "/nonexistent/ckpt", NULL};
-    CHECK_EQ_INT(run_vigil(a1), 1);
+    CHECK_EQ_INT(run_tool(a1), 1);
     CHECK_STR_CONTAINS(err_text(), "/nonexistent/ckpt");
     const char *a2[] = {"ckpt", VG_TESTDATA "/serving_counter_tf1.5", "--tensor", "nope", NULL};
-    CHECK_EQ_INT(run_vigil(a2), 1);
+    CHECK_EQ_INT(run_tool(a2), 1);
     CHECK_STR_CONTAINS(err_text(), "counter"); /* lists what is there */
     const char *a3[] = {"ckpt", tmpdir, NULL}; /* a directory without a checkpoint */
-    CHECK_EQ_INT(run_vigil(a3), 1);
+    CHECK_EQ_INT(run_tool(a3), 1);
     CHECK_STR_CONTAINS(err_text(), "no checkpoint");
     const char *a4[] = {"ckpt", NULL};
-    CHECK_EQ_INT(run_vigil(a4), 2);
+    CHECK_EQ_INT(run_tool(a4), 2);
     const char *a5[] = {"ckpt", "x", "--bogus", NULL};
-    CHECK_EQ_INT(run_vigil(a5), 2);
+    CHECK_EQ_INT(run_tool(a5), 2);
 }
 
 static void test_cli_events__tf_written(void) {
     /* 25 records: file_version + 24 scalar summaries without a step field */
     const char *f = VG_TESTDATA "/events/tb_end_to_end_a.tfevents";
     const char *a1[] = {"events", f, NULL};
-    CHECK_EQ_INT(run_vigil(a1), 0);
+    CHECK_EQ_INT(run_tool(a1), 0);
     const char *s = out_text();
     CHECK(!strncmp(s, "step\twall_time\ttag\tvalue\n", 25));
     CHECK_EQ_INT(count_lines(s), 25);
@@ -150,17 +130,17 @@ static void test_cli_events__tf_written(void) {
     CHECK_STR_CONTAINS(s, "\tpredict_end\t0\n");
     CHECK_EQ_INT(err_text()[0], 0);
     const char *a2[] = {"events", f, "--tags", "train_begin,train_end", NULL};
-    CHECK_EQ_INT(run_vigil(a2), 0);
+    CHECK_EQ_INT(run_tool(a2), 0);
     CHECK_EQ_INT(count_lines(out_text()), 3);
     /* a directory: the two .tfevents files (24 scalars each); the subdirectories'
      * graph-only files are not in it */
     const char *a3[] = {"events", VG_TESTDATA "/events", NULL};
-    CHECK_EQ_INT(run_vigil(a3), 0);
+    CHECK_EQ_INT(run_tool(a3), 0);
     CHECK_EQ_INT(count_lines(out_text()), 49);
     CHECK_STR_CONTAINS(out_text(), "\tprofile/");
     /* graph and meta-graph events only: header, no scalars */
     const char *a4[] = {"events", VG_TESTDATA "/events/yehoon_ex", NULL};
-    CHECK_EQ_INT(run_vigil(a4), 0);
+    CHECK_EQ_INT(run_tool(a4), 0);
     CHECK_EQ_INT(count_lines(out_text()), 1);
 }
 
@@ -185,7 +165,7 @@ static void test_cli_events__damaged(void) {
     snprintf(p, sizeof p, "%s/torn.tfevents", tmpdir);
     copy_file(f, p, 1000, -1);
     const char *a1[] = {"events", p, NULL};
-    CHECK_EQ_INT(run_vigil(a1), 0);
+    CHECK_EQ_INT(run_tool(a1), 0);
     int lines = count_lines(out_text());
     CHECK(lines > 10 && lines < 25);
     CHECK_STR_CONTAINS(err_text(), "torn record at offset");
@@ -193,7 +173,7 @@ static void test_cli_events__damaged(void) {
     /* cut in every possible place: never a crash, always exit 0 */
     for (long keep = 0; keep <= 1242; keep += 13) {
         copy_file(f, p, keep, -1);
-        int rc = run_vigil(a1);
+        int rc = run_tool(a1);
         if (rc != 0) fprintf(stderr, "cut at %ld: exit %d\n", keep, rc);
         CHECK_EQ_INT(rc, 0);
     }
@@ -201,18 +181,18 @@ static void test_cli_events__damaged(void) {
     snprintf(p, sizeof p, "%s/corrupt.tfevents", tmpdir);
     copy_file(f, p, -1, 600);
     const char *a2[] = {"events", p, NULL};
-    CHECK_EQ_INT(run_vigil(a2), 0);
+    CHECK_EQ_INT(run_tool(a2), 0);
     CHECK_EQ_INT(count_lines(out_text()), 24);
     CHECK_STR_CONTAINS(err_text(), "corrupted record at offset");
     /* flipped bytes everywhere in turn */
     for (long flip = 0; flip < 1242; flip += 11) {
         copy_file(f, p, -1, flip);
-        int rc = run_vigil(a2);
+        int rc = run_tool(a2);
         if (rc != 0) fprintf(stderr, "flip at %ld: exit %d\n", flip, rc);
         CHECK_EQ_INT(rc, 0);
     }
     const char *a3[] = {"events", "/nonexistent/events", NULL};
-    CHECK_EQ_INT(run_vigil(a3), 1);
+    CHECK_EQ_INT(run_tool(a3), 1);
     CHECK_STR_CONTAINS(err_text(), "/nonexistent/events");
 }
 
@@ -236,7 +216,7 @@ static void test_cli_plot__svg(void) {
     snprintf(svg, sizeof svg, "%s/curves.svg", tmpdir);
     write_events(dir);
     const char *a1[] = {"plot", dir, "-o", svg, NULL};
-    CHECK_EQ_INT(run_vigil(a1), 0);
+    CHECK_EQ_INT(run_tool(a1), 0);
     char buf[1 << 16];
     FILE *f = fopen(svg, "r");
     CHECK(f != NULL);
@@ -259,7 +239,7 @@ static void test_cli_plot__svg(void) {
     CHECK(open > 10); /* tick labels */
     /* --tags, with XML escaping */
     const char *a2[] = {"plot", dir, "-o", svg, "--tags", "a<b&c,loss", NULL};
-    CHECK_EQ_INT(run_vigil(a2), 0);
+    CHECK_EQ_INT(run_tool(a2), 0);
     f = fopen(svg, "r");
     n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
     if (f) fclose(f);
@@ -268,26 +248,26 @@ static void test_cli_plot__svg(void) {
     CHECK(strstr(buf, "a<b") == NULL);
     /* TF's files: every scalar at step 0 and value 0 (degenerate ranges) */
     const char *a3[] = {"plot", VG_TESTDATA "/events/tb_end_to_end_b.tfevents", "-o", svg, NULL};
-    CHECK_EQ_INT(run_vigil(a3), 0);
+    CHECK_EQ_INT(run_tool(a3), 0);
     /* no scalars at all / no such tag: error */
     const char *a4[] = {"plot", VG_TESTDATA "/events/yehoon_ex", "-o", svg, NULL};
-    CHECK_EQ_INT(run_vigil(a4), 1);
+    CHECK_EQ_INT(run_tool(a4), 1);
     const char *a5[] = {"plot", dir, "-o", svg, "--tags", "nope", NULL};
-    CHECK_EQ_INT(run_vigil(a5), 1);
+    CHECK_EQ_INT(run_tool(a5), 1);
     const char *a6[] = {"plot", NULL};
-    CHECK_EQ_INT(run_vigil(a6), 2);
+    CHECK_EQ_INT(run_tool(a6), 2);
 }
 
 static void test_cli__usage(void) {
     const char *a1[] = {"--help", NULL};
-    CHECK_EQ_INT(run_vigil(a1), 0);
+    CHECK_EQ_INT(run_tool(a1), 0);
     CHECK_STR_CONTAINS(out_text(), "train");
     const char *a2[] = {"frobnicate", NULL};
-    CHECK_EQ_INT(run_vigil(a2), 2);
+    CHECK_EQ_INT(run_tool(a2), 2);
     const char *cmds[] = {"train", "ckpt", "events", "plot"};
     for (int i = 0; i < 4; i++) {
         const char *a[] = {cmds[i], "--help", NULL};
-        CHECK_EQ_INT(run_vigil(a), 0);
+        CHECK_EQ_INT(run_tool(a), 0);
         CHECK_STR_CONTAINS(out_text(), "usage: vigil ");
     }
 }

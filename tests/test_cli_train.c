@@ -18,31 +18,7 @@
 #endif
 #define DATA_DIR "/usr/share/datasets/fashion-mnist"
 
-static char vigil[1024], tmpdir[256];
-
-/* Runs vigil with args (NULL-terminated), stdout and stderr into files under tmpdir;
- * returns the exit status (-1 if it did not exit normally). */
-static int run_vigil(const char *const *args, const char *out_name, const char *err_name) {
-    char out[512], err[512];
-    snprintf(out, sizeof out, "%s/%s", tmpdir, out_name);
-    snprintf(err, sizeof err, "%s/%s", tmpdir, err_name);
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = vigil;
-    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(vigil, (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    if (pid < 0 || waitpid(pid, &status, 0) < 0) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+#include "cli_test_util.h"
 
 /* Whole file (NUL-terminated) in a static buffer. */
 static const char *slurp(const char *name) {
