@@ -6,25 +6,7 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 
-static long g_count, g_fail_at;
-
-static void *failing_alloc(void *payload, size_t size, size_t align) {
-    (void)payload;
-    if (g_fail_at > 0 && ++g_count == g_fail_at) return NULL;
-    void *p = NULL;
-    if (align < sizeof(void *)) align = sizeof(void *);
-    if (posix_memalign(&p, align, size ? size : 1) != 0) return NULL;
-    return p;
-}
-static void plain_free(void *payload, void *p) {
-    (void)payload;
-    free(p);
-}
-
-static void arm(long n) {
-    g_count = 0;
-    g_fail_at = n;
-}
+#include "oom_util.h"
 
 /* Builds the model; returns the graph's code. */
 static vg_code build(vg_graph *g, vg_op **train, vg_op **init, vg_output *loss, vg_output *report) {

@@ -9,24 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static long g_count, g_fail_at;
-
-static void *failing_alloc(void *payload, size_t size, size_t align) {
-    (void)payload;
-    if (g_fail_at > 0 && ++g_count == g_fail_at) return NULL;
-    void *p = NULL;
-    if (align < sizeof(void *)) align = sizeof(void *);
-    if (posix_memalign(&p, align, size ? size : 1) != 0) return NULL;
-    return p;
-}
-static void plain_free(void *payload, void *p) {
-    (void)payload;
-    free(p);
-}
-static void arm(long n) {
-    g_count = 0;
-    g_fail_at = n;
-}
+#include "oom_util.h"
 
 static char g_img[256], g_lab[256];
 

@@ -241,11 +241,6 @@ int vg__tensor_refcount(const vg_tensor *t) {
     return r;
 }
 
-void vg__tensor_set_shape(vg_tensor *t, const int64_t *dims, int ndims) {
-    t->ndims = ndims;
-    for (int i = 0; i < ndims; i++) t->dims[i] = dims[i];
-}
-
 vg_tensor *vg__tensor_alias(vg_tensor *t, const int64_t *dims, int ndims, vg_status *st) {
     int64_t n;
     if (!check_dims(t->dtype, dims, ndims, &n, st)) return NULL;

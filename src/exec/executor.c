@@ -153,9 +153,8 @@ static bool aliases_input(const vg_op *op) {
            strcmp(t, "StopGradient") == 0 || strcmp(t, "ExpandDims") == 0 || strcmp(t, "Squeeze") == 0;
 }
 
-/* Adds reader -> writer ordering edges (see the file comment). Uses scratch arrays of
- * nnodes / nslots ints. Returns false on OOM. */
-static bool add_rw_edges(vg__plan *p, int *succ_cap, int *scratch) {
+/* Adds reader -> writer ordering edges (see the file comment). Returns false on OOM. */
+static bool add_rw_edges(vg__plan *p, int *succ_cap) {
     int nn = p->nnodes;
     vg__var **slot_var = vg__calloc((size_t)(p->nslots ? p->nslots : 1), sizeof(vg__var *));
     int *mark = vg__calloc((size_t)nn, sizeof(int)), *stack = vg__malloc(sizeof(int) * (size_t)(nn + 1));
@@ -188,7 +187,6 @@ static bool add_rw_edges(vg__plan *p, int *succ_cap, int *scratch) {
         }
     }
 done:
-    (void)scratch;
     vg__free(slot_var);
     vg__free(mark);
     vg__free(stack);
@@ -363,7 +361,7 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
         int *nsucc0 = vg__malloc(sizeof(int) * (size_t)(p->nnodes + 1));
         if (!nsucc0) goto oom;
         for (int i = 0; i < p->nnodes; i++) nsucc0[i] = p->nodes[i].nsucc;
-        if (!add_rw_edges(p, succ_cap, indeg)) { vg__free(nsucc0); goto oom; }
+        if (!add_rw_edges(p, succ_cap)) { vg__free(nsucc0); goto oom; }
         if (!topo_sort(p, indeg)) {
             for (int i = 0; i < p->nnodes; i++) p->nodes[i].nsucc = nsucc0[i];
             topo_sort(p, indeg);

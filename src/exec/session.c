@@ -266,7 +266,6 @@ vg_code vg_session_run(vg_session *s, const vg_run_options *ro, const vg_output 
         pthread_mutex_unlock(&s->mu);
     }
     if (rc == VG_OK) vg_status_clear(st);
-    else if (rc != VG_OK && atomic_load(&s->closing) && rc == VG_CANCELLED) { /* keep message */ }
     return rc;
 }
 

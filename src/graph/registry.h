@@ -140,8 +140,6 @@ VG_HIDDEN bool vg__session_closing(const vg_session *s);
 /* ---- tensor internals ---------------------------------------------------- */
 /* Reference count (for copy-on-write decisions). */
 VG_HIDDEN int vg__tensor_refcount(const vg_tensor *t);
-/* Reshapes in place without touching data (element count must match). */
-VG_HIDDEN void vg__tensor_set_shape(vg_tensor *t, const int64_t *dims, int ndims);
 /* A new tensor (one reference) viewing t's data with another shape of the same element
  * count, without copying (Reshape, ExpandDims, Squeeze). Fails with INVALID_ARGUMENT,
  * RESOURCE_EXHAUSTED. */

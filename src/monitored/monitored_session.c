@@ -433,11 +433,9 @@ vg_code vg_step_context_request_stop(vg_step_context *sc, vg_status *st) {
 
 vg_code vg_monitored_session_run_step_fn(vg_monitored_session *ms, vg_step_fn fn, void *payload, vg_status *st) {
     if (ms->closed) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
-    vg_code rc = ensure_session(ms, st);
-    if (rc != VG_OK) return rc;
-    vg_step_context sc = {ms, ms->sess};
+    vg_step_context sc = {ms, NULL};
     for (;;) {
-        rc = ensure_session(ms, st);
+        vg_code rc = ensure_session(ms, st);
         if (rc != VG_OK) return rc;
         sc.raw = ms->sess;
         rc = fn(&sc, payload, st);
