@@ -2,7 +2,7 @@
  * checklist of ../shared/docs/tf1-semantics.md. Each case names the items it covers.
  * Fault injection: the TestRaise op fails with the code in `raise_code` on chosen runs. */
 #include "test_util.h"
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/hooks.h"
 #include "vigil/vigil.h"
 #include "vigil/monitored.h"
