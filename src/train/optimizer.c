@@ -99,29 +99,6 @@ void vg_optimizer_set_learning_rate_tensor(vg_optimizer *opt, vg_output lr) {
 
 const char *vg_optimizer_name(const vg_optimizer *opt) { return opt ? opt->name : ""; }
 
-/* ------------------------------------------------------------------------ */
-/* init_scope: no control dependencies while slots are created */
-
-typedef struct saved_deps {
-    vg_op ***deps;
-    int ndeps, cap;
-} saved_deps;
-
-static saved_deps deps_clear(vg_graph *g) {
-    saved_deps s = {g->deps, g->ndeps, g->deps_cap};
-    g->deps = NULL;
-    g->ndeps = 0;
-    g->deps_cap = 0;
-    return s;
-}
-
-static void deps_restore(vg_graph *g, saved_deps s) {
-    while (g->ndeps > 0) vg_graph_pop_control_deps(g);
-    vg__free(g->deps);
-    g->deps = s.deps;
-    g->ndeps = s.ndeps;
-    g->deps_cap = s.cap;
-}
 
 static void push_verbatim(vg_graph *g, const char *full) {
     char buf[NAME_MAX_LEN + 2];
@@ -327,9 +304,9 @@ static void add_train_op(vg_graph *g, vg_op *op) {
 /* The body of apply_gradients once the (grad, var) pairs are filtered. */
 static vg_op *apply_pairs(vg_optimizer *o, vg_graph *g, const vg_output *grads, vg_op *const *vars, int n,
                           vg_output global_step, const char *name, vg_op **upd) {
-    saved_deps d = deps_clear(g);
+    vg_graph_push_init_scope(g);
     bool ok = create_slots(o, g, vars, n);
-    deps_restore(g, d);
+    vg_graph_pop_init_scope(g);
     if (!ok) return NULL;
 
     const char *base = name ? name : o->name;

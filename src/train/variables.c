@@ -20,30 +20,6 @@
 
 #define NAME_MAX_LEN 1024
 
-/* ------------------------------------------------------------------------ */
-/* init_scope: the control-dependency stack is set aside while variables are made. */
-
-typedef struct saved_deps {
-    vg_op ***deps;
-    int ndeps, cap;
-} saved_deps;
-
-static saved_deps deps_clear(vg_graph *g) {
-    saved_deps s = {g->deps, g->ndeps, g->deps_cap};
-    g->deps = NULL;
-    g->ndeps = 0;
-    g->deps_cap = 0;
-    return s;
-}
-
-static void deps_restore(vg_graph *g, saved_deps s) {
-    while (g->ndeps > 0) vg_graph_pop_control_deps(g); /* unbalanced pushes inside */
-    vg__free(g->deps);
-    g->deps = s.deps;
-    g->ndeps = s.ndeps;
-    g->deps_cap = s.cap;
-}
-
 /* Pushes the verbatim scope "<full>/". */
 static void push_verbatim(vg_graph *g, const char *full) {
     char buf[NAME_MAX_LEN + 2];
@@ -248,8 +224,7 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
     vg_output read = vg_identity(g, var, "read");
     vg_graph_pop_scope(g);
     if (!assign.op || !read.op) return v;
-    var.op->var_initializer = assign.op;
-    var.op->var_snapshot = read;
+    vg_variable_set_parts(var.op, assign.op, read, NULL);
     add_collections(g, var.op, sp->flags);
     if (vg_graph_status(g, NULL) != VG_OK) return v;
     v.var = var.op;
@@ -261,11 +236,11 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
 
 /* Creates a variable with an absolute name, TF's init_scope style. */
 static vg_variable make_variable(vg_graph *g, const char *full, const var_spec *sp) {
-    saved_deps d = deps_clear(g);
+    vg_graph_push_init_scope(g);
     vg_graph_push_scope(g, "/");
     vg_variable v = build_variable(g, full, sp);
     vg_graph_pop_scope(g);
-    deps_restore(g, d);
+    vg_graph_pop_init_scope(g);
     return v;
 }
 
@@ -320,23 +295,6 @@ vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, const in
     vg_graph_pop_scope(g);
     var_spec sp = {dt, dims, ndims, {NULL, 0}, true, init, flags};
     return make_variable(g, uniq, &sp);
-}
-
-vg_op *vg_variable_initializer(const vg_op *var) {
-    if (!var) return NULL;
-    if (var->var_initializer) return var->var_initializer;
-    char buf[NAME_MAX_LEN];
-    snprintf(buf, sizeof buf, "%s/Assign", vg_op_name(var));
-    return vg_graph_op_by_name(var->graph, buf);
-}
-
-vg_output vg_variable_snapshot(const vg_op *var) {
-    vg_output none = {NULL, 0};
-    if (!var) return none;
-    if (var->var_snapshot.op) return var->var_snapshot;
-    char buf[NAME_MAX_LEN];
-    snprintf(buf, sizeof buf, "%s/read", vg_op_name(var));
-    return vg_out(vg_graph_op_by_name(var->graph, buf), 0);
 }
 
 /* ------------------------------------------------------------------------ */
