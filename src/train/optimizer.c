@@ -15,7 +15,7 @@
  *
  * Slots are created as under TF's init_scope (no control dependencies of the caller).
  */
-#include "graph/graph_impl.h"
+#include "train_util.h"
 #include "vigil/gradients.h"
 #include "vigil/optimizer.h"
 #include <stdio.h>
@@ -46,7 +46,7 @@ struct vg_optimizer {
 /* construction */
 
 static vg_optimizer *opt_new(opt_kind kind, const char *name, double lr) {
-    vg_optimizer *o = vg__calloc(1, sizeof *o);
+    vg_optimizer *o = vg_calloc(1, sizeof *o);
     if (!o) return NULL;
     o->kind = kind;
     o->name = name;
@@ -89,8 +89,8 @@ vg_optimizer *vg_optimizer_new_rmsprop(double learning_rate, double decay, doubl
 
 void vg_optimizer_free(vg_optimizer *opt) {
     if (!opt) return;
-    vg__free(opt->slots);
-    vg__free(opt);
+    vg_free(opt->slots);
+    vg_free(opt);
 }
 
 void vg_optimizer_set_learning_rate_tensor(vg_optimizer *opt, vg_output lr) {
@@ -135,7 +135,7 @@ static vg_op *make_slot(vg_optimizer *o, vg_graph *g, vg_op *var, int which, vg_
     vg_variable v = vg_get_variable(g, uniq, vg_output_dtype(ref), shape.dims, shape.ndims, init, 0);
     vg_graph_pop_scope(g);
     if (!v.var) return NULL;
-    if (!vg__grow((void **)&o->slots, &o->slots_cap, o->nslots + 1, sizeof(slot_entry))) {
+    if (!vg__train_grow((void **)&o->slots, &o->slots_cap, o->nslots + 1, sizeof(slot_entry))) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory recording optimizer slots");
         return NULL;
     }
@@ -371,9 +371,9 @@ vg_op *vg_optimizer_apply_gradients(vg_optimizer *opt, vg_graph *g, const vg_out
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "No variables provided.");
         return NULL;
     }
-    vg_output *gs = vg__malloc(sizeof(vg_output) * (size_t)n);
-    vg_op **vs = vg__malloc(sizeof(vg_op *) * (size_t)n);
-    vg_op **upd = vg__malloc(sizeof(vg_op *) * (size_t)(n + 2));
+    vg_output *gs = vg_malloc(sizeof(vg_output) * (size_t)n);
+    vg_op **vs = vg_malloc(sizeof(vg_op *) * (size_t)n);
+    vg_op **upd = vg_malloc(sizeof(vg_op *) * (size_t)(n + 2));
     vg_op *train = NULL;
     if (!gs || !vs || !upd) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in apply_gradients");
@@ -400,9 +400,9 @@ vg_op *vg_optimizer_apply_gradients(vg_optimizer *opt, vg_graph *g, const vg_out
     }
     train = apply_pairs(opt, g, gs, vs, m, global_step, name, upd);
 done:
-    vg__free(gs);
-    vg__free(vs);
-    vg__free(upd);
+    vg_free(gs);
+    vg_free(vs);
+    vg_free(upd);
     return train;
 }
 
@@ -441,12 +441,12 @@ vg_op *vg_optimizer_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, con
     if (!var_list) {
         /* copy: the trainable collection does not change while we build, but be safe */
         const vg_output *items = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nvars);
-        vars = vg__malloc(sizeof(vg_output) * (size_t)(nvars > 0 ? nvars : 1));
+        vars = vg_malloc(sizeof(vg_output) * (size_t)(nvars > 0 ? nvars : 1));
         if (!vars) goto oom;
         if (nvars > 0) memcpy(vars, items, sizeof(vg_output) * (size_t)nvars);
         var_list = vars;
     }
-    grads = vg__calloc((size_t)(nvars > 0 ? nvars : 1), sizeof(vg_output));
+    grads = vg_calloc((size_t)(nvars > 0 ? nvars : 1), sizeof(vg_output));
     if (!grads) goto oom;
     vg_code rc = vg_optimizer_compute_gradients(opt, g, loss, var_list, nvars, grads, &st);
     if (rc != VG_OK) {
@@ -467,7 +467,7 @@ vg_op *vg_optimizer_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, con
 oom:
     vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in minimize");
 done:
-    vg__free(vars);
-    vg__free(grads);
+    vg_free(vars);
+    vg_free(grads);
     return train;
 }

@@ -13,7 +13,7 @@
  * scope of the caller (an optimizer built under control_dependencies(update_ops)
  * must not make its slot initializers depend on those ops).
  */
-#include "graph/graph_impl.h"
+#include "train_util.h"
 #include "vigil/variables.h"
 #include <math.h>
 #include <stdio.h>
@@ -336,7 +336,7 @@ vg_op *vg_variables_initializer(vg_graph *g, const vg_output *vars, int n, const
     if (!g) return NULL;
     if (!name) name = "init";
     if (n == 0) return vg_no_op(g, name);
-    vg_op **inits = vg__calloc((size_t)n, sizeof(vg_op *));
+    vg_op **inits = vg_calloc((size_t)n, sizeof(vg_op *));
     if (!inits) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in variables_initializer");
         return NULL;
@@ -352,14 +352,14 @@ vg_op *vg_variables_initializer(vg_graph *g, const vg_output *vars, int n, const
     }
     res = vg_group(g, inits, n, name);
 done:
-    vg__free(inits);
+    vg_free(inits);
     return res;
 }
 
 /* The items of a collection copied (the collection may grow while we build ops). */
 static vg_output *collection_copy(vg_graph *g, const char *key, int *n) {
     const vg_output *items = vg_graph_collection(g, key, n);
-    vg_output *c = vg__malloc(sizeof(vg_output) * (size_t)(*n ? *n : 1));
+    vg_output *c = vg_malloc(sizeof(vg_output) * (size_t)(*n ? *n : 1));
     if (!c) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory copying collection %s", key);
         return NULL;
@@ -374,7 +374,7 @@ vg_op *vg_global_variables_initializer(vg_graph *g) {
     vg_output *vars = collection_copy(g, VG_GLOBAL_VARIABLES, &n);
     if (!vars) return NULL;
     vg_op *op = vg_variables_initializer(g, vars, n, "init");
-    vg__free(vars);
+    vg_free(vars);
     return op;
 }
 
@@ -384,7 +384,7 @@ vg_op *vg_local_variables_initializer(vg_graph *g) {
     vg_output *vars = collection_copy(g, VG_LOCAL_VARIABLES, &n);
     if (!vars) return NULL;
     vg_op *op = vg_variables_initializer(g, vars, n, "init");
-    vg__free(vars);
+    vg_free(vars);
     return op;
 }
 
@@ -405,14 +405,14 @@ static vg_output report_build(vg_graph *g, const vg_output *vars, int n) {
         vg_tensor_free(t);
         return c;
     }
-    vg_output *inited = vg__malloc(sizeof(vg_output) * (size_t)n);
+    vg_output *inited = vg_malloc(sizeof(vg_output) * (size_t)n);
     if (!inited) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in report_uninitialized_variables");
         return none;
     }
     for (int i = 0; i < n; i++) inited[i] = vg_is_variable_initialized(g, vars[i], "IsVariableInitialized");
     vg_output mask = vg_logical_not(g, vg_pack(g, inited, n, 0, "stack"), "LogicalNot");
-    vg__free(inited);
+    vg_free(inited);
     vg_status st;
     int64_t dim = n;
     vg_tensor *names = vg_tensor_new(VG_STRING, &dim, 1, &st);
@@ -443,7 +443,7 @@ vg_output vg_report_uninitialized_variables(vg_graph *g, const vg_output *vars, 
         vg_graph_collection(g, VG_GLOBAL_VARIABLES, &ng);
         vg_graph_collection(g, VG_LOCAL_VARIABLES, &nl);
         int nops = vg_graph_num_ops(g);
-        all = vg__malloc(sizeof(vg_output) * (size_t)(ng + nl + nops + 1));
+        all = vg_malloc(sizeof(vg_output) * (size_t)(ng + nl + nops + 1));
         if (!all) {
             vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in report_uninitialized_variables");
             return none;
@@ -461,6 +461,6 @@ vg_output vg_report_uninitialized_variables(vg_graph *g, const vg_output *vars, 
     vg_graph_push_scope(g, name ? name : "report_uninitialized_variables");
     vg_output r = report_build(g, vars, n);
     vg_graph_pop_scope(g);
-    vg__free(all);
+    vg_free(all);
     return r;
 }
