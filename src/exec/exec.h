@@ -135,7 +135,11 @@ VG_HIDDEN vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfee
 VG_HIDDEN void vg__plan_free(vg__plan *p);
 VG_HIDDEN vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
                                vg_tensor **out, vg_run_metadata *md, vg_status *st);
-VG_HIDDEN vg__var *vg__session_var(vg_session *s, const vg_op *op);
+/* The session's variable slot of VariableV2 op `op`; NULL for an op added after the
+ * session was created. */
+static inline vg__var *vg__session_var(vg_session *s, const vg_op *op) {
+    return (op->id < s->nops) ? s->vars[op->id] : NULL;
+}
 /* Hash of a plan key (ints). */
 VG_HIDDEN uint64_t vg__plan_key_hash(const int *key, int n);
 

@@ -9,10 +9,6 @@
 /* OpenBLAS's own threads would fight with ours: vigil splits work itself. */
 extern void openblas_set_num_threads(int num_threads);
 
-vg__var *vg__session_var(vg_session *s, const vg_op *op) {
-    return (op->id < s->nops) ? s->vars[op->id] : NULL;
-}
-
 /* ------------------------------------------------------------------------ */
 /* session */
 

@@ -2,7 +2,7 @@
  * array_index_ops.c - TensorFlow's layout and indexing array ops (Transpose,
  * ConcatV2, ConcatOffset, Slice, Pad, Pack, Unpack, GatherV2, UnsortedSegmentSum,
  * OneHot, Tile): shape functions, kernels, gradients (TF's array_grad.py), builders
- * and the family's op table vg__ops_array_index. Helpers shared with
+ * (with the composite tf.boolean_mask) and the family's op table vg__ops_array_index. Helpers shared with
  * array_shape_ops.c are declared in array_internal.h.
  *
  * The data-movement kernels work on raw bytes with the element size. String tensors
@@ -1641,6 +1641,34 @@ vg_output vg_tile(vg_graph *g, vg_output x, vg_output multiples, const char *nam
     vg_op_builder_add_input(b, x);
     vg_op_builder_add_input(b, multiples);
     return vg_out(vg_op_builder_finish(b), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* composite builders */
+
+/* tf.boolean_mask(x, mask) for a 1-D mask, laid out as TF does under "boolean_mask/":
+ * Reshape (x to [n, rest...]), Reshape_1 (mask to [-1]), Where, Squeeze, GatherV2. */
+vg_output vg_boolean_mask(vg_graph *g, vg_output x, vg_output mask, const char *name) {
+    vg_shape ms = vg_output_shape(mask);
+    if (mask.op && ms.ndims != 1) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "boolean_mask: the mask must be 1-D, got rank %d", ms.ndims);
+        return (vg_output){NULL, 0};
+    }
+    if (mask.op && vg_output_dtype(mask) != VG_BOOL) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "boolean_mask: the mask must be bool, got %s",
+                           vg_dtype_name(vg_output_dtype(mask)));
+        return (vg_output){NULL, 0};
+    }
+    vg_graph_push_scope(g, name ? name : "boolean_mask");
+    vg_output t = vg_reshape(g, x, vg__array_shape_of(g, x, VG_INT32, "Shape"), "Reshape");
+    int64_t minus1 = -1;
+    vg_output m = vg_reshape_c(g, mask, &minus1, 1, "Reshape_1");
+    vg_output w = vg_where(g, m, "Where");
+    int32_t one = 1;
+    vg_output idx = vg_squeeze(g, w, &one, 1, "Squeeze");
+    vg_output out = vg_gather(g, t, idx, 0, "GatherV2");
+    vg_graph_pop_scope(g);
+    return out;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -1080,31 +1080,6 @@ vg_output vg_where(vg_graph *g, vg_output cond, const char *name) {
     return unary(g, "Where", cond, name ? name : "Where");
 }
 
-/* tf.boolean_mask(x, mask) for a 1-D mask, laid out as TF does under "boolean_mask/":
- * Reshape (x to [n, rest...]), Reshape_1 (mask to [-1]), Where, Squeeze, GatherV2. */
-vg_output vg_boolean_mask(vg_graph *g, vg_output x, vg_output mask, const char *name) {
-    vg_shape ms = vg_output_shape(mask);
-    if (mask.op && ms.ndims != 1) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "boolean_mask: the mask must be 1-D, got rank %d", ms.ndims);
-        return (vg_output){NULL, 0};
-    }
-    if (mask.op && vg_output_dtype(mask) != VG_BOOL) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "boolean_mask: the mask must be bool, got %s",
-                           vg_dtype_name(vg_output_dtype(mask)));
-        return (vg_output){NULL, 0};
-    }
-    vg_graph_push_scope(g, name ? name : "boolean_mask");
-    vg_output t = vg_reshape(g, x, vg__array_shape_of(g, x, VG_INT32, "Shape"), "Reshape");
-    int64_t minus1 = -1;
-    vg_output m = vg_reshape_c(g, mask, &minus1, 1, "Reshape_1");
-    vg_output w = vg_where(g, m, "Where");
-    int32_t one = 1;
-    vg_output idx = vg_squeeze(g, w, &one, 1, "Squeeze");
-    vg_output out = vg_gather(g, t, idx, 0, "GatherV2");
-    vg_graph_pop_scope(g);
-    return out;
-}
-
 vg_op *vg_broadcast_gradient_args(vg_graph *g, vg_output s0, vg_output s1, const char *name) {
     vg_op_builder *b = vg_op_builder_new(g, "BroadcastGradientArgs", name ? name : "BroadcastGradientArgs");
     vg_op_builder_add_input(b, s0);
