@@ -53,6 +53,9 @@ struct vg_monitored_session {
     vg_coord *coord;
     bool hooked_stop;
     bool closed;
+    /* Singular: should_stop() saw a stored coordinator error (TF raises it there, so the
+     * `with` block ends by that exception and the hooks' end() is skipped) */
+    bool stop_raised;
     /* scratch */
     vg_output *fetches;
     int fetches_cap;
@@ -141,6 +144,20 @@ static vg_code create_coordinated(vg_monitored_session *ms, vg_status *st) {
     return rc;
 }
 
+/* _RecoverableSession's close before a recreation (_WrappedSession.close): request_stop
+ * and join the current coordinated session; a non-preemption error join re-raises (a
+ * thread reported it) escapes, a preemption error is swallowed. The session is dropped
+ * either way. */
+static vg_code recovery_close(vg_monitored_session *ms, vg_status *st) {
+    vg_status join_st = {VG_OK, ""};
+    close_coordinated(ms, &join_st);
+    if (join_st.code != VG_OK && !is_preemption(join_st.code)) {
+        vg_status_copy(st, &join_st);
+        return join_st.code;
+    }
+    return VG_OK;
+}
+
 /* _RecoverableSession._create_session: retried forever on preemption errors. */
 static vg_code ensure_session(vg_monitored_session *ms, vg_status *st) {
     while (!ms->sess) {
@@ -171,7 +188,7 @@ static vg_code feed_conflict(const vg_output *a, int na, const vg_output *b, int
                                             vg_op_name(a[i].op), a[i].index);
             }
     if (!any) return VG_OK;
-    return vg_status_set(st, VG_INVALID_ARGUMENT, "%s Conflict(s): [%s]", what, list);
+    return vg_status_set(st, VG_FAILED_PRECONDITION, "%s Conflict(s): [%s]", what, list);
 }
 
 static void merge_options(vg_monitored_session *ms, vg_run_options *o, const vg_run_options *h, int *nwatch) {
@@ -410,7 +427,8 @@ vg_code vg_monitored_session_run(vg_monitored_session *ms, const vg_run_args *ar
         vg_logf(VG_LOG_INFO, "An error was raised. This may be due to a preemption in a connected worker or "
                              "parameter server. The current session will be closed and a new session will be "
                              "created. Error: %s", st ? st->msg : "");
-        close_coordinated(ms, NULL);
+        rc = recovery_close(ms, st);
+        if (rc != VG_OK) return rc;
     }
 }
 
@@ -442,7 +460,8 @@ vg_code vg_monitored_session_run_step_fn(vg_monitored_session *ms, vg_step_fn fn
         if (!(ms->recover && is_preemption(rc))) return rc;
         vg_logf(VG_LOG_INFO, "An error was raised in the step function; a new session will be created. Error: %s",
                 st ? st->msg : "");
-        close_coordinated(ms, NULL);
+        rc = recovery_close(ms, st);
+        if (rc != VG_OK) return rc;
     }
 }
 
@@ -460,6 +479,7 @@ bool vg_monitored_session_should_stop(vg_monitored_session *ms) {
             if (ensure_session(ms, &st) != VG_OK) return true;
             return false;
         }
+        if (!ms->recover) ms->stop_raised = true;
         return true;
     }
     if (vg_coord_should_stop(ms->coord)) return true;
@@ -476,19 +496,18 @@ static vg_code close_internal(vg_monitored_session *ms, bool call_end, vg_status
         for (int i = 0; i < ms->nhooks && rc == VG_OK; i++)
             if (ms->hooks[i].end) rc = ms->hooks[i].end(ms->hooks[i].payload, ms->closed ? NULL : ms->sess, st);
     }
-    if (ms->closed) {
-        if (rc != VG_OK) return rc;
-        return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
-    }
+    /* TF raises from a `finally`: its exception replaces a hook's end() error */
+    if (ms->closed) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
     vg_status join_st = {VG_OK, ""};
     close_coordinated(ms, &join_st);
     ms->closed = true;
     if (!ms->graph_was_finalized) vg_graph_unfinalize(ms->g);
-    if (rc != VG_OK) return rc;
+    /* the error join re-raises (a thread reported it) also replaces a hook's error */
     if (join_st.code != VG_OK && !(ms->recover && is_preemption(join_st.code))) {
         vg_status_copy(st, &join_st);
         return join_st.code;
     }
+    if (rc != VG_OK) return rc;
     vg_status_clear(st);
     return VG_OK;
 }
@@ -497,9 +516,11 @@ vg_code vg_monitored_session_close(vg_monitored_session *ms, vg_status *st) { re
 
 vg_code vg_monitored_session_end(vg_monitored_session *ms, vg_code loop_rc, vg_status *st) {
     bool clean = loop_rc == VG_OK || loop_rc == VG_OUT_OF_RANGE || loop_rc == VG_STOP_ITERATION;
-    /* SingularMonitoredSession: should_stop() would have raised the coordinator's stored
-     * error, so a loop that ended "normally" ended by an exception. */
-    if (clean && loop_rc == VG_OK && !ms->recover && !ms->closed && ms->coord) {
+    /* SingularMonitoredSession: a should_stop() that saw the coordinator's stored error
+     * raised it in TF, so a loop that ended "normally" after it ended by an exception.
+     * A loop that never asked should_stop() ends cleanly: end() runs and close()
+     * re-raises the error. */
+    if (clean && loop_rc == VG_OK && ms->stop_raised && !ms->closed && ms->coord) {
         vg_status stored;
         if (vg_coord_raise_requested_exception(ms->coord, &stored) != VG_OK) clean = false;
     }

@@ -79,7 +79,7 @@ static vg_code nan_after(void *p, vg_run_context *ctx, const vg_run_values *v, v
     if (!isnan(vg_tensor_scalar(v->results[0]))) return VG_OK;
     if (h->fail) {
         vg_logf(VG_LOG_ERROR, "Model diverged with loss = NaN.");
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "NaN loss during training.");
+        return vg_status_set(st, VG_FAILED_PRECONDITION, "NaN loss during training.");
     }
     vg_logf(VG_LOG_WARN, "Model diverged with loss = NaN.");
     vg_run_context_request_stop(ctx);
