@@ -346,6 +346,13 @@ static vg_code coordinated_run(vg_monitored_session *ms, const vg_run_args *a, v
 
 static vg_monitored_session *ms_new(vg_graph *g, vg_session_creator creator, const vg_hook *hooks, int nhooks,
                                     double grace, bool recover, vg_status *st) {
+    if (!g || nhooks < 0 || (nhooks > 0 && !hooks)) {
+        for (int i = 0; hooks && i < nhooks; i++)
+            if (hooks[i].destroy) hooks[i].destroy(hooks[i].payload);
+        if (creator.destroy) creator.destroy(creator.payload);
+        vg_status_set(st, VG_INVALID_ARGUMENT, "%s", !g ? "graph is NULL" : "hooks is NULL with nhooks > 0 (or nhooks < 0)");
+        return NULL;
+    }
     vg_monitored_session *ms = vg_calloc(1, sizeof *ms);
     if (!ms || (nhooks > 0 && (!(ms->hooks = vg_calloc((size_t)nhooks, sizeof(vg_hook))) ||
                                !(ms->slots = vg_calloc((size_t)nhooks, sizeof(hook_slot)))))) {
@@ -413,14 +420,33 @@ vg_monitored_session *vg_singular_monitored_session_new(vg_graph *g, const vg_si
     return ms ? ms_start(ms, st) : NULL;
 }
 
+/* The caller's arrays: a count > 0 needs its array (INVALID_ARGUMENT names it); out
+ * slots are cleared. */
+static vg_code check_run_args(const vg_run_args *a, vg_tensor **out, vg_status *st) {
+    if (a->nfetches < 0 || a->nfeeds < 0 || a->ntargets < 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "negative count in run args");
+    if (a->nfetches > 0 && !out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out is NULL with %d fetches", a->nfetches);
+    for (int i = 0; i < a->nfetches; i++) out[i] = NULL;
+    if (a->nfetches > 0 && !a->fetches)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "args->fetches is NULL with %d fetches", a->nfetches);
+    if (a->nfeeds > 0 && (!a->feeds || !a->feed_values))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "args->%s is NULL with %d feeds",
+                             a->feeds ? "feed_values" : "feeds", a->nfeeds);
+    if (a->ntargets > 0 && !a->targets)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "args->targets is NULL with %d targets", a->ntargets);
+    return VG_OK;
+}
+
 vg_code vg_monitored_session_run(vg_monitored_session *ms, const vg_run_args *args, vg_tensor **out,
                                  vg_run_metadata *md, vg_status *st) {
     vg_run_args none = VG_RUN_ARGS_INIT;
     if (!args) args = &none;
-    for (int i = 0; i < args->nfetches; i++) out[i] = NULL;
+    vg_code rc = check_run_args(args, out, st);
+    if (rc != VG_OK) return rc;
+    if (!ms) return vg_status_set(st, VG_INVALID_ARGUMENT, "monitored session is NULL");
     if (ms->closed) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
     for (;;) {
-        vg_code rc = ensure_session(ms, st);
+        rc = ensure_session(ms, st);
         if (rc != VG_OK) return rc;
         rc = coordinated_run(ms, args, out, md, st);
         if (!(ms->recover && is_preemption(rc))) return rc;
@@ -438,7 +464,9 @@ vg_code vg_step_context_run_with_hooks(vg_step_context *sc, const vg_run_args *a
                                        vg_run_metadata *md, vg_status *st) {
     vg_run_args none = VG_RUN_ARGS_INIT;
     if (!args) args = &none;
-    for (int i = 0; i < args->nfetches; i++) out[i] = NULL;
+    vg_code rc = check_run_args(args, out, st);
+    if (rc != VG_OK) return rc;
+    if (!sc) return vg_status_set(st, VG_INVALID_ARGUMENT, "step context is NULL");
     vg_monitored_session *ms = sc->ms;
     if (ms->closed || !ms->sess) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
     return coordinated_run(ms, args, out, md, st);
@@ -450,6 +478,7 @@ vg_code vg_step_context_request_stop(vg_step_context *sc, vg_status *st) {
 }
 
 vg_code vg_monitored_session_run_step_fn(vg_monitored_session *ms, vg_step_fn fn, void *payload, vg_status *st) {
+    if (!ms || !fn) return vg_status_set(st, VG_INVALID_ARGUMENT, "%s is NULL", ms ? "step_fn" : "monitored session");
     if (ms->closed) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
     vg_step_context sc = {ms, NULL};
     for (;;) {
