@@ -115,6 +115,20 @@ typedef struct vg_checkpoint_state {
  * len bytes; a missing checkpoint is logged). Writes into buf. Relative paths in the
  * state file are taken relative to dir, as TF does. */
 VG_API const char *vg_latest_checkpoint(const char *dir, char *buf, size_t len);
+/* The checkpoint a restarting trainer must resume from (vigil's, stricter than
+ * latest_checkpoint: never a silent start from step 0 over an existing run). Writes the
+ * prefix into buf (len bytes) and returns VG_OK when one is found:
+ *   - the state file's model_checkpoint_path when that checkpoint is complete (index
+ *     parses, every tensor's bytes lie in existing data files);
+ *   - else the newest complete one its list names, else the newest complete one found
+ *     by listing dir (by "-N" step suffix, then .index mtime); these log a WARNING.
+ * Fails with NOT_FOUND only when there is no state file and no "*.index" file in dir
+ * (a fresh start is safe); DATA_LOSS naming the file when "<dir>/checkpoint" exists
+ * but cannot be read or parsed (unreadable, special file, dangling link, syntax) or
+ * names nothing complete while none is found by listing, and when .index files exist
+ * but none is complete; INVALID_ARGUMENT (NULL arguments, path longer than len);
+ * RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_checkpoint_find_latest(const char *dir, char *buf, size_t len, vg_status *st);
 /* tf.train.get_checkpoint_state(dir): reads "<dir>/checkpoint" into a new state (free
  * with vg_checkpoint_state_free); relative paths are joined with dir. Fails with
  * NOT_FOUND, DATA_LOSS (unparsable, or no model_checkpoint_path). */
