@@ -94,7 +94,13 @@ VG_API int vg_saver_num_last_checkpoints(const vg_saver *s);
 VG_API const char *vg_saver_last_checkpoint(const vg_saver *s, int i);
 /* recover_last_checkpoints: adopt existing checkpoint paths (e.g. after a restart) so
  * max_to_keep keeps deleting them. Paths whose files are gone are skipped; each one's
- * time is its file's mtime. Replaces the current list. */
+ * time is its file's mtime. Replaces the current list.
+ * vigil addition (crash clean-up): when the newest path is "<dir>/<base>-N", it first
+ * deletes from dir the stale temporaries of an interrupted save ("<base>-*.tempstate<16
+ * hex>", "checkpoint.tempstate<16 hex>") and, when max_to_keep > 0 and
+ * keep_checkpoint_every_n_hours is not in use, the files of checkpoints "<base>-M" with
+ * M < N that paths does not name (what max_to_keep would have deleted), logging a
+ * WARNING with the counts. */
 VG_API void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n);
 /* The saver's ops (for Scaffold / MetaGraphDef's SaverDef). */
 VG_API vg_output vg_saver_filename_tensor(const vg_saver *s);   /* "save/Const:0" */
