@@ -158,10 +158,15 @@ static vg_code check_feeds(const vg_output *feeds, vg_tensor *const *vals, int n
 vg_code vg_session_run(vg_session *s, const vg_run_options *ro, const vg_output *feeds, vg_tensor *const *feed_values,
                        int nfeeds, const vg_output *fetches, vg_tensor **out, int nfetches, vg_op *const *targets,
                        int ntargets, vg_run_metadata *md, vg_status *st) {
+    if (nfetches > 0 && !out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out is NULL with %d fetches", nfetches);
     for (int i = 0; i < nfetches; i++) out[i] = NULL;
     if (!s) return vg_status_set(st, VG_INVALID_ARGUMENT, "session is NULL");
     if (nfeeds < 0 || nfetches < 0 || ntargets < 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "negative count");
+    if (nfetches > 0 && !fetches) return vg_status_set(st, VG_INVALID_ARGUMENT, "fetches is NULL with %d fetches", nfetches);
+    if (nfeeds > 0 && (!feeds || !feed_values))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s is NULL with %d feeds", feeds ? "feed_values" : "feeds", nfeeds);
+    if (ntargets > 0 && !targets) return vg_status_set(st, VG_INVALID_ARGUMENT, "targets is NULL with %d targets", ntargets);
     /* plan key on the stack for small calls */
     int keybuf[64], *key = keybuf;
     int nkey = 2 * nfeeds + 2 * nfetches + ntargets;

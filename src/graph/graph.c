@@ -3,6 +3,7 @@
  * and the generic op builder. Shape inference runs in vg_op_builder_finish through
  * the op def's shape function.
  */
+#include <limits.h>
 #include "graph_impl.h"
 #include "vigil/variables.h"
 #include <ctype.h>
@@ -184,10 +185,17 @@ vg_output vg_graph_output_by_name(const vg_graph *g, const char *name, vg_status
         if (n >= sizeof buf) { vg_status_set(st, VG_INVALID_ARGUMENT, "name too long"); return none; }
         memcpy(buf, name, n);
         buf[n] = 0;
-        char *end;
-        long v = strtol(colon + 1, &end, 10);
-        if (*end || v < 0) {
-            vg_status_set(st, VG_INVALID_ARGUMENT, "invalid tensor name '%s'", name);
+        /* decimal digits only, range-checked (no sign, no spaces, no overflow into int) */
+        const char *d = colon + 1;
+        long long v = 0;
+        if (!*d) v = -1;
+        for (; *d && v >= 0; d++) {
+            if (*d < '0' || *d > '9' || v > (INT_MAX - (*d - '0')) / 10) v = -1;
+            else v = v * 10 + (*d - '0');
+        }
+        if (v < 0) {
+            vg_status_set(st, VG_INVALID_ARGUMENT, "invalid tensor name '%s': the output index must be a decimal "
+                          "number in [0, %d]", name, INT_MAX);
             return none;
         }
         idx = (int)v;

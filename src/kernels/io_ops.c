@@ -1,6 +1,6 @@
 /*
  * io_ops.c - the checkpoint ops of TF's io_ops: SaveV2 and RestoreV2 (V2 tensor
- * bundles, one shard; tf-formats.md §2).
+ * bundles, one shard; docs/formats.md §2).
  *
  * SaveV2(prefix, tensor_names, shape_and_slices, tensors...) streams each tensor
  * straight from its buffer (for variables: the variable's current value, which the

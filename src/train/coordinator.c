@@ -385,7 +385,7 @@ vg_code vg_coord_join(vg_coord *c, double stop_grace_period_secs, bool ignore_li
         if (ignore_live_threads) {
             vg_logf(VG_LOG_INFO, "Coordinator stopped with threads still running: %s", names);
         } else {
-            return vg_status_set(st, VG_DEADLINE_EXCEEDED, "Coordinator stopped with threads still running: %s",
+            return vg_status_set(st, VG_FAILED_PRECONDITION, "Coordinator stopped with threads still running: %s",
                                  names);
         }
     }

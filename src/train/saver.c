@@ -619,8 +619,91 @@ vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t
     return c;
 }
 
+/* "<name>.tempstate" + 16 hex digits: the io layer's temporaries (vg__io_temp_create). */
+static bool is_temp_name(const char *name) {
+    const char *t = strstr(name, ".tempstate");
+    if (!t || t == name) return false;
+    t += 10;
+    size_t k = 0;
+    for (; t[k]; k++)
+        if (!((t[k] >= '0' && t[k] <= '9') || (t[k] >= 'a' && t[k] <= 'f'))) return false;
+    return k == 16;
+}
+
+/* The "-N" step suffix of a prefix (-1 when none). base_len = length before "-N". */
+static long long step_suffix(const char *p, size_t *base_len) {
+    size_t n = strlen(p), i = n;
+    while (i > 0 && p[i - 1] >= '0' && p[i - 1] <= '9') i--;
+    if (i == n || i < 2 || p[i - 1] != '-' || n - i > 18) return -1;
+    *base_len = i - 1;
+    return strtoll(p + i, NULL, 10);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Start-up clean-up after a crash (issue 9 #5), in the directory of the newest listed
+ * checkpoint: removes this saver's stale temporaries ("<base>-N...tempstate<hex>",
+ * "checkpoint.tempstate<hex>") and the orphaned checkpoints "<base>-M" with M below the
+ * newest listed step that the list does not name, as max_to_keep would have deleted
+ * them. Orphans are kept when max_to_keep is 0 (keep all) or
+ * keep_checkpoint_every_n_hours is in use (they may be kept on purpose). Linear in the
+ * directory size (the listed names are sorted once). */
+static void clean_stale_files(vg_saver *s, const char *const *paths, int n) {
+    if (n <= 0 || !paths[n - 1]) return;
+    const char *newest = paths[n - 1];
+    size_t base_len = 0;
+    long long newest_step = step_suffix(newest, &base_len);
+    if (newest_step < 0) return; /* not "<base>-N": no pattern to match safely */
+    char *dir = path_dirname(newest);
+    const char *base = path_basename(newest);
+    size_t blen = base_len - (size_t)(base - newest);
+    char **names = vg__calloc((size_t)n, sizeof *names);
+    DIR *d = dir ? opendir(*dir ? dir : ".") : NULL;
+    if (!dir || !names || !d) goto done;
+    for (int i = 0; i < n; i++) names[i] = (char *)path_basename(paths[i] ? paths[i] : "");
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    bool prune = s->max_to_keep > 0 && !(s->keep_hours > 0 && s->keep_hours < 10000.0);
+    struct dirent *e;
+    int ntemp = 0, norphan = 0;
+    while ((e = readdir(d))) {
+        const char *nm = e->d_name;
+        bool ours = strncmp(nm, base, blen) == 0 && nm[blen] == '-';
+        if (is_temp_name(nm) && (ours || strncmp(nm, "checkpoint.tempstate", 20) == 0)) {
+            char *p = path_join(dir, nm);
+            if (p && unlink(p) == 0) ntemp++;
+            vg__free(p);
+            continue;
+        }
+        if (!prune || !ours) continue;
+        /* "<base>-N" + ".index" | ".meta" | ".data-?????-of-?????" */
+        const char *q = nm + blen + 1, *digits = q;
+        while (*q >= '0' && *q <= '9') q++;
+        if (q == digits || q - digits > 18) continue;
+        if (strcmp(q, ".index") && strcmp(q, ".meta") &&
+            !(strncmp(q, ".data-", 6) == 0 && strlen(q) == 20 && strncmp(q + 11, "-of-", 4) == 0))
+            continue;
+        long long step = strtoll(digits, NULL, 10);
+        char *prefix = vg__strndup(nm, (size_t)(q - nm));
+        const char *key = prefix;
+        if (prefix && step < newest_step && !bsearch(&key, names, (size_t)n, sizeof *names, cmp_str)) {
+            char *full = path_join(dir, nm);
+            if (full && unlink(full) == 0) norphan++;
+            vg__free(full);
+        }
+        vg__free(prefix);
+    }
+    if (ntemp || norphan)
+        vg_logf(VG_LOG_WARN, "removed %d stale temporary file(s) and %d orphaned checkpoint file(s) older than %s left "
+                "by an interrupted run", ntemp, norphan, newest);
+done:
+    if (d) closedir(d);
+    vg__free(names);
+    vg__free(dir);
+}
+
 void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n) {
     if (!s) return;
+    clean_stale_files(s, paths, n);
     list_clear(&s->last);
     for (int i = 0; i < n; i++) {
         struct stat sb;
