@@ -174,13 +174,13 @@ static vg_code newest_listed(const char *dir, char *buf, size_t len, int *nindex
         if (l <= 6 || strcmp(e->d_name + l - 6, ".index") != 0) continue;
         char *idx = path_join(dir, e->d_name);
         struct stat sb;
-        if (!idx || !vg__grow((void **)&v, &cap, n + 1, sizeof *v)) {
-            vg__free(idx);
+        if (!idx || !vg__train_grow((void **)&v, &cap, n + 1, sizeof *v)) {
+            vg_free(idx);
             c = VG_OOM(st, "checkpoint listing");
             break;
         }
         if (stat(idx, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-            vg__free(idx);
+            vg_free(idx);
             continue;
         }
         idx[strlen(idx) - 6] = 0;
@@ -201,8 +201,8 @@ static vg_code newest_listed(const char *dir, char *buf, size_t len, int *nindex
                 break;
             }
     }
-    for (int i = 0; i < n; i++) vg__free(v[i].prefix);
-    vg__free(v);
+    for (int i = 0; i < n; i++) vg_free(v[i].prefix);
+    vg_free(v);
     return c;
 }
 
@@ -222,7 +222,7 @@ vg_code vg_checkpoint_find_latest(const char *dir, char *buf, size_t len, vg_sta
                               "checkpoint state file %s exists but cannot be used (%s); refusing to start over: "
                               "repair or remove it",
                               state_path, why.msg);
-            vg__free(state_path);
+            vg_free(state_path);
             return c;
         }
         c = VG_NOT_FOUND;
@@ -249,7 +249,7 @@ vg_code vg_checkpoint_find_latest(const char *dir, char *buf, size_t len, vg_sta
                                   "to start over", state_path, cs->model_checkpoint_path, dir);
         }
         vg_checkpoint_state_free(cs);
-        vg__free(state_path);
+        vg_free(state_path);
         return c;
     }
     int nidx;
@@ -257,7 +257,7 @@ vg_code vg_checkpoint_find_latest(const char *dir, char *buf, size_t len, vg_sta
     if (c == VG_OK)
         vg_logf(VG_LOG_WARN, "no checkpoint state file %s; using %s, the newest complete checkpoint found by listing "
                 "the directory", state_path, buf);
-    vg__free(state_path);
+    vg_free(state_path);
     return c;
 }
 

@@ -78,7 +78,7 @@ static double now_secs(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* printf into a new string (vg__malloc). */
+/* printf into a new string (vg_malloc). */
 static char *str_printf(const char *fmt, ...) VG_PRINTF(1, 2);
 static char *str_printf(const char *fmt, ...) {
     va_list ap;
@@ -657,7 +657,7 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n) {
     char *dir = path_dirname(newest);
     const char *base = path_basename(newest);
     size_t blen = base_len - (size_t)(base - newest);
-    char **names = vg__calloc((size_t)n, sizeof *names);
+    char **names = vg_calloc((size_t)n, sizeof *names);
     DIR *d = dir ? opendir(*dir ? dir : ".") : NULL;
     if (!dir || !names || !d) goto done;
     for (int i = 0; i < n; i++) names[i] = (char *)path_basename(paths[i] ? paths[i] : "");
@@ -671,7 +671,7 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n) {
         if (is_temp_name(nm) && (ours || strncmp(nm, "checkpoint.tempstate", 20) == 0)) {
             char *p = path_join(dir, nm);
             if (p && unlink(p) == 0) ntemp++;
-            vg__free(p);
+            vg_free(p);
             continue;
         }
         if (!prune || !ours) continue;
@@ -683,22 +683,22 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n) {
             !(strncmp(q, ".data-", 6) == 0 && strlen(q) == 20 && strncmp(q + 11, "-of-", 4) == 0))
             continue;
         long long step = strtoll(digits, NULL, 10);
-        char *prefix = vg__strndup(nm, (size_t)(q - nm));
+        char *prefix = vg__train_strndup(nm, (size_t)(q - nm));
         const char *key = prefix;
         if (prefix && step < newest_step && !bsearch(&key, names, (size_t)n, sizeof *names, cmp_str)) {
             char *full = path_join(dir, nm);
             if (full && unlink(full) == 0) norphan++;
-            vg__free(full);
+            vg_free(full);
         }
-        vg__free(prefix);
+        vg_free(prefix);
     }
     if (ntemp || norphan)
         vg_logf(VG_LOG_WARN, "removed %d stale temporary file(s) and %d orphaned checkpoint file(s) older than %s left "
                 "by an interrupted run", ntemp, norphan, newest);
 done:
     if (d) closedir(d);
-    vg__free(names);
-    vg__free(dir);
+    vg_free(names);
+    vg_free(dir);
 }
 
 void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n) {
