@@ -32,7 +32,7 @@ enum { NLAYERS = sizeof k_layers / sizeof k_layers[0], L_TRAIN = 6, L_MONITORED 
  * not listed is not checked here (part 2 checks the calls). */
 static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/status.h", "core"},        {"vigil/tensor.h", "core"},        {"vigil/graph.h", "graph"},
-    {"vigil/graphdef.h", "graph"},     {"vigil/import.h", "graph"},       {"vigil/variables.h", "graph"},
+    {"vigil/graphdef.h", "graph"},     {"vigil/import.h", "graph"},       {"vigil/variables.h", "train"},
     {"vigil/session.h", "exec"},       {"vigil/ops.h", "kernels"},        {"vigil/queue.h", "kernels"},
     {"vigil/gradients.h", "autodiff"}, {"vigil/optimizer.h", "train"},    {"vigil/saver.h", "train"},
     {"vigil/summary.h", "train"},      {"vigil/coordinator.h", "train"},  {"vigil/layers.h", "train"},

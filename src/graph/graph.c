@@ -5,7 +5,6 @@
  */
 #include <limits.h>
 #include "graph_impl.h"
-#include "vigil/variables.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -811,7 +810,7 @@ vg_op *vg_op_builder_finish(vg_op_builder *b) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* a variable's parts (the fields tf.Variable holds; declared in vigil/variables.h) */
+/* a variable's parts (the fields tf.Variable holds; declared in vigil/graph.h) */
 
 vg_code vg_variable_set_parts(vg_op *var, vg_op *initializer, vg_output snapshot, vg_status *st) {
     if (!var || !(var->def->flags & VG__OP_VARIABLE))
