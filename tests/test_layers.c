@@ -33,10 +33,11 @@ enum { NLAYERS = sizeof k_layers / sizeof k_layers[0], L_TRAIN = 6, L_MONITORED 
 static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/status.h", "core"},        {"vigil/tensor.h", "core"},        {"vigil/graph.h", "graph"},
     {"vigil/graphdef.h", "graph"},     {"vigil/import.h", "graph"},       {"vigil/variables.h", "train"},
-    {"vigil/session.h", "exec"},       {"vigil/ops.h", "kernels"},        {"vigil/queue.h", "kernels"},
+    {"vigil/session.h", "exec"},       {"vigil/ops.h", "kernels"},        {"vigil/queue_ops.h", "kernels"},
     {"vigil/gradients.h", "autodiff"}, {"vigil/optimizer.h", "train"},    {"vigil/saver.h", "train"},
     {"vigil/summary.h", "train"},      {"vigil/coordinator.h", "train"},  {"vigil/layers.h", "train"},
     {"vigil/monitored.h", "monitored"}, {"vigil/hooks.h", "monitored"},    {"vigil/vigil.h", "monitored"},
+    {"vigil/queue.h", "train"},
 };
 
 static int layer_index(const char *name, size_t n) {

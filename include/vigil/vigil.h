@@ -18,6 +18,7 @@
 #include "optimizer.h"
 #include "layers.h"
 #include "coordinator.h"
+#include "queue_ops.h"
 #include "queue.h"
 #include "saver.h"
 #include "summary.h"
