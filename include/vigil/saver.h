@@ -97,7 +97,7 @@ VG_API const char *vg_saver_last_checkpoint(const vg_saver *s, int i);
  * time is its file's mtime. Replaces the current list.
  * vigil addition (crash clean-up): when the newest path is "<dir>/<base>-N", it first
  * deletes from dir the stale temporaries of an interrupted save ("<base>-*.tempstate<16
- * hex>", "checkpoint.tempstate<16 hex>") and, when max_to_keep > 0 and
+ * hex>", "checkpoint.tempstate<16 hex>", "graph.pbtxt.tempstate<16 hex>") and, when max_to_keep > 0 and
  * keep_checkpoint_every_n_hours is not in use, the files of checkpoints "<base>-M" with
  * M < N that paths does not name (what max_to_keep would have deleted), logging a
  * WARNING with the counts. */

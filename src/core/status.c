@@ -40,10 +40,15 @@ vg_code vg_status_setv(vg_status *st, vg_code code, const char *fmt, va_list ap)
     va_copy(ap2, ap);
     int n = vsnprintf(st->msg, sizeof st->msg, fmt, ap);
     if (n >= (int)sizeof st->msg) {
-        /* too long: format again into a larger buffer and shorten in the middle */
-        int m = vsnprintf(big, sizeof big, fmt, ap2);
-        size_t len = m < 0 ? 0 : (size_t)m >= sizeof big ? sizeof big - 1 : (size_t)m;
-        copy_shortened(st->msg, sizeof st->msg, big, len);
+        /* too long: format the whole message again (heap when it fits no stack buffer;
+         * the stack buffer's prefix when even that fails) and shorten it in the middle */
+        char *heap = (size_t)n >= sizeof big ? vg__malloc((size_t)n + 1) : NULL;
+        char *buf = heap ? heap : big;
+        size_t cap = heap ? (size_t)n + 1 : sizeof big;
+        int m = vsnprintf(buf, cap, fmt, ap2);
+        size_t len = m < 0 ? 0 : (size_t)m >= cap ? cap - 1 : (size_t)m;
+        copy_shortened(st->msg, sizeof st->msg, buf, len);
+        vg__free(heap);
     }
     va_end(ap2);
     return code;

@@ -668,7 +668,8 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n) {
     while ((e = readdir(d))) {
         const char *nm = e->d_name;
         bool ours = strncmp(nm, base, blen) == 0 && nm[blen] == '-';
-        if (is_temp_name(nm) && (ours || strncmp(nm, "checkpoint.tempstate", 20) == 0)) {
+        if (is_temp_name(nm) && (ours || strncmp(nm, "checkpoint.tempstate", 20) == 0 ||
+                                 strncmp(nm, "graph.pbtxt.tempstate", 21) == 0)) {
             char *p = path_join(dir, nm);
             if (p && unlink(p) == 0) ntemp++;
             vg_free(p);
