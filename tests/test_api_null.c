@@ -121,7 +121,7 @@ static void test_null__session_manager_and_coord(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_get_variable(g, "v", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
-    vg_session_manager *sm = vg_session_manager_new(g, NULL);
+    vg_session_manager *sm = vg_session_manager_new(g, NULL, NULL);
     CHECK(sm != NULL);
     /* initialized is optional */
     vg_session *s = vg_session_manager_recover_session(sm, NULL, NULL, &st);

@@ -245,7 +245,44 @@ static void test_tfedge__feed_conflicts_are_runtime_errors(void) {
     vg_graph_free(g);
 }
 
+/* session_manager.py SessionManager.__init__ (SessionManagerTest's ValueError case):
+ * a ready_for_local_init_op without a local_init_op is a ValueError (INVALID_ARGUMENT). */
+static void test_tfedge__ready_for_local_init_op_needs_local_init_op(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_variable v = vg_get_variable(g, "v", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
+    vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
+    o.ready_for_local_init_op = vg_report_uninitialized_variables(g, &v.ref, 1, "ready_local");
+    CHECK(vg_session_manager_new(g, &o, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "If you pass a ready_for_local_init_op you must also pass a local_init_op");
+    o.local_init_op = vg_no_op(g, "local_init");
+    vg_session_manager *sm = vg_session_manager_new(g, &o, &st);
+    CHECK(sm != NULL);
+    CHECK_EQ_INT(st.code, VG_OK);
+    vg_session_manager_free(sm);
+    vg_graph_free(g);
+}
+
+/* coordinator_test.py testRequestStopRaisesIfJoined: request_stop(ex) after join raises
+ * ex; after clear_stop errors are stored again. */
+static void test_tfedge__request_stop_raises_if_joined(void) {
+    vg_status st, err;
+    vg_coord *c = vg_coord_new(NULL, 0);
+    CHECK_OK(vg_coord_join(c, 1, false, &st), &st);
+    vg_status_set(&err, VG_FAILED_PRECONDITION, "Too late");
+    CHECK_CODE(vg_coord_request_stop(c, &err), VG_FAILED_PRECONDITION);
+    CHECK_CODE(vg_coord_raise_requested_exception(c, &st), VG_OK);
+    vg_coord_clear_stop(c);
+    CHECK_CODE(vg_coord_request_stop(c, &err), VG_OK); /* handled normally again */
+    CHECK_CODE(vg_coord_join(c, 1, false, &st), VG_FAILED_PRECONDITION);
+    CHECK_STR_CONTAINS(st.msg, "Too late");
+    vg_coord_free(c);
+}
+
 int main(void) {
+    RUN_TEST(test_tfedge__ready_for_local_init_op_needs_local_init_op);
+    RUN_TEST(test_tfedge__request_stop_raises_if_joined);
     RUN_TEST(test_tfedge__singular_coord_error_without_should_stop);
     RUN_TEST(test_tfedge__second_close_hook_end_fails);
     RUN_TEST(test_tfedge__close_join_error_replaces_end_error);

@@ -138,7 +138,11 @@ typedef struct vg_session_manager_options {
 
 #define VG_SESSION_MANAGER_OPTIONS_INIT {NULL, {NULL, 0}, {NULL, 0}, 30.0, NULL}
 
-VG_API vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts);
+/* New session manager (free with vg_session_manager_free); opts NULL: defaults. Fails
+ * (NULL, *st set) with INVALID_ARGUMENT for a NULL graph or a ready_for_local_init_op
+ * without a local_init_op (TF's ValueError), RESOURCE_EXHAUSTED. */
+VG_API vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts,
+                                                  vg_status *st);
 VG_API void vg_session_manager_free(vg_session_manager *sm);
 
 typedef struct vg_prepare_options {

@@ -196,8 +196,8 @@ static uint64_t file_size(vg__tfrecord_reader *r) {
  * truncated / clean end (*avail0 = header bytes present). */
 static vg_code check_at(vg__tfrecord_reader *r, uint64_t off, int *kind, uint64_t *len, size_t *hdr_avail,
                         vg_status *st) {
-    const uint8_t *p;
-    size_t avail;
+    const uint8_t *p = NULL;
+    size_t avail = 0;
     vg_code c = fill(r, off, 12, &p, &avail, st);
     if (c) return c;
     *hdr_avail = avail;

@@ -97,7 +97,7 @@ static void saver_destroy(void *p) { vg_saver_free(p); }
 
 /* training_saver._get_saver_or_default: the "savers" collection holds the restore op of
  * each saver; the vg_saver object is attached to the graph under its op name. A graph
- * without global variables gets no saver (TF's allow_empty saver saves nothing). */
+ * without global variables gets an empty saver (allow_empty: it saves nothing). */
 static vg_code saver_or_default(vg_graph *g, vg_saver **out, vg_status *st) {
     int n;
     char key[1100];
@@ -113,10 +113,9 @@ static vg_code saver_or_default(vg_graph *g, vg_saver **out, vg_status *st) {
         if (!*out) return vg_status_set(st, VG_FAILED_PRECONDITION, "the \"savers\" collection holds an unknown saver");
         return VG_OK;
     }
-    vg_graph_collection(g, VG_GLOBAL_VARIABLES, &n);
-    if (n == 0) return VG_OK;
     vg_saver_options so = VG_SAVER_OPTIONS_INIT;
     so.sharded = true;
+    so.allow_empty = true; /* Saver(sharded=True, allow_empty=True) */
     vg_saver *sv = vg_saver_new(g, &so, st);
     if (!sv) return st ? st->code : VG_INTERNAL;
     vg_op *restore = vg_saver_restore_op(sv);

@@ -17,10 +17,26 @@ struct vg_session_manager {
     vg_session_manager_options o;
 };
 
-vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts) {
+vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts, vg_status *st) {
     vg_session_manager_options def = VG_SESSION_MANAGER_OPTIONS_INIT;
+    if (!g) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "SessionManager: graph is NULL");
+        return NULL;
+    }
+    if (opts && opts->ready_for_local_init_op.op && !opts->local_init_op) {
+        /* TF's ValueError */
+        vg_status_set(st, VG_INVALID_ARGUMENT,
+                      "If you pass a ready_for_local_init_op you must also pass a local_init_op , "
+                      "ready_for_local_init_op [%s:%d]",
+                      vg_op_name(opts->ready_for_local_init_op.op), opts->ready_for_local_init_op.index);
+        return NULL;
+    }
     vg_session_manager *sm = vg_calloc(1, sizeof *sm);
-    if (!sm) return NULL;
+    if (!sm) {
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session manager");
+        return NULL;
+    }
+    vg_status_clear(st);
     sm->g = g;
     sm->o = opts ? *opts : def;
     return sm;

@@ -172,14 +172,14 @@ static bool is_clean(const vg_coord *c, vg_code code) {
     return false;
 }
 
-void vg_coord_request_stop(vg_coord *c, const vg_status *err) {
+vg_code vg_coord_request_stop(vg_coord *c, const vg_status *err) {
+    if (!c) return VG_INVALID_ARGUMENT;
     bool error = err && err->code != VG_OK && !is_clean(c, err->code);
     pthread_mutex_lock(&c->mu);
     if (c->joined && error) {
-        /* TF raises here; in C the error has nobody to go to but the log. */
+        /* TF re-raises it: nobody would see it otherwise. Not stored. */
         pthread_mutex_unlock(&c->mu);
-        vg_logf(VG_LOG_ERROR, "Coordinator: error reported after join: %s: %s", vg_code_name(err->code), err->msg);
-        return;
+        return err->code;
     }
     if (!atomic_load(&c->stop)) {
         if (error && !c->has_err) {
@@ -190,6 +190,7 @@ void vg_coord_request_stop(vg_coord *c, const vg_status *err) {
         pthread_cond_broadcast(&c->cv);
     }
     pthread_mutex_unlock(&c->mu);
+    return VG_OK;
 }
 
 bool vg_coord_should_stop(vg_coord *c) { return atomic_load_explicit(&c->stop, memory_order_acquire); }
