@@ -132,6 +132,7 @@ static vg_code saver_or_default(vg_graph *g, vg_saver **out, vg_status *st) {
 vg_code vg_scaffold_finalize(vg_scaffold *s, vg_graph *g, vg_status *st) {
     if (s->finalized) {
         vg_graph_finalize(g);
+        vg_logf(VG_LOG_INFO, "Graph was finalized.");
         return VG_OK;
     }
     vg_code rc = VG_OK;
@@ -161,6 +162,7 @@ vg_code vg_scaffold_finalize(vg_scaffold *s, vg_graph *g, vg_status *st) {
     if ((rc = vg_graph_status(g, st)) != VG_OK) return rc;
     vg_graph_finalize(g);
     s->finalized = true;
+    vg_logf(VG_LOG_INFO, "Graph was finalized.");
     return VG_OK;
 }
 

@@ -145,7 +145,10 @@ static vg_code run_local_init(vg_session_manager *sm, vg_session *sess, bool *ok
         *ok = false;
         return VG_OK;
     }
-    return vg_session_run_targets(sess, &sm->o.local_init_op, 1, st);
+    vg_logf(VG_LOG_INFO, "Running local_init_op.");
+    rc = vg_session_run_targets(sess, &sm->o.local_init_op, 1, st);
+    if (rc == VG_OK) vg_logf(VG_LOG_INFO, "Done running local_init_op.");
+    return rc;
 }
 
 vg_session *vg_session_manager_prepare_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {

@@ -720,6 +720,7 @@ vg_code vg_saver_restore(vg_saver *s, vg_session *sess, const char *prefix, vg_s
     if (!prefix) return vg_status_set(st, VG_INVALID_ARGUMENT, "Can't load save_path when it is None.");
     if (!vg_checkpoint_exists(prefix))
         return vg_status_set(st, VG_NOT_FOUND, "The passed save_path is not a valid checkpoint: %s", prefix);
+    vg_logf(VG_LOG_INFO, "Restoring parameters from %s", prefix);
     vg_code c = check_checkpoint(s, prefix, st);
     if (c) return c;
     vg_tensor *fname = vg_tensor_new_string_scalar(prefix, strlen(prefix), st);
