@@ -47,7 +47,7 @@ static void test_null__monitored(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_output c = vg_const_f32(g, 2.0f, "c");
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, NULL, 0, 1, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 1}, &st);
     CHECK(ms != NULL);
     if (!ms) return;
     vg_run_args a = VG_RUN_ARGS_INIT;
@@ -72,9 +72,9 @@ static void test_null__monitored(void) {
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, NULL), &st);
     vg_monitored_session_free(ms);
     /* NULL graph, NULL hooks with a count */
-    CHECK(vg_monitored_session_new(NULL, (vg_session_creator){0}, NULL, 0, 1, &st) == NULL);
+    CHECK(vg_monitored_session_new(NULL, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 1}, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK(vg_monitored_session_new(g, (vg_session_creator){0}, NULL, 2, 1, &st) == NULL);
+    CHECK(vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 2, 1}, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     CHECK(vg_singular_monitored_session_new(NULL, NULL, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
@@ -89,9 +89,9 @@ static void test_null__hooks(void) {
     CHECK_STR_CONTAINS(st.msg, "out");
     CHECK_CODE(vg_nan_tensor_hook(c, true, NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_CODE(vg_global_step_waiter_hook(1, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_CODE(vg_step_counter_hook(10, -1, NULL, NULL, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_CODE(vg_final_ops_hook(&c, 1, NULL, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_CODE(vg_profiler_hook(10, -1, "/tmp", false, false, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){10, -1, NULL, NULL}, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_final_ops_hook(&(vg_final_ops_options){&c, 1, NULL, NULL, 0}, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_profiler_hook(&(vg_profiler_options){10, -1, "/tmp", false, false}, NULL, &st), VG_INVALID_ARGUMENT);
     vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
     co.checkpoint_dir = "/tmp";
     co.save_steps = 1;
@@ -107,7 +107,7 @@ static void test_null__hooks(void) {
     CHECK_CODE(vg_logging_tensor_hook(NULL, &h, &st), VG_INVALID_ARGUMENT);
     CHECK_CODE(vg_timer_init(NULL, 1, -1, &st), VG_INVALID_ARGUMENT);
     /* final ops values: n optional; a hook without payload gives nothing */
-    CHECK_OK(vg_final_ops_hook(&c, 1, NULL, NULL, 0, &h, &st), &st);
+    CHECK_OK(vg_final_ops_hook(&(vg_final_ops_options){&c, 1, NULL, NULL, 0}, &h, &st), &st);
     CHECK(vg_final_ops_hook_values(&h, NULL) == NULL);
     vg_hook_free(&h);
     int n = 7;

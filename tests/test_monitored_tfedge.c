@@ -107,7 +107,7 @@ static void test_tfedge__second_close_hook_end_fails(void) {
     vg_get_or_create_global_step(g);
     ehook h = {0};
     vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, &k, 1, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
     if (!ms) return;
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
     CHECK_EQ_INT(h.end, 1);
@@ -133,7 +133,7 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
         h.end_code = VG_INTERNAL;
         vg_hook k = eh(&h);
         vg_monitored_session *ms = singular ? ht_singular(g, NULL, NULL, &k, 1, &st)
-                                            : vg_monitored_session_new(g, (vg_session_creator){0}, &k, 1, 120, &st);
+                                            : vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
         if (!ms) return;
         report(h.coord, VG_UNKNOWN, "a thread wants to stop");
         CHECK_CODE(vg_monitored_session_close(ms, &st), VG_UNKNOWN);
@@ -148,7 +148,7 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
     ehook h = {0};
     h.end_code = VG_INTERNAL;
     vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, &k, 1, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
     if (!ms) return;
     CHECK_CODE(vg_monitored_session_close(ms, &st), VG_INTERNAL);
     CHECK_STR_CONTAINS(st.msg, "hook failed in end");
@@ -168,7 +168,7 @@ static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     vg_output gs = vg_get_or_create_global_step(g);
     ehook h = {0};
     vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, &k, 1, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
     if (!ms) return;
     CHECK_NEAR(run_t(ms, gs, &rc, &st), 0, 0);
     report(h.coord, VG_UNKNOWN, "a thread failed");
@@ -188,7 +188,7 @@ static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     gs = vg_get_or_create_global_step(g);
     ehook h2 = {0};
     vg_hook k2 = eh(&h2);
-    ms = vg_monitored_session_new(g, (vg_session_creator){0}, &k2, 1, 120, &st);
+    ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k2, 1, 120}, &st);
     if (!ms) return;
     h2.before_code = VG_ABORTED;
     CHECK_NEAR(run_t(ms, gs, &rc, &st), 0, 0);
@@ -221,14 +221,14 @@ static void test_tfedge__feed_conflicts_are_runtime_errors(void) {
     vg_output y = vg_add(g, x, vg_const_f32(g, 1.0f, NULL), "y");
     fhook a = {x, vg_tensor_new_scalar_f32(1, NULL)}, b = {x, vg_tensor_new_scalar_f32(2, NULL)};
     vg_hook hooks[2] = {{"a", NULL, NULL, f_before, NULL, NULL, NULL, &a}, {"b", NULL, NULL, f_before, NULL, NULL, NULL, &b}};
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, hooks, 2, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 2, 120}, &st);
     if (!ms) return;
     vg_code rc;
     run_t(ms, y, &rc, &st);
     CHECK_EQ_INT(rc, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Same tensor is fed by two hooks.");
     vg_monitored_session_free(ms);
-    ms = vg_monitored_session_new(g, (vg_session_creator){0}, hooks, 1, 120, &st);
+    ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 1, 120}, &st);
     if (!ms) return;
     vg_run_args ra = VG_RUN_ARGS_INIT;
     vg_tensor *out[1] = {NULL};

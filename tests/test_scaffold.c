@@ -180,7 +180,7 @@ static void test_scaffold__defaults_no_variables(void) {
     vg_session_free(sess);
     /* a monitored session over it works (no saver needed) */
     vg_graph_unfinalize(g);
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, NULL, 0, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 120}, &st);
     CHECK(ms != NULL);
     if (ms) {
         CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
@@ -724,7 +724,7 @@ static void test_session_creator__chief_restores(void) {
     vg_scaffold *sc = vg_scaffold_new(&so);
     CHECK_OK(vg_scaffold_finalize(sc, m.g, &st), &st);
     /* no checkpoint yet: init_op + init_fn */
-    vg_session_creator c = vg_chief_session_creator(m.g, sc, NULL, dir, NULL);
+    vg_session_creator c = ht_creator(m.g, sc, dir, NULL, -1, true);
     vg_session *s = c.create_session(c.payload, &st);
     CHECK(s != NULL);
     CHECK_EQ_INT(ip.calls, 1);
@@ -758,7 +758,7 @@ static void test_session_creator__chief_dir_and_filename(void) {
     char dir[64];
     ht_mkdtemp(dir, sizeof dir, "cr");
     sm_model m = sm_model_make();
-    vg_session_creator c = vg_chief_session_creator(m.g, NULL, NULL, dir, "/tmp/vg_no_such/model.ckpt-1");
+    vg_session_creator c = ht_creator(m.g, NULL, dir, "/tmp/vg_no_such/model.ckpt-1", -1, true);
     CHECK(c.create_session != NULL);
     vg_session *s = c.create_session(c.payload, &st);
     CHECK(s == NULL);
@@ -790,7 +790,7 @@ static void test_session_creator__worker(void) {
     so.init_fn = probe_init_fn;
     so.init_fn_payload = &ip;
     vg_scaffold *sc = vg_scaffold_new(&so);
-    vg_session_creator c = vg_worker_session_creator(m.g, sc, NULL, 1.0);
+    vg_session_creator c = ht_creator(m.g, sc, NULL, NULL, 1.0, false);
     double t0 = ht_wall();
     vg_session *s = c.create_session(c.payload, &st);
     CHECK(s == NULL);

@@ -68,6 +68,8 @@ typedef struct vg_saver_options {
 } vg_saver_options;
 
 #define VG_SAVER_OPTIONS_INIT {NULL, 0, 5, 10000.0, true, false, "save", false}
+/* The same values as the _INIT macro. */
+VG_API vg_saver_options vg_saver_options_default(void);
 
 /* Creates the saver and its ops in g. Ownership: free with vg_saver_free (the ops stay
  * in the graph). Fails with the graph's error, INVALID_ARGUMENT (no variables without

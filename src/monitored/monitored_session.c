@@ -390,31 +390,51 @@ static vg_monitored_session *ms_start(vg_monitored_session *ms, vg_status *st) {
     return ms;
 }
 
-vg_monitored_session *vg_monitored_session_new(vg_graph *g, vg_session_creator creator, const vg_hook *hooks,
-                                               int nhooks, double stop_grace_period_secs, vg_status *st) {
-    if (!creator.create_session) {
-        creator = vg_chief_session_creator(g, NULL, NULL, NULL, NULL);
-        if (!creator.create_session) {
-            for (int i = 0; i < nhooks; i++)
-                if (hooks[i].destroy) hooks[i].destroy(hooks[i].payload);
-            vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
+vg_monitored_options vg_monitored_options_default(void) {
+    vg_monitored_options o = VG_MONITORED_OPTIONS_INIT;
+    return o;
+}
+
+vg_monitored_session *vg_monitored_session_new(vg_graph *g, const vg_monitored_options *o, vg_status *st) {
+    vg_monitored_options def = VG_MONITORED_OPTIONS_INIT;
+    if (!o) o = &def;
+    vg_session_creator creator = o->creator;
+    if (!creator.create_session && g) {
+        if (vg_chief_session_creator(g, NULL, &creator, st) != VG_OK) {
+            for (int i = 0; o->hooks && i < o->nhooks; i++)
+                if (o->hooks[i].destroy) o->hooks[i].destroy(o->hooks[i].payload);
             return NULL;
         }
     }
-    vg_monitored_session *ms = ms_new(g, creator, hooks, nhooks, stop_grace_period_secs, true, st);
+    vg_monitored_session *ms = ms_new(g, creator, o->hooks, o->nhooks, o->stop_grace_period_secs, true, st);
     return ms ? ms_start(ms, st) : NULL;
+}
+
+vg_singular_options vg_singular_options_default(void) {
+    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    return o;
+}
+
+vg_run_args vg_run_args_default(void) {
+    vg_run_args a = VG_RUN_ARGS_INIT;
+    return a;
 }
 
 vg_monitored_session *vg_singular_monitored_session_new(vg_graph *g, const vg_singular_options *o, vg_status *st) {
     vg_singular_options def = VG_SINGULAR_OPTIONS_INIT;
     if (!o) o = &def;
-    vg_session_creator c = vg_chief_session_creator(g, o->scaffold, o->config, o->checkpoint_dir,
-                                                    o->checkpoint_filename_with_path);
-    if (!c.create_session) {
-        for (int i = 0; i < o->nhooks; i++)
-            if (o->hooks[i].destroy) o->hooks[i].destroy(o->hooks[i].payload);
-        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
-        return NULL;
+    vg_session_creator c = {NULL, NULL, NULL};
+    if (g) {
+        vg_session_creator_options co = VG_SESSION_CREATOR_OPTIONS_INIT;
+        co.scaffold = o->scaffold;
+        co.config = o->config;
+        co.checkpoint_dir = o->checkpoint_dir;
+        co.checkpoint_filename_with_path = o->checkpoint_filename_with_path;
+        if (vg_chief_session_creator(g, &co, &c, st) != VG_OK) {
+            for (int i = 0; o->hooks && i < o->nhooks; i++)
+                if (o->hooks[i].destroy) o->hooks[i].destroy(o->hooks[i].payload);
+            return NULL;
+        }
     }
     vg_monitored_session *ms = ms_new(g, c, o->hooks, o->nhooks, o->stop_grace_period_secs, false, st);
     return ms ? ms_start(ms, st) : NULL;

@@ -16,6 +16,11 @@ struct vg_scaffold {
     bool finalized;
 };
 
+vg_scaffold_options vg_scaffold_options_default(void) {
+    vg_scaffold_options o = VG_SCAFFOLD_OPTIONS_INIT;
+    return o;
+}
+
 vg_scaffold *vg_scaffold_new(const vg_scaffold_options *opts) {
     vg_scaffold_options def = VG_SCAFFOLD_OPTIONS_INIT;
     vg_scaffold *s = vg_calloc(1, sizeof *s);

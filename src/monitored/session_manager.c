@@ -17,6 +17,16 @@ struct vg_session_manager {
     vg_session_manager_options o;
 };
 
+vg_session_manager_options vg_session_manager_options_default(void) {
+    vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
+    return o;
+}
+
+vg_prepare_options vg_prepare_options_default(void) {
+    vg_prepare_options o = VG_PREPARE_OPTIONS_INIT;
+    return o;
+}
+
 vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts, vg_status *st) {
     vg_session_manager_options def = VG_SESSION_MANAGER_OPTIONS_INIT;
     if (!g) {
@@ -346,12 +356,33 @@ vg_session_creator vg__session_creator_owning(vg_graph *g, vg_scaffold *scaffold
     return c;
 }
 
-vg_session_creator vg_chief_session_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
-                                            const char *checkpoint_dir, const char *checkpoint_filename_with_path) {
-    return make_creator(g, scaffold, config, true, checkpoint_dir, checkpoint_filename_with_path, 0);
+vg_session_creator_options vg_session_creator_options_default(void) {
+    vg_session_creator_options o = VG_SESSION_CREATOR_OPTIONS_INIT;
+    return o;
 }
 
-vg_session_creator vg_worker_session_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
-                                             double max_wait_secs) {
-    return make_creator(g, scaffold, config, false, NULL, NULL, max_wait_secs);
+static vg_code public_creator(vg_graph *g, const vg_session_creator_options *o, bool chief, vg_session_creator *out,
+                              vg_status *st) {
+    vg_session_creator_options def = VG_SESSION_CREATOR_OPTIONS_INIT;
+    if (!o) o = &def;
+    if (out) memset(out, 0, sizeof *out);
+    if (!g || !out)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s session creator: %s is NULL", chief ? "chief" : "worker",
+                             g ? "out" : "graph");
+    *out = make_creator(g, o->scaffold, o->config, chief, chief ? o->checkpoint_dir : NULL,
+                        chief ? o->checkpoint_filename_with_path : NULL, o->max_wait_secs);
+    if (!out->create_session)
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
+    vg_status_clear(st);
+    return VG_OK;
+}
+
+vg_code vg_chief_session_creator(vg_graph *g, const vg_session_creator_options *o, vg_session_creator *out,
+                                 vg_status *st) {
+    return public_creator(g, o, true, out, st);
+}
+
+vg_code vg_worker_session_creator(vg_graph *g, const vg_session_creator_options *o, vg_session_creator *out,
+                                  vg_status *st) {
+    return public_creator(g, o, false, out, st);
 }
