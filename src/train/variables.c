@@ -223,6 +223,28 @@ static void add_collections(vg_graph *g, vg_op *var, unsigned flags) {
     if (flags & VG_VAR_TRAINABLE) vg_graph_add_to_collection(g, VG_TRAINABLE_VARIABLES, item);
 }
 
+/* TF's _try_guard_against_uninitialized_dependencies: an initial value that reads
+ * another variable v (its ref or its "v/read" snapshot) becomes "v's value if v is
+ * initialized, else v's initial value", so the initializer runs in any order and in a
+ * session where v is not initialized yet (ready_op then reports v instead of the
+ * initializer failing). Like TF it is best effort: reads deeper inside an expression
+ * are left as they are (TF rewrites those too; vigil cannot copy arbitrary ops). */
+static vg_output guard_initial_value(vg_graph *g, vg_output initial) {
+    vg_op *dep = NULL;
+    if (initial.op && initial.index == 0 && initial.op->var_initializer)
+        dep = initial.op;
+    else if (initial.op && initial.op->ninputs == 1 && strcmp(vg_op_type(initial.op), "Identity") == 0 &&
+             initial.op->inputs[0].op && initial.op->inputs[0].op->var_initializer &&
+             initial.op->inputs[0].op->var_snapshot.op == initial.op)
+        dep = initial.op->inputs[0].op;
+    if (!dep || dep->var_initializer->ninputs < 2) return initial;
+    vg_op_builder *b = vg_op_builder_new(g, "InitializedValueOr", "InitializedValueOr");
+    vg_op_builder_add_input(b, vg_out(dep, 0));
+    vg_op_builder_add_input(b, dep->var_initializer->inputs[1]);
+    vg_op *op = vg_op_builder_finish(b);
+    return op ? vg_out(op, 0) : initial;
+}
+
 /* Builds the variable named `full` (absolute). Call with the root scope pushed and
  * the control dependencies set aside. */
 static vg_variable build_variable(vg_graph *g, const char *full, const var_spec *sp) {
@@ -244,6 +266,7 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
         return v;
     }
     push_verbatim(g, full);
+    if (!sp->use_init) initial = guard_initial_value(g, initial);
     vg_output assign = vg_assign(g, var, initial, true, "Assign");
     vg_output read = vg_identity(g, var, "read");
     vg_graph_pop_scope(g);
