@@ -140,7 +140,48 @@ static void test_null__session_manager_and_coord(void) {
     vg_graph_free(g);
 }
 
+/* the rest of the audit: optional out-parameters are ignored, required ones (and a
+ * NULL object) give INVALID_ARGUMENT or a documented neutral answer */
+static void test_null__audit(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output c = vg_const_f32(g, 1.0f, "c");
+    vg_graph_get_seed(g, 1, NULL, NULL);
+    CHECK(vg_graph_collection(g, "x", NULL) == NULL);
+    CHECK(vg_op_attr_tensor(c.op, "value", NULL));
+    CHECK_CODE(vg_graph_to_graphdef(g, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_graph_to_graphdef_text(g, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_graph_to_meta_graph(g, NULL, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_get_checkpoint_state("/tmp", NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_coord_join(NULL, 1, false, &st), VG_INVALID_ARGUMENT);
+    CHECK(vg_coord_should_stop(NULL));
+    CHECK_CODE(vg_coord_raise_requested_exception(NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_coord_request_stop(NULL, NULL), VG_INVALID_ARGUMENT);
+    vg_coord_clear_stop(NULL);
+    CHECK(vg_coord_wait_for_stop(NULL, 0));
+    CHECK_CODE(vg_monitored_session_close(NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_monitored_session_end(NULL, VG_OK, &st), VG_INVALID_ARGUMENT);
+    CHECK(vg_monitored_session_should_stop(NULL));
+    CHECK(vg_monitored_session_raw_session(NULL) == NULL);
+    CHECK(vg_monitored_session_graph(NULL) == NULL);
+    vg_monitored_session_free(NULL);
+    CHECK_CODE(vg_scaffold_finalize(NULL, g, &st), VG_INVALID_ARGUMENT);
+    vg_scaffold_free(NULL);
+    CHECK(vg_session_manager_prepare_session(NULL, NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_session_manager_wait_for_session(NULL, NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_monitored_training_session_new(NULL, NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    vg_session_creator cr;
+    CHECK_CODE(vg_chief_session_creator(NULL, NULL, &cr, &st), VG_INVALID_ARGUMENT);
+    CHECK(cr.create_session == NULL);
+    CHECK_CODE(vg_worker_session_creator(g, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_null__audit);
     RUN_TEST(test_null__session_run);
     RUN_TEST(test_null__monitored);
     RUN_TEST(test_null__hooks);

@@ -515,7 +515,7 @@ vg_code vg_monitored_session_run_step_fn(vg_monitored_session *ms, vg_step_fn fn
 }
 
 bool vg_monitored_session_should_stop(vg_monitored_session *ms) {
-    if (ms->closed) return true;
+    if (!ms || ms->closed) return true;
     if (!ms->sess) return true;
     vg_status stored;
     vg_code c = vg_coord_raise_requested_exception(ms->coord, &stored);
@@ -561,9 +561,13 @@ static vg_code close_internal(vg_monitored_session *ms, bool call_end, vg_status
     return VG_OK;
 }
 
-vg_code vg_monitored_session_close(vg_monitored_session *ms, vg_status *st) { return close_internal(ms, true, st); }
+vg_code vg_monitored_session_close(vg_monitored_session *ms, vg_status *st) {
+    if (!ms) return vg_status_set(st, VG_INVALID_ARGUMENT, "monitored session is NULL");
+    return close_internal(ms, true, st);
+}
 
 vg_code vg_monitored_session_end(vg_monitored_session *ms, vg_code loop_rc, vg_status *st) {
+    if (!ms) return vg_status_set(st, VG_INVALID_ARGUMENT, "monitored session is NULL");
     bool clean = loop_rc == VG_OK || loop_rc == VG_OUT_OF_RANGE || loop_rc == VG_STOP_ITERATION;
     /* SingularMonitoredSession: a should_stop() that saw the coordinator's stored error
      * raised it in TF, so a loop that ended "normally" after it ended by an exception.
@@ -587,10 +591,10 @@ vg_code vg_monitored_session_end(vg_monitored_session *ms, vg_code loop_rc, vg_s
 }
 
 vg_session *vg_monitored_session_raw_session(const vg_monitored_session *ms) {
-    return (ms->closed || ms->recover) ? NULL : ms->sess;
+    return (!ms || ms->closed || ms->recover) ? NULL : ms->sess;
 }
 
-vg_graph *vg_monitored_session_graph(const vg_monitored_session *ms) { return ms->closed ? NULL : ms->g; }
+vg_graph *vg_monitored_session_graph(const vg_monitored_session *ms) { return !ms || ms->closed ? NULL : ms->g; }
 
 void vg_monitored_session_free(vg_monitored_session *ms) {
     if (!ms) return;

@@ -135,6 +135,7 @@ static vg_code saver_or_default(vg_graph *g, vg_saver **out, vg_status *st) {
 }
 
 vg_code vg_scaffold_finalize(vg_scaffold *s, vg_graph *g, vg_status *st) {
+    if (!s || !g) return vg_status_set(st, VG_INVALID_ARGUMENT, "%s is NULL", s ? "graph" : "scaffold");
     if (s->finalized) {
         vg_graph_finalize(g);
         vg_logf(VG_LOG_INFO, "Graph was finalized.");

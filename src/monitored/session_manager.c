@@ -162,6 +162,10 @@ static vg_code run_local_init(vg_session_manager *sm, vg_session *sess, bool *ok
 }
 
 vg_session *vg_session_manager_prepare_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {
+    if (!sm) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
+        return NULL;
+    }
     vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
     if (!o) o = &def;
     bool restored;
@@ -241,6 +245,10 @@ static double mono_now(void) {
 /* TF's loop: after a failed attempt, give up (DEADLINE_EXCEEDED) when the time left
  * minus recovery_wait_secs is negative, else sleep recovery_wait_secs and try again. */
 vg_session *vg_session_manager_wait_for_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {
+    if (!sm) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
+        return NULL;
+    }
     vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
     if (!o) o = &def;
     double start = mono_now();

@@ -58,6 +58,7 @@ void vg_checkpoint_state_free(vg_checkpoint_state *cs) {
 }
 
 vg_code vg_get_checkpoint_state(const char *dir, vg_checkpoint_state **out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
     if (!dir) return vg_status_set(st, VG_INVALID_ARGUMENT, "checkpoint directory is NULL");
     char *path = path_join(dir, "checkpoint");

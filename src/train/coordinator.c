@@ -193,9 +193,10 @@ vg_code vg_coord_request_stop(vg_coord *c, const vg_status *err) {
     return VG_OK;
 }
 
-bool vg_coord_should_stop(vg_coord *c) { return atomic_load_explicit(&c->stop, memory_order_acquire); }
+bool vg_coord_should_stop(vg_coord *c) { return !c || atomic_load_explicit(&c->stop, memory_order_acquire); }
 
 bool vg_coord_wait_for_stop(vg_coord *c, double timeout_secs) {
+    if (!c) return true;
     pthread_mutex_lock(&c->mu);
     if (timeout_secs < 0) {
         while (!atomic_load(&c->stop)) pthread_cond_wait(&c->cv, &c->mu);
@@ -211,6 +212,7 @@ bool vg_coord_wait_for_stop(vg_coord *c, double timeout_secs) {
 }
 
 void vg_coord_clear_stop(vg_coord *c) {
+    if (!c) return;
     pthread_mutex_lock(&c->mu);
     c->joined = false;
     c->has_err = false;
@@ -220,6 +222,7 @@ void vg_coord_clear_stop(vg_coord *c) {
 }
 
 vg_code vg_coord_raise_requested_exception(vg_coord *c, vg_status *st) {
+    if (!c) return vg_status_set(st, VG_INVALID_ARGUMENT, "coordinator is NULL");
     pthread_mutex_lock(&c->mu);
     vg_status e = c->err;
     bool has = c->has_err;
@@ -337,6 +340,7 @@ static bool all_done(const coord_thread *list) {
 }
 
 vg_code vg_coord_join(vg_coord *c, double stop_grace_period_secs, bool ignore_live_threads, vg_status *st) {
+    if (!c) return vg_status_set(st, VG_INVALID_ARGUMENT, "coordinator is NULL");
     pthread_mutex_lock(&c->mu);
     /* Snapshot: threads registered after this point are not joined. */
     coord_thread *list = c->threads;
