@@ -35,6 +35,21 @@ static void test_guard__initializer_before_dependency(void) {
     CHECK_NEAR(value_of(s, v.ref, &st), 1, 0);
     vg_session_free(s);
     vg_graph_free(g);
+    /* reads deeper in an expression are guarded too (TF copies the ops in between:
+     * "x/..._<name>") */
+    g = vg_graph_new();
+    v = vg_variable_new(g, "v", vg_const_f32(g, 1.5f, "init_v"), VG_VAR_TRAINABLE);
+    vg_output x = vg_mul(g, v.read, vg_const_f32(g, 2.0f, "two"), "x");
+    vg_variable d = vg_variable_new(g, "d", vg_add(g, x, x, "y"), VG_VAR_LOCAL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    CHECK(vg_graph_op_by_name(g, "x_d") != NULL);
+    CHECK(vg_graph_op_by_name(g, "y_d") != NULL);
+    s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s, &d.initializer, 1, &st), &st);
+    CHECK_NEAR(value_of(s, d.ref, &st), 6.0, 0);
+    CHECK_CODE(vg_session_run1(s, x, &t, &st), VG_FAILED_PRECONDITION); /* the original still reads v */
+    vg_session_free(s);
+    vg_graph_free(g);
     /* the guard reads the live value when v is initialized */
     g = vg_graph_new();
     v = vg_variable_new(g, "v", vg_const_i32(g, 1, "one"), VG_VAR_TRAINABLE);

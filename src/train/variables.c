@@ -223,26 +223,115 @@ static void add_collections(vg_graph *g, vg_op *var, unsigned flags) {
     if (flags & VG_VAR_TRAINABLE) vg_graph_add_to_collection(g, VG_TRAINABLE_VARIABLES, item);
 }
 
-/* TF's _try_guard_against_uninitialized_dependencies: an initial value that reads
- * another variable v (its ref or its "v/read" snapshot) becomes "v's value if v is
- * initialized, else v's initial value", so the initializer runs in any order and in a
- * session where v is not initialized yet (ready_op then reports v instead of the
- * initializer failing). Like TF it is best effort: reads deeper inside an expression
- * are left as they are (TF rewrites those too; vigil cannot copy arbitrary ops). */
-static vg_output guard_initial_value(vg_graph *g, vg_output initial) {
-    vg_op *dep = NULL;
-    if (initial.op && initial.index == 0 && initial.op->var_initializer)
-        dep = initial.op;
-    else if (initial.op && initial.op->ninputs == 1 && strcmp(vg_op_type(initial.op), "Identity") == 0 &&
-             initial.op->inputs[0].op && initial.op->inputs[0].op->var_initializer &&
-             initial.op->inputs[0].op->var_snapshot.op == initial.op)
-        dep = initial.op->inputs[0].op;
-    if (!dep || dep->var_initializer->ninputs < 2) return initial;
-    vg_op_builder *b = vg_op_builder_new(g, "InitializedValueOr", "InitializedValueOr");
-    vg_op_builder_add_input(b, vg_out(dep, 0));
-    vg_op_builder_add_input(b, dep->var_initializer->inputs[1]);
-    vg_op *op = vg_op_builder_finish(b);
-    return op ? vg_out(op, 0) : initial;
+/* TF's _try_guard_against_uninitialized_dependencies (variables.py): every read of
+ * another variable v inside an initial value becomes "v's value if v is initialized,
+ * else v's initial value" (TF: v.initialized_value(), a cond; vigil: one
+ * InitializedValueOr op), so initializers run in any order and in a session where v is
+ * not initialized yet (ready_op then reports v instead of the initializer failing).
+ * The ops between the reads and the initial value are copied with the guarded inputs
+ * ("<op>_<variable name>", as TF's _safe_initial_value_from_op); ops that write or test
+ * variables are left alone, as are their consumers. */
+
+#define GUARD_MAX_OPS 4096
+
+typedef struct guard_ctx {
+    vg_graph *g;
+    const char *var_name;
+    vg_op **from, **to; /* op_cache */
+    int n, cap;
+    bool failed;
+} guard_ctx;
+
+static vg_op *guard_cached(guard_ctx *c, vg_op *op) {
+    for (int i = 0; i < c->n; i++)
+        if (c->from[i] == op) return c->to[i];
+    return NULL;
+}
+
+static vg_op *guard_remember(guard_ctx *c, vg_op *op, vg_op *to) {
+    if (c->n == c->cap) {
+        int nc = c->cap ? 2 * c->cap : 16;
+        vg_op **f = vg__realloc(c->from, (size_t)c->cap * sizeof *f, (size_t)nc * sizeof *f);
+        if (f) c->from = f;
+        vg_op **t = f ? vg__realloc(c->to, (size_t)c->cap * sizeof *t, (size_t)nc * sizeof *t) : NULL;
+        if (t) c->to = t;
+        if (!f || !t) {
+            c->failed = true;
+            return to;
+        }
+        c->cap = nc;
+    }
+    c->from[c->n] = op;
+    c->to[c->n++] = to;
+    return to;
+}
+
+/* The op's attrs, copied onto a builder. */
+static void copy_attrs(vg_op_builder *b, const vg_op *op) {
+    for (int i = 0; i < op->nattrs; i++) {
+        const vg__attr *a = &op->attrs[i];
+        switch (a->type) {
+        case VG_ATTR_INT: vg_op_builder_set_attr_int(b, a->name, a->u.i); break;
+        case VG_ATTR_FLOAT: vg_op_builder_set_attr_float(b, a->name, a->u.f); break;
+        case VG_ATTR_BOOL: vg_op_builder_set_attr_bool(b, a->name, a->u.b); break;
+        case VG_ATTR_TYPE: vg_op_builder_set_attr_type(b, a->name, a->u.t); break;
+        case VG_ATTR_SHAPE: vg_op_builder_set_attr_shape(b, a->name, a->u.shape); break;
+        case VG_ATTR_STRING: vg_op_builder_set_attr_string(b, a->name, a->u.s.p, a->u.s.n); break;
+        case VG_ATTR_TENSOR: vg_op_builder_set_attr_tensor(b, a->name, a->u.tensor); break;
+        case VG_ATTR_INT_LIST: vg_op_builder_set_attr_int_list(b, a->name, a->u.list.p, a->u.list.n); break;
+        case VG_ATTR_FLOAT_LIST: vg_op_builder_set_attr_float_list(b, a->name, a->u.list.p, a->u.list.n); break;
+        case VG_ATTR_TYPE_LIST: vg_op_builder_set_attr_type_list(b, a->name, a->u.list.p, a->u.list.n); break;
+        case VG_ATTR_SHAPE_LIST: vg_op_builder_set_attr_shape_list(b, a->name, a->u.list.p, a->u.list.n); break;
+        case VG_ATTR_STRING_LIST:
+            vg_op_builder_set_attr_string_list(b, a->name, (const char *const *)a->u.list.p, a->u.list.n);
+            break;
+        default: break;
+        }
+    }
+}
+
+static vg_op *guard_op(guard_ctx *c, vg_op *op, int depth) {
+    vg_op *hit = guard_cached(c, op);
+    if (hit || c->failed) return hit ? hit : op;
+    if (depth > GUARD_MAX_OPS || c->n >= GUARD_MAX_OPS) return op; /* best effort, as TF */
+    const char *type = vg_op_type(op);
+    if (op->var_initializer) { /* a variable read: v.initialized_value() */
+        if (op->var_initializer->ninputs < 2) return guard_remember(c, op, op);
+        char name[NAME_MAX_LEN + 32];
+        snprintf(name, sizeof name, "%s/InitializedValueOr", c->var_name);
+        vg_op_builder *b = vg_op_builder_new(c->g, "InitializedValueOr", name);
+        vg_op_builder_add_input(b, vg_out(op, 0));
+        vg_op_builder_add_input(b, op->var_initializer->inputs[1]);
+        vg_op *r = vg_op_builder_finish(b);
+        return guard_remember(c, op, r ? r : op);
+    }
+    if (op->def && op->def->ref_inputs) return guard_remember(c, op, op); /* writes or tests a variable */
+    bool modified = false;
+    vg_output ins[64];
+    if (op->ninputs > 64) return guard_remember(c, op, op);
+    for (int i = 0; i < op->ninputs; i++) {
+        vg_output in = op->inputs[i];
+        vg_op *r = in.op ? guard_op(c, in.op, depth + 1) : NULL;
+        ins[i] = r ? vg_out(r, in.index) : in;
+        modified = modified || (r && r != in.op);
+    }
+    if (!modified) return guard_remember(c, op, op);
+    char name[2 * NAME_MAX_LEN + 2];
+    snprintf(name, sizeof name, "%s_%s", vg_op_name(op), c->var_name);
+    vg_op_builder *b = vg_op_builder_new(c->g, type, name);
+    vg_op_builder_add_inputs(b, ins, op->ninputs);
+    copy_attrs(b, op);
+    vg_op *r = vg_op_builder_finish(b);
+    return guard_remember(c, op, r ? r : op);
+}
+
+static vg_output guard_initial_value(vg_graph *g, const char *var_name, vg_output initial) {
+    if (!initial.op) return initial;
+    guard_ctx c = {g, var_name, NULL, NULL, 0, 0, false};
+    vg_op *r = guard_op(&c, initial.op, 0);
+    vg__free(c.from);
+    vg__free(c.to);
+    return r ? vg_out(r, initial.index) : initial;
 }
 
 /* Builds the variable named `full` (absolute). Call with the root scope pushed and
@@ -265,8 +354,8 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
         vg_graph_set_error(g, VG_INTERNAL, "variable %s got the op name %s", full, vg_op_name(var.op));
         return v;
     }
+    if (!sp->use_init) initial = guard_initial_value(g, full, initial); /* absolute names (root scope) */
     push_verbatim(g, full);
-    if (!sp->use_init) initial = guard_initial_value(g, initial);
     vg_output assign = vg_assign(g, var, initial, true, "Assign");
     vg_output read = vg_identity(g, var, "read");
     vg_graph_pop_scope(g);
