@@ -199,6 +199,32 @@ static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     vg_graph_free(g);
 }
 
+/* the same through run_step_fn (RecoverableSessionTest's step_fn variants:
+ * _RecoverableSession.run_step_fn closes before retrying, and that close raises) */
+static vg_code step_aborted(vg_step_context *sc, void *payload, vg_status *st) {
+    (void)sc;
+    int *calls = payload;
+    (*calls)++;
+    return vg_status_set(st, VG_ABORTED, "step preempted");
+}
+static void test_tfedge__step_fn_preemption_with_stored_error(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_get_or_create_global_step(g);
+    ehook h = {0};
+    vg_hook k = eh(&h);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
+    if (!ms) return;
+    report(h.coord, VG_UNKNOWN, "a thread failed");
+    int calls = 0;
+    CHECK_CODE(vg_monitored_session_run_step_fn(ms, step_aborted, &calls, &st), VG_UNKNOWN);
+    CHECK_STR_CONTAINS(st.msg, "a thread failed");
+    CHECK_EQ_INT(calls, 1);
+    CHECK_EQ_INT(h.acs, 1);
+    vg_monitored_session_free(ms);
+    vg_graph_free(g);
+}
+
 /* HookedSessionTest.testHooksFeedConflicts / testHooksAndUserFeedConflicts: RuntimeError
  * (FAILED_PRECONDITION) "Same tensor is fed". */
 typedef struct fhook {
@@ -287,6 +313,7 @@ int main(void) {
     RUN_TEST(test_tfedge__second_close_hook_end_fails);
     RUN_TEST(test_tfedge__close_join_error_replaces_end_error);
     RUN_TEST(test_tfedge__preemption_with_stored_error_not_recovered);
+    RUN_TEST(test_tfedge__step_fn_preemption_with_stored_error);
     RUN_TEST(test_tfedge__feed_conflicts_are_runtime_errors);
     TEST_MAIN_END();
 }
