@@ -1,6 +1,6 @@
 /* test_hooks_basic.c - StopAtStepHook, LoggingTensorHook, NanTensorHook,
  * GlobalStepWaiterHook, FinalOpsHook and FeedFnHook against the checklist of
- * ../shared/docs/tf1-semantics.md (items 143-146, 167-175, 182-188) and TF's
+ * docs/tf1-semantics.md (items 143-146, 167-175, 182-188) and TF's
  * basic_session_run_hooks_test.py. The hooks run inside SingularMonitoredSessions, whose
  * raw session stands in for TF's `sess` (to set the global step between runs). */
 #include "test_util.h"

@@ -1,8 +1,8 @@
 /* test_monitored_session.c - MonitoredSession / SingularMonitoredSession against the
- * checklist of ../shared/docs/tf1-semantics.md. Each case names the items it covers.
+ * checklist of docs/tf1-semantics.md. Each case names the items it covers.
  * Fault injection: the TestRaise op fails with the code in `raise_code` on chosen runs. */
 #include "test_util.h"
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/hooks.h"
 #include "vigil/vigil.h"
 #include "vigil/monitored.h"

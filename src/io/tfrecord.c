@@ -127,9 +127,8 @@ vg__tfrecord_reader *vg__tfrecord_reader_open(const char *path, vg_status *st) {
         VG_OOM(st, "tfrecord reader");
         return NULL;
     }
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    r->fd = vg__io_open_regular(path, st);
     if (r->fd < 0) {
-        vg__io_errno_status(st, errno, "cannot open", path);
         vg__free(r->path);
         vg__free(r);
         return NULL;

@@ -75,6 +75,17 @@ struct vg_monitored_session {
     vg_run_metadata *md;
 };
 
+
+/* A hook that fails without filling the status still gets a message naming the hook
+ * and the callback (issue 9 #7), so an error is never reported as OK / empty. */
+static vg_code hook_rc(vg_code rc, const vg_hook *hk, int index, const char *cb, vg_status *st) {
+    if (rc != VG_OK && st && (st->code != rc || !st->msg[0])) {
+        if (hk->name) vg_status_set(st, rc, "hook %s failed in %s() with %s and no message", hk->name, cb, vg_code_name(rc));
+        else vg_status_set(st, rc, "hook #%d failed in %s() with %s and no message", index, cb, vg_code_name(rc));
+    }
+    return rc;
+}
+
 static bool is_preemption(vg_code c) { return c == VG_ABORTED || c == VG_UNAVAILABLE; }
 
 /* ------------------------------------------------------------------------ */
@@ -134,7 +145,8 @@ static vg_code create_coordinated(vg_monitored_session *ms, vg_status *st) {
     if (vg_graph_num_queue_runners(ms->g) > 0) rc = vg_start_queue_runners(sess, coord, st);
     for (int i = 0; rc == VG_OK && i < ms->nhooks; i++)
         if (ms->hooks[i].after_create_session)
-            rc = ms->hooks[i].after_create_session(ms->hooks[i].payload, sess, coord, st);
+            rc = hook_rc(ms->hooks[i].after_create_session(ms->hooks[i].payload, sess, coord, st), &ms->hooks[i], i,
+                         "after_create_session", st);
     if (rc != VG_OK) {
         vg_status saved = {VG_OK, ""};
         vg_status_copy(&saved, st);
@@ -234,7 +246,7 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
         sl->fetch_off = -1;
         vg_hook *hk = &ms->hooks[h];
         if (!hk->before_run) continue;
-        vg_code rc = hk->before_run(hk->payload, &ctx, &sl->args, st);
+        vg_code rc = hook_rc(hk->before_run(hk->payload, &ctx, &sl->args, st), hk, h, "before_run", st);
         if (rc != VG_OK) return rc;
         vg_run_args *r = &sl->args;
         if (r->nfetches > 0 || r->ntargets > 0) {
@@ -310,7 +322,7 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
             v.results = ms->hook_results + sl->fetch_off;
             v.nresults = sl->args.nfetches;
         }
-        rc = hk->after_run(hk->payload, &ctx, &v, st);
+        rc = hook_rc(hk->after_run(hk->payload, &ctx, &v, st), hk, h, "after_run", st);
     }
     if (rc == VG_OK) {
         ms->hooked_stop = ms->hooked_stop || ctx.stop_requested;
@@ -376,7 +388,7 @@ static vg_monitored_session *ms_new(vg_graph *g, vg_session_creator creator, con
 static vg_monitored_session *ms_start(vg_monitored_session *ms, vg_status *st) {
     vg_code rc = VG_OK;
     for (int i = 0; i < ms->nhooks && rc == VG_OK; i++)
-        if (ms->hooks[i].begin) rc = ms->hooks[i].begin(ms->hooks[i].payload, ms->g, st);
+        if (ms->hooks[i].begin) rc = hook_rc(ms->hooks[i].begin(ms->hooks[i].payload, ms->g, st), &ms->hooks[i], i, "begin", st);
     if (rc == VG_OK) rc = ensure_session(ms, st);
     if (rc != VG_OK) {
         vg_status saved;
@@ -543,7 +555,9 @@ static vg_code close_internal(vg_monitored_session *ms, bool call_end, vg_status
     if (!st) st = &tmp;
     if (call_end) {
         for (int i = 0; i < ms->nhooks && rc == VG_OK; i++)
-            if (ms->hooks[i].end) rc = ms->hooks[i].end(ms->hooks[i].payload, ms->closed ? NULL : ms->sess, st);
+            if (ms->hooks[i].end)
+                rc = hook_rc(ms->hooks[i].end(ms->hooks[i].payload, ms->closed ? NULL : ms->sess, st), &ms->hooks[i], i,
+                             "end", st);
     }
     /* TF raises from a `finally`: its exception replaces a hook's end() error */
     if (ms->closed) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
