@@ -159,6 +159,22 @@ static inline vg_monitored_session *ht_singular(vg_graph *g, vg_scaffold *sc, co
     return ms;
 }
 
+
+/* ChiefSessionCreator / WorkerSessionCreator as a value (tests only; an empty creator
+ * on failure, which makes vg_monitored_session_new use a default one) */
+static inline vg_session_creator ht_creator(vg_graph *g, vg_scaffold *sc, const char *dir, const char *path,
+                                    double max_wait, bool chief) {
+    vg_session_creator_options o = VG_SESSION_CREATOR_OPTIONS_INIT;
+    vg_session_creator c;
+    o.scaffold = sc;
+    o.checkpoint_dir = dir;
+    o.checkpoint_filename_with_path = path;
+    if (max_wait >= 0) o.max_wait_secs = max_wait;
+    if ((chief ? vg_chief_session_creator(g, &o, &c, NULL) : vg_worker_session_creator(g, &o, &c, NULL)) != VG_OK)
+        fprintf(stderr, "session creator failed\n");
+    return c;
+}
+
 /* ---- temporary directories ---- */
 static inline char *ht_mkdtemp(char *buf, size_t len, const char *tag) {
     snprintf(buf, len, "/tmp/vg_%s_XXXXXX", tag);

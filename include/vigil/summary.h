@@ -82,6 +82,8 @@ typedef struct vg_file_writer_options {
 } vg_file_writer_options;
 
 #define VG_FILE_WRITER_OPTIONS_INIT {10, 120.0, ""}
+/* The same values as the _INIT macro. */
+VG_API vg_file_writer_options vg_file_writer_options_default(void);
 
 /* Creates dir (recursively) and a new event file in it (its first record written and
  * flushed) and starts the writer thread. opts may be NULL (defaults). If this second's

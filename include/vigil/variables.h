@@ -36,7 +36,11 @@ typedef struct vg_variable {
 /* tf.Variable(initial_value, name): the variable takes initial_value's dtype and shape
  * (which must be fully defined). name is relative to the current name scope and made
  * unique ("v", "v_1", ...; NULL = "Variable"). Like TF's init_scope, the variable's ops
- * get no control dependencies from vg_graph_push_control_deps scopes.
+ * get no control dependencies from vg_graph_push_control_deps scopes. Reads of other
+ * variables inside initial_value are guarded as TF's
+ * _try_guard_against_uninitialized_dependencies does: while such a variable is
+ * uninitialized its initial value is used (op "<name>/InitializedValueOr"; the ops in
+ * between are copied as "<op>_<name>"), so the initializers may run in any order.
  * Fails (var == NULL, graph error recorded) with INVALID_ARGUMENT, RESOURCE_EXHAUSTED. */
 VG_API vg_variable vg_variable_new(vg_graph *g, const char *name, vg_output initial_value, unsigned flags);
 

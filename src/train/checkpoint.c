@@ -62,6 +62,7 @@ void vg_checkpoint_state_free(vg_checkpoint_state *cs) {
 }
 
 vg_code vg_get_checkpoint_state(const char *dir, vg_checkpoint_state **out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
     if (!dir) return vg_status_set(st, VG_INVALID_ARGUMENT, "checkpoint directory is NULL");
     char *path = path_join(dir, "checkpoint");
@@ -192,7 +193,7 @@ static vg_code newest_listed(const char *dir, char *buf, size_t len, int *nindex
     closedir(d);
     *nindex = n;
     if (!c) {
-        qsort(v, (size_t)n, sizeof *v, cmp_listed_newest_first);
+        if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_listed_newest_first); /* v may be NULL when n == 0 */
         c = n ? vg_status_set(st, VG_DATA_LOSS, "%s holds %d checkpoint index files but no complete checkpoint", dir, n)
               : vg_status_set(st, VG_NOT_FOUND, "no checkpoint in %s", dir);
         for (int i = 0; i < n; i++)
