@@ -23,6 +23,7 @@
 #include "summary.h"
 #include "graphdef.h"
 #include "import.h"
+#include "saved_model.h"
 #include "monitored.h"
 #include "hooks.h"
 
