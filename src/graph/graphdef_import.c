@@ -303,6 +303,8 @@ static const char *legacy_map(const inode *nd) {
     if (strcmp(t, "Div") == 0) {
         int dt = rattr_type(nd, "T");
         if (dt == VG_FLOAT || dt == VG_DOUBLE) return "RealDiv";
+        /* integer Div truncates (C division), as TruncateDiv */
+        if ((dt == VG_INT32 || dt == VG_INT64 || dt == VG_UINT8) && vg__registry_find("TruncateDiv")) return "TruncateDiv";
         return t;
     }
     if (strcmp(t, "Concat") == 0) return "ConcatV2";
