@@ -359,7 +359,7 @@ static vg_code report_missing(ctx *c, const missing *m, int nm) {
                                 m[j].count > 1 ? "s" : "");
         int shown = 0;
         for (int i = m[j].first; i < c->n && pos < sizeof msg; i++) {
-            if (strcmp(c->nodes[i].orig_op, m[j].type) != 0) continue;
+            if (strcmp(c->nodes[i].orig_op, m[j].type) != 0 || vg__registry_find(c->nodes[i].op)) continue;
             if (shown == 3) {
                 pos += (size_t)snprintf(msg + pos, sizeof msg - pos, ", ... %d more", m[j].count - 3);
                 break;
