@@ -95,6 +95,10 @@ VG_API vg_code vg_graph_import_graph_def_file(vg_graph *g, const char *path, con
  * RESOURCE_EXHAUSTED. */
 VG_API vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format format, char ***types,
                                         int **counts, int *n, vg_status *st);
+/* Every op type of a GraphDef as written (first-seen order) with its node count; same
+ * conventions and codes as vg_graph_def_missing_ops. */
+VG_API vg_code vg_graph_def_op_types(const void *bytes, size_t len, vg_import_format format, char ***types,
+                                     int **counts, int *n, vg_status *st);
 VG_API void vg_import_free_strings(char **strs, int n);
 
 /* ------------------------------------------------------------------------ */
@@ -130,11 +134,18 @@ VG_API vg_code vg_import_meta_graph(vg_graph *g, const void *bytes, size_t len, 
 VG_API vg_code vg_import_meta_graph_file(vg_graph *g, const char *path, const vg_meta_import_options *opts,
                                          vg_meta_graph **out, vg_status *st);
 /* Imports the MetaGraphDef of a SavedModel file (saved_model.pb, or .pbtxt) whose tag
- * set equals tags (order ignored), as loader.load does to find it. Fails with NOT_FOUND
+ * set equals tags (order ignored), as loader.load does to find it; ntags == 0 takes the
+ * first MetaGraphDef. Fails with NOT_FOUND
  * listing the tag sets present when none matches, plus the codes above. */
 VG_API vg_code vg_import_saved_model_graph(vg_graph *g, const char *saved_model_pb, const char *const *tags, int ntags,
                                            const vg_meta_import_options *opts, vg_meta_graph **out, vg_status *st);
 VG_API void vg_meta_graph_free(vg_meta_graph *mg);
+/* The serialized GraphDef inside a binary MetaGraphDef (saved_model false) or binary
+ * SavedModel (true: the MetaGraphDef whose tag set equals tags; ntags == 0 takes the
+ * first), without importing: *graph_def points into bytes. Fails with DATA_LOSS,
+ * NOT_FOUND (no such tag set / no meta graph). */
+VG_API vg_code vg_meta_graph_def_graph_def(const void *bytes, size_t len, bool saved_model, const char *const *tags,
+                                           int ntags, const void **graph_def, size_t *graph_def_len, vg_status *st);
 
 /* The SaverDef (tensor and op names as in the graph, import_scope applied), or NULL. */
 VG_API const vg_saver_def *vg_meta_graph_saver_def(const vg_meta_graph *mg);

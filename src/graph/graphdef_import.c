@@ -1267,8 +1267,9 @@ vg_code vg_graph_import_graph_def_file(vg_graph *g, const char *path, const vg_i
     return k;
 }
 
-vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format format, char ***types, int **counts,
-                                 int *n, vg_status *st) {
+/* Op types of a GraphDef: all of them (as written) or only those vigil lacks. */
+static vg_code op_types(const void *bytes, size_t len, vg_import_format format, bool missing_only, char ***types,
+                        int **counts, int *n, vg_status *st) {
     *types = NULL;
     if (counts) *counts = NULL;
     *n = 0;
@@ -1290,9 +1291,21 @@ vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format
     c.st = st;
     vg__strmap_init(&c.by_name);
     missing *m = NULL;
-    int nm = 0;
-    k = parse_graph(&c, bytes, len);
-    if (!k) k = collect_missing(&c, &m, &nm);
+    int nm = 0, cap = 0;
+    k = parse_graph(&c, bytes ? bytes : "", len);
+    if (!k && missing_only) k = collect_missing(&c, &m, &nm);
+    for (int i = 0; !k && !missing_only && i < c.n; i++) {
+        int j = 0;
+        while (j < nm && strcmp(m[j].type, c.nodes[i].orig_op) != 0) j++;
+        if (j == nm) {
+            if (!vg__grow((void **)&m, &cap, nm + 1, sizeof *m)) {
+                k = oom(&c, "op list");
+                break;
+            }
+            m[nm++] = (missing){c.nodes[i].orig_op, 0, i};
+        }
+        m[j].count++;
+    }
     if (!k && nm) {
         char **t = vg_calloc((size_t)nm, sizeof(char *));
         int *cn = vg_calloc((size_t)nm, sizeof(int));
@@ -1318,6 +1331,16 @@ vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format
     vg__pb_free(&bin);
     if (!k) vg_status_clear(st);
     return k;
+}
+
+vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format format, char ***types, int **counts,
+                                 int *n, vg_status *st) {
+    return op_types(bytes, len, format, true, types, counts, n, st);
+}
+
+vg_code vg_graph_def_op_types(const void *bytes, size_t len, vg_import_format format, char ***types, int **counts,
+                              int *n, vg_status *st) {
+    return op_types(bytes, len, format, false, types, counts, n, st);
 }
 
 void vg_import_free_strings(char **strs, int n) {

@@ -532,7 +532,7 @@ vg_code vg_import_saved_model_graph(vg_graph *g, const char *saved_model_pb, con
         if (f.number != 2 || f.wiretype != VG__PB_LEN) continue;
         tag_set(f.data, f.len, have, sizeof have);
         if (apos < sizeof all) apos += (size_t)snprintf(all + apos, sizeof all - apos, "%s[%s]", apos ? " " : "", have);
-        if (!found && strcmp(have, want) == 0) {
+        if (!found && (ntags == 0 || strcmp(have, want) == 0)) {
             found = f.data;
             found_len = f.len;
         }
@@ -591,4 +591,46 @@ int vg_meta_graph_find_signature(const vg_meta_graph *mg, const char *key) {
     for (int i = 0; mg && key && i < mg->nsigs; i++)
         if (strcmp(mg->sigs[i].key, key) == 0) return i;
     return -1;
+}
+
+vg_code vg_meta_graph_def_graph_def(const void *bytes, size_t len, bool saved_model, const char *const *tags,
+                                    int ntags, const void **graph_def, size_t *graph_def_len, vg_status *st) {
+    *graph_def = "";
+    *graph_def_len = 0;
+    if (ntags < 0 || ntags > 32 || (ntags && !tags)) return vg_status_set(st, VG_INVALID_ARGUMENT, "bad tags");
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg_code k;
+    const uint8_t *meta = bytes;
+    size_t mlen = len;
+    if (saved_model) {
+        char want[1024] = "", have[1024];
+        const char *sorted[32];
+        for (int i = 0; i < ntags; i++) sorted[i] = tags[i];
+        qsort(sorted, (size_t)ntags, sizeof *sorted, cmp_cstr);
+        size_t pos = 0;
+        for (int i = 0; i < ntags && pos < sizeof want; i++)
+            pos += (size_t)snprintf(want + pos, sizeof want - pos, "%s%s", i ? "," : "", sorted[i]);
+        meta = NULL;
+        vg__pb_reader_init(&r, bytes ? bytes : "", len);
+        while ((k = vg__pb_next(&r, &f, st)) == VG_OK) {
+            if (f.number != 2 || f.wiretype != VG__PB_LEN) continue;
+            tag_set(f.data, f.len, have, sizeof have);
+            if (!meta && (ntags == 0 || strcmp(have, want) == 0)) {
+                meta = f.data;
+                mlen = f.len;
+            }
+        }
+        if (k != VG_OUT_OF_RANGE) return k;
+        if (!meta) return vg_status_set(st, VG_NOT_FOUND, "no MetaGraphDef with tags [%s] in the SavedModel", want);
+    }
+    vg__pb_reader_init(&r, meta ? meta : (const uint8_t *)"", mlen);
+    while ((k = vg__pb_next(&r, &f, st)) == VG_OK)
+        if (f.number == 2 && f.wiretype == VG__PB_LEN) {
+            *graph_def = f.data;
+            *graph_def_len = f.len;
+        }
+    if (k != VG_OUT_OF_RANGE) return k;
+    vg_status_clear(st);
+    return VG_OK;
 }
