@@ -119,7 +119,7 @@ static vg_graph *build_model(vg_saver **saver_out) {
     vg_variable b = vg_get_variable(g, "b", VG_FLOAT, (int64_t[]){1}, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
     vg_output gs = vg_get_or_create_global_step(g);
     vg_output yhat = vg_add(g, vg_matmul(g, x, w.read, false, false, NULL), b.read, "y_hat");
-    vg_output loss = vg_reduce_mean(g, vg_square(g, vg_sub(g, yhat, y, NULL), NULL), NULL, 0, false, "loss");
+    vg_output loss = vg_reduce_mean(g, vg_square(g, vg_sub(g, yhat, y, NULL), NULL), NULL, -1, false, "loss");
     vg_graph_add_to_collection(g, VG_LOSSES, loss);
     vg_summary_scalar(g, "loss", loss);
     vg_optimizer *opt = vg_optimizer_new_sgd(0.5);
