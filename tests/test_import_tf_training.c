@@ -150,7 +150,55 @@ static void test_rust_regression_checkpoint_save_restore(void) {
     vg_graph_free(g);
 }
 
+/* test_resources/regression-model (TF 1.2.1 SavedModel, tags [train, serve]): the
+ * variables restore to the bundle's values (b = 0, w = -0.8578622341156006), the
+ * regress signature computes out = w x + b, and train_op trains it to y = 0.1 x + 0.3. */
+static void test_rust_regression_saved_model(void) {
+    vg_status st;
+    vg_saved_model *m = NULL;
+    const char *dir = TDL "/rust_regression_model_tf1.2";
+    vg_code c = vg_saved_model_load(dir, (const char *[]){"serve", "train"}, 2, NULL, &m, &st);
+    if (c == VG_UNIMPLEMENTED) {
+        fprintf(stderr, "note: %s not runnable yet: %s\n", dir, st.msg);
+        CHECK_STR_CONTAINS(st.msg, "op type(s) vigil cannot run");
+        return;
+    }
+    CHECK_OK(c, &st);
+    if (!m) return;
+    CHECK_NEAR(fetch_scalar(m->session, m->graph, "w"), -0.8578622341156006, 0);
+    CHECK_NEAR(fetch_scalar(m->session, m->graph, "b"), 0.0, 0);
+    int sig = vg_meta_graph_find_signature(m->meta_graph, "tensorflow/serving/regress");
+    CHECK(sig >= 0);
+    vg_tensor *x, *y, *out = NULL;
+    fill_data(&x, &y);
+    CHECK_OK(vg_saved_model_run(m, "tensorflow/serving/regress", (const char *[]){"x"}, &x, 1,
+                                (const char *[]){"out"}, &out, 1, &st),
+             &st);
+    if (out)
+        for (int i = 0; i < 100; i++)
+            CHECK_NEAR(((const float *)vg_tensor_data(out))[i], -0.8578622341156006 * ((const float *)vg_tensor_data(x))[i],
+                       1e-6);
+    vg_tensor_free(out);
+    int ntr = 0;
+    const vg_output *tr = vg_graph_collection(m->graph, VG_TRAIN_OP, &ntr);
+    CHECK_EQ_INT(ntr, 1);
+    vg_output feeds[2] = {vg_graph_output_by_name(m->graph, "x", &st), vg_graph_output_by_name(m->graph, "y", &st)};
+    vg_tensor *fv[2] = {x, y};
+    vg_op *top = ntr ? tr[0].op : NULL;
+    for (int i = 0; top && i < 201; i++)
+        if (vg_session_run(m->session, NULL, feeds, fv, 2, NULL, NULL, 0, &top, 1, NULL, &st) != VG_OK) {
+            CHECK_OK(st.code, &st);
+            break;
+        }
+    CHECK(fabs(fetch_scalar(m->session, m->graph, "w") - 0.1) < 1e-3);
+    CHECK(fabs(fetch_scalar(m->session, m->graph, "b") - 0.3) < 1e-3);
+    vg_tensor_free(x);
+    vg_tensor_free(y);
+    vg_saved_model_free(m);
+}
+
 int main(void) {
+    RUN_TEST(test_rust_regression_saved_model);
     RUN_TEST(test_rust_regression_trains);
     RUN_TEST(test_rust_regression_checkpoint_save_restore);
     TEST_MAIN_END();
