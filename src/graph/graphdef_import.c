@@ -88,6 +88,7 @@ static void ctx_free(ctx *c) {
 
 /* A proto string as a NUL-terminated copy; strings with NUL bytes are rejected. */
 static vg_code dup_str(ctx *c, const vg__pb_field *f, const char *what, char **out) {
+    *out = NULL; /* the caller freed the previous value */
     if (memchr(f->data, 0, f->len))
         return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: %s contains a NUL byte", c->src, what);
     *out = vg__strndup((const char *)f->data, f->len);
