@@ -320,6 +320,37 @@ static void test_bad_graphs(void) {
                  VG_INVALID_ARGUMENT, "line 1", "enum");
 }
 
+/* Wire-format oddities: a string field repeated with a NUL byte in the second copy
+ * (used to leave a freed pointer behind), a packed int list, an unpacked float list. */
+static void test_wire_format_edges(void) {
+    static const uint8_t nul_name[] = {0x0a, 0x07, 0x0a, 0x01, 'a', 0x0a, 0x02, 'b', 0x00};
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    CHECK_CODE(vg_graph_import_graph_def(g, nul_name, sizeof nul_name, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "NUL");
+    vg_graph_free(g);
+    /* list attrs of every numeric kind (the text converter writes them unpacked) */
+    g = vg_graph_new();
+    CHECK_OK(import_text(g,
+                         "node { name: 'p' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } }\n"
+                         "  attr { key: 'ints' value { list { i: [1, -2, 3] } } }\n"
+                         "  attr { key: 'floats' value { list { f: [0.5, -1e3, inf] } } }\n"
+                         "  attr { key: 'types' value { list { type: [DT_INT32, DT_FLOAT] } } }\n"
+                         "  attr { key: 'empty' value { list { } } } }",
+                         NULL, &st),
+             &st);
+    vg_op *p = vg_graph_op_by_name(g, "p");
+    const int64_t *iv = NULL;
+    const float *fv = NULL;
+    const vg_dtype *tv = NULL;
+    int n = 0;
+    CHECK(p && vg_op_attr_int_list(p, "ints", &iv, &n) && n == 3 && iv[1] == -2);
+    CHECK(p && vg_op_attr_float_list(p, "floats", &fv, &n) && n == 3 && fv[1] == -1000.0f && isinf(fv[2]));
+    CHECK(p && vg_op_attr_type_list(p, "types", &tv, &n) && n == 2 && tv[1] == VG_FLOAT);
+    CHECK(p && vg_op_attr_int_list(p, "empty", &iv, &n) && n == 0);
+    vg_graph_free(g);
+}
+
 static void test_options_errors(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -382,6 +413,7 @@ int main(void) {
     RUN_TEST(test_text_legacy_prefix_input_map);
     RUN_TEST(test_export_import_round_trip);
     RUN_TEST(test_bad_graphs);
+    RUN_TEST(test_wire_format_edges);
     RUN_TEST(test_options_errors);
     RUN_TEST(test_truncated);
     TEST_MAIN_END();
