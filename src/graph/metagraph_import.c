@@ -23,6 +23,7 @@
 #include "graph/import_internal.h"
 #include "graph/pbtxt.h"
 #include "io/io.h"
+#include "vigil/variables.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -124,8 +125,12 @@ static vg_code variable_def(mctx *m, const char *key, const uint8_t *p, size_t n
     }
     if (k != VG_OUT_OF_RANGE) return data_loss(m, k, "VariableDef");
     if (!var.op) return vg_status_set(m->st, VG_INVALID_ARGUMENT, "%s: a VariableDef in '%s' has no variable_name", m->src, key);
-    if (init.op && !var.op->var_initializer) var.op->var_initializer = init.op;
-    if (snap.op && !var.op->var_snapshot.op) var.op->var_snapshot = snap;
+    if (init.op || snap.op) {
+        vg_status vs;
+        if (vg_variable_set_parts(var.op, init.op, snap, &vs) != VG_OK)
+            return vg_status_set(m->st, VG_INVALID_ARGUMENT, "%s: VariableDef of '%s' in '%s': %s", m->src,
+                                 vg_op_name(var.op), key, vs.msg);
+    }
     return add_item(m, key, var);
 }
 

@@ -10,7 +10,7 @@
  * [max index + 1] + data[0].shape[indices[0].rank:]. Later (m, i) win where indices
  * repeat; rows no index names are zero (TF leaves them unspecified).
  */
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/ops.h"
 #include <stdio.h>
 
