@@ -2,6 +2,7 @@
 #ifndef VG_IMPORT_INTERNAL_H
 #define VG_IMPORT_INTERNAL_H
 
+#include "core/core.h"
 #include "vigil/import.h"
 
 /* vg_graph_import_graph_def, skipping the nodes named omit_scope or "<omit_scope>/..."

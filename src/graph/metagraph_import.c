@@ -19,7 +19,6 @@
  *   SignatureDef {inputs = 1, outputs = 2 (map: key 1, TensorInfo 2 {name = 1}),
  *                 method_name = 3}
  */
-#include "graph/graph_impl.h"
 #include "graph/import_internal.h"
 #include "graph/pbtxt.h"
 #include "io/io.h"
