@@ -1,4 +1,4 @@
-/* test_cli_graph.c - `vigil graph FILE` on TF-written files: a GraphDef vigil runs (exit
+/* test_cli_graph.c - `vigil graph FILE` and `vigil run DIR` on TF-written files: a GraphDef vigil runs (exit
  * 0, histogram), one with op types vigil lacks (exit 1, listed), a SavedModel
  * (collections, signatures), and bad input (missing file, corrupt bytes). */
 #include "test_util.h"
@@ -50,6 +50,28 @@ static void test_cli_graph__saved_model(void) {
     CHECK_STR_CONTAINS(out_buf, "output y: y:0");
 }
 
+/* vigil run: TF-written SavedModels evaluated from the command line. */
+static void test_cli_run(void) {
+    const char *a1[] = {"run", TDL "/serving_matrix_half_plus_two_tf1.2", "--input", "x=1,2,3,4,5,6,7,8,-2", NULL};
+    CHECK_EQ_INT(run_vigil(a1, "out", "err"), 0);
+    read_into("out", out_buf, sizeof out_buf);
+    CHECK_STR_CONTAINS(out_buf, "y float [1,3,3]: 2.5 3 3.5 4 4.5 5 5.5 6 1"); /* 0.5 x + 2 */
+    const char *a2[] = {"run", TDL "/serving_counter_tf1.5", "--signature", "incr_counter_by", "--input", "delta=2.5", NULL};
+    CHECK_EQ_INT(run_vigil(a2, "out", "err"), 0);
+    read_into("out", out_buf, sizeof out_buf);
+    CHECK_STR_CONTAINS(out_buf, "output float []: 2.5");
+    const char *a3[] = {"run", TDL "/serving_counter_tf1.5", "--signature", "nope", NULL};
+    CHECK_EQ_INT(run_vigil(a3, "out", "err"), 1);
+    read_into("err", err_buf, sizeof err_buf);
+    CHECK_STR_CONTAINS(err_buf, "'nope'");
+    const char *a4[] = {"run", TDL "/serving_matrix_half_plus_two_tf1.2", "--input", "x=1,zz", NULL};
+    CHECK_EQ_INT(run_vigil(a4, "out", "err"), 1);
+    const char *a5[] = {"run", TDL "/serving_half_plus_two_cpu_tf1.14", "--input", "x=1", NULL};
+    CHECK_EQ_INT(run_vigil(a5, "out", "err"), 1);
+    read_into("err", err_buf, sizeof err_buf);
+    CHECK_STR_CONTAINS(err_buf, "UNIMPLEMENTED");
+}
+
 static void test_cli_graph__errors(void) {
     CHECK_EQ_INT(run_graph(TDL "/no/such/file.pb"), 1);
     CHECK_STR_CONTAINS(err_buf, "no/such/file.pb");
@@ -74,6 +96,7 @@ int main(void) {
     RUN_TEST(test_cli_graph__graph_def);
     RUN_TEST(test_cli_graph__saved_model);
     RUN_TEST(test_cli_graph__errors);
+    RUN_TEST(test_cli_run);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

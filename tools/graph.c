@@ -176,3 +176,160 @@ done:
     free(tag_buf);
     return rc;
 }
+
+/* ------------------------------------------------------------------------ */
+/* vigil run: evaluate a SavedModel signature */
+
+static const char *run_help =
+    "usage: vigil run DIR [--tags serve] [--signature serving_default] --input KEY=v1,v2,... [--output KEY]\n"
+    "\n"
+    "Loads the SavedModel in DIR (variables restored, main op run), feeds each --input\n"
+    "(a comma-separated list of numbers, shaped [-1, <known trailing dims>] of the\n"
+    "signature input) and prints the outputs (all of the signature's by default).\n";
+
+/* A tensor for signature input t from "1,2,3". */
+static vg_tensor *parse_input(const char *vals, vg_output t, vg_status *st) {
+    int n = 0;
+    char **v = cli_split_list(vals, &n);
+    vg_dtype dt = vg_output_dtype(t);
+    vg_shape s = vg_output_shape(t);
+    int64_t dims[VG_MAX_DIMS], tail = 1;
+    int nd = 1;
+    dims[0] = n;
+    if (s.ndims > 1) {
+        bool known = true;
+        for (int i = 1; i < s.ndims; i++) known = known && s.dims[i] >= 0;
+        if (known) {
+            for (int i = 1; i < s.ndims; i++) tail *= s.dims[i];
+            if (tail > 0 && n % tail == 0) {
+                nd = s.ndims;
+                dims[0] = n / tail;
+                for (int i = 1; i < s.ndims; i++) dims[i] = s.dims[i];
+            }
+        }
+    } else if (s.ndims <= 0 && n == 1) { /* a scalar input, or one value for an unknown shape */
+        nd = 0;
+    }
+    vg_tensor *x = vg_tensor_new(dt, dims, nd, st);
+    for (int i = 0; x && i < n; i++) {
+        double d;
+        if (!cli_parse_double(v[i], &d)) {
+            vg_status_set(st, VG_INVALID_ARGUMENT, "'%s' is not a number", v[i]);
+            vg_tensor_free(x);
+            x = NULL;
+            break;
+        }
+        void *p = vg_tensor_data(x);
+        switch (dt) {
+        case VG_FLOAT: ((float *)p)[i] = (float)d; break;
+        case VG_DOUBLE: ((double *)p)[i] = d; break;
+        case VG_INT32: ((int32_t *)p)[i] = (int32_t)d; break;
+        case VG_INT64: ((int64_t *)p)[i] = (int64_t)d; break;
+        default:
+            vg_status_set(st, VG_UNIMPLEMENTED, "inputs of type %s are not supported by vigil run", vg_dtype_name(dt));
+            vg_tensor_free(x);
+            x = NULL;
+        }
+    }
+    cli_free_list(v, n);
+    return x;
+}
+
+static void print_tensor(const char *key, const vg_tensor *t) {
+    vg_shape s = vg_tensor_shape(t);
+    char buf[128];
+    printf("%s %s %s:", key, vg_dtype_name(vg_tensor_dtype(t)), vg_shape_str(&s, buf, sizeof buf));
+    int64_t n = vg_tensor_num_elements(t);
+    const void *p = vg_tensor_data(t);
+    for (int64_t i = 0; i < n; i++) {
+        switch (vg_tensor_dtype(t)) {
+        case VG_FLOAT: printf(" %.9g", ((const float *)p)[i]); break;
+        case VG_DOUBLE: printf(" %.17g", ((const double *)p)[i]); break;
+        case VG_INT32: printf(" %d", ((const int32_t *)p)[i]); break;
+        case VG_INT64: printf(" %lld", (long long)((const int64_t *)p)[i]); break;
+        case VG_BOOL: printf(" %s", ((const uint8_t *)p)[i] ? "true" : "false"); break;
+        default: printf(" ?"); break;
+        }
+    }
+    printf("\n");
+}
+
+int cli_run(int argc, char **argv) {
+    const char *dir = NULL, *tags_arg = "serve", *sig_key = "serving_default";
+    const char *in_keys[16], *in_vals[16], *out_keys[16];
+    int nin = 0, nout = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        bool missing = false;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(run_help, stdout);
+            return 0;
+        } else if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
+            if (missing) return cli_usage_error("run", "--tags needs a tag list");
+            tags_arg = v;
+        } else if (cli_opt(argc, argv, &i, "--signature", &v, &missing)) {
+            if (missing) return cli_usage_error("run", "--signature needs a key");
+            sig_key = v;
+        } else if (cli_opt(argc, argv, &i, "--input", &v, &missing)) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            if (missing || !eq || eq == v || nin == 16) return cli_usage_error("run", "--input needs KEY=v1,v2,...");
+            static char keys[16][256];
+            snprintf(keys[nin], sizeof keys[nin], "%.*s", (int)(eq - v), v);
+            in_keys[nin] = keys[nin];
+            in_vals[nin++] = eq + 1;
+        } else if (cli_opt(argc, argv, &i, "--output", &v, &missing)) {
+            if (missing || nout == 16) return cli_usage_error("run", "--output needs a key");
+            out_keys[nout++] = v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_usage_error("run", "unknown option '%s'", argv[i]);
+        } else if (!dir) {
+            dir = argv[i];
+        } else {
+            return cli_usage_error("run", "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!dir) return cli_usage_error("run", "missing SavedModel DIR");
+    int ntags = 0;
+    char **tags = cli_split_list(tags_arg, &ntags);
+    vg_status st;
+    vg_saved_model *m = NULL;
+    int rc = 0;
+    vg_tensor *ins[16] = {0}, *outs[16] = {0};
+    if (vg_saved_model_load(dir, (const char *const *)tags, ntags, NULL, &m, &st) != VG_OK) {
+        rc = cli_fail_status(&st);
+        goto done;
+    }
+    int sig = vg_meta_graph_find_signature(m->meta_graph, sig_key);
+    if (sig < 0) {
+        rc = cli_fail("no signature '%s' in %s", sig_key, dir);
+        goto done;
+    }
+    if (nout == 0)
+        for (int j = 0; j < vg_meta_graph_signature_num_tensors(m->meta_graph, sig, true) && nout < 16; j++)
+            out_keys[nout++] = vg_meta_graph_signature_tensor_key(m->meta_graph, sig, true, j);
+    for (int i = 0; i < nin; i++) {
+        int j = 0, nt = vg_meta_graph_signature_num_tensors(m->meta_graph, sig, false);
+        while (j < nt && strcmp(vg_meta_graph_signature_tensor_key(m->meta_graph, sig, false, j), in_keys[i]) != 0) j++;
+        if (j == nt) {
+            rc = cli_fail("signature '%s' has no input '%s'", sig_key, in_keys[i]);
+            goto done;
+        }
+        if (!(ins[i] = parse_input(in_vals[i], vg_meta_graph_signature_tensor(m->meta_graph, sig, false, j), &st))) {
+            rc = cli_fail_status(&st);
+            goto done;
+        }
+    }
+    if (vg_saved_model_run(m, sig_key, in_keys, ins, nin, out_keys, outs, nout, &st) != VG_OK) {
+        rc = cli_fail_status(&st);
+        goto done;
+    }
+    for (int i = 0; i < nout; i++) print_tensor(out_keys[i], outs[i]);
+done:
+    for (int i = 0; i < 16; i++) {
+        vg_tensor_free(ins[i]);
+        vg_tensor_free(outs[i]);
+    }
+    vg_saved_model_free(m);
+    cli_free_list(tags, ntags);
+    return rc;
+}

@@ -22,6 +22,7 @@ static const char *usage_text =
     "  events <dir|file>         print the scalars of event files as TSV (--tags a,b)\n"
     "  plot <dir> -o curves.svg  draw scalar curves (loss, accuracy) as SVG (or .png)\n"
     "  graph FILE                summarize a TF GraphDef / .meta / SavedModel, list ops vigil lacks\n"
+    "  run DIR --input k=1,2     evaluate a SavedModel signature (--signature, --output)\n"
     "\n"
     "Run 'vigil <command> --help' for the options of a command.\n";
 
@@ -138,6 +139,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "events")) return cli_events(argc - 1, argv + 1);
     if (!strcmp(cmd, "plot")) return cli_plot(argc - 1, argv + 1);
     if (!strcmp(cmd, "graph")) return cli_graph(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
     fprintf(stderr, "vigil: unknown command '%s'\n\n%s", cmd, usage_text);
     return 2;
 }
