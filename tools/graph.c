@@ -333,3 +333,95 @@ done:
     cli_free_list(tags, ntags);
     return rc;
 }
+
+/* ------------------------------------------------------------------------ */
+/* vigil train --meta-graph: keep training an imported graph */
+
+static const char *train_meta_help =
+    "usage: vigil train --meta-graph FILE.meta --steps N --checkpoint-dir DIR [--train-op NAME]\n"
+    "\n"
+    "Imports a MetaGraphDef (TF's import_meta_graph) and trains it under a\n"
+    "MonitoredTrainingSession until the global step reaches N (StopAtStepHook last_step),\n"
+    "resuming from DIR's latest checkpoint and saving there at the end. The graph's input\n"
+    "pipeline must be inside it (queue runners are started); the train op is NAME or the\n"
+    "graph's train_op collection.\n";
+
+int cli_train_meta(int argc, char **argv) {
+    const char *meta = NULL, *dir = NULL, *op_name = NULL;
+    int64_t steps = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        bool missing = false;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(train_meta_help, stdout);
+            return 0;
+        } else if (cli_opt(argc, argv, &i, "--meta-graph", &v, &missing)) {
+            if (missing) return cli_usage_error("train", "--meta-graph needs a file");
+            meta = v;
+        } else if (cli_opt(argc, argv, &i, "--checkpoint-dir", &v, &missing)) {
+            if (missing) return cli_usage_error("train", "--checkpoint-dir needs a directory");
+            dir = v;
+        } else if (cli_opt(argc, argv, &i, "--train-op", &v, &missing)) {
+            if (missing) return cli_usage_error("train", "--train-op needs an op name");
+            op_name = v;
+        } else if (cli_opt(argc, argv, &i, "--steps", &v, &missing)) {
+            if (missing || !cli_parse_i64(v, &steps) || steps < 0)
+                return cli_usage_error("train", "--steps needs a non-negative integer");
+        } else {
+            return cli_usage_error("train", "unexpected argument '%s' (with --meta-graph)", argv[i]);
+        }
+    }
+    if (!meta || !dir || steps < 0) return cli_usage_error("train", "--meta-graph, --steps and --checkpoint-dir are needed");
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_meta_import_options o = {0};
+    o.omit_saver = true; /* MTS's Scaffold makes its own saver over the variables */
+    if (!g || vg_import_meta_graph_file(g, meta, &o, NULL, &st) != VG_OK) {
+        vg_graph_free(g);
+        return cli_fail_status(&st);
+    }
+    vg_op *train = NULL;
+    int n = 0;
+    const vg_output *tr = vg_graph_collection(g, VG_TRAIN_OP, &n);
+    if (op_name) train = vg_graph_op_by_name(g, op_name);
+    else if (n > 0) train = tr[0].op;
+    if (!train) {
+        vg_graph_free(g);
+        return cli_fail("%s: no train op %s%s%s", meta, op_name ? "'" : "(train_op collection empty; pass --train-op)",
+                        op_name ? op_name : "", op_name ? "'" : "");
+    }
+    if (!vg_get_global_step(g).op) {
+        vg_graph_free(g);
+        return cli_fail("%s: the graph has no global step", meta);
+    }
+    vg_hook stop;
+    if (vg_stop_at_step_hook(-1, steps, &stop, &st) != VG_OK) {
+        vg_graph_free(g);
+        return cli_fail_status(&st);
+    }
+    vg_mts_options mo = VG_MTS_OPTIONS_INIT;
+    mo.checkpoint_dir = dir;
+    mo.hooks = &stop;
+    mo.nhooks = 1;
+    vg_monitored_session *ms = vg_monitored_training_session_new(g, &mo, &st);
+    if (!ms) {
+        vg_graph_free(g);
+        return cli_fail_status(&st);
+    }
+    vg_output gs = vg_get_global_step(g);
+    vg_run_args args = {&gs, 1, NULL, NULL, 0, &train, 1, NULL};
+    vg_code rc = VG_OK;
+    int64_t last = -1;
+    while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
+        vg_tensor *out = NULL;
+        rc = vg_monitored_session_run(ms, &args, &out, NULL, &st);
+        if (out) last = *(const int64_t *)vg_tensor_data(out);
+        vg_tensor_free(out);
+    }
+    rc = vg_monitored_session_end(ms, rc, &st);
+    vg_monitored_session_free(ms);
+    vg_graph_free(g);
+    if (rc != VG_OK) return cli_fail_status(&st);
+    printf("global_step %lld\n", (long long)(last + 1));
+    return 0;
+}

@@ -134,7 +134,11 @@ int main(int argc, char **argv) {
         return 0;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "train")) return cli_train(argc - 1, argv + 1);
+    if (!strcmp(cmd, "train")) {
+        for (int i = 2; i < argc; i++) /* an imported graph (tools/graph.c) */
+            if (!strncmp(argv[i], "--meta-graph", 12)) return cli_train_meta(argc - 1, argv + 1);
+        return cli_train(argc - 1, argv + 1);
+    }
     if (!strcmp(cmd, "ckpt")) return cli_ckpt(argc - 1, argv + 1);
     if (!strcmp(cmd, "events")) return cli_events(argc - 1, argv + 1);
     if (!strcmp(cmd, "plot")) return cli_plot(argc - 1, argv + 1);
