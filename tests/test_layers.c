@@ -36,6 +36,7 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/session.h", "exec"},       {"vigil/ops.h", "kernels"},        {"vigil/queue_ops.h", "kernels"},
     {"vigil/gradients.h", "autodiff"}, {"vigil/optimizer.h", "train"},    {"vigil/saver.h", "train"},
     {"vigil/summary.h", "train"},      {"vigil/coordinator.h", "train"},  {"vigil/layers.h", "train"},
+    {"vigil/saved_model.h", "train"},
     {"vigil/monitored.h", "monitored"}, {"vigil/hooks.h", "monitored"},    {"vigil/vigil.h", "monitored"},
     {"vigil/queue.h", "train"},
 };

@@ -24,6 +24,7 @@
 #include "summary.h"
 #include "graphdef.h"
 #include "import.h"
+#include "saved_model.h"
 #include "monitored.h"
 #include "hooks.h"
 

@@ -22,6 +22,7 @@ extern const vg__op_def vg__ops_io[];
 extern const vg__op_def vg__ops_queue[];
 extern const vg__op_def vg__ops_summary[];
 extern const vg__op_def vg__ops_data[];
+extern const vg__op_def vg__ops_data_flow[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -38,5 +39,6 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_queue);
     vg__registry_add_family(vg__ops_summary);
     vg__registry_add_family(vg__ops_data);
+    vg__registry_add_family(vg__ops_data_flow);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }
