@@ -18,7 +18,6 @@
  * "test_accuracy=<value>".
  */
 #include "cli.h"
-#include "io/io.h"
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -268,11 +267,10 @@ static int locate_data(const char *dir, data_files *d) {
 }
 
 static int64_t idx_count(const char *path, vg_status *st) {
-    vg__idx_reader *r = vg__idx_reader_open(path, 0, st);
-    if (!r) return -1;
-    int64_t n = vg__idx_reader_num_records(r);
-    vg__idx_reader_close(r);
-    return n;
+    int64_t dims[4];
+    int ndims;
+    if (vg_idx_header(path, NULL, dims, &ndims, st) != VG_OK) return -1;
+    return ndims > 0 ? dims[0] : 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -506,8 +504,8 @@ static vg_code evaluate(const train_opts *o, const data_files *d, const char *pr
     vg_saver *saver = NULL;
     vg_session *sess = NULL;
     vg_tensor *xt = NULL, *yt = NULL;
-    vg_code rc = vg__idx_read(d->test_images, VG__IDX_U8, idims, &ind, &img, &ib, st);
-    if (rc == VG_OK) rc = vg__idx_read(d->test_labels, VG__IDX_U8, ldims, &lnd, &lab, &lb, st);
+    vg_code rc = vg_idx_read(d->test_images, VG_IDX_U8, idims, &ind, &img, &ib, st);
+    if (rc == VG_OK) rc = vg_idx_read(d->test_labels, VG_IDX_U8, ldims, &lnd, &lab, &lb, st);
     if (rc == VG_OK && (ind != 3 || idims[1] * idims[2] != 784 || lnd != 1 || ldims[0] != idims[0]))
         rc = vg_status_set(st, VG_DATA_LOSS, "%s / %s: not 28x28 images with one label each", d->test_images,
                            d->test_labels);

@@ -25,5 +25,7 @@
 #include "monitored.h"
 #include "hooks.h"
 #include "version.h"
+#include "events.h"
+#include "idx.h"
 
 #endif
