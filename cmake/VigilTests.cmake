@@ -12,7 +12,9 @@ set(VIGIL_SLOW_TESTS test_cli_signal test_cli_tools test_cli_train test_saver_cr
 
 function(vigil_test_labels name out)
   set(l "")
-  if(name MATCHES "^test_cli_")
+  if(name STREQUAL "test_header_examples")
+    list(APPEND l headers)
+  elseif(name MATCHES "^test_cli_")
     list(APPEND l cli)
   elseif(name MATCHES "^test_(monitored_|hooks_|mts|scaffold|coord|queue_runner|examples_monitored)")
     list(APPEND l monitored)
@@ -36,6 +38,7 @@ foreach(src ${VIGIL_TEST_SOURCES})
     VG_TESTDATA="${PROJECT_SOURCE_DIR}/tests/data/tf"
     VG_SRCDIR="${PROJECT_SOURCE_DIR}"
     VG_BINDIR="${PROJECT_BINARY_DIR}"
+    VG_C_COMPILER="${CMAKE_C_COMPILER}"
     VG_PROJECT_VERSION="${PROJECT_VERSION}"
     VG_PROJECT_VERSION_MAJOR=${PROJECT_VERSION_MAJOR}
     VG_PROJECT_VERSION_MINOR=${PROJECT_VERSION_MINOR}
