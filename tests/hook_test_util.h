@@ -158,17 +158,8 @@ static inline vg_monitored_session *ht_singular(vg_graph *g, vg_scaffold *sc, co
 }
 
 /* ---- temporary directories ---- */
-static inline char *ht_mkdtemp(char *buf, size_t len, const char *tag) {
-    snprintf(buf, len, "/tmp/vg_%s_XXXXXX", tag);
-    if (!mkdtemp(buf)) buf[0] = 0;
-    return buf;
-}
-static inline void ht_rmrf(const char *dir) {
-    char cmd[4200];
-    if (!dir || !dir[0] || strncmp(dir, "/tmp/vg_", 8) != 0) return;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
+static inline char *ht_mkdtemp(char *buf, size_t len, const char *tag) { return tu_mkdtemp(buf, len, tag); }
+static inline void ht_rmrf(const char *dir) { tu_rmrf(dir); }
 static inline bool ht_exists(const char *dir, const char *name) {
     char p[4200];
     struct stat sb;
