@@ -3,7 +3,8 @@
  * undeclared functions are errors).
  *
  * An example is a run of comment lines indented by four spaces after the " * " (so
- * " *     code"; the run's first line exactly four, later ones four or more). A run that has an #include or a function definition at its left
+ * " *     code"; the run's first line exactly four, later ones four or more) that
+ * follows an empty comment line or a line ending in ':'. A run that has an #include or a function definition at its left
  * margin is a whole translation unit; any other run is a fragment, compiled as the body
  * of a function that declares the names examples use without defining them (g, st,
  * sess, x, y, loss, w, train_op, hooks, coord, step, ...). Lines that are only "..."
@@ -114,16 +115,28 @@ static void scan_header(const char *path) {
         CHECK(f != NULL);
         return;
     }
-    char line[1024], origin[1200];
+    char line[1024], origin[1200], cur[1024] = "";
     char *lines[256];
+    char prev[1024] = "";
     int n = 0, lineno = 0, start = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
         line[strcspn(line, "\n")] = 0;
+        if (lineno > 1) snprintf(prev, sizeof prev, "%s", cur);
+        snprintf(cur, sizeof cur, "%s", line);
         bool code = strncmp(line, " *     ", 7) == 0;
         /* a run starts at exactly four spaces of indentation; deeper lines only continue one
          * (deeper runs are continued prose or layout tables, not code) */
         if (code && n == 0 && line[7] == ' ') code = false;
+        /* and only after an empty comment line or a line ending in ':' (an indented
+         * continuation of a list item is prose) */
+        if (code && n == 0) {
+            size_t pl = strlen(prev);
+            while (pl && prev[pl - 1] == ' ') pl--;
+            bool after_blank = pl == 2 && !strncmp(prev, " *", 2);
+            bool after_colon = pl && prev[pl - 1] == ':';
+            if (!after_blank && !after_colon) code = false;
+        }
         if (code && n < 256) {
             if (n == 0) start = lineno;
             lines[n++] = strdup(line + 7);

@@ -4,7 +4,7 @@
 #include "test_util.h"
 #include "op_test_util.h"
 #include "vigil/vigil.h"
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -5,7 +5,7 @@
  * pass-through without hooks, errors and the coordinator, recovery through run_step_fn,
  * the construction order, StopIteration. */
 #include "test_util.h"
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "hook_test_util.h"
 #include <stdatomic.h>
 

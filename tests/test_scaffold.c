@@ -3,7 +3,7 @@
  * session_manager behaviour. TestNotReady (a test op) reports an uninitialized variable
  * for its first `not_ready_left` runs, to drive wait_for_session's polling. */
 #include "test_util.h"
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "hook_test_util.h"
 #include "monitored/monitored_internal.h"
 #include <math.h>

@@ -41,7 +41,6 @@
 #define VIGIL_EVENTS_H
 
 #include "status.h"
-#include "summary.h" /* vg_session_log_status */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,6 +60,13 @@ typedef enum vg_event_kind {
     VG_EVENT_TAGGED_RUN_METADATA = 8,  /* tag; payload: the TaggedRunMetadata */
     VG_EVENT_META_GRAPH_DEF = 9        /* payload: a serialized MetaGraphDef */
 } vg_event_kind;
+
+/* SessionLog.status (event.proto); vg_file_writer_add_session_log writes it. */
+typedef enum vg_session_log_status {
+    VG_SESSION_LOG_START = 1,
+    VG_SESSION_LOG_STOP = 2,
+    VG_SESSION_LOG_CHECKPOINT = 3
+} vg_session_log_status;
 
 /* One decoded Event. Pointers borrow from the reader and stay valid until the next
  * call on it. An Event written without a step (TF writes graph events so) has step 0,

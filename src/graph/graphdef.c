@@ -27,7 +27,6 @@
 #include "graph/graph_impl.h"
 #include "io/io.h"
 #include "vigil/graphdef.h"
-#include "vigil/session.h"
 #include "vigil/variables.h"
 #include <float.h>
 #include <math.h>

@@ -19,6 +19,7 @@
  * Partitioned variables (non-empty shape_and_slices) are not supported.
  */
 #include "graph/graph_impl.h"
+#include "kernels/kernel.h"
 #include "io/io.h"
 #include <errno.h>
 #include <fcntl.h>
