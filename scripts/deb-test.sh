@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # deb-test.sh - builds vigil's Debian packages (cpack -G DEB: libvigil0, libvigil-dev,
-# vigil-tools), checks their dependencies are installable here, unpacks them into a
+# vigil-tools), checks their dependencies are installable here (and, as root, that
+# dpkg --dry-run -i accepts them), unpacks them into a
 # throwaway root with dpkg -x and runs the install consumer test (tests/install_test.sh:
 # find_package, pkg-config, exported symbols, vigil --help) against that root.
 # With --dpkg (as root, on a throwaway Debian 12 machine or container) it also installs
@@ -44,6 +45,16 @@ for d in "${debs[@]}"; do
     [ "$ok" = 1 ] || { echo "deb-test: $(basename "$d"): dependency not installable here: $group" >&2; exit 1; }
   done
 done
+
+# As root, let dpkg itself check that the three install together here (nothing is written).
+if [ "$(id -u)" = 0 ]; then
+  if ! out="$(dpkg --dry-run -i "${debs[@]}" 2>&1)"; then
+    if grep -q 'lock' <<<"$out"; then echo "deb-test: dpkg database busy, dry-run skipped" >&2
+    else echo "$out" >&2; echo "deb-test: dpkg --dry-run -i failed" >&2; exit 1; fi
+  else
+    echo "dpkg --dry-run -i: the packages install together"
+  fi
+fi
 
 root="$(mktemp -d "${TMPDIR:-/tmp}/vigil-deb-root.XXXXXX")"
 trap 'rm -rf "$root"' EXIT
