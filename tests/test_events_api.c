@@ -6,14 +6,11 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include <stdint.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static char tmpdir[256];
 
 static void make_tmpdir(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/vg_events_api_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
+    if (!tu_mkdtemp(tmpdir, sizeof tmpdir, "events_api")[0]) {
         perror("mkdtemp");
         exit(1);
     }
@@ -275,8 +272,6 @@ int main(void) {
     RUN_TEST(test_own_file_and_damage);
     RUN_TEST(test_bad_arguments);
     RUN_TEST(test_idx);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    tu_rmrf(tmpdir);
     TEST_MAIN_END();
 }

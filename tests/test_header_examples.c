@@ -186,8 +186,7 @@ static int scan_readme(const char *path) {
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/vg_examples_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
+    if (!tu_mkdtemp(tmpdir, sizeof tmpdir, "examples")[0]) {
         perror("mkdtemp");
         return 1;
     }
@@ -217,8 +216,6 @@ int main(void) {
     fprintf(stderr, "%d header examples, %d README C block(s) compiled\n", header_examples, blocks);
     CHECK(header_examples >= 15); /* the headers do have examples: the scan found them */
     CHECK(blocks >= 1);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    tu_rmrf(tmpdir);
     TEST_MAIN_END();
 }
