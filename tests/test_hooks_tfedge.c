@@ -7,6 +7,7 @@
  *     add_meta_graph(meta_graph_def) are called with global_step=None). */
 #include "test_util.h"
 #include "hook_test_util.h"
+#include "io/io.h" /* raw records: is the step field present? */
 
 /* steps of the graph_def / meta_graph_def events of the event files in dir, read from
  * the raw records (-1: field absent; the decoder leaves an absent step at 0, so the

@@ -39,6 +39,7 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/saved_model.h", "train"},
     {"vigil/monitored.h", "monitored"}, {"vigil/hooks.h", "monitored"},    {"vigil/vigil.h", "monitored"},
     {"vigil/queue.h", "train"},
+    {"vigil/version.h", "core"},       {"vigil/events.h", "io"},          {"vigil/idx.h", "io"},
 };
 
 static int layer_index(const char *name, size_t n) {
@@ -193,7 +194,7 @@ static int object_layer(const char *srcdir, const char *obj) {
 }
 
 static void test_symbols(void) {
-    const char *cands[] = {VG_BINDIR "/libvigil.a", VG_BINDIR "/lib/libvigil.a", VG_BINDIR "/src/libvigil.a"};
+    const char *cands[] = {VG_BINDIR "/libvigil_internal.a", VG_BINDIR "/libvigil.a", VG_BINDIR "/lib/libvigil.a", VG_BINDIR "/src/libvigil.a"};
     const char *lib = NULL;
     struct stat sb;
     for (size_t i = 0; i < sizeof cands / sizeof cands[0] && !lib; i++)

@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("vigil 0.1.0\n");
+        printf("vigil %s\n", vg_version());
         return 0;
     }
     const char *cmd = argv[1];

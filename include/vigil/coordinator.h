@@ -3,7 +3,7 @@
  *
  *     vg_coord *coord = vg_coord_new(NULL, 0);        // default: OUT_OF_RANGE is a clean stop
  *     vg_coord_start_thread(coord, "reader", fn, payload, &st);
- *     while (!vg_coord_should_stop(coord)) { ...train... }
+ *     while (!vg_coord_should_stop(coord)) step++;      // the training loop
  *     vg_coord_request_stop(coord, NULL);
  *     vg_code rc = vg_coord_join(coord, 120, false, &st); // first error a thread reported
  *     vg_coord_free(coord);

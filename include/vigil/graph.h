@@ -11,10 +11,11 @@
  *     vg_graph *g = vg_graph_new();
  *     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 784}, 2, "x");
  *     vg_graph_push_scope(g, "dense");
- *     vg_output w = vg_variable(g, VG_FLOAT, (int64_t[]){784, 10}, 2, "kernel");
+ *     vg_variable w = vg_get_variable(g, "kernel", VG_FLOAT, (int64_t[]){784, 10}, 2,
+ *                                     vg_init_glorot_uniform(0), VG_VAR_TRAINABLE);
  *     vg_graph_pop_scope(g);                     // w is "dense/kernel"
- *     vg_output y = vg_matmul(g, x, w, false, false, NULL);
- *     if (vg_graph_status(g, &st) != VG_OK) ...;
+ *     vg_output y = vg_matmul(g, x, w.read, false, false, NULL);
+ *     if (vg_graph_status(g, &st) != VG_OK) return st.code;
  *
  * Ops belong to the graph and stay valid until vg_graph_free(). Adding ops never
  * moves existing ones. A graph is not thread-safe while being built; once finalized

@@ -186,6 +186,16 @@ VG_API vg_profiler_options vg_profiler_options_default(void);
 
 VG_API vg_code vg_profiler_hook(const vg_profiler_options *o, vg_hook *out, vg_status *st);
 
+
+/* The global-step read tensor the step hooks share (TF's
+ * training_util._get_or_create_global_step_read): "<global_step>/add" = global step + 0,
+ * made once per graph and cached in the "global_step_read_op_cache" collection. A train
+ * op made with a control dependency on it increments after the read, as TF's
+ * _increment_global_step does, so a hook fetching it sees the step before the increment.
+ * *out gets the (graph-owned) output. Fails with INVALID_ARGUMENT (NULL argument),
+ * FAILED_PRECONDITION when the graph has no global step, the graph's sticky error. */
+VG_API vg_code vg_global_step_read(vg_graph *g, vg_output *out, vg_status *st);
+
 #ifdef __cplusplus
 }
 #endif

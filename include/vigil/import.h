@@ -8,7 +8,7 @@
  *     o.n_return_tensors = 1;
  *     o.return_tensors = (const char *[]){"y_hat:0"};
  *     o.return_tensors_out = &y;
- *     if (vg_graph_import_graph_def_file(g, "model.pb", &o, &st) != VG_OK) ...;
+ *     if (vg_graph_import_graph_def_file(g, "model.pb", &o, &st) != VG_OK) return st.code;
  *
  * What import does, as TF does:
  *  - Nodes may come in any order; they are created in dependency order (data and

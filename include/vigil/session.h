@@ -13,7 +13,7 @@
  *     vg_output fetches[1] = {loss};  vg_tensor *out[1];
  *     vg_op *targets[1] = {train_op};
  *     if (vg_session_run(s, NULL, feeds, vals, 1, fetches, out, 1, targets, 1, NULL, &st))
- *         ...error...
+ *         return st.code;
  *     printf("%f\n", vg_tensor_scalar(out[0]));
  *     vg_tensor_free(out[0]);
  *     vg_session_free(s);

@@ -5,7 +5,7 @@
  * returns its vg_code, so both styles work:
  *
  *     vg_status st;
- *     if (vg_session_run(s, ..., &st) != VG_OK) {
+ *     if (vg_session_run1(s, y, &out, &st) != VG_OK) {
  *         fprintf(stderr, "%s: %s\n", vg_code_name(st.code), st.msg);
  *     }
  *

@@ -28,6 +28,7 @@
 #define VIGIL_SUMMARY_H
 
 #include "session.h"
+#include "events.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -113,12 +114,7 @@ VG_API vg_code vg_file_writer_add_graph(vg_file_writer *w, const vg_graph *g, in
 /* Queues a meta_graph_def Event with a serialized MetaGraphDef (copied). */
 VG_API vg_code vg_file_writer_add_meta_graph(vg_file_writer *w, const void *meta_graph_def, size_t len, int64_t step, vg_status *st);
 
-/* SessionLog.status (event.proto). */
-typedef enum vg_session_log_status {
-    VG_SESSION_LOG_START = 1,
-    VG_SESSION_LOG_STOP = 2,
-    VG_SESSION_LOG_CHECKPOINT = 3
-} vg_session_log_status;
+/* SessionLog.status: vg_session_log_status (vigil/events.h). */
 /* Queues a session_log Event {status, checkpoint_path, msg} (NULL strings = absent;
  * CHECKPOINT events carry the checkpoint prefix). Fails with INVALID_ARGUMENT (status
  * out of range), background write errors. */

@@ -27,5 +27,8 @@
 #include "saved_model.h"
 #include "monitored.h"
 #include "hooks.h"
+#include "version.h"
+#include "events.h"
+#include "idx.h"
 
 #endif
