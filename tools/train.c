@@ -198,6 +198,11 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
     return 0;
 }
 
+int cli_train_parse_only(int argc, char **argv) {
+    train_opts o;
+    return parse_train_opts(argc, argv, &o);
+}
+
 /* ------------------------------------------------------------------------ */
 /* logging and signals */
 
