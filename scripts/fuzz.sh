@@ -22,7 +22,7 @@ harnesses="fuzz_sstable fuzz_bundle fuzz_ckpt_state fuzz_events fuzz_idx fuzz_cl
 mkdir -p build-fuzz/artifacts
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-export TMPDIR="$(mktemp -d)"
+export TMPDIR="$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)" # scratch files of the harnesses
 trap 'rm -rf "$TMPDIR"' EXIT
 fail=0
 summary=""
