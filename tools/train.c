@@ -353,10 +353,12 @@ static int lock_checkpoint_dir(const char *dir) {
                       "--checkpoint-dir", dir, holder);
         return cli_fail_status(&st), -1;
     }
+    /* written in place (no temporary a kill could leave behind); read only for messages */
     char pid[32];
     int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (vg__io_write_file_atomic(pidfile, pid, (size_t)n, &st) != VG_OK)
-        vg_logf(VG_LOG_WARN, "cannot record the lock holder: %s", st.msg);
+    int pf = open(pidfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (pf < 0 || write(pf, pid, (size_t)n) != n) vg_logf(VG_LOG_WARN, "cannot record the lock holder in %s", pidfile);
+    if (pf >= 0) close(pf);
     return fd;
 }
 

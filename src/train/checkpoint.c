@@ -191,7 +191,7 @@ static vg_code newest_listed(const char *dir, char *buf, size_t len, int *nindex
     closedir(d);
     *nindex = n;
     if (!c) {
-        qsort(v, (size_t)n, sizeof *v, cmp_listed_newest_first);
+        if (n) qsort(v, (size_t)n, sizeof *v, cmp_listed_newest_first);
         c = n ? vg_status_set(st, VG_DATA_LOSS, "%s holds %d checkpoint index files but no complete checkpoint", dir, n)
               : vg_status_set(st, VG_NOT_FOUND, "no checkpoint in %s", dir);
         for (int i = 0; i < n; i++)
