@@ -10,7 +10,7 @@
  *     const char *last = vg_latest_checkpoint("runs/m", buf, sizeof buf);
  *     if (last) vg_saver_restore(saver, sess, last, &st);
  *
- * Files of checkpoint P (byte layouts in shared/docs/tf-formats.md §2):
+ * Files of checkpoint P (byte layouts in docs/formats.md §2):
  *   P.index                  SSTable: key "" -> BundleHeaderProto {num_shards: 1,
  *                            version {producer: 1}}; key <variable name> ->
  *                            BundleEntryProto {dtype, shape, offset, size, masked crc32c}

@@ -4,7 +4,7 @@
  * aliases (a view of another tensor's data with another shape) keep data elsewhere.
  */
 #include "core.h"
-#include "graph/registry.h"
+#include "core/tensor_internal.h"
 #include "vigil/tensor.h"
 #include <stdatomic.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * bundle_reader.c - reads V2 checkpoints (tensor bundles), tf-formats.md §2.3-2.5.
+ * bundle_reader.c - reads V2 checkpoints (tensor bundles), docs/formats.md §2.3-2.5.
  *
  * open() loads "<prefix>.index" (an SSTable; Snappy blocks allowed), checks the
  * BundleHeaderProto and decodes every BundleEntryProto into a sorted array. Tensor

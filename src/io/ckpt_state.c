@@ -1,6 +1,6 @@
 /*
  * ckpt_state.c - the `checkpoint` file: a CheckpointState proto in text format
- * (tf-formats.md §2.6). Writes exactly what TF1's Saver writes (Python text_format:
+ * (docs/formats.md §2.6). Writes exactly what TF1's Saver writes (Python text_format:
  * one `field: value` line per value, strings C-escaped with octal for non-printable
  * bytes, doubles in Python repr form), replaced atomically. The parser accepts the
  * general text-format syntax for these four fields (any order, comments, adjacent

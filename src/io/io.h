@@ -3,7 +3,7 @@
  * framing, Snappy, LevelDB-style SSTables, V2 checkpoint bundles, the `checkpoint`
  * state file, event files and summaries, and the IDX (MNIST) reader.
  *
- * Byte layouts follow shared/docs/tf-formats.md; the short version:
+ * Byte layouts follow docs/formats.md; the short version:
  *
  *   TFRecord record   fixed64 len | fixed32 mask(crc(len bytes)) | data | fixed32 mask(crc(data))
  *   SSTable (.index)  data blocks | metaindex block | index block | 48-byte footer

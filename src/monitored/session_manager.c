@@ -181,9 +181,14 @@ vg_session *vg_session_manager_recover_session(vg_session_manager *sm, const vg_
                                                vg_status *st) {
     vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
     if (!o) o = &def;
-    bool restored, ok, ready;
+    bool restored, ok, ready, init_tmp;
     char msg[900];
+    if (!initialized) initialized = &init_tmp; /* optional */
     *initialized = false;
+    if (!sm) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
+        return NULL;
+    }
     vg_session *sess = restore_checkpoint(sm, o, &restored, st);
     if (!sess) return NULL;
     /* TF always tries local_init_op, also when nothing was restored */

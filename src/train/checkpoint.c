@@ -6,6 +6,7 @@
  * The `checkpoint` state file is parsed by the io layer (io/ckpt_state.c); relative
  * paths in it are joined to the checkpoint directory here, as TF does.
  */
+#include "train_util.h"
 #include "io/io.h"
 #include "vigil/saver.h"
 #include <dirent.h>
@@ -20,9 +21,9 @@
 /* os.path.join(dir, p) for one component: p when absolute or dir is empty. New string. */
 static char *path_join(const char *dir, const char *p) {
     size_t nd = strlen(dir), np = strlen(p);
-    if (p[0] == '/' || nd == 0) return vg__strdup(p);
+    if (p[0] == '/' || nd == 0) return vg__train_strdup(p);
     bool slash = dir[nd - 1] == '/';
-    char *s = vg__malloc(nd + np + 2);
+    char *s = vg_malloc(nd + np + 2);
     if (!s) return NULL;
     memcpy(s, dir, nd);
     if (!slash) s[nd++] = '/';
@@ -40,12 +41,12 @@ static bool file_exists(const char *path) {
 bool vg_checkpoint_exists(const char *prefix) {
     if (!prefix || !*prefix) return false;
     size_t n = strlen(prefix);
-    char local[4096], *idx = n + 7 <= sizeof local ? local : vg__malloc(n + 7);
+    char local[4096], *idx = n + 7 <= sizeof local ? local : vg_malloc(n + 7);
     if (!idx) return file_exists(prefix);
     memcpy(idx, prefix, n);
     memcpy(idx + n, ".index", 7);
     bool ok = file_exists(idx) || file_exists(prefix); /* V2 index, else a V1 file */
-    if (idx != local) vg__free(idx);
+    if (idx != local) vg_free(idx);
     return ok;
 }
 
@@ -54,10 +55,10 @@ bool vg_checkpoint_exists(const char *prefix) {
 
 void vg_checkpoint_state_free(vg_checkpoint_state *cs) {
     if (!cs) return;
-    vg__free(cs->model_checkpoint_path);
-    for (int i = 0; i < cs->n_all; i++) vg__free(cs->all_model_checkpoint_paths[i]);
-    vg__free(cs->all_model_checkpoint_paths);
-    vg__free(cs);
+    vg_free(cs->model_checkpoint_path);
+    for (int i = 0; i < cs->n_all; i++) vg_free(cs->all_model_checkpoint_paths[i]);
+    vg_free(cs->all_model_checkpoint_paths);
+    vg_free(cs);
 }
 
 vg_code vg_get_checkpoint_state(const char *dir, vg_checkpoint_state **out, vg_status *st) {
@@ -68,16 +69,16 @@ vg_code vg_get_checkpoint_state(const char *dir, vg_checkpoint_state **out, vg_s
     vg__ckpt_state s;
     memset(&s, 0, sizeof s);
     vg_code c = vg__ckpt_state_read(path, &s, st);
-    vg__free(path);
+    vg_free(path);
     if (c) return c;
     if (!s.model_checkpoint_path || !*s.model_checkpoint_path) {
         vg__ckpt_state_free(&s);
         return vg_status_set(st, VG_DATA_LOSS, "Invalid checkpoint state loaded from %s", dir);
     }
-    vg_checkpoint_state *cs = vg__calloc(1, sizeof *cs);
+    vg_checkpoint_state *cs = vg_calloc(1, sizeof *cs);
     if (!cs || !(cs->model_checkpoint_path = path_join(dir, s.model_checkpoint_path))) goto oom;
     if (s.n_all) {
-        cs->all_model_checkpoint_paths = vg__calloc((size_t)s.n_all, sizeof(char *));
+        cs->all_model_checkpoint_paths = vg_calloc((size_t)s.n_all, sizeof(char *));
         if (!cs->all_model_checkpoint_paths) goto oom;
         for (int i = 0; i < s.n_all; i++, cs->n_all++)
             if (!(cs->all_model_checkpoint_paths[i] = path_join(dir, s.all_paths[i]))) goto oom;
@@ -272,13 +273,13 @@ vg_checkpoint_reader *vg_checkpoint_reader_new(const char *prefix, vg_status *st
         vg_status_set(st, VG_INVALID_ARGUMENT, "empty checkpoint prefix");
         return NULL;
     }
-    vg_checkpoint_reader *cr = vg__calloc(1, sizeof *cr);
+    vg_checkpoint_reader *cr = vg_calloc(1, sizeof *cr);
     if (!cr) {
         VG_OOM(st, "checkpoint reader");
         return NULL;
     }
     if (!(cr->r = vg__bundle_reader_open(prefix, st))) {
-        vg__free(cr);
+        vg_free(cr);
         return NULL;
     }
     vg_status_clear(st);
@@ -288,7 +289,7 @@ vg_checkpoint_reader *vg_checkpoint_reader_new(const char *prefix, vg_status *st
 void vg_checkpoint_reader_free(vg_checkpoint_reader *r) {
     if (!r) return;
     vg__bundle_reader_free(r->r);
-    vg__free(r);
+    vg_free(r);
 }
 
 int vg_checkpoint_reader_num_tensors(const vg_checkpoint_reader *r) {
