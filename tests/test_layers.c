@@ -15,7 +15,8 @@
  * entry point vg__op_families_register (the op-family list, as Lua's linit.c).
  * Part 2 also holds src/train and src/monitored to the public API: the only internal
  * (vg__) functions they may call are their own layer's, and for src/train io's.
- * Part 2 needs `nm` and a static libvigil.a; it reports SKIP when either is missing.
+ * Part 2 needs `nm` and the static archive libvigil_internal.a (or a static
+ * libvigil.a); it reports SKIP when either is missing.
  */
 #include "test_util.h"
 #include <dirent.h>
@@ -200,7 +201,7 @@ static void test_symbols(void) {
     for (size_t i = 0; i < sizeof cands / sizeof cands[0] && !lib; i++)
         if (stat(cands[i], &sb) == 0) lib = cands[i];
     if (!lib) {
-        fprintf(stderr, "SKIP symbol check: no static libvigil.a under %s\n", VG_BINDIR);
+        fprintf(stderr, "SKIP symbol check: no libvigil_internal.a or libvigil.a under %s\n", VG_BINDIR);
         return;
     }
     char srcdir[4096], cmd[8192];
