@@ -166,6 +166,54 @@ static void test_includes(void) {
     CHECK(g_includes > 100);
 }
 
+/* Every op table of src/kernels (const vg__op_def vg__ops_<family>[] = ...) is handed to
+ * the registry by the one list, src/kernels/op_families.c. */
+static void test_op_families_listed(void) {
+    char dirpath[4096], list[1 << 16];
+    snprintf(dirpath, sizeof dirpath, "%s/src/kernels", VG_SRCDIR);
+    char lpath[4200];
+    snprintf(lpath, sizeof lpath, "%s/op_families.c", dirpath);
+    FILE *lf = fopen(lpath, "r");
+    CHECK(lf != NULL);
+    if (!lf) return;
+    size_t ln = fread(list, 1, sizeof list - 1, lf);
+    list[ln] = 0;
+    fclose(lf);
+    DIR *d = opendir(dirpath);
+    CHECK(d != NULL);
+    if (!d) return;
+    int tables = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 3 || strcmp(e->d_name + n - 2, ".c") != 0 || strcmp(e->d_name, "op_families.c") == 0) continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dirpath, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        char line[1024];
+        while (fgets(line, sizeof line, f)) {
+            const char *p = strstr(line, "const vg__op_def vg__ops_");
+            if (p != line) continue; /* a definition starts its line */
+            p += strlen("const vg__op_def ");
+            const char *end = strchr(p, '[');
+            if (!end) continue;
+            char call[256];
+            snprintf(call, sizeof call, "vg__registry_add_family(%.*s);", (int)(end - p), p);
+            tables++;
+            if (!strstr(list, call)) {
+                fprintf(stderr, "src/kernels/%s: table %.*s is not listed in src/kernels/op_families.c\n", e->d_name,
+                        (int)(end - p), p);
+                vg_test_failures++;
+            }
+        }
+        fclose(f);
+    }
+    closedir(d);
+    fprintf(stderr, "checked %d op tables\n", tables);
+    CHECK(tables >= 10);
+}
+
 /* ---- part 2: symbols of the static library -------------------------------- */
 
 typedef struct sym {
@@ -281,6 +329,7 @@ static void test_symbols(void) {
 int main(void) {
     RUN_TEST(test_rule_table);
     RUN_TEST(test_includes);
+    RUN_TEST(test_op_families_listed);
     RUN_TEST(test_symbols);
     TEST_MAIN_END();
 }
