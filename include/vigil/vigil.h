@@ -12,6 +12,7 @@
 #include "tensor.h"
 #include "graph.h"
 #include "ops.h"
+#include "ops_ext.h"
 #include "session.h"
 #include "gradients.h"
 #include "variables.h"

@@ -1,0 +1,74 @@
+/*
+ * vigil/ops_ext.h - builders for the wider TF1 op set real training programs call
+ * (issue 11 §3): rounding and integer division, transcendental functions, the extra
+ * activations, losses and clipping. Same conventions as vigil/ops.h: each builder adds
+ * its op(s) to g and returns the output; on failure it returns {NULL, 0} and records
+ * the graph's sticky error (vg_graph_status). `name` may be NULL (the TF op type, or
+ * TF's default scope name for composites, made unique). Nothing returned is owned by
+ * the caller beyond the graph.
+ *
+ * Errors (at build time, through the graph's status; at run time, from the session):
+ * VG_INVALID_ARGUMENT for unsupported dtypes (naming the op and dtype), mismatched
+ * shapes ("Incompatible shapes: [2,3] vs. [4]"), an integer divisor of 0 ("Integer
+ * division by zero"); VG_RESOURCE_EXHAUSTED when out of memory.
+ */
+#ifndef VIGIL_OPS_EXT_H
+#define VIGIL_OPS_EXT_H
+
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- rounding and division (src/kernels/math_rounding_ops.c) ------------- */
+/* Floor, Ceil, Rint: float/double. Round: half to even; float/double, int32/int64
+ * (identity). None of them has a gradient (TF returns None). */
+VG_API vg_output vg_floor(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_ceil(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_round(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_rint(vg_graph *g, vg_output x, const char *name);
+/* FloorDiv (tf.floordiv, //): floor(x / y); float/double/int32/int64/uint8. No gradient. */
+VG_API vg_output vg_floor_div(vg_graph *g, vg_output x, vg_output y, const char *name);
+/* FloorMod (tf.floormod, %): result has the sign of y; float/double/int32/int64.
+ * Gradient (grad, -grad * floor_div(x, y)). */
+VG_API vg_output vg_floor_mod(vg_graph *g, vg_output x, vg_output y, const char *name);
+/* TruncateDiv: C's integer division; int32/int64/uint8 only (as TF's CPU kernels). */
+VG_API vg_output vg_truncate_div(vg_graph *g, vg_output x, vg_output y, const char *name);
+
+/* ---- transcendental (src/kernels/math_special_ops.c), float/double -------- */
+VG_API vg_output vg_sin(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_cos(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_erf(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_log1p(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_expm1(vg_graph *g, vg_output x, const char *name);
+
+/* ---- activations (src/kernels/nn_activation_ops.c), float/double ---------- */
+VG_API vg_output vg_softplus(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_softsign(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_elu(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_selu(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_relu6(vg_graph *g, vg_output x, const char *name);
+/* LeakyRelu with attr alpha (TF's default is 0.2). */
+VG_API vg_output vg_leaky_relu(vg_graph *g, vg_output x, float alpha, const char *name);
+
+/* ---- losses (src/kernels/nn_loss_ops.c) ------------------------------------ */
+/* L2Loss: sum(t^2) / 2, a scalar. */
+VG_API vg_output vg_l2_loss(vg_graph *g, vg_output t, const char *name);
+/* tf.nn.sigmoid_cross_entropy_with_logits(labels, logits): element-wise
+ * max(x, 0) - x * z + log(1 + exp(-|x|)), ops under the scope "logistic_loss" and the
+ * result named "logistic_loss". INVALID_ARGUMENT "logits and labels must have the same
+ * shape ([2,3] vs [3])" or on differing dtypes. */
+VG_API vg_output vg_sigmoid_cross_entropy_with_logits(vg_graph *g, vg_output labels, vg_output logits, const char *name);
+
+/* ---- clipping (src/kernels/clip_ops.c) -------------------------------------- */
+/* tf.clip_by_value: Minimum(t, hi) then Maximum(., lo) named "clip_by_value" (as TF
+ * 1.15's Python). INVALID_ARGUMENT when lo/hi would broadcast t to another shape. */
+VG_API vg_output vg_clip_by_value(vg_graph *g, vg_output t, vg_output lo, vg_output hi, const char *name);
+/* The raw ClipByValue op: lo and hi scalars or t's shape; gradient as TF. */
+VG_API vg_output vg_clip_by_value_op(vg_graph *g, vg_output t, vg_output lo, vg_output hi, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
