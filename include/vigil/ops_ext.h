@@ -68,6 +68,41 @@ VG_API vg_output vg_clip_by_value(vg_graph *g, vg_output t, vg_output lo, vg_out
 /* The raw ClipByValue op: lo and hi scalars or t's shape; gradient as TF. */
 VG_API vg_output vg_clip_by_value_op(vg_graph *g, vg_output t, vg_output lo, vg_output hi, const char *name);
 
+/* ---- slicing, splitting, reversing, scans --------------------------------- */
+/* The five StridedSlice masks (bit i refers to entry i of begin/end/strides). */
+typedef struct vg_strided_slice_masks {
+    int64_t begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask;
+} vg_strided_slice_masks;
+/* StridedSlice(x, begin, end, strides) (src/kernels/strided_slice_ops.c): x[b:e:s, ...]
+ * with TF's mask semantics (masks NULL = all zero). begin/end/strides are 1-D int32 or
+ * int64 of one length. Errors (INVALID_ARGUMENT, at build time when the spec is
+ * constant, else at run time): "strides[i] must be non-zero", "slice index 5 of
+ * dimension 0 out of bounds.", "Multiple ellipses in slice spec not allowed",
+ * "only stride 1 allowed on non-range indexing.". Gradient: StridedSliceGrad. */
+VG_API vg_output vg_strided_slice(vg_graph *g, vg_output x, vg_output begin, vg_output end, vg_output strides,
+                                  const vg_strided_slice_masks *masks, const char *name);
+/* Same with n-entry C arrays (strides NULL = all 1), as Python's x[...] builds them. */
+VG_API vg_output vg_strided_slice_c(vg_graph *g, vg_output x, const int32_t *begin, const int32_t *end,
+                                    const int32_t *strides, int n, const vg_strided_slice_masks *masks,
+                                    const char *name);
+/* tf.split(value, num_split, axis) -> Split; outputs 0..num_split-1 of the returned op
+ * (src/kernels/split_ops.c). INVALID_ARGUMENT "Number of ways to split should evenly
+ * divide the split dimension, ...". Returns NULL on failure. */
+VG_API vg_op *vg_split(vg_graph *g, vg_output value, int num_split, int axis, const char *name);
+/* tf.split(value, size_splits, axis) -> SplitV; one size may be -1 (inferred). */
+VG_API vg_op *vg_split_v(vg_graph *g, vg_output value, const int32_t *size_splits, int num_split, int axis,
+                         const char *name);
+/* tf.unstack(value, num, axis) -> Unpack; num -1 infers it from the static shape. */
+VG_API vg_op *vg_unpack(vg_graph *g, vg_output value, int num, int axis, const char *name);
+/* ReverseV2(x, axis) (src/kernels/reverse_ops.c), axis a 1-D int32/int64 tensor;
+ * INVALID_ARGUMENT for an axis out of range or given twice. */
+VG_API vg_output vg_reverse(vg_graph *g, vg_output x, vg_output axis, const char *name);
+VG_API vg_output vg_reverse_c(vg_graph *g, vg_output x, const int32_t *axes, int naxes, const char *name);
+/* Cumsum / Cumprod(x, axis, exclusive, reverse) (src/kernels/scan_ops.c);
+ * float/double/int32/int64. */
+VG_API vg_output vg_cumsum(vg_graph *g, vg_output x, int axis, bool exclusive, bool reverse, const char *name);
+VG_API vg_output vg_cumprod(vg_graph *g, vg_output x, int axis, bool exclusive, bool reverse, const char *name);
+
 #ifdef __cplusplus
 }
 #endif
