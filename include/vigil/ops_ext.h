@@ -103,6 +103,27 @@ VG_API vg_output vg_reverse_c(vg_graph *g, vg_output x, const int32_t *axes, int
 VG_API vg_output vg_cumsum(vg_graph *g, vg_output x, int axis, bool exclusive, bool reverse, const char *name);
 VG_API vg_output vg_cumprod(vg_graph *g, vg_output x, int axis, bool exclusive, bool reverse, const char *name);
 
+/* ---- top-k (src/kernels/sort_ops.c) ----------------------------------------- */
+/* tf.nn.top_k: TopKV2 over the last dim; output 0 values, output 1 int32 indices.
+ * INVALID_ARGUMENT "input must have at least k columns. Had 3, needed 5", "Need k >= 0".
+ * The gradient needs the last dim known at build time. Returns NULL on failure. */
+VG_API vg_op *vg_top_k(vg_graph *g, vg_output input, int k, bool sorted, const char *name);
+/* tf.nn.in_top_k -> InTopKV2: bool [batch]; predictions float [batch, classes],
+ * targets int32/int64 [batch]. Not differentiable. */
+VG_API vg_output vg_in_top_k(vg_graph *g, vg_output predictions, vg_output targets, int k, const char *name);
+
+/* ---- nd gather / scatter (src/kernels/scatter_gather_nd_ops.c) --------------- */
+/* GatherNd(params, indices): indices [..., m], int32/int64. An index out of range fails
+ * with INVALID_ARGUMENT "indices[1] = [3, 0] does not index into param shape [2,2]". */
+VG_API vg_output vg_gather_nd(vg_graph *g, vg_output params, vg_output indices, const char *name);
+/* ScatterNd(indices, updates, shape): zeros of shape with updates added (duplicates
+ * sum). INVALID_ARGUMENT "Invalid indices: ..." / "Must have updates.shape = ...". */
+VG_API vg_output vg_scatter_nd(vg_graph *g, vg_output indices, vg_output updates, vg_output shape, const char *name);
+/* TensorScatterUpdate(tensor, indices, updates): a copy of tensor with the slices
+ * replaced (the last duplicate wins). */
+VG_API vg_output vg_tensor_scatter_update(vg_graph *g, vg_output tensor, vg_output indices, vg_output updates,
+                                          const char *name);
+
 #ifdef __cplusplus
 }
 #endif
