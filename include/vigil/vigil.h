@@ -17,6 +17,7 @@
 #include "gradients.h"
 #include "variables.h"
 #include "optimizer.h"
+#include "train_lib.h"
 #include "layers.h"
 #include "coordinator.h"
 #include "queue.h"
