@@ -124,6 +124,38 @@ VG_API vg_output vg_scatter_nd(vg_graph *g, vg_output indices, vg_output updates
 VG_API vg_output vg_tensor_scatter_update(vg_graph *g, vg_output tensor, vg_output indices, vg_output updates,
                                           const char *name);
 
+/* ---- Python-level constructors (src/train/tensor_lib.c) -------------------- */
+/* tf.random_uniform(shape, minval, maxval, dtype, seed): float/double (integer ranges
+ * are not yet supported: INVALID_ARGUMENT). shape: a 1-D int32/int64 tensor, possibly
+ * computed at run time. seed: the op seed (0 = none), combined with the graph seed as
+ * TF's get_seed. */
+VG_API vg_output vg_random_uniform_range(vg_graph *g, vg_output shape, double minval, double maxval, vg_dtype dt,
+                                         int64_t seed, const char *name);
+/* tf.random_normal(shape, mean, stddev, dtype, seed) and tf.truncated_normal. */
+VG_API vg_output vg_random_normal_dist(vg_graph *g, vg_output shape, double mean, double stddev, vg_dtype dt,
+                                       int64_t seed, const char *name);
+VG_API vg_output vg_truncated_normal_dist(vg_graph *g, vg_output shape, double mean, double stddev, vg_dtype dt,
+                                          int64_t seed, const char *name);
+/* tf.zeros / tf.ones with a shape tensor: Fill(shape, 0 / 1) named "zeros" / "ones". */
+VG_API vg_output vg_zeros(vg_graph *g, vg_output shape, vg_dtype dt, const char *name);
+VG_API vg_output vg_ones(vg_graph *g, vg_output shape, vg_dtype dt, const char *name);
+
+/* ---- linear algebra (src/kernels/linalg_ops.c) -------------------------------- */
+/* BatchMatMulV2 (tf.matmul of rank >= 2 tensors): x [..., M, K] times y [..., K, N]
+ * with the batch dims broadcast; adj_x / adj_y transpose the last two dims.
+ * float/double. INVALID_ARGUMENT "In[0] mismatch In[1] shape: ..." or incompatible
+ * batch dims. */
+VG_API vg_output vg_batch_matmul(vg_graph *g, vg_output x, vg_output y, bool adj_x, bool adj_y, const char *name);
+/* MatrixBandPart(x, num_lower, num_upper) (tf.linalg.band_part): keeps the band of the
+ * last two dims (a negative count keeps that whole triangle). */
+VG_API vg_output vg_matrix_band_part(vg_graph *g, vg_output x, vg_output num_lower, vg_output num_upper,
+                                     const char *name);
+VG_API vg_output vg_matrix_band_part_c(vg_graph *g, vg_output x, int64_t num_lower, int64_t num_upper,
+                                       const char *name);
+/* Diag (rank k -> 2k, the values on the diagonal) and DiagPart (2k -> k). */
+VG_API vg_output vg_diag(vg_graph *g, vg_output diagonal, const char *name);
+VG_API vg_output vg_diag_part(vg_graph *g, vg_output input, const char *name);
+
 #ifdef __cplusplus
 }
 #endif
