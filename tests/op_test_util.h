@@ -6,7 +6,7 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 
-static double ot_get(const vg_tensor *t, int64_t i) {
+static inline double ot_get(const vg_tensor *t, int64_t i) {
     const void *d = vg_tensor_data(t);
     switch (vg_tensor_dtype(t)) {
     case VG_FLOAT: return ((const float *)d)[i];
@@ -19,7 +19,7 @@ static double ot_get(const vg_tensor *t, int64_t i) {
     }
 }
 
-static void ot_set(vg_tensor *t, int64_t i, double v) {
+static inline void ot_set(vg_tensor *t, int64_t i, double v) {
     void *d = vg_tensor_data(t);
     switch (vg_tensor_dtype(t)) {
     case VG_FLOAT: ((float *)d)[i] = (float)v; break;
@@ -32,14 +32,14 @@ static void ot_set(vg_tensor *t, int64_t i, double v) {
     }
 }
 
-static vg_tensor *ot_mk(vg_dtype dt, const int64_t *dims, int nd, const double *v) {
+static inline vg_tensor *ot_mk(vg_dtype dt, const int64_t *dims, int nd, const double *v) {
     vg_status st;
     vg_tensor *t = vg_tensor_new(dt, dims, nd, &st);
     for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) ot_set(t, i, v[i]);
     return t;
 }
 
-static vg_output ot_const(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v) {
+static inline vg_output ot_const(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v) {
     vg_tensor *t = ot_mk(dt, dims, nd, v);
     vg_output o = vg_const(g, t, NULL);
     vg_tensor_free(t);
@@ -47,7 +47,7 @@ static vg_output ot_const(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd,
 }
 
 /* Runs y once in a fresh session; NULL on failure (st set). */
-static vg_tensor *ot_run_st(vg_graph *g, vg_output y, vg_status *st) {
+static inline vg_tensor *ot_run_st(vg_graph *g, vg_output y, vg_status *st) {
     vg_session *s = vg_session_new(g, NULL, st);
     if (!s) return NULL;
     vg_tensor *out = NULL;
@@ -56,7 +56,7 @@ static vg_tensor *ot_run_st(vg_graph *g, vg_output y, vg_status *st) {
     return out;
 }
 
-static vg_tensor *ot_run(vg_graph *g, vg_output y) {
+static inline vg_tensor *ot_run(vg_graph *g, vg_output y) {
     vg_status st;
     vg_code c = vg_graph_status(g, &st);
     if (c != VG_OK) {
@@ -73,7 +73,7 @@ static vg_tensor *ot_run(vg_graph *g, vg_output y) {
 }
 
 /* Checks t's dtype, shape and values (NaN matches NaN, infinities exactly); frees t. */
-static void ot_expect(vg_tensor *t, vg_dtype dt, const int64_t *dims, int nd, const double *v, double tol) {
+static inline void ot_expect(vg_tensor *t, vg_dtype dt, const int64_t *dims, int nd, const double *v, double tol) {
     if (!t) { vg_test_failures++; return; }
     CHECK_EQ_INT(vg_tensor_dtype(t), dt);
     CHECK_EQ_INT(vg_tensor_ndims(t), nd);
@@ -92,7 +92,7 @@ static void ot_expect(vg_tensor *t, vg_dtype dt, const int64_t *dims, int nd, co
 }
 
 /* A Placeholder of dt/dims and a matching tensor filled from v (for gradcheck). */
-static vg_output ot_ph(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v, vg_tensor **val) {
+static inline vg_output ot_ph(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v, vg_tensor **val) {
     *val = ot_mk(dt, dims, nd, v);
     return vg_placeholder(g, dt, dims, nd, NULL);
 }

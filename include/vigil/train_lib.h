@@ -17,6 +17,7 @@
 #define VIGIL_TRAIN_LIB_H
 
 #include "graph.h"
+#include "status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,6 +71,44 @@ VG_API vg_output vg_global_norm(vg_graph *g, const vg_output *t, int n, const ch
  * Entries with op == NULL stay {NULL}. Returns VG_OK or the graph's error. */
 VG_API vg_code vg_clip_by_global_norm(vg_graph *g, const vg_output *t, int n, vg_output clip_norm, vg_output use_norm,
                                       vg_output *out, vg_output *norm_out, const char *name);
+
+/* ---- ExponentialMovingAverage (src/train/ema.c) ----------------------------- */
+/* TF's GraphKeys.MOVING_AVERAGE_VARIABLES. */
+#define VG_MOVING_AVERAGE_VARIABLES "moving_average_variables"
+
+typedef struct vg_ema vg_ema;
+
+/* tf.train.ExponentialMovingAverage(decay, num_updates, zero_debias, name). num_updates
+ * {NULL} for none (usually the global step); name NULL = "ExponentialMovingAverage".
+ * zero_debias only concerns averaged tensors in TF, which vigil does not average yet,
+ * so it has no effect. Ownership: the caller frees the object with vg_ema_free (the ops
+ * and variables stay in g). NULL (graph error RESOURCE_EXHAUSTED) when out of memory. */
+VG_API vg_ema *vg_ema_new(vg_graph *g, double decay, vg_output num_updates, bool zero_debias, const char *name);
+VG_API void vg_ema_free(vg_ema *e);
+/* ema.apply(var_list): vars are variable refs (vars NULL = trainable_variables). Creates
+ * the shadows "<var>/<name>" on first use and returns the NoOp "<name>" grouping the
+ * AssignSubs "<name>/AssignMovingAvg", "_1", ... NULL on failure with the graph error:
+ * INVALID_ARGUMENT "The variables must be half, float, or double: <var>",
+ * UNIMPLEMENTED for a value that is not a variable. */
+VG_API vg_op *vg_ema_apply(vg_ema *e, const vg_output *vars, int n);
+/* ema.average(var): the shadow's ref, {NULL} when var was never applied. */
+VG_API vg_output vg_ema_average(const vg_ema *e, vg_output var);
+/* ema.average_name(var): "<var op name>/<name>" written to buf (returned). */
+VG_API char *vg_ema_average_name(const vg_ema *e, vg_output var, char *buf, size_t len);
+
+/* A name -> variable map (checkpoint names to restore into). Free with vg_name_map_free. */
+typedef struct vg_name_map {
+    int n;
+    char **names;
+    vg_output *vars;
+} vg_name_map;
+VG_API void vg_name_map_free(vg_name_map *m);
+/* ema.variables_to_restore(moving_avg_variables): average_name(v) -> v for each
+ * averaged variable (NULL list = trainable + moving_average_variables), plus
+ * name -> v for every other global variable whose name is not already a key. Fills
+ * *out (owned by the caller). Fails with INVALID_ARGUMENT, RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_ema_variables_to_restore(const vg_ema *e, const vg_output *moving_avg_vars, int n, vg_name_map *out,
+                                           vg_status *st);
 
 #ifdef __cplusplus
 }
