@@ -18,6 +18,7 @@
 #include "variables.h"
 #include "optimizer.h"
 #include "train_lib.h"
+#include "losses.h"
 #include "layers.h"
 #include "coordinator.h"
 #include "queue.h"
