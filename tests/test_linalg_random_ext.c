@@ -205,7 +205,60 @@ static void test_zeros_ones_dynamic(void) {
     vg_graph_free(g);
 }
 
+/* multinomial_op_test.py: testSmallEntropy (one dominant logit), testLargeLogits,
+ * frequencies close to the softmax, num_samples 0, seeding, the bad-input checks. */
+static void test_multinomial(void) {
+    vg_graph *g = vg_graph_new();
+    vg_graph_set_seed(g, 1234);
+    int64_t d[2] = {2, 3};
+    double lg[6] = {log(0.1), log(0.2), log(0.7), -99999.0, 99999.0, -INFINITY};
+    vg_output m = vg_multinomial(g, ot_const(g, VG_FLOAT, d, 2, lg), 20000, 0, VG_INT64, NULL);
+    CHECK(m.op && strcmp(vg_op_name(m.op), "multinomial/Multinomial") == 0);
+    vg_tensor *t = ot_run(g, m);
+    if (t) {
+        CHECK_EQ_INT(vg_tensor_dim(t, 1), 20000);
+        double cnt[3] = {0, 0, 0};
+        bool row1_ok = true;
+        for (int64_t j = 0; j < 20000; j++) {
+            int64_t c0 = ((const int64_t *)vg_tensor_data(t))[j], c1 = ((const int64_t *)vg_tensor_data(t))[20000 + j];
+            if (c0 >= 0 && c0 < 3) cnt[c0]++;
+            row1_ok &= c1 == 1;
+        }
+        CHECK_NEAR(cnt[0] / 20000, 0.1, 0.02);
+        CHECK_NEAR(cnt[1] / 20000, 0.2, 0.02);
+        CHECK_NEAR(cnt[2] / 20000, 0.7, 0.02);
+        CHECK(row1_ok);
+        vg_tensor_free(t);
+    }
+    /* int32 output, zero samples */
+    vg_output m0 = vg_multinomial(g, ot_const(g, VG_DOUBLE, d, 2, lg), 0, 0, VG_INT32, NULL);
+    vg_shape s0 = vg_output_shape(m0);
+    CHECK(s0.ndims == 2 && s0.dims[1] == 0);
+    t = ot_run(g, m0);
+    if (t) CHECK_EQ_INT(vg_tensor_num_elements(t), 0);
+    vg_tensor_free(t);
+    vg_status st;
+    CHECK(vg_multinomial(g, ot_const(g, VG_FLOAT, d, 2, lg), -1, 0, VG_INT64, NULL).op == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "num_samples should be nonnegative, got -1");
+    vg_graph_free(g);
+    /* the same seeds draw the same samples in a new graph */
+    int64_t first[2][5];
+    for (int k = 0; k < 2; k++) {
+        g = vg_graph_new();
+        vg_graph_set_seed(g, 9);
+        int64_t d1[2] = {1, 4};
+        double l1[4] = {0, 0, 0, 0};
+        t = ot_run(g, vg_multinomial(g, ot_const(g, VG_FLOAT, d1, 2, l1), 5, 3, VG_INT64, NULL));
+        for (int j = 0; t && j < 5; j++) first[k][j] = ((const int64_t *)vg_tensor_data(t))[j];
+        vg_tensor_free(t);
+        vg_graph_free(g);
+    }
+    CHECK(memcmp(first[0], first[1], sizeof first[0]) == 0);
+}
+
 int main(void) {
+    RUN_TEST(test_multinomial);
     RUN_TEST(test_batch_matmul);
     RUN_TEST(test_band_part_and_diag);
     RUN_TEST(test_random_constructors);

@@ -156,6 +156,14 @@ VG_API vg_output vg_matrix_band_part_c(vg_graph *g, vg_output x, int64_t num_low
 VG_API vg_output vg_diag(vg_graph *g, vg_output diagonal, const char *name);
 VG_API vg_output vg_diag_part(vg_graph *g, vg_output input, const char *name);
 
+/* ---- sampling (src/kernels/multinomial_ops.c) -------------------------------- */
+/* tf.multinomial(logits [batch, classes], num_samples, seed, output_dtype int32/int64):
+ * class indices [batch, num_samples] drawn from softmax(logits) (non-finite logits get
+ * probability 0). Seeds as TF's get_seed; the values are vigil's own stream. Not
+ * differentiable. INVALID_ARGUMENT "num_samples should be nonnegative, got -1". */
+VG_API vg_output vg_multinomial(vg_graph *g, vg_output logits, int num_samples, int64_t seed, vg_dtype output_dtype,
+                                const char *name);
+
 #ifdef __cplusplus
 }
 #endif
