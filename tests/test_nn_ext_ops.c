@@ -5,7 +5,7 @@
  * softsign_op_test.py, relu_op_test.py (Relu6Test, EluTest, SeluTest, LeakyReluTest:
  * testNpLeakyRelu alpha 0.1 / default 0.2), nn_test.py L2LossTest and
  * nn_impl / nn_xent_test.py SigmoidCrossEntropyWithLogitsTest (testLogisticOutput,
- * testShapeError, testGradient). */
+ * testShapeError, testGradient) and lrn_op_test.py (LRN / LRNGrad). */
 #include "gradcheck.h"
 #include "op_test_util.h"
 
@@ -167,7 +167,52 @@ static void test_sigmoid_xent(void) {
     vg_graph_free(g);
 }
 
+/* lrn_op_test.py: _LRN's loops as the reference (float attrs, so the reference uses the
+ * float-rounded values), testCompute / testGradients. */
+static void lrn_ref(const double *x, double *y, int64_t rows, int64_t depth, int r, float bias, float alpha, float beta) {
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t d = 0; d < depth; d++) {
+            int64_t lo = d - r < 0 ? 0 : d - r, hi = d + r + 1 > depth ? depth : d + r + 1;
+            double s = 0;
+            for (int64_t k = lo; k < hi; k++) s += x[i * depth + k] * x[i * depth + k];
+            y[i * depth + d] = x[i * depth + d] / pow((double)bias + (double)alpha * s, (double)beta);
+        }
+}
+
+static void test_lrn(void) {
+    int64_t d[4] = {2, 3, 3, 7};
+    double x[126], y[126];
+    for (int i = 0; i < 126; i++) x[i] = sin(i * 1.3) * 1.5;
+    struct { int r; float bias, alpha, beta; } cases[3] = {{5, 1.0f, 1.0f, 0.5f}, {2, 1.2f, 0.3f, 0.75f},
+                                                         {4, 1.0f, 0.001f / 9.0f, 0.75f}};
+    for (int c = 0; c < 3; c++) {
+        vg_graph *g = vg_graph_new();
+        lrn_ref(x, y, 18, 7, cases[c].r, cases[c].bias, cases[c].alpha, cases[c].beta);
+        ot_expect(ot_run(g, vg_lrn(g, ot_const(g, VG_DOUBLE, d, 4, x), cases[c].r, cases[c].bias, cases[c].alpha,
+                                   cases[c].beta, NULL)),
+                  VG_DOUBLE, d, 4, y, 1e-12);
+        ot_expect(ot_run(g, vg_lrn(g, ot_const(g, VG_FLOAT, d, 4, x), cases[c].r, cases[c].bias, cases[c].alpha,
+                                   cases[c].beta, NULL)),
+                  VG_FLOAT, d, 4, y, 1e-5);
+        int64_t ds[4] = {1, 2, 2, 7};
+        vg_tensor *tx;
+        vg_output px = ot_ph(g, VG_DOUBLE, ds, 4, x, &tx);
+        CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, vg_lrn(g, px, cases[c].r, cases[c].bias, cases[c].alpha, cases[c].beta, NULL),
+                                  1e-6, 1e-6), 0);
+        vg_tensor_free(tx);
+        vg_graph_free(g);
+    }
+    vg_graph *g = vg_graph_new();
+    int64_t d2[2] = {2, 3};
+    vg_status st;
+    CHECK(vg_lrn(g, ot_const(g, VG_FLOAT, d2, 2, x), 5, 1, 1, 0.5f, NULL).op == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "4-dimensional");
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_lrn);
     RUN_TEST(test_activations_forward_and_grads);
     RUN_TEST(test_softplus_thresholds);
     RUN_TEST(test_leaky_relu_alpha);

@@ -52,6 +52,12 @@ VG_API vg_output vg_relu6(vg_graph *g, vg_output x, const char *name);
 /* LeakyRelu with attr alpha (TF's default is 0.2). */
 VG_API vg_output vg_leaky_relu(vg_graph *g, vg_output x, float alpha, const char *name);
 
+/* tf.nn.lrn / local_response_normalization (src/kernels/nn_lrn_ops.c): x 4-D NHWC,
+ * y = x / (bias + alpha * sum over the depth window of x^2) ^ beta (TF's defaults:
+ * depth_radius 5, bias 1, alpha 1, beta 0.5). Gradient through LRNGrad. */
+VG_API vg_output vg_lrn(vg_graph *g, vg_output x, int depth_radius, float bias, float alpha, float beta,
+                        const char *name);
+
 /* ---- losses (src/kernels/nn_loss_ops.c) ------------------------------------ */
 /* L2Loss: sum(t^2) / 2, a scalar. */
 VG_API vg_output vg_l2_loss(vg_graph *g, vg_output t, const char *name);

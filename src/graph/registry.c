@@ -33,6 +33,7 @@ FAMILY(vg__ops_sort)
 FAMILY(vg__ops_scatter_gather_nd)
 FAMILY(vg__ops_linalg)
 FAMILY(vg__ops_multinomial)
+FAMILY(vg__ops_nn_lrn)
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 static const vg__op_def **g_defs;
@@ -50,7 +51,8 @@ static void init_registry(void) {
                                   vg__ops_math_rounding, vg__ops_math_special, vg__ops_nn_activation,
                                   vg__ops_nn_loss, vg__ops_clip, vg__ops_strided_slice, vg__ops_split,
                                   vg__ops_reverse, vg__ops_scan, vg__ops_sort, vg__ops_scatter_gather_nd,
-                                  vg__ops_linalg, vg__ops_multinomial, vg__ops_test};
+                                  vg__ops_linalg, vg__ops_multinomial, vg__ops_nn_lrn,
+                                  vg__ops_test};
     int n = 0;
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const vg__op_def *d = tables[t]; d && d->type; d++) n++;
