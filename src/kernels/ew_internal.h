@@ -8,7 +8,7 @@
 #ifndef VG_EW_INTERNAL_H
 #define VG_EW_INTERNAL_H
 
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/ops.h"
 #include "vigil/ops_ext.h"
 
