@@ -161,10 +161,28 @@ static void test_random_constructors(void) {
         CHECK_NEAR(sqrt(moment(ttn, 2, -1.0)), 0.8796 * 2.0, 0.05);
     }
     vg_tensor_free(tu), vg_tensor_free(tnr), vg_tensor_free(ttn);
-    /* an integer range is not yet supported */
+    /* integer ranges: RandomUniformInt, every value of [-3, 5) drawn, none outside */
+    vg_output ui = vg_random_uniform_range(g, shape, -3, 5, VG_INT32, 0, NULL);
+    CHECK(ui.op && strcmp(vg_op_type(ui.op), "RandomUniformInt") == 0 && strcmp(vg_op_name(ui.op), "random_uniform_1") == 0);
+    vg_tensor *ti = ot_run(g, ui);
+    if (ti) {
+        int hist[8] = {0};
+        bool in_range = true;
+        for (int64_t i = 0; i < 10000; i++) {
+            int32_t v = ((const int32_t *)vg_tensor_data(ti))[i];
+            if (v < -3 || v >= 5) in_range = false;
+            else hist[v + 3]++;
+        }
+        CHECK(in_range);
+        for (int k = 0; k < 8; k++) CHECK_NEAR(hist[k] / 10000.0, 0.125, 0.02);
+        vg_tensor_free(ti);
+    }
+    vg_output bad = vg_random_uniform_int(g, shape, vg_const_i64(g, 5, NULL), vg_const_i64(g, 5, NULL), 1, 2, NULL);
     vg_status st;
-    CHECK(vg_random_uniform_range(g, shape, 0, 10, VG_INT32, 0, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    vg_tensor *tb = ot_run_st(g, bad, &st);
+    CHECK(tb == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Need minval < maxval: 5 >= 5");
     vg_graph_free(g);
     /* the same graph seed and op seed give the same values in two graphs */
     double first[2];

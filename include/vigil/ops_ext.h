@@ -131,8 +131,8 @@ VG_API vg_output vg_tensor_scatter_update(vg_graph *g, vg_output tensor, vg_outp
                                           const char *name);
 
 /* ---- Python-level constructors (src/train/tensor_lib.c) -------------------- */
-/* tf.random_uniform(shape, minval, maxval, dtype, seed): float/double (integer ranges
- * are not yet supported: INVALID_ARGUMENT). shape: a 1-D int32/int64 tensor, possibly
+/* tf.random_uniform(shape, minval, maxval, dtype, seed): float/double, or int32/int64
+ * through RandomUniformInt (values in [minval, maxval)). shape: a 1-D int32/int64 tensor, possibly
  * computed at run time. seed: the op seed (0 = none), combined with the graph seed as
  * TF's get_seed. */
 VG_API vg_output vg_random_uniform_range(vg_graph *g, vg_output shape, double minval, double maxval, vg_dtype dt,
@@ -162,11 +162,16 @@ VG_API vg_output vg_matrix_band_part_c(vg_graph *g, vg_output x, int64_t num_low
 VG_API vg_output vg_diag(vg_graph *g, vg_output diagonal, const char *name);
 VG_API vg_output vg_diag_part(vg_graph *g, vg_output input, const char *name);
 
-/* ---- sampling (src/kernels/multinomial_ops.c) -------------------------------- */
+/* ---- sampling (src/kernels/random_sampling_ops.c) -------------------------------- */
 /* tf.multinomial(logits [batch, classes], num_samples, seed, output_dtype int32/int64):
  * class indices [batch, num_samples] drawn from softmax(logits) (non-finite logits get
  * probability 0). Seeds as TF's get_seed; the values are vigil's own stream. Not
  * differentiable. INVALID_ARGUMENT "num_samples should be nonnegative, got -1". */
+/* RandomUniformInt(shape, minval, maxval) with explicit seed/seed2 attrs (raw op, as
+ * vg_random_uniform); minval/maxval int32 or int64 scalars. Run-time INVALID_ARGUMENT
+ * "Need minval < maxval: 5 >= 5". */
+VG_API vg_output vg_random_uniform_int(vg_graph *g, vg_output shape, vg_output minval, vg_output maxval, int64_t seed,
+                                       int64_t seed2, const char *name);
 VG_API vg_output vg_multinomial(vg_graph *g, vg_output logits, int num_samples, int64_t seed, vg_dtype output_dtype,
                                 const char *name);
 

@@ -2,6 +2,7 @@
  * tensor_lib.c - TF 1.15's Python-level tensor constructors that programs call with
  * run-time shapes or ranges, as composites of public builders:
  *   tf.random_uniform(shape, minval, maxval)  -> RandomUniform * (max - min) + min
+ *                                                (RandomUniformInt for int32/int64)
  *   tf.random_normal(shape, mean, stddev)     -> RandomStandardNormal * stddev + mean
  *   tf.truncated_normal(shape, mean, stddev)  -> TruncatedNormal * stddev + mean
  *   tf.zeros / tf.ones(shape tensor, dtype)   -> Fill(shape, 0 / 1)
@@ -29,7 +30,7 @@ static void scope_open(vg_graph *g, const char *name, const char *def, lib_scope
 
 static bool check_float(vg_graph *g, vg_dtype dt, const char *what) {
     if (dt == VG_FLOAT || dt == VG_DOUBLE) return true;
-    vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: dtype %s is not supported (float or double; integer ranges are not yet)",
+    vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: dtype %s is not supported (float, double, int32 or int64 for random_uniform)",
                        what, vg_dtype_name(dt));
     return false;
 }
@@ -40,11 +41,17 @@ vg_output vg_random_uniform_range(vg_graph *g, vg_output shape, double minval, d
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "random_uniform: shape is required");
         return vg_out(NULL, 0);
     }
-    if (!check_float(g, dt, "random_uniform")) return vg_out(NULL, 0);
+    bool is_int = dt == VG_INT32 || dt == VG_INT64;
+    if (!is_int && !check_float(g, dt, "random_uniform")) return vg_out(NULL, 0);
     int64_t s1, s2;
     vg_graph_get_seed(g, seed, &s1, &s2);
     lib_scope s;
     scope_open(g, name, "random_uniform", &s);
+    if (is_int) { /* gen_random_ops.random_uniform_int(shape, min, max, name=name) */
+        vg_output mn = vg_const_fill(g, dt, NULL, 0, minval, "min"), mx = vg_const_fill(g, dt, NULL, 0, maxval, "max");
+        vg_graph_pop_scope(g);
+        return vg_random_uniform_int(g, shape, mn, mx, s1, s2, s.base);
+    }
     vg_output mn = vg_const_fill(g, dt, NULL, 0, minval, "min");
     vg_output mx = vg_const_fill(g, dt, NULL, 0, maxval, "max");
     vg_output rnd = vg_random_uniform(g, shape, dt, s1, s2, "RandomUniform");

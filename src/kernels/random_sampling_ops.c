@@ -1,11 +1,13 @@
 /*
- * multinomial_ops.c - Multinomial(logits [batch, classes], num_samples; seed, seed2,
- * output_dtype) as TF 1.15's multinomial_op.cc: per row, the CDF of
- * exp(logit - max finite logit) over the finite logits, and for each sample the
- * upper bound of u * total in it (u uniform in [0, 1)). The stream is this file's own
+ * random_sampling_ops.c - sampling ops beyond random_ops.c, on this file's own stream
  * (splitmix64 over a per-(session, op) counter keyed by the seeds; both seeds 0 = a
- * non-deterministic key), so values are not TF's but the same seeds repeat them.
- * Not differentiable (TF: NotDifferentiable).
+ * non-deterministic key), so values are not TF's but the same seeds repeat them:
+ *   - Multinomial(logits [batch, classes], num_samples; seed, seed2, output_dtype) as
+ *     TF 1.15's multinomial_op.cc: per row, the CDF of exp(logit - max finite logit)
+ *     over the finite logits, and for each sample the upper bound of u * total in it;
+ *   - RandomUniformInt(shape, minval, maxval; seed, seed2, Tout, T): integers uniform
+ *     in [minval, maxval) (INVALID_ARGUMENT "Need minval < maxval: 5 >= 5" as TF).
+ * Neither is differentiable (TF: NotDifferentiable).
  */
 #include "kernels/ew_internal.h"
 #include <math.h>
@@ -155,7 +157,83 @@ vg_output vg_multinomial(vg_graph *g, vg_output logits, int num_samples, int64_t
     return r;
 }
 
-const vg__op_def vg__ops_multinomial[] = {
+/* ---- RandomUniformInt -------------------------------------------------------------- */
+
+static vg_code shape_uniform_int(vg_op *op, vg_status *st) {
+    vg_dtype st_ = vg__op_input_dtype(op, 0), t = vg__op_input_dtype(op, 1);
+    if (st_ != VG_INT32 && st_ != VG_INT64)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "RandomUniformInt: shape must be int32 or int64");
+    if ((t != VG_INT32 && t != VG_INT64) || vg__op_input_dtype(op, 2) != t)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "RandomUniformInt: minval and maxval must be int32 or int64 of one dtype");
+    vg_shape a = vg__op_input_shape(op, 1), b = vg__op_input_shape(op, 2);
+    if (a.ndims > 0 || b.ndims > 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "minval and maxval must be scalars");
+    vg__op_set_default_attr_type(op, "Tout", t);
+    vg__op_set_default_attr_type(op, "T", st_);
+    vg__op_set_default_attr_int(op, "seed", 0);
+    vg__op_set_default_attr_int(op, "seed2", 0);
+    vg_shape out = vg_shape_unknown();
+    const vg_tensor *s = vg__op_const_input(op, 0);
+    if (s && vg_tensor_ndims(s) == 1 && vg_tensor_dim(s, 0) <= VG_MAX_DIMS) {
+        out.ndims = (int)vg_tensor_dim(s, 0);
+        for (int i = 0; i < out.ndims; i++)
+            out.dims[i] = st_ == VG_INT32 ? ((const int32_t *)vg_tensor_data(s))[i] : ((const int64_t *)vg_tensor_data(s))[i];
+    }
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, t, out);
+    return VG_OK;
+}
+
+static vg_code kernel_uniform_int(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *s = vg__kctx_input(ctx, 0), *lo = vg__kctx_input(ctx, 1), *hi = vg__kctx_input(ctx, 2);
+    if (vg_tensor_ndims(s) != 1 || vg_tensor_dim(s, 0) > VG_MAX_DIMS)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "shape must be a vector of at most %d dims", VG_MAX_DIMS);
+    if (vg_tensor_ndims(lo) != 0 || vg_tensor_ndims(hi) != 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "minval and maxval must be scalars");
+    vg_dtype t = vg_tensor_dtype(lo);
+    int64_t mn = t == VG_INT32 ? *(const int32_t *)vg_tensor_data(lo) : *(const int64_t *)vg_tensor_data(lo);
+    int64_t mx = t == VG_INT32 ? *(const int32_t *)vg_tensor_data(hi) : *(const int64_t *)vg_tensor_data(hi);
+    if (mn >= mx)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Need minval < maxval: %lld >= %lld", (long long)mn, (long long)mx);
+    int64_t dims[VG_MAX_DIMS];
+    int r = (int)vg_tensor_dim(s, 0);
+    for (int i = 0; i < r; i++) {
+        dims[i] = vg_tensor_dtype(s) == VG_INT32 ? ((const int32_t *)vg_tensor_data(s))[i] : ((const int64_t *)vg_tensor_data(s))[i];
+        if (dims[i] < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "shape has a negative dim %lld", (long long)dims[i]);
+    }
+    vg_tensor *o;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, t, dims, r, &o);
+    int64_t n = c == VG_OK ? vg_tensor_num_elements(o) : 0;
+    if (c != VG_OK || n == 0) return c;
+    void *p = NULL;
+    if ((c = vg__kctx_state(ctx, mn_create, mn_destroy, &p)) != VG_OK) return c;
+    mn_state *rs = p;
+    uint64_t base = atomic_fetch_add_explicit(&rs->counter, (uint64_t)n, memory_order_relaxed);
+    uint64_t range = (uint64_t)mx - (uint64_t)mn; /* > 0 */
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t bits = splitmix64(rs->key ^ splitmix64(base + (uint64_t)i));
+        uint64_t v = (uint64_t)mn + bits % range; /* modulo bias below 2^-32 for ranges < 2^32 */
+        if (t == VG_INT32) ((int32_t *)vg_tensor_data(o))[i] = (int32_t)(int64_t)v;
+        else ((int64_t *)vg_tensor_data(o))[i] = (int64_t)v;
+    }
+    return VG_OK;
+}
+
+vg_output vg_random_uniform_int(vg_graph *g, vg_output shape, vg_output minval, vg_output maxval, int64_t s1, int64_t s2,
+                                const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "RandomUniformInt", name);
+    if (!b) return vg_out(NULL, 0);
+    vg_op_builder_add_input(b, shape);
+    vg_op_builder_add_input(b, minval);
+    vg_op_builder_add_input(b, maxval);
+    vg_op_builder_set_attr_int(b, "seed", s1);
+    vg_op_builder_set_attr_int(b, "seed2", s2);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+const vg__op_def vg__ops_random_sampling[] = {
+    {"RandomUniformInt", 3, 3, VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE, 0, shape_uniform_int, kernel_uniform_int, NULL},
     {"Multinomial", 2, 2, VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE, 0, shape_multinomial, kernel_multinomial, NULL},
     {0},
 };
