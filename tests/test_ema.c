@@ -140,14 +140,58 @@ static void test_ema_errors(void) {
     vg_graph_free(g);
     g = vg_graph_new();
     ema = vg_ema_new(g, 0.9, vg_out(NULL, 0), false, NULL);
-    vg_output t = vg_const_f32(g, 1, NULL);
+    int64_t unk[1] = {-1};
+    vg_output t = vg_placeholder(g, VG_FLOAT, unk, 1, "p");
     CHECK(vg_ema_apply(ema, &t, 1) == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_UNIMPLEMENTED);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "must be fully defined");
     vg_ema_free(ema);
     vg_graph_free(g);
 }
 
+/* _CheckDecay's tensor2 = v0 + v1: a zeros shadow "add/ExponentialMovingAverage", and with
+ * zero_debias the update divided by 1 - decay^steps (testAverageVariablesNoNumUpdates_
+ * Vector / ..._DebiasedVector). */
+static void check_tensor(bool zero_debias) {
+    vg_graph *g = vg_graph_new();
+    vg_variable v0 = var_of(g, "v0", 10, VG_VAR_TRAINABLE), v1 = var_of(g, "v1", 30, VG_VAR_TRAINABLE);
+    vg_output t2 = vg_add(g, v0.read, v1.read, "add");
+    vg_ema *ema = vg_ema_new(g, 0.25, vg_out(NULL, 0), zero_debias, NULL);
+    vg_output vars[3] = {v0.ref, v1.ref, t2};
+    vg_op *update = vg_ema_apply(ema, vars, 3);
+    vg_status st;
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_output a2 = vg_ema_average(ema, t2);
+    CHECK(a2.op && strcmp(vg_op_name(a2.op), "add/ExponentialMovingAverage") == 0);
+    CHECK(!in_collection(g, VG_MOVING_AVERAGE_VARIABLES, t2));
+    if (zero_debias) {
+        CHECK(vg_graph_op_by_name(g, "add/ExponentialMovingAverage/biased") != NULL);
+        CHECK(vg_graph_op_by_name(g, "add/ExponentialMovingAverage/local_step") != NULL);
+    }
+    vg_op *init = vg_global_variables_initializer(g);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    run_op(s, init);
+    CHECK_NEAR(val(s, a2), 0.0, 0);
+    double dk = 0.25;
+    run_op(s, update);
+    double e1 = 0.0 * dk + 40.0 * (1 - dk);
+    CHECK_NEAR(val(s, a2), zero_debias ? e1 / (1 - dk) : e1, 1e-6);
+    run_op(s, update);
+    double e2 = e1 * dk + 40.0 * (1 - dk);
+    CHECK_NEAR(val(s, a2), zero_debias ? e2 / (1 - dk * dk) : e2, 1e-6);
+    CHECK_NEAR(val(s, vg_ema_average(ema, v0.ref)), 10.0, 1e-6);
+    vg_session_free(s);
+    vg_ema_free(ema);
+    vg_graph_free(g);
+}
+
+static void test_ema_tensors(void) {
+    check_tensor(false);
+    check_tensor(true);
+}
+
 int main(void) {
+    RUN_TEST(test_ema_tensors);
     RUN_TEST(test_ema_decay);
     RUN_TEST(test_ema_names_and_restore);
     RUN_TEST(test_ema_errors);

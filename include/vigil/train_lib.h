@@ -80,16 +80,16 @@ typedef struct vg_ema vg_ema;
 
 /* tf.train.ExponentialMovingAverage(decay, num_updates, zero_debias, name). num_updates
  * {NULL} for none (usually the global step); name NULL = "ExponentialMovingAverage".
- * zero_debias only concerns averaged tensors in TF, which vigil does not average yet,
- * so it has no effect. Ownership: the caller frees the object with vg_ema_free (the ops
+ * zero_debias applies to averaged tensors (not variables), as in TF. Ownership: the caller frees the object with vg_ema_free (the ops
  * and variables stay in g). NULL (graph error RESOURCE_EXHAUSTED) when out of memory. */
 VG_API vg_ema *vg_ema_new(vg_graph *g, double decay, vg_output num_updates, bool zero_debias, const char *name);
 VG_API void vg_ema_free(vg_ema *e);
-/* ema.apply(var_list): vars are variable refs (vars NULL = trainable_variables). Creates
- * the shadows "<var>/<name>" on first use and returns the NoOp "<name>" grouping the
- * AssignSubs "<name>/AssignMovingAvg", "_1", ... NULL on failure with the graph error:
- * INVALID_ARGUMENT "The variables must be half, float, or double: <var>",
- * UNIMPLEMENTED for a value that is not a variable. */
+/* ema.apply(var_list): variable refs or tensors of fully defined shape (vars NULL =
+ * trainable_variables). Creates the shadows "<var>/<name>" on first use (a variable's
+ * from its initial value, a tensor's zeros) and returns the NoOp "<name>" grouping the
+ * updates "<name>/AssignMovingAvg", "_1", ... NULL on failure with the graph error:
+ * INVALID_ARGUMENT "The variables must be half, float, or double: <var>", or a tensor
+ * whose shape is not fully defined. */
 VG_API vg_op *vg_ema_apply(vg_ema *e, const vg_output *vars, int n);
 /* ema.average(var): the shadow's ref, {NULL} when var was never applied. */
 VG_API vg_output vg_ema_average(const vg_ema *e, vg_output var);

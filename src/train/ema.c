@@ -7,7 +7,8 @@
  * with decay = min(decay, (1 + num_updates) / (10 + num_updates)) when num_updates is
  * given. average_name() and variables_to_restore() give TF's names for restoring the
  * shadows into the model's variables (the evaluation side of cifar10_eval.py).
- * Averaging plain tensors (TF's zero-debiased path) is not supported yet.
+ * Plain tensors get a zeros shadow "<op>/<name>" and, with zero_debias, TF's
+ * _zero_debias update through "<shadow>/biased" and "<shadow>/local_step".
  */
 #include "vigil/ops.h"
 #include "vigil/train_lib.h"
@@ -93,6 +94,23 @@ static vg_output make_shadow(vg_ema *e, vg_output var) {
     return s.ref;
 }
 
+/* A zeros variable "<name>/<suffix>" of shape/dtype like x (absolute name). */
+static vg_output zeros_var(vg_graph *g, const char *scope_name, const char *suffix, vg_output like, bool scalar) {
+    char scope[1100];
+    snprintf(scope, sizeof scope, "%s/", scope_name);
+    vg_shape sh = vg_output_shape(like);
+    vg_graph_push_scope(g, scope);
+    vg_output z = vg_const_fill(g, vg_output_dtype(like), sh.dims, scalar ? 0 : sh.ndims, 0.0, "zeros");
+    vg_variable v = vg_variable_new(g, suffix, z, 0);
+    vg_graph_pop_scope(g);
+    return v.ref;
+}
+
+/* slot_creator.create_zeros_slot(tensor, name): "<tensor op>/<name>" = zeros. */
+static vg_output make_zeros_slot(vg_ema *e, vg_output t) {
+    return zeros_var(e->g, vg_op_name(t.op), e->name, t, false);
+}
+
 static bool grow(vg_ema *e) {
     if (e->n < e->cap) return true;
     int cap = e->cap ? e->cap * 2 : 8;
@@ -121,10 +139,10 @@ vg_op *vg_ema_apply(vg_ema *e, const vg_output *vars, int n) {
                                vars[i].op ? vg_op_name(vars[i].op) : "(null)");
             return NULL;
         }
-        if (!is_variable(vars[i])) {
-            vg_graph_set_error(g, VG_UNIMPLEMENTED,
-                               "ExponentialMovingAverage.apply: %s is not a variable (averaging tensors is not yet "
-                               "supported)",
+        vg_shape sh = vg_output_shape(vars[i]);
+        if (!is_variable(vars[i]) && !vg_shape_is_fully_defined(&sh)) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                               "ExponentialMovingAverage.apply: the shape of %s must be fully defined",
                                vg_op_name(vars[i].op));
             return NULL;
         }
@@ -135,9 +153,11 @@ vg_op *vg_ema_apply(vg_ema *e, const vg_output *vars, int n) {
             vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in ExponentialMovingAverage.apply");
             return NULL;
         }
-        vg_output avg = make_shadow(e, vars[i]);
+        bool var = is_variable(vars[i]);
+        vg_output avg = var ? make_shadow(e, vars[i]) : make_zeros_slot(e, vars[i]);
         if (!avg.op) return NULL;
-        vg_graph_add_to_collection(g, VG_MOVING_AVERAGE_VARIABLES, vars[i]);
+        /* only tf.Variables go to MOVING_AVERAGE_VARIABLES */
+        if (var) vg_graph_add_to_collection(g, VG_MOVING_AVERAGE_VARIABLES, vars[i]);
         e->vars[e->n] = vars[i];
         e->avgs[e->n++] = avg;
     }
@@ -164,6 +184,7 @@ vg_op *vg_ema_apply(vg_ema *e, const vg_output *vars, int n) {
     }
     for (int i = 0; i < n; i++) {
         vg_output avg = e->avgs[find(e, vars[i])];
+        bool debias = e->zero_debias && !is_variable(vars[i]);
         /* assign_moving_average(avg, var, decay): name_scope "AssignMovingAvg" */
         char af[1024], asc[1100];
         vg_graph_unique_name(g, "AssignMovingAvg", af, sizeof af);
@@ -172,9 +193,27 @@ vg_op *vg_ema_apply(vg_ema *e, const vg_output *vars, int n) {
         vg_graph_push_scope(g, asc);
         vg_output one_minus = vg_sub(g, vg_const_f32(g, 1.0f, "sub/x"), decay, "sub");
         if (vg_output_dtype(vars[i]) != VG_FLOAT) one_minus = vg_cast(g, one_minus, vg_output_dtype(vars[i]), "Cast");
-        vg_output delta = vg_mul(g, vg_sub(g, avg, vars[i], "sub_1"), one_minus, "mul");
-        vg_graph_pop_scope(g);
-        vg_output upd = vg_assign_sub(g, avg, delta, as ? as + 1 : af);
+        vg_output upd;
+        if (!debias) {
+            vg_output delta = vg_mul(g, vg_sub(g, avg, vars[i], "sub_1"), one_minus, "mul");
+            vg_graph_pop_scope(g);
+            upd = vg_assign_sub(g, avg, delta, as ? as + 1 : af);
+        } else {
+            /* _zero_debias: biased -= (biased - value) * (1 - decay); local_step += 1;
+             * avg = biased / (1 - decay ^ local_step) */
+            vg_output biased = zeros_var(g, vg_op_name(avg.op), "biased", avg, false);
+            vg_output step = zeros_var(g, vg_op_name(avg.op), "local_step", avg, true);
+            vg_output ub = vg_assign_sub(g, biased, vg_mul(g, vg_sub(g, biased, vars[i], "sub_1"), one_minus, "mul"),
+                                         "AssignSub");
+            vg_output us = vg_assign_add(g, step, vg_const_fill(g, vg_output_dtype(avg), NULL, 0, 1.0, "AssignAdd/value"),
+                                         "AssignAdd");
+            vg_output one = vg_const_fill(g, vg_output_dtype(avg), NULL, 0, 1.0, "sub_2/x");
+            vg_output factor = vg_sub(g, one, vg_pow(g, vg_sub(g, vg_const_fill(g, vg_output_dtype(avg), NULL, 0, 1.0, "sub_3/x"),
+                                                            one_minus, "sub_3"), us, "Pow"), "sub_2");
+            vg_output q = vg_div(g, ub, factor, "truediv");
+            vg_graph_pop_scope(g);
+            upd = vg_assign(g, avg, q, true, as ? as + 1 : af);
+        }
         updates[i] = upd.op;
     }
     vg_graph_pop_scope(g);
