@@ -148,6 +148,16 @@ static void test_scatter_nd(void) {
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Invalid indices");
     CHECK_STR_CONTAINS(st.msg, "[8]");
+    /* a shape whose element count overflows: a clean error, no allocation */
+    int64_t huge[2] = {(int64_t)1 << 40, (int64_t)1 << 40}, d2s[1] = {2};
+    vg_output hs = vg_placeholder(g, VG_INT64, d2s, 1, "huge_shape");
+    vg_output hsc = vg_scatter_nd(g, ot_const(g, VG_INT64, di, 2, idx), ot_const(g, VG_FLOAT, du, 1, up), hs, NULL);
+    vg_session *sess = vg_session_new(g, NULL, &st);
+    vg_tensor *th = vg_tensor_new_copy(VG_INT64, d2s, 1, huge, sizeof huge, &st), *oh = NULL;
+    CHECK_CODE(vg_session_run(sess, NULL, &hs, &th, 1, &hsc, &oh, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK(oh == NULL);
+    vg_tensor_free(th);
+    vg_session_free(sess);
     CHECK(vg_scatter_nd(g, ot_const(g, VG_INT32, di, 2, idx), ot_const(g, VG_FLOAT, d2, 1, up),
                         vg_const_i32_vec(g, shape8, 1, NULL), NULL).op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);

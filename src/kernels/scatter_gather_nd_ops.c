@@ -206,8 +206,12 @@ static vg_code scatter_common(vg__kctx *ctx, const vg_tensor *ix, const vg_tenso
                               const vg_tensor *base, bool add) {
     vg_status *st = vg__kctx_status(ctx);
     if (vg_tensor_ndims(ix) < 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "indices must be at least a vector");
-    for (int i = 0; i < rank; i++)
+    int64_t total = 1;
+    for (int i = 0; i < rank; i++) {
         if (shape[i] < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "shape must be non-negative, got %lld", (long long)shape[i]);
+        if (__builtin_mul_overflow(total, shape[i], &total))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "shape has too many elements");
+    }
     nd_geom gm;
     vg_code c = geom_make(ix, shape, rank, &gm, st);
     if (c == VG_OK) c = check_updates_rt(ix, up, shape, rank, st);

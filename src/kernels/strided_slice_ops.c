@@ -279,6 +279,10 @@ static vg_code kernel_strided_slice_grad(vg__kctx *ctx) {
     vg_code c = runtime_plan(ctx, 1, dims, n, &p);
     if (c != VG_OK) return c;
     const vg_tensor *dy = vg__kctx_input(ctx, 4);
+    vg_tensor *o;
+    vg_dtype dt = vg_tensor_dtype(dy);
+    /* allocating first validates the shape's element count (no overflow below) */
+    if ((c = vg__kctx_alloc_output(ctx, 0, dt, dims, n, &o)) != VG_OK) return c;
     int64_t want = 1;
     for (int i = 0; i < p.final_rank; i++) want *= p.final_dims[i];
     if (vg_tensor_num_elements(dy) != want || vg_tensor_ndims(dy) != p.final_rank) {
@@ -287,9 +291,6 @@ static vg_code kernel_strided_slice_grad(vg__kctx *ctx) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "shape of dy was %s instead of %s",
                              vg_shape_str(&sd, a, sizeof a), vg_shape_str(&sw, b, sizeof b));
     }
-    vg_tensor *o;
-    vg_dtype dt = vg_tensor_dtype(dy);
-    if ((c = vg__kctx_alloc_output(ctx, 0, dt, dims, n, &o)) != VG_OK) return c;
     size_t esz = vg_dtype_size(dt);
     if (esz == 0) return vg_status_set(st, VG_UNIMPLEMENTED, "StridedSliceGrad of dtype %s", vg_dtype_name(dt));
     memset(vg_tensor_data(o), 0, vg_tensor_nbytes(o));
