@@ -35,6 +35,7 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/gradients.h", "autodiff"}, {"vigil/optimizer.h", "train"},    {"vigil/saver.h", "train"},
     {"vigil/summary.h", "train"},      {"vigil/coordinator.h", "train"},  {"vigil/layers.h", "train"},
     {"vigil/monitored.h", "monitored"}, {"vigil/hooks.h", "monitored"},    {"vigil/vigil.h", "monitored"},
+    {"vigil/ops_ext.h", "kernels"},    {"vigil/train_lib.h", "train"},    {"vigil/losses.h", "train"},
 };
 
 static int layer_index(const char *name, size_t n) {

@@ -130,22 +130,6 @@ VG_API vg_output vg_scatter_nd(vg_graph *g, vg_output indices, vg_output updates
 VG_API vg_output vg_tensor_scatter_update(vg_graph *g, vg_output tensor, vg_output indices, vg_output updates,
                                           const char *name);
 
-/* ---- Python-level constructors (src/train/tensor_lib.c) -------------------- */
-/* tf.random_uniform(shape, minval, maxval, dtype, seed): float/double, or int32/int64
- * through RandomUniformInt (values in [minval, maxval)). shape: a 1-D int32/int64 tensor, possibly
- * computed at run time. seed: the op seed (0 = none), combined with the graph seed as
- * TF's get_seed. */
-VG_API vg_output vg_random_uniform_range(vg_graph *g, vg_output shape, double minval, double maxval, vg_dtype dt,
-                                         int64_t seed, const char *name);
-/* tf.random_normal(shape, mean, stddev, dtype, seed) and tf.truncated_normal. */
-VG_API vg_output vg_random_normal_dist(vg_graph *g, vg_output shape, double mean, double stddev, vg_dtype dt,
-                                       int64_t seed, const char *name);
-VG_API vg_output vg_truncated_normal_dist(vg_graph *g, vg_output shape, double mean, double stddev, vg_dtype dt,
-                                          int64_t seed, const char *name);
-/* tf.zeros / tf.ones with a shape tensor: Fill(shape, 0 / 1) named "zeros" / "ones". */
-VG_API vg_output vg_zeros(vg_graph *g, vg_output shape, vg_dtype dt, const char *name);
-VG_API vg_output vg_ones(vg_graph *g, vg_output shape, vg_dtype dt, const char *name);
-
 /* ---- linear algebra (src/kernels/linalg_ops.c) -------------------------------- */
 /* BatchMatMulV2 (tf.matmul of rank >= 2 tensors): x [..., M, K] times y [..., K, N]
  * with the batch dims broadcast; adj_x / adj_y transpose the last two dims.

@@ -1,7 +1,8 @@
 /*
- * vigil/train_lib.h - the tf.train helpers real TF1 programs call around the
- * optimizer (issue 11 §7): learning-rate schedules over the global step and gradient
- * clipping. Each builds TF 1.15's graph (same formulas, name scopes and op names, e.g.
+ * vigil/train_lib.h - the Python-level helpers real TF1 programs call around the
+ * optimizer (issue 11 §7): learning-rate schedules over the global step, gradient
+ * clipping, ExponentialMovingAverage, and the tensor constructors tf.random_uniform /
+ * random_normal / truncated_normal / zeros / ones (composites of ops_ext.h's ops). Each builds TF 1.15's graph (same formulas, name scopes and op names, e.g.
  * "ExponentialDecay/Pow", result "ExponentialDecay") with the public builders.
  *
  * Conventions: float arguments that TF takes as Python numbers are doubles here and
@@ -17,6 +18,7 @@
 #define VIGIL_TRAIN_LIB_H
 
 #include "graph.h"
+#include "ops_ext.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -71,6 +73,22 @@ VG_API vg_output vg_global_norm(vg_graph *g, const vg_output *t, int n, const ch
  * Entries with op == NULL stay {NULL}. Returns VG_OK or the graph's error. */
 VG_API vg_code vg_clip_by_global_norm(vg_graph *g, const vg_output *t, int n, vg_output clip_norm, vg_output use_norm,
                                       vg_output *out, vg_output *norm_out, const char *name);
+
+/* ---- Python-level constructors (src/train/tensor_lib.c) -------------------- */
+/* tf.random_uniform(shape, minval, maxval, dtype, seed): float/double, or int32/int64
+ * through RandomUniformInt (values in [minval, maxval)). shape: a 1-D int32/int64 tensor, possibly
+ * computed at run time. seed: the op seed (0 = none), combined with the graph seed as
+ * TF's get_seed. */
+VG_API vg_output vg_random_uniform_range(vg_graph *g, vg_output shape, double minval, double maxval, vg_dtype dt,
+                                         int64_t seed, const char *name);
+/* tf.random_normal(shape, mean, stddev, dtype, seed) and tf.truncated_normal. */
+VG_API vg_output vg_random_normal_dist(vg_graph *g, vg_output shape, double mean, double stddev, vg_dtype dt,
+                                       int64_t seed, const char *name);
+VG_API vg_output vg_truncated_normal_dist(vg_graph *g, vg_output shape, double mean, double stddev, vg_dtype dt,
+                                          int64_t seed, const char *name);
+/* tf.zeros / tf.ones with a shape tensor: Fill(shape, 0 / 1) named "zeros" / "ones". */
+VG_API vg_output vg_zeros(vg_graph *g, vg_output shape, vg_dtype dt, const char *name);
+VG_API vg_output vg_ones(vg_graph *g, vg_output shape, vg_dtype dt, const char *name);
 
 /* ---- ExponentialMovingAverage (src/train/ema.c) ----------------------------- */
 /* TF's GraphKeys.MOVING_AVERAGE_VARIABLES. */

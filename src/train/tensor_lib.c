@@ -11,6 +11,7 @@
  */
 #include "vigil/ops.h"
 #include "vigil/ops_ext.h"
+#include "vigil/train_lib.h"
 #include <stdio.h>
 #include <string.h>
 
