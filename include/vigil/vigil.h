@@ -25,5 +25,6 @@
 #include "monitored.h"
 #include "hooks.h"
 #include "example.h"
+#include "reader.h"
 
 #endif
