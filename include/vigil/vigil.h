@@ -26,5 +26,6 @@
 #include "hooks.h"
 #include "example.h"
 #include "reader.h"
+#include "data.h"
 
 #endif

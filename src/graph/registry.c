@@ -22,6 +22,7 @@ FAMILY(vg__ops_summary)
 FAMILY(vg__ops_data)
 FAMILY(vg__ops_parsing)
 FAMILY(vg__ops_reader)
+FAMILY(vg__ops_dataset)
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 static const vg__op_def **g_defs;
@@ -36,7 +37,7 @@ static void init_registry(void) {
     const vg__op_def *tables[] = {vg__ops_array, vg__ops_math, vg__ops_nn, vg__ops_conv,
                                   vg__ops_state, vg__ops_random, vg__ops_training, vg__ops_io,
                                   vg__ops_queue, vg__ops_summary, vg__ops_data, vg__ops_parsing, vg__ops_reader,
-                                  vg__ops_test};
+                                  vg__ops_dataset, vg__ops_test};
     int n = 0;
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const vg__op_def *d = tables[t]; d && d->type; d++) n++;

@@ -1,0 +1,96 @@
+/*
+ * vigil/data.h - tf.data: datasets as graph values and iterators as session resources.
+ *
+ *     vg_output ds = vg_dataset_tfrecord(g, files, "GZIP", NULL);
+ *     ds = vg_dataset_map(g, ds, parse_fn, NULL, NULL);     // parse_fn builds a subgraph
+ *     ds = vg_dataset_shuffle(g, ds, 1000, 42, true, NULL);
+ *     ds = vg_dataset_batch(g, ds, 32, true, NULL);
+ *     ds = vg_dataset_repeat(g, ds, 2, NULL);
+ *     ds = vg_dataset_prefetch(g, ds, 1, NULL);
+ *     vg_output it = vg_make_one_shot_iterator(g, ds, NULL);
+ *     vg_op *next = vg_iterator_get_next(g, it, NULL);     // outputs: the components
+ *     ... run vg_out(next, i) until the run fails with OUT_OF_RANGE ("End of sequence"),
+ *     the end-of-input signal a MonitoredSession treats as a clean stop.
+ *
+ * A dataset value (a dataset op's output, dtype VG_RESOURCE) is an immutable
+ * description; an iterator (IteratorV2 / OneShotIterator, one per session) holds the
+ * position. Every dataset op carries TF's attrs output_types and output_shapes, and
+ * vg_dataset_* builders fail (the graph's sticky error, INVALID_ARGUMENT) on inputs
+ * that are not datasets or have the wrong types. Elements have at most 16 components.
+ *
+ * Deviations from TF 1.15: a map function is a separate vg_graph built once by a C
+ * callback (no captured outer tensors); OneShotIterator takes the dataset as an input
+ * and initializes itself on its first run in a session (TF builds it from a function).
+ */
+#ifndef VIGIL_DATA_H
+#define VIGIL_DATA_H
+#include "graph.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VG_DATASET_MAX_COMPONENTS 16
+
+/* Number of components of a dataset's elements and their dtypes/shapes (from its
+ * op's attrs); 0 when ds is not a dataset. types/shapes may be NULL. */
+VG_API int vg_dataset_components(vg_output ds, vg_dtype *types, vg_shape *shapes);
+
+/* ---- sources ----------------------------------------------------------- */
+/* TensorSliceDataset: element i = (components[0][i], ..., components[n-1][i]); all
+ * components need the same first dimension (run-time INVALID_ARGUMENT otherwise). */
+VG_API vg_output vg_dataset_from_tensor_slices(vg_graph *g, const vg_output *components, int n, const char *name);
+/* RangeDataset(start, stop, step): int64 scalars; step 0 is INVALID_ARGUMENT. */
+VG_API vg_output vg_dataset_range(vg_graph *g, int64_t start, int64_t stop, int64_t step, const char *name);
+/* TFRecordDataset(filenames: string scalar or vector, compression_type "", "ZLIB",
+ * "GZIP"): elements are string scalars, the records of the files in order. Missing
+ * file: NOT_FOUND naming it; corrupt record: DATA_LOSS naming file and offset. */
+VG_API vg_output vg_dataset_tfrecord(vg_graph *g, vg_output filenames, const char *compression_type,
+                                     const char *name);
+
+/* ---- transformations ---------------------------------------------------- */
+/* The map function: build the outputs from args (placeholders of the input element's
+ * components) in fg, write them to outs (at most VG_DATASET_MAX_COMPONENTS) and
+ * their count to *nouts; return VG_OK (or an error, which fails the builder). */
+typedef vg_code (*vg_dataset_map_fn)(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts,
+                                     void *payload);
+/* MapDataset: fn is called once, now; the function graph belongs to g. Run-time
+ * errors of the function fail get_next with the function's message. */
+VG_API vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name);
+/* BatchDatasetV2: stacks batch_size consecutive elements (component shapes must agree:
+ * INVALID_ARGUMENT "Cannot batch tensors with different shapes in component ...");
+ * the last, smaller batch is dropped when drop_remainder. */
+VG_API vg_output vg_dataset_batch(vg_graph *g, vg_output ds, int64_t batch_size, bool drop_remainder,
+                                  const char *name);
+/* ShuffleDataset: a buffer of buffer_size elements, each output drawn uniformly from it.
+ * seed 0 = the graph seed rules (both unset: nondeterministic). reshuffle_each_iteration:
+ * each new iterator over it (e.g. each epoch of a repeat) uses another order. */
+VG_API vg_output vg_dataset_shuffle(vg_graph *g, vg_output ds, int64_t buffer_size, int64_t seed,
+                                    bool reshuffle_each_iteration, const char *name);
+/* RepeatDataset: count epochs (-1 = forever; an empty input then ends at once). */
+VG_API vg_output vg_dataset_repeat(vg_graph *g, vg_output ds, int64_t count, const char *name);
+/* TakeDataset (count -1 = all) / SkipDataset (count -1 = all). */
+VG_API vg_output vg_dataset_take(vg_graph *g, vg_output ds, int64_t count, const char *name);
+VG_API vg_output vg_dataset_skip(vg_graph *g, vg_output ds, int64_t count, const char *name);
+/* PrefetchDataset: a background thread keeps up to buffer_size (>= 1) elements ready.
+ * Errors reach get_next in order. */
+VG_API vg_output vg_dataset_prefetch(vg_graph *g, vg_output ds, int64_t buffer_size, const char *name);
+
+/* ---- iterators ---------------------------------------------------------- */
+/* IteratorV2 with the dataset's output_types/shapes: a handle; initialize it with the
+ * op vg_make_iterator returns (MakeIterator(dataset, iterator); running it again
+ * restarts from the beginning). get_next before that: FAILED_PRECONDITION
+ * "GetNext() failed because the iterator has not been initialized. ...". */
+VG_API vg_output vg_iterator(vg_graph *g, vg_output ds, const char *name);
+VG_API vg_op *vg_make_iterator(vg_graph *g, vg_output ds, vg_output iterator, const char *name);
+/* make_initializable_iterator: the handle, and the initializer in *initializer. */
+VG_API vg_output vg_make_initializable_iterator(vg_graph *g, vg_output ds, vg_op **initializer, const char *name);
+/* make_one_shot_iterator: initialized on first use in each session. */
+VG_API vg_output vg_make_one_shot_iterator(vg_graph *g, vg_output ds, const char *name);
+/* IteratorGetNext: output i = component i of the next element; OUT_OF_RANGE "End of
+ * sequence" after the last one (and on every later call). */
+VG_API vg_op *vg_iterator_get_next(vg_graph *g, vg_output iterator, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

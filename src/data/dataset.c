@@ -1,0 +1,572 @@
+/*
+ * dataset.c - tf.data iterators (tensorflow/core/kernels/data/ *_dataset_op.cc
+ * semantics): tensor slices, range, TFRecord files, map (a function graph run by a
+ * private session), batch, shuffle, repeat, take, skip and prefetch (a producer
+ * thread and a bounded buffer).
+ */
+#include "data/dataset.h"
+#include "io/example_io.h"
+#include <pthread.h>
+#include <time.h>
+
+vg__dataset *vg__dataset_new(int kind) {
+    vg__dataset *d = vg__calloc(1, sizeof *d);
+    if (!d) return NULL;
+    atomic_init(&d->refs, 1);
+    atomic_init(&d->iterations, 0);
+    d->self = d;
+    d->kind = kind;
+    return d;
+}
+
+vg__dataset *vg__dataset_ref(vg__dataset *d) {
+    if (d) atomic_fetch_add(&d->refs, 1);
+    return d;
+}
+
+void vg__dataset_unref(vg__dataset *d) {
+    if (!d || atomic_fetch_sub(&d->refs, 1) != 1) return;
+    for (int i = 0; i < VG_DATASET_MAX_COMPONENTS; i++) vg_tensor_free(d->comps[i]);
+    vg_tensor_free(d->files);
+    vg__dataset_unref(d->input);
+    vg__free(d);
+}
+
+static void dataset_dealloc(void *data, size_t len, void *payload) {
+    (void)data, (void)len;
+    vg__dataset_unref(payload);
+}
+
+vg_tensor *vg__dataset_tensor(vg__dataset *d, vg_status *st) {
+    vg_tensor *t = vg_tensor_new_from(VG_RESOURCE, NULL, 0, &d->self, sizeof d->self, dataset_dealloc, d, st);
+    if (!t) vg__dataset_unref(d);
+    return t;
+}
+
+vg__dataset *vg__dataset_of(const vg_tensor *t, vg_status *st) {
+    vg__dataset *d = NULL;
+    if (t && vg_tensor_dtype(t) == VG_RESOURCE && vg_tensor_num_elements(t) == 1) memcpy(&d, vg_tensor_data(t), sizeof d);
+    if (!d || d->self != d) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "expected a dataset");
+        return NULL;
+    }
+    return d;
+}
+
+/* ------------------------------------------------------------------------ */
+/* tensor helpers */
+
+/* Row i of t (dims[1:]) as a new tensor. */
+static vg_tensor *slice_row(const vg_tensor *t, int64_t i, vg_status *st) {
+    int nd = vg_tensor_ndims(t);
+    const int64_t *dims = vg_tensor_dims(t);
+    vg_tensor *o = vg_tensor_new(vg_tensor_dtype(t), dims + 1, nd - 1, st);
+    if (!o) return NULL;
+    int64_t n = vg_tensor_num_elements(o);
+    if (vg_tensor_dtype(t) == VG_STRING) {
+        for (int64_t k = 0; k < n; k++) {
+            size_t l;
+            const char *s = vg_tensor_string(t, i * n + k, &l);
+            if (vg_tensor_set_string(o, k, s, l, st) != VG_OK) {
+                vg_tensor_free(o);
+                return NULL;
+            }
+        }
+    } else {
+        size_t rb = (size_t)n * vg_dtype_size(vg_tensor_dtype(t));
+        if (rb) memcpy(vg_tensor_data(o), (const uint8_t *)vg_tensor_data(t) + (size_t)i * rb, rb);
+    }
+    return o;
+}
+
+static void free_elem(vg_tensor **e, int n) {
+    for (int i = 0; i < n; i++) {
+        vg_tensor_free(e[i]);
+        e[i] = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* sources */
+
+typedef struct slices_it {
+    vg__ds_iter base;
+    int64_t i, n;
+} slices_it;
+
+static vg_code slices_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    slices_it *s = (slices_it *)it;
+    const vg__dataset *d = it->ds;
+    if (s->i >= s->n) {
+        *end = true;
+        return VG_OK;
+    }
+    for (int c = 0; c < d->ncomp; c++) {
+        if (!(out[c] = slice_row(d->comps[c], s->i, st))) {
+            free_elem(out, c);
+            return st->code;
+        }
+    }
+    s->i++;
+    return VG_OK;
+}
+
+typedef struct range_it {
+    vg__ds_iter base;
+    int64_t cur;
+} range_it;
+
+static vg_code range_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    range_it *r = (range_it *)it;
+    const vg__dataset *d = it->ds;
+    if ((d->c > 0 && r->cur >= d->b) || (d->c < 0 && r->cur <= d->b)) {
+        *end = true;
+        return VG_OK;
+    }
+    if (!(out[0] = vg_tensor_new_scalar_i64(r->cur, st))) return st->code;
+    r->cur += d->c;
+    return VG_OK;
+}
+
+typedef struct tfrecord_it {
+    vg__ds_iter base;
+    int64_t file;
+    vg__zrecord_reader *r;
+} tfrecord_it;
+
+static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    tfrecord_it *t = (tfrecord_it *)it;
+    const vg__dataset *d = it->ds;
+    for (;;) {
+        if (!t->r) {
+            if (t->file >= vg_tensor_num_elements(d->files)) {
+                *end = true;
+                return VG_OK;
+            }
+            size_t l;
+            const char *s = vg_tensor_string(d->files, t->file, &l);
+            char *path = vg__strndup(s, l);
+            if (!path) return VG_OOM(st, "file name");
+            t->r = vg__zrecord_reader_open(path, d->compression, st);
+            vg__free(path);
+            if (!t->r) return st->code;
+        }
+        const uint8_t *data;
+        size_t len;
+        uint64_t off;
+        vg_status e;
+        vg_status_clear(&e);
+        vg_code rc = vg__zrecord_reader_next(t->r, &data, &len, &off, &e);
+        if (rc == VG_OUT_OF_RANGE) {
+            vg__zrecord_reader_close(t->r);
+            t->r = NULL;
+            t->file++;
+            continue;
+        }
+        if (rc != VG_OK) {
+            vg_status_copy(st, &e);
+            return rc;
+        }
+        if (!(out[0] = vg_tensor_new_string_scalar((const char *)data, len, st))) return st->code;
+        return VG_OK;
+    }
+}
+
+static void tfrecord_free(vg__ds_iter *it) { vg__zrecord_reader_close(((tfrecord_it *)it)->r); }
+
+/* ------------------------------------------------------------------------ */
+/* transformations with one input */
+
+typedef struct unary_it {
+    vg__ds_iter base;
+    vg__ds_iter *in;
+    int64_t count, epoch, in_epoch;
+    vg_session *sess;                 /* map */
+    vg_tensor **buf;                  /* shuffle: cap * ncomp */
+    int64_t size, cap;
+    uint64_t rng[4];
+    bool in_end;
+} unary_it;
+
+static void unary_free(vg__ds_iter *it) {
+    unary_it *u = (unary_it *)it;
+    vg__ds_iter_free(u->in);
+    if (u->sess) vg_session_free(u->sess);
+    if (u->buf) free_elem(u->buf, (int)(u->size * it->ds->ncomp));
+    vg__free(u->buf);
+}
+
+static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__ds_fn *fn = it->ds->fn;
+    vg_tensor *in[VG_DATASET_MAX_COMPONENTS] = {0};
+    vg_code rc = u->in->next(u->in, in, end, st);
+    if (rc != VG_OK || *end) return rc;
+    rc = vg_session_run(u->sess, NULL, fn->args, in, fn->nargs, fn->outs, out, fn->nouts, NULL, 0, NULL, st);
+    free_elem(in, fn->nargs);
+    return rc;
+}
+
+static vg_code batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    int nc = d->ncomp;
+    int64_t bs = d->a, n = 0;
+    vg_tensor **rows = vg__calloc((size_t)(bs * nc), sizeof(vg_tensor *));
+    if (!rows) return VG_OOM(st, "batch");
+    vg_code rc = VG_OK;
+    bool in_end = false;
+    while (n < bs && !in_end && rc == VG_OK) {
+        rc = u->in->next(u->in, rows + n * nc, &in_end, st);
+        if (rc == VG_OK && !in_end) n++;
+    }
+    if (rc == VG_OK && (n == 0 || (n < bs && d->flag))) *end = true;
+    for (int c = 0; c < nc && rc == VG_OK && !*end; c++) {
+        const vg_tensor *first = rows[c];
+        int nd = vg_tensor_ndims(first);
+        for (int64_t k = 1; k < n && rc == VG_OK; k++) {
+            const vg_tensor *e = rows[k * nc + c];
+            if (vg_tensor_ndims(e) != nd || memcmp(vg_tensor_dims(e), vg_tensor_dims(first), sizeof(int64_t) * (size_t)nd)) {
+                char a[128], b[128];
+                vg_shape sa = vg_tensor_shape(first), sb = vg_tensor_shape(e);
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "Cannot batch tensors with different shapes in component %d. First element had "
+                                   "shape %s and element %lld had shape %s.",
+                                   c, vg_shape_str(&sa, a, sizeof a), (long long)k, vg_shape_str(&sb, b, sizeof b));
+            }
+        }
+        if (rc != VG_OK) break;
+        if (nd + 1 > VG_MAX_DIMS) {
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "batch: element rank too large");
+            break;
+        }
+        int64_t dims[VG_MAX_DIMS];
+        dims[0] = n;
+        memcpy(dims + 1, vg_tensor_dims(first), sizeof(int64_t) * (size_t)nd);
+        vg_tensor *o = vg_tensor_new(vg_tensor_dtype(first), dims, nd + 1, st);
+        if (!o) {
+            rc = st->code;
+            break;
+        }
+        int64_t per = vg_tensor_num_elements(first);
+        for (int64_t k = 0; k < n && rc == VG_OK; k++) {
+            const vg_tensor *e = rows[k * nc + c];
+            if (vg_tensor_dtype(o) == VG_STRING) {
+                for (int64_t j = 0; j < per && rc == VG_OK; j++) {
+                    size_t l;
+                    const char *s = vg_tensor_string(e, j, &l);
+                    rc = vg_tensor_set_string(o, k * per + j, s, l, st);
+                }
+            } else {
+                size_t rb = vg_tensor_nbytes(e);
+                if (rb) memcpy((uint8_t *)vg_tensor_data(o) + (size_t)k * rb, vg_tensor_data(e), rb);
+            }
+        }
+        out[c] = o;
+    }
+    if (rc != VG_OK) free_elem(out, nc);
+    free_elem(rows, (int)(bs * nc));
+    vg__free(rows);
+    return rc;
+}
+
+/* xoshiro256** seeded through splitmix64. */
+static uint64_t splitmix(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+static vg_code shuffle_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    int nc = it->ds->ncomp;
+    while (!u->in_end && u->size < u->cap) {
+        if (u->size * nc >= u->count) { /* grow the buffer as elements arrive */
+            int64_t nn = u->count ? u->count * 2 : 16 * nc, lim = u->cap * nc;
+            if (nn > lim) nn = lim;
+            vg_tensor **nb = vg__realloc(u->buf, sizeof(vg_tensor *) * (size_t)u->count, sizeof(vg_tensor *) * (size_t)nn);
+            if (!nb) return VG_OOM(st, "shuffle buffer");
+            u->buf = nb;
+            u->count = nn;
+        }
+        vg_code rc = u->in->next(u->in, u->buf + u->size * nc, &u->in_end, st);
+        if (rc != VG_OK) return rc;
+        if (!u->in_end) u->size++;
+    }
+    if (u->size == 0) {
+        *end = true;
+        return VG_OK;
+    }
+    int64_t k = (int64_t)(rng_next(u->rng) % (uint64_t)u->size);
+    memcpy(out, u->buf + k * nc, sizeof(vg_tensor *) * (size_t)nc);
+    u->size--;
+    if (k != u->size) memcpy(u->buf + k * nc, u->buf + u->size * nc, sizeof(vg_tensor *) * (size_t)nc);
+    return VG_OK;
+}
+
+static vg_code repeat_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    for (;;) {
+        if (!u->in) {
+            if (d->a >= 0 && u->epoch >= d->a) {
+                *end = true;
+                return VG_OK;
+            }
+            if (!(u->in = vg__ds_iter_new(d->input, st))) return st->code;
+            u->in_epoch = 0;
+        }
+        bool e = false;
+        vg_code rc = u->in->next(u->in, out, &e, st);
+        if (rc != VG_OK) return rc;
+        if (!e) {
+            u->in_epoch++;
+            return VG_OK;
+        }
+        vg__ds_iter_free(u->in);
+        u->in = NULL;
+        u->epoch++;
+        if (u->in_epoch == 0 && d->a < 0) { /* an empty input repeated forever ends */
+            *end = true;
+            return VG_OK;
+        }
+    }
+}
+
+static vg_code take_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    if (it->ds->a >= 0 && u->count >= it->ds->a) {
+        *end = true;
+        return VG_OK;
+    }
+    vg_code rc = u->in->next(u->in, out, end, st);
+    if (rc == VG_OK && !*end) u->count++;
+    return rc;
+}
+
+static vg_code skip_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    int nc = it->ds->ncomp;
+    while (it->ds->a < 0 || u->count < it->ds->a) {
+        vg_code rc = u->in->next(u->in, out, end, st);
+        if (rc != VG_OK || *end) return rc;
+        free_elem(out, nc);
+        u->count++;
+    }
+    return u->in->next(u->in, out, end, st);
+}
+
+/* ------------------------------------------------------------------------ */
+/* prefetch */
+
+typedef struct pf_item {
+    vg_tensor *t[VG_DATASET_MAX_COMPONENTS];
+    vg_code code;   /* VG_OK: an element; VG_OUT_OF_RANGE: the end; else an error */
+    vg_status st;
+} pf_item;
+
+typedef struct prefetch_it {
+    vg__ds_iter base;
+    vg__ds_iter *in;
+    pthread_t th;
+    bool started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pf_item *ring;
+    int64_t cap, head, size;
+    bool stop, cancelled, ended;
+} prefetch_it;
+
+static void *prefetch_main(void *arg) {
+    prefetch_it *p = arg;
+    int nc = p->base.ds->ncomp;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && !p->ended) {
+        while (!p->stop && p->size == p->cap) pthread_cond_wait(&p->cv, &p->mu);
+        if (p->stop) break;
+        pthread_mutex_unlock(&p->mu);
+        pf_item it;
+        memset(it.t, 0, sizeof it.t);
+        vg_status_clear(&it.st);
+        bool e = false;
+        it.code = p->in->next(p->in, it.t, &e, &it.st);
+        if (it.code == VG_OK && e) it.code = VG_OUT_OF_RANGE;
+        pthread_mutex_lock(&p->mu);
+        if (p->stop) {
+            free_elem(it.t, nc);
+            break;
+        }
+        p->ring[(p->head + p->size) % p->cap] = it;
+        p->size++;
+        if (it.code == VG_OUT_OF_RANGE) p->ended = true;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    prefetch_it *p = (prefetch_it *)it;
+    int nc = it->ds->ncomp;
+    pthread_mutex_lock(&p->mu);
+    if (!p->started) {
+        if (pthread_create(&p->th, NULL, prefetch_main, p) != 0) {
+            pthread_mutex_unlock(&p->mu);
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "cannot start the prefetch thread");
+        }
+        p->started = true;
+    }
+    while (p->size == 0 && !p->cancelled) pthread_cond_wait(&p->cv, &p->mu);
+    if (p->cancelled) {
+        pthread_mutex_unlock(&p->mu);
+        return vg_status_set(st, VG_CANCELLED, "Iterator was cancelled");
+    }
+    pf_item *item = &p->ring[p->head];
+    vg_code rc = VG_OK;
+    if (item->code == VG_OUT_OF_RANGE) {
+        *end = true; /* stays in the ring: every later call ends too */
+    } else {
+        if (item->code == VG_OK) memcpy(out, item->t, sizeof(vg_tensor *) * (size_t)nc);
+        else rc = vg_status_set(st, item->code, "%s", item->st.msg);
+        p->head = (p->head + 1) % p->cap;
+        p->size--;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+static void prefetch_cancel(vg__ds_iter *it) {
+    prefetch_it *p = (prefetch_it *)it;
+    pthread_mutex_lock(&p->mu);
+    p->cancelled = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    vg__ds_iter_cancel(p->in);
+}
+
+static void prefetch_free(vg__ds_iter *it) {
+    prefetch_it *p = (prefetch_it *)it;
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    vg__ds_iter_cancel(p->in); /* unblocks a producer waiting inside its input */
+    if (p->started) pthread_join(p->th, NULL);
+    for (int64_t k = 0; k < p->size; k++) free_elem(p->ring[(p->head + k) % p->cap].t, it->ds->ncomp);
+    vg__free(p->ring);
+    vg__ds_iter_free(p->in);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void unary_cancel(vg__ds_iter *it) { vg__ds_iter_cancel(((unary_it *)it)->in); }
+
+vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
+    size_t size = d->kind == VG__DS_SLICES     ? sizeof(slices_it)
+                  : d->kind == VG__DS_RANGE    ? sizeof(range_it)
+                  : d->kind == VG__DS_TFRECORD ? sizeof(tfrecord_it)
+                  : d->kind == VG__DS_PREFETCH ? sizeof(prefetch_it)
+                                               : sizeof(unary_it);
+    vg__ds_iter *it = vg__calloc(1, size);
+    if (!it) {
+        VG_OOM(st, "iterator");
+        return NULL;
+    }
+    it->ds = vg__dataset_ref(d);
+    switch (d->kind) {
+    case VG__DS_SLICES:
+        it->next = slices_next;
+        ((slices_it *)it)->n = d->ncomp ? vg_tensor_dim(d->comps[0], 0) : 0;
+        return it;
+    case VG__DS_RANGE:
+        it->next = range_next;
+        ((range_it *)it)->cur = d->a;
+        return it;
+    case VG__DS_TFRECORD:
+        it->next = tfrecord_next;
+        it->free = tfrecord_free;
+        return it;
+    case VG__DS_PREFETCH: {
+        prefetch_it *p = (prefetch_it *)it;
+        it->next = prefetch_next;
+        it->free = prefetch_free;
+        it->cancel = prefetch_cancel;
+        pthread_mutex_init(&p->mu, NULL);
+        pthread_cond_init(&p->cv, NULL);
+        p->cap = d->a;
+        if (!(p->ring = vg__calloc((size_t)p->cap, sizeof(pf_item)))) {
+            VG_OOM(st, "prefetch buffer");
+            vg__ds_iter_free(it);
+            return NULL;
+        }
+        if (!(p->in = vg__ds_iter_new(d->input, st))) {
+            vg__ds_iter_free(it);
+            return NULL;
+        }
+        return it;
+    }
+    default:
+        break;
+    }
+    unary_it *u = (unary_it *)it;
+    it->free = unary_free;
+    it->cancel = unary_cancel;
+    switch (d->kind) {
+    case VG__DS_MAP: it->next = map_next; break;
+    case VG__DS_BATCH: it->next = batch_next; break;
+    case VG__DS_SHUFFLE: it->next = shuffle_next; break;
+    case VG__DS_REPEAT: it->next = repeat_next; break;
+    case VG__DS_TAKE: it->next = take_next; break;
+    default: it->next = skip_next; break;
+    }
+    if (d->kind != VG__DS_REPEAT && !(u->in = vg__ds_iter_new(d->input, st))) {
+        vg__ds_iter_free(it);
+        return NULL;
+    }
+    if (d->kind == VG__DS_MAP && !(u->sess = vg_session_new(d->fn->g, NULL, st))) {
+        vg__ds_iter_free(it);
+        return NULL;
+    }
+    if (d->kind == VG__DS_SHUFFLE) {
+        u->cap = d->a;
+        u->count = 0; /* buffer slots allocated so far */
+        uint64_t x;
+        if (d->seed == 0 && d->seed2 == 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)(uintptr_t)it;
+        } else {
+            x = (uint64_t)d->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)d->seed2;
+        }
+        int64_t iter = atomic_fetch_add(&((vg__dataset *)d)->iterations, 1);
+        if (d->flag) x += (uint64_t)iter * 0xda942042e4dd58b5ull;
+        for (int i = 0; i < 4; i++) u->rng[i] = splitmix(&x);
+    }
+    return it;
+}
+
+void vg__ds_iter_free(vg__ds_iter *it) {
+    if (!it) return;
+    if (it->free) it->free(it);
+    vg__dataset_unref((vg__dataset *)it->ds);
+    vg__free(it);
+}
+
+void vg__ds_iter_cancel(vg__ds_iter *it) {
+    if (it && it->cancel) it->cancel(it);
+}

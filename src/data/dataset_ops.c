@@ -1,0 +1,646 @@
+/*
+ * dataset_ops.c - tf.data's graph ops: the dataset ops (TensorSliceDataset,
+ * RangeDataset, TFRecordDataset, MapDataset, BatchDatasetV2, ShuffleDataset,
+ * RepeatDataset, TakeDataset, SkipDataset, PrefetchDataset), which each output a new
+ * immutable dataset value, and the iterator ops (IteratorV2, MakeIterator,
+ * OneShotIterator, IteratorGetNext) over a per-session iterator resource; plus the
+ * builders of vigil/data.h.
+ *
+ * The iterator resource serializes get_next with its mutex (one element at a time,
+ * as TF's IteratorResource); session close cancels it, so a get_next blocked in a
+ * prefetch returns CANCELLED.
+ */
+#include "data/dataset.h"
+#include "graph/registry.h"
+#include "vigil/example.h"
+#include "vigil/ops.h"
+#include <pthread.h>
+#include <stdio.h>
+
+#define DS_FLAGS (VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE)
+#define IT_FLAGS (VG__OP_STATEFUL | VG__OP_BLOCKING | VG__OP_NOT_DIFFERENTIABLE)
+#define FN_KEY_PREFIX "vigil.dataset_fn:"
+
+static bool is_dataset_op(const vg_op *op) {
+    const vg_dtype *t;
+    int n;
+    return op && vg_op_attr_type_list(op, "output_types", &t, &n) && n > 0 &&
+           strstr(vg_op_type(op), "Dataset") != NULL;
+}
+
+int vg_dataset_components(vg_output ds, vg_dtype *types, vg_shape *shapes) {
+    if (!ds.op || !is_dataset_op(ds.op)) return 0;
+    const vg_dtype *t;
+    const vg_shape *s;
+    int n, ns;
+    vg_op_attr_type_list(ds.op, "output_types", &t, &n);
+    if (!vg_op_attr_shape_list(ds.op, "output_shapes", &s, &ns) || ns != n) return 0;
+    for (int i = 0; i < n && i < VG_DATASET_MAX_COMPONENTS; i++) {
+        if (types) types[i] = t[i];
+        if (shapes) shapes[i] = s[i];
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* dataset ops */
+
+static vg_code shape_dataset(vg_op *op, vg_status *st) {
+    const vg_dtype *t;
+    const vg_shape *s;
+    int n = 0, ns = 0;
+    if (!vg_op_attr_type_list(op, "output_types", &t, &n) || n < 1 || n > VG_DATASET_MAX_COMPONENTS ||
+        !vg_op_attr_shape_list(op, "output_shapes", &s, &ns) || ns != n)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s needs output_types and output_shapes (1 to %d components)",
+                             vg_op_type(op), VG_DATASET_MAX_COMPONENTS);
+    if (strcmp(vg_op_type(op), "TensorSliceDataset") && strcmp(vg_op_type(op), "RangeDataset") &&
+        strcmp(vg_op_type(op), "TFRecordDataset")) {
+        vg_output in = vg_op_input(op, 0);
+        if (vg_output_dtype(in) != VG_RESOURCE || !is_dataset_op(in.op))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input 0 must be a dataset", vg_op_type(op));
+    }
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make(NULL, 0));
+    return VG_OK;
+}
+
+static void set_types(vg__dataset *d, const vg_op *op) {
+    const vg_dtype *t;
+    int n = 0;
+    vg_op_attr_type_list(op, "output_types", &t, &n);
+    d->ncomp = n;
+    memcpy(d->types, t, sizeof(vg_dtype) * (size_t)n);
+}
+
+static int64_t scalar_input(vg__kctx *ctx, int i) { return (int64_t)vg_tensor_scalar(vg__kctx_input(ctx, i)); }
+
+/* Builds the dataset of the kernel's op and sets output 0. */
+static vg_code kernel_dataset(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_op *op = vg__kctx_op(ctx);
+    const char *type = vg_op_type(op);
+    int kind = !strcmp(type, "TensorSliceDataset") ? VG__DS_SLICES
+               : !strcmp(type, "RangeDataset")     ? VG__DS_RANGE
+               : !strcmp(type, "TFRecordDataset")  ? VG__DS_TFRECORD
+               : !strcmp(type, "MapDataset")       ? VG__DS_MAP
+               : !strcmp(type, "BatchDatasetV2")   ? VG__DS_BATCH
+               : !strcmp(type, "ShuffleDataset")   ? VG__DS_SHUFFLE
+               : !strcmp(type, "RepeatDataset")    ? VG__DS_REPEAT
+               : !strcmp(type, "TakeDataset")      ? VG__DS_TAKE
+               : !strcmp(type, "SkipDataset")      ? VG__DS_SKIP
+                                                   : VG__DS_PREFETCH;
+    vg__dataset *d = vg__dataset_new(kind);
+    if (!d) return VG_OOM(st, "dataset");
+    set_types(d, op);
+    vg_code rc = VG_OK;
+    if (kind != VG__DS_SLICES && kind != VG__DS_RANGE && kind != VG__DS_TFRECORD) {
+        vg__dataset *in = vg__dataset_of(vg__kctx_input(ctx, 0), st);
+        if (!in) rc = st->code;
+        else d->input = vg__dataset_ref(in);
+    }
+    switch (rc == VG_OK ? kind : -1) {
+    case VG__DS_SLICES: {
+        int n = vg__kctx_num_inputs(ctx);
+        int64_t n0 = -1;
+        for (int i = 0; i < n && rc == VG_OK; i++) {
+            vg_tensor *t = vg__kctx_input(ctx, i);
+            if (vg_tensor_ndims(t) < 1)
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d of from_tensor_slices is a scalar", i);
+            else if (n0 >= 0 && vg_tensor_dim(t, 0) != n0)
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "Dimensions of components must agree: component 0 has %lld, component %d has %lld",
+                                   (long long)n0, i, (long long)vg_tensor_dim(t, 0));
+            else if (vg_tensor_dtype(t) != d->types[i])
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
+                                   vg_dtype_name(vg_tensor_dtype(t)), vg_dtype_name(d->types[i]));
+            n0 = vg_tensor_dim(t, 0);
+            d->comps[i] = vg_tensor_ref(t);
+        }
+        break;
+    }
+    case VG__DS_RANGE:
+        d->a = scalar_input(ctx, 0), d->b = scalar_input(ctx, 1), d->c = scalar_input(ctx, 2);
+        if (d->c == 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "step must be a non-zero integer.");
+        break;
+    case VG__DS_TFRECORD: {
+        d->files = vg_tensor_ref(vg__kctx_input(ctx, 0));
+        if (vg_tensor_ndims(d->files) > 1) {
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
+            break;
+        }
+        size_t l;
+        const char *ct = vg_tensor_string(vg__kctx_input(ctx, 1), 0, &l);
+        char buf[16];
+        snprintf(buf, sizeof buf, "%.*s", (int)(l < 15 ? l : 15), ct ? ct : "");
+        vg_compression c = VG_COMPRESSION_NONE;
+        rc = vg_compression_parse(buf, &c, st);
+        d->compression = (int)c;
+        break;
+    }
+    case VG__DS_MAP: {
+        const char *key;
+        size_t kl;
+        if (!vg_op_attr_string(op, "f", &key, &kl)) {
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "MapDataset needs attr f");
+            break;
+        }
+        char k[600];
+        snprintf(k, sizeof k, "%.*s", (int)(kl < 590 ? kl : 590), key);
+        d->fn = vg_graph_user_data(vg_op_graph(op), k);
+        if (!d->fn) rc = vg_status_set(st, VG_NOT_FOUND, "MapDataset: function '%s' not found", k);
+        break;
+    }
+    case VG__DS_BATCH:
+        d->a = scalar_input(ctx, 1);
+        d->flag = vg_tensor_scalar(vg__kctx_input(ctx, 2)) != 0;
+        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Batch size must be greater than zero.");
+        break;
+    case VG__DS_SHUFFLE: {
+        d->a = scalar_input(ctx, 1), d->seed = scalar_input(ctx, 2), d->seed2 = scalar_input(ctx, 3);
+        bool r = true;
+        vg_op_attr_bool(op, "reshuffle_each_iteration", &r);
+        d->flag = r;
+        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "buffer_size must be greater than zero.");
+        break;
+    }
+    case VG__DS_REPEAT:
+    case VG__DS_TAKE:
+    case VG__DS_SKIP:
+        d->a = scalar_input(ctx, 1);
+        if (d->a < -1) d->a = -1;
+        break;
+    case VG__DS_PREFETCH:
+        d->a = scalar_input(ctx, 1);
+        if (d->a < 1) d->a = 1; /* AUTOTUNE (-1) and 0: one element */
+        if (d->a > (1 << 20))
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "prefetch buffer_size %lld is too large", (long long)d->a);
+        break;
+    default:
+        break;
+    }
+    if (rc != VG_OK) {
+        vg__dataset_unref(d);
+        return rc;
+    }
+    vg_tensor *t = vg__dataset_tensor(d, st);
+    if (!t) return st->code;
+    vg__kctx_set_output(ctx, 0, t);
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the iterator resource */
+
+typedef struct iter_res {
+    pthread_mutex_t mu;   /* serializes get_next / make_iterator */
+    pthread_mutex_t cmu;  /* guards `it` against a concurrent cancel */
+    vg__ds_iter *it;
+    bool cancelled;
+} iter_res;
+
+static void *iter_create(void *arg, vg_status *st) {
+    (void)arg;
+    iter_res *r = vg__calloc(1, sizeof *r);
+    if (!r) {
+        VG_OOM(st, "iterator");
+        return NULL;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_mutex_init(&r->cmu, NULL);
+    return r;
+}
+
+static void iter_cancel(void *p) {
+    iter_res *r = p;
+    pthread_mutex_lock(&r->cmu);
+    r->cancelled = true;
+    vg__ds_iter_cancel(r->it);
+    pthread_mutex_unlock(&r->cmu);
+}
+
+static void iter_destroy(void *p) {
+    iter_res *r = p;
+    vg__ds_iter_free(r->it);
+    pthread_mutex_destroy(&r->mu);
+    pthread_mutex_destroy(&r->cmu);
+    vg__free(r);
+}
+
+static const vg__resource_ops iter_ops = {iter_cancel, iter_destroy};
+
+static vg_code iter_resource(vg__kctx *ctx, iter_res **out) {
+    const vg_op *op = vg__kctx_op(ctx);
+    const char *shared;
+    size_t sl = 0;
+    char key[1100];
+    if (vg_op_attr_string(op, "shared_name", &shared, &sl) && sl > 0)
+        snprintf(key, sizeof key, "iterator:%.*s", (int)(sl < 1000 ? sl : 1000), shared);
+    else
+        snprintf(key, sizeof key, "iterator:%s", vg_op_name(op));
+    void *r;
+    vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &iter_ops, iter_create, NULL, &r,
+                                      vg__kctx_status(ctx));
+    *out = r;
+    return rc;
+}
+
+static vg_code set_handle(vg__kctx *ctx, iter_res *r) {
+    vg_tensor *out;
+    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out);
+    if (rc == VG_OK) memcpy(vg_tensor_data(out), &r, sizeof r);
+    return rc;
+}
+
+static iter_res *iter_of(vg__kctx *ctx, int i) {
+    vg_tensor *h = vg__kctx_input(ctx, i);
+    iter_res *r = NULL;
+    if (h && vg_tensor_dtype(h) == VG_RESOURCE && vg_tensor_num_elements(h) == 1) memcpy(&r, vg_tensor_data(h), sizeof r);
+    if (!r) vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "expected an iterator handle");
+    return r;
+}
+
+/* Replaces the iterator's position with a fresh iterator over d (mu held). */
+static vg_code reset_iter(iter_res *r, vg__dataset *d, vg_status *st) {
+    vg__ds_iter *it = vg__ds_iter_new(d, st);
+    if (!it) return st->code;
+    pthread_mutex_lock(&r->cmu);
+    vg__ds_iter *old = r->it;
+    r->it = it;
+    if (r->cancelled) vg__ds_iter_cancel(it);
+    pthread_mutex_unlock(&r->cmu);
+    vg__ds_iter_free(old);
+    return VG_OK;
+}
+
+static vg_code kernel_iterator(vg__kctx *ctx) {
+    iter_res *r;
+    vg_code rc = iter_resource(ctx, &r);
+    return rc != VG_OK ? rc : set_handle(ctx, r);
+}
+
+static vg_code kernel_one_shot(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    iter_res *r;
+    vg_code rc = iter_resource(ctx, &r);
+    if (rc != VG_OK) return rc;
+    pthread_mutex_lock(&r->mu);
+    if (!r->it) {
+        vg__dataset *d = vg__dataset_of(vg__kctx_input(ctx, 0), st);
+        rc = d ? reset_iter(r, d, st) : st->code;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return rc != VG_OK ? rc : set_handle(ctx, r);
+}
+
+static vg_code kernel_make_iterator(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg__dataset *d = vg__dataset_of(vg__kctx_input(ctx, 0), st);
+    iter_res *r = d ? iter_of(ctx, 1) : NULL;
+    if (!r) return st->code;
+    pthread_mutex_lock(&r->mu);
+    vg_code rc = reset_iter(r, d, st);
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+static vg_code kernel_get_next(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    iter_res *r = iter_of(ctx, 0);
+    if (!r) return st->code;
+    const vg_dtype *types;
+    int n = 0;
+    vg_op_attr_type_list(vg__kctx_op(ctx), "output_types", &types, &n);
+    vg_tensor *out[VG_DATASET_MAX_COMPONENTS] = {0};
+    bool end = false;
+    vg_code rc;
+    pthread_mutex_lock(&r->mu);
+    if (!r->it) {
+        rc = vg_status_set(st, VG_FAILED_PRECONDITION,
+                           "GetNext() failed because the iterator has not been initialized. Ensure that you have run "
+                           "the initializer operation for this iterator before getting the next element.");
+    } else if (r->it->ds->ncomp != n) {
+        rc = vg_status_set(st, VG_INVALID_ARGUMENT, "iterator yields %d components, IteratorGetNext expects %d",
+                           r->it->ds->ncomp, n);
+    } else {
+        rc = r->it->next(r->it, out, &end, st);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (rc != VG_OK) return rc;
+    if (end) return vg_status_set(st, VG_OUT_OF_RANGE, "End of sequence");
+    for (int i = 0; i < n; i++) {
+        if (rc == VG_OK && vg_tensor_dtype(out[i]) != types[i])
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
+                               vg_dtype_name(vg_tensor_dtype(out[i])), vg_dtype_name(types[i]));
+        if (rc == VG_OK) vg__kctx_set_output(ctx, i, out[i]);
+        else vg_tensor_free(out[i]);
+    }
+    return rc;
+}
+
+static vg_code shape_iterator(vg_op *op, vg_status *st) {
+    const vg_dtype *t;
+    int n = 0;
+    if (!vg_op_attr_type_list(op, "output_types", &t, &n) || n < 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s needs output_types", vg_op_type(op));
+    if (!strcmp(vg_op_type(op), "OneShotIterator")) {
+        vg_output in = vg_op_input(op, 0);
+        if (!is_dataset_op(in.op)) return vg_status_set(st, VG_INVALID_ARGUMENT, "OneShotIterator: input must be a dataset");
+    }
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make(NULL, 0));
+    return VG_OK;
+}
+
+static vg_code shape_make_iterator(vg_op *op, vg_status *st) {
+    if (!is_dataset_op(vg_op_input(op, 0).op) || vg_output_dtype(vg_op_input(op, 1)) != VG_RESOURCE)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "MakeIterator(dataset, iterator) needs a dataset and an iterator");
+    vg__op_set_num_outputs(op, 0);
+    return VG_OK;
+}
+
+static vg_code shape_get_next(vg_op *op, vg_status *st) {
+    const vg_dtype *t;
+    const vg_shape *s;
+    int n = 0, ns = 0;
+    if (!vg_op_attr_type_list(op, "output_types", &t, &n) || !vg_op_attr_shape_list(op, "output_shapes", &s, &ns) ||
+        n != ns || n < 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "IteratorGetNext needs output_types and output_shapes");
+    vg__op_set_num_outputs(op, n);
+    for (int i = 0; i < n; i++) vg__op_set_output(op, i, t[i], s[i]);
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* builders */
+
+static vg_op_builder *ds_builder(vg_graph *g, const char *type, const char *name, const vg_dtype *types,
+                                 const vg_shape *shapes, int n) {
+    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
+    vg_op_builder_set_attr_type_list(b, "output_types", types, n);
+    vg_op_builder_set_attr_shape_list(b, "output_shapes", shapes, n);
+    return b;
+}
+
+static int input_components(vg_graph *g, vg_output ds, vg_dtype *t, vg_shape *s, const char *what) {
+    int n = vg_dataset_components(ds, t, s);
+    if (n == 0 && vg_graph_status(g, NULL) == VG_OK)
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: input is not a dataset", what);
+    return n;
+}
+
+static vg_output finish(vg_op_builder *b) { return vg_out(vg_op_builder_finish(b), 0); }
+
+vg_output vg_dataset_from_tensor_slices(vg_graph *g, const vg_output *components, int n, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    if (n < 1 || n > VG_DATASET_MAX_COMPONENTS || !components) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "from_tensor_slices needs 1 to %d components",
+                           VG_DATASET_MAX_COMPONENTS);
+        return (vg_output){NULL, 0};
+    }
+    for (int i = 0; i < n; i++) {
+        if (!components[i].op) return (vg_output){NULL, 0};
+        t[i] = vg_output_dtype(components[i]);
+        vg_shape sh = vg_output_shape(components[i]);
+        if (sh.ndims == 0) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "from_tensor_slices: component %d is a scalar", i);
+            return (vg_output){NULL, 0};
+        }
+        if (sh.ndims > 0) {
+            memmove(sh.dims, sh.dims + 1, sizeof(int64_t) * (size_t)(sh.ndims - 1));
+            sh.ndims--;
+        }
+        s[i] = sh;
+    }
+    vg_op_builder *b = ds_builder(g, "TensorSliceDataset", name, t, s, n);
+    vg_op_builder_add_inputs(b, components, n);
+    vg_op_builder_set_attr_type_list(b, "Toutput_types", t, n);
+    return finish(b);
+}
+
+vg_output vg_dataset_range(vg_graph *g, int64_t start, int64_t stop, int64_t step, const char *name) {
+    vg_dtype t = VG_INT64;
+    vg_shape s = vg_shape_make(NULL, 0);
+    vg_output in[3] = {vg_const_i64(g, start, "start"), vg_const_i64(g, stop, "stop"), vg_const_i64(g, step, "step")};
+    vg_op_builder *b = ds_builder(g, "RangeDataset", name, &t, &s, 1);
+    vg_op_builder_add_inputs(b, in, 3);
+    return finish(b);
+}
+
+vg_output vg_dataset_tfrecord(vg_graph *g, vg_output filenames, const char *compression_type, const char *name) {
+    vg_dtype t = VG_STRING;
+    vg_shape s = vg_shape_make(NULL, 0);
+    if (filenames.op && vg_output_dtype(filenames) != VG_STRING) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "TFRecordDataset: filenames must be a string tensor");
+        return (vg_output){NULL, 0};
+    }
+    vg_output in[3] = {filenames, vg_const_string(g, compression_type ? compression_type : "", "compression_type"),
+                       vg_const_i64(g, 256 * 1024, "buffer_size")};
+    vg_op_builder *b = ds_builder(g, "TFRecordDataset", name, &t, &s, 1);
+    vg_op_builder_add_inputs(b, in, 3);
+    return finish(b);
+}
+
+static void fn_destroy(void *p) {
+    vg__ds_fn *fn = p;
+    vg_graph_free(fn->g);
+    vg__free(fn);
+}
+
+vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name) {
+    vg_output fail = {NULL, 0};
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, "map");
+    if (n == 0) return fail;
+    if (!fn) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "map: NULL function");
+        return fail;
+    }
+    vg__ds_fn *f = vg__calloc(1, sizeof *f);
+    if (!f || !(f->g = vg_graph_new())) {
+        vg__free(f);
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "map: out of memory");
+        return fail;
+    }
+    f->nargs = n;
+    for (int i = 0; i < n; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "arg%d", i);
+        f->args[i] = vg_placeholder(f->g, t[i], s[i].ndims >= 0 ? s[i].dims : NULL, s[i].ndims, nm);
+    }
+    vg_status st;
+    vg_code rc = fn(f->g, f->args, n, f->outs, &f->nouts, payload);
+    if (rc == VG_OK) rc = vg_graph_status(f->g, &st);
+    else vg_status_set(&st, rc, "map function failed");
+    if (rc == VG_OK && (f->nouts < 1 || f->nouts > VG_DATASET_MAX_COMPONENTS))
+        rc = vg_status_set(&st, VG_INVALID_ARGUMENT, "map function must return 1 to %d outputs",
+                           VG_DATASET_MAX_COMPONENTS);
+    for (int i = 0; rc == VG_OK && i < f->nouts; i++)
+        if (!f->outs[i].op || vg_op_graph(f->outs[i].op) != f->g)
+            rc = vg_status_set(&st, VG_INVALID_ARGUMENT, "map function output %d is not in the function graph", i);
+    if (rc != VG_OK) {
+        vg_graph_set_error(g, rc, "map: %s", st.msg);
+        fn_destroy(f);
+        return fail;
+    }
+    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
+    vg_shape os[VG_DATASET_MAX_COMPONENTS];
+    for (int i = 0; i < f->nouts; i++) {
+        ot[i] = vg_output_dtype(f->outs[i]);
+        os[i] = vg_output_shape(f->outs[i]);
+    }
+    char uniq[512], key[600];
+    vg_graph_unique_name(g, name ? name : "MapDataset", uniq, sizeof uniq);
+    snprintf(key, sizeof key, FN_KEY_PREFIX "%s", uniq);
+    if (vg_graph_set_user_data(g, key, f, fn_destroy) != VG_OK) {
+        fn_destroy(f);
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "map: out of memory");
+        return fail;
+    }
+    vg_op_builder *b = ds_builder(g, "MapDataset", name, ot, os, f->nouts);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_set_attr_string(b, "f", key, strlen(key));
+    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
+    return finish(b);
+}
+
+vg_output vg_dataset_batch(vg_graph *g, vg_output ds, int64_t batch_size, bool drop_remainder, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, "batch");
+    if (n == 0) return (vg_output){NULL, 0};
+    for (int i = 0; i < n; i++) {
+        if (s[i].ndims < 0) continue;
+        if (s[i].ndims + 1 > VG_MAX_DIMS) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "batch: component %d has too many dimensions", i);
+            return (vg_output){NULL, 0};
+        }
+        memmove(s[i].dims + 1, s[i].dims, sizeof(int64_t) * (size_t)s[i].ndims);
+        s[i].dims[0] = drop_remainder ? batch_size : -1;
+        s[i].ndims++;
+    }
+    vg_output in[2] = {vg_const_i64(g, batch_size, "batch_size"), vg_const_bool(g, drop_remainder, "drop_remainder")};
+    vg_op_builder *b = ds_builder(g, "BatchDatasetV2", name, t, s, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_inputs(b, in, 2);
+    vg_op_builder_set_attr_bool(b, "parallel_copy", false);
+    return finish(b);
+}
+
+/* A dataset op whose elements are the input's (reshuffle: -1 = no such attr). */
+static vg_output same_types(vg_graph *g, const char *type, vg_output ds, const vg_output *extra, int nextra,
+                            int reshuffle, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, type);
+    if (n == 0) return (vg_output){NULL, 0};
+    vg_op_builder *b = ds_builder(g, type, name, t, s, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_inputs(b, extra, nextra);
+    if (reshuffle >= 0) vg_op_builder_set_attr_bool(b, "reshuffle_each_iteration", reshuffle != 0);
+    return finish(b);
+}
+
+vg_output vg_dataset_shuffle(vg_graph *g, vg_output ds, int64_t buffer_size, int64_t seed,
+                             bool reshuffle_each_iteration, const char *name) {
+    int64_t s1, s2;
+    vg_graph_get_seed(g, seed, &s1, &s2);
+    if (seed == 0 && vg_graph_seed(g) == 0) s1 = s2 = 0; /* both unset: nondeterministic */
+    vg_output in[3] = {vg_const_i64(g, buffer_size, "buffer_size"), vg_const_i64(g, s1, "seed"),
+                       vg_const_i64(g, s2, "seed2")};
+    return same_types(g, "ShuffleDataset", ds, in, 3, reshuffle_each_iteration, name);
+}
+
+vg_output vg_dataset_repeat(vg_graph *g, vg_output ds, int64_t count, const char *name) {
+    vg_output c = vg_const_i64(g, count, "count");
+    return same_types(g, "RepeatDataset", ds, &c, 1, -1, name);
+}
+vg_output vg_dataset_take(vg_graph *g, vg_output ds, int64_t count, const char *name) {
+    vg_output c = vg_const_i64(g, count, "count");
+    return same_types(g, "TakeDataset", ds, &c, 1, -1, name);
+}
+vg_output vg_dataset_skip(vg_graph *g, vg_output ds, int64_t count, const char *name) {
+    vg_output c = vg_const_i64(g, count, "count");
+    return same_types(g, "SkipDataset", ds, &c, 1, -1, name);
+}
+vg_output vg_dataset_prefetch(vg_graph *g, vg_output ds, int64_t buffer_size, const char *name) {
+    vg_output c = vg_const_i64(g, buffer_size, "buffer_size");
+    return same_types(g, "PrefetchDataset", ds, &c, 1, -1, name);
+}
+
+static vg_op_builder *iter_builder(vg_graph *g, const char *type, vg_output ds, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, type);
+    if (n == 0) return NULL;
+    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
+    vg_op_builder_set_attr_type_list(b, "output_types", t, n);
+    vg_op_builder_set_attr_shape_list(b, "output_shapes", s, n);
+    vg_op_builder_set_attr_string(b, "container", "", 0);
+    vg_op_builder_set_attr_string(b, "shared_name", "", 0);
+    return b;
+}
+
+vg_output vg_iterator(vg_graph *g, vg_output ds, const char *name) {
+    vg_op_builder *b = iter_builder(g, "IteratorV2", ds, name ? name : "Iterator");
+    return b ? finish(b) : (vg_output){NULL, 0};
+}
+
+vg_op *vg_make_iterator(vg_graph *g, vg_output ds, vg_output iterator, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "MakeIterator", name ? name : "MakeIterator");
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_input(b, iterator);
+    return vg_op_builder_finish(b);
+}
+
+vg_output vg_make_initializable_iterator(vg_graph *g, vg_output ds, vg_op **initializer, const char *name) {
+    vg_output it = vg_iterator(g, ds, name);
+    vg_op *init = it.op ? vg_make_iterator(g, ds, it, NULL) : NULL;
+    if (initializer) *initializer = init;
+    return init ? it : (vg_output){NULL, 0};
+}
+
+vg_output vg_make_one_shot_iterator(vg_graph *g, vg_output ds, const char *name) {
+    vg_op_builder *b = iter_builder(g, "OneShotIterator", ds, name);
+    if (!b) return (vg_output){NULL, 0};
+    vg_op_builder_add_input(b, ds);
+    return finish(b);
+}
+
+vg_op *vg_iterator_get_next(vg_graph *g, vg_output iterator, const char *name) {
+    const vg_op *io = iterator.op;
+    const vg_dtype *t;
+    const vg_shape *s;
+    int n = 0, ns = 0;
+    if (!io || !vg_op_attr_type_list(io, "output_types", &t, &n) || !vg_op_attr_shape_list(io, "output_shapes", &s, &ns)) {
+        if (vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "iterator_get_next: not an iterator");
+        return NULL;
+    }
+    vg_op_builder *b = vg_op_builder_new(g, "IteratorGetNext", name ? name : "IteratorGetNext");
+    vg_op_builder_add_input(b, iterator);
+    vg_op_builder_set_attr_type_list(b, "output_types", t, n);
+    vg_op_builder_set_attr_shape_list(b, "output_shapes", s, ns);
+    return vg_op_builder_finish(b);
+}
+
+/* ------------------------------------------------------------------------ */
+
+const vg__op_def vg__ops_dataset[] = {
+    {"TensorSliceDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"RangeDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"TFRecordDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"MapDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"BatchDatasetV2", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ShuffleDataset", 4, 4, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"RepeatDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"TakeDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"SkipDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"PrefetchDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"IteratorV2", 0, 0, IT_FLAGS, 0, shape_iterator, kernel_iterator, NULL},
+    {"OneShotIterator", 1, 1, IT_FLAGS, 0, shape_iterator, kernel_one_shot, NULL},
+    {"MakeIterator", 2, 2, IT_FLAGS, 0, shape_make_iterator, kernel_make_iterator, NULL},
+    {"IteratorGetNext", 1, 1, IT_FLAGS, 0, shape_get_next, kernel_get_next, NULL},
+    {0},
+};

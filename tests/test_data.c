@@ -1,0 +1,376 @@
+/* test_data.c - tf.data: sources, transformations and iterators, element by element
+ * against hand-computed sequences (cases after TF's python/data/kernel_tests/
+ * {range_test, from_tensor_slices_test, batch_test, map_test, shuffle_test,
+ * repeat_test, take_test, skip_test, prefetch_test, tf_record_dataset_test}.py), and a
+ * TFRecord -> map(parse) -> shuffle -> batch -> prefetch pipeline under a
+ * MonitoredSession that ends cleanly at the end of the data. */
+#include "test_util.h"
+#include "vigil/vigil.h"
+#include <ftw.h>
+#include <unistd.h>
+
+static char g_dir[64];
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+/* Drains component 0 (int64 scalars) of a one-shot iterator over ds into v. Returns
+ * the count; *end_rc gets the code that ended it. */
+static int drain_i64(vg_graph *g, vg_output ds, int64_t *v, int max, vg_code *end_rc) {
+    vg_status st;
+    vg_output it = vg_make_one_shot_iterator(g, ds, NULL);
+    vg_op *next = vg_iterator_get_next(g, it, NULL);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    int n = 0;
+    *end_rc = VG_OK;
+    if (!s || !next) {
+        *end_rc = st.code ? st.code : VG_INVALID_ARGUMENT;
+        vg_session_free(s);
+        return 0;
+    }
+    for (;;) {
+        vg_tensor *o = NULL;
+        vg_code rc = vg_session_run1(s, vg_out(next, 0), &o, &st);
+        if (rc != VG_OK) {
+            *end_rc = rc;
+            break;
+        }
+        if (n < max) v[n] = *(int64_t *)vg_tensor_data(o);
+        n++;
+        vg_tensor_free(o);
+        if (n > 10000) break;
+    }
+    /* at the end, get_next keeps failing with OUT_OF_RANGE */
+    vg_tensor *o = NULL;
+    if (*end_rc == VG_OUT_OF_RANGE) CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &o, &st), VG_OUT_OF_RANGE);
+    vg_session_free(s);
+    return n;
+}
+
+static void test_range_take_skip_repeat(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t v[64];
+    vg_code end;
+    int n = drain_i64(g, vg_dataset_range(g, 0, 10, 3, NULL), v, 64, &end);
+    CHECK(n == 4 && v[0] == 0 && v[1] == 3 && v[2] == 6 && v[3] == 9);
+    CHECK_CODE(end, VG_OUT_OF_RANGE);
+    n = drain_i64(g, vg_dataset_range(g, 5, 1, -2, NULL), v, 64, &end);
+    CHECK(n == 2 && v[0] == 5 && v[1] == 3);
+    /* range(4).repeat(3).skip(2).take(7) = 2 3 0 1 2 3 0 */
+    vg_output ds = vg_dataset_repeat(g, vg_dataset_range(g, 0, 4, 1, NULL), 3, NULL);
+    ds = vg_dataset_take(g, vg_dataset_skip(g, ds, 2, NULL), 7, NULL);
+    n = drain_i64(g, ds, v, 64, &end);
+    const int64_t want[7] = {2, 3, 0, 1, 2, 3, 0};
+    CHECK_EQ_INT(n, 7);
+    for (int i = 0; i < 7 && i < n; i++) CHECK_EQ_INT(v[i], want[i]);
+    /* repeat(-1) of an empty dataset ends; take(-1) takes all */
+    n = drain_i64(g, vg_dataset_repeat(g, vg_dataset_range(g, 0, 0, 1, NULL), -1, NULL), v, 64, &end);
+    CHECK(n == 0 && end == VG_OUT_OF_RANGE);
+    n = drain_i64(g, vg_dataset_take(g, vg_dataset_range(g, 0, 5, 1, NULL), -1, NULL), v, 64, &end);
+    CHECK_EQ_INT(n, 5);
+    /* step 0 fails at run time */
+    n = drain_i64(g, vg_dataset_range(g, 0, 5, 0, NULL), v, 64, &end);
+    CHECK(n == 0 && end == VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+}
+
+static void test_slices_batch(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    float x[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    int64_t y[4] = {10, 11, 12, 13};
+    vg_output comps[2] = {vg_const_array(g, VG_FLOAT, (int64_t[]){4, 2}, 2, x, "x"),
+                          vg_const_array(g, VG_INT64, (int64_t[]){4}, 1, y, "y")};
+    vg_output ds = vg_dataset_from_tensor_slices(g, comps, 2, NULL);
+    vg_output b = vg_dataset_batch(g, ds, 3, false, NULL);
+    vg_output bd = vg_dataset_batch(g, ds, 3, true, NULL);
+    vg_shape s[2];
+    CHECK_EQ_INT(vg_dataset_components(bd, NULL, s), 2);
+    CHECK(s[0].ndims == 2 && s[0].dims[0] == 3 && s[0].dims[1] == 2);
+    vg_output it = vg_make_one_shot_iterator(g, b, NULL), itd = vg_make_one_shot_iterator(g, bd, NULL);
+    vg_op *next = vg_iterator_get_next(g, it, NULL), *nextd = vg_iterator_get_next(g, itd, NULL);
+    vg_shape ns = vg_output_shape(vg_out(next, 0));
+    CHECK(ns.ndims == 2 && ns.dims[0] == -1 && ns.dims[1] == 2);
+    vg_session *sess = vg_session_new(g, NULL, &st);
+    vg_tensor *o[2] = {0};
+    CHECK_OK(vg_session_run(sess, NULL, NULL, NULL, 0, (vg_output[]){vg_out(next, 0), vg_out(next, 1)}, o, 2, NULL, 0,
+                            NULL, &st),
+             &st);
+    if (o[0]) {
+        CHECK(vg_tensor_dim(o[0], 0) == 3 && vg_tensor_dim(o[0], 1) == 2);
+        const float *a = vg_tensor_data(o[0]);
+        const int64_t *l = vg_tensor_data(o[1]);
+        CHECK(a[0] == 0 && a[5] == 5 && l[0] == 10 && l[2] == 12);
+    }
+    vg_tensor_free(o[0]);
+    vg_tensor_free(o[1]);
+    CHECK_OK(vg_session_run(sess, NULL, NULL, NULL, 0, (vg_output[]){vg_out(next, 0), vg_out(next, 1)}, o, 2, NULL, 0,
+                            NULL, &st),
+             &st);
+    if (o[0]) CHECK(vg_tensor_dim(o[0], 0) == 1 && ((float *)vg_tensor_data(o[0]))[1] == 7);
+    vg_tensor_free(o[0]);
+    vg_tensor_free(o[1]);
+    vg_tensor *t = NULL;
+    CHECK_CODE(vg_session_run1(sess, vg_out(next, 0), &t, &st), VG_OUT_OF_RANGE);
+    CHECK_STR_CONTAINS(st.msg, "End of sequence");
+    CHECK_OK(vg_session_run1(sess, vg_out(nextd, 1), &t, &st), &st);
+    vg_tensor_free(t);
+    CHECK_CODE(vg_session_run1(sess, vg_out(nextd, 1), &t, &st), VG_OUT_OF_RANGE); /* remainder dropped */
+    vg_session_free(sess);
+    vg_graph_free(g);
+}
+
+static vg_code times_two_plus_one(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts,
+                                  void *payload) {
+    (void)nargs;
+    int *calls = payload;
+    (*calls)++;
+    outs[0] = vg_add(fg, vg_mul(fg, args[0], vg_const_i64(fg, 2, "two"), NULL), vg_const_i64(fg, 1, "one"), NULL);
+    outs[1] = vg_cast(fg, args[0], VG_FLOAT, NULL);
+    *nouts = 2;
+    return VG_OK;
+}
+
+static void test_map(void) {
+    vg_graph *g = vg_graph_new();
+    int calls = 0;
+    vg_output ds = vg_dataset_map(g, vg_dataset_range(g, 0, 5, 1, NULL), times_two_plus_one, &calls, NULL);
+    CHECK_EQ_INT(calls, 1);
+    vg_dtype t[2];
+    CHECK(vg_dataset_components(ds, t, NULL) == 2 && t[0] == VG_INT64 && t[1] == VG_FLOAT);
+    int64_t v[8];
+    vg_code end;
+    int n = drain_i64(g, ds, v, 8, &end);
+    CHECK(n == 5 && v[0] == 1 && v[4] == 9);
+    CHECK_CODE(end, VG_OUT_OF_RANGE);
+    vg_graph_free(g);
+}
+
+/* Drains a shuffled range(20) twice per session (repeat 2). */
+static void shuffled(int64_t seed, bool reshuffle, int64_t out[40]) {
+    vg_graph *g = vg_graph_new();
+    vg_output ds = vg_dataset_repeat(g, vg_dataset_shuffle(g, vg_dataset_range(g, 0, 20, 1, NULL), 7, seed, reshuffle,
+                                                           NULL),
+                                     2, NULL);
+    vg_code end;
+    int n = drain_i64(g, ds, out, 40, &end);
+    CHECK_EQ_INT(n, 40);
+    vg_graph_free(g);
+}
+
+static bool is_perm(const int64_t *v, int n) {
+    int seen[64] = {0};
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0 || v[i] >= n || seen[v[i]]) return false;
+        seen[v[i]] = 1;
+    }
+    return true;
+}
+
+static void test_shuffle(void) {
+    int64_t a[40], b[40], c[40];
+    shuffled(42, true, a);
+    shuffled(42, true, b);
+    shuffled(42, false, c);
+    CHECK(memcmp(a, b, sizeof a) == 0);                 /* same seed, same order */
+    CHECK(is_perm(a, 20) && is_perm(a + 20, 20));       /* each epoch one pass */
+    CHECK(memcmp(a, a + 20, 20 * sizeof(int64_t)) != 0); /* reshuffled per epoch */
+    CHECK(memcmp(c, c + 20, 20 * sizeof(int64_t)) == 0); /* not reshuffled */
+    int64_t id[20];
+    for (int i = 0; i < 20; i++) id[i] = i;
+    CHECK(memcmp(a, id, sizeof id) != 0);
+    /* buffer 7 bounds displacement: element 19 cannot come out first */
+    CHECK(a[0] < 7);
+}
+
+static void test_initializable_iterator(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output ds = vg_dataset_range(g, 0, 3, 1, NULL);
+    vg_op *init;
+    vg_output it = vg_make_initializable_iterator(g, ds, &init, NULL);
+    vg_op *next = vg_iterator_get_next(g, it, NULL);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *t = NULL;
+    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_FAILED_PRECONDITION);
+    CHECK_STR_CONTAINS(st.msg, "iterator has not been initialized");
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    CHECK_OK(vg_session_run1(s, vg_out(next, 0), &t, &st), &st);
+    vg_tensor_free(t);
+    CHECK_OK(vg_session_run1(s, vg_out(next, 0), &t, &st), &st);
+    if (t) CHECK(*(int64_t *)vg_tensor_data(t) == 1);
+    vg_tensor_free(t);
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st); /* restart */
+    CHECK_OK(vg_session_run1(s, vg_out(next, 0), &t, &st), &st);
+    if (t) CHECK(*(int64_t *)vg_tensor_data(t) == 0);
+    vg_tensor_free(t);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
+static vg_code decode_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *payload) {
+    (void)nargs, (void)payload;
+    outs[0] = vg_decode_raw(fg, args[0], VG_UINT8, true, NULL);
+    *nouts = 1;
+    return VG_OK;
+}
+
+static void test_errors(void) {
+    vg_status st;
+    /* batching elements of different shapes: records "ab" and "abc" decoded as uint8 */
+    char path[256];
+    snprintf(path, sizeof path, "%s/ragged.tfrecord", g_dir);
+    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
+    vg_tfrecord_writer_write(w, "ab", 2, &st);
+    vg_tfrecord_writer_write(w, "abc", 3, &st);
+    vg_tfrecord_writer_close(w, &st);
+    vg_graph *g = vg_graph_new();
+    vg_output rds = vg_dataset_batch(g, vg_dataset_map(g, vg_dataset_tfrecord(g, vg_const_string(g, path, "p"), "", NULL),
+                                                       decode_fn, NULL, NULL),
+                                     2, false, NULL);
+    vg_op *rnext = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, rds, NULL), NULL);
+    vg_session *rs = vg_session_new(g, NULL, &st);
+    vg_tensor *rt = NULL;
+    CHECK_CODE(vg_session_run1(rs, vg_out(rnext, 0), &rt, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Cannot batch tensors with different shapes in component 0");
+    vg_session_free(rs);
+    vg_graph_free(g);
+    g = vg_graph_new();
+    vg_output files = vg_const_string(g, "/nonexistent/dir/f.tfrecord", "f");
+    vg_output ds = vg_dataset_tfrecord(g, files, "", NULL);
+    vg_output it = vg_make_one_shot_iterator(g, ds, NULL);
+    vg_op *next = vg_iterator_get_next(g, it, NULL);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *t = NULL;
+    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_NOT_FOUND);
+    CHECK_STR_CONTAINS(st.msg, "/nonexistent/dir/f.tfrecord");
+    vg_session_free(s);
+    /* not a dataset */
+    vg_dataset_batch(g, files, 2, false, NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+}
+
+static vg_code parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *payload) {
+    (void)nargs, (void)payload;
+    vg_feature_spec specs[2] = {{"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}},
+                                {"x", VG_FLOAT, false, vg_shape_make((int64_t[]){2}, 1), {NULL, 0}}};
+    vg_output dense[2];
+    if (!vg_parse_single_example(fg, args[0], specs, 2, dense, NULL, NULL)) return VG_INVALID_ARGUMENT;
+    outs[0] = dense[0];
+    outs[1] = dense[1];
+    *nouts = 2;
+    return VG_OK;
+}
+
+static void test_tfrecord_pipeline_monitored(void) {
+    vg_status st;
+    char files[2][256];
+    int64_t want_sum = 0;
+    for (int f = 0; f < 2; f++) {
+        snprintf(files[f], sizeof files[f], "%s/d%d.tfrecord", g_dir, f);
+        vg_tfrecord_writer *w = vg_tfrecord_writer_open(files[f], VG_COMPRESSION_ZLIB, &st);
+        for (int i = 0; i < 10; i++) {
+            vg_example *ex = vg_example_new();
+            int64_t label = f * 10 + i;
+            want_sum += label;
+            vg_example_add_int64(ex, "label", &label, 1, &st);
+            vg_example_add_float(ex, "x", (float[]){(float)label, -(float)label}, 2, &st);
+            size_t len;
+            const void *b = vg_example_serialize(ex, &len, &st);
+            vg_tfrecord_writer_write(w, b, len, &st);
+            vg_example_free(ex);
+        }
+        vg_tfrecord_writer_close(w, &st);
+    }
+    vg_graph *g = vg_graph_new();
+    int64_t two = 2;
+    vg_tensor *ft = vg_tensor_new(VG_STRING, &two, 1, &st);
+    for (int i = 0; i < 2; i++) vg_tensor_set_string(ft, i, files[i], strlen(files[i]), &st);
+    vg_output fo = vg_const(g, ft, "filenames");
+    vg_tensor_free(ft);
+    vg_output ds = vg_dataset_tfrecord(g, fo, "ZLIB", NULL);
+    ds = vg_dataset_map(g, ds, parse_fn, NULL, NULL);
+    ds = vg_dataset_shuffle(g, ds, 8, 3, true, NULL);
+    ds = vg_dataset_batch(g, ds, 4, false, NULL);
+    ds = vg_dataset_repeat(g, ds, 2, NULL);
+    ds = vg_dataset_prefetch(g, ds, 2, NULL);
+    vg_output it = vg_make_one_shot_iterator(g, ds, NULL);
+    vg_op *next = vg_iterator_get_next(g, it, NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
+    CHECK(ms != NULL);
+    if (!ms) {
+        vg_graph_free(g);
+        return;
+    }
+    int64_t sum = 0, rows = 0, steps = 0;
+    vg_code rc;
+    for (;;) {
+        vg_run_args a = VG_RUN_ARGS_INIT;
+        vg_output f[2] = {vg_out(next, 0), vg_out(next, 1)};
+        a.fetches = f;
+        a.nfetches = 2;
+        vg_tensor *out[2] = {0};
+        rc = vg_monitored_session_run(ms, &a, out, NULL, &st);
+        if (rc != VG_OK) break;
+        const int64_t *l = vg_tensor_data(out[0]);
+        const float *x = vg_tensor_data(out[1]);
+        for (int64_t i = 0; i < vg_tensor_dim(out[0], 0); i++) {
+            sum += l[i];
+            CHECK(x[2 * i] == (float)l[i] && x[2 * i + 1] == -(float)l[i]);
+            rows++;
+        }
+        steps++;
+        vg_tensor_free(out[0]);
+        vg_tensor_free(out[1]);
+        if (steps > 100) break;
+    }
+    CHECK_CODE(rc, VG_OUT_OF_RANGE);
+    CHECK_EQ_INT(rows, 40);
+    CHECK_EQ_INT(steps, 10); /* 20 records: batches 4,4,4,4,4 per epoch */
+    CHECK_EQ_INT(sum, 2 * want_sum);
+    CHECK_OK(vg_monitored_session_end(ms, rc, &st), &st);
+    vg_monitored_session_free(ms);
+    vg_graph_free(g);
+}
+
+/* Closing the session while get_next waits in a prefetch does not hang. */
+static void test_prefetch_order_and_close(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t v[300];
+    vg_code end;
+    int n = drain_i64(g, vg_dataset_prefetch(g, vg_dataset_range(g, 0, 300, 1, NULL), 3, NULL), v, 300, &end);
+    CHECK_EQ_INT(n, 300);
+    bool inorder = true;
+    for (int i = 0; i < n && i < 300; i++) inorder = inorder && v[i] == i;
+    CHECK(inorder);
+    /* a session freed with a live prefetch thread (elements still buffered) */
+    vg_status st;
+    vg_output it = vg_make_one_shot_iterator(g, vg_dataset_prefetch(g, vg_dataset_range(g, 0, 1000, 1, NULL), 4, NULL),
+                                             NULL);
+    vg_op *next = vg_iterator_get_next(g, it, NULL);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *t = NULL;
+    CHECK_OK(vg_session_run1(s, vg_out(next, 0), &t, &st), &st);
+    vg_tensor_free(t);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
+int main(void) {
+    strcpy(g_dir, "/tmp/vg_data_XXXXXX");
+    if (!mkdtemp(g_dir)) return 1;
+    RUN_TEST(test_range_take_skip_repeat);
+    RUN_TEST(test_slices_batch);
+    RUN_TEST(test_map);
+    RUN_TEST(test_shuffle);
+    RUN_TEST(test_initializable_iterator);
+    RUN_TEST(test_errors);
+    RUN_TEST(test_tfrecord_pipeline_monitored);
+    RUN_TEST(test_prefetch_order_and_close);
+    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    TEST_MAIN_END();
+}
