@@ -360,6 +360,104 @@ static void test_prefetch_order_and_close(void) {
     vg_graph_free(g);
 }
 
+
+/* fn(x) = from_tensor_slices(fill([6], x)): x six times (TF's from_tensors(x).repeat(6)) */
+static vg_code six_times(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs, (void)p;
+    vg_output six = vg_fill(fg, vg_const_i32_vec(fg, (int32_t[]){6}, 1, NULL), args[0], NULL);
+    outs[0] = vg_dataset_from_tensor_slices(fg, &six, 1, NULL);
+    *nouts = 1;
+    return VG_OK;
+}
+
+/* interleave_test / the Dataset.interleave docstring: range(1, 6), cycle_length 2,
+ * block_length 4. */
+static void test_interleave_shard(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output ds = vg_dataset_interleave(g, vg_dataset_range(g, 1, 6, 1, NULL), six_times, NULL, 2, 4, NULL);
+    int64_t v[64];
+    vg_code end;
+    int n = drain_i64(g, ds, v, 64, &end);
+    static const int64_t want[30] = {1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4,
+                                     3, 3, 4, 4, 5, 5, 5, 5, 5, 5};
+    CHECK_EQ_INT(n, 30);
+    CHECK(n == 30 && memcmp(v, want, sizeof want) == 0);
+    CHECK_CODE(end, VG_OUT_OF_RANGE);
+    /* shard(3, 1) of range(10) = 1 4 7 */
+    n = drain_i64(g, vg_dataset_shard(g, vg_dataset_range(g, 0, 10, 1, NULL), 3, 1, NULL), v, 64, &end);
+    CHECK(n == 3 && v[0] == 1 && v[1] == 4 && v[2] == 7);
+    n = drain_i64(g, vg_dataset_shard(g, vg_dataset_range(g, 0, 10, 1, NULL), 3, 3, NULL), v, 64, &end);
+    CHECK(n == 0 && end == VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+}
+
+static vg_code text_lines_of(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs, (void)p;
+    outs[0] = vg_dataset_text_line(fg, args[0], NULL, NULL);
+    *nouts = 1;
+    return VG_OK;
+}
+
+/* list_files -> interleave(TextLineDataset, cycle 2, block 1): lines of two files
+ * alternate (TensorFlowOnSpark's mnist_dist input shape). */
+static void test_list_files_text_lines(void) {
+    vg_status st;
+    for (int f = 0; f < 2; f++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/part-%05d", g_dir, f);
+        FILE *fp = fopen(path, "wb");
+        fprintf(fp, "f%d-a\r\nf%d-b\nf%d-c", f, f, f); /* CRLF, LF, no final newline */
+        fclose(fp);
+    }
+    char pattern[256];
+    snprintf(pattern, sizeof pattern, "%s/part-*", g_dir);
+    vg_graph *g = vg_graph_new();
+    vg_output ds = vg_dataset_list_files(g, pattern, false, 0, NULL);
+    ds = vg_dataset_interleave(g, ds, text_lines_of, NULL, 2, 1, NULL);
+    vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
+    snprintf(pattern, sizeof pattern, "%s/nothing-*", g_dir);
+    vg_op *none = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, vg_dataset_list_files(g, pattern, true, 0, NULL),
+                                                                     NULL),
+                                       NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    const char *want[6] = {"f0-a", "f1-a", "f0-b", "f1-b", "f0-c", "f1-c"};
+    for (int i = 0; i < 6; i++) {
+        vg_tensor *t = NULL;
+        CHECK_OK(vg_session_run1(s, vg_out(next, 0), &t, &st), &st);
+        if (!t) break;
+        size_t l;
+        const char *x = vg_tensor_string(t, 0, &l);
+        CHECK(l == strlen(want[i]) && memcmp(x, want[i], l) == 0);
+        vg_tensor_free(t);
+    }
+    vg_tensor *t = NULL;
+    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_OUT_OF_RANGE);
+    CHECK_CODE(vg_session_run1(s, vg_out(none, 0), &t, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "No files matched pattern");
+    vg_session_free(s);
+    vg_graph_free(g);
+    /* shuffled list_files: a permutation of both names */
+    g = vg_graph_new();
+    snprintf(pattern, sizeof pattern, "%s/part-*", g_dir);
+    vg_op *nx = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, vg_dataset_list_files(g, pattern, true, 5, NULL), NULL),
+                                     NULL);
+    s = vg_session_new(g, NULL, &st);
+    int seen = 0;
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(vg_session_run1(s, vg_out(nx, 0), &t, &st), &st);
+        if (!t) break;
+        size_t l;
+        const char *x = vg_tensor_string(t, 0, &l);
+        seen |= l > 0 && x[l - 1] == '0' ? 1 : 2;
+        vg_tensor_free(t);
+    }
+    CHECK_EQ_INT(seen, 3);
+    CHECK_CODE(vg_session_run1(s, vg_out(nx, 0), &t, &st), VG_OUT_OF_RANGE);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 int main(void) {
     strcpy(g_dir, "/tmp/vg_data_XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
@@ -371,6 +469,8 @@ int main(void) {
     RUN_TEST(test_errors);
     RUN_TEST(test_tfrecord_pipeline_monitored);
     RUN_TEST(test_prefetch_order_and_close);
+    RUN_TEST(test_interleave_shard);
+    RUN_TEST(test_list_files_text_lines);
     nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     TEST_MAIN_END();
 }

@@ -47,6 +47,16 @@ VG_API vg_output vg_dataset_range(vg_graph *g, int64_t start, int64_t stop, int6
 VG_API vg_output vg_dataset_tfrecord(vg_graph *g, vg_output filenames, const char *compression_type,
                                      const char *name);
 
+/* TextLineDataset(filenames, compression_type "" or "GZIP"): the lines of the files
+ * ("\n", "\r\n" removed). Missing file: NOT_FOUND naming it. */
+VG_API vg_output vg_dataset_text_line(vg_graph *g, vg_output filenames, const char *compression_type,
+                                      const char *name);
+/* tf.data.Dataset.list_files(pattern, shuffle, seed): MatchingFiles, an Assert
+ * ("No files matched pattern: ..." INVALID_ARGUMENT at run time when nothing matches),
+ * from_tensor_slices, and a shuffle over all the names when shuffle. */
+VG_API vg_output vg_dataset_list_files(vg_graph *g, const char *pattern, bool shuffle, int64_t seed,
+                                       const char *name);
+
 /* ---- transformations ---------------------------------------------------- */
 /* The map function: build the outputs from args (placeholders of the input element's
  * components) in fg, write them to outs (at most VG_DATASET_MAX_COMPONENTS) and
@@ -56,6 +66,15 @@ typedef vg_code (*vg_dataset_map_fn)(vg_graph *fg, const vg_output *args, int na
 /* MapDataset: fn is called once, now; the function graph belongs to g. Run-time
  * errors of the function fail get_next with the function's message. */
 VG_API vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name);
+/* InterleaveDataset(cycle_length, block_length): fn maps an element to a dataset (its
+ * one output, e.g. vg_dataset_tfrecord(fg, args[0], ...)); cycle_length of them are
+ * read in turn, block_length elements at a time, each replaced by the next input
+ * element's dataset when it ends (TF's deterministic order). */
+VG_API vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
+                                       int64_t cycle_length, int64_t block_length, const char *name);
+/* ShardDataset: the elements whose index i has i % num_shards == index
+ * (INVALID_ARGUMENT at run time for num_shards <= 0 or index out of range). */
+VG_API vg_output vg_dataset_shard(vg_graph *g, vg_output ds, int64_t num_shards, int64_t index, const char *name);
 /* BatchDatasetV2: stacks batch_size consecutive elements (component shapes must agree:
  * INVALID_ARGUMENT "Cannot batch tensors with different shapes in component ...");
  * the last, smaller batch is dropped when drop_remainder. */

@@ -56,6 +56,10 @@ VG_API vg_output vg_reader_num_work_units_completed(vg_graph *g, vg_output reade
 /* ReaderResetV2: back to the initial state (no current file, counters zero). */
 VG_API vg_op *vg_reader_reset(vg_graph *g, vg_output reader, const char *name);
 
+/* MatchingFiles (tf.io.matching_files): a string vector of the paths matching the glob
+ * pattern(s) (a string scalar or vector), sorted; empty when nothing matches. */
+VG_API vg_output vg_matching_files(vg_graph *g, vg_output pattern, const char *name);
+
 /* tf.train.string_input_producer(string_tensor, num_epochs, shuffle, seed, capacity):
  * a FIFO queue of file names (string_tensor: a 1-D string tensor, each epoch enqueued
  * whole, reshuffled per epoch when shuffle), fed by a queue runner. num_epochs > 0

@@ -2,12 +2,14 @@
  * dataset.c - tf.data iterators (tensorflow/core/kernels/data/ *_dataset_op.cc
  * semantics): tensor slices, range, TFRecord files, map (a function graph run by a
  * private session), batch, shuffle, repeat, take, skip and prefetch (a producer
- * thread and a bounded buffer).
+ * thread and a bounded buffer), text lines, shard and interleave.
  */
 #include "data/dataset.h"
 #include "io/example_io.h"
+#include <errno.h>
 #include <pthread.h>
 #include <time.h>
+#include <zlib.h>
 
 vg__dataset *vg__dataset_new(int kind) {
     vg__dataset *d = vg__calloc(1, sizeof *d);
@@ -174,6 +176,86 @@ static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
 
 static void tfrecord_free(vg__ds_iter *it) { vg__zrecord_reader_close(((tfrecord_it *)it)->r); }
 
+
+/* Text lines of files ("" or GZIP through zlib's gz reader, which also reads plain
+ * files): "\n" and a "\r" before it removed, a last line without newline kept. */
+typedef struct textline_it {
+    vg__ds_iter base;
+    int64_t file;
+    gzFile gz;
+    char *line;
+    size_t cap;
+} textline_it;
+
+static vg_code textline_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    textline_it *t = (textline_it *)it;
+    const vg__dataset *d = it->ds;
+    for (;;) {
+        if (!t->gz) {
+            if (t->file >= vg_tensor_num_elements(d->files)) {
+                *end = true;
+                return VG_OK;
+            }
+            size_t l;
+            const char *s = vg_tensor_string(d->files, t->file, &l);
+            char *path = vg__strndup(s, l);
+            if (!path) return VG_OOM(st, "file name");
+            FILE *probe = fopen(path, "rb");
+            if (!probe) {
+                vg_code rc = vg__io_errno_status(st, errno, "cannot open", path);
+                vg__free(path);
+                return rc;
+            }
+            fclose(probe);
+            t->gz = gzopen(path, "rb");
+            vg__free(path);
+            if (!t->gz) return VG_OOM(st, "text file reader");
+        }
+        size_t n = 0;
+        bool any = false, nl = false;
+        for (;;) {
+            if (t->cap - n < 4096) {
+                size_t nc = t->cap ? t->cap * 2 : 8192;
+                char *nb = vg__realloc(t->line, t->cap, nc);
+                if (!nb) return VG_OOM(st, "text line");
+                t->line = nb;
+                t->cap = nc;
+            }
+            if (!gzgets(t->gz, t->line + n, (int)(t->cap - n))) break;
+            any = true;
+            size_t k = strlen(t->line + n);
+            n += k;
+            if (k > 0 && t->line[n - 1] == '\n') {
+                nl = true;
+                break;
+            }
+        }
+        int zerr = 0;
+        const char *zmsg = gzerror(t->gz, &zerr);
+        if (zerr != Z_OK && zerr != Z_BUF_ERROR) {
+            size_t l;
+            const char *s = vg_tensor_string(d->files, t->file, &l);
+            return vg_status_set(st, VG_DATA_LOSS, "%.*s: %s", (int)l, s, zmsg);
+        }
+        if (!any) {
+            gzclose(t->gz);
+            t->gz = NULL;
+            t->file++;
+            continue;
+        }
+        if (nl) n--;
+        if (nl && n > 0 && t->line[n - 1] == '\r') n--;
+        if (!(out[0] = vg_tensor_new_string_scalar(t->line, n, st))) return st->code;
+        return VG_OK;
+    }
+}
+
+static void textline_free(vg__ds_iter *it) {
+    textline_it *t = (textline_it *)it;
+    if (t->gz) gzclose(t->gz);
+    vg__free(t->line);
+}
+
 /* ------------------------------------------------------------------------ */
 /* transformations with one input */
 
@@ -186,6 +268,8 @@ typedef struct unary_it {
     int64_t size, cap;
     uint64_t rng[4];
     bool in_end;
+    vg__ds_iter **cycle;              /* interleave: cycle_length slots */
+    int64_t cycle_index, block_index, num_open;
 } unary_it;
 
 static void unary_free(vg__ds_iter *it) {
@@ -194,6 +278,9 @@ static void unary_free(vg__ds_iter *it) {
     if (u->sess) vg_session_free(u->sess);
     if (u->buf) free_elem(u->buf, (int)(u->size * it->ds->ncomp));
     vg__free(u->buf);
+    if (u->cycle)
+        for (int64_t i = 0; i < it->ds->a; i++) vg__ds_iter_free(u->cycle[i]);
+    vg__free(u->cycle);
 }
 
 static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
@@ -368,6 +455,71 @@ static vg_code skip_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status 
     return u->in->next(u->in, out, end, st);
 }
 
+
+static vg_code shard_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    for (;;) {
+        vg_code rc = u->in->next(u->in, out, end, st);
+        if (rc != VG_OK || *end) return rc;
+        int64_t i = u->count++;
+        if (i % d->a == d->b) return VG_OK;
+        free_elem(out, d->ncomp);
+    }
+}
+
+/* InterleaveDatasetOp's loop: cycle_length open iterators, block_length elements from
+ * each in turn; a finished one is replaced by the dataset of the next input element. */
+static vg_code interleave_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    const vg__ds_fn *fn = d->fn;
+    while (!u->in_end || u->num_open > 0) {
+        vg__ds_iter **cur = &u->cycle[u->cycle_index];
+        if (*cur) {
+            bool e = false;
+            vg_code rc = (*cur)->next(*cur, out, &e, st);
+            if (rc != VG_OK) return rc;
+            if (!e) {
+                if (++u->block_index == d->b) {
+                    u->block_index = 0;
+                    u->cycle_index = (u->cycle_index + 1) % d->a;
+                }
+                return VG_OK;
+            }
+            vg__ds_iter_free(*cur);
+            *cur = NULL;
+            u->num_open--;
+            u->block_index = 0;
+            u->cycle_index = (u->cycle_index + 1) % d->a;
+        } else if (!u->in_end) {
+            vg_tensor *args[VG_DATASET_MAX_COMPONENTS] = {0};
+            vg_code rc = u->in->next(u->in, args, &u->in_end, st);
+            if (rc != VG_OK) return rc;
+            if (u->in_end) continue;
+            vg_tensor *dt = NULL;
+            rc = vg_session_run(u->sess, NULL, fn->args, args, fn->nargs, fn->outs, &dt, 1, NULL, 0, NULL, st);
+            free_elem(args, fn->nargs);
+            if (rc != VG_OK) return rc;
+            vg__dataset *inner = vg__dataset_of(dt, st);
+            if (inner && inner->ncomp != d->ncomp) {
+                vg_status_set(st, VG_INVALID_ARGUMENT, "interleave: the function's dataset has %d components, "
+                              "expected %d", inner->ncomp, d->ncomp);
+                inner = NULL;
+            }
+            *cur = inner ? vg__ds_iter_new(inner, st) : NULL;
+            vg_tensor_free(dt);
+            if (!*cur) return st->code;
+            u->num_open++;
+        } else {
+            u->block_index = 0;
+            u->cycle_index = (u->cycle_index + 1) % d->a;
+        }
+    }
+    *end = true;
+    return VG_OK;
+}
+
 /* ------------------------------------------------------------------------ */
 /* prefetch */
 
@@ -480,6 +632,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     size_t size = d->kind == VG__DS_SLICES     ? sizeof(slices_it)
                   : d->kind == VG__DS_RANGE    ? sizeof(range_it)
                   : d->kind == VG__DS_TFRECORD ? sizeof(tfrecord_it)
+                  : d->kind == VG__DS_TEXTLINE ? sizeof(textline_it)
                   : d->kind == VG__DS_PREFETCH ? sizeof(prefetch_it)
                                                : sizeof(unary_it);
     vg__ds_iter *it = vg__calloc(1, size);
@@ -500,6 +653,10 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     case VG__DS_TFRECORD:
         it->next = tfrecord_next;
         it->free = tfrecord_free;
+        return it;
+    case VG__DS_TEXTLINE:
+        it->next = textline_next;
+        it->free = textline_free;
         return it;
     case VG__DS_PREFETCH: {
         prefetch_it *p = (prefetch_it *)it;
@@ -532,13 +689,20 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     case VG__DS_SHUFFLE: it->next = shuffle_next; break;
     case VG__DS_REPEAT: it->next = repeat_next; break;
     case VG__DS_TAKE: it->next = take_next; break;
+    case VG__DS_SHARD: it->next = shard_next; break;
+    case VG__DS_INTERLEAVE: it->next = interleave_next; break;
     default: it->next = skip_next; break;
     }
     if (d->kind != VG__DS_REPEAT && !(u->in = vg__ds_iter_new(d->input, st))) {
         vg__ds_iter_free(it);
         return NULL;
     }
-    if (d->kind == VG__DS_MAP && !(u->sess = vg_session_new(d->fn->g, NULL, st))) {
+    if (d->kind == VG__DS_INTERLEAVE && !(u->cycle = vg__calloc((size_t)d->a, sizeof(vg__ds_iter *)))) {
+        VG_OOM(st, "interleave cycle");
+        vg__ds_iter_free(it);
+        return NULL;
+    }
+    if ((d->kind == VG__DS_MAP || d->kind == VG__DS_INTERLEAVE) && !(u->sess = vg_session_new(d->fn->g, NULL, st))) {
         vg__ds_iter_free(it);
         return NULL;
     }

@@ -22,10 +22,12 @@
 
 enum {
     VG__DS_SLICES, VG__DS_RANGE, VG__DS_TFRECORD, VG__DS_MAP, VG__DS_BATCH, VG__DS_SHUFFLE,
-    VG__DS_REPEAT, VG__DS_TAKE, VG__DS_SKIP, VG__DS_PREFETCH
+    VG__DS_REPEAT, VG__DS_TAKE, VG__DS_SKIP, VG__DS_PREFETCH, VG__DS_TEXTLINE, VG__DS_SHARD,
+    VG__DS_INTERLEAVE
 };
 
-/* A map function: a graph with one placeholder per input component. */
+/* A map / interleave function: a graph with one placeholder per input component
+ * (interleave: one output, a dataset). */
 typedef struct vg__ds_fn {
     vg_graph *g;
     int nargs, nouts;
@@ -41,13 +43,14 @@ typedef struct vg__dataset {
     vg_dtype types[VG_DATASET_MAX_COMPONENTS];
     struct vg__dataset *input;
     vg_tensor *comps[VG_DATASET_MAX_COMPONENTS]; /* SLICES (references) */
-    vg_tensor *files;           /* TFRECORD: string tensor (reference) */
+    vg_tensor *files;           /* TFRECORD, TEXTLINE: string tensor (reference) */
     int compression;
-    int64_t a, b, c;            /* RANGE start/stop/step; counts; batch size; buffer sizes */
+    int64_t a, b, c;            /* RANGE start/stop/step; counts; batch size; buffer sizes;
+                                   SHARD num_shards/index; INTERLEAVE cycle/block length */
     bool flag;                  /* BATCH drop_remainder; SHUFFLE reshuffle_each_iteration */
     int64_t seed, seed2;
     atomic_llong iterations;    /* SHUFFLE: iterators made so far (reshuffling) */
-    const vg__ds_fn *fn;        /* MAP (owned by the graph) */
+    const vg__ds_fn *fn;        /* MAP, INTERLEAVE (owned by the graph) */
 } vg__dataset;
 
 /* A new dataset with one reference (zeroed, refs = 1). NULL on OOM. */

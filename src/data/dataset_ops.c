@@ -1,7 +1,8 @@
 /*
  * dataset_ops.c - tf.data's graph ops: the dataset ops (TensorSliceDataset,
  * RangeDataset, TFRecordDataset, MapDataset, BatchDatasetV2, ShuffleDataset,
- * RepeatDataset, TakeDataset, SkipDataset, PrefetchDataset), which each output a new
+ * RepeatDataset, TakeDataset, SkipDataset, PrefetchDataset, TextLineDataset, ShardDataset,
+ * InterleaveDataset), which each output a new
  * immutable dataset value, and the iterator ops (IteratorV2, MakeIterator,
  * OneShotIterator, IteratorGetNext) over a per-session iterator resource; plus the
  * builders of vigil/data.h.
@@ -14,6 +15,7 @@
 #include "graph/registry.h"
 #include "vigil/example.h"
 #include "vigil/ops.h"
+#include "vigil/reader.h"
 #include <pthread.h>
 #include <stdio.h>
 
@@ -54,7 +56,7 @@ static vg_code shape_dataset(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s needs output_types and output_shapes (1 to %d components)",
                              vg_op_type(op), VG_DATASET_MAX_COMPONENTS);
     if (strcmp(vg_op_type(op), "TensorSliceDataset") && strcmp(vg_op_type(op), "RangeDataset") &&
-        strcmp(vg_op_type(op), "TFRecordDataset")) {
+        strcmp(vg_op_type(op), "TFRecordDataset") && strcmp(vg_op_type(op), "TextLineDataset")) {
         vg_output in = vg_op_input(op, 0);
         if (vg_output_dtype(in) != VG_RESOURCE || !is_dataset_op(in.op))
             return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input 0 must be a dataset", vg_op_type(op));
@@ -88,12 +90,15 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
                : !strcmp(type, "RepeatDataset")    ? VG__DS_REPEAT
                : !strcmp(type, "TakeDataset")      ? VG__DS_TAKE
                : !strcmp(type, "SkipDataset")      ? VG__DS_SKIP
+               : !strcmp(type, "TextLineDataset")  ? VG__DS_TEXTLINE
+               : !strcmp(type, "ShardDataset")     ? VG__DS_SHARD
+               : !strcmp(type, "InterleaveDataset") ? VG__DS_INTERLEAVE
                                                    : VG__DS_PREFETCH;
     vg__dataset *d = vg__dataset_new(kind);
     if (!d) return VG_OOM(st, "dataset");
     set_types(d, op);
     vg_code rc = VG_OK;
-    if (kind != VG__DS_SLICES && kind != VG__DS_RANGE && kind != VG__DS_TFRECORD) {
+    if (kind != VG__DS_SLICES && kind != VG__DS_RANGE && kind != VG__DS_TFRECORD && kind != VG__DS_TEXTLINE) {
         vg__dataset *in = vg__dataset_of(vg__kctx_input(ctx, 0), st);
         if (!in) rc = st->code;
         else d->input = vg__dataset_ref(in);
@@ -122,7 +127,8 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
         d->a = scalar_input(ctx, 0), d->b = scalar_input(ctx, 1), d->c = scalar_input(ctx, 2);
         if (d->c == 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "step must be a non-zero integer.");
         break;
-    case VG__DS_TFRECORD: {
+    case VG__DS_TFRECORD:
+    case VG__DS_TEXTLINE: {
         d->files = vg_tensor_ref(vg__kctx_input(ctx, 0));
         if (vg_tensor_ndims(d->files) > 1) {
             rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
@@ -135,8 +141,17 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
         vg_compression c = VG_COMPRESSION_NONE;
         rc = vg_compression_parse(buf, &c, st);
         d->compression = (int)c;
+        if (rc == VG_OK && kind == VG__DS_TEXTLINE && c == VG_COMPRESSION_ZLIB)
+            rc = vg_status_set(st, VG_UNIMPLEMENTED, "TextLineDataset: ZLIB compression is not supported");
         break;
     }
+    case VG__DS_SHARD:
+        d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2);
+        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Number of shards must be greater than zero (currently num_shards = %lld).", (long long)d->a);
+        else if (d->b < 0 || d->b >= d->a)
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Index must be between 0 and %lld (currently index = %lld).", (long long)(d->a - 1), (long long)d->b);
+        break;
+    case VG__DS_INTERLEAVE:
     case VG__DS_MAP: {
         const char *key;
         size_t kl;
@@ -147,7 +162,13 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
         char k[600];
         snprintf(k, sizeof k, "%.*s", (int)(kl < 590 ? kl : 590), key);
         d->fn = vg_graph_user_data(vg_op_graph(op), k);
-        if (!d->fn) rc = vg_status_set(st, VG_NOT_FOUND, "MapDataset: function '%s' not found", k);
+        if (!d->fn) rc = vg_status_set(st, VG_NOT_FOUND, "%s: function '%s' not found", type, k);
+        if (rc == VG_OK && kind == VG__DS_INTERLEAVE) {
+            d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2);
+            if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length must be greater than zero.");
+            else if (d->b <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "block_length must be greater than zero.");
+            else if (d->a > 4096) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length %lld is too large", (long long)d->a);
+        }
         break;
     }
     case VG__DS_BATCH:
@@ -441,27 +462,43 @@ vg_output vg_dataset_tfrecord(vg_graph *g, vg_output filenames, const char *comp
     return finish(b);
 }
 
+vg_output vg_dataset_text_line(vg_graph *g, vg_output filenames, const char *compression_type, const char *name) {
+    vg_dtype t = VG_STRING;
+    vg_shape s = vg_shape_make(NULL, 0);
+    if (filenames.op && vg_output_dtype(filenames) != VG_STRING) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "TextLineDataset: filenames must be a string tensor");
+        return (vg_output){NULL, 0};
+    }
+    vg_output in[3] = {filenames, vg_const_string(g, compression_type ? compression_type : "", "compression_type"),
+                       vg_const_i64(g, 256 * 1024, "buffer_size")};
+    vg_op_builder *b = ds_builder(g, "TextLineDataset", name, &t, &s, 1);
+    vg_op_builder_add_inputs(b, in, 3);
+    return finish(b);
+}
+
 static void fn_destroy(void *p) {
     vg__ds_fn *fn = p;
     vg_graph_free(fn->g);
     vg__free(fn);
 }
 
-vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name) {
-    vg_output fail = {NULL, 0};
+/* Builds the function graph of a map / interleave over ds's elements and stores it in
+ * g's user data under *key. NULL on failure (the graph's error set). */
+static vg__ds_fn *build_fn(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *what,
+                           const char *name, char *key, size_t keylen) {
     vg_dtype t[VG_DATASET_MAX_COMPONENTS];
     vg_shape s[VG_DATASET_MAX_COMPONENTS];
-    int n = input_components(g, ds, t, s, "map");
-    if (n == 0) return fail;
+    int n = input_components(g, ds, t, s, what);
+    if (n == 0) return NULL;
     if (!fn) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "map: NULL function");
-        return fail;
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: NULL function", what);
+        return NULL;
     }
     vg__ds_fn *f = vg__calloc(1, sizeof *f);
     if (!f || !(f->g = vg_graph_new())) {
         vg__free(f);
-        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "map: out of memory");
-        return fail;
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "%s: out of memory", what);
+        return NULL;
     }
     f->nargs = n;
     for (int i = 0; i < n; i++) {
@@ -472,34 +509,62 @@ vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *
     vg_status st;
     vg_code rc = fn(f->g, f->args, n, f->outs, &f->nouts, payload);
     if (rc == VG_OK) rc = vg_graph_status(f->g, &st);
-    else vg_status_set(&st, rc, "map function failed");
+    else vg_status_set(&st, rc, "the function failed");
     if (rc == VG_OK && (f->nouts < 1 || f->nouts > VG_DATASET_MAX_COMPONENTS))
-        rc = vg_status_set(&st, VG_INVALID_ARGUMENT, "map function must return 1 to %d outputs",
+        rc = vg_status_set(&st, VG_INVALID_ARGUMENT, "the function must return 1 to %d outputs",
                            VG_DATASET_MAX_COMPONENTS);
     for (int i = 0; rc == VG_OK && i < f->nouts; i++)
         if (!f->outs[i].op || vg_op_graph(f->outs[i].op) != f->g)
-            rc = vg_status_set(&st, VG_INVALID_ARGUMENT, "map function output %d is not in the function graph", i);
+            rc = vg_status_set(&st, VG_INVALID_ARGUMENT, "function output %d is not in the function graph", i);
     if (rc != VG_OK) {
-        vg_graph_set_error(g, rc, "map: %s", st.msg);
+        vg_graph_set_error(g, rc, "%s: %s", what, st.msg);
         fn_destroy(f);
-        return fail;
+        return NULL;
     }
+    char uniq[512];
+    vg_graph_unique_name(g, name, uniq, sizeof uniq);
+    snprintf(key, keylen, FN_KEY_PREFIX "%s", uniq);
+    if (vg_graph_set_user_data(g, key, f, fn_destroy) != VG_OK) {
+        fn_destroy(f);
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "%s: out of memory", what);
+        return NULL;
+    }
+    return f;
+}
+
+vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name) {
+    char key[600];
+    vg__ds_fn *f = build_fn(g, ds, fn, payload, "map", name ? name : "MapDataset", key, sizeof key);
+    if (!f) return (vg_output){NULL, 0};
     vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
     vg_shape os[VG_DATASET_MAX_COMPONENTS];
     for (int i = 0; i < f->nouts; i++) {
         ot[i] = vg_output_dtype(f->outs[i]);
         os[i] = vg_output_shape(f->outs[i]);
     }
-    char uniq[512], key[600];
-    vg_graph_unique_name(g, name ? name : "MapDataset", uniq, sizeof uniq);
-    snprintf(key, sizeof key, FN_KEY_PREFIX "%s", uniq);
-    if (vg_graph_set_user_data(g, key, f, fn_destroy) != VG_OK) {
-        fn_destroy(f);
-        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "map: out of memory");
-        return fail;
-    }
     vg_op_builder *b = ds_builder(g, "MapDataset", name, ot, os, f->nouts);
     vg_op_builder_add_input(b, ds);
+    vg_op_builder_set_attr_string(b, "f", key, strlen(key));
+    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
+    return finish(b);
+}
+
+vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, int64_t cycle_length,
+                                int64_t block_length, const char *name) {
+    char key[600];
+    vg__ds_fn *f = build_fn(g, ds, fn, payload, "interleave", name ? name : "InterleaveDataset", key, sizeof key);
+    if (!f) return (vg_output){NULL, 0};
+    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
+    vg_shape os[VG_DATASET_MAX_COMPONENTS];
+    int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
+    if (n == 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "interleave: the function must return one dataset");
+        return (vg_output){NULL, 0};
+    }
+    vg_output in[2] = {vg_const_i64(g, cycle_length, "cycle_length"), vg_const_i64(g, block_length, "block_length")};
+    vg_op_builder *b = ds_builder(g, "InterleaveDataset", name, ot, os, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_inputs(b, in, 2);
     vg_op_builder_set_attr_string(b, "f", key, strlen(key));
     vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
     return finish(b);
@@ -564,6 +629,36 @@ vg_output vg_dataset_skip(vg_graph *g, vg_output ds, int64_t count, const char *
     vg_output c = vg_const_i64(g, count, "count");
     return same_types(g, "SkipDataset", ds, &c, 1, -1, name);
 }
+vg_output vg_dataset_shard(vg_graph *g, vg_output ds, int64_t num_shards, int64_t index, const char *name) {
+    vg_output c[2] = {vg_const_i64(g, num_shards, "num_shards"), vg_const_i64(g, index, "index")};
+    return same_types(g, "ShardDataset", ds, c, 2, -1, name);
+}
+
+vg_output vg_dataset_list_files(vg_graph *g, const char *pattern, bool shuffle, int64_t seed, const char *name) {
+    vg_graph_push_scope(g, name ? name : "list_files");
+    vg_output pat = vg_const_string(g, pattern ? pattern : "", "file_pattern");
+    vg_output files = vg_matching_files(g, pat, NULL);
+    vg_output cond = vg_greater(g, vg_size(g, files, NULL), vg_const_i32(g, 0, NULL), NULL);
+    vg_output msg = vg_const_string(g, "No files matched pattern: ", NULL);
+    vg_op *check = vg_assert(g, cond, (vg_output[]){msg, pat}, 2, 3, "assert_not_empty/Assert");
+    vg_graph_push_control_deps(g, &check, 1);
+    files = vg_identity(g, files, NULL);
+    vg_graph_pop_control_deps(g);
+    vg_output ds = vg_dataset_from_tensor_slices(g, &files, 1, NULL);
+    if (shuffle) {
+        /* shuffle(buffer_size=max(number of files, 1)): the buffer grows with the
+         * elements, so the file count bounds it */
+        int64_t s1, s2;
+        vg_graph_get_seed(g, seed, &s1, &s2);
+        if (seed == 0 && vg_graph_seed(g) == 0) s1 = s2 = 0;
+        vg_output n = vg_maximum(g, vg_cast(g, vg_size(g, files, NULL), VG_INT64, NULL), vg_const_i64(g, 1, NULL), NULL);
+        vg_output in[3] = {n, vg_const_i64(g, s1, "seed"), vg_const_i64(g, s2, "seed2")};
+        ds = same_types(g, "ShuffleDataset", ds, in, 3, 1, NULL);
+    }
+    vg_graph_pop_scope(g);
+    return ds;
+}
+
 vg_output vg_dataset_prefetch(vg_graph *g, vg_output ds, int64_t buffer_size, const char *name) {
     vg_output c = vg_const_i64(g, buffer_size, "buffer_size");
     return same_types(g, "PrefetchDataset", ds, &c, 1, -1, name);
@@ -638,6 +733,9 @@ const vg__op_def vg__ops_dataset[] = {
     {"TakeDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"SkipDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"PrefetchDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"TextLineDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ShardDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"InterleaveDataset", 3, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"IteratorV2", 0, 0, IT_FLAGS, 0, shape_iterator, kernel_iterator, NULL},
     {"OneShotIterator", 1, 1, IT_FLAGS, 0, shape_iterator, kernel_one_shot, NULL},
     {"MakeIterator", 2, 2, IT_FLAGS, 0, shape_make_iterator, kernel_make_iterator, NULL},

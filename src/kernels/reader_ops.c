@@ -3,8 +3,8 @@
  * kernels/{tf_record,fixed_length_record,text_line,whole_file}_reader_op.cc) as session
  * resources: TFRecordReaderV2, FixedLengthRecordReaderV2, TextLineReaderV2,
  * WholeFileReaderV2 and the ops on their handles (ReaderReadV2, ReaderReadUpToV2,
- * ReaderNumRecordsProducedV2, ReaderNumWorkUnitsCompletedV2, ReaderResetV2), with the
- * builders of vigil/reader.h.
+ * ReaderNumRecordsProducedV2, ReaderNumWorkUnitsCompletedV2, ReaderResetV2) and
+ * MatchingFiles, with the builders of vigil/reader.h.
  *
  * ReaderBase: a reader holds its current work item (a file name taken from a string
  * queue) and produces records from it; at the file's end it counts a finished work
@@ -19,9 +19,11 @@
 #include "vigil/reader.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -605,6 +607,55 @@ vg_op *vg_reader_reset(vg_graph *g, vg_output reader, const char *name) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* MatchingFiles (io_ops): the sorted paths matching one or more glob patterns. */
+
+static vg_code shape_matching_files(vg_op *op, vg_status *st) {
+    if (vg__op_input_dtype(op, 0) != VG_STRING)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "MatchingFiles: pattern must be a string tensor");
+    vg_shape s = vg__op_input_shape(op, 0);
+    if (s.ndims > 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "MatchingFiles: pattern must be a scalar or vector");
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_STRING, vg_shape_make((int64_t[]){-1}, 1));
+    return VG_OK;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static vg_code kernel_matching_files(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *pat = vg__kctx_input(ctx, 0);
+    glob_t gl;
+    memset(&gl, 0, sizeof gl);
+    vg_code rc = VG_OK;
+    for (int64_t i = 0; i < vg_tensor_num_elements(pat) && rc == VG_OK; i++) {
+        size_t l;
+        const char *p = vg_tensor_string(pat, i, &l);
+        char *z = vg__strndup(p, l);
+        if (!z) {
+            rc = VG_OOM(st, "pattern");
+            break;
+        }
+        int g = glob(z, i ? GLOB_APPEND : 0, NULL, &gl);
+        vg__free(z);
+        if (g == GLOB_NOSPACE) rc = VG_OOM(st, "glob");
+        else if (g != 0 && g != GLOB_NOMATCH) rc = vg_status_set(st, VG_UNKNOWN, "cannot read a directory of pattern %.*s", (int)l, p);
+    }
+    int64_t n = rc == VG_OK ? (int64_t)gl.gl_pathc : 0;
+    if (n > 1) qsort(gl.gl_pathv, (size_t)n, sizeof(char *), cmp_str);
+    vg_tensor *out;
+    if (rc == VG_OK) rc = vg__kctx_alloc_output(ctx, 0, VG_STRING, &n, 1, &out);
+    for (int64_t i = 0; i < n && rc == VG_OK; i++) rc = vg_tensor_set_string(out, i, gl.gl_pathv[i], strlen(gl.gl_pathv[i]), st);
+    globfree(&gl);
+    return rc;
+}
+
+vg_output vg_matching_files(vg_graph *g, vg_output pattern, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "MatchingFiles", name ? name : "MatchingFiles");
+    vg_op_builder_add_input(b, pattern);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+/* ------------------------------------------------------------------------ */
 
 const vg__op_def vg__ops_reader[] = {
     {"TFRecordReaderV2", 0, 0, READER_FLAGS, 0, shape_reader, kernel_reader, NULL},
@@ -616,5 +667,6 @@ const vg__op_def vg__ops_reader[] = {
     {"ReaderNumRecordsProducedV2", 1, 1, READ_FLAGS, 0, shape_counter, kernel_num_records, NULL},
     {"ReaderNumWorkUnitsCompletedV2", 1, 1, READ_FLAGS, 0, shape_counter, kernel_num_work_units, NULL},
     {"ReaderResetV2", 1, 1, READ_FLAGS, 0, shape_reset, kernel_reset, NULL},
+    {"MatchingFiles", 1, 1, READER_FLAGS, 0, shape_matching_files, kernel_matching_files, NULL},
     {0},
 };
