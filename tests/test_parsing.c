@@ -262,6 +262,72 @@ static void test_sequence_example(void) {
     vg_sequence_example_free(se);
 }
 
+
+/* magenta's make_sequence_example(inputs, labels) parsed as get_padded_batch does
+ * (FixedLenSequenceFeature inputs [2] float, labels [] int64), plus a context feature
+ * and a VarLen sequence feature (parsing_ops_test.testSequenceExampleWithSparseAndDense-
+ * FeatureLists-like). */
+static void test_parse_single_sequence_example(void) {
+    vg_status st;
+    vg_sequence_example *se = vg_sequence_example_new();
+    vg_example_add_int64(vg_sequence_example_context(se), "len", (int64_t[]){3}, 1, &st);
+    for (int t = 0; t < 3; t++) {
+        vg_sequence_example_append_float(se, "inputs", (float[]){(float)t, 10.0f + t}, 2, &st);
+        vg_sequence_example_append_int64(se, "labels", (int64_t[]){100 + t}, 1, &st);
+        int64_t tags[2] = {t, -t};
+        vg_sequence_example_append_int64(se, "tags", tags, (size_t)(t == 1 ? 0 : t == 0 ? 1 : 2), &st);
+    }
+    size_t len;
+    const void *b = vg_sequence_example_serialize(se, &len, &st);
+    vg_graph *g = vg_graph_new();
+    vg_tensor *t = vg_tensor_new_string_scalar(b, len, &st);
+    vg_output ser = vg_const(g, t, "ser");
+    vg_tensor_free(t);
+    vg_sequence_example_free(se);
+    vg_feature_spec ctx[1] = {{"len", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}}};
+    vg_sequence_feature_spec seq[4] = {{"inputs", VG_FLOAT, false, vg_shape_make((int64_t[]){2}, 1), false},
+                                       {"labels", VG_INT64, false, vg_shape_make(NULL, 0), false},
+                                       {"tags", VG_INT64, true, vg_shape_make(NULL, 0), false},
+                                       {"absent", VG_FLOAT, false, vg_shape_make((int64_t[]){4}, 1), true}};
+    vg_output cd[1], sd[4];
+    vg_sparse_output ss[4];
+    vg_op *op = vg_parse_single_sequence_example(g, ser, ctx, 1, seq, 4, cd, NULL, sd, ss, NULL);
+    CHECK(op != NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_shape sh = vg_output_shape(sd[0]);
+    CHECK(sh.ndims == 2 && sh.dims[0] == -1 && sh.dims[1] == 2);
+    vg_output f[7] = {cd[0], sd[0], sd[1], ss[2].indices, ss[2].values, ss[2].dense_shape, sd[3]};
+    vg_tensor *out[7] = {0};
+    CHECK_OK(run(g, f, 7, out, &st), &st);
+    if (out[0]) {
+        CHECK(*(int64_t *)vg_tensor_data(out[0]) == 3);
+        const float *in = vg_tensor_data(out[1]);
+        CHECK(vg_tensor_dim(out[1], 0) == 3 && in[0] == 0 && in[1] == 10 && in[4] == 2 && in[5] == 12);
+        const int64_t *lab = vg_tensor_data(out[2]);
+        CHECK(vg_tensor_dim(out[2], 0) == 3 && lab[0] == 100 && lab[2] == 102);
+        /* tags: step 0 [0], step 1 [], step 2 [2, -2] */
+        const int64_t *ind = vg_tensor_data(out[3]), *val = vg_tensor_data(out[4]), *dsh = vg_tensor_data(out[5]);
+        CHECK_EQ_INT(vg_tensor_dim(out[3], 0), 3);
+        CHECK(ind[0] == 0 && ind[1] == 0 && ind[2] == 2 && ind[3] == 0 && ind[4] == 2 && ind[5] == 1);
+        CHECK(val[0] == 0 && val[1] == 2 && val[2] == -2);
+        CHECK(dsh[0] == 3 && dsh[1] == 2);
+        CHECK(vg_tensor_ndims(out[6]) == 2 && vg_tensor_dim(out[6], 0) == 0 && vg_tensor_dim(out[6], 1) == 4);
+    }
+    for (int i = 0; i < 7; i++) vg_tensor_free(out[i]);
+    /* a required feature list that is absent; a step with the wrong count */
+    vg_sequence_feature_spec req = {"absent", VG_FLOAT, false, vg_shape_make((int64_t[]){4}, 1), false};
+    vg_output o1;
+    vg_parse_single_sequence_example(g, ser, NULL, 0, &req, 1, NULL, NULL, &o1, NULL, NULL);
+    vg_tensor *x = NULL;
+    CHECK_CODE(run(g, &o1, 1, &x, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Feature list 'absent' is required but could not be found");
+    vg_sequence_feature_spec wrong = {"inputs", VG_FLOAT, false, vg_shape_make((int64_t[]){3}, 1), false};
+    vg_parse_single_sequence_example(g, ser, NULL, 0, &wrong, 1, NULL, NULL, &o1, NULL, NULL);
+    CHECK_CODE(run(g, &o1, 1, &x, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Number of float values != expected");
+    vg_graph_free(g);
+}
+
 static void test_decode_raw(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
@@ -437,6 +503,7 @@ int main(void) {
     RUN_TEST(test_parse_example_errors);
     RUN_TEST(test_parse_single_example);
     RUN_TEST(test_sequence_example);
+    RUN_TEST(test_parse_single_sequence_example);
     RUN_TEST(test_decode_raw);
     RUN_TEST(test_string_to_number);
     RUN_TEST(test_decode_csv);

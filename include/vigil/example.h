@@ -1,7 +1,7 @@
 /*
  * vigil/example.h - tf.train.Example / SequenceExample building, TFRecord writing and
- * the parsing ops of TF's parsing_ops (ParseExample, ParseSingleExample, DecodeRaw,
- * StringToNumber, DecodeCSV).
+ * the parsing ops of TF's parsing_ops (ParseExample, ParseSingleExample,
+ * ParseSingleSequenceExample, DecodeRaw, StringToNumber, DecodeCSV).
  *
  *     vg_example *ex = vg_example_new();
  *     vg_example_add_int64(ex, "label", &label, 1, &st);
@@ -120,6 +120,30 @@ VG_API vg_op *vg_parse_example(vg_graph *g, vg_output serialized, vg_output name
  * dense[i] has the spec's shape; sparse indices are [N, 1]. */
 VG_API vg_op *vg_parse_single_example(vg_graph *g, vg_output serialized, const vg_feature_spec *specs, int n,
                                       vg_output *dense, vg_sparse_output *sparse, const char *name);
+
+/* A sequence feature: FixedLenSequenceFeature(shape, dtype, allow_missing) (dense
+ * output [T] + shape over the T steps of the feature list) or VarLenFeature (var_len:
+ * sparse output, indices (step, position), dense_shape [T, longest step]). */
+typedef struct vg_sequence_feature_spec {
+    const char *key;
+    vg_dtype dtype;
+    bool var_len;
+    vg_shape shape;
+    bool allow_missing; /* a missing list gives [0] + shape; else INVALID_ARGUMENT */
+} vg_sequence_feature_spec;
+
+/* tf.io.parse_single_sequence_example (ParseSingleSequenceExample op): serialized is a
+ * string scalar; context features as vg_parse_single_example; outputs per spec in
+ * context_dense/context_sparse (ncontext entries) and sequence_dense/sequence_sparse
+ * (nsequence entries). Run-time INVALID_ARGUMENT for a malformed record, a missing
+ * required feature or feature list ("Name: <unknown>, Feature list '<key>' is required
+ * but could not be found. ..."), a wrong type, or a step with the wrong value count.
+ * Returns the op. */
+VG_API vg_op *vg_parse_single_sequence_example(vg_graph *g, vg_output serialized, const vg_feature_spec *context,
+                                               int ncontext, const vg_sequence_feature_spec *sequence, int nsequence,
+                                               vg_output *context_dense, vg_sparse_output *context_sparse,
+                                               vg_output *sequence_dense, vg_sparse_output *sequence_sparse,
+                                               const char *name);
 
 /* tf.io.decode_raw(bytes, out_type, little_endian): output = bytes.shape + [len /
  * sizeof(out_type)]. Run-time INVALID_ARGUMENT when the lengths differ between elements

@@ -1,7 +1,8 @@
 /*
  * parsing_ops.c - TF's parsing ops (tensorflow/core/kernels/{example_parsing_ops,
  * decode_raw_op,string_to_number_op,decode_csv_op}.cc): ParseExample,
- * ParseSingleExample, DecodeRaw, StringToNumber, DecodeCSV, with their shape functions
+ * ParseSingleExample, ParseSingleSequenceExample, DecodeRaw, StringToNumber, DecodeCSV,
+ * with their shape functions
  * and the builders of vigil/example.h.
  *
  * ParseExample(serialized [B], names [B] or [0], sparse_keys x Nsparse, dense_keys x
@@ -141,18 +142,30 @@ static vg_code put_default(vg_tensor *out, int64_t at, const vg_tensor *def, int
 }
 
 /* Parses record b into the dense outputs and the sparse accumulators. */
+static vg_code fill_features(const parse_cfg *c, const vg__features *fs, int64_t b, const char *name,
+                             vg_tensor **dense, sparse_acc *acc, vg_status *st);
+
+static vg_code bad_record(const uint8_t *rec, size_t rlen, int64_t b, const char *what, vg_status *st) {
+    char pbuf[300], why[256];
+    snprintf(why, sizeof why, "%.200s", st->msg);
+    return vg_status_set(st, VG_INVALID_ARGUMENT, "Could not parse %s input, value: '%s' (record %lld: %s)", what,
+                         printable(rec, rlen < 64 ? rlen : 64, pbuf, sizeof pbuf), (long long)b, why);
+}
+
 static vg_code parse_one(const parse_cfg *c, const uint8_t *rec, size_t rlen, int64_t b, const vg_tensor *names,
                          vg__features *fs, vg_tensor **dense, sparse_acc *acc, vg_status *st) {
     char nbuf[256];
     const char *name = record_name(names, b, nbuf, sizeof nbuf);
     vg_code rc = vg__example_decode(rec, rlen, fs, st);
     if (rc == VG_RESOURCE_EXHAUSTED) return rc;
-    if (rc != VG_OK) {
-        char pbuf[300], why[256];
-        snprintf(why, sizeof why, "%.200s", st->msg);
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Could not parse example input, value: '%s' (record %lld: %s)",
-                             printable(rec, rlen < 64 ? rlen : 64, pbuf, sizeof pbuf), (long long)b, why);
-    }
+    if (rc != VG_OK) return bad_record(rec, rlen, b, "example", st);
+    return fill_features(c, fs, b, name, dense, acc, st);
+}
+
+/* Fills record b's dense values and sparse accumulators from decoded features. */
+static vg_code fill_features(const parse_cfg *c, const vg__features *fs, int64_t b, const char *name,
+                             vg_tensor **dense, sparse_acc *acc, vg_status *st) {
+    vg_code rc;
     for (int d = 0; d < c->ndense; d++) {
         const char *key = c->dense_keys[d];
         vg_dtype dt = c->dense_types[d];
@@ -276,7 +289,10 @@ static vg_code emit_sparse(vg__kctx *ctx, const parse_cfg *c, int s, sparse_acc 
     return rc;
 }
 
-static vg_code run_parse(vg__kctx *ctx, parse_cfg *c, const vg_tensor *serialized, const vg_tensor *names) {
+/* Parses the batch (or, with pre != NULL, the given decoded features as one record
+ * named pre_name) into outputs 0 .. 3 * nsparse + ndense - 1. */
+static vg_code run_parse_ex(vg__kctx *ctx, parse_cfg *c, const vg_tensor *serialized, const vg_tensor *names,
+                            const vg__features *pre, const char *pre_name) {
     vg_status *st = vg__kctx_status(ctx);
     int64_t batch = c->single ? 1 : vg_tensor_num_elements(serialized);
     vg_code rc = VG_OK;
@@ -310,7 +326,8 @@ static vg_code run_parse(vg__kctx *ctx, parse_cfg *c, const vg_tensor *serialize
         rc = vg__kctx_alloc_output(ctx, 3 * c->nsparse + d, c->dense_types[d], dims, nd, &dense[d]);
     }
     vg__features fs = {0};
-    for (int64_t b = 0; b < batch && rc == VG_OK; b++) {
+    if (pre && rc == VG_OK) rc = fill_features(c, pre, 0, pre_name, dense, acc, st);
+    for (int64_t b = 0; !pre && b < batch && rc == VG_OK; b++) {
         size_t len;
         const char *rec = vg_tensor_string(serialized, b, &len);
         rc = parse_one(c, (const uint8_t *)rec, len, b, names, &fs, dense, acc, st);
@@ -324,6 +341,10 @@ out:
     }
     if (dense != dense_local) vg__free(dense);
     return rc;
+}
+
+static vg_code run_parse(vg__kctx *ctx, parse_cfg *c, const vg_tensor *serialized, const vg_tensor *names) {
+    return run_parse_ex(ctx, c, serialized, names, NULL, NULL);
 }
 
 /* Reads the attr lists shared by both ops. */
@@ -359,8 +380,8 @@ static vg_code cfg_types(const vg_op *op, parse_cfg *c, const char *nsparse_attr
 }
 
 /* Output shapes (batch = -1 unknown, or -2 for the single op). */
-static vg_code set_parse_outputs(vg_op *op, const parse_cfg *c, int64_t batch, bool single) {
-    vg__op_set_num_outputs(op, 3 * c->nsparse + c->ndense);
+static vg_code set_parse_outputs(vg_op *op, const parse_cfg *c, int64_t batch, bool single, int extra) {
+    vg__op_set_num_outputs(op, 3 * c->nsparse + c->ndense + extra); /* extra: declared by the caller */
     int rank = single ? 1 : 2;
     for (int s = 0; s < c->nsparse; s++) {
         vg__op_set_output(op, s, VG_INT64, vg_shape_make((int64_t[]){-1, rank}, 2));
@@ -410,7 +431,7 @@ static vg_code shape_parse_example(vg_op *op, vg_status *st) {
                                  vg_dtype_name(c.dense_types[d]),
                                  vg_dtype_name(vg__op_input_dtype(op, 2 + c.nsparse + c.ndense + d)));
     vg_shape ss = vg__op_input_shape(op, 0);
-    return set_parse_outputs(op, &c, ss.ndims == 1 ? ss.dims[0] : -1, false);
+    return set_parse_outputs(op, &c, ss.ndims == 1 ? ss.dims[0] : -1, false, 0);
 }
 
 static vg_code kernel_parse_example(vg__kctx *ctx) {
@@ -500,7 +521,7 @@ static vg_code shape_parse_single(vg_op *op, vg_status *st) {
         if (vg__op_input_dtype(op, 1 + d) != c.dense_types[d])
             return vg_status_set(st, VG_INVALID_ARGUMENT, "ParseSingleExample: dense_defaults[%d] must be %s, got %s",
                                  d, vg_dtype_name(c.dense_types[d]), vg_dtype_name(vg__op_input_dtype(op, 1 + d)));
-    return set_parse_outputs(op, &c, -1, true);
+    return set_parse_outputs(op, &c, -1, true, 0);
 }
 
 static vg_code kernel_parse_single(vg__kctx *ctx) {
@@ -1005,11 +1026,362 @@ vg_op *vg_decode_csv(vg_graph *g, vg_output records, const vg_output *record_def
     return op;
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* ParseSingleSequenceExample */
+
+typedef struct seq_cfg {
+    parse_cfg ctx;                 /* context: as ParseSingleExample */
+    int nfs, nfd;
+    const vg_dtype *fs_types, *fd_types;
+    const vg_shape *fd_shapes;
+} seq_cfg;
+
+static vg_code seq_types(const vg_op *op, seq_cfg *c, vg_status *st) {
+    int64_t ncs = 0, ncd = 0, nfs = 0, nfd = 0;
+    int a = 0, b = 0, d = 0, e = 0, f = 0, h = 0;
+    vg_op_attr_int(op, "Ncontext_sparse", &ncs);
+    vg_op_attr_int(op, "Ncontext_dense", &ncd);
+    vg_op_attr_int(op, "Nfeature_list_sparse", &nfs);
+    vg_op_attr_int(op, "Nfeature_list_dense", &nfd);
+    if (!vg_op_attr_type_list(op, "context_sparse_types", &c->ctx.sparse_types, &a)) a = 0;
+    if (!vg_op_attr_type_list(op, "Tcontext_dense", &c->ctx.dense_types, &b)) b = 0;
+    if (!vg_op_attr_shape_list(op, "context_dense_shapes", &c->ctx.dense_shapes, &d)) d = 0;
+    if (!vg_op_attr_type_list(op, "feature_list_sparse_types", &c->fs_types, &e)) e = 0;
+    if (!vg_op_attr_type_list(op, "feature_list_dense_types", &c->fd_types, &f)) f = 0;
+    if (!vg_op_attr_shape_list(op, "feature_list_dense_shapes", &c->fd_shapes, &h)) h = 0;
+    if (a != ncs || b != ncd || d != ncd || e != nfs || f != nfd || h != nfd || ncs > 1024 || nfs > 1024)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "ParseSingleSequenceExample: inconsistent feature counts");
+    c->ctx.nsparse = (int)ncs;
+    c->ctx.ndense = (int)ncd;
+    c->nfs = (int)nfs;
+    c->nfd = (int)nfd;
+    c->ctx.single = true;
+    for (int i = 0; i < a; i++)
+        if (kind_of(c->ctx.sparse_types[i]) < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "bad context sparse type");
+    for (int i = 0; i < b; i++)
+        if (kind_of(c->ctx.dense_types[i]) < 0 || !vg_shape_is_fully_defined(&c->ctx.dense_shapes[i]))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "bad context dense type or shape %d", i);
+    for (int i = 0; i < e; i++)
+        if (kind_of(c->fs_types[i]) < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "bad feature list sparse type");
+    for (int i = 0; i < f; i++)
+        if (kind_of(c->fd_types[i]) < 0 || !vg_shape_is_fully_defined(&c->fd_shapes[i]) ||
+            c->fd_shapes[i].ndims + 1 > VG_MAX_DIMS)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "bad feature list dense type or shape %d", i);
+    return VG_OK;
+}
+
+/* inputs: serialized, missing_assumed_empty, keys (ncs, ncd, nfs, nfd), context
+ * defaults (ncd), debug_name */
+static vg_code shape_parse_sequence(vg_op *op, vg_status *st) {
+    seq_cfg c = {0};
+    vg_code rc = seq_types(op, &c, st);
+    if (rc != VG_OK) return rc;
+    int nk = c.ctx.nsparse + c.ctx.ndense + c.nfs + c.nfd, want = 2 + nk + c.ctx.ndense + 1;
+    if (vg_op_num_inputs(op) != want)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "ParseSingleSequenceExample expects %d inputs, got %d", want,
+                             vg_op_num_inputs(op));
+    if ((rc = check_string_input(op, 0, 0, "serialized", st)) != VG_OK) return rc;
+    if ((rc = check_string_input(op, 1, 1, "feature_list_dense_missing_assumed_empty", st)) != VG_OK) return rc;
+    for (int i = 0; i < nk; i++)
+        if ((rc = check_string_input(op, 2 + i, 0, "keys", st)) != VG_OK) return rc;
+    for (int d = 0; d < c.ctx.ndense; d++)
+        if (vg__op_input_dtype(op, 2 + nk + d) != c.ctx.dense_types[d])
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "context_dense_defaults[%d] must be %s", d,
+                                 vg_dtype_name(c.ctx.dense_types[d]));
+    int base = 3 * c.ctx.nsparse + c.ctx.ndense;
+    set_parse_outputs(op, &c.ctx, -1, true, 3 * c.nfs + c.nfd);
+    for (int s = 0; s < c.nfs; s++) {
+        vg__op_set_output(op, base + s, VG_INT64, vg_shape_make((int64_t[]){-1, 2}, 2));
+        vg__op_set_output(op, base + c.nfs + s, c.fs_types[s], vg_shape_make((int64_t[]){-1}, 1));
+        vg__op_set_output(op, base + 2 * c.nfs + s, VG_INT64, vg_shape_make((int64_t[]){2}, 1));
+    }
+    for (int d = 0; d < c.nfd; d++) {
+        vg_shape sh = c.fd_shapes[d];
+        memmove(sh.dims + 1, sh.dims, sizeof(int64_t) * (size_t)sh.ndims);
+        sh.dims[0] = -1;
+        sh.ndims++;
+        vg__op_set_output(op, base + 3 * c.nfs + d, c.fd_types[d], sh);
+    }
+    return VG_OK;
+}
+
+/* Copies one step's values (count checked by the caller) into out at element `at`. */
+static vg_code put_values(const vg__feature *f, vg_tensor *out, int64_t at, int64_t n, vg_status *st) {
+    int64_t got;
+    vg_dtype dt = vg_tensor_dtype(out);
+    if (dt == VG_INT64) return vg__feature_int64s(f, (int64_t *)vg_tensor_data(out) + at, n, &got, st);
+    if (dt == VG_FLOAT) return vg__feature_floats(f, (float *)vg_tensor_data(out) + at, n, &got, st);
+    vg__pb_reader r;
+    const uint8_t *p;
+    size_t len;
+    vg_code rc = VG_OK;
+    vg__pb_reader_init(&r, f->list, f->list_len);
+    for (int64_t i = 0; i < n && rc == VG_OK; i++)
+        if ((rc = vg__feature_bytes_next(&r, &p, &len, st)) == VG_OK)
+            rc = vg_tensor_set_string(out, at + i, (const char *)p, len, st);
+    return rc;
+}
+
+/* Counts the steps of a feature list and checks each step's kind; *total = values. */
+static vg_code scan_steps(const vg__feature_list *fl, int want_kind, const char *name, const char *key, vg_dtype dt,
+                          int64_t *steps, int64_t *total, int64_t *maxc, vg_status *st) {
+    vg__pb_reader r;
+    vg__feature f;
+    vg_code rc;
+    *steps = *total = *maxc = 0;
+    vg__pb_reader_init(&r, fl->data, fl->len);
+    while ((rc = vg__feature_list_next(&r, &f, st)) == VG_OK) {
+        if (f.kind != want_kind && f.kind != VG__FEAT_NONE) return type_mismatch(st, name, key, f.kind, dt);
+        int64_t n;
+        if ((rc = vg__feature_count(&f, &n, st)) != VG_OK) return rc;
+        (*steps)++;
+        *total += n;
+        if (n > *maxc) *maxc = n;
+    }
+    return rc == VG_OUT_OF_RANGE ? VG_OK : rc;
+}
+
+static vg_code kernel_parse_sequence(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_op *op = vg__kctx_op(ctx);
+    seq_cfg c = {0};
+    vg_code rc = seq_types(op, &c, st);
+    if (rc != VG_OK) return rc;
+    int nk = c.ctx.nsparse + c.ctx.ndense + c.nfs + c.nfd;
+    char **keys = vg__calloc((size_t)nk + 1, sizeof(char *));
+    size_t *klen = vg__calloc((size_t)nk + 1, sizeof(size_t));
+    vg_tensor **defs = vg__calloc((size_t)c.ctx.ndense + 1, sizeof(vg_tensor *));
+    vg__seq_example se = {0};
+    if (!keys || !klen || !defs) rc = VG_OOM(st, "ParseSingleSequenceExample");
+    for (int i = 0; i < nk && rc == VG_OK; i++) {
+        vg_tensor *t = vg__kctx_input(ctx, 2 + i);
+        size_t len = 0;
+        const char *p = vg_tensor_num_elements(t) == 1 ? vg_tensor_string(t, 0, &len) : NULL;
+        if (!p) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "key %d must be a string scalar", i);
+        else if (!(keys[i] = vg__strndup(p, len))) rc = VG_OOM(st, "key");
+        klen[i] = len;
+    }
+    char name[256] = "<unknown>";
+    size_t nl;
+    const char *dn = vg_tensor_string(vg__kctx_input(ctx, vg__kctx_num_inputs(ctx) - 1), 0, &nl);
+    if (dn && nl) snprintf(name, sizeof name, "%.*s", (int)(nl < 255 ? nl : 255), dn);
+    size_t rlen = 0;
+    const char *rec = vg_tensor_string(vg__kctx_input(ctx, 0), 0, &rlen);
+    if (rc == VG_OK && (rc = vg__seq_example_decode((const uint8_t *)rec, rlen, &se, st)) != VG_OK &&
+        rc != VG_RESOURCE_EXHAUSTED)
+        rc = bad_record((const uint8_t *)rec, rlen, 0, "sequence example", st);
+    if (rc == VG_OK) {
+        for (int d = 0; d < c.ctx.ndense; d++) defs[d] = vg__kctx_input(ctx, 2 + nk + d);
+        c.ctx.sparse_keys = (const char **)keys;
+        c.ctx.sparse_klen = klen;
+        c.ctx.dense_keys = (const char **)keys + c.ctx.nsparse;
+        c.ctx.dense_klen = klen + c.ctx.nsparse;
+        c.ctx.defaults = defs;
+        rc = run_parse_ex(ctx, &c.ctx, NULL, NULL, &se.context, name);
+    }
+    int base = 3 * c.ctx.nsparse + c.ctx.ndense, k0 = c.ctx.nsparse + c.ctx.ndense;
+    const vg_tensor *missing_ok = vg__kctx_input(ctx, 1);
+    for (int d = 0; d < c.nfd && rc == VG_OK; d++) {
+        const char *key = keys[k0 + c.nfs + d];
+        vg_dtype dt = c.fd_types[d];
+        const vg__feature_list *fl = vg__seq_example_find(&se, key, klen[k0 + c.nfs + d]);
+        int64_t steps = 0, total = 0, maxc = 0, n = vg_shape_num_elements(&c.fd_shapes[d]);
+        if (!fl) {
+            bool ok = false;
+            for (int64_t i = 0; i < vg_tensor_num_elements(missing_ok) && !ok; i++) {
+                size_t l;
+                const char *m = vg_tensor_string(missing_ok, i, &l);
+                ok = l == klen[k0 + c.nfs + d] && memcmp(m, key, l) == 0;
+            }
+            if (!ok) {
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "Name: %s, Feature list '%s' is required but could not be found.  Did you mean to "
+                                   "include it in feature_list_dense_missing_assumed_empty or "
+                                   "feature_list_dense_defaults?",
+                                   name, key);
+                break;
+            }
+        } else if ((rc = scan_steps(fl, kind_of(dt), name, key, dt, &steps, &total, &maxc, st)) != VG_OK) {
+            break;
+        }
+        int64_t dims[VG_MAX_DIMS];
+        dims[0] = steps;
+        memcpy(dims + 1, c.fd_shapes[d].dims, sizeof(int64_t) * (size_t)c.fd_shapes[d].ndims);
+        vg_tensor *out;
+        if ((rc = vg__kctx_alloc_output(ctx, base + 3 * c.nfs + d, dt, dims, c.fd_shapes[d].ndims + 1, &out)) != VG_OK)
+            break;
+        if (!fl) continue;
+        vg__pb_reader r;
+        vg__feature f;
+        int64_t t = 0;
+        vg__pb_reader_init(&r, fl->data, fl->len);
+        while (rc == VG_OK && (rc = vg__feature_list_next(&r, &f, st)) == VG_OK) {
+            int64_t cnt;
+            if ((rc = vg__feature_count(&f, &cnt, st)) != VG_OK) break;
+            if (cnt != n) {
+                char sb[128];
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "Name: %s, Key: %s, Index: %lld.  Number of %s values != expected.  values size: "
+                                   "%lld but output shape: %s",
+                                   name, key, (long long)t, vg_dtype_name(dt), (long long)cnt,
+                                   vg_shape_str(&c.fd_shapes[d], sb, sizeof sb));
+                break;
+            }
+            rc = put_values(&f, out, t * n, n, st);
+            t++;
+        }
+        if (rc == VG_OUT_OF_RANGE) rc = VG_OK;
+    }
+    for (int sidx = 0; sidx < c.nfs && rc == VG_OK; sidx++) {
+        const char *key = keys[k0 + sidx];
+        vg_dtype dt = c.fs_types[sidx];
+        const vg__feature_list *fl = vg__seq_example_find(&se, key, klen[k0 + sidx]);
+        int64_t steps = 0, total = 0, maxc = 0;
+        if (fl && (rc = scan_steps(fl, kind_of(dt), name, key, dt, &steps, &total, &maxc, st)) != VG_OK) break;
+        vg_tensor *ind, *val, *shp;
+        if ((rc = vg__kctx_alloc_output(ctx, base + sidx, VG_INT64, (int64_t[]){total, 2}, 2, &ind)) != VG_OK ||
+            (rc = vg__kctx_alloc_output(ctx, base + c.nfs + sidx, dt, &total, 1, &val)) != VG_OK ||
+            (rc = vg__kctx_alloc_output(ctx, base + 2 * c.nfs + sidx, VG_INT64, (int64_t[]){2}, 1, &shp)) != VG_OK)
+            break;
+        int64_t *sp = vg_tensor_data(shp), *ip = vg_tensor_data(ind);
+        sp[0] = steps;
+        sp[1] = maxc;
+        if (!fl) continue;
+        vg__pb_reader r;
+        vg__feature f;
+        int64_t t = 0, at = 0;
+        vg__pb_reader_init(&r, fl->data, fl->len);
+        while (rc == VG_OK && (rc = vg__feature_list_next(&r, &f, st)) == VG_OK) {
+            int64_t cnt;
+            if ((rc = vg__feature_count(&f, &cnt, st)) != VG_OK) break;
+            for (int64_t j = 0; j < cnt; j++) {
+                ip[2 * (at + j)] = t;
+                ip[2 * (at + j) + 1] = j;
+            }
+            if (cnt) rc = put_values(&f, val, at, cnt, st);
+            at += cnt;
+            t++;
+        }
+        if (rc == VG_OUT_OF_RANGE) rc = VG_OK;
+    }
+    vg__seq_example_free(&se);
+    if (keys)
+        for (int i = 0; i < nk; i++) vg__free(keys[i]);
+    vg__free(keys);
+    vg__free(klen);
+    vg__free(defs);
+    return rc;
+}
+
+vg_op *vg_parse_single_sequence_example(vg_graph *g, vg_output serialized, const vg_feature_spec *context, int ncontext,
+                                        const vg_sequence_feature_spec *sequence, int nsequence,
+                                        vg_output *context_dense, vg_sparse_output *context_sparse,
+                                        vg_output *sequence_dense, vg_sparse_output *sequence_sparse,
+                                        const char *name) {
+    if (!specs_ok(g, "parse_single_sequence_example", context, ncontext)) return NULL;
+    if (nsequence < 0 || nsequence > 128 || ncontext > 128 || (nsequence > 0 && !sequence)) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "parse_single_sequence_example: bad sequence specs");
+        return NULL;
+    }
+    vg_dtype cst[128], cdt[128], fst[128], fdt[128];
+    vg_shape cds[128], fds[128];
+    const char *csk[128], *cdk[128], *fsk[128], *fdk[128], *missing[128];
+    int ncs = 0, ncd = 0, nfs = 0, nfd = 0, nmiss = 0;
+    vg_output defs[128];
+    for (int i = 0; i < ncontext; i++) {
+        if (context[i].var_len) {
+            cst[ncs] = context[i].dtype, csk[ncs++] = context[i].key;
+        } else {
+            cdt[ncd] = context[i].dtype, cds[ncd] = context[i].shape, cdk[ncd] = context[i].key;
+            defs[ncd++] = dense_default(g, &context[i]);
+        }
+    }
+    for (int i = 0; i < nsequence; i++) {
+        const vg_sequence_feature_spec *q = &sequence[i];
+        if (!q->key || !*q->key || kind_of(q->dtype) < 0 || (!q->var_len && !vg_shape_is_fully_defined(&q->shape))) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                               "parse_single_sequence_example: sequence feature %d needs a key, dtype int64, float or "
+                               "string and (FixedLenSequenceFeature) a fully defined shape",
+                               i);
+            return NULL;
+        }
+        if (q->var_len) {
+            fst[nfs] = q->dtype, fsk[nfs++] = q->key;
+        } else {
+            fdt[nfd] = q->dtype, fds[nfd] = q->shape, fdk[nfd++] = q->key;
+            if (q->allow_missing) missing[nmiss++] = q->key;
+        }
+    }
+    vg_graph_push_scope(g, "ParseSingleSequenceExample");
+    vg_output keyc[256];
+    int nk = 0;
+    for (int i = 0; i < ncs; i++) keyc[nk++] = vg_const_string(g, csk[i], "Const");
+    for (int i = 0; i < ncd; i++) keyc[nk++] = vg_const_string(g, cdk[i], "Const");
+    for (int i = 0; i < nfs; i++) keyc[nk++] = vg_const_string(g, fsk[i], "Const");
+    for (int i = 0; i < nfd; i++) keyc[nk++] = vg_const_string(g, fdk[i], "Const");
+    int64_t nm = nmiss;
+    vg_status st;
+    vg_tensor *mt = vg_tensor_new(VG_STRING, &nm, 1, &st);
+    for (int i = 0; mt && i < nmiss; i++) vg_tensor_set_string(mt, i, missing[i], strlen(missing[i]), &st);
+    vg_output miss = mt ? vg_const(g, mt, "feature_list_dense_missing_assumed_empty") : (vg_output){NULL, 0};
+    vg_tensor_free(mt);
+    vg_output debug = vg_const_string(g, "", "debug_name");
+    vg_graph_pop_scope(g);
+    vg_op_builder *b = vg_op_builder_new(g, "ParseSingleSequenceExample",
+                                         name ? name : "ParseSingleSequenceExample/ParseSingleSequenceExample");
+    vg_op_builder_add_input(b, serialized);
+    vg_op_builder_add_input(b, miss);
+    vg_op_builder_add_inputs(b, keyc, nk);
+    vg_op_builder_add_inputs(b, defs, ncd);
+    vg_op_builder_add_input(b, debug);
+    vg_op_builder_set_attr_int(b, "Ncontext_sparse", ncs);
+    vg_op_builder_set_attr_int(b, "Ncontext_dense", ncd);
+    vg_op_builder_set_attr_int(b, "Nfeature_list_sparse", nfs);
+    vg_op_builder_set_attr_int(b, "Nfeature_list_dense", nfd);
+    vg_op_builder_set_attr_type_list(b, "context_sparse_types", cst, ncs);
+    vg_op_builder_set_attr_type_list(b, "Tcontext_dense", cdt, ncd);
+    vg_op_builder_set_attr_shape_list(b, "context_dense_shapes", cds, ncd);
+    vg_op_builder_set_attr_type_list(b, "feature_list_sparse_types", fst, nfs);
+    vg_op_builder_set_attr_type_list(b, "feature_list_dense_types", fdt, nfd);
+    vg_op_builder_set_attr_shape_list(b, "feature_list_dense_shapes", fds, nfd);
+    vg_op *op = vg_op_builder_finish(b);
+    int base = 3 * ncs + ncd, is = 0, id = 0;
+    for (int i = 0; i < ncontext; i++) {
+        if (context[i].var_len) {
+            if (context_sparse)
+                context_sparse[i] = (vg_sparse_output){vg_out(op, is), vg_out(op, ncs + is), vg_out(op, 2 * ncs + is)};
+            if (context_dense) context_dense[i] = (vg_output){NULL, 0};
+            is++;
+        } else {
+            if (context_dense) context_dense[i] = vg_out(op, 3 * ncs + id);
+            if (context_sparse) context_sparse[i] = (vg_sparse_output){{NULL, 0}, {NULL, 0}, {NULL, 0}};
+            id++;
+        }
+    }
+    is = id = 0;
+    for (int i = 0; i < nsequence; i++) {
+        if (sequence[i].var_len) {
+            if (sequence_sparse)
+                sequence_sparse[i] = (vg_sparse_output){vg_out(op, base + is), vg_out(op, base + nfs + is),
+                                                        vg_out(op, base + 2 * nfs + is)};
+            if (sequence_dense) sequence_dense[i] = (vg_output){NULL, 0};
+            is++;
+        } else {
+            if (sequence_dense) sequence_dense[i] = vg_out(op, base + 3 * nfs + id);
+            if (sequence_sparse) sequence_sparse[i] = (vg_sparse_output){{NULL, 0}, {NULL, 0}, {NULL, 0}};
+            id++;
+        }
+    }
+    return op;
+}
+
 /* ------------------------------------------------------------------------ */
 
 const vg__op_def vg__ops_parsing[] = {
     {"ParseExample", 2, -1, PARSE_FLAGS, 0, shape_parse_example, kernel_parse_example, NULL},
     {"ParseSingleExample", 1, -1, PARSE_FLAGS, 0, shape_parse_single, kernel_parse_single, NULL},
+    {"ParseSingleSequenceExample", 3, -1, PARSE_FLAGS, 0, shape_parse_sequence, kernel_parse_sequence, NULL},
     {"DecodeRaw", 1, 1, PARSE_FLAGS, 0, shape_decode_raw, kernel_decode_raw, NULL},
     {"StringToNumber", 1, 1, PARSE_FLAGS, 0, shape_string_to_number, kernel_string_to_number, NULL},
     {"DecodeCSV", 2, -1, PARSE_FLAGS, 0, shape_decode_csv, kernel_decode_csv, NULL},
