@@ -458,6 +458,60 @@ static void test_list_files_text_lines(void) {
     vg_graph_free(g);
 }
 
+/* ignore_errors over TFRecordDataset (tf_record_dataset_test / ignore_errors_test):
+ * good (3) + corrupt at record 1 (1 good before) + missing + good (2) = 6 records. */
+static void test_ignore_errors(void) {
+    vg_status st;
+    char paths[4][256];
+    const int counts[4] = {3, 3, 0, 2};
+    for (int f = 0; f < 4; f++) {
+        snprintf(paths[f], sizeof paths[f], "%s/ie%d.tfrecord", g_dir, f);
+        if (f == 2) continue; /* missing */
+        vg_tfrecord_writer *w = vg_tfrecord_writer_open(paths[f], VG_COMPRESSION_NONE, &st);
+        for (int i = 0; i < counts[f]; i++) vg_tfrecord_writer_write(w, "rec", 3, &st);
+        vg_tfrecord_writer_close(w, &st);
+    }
+    FILE *fp = fopen(paths[1], "r+b");
+    fseek(fp, 19 + 12 + 1, SEEK_SET); /* record 1's data */
+    fputc('X', fp);
+    fclose(fp);
+    int64_t four = 4;
+    for (int ignore = 0; ignore < 2; ignore++) {
+        vg_graph *g = vg_graph_new();
+        vg_tensor *ft = vg_tensor_new(VG_STRING, &four, 1, &st);
+        for (int i = 0; i < 4; i++) vg_tensor_set_string(ft, i, paths[i], strlen(paths[i]), &st);
+        vg_output files = vg_const(g, ft, "files");
+        vg_tensor_free(ft);
+        vg_output ds = vg_dataset_tfrecord(g, files, "", NULL);
+        if (ignore) ds = vg_dataset_ignore_errors(g, ds, NULL);
+        vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
+        vg_session *s = vg_session_new(g, NULL, &st);
+        int n = 0;
+        vg_code rc;
+        vg_tensor *t = NULL;
+        while ((rc = vg_session_run1(s, vg_out(next, 0), &t, &st)) == VG_OK && n < 100) {
+            vg_tensor_free(t);
+            n++;
+        }
+        if (ignore) {
+            CHECK_EQ_INT(n, 6);
+            CHECK_CODE(rc, VG_OUT_OF_RANGE);
+        } else {
+            CHECK_EQ_INT(n, 4);
+            CHECK_CODE(rc, VG_DATA_LOSS);
+            CHECK_STR_CONTAINS(st.msg, "offset 19");
+            CHECK_STR_CONTAINS(st.msg, paths[1]);
+            /* TF moves on to the next file: the missing one fails with NOT_FOUND */
+            CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_NOT_FOUND);
+            CHECK_STR_CONTAINS(st.msg, paths[2]);
+            CHECK_OK(vg_session_run1(s, vg_out(next, 0), &t, &st), &st);
+            vg_tensor_free(t);
+        }
+        vg_session_free(s);
+        vg_graph_free(g);
+    }
+}
+
 int main(void) {
     strcpy(g_dir, "/tmp/vg_data_XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
@@ -471,6 +525,7 @@ int main(void) {
     RUN_TEST(test_prefetch_order_and_close);
     RUN_TEST(test_interleave_shard);
     RUN_TEST(test_list_files_text_lines);
+    RUN_TEST(test_ignore_errors);
     nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     TEST_MAIN_END();
 }

@@ -43,7 +43,8 @@ VG_API vg_output vg_dataset_from_tensor_slices(vg_graph *g, const vg_output *com
 VG_API vg_output vg_dataset_range(vg_graph *g, int64_t start, int64_t stop, int64_t step, const char *name);
 /* TFRecordDataset(filenames: string scalar or vector, compression_type "", "ZLIB",
  * "GZIP"): elements are string scalars, the records of the files in order. Missing
- * file: NOT_FOUND naming it; corrupt record: DATA_LOSS naming file and offset. */
+ * file: NOT_FOUND naming it; corrupt record: DATA_LOSS naming file and offset; after
+ * such an error the iterator continues with the next file (as TF). */
 VG_API vg_output vg_dataset_tfrecord(vg_graph *g, vg_output filenames, const char *compression_type,
                                      const char *name);
 
@@ -90,6 +91,12 @@ VG_API vg_output vg_dataset_repeat(vg_graph *g, vg_output ds, int64_t count, con
 /* TakeDataset (count -1 = all) / SkipDataset (count -1 = all). */
 VG_API vg_output vg_dataset_take(vg_graph *g, vg_output ds, int64_t count, const char *name);
 VG_API vg_output vg_dataset_skip(vg_graph *g, vg_output ds, int64_t count, const char *name);
+/* tf.data.experimental.ignore_errors() (IgnoreErrorsDataset): elements whose
+ * production fails are dropped (session cancellation still ends the iteration). A
+ * TFRecord or text file whose read fails (missing, corrupt, truncated) is left after its
+ * error, as TF does, so with ignore_errors a corrupt file ends early and the next file
+ * is read. */
+VG_API vg_output vg_dataset_ignore_errors(vg_graph *g, vg_output ds, const char *name);
 /* PrefetchDataset: a background thread keeps up to buffer_size (>= 1) elements ready.
  * Errors reach get_next in order. */
 VG_API vg_output vg_dataset_prefetch(vg_graph *g, vg_output ds, int64_t buffer_size, const char *name);

@@ -151,7 +151,10 @@ static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
             if (!path) return VG_OOM(st, "file name");
             t->r = vg__zrecord_reader_open(path, d->compression, st);
             vg__free(path);
-            if (!t->r) return st->code;
+            if (!t->r) {
+                t->file++; /* TF: a file that cannot be opened is skipped after its error */
+                return st->code;
+            }
         }
         const uint8_t *data;
         size_t len;
@@ -166,6 +169,11 @@ static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
             continue;
         }
         if (rc != VG_OK) {
+            /* as TF: after an error (DATA_LOSS...) move on to the next file, so that
+             * ignore_errors does not see the same error forever */
+            vg__zrecord_reader_close(t->r);
+            t->r = NULL;
+            t->file++;
             vg_status_copy(st, &e);
             return rc;
         }
@@ -204,6 +212,7 @@ static vg_code textline_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
             if (!probe) {
                 vg_code rc = vg__io_errno_status(st, errno, "cannot open", path);
                 vg__free(path);
+                t->file++;
                 return rc;
             }
             fclose(probe);
@@ -235,7 +244,11 @@ static vg_code textline_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
         if (zerr != Z_OK && zerr != Z_BUF_ERROR) {
             size_t l;
             const char *s = vg_tensor_string(d->files, t->file, &l);
-            return vg_status_set(st, VG_DATA_LOSS, "%.*s: %s", (int)l, s, zmsg);
+            vg_status_set(st, VG_DATA_LOSS, "%.*s: %s", (int)l, s, zmsg);
+            gzclose(t->gz);
+            t->gz = NULL;
+            t->file++;
+            return VG_DATA_LOSS;
         }
         if (!any) {
             gzclose(t->gz);
@@ -455,6 +468,22 @@ static vg_code skip_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status 
     return u->in->next(u->in, out, end, st);
 }
 
+
+/* IgnoreErrorsDataset: elements whose production failed are dropped. */
+static vg_code ignore_errors_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    for (;;) {
+        vg_status e;
+        vg_status_clear(&e);
+        vg_code rc = u->in->next(u->in, out, end, &e);
+        if (rc == VG_OK) return VG_OK;
+        if (rc == VG_CANCELLED) {
+            vg_status_copy(st, &e);
+            return rc;
+        }
+        u->count++; /* errors skipped so far */
+    }
+}
 
 static vg_code shard_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
@@ -690,6 +719,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     case VG__DS_REPEAT: it->next = repeat_next; break;
     case VG__DS_TAKE: it->next = take_next; break;
     case VG__DS_SHARD: it->next = shard_next; break;
+    case VG__DS_IGNORE_ERRORS: it->next = ignore_errors_next; break;
     case VG__DS_INTERLEAVE: it->next = interleave_next; break;
     default: it->next = skip_next; break;
     }

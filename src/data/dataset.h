@@ -23,7 +23,7 @@
 enum {
     VG__DS_SLICES, VG__DS_RANGE, VG__DS_TFRECORD, VG__DS_MAP, VG__DS_BATCH, VG__DS_SHUFFLE,
     VG__DS_REPEAT, VG__DS_TAKE, VG__DS_SKIP, VG__DS_PREFETCH, VG__DS_TEXTLINE, VG__DS_SHARD,
-    VG__DS_INTERLEAVE
+    VG__DS_INTERLEAVE, VG__DS_IGNORE_ERRORS
 };
 
 /* A map / interleave function: a graph with one placeholder per input component

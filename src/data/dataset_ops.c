@@ -93,6 +93,7 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
                : !strcmp(type, "TextLineDataset")  ? VG__DS_TEXTLINE
                : !strcmp(type, "ShardDataset")     ? VG__DS_SHARD
                : !strcmp(type, "InterleaveDataset") ? VG__DS_INTERLEAVE
+               : !strcmp(type, "IgnoreErrorsDataset") ? VG__DS_IGNORE_ERRORS
                                                    : VG__DS_PREFETCH;
     vg__dataset *d = vg__dataset_new(kind);
     if (!d) return VG_OOM(st, "dataset");
@@ -659,6 +660,10 @@ vg_output vg_dataset_list_files(vg_graph *g, const char *pattern, bool shuffle, 
     return ds;
 }
 
+vg_output vg_dataset_ignore_errors(vg_graph *g, vg_output ds, const char *name) {
+    return same_types(g, "IgnoreErrorsDataset", ds, NULL, 0, -1, name);
+}
+
 vg_output vg_dataset_prefetch(vg_graph *g, vg_output ds, int64_t buffer_size, const char *name) {
     vg_output c = vg_const_i64(g, buffer_size, "buffer_size");
     return same_types(g, "PrefetchDataset", ds, &c, 1, -1, name);
@@ -736,6 +741,7 @@ const vg__op_def vg__ops_dataset[] = {
     {"TextLineDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"ShardDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"InterleaveDataset", 3, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"IgnoreErrorsDataset", 1, 1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"IteratorV2", 0, 0, IT_FLAGS, 0, shape_iterator, kernel_iterator, NULL},
     {"OneShotIterator", 1, 1, IT_FLAGS, 0, shape_iterator, kernel_one_shot, NULL},
     {"MakeIterator", 2, 2, IT_FLAGS, 0, shape_make_iterator, kernel_make_iterator, NULL},
