@@ -19,6 +19,7 @@ int cli_train(int argc, char **argv);
 int cli_ckpt(int argc, char **argv);
 int cli_events(int argc, char **argv);
 int cli_plot(int argc, char **argv);
+int cli_convert(int argc, char **argv);
 
 /* ---- errors and messages ---------------------------------------------------- */
 /* "vigil: <CODE>: <message>" on stderr; returns 1 (the exit status for it). */

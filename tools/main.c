@@ -1,6 +1,6 @@
 /*
  * main.c - entry point of the `vigil` command: dispatches to the subcommands (train,
- * ckpt, events, plot) and holds the helpers they share (error messages, option and
+ * ckpt, events, plot, convert) and holds the helpers they share (error messages, option and
  * number parsing, comma lists).
  */
 #include "cli.h"
@@ -21,6 +21,8 @@ static const char *usage_text =
     "  ckpt <dir|prefix>         list the tensors of a checkpoint (--tensor NAME, --stats)\n"
     "  events <dir|file>         print the scalars of event files as TSV (--tags a,b)\n"
     "  plot <dir> -o curves.svg  draw scalar curves (loss, accuracy) as SVG (or .png)\n"
+    "  convert                   IDX (Fashion-MNIST) to a TFRecord of tf.train.Examples or to\n"
+    "                            fixed-length records (--images, --labels, -o, --format)\n"
     "\n"
     "Run 'vigil <command> --help' for the options of a command.\n";
 
@@ -136,6 +138,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "ckpt")) return cli_ckpt(argc - 1, argv + 1);
     if (!strcmp(cmd, "events")) return cli_events(argc - 1, argv + 1);
     if (!strcmp(cmd, "plot")) return cli_plot(argc - 1, argv + 1);
+    if (!strcmp(cmd, "convert")) return cli_convert(argc - 1, argv + 1);
     fprintf(stderr, "vigil: unknown command '%s'\n\n%s", cmd, usage_text);
     return 2;
 }
