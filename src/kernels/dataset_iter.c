@@ -1,10 +1,10 @@
 /*
- * dataset.c - tf.data iterators (tensorflow/core/kernels/data/ *_dataset_op.cc
+ * dataset_iter.c - tf.data iterators (tensorflow/core/kernels/data/ *_dataset_op.cc
  * semantics): tensor slices, range, TFRecord files, map (a function graph run by a
  * private session), batch, shuffle, repeat, take, skip and prefetch (a producer
  * thread and a bounded buffer), text lines, shard and interleave.
  */
-#include "data/dataset.h"
+#include "kernels/dataset.h"
 #include "io/example_io.h"
 #include <errno.h>
 #include <pthread.h>
