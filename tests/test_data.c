@@ -512,6 +512,76 @@ static void test_ignore_errors(void) {
     }
 }
 
+static vg_code less_than_5(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs, (void)p;
+    outs[0] = vg_less(fg, args[0], vg_const_i64(fg, 5, NULL), NULL);
+    *nouts = 1;
+    return VG_OK;
+}
+
+/* from_tensors + unbatch, filter, concatenate, zip, FixedLengthRecordDataset */
+static void test_more_transformations(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    int64_t v[64];
+    vg_code end;
+    vg_output vec = vg_const_array(g, VG_INT64, (int64_t[]){3}, 1, (int64_t[]){7, 8, 9}, "vec");
+    int n = drain_i64(g, vg_dataset_unbatch(g, vg_dataset_from_tensors(g, &vec, 1, NULL), NULL), v, 64, &end);
+    CHECK(n == 3 && v[0] == 7 && v[2] == 9);
+    n = drain_i64(g, vg_dataset_filter(g, vg_dataset_range(g, 0, 10, 1, NULL), less_than_5, NULL, NULL), v, 64, &end);
+    CHECK(n == 5 && v[4] == 4);
+    n = drain_i64(g, vg_dataset_concatenate(g, vg_dataset_range(g, 0, 3, 1, NULL), vg_dataset_range(g, 10, 12, 1, NULL), NULL),
+                  v, 64, &end);
+    CHECK(n == 5 && v[2] == 2 && v[3] == 10 && v[4] == 11);
+    vg_output zipped = vg_dataset_zip(g, (vg_output[]){vg_dataset_range(g, 0, 5, 1, NULL), vg_dataset_range(g, 100, 103, 1, NULL)},
+                                      2, NULL);
+    CHECK_EQ_INT(vg_dataset_components(zipped, NULL, NULL), 2);
+    vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, zipped, NULL), NULL);
+    /* fixed-length records: header "HHH", 3 records of 4 bytes, footer "FF" */
+    char path[256], bad[256];
+    snprintf(path, sizeof path, "%s/fixed.bin", g_dir);
+    snprintf(bad, sizeof bad, "%s/fixed_bad.bin", g_dir);
+    FILE *f = fopen(path, "wb");
+    fputs("HHHaaaabbbbccccFF", f);
+    fclose(f);
+    f = fopen(bad, "wb");
+    fputs("HHHaaaabbFF", f);
+    fclose(f);
+    vg_op *fnext = vg_iterator_get_next(
+        g, vg_make_one_shot_iterator(g, vg_dataset_fixed_length_record(g, vg_const_string(g, path, NULL), 3, 4, 2, NULL), NULL),
+        NULL);
+    vg_op *bnext = vg_iterator_get_next(
+        g, vg_make_one_shot_iterator(g, vg_dataset_fixed_length_record(g, vg_const_string(g, bad, NULL), 3, 4, 2, NULL), NULL),
+        NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    for (int i = 0; i < 3; i++) {
+        vg_tensor *o[2] = {0};
+        CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, (vg_output[]){vg_out(next, 0), vg_out(next, 1)}, o, 2, NULL, 0,
+                                NULL, &st),
+                 &st);
+        if (o[0]) CHECK(*(int64_t *)vg_tensor_data(o[0]) == i && *(int64_t *)vg_tensor_data(o[1]) == 100 + i);
+        vg_tensor_free(o[0]);
+        vg_tensor_free(o[1]);
+    }
+    vg_tensor *t = NULL;
+    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_OUT_OF_RANGE); /* the shorter one ended */
+    const char *want[3] = {"aaaa", "bbbb", "cccc"};
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(vg_session_run1(s, vg_out(fnext, 0), &t, &st), &st);
+        if (!t) break;
+        size_t l;
+        const char *x = vg_tensor_string(t, 0, &l);
+        CHECK(l == 4 && memcmp(x, want[i], 4) == 0);
+        vg_tensor_free(t);
+    }
+    CHECK_CODE(vg_session_run1(s, vg_out(fnext, 0), &t, &st), VG_OUT_OF_RANGE);
+    CHECK_CODE(vg_session_run1(s, vg_out(bnext, 0), &t, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "not an exact multiple of the record length (4 bytes)");
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 int main(void) {
     strcpy(g_dir, "/tmp/vg_data_XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
@@ -526,6 +596,7 @@ int main(void) {
     RUN_TEST(test_interleave_shard);
     RUN_TEST(test_list_files_text_lines);
     RUN_TEST(test_ignore_errors);
+    RUN_TEST(test_more_transformations);
     nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     TEST_MAIN_END();
 }

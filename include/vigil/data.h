@@ -39,6 +39,13 @@ VG_API int vg_dataset_components(vg_output ds, vg_dtype *types, vg_shape *shapes
 /* TensorSliceDataset: element i = (components[0][i], ..., components[n-1][i]); all
  * components need the same first dimension (run-time INVALID_ARGUMENT otherwise). */
 VG_API vg_output vg_dataset_from_tensor_slices(vg_graph *g, const vg_output *components, int n, const char *name);
+/* TensorDataset (from_tensors): one element, the components themselves. */
+VG_API vg_output vg_dataset_from_tensors(vg_graph *g, const vg_output *components, int n, const char *name);
+/* FixedLengthRecordDatasetV2(filenames, header_bytes, record_bytes, footer_bytes):
+ * string records; a file whose body (without header and footer) is not a whole number
+ * of records fails with INVALID_ARGUMENT (as TF), a missing one with NOT_FOUND. */
+VG_API vg_output vg_dataset_fixed_length_record(vg_graph *g, vg_output filenames, int64_t header_bytes,
+                                                int64_t record_bytes, int64_t footer_bytes, const char *name);
 /* RangeDataset(start, stop, step): int64 scalars; step 0 is INVALID_ARGUMENT. */
 VG_API vg_output vg_dataset_range(vg_graph *g, int64_t start, int64_t stop, int64_t step, const char *name);
 /* TFRecordDataset(filenames: string scalar or vector, compression_type "", "ZLIB",
@@ -73,6 +80,18 @@ VG_API vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn,
  * element's dataset when it ends (TF's deterministic order). */
 VG_API vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
                                        int64_t cycle_length, int64_t block_length, const char *name);
+/* FilterDataset: keeps the elements for which predicate (built like a map function,
+ * one output: a bool scalar) is true. */
+VG_API vg_output vg_dataset_filter(vg_graph *g, vg_output ds, vg_dataset_map_fn predicate, void *payload,
+                                   const char *name);
+/* UnbatchDataset: splits each element along its first dimension (all components must
+ * share it: INVALID_ARGUMENT otherwise). */
+VG_API vg_output vg_dataset_unbatch(vg_graph *g, vg_output ds, const char *name);
+/* ConcatenateDataset: ds's elements, then other's (same component types). */
+VG_API vg_output vg_dataset_concatenate(vg_graph *g, vg_output ds, vg_output other, const char *name);
+/* ZipDataset: element i = the components of element i of each dataset, in order
+ * (flattened); ends with the shortest. */
+VG_API vg_output vg_dataset_zip(vg_graph *g, const vg_output *datasets, int n, const char *name);
 /* ShardDataset: the elements whose index i has i % num_shards == index
  * (INVALID_ARGUMENT at run time for num_shards <= 0 or index out of range). */
 VG_API vg_output vg_dataset_shard(vg_graph *g, vg_output ds, int64_t num_shards, int64_t index, const char *name);

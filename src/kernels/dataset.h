@@ -23,7 +23,8 @@
 enum {
     VG__DS_SLICES, VG__DS_RANGE, VG__DS_TFRECORD, VG__DS_MAP, VG__DS_BATCH, VG__DS_SHUFFLE,
     VG__DS_REPEAT, VG__DS_TAKE, VG__DS_SKIP, VG__DS_PREFETCH, VG__DS_TEXTLINE, VG__DS_SHARD,
-    VG__DS_INTERLEAVE, VG__DS_IGNORE_ERRORS
+    VG__DS_INTERLEAVE, VG__DS_IGNORE_ERRORS, VG__DS_FROM_TENSORS, VG__DS_FILTER, VG__DS_UNBATCH,
+    VG__DS_CONCATENATE, VG__DS_ZIP, VG__DS_FIXEDLEN
 };
 
 /* A map / interleave function: a graph with one placeholder per input component
@@ -42,15 +43,18 @@ typedef struct vg__dataset {
     int ncomp;
     vg_dtype types[VG_DATASET_MAX_COMPONENTS];
     struct vg__dataset *input;
-    vg_tensor *comps[VG_DATASET_MAX_COMPONENTS]; /* SLICES (references) */
-    vg_tensor *files;           /* TFRECORD, TEXTLINE: string tensor (reference) */
+    struct vg__dataset *more[VG_DATASET_MAX_COMPONENTS]; /* CONCATENATE: more[0]; ZIP: the others */
+    int nmore;
+    vg_tensor *comps[VG_DATASET_MAX_COMPONENTS]; /* SLICES, FROM_TENSORS (references) */
+    vg_tensor *files;           /* TFRECORD, TEXTLINE, FIXEDLEN: string tensor (reference) */
     int compression;
     int64_t a, b, c;            /* RANGE start/stop/step; counts; batch size; buffer sizes;
-                                   SHARD num_shards/index; INTERLEAVE cycle/block length */
+                                   SHARD num_shards/index; INTERLEAVE cycle/block length;
+                                   FIXEDLEN header/record/footer bytes */
     bool flag;                  /* BATCH drop_remainder; SHUFFLE reshuffle_each_iteration */
     int64_t seed, seed2;
     atomic_llong iterations;    /* SHUFFLE: iterators made so far (reshuffling) */
-    const vg__ds_fn *fn;        /* MAP, INTERLEAVE (owned by the graph) */
+    const vg__ds_fn *fn;        /* MAP, INTERLEAVE, FILTER (owned by the graph) */
 } vg__dataset;
 
 /* A new dataset with one reference (zeroed, refs = 1). NULL on OOM. */

@@ -7,6 +7,9 @@
 #include "kernels/dataset.h"
 #include "io/example_io.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <time.h>
 #include <zlib.h>
@@ -31,6 +34,7 @@ void vg__dataset_unref(vg__dataset *d) {
     for (int i = 0; i < VG_DATASET_MAX_COMPONENTS; i++) vg_tensor_free(d->comps[i]);
     vg_tensor_free(d->files);
     vg__dataset_unref(d->input);
+    for (int i = 0; i < d->nmore; i++) vg__dataset_unref(d->more[i]);
     vg__free(d);
 }
 
@@ -269,6 +273,105 @@ static void textline_free(vg__ds_iter *it) {
     vg__free(t->line);
 }
 
+
+typedef struct once_it {
+    vg__ds_iter base;
+    bool done;
+} once_it;
+
+static vg_code from_tensors_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    (void)st;
+    once_it *o = (once_it *)it;
+    if (o->done) {
+        *end = true;
+        return VG_OK;
+    }
+    for (int c = 0; c < it->ds->ncomp; c++) out[c] = vg_tensor_ref(it->ds->comps[c]);
+    o->done = true;
+    return VG_OK;
+}
+
+/* FixedLengthRecordDataset: after header_bytes, records of record_bytes up to the last
+ * footer_bytes; the body must be a whole number of records (TF's InvalidArgument). */
+typedef struct fixedlen_it {
+    vg__ds_iter base;
+    int64_t file, pos, limit;
+    int fd;
+} fixedlen_it;
+
+static vg_code fixedlen_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    fixedlen_it *f = (fixedlen_it *)it;
+    const vg__dataset *d = it->ds;
+    for (;;) {
+        size_t l;
+        const char *s = f->file < vg_tensor_num_elements(d->files) ? vg_tensor_string(d->files, f->file, &l) : NULL;
+        if (f->fd < 0) {
+            if (!s) {
+                *end = true;
+                return VG_OK;
+            }
+            char *path = vg__strndup(s, l);
+            if (!path) return VG_OOM(st, "file name");
+            f->fd = open(path, O_RDONLY | O_CLOEXEC);
+            struct stat sb;
+            vg_code rc = VG_OK;
+            if (f->fd < 0 || fstat(f->fd, &sb) != 0) {
+                rc = vg__io_errno_status(st, errno, "cannot open", path);
+            } else if (sb.st_size < d->a + d->c || (sb.st_size - d->a - d->c) % d->b != 0) {
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "Excluding the header (%lld bytes) and footer (%lld bytes), input file \"%s\" has "
+                                   "body length %lld, which is not an exact multiple of the record length (%lld bytes).",
+                                   (long long)d->a, (long long)d->c, path, (long long)(sb.st_size - d->a - d->c),
+                                   (long long)d->b);
+            }
+            vg__free(path);
+            if (rc != VG_OK) {
+                if (f->fd >= 0) close(f->fd);
+                f->fd = -1;
+                f->file++;
+                return rc;
+            }
+            f->pos = d->a;
+            f->limit = (int64_t)sb.st_size - d->c;
+        }
+        if (f->pos + d->b > f->limit) {
+            close(f->fd);
+            f->fd = -1;
+            f->file++;
+            continue;
+        }
+        vg_tensor *t = vg_tensor_new(VG_STRING, NULL, 0, st);
+        char *buf = t ? vg__malloc((size_t)d->b) : NULL;
+        if (!buf) {
+            vg_tensor_free(t);
+            return t ? VG_OOM(st, "record") : st->code;
+        }
+        size_t got = 0;
+        while (got < (size_t)d->b) {
+            ssize_t k = pread(f->fd, buf + got, (size_t)d->b - got, (off_t)(f->pos + (int64_t)got));
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) break;
+            got += (size_t)k;
+        }
+        vg_code rc = got == (size_t)d->b ? vg_tensor_set_string(t, 0, buf, got, st)
+                                         : vg_status_set(st, VG_DATA_LOSS, "%.*s: short read at offset %lld", (int)l, s,
+                                                         (long long)f->pos);
+        vg__free(buf);
+        if (rc != VG_OK) {
+            vg_tensor_free(t);
+            return rc;
+        }
+        f->pos += d->b;
+        out[0] = t;
+        return VG_OK;
+    }
+}
+
+static void fixedlen_free(vg__ds_iter *it) {
+    fixedlen_it *f = (fixedlen_it *)it;
+    if (f->fd >= 0) close(f->fd);
+}
+
 /* ------------------------------------------------------------------------ */
 /* transformations with one input */
 
@@ -282,6 +385,9 @@ typedef struct unary_it {
     uint64_t rng[4];
     bool in_end;
     vg__ds_iter **cycle;              /* interleave: cycle_length slots */
+    vg__ds_iter *ins[VG_DATASET_MAX_COMPONENTS]; /* zip: the other inputs; concatenate: the second */
+    vg_tensor *cur[VG_DATASET_MAX_COMPONENTS];   /* unbatch: the element being split */
+    int64_t cur_n;
     int64_t cycle_index, block_index, num_open;
 } unary_it;
 
@@ -294,6 +400,10 @@ static void unary_free(vg__ds_iter *it) {
     if (u->cycle)
         for (int64_t i = 0; i < it->ds->a; i++) vg__ds_iter_free(u->cycle[i]);
     vg__free(u->cycle);
+    for (int i = 0; i < VG_DATASET_MAX_COMPONENTS; i++) {
+        vg__ds_iter_free(u->ins[i]);
+        vg_tensor_free(u->cur[i]);
+    }
 }
 
 static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
@@ -549,6 +659,79 @@ static vg_code interleave_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
     return VG_OK;
 }
 
+
+static vg_code filter_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__ds_fn *fn = it->ds->fn;
+    for (;;) {
+        vg_code rc = u->in->next(u->in, out, end, st);
+        if (rc != VG_OK || *end) return rc;
+        vg_tensor *keep = NULL;
+        rc = vg_session_run(u->sess, NULL, fn->args, out, fn->nargs, fn->outs, &keep, 1, NULL, 0, NULL, st);
+        if (rc == VG_OK && (vg_tensor_dtype(keep) != VG_BOOL || vg_tensor_num_elements(keep) != 1))
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`predicate` must return a scalar boolean tensor.");
+        bool k = rc == VG_OK && *(const bool *)vg_tensor_data(keep);
+        vg_tensor_free(keep);
+        if (rc == VG_OK && k) return VG_OK;
+        free_elem(out, it->ds->ncomp);
+        if (rc != VG_OK) return rc;
+    }
+}
+
+static vg_code unbatch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    int nc = it->ds->ncomp;
+    while (!u->cur[0] || u->count >= u->cur_n) {
+        free_elem(u->cur, nc);
+        vg_code rc = u->in->next(u->in, u->cur, end, st);
+        if (rc != VG_OK || *end) return rc;
+        u->count = 0;
+        u->cur_n = vg_tensor_ndims(u->cur[0]) > 0 ? vg_tensor_dim(u->cur[0], 0) : -1;
+        for (int c = 0; c < nc; c++)
+            if (vg_tensor_ndims(u->cur[c]) < 1 || vg_tensor_dim(u->cur[c], 0) != u->cur_n) {
+                free_elem(u->cur, nc);
+                return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                     "Input element must have a non-scalar value in each component, with the same "
+                                     "first dimension (component %d)", c);
+            }
+    }
+    for (int c = 0; c < nc; c++) {
+        if (!(out[c] = slice_row(u->cur[c], u->count, st))) {
+            free_elem(out, c);
+            return st->code;
+        }
+    }
+    u->count++;
+    return VG_OK;
+}
+
+static vg_code concatenate_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    if (!u->in_end) {
+        vg_code rc = u->in->next(u->in, out, &u->in_end, st);
+        if (rc != VG_OK || !u->in_end) return rc;
+    }
+    if (!u->ins[0] && !(u->ins[0] = vg__ds_iter_new(it->ds->more[0], st))) return st->code;
+    return u->ins[0]->next(u->ins[0], out, end, st);
+}
+
+static vg_code zip_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    int at = 0;
+    for (int k = 0; k <= d->nmore; k++) {
+        vg__ds_iter *in = k == 0 ? u->in : u->ins[k - 1];
+        const vg__dataset *src = k == 0 ? d->input : d->more[k - 1];
+        vg_code rc = in->next(in, out + at, end, st);
+        if (rc != VG_OK || *end) {
+            free_elem(out, at);
+            return rc;
+        }
+        at += src->ncomp;
+    }
+    return VG_OK;
+}
+
 /* ------------------------------------------------------------------------ */
 /* prefetch */
 
@@ -663,6 +846,8 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
                   : d->kind == VG__DS_TFRECORD ? sizeof(tfrecord_it)
                   : d->kind == VG__DS_TEXTLINE ? sizeof(textline_it)
                   : d->kind == VG__DS_PREFETCH ? sizeof(prefetch_it)
+                  : d->kind == VG__DS_FROM_TENSORS ? sizeof(once_it)
+                  : d->kind == VG__DS_FIXEDLEN ? sizeof(fixedlen_it)
                                                : sizeof(unary_it);
     vg__ds_iter *it = vg__calloc(1, size);
     if (!it) {
@@ -686,6 +871,14 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     case VG__DS_TEXTLINE:
         it->next = textline_next;
         it->free = textline_free;
+        return it;
+    case VG__DS_FROM_TENSORS:
+        it->next = from_tensors_next;
+        return it;
+    case VG__DS_FIXEDLEN:
+        it->next = fixedlen_next;
+        it->free = fixedlen_free;
+        ((fixedlen_it *)it)->fd = -1;
         return it;
     case VG__DS_PREFETCH: {
         prefetch_it *p = (prefetch_it *)it;
@@ -721,8 +914,18 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     case VG__DS_SHARD: it->next = shard_next; break;
     case VG__DS_IGNORE_ERRORS: it->next = ignore_errors_next; break;
     case VG__DS_INTERLEAVE: it->next = interleave_next; break;
+    case VG__DS_FILTER: it->next = filter_next; break;
+    case VG__DS_UNBATCH: it->next = unbatch_next; break;
+    case VG__DS_CONCATENATE: it->next = concatenate_next; break;
+    case VG__DS_ZIP: it->next = zip_next; break;
     default: it->next = skip_next; break;
     }
+    if (d->kind == VG__DS_ZIP)
+        for (int k = 0; k < d->nmore; k++)
+            if (!(u->ins[k] = vg__ds_iter_new(d->more[k], st))) {
+                vg__ds_iter_free(it);
+                return NULL;
+            }
     if (d->kind != VG__DS_REPEAT && !(u->in = vg__ds_iter_new(d->input, st))) {
         vg__ds_iter_free(it);
         return NULL;
@@ -732,7 +935,8 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         vg__ds_iter_free(it);
         return NULL;
     }
-    if ((d->kind == VG__DS_MAP || d->kind == VG__DS_INTERLEAVE) && !(u->sess = vg_session_new(d->fn->g, NULL, st))) {
+    if ((d->kind == VG__DS_MAP || d->kind == VG__DS_INTERLEAVE || d->kind == VG__DS_FILTER) &&
+        !(u->sess = vg_session_new(d->fn->g, NULL, st))) {
         vg__ds_iter_free(it);
         return NULL;
     }

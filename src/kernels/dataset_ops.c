@@ -47,6 +47,13 @@ int vg_dataset_components(vg_output ds, vg_dtype *types, vg_shape *shapes) {
 /* ------------------------------------------------------------------------ */
 /* dataset ops */
 
+/* Dataset ops without a dataset input. */
+static bool is_source(const char *type) {
+    return !strcmp(type, "TensorSliceDataset") || !strcmp(type, "RangeDataset") || !strcmp(type, "TFRecordDataset") ||
+           !strcmp(type, "TextLineDataset") || !strcmp(type, "TensorDataset") ||
+           !strcmp(type, "FixedLengthRecordDatasetV2");
+}
+
 static vg_code shape_dataset(vg_op *op, vg_status *st) {
     const vg_dtype *t;
     const vg_shape *s;
@@ -55,8 +62,7 @@ static vg_code shape_dataset(vg_op *op, vg_status *st) {
         !vg_op_attr_shape_list(op, "output_shapes", &s, &ns) || ns != n)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s needs output_types and output_shapes (1 to %d components)",
                              vg_op_type(op), VG_DATASET_MAX_COMPONENTS);
-    if (strcmp(vg_op_type(op), "TensorSliceDataset") && strcmp(vg_op_type(op), "RangeDataset") &&
-        strcmp(vg_op_type(op), "TFRecordDataset") && strcmp(vg_op_type(op), "TextLineDataset")) {
+    if (!is_source(vg_op_type(op))) {
         vg_output in = vg_op_input(op, 0);
         if (vg_output_dtype(in) != VG_RESOURCE || !is_dataset_op(in.op))
             return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input 0 must be a dataset", vg_op_type(op));
@@ -94,17 +100,50 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
                : !strcmp(type, "ShardDataset")     ? VG__DS_SHARD
                : !strcmp(type, "InterleaveDataset") ? VG__DS_INTERLEAVE
                : !strcmp(type, "IgnoreErrorsDataset") ? VG__DS_IGNORE_ERRORS
+               : !strcmp(type, "TensorDataset")    ? VG__DS_FROM_TENSORS
+               : !strcmp(type, "FilterDataset")    ? VG__DS_FILTER
+               : !strcmp(type, "UnbatchDataset")   ? VG__DS_UNBATCH
+               : !strcmp(type, "ConcatenateDataset") ? VG__DS_CONCATENATE
+               : !strcmp(type, "ZipDataset")       ? VG__DS_ZIP
+               : !strcmp(type, "FixedLengthRecordDatasetV2") ? VG__DS_FIXEDLEN
                                                    : VG__DS_PREFETCH;
     vg__dataset *d = vg__dataset_new(kind);
     if (!d) return VG_OOM(st, "dataset");
     set_types(d, op);
     vg_code rc = VG_OK;
-    if (kind != VG__DS_SLICES && kind != VG__DS_RANGE && kind != VG__DS_TFRECORD && kind != VG__DS_TEXTLINE) {
+    if (!is_source(type)) {
         vg__dataset *in = vg__dataset_of(vg__kctx_input(ctx, 0), st);
         if (!in) rc = st->code;
         else d->input = vg__dataset_ref(in);
     }
+    if (rc == VG_OK && (kind == VG__DS_ZIP || kind == VG__DS_CONCATENATE)) {
+        int n = vg__kctx_num_inputs(ctx);
+        for (int i = 1; i < n && i <= VG_DATASET_MAX_COMPONENTS && rc == VG_OK; i++) {
+            vg__dataset *in = vg__dataset_of(vg__kctx_input(ctx, i), st);
+            if (!in) rc = st->code;
+            else d->more[d->nmore++] = vg__dataset_ref(in);
+        }
+    }
     switch (rc == VG_OK ? kind : -1) {
+    case VG__DS_FROM_TENSORS:
+        for (int i = 0; i < vg__kctx_num_inputs(ctx) && rc == VG_OK; i++) {
+            vg_tensor *t = vg__kctx_input(ctx, i);
+            if (vg_tensor_dtype(t) != d->types[i])
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
+                                   vg_dtype_name(vg_tensor_dtype(t)), vg_dtype_name(d->types[i]));
+            d->comps[i] = vg_tensor_ref(t);
+        }
+        break;
+    case VG__DS_FIXEDLEN:
+        d->files = vg_tensor_ref(vg__kctx_input(ctx, 0));
+        d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2), d->c = scalar_input(ctx, 3);
+        if (vg_tensor_ndims(d->files) > 1)
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
+        else if (d->a < 0 || d->c < 0)
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "header_bytes and footer_bytes must be >= 0");
+        else if (d->b <= 0 || d->b > ((int64_t)1 << 31))
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "record_bytes must be in (0, 2^31]");
+        break;
     case VG__DS_SLICES: {
         int n = vg__kctx_num_inputs(ctx);
         int64_t n0 = -1;
@@ -153,10 +192,11 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
             rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Index must be between 0 and %lld (currently index = %lld).", (long long)(d->a - 1), (long long)d->b);
         break;
     case VG__DS_INTERLEAVE:
+    case VG__DS_FILTER:
     case VG__DS_MAP: {
         const char *key;
         size_t kl;
-        if (!vg_op_attr_string(op, "f", &key, &kl)) {
+        if (!vg_op_attr_string(op, kind == VG__DS_FILTER ? "predicate" : "f", &key, &kl)) {
             rc = vg_status_set(st, VG_INVALID_ARGUMENT, "MapDataset needs attr f");
             break;
         }
@@ -440,6 +480,43 @@ vg_output vg_dataset_from_tensor_slices(vg_graph *g, const vg_output *components
     return finish(b);
 }
 
+vg_output vg_dataset_from_tensors(vg_graph *g, const vg_output *components, int n, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    if (n < 1 || n > VG_DATASET_MAX_COMPONENTS || !components) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "from_tensors needs 1 to %d components", VG_DATASET_MAX_COMPONENTS);
+        return (vg_output){NULL, 0};
+    }
+    for (int i = 0; i < n; i++) {
+        if (!components[i].op) return (vg_output){NULL, 0};
+        t[i] = vg_output_dtype(components[i]);
+        s[i] = vg_output_shape(components[i]);
+    }
+    vg_op_builder *b = ds_builder(g, "TensorDataset", name, t, s, n);
+    vg_op_builder_add_inputs(b, components, n);
+    vg_op_builder_set_attr_type_list(b, "Toutput_types", t, n);
+    return finish(b);
+}
+
+vg_output vg_dataset_fixed_length_record(vg_graph *g, vg_output filenames, int64_t header_bytes, int64_t record_bytes,
+                                         int64_t footer_bytes, const char *name) {
+    vg_dtype t = VG_STRING;
+    vg_shape s = vg_shape_make(NULL, 0);
+    if (filenames.op && vg_output_dtype(filenames) != VG_STRING) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "FixedLengthRecordDataset: filenames must be a string tensor");
+        return (vg_output){NULL, 0};
+    }
+    vg_output in[6] = {filenames,
+                       vg_const_i64(g, header_bytes, "header_bytes"),
+                       vg_const_i64(g, record_bytes, "record_bytes"),
+                       vg_const_i64(g, footer_bytes, "footer_bytes"),
+                       vg_const_i64(g, 256 * 1024, "buffer_size"),
+                       vg_const_string(g, "", "compression_type")};
+    vg_op_builder *b = ds_builder(g, "FixedLengthRecordDatasetV2", name, &t, &s, 1);
+    vg_op_builder_add_inputs(b, in, 6);
+    return finish(b);
+}
+
 vg_output vg_dataset_range(vg_graph *g, int64_t start, int64_t stop, int64_t step, const char *name) {
     vg_dtype t = VG_INT64;
     vg_shape s = vg_shape_make(NULL, 0);
@@ -568,6 +645,95 @@ vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn,
     vg_op_builder_add_inputs(b, in, 2);
     vg_op_builder_set_attr_string(b, "f", key, strlen(key));
     vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
+    return finish(b);
+}
+
+vg_output vg_dataset_filter(vg_graph *g, vg_output ds, vg_dataset_map_fn predicate, void *payload, const char *name) {
+    char key[600];
+    vg__ds_fn *f = build_fn(g, ds, predicate, payload, "filter", name ? name : "FilterDataset", key, sizeof key);
+    if (!f) return (vg_output){NULL, 0};
+    vg_shape ps = vg_output_shape(f->outs[0]);
+    if (f->nouts != 1 || vg_output_dtype(f->outs[0]) != VG_BOOL || (ps.ndims > 0)) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "filter: `predicate` must return a scalar boolean tensor.");
+        return (vg_output){NULL, 0};
+    }
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = vg_dataset_components(ds, t, s);
+    vg_op_builder *b = ds_builder(g, "FilterDataset", name, t, s, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_set_attr_string(b, "predicate", key, strlen(key));
+    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
+    return finish(b);
+}
+
+vg_output vg_dataset_unbatch(vg_graph *g, vg_output ds, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, "unbatch");
+    if (n == 0) return (vg_output){NULL, 0};
+    for (int i = 0; i < n; i++) {
+        if (s[i].ndims == 0) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "unbatch: component %d is a scalar", i);
+            return (vg_output){NULL, 0};
+        }
+        if (s[i].ndims > 0) {
+            memmove(s[i].dims, s[i].dims + 1, sizeof(int64_t) * (size_t)(s[i].ndims - 1));
+            s[i].ndims--;
+        }
+    }
+    vg_op_builder *b = ds_builder(g, "UnbatchDataset", name, t, s, n);
+    vg_op_builder_add_input(b, ds);
+    return finish(b);
+}
+
+vg_output vg_dataset_concatenate(vg_graph *g, vg_output ds, vg_output other, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS], t2[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS], s2[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, "concatenate"), n2 = n ? input_components(g, other, t2, s2, "concatenate") : 0;
+    if (n == 0 || n2 == 0) return (vg_output){NULL, 0};
+    if (n != n2 || memcmp(t, t2, sizeof(vg_dtype) * (size_t)n) != 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "concatenate: the datasets have different types");
+        return (vg_output){NULL, 0};
+    }
+    for (int i = 0; i < n; i++) { /* the most specific shape compatible with both */
+        if (s[i].ndims != s2[i].ndims) {
+            s[i] = vg_shape_unknown();
+            continue;
+        }
+        for (int k = 0; k < s[i].ndims; k++)
+            if (s[i].dims[k] != s2[i].dims[k]) s[i].dims[k] = -1;
+    }
+    vg_op_builder *b = ds_builder(g, "ConcatenateDataset", name, t, s, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_input(b, other);
+    return finish(b);
+}
+
+vg_output vg_dataset_zip(vg_graph *g, const vg_output *datasets, int n, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int nc = 0;
+    if (n < 1 || n > VG_DATASET_MAX_COMPONENTS || !datasets) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "zip needs 1 to %d datasets", VG_DATASET_MAX_COMPONENTS);
+        return (vg_output){NULL, 0};
+    }
+    for (int i = 0; i < n; i++) {
+        vg_dtype ti[VG_DATASET_MAX_COMPONENTS];
+        vg_shape si[VG_DATASET_MAX_COMPONENTS];
+        int k = input_components(g, datasets[i], ti, si, "zip");
+        if (k == 0) return (vg_output){NULL, 0};
+        if (nc + k > VG_DATASET_MAX_COMPONENTS) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "zip: more than %d components", VG_DATASET_MAX_COMPONENTS);
+            return (vg_output){NULL, 0};
+        }
+        memcpy(t + nc, ti, sizeof(vg_dtype) * (size_t)k);
+        memcpy(s + nc, si, sizeof(vg_shape) * (size_t)k);
+        nc += k;
+    }
+    vg_op_builder *b = ds_builder(g, "ZipDataset", name, t, s, nc);
+    vg_op_builder_add_inputs(b, datasets, n);
+    vg_op_builder_set_attr_int(b, "N", n);
     return finish(b);
 }
 
@@ -742,6 +908,12 @@ const vg__op_def vg__ops_dataset[] = {
     {"ShardDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"InterleaveDataset", 3, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"IgnoreErrorsDataset", 1, 1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"TensorDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"FixedLengthRecordDatasetV2", 6, 6, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"FilterDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"UnbatchDataset", 1, 1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ConcatenateDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ZipDataset", 1, VG_DATASET_MAX_COMPONENTS, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"IteratorV2", 0, 0, IT_FLAGS, 0, shape_iterator, kernel_iterator, NULL},
     {"OneShotIterator", 1, 1, IT_FLAGS, 0, shape_iterator, kernel_one_shot, NULL},
     {"MakeIterator", 2, 2, IT_FLAGS, 0, shape_make_iterator, kernel_make_iterator, NULL},
