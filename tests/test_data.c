@@ -582,6 +582,49 @@ static void test_more_transformations(void) {
     vg_graph_free(g);
 }
 
+/* x -> fill([x], x): elements [], [1], [2, 2], [3, 3, 3] */
+static vg_code fill_x(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs, (void)p;
+    vg_output d = vg_reshape_c(fg, vg_cast(fg, args[0], VG_INT32, NULL), (int64_t[]){1}, 1, NULL);
+    outs[0] = vg_fill(fg, d, args[0], NULL);
+    *nouts = 1;
+    return VG_OK;
+}
+
+/* padded_batch_test.testPaddedBatchDataset-like: pad to the longest with -1 */
+static void test_padded_batch(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output ds = vg_dataset_map(g, vg_dataset_range(g, 0, 4, 1, NULL), fill_x, NULL, NULL);
+    vg_shape longest = vg_shape_make((int64_t[]){-1}, 1), two = vg_shape_make((int64_t[]){2}, 1);
+    vg_output pad = vg_const_i64(g, -1, "pad");
+    vg_op *next = vg_iterator_get_next(
+        g, vg_make_one_shot_iterator(g, vg_dataset_padded_batch(g, ds, 2, &longest, &pad, false, NULL), NULL), NULL);
+    vg_op *bad = vg_iterator_get_next(
+        g, vg_make_one_shot_iterator(g, vg_dataset_padded_batch(g, ds, 4, &two, NULL, false, NULL), NULL), NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *t = NULL;
+    CHECK_OK(vg_session_run1(s, vg_out(next, 0), &t, &st), &st);
+    if (t) {
+        const int64_t *v = vg_tensor_data(t);
+        CHECK(vg_tensor_dim(t, 0) == 2 && vg_tensor_dim(t, 1) == 1 && v[0] == -1 && v[1] == 1);
+    }
+    vg_tensor_free(t);
+    CHECK_OK(vg_session_run1(s, vg_out(next, 0), &t, &st), &st);
+    if (t) {
+        const int64_t *v = vg_tensor_data(t);
+        CHECK(vg_tensor_dim(t, 0) == 2 && vg_tensor_dim(t, 1) == 3);
+        CHECK(v[0] == 2 && v[1] == 2 && v[2] == -1 && v[3] == 3 && v[4] == 3 && v[5] == 3);
+    }
+    vg_tensor_free(t);
+    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_OUT_OF_RANGE);
+    CHECK_CODE(vg_session_run1(s, vg_out(bad, 0), &t, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Attempted to pad to a smaller size than the input element");
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 int main(void) {
     strcpy(g_dir, "/tmp/vg_data_XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
@@ -597,6 +640,7 @@ int main(void) {
     RUN_TEST(test_list_files_text_lines);
     RUN_TEST(test_ignore_errors);
     RUN_TEST(test_more_transformations);
+    RUN_TEST(test_padded_batch);
     nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     TEST_MAIN_END();
 }

@@ -100,6 +100,13 @@ VG_API vg_output vg_dataset_shard(vg_graph *g, vg_output ds, int64_t num_shards,
  * the last, smaller batch is dropped when drop_remainder. */
 VG_API vg_output vg_dataset_batch(vg_graph *g, vg_output ds, int64_t batch_size, bool drop_remainder,
                                   const char *name);
+/* PaddedBatchDatasetV2: as batch, component c padded to padded_shapes[c] (NULL = the
+ * component's own build-time shape; -1 dimensions become the batch's largest size) with
+ * padding_values[c] (NULL or {NULL,0}: zero / ""). An element larger than a fixed
+ * padded dimension fails with INVALID_ARGUMENT "Attempted to pad to a smaller size than
+ * the input element ...". */
+VG_API vg_output vg_dataset_padded_batch(vg_graph *g, vg_output ds, int64_t batch_size, const vg_shape *padded_shapes,
+                                         const vg_output *padding_values, bool drop_remainder, const char *name);
 /* ShuffleDataset: a buffer of buffer_size elements, each output drawn uniformly from it.
  * seed 0 = the graph seed rules (both unset: nondeterministic). reshuffle_each_iteration:
  * each new iterator over it (e.g. each epoch of a repeat) uses another order. */

@@ -24,7 +24,7 @@ enum {
     VG__DS_SLICES, VG__DS_RANGE, VG__DS_TFRECORD, VG__DS_MAP, VG__DS_BATCH, VG__DS_SHUFFLE,
     VG__DS_REPEAT, VG__DS_TAKE, VG__DS_SKIP, VG__DS_PREFETCH, VG__DS_TEXTLINE, VG__DS_SHARD,
     VG__DS_INTERLEAVE, VG__DS_IGNORE_ERRORS, VG__DS_FROM_TENSORS, VG__DS_FILTER, VG__DS_UNBATCH,
-    VG__DS_CONCATENATE, VG__DS_ZIP, VG__DS_FIXEDLEN
+    VG__DS_CONCATENATE, VG__DS_ZIP, VG__DS_FIXEDLEN, VG__DS_PADDED_BATCH
 };
 
 /* A map / interleave function: a graph with one placeholder per input component
@@ -45,7 +45,9 @@ typedef struct vg__dataset {
     struct vg__dataset *input;
     struct vg__dataset *more[VG_DATASET_MAX_COMPONENTS]; /* CONCATENATE: more[0]; ZIP: the others */
     int nmore;
-    vg_tensor *comps[VG_DATASET_MAX_COMPONENTS]; /* SLICES, FROM_TENSORS (references) */
+    vg_tensor *comps[VG_DATASET_MAX_COMPONENTS]; /* SLICES, FROM_TENSORS (references);
+                                                     PADDED_BATCH: the padding values */
+    vg_shape padded[VG_DATASET_MAX_COMPONENTS];  /* PADDED_BATCH: -1 = the batch's longest */
     vg_tensor *files;           /* TFRECORD, TEXTLINE, FIXEDLEN: string tensor (reference) */
     int compression;
     int64_t a, b, c;            /* RANGE start/stop/step; counts; batch size; buffer sizes;

@@ -732,6 +732,102 @@ static vg_code zip_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *
     return VG_OK;
 }
 
+
+/* PaddedBatchDatasetV2: like batch, each component padded (with its padding value) to
+ * the padded shape, whose -1 dimensions take the batch's largest size. */
+static vg_code padded_batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    int nc = d->ncomp;
+    int64_t bs = d->a, n = 0;
+    vg_tensor **rows = vg__calloc((size_t)(bs * nc), sizeof(vg_tensor *));
+    if (!rows) return VG_OOM(st, "padded batch");
+    vg_code rc = VG_OK;
+    bool in_end = false;
+    while (n < bs && !in_end && rc == VG_OK) {
+        rc = u->in->next(u->in, rows + n * nc, &in_end, st);
+        if (rc == VG_OK && !in_end) n++;
+    }
+    if (rc == VG_OK && (n == 0 || (n < bs && d->flag))) *end = true;
+    for (int c = 0; c < nc && rc == VG_OK && !*end; c++) {
+        const vg_shape *ps = &d->padded[c];
+        int r = ps->ndims;
+        int64_t dims[VG_MAX_DIMS];
+        dims[0] = n;
+        for (int k = 0; k < r; k++) dims[1 + k] = ps->dims[k] >= 0 ? ps->dims[k] : 0;
+        for (int64_t e = 0; e < n && rc == VG_OK; e++) {
+            const vg_tensor *x = rows[e * nc + c];
+            if (vg_tensor_ndims(x) != r) {
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "padded_batch: component %d of element %lld has rank %d, the padded shape rank %d", c,
+                                   (long long)e, vg_tensor_ndims(x), r);
+                break;
+            }
+            for (int k = 0; k < r && rc == VG_OK; k++) {
+                int64_t xd = vg_tensor_dim(x, k);
+                if (ps->dims[k] < 0) {
+                    if (xd > dims[1 + k]) dims[1 + k] = xd;
+                } else if (xd > ps->dims[k]) {
+                    rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                       "Attempted to pad to a smaller size than the input element (component %d, "
+                                       "dimension %d: %lld > %lld).",
+                                       c, k, (long long)xd, (long long)ps->dims[k]);
+                }
+            }
+        }
+        if (rc != VG_OK) break;
+        vg_dtype dt = d->types[c];
+        vg_tensor *o = vg_tensor_new(dt, dims, r + 1, st);
+        if (!o) {
+            rc = st->code;
+            break;
+        }
+        out[c] = o;
+        int64_t total = vg_tensor_num_elements(o), per = n ? total / n : 0;
+        const vg_tensor *pad = d->comps[c];
+        size_t es = vg_dtype_size(dt);
+        for (int64_t i = 0; i < total && rc == VG_OK; i++) { /* fill with the padding value */
+            if (dt == VG_STRING) {
+                size_t l;
+                const char *p = vg_tensor_string(pad, 0, &l);
+                if (l) rc = vg_tensor_set_string(o, i, p, l, st);
+            } else {
+                memcpy((uint8_t *)vg_tensor_data(o) + (size_t)i * es, vg_tensor_data(pad), es);
+            }
+        }
+        int64_t ostride[VG_MAX_DIMS], acc = 1;
+        for (int k = r - 1; k >= 0; k--) {
+            ostride[k] = acc;
+            acc *= dims[1 + k];
+        }
+        for (int64_t e = 0; e < n && rc == VG_OK; e++) {
+            const vg_tensor *x = rows[e * nc + c];
+            int64_t xn = vg_tensor_num_elements(x);
+            const int64_t *xd = vg_tensor_dims(x);
+            for (int64_t i = 0; i < xn && rc == VG_OK; i++) {
+                int64_t rem = i, off = 0;
+                for (int k = r - 1; k >= 0; k--) {
+                    off += (rem % xd[k]) * ostride[k];
+                    rem /= xd[k];
+                }
+                int64_t dst = e * per + off;
+                if (dt == VG_STRING) {
+                    size_t l;
+                    const char *p = vg_tensor_string(x, i, &l);
+                    rc = vg_tensor_set_string(o, dst, p, l, st);
+                } else {
+                    memcpy((uint8_t *)vg_tensor_data(o) + (size_t)dst * es, (const uint8_t *)vg_tensor_data(x) + (size_t)i * es,
+                           es);
+                }
+            }
+        }
+    }
+    if (rc != VG_OK || *end) free_elem(out, nc);
+    free_elem(rows, (int)(bs * nc));
+    vg__free(rows);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* prefetch */
 
@@ -918,6 +1014,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     case VG__DS_UNBATCH: it->next = unbatch_next; break;
     case VG__DS_CONCATENATE: it->next = concatenate_next; break;
     case VG__DS_ZIP: it->next = zip_next; break;
+    case VG__DS_PADDED_BATCH: it->next = padded_batch_next; break;
     default: it->next = skip_next; break;
     }
     if (d->kind == VG__DS_ZIP)

@@ -106,6 +106,7 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
                : !strcmp(type, "ConcatenateDataset") ? VG__DS_CONCATENATE
                : !strcmp(type, "ZipDataset")       ? VG__DS_ZIP
                : !strcmp(type, "FixedLengthRecordDatasetV2") ? VG__DS_FIXEDLEN
+               : !strcmp(type, "PaddedBatchDatasetV2") ? VG__DS_PADDED_BATCH
                                                    : VG__DS_PREFETCH;
     vg__dataset *d = vg__dataset_new(kind);
     if (!d) return VG_OOM(st, "dataset");
@@ -209,6 +210,31 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
             if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length must be greater than zero.");
             else if (d->b <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "block_length must be greater than zero.");
             else if (d->a > 4096) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length %lld is too large", (long long)d->a);
+        }
+        break;
+    }
+    case VG__DS_PADDED_BATCH: {
+        /* inputs: dataset, batch_size, padded_shapes (ncomp int64 vectors), padding_values
+         * (ncomp scalars), drop_remainder */
+        int nc = d->ncomp;
+        if (vg__kctx_num_inputs(ctx) != 3 + 2 * nc) {
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "PaddedBatchDatasetV2 expects %d inputs", 3 + 2 * nc);
+            break;
+        }
+        d->a = scalar_input(ctx, 1);
+        d->flag = vg_tensor_scalar(vg__kctx_input(ctx, 2 + 2 * nc)) != 0;
+        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Batch size must be greater than zero.");
+        for (int c = 0; c < nc && rc == VG_OK; c++) {
+            vg_tensor *ps = vg__kctx_input(ctx, 2 + c), *pv = vg__kctx_input(ctx, 2 + nc + c);
+            int64_t r = vg_tensor_num_elements(ps);
+            if (vg_tensor_dtype(ps) != VG_INT64 || vg_tensor_ndims(ps) != 1 || r > VG_MAX_DIMS - 1)
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "padded_shapes[%d] must be an int64 vector", c);
+            else if (vg_tensor_num_elements(pv) != 1 || vg_tensor_dtype(pv) != d->types[c])
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "padding_values[%d] must be a %s scalar", c,
+                                   vg_dtype_name(d->types[c]));
+            if (rc != VG_OK) break;
+            d->padded[c] = vg_shape_make(vg_tensor_data(ps), (int)r);
+            d->comps[c] = vg_tensor_ref(pv);
         }
         break;
     }
@@ -761,6 +787,45 @@ vg_output vg_dataset_batch(vg_graph *g, vg_output ds, int64_t batch_size, bool d
 }
 
 /* A dataset op whose elements are the input's (reshuffle: -1 = no such attr). */
+vg_output vg_dataset_padded_batch(vg_graph *g, vg_output ds, int64_t batch_size, const vg_shape *padded_shapes,
+                                  const vg_output *padding_values, bool drop_remainder, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, "padded_batch");
+    if (n == 0) return (vg_output){NULL, 0};
+    vg_output in[2 + 2 * VG_DATASET_MAX_COMPONENTS + 1];
+    int k = 0;
+    in[k++] = vg_const_i64(g, batch_size, "batch_size");
+    for (int c = 0; c < n; c++) {
+        vg_shape p = padded_shapes ? padded_shapes[c] : s[c];
+        if (p.ndims < 0 || p.ndims + 1 > VG_MAX_DIMS) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "padded_batch: component %d needs a padded shape of known rank", c);
+            return (vg_output){NULL, 0};
+        }
+        in[k++] = vg_const_array(g, VG_INT64, (int64_t[]){p.ndims}, 1, p.dims, "padded_shapes");
+        s[c] = p;
+        memmove(s[c].dims + 1, s[c].dims, sizeof(int64_t) * (size_t)p.ndims);
+        s[c].dims[0] = drop_remainder ? batch_size : -1;
+        s[c].ndims++;
+    }
+    for (int c = 0; c < n; c++) {
+        if (padding_values && padding_values[c].op) {
+            in[k++] = padding_values[c];
+        } else if (t[c] == VG_STRING) {
+            in[k++] = vg_const_string(g, "", "padding_value");
+        } else {
+            in[k++] = vg_const_fill(g, t[c], NULL, 0, 0, "padding_value");
+        }
+    }
+    in[k++] = vg_const_bool(g, drop_remainder, "drop_remainder");
+    vg_op_builder *b = ds_builder(g, "PaddedBatchDatasetV2", name, t, s, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_inputs(b, in, k);
+    vg_op_builder_set_attr_int(b, "N", n);
+    vg_op_builder_set_attr_bool(b, "parallel_copy", false);
+    return finish(b);
+}
+
 static vg_output same_types(vg_graph *g, const char *type, vg_output ds, const vg_output *extra, int nextra,
                             int reshuffle, const char *name) {
     vg_dtype t[VG_DATASET_MAX_COMPONENTS];
@@ -914,6 +979,7 @@ const vg__op_def vg__ops_dataset[] = {
     {"UnbatchDataset", 1, 1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"ConcatenateDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"ZipDataset", 1, VG_DATASET_MAX_COMPONENTS, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"PaddedBatchDatasetV2", 5, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"IteratorV2", 0, 0, IT_FLAGS, 0, shape_iterator, kernel_iterator, NULL},
     {"OneShotIterator", 1, 1, IT_FLAGS, 0, shape_iterator, kernel_one_shot, NULL},
     {"MakeIterator", 2, 2, IT_FLAGS, 0, shape_make_iterator, kernel_make_iterator, NULL},
