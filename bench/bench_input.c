@@ -3,6 +3,7 @@
  *
  *   tfdata:  TFRecordDataset -> map(parse_single_example, decode_raw, cast * 1/255)
  *            -> shuffle(10000) -> batch(64, drop_remainder) -> prefetch(1) -> get_next
+ *            (and again with map num_parallel_calls = 2)
  *   queue_N: string_input_producer -> TFRecordReader.read -> parse_single_example ->
  *            decode_raw -> cast * 1/255 -> shuffle_batch(64, capacity 10000,
  *            min_after_dequeue 5000, num_threads N), N = 1 and 2
@@ -78,10 +79,10 @@ static double measure(vg_session *s, const vg_output *f, int nf, int warm, doubl
     return (double)n / (now_s() - t0);
 }
 
-static double run_tfdata(const char *path, double seconds, vg_status *st) {
+static double run_tfdata(const char *path, int parallel, double seconds, vg_status *st) {
     vg_graph *g = vg_graph_new();
     vg_output ds = vg_dataset_repeat(g, vg_dataset_tfrecord(g, files_const(g, path), "", NULL), -1, NULL);
-    ds = vg_dataset_map(g, ds, map_fn, NULL, NULL);
+    ds = vg_dataset_map_parallel(g, ds, map_fn, NULL, parallel, NULL);
     ds = vg_dataset_shuffle(g, ds, 10000, 1, true, NULL);
     ds = vg_dataset_prefetch(g, vg_dataset_batch(g, ds, 64, true, NULL), 1, NULL);
     vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
@@ -172,8 +173,10 @@ int main(int argc, char **argv) {
     fclose(f);
     g_specs[0] = (vg_feature_spec){"image_raw", VG_STRING, false, vg_shape_make(NULL, 0), {NULL, 0}};
     g_specs[1] = (vg_feature_spec){"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}};
-    double tfdata = run_tfdata(path, seconds, &st);
+    double tfdata = run_tfdata(path, 0, seconds, &st);
     if (tfdata < 0) die("tfdata", &st);
+    double tfdata2 = run_tfdata(path, 2, seconds, &st);
+    if (tfdata2 < 0) die("tfdata parallel 2", &st);
     double q1 = run_queue(path, 1, seconds, &st);
     if (q1 < 0) die("queue 1", &st);
     double q2 = run_queue(path, 2, seconds, &st);
@@ -182,8 +185,8 @@ int main(int argc, char **argv) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"bench\":\"input_pipelines\",\"records\":%lld,\"file_mb\":%.1f,\"batch\":64,"
-           "\"tfdata_batches_per_s\":%.1f,\"queue_1thread_batches_per_s\":%.1f,\"queue_2threads_batches_per_s\":%.1f,"
+           "\"tfdata_batches_per_s\":%.1f,\"tfdata_map_parallel2_batches_per_s\":%.1f,\"queue_1thread_batches_per_s\":%.1f,\"queue_2threads_batches_per_s\":%.1f,"
            "\"peak_rss_mb\":%.1f}\n",
-           (long long)n, fsize / 1048576.0, tfdata, q1, q2, ru.ru_maxrss / 1024.0);
-    return tfdata > 0 && q1 > 0 && q2 > 0 ? 0 : 1;
+           (long long)n, fsize / 1048576.0, tfdata, tfdata2, q1, q2, ru.ru_maxrss / 1024.0);
+    return tfdata > 0 && tfdata2 > 0 && q1 > 0 && q2 > 0 ? 0 : 1;
 }

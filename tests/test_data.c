@@ -625,6 +625,59 @@ static void test_padded_batch(void) {
     vg_graph_free(g);
 }
 
+static vg_code to_number(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs, (void)p;
+    outs[0] = vg_string_to_number(fg, args[0], VG_INT64, NULL);
+    *nouts = 1;
+    return VG_OK;
+}
+
+/* map_test.testParallelMap-like: num_parallel_calls 4 keeps the input order; an
+ * element whose function fails gives its error at its position, and the next elements
+ * follow. */
+static void test_parallel_map(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    int64_t v[300];
+    vg_code end;
+    int calls = 0;
+    int n = drain_i64(g, vg_dataset_map_parallel(g, vg_dataset_range(g, 0, 257, 1, NULL), times_two_plus_one, &calls, 4, NULL),
+                      v, 300, &end);
+    CHECK_EQ_INT(n, 257);
+    bool inorder = true;
+    for (int i = 0; i < n && i < 300; i++) inorder = inorder && v[i] == 2 * i + 1;
+    CHECK(inorder);
+    CHECK_CODE(end, VG_OUT_OF_RANGE);
+    const char *strs[12] = {"0", "1", "2", "3", "4", "x5", "6", "7", "8", "9", "10", "11"};
+    int64_t d12 = 12;
+    vg_tensor *t = vg_tensor_new(VG_STRING, &d12, 1, &st);
+    for (int i = 0; i < 12; i++) vg_tensor_set_string(t, i, strs[i], strlen(strs[i]), &st);
+    vg_output sv = vg_const(g, t, "strs");
+    vg_tensor_free(t);
+    vg_op *next = vg_iterator_get_next(
+        g, vg_make_one_shot_iterator(g, vg_dataset_map_parallel(g, vg_dataset_from_tensor_slices(g, &sv, 1, NULL), to_number,
+                                                                NULL, 3, NULL),
+                                     NULL),
+        NULL);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    for (int i = 0; i < 12; i++) {
+        vg_tensor *o = NULL;
+        vg_code rc = vg_session_run1(s, vg_out(next, 0), &o, &st);
+        if (i == 5) {
+            CHECK_CODE(rc, VG_INVALID_ARGUMENT);
+            CHECK_STR_CONTAINS(st.msg, "x5");
+        } else {
+            CHECK_OK(rc, &st);
+            if (o) CHECK_EQ_INT(*(int64_t *)vg_tensor_data(o), i);
+        }
+        vg_tensor_free(o);
+    }
+    vg_tensor *o = NULL;
+    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &o, &st), VG_OUT_OF_RANGE);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 int main(void) {
     strcpy(g_dir, "/tmp/vg_data_XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
@@ -641,6 +694,7 @@ int main(void) {
     RUN_TEST(test_ignore_errors);
     RUN_TEST(test_more_transformations);
     RUN_TEST(test_padded_batch);
+    RUN_TEST(test_parallel_map);
     nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     TEST_MAIN_END();
 }

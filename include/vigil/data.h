@@ -95,6 +95,12 @@ VG_API vg_output vg_dataset_zip(vg_graph *g, const vg_output *datasets, int n, c
 /* ShardDataset: the elements whose index i has i % num_shards == index
  * (INVALID_ARGUMENT at run time for num_shards <= 0 or index out of range). */
 VG_API vg_output vg_dataset_shard(vg_graph *g, vg_output ds, int64_t num_shards, int64_t index, const char *name);
+/* ParallelMapDataset (map with num_parallel_calls; -1 = AUTOTUNE, 4 here): blocks of
+ * 32 x num_parallel_calls elements are mapped concurrently on a per-iterator thread pool
+ * and delivered in input order (the deterministic order of TF's non-sloppy mode); an
+ * error is delivered at its element's position. num_parallel_calls 0 = vg_dataset_map. */
+VG_API vg_output vg_dataset_map_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
+                                         int num_parallel_calls, const char *name);
 /* BatchDatasetV2: stacks batch_size consecutive elements (component shapes must agree:
  * INVALID_ARGUMENT "Cannot batch tensors with different shapes in component ...");
  * the last, smaller batch is dropped when drop_remainder. */

@@ -52,7 +52,8 @@ typedef struct vg__dataset {
     int compression;
     int64_t a, b, c;            /* RANGE start/stop/step; counts; batch size; buffer sizes;
                                    SHARD num_shards/index; INTERLEAVE cycle/block length;
-                                   FIXEDLEN header/record/footer bytes */
+                                   FIXEDLEN header/record/footer bytes;
+                                   MAP c = num_parallel_calls */
     bool flag;                  /* BATCH drop_remainder; SHUFFLE reshuffle_each_iteration */
     int64_t seed, seed2;
     atomic_llong iterations;    /* SHUFFLE: iterators made so far (reshuffling) */

@@ -5,6 +5,7 @@
  * thread and a bounded buffer), text lines, shard and interleave.
  */
 #include "kernels/dataset.h"
+#include "core/threadpool.h"
 #include "io/example_io.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -375,7 +376,9 @@ static void fixedlen_free(vg__ds_iter *it) {
 /* ------------------------------------------------------------------------ */
 /* transformations with one input */
 
-typedef struct unary_it {
+typedef struct unary_it unary_it;
+static void pmap_release(unary_it *u);
+struct unary_it {
     vg__ds_iter base;
     vg__ds_iter *in;
     int64_t count, epoch, in_epoch;
@@ -388,8 +391,26 @@ typedef struct unary_it {
     vg__ds_iter *ins[VG_DATASET_MAX_COMPONENTS]; /* zip: the other inputs; concatenate: the second */
     vg_tensor *cur[VG_DATASET_MAX_COMPONENTS];   /* unbatch: the element being split */
     int64_t cur_n;
+    struct pmap_slot *slots;          /* parallel map: a block of results, served in order */
+    int64_t nslots, slot_pos, slot_n;
+    vg__pool *pool;
     int64_t cycle_index, block_index, num_open;
-} unary_it;
+};
+
+typedef struct pmap_slot {
+    vg_tensor *in[VG_DATASET_MAX_COMPONENTS], *out[VG_DATASET_MAX_COMPONENTS];
+    vg_code rc;
+    vg_status st;
+} pmap_slot;
+
+static void pmap_release(unary_it *u) {
+    if (u->pool) vg__pool_free(u->pool);
+    for (int64_t i = 0; u->slots && i < u->nslots; i++) {
+        free_elem(u->slots[i].in, VG_DATASET_MAX_COMPONENTS);
+        free_elem(u->slots[i].out, VG_DATASET_MAX_COMPONENTS);
+    }
+    vg__free(u->slots);
+}
 
 static void unary_free(vg__ds_iter *it) {
     unary_it *u = (unary_it *)it;
@@ -404,6 +425,7 @@ static void unary_free(vg__ds_iter *it) {
         vg__ds_iter_free(u->ins[i]);
         vg_tensor_free(u->cur[i]);
     }
+    pmap_release(u);
 }
 
 static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
@@ -415,6 +437,65 @@ static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *
     rc = vg_session_run(u->sess, NULL, fn->args, in, fn->nargs, fn->outs, out, fn->nouts, NULL, 0, NULL, st);
     free_elem(in, fn->nargs);
     return rc;
+}
+
+
+/* ParallelMapDataset: blocks of up to 32 x num_parallel_calls input elements are mapped
+ * concurrently (the function's session is thread-safe) and served in input order, so
+ * the output order is the sequential one (TF's deterministic, non-sloppy mode). */
+typedef struct pmap_job {
+    unary_it *u;
+    const vg__ds_fn *fn;
+} pmap_job;
+
+static void pmap_chunk(void *arg, int64_t begin, int64_t end) {
+    pmap_job *j = arg;
+    for (int64_t i = begin; i < end; i++) {
+        pmap_slot *sl = &j->u->slots[i];
+        vg_status_clear(&sl->st);
+        sl->rc = vg_session_run(j->u->sess, NULL, j->fn->args, sl->in, j->fn->nargs, j->fn->outs, sl->out,
+                                j->fn->nouts, NULL, 0, NULL, &sl->st);
+        free_elem(sl->in, j->fn->nargs);
+    }
+}
+
+static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__ds_fn *fn = it->ds->fn;
+    if (u->slot_pos == u->slot_n) {
+        if (u->in_end) {
+            *end = true;
+            return VG_OK;
+        }
+        u->slot_pos = u->slot_n = 0;
+        vg_code rc = VG_OK;
+        while (u->slot_n < u->nslots && rc == VG_OK) {
+            rc = u->in->next(u->in, u->slots[u->slot_n].in, &u->in_end, st);
+            if (rc != VG_OK || u->in_end) break;
+            u->slot_n++;
+        }
+        if (u->slot_n == 0) {
+            if (rc != VG_OK) return rc;
+            *end = true;
+            return VG_OK;
+        }
+        pmap_job j = {u, fn};
+        vg__pool_parallel_for(u->pool, u->slot_n, (int)it->ds->c, pmap_chunk, &j);
+        if (rc != VG_OK) { /* an input error after some elements: report it after them */
+            u->slots[u->slot_n].rc = rc;
+            vg_status_copy(&u->slots[u->slot_n].st, st);
+            memset(u->slots[u->slot_n].out, 0, sizeof u->slots[u->slot_n].out);
+            u->slot_n++;
+        }
+    }
+    pmap_slot *sl = &u->slots[u->slot_pos++];
+    if (sl->rc != VG_OK) {
+        free_elem(sl->out, fn->nouts);
+        return vg_status_set(st, sl->rc, "%s", sl->st.msg);
+    }
+    memcpy(out, sl->out, sizeof(vg_tensor *) * (size_t)fn->nouts);
+    memset(sl->out, 0, sizeof sl->out);
+    return VG_OK;
 }
 
 static vg_code batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
@@ -1002,7 +1083,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     it->free = unary_free;
     it->cancel = unary_cancel;
     switch (d->kind) {
-    case VG__DS_MAP: it->next = map_next; break;
+    case VG__DS_MAP: it->next = d->c > 1 ? parallel_map_next : map_next; break;
     case VG__DS_BATCH: it->next = batch_next; break;
     case VG__DS_SHUFFLE: it->next = shuffle_next; break;
     case VG__DS_REPEAT: it->next = repeat_next; break;
@@ -1036,6 +1117,14 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         !(u->sess = vg_session_new(d->fn->g, NULL, st))) {
         vg__ds_iter_free(it);
         return NULL;
+    }
+    if (d->kind == VG__DS_MAP && d->c > 1) {
+        u->nslots = 32 * d->c;
+        if (!(u->slots = vg__calloc((size_t)u->nslots + 1, sizeof(pmap_slot))) || !(u->pool = vg__pool_new((int)d->c - 1))) {
+            VG_OOM(st, "parallel map");
+            vg__ds_iter_free(it);
+            return NULL;
+        }
     }
     if (d->kind == VG__DS_SHUFFLE) {
         u->cap = d->a;

@@ -90,7 +90,7 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
     int kind = !strcmp(type, "TensorSliceDataset") ? VG__DS_SLICES
                : !strcmp(type, "RangeDataset")     ? VG__DS_RANGE
                : !strcmp(type, "TFRecordDataset")  ? VG__DS_TFRECORD
-               : !strcmp(type, "MapDataset")       ? VG__DS_MAP
+               : !strcmp(type, "MapDataset") || !strcmp(type, "ParallelMapDataset") ? VG__DS_MAP
                : !strcmp(type, "BatchDatasetV2")   ? VG__DS_BATCH
                : !strcmp(type, "ShuffleDataset")   ? VG__DS_SHUFFLE
                : !strcmp(type, "RepeatDataset")    ? VG__DS_REPEAT
@@ -205,6 +205,13 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
         snprintf(k, sizeof k, "%.*s", (int)(kl < 590 ? kl : 590), key);
         d->fn = vg_graph_user_data(vg_op_graph(op), k);
         if (!d->fn) rc = vg_status_set(st, VG_NOT_FOUND, "%s: function '%s' not found", type, k);
+        if (rc == VG_OK && !strcmp(type, "ParallelMapDataset")) {
+            d->c = scalar_input(ctx, 1);
+            if (d->c == -1) d->c = 4; /* AUTOTUNE: a fixed width here */
+            if (d->c <= 0 || d->c > 256)
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be in [1, 256], got %lld",
+                                   (long long)d->c);
+        }
         if (rc == VG_OK && kind == VG__DS_INTERLEAVE) {
             d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2);
             if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length must be greater than zero.");
@@ -637,8 +644,15 @@ static vg__ds_fn *build_fn(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void
 }
 
 vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name) {
+    return vg_dataset_map_parallel(g, ds, fn, payload, 0, name);
+}
+
+vg_output vg_dataset_map_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
+                                  int num_parallel_calls, const char *name) {
     char key[600];
-    vg__ds_fn *f = build_fn(g, ds, fn, payload, "map", name ? name : "MapDataset", key, sizeof key);
+    bool par = num_parallel_calls != 0;
+    vg__ds_fn *f = build_fn(g, ds, fn, payload, "map", name ? name : par ? "ParallelMapDataset" : "MapDataset", key,
+                            sizeof key);
     if (!f) return (vg_output){NULL, 0};
     vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
     vg_shape os[VG_DATASET_MAX_COMPONENTS];
@@ -646,8 +660,12 @@ vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *
         ot[i] = vg_output_dtype(f->outs[i]);
         os[i] = vg_output_shape(f->outs[i]);
     }
-    vg_op_builder *b = ds_builder(g, "MapDataset", name, ot, os, f->nouts);
+    vg_op_builder *b = ds_builder(g, par ? "ParallelMapDataset" : "MapDataset", name, ot, os, f->nouts);
     vg_op_builder_add_input(b, ds);
+    if (par) {
+        vg_op_builder_add_input(b, vg_const_i32(g, num_parallel_calls, "num_parallel_calls"));
+        vg_op_builder_set_attr_bool(b, "sloppy", false);
+    }
     vg_op_builder_set_attr_string(b, "f", key, strlen(key));
     vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
     return finish(b);
@@ -963,6 +981,7 @@ const vg__op_def vg__ops_dataset[] = {
     {"RangeDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"TFRecordDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"MapDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ParallelMapDataset", 2, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"BatchDatasetV2", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"ShuffleDataset", 4, 4, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"RepeatDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
