@@ -372,7 +372,8 @@ static vg_code kernel_read_up_to(vg__kctx *ctx) {
     int64_t got = 0, cap = n < 64 ? n : 64;
     if (rc == VG_OK && (!(keys = vg_tensor_new(VG_STRING, &cap, 1, st)) || !(vals = vg_tensor_new(VG_STRING, &cap, 1, st))))
         rc = st->code;
-    if (rc == VG_OK) pthread_mutex_lock(&r->mu);
+    bool locked = rc == VG_OK;
+    if (locked) pthread_mutex_lock(&r->mu);
     while (rc == VG_OK && got < n) {
         vg_status e;
         vg_status_clear(&e);
@@ -409,7 +410,7 @@ static vg_code kernel_read_up_to(vg__kctx *ctx) {
         if (rc == VG_OK) rc = vg_tensor_set_string(vals, got, (const char *)o->val, o->len, st);
         got++;
     }
-    if (o) pthread_mutex_unlock(&r->mu);
+    if (locked) pthread_mutex_unlock(&r->mu);
     vg_tensor *ko, *vo;
     if (rc == VG_OK) rc = vg__kctx_alloc_output(ctx, 0, VG_STRING, &got, 1, &ko);
     if (rc == VG_OK) rc = vg__kctx_alloc_output(ctx, 1, VG_STRING, &got, 1, &vo);
