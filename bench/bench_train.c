@@ -2,7 +2,7 @@
  * cross-entropy, SGD 0.1) or the CNN (conv5x5x32 SAME, relu, maxpool2, conv5x5x64
  * SAME, relu, maxpool2, dense 3136->128, relu, dense 10; Adam 1e-3) at batch 64, fed
  * through placeholders with pre-sliced Fashion-MNIST batches, side by side with the
- * PyTorch peer (../shared/bench/torch_fmnist.py) in the same run, interleaved.
+ * PyTorch peer (bench/peers/torch_fmnist.py) in the same run, interleaved.
  *
  * Usage: bench_train [--model mlp|cnn] [--threads N] [--steps S] [--rounds R] [--no-peer]
  * Prints one JSON line: per-round medians and the median of rounds, for both. */
@@ -35,7 +35,7 @@ static void die(const char *what, const vg_status *st) {
 }
 
 static const char *peer_path(void) {
-    static const char *cands[] = {VG_SRCDIR "/../shared/bench/torch_fmnist.py", "/work/shared/bench/torch_fmnist.py"};
+    static const char *cands[] = {VG_SRCDIR "/bench/peers/torch_fmnist.py"};
     const char *e = getenv("VG_TORCH_PEER");
     if (e) return e;
     for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {

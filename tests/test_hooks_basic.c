@@ -1,6 +1,6 @@
 /* test_hooks_basic.c - StopAtStepHook, LoggingTensorHook, NanTensorHook,
  * GlobalStepWaiterHook, FinalOpsHook and FeedFnHook against the checklist of
- * ../shared/docs/tf1-semantics.md (items 143-146, 167-175, 182-188) and TF's
+ * docs/tf1-semantics.md (items 143-146, 167-175, 182-188) and TF's
  * basic_session_run_hooks_test.py. The hooks run inside SingularMonitoredSessions, whose
  * raw session stands in for TF's `sess` (to set the global step between runs). */
 #include "test_util.h"
@@ -467,12 +467,12 @@ static void test_nan_tensor__fail_and_stop(void) {
     CHECK(!vg_monitored_session_should_stop(ms));
     CHECK_EQ_INT(ht_log_warnings, 0);
     vg_code rc = run_loss(ms, loss, NAN, &st);  /* 174 */
-    CHECK_EQ_INT(rc, VG_INVALID_ARGUMENT);
+    CHECK_EQ_INT(rc, VG_FAILED_PRECONDITION); /* NanLossDuringTrainingError is a RuntimeError */
     CHECK(!strcmp(st.msg, "NaN loss during training."));
     CHECK_STR_CONTAINS(ht_log_buf, "Model diverged with loss = NaN.");
     ht_log_release();
     /* the `with` block propagates it and does not call the hooks' end() */
-    CHECK_CODE(vg_monitored_session_end(ms, rc, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_monitored_session_end(ms, rc, &st), VG_FAILED_PRECONDITION);
     CHECK(!strcmp(st.msg, "NaN loss during training."));
     CHECK_EQ_INT(ec.end, 0);
     CHECK(vg_monitored_session_should_stop(ms));

@@ -1,6 +1,6 @@
 /* test_hooks_saver.c - CheckpointSaverHook (+ listeners), StepCounterHook,
  * SummarySaverHook and ProfilerHook against the checklist of
- * ../shared/docs/tf1-semantics.md (items 147-166, 176-181, 189-194) and TF's
+ * docs/tf1-semantics.md (items 147-166, 176-181, 189-194) and TF's
  * basic_session_run_hooks_test.py. Checkpoints are read back with vg_latest_checkpoint /
  * vg_checkpoint_reader, event files with the io layer's event reader. Time is a mocked
  * clock (vg_hooks_set_clock). TF's tests that drive a bare _HookedSession (no

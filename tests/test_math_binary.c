@@ -3,7 +3,7 @@
  * logical ops), their fast paths and general N-d broadcasting, and the error paths. */
 #include "test_util.h"
 #include "vigil/vigil.h"
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -1,8 +1,8 @@
 /* test_monitored_session.c - MonitoredSession / SingularMonitoredSession against the
- * checklist of ../shared/docs/tf1-semantics.md. Each case names the items it covers.
+ * checklist of docs/tf1-semantics.md. Each case names the items it covers.
  * Fault injection: the TestRaise op fails with the code in `raise_code` on chosen runs. */
 #include "test_util.h"
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/hooks.h"
 #include "vigil/vigil.h"
 #include "vigil/monitored.h"
@@ -259,12 +259,12 @@ static void test_monitored__hooks_fetch_and_feed(void) {
     vg_output fa[1] = {a};
     ra.feeds = fa;
     int before = h1.before;
-    CHECK_CODE(vg_monitored_session_run(ms, &ra, out, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_monitored_session_run(ms, &ra, out, NULL, &st), VG_FAILED_PRECONDITION); /* TF: RuntimeError */
     CHECK_STR_CONTAINS(st.msg, "Same tensor is fed by a SessionRunHook and user.");
     CHECK_EQ_INT(h1.after, before); /* conflicts are found before running */
     /* two hooks feeding the same tensor (14) */
     h2.feed = a;
-    CHECK_CODE(run_fetch(ms, ab, &st, &rc) < 0 ? rc : VG_OK, VG_INVALID_ARGUMENT);
+    CHECK_CODE(run_fetch(ms, ab, &st, &rc) < 0 ? rc : VG_OK, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Same tensor is fed by two hooks.");
     vg_monitored_session_end(ms, VG_OK, &st);
     vg_monitored_session_free(ms);

@@ -1,9 +1,9 @@
 /* test_scaffold.c - Scaffold, the session creators and SessionManager against the
- * checklist of ../shared/docs/tf1-semantics.md (items 85-104) and TF's ScaffoldTest /
+ * checklist of docs/tf1-semantics.md (items 85-104) and TF's ScaffoldTest /
  * session_manager behaviour. TestNotReady (a test op) reports an uninitialized variable
  * for its first `not_ready_left` runs, to drive wait_for_session's polling. */
 #include "test_util.h"
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "hook_test_util.h"
 #include "monitored/monitored_internal.h"
 #include <math.h>

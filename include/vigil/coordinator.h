@@ -62,7 +62,7 @@ VG_API vg_code vg_coord_start_looper(vg_coord *c, const char *name, double inter
 /* Waits for all registered threads. Once a stop is requested, threads get
  * stop_grace_period_secs to finish; threads still running then are named in the
  * message: with ignore_live_threads they are only logged (and left detached), else
- * join fails with VG_DEADLINE_EXCEEDED ("Coordinator stopped with threads still
+ * join fails with VG_FAILED_PRECONDITION (TF's RuntimeError: "Coordinator stopped with threads still
  * running: reader"). Otherwise returns the first error reported (its code, message in
  * st), or VG_OK. */
 VG_API vg_code vg_coord_join(vg_coord *c, double stop_grace_period_secs, bool ignore_live_threads, vg_status *st);

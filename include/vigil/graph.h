@@ -91,7 +91,19 @@ VG_API char *vg_graph_unique_name(vg_graph *g, const char *name, char *buf, size
 /* Pushes control dependencies: ops created until the matching pop get control inputs
  * on these ops (tf.control_dependencies). Nested pushes accumulate. */
 VG_API void vg_graph_push_control_deps(vg_graph *g, vg_op *const *ops, int n);
+/* Pops the innermost vg_graph_push_control_deps; a no-op when none is open (or when the
+ * innermost entry is an init scope: see below). */
 VG_API void vg_graph_pop_control_deps(vg_graph *g);
+
+/* TF's init_scope (control_dependencies(None)): ops created until the matching
+ * vg_graph_pop_init_scope get no control inputs from the control dependencies pushed
+ * before; pushes made inside apply as usual. Used where variables, their initializers
+ * and optimizer slots are created, so they do not depend on the surrounding train
+ * step. Nests. Out of memory sets the graph's error (RESOURCE_EXHAUSTED); the matching
+ * pop is still required. The pop drops the control dependencies pushed inside the
+ * scope and not popped; a pop with no init scope open is a no-op. */
+VG_API void vg_graph_push_init_scope(vg_graph *g);
+VG_API void vg_graph_pop_init_scope(vg_graph *g);
 
 /* ------------------------------------------------------------------------ */
 /* Collections (tf.GraphKeys). Items are outputs; an op-valued item (train_op,

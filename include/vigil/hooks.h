@@ -108,7 +108,7 @@ typedef struct vg_logging_tensor_options {
 VG_API vg_code vg_logging_tensor_hook(const vg_logging_tensor_options *o, vg_hook *out, vg_status *st);
 
 /* NanTensorHook(loss, fail_on_nan_loss = true): a NaN loss fails the run with
- * INVALID_ARGUMENT "NaN loss during training." (TF's NanLossDuringTrainingError), or
+ * FAILED_PRECONDITION "NaN loss during training." (TF's NanLossDuringTrainingError), or
  * only requests a stop. */
 VG_API vg_code vg_nan_tensor_hook(vg_output loss, bool fail_on_nan_loss, vg_hook *out, vg_status *st);
 

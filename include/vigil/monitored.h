@@ -227,9 +227,11 @@ VG_API vg_monitored_session *vg_singular_monitored_session_new(vg_graph *g, cons
 
 /* run(): hooks' before_run, one session run with the caller's and the hooks' fetches,
  * feeds and options merged, hooks' after_run; out[i] (args->nfetches slots) get new
- * references to the caller's fetches only. run_metadata may be NULL.
- * Fails with: any run or hook error; INVALID_ARGUMENT "Same tensor is fed by two
- * hooks." / "Same tensor is fed by a SessionRunHook and user."; FAILED_PRECONDITION
+ * references to the caller's fetches only. run_metadata may be NULL. MonitoredSession:
+ * when the session it closes to recover holds a non-preemption error a thread reported
+ * (join re-raises it), that error is returned and nothing is recovered (as TF).
+ * Fails with: any run or hook error; FAILED_PRECONDITION (TF's RuntimeError) "Same
+ * tensor is fed by two hooks." / "Same tensor is fed by a SessionRunHook and user.",
  * "Run called even after should_stop requested." (hooks asked to stop) or "Session is
  * already closed."; MonitoredSession retries ABORTED/UNAVAILABLE on a new session. */
 VG_API vg_code vg_monitored_session_run(vg_monitored_session *ms, const vg_run_args *args, vg_tensor **out,
@@ -260,13 +262,18 @@ VG_API bool vg_monitored_session_should_stop(vg_monitored_session *ms);
 /* close(): hooks' end(raw session) (when called on an open session without an error),
  * then stop the queue runners (request_stop + join within stop_grace_period_secs), then
  * close the raw session. A second close calls every hook's end(NULL) and fails with
- * FAILED_PRECONDITION "Session is already closed.". Returns a hook's end error or the
- * error a thread reported to the coordinator. */
+ * FAILED_PRECONDITION "Session is already closed." (also when a hook's end(NULL)
+ * fails, as TF's `finally` replaces it). Returns the error a thread reported to the
+ * coordinator (join's error, which replaces a hook's end() error, as in TF), else a
+ * hook's end() error, else VG_OK. MonitoredSession swallows a stored ABORTED/UNAVAILABLE. */
 VG_API vg_code vg_monitored_session_close(vg_monitored_session *ms, vg_status *st);
 
 /* The `with` exit: loop_rc VG_OK, VG_OUT_OF_RANGE or VG_STOP_ITERATION → hooks' end()
  * and close, and the result is close's; any other loop_rc → close without end() and
- * loop_rc is returned (st keeps the loop's message if close succeeds). */
+ * loop_rc is returned (st keeps the loop's message if close succeeds). Singular: when
+ * vg_monitored_session_should_stop saw an error stored in the coordinator (TF raises it
+ * from should_stop()), loop_rc VG_OK counts as that error (no end()); a loop that never
+ * asked should_stop() gets end() and then close()'s re-raised error, as in TF. */
 VG_API vg_code vg_monitored_session_end(vg_monitored_session *ms, vg_code loop_rc, vg_status *st);
 
 /* SingularMonitoredSession only: the raw session (NULL once closed, and for a

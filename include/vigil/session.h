@@ -102,7 +102,8 @@ VG_API vg_session *vg_session_new(vg_graph *g, const vg_session_options *opts, v
  *   on failure every out[i] is NULL.
  * - targets (ntargets): ops run for their effect.
  * - run_options and run_metadata may be NULL.
- * Fails with: INVALID_ARGUMENT (bad feed, op from another graph), NOT_FOUND,
+ * Fails with: INVALID_ARGUMENT (bad feed, op from another graph, a NULL array with a
+ * count > 0: out, fetches, feeds, feed_values, targets; a NULL session), NOT_FOUND,
  * FAILED_PRECONDITION (uninitialized variable, closed session), CANCELLED (session
  * closed while running), OUT_OF_RANGE (queue closed and empty), DEADLINE_EXCEEDED,
  * RESOURCE_EXHAUSTED, and any kernel's error, with the failing op's name in the

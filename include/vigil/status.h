@@ -65,7 +65,9 @@ typedef enum vg_code {
 #define VG_STATUS_MSG_MAX 1024
 
 /* A status: a code and a message. A plain struct; keep it on the stack.
- * The message is always NUL-terminated ("" when code is VG_OK). */
+ * The message is always NUL-terminated ("" when code is VG_OK). A message longer than
+ * VG_STATUS_MSG_MAX - 1 bytes is shortened in the middle ("start...end"), so the
+ * reason at its end survives a long path. */
 typedef struct vg_status {
     vg_code code;
     char msg[VG_STATUS_MSG_MAX];

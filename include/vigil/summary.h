@@ -105,7 +105,8 @@ VG_API vg_code vg_file_writer_add_summary(vg_file_writer *w, const void *summary
  * op needed). Fails like add_summary. */
 VG_API vg_code vg_file_writer_add_scalar(vg_file_writer *w, const char *tag, double value, int64_t step, vg_status *st);
 /* Queues a graph_def Event with the graph's GraphDef (vg_graph_to_graphdef; TensorBoard's
- * graph tab). Fails with RESOURCE_EXHAUSTED, background write errors. */
+ * graph tab). step 0 writes an event without a step (TF's global_step=None). Fails
+ * with RESOURCE_EXHAUSTED, background write errors. */
 VG_API vg_code vg_file_writer_add_graph(vg_file_writer *w, const vg_graph *g, int64_t step, vg_status *st);
 /* Queues a meta_graph_def Event with a serialized MetaGraphDef (copied). */
 VG_API vg_code vg_file_writer_add_meta_graph(vg_file_writer *w, const void *meta_graph_def, size_t len, int64_t step, vg_status *st);

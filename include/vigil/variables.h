@@ -85,6 +85,14 @@ VG_API vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, c
  * "<name>/read", NULL/{NULL,0} if absent). */
 VG_API vg_op *vg_variable_initializer(const vg_op *var);
 VG_API vg_output vg_variable_snapshot(const vg_op *var);
+/* Records the initializer op and snapshot output of VariableV2 op `var` (the parts a
+ * tf.Variable holds, written to a MetaGraphDef's VariableDef), as the functions above
+ * do; for graphs built or imported by other means. The ops stay owned by the graph;
+ * initializer may be NULL and snapshot {NULL, 0} (= none). Fails with INVALID_ARGUMENT
+ * (status set, may be NULL; the graph's error is untouched) when var is NULL or not a
+ * VariableV2 op, or the initializer or snapshot is from another graph or does not
+ * exist. */
+VG_API vg_code vg_variable_set_parts(vg_op *var, vg_op *initializer, vg_output snapshot, vg_status *st);
 
 /* tf.train.get_or_create_global_step: int64 scalar "global_step" initialised to 0, in
  * the variables and global_step collections, not trainable. Returns its ref output. */

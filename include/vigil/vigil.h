@@ -22,6 +22,7 @@
 #include "saver.h"
 #include "summary.h"
 #include "graphdef.h"
+#include "import.h"
 #include "monitored.h"
 #include "hooks.h"
 #include "example.h"

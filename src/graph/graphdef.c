@@ -1,6 +1,6 @@
 /*
  * graphdef.c - GraphDef and MetaGraphDef export in TensorFlow's formats: binary
- * protobuf (tf-formats.md §4.1-4.3) and protobuf text format (graph.pbtxt).
+ * protobuf (docs/formats.md §4.1-4.3) and protobuf text format (graph.pbtxt).
  *
  * Binary: every message is written in field-number order with proto3's rules (zero
  * scalars omitted, set sub-messages and oneof members always written, numeric repeated
@@ -27,7 +27,6 @@
 #include "graph/graph_impl.h"
 #include "io/io.h"
 #include "vigil/graphdef.h"
-#include "vigil/session.h"
 #include "vigil/variables.h"
 #include <float.h>
 #include <math.h>

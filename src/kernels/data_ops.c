@@ -7,7 +7,7 @@
  * runs of the session are not held up meanwhile; a failed load is retried by the next
  * run. After loading, runs only read the arrays (no lock).
  */
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "io/io.h"
 #include "vigil/queue.h"
 #include <pthread.h>

@@ -12,7 +12,7 @@
  * prefetch returns CANCELLED.
  */
 #include "kernels/dataset.h"
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/example.h"
 #include "vigil/ops.h"
 #include "vigil/reader.h"

@@ -13,7 +13,7 @@
  * makes the feature required. Feature dtypes: int64 (Int64List), float (FloatList),
  * string (BytesList). All allocations are bounded by the input sizes.
  */
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "io/example_io.h"
 #include "vigil/example.h"
 #include "vigil/ops.h"

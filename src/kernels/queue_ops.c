@@ -32,7 +32,7 @@
  * back (TF drops it).
  */
 #include "graph/graph_impl.h"
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "kernels/queue_internal.h"
 #include "vigil/queue.h"
 #include <errno.h>

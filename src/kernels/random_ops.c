@@ -12,7 +12,7 @@
  * Element i of a run maps to fixed counter blocks, so results do not depend on how
  * the work is split over threads. None of these ops is differentiable.
  */
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/ops.h"
 #include <math.h>
 #include <stdatomic.h>

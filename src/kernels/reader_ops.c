@@ -12,7 +12,7 @@
  * including a blocking dequeue (as TF). Session close cancels the queue, so a blocked
  * read returns CANCELLED.
  */
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "io/example_io.h"
 #include "kernels/queue_internal.h"
 #include "vigil/example.h"

@@ -9,7 +9,7 @@
  * update in place through vg__var_mutable, which copies first if anybody else still
  * holds the old value. Output 0 of the writing ops is the variable's new value.
  */
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/ops.h"
 #include <float.h>
 #include <stdarg.h>

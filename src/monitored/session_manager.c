@@ -87,25 +87,27 @@ static vg_session *restore_checkpoint(vg_session_manager *sm, const vg_prepare_o
     if (!o->saver || !o->checkpoint_dir) return sess;
     vg_checkpoint_state *cs = NULL;
     double waited = 0;
+    char path[4096];
     for (;;) {
-        vg_status tmp;
-        if (vg_get_checkpoint_state(o->checkpoint_dir, &cs, &tmp) == VG_OK && cs && cs->model_checkpoint_path &&
-            cs->model_checkpoint_path[0])
-            break;
-        vg_checkpoint_state_free(cs);
-        cs = NULL;
+        /* vigil: an unusable state file is an error, never a silent start from scratch;
+         * a missing one falls back to the newest complete checkpoint on disk */
+        vg_code fc = vg_checkpoint_find_latest(o->checkpoint_dir, path, sizeof path, st);
+        if (fc == VG_OK) break;
+        if (fc != VG_NOT_FOUND) goto fail;
+        vg_status_clear(st);
         if (!o->wait_for_checkpoint || waited >= o->max_wait_secs) return sess;
         vg_logf(VG_LOG_INFO, "Waiting for checkpoint to be available.");
         sleep_secs(sm->o.recovery_wait_secs);
         waited += sm->o.recovery_wait_secs;
     }
-    /* latest_checkpoint resolves relative paths and checks the files exist */
-    char path[4096];
-    const char *latest = vg_latest_checkpoint(o->checkpoint_dir, path, sizeof path);
-    const char *target = latest ? latest : cs->model_checkpoint_path;
-    vg_code rc = vg_saver_restore(o->saver, sess, target, st);
+    vg_code rc = vg_saver_restore(o->saver, sess, path, st);
     if (rc == VG_OK) {
-        vg_saver_recover_last_checkpoints(o->saver, (const char *const *)cs->all_model_checkpoint_paths, cs->n_all);
+        vg_status tmp;
+        const char *one = path;
+        if (vg_get_checkpoint_state(o->checkpoint_dir, &cs, &tmp) == VG_OK)
+            vg_saver_recover_last_checkpoints(o->saver, (const char *const *)cs->all_model_checkpoint_paths, cs->n_all);
+        else
+            vg_saver_recover_last_checkpoints(o->saver, &one, 1);
         *restored = true;
     }
     vg_checkpoint_state_free(cs);
@@ -179,9 +181,14 @@ vg_session *vg_session_manager_recover_session(vg_session_manager *sm, const vg_
                                                vg_status *st) {
     vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
     if (!o) o = &def;
-    bool restored, ok, ready;
+    bool restored, ok, ready, init_tmp;
     char msg[900];
+    if (!initialized) initialized = &init_tmp; /* optional */
     *initialized = false;
+    if (!sm) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
+        return NULL;
+    }
     vg_session *sess = restore_checkpoint(sm, o, &restored, st);
     if (!sess) return NULL;
     /* TF always tries local_init_op, also when nothing was restored */

@@ -13,36 +13,12 @@
  * scope of the caller (an optimizer built under control_dependencies(update_ops)
  * must not make its slot initializers depend on those ops).
  */
-#include "graph/graph_impl.h"
+#include "train_util.h"
 #include "vigil/variables.h"
 #include <math.h>
 #include <stdio.h>
 
 #define NAME_MAX_LEN 1024
-
-/* ------------------------------------------------------------------------ */
-/* init_scope: the control-dependency stack is set aside while variables are made. */
-
-typedef struct saved_deps {
-    vg_op ***deps;
-    int ndeps, cap;
-} saved_deps;
-
-static saved_deps deps_clear(vg_graph *g) {
-    saved_deps s = {g->deps, g->ndeps, g->deps_cap};
-    g->deps = NULL;
-    g->ndeps = 0;
-    g->deps_cap = 0;
-    return s;
-}
-
-static void deps_restore(vg_graph *g, saved_deps s) {
-    while (g->ndeps > 0) vg_graph_pop_control_deps(g); /* unbalanced pushes inside */
-    vg__free(g->deps);
-    g->deps = s.deps;
-    g->ndeps = s.ndeps;
-    g->deps_cap = s.cap;
-}
 
 /* Pushes the verbatim scope "<full>/". */
 static void push_verbatim(vg_graph *g, const char *full) {
@@ -248,8 +224,7 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
     vg_output read = vg_identity(g, var, "read");
     vg_graph_pop_scope(g);
     if (!assign.op || !read.op) return v;
-    var.op->var_initializer = assign.op;
-    var.op->var_snapshot = read;
+    vg_variable_set_parts(var.op, assign.op, read, NULL);
     add_collections(g, var.op, sp->flags);
     if (vg_graph_status(g, NULL) != VG_OK) return v;
     v.var = var.op;
@@ -261,11 +236,11 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
 
 /* Creates a variable with an absolute name, TF's init_scope style. */
 static vg_variable make_variable(vg_graph *g, const char *full, const var_spec *sp) {
-    saved_deps d = deps_clear(g);
+    vg_graph_push_init_scope(g);
     vg_graph_push_scope(g, "/");
     vg_variable v = build_variable(g, full, sp);
     vg_graph_pop_scope(g);
-    deps_restore(g, d);
+    vg_graph_pop_init_scope(g);
     return v;
 }
 
@@ -322,23 +297,6 @@ vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, const in
     return make_variable(g, uniq, &sp);
 }
 
-vg_op *vg_variable_initializer(const vg_op *var) {
-    if (!var) return NULL;
-    if (var->var_initializer) return var->var_initializer;
-    char buf[NAME_MAX_LEN];
-    snprintf(buf, sizeof buf, "%s/Assign", vg_op_name(var));
-    return vg_graph_op_by_name(var->graph, buf);
-}
-
-vg_output vg_variable_snapshot(const vg_op *var) {
-    vg_output none = {NULL, 0};
-    if (!var) return none;
-    if (var->var_snapshot.op) return var->var_snapshot;
-    char buf[NAME_MAX_LEN];
-    snprintf(buf, sizeof buf, "%s/read", vg_op_name(var));
-    return vg_out(vg_graph_op_by_name(var->graph, buf), 0);
-}
-
 /* ------------------------------------------------------------------------ */
 /* global step */
 
@@ -378,7 +336,7 @@ vg_op *vg_variables_initializer(vg_graph *g, const vg_output *vars, int n, const
     if (!g) return NULL;
     if (!name) name = "init";
     if (n == 0) return vg_no_op(g, name);
-    vg_op **inits = vg__calloc((size_t)n, sizeof(vg_op *));
+    vg_op **inits = vg_calloc((size_t)n, sizeof(vg_op *));
     if (!inits) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in variables_initializer");
         return NULL;
@@ -394,14 +352,14 @@ vg_op *vg_variables_initializer(vg_graph *g, const vg_output *vars, int n, const
     }
     res = vg_group(g, inits, n, name);
 done:
-    vg__free(inits);
+    vg_free(inits);
     return res;
 }
 
 /* The items of a collection copied (the collection may grow while we build ops). */
 static vg_output *collection_copy(vg_graph *g, const char *key, int *n) {
     const vg_output *items = vg_graph_collection(g, key, n);
-    vg_output *c = vg__malloc(sizeof(vg_output) * (size_t)(*n ? *n : 1));
+    vg_output *c = vg_malloc(sizeof(vg_output) * (size_t)(*n ? *n : 1));
     if (!c) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory copying collection %s", key);
         return NULL;
@@ -416,7 +374,7 @@ vg_op *vg_global_variables_initializer(vg_graph *g) {
     vg_output *vars = collection_copy(g, VG_GLOBAL_VARIABLES, &n);
     if (!vars) return NULL;
     vg_op *op = vg_variables_initializer(g, vars, n, "init");
-    vg__free(vars);
+    vg_free(vars);
     return op;
 }
 
@@ -426,7 +384,7 @@ vg_op *vg_local_variables_initializer(vg_graph *g) {
     vg_output *vars = collection_copy(g, VG_LOCAL_VARIABLES, &n);
     if (!vars) return NULL;
     vg_op *op = vg_variables_initializer(g, vars, n, "init");
-    vg__free(vars);
+    vg_free(vars);
     return op;
 }
 
@@ -447,14 +405,14 @@ static vg_output report_build(vg_graph *g, const vg_output *vars, int n) {
         vg_tensor_free(t);
         return c;
     }
-    vg_output *inited = vg__malloc(sizeof(vg_output) * (size_t)n);
+    vg_output *inited = vg_malloc(sizeof(vg_output) * (size_t)n);
     if (!inited) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in report_uninitialized_variables");
         return none;
     }
     for (int i = 0; i < n; i++) inited[i] = vg_is_variable_initialized(g, vars[i], "IsVariableInitialized");
     vg_output mask = vg_logical_not(g, vg_pack(g, inited, n, 0, "stack"), "LogicalNot");
-    vg__free(inited);
+    vg_free(inited);
     vg_status st;
     int64_t dim = n;
     vg_tensor *names = vg_tensor_new(VG_STRING, &dim, 1, &st);
@@ -485,7 +443,7 @@ vg_output vg_report_uninitialized_variables(vg_graph *g, const vg_output *vars, 
         vg_graph_collection(g, VG_GLOBAL_VARIABLES, &ng);
         vg_graph_collection(g, VG_LOCAL_VARIABLES, &nl);
         int nops = vg_graph_num_ops(g);
-        all = vg__malloc(sizeof(vg_output) * (size_t)(ng + nl + nops + 1));
+        all = vg_malloc(sizeof(vg_output) * (size_t)(ng + nl + nops + 1));
         if (!all) {
             vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in report_uninitialized_variables");
             return none;
@@ -503,6 +461,6 @@ vg_output vg_report_uninitialized_variables(vg_graph *g, const vg_output *vars, 
     vg_graph_push_scope(g, name ? name : "report_uninitialized_variables");
     vg_output r = report_build(g, vars, n);
     vg_graph_pop_scope(g);
-    vg__free(all);
+    vg_free(all);
     return r;
 }
