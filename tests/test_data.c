@@ -678,6 +678,45 @@ static void test_parallel_map(void) {
     vg_graph_free(g);
 }
 
+/* Feedable iterator (iterator_ops_test / reinitializable_iterator docs): one get_next fed
+ * the string handle of a train or an eval iterator; each keeps its own position. */
+static void test_feedable_iterator(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output train = vg_make_one_shot_iterator(g, vg_dataset_range(g, 0, 100, 1, NULL), "train_it");
+    vg_output eval = vg_make_one_shot_iterator(g, vg_dataset_range(g, 1000, 1002, 1, NULL), "eval_it");
+    vg_output th = vg_iterator_string_handle(g, train, NULL), eh = vg_iterator_string_handle(g, eval, NULL);
+    vg_output handle = vg_placeholder(g, VG_STRING, NULL, 0, "handle");
+    vg_output feedable = vg_iterator_from_string_handle(g, handle, train, NULL);
+    vg_op *next = vg_iterator_get_next(g, feedable, NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *hs[2] = {0};
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, (vg_output[]){th, eh}, hs, 2, NULL, 0, NULL, &st), &st);
+    const int order[5] = {0, 0, 1, 0, 1}; /* train, train, eval, train, eval */
+    const int64_t want[5] = {0, 1, 1000, 2, 1001};
+    for (int i = 0; i < 5 && hs[0]; i++) {
+        vg_tensor *o = NULL;
+        CHECK_OK(vg_session_run(s, NULL, &handle, &hs[order[i]], 1, (vg_output[]){vg_out(next, 0)}, &o, 1, NULL, 0, NULL,
+                                &st),
+                 &st);
+        if (o) CHECK_EQ_INT(*(int64_t *)vg_tensor_data(o), want[i]);
+        vg_tensor_free(o);
+    }
+    vg_tensor *o = NULL;
+    if (hs[1])
+        CHECK_CODE(vg_session_run(s, NULL, &handle, &hs[1], 1, (vg_output[]){vg_out(next, 0)}, &o, 1, NULL, 0, NULL, &st),
+                   VG_OUT_OF_RANGE);
+    vg_tensor *bogus = vg_tensor_new_string_scalar("iterator:nope", 13, &st);
+    CHECK_CODE(vg_session_run(s, NULL, &handle, &bogus, 1, (vg_output[]){vg_out(next, 0)}, &o, 1, NULL, 0, NULL, &st),
+               VG_NOT_FOUND);
+    vg_tensor_free(bogus);
+    vg_tensor_free(hs[0]);
+    vg_tensor_free(hs[1]);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 int main(void) {
     strcpy(g_dir, "/tmp/vg_data_XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
@@ -695,6 +734,7 @@ int main(void) {
     RUN_TEST(test_more_transformations);
     RUN_TEST(test_padded_batch);
     RUN_TEST(test_parallel_map);
+    RUN_TEST(test_feedable_iterator);
     nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     TEST_MAIN_END();
 }

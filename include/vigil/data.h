@@ -144,6 +144,15 @@ VG_API vg_op *vg_make_iterator(vg_graph *g, vg_output ds, vg_output iterator, co
 VG_API vg_output vg_make_initializable_iterator(vg_graph *g, vg_output ds, vg_op **initializer, const char *name);
 /* make_one_shot_iterator: initialized on first use in each session. */
 VG_API vg_output vg_make_one_shot_iterator(vg_graph *g, vg_output ds, const char *name);
+/* Feedable iterators: Iterator.string_handle() (IteratorToStringHandle: a string
+ * scalar naming the iterator in its session) and Iterator.from_string_handle(handle,
+ * types/shapes of `structure`, a dataset or iterator) (IteratorFromStringHandleV2:
+ * the iterator that a fed handle names; NOT_FOUND when it names none of this session,
+ * INVALID_ARGUMENT when its element types differ). Feed the handle of a train or an eval
+ * iterator into a string placeholder to switch between them without rebuilding. */
+VG_API vg_output vg_iterator_string_handle(vg_graph *g, vg_output iterator, const char *name);
+VG_API vg_output vg_iterator_from_string_handle(vg_graph *g, vg_output string_handle, vg_output structure,
+                                                const char *name);
 /* IteratorGetNext: output i = component i of the next element; OUT_OF_RANGE "End of
  * sequence" after the last one (and on every later call). */
 VG_API vg_op *vg_iterator_get_next(vg_graph *g, vg_output iterator, const char *name);

@@ -287,6 +287,7 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
 /* the iterator resource */
 
 typedef struct iter_res {
+    char key[1100];       /* the session resource name: the string handle */
     pthread_mutex_t mu;   /* serializes get_next / make_iterator */
     pthread_mutex_t cmu;  /* guards `it` against a concurrent cancel */
     vg__ds_iter *it;
@@ -294,12 +295,12 @@ typedef struct iter_res {
 } iter_res;
 
 static void *iter_create(void *arg, vg_status *st) {
-    (void)arg;
     iter_res *r = vg__calloc(1, sizeof *r);
     if (!r) {
         VG_OOM(st, "iterator");
         return NULL;
     }
+    snprintf(r->key, sizeof r->key, "%s", (const char *)arg);
     pthread_mutex_init(&r->mu, NULL);
     pthread_mutex_init(&r->cmu, NULL);
     return r;
@@ -333,10 +334,16 @@ static vg_code iter_resource(vg__kctx *ctx, iter_res **out) {
     else
         snprintf(key, sizeof key, "iterator:%s", vg_op_name(op));
     void *r;
-    vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &iter_ops, iter_create, NULL, &r,
+    vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &iter_ops, iter_create, key, &r,
                                       vg__kctx_status(ctx));
     *out = r;
     return rc;
+}
+
+/* A lookup that never creates: the handle names no iterator of this session. */
+static void *iter_missing(void *arg, vg_status *st) {
+    vg_status_set(st, VG_NOT_FOUND, "no iterator with string handle '%s' in this session", (const char *)arg);
+    return NULL;
 }
 
 static vg_code set_handle(vg__kctx *ctx, iter_res *r) {
@@ -430,6 +437,64 @@ static vg_code kernel_get_next(vg__kctx *ctx) {
         else vg_tensor_free(out[i]);
     }
     return rc;
+}
+
+/* IteratorToStringHandle(iterator) -> string scalar */
+static vg_code kernel_to_string_handle(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    iter_res *r = iter_of(ctx, 0);
+    if (!r) return st->code;
+    vg_tensor *out;
+    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_STRING, NULL, 0, &out);
+    return rc != VG_OK ? rc : vg_tensor_set_string(out, 0, r->key, strlen(r->key), st);
+}
+
+/* IteratorFromStringHandleV2(string_handle) -> the iterator of that handle */
+static vg_code kernel_from_string_handle(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *h = vg__kctx_input(ctx, 0);
+    size_t l = 0;
+    const char *p = vg_tensor_num_elements(h) == 1 ? vg_tensor_string(h, 0, &l) : NULL;
+    if (!p || l == 0 || l >= 1100 || strncmp(p, "iterator:", 9) != 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "string_handle must be a handle made by string_handle()");
+    char key[1100];
+    memcpy(key, p, l);
+    key[l] = 0;
+    void *r;
+    vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &iter_ops, iter_missing, key, &r, st);
+    if (rc != VG_OK) return rc;
+    iter_res *ir = r;
+    const vg_dtype *types;
+    int n = 0;
+    vg_op_attr_type_list(vg__kctx_op(ctx), "output_types", &types, &n);
+    pthread_mutex_lock(&ir->mu);
+    bool ok = !ir->it || ir->it->ds->ncomp == n;
+    for (int i = 0; ok && ir->it && i < n; i++) ok = ir->it->ds->types[i] == types[i];
+    pthread_mutex_unlock(&ir->mu);
+    if (!ok)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "The iterator of handle '%s' yields other types than this feedable iterator expects", key);
+    return set_handle(ctx, ir);
+}
+
+static vg_code shape_string_handle(vg_op *op, vg_status *st) {
+    if (vg_output_dtype(vg_op_input(op, 0)) != VG_RESOURCE)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "IteratorToStringHandle: input must be an iterator");
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
+    return VG_OK;
+}
+
+static vg_code shape_from_string_handle(vg_op *op, vg_status *st) {
+    const vg_dtype *t;
+    int n = 0;
+    if (vg__op_input_dtype(op, 0) != VG_STRING)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "IteratorFromStringHandleV2: string_handle must be a string");
+    if (!vg_op_attr_type_list(op, "output_types", &t, &n) || n < 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "IteratorFromStringHandleV2 needs output_types");
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make(NULL, 0));
+    return VG_OK;
 }
 
 static vg_code shape_iterator(vg_op *op, vg_status *st) {
@@ -957,6 +1022,37 @@ vg_output vg_make_one_shot_iterator(vg_graph *g, vg_output ds, const char *name)
     return finish(b);
 }
 
+vg_output vg_iterator_string_handle(vg_graph *g, vg_output iterator, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "IteratorToStringHandle", name ? name : "IteratorToStringHandle");
+    vg_op_builder_add_input(b, iterator);
+    return finish(b);
+}
+
+vg_output vg_iterator_from_string_handle(vg_graph *g, vg_output string_handle, vg_output structure, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = 0;
+    const vg_dtype *it;
+    const vg_shape *is;
+    int ni = 0, ns = 0;
+    if (structure.op && vg_op_attr_type_list(structure.op, "output_types", &it, &ni) &&
+        vg_op_attr_shape_list(structure.op, "output_shapes", &is, &ns) && ni == ns && ni <= VG_DATASET_MAX_COMPONENTS) {
+        n = ni;
+        memcpy(t, it, sizeof(vg_dtype) * (size_t)n);
+        memcpy(s, is, sizeof(vg_shape) * (size_t)n);
+    }
+    if (n == 0) {
+        if (vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "from_string_handle: structure must be a dataset or iterator");
+        return (vg_output){NULL, 0};
+    }
+    vg_op_builder *b = vg_op_builder_new(g, "IteratorFromStringHandleV2", name ? name : "IteratorFromStringHandleV2");
+    vg_op_builder_add_input(b, string_handle);
+    vg_op_builder_set_attr_type_list(b, "output_types", t, n);
+    vg_op_builder_set_attr_shape_list(b, "output_shapes", s, n);
+    return finish(b);
+}
+
 vg_op *vg_iterator_get_next(vg_graph *g, vg_output iterator, const char *name) {
     const vg_op *io = iterator.op;
     const vg_dtype *t;
@@ -1003,5 +1099,7 @@ const vg__op_def vg__ops_dataset[] = {
     {"OneShotIterator", 1, 1, IT_FLAGS, 0, shape_iterator, kernel_one_shot, NULL},
     {"MakeIterator", 2, 2, IT_FLAGS, 0, shape_make_iterator, kernel_make_iterator, NULL},
     {"IteratorGetNext", 1, 1, IT_FLAGS, 0, shape_get_next, kernel_get_next, NULL},
+    {"IteratorToStringHandle", 1, 1, IT_FLAGS, 0, shape_string_handle, kernel_to_string_handle, NULL},
+    {"IteratorFromStringHandleV2", 1, 1, IT_FLAGS, 0, shape_from_string_handle, kernel_from_string_handle, NULL},
     {0},
 };
