@@ -717,6 +717,54 @@ static void test_feedable_iterator(void) {
     vg_graph_free(g);
 }
 
+/* cache_test (memory cache): the second epoch of cache().repeat(2) replays the first
+ * one: it works after the file was deleted, while without cache it fails. */
+static void test_cache(void) {
+    vg_status st;
+    char path[256];
+    snprintf(path, sizeof path, "%s/cached.tfrecord", g_dir);
+    for (int cached = 1; cached >= 0; cached--) {
+        vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
+        for (int i = 0; i < 3; i++) {
+            char r[8];
+            snprintf(r, sizeof r, "r%d", i);
+            vg_tfrecord_writer_write(w, r, 2, &st);
+        }
+        vg_tfrecord_writer_close(w, &st);
+        vg_graph *g = vg_graph_new();
+        vg_output ds = vg_dataset_tfrecord(g, vg_const_string(g, path, NULL), "", NULL);
+        if (cached) ds = vg_dataset_cache(g, ds, NULL, NULL);
+        ds = vg_dataset_repeat(g, ds, 2, NULL);
+        vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
+        vg_session *s = vg_session_new(g, NULL, &st);
+        vg_tensor *t = NULL;
+        for (int i = 0; i < 3; i++) {
+            CHECK_OK(vg_session_run1(s, vg_out(next, 0), &t, &st), &st);
+            vg_tensor_free(t);
+        }
+        unlink(path);
+        vg_code rc = vg_session_run1(s, vg_out(next, 0), &t, &st); /* reaches the end of epoch 1 first */
+        if (cached) {
+            CHECK_OK(rc, &st);
+            if (t) {
+                size_t l;
+                const char *x = vg_tensor_string(t, 0, &l);
+                CHECK(l == 2 && memcmp(x, "r0", 2) == 0);
+            }
+            vg_tensor_free(t);
+            for (int i = 1; i < 3; i++) {
+                CHECK_OK(vg_session_run1(s, vg_out(next, 0), &t, &st), &st);
+                vg_tensor_free(t);
+            }
+            CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_OUT_OF_RANGE);
+        } else {
+            CHECK_CODE(rc, VG_NOT_FOUND);
+        }
+        vg_session_free(s);
+        vg_graph_free(g);
+    }
+}
+
 int main(void) {
     strcpy(g_dir, "/tmp/vg_data_XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
@@ -735,6 +783,7 @@ int main(void) {
     RUN_TEST(test_padded_batch);
     RUN_TEST(test_parallel_map);
     RUN_TEST(test_feedable_iterator);
+    RUN_TEST(test_cache);
     nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     TEST_MAIN_END();
 }

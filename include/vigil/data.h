@@ -123,6 +123,11 @@ VG_API vg_output vg_dataset_repeat(vg_graph *g, vg_output ds, int64_t count, con
 /* TakeDataset (count -1 = all) / SkipDataset (count -1 = all). */
 VG_API vg_output vg_dataset_take(vg_graph *g, vg_output ds, int64_t count, const char *name);
 VG_API vg_output vg_dataset_skip(vg_graph *g, vg_output ds, int64_t count, const char *name);
+/* CacheDataset (Dataset.cache(filename)): filename NULL/"" caches in memory: the first
+ * pass that reaches the end publishes its elements, later passes (the next epochs of a
+ * repeat) replay them without reading the input. A file cache is UNIMPLEMENTED (run
+ * time). Memory grows with the whole dataset: the user's choice, as in TF. */
+VG_API vg_output vg_dataset_cache(vg_graph *g, vg_output ds, const char *filename, const char *name);
 /* tf.data.experimental.ignore_errors() (IgnoreErrorsDataset): elements whose
  * production fails are dropped (session cancellation still ends the iteration). A
  * TFRecord or text file whose read fails (missing, corrupt, truncated) is left after its

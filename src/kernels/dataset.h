@@ -18,14 +18,23 @@
 #include "core/core.h"
 #include "vigil/data.h"
 #include "vigil/session.h"
+#include <pthread.h>
 #include <stdatomic.h>
 
 enum {
     VG__DS_SLICES, VG__DS_RANGE, VG__DS_TFRECORD, VG__DS_MAP, VG__DS_BATCH, VG__DS_SHUFFLE,
     VG__DS_REPEAT, VG__DS_TAKE, VG__DS_SKIP, VG__DS_PREFETCH, VG__DS_TEXTLINE, VG__DS_SHARD,
     VG__DS_INTERLEAVE, VG__DS_IGNORE_ERRORS, VG__DS_FROM_TENSORS, VG__DS_FILTER, VG__DS_UNBATCH,
-    VG__DS_CONCATENATE, VG__DS_ZIP, VG__DS_FIXEDLEN, VG__DS_PADDED_BATCH
+    VG__DS_CONCATENATE, VG__DS_ZIP, VG__DS_FIXEDLEN, VG__DS_PADDED_BATCH, VG__DS_CACHE
 };
+
+/* CACHE: the elements of the first complete pass, shared by later iterators. */
+typedef struct vg__ds_cache {
+    pthread_mutex_t mu;
+    bool complete;
+    vg_tensor **elems;          /* n * ncomp */
+    int64_t n;
+} vg__ds_cache;
 
 /* A map / interleave function: a graph with one placeholder per input component
  * (interleave: one output, a dataset). */
@@ -58,6 +67,7 @@ typedef struct vg__dataset {
     int64_t seed, seed2;
     atomic_llong iterations;    /* SHUFFLE: iterators made so far (reshuffling) */
     const vg__ds_fn *fn;        /* MAP, INTERLEAVE, FILTER (owned by the graph) */
+    vg__ds_cache *cache;        /* CACHE */
 } vg__dataset;
 
 /* A new dataset with one reference (zeroed, refs = 1). NULL on OOM. */

@@ -36,6 +36,12 @@ void vg__dataset_unref(vg__dataset *d) {
     vg_tensor_free(d->files);
     vg__dataset_unref(d->input);
     for (int i = 0; i < d->nmore; i++) vg__dataset_unref(d->more[i]);
+    if (d->cache) {
+        for (int64_t i = 0; i < d->cache->n * d->ncomp; i++) vg_tensor_free(d->cache->elems[i]);
+        vg__free(d->cache->elems);
+        pthread_mutex_destroy(&d->cache->mu);
+        vg__free(d->cache);
+    }
     vg__free(d);
 }
 
@@ -909,6 +915,63 @@ static vg_code padded_batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
     return rc;
 }
 
+
+/* CacheDataset (in memory): the first iterator that reads the input to its end
+ * publishes what it read; later iterators (the next epochs of a repeat) replay it. An
+ * iterator started before that reads the input itself. */
+static vg_code cache_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    vg__ds_cache *c = d->cache;
+    int nc = d->ncomp;
+    if (u->epoch == 1) { /* replaying */
+        if (u->count >= c->n) {
+            *end = true;
+            return VG_OK;
+        }
+        for (int k = 0; k < nc; k++) out[k] = vg_tensor_ref(c->elems[u->count * nc + k]);
+        u->count++;
+        return VG_OK;
+    }
+    if (!u->in) {
+        pthread_mutex_lock(&c->mu);
+        bool complete = c->complete;
+        pthread_mutex_unlock(&c->mu);
+        if (complete) { /* elems never change once complete */
+            u->epoch = 1;
+            return cache_next(it, out, end, st);
+        }
+        if (!(u->in = vg__ds_iter_new(d->input, st))) return st->code;
+    }
+    vg_code rc = u->in->next(u->in, out, end, st);
+    if (rc != VG_OK) return rc;
+    if (*end) {
+        pthread_mutex_lock(&c->mu);
+        if (!c->complete) {
+            c->complete = true;
+            c->elems = u->buf;
+            c->n = u->size;
+            u->buf = NULL;
+            u->size = 0;
+        }
+        pthread_mutex_unlock(&c->mu);
+        return VG_OK;
+    }
+    if (u->size == u->cap) {
+        int64_t nc2 = u->cap ? u->cap * 2 : 64;
+        vg_tensor **nb = vg__realloc(u->buf, sizeof(vg_tensor *) * (size_t)(u->cap * nc), sizeof(vg_tensor *) * (size_t)(nc2 * nc));
+        if (!nb) {
+            free_elem(out, nc);
+            return VG_OOM(st, "cache");
+        }
+        u->buf = nb;
+        u->cap = nc2;
+    }
+    for (int k = 0; k < nc; k++) u->buf[u->size * nc + k] = vg_tensor_ref(out[k]);
+    u->size++;
+    return VG_OK;
+}
+
 /* ------------------------------------------------------------------------ */
 /* prefetch */
 
@@ -1096,6 +1159,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     case VG__DS_CONCATENATE: it->next = concatenate_next; break;
     case VG__DS_ZIP: it->next = zip_next; break;
     case VG__DS_PADDED_BATCH: it->next = padded_batch_next; break;
+    case VG__DS_CACHE: it->next = cache_next; break;
     default: it->next = skip_next; break;
     }
     if (d->kind == VG__DS_ZIP)
@@ -1104,7 +1168,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
                 vg__ds_iter_free(it);
                 return NULL;
             }
-    if (d->kind != VG__DS_REPEAT && !(u->in = vg__ds_iter_new(d->input, st))) {
+    if (d->kind != VG__DS_REPEAT && d->kind != VG__DS_CACHE && !(u->in = vg__ds_iter_new(d->input, st))) {
         vg__ds_iter_free(it);
         return NULL;
     }

@@ -107,6 +107,7 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
                : !strcmp(type, "ZipDataset")       ? VG__DS_ZIP
                : !strcmp(type, "FixedLengthRecordDatasetV2") ? VG__DS_FIXEDLEN
                : !strcmp(type, "PaddedBatchDatasetV2") ? VG__DS_PADDED_BATCH
+               : !strcmp(type, "CacheDataset")     ? VG__DS_CACHE
                                                    : VG__DS_PREFETCH;
     vg__dataset *d = vg__dataset_new(kind);
     if (!d) return VG_OOM(st, "dataset");
@@ -243,6 +244,20 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
             d->padded[c] = vg_shape_make(vg_tensor_data(ps), (int)r);
             d->comps[c] = vg_tensor_ref(pv);
         }
+        break;
+    }
+    case VG__DS_CACHE: {
+        size_t l = 0;
+        const char *fn = vg_tensor_string(vg__kctx_input(ctx, 1), 0, &l);
+        if (fn && l) {
+            rc = vg_status_set(st, VG_UNIMPLEMENTED, "CacheDataset: only the in-memory cache (filename \"\") is supported");
+            break;
+        }
+        if (!(d->cache = vg__calloc(1, sizeof *d->cache))) {
+            rc = VG_OOM(st, "cache");
+            break;
+        }
+        pthread_mutex_init(&d->cache->mu, NULL);
         break;
     }
     case VG__DS_BATCH:
@@ -974,6 +989,11 @@ vg_output vg_dataset_list_files(vg_graph *g, const char *pattern, bool shuffle, 
     return ds;
 }
 
+vg_output vg_dataset_cache(vg_graph *g, vg_output ds, const char *filename, const char *name) {
+    vg_output c = vg_const_string(g, filename ? filename : "", "filename");
+    return same_types(g, "CacheDataset", ds, &c, 1, -1, name);
+}
+
 vg_output vg_dataset_ignore_errors(vg_graph *g, vg_output ds, const char *name) {
     return same_types(g, "IgnoreErrorsDataset", ds, NULL, 0, -1, name);
 }
@@ -1088,6 +1108,7 @@ const vg__op_def vg__ops_dataset[] = {
     {"ShardDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"InterleaveDataset", 3, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"IgnoreErrorsDataset", 1, 1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"CacheDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"TensorDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"FixedLengthRecordDatasetV2", 6, 6, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"FilterDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
