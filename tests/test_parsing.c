@@ -328,6 +328,78 @@ static void test_parse_single_sequence_example(void) {
     vg_graph_free(g);
 }
 
+
+/* Bad input never crashes: 3000 mutations (byte flips, truncations, inserted bytes) of
+ * valid Example and SequenceExample records go through the decoders and the
+ * ParseExample op; each gives OK or DATA_LOSS (decoder) / INVALID_ARGUMENT (op). A
+ * length field that claims more than the record holds is rejected, not allocated. */
+static void test_mutated_records(void) {
+    vg_status st;
+    char *recs[3];
+    size_t lens[3];
+    make_records(recs, lens);
+    vg_sequence_example *se = vg_sequence_example_new();
+    vg_sequence_example_append_float(se, "f", (float[]){1, 2}, 2, &st);
+    vg_sequence_example_append_bytes(se, "b", (const char *[]){"xyz"}, (size_t[]){3}, 1, &st);
+    size_t slen;
+    const uint8_t *sbytes = vg_sequence_example_serialize(se, &slen, &st);
+    uint8_t buf[512];
+    unsigned seed = 12345;
+    int bad = 0, ok = 0;
+    vg__features fs = {0};
+    vg__seq_example sq = {0};
+    for (int it = 0; it < 3000; it++) {
+        const uint8_t *src = it % 4 == 3 ? sbytes : (const uint8_t *)recs[it % 3];
+        size_t n = it % 4 == 3 ? slen : lens[it % 3];
+        if (n > sizeof buf - 8) continue;
+        memcpy(buf, src, n);
+        int kind = rand_r(&seed) % 3;
+        if (kind == 0) {
+            for (int k = 0; k < 3; k++) buf[rand_r(&seed) % n] = (uint8_t)rand_r(&seed);
+        } else if (kind == 1) {
+            n = (size_t)rand_r(&seed) % n;
+        } else {
+            size_t at = (size_t)rand_r(&seed) % n;
+            memmove(buf + at + 1, buf + at, n - at);
+            buf[at] = (uint8_t)(0x80 | rand_r(&seed));
+            n++;
+        }
+        vg_code rc = it % 4 == 3 ? vg__seq_example_decode(buf, n, &sq, &st) : vg__example_decode(buf, n, &fs, &st);
+        CHECK(rc == VG_OK || rc == VG_DATA_LOSS);
+        if (rc == VG_OK && it % 4 != 3) {
+            for (size_t i = 0; i < fs.n; i++) {
+                int64_t cnt, got, tmp[64];
+                float ftmp[64];
+                vg_code r2 = vg__feature_count(&fs.v[i], &cnt, &st);
+                CHECK(r2 == VG_OK || r2 == VG_DATA_LOSS);
+                if (r2 == VG_OK && cnt <= 64 && fs.v[i].kind == VG__FEAT_INT64) vg__feature_int64s(&fs.v[i], tmp, cnt, &got, &st);
+                if (r2 == VG_OK && cnt <= 64 && fs.v[i].kind == VG__FEAT_FLOAT) vg__feature_floats(&fs.v[i], ftmp, cnt, &got, &st);
+            }
+        }
+        rc == VG_OK ? ok++ : bad++;
+        if (it % 50 == 0 && it % 4 != 3) { /* through the op as well */
+            vg_graph *g = vg_graph_new();
+            vg_output ser = strings_const(g, (const char *[]){(const char *)buf}, &n, 1, "ser");
+            vg_feature_spec specs[2] = {{"label", VG_INT64, false, vg_shape_make(NULL, 0), vg_const_i64(g, -1, "d")},
+                                        {"ids", VG_INT64, true, vg_shape_make(NULL, 0), {NULL, 0}}};
+            vg_output dense[2];
+            vg_sparse_output sp[2];
+            vg_parse_example(g, ser, (vg_output){NULL, 0}, specs, 2, dense, sp, NULL);
+            vg_tensor *out[2] = {0};
+            vg_code r3 = run(g, (vg_output[]){dense[0], sp[1].values}, 2, out, &st);
+            CHECK(r3 == VG_OK || r3 == VG_INVALID_ARGUMENT);
+            vg_tensor_free(out[0]);
+            vg_tensor_free(out[1]);
+            vg_graph_free(g);
+        }
+    }
+    CHECK(ok > 0 && bad > 0); /* both outcomes were exercised */
+    vg__features_free(&fs);
+    vg__seq_example_free(&sq);
+    vg_sequence_example_free(se);
+    for (int i = 0; i < 3; i++) free(recs[i]);
+}
+
 static void test_decode_raw(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
@@ -494,6 +566,47 @@ static void test_tfrecord_writer_compression(void) {
     CHECK_STR_CONTAINS(st.msg, "/nonexistent/x.tfrecord");
 }
 
+/* Mutated GZIP/ZLIB TFRecord files: every read ends with OK records, OUT_OF_RANGE or
+ * DATA_LOSS; never a crash or a runaway allocation. */
+static void test_mutated_compressed_files(void) {
+    vg_status st;
+    char path[128];
+    unsigned seed = 777;
+    for (int c = 1; c <= 2; c++) {
+        snprintf(path, sizeof path, "%s/m%d.tfrecord", g_dir, c);
+        vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, (vg_compression)c, &st);
+        for (int i = 0; i < 40; i++) vg_tfrecord_writer_write(w, "some record payload", 19, &st);
+        vg_tfrecord_writer_close(w, &st);
+        FILE *f = fopen(path, "rb");
+        uint8_t orig[4096];
+        size_t n = fread(orig, 1, sizeof orig, f);
+        fclose(f);
+        for (int it = 0; it < 200; it++) {
+            uint8_t buf[4096];
+            memcpy(buf, orig, n);
+            size_t m = n;
+            if (it % 2) m = (size_t)rand_r(&seed) % n;
+            else
+                for (int k = 0; k < 2; k++) buf[rand_r(&seed) % n] ^= (uint8_t)(1 + rand_r(&seed) % 255);
+            f = fopen(path, "wb");
+            fwrite(buf, 1, m, f);
+            fclose(f);
+            vg__zrecord_reader *r = vg__zrecord_reader_open(path, c, &st);
+            CHECK(r != NULL);
+            if (!r) continue;
+            const uint8_t *d;
+            size_t len;
+            uint64_t off;
+            vg_code rc;
+            int recs = 0;
+            while ((rc = vg__zrecord_reader_next(r, &d, &len, &off, &st)) == VG_OK && recs < 100) recs++;
+            CHECK(rc == VG_OUT_OF_RANGE || rc == VG_DATA_LOSS);
+            CHECK(recs <= 40);
+            vg__zrecord_reader_close(r);
+        }
+    }
+}
+
 int main(void) {
     strcpy(g_dir, "/tmp/vg_parsing_XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
@@ -504,10 +617,12 @@ int main(void) {
     RUN_TEST(test_parse_single_example);
     RUN_TEST(test_sequence_example);
     RUN_TEST(test_parse_single_sequence_example);
+    RUN_TEST(test_mutated_records);
     RUN_TEST(test_decode_raw);
     RUN_TEST(test_string_to_number);
     RUN_TEST(test_decode_csv);
     RUN_TEST(test_tfrecord_writer_compression);
+    RUN_TEST(test_mutated_compressed_files);
     nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     TEST_MAIN_END();
 }
