@@ -149,6 +149,16 @@ VG_API vg_op *vg_make_iterator(vg_graph *g, vg_output ds, vg_output iterator, co
 VG_API vg_output vg_make_initializable_iterator(vg_graph *g, vg_output ds, vg_op **initializer, const char *name);
 /* make_one_shot_iterator: initialized on first use in each session. */
 VG_API vg_output vg_make_one_shot_iterator(vg_graph *g, vg_output ds, const char *name);
+/* Resumable input (vigil's stand-in for tf.data.experimental.make_saveable_from_iterator):
+ * an IteratorGetNext that also counts the elements it handed out in a global int64
+ * variable "<iterator op>_position" (*position gets its value), which any Saver made
+ * afterwards checkpoints with the model. In a session where that variable was restored
+ * to N > 0, the first call skips N elements, so a deterministic pipeline (seeded
+ * shuffles; sequential or ordered-parallel maps) continues with the next unseen element
+ * after a crash and restore. Skipping re-reads the input (~0.3 M records/s); running
+ * the iterator's initializer starts the count again. Returns the op (outputs as
+ * vg_iterator_get_next). */
+VG_API vg_op *vg_iterator_get_next_resumable(vg_graph *g, vg_output iterator, vg_output *position, const char *name);
 /* Feedable iterators: Iterator.string_handle() (IteratorToStringHandle: a string
  * scalar naming the iterator in its session) and Iterator.from_string_handle(handle,
  * types/shapes of `structure`, a dataset or iterator) (IteratorFromStringHandleV2:

@@ -16,6 +16,7 @@
 #include "vigil/example.h"
 #include "vigil/ops.h"
 #include "vigil/reader.h"
+#include "vigil/variables.h"
 #include <pthread.h>
 #include <stdio.h>
 
@@ -307,6 +308,8 @@ typedef struct iter_res {
     pthread_mutex_t cmu;  /* guards `it` against a concurrent cancel */
     vg__ds_iter *it;
     bool cancelled;
+    int64_t produced;     /* elements handed out since the last (re)initialization */
+    bool ff_done;         /* the position variable was consulted (once per session) */
 } iter_res;
 
 static void *iter_create(void *arg, vg_status *st) {
@@ -383,6 +386,7 @@ static vg_code reset_iter(iter_res *r, vg__dataset *d, vg_status *st) {
     pthread_mutex_lock(&r->cmu);
     vg__ds_iter *old = r->it;
     r->it = it;
+    r->produced = 0;
     if (r->cancelled) vg__ds_iter_cancel(it);
     pthread_mutex_unlock(&r->cmu);
     vg__ds_iter_free(old);
@@ -452,6 +456,85 @@ static vg_code kernel_get_next(vg__kctx *ctx) {
         else vg_tensor_free(out[i]);
     }
     return rc;
+}
+
+
+/* IteratorGetNextWithPosition (vigil): IteratorGetNext that also keeps the number of
+ * elements handed out in an int64 variable (ref input 1), which a Saver checkpoints.
+ * The first call in a session whose variable holds N > 0 (restored from a checkpoint)
+ * first skips N elements: a deterministic pipeline (seeded shuffles) then continues
+ * with the next unseen element. */
+static vg_code kernel_get_next_pos(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    iter_res *r = iter_of(ctx, 0);
+    vg__var *v = vg__kctx_var(ctx, 1);
+    if (!r) return st->code;
+    if (!v) return vg_status_set(st, VG_INVALID_ARGUMENT, "input 1 must be the position variable");
+    const vg_dtype *types;
+    int n = 0;
+    vg_op_attr_type_list(vg__kctx_op(ctx), "output_types", &types, &n);
+    vg_tensor *out[VG_DATASET_MAX_COMPONENTS] = {0};
+    bool end = false;
+    vg_code rc = VG_OK;
+    pthread_mutex_lock(&r->mu);
+    if (!r->it) {
+        rc = vg_status_set(st, VG_FAILED_PRECONDITION,
+                           "GetNext() failed because the iterator has not been initialized. Ensure that you have run "
+                           "the initializer operation for this iterator before getting the next element.");
+    } else if (r->it->ds->ncomp != n) {
+        rc = vg_status_set(st, VG_INVALID_ARGUMENT, "iterator yields %d components, expected %d", r->it->ds->ncomp, n);
+    }
+    if (rc == VG_OK && !r->ff_done) {
+        vg__var_lock(v);
+        vg_tensor *pv = vg__var_value(v);
+        int64_t pos = pv && vg_tensor_dtype(pv) == VG_INT64 && vg_tensor_num_elements(pv) == 1
+                          ? *(const int64_t *)vg_tensor_data(pv) : -1;
+        vg__var_unlock(v);
+        if (pos < 0) {
+            rc = vg_status_set(st, VG_FAILED_PRECONDITION, "the iterator's position variable %s is not initialized",
+                               vg__var_name(v));
+        } else {
+            r->ff_done = true;
+            for (int64_t k = r->produced; k < pos && rc == VG_OK && !end; k++) {
+                rc = r->it->next(r->it, out, &end, st);
+                if (rc == VG_OK && !end) {
+                    r->produced++;
+                    for (int i = 0; i < n; i++) vg_tensor_free(out[i]), out[i] = NULL;
+                }
+            }
+        }
+    }
+    if (rc == VG_OK && !end) rc = r->it->next(r->it, out, &end, st);
+    if (rc == VG_OK && !end) r->produced++;
+    if (rc == VG_OK) {
+        vg__var_lock(v);
+        vg_tensor *t = vg__var_mutable(v, st);
+        if (t) *(int64_t *)vg_tensor_data(t) = r->produced;
+        else rc = st->code;
+        vg__var_unlock(v);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (rc != VG_OK) {
+        for (int i = 0; i < n; i++) vg_tensor_free(out[i]);
+        return rc;
+    }
+    if (end) return vg_status_set(st, VG_OUT_OF_RANGE, "End of sequence");
+    for (int i = 0; i < n; i++) {
+        if (rc == VG_OK && vg_tensor_dtype(out[i]) != types[i])
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
+                               vg_dtype_name(vg_tensor_dtype(out[i])), vg_dtype_name(types[i]));
+        if (rc == VG_OK) vg__kctx_set_output(ctx, i, out[i]);
+        else vg_tensor_free(out[i]);
+    }
+    return rc;
+}
+
+static vg_code shape_get_next(vg_op *op, vg_status *st);
+
+static vg_code shape_get_next_pos(vg_op *op, vg_status *st) {
+    if (vg__op_input_dtype(op, 1) != VG_INT64)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "IteratorGetNextWithPosition: input 1 must be an int64 variable");
+    return shape_get_next(op, st);
 }
 
 /* IteratorToStringHandle(iterator) -> string scalar */
@@ -1042,6 +1125,28 @@ vg_output vg_make_one_shot_iterator(vg_graph *g, vg_output ds, const char *name)
     return finish(b);
 }
 
+vg_op *vg_iterator_get_next_resumable(vg_graph *g, vg_output iterator, vg_output *position, const char *name) {
+    const vg_op *io = iterator.op;
+    const vg_dtype *t;
+    const vg_shape *s;
+    int n = 0, ns = 0;
+    if (!io || !vg_op_attr_type_list(io, "output_types", &t, &n) || !vg_op_attr_shape_list(io, "output_shapes", &s, &ns)) {
+        if (vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "iterator_get_next_resumable: not an iterator");
+        return NULL;
+    }
+    char vn[600];
+    snprintf(vn, sizeof vn, "%s_position", vg_op_name(io));
+    vg_variable pos = vg_variable_new(g, vn, vg_const_i64(g, 0, NULL), 0);
+    if (position) *position = pos.read;
+    vg_op_builder *b = vg_op_builder_new(g, "IteratorGetNextWithPosition", name ? name : "IteratorGetNext");
+    vg_op_builder_add_input(b, iterator);
+    vg_op_builder_add_input(b, pos.ref);
+    vg_op_builder_set_attr_type_list(b, "output_types", t, n);
+    vg_op_builder_set_attr_shape_list(b, "output_shapes", s, ns);
+    return vg_op_builder_finish(b);
+}
+
 vg_output vg_iterator_string_handle(vg_graph *g, vg_output iterator, const char *name) {
     vg_op_builder *b = vg_op_builder_new(g, "IteratorToStringHandle", name ? name : "IteratorToStringHandle");
     vg_op_builder_add_input(b, iterator);
@@ -1120,6 +1225,7 @@ const vg__op_def vg__ops_dataset[] = {
     {"OneShotIterator", 1, 1, IT_FLAGS, 0, shape_iterator, kernel_one_shot, NULL},
     {"MakeIterator", 2, 2, IT_FLAGS, 0, shape_make_iterator, kernel_make_iterator, NULL},
     {"IteratorGetNext", 1, 1, IT_FLAGS, 0, shape_get_next, kernel_get_next, NULL},
+    {"IteratorGetNextWithPosition", 2, 2, IT_FLAGS, 1u << 1, shape_get_next_pos, kernel_get_next_pos, NULL},
     {"IteratorToStringHandle", 1, 1, IT_FLAGS, 0, shape_string_handle, kernel_to_string_handle, NULL},
     {"IteratorFromStringHandleV2", 1, 1, IT_FLAGS, 0, shape_from_string_handle, kernel_from_string_handle, NULL},
     {0},
