@@ -33,5 +33,8 @@
 #include "version.h"
 #include "events.h"
 #include "idx.h"
+#include "example.h"
+#include "reader.h"
+#include "data.h"
 
 #endif
