@@ -24,5 +24,6 @@
 #include "graphdef.h"
 #include "monitored.h"
 #include "hooks.h"
+#include "backend.h"
 
 #endif
