@@ -109,6 +109,23 @@ static void test_backend__blas_core_check(void) {
     CHECK(!vg__blas_below_cpu(&hsw, "Haswell"));
     CHECK(vg__blas_below_cpu(&hsw, "Nehalem"));
     CHECK(strlen(vg__blas_corename()) > 0);
+    vg__cpu cpl = spr, avx = {.avx = true}, none = {0};
+    cpl.avx512_bf16 = true;
+    CHECK(!strcmp(vg__blas_core_for(&cpl), "Cooperlake"));
+    CHECK(!strcmp(vg__blas_core_for(&spr), "SkylakeX"));
+    CHECK(!strcmp(vg__blas_core_for(&hsw), "Haswell"));
+    CHECK(!strcmp(vg__blas_core_for(&avx), "Sandybridge"));
+    CHECK(vg__blas_core_for(&none) == NULL);
+    /* The hint is only given on OpenBLAS running below this CPU with no core type set. */
+    vg_status st;
+    vg_backend old = vg_backend_get();
+    const char *hint;
+    if (vg_backend_set(VG_BACKEND_DNNL, &st) == VG_OK) CHECK(vg_backend_openblas_coretype_hint() == NULL);
+    CHECK_OK(vg_backend_set(VG_BACKEND_OPENBLAS, &st), &st);
+    hint = vg_backend_openblas_coretype_hint();
+    if (getenv("OPENBLAS_CORETYPE") || !vg__blas_below_cpu(vg__cpu_get(), vg__blas_corename())) CHECK(hint == NULL);
+    else CHECK(hint != NULL && !strcmp(hint, vg__blas_core_for(vg__cpu_get())));
+    CHECK_OK(vg_backend_set(old, &st), &st);
 }
 
 static void test_backend__switch(void) {

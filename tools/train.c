@@ -732,7 +732,11 @@ int cli_train(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     bool tty = !o.quiet && isatty(1);
     vg_log_set(log_to_stderr, NULL, o.verbose ? VG_LOG_DEBUG : o.quiet || tty ? VG_LOG_WARN : VG_LOG_INFO);
-    if (o.verbose) (void)vg_backend_get(); /* resolves the backend now: logs the choice at DEBUG */
+    if (o.verbose) {
+        char be[512];
+        vg_logf(VG_LOG_DEBUG, "%s%s", vg_backend_describe(be, sizeof be),
+                getenv("VG_CLI_REEXEC") ? " (restarted with OPENBLAS_CORETYPE set to match the CPU)" : "");
+    }
     install_signals();
     data_files d;
     if (locate_data(o.data_dir, &d) != 0) return 1;

@@ -42,6 +42,15 @@ VG_API const char *vg_backend_name(vg_backend b);
  * len bytes, NUL-terminated, into buf (caller-owned); returns buf. */
 VG_API char *vg_backend_describe(char *buf, size_t len);
 
+/* For programs that can re-execute themselves (the vigil CLI does): when float32
+ * products run on OpenBLAS (vigil built without oneDNN, or VG_BACKEND=openblas) and
+ * OpenBLAS runs kernels below the CPU's ISA (its generic fallback) while
+ * OPENBLAS_CORETYPE is unset, returns the OPENBLAS_CORETYPE that matches the CPU
+ * ("Cooperlake", "SkylakeX", "Haswell" or "Sandybridge"); OpenBLAS reads it only when
+ * it loads, so the process must be started again with it set. Else NULL. Static
+ * string. Resolves the backend (see vg_backend_get). */
+VG_API const char *vg_backend_openblas_coretype_hint(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -113,6 +113,13 @@ int vg__blas_core_level(const char *core) {
     return VG__ISA_BASE;
 }
 
+const char *vg__blas_core_for(const vg__cpu *c) {
+    int level = vg__cpu_isa_level(c);
+    if (level == VG__ISA_AVX512) return c->avx512_bf16 ? "Cooperlake" : "SkylakeX";
+    if (level == VG__ISA_AVX2) return "Haswell";
+    return c->avx ? "Sandybridge" : NULL;
+}
+
 const char *vg__blas_corename(void) {
     const char *n = openblas_get_corename();
     return n ? n : "unknown";

@@ -36,6 +36,11 @@ VG_HIDDEN void vg__cpu_flags_str(const vg__cpu *c, char *buf, size_t len);
  * other (Prescott, Core2, Nehalem, Sandybridge, ...) -> BASE. NULL -> BASE. */
 VG_HIDDEN int vg__blas_core_level(const char *corename);
 
+/* The OPENBLAS_CORETYPE whose kernels match the CPU best: "Cooperlake" (AVX-512 with
+ * BF16), "SkylakeX" (AVX-512 F/BW/VL/DQ), "Haswell" (AVX2+FMA), "Sandybridge" (AVX) or
+ * NULL (nothing above the generic kernels). Static string. */
+VG_HIDDEN const char *vg__blas_core_for(const vg__cpu *c);
+
 /* The core name of the linked OpenBLAS (static string, never NULL). */
 VG_HIDDEN const char *vg__blas_corename(void);
 

@@ -138,6 +138,16 @@ char *vg_backend_describe(char *buf, size_t len) {
     return buf;
 }
 
+const char *vg_backend_openblas_coretype_hint(void) {
+    if (vg_backend_get() != VG_BACKEND_OPENBLAS) return NULL;
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    if (env && *env) return NULL; /* the user chose one */
+    const vg__cpu *c = vg__cpu_get();
+    if (!vg__blas_below_cpu(c, vg__blas_corename())) return NULL;
+    const char *core = vg__blas_core_for(c);
+    return core && vg__blas_core_level(core) > vg__blas_core_level(vg__blas_corename()) ? core : NULL;
+}
+
 bool vg__backend_use_dnnl(void) { return vg_backend_get() == VG_BACKEND_DNNL; }
 
 bool vg__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
