@@ -1,5 +1,5 @@
 /* bench_fmnist.c - end-to-end `vigil train` on Fashion-MNIST against the PyTorch peer
- * (../shared/bench/torch_fmnist.py), interleaved round by round in one run:
+ * (bench/peers/torch_fmnist.py), interleaved round by round in one run:
  *   - vigil: process wall time of `vigil train --epochs E` (start-up, data loading,
  *     training, final checkpoint and test evaluation included), time to the first step,
  *     samples/s after the first step (whole input pipeline and hooks included), peak RSS
@@ -115,9 +115,9 @@ static const char *peer_path(const char *self_dir) {
     static char buf[2048];
     const char *e = getenv("VG_TORCH_PEER");
     if (e) return e;
-    snprintf(buf, sizeof buf, "%s/../../shared/bench/torch_fmnist.py", self_dir);
+    (void)self_dir;
+    snprintf(buf, sizeof buf, "%s/bench/peers/torch_fmnist.py", VG_SRCDIR);
     if (access(buf, R_OK) == 0) return buf;
-    if (access("/work/shared/bench/torch_fmnist.py", R_OK) == 0) return "/work/shared/bench/torch_fmnist.py";
     return NULL;
 }
 

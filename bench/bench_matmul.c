@@ -1,6 +1,6 @@
 /* bench_matmul.c - the MatMul kernel against a bare OpenBLAS cblas_sgemm on the eight
  * GEMM shapes of an MLP 784-256-256-10 training step at batch 64 (the shapes of
- * /work/shared/bench/sgemm.c), one thread.
+ * bench/blas_compare.c), one thread.
  *
  * Three timings per shape, interleaved rep by rep so that machine noise hits all alike:
  *   sgemm:   cblas_sgemm on preallocated buffers (the bound);

@@ -2,7 +2,7 @@
  * cross-entropy, SGD 0.1) or the CNN (conv5x5x32 SAME, relu, maxpool2, conv5x5x64
  * SAME, relu, maxpool2, dense 3136->128, relu, dense 10; Adam 1e-3) at batch 64, fed
  * through placeholders with pre-sliced Fashion-MNIST batches, side by side with the
- * PyTorch peer (../shared/bench/torch_fmnist.py) in the same run, interleaved.
+ * PyTorch peer (bench/peers/torch_fmnist.py) in the same run, interleaved.
  *
  * Usage: bench_train [--model mlp|cnn] [--threads N] [--steps S] [--rounds R] [--no-peer]
  * Prints one JSON line: per-round medians and the median of rounds, for both, and the
@@ -39,7 +39,7 @@ static void die(const char *what, const vg_status *st) {
 }
 
 static const char *peer_path(void) {
-    static const char *cands[] = {VG_SRCDIR "/../shared/bench/torch_fmnist.py", "/work/shared/bench/torch_fmnist.py"};
+    static const char *cands[] = {VG_SRCDIR "/bench/peers/torch_fmnist.py"};
     const char *e = getenv("VG_TORCH_PEER");
     if (e) return e;
     for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
@@ -90,9 +90,9 @@ int main(int argc, char **argv) {
     const char *dir = "/usr/share/datasets/fashion-mnist";
     char path[512];
     snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
-    if (vg__idx_read(path, 0, dims, &nd, &img, &nb, &st)) die("images", &st);
+    if (vg_idx_read(path, VG_IDX_ANY, dims, &nd, &img, &nb, &st)) die("images", &st);
     snprintf(path, sizeof path, "%s/train-labels-idx1-ubyte.gz", dir);
-    if (vg__idx_read(path, 0, dims, &nd, &lab, &nb, &st)) die("labels", &st);
+    if (vg_idx_read(path, VG_IDX_ANY, dims, &nd, &lab, &nb, &st)) die("labels", &st);
     /* pre-sliced batches of a fixed permutation */
     vg_tensor *xb[NBATCH], *yb[NBATCH];
     int64_t xd[4] = {B, 28, 28, 1}, xd2[2] = {B, 784}, yd[1] = {B};

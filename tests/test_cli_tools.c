@@ -1,5 +1,5 @@
 /* test_cli_tools.c - `vigil ckpt`, `vigil events` and `vigil plot` on files written by
- * TensorFlow (../shared/testdata/tf, values from its README) and by vigil's FileWriter:
+ * TensorFlow (tests/data/tf, values from its README) and by vigil's FileWriter:
  * tensor listings and values (Snappy index, TF2 string tensor), scalar TSV, torn and
  * corrupt event files (reported, never a crash, exit 0), SVG output, usage errors.
  * Skips (passes) when the vigil binary was not built. */
@@ -14,7 +14,7 @@
 #define VG_BINDIR "."
 #endif
 #ifndef VG_TESTDATA
-#define VG_TESTDATA "../shared/testdata/tf"
+#define VG_TESTDATA "tests/data/tf"
 #endif
 
 #include "cli_test_util.h"

@@ -3,7 +3,7 @@
  * error paths (bad feeds, foreign ops, unknown names, uninitialized variables). Test
  * ops are registered through the vg__ops_test table. */
 #include "test_util.h"
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/vigil.h"
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,7 +1,7 @@
 /* test_core_tensor.c - tensors: shapes, reference counts, strings, wrapped memory,
  * aliases, dtype names, status helpers. */
 #include "test_util.h"
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/vigil.h"
 #include <stdint.h>
 

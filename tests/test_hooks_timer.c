@@ -1,5 +1,5 @@
 /* test_hooks_timer.c - SecondOrStepTimer (TF's SecondOrStepTimerTest), checklist items
- * 139-142 of ../shared/docs/tf1-semantics.md, with a mocked clock (vg_hooks_set_clock). */
+ * 139-142 of docs/tf1-semantics.md, with a mocked clock (vg_hooks_set_clock). */
 #include "test_util.h"
 #include "hook_test_util.h"
 

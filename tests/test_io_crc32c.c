@@ -1,4 +1,4 @@
-/* test_io_crc32c.c - CRC-32C check values (tf-formats.md §1), hardware vs software
+/* test_io_crc32c.c - CRC-32C check values (docs/formats.md §1), hardware vs software
  * paths, extend, and TF's mask/unmask. */
 #include "io/io.h"
 #include "test_util.h"

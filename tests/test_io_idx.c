@@ -126,11 +126,21 @@ static void test_io_idx__errors(void) {
         CHECK_CODE(vg__idx_read(p, 0, dims, &nd, &data, &n, &st), VG_DATA_LOSS);
         CHECK_STR_CONTAINS(st.msg, gz ? "short.gz" : "short");
         vg__idx_reader *r = vg__idx_reader_open(p, 0, &st);
-        CHECK(r != NULL);
-        uint8_t rec[4];
-        CHECK_OK(vg__idx_reader_next_record(r, rec, &st), &st);
-        CHECK_OK(vg__idx_reader_next_record(r, rec, &st), &st);
-        CHECK_CODE(vg__idx_reader_next_record(r, rec, &st), VG_DATA_LOSS);
+        if (!gz) {
+            /* a plain file's length is known: the header's count is checked against it
+             * when the reader opens (issue 9 #2), naming the file and the offset */
+            CHECK(r == NULL);
+            CHECK_CODE(st.code, VG_DATA_LOSS);
+            CHECK_STR_CONTAINS(st.msg, "short: IDX header at offset 4 claims 3 records");
+        } else {
+            CHECK(r != NULL);
+            uint8_t rec[4];
+            if (r) {
+                CHECK_OK(vg__idx_reader_next_record(r, rec, &st), &st);
+                CHECK_OK(vg__idx_reader_next_record(r, rec, &st), &st);
+                CHECK_CODE(vg__idx_reader_next_record(r, rec, &st), VG_DATA_LOSS);
+            }
+        }
         vg__idx_reader_close(r);
         (gz ? write_gz : write_plain)(p, k_images, 10); /* short header */
         CHECK_CODE(vg__idx_read(p, 0, dims, &nd, &data, &n, &st), VG_DATA_LOSS);

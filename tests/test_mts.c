@@ -1,5 +1,5 @@
 /* test_mts.c - MonitoredTrainingSession against the checklist of
- * ../shared/docs/tf1-semantics.md (items 131-138, 97) and TF's
+ * docs/tf1-semantics.md (items 131-138, 97) and TF's
  * MonitoredTrainingSessionTest: restarts restore the global step, checkpoint and summary
  * frequencies (a mocked clock stands in for sleeps), chief-only hooks, non-chief workers,
  * conflicting frequencies. */

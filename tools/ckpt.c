@@ -19,7 +19,8 @@ static const char *ckpt_help =
     "                   checkpoint) or a SavedModel directory (variables/variables)\n"
     "  <prefix>         a checkpoint prefix such as runs/fmnist/model.ckpt-4685\n"
     "  --tensor NAME    print the values of one tensor\n"
-    "  --stats          add min, max and mean of every numeric tensor\n";
+    "  --stats          add min, max and mean (of the finite values) and the NaN and\n"
+    "                   Inf counts of every numeric tensor\n";
 
 /* TensorFlow DataType names and element sizes (types.proto), also for dtypes vigil
  * cannot hold in a tensor (they are listed, not read). */
@@ -52,16 +53,19 @@ static bool is_file(const char *p) {
 /* The checkpoint prefix for a path given by the user. Returns false (reported). */
 static bool resolve_prefix(const char *path, char *out, size_t len) {
     if (is_dir(path)) {
-        if (vg_latest_checkpoint(path, out, len)) return true;
+        vg_status st;
+        vg_code c = vg_checkpoint_find_latest(path, out, len, &st);
+        if (c == VG_OK) return true;
+        if (c != VG_NOT_FOUND) { /* the real cause: unreadable state file, nothing complete, ... */
+            cli_fail_status(&st);
+            return false;
+        }
         snprintf(out, len, "%s/variables/variables", path);
         char idx[4200];
         snprintf(idx, sizeof idx, "%s.index", out);
         if (is_file(idx)) return true;
-        snprintf(idx, sizeof idx, "%s/checkpoint", path);
-        if (is_file(idx))
-            cli_fail("%s: the 'checkpoint' file names no checkpoint whose files exist", path);
-        else
-            cli_fail("%s: no checkpoint in this directory (no 'checkpoint' file, no variables/variables.index)", path);
+        cli_fail("%s: no checkpoint in this directory (no 'checkpoint' file, no .index files, no "
+                 "variables/variables.index)", path);
         return false;
     }
     snprintf(out, len, "%s", path);
@@ -162,11 +166,12 @@ static void print_values(const vg_tensor *t) {
 
 typedef struct stats {
     bool ok;
-    double min, max, mean;
+    double min, max, mean; /* over the finite values (NAN when there are none) */
+    long long nan, inf;
 } stats;
 
 static stats tensor_stats(const vg_tensor *t) {
-    stats s = {false, 0, 0, 0};
+    stats s = {false, 0, 0, 0, 0, 0};
     vg_dtype dt = vg_tensor_dtype(t);
     if (dt == VG_STRING) return s;
     int64_t n = vg_tensor_num_elements(t);
@@ -174,13 +179,18 @@ static stats tensor_stats(const vg_tensor *t) {
     double sum = 0;
     s.min = INFINITY;
     s.max = -INFINITY;
+    int64_t nfin = 0;
     for (int64_t i = 0; i < n; i++) {
         double v = elem(t, i);
+        if (isnan(v)) { s.nan++; continue; }
+        if (isinf(v)) { s.inf++; continue; }
         if (v < s.min) s.min = v;
         if (v > s.max) s.max = v;
         sum += v;
+        nfin++;
     }
-    s.mean = sum / (double)n;
+    if (nfin) s.mean = sum / (double)nfin;
+    else s.min = s.max = s.mean = NAN;
     s.ok = true;
     return s;
 }
@@ -213,7 +223,7 @@ static int list_tensors(vg_checkpoint_reader *r, const char *prefix, bool with_s
     }
     printf("# checkpoint %s\n", prefix);
     printf("%-*s  %-8s  %-18s  %12s", w, "name", "dtype", "shape", "bytes");
-    if (with_stats) printf("  %14s  %14s  %14s", "min", "max", "mean");
+    if (with_stats) printf("  %14s  %14s  %14s  %10s  %10s", "min", "max", "mean", "nan", "inf");
     putchar('\n');
     long long total = 0;
     int rc = 0, unreadable = 0;
@@ -231,9 +241,9 @@ static int list_tensors(vg_checkpoint_reader *r, const char *prefix, bool with_s
         if (with_stats) {
             vg_status st;
             vg_tensor *t = dt == VG_STRING ? NULL : vg_checkpoint_reader_read(r, name, &st);
-            stats s = t ? tensor_stats(t) : (stats){false, 0, 0, 0};
-            if (s.ok) printf("  %14.7g  %14.7g  %14.7g", s.min, s.max, s.mean);
-            else printf("  %14s  %14s  %14s", "-", "-", "-");
+            stats s = t ? tensor_stats(t) : (stats){false, 0, 0, 0, 0, 0};
+            if (s.ok) printf("  %14.7g  %14.7g  %14.7g  %10lld  %10lld", s.min, s.max, s.mean, s.nan, s.inf);
+            else printf("  %14s  %14s  %14s  %10s  %10s", "-", "-", "-", "-", "-");
             if (!t && dt != VG_STRING && unreadable++ == 0) vg_status_copy(&first_err, &st);
             vg_tensor_free(t);
         }
@@ -267,7 +277,7 @@ static int show_tensor(vg_checkpoint_reader *r, const char *name, bool with_stat
     print_values(t);
     if (with_stats) {
         stats s = tensor_stats(t);
-        if (s.ok) printf("# min %.9g max %.9g mean %.9g\n", s.min, s.max, s.mean);
+        if (s.ok) printf("# min %.9g max %.9g mean %.9g nan %lld inf %lld\n", s.min, s.max, s.mean, s.nan, s.inf);
     }
     vg_tensor_free(t);
     return 0;

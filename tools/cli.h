@@ -19,6 +19,9 @@ int cli_train(int argc, char **argv);
 int cli_ckpt(int argc, char **argv);
 int cli_events(int argc, char **argv);
 int cli_plot(int argc, char **argv);
+int cli_graph(int argc, char **argv);
+int cli_run(int argc, char **argv);
+int cli_train_meta(int argc, char **argv);
 
 /* ---- errors and messages ---------------------------------------------------- */
 /* "vigil: <CODE>: <message>" on stderr; returns 1 (the exit status for it). */

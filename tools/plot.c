@@ -134,13 +134,42 @@ static void fmt_tick(char *buf, size_t len, double v, double step) {
     }
 }
 
+/* Length of the valid UTF-8 sequence at p (1..4) that XML 1.0 allows as a character,
+ * or 0 (invalid byte, overlong form, surrogate, > U+10FFFF, U+FFFE/U+FFFF, a control
+ * character other than tab, newline and carriage return). */
+static int xml_char_len(const unsigned char *p) {
+    unsigned c = p[0];
+    if (c < 0x80) return (c >= 0x20 || c == '\t' || c == '\n' || c == '\r') ? 1 : 0;
+    int n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+    if (!n || c > 0xF4) return 0;
+    unsigned cp = c & (0x3F >> (n - 1));
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (p[i] & 0x3F);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+    if ((cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF) return 0;
+    return n;
+}
+
+/* Text for XML: markup characters escaped; bytes that are not valid UTF-8 (a tag
+ * written by another tool) or not XML characters become U+FFFD, so the SVG stays
+ * well-formed. */
 static void xml_text(FILE *f, const char *s) {
-    for (; *s; s++) {
-        if (*s == '&') fputs("&amp;", f);
-        else if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if (*s == '"') fputs("&quot;", f);
-        else fputc(*s, f);
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        if (*p == '&') fputs("&amp;", f);
+        else if (*p == '<') fputs("&lt;", f);
+        else if (*p == '>') fputs("&gt;", f);
+        else if (*p == '"') fputs("&quot;", f);
+        else {
+            int n = xml_char_len(p);
+            if (n) fwrite(p, 1, (size_t)n, f);
+            else fputs("\xEF\xBF\xBD", f);
+            p += n ? n : 1;
+            continue;
+        }
+        p++;
     }
 }
 

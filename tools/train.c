@@ -18,7 +18,6 @@
  * "test_accuracy=<value>".
  */
 #include "cli.h"
-#include "io/io.h"
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -26,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,9 +58,17 @@ static const char *train_help =
     "                               per core)\n"
     "  --seed N                     graph-level random seed (default 1; 0: none)\n"
     "  --train-limit N              use only the first N training images\n"
+    "  --on-nan fail|stop|ignore    a NaN loss (NanTensorHook): fail (default: exit 1),\n"
+    "                               stop (end training, keep the last good checkpoint)\n"
+    "                               or ignore; no checkpoint holding NaN/Inf variables\n"
+    "                               is written unless ignore\n"
     "  --quiet                      no progress output; only the result line\n"
     "  --verbose, -v                debug log lines, including the compute backend\n"
     "                               (oneDNN or OpenBLAS; VG_BACKEND=openblas|dnnl forces one)\n"
+    "\n"
+    "The checkpoint directory is locked (flock) for the whole run: a second trainer on\n"
+    "the same directory fails at once. An unreadable 'checkpoint' state file stops the\n"
+    "run (it never starts over from step 0).\n"
     "\n"
     "Prints test_accuracy=<value> as its last line (exit 0). On SIGINT/SIGTERM it stops,\n"
     "saves a checkpoint and exits 0 without evaluating; a second signal exits at once.\n";
@@ -80,7 +89,10 @@ typedef struct train_opts {
     int threads;
     int64_t seed, train_limit;
     bool quiet, verbose;
+    int on_nan; /* ON_NAN_* */
 } train_opts;
+
+enum { ON_NAN_FAIL = 0, ON_NAN_STOP = 1, ON_NAN_IGNORE = 2 };
 
 static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t *out) {
     if (!cli_parse_i64(v, out) || *out < lo)
@@ -90,11 +102,11 @@ static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t *o
 
 static int parse_train_opts(int argc, char **argv, train_opts *o) {
     *o = (train_opts){false, 5, -1, 64, NULL, -1, true, "runs/fmnist", "/usr/share/datasets/fashion-mnist", -1, -1,
-                      100, 100, 0, 1, -1, false, false};
+                      100, 100, 0, 1, -1, false, false, ON_NAN_FAIL};
     static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr", "--lr-decay",
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
-                                       "--threads", "--seed", "--train-limit"};
+                                       "--threads", "--seed", "--train-limit", "--on-nan"};
     bool ck_steps_set = false, ck_secs_set = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL, *name = NULL;
@@ -166,6 +178,11 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
             rc = parse_int_opt(name, v, 0, &o->seed);
         } else if (!strcmp(name, "--train-limit")) {
             rc = parse_int_opt(name, v, 1, &o->train_limit);
+        } else if (!strcmp(name, "--on-nan")) {
+            if (!strcmp(v, "fail")) o->on_nan = ON_NAN_FAIL;
+            else if (!strcmp(v, "stop")) o->on_nan = ON_NAN_STOP;
+            else if (!strcmp(v, "ignore")) o->on_nan = ON_NAN_IGNORE;
+            else rc = cli_usage_error("train", "--on-nan needs fail, stop or ignore, got '%s'", v);
         }
         if (rc) return rc;
     }
@@ -273,12 +290,101 @@ static int locate_data(const char *dir, data_files *d) {
     return 0;
 }
 
-static int64_t idx_count(const char *path, vg_status *st) {
-    vg__idx_reader *r = vg__idx_reader_open(path, 0, st);
-    if (!r) return -1;
-    int64_t n = vg__idx_reader_num_records(r);
-    vg__idx_reader_close(r);
-    return n;
+/* Image and label files must be [N,28,28] uint8 and [N] uint8 with labels < 10:
+ * INVALID_ARGUMENT naming the file (and the record for a bad label) otherwise. Reads
+ * the label file (small); the image file's header only. *n = N. */
+static vg_code check_data_pair(const char *images, const char *labels, int64_t *n, vg_status *st) {
+    int nd = 0, type = 0;
+    int64_t d[4] = {0};
+    if (vg_idx_header(images, &type, d, &nd, st) != VG_OK) return st->code;
+    if (type != VG_IDX_U8)
+        return vg_status_set(st, VG_DATA_LOSS, "%s: IDX element type 0x%02x, expected unsigned bytes (0x08)", images,
+                             (unsigned)type);
+    int64_t ni = d[0];
+    bool ok = nd == 3 && d[1] == 28 && d[2] == 28;
+    char shape[64];
+    if (nd == 3) snprintf(shape, sizeof shape, "[%lld,%lld,%lld]", (long long)d[0], (long long)d[1], (long long)d[2]);
+    else snprintf(shape, sizeof shape, "rank %d", nd);
+    if (!ok)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: images must be 28x28 ([N,28,28] uint8), the file holds %s",
+                             images, shape);
+    if (ni == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: the file holds no images", images);
+    int64_t ld[4];
+    void *lab = NULL;
+    size_t lb;
+    if (vg_idx_read(labels, VG_IDX_U8, ld, &nd, &lab, &lb, st) != VG_OK) return st->code;
+    vg_code c = VG_OK;
+    if (nd != 1 || ld[0] != ni)
+        c = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: %lld labels (rank %d) for the %lld images of %s", labels,
+                          (long long)ld[0], nd, (long long)ni, images);
+    for (int64_t i = 0; c == VG_OK && i < ld[0]; i++)
+        if (((const uint8_t *)lab)[i] > 9)
+            c = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: record %lld has label %u, outside the classes 0..9", labels,
+                              (long long)i, ((const uint8_t *)lab)[i]);
+    vg_free(lab);
+    *n = ni;
+    return c;
+}
+
+/* mkdir -p: PERMISSION_DENIED, NOT_FOUND or FAILED_PRECONDITION naming the directory. */
+static vg_code mkdirs(const char *dir, vg_status *st) {
+    char p[4200];
+    int n = snprintf(p, sizeof p, "%s", dir);
+    if (n <= 0 || (size_t)n >= sizeof p) return vg_status_set(st, VG_INVALID_ARGUMENT, "bad directory name '%s'", dir);
+    for (char *q = p + 1;; q++) {
+        bool end = *q == 0;
+        if (*q == '/' || end) {
+            *q = 0;
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+                int e = errno;
+                return vg_status_set(st, e == EACCES || e == EPERM ? VG_PERMISSION_DENIED
+                                         : e == ENOENT             ? VG_NOT_FOUND
+                                                                   : VG_FAILED_PRECONDITION,
+                                     "cannot create directory %s: %s", p, strerror(e));
+            }
+            if (end) break;
+            *q = '/';
+        }
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return vg_status_set(st, VG_FAILED_PRECONDITION, "%s is not a directory", dir);
+    return VG_OK;
+}
+
+/* An advisory lock (flock) on the checkpoint directory for the whole run, so two
+ * trainers never interleave checkpoints. The holder's pid is written to
+ * DIR/.vigil-train.pid for the message. Returns the fd (kept open until exit: the
+ * kernel drops the lock when the process dies) or -1 after reporting. */
+static int lock_checkpoint_dir(const char *dir) {
+    vg_status st;
+    if (mkdirs(dir, &st) != VG_OK) return cli_fail_status(&st), -1;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return cli_fail("cannot open checkpoint directory %s: %s", dir, strerror(errno)), -1;
+    char pidfile[4200];
+    snprintf(pidfile, sizeof pidfile, "%s/.vigil-train.pid", dir);
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char holder[32] = "unknown";
+        int pf = open(pidfile, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (pf >= 0) {
+            ssize_t k = read(pf, holder, sizeof holder - 1);
+            holder[k > 0 ? k : 0] = 0;
+            holder[strcspn(holder, "\n")] = 0;
+            if (!holder[0]) strcpy(holder, "unknown");
+            close(pf);
+        }
+        close(fd);
+        vg_status_set(&st, e == EWOULDBLOCK ? VG_FAILED_PRECONDITION : VG_UNAVAILABLE,
+                      "checkpoint directory %s is locked by another vigil train (pid %s); wait for it or use another "
+                      "--checkpoint-dir", dir, holder);
+        return cli_fail_status(&st), -1;
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (vg_write_file_atomic(pidfile, pid, (size_t)n, &st) != VG_OK)
+        vg_logf(VG_LOG_WARN, "cannot record the lock holder: %s", st.msg);
+    return fd;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -309,10 +415,15 @@ static vg_optimizer *make_optimizer(const train_opts *o) {
     return vg_optimizer_new_sgd(o->lr);
 }
 
+#define MAX_GUARDED 64
+
 typedef struct train_graph {
     vg_graph *g;
     vg_op *train_op;
     vg_output loss, accuracy, step; /* step: the global step's snapshot */
+    vg_output finite[MAX_GUARDED];  /* per float variable: all(is_finite(v)) */
+    const char *finite_names[MAX_GUARDED];
+    int nfinite;
 } train_graph;
 
 /* images uint8 [k,28,28] -> float [k,784] or [k,28,28,1] in [0,1] */
@@ -368,6 +479,21 @@ static vg_code build_train_graph(const train_opts *o, const data_files *d, int64
     }
     tg->train_op = vg_optimizer_minimize(opt, g, tg->loss, NULL, 0, gs, NULL);
     vg_optimizer_free(opt);
+    /* the checkpoint guard's checks: every float variable (weights and optimizer slots)
+     * must be finite before a checkpoint is written */
+    int ng;
+    const vg_output *gvars = vg_graph_collection(g, VG_GLOBAL_VARIABLES, &ng);
+    vg_graph_push_scope(g, "checkpoint_guard");
+    for (int i = 0; i < ng && tg->nfinite < MAX_GUARDED; i++) {
+        if (vg_output_dtype(gvars[i]) != VG_FLOAT) continue;
+        vg_output snap = vg_variable_snapshot(gvars[i].op);
+        if (!snap.op) snap = vg_identity(g, gvars[i], NULL);
+        vg_output bad = vg_reduce_sum(g, vg_cast(g, vg_logical_not(g, vg_is_finite(g, snap, NULL), NULL), VG_INT32, NULL),
+                                      NULL, -1, false, NULL);
+        tg->finite_names[tg->nfinite] = vg_op_name(gvars[i].op);
+        tg->finite[tg->nfinite++] = bad;
+    }
+    vg_graph_pop_scope(g);
     /* summaries: loss, accuracy, kernel histograms (MonitoredTrainingSession adds
      * global_step/sec) */
     vg_summary_scalar(g, "loss", tg->loss);
@@ -416,6 +542,34 @@ static vg_code stop_end(void *p, vg_session *sess, vg_status *st) {
     if (vg_session_run1(sess, h->step, &t, &ignore) == VG_OK) h->final_step = (int64_t)vg_tensor_scalar(t);
     vg_tensor_free(t);
     return VG_OK;
+}
+
+/* CheckpointSaverListener.before_save: refuses to write a checkpoint whose variables
+ * hold NaN or Inf, so a diverged run never overwrites a good checkpoint. */
+typedef struct ckpt_guard {
+    const train_graph *tg;
+    bool refused;          /* a save was refused */
+    char what[512];
+} ckpt_guard;
+
+static vg_code guard_before_save(void *p, vg_session *sess, int64_t step, vg_status *st) {
+    ckpt_guard *gd = p;
+    const train_graph *tg = gd->tg;
+    if (!tg->nfinite) return VG_OK;
+    vg_tensor *vals[MAX_GUARDED] = {0};
+    vg_code rc = vg_session_run(sess, NULL, NULL, NULL, 0, tg->finite, vals, tg->nfinite, NULL, 0, NULL, st);
+    for (int i = 0; rc == VG_OK && i < tg->nfinite; i++) {
+        double nbad = vg_tensor_scalar(vals[i]);
+        if (nbad > 0) {
+            snprintf(gd->what, sizeof gd->what, "variable %s holds %.0f NaN/Inf values at step %lld", tg->finite_names[i],
+                     nbad, (long long)step);
+            gd->refused = true;
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "refusing to write a checkpoint: %s (the last good checkpoint is "
+                               "kept)", gd->what);
+        }
+    }
+    for (int i = 0; i < tg->nfinite; i++) vg_tensor_free(vals[i]);
+    return rc;
 }
 
 /* The live progress line on a terminal: at most 10 updates a second. */
@@ -512,8 +666,8 @@ static vg_code evaluate(const train_opts *o, const data_files *d, const char *pr
     vg_saver *saver = NULL;
     vg_session *sess = NULL;
     vg_tensor *xt = NULL, *yt = NULL;
-    vg_code rc = vg__idx_read(d->test_images, VG__IDX_U8, idims, &ind, &img, &ib, st);
-    if (rc == VG_OK) rc = vg__idx_read(d->test_labels, VG__IDX_U8, ldims, &lnd, &lab, &lb, st);
+    vg_code rc = vg_idx_read(d->test_images, VG_IDX_U8, idims, &ind, &img, &ib, st);
+    if (rc == VG_OK) rc = vg_idx_read(d->test_labels, VG_IDX_U8, ldims, &lnd, &lab, &lb, st);
     if (rc == VG_OK && (ind != 3 || idims[1] * idims[2] != 784 || lnd != 1 || ldims[0] != idims[0]))
         rc = vg_status_set(st, VG_DATA_LOSS, "%s / %s: not 28x28 images with one label each", d->test_images,
                            d->test_labels);
@@ -587,20 +741,34 @@ done:
 
 /* global_step of the latest checkpoint in dir (0 when there is none); its prefix in
  * prefix ("" when none). */
-static vg_code checkpoint_step(const char *dir, char *prefix, size_t len, int64_t *step, vg_status *st) {
+static vg_code checkpoint_step(const char *dir, int64_t batch, char *prefix, size_t len, int64_t *step,
+                               vg_status *st) {
     *step = 0;
     prefix[0] = 0;
-    if (!vg_latest_checkpoint(dir, prefix, len)) {
+    vg_code c = vg_checkpoint_find_latest(dir, prefix, len, st);
+    if (c == VG_NOT_FOUND) { /* no state file and no checkpoint files: a fresh start */
         prefix[0] = 0;
+        vg_status_clear(st);
         return VG_OK;
+    }
+    if (c != VG_OK) {
+        prefix[0] = 0;
+        return c;
     }
     vg_checkpoint_reader *r = vg_checkpoint_reader_new(prefix, st);
     if (!r) return st->code;
     vg_tensor *t = vg_checkpoint_reader_read(r, "global_step", st);
     vg_checkpoint_reader_free(r);
     if (!t) return st->code;
-    *step = (int64_t)vg_tensor_scalar(t);
+    int64_t v = -1;
+    if (vg_tensor_dtype(t) == VG_INT64 && vg_tensor_num_elements(t) == 1) v = *(const int64_t *)vg_tensor_data(t);
+    else if (vg_tensor_dtype(t) == VG_INT32 && vg_tensor_num_elements(t) == 1) v = *(const int32_t *)vg_tensor_data(t);
     vg_tensor_free(t);
+    /* step * batch must stay representable (epoch arithmetic) */
+    if (v < 0 || v > INT64_MAX / batch)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "checkpoint %s: global_step %lld is out of range", prefix,
+                             (long long)v);
+    *step = v;
     return VG_OK;
 }
 
@@ -614,7 +782,7 @@ static void restore_hint(const train_opts *o, const vg_status *st, bool had_chec
 
 /* Trains until the data, the step limit or a signal ends it. Returns the exit status. */
 static int run_training(const train_opts *o, const data_files *d, int64_t n_train, int64_t start_step,
-                        int64_t last_step, double t_start) {
+                        int64_t last_step, double t_start, bool *nan_stopped) {
     int64_t spe = n_train / o->batch;
     int64_t done_epochs = start_step * o->batch / n_train;
     int64_t num_epochs = o->epochs - done_epochs;
@@ -625,7 +793,8 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     int64_t seed = start_step ? (int64_t)(((uint64_t)o->seed * 1000003u) ^ (uint64_t)start_step) & INT64_MAX : o->seed;
     if (o->seed == 0) seed = 0;      /* --seed 0: no graph-level seed (TF's default: nondeterministic) */
     else if (seed == 0) seed = 1;    /* 0 would mean "no graph seed" */
-    train_graph tg = {NULL, NULL, {NULL, 0}, {NULL, 0}, {NULL, 0}};
+    train_graph tg;
+    memset(&tg, 0, sizeof tg);
     if (build_train_graph(o, d, n_train, num_epochs, o->epochs * spe, seed, &tg, &st) != VG_OK) {
         vg_graph_free(tg.g);
         return cli_fail_status(&st);
@@ -643,10 +812,35 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     ph.batch = o->batch;
     ph.last_print = -1;
     bool tty = !o->quiet && isatty(1);
-    vg_hook hooks[3];
+    vg_hook hooks[6];
     int nh = 0;
     memset(hooks, 0, sizeof hooks);
-    vg_code rc = vg_stop_at_step_hook(-1, last_step, &hooks[nh], &st);
+    vg_code rc = VG_OK;
+    /* NanTensorHook first: a NaN loss ends the step before anything saves it */
+    if (o->on_nan != ON_NAN_IGNORE) {
+        rc = vg_nan_tensor_hook(tg.loss, o->on_nan == ON_NAN_FAIL, &hooks[nh], &st);
+        if (rc == VG_OK) nh++;
+    }
+    /* Checkpoints: MonitoredTrainingSession's CheckpointSaverHook, made here so that it
+     * gets the guard listener (same scaffold and saver as the session's restore). */
+    vg_scaffold *scaffold = vg_scaffold_new(NULL);
+    ckpt_guard guard = {&tg, false, ""};
+    vg_checkpoint_listener guard_l = {NULL, guard_before_save, NULL, NULL, NULL, &guard};
+    if (!scaffold && rc == VG_OK) rc = vg_status_set(&st, VG_RESOURCE_EXHAUSTED, "out of memory creating the scaffold");
+    if (rc == VG_OK) {
+        vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+        co.checkpoint_dir = o->ckpt_dir;
+        co.scaffold = scaffold;
+        if (o->save_ckpt_steps > 0) co.save_steps = o->save_ckpt_steps;
+        else co.save_secs = o->save_ckpt_secs;
+        if (o->on_nan != ON_NAN_IGNORE) {
+            co.listeners = &guard_l;
+            co.nlisteners = 1;
+        }
+        rc = vg_checkpoint_saver_hook(&co, &hooks[nh], &st);
+        if (rc == VG_OK) nh++;
+    }
+    if (rc == VG_OK) rc = vg_stop_at_step_hook(-1, last_step, &hooks[nh], &st);
     if (rc == VG_OK) nh++;
     hooks[nh].name = "SignalStopHook";
     hooks[nh].after_run = stop_after_run;
@@ -671,6 +865,7 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     }
     if (rc != VG_OK) {
         for (int i = 0; i < nh; i++) vg_hook_free(&hooks[i]);
+        vg_scaffold_free(scaffold);
         vg_graph_free(tg.g);
         return cli_fail_status(&st);
     }
@@ -683,10 +878,12 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     mo.save_summaries_steps = o->save_summaries_steps;
     if (o->save_summaries_steps == 0) mo.save_summaries_secs = 0; /* both off: no SummarySaverHook */
     mo.log_step_count_steps = o->log_steps;
-    if (o->save_ckpt_steps > 0) mo.save_checkpoint_steps = o->save_ckpt_steps;
-    else mo.save_checkpoint_secs = o->save_ckpt_secs;
+    mo.save_checkpoint_secs = 0; /* the hook above saves */
+    mo.save_checkpoint_steps = -1;
+    mo.scaffold = scaffold;
     vg_monitored_session *ms = vg_monitored_training_session_new(tg.g, &mo, &st);
     if (!ms) {
+        vg_scaffold_free(scaffold);
         vg_graph_free(tg.g);
         vg_file_writer_cache_clear();
         cli_fail_status(&st);
@@ -710,8 +907,15 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
         g_live_line = 0;
     }
     vg_monitored_session_free(ms);
+    vg_scaffold_free(scaffold);
     vg_graph_free(tg.g);
     vg_file_writer_cache_clear();
+    if (rc != VG_OK && guard.refused && o->on_nan == ON_NAN_STOP) {
+        /* --on-nan stop: the NaN hook asked for a stop, the final save was refused */
+        fprintf(stderr, "vigil: stopped on a NaN loss: %s; the last good checkpoint is kept\n", guard.what);
+        *nan_stopped = true;
+        return 0;
+    }
     if (rc != VG_OK) return cli_fail_status(&st);
     double steady = sh.t_last - sh.t_first;
     note("%s at step %lld: %lld steps in %.2f s; first step done %.3f s after start; after it %.1f steps/s "
@@ -741,18 +945,29 @@ int cli_train(int argc, char **argv) {
     data_files d;
     if (locate_data(o.data_dir, &d) != 0) return 1;
     vg_status st;
-    int64_t n_train = idx_count(d.train_images, &st);
-    if (n_train < 0) return cli_fail_status(&st);
+    int64_t n_train, n_test;
+    if (check_data_pair(d.train_images, d.train_labels, &n_train, &st) != VG_OK ||
+        check_data_pair(d.test_images, d.test_labels, &n_test, &st) != VG_OK)
+        return cli_fail_status(&st);
     if (o.train_limit > 0 && o.train_limit < n_train) n_train = o.train_limit;
     if (n_train < o.batch)
         return cli_fail("--batch-size %lld is larger than the %lld training images", (long long)o.batch,
                         (long long)n_train);
-    int64_t spe = n_train / o.batch, last_step = o.epochs * spe;
+    int64_t spe = n_train / o.batch, last_step, total_examples;
+    /* checked arithmetic: the step count and the producer's epochs x images must fit */
+    if (__builtin_mul_overflow(o.epochs, spe, &last_step) || __builtin_mul_overflow(o.epochs, n_train, &total_examples)) {
+        vg_status_set(&st, VG_INVALID_ARGUMENT, "--epochs %lld is too large (%lld epochs x %lld images overflows)",
+                      (long long)o.epochs, (long long)o.epochs, (long long)n_train);
+        return cli_fail_status(&st);
+    }
     if (o.steps >= 0 && o.steps < last_step) last_step = o.steps;
+    /* one trainer per checkpoint directory, for the whole run (fd kept until exit) */
+    if (lock_checkpoint_dir(o.ckpt_dir) < 0) return 1;
     char prefix[4096];
     int64_t start_step;
-    if (checkpoint_step(o.ckpt_dir, prefix, sizeof prefix, &start_step, &st) != VG_OK) {
-        fprintf(stderr, "vigil: cannot read the latest checkpoint %s in %s\n", prefix, o.ckpt_dir);
+    if (checkpoint_step(o.ckpt_dir, o.batch, prefix, sizeof prefix, &start_step, &st) != VG_OK) {
+        fprintf(stderr, "vigil: refusing to train in %s: its checkpoints cannot be resumed%s%s\n", o.ckpt_dir,
+                prefix[0] ? " from " : "", prefix);
         return cli_fail_status(&st);
     }
     note("%s %s on %lld images, batch %lld, %lld steps/epoch, %s lr %g, checkpoints in %s", o.cnn ? "cnn" : "mlp",
@@ -768,7 +983,8 @@ int cli_train(int argc, char **argv) {
         note("already trained to step %lld (target %lld): evaluating only", (long long)start_step,
              (long long)last_step);
     } else {
-        int rc = run_training(&o, &d, n_train, start_step, last_step, t_start);
+        bool nan_stopped = false;
+        int rc = run_training(&o, &d, n_train, start_step, last_step, t_start, &nan_stopped);
         if (rc) return rc;
         if (g_signal) {
             char p[4096];

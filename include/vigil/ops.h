@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-/* ---- array ops (src/kernels/array_ops.c) -------------------------------- */
+/* ---- array ops (src/kernels/array_shape_ops.c, array_index_ops.c) ------- */
 /* Placeholder(dtype, shape); ndims == -1 for unknown rank, -1 dims unknown. */
 VG_API vg_output vg_placeholder(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndims, const char *name);
 VG_API vg_output vg_placeholder_with_default(vg_graph *g, vg_output def, const int64_t *dims, int ndims, const char *name);
@@ -88,7 +88,7 @@ VG_API vg_output vg_truncated_normal(vg_graph *g, vg_output shape, vg_dtype dt, 
 /* RandomShuffle along the first dimension. */
 VG_API vg_output vg_random_shuffle(vg_graph *g, vg_output x, int64_t seed, int64_t seed2, const char *name);
 
-/* ---- math ops (src/kernels/math_ops.c) ---------------------------------- */
+/* ---- math ops (src/kernels/math_cwise_ops.c, math_reduce_ops.c) -------- */
 /* Binary ops broadcast as NumPy/TF. vg_add emits AddV2; vg_add_legacy emits Add. */
 VG_API vg_output vg_add(vg_graph *g, vg_output a, vg_output b, const char *name);
 VG_API vg_output vg_add_legacy(vg_graph *g, vg_output a, vg_output b, const char *name);

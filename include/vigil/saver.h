@@ -10,7 +10,7 @@
  *     const char *last = vg_latest_checkpoint("runs/m", buf, sizeof buf);
  *     if (last) vg_saver_restore(saver, sess, last, &st);
  *
- * Files of checkpoint P (byte layouts in shared/docs/tf-formats.md §2):
+ * Files of checkpoint P (byte layouts in docs/formats.md §2):
  *   P.index                  SSTable: key "" -> BundleHeaderProto {num_shards: 1,
  *                            version {producer: 1}}; key <variable name> ->
  *                            BundleEntryProto {dtype, shape, offset, size, masked crc32c}
@@ -62,13 +62,18 @@ typedef struct vg_saver_options {
     bool sharded;               /* accepted for parity; vigil always writes one shard (and
                                    its SaverDef says sharded: false) */
     const char *name;           /* name scope of the saver's ops: "save" */
+    bool allow_empty;           /* false. true: no variables makes an empty saver (TF's
+                                   allow_empty): its only op is a NoOp "<name>/restore_all",
+                                   save writes nothing (path_out "") and restore does nothing */
 } vg_saver_options;
 
-#define VG_SAVER_OPTIONS_INIT {NULL, 0, 5, 10000.0, true, false, "save"}
+#define VG_SAVER_OPTIONS_INIT {NULL, 0, 5, 10000.0, true, false, "save", false}
+/* The same values as the _INIT macro. */
+VG_API vg_saver_options vg_saver_options_default(void);
 
 /* Creates the saver and its ops in g. Ownership: free with vg_saver_free (the ops stay
- * in the graph). Fails with the graph's error, INVALID_ARGUMENT (no variables ... TF
- * raises "No variables to save"), RESOURCE_EXHAUSTED. */
+ * in the graph). Fails with the graph's error, INVALID_ARGUMENT (no variables without
+ * allow_empty ... TF raises "No variables to save"), RESOURCE_EXHAUSTED. */
 VG_API vg_saver *vg_saver_new(vg_graph *g, const vg_saver_options *opts, vg_status *st);
 VG_API void vg_saver_free(vg_saver *s);
 
@@ -94,7 +99,13 @@ VG_API int vg_saver_num_last_checkpoints(const vg_saver *s);
 VG_API const char *vg_saver_last_checkpoint(const vg_saver *s, int i);
 /* recover_last_checkpoints: adopt existing checkpoint paths (e.g. after a restart) so
  * max_to_keep keeps deleting them. Paths whose files are gone are skipped; each one's
- * time is its file's mtime. Replaces the current list. */
+ * time is its file's mtime. Replaces the current list.
+ * vigil addition (crash clean-up): when the newest path is "<dir>/<base>-N", it first
+ * deletes from dir the stale temporaries of an interrupted save ("<base>-*.tempstate<16
+ * hex>", "checkpoint.tempstate<16 hex>", "graph.pbtxt.tempstate<16 hex>") and, when max_to_keep > 0 and
+ * keep_checkpoint_every_n_hours is not in use, the files of checkpoints "<base>-M" with
+ * M < N that paths does not name (what max_to_keep would have deleted), logging a
+ * WARNING with the counts. */
 VG_API void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n);
 /* The saver's ops (for Scaffold / MetaGraphDef's SaverDef). */
 VG_API vg_output vg_saver_filename_tensor(const vg_saver *s);   /* "save/Const:0" */
@@ -115,6 +126,20 @@ typedef struct vg_checkpoint_state {
  * len bytes; a missing checkpoint is logged). Writes into buf. Relative paths in the
  * state file are taken relative to dir, as TF does. */
 VG_API const char *vg_latest_checkpoint(const char *dir, char *buf, size_t len);
+/* The checkpoint a restarting trainer must resume from (vigil's, stricter than
+ * latest_checkpoint: never a silent start from step 0 over an existing run). Writes the
+ * prefix into buf (len bytes) and returns VG_OK when one is found:
+ *   - the state file's model_checkpoint_path when that checkpoint is complete (index
+ *     parses, every tensor's bytes lie in existing data files);
+ *   - else the newest complete one its list names, else the newest complete one found
+ *     by listing dir (by "-N" step suffix, then .index mtime); these log a WARNING.
+ * Fails with NOT_FOUND only when there is no state file and no "*.index" file in dir
+ * (a fresh start is safe); DATA_LOSS naming the file when "<dir>/checkpoint" exists
+ * but cannot be read or parsed (unreadable, special file, dangling link, syntax) or
+ * names nothing complete while none is found by listing, and when .index files exist
+ * but none is complete; INVALID_ARGUMENT (NULL arguments, path longer than len);
+ * RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_checkpoint_find_latest(const char *dir, char *buf, size_t len, vg_status *st);
 /* tf.train.get_checkpoint_state(dir): reads "<dir>/checkpoint" into a new state (free
  * with vg_checkpoint_state_free); relative paths are joined with dir. Fails with
  * NOT_FOUND, DATA_LOSS (unparsable, or no model_checkpoint_path). */

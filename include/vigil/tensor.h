@@ -58,7 +58,8 @@ VG_API vg_shape vg_shape_make(const int64_t *dims, int ndims);
 VG_API vg_shape vg_shape_unknown(void);
 /* True if the rank and every dimension are known. */
 VG_API bool vg_shape_is_fully_defined(const vg_shape *s);
-/* Element count; -1 if not fully defined. */
+/* Element count; -1 if not fully defined or when the product overflows int64 (checked:
+ * no signed overflow). */
 VG_API int64_t vg_shape_num_elements(const vg_shape *s);
 /* Writes "[2,?,3]" / "<unknown>" into buf; returns buf. */
 VG_API char *vg_shape_str(const vg_shape *s, char *buf, size_t len);

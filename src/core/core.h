@@ -7,16 +7,15 @@
 #ifndef VG_CORE_H
 #define VG_CORE_H
 
+#include "core/visibility.h"
 #include "vigil/status.h"
 #include <stdbool.h>
 #include <string.h>
 
 #if defined(__GNUC__)
-#define VG_HIDDEN __attribute__((visibility("hidden")))
 #define VG_LIKELY(x) __builtin_expect(!!(x), 1)
 #define VG_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
-#define VG_HIDDEN
 #define VG_LIKELY(x) (x)
 #define VG_UNLIKELY(x) (x)
 #endif

@@ -4,7 +4,7 @@
  * aliases (a view of another tensor's data with another shape) keep data elsewhere.
  */
 #include "core.h"
-#include "graph/registry.h"
+#include "core/tensor_internal.h"
 #include "vigil/tensor.h"
 #include <stdatomic.h>
 #include <stdio.h>
@@ -75,7 +75,10 @@ bool vg_shape_is_fully_defined(const vg_shape *s) {
 int64_t vg_shape_num_elements(const vg_shape *s) {
     if (!vg_shape_is_fully_defined(s)) return -1;
     int64_t n = 1;
-    for (int i = 0; i < s->ndims; i++) n *= s->dims[i];
+    for (int i = 0; i < s->ndims; i++)
+        if (s->dims[i] == 0) return 0;
+    for (int i = 0; i < s->ndims; i++)
+        if (__builtin_mul_overflow(n, s->dims[i], &n)) return -1; /* not representable: treated as unknown */
     return n;
 }
 

@@ -1,13 +1,18 @@
-/* exec.h - session and executor internals: variable slots, execution plans, the
- * kernel context. */
+/* exec.h - session and executor internals: variable slots, execution plans, run
+ * states and the kernel context's layout. The kernel-facing functions over these
+ * (vg__kctx_*, vg__var_*, session resources) are the kernel layer's: kernels/kernel.c. */
 #ifndef VG_EXEC_H
 #define VG_EXEC_H
 
 #include "core/strmap.h"
 #include "core/threadpool.h"
+#include "core/tensor_internal.h"
 #include "graph/graph_impl.h"
+#include "vigil/session.h"
 #include <pthread.h>
 #include <stdatomic.h>
+
+typedef struct vg__var vg__var;
 
 struct vg__var {
     pthread_mutex_t mu;
@@ -34,6 +39,7 @@ typedef struct vg__node {
 } vg__node;
 
 typedef struct vg__run_state vg__run_state;
+typedef struct vg__kctx vg__kctx;
 
 typedef struct vg__plan {
     /* key */
@@ -56,9 +62,11 @@ typedef struct vg__plan {
     _Atomic(vg__run_state *) cached; /* one state kept outside the lock (the common case) */
 } vg__plan;
 
+/* A per-session resource (see vg__session_resource in kernels/kernel.h). */
 typedef struct vg__resource {
     void *ptr;
-    const vg__resource_ops *ops;
+    void (*cancel)(void *r);  /* called by vg_session_close (optional) */
+    void (*destroy)(void *r); /* called by vg_session_free (optional) */
 } vg__resource;
 
 struct vg_session {
@@ -88,12 +96,50 @@ struct vg_run_metadata {
     pthread_mutex_t mu;
 };
 
+/* The state of one run of a plan (recycled between runs). */
+struct vg__run_state {
+    vg__run_state *next_free; /* must stay first (free list link) */
+    vg_tensor **vals;
+    atomic_int *uses;
+    atomic_int *pending;
+    int *ready;
+    int nready;
+    int ndone;
+    int helpers;               /* pool tasks started or queued for this run */
+    int refs;                  /* the caller + queued/running helper tasks; the state is
+                                * recycled by whoever drops the last reference, so a run
+                                * never waits for a helper task stuck behind a blocked
+                                * pool thread */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_bool failed;
+    vg_status err;
+    vg_session *s;
+    vg__plan *p;
+    const vg_run_options *ro;
+    vg_run_metadata *md;
+    int64_t deadline;
+    bool trace;
+};
+
+/* What a kernel call gets (see kernels/kernel.h). */
+struct vg__kctx {
+    vg__run_state *rs;
+    vg__node *n;
+    vg_tensor **outs;
+    vg_status *st;
+};
+
 VG_HIDDEN vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const vg_output *fetches,
                                  int nfetches, vg_op *const *targets, int ntargets, vg__plan **out, vg_status *st);
 VG_HIDDEN void vg__plan_free(vg__plan *p);
 VG_HIDDEN vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
                                vg_tensor **out, vg_run_metadata *md, vg_status *st);
-VG_HIDDEN vg__var *vg__session_var(vg_session *s, const vg_op *op);
+/* The session's variable slot of VariableV2 op `op`; NULL for an op added after the
+ * session was created. */
+static inline vg__var *vg__session_var(vg_session *s, const vg_op *op) {
+    return (op->id < s->nops) ? s->vars[op->id] : NULL;
+}
 /* Hash of a plan key (ints). */
 VG_HIDDEN uint64_t vg__plan_key_hash(const int *key, int n);
 

@@ -413,38 +413,6 @@ cleanup:
 /* ------------------------------------------------------------------------ */
 /* running */
 
-struct vg__run_state {
-    vg__run_state *next_free; /* must stay first (free list link) */
-    vg_tensor **vals;
-    atomic_int *uses;
-    atomic_int *pending;
-    int *ready;
-    int nready;
-    int ndone;
-    int helpers;               /* pool tasks started or queued for this run */
-    int refs;                  /* the caller + queued/running helper tasks; the state is
-                                * recycled by whoever drops the last reference, so a run
-                                * never waits for a helper task stuck behind a blocked
-                                * pool thread */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    atomic_bool failed;
-    vg_status err;
-    vg_session *s;
-    vg__plan *p;
-    const vg_run_options *ro;
-    vg_run_metadata *md;
-    int64_t deadline;
-    bool trace;
-};
-
-struct vg__kctx {
-    vg__run_state *rs;
-    vg__node *n;
-    vg_tensor **outs;
-    vg_status *st;
-};
-
 static vg__run_state *state_get(vg__plan *p) {
     vg__run_state *c = atomic_exchange(&p->cached, NULL);
     if (c) return c;
@@ -730,77 +698,4 @@ vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_te
         if (rs->vals[i]) { vg_tensor_free(rs->vals[i]); rs->vals[i] = NULL; }
     state_release(rs);
     return rc;
-}
-
-/* ------------------------------------------------------------------------ */
-/* kernel context */
-
-const vg_op *vg__kctx_op(const vg__kctx *ctx) { return ctx->n->op; }
-int vg__kctx_num_inputs(const vg__kctx *ctx) { return ctx->n->ninputs; }
-
-vg_tensor *vg__kctx_input(const vg__kctx *ctx, int i) {
-    vg__node *n = ctx->n;
-    if (i < 0 || i >= n->ninputs) return NULL;
-    if (n->in_slot[i] >= 0) return ctx->rs->vals[n->in_slot[i]];
-    return n->in_var[i] ? n->in_var[i]->value : NULL;
-}
-
-vg_code vg__kctx_alloc_output(vg__kctx *ctx, int i, vg_dtype dt, const int64_t *dims, int ndims, vg_tensor **out) {
-    if (i < 0 || i >= ctx->n->noutputs) {
-        *out = NULL;
-        return vg_status_set(ctx->st, VG_INTERNAL, "output %d out of range", i);
-    }
-    vg_tensor *t = vg_tensor_new(dt, dims, ndims, ctx->st);
-    *out = t;
-    if (!t) return ctx->st->code;
-    vg_tensor_free(ctx->outs[i]);
-    ctx->outs[i] = t;
-    return VG_OK;
-}
-
-void vg__kctx_set_output(vg__kctx *ctx, int i, vg_tensor *t) {
-    if (i < 0 || i >= ctx->n->noutputs) { vg_tensor_free(t); return; }
-    vg_tensor_free(ctx->outs[i]);
-    ctx->outs[i] = t;
-}
-
-vg__var *vg__kctx_var(const vg__kctx *ctx, int i) {
-    vg__node *n = ctx->n;
-    if (i == -1) return n->var;
-    return (i >= 0 && i < n->ninputs) ? n->in_var[i] : NULL;
-}
-vg_status *vg__kctx_status(vg__kctx *ctx) { return ctx->st; }
-vg_session *vg__kctx_session(const vg__kctx *ctx) { return ctx->rs->s; }
-const vg_run_options *vg__kctx_run_options(const vg__kctx *ctx) { return ctx->rs->ro; }
-int64_t vg__kctx_deadline_ns(const vg__kctx *ctx) { return ctx->rs->deadline; }
-int vg__kctx_num_threads(const vg__kctx *ctx) { return ctx->rs->s->intra_threads; }
-
-void vg__kctx_parallel_for(vg__kctx *ctx, int64_t n, int64_t cost_per_unit, vg__range_fn fn, void *arg) {
-    vg_session *s = ctx->rs->s;
-    double work = (double)n * (double)(cost_per_unit > 0 ? cost_per_unit : 1);
-    int parts = s->intra_threads;
-    /* ~50k flops per part at least, so splitting pays for the hand-off */
-    if (work < 50000.0 * 2) parts = 1;
-    else if (work / parts < 50000.0) parts = (int)(work / 50000.0);
-    if (parts <= 1 || !s->intra) fn(arg, 0, n);
-    else vg__pool_parallel_for(s->intra, n, parts, fn, arg);
-}
-
-vg_code vg__kctx_state(vg__kctx *ctx, void *(*create)(const vg_op *op, vg_status *st), void (*destroy)(void *state),
-                        void **out) {
-    vg_session *s = ctx->rs->s;
-    int id = ctx->n->op->id;
-    pthread_mutex_lock(&s->mu);
-    void *v = s->kstate[id];
-    if (!v) {
-        v = create(ctx->n->op, ctx->st);
-        if (v) {
-            s->kstate[id] = v;
-            s->kstate_destroy[id] = destroy;
-        }
-    }
-    pthread_mutex_unlock(&s->mu);
-    *out = v;
-    if (!v) return ctx->st->code ? ctx->st->code : vg_status_set(ctx->st, VG_RESOURCE_EXHAUSTED, "out of memory");
-    return VG_OK;
 }

@@ -1,6 +1,6 @@
 /*
  * session.c - sessions: variable slots, the plan cache, kernel states, resources,
- * close/cancel, run metadata, and the variable API used by kernels.
+ * close/cancel and run metadata.
  */
 #include "exec.h"
 #include <stdio.h>
@@ -8,37 +8,6 @@
 
 /* OpenBLAS's own threads would fight with ours: vigil splits work itself. */
 extern void openblas_set_num_threads(int num_threads);
-
-/* ------------------------------------------------------------------------ */
-/* variables */
-
-void vg__var_lock(vg__var *v) { pthread_mutex_lock(&v->mu); }
-void vg__var_unlock(vg__var *v) { pthread_mutex_unlock(&v->mu); }
-vg_tensor *vg__var_value(vg__var *v) { return v->value; }
-const char *vg__var_name(const vg__var *v) { return v->op->name; }
-
-void vg__var_set(vg__var *v, vg_tensor *t) {
-    vg_tensor *old = v->value;
-    v->value = t;
-    vg_tensor_free(old);
-}
-
-vg_tensor *vg__var_mutable(vg__var *v, vg_status *st) {
-    if (!v->value) {
-        vg_status_set(st, VG_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->op->name);
-        return NULL;
-    }
-    if (vg__tensor_refcount(v->value) > 1) {
-        vg_tensor *c = vg_tensor_copy(v->value, st);
-        if (!c) return NULL;
-        vg__var_set(v, c);
-    }
-    return v->value;
-}
-
-vg__var *vg__session_var(vg_session *s, const vg_op *op) {
-    return (op->id < s->nops) ? s->vars[op->id] : NULL;
-}
 
 /* ------------------------------------------------------------------------ */
 /* session */
@@ -91,7 +60,7 @@ oom:
 static void cancel_resources(vg_session *s) {
     for (int i = 0; i < s->resources.cap; i++) {
         vg__resource *r = s->resources.keys[i] ? s->resources.vals[i] : NULL;
-        if (r && r->ops->cancel) r->ops->cancel(r->ptr);
+        if (r && r->cancel) r->cancel(r->ptr);
     }
 }
 
@@ -127,7 +96,7 @@ void vg_session_free(vg_session *s) {
     for (int i = 0; i < s->resources.cap; i++) {
         vg__resource *r = s->resources.keys[i] ? s->resources.vals[i] : NULL;
         if (r) {
-            if (r->ops->destroy) r->ops->destroy(r->ptr);
+            if (r->destroy) r->destroy(r->ptr);
             vg__free(r);
         }
     }
@@ -149,31 +118,6 @@ void vg_session_free(vg_session *s) {
 
 vg_graph *vg_session_graph(const vg_session *s) { return s->g; }
 bool vg_session_closed(const vg_session *s) { return atomic_load(&((vg_session *)s)->closing); }
-bool vg__session_closing(const vg_session *s) { return atomic_load(&((vg_session *)s)->closing); }
-
-vg_code vg__session_resource(vg_session *s, const char *name, const vg__resource_ops *ops,
-                              void *(*create)(void *arg, vg_status *st), void *arg, void **out, vg_status *st) {
-    pthread_mutex_lock(&s->mu);
-    vg__resource *r = vg__strmap_get(&s->resources, name, NULL);
-    if (!r) {
-        r = vg__calloc(1, sizeof *r);
-        if (!r) { pthread_mutex_unlock(&s->mu); return VG_OOM(st, "resource"); }
-        r->ops = ops;
-        r->ptr = create(arg, st);
-        if (!r->ptr || !vg__strmap_put(&s->resources, name, r)) {
-            if (r->ptr && ops->destroy) ops->destroy(r->ptr);
-            vg__free(r);
-            pthread_mutex_unlock(&s->mu);
-            *out = NULL;
-            return st && st->code ? st->code : VG_OOM(st, "resource");
-        }
-        if (atomic_load(&s->closing) && ops->cancel) ops->cancel(r->ptr);
-    }
-    pthread_mutex_unlock(&s->mu);
-    *out = r->ptr;
-    return VG_OK;
-}
-
 /* ------------------------------------------------------------------------ */
 /* run */
 
@@ -214,10 +158,15 @@ static vg_code check_feeds(const vg_output *feeds, vg_tensor *const *vals, int n
 vg_code vg_session_run(vg_session *s, const vg_run_options *ro, const vg_output *feeds, vg_tensor *const *feed_values,
                        int nfeeds, const vg_output *fetches, vg_tensor **out, int nfetches, vg_op *const *targets,
                        int ntargets, vg_run_metadata *md, vg_status *st) {
+    if (nfetches > 0 && !out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out is NULL with %d fetches", nfetches);
     for (int i = 0; i < nfetches; i++) out[i] = NULL;
     if (!s) return vg_status_set(st, VG_INVALID_ARGUMENT, "session is NULL");
     if (nfeeds < 0 || nfetches < 0 || ntargets < 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "negative count");
+    if (nfetches > 0 && !fetches) return vg_status_set(st, VG_INVALID_ARGUMENT, "fetches is NULL with %d fetches", nfetches);
+    if (nfeeds > 0 && (!feeds || !feed_values))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s is NULL with %d feeds", feeds ? "feed_values" : "feeds", nfeeds);
+    if (ntargets > 0 && !targets) return vg_status_set(st, VG_INVALID_ARGUMENT, "targets is NULL with %d targets", ntargets);
     /* plan key on the stack for small calls */
     int keybuf[64], *key = keybuf;
     int nkey = 2 * nfeeds + 2 * nfetches + ntargets;

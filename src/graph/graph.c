@@ -3,6 +3,7 @@
  * and the generic op builder. Shape inference runs in vg_op_builder_finish through
  * the op def's shape function.
  */
+#include <limits.h>
 #include "graph_impl.h"
 #include <ctype.h>
 #include <stdio.h>
@@ -97,6 +98,8 @@ bool vg__op_put_attr(vg_op *op, const vg__attr *a) { return attrs_put(&op->attrs
 /* Pushed in place of a scope that could not be allocated, so that push/pop stay
  * balanced (the graph's sticky error is set). */
 static char g_scope_oom[] = "";
+/* The deps-stack entry that marks an init scope (vg_graph_push_init_scope). */
+static vg_op *g_init_barrier[1];
 
 vg_graph *vg_graph_new(void) {
     vg_graph *g = vg__calloc(1, sizeof *g);
@@ -129,7 +132,8 @@ void vg_graph_free(vg_graph *g) {
     for (int i = 0; i < g->nscopes; i++)
         if (g->scopes[i] != g_scope_oom) vg__free(g->scopes[i]);
     vg__free(g->scopes);
-    for (int i = 0; i < g->ndeps; i++) vg__free(g->deps[i]);
+    for (int i = 0; i < g->ndeps; i++)
+        if (g->deps[i] != g_init_barrier) vg__free(g->deps[i]);
     vg__free(g->deps);
     for (int i = 0; i < g->ncolls; i++) {
         vg__free(g->colls[i].key);
@@ -180,10 +184,17 @@ vg_output vg_graph_output_by_name(const vg_graph *g, const char *name, vg_status
         if (n >= sizeof buf) { vg_status_set(st, VG_INVALID_ARGUMENT, "name too long"); return none; }
         memcpy(buf, name, n);
         buf[n] = 0;
-        char *end;
-        long v = strtol(colon + 1, &end, 10);
-        if (*end || v < 0) {
-            vg_status_set(st, VG_INVALID_ARGUMENT, "invalid tensor name '%s'", name);
+        /* decimal digits only, range-checked (no sign, no spaces, no overflow into int) */
+        const char *d = colon + 1;
+        long long v = 0;
+        if (!*d) v = -1;
+        for (; *d && v >= 0; d++) {
+            if (*d < '0' || *d > '9' || v > (INT_MAX - (*d - '0')) / 10) v = -1;
+            else v = v * 10 + (*d - '0');
+        }
+        if (v < 0) {
+            vg_status_set(st, VG_INVALID_ARGUMENT, "invalid tensor name '%s': the output index must be a decimal "
+                          "number in [0, %d]", name, INT_MAX);
             return none;
         }
         idx = (int)v;
@@ -208,6 +219,13 @@ int64_t vg_graph_seed(const vg_graph *g) { return g->seed; }
 
 /* TF's random_seed.get_seed: graph seed and op seed -> (seed, seed2). */
 void vg_graph_get_seed(vg_graph *g, int64_t op_seed, int64_t *seed, int64_t *seed2) {
+    int64_t s1_tmp, s2_tmp;
+    if (!seed) seed = &s1_tmp; /* both out-parameters optional */
+    if (!seed2) seed2 = &s2_tmp;
+    if (!g) {
+        *seed = *seed2 = 0;
+        return;
+    }
     if (g->seed) {
         *seed = g->seed;
         *seed2 = op_seed ? op_seed : g->last_id;
@@ -313,7 +331,30 @@ void vg_graph_push_control_deps(vg_graph *g, vg_op *const *ops, int n) {
 }
 
 void vg_graph_pop_control_deps(vg_graph *g) {
-    if (g->ndeps > 0) vg__free(g->deps[--g->ndeps]);
+    /* never across an init scope: its entries belong to the code outside */
+    if (g->ndeps > 0 && g->deps[g->ndeps - 1] != g_init_barrier) vg__free(g->deps[--g->ndeps]);
+}
+
+void vg_graph_push_init_scope(vg_graph *g) {
+    if (!vg__grow((void **)&g->deps, &g->deps_cap, g->ndeps + 1, sizeof(vg_op **))) {
+        g->lost_init_scopes++;
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory entering init scope");
+        return;
+    }
+    g->deps[g->ndeps++] = g_init_barrier;
+}
+
+void vg_graph_pop_init_scope(vg_graph *g) {
+    if (g->lost_init_scopes > 0) {
+        g->lost_init_scopes--;
+        return;
+    }
+    int top = g->ndeps - 1;
+    while (top >= 0 && g->deps[top] != g_init_barrier) top--;
+    if (top < 0) return; /* no init scope open */
+    /* control dependencies pushed inside and not popped are dropped with the scope */
+    while (g->ndeps > top + 1) vg__free(g->deps[--g->ndeps]);
+    g->ndeps = top;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -347,8 +388,8 @@ vg_code vg_graph_add_to_collection(vg_graph *g, const char *key, vg_output item)
 }
 
 const vg_output *vg_graph_collection(const vg_graph *g, const char *key, int *n) {
-    vg__collection *c = find_coll(g, key);
-    *n = c ? c->n : 0;
+    vg__collection *c = g && key ? find_coll(g, key) : NULL;
+    if (n) *n = c ? c->n : 0;
     return c && c->n ? c->items : NULL;
 }
 
@@ -484,7 +525,7 @@ bool vg_op_attr_string(const vg_op *op, const char *name, const char **v, size_t
 bool vg_op_attr_tensor(const vg_op *op, const char *name, const vg_tensor **v) {
     vg__attr *a = vg__op_find_attr(op, name);
     if (!a || a->type != VG_ATTR_TENSOR) return false;
-    *v = a->u.tensor;
+    if (v) *v = a->u.tensor;
     return true;
 }
 #define ATTR_LIST(fn, ty, ctype) \
@@ -751,7 +792,9 @@ vg_op *vg_op_builder_finish(vg_op_builder *b) {
     op->device = b->device;
     b->device = NULL;
     if (!op->name) return fail(b, op, VG_RESOURCE_EXHAUSTED, "out of memory creating op");
-    for (int d = 0; d < g->ndeps; d++)
+    int d0 = g->ndeps;
+    while (d0 > 0 && g->deps[d0 - 1] != g_init_barrier) d0--; /* innermost init scope */
+    for (int d = d0; d < g->ndeps; d++)
         for (vg_op **p = g->deps[d]; p && *p; p++)
             if (!add_control(op, *p)) return fail(b, op, VG_RESOURCE_EXHAUSTED, "out of memory");
     vg_status st;
@@ -771,4 +814,39 @@ vg_op *vg_op_builder_finish(vg_op_builder *b) {
     g->last_id++;
     vg_op_builder_free(b);
     return op;
+}
+
+/* ------------------------------------------------------------------------ */
+/* a variable's parts (the fields tf.Variable holds; declared in vigil/graph.h) */
+
+vg_code vg_variable_set_parts(vg_op *var, vg_op *initializer, vg_output snapshot, vg_status *st) {
+    if (!var || !(var->def->flags & VG__OP_VARIABLE))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_variable_set_parts: %s is not a VariableV2 op",
+                             var ? var->name : "NULL");
+    if ((initializer && initializer->graph != var->graph) || (snapshot.op && snapshot.op->graph != var->graph))
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "vg_variable_set_parts: initializer or snapshot of %s is from another graph", var->name);
+    if (snapshot.op && (snapshot.index < 0 || snapshot.index >= snapshot.op->noutputs))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_variable_set_parts: snapshot %s:%d of %s does not exist",
+                             snapshot.op->name, snapshot.index, var->name);
+    var->var_initializer = initializer;
+    var->var_snapshot = snapshot;
+    return VG_OK;
+}
+
+vg_op *vg_variable_initializer(const vg_op *var) {
+    if (!var) return NULL;
+    if (var->var_initializer) return var->var_initializer;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s/Assign", var->name);
+    return vg_graph_op_by_name(var->graph, buf);
+}
+
+vg_output vg_variable_snapshot(const vg_op *var) {
+    vg_output none = {NULL, 0};
+    if (!var) return none;
+    if (var->var_snapshot.op) return var->var_snapshot;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s/read", var->name);
+    return vg_out(vg_graph_op_by_name(var->graph, buf), 0);
 }

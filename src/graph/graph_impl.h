@@ -56,8 +56,10 @@ struct vg_graph {
     char **scopes;
     int nscopes, scopes_cap;
     int lost_scopes;         /* pushes that could not be recorded (out of memory) */
-    vg_op ***deps;           /* control-dependency stack: each entry a NULL-terminated array */
+    vg_op ***deps;           /* control-dependency stack: each entry a NULL-terminated array,
+                              * or the init-scope barrier (vg_graph_push_init_scope) */
     int ndeps, deps_cap;
+    int lost_init_scopes;    /* init-scope pushes that could not be recorded (out of memory) */
     vg__collection *colls;
     int ncolls, colls_cap;
     struct vg__udata { char *key; void *ptr; void (*destroy)(void *); } *udata;

@@ -1,49 +1,39 @@
 /*
- * registry.c - collects the op tables of the op families and finds defs by type.
- * The family tables are strong references (so the static library links every family's
- * object file); vg__ops_test is weak: a test executable may define it to register test
- * ops (fault injection, blocking ops).
+ * registry.c - the op registry: holds the op tables the kernel layer hands it
+ * (src/kernels/op_families.c) sorted by type, and finds defs by type.
  */
 #include "registry.h"
 #include <pthread.h>
 #include <stdlib.h>
 
-#define FAMILY(name) extern const vg__op_def name[];
-FAMILY(vg__ops_array)
-FAMILY(vg__ops_math)
-FAMILY(vg__ops_nn)
-FAMILY(vg__ops_conv)
-FAMILY(vg__ops_state)
-FAMILY(vg__ops_random)
-FAMILY(vg__ops_training)
-FAMILY(vg__ops_io)
-FAMILY(vg__ops_queue)
-FAMILY(vg__ops_summary)
-FAMILY(vg__ops_data)
-extern const vg__op_def vg__ops_test[] __attribute__((weak));
-
 static const vg__op_def **g_defs;
-static int g_ndefs;
+static int g_ndefs, g_cap;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static int cmp_def(const void *a, const void *b) {
     return strcmp((*(const vg__op_def *const *)a)->type, (*(const vg__op_def *const *)b)->type);
 }
 
-static void init_registry(void) {
-    const vg__op_def *tables[] = {vg__ops_array, vg__ops_math, vg__ops_nn, vg__ops_conv,
-                                  vg__ops_state, vg__ops_random, vg__ops_training, vg__ops_io,
-                                  vg__ops_queue, vg__ops_summary, vg__ops_data, vg__ops_test};
+void vg__registry_add_family(const vg__op_def *table) {
     int n = 0;
-    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
-        for (const vg__op_def *d = tables[t]; d && d->type; d++) n++;
+    for (const vg__op_def *d = table; d && d->type; d++) n++;
+    if (n == 0) return;
     /* The registry lives for the whole process: plain malloc, not the hook (the hook
      * may be swapped by tests between graphs). */
-    g_defs = malloc(sizeof(*g_defs) * (size_t)(n ? n : 1));
-    if (!g_defs) return;
-    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
-        for (const vg__op_def *d = tables[t]; d && d->type; d++) g_defs[g_ndefs++] = d;
-    qsort(g_defs, (size_t)g_ndefs, sizeof *g_defs, cmp_def);
+    if (g_ndefs + n > g_cap) {
+        int cap = g_cap ? g_cap : 256;
+        while (cap < g_ndefs + n) cap *= 2;
+        const vg__op_def **p = realloc(g_defs, sizeof(*g_defs) * (size_t)cap);
+        if (!p) return;
+        g_defs = p;
+        g_cap = cap;
+    }
+    for (const vg__op_def *d = table; d->type; d++) g_defs[g_ndefs++] = d;
+}
+
+static void init_registry(void) {
+    vg__op_families_register();
+    if (g_ndefs > 0) qsort(g_defs, (size_t)g_ndefs, sizeof *g_defs, cmp_def);
 }
 
 const vg__op_def *vg__registry_find(const char *type) {

@@ -1,5 +1,5 @@
 /*
- * bundle_reader.c - reads V2 checkpoints (tensor bundles), tf-formats.md §2.3-2.5.
+ * bundle_reader.c - reads V2 checkpoints (tensor bundles), docs/formats.md §2.3-2.5.
  *
  * open() loads "<prefix>.index" (an SSTable; Snappy blocks allowed), checks the
  * BundleHeaderProto and decodes every BundleEntryProto into a sorted array. Tensor
@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define READER_VERSION 1 /* kTensorBundleVersion */
@@ -24,6 +25,7 @@ struct vg__bundle_reader {
     int num_shards;
     bool big_endian;
     int *fds;      /* per shard, -1 until opened */
+    uint64_t *shard_sizes; /* per shard, known once opened */
 };
 
 static vg_code corrupt_entry(const char *name, const char *path, const char *what, vg_status *st) {
@@ -157,6 +159,40 @@ static vg_code parse_entry(vg__bundle_entry *e, size_t *dims_off, dims_buf *d, c
     return VG_OK;
 }
 
+/* The entry's counts must agree with each other before anything is sized by them:
+ * rank <= VG__IO_MAX_DIMS, the element count fits 64 bits, a numeric tensor stores
+ * exactly numel * dtype size bytes, a string tensor at least one length byte per
+ * element plus the 4-byte length checksum, and offset + size does not wrap. */
+static vg_code check_entry_sizes(const vg__bundle_entry *e, const int64_t *dims, const char *path, vg_status *st) {
+    char what[200];
+    if (e->ndims > VG__IO_MAX_DIMS) {
+        snprintf(what, sizeof what, "rank %d (more than %d dimensions)", e->ndims, VG__IO_MAX_DIMS);
+        return corrupt_entry(e->name, path, what, st);
+    }
+    uint64_t numel = 1;
+    for (int i = 0; i < e->ndims; i++) {
+        uint64_t dd = (uint64_t)dims[i];
+        if (dd && numel > UINT64_MAX / dd) return corrupt_entry(e->name, path, "element count overflows", st);
+        numel *= dd;
+    }
+    if (e->nbytes > INT64_MAX || e->offset > INT64_MAX - e->nbytes) {
+        snprintf(what, sizeof what, "offset %llu + size %llu out of range", (unsigned long long)e->offset,
+                 (unsigned long long)e->nbytes);
+        return corrupt_entry(e->name, path, what, st);
+    }
+    if (e->sliced) return VG_OK; /* slices are listed, never read */
+    size_t esize = vg__io_dtype_size(e->dtype);
+    bool bad = false;
+    if (e->dtype == VG__DT_STRING) bad = numel && (numel > e->nbytes || e->nbytes - numel < 4);
+    else if (esize) bad = numel > UINT64_MAX / esize || numel * esize != e->nbytes;
+    if (bad) {
+        snprintf(what, sizeof what, "stored size %llu does not match %llu elements of dtype %d",
+                 (unsigned long long)e->nbytes, (unsigned long long)numel, e->dtype);
+        return corrupt_entry(e->name, path, what, st);
+    }
+    return VG_OK;
+}
+
 static vg_code load_entries(vg__bundle_reader *r, const char *path, vg_status *st) {
     size_t total = vg__sstable_count(r->t);
     r->ents = vg__calloc(total ? total : 1, sizeof *r->ents);
@@ -173,6 +209,7 @@ static vg_code load_entries(vg__bundle_reader *r, const char *path, vg_status *s
         e->name = (const char *)key;
         c = parse_entry(e, &offs[r->n], &d, val, vlen, path, st);
         if (!c && e->shard_id < 0) c = corrupt_entry(e->name, path, "bad shard id", st);
+        if (!c) c = check_entry_sizes(e, d.v + offs[r->n], path, st);
         r->n++;
     }
     if (!c) {
@@ -193,6 +230,7 @@ void vg__bundle_reader_free(vg__bundle_reader *r) {
         for (int i = 0; i < r->num_shards; i++)
             if (r->fds[i] >= 0) close(r->fds[i]);
     vg__free(r->fds);
+    vg__free(r->shard_sizes);
     vg__free(r->ents);
     vg__free(r->dims);
     vg__sstable_free(r->t);
@@ -212,7 +250,8 @@ vg__bundle_reader *vg__bundle_reader_open(const char *prefix, vg_status *st) {
     if (!(r->t = vg__sstable_open(path, st))) goto fail;
     if ((c = parse_header(r, path, st)) || (c = load_entries(r, path, st))) goto fail;
     r->fds = vg__malloc((size_t)r->num_shards * sizeof *r->fds);
-    if (!r->fds) {
+    r->shard_sizes = vg__calloc((size_t)r->num_shards, sizeof *r->shard_sizes);
+    if (!r->fds || !r->shard_sizes) {
         VG_OOM(st, "checkpoint reader");
         goto fail;
     }
@@ -269,6 +308,44 @@ static vg_code shard_path(const vg__bundle_reader *r, int shard, char *buf, size
     return VG_OK;
 }
 
+/* Opens the entry's shard (once) and checks that [offset, offset + nbytes) lies in it:
+ * NOT_FOUND / FAILED_PRECONDITION for a missing or special file, DATA_LOSS naming the
+ * tensor, the data file and the offset when the index claims more than the file holds. */
+static vg_code check_in_shard(vg__bundle_reader *r, const vg__bundle_entry *e, char *path, size_t pn,
+                              vg_status *st) {
+    if (e->shard_id >= r->num_shards)
+        return vg_status_set(st, VG_DATA_LOSS, "tensor %s: shard %d of %d in checkpoint %s", e->name, e->shard_id,
+                             r->num_shards, r->prefix);
+    vg_code c = shard_path(r, e->shard_id, path, pn, st);
+    if (c) return c;
+    int *fd = &r->fds[e->shard_id];
+    if (*fd < 0) {
+        vg_status tmp;
+        vg_status *s2 = st ? st : &tmp;
+        if ((*fd = vg__io_open_regular(path, s2)) < 0) {
+            vg_status_prefix(s2, "checkpoint data file: ");
+            return s2->code;
+        }
+        struct stat sb;
+        r->shard_sizes[e->shard_id] = fstat(*fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    }
+    uint64_t size = r->shard_sizes[e->shard_id];
+    if (e->offset > size || e->nbytes > size - e->offset)
+        return vg_status_set(st, VG_DATA_LOSS,
+                             "tensor %s: %s is truncated or the index lies: it claims %llu bytes at offset %llu, "
+                             "the file has %llu bytes",
+                             e->name, path, (unsigned long long)e->nbytes, (unsigned long long)e->offset,
+                             (unsigned long long)size);
+    return VG_OK;
+}
+
+vg_code vg__bundle_reader_check_data(vg__bundle_reader *r, const char *name, vg_status *st) {
+    const vg__bundle_entry *e = need(r, name, st);
+    if (!e) return VG_NOT_FOUND;
+    char path[4096];
+    return check_in_shard(r, e, path, sizeof path, st);
+}
+
 /* Reads the entry's stored bytes into dst (size e->nbytes) and checks the size. */
 static vg_code read_bytes(vg__bundle_reader *r, const vg__bundle_entry *e, void *dst, char *path, size_t pn,
                           vg_status *st) {
@@ -277,9 +354,8 @@ static vg_code read_bytes(vg__bundle_reader *r, const vg__bundle_entry *e, void 
                              r->num_shards, r->prefix);
     vg_code c = shard_path(r, e->shard_id, path, pn, st);
     if (c) return c;
+    if ((c = check_in_shard(r, e, path, pn, st))) return c;
     int *fd = &r->fds[e->shard_id];
-    if (*fd < 0 && (*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return vg__io_errno_status(st, errno, "cannot open checkpoint data file", path);
     uint8_t *p = dst;
     uint64_t got = 0;
     while (got < e->nbytes) {
@@ -419,11 +495,12 @@ vg_code vg__bundle_reader_read_strings(vg__bundle_reader *r, const char *name, c
     if (numel > e->nbytes || e->nbytes > SIZE_MAX - 1) /* each element needs >= 1 length byte */
         return vg_status_set(st, VG_DATA_LOSS, "tensor %s in checkpoint %s: size does not match its shape", name,
                              r->prefix);
+    char path[4096];
+    if ((c = check_in_shard(r, e, path, sizeof path, st))) return c;
     uint8_t *buf = vg__malloc((size_t)e->nbytes + 1);
     char **s = vg__calloc(numel ? (size_t)numel : 1, sizeof *s);
     size_t *l = vg__calloc(numel ? (size_t)numel : 1, sizeof *l);
     const uint8_t *bytes = NULL;
-    char path[4096];
     if (!buf || !s || !l) c = VG_OOM(st, "checkpoint strings");
     if (!c) c = read_bytes(r, e, buf, path, sizeof path, st);
     if (!c) c = parse_string_lens(e, path, buf, numel, l, &bytes, st);

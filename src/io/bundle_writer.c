@@ -1,5 +1,5 @@
 /*
- * bundle_writer.c - writes V2 checkpoints (tensor bundles), tf-formats.md §2.3-2.4.
+ * bundle_writer.c - writes V2 checkpoints (tensor bundles), docs/formats.md §2.3-2.4.
  *
  * Tensor bytes stream to "<prefix>.data-00000-of-00001.tempstate<hex>" as they are
  * added (small tensors through a 4 MiB buffer, big ones written straight from the

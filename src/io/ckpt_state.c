@@ -1,6 +1,6 @@
 /*
  * ckpt_state.c - the `checkpoint` file: a CheckpointState proto in text format
- * (tf-formats.md §2.6). Writes exactly what TF1's Saver writes (Python text_format:
+ * (docs/formats.md §2.6). Writes exactly what TF1's Saver writes (Python text_format:
  * one `field: value` line per value, strings C-escaped with octal for non-printable
  * bytes, doubles in Python repr form), replaced atomically. The parser accepts the
  * general text-format syntax for these four fields (any order, comments, adjacent
@@ -8,6 +8,7 @@
  */
 #include "io/io.h"
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,10 @@ static vg_code parse_string(lexer *lx, char **out, vg_status *st) {
         }
         skip_ws(lx);
     }
+    if (!b.oom && b.len && memchr(b.data, 0, b.len)) {
+        vg__pb_free(&b);
+        return syntax(lx, st, "NUL byte in a path");
+    }
     vg__pb_put_raw(&b, "", 1);
     if (b.oom) {
         vg__pb_free(&b);
@@ -142,21 +147,19 @@ static vg_code parse_double(lexer *lx, double *out, vg_status *st) {
     return VG_OK;
 }
 
+/* Amortized growth (capacity doubling): 100k listed paths parse in linear time. */
 static vg_code push_path(vg__ckpt_state *s, char *p, vg_status *st) {
-    char **n = vg__realloc(s->all_paths, (size_t)s->n_all * sizeof *n, (size_t)(s->n_all + 1) * sizeof *n);
-    if (!n) {
+    if (s->n_all == INT_MAX || !vg__grow((void **)&s->all_paths, &s->cap_all, s->n_all + 1, sizeof *s->all_paths)) {
         vg__free(p);
         return VG_OOM(st, "checkpoint state");
     }
-    s->all_paths = n;
     s->all_paths[s->n_all++] = p;
     return VG_OK;
 }
 
 static vg_code push_ts(vg__ckpt_state *s, double t, vg_status *st) {
-    double *n = vg__realloc(s->timestamps, (size_t)s->n_ts * sizeof *n, (size_t)(s->n_ts + 1) * sizeof *n);
-    if (!n) return VG_OOM(st, "checkpoint state");
-    s->timestamps = n;
+    if (s->n_ts == INT_MAX || !vg__grow((void **)&s->timestamps, &s->cap_ts, s->n_ts + 1, sizeof *s->timestamps))
+        return VG_OOM(st, "checkpoint state");
     s->timestamps[s->n_ts++] = t;
     return VG_OK;
 }

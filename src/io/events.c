@@ -1,5 +1,5 @@
 /*
- * events.c - tensorflow.Event / Summary / HistogramProto (tf-formats.md §3.3-3.4):
+ * events.c - tensorflow.Event / Summary / HistogramProto (docs/formats.md §3.3-3.4):
  * encoders with proto3's exact omission rules, TF1's HistogramSummary bucketing
  * (core/lib/histogram/histogram.cc, EncodeToProto with preserve_zero_buckets=false),
  * and best-effort decoders for reading event files back (TF1 simple_value scalars,

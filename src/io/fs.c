@@ -101,11 +101,40 @@ static vg_code read_fd(int fd, const char *path, uint8_t **data, size_t *len, vg
     return VG_OK;
 }
 
+int vg__io_open_regular(const char *path, vg_status *st) {
+    /* O_NONBLOCK: opening a FIFO for reading must not wait for a writer */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        vg__io_errno_status(st, errno, "cannot open", path);
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        vg__io_errno_status(st, errno, "cannot stat", path);
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        vg_status_set(st, VG_FAILED_PRECONDITION, "%s is not a regular file (%s)", path,
+                      S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                      : S_ISCHR(sb.st_mode) ? "a character device" : S_ISBLK(sb.st_mode) ? "a block device"
+                      : S_ISSOCK(sb.st_mode) ? "a socket" : "a special file");
+        close(fd);
+        return -1;
+    }
+    /* back to blocking reads for a regular file (no effect on them, but be plain) */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
 vg_code vg__io_read_file(const char *path, uint8_t **data, size_t *len, vg_status *st) {
     *data = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return vg__io_errno_status(st, errno, "cannot open", path);
+    vg_status tmp;
+    if (!st) st = &tmp;
+    int fd = vg__io_open_regular(path, st);
+    if (fd < 0) return st->code;
     vg_code c = read_fd(fd, path, data, len, st);
     close(fd);
     return c;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -22,7 +23,12 @@ struct vg__idx_reader {
     int64_t num_records, next;
     size_t record_bytes;
     size_t header_len;
+    uint64_t file_size; /* bytes on disk (compressed size for gzip'd files) */
 };
+
+/* Deflate cannot expand data more than ~1032:1; a header claiming more data than that
+ * lies (checked before anything is sized by the count). */
+#define IDX_MAX_GZIP_RATIO 1100u
 
 static size_t type_size(uint8_t t) {
     switch (t) {
@@ -81,6 +87,18 @@ static vg_code read_header(vg__idx_reader *r, uint8_t expected_type, vg_status *
     r->record_bytes = rec;
     r->header_len = 4 + 4 * (size_t)r->ndims;
     r->next = 0;
+    /* The counts must fit the file: a plain file holds exactly header + data bytes (at
+     * least); a gzip'd one cannot hold more than the deflate ratio allows. */
+    uint64_t data = (uint64_t)r->num_records * rec; /* < 2^32 * SIZE_MAX/2: checked below */
+    bool overflow = rec && (uint64_t)r->num_records > UINT64_MAX / 2 / rec;
+    bool plain = gzdirect(r->gz) != 0;
+    uint64_t room = r->file_size > r->header_len ? r->file_size - r->header_len : 0;
+    if (!plain) room = r->file_size > UINT64_MAX / IDX_MAX_GZIP_RATIO ? UINT64_MAX : r->file_size * IDX_MAX_GZIP_RATIO;
+    if (overflow || data > room)
+        return vg_status_set(st, VG_DATA_LOSS,
+                             "%s: IDX header at offset 4 claims %lld records of %zu bytes, but the %s file has room "
+                             "for at most %llu data bytes",
+                             r->path, (long long)r->num_records, rec, plain ? "" : "gzip'd ", (unsigned long long)room);
     return VG_OK;
 }
 
@@ -98,11 +116,10 @@ vg__idx_reader *vg__idx_reader_open(const char *path, uint8_t expected_type, vg_
         VG_OOM(st, "idx reader");
         return NULL;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        vg__io_errno_status(st, errno, "cannot open", path);
-        goto fail;
-    }
+    int fd = vg__io_open_regular(path, st);
+    if (fd < 0) goto fail;
+    struct stat sb;
+    r->file_size = fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
     if (!(r->gz = gzdopen(fd, "rb"))) {
         close(fd);
         VG_OOM(st, path);
@@ -202,3 +219,5 @@ vg_code vg__idx_read(const char *path, uint8_t expected_type, int64_t dims[4], i
     vg__idx_reader_close(r);
     return c;
 }
+
+uint8_t vg__idx_reader_type(const vg__idx_reader *r) { return r->type; }

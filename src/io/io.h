@@ -3,7 +3,7 @@
  * framing, Snappy, LevelDB-style SSTables, V2 checkpoint bundles, the `checkpoint`
  * state file, event files and summaries, and the IDX (MNIST) reader.
  *
- * Byte layouts follow shared/docs/tf-formats.md; the short version:
+ * Byte layouts follow docs/formats.md; the short version:
  *
  *   TFRecord record   fixed64 len | fixed32 mask(crc(len bytes)) | data | fixed32 mask(crc(data))
  *   SSTable (.index)  data blocks | metaindex block | index block | 48-byte footer
@@ -56,6 +56,11 @@ VG_HIDDEN vg_code vg__io_errno_code(int err);
 VG_HIDDEN vg_code vg__io_errno_status(vg_status *st, int err, const char *what, const char *path);
 /* mkdir -p. Fails with the errno code (PERMISSION_DENIED, FAILED_PRECONDITION, ...). */
 VG_HIDDEN vg_code vg__io_mkdirs(const char *dir, vg_status *st);
+/* Opens path read-only without blocking on FIFOs (O_NONBLOCK) and accepts only regular
+ * files. Returns the fd (blocking mode restored), or -1 with st set: errno codes
+ * (NOT_FOUND naming the file, PERMISSION_DENIED, ...) or FAILED_PRECONDITION "<path> is
+ * not a regular file (a FIFO)" for directories, FIFOs, devices and sockets. */
+VG_HIDDEN int vg__io_open_regular(const char *path, vg_status *st);
 /* Reads a whole file into a new buffer (*data, free with vg__free; NUL-terminated one
  * past *len). Fails with NOT_FOUND (naming the file), RESOURCE_EXHAUSTED, errno codes. */
 VG_HIDDEN vg_code vg__io_read_file(const char *path, uint8_t **data, size_t *len, vg_status *st);
@@ -333,6 +338,10 @@ VG_HIDDEN const vg__bundle_entry *vg__bundle_reader_find(const vg__bundle_reader
  * "Key <name> not found in checkpoint <prefix>". */
 VG_HIDDEN vg_code vg__bundle_reader_lookup(const vg__bundle_reader *r, const char *name, int *dtype,
                                            int64_t *dims, int *ndims, vg_status *st);
+/* Checks, before a caller allocates for it, that the named tensor's bytes lie inside
+ * its data file (opening it). NOT_FOUND (no such tensor / data file), DATA_LOSS naming
+ * tensor, file and offset when the index claims more bytes than the file holds. */
+VG_HIDDEN vg_code vg__bundle_reader_check_data(vg__bundle_reader *r, const char *name, vg_status *st);
 /* Reads a numeric tensor into dst (dst_nbytes must equal its size), verifies the CRC,
  * byte-swaps big-endian bundles. Fails with NOT_FOUND, INVALID_ARGUMENT (size, string
  * dtype), DATA_LOSS (crc/short file, naming tensor and file), UNIMPLEMENTED (sliced). */
@@ -354,6 +363,7 @@ typedef struct vg__ckpt_state {
     double *timestamps;           /* all_model_checkpoint_timestamps */
     int n_ts;
     double last_preserved_timestamp; /* 0 when absent */
+    int cap_all, cap_ts;          /* allocated slots (parser's growth; 0 is fine for writers) */
 } vg__ckpt_state;
 
 /* Parses text format. Paths are kept as written (relative paths are not joined). Fails
@@ -512,5 +522,7 @@ VG_HIDDEN vg_code vg__idx_reader_next_record(vg__idx_reader *r, void *dst, vg_st
 /* Back to the first record. */
 VG_HIDDEN vg_code vg__idx_reader_reset(vg__idx_reader *r, vg_status *st);
 VG_HIDDEN void vg__idx_reader_close(vg__idx_reader *r);
+/* The element type byte (0x08 ...). */
+VG_HIDDEN uint8_t vg__idx_reader_type(const vg__idx_reader *r);
 
 #endif

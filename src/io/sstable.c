@@ -1,6 +1,6 @@
 /*
  * sstable.c - the LevelDB table format as tensorflow::table writes it (checkpoint
- * .index files), tf-formats.md §2.2.
+ * .index files), docs/formats.md §2.2.
  *
  * Builder: TF's exact rules (restart interval 16 in data blocks and 1 in the index
  * block, 256 KiB block size estimate, "flush before an entry >= 2 blocks", shortest

@@ -127,9 +127,8 @@ vg__tfrecord_reader *vg__tfrecord_reader_open(const char *path, vg_status *st) {
         VG_OOM(st, "tfrecord reader");
         return NULL;
     }
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    r->fd = vg__io_open_regular(path, st);
     if (r->fd < 0) {
-        vg__io_errno_status(st, errno, "cannot open", path);
         vg__free(r->path);
         vg__free(r);
         return NULL;
@@ -196,8 +195,8 @@ static uint64_t file_size(vg__tfrecord_reader *r) {
  * truncated / clean end (*avail0 = header bytes present). */
 static vg_code check_at(vg__tfrecord_reader *r, uint64_t off, int *kind, uint64_t *len, size_t *hdr_avail,
                         vg_status *st) {
-    const uint8_t *p;
-    size_t avail;
+    const uint8_t *p = NULL;
+    size_t avail = 0;
     vg_code c = fill(r, off, 12, &p, &avail, st);
     if (c) return c;
     *hdr_avail = avail;

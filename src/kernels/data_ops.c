@@ -7,9 +7,9 @@
  * runs of the session are not held up meanwhile; a failed load is retried by the next
  * run. After loading, runs only read the arrays (no lock).
  */
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "io/io.h"
-#include "vigil/queue.h"
+#include "vigil/queue_ops.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * io_ops.c - the checkpoint ops of TF's io_ops: SaveV2 and RestoreV2 (V2 tensor
- * bundles, one shard; tf-formats.md §2).
+ * bundles, one shard; docs/formats.md §2).
  *
  * SaveV2(prefix, tensor_names, shape_and_slices, tensors...) streams each tensor
  * straight from its buffer (for variables: the variable's current value, which the
@@ -19,6 +19,7 @@
  * Partitioned variables (non-empty shape_and_slices) are not supported.
  */
 #include "graph/graph_impl.h"
+#include "kernels/kernel.h"
 #include "io/io.h"
 #include <errno.h>
 #include <fcntl.h>

@@ -1,9 +1,10 @@
-/* math_internal.h - shared pieces of the math op family: math_ops.c (element-wise ops,
- * builders, the vg__ops_math table) and math_reduce.c (reductions, ArgMax/ArgMin). */
+/* math_internal.h - pieces shared by the two math op families: math_cwise_ops.c
+ * (element-wise ops; defines these helpers; table vg__ops_math_cwise) and
+ * math_reduce_ops.c (reductions, ArgMax/ArgMin; table vg__ops_math_reduce). */
 #ifndef VG_MATH_INTERNAL_H
 #define VG_MATH_INTERNAL_H
 
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/ops.h"
 
 /* Kernel tables are indexed by a dtype slot (not by vg_dtype: its numbers are sparse). */
@@ -28,21 +29,5 @@ VG_HIDDEN vg_code vg__math_check_dtype(const char *what, vg_dtype dt, unsigned m
 /* Work (elements x rough cost per element) above which kernels split over the
  * intra-op pool. */
 #define VG__MATH_PAR_MIN 32768
-
-/* ---- math_reduce.c: entries of the vg__ops_math table ------------------- */
-VG_HIDDEN vg_code vg__math_shape_reduce(vg_op *op, vg_status *st);
-VG_HIDDEN vg_code vg__math_kernel_sum(vg__kctx *ctx);
-VG_HIDDEN vg_code vg__math_kernel_mean(vg__kctx *ctx);
-VG_HIDDEN vg_code vg__math_kernel_max(vg__kctx *ctx);
-VG_HIDDEN vg_code vg__math_kernel_min(vg__kctx *ctx);
-VG_HIDDEN vg_code vg__math_kernel_prod(vg__kctx *ctx);
-VG_HIDDEN vg_code vg__math_kernel_all(vg__kctx *ctx);
-VG_HIDDEN vg_code vg__math_kernel_any(vg__kctx *ctx);
-VG_HIDDEN vg_code vg__math_grad_sum(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx);
-VG_HIDDEN vg_code vg__math_grad_mean(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx);
-VG_HIDDEN vg_code vg__math_grad_min_max(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx);
-VG_HIDDEN vg_code vg__math_shape_argmax(vg_op *op, vg_status *st);
-VG_HIDDEN vg_code vg__math_kernel_argmax(vg__kctx *ctx);
-VG_HIDDEN vg_code vg__math_kernel_argmin(vg__kctx *ctx);
 
 #endif

@@ -6,7 +6,7 @@
 #ifndef VG_NN_INTERNAL_H
 #define VG_NN_INTERNAL_H
 
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/ops.h"
 
 /* Fails with INVALID_ARGUMENT unless input i is float32 or float64 (or unknown). */

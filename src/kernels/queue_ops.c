@@ -32,8 +32,8 @@
  * back (TF drops it).
  */
 #include "graph/graph_impl.h"
-#include "graph/registry.h"
-#include "vigil/queue.h"
+#include "kernels/kernel.h"
+#include "vigil/queue_ops.h"
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>

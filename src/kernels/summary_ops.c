@@ -12,7 +12,7 @@
  *                                            a non-empty tag seen twice fails
  * None of them is differentiable (TF registers them with ops.NotDifferentiable).
  */
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "io/io.h"
 #include <stdio.h>
 #include <stdlib.h>

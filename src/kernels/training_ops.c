@@ -14,7 +14,7 @@
 #pragma GCC optimize("O3")
 #endif
 
-#include "graph/registry.h"
+#include "kernels/kernel.h"
 #include "vigil/ops.h"
 #include <math.h>
 

@@ -1,20 +1,16 @@
 /* monitored_internal.h - functions shared by the files of src/monitored/. */
 #ifndef VG_MONITORED_INTERNAL_H
 #define VG_MONITORED_INTERNAL_H
+#include "core/visibility.h"
 #include "vigil/monitored.h"
 
-#if defined(__GNUC__)
-#define VG_MON_HIDDEN __attribute__((visibility("hidden")))
-#else
-#define VG_MON_HIDDEN
-#endif
 
 /* Fills the init-related fields of po from a finalized scaffold. */
-VG_MON_HIDDEN void vg__scaffold_prepare_options(const vg_scaffold *s, vg_prepare_options *po);
+VG_HIDDEN void vg__scaffold_prepare_options(const vg_scaffold *s, vg_prepare_options *po);
 
 /* A chief (or worker) session creator that owns scaffold (freed with the creator). On
  * failure the returned creator has create_session == NULL and scaffold is NOT freed. */
-VG_MON_HIDDEN vg_session_creator vg__session_creator_owning(vg_graph *g, vg_scaffold *scaffold,
+VG_HIDDEN vg_session_creator vg__session_creator_owning(vg_graph *g, vg_scaffold *scaffold,
                                                             const vg_session_options *config, bool chief,
                                                             const char *checkpoint_dir, double max_wait_secs);
 

@@ -53,6 +53,9 @@ struct vg_monitored_session {
     vg_coord *coord;
     bool hooked_stop;
     bool closed;
+    /* Singular: should_stop() saw a stored coordinator error (TF raises it there, so the
+     * `with` block ends by that exception and the hooks' end() is skipped) */
+    bool stop_raised;
     /* scratch */
     vg_output *fetches;
     int fetches_cap;
@@ -71,6 +74,17 @@ struct vg_monitored_session {
     int watches_cap;
     vg_run_metadata *md;
 };
+
+
+/* A hook that fails without filling the status still gets a message naming the hook
+ * and the callback (issue 9 #7), so an error is never reported as OK / empty. */
+static vg_code hook_rc(vg_code rc, const vg_hook *hk, int index, const char *cb, vg_status *st) {
+    if (rc != VG_OK && st && (st->code != rc || !st->msg[0])) {
+        if (hk->name) vg_status_set(st, rc, "hook %s failed in %s() with %s and no message", hk->name, cb, vg_code_name(rc));
+        else vg_status_set(st, rc, "hook #%d failed in %s() with %s and no message", index, cb, vg_code_name(rc));
+    }
+    return rc;
+}
 
 static bool is_preemption(vg_code c) { return c == VG_ABORTED || c == VG_UNAVAILABLE; }
 
@@ -131,7 +145,8 @@ static vg_code create_coordinated(vg_monitored_session *ms, vg_status *st) {
     if (vg_graph_num_queue_runners(ms->g) > 0) rc = vg_start_queue_runners(sess, coord, st);
     for (int i = 0; rc == VG_OK && i < ms->nhooks; i++)
         if (ms->hooks[i].after_create_session)
-            rc = ms->hooks[i].after_create_session(ms->hooks[i].payload, sess, coord, st);
+            rc = hook_rc(ms->hooks[i].after_create_session(ms->hooks[i].payload, sess, coord, st), &ms->hooks[i], i,
+                         "after_create_session", st);
     if (rc != VG_OK) {
         vg_status saved = {VG_OK, ""};
         vg_status_copy(&saved, st);
@@ -139,6 +154,20 @@ static vg_code create_coordinated(vg_monitored_session *ms, vg_status *st) {
         vg_status_copy(st, &saved);
     }
     return rc;
+}
+
+/* _RecoverableSession's close before a recreation (_WrappedSession.close): request_stop
+ * and join the current coordinated session; a non-preemption error join re-raises (a
+ * thread reported it) escapes, a preemption error is swallowed. The session is dropped
+ * either way. */
+static vg_code recovery_close(vg_monitored_session *ms, vg_status *st) {
+    vg_status join_st = {VG_OK, ""};
+    close_coordinated(ms, &join_st);
+    if (join_st.code != VG_OK && !is_preemption(join_st.code)) {
+        vg_status_copy(st, &join_st);
+        return join_st.code;
+    }
+    return VG_OK;
 }
 
 /* _RecoverableSession._create_session: retried forever on preemption errors. */
@@ -171,7 +200,7 @@ static vg_code feed_conflict(const vg_output *a, int na, const vg_output *b, int
                                             vg_op_name(a[i].op), a[i].index);
             }
     if (!any) return VG_OK;
-    return vg_status_set(st, VG_INVALID_ARGUMENT, "%s Conflict(s): [%s]", what, list);
+    return vg_status_set(st, VG_FAILED_PRECONDITION, "%s Conflict(s): [%s]", what, list);
 }
 
 static void merge_options(vg_monitored_session *ms, vg_run_options *o, const vg_run_options *h, int *nwatch) {
@@ -217,7 +246,7 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
         sl->fetch_off = -1;
         vg_hook *hk = &ms->hooks[h];
         if (!hk->before_run) continue;
-        vg_code rc = hk->before_run(hk->payload, &ctx, &sl->args, st);
+        vg_code rc = hook_rc(hk->before_run(hk->payload, &ctx, &sl->args, st), hk, h, "before_run", st);
         if (rc != VG_OK) return rc;
         vg_run_args *r = &sl->args;
         if (r->nfetches > 0 || r->ntargets > 0) {
@@ -293,7 +322,7 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
             v.results = ms->hook_results + sl->fetch_off;
             v.nresults = sl->args.nfetches;
         }
-        rc = hk->after_run(hk->payload, &ctx, &v, st);
+        rc = hook_rc(hk->after_run(hk->payload, &ctx, &v, st), hk, h, "after_run", st);
     }
     if (rc == VG_OK) {
         ms->hooked_stop = ms->hooked_stop || ctx.stop_requested;
@@ -329,6 +358,13 @@ static vg_code coordinated_run(vg_monitored_session *ms, const vg_run_args *a, v
 
 static vg_monitored_session *ms_new(vg_graph *g, vg_session_creator creator, const vg_hook *hooks, int nhooks,
                                     double grace, bool recover, vg_status *st) {
+    if (!g || nhooks < 0 || (nhooks > 0 && !hooks)) {
+        for (int i = 0; hooks && i < nhooks; i++)
+            if (hooks[i].destroy) hooks[i].destroy(hooks[i].payload);
+        if (creator.destroy) creator.destroy(creator.payload);
+        vg_status_set(st, VG_INVALID_ARGUMENT, "%s", !g ? "graph is NULL" : "hooks is NULL with nhooks > 0 (or nhooks < 0)");
+        return NULL;
+    }
     vg_monitored_session *ms = vg_calloc(1, sizeof *ms);
     if (!ms || (nhooks > 0 && (!(ms->hooks = vg_calloc((size_t)nhooks, sizeof(vg_hook))) ||
                                !(ms->slots = vg_calloc((size_t)nhooks, sizeof(hook_slot)))))) {
@@ -352,7 +388,7 @@ static vg_monitored_session *ms_new(vg_graph *g, vg_session_creator creator, con
 static vg_monitored_session *ms_start(vg_monitored_session *ms, vg_status *st) {
     vg_code rc = VG_OK;
     for (int i = 0; i < ms->nhooks && rc == VG_OK; i++)
-        if (ms->hooks[i].begin) rc = ms->hooks[i].begin(ms->hooks[i].payload, ms->g, st);
+        if (ms->hooks[i].begin) rc = hook_rc(ms->hooks[i].begin(ms->hooks[i].payload, ms->g, st), &ms->hooks[i], i, "begin", st);
     if (rc == VG_OK) rc = ensure_session(ms, st);
     if (rc != VG_OK) {
         vg_status saved;
@@ -366,51 +402,91 @@ static vg_monitored_session *ms_start(vg_monitored_session *ms, vg_status *st) {
     return ms;
 }
 
-vg_monitored_session *vg_monitored_session_new(vg_graph *g, vg_session_creator creator, const vg_hook *hooks,
-                                               int nhooks, double stop_grace_period_secs, vg_status *st) {
-    if (!creator.create_session) {
-        creator = vg_chief_session_creator(g, NULL, NULL, NULL, NULL);
-        if (!creator.create_session) {
-            for (int i = 0; i < nhooks; i++)
-                if (hooks[i].destroy) hooks[i].destroy(hooks[i].payload);
-            vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
+vg_monitored_options vg_monitored_options_default(void) {
+    vg_monitored_options o = VG_MONITORED_OPTIONS_INIT;
+    return o;
+}
+
+vg_monitored_session *vg_monitored_session_new(vg_graph *g, const vg_monitored_options *o, vg_status *st) {
+    vg_monitored_options def = VG_MONITORED_OPTIONS_INIT;
+    if (!o) o = &def;
+    vg_session_creator creator = o->creator;
+    if (!creator.create_session && g) {
+        if (vg_chief_session_creator(g, NULL, &creator, st) != VG_OK) {
+            for (int i = 0; o->hooks && i < o->nhooks; i++)
+                if (o->hooks[i].destroy) o->hooks[i].destroy(o->hooks[i].payload);
             return NULL;
         }
     }
-    vg_monitored_session *ms = ms_new(g, creator, hooks, nhooks, stop_grace_period_secs, true, st);
+    vg_monitored_session *ms = ms_new(g, creator, o->hooks, o->nhooks, o->stop_grace_period_secs, true, st);
     return ms ? ms_start(ms, st) : NULL;
+}
+
+vg_singular_options vg_singular_options_default(void) {
+    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    return o;
+}
+
+vg_run_args vg_run_args_default(void) {
+    vg_run_args a = VG_RUN_ARGS_INIT;
+    return a;
 }
 
 vg_monitored_session *vg_singular_monitored_session_new(vg_graph *g, const vg_singular_options *o, vg_status *st) {
     vg_singular_options def = VG_SINGULAR_OPTIONS_INIT;
     if (!o) o = &def;
-    vg_session_creator c = vg_chief_session_creator(g, o->scaffold, o->config, o->checkpoint_dir,
-                                                    o->checkpoint_filename_with_path);
-    if (!c.create_session) {
-        for (int i = 0; i < o->nhooks; i++)
-            if (o->hooks[i].destroy) o->hooks[i].destroy(o->hooks[i].payload);
-        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
-        return NULL;
+    vg_session_creator c = {NULL, NULL, NULL};
+    if (g) {
+        vg_session_creator_options co = VG_SESSION_CREATOR_OPTIONS_INIT;
+        co.scaffold = o->scaffold;
+        co.config = o->config;
+        co.checkpoint_dir = o->checkpoint_dir;
+        co.checkpoint_filename_with_path = o->checkpoint_filename_with_path;
+        if (vg_chief_session_creator(g, &co, &c, st) != VG_OK) {
+            for (int i = 0; o->hooks && i < o->nhooks; i++)
+                if (o->hooks[i].destroy) o->hooks[i].destroy(o->hooks[i].payload);
+            return NULL;
+        }
     }
     vg_monitored_session *ms = ms_new(g, c, o->hooks, o->nhooks, o->stop_grace_period_secs, false, st);
     return ms ? ms_start(ms, st) : NULL;
+}
+
+/* The caller's arrays: a count > 0 needs its array (INVALID_ARGUMENT names it); out
+ * slots are cleared. */
+static vg_code check_run_args(const vg_run_args *a, vg_tensor **out, vg_status *st) {
+    if (a->nfetches < 0 || a->nfeeds < 0 || a->ntargets < 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "negative count in run args");
+    if (a->nfetches > 0 && !out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out is NULL with %d fetches", a->nfetches);
+    for (int i = 0; i < a->nfetches; i++) out[i] = NULL;
+    if (a->nfetches > 0 && !a->fetches)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "args->fetches is NULL with %d fetches", a->nfetches);
+    if (a->nfeeds > 0 && (!a->feeds || !a->feed_values))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "args->%s is NULL with %d feeds",
+                             a->feeds ? "feed_values" : "feeds", a->nfeeds);
+    if (a->ntargets > 0 && !a->targets)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "args->targets is NULL with %d targets", a->ntargets);
+    return VG_OK;
 }
 
 vg_code vg_monitored_session_run(vg_monitored_session *ms, const vg_run_args *args, vg_tensor **out,
                                  vg_run_metadata *md, vg_status *st) {
     vg_run_args none = VG_RUN_ARGS_INIT;
     if (!args) args = &none;
-    for (int i = 0; i < args->nfetches; i++) out[i] = NULL;
+    vg_code rc = check_run_args(args, out, st);
+    if (rc != VG_OK) return rc;
+    if (!ms) return vg_status_set(st, VG_INVALID_ARGUMENT, "monitored session is NULL");
     if (ms->closed) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
     for (;;) {
-        vg_code rc = ensure_session(ms, st);
+        rc = ensure_session(ms, st);
         if (rc != VG_OK) return rc;
         rc = coordinated_run(ms, args, out, md, st);
         if (!(ms->recover && is_preemption(rc))) return rc;
         vg_logf(VG_LOG_INFO, "An error was raised. This may be due to a preemption in a connected worker or "
                              "parameter server. The current session will be closed and a new session will be "
                              "created. Error: %s", st ? st->msg : "");
-        close_coordinated(ms, NULL);
+        rc = recovery_close(ms, st);
+        if (rc != VG_OK) return rc;
     }
 }
 
@@ -420,7 +496,9 @@ vg_code vg_step_context_run_with_hooks(vg_step_context *sc, const vg_run_args *a
                                        vg_run_metadata *md, vg_status *st) {
     vg_run_args none = VG_RUN_ARGS_INIT;
     if (!args) args = &none;
-    for (int i = 0; i < args->nfetches; i++) out[i] = NULL;
+    vg_code rc = check_run_args(args, out, st);
+    if (rc != VG_OK) return rc;
+    if (!sc) return vg_status_set(st, VG_INVALID_ARGUMENT, "step context is NULL");
     vg_monitored_session *ms = sc->ms;
     if (ms->closed || !ms->sess) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
     return coordinated_run(ms, args, out, md, st);
@@ -432,6 +510,7 @@ vg_code vg_step_context_request_stop(vg_step_context *sc, vg_status *st) {
 }
 
 vg_code vg_monitored_session_run_step_fn(vg_monitored_session *ms, vg_step_fn fn, void *payload, vg_status *st) {
+    if (!ms || !fn) return vg_status_set(st, VG_INVALID_ARGUMENT, "%s is NULL", ms ? "step_fn" : "monitored session");
     if (ms->closed) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
     vg_step_context sc = {ms, NULL};
     for (;;) {
@@ -442,12 +521,13 @@ vg_code vg_monitored_session_run_step_fn(vg_monitored_session *ms, vg_step_fn fn
         if (!(ms->recover && is_preemption(rc))) return rc;
         vg_logf(VG_LOG_INFO, "An error was raised in the step function; a new session will be created. Error: %s",
                 st ? st->msg : "");
-        close_coordinated(ms, NULL);
+        rc = recovery_close(ms, st);
+        if (rc != VG_OK) return rc;
     }
 }
 
 bool vg_monitored_session_should_stop(vg_monitored_session *ms) {
-    if (ms->closed) return true;
+    if (!ms || ms->closed) return true;
     if (!ms->sess) return true;
     vg_status stored;
     vg_code c = vg_coord_raise_requested_exception(ms->coord, &stored);
@@ -460,6 +540,7 @@ bool vg_monitored_session_should_stop(vg_monitored_session *ms) {
             if (ensure_session(ms, &st) != VG_OK) return true;
             return false;
         }
+        if (!ms->recover) ms->stop_raised = true;
         return true;
     }
     if (vg_coord_should_stop(ms->coord)) return true;
@@ -474,32 +555,39 @@ static vg_code close_internal(vg_monitored_session *ms, bool call_end, vg_status
     if (!st) st = &tmp;
     if (call_end) {
         for (int i = 0; i < ms->nhooks && rc == VG_OK; i++)
-            if (ms->hooks[i].end) rc = ms->hooks[i].end(ms->hooks[i].payload, ms->closed ? NULL : ms->sess, st);
+            if (ms->hooks[i].end)
+                rc = hook_rc(ms->hooks[i].end(ms->hooks[i].payload, ms->closed ? NULL : ms->sess, st), &ms->hooks[i], i,
+                             "end", st);
     }
-    if (ms->closed) {
-        if (rc != VG_OK) return rc;
-        return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
-    }
+    /* TF raises from a `finally`: its exception replaces a hook's end() error */
+    if (ms->closed) return vg_status_set(st, VG_FAILED_PRECONDITION, "Session is already closed.");
     vg_status join_st = {VG_OK, ""};
     close_coordinated(ms, &join_st);
     ms->closed = true;
     if (!ms->graph_was_finalized) vg_graph_unfinalize(ms->g);
-    if (rc != VG_OK) return rc;
+    /* the error join re-raises (a thread reported it) also replaces a hook's error */
     if (join_st.code != VG_OK && !(ms->recover && is_preemption(join_st.code))) {
         vg_status_copy(st, &join_st);
         return join_st.code;
     }
+    if (rc != VG_OK) return rc;
     vg_status_clear(st);
     return VG_OK;
 }
 
-vg_code vg_monitored_session_close(vg_monitored_session *ms, vg_status *st) { return close_internal(ms, true, st); }
+vg_code vg_monitored_session_close(vg_monitored_session *ms, vg_status *st) {
+    if (!ms) return vg_status_set(st, VG_INVALID_ARGUMENT, "monitored session is NULL");
+    return close_internal(ms, true, st);
+}
 
 vg_code vg_monitored_session_end(vg_monitored_session *ms, vg_code loop_rc, vg_status *st) {
+    if (!ms) return vg_status_set(st, VG_INVALID_ARGUMENT, "monitored session is NULL");
     bool clean = loop_rc == VG_OK || loop_rc == VG_OUT_OF_RANGE || loop_rc == VG_STOP_ITERATION;
-    /* SingularMonitoredSession: should_stop() would have raised the coordinator's stored
-     * error, so a loop that ended "normally" ended by an exception. */
-    if (clean && loop_rc == VG_OK && !ms->recover && !ms->closed && ms->coord) {
+    /* SingularMonitoredSession: a should_stop() that saw the coordinator's stored error
+     * raised it in TF, so a loop that ended "normally" after it ended by an exception.
+     * A loop that never asked should_stop() ends cleanly: end() runs and close()
+     * re-raises the error. */
+    if (clean && loop_rc == VG_OK && ms->stop_raised && !ms->closed && ms->coord) {
         vg_status stored;
         if (vg_coord_raise_requested_exception(ms->coord, &stored) != VG_OK) clean = false;
     }
@@ -517,10 +605,10 @@ vg_code vg_monitored_session_end(vg_monitored_session *ms, vg_code loop_rc, vg_s
 }
 
 vg_session *vg_monitored_session_raw_session(const vg_monitored_session *ms) {
-    return (ms->closed || ms->recover) ? NULL : ms->sess;
+    return (!ms || ms->closed || ms->recover) ? NULL : ms->sess;
 }
 
-vg_graph *vg_monitored_session_graph(const vg_monitored_session *ms) { return ms->closed ? NULL : ms->g; }
+vg_graph *vg_monitored_session_graph(const vg_monitored_session *ms) { return !ms || ms->closed ? NULL : ms->g; }
 
 void vg_monitored_session_free(vg_monitored_session *ms) {
     if (!ms) return;

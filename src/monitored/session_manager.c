@@ -17,10 +17,36 @@ struct vg_session_manager {
     vg_session_manager_options o;
 };
 
-vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts) {
+vg_session_manager_options vg_session_manager_options_default(void) {
+    vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
+    return o;
+}
+
+vg_prepare_options vg_prepare_options_default(void) {
+    vg_prepare_options o = VG_PREPARE_OPTIONS_INIT;
+    return o;
+}
+
+vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts, vg_status *st) {
     vg_session_manager_options def = VG_SESSION_MANAGER_OPTIONS_INIT;
+    if (!g) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "SessionManager: graph is NULL");
+        return NULL;
+    }
+    if (opts && opts->ready_for_local_init_op.op && !opts->local_init_op) {
+        /* TF's ValueError */
+        vg_status_set(st, VG_INVALID_ARGUMENT,
+                      "If you pass a ready_for_local_init_op you must also pass a local_init_op , "
+                      "ready_for_local_init_op [%s:%d]",
+                      vg_op_name(opts->ready_for_local_init_op.op), opts->ready_for_local_init_op.index);
+        return NULL;
+    }
     vg_session_manager *sm = vg_calloc(1, sizeof *sm);
-    if (!sm) return NULL;
+    if (!sm) {
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session manager");
+        return NULL;
+    }
+    vg_status_clear(st);
     sm->g = g;
     sm->o = opts ? *opts : def;
     return sm;
@@ -87,25 +113,27 @@ static vg_session *restore_checkpoint(vg_session_manager *sm, const vg_prepare_o
     if (!o->saver || !o->checkpoint_dir) return sess;
     vg_checkpoint_state *cs = NULL;
     double waited = 0;
+    char path[4096];
     for (;;) {
-        vg_status tmp;
-        if (vg_get_checkpoint_state(o->checkpoint_dir, &cs, &tmp) == VG_OK && cs && cs->model_checkpoint_path &&
-            cs->model_checkpoint_path[0])
-            break;
-        vg_checkpoint_state_free(cs);
-        cs = NULL;
+        /* vigil: an unusable state file is an error, never a silent start from scratch;
+         * a missing one falls back to the newest complete checkpoint on disk */
+        vg_code fc = vg_checkpoint_find_latest(o->checkpoint_dir, path, sizeof path, st);
+        if (fc == VG_OK) break;
+        if (fc != VG_NOT_FOUND) goto fail;
+        vg_status_clear(st);
         if (!o->wait_for_checkpoint || waited >= o->max_wait_secs) return sess;
         vg_logf(VG_LOG_INFO, "Waiting for checkpoint to be available.");
         sleep_secs(sm->o.recovery_wait_secs);
         waited += sm->o.recovery_wait_secs;
     }
-    /* latest_checkpoint resolves relative paths and checks the files exist */
-    char path[4096];
-    const char *latest = vg_latest_checkpoint(o->checkpoint_dir, path, sizeof path);
-    const char *target = latest ? latest : cs->model_checkpoint_path;
-    vg_code rc = vg_saver_restore(o->saver, sess, target, st);
+    vg_code rc = vg_saver_restore(o->saver, sess, path, st);
     if (rc == VG_OK) {
-        vg_saver_recover_last_checkpoints(o->saver, (const char *const *)cs->all_model_checkpoint_paths, cs->n_all);
+        vg_status tmp;
+        const char *one = path;
+        if (vg_get_checkpoint_state(o->checkpoint_dir, &cs, &tmp) == VG_OK)
+            vg_saver_recover_last_checkpoints(o->saver, (const char *const *)cs->all_model_checkpoint_paths, cs->n_all);
+        else
+            vg_saver_recover_last_checkpoints(o->saver, &one, 1);
         *restored = true;
     }
     vg_checkpoint_state_free(cs);
@@ -129,10 +157,17 @@ static vg_code run_local_init(vg_session_manager *sm, vg_session *sess, bool *ok
         *ok = false;
         return VG_OK;
     }
-    return vg_session_run_targets(sess, &sm->o.local_init_op, 1, st);
+    vg_logf(VG_LOG_INFO, "Running local_init_op.");
+    rc = vg_session_run_targets(sess, &sm->o.local_init_op, 1, st);
+    if (rc == VG_OK) vg_logf(VG_LOG_INFO, "Done running local_init_op.");
+    return rc;
 }
 
 vg_session *vg_session_manager_prepare_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {
+    if (!sm) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
+        return NULL;
+    }
     vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
     if (!o) o = &def;
     bool restored;
@@ -179,9 +214,14 @@ vg_session *vg_session_manager_recover_session(vg_session_manager *sm, const vg_
                                                vg_status *st) {
     vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
     if (!o) o = &def;
-    bool restored, ok, ready;
+    bool restored, ok, ready, init_tmp;
     char msg[900];
+    if (!initialized) initialized = &init_tmp; /* optional */
     *initialized = false;
+    if (!sm) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
+        return NULL;
+    }
     vg_session *sess = restore_checkpoint(sm, o, &restored, st);
     if (!sess) return NULL;
     /* TF always tries local_init_op, also when nothing was restored */
@@ -207,6 +247,10 @@ static double mono_now(void) {
 /* TF's loop: after a failed attempt, give up (DEADLINE_EXCEEDED) when the time left
  * minus recovery_wait_secs is negative, else sleep recovery_wait_secs and try again. */
 vg_session *vg_session_manager_wait_for_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {
+    if (!sm) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
+        return NULL;
+    }
     vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
     if (!o) o = &def;
     double start = mono_now();
@@ -322,12 +366,33 @@ vg_session_creator vg__session_creator_owning(vg_graph *g, vg_scaffold *scaffold
     return c;
 }
 
-vg_session_creator vg_chief_session_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
-                                            const char *checkpoint_dir, const char *checkpoint_filename_with_path) {
-    return make_creator(g, scaffold, config, true, checkpoint_dir, checkpoint_filename_with_path, 0);
+vg_session_creator_options vg_session_creator_options_default(void) {
+    vg_session_creator_options o = VG_SESSION_CREATOR_OPTIONS_INIT;
+    return o;
 }
 
-vg_session_creator vg_worker_session_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
-                                             double max_wait_secs) {
-    return make_creator(g, scaffold, config, false, NULL, NULL, max_wait_secs);
+static vg_code public_creator(vg_graph *g, const vg_session_creator_options *o, bool chief, vg_session_creator *out,
+                              vg_status *st) {
+    vg_session_creator_options def = VG_SESSION_CREATOR_OPTIONS_INIT;
+    if (!o) o = &def;
+    if (out) memset(out, 0, sizeof *out);
+    if (!g || !out)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s session creator: %s is NULL", chief ? "chief" : "worker",
+                             g ? "out" : "graph");
+    *out = make_creator(g, o->scaffold, o->config, chief, chief ? o->checkpoint_dir : NULL,
+                        chief ? o->checkpoint_filename_with_path : NULL, o->max_wait_secs);
+    if (!out->create_session)
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
+    vg_status_clear(st);
+    return VG_OK;
+}
+
+vg_code vg_chief_session_creator(vg_graph *g, const vg_session_creator_options *o, vg_session_creator *out,
+                                 vg_status *st) {
+    return public_creator(g, o, true, out, st);
+}
+
+vg_code vg_worker_session_creator(vg_graph *g, const vg_session_creator_options *o, vg_session_creator *out,
+                                  vg_status *st) {
+    return public_creator(g, o, false, out, st);
 }

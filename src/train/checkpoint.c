@@ -6,9 +6,13 @@
  * The `checkpoint` state file is parsed by the io layer (io/ckpt_state.c); relative
  * paths in it are joined to the checkpoint directory here, as TF does.
  */
+#include "train_util.h"
 #include "io/io.h"
 #include "vigil/saver.h"
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 /* ------------------------------------------------------------------------ */
@@ -17,9 +21,9 @@
 /* os.path.join(dir, p) for one component: p when absolute or dir is empty. New string. */
 static char *path_join(const char *dir, const char *p) {
     size_t nd = strlen(dir), np = strlen(p);
-    if (p[0] == '/' || nd == 0) return vg__strdup(p);
+    if (p[0] == '/' || nd == 0) return vg__train_strdup(p);
     bool slash = dir[nd - 1] == '/';
-    char *s = vg__malloc(nd + np + 2);
+    char *s = vg_malloc(nd + np + 2);
     if (!s) return NULL;
     memcpy(s, dir, nd);
     if (!slash) s[nd++] = '/';
@@ -37,12 +41,12 @@ static bool file_exists(const char *path) {
 bool vg_checkpoint_exists(const char *prefix) {
     if (!prefix || !*prefix) return false;
     size_t n = strlen(prefix);
-    char local[4096], *idx = n + 7 <= sizeof local ? local : vg__malloc(n + 7);
+    char local[4096], *idx = n + 7 <= sizeof local ? local : vg_malloc(n + 7);
     if (!idx) return file_exists(prefix);
     memcpy(idx, prefix, n);
     memcpy(idx + n, ".index", 7);
     bool ok = file_exists(idx) || file_exists(prefix); /* V2 index, else a V1 file */
-    if (idx != local) vg__free(idx);
+    if (idx != local) vg_free(idx);
     return ok;
 }
 
@@ -51,13 +55,14 @@ bool vg_checkpoint_exists(const char *prefix) {
 
 void vg_checkpoint_state_free(vg_checkpoint_state *cs) {
     if (!cs) return;
-    vg__free(cs->model_checkpoint_path);
-    for (int i = 0; i < cs->n_all; i++) vg__free(cs->all_model_checkpoint_paths[i]);
-    vg__free(cs->all_model_checkpoint_paths);
-    vg__free(cs);
+    vg_free(cs->model_checkpoint_path);
+    for (int i = 0; i < cs->n_all; i++) vg_free(cs->all_model_checkpoint_paths[i]);
+    vg_free(cs->all_model_checkpoint_paths);
+    vg_free(cs);
 }
 
 vg_code vg_get_checkpoint_state(const char *dir, vg_checkpoint_state **out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
     if (!dir) return vg_status_set(st, VG_INVALID_ARGUMENT, "checkpoint directory is NULL");
     char *path = path_join(dir, "checkpoint");
@@ -65,16 +70,16 @@ vg_code vg_get_checkpoint_state(const char *dir, vg_checkpoint_state **out, vg_s
     vg__ckpt_state s;
     memset(&s, 0, sizeof s);
     vg_code c = vg__ckpt_state_read(path, &s, st);
-    vg__free(path);
+    vg_free(path);
     if (c) return c;
     if (!s.model_checkpoint_path || !*s.model_checkpoint_path) {
         vg__ckpt_state_free(&s);
         return vg_status_set(st, VG_DATA_LOSS, "Invalid checkpoint state loaded from %s", dir);
     }
-    vg_checkpoint_state *cs = vg__calloc(1, sizeof *cs);
+    vg_checkpoint_state *cs = vg_calloc(1, sizeof *cs);
     if (!cs || !(cs->model_checkpoint_path = path_join(dir, s.model_checkpoint_path))) goto oom;
     if (s.n_all) {
-        cs->all_model_checkpoint_paths = vg__calloc((size_t)s.n_all, sizeof(char *));
+        cs->all_model_checkpoint_paths = vg_calloc((size_t)s.n_all, sizeof(char *));
         if (!cs->all_model_checkpoint_paths) goto oom;
         for (int i = 0; i < s.n_all; i++, cs->n_all++)
             if (!(cs->all_model_checkpoint_paths[i] = path_join(dir, s.all_paths[i]))) goto oom;
@@ -106,6 +111,158 @@ const char *vg_latest_checkpoint(const char *dir, char *buf, size_t len) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* finding the checkpoint to resume from (no silent restart from step 0) */
+
+/* A complete V2 checkpoint: its index parses and every tensor's bytes lie inside
+ * existing data files. */
+static bool checkpoint_complete(const char *prefix) {
+    vg_status tmp;
+    vg__bundle_reader *r = vg__bundle_reader_open(prefix, &tmp);
+    if (!r) return false;
+    bool ok = true;
+    size_t n = vg__bundle_reader_num_entries(r);
+    for (size_t i = 0; ok && i < n; i++) {
+        const vg__bundle_entry *e = vg__bundle_reader_entry(r, i);
+        if (!e->sliced) ok = vg__bundle_reader_check_data(r, e->name, &tmp) == VG_OK;
+    }
+    vg__bundle_reader_free(r);
+    return ok;
+}
+
+static vg_code copy_out(const char *p, char *buf, size_t len, vg_status *st) {
+    if (strlen(p) >= len) return vg_status_set(st, VG_INVALID_ARGUMENT, "checkpoint path %s does not fit the buffer", p);
+    strcpy(buf, p);
+    vg_status_clear(st);
+    return VG_OK;
+}
+
+typedef struct listed_ckpt {
+    char *prefix;
+    long long step;      /* the "-N" suffix, -1 when none */
+    int64_t mtime_ns;    /* of the .index file */
+} listed_ckpt;
+
+static int cmp_listed_newest_first(const void *a, const void *b) {
+    const listed_ckpt *x = a, *y = b;
+    if (x->step != y->step) return x->step < y->step ? 1 : -1;
+    if (x->mtime_ns != y->mtime_ns) return x->mtime_ns < y->mtime_ns ? 1 : -1;
+    return strcmp(x->prefix, y->prefix);
+}
+
+static long long prefix_step(const char *prefix) {
+    size_t n = strlen(prefix), i = n;
+    while (i > 0 && prefix[i - 1] >= '0' && prefix[i - 1] <= '9') i--;
+    if (i == n || i == 0 || prefix[i - 1] != '-' || n - i > 18) return -1;
+    return strtoll(prefix + i, NULL, 10);
+}
+
+/* The newest complete checkpoint among the "<dir>/...index" files into buf. VG_OK, VG_NOT_FOUND
+ * (no .index file at all), DATA_LOSS (index files, none complete). *nindex = how many
+ * .index files were seen. */
+static vg_code newest_listed(const char *dir, char *buf, size_t len, int *nindex, vg_status *st) {
+    *nindex = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return vg_status_set(st, VG_NOT_FOUND, "no checkpoint directory %s", dir);
+        return vg_status_set(st, VG_DATA_LOSS, "cannot list checkpoint directory %s: %s", dir, strerror(errno));
+    }
+    listed_ckpt *v = NULL;
+    int n = 0, cap = 0;
+    vg_code c = VG_OK;
+    struct dirent *e;
+    while (!c && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l <= 6 || strcmp(e->d_name + l - 6, ".index") != 0) continue;
+        char *idx = path_join(dir, e->d_name);
+        struct stat sb;
+        if (!idx || !vg__train_grow((void **)&v, &cap, n + 1, sizeof *v)) {
+            vg_free(idx);
+            c = VG_OOM(st, "checkpoint listing");
+            break;
+        }
+        if (stat(idx, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            vg_free(idx);
+            continue;
+        }
+        idx[strlen(idx) - 6] = 0;
+        v[n].prefix = idx;
+        v[n].step = prefix_step(idx);
+        v[n].mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+        n++;
+    }
+    closedir(d);
+    *nindex = n;
+    if (!c) {
+        if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_listed_newest_first); /* v may be NULL when n == 0 */
+        c = n ? vg_status_set(st, VG_DATA_LOSS, "%s holds %d checkpoint index files but no complete checkpoint", dir, n)
+              : vg_status_set(st, VG_NOT_FOUND, "no checkpoint in %s", dir);
+        for (int i = 0; i < n; i++)
+            if (checkpoint_complete(v[i].prefix)) {
+                c = copy_out(v[i].prefix, buf, len, st);
+                break;
+            }
+    }
+    for (int i = 0; i < n; i++) vg_free(v[i].prefix);
+    vg_free(v);
+    return c;
+}
+
+vg_code vg_checkpoint_find_latest(const char *dir, char *buf, size_t len, vg_status *st) {
+    if (!dir || !buf || !len) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_checkpoint_find_latest: NULL argument");
+    buf[0] = 0;
+    char *state_path = path_join(dir, "checkpoint");
+    if (!state_path) return VG_OOM(st, "path");
+    struct stat lsb;
+    bool have_state = lstat(state_path, &lsb) == 0;
+    vg_code c;
+    if (have_state) {
+        vg_checkpoint_state *cs = NULL;
+        vg_status why;
+        if ((c = vg_get_checkpoint_state(dir, &cs, &why)) != VG_OK) {
+            c = vg_status_set(st, VG_DATA_LOSS,
+                              "checkpoint state file %s exists but cannot be used (%s); refusing to start over: "
+                              "repair or remove it",
+                              state_path, why.msg);
+            vg_free(state_path);
+            return c;
+        }
+        c = VG_NOT_FOUND;
+        if (checkpoint_complete(cs->model_checkpoint_path)) {
+            c = copy_out(cs->model_checkpoint_path, buf, len, st);
+        } else {
+            for (int i = cs->n_all - 1; i >= 0; i--)
+                if (checkpoint_complete(cs->all_model_checkpoint_paths[i])) {
+                    vg_logf(VG_LOG_WARN, "%s names %s, which is missing or incomplete; using %s, the newest complete "
+                            "checkpoint it lists", state_path, cs->model_checkpoint_path,
+                            cs->all_model_checkpoint_paths[i]);
+                    c = copy_out(cs->all_model_checkpoint_paths[i], buf, len, st);
+                    break;
+                }
+        }
+        if (c == VG_NOT_FOUND) {
+            int nidx;
+            c = newest_listed(dir, buf, len, &nidx, st);
+            if (c == VG_OK)
+                vg_logf(VG_LOG_WARN, "%s names no complete checkpoint (latest: %s); using %s, the newest complete "
+                        "checkpoint found by listing %s", state_path, cs->model_checkpoint_path, buf, dir);
+            else if (c == VG_NOT_FOUND || c == VG_DATA_LOSS)
+                c = vg_status_set(st, VG_DATA_LOSS, "%s names %s, but no complete checkpoint exists in %s; refusing "
+                                  "to start over", state_path, cs->model_checkpoint_path, dir);
+        }
+        vg_checkpoint_state_free(cs);
+        vg_free(state_path);
+        return c;
+    }
+    int nidx;
+    c = newest_listed(dir, buf, len, &nidx, st);
+    if (c == VG_OK)
+        vg_logf(VG_LOG_WARN, "no checkpoint state file %s; using %s, the newest complete checkpoint found by listing "
+                "the directory", state_path, buf);
+    vg_free(state_path);
+    return c;
+}
+
+/* ------------------------------------------------------------------------ */
 /* reader */
 
 struct vg_checkpoint_reader {
@@ -117,13 +274,13 @@ vg_checkpoint_reader *vg_checkpoint_reader_new(const char *prefix, vg_status *st
         vg_status_set(st, VG_INVALID_ARGUMENT, "empty checkpoint prefix");
         return NULL;
     }
-    vg_checkpoint_reader *cr = vg__calloc(1, sizeof *cr);
+    vg_checkpoint_reader *cr = vg_calloc(1, sizeof *cr);
     if (!cr) {
         VG_OOM(st, "checkpoint reader");
         return NULL;
     }
     if (!(cr->r = vg__bundle_reader_open(prefix, st))) {
-        vg__free(cr);
+        vg_free(cr);
         return NULL;
     }
     vg_status_clear(st);
@@ -133,7 +290,7 @@ vg_checkpoint_reader *vg_checkpoint_reader_new(const char *prefix, vg_status *st
 void vg_checkpoint_reader_free(vg_checkpoint_reader *r) {
     if (!r) return;
     vg__bundle_reader_free(r->r);
-    vg__free(r);
+    vg_free(r);
 }
 
 int vg_checkpoint_reader_num_tensors(const vg_checkpoint_reader *r) {
@@ -190,6 +347,8 @@ vg_tensor *vg_checkpoint_reader_read(vg_checkpoint_reader *r, const char *name, 
                       e->ndims, VG_MAX_DIMS);
         return NULL;
     }
+    /* the index's size must fit the data file before the tensor is allocated */
+    if (!e->sliced && vg__bundle_reader_check_data(r->r, name, st) != VG_OK) return NULL;
     vg_tensor *t = vg_tensor_new((vg_dtype)e->dtype, e->dims, e->ndims, st);
     if (!t) return NULL;
     vg_code c = e->dtype == VG_STRING ? read_strings(r, name, t, st)

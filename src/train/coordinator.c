@@ -10,7 +10,7 @@
  * record once it is detached), so a thread left running by join (a straggler) or by
  * vg_coord_free never touches freed memory: the last one out frees the coordinator.
  */
-#include "core/core.h"
+#include "train_util.h"
 #include "vigil/coordinator.h"
 #include <errno.h>
 #include <pthread.h>
@@ -61,15 +61,15 @@ static int64_t secs_to_ns(double secs) {
 /* create / free */
 
 vg_coord *vg_coord_new(const vg_code *clean_stop_codes, int n) {
-    vg_coord *c = vg__calloc(1, sizeof *c);
+    vg_coord *c = vg_calloc(1, sizeof *c);
     if (!c) return NULL;
     static const vg_code def_clean[] = {VG_OUT_OF_RANGE};
     const vg_code *src = clean_stop_codes ? clean_stop_codes : def_clean;
     int cnt = clean_stop_codes ? (n > 0 ? n : 0) : 1;
     if (cnt > 0) {
-        c->clean = vg__malloc(sizeof(vg_code) * (size_t)cnt);
+        c->clean = vg_malloc(sizeof(vg_code) * (size_t)cnt);
         if (!c->clean) {
-            vg__free(c);
+            vg_free(c);
             return NULL;
         }
         memcpy(c->clean, src, sizeof(vg_code) * (size_t)cnt);
@@ -89,13 +89,13 @@ vg_coord *vg_coord_new(const vg_code *clean_stop_codes, int n) {
 static void coord_destroy(vg_coord *c) {
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
-    vg__free(c->clean);
-    vg__free(c);
+    vg_free(c->clean);
+    vg_free(c);
 }
 
 static void thread_free(coord_thread *t) {
-    vg__free(t->name);
-    vg__free(t);
+    vg_free(t->name);
+    vg_free(t);
 }
 
 /* Joins finished threads of `list` and detaches the others (they then free their
@@ -140,7 +140,7 @@ void vg_coord_free(vg_coord *c) {
     c->threads = NULL;
     int n = 0;
     for (coord_thread *t = list; t; t = t->next) n++;
-    bool *done = n ? vg__calloc((size_t)n, sizeof(bool)) : NULL;
+    bool *done = n ? vg_calloc((size_t)n, sizeof(bool)) : NULL;
     int i = 0;
     for (coord_thread *t = list; t; t = t->next, i++)
         if (done) done[i] = t->done;
@@ -156,7 +156,7 @@ void vg_coord_free(vg_coord *c) {
     } else {
         release_threads(c, list, done, NULL, 0);
     }
-    vg__free(done);
+    vg_free(done);
     pthread_mutex_lock(&c->mu);
     int left = --c->refs;
     pthread_mutex_unlock(&c->mu);
@@ -172,14 +172,14 @@ static bool is_clean(const vg_coord *c, vg_code code) {
     return false;
 }
 
-void vg_coord_request_stop(vg_coord *c, const vg_status *err) {
+vg_code vg_coord_request_stop(vg_coord *c, const vg_status *err) {
+    if (!c) return VG_INVALID_ARGUMENT;
     bool error = err && err->code != VG_OK && !is_clean(c, err->code);
     pthread_mutex_lock(&c->mu);
     if (c->joined && error) {
-        /* TF raises here; in C the error has nobody to go to but the log. */
+        /* TF re-raises it: nobody would see it otherwise. Not stored. */
         pthread_mutex_unlock(&c->mu);
-        vg_logf(VG_LOG_ERROR, "Coordinator: error reported after join: %s: %s", vg_code_name(err->code), err->msg);
-        return;
+        return err->code;
     }
     if (!atomic_load(&c->stop)) {
         if (error && !c->has_err) {
@@ -190,17 +190,19 @@ void vg_coord_request_stop(vg_coord *c, const vg_status *err) {
         pthread_cond_broadcast(&c->cv);
     }
     pthread_mutex_unlock(&c->mu);
+    return VG_OK;
 }
 
-bool vg_coord_should_stop(vg_coord *c) { return atomic_load_explicit(&c->stop, memory_order_acquire); }
+bool vg_coord_should_stop(vg_coord *c) { return !c || atomic_load_explicit(&c->stop, memory_order_acquire); }
 
 bool vg_coord_wait_for_stop(vg_coord *c, double timeout_secs) {
+    if (!c) return true;
     pthread_mutex_lock(&c->mu);
     if (timeout_secs < 0) {
         while (!atomic_load(&c->stop)) pthread_cond_wait(&c->cv, &c->mu);
     } else {
         struct timespec ts;
-        abs_deadline(&ts, vg__now_ns() + secs_to_ns(timeout_secs));
+        abs_deadline(&ts, vg__train_now_ns() + secs_to_ns(timeout_secs));
         while (!atomic_load(&c->stop))
             if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT) break;
     }
@@ -210,6 +212,7 @@ bool vg_coord_wait_for_stop(vg_coord *c, double timeout_secs) {
 }
 
 void vg_coord_clear_stop(vg_coord *c) {
+    if (!c) return;
     pthread_mutex_lock(&c->mu);
     c->joined = false;
     c->has_err = false;
@@ -219,6 +222,7 @@ void vg_coord_clear_stop(vg_coord *c) {
 }
 
 vg_code vg_coord_raise_requested_exception(vg_coord *c, vg_status *st) {
+    if (!c) return vg_status_set(st, VG_INVALID_ARGUMENT, "coordinator is NULL");
     pthread_mutex_lock(&c->mu);
     vg_status e = c->err;
     bool has = c->has_err;
@@ -238,11 +242,11 @@ vg_code vg_coord_raise_requested_exception(vg_coord *c, vg_status *st) {
  * stop; interval <= 0 calls back-to-back. An error requests a stop with it. */
 static void run_looper(coord_thread *t) {
     vg_coord *c = t->c;
-    int64_t next = vg__now_ns();
+    int64_t next = vg__train_now_ns();
     int64_t step = t->interval > 0 ? secs_to_ns(t->interval) : 0;
     for (;;) {
         if (step > 0) {
-            double wait = (double)(next - vg__now_ns()) / 1e9;
+            double wait = (double)(next - vg__train_now_ns()) / 1e9;
             if (vg_coord_wait_for_stop(c, wait > 0 ? wait : 0)) break;
             next += step;
         } else if (vg_coord_should_stop(c)) {
@@ -294,11 +298,11 @@ static vg_code start(vg_coord *c, coord_thread *t, vg_status *st) {
 }
 
 static coord_thread *new_thread(vg_coord *c, const char *name, void *payload, vg_status *st) {
-    coord_thread *t = vg__calloc(1, sizeof *t);
-    char *nm = vg__strdup(name ? name : "thread");
+    coord_thread *t = vg_calloc(1, sizeof *t);
+    char *nm = vg__train_strdup(name ? name : "thread");
     if (!t || !nm) {
-        vg__free(t);
-        vg__free(nm);
+        vg_free(t);
+        vg_free(nm);
         VG_OOM(st, "coordinator thread");
         return NULL;
     }
@@ -336,6 +340,7 @@ static bool all_done(const coord_thread *list) {
 }
 
 vg_code vg_coord_join(vg_coord *c, double stop_grace_period_secs, bool ignore_live_threads, vg_status *st) {
+    if (!c) return vg_status_set(st, VG_INVALID_ARGUMENT, "coordinator is NULL");
     pthread_mutex_lock(&c->mu);
     /* Snapshot: threads registered after this point are not joined. */
     coord_thread *list = c->threads;
@@ -345,13 +350,13 @@ vg_code vg_coord_join(vg_coord *c, double stop_grace_period_secs, bool ignore_li
     /* Then give the live ones the grace period. */
     if (stop_grace_period_secs >= 0 && !all_done(list)) {
         struct timespec ts;
-        abs_deadline(&ts, vg__now_ns() + secs_to_ns(stop_grace_period_secs));
+        abs_deadline(&ts, vg__train_now_ns() + secs_to_ns(stop_grace_period_secs));
         while (!all_done(list))
             if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT) break;
     }
     int n = 0;
     for (coord_thread *t = list; t; t = t->next) n++;
-    bool done_local[64], *done = n <= 64 ? done_local : vg__calloc((size_t)n, sizeof(bool));
+    bool done_local[64], *done = n <= 64 ? done_local : vg_calloc((size_t)n, sizeof(bool));
     bool none = false;
     int i = 0;
     for (coord_thread *t = list; t && done; t = t->next, i++) done[i] = t->done;
@@ -375,7 +380,7 @@ vg_code vg_coord_join(vg_coord *c, double stop_grace_period_secs, bool ignore_li
             if (one[0]) snprintf(names + l, sizeof names - l, "%s%s", l ? " " : "", one);
         }
     }
-    if (done != done_local) vg__free(done);
+    if (done != done_local) vg_free(done);
 
     if (has_err) {
         vg_status_copy(st, &err);
@@ -385,7 +390,7 @@ vg_code vg_coord_join(vg_coord *c, double stop_grace_period_secs, bool ignore_li
         if (ignore_live_threads) {
             vg_logf(VG_LOG_INFO, "Coordinator stopped with threads still running: %s", names);
         } else {
-            return vg_status_set(st, VG_DEADLINE_EXCEEDED, "Coordinator stopped with threads still running: %s",
+            return vg_status_set(st, VG_FAILED_PRECONDITION, "Coordinator stopped with threads still running: %s",
                                  names);
         }
     }

@@ -23,7 +23,7 @@
  * (TF1 overwrites the older file); vigil waits for the next second instead, so close +
  * reopen always gives a second file.
  */
-#include "core/strmap.h"
+#include "train_util.h"
 #include "io/io.h"
 #include "vigil/graphdef.h"
 #include "vigil/summary.h"
@@ -36,9 +36,38 @@
 #include <unistd.h>
 
 typedef struct pending {
-    uint8_t *data; /* one serialized Event (vg__malloc) */
+    uint8_t *data; /* one serialized Event (vg_malloc) */
     size_t len;
 } pending;
+
+/* A set of strings (few: tags with plugin metadata, run-metadata tags). */
+typedef struct tagset {
+    char **tags;
+    int n, cap;
+} tagset;
+
+static bool tagset_has(const tagset *t, const char *tag) {
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->tags[i], tag) == 0) return true;
+    return false;
+}
+
+/* Adds a copy of tag; false (set unchanged) when out of memory. */
+static bool tagset_add(tagset *t, const char *tag) {
+    char *c = vg__train_strdup(tag);
+    if (!c || !vg__train_grow((void **)&t->tags, &t->cap, t->n + 1, sizeof(char *))) {
+        vg_free(c);
+        return false;
+    }
+    t->tags[t->n++] = c;
+    return true;
+}
+
+static void tagset_free(tagset *t) {
+    for (int i = 0; i < t->n; i++) vg_free(t->tags[i]);
+    vg_free(t->tags);
+    memset(t, 0, sizeof *t);
+}
 
 struct vg_file_writer {
     char *logdir;
@@ -55,11 +84,11 @@ struct vg_file_writer {
     pending *q;              /* queued events, oldest first */
     int nq, qcap;
     uint64_t flush_req, flush_done;
-    int64_t last_flush_ns;   /* vg__now_ns clock */
+    int64_t last_flush_ns;   /* vg__train_now_ns clock */
     vg_status err;           /* first background error not yet reported */
     int64_t dropped;         /* events lost with it */
-    vg__strmap seen_tags;    /* Summary.Value tags whose metadata was written */
-    vg__strmap run_tags;     /* tags used by add_run_metadata */
+    tagset seen_tags;        /* Summary.Value tags whose metadata was written */
+    tagset run_tags;         /* tags used by add_run_metadata */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -85,7 +114,7 @@ static bool event_file_exists(const char *dir, const char *suffix, long long sec
 static vg__event_writer *open_event_file(const char *dir, const char *suffix, vg_status *st) {
     pthread_mutex_lock(&g_open_mu);
     for (int tries = 0; tries < 3; tries++) {
-        double now = vg__wall_secs();
+        double now = vg__train_wall_secs();
         long long secs = (long long)now;
         if (!event_file_exists(dir, suffix, secs)) break;
         double wait = (double)(secs + 1) - now + 0.002;
@@ -116,7 +145,7 @@ static vg_code write_batch(vg__event_writer *f, pending *b, int n, int64_t *drop
     for (int i = 0; i < n; i++) {
         if (!c) c = vg__event_writer_write(f, b[i].data, b[i].len, st);
         if (c) (*dropped)++;
-        vg__free(b[i].data);
+        vg_free(b[i].data);
     }
     if (!c && (c = vg__event_writer_flush(f, st)) != VG_OK) *dropped = n; /* none surely on disk */
     return c;
@@ -128,7 +157,7 @@ static void *writer_main(void *arg) {
     int spare_cap = 0;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        int64_t now = vg__now_ns();
+        int64_t now = vg__train_now_ns();
         if (!has_work(w, now)) {
             if (w->stop) break;
             if (w->nq > 0) cond_wait_until(&w->work, &w->mu, w->last_flush_ns + w->flush_ns);
@@ -158,13 +187,13 @@ static void *writer_main(void *arg) {
             if (!w->err.code) vg_status_copy(&w->err, &st);
             w->dropped += dropped;
         }
-        w->last_flush_ns = vg__now_ns();
+        w->last_flush_ns = vg__train_now_ns();
         w->flush_done = req;
         w->busy = false;
         pthread_cond_broadcast(&w->done);
     }
     pthread_mutex_unlock(&w->mu);
-    vg__free(spare);
+    vg_free(spare);
     return NULL;
 }
 
@@ -208,7 +237,7 @@ static vg_code enqueue(vg_file_writer *w, vg__pb_buf *ev, vg_status *st) {
                                  "the FileWriter is explicitly reopened.", w->logdir);
         return c;
     }
-    if (w->nq == w->qcap && !vg__grow((void **)&w->q, &w->qcap, w->nq + 1, sizeof *w->q)) {
+    if (w->nq == w->qcap && !vg__train_grow((void **)&w->q, &w->qcap, w->nq + 1, sizeof *w->q)) {
         pthread_mutex_unlock(&w->mu);
         vg__pb_free(ev);
         return VG_OOM(st, "event queue");
@@ -226,7 +255,7 @@ static vg_code enqueue(vg_file_writer *w, vg__pb_buf *ev, vg_status *st) {
 static vg_code add_event(vg_file_writer *w, vg__event *ev, vg_status *st) {
     vg__pb_buf b;
     vg__pb_init(&b);
-    ev->wall_time = vg__wall_secs();
+    ev->wall_time = vg__train_wall_secs();
     vg__event_encode(&b, ev);
     return enqueue(w, &b, st);
 }
@@ -239,20 +268,20 @@ static vg_code null_writer(vg_status *st, const char *fn) {
 /* lifetime */
 
 static void writer_destroy(vg_file_writer *w) {
-    for (int i = 0; i < w->nq; i++) vg__free(w->q[i].data);
-    vg__free(w->q);
-    vg__strmap_free(&w->seen_tags);
-    vg__strmap_free(&w->run_tags);
-    vg__free(w->logdir);
-    vg__free(w->suffix);
-    vg__free(w->path);
-    vg__free(w);
+    for (int i = 0; i < w->nq; i++) vg_free(w->q[i].data);
+    vg_free(w->q);
+    tagset_free(&w->seen_tags);
+    tagset_free(&w->run_tags);
+    vg_free(w->logdir);
+    vg_free(w->suffix);
+    vg_free(w->path);
+    vg_free(w);
 }
 
 static bool init_sync(vg_file_writer *w) {
     pthread_condattr_t ca;
     if (pthread_condattr_init(&ca) != 0) return false;
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* vg__now_ns's clock */
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* vg__train_now_ns's clock */
     bool ok = pthread_mutex_init(&w->mu, NULL) == 0;
     if (ok && pthread_cond_init(&w->work, &ca) != 0) ok = false, pthread_mutex_destroy(&w->mu);
     if (ok && pthread_cond_init(&w->done, NULL) != 0)
@@ -279,15 +308,13 @@ vg_file_writer *vg_file_writer_new(const char *dir, const vg_file_writer_options
                       opts->max_queue, opts->flush_secs);
         return NULL;
     }
-    vg_file_writer *w = vg__calloc(1, sizeof *w);
+    vg_file_writer *w = vg_calloc(1, sizeof *w);
     if (!w) {
         VG_OOM(st, "FileWriter");
         return NULL;
     }
-    vg__strmap_init(&w->seen_tags);
-    vg__strmap_init(&w->run_tags);
-    w->logdir = vg__strdup(dir);
-    w->suffix = vg__strdup(opts->filename_suffix ? opts->filename_suffix : "");
+    w->logdir = vg__train_strdup(dir);
+    w->suffix = vg__train_strdup(opts->filename_suffix ? opts->filename_suffix : "");
     w->max_queue = opts->max_queue;
     /* clamp "never" (huge flush_secs) to ~30 years so deadlines do not overflow */
     w->flush_ns = opts->flush_secs > 1e9 ? (int64_t)1e18 : (int64_t)(opts->flush_secs * 1e9);
@@ -302,9 +329,9 @@ vg_file_writer *vg_file_writer_new(const char *dir, const vg_file_writer_options
         return NULL;
     }
     w->file = open_event_file(w->logdir, w->suffix, st);
-    if (w->file && !(w->path = vg__strdup(vg__event_writer_path(w->file)))) VG_OOM(st, "FileWriter");
+    if (w->file && !(w->path = vg__train_strdup(vg__event_writer_path(w->file)))) VG_OOM(st, "FileWriter");
     if (!w->path) goto fail;
-    w->last_flush_ns = vg__now_ns();
+    w->last_flush_ns = vg__train_now_ns();
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
         vg_status_set(st, VG_RESOURCE_EXHAUSTED, "FileWriter: cannot start the writer thread");
         goto fail;
@@ -377,19 +404,19 @@ vg_code vg_file_writer_reopen(vg_file_writer *w, vg_status *st) {
     vg_status ost;
     vg_status_clear(&ost);
     vg__event_writer *f = open_event_file(w->logdir, w->suffix, &ost);
-    char *path = f ? vg__strdup(vg__event_writer_path(f)) : NULL;
+    char *path = f ? vg__train_strdup(vg__event_writer_path(f)) : NULL;
     if (f && !path) {
         vg__event_writer_close(f, NULL);
         f = NULL;
         VG_OOM(&ost, "FileWriter");
     }
     if (f) {
-        vg__free(w->path);
+        vg_free(w->path);
         w->path = path;
         w->file = f;
         w->closed = false;
         w->warned_closed = false;
-        w->last_flush_ns = vg__now_ns();
+        w->last_flush_ns = vg__train_now_ns();
     } else {
         vg_status_copy(st, &ost);
         c = ost.code ? ost.code : VG_UNKNOWN;
@@ -436,19 +463,17 @@ static vg_code strip_seen_metadata(vg_file_writer *w, const uint8_t *s, size_t l
             break;
         }
         if (!meta_bytes) continue;
-        char *key = vg__strndup((const char *)(tag ? tag : (const uint8_t *)""), tl);
+        char *key = vg__train_strndup((const char *)(tag ? tag : (const uint8_t *)""), tl);
         if (!key) {
             c = VG_RESOURCE_EXHAUSTED;
             break;
         }
-        bool seen;
-        vg__strmap_get(&w->seen_tags, key, &seen);
-        if (!seen) {
-            if (!vg__strmap_put(&w->seen_tags, key, NULL)) c = VG_RESOURCE_EXHAUSTED;
-            vg__free(key);
+        if (!tagset_has(&w->seen_tags, key)) {
+            if (!tagset_add(&w->seen_tags, key)) c = VG_RESOURCE_EXHAUSTED;
+            vg_free(key);
             continue;
         }
-        vg__free(key);
+        vg_free(key);
         /* re-emit this Value without its metadata fields */
         copy_span(out, copied, fstart);
         vg__pb_put_tag(out, 1, VG__PB_LEN);
@@ -541,11 +566,9 @@ vg_code vg_file_writer_add_run_metadata(vg_file_writer *w, const vg_run_metadata
     vg_code c = vg_run_metadata_serialize(md, &bytes, &len, st);
     if (c) return c;
     pthread_mutex_lock(&w->mu);
-    bool used;
-    vg__strmap_get(&w->run_tags, tag, &used);
-    if (used) c = vg_status_set(st, VG_INVALID_ARGUMENT, "add_run_metadata: the provided tag (%s) was already used "
+    if (tagset_has(&w->run_tags, tag)) c = vg_status_set(st, VG_INVALID_ARGUMENT, "add_run_metadata: the provided tag (%s) was already used "
                                                          "for this event type", tag);
-    else if (!vg__strmap_put(&w->run_tags, tag, NULL)) c = VG_OOM(st, "run metadata tags");
+    else if (!tagset_add(&w->run_tags, tag)) c = VG_OOM(st, "run metadata tags");
     pthread_mutex_unlock(&w->mu);
     if (!c) {
         vg__event ev = {.step = step, .kind = VG__EVENT_TAGGED_RUN_METADATA, .tag = tag, .data = bytes, .len = len};
@@ -577,14 +600,14 @@ vg_file_writer *vg_file_writer_cache_get(const char *dir, vg_status *st) {
     for (int i = 0; i < g_ncache && !w; i++)
         if (strcmp(g_cache[i].dir, dir) == 0) w = g_cache[i].w;
     if (!w) {
-        char *key = vg__strdup(dir);
-        if (!key || !vg__grow((void **)&g_cache, &g_cache_cap, g_ncache + 1, sizeof *g_cache)) {
+        char *key = vg__train_strdup(dir);
+        if (!key || !vg__train_grow((void **)&g_cache, &g_cache_cap, g_ncache + 1, sizeof *g_cache)) {
             VG_OOM(st, "SummaryWriterCache");
         } else if ((w = vg_file_writer_new(dir, NULL, st)) != NULL) {
             g_cache[g_ncache++] = (cache_entry){key, w};
             key = NULL;
         }
-        vg__free(key);
+        vg_free(key);
     }
     pthread_mutex_unlock(&g_cache_mu);
     return w;
@@ -599,7 +622,7 @@ void vg_file_writer_cache_clear(void) {
     pthread_mutex_unlock(&g_cache_mu);
     for (int i = 0; i < n; i++) {
         vg_file_writer_free(entries[i].w);
-        vg__free(entries[i].dir);
+        vg_free(entries[i].dir);
     }
-    vg__free(entries);
+    vg_free(entries);
 }

@@ -12,7 +12,7 @@
  * and for batch: batch/fifo_queue, batch/fifo_queue_enqueue, batch/n, batch
  * (QueueDequeueManyV2). The "fraction_of_N_full" summaries are not added.
  */
-#include "core/core.h"
+#include "train_util.h"
 #include "vigil/queue.h"
 #include "vigil/variables.h"
 #include <stdio.h>
@@ -151,14 +151,14 @@ static vg_code build_batch(vg_graph *g, const char *what, const vg_output *tenso
                               : vg_queue_enqueue(g, q, tensors, n, NULL);
     vg_op *deq = NULL;
     /* TF's _enqueue: [enqueue_op] * num_threads (the same op, one thread each). */
-    vg_op *ops_local[16], **ops = num_threads <= 16 ? ops_local : vg__malloc(sizeof(vg_op *) * (size_t)num_threads);
+    vg_op *ops_local[16], **ops = num_threads <= 16 ? ops_local : vg_malloc(sizeof(vg_op *) * (size_t)num_threads);
     if (!ops) {
         vg_graph_pop_scope(g);
         return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory building %s", what);
     }
     for (int i = 0; i < num_threads; i++) ops[i] = enq;
     if (enq) vg_add_queue_runner(g, q, ops, num_threads);
-    if (ops != ops_local) vg__free(ops);
+    if (ops != ops_local) vg_free(ops);
     vg_output nconst = vg_const_i32(g, batch_size, "n");
     vg_graph_pop_scope(g);
     if (enq) deq = vg_queue_dequeue_many(g, q, nconst, base);

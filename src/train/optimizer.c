@@ -15,7 +15,7 @@
  *
  * Slots are created as under TF's init_scope (no control dependencies of the caller).
  */
-#include "graph/graph_impl.h"
+#include "train_util.h"
 #include "vigil/gradients.h"
 #include "vigil/optimizer.h"
 #include <stdio.h>
@@ -46,7 +46,7 @@ struct vg_optimizer {
 /* construction */
 
 static vg_optimizer *opt_new(opt_kind kind, const char *name, double lr) {
-    vg_optimizer *o = vg__calloc(1, sizeof *o);
+    vg_optimizer *o = vg_calloc(1, sizeof *o);
     if (!o) return NULL;
     o->kind = kind;
     o->name = name;
@@ -89,8 +89,8 @@ vg_optimizer *vg_optimizer_new_rmsprop(double learning_rate, double decay, doubl
 
 void vg_optimizer_free(vg_optimizer *opt) {
     if (!opt) return;
-    vg__free(opt->slots);
-    vg__free(opt);
+    vg_free(opt->slots);
+    vg_free(opt);
 }
 
 void vg_optimizer_set_learning_rate_tensor(vg_optimizer *opt, vg_output lr) {
@@ -99,29 +99,6 @@ void vg_optimizer_set_learning_rate_tensor(vg_optimizer *opt, vg_output lr) {
 
 const char *vg_optimizer_name(const vg_optimizer *opt) { return opt ? opt->name : ""; }
 
-/* ------------------------------------------------------------------------ */
-/* init_scope: no control dependencies while slots are created */
-
-typedef struct saved_deps {
-    vg_op ***deps;
-    int ndeps, cap;
-} saved_deps;
-
-static saved_deps deps_clear(vg_graph *g) {
-    saved_deps s = {g->deps, g->ndeps, g->deps_cap};
-    g->deps = NULL;
-    g->ndeps = 0;
-    g->deps_cap = 0;
-    return s;
-}
-
-static void deps_restore(vg_graph *g, saved_deps s) {
-    while (g->ndeps > 0) vg_graph_pop_control_deps(g);
-    vg__free(g->deps);
-    g->deps = s.deps;
-    g->ndeps = s.ndeps;
-    g->deps_cap = s.cap;
-}
 
 static void push_verbatim(vg_graph *g, const char *full) {
     char buf[NAME_MAX_LEN + 2];
@@ -158,7 +135,7 @@ static vg_op *make_slot(vg_optimizer *o, vg_graph *g, vg_op *var, int which, vg_
     vg_variable v = vg_get_variable(g, uniq, vg_output_dtype(ref), shape.dims, shape.ndims, init, 0);
     vg_graph_pop_scope(g);
     if (!v.var) return NULL;
-    if (!vg__grow((void **)&o->slots, &o->slots_cap, o->nslots + 1, sizeof(slot_entry))) {
+    if (!vg__train_grow((void **)&o->slots, &o->slots_cap, o->nslots + 1, sizeof(slot_entry))) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory recording optimizer slots");
         return NULL;
     }
@@ -327,9 +304,9 @@ static void add_train_op(vg_graph *g, vg_op *op) {
 /* The body of apply_gradients once the (grad, var) pairs are filtered. */
 static vg_op *apply_pairs(vg_optimizer *o, vg_graph *g, const vg_output *grads, vg_op *const *vars, int n,
                           vg_output global_step, const char *name, vg_op **upd) {
-    saved_deps d = deps_clear(g);
+    vg_graph_push_init_scope(g);
     bool ok = create_slots(o, g, vars, n);
-    deps_restore(g, d);
+    vg_graph_pop_init_scope(g);
     if (!ok) return NULL;
 
     const char *base = name ? name : o->name;
@@ -394,9 +371,9 @@ vg_op *vg_optimizer_apply_gradients(vg_optimizer *opt, vg_graph *g, const vg_out
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "No variables provided.");
         return NULL;
     }
-    vg_output *gs = vg__malloc(sizeof(vg_output) * (size_t)n);
-    vg_op **vs = vg__malloc(sizeof(vg_op *) * (size_t)n);
-    vg_op **upd = vg__malloc(sizeof(vg_op *) * (size_t)(n + 2));
+    vg_output *gs = vg_malloc(sizeof(vg_output) * (size_t)n);
+    vg_op **vs = vg_malloc(sizeof(vg_op *) * (size_t)n);
+    vg_op **upd = vg_malloc(sizeof(vg_op *) * (size_t)(n + 2));
     vg_op *train = NULL;
     if (!gs || !vs || !upd) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in apply_gradients");
@@ -423,9 +400,9 @@ vg_op *vg_optimizer_apply_gradients(vg_optimizer *opt, vg_graph *g, const vg_out
     }
     train = apply_pairs(opt, g, gs, vs, m, global_step, name, upd);
 done:
-    vg__free(gs);
-    vg__free(vs);
-    vg__free(upd);
+    vg_free(gs);
+    vg_free(vs);
+    vg_free(upd);
     return train;
 }
 
@@ -464,12 +441,12 @@ vg_op *vg_optimizer_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, con
     if (!var_list) {
         /* copy: the trainable collection does not change while we build, but be safe */
         const vg_output *items = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nvars);
-        vars = vg__malloc(sizeof(vg_output) * (size_t)(nvars > 0 ? nvars : 1));
+        vars = vg_malloc(sizeof(vg_output) * (size_t)(nvars > 0 ? nvars : 1));
         if (!vars) goto oom;
         if (nvars > 0) memcpy(vars, items, sizeof(vg_output) * (size_t)nvars);
         var_list = vars;
     }
-    grads = vg__calloc((size_t)(nvars > 0 ? nvars : 1), sizeof(vg_output));
+    grads = vg_calloc((size_t)(nvars > 0 ? nvars : 1), sizeof(vg_output));
     if (!grads) goto oom;
     vg_code rc = vg_optimizer_compute_gradients(opt, g, loss, var_list, nvars, grads, &st);
     if (rc != VG_OK) {
@@ -490,7 +467,7 @@ vg_op *vg_optimizer_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, con
 oom:
     vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in minimize");
 done:
-    vg__free(vars);
-    vg__free(grads);
+    vg_free(vars);
+    vg_free(grads);
     return train;
 }

@@ -17,7 +17,7 @@
  * As in TF, starting the runners again on a session whose threads of that runner are
  * still running starts nothing for that runner.
  */
-#include "core/core.h"
+#include "train_util.h"
 #include "vigil/queue.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -60,14 +60,14 @@ static void runner_unref(runner *r) {
     pthread_mutex_lock(&g_mu);
     bool last = --r->refs == 0;
     pthread_mutex_unlock(&g_mu);
-    if (last) vg__free(r);
+    if (last) vg_free(r);
 }
 
 static void enqueue_main(vg_coord *c, void *payload) {
     enq_arg *a = payload;
     runner *r = a->r;
     vg_op *op = a->op;
-    vg__free(a);
+    vg_free(a);
     bool counted = false;
     vg_status st;
     while (!vg_coord_should_stop(c)) {
@@ -129,7 +129,7 @@ static vg_code start_runner(vg_session *sess, vg_coord *coord, const vg_queue_ru
             pthread_mutex_unlock(&g_mu);
             return VG_OK; /* still running on this session */
         }
-    runner *r = vg__calloc(1, sizeof *r);
+    runner *r = vg_calloc(1, sizeof *r);
     if (!r) {
         pthread_mutex_unlock(&g_mu);
         return VG_OOM(st, "queue runner");
@@ -147,7 +147,7 @@ static vg_code start_runner(vg_session *sess, vg_coord *coord, const vg_queue_ru
     const char *qn = vg_op_name(def->queue);
     int started = 0;
     for (int i = 0; i < def->n_enqueue && rc == VG_OK; i++) {
-        enq_arg *a = vg__malloc(sizeof *a);
+        enq_arg *a = vg_malloc(sizeof *a);
         if (!a) {
             rc = VG_OOM(st, "queue runner thread");
             break;
@@ -156,7 +156,7 @@ static vg_code start_runner(vg_session *sess, vg_coord *coord, const vg_queue_ru
         a->op = def->enqueue_ops[i];
         snprintf(name, sizeof name, "QueueRunnerThread-%s-%s", qn, vg_op_name(a->op));
         rc = vg_coord_start_thread(coord, name, enqueue_main, a, st);
-        if (rc != VG_OK) vg__free(a);
+        if (rc != VG_OK) vg_free(a);
         else started++;
     }
     /* Account for enqueue threads that never started. */

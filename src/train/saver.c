@@ -29,6 +29,7 @@
  * is relative, the state file holds paths relative to it). Not thread-safe: use one
  * saver from one thread at a time (any number of sessions may run meanwhile).
  */
+#include "train_util.h"
 #include "io/io.h"
 #include "vigil/graphdef.h"
 #include "vigil/ops.h"
@@ -77,7 +78,7 @@ static double now_secs(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* printf into a new string (vg__malloc). */
+/* printf into a new string (vg_malloc). */
 static char *str_printf(const char *fmt, ...) VG_PRINTF(1, 2);
 static char *str_printf(const char *fmt, ...) {
     va_list ap;
@@ -85,7 +86,7 @@ static char *str_printf(const char *fmt, ...) {
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
     if (n < 0) return NULL;
-    char *s = vg__malloc((size_t)n + 1);
+    char *s = vg_malloc((size_t)n + 1);
     if (!s) return NULL;
     va_start(ap, fmt);
     vsnprintf(s, (size_t)n + 1, fmt, ap);
@@ -100,11 +101,11 @@ static char *str_printf(const char *fmt, ...) {
  * only slashes remain). New string. */
 static char *path_dirname(const char *p) {
     const char *slash = strrchr(p, '/');
-    if (!slash) return vg__strdup("");
+    if (!slash) return vg__train_strdup("");
     size_t n = (size_t)(slash - p) + 1;
     while (n > 1 && p[n - 1] == '/') n--;
-    if (n == 1 && p[0] == '/') return vg__strdup("/");
-    return vg__strndup(p, n - (p[n - 1] == '/' ? 1 : 0));
+    if (n == 1 && p[0] == '/') return vg__train_strdup("/");
+    return vg__train_strndup(p, n - (p[n - 1] == '/' ? 1 : 0));
 }
 
 static const char *path_basename(const char *p) {
@@ -114,7 +115,7 @@ static const char *path_basename(const char *p) {
 
 /* os.path.join(dir, name). */
 static char *path_join(const char *dir, const char *name) {
-    if (!*dir || name[0] == '/') return vg__strdup(name);
+    if (!*dir || name[0] == '/') return vg__train_strdup(name);
     return str_printf("%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
 }
 
@@ -124,9 +125,9 @@ static int abs_components(const char *p, char **buf, char ***comps) {
     char cwd[4096] = "";
     if (p[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
     *buf = str_printf("%s/%s", cwd, p);
-    *comps = *buf ? vg__malloc((strlen(*buf) / 2 + 2) * sizeof(char *)) : NULL;
+    *comps = *buf ? vg_malloc((strlen(*buf) / 2 + 2) * sizeof(char *)) : NULL;
     if (!*comps) {
-        vg__free(*buf);
+        vg_free(*buf);
         *buf = NULL;
         return -1;
     }
@@ -153,7 +154,7 @@ static char *path_relpath(const char *path, const char *start) {
         size_t len = 2;
         for (int i = common; i < ns; i++) len += 3;
         for (int i = common; i < np; i++) len += strlen(pc[i]) + 1;
-        if ((out = vg__malloc(len))) {
+        if ((out = vg_malloc(len))) {
             out[0] = 0;
             for (int i = common; i < ns; i++) strcat(out, i + 1 < ns || common < np ? "../" : "..");
             for (int i = common; i < np; i++) {
@@ -163,10 +164,10 @@ static char *path_relpath(const char *path, const char *start) {
             if (!out[0]) strcpy(out, ".");
         }
     }
-    vg__free(pb);
-    vg__free(pc);
-    vg__free(sb);
-    vg__free(sc);
+    vg_free(pb);
+    vg_free(pc);
+    vg_free(sb);
+    vg_free(sc);
     return out;
 }
 
@@ -174,21 +175,21 @@ static char *path_relpath(const char *path, const char *start) {
 /* checkpoint lists */
 
 static void list_clear(ckpt_list *l) {
-    for (int i = 0; i < l->n; i++) vg__free(l->v[i].path);
+    for (int i = 0; i < l->n; i++) vg_free(l->v[i].path);
     l->n = 0;
 }
 
 static void list_free(ckpt_list *l) {
     list_clear(l);
-    vg__free(l->v);
+    vg_free(l->v);
     l->v = NULL;
     l->cap = 0;
 }
 
 /* Appends (takes over path). False on allocation failure (path freed). */
 static bool list_push(ckpt_list *l, char *path, double t) {
-    if (!path || !vg__grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
-        vg__free(path);
+    if (!path || !vg__train_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
+        vg_free(path);
         return false;
     }
     l->v[l->n].path = path;
@@ -199,7 +200,7 @@ static bool list_push(ckpt_list *l, char *path, double t) {
 /* Removes entry i, handing it to *out (or freeing its path). */
 static void list_remove(ckpt_list *l, int i, ckpt_entry *out) {
     if (out) *out = l->v[i];
-    else vg__free(l->v[i].path);
+    else vg_free(l->v[i].path);
     memmove(&l->v[i], &l->v[i + 1], (size_t)(l->n - i - 1) * sizeof *l->v);
     l->n--;
 }
@@ -220,8 +221,9 @@ static vg_code collect_vars(vg_saver *s, const vg_saver_options *o, vg_status *s
     const vg_output *list = o->var_list;
     int n = o->nvars;
     if (!list) list = vg_graph_collection(s->g, VG_GLOBAL_VARIABLES, &n);
+    if ((n <= 0 || !list) && o->allow_empty) return VG_OK; /* empty saver (nvars 0) */
     if (n <= 0 || !list) return vg_status_set(st, VG_INVALID_ARGUMENT, "No variables to save");
-    if (!(s->vars = vg__malloc((size_t)n * sizeof *s->vars))) return VG_OOM(st, "saver");
+    if (!(s->vars = vg_malloc((size_t)n * sizeof *s->vars))) return VG_OOM(st, "saver");
     for (int i = 0; i < n; i++) {
         if (!list[i].op || list[i].index != 0 || !is_variable(list[i].op))
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Saver: var_list[%d] (%s) is not a variable", i,
@@ -319,7 +321,7 @@ static void build_restore_ops(vg_saver *s, vg_op *fname, const char **names, con
     vg_op_builder_set_attr_type_list(b, "dtypes", dts, s->nvars);
     vg_op_builder_set_device(b, "/device:CPU:0");
     vg_op *restore = vg_op_builder_finish(b);
-    vg_op **assigns = vg__calloc((size_t)s->nvars, sizeof *assigns);
+    vg_op **assigns = vg_calloc((size_t)s->nvars, sizeof *assigns);
     if (!assigns) {
         vg_graph_set_error(s->g, VG_RESOURCE_EXHAUSTED, "out of memory in saver");
         return;
@@ -335,7 +337,7 @@ static void build_restore_ops(vg_saver *s, vg_op *fname, const char **names, con
         assigns[i] = vg_op_builder_finish(b);
     }
     if (restore) s->restore_op = vg_group(s->g, assigns, s->nvars, "restore_all");
-    vg__free(assigns);
+    vg_free(assigns);
 }
 
 static void build_ops(vg_saver *s, const char **names, const char **empty, const vg_dtype *dts) {
@@ -346,13 +348,20 @@ static void build_ops(vg_saver *s, const char **names, const char **empty, const
 }
 
 static vg_code build(vg_saver *s, const char *scope, vg_status *st) {
-    const char **names = vg__malloc((size_t)s->nvars * sizeof *names);
-    const char **empty = vg__malloc((size_t)s->nvars * sizeof *empty);
-    vg_dtype *dts = vg__malloc((size_t)s->nvars * sizeof *dts);
+    if (s->nvars == 0) { /* allow_empty: TF builds nothing; a NoOp gives the saver a name */
+        vg_logf(VG_LOG_INFO, "Saver not created because there are no variables in the graph to restore");
+        vg_graph_push_scope(s->g, scope);
+        s->restore_op = vg_no_op(s->g, "restore_all");
+        vg_graph_pop_scope(s->g);
+        return vg_graph_status(s->g, st);
+    }
+    const char **names = vg_malloc((size_t)s->nvars * sizeof *names);
+    const char **empty = vg_malloc((size_t)s->nvars * sizeof *empty);
+    vg_dtype *dts = vg_malloc((size_t)s->nvars * sizeof *dts);
     if (!names || !empty || !dts) {
-        vg__free(names);
-        vg__free(empty);
-        vg__free(dts);
+        vg_free(names);
+        vg_free(empty);
+        vg_free(dts);
         return VG_OOM(st, "saver");
     }
     for (int i = 0; i < s->nvars; i++) {
@@ -363,9 +372,9 @@ static vg_code build(vg_saver *s, const char *scope, vg_status *st) {
     vg_graph_push_scope(s->g, scope);
     build_ops(s, names, empty, dts);
     vg_graph_pop_scope(s->g);
-    vg__free(names);
-    vg__free(empty);
-    vg__free(dts);
+    vg_free(names);
+    vg_free(empty);
+    vg_free(dts);
     if (vg_graph_status(s->g, st)) return st->code;
     s->filename_name = str_printf("%s:0", vg_op_name(s->filename_op));
     s->save_name = str_printf("%s:0", vg_op_name(s->save_tensor_op));
@@ -387,7 +396,7 @@ vg_saver *vg_saver_new(vg_graph *g, const vg_saver_options *opts, vg_status *st)
         vg_status_set(st, VG_FAILED_PRECONDITION, "Graph is finalized and cannot be modified.");
         return NULL;
     }
-    vg_saver *s = vg__calloc(1, sizeof *s);
+    vg_saver *s = vg_calloc(1, sizeof *s);
     if (!s) {
         VG_OOM(st, "saver");
         return NULL;
@@ -410,11 +419,11 @@ void vg_saver_free(vg_saver *s) {
     if (!s) return;
     list_free(&s->last);
     list_free(&s->to_delete);
-    vg__free(s->vars);
-    vg__free(s->filename_name);
-    vg__free(s->save_name);
-    vg__free(s->meta);
-    vg__free(s);
+    vg_free(s->vars);
+    vg_free(s->filename_name);
+    vg_free(s->save_name);
+    vg_free(s->meta);
+    vg_free(s);
 }
 
 vg_output vg_saver_filename_tensor(const vg_saver *s) { return vg_out(s ? s->filename_op : NULL, 0); }
@@ -439,7 +448,7 @@ static vg_code run_save(vg_saver *s, vg_session *sess, const char *ckpt, char **
     if (c) return c;
     size_t n = 0;
     const char *p = vg_tensor_string(out, 0, &n);
-    *written = vg__strndup(p ? p : ckpt, p ? n : strlen(ckpt));
+    *written = vg__train_strndup(p ? p : ckpt, p ? n : strlen(ckpt));
     vg_tensor_free(out);
     return *written ? VG_OK : VG_OOM(st, "checkpoint path");
 }
@@ -456,14 +465,14 @@ static vg_code write_file_durable(const char *path, const void *data, size_t len
     else c = vg__io_fsync_close(fd, tmp, st);
     if (!c) c = vg__io_rename(tmp, path, st);
     if (c) unlink(tmp);
-    vg__free(tmp);
+    vg_free(tmp);
     return c;
 }
 
 /* The MetaGraphDef bytes, cached while the graph is finalized and unchanged. */
 static vg_code meta_bytes(vg_saver *s, vg_status *st) {
     if (s->meta && vg_graph_finalized(s->g) && s->meta_nops == vg_graph_num_ops(s->g)) return VG_OK;
-    vg__free(s->meta);
+    vg_free(s->meta);
     s->meta = NULL;
     /* sharded = false whatever the option says: the ops are the non-sharded layout */
     vg_saver_def sd = {s->filename_name, s->save_name, vg_op_name(s->restore_op), s->max_to_keep, false,
@@ -477,7 +486,7 @@ static vg_code write_meta(vg_saver *s, const char *meta_path, vg_status *st) {
     vg_code c = meta_bytes(s, st);
     if (!c) c = write_file_durable(meta_path, s->meta, s->meta_len, st);
     if (!vg_graph_finalized(s->g)) { /* may change before the next save */
-        vg__free(s->meta);
+        vg_free(s->meta);
         s->meta = NULL;
     }
     return c;
@@ -488,7 +497,7 @@ static vg_code record_last(vg_saver *s, const char *path, vg_status *st) {
     if (!s->max_to_keep) return VG_OK;
     for (int i = s->last.n - 1; i >= 0; i--)
         if (strcmp(s->last.v[i].path, path) == 0) list_remove(&s->last, i, NULL);
-    if (!list_push(&s->last, vg__strdup(path), now_secs())) return VG_OOM(st, "checkpoint list");
+    if (!list_push(&s->last, vg__train_strdup(path), now_secs())) return VG_OOM(st, "checkpoint list");
     if (s->last.n > s->max_to_keep) {
         ckpt_entry e;
         list_remove(&s->last, 0, &e);
@@ -501,18 +510,18 @@ static vg_code record_last(vg_saver *s, const char *path, vg_status *st) {
 static vg_code update_state(vg_saver *s, const char *save_dir, const char *model, vg_status *st) {
     int n = s->max_to_keep ? s->last.n : 0;
     bool add = n == 0 || strcmp(s->last.v[n - 1].path, model) != 0;
-    char **paths = vg__calloc((size_t)n + 1, sizeof *paths);
+    char **paths = vg_calloc((size_t)n + 1, sizeof *paths);
     char *model_rel = NULL, *state_path = path_join(save_dir, "checkpoint");
     vg_code c = VG_OK;
     if (!paths || !state_path) c = VG_OOM(st, "checkpoint state");
     bool relative = save_dir[0] != '/';
     for (int i = 0; !c && i < n + add; i++) {
         const char *p = i < n ? s->last.v[i].path : model;
-        paths[i] = relative && p[0] != '/' ? path_relpath(p, save_dir) : vg__strdup(p);
+        paths[i] = relative && p[0] != '/' ? path_relpath(p, save_dir) : vg__train_strdup(p);
         if (!paths[i]) c = VG_OOM(st, "checkpoint state");
     }
     if (!c) {
-        model_rel = relative && model[0] != '/' ? path_relpath(model, save_dir) : vg__strdup(model);
+        model_rel = relative && model[0] != '/' ? path_relpath(model, save_dir) : vg__train_strdup(model);
         if (!model_rel) c = VG_OOM(st, "checkpoint state");
     }
     if (!c && strcmp(state_path, model_rel) == 0)
@@ -527,10 +536,10 @@ static vg_code update_state(vg_saver *s, const char *save_dir, const char *model
         cs.n_all = n + add;
         c = vg__ckpt_state_write(state_path, &cs, st);
     }
-    for (int i = 0; paths && i < n + add; i++) vg__free(paths[i]);
-    vg__free(paths);
-    vg__free(model_rel);
-    vg__free(state_path);
+    for (int i = 0; paths && i < n + add; i++) vg_free(paths[i]);
+    vg_free(paths);
+    vg_free(model_rel);
+    vg_free(state_path);
     return c;
 }
 
@@ -548,10 +557,10 @@ static void remove_data_files(const char *prefix) {
         if (strlen(rest) != 14 || strncmp(rest + 5, "-of-", 4) != 0) continue;
         char *p = path_join(dir, e->d_name);
         if (p && unlink(p) != 0 && errno != ENOENT) vg_logf(VG_LOG_WARN, "cannot delete %s", p);
-        vg__free(p);
+        vg_free(p);
     }
     if (d) closedir(d);
-    vg__free(dir);
+    vg_free(dir);
 }
 
 /* checkpoint_management.remove_checkpoint: .meta, .index, then the data files. */
@@ -560,7 +569,7 @@ static void remove_checkpoint(const char *prefix) {
     for (int i = 0; i < 2; i++) {
         char *p = str_printf("%s%s", prefix, suffixes[i]);
         if (p && unlink(p) != 0 && errno != ENOENT) vg_logf(VG_LOG_WARN, "cannot delete %s", p);
-        vg__free(p);
+        vg_free(p);
     }
     remove_data_files(prefix);
 }
@@ -575,7 +584,7 @@ static void maybe_delete_old(vg_saver *s) {
     } else {
         remove_checkpoint(e.path);
     }
-    vg__free(e.path);
+    vg_free(e.path);
 }
 
 static vg_code check_parent_dir(const char *dir, const char *prefix, vg_status *st) {
@@ -591,10 +600,14 @@ vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t
     if (path_out && path_len) path_out[0] = 0;
     if (!s || !sess || !prefix || !*prefix)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saver_save: NULL saver, session or empty prefix");
+    if (s->nvars == 0) { /* an empty saver (allow_empty) saves nothing, as TF */
+        vg_status_clear(st);
+        return VG_OK;
+    }
     if (global_step < 0 && !s->sharded && strcmp(path_basename(prefix), "checkpoint") == 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "'latest_filename' collides with 'save_path': 'checkpoint' and '%s'",
                              prefix);
-    char *ckpt = global_step >= 0 ? str_printf("%s-%lld", prefix, (long long)global_step) : vg__strdup(prefix);
+    char *ckpt = global_step >= 0 ? str_printf("%s-%lld", prefix, (long long)global_step) : vg__train_strdup(prefix);
     char *dir = path_dirname(prefix), *model = NULL, *meta = ckpt ? str_printf("%s.meta", ckpt) : NULL;
     vg_code c = ckpt && dir && meta ? VG_OK : VG_OOM(st, "path");
     if (!c) c = check_parent_dir(dir, prefix, st);
@@ -610,23 +623,107 @@ vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t
         if (strlen(model) >= path_len) c = vg_status_set(st, VG_INVALID_ARGUMENT, "path_out too small for %s", model);
         else strcpy(path_out, model);
     }
-    vg__free(ckpt);
-    vg__free(dir);
-    vg__free(meta);
-    vg__free(model);
+    vg_free(ckpt);
+    vg_free(dir);
+    vg_free(meta);
+    vg_free(model);
     if (!c) vg_status_clear(st);
     return c;
 }
 
+/* "<name>.tempstate" + 16 hex digits: the io layer's temporaries (vg__io_temp_create). */
+static bool is_temp_name(const char *name) {
+    const char *t = strstr(name, ".tempstate");
+    if (!t || t == name) return false;
+    t += 10;
+    size_t k = 0;
+    for (; t[k]; k++)
+        if (!((t[k] >= '0' && t[k] <= '9') || (t[k] >= 'a' && t[k] <= 'f'))) return false;
+    return k == 16;
+}
+
+/* The "-N" step suffix of a prefix (-1 when none). base_len = length before "-N". */
+static long long step_suffix(const char *p, size_t *base_len) {
+    size_t n = strlen(p), i = n;
+    while (i > 0 && p[i - 1] >= '0' && p[i - 1] <= '9') i--;
+    if (i == n || i < 2 || p[i - 1] != '-' || n - i > 18) return -1;
+    *base_len = i - 1;
+    return strtoll(p + i, NULL, 10);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Start-up clean-up after a crash (issue 9 #5), in the directory of the newest listed
+ * checkpoint: removes this saver's stale temporaries ("<base>-N...tempstate<hex>",
+ * "checkpoint.tempstate<hex>") and the orphaned checkpoints "<base>-M" with M below the
+ * newest listed step that the list does not name, as max_to_keep would have deleted
+ * them. Orphans are kept when max_to_keep is 0 (keep all) or
+ * keep_checkpoint_every_n_hours is in use (they may be kept on purpose). Linear in the
+ * directory size (the listed names are sorted once). */
+static void clean_stale_files(vg_saver *s, const char *const *paths, int n) {
+    if (n <= 0 || !paths[n - 1]) return;
+    const char *newest = paths[n - 1];
+    size_t base_len = 0;
+    long long newest_step = step_suffix(newest, &base_len);
+    if (newest_step < 0) return; /* not "<base>-N": no pattern to match safely */
+    char *dir = path_dirname(newest);
+    const char *base = path_basename(newest);
+    size_t blen = base_len - (size_t)(base - newest);
+    char **names = vg_calloc((size_t)n, sizeof *names);
+    DIR *d = dir ? opendir(*dir ? dir : ".") : NULL;
+    if (!dir || !names || !d) goto done;
+    for (int i = 0; i < n; i++) names[i] = (char *)path_basename(paths[i] ? paths[i] : "");
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    bool prune = s->max_to_keep > 0 && !(s->keep_hours > 0 && s->keep_hours < 10000.0);
+    struct dirent *e;
+    int ntemp = 0, norphan = 0;
+    while ((e = readdir(d))) {
+        const char *nm = e->d_name;
+        bool ours = strncmp(nm, base, blen) == 0 && nm[blen] == '-';
+        if (is_temp_name(nm) && (ours || strncmp(nm, "checkpoint.tempstate", 20) == 0 ||
+                                 strncmp(nm, "graph.pbtxt.tempstate", 21) == 0)) {
+            char *p = path_join(dir, nm);
+            if (p && unlink(p) == 0) ntemp++;
+            vg_free(p);
+            continue;
+        }
+        if (!prune || !ours) continue;
+        /* "<base>-N" + ".index" | ".meta" | ".data-?????-of-?????" */
+        const char *q = nm + blen + 1, *digits = q;
+        while (*q >= '0' && *q <= '9') q++;
+        if (q == digits || q - digits > 18) continue;
+        if (strcmp(q, ".index") && strcmp(q, ".meta") &&
+            !(strncmp(q, ".data-", 6) == 0 && strlen(q) == 20 && strncmp(q + 11, "-of-", 4) == 0))
+            continue;
+        long long step = strtoll(digits, NULL, 10);
+        char *prefix = vg__train_strndup(nm, (size_t)(q - nm));
+        const char *key = prefix;
+        if (prefix && step < newest_step && !bsearch(&key, names, (size_t)n, sizeof *names, cmp_str)) {
+            char *full = path_join(dir, nm);
+            if (full && unlink(full) == 0) norphan++;
+            vg_free(full);
+        }
+        vg_free(prefix);
+    }
+    if (ntemp || norphan)
+        vg_logf(VG_LOG_WARN, "removed %d stale temporary file(s) and %d orphaned checkpoint file(s) older than %s left "
+                "by an interrupted run", ntemp, norphan, newest);
+done:
+    if (d) closedir(d);
+    vg_free(names);
+    vg_free(dir);
+}
+
 void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n) {
     if (!s) return;
+    clean_stale_files(s, paths, n);
     list_clear(&s->last);
     for (int i = 0; i < n; i++) {
         struct stat sb;
         char *idx = str_printf("%s.index", paths[i]);
         bool ok = idx && (stat(idx, &sb) == 0 || stat(paths[i], &sb) == 0);
-        vg__free(idx);
-        if (ok) list_push(&s->last, vg__strdup(paths[i]), (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9);
+        vg_free(idx);
+        if (ok) list_push(&s->last, vg__train_strdup(paths[i]), (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9);
     }
 }
 
@@ -701,9 +798,14 @@ vg_code vg_saver_restore(vg_saver *s, vg_session *sess, const char *prefix, vg_s
     vg_status local;
     if (!st) st = &local;
     if (!s || !sess) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saver_restore: NULL saver or session");
+    if (s->nvars == 0) { /* an empty saver (allow_empty) restores nothing, as TF */
+        vg_status_clear(st);
+        return VG_OK;
+    }
     if (!prefix) return vg_status_set(st, VG_INVALID_ARGUMENT, "Can't load save_path when it is None.");
     if (!vg_checkpoint_exists(prefix))
         return vg_status_set(st, VG_NOT_FOUND, "The passed save_path is not a valid checkpoint: %s", prefix);
+    vg_logf(VG_LOG_INFO, "Restoring parameters from %s", prefix);
     vg_code c = check_checkpoint(s, prefix, st);
     if (c) return c;
     vg_tensor *fname = vg_tensor_new_string_scalar(prefix, strlen(prefix), st);

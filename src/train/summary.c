@@ -14,19 +14,12 @@
  * as a verbatim scope ("<name>/") for the Const, then create the op under that same
  * name (the Const reserved only "<name>/tags").
  */
-#include "graph/registry.h"
 #include "vigil/ops.h"
 #include "vigil/summary.h"
 #include <stdio.h>
 #include <string.h>
 
 #define NAME_MAX_LEN 1024
-
-/* The op table of src/kernels/summary_ops.c is reached only through the registry's weak
- * reference, which does not pull an object out of a static library: this strong
- * reference does, for every program that builds summaries. */
-extern const vg__op_def vg__ops_summary[];
-__attribute__((used)) static const vg__op_def *const link_summary_ops = vg__ops_summary;
 
 /* summary_op_util.clean_tag: characters other than [-/A-Za-z0-9_.] (and non-ASCII
  * bytes, which Python's \w accepts) become '_'; leading '/' are dropped. */

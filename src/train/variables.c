@@ -13,36 +13,12 @@
  * scope of the caller (an optimizer built under control_dependencies(update_ops)
  * must not make its slot initializers depend on those ops).
  */
-#include "graph/graph_impl.h"
+#include "train_util.h"
 #include "vigil/variables.h"
 #include <math.h>
 #include <stdio.h>
 
 #define NAME_MAX_LEN 1024
-
-/* ------------------------------------------------------------------------ */
-/* init_scope: the control-dependency stack is set aside while variables are made. */
-
-typedef struct saved_deps {
-    vg_op ***deps;
-    int ndeps, cap;
-} saved_deps;
-
-static saved_deps deps_clear(vg_graph *g) {
-    saved_deps s = {g->deps, g->ndeps, g->deps_cap};
-    g->deps = NULL;
-    g->ndeps = 0;
-    g->deps_cap = 0;
-    return s;
-}
-
-static void deps_restore(vg_graph *g, saved_deps s) {
-    while (g->ndeps > 0) vg_graph_pop_control_deps(g); /* unbalanced pushes inside */
-    vg__free(g->deps);
-    g->deps = s.deps;
-    g->ndeps = s.ndeps;
-    g->deps_cap = s.cap;
-}
 
 /* Pushes the verbatim scope "<full>/". */
 static void push_verbatim(vg_graph *g, const char *full) {
@@ -223,6 +199,144 @@ static void add_collections(vg_graph *g, vg_op *var, unsigned flags) {
     if (flags & VG_VAR_TRAINABLE) vg_graph_add_to_collection(g, VG_TRAINABLE_VARIABLES, item);
 }
 
+/* TF's _try_guard_against_uninitialized_dependencies (variables.py): every read of
+ * another variable v inside an initial value becomes "v's value if v is initialized,
+ * else v's initial value" (TF: v.initialized_value(), a cond; vigil: one
+ * InitializedValueOr op), so initializers run in any order and in a session where v is
+ * not initialized yet (ready_op then reports v instead of the initializer failing).
+ * The ops between the reads and the initial value are copied with the guarded inputs
+ * ("<op>_<variable name>", as TF's _safe_initial_value_from_op); ops that write or test
+ * variables are left alone, as are their consumers. Built on the public graph API. */
+
+#define GUARD_MAX_OPS 4096
+
+typedef struct guard_ctx {
+    vg_graph *g;
+    const char *var_name;
+    vg_op **from, **to; /* op_cache */
+    int n, cap;
+    bool failed;
+} guard_ctx;
+
+static vg_op *guard_cached(guard_ctx *c, vg_op *op) {
+    for (int i = 0; i < c->n; i++)
+        if (c->from[i] == op) return c->to[i];
+    return NULL;
+}
+
+static vg_op *guard_remember(guard_ctx *c, vg_op *op, vg_op *to) {
+    int cap_from = c->cap, cap_to = c->cap;
+    if (!vg__train_grow((void **)&c->from, &cap_from, c->n + 1, sizeof(vg_op *)) ||
+        !vg__train_grow((void **)&c->to, &cap_to, c->n + 1, sizeof(vg_op *))) {
+        c->failed = true;
+        return to;
+    }
+    c->cap = cap_from < cap_to ? cap_from : cap_to;
+    c->from[c->n] = op;
+    c->to[c->n++] = to;
+    return to;
+}
+
+/* Ops that take a variable as a ref input (write or test it): never copied. */
+static bool takes_ref(const char *type) {
+    return !strcmp(type, "Assign") || !strcmp(type, "AssignAdd") || !strcmp(type, "AssignSub") ||
+           !strcmp(type, "IsVariableInitialized") || !strcmp(type, "InitializedValueOr") ||
+           !strncmp(type, "Apply", 5) || !strncmp(type, "Scatter", 7) || !strncmp(type, "ResourceApply", 13);
+}
+
+/* The op's attrs, copied onto a builder. */
+static void copy_attrs(vg_op_builder *b, const vg_op *op) {
+    for (int i = 0; i < vg_op_num_attrs(op); i++) {
+        const char *a = vg_op_attr_name(op, i);
+        int64_t iv;
+        float fv;
+        bool bv;
+        vg_dtype tv;
+        vg_shape sv;
+        const char *s;
+        size_t len;
+        const vg_tensor *t;
+        const int64_t *il;
+        const float *fl;
+        const vg_dtype *tl;
+        const vg_shape *shl;
+        const char *const *sl;
+        int n;
+        switch (vg_op_attr_type(op, a)) {
+        case VG_ATTR_INT: if (vg_op_attr_int(op, a, &iv)) vg_op_builder_set_attr_int(b, a, iv); break;
+        case VG_ATTR_FLOAT: if (vg_op_attr_float(op, a, &fv)) vg_op_builder_set_attr_float(b, a, fv); break;
+        case VG_ATTR_BOOL: if (vg_op_attr_bool(op, a, &bv)) vg_op_builder_set_attr_bool(b, a, bv); break;
+        case VG_ATTR_TYPE: if (vg_op_attr_type_(op, a, &tv)) vg_op_builder_set_attr_type(b, a, tv); break;
+        case VG_ATTR_SHAPE: if (vg_op_attr_shape(op, a, &sv)) vg_op_builder_set_attr_shape(b, a, sv); break;
+        case VG_ATTR_STRING:
+            if (vg_op_attr_string(op, a, &s, &len)) vg_op_builder_set_attr_string(b, a, s, len);
+            break;
+        case VG_ATTR_TENSOR:
+            if (vg_op_attr_tensor(op, a, &t)) vg_op_builder_set_attr_tensor(b, a, (vg_tensor *)t);
+            break;
+        case VG_ATTR_INT_LIST: if (vg_op_attr_int_list(op, a, &il, &n)) vg_op_builder_set_attr_int_list(b, a, il, n); break;
+        case VG_ATTR_FLOAT_LIST:
+            if (vg_op_attr_float_list(op, a, &fl, &n)) vg_op_builder_set_attr_float_list(b, a, fl, n);
+            break;
+        case VG_ATTR_TYPE_LIST:
+            if (vg_op_attr_type_list(op, a, &tl, &n)) vg_op_builder_set_attr_type_list(b, a, tl, n);
+            break;
+        case VG_ATTR_SHAPE_LIST:
+            if (vg_op_attr_shape_list(op, a, &shl, &n)) vg_op_builder_set_attr_shape_list(b, a, shl, n);
+            break;
+        case VG_ATTR_STRING_LIST:
+            if (vg_op_attr_string_list(op, a, &sl, &n)) vg_op_builder_set_attr_string_list(b, a, sl, n);
+            break;
+        default: break;
+        }
+    }
+}
+
+static vg_op *guard_op(guard_ctx *c, vg_op *op, int depth) {
+    vg_op *hit = guard_cached(c, op);
+    if (hit || c->failed) return hit ? hit : op;
+    if (depth > GUARD_MAX_OPS || c->n >= GUARD_MAX_OPS) return op; /* best effort, as TF */
+    const char *type = vg_op_type(op);
+    if (!strcmp(type, "VariableV2") || !strcmp(type, "Variable")) { /* v.initialized_value() */
+        vg_op *init = vg_variable_initializer(op);
+        if (!init || vg_op_num_inputs(init) < 2) return guard_remember(c, op, op);
+        char name[NAME_MAX_LEN + 32];
+        snprintf(name, sizeof name, "%s/InitializedValueOr", c->var_name);
+        vg_op_builder *b = vg_op_builder_new(c->g, "InitializedValueOr", name);
+        vg_op_builder_add_input(b, vg_out(op, 0));
+        vg_op_builder_add_input(b, vg_op_input(init, 1));
+        vg_op *r = vg_op_builder_finish(b);
+        return guard_remember(c, op, r ? r : op);
+    }
+    int nin = vg_op_num_inputs(op);
+    if (takes_ref(type) || nin > 64) return guard_remember(c, op, op);
+    bool modified = false;
+    vg_output ins[64];
+    for (int i = 0; i < nin; i++) {
+        vg_output in = vg_op_input(op, i);
+        vg_op *r = in.op ? guard_op(c, in.op, depth + 1) : NULL;
+        ins[i] = r ? vg_out(r, in.index) : in;
+        modified = modified || (r && r != in.op);
+    }
+    if (!modified) return guard_remember(c, op, op);
+    char name[2 * NAME_MAX_LEN + 2];
+    snprintf(name, sizeof name, "%s_%s", vg_op_name(op), c->var_name);
+    vg_op_builder *b = vg_op_builder_new(c->g, type, name);
+    vg_op_builder_add_inputs(b, ins, nin);
+    copy_attrs(b, op);
+    vg_op *r = vg_op_builder_finish(b);
+    return guard_remember(c, op, r ? r : op);
+}
+
+static vg_output guard_initial_value(vg_graph *g, const char *var_name, vg_output initial) {
+    if (!initial.op) return initial;
+    guard_ctx c = {g, var_name, NULL, NULL, 0, 0, false};
+    vg_op *r = guard_op(&c, initial.op, 0);
+    vg_free(c.from);
+    vg_free(c.to);
+    return r ? vg_out(r, initial.index) : initial;
+}
+
 /* Builds the variable named `full` (absolute). Call with the root scope pushed and
  * the control dependencies set aside. */
 static vg_variable build_variable(vg_graph *g, const char *full, const var_spec *sp) {
@@ -243,13 +357,13 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
         vg_graph_set_error(g, VG_INTERNAL, "variable %s got the op name %s", full, vg_op_name(var.op));
         return v;
     }
+    if (!sp->use_init) initial = guard_initial_value(g, full, initial); /* absolute names (root scope) */
     push_verbatim(g, full);
     vg_output assign = vg_assign(g, var, initial, true, "Assign");
     vg_output read = vg_identity(g, var, "read");
     vg_graph_pop_scope(g);
     if (!assign.op || !read.op) return v;
-    var.op->var_initializer = assign.op;
-    var.op->var_snapshot = read;
+    vg_variable_set_parts(var.op, assign.op, read, NULL);
     add_collections(g, var.op, sp->flags);
     if (vg_graph_status(g, NULL) != VG_OK) return v;
     v.var = var.op;
@@ -261,11 +375,11 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
 
 /* Creates a variable with an absolute name, TF's init_scope style. */
 static vg_variable make_variable(vg_graph *g, const char *full, const var_spec *sp) {
-    saved_deps d = deps_clear(g);
+    vg_graph_push_init_scope(g);
     vg_graph_push_scope(g, "/");
     vg_variable v = build_variable(g, full, sp);
     vg_graph_pop_scope(g);
-    deps_restore(g, d);
+    vg_graph_pop_init_scope(g);
     return v;
 }
 
@@ -322,23 +436,6 @@ vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, const in
     return make_variable(g, uniq, &sp);
 }
 
-vg_op *vg_variable_initializer(const vg_op *var) {
-    if (!var) return NULL;
-    if (var->var_initializer) return var->var_initializer;
-    char buf[NAME_MAX_LEN];
-    snprintf(buf, sizeof buf, "%s/Assign", vg_op_name(var));
-    return vg_graph_op_by_name(var->graph, buf);
-}
-
-vg_output vg_variable_snapshot(const vg_op *var) {
-    vg_output none = {NULL, 0};
-    if (!var) return none;
-    if (var->var_snapshot.op) return var->var_snapshot;
-    char buf[NAME_MAX_LEN];
-    snprintf(buf, sizeof buf, "%s/read", vg_op_name(var));
-    return vg_out(vg_graph_op_by_name(var->graph, buf), 0);
-}
-
 /* ------------------------------------------------------------------------ */
 /* global step */
 
@@ -378,7 +475,7 @@ vg_op *vg_variables_initializer(vg_graph *g, const vg_output *vars, int n, const
     if (!g) return NULL;
     if (!name) name = "init";
     if (n == 0) return vg_no_op(g, name);
-    vg_op **inits = vg__calloc((size_t)n, sizeof(vg_op *));
+    vg_op **inits = vg_calloc((size_t)n, sizeof(vg_op *));
     if (!inits) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in variables_initializer");
         return NULL;
@@ -394,14 +491,14 @@ vg_op *vg_variables_initializer(vg_graph *g, const vg_output *vars, int n, const
     }
     res = vg_group(g, inits, n, name);
 done:
-    vg__free(inits);
+    vg_free(inits);
     return res;
 }
 
 /* The items of a collection copied (the collection may grow while we build ops). */
 static vg_output *collection_copy(vg_graph *g, const char *key, int *n) {
     const vg_output *items = vg_graph_collection(g, key, n);
-    vg_output *c = vg__malloc(sizeof(vg_output) * (size_t)(*n ? *n : 1));
+    vg_output *c = vg_malloc(sizeof(vg_output) * (size_t)(*n ? *n : 1));
     if (!c) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory copying collection %s", key);
         return NULL;
@@ -416,7 +513,7 @@ vg_op *vg_global_variables_initializer(vg_graph *g) {
     vg_output *vars = collection_copy(g, VG_GLOBAL_VARIABLES, &n);
     if (!vars) return NULL;
     vg_op *op = vg_variables_initializer(g, vars, n, "init");
-    vg__free(vars);
+    vg_free(vars);
     return op;
 }
 
@@ -426,7 +523,7 @@ vg_op *vg_local_variables_initializer(vg_graph *g) {
     vg_output *vars = collection_copy(g, VG_LOCAL_VARIABLES, &n);
     if (!vars) return NULL;
     vg_op *op = vg_variables_initializer(g, vars, n, "init");
-    vg__free(vars);
+    vg_free(vars);
     return op;
 }
 
@@ -447,14 +544,14 @@ static vg_output report_build(vg_graph *g, const vg_output *vars, int n) {
         vg_tensor_free(t);
         return c;
     }
-    vg_output *inited = vg__malloc(sizeof(vg_output) * (size_t)n);
+    vg_output *inited = vg_malloc(sizeof(vg_output) * (size_t)n);
     if (!inited) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in report_uninitialized_variables");
         return none;
     }
     for (int i = 0; i < n; i++) inited[i] = vg_is_variable_initialized(g, vars[i], "IsVariableInitialized");
     vg_output mask = vg_logical_not(g, vg_pack(g, inited, n, 0, "stack"), "LogicalNot");
-    vg__free(inited);
+    vg_free(inited);
     vg_status st;
     int64_t dim = n;
     vg_tensor *names = vg_tensor_new(VG_STRING, &dim, 1, &st);
@@ -485,7 +582,7 @@ vg_output vg_report_uninitialized_variables(vg_graph *g, const vg_output *vars, 
         vg_graph_collection(g, VG_GLOBAL_VARIABLES, &ng);
         vg_graph_collection(g, VG_LOCAL_VARIABLES, &nl);
         int nops = vg_graph_num_ops(g);
-        all = vg__malloc(sizeof(vg_output) * (size_t)(ng + nl + nops + 1));
+        all = vg_malloc(sizeof(vg_output) * (size_t)(ng + nl + nops + 1));
         if (!all) {
             vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in report_uninitialized_variables");
             return none;
@@ -503,6 +600,6 @@ vg_output vg_report_uninitialized_variables(vg_graph *g, const vg_output *vars, 
     vg_graph_push_scope(g, name ? name : "report_uninitialized_variables");
     vg_output r = report_build(g, vars, n);
     vg_graph_pop_scope(g);
-    vg__free(all);
+    vg_free(all);
     return r;
 }

@@ -44,6 +44,7 @@ static vg_code sas_after(void *p, vg_run_context *ctx, const vg_run_values *v, v
 }
 
 vg_code vg_stop_at_step_hook(int64_t num_steps, int64_t last_step, vg_hook *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
     if (num_steps < 0 && last_step < 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "One of num_steps or last_step must be specified.");
@@ -79,7 +80,7 @@ static vg_code nan_after(void *p, vg_run_context *ctx, const vg_run_values *v, v
     if (!isnan(vg_tensor_scalar(v->results[0]))) return VG_OK;
     if (h->fail) {
         vg_logf(VG_LOG_ERROR, "Model diverged with loss = NaN.");
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "NaN loss during training.");
+        return vg_status_set(st, VG_FAILED_PRECONDITION, "NaN loss during training.");
     }
     vg_logf(VG_LOG_WARN, "Model diverged with loss = NaN.");
     vg_run_context_request_stop(ctx);
@@ -87,6 +88,7 @@ static vg_code nan_after(void *p, vg_run_context *ctx, const vg_run_values *v, v
 }
 
 vg_code vg_nan_tensor_hook(vg_output loss, bool fail_on_nan_loss, vg_hook *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
     if (!loss.op) return vg_status_set(st, VG_INVALID_ARGUMENT, "NanTensorHook needs a loss tensor");
     nan_hook *h = vg_calloc(1, sizeof *h);
@@ -112,6 +114,7 @@ static vg_code ff_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_sta
 }
 
 vg_code vg_feed_fn_hook(vg_feed_fn fn, void *payload, vg_hook *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
     if (!fn) return vg_status_set(st, VG_INVALID_ARGUMENT, "FeedFnHook needs a feed function");
     feed_fn_hook *h = vg_calloc(1, sizeof *h);
@@ -168,9 +171,20 @@ static vg_code fo_end(void *p, vg_session *sess, vg_status *st) {
     return VG_OK;
 }
 
-vg_code vg_final_ops_hook(const vg_output *ops, int n, const vg_output *feeds, vg_tensor *const *feed_values,
-                          int nfeeds, vg_hook *out, vg_status *st) {
+vg_final_ops_options vg_final_ops_options_default(void) {
+    vg_final_ops_options o = VG_FINAL_OPS_OPTIONS_INIT;
+    return o;
+}
+
+vg_code vg_final_ops_hook(const vg_final_ops_options *o, vg_hook *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
+    if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "final ops options are NULL");
+    const vg_output *ops = o->final_ops, *feeds = o->feeds;
+    vg_tensor *const *feed_values = o->feed_values;
+    int n = o->nfinal_ops, nfeeds = o->nfeeds;
+    if (n < 0 || nfeeds < 0 || (n > 0 && !ops) || (nfeeds > 0 && (!feeds || !feed_values)))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "FinalOpsHook: a NULL array with a count > 0 (or a negative count)");
     final_ops *h = vg_calloc(1, sizeof *h);
     if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     h->n = n;
@@ -195,6 +209,10 @@ vg_code vg_final_ops_hook(const vg_output *ops, int n, const vg_output *feeds, v
 }
 
 vg_tensor *const *vg_final_ops_hook_values(const vg_hook *hk, int *n) {
+    int tmp;
+    if (!n) n = &tmp; /* optional */
+    *n = 0;
+    if (!hk || !hk->payload) return NULL;
     final_ops *h = hk->payload;
     *n = h->values ? h->n : 0;
     return h->values;
@@ -243,6 +261,7 @@ static vg_code gw_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_sta
 }
 
 vg_code vg_global_step_waiter_hook(int64_t wait_until_step, vg_hook *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
     waiter *h = vg_calloc(1, sizeof *h);
     if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");

@@ -1,27 +1,23 @@
 /* hooks_internal.h - helpers shared by the standard hooks (built on the public API). */
 #ifndef VG_HOOKS_INTERNAL_H
 #define VG_HOOKS_INTERNAL_H
+#include "core/visibility.h"
 #include "vigil/hooks.h"
 #include "vigil/variables.h"
 #include <stdio.h>
 #include <string.h>
 
-#if defined(__GNUC__)
-#define VG_HK_HIDDEN __attribute__((visibility("hidden")))
-#else
-#define VG_HK_HIDDEN
-#endif
 
 /* training_util._get_or_create_global_step_read: "<global_step>/add" = global_step + 0,
  * cached in the "global_step_read_op_cache" collection. FAILED_PRECONDITION "Global step
  * should be created to use <hook>." when the graph has no global step. */
-VG_HK_HIDDEN vg_code vg__global_step_read(vg_graph *g, const char *hook, vg_output *out, vg_status *st);
+VG_HIDDEN vg_code vg__global_step_read(vg_graph *g, const char *hook, vg_output *out, vg_status *st);
 /* Runs the global step variable on the raw session; its int64 value in *step. */
-VG_HK_HIDDEN vg_code vg__global_step_value(vg_session *sess, vg_graph *g, int64_t *step, vg_status *st);
+VG_HIDDEN vg_code vg__global_step_value(vg_session *sess, vg_graph *g, int64_t *step, vg_status *st);
 /* int64 value of a scalar tensor (int32/int64/float). */
-VG_HK_HIDDEN int64_t vg__tensor_i64(const vg_tensor *t);
+VG_HIDDEN int64_t vg__tensor_i64(const vg_tensor *t);
 /* Copy of s through the vigil allocator (NULL for NULL or on failure). */
-VG_HK_HIDDEN char *vg__hk_strdup(const char *s);
+VG_HIDDEN char *vg__hk_strdup(const char *s);
 /* An empty hook with a name, a payload and its destructor; callbacks set by the caller. */
-VG_HK_HIDDEN vg_hook vg__hk_make(const char *name, void *payload, void (*destroy)(void *));
+VG_HIDDEN vg_hook vg__hk_make(const char *name, void *payload, void (*destroy)(void *));
 #endif

@@ -102,7 +102,7 @@ static vg_code write_graph_files(ckpt_hook *h, vg_status *st) {
     rc = vg_write_file_atomic(path, text, len, st);
     vg_free(text);
     if (rc != VG_OK) return rc;
-    rc = vg_file_writer_add_graph(h->writer, h->g, -1, st);
+    rc = vg_file_writer_add_graph(h->writer, h->g, 0, st); /* TF: no step */
     if (rc != VG_OK) return rc;
     vg_saver *saver = get_saver(h, st);
     if (!saver) return st ? st->code : VG_FAILED_PRECONDITION;
@@ -114,7 +114,7 @@ static vg_code write_graph_files(ckpt_hook *h, vg_status *st) {
     void *meta = NULL;
     rc = vg_graph_to_meta_graph(h->g, &sd, &meta, &len, st);
     if (rc != VG_OK) return rc;
-    rc = vg_file_writer_add_meta_graph(h->writer, meta, len, -1, st);
+    rc = vg_file_writer_add_meta_graph(h->writer, meta, len, 0, st);
     vg_free(meta);
     return rc;
 }
@@ -162,7 +162,9 @@ static vg_code ck_end(void *p, vg_session *sess, vg_status *st) {
 }
 
 vg_code vg_checkpoint_saver_hook(const vg_checkpoint_saver_options *o, vg_hook *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
+    if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "checkpoint saver options are NULL");
     vg_code rc = VG_OK;
     if (o->saver && o->scaffold) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "You cannot provide both saver and scaffold.");
     vg_timer t;
@@ -276,7 +278,9 @@ static vg_code sh_end(void *p, vg_session *sess, vg_status *st) {
 }
 
 vg_code vg_summary_saver_hook(const vg_summary_saver_options *o, vg_hook *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
+    if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "summary saver options are NULL");
     if ((o->scaffold == NULL) == (o->summary_op.op == NULL))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Exactly one of scaffold or summary_op must be provided.");
     vg_timer t;
@@ -367,9 +371,29 @@ static vg_code ph_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg
     return rc;
 }
 
-vg_code vg_profiler_hook(int64_t save_steps, double save_secs, const char *output_dir, bool show_dataflow,
-                         bool show_memory, vg_hook *out, vg_status *st) {
+vg_profiler_options vg_profiler_options_default(void) {
+    vg_profiler_options o = VG_PROFILER_OPTIONS_INIT;
+    return o;
+}
+
+vg_checkpoint_saver_options vg_checkpoint_saver_options_default(void) {
+    vg_checkpoint_saver_options o = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+    return o;
+}
+
+vg_summary_saver_options vg_summary_saver_options_default(void) {
+    vg_summary_saver_options o = VG_SUMMARY_SAVER_OPTIONS_INIT;
+    return o;
+}
+
+vg_code vg_profiler_hook(const vg_profiler_options *o, vg_hook *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
+    if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "profiler options are NULL");
+    int64_t save_steps = o->save_steps;
+    double save_secs = o->save_secs;
+    const char *output_dir = o->output_dir && *o->output_dir ? o->output_dir : NULL;
+    bool show_dataflow = o->show_dataflow, show_memory = o->show_memory;
     vg_timer t;
     vg_code rc = vg_timer_init(&t, save_secs, save_steps, st);
     if (rc != VG_OK) return rc;

@@ -21,6 +21,7 @@ void vg_hook_free(vg_hook *h) {
 
 vg_code vg_timer_init(vg_timer *t, double every_secs, int64_t every_steps, vg_status *st) {
     bool secs = every_secs > 0, steps = every_steps > 0;
+    if (!t) return vg_status_set(st, VG_INVALID_ARGUMENT, "timer is NULL");
     if (secs && steps)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Can not provide both every_secs and every_steps.");
     if (!secs && !steps)
@@ -72,8 +73,14 @@ vg_code vg__global_step_read(vg_graph *g, const char *hook, vg_output *out, vg_s
     if (!gs.op) return vg_status_set(st, VG_FAILED_PRECONDITION, "Global step should be created to use %s.", hook);
     char scope[1100];
     snprintf(scope, sizeof scope, "%s/", vg_op_name(gs.op));
+    /* a zero of the step's own dtype: TF accepts any integer global step (vigil has
+     * int32 and int64) */
+    vg_dtype dt = vg_output_dtype(gs);
+    if (dt != VG_INT64 && dt != VG_INT32)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Existing \"global_step\" does not have integer type: %s",
+                             vg_dtype_name(dt));
     vg_graph_push_scope(g, scope);
-    *out = vg_add(g, gs, vg_const_i64(g, 0, "add/y"), "add");
+    *out = vg_add(g, gs, vg_const_fill(g, dt, NULL, 0, 0.0, "add/y"), "add");
     vg_graph_pop_scope(g);
     if (vg_graph_status(g, st) != VG_OK) return st ? st->code : VG_INTERNAL;
     vg_graph_add_to_collection(g, READ_KEY, *out);

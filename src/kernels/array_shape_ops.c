@@ -1,31 +1,20 @@
 /*
- * array_ops.c - TensorFlow's array ops, part 1: feeding and constants (Placeholder,
- * PlaceholderWithDefault, Const), Identity/StopGradient/NoOp, shape ops (Reshape,
- * Shape, Size, Rank, ExpandDims, Squeeze, BroadcastGradientArgs, InvertPermutation),
- * generators (Fill, ZerosLike, OnesLike, Range, Where), their gradients and builders,
- * the helpers shared with array_ops2.c, and the family's op table vg__ops_array.
+ * array_shape_ops.c - TensorFlow's array ops that feed, name and shape values:
+ * feeding and constants (Placeholder, PlaceholderWithDefault, Const),
+ * Identity/StopGradient/NoOp, shape ops (Reshape, Shape, Size, Rank, ExpandDims,
+ * Squeeze, BroadcastGradientArgs, InvertPermutation), generators (Fill, ZerosLike,
+ * OnesLike, Range, Where), their gradients and builders, the helpers of
+ * array_internal.h, and the family's op table vg__ops_array_shape.
  *
- * array_ops2.c holds the indexing and layout ops (Transpose, ConcatV2, Slice, Pad,
- * Pack/Unpack, GatherV2, UnsortedSegmentSum, OneHot, Tile, ConcatOffset).
+ * array_index_ops.c holds the indexing and layout ops (Transpose, ConcatV2, Slice,
+ * Pad, Pack/Unpack, GatherV2, UnsortedSegmentSum, OneHot, Tile, ConcatOffset).
  *
  * Reshape, ExpandDims and Squeeze return aliases of their input's buffer
  * (vg__tensor_alias); Identity and Const hand out new references.
  */
-#include "graph/registry.h"
-#include "vigil/ops.h"
+#include "kernels/array_internal.h"
 #include <math.h>
 #include <stdio.h>
-
-/* Shared with array_ops2.c (defined here). */
-VG_HIDDEN vg_code vg__array_type_attr(vg_op *op, const char *attr, int i, vg_status *st);
-VG_HIDDEN vg_code vg__array_index_attr(vg_op *op, const char *attr, int i, const char *what, vg_status *st);
-VG_HIDDEN vg_shape vg__array_shape_value(const vg_op *op, int i);
-VG_HIDDEN vg_code vg__array_copy_strings(vg_tensor *dst, int64_t di, const vg_tensor *src, int64_t si, int64_t n,
-                                         vg_status *st);
-VG_HIDDEN void vg__array_name_push(vg_graph *g, const char *name, char *rel, size_t len);
-VG_HIDDEN vg_output vg__array_const_ints(vg_graph *g, vg_dtype dt, const int64_t *v, int n, bool scalar,
-                                         const char *name);
-VG_HIDDEN vg_output vg__array_shape_of(vg_graph *g, vg_output x, vg_dtype dt, const char *name);
 
 static inline int64_t int_at(const vg_tensor *t, int64_t i) {
     return vg_tensor_dtype(t) == VG_INT64 ? ((const int64_t *)vg_tensor_data(t))[i]
@@ -110,17 +99,6 @@ static vg_shape shape_value_of(vg_output o, int depth) {
 }
 
 vg_shape vg__array_shape_value(const vg_op *op, int i) { return shape_value_of(vg_op_input(op, i), 0); }
-
-/* Copies n string elements src[si..] to dst[di..]. RESOURCE_EXHAUSTED. */
-vg_code vg__array_copy_strings(vg_tensor *dst, int64_t di, const vg_tensor *src, int64_t si, int64_t n,
-                               vg_status *st) {
-    for (int64_t k = 0; k < n; k++) {
-        size_t len;
-        const char *s = vg_tensor_string(src, si + k, &len);
-        if (vg_tensor_set_string(dst, di + k, s, len, st) != VG_OK) return st ? st->code : VG_RESOURCE_EXHAUSTED;
-    }
-    return VG_OK;
-}
 
 /* TF names the Consts a wrapper creates "<op>/<arg>" ("Reshape/shape"): reserve-free
  * peek at the op's unique name, push "<name>/" as the scope for the Consts, and write
@@ -1102,31 +1080,6 @@ vg_output vg_where(vg_graph *g, vg_output cond, const char *name) {
     return unary(g, "Where", cond, name ? name : "Where");
 }
 
-/* tf.boolean_mask(x, mask) for a 1-D mask, laid out as TF does under "boolean_mask/":
- * Reshape (x to [n, rest...]), Reshape_1 (mask to [-1]), Where, Squeeze, GatherV2. */
-vg_output vg_boolean_mask(vg_graph *g, vg_output x, vg_output mask, const char *name) {
-    vg_shape ms = vg_output_shape(mask);
-    if (mask.op && ms.ndims != 1) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "boolean_mask: the mask must be 1-D, got rank %d", ms.ndims);
-        return (vg_output){NULL, 0};
-    }
-    if (mask.op && vg_output_dtype(mask) != VG_BOOL) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "boolean_mask: the mask must be bool, got %s",
-                           vg_dtype_name(vg_output_dtype(mask)));
-        return (vg_output){NULL, 0};
-    }
-    vg_graph_push_scope(g, name ? name : "boolean_mask");
-    vg_output t = vg_reshape(g, x, vg__array_shape_of(g, x, VG_INT32, "Shape"), "Reshape");
-    int64_t minus1 = -1;
-    vg_output m = vg_reshape_c(g, mask, &minus1, 1, "Reshape_1");
-    vg_output w = vg_where(g, m, "Where");
-    int32_t one = 1;
-    vg_output idx = vg_squeeze(g, w, &one, 1, "Squeeze");
-    vg_output out = vg_gather(g, t, idx, 0, "GatherV2");
-    vg_graph_pop_scope(g);
-    return out;
-}
-
 vg_op *vg_broadcast_gradient_args(vg_graph *g, vg_output s0, vg_output s1, const char *name) {
     vg_op_builder *b = vg_op_builder_new(g, "BroadcastGradientArgs", name ? name : "BroadcastGradientArgs");
     vg_op_builder_add_input(b, s0);
@@ -1137,27 +1090,9 @@ vg_op *vg_broadcast_gradient_args(vg_graph *g, vg_output s0, vg_output s1, const
 /* ------------------------------------------------------------------------ */
 /* op table */
 
-/* Ops implemented in array_ops2.c. */
-#define ARRAY2_OP(n)                                                                                \
-    VG_HIDDEN vg_code vg__array2_shape_##n(vg_op *op, vg_status *st);                               \
-    VG_HIDDEN vg_code vg__array2_kernel_##n(vg__kctx *ctx);                                         \
-    VG_HIDDEN vg_code vg__array2_grad_##n(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx);
-ARRAY2_OP(transpose)
-ARRAY2_OP(concat)
-ARRAY2_OP(concat_offset)
-ARRAY2_OP(slice)
-ARRAY2_OP(pad)
-ARRAY2_OP(pack)
-ARRAY2_OP(unpack)
-ARRAY2_OP(gather)
-ARRAY2_OP(segment_sum)
-ARRAY2_OP(one_hot)
-ARRAY2_OP(tile)
-
 #define ND VG__OP_NOT_DIFFERENTIABLE
-#define A2(n) vg__array2_shape_##n, vg__array2_kernel_##n
 
-const vg__op_def vg__ops_array[] = {
+const vg__op_def vg__ops_array_shape[] = {
     {"Placeholder", 0, 0, VG__OP_PLACEHOLDER | ND, 0, shape_placeholder, kernel_placeholder, NULL},
     {"PlaceholderWithDefault", 1, 1, 0, 0, shape_placeholder_with_default, kernel_identity, grad_identity},
     {"Const", 0, 0, VG__OP_CONST | ND, 0, shape_const, kernel_const, NULL},
@@ -1177,16 +1112,5 @@ const vg__op_def vg__ops_array[] = {
     {"Where", 1, 1, ND, 0, shape_where, kernel_where, NULL},
     {"BroadcastGradientArgs", 2, 2, ND, 0, shape_bcast_args, kernel_bcast_args, NULL},
     {"InvertPermutation", 1, 1, ND, 0, shape_invert_permutation, kernel_invert_permutation, NULL},
-    {"Transpose", 2, 2, 0, 0, A2(transpose), vg__array2_grad_transpose},
-    {"ConcatV2", 3, -1, 0, 0, A2(concat), vg__array2_grad_concat},
-    {"ConcatOffset", 3, -1, ND, 0, A2(concat_offset), NULL},
-    {"Slice", 3, 3, 0, 0, A2(slice), vg__array2_grad_slice},
-    {"Pad", 2, 2, 0, 0, A2(pad), vg__array2_grad_pad},
-    {"Pack", 1, -1, 0, 0, A2(pack), vg__array2_grad_pack},
-    {"Unpack", 1, 1, 0, 0, A2(unpack), vg__array2_grad_unpack},
-    {"GatherV2", 3, 3, 0, 0, A2(gather), vg__array2_grad_gather},
-    {"UnsortedSegmentSum", 3, 3, 0, 0, A2(segment_sum), vg__array2_grad_segment_sum},
-    {"OneHot", 4, 4, ND, 0, A2(one_hot), NULL},
-    {"Tile", 2, 2, 0, 0, A2(tile), vg__array2_grad_tile},
     {0},
 };

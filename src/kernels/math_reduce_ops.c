@@ -1,7 +1,8 @@
 /*
- * math_reduce.c - the math family's reductions (Sum, Mean, Max, Min, Prod, All, Any)
- * and ArgMax/ArgMin: shape functions, kernels, gradients (TF's _SumGrad, _MeanGrad,
- * _MinOrMaxGrad) and the reduction builders of vigil/ops.h.
+ * math_reduce_ops.c - the reduction ops (Sum, Mean, Max, Min, Prod, All, Any) and
+ * ArgMax/ArgMin: shape functions, kernels, gradients (TF's _SumGrad, _MeanGrad,
+ * _MinOrMaxGrad), the reduction builders of vigil/ops.h and the op table
+ * vg__ops_math_reduce.
  *
  * A reduction kernel drops the input's size-1 dims and merges adjacent dims that are
  * all reduced or all kept, giving e.g. [R] (reduce all), [K,R] (last axis), [R,K]
@@ -16,7 +17,7 @@
 #include <stdio.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3") /* see math_ops.c */
+#pragma GCC optimize("O3") /* see math_cwise_ops.c */
 #endif
 
 enum { R_SUM, R_PROD, R_MAX, R_MIN, R_ALL, R_ANY, R_N };
@@ -128,7 +129,7 @@ static vg_code axes_mask(const vg_tensor *ax, int r, bool *red, vg_status *st) {
 
 static bool is_bool_reduction(const char *type) { return !strcmp(type, "All") || !strcmp(type, "Any"); }
 
-vg_code vg__math_shape_reduce(vg_op *op, vg_status *st) {
+static vg_code shape_reduce(vg_op *op, vg_status *st) {
     vg_dtype dt = vg__op_input_dtype(op, 0), it = vg__op_input_dtype(op, 1), t;
     vg_code c = vg__math_check_dtype("input", dt, is_bool_reduction(vg_op_type(op)) ? VG__M_BOOL : VG__M_NUM, st);
     if (c == VG_OK) c = vg__math_check_dtype("reduction_indices", it, VG__M_INDEX, st);
@@ -368,13 +369,13 @@ static vg_code reduce_kernel(vg__kctx *ctx, int kind, bool mean) {
     return VG_OK;
 }
 
-vg_code vg__math_kernel_sum(vg__kctx *ctx) { return reduce_kernel(ctx, R_SUM, false); }
-vg_code vg__math_kernel_mean(vg__kctx *ctx) { return reduce_kernel(ctx, R_SUM, true); }
-vg_code vg__math_kernel_max(vg__kctx *ctx) { return reduce_kernel(ctx, R_MAX, false); }
-vg_code vg__math_kernel_min(vg__kctx *ctx) { return reduce_kernel(ctx, R_MIN, false); }
-vg_code vg__math_kernel_prod(vg__kctx *ctx) { return reduce_kernel(ctx, R_PROD, false); }
-vg_code vg__math_kernel_all(vg__kctx *ctx) { return reduce_kernel(ctx, R_ALL, false); }
-vg_code vg__math_kernel_any(vg__kctx *ctx) { return reduce_kernel(ctx, R_ANY, false); }
+static vg_code kernel_sum(vg__kctx *ctx) { return reduce_kernel(ctx, R_SUM, false); }
+static vg_code kernel_mean(vg__kctx *ctx) { return reduce_kernel(ctx, R_SUM, true); }
+static vg_code kernel_max(vg__kctx *ctx) { return reduce_kernel(ctx, R_MAX, false); }
+static vg_code kernel_min(vg__kctx *ctx) { return reduce_kernel(ctx, R_MIN, false); }
+static vg_code kernel_prod(vg__kctx *ctx) { return reduce_kernel(ctx, R_PROD, false); }
+static vg_code kernel_all(vg__kctx *ctx) { return reduce_kernel(ctx, R_ALL, false); }
+static vg_code kernel_any(vg__kctx *ctx) { return reduce_kernel(ctx, R_ANY, false); }
 
 /* ------------------------------------------------------------------------ */
 /* ArgMax / ArgMin(input, dimension), output_type int32/int64. First index wins ties. */
@@ -430,7 +431,7 @@ static const arg_fn arg_tbl[2][VG__MS_N][2] = {
      [VG__MS_I64] = ARG_ROW(argmin, i64), [VG__MS_U8] = ARG_ROW(argmin, u8)},
 };
 
-vg_code vg__math_shape_argmax(vg_op *op, vg_status *st) {
+static vg_code shape_argmax(vg_op *op, vg_status *st) {
     vg_dtype dt = vg__op_input_dtype(op, 0), it = vg__op_input_dtype(op, 1), ot = VG_INT64;
     vg_code c = vg__math_check_dtype("input", dt, VG__M_CMP, st);
     if (c == VG_OK) c = vg__math_check_dtype("dimension", it, VG__M_INDEX, st);
@@ -523,8 +524,8 @@ static vg_code arg_kernel(vg__kctx *ctx, int is_min) {
     return VG_OK;
 }
 
-vg_code vg__math_kernel_argmax(vg__kctx *ctx) { return arg_kernel(ctx, 0); }
-vg_code vg__math_kernel_argmin(vg__kctx *ctx) { return arg_kernel(ctx, 1); }
+static vg_code kernel_argmax(vg__kctx *ctx) { return arg_kernel(ctx, 0); }
+static vg_code kernel_argmin(vg__kctx *ctx) { return arg_kernel(ctx, 1); }
 
 /* ------------------------------------------------------------------------ */
 /* Gradients */
@@ -580,13 +581,13 @@ static vg_output sum_grad(vg_graph *g, vg_op *op, vg_output dy) {
     return vg_tile(g, vg_reshape(g, dy, kept, "Reshape"), tile, "Tile");
 }
 
-vg_code vg__math_grad_sum(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+static vg_code grad_sum(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     dx[0] = sum_grad(g, op, dy[0]);
     return vg_graph_status(g, NULL);
 }
 
 /* _MeanGrad: sum_grad / (input size / output size). */
-vg_code vg__math_grad_mean(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+static vg_code grad_mean(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output sg = sum_grad(g, op, dy[0]);
     vg_output x = vg_op_input(op, 0), y = vg_out(op, 0);
     vg_shape sx = vg_output_shape(x), sy = vg_output_shape(y);
@@ -608,7 +609,7 @@ vg_code vg__math_grad_mean(vg_graph *g, vg_op *op, const vg_output *dy, vg_outpu
 }
 
 /* _MinOrMaxGrad: the gradient is split evenly between the selected elements. */
-vg_code vg__math_grad_min_max(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+static vg_code grad_min_max(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output x = vg_op_input(op, 0), axes = vg_op_input(op, 1), kept, tile;
     reduction_shapes(g, op, &kept, &tile);
     vg_output y = vg_reshape(g, vg_out(op, 0), kept, "Reshape");
@@ -707,3 +708,20 @@ vg_output vg_argmax(vg_graph *g, vg_output x, int axis, vg_dtype output_type, co
 vg_output vg_argmin(vg_graph *g, vg_output x, int axis, vg_dtype output_type, const char *name) {
     return build_arg(g, "ArgMin", x, axis, output_type, name);
 }
+
+/* ------------------------------------------------------------------------ */
+/* The table */
+
+#define ND VG__OP_NOT_DIFFERENTIABLE
+const vg__op_def vg__ops_math_reduce[] = {
+    {"Sum", 2, 2, 0, 0, shape_reduce, kernel_sum, grad_sum},
+    {"Mean", 2, 2, 0, 0, shape_reduce, kernel_mean, grad_mean},
+    {"Max", 2, 2, 0, 0, shape_reduce, kernel_max, grad_min_max},
+    {"Min", 2, 2, 0, 0, shape_reduce, kernel_min, grad_min_max},
+    {"Prod", 2, 2, 0, 0, shape_reduce, kernel_prod, NULL},
+    {"All", 2, 2, ND, 0, shape_reduce, kernel_all, NULL},
+    {"Any", 2, 2, ND, 0, shape_reduce, kernel_any, NULL},
+    {"ArgMax", 2, 2, ND, 0, shape_argmax, kernel_argmax, NULL},
+    {"ArgMin", 2, 2, ND, 0, shape_argmax, kernel_argmin, NULL},
+    {0},
+};

@@ -1,13 +1,13 @@
 /*
- * math_ops.c - the math op family, element-wise half:
+ * math_cwise_ops.c - the element-wise math ops (TF's cwise_ops):
  *   - broadcasting binary ops (AddV2, Add, Sub, Mul, RealDiv, Maximum, Minimum, Pow,
  *     SquaredDifference, comparisons, LogicalAnd/Or) and TF's SqrtGrad, RsqrtGrad and
  *     ReciprocalGrad helper ops,
  *   - unary ops (Neg, Square, Sqrt, Rsqrt, Exp, Log, Abs, Sign, Reciprocal,
  *     LogicalNot, IsFinite), Select (TF1), AddN, Cast, CheckNumerics,
  * with their shape functions, kernels and gradients (TF's math_grad.py), the public
- * builders of vigil/ops.h "math ops", vg__shape_broadcast and the vg__ops_math table.
- * Reductions and ArgMax/ArgMin live in math_reduce.c.
+ * builders of vigil/ops.h "math ops", vg__shape_broadcast and the op table
+ * vg__ops_math_cwise. Reductions and ArgMax/ArgMin are math_reduce_ops.c's family.
  *
  * Kernels: a binary op is planned once per call (NumPy broadcasting, adjacent dims
  * with the same broadcast pattern collapsed, size-1 dims dropped); the innermost
@@ -1254,7 +1254,7 @@ static vg_code grad_check_numerics(vg_graph *g, vg_op *op, const vg_output *dy, 
 /* The table */
 
 #define ND VG__OP_NOT_DIFFERENTIABLE
-const vg__op_def vg__ops_math[] = {
+const vg__op_def vg__ops_math_cwise[] = {
     {"AddV2", 2, 2, 0, 0, shape_add, kernel_add, grad_add},
     {"Add", 2, 2, 0, 0, shape_add, kernel_add, grad_add},
     {"Sub", 2, 2, 0, 0, shape_sub, kernel_sub, grad_sub},
@@ -1290,14 +1290,5 @@ const vg__op_def vg__ops_math[] = {
     {"AddN", 1, -1, 0, 0, shape_add_n, kernel_add_n, grad_add_n},
     {"Cast", 1, 1, 0, 0, shape_cast, kernel_cast, grad_cast},
     {"CheckNumerics", 1, 1, 0, 0, shape_check_numerics, kernel_check_numerics, grad_check_numerics},
-    {"Sum", 2, 2, 0, 0, vg__math_shape_reduce, vg__math_kernel_sum, vg__math_grad_sum},
-    {"Mean", 2, 2, 0, 0, vg__math_shape_reduce, vg__math_kernel_mean, vg__math_grad_mean},
-    {"Max", 2, 2, 0, 0, vg__math_shape_reduce, vg__math_kernel_max, vg__math_grad_min_max},
-    {"Min", 2, 2, 0, 0, vg__math_shape_reduce, vg__math_kernel_min, vg__math_grad_min_max},
-    {"Prod", 2, 2, 0, 0, vg__math_shape_reduce, vg__math_kernel_prod, NULL},
-    {"All", 2, 2, ND, 0, vg__math_shape_reduce, vg__math_kernel_all, NULL},
-    {"Any", 2, 2, ND, 0, vg__math_shape_reduce, vg__math_kernel_any, NULL},
-    {"ArgMax", 2, 2, ND, 0, vg__math_shape_argmax, vg__math_kernel_argmax, NULL},
-    {"ArgMin", 2, 2, ND, 0, vg__math_shape_argmax, vg__math_kernel_argmin, NULL},
     {0},
 };

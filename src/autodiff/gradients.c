@@ -10,7 +10,7 @@
  *    the producers.
  * Only floating-point tensors carry gradients.
  */
-#include "graph_impl.h"
+#include "graph/graph_impl.h"
 #include "vigil/gradients.h"
 #include "vigil/ops.h"
 #include <stdio.h>

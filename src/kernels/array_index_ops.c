@@ -1,26 +1,17 @@
 /*
- * array_ops2.c - TensorFlow's array ops, part 2: the layout and indexing ops
- * (Transpose, ConcatV2, ConcatOffset, Slice, Pad, Pack, Unpack, GatherV2,
- * UnsortedSegmentSum, OneHot, Tile), their gradients (TF's array_grad.py) and builders.
- * The op table lives in array_ops.c, which declares the vg__array2_* functions.
+ * array_index_ops.c - TensorFlow's layout and indexing array ops (Transpose,
+ * ConcatV2, ConcatOffset, Slice, Pad, Pack, Unpack, GatherV2, UnsortedSegmentSum,
+ * OneHot, Tile): shape functions, kernels, gradients (TF's array_grad.py), builders
+ * (with the composite tf.boolean_mask) and the family's op table vg__ops_array_index. Helpers shared with
+ * array_shape_ops.c are declared in array_internal.h.
  *
  * The data-movement kernels work on raw bytes with the element size. String tensors
  * go through the same code: each input element is replaced by an int64 tag
  * ((input + 1) << 40 | element), the kernel moves tags, and the output strings are
  * copied from the tags afterwards (tag 0 = empty string, e.g. Pad's padding).
  */
-#include "graph/registry.h"
-#include "vigil/ops.h"
+#include "kernels/array_internal.h"
 #include <stdio.h>
-
-/* Helpers from array_ops.c. */
-VG_HIDDEN vg_code vg__array_type_attr(vg_op *op, const char *attr, int i, vg_status *st);
-VG_HIDDEN vg_code vg__array_index_attr(vg_op *op, const char *attr, int i, const char *what, vg_status *st);
-VG_HIDDEN vg_shape vg__array_shape_value(const vg_op *op, int i);
-VG_HIDDEN void vg__array_name_push(vg_graph *g, const char *name, char *rel, size_t len);
-VG_HIDDEN vg_output vg__array_const_ints(vg_graph *g, vg_dtype dt, const int64_t *v, int n, bool scalar,
-                                         const char *name);
-VG_HIDDEN vg_output vg__array_shape_of(vg_graph *g, vg_output x, vg_dtype dt, const char *name);
 
 #define NONE ((vg_output){NULL, 0})
 #define TAG_SHIFT 40
@@ -317,9 +308,9 @@ static vg_code read_perm(vg__kctx *ctx, const vg_tensor *p, int r, int *perm) {
     return VG_OK;
 }
 
-vg_code vg__array2_shape_transpose(vg_op *op, vg_status *st) { return shape_transpose(op, st); }
+static vg_code op_shape_transpose(vg_op *op, vg_status *st) { return shape_transpose(op, st); }
 
-vg_code vg__array2_kernel_transpose(vg__kctx *ctx) {
+static vg_code op_kernel_transpose(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *x = vg__kctx_input(ctx, 0), *out;
     int r = vg_tensor_ndims(x), perm[VG_MAX_DIMS], mperm[VG_MAX_DIMS];
@@ -365,7 +356,7 @@ static vg_output invert_permutation(vg_graph *g, vg_output p) {
 }
 
 /* TF: transpose(dy, invert_permutation(perm)); the inverse is computed here when perm is a Const. */
-vg_code vg__array2_grad_transpose(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+static vg_code op_grad_transpose(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output p = vg_op_input(op, 1);
     const vg_tensor *pc = const_of(p);
     dx[1] = NONE;
@@ -473,9 +464,9 @@ static vg_code shape_concat(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-vg_code vg__array2_shape_concat(vg_op *op, vg_status *st) { return shape_concat(op, st); }
+static vg_code op_shape_concat(vg_op *op, vg_status *st) { return shape_concat(op, st); }
 
-vg_code vg__array2_kernel_concat(vg__kctx *ctx) {
+static vg_code op_kernel_concat(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     int n = vg__kctx_num_inputs(ctx) - 1;
     vg_tensor *ax = vg__kctx_input(ctx, n), *x0 = vg__kctx_input(ctx, 0), *out;
@@ -538,7 +529,7 @@ static vg_output concat_offset(vg_graph *g, vg_output axis, const vg_output *sha
 
 /* TF's _ConcatGradHelper: dx[i] = Slice(dy, offset[i], shape(x[i])). With a Const axis
  * and fully known input shapes the offsets are Consts; otherwise ConcatOffset. */
-vg_code vg__array2_grad_concat(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+static vg_code op_grad_concat(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     int n = vg_op_num_inputs(op) - 1;
     vg_output axis = vg_op_input(op, n);
     const vg_tensor *ac = const_of(axis);
@@ -572,7 +563,7 @@ vg_code vg__array2_grad_concat(vg_graph *g, vg_op *op, const vg_output *dy, vg_o
 }
 
 /* ConcatOffset(concat_dim, shape_0..shape_{N-1}) -> N offset vectors. */
-vg_code vg__array2_shape_concat_offset(vg_op *op, vg_status *st) {
+static vg_code op_shape_concat_offset(vg_op *op, vg_status *st) {
     int n = vg_op_num_inputs(op) - 1;
     vg__op_set_default_attr_int(op, "N", n);
     vg_dtype dt = vg__op_input_dtype(op, 0);
@@ -591,7 +582,7 @@ vg_code vg__array2_shape_concat_offset(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-vg_code vg__array2_kernel_concat_offset(vg__kctx *ctx) {
+static vg_code op_kernel_concat_offset(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     int n = vg__kctx_num_inputs(ctx) - 1;
     vg_tensor *cd = vg__kctx_input(ctx, 0), *s0 = vg__kctx_input(ctx, 1);
@@ -627,7 +618,7 @@ vg_code vg__array2_kernel_concat_offset(vg__kctx *ctx) {
 /* ------------------------------------------------------------------------ */
 /* Slice */
 
-vg_code vg__array2_shape_slice(vg_op *op, vg_status *st) {
+static vg_code op_shape_slice(vg_op *op, vg_status *st) {
     if (vg__array_type_attr(op, "T", 0, st) != VG_OK || vg__array_index_attr(op, "Index", 1, "begin", st) != VG_OK)
         return st->code;
     if (vg__op_input_dtype(op, 2) != vg__op_input_dtype(op, 1))
@@ -706,7 +697,7 @@ static void run_block(vg__kctx *ctx, bjob *j, bool str) {
     else vg__kctx_parallel_for(ctx, rows, j->run + 16, block_rows, j);
 }
 
-vg_code vg__array2_kernel_slice(vg__kctx *ctx) {
+static vg_code op_kernel_slice(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *x = vg__kctx_input(ctx, 0), *b = vg__kctx_input(ctx, 1), *s = vg__kctx_input(ctx, 2), *out;
     int r = vg_tensor_ndims(x);
@@ -772,7 +763,7 @@ static vg_output stack_with_one(vg_graph *g, vg_output x) {
 }
 
 /* TF's _SliceGrad: Pad(dy, [[begin], [shape(x) - shape(y) - begin]]) (Consts when known). */
-vg_code vg__array2_grad_slice(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+static vg_code op_grad_slice(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output x = vg_op_input(op, 0), begin = vg_op_input(op, 1), y = vg_out(op, 0);
     vg_shape xs = vg_output_shape(x), ys = vg_output_shape(y);
     const vg_tensor *bc = const_of(begin);
@@ -810,7 +801,7 @@ vg_code vg__array2_grad_slice(vg_graph *g, vg_op *op, const vg_output *dy, vg_ou
 /* ------------------------------------------------------------------------ */
 /* Pad (zeros) */
 
-vg_code vg__array2_shape_pad(vg_op *op, vg_status *st) {
+static vg_code op_shape_pad(vg_op *op, vg_status *st) {
     if (vg__array_type_attr(op, "T", 0, st) != VG_OK ||
         vg__array_index_attr(op, "Tpaddings", 1, "paddings", st) != VG_OK)
         return st->code;
@@ -837,7 +828,7 @@ vg_code vg__array2_shape_pad(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-vg_code vg__array2_kernel_pad(vg__kctx *ctx) {
+static vg_code op_kernel_pad(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *x = vg__kctx_input(ctx, 0), *p = vg__kctx_input(ctx, 1), *out;
     int r = vg_tensor_ndims(x);
@@ -883,7 +874,7 @@ vg_code vg__array2_kernel_pad(vg__kctx *ctx) {
 }
 
 /* TF's _PadGrad: Slice(dy, paddings[:, 0], shape(x)). */
-vg_code vg__array2_grad_pad(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+static vg_code op_grad_pad(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output x = vg_op_input(op, 0), p = vg_op_input(op, 1);
     vg_shape xs = vg_output_shape(x);
     const vg_tensor *pc = const_of(p);
@@ -907,7 +898,7 @@ vg_code vg__array2_grad_pad(vg_graph *g, vg_op *op, const vg_output *dy, vg_outp
 /* ------------------------------------------------------------------------ */
 /* Pack, Unpack */
 
-vg_code vg__array2_shape_pack(vg_op *op, vg_status *st) {
+static vg_code op_shape_pack(vg_op *op, vg_status *st) {
     int n = vg_op_num_inputs(op);
     int64_t nattr = n, axis = 0;
     vg__op_set_default_attr_int(op, "N", n);
@@ -943,7 +934,7 @@ vg_code vg__array2_shape_pack(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-vg_code vg__array2_kernel_pack(vg__kctx *ctx) {
+static vg_code op_kernel_pack(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     int n = vg__kctx_num_inputs(ctx);
     vg_tensor *x0 = vg__kctx_input(ctx, 0), *out;
@@ -987,7 +978,7 @@ static vg_op *unpack_op(vg_graph *g, vg_output x, int num, int64_t axis) {
 }
 
 /* TF's _PackGrad: unstack(dy, num=N, axis). */
-vg_code vg__array2_grad_pack(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+static vg_code op_grad_pack(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     int n = vg_op_num_inputs(op);
     int64_t axis = 0;
     vg_op_attr_int(op, "axis", &axis);
@@ -996,7 +987,7 @@ vg_code vg__array2_grad_pack(vg_graph *g, vg_op *op, const vg_output *dy, vg_out
     return vg_graph_status(g, NULL);
 }
 
-vg_code vg__array2_shape_unpack(vg_op *op, vg_status *st) {
+static vg_code op_shape_unpack(vg_op *op, vg_status *st) {
     if (vg__array_type_attr(op, "T", 0, st) != VG_OK) return st->code;
     vg__op_set_default_attr_int(op, "axis", 0);
     int64_t axis = 0, num = -1;
@@ -1022,7 +1013,7 @@ vg_code vg__array2_shape_unpack(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-vg_code vg__array2_kernel_unpack(vg__kctx *ctx) {
+static vg_code op_kernel_unpack(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *x = vg__kctx_input(ctx, 0);
     int64_t axis = 0, num = 0;
@@ -1056,7 +1047,7 @@ vg_code vg__array2_kernel_unpack(vg__kctx *ctx) {
 }
 
 /* TF's _UnpackGrad: stack(dys, axis). */
-vg_code vg__array2_grad_unpack(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+static vg_code op_grad_unpack(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     int64_t axis = 0;
     vg_op_attr_int(op, "axis", &axis);
     dx[0] = vg_pack(g, dy, vg_op_num_outputs(op), (int)axis, NULL);
@@ -1066,7 +1057,7 @@ vg_code vg__array2_grad_unpack(vg_graph *g, vg_op *op, const vg_output *dy, vg_o
 /* ------------------------------------------------------------------------ */
 /* GatherV2 */
 
-vg_code vg__array2_shape_gather(vg_op *op, vg_status *st) {
+static vg_code op_shape_gather(vg_op *op, vg_status *st) {
     if (vg__array_type_attr(op, "Tparams", 0, st) != VG_OK ||
         vg__array_index_attr(op, "Tindices", 1, "indices", st) != VG_OK ||
         vg__array_index_attr(op, "Taxis", 2, "axis", st) != VG_OK)
@@ -1139,7 +1130,7 @@ static vg_code bad_index(vg_status *st, const vg_tensor *ind, int64_t k, int64_t
                          (long long)limit);
 }
 
-vg_code vg__array2_kernel_gather(vg__kctx *ctx) {
+static vg_code op_kernel_gather(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *p = vg__kctx_input(ctx, 0), *ind = vg__kctx_input(ctx, 1), *ax = vg__kctx_input(ctx, 2), *out;
     int pr = vg_tensor_ndims(p), ir = vg_tensor_ndims(ind);
@@ -1213,7 +1204,7 @@ static vg_output concat_ints(vg_graph *g, const vg_output *parts, int n) {
 /* TF's _GatherV2Grad with a dense result: the slices of dy are summed into the
  * gathered rows with UnsortedSegmentSum (axis 0), or around a transpose that brings
  * the gather axis to the front (other constant axes; needs params' rank). */
-vg_code vg__array2_grad_gather(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+static vg_code op_grad_gather(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output params = vg_op_input(op, 0), indices = vg_op_input(op, 1);
     const vg_tensor *ac = const_of(vg_op_input(op, 2));
     vg_shape ps = vg_output_shape(params), is = vg_output_shape(indices);
@@ -1258,7 +1249,7 @@ vg_code vg__array2_grad_gather(vg_graph *g, vg_op *op, const vg_output *dy, vg_o
 /* ------------------------------------------------------------------------ */
 /* UnsortedSegmentSum */
 
-vg_code vg__array2_shape_segment_sum(vg_op *op, vg_status *st) {
+static vg_code op_shape_segment_sum(vg_op *op, vg_status *st) {
     if (vg__array_type_attr(op, "T", 0, st) != VG_OK ||
         vg__array_index_attr(op, "Tindices", 1, "segment_ids", st) != VG_OK ||
         vg__array_index_attr(op, "Tnumsegments", 2, "num_segments", st) != VG_OK)
@@ -1293,7 +1284,7 @@ vg_code vg__array2_shape_segment_sum(vg_op *op, vg_status *st) {
         }                                                                                 \
     } while (0)
 
-vg_code vg__array2_kernel_segment_sum(vg__kctx *ctx) {
+static vg_code op_kernel_segment_sum(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *data = vg__kctx_input(ctx, 0), *ids = vg__kctx_input(ctx, 1), *ns = vg__kctx_input(ctx, 2), *out;
     char b1[128], b2[128];
@@ -1325,7 +1316,7 @@ vg_code vg__array2_kernel_segment_sum(vg__kctx *ctx) {
 
 /* TF's _UnsortedSegmentSumGrad (_GatherDropNegatives): gather dy at max(ids, 0) and
  * zero the rows of negative ids (when ids is a vector; otherwise ids are assumed >= 0). */
-vg_code vg__array2_grad_segment_sum(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+static vg_code op_grad_segment_sum(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output ids = vg_op_input(op, 1);
     vg_shape is = vg_output_shape(ids);
     dx[1] = dx[2] = NONE;
@@ -1342,7 +1333,7 @@ vg_code vg__array2_grad_segment_sum(vg_graph *g, vg_op *op, const vg_output *dy,
 /* ------------------------------------------------------------------------ */
 /* OneHot */
 
-vg_code vg__array2_shape_one_hot(vg_op *op, vg_status *st) {
+static vg_code op_shape_one_hot(vg_op *op, vg_status *st) {
     vg_dtype ti = vg__op_input_dtype(op, 0), t = vg__op_input_dtype(op, 2);
     if (ti != VG_UINT8 && ti != VG_INT32 && ti != VG_INT64)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "indices must be uint8, int32 or int64, got %s", vg_dtype_name(ti));
@@ -1374,7 +1365,7 @@ vg_code vg__array2_shape_one_hot(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-vg_code vg__array2_kernel_one_hot(vg__kctx *ctx) {
+static vg_code op_kernel_one_hot(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *ind = vg__kctx_input(ctx, 0), *dt = vg__kctx_input(ctx, 1), *on = vg__kctx_input(ctx, 2),
               *off = vg__kctx_input(ctx, 3), *out;
@@ -1414,7 +1405,7 @@ vg_code vg__array2_kernel_one_hot(vg__kctx *ctx) {
 /* ------------------------------------------------------------------------ */
 /* Tile */
 
-vg_code vg__array2_shape_tile(vg_op *op, vg_status *st) {
+static vg_code op_shape_tile(vg_op *op, vg_status *st) {
     if (vg__array_type_attr(op, "T", 0, st) != VG_OK ||
         vg__array_index_attr(op, "Tmultiples", 1, "multiples", st) != VG_OK)
         return st->code;
@@ -1466,7 +1457,7 @@ static void tile_fill(char *out, const char *in, const int64_t *d, const int64_t
     }
 }
 
-vg_code vg__array2_kernel_tile(vg__kctx *ctx) {
+static vg_code op_kernel_tile(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *x = vg__kctx_input(ctx, 0), *mt = vg__kctx_input(ctx, 1), *out;
     int r = vg_tensor_ndims(x);
@@ -1498,7 +1489,7 @@ vg_code vg__array2_kernel_tile(vg__kctx *ctx) {
 /* TF's _TileGrad: reduce_sum(reshape(dy, [m0, d0, m1, d1, ...]), [0, 2, ...]). With
  * known shapes and Const multiples the split shape is a Const that leaves out the
  * untiled dims (keeping the rank small); otherwise TF's dynamic formula. */
-vg_code vg__array2_grad_tile(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+static vg_code op_grad_tile(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output x = vg_op_input(op, 0), mult = vg_op_input(op, 1);
     vg_shape xs = vg_output_shape(x);
     const vg_tensor *mc = const_of(mult);
@@ -1651,3 +1642,52 @@ vg_output vg_tile(vg_graph *g, vg_output x, vg_output multiples, const char *nam
     vg_op_builder_add_input(b, multiples);
     return vg_out(vg_op_builder_finish(b), 0);
 }
+
+/* ------------------------------------------------------------------------ */
+/* composite builders */
+
+/* tf.boolean_mask(x, mask) for a 1-D mask, laid out as TF does under "boolean_mask/":
+ * Reshape (x to [n, rest...]), Reshape_1 (mask to [-1]), Where, Squeeze, GatherV2. */
+vg_output vg_boolean_mask(vg_graph *g, vg_output x, vg_output mask, const char *name) {
+    vg_shape ms = vg_output_shape(mask);
+    if (mask.op && ms.ndims != 1) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "boolean_mask: the mask must be 1-D, got rank %d", ms.ndims);
+        return (vg_output){NULL, 0};
+    }
+    if (mask.op && vg_output_dtype(mask) != VG_BOOL) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "boolean_mask: the mask must be bool, got %s",
+                           vg_dtype_name(vg_output_dtype(mask)));
+        return (vg_output){NULL, 0};
+    }
+    vg_graph_push_scope(g, name ? name : "boolean_mask");
+    vg_output t = vg_reshape(g, x, vg__array_shape_of(g, x, VG_INT32, "Shape"), "Reshape");
+    int64_t minus1 = -1;
+    vg_output m = vg_reshape_c(g, mask, &minus1, 1, "Reshape_1");
+    vg_output w = vg_where(g, m, "Where");
+    int32_t one = 1;
+    vg_output idx = vg_squeeze(g, w, &one, 1, "Squeeze");
+    vg_output out = vg_gather(g, t, idx, 0, "GatherV2");
+    vg_graph_pop_scope(g);
+    return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* op table */
+
+#define ND VG__OP_NOT_DIFFERENTIABLE
+#define A2(n) op_shape_##n, op_kernel_##n
+
+const vg__op_def vg__ops_array_index[] = {
+    {"Transpose", 2, 2, 0, 0, A2(transpose), op_grad_transpose},
+    {"ConcatV2", 3, -1, 0, 0, A2(concat), op_grad_concat},
+    {"ConcatOffset", 3, -1, ND, 0, A2(concat_offset), NULL},
+    {"Slice", 3, 3, 0, 0, A2(slice), op_grad_slice},
+    {"Pad", 2, 2, 0, 0, A2(pad), op_grad_pad},
+    {"Pack", 1, -1, 0, 0, A2(pack), op_grad_pack},
+    {"Unpack", 1, 1, 0, 0, A2(unpack), op_grad_unpack},
+    {"GatherV2", 3, 3, 0, 0, A2(gather), op_grad_gather},
+    {"UnsortedSegmentSum", 3, 3, 0, 0, A2(segment_sum), op_grad_segment_sum},
+    {"OneHot", 4, 4, ND, 0, A2(one_hot), NULL},
+    {"Tile", 2, 2, 0, 0, A2(tile), op_grad_tile},
+    {0},
+};

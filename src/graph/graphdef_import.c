@@ -1,0 +1,1351 @@
+/*
+ * graphdef_import.c - GraphDef import (vigil/import.h), in the spirit of TF 1.15's
+ * ImportGraphDef (tensorflow/core/graph/graph_constructor.cc) and
+ * tf.import_graph_def: parse every node first, check op types (all missing ones in one
+ * message), resolve inputs (input_map, missing nodes), order the nodes topologically
+ * (cycles rejected), then build each op with the generic op builder.
+ *
+ * Wire format (tf-formats.md; graph.proto, node_def.proto, attr_value.proto,
+ * tensor.proto, tensor_shape.proto, versions.proto):
+ *   GraphDef  {node = 1 (NodeDef), versions = 4 (VersionDef), version = 3, library = 2}
+ *   NodeDef   {name = 1, op = 2, input = 3, device = 4, attr = 5 (map entry key 1, value 2)}
+ *   AttrValue {list = 1, s = 2, i = 3, f = 4, b = 5, type = 6, shape = 7, tensor = 8,
+ *              placeholder = 9, func = 10}
+ *   ListValue {s = 2, i = 3, f = 4, b = 5, type = 6, shape = 7, tensor = 8, func = 9}
+ *   TensorProto {dtype = 1, tensor_shape = 2, tensor_content = 4, float_val = 5,
+ *              double_val = 6, int_val = 7, string_val = 8, int64_val = 10, bool_val = 11}
+ *   TensorShapeProto {dim = 2 {size = 1}, unknown_rank = 3}
+ *   VersionDef {producer = 1, min_consumer = 2, bad_consumers = 3}
+ * Repeated numeric fields are accepted packed or not, as protobuf parsers do.
+ */
+#include "graph/graph_impl.h"
+#include "graph/import_internal.h"
+#include "graph/pbtxt.h"
+#include "io/io.h"
+#include "vigil/import.h"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define DEFAULT_MAX_TENSOR_BYTES ((int64_t)1 << 30)
+
+typedef struct rattr {
+    const uint8_t *key;
+    size_t key_len;
+    const uint8_t *val;
+    size_t val_len;
+} rattr;
+
+typedef struct inode {
+    char *name;     /* GraphDef name */
+    char *op;       /* op type after legacy mapping */
+    char *orig_op;  /* op type as written */
+    char *device;
+    char **inputs;  /* raw input specs */
+    int ninputs, inputs_cap;
+    rattr *attrs;
+    int nattrs, attrs_cap;
+    /* resolution */
+    int *in_node;   /* node index of each input, -1 when mapped */
+    int pending;
+    vg_op *built;
+} inode;
+
+typedef struct ctx {
+    const char *src;
+    inode *nodes;
+    int n, cap;
+    vg__strmap by_name; /* GraphDef name -> index + 1 */
+    bool has_versions;
+    int64_t producer, min_consumer;
+    int64_t *bad_consumers;
+    int nbad, bad_cap;
+    vg_status *st;
+    const char *omit_scope; /* nodes named "<omit_scope>/..." are skipped (NULL: none) */
+} ctx;
+
+static vg_code oom(ctx *c, const char *what) {
+    return vg_status_set(c->st, VG_RESOURCE_EXHAUSTED, "%s: out of memory allocating %s", c->src, what);
+}
+
+static void inode_free(inode *nd) {
+    vg__free(nd->name);
+    vg__free(nd->op);
+    vg__free(nd->orig_op);
+    vg__free(nd->device);
+    for (int j = 0; j < nd->ninputs; j++) vg__free(nd->inputs[j]);
+    vg__free(nd->inputs);
+    vg__free(nd->attrs);
+    vg__free(nd->in_node);
+}
+
+static void ctx_free(ctx *c) {
+    for (int i = 0; i < c->n; i++) inode_free(&c->nodes[i]);
+    vg__free(c->nodes);
+    vg__free(c->bad_consumers);
+    vg__strmap_free(&c->by_name);
+}
+
+/* A proto string as a NUL-terminated copy; strings with NUL bytes are rejected. */
+static vg_code dup_str(ctx *c, const vg__pb_field *f, const char *what, char **out) {
+    *out = NULL; /* the caller freed the previous value */
+    if (memchr(f->data, 0, f->len))
+        return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: %s contains a NUL byte", c->src, what);
+    *out = vg__strndup((const char *)f->data, f->len);
+    if (!*out) return oom(c, what);
+    return VG_OK;
+}
+
+static vg_code need_len(ctx *c, const vg__pb_field *f, const char *what) {
+    if (f->wiretype != VG__PB_LEN)
+        return vg_status_set(c->st, VG_DATA_LOSS, "%s: malformed protobuf: %s has wire type %d", c->src, what,
+                             f->wiretype);
+    return VG_OK;
+}
+
+static vg_code pb_err(ctx *c, vg_code code, const char *what) {
+    if (code == VG_DATA_LOSS) vg_status_prefix(c->st, "%s: %s", c->src, what);
+    return code;
+}
+
+/* ------------------------------------------------------------------------ */
+/* parse phase */
+
+static bool valid_node_name(const char *s) {
+    /* TF: [A-Za-z0-9.][A-Za-z0-9_.\-/>]* */
+    if (!*s) return false;
+    for (const char *p = s; *p; p++) {
+        char ch = *p;
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.';
+        if (p != s) ok = ok || ch == '_' || ch == '-' || ch == '/' || ch == '>';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static vg_code parse_node(ctx *c, const uint8_t *p, size_t n, inode *nd) {
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg__pb_reader_init(&r, p, n);
+    vg_code k;
+    while ((k = vg__pb_next(&r, &f, c->st)) == VG_OK) {
+        switch (f.number) {
+        case 1:
+            if ((k = need_len(c, &f, "NodeDef.name"))) return k;
+            vg__free(nd->name);
+            if ((k = dup_str(c, &f, "a node name", &nd->name))) return k;
+            break;
+        case 2:
+            if ((k = need_len(c, &f, "NodeDef.op"))) return k;
+            vg__free(nd->orig_op);
+            if ((k = dup_str(c, &f, "an op type", &nd->orig_op))) return k;
+            break;
+        case 3: {
+            if ((k = need_len(c, &f, "NodeDef.input"))) return k;
+            if (!vg__grow((void **)&nd->inputs, &nd->inputs_cap, nd->ninputs + 1, sizeof(char *)))
+                return oom(c, "node inputs");
+            if ((k = dup_str(c, &f, "a node input", &nd->inputs[nd->ninputs]))) return k;
+            nd->ninputs++;
+            break;
+        }
+        case 4:
+            if ((k = need_len(c, &f, "NodeDef.device"))) return k;
+            vg__free(nd->device);
+            if ((k = dup_str(c, &f, "a device", &nd->device))) return k;
+            break;
+        case 5: {
+            if ((k = need_len(c, &f, "NodeDef.attr"))) return k;
+            rattr a = {(const uint8_t *)"", 0, NULL, 0};
+            vg__pb_reader er;
+            vg__pb_field ef;
+            vg__pb_reader_init(&er, f.data, f.len);
+            while ((k = vg__pb_next(&er, &ef, c->st)) == VG_OK) {
+                if (ef.number == 1 && ef.wiretype == VG__PB_LEN) {
+                    a.key = ef.data;
+                    a.key_len = ef.len;
+                } else if (ef.number == 2 && ef.wiretype == VG__PB_LEN) {
+                    a.val = ef.data;
+                    a.val_len = ef.len;
+                }
+            }
+            if (k != VG_OUT_OF_RANGE) return pb_err(c, k, "NodeDef.attr");
+            /* a later entry with the same key replaces the earlier (map semantics) */
+            int j = 0;
+            for (; j < nd->nattrs; j++)
+                if (nd->attrs[j].key_len == a.key_len && memcmp(nd->attrs[j].key, a.key, a.key_len) == 0) break;
+            if (j == nd->nattrs) {
+                if (!vg__grow((void **)&nd->attrs, &nd->attrs_cap, nd->nattrs + 1, sizeof(rattr)))
+                    return oom(c, "node attrs");
+                nd->nattrs++;
+            }
+            nd->attrs[j] = a;
+            break;
+        }
+        default: break;
+        }
+    }
+    if (k != VG_OUT_OF_RANGE) return pb_err(c, k, "NodeDef");
+    if (!nd->name) return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: a node has no name", c->src);
+    if (!valid_node_name(nd->name))
+        return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: node name '%s' contains invalid characters", c->src,
+                             nd->name);
+    if (!nd->orig_op || !*nd->orig_op)
+        return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: node '%s' has no op type", c->src, nd->name);
+    return VG_OK;
+}
+
+static vg_code parse_versions(ctx *c, const uint8_t *p, size_t n) {
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg__pb_reader_init(&r, p, n);
+    vg_code k;
+    c->has_versions = true;
+    while ((k = vg__pb_next(&r, &f, c->st)) == VG_OK) {
+        if (f.number == 1 && f.wiretype == VG__PB_VARINT) c->producer = (int32_t)f.u;
+        else if (f.number == 2 && f.wiretype == VG__PB_VARINT) c->min_consumer = (int32_t)f.u;
+        else if (f.number == 3) {
+            const uint8_t *q = f.data, *e = f.data + f.len;
+            uint64_t v = f.u;
+            bool packed = f.wiretype == VG__PB_LEN;
+            do {
+                if (packed && !vg__pb_get_varint(&q, e, &v))
+                    return vg_status_set(c->st, VG_DATA_LOSS, "%s: malformed VersionDef.bad_consumers", c->src);
+                if (!vg__grow((void **)&c->bad_consumers, &c->bad_cap, c->nbad + 1, sizeof(int64_t)))
+                    return oom(c, "versions");
+                c->bad_consumers[c->nbad++] = (int32_t)v;
+            } while (packed && q < e);
+        }
+    }
+    if (k != VG_OUT_OF_RANGE) return pb_err(c, k, "VersionDef");
+    return VG_OK;
+}
+
+static vg_code parse_graph(ctx *c, const uint8_t *p, size_t n) {
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg__pb_reader_init(&r, p, n);
+    vg_code k;
+    while ((k = vg__pb_next(&r, &f, c->st)) == VG_OK) {
+        if (f.number == 1) {
+            if ((k = need_len(c, &f, "GraphDef.node"))) return k;
+            if (!vg__grow((void **)&c->nodes, &c->cap, c->n + 1, sizeof(inode))) return oom(c, "nodes");
+            inode *nd = &c->nodes[c->n++];
+            memset(nd, 0, sizeof *nd);
+            if ((k = parse_node(c, f.data, f.len, nd))) return k;
+            size_t ol = c->omit_scope ? strlen(c->omit_scope) : 0;
+            if (ol && strncmp(nd->name, c->omit_scope, ol) == 0 && (nd->name[ol] == '/' || !nd->name[ol])) {
+                inode_free(nd);
+                c->n--;
+            }
+        } else if (f.number == 4) {
+            if ((k = need_len(c, &f, "GraphDef.versions"))) return k;
+            if ((k = parse_versions(c, f.data, f.len))) return k;
+        }
+    }
+    if (k != VG_OUT_OF_RANGE) return pb_err(c, k, "GraphDef");
+    for (int i = 0; i < c->n; i++) {
+        bool found = false;
+        vg__strmap_get(&c->by_name, c->nodes[i].name, &found);
+        if (found)
+            return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: node '%s' is defined twice", c->src,
+                                 c->nodes[i].name);
+        if (!vg__strmap_put(&c->by_name, c->nodes[i].name, (void *)(intptr_t)(i + 1))) return oom(c, "name map");
+    }
+    return VG_OK;
+}
+
+static vg_code check_versions(ctx *c) {
+    if (!c->has_versions) return VG_OK;
+    if (c->producer < VG_GRAPH_DEF_VERSION_MIN_PRODUCER)
+        return vg_status_set(c->st, VG_INVALID_ARGUMENT,
+                             "%s: GraphDef producer version %lld below min producer %d supported by vigil. "
+                             "Please regenerate your graph.",
+                             c->src, (long long)c->producer, VG_GRAPH_DEF_VERSION_MIN_PRODUCER);
+    if (c->min_consumer > VG_GRAPH_DEF_VERSION)
+        return vg_status_set(c->st, VG_INVALID_ARGUMENT,
+                             "%s: GraphDef min consumer version %lld above current version %d for vigil (as TF "
+                             "1.15). Please upgrade vigil.",
+                             c->src, (long long)c->min_consumer, VG_GRAPH_DEF_VERSION);
+    for (int i = 0; i < c->nbad; i++)
+        if (c->bad_consumers[i] == VG_GRAPH_DEF_VERSION)
+            return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: GraphDef disallows consumer version %d.", c->src,
+                                 VG_GRAPH_DEF_VERSION);
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* legacy op names */
+
+static const rattr *find_rattr(const inode *nd, const char *key) {
+    size_t kl = strlen(key);
+    for (int i = 0; i < nd->nattrs; i++)
+        if (nd->attrs[i].key_len == kl && memcmp(nd->attrs[i].key, key, kl) == 0) return &nd->attrs[i];
+    return NULL;
+}
+
+/* The "type" field of a type attr, or -1. */
+static int rattr_type(const inode *nd, const char *key) {
+    const rattr *a = find_rattr(nd, key);
+    if (!a || !a->val) return -1;
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg_status st;
+    int t = -1;
+    vg__pb_reader_init(&r, a->val, a->val_len);
+    while (vg__pb_next(&r, &f, &st) == VG_OK)
+        if (f.number == 6 && f.wiretype == VG__PB_VARINT) t = (int)(f.u % 100);
+    return t;
+}
+
+static const char *legacy_map(const inode *nd) {
+    const char *t = nd->orig_op;
+    if (vg__registry_find(t)) return t;
+    if (strcmp(t, "Variable") == 0) return "VariableV2";
+    if (strcmp(t, "Div") == 0) {
+        int dt = rattr_type(nd, "T");
+        if (dt == VG_FLOAT || dt == VG_DOUBLE) return "RealDiv";
+        /* integer Div truncates (C division), as TruncateDiv */
+        if ((dt == VG_INT32 || dt == VG_INT64 || dt == VG_UINT8) && vg__registry_find("TruncateDiv")) return "TruncateDiv";
+        return t;
+    }
+    if (strcmp(t, "Concat") == 0) return "ConcatV2";
+    if (strcmp(t, "BatchMatMul") == 0 && vg__registry_find("BatchMatMulV2")) return "BatchMatMulV2";
+    if (strcmp(t, "Inv") == 0) return "Reciprocal";
+    if (strcmp(t, "InvGrad") == 0) return "ReciprocalGrad";
+    return t;
+}
+
+typedef struct missing {
+    const char *type;
+    int count;
+    int first; /* index of the first node */
+} missing;
+
+/* Maps op types, then lists the unknown ones (first-seen order) into *out (allocated). */
+static vg_code collect_missing(ctx *c, missing **out, int *nout) {
+    missing *m = NULL;
+    int n = 0, cap = 0;
+    for (int i = 0; i < c->n; i++) {
+        inode *nd = &c->nodes[i];
+        nd->op = vg__strdup(legacy_map(nd));
+        if (!nd->op) {
+            vg__free(m);
+            return oom(c, "op type");
+        }
+        if (vg__registry_find(nd->op)) continue;
+        int j = 0;
+        while (j < n && strcmp(m[j].type, nd->orig_op) != 0) j++;
+        if (j == n) {
+            if (!vg__grow((void **)&m, &cap, n + 1, sizeof *m)) {
+                vg__free(m);
+                return oom(c, "op list");
+            }
+            m[n++] = (missing){nd->orig_op, 0, i};
+        }
+        m[j].count++;
+    }
+    *out = m;
+    *nout = n;
+    return VG_OK;
+}
+
+static vg_code report_missing(ctx *c, const missing *m, int nm) {
+    char msg[VG_STATUS_MSG_MAX];
+    size_t pos = 0;
+    int total = 0;
+    for (int j = 0; j < nm; j++) total += m[j].count;
+    pos += (size_t)snprintf(msg, sizeof msg, "%s: %d op type(s) vigil cannot run (%d node(s)): ", c->src, nm, total);
+    for (int j = 0; j < nm && pos < sizeof msg; j++) {
+        pos += (size_t)snprintf(msg + pos, sizeof msg - pos, "%s%s (node%s", j ? "; " : "", m[j].type,
+                                m[j].count > 1 ? "s" : "");
+        int shown = 0;
+        for (int i = m[j].first; i < c->n && pos < sizeof msg; i++) {
+            if (strcmp(c->nodes[i].orig_op, m[j].type) != 0 || vg__registry_find(c->nodes[i].op)) continue;
+            if (shown == 3) {
+                pos += (size_t)snprintf(msg + pos, sizeof msg - pos, ", ... %d more", m[j].count - 3);
+                break;
+            }
+            pos += (size_t)snprintf(msg + pos, sizeof msg - pos, "%s'%s'", shown ? ", " : " ", c->nodes[i].name);
+            shown++;
+        }
+        if (pos < sizeof msg) pos += (size_t)snprintf(msg + pos, sizeof msg - pos, ")");
+    }
+    if (pos >= sizeof msg) memcpy(msg + sizeof msg - 5, "...", 4);
+    return vg_status_set(c->st, VG_UNIMPLEMENTED, "%s", msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* input specs */
+
+/* Splits "^name", "name:k", "name" into name (borrowed in a copy), index (-1 = control). */
+static bool split_input(const char *spec, char *name, size_t cap, int *index) {
+    bool ctrl = spec[0] == '^';
+    if (ctrl) spec++;
+    const char *colon = strrchr(spec, ':');
+    size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+    if (n == 0 || n >= cap) return false;
+    memcpy(name, spec, n);
+    name[n] = 0;
+    *index = 0;
+    if (colon) {
+        if (ctrl || !colon[1]) return false;
+        long v = 0;
+        for (const char *q = colon + 1; *q; q++) {
+            if (*q < '0' || *q > '9' || v > 100000000) return false;
+            v = v * 10 + (*q - '0');
+        }
+        *index = (int)v;
+    }
+    if (ctrl) *index = -1;
+    return true;
+}
+
+typedef struct imap {
+    const char *key;
+    char name[512];
+    int index; /* -1: control */
+    vg_output value;
+    bool used;
+} imap;
+
+static int find_map(imap *maps, int n, const char *name, int index) {
+    for (int i = 0; i < n; i++)
+        if (maps[i].index == index && strcmp(maps[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* attr decoding */
+
+typedef struct actx {
+    ctx *c;
+    const char *node;
+    char attr[128];
+    int64_t max_bytes;
+    bool scalar_shape_is_unknown; /* Placeholder of a GraphDef producer <= 21 */
+} actx;
+
+static vg_code attr_err(actx *a, vg_code code, const char *fmt, const char *detail) {
+    char d[256];
+    snprintf(d, sizeof d, fmt, detail);
+    return vg_status_set(a->c->st, code, "%s: node '%s' attr '%s': %s", a->c->src, a->node, a->attr, d);
+}
+
+static vg_code to_dtype(actx *a, uint64_t v, vg_dtype *dt) {
+    int t = (int)(v % 100); /* ref types (DT_FLOAT_REF = 101) as their base */
+    if (v >= 200 || (t != VG_FLOAT && t != VG_DOUBLE && t != VG_INT32 && t != VG_UINT8 && t != VG_STRING &&
+                     t != VG_INT64 && t != VG_BOOL && t != VG_RESOURCE)) {
+        const char *nm = vg__pbtxt_dtype_name(t);
+        char buf[32];
+        snprintf(buf, sizeof buf, "%d", t);
+        return attr_err(a, VG_UNIMPLEMENTED, "dtype %s is not supported by vigil", nm ? nm : buf);
+    }
+    *dt = (vg_dtype)t;
+    return VG_OK;
+}
+
+static vg_code decode_shape(actx *a, const uint8_t *p, size_t n, vg_shape *s) {
+    vg__pb_reader r, dr;
+    vg__pb_field f, df;
+    vg__pb_reader_init(&r, p, n);
+    vg_code k;
+    memset(s, 0, sizeof *s);
+    bool unknown = false;
+    while ((k = vg__pb_next(&r, &f, a->c->st)) == VG_OK) {
+        if (f.number == 3 && f.wiretype == VG__PB_VARINT) unknown = f.u != 0;
+        if (f.number != 2 || f.wiretype != VG__PB_LEN) continue;
+        int64_t size = 0;
+        vg__pb_reader_init(&dr, f.data, f.len);
+        while ((k = vg__pb_next(&dr, &df, a->c->st)) == VG_OK)
+            if (df.number == 1 && df.wiretype == VG__PB_VARINT) size = (int64_t)df.u;
+        if (k != VG_OUT_OF_RANGE) return pb_err(a->c, k, "TensorShapeProto.dim");
+        if (size < -1) return attr_err(a, VG_INVALID_ARGUMENT, "shape has a negative dimension%s", "");
+        if (s->ndims == VG_MAX_DIMS)
+            return attr_err(a, VG_UNIMPLEMENTED, "shapes of rank > 8 are not supported by vigil%s", "");
+        s->dims[s->ndims++] = size;
+    }
+    if (k != VG_OUT_OF_RANGE) return pb_err(a->c, k, "TensorShapeProto");
+    if (unknown) *s = vg_shape_unknown();
+    return VG_OK;
+}
+
+/* Counts the values of a repeated scalar field occurrence (packed or not). */
+static vg_code count_vals(actx *a, const vg__pb_field *f, int wire_unpacked, int64_t *count) {
+    if (f->wiretype == wire_unpacked) {
+        (*count)++;
+        return VG_OK;
+    }
+    if (f->wiretype != VG__PB_LEN) return attr_err(a, VG_DATA_LOSS, "malformed repeated field%s", "");
+    if (wire_unpacked == VG__PB_FIXED32 || wire_unpacked == VG__PB_FIXED64) {
+        size_t es = wire_unpacked == VG__PB_FIXED32 ? 4 : 8;
+        if (f->len % es) return attr_err(a, VG_DATA_LOSS, "malformed packed field%s", "");
+        *count += (int64_t)(f->len / es);
+        return VG_OK;
+    }
+    const uint8_t *q = f->data, *e = f->data + f->len;
+    uint64_t v;
+    while (q < e) {
+        if (!vg__pb_get_varint(&q, e, &v)) return attr_err(a, VG_DATA_LOSS, "malformed packed varints%s", "");
+        (*count)++;
+    }
+    return VG_OK;
+}
+
+/* Calls put(i, raw) for each value of an occurrence; raw is the varint or fixed bits. */
+static int64_t each_val(const vg__pb_field *f, int wire_unpacked, int64_t at, void (*put)(void *, int64_t, uint64_t),
+                        void *arg, int64_t limit) {
+    if (f->wiretype == wire_unpacked) {
+        if (at < limit) put(arg, at, f->u);
+        return at + 1;
+    }
+    const uint8_t *q = f->data, *e = f->data + f->len;
+    while (q < e) {
+        uint64_t v;
+        if (wire_unpacked == VG__PB_FIXED32) {
+            v = vg__get_le32(q);
+            q += 4;
+        } else if (wire_unpacked == VG__PB_FIXED64) {
+            v = vg__get_le64(q);
+            q += 8;
+        } else if (!vg__pb_get_varint(&q, e, &v)) {
+            break;
+        }
+        if (at < limit) put(arg, at, v);
+        at++;
+    }
+    return at;
+}
+
+typedef struct tfill {
+    vg_dtype dt;
+    uint8_t *data;
+} tfill;
+
+static void put_elem(void *arg, int64_t i, uint64_t v) {
+    tfill *t = arg;
+    switch (t->dt) {
+    case VG_FLOAT: {
+        uint32_t u = (uint32_t)v;
+        memcpy(t->data + 4 * i, &u, 4);
+        break;
+    }
+    case VG_DOUBLE: memcpy(t->data + 8 * i, &v, 8); break;
+    case VG_INT32: {
+        int32_t x = (int32_t)v;
+        memcpy(t->data + 4 * i, &x, 4);
+        break;
+    }
+    case VG_UINT8: t->data[i] = (uint8_t)v; break;
+    case VG_INT64: memcpy(t->data + 8 * i, &v, 8); break;
+    case VG_BOOL: t->data[i] = v != 0; break;
+    default: break;
+    }
+}
+
+static vg_code decode_tensor(actx *a, const uint8_t *p, size_t n, vg_tensor **out) {
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg_code k;
+    uint64_t dtv = 0;
+    vg_shape shape = {0};
+    const uint8_t *content = NULL;
+    size_t content_len = 0;
+    bool has_content = false;
+    int64_t nvals = 0;
+    int typed = 0, wire = 0;
+    /* pass 1: dtype, shape, content and the count of typed values */
+    vg__pb_reader_init(&r, p, n);
+    while ((k = vg__pb_next(&r, &f, a->c->st)) == VG_OK) {
+        if (f.number == 1 && f.wiretype == VG__PB_VARINT) dtv = f.u;
+        else if (f.number == 2 && f.wiretype == VG__PB_LEN) {
+            if ((k = decode_shape(a, f.data, f.len, &shape))) return k;
+        } else if (f.number == 4 && f.wiretype == VG__PB_LEN) {
+            content = f.data;
+            content_len = f.len;
+            has_content = true;
+        }
+    }
+    if (k != VG_OUT_OF_RANGE) return pb_err(a->c, k, "TensorProto");
+    vg_dtype dt;
+    if ((k = to_dtype(a, dtv, &dt))) return k;
+    if (dt == VG_RESOURCE) return attr_err(a, VG_UNIMPLEMENTED, "resource tensors are not supported%s", "");
+    switch (dt) {
+    case VG_FLOAT: typed = 5; wire = VG__PB_FIXED32; break;
+    case VG_DOUBLE: typed = 6; wire = VG__PB_FIXED64; break;
+    case VG_INT32: case VG_UINT8: typed = 7; wire = VG__PB_VARINT; break;
+    case VG_STRING: typed = 8; wire = VG__PB_LEN; break;
+    case VG_INT64: typed = 10; wire = VG__PB_VARINT; break;
+    case VG_BOOL: typed = 11; wire = VG__PB_VARINT; break;
+    default: break;
+    }
+    vg__pb_reader_init(&r, p, n);
+    while ((k = vg__pb_next(&r, &f, a->c->st)) == VG_OK) {
+        if (f.number != typed) continue;
+        if (dt == VG_STRING) {
+            if (f.wiretype != VG__PB_LEN) return attr_err(a, VG_DATA_LOSS, "malformed string_val%s", "");
+            nvals++;
+        } else if ((k = count_vals(a, &f, wire, &nvals))) {
+            return k;
+        }
+    }
+    if (shape.ndims < 0) return attr_err(a, VG_INVALID_ARGUMENT, "tensor has an unknown rank%s", "");
+    /* element count and byte size, checked before any allocation */
+    int64_t ne = 1;
+    size_t es = dt == VG_STRING ? 16 : vg_dtype_size(dt);
+    for (int i = 0; i < shape.ndims; i++) {
+        int64_t d = shape.dims[i];
+        if (d < 0) return attr_err(a, VG_INVALID_ARGUMENT, "tensor has an unknown dimension%s", "");
+        if (d > 0 && ne > INT64_MAX / d) return attr_err(a, VG_INVALID_ARGUMENT, "tensor size overflows%s", "");
+        ne *= d;
+    }
+    char sbuf[128];
+    vg_shape_str(&shape, sbuf, sizeof sbuf);
+    if (ne > a->max_bytes / (int64_t)es) {
+        char d[200];
+        snprintf(d, sizeof d, "tensor of shape %s (%lld elements) exceeds the %lld-byte limit", sbuf, (long long)ne,
+                 (long long)a->max_bytes);
+        return attr_err(a, VG_INVALID_ARGUMENT, "%s", d);
+    }
+    if (has_content && dt != VG_STRING) {
+        if ((uint64_t)content_len != (uint64_t)ne * vg_dtype_size(dt)) {
+            char d[200];
+            snprintf(d, sizeof d, "tensor_content has %zu bytes, shape %s of %s needs %lld", content_len, sbuf,
+                     vg_dtype_name(dt), (long long)ne * (long long)vg_dtype_size(dt));
+            return attr_err(a, VG_INVALID_ARGUMENT, "%s", d);
+        }
+    } else if (nvals > ne || (nvals == 0 && ne > 0 && dt == VG_STRING && 0)) {
+        char d[200];
+        snprintf(d, sizeof d, "%lld values for shape %s", (long long)nvals, sbuf);
+        return attr_err(a, VG_INVALID_ARGUMENT, "%s", d);
+    }
+    if (!out) return VG_OK; /* validation only */
+    vg_status ts;
+    vg_tensor *t = vg_tensor_new_zeros(dt, shape.dims, shape.ndims, &ts);
+    if (!t) return vg_status_set(a->c->st, ts.code, "%s: node '%s' attr '%s': %s", a->c->src, a->node, a->attr, ts.msg);
+    if (ne == 0) {
+        *out = t;
+        return VG_OK;
+    }
+    if (dt == VG_STRING) {
+        int64_t i = 0;
+        const uint8_t *last = NULL;
+        size_t last_len = 0;
+        vg__pb_reader_init(&r, p, n);
+        while (vg__pb_next(&r, &f, a->c->st) == VG_OK) {
+            if (f.number != typed) continue;
+            if (vg_tensor_set_string(t, i++, (const char *)f.data, f.len, &ts) != VG_OK) goto tfail;
+            last = f.data;
+            last_len = f.len;
+        }
+        for (; last && i < ne; i++)
+            if (vg_tensor_set_string(t, i, (const char *)last, last_len, &ts) != VG_OK) goto tfail;
+    } else if (has_content) {
+        memcpy(vg_tensor_data(t), content, content_len);
+    } else if (nvals > 0) {
+        tfill tf = {dt, vg_tensor_data(t)};
+        int64_t at = 0;
+        vg__pb_reader_init(&r, p, n);
+        while (vg__pb_next(&r, &f, a->c->st) == VG_OK)
+            if (f.number == typed) at = each_val(&f, wire, at, put_elem, &tf, ne);
+        /* fewer values than elements: the last value repeats (TF's MakeTensorFromProto) */
+        size_t esz = vg_dtype_size(dt);
+        for (int64_t i = at; i < ne; i++) memcpy(tf.data + (size_t)i * esz, tf.data + (size_t)(at - 1) * esz, esz);
+    }
+    *out = t;
+    return VG_OK;
+tfail:
+    vg_tensor_free(t);
+    return vg_status_set(a->c->st, ts.code, "%s: node '%s' attr '%s': %s", a->c->src, a->node, a->attr, ts.msg);
+}
+
+static vg_attr_type empty_list_type(const char *name) {
+    static const char *const types[] = {"dtypes", "component_types", "Tcomponents", "Tin", "Tout", "out_types",
+                                        "output_types", "Toutput_types", "T", "Targuments", "Tcaptured", NULL};
+    static const char *const shapes[] = {"shapes", "output_shapes", "_output_shapes", "element_shapes", NULL};
+    static const char *const strs[] = {"_class", "container_names", NULL};
+    for (int i = 0; types[i]; i++)
+        if (strcmp(name, types[i]) == 0) return VG_ATTR_TYPE_LIST;
+    for (int i = 0; shapes[i]; i++)
+        if (strcmp(name, shapes[i]) == 0) return VG_ATTR_SHAPE_LIST;
+    for (int i = 0; strs[i]; i++)
+        if (strcmp(name, strs[i]) == 0) return VG_ATTR_STRING_LIST;
+    return VG_ATTR_INT_LIST;
+}
+
+typedef struct dlist {
+    int64_t *i;
+    float *f;
+    vg_dtype *t;
+    vg_shape *sh;
+    char **s;
+    int n;
+} dlist;
+
+static void put_i64(void *arg, int64_t i, uint64_t v) { ((int64_t *)arg)[i] = (int64_t)v; }
+static void put_f32(void *arg, int64_t i, uint64_t v) {
+    uint32_t u = (uint32_t)v;
+    memcpy((float *)arg + i, &u, 4);
+}
+static void put_u64(void *arg, int64_t i, uint64_t v) { ((uint64_t *)arg)[i] = v; }
+
+static void dlist_free(dlist *l) {
+    vg__free(l->i);
+    vg__free(l->f);
+    vg__free(l->t);
+    vg__free(l->sh);
+    for (int j = 0; l->s && j < l->n; j++) vg__free(l->s[j]);
+    vg__free(l->s);
+}
+
+/* Decodes a ListValue and sets it on the builder. */
+static vg_code apply_list(actx *a, const uint8_t *p, size_t n, vg_op_builder *b) {
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg_code k;
+    int64_t cnt[10] = {0};
+    vg__pb_reader_init(&r, p, n);
+    while ((k = vg__pb_next(&r, &f, a->c->st)) == VG_OK) {
+        switch (f.number) {
+        case 2: case 7: case 8: case 9: cnt[f.number]++; break;
+        case 3: case 5: case 6:
+            if ((k = count_vals(a, &f, VG__PB_VARINT, &cnt[f.number]))) return k;
+            break;
+        case 4:
+            if ((k = count_vals(a, &f, VG__PB_FIXED32, &cnt[4]))) return k;
+            break;
+        default: break;
+        }
+    }
+    if (k != VG_OUT_OF_RANGE) return pb_err(a->c, k, "AttrValue.list");
+    int kind = 0, kinds = 0;
+    for (int j = 2; j < 10; j++)
+        if (cnt[j]) {
+            kind = j;
+            kinds++;
+        }
+    if (kinds > 1) return attr_err(a, VG_INVALID_ARGUMENT, "list mixes value kinds%s", "");
+    if (kind == 5) return attr_err(a, VG_UNIMPLEMENTED, "bool lists are not supported by vigil%s", "");
+    if (kind == 8) return attr_err(a, VG_UNIMPLEMENTED, "tensor lists are not supported by vigil%s", "");
+    if (kind == 9) return attr_err(a, VG_UNIMPLEMENTED, "func attrs are not supported (vigil has no functions)%s", "");
+    int64_t total = kind ? cnt[kind] : 0;
+    if (total > (int64_t)(n + 1)) return attr_err(a, VG_DATA_LOSS, "malformed list%s", ""); /* cannot happen */
+    dlist l = {0};
+    l.n = (int)total;
+    size_t cap = (size_t)(total ? total : 1);
+    vg_attr_type at = kind == 2 ? VG_ATTR_STRING_LIST : kind == 3 ? VG_ATTR_INT_LIST : kind == 4 ? VG_ATTR_FLOAT_LIST
+                    : kind == 6 ? VG_ATTR_TYPE_LIST : kind == 7 ? VG_ATTR_SHAPE_LIST : empty_list_type(a->attr);
+    bool ok = true;
+    switch (at) {
+    case VG_ATTR_INT_LIST: ok = (l.i = vg__malloc(cap * sizeof(int64_t))) != NULL; break;
+    case VG_ATTR_FLOAT_LIST: ok = (l.f = vg__malloc(cap * sizeof(float))) != NULL; break;
+    case VG_ATTR_TYPE_LIST: ok = (l.t = vg__malloc(cap * sizeof(vg_dtype))) && (l.i = vg__malloc(cap * 8)); break;
+    case VG_ATTR_SHAPE_LIST: ok = (l.sh = vg__calloc(cap, sizeof(vg_shape))) != NULL; break;
+    case VG_ATTR_STRING_LIST: ok = (l.s = vg__calloc(cap, sizeof(char *))) != NULL; break;
+    default: break;
+    }
+    if (!ok) {
+        dlist_free(&l);
+        return oom(a->c, "attr list");
+    }
+    int64_t at_i = 0;
+    vg__pb_reader_init(&r, p, n);
+    while (k == VG_OUT_OF_RANGE && vg__pb_next(&r, &f, a->c->st) == VG_OK) {
+        if (f.number != kind) continue;
+        switch (kind) {
+        case 2:
+            if (memchr(f.data, 0, f.len)) {
+                k = attr_err(a, VG_INVALID_ARGUMENT, "list string contains a NUL byte%s", "");
+                break;
+            }
+            if (!(l.s[at_i++] = vg__strndup((const char *)f.data, f.len))) k = oom(a->c, "attr string");
+            break;
+        case 3: at_i = each_val(&f, VG__PB_VARINT, at_i, put_i64, l.i, total); break;
+        case 4: at_i = each_val(&f, VG__PB_FIXED32, at_i, put_f32, l.f, total); break;
+        case 6: at_i = each_val(&f, VG__PB_VARINT, at_i, put_u64, l.i, total); break;
+        case 7:
+            if (f.wiretype != VG__PB_LEN) {
+                k = attr_err(a, VG_DATA_LOSS, "malformed shape list%s", "");
+                break;
+            }
+            {
+                vg_code kk = decode_shape(a, f.data, f.len, &l.sh[at_i++]);
+                if (kk) k = kk;
+            }
+            break;
+        default: break;
+        }
+    }
+    if (k == VG_OUT_OF_RANGE && kind == 6)
+        for (int j = 0; j < l.n && k == VG_OUT_OF_RANGE; j++) {
+            vg_code kk = to_dtype(a, (uint64_t)l.i[j], &l.t[j]);
+            if (kk) k = kk;
+        }
+    if (k != VG_OUT_OF_RANGE) {
+        dlist_free(&l);
+        return k;
+    }
+    switch (b ? at : VG_ATTR_NONE) {
+    case VG_ATTR_INT_LIST: vg_op_builder_set_attr_int_list(b, a->attr, l.i, l.n); break;
+    case VG_ATTR_FLOAT_LIST: vg_op_builder_set_attr_float_list(b, a->attr, l.f, l.n); break;
+    case VG_ATTR_TYPE_LIST: vg_op_builder_set_attr_type_list(b, a->attr, l.t, l.n); break;
+    case VG_ATTR_SHAPE_LIST: vg_op_builder_set_attr_shape_list(b, a->attr, l.sh, l.n); break;
+    case VG_ATTR_STRING_LIST: vg_op_builder_set_attr_string_list(b, a->attr, (const char *const *)l.s, l.n); break;
+    default: break;
+    }
+    dlist_free(&l);
+    return VG_OK;
+}
+
+/* Rewrites "loc:@x" colocation entries of _class for the prefix, then sets the attr. */
+static vg_code apply_class(actx *a, const uint8_t *p, size_t n, const char *prefix, vg_op_builder *b) {
+    if (!prefix || !*prefix) return apply_list(a, p, n, b);
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg_code k;
+    int cnt = 0;
+    vg__pb_reader_init(&r, p, n);
+    while ((k = vg__pb_next(&r, &f, a->c->st)) == VG_OK)
+        if (f.number == 2 && f.wiretype == VG__PB_LEN) cnt++;
+    if (k != VG_OUT_OF_RANGE) return pb_err(a->c, k, "_class");
+    char **s = vg__calloc((size_t)(cnt ? cnt : 1), sizeof(char *));
+    if (!s) return oom(a->c, "_class");
+    int i = 0;
+    vg__pb_reader_init(&r, p, n);
+    k = VG_OK;
+    while (!k && vg__pb_next(&r, &f, a->c->st) == VG_OK) {
+        if (f.number != 2 || f.wiretype != VG__PB_LEN) continue;
+        size_t pl = strlen(prefix);
+        bool loc = f.len >= 5 && memcmp(f.data, "loc:@", 5) == 0;
+        size_t need = f.len + (loc ? pl + 1 : 0) + 1;
+        if (!(s[i] = vg__malloc(need))) {
+            k = oom(a->c, "_class");
+            break;
+        }
+        if (loc) snprintf(s[i], need, "loc:@%s/%.*s", prefix, (int)(f.len - 5), (const char *)f.data + 5);
+        else snprintf(s[i], need, "%.*s", (int)f.len, (const char *)f.data);
+        i++;
+    }
+    if (!k && b) vg_op_builder_set_attr_string_list(b, "_class", (const char *const *)s, i);
+    for (int j = 0; j < i; j++) vg__free(s[j]);
+    vg__free(s);
+    return k;
+}
+
+static vg_code apply_attr(actx *a, const rattr *ra, const char *prefix, vg_op_builder *b) {
+    if (ra->key_len == 0 || ra->key_len >= sizeof a->attr || memchr(ra->key, 0, ra->key_len))
+        return vg_status_set(a->c->st, VG_INVALID_ARGUMENT, "%s: node '%s' has an attr with an invalid name",
+                             a->c->src, a->node);
+    memcpy(a->attr, ra->key, ra->key_len);
+    a->attr[ra->key_len] = 0;
+    if (strcmp(a->attr, "_output_shapes") == 0) return VG_OK;
+    vg__pb_reader r;
+    vg__pb_field f, last = {0};
+    vg_code k;
+    if (!ra->val) return VG_OK; /* no value: attr unset */
+    vg__pb_reader_init(&r, ra->val, ra->val_len);
+    while ((k = vg__pb_next(&r, &f, a->c->st)) == VG_OK)
+        if (f.number >= 1 && f.number <= 10) last = f; /* oneof: the last member set wins */
+    if (k != VG_OUT_OF_RANGE) return pb_err(a->c, k, "AttrValue");
+    bool len_kind = last.number == 1 || last.number == 2 || last.number == 7 || last.number == 8 ||
+                    last.number == 9 || last.number == 10;
+    if (last.number && len_kind != (last.wiretype == VG__PB_LEN))
+        return attr_err(a, VG_DATA_LOSS, "malformed AttrValue%s", "");
+    switch (last.number) {
+    case 0: return VG_OK;
+    case 1:
+        if (strcmp(a->attr, "_class") == 0) return apply_class(a, last.data, last.len, prefix, b);
+        return apply_list(a, last.data, last.len, b);
+    case 2: if (b) vg_op_builder_set_attr_string(b, a->attr, (const char *)last.data, last.len); return VG_OK;
+    case 3:
+        if (last.wiretype != VG__PB_VARINT) return attr_err(a, VG_DATA_LOSS, "malformed int attr%s", "");
+        if (b) vg_op_builder_set_attr_int(b, a->attr, (int64_t)last.u);
+        return VG_OK;
+    case 4:
+        if (last.wiretype != VG__PB_FIXED32) return attr_err(a, VG_DATA_LOSS, "malformed float attr%s", "");
+        if (b) vg_op_builder_set_attr_float(b, a->attr, vg__pb_as_float(&last));
+        return VG_OK;
+    case 5:
+        if (last.wiretype != VG__PB_VARINT) return attr_err(a, VG_DATA_LOSS, "malformed bool attr%s", "");
+        if (b) vg_op_builder_set_attr_bool(b, a->attr, last.u != 0);
+        return VG_OK;
+    case 6: {
+        if (last.wiretype != VG__PB_VARINT) return attr_err(a, VG_DATA_LOSS, "malformed type attr%s", "");
+        vg_dtype dt;
+        if ((k = to_dtype(a, last.u, &dt))) return k;
+        if (b) vg_op_builder_set_attr_type(b, a->attr, dt);
+        return VG_OK;
+    }
+    case 7: {
+        vg_shape s;
+        if ((k = decode_shape(a, last.data, last.len, &s))) return k;
+        /* TF: "Placeholder has legacy behavior where we cannot tell the difference
+         * between a scalar shape attribute and 'unknown shape'" (graph_def_version <= 21) */
+        if (a->scalar_shape_is_unknown && s.ndims == 0 && strcmp(a->attr, "shape") == 0) s = vg_shape_unknown();
+        if (b) vg_op_builder_set_attr_shape(b, a->attr, s);
+        return VG_OK;
+    }
+    case 8: {
+        vg_tensor *t = NULL;
+        if ((k = decode_tensor(a, last.data, last.len, b ? &t : NULL))) return k;
+        if (b) vg_op_builder_set_attr_tensor(b, a->attr, t);
+        vg_tensor_free(t);
+        return VG_OK;
+    }
+    case 9: return attr_err(a, VG_UNIMPLEMENTED, "placeholder attrs (function bodies) are not supported%s", "");
+    default: return attr_err(a, VG_UNIMPLEMENTED, "func attrs are not supported (vigil has no functions)%s", "");
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* the import */
+
+static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_import_options *o,
+                         const char *omit_scope, vg_status *st);
+
+vg_code vg_graph_import_graph_def(vg_graph *g, const void *bytes, size_t len, const vg_import_options *opts,
+                                  vg_status *st) {
+    return vg__import_graph_def_ex(g, bytes, len, opts, NULL, st);
+}
+
+vg_code vg__import_graph_def_ex(vg_graph *g, const void *bytes, size_t len, const vg_import_options *opts,
+                                const char *omit_scope, vg_status *st) {
+    vg_import_options none = {0};
+    const vg_import_options *o = opts ? opts : &none;
+    if (!g || (!bytes && len))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_graph_import_graph_def: NULL graph or bytes");
+    const char *src = o->source ? o->source : "GraphDef";
+    bool text = o->format == VG_IMPORT_TEXT || (o->format == VG_IMPORT_AUTO && vg__pbtxt_looks_like_text(bytes, len));
+    if (!text) return do_import(g, bytes ? bytes : "", len, o, omit_scope, st);
+    vg__pb_buf bin;
+    vg__pb_init(&bin);
+    vg_code k = vg__pbtxt_to_binary(bytes, len, VG__PBTXT_GRAPH_DEF, &bin, st);
+    if (k) {
+        vg_status_prefix(st, "%s: ", src);
+    } else {
+        vg_import_options o2 = *o;
+        o2.format = VG_IMPORT_BINARY;
+        k = do_import(g, bin.data ? bin.data : (const uint8_t *)"", bin.len, &o2, omit_scope, st);
+    }
+    vg__pb_free(&bin);
+    return k;
+}
+
+/* "prefix/name" or "name"; false when it does not fit. */
+static bool join_name(char *out, size_t cap, const char *prefix, const char *name) {
+    int r = prefix && *prefix ? snprintf(out, cap, "%s/%s", prefix, name) : snprintf(out, cap, "%s", name);
+    return r >= 0 && (size_t)r < cap;
+}
+
+static void heap_push(int *h, int *n, int v) {
+    int i = (*n)++;
+    while (i > 0 && h[(i - 1) / 2] > v) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+static int heap_pop(int *h, int *n) {
+    int top = h[0], v = h[--(*n)], i = 0;
+    for (;;) {
+        int l = 2 * i + 1, m = l + 1 < *n && h[l + 1] < h[l] ? l + 1 : l;
+        if (l >= *n || h[m] >= v) break;
+        h[i] = h[m];
+        i = m;
+    }
+    h[i] = v;
+    return top;
+}
+
+static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_import_options *o,
+                         const char *omit_scope, vg_status *st) {
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.omit_scope = omit_scope;
+    c.src = o->source ? o->source : "GraphDef";
+    c.st = st;
+    vg__strmap_init(&c.by_name);
+    imap *maps = NULL;
+    missing *miss = NULL;
+    int *order = NULL;
+    vg_code k = VG_OK;
+    const char *prefix = o->prefix && *o->prefix ? o->prefix : NULL;
+    int64_t max_bytes = o->max_tensor_bytes > 0 ? o->max_tensor_bytes : DEFAULT_MAX_TENSOR_BYTES;
+
+    if ((k = vg_graph_status(g, st))) goto done;
+    if (vg_graph_finalized(g)) {
+        k = vg_status_set(st, VG_FAILED_PRECONDITION, "Graph is finalized and cannot be modified.");
+        goto done;
+    }
+    if ((k = parse_graph(&c, bytes, len))) goto done;
+    if ((k = check_versions(&c))) goto done;
+
+    /* op types: all missing ones in one message */
+    int nmiss = 0;
+    if ((k = collect_missing(&c, &miss, &nmiss))) goto done;
+    if (nmiss) {
+        k = report_missing(&c, miss, nmiss);
+        goto done;
+    }
+
+    /* input_map */
+    if (o->n_input_map > 0) {
+        maps = vg__calloc((size_t)o->n_input_map, sizeof *maps);
+        if (!maps) {
+            k = oom(&c, "input map");
+            goto done;
+        }
+    }
+    for (int i = 0; i < o->n_input_map; i++) {
+        maps[i].key = o->input_map_keys[i];
+        if (!o->input_map_keys[i] ||
+            !split_input(o->input_map_keys[i], maps[i].name, sizeof maps[i].name, &maps[i].index) ||
+            !o->input_map_values[i].op || vg_op_graph(o->input_map_values[i].op) != g) {
+            k = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input_map entry %d ('%s') is invalid", c.src, i,
+                              o->input_map_keys[i] ? o->input_map_keys[i] : "(null)");
+            goto done;
+        }
+        maps[i].value = o->input_map_values[i];
+    }
+
+    /* resolve inputs */
+    for (int i = 0; i < c.n; i++) {
+        inode *nd = &c.nodes[i];
+        if (nd->ninputs) {
+            nd->in_node = vg__malloc((size_t)nd->ninputs * sizeof(int));
+            if (!nd->in_node) {
+                k = oom(&c, "inputs");
+                goto done;
+            }
+        }
+        bool seen_ctrl = false;
+        for (int j = 0; j < nd->ninputs; j++) {
+            char name[512];
+            int index;
+            if (!split_input(nd->inputs[j], name, sizeof name, &index)) {
+                k = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: node '%s': malformed input '%s'", c.src, nd->name,
+                                  nd->inputs[j]);
+                goto done;
+            }
+            if (index >= 0 && seen_ctrl) {
+                k = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                  "%s: node '%s': data input '%s' follows a control input", c.src, nd->name,
+                                  nd->inputs[j]);
+                goto done;
+            }
+            if (index < 0) seen_ctrl = true;
+            int m = find_map(maps, o->n_input_map, name, index);
+            if (m >= 0) {
+                maps[m].used = true;
+                nd->in_node[j] = -1 - m;
+                continue;
+            }
+            int src = (int)(intptr_t)vg__strmap_get(&c.by_name, name, NULL) - 1;
+            if (src < 0) {
+                k = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                  "%s: node '%s': input '%s' refers to node '%s', which is not in the GraphDef",
+                                  c.src, nd->name, nd->inputs[j], name);
+                goto done;
+            }
+            nd->in_node[j] = src;
+            nd->pending++;
+        }
+    }
+    for (int i = 0; i < o->n_input_map; i++)
+        if (!maps[i].used && (int)(intptr_t)vg__strmap_get(&c.by_name, maps[i].name, NULL) == 0) {
+            k = vg_status_set(st, VG_INVALID_ARGUMENT,
+                              "%s: Attempted to map inputs that were not found in graph_def: [%s]", c.src,
+                              maps[i].key);
+            goto done;
+        }
+
+    /* return elements exist? (checked before building) */
+    for (int i = 0; i < o->n_return_tensors + o->n_return_ops; i++) {
+        bool ten = i < o->n_return_tensors;
+        const char *spec = ten ? o->return_tensors[i] : o->return_ops[i - o->n_return_tensors];
+        char name[512];
+        int index = 0;
+        if (!spec || (ten ? !split_input(spec, name, sizeof name, &index) || index < 0
+                          : snprintf(name, sizeof name, "%s", spec) >= (int)sizeof name)) {
+            k = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: bad return element '%s'", c.src, spec ? spec : "(null)");
+            goto done;
+        }
+        if (!vg__strmap_get(&c.by_name, name, NULL)) {
+            k = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: Requested return %s '%s' not found in graph def", c.src,
+                              ten ? "tensor" : "node", spec);
+            goto done;
+        }
+    }
+
+    /* topological order (Kahn), creation order kept among ready nodes */
+    order = vg__malloc((size_t)(c.n ? c.n : 1) * sizeof(int));
+    int *users_n = vg__calloc((size_t)(c.n ? c.n : 1), sizeof(int));
+    if (!order || !users_n) {
+        vg__free(users_n);
+        k = oom(&c, "node order");
+        goto done;
+    }
+    /* users as a CSR adjacency */
+    for (int i = 0; i < c.n; i++)
+        for (int j = 0; j < c.nodes[i].ninputs; j++)
+            if (c.nodes[i].in_node[j] >= 0) users_n[c.nodes[i].in_node[j]]++;
+    int64_t edges = 0;
+    for (int i = 0; i < c.n; i++) edges += users_n[i];
+    int *start = vg__malloc((size_t)(c.n + 1) * sizeof(int));
+    int *adj = vg__malloc((size_t)(edges ? edges : 1) * sizeof(int));
+    if (!start || !adj) {
+        vg__free(users_n);
+        vg__free(start);
+        vg__free(adj);
+        k = oom(&c, "node order");
+        goto done;
+    }
+    start[0] = 0;
+    for (int i = 0; i < c.n; i++) start[i + 1] = start[i] + users_n[i];
+    for (int i = 0; i < c.n; i++) users_n[i] = start[i];
+    for (int i = 0; i < c.n; i++)
+        for (int j = 0; j < c.nodes[i].ninputs; j++)
+            if (c.nodes[i].in_node[j] >= 0) adj[users_n[c.nodes[i].in_node[j]]++] = i;
+    /* ready nodes in a min-heap by GraphDef index (users_n reused as the heap), so a
+     * GraphDef already in topological order keeps its order */
+    int *heap = users_n, nheap = 0, tail = 0;
+    for (int i = 0; i < c.n; i++)
+        if (c.nodes[i].pending == 0) heap_push(heap, &nheap, i);
+    while (nheap > 0) {
+        int u = heap_pop(heap, &nheap);
+        order[tail++] = u;
+        for (int e = start[u]; e < start[u + 1]; e++)
+            if (--c.nodes[adj[e]].pending == 0) heap_push(heap, &nheap, adj[e]);
+    }
+    vg__free(users_n);
+    vg__free(start);
+    vg__free(adj);
+    if (tail < c.n) {
+        int bad = 0;
+        while (c.nodes[bad].pending == 0) bad++;
+        k = vg_status_set(st, VG_INVALID_ARGUMENT,
+                          "%s: GraphDef contains a cycle: node '%s' (%s) depends on itself through its inputs "
+                          "(%d node(s) in or after cycles)",
+                          c.src, c.nodes[bad].name, c.nodes[bad].orig_op, c.n - tail);
+        goto done;
+    }
+
+    /* every attr decodes (kinds, dtypes, tensor sizes) before anything is built */
+    for (int i = 0; i < c.n; i++) {
+        inode *nd = &c.nodes[i];
+        actx a = {&c, nd->name, "", max_bytes, false};
+        for (int j = 0; j < nd->nattrs; j++)
+            if ((k = apply_attr(&a, &nd->attrs[j], prefix, NULL))) goto done;
+    }
+
+    /* names must be free in the graph */
+    char scope_full[1024];
+    for (int i = 0; i < c.n; i++) {
+        char nm[1024];
+        if (!join_name(nm, sizeof nm, prefix, c.nodes[i].name) ||
+            !join_name(scope_full, sizeof scope_full, vg_graph_scope(g), nm)) {
+            k = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: node name '%s' is too long", c.src, c.nodes[i].name);
+            goto done;
+        }
+        if (vg_graph_op_by_name(g, scope_full)) {
+            k = vg_status_set(st, VG_INVALID_ARGUMENT,
+                              "%s: node '%s': an op named '%s' already exists in the graph (use a prefix)", c.src,
+                              c.nodes[i].name, scope_full);
+            goto done;
+        }
+    }
+
+    /* build */
+    for (int oi = 0; oi < c.n; oi++) {
+        inode *nd = &c.nodes[order[oi]];
+        char nm[1024];
+        join_name(nm, sizeof nm, prefix, nd->name);
+        vg_op_builder *b = vg_op_builder_new(g, nd->op, nm);
+        if (!b) {
+            k = oom(&c, "op builder");
+            goto done;
+        }
+        bool concat = strcmp(nd->orig_op, "Concat") == 0 && strcmp(nd->op, "ConcatV2") == 0;
+        int ndata = 0;
+        while (ndata < nd->ninputs && nd->inputs[ndata][0] != '^') ndata++;
+        for (int jj = 0; jj < ndata; jj++) {
+            /* Concat(concat_dim, values...) -> ConcatV2(values..., axis) */
+            int j = concat ? (jj + 1) % ndata : jj;
+            vg_output in;
+            if (nd->in_node[j] < 0) {
+                in = maps[-1 - nd->in_node[j]].value;
+            } else {
+                char name[512];
+                int index;
+                split_input(nd->inputs[j], name, sizeof name, &index);
+                in = vg_out(c.nodes[nd->in_node[j]].built, index);
+                if (index >= vg_op_num_outputs(in.op)) {
+                    vg_op_builder_free(b);
+                    k = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                      "%s: node '%s': input '%s' refers to output %d of node '%s', which has %d "
+                                      "output(s)",
+                                      c.src, nd->name, nd->inputs[j], index, name, vg_op_num_outputs(in.op));
+                    goto done;
+                }
+            }
+            vg_op_builder_add_input(b, in);
+        }
+        for (int j = ndata; j < nd->ninputs; j++) {
+            vg_op *dep = nd->in_node[j] < 0 ? maps[-1 - nd->in_node[j]].value.op : c.nodes[nd->in_node[j]].built;
+            vg_op_builder_add_control_input(b, dep);
+        }
+        actx a = {&c, nd->name, "", max_bytes,
+                  c.producer <= 21 && (strcmp(nd->op, "Placeholder") == 0 || strcmp(nd->op, "PlaceholderV2") == 0)};
+        for (int j = 0; j < nd->nattrs; j++) {
+            if ((k = apply_attr(&a, &nd->attrs[j], prefix, b))) {
+                vg_op_builder_free(b);
+                goto done;
+            }
+        }
+        if (concat) vg_op_builder_set_attr_type(b, "Tidx", VG_INT32);
+        if (nd->device && *nd->device && !o->clear_devices) vg_op_builder_set_device(b, nd->device);
+        nd->built = vg_op_builder_finish(b);
+        if (!nd->built) {
+            k = vg_graph_status(g, st);
+            if (!k) k = vg_status_set(st, VG_INTERNAL, "building node '%s' failed", nd->name);
+            vg_status_prefix(st, "%s: node '%s': ", c.src, nd->name);
+            goto done;
+        }
+        join_name(scope_full, sizeof scope_full, vg_graph_scope(g), nm);
+        if (strcmp(vg_op_name(nd->built), scope_full) != 0) {
+            k = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: node '%s' was renamed '%s' (a name clash in the graph)",
+                              c.src, nd->name, vg_op_name(nd->built));
+            goto done;
+        }
+    }
+
+    /* return elements */
+    for (int i = 0; i < o->n_return_tensors; i++) {
+        char name[512];
+        int index;
+        split_input(o->return_tensors[i], name, sizeof name, &index);
+        int m = find_map(maps, o->n_input_map, name, index);
+        vg_op *op = c.nodes[(int)(intptr_t)vg__strmap_get(&c.by_name, name, NULL) - 1].built;
+        if (index >= vg_op_num_outputs(op)) {
+            k = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: return tensor '%s': node has %d output(s)", c.src,
+                              o->return_tensors[i], vg_op_num_outputs(op));
+            goto done;
+        }
+        /* TF returns the mapped tensor for a mapped name */
+        if (o->return_tensors_out) o->return_tensors_out[i] = m >= 0 ? maps[m].value : vg_out(op, index);
+    }
+    for (int i = 0; i < o->n_return_ops; i++) {
+        vg_op *op = c.nodes[(int)(intptr_t)vg__strmap_get(&c.by_name, o->return_ops[i], NULL) - 1].built;
+        if (o->return_ops_out) o->return_ops_out[i] = op;
+    }
+    k = VG_OK;
+    vg_status_clear(st);
+done:
+    vg__free(order);
+    vg__free(miss);
+    vg__free(maps);
+    ctx_free(&c);
+    return k;
+}
+
+static bool ends_with(const char *s, const char *suf) {
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+vg_code vg_graph_import_graph_def_file(vg_graph *g, const char *path, const vg_import_options *opts, vg_status *st) {
+    uint8_t *data = NULL;
+    size_t len = 0;
+    vg_code k = vg__io_read_file(path, &data, &len, st);
+    if (k) return k;
+    vg_import_options o = {0};
+    if (opts) o = *opts;
+    if (!o.source) o.source = path;
+    if (o.format == VG_IMPORT_AUTO && (ends_with(path, ".pbtxt") || ends_with(path, ".txt")))
+        o.format = VG_IMPORT_TEXT;
+    k = vg_graph_import_graph_def(g, data, len, &o, st);
+    vg__free(data);
+    return k;
+}
+
+/* Op types of a GraphDef: all of them (as written) or only those vigil lacks. */
+static vg_code op_types(const void *bytes, size_t len, vg_import_format format, bool missing_only, char ***types,
+                        int **counts, int *n, vg_status *st) {
+    *types = NULL;
+    if (counts) *counts = NULL;
+    *n = 0;
+    vg__pb_buf bin;
+    vg__pb_init(&bin);
+    bool text = format == VG_IMPORT_TEXT || (format == VG_IMPORT_AUTO && vg__pbtxt_looks_like_text(bytes, len));
+    vg_code k = VG_OK;
+    if (text) {
+        if ((k = vg__pbtxt_to_binary(bytes, len, VG__PBTXT_GRAPH_DEF, &bin, st))) {
+            vg__pb_free(&bin);
+            return k;
+        }
+        bytes = bin.data ? bin.data : (const uint8_t *)"";
+        len = bin.len;
+    }
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.src = "GraphDef";
+    c.st = st;
+    vg__strmap_init(&c.by_name);
+    missing *m = NULL;
+    int nm = 0, cap = 0;
+    k = parse_graph(&c, bytes ? bytes : "", len);
+    if (!k && missing_only) k = collect_missing(&c, &m, &nm);
+    for (int i = 0; !k && !missing_only && i < c.n; i++) {
+        int j = 0;
+        while (j < nm && strcmp(m[j].type, c.nodes[i].orig_op) != 0) j++;
+        if (j == nm) {
+            if (!vg__grow((void **)&m, &cap, nm + 1, sizeof *m)) {
+                k = oom(&c, "op list");
+                break;
+            }
+            m[nm++] = (missing){c.nodes[i].orig_op, 0, i};
+        }
+        m[j].count++;
+    }
+    if (!k && nm) {
+        char **t = vg_calloc((size_t)nm, sizeof(char *));
+        int *cn = vg_calloc((size_t)nm, sizeof(int));
+        if (!t || !cn) k = oom(&c, "op list");
+        for (int i = 0; !k && i < nm; i++) {
+            size_t l = strlen(m[i].type) + 1;
+            if (!(t[i] = vg_malloc(l))) k = oom(&c, "op list");
+            else memcpy(t[i], m[i].type, l);
+            cn[i] = m[i].count;
+        }
+        if (k) {
+            vg_import_free_strings(t, nm);
+            vg_free(cn);
+        } else {
+            *types = t;
+            *n = nm;
+            if (counts) *counts = cn;
+            else vg_free(cn);
+        }
+    }
+    vg__free(m);
+    ctx_free(&c);
+    vg__pb_free(&bin);
+    if (!k) vg_status_clear(st);
+    return k;
+}
+
+vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format format, char ***types, int **counts,
+                                 int *n, vg_status *st) {
+    return op_types(bytes, len, format, true, types, counts, n, st);
+}
+
+vg_code vg_graph_def_op_types(const void *bytes, size_t len, vg_import_format format, char ***types, int **counts,
+                              int *n, vg_status *st) {
+    return op_types(bytes, len, format, false, types, counts, n, st);
+}
+
+void vg_import_free_strings(char **strs, int n) {
+    if (!strs) return;
+    for (int i = 0; i < n; i++) vg_free(strs[i]);
+    vg_free(strs);
+}

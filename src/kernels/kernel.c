@@ -1,0 +1,136 @@
+/*
+ * kernel.c - the kernel interface of kernel.h over the executor's data structures
+ * (exec/exec.h): the kernel context, variable slots and session resources.
+ */
+#include "kernels/kernel.h"
+#include "exec/exec.h"
+
+/* ------------------------------------------------------------------------ */
+/* kernel context */
+
+const vg_op *vg__kctx_op(const vg__kctx *ctx) { return ctx->n->op; }
+int vg__kctx_num_inputs(const vg__kctx *ctx) { return ctx->n->ninputs; }
+
+vg_tensor *vg__kctx_input(const vg__kctx *ctx, int i) {
+    vg__node *n = ctx->n;
+    if (i < 0 || i >= n->ninputs) return NULL;
+    if (n->in_slot[i] >= 0) return ctx->rs->vals[n->in_slot[i]];
+    return n->in_var[i] ? n->in_var[i]->value : NULL;
+}
+
+vg_code vg__kctx_alloc_output(vg__kctx *ctx, int i, vg_dtype dt, const int64_t *dims, int ndims, vg_tensor **out) {
+    if (i < 0 || i >= ctx->n->noutputs) {
+        *out = NULL;
+        return vg_status_set(ctx->st, VG_INTERNAL, "output %d out of range", i);
+    }
+    vg_tensor *t = vg_tensor_new(dt, dims, ndims, ctx->st);
+    *out = t;
+    if (!t) return ctx->st->code;
+    vg_tensor_free(ctx->outs[i]);
+    ctx->outs[i] = t;
+    return VG_OK;
+}
+
+void vg__kctx_set_output(vg__kctx *ctx, int i, vg_tensor *t) {
+    if (i < 0 || i >= ctx->n->noutputs) { vg_tensor_free(t); return; }
+    vg_tensor_free(ctx->outs[i]);
+    ctx->outs[i] = t;
+}
+
+vg__var *vg__kctx_var(const vg__kctx *ctx, int i) {
+    vg__node *n = ctx->n;
+    if (i == -1) return n->var;
+    return (i >= 0 && i < n->ninputs) ? n->in_var[i] : NULL;
+}
+vg_status *vg__kctx_status(vg__kctx *ctx) { return ctx->st; }
+vg_session *vg__kctx_session(const vg__kctx *ctx) { return ctx->rs->s; }
+const vg_run_options *vg__kctx_run_options(const vg__kctx *ctx) { return ctx->rs->ro; }
+int64_t vg__kctx_deadline_ns(const vg__kctx *ctx) { return ctx->rs->deadline; }
+int vg__kctx_num_threads(const vg__kctx *ctx) { return ctx->rs->s->intra_threads; }
+
+void vg__kctx_parallel_for(vg__kctx *ctx, int64_t n, int64_t cost_per_unit, vg__range_fn fn, void *arg) {
+    vg_session *s = ctx->rs->s;
+    double work = (double)n * (double)(cost_per_unit > 0 ? cost_per_unit : 1);
+    int parts = s->intra_threads;
+    /* ~50k flops per part at least, so splitting pays for the hand-off */
+    if (work < 50000.0 * 2) parts = 1;
+    else if (work / parts < 50000.0) parts = (int)(work / 50000.0);
+    if (parts <= 1 || !s->intra) fn(arg, 0, n);
+    else vg__pool_parallel_for(s->intra, n, parts, fn, arg);
+}
+
+vg_code vg__kctx_state(vg__kctx *ctx, void *(*create)(const vg_op *op, vg_status *st), void (*destroy)(void *state),
+                        void **out) {
+    vg_session *s = ctx->rs->s;
+    int id = ctx->n->op->id;
+    pthread_mutex_lock(&s->mu);
+    void *v = s->kstate[id];
+    if (!v) {
+        v = create(ctx->n->op, ctx->st);
+        if (v) {
+            s->kstate[id] = v;
+            s->kstate_destroy[id] = destroy;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    *out = v;
+    if (!v) return ctx->st->code ? ctx->st->code : vg_status_set(ctx->st, VG_RESOURCE_EXHAUSTED, "out of memory");
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* variables */
+
+void vg__var_lock(vg__var *v) { pthread_mutex_lock(&v->mu); }
+void vg__var_unlock(vg__var *v) { pthread_mutex_unlock(&v->mu); }
+vg_tensor *vg__var_value(vg__var *v) { return v->value; }
+const char *vg__var_name(const vg__var *v) { return v->op->name; }
+
+void vg__var_set(vg__var *v, vg_tensor *t) {
+    vg_tensor *old = v->value;
+    v->value = t;
+    vg_tensor_free(old);
+}
+
+vg_tensor *vg__var_mutable(vg__var *v, vg_status *st) {
+    if (!v->value) {
+        vg_status_set(st, VG_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->op->name);
+        return NULL;
+    }
+    if (vg__tensor_refcount(v->value) > 1) {
+        vg_tensor *c = vg_tensor_copy(v->value, st);
+        if (!c) return NULL;
+        vg__var_set(v, c);
+    }
+    return v->value;
+}
+
+/* ------------------------------------------------------------------------ */
+/* session resources */
+
+bool vg__session_closing(const vg_session *s) { return atomic_load(&((vg_session *)s)->closing); }
+
+vg_code vg__session_resource(vg_session *s, const char *name, const vg__resource_ops *ops,
+                              void *(*create)(void *arg, vg_status *st), void *arg, void **out, vg_status *st) {
+    pthread_mutex_lock(&s->mu);
+    vg__resource *r = vg__strmap_get(&s->resources, name, NULL);
+    if (!r) {
+        r = vg__calloc(1, sizeof *r);
+        if (!r) { pthread_mutex_unlock(&s->mu); return VG_OOM(st, "resource"); }
+        r->cancel = ops->cancel;
+        r->destroy = ops->destroy;
+        r->ptr = create(arg, st);
+        if (!r->ptr || !vg__strmap_put(&s->resources, name, r)) {
+            if (r->ptr && ops->destroy) ops->destroy(r->ptr);
+            vg__free(r);
+            pthread_mutex_unlock(&s->mu);
+            *out = NULL;
+            return st && st->code ? st->code : VG_OOM(st, "resource");
+        }
+        if (atomic_load(&s->closing) && ops->cancel) ops->cancel(r->ptr);
+    }
+    pthread_mutex_unlock(&s->mu);
+    *out = r->ptr;
+    return VG_OK;
+}
+

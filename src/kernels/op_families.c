@@ -1,0 +1,44 @@
+/*
+ * op_families.c - the list of op families (like Lua's linit.c): the one place that
+ * names every family's op table. To add a family, write src/kernels/<family>_ops.c
+ * with its table vg__ops_<family> and add a line to each list below.
+ *
+ * The tables are strong references, so a static library links every family's object
+ * file. vg__ops_test is weak: a test executable may define it to register test ops
+ * (fault injection, blocking ops).
+ */
+#include "kernels/kernel.h"
+
+extern const vg__op_def vg__ops_array_shape[];
+extern const vg__op_def vg__ops_array_index[];
+extern const vg__op_def vg__ops_math_cwise[];
+extern const vg__op_def vg__ops_math_reduce[];
+extern const vg__op_def vg__ops_nn[];
+extern const vg__op_def vg__ops_conv[];
+extern const vg__op_def vg__ops_state[];
+extern const vg__op_def vg__ops_random[];
+extern const vg__op_def vg__ops_training[];
+extern const vg__op_def vg__ops_io[];
+extern const vg__op_def vg__ops_queue[];
+extern const vg__op_def vg__ops_summary[];
+extern const vg__op_def vg__ops_data[];
+extern const vg__op_def vg__ops_data_flow[];
+extern const vg__op_def vg__ops_test[] __attribute__((weak));
+
+void vg__op_families_register(void) {
+    vg__registry_add_family(vg__ops_array_shape);
+    vg__registry_add_family(vg__ops_array_index);
+    vg__registry_add_family(vg__ops_math_cwise);
+    vg__registry_add_family(vg__ops_math_reduce);
+    vg__registry_add_family(vg__ops_nn);
+    vg__registry_add_family(vg__ops_conv);
+    vg__registry_add_family(vg__ops_state);
+    vg__registry_add_family(vg__ops_random);
+    vg__registry_add_family(vg__ops_training);
+    vg__registry_add_family(vg__ops_io);
+    vg__registry_add_family(vg__ops_queue);
+    vg__registry_add_family(vg__ops_summary);
+    vg__registry_add_family(vg__ops_data);
+    vg__registry_add_family(vg__ops_data_flow);
+    vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
+}

@@ -1,0 +1,53 @@
+/* train_util.h - small helpers for src/train, built on the public API only (the
+ * allocation hook of vigil/status.h and POSIX clocks). Not installed. */
+#ifndef VG_TRAIN_UTIL_H
+#define VG_TRAIN_UTIL_H
+
+#include "vigil/status.h"
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+/* "Out of memory" status (the same text as the library's own). */
+#ifndef VG_OOM
+#define VG_OOM(st, what) vg_status_set((st), VG_RESOURCE_EXHAUSTED, "out of memory allocating %s", (what))
+#endif
+
+/* Copy of s[0..n) plus a NUL through the allocation hook; NULL on failure. */
+static inline char *vg__train_strndup(const char *s, size_t n) {
+    char *d = vg_malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+static inline char *vg__train_strdup(const char *s) { return vg__train_strndup(s, strlen(s)); }
+
+/* Grows the array *arr of *cap elements of elem bytes (zero-filling the new part) to
+ * hold at least need. Returns false, the array untouched, on allocation failure. */
+static inline bool vg__train_grow(void **arr, int *cap, int need, size_t elem) {
+    if (need <= *cap) return true;
+    int nc = *cap ? *cap : 4;
+    while (nc < need) nc *= 2;
+    void *n = vg_realloc(*arr, (size_t)*cap * elem, (size_t)nc * elem);
+    if (!n) return false;
+    memset((char *)n + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
+    *arr = n;
+    *cap = nc;
+    return true;
+}
+
+/* Monotonic clock in nanoseconds; wall clock in seconds. */
+static inline int64_t vg__train_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+static inline double vg__train_wall_secs(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#endif

@@ -1,0 +1,190 @@
+/* test_api_null.c - public functions called with NULL out-parameters and NULL arrays
+ * with a count: INVALID_ARGUMENT naming the culprit (or the parameter is documented as
+ * optional and ignored), never a crash. Issue 8: vg_session_run /
+ * vg_monitored_session_run with nfetches > 0 and out == NULL crashed in memset. */
+#include "test_util.h"
+#include "vigil/hooks.h"
+#include "vigil/vigil.h"
+
+static vg_code step_null_out(vg_step_context *sc, void *payload, vg_status *st) {
+    const vg_output *f = payload;
+    vg_run_args a = VG_RUN_ARGS_INIT;
+    a.fetches = f;
+    a.nfetches = 1;
+    return vg_step_context_run_with_hooks(sc, &a, NULL, NULL, st);
+}
+
+static void test_null__session_run(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output c = vg_const_f32(g, 2.0f, "c");
+    vg_output x = vg_placeholder(g, VG_FLOAT, NULL, 0, "x");
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK(s != NULL);
+    CHECK_CODE(vg_session_run(s, NULL, NULL, NULL, 0, &c, NULL, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "out is NULL");
+    vg_tensor *out[1] = {NULL};
+    CHECK_CODE(vg_session_run(s, NULL, NULL, NULL, 0, NULL, out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "fetches is NULL");
+    CHECK_CODE(vg_session_run(s, NULL, &x, NULL, 1, &c, out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "feed_values is NULL");
+    CHECK_CODE(vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, NULL, 2, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "targets is NULL");
+    /* st itself may be NULL: the code still comes back */
+    CHECK_CODE(vg_session_run(s, NULL, NULL, NULL, 0, &c, NULL, 1, NULL, 0, NULL, NULL), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_session_run(NULL, NULL, NULL, NULL, 0, &c, out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK(out[0] == NULL);
+    /* a correct call still works after them */
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &c, out, 1, NULL, 0, NULL, &st), &st);
+    CHECK_NEAR(vg_tensor_scalar(out[0]), 2.0, 0);
+    vg_tensor_free(out[0]);
+    CHECK_OK(vg_session_run1(s, c, NULL, &st), &st); /* out optional there (documented) */
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
+static void test_null__monitored(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output c = vg_const_f32(g, 2.0f, "c");
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 1}, &st);
+    CHECK(ms != NULL);
+    if (!ms) return;
+    vg_run_args a = VG_RUN_ARGS_INIT;
+    a.fetches = &c;
+    a.nfetches = 1;
+    CHECK_CODE(vg_monitored_session_run(ms, &a, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "out is NULL");
+    vg_tensor *out[1];
+    a.fetches = NULL;
+    CHECK_CODE(vg_monitored_session_run(ms, &a, out, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "fetches is NULL");
+    CHECK(out[0] == NULL);
+    a.fetches = &c;
+    CHECK_CODE(vg_monitored_session_run(NULL, &a, out, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_monitored_session_run_step_fn(ms, step_null_out, &c, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "out is NULL");
+    CHECK_CODE(vg_monitored_session_run_step_fn(ms, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_monitored_session_run_step_fn(NULL, step_null_out, &c, &st), VG_INVALID_ARGUMENT);
+    CHECK(!vg_monitored_session_should_stop(ms)); /* none of them hurt the session */
+    CHECK_OK(vg_monitored_session_run(ms, &a, out, NULL, &st), &st);
+    vg_tensor_free(out[0]);
+    CHECK_OK(vg_monitored_session_end(ms, VG_OK, NULL), &st);
+    vg_monitored_session_free(ms);
+    /* NULL graph, NULL hooks with a count */
+    CHECK(vg_monitored_session_new(NULL, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 1}, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 2, 1}, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_singular_monitored_session_new(NULL, NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+}
+
+static void test_null__hooks(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output c = vg_const_f32(g, 2.0f, "c");
+    CHECK_CODE(vg_stop_at_step_hook(-1, 3, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "out");
+    CHECK_CODE(vg_nan_tensor_hook(c, true, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_global_step_waiter_hook(1, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){10, -1, NULL, NULL}, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_final_ops_hook(&(vg_final_ops_options){&c, 1, NULL, NULL, 0}, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_profiler_hook(&(vg_profiler_options){10, -1, "/tmp", false, false}, NULL, &st), VG_INVALID_ARGUMENT);
+    vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+    co.checkpoint_dir = "/tmp";
+    co.save_steps = 1;
+    CHECK_CODE(vg_checkpoint_saver_hook(&co, NULL, &st), VG_INVALID_ARGUMENT);
+    vg_hook h;
+    CHECK_CODE(vg_checkpoint_saver_hook(NULL, &h, &st), VG_INVALID_ARGUMENT);
+    CHECK(h.payload == NULL);
+    vg_summary_saver_options so = VG_SUMMARY_SAVER_OPTIONS_INIT;
+    CHECK_CODE(vg_summary_saver_hook(&so, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_summary_saver_hook(NULL, &h, &st), VG_INVALID_ARGUMENT);
+    vg_logging_tensor_options lo = VG_LOGGING_TENSOR_OPTIONS_INIT;
+    CHECK_CODE(vg_logging_tensor_hook(&lo, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_logging_tensor_hook(NULL, &h, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_timer_init(NULL, 1, -1, &st), VG_INVALID_ARGUMENT);
+    /* final ops values: n optional; a hook without payload gives nothing */
+    CHECK_OK(vg_final_ops_hook(&(vg_final_ops_options){&c, 1, NULL, NULL, 0}, &h, &st), &st);
+    CHECK(vg_final_ops_hook_values(&h, NULL) == NULL);
+    vg_hook_free(&h);
+    int n = 7;
+    CHECK(vg_final_ops_hook_values(&h, &n) == NULL);
+    CHECK_EQ_INT(n, 0);
+    vg_hook_free(NULL);
+    vg_graph_free(g);
+}
+
+static void test_null__session_manager_and_coord(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_get_variable(g, "v", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
+    vg_session_manager *sm = vg_session_manager_new(g, NULL, NULL);
+    CHECK(sm != NULL);
+    /* initialized is optional */
+    vg_session *s = vg_session_manager_recover_session(sm, NULL, NULL, &st);
+    CHECK(s != NULL);
+    vg_session_free(s);
+    CHECK(vg_session_manager_recover_session(NULL, NULL, NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    vg_session_manager_free(sm);
+    vg_coord *c = vg_coord_new(NULL, 0);
+    vg_status err;
+    vg_status_set(&err, VG_INTERNAL, "x");
+    vg_coord_request_stop(c, &err);
+    CHECK_CODE(vg_coord_raise_requested_exception(c, NULL), VG_INTERNAL);
+    CHECK_CODE(vg_coord_join(c, 1, false, NULL), VG_INTERNAL);
+    vg_coord_free(c);
+    vg_graph_free(g);
+}
+
+/* the rest of the audit: optional out-parameters are ignored, required ones (and a
+ * NULL object) give INVALID_ARGUMENT or a documented neutral answer */
+static void test_null__audit(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output c = vg_const_f32(g, 1.0f, "c");
+    vg_graph_get_seed(g, 1, NULL, NULL);
+    CHECK(vg_graph_collection(g, "x", NULL) == NULL);
+    CHECK(vg_op_attr_tensor(c.op, "value", NULL));
+    CHECK_CODE(vg_graph_to_graphdef(g, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_graph_to_graphdef_text(g, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_graph_to_meta_graph(g, NULL, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_get_checkpoint_state("/tmp", NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_coord_join(NULL, 1, false, &st), VG_INVALID_ARGUMENT);
+    CHECK(vg_coord_should_stop(NULL));
+    CHECK_CODE(vg_coord_raise_requested_exception(NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_coord_request_stop(NULL, NULL), VG_INVALID_ARGUMENT);
+    vg_coord_clear_stop(NULL);
+    CHECK(vg_coord_wait_for_stop(NULL, 0));
+    CHECK_CODE(vg_monitored_session_close(NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_monitored_session_end(NULL, VG_OK, &st), VG_INVALID_ARGUMENT);
+    CHECK(vg_monitored_session_should_stop(NULL));
+    CHECK(vg_monitored_session_raw_session(NULL) == NULL);
+    CHECK(vg_monitored_session_graph(NULL) == NULL);
+    vg_monitored_session_free(NULL);
+    CHECK_CODE(vg_scaffold_finalize(NULL, g, &st), VG_INVALID_ARGUMENT);
+    vg_scaffold_free(NULL);
+    CHECK(vg_session_manager_prepare_session(NULL, NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_session_manager_wait_for_session(NULL, NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_monitored_training_session_new(NULL, NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    vg_session_creator cr;
+    CHECK_CODE(vg_chief_session_creator(NULL, NULL, &cr, &st), VG_INVALID_ARGUMENT);
+    CHECK(cr.create_session == NULL);
+    CHECK_CODE(vg_worker_session_creator(g, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+}
+
+int main(void) {
+    RUN_TEST(test_null__audit);
+    RUN_TEST(test_null__session_run);
+    RUN_TEST(test_null__monitored);
+    RUN_TEST(test_null__hooks);
+    RUN_TEST(test_null__session_manager_and_coord);
+    TEST_MAIN_END();
+}
