@@ -203,6 +203,11 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
     return 0;
 }
 
+int cli_train_parse_only(int argc, char **argv) {
+    train_opts o;
+    return parse_train_opts(argc, argv, &o);
+}
+
 /* ------------------------------------------------------------------------ */
 /* logging and signals */
 
@@ -380,10 +385,12 @@ static int lock_checkpoint_dir(const char *dir) {
                       "--checkpoint-dir", dir, holder);
         return cli_fail_status(&st), -1;
     }
+    /* written in place (no temporary a kill could leave behind); read only for messages */
     char pid[32];
     int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (vg_write_file_atomic(pidfile, pid, (size_t)n, &st) != VG_OK)
-        vg_logf(VG_LOG_WARN, "cannot record the lock holder: %s", st.msg);
+    int pf = open(pidfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (pf < 0 || write(pf, pid, (size_t)n) != n) vg_logf(VG_LOG_WARN, "cannot record the lock holder in %s", pidfile);
+    if (pf >= 0) close(pf);
     return fd;
 }
 

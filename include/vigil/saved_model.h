@@ -5,10 +5,11 @@
  * "saved_model_main_op", else "legacy_init_op") runs, and its SignatureDefs run by key.
  *
  *     vg_saved_model *m;
- *     if (vg_saved_model_load("half_plus_two/00000123", (const char *[]){"serve"}, 1, NULL, &m, &st)) ...;
- *     vg_tensor *y;
- *     vg_saved_model_run(m, "serving_default", (const char *[]){"x"}, &x, 1,
- *                        (const char *[]){"y"}, &y, 1, &st);
+ *     if (vg_saved_model_load("half_plus_two/00000123", (const char *[]){"serve"}, 1, NULL, &m, &st))
+ *         return st.code;
+ *     vg_tensor *xin = vg_tensor_new_scalar_f32(2.0f, &st), *yout = NULL;  // y = 0.5 * 2 + 2
+ *     vg_saved_model_run(m, "serving_default", (const char *[]){"x"}, &xin, 1,
+ *                        (const char *[]){"y"}, &yout, 1, &st);
  *     vg_saved_model_free(m);
  *
  * The SavedModel's own saver ops are not imported (TF's sharded savers use ops vigil

@@ -22,7 +22,6 @@
 #include "graph/import_internal.h"
 #include "graph/pbtxt.h"
 #include "io/io.h"
-#include "vigil/variables.h"
 #include <stdio.h>
 #include <stdlib.h>
 
