@@ -33,6 +33,9 @@ install(FILES ${PROJECT_BINARY_DIR}/vigilConfig.cmake ${PROJECT_BINARY_DIR}/vigi
 file(RELATIVE_PATH VIGIL_PC_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 string(REGEX REPLACE "/$" "" VIGIL_PC_PREFIX "${VIGIL_PC_PREFIX}")
 set(VIGIL_PC_LIBS_PRIVATE "-lopenblas -lsnappy -lz -lpthread -lm")
+if(VIGIL_DNNL)
+  string(APPEND VIGIL_PC_LIBS_PRIVATE " -ldnnl -lgomp")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/vigil.pc.in ${PROJECT_BINARY_DIR}/vigil.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/vigil.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 
@@ -66,5 +69,8 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME vigil-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION science)
 # Runtime dependencies of libvigil (Debian 12 package names).
 set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "libopenblas0 | libopenblas0-pthread, libsnappy1v5, zlib1g, libc6")
+if(VIGIL_DNNL)
+  string(APPEND CPACK_DEBIAN_LIB_PACKAGE_DEPENDS ", libdnnl2, libgomp1")
+endif()
 set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 include(CPack)

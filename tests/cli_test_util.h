@@ -11,6 +11,24 @@
 static char vigil[1024], tmpdir[256];
 
 /* Starts vigil with args (NULL-terminated); returns the child's pid (-1 on failure). */
+/* Reads tmpdir/name into buf (at most cap - 1 bytes, NUL-terminated; "" when missing). */
+static inline const char *read_into(const char *name, char *buf, size_t cap) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    buf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return buf;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+/* tmpdir/name in a static 1 MiB buffer (valid until the next call). */
+static inline const char *slurp(const char *name) {
+    static char buf[1 << 20];
+    return read_into(name, buf, sizeof buf);
+}
+
 static pid_t spawn_vigil(const char *const *args, const char *out_name, const char *err_name) {
     char out[512], err[512];
     snprintf(out, sizeof out, "%s/%s", tmpdir, out_name);

@@ -11,18 +11,6 @@
 
 static char out_buf[1 << 16], err_buf[1 << 14];
 
-static const char *read_into(const char *name, char *buf, size_t cap) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    buf[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return buf;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
-
 static int run_graph(const char *file) {
     const char *args[] = {"graph", file, NULL};
     int rc = run_vigil(args, "out", "err");

@@ -29,19 +29,6 @@
 
 #include "cli_test_util.h"
 
-static const char *slurp(const char *name) {
-    static char buf[1 << 20];
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    buf[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return buf;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
-
 static void dump(const char *name) { fprintf(stderr, "---- %s:\n%s\n----\n", name, slurp(name)); }
 
 static double now_s(void) {

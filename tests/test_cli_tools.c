@@ -24,17 +24,6 @@ static int run_tool(const char *const *args) { return run_vigil(args, "out", "er
 
 static char out_buf[1 << 20], err_buf[1 << 16];
 
-static const char *read_into(const char *name, char *buf, size_t cap) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    buf[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return buf;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
 static const char *out_text(void) { return read_into("out", out_buf, sizeof out_buf); }
 static const char *err_text(void) { return read_into("err", err_buf, sizeof err_buf); }
 
