@@ -180,7 +180,59 @@ static void test_null__audit(void) {
     vg_graph_free(g);
 }
 
+/* NULL objects and NULL arrays with a count in the core, graph and train layers */
+static void test_null__objects_and_arrays(void) {
+    vg_status st;
+    char buf[32];
+    CHECK(!vg_shape_is_fully_defined(NULL));
+    CHECK_EQ_INT(vg_shape_num_elements(NULL), -1);
+    CHECK(!strcmp(vg_shape_str(NULL, buf, sizeof buf), "<unknown>"));
+    CHECK(vg_tensor_new(VG_FLOAT, NULL, 2, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "dims is NULL");
+    CHECK(vg_tensor_new_copy(VG_FLOAT, NULL, 0, NULL, 4, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_tensor_new_string_scalar(NULL, 3, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_tensor_copy(NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_EQ_INT(vg_tensor_dtype(NULL), VG_DTYPE_INVALID);
+    CHECK_EQ_INT(vg_tensor_ndims(NULL), -1);
+    CHECK_EQ_INT(vg_tensor_dim(NULL, 0), -1);
+    CHECK_EQ_INT(vg_tensor_num_elements(NULL), 0);
+    CHECK(vg_tensor_data(NULL) == NULL);
+    CHECK(vg_tensor_string(NULL, 0, NULL) == NULL);
+    CHECK_EQ_INT(vg_tensor_shape(NULL).ndims, -1);
+    CHECK(vg_session_graph(NULL) == NULL);
+    CHECK(vg_session_closed(NULL));
+    vg_run_metadata_clear(NULL);
+    CHECK_EQ_INT(vg_run_metadata_num_nodes(NULL), 0);
+    CHECK(vg_op_input(NULL, 0).op == NULL);
+    CHECK_EQ_INT(vg_op_num_inputs(NULL), 0);
+    vg_graph *g = vg_graph_new();
+    vg_variable v = vg_get_variable(g, "v", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
+    CHECK_CODE(vg_gradients(g, NULL, 1, NULL, 1, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_batch(g, &v.read, 1, 4, 1, 10, false, NULL, NULL), VG_INVALID_ARGUMENT);
+    vg_graph *g2 = vg_graph_new();
+    CHECK(vg_variables_initializer(g2, NULL, 2, NULL) == NULL);
+    CHECK_CODE(vg_graph_status(g2, &st), VG_INVALID_ARGUMENT);
+    vg_graph_free(g2);
+    vg_saver *sv = vg_saver_new(g, NULL, &st);
+    vg_saver_recover_last_checkpoints(sv, NULL, 2);
+    CHECK_EQ_INT(vg_saver_num_last_checkpoints(sv), 0);
+    vg_saver_free(sv);
+    CHECK_CODE(vg_graph_set_error(NULL, VG_INTERNAL, "x"), VG_INTERNAL);
+    vg_timer_reset(NULL);
+    CHECK(!vg_timer_should_trigger_for_step(NULL, 1));
+    CHECK_EQ_INT(vg_timer_last_triggered_step(NULL), -1);
+    vg_timer_update_last_triggered_step(NULL, 1, NULL, NULL);
+    CHECK(vg_run_context_session(NULL) == NULL);
+    CHECK(vg_step_context_session(NULL) == NULL);
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_null__objects_and_arrays);
     RUN_TEST(test_null__audit);
     RUN_TEST(test_null__session_run);
     RUN_TEST(test_null__monitored);

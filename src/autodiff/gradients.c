@@ -78,6 +78,8 @@ static vg_output aggregate(vg_graph *g, glist *l) {
 
 vg_code vg_gradients(vg_graph *g, const vg_output *ys, int nys, const vg_output *xs, int nxs,
                      const vg_output *grad_ys, vg_output *dxs, vg_status *st) {
+    if (!g || nys < 0 || nxs < 0 || (nys > 0 && !ys) || (nxs > 0 && (!xs || !dxs)))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_gradients: NULL graph, or a NULL array (ys, xs, dxs) with a count > 0");
     for (int i = 0; i < nxs; i++) dxs[i] = (vg_output){NULL, 0};
     if (vg_graph_status(g, st) != VG_OK) return st ? st->code : g->err.code;
     if (g->finalized)

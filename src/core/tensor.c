@@ -66,7 +66,7 @@ vg_shape vg_shape_make(const int64_t *dims, int ndims) {
 vg_shape vg_shape_unknown(void) { return vg_shape_make(NULL, -1); }
 
 bool vg_shape_is_fully_defined(const vg_shape *s) {
-    if (s->ndims < 0) return false;
+    if (!s || s->ndims < 0) return false;
     for (int i = 0; i < s->ndims; i++)
         if (s->dims[i] < 0) return false;
     return true;
@@ -83,8 +83,8 @@ int64_t vg_shape_num_elements(const vg_shape *s) {
 }
 
 char *vg_shape_str(const vg_shape *s, char *buf, size_t len) {
-    if (!len) return buf;
-    if (s->ndims < 0) { snprintf(buf, len, "<unknown>"); return buf; }
+    if (!len || !buf) return buf;
+    if (!s || s->ndims < 0) { snprintf(buf, len, "<unknown>"); return buf; }
     size_t o = 0;
     o += (size_t)snprintf(buf + o, len - o, "[");
     for (int i = 0; i < s->ndims && o < len; i++) {
@@ -102,6 +102,10 @@ static bool check_dims(vg_dtype dt, const int64_t *dims, int ndims, int64_t *n, 
     }
     if (ndims < 0 || ndims > VG_MAX_DIMS) {
         vg_status_set(st, VG_INVALID_ARGUMENT, "tensor rank %d out of range [0, %d]", ndims, VG_MAX_DIMS);
+        return false;
+    }
+    if (ndims > 0 && !dims) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "dims is NULL for a tensor of rank %d", ndims);
         return false;
     }
     int64_t c = 1;
@@ -168,6 +172,11 @@ vg_tensor *vg_tensor_new_copy(vg_dtype dt, const int64_t *dims, int ndims, const
     if (!t) return NULL;
     if (len != t->nbytes) {
         vg_status_set(st, VG_INVALID_ARGUMENT, "data of %zu bytes for a tensor of %zu bytes", len, t->nbytes);
+        vg_tensor_free(t);
+        return NULL;
+    }
+    if (len && !data) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "data is NULL for %zu bytes", len);
         vg_tensor_free(t);
         return NULL;
     }
@@ -261,6 +270,10 @@ vg_tensor *vg__tensor_alias(vg_tensor *t, const int64_t *dims, int ndims, vg_sta
 }
 
 vg_tensor *vg_tensor_copy(const vg_tensor *t, vg_status *st) {
+    if (!t) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "tensor is NULL");
+        return NULL;
+    }
     vg_tensor *c = vg_tensor_new(t->dtype, t->dims, t->ndims, st);
     if (!c) return NULL;
     if (t->dtype != VG_STRING) {
@@ -277,25 +290,27 @@ vg_tensor *vg_tensor_copy(const vg_tensor *t, vg_status *st) {
     return c;
 }
 
-vg_dtype vg_tensor_dtype(const vg_tensor *t) { return t->dtype; }
-int vg_tensor_ndims(const vg_tensor *t) { return t->ndims; }
-int64_t vg_tensor_dim(const vg_tensor *t, int i) { return (i >= 0 && i < t->ndims) ? t->dims[i] : -1; }
-const int64_t *vg_tensor_dims(const vg_tensor *t) { return t->dims; }
-vg_shape vg_tensor_shape(const vg_tensor *t) { return vg_shape_make(t->dims, t->ndims); }
-int64_t vg_tensor_num_elements(const vg_tensor *t) { return t->n; }
-size_t vg_tensor_nbytes(const vg_tensor *t) { return t->nbytes; }
-void *vg_tensor_data(const vg_tensor *t) { return t->data; }
+/* Accessors: a NULL tensor reads as an invalid, empty one (no crash). */
+vg_dtype vg_tensor_dtype(const vg_tensor *t) { return t ? t->dtype : VG_DTYPE_INVALID; }
+int vg_tensor_ndims(const vg_tensor *t) { return t ? t->ndims : -1; }
+int64_t vg_tensor_dim(const vg_tensor *t, int i) { return (t && i >= 0 && i < t->ndims) ? t->dims[i] : -1; }
+const int64_t *vg_tensor_dims(const vg_tensor *t) { return t ? t->dims : NULL; }
+vg_shape vg_tensor_shape(const vg_tensor *t) { return t ? vg_shape_make(t->dims, t->ndims) : vg_shape_unknown(); }
+int64_t vg_tensor_num_elements(const vg_tensor *t) { return t ? t->n : 0; }
+size_t vg_tensor_nbytes(const vg_tensor *t) { return t ? t->nbytes : 0; }
+void *vg_tensor_data(const vg_tensor *t) { return t ? t->data : NULL; }
 
 const char *vg_tensor_string(const vg_tensor *t, int64_t i, size_t *len) {
-    if (t->dtype != VG_STRING || i < 0 || i >= t->n) return NULL;
+    if (!t || t->dtype != VG_STRING || i < 0 || i >= t->n) return NULL;
     const vg__tstr *s = (const vg__tstr *)t->data + i;
     if (len) *len = s->n;
     return s->p ? s->p : "";
 }
 
 vg_code vg_tensor_set_string(vg_tensor *t, int64_t i, const char *s, size_t len, vg_status *st) {
-    if (t->dtype != VG_STRING || i < 0 || i >= t->n)
+    if (!t || t->dtype != VG_STRING || i < 0 || i >= t->n)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "string element %lld out of range", (long long)i);
+    if (len && !s) return vg_status_set(st, VG_INVALID_ARGUMENT, "string is NULL with length %zu", len);
     char *p = vg__malloc(len + 1);
     if (!p) return VG_OOM(st, "string");
     if (len) memcpy(p, s, len);

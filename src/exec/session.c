@@ -116,8 +116,8 @@ void vg_session_free(vg_session *s) {
     vg__free(s);
 }
 
-vg_graph *vg_session_graph(const vg_session *s) { return s->g; }
-bool vg_session_closed(const vg_session *s) { return atomic_load(&((vg_session *)s)->closing); }
+vg_graph *vg_session_graph(const vg_session *s) { return s ? s->g : NULL; }
+bool vg_session_closed(const vg_session *s) { return !s || atomic_load(&((vg_session *)s)->closing); }
 /* ------------------------------------------------------------------------ */
 /* run */
 
@@ -246,11 +246,12 @@ void vg_run_metadata_free(vg_run_metadata *md) {
     vg__free(md);
 }
 void vg_run_metadata_clear(vg_run_metadata *md) {
+    if (!md) return;
     md->n = 0;
     md->partition_graphs = 0;
 }
-int vg_run_metadata_num_nodes(const vg_run_metadata *md) { return md->n; }
+int vg_run_metadata_num_nodes(const vg_run_metadata *md) { return md ? md->n : 0; }
 const vg_node_stats *vg_run_metadata_node(const vg_run_metadata *md, int i) {
-    return (i >= 0 && i < md->n) ? &md->nodes[i] : NULL;
+    return (md && i >= 0 && i < md->n) ? &md->nodes[i] : NULL;
 }
-int vg_run_metadata_num_partition_graphs(const vg_run_metadata *md) { return md->partition_graphs; }
+int vg_run_metadata_num_partition_graphs(const vg_run_metadata *md) { return md ? md->partition_graphs : 0; }

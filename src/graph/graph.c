@@ -157,7 +157,7 @@ vg_code vg_graph_status(const vg_graph *g, vg_status *st) {
 }
 
 vg_code vg_graph_set_error(vg_graph *g, vg_code code, const char *fmt, ...) {
-    if (g->err.code != VG_OK) return code;
+    if (!g || g->err.code != VG_OK) return code;
     va_list ap;
     va_start(ap, fmt);
     vg_status_setv(&g->err, code, fmt, ap);
@@ -460,11 +460,11 @@ const char *vg_op_name(const vg_op *op) { return op ? op->name : "(null)"; }
 const char *vg_op_type(const vg_op *op) { return op ? op->def->type : "(null)"; }
 vg_graph *vg_op_graph(const vg_op *op) { return op->graph; }
 int vg_op_id(const vg_op *op) { return op->id; }
-int vg_op_num_inputs(const vg_op *op) { return op->ninputs; }
+int vg_op_num_inputs(const vg_op *op) { return op ? op->ninputs : 0; }
 vg_output vg_op_input(const vg_op *op, int i) {
-    return (i >= 0 && i < op->ninputs) ? op->inputs[i] : (vg_output){NULL, 0};
+    return (op && i >= 0 && i < op->ninputs) ? op->inputs[i] : (vg_output){NULL, 0};
 }
-int vg_op_num_control_inputs(const vg_op *op) { return op->ncontrol; }
+int vg_op_num_control_inputs(const vg_op *op) { return op ? op->ncontrol : 0; }
 vg_op *vg_op_control_input(const vg_op *op, int i) { return (i >= 0 && i < op->ncontrol) ? op->control[i] : NULL; }
 int vg_op_num_outputs(const vg_op *op) { return op->noutputs; }
 vg_dtype vg_output_dtype(vg_output o) {

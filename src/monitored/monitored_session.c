@@ -91,10 +91,12 @@ static bool is_preemption(vg_code c) { return c == VG_ABORTED || c == VG_UNAVAIL
 /* ------------------------------------------------------------------------ */
 /* run context */
 
-const vg_run_args *vg_run_context_original_args(const vg_run_context *ctx) { return &ctx->original; }
-vg_session *vg_run_context_session(const vg_run_context *ctx) { return ctx->session; }
-void vg_run_context_request_stop(vg_run_context *ctx) { ctx->stop_requested = true; }
-bool vg_run_context_stop_requested(const vg_run_context *ctx) { return ctx->stop_requested; }
+const vg_run_args *vg_run_context_original_args(const vg_run_context *ctx) { return ctx ? &ctx->original : NULL; }
+vg_session *vg_run_context_session(const vg_run_context *ctx) { return ctx ? ctx->session : NULL; }
+void vg_run_context_request_stop(vg_run_context *ctx) {
+    if (ctx) ctx->stop_requested = true;
+}
+bool vg_run_context_stop_requested(const vg_run_context *ctx) { return ctx && ctx->stop_requested; }
 
 /* ------------------------------------------------------------------------ */
 /* scratch growth (kept for the monitored session's lifetime) */
@@ -490,7 +492,7 @@ vg_code vg_monitored_session_run(vg_monitored_session *ms, const vg_run_args *ar
     }
 }
 
-vg_session *vg_step_context_session(const vg_step_context *sc) { return sc->raw; }
+vg_session *vg_step_context_session(const vg_step_context *sc) { return sc ? sc->raw : NULL; }
 
 vg_code vg_step_context_run_with_hooks(vg_step_context *sc, const vg_run_args *args, vg_tensor **out,
                                        vg_run_metadata *md, vg_status *st) {

@@ -124,6 +124,7 @@ static vg_code batch_shapes(vg_graph *g, const char *what, const vg_output *tens
 static vg_code build_batch(vg_graph *g, const char *what, const vg_output *tensors, int n, int batch_size,
                            int num_threads, int capacity, bool shuffle, int min_after_dequeue, int64_t seed,
                            bool enqueue_many, const char *name, vg_output *outputs) {
+    if (!outputs) return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: outputs is NULL", what);
     for (int i = 0; i < n; i++) outputs[i] = (vg_output){NULL, 0};
     if (n < 1 || !tensors)
         return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "Expected at least one tensor in %s().", what);

@@ -716,6 +716,7 @@ done:
 
 void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n) {
     if (!s) return;
+    if (!paths) n = 0; /* a NULL list is an empty one */
     clean_stale_files(s, paths, n);
     list_clear(&s->last);
     for (int i = 0; i < n; i++) {

@@ -474,6 +474,10 @@ vg_output vg_get_or_create_global_step(vg_graph *g) {
 vg_op *vg_variables_initializer(vg_graph *g, const vg_output *vars, int n, const char *name) {
     if (!g) return NULL;
     if (!name) name = "init";
+    if (n > 0 && !vars) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "variables_initializer: vars is NULL with %d variables", n);
+        return NULL;
+    }
     if (n == 0) return vg_no_op(g, name);
     vg_op **inits = vg_calloc((size_t)n, sizeof(vg_op *));
     if (!inits) {

@@ -33,11 +33,13 @@ vg_code vg_timer_init(vg_timer *t, double every_secs, int64_t every_steps, vg_st
 }
 
 void vg_timer_reset(vg_timer *t) {
+    if (!t) return;
     t->last_triggered_time = 0;
     t->last_triggered_step = -1;
 }
 
 bool vg_timer_should_trigger_for_step(const vg_timer *t, int64_t step) {
+    if (!t) return false;
     if (t->last_triggered_step < 0) return true;
     if (step == t->last_triggered_step) return false;
     if (t->every_secs > 0 && vg_hooks_now() >= t->last_triggered_time + t->every_secs) return true;
@@ -46,6 +48,7 @@ bool vg_timer_should_trigger_for_step(const vg_timer *t, int64_t step) {
 }
 
 void vg_timer_update_last_triggered_step(vg_timer *t, int64_t step, double *elapsed_secs, int64_t *elapsed_steps) {
+    if (!t) return;
     double now = vg_hooks_now();
     double es = 0;
     int64_t en = 0;
@@ -59,7 +62,7 @@ void vg_timer_update_last_triggered_step(vg_timer *t, int64_t step, double *elap
     t->last_triggered_step = step;
 }
 
-int64_t vg_timer_last_triggered_step(const vg_timer *t) { return t->last_triggered_step; }
+int64_t vg_timer_last_triggered_step(const vg_timer *t) { return t ? t->last_triggered_step : -1; }
 
 #define READ_KEY "global_step_read_op_cache"
 
