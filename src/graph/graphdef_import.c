@@ -85,6 +85,7 @@ static void ctx_free(ctx *c) {
 
 /* A proto string as a NUL-terminated copy; strings with NUL bytes are rejected. */
 static vg_code dup_str(ctx *c, const vg__pb_field *f, const char *what, char **out) {
+    *out = NULL; /* callers free the old value first: never leave it dangling (fuzz_graphdef) */
     if (memchr(f->data, 0, f->len))
         return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: %s contains a NUL byte", c->src, what);
     *out = vg__strndup((const char *)f->data, f->len);
@@ -200,7 +201,7 @@ static vg_code parse_versions(ctx *c, const uint8_t *p, size_t n) {
         if (f.number == 1 && f.wiretype == VG__PB_VARINT) c->producer = (int32_t)f.u;
         else if (f.number == 2 && f.wiretype == VG__PB_VARINT) c->min_consumer = (int32_t)f.u;
         else if (f.number == 3) {
-            const uint8_t *q = f.data, *e = f.data + f.len;
+            const uint8_t *q = f.data, *e = f.data ? f.data + f.len : NULL; /* NULL + 0 is UB (fuzz_graphdef) */
             uint64_t v = f.u;
             bool packed = f.wiretype == VG__PB_LEN;
             do {
