@@ -427,7 +427,7 @@ static void test_hostile__hook_error_without_message(void) {
     h.name = "SilentHook";
     h.after_run = silent_fail;
     vg_status st;
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, &h, 1, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &h, 1, 120}, &st);
     CHECK(ms != NULL);
     if (ms) {
         vg_run_args a = VG_RUN_ARGS_INIT;

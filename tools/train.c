@@ -18,7 +18,6 @@
  * "test_accuracy=<value>".
  */
 #include "cli.h"
-#include "io/io.h"
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -64,6 +63,8 @@ static const char *train_help =
     "                               or ignore; no checkpoint holding NaN/Inf variables\n"
     "                               is written unless ignore\n"
     "  --quiet                      no progress output; only the result line\n"
+    "  --verbose, -v                debug log lines, including the compute backend\n"
+    "                               (oneDNN or OpenBLAS; VG_BACKEND=openblas|dnnl forces one)\n"
     "\n"
     "The checkpoint directory is locked (flock) for the whole run: a second trainer on\n"
     "the same directory fails at once. An unreadable 'checkpoint' state file stops the\n"
@@ -87,7 +88,7 @@ typedef struct train_opts {
     int64_t save_summaries_steps, log_steps;
     int threads;
     int64_t seed, train_limit;
-    bool quiet;
+    bool quiet, verbose;
     int on_nan; /* ON_NAN_* */
 } train_opts;
 
@@ -101,7 +102,7 @@ static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t *o
 
 static int parse_train_opts(int argc, char **argv, train_opts *o) {
     *o = (train_opts){false, 5, -1, 64, NULL, -1, true, "runs/fmnist", "/usr/share/datasets/fashion-mnist", -1, -1,
-                      100, 100, 0, 1, -1, false, ON_NAN_FAIL};
+                      100, 100, 0, 1, -1, false, false, ON_NAN_FAIL};
     static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr", "--lr-decay",
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
@@ -115,6 +116,10 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
         }
         if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             o->quiet = true;
+            continue;
+        }
+        if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
+            o->verbose = true;
             continue;
         }
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0] && !name; k++) {
@@ -294,16 +299,17 @@ static int locate_data(const char *dir, data_files *d) {
  * INVALID_ARGUMENT naming the file (and the record for a bad label) otherwise. Reads
  * the label file (small); the image file's header only. *n = N. */
 static vg_code check_data_pair(const char *images, const char *labels, int64_t *n, vg_status *st) {
-    vg__idx_reader *r = vg__idx_reader_open(images, VG__IDX_U8, st);
-    if (!r) return st->code;
-    int nd;
-    const int64_t *d = vg__idx_reader_dims(r, &nd);
+    int nd = 0, type = 0;
+    int64_t d[4] = {0};
+    if (vg_idx_header(images, &type, d, &nd, st) != VG_OK) return st->code;
+    if (type != VG_IDX_U8)
+        return vg_status_set(st, VG_DATA_LOSS, "%s: IDX element type 0x%02x, expected unsigned bytes (0x08)", images,
+                             (unsigned)type);
     int64_t ni = d[0];
     bool ok = nd == 3 && d[1] == 28 && d[2] == 28;
     char shape[64];
     if (nd == 3) snprintf(shape, sizeof shape, "[%lld,%lld,%lld]", (long long)d[0], (long long)d[1], (long long)d[2]);
     else snprintf(shape, sizeof shape, "rank %d", nd);
-    vg__idx_reader_close(r);
     if (!ok)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: images must be 28x28 ([N,28,28] uint8), the file holds %s",
                              images, shape);
@@ -311,7 +317,7 @@ static vg_code check_data_pair(const char *images, const char *labels, int64_t *
     int64_t ld[4];
     void *lab = NULL;
     size_t lb;
-    if (vg__idx_read(labels, VG__IDX_U8, ld, &nd, &lab, &lb, st) != VG_OK) return st->code;
+    if (vg_idx_read(labels, VG_IDX_U8, ld, &nd, &lab, &lb, st) != VG_OK) return st->code;
     vg_code c = VG_OK;
     if (nd != 1 || ld[0] != ni)
         c = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: %lld labels (rank %d) for the %lld images of %s", labels,
@@ -325,13 +331,39 @@ static vg_code check_data_pair(const char *images, const char *labels, int64_t *
     return c;
 }
 
+/* mkdir -p: PERMISSION_DENIED, NOT_FOUND or FAILED_PRECONDITION naming the directory. */
+static vg_code mkdirs(const char *dir, vg_status *st) {
+    char p[4200];
+    int n = snprintf(p, sizeof p, "%s", dir);
+    if (n <= 0 || (size_t)n >= sizeof p) return vg_status_set(st, VG_INVALID_ARGUMENT, "bad directory name '%s'", dir);
+    for (char *q = p + 1;; q++) {
+        bool end = *q == 0;
+        if (*q == '/' || end) {
+            *q = 0;
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+                int e = errno;
+                return vg_status_set(st, e == EACCES || e == EPERM ? VG_PERMISSION_DENIED
+                                         : e == ENOENT             ? VG_NOT_FOUND
+                                                                   : VG_FAILED_PRECONDITION,
+                                     "cannot create directory %s: %s", p, strerror(e));
+            }
+            if (end) break;
+            *q = '/';
+        }
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return vg_status_set(st, VG_FAILED_PRECONDITION, "%s is not a directory", dir);
+    return VG_OK;
+}
+
 /* An advisory lock (flock) on the checkpoint directory for the whole run, so two
  * trainers never interleave checkpoints. The holder's pid is written to
  * DIR/.vigil-train.pid for the message. Returns the fd (kept open until exit: the
  * kernel drops the lock when the process dies) or -1 after reporting. */
 static int lock_checkpoint_dir(const char *dir) {
     vg_status st;
-    if (vg__io_mkdirs(dir, &st) != VG_OK) return cli_fail_status(&st), -1;
+    if (mkdirs(dir, &st) != VG_OK) return cli_fail_status(&st), -1;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return cli_fail("cannot open checkpoint directory %s: %s", dir, strerror(errno)), -1;
     char pidfile[4200];
@@ -348,7 +380,7 @@ static int lock_checkpoint_dir(const char *dir) {
             close(pf);
         }
         close(fd);
-        vg_status_set(&st, e == EWOULDBLOCK ? VG_FAILED_PRECONDITION : vg__io_errno_code(e),
+        vg_status_set(&st, e == EWOULDBLOCK ? VG_FAILED_PRECONDITION : VG_UNAVAILABLE,
                       "checkpoint directory %s is locked by another vigil train (pid %s); wait for it or use another "
                       "--checkpoint-dir", dir, holder);
         return cli_fail_status(&st), -1;
@@ -641,8 +673,8 @@ static vg_code evaluate(const train_opts *o, const data_files *d, const char *pr
     vg_saver *saver = NULL;
     vg_session *sess = NULL;
     vg_tensor *xt = NULL, *yt = NULL;
-    vg_code rc = vg__idx_read(d->test_images, VG__IDX_U8, idims, &ind, &img, &ib, st);
-    if (rc == VG_OK) rc = vg__idx_read(d->test_labels, VG__IDX_U8, ldims, &lnd, &lab, &lb, st);
+    vg_code rc = vg_idx_read(d->test_images, VG_IDX_U8, idims, &ind, &img, &ib, st);
+    if (rc == VG_OK) rc = vg_idx_read(d->test_labels, VG_IDX_U8, ldims, &lnd, &lab, &lb, st);
     if (rc == VG_OK && (ind != 3 || idims[1] * idims[2] != 784 || lnd != 1 || ldims[0] != idims[0]))
         rc = vg_status_set(st, VG_DATA_LOSS, "%s / %s: not 28x28 images with one label each", d->test_images,
                            d->test_labels);
@@ -910,7 +942,12 @@ int cli_train(int argc, char **argv) {
     g_quiet = o.quiet;
     setvbuf(stdout, NULL, _IOLBF, 0);
     bool tty = !o.quiet && isatty(1);
-    vg_log_set(log_to_stderr, NULL, o.quiet || tty ? VG_LOG_WARN : VG_LOG_INFO);
+    vg_log_set(log_to_stderr, NULL, o.verbose ? VG_LOG_DEBUG : o.quiet || tty ? VG_LOG_WARN : VG_LOG_INFO);
+    if (o.verbose) {
+        char be[512];
+        vg_logf(VG_LOG_DEBUG, "%s%s", vg_backend_describe(be, sizeof be),
+                getenv("VG_CLI_REEXEC") ? " (restarted with OPENBLAS_CORETYPE set to match the CPU)" : "");
+    }
     install_signals();
     data_files d;
     if (locate_data(o.data_dir, &d) != 0) return 1;

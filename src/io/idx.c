@@ -221,3 +221,5 @@ vg_code vg__idx_read(const char *path, uint8_t expected_type, int64_t dims[4], i
     vg__idx_reader_close(r);
     return c;
 }
+
+uint8_t vg__idx_reader_type(const vg__idx_reader *r) { return r->type; }

@@ -531,5 +531,7 @@ VG_HIDDEN vg_code vg__idx_reader_next_record(vg__idx_reader *r, void *dst, vg_st
 /* Back to the first record. */
 VG_HIDDEN vg_code vg__idx_reader_reset(vg__idx_reader *r, vg_status *st);
 VG_HIDDEN void vg__idx_reader_close(vg__idx_reader *r);
+/* The element type byte (0x08 ...). */
+VG_HIDDEN uint8_t vg__idx_reader_type(const vg__idx_reader *r);
 
 #endif
