@@ -14,7 +14,7 @@ secs="${1:-60}"
 jobs="${FUZZ_JOBS:-2}"
 nicelvl="${FUZZ_NICE:-15}"
 command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (Debian package clang)" >&2; exit 2; }
-CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIGIL_FUZZ=ON -DVIGIL_SANITIZE=ON \
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIGIL_FUZZ=ON -DVIGIL_SANITIZE=ON -DBUILD_SHARED_LIBS=OFF \
   -DVIGIL_TESTS=OFF -DVIGIL_TOOLS=OFF -DVIGIL_EXAMPLES=OFF -DVIGIL_BENCH=OFF >/dev/null
 nice -n "$nicelvl" cmake --build build-fuzz -j"$jobs" >/dev/null
 harnesses="fuzz_sstable fuzz_bundle fuzz_ckpt_state fuzz_events fuzz_idx fuzz_graphdef fuzz_cli"

@@ -13,6 +13,7 @@
 #include "io/io.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "vigil/import.h"
 #include <errno.h>
 #include <ftw.h>
 #include <sys/stat.h>
@@ -217,6 +218,18 @@ static void test_hostile__fuzz_findings(void) {
     CHECK(r == NULL);
     CHECK_CODE(st.code, VG_DATA_LOSS);
     vg__idx_reader_close(r);
+}
+
+/* Found by fuzz_graphdef: a NodeDef whose second `op` field holds a NUL byte made the
+ * import free the first op string and free it again on clean-up (double free). */
+static void test_hostile__graphdef_import_nul_op(void) {
+    static const uint8_t gd[] = {0x0a, 0x2a, 0x12, 0x01, 0x61, 0x12, 0x0b, 0x50, 0x6c, 0x00, 0x00, 0x00, 0x00, 0x68, 0x6f, 0x6c, 0x64, 0x65, 0x72, 0x2a, 0x0b, 0x0a, 0x05, 0x64, 0x74, 0x79, 0x70, 0x65, 0x12, 0x02, 0x35, 0x01, 0x2a, 0x0b, 0x0a, 0x05, 0x73, 0x68, 0x61, 0x70, 0x65, 0x12, 0x02, 0x3a, 0x00, 0x0a, 0x2a, 0x00, 0x00, 0x00, 0x00, 0x0b, 0x50, 0x6c, 0x61, 0x63, 0x65, 0x68, 0x6f, 0x6c, 0x64, 0x65, 0x72, 0x2a, 0x0b, 0x0a, 0x05, 0x64, 0x74, 0x79, 0x70, 0x65, 0x09};
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    vg_code c = vg_graph_import_graph_def(g, gd, sizeof gd, NULL, &st);
+    CHECK(c != VG_OK);
+    CHECK_STR_CONTAINS(st.msg, "NUL byte");
+    vg_graph_free(g);
 }
 
 /* An index whose one entry says what we want (a hand-made lie). */
@@ -521,6 +534,7 @@ int main(void) {
     RUN_TEST(test_hostile__idx_count_checked_before_allocation);
     RUN_TEST(test_hostile__bundle_sizes_checked_before_allocation);
     RUN_TEST(test_hostile__fuzz_findings);
+    RUN_TEST(test_hostile__graphdef_import_nul_op);
     RUN_TEST(test_hostile__shape_num_elements_overflow);
     RUN_TEST(test_hostile__saver_removes_temporaries_and_orphans);
     RUN_TEST(test_hostile__long_messages_keep_their_ending);

@@ -129,11 +129,10 @@ static vg_session *restore_checkpoint(vg_session_manager *sm, const vg_prepare_o
     vg_code rc = vg_saver_restore(o->saver, sess, path, st);
     if (rc == VG_OK) {
         vg_status tmp;
-        const char *one = path;
+        /* without a state file (restored by listing) nothing is adopted or pruned: every
+         * checkpoint on disk would look orphaned */
         if (vg_get_checkpoint_state(o->checkpoint_dir, &cs, &tmp) == VG_OK)
             vg_saver_recover_last_checkpoints(o->saver, (const char *const *)cs->all_model_checkpoint_paths, cs->n_all);
-        else
-            vg_saver_recover_last_checkpoints(o->saver, &one, 1);
         *restored = true;
     }
     vg_checkpoint_state_free(cs);
