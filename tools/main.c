@@ -1,6 +1,6 @@
 /*
  * main.c - entry point of the `vigil` command: dispatches to the subcommands (train,
- * ckpt, events, plot) and holds the helpers they share (error messages, option and
+ * ckpt, events, plot, convert) and holds the helpers they share (error messages, option and
  * number parsing, comma lists).
  */
 #include "cli.h"
@@ -24,6 +24,8 @@ static const char *usage_text =
     "  plot <dir> -o curves.svg  draw scalar curves (loss, accuracy) as SVG (or .png)\n"
     "  graph FILE                summarize a TF GraphDef / .meta / SavedModel, list ops vigil lacks\n"
     "  run DIR --input k=1,2     evaluate a SavedModel signature (--signature, --output)\n"
+    "  convert                   IDX (Fashion-MNIST) to a TFRecord of tf.train.Examples or to\n"
+    "                            fixed-length records (--images, --labels, -o, --format)\n"
     "\n"
     "Run 'vigil <command> --help' for the options of a command.\n";
 
@@ -154,6 +156,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plot")) return cli_plot(argc - 1, argv + 1);
     if (!strcmp(cmd, "graph")) return cli_graph(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "convert")) return cli_convert(argc - 1, argv + 1);
     fprintf(stderr, "vigil: unknown command '%s'\n\n%s", cmd, usage_text);
     return 2;
 }

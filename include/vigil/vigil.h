@@ -12,10 +12,13 @@
 #include "tensor.h"
 #include "graph.h"
 #include "ops.h"
+#include "ops_ext.h"
 #include "session.h"
 #include "gradients.h"
 #include "variables.h"
 #include "optimizer.h"
+#include "train_lib.h"
+#include "losses.h"
 #include "layers.h"
 #include "coordinator.h"
 #include "queue_ops.h"
@@ -30,6 +33,9 @@
 #include "version.h"
 #include "events.h"
 #include "idx.h"
+#include "example.h"
+#include "reader.h"
+#include "data.h"
 #include "backend.h"
 
 #endif
