@@ -1,16 +1,27 @@
 /*
  * vigil/data.h - tf.data: datasets as graph values and iterators as session resources.
  *
- *     vg_output ds = vg_dataset_tfrecord(g, files, "GZIP", NULL);
- *     ds = vg_dataset_map(g, ds, parse_fn, NULL, NULL);     // parse_fn builds a subgraph
- *     ds = vg_dataset_shuffle(g, ds, 1000, 42, true, NULL);
- *     ds = vg_dataset_batch(g, ds, 32, true, NULL);
- *     ds = vg_dataset_repeat(g, ds, 2, NULL);
- *     ds = vg_dataset_prefetch(g, ds, 1, NULL);
- *     vg_output it = vg_make_one_shot_iterator(g, ds, NULL);
- *     vg_op *next = vg_iterator_get_next(g, it, NULL);     // outputs: the components
- *     ... run vg_out(next, i) until the run fails with OUT_OF_RANGE ("End of sequence"),
- *     the end-of-input signal a MonitoredSession treats as a clean stop.
+ *     #include <vigil/vigil.h>
+ *     static vg_code parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts,
+ *                             void *payload) {
+ *         (void)nargs; (void)payload;
+ *         outs[0] = vg_identity(fg, args[0], NULL);    // a real parser: vg_parse_single_example
+ *         *nouts = 1;
+ *         return VG_OK;
+ *     }
+ *     vg_op *build_input(vg_graph *g, vg_output files) {
+ *         vg_output ds = vg_dataset_tfrecord(g, files, "GZIP", NULL);
+ *         ds = vg_dataset_map(g, ds, parse_fn, NULL, NULL);
+ *         ds = vg_dataset_shuffle(g, ds, 1000, 42, true, NULL);
+ *         ds = vg_dataset_batch(g, ds, 32, true, NULL);
+ *         ds = vg_dataset_repeat(g, ds, 2, NULL);
+ *         ds = vg_dataset_prefetch(g, ds, 1, NULL);
+ *         vg_output it = vg_make_one_shot_iterator(g, ds, NULL);
+ *         return vg_iterator_get_next(g, it, NULL);   // outputs: the components
+ *     }
+ *
+ * Run vg_out(next, i) until the run fails with OUT_OF_RANGE ("End of sequence"), the
+ * end-of-input signal a MonitoredSession treats as a clean stop.
  *
  * A dataset value (a dataset op's output, dtype VG_RESOURCE) is an immutable
  * description; an iterator (IteratorV2 / OneShotIterator, one per session) holds the

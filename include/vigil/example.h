@@ -3,6 +3,8 @@
  * the parsing ops of TF's parsing_ops (ParseExample, ParseSingleExample,
  * ParseSingleSequenceExample, DecodeRaw, StringToNumber, DecodeCSV).
  *
+ *     int64_t label = 3;
+ *     char pixels[784] = {0};
  *     vg_example *ex = vg_example_new();
  *     vg_example_add_int64(ex, "label", &label, 1, &st);
  *     vg_example_add_bytes(ex, "image_raw", (const char *[]){pixels}, (size_t[]){784}, 1, &st);

@@ -3,13 +3,14 @@
  * tf.FixedLengthRecordReader, tf.TextLineReader, tf.WholeFileReader) and
  * tf.train.string_input_producer.
  *
- *     vg_output names = vg_const_strings(...);             // 1-D string tensor of files
+ *     vg_output names = vg_placeholder(g, VG_STRING, (int64_t[]){2}, 1, "files"); // fed: 2 file names
  *     vg_output fq = vg_string_input_producer(g, names, 2, true, 0, 32, NULL);
  *     vg_output rd = vg_tfrecord_reader(g, "GZIP", NULL);
  *     vg_op *read = vg_reader_read(g, rd, fq, NULL);       // key, value
- *     ... parse vg_out(read, 1), batch it, run under a MonitoredSession: the epoch
- *     after the last ends with OUT_OF_RANGE, which the monitored session treats as the
- *     end of input.
+ *
+ * Then parse vg_out(read, 1), batch it and run it under a MonitoredSession: the epoch
+ * after the last ends with OUT_OF_RANGE, which the monitored session treats as the end
+ * of input.
  *
  * A reader is a resource of the session (one per reader op, or per shared_name),
  * like the queues. Reading: when the reader has no current file it dequeues the next
