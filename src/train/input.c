@@ -13,7 +13,6 @@
  * (QueueDequeueManyV2). The "fraction_of_N_full" summaries are not added.
  */
 #include "train_util.h"
-#include "vigil/data.h"
 #include "vigil/queue.h"
 #include "vigil/reader.h"
 #include "vigil/variables.h"
@@ -227,28 +226,3 @@ vg_output vg_string_input_producer(vg_graph *g, vg_output string_tensor, int64_t
     vg_graph_pop_scope(g);
     return enq ? q : fail;
 }
-
-/* The builder of IteratorGetNextWithPosition (kernels/dataset_ops.c): here, above the
- * kernel layer, because it creates the position variable. */
-vg_op *vg_iterator_get_next_resumable(vg_graph *g, vg_output iterator, vg_output *position, const char *name) {
-    const vg_op *io = iterator.op;
-    const vg_dtype *t;
-    const vg_shape *s;
-    int n = 0, ns = 0;
-    if (!io || !vg_op_attr_type_list(io, "output_types", &t, &n) || !vg_op_attr_shape_list(io, "output_shapes", &s, &ns)) {
-        if (vg_graph_status(g, NULL) == VG_OK)
-            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "iterator_get_next_resumable: not an iterator");
-        return NULL;
-    }
-    char vn[600];
-    snprintf(vn, sizeof vn, "%s_position", vg_op_name(io));
-    vg_variable pos = vg_variable_new(g, vn, vg_const_i64(g, 0, NULL), 0);
-    if (position) *position = pos.read;
-    vg_op_builder *b = vg_op_builder_new(g, "IteratorGetNextWithPosition", name ? name : "IteratorGetNext");
-    vg_op_builder_add_input(b, iterator);
-    vg_op_builder_add_input(b, pos.ref);
-    vg_op_builder_set_attr_type_list(b, "output_types", t, n);
-    vg_op_builder_set_attr_shape_list(b, "output_shapes", s, ns);
-    return vg_op_builder_finish(b);
-}
-
