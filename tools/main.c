@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *usage_text =
     "usage: vigil <command> [options]\n"
@@ -139,6 +140,15 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "train")) {
         for (int i = 2; i < argc; i++) /* an imported graph (tools/graph.c) */
             if (!strncmp(argv[i], "--meta-graph", 12)) return cli_train_meta(argc - 1, argv + 1);
+        /* OpenBLAS on its generic fallback (a build without oneDNN on a CPU newer than
+         * OpenBLAS's table): start again with the matching core type, once. */
+        const char *core = vg_backend_openblas_coretype_hint();
+        if (core && !getenv("VG_CLI_REEXEC")) {
+            setenv("OPENBLAS_CORETYPE", core, 1);
+            setenv("VG_CLI_REEXEC", core, 1);
+            execv("/proc/self/exe", argv); /* returns only on failure: carry on as we are */
+            unsetenv("OPENBLAS_CORETYPE");
+        }
         return cli_train(argc - 1, argv + 1);
     }
     if (!strcmp(cmd, "ckpt")) return cli_ckpt(argc - 1, argv + 1);

@@ -36,5 +36,6 @@
 #include "example.h"
 #include "reader.h"
 #include "data.h"
+#include "backend.h"
 
 #endif
