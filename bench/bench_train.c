@@ -6,7 +6,6 @@
  *
  * Usage: bench_train [--model mlp|cnn] [--threads N] [--steps S] [--rounds R] [--no-peer]
  * Prints one JSON line: per-round medians and the median of rounds, for both. */
-#include "io/io.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,9 +85,9 @@ int main(int argc, char **argv) {
     const char *dir = "/usr/share/datasets/fashion-mnist";
     char path[512];
     snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
-    if (vg__idx_read(path, 0, dims, &nd, &img, &nb, &st)) die("images", &st);
+    if (vg_idx_read(path, VG_IDX_ANY, dims, &nd, &img, &nb, &st)) die("images", &st);
     snprintf(path, sizeof path, "%s/train-labels-idx1-ubyte.gz", dir);
-    if (vg__idx_read(path, 0, dims, &nd, &lab, &nb, &st)) die("labels", &st);
+    if (vg_idx_read(path, VG_IDX_ANY, dims, &nd, &lab, &nb, &st)) die("labels", &st);
     /* pre-sliced batches of a fixed permutation */
     vg_tensor *xb[NBATCH], *yb[NBATCH];
     int64_t xd[4] = {B, 28, 28, 1}, xd2[2] = {B, 784}, yd[1] = {B};

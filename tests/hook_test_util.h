@@ -6,8 +6,6 @@
  * readers. Include after test_util.h. */
 #ifndef VG_HOOK_TEST_UTIL_H
 #define VG_HOOK_TEST_UTIL_H
-#include "io/io.h"
-#include "monitored/hooks/hooks_internal.h"
 #include "vigil/hooks.h"
 #include "vigil/vigil.h"
 #include <dirent.h>
@@ -75,7 +73,7 @@ static inline ht_model ht_model_make_on(vg_graph *g) {
     m.gs = vg_get_or_create_global_step(m.g);
     m.read.op = NULL;
     m.read.index = 0;
-    if (vg__global_step_read(m.g, "test", &m.read, &st) != VG_OK) fprintf(stderr, "global step read: %s\n", st.msg);
+    if (vg_global_step_read(m.g, &m.read, &st) != VG_OK) fprintf(stderr, "global step read: %s\n", st.msg);
     vg_graph_push_control_deps(m.g, &m.read.op, 1);
     m.train = vg_assign_add(m.g, m.gs, vg_const_i64(m.g, 1, "one"), "train").op;
     vg_graph_pop_control_deps(m.g);
@@ -159,18 +157,25 @@ static inline vg_monitored_session *ht_singular(vg_graph *g, vg_scaffold *sc, co
     return ms;
 }
 
+
+/* ChiefSessionCreator / WorkerSessionCreator as a value (tests only; an empty creator
+ * on failure, which makes vg_monitored_session_new use a default one) */
+static inline vg_session_creator ht_creator(vg_graph *g, vg_scaffold *sc, const char *dir, const char *path,
+                                    double max_wait, bool chief) {
+    vg_session_creator_options o = VG_SESSION_CREATOR_OPTIONS_INIT;
+    vg_session_creator c;
+    o.scaffold = sc;
+    o.checkpoint_dir = dir;
+    o.checkpoint_filename_with_path = path;
+    if (max_wait >= 0) o.max_wait_secs = max_wait;
+    if ((chief ? vg_chief_session_creator(g, &o, &c, NULL) : vg_worker_session_creator(g, &o, &c, NULL)) != VG_OK)
+        fprintf(stderr, "session creator failed\n");
+    return c;
+}
+
 /* ---- temporary directories ---- */
-static inline char *ht_mkdtemp(char *buf, size_t len, const char *tag) {
-    snprintf(buf, len, "/tmp/vg_%s_XXXXXX", tag);
-    if (!mkdtemp(buf)) buf[0] = 0;
-    return buf;
-}
-static inline void ht_rmrf(const char *dir) {
-    char cmd[4200];
-    if (!dir || !dir[0] || strncmp(dir, "/tmp/vg_", 8) != 0) return;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
+static inline char *ht_mkdtemp(char *buf, size_t len, const char *tag) { return tu_mkdtemp(buf, len, tag); }
+static inline void ht_rmrf(const char *dir) { tu_rmrf(dir); }
 static inline bool ht_exists(const char *dir, const char *name) {
     char p[4200];
     struct stat sb;
@@ -239,20 +244,20 @@ static inline bool ht_mem_has(const uint8_t *p, size_t n, const char *s) {
 
 static inline void ht_read_event_file(const char *path, ht_events *e) {
     vg_status st;
-    vg__event_reader *r = vg__event_reader_open(path, &st);
+    vg_event_reader *r = vg_event_reader_open(path, &st);
     if (!r) {
         fprintf(stderr, "cannot open %s: %s\n", path, st.msg);
         return;
     }
-    vg__event_info ev;
-    while (vg__event_reader_next(r, &ev, &st) == VG_OK) {
+    vg_event ev;
+    while (vg_event_reader_next(r, &ev, &st) == VG_OK) {
         switch (ev.kind) {
-        case VG__EVENT_SUMMARY: {
+        case VG_EVENT_SUMMARY: {
             e->nsummary_events++;
-            vg__summary_iter it;
-            vg__summary_value v;
-            vg__summary_iter_init(&it, ev.payload, ev.payload_len);
-            while (vg__summary_next(&it, &v, &st) == VG_OK && e->nv < 512) {
+            vg_summary_iter it;
+            vg_summary_value v;
+            vg_summary_iter_init(&it, ev.payload, ev.payload_len);
+            while (vg_summary_iter_next(&it, &v, &st) == VG_OK && e->nv < 512) {
                 ht_value *o = &e->v[e->nv++];
                 o->step = ev.step;
                 snprintf(o->tag, sizeof o->tag, "%.*s", (int)v.tag_len, v.tag);
@@ -261,31 +266,24 @@ static inline void ht_read_event_file(const char *path, ht_events *e) {
             }
             break;
         }
-        case VG__EVENT_SESSION_LOG:
-            if (ev.session_status == VG__SESSION_LOG_START && e->nstart < 16) e->start_steps[e->nstart++] = ev.step;
-            if (ev.session_status == VG__SESSION_LOG_CHECKPOINT && e->nckpt < 64) e->ckpt_steps[e->nckpt++] = ev.step;
+        case VG_EVENT_SESSION_LOG:
+            if (ev.session_log_status == VG_SESSION_LOG_START && e->nstart < 16) e->start_steps[e->nstart++] = ev.step;
+            if (ev.session_log_status == VG_SESSION_LOG_CHECKPOINT && e->nckpt < 64) e->ckpt_steps[e->nckpt++] = ev.step;
             break;
-        case VG__EVENT_GRAPH_DEF: e->ngraph++; break;
-        case VG__EVENT_META_GRAPH_DEF:
+        case VG_EVENT_GRAPH_DEF: e->ngraph++; break;
+        case VG_EVENT_META_GRAPH_DEF:
             e->nmeta++;
             if (ht_mem_has(ev.payload, ev.payload_len, "save/Const:0")) e->meta_has_saver = true;
             break;
-        case VG__EVENT_TAGGED_RUN_METADATA: {
+        case VG_EVENT_TAGGED_RUN_METADATA:
             if (e->nrm >= 16) break;
-            vg__pb_reader pr;
-            vg__pb_field f;
-            vg__pb_reader_init(&pr, ev.payload, ev.payload_len);
-            e->rm_tags[e->nrm][0] = 0;
-            while (vg__pb_next(&pr, &f, NULL) == VG_OK)
-                if (f.number == 1 && f.wiretype == VG__PB_LEN)
-                    snprintf(e->rm_tags[e->nrm], 64, "%.*s", (int)f.len, (const char *)f.data);
+            snprintf(e->rm_tags[e->nrm], 64, "%.*s", (int)ev.tag_len, ev.tag ? ev.tag : "");
             e->rm_steps[e->nrm++] = ev.step;
             break;
-        }
         default: break;
         }
     }
-    vg__event_reader_close(r);
+    vg_event_reader_close(r);
 }
 
 /* Reads every event file of dir (sorted by name) into *e (zeroed first). Returns the

@@ -1,10 +1,135 @@
-/* op_test_util.h - helpers shared by the op tests of the TF1 model-building library
- * (test_math_ext_ops.c, test_nn_ext_ops.c, ...): typed element access, Consts from
- * double arrays, one-shot runs and value comparison. */
+/* op_test_util.h - helpers shared by the op tests (test_array_*.c, test_math_*.c, test_nn_*.c):
+ * element access by index as double whatever the dtype, tensors and Consts from double
+ * arrays, one-shot session runs (optionally with N intra-op threads), and value checks. Include after test_util.h. */
 #ifndef VG_OP_TEST_UTIL_H
 #define VG_OP_TEST_UTIL_H
 #include "test_util.h"
 #include "vigil/vigil.h"
+
+/* Element i of t as a double (NAN for dtypes without a numeric reading). */
+static inline double get(const vg_tensor *t, int64_t i) {
+    const void *d = vg_tensor_data(t);
+    switch (vg_tensor_dtype(t)) {
+    case VG_FLOAT: return ((const float *)d)[i];
+    case VG_DOUBLE: return ((const double *)d)[i];
+    case VG_INT32: return ((const int32_t *)d)[i];
+    case VG_INT64: return (double)((const int64_t *)d)[i];
+    case VG_UINT8: return ((const uint8_t *)d)[i];
+    case VG_BOOL: return ((const uint8_t *)d)[i];
+    default: return NAN;
+    }
+}
+
+/* Sets element i of t from a double (bool: v != 0). */
+static inline void set(vg_tensor *t, int64_t i, double v) {
+    void *d = vg_tensor_data(t);
+    switch (vg_tensor_dtype(t)) {
+    case VG_FLOAT: ((float *)d)[i] = (float)v; break;
+    case VG_DOUBLE: ((double *)d)[i] = v; break;
+    case VG_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
+    case VG_INT64: ((int64_t *)d)[i] = (int64_t)v; break;
+    case VG_UINT8: ((uint8_t *)d)[i] = (uint8_t)v; break;
+    case VG_BOOL: ((uint8_t *)d)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+/* New tensor of dtype dt and shape dims holding v (v == NULL: 0, 1, 2, ...). */
+static inline vg_tensor *mk(vg_dtype dt, const int64_t *dims, int nd, const double *v) {
+    vg_tensor *t = vg_tensor_new(dt, dims, nd, NULL);
+    if (!t) return NULL;
+    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) set(t, i, v ? v[i] : (double)i);
+    return t;
+}
+
+/* A Const holding mk(dt, dims, nd, v). */
+static inline vg_output cst(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v) {
+    vg_tensor *t = mk(dt, dims, nd, v);
+    vg_output o = vg_const(g, t, NULL);
+    vg_tensor_free(t);
+    return o;
+}
+
+/* Runs fetches with feeds on a fresh session with `threads` intra-op threads (and one
+ * inter-op thread). */
+static inline vg_code run_threads(vg_graph *g, int threads, const vg_output *feeds, vg_tensor *const *vals,
+                                  int nfeeds, const vg_output *fetches, vg_tensor **out, int nfetches, vg_status *st) {
+    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    o.intra_op_threads = threads;
+    o.inter_op_threads = 1;
+    vg_session *s = vg_session_new(g, &o, st);
+    if (!s) return st->code;
+    vg_code c = vg_session_run(s, NULL, feeds, vals, nfeeds, fetches, out, nfetches, NULL, 0, NULL, st);
+    vg_session_free(s);
+    return c;
+}
+
+/* Runs y with feeds in a fresh session: the value, or NULL with *st set. */
+static inline vg_tensor *run_feeds(vg_graph *g, vg_output y, const vg_output *f, vg_tensor *const *fv, int nf,
+                                   vg_status *st) {
+    vg_session *s = vg_session_new(g, NULL, st);
+    if (!s) return NULL;
+    vg_tensor *out = NULL;
+    vg_session_run(s, NULL, f, fv, nf, &y, &out, 1, NULL, 0, NULL, st);
+    vg_session_free(s);
+    return out;
+}
+
+/* Runs y without feeds; a failure counts as a failed check (and returns NULL). */
+static inline vg_tensor *run(vg_graph *g, vg_output y) {
+    vg_status st;
+    vg_tensor *t = run_feeds(g, y, NULL, NULL, 0, &st);
+    if (!t) {
+        fprintf(stderr, "run failed: %s\n", st.msg);
+        vg_test_failures++;
+    }
+    return t;
+}
+
+/* Checks dtype, dims and values (within tol, relative; an expected NaN or infinity must
+ * match exactly); t stays the caller's. */
+static inline void check_values(const vg_tensor *t, vg_dtype dt, const int64_t *dims, int nd, const double *v,
+                                double tol) {
+    if (!t) { vg_test_failures++; return; }
+    CHECK_EQ_INT(vg_tensor_dtype(t), dt);
+    CHECK_EQ_INT(vg_tensor_ndims(t), nd);
+    if (vg_tensor_ndims(t) != nd) return;
+    for (int i = 0; i < nd; i++) CHECK_EQ_INT(vg_tensor_dim(t, i), dims[i]);
+    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) {
+        if (isnan(v[i])) CHECK(isnan(get(t, i)));
+        else if (isinf(v[i])) CHECK(get(t, i) == v[i]);
+        else CHECK_NEAR(get(t, i), v[i], tol);
+    }
+}
+
+/* Checks the element count and the n values of t (within tol, relative). */
+static inline void check_elems(const vg_tensor *t, const double *want, int64_t n, double tol) {
+    CHECK(t != NULL);
+    if (!t) return;
+    CHECK_EQ_INT(vg_tensor_num_elements(t), n);
+    for (int64_t i = 0; i < n && i < vg_tensor_num_elements(t); i++) CHECK_NEAR(get(t, i), want[i], tol);
+}
+
+/* check_values with tol 1e-6, then frees t. */
+static inline void expect(vg_tensor *t, vg_dtype dt, const int64_t *dims, int nd, const double *v) {
+    check_values(t, dt, dims, nd, v, 1e-6);
+    vg_tensor_free(t);
+}
+
+/* Runs y (with feeds) and expects a failure with code and a message containing msg. */
+static inline void expect_run_error(vg_graph *g, vg_output y, const vg_output *f, vg_tensor *const *fv, int nf,
+                                    vg_code code, const char *msg) {
+    vg_status st;
+    vg_tensor *t = run_feeds(g, y, f, fv, nf, &st);
+    CHECK(t == NULL);
+    vg_tensor_free(t);
+    CHECK_EQ_INT(st.code, code);
+    CHECK_STR_CONTAINS(st.msg, msg);
+}
+
+/* ---- ot_* helpers (the issue-11 op tests: test_*_ext_ops.c, test_train_lib.c,
+ * test_ema.c, test_losses.c): the same jobs with a graph-status check in ot_run, a
+ * tolerance argument in ot_expect and ot_ph for finite-difference checks. */
 
 static inline double ot_get(const vg_tensor *t, int64_t i) {
     const void *d = vg_tensor_data(t);

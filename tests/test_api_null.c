@@ -47,7 +47,7 @@ static void test_null__monitored(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_output c = vg_const_f32(g, 2.0f, "c");
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, NULL, 0, 1, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 1}, &st);
     CHECK(ms != NULL);
     if (!ms) return;
     vg_run_args a = VG_RUN_ARGS_INIT;
@@ -72,9 +72,9 @@ static void test_null__monitored(void) {
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, NULL), &st);
     vg_monitored_session_free(ms);
     /* NULL graph, NULL hooks with a count */
-    CHECK(vg_monitored_session_new(NULL, (vg_session_creator){0}, NULL, 0, 1, &st) == NULL);
+    CHECK(vg_monitored_session_new(NULL, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 1}, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK(vg_monitored_session_new(g, (vg_session_creator){0}, NULL, 2, 1, &st) == NULL);
+    CHECK(vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 2, 1}, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     CHECK(vg_singular_monitored_session_new(NULL, NULL, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
@@ -89,9 +89,9 @@ static void test_null__hooks(void) {
     CHECK_STR_CONTAINS(st.msg, "out");
     CHECK_CODE(vg_nan_tensor_hook(c, true, NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_CODE(vg_global_step_waiter_hook(1, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_CODE(vg_step_counter_hook(10, -1, NULL, NULL, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_CODE(vg_final_ops_hook(&c, 1, NULL, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_CODE(vg_profiler_hook(10, -1, "/tmp", false, false, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){10, -1, NULL, NULL}, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_final_ops_hook(&(vg_final_ops_options){&c, 1, NULL, NULL, 0}, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_profiler_hook(&(vg_profiler_options){10, -1, "/tmp", false, false}, NULL, &st), VG_INVALID_ARGUMENT);
     vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
     co.checkpoint_dir = "/tmp";
     co.save_steps = 1;
@@ -107,7 +107,7 @@ static void test_null__hooks(void) {
     CHECK_CODE(vg_logging_tensor_hook(NULL, &h, &st), VG_INVALID_ARGUMENT);
     CHECK_CODE(vg_timer_init(NULL, 1, -1, &st), VG_INVALID_ARGUMENT);
     /* final ops values: n optional; a hook without payload gives nothing */
-    CHECK_OK(vg_final_ops_hook(&c, 1, NULL, NULL, 0, &h, &st), &st);
+    CHECK_OK(vg_final_ops_hook(&(vg_final_ops_options){&c, 1, NULL, NULL, 0}, &h, &st), &st);
     CHECK(vg_final_ops_hook_values(&h, NULL) == NULL);
     vg_hook_free(&h);
     int n = 7;
@@ -121,7 +121,7 @@ static void test_null__session_manager_and_coord(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_get_variable(g, "v", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
-    vg_session_manager *sm = vg_session_manager_new(g, NULL);
+    vg_session_manager *sm = vg_session_manager_new(g, NULL, NULL);
     CHECK(sm != NULL);
     /* initialized is optional */
     vg_session *s = vg_session_manager_recover_session(sm, NULL, NULL, &st);
@@ -140,7 +140,48 @@ static void test_null__session_manager_and_coord(void) {
     vg_graph_free(g);
 }
 
+/* the rest of the audit: optional out-parameters are ignored, required ones (and a
+ * NULL object) give INVALID_ARGUMENT or a documented neutral answer */
+static void test_null__audit(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output c = vg_const_f32(g, 1.0f, "c");
+    vg_graph_get_seed(g, 1, NULL, NULL);
+    CHECK(vg_graph_collection(g, "x", NULL) == NULL);
+    CHECK(vg_op_attr_tensor(c.op, "value", NULL));
+    CHECK_CODE(vg_graph_to_graphdef(g, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_graph_to_graphdef_text(g, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_graph_to_meta_graph(g, NULL, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_get_checkpoint_state("/tmp", NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_coord_join(NULL, 1, false, &st), VG_INVALID_ARGUMENT);
+    CHECK(vg_coord_should_stop(NULL));
+    CHECK_CODE(vg_coord_raise_requested_exception(NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_coord_request_stop(NULL, NULL), VG_INVALID_ARGUMENT);
+    vg_coord_clear_stop(NULL);
+    CHECK(vg_coord_wait_for_stop(NULL, 0));
+    CHECK_CODE(vg_monitored_session_close(NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_monitored_session_end(NULL, VG_OK, &st), VG_INVALID_ARGUMENT);
+    CHECK(vg_monitored_session_should_stop(NULL));
+    CHECK(vg_monitored_session_raw_session(NULL) == NULL);
+    CHECK(vg_monitored_session_graph(NULL) == NULL);
+    vg_monitored_session_free(NULL);
+    CHECK_CODE(vg_scaffold_finalize(NULL, g, &st), VG_INVALID_ARGUMENT);
+    vg_scaffold_free(NULL);
+    CHECK(vg_session_manager_prepare_session(NULL, NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_session_manager_wait_for_session(NULL, NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_monitored_training_session_new(NULL, NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    vg_session_creator cr;
+    CHECK_CODE(vg_chief_session_creator(NULL, NULL, &cr, &st), VG_INVALID_ARGUMENT);
+    CHECK(cr.create_session == NULL);
+    CHECK_CODE(vg_worker_session_creator(g, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_null__audit);
     RUN_TEST(test_null__session_run);
     RUN_TEST(test_null__monitored);
     RUN_TEST(test_null__hooks);

@@ -4,90 +4,11 @@
  * OnesLike, ExpandDims, Squeeze, Range, Where, BroadcastGradientArgs,
  * InvertPermutation; build-time shapes and TF's op names; allocation failures. */
 #include "test_util.h"
+#include "op_test_util.h"
 #include "vigil/vigil.h"
 #include <stdlib.h>
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static double get(const vg_tensor *t, int64_t i) {
-    const void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: return ((const float *)d)[i];
-    case VG_DOUBLE: return ((const double *)d)[i];
-    case VG_INT32: return ((const int32_t *)d)[i];
-    case VG_INT64: return (double)((const int64_t *)d)[i];
-    case VG_UINT8: case VG_BOOL: return ((const uint8_t *)d)[i];
-    default: return NAN;
-    }
-}
-
-static void set(vg_tensor *t, int64_t i, double v) {
-    void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: ((float *)d)[i] = (float)v; break;
-    case VG_DOUBLE: ((double *)d)[i] = v; break;
-    case VG_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
-    case VG_INT64: ((int64_t *)d)[i] = (int64_t)v; break;
-    case VG_UINT8: case VG_BOOL: ((uint8_t *)d)[i] = (uint8_t)v; break;
-    default: break;
-    }
-}
-
-static vg_tensor *mk(vg_dtype dt, const int64_t *dims, int nd, const double *v) {
-    vg_tensor *t = vg_tensor_new(dt, dims, nd, NULL);
-    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) set(t, i, v ? v[i] : (double)i);
-    return t;
-}
-
-static vg_output cst(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v) {
-    vg_tensor *t = mk(dt, dims, nd, v);
-    vg_output o = vg_const(g, t, NULL);
-    vg_tensor_free(t);
-    return o;
-}
-
-/* Runs y with feeds in a fresh session: the value, or NULL with *st set. */
-static vg_tensor *run_feeds(vg_graph *g, vg_output y, const vg_output *f, vg_tensor *const *fv, int nf, vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    if (!s) return NULL;
-    vg_tensor *out = NULL;
-    vg_session_run(s, NULL, f, fv, nf, &y, &out, 1, NULL, 0, NULL, st);
-    vg_session_free(s);
-    return out;
-}
-
-static vg_tensor *run(vg_graph *g, vg_output y) {
-    vg_status st;
-    vg_tensor *t = run_feeds(g, y, NULL, NULL, 0, &st);
-    if (!t) {
-        fprintf(stderr, "run failed: %s\n", st.msg);
-        vg_test_failures++;
-    }
-    return t;
-}
-
-/* Checks dtype, dims and values, then frees t. */
-static void expect(vg_tensor *t, vg_dtype dt, const int64_t *dims, int nd, const double *v) {
-    if (!t) { vg_test_failures++; return; }
-    CHECK_EQ_INT(vg_tensor_dtype(t), dt);
-    CHECK_EQ_INT(vg_tensor_ndims(t), nd);
-    if (vg_tensor_ndims(t) == nd) {
-        for (int i = 0; i < nd; i++) CHECK_EQ_INT(vg_tensor_dim(t, i), dims[i]);
-        for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) CHECK_NEAR(get(t, i), v[i], 1e-6);
-    }
-    vg_tensor_free(t);
-}
-
-/* Runs y and expects a failure with code and a message containing msg. */
-static void expect_run_error(vg_graph *g, vg_output y, const vg_output *f, vg_tensor *const *fv, int nf, vg_code code,
-                             const char *msg) {
-    vg_status st;
-    vg_tensor *t = run_feeds(g, y, f, fv, nf, &st);
-    CHECK(t == NULL);
-    vg_tensor_free(t);
-    CHECK_EQ_INT(st.code, code);
-    CHECK_STR_CONTAINS(st.msg, msg);
-}
 
 static void expect_shape(vg_output o, const int64_t *dims, int nd) {
     vg_shape s = vg_output_shape(o);

@@ -23,7 +23,7 @@ static void test_stop_at_step__bad_args(void) {
     vg_graph *g = vg_graph_new();
     vg_const_f32(g, 1.0f, "c");
     CHECK_OK(vg_stop_at_step_hook(3, -1, &h, &st), &st);
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, &h, 1, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &h, 1, 120}, &st);
     CHECK(ms == NULL);
     CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Global step should be created to use StopAtStepHook.");
@@ -518,7 +518,7 @@ static void test_global_step_waiter__not_wait_for_step_zero(void) {
     vg_graph *g = vg_graph_new();
     vg_const_f32(g, 1.0f, "c");
     CHECK_OK(vg_global_step_waiter_hook(10, &h, &st), &st);
-    ms = vg_monitored_session_new(g, (vg_session_creator){0}, &h, 1, 120, &st);
+    ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &h, 1, 120}, &st);
     CHECK(ms == NULL);
     CHECK_STR_CONTAINS(st.msg, "Global step should be created to use GlobalStepWaiterHook.");
     vg_graph_free(g);
@@ -587,7 +587,7 @@ static void test_final_ops__scalar_and_tensor(void) {
     vg_output vec = vg_const_array(g, VG_FLOAT, dims, 2, vals, "vec");
     vg_output ops[2] = {four, vec};
     vg_hook h;
-    CHECK_OK(vg_final_ops_hook(ops, 2, NULL, NULL, 0, &h, &st), &st);
+    CHECK_OK(vg_final_ops_hook(&(vg_final_ops_options){ops, 2, NULL, NULL, 0}, &h, &st), &st);
     vg_hook keep = h; /* the payload stays valid until the session is freed */
     vg_monitored_session *ms = ht_singular(g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
@@ -621,7 +621,7 @@ static void test_final_ops__with_feed_dict(void) {
     vg_output ops[3] = {a, b, c};
     vg_tensor *four = vg_tensor_new_scalar_i32(4, NULL);
     vg_hook h;
-    CHECK_OK(vg_final_ops_hook(ops, 3, &b, &four, 1, &h, &st), &st);
+    CHECK_OK(vg_final_ops_hook(&(vg_final_ops_options){ops, 3, &b, &four, 1}, &h, &st), &st);
     vg_tensor_free(four); /* the hook keeps its own reference */
     vg_hook keep = h;
     vg_monitored_session *ms = ht_singular(g, NULL, NULL, &h, 1, &st);
@@ -651,7 +651,7 @@ static void test_final_ops__triggers_out_of_range(void) {
     vg_output ops[1] = {vg_out(deq, 0)};
     end_counter ec = {0};
     vg_hook hooks[2];
-    CHECK_OK(vg_final_ops_hook(ops, 1, NULL, NULL, 0, &hooks[0], &st), &st);
+    CHECK_OK(vg_final_ops_hook(&(vg_final_ops_options){ops, 1, NULL, NULL, 0}, &hooks[0], &st), &st);
     vg_hook e = {"end", NULL, NULL, NULL, NULL, ec_end, NULL, &ec};
     hooks[1] = e;
     vg_hook keep = hooks[0];

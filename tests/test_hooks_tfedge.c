@@ -7,6 +7,7 @@
  *     add_meta_graph(meta_graph_def) are called with global_step=None). */
 #include "test_util.h"
 #include "hook_test_util.h"
+#include "io/io.h" /* raw records: is the step field present? */
 
 /* steps of the graph_def / meta_graph_def events of the event files in dir, read from
  * the raw records (-1: field absent; the decoder leaves an absent step at 0, so the
@@ -103,7 +104,7 @@ static void test_tfedge__int32_global_step(void) {
 
     vg_hook hooks[6];
     CHECK_OK(vg_stop_at_step_hook(-1, 3, &hooks[0], &st), &st);
-    CHECK_OK(vg_step_counter_hook(1, -1, dir, NULL, &hooks[1], &st), &st);
+    CHECK_OK(vg_step_counter_hook(&(vg_step_counter_options){1, -1, dir, NULL}, &hooks[1], &st), &st);
     vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
     co.checkpoint_dir = dir;
     co.save_steps = 1;
@@ -114,7 +115,7 @@ static void test_tfedge__int32_global_step(void) {
     so.summary_op = vg_summary_merge_all(g);
     CHECK_OK(vg_summary_saver_hook(&so, &hooks[3], &st), &st);
     CHECK_OK(vg_global_step_waiter_hook(0, &hooks[4], &st), &st);
-    CHECK_OK(vg_profiler_hook(2, -1, dir, false, false, &hooks[5], &st), &st);
+    CHECK_OK(vg_profiler_hook(&(vg_profiler_options){2, -1, dir, false, false}, &hooks[5], &st), &st);
     vg_monitored_session *ms = ht_singular(g, NULL, NULL, hooks, 6, &st);
     CHECK(ms != NULL);
     if (!ms) return;

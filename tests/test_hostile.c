@@ -198,6 +198,27 @@ static void test_hostile__idx_count_checked_before_allocation(void) {
     vg__idx_reader_close(r);
 }
 
+/* Found by fuzz_sstable / fuzz_idx: lengths claimed by a Snappy preamble and by IDX
+ * dimensions of an empty file must not size an allocation either. */
+static void test_hostile__fuzz_findings(void) {
+    vg_status st;
+    /* varint 0x3fffffff (1 GiB) then 3 bytes: far more than Snappy can expand to */
+    const uint8_t lie[] = {0xff, 0xff, 0xff, 0xff, 0x03, 0x00, 0x01, 0x02};
+    uint8_t *out = NULL;
+    size_t n = 0;
+    CHECK_CODE(vg__snappy_uncompress(lie, sizeof lie, (size_t)1 << 30, &out, &n, &st), VG_DATA_LOSS);
+    CHECK(out == NULL);
+    /* 0 records of 525056 x 768 bytes: readers would allocate one 400 MB record */
+    const uint8_t idx[] = {0, 0, 8, 3, 0, 0, 0, 0, 0, 8, 3, 0, 0, 0, 3, 0, 0, 0, 0, 3, 0, 4, 0};
+    char p[300];
+    snprintf(p, sizeof p, "%s/empty_huge_records", g_dir);
+    write_bytes(p, idx, sizeof idx);
+    vg__idx_reader *r = vg__idx_reader_open(p, 0, &st);
+    CHECK(r == NULL);
+    CHECK_CODE(st.code, VG_DATA_LOSS);
+    vg__idx_reader_close(r);
+}
+
 /* An index whose one entry says what we want (a hand-made lie). */
 static void write_lying_index(const char *prefix, int dtype, int64_t dim0, uint64_t size) {
     vg_status st;
@@ -393,7 +414,7 @@ static void test_hostile__hook_error_without_message(void) {
     h.name = "SilentHook";
     h.after_run = silent_fail;
     vg_status st;
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, &h, 1, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &h, 1, 120}, &st);
     CHECK(ms != NULL);
     if (ms) {
         vg_run_args a = VG_RUN_ARGS_INIT;
@@ -499,6 +520,7 @@ int main(void) {
     RUN_TEST(test_hostile__unusable_state_file_is_data_loss);
     RUN_TEST(test_hostile__idx_count_checked_before_allocation);
     RUN_TEST(test_hostile__bundle_sizes_checked_before_allocation);
+    RUN_TEST(test_hostile__fuzz_findings);
     RUN_TEST(test_hostile__shape_num_elements_overflow);
     RUN_TEST(test_hostile__saver_removes_temporaries_and_orphans);
     RUN_TEST(test_hostile__long_messages_keep_their_ending);

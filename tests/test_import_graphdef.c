@@ -219,6 +219,40 @@ static void test_text_legacy_prefix_input_map(void) {
     vg_graph_free(g);
 }
 
+/* Legacy BatchMatMul (TF < 1.14 graphs) runs as BatchMatMulV2 (same adj_x/adj_y attrs)
+ * once vigil has it; until then the import names it as missing. */
+static void test_legacy_batch_matmul(void) {
+    const char *text =
+        "node { name: 'a' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } }\n"
+        "  attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 1 } dim { size: 2 }\n"
+        "  dim { size: 2 } } float_val: [1, 2, 3, 4] } } } }\n"
+        "node { name: 'mm' op: 'BatchMatMul' input: 'a' input: 'a' attr { key: 'T' value { type: DT_FLOAT } }\n"
+        "  attr { key: 'adj_x' value { b: true } } attr { key: 'adj_y' value { b: false } } }\n";
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    vg_code c = import_text(g, text, NULL, &st);
+    if (c == VG_UNIMPLEMENTED) {
+        CHECK_STR_CONTAINS(st.msg, "BatchMatMul (node 'mm')");
+    } else {
+        CHECK_OK(c, &st);
+        vg_op *mm = vg_graph_op_by_name(g, "mm");
+        CHECK(mm && strcmp(vg_op_type(mm), "BatchMatMulV2") == 0);
+        vg_session *s = vg_session_new(g, NULL, &st);
+        vg_tensor *out = NULL;
+        CHECK_OK(vg_session_run1(s, vg_out(mm, 0), &out, &st), &st);
+        if (out) { /* a^T a with a = [[1,2],[3,4]]: [[10,14],[14,20]] */
+            const float *y = vg_tensor_data(out);
+            CHECK_NEAR(y[0], 10, 0);
+            CHECK_NEAR(y[1], 14, 0);
+            CHECK_NEAR(y[2], 14, 0);
+            CHECK_NEAR(y[3], 20, 0);
+        }
+        vg_tensor_free(out);
+        vg_session_free(s);
+    }
+    vg_graph_free(g);
+}
+
 /* Export (binary and text) -> import -> export gives the same bytes. */
 static void test_export_import_round_trip(void) {
     vg_graph *g = vg_graph_new();
@@ -320,6 +354,37 @@ static void test_bad_graphs(void) {
                  VG_INVALID_ARGUMENT, "line 1", "enum");
 }
 
+/* Wire-format oddities: a string field repeated with a NUL byte in the second copy
+ * (used to leave a freed pointer behind), a packed int list, an unpacked float list. */
+static void test_wire_format_edges(void) {
+    static const uint8_t nul_name[] = {0x0a, 0x07, 0x0a, 0x01, 'a', 0x0a, 0x02, 'b', 0x00};
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    CHECK_CODE(vg_graph_import_graph_def(g, nul_name, sizeof nul_name, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "NUL");
+    vg_graph_free(g);
+    /* list attrs of every numeric kind (the text converter writes them unpacked) */
+    g = vg_graph_new();
+    CHECK_OK(import_text(g,
+                         "node { name: 'p' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } }\n"
+                         "  attr { key: 'ints' value { list { i: [1, -2, 3] } } }\n"
+                         "  attr { key: 'floats' value { list { f: [0.5, -1e3, inf] } } }\n"
+                         "  attr { key: 'types' value { list { type: [DT_INT32, DT_FLOAT] } } }\n"
+                         "  attr { key: 'empty' value { list { } } } }",
+                         NULL, &st),
+             &st);
+    vg_op *p = vg_graph_op_by_name(g, "p");
+    const int64_t *iv = NULL;
+    const float *fv = NULL;
+    const vg_dtype *tv = NULL;
+    int n = 0;
+    CHECK(p && vg_op_attr_int_list(p, "ints", &iv, &n) && n == 3 && iv[1] == -2);
+    CHECK(p && vg_op_attr_float_list(p, "floats", &fv, &n) && n == 3 && fv[1] == -1000.0f && isinf(fv[2]));
+    CHECK(p && vg_op_attr_type_list(p, "types", &tv, &n) && n == 2 && tv[1] == VG_FLOAT);
+    CHECK(p && vg_op_attr_int_list(p, "empty", &iv, &n) && n == 0);
+    vg_graph_free(g);
+}
+
 static void test_options_errors(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -380,8 +445,10 @@ int main(void) {
     RUN_TEST(test_rust_addition);
     RUN_TEST(test_tf_files_import_or_list_missing);
     RUN_TEST(test_text_legacy_prefix_input_map);
+    RUN_TEST(test_legacy_batch_matmul);
     RUN_TEST(test_export_import_round_trip);
     RUN_TEST(test_bad_graphs);
+    RUN_TEST(test_wire_format_edges);
     RUN_TEST(test_options_errors);
     RUN_TEST(test_truncated);
     TEST_MAIN_END();

@@ -17,12 +17,10 @@
 
 static char g_dir[64];
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) { return remove(p); }
 static void make_tmpdir(void) {
-    strcpy(g_dir, "/tmp/vg_bundle_XXXXXX");
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); exit(1); }
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "bundle")[0]) { perror("mkdtemp"); exit(1); }
 }
-static void remove_tmpdir(void) { nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+static void remove_tmpdir(void) { tu_rmrf(g_dir); }
 static char *tmp_path(char *out, const char *name) {
     snprintf(out, 512, "%s/%s", g_dir, name);
     return out;

@@ -2,80 +2,11 @@
  * (AddV2, Sub, Mul, RealDiv, Maximum, Minimum, Pow, SquaredDifference, comparisons,
  * logical ops), their fast paths and general N-d broadcasting, and the error paths. */
 #include "test_util.h"
+#include "op_test_util.h"
 #include "vigil/vigil.h"
 #include "kernels/kernel.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static double get(const vg_tensor *t, int64_t i) {
-    const void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: return ((const float *)d)[i];
-    case VG_DOUBLE: return ((const double *)d)[i];
-    case VG_INT32: return ((const int32_t *)d)[i];
-    case VG_INT64: return (double)((const int64_t *)d)[i];
-    case VG_UINT8: return ((const uint8_t *)d)[i];
-    case VG_BOOL: return ((const uint8_t *)d)[i];
-    default: return NAN;
-    }
-}
-
-static void set(vg_tensor *t, int64_t i, double v) {
-    void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: ((float *)d)[i] = (float)v; break;
-    case VG_DOUBLE: ((double *)d)[i] = v; break;
-    case VG_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
-    case VG_INT64: ((int64_t *)d)[i] = (int64_t)v; break;
-    case VG_UINT8: ((uint8_t *)d)[i] = (uint8_t)v; break;
-    case VG_BOOL: ((uint8_t *)d)[i] = v != 0; break;
-    default: break;
-    }
-}
-
-static vg_tensor *mk(vg_dtype dt, const int64_t *dims, int nd, const double *v) {
-    vg_status st;
-    vg_tensor *t = vg_tensor_new(dt, dims, nd, &st);
-    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) set(t, i, v[i]);
-    return t;
-}
-
-/* Runs fetch with feeds; returns the value or NULL (status in *st). */
-static vg_tensor *run_feeds(vg_graph *g, vg_output y, const vg_output *f, vg_tensor *const *fv, int nf,
-                            vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    if (!s) return NULL;
-    vg_tensor *out = NULL;
-    vg_session_run(s, NULL, f, fv, nf, &y, &out, 1, NULL, 0, NULL, st);
-    vg_session_free(s);
-    return out;
-}
-
-static vg_tensor *run(vg_graph *g, vg_output y) {
-    vg_status st;
-    vg_tensor *t = run_feeds(g, y, NULL, NULL, 0, &st);
-    if (!t) {
-        fprintf(stderr, "run failed: %s\n", st.msg);
-        vg_test_failures++;
-    }
-    return t;
-}
-
-static void expect(vg_tensor *t, vg_dtype dt, const int64_t *dims, int nd, const double *v, double tol) {
-    if (!t) { vg_test_failures++; return; }
-    CHECK_EQ_INT(vg_tensor_dtype(t), dt);
-    CHECK_EQ_INT(vg_tensor_ndims(t), nd);
-    if (vg_tensor_ndims(t) != nd) return;
-    for (int i = 0; i < nd; i++) CHECK_EQ_INT(vg_tensor_dim(t, i), dims[i]);
-    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) CHECK_NEAR(get(t, i), v[i], tol);
-}
-
-static vg_output cst(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v) {
-    vg_tensor *t = mk(dt, dims, nd, v);
-    vg_output o = vg_const(g, t, NULL);
-    vg_tensor_free(t);
-    return o;
-}
 
 typedef vg_output (*binop_builder)(vg_graph *, vg_output, vg_output, const char *);
 
@@ -92,7 +23,7 @@ static void check_bin(binop_builder fn, vg_dtype dt, const int64_t *da, int na, 
         vg_shape s = vg_output_shape(y);
         CHECK_EQ_INT(s.ndims, nout);
         vg_tensor *t = run(g, y);
-        expect(t, odt, dout, nout, vout, 1e-6);
+        check_values(t, odt, dout, nout, vout, 1e-6);
         vg_tensor_free(t);
     }
     vg_graph_free(g);

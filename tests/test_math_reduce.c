@@ -3,82 +3,10 @@
  * inputs and large inputs, build-time shape inference, the vg_reduce_* helpers, and
  * ArgMax / ArgMin. */
 #include "test_util.h"
+#include "op_test_util.h"
 #include "vigil/vigil.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static double get(const vg_tensor *t, int64_t i) {
-    const void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: return ((const float *)d)[i];
-    case VG_DOUBLE: return ((const double *)d)[i];
-    case VG_INT32: return ((const int32_t *)d)[i];
-    case VG_INT64: return (double)((const int64_t *)d)[i];
-    case VG_UINT8: return ((const uint8_t *)d)[i];
-    case VG_BOOL: return ((const uint8_t *)d)[i];
-    default: return NAN;
-    }
-}
-
-static void set(vg_tensor *t, int64_t i, double v) {
-    void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: ((float *)d)[i] = (float)v; break;
-    case VG_DOUBLE: ((double *)d)[i] = v; break;
-    case VG_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
-    case VG_INT64: ((int64_t *)d)[i] = (int64_t)v; break;
-    case VG_UINT8: ((uint8_t *)d)[i] = (uint8_t)v; break;
-    case VG_BOOL: ((uint8_t *)d)[i] = v != 0; break;
-    default: break;
-    }
-}
-
-static vg_tensor *mk(vg_dtype dt, const int64_t *dims, int nd, const double *v) {
-    vg_status st;
-    vg_tensor *t = vg_tensor_new(dt, dims, nd, &st);
-    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) set(t, i, v[i]);
-    return t;
-}
-
-static vg_output cst(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v) {
-    vg_tensor *t = mk(dt, dims, nd, v);
-    vg_output o = vg_const(g, t, NULL);
-    vg_tensor_free(t);
-    return o;
-}
-
-static vg_tensor *run_feeds(vg_graph *g, vg_output y, const vg_output *f, vg_tensor *const *fv, int nf,
-                            vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    if (!s) return NULL;
-    vg_tensor *out = NULL;
-    vg_session_run(s, NULL, f, fv, nf, &y, &out, 1, NULL, 0, NULL, st);
-    vg_session_free(s);
-    return out;
-}
-
-static vg_tensor *run(vg_graph *g, vg_output y) {
-    vg_status st;
-    vg_tensor *t = run_feeds(g, y, NULL, NULL, 0, &st);
-    if (!t) {
-        fprintf(stderr, "run failed: %s\n", st.msg);
-        vg_test_failures++;
-    }
-    return t;
-}
-
-static void expect(vg_tensor *t, vg_dtype dt, const int64_t *dims, int nd, const double *v, double tol) {
-    if (!t) { vg_test_failures++; return; }
-    CHECK_EQ_INT(vg_tensor_dtype(t), dt);
-    CHECK_EQ_INT(vg_tensor_ndims(t), nd);
-    if (vg_tensor_ndims(t) != nd) return;
-    for (int i = 0; i < nd; i++) CHECK_EQ_INT(vg_tensor_dim(t, i), dims[i]);
-    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) {
-        if (isnan(v[i])) CHECK(isnan(get(t, i)));
-        else if (isinf(v[i])) CHECK(get(t, i) == v[i]);
-        else CHECK_NEAR(get(t, i), v[i], tol);
-    }
-}
 
 typedef vg_output (*red_builder)(vg_graph *, vg_output, vg_output, bool, const char *);
 
@@ -98,7 +26,7 @@ static void check_red(red_builder fn, vg_dtype dt, const int32_t *axes, int naxe
         CHECK_EQ_INT(s.ndims, nout);
         for (int i = 0; i < nout && i < s.ndims; i++) CHECK_EQ_INT(s.dims[i], dout[i]);
         vg_tensor *t = run(g, y);
-        expect(t, dt, dout, nout, e, 1e-6);
+        check_values(t, dt, dout, nout, e, 1e-6);
         vg_tensor_free(t);
     }
     vg_graph_free(g);
@@ -172,16 +100,16 @@ static void test_math__all_any(void) {
     double b[6] = {1, 1, 0, 1, 1, 1};
     vg_output x = cst(g, VG_BOOL, d, 2, b);
     vg_tensor *t = run(g, vg_reduce_all(g, x, (int32_t[]){1}, 1, false, NULL));
-    expect(t, VG_BOOL, (int64_t[]){2}, 1, (double[]){0, 1}, 0);
+    check_values(t, VG_BOOL, (int64_t[]){2}, 1, (double[]){0, 1}, 0);
     vg_tensor_free(t);
     t = run(g, vg_reduce_all(g, x, (int32_t[]){0}, 1, true, NULL));
-    expect(t, VG_BOOL, (int64_t[]){1, 3}, 2, (double[]){1, 1, 0}, 0);
+    check_values(t, VG_BOOL, (int64_t[]){1, 3}, 2, (double[]){1, 1, 0}, 0);
     vg_tensor_free(t);
     t = run(g, vg_reduce_any(g, vg_logical_not(g, x, NULL), NULL, -1, false, NULL));
-    expect(t, VG_BOOL, NULL, 0, (double[]){1}, 0);
+    check_values(t, VG_BOOL, NULL, 0, (double[]){1}, 0);
     vg_tensor_free(t);
     t = run(g, vg_reduce_all(g, x, NULL, -1, false, NULL));
-    expect(t, VG_BOOL, NULL, 0, (double[]){0}, 0);
+    check_values(t, VG_BOOL, NULL, 0, (double[]){0}, 0);
     vg_tensor_free(t);
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
@@ -196,11 +124,11 @@ static void test_math__int64_axes_and_helpers(void) {
     double x[6] = {1, 2, 3, 4, 5, 6};
     vg_output c = cst(g, VG_FLOAT, (int64_t[]){2, 3}, 2, x);
     vg_tensor *t = run(g, vg_sum(g, c, vg_const_i64(g, -2, NULL), false, NULL));
-    expect(t, VG_FLOAT, (int64_t[]){3}, 1, (double[]){5, 7, 9}, 1e-6);
+    check_values(t, VG_FLOAT, (int64_t[]){3}, 1, (double[]){5, 7, 9}, 1e-6);
     vg_tensor_free(t);
     vg_output m = vg_reduce_mean(g, c, NULL, -1, false, NULL);
     vg_tensor *tm = run(g, m);
-    expect(tm, VG_FLOAT, NULL, 0, (double[]){3.5}, 1e-6);
+    check_values(tm, VG_FLOAT, NULL, 0, (double[]){3.5}, 1e-6);
     vg_tensor_free(tm);
     CHECK(!strcmp(vg_op_type(m.op), "Mean"));
     bool keep = true;
@@ -208,13 +136,13 @@ static void test_math__int64_axes_and_helpers(void) {
     vg_dtype tidx;
     CHECK(vg_op_attr_type_(m.op, "Tidx", &tidx) && tidx == VG_INT32);
     t = run(g, vg_reduce_max(g, c, (int32_t[]){1}, 1, true, NULL));
-    expect(t, VG_FLOAT, (int64_t[]){2, 1}, 2, (double[]){3, 6}, 0);
+    check_values(t, VG_FLOAT, (int64_t[]){2, 1}, 2, (double[]){3, 6}, 0);
     vg_tensor_free(t);
     t = run(g, vg_reduce_min(g, c, (int32_t[]){0}, 1, false, NULL));
-    expect(t, VG_FLOAT, (int64_t[]){3}, 1, (double[]){1, 2, 3}, 0);
+    check_values(t, VG_FLOAT, (int64_t[]){3}, 1, (double[]){1, 2, 3}, 0);
     vg_tensor_free(t);
     t = run(g, vg_reduce_sum(g, c, NULL, 0, false, NULL)); /* empty axes list */
-    expect(t, VG_FLOAT, (int64_t[]){2, 3}, 2, x, 0);
+    check_values(t, VG_FLOAT, (int64_t[]){2, 3}, 2, x, 0);
     vg_tensor_free(t);
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
@@ -238,13 +166,13 @@ static void test_math__dynamic(void) {
     vg_output f[2] = {p, ax};
     vg_tensor *fv[2] = {tx, ta};
     vg_tensor *t = run_feeds(g, all, f, fv, 1, &st);
-    expect(t, VG_FLOAT, NULL, 0, (double[]){21}, 1e-6);
+    check_values(t, VG_FLOAT, NULL, 0, (double[]){21}, 1e-6);
     vg_tensor_free(t);
     t = run_feeds(g, some, f, fv, 2, &st);
-    expect(t, VG_FLOAT, (int64_t[]){2}, 1, (double[]){6, 15}, 1e-6);
+    check_values(t, VG_FLOAT, (int64_t[]){2}, 1, (double[]){6, 15}, 1e-6);
     vg_tensor_free(t);
     t = run_feeds(g, some_keep, f, fv, 2, &st);
-    expect(t, VG_FLOAT, (int64_t[]){2, 1}, 2, (double[]){3, 6}, 1e-6);
+    check_values(t, VG_FLOAT, (int64_t[]){2, 1}, 2, (double[]){3, 6}, 1e-6);
     vg_tensor_free(t);
     /* bad axes at run time */
     vg_tensor *bad = mk(VG_INT32, (int64_t[]){1}, 1, (double[]){2});
@@ -285,16 +213,16 @@ static void test_math__empty(void) {
     vg_graph *g = vg_graph_new();
     vg_output z = vg_const_fill(g, VG_FLOAT, (int64_t[]){0, 3}, 2, 0.0, NULL);
     vg_tensor *t = run(g, vg_reduce_sum(g, z, (int32_t[]){0}, 1, false, NULL));
-    expect(t, VG_FLOAT, (int64_t[]){3}, 1, (double[]){0, 0, 0}, 0);
+    check_values(t, VG_FLOAT, (int64_t[]){3}, 1, (double[]){0, 0, 0}, 0);
     vg_tensor_free(t);
     t = run(g, vg_reduce_max(g, z, (int32_t[]){0}, 1, false, NULL));
-    expect(t, VG_FLOAT, (int64_t[]){3}, 1, (double[]){-INFINITY, -INFINITY, -INFINITY}, 0);
+    check_values(t, VG_FLOAT, (int64_t[]){3}, 1, (double[]){-INFINITY, -INFINITY, -INFINITY}, 0);
     vg_tensor_free(t);
     t = run(g, vg_reduce_mean(g, z, NULL, -1, false, NULL));
-    expect(t, VG_FLOAT, NULL, 0, (double[]){NAN}, 0);
+    check_values(t, VG_FLOAT, NULL, 0, (double[]){NAN}, 0);
     vg_tensor_free(t);
     t = run(g, vg_reduce_sum(g, z, (int32_t[]){1}, 1, false, NULL));
-    expect(t, VG_FLOAT, (int64_t[]){0}, 1, NULL, 0);
+    check_values(t, VG_FLOAT, (int64_t[]){0}, 1, NULL, 0);
     vg_tensor_free(t);
     vg_graph_free(g);
 }
@@ -410,16 +338,16 @@ static void test_math__argmax(void) {
     CHECK_EQ_INT(s.ndims, 1);
     CHECK_EQ_INT(s.dims[0], 2);
     vg_tensor *t = run(g, a1);
-    expect(t, VG_INT64, (int64_t[]){2}, 1, (double[]){1, 0}, 0); /* first of the ties */
+    check_values(t, VG_INT64, (int64_t[]){2}, 1, (double[]){1, 0}, 0); /* first of the ties */
     vg_tensor_free(t);
     t = run(g, vg_argmax(g, c, 0, VG_INT32, NULL));
-    expect(t, VG_INT32, (int64_t[]){3}, 1, (double[]){1, 0, 0}, 0);
+    check_values(t, VG_INT32, (int64_t[]){3}, 1, (double[]){1, 0, 0}, 0);
     vg_tensor_free(t);
     t = run(g, vg_argmin(g, c, -1, VG_INT64, NULL));
-    expect(t, VG_INT64, (int64_t[]){2}, 1, (double[]){0, 1}, 0);
+    check_values(t, VG_INT64, (int64_t[]){2}, 1, (double[]){0, 1}, 0);
     vg_tensor_free(t);
     t = run(g, vg_argmin(g, cst(g, VG_INT32, (int64_t[]){2, 3}, 2, x), 0, VG_INT32, NULL));
-    expect(t, VG_INT32, (int64_t[]){3}, 1, (double[]){0, 1, 1}, 0);
+    check_values(t, VG_INT32, (int64_t[]){3}, 1, (double[]){0, 1, 1}, 0);
     vg_tensor_free(t);
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);

@@ -2,49 +2,10 @@
  * Sqrt, Rsqrt, Exp, Log, Abs, Sign, Reciprocal, LogicalNot, IsFinite), Select, AddN,
  * Cast and CheckNumerics, with their error paths. */
 #include "test_util.h"
+#include "op_test_util.h"
 #include "vigil/vigil.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static double get(const vg_tensor *t, int64_t i) {
-    const void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: return ((const float *)d)[i];
-    case VG_DOUBLE: return ((const double *)d)[i];
-    case VG_INT32: return ((const int32_t *)d)[i];
-    case VG_INT64: return (double)((const int64_t *)d)[i];
-    case VG_UINT8: return ((const uint8_t *)d)[i];
-    case VG_BOOL: return ((const uint8_t *)d)[i];
-    default: return NAN;
-    }
-}
-
-static void set(vg_tensor *t, int64_t i, double v) {
-    void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: ((float *)d)[i] = (float)v; break;
-    case VG_DOUBLE: ((double *)d)[i] = v; break;
-    case VG_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
-    case VG_INT64: ((int64_t *)d)[i] = (int64_t)v; break;
-    case VG_UINT8: ((uint8_t *)d)[i] = (uint8_t)v; break;
-    case VG_BOOL: ((uint8_t *)d)[i] = v != 0; break;
-    default: break;
-    }
-}
-
-static vg_tensor *mk(vg_dtype dt, const int64_t *dims, int nd, const double *v) {
-    vg_status st;
-    vg_tensor *t = vg_tensor_new(dt, dims, nd, &st);
-    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) set(t, i, v[i]);
-    return t;
-}
-
-static vg_output cst(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v) {
-    vg_tensor *t = mk(dt, dims, nd, v);
-    vg_output o = vg_const(g, t, NULL);
-    vg_tensor_free(t);
-    return o;
-}
 
 static vg_tensor *run_st(vg_graph *g, vg_output y, vg_status *st) {
     vg_session *s = vg_session_new(g, NULL, st);
@@ -53,29 +14,6 @@ static vg_tensor *run_st(vg_graph *g, vg_output y, vg_status *st) {
     vg_session_run1(s, y, &out, st);
     vg_session_free(s);
     return out;
-}
-
-static vg_tensor *run(vg_graph *g, vg_output y) {
-    vg_status st;
-    vg_tensor *t = run_st(g, y, &st);
-    if (!t) {
-        fprintf(stderr, "run failed: %s\n", st.msg);
-        vg_test_failures++;
-    }
-    return t;
-}
-
-static void expect(vg_tensor *t, vg_dtype dt, const int64_t *dims, int nd, const double *v, double tol) {
-    if (!t) { vg_test_failures++; return; }
-    CHECK_EQ_INT(vg_tensor_dtype(t), dt);
-    CHECK_EQ_INT(vg_tensor_ndims(t), nd);
-    if (vg_tensor_ndims(t) != nd) return;
-    for (int i = 0; i < nd; i++) CHECK_EQ_INT(vg_tensor_dim(t, i), dims[i]);
-    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) {
-        if (isnan(v[i])) CHECK(isnan(get(t, i)));
-        else if (isinf(v[i])) CHECK(get(t, i) == v[i]);
-        else CHECK_NEAR(get(t, i), v[i], tol);
-    }
 }
 
 typedef vg_output (*unop_builder)(vg_graph *, vg_output, const char *);
@@ -90,7 +28,7 @@ static void check_un(unop_builder fn, vg_dtype dt, int n, const double *x, vg_dt
         vg_test_failures++;
     } else {
         vg_tensor *t = run(g, y);
-        expect(t, odt, d, 1, e, 1e-6);
+        check_values(t, odt, d, 1, e, 1e-6);
         vg_tensor_free(t);
     }
     vg_graph_free(g);
@@ -166,24 +104,24 @@ static void test_math__select(void) {
     vg_graph *g = vg_graph_new();
     vg_output ct = cst(g, VG_FLOAT, d, 2, t), ce = cst(g, VG_FLOAT, d, 2, e);
     vg_tensor *v = run(g, vg_select(g, cst(g, VG_BOOL, d, 2, c), ct, ce, NULL));
-    expect(v, VG_FLOAT, d, 2, r1, 0);
+    check_values(v, VG_FLOAT, d, 2, r1, 0);
     vg_tensor_free(v);
     /* vector condition picks whole rows */
     double cv[2] = {0, 1}, r2[4] = {-1, -2, 3, 4};
     v = run(g, vg_select(g, cst(g, VG_BOOL, dv, 1, cv), ct, ce, NULL));
-    expect(v, VG_FLOAT, d, 2, r2, 0);
+    check_values(v, VG_FLOAT, d, 2, r2, 0);
     vg_tensor_free(v);
     /* scalar condition */
     v = run(g, vg_select(g, vg_const_bool(g, false, NULL), ct, ce, NULL));
-    expect(v, VG_FLOAT, d, 2, e, 0);
+    check_values(v, VG_FLOAT, d, 2, e, 0);
     vg_tensor_free(v);
     /* int64 and bool payloads */
     v = run(g, vg_select(g, cst(g, VG_BOOL, d, 2, c), cst(g, VG_INT64, d, 2, t), cst(g, VG_INT64, d, 2, e), NULL));
-    expect(v, VG_INT64, d, 2, r1, 0);
+    check_values(v, VG_INT64, d, 2, r1, 0);
     vg_tensor_free(v);
     double eb[4] = {1, 1, 0, 0}, r3[4] = {1, 1, 0, 1};
     v = run(g, vg_select(g, cst(g, VG_BOOL, d, 2, c), cst(g, VG_BOOL, d, 2, c), cst(g, VG_BOOL, d, 2, eb), NULL));
-    expect(v, VG_BOOL, d, 2, r3, 0);
+    check_values(v, VG_BOOL, d, 2, r3, 0);
     vg_tensor_free(v);
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
@@ -207,14 +145,14 @@ static void test_math__add_n(void) {
     int64_t n = 0;
     CHECK(vg_op_attr_int(y3.op, "N", &n) && n == 3);
     vg_tensor *t = run(g, y2);
-    expect(t, VG_FLOAT, d, 2, e2, 0);
+    check_values(t, VG_FLOAT, d, 2, e2, 0);
     vg_tensor_free(t);
     t = run(g, y3);
-    expect(t, VG_FLOAT, d, 2, e3, 0);
+    check_values(t, VG_FLOAT, d, 2, e3, 0);
     vg_tensor_free(t);
     vg_output ii[3] = {cst(g, VG_INT32, d, 2, a), cst(g, VG_INT32, d, 2, b), cst(g, VG_INT32, d, 2, c)};
     t = run(g, vg_add_n(g, ii, 3, NULL));
-    expect(t, VG_INT32, d, 2, e3, 0);
+    check_values(t, VG_INT32, d, 2, e3, 0);
     vg_tensor_free(t);
     CHECK(vg_add_n(g, in, 1, NULL).op == in[0].op); /* one input: returned as is */
     /* shape mismatch at build time */
@@ -255,7 +193,7 @@ static void check_cast(vg_dtype src, vg_dtype dst, int n, const double *x, const
     bool tr = true;
     CHECK(vg_op_attr_bool(y.op, "Truncate", &tr) && !tr);
     vg_tensor *t = run(g, y);
-    expect(t, dst, d, 1, e, 1e-6);
+    check_values(t, dst, d, 1, e, 1e-6);
     vg_tensor_free(t);
     vg_graph_free(g);
 }
@@ -291,7 +229,7 @@ static void test_math__check_numerics(void) {
     int64_t d[1] = {3};
     double ok[3] = {1, 2, 3}, withnan[3] = {1, NAN, 3}, withinf[3] = {1, -INFINITY, 3}, both[3] = {NAN, INFINITY, 0};
     vg_tensor *t = run(g, vg_check_numerics(g, cst(g, VG_FLOAT, d, 1, ok), "fine", NULL));
-    expect(t, VG_FLOAT, d, 1, ok, 0);
+    check_values(t, VG_FLOAT, d, 1, ok, 0);
     vg_tensor_free(t);
     CHECK(run_st(g, vg_check_numerics(g, cst(g, VG_FLOAT, d, 1, withnan), "my check", "cn"), &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);

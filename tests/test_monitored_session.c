@@ -10,6 +10,21 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+/* ChiefSessionCreator / WorkerSessionCreator as a value (tests only; an empty creator
+ * on failure, which makes vg_monitored_session_new use a default one) */
+static inline vg_session_creator ms_creator(vg_graph *g, vg_scaffold *sc, const char *dir, const char *path,
+                                    double max_wait, bool chief) {
+    vg_session_creator_options o = VG_SESSION_CREATOR_OPTIONS_INIT;
+    vg_session_creator c;
+    o.scaffold = sc;
+    o.checkpoint_dir = dir;
+    o.checkpoint_filename_with_path = path;
+    if (max_wait >= 0) o.max_wait_secs = max_wait;
+    if ((chief ? vg_chief_session_creator(g, &o, &c, NULL) : vg_worker_session_creator(g, &o, &c, NULL)) != VG_OK)
+        fprintf(stderr, "session creator failed\n");
+    return c;
+}
+
 /* ---- fault-injection op ---- */
 static atomic_int raise_at_run = -1; /* run index (counted from 0) that fails */
 static atomic_int raise_runs;
@@ -177,7 +192,7 @@ static void test_monitored__defaults_and_order(void) {
     vg_hook hk = hook_of(&h);
     vg_hook empty = {0};
     vg_hook hooks[2] = {hk, empty};
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, (vg_session_creator){0}, hooks, 2, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 2, 120}, &st);
     CHECK(ms != NULL);
     if (!ms) { fprintf(stderr, "%s\n", st.msg); return; }
     CHECK(strcmp(h.log, "BC") == 0);
@@ -236,7 +251,7 @@ static void test_monitored__hooks_fetch_and_feed(void) {
     h3.fetch = t5;
     vg_hook hooks[3] = {hook_of(&h1), hook_of(&h2), hook_of(&h3)};
     order_log[0] = 0;
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, hooks, 3, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 3, 120}, &st);
     CHECK(ms != NULL);
     order_log[0] = 0;
     vg_code rc;
@@ -282,7 +297,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     h1.tag = "1"; h2.tag = "2";
     h1.stop_in_after = true;
     vg_hook hooks[2] = {hook_of(&h1), hook_of(&h2)};
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, (vg_session_creator){0}, hooks, 2, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 2, 120}, &st);
     vg_code rc;
     int64_t step = run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_OK); /* 16: the call still returns its result */
@@ -302,7 +317,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     rec_hook h3 = {0};
     h3.stop_in_before = true;
     vg_hook hk = hook_of(&h3);
-    ms = vg_monitored_session_new(m.g, (vg_session_creator){0}, &hk, 1, 120, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &hk, 1, 120}, &st);
     CHECK(!vg_monitored_session_should_stop(ms));
     run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_OK);
@@ -318,7 +333,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     e1.fail_before_at = 2; e1.fail_code = VG_INTERNAL;
     e2.stop_in_after = false;
     vg_hook hooks2[2] = {hook_of(&e1), hook_of(&e2)};
-    ms = vg_monitored_session_new(m.g, (vg_session_creator){0}, hooks2, 2, 120, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks2, 2, 120}, &st);
     run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_OK);
     int64_t s2 = run_train(ms, &st, &rc);
@@ -354,7 +369,7 @@ static void test_monitored__merge_run_options(void) {
     h1.opts = &o1;
     h2.opts = &o2;
     vg_hook hooks[2] = {hook_of(&h1), hook_of(&h2)};
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, (vg_session_creator){0}, hooks, 2, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 2, 120}, &st);
     oc.trace_level = VG_TRACE_HARDWARE; oc.timeout_in_ms = 10; oc.ndebug_watches = 1; oc.debug_watches = wc;
     vg_run_args a = VG_RUN_ARGS_INIT;
     a.targets = &m.train; a.ntargets = 1; a.options = &oc;
@@ -385,7 +400,7 @@ static void test_monitored__end_semantics(void) {
     rec_hook h = {0};
     h.fail_before_at = 2; h.fail_code = VG_OUT_OF_RANGE;
     vg_hook hk = hook_of(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, (vg_session_creator){0}, &hk, 1, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &hk, 1, 120}, &st);
     rc = VG_OK;
     int steps = 0;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
@@ -411,7 +426,7 @@ static void test_monitored__end_semantics(void) {
     rec_hook h2 = {0};
     h2.fail_before_at = 4; h2.fail_code = VG_INTERNAL;
     hk = hook_of(&h2);
-    ms = vg_monitored_session_new(m.g, (vg_session_creator){0}, &hk, 1, 120, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &hk, 1, 120}, &st);
     rc = VG_OK;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) run_train(ms, &st, &rc);
     CHECK_CODE(vg_monitored_session_end(ms, rc, &st), VG_INTERNAL);
@@ -423,7 +438,7 @@ static void test_monitored__end_semantics(void) {
 
     /* 58: close inside the block, then the block's end fails */
     m = make_model();
-    ms = vg_monitored_session_new(m.g, (vg_session_creator){0}, NULL, 0, 120, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 120}, &st);
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
     CHECK_CODE(vg_monitored_session_end(ms, VG_OK, &st), VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Session is already closed");
@@ -455,12 +470,12 @@ static void test_monitored__recovery(void) {
     vg_status st;
     vg_code rc;
     model m = make_model();
-    flaky f = {vg_chief_session_creator(m.g, NULL, NULL, NULL, NULL), 2, 0};
+    flaky f = {ms_creator(m.g, NULL, NULL, NULL, -1, true), 2, 0};
     vg_session_creator c = {flaky_create, flaky_destroy, &f};
     rec_hook h = {0};
     h.fail_before_at = 4; h.fail_code = VG_ABORTED;
     vg_hook hk = hook_of(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, c, &hk, 1, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){c, &hk, 1, 120}, &st);
     CHECK(ms != NULL);                 /* 33: creation retried */
     CHECK_EQ_INT(f.calls, 3);
     CHECK_EQ_INT(h.after_create, 1);
@@ -488,7 +503,7 @@ static void test_monitored__recovery(void) {
     atomic_store(&raise_runs, 0);
     atomic_store(&raise_at_run, 1);
     raise_code = VG_UNAVAILABLE;
-    ms = vg_monitored_session_new(m.g, (vg_session_creator){0}, NULL, 0, 120, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 120}, &st);
     for (int i = 0; i < 3; i++) {
         CHECK_NEAR(run_fetch(ms, r, &st, &rc), 1.0, 0);
         CHECK_EQ_INT(rc, VG_OK);
@@ -536,7 +551,7 @@ static void test_monitored__coordinator(void) {
     model m = make_model();
     rec_hook h = {0};
     vg_hook hk = hook_of(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, (vg_session_creator){0}, &hk, 1, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &hk, 1, 120}, &st);
     atomic_int alive = 0;
     vg_coord_start_thread(h.coord, "worker", thread_fn, &alive, &st);
     while (!atomic_load(&alive)) usleep(1000);
@@ -561,7 +576,7 @@ static void test_monitored__coordinator(void) {
     m = make_model();
     rec_hook h2 = {0};
     hk = hook_of(&h2);
-    ms = vg_monitored_session_new(m.g, (vg_session_creator){0}, &hk, 1, 120, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &hk, 1, 120}, &st);
     vg_status_set(&err, VG_ABORTED, "x");
     vg_coord_request_stop(h2.coord, &err);
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
@@ -689,7 +704,7 @@ static void test_monitored__run_step_fn(void) {
     hk = hook_of(&h3);
     a.calls = 0;
     abort_left = 1;
-    ms = vg_monitored_session_new(g, (vg_session_creator){0}, &hk, 1, 120, &st);
+    ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &hk, 1, 120}, &st);
     rc = vg_monitored_session_run_step_fn(ms, abort_then_run, &a, &st);
     CHECK_EQ_INT(rc, VG_OK);
     CHECK_EQ_INT(a.calls, 2);
@@ -724,8 +739,7 @@ static void test_monitored__restore_and_stop_at_step(void) {
     co.checkpoint_dir = dir;
     co.save_steps = 1;
     CHECK_OK(vg_checkpoint_saver_hook(&co, &hooks[1], &st), &st);
-    vg_monitored_session *ms = vg_monitored_session_new(
-        m.g, vg_chief_session_creator(m.g, NULL, NULL, dir, NULL), hooks, 2, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){ms_creator(m.g, NULL, dir, NULL, -1, true), hooks, 2, 120}, &st);
     CHECK(ms != NULL);
     if (!ms) { fprintf(stderr, "%s\n", st.msg); return; }
     int n = 0;
@@ -740,7 +754,7 @@ static void test_monitored__restore_and_stop_at_step(void) {
     vg_monitored_session_free(ms);
     /* 82 / 131: a new session restores 3; num_steps = 4 runs 3 -> 7 */
     CHECK_OK(vg_stop_at_step_hook(4, -1, &hooks[0], &st), &st);
-    ms = vg_monitored_session_new(m.g, vg_chief_session_creator(m.g, NULL, NULL, dir, NULL), hooks, 1, 120, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){ms_creator(m.g, NULL, dir, NULL, -1, true), hooks, 1, 120}, &st);
     CHECK_EQ_INT(run_train(ms, &st, &rc), 3);
     n = 1;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
@@ -765,7 +779,7 @@ static void test_monitored__restore_and_stop_at_step(void) {
     h.fail_before_at = 4; h.fail_code = VG_ABORTED;
     CHECK_OK(vg_checkpoint_saver_hook(&co, &hooks[0], &st), &st);
     hooks[1] = hook_of(&h);
-    ms = vg_monitored_session_new(m.g, vg_chief_session_creator(m.g, NULL, NULL, dir, NULL), hooks, 2, 120, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){ms_creator(m.g, NULL, dir, NULL, -1, true), hooks, 2, 120}, &st);
     int64_t s0 = run_train(ms, &st, &rc);
     CHECK_EQ_INT(run_train(ms, &st, &rc), s0 + 1);
     CHECK_EQ_INT(run_train(ms, &st, &rc), s0 + 2);

@@ -107,7 +107,7 @@ static void test_tfedge__second_close_hook_end_fails(void) {
     vg_get_or_create_global_step(g);
     ehook h = {0};
     vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, &k, 1, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
     if (!ms) return;
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
     CHECK_EQ_INT(h.end, 1);
@@ -133,7 +133,7 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
         h.end_code = VG_INTERNAL;
         vg_hook k = eh(&h);
         vg_monitored_session *ms = singular ? ht_singular(g, NULL, NULL, &k, 1, &st)
-                                            : vg_monitored_session_new(g, (vg_session_creator){0}, &k, 1, 120, &st);
+                                            : vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
         if (!ms) return;
         report(h.coord, VG_UNKNOWN, "a thread wants to stop");
         CHECK_CODE(vg_monitored_session_close(ms, &st), VG_UNKNOWN);
@@ -148,7 +148,7 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
     ehook h = {0};
     h.end_code = VG_INTERNAL;
     vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, &k, 1, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
     if (!ms) return;
     CHECK_CODE(vg_monitored_session_close(ms, &st), VG_INTERNAL);
     CHECK_STR_CONTAINS(st.msg, "hook failed in end");
@@ -168,7 +168,7 @@ static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     vg_output gs = vg_get_or_create_global_step(g);
     ehook h = {0};
     vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, &k, 1, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
     if (!ms) return;
     CHECK_NEAR(run_t(ms, gs, &rc, &st), 0, 0);
     report(h.coord, VG_UNKNOWN, "a thread failed");
@@ -188,13 +188,39 @@ static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     gs = vg_get_or_create_global_step(g);
     ehook h2 = {0};
     vg_hook k2 = eh(&h2);
-    ms = vg_monitored_session_new(g, (vg_session_creator){0}, &k2, 1, 120, &st);
+    ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k2, 1, 120}, &st);
     if (!ms) return;
     h2.before_code = VG_ABORTED;
     CHECK_NEAR(run_t(ms, gs, &rc, &st), 0, 0);
     CHECK_OK(rc, &st);
     CHECK_EQ_INT(h2.acs, 2);
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
+    vg_monitored_session_free(ms);
+    vg_graph_free(g);
+}
+
+/* the same through run_step_fn (RecoverableSessionTest's step_fn variants:
+ * _RecoverableSession.run_step_fn closes before retrying, and that close raises) */
+static vg_code step_aborted(vg_step_context *sc, void *payload, vg_status *st) {
+    (void)sc;
+    int *calls = payload;
+    (*calls)++;
+    return vg_status_set(st, VG_ABORTED, "step preempted");
+}
+static void test_tfedge__step_fn_preemption_with_stored_error(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_get_or_create_global_step(g);
+    ehook h = {0};
+    vg_hook k = eh(&h);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
+    if (!ms) return;
+    report(h.coord, VG_UNKNOWN, "a thread failed");
+    int calls = 0;
+    CHECK_CODE(vg_monitored_session_run_step_fn(ms, step_aborted, &calls, &st), VG_UNKNOWN);
+    CHECK_STR_CONTAINS(st.msg, "a thread failed");
+    CHECK_EQ_INT(calls, 1);
+    CHECK_EQ_INT(h.acs, 1);
     vg_monitored_session_free(ms);
     vg_graph_free(g);
 }
@@ -221,14 +247,14 @@ static void test_tfedge__feed_conflicts_are_runtime_errors(void) {
     vg_output y = vg_add(g, x, vg_const_f32(g, 1.0f, NULL), "y");
     fhook a = {x, vg_tensor_new_scalar_f32(1, NULL)}, b = {x, vg_tensor_new_scalar_f32(2, NULL)};
     vg_hook hooks[2] = {{"a", NULL, NULL, f_before, NULL, NULL, NULL, &a}, {"b", NULL, NULL, f_before, NULL, NULL, NULL, &b}};
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, hooks, 2, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 2, 120}, &st);
     if (!ms) return;
     vg_code rc;
     run_t(ms, y, &rc, &st);
     CHECK_EQ_INT(rc, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Same tensor is fed by two hooks.");
     vg_monitored_session_free(ms);
-    ms = vg_monitored_session_new(g, (vg_session_creator){0}, hooks, 1, 120, &st);
+    ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 1, 120}, &st);
     if (!ms) return;
     vg_run_args ra = VG_RUN_ARGS_INIT;
     vg_tensor *out[1] = {NULL};
@@ -245,11 +271,49 @@ static void test_tfedge__feed_conflicts_are_runtime_errors(void) {
     vg_graph_free(g);
 }
 
+/* session_manager.py SessionManager.__init__ (SessionManagerTest's ValueError case):
+ * a ready_for_local_init_op without a local_init_op is a ValueError (INVALID_ARGUMENT). */
+static void test_tfedge__ready_for_local_init_op_needs_local_init_op(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_variable v = vg_get_variable(g, "v", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
+    vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
+    o.ready_for_local_init_op = vg_report_uninitialized_variables(g, &v.ref, 1, "ready_local");
+    CHECK(vg_session_manager_new(g, &o, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "If you pass a ready_for_local_init_op you must also pass a local_init_op");
+    o.local_init_op = vg_no_op(g, "local_init");
+    vg_session_manager *sm = vg_session_manager_new(g, &o, &st);
+    CHECK(sm != NULL);
+    CHECK_EQ_INT(st.code, VG_OK);
+    vg_session_manager_free(sm);
+    vg_graph_free(g);
+}
+
+/* coordinator_test.py testRequestStopRaisesIfJoined: request_stop(ex) after join raises
+ * ex; after clear_stop errors are stored again. */
+static void test_tfedge__request_stop_raises_if_joined(void) {
+    vg_status st, err;
+    vg_coord *c = vg_coord_new(NULL, 0);
+    CHECK_OK(vg_coord_join(c, 1, false, &st), &st);
+    vg_status_set(&err, VG_FAILED_PRECONDITION, "Too late");
+    CHECK_CODE(vg_coord_request_stop(c, &err), VG_FAILED_PRECONDITION);
+    CHECK_CODE(vg_coord_raise_requested_exception(c, &st), VG_OK);
+    vg_coord_clear_stop(c);
+    CHECK_CODE(vg_coord_request_stop(c, &err), VG_OK); /* handled normally again */
+    CHECK_CODE(vg_coord_join(c, 1, false, &st), VG_FAILED_PRECONDITION);
+    CHECK_STR_CONTAINS(st.msg, "Too late");
+    vg_coord_free(c);
+}
+
 int main(void) {
+    RUN_TEST(test_tfedge__ready_for_local_init_op_needs_local_init_op);
+    RUN_TEST(test_tfedge__request_stop_raises_if_joined);
     RUN_TEST(test_tfedge__singular_coord_error_without_should_stop);
     RUN_TEST(test_tfedge__second_close_hook_end_fails);
     RUN_TEST(test_tfedge__close_join_error_replaces_end_error);
     RUN_TEST(test_tfedge__preemption_with_stored_error_not_recovered);
+    RUN_TEST(test_tfedge__step_fn_preemption_with_stored_error);
     RUN_TEST(test_tfedge__feed_conflicts_are_runtime_errors);
     TEST_MAIN_END();
 }

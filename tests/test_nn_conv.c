@@ -4,24 +4,13 @@
  * max ties), error paths, build-time shapes of the gradient ops, and finite-difference
  * gradient checks (float64) of every differentiable op. */
 #include "test_util.h"
+#include "op_test_util.h"
 #include "gradcheck.h"
 #include "kernels/nn_internal.h"
 #include "vigil/vigil.h"
 #include <pthread.h>
 
 /* ---- helpers ----------------------------------------------------------- */
-
-static vg_tensor *tens(vg_dtype dt, const int64_t *dims, int nd, const double *v) {
-    vg_status st;
-    vg_tensor *t = vg_tensor_new(dt, dims, nd, &st);
-    int64_t n = vg_tensor_num_elements(t);
-    for (int64_t i = 0; i < n; i++) {
-        if (dt == VG_DOUBLE) ((double *)vg_tensor_data(t))[i] = v[i];
-        else if (dt == VG_FLOAT) ((float *)vg_tensor_data(t))[i] = (float)v[i];
-        else if (dt == VG_INT32) ((int32_t *)vg_tensor_data(t))[i] = (int32_t)v[i];
-    }
-    return t;
-}
 
 static double *randv(int64_t n, unsigned seed) {
     double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
@@ -33,23 +22,6 @@ static double *randv(int64_t n, unsigned seed) {
     return v;
 }
 
-static double getv(const vg_tensor *t, int64_t i) {
-    if (vg_tensor_dtype(t) == VG_DOUBLE) return ((const double *)vg_tensor_data(t))[i];
-    return ((const float *)vg_tensor_data(t))[i];
-}
-
-static vg_code run(vg_graph *g, int threads, const vg_output *feeds, vg_tensor *const *vals, int nfeeds,
-                   const vg_output *fetches, vg_tensor **out, int nfetches, vg_status *st) {
-    vg_session_options o = VG_SESSION_OPTIONS_INIT;
-    o.intra_op_threads = threads;
-    o.inter_op_threads = 1;
-    vg_session *s = vg_session_new(g, &o, st);
-    if (!s) return st->code;
-    vg_code c = vg_session_run(s, NULL, feeds, vals, nfeeds, fetches, out, nfetches, NULL, 0, NULL, st);
-    vg_session_free(s);
-    return c;
-}
-
 /* Compares t with want (n values); prints the first few mismatches. */
 static int compare(const char *what, const vg_tensor *t, const double *want, int64_t n, double tol) {
     if (!t) { fprintf(stderr, "%s: no output\n", what); return 1; }
@@ -59,8 +31,8 @@ static int compare(const char *what, const vg_tensor *t, const double *want, int
     }
     int bad = 0;
     for (int64_t i = 0; i < n; i++)
-        if (!(fabs(getv(t, i) - want[i]) <= tol * (1 + fabs(want[i]))) && bad++ < 4)
-            fprintf(stderr, "%s[%lld] = %.7g, want %.7g\n", what, (long long)i, getv(t, i), want[i]);
+        if (!(fabs(get(t, i) - want[i]) <= tol * (1 + fabs(want[i]))) && bad++ < 4)
+            fprintf(stderr, "%s[%lld] = %.7g, want %.7g\n", what, (long long)i, get(t, i), want[i]);
     return bad;
 }
 
@@ -200,9 +172,9 @@ static void run_conv_cfg(const cfg *c, vg_dtype dt, int threads) {
         CHECK_EQ_INT(s.ndims, 4);
         for (int i = 0; i < 4 && s.ndims == 4; i++) CHECK_EQ_INT(s.dims[i], want_dims[k][i]);
     }
-    vg_tensor *vals[3] = {tens(dt, xd, 4, x), tens(dt, fd, 4, f), tens(dt, yd, 4, dy)}, *out[3] = {0};
+    vg_tensor *vals[3] = {mk(dt, xd, 4, x), mk(dt, fd, 4, f), mk(dt, yd, 4, dy)}, *out[3] = {0};
     vg_output feeds[3] = {xp, fp, dyp};
-    CHECK_OK(run(g, threads, feeds, vals, 3, fetch, out, 3, &st), &st);
+    CHECK_OK(run_threads(g, threads, feeds, vals, 3, fetch, out, 3, &st), &st);
     double tol = dt == VG_FLOAT ? 1e-4 : 1e-10;
     char what[160];
     snprintf(what, sizeof what, "conv n%lld %lldx%lldx%lld k%lldx%lld co%lld s%lld,%lld %s %s t%d", (long long)c->n,
@@ -242,9 +214,9 @@ static void test_nn__conv2d_by_hand(void) {
     vg_output f = vg_const_fill(g, VG_FLOAT, fd, 4, 1.0, "f");
     vg_output fetch[3] = {vg_conv2d(g, x, f, s1, "VALID", NULL), vg_conv2d(g, x, f, s1, "SAME", NULL),
                           vg_conv2d(g, x, f, s2, "SAME", NULL)};
-    vg_tensor *xv = tens(VG_FLOAT, xd, 4, (double[]){1, 2, 3, 4, 5, 6, 7, 8, 9}), *out[3] = {0};
+    vg_tensor *xv = mk(VG_FLOAT, xd, 4, (double[]){1, 2, 3, 4, 5, 6, 7, 8, 9}), *out[3] = {0};
     vg_status st;
-    CHECK_OK(run(g, 1, &x, &xv, 1, fetch, out, 3, &st), &st);
+    CHECK_OK(run_threads(g, 1, &x, &xv, 1, fetch, out, 3, &st), &st);
     /* SAME with k=2: pad_total 1, all of it after (pad_before = 0) */
     CHECK_EQ_INT(compare("valid", out[0], (double[]){12, 16, 24, 28}, 4, 1e-6), 0);
     CHECK_EQ_INT(compare("same", out[1], (double[]){12, 16, 9, 24, 28, 15, 15, 17, 9}, 9, 1e-6), 0);
@@ -309,9 +281,9 @@ static void test_nn__pools_vs_reference(void) {
             CHECK(s.ndims == 4 && s.dims[1] == oh && s.dims[2] == ow);
             s = vg_output_shape(fetch[3]);
             CHECK(s.ndims == 4 && s.dims[1] == c->h && s.dims[3] == c->ci);
-            vg_tensor *vals[2] = {tens(dt, xd, 4, x), tens(dt, yd, 4, dy)}, *out[4] = {0};
+            vg_tensor *vals[2] = {mk(dt, xd, 4, x), mk(dt, yd, 4, dy)}, *out[4] = {0};
             vg_output feeds[2] = {xp, dyp};
-            CHECK_OK(run(g, 2, feeds, vals, 2, fetch, out, 4, &st), &st);
+            CHECK_OK(run_threads(g, 2, feeds, vals, 2, fetch, out, 4, &st), &st);
             CHECK_EQ_INT(compare("max_pool", out[0], ymax, ny, 1e-6), 0);
             CHECK_EQ_INT(compare("avg_pool", out[1], yavg, ny, 1e-6), 0);
             CHECK_EQ_INT(compare("max_pool_grad", out[2], dxmax, nx, 1e-6), 0);
@@ -332,9 +304,9 @@ static void test_nn__max_pool_grad_ties(void) {
     vg_output y = vg_max_pool(g, x, k, k, "VALID", NULL);
     vg_output d = vg_max_pool_grad(g, x, y, vg_const_fill(g, VG_FLOAT, (int64_t[]){1, 1, 1, 1}, 4, 5.0, NULL), k, k,
                                    "VALID", NULL);
-    vg_tensor *xv = tens(VG_FLOAT, xd, 4, (double[]){3, 3, 3, 3}), *out = NULL;
+    vg_tensor *xv = mk(VG_FLOAT, xd, 4, (double[]){3, 3, 3, 3}), *out = NULL;
     vg_status st;
-    CHECK_OK(run(g, 1, &x, &xv, 1, &d, &out, 1, &st), &st);
+    CHECK_OK(run_threads(g, 1, &x, &xv, 1, &d, &out, 1, &st), &st);
     CHECK_EQ_INT(compare("ties", out, (double[]){5, 0, 0, 0}, 4, 0), 0);
     vg_tensor_free(out);
     vg_tensor_free(xv);
@@ -398,14 +370,14 @@ static void test_nn__conv_errors(void) {
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
     double z[64] = {0};
-    vg_tensor *xv = tens(VG_FLOAT, (int64_t[]){1, 2, 2, 3}, 4, z), *fv = tens(VG_FLOAT, (int64_t[]){1, 1, 2, 3}, 4, z);
-    vg_tensor *sv = tens(VG_INT32, (int64_t[]){4}, 1, (double[]){1, 3, 3, 2});
+    vg_tensor *xv = mk(VG_FLOAT, (int64_t[]){1, 2, 2, 3}, 4, z), *fv = mk(VG_FLOAT, (int64_t[]){1, 1, 2, 3}, 4, z);
+    vg_tensor *sv = mk(VG_INT32, (int64_t[]){4}, 1, (double[]){1, 3, 3, 2});
     vg_output feeds[3] = {x, f, sz};
     vg_tensor *vals[3] = {xv, fv, sv}, *out = NULL;
-    CHECK_CODE(run(g, 1, feeds, vals, 2, &y, &out, 1, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(run_threads(g, 1, feeds, vals, 2, &y, &out, 1, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "same depth: 3 vs 2");
     CHECK_STR_CONTAINS(st.msg, "conv");
-    CHECK_CODE(run(g, 1, feeds, vals, 3, &bi, &out, 1, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(run_threads(g, 1, feeds, vals, 3, &bi, &out, 1, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "out_backprop");
     CHECK(out == NULL);
     vg_tensor_free(xv);
@@ -425,7 +397,7 @@ static int gc_conv(const cfg *c) {
     int64_t strides[4] = {1, c->sh, c->sw, 1};
     vg_output xs[2] = {vg_placeholder(g, VG_DOUBLE, xd, 4, "x"), vg_placeholder(g, VG_DOUBLE, fd, 4, "f")};
     double *x = randv(c->n * c->h * c->w * c->ci, 51), *f = randv(c->kh * c->kw * c->ci * c->co, 52);
-    vg_tensor *vals[2] = {tens(VG_DOUBLE, xd, 4, x), tens(VG_DOUBLE, fd, 4, f)};
+    vg_tensor *vals[2] = {mk(VG_DOUBLE, xd, 4, x), mk(VG_DOUBLE, fd, 4, f)};
     vg_output y = vg_conv2d(g, xs[0], xs[1], strides, c->same ? "SAME" : "VALID", NULL);
     int bad = vg_gradcheck(g, xs, vals, 2, y, GC_EPS, GC_TOL);
     /* the gradient ops' static shapes come through Shape ops */
@@ -468,7 +440,7 @@ static void test_nn__grad_conv2d_backprops(void) {
     int32_t xs32[4] = {1, 4, 5, 2}, fs32[4] = {3, 3, 2, 3};
     vg_graph *g = vg_graph_new();
     vg_output in[2] = {vg_placeholder(g, VG_DOUBLE, fd, 4, "f"), vg_placeholder(g, VG_DOUBLE, yd, 4, "dy")};
-    vg_tensor *vals[2] = {tens(VG_DOUBLE, fd, 4, f), tens(VG_DOUBLE, yd, 4, dy)};
+    vg_tensor *vals[2] = {mk(VG_DOUBLE, fd, 4, f), mk(VG_DOUBLE, yd, 4, dy)};
     vg_output y = vg_conv2d_backprop_input(g, vg_const_i32_vec(g, xs32, 4, NULL), in[0], in[1], s, "SAME", NULL);
     CHECK_EQ_INT(vg_gradcheck(g, in, vals, 2, y, GC_EPS, GC_TOL), 0);
     vg_tensor_free(vals[0]);
@@ -478,8 +450,8 @@ static void test_nn__grad_conv2d_backprops(void) {
     g = vg_graph_new();
     in[0] = vg_placeholder(g, VG_DOUBLE, xd, 4, "x");
     in[1] = vg_placeholder(g, VG_DOUBLE, yd, 4, "dy");
-    vals[0] = tens(VG_DOUBLE, xd, 4, x);
-    vals[1] = tens(VG_DOUBLE, yd, 4, dy);
+    vals[0] = mk(VG_DOUBLE, xd, 4, x);
+    vals[1] = mk(VG_DOUBLE, yd, 4, dy);
     y = vg_conv2d_backprop_filter(g, in[0], vg_const_i32_vec(g, fs32, 4, NULL), in[1], s, "SAME", NULL);
     CHECK_EQ_INT(vg_gradcheck(g, in, vals, 2, y, GC_EPS, GC_TOL), 0);
     vg_tensor_free(vals[0]);
@@ -524,7 +496,7 @@ static void test_nn__grad_pools(void) {
                 memcpy(xd, yd, sizeof xd);
                 y = vg_avg_pool_grad(g, vg_const_i32_vec(g, xs32, 4, NULL), xp, k, s, pad, NULL);
             }
-            vg_tensor *xv = tens(VG_DOUBLE, xd, 4, x);
+            vg_tensor *xv = mk(VG_DOUBLE, xd, 4, x);
             int bad = vg_gradcheck(g, &xp, &xv, 1, y, GC_EPS, GC_TOL);
             if (bad) fprintf(stderr, "pool grad cfg %zu kind %d\n", i, kind);
             CHECK_EQ_INT(bad, 0);
@@ -541,7 +513,7 @@ static void test_nn__grad_unknown_shapes(void) {
     vg_output xs[2] = {vg_placeholder(g, VG_DOUBLE, NULL, -1, "x"), vg_placeholder(g, VG_DOUBLE, NULL, -1, "f")};
     int64_t xd[4] = {2, 4, 4, 2}, fd[4] = {3, 3, 2, 2}, s2[4] = {1, 2, 2, 1}, k2[4] = {1, 2, 2, 1};
     double *x = randv(64, 121), *f = randv(36, 122);
-    vg_tensor *vals[2] = {tens(VG_DOUBLE, xd, 4, x), tens(VG_DOUBLE, fd, 4, f)};
+    vg_tensor *vals[2] = {mk(VG_DOUBLE, xd, 4, x), mk(VG_DOUBLE, fd, 4, f)};
     vg_output c = vg_conv2d(g, xs[0], xs[1], s2, "SAME", NULL);
     c = vg_add(g, vg_max_pool(g, c, k2, k2, "SAME", NULL), vg_avg_pool(g, c, k2, k2, "SAME", NULL), NULL);
     CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, c, GC_EPS, GC_TOL), 0);
@@ -571,12 +543,12 @@ static void test_nn__cnn_gradients_run(void) {
     vg_status st;
     CHECK_OK(vg_gradients(g, &loss, 1, ws, 4, NULL, dws, &st), &st);
     double *xv = randv(4 * 144, 91), *f1 = randv(100, 92), *f2 = randv(800, 93), *w = randv(720, 94), *b = randv(4, 95);
-    vg_tensor *vals[6] = {tens(VG_FLOAT, xd, 4, xv), tens(VG_FLOAT, f1d, 4, f1), tens(VG_FLOAT, (int64_t[]){4}, 1, b),
-                          tens(VG_FLOAT, f2d, 4, f2), tens(VG_FLOAT, wd, 2, w),
-                          tens(VG_INT32, (int64_t[]){4}, 1, (double[]){1, 2, 3, 9})};
+    vg_tensor *vals[6] = {mk(VG_FLOAT, xd, 4, xv), mk(VG_FLOAT, f1d, 4, f1), mk(VG_FLOAT, (int64_t[]){4}, 1, b),
+                          mk(VG_FLOAT, f2d, 4, f2), mk(VG_FLOAT, wd, 2, w),
+                          mk(VG_INT32, (int64_t[]){4}, 1, (double[]){1, 2, 3, 9})};
     vg_output feeds[6] = {x, ws[0], ws[1], ws[2], ws[3], l};
     vg_tensor *out[4] = {0};
-    CHECK_OK(run(g, 2, feeds, vals, 6, dws, out, 4, &st), &st);
+    CHECK_OK(run_threads(g, 2, feeds, vals, 6, dws, out, 4, &st), &st);
     for (int i = 0; i < 4; i++) {
         CHECK(out[i] != NULL);
         if (!out[i]) continue;
@@ -632,8 +604,8 @@ static void test_nn__conv_concurrent_runs(void) {
     CHECK_OK(vg_gradients(g, &L, 1, in, 2, NULL, d, &st), &st);
     double *xv = randv(4 * 81 * 3, 111), *fv = randv(216, 112);
     conc_arg a[3];
-    vg_tensor *vals[2] = {tens(VG_FLOAT, xd, 4, xv), tens(VG_FLOAT, fd, 4, fv)}, *want[2] = {NULL, NULL};
-    CHECK_OK(run(g, 2, in, vals, 2, d, want, 2, &st), &st); /* same split as below: same sums */
+    vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 4, xv), mk(VG_FLOAT, fd, 4, fv)}, *want[2] = {NULL, NULL};
+    CHECK_OK(run_threads(g, 2, in, vals, 2, d, want, 2, &st), &st); /* same split as below: same sums */
     vg_session_options o = VG_SESSION_OPTIONS_INIT;
     o.intra_op_threads = 2;
     vg_session *s = vg_session_new(g, &o, &st);
@@ -686,7 +658,7 @@ static void conv_alloc_failures(int level) {
     vg_status st;
     CHECK_OK(vg_gradients(g, &L, 1, in, 2, NULL, d, &st), &st);
     double *xv = randv(3 * 36 * 16, 101), *fv = randv(9 * 256, 102);
-    vg_tensor *vals[2] = {tens(VG_FLOAT, xd, 4, xv), tens(VG_FLOAT, fd, 4, fv)};
+    vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 4, xv), mk(VG_FLOAT, fd, 4, fv)};
     vg_session_options o = VG_SESSION_OPTIONS_INIT;
     o.intra_op_threads = 2;
     o.inter_op_threads = 1;

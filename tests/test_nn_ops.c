@@ -4,24 +4,11 @@
  * (values, stability, bad labels), error paths, and a finite-difference gradient
  * check for every differentiable op (float64). */
 #include "test_util.h"
+#include "op_test_util.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
 
 /* ---- helpers ----------------------------------------------------------- */
-
-static vg_tensor *tens(vg_dtype dt, const int64_t *dims, int nd, const double *v) {
-    vg_status st;
-    vg_tensor *t = vg_tensor_new(dt, dims, nd, &st);
-    if (!t) return NULL;
-    int64_t n = vg_tensor_num_elements(t);
-    for (int64_t i = 0; i < n; i++) {
-        if (dt == VG_DOUBLE) ((double *)vg_tensor_data(t))[i] = v[i];
-        else if (dt == VG_FLOAT) ((float *)vg_tensor_data(t))[i] = (float)v[i];
-        else if (dt == VG_INT32) ((int32_t *)vg_tensor_data(t))[i] = (int32_t)v[i];
-        else if (dt == VG_INT64) ((int64_t *)vg_tensor_data(t))[i] = (int64_t)v[i];
-    }
-    return t;
-}
 
 /* Deterministic pseudo-random values in [-1, 1). */
 static double *randv(int64_t n, unsigned seed) {
@@ -32,31 +19,6 @@ static double *randv(int64_t n, unsigned seed) {
         v[i] = ((s >> 8) & 0xffff) / 32768.0 - 1.0;
     }
     return v;
-}
-
-static double getv(const vg_tensor *t, int64_t i) {
-    if (vg_tensor_dtype(t) == VG_DOUBLE) return ((const double *)vg_tensor_data(t))[i];
-    return ((const float *)vg_tensor_data(t))[i];
-}
-
-/* Runs fetches with feeds on a fresh session with `threads` intra-op threads. */
-static vg_code run(vg_graph *g, int threads, const vg_output *feeds, vg_tensor *const *vals, int nfeeds,
-                   const vg_output *fetches, vg_tensor **out, int nfetches, vg_status *st) {
-    vg_session_options o = VG_SESSION_OPTIONS_INIT;
-    o.intra_op_threads = threads;
-    o.inter_op_threads = 1;
-    vg_session *s = vg_session_new(g, &o, st);
-    if (!s) return st->code;
-    vg_code c = vg_session_run(s, NULL, feeds, vals, nfeeds, fetches, out, nfetches, NULL, 0, NULL, st);
-    vg_session_free(s);
-    return c;
-}
-
-static void check_values(const vg_tensor *t, const double *want, int64_t n, double tol) {
-    CHECK(t != NULL);
-    if (!t) return;
-    CHECK_EQ_INT(vg_tensor_num_elements(t), n);
-    for (int64_t i = 0; i < n && i < vg_tensor_num_elements(t); i++) CHECK_NEAR(getv(t, i), want[i], tol);
 }
 
 /* ---- MatMul ------------------------------------------------------------ */
@@ -79,12 +41,12 @@ static void test_nn__matmul_transposes(void) {
                 CHECK_EQ_INT(cs.ndims, 2);
                 CHECK_EQ_INT(cs.dims[0], 2);
                 CHECK_EQ_INT(cs.dims[1], 2);
-                vg_tensor *av = tens(dts[d], ad, 2, ta ? At : A), *bv = tens(dts[d], bd, 2, tb ? Bt : B), *out = NULL;
+                vg_tensor *av = mk(dts[d], ad, 2, ta ? At : A), *bv = mk(dts[d], bd, 2, tb ? Bt : B), *out = NULL;
                 vg_output feeds[2] = {a, b};
                 vg_tensor *vals[2] = {av, bv};
                 vg_status st;
-                CHECK_OK(run(g, 1, feeds, vals, 2, &c, &out, 1, &st), &st);
-                check_values(out, C, 4, 1e-6);
+                CHECK_OK(run_threads(g, 1, feeds, vals, 2, &c, &out, 1, &st), &st);
+                check_elems(out, C, 4, 1e-6);
                 if (out) CHECK_EQ_INT(vg_tensor_dtype(out), dts[d]);
                 bool attr = !ta;
                 CHECK(vg_op_attr_bool(c.op, "transpose_a", &attr) && attr == (bool)ta);
@@ -109,11 +71,11 @@ static void test_nn__matmul_threaded(void) {
                 int64_t ad[2] = {ta ? K : M, ta ? M : K}, bd[2] = {tb ? N : K, tb ? K : N};
                 vg_output a = vg_placeholder(g, VG_FLOAT, ad, 2, "a"), b = vg_placeholder(g, VG_FLOAT, bd, 2, "b");
                 vg_output c = vg_matmul(g, a, b, ta, tb, NULL);
-                vg_tensor *av = tens(VG_FLOAT, ad, 2, A), *bv = tens(VG_FLOAT, bd, 2, B), *out = NULL;
+                vg_tensor *av = mk(VG_FLOAT, ad, 2, A), *bv = mk(VG_FLOAT, bd, 2, B), *out = NULL;
                 vg_output feeds[2] = {a, b};
                 vg_tensor *vals[2] = {av, bv};
                 vg_status st;
-                CHECK_OK(run(g, 3, feeds, vals, 2, &c, &out, 1, &st), &st);
+                CHECK_OK(run_threads(g, 3, feeds, vals, 2, &c, &out, 1, &st), &st);
                 int bad = 0;
                 const float *fa = vg_tensor_data(av), *fb = vg_tensor_data(bv);
                 for (int64_t i = 0; out && i < M; i++)
@@ -121,9 +83,9 @@ static void test_nn__matmul_threaded(void) {
                         double want = 0;
                         for (int64_t k = 0; k < K; k++)
                             want += (double)(ta ? fa[k * M + i] : fa[i * K + k]) * (tb ? fb[j * K + k] : fb[k * N + j]);
-                        if (fabs(getv(out, i * N + j) - want) > 1e-3 * (1 + fabs(want)) && bad++ < 3)
+                        if (fabs(get(out, i * N + j) - want) > 1e-3 * (1 + fabs(want)) && bad++ < 3)
                             fprintf(stderr, "matmul %d%d [%lld,%lld] = %g, want %g\n", ta, tb, (long long)i,
-                                    (long long)j, getv(out, i * N + j), want);
+                                    (long long)j, get(out, i * N + j), want);
                     }
                 CHECK(out != NULL);
                 CHECK_EQ_INT(bad, 0);
@@ -143,13 +105,13 @@ static void test_nn__matmul_empty(void) {
     vg_output e = vg_placeholder(g, VG_FLOAT, ed, 2, "e");
     vg_output fetch[2] = {vg_matmul(g, a, b, false, false, NULL),  /* (2,0)x(0,3): zeros (2,3) */
                           vg_matmul(g, e, e, false, true, NULL)};  /* (0,4)x(4,0): (0,0) */
-    vg_tensor *av = tens(VG_FLOAT, ad, 2, NULL), *bv = tens(VG_FLOAT, bd, 2, NULL), *ev = tens(VG_FLOAT, ed, 2, NULL);
+    vg_tensor *av = mk(VG_FLOAT, ad, 2, NULL), *bv = mk(VG_FLOAT, bd, 2, NULL), *ev = mk(VG_FLOAT, ed, 2, NULL);
     vg_output feeds[3] = {a, b, e};
     vg_tensor *vals[3] = {av, bv, ev}, *out[2] = {NULL, NULL};
     vg_status st;
-    CHECK_OK(run(g, 1, feeds, vals, 3, fetch, out, 2, &st), &st);
+    CHECK_OK(run_threads(g, 1, feeds, vals, 3, fetch, out, 2, &st), &st);
     static const double z[6] = {0, 0, 0, 0, 0, 0};
-    check_values(out[0], z, 6, 0);
+    check_elems(out[0], z, 6, 0);
     CHECK(out[1] && vg_tensor_num_elements(out[1]) == 0);
     vg_tensor_free(out[0]);
     vg_tensor_free(out[1]);
@@ -197,11 +159,11 @@ static void test_nn__matmul_errors(void) {
     b = vg_placeholder(g, VG_FLOAT, ud, 2, "b");
     c = vg_matmul(g, a, b, false, false, "mm");
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_tensor *av = tens(VG_FLOAT, ad, 2, (double[]){1, 2, 3, 4, 5, 6});
-    vg_tensor *bv = tens(VG_FLOAT, bd, 2, (double[]){0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+    vg_tensor *av = mk(VG_FLOAT, ad, 2, (double[]){1, 2, 3, 4, 5, 6});
+    vg_tensor *bv = mk(VG_FLOAT, bd, 2, (double[]){0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
     vg_output feeds[2] = {a, b};
     vg_tensor *vals[2] = {av, bv}, *out = NULL;
-    CHECK_CODE(run(g, 1, feeds, vals, 2, &c, &out, 1, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(run_threads(g, 1, feeds, vals, 2, &c, &out, 1, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Matrix size-incompatible: In[0]: [2,3], In[1]: [4,5]");
     CHECK_STR_CONTAINS(st.msg, "mm");
     CHECK(out == NULL);
@@ -223,14 +185,14 @@ static void test_nn__bias_add(void) {
     const char *df;
     size_t len;
     CHECK(vg_op_attr_string(fetch[0].op, "data_format", &df, &len) && len == 4 && !memcmp(df, "NHWC", 4));
-    vg_tensor *xv = tens(VG_FLOAT, xd, 3, (double[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
-    vg_tensor *bv = tens(VG_FLOAT, bd, 1, (double[]){10, 20, 30}), *out[2] = {NULL, NULL};
+    vg_tensor *xv = mk(VG_FLOAT, xd, 3, (double[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    vg_tensor *bv = mk(VG_FLOAT, bd, 1, (double[]){10, 20, 30}), *out[2] = {NULL, NULL};
     vg_output feeds[2] = {x, b};
     vg_tensor *vals[2] = {xv, bv};
     vg_status st;
-    CHECK_OK(run(g, 1, feeds, vals, 2, fetch, out, 2, &st), &st);
-    check_values(out[0], (double[]){11, 22, 33, 14, 25, 36, 17, 28, 39, 20, 31, 42}, 12, 1e-6);
-    check_values(out[1], (double[]){22, 26, 30}, 3, 1e-6);
+    CHECK_OK(run_threads(g, 1, feeds, vals, 2, fetch, out, 2, &st), &st);
+    check_elems(out[0], (double[]){11, 22, 33, 14, 25, 36, 17, 28, 39, 20, 31, 42}, 12, 1e-6);
+    check_elems(out[1], (double[]){22, 26, 30}, 3, 1e-6);
     vg_tensor_free(out[0]);
     vg_tensor_free(out[1]);
     vg_tensor_free(xv);
@@ -243,13 +205,13 @@ static void test_nn__bias_add(void) {
     x = vg_placeholder(g, VG_FLOAT, bx, 2, "x");
     vg_output gsum = vg_bias_add_grad(g, x, NULL);
     double *xs = randv(5000 * 37, 3);
-    xv = tens(VG_FLOAT, bx, 2, xs);
+    xv = mk(VG_FLOAT, bx, 2, xs);
     vg_tensor *o = NULL;
-    CHECK_OK(run(g, 2, &x, &xv, 1, &gsum, &o, 1, &st), &st);
+    CHECK_OK(run_threads(g, 2, &x, &xv, 1, &gsum, &o, 1, &st), &st);
     double want[37] = {0};
     for (int64_t r = 0; r < 5000; r++)
         for (int c = 0; c < 37; c++) want[c] += (float)xs[r * 37 + c];
-    check_values(o, want, 37, 1e-4);
+    check_elems(o, want, 37, 1e-4);
     vg_tensor_free(o);
     vg_tensor_free(xv);
     free(xs);
@@ -276,11 +238,11 @@ static void test_nn__bias_add(void) {
     x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, -1}, 2, "x");
     b = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1}, 1, "b");
     vg_output y = vg_bias_add(g, x, b, "ba");
-    xv = tens(VG_FLOAT, (int64_t[]){1, 2}, 2, (double[]){1, 2});
-    bv = tens(VG_FLOAT, (int64_t[]){3}, 1, (double[]){1, 2, 3});
+    xv = mk(VG_FLOAT, (int64_t[]){1, 2}, 2, (double[]){1, 2});
+    bv = mk(VG_FLOAT, (int64_t[]){3}, 1, (double[]){1, 2, 3});
     feeds[0] = x; feeds[1] = b; vals[0] = xv; vals[1] = bv;
     o = NULL;
-    CHECK_CODE(run(g, 1, feeds, vals, 2, &y, &o, 1, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(run_threads(g, 1, feeds, vals, 2, &y, &o, 1, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Must provide as many biases");
     vg_tensor_free(xv);
     vg_tensor_free(bv);
@@ -297,11 +259,11 @@ static void test_nn__activations(void) {
         vg_output f[7] = {vg_relu(g, x, NULL), vg_sigmoid(g, x, NULL), vg_tanh(g, x, NULL),
                           vg_relu_grad(g, dy, x, NULL), vg_sigmoid_grad(g, x, dy, NULL), vg_tanh_grad(g, x, dy, NULL),
                           vg_sigmoid(g, vg_neg(g, vg_mul(g, x, x, NULL), NULL), NULL)};
-        vg_tensor *xv = tens(dts[d], xd, 2, xs), *dv = tens(dts[d], xd, 2, (double[]){1, 2, 3, 4, 5, 6});
+        vg_tensor *xv = mk(dts[d], xd, 2, xs), *dv = mk(dts[d], xd, 2, (double[]){1, 2, 3, 4, 5, 6});
         vg_output feeds[2] = {x, dy};
         vg_tensor *vals[2] = {xv, dv}, *out[7] = {0};
         vg_status st;
-        CHECK_OK(run(g, 1, feeds, vals, 2, f, out, 7, &st), &st);
+        CHECK_OK(run_threads(g, 1, feeds, vals, 2, f, out, 7, &st), &st);
         double want[6][6];
         for (int i = 0; i < 6; i++) {
             double v = xs[i], gv = i + 1;
@@ -312,9 +274,9 @@ static void test_nn__activations(void) {
             want[4][i] = gv * v * (1 - v);
             want[5][i] = gv * (1 - v * v);
         }
-        for (int k = 0; k < 6; k++) check_values(out[k], want[k], 6, 1e-6);
+        for (int k = 0; k < 6; k++) check_elems(out[k], want[k], 6, 1e-6);
         /* sigmoid(-900): no NaN, exactly 0 */
-        CHECK(out[6] && getv(out[6], 5) == 0.0);
+        CHECK(out[6] && get(out[6], 5) == 0.0);
         for (int k = 0; k < 7; k++) vg_tensor_free(out[k]);
         vg_tensor_free(xv);
         vg_tensor_free(dv);
@@ -360,11 +322,11 @@ static void test_nn__softmax(void) {
         int64_t xd[3] = {3, 1, 4};
         vg_output x = vg_placeholder(g, dts[d], xd, 3, "x");
         vg_output f[2] = {vg_softmax(g, x, NULL), vg_log_softmax(g, x, NULL)};
-        vg_tensor *xv = tens(dts[d], xd, 3, xs), *out[2] = {0};
+        vg_tensor *xv = mk(dts[d], xd, 3, xs), *out[2] = {0};
         vg_status st;
-        CHECK_OK(run(g, 1, &x, &xv, 1, f, out, 2, &st), &st);
-        check_values(out[0], sm, 12, 1e-6);
-        check_values(out[1], lsm, 12, 1e-5);
+        CHECK_OK(run_threads(g, 1, &x, &xv, 1, f, out, 2, &st), &st);
+        check_elems(out[0], sm, 12, 1e-6);
+        check_elems(out[1], lsm, 12, 1e-5);
         vg_tensor_free(out[0]);
         vg_tensor_free(out[1]);
         vg_tensor_free(xv);
@@ -398,13 +360,13 @@ static void test_nn__xent(void) {
         vg_shape s0 = vg_output_shape(vg_out(op, 0));
         CHECK(s0.ndims == 1 && s0.dims[0] == 2);
         vg_output f[2] = {vg_out(op, 0), vg_out(op, 1)};
-        vg_tensor *xv = tens(dts[d], xd, 2, logits), *lv = tens(dts[d], xd, 2, labels), *out[2] = {0};
+        vg_tensor *xv = mk(dts[d], xd, 2, logits), *lv = mk(dts[d], xd, 2, labels), *out[2] = {0};
         vg_output feeds[2] = {x, l};
         vg_tensor *vals[2] = {xv, lv};
         vg_status st;
-        CHECK_OK(run(g, 1, feeds, vals, 2, f, out, 2, &st), &st);
-        check_values(out[0], loss, 2, 1e-5);
-        check_values(out[1], back, 6, 1e-6);
+        CHECK_OK(run_threads(g, 1, feeds, vals, 2, f, out, 2, &st), &st);
+        check_elems(out[0], loss, 2, 1e-5);
+        check_elems(out[1], back, 6, 1e-6);
         vg_tensor_free(out[0]);
         vg_tensor_free(out[1]);
         vg_tensor_free(xv);
@@ -440,18 +402,18 @@ static void test_nn__sparse_xent(void) {
         vg_dtype tl = VG_DTYPE_INVALID;
         CHECK(op && vg_op_attr_type_(op, "Tlabels", &tl) && tl == ldts[d]);
         vg_output f[2] = {vg_out(op, 0), vg_out(op, 1)};
-        vg_tensor *xv = tens(VG_FLOAT, xd, 2, logits), *lv = tens(ldts[d], ld, 1, (double[]){2, 1}), *out[2] = {0};
+        vg_tensor *xv = mk(VG_FLOAT, xd, 2, logits), *lv = mk(ldts[d], ld, 1, (double[]){2, 1}), *out[2] = {0};
         vg_output feeds[2] = {x, l};
         vg_tensor *vals[2] = {xv, lv};
         vg_status st;
-        CHECK_OK(run(g, 1, feeds, vals, 2, f, out, 2, &st), &st);
-        check_values(out[0], loss, 2, 1e-5);
-        check_values(out[1], back, 6, 1e-6);
+        CHECK_OK(run_threads(g, 1, feeds, vals, 2, f, out, 2, &st), &st);
+        check_elems(out[0], loss, 2, 1e-5);
+        check_elems(out[1], back, 6, 1e-6);
         vg_tensor_free(out[0]);
         vg_tensor_free(out[1]);
         vg_tensor_free(lv);
         /* out-of-range label */
-        lv = tens(ldts[d], ld, 1, (double[]){1, 12});
+        lv = mk(ldts[d], ld, 1, (double[]){1, 12});
         vals[1] = lv;
         out[0] = out[1] = NULL;
         int64_t xd10[2] = {2, 10};
@@ -463,15 +425,15 @@ static void test_nn__sparse_xent(void) {
         op = vg_sparse_softmax_xent(g, x, l, "xent");
         f[0] = vg_out(op, 0);
         double zeros[20] = {0};
-        xv = tens(VG_FLOAT, xd10, 2, zeros);
+        xv = mk(VG_FLOAT, xd10, 2, zeros);
         feeds[0] = x; feeds[1] = l; vals[0] = xv;
-        CHECK_CODE(run(g, 1, feeds, vals, 2, f, out, 1, &st), VG_INVALID_ARGUMENT);
+        CHECK_CODE(run_threads(g, 1, feeds, vals, 2, f, out, 1, &st), VG_INVALID_ARGUMENT);
         CHECK_STR_CONTAINS(st.msg, "Received a label value of 12 which is outside the valid range of [0, 10)");
         CHECK(out[0] == NULL);
         vg_tensor_free(lv);
-        lv = tens(ldts[d], ld, 1, (double[]){-1, 0});
+        lv = mk(ldts[d], ld, 1, (double[]){-1, 0});
         vals[1] = lv;
-        CHECK_CODE(run(g, 1, feeds, vals, 2, f, out, 1, &st), VG_INVALID_ARGUMENT);
+        CHECK_CODE(run_threads(g, 1, feeds, vals, 2, f, out, 1, &st), VG_INVALID_ARGUMENT);
         CHECK_STR_CONTAINS(st.msg, "Received a label value of -1");
         vg_tensor_free(lv);
         vg_tensor_free(xv);
@@ -501,7 +463,7 @@ static void test_nn__grad_matmul(void) {
             vg_output xs[2] = {vg_placeholder(g, VG_DOUBLE, ad, 2, "a"), vg_placeholder(g, VG_DOUBLE, bd, 2, "b")};
             vg_output y = vg_matmul(g, xs[0], xs[1], ta, tb, NULL);
             double *av = randv(12, 5), *bv = randv(8, 6);
-            vg_tensor *vals[2] = {tens(VG_DOUBLE, ad, 2, av), tens(VG_DOUBLE, bd, 2, bv)};
+            vg_tensor *vals[2] = {mk(VG_DOUBLE, ad, 2, av), mk(VG_DOUBLE, bd, 2, bv)};
             CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, y, GC_EPS, GC_TOL), 0);
             vg_tensor_free(vals[0]);
             vg_tensor_free(vals[1]);
@@ -514,7 +476,7 @@ static void test_nn__grad_matmul(void) {
     int64_t ad[2] = {3, 4}, bd[2] = {4, 2};
     vg_output xs[2] = {vg_placeholder(g, VG_FLOAT, ad, 2, "a"), vg_placeholder(g, VG_FLOAT, bd, 2, "b")};
     double *av = randv(12, 7), *bv = randv(8, 8);
-    vg_tensor *vals[2] = {tens(VG_FLOAT, ad, 2, av), tens(VG_FLOAT, bd, 2, bv)};
+    vg_tensor *vals[2] = {mk(VG_FLOAT, ad, 2, av), mk(VG_FLOAT, bd, 2, bv)};
     CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, vg_matmul(g, xs[0], xs[1], false, false, NULL), 1e-2, 2e-2), 0);
     vg_tensor_free(vals[0]);
     vg_tensor_free(vals[1]);
@@ -537,7 +499,7 @@ static int gc_unary(build1_fn build, const int64_t *dims, int nd, double scale, 
         v[i] *= scale;
         if (away > 0) v[i] += v[i] >= 0 ? away : -away;
     }
-    vg_tensor *xv = tens(VG_DOUBLE, dims, nd, v);
+    vg_tensor *xv = mk(VG_DOUBLE, dims, nd, v);
     vg_output y = build(g, x);
     int bad = y.op ? vg_gradcheck(g, &x, &xv, 1, y, GC_EPS, GC_TOL) : 1;
     vg_tensor_free(xv);
@@ -575,7 +537,7 @@ static void test_nn__grad_activations(void) {
     /* float32 relu/sigmoid with eps 1e-2 / tol 2e-2 */
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, d23, 2, "x");
-    vg_tensor *xv = tens(VG_FLOAT, d23, 2, (double[]){-1, -0.5, 0.3, 0.7, 1.2, 2});
+    vg_tensor *xv = mk(VG_FLOAT, d23, 2, (double[]){-1, -0.5, 0.3, 0.7, 1.2, 2});
     CHECK_EQ_INT(vg_gradcheck(g, &x, &xv, 1, vg_sigmoid(g, vg_relu(g, x, NULL), NULL), 1e-2, 2e-2), 0);
     vg_tensor_free(xv);
     vg_graph_free(g);
@@ -586,7 +548,7 @@ static void test_nn__grad_bias_add(void) {
     int64_t xd[3] = {2, 3, 4}, bd[1] = {4};
     vg_output xs[2] = {vg_placeholder(g, VG_DOUBLE, xd, 3, "x"), vg_placeholder(g, VG_DOUBLE, bd, 1, "b")};
     double *xv = randv(24, 21), *bv = randv(4, 22);
-    vg_tensor *vals[2] = {tens(VG_DOUBLE, xd, 3, xv), tens(VG_DOUBLE, bd, 1, bv)};
+    vg_tensor *vals[2] = {mk(VG_DOUBLE, xd, 3, xv), mk(VG_DOUBLE, bd, 1, bv)};
     CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, vg_bias_add(g, xs[0], xs[1], NULL), GC_EPS, GC_TOL), 0);
     vg_tensor_free(vals[0]);
     vg_tensor_free(vals[1]);
@@ -606,7 +568,7 @@ static void test_nn__grad_xent(void) {
         for (int c = 0; c < 4; c++) s += (lv[r * 4 + c] = fabs(lv[r * 4 + c]) + 0.1);
         for (int c = 0; c < 4; c++) lv[r * 4 + c] /= s;
     }
-    vg_tensor *vals[2] = {tens(VG_DOUBLE, xd, 2, xv), tens(VG_DOUBLE, xd, 2, lv)};
+    vg_tensor *vals[2] = {mk(VG_DOUBLE, xd, 2, xv), mk(VG_DOUBLE, xd, 2, lv)};
     vg_op *op = vg_softmax_xent(g, xs[0], xs[1], NULL);
     CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, vg_out(op, 0), GC_EPS, GC_TOL), 0);
     vg_graph_free(g);
@@ -627,7 +589,7 @@ static void test_nn__grad_xent(void) {
     vg_output x = vg_placeholder(g, VG_DOUBLE, xd, 2, "x");
     vg_output l = vg_placeholder(g, VG_INT64, (int64_t[]){3}, 1, "l");
     xv = randv(12, 33);
-    vg_tensor *xt = tens(VG_DOUBLE, xd, 2, xv), *lt = tens(VG_INT64, (int64_t[]){3}, 1, (double[]){3, 0, 2});
+    vg_tensor *xt = mk(VG_DOUBLE, xd, 2, xv), *lt = mk(VG_INT64, (int64_t[]){3}, 1, (double[]){3, 0, 2});
     op = vg_sparse_softmax_xent(g, x, l, NULL);
     CHECK_EQ_INT(vg_gradcheck_ex(g, &x, &xt, 1, &l, &lt, 1, vg_out(op, 0), GC_EPS, GC_TOL), 0);
     /* labels get no gradient */
@@ -648,8 +610,8 @@ static void test_nn__grad_unknown_shapes(void) {
     vg_op *xe = vg_softmax_xent(g, x, l, NULL);
     vg_output y = vg_add(g, vg_add(g, vg_softmax(g, x, NULL), vg_log_softmax(g, x, NULL), NULL),
                          vg_expand_dims(g, vg_out(xe, 0), 1, NULL), NULL);
-    vg_tensor *xt = tens(VG_DOUBLE, (int64_t[]){2, 3}, 2, (double[]){0.1, 0.5, -0.3, 1.2, 0.7, -1});
-    vg_tensor *lt = tens(VG_DOUBLE, (int64_t[]){2, 3}, 2, (double[]){0.2, 0.3, 0.5, 1, 0, 0});
+    vg_tensor *xt = mk(VG_DOUBLE, (int64_t[]){2, 3}, 2, (double[]){0.1, 0.5, -0.3, 1.2, 0.7, -1});
+    vg_tensor *lt = mk(VG_DOUBLE, (int64_t[]){2, 3}, 2, (double[]){0.2, 0.3, 0.5, 1, 0, 0});
     CHECK_EQ_INT(vg_gradcheck_ex(g, &x, &xt, 1, &l, &lt, 1, y, GC_EPS, GC_TOL), 0);
     vg_tensor_free(xt);
     vg_tensor_free(lt);
@@ -672,12 +634,12 @@ static void test_nn__mlp_gradients_run(void) {
     vg_status st;
     CHECK_OK(vg_gradients(g, &loss, 1, ws, 3, NULL, dws, &st), &st);
     double *xv = randv(160, 41), *w1v = randv(320, 42), *w2v = randv(80, 43), *b1v = randv(16, 44);
-    vg_tensor *vals[5] = {tens(VG_FLOAT, xd, 2, xv), tens(VG_FLOAT, w1d, 2, w1v), tens(VG_FLOAT, w2d, 2, w2v),
-                          tens(VG_FLOAT, (int64_t[]){16}, 1, b1v),
-                          tens(VG_INT32, (int64_t[]){8}, 1, (double[]){0, 1, 2, 3, 4, 0, 1, 2})};
+    vg_tensor *vals[5] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, w1d, 2, w1v), mk(VG_FLOAT, w2d, 2, w2v),
+                          mk(VG_FLOAT, (int64_t[]){16}, 1, b1v),
+                          mk(VG_INT32, (int64_t[]){8}, 1, (double[]){0, 1, 2, 3, 4, 0, 1, 2})};
     vg_output feeds[5] = {x, w1, w2, b1, l};
     vg_tensor *out[3] = {0};
-    CHECK_OK(run(g, 2, feeds, vals, 5, dws, out, 3, &st), &st);
+    CHECK_OK(run_threads(g, 2, feeds, vals, 5, dws, out, 3, &st), &st);
     for (int i = 0; i < 3; i++) {
         CHECK(out[i] != NULL);
         if (!out[i]) continue;
@@ -724,7 +686,7 @@ static void test_nn__alloc_failures(void) {
     vg_status st;
     CHECK_OK(vg_gradients(g, &L, 1, in, 3, NULL, d, &st), &st);
     double *xv = randv(2048 * 40, 1), *wv = randv(1600, 2), *bv = randv(40, 3);
-    vg_tensor *vals[3] = {tens(VG_FLOAT, xd, 2, xv), tens(VG_FLOAT, wd, 2, wv), tens(VG_FLOAT, (int64_t[]){40}, 1, bv)};
+    vg_tensor *vals[3] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, wd, 2, wv), mk(VG_FLOAT, (int64_t[]){40}, 1, bv)};
     vg_session_options o = VG_SESSION_OPTIONS_INIT;
     o.intra_op_threads = 2;
     o.inter_op_threads = 1;

@@ -164,14 +164,23 @@ static void test_scaffold__defaults_no_variables(void) {
     CHECK(vg_scaffold_ready_op(s).op != NULL);
     CHECK(vg_scaffold_ready_for_local_init_op(s).op != NULL);
     CHECK(vg_scaffold_local_init_op(s) != NULL);
-    CHECK(vg_scaffold_saver(s) == NULL);
+    /* TF's Scaffold: Saver(sharded=True, allow_empty=True), in the savers collection */
+    vg_saver *sv = vg_scaffold_saver(s);
+    CHECK(sv != NULL);
+    int nsavers = 0;
+    vg_graph_collection(g, VG_SAVERS, &nsavers);
+    CHECK_EQ_INT(nsavers, 1);
     vg_session *sess = vg_session_new(g, NULL, &st);
+    char path[256] = "x";
+    CHECK_OK(vg_saver_save(sv, sess, "/nonexistent_dir/model.ckpt", 1, path, sizeof path, &st), &st);
+    CHECK_EQ_INT(path[0], 0); /* saves nothing (TF returns None) */
+    CHECK_OK(vg_saver_restore(sv, sess, "/nonexistent_dir/model.ckpt-1", &st), &st);
     char names[64];
     CHECK_EQ_INT(run_names(sess, vg_scaffold_ready_op(s), names, sizeof names), 0);
     vg_session_free(sess);
     /* a monitored session over it works (no saver needed) */
     vg_graph_unfinalize(g);
-    vg_monitored_session *ms = vg_monitored_session_new(g, (vg_session_creator){0}, NULL, 0, 120, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 120}, &st);
     CHECK(ms != NULL);
     if (ms) {
         CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
@@ -388,7 +397,7 @@ static vg_session_manager *sm_new(sm_model *m, bool local, double recovery_wait)
     }
     o.ready_op = m->ready;
     if (recovery_wait >= 0) o.recovery_wait_secs = recovery_wait;
-    return vg_session_manager_new(m->g, &o);
+    return vg_session_manager_new(m->g, &o, NULL);
 }
 
 typedef struct init_probe {
@@ -526,7 +535,7 @@ static void test_session_manager__ready_op_failing_uninitialized(void) {
     vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
     o.ready_op = ready;
     o.recovery_wait_secs = 0.02;
-    vg_session_manager *sm = vg_session_manager_new(m.g, &o);
+    vg_session_manager *sm = vg_session_manager_new(m.g, &o, NULL);
     vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
     po.max_wait_secs = 5;
     other_error = false;
@@ -583,7 +592,7 @@ static void test_session_manager__recover_session_without_checkpoint(void) {
     vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
     o.local_init_op = vg_variables_initializer(m.g, &l2.ref, 1, "init_l2");
     o.ready_op = m.ready;
-    sm = vg_session_manager_new(m.g, &o);
+    sm = vg_session_manager_new(m.g, &o, NULL);
     ok = true;
     s = vg_session_manager_recover_session(sm, &po, &ok, &st);
     CHECK(s != NULL);
@@ -617,7 +626,7 @@ static void test_session_manager__prepare_session_not_ready(void) {
     vg_session_manager_options smo = VG_SESSION_MANAGER_OPTIONS_INIT;
     vg_output vw[2] = {m.v, m.w};
     smo.ready_op = vg_report_uninitialized_variables(m.g, vw, 2, "ready_vw");
-    vg_session_manager *sm = vg_session_manager_new(m.g, &smo);
+    vg_session_manager *sm = vg_session_manager_new(m.g, &smo, NULL);
     vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
     po.init_op = m.init_v; /* w stays uninitialized */
     CHECK(vg_session_manager_prepare_session(sm, &po, &st) == NULL);
@@ -671,7 +680,7 @@ static void test_session_manager__wait_for_session_ready(void) {
     o.local_init_op = m.init_all; /* a worker's local init: here the globals */
     o.ready_op = nr;
     o.recovery_wait_secs = 0.05;
-    vg_session_manager *sm = vg_session_manager_new(m.g, &o);
+    vg_session_manager *sm = vg_session_manager_new(m.g, &o, NULL);
     atomic_store(&not_ready_left, 2);
     atomic_store(&not_ready_runs, 0);
     vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
@@ -688,7 +697,7 @@ static void test_session_manager__wait_for_session_ready(void) {
     atomic_store(&not_ready_left, 0);
     o.recovery_wait_secs = 30;
     vg_session_manager_free(sm);
-    sm = vg_session_manager_new(m.g, &o);
+    sm = vg_session_manager_new(m.g, &o, NULL);
     t0 = ht_wall();
     s = vg_session_manager_wait_for_session(sm, &po, &st);
     CHECK(s != NULL);
@@ -715,7 +724,7 @@ static void test_session_creator__chief_restores(void) {
     vg_scaffold *sc = vg_scaffold_new(&so);
     CHECK_OK(vg_scaffold_finalize(sc, m.g, &st), &st);
     /* no checkpoint yet: init_op + init_fn */
-    vg_session_creator c = vg_chief_session_creator(m.g, sc, NULL, dir, NULL);
+    vg_session_creator c = ht_creator(m.g, sc, dir, NULL, -1, true);
     vg_session *s = c.create_session(c.payload, &st);
     CHECK(s != NULL);
     CHECK_EQ_INT(ip.calls, 1);
@@ -749,7 +758,7 @@ static void test_session_creator__chief_dir_and_filename(void) {
     char dir[64];
     ht_mkdtemp(dir, sizeof dir, "cr");
     sm_model m = sm_model_make();
-    vg_session_creator c = vg_chief_session_creator(m.g, NULL, NULL, dir, "/tmp/vg_no_such/model.ckpt-1");
+    vg_session_creator c = ht_creator(m.g, NULL, dir, "/tmp/vg_no_such/model.ckpt-1", -1, true);
     CHECK(c.create_session != NULL);
     vg_session *s = c.create_session(c.payload, &st);
     CHECK(s == NULL);
@@ -781,7 +790,7 @@ static void test_session_creator__worker(void) {
     so.init_fn = probe_init_fn;
     so.init_fn_payload = &ip;
     vg_scaffold *sc = vg_scaffold_new(&so);
-    vg_session_creator c = vg_worker_session_creator(m.g, sc, NULL, 1.0);
+    vg_session_creator c = ht_creator(m.g, sc, NULL, NULL, 1.0, false);
     double t0 = ht_wall();
     vg_session *s = c.create_session(c.payload, &st);
     CHECK(s == NULL);

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int vg_test_failures = 0;
 
@@ -33,5 +36,22 @@ static int vg_test_failures = 0;
     fprintf(stderr, "%s %s\n", vg_test_failures == _before ? "ok  " : "FAIL", #fn); } while (0)
 #define TEST_MAIN_END() do { if (vg_test_failures) { \
     fprintf(stderr, "%d check(s) failed\n", vg_test_failures); return 1; } return 0; } while (0)
+
+/* Temporary directories: tu_mkdtemp makes /tmp/vg_<tag>_XXXXXX in buf (buf[0] == 0 on
+ * failure) and returns buf; tu_rmrf removes such a directory with everything in it
+ * (refusing any path outside /tmp/vg_). */
+static inline int tu_rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p);
+}
+static inline char *tu_mkdtemp(char *buf, size_t len, const char *tag) {
+    snprintf(buf, len, "/tmp/vg_%s_XXXXXX", tag);
+    if (!mkdtemp(buf)) buf[0] = 0;
+    return buf;
+}
+static inline void tu_rmrf(const char *dir) {
+    if (!dir || strncmp(dir, "/tmp/vg_", 8) != 0) return;
+    nftw(dir, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 #endif

@@ -1,13 +1,12 @@
 /*
  * events.c - `vigil events <dir|file>`: the scalar summaries of TensorFlow event files
  * as TSV (step, wall_time, tag, value), and the event-file scanning that `vigil plot`
- * shares. Records are read with vigil's TFRecord reader (src/io): a corrupt record is
+ * shares. Records are read with vigil's event-file reader (vigil/events.h): a corrupt record is
  * reported on stderr with its file and offset and skipped, a torn last record (a writer
  * killed mid-write) is reported and ends that file; nothing in a damaged file crashes
  * the reader.
  */
 #include "cli.h"
-#include "io/io.h"
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -72,19 +71,18 @@ int cli_event_files(const char *path, char ***files, int *n) {
     return 0;
 }
 
-static void emit_summary(const char *file, const vg__event_info *ev, cli_scalar_fn fn, void *payload,
-                         uint64_t off, int *damaged) {
-    vg__summary_iter it;
-    vg__summary_iter_init(&it, ev->payload, ev->payload_len);
+static void emit_summary(const char *file, const vg_event *ev, cli_scalar_fn fn, void *payload, int *damaged) {
+    vg_summary_iter it;
+    vg_summary_iter_init(&it, ev->payload, ev->payload_len);
     for (;;) {
-        vg__summary_value v;
+        vg_summary_value v;
         vg_status st;
-        vg_code c = vg__summary_next(&it, &v, &st);
+        vg_code c = vg_summary_iter_next(&it, &v, &st);
         if (c == VG_OUT_OF_RANGE) break;
         if (c != VG_OK) {
             fflush(stdout);
             fprintf(stderr, "vigil: %s: malformed summary in the record at offset %llu: %s (skipped)\n", file,
-                    (unsigned long long)off, st.msg);
+                    (unsigned long long)ev->offset, st.msg);
             (*damaged)++;
             break;
         }
@@ -94,31 +92,38 @@ static void emit_summary(const char *file, const vg__event_info *ev, cli_scalar_
 
 int cli_read_scalars(const char *file, cli_scalar_fn fn, void *payload, int *damaged) {
     vg_status st;
-    vg__tfrecord_reader *r = vg__tfrecord_reader_open(file, &st);
+    vg_event_reader *r = vg_event_reader_open(file, &st);
     if (!r) return cli_fail_status(&st);
     for (;;) {
-        const uint8_t *data;
-        size_t len;
-        uint64_t off = vg__tfrecord_reader_offset(r);
-        vg_code c = vg__tfrecord_reader_next(r, &data, &len, &st);
+        uint64_t off = vg_event_reader_offset(r);
+        vg_event ev;
+        vg_code c = vg_event_reader_next(r, &ev, &st);
         if (c == VG_OUT_OF_RANGE) break;
-        if (c == VG_DATA_LOSS && strstr(st.msg, "truncated")) {
+        vg_event_damage dmg = c == VG_DATA_LOSS ? vg_event_reader_damage(r) : VG_EVENT_DAMAGE_NONE;
+        if (dmg == VG_EVENT_DAMAGE_TORN) {
             fflush(stdout);
             fprintf(stderr, "vigil: %s: torn record at offset %llu (the file ends inside it; the writer was "
                             "probably killed): rest of the file skipped\n", file, (unsigned long long)off);
             (*damaged)++;
             break;
         }
-        if (c == VG_DATA_LOSS) {
+        if (dmg == VG_EVENT_DAMAGE_CORRUPT) {
             fflush(stdout);
             fprintf(stderr, "vigil: %s: skipped\n", st.msg); /* names the offset and the file */
             (*damaged)++;
-            c = vg__tfrecord_reader_skip_corrupt(r, &st);
+            c = vg_event_reader_skip_corrupt(r, &st);
             if (c == VG_OUT_OF_RANGE) break;
             if (c != VG_OK) {
                 fprintf(stderr, "vigil: %s: %s: %s\n", file, vg_code_name(st.code), st.msg);
                 break;
             }
+            continue;
+        }
+        if (dmg == VG_EVENT_DAMAGE_MALFORMED) {
+            fflush(stdout);
+            fprintf(stderr, "vigil: %s: record at offset %llu is not an Event (%s): skipped\n", file,
+                    (unsigned long long)off, st.msg);
+            (*damaged)++;
             continue;
         }
         if (c != VG_OK) {
@@ -127,19 +132,11 @@ int cli_read_scalars(const char *file, cli_scalar_fn fn, void *payload, int *dam
             (*damaged)++;
             break;
         }
-        vg__event_info ev;
-        if (vg__event_decode(data, len, &ev, &st) != VG_OK) {
-            fflush(stdout);
-            fprintf(stderr, "vigil: %s: record at offset %llu is not an Event (%s): skipped\n", file,
-                    (unsigned long long)off, st.msg);
-            (*damaged)++;
-            continue;
-        }
-        if (ev.kind == VG__EVENT_SUMMARY) emit_summary(file, &ev, fn, payload, off, damaged);
-        else if (ev.kind == VG__EVENT_SESSION_LOG && ev.session_status == VG__SESSION_LOG_START)
+        if (ev.kind == VG_EVENT_SUMMARY) emit_summary(file, &ev, fn, payload, damaged);
+        else if (ev.kind == VG_EVENT_SESSION_LOG && ev.session_log_status == VG_SESSION_LOG_START)
             fn(payload, file, ev.step, ev.wall_time, NULL, 0, 0);
     }
-    vg__tfrecord_reader_close(r);
+    vg_event_reader_close(r);
     return 0;
 }
 

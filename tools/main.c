@@ -21,6 +21,8 @@ static const char *usage_text =
     "  ckpt <dir|prefix>         list the tensors of a checkpoint (--tensor NAME, --stats)\n"
     "  events <dir|file>         print the scalars of event files as TSV (--tags a,b)\n"
     "  plot <dir> -o curves.svg  draw scalar curves (loss, accuracy) as SVG (or .png)\n"
+    "  graph FILE                summarize a TF GraphDef / .meta / SavedModel, list ops vigil lacks\n"
+    "  run DIR --input k=1,2     evaluate a SavedModel signature (--signature, --output)\n"
     "\n"
     "Run 'vigil <command> --help' for the options of a command.\n";
 
@@ -128,14 +130,20 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("vigil 0.1.0\n");
+        printf("vigil %s\n", vg_version());
         return 0;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "train")) return cli_train(argc - 1, argv + 1);
+    if (!strcmp(cmd, "train")) {
+        for (int i = 2; i < argc; i++) /* an imported graph (tools/graph.c) */
+            if (!strncmp(argv[i], "--meta-graph", 12)) return cli_train_meta(argc - 1, argv + 1);
+        return cli_train(argc - 1, argv + 1);
+    }
     if (!strcmp(cmd, "ckpt")) return cli_ckpt(argc - 1, argv + 1);
     if (!strcmp(cmd, "events")) return cli_events(argc - 1, argv + 1);
     if (!strcmp(cmd, "plot")) return cli_plot(argc - 1, argv + 1);
+    if (!strcmp(cmd, "graph")) return cli_graph(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
     fprintf(stderr, "vigil: unknown command '%s'\n\n%s", cmd, usage_text);
     return 2;
 }

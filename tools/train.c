@@ -18,7 +18,6 @@
  * "test_accuracy=<value>".
  */
 #include "cli.h"
-#include "io/io.h"
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -198,6 +197,11 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
     return 0;
 }
 
+int cli_train_parse_only(int argc, char **argv) {
+    train_opts o;
+    return parse_train_opts(argc, argv, &o);
+}
+
 /* ------------------------------------------------------------------------ */
 /* logging and signals */
 
@@ -289,16 +293,17 @@ static int locate_data(const char *dir, data_files *d) {
  * INVALID_ARGUMENT naming the file (and the record for a bad label) otherwise. Reads
  * the label file (small); the image file's header only. *n = N. */
 static vg_code check_data_pair(const char *images, const char *labels, int64_t *n, vg_status *st) {
-    vg__idx_reader *r = vg__idx_reader_open(images, VG__IDX_U8, st);
-    if (!r) return st->code;
-    int nd;
-    const int64_t *d = vg__idx_reader_dims(r, &nd);
+    int nd = 0, type = 0;
+    int64_t d[4] = {0};
+    if (vg_idx_header(images, &type, d, &nd, st) != VG_OK) return st->code;
+    if (type != VG_IDX_U8)
+        return vg_status_set(st, VG_DATA_LOSS, "%s: IDX element type 0x%02x, expected unsigned bytes (0x08)", images,
+                             (unsigned)type);
     int64_t ni = d[0];
     bool ok = nd == 3 && d[1] == 28 && d[2] == 28;
     char shape[64];
     if (nd == 3) snprintf(shape, sizeof shape, "[%lld,%lld,%lld]", (long long)d[0], (long long)d[1], (long long)d[2]);
     else snprintf(shape, sizeof shape, "rank %d", nd);
-    vg__idx_reader_close(r);
     if (!ok)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: images must be 28x28 ([N,28,28] uint8), the file holds %s",
                              images, shape);
@@ -306,7 +311,7 @@ static vg_code check_data_pair(const char *images, const char *labels, int64_t *
     int64_t ld[4];
     void *lab = NULL;
     size_t lb;
-    if (vg__idx_read(labels, VG__IDX_U8, ld, &nd, &lab, &lb, st) != VG_OK) return st->code;
+    if (vg_idx_read(labels, VG_IDX_U8, ld, &nd, &lab, &lb, st) != VG_OK) return st->code;
     vg_code c = VG_OK;
     if (nd != 1 || ld[0] != ni)
         c = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: %lld labels (rank %d) for the %lld images of %s", labels,
@@ -320,13 +325,39 @@ static vg_code check_data_pair(const char *images, const char *labels, int64_t *
     return c;
 }
 
+/* mkdir -p: PERMISSION_DENIED, NOT_FOUND or FAILED_PRECONDITION naming the directory. */
+static vg_code mkdirs(const char *dir, vg_status *st) {
+    char p[4200];
+    int n = snprintf(p, sizeof p, "%s", dir);
+    if (n <= 0 || (size_t)n >= sizeof p) return vg_status_set(st, VG_INVALID_ARGUMENT, "bad directory name '%s'", dir);
+    for (char *q = p + 1;; q++) {
+        bool end = *q == 0;
+        if (*q == '/' || end) {
+            *q = 0;
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+                int e = errno;
+                return vg_status_set(st, e == EACCES || e == EPERM ? VG_PERMISSION_DENIED
+                                         : e == ENOENT             ? VG_NOT_FOUND
+                                                                   : VG_FAILED_PRECONDITION,
+                                     "cannot create directory %s: %s", p, strerror(e));
+            }
+            if (end) break;
+            *q = '/';
+        }
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return vg_status_set(st, VG_FAILED_PRECONDITION, "%s is not a directory", dir);
+    return VG_OK;
+}
+
 /* An advisory lock (flock) on the checkpoint directory for the whole run, so two
  * trainers never interleave checkpoints. The holder's pid is written to
  * DIR/.vigil-train.pid for the message. Returns the fd (kept open until exit: the
  * kernel drops the lock when the process dies) or -1 after reporting. */
 static int lock_checkpoint_dir(const char *dir) {
     vg_status st;
-    if (vg__io_mkdirs(dir, &st) != VG_OK) return cli_fail_status(&st), -1;
+    if (mkdirs(dir, &st) != VG_OK) return cli_fail_status(&st), -1;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return cli_fail("cannot open checkpoint directory %s: %s", dir, strerror(errno)), -1;
     char pidfile[4200];
@@ -343,15 +374,17 @@ static int lock_checkpoint_dir(const char *dir) {
             close(pf);
         }
         close(fd);
-        vg_status_set(&st, e == EWOULDBLOCK ? VG_FAILED_PRECONDITION : vg__io_errno_code(e),
+        vg_status_set(&st, e == EWOULDBLOCK ? VG_FAILED_PRECONDITION : VG_UNAVAILABLE,
                       "checkpoint directory %s is locked by another vigil train (pid %s); wait for it or use another "
                       "--checkpoint-dir", dir, holder);
         return cli_fail_status(&st), -1;
     }
+    /* written in place (no temporary a kill could leave behind); read only for messages */
     char pid[32];
     int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (vg__io_write_file_atomic(pidfile, pid, (size_t)n, &st) != VG_OK)
-        vg_logf(VG_LOG_WARN, "cannot record the lock holder: %s", st.msg);
+    int pf = open(pidfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (pf < 0 || write(pf, pid, (size_t)n) != n) vg_logf(VG_LOG_WARN, "cannot record the lock holder in %s", pidfile);
+    if (pf >= 0) close(pf);
     return fd;
 }
 
@@ -634,8 +667,8 @@ static vg_code evaluate(const train_opts *o, const data_files *d, const char *pr
     vg_saver *saver = NULL;
     vg_session *sess = NULL;
     vg_tensor *xt = NULL, *yt = NULL;
-    vg_code rc = vg__idx_read(d->test_images, VG__IDX_U8, idims, &ind, &img, &ib, st);
-    if (rc == VG_OK) rc = vg__idx_read(d->test_labels, VG__IDX_U8, ldims, &lnd, &lab, &lb, st);
+    vg_code rc = vg_idx_read(d->test_images, VG_IDX_U8, idims, &ind, &img, &ib, st);
+    if (rc == VG_OK) rc = vg_idx_read(d->test_labels, VG_IDX_U8, ldims, &lnd, &lab, &lb, st);
     if (rc == VG_OK && (ind != 3 || idims[1] * idims[2] != 784 || lnd != 1 || ldims[0] != idims[0]))
         rc = vg_status_set(st, VG_DATA_LOSS, "%s / %s: not 28x28 images with one label each", d->test_images,
                            d->test_labels);

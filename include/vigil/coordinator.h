@@ -3,7 +3,7 @@
  *
  *     vg_coord *coord = vg_coord_new(NULL, 0);        // default: OUT_OF_RANGE is a clean stop
  *     vg_coord_start_thread(coord, "reader", fn, payload, &st);
- *     while (!vg_coord_should_stop(coord)) { ...train... }
+ *     while (!vg_coord_should_stop(coord)) step++;      // the training loop
  *     vg_coord_request_stop(coord, NULL);
  *     vg_code rc = vg_coord_join(coord, 120, false, &st); // first error a thread reported
  *     vg_coord_free(coord);
@@ -36,9 +36,10 @@ VG_API void vg_coord_free(vg_coord *c);
 
 /* Requests a stop. err == NULL or err->code == VG_OK: plain stop. Otherwise the error
  * is kept if it is the first one and not a clean-stop code; once a stop has been
- * requested, later errors are ignored. After join, an error is only logged (TF raises
- * it). Thread-safe. */
-VG_API void vg_coord_request_stop(vg_coord *c, const vg_status *err);
+ * requested, later errors are ignored. Returns VG_OK, except after join: an error (not
+ * a clean-stop code) is then not stored and its code is returned (TF re-raises it; its
+ * message is the caller's *err). INVALID_ARGUMENT for c == NULL. Thread-safe. */
+VG_API vg_code vg_coord_request_stop(vg_coord *c, const vg_status *err);
 VG_API bool vg_coord_should_stop(vg_coord *c);
 /* Waits up to timeout_secs (< 0: forever) for a stop request; true if stopped. */
 VG_API bool vg_coord_wait_for_stop(vg_coord *c, double timeout_secs);

@@ -11,10 +11,11 @@
  *     vg_graph *g = vg_graph_new();
  *     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 784}, 2, "x");
  *     vg_graph_push_scope(g, "dense");
- *     vg_output w = vg_variable(g, VG_FLOAT, (int64_t[]){784, 10}, 2, "kernel");
+ *     vg_variable w = vg_get_variable(g, "kernel", VG_FLOAT, (int64_t[]){784, 10}, 2,
+ *                                     vg_init_glorot_uniform(0), VG_VAR_TRAINABLE);
  *     vg_graph_pop_scope(g);                     // w is "dense/kernel"
- *     vg_output y = vg_matmul(g, x, w, false, false, NULL);
- *     if (vg_graph_status(g, &st) != VG_OK) ...;
+ *     vg_output y = vg_matmul(g, x, w.read, false, false, NULL);
+ *     if (vg_graph_status(g, &st) != VG_OK) return st.code;
  *
  * Ops belong to the graph and stay valid until vg_graph_free(). Adding ops never
  * moves existing ones. A graph is not thread-safe while being built; once finalized
@@ -258,6 +259,24 @@ VG_API void vg_op_builder_free(vg_op_builder *b);
 
 /* Output i of op (op may be NULL: returns a failed output). */
 VG_API vg_output vg_out(vg_op *op, int i);
+
+/* ------------------------------------------------------------------------ */
+/* A variable's parts: what a tf.Variable holds besides its VariableV2 op (written to
+ * a MetaGraphDef's VariableDef). vg_variable_new and vg_get_variable (vigil/variables.h)
+ * record them. */
+
+/* For a VariableV2 op whose parts were recorded: its initializer and snapshot; for
+ * other VariableV2 ops (e.g. from an imported graph): the ops named "<name>/Assign"
+ * and "<name>/read", NULL/{NULL,0} if absent. Borrowed (owned by the graph). */
+VG_API vg_op *vg_variable_initializer(const vg_op *var);
+VG_API vg_output vg_variable_snapshot(const vg_op *var);
+/* Records the initializer op and snapshot output of VariableV2 op `var`, for graphs
+ * built or imported by other means than vigil/variables.h. The ops stay owned by the
+ * graph; initializer may be NULL and snapshot {NULL, 0} (= none: the lookups above
+ * then use the names). Fails with INVALID_ARGUMENT (status set, may be NULL; the
+ * graph's error is untouched) when var is NULL or not a VariableV2 op, or the
+ * initializer or snapshot is from another graph or does not exist. */
+VG_API vg_code vg_variable_set_parts(vg_op *var, vg_op *initializer, vg_output snapshot, vg_status *st);
 
 #ifdef __cplusplus
 }

@@ -78,13 +78,24 @@ typedef struct vg_checkpoint_saver_options {
 } vg_checkpoint_saver_options;
 
 #define VG_CHECKPOINT_SAVER_OPTIONS_INIT {NULL, -1.0, -1, NULL, NULL, "model.ckpt", NULL, 0, true}
+VG_API vg_checkpoint_saver_options vg_checkpoint_saver_options_default(void);
 
 VG_API vg_code vg_checkpoint_saver_hook(const vg_checkpoint_saver_options *o, vg_hook *out, vg_status *st);
 
 /* StepCounterHook(every_n_steps = 100, every_n_secs, output_dir, summary_writer):
- * writes "global_step/sec" summaries (and logs steps/sec). every_n_secs <= 0 = unset. */
-VG_API vg_code vg_step_counter_hook(int64_t every_n_steps, double every_n_secs, const char *output_dir,
-                                    vg_file_writer *summary_writer, vg_hook *out, vg_status *st);
+ * writes "global_step/sec" summaries (and logs steps/sec). */
+typedef struct vg_step_counter_options {
+    int64_t every_n_steps;            /* 100; <= 0 unset */
+    double every_n_secs;              /* <= 0 unset */
+    const char *output_dir;           /* NULL: no summaries unless summary_writer */
+    vg_file_writer *summary_writer;   /* borrowed */
+} vg_step_counter_options;
+
+#define VG_STEP_COUNTER_OPTIONS_INIT {100, -1.0, NULL, NULL}
+VG_API vg_step_counter_options vg_step_counter_options_default(void);
+
+/* o NULL: defaults. INVALID_ARGUMENT unless exactly one frequency is set. */
+VG_API vg_code vg_step_counter_hook(const vg_step_counter_options *o, vg_hook *out, vg_status *st);
 
 /* LoggingTensorHook(tensors, every_n_iter | every_n_secs, at_end, formatter). */
 typedef void (*vg_tensor_formatter)(void *payload, const char *const *names, vg_tensor *const *values, int n,
@@ -104,6 +115,7 @@ typedef struct vg_logging_tensor_options {
 } vg_logging_tensor_options;
 
 #define VG_LOGGING_TENSOR_OPTIONS_INIT {NULL, NULL, 0, -1, -1.0, false, NULL, NULL, NULL, NULL}
+VG_API vg_logging_tensor_options vg_logging_tensor_options_default(void);
 
 VG_API vg_code vg_logging_tensor_hook(const vg_logging_tensor_options *o, vg_hook *out, vg_status *st);
 
@@ -124,6 +136,7 @@ typedef struct vg_summary_saver_options {
 } vg_summary_saver_options;
 
 #define VG_SUMMARY_SAVER_OPTIONS_INIT {-1, -1.0, NULL, NULL, NULL, {NULL, 0}}
+VG_API vg_summary_saver_options vg_summary_saver_options_default(void);
 
 VG_API vg_code vg_summary_saver_hook(const vg_summary_saver_options *o, vg_hook *out, vg_status *st);
 
@@ -132,9 +145,21 @@ VG_API vg_code vg_summary_saver_hook(const vg_summary_saver_options *o, vg_hook 
 VG_API vg_code vg_global_step_waiter_hook(int64_t wait_until_step, vg_hook *out, vg_status *st);
 
 /* FinalOpsHook(final_ops, final_ops_feed_dict): runs the ops in end(); their values are
- * then available through vg_final_ops_hook_values (borrowed from the hook). */
-VG_API vg_code vg_final_ops_hook(const vg_output *final_ops, int n, const vg_output *feeds,
-                                 vg_tensor *const *feed_values, int nfeeds, vg_hook *out, vg_status *st);
+ * then available through vg_final_ops_hook_values (borrowed from the hook). The arrays
+ * are copied and the hook takes its own reference to each feed tensor. */
+typedef struct vg_final_ops_options {
+    const vg_output *final_ops;
+    int nfinal_ops;
+    const vg_output *feeds;
+    vg_tensor *const *feed_values;
+    int nfeeds;
+} vg_final_ops_options;
+
+#define VG_FINAL_OPS_OPTIONS_INIT {NULL, 0, NULL, NULL, 0}
+VG_API vg_final_ops_options vg_final_ops_options_default(void);
+
+/* Fails with INVALID_ARGUMENT (o or out NULL, a NULL array with a count > 0). */
+VG_API vg_code vg_final_ops_hook(const vg_final_ops_options *o, vg_hook *out, vg_status *st);
 /* Values computed at end(), NULL before; *n gets their count. h must be the hook built
  * by vg_final_ops_hook (its payload stays valid while the monitored session lives). */
 VG_API vg_tensor *const *vg_final_ops_hook_values(const vg_hook *h, int *n);
@@ -148,8 +173,28 @@ VG_API vg_code vg_feed_fn_hook(vg_feed_fn fn, void *payload, vg_hook *out, vg_st
 /* ProfilerHook(save_steps | save_secs, output_dir, show_dataflow, show_memory): writes
  * Chrome trace files "timeline-<step>.json" from full traces, and the run metadata to
  * the output dir's event file with tag "step_<step>". */
-VG_API vg_code vg_profiler_hook(int64_t save_steps, double save_secs, const char *output_dir, bool show_dataflow,
-                                bool show_memory, vg_hook *out, vg_status *st);
+typedef struct vg_profiler_options {
+    int64_t save_steps;               /* exactly one of save_steps / save_secs > 0 */
+    double save_secs;
+    const char *output_dir;           /* "" (TF): the current directory */
+    bool show_dataflow;               /* true */
+    bool show_memory;                 /* false */
+} vg_profiler_options;
+
+#define VG_PROFILER_OPTIONS_INIT {-1, -1.0, "", true, false}
+VG_API vg_profiler_options vg_profiler_options_default(void);
+
+VG_API vg_code vg_profiler_hook(const vg_profiler_options *o, vg_hook *out, vg_status *st);
+
+
+/* The global-step read tensor the step hooks share (TF's
+ * training_util._get_or_create_global_step_read): "<global_step>/add" = global step + 0,
+ * made once per graph and cached in the "global_step_read_op_cache" collection. A train
+ * op made with a control dependency on it increments after the read, as TF's
+ * _increment_global_step does, so a hook fetching it sees the step before the increment.
+ * *out gets the (graph-owned) output. Fails with INVALID_ARGUMENT (NULL argument),
+ * FAILED_PRECONDITION when the graph has no global step, the graph's sticky error. */
+VG_API vg_code vg_global_step_read(vg_graph *g, vg_output *out, vg_status *st);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,7 @@
  *     o.n_return_tensors = 1;
  *     o.return_tensors = (const char *[]){"y_hat:0"};
  *     o.return_tensors_out = &y;
- *     if (vg_graph_import_graph_def_file(g, "model.pb", &o, &st) != VG_OK) ...;
+ *     if (vg_graph_import_graph_def_file(g, "model.pb", &o, &st) != VG_OK) return st.code;
  *
  * What import does, as TF does:
  *  - Nodes may come in any order; they are created in dependency order (data and
@@ -44,7 +44,7 @@
 #ifndef VIGIL_IMPORT_H
 #define VIGIL_IMPORT_H
 
-#include "graph.h"
+#include "graphdef.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -95,7 +95,74 @@ VG_API vg_code vg_graph_import_graph_def_file(vg_graph *g, const char *path, con
  * RESOURCE_EXHAUSTED. */
 VG_API vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format format, char ***types,
                                         int **counts, int *n, vg_status *st);
+/* Every op type of a GraphDef as written (first-seen order) with its node count; same
+ * conventions and codes as vg_graph_def_missing_ops. */
+VG_API vg_code vg_graph_def_op_types(const void *bytes, size_t len, vg_import_format format, char ***types,
+                                     int **counts, int *n, vg_status *st);
 VG_API void vg_import_free_strings(char **strs, int n);
+
+/* ------------------------------------------------------------------------ */
+/* MetaGraphDef (tf.train.import_meta_graph) and SavedModel graphs */
+
+typedef struct vg_meta_graph vg_meta_graph;
+
+typedef struct vg_meta_import_options {
+    const char *import_scope; /* prefix for every name (NULL: none) */
+    bool clear_devices;
+    /* Do not import the nodes under the SaverDef's name scope ("save/..."): for graphs
+     * whose saver uses ops vigil lacks (TF's sharded savers: ShardedFilename,
+     * MergeV2Checkpoints, StringJoin). Make a vigil Saver over the restored variables
+     * instead (vigil/saver.h); it reads the same checkpoints. saver_def stays readable. */
+    bool omit_saver;
+    const char *source;       /* named in errors; the *_file functions set the path */
+    int64_t max_tensor_bytes; /* as vg_import_options */
+} vg_meta_import_options;
+
+/* Imports a serialized MetaGraphDef (binary, or text when printable) into g, as TF's
+ * import_meta_graph: the graph_def (vg_graph_import_graph_def rules), then the
+ * collections: node_list items become collection items ("x:0" an output, "x" an op as
+ * {op, 0}); VariableDef bytes_lists (variables, trainable_variables, local_variables,
+ * model_variables, global_step, ...) add the variable ops and link their initializer
+ * and snapshot (vg_variable_initializer / vg_variable_snapshot); queue_runners'
+ * QueueRunnerDefs become vg_graph_add_queue_runner entries; int64/float lists and other
+ * bytes_lists (savers, cond contexts) are not collections vigil can hold and are
+ * skipped. *out (may be NULL) gets the SaverDef, tags and SignatureDefs (free with
+ * vg_meta_graph_free). Fails as vg_graph_import_graph_def, plus INVALID_ARGUMENT for a
+ * collection or signature naming a tensor not in the graph. */
+VG_API vg_code vg_import_meta_graph(vg_graph *g, const void *bytes, size_t len, const vg_meta_import_options *opts,
+                                    vg_meta_graph **out, vg_status *st);
+VG_API vg_code vg_import_meta_graph_file(vg_graph *g, const char *path, const vg_meta_import_options *opts,
+                                         vg_meta_graph **out, vg_status *st);
+/* Imports the MetaGraphDef of a SavedModel file (saved_model.pb, or .pbtxt) whose tag
+ * set equals tags (order ignored), as loader.load does to find it; ntags == 0 takes the
+ * first MetaGraphDef. Fails with NOT_FOUND
+ * listing the tag sets present when none matches, plus the codes above. */
+VG_API vg_code vg_import_saved_model_graph(vg_graph *g, const char *saved_model_pb, const char *const *tags, int ntags,
+                                           const vg_meta_import_options *opts, vg_meta_graph **out, vg_status *st);
+VG_API void vg_meta_graph_free(vg_meta_graph *mg);
+/* The serialized GraphDef inside a binary MetaGraphDef (saved_model false) or binary
+ * SavedModel (true: the MetaGraphDef whose tag set equals tags; ntags == 0 takes the
+ * first), without importing: *graph_def points into bytes. Fails with DATA_LOSS,
+ * NOT_FOUND (no such tag set / no meta graph). */
+VG_API vg_code vg_meta_graph_def_graph_def(const void *bytes, size_t len, bool saved_model, const char *const *tags,
+                                           int ntags, const void **graph_def, size_t *graph_def_len, vg_status *st);
+
+/* The SaverDef (tensor and op names as in the graph, import_scope applied), or NULL. */
+VG_API const vg_saver_def *vg_meta_graph_saver_def(const vg_meta_graph *mg);
+VG_API int vg_meta_graph_num_tags(const vg_meta_graph *mg);
+VG_API const char *vg_meta_graph_tag(const vg_meta_graph *mg, int i);
+VG_API const char *vg_meta_graph_tensorflow_version(const vg_meta_graph *mg); /* "" if unset */
+/* SignatureDefs: key ("serving_default"), method name, and inputs / outputs by key. */
+VG_API int vg_meta_graph_num_signatures(const vg_meta_graph *mg);
+VG_API const char *vg_meta_graph_signature_key(const vg_meta_graph *mg, int i);
+VG_API const char *vg_meta_graph_signature_method(const vg_meta_graph *mg, int i);
+/* Number of inputs (outputs == false) or outputs of signature i; their keys and
+ * tensors (an output of the imported graph). */
+VG_API int vg_meta_graph_signature_num_tensors(const vg_meta_graph *mg, int i, bool outputs);
+VG_API const char *vg_meta_graph_signature_tensor_key(const vg_meta_graph *mg, int i, bool outputs, int j);
+VG_API vg_output vg_meta_graph_signature_tensor(const vg_meta_graph *mg, int i, bool outputs, int j);
+/* Signature index by key, -1 if absent. */
+VG_API int vg_meta_graph_find_signature(const vg_meta_graph *mg, const char *key);
 
 #ifdef __cplusplus
 }

@@ -47,6 +47,7 @@ typedef struct vg_run_args {
 } vg_run_args;
 
 #define VG_RUN_ARGS_INIT {NULL, 0, NULL, NULL, 0, NULL, 0, NULL}
+VG_API vg_run_args vg_run_args_default(void);
 
 /* SessionRunContext: one per run() call, shared by every hook's before_run and
  * after_run. */
@@ -107,6 +108,7 @@ typedef struct vg_scaffold_options {
 } vg_scaffold_options;
 
 #define VG_SCAFFOLD_OPTIONS_INIT {NULL, NULL, NULL, 0, NULL, NULL, {NULL, 0}, {NULL, 0}, NULL, {NULL, 0}, NULL, NULL}
+VG_API vg_scaffold_options vg_scaffold_options_default(void);
 
 /* New scaffold (nothing created until finalize). NULL on allocation failure. */
 VG_API vg_scaffold *vg_scaffold_new(const vg_scaffold_options *opts);
@@ -137,8 +139,13 @@ typedef struct vg_session_manager_options {
 } vg_session_manager_options;
 
 #define VG_SESSION_MANAGER_OPTIONS_INIT {NULL, {NULL, 0}, {NULL, 0}, 30.0, NULL}
+VG_API vg_session_manager_options vg_session_manager_options_default(void);
 
-VG_API vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts);
+/* New session manager (free with vg_session_manager_free); opts NULL: defaults. Fails
+ * (NULL, *st set) with INVALID_ARGUMENT for a NULL graph or a ready_for_local_init_op
+ * without a local_init_op (TF's ValueError), RESOURCE_EXHAUSTED. */
+VG_API vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts,
+                                                  vg_status *st);
 VG_API void vg_session_manager_free(vg_session_manager *sm);
 
 typedef struct vg_prepare_options {
@@ -157,6 +164,7 @@ typedef struct vg_prepare_options {
 } vg_prepare_options;
 
 #define VG_PREPARE_OPTIONS_INIT {NULL, NULL, NULL, NULL, false, 7200.0, NULL, NULL, 0, NULL, NULL, NULL}
+VG_API vg_prepare_options vg_prepare_options_default(void);
 
 /* prepare_session: restore from the checkpoint (or run init_op / init_fn), then
  * local_init_op, then the ready check. Returns a new session (caller frees). Fails with
@@ -184,29 +192,51 @@ typedef struct vg_session_creator {
     void *payload;
 } vg_session_creator;
 
-/* ChiefSessionCreator(scaffold, master, config, checkpoint_dir,
- * checkpoint_filename_with_path). scaffold may be NULL (a default one is made and
- * owned by the creator); a given scaffold stays the caller's. Fails (returns a creator
- * with create_session == NULL) only on allocation failure. */
-VG_API vg_session_creator vg_chief_session_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
-                                                   const char *checkpoint_dir,
-                                                   const char *checkpoint_filename_with_path);
-/* WorkerSessionCreator(scaffold, master, config, max_wait_secs). */
-VG_API vg_session_creator vg_worker_session_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
-                                                    double max_wait_secs);
+/* The arguments of ChiefSessionCreator(scaffold, master, config, checkpoint_dir,
+ * checkpoint_filename_with_path) and WorkerSessionCreator(scaffold, master, config,
+ * max_wait_secs). Strings are copied. */
+typedef struct vg_session_creator_options {
+    vg_scaffold *scaffold;                     /* NULL: a default one, owned by the creator;
+                                                  a given scaffold stays the caller's */
+    const vg_session_options *config;          /* copied; NULL: defaults */
+    const char *checkpoint_dir;                /* chief only */
+    const char *checkpoint_filename_with_path; /* chief only */
+    double max_wait_secs;                      /* worker only: 1800 (TF's 30 * 60) */
+} vg_session_creator_options;
+
+#define VG_SESSION_CREATOR_OPTIONS_INIT {NULL, NULL, NULL, NULL, 1800.0}
+VG_API vg_session_creator_options vg_session_creator_options_default(void);
+
+/* ChiefSessionCreator / WorkerSessionCreator: fill *out (its destroy releases it; a
+ * monitored session given it takes it over). o NULL: defaults. Fail with
+ * INVALID_ARGUMENT (g or out NULL), RESOURCE_EXHAUSTED; *out is then empty. */
+VG_API vg_code vg_chief_session_creator(vg_graph *g, const vg_session_creator_options *o, vg_session_creator *out,
+                                        vg_status *st);
+VG_API vg_code vg_worker_session_creator(vg_graph *g, const vg_session_creator_options *o, vg_session_creator *out,
+                                         vg_status *st);
 
 /* ------------------------------------------------------------------------ */
 /* Monitored sessions */
 typedef struct vg_monitored_session vg_monitored_session;
 
-/* MonitoredSession(session_creator, hooks, stop_grace_period_secs): recovers from
- * ABORTED/UNAVAILABLE by creating a new session. The graph is finalized by the
- * creator's scaffold; it is un-finalized again at close if it was not finalized
- * before. creator.create_session == NULL means ChiefSessionCreator with a default
- * scaffold. Takes ownership of the creator and the hooks. Returns NULL with *st set
- * when a hook's begin/after_create_session or the creator fails (non-preemption). */
-VG_API vg_monitored_session *vg_monitored_session_new(vg_graph *g, vg_session_creator creator, const vg_hook *hooks,
-                                                      int nhooks, double stop_grace_period_secs, vg_status *st);
+/* MonitoredSession(session_creator, hooks, stop_grace_period_secs). */
+typedef struct vg_monitored_options {
+    vg_session_creator creator;      /* {NULL}: ChiefSessionCreator with a default scaffold */
+    const vg_hook *hooks;            /* owned by the session (also when creation fails) */
+    int nhooks;
+    double stop_grace_period_secs;   /* 120 */
+} vg_monitored_options;
+
+#define VG_MONITORED_OPTIONS_INIT {{NULL, NULL, NULL}, NULL, 0, 120.0}
+VG_API vg_monitored_options vg_monitored_options_default(void);
+
+/* MonitoredSession: recovers from ABORTED/UNAVAILABLE by creating a new session. The
+ * graph is finalized by the creator's scaffold; it is un-finalized again at close if it
+ * was not finalized before. o NULL: defaults. Takes ownership of the creator and the
+ * hooks. Returns NULL with *st set when a hook's begin/after_create_session or the
+ * creator fails (non-preemption), INVALID_ARGUMENT (g NULL, hooks NULL with nhooks > 0),
+ * RESOURCE_EXHAUSTED. */
+VG_API vg_monitored_session *vg_monitored_session_new(vg_graph *g, const vg_monitored_options *o, vg_status *st);
 
 typedef struct vg_singular_options {
     const vg_hook *hooks;
@@ -219,6 +249,7 @@ typedef struct vg_singular_options {
 } vg_singular_options;
 
 #define VG_SINGULAR_OPTIONS_INIT {NULL, 0, NULL, NULL, NULL, 120.0, NULL}
+VG_API vg_singular_options vg_singular_options_default(void);
 
 /* SingularMonitoredSession: no recovery; raw_session() available. Takes ownership of
  * the hooks. */
@@ -307,6 +338,7 @@ typedef struct vg_mts_options {
 
 #define VG_MTS_OPTIONS_INIT \
     {true, NULL, NULL, NULL, 0, NULL, 0, -1.0, -1, -1.0, NULL, 120.0, 100, 7200.0, -1, NULL}
+VG_API vg_mts_options vg_mts_options_default(void);
 
 /* tf.train.MonitoredTrainingSession: a MonitoredSession with TF's default hooks for the
  * chief (StepCounterHook, SummarySaverHook, CheckpointSaverHook) resolved from the

@@ -62,13 +62,18 @@ typedef struct vg_saver_options {
     bool sharded;               /* accepted for parity; vigil always writes one shard (and
                                    its SaverDef says sharded: false) */
     const char *name;           /* name scope of the saver's ops: "save" */
+    bool allow_empty;           /* false. true: no variables makes an empty saver (TF's
+                                   allow_empty): its only op is a NoOp "<name>/restore_all",
+                                   save writes nothing (path_out "") and restore does nothing */
 } vg_saver_options;
 
-#define VG_SAVER_OPTIONS_INIT {NULL, 0, 5, 10000.0, true, false, "save"}
+#define VG_SAVER_OPTIONS_INIT {NULL, 0, 5, 10000.0, true, false, "save", false}
+/* The same values as the _INIT macro. */
+VG_API vg_saver_options vg_saver_options_default(void);
 
 /* Creates the saver and its ops in g. Ownership: free with vg_saver_free (the ops stay
- * in the graph). Fails with the graph's error, INVALID_ARGUMENT (no variables ... TF
- * raises "No variables to save"), RESOURCE_EXHAUSTED. */
+ * in the graph). Fails with the graph's error, INVALID_ARGUMENT (no variables without
+ * allow_empty ... TF raises "No variables to save"), RESOURCE_EXHAUSTED. */
 VG_API vg_saver *vg_saver_new(vg_graph *g, const vg_saver_options *opts, vg_status *st);
 VG_API void vg_saver_free(vg_saver *s);
 

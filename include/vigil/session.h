@@ -13,7 +13,7 @@
  *     vg_output fetches[1] = {loss};  vg_tensor *out[1];
  *     vg_op *targets[1] = {train_op};
  *     if (vg_session_run(s, NULL, feeds, vals, 1, fetches, out, 1, targets, 1, NULL, &st))
- *         ...error...
+ *         return st.code;
  *     printf("%f\n", vg_tensor_scalar(out[0]));
  *     vg_tensor_free(out[0]);
  *     vg_session_free(s);
@@ -37,6 +37,8 @@ typedef struct vg_session_options {
 } vg_session_options;
 
 #define VG_SESSION_OPTIONS_INIT {0, 0}
+/* The same values as the _INIT macro (for bindings and callers without macros). */
+VG_API vg_session_options vg_session_options_default(void);
 
 /* ------------------------------------------------------------------------ */
 /* RunOptions / RunMetadata. */
@@ -59,6 +61,7 @@ typedef struct vg_run_options {
 } vg_run_options;
 
 #define VG_RUN_OPTIONS_INIT {VG_TRACE_NONE, 0, 0, false, false, 0, NULL}
+VG_API vg_run_options vg_run_options_default(void);
 
 /* Per-op timing recorded when trace_level == VG_TRACE_FULL (TF's NodeExecStats). */
 typedef struct vg_node_stats {

@@ -5,7 +5,7 @@
  * returns its vg_code, so both styles work:
  *
  *     vg_status st;
- *     if (vg_session_run(s, ..., &st) != VG_OK) {
+ *     if (vg_session_run1(s, y, &out, &st) != VG_OK) {
  *         fprintf(stderr, "%s: %s\n", vg_code_name(st.code), st.msg);
  *     }
  *
@@ -91,7 +91,12 @@ VG_API void vg_status_copy(vg_status *dst, const vg_status *src);
 VG_API const char *vg_code_name(vg_code code);
 
 /* ------------------------------------------------------------------------ */
-/* Logging. The library calls the callback; it never writes to stdout/stderr. */
+/* Logging. The library calls the callback and never writes to stdout/stderr itself,
+ * except through the default callback, vg_log_stderr, which is installed until
+ * vg_log_set is called (as TF, INFO and above reach stderr by default: vigil logs TF's
+ * lines "Graph was finalized.", "Restoring parameters from <path>", "Running
+ * local_init_op.", "Done running local_init_op.", "Saving checkpoints for N into
+ * <path>." and LoggingTensorHook's values at the same moments as TF). */
 typedef enum vg_log_level {
     VG_LOG_DEBUG = 0,
     VG_LOG_INFO = 1,
@@ -102,8 +107,12 @@ typedef enum vg_log_level {
 typedef void (*vg_log_fn)(void *payload, vg_log_level level, const char *msg);
 
 /* Installs the process-wide log callback (NULL = discard everything) and the minimum
- * level passed to it. Not thread-safe against concurrent logging; call at start-up. */
+ * level passed to it. Default: vg_log_stderr at VG_LOG_INFO. Not thread-safe against
+ * concurrent logging; call at start-up. */
 VG_API void vg_log_set(vg_log_fn fn, void *payload, vg_log_level min_level);
+/* The default callback: one line "INFO:vigil:<msg>" (WARNING, ERROR, DEBUG) on stderr.
+ * payload is unused. */
+VG_API void vg_log_stderr(void *payload, vg_log_level level, const char *msg);
 
 /* Logs through the callback (for vigil's own modules and for hooks). */
 VG_API void vg_logf(vg_log_level level, const char *fmt, ...) VG_PRINTF(2, 3);

@@ -28,6 +28,7 @@
 #define VIGIL_SUMMARY_H
 
 #include "session.h"
+#include "events.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,6 +83,8 @@ typedef struct vg_file_writer_options {
 } vg_file_writer_options;
 
 #define VG_FILE_WRITER_OPTIONS_INIT {10, 120.0, ""}
+/* The same values as the _INIT macro. */
+VG_API vg_file_writer_options vg_file_writer_options_default(void);
 
 /* Creates dir (recursively) and a new event file in it (its first record written and
  * flushed) and starts the writer thread. opts may be NULL (defaults). If this second's
@@ -111,12 +114,7 @@ VG_API vg_code vg_file_writer_add_graph(vg_file_writer *w, const vg_graph *g, in
 /* Queues a meta_graph_def Event with a serialized MetaGraphDef (copied). */
 VG_API vg_code vg_file_writer_add_meta_graph(vg_file_writer *w, const void *meta_graph_def, size_t len, int64_t step, vg_status *st);
 
-/* SessionLog.status (event.proto). */
-typedef enum vg_session_log_status {
-    VG_SESSION_LOG_START = 1,
-    VG_SESSION_LOG_STOP = 2,
-    VG_SESSION_LOG_CHECKPOINT = 3
-} vg_session_log_status;
+/* SessionLog.status: vg_session_log_status (vigil/events.h). */
 /* Queues a session_log Event {status, checkpoint_path, msg} (NULL strings = absent;
  * CHECKPOINT events carry the checkpoint prefix). Fails with INVALID_ARGUMENT (status
  * out of range), background write errors. */

@@ -36,7 +36,11 @@ typedef struct vg_variable {
 /* tf.Variable(initial_value, name): the variable takes initial_value's dtype and shape
  * (which must be fully defined). name is relative to the current name scope and made
  * unique ("v", "v_1", ...; NULL = "Variable"). Like TF's init_scope, the variable's ops
- * get no control dependencies from vg_graph_push_control_deps scopes.
+ * get no control dependencies from vg_graph_push_control_deps scopes. Reads of other
+ * variables inside initial_value are guarded as TF's
+ * _try_guard_against_uninitialized_dependencies does: while such a variable is
+ * uninitialized its initial value is used (op "<name>/InitializedValueOr"; the ops in
+ * between are copied as "<op>_<name>"), so the initializers may run in any order.
  * Fails (var == NULL, graph error recorded) with INVALID_ARGUMENT, RESOURCE_EXHAUSTED. */
 VG_API vg_variable vg_variable_new(vg_graph *g, const char *name, vg_output initial_value, unsigned flags);
 
@@ -80,19 +84,8 @@ VG_API vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype
  * reuse. No control dependencies are inherited (init_scope). */
 VG_API vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, const int64_t *dims, int ndims, vg_initializer init, unsigned flags);
 
-/* For a VariableV2 op made by the functions above: its initializer and snapshot (for
- * other VariableV2 ops, e.g. from an imported graph: the ops named "<name>/Assign" and
- * "<name>/read", NULL/{NULL,0} if absent). */
-VG_API vg_op *vg_variable_initializer(const vg_op *var);
-VG_API vg_output vg_variable_snapshot(const vg_op *var);
-/* Records the initializer op and snapshot output of VariableV2 op `var` (the parts a
- * tf.Variable holds, written to a MetaGraphDef's VariableDef), as the functions above
- * do; for graphs built or imported by other means. The ops stay owned by the graph;
- * initializer may be NULL and snapshot {NULL, 0} (= none). Fails with INVALID_ARGUMENT
- * (status set, may be NULL; the graph's error is untouched) when var is NULL or not a
- * VariableV2 op, or the initializer or snapshot is from another graph or does not
- * exist. */
-VG_API vg_code vg_variable_set_parts(vg_op *var, vg_op *initializer, vg_output snapshot, vg_status *st);
+/* vg_variable_initializer, vg_variable_snapshot and vg_variable_set_parts (a VariableV2
+ * op's initializer and snapshot) are declared in vigil/graph.h: the graph keeps them. */
 
 /* tf.train.get_or_create_global_step: int64 scalar "global_step" initialised to 0, in
  * the variables and global_step collections, not trainable. Returns its ref output. */

@@ -21,12 +21,17 @@
 #include "losses.h"
 #include "layers.h"
 #include "coordinator.h"
+#include "queue_ops.h"
 #include "queue.h"
 #include "saver.h"
 #include "summary.h"
 #include "graphdef.h"
 #include "import.h"
+#include "saved_model.h"
 #include "monitored.h"
 #include "hooks.h"
+#include "version.h"
+#include "events.h"
+#include "idx.h"
 
 #endif

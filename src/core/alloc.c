@@ -153,7 +153,17 @@ bool vg__grow(void **arr, int *cap, int need, size_t elem) {
 }
 
 /* ---- logging ---- */
-static vg_log_fn g_log_fn;
+
+/* The default sink (as TF's Python logging: INFO and up to stderr, one line each, in
+ * the "LEVEL:logger:message" form of Python's default handler). */
+void vg_log_stderr(void *payload, vg_log_level level, const char *msg) {
+    (void)payload;
+    static const char *const names[] = {"DEBUG", "INFO", "WARNING", "ERROR"};
+    const char *name = (unsigned)level < 4 ? names[level] : "INFO";
+    fprintf(stderr, "%s:vigil:%s\n", name, msg);
+}
+
+static vg_log_fn g_log_fn = vg_log_stderr;
 static void *g_log_payload;
 static vg_log_level g_log_min = VG_LOG_INFO;
 

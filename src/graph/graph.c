@@ -5,7 +5,6 @@
  */
 #include <limits.h>
 #include "graph_impl.h"
-#include "vigil/variables.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,6 +219,13 @@ int64_t vg_graph_seed(const vg_graph *g) { return g->seed; }
 
 /* TF's random_seed.get_seed: graph seed and op seed -> (seed, seed2). */
 void vg_graph_get_seed(vg_graph *g, int64_t op_seed, int64_t *seed, int64_t *seed2) {
+    int64_t s1_tmp, s2_tmp;
+    if (!seed) seed = &s1_tmp; /* both out-parameters optional */
+    if (!seed2) seed2 = &s2_tmp;
+    if (!g) {
+        *seed = *seed2 = 0;
+        return;
+    }
     if (g->seed) {
         *seed = g->seed;
         *seed2 = op_seed ? op_seed : g->last_id;
@@ -382,8 +388,8 @@ vg_code vg_graph_add_to_collection(vg_graph *g, const char *key, vg_output item)
 }
 
 const vg_output *vg_graph_collection(const vg_graph *g, const char *key, int *n) {
-    vg__collection *c = find_coll(g, key);
-    *n = c ? c->n : 0;
+    vg__collection *c = g && key ? find_coll(g, key) : NULL;
+    if (n) *n = c ? c->n : 0;
     return c && c->n ? c->items : NULL;
 }
 
@@ -519,7 +525,7 @@ bool vg_op_attr_string(const vg_op *op, const char *name, const char **v, size_t
 bool vg_op_attr_tensor(const vg_op *op, const char *name, const vg_tensor **v) {
     vg__attr *a = vg__op_find_attr(op, name);
     if (!a || a->type != VG_ATTR_TENSOR) return false;
-    *v = a->u.tensor;
+    if (v) *v = a->u.tensor;
     return true;
 }
 #define ATTR_LIST(fn, ty, ctype) \
@@ -811,7 +817,7 @@ vg_op *vg_op_builder_finish(vg_op_builder *b) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* a variable's parts (the fields tf.Variable holds; declared in vigil/variables.h) */
+/* a variable's parts (the fields tf.Variable holds; declared in vigil/graph.h) */
 
 vg_code vg_variable_set_parts(vg_op *var, vg_op *initializer, vg_output snapshot, vg_status *st) {
     if (!var || !(var->def->flags & VG__OP_VARIABLE))

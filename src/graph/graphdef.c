@@ -27,7 +27,6 @@
 #include "graph/graph_impl.h"
 #include "io/io.h"
 #include "vigil/graphdef.h"
-#include "vigil/variables.h"
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -441,6 +440,7 @@ static void take_bytes(vg__pb_buf *b, void **bytes, size_t *len) {
 }
 
 vg_code vg_graph_to_graphdef(const vg_graph *g, void **bytes, size_t *len, vg_status *st) {
+    if (!bytes || !len) return vg_status_set(st, VG_INVALID_ARGUMENT, "bytes or len is NULL");
     *bytes = NULL;
     *len = 0;
     if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "graph is NULL");
@@ -620,6 +620,7 @@ static vg_code put_collections(vg__pb_buf *b, const vg_graph *g, const vg_saver_
 
 vg_code vg_graph_to_meta_graph(const vg_graph *g, const vg_saver_def *saver_def, void **bytes, size_t *len,
                                vg_status *st) {
+    if (!bytes || !len) return vg_status_set(st, VG_INVALID_ARGUMENT, "bytes or len is NULL");
     *bytes = NULL;
     *len = 0;
     if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "graph is NULL");
@@ -881,6 +882,7 @@ static vg_code p_node(printer *p, const vg_op *op, vg_status *st) {
 }
 
 vg_code vg_graph_to_graphdef_text(const vg_graph *g, char **text, size_t *len, vg_status *st) {
+    if (!text || !len) return vg_status_set(st, VG_INVALID_ARGUMENT, "text or len is NULL");
     *text = NULL;
     *len = 0;
     if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "graph is NULL");

@@ -19,6 +19,7 @@
  * Repeated numeric fields are accepted packed or not, as protobuf parsers do.
  */
 #include "graph/graph_impl.h"
+#include "graph/import_internal.h"
 #include "graph/pbtxt.h"
 #include "io/io.h"
 #include "vigil/import.h"
@@ -60,24 +61,26 @@ typedef struct ctx {
     int64_t *bad_consumers;
     int nbad, bad_cap;
     vg_status *st;
+    const char *omit_scope; /* nodes named "<omit_scope>/..." are skipped (NULL: none) */
 } ctx;
 
 static vg_code oom(ctx *c, const char *what) {
     return vg_status_set(c->st, VG_RESOURCE_EXHAUSTED, "%s: out of memory allocating %s", c->src, what);
 }
 
+static void inode_free(inode *nd) {
+    vg__free(nd->name);
+    vg__free(nd->op);
+    vg__free(nd->orig_op);
+    vg__free(nd->device);
+    for (int j = 0; j < nd->ninputs; j++) vg__free(nd->inputs[j]);
+    vg__free(nd->inputs);
+    vg__free(nd->attrs);
+    vg__free(nd->in_node);
+}
+
 static void ctx_free(ctx *c) {
-    for (int i = 0; i < c->n; i++) {
-        inode *nd = &c->nodes[i];
-        vg__free(nd->name);
-        vg__free(nd->op);
-        vg__free(nd->orig_op);
-        vg__free(nd->device);
-        for (int j = 0; j < nd->ninputs; j++) vg__free(nd->inputs[j]);
-        vg__free(nd->inputs);
-        vg__free(nd->attrs);
-        vg__free(nd->in_node);
-    }
+    for (int i = 0; i < c->n; i++) inode_free(&c->nodes[i]);
     vg__free(c->nodes);
     vg__free(c->bad_consumers);
     vg__strmap_free(&c->by_name);
@@ -85,6 +88,7 @@ static void ctx_free(ctx *c) {
 
 /* A proto string as a NUL-terminated copy; strings with NUL bytes are rejected. */
 static vg_code dup_str(ctx *c, const vg__pb_field *f, const char *what, char **out) {
+    *out = NULL; /* the caller freed the previous value */
     if (memchr(f->data, 0, f->len))
         return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: %s contains a NUL byte", c->src, what);
     *out = vg__strndup((const char *)f->data, f->len);
@@ -228,6 +232,11 @@ static vg_code parse_graph(ctx *c, const uint8_t *p, size_t n) {
             inode *nd = &c->nodes[c->n++];
             memset(nd, 0, sizeof *nd);
             if ((k = parse_node(c, f.data, f.len, nd))) return k;
+            size_t ol = c->omit_scope ? strlen(c->omit_scope) : 0;
+            if (ol && strncmp(nd->name, c->omit_scope, ol) == 0 && (nd->name[ol] == '/' || !nd->name[ol])) {
+                inode_free(nd);
+                c->n--;
+            }
         } else if (f.number == 4) {
             if ((k = need_len(c, &f, "GraphDef.versions"))) return k;
             if ((k = parse_versions(c, f.data, f.len))) return k;
@@ -295,6 +304,8 @@ static const char *legacy_map(const inode *nd) {
     if (strcmp(t, "Div") == 0) {
         int dt = rattr_type(nd, "T");
         if (dt == VG_FLOAT || dt == VG_DOUBLE) return "RealDiv";
+        /* integer Div truncates (C division), as TruncateDiv */
+        if ((dt == VG_INT32 || dt == VG_INT64 || dt == VG_UINT8) && vg__registry_find("TruncateDiv")) return "TruncateDiv";
         return t;
     }
     if (strcmp(t, "Concat") == 0) return "ConcatV2";
@@ -349,7 +360,7 @@ static vg_code report_missing(ctx *c, const missing *m, int nm) {
                                 m[j].count > 1 ? "s" : "");
         int shown = 0;
         for (int i = m[j].first; i < c->n && pos < sizeof msg; i++) {
-            if (strcmp(c->nodes[i].orig_op, m[j].type) != 0) continue;
+            if (strcmp(c->nodes[i].orig_op, m[j].type) != 0 || vg__registry_find(c->nodes[i].op)) continue;
             if (shown == 3) {
                 pos += (size_t)snprintf(msg + pos, sizeof msg - pos, ", ... %d more", m[j].count - 3);
                 break;
@@ -888,17 +899,23 @@ static vg_code apply_attr(actx *a, const rattr *ra, const char *prefix, vg_op_bu
 /* ------------------------------------------------------------------------ */
 /* the import */
 
-static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_import_options *o, vg_status *st);
+static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_import_options *o,
+                         const char *omit_scope, vg_status *st);
 
 vg_code vg_graph_import_graph_def(vg_graph *g, const void *bytes, size_t len, const vg_import_options *opts,
                                   vg_status *st) {
+    return vg__import_graph_def_ex(g, bytes, len, opts, NULL, st);
+}
+
+vg_code vg__import_graph_def_ex(vg_graph *g, const void *bytes, size_t len, const vg_import_options *opts,
+                                const char *omit_scope, vg_status *st) {
     vg_import_options none = {0};
     const vg_import_options *o = opts ? opts : &none;
     if (!g || (!bytes && len))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_graph_import_graph_def: NULL graph or bytes");
     const char *src = o->source ? o->source : "GraphDef";
     bool text = o->format == VG_IMPORT_TEXT || (o->format == VG_IMPORT_AUTO && vg__pbtxt_looks_like_text(bytes, len));
-    if (!text) return do_import(g, bytes ? bytes : "", len, o, st);
+    if (!text) return do_import(g, bytes ? bytes : "", len, o, omit_scope, st);
     vg__pb_buf bin;
     vg__pb_init(&bin);
     vg_code k = vg__pbtxt_to_binary(bytes, len, VG__PBTXT_GRAPH_DEF, &bin, st);
@@ -907,7 +924,7 @@ vg_code vg_graph_import_graph_def(vg_graph *g, const void *bytes, size_t len, co
     } else {
         vg_import_options o2 = *o;
         o2.format = VG_IMPORT_BINARY;
-        k = do_import(g, bin.data ? bin.data : (const uint8_t *)"", bin.len, &o2, st);
+        k = do_import(g, bin.data ? bin.data : (const uint8_t *)"", bin.len, &o2, omit_scope, st);
     }
     vg__pb_free(&bin);
     return k;
@@ -940,9 +957,11 @@ static int heap_pop(int *h, int *n) {
     return top;
 }
 
-static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_import_options *o, vg_status *st) {
+static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_import_options *o,
+                         const char *omit_scope, vg_status *st) {
     ctx c;
     memset(&c, 0, sizeof c);
+    c.omit_scope = omit_scope;
     c.src = o->source ? o->source : "GraphDef";
     c.st = st;
     vg__strmap_init(&c.by_name);
@@ -1249,8 +1268,9 @@ vg_code vg_graph_import_graph_def_file(vg_graph *g, const char *path, const vg_i
     return k;
 }
 
-vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format format, char ***types, int **counts,
-                                 int *n, vg_status *st) {
+/* Op types of a GraphDef: all of them (as written) or only those vigil lacks. */
+static vg_code op_types(const void *bytes, size_t len, vg_import_format format, bool missing_only, char ***types,
+                        int **counts, int *n, vg_status *st) {
     *types = NULL;
     if (counts) *counts = NULL;
     *n = 0;
@@ -1272,9 +1292,21 @@ vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format
     c.st = st;
     vg__strmap_init(&c.by_name);
     missing *m = NULL;
-    int nm = 0;
-    k = parse_graph(&c, bytes, len);
-    if (!k) k = collect_missing(&c, &m, &nm);
+    int nm = 0, cap = 0;
+    k = parse_graph(&c, bytes ? bytes : "", len);
+    if (!k && missing_only) k = collect_missing(&c, &m, &nm);
+    for (int i = 0; !k && !missing_only && i < c.n; i++) {
+        int j = 0;
+        while (j < nm && strcmp(m[j].type, c.nodes[i].orig_op) != 0) j++;
+        if (j == nm) {
+            if (!vg__grow((void **)&m, &cap, nm + 1, sizeof *m)) {
+                k = oom(&c, "op list");
+                break;
+            }
+            m[nm++] = (missing){c.nodes[i].orig_op, 0, i};
+        }
+        m[j].count++;
+    }
     if (!k && nm) {
         char **t = vg_calloc((size_t)nm, sizeof(char *));
         int *cn = vg_calloc((size_t)nm, sizeof(int));
@@ -1300,6 +1332,16 @@ vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format
     vg__pb_free(&bin);
     if (!k) vg_status_clear(st);
     return k;
+}
+
+vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format format, char ***types, int **counts,
+                                 int *n, vg_status *st) {
+    return op_types(bytes, len, format, true, types, counts, n, st);
+}
+
+vg_code vg_graph_def_op_types(const void *bytes, size_t len, vg_import_format format, char ***types, int **counts,
+                              int *n, vg_status *st) {
+    return op_types(bytes, len, format, false, types, counts, n, st);
 }
 
 void vg_import_free_strings(char **strs, int n) {

@@ -7,14 +7,12 @@
 #include <stdlib.h>
 
 static const vg__op_def **g_defs;
-static int g_ndefs;
+static int g_ndefs, g_cap;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static int cmp_def(const void *a, const void *b) {
     return strcmp((*(const vg__op_def *const *)a)->type, (*(const vg__op_def *const *)b)->type);
 }
-
-static int g_cap;
 
 void vg__registry_add_family(const vg__op_def *table) {
     int n = 0;

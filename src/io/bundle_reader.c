@@ -209,7 +209,7 @@ static vg_code load_entries(vg__bundle_reader *r, const char *path, vg_status *s
         e->name = (const char *)key;
         c = parse_entry(e, &offs[r->n], &d, val, vlen, path, st);
         if (!c && e->shard_id < 0) c = corrupt_entry(e->name, path, "bad shard id", st);
-        if (!c) c = check_entry_sizes(e, d.v + offs[r->n], path, st);
+        if (!c) c = check_entry_sizes(e, d.v ? d.v + offs[r->n] : NULL, path, st);
         r->n++;
     }
     if (!c) {
@@ -428,7 +428,7 @@ vg_code vg__bundle_reader_read(vg__bundle_reader *r, const char *name, void *dst
     char path[4096];
     if ((c = read_bytes(r, e, dst, path, sizeof path, st))) return c;
     uint32_t crc = vg__crc32c(dst, dst_nbytes);
-    if (vg__crc32c_mask(crc) != e->masked_crc) return crc_mismatch(e, path, crc, st);
+    if (VG__CRC_MISMATCH(vg__crc32c_mask(crc), e->masked_crc)) return crc_mismatch(e, path, crc, st);
     if (r->big_endian) byte_swap(dst, dst_nbytes, e->dtype);
     return VG_OK;
 }
@@ -461,11 +461,11 @@ static vg_code parse_string_lens(const vg__bundle_entry *e, const char *path, co
     }
     if (end - p < 4 || total != (uint64_t)(end - p - 4))
         return vg_status_set(st, VG_DATA_LOSS, "tensor %s in %s: string sizes do not add up", e->name, path);
-    if (vg__crc32c_unmask(vg__get_le32(p)) != crc)
+    if (VG__CRC_MISMATCH(vg__crc32c_unmask(vg__get_le32(p)), crc))
         return vg_status_set(st, VG_DATA_LOSS, "tensor %s in %s: string length checksum mismatch", e->name, path);
     crc = vg__crc32c_extend(crc, p, 4);
     crc = vg__crc32c_extend(crc, p + 4, (size_t)total);
-    if (vg__crc32c_mask(crc) != e->masked_crc) return crc_mismatch(e, path, crc, st);
+    if (VG__CRC_MISMATCH(vg__crc32c_mask(crc), e->masked_crc)) return crc_mismatch(e, path, crc, st);
     *bytes = p + 4;
     return VG_OK;
 }

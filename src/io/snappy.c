@@ -15,6 +15,10 @@ vg_code vg__snappy_uncompress(const void *in, size_t n, size_t max_len, uint8_t 
         return vg_status_set(st, VG_DATA_LOSS, "corrupted snappy data (bad length preamble)");
     if (ulen > max_len)
         return vg_status_set(st, VG_DATA_LOSS, "snappy data claims %zu bytes (limit %zu)", ulen, max_len);
+    /* Snappy expands at most 64 bytes per 3-byte copy: a longer claim is a lie, and the
+     * stream is validated (no allocation) before the output buffer is sized by it. */
+    if (ulen / 22 > n + 2 || snappy_validate_compressed_buffer(in, n) != SNAPPY_OK)
+        return vg_status_set(st, VG_DATA_LOSS, "corrupted snappy data (%zu bytes claimed from %zu)", ulen, n);
     uint8_t *buf = vg__malloc(ulen ? ulen : 1);
     if (!buf) return VG_OOM(st, "snappy output");
     size_t got = ulen;

@@ -332,7 +332,7 @@ static vg_code read_block(vg__sstable *t, uint64_t off, uint64_t size, const uin
     const uint8_t *blk = t->file + off;
     uint8_t type = blk[size];
     uint32_t crc = vg__crc32c_extend(vg__crc32c(blk, (size_t)size), &type, 1);
-    if (vg__crc32c_unmask(vg__get_le32(blk + size + 1)) != crc) return corrupt(t, st, "block checksum mismatch");
+    if (VG__CRC_MISMATCH(vg__crc32c_unmask(vg__get_le32(blk + size + 1)), crc)) return corrupt(t, st, "block checksum mismatch");
     if (type == 0) {
         *p = blk;
         *n = (size_t)size;

@@ -203,7 +203,7 @@ static vg_code check_at(vg__tfrecord_reader *r, uint64_t off, int *kind, uint64_
     *kind = -1;
     if (avail < 12) return VG_OK;
     *len = vg__get_le64(p);
-    if (vg__crc32c_unmask(vg__get_le32(p + 8)) != vg__crc32c(p, 8)) {
+    if (VG__CRC_MISMATCH(vg__crc32c_unmask(vg__get_le32(p + 8)), vg__crc32c(p, 8))) {
         *kind = BAD_LENGTH;
         return VG_OK;
     }
@@ -212,7 +212,7 @@ static vg_code check_at(vg__tfrecord_reader *r, uint64_t off, int *kind, uint64_
     c = fill(r, off, (size_t)(16 + *len), &p, &avail, st);
     if (c || avail < 16 + *len) return c;
     uint32_t want = vg__crc32c_unmask(vg__get_le32(p + 12 + *len));
-    *kind = vg__crc32c(p + 12, (size_t)*len) == want ? BAD_NONE : BAD_DATA;
+    *kind = VG__CRC_MISMATCH(vg__crc32c(p + 12, (size_t)*len), want) ? BAD_DATA : BAD_NONE;
     return VG_OK;
 }
 

@@ -9,7 +9,7 @@
  */
 #include "kernels/kernel.h"
 #include "io/io.h"
-#include "vigil/queue.h"
+#include "vigil/queue_ops.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>

@@ -36,6 +36,7 @@ extern const vg__op_def vg__ops_sort[];
 extern const vg__op_def vg__ops_scatter_gather_nd[];
 extern const vg__op_def vg__ops_linalg[];
 extern const vg__op_def vg__ops_random_sampling[];
+extern const vg__op_def vg__ops_data_flow[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -66,5 +67,6 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_scatter_gather_nd);
     vg__registry_add_family(vg__ops_linalg);
     vg__registry_add_family(vg__ops_random_sampling);
+    vg__registry_add_family(vg__ops_data_flow);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

@@ -33,7 +33,7 @@
  */
 #include "graph/graph_impl.h"
 #include "kernels/kernel.h"
-#include "vigil/queue.h"
+#include "vigil/queue_ops.h"
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>

@@ -300,7 +300,7 @@ static void fill_truncated(void *arg, int64_t u0, int64_t u1) {
         int64_t e = u * j->per_block, end = e + j->per_block < j->n ? e + j->per_block : j->n;
         for (uint32_t a = 0; e < end && a < 1000; a++) {
             philox_out r = philox(j->key, j->base + (uint64_t)u, a, 1);
-            double z[4];
+            double z[4] = {0, 0, 0, 0};
             int nz;
             if (!j->dbl) {
                 float f[4];

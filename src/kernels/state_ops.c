@@ -1,6 +1,7 @@
 /*
  * state_ops.c - variables and the ops that read or write them (TF's state_ops and
- * Assert): VariableV2, Assign, AssignAdd, AssignSub, IsVariableInitialized, Assert.
+ * Assert): VariableV2, Assign, AssignAdd, AssignSub, IsVariableInitialized, Assert, and
+ * vigil's InitializedValueOr (the guard TF builds with a cond, see below).
  *
  * A VariableV2 op owns one slot per session (the executor keeps the slots). Ops that
  * write a variable take it as a ref input (bit set in vg__op_def.ref_inputs) and reach
@@ -276,6 +277,46 @@ vg_output vg_is_variable_initialized(vg_graph *g, vg_output ref, const char *nam
 }
 
 /* ------------------------------------------------------------------------ */
+/* InitializedValueOr(ref, default): the variable's value if it is initialized, else
+ * default. TF's variables.py guards an initial value that reads another variable with
+ * cond(is_variable_initialized(v), v.read_value, v.initial_value)
+ * (_try_guard_against_uninitialized_dependencies); vigil has no Switch/Merge, so the
+ * cond is one op (default is computed either way, as both branches' inputs exist in
+ * TF's graph too). Built by variables.c only. */
+
+static vg_code shape_initialized_value_or(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (vg__op_input_dtype(op, 1) != dt)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "InitializedValueOr: default is %s, the variable %s",
+                             vg_dtype_name(vg__op_input_dtype(op, 1)), vg_dtype_name(dt));
+    vg_shape a = vg__op_input_shape(op, 0), b = vg__op_input_shape(op, 1), s;
+    vg_code rc = merge_shapes(&a, &b, &s, st);
+    if (rc != VG_OK) return rc;
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, s);
+    return VG_OK;
+}
+
+static vg_code kernel_initialized_value_or(vg__kctx *ctx) {
+    vg__var *v = vg__kctx_var(ctx, 0);
+    vg_tensor *val = NULL;
+    if (v) {
+        vg__var_lock(v);
+        val = vg__var_value(v);
+        if (val) val = vg_tensor_ref(val);
+        vg__var_unlock(v);
+    }
+    if (!val) {
+        vg_tensor *d = vg__kctx_input(ctx, 1);
+        if (!d) return vg_status_set(vg__kctx_status(ctx), VG_FAILED_PRECONDITION, "InitializedValueOr: no default");
+        val = vg_tensor_ref(d);
+    }
+    vg__kctx_set_output(ctx, 0, val);
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Assert(condition, data...) */
 
 static vg_code shape_assert(vg_op *op, vg_status *st) {
@@ -427,5 +468,7 @@ const vg__op_def vg__ops_state[] = {
     {"IsVariableInitialized", 1, 1, VG__OP_NOT_DIFFERENTIABLE, 1u, shape_is_initialized, kernel_is_initialized,
      NULL},
     {"Assert", 1, -1, VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE, 0, shape_assert, kernel_assert, NULL},
+    {"InitializedValueOr", 2, 2, VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE, 1u, shape_initialized_value_or,
+     kernel_initialized_value_or, NULL},
     {0},
 };

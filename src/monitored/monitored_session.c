@@ -402,31 +402,51 @@ static vg_monitored_session *ms_start(vg_monitored_session *ms, vg_status *st) {
     return ms;
 }
 
-vg_monitored_session *vg_monitored_session_new(vg_graph *g, vg_session_creator creator, const vg_hook *hooks,
-                                               int nhooks, double stop_grace_period_secs, vg_status *st) {
-    if (!creator.create_session) {
-        creator = vg_chief_session_creator(g, NULL, NULL, NULL, NULL);
-        if (!creator.create_session) {
-            for (int i = 0; i < nhooks; i++)
-                if (hooks[i].destroy) hooks[i].destroy(hooks[i].payload);
-            vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
+vg_monitored_options vg_monitored_options_default(void) {
+    vg_monitored_options o = VG_MONITORED_OPTIONS_INIT;
+    return o;
+}
+
+vg_monitored_session *vg_monitored_session_new(vg_graph *g, const vg_monitored_options *o, vg_status *st) {
+    vg_monitored_options def = VG_MONITORED_OPTIONS_INIT;
+    if (!o) o = &def;
+    vg_session_creator creator = o->creator;
+    if (!creator.create_session && g) {
+        if (vg_chief_session_creator(g, NULL, &creator, st) != VG_OK) {
+            for (int i = 0; o->hooks && i < o->nhooks; i++)
+                if (o->hooks[i].destroy) o->hooks[i].destroy(o->hooks[i].payload);
             return NULL;
         }
     }
-    vg_monitored_session *ms = ms_new(g, creator, hooks, nhooks, stop_grace_period_secs, true, st);
+    vg_monitored_session *ms = ms_new(g, creator, o->hooks, o->nhooks, o->stop_grace_period_secs, true, st);
     return ms ? ms_start(ms, st) : NULL;
+}
+
+vg_singular_options vg_singular_options_default(void) {
+    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    return o;
+}
+
+vg_run_args vg_run_args_default(void) {
+    vg_run_args a = VG_RUN_ARGS_INIT;
+    return a;
 }
 
 vg_monitored_session *vg_singular_monitored_session_new(vg_graph *g, const vg_singular_options *o, vg_status *st) {
     vg_singular_options def = VG_SINGULAR_OPTIONS_INIT;
     if (!o) o = &def;
-    vg_session_creator c = vg_chief_session_creator(g, o->scaffold, o->config, o->checkpoint_dir,
-                                                    o->checkpoint_filename_with_path);
-    if (!c.create_session) {
-        for (int i = 0; i < o->nhooks; i++)
-            if (o->hooks[i].destroy) o->hooks[i].destroy(o->hooks[i].payload);
-        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
-        return NULL;
+    vg_session_creator c = {NULL, NULL, NULL};
+    if (g) {
+        vg_session_creator_options co = VG_SESSION_CREATOR_OPTIONS_INIT;
+        co.scaffold = o->scaffold;
+        co.config = o->config;
+        co.checkpoint_dir = o->checkpoint_dir;
+        co.checkpoint_filename_with_path = o->checkpoint_filename_with_path;
+        if (vg_chief_session_creator(g, &co, &c, st) != VG_OK) {
+            for (int i = 0; o->hooks && i < o->nhooks; i++)
+                if (o->hooks[i].destroy) o->hooks[i].destroy(o->hooks[i].payload);
+            return NULL;
+        }
     }
     vg_monitored_session *ms = ms_new(g, c, o->hooks, o->nhooks, o->stop_grace_period_secs, false, st);
     return ms ? ms_start(ms, st) : NULL;
@@ -507,7 +527,7 @@ vg_code vg_monitored_session_run_step_fn(vg_monitored_session *ms, vg_step_fn fn
 }
 
 bool vg_monitored_session_should_stop(vg_monitored_session *ms) {
-    if (ms->closed) return true;
+    if (!ms || ms->closed) return true;
     if (!ms->sess) return true;
     vg_status stored;
     vg_code c = vg_coord_raise_requested_exception(ms->coord, &stored);
@@ -555,9 +575,13 @@ static vg_code close_internal(vg_monitored_session *ms, bool call_end, vg_status
     return VG_OK;
 }
 
-vg_code vg_monitored_session_close(vg_monitored_session *ms, vg_status *st) { return close_internal(ms, true, st); }
+vg_code vg_monitored_session_close(vg_monitored_session *ms, vg_status *st) {
+    if (!ms) return vg_status_set(st, VG_INVALID_ARGUMENT, "monitored session is NULL");
+    return close_internal(ms, true, st);
+}
 
 vg_code vg_monitored_session_end(vg_monitored_session *ms, vg_code loop_rc, vg_status *st) {
+    if (!ms) return vg_status_set(st, VG_INVALID_ARGUMENT, "monitored session is NULL");
     bool clean = loop_rc == VG_OK || loop_rc == VG_OUT_OF_RANGE || loop_rc == VG_STOP_ITERATION;
     /* SingularMonitoredSession: a should_stop() that saw the coordinator's stored error
      * raised it in TF, so a loop that ended "normally" after it ended by an exception.
@@ -581,10 +605,10 @@ vg_code vg_monitored_session_end(vg_monitored_session *ms, vg_code loop_rc, vg_s
 }
 
 vg_session *vg_monitored_session_raw_session(const vg_monitored_session *ms) {
-    return (ms->closed || ms->recover) ? NULL : ms->sess;
+    return (!ms || ms->closed || ms->recover) ? NULL : ms->sess;
 }
 
-vg_graph *vg_monitored_session_graph(const vg_monitored_session *ms) { return ms->closed ? NULL : ms->g; }
+vg_graph *vg_monitored_session_graph(const vg_monitored_session *ms) { return !ms || ms->closed ? NULL : ms->g; }
 
 void vg_monitored_session_free(vg_monitored_session *ms) {
     if (!ms) return;

@@ -12,9 +12,20 @@ static void free_hooks(const vg_hook *h, int n) {
         if (h[i].destroy) h[i].destroy(h[i].payload);
 }
 
+vg_mts_options vg_mts_options_default(void) {
+    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    return o;
+}
+
 vg_monitored_session *vg_monitored_training_session_new(vg_graph *g, const vg_mts_options *opts, vg_status *st) {
     vg_mts_options def = VG_MTS_OPTIONS_INIT;
     vg_mts_options o = opts ? *opts : def;
+    if (!g) {
+        free_hooks(o.hooks, o.nhooks);
+        free_hooks(o.chief_only_hooks, o.nchief_only_hooks);
+        vg_status_set(st, VG_INVALID_ARGUMENT, "MonitoredTrainingSession: graph is NULL");
+        return NULL;
+    }
     /* USE_DEFAULT resolution (monitored_session.py MonitoredTrainingSession) */
     int64_t sum_steps = o.save_summaries_steps;
     double sum_secs = o.save_summaries_secs;
@@ -35,15 +46,23 @@ vg_monitored_session *vg_monitored_training_session_new(vg_graph *g, const vg_mt
     }
     vg_session_creator creator;
     if (own) creator = vg__session_creator_owning(g, scaffold, o.config, o.is_chief, o.checkpoint_dir, o.max_wait_secs);
-    else if (o.is_chief) creator = vg_chief_session_creator(g, scaffold, o.config, o.checkpoint_dir, NULL);
-    else creator = vg_worker_session_creator(g, scaffold, o.config, o.max_wait_secs);
+    else {
+        vg_session_creator_options co = VG_SESSION_CREATOR_OPTIONS_INIT;
+        co.scaffold = scaffold;
+        co.config = o.config;
+        co.checkpoint_dir = o.checkpoint_dir;
+        co.max_wait_secs = o.max_wait_secs;
+        if (o.is_chief) vg_chief_session_creator(g, &co, &creator, NULL);
+        else vg_worker_session_creator(g, &co, &creator, NULL);
+    }
     if (!creator.create_session) {
         if (own) vg_scaffold_free(scaffold);
         goto oom_early;
     }
     if (!o.is_chief) {
         free_hooks(o.chief_only_hooks, o.nchief_only_hooks);
-        return vg_monitored_session_new(g, creator, o.hooks, o.nhooks, o.stop_grace_period_secs, st);
+        vg_monitored_options mo = {creator, o.hooks, o.nhooks, o.stop_grace_period_secs};
+        return vg_monitored_session_new(g, &mo, st);
     }
     int cap = o.nchief_only_hooks + o.nhooks + 3, n = 0;
     vg_hook *all = vg_calloc((size_t)cap, sizeof(vg_hook));
@@ -55,8 +74,12 @@ vg_monitored_session *vg_monitored_training_session_new(vg_graph *g, const vg_mt
     const char *summary_dir = o.summary_dir ? o.summary_dir : o.checkpoint_dir;
     vg_code rc = VG_OK;
     if (summary_dir) {
-        if (o.log_step_count_steps > 0)
-            rc = vg_step_counter_hook(o.log_step_count_steps, -1, summary_dir, NULL, &all[n++], st);
+        if (o.log_step_count_steps > 0) {
+            vg_step_counter_options sco = VG_STEP_COUNTER_OPTIONS_INIT;
+            sco.every_n_steps = o.log_step_count_steps;
+            sco.output_dir = summary_dir;
+            rc = vg_step_counter_hook(&sco, &all[n++], st);
+        }
         if (rc == VG_OK && (sum_steps > 0 || sum_secs > 0)) {
             vg_summary_saver_options so = VG_SUMMARY_SAVER_OPTIONS_INIT;
             so.scaffold = scaffold;
@@ -85,7 +108,8 @@ vg_monitored_session *vg_monitored_training_session_new(vg_graph *g, const vg_mt
         return NULL;
     }
     for (int i = 0; i < o.nhooks; i++) all[n++] = o.hooks[i];
-    vg_monitored_session *ms = vg_monitored_session_new(g, creator, all, n, o.stop_grace_period_secs, st);
+    vg_monitored_options mo = {creator, all, n, o.stop_grace_period_secs};
+    vg_monitored_session *ms = vg_monitored_session_new(g, &mo, st);
     vg_free(all);
     return ms;
 oom_early:

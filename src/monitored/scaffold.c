@@ -16,6 +16,11 @@ struct vg_scaffold {
     bool finalized;
 };
 
+vg_scaffold_options vg_scaffold_options_default(void) {
+    vg_scaffold_options o = VG_SCAFFOLD_OPTIONS_INIT;
+    return o;
+}
+
 vg_scaffold *vg_scaffold_new(const vg_scaffold_options *opts) {
     vg_scaffold_options def = VG_SCAFFOLD_OPTIONS_INIT;
     vg_scaffold *s = vg_calloc(1, sizeof *s);
@@ -97,7 +102,7 @@ static void saver_destroy(void *p) { vg_saver_free(p); }
 
 /* training_saver._get_saver_or_default: the "savers" collection holds the restore op of
  * each saver; the vg_saver object is attached to the graph under its op name. A graph
- * without global variables gets no saver (TF's allow_empty saver saves nothing). */
+ * without global variables gets an empty saver (allow_empty: it saves nothing). */
 static vg_code saver_or_default(vg_graph *g, vg_saver **out, vg_status *st) {
     int n;
     char key[1100];
@@ -113,10 +118,9 @@ static vg_code saver_or_default(vg_graph *g, vg_saver **out, vg_status *st) {
         if (!*out) return vg_status_set(st, VG_FAILED_PRECONDITION, "the \"savers\" collection holds an unknown saver");
         return VG_OK;
     }
-    vg_graph_collection(g, VG_GLOBAL_VARIABLES, &n);
-    if (n == 0) return VG_OK;
     vg_saver_options so = VG_SAVER_OPTIONS_INIT;
     so.sharded = true;
+    so.allow_empty = true; /* Saver(sharded=True, allow_empty=True) */
     vg_saver *sv = vg_saver_new(g, &so, st);
     if (!sv) return st ? st->code : VG_INTERNAL;
     vg_op *restore = vg_saver_restore_op(sv);
@@ -131,8 +135,10 @@ static vg_code saver_or_default(vg_graph *g, vg_saver **out, vg_status *st) {
 }
 
 vg_code vg_scaffold_finalize(vg_scaffold *s, vg_graph *g, vg_status *st) {
+    if (!s || !g) return vg_status_set(st, VG_INVALID_ARGUMENT, "%s is NULL", s ? "graph" : "scaffold");
     if (s->finalized) {
         vg_graph_finalize(g);
+        vg_logf(VG_LOG_INFO, "Graph was finalized.");
         return VG_OK;
     }
     vg_code rc = VG_OK;
@@ -162,6 +168,7 @@ vg_code vg_scaffold_finalize(vg_scaffold *s, vg_graph *g, vg_status *st) {
     if ((rc = vg_graph_status(g, st)) != VG_OK) return rc;
     vg_graph_finalize(g);
     s->finalized = true;
+    vg_logf(VG_LOG_INFO, "Graph was finalized.");
     return VG_OK;
 }
 

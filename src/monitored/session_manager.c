@@ -17,10 +17,36 @@ struct vg_session_manager {
     vg_session_manager_options o;
 };
 
-vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts) {
+vg_session_manager_options vg_session_manager_options_default(void) {
+    vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
+    return o;
+}
+
+vg_prepare_options vg_prepare_options_default(void) {
+    vg_prepare_options o = VG_PREPARE_OPTIONS_INIT;
+    return o;
+}
+
+vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts, vg_status *st) {
     vg_session_manager_options def = VG_SESSION_MANAGER_OPTIONS_INIT;
+    if (!g) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "SessionManager: graph is NULL");
+        return NULL;
+    }
+    if (opts && opts->ready_for_local_init_op.op && !opts->local_init_op) {
+        /* TF's ValueError */
+        vg_status_set(st, VG_INVALID_ARGUMENT,
+                      "If you pass a ready_for_local_init_op you must also pass a local_init_op , "
+                      "ready_for_local_init_op [%s:%d]",
+                      vg_op_name(opts->ready_for_local_init_op.op), opts->ready_for_local_init_op.index);
+        return NULL;
+    }
     vg_session_manager *sm = vg_calloc(1, sizeof *sm);
-    if (!sm) return NULL;
+    if (!sm) {
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session manager");
+        return NULL;
+    }
+    vg_status_clear(st);
     sm->g = g;
     sm->o = opts ? *opts : def;
     return sm;
@@ -131,10 +157,17 @@ static vg_code run_local_init(vg_session_manager *sm, vg_session *sess, bool *ok
         *ok = false;
         return VG_OK;
     }
-    return vg_session_run_targets(sess, &sm->o.local_init_op, 1, st);
+    vg_logf(VG_LOG_INFO, "Running local_init_op.");
+    rc = vg_session_run_targets(sess, &sm->o.local_init_op, 1, st);
+    if (rc == VG_OK) vg_logf(VG_LOG_INFO, "Done running local_init_op.");
+    return rc;
 }
 
 vg_session *vg_session_manager_prepare_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {
+    if (!sm) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
+        return NULL;
+    }
     vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
     if (!o) o = &def;
     bool restored;
@@ -214,6 +247,10 @@ static double mono_now(void) {
 /* TF's loop: after a failed attempt, give up (DEADLINE_EXCEEDED) when the time left
  * minus recovery_wait_secs is negative, else sleep recovery_wait_secs and try again. */
 vg_session *vg_session_manager_wait_for_session(vg_session_manager *sm, const vg_prepare_options *o, vg_status *st) {
+    if (!sm) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
+        return NULL;
+    }
     vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
     if (!o) o = &def;
     double start = mono_now();
@@ -329,12 +366,33 @@ vg_session_creator vg__session_creator_owning(vg_graph *g, vg_scaffold *scaffold
     return c;
 }
 
-vg_session_creator vg_chief_session_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
-                                            const char *checkpoint_dir, const char *checkpoint_filename_with_path) {
-    return make_creator(g, scaffold, config, true, checkpoint_dir, checkpoint_filename_with_path, 0);
+vg_session_creator_options vg_session_creator_options_default(void) {
+    vg_session_creator_options o = VG_SESSION_CREATOR_OPTIONS_INIT;
+    return o;
 }
 
-vg_session_creator vg_worker_session_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
-                                             double max_wait_secs) {
-    return make_creator(g, scaffold, config, false, NULL, NULL, max_wait_secs);
+static vg_code public_creator(vg_graph *g, const vg_session_creator_options *o, bool chief, vg_session_creator *out,
+                              vg_status *st) {
+    vg_session_creator_options def = VG_SESSION_CREATOR_OPTIONS_INIT;
+    if (!o) o = &def;
+    if (out) memset(out, 0, sizeof *out);
+    if (!g || !out)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s session creator: %s is NULL", chief ? "chief" : "worker",
+                             g ? "out" : "graph");
+    *out = make_creator(g, o->scaffold, o->config, chief, chief ? o->checkpoint_dir : NULL,
+                        chief ? o->checkpoint_filename_with_path : NULL, o->max_wait_secs);
+    if (!out->create_session)
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
+    vg_status_clear(st);
+    return VG_OK;
+}
+
+vg_code vg_chief_session_creator(vg_graph *g, const vg_session_creator_options *o, vg_session_creator *out,
+                                 vg_status *st) {
+    return public_creator(g, o, true, out, st);
+}
+
+vg_code vg_worker_session_creator(vg_graph *g, const vg_session_creator_options *o, vg_session_creator *out,
+                                  vg_status *st) {
+    return public_creator(g, o, false, out, st);
 }

@@ -62,6 +62,7 @@ void vg_checkpoint_state_free(vg_checkpoint_state *cs) {
 }
 
 vg_code vg_get_checkpoint_state(const char *dir, vg_checkpoint_state **out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
     if (!dir) return vg_status_set(st, VG_INVALID_ARGUMENT, "checkpoint directory is NULL");
     char *path = path_join(dir, "checkpoint");
@@ -174,13 +175,13 @@ static vg_code newest_listed(const char *dir, char *buf, size_t len, int *nindex
         if (l <= 6 || strcmp(e->d_name + l - 6, ".index") != 0) continue;
         char *idx = path_join(dir, e->d_name);
         struct stat sb;
-        if (!idx || !vg__grow((void **)&v, &cap, n + 1, sizeof *v)) {
-            vg__free(idx);
+        if (!idx || !vg__train_grow((void **)&v, &cap, n + 1, sizeof *v)) {
+            vg_free(idx);
             c = VG_OOM(st, "checkpoint listing");
             break;
         }
         if (stat(idx, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-            vg__free(idx);
+            vg_free(idx);
             continue;
         }
         idx[strlen(idx) - 6] = 0;
@@ -192,7 +193,7 @@ static vg_code newest_listed(const char *dir, char *buf, size_t len, int *nindex
     closedir(d);
     *nindex = n;
     if (!c) {
-        qsort(v, (size_t)n, sizeof *v, cmp_listed_newest_first);
+        if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_listed_newest_first); /* v may be NULL when n == 0 */
         c = n ? vg_status_set(st, VG_DATA_LOSS, "%s holds %d checkpoint index files but no complete checkpoint", dir, n)
               : vg_status_set(st, VG_NOT_FOUND, "no checkpoint in %s", dir);
         for (int i = 0; i < n; i++)
@@ -201,8 +202,8 @@ static vg_code newest_listed(const char *dir, char *buf, size_t len, int *nindex
                 break;
             }
     }
-    for (int i = 0; i < n; i++) vg__free(v[i].prefix);
-    vg__free(v);
+    for (int i = 0; i < n; i++) vg_free(v[i].prefix);
+    vg_free(v);
     return c;
 }
 
@@ -222,7 +223,7 @@ vg_code vg_checkpoint_find_latest(const char *dir, char *buf, size_t len, vg_sta
                               "checkpoint state file %s exists but cannot be used (%s); refusing to start over: "
                               "repair or remove it",
                               state_path, why.msg);
-            vg__free(state_path);
+            vg_free(state_path);
             return c;
         }
         c = VG_NOT_FOUND;
@@ -249,7 +250,7 @@ vg_code vg_checkpoint_find_latest(const char *dir, char *buf, size_t len, vg_sta
                                   "to start over", state_path, cs->model_checkpoint_path, dir);
         }
         vg_checkpoint_state_free(cs);
-        vg__free(state_path);
+        vg_free(state_path);
         return c;
     }
     int nidx;
@@ -257,7 +258,7 @@ vg_code vg_checkpoint_find_latest(const char *dir, char *buf, size_t len, vg_sta
     if (c == VG_OK)
         vg_logf(VG_LOG_WARN, "no checkpoint state file %s; using %s, the newest complete checkpoint found by listing "
                 "the directory", state_path, buf);
-    vg__free(state_path);
+    vg_free(state_path);
     return c;
 }
 

@@ -172,14 +172,14 @@ static bool is_clean(const vg_coord *c, vg_code code) {
     return false;
 }
 
-void vg_coord_request_stop(vg_coord *c, const vg_status *err) {
+vg_code vg_coord_request_stop(vg_coord *c, const vg_status *err) {
+    if (!c) return VG_INVALID_ARGUMENT;
     bool error = err && err->code != VG_OK && !is_clean(c, err->code);
     pthread_mutex_lock(&c->mu);
     if (c->joined && error) {
-        /* TF raises here; in C the error has nobody to go to but the log. */
+        /* TF re-raises it: nobody would see it otherwise. Not stored. */
         pthread_mutex_unlock(&c->mu);
-        vg_logf(VG_LOG_ERROR, "Coordinator: error reported after join: %s: %s", vg_code_name(err->code), err->msg);
-        return;
+        return err->code;
     }
     if (!atomic_load(&c->stop)) {
         if (error && !c->has_err) {
@@ -190,11 +190,13 @@ void vg_coord_request_stop(vg_coord *c, const vg_status *err) {
         pthread_cond_broadcast(&c->cv);
     }
     pthread_mutex_unlock(&c->mu);
+    return VG_OK;
 }
 
-bool vg_coord_should_stop(vg_coord *c) { return atomic_load_explicit(&c->stop, memory_order_acquire); }
+bool vg_coord_should_stop(vg_coord *c) { return !c || atomic_load_explicit(&c->stop, memory_order_acquire); }
 
 bool vg_coord_wait_for_stop(vg_coord *c, double timeout_secs) {
+    if (!c) return true;
     pthread_mutex_lock(&c->mu);
     if (timeout_secs < 0) {
         while (!atomic_load(&c->stop)) pthread_cond_wait(&c->cv, &c->mu);
@@ -210,6 +212,7 @@ bool vg_coord_wait_for_stop(vg_coord *c, double timeout_secs) {
 }
 
 void vg_coord_clear_stop(vg_coord *c) {
+    if (!c) return;
     pthread_mutex_lock(&c->mu);
     c->joined = false;
     c->has_err = false;
@@ -219,6 +222,7 @@ void vg_coord_clear_stop(vg_coord *c) {
 }
 
 vg_code vg_coord_raise_requested_exception(vg_coord *c, vg_status *st) {
+    if (!c) return vg_status_set(st, VG_INVALID_ARGUMENT, "coordinator is NULL");
     pthread_mutex_lock(&c->mu);
     vg_status e = c->err;
     bool has = c->has_err;
@@ -336,6 +340,7 @@ static bool all_done(const coord_thread *list) {
 }
 
 vg_code vg_coord_join(vg_coord *c, double stop_grace_period_secs, bool ignore_live_threads, vg_status *st) {
+    if (!c) return vg_status_set(st, VG_INVALID_ARGUMENT, "coordinator is NULL");
     pthread_mutex_lock(&c->mu);
     /* Snapshot: threads registered after this point are not joined. */
     coord_thread *list = c->threads;

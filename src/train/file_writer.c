@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 typedef struct pending {
-    uint8_t *data; /* one serialized Event (vg__malloc) */
+    uint8_t *data; /* one serialized Event (vg_malloc) */
     size_t len;
 } pending;
 
@@ -84,7 +84,7 @@ struct vg_file_writer {
     pending *q;              /* queued events, oldest first */
     int nq, qcap;
     uint64_t flush_req, flush_done;
-    int64_t last_flush_ns;   /* vg__now_ns clock */
+    int64_t last_flush_ns;   /* vg__train_now_ns clock */
     vg_status err;           /* first background error not yet reported */
     int64_t dropped;         /* events lost with it */
     tagset seen_tags;        /* Summary.Value tags whose metadata was written */
@@ -281,7 +281,7 @@ static void writer_destroy(vg_file_writer *w) {
 static bool init_sync(vg_file_writer *w) {
     pthread_condattr_t ca;
     if (pthread_condattr_init(&ca) != 0) return false;
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* vg__now_ns's clock */
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* vg__train_now_ns's clock */
     bool ok = pthread_mutex_init(&w->mu, NULL) == 0;
     if (ok && pthread_cond_init(&w->work, &ca) != 0) ok = false, pthread_mutex_destroy(&w->mu);
     if (ok && pthread_cond_init(&w->done, NULL) != 0)

@@ -78,7 +78,7 @@ static double now_secs(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* printf into a new string (vg__malloc). */
+/* printf into a new string (vg_malloc). */
 static char *str_printf(const char *fmt, ...) VG_PRINTF(1, 2);
 static char *str_printf(const char *fmt, ...) {
     va_list ap;
@@ -221,6 +221,7 @@ static vg_code collect_vars(vg_saver *s, const vg_saver_options *o, vg_status *s
     const vg_output *list = o->var_list;
     int n = o->nvars;
     if (!list) list = vg_graph_collection(s->g, VG_GLOBAL_VARIABLES, &n);
+    if ((n <= 0 || !list) && o->allow_empty) return VG_OK; /* empty saver (nvars 0) */
     if (n <= 0 || !list) return vg_status_set(st, VG_INVALID_ARGUMENT, "No variables to save");
     if (!(s->vars = vg_malloc((size_t)n * sizeof *s->vars))) return VG_OOM(st, "saver");
     for (int i = 0; i < n; i++) {
@@ -347,6 +348,13 @@ static void build_ops(vg_saver *s, const char **names, const char **empty, const
 }
 
 static vg_code build(vg_saver *s, const char *scope, vg_status *st) {
+    if (s->nvars == 0) { /* allow_empty: TF builds nothing; a NoOp gives the saver a name */
+        vg_logf(VG_LOG_INFO, "Saver not created because there are no variables in the graph to restore");
+        vg_graph_push_scope(s->g, scope);
+        s->restore_op = vg_no_op(s->g, "restore_all");
+        vg_graph_pop_scope(s->g);
+        return vg_graph_status(s->g, st);
+    }
     const char **names = vg_malloc((size_t)s->nvars * sizeof *names);
     const char **empty = vg_malloc((size_t)s->nvars * sizeof *empty);
     vg_dtype *dts = vg_malloc((size_t)s->nvars * sizeof *dts);
@@ -592,6 +600,10 @@ vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t
     if (path_out && path_len) path_out[0] = 0;
     if (!s || !sess || !prefix || !*prefix)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saver_save: NULL saver, session or empty prefix");
+    if (s->nvars == 0) { /* an empty saver (allow_empty) saves nothing, as TF */
+        vg_status_clear(st);
+        return VG_OK;
+    }
     if (global_step < 0 && !s->sharded && strcmp(path_basename(prefix), "checkpoint") == 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "'latest_filename' collides with 'save_path': 'checkpoint' and '%s'",
                              prefix);
@@ -657,7 +669,7 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n) {
     char *dir = path_dirname(newest);
     const char *base = path_basename(newest);
     size_t blen = base_len - (size_t)(base - newest);
-    char **names = vg__calloc((size_t)n, sizeof *names);
+    char **names = vg_calloc((size_t)n, sizeof *names);
     DIR *d = dir ? opendir(*dir ? dir : ".") : NULL;
     if (!dir || !names || !d) goto done;
     for (int i = 0; i < n; i++) names[i] = (char *)path_basename(paths[i] ? paths[i] : "");
@@ -672,7 +684,7 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n) {
                                  strncmp(nm, "graph.pbtxt.tempstate", 21) == 0)) {
             char *p = path_join(dir, nm);
             if (p && unlink(p) == 0) ntemp++;
-            vg__free(p);
+            vg_free(p);
             continue;
         }
         if (!prune || !ours) continue;
@@ -684,22 +696,22 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n) {
             !(strncmp(q, ".data-", 6) == 0 && strlen(q) == 20 && strncmp(q + 11, "-of-", 4) == 0))
             continue;
         long long step = strtoll(digits, NULL, 10);
-        char *prefix = vg__strndup(nm, (size_t)(q - nm));
+        char *prefix = vg__train_strndup(nm, (size_t)(q - nm));
         const char *key = prefix;
         if (prefix && step < newest_step && !bsearch(&key, names, (size_t)n, sizeof *names, cmp_str)) {
             char *full = path_join(dir, nm);
             if (full && unlink(full) == 0) norphan++;
-            vg__free(full);
+            vg_free(full);
         }
-        vg__free(prefix);
+        vg_free(prefix);
     }
     if (ntemp || norphan)
         vg_logf(VG_LOG_WARN, "removed %d stale temporary file(s) and %d orphaned checkpoint file(s) older than %s left "
                 "by an interrupted run", ntemp, norphan, newest);
 done:
     if (d) closedir(d);
-    vg__free(names);
-    vg__free(dir);
+    vg_free(names);
+    vg_free(dir);
 }
 
 void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n) {
@@ -786,9 +798,14 @@ vg_code vg_saver_restore(vg_saver *s, vg_session *sess, const char *prefix, vg_s
     vg_status local;
     if (!st) st = &local;
     if (!s || !sess) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saver_restore: NULL saver or session");
+    if (s->nvars == 0) { /* an empty saver (allow_empty) restores nothing, as TF */
+        vg_status_clear(st);
+        return VG_OK;
+    }
     if (!prefix) return vg_status_set(st, VG_INVALID_ARGUMENT, "Can't load save_path when it is None.");
     if (!vg_checkpoint_exists(prefix))
         return vg_status_set(st, VG_NOT_FOUND, "The passed save_path is not a valid checkpoint: %s", prefix);
+    vg_logf(VG_LOG_INFO, "Restoring parameters from %s", prefix);
     vg_code c = check_checkpoint(s, prefix, st);
     if (c) return c;
     vg_tensor *fname = vg_tensor_new_string_scalar(prefix, strlen(prefix), st);

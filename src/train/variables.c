@@ -199,6 +199,144 @@ static void add_collections(vg_graph *g, vg_op *var, unsigned flags) {
     if (flags & VG_VAR_TRAINABLE) vg_graph_add_to_collection(g, VG_TRAINABLE_VARIABLES, item);
 }
 
+/* TF's _try_guard_against_uninitialized_dependencies (variables.py): every read of
+ * another variable v inside an initial value becomes "v's value if v is initialized,
+ * else v's initial value" (TF: v.initialized_value(), a cond; vigil: one
+ * InitializedValueOr op), so initializers run in any order and in a session where v is
+ * not initialized yet (ready_op then reports v instead of the initializer failing).
+ * The ops between the reads and the initial value are copied with the guarded inputs
+ * ("<op>_<variable name>", as TF's _safe_initial_value_from_op); ops that write or test
+ * variables are left alone, as are their consumers. Built on the public graph API. */
+
+#define GUARD_MAX_OPS 4096
+
+typedef struct guard_ctx {
+    vg_graph *g;
+    const char *var_name;
+    vg_op **from, **to; /* op_cache */
+    int n, cap;
+    bool failed;
+} guard_ctx;
+
+static vg_op *guard_cached(guard_ctx *c, vg_op *op) {
+    for (int i = 0; i < c->n; i++)
+        if (c->from[i] == op) return c->to[i];
+    return NULL;
+}
+
+static vg_op *guard_remember(guard_ctx *c, vg_op *op, vg_op *to) {
+    int cap_from = c->cap, cap_to = c->cap;
+    if (!vg__train_grow((void **)&c->from, &cap_from, c->n + 1, sizeof(vg_op *)) ||
+        !vg__train_grow((void **)&c->to, &cap_to, c->n + 1, sizeof(vg_op *))) {
+        c->failed = true;
+        return to;
+    }
+    c->cap = cap_from < cap_to ? cap_from : cap_to;
+    c->from[c->n] = op;
+    c->to[c->n++] = to;
+    return to;
+}
+
+/* Ops that take a variable as a ref input (write or test it): never copied. */
+static bool takes_ref(const char *type) {
+    return !strcmp(type, "Assign") || !strcmp(type, "AssignAdd") || !strcmp(type, "AssignSub") ||
+           !strcmp(type, "IsVariableInitialized") || !strcmp(type, "InitializedValueOr") ||
+           !strncmp(type, "Apply", 5) || !strncmp(type, "Scatter", 7) || !strncmp(type, "ResourceApply", 13);
+}
+
+/* The op's attrs, copied onto a builder. */
+static void copy_attrs(vg_op_builder *b, const vg_op *op) {
+    for (int i = 0; i < vg_op_num_attrs(op); i++) {
+        const char *a = vg_op_attr_name(op, i);
+        int64_t iv;
+        float fv;
+        bool bv;
+        vg_dtype tv;
+        vg_shape sv;
+        const char *s;
+        size_t len;
+        const vg_tensor *t;
+        const int64_t *il;
+        const float *fl;
+        const vg_dtype *tl;
+        const vg_shape *shl;
+        const char *const *sl;
+        int n;
+        switch (vg_op_attr_type(op, a)) {
+        case VG_ATTR_INT: if (vg_op_attr_int(op, a, &iv)) vg_op_builder_set_attr_int(b, a, iv); break;
+        case VG_ATTR_FLOAT: if (vg_op_attr_float(op, a, &fv)) vg_op_builder_set_attr_float(b, a, fv); break;
+        case VG_ATTR_BOOL: if (vg_op_attr_bool(op, a, &bv)) vg_op_builder_set_attr_bool(b, a, bv); break;
+        case VG_ATTR_TYPE: if (vg_op_attr_type_(op, a, &tv)) vg_op_builder_set_attr_type(b, a, tv); break;
+        case VG_ATTR_SHAPE: if (vg_op_attr_shape(op, a, &sv)) vg_op_builder_set_attr_shape(b, a, sv); break;
+        case VG_ATTR_STRING:
+            if (vg_op_attr_string(op, a, &s, &len)) vg_op_builder_set_attr_string(b, a, s, len);
+            break;
+        case VG_ATTR_TENSOR:
+            if (vg_op_attr_tensor(op, a, &t)) vg_op_builder_set_attr_tensor(b, a, (vg_tensor *)t);
+            break;
+        case VG_ATTR_INT_LIST: if (vg_op_attr_int_list(op, a, &il, &n)) vg_op_builder_set_attr_int_list(b, a, il, n); break;
+        case VG_ATTR_FLOAT_LIST:
+            if (vg_op_attr_float_list(op, a, &fl, &n)) vg_op_builder_set_attr_float_list(b, a, fl, n);
+            break;
+        case VG_ATTR_TYPE_LIST:
+            if (vg_op_attr_type_list(op, a, &tl, &n)) vg_op_builder_set_attr_type_list(b, a, tl, n);
+            break;
+        case VG_ATTR_SHAPE_LIST:
+            if (vg_op_attr_shape_list(op, a, &shl, &n)) vg_op_builder_set_attr_shape_list(b, a, shl, n);
+            break;
+        case VG_ATTR_STRING_LIST:
+            if (vg_op_attr_string_list(op, a, &sl, &n)) vg_op_builder_set_attr_string_list(b, a, sl, n);
+            break;
+        default: break;
+        }
+    }
+}
+
+static vg_op *guard_op(guard_ctx *c, vg_op *op, int depth) {
+    vg_op *hit = guard_cached(c, op);
+    if (hit || c->failed) return hit ? hit : op;
+    if (depth > GUARD_MAX_OPS || c->n >= GUARD_MAX_OPS) return op; /* best effort, as TF */
+    const char *type = vg_op_type(op);
+    if (!strcmp(type, "VariableV2") || !strcmp(type, "Variable")) { /* v.initialized_value() */
+        vg_op *init = vg_variable_initializer(op);
+        if (!init || vg_op_num_inputs(init) < 2) return guard_remember(c, op, op);
+        char name[NAME_MAX_LEN + 32];
+        snprintf(name, sizeof name, "%s/InitializedValueOr", c->var_name);
+        vg_op_builder *b = vg_op_builder_new(c->g, "InitializedValueOr", name);
+        vg_op_builder_add_input(b, vg_out(op, 0));
+        vg_op_builder_add_input(b, vg_op_input(init, 1));
+        vg_op *r = vg_op_builder_finish(b);
+        return guard_remember(c, op, r ? r : op);
+    }
+    int nin = vg_op_num_inputs(op);
+    if (takes_ref(type) || nin > 64) return guard_remember(c, op, op);
+    bool modified = false;
+    vg_output ins[64];
+    for (int i = 0; i < nin; i++) {
+        vg_output in = vg_op_input(op, i);
+        vg_op *r = in.op ? guard_op(c, in.op, depth + 1) : NULL;
+        ins[i] = r ? vg_out(r, in.index) : in;
+        modified = modified || (r && r != in.op);
+    }
+    if (!modified) return guard_remember(c, op, op);
+    char name[2 * NAME_MAX_LEN + 2];
+    snprintf(name, sizeof name, "%s_%s", vg_op_name(op), c->var_name);
+    vg_op_builder *b = vg_op_builder_new(c->g, type, name);
+    vg_op_builder_add_inputs(b, ins, nin);
+    copy_attrs(b, op);
+    vg_op *r = vg_op_builder_finish(b);
+    return guard_remember(c, op, r ? r : op);
+}
+
+static vg_output guard_initial_value(vg_graph *g, const char *var_name, vg_output initial) {
+    if (!initial.op) return initial;
+    guard_ctx c = {g, var_name, NULL, NULL, 0, 0, false};
+    vg_op *r = guard_op(&c, initial.op, 0);
+    vg_free(c.from);
+    vg_free(c.to);
+    return r ? vg_out(r, initial.index) : initial;
+}
+
 /* Builds the variable named `full` (absolute). Call with the root scope pushed and
  * the control dependencies set aside. */
 static vg_variable build_variable(vg_graph *g, const char *full, const var_spec *sp) {
@@ -219,6 +357,7 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
         vg_graph_set_error(g, VG_INTERNAL, "variable %s got the op name %s", full, vg_op_name(var.op));
         return v;
     }
+    if (!sp->use_init) initial = guard_initial_value(g, full, initial); /* absolute names (root scope) */
     push_verbatim(g, full);
     vg_output assign = vg_assign(g, var, initial, true, "Assign");
     vg_output read = vg_identity(g, var, "read");

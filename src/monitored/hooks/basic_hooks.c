@@ -171,10 +171,20 @@ static vg_code fo_end(void *p, vg_session *sess, vg_status *st) {
     return VG_OK;
 }
 
-vg_code vg_final_ops_hook(const vg_output *ops, int n, const vg_output *feeds, vg_tensor *const *feed_values,
-                          int nfeeds, vg_hook *out, vg_status *st) {
+vg_final_ops_options vg_final_ops_options_default(void) {
+    vg_final_ops_options o = VG_FINAL_OPS_OPTIONS_INIT;
+    return o;
+}
+
+vg_code vg_final_ops_hook(const vg_final_ops_options *o, vg_hook *out, vg_status *st) {
     if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
+    if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "final ops options are NULL");
+    const vg_output *ops = o->final_ops, *feeds = o->feeds;
+    vg_tensor *const *feed_values = o->feed_values;
+    int n = o->nfinal_ops, nfeeds = o->nfeeds;
+    if (n < 0 || nfeeds < 0 || (n > 0 && !ops) || (nfeeds > 0 && (!feeds || !feed_values)))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "FinalOpsHook: a NULL array with a count > 0 (or a negative count)");
     final_ops *h = vg_calloc(1, sizeof *h);
     if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     h->n = n;

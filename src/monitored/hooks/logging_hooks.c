@@ -227,10 +227,25 @@ static vg_code sc_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg
     return VG_OK;
 }
 
-vg_code vg_step_counter_hook(int64_t every_n_steps, double every_n_secs, const char *output_dir,
-                             vg_file_writer *summary_writer, vg_hook *out, vg_status *st) {
+vg_step_counter_options vg_step_counter_options_default(void) {
+    vg_step_counter_options o = VG_STEP_COUNTER_OPTIONS_INIT;
+    return o;
+}
+
+vg_logging_tensor_options vg_logging_tensor_options_default(void) {
+    vg_logging_tensor_options o = VG_LOGGING_TENSOR_OPTIONS_INIT;
+    return o;
+}
+
+vg_code vg_step_counter_hook(const vg_step_counter_options *o, vg_hook *out, vg_status *st) {
     if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
+    vg_step_counter_options def = VG_STEP_COUNTER_OPTIONS_INIT;
+    if (!o) o = &def;
+    int64_t every_n_steps = o->every_n_steps;
+    double every_n_secs = o->every_n_secs;
+    const char *output_dir = o->output_dir;
+    vg_file_writer *summary_writer = o->summary_writer;
     if ((every_n_steps > 0) == (every_n_secs > 0))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "exactly one of every_n_steps and every_n_secs should be provided.");
     step_counter *h = vg_calloc(1, sizeof *h);

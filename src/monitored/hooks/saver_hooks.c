@@ -371,10 +371,29 @@ static vg_code ph_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg
     return rc;
 }
 
-vg_code vg_profiler_hook(int64_t save_steps, double save_secs, const char *output_dir, bool show_dataflow,
-                         bool show_memory, vg_hook *out, vg_status *st) {
+vg_profiler_options vg_profiler_options_default(void) {
+    vg_profiler_options o = VG_PROFILER_OPTIONS_INIT;
+    return o;
+}
+
+vg_checkpoint_saver_options vg_checkpoint_saver_options_default(void) {
+    vg_checkpoint_saver_options o = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+    return o;
+}
+
+vg_summary_saver_options vg_summary_saver_options_default(void) {
+    vg_summary_saver_options o = VG_SUMMARY_SAVER_OPTIONS_INIT;
+    return o;
+}
+
+vg_code vg_profiler_hook(const vg_profiler_options *o, vg_hook *out, vg_status *st) {
     if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
+    if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "profiler options are NULL");
+    int64_t save_steps = o->save_steps;
+    double save_secs = o->save_secs;
+    const char *output_dir = o->output_dir && *o->output_dir ? o->output_dir : NULL;
+    bool show_dataflow = o->show_dataflow, show_memory = o->show_memory;
     vg_timer t;
     vg_code rc = vg_timer_init(&t, save_secs, save_steps, st);
     if (rc != VG_OK) return rc;

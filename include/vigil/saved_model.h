@@ -1,0 +1,54 @@
+/*
+ * vigil/saved_model.h - loading a TensorFlow SavedModel (tf.saved_model.loader.load of
+ * TF 1.15): the MetaGraphDef matching a tag set is imported (vigil/import.h), its
+ * variables are restored from <export_dir>/variables/variables, its main op (collection
+ * "saved_model_main_op", else "legacy_init_op") runs, and its SignatureDefs run by key.
+ *
+ *     vg_saved_model *m;
+ *     if (vg_saved_model_load("half_plus_two/00000123", (const char *[]){"serve"}, 1, NULL, &m, &st))
+ *         return st.code;
+ *     vg_tensor *xin = vg_tensor_new_scalar_f32(2.0f, &st), *yout = NULL;  // y = 0.5 * 2 + 2
+ *     vg_saved_model_run(m, "serving_default", (const char *[]){"x"}, &xin, 1,
+ *                        (const char *[]){"y"}, &yout, 1, &st);
+ *     vg_saved_model_free(m);
+ *
+ * The SavedModel's own saver ops are not imported (TF's sharded savers use ops vigil
+ * lacks); a vigil Saver named "vigil_restore" over the "variables" collection reads the
+ * same V2 checkpoint. Graphs with op types vigil lacks fail with UNIMPLEMENTED listing
+ * them all.
+ */
+#ifndef VIGIL_SAVED_MODEL_H
+#define VIGIL_SAVED_MODEL_H
+
+#include "import.h"
+#include "session.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vg_saved_model {
+    vg_graph *graph;           /* owned by the model */
+    vg_session *session;       /* owned by the model */
+    vg_meta_graph *meta_graph; /* signatures, tags, SaverDef */
+} vg_saved_model;
+
+/* Loads export_dir (saved_model.pb, else saved_model.pbtxt). session_options may be
+ * NULL. *out: free with vg_saved_model_free. Fails with NOT_FOUND (no saved_model.pb,
+ * no MetaGraphDef with these tags, checkpoint key missing), UNIMPLEMENTED (op types),
+ * DATA_LOSS (corrupt files, naming them), INVALID_ARGUMENT, RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_saved_model_load(const char *export_dir, const char *const *tags, int ntags,
+                                   const vg_session_options *session_options, vg_saved_model **out, vg_status *st);
+VG_API void vg_saved_model_free(vg_saved_model *m);
+
+/* Runs signature `key`: feeds inputs by their signature keys, fetches outputs by
+ * theirs (outputs[i] new references, the caller frees). Fails with NOT_FOUND (unknown
+ * signature or tensor key, naming it) and the session's codes. */
+VG_API vg_code vg_saved_model_run(vg_saved_model *m, const char *key, const char *const *input_keys,
+                                  vg_tensor *const *inputs, int ninputs, const char *const *output_keys,
+                                  vg_tensor **outputs, int noutputs, vg_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,174 @@
+/* test_cli_graph.c - `vigil graph FILE`, `vigil run DIR` on TF-written files and
+ * `vigil train --meta-graph` on an exported graph: a GraphDef vigil runs (exit
+ * 0, histogram), one with op types vigil lacks (exit 1, listed), a SavedModel
+ * (collections, signatures), and bad input (missing file, corrupt bytes). */
+#include "test_util.h"
+#include "vigil/vigil.h"
+#include "cli_test_util.h"
+#include <stdlib.h>
+
+#define TDL VG_SRCDIR "/tests/data/tf"
+
+static char out_buf[1 << 16], err_buf[1 << 14];
+
+static const char *read_into(const char *name, char *buf, size_t cap) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    buf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return buf;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static int run_graph(const char *file) {
+    const char *args[] = {"graph", file, NULL};
+    int rc = run_vigil(args, "out", "err");
+    read_into("out", out_buf, sizeof out_buf);
+    read_into("err", err_buf, sizeof err_buf);
+    return rc;
+}
+
+static void test_cli_graph__graph_def(void) {
+    CHECK_EQ_INT(run_graph(TDL "/graphs/rust_multiplication_tf0.pb"), 0);
+    CHECK_STR_CONTAINS(out_buf, "nodes: 3");
+    CHECK_STR_CONTAINS(out_buf, "Placeholder");
+    CHECK(strstr(out_buf, "cannot run") == NULL);
+    /* a graph using op types vigil lacks: exit 1 and the list (ParseExample) */
+    CHECK_EQ_INT(run_graph(TDL "/serving_half_plus_two_cpu_tf1.14"), 1);
+    CHECK_STR_CONTAINS(out_buf, "nodes: 74");
+    CHECK_STR_CONTAINS(out_buf, "op types vigil cannot run");
+    CHECK_STR_CONTAINS(out_buf, "ParseExample");
+}
+
+static void test_cli_graph__saved_model(void) {
+    run_graph(TDL "/serving_matrix_half_plus_two_tf1.2");
+    CHECK_STR_CONTAINS(out_buf, "(SavedModel)");
+    CHECK_STR_CONTAINS(out_buf, "serving_default (tensorflow/serving/predict)");
+    CHECK_STR_CONTAINS(out_buf, "input x: x:0 (float [?,3,3])");
+    CHECK_STR_CONTAINS(out_buf, "output y: y:0");
+}
+
+/* vigil run: TF-written SavedModels evaluated from the command line. */
+static void test_cli_run(void) {
+    const char *a1[] = {"run", TDL "/serving_matrix_half_plus_two_tf1.2", "--input", "x=1,2,3,4,5,6,7,8,-2", NULL};
+    CHECK_EQ_INT(run_vigil(a1, "out", "err"), 0);
+    read_into("out", out_buf, sizeof out_buf);
+    CHECK_STR_CONTAINS(out_buf, "y float [1,3,3]: 2.5 3 3.5 4 4.5 5 5.5 6 1"); /* 0.5 x + 2 */
+    const char *a2[] = {"run", TDL "/serving_counter_tf1.5", "--signature", "incr_counter_by", "--input", "delta=2.5", NULL};
+    CHECK_EQ_INT(run_vigil(a2, "out", "err"), 0);
+    read_into("out", out_buf, sizeof out_buf);
+    CHECK_STR_CONTAINS(out_buf, "output float []: 2.5");
+    const char *a3[] = {"run", TDL "/serving_counter_tf1.5", "--signature", "nope", NULL};
+    CHECK_EQ_INT(run_vigil(a3, "out", "err"), 1);
+    read_into("err", err_buf, sizeof err_buf);
+    CHECK_STR_CONTAINS(err_buf, "'nope'");
+    const char *a4[] = {"run", TDL "/serving_matrix_half_plus_two_tf1.2", "--input", "x=1,zz", NULL};
+    CHECK_EQ_INT(run_vigil(a4, "out", "err"), 1);
+    const char *a5[] = {"run", TDL "/serving_half_plus_two_cpu_tf1.14", "--input", "x=1", NULL};
+    CHECK_EQ_INT(run_vigil(a5, "out", "err"), 1);
+    read_into("err", err_buf, sizeof err_buf);
+    CHECK_STR_CONTAINS(err_buf, "UNIMPLEMENTED");
+}
+
+/* vigil train --meta-graph: a regression whose input pipeline (random batches through a
+ * FIFOQueue and its QueueRunner) is inside the graph, trained to step 20, then resumed
+ * to step 30 from the checkpoint. */
+static void write_meta(const char *path) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    int64_t shp[2] = {8, 1};
+    vg_tensor *st_shape = vg_tensor_new_copy(VG_INT32, (int64_t[]){2}, 1, (int32_t[]){8, 1}, 8, &st);
+    vg_output shape = vg_const(g, st_shape, "shape");
+    vg_tensor_free(st_shape);
+    vg_output xr = vg_random_uniform(g, shape, VG_FLOAT, 1, 2, "xr");
+    vg_output yr = vg_add(g, vg_mul(g, xr, vg_const_f32(g, 0.1f, NULL), NULL), vg_const_f32(g, 0.3f, NULL), "yr");
+    vg_shape ss[2] = {vg_shape_make(shp, 2), vg_shape_make(shp, 2)};
+    vg_output q = vg_fifo_queue(g, (vg_dtype[]){VG_FLOAT, VG_FLOAT}, ss, 2, 4, "input_queue");
+    vg_op *enq = vg_queue_enqueue(g, q, (vg_output[]){xr, yr}, 2, "enqueue");
+    vg_add_queue_runner(g, q, &enq, 1);
+    vg_op *deq = vg_queue_dequeue(g, q, "batch");
+    vg_variable w = vg_get_variable(g, "w", VG_FLOAT, (int64_t[]){1, 1}, 2, vg_init_zeros(), VG_VAR_TRAINABLE);
+    vg_variable b = vg_get_variable(g, "b", VG_FLOAT, (int64_t[]){1}, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
+    vg_output gs = vg_get_or_create_global_step(g);
+    vg_output yhat = vg_add(g, vg_matmul(g, vg_out(deq, 0), w.read, false, false, NULL), b.read, "y_hat");
+    vg_output loss = vg_reduce_mean(g, vg_square(g, vg_sub(g, yhat, vg_out(deq, 1), NULL), NULL), NULL, -1, false, "loss");
+    vg_optimizer *opt = vg_optimizer_new_sgd(0.5);
+    vg_optimizer_minimize(opt, g, loss, NULL, 0, gs, "train");
+    vg_optimizer_free(opt);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    void *m = NULL;
+    size_t n = 0;
+    CHECK_OK(vg_graph_to_meta_graph(g, NULL, &m, &n, &st), &st);
+    FILE *f = fopen(path, "wb");
+    if (f && m) fwrite(m, 1, n, f);
+    if (f) fclose(f);
+    vg_free(m);
+    vg_graph_free(g);
+}
+
+static void test_cli_train_meta_graph(void) {
+    char meta[512], dir[512];
+    snprintf(meta, sizeof meta, "%s/model.meta", tmpdir);
+    snprintf(dir, sizeof dir, "%s/run", tmpdir);
+    write_meta(meta);
+    const char *a1[] = {"train", "--meta-graph", meta, "--steps", "20", "--checkpoint-dir", dir, NULL};
+    CHECK_EQ_INT(run_vigil(a1, "out", "err"), 0);
+    read_into("out", out_buf, sizeof out_buf);
+    CHECK_STR_CONTAINS(out_buf, "global_step 20");
+    char buf[512];
+    CHECK(vg_latest_checkpoint(dir, buf, sizeof buf) != NULL);
+    CHECK_STR_CONTAINS(buf, "model.ckpt-20");
+    const char *a2[] = {"train", "--meta-graph", meta, "--steps", "30", "--checkpoint-dir", dir, NULL};
+    CHECK_EQ_INT(run_vigil(a2, "out", "err"), 0);
+    read_into("out", out_buf, sizeof out_buf);
+    CHECK_STR_CONTAINS(out_buf, "global_step 30");
+    /* the trained coefficients approach y = 0.1 x + 0.3 */
+    vg_status st;
+    CHECK(vg_latest_checkpoint(dir, buf, sizeof buf) != NULL);
+    CHECK_STR_CONTAINS(buf, "model.ckpt-30");
+    vg_checkpoint_reader *r = vg_checkpoint_reader_new(buf, &st);
+    CHECK(r != NULL);
+    if (r) {
+        vg_tensor *bt = vg_checkpoint_reader_read(r, "b", &st);
+        CHECK(bt && fabs(vg_tensor_scalar(bt) - 0.3) < 0.1);
+        vg_tensor_free(bt);
+        vg_checkpoint_reader_free(r);
+    }
+    const char *a3[] = {"train", "--meta-graph", meta, "--steps", "x", "--checkpoint-dir", dir, NULL};
+    CHECK_EQ_INT(run_vigil(a3, "out", "err"), 2);
+}
+
+static void test_cli_graph__errors(void) {
+    CHECK_EQ_INT(run_graph(TDL "/no/such/file.pb"), 1);
+    CHECK_STR_CONTAINS(err_buf, "no/such/file.pb");
+    char bad[512];
+    snprintf(bad, sizeof bad, "%s/bad.pb", tmpdir);
+    FILE *f = fopen(bad, "wb");
+    fwrite("\x0a\x7f\x01", 1, 3, f); /* a node claiming 127 bytes, 1 present */
+    fclose(f);
+    CHECK_EQ_INT(run_graph(bad), 1);
+    CHECK_STR_CONTAINS(err_buf, "DATA_LOSS");
+    CHECK_EQ_INT(run_graph("--bogus"), 2);
+}
+
+int main(void) {
+    snprintf(vigil, sizeof vigil, "%s/vigil", VG_BINDIR);
+    if (access(vigil, X_OK) != 0) {
+        fprintf(stderr, "SKIP: %s not built (configure with -DVIGIL_TOOLS=ON)\n", vigil);
+        return 0;
+    }
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/vigil_cli_graph_XXXXXX");
+    if (!mkdtemp(tmpdir)) return 1;
+    RUN_TEST(test_cli_graph__graph_def);
+    RUN_TEST(test_cli_graph__saved_model);
+    RUN_TEST(test_cli_graph__errors);
+    RUN_TEST(test_cli_run);
+    RUN_TEST(test_cli_train_meta_graph);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    TEST_MAIN_END();
+}

@@ -1,0 +1,427 @@
+/*
+ * graph.c - `vigil graph FILE`: a summary of a TensorFlow graph in the spirit of
+ * `saved_model_cli show`: a GraphDef (.pb / .pbtxt), a MetaGraphDef (.meta) or a
+ * SavedModel directory. Prints the node count, the op-type histogram, the op types
+ * vigil cannot run (exit status 1 when there are any), and for importable
+ * MetaGraphDefs / SavedModels their collections and SignatureDefs.
+ */
+#include "cli.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *graph_help =
+    "usage: vigil graph FILE [--tags serve,train]\n"
+    "\n"
+    "Summarizes a TensorFlow graph: FILE is a GraphDef (.pb, .pbtxt), a MetaGraphDef\n"
+    "(.meta) or a SavedModel directory (saved_model.pb; --tags picks the MetaGraphDef,\n"
+    "default the first). Prints nodes, op types, the op types vigil cannot run (exit\n"
+    "status 1 when there are any), collections and signatures.\n";
+
+static bool read_all(const char *path, uint8_t **data, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *b = malloc(cap);
+    for (;;) {
+        if (!b) break;
+        size_t r = fread(b + n, 1, cap - n, f);
+        n += r;
+        if (n < cap) break;
+        uint8_t *nb = realloc(b, cap * 2);
+        if (!nb) {
+            free(b);
+            b = NULL;
+            break;
+        }
+        b = nb;
+        cap *= 2;
+    }
+    bool ok = b && !ferror(f);
+    fclose(f);
+    if (!ok) {
+        free(b);
+        return false;
+    }
+    *data = b;
+    *len = n;
+    return true;
+}
+
+static bool ends_with(const char *s, const char *suf) {
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+static void print_output(vg_output o) {
+    vg_shape s = vg_output_shape(o);
+    char buf[128];
+    printf("%s:%d (%s %s)", vg_op_name(o.op), o.index, vg_dtype_name(vg_output_dtype(o)), vg_shape_str(&s, buf, sizeof buf));
+}
+
+static void print_meta(vg_graph *g, vg_meta_graph *mg) {
+    int nc = vg_graph_num_collections(g);
+    printf("collections (%d):\n", nc);
+    for (int i = 0; i < nc; i++) {
+        int n = 0;
+        const char *key = vg_graph_collection_name(g, i);
+        vg_graph_collection(g, key, &n);
+        printf("  %s: %d\n", key, n);
+    }
+    const vg_saver_def *sd = vg_meta_graph_saver_def(mg);
+    if (sd)
+        printf("saver: filename %s, save %s, restore %s, max_to_keep %d%s\n", sd->filename_tensor_name,
+               sd->save_tensor_name, sd->restore_op_name, sd->max_to_keep, sd->sharded ? ", sharded" : "");
+    int ns = vg_meta_graph_num_signatures(mg);
+    printf("signatures (%d):\n", ns);
+    for (int i = 0; i < ns; i++) {
+        printf("  %s (%s)\n", vg_meta_graph_signature_key(mg, i), vg_meta_graph_signature_method(mg, i));
+        for (int io = 0; io < 2; io++)
+            for (int j = 0; j < vg_meta_graph_signature_num_tensors(mg, i, io); j++) {
+                printf("    %s %s: ", io ? "output" : "input", vg_meta_graph_signature_tensor_key(mg, i, io, j));
+                print_output(vg_meta_graph_signature_tensor(mg, i, io, j));
+                printf("\n");
+            }
+    }
+}
+
+int cli_graph(int argc, char **argv) {
+    const char *path = NULL, *tags_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        bool missing = false;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(graph_help, stdout);
+            return 0;
+        } else if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
+            if (missing) return cli_usage_error("graph", "--tags needs a comma-separated tag list");
+            tags_arg = v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_usage_error("graph", "unknown option '%s'", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            return cli_usage_error("graph", "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!path) return cli_usage_error("graph", "missing FILE");
+    struct stat sb;
+    if (stat(path, &sb) != 0) return cli_fail("cannot open %s", path);
+    bool saved_model = S_ISDIR(sb.st_mode), meta = ends_with(path, ".meta");
+    char file[4096];
+    if (saved_model) snprintf(file, sizeof file, "%s/saved_model.pb", path);
+    else snprintf(file, sizeof file, "%s", path);
+    char *tag_buf = NULL;
+    const char *tags[32];
+    int ntags = 0;
+    if (tags_arg) {
+        tag_buf = strdup(tags_arg);
+        for (char *t = tag_buf ? strtok(tag_buf, ",") : NULL; t && ntags < 32; t = strtok(NULL, ",")) tags[ntags++] = t;
+    }
+    uint8_t *data = NULL;
+    size_t len = 0;
+    if (!read_all(file, &data, &len)) {
+        free(tag_buf);
+        return cli_fail("cannot read %s", file);
+    }
+    vg_status st;
+    const void *gd = data;
+    size_t gd_len = len;
+    int rc = 0;
+    if ((saved_model || meta) &&
+        vg_meta_graph_def_graph_def(data, len, saved_model, tags, ntags, &gd, &gd_len, &st) != VG_OK) {
+        rc = cli_fail_status(&st);
+        goto done;
+    }
+    char **types = NULL, **miss = NULL;
+    int *counts = NULL, *mcounts = NULL, nt = 0, nm = 0, nodes = 0;
+    vg_import_format fmt = saved_model || meta ? VG_IMPORT_BINARY : ends_with(path, ".pbtxt") ? VG_IMPORT_TEXT : VG_IMPORT_AUTO;
+    if (vg_graph_def_op_types(gd, gd_len, fmt, &types, &counts, &nt, &st) != VG_OK ||
+        vg_graph_def_missing_ops(gd, gd_len, fmt, &miss, &mcounts, &nm, &st) != VG_OK) {
+        rc = cli_fail_status(&st);
+        goto done;
+    }
+    for (int i = 0; i < nt; i++) nodes += counts[i];
+    printf("file: %s (%s)\n", file, saved_model ? "SavedModel" : meta ? "MetaGraphDef" : "GraphDef");
+    printf("nodes: %d\n", nodes);
+    printf("op types (%d):\n", nt);
+    for (int i = 0; i < nt; i++) printf("  %-28s %d\n", types[i], counts[i]);
+    if (nm) {
+        printf("op types vigil cannot run (%d):\n", nm);
+        for (int i = 0; i < nm; i++) printf("  %-28s %d node%s\n", miss[i], mcounts[i], mcounts[i] > 1 ? "s" : "");
+        rc = 1;
+    }
+    if (saved_model || meta) {
+        /* collections and signatures of the graph as vigil imports it (the saver's own
+         * ops left out, as vg_saved_model_load does) */
+        vg_graph *g = vg_graph_new();
+        vg_meta_graph *mg = NULL;
+        vg_meta_import_options o = {0};
+        o.omit_saver = true;
+        o.source = file;
+        vg_code c = saved_model ? vg_import_saved_model_graph(g, file, tags, ntags, &o, &mg, &st)
+                                : vg_import_meta_graph(g, data, len, &o, &mg, &st);
+        if (c == VG_OK) print_meta(g, mg);
+        else printf("not importable: %s: %s\n", vg_code_name(st.code), st.msg);
+        vg_meta_graph_free(mg);
+        vg_graph_free(g);
+    }
+    vg_import_free_strings(types, nt);
+    vg_import_free_strings(miss, nm);
+    vg_free(counts);
+    vg_free(mcounts);
+done:
+    free(data);
+    free(tag_buf);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* vigil run: evaluate a SavedModel signature */
+
+static const char *run_help =
+    "usage: vigil run DIR [--tags serve] [--signature serving_default] --input KEY=v1,v2,... [--output KEY]\n"
+    "\n"
+    "Loads the SavedModel in DIR (variables restored, main op run), feeds each --input\n"
+    "(a comma-separated list of numbers, shaped [-1, <known trailing dims>] of the\n"
+    "signature input) and prints the outputs (all of the signature's by default).\n";
+
+/* A tensor for signature input t from "1,2,3". */
+static vg_tensor *parse_input(const char *vals, vg_output t, vg_status *st) {
+    int n = 0;
+    char **v = cli_split_list(vals, &n);
+    vg_dtype dt = vg_output_dtype(t);
+    vg_shape s = vg_output_shape(t);
+    int64_t dims[VG_MAX_DIMS], tail = 1;
+    int nd = 1;
+    dims[0] = n;
+    if (s.ndims > 1) {
+        bool known = true;
+        for (int i = 1; i < s.ndims; i++) known = known && s.dims[i] >= 0;
+        if (known) {
+            for (int i = 1; i < s.ndims; i++) tail *= s.dims[i];
+            if (tail > 0 && n % tail == 0) {
+                nd = s.ndims;
+                dims[0] = n / tail;
+                for (int i = 1; i < s.ndims; i++) dims[i] = s.dims[i];
+            }
+        }
+    } else if (s.ndims <= 0 && n == 1) { /* a scalar input, or one value for an unknown shape */
+        nd = 0;
+    }
+    vg_tensor *x = vg_tensor_new(dt, dims, nd, st);
+    for (int i = 0; x && i < n; i++) {
+        double d;
+        if (!cli_parse_double(v[i], &d)) {
+            vg_status_set(st, VG_INVALID_ARGUMENT, "'%s' is not a number", v[i]);
+            vg_tensor_free(x);
+            x = NULL;
+            break;
+        }
+        void *p = vg_tensor_data(x);
+        switch (dt) {
+        case VG_FLOAT: ((float *)p)[i] = (float)d; break;
+        case VG_DOUBLE: ((double *)p)[i] = d; break;
+        case VG_INT32: ((int32_t *)p)[i] = (int32_t)d; break;
+        case VG_INT64: ((int64_t *)p)[i] = (int64_t)d; break;
+        default:
+            vg_status_set(st, VG_UNIMPLEMENTED, "inputs of type %s are not supported by vigil run", vg_dtype_name(dt));
+            vg_tensor_free(x);
+            x = NULL;
+        }
+    }
+    cli_free_list(v, n);
+    return x;
+}
+
+static void print_tensor(const char *key, const vg_tensor *t) {
+    vg_shape s = vg_tensor_shape(t);
+    char buf[128];
+    printf("%s %s %s:", key, vg_dtype_name(vg_tensor_dtype(t)), vg_shape_str(&s, buf, sizeof buf));
+    int64_t n = vg_tensor_num_elements(t);
+    const void *p = vg_tensor_data(t);
+    for (int64_t i = 0; i < n; i++) {
+        switch (vg_tensor_dtype(t)) {
+        case VG_FLOAT: printf(" %.9g", ((const float *)p)[i]); break;
+        case VG_DOUBLE: printf(" %.17g", ((const double *)p)[i]); break;
+        case VG_INT32: printf(" %d", ((const int32_t *)p)[i]); break;
+        case VG_INT64: printf(" %lld", (long long)((const int64_t *)p)[i]); break;
+        case VG_BOOL: printf(" %s", ((const uint8_t *)p)[i] ? "true" : "false"); break;
+        default: printf(" ?"); break;
+        }
+    }
+    printf("\n");
+}
+
+int cli_run(int argc, char **argv) {
+    const char *dir = NULL, *tags_arg = "serve", *sig_key = "serving_default";
+    const char *in_keys[16], *in_vals[16], *out_keys[16];
+    int nin = 0, nout = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        bool missing = false;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(run_help, stdout);
+            return 0;
+        } else if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
+            if (missing) return cli_usage_error("run", "--tags needs a tag list");
+            tags_arg = v;
+        } else if (cli_opt(argc, argv, &i, "--signature", &v, &missing)) {
+            if (missing) return cli_usage_error("run", "--signature needs a key");
+            sig_key = v;
+        } else if (cli_opt(argc, argv, &i, "--input", &v, &missing)) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            if (missing || !eq || eq == v || nin == 16) return cli_usage_error("run", "--input needs KEY=v1,v2,...");
+            static char keys[16][256];
+            snprintf(keys[nin], sizeof keys[nin], "%.*s", (int)(eq - v), v);
+            in_keys[nin] = keys[nin];
+            in_vals[nin++] = eq + 1;
+        } else if (cli_opt(argc, argv, &i, "--output", &v, &missing)) {
+            if (missing || nout == 16) return cli_usage_error("run", "--output needs a key");
+            out_keys[nout++] = v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_usage_error("run", "unknown option '%s'", argv[i]);
+        } else if (!dir) {
+            dir = argv[i];
+        } else {
+            return cli_usage_error("run", "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!dir) return cli_usage_error("run", "missing SavedModel DIR");
+    int ntags = 0;
+    char **tags = cli_split_list(tags_arg, &ntags);
+    vg_status st;
+    vg_saved_model *m = NULL;
+    int rc = 0;
+    vg_tensor *ins[16] = {0}, *outs[16] = {0};
+    if (vg_saved_model_load(dir, (const char *const *)tags, ntags, NULL, &m, &st) != VG_OK) {
+        rc = cli_fail_status(&st);
+        goto done;
+    }
+    int sig = vg_meta_graph_find_signature(m->meta_graph, sig_key);
+    if (sig < 0) {
+        rc = cli_fail("no signature '%s' in %s", sig_key, dir);
+        goto done;
+    }
+    if (nout == 0)
+        for (int j = 0; j < vg_meta_graph_signature_num_tensors(m->meta_graph, sig, true) && nout < 16; j++)
+            out_keys[nout++] = vg_meta_graph_signature_tensor_key(m->meta_graph, sig, true, j);
+    for (int i = 0; i < nin; i++) {
+        int j = 0, nt = vg_meta_graph_signature_num_tensors(m->meta_graph, sig, false);
+        while (j < nt && strcmp(vg_meta_graph_signature_tensor_key(m->meta_graph, sig, false, j), in_keys[i]) != 0) j++;
+        if (j == nt) {
+            rc = cli_fail("signature '%s' has no input '%s'", sig_key, in_keys[i]);
+            goto done;
+        }
+        if (!(ins[i] = parse_input(in_vals[i], vg_meta_graph_signature_tensor(m->meta_graph, sig, false, j), &st))) {
+            rc = cli_fail_status(&st);
+            goto done;
+        }
+    }
+    if (vg_saved_model_run(m, sig_key, in_keys, ins, nin, out_keys, outs, nout, &st) != VG_OK) {
+        rc = cli_fail_status(&st);
+        goto done;
+    }
+    for (int i = 0; i < nout; i++) print_tensor(out_keys[i], outs[i]);
+done:
+    for (int i = 0; i < 16; i++) {
+        vg_tensor_free(ins[i]);
+        vg_tensor_free(outs[i]);
+    }
+    vg_saved_model_free(m);
+    cli_free_list(tags, ntags);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* vigil train --meta-graph: keep training an imported graph */
+
+static const char *train_meta_help =
+    "usage: vigil train --meta-graph FILE.meta --steps N --checkpoint-dir DIR [--train-op NAME]\n"
+    "\n"
+    "Imports a MetaGraphDef (TF's import_meta_graph) and trains it under a\n"
+    "MonitoredTrainingSession until the global step reaches N (StopAtStepHook last_step),\n"
+    "resuming from DIR's latest checkpoint and saving there at the end. The graph's input\n"
+    "pipeline must be inside it (queue runners are started); the train op is NAME or the\n"
+    "graph's train_op collection.\n";
+
+int cli_train_meta(int argc, char **argv) {
+    const char *meta = NULL, *dir = NULL, *op_name = NULL;
+    int64_t steps = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        bool missing = false;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(train_meta_help, stdout);
+            return 0;
+        } else if (cli_opt(argc, argv, &i, "--meta-graph", &v, &missing)) {
+            if (missing) return cli_usage_error("train", "--meta-graph needs a file");
+            meta = v;
+        } else if (cli_opt(argc, argv, &i, "--checkpoint-dir", &v, &missing)) {
+            if (missing) return cli_usage_error("train", "--checkpoint-dir needs a directory");
+            dir = v;
+        } else if (cli_opt(argc, argv, &i, "--train-op", &v, &missing)) {
+            if (missing) return cli_usage_error("train", "--train-op needs an op name");
+            op_name = v;
+        } else if (cli_opt(argc, argv, &i, "--steps", &v, &missing)) {
+            if (missing || !cli_parse_i64(v, &steps) || steps < 0)
+                return cli_usage_error("train", "--steps needs a non-negative integer");
+        } else {
+            return cli_usage_error("train", "unexpected argument '%s' (with --meta-graph)", argv[i]);
+        }
+    }
+    if (!meta || !dir || steps < 0) return cli_usage_error("train", "--meta-graph, --steps and --checkpoint-dir are needed");
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_meta_import_options o = {0};
+    o.omit_saver = true; /* MTS's Scaffold makes its own saver over the variables */
+    if (!g || vg_import_meta_graph_file(g, meta, &o, NULL, &st) != VG_OK) {
+        vg_graph_free(g);
+        return cli_fail_status(&st);
+    }
+    vg_op *train = NULL;
+    int n = 0;
+    const vg_output *tr = vg_graph_collection(g, VG_TRAIN_OP, &n);
+    if (op_name) train = vg_graph_op_by_name(g, op_name);
+    else if (n > 0) train = tr[0].op;
+    if (!train) {
+        vg_graph_free(g);
+        return cli_fail("%s: no train op %s%s%s", meta, op_name ? "'" : "(train_op collection empty; pass --train-op)",
+                        op_name ? op_name : "", op_name ? "'" : "");
+    }
+    if (!vg_get_global_step(g).op) {
+        vg_graph_free(g);
+        return cli_fail("%s: the graph has no global step", meta);
+    }
+    vg_hook stop;
+    if (vg_stop_at_step_hook(-1, steps, &stop, &st) != VG_OK) {
+        vg_graph_free(g);
+        return cli_fail_status(&st);
+    }
+    vg_mts_options mo = VG_MTS_OPTIONS_INIT;
+    mo.checkpoint_dir = dir;
+    mo.hooks = &stop;
+    mo.nhooks = 1;
+    vg_monitored_session *ms = vg_monitored_training_session_new(g, &mo, &st);
+    if (!ms) {
+        vg_graph_free(g);
+        return cli_fail_status(&st);
+    }
+    vg_output gs = vg_get_global_step(g);
+    vg_run_args args = {&gs, 1, NULL, NULL, 0, &train, 1, NULL};
+    vg_code rc = VG_OK;
+    int64_t last = -1;
+    while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
+        vg_tensor *out = NULL;
+        rc = vg_monitored_session_run(ms, &args, &out, NULL, &st);
+        if (out) last = *(const int64_t *)vg_tensor_data(out);
+        vg_tensor_free(out);
+    }
+    rc = vg_monitored_session_end(ms, rc, &st);
+    vg_monitored_session_free(ms);
+    vg_graph_free(g);
+    if (rc != VG_OK) return cli_fail_status(&st);
+    printf("global_step %lld\n", (long long)(last + 1));
+    return 0;
+}
