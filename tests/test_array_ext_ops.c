@@ -14,7 +14,7 @@ static vg_output arange234(vg_graph *g, vg_dtype dt) {
     double v[24];
     for (int i = 0; i < 24; i++) v[i] = i;
     int64_t d[3] = {2, 3, 4};
-    return ot_const(g, dt, d, 3, v);
+    return cst(g, dt, d, 3, v);
 }
 
 typedef struct ss_case {
@@ -52,7 +52,7 @@ static void check_case(const ss_case *c, bool runtime_spec) {
         vg_shape s = vg_output_shape(y);
         CHECK_EQ_INT(s.ndims, c->nd); /* static shape from the Const spec */
         for (int i = 0; i < c->nd && s.ndims == c->nd; i++) CHECK_EQ_INT(s.dims[i], c->dims[i]);
-        ot_expect(ot_run(g, y), VG_FLOAT, c->dims, c->nd, c->v, 0);
+        expect_tol(run(g, y), VG_FLOAT, c->dims, c->nd, c->v, 0);
     } else { /* begin/end/strides fed at run time: shape unknown at build */
         int64_t d1[1] = {c->n};
         vg_output pb = vg_placeholder(g, VG_INT32, d1, 1, "b"), pe = vg_placeholder(g, VG_INT32, d1, 1, "e");
@@ -66,7 +66,7 @@ static void check_case(const ss_case *c, bool runtime_spec) {
         vg_output feeds[3] = {pb, pe, ps};
         vg_tensor *fv[3] = {tb, te, ts}, *out = NULL;
         CHECK_OK(vg_session_run(s, NULL, feeds, fv, 3, &y, &out, 1, NULL, 0, NULL, &st), &st);
-        ot_expect(out, VG_FLOAT, c->dims, c->nd, c->v, 0);
+        expect_tol(out, VG_FLOAT, c->dims, c->nd, c->v, 0);
         vg_tensor_free(tb), vg_tensor_free(te), vg_tensor_free(ts);
         vg_session_free(s);
     }
@@ -91,11 +91,11 @@ static void test_strided_slice_forward(void) {
     int64_t e5[5] = {1, 2, 3, 4, 1};
     CHECK_EQ_INT(s.ndims, 5);
     for (int i = 0; i < 5 && s.ndims == 5; i++) CHECK_EQ_INT(s.dims[i], e5[i]);
-    vg_tensor *t = ot_run(g, y);
+    vg_tensor *t = run(g, y);
     if (t) {
         CHECK_EQ_INT(vg_tensor_ndims(t), 5);
         CHECK_EQ_INT(vg_tensor_num_elements(t), 24);
-        CHECK(ot_get(t, 23) == 23);
+        CHECK(get(t, 23) == 23);
         vg_tensor_free(t);
     }
     vg_strided_slice_masks m2 = {0, 0, 1, 2, 0};
@@ -107,15 +107,15 @@ static void test_strided_slice_forward(void) {
     vg_strided_slice_masks m3 = {0, 0, 8, 2 | 16, 1 | 4};
     int64_t d3[3] = {1, 4, 1};
     double v3[4] = {20, 21, 22, 23};
-    ot_expect(ot_run(g, vg_strided_slice_c(g, x, b5, e5b, s5, 5, &m3, NULL)), VG_FLOAT, d3, 3, v3, 0);
+    expect_tol(run(g, vg_strided_slice_c(g, x, b5, e5b, s5, 5, &m3, NULL)), VG_FLOAT, d3, 3, v3, 0);
     /* int32 / int64 / double inputs are copied the same way */
     int32_t b1[1] = {1}, e1[1] = {2};
     int64_t d1[3] = {1, 3, 4};
     double v12[12];
     for (int i = 0; i < 12; i++) v12[i] = 12 + i;
-    ot_expect(ot_run(g, vg_strided_slice_c(g, arange234(g, VG_INT64), b1, e1, NULL, 1, NULL, NULL)), VG_INT64, d1, 3,
+    expect_tol(run(g, vg_strided_slice_c(g, arange234(g, VG_INT64), b1, e1, NULL, 1, NULL, NULL)), VG_INT64, d1, 3,
               v12, 0);
-    ot_expect(ot_run(g, vg_strided_slice_c(g, arange234(g, VG_INT32), b1, e1, NULL, 1, NULL, NULL)), VG_INT32, d1, 3,
+    expect_tol(run(g, vg_strided_slice_c(g, arange234(g, VG_INT32), b1, e1, NULL, 1, NULL, NULL)), VG_INT32, d1, 3,
               v12, 0);
     vg_graph_free(g);
 }
@@ -166,7 +166,7 @@ static void test_strided_slice_errors(void) {
     CHECK_OK(vg_session_run(s, NULL, &pb, &tb, 1, &y, &out, 1, NULL, 0, NULL, &st), &st);
     if (out) {
         CHECK_EQ_INT(vg_tensor_ndims(out), 2);
-        CHECK(ot_get(out, 1) == 5); /* x[:, 1][0][1] = 0*12 + 1*4 + 1 */
+        CHECK(get(out, 1) == 5); /* x[:, 1][0][1] = 0*12 + 1*4 + 1 */
         vg_tensor_free(out);
     }
     vg_tensor_free(tb);
@@ -184,7 +184,7 @@ static void test_strided_slice_grad(void) {
         for (int i = 0; i < 24; i++) v[i] = 0.1 * i - 1;
         int64_t d[3] = {2, 3, 4};
         vg_tensor *tx;
-        vg_output px = ot_ph(g, VG_DOUBLE, d, 3, v, &tx);
+        vg_output px = ph(g, VG_DOUBLE, d, 3, v, &tx);
         vg_output y = vg_strided_slice_c(g, px, c->b, c->e, c->s, c->n, &c->m, NULL);
         int bad = vg_gradcheck(g, &px, &tx, 1, y, 1e-6, 1e-8);
         if (bad) fprintf(stderr, "  case %s\n", c->py);
@@ -202,7 +202,7 @@ static void test_strided_slice_grad(void) {
     double e[24] = {0};
     e[23] = e[15] = e[11] = e[3] = 1;
     int64_t d[3] = {2, 3, 4};
-    ot_expect(ot_run(g, dx), VG_FLOAT, d, 3, e, 0);
+    expect_tol(run(g, dx), VG_FLOAT, d, 3, e, 0);
     vg_graph_free(g);
 }
 
@@ -211,14 +211,14 @@ static void test_split(void) {
     double v[12];
     for (int i = 0; i < 12; i++) v[i] = i;
     int64_t d[2] = {2, 6};
-    vg_output x = ot_const(g, VG_FLOAT, d, 2, v);
+    vg_output x = cst(g, VG_FLOAT, d, 2, v);
     vg_op *sp = vg_split(g, x, 3, 1, NULL);
     CHECK(sp && vg_op_num_outputs(sp) == 3);
     CHECK(sp && strcmp(vg_op_type(sp), "Split") == 0 && strcmp(vg_op_name(sp), "split") == 0);
     CHECK(vg_graph_op_by_name(g, "split/split_dim") != NULL);
     int64_t d22[2] = {2, 2};
     double e1[4] = {2, 3, 8, 9};
-    ot_expect(ot_run(g, vg_out(sp, 1)), VG_FLOAT, d22, 2, e1, 0);
+    expect_tol(run(g, vg_out(sp, 1)), VG_FLOAT, d22, 2, e1, 0);
     /* SplitV with a -1 */
     int32_t sizes[3] = {1, -1, 2};
     vg_op *sv = vg_split_v(g, x, sizes, 3, -1, NULL);
@@ -227,15 +227,15 @@ static void test_split(void) {
     double a0[2] = {0, 6}, a1[6] = {1, 2, 3, 7, 8, 9}, a2[4] = {4, 5, 10, 11};
     vg_shape s1 = vg_output_shape(vg_out(sv, 1));
     CHECK_EQ_INT(s1.dims[1], 3);
-    ot_expect(ot_run(g, vg_out(sv, 0)), VG_FLOAT, d21, 2, a0, 0);
-    ot_expect(ot_run(g, vg_out(sv, 1)), VG_FLOAT, d23, 2, a1, 0);
-    ot_expect(ot_run(g, vg_out(sv, 2)), VG_FLOAT, d22, 2, a2, 0);
+    expect_tol(run(g, vg_out(sv, 0)), VG_FLOAT, d21, 2, a0, 0);
+    expect_tol(run(g, vg_out(sv, 1)), VG_FLOAT, d23, 2, a1, 0);
+    expect_tol(run(g, vg_out(sv, 2)), VG_FLOAT, d22, 2, a2, 0);
     /* unstack along axis 1 */
     vg_op *u = vg_unpack(g, x, -1, 1, NULL);
     CHECK(u && vg_op_num_outputs(u) == 6);
     int64_t d2[1] = {2};
     double u4[2] = {4, 10};
-    if (u) ot_expect(ot_run(g, vg_out(u, 4)), VG_FLOAT, d2, 1, u4, 0);
+    if (u) expect_tol(run(g, vg_out(u, 4)), VG_FLOAT, d2, 1, u4, 0);
     /* errors: uneven split, sizes that do not add up */
     vg_status st;
     CHECK(vg_split(g, x, 4, 1, NULL) == NULL);
@@ -243,13 +243,13 @@ static void test_split(void) {
     CHECK_STR_CONTAINS(st.msg, "evenly divide");
     vg_graph_free(g);
     g = vg_graph_new();
-    CHECK(vg_split(g, ot_const(g, VG_FLOAT, d, 2, v), 1 << 30, 1, NULL) == NULL);
+    CHECK(vg_split(g, cst(g, VG_FLOAT, d, 2, v), 1 << 30, 1, NULL) == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "too large");
     vg_graph_free(g);
     g = vg_graph_new();
     int32_t bad[2] = {2, 2};
-    CHECK(vg_split_v(g, ot_const(g, VG_FLOAT, d, 2, v), bad, 2, 1, NULL) == NULL);
+    CHECK(vg_split_v(g, cst(g, VG_FLOAT, d, 2, v), bad, 2, 1, NULL) == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Determined shape must either match input shape");
     vg_graph_free(g);
@@ -257,7 +257,7 @@ static void test_split(void) {
     /* gradients: only some outputs used (the others get zeros) */
     g = vg_graph_new();
     vg_tensor *tx;
-    vg_output px = ot_ph(g, VG_DOUBLE, d, 2, v, &tx);
+    vg_output px = ph(g, VG_DOUBLE, d, 2, v, &tx);
     sp = vg_split(g, px, 3, 1, NULL);
     vg_output parts[2] = {vg_out(sp, 2), vg_out(sp, 0)};
     CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, vg_concat_c(g, parts, 2, 0, NULL), 1e-6, 1e-8), 0);
@@ -280,12 +280,12 @@ static void test_reverse(void) {
                 e02[i * 12 + j * 4 + k] = (1 - i) * 12 + j * 4 + (3 - k);
             }
     int64_t d[3] = {2, 3, 4};
-    ot_expect(ot_run(g, vg_reverse_c(g, x, ax1, 1, NULL)), VG_FLOAT, d, 3, e1, 0);
-    ot_expect(ot_run(g, vg_reverse_c(g, x, ax02, 2, NULL)), VG_FLOAT, d, 3, e02, 0);
+    expect_tol(run(g, vg_reverse_c(g, x, ax1, 1, NULL)), VG_FLOAT, d, 3, e1, 0);
+    expect_tol(run(g, vg_reverse_c(g, x, ax02, 2, NULL)), VG_FLOAT, d, 3, e02, 0);
     double e0[24];
     for (int i = 0; i < 24; i++) e0[i] = i;
-    ot_expect(ot_run(g, vg_reverse_c(g, x, NULL, 0, NULL)), VG_FLOAT, d, 3, e0, 0);
-    ot_expect(ot_run(g, vg_reverse_c(g, arange234(g, VG_INT64), ax02, 2, NULL)), VG_INT64, d, 3, e02, 0);
+    expect_tol(run(g, vg_reverse_c(g, x, NULL, 0, NULL)), VG_FLOAT, d, 3, e0, 0);
+    expect_tol(run(g, vg_reverse_c(g, arange234(g, VG_INT64), ax02, 2, NULL)), VG_INT64, d, 3, e02, 0);
     vg_status st;
     int32_t rep[2] = {1, -2};
     CHECK(vg_reverse_c(g, x, rep, 2, NULL).op == NULL);
@@ -300,7 +300,7 @@ static void test_reverse(void) {
     vg_graph_free(g);
     g = vg_graph_new();
     vg_tensor *tx;
-    vg_output px = ot_ph(g, VG_DOUBLE, d, 3, e1, &tx);
+    vg_output px = ph(g, VG_DOUBLE, d, 3, e1, &tx);
     CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, vg_reverse_c(g, px, ax02, 2, NULL), 1e-6, 1e-8), 0);
     vg_tensor_free(tx);
     vg_graph_free(g);
@@ -314,18 +314,18 @@ static void test_cumsum_cumprod(void) {
     double cp[4][4] = {{1, 2, 6, 24}, {1, 1, 2, 6}, {24, 24, 12, 4}, {24, 12, 4, 1}};
     for (int k = 0; k < 4; k++) {
         bool excl = k & 1, rev = k & 2;
-        ot_expect(ot_run(g, vg_cumsum(g, ot_const(g, VG_FLOAT, d, 1, x), 0, excl, rev, NULL)), VG_FLOAT, d, 1, cs[k], 0);
-        ot_expect(ot_run(g, vg_cumsum(g, ot_const(g, VG_INT32, d, 1, x), -1, excl, rev, NULL)), VG_INT32, d, 1, cs[k], 0);
-        ot_expect(ot_run(g, vg_cumprod(g, ot_const(g, VG_DOUBLE, d, 1, x), 0, excl, rev, NULL)), VG_DOUBLE, d, 1, cp[k], 0);
-        ot_expect(ot_run(g, vg_cumprod(g, ot_const(g, VG_INT64, d, 1, x), 0, excl, rev, NULL)), VG_INT64, d, 1, cp[k], 0);
+        expect_tol(run(g, vg_cumsum(g, cst(g, VG_FLOAT, d, 1, x), 0, excl, rev, NULL)), VG_FLOAT, d, 1, cs[k], 0);
+        expect_tol(run(g, vg_cumsum(g, cst(g, VG_INT32, d, 1, x), -1, excl, rev, NULL)), VG_INT32, d, 1, cs[k], 0);
+        expect_tol(run(g, vg_cumprod(g, cst(g, VG_DOUBLE, d, 1, x), 0, excl, rev, NULL)), VG_DOUBLE, d, 1, cp[k], 0);
+        expect_tol(run(g, vg_cumprod(g, cst(g, VG_INT64, d, 1, x), 0, excl, rev, NULL)), VG_INT64, d, 1, cp[k], 0);
     }
     /* testAxis: [[1, 2, 3], [4, 5, 6]] along axis 0 and 1 */
     int64_t d2[2] = {2, 3};
     double m[6] = {1, 2, 3, 4, 5, 6}, a0[6] = {1, 2, 3, 5, 7, 9}, a1[6] = {1, 3, 6, 4, 9, 15};
-    ot_expect(ot_run(g, vg_cumsum(g, ot_const(g, VG_FLOAT, d2, 2, m), 0, false, false, NULL)), VG_FLOAT, d2, 2, a0, 0);
-    ot_expect(ot_run(g, vg_cumsum(g, ot_const(g, VG_FLOAT, d2, 2, m), 1, false, false, NULL)), VG_FLOAT, d2, 2, a1, 0);
+    expect_tol(run(g, vg_cumsum(g, cst(g, VG_FLOAT, d2, 2, m), 0, false, false, NULL)), VG_FLOAT, d2, 2, a0, 0);
+    expect_tol(run(g, vg_cumsum(g, cst(g, VG_FLOAT, d2, 2, m), 1, false, false, NULL)), VG_FLOAT, d2, 2, a1, 0);
     vg_status st;
-    vg_tensor *t = ot_run_st(g, vg_cumsum(g, ot_const(g, VG_FLOAT, d2, 2, m), 2, false, false, NULL), &st);
+    vg_tensor *t = run_st(g, vg_cumsum(g, cst(g, VG_FLOAT, d2, 2, m), 2, false, false, NULL), &st);
     CHECK(t == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Expected scan axis in the range [-2, 2), but got 2");
@@ -335,7 +335,7 @@ static void test_cumsum_cumprod(void) {
         g = vg_graph_new();
         double xv[6] = {0.5, -1.2, 2.0, 1.5, 0.7, -0.9};
         vg_tensor *tx;
-        vg_output px = ot_ph(g, VG_DOUBLE, d2, 2, xv, &tx);
+        vg_output px = ph(g, VG_DOUBLE, d2, 2, xv, &tx);
         CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, vg_cumsum(g, px, 1, k & 1, k & 2, NULL), 1e-6, 1e-8), 0);
         CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, vg_cumprod(g, px, 1, k & 1, k & 2, NULL), 1e-6, 1e-7), 0);
         CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, vg_cumprod(g, px, 0, k & 1, k & 2, NULL), 1e-6, 1e-7), 0);

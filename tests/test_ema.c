@@ -9,7 +9,7 @@
 static vg_variable var_of(vg_graph *g, const char *name, double v, unsigned flags) {
     int64_t d[1] = {4};
     double vals[4] = {v, v, v, v};
-    return vg_variable_new(g, name, ot_const(g, VG_FLOAT, d, 1, vals), flags);
+    return vg_variable_new(g, name, cst(g, VG_FLOAT, d, 1, vals), flags);
 }
 
 static bool in_collection(vg_graph *g, const char *key, vg_output v) {
@@ -25,8 +25,8 @@ static double val(vg_session *s, vg_output x) {
     vg_tensor *t = NULL;
     double r = NAN;
     if (vg_session_run1(s, x, &t, &st) == VG_OK) {
-        r = ot_get(t, 0);
-        for (int64_t i = 1; i < vg_tensor_num_elements(t); i++) CHECK(ot_get(t, i) == r);
+        r = get(t, 0);
+        for (int64_t i = 1; i < vg_tensor_num_elements(t); i++) CHECK(get(t, i) == r);
         vg_tensor_free(t);
     } else {
         fprintf(stderr, "run: %s\n", st.msg);
@@ -63,7 +63,7 @@ static void check_decay(double decay, bool with_num_updates, double actual) {
     /* v0 := 20 after the first read of the averages */
     int64_t d[1] = {4};
     double twenty[4] = {20, 20, 20, 20};
-    vg_output set20 = vg_assign(g, v0.ref, ot_const(g, VG_FLOAT, d, 1, twenty), true, NULL);
+    vg_output set20 = vg_assign(g, v0.ref, cst(g, VG_FLOAT, d, 1, twenty), true, NULL);
     vg_op *init = vg_global_variables_initializer(g);
     vg_session *s = vg_session_new(g, NULL, &st);
     run_op(s, init);
@@ -202,7 +202,7 @@ static void test_ema_checkpoint_names(void) {
     vg_op *update = vg_ema_apply(ema, &v0.ref, 1);
     int64_t d[1] = {4};
     double twenty[4] = {20, 20, 20, 20};
-    vg_output set20 = vg_assign(g, v0.ref, ot_const(g, VG_FLOAT, d, 1, twenty), true, NULL);
+    vg_output set20 = vg_assign(g, v0.ref, cst(g, VG_FLOAT, d, 1, twenty), true, NULL);
     vg_op *init = vg_global_variables_initializer(g);
     vg_saver_options so = VG_SAVER_OPTIONS_INIT;
     so.write_meta_graph = false;
@@ -221,8 +221,8 @@ static void test_ema_checkpoint_names(void) {
         vg_tensor *a = vg_checkpoint_reader_read(r, "v0/ExponentialMovingAverage", &st);
         vg_tensor *v = vg_checkpoint_reader_read(r, "v0", &st);
         CHECK(a && v);
-        if (a) CHECK_NEAR(ot_get(a, 3), 15.0, 1e-6);
-        if (v) CHECK_NEAR(ot_get(v, 0), 20.0, 1e-6);
+        if (a) CHECK_NEAR(get(a, 3), 15.0, 1e-6);
+        if (v) CHECK_NEAR(get(v, 0), 20.0, 1e-6);
         vg_tensor_free(a), vg_tensor_free(v);
         vg_checkpoint_reader_free(r);
     }

@@ -35,12 +35,15 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/graphdef.h", "graph"},     {"vigil/import.h", "graph"},       {"vigil/variables.h", "train"},
     {"vigil/session.h", "exec"},       {"vigil/ops.h", "kernels"},        {"vigil/queue_ops.h", "kernels"},
     {"vigil/gradients.h", "autodiff"}, {"vigil/optimizer.h", "train"},    {"vigil/saver.h", "train"},
+    {"vigil/graphdef.h", "graph"},     {"vigil/import.h", "graph"},       {"vigil/variables.h", "graph"},
+    {"vigil/session.h", "exec"},       {"vigil/ops.h", "kernels"},        {"vigil/queue.h", "kernels"},
+    {"vigil/data.h", "kernels"},       {"vigil/gradients.h", "autodiff"}, {"vigil/optimizer.h", "train"},    {"vigil/saver.h", "train"},
     {"vigil/summary.h", "train"},      {"vigil/coordinator.h", "train"},  {"vigil/layers.h", "train"},
     {"vigil/saved_model.h", "train"},
     {"vigil/monitored.h", "monitored"}, {"vigil/hooks.h", "monitored"},    {"vigil/vigil.h", "monitored"},
-    {"vigil/ops_ext.h", "kernels"},    {"vigil/train_lib.h", "train"},    {"vigil/losses.h", "train"},
     {"vigil/queue.h", "train"},
     {"vigil/version.h", "core"},       {"vigil/events.h", "io"},          {"vigil/idx.h", "io"},
+    {"vigil/ops_ext.h", "kernels"},    {"vigil/train_lib.h", "train"},    {"vigil/losses.h", "train"},
 };
 
 static int layer_index(const char *name, size_t n) {

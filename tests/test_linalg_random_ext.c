@@ -31,15 +31,15 @@ static void test_batch_matmul(void) {
                 for (int i = 0; i < 3; i++)
                     for (int j = 0; j < 2; j++)
                         e[((b0 * 5 + b1) * 3 + i) * 2 + j] = naive(xv + b0 * 12, yv + b1 * 8, 3, 4, 2, i, j, ax, ay);
-        vg_output y = vg_batch_matmul(g, ot_const(g, VG_DOUBLE, dx, 4, xv), ot_const(g, VG_DOUBLE, dy, 3, yv), ax, ay, NULL);
+        vg_output y = vg_batch_matmul(g, cst(g, VG_DOUBLE, dx, 4, xv), cst(g, VG_DOUBLE, dy, 3, yv), ax, ay, NULL);
         vg_shape s = vg_output_shape(y);
         CHECK_EQ_INT(s.ndims, 4);
-        ot_expect(ot_run(g, y), VG_DOUBLE, dout, 4, e, 1e-12);
-        y = vg_batch_matmul(g, ot_const(g, VG_FLOAT, dx, 4, xv), ot_const(g, VG_FLOAT, dy, 3, yv), ax, ay, NULL);
-        ot_expect(ot_run(g, y), VG_FLOAT, dout, 4, e, 1e-5);
+        expect_tol(run(g, y), VG_DOUBLE, dout, 4, e, 1e-12);
+        y = vg_batch_matmul(g, cst(g, VG_FLOAT, dx, 4, xv), cst(g, VG_FLOAT, dy, 3, yv), ax, ay, NULL);
+        expect_tol(run(g, y), VG_FLOAT, dout, 4, e, 1e-5);
         /* gradients through the broadcast */
         vg_tensor *tx, *ty;
-        vg_output px = ot_ph(g, VG_DOUBLE, dx, 4, xv, &tx), py = ot_ph(g, VG_DOUBLE, dy, 3, yv, &ty);
+        vg_output px = ph(g, VG_DOUBLE, dx, 4, xv, &tx), py = ph(g, VG_DOUBLE, dy, 3, yv, &ty);
         vg_output ins[2] = {px, py};
         vg_tensor *vals[2] = {tx, ty};
         CHECK_EQ_INT(vg_gradcheck(g, ins, vals, 2, vg_batch_matmul(g, px, py, ax, ay, NULL), 1e-6, 1e-7), 0);
@@ -52,7 +52,7 @@ static void test_batch_matmul(void) {
     double a[12], b[12];
     for (int i = 0; i < 12; i++) a[i] = 0.1 * i - 0.4, b[i] = 0.3 - 0.05 * i;
     vg_tensor *ta, *tb;
-    vg_output pa = ot_ph(g, VG_DOUBLE, d, 3, a, &ta), pb = ot_ph(g, VG_DOUBLE, d2, 3, b, &tb);
+    vg_output pa = ph(g, VG_DOUBLE, d, 3, a, &ta), pb = ph(g, VG_DOUBLE, d2, 3, b, &tb);
     vg_output ins[2] = {pa, pb};
     vg_tensor *vals[2] = {ta, tb};
     CHECK_EQ_INT(vg_gradcheck(g, ins, vals, 2, vg_batch_matmul(g, pa, pb, false, false, NULL), 1e-6, 1e-7), 0);
@@ -78,40 +78,40 @@ static void test_band_part_and_diag(void) {
                 bool keep = (cases[c].lo < 0 || i - j <= cases[c].lo) && (cases[c].hi < 0 || j - i <= cases[c].hi);
                 e[i * 4 + j] = keep ? x[i * 4 + j] : 0;
             }
-        ot_expect(ot_run(g, vg_matrix_band_part_c(g, ot_const(g, VG_FLOAT, d, 2, x), cases[c].lo, cases[c].hi, NULL)),
+        expect_tol(run(g, vg_matrix_band_part_c(g, cst(g, VG_FLOAT, d, 2, x), cases[c].lo, cases[c].hi, NULL)),
                   VG_FLOAT, d, 2, e, 0);
     }
     /* lower part (-1, 0) of a 2x2 by hand */
     int64_t d22[2] = {2, 2};
     double m[4] = {1, 2, 3, 4}, low[4] = {1, 0, 3, 4};
-    ot_expect(ot_run(g, vg_matrix_band_part_c(g, ot_const(g, VG_INT32, d22, 2, m), -1, 0, NULL)), VG_INT32, d22, 2, low, 0);
+    expect_tol(run(g, vg_matrix_band_part_c(g, cst(g, VG_INT32, d22, 2, m), -1, 0, NULL)), VG_INT32, d22, 2, low, 0);
     vg_status st;
-    vg_tensor *t = ot_run_st(g, vg_matrix_band_part_c(g, ot_const(g, VG_FLOAT, d, 2, x), 4, 0, NULL), &st);
+    vg_tensor *t = run_st(g, vg_matrix_band_part_c(g, cst(g, VG_FLOAT, d, 2, x), 4, 0, NULL), &st);
     CHECK(t == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     /* Diag / DiagPart */
     int64_t d3[1] = {3}, d33[2] = {3, 3};
     double v[3] = {1, 2, 3}, dg[9] = {1, 0, 0, 0, 2, 0, 0, 0, 3};
-    ot_expect(ot_run(g, vg_diag(g, ot_const(g, VG_INT32, d3, 1, v), NULL)), VG_INT32, d33, 2, dg, 0);
-    ot_expect(ot_run(g, vg_diag_part(g, ot_const(g, VG_FLOAT, d33, 2, dg), NULL)), VG_FLOAT, d3, 1, v, 0);
+    expect_tol(run(g, vg_diag(g, cst(g, VG_INT32, d3, 1, v), NULL)), VG_INT32, d33, 2, dg, 0);
+    expect_tol(run(g, vg_diag_part(g, cst(g, VG_FLOAT, d33, 2, dg), NULL)), VG_FLOAT, d3, 1, v, 0);
     int64_t d2222[4] = {2, 2, 2, 2};
     double r2[16] = {0};
     r2[0] = 1, r2[5] = 2, r2[10] = 3, r2[15] = 4;
-    ot_expect(ot_run(g, vg_diag(g, ot_const(g, VG_DOUBLE, d22, 2, m), NULL)), VG_DOUBLE, d2222, 4, r2, 0);
-    ot_expect(ot_run(g, vg_diag_part(g, ot_const(g, VG_DOUBLE, d2222, 4, r2), NULL)), VG_DOUBLE, d22, 2, m, 0);
-    CHECK(vg_diag_part(g, ot_const(g, VG_FLOAT, d3, 1, v), NULL).op == NULL);
+    expect_tol(run(g, vg_diag(g, cst(g, VG_DOUBLE, d22, 2, m), NULL)), VG_DOUBLE, d2222, 4, r2, 0);
+    expect_tol(run(g, vg_diag_part(g, cst(g, VG_DOUBLE, d2222, 4, r2), NULL)), VG_DOUBLE, d22, 2, m, 0);
+    CHECK(vg_diag_part(g, cst(g, VG_FLOAT, d3, 1, v), NULL).op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "even rank");
     vg_graph_free(g);
     g = vg_graph_new();
-    CHECK(vg_diag_part(g, ot_const(g, VG_FLOAT, d, 2, x), NULL).op == NULL);
+    CHECK(vg_diag_part(g, cst(g, VG_FLOAT, d, 2, x), NULL).op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     vg_graph_free(g);
     /* gradients */
     g = vg_graph_new();
     vg_tensor *tx, *tv, *tm;
-    vg_output px = ot_ph(g, VG_DOUBLE, d, 2, x, &tx), pv = ot_ph(g, VG_DOUBLE, d3, 1, v, &tv);
-    vg_output pm = ot_ph(g, VG_DOUBLE, d33, 2, dg, &tm);
+    vg_output px = ph(g, VG_DOUBLE, d, 2, x, &tx), pv = ph(g, VG_DOUBLE, d3, 1, v, &tv);
+    vg_output pm = ph(g, VG_DOUBLE, d33, 2, dg, &tm);
     CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, vg_matrix_band_part_c(g, px, 1, 0, NULL), 1e-6, 1e-8), 0);
     CHECK_EQ_INT(vg_gradcheck(g, &pv, &tv, 1, vg_diag(g, pv, NULL), 1e-6, 1e-8), 0);
     CHECK_EQ_INT(vg_gradcheck(g, &pm, &tm, 1, vg_diag_part(g, pm, NULL), 1e-6, 1e-8), 0);
@@ -122,7 +122,7 @@ static void test_band_part_and_diag(void) {
 static double moment(const vg_tensor *t, int p, double c) {
     double s = 0;
     int64_t n = vg_tensor_num_elements(t);
-    for (int64_t i = 0; i < n; i++) s += pow(ot_get(t, i) - c, p);
+    for (int64_t i = 0; i < n; i++) s += pow(get(t, i) - c, p);
     return s / (double)n;
 }
 
@@ -136,11 +136,11 @@ static void test_random_constructors(void) {
     CHECK(vg_graph_op_by_name(g, "random_uniform/max") != NULL);
     vg_output nrm = vg_random_normal_dist(g, shape, 2.0, 0.5, VG_DOUBLE, 0, NULL);
     vg_output tn = vg_truncated_normal_dist(g, shape, -1.0, 2.0, VG_FLOAT, 0, NULL);
-    vg_tensor *tu = ot_run(g, u), *tnr = ot_run(g, nrm), *ttn = ot_run(g, tn);
+    vg_tensor *tu = run(g, u), *tnr = run(g, nrm), *ttn = run(g, tn);
     if (tu && tnr && ttn) {
         double mn = 1e9, mx = -1e9;
         for (int64_t i = 0; i < 10000; i++) {
-            double v = ot_get(tu, i);
+            double v = get(tu, i);
             mn = v < mn ? v : mn;
             mx = v > mx ? v : mx;
         }
@@ -151,7 +151,7 @@ static void test_random_constructors(void) {
         CHECK_NEAR(sqrt(moment(tnr, 2, 2.0)), 0.5, 0.02);    /* stddev */
         double tmn = 1e9, tmx = -1e9;
         for (int64_t i = 0; i < 10000; i++) {
-            double v = ot_get(ttn, i);
+            double v = get(ttn, i);
             tmn = v < tmn ? v : tmn;
             tmx = v > tmx ? v : tmx;
         }
@@ -164,7 +164,7 @@ static void test_random_constructors(void) {
     /* integer ranges: RandomUniformInt, every value of [-3, 5) drawn, none outside */
     vg_output ui = vg_random_uniform_range(g, shape, -3, 5, VG_INT32, 0, NULL);
     CHECK(ui.op && strcmp(vg_op_type(ui.op), "RandomUniformInt") == 0 && strcmp(vg_op_name(ui.op), "random_uniform_1") == 0);
-    vg_tensor *ti = ot_run(g, ui);
+    vg_tensor *ti = run(g, ui);
     if (ti) {
         int hist[8] = {0};
         bool in_range = true;
@@ -179,7 +179,7 @@ static void test_random_constructors(void) {
     }
     vg_output bad = vg_random_uniform_int(g, shape, vg_const_i64(g, 5, NULL), vg_const_i64(g, 5, NULL), 1, 2, NULL);
     vg_status st;
-    vg_tensor *tb = ot_run_st(g, bad, &st);
+    vg_tensor *tb = run_st(g, bad, &st);
     CHECK(tb == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Need minval < maxval: 5 >= 5");
@@ -190,9 +190,9 @@ static void test_random_constructors(void) {
         g = vg_graph_new();
         vg_graph_set_seed(g, 5);
         int32_t s3[1] = {3};
-        vg_tensor *t = ot_run(g, vg_random_uniform_range(g, vg_const_i32_vec(g, s3, 1, NULL), 10, 20, VG_DOUBLE, 7, NULL));
+        vg_tensor *t = run(g, vg_random_uniform_range(g, vg_const_i32_vec(g, s3, 1, NULL), 10, 20, VG_DOUBLE, 7, NULL));
         if (t) {
-            first[k] = ot_get(t, 2);
+            first[k] = get(t, 2);
             CHECK(first[k] >= 10 && first[k] < 20);
         }
         vg_tensor_free(t);
@@ -213,11 +213,11 @@ static void test_zeros_ones_dynamic(void) {
     vg_session *s = vg_session_new(g, NULL, &st);
     int64_t d[2] = {2, 3};
     double xv[6] = {1, 2, 3, 4, 5, 6}, zs[6] = {0}, os[6] = {1, 1, 1, 1, 1, 1};
-    vg_tensor *tx = ot_mk(VG_FLOAT, d, 2, xv), *outs[2] = {NULL, NULL};
+    vg_tensor *tx = mk(VG_FLOAT, d, 2, xv), *outs[2] = {NULL, NULL};
     vg_output f[2] = {z, o};
     CHECK_OK(vg_session_run(s, NULL, &x, &tx, 1, f, outs, 2, NULL, 0, NULL, &st), &st);
-    ot_expect(outs[0], VG_FLOAT, d, 2, zs, 0);
-    ot_expect(outs[1], VG_INT64, d, 2, os, 0);
+    expect_tol(outs[0], VG_FLOAT, d, 2, zs, 0);
+    expect_tol(outs[1], VG_INT64, d, 2, os, 0);
     vg_tensor_free(tx);
     vg_session_free(s);
     vg_graph_free(g);
@@ -230,9 +230,9 @@ static void test_multinomial(void) {
     vg_graph_set_seed(g, 1234);
     int64_t d[2] = {2, 3};
     double lg[6] = {log(0.1), log(0.2), log(0.7), -99999.0, 99999.0, -INFINITY};
-    vg_output m = vg_multinomial(g, ot_const(g, VG_FLOAT, d, 2, lg), 20000, 0, VG_INT64, NULL);
+    vg_output m = vg_multinomial(g, cst(g, VG_FLOAT, d, 2, lg), 20000, 0, VG_INT64, NULL);
     CHECK(m.op && strcmp(vg_op_name(m.op), "multinomial/Multinomial") == 0);
-    vg_tensor *t = ot_run(g, m);
+    vg_tensor *t = run(g, m);
     if (t) {
         CHECK_EQ_INT(vg_tensor_dim(t, 1), 20000);
         double cnt[3] = {0, 0, 0};
@@ -249,14 +249,14 @@ static void test_multinomial(void) {
         vg_tensor_free(t);
     }
     /* int32 output, zero samples */
-    vg_output m0 = vg_multinomial(g, ot_const(g, VG_DOUBLE, d, 2, lg), 0, 0, VG_INT32, NULL);
+    vg_output m0 = vg_multinomial(g, cst(g, VG_DOUBLE, d, 2, lg), 0, 0, VG_INT32, NULL);
     vg_shape s0 = vg_output_shape(m0);
     CHECK(s0.ndims == 2 && s0.dims[1] == 0);
-    t = ot_run(g, m0);
+    t = run(g, m0);
     if (t) CHECK_EQ_INT(vg_tensor_num_elements(t), 0);
     vg_tensor_free(t);
     vg_status st;
-    CHECK(vg_multinomial(g, ot_const(g, VG_FLOAT, d, 2, lg), -1, 0, VG_INT64, NULL).op == NULL);
+    CHECK(vg_multinomial(g, cst(g, VG_FLOAT, d, 2, lg), -1, 0, VG_INT64, NULL).op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "num_samples should be nonnegative, got -1");
     vg_graph_free(g);
@@ -267,7 +267,7 @@ static void test_multinomial(void) {
         vg_graph_set_seed(g, 9);
         int64_t d1[2] = {1, 4};
         double l1[4] = {0, 0, 0, 0};
-        t = ot_run(g, vg_multinomial(g, ot_const(g, VG_FLOAT, d1, 2, l1), 5, 3, VG_INT64, NULL));
+        t = run(g, vg_multinomial(g, cst(g, VG_FLOAT, d1, 2, l1), 5, 3, VG_INT64, NULL));
         for (int j = 0; t && j < 5; j++) first[k][j] = ((const int64_t *)vg_tensor_data(t))[j];
         vg_tensor_free(t);
         vg_graph_free(g);

@@ -13,7 +13,7 @@ static const double PRED[6] = {4, 8, 12, 8, 1, 3}, LAB[6] = {1, 9, 2, -5, -2, 6}
 static const int64_t D23[2] = {2, 3};
 
 static double run_scalar(vg_graph *g, vg_output y) {
-    vg_tensor *t = ot_run(g, y);
+    vg_tensor *t = run(g, y);
     double r = t ? vg_tensor_scalar(t) : NAN;
     vg_tensor_free(t);
     return r;
@@ -21,7 +21,7 @@ static double run_scalar(vg_graph *g, vg_output y) {
 
 static void test_absolute_difference_and_weights(void) {
     vg_graph *g = vg_graph_new();
-    vg_output p = ot_const(g, VG_FLOAT, D23, 2, PRED), l = ot_const(g, VG_FLOAT, D23, 2, LAB);
+    vg_output p = cst(g, VG_FLOAT, D23, 2, PRED), l = cst(g, VG_FLOAT, D23, 2, LAB);
     vg_output loss = vg_losses_absolute_difference(g, l, p, NULL);
     CHECK(loss.op && strcmp(vg_op_name(loss.op), "absolute_difference/value") == 0);
     CHECK_NEAR(run_scalar(g, loss), 5.5, 1e-6);
@@ -30,7 +30,7 @@ static void test_absolute_difference_and_weights(void) {
     CHECK_NEAR(run_scalar(g, vg_losses_absolute_difference(g, l, p, &o)), 5.5 * 2.3, 1e-5);
     int64_t d21[2] = {2, 1};
     double bw[2] = {1.2, 0.0};
-    o.weights = ot_const(g, VG_FLOAT, d21, 2, bw);
+    o.weights = cst(g, VG_FLOAT, d21, 2, bw);
     CHECK_NEAR(run_scalar(g, vg_losses_absolute_difference(g, l, p, &o)), 5.6, 1e-5);
     /* the other reductions with the same weights: sum 16.8 */
     o.reduction = VG_REDUCTION_SUM;
@@ -41,23 +41,23 @@ static void test_absolute_difference_and_weights(void) {
     CHECK_NEAR(run_scalar(g, vg_losses_absolute_difference(g, l, p, &o)), 16.8 / 6, 1e-5);
     o.reduction = VG_REDUCTION_NONE;
     double none[6] = {3 * 1.2, 1 * 1.2, 10 * 1.2, 0, 0, 0};
-    ot_expect(ot_run(g, vg_losses_absolute_difference(g, l, p, &o)), VG_FLOAT, D23, 2, none, 1e-6);
+    expect_tol(run(g, vg_losses_absolute_difference(g, l, p, &o)), VG_FLOAT, D23, 2, none, 1e-6);
     double sw[6] = {3, 6, 5, 0, 4, 2}, zw[6] = {0};
-    vg_loss_opts o2 = {ot_const(g, VG_FLOAT, D23, 2, sw), NULL, NULL, 0};
+    vg_loss_opts o2 = {cst(g, VG_FLOAT, D23, 2, sw), NULL, NULL, 0};
     CHECK_NEAR(run_scalar(g, vg_losses_absolute_difference(g, l, p, &o2)), 16.6, 1e-5);
-    o2.weights = ot_const(g, VG_FLOAT, D23, 2, zw);
+    o2.weights = cst(g, VG_FLOAT, D23, 2, zw);
     CHECK_NEAR(run_scalar(g, vg_losses_absolute_difference(g, l, p, &o2)), 0.0, 0);
     /* incompatible shapes; weights that cannot broadcast */
     vg_status st;
     int64_t d3[1] = {3};
-    CHECK(vg_losses_absolute_difference(g, ot_const(g, VG_FLOAT, d3, 1, LAB), p, NULL).op == NULL);
+    CHECK(vg_losses_absolute_difference(g, cst(g, VG_FLOAT, d3, 1, LAB), p, NULL).op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "are incompatible");
     vg_graph_free(g);
     g = vg_graph_new();
-    p = ot_const(g, VG_FLOAT, D23, 2, PRED), l = ot_const(g, VG_FLOAT, D23, 2, LAB);
+    p = cst(g, VG_FLOAT, D23, 2, PRED), l = cst(g, VG_FLOAT, D23, 2, LAB);
     int64_t d32[2] = {3, 2};
-    vg_loss_opts o3 = {ot_const(g, VG_FLOAT, d32, 2, sw), NULL, NULL, 0};
+    vg_loss_opts o3 = {cst(g, VG_FLOAT, d32, 2, sw), NULL, NULL, 0};
     CHECK(vg_losses_absolute_difference(g, l, p, &o3).op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "weights can not be broadcast to values.");
@@ -66,33 +66,33 @@ static void test_absolute_difference_and_weights(void) {
 
 static void test_pointwise_losses(void) {
     vg_graph *g = vg_graph_new();
-    vg_output p = ot_const(g, VG_FLOAT, D23, 2, PRED), l = ot_const(g, VG_FLOAT, D23, 2, LAB);
+    vg_output p = cst(g, VG_FLOAT, D23, 2, PRED), l = cst(g, VG_FLOAT, D23, 2, LAB);
     CHECK_NEAR(run_scalar(g, vg_losses_mean_squared_error(g, l, p, NULL)), 49.5, 1e-5);
     /* huber by hand: |e| = 0.5 -> 0.125; |e| = 3 -> 0.5 + 2 */
     int64_t d2[1] = {2};
     double hp[2] = {0.5, 3.0}, hl[2] = {0, 0};
-    CHECK_NEAR(run_scalar(g, vg_losses_huber_loss(g, ot_const(g, VG_FLOAT, d2, 1, hl), ot_const(g, VG_FLOAT, d2, 1, hp), 1.0,
+    CHECK_NEAR(run_scalar(g, vg_losses_huber_loss(g, cst(g, VG_FLOAT, d2, 1, hl), cst(g, VG_FLOAT, d2, 1, hp), 1.0,
                                                  NULL)),
                (0.125 + 2.5) / 2, 1e-6);
     /* hinge */
     int64_t d4[1] = {4}, d41[2] = {4, 1};
     double lo[4] = {1.2, -1.4, -1.0, 2.1}, la[4] = {1, 0, 0, 1};
-    CHECK_NEAR(run_scalar(g, vg_losses_hinge_loss(g, ot_const(g, VG_FLOAT, d4, 1, la), ot_const(g, VG_FLOAT, d4, 1, lo), NULL)),
+    CHECK_NEAR(run_scalar(g, vg_losses_hinge_loss(g, cst(g, VG_FLOAT, d4, 1, la), cst(g, VG_FLOAT, d4, 1, lo), NULL)),
                0.0, 1e-7);
     double lo2[4] = {-0.7, -1.4, 1.4, 0.6}, la2[4] = {0, 0, 1, 1};
-    CHECK_NEAR(run_scalar(g, vg_losses_hinge_loss(g, ot_const(g, VG_FLOAT, d41, 2, la2), ot_const(g, VG_FLOAT, d41, 2, lo2),
+    CHECK_NEAR(run_scalar(g, vg_losses_hinge_loss(g, cst(g, VG_FLOAT, d41, 2, la2), cst(g, VG_FLOAT, d41, 2, lo2),
                                                   NULL)),
                0.175, 1e-6);
     /* log loss by hand */
     double lp[2] = {0.8, 0.3}, ll[2] = {1, 0};
-    CHECK_NEAR(run_scalar(g, vg_losses_log_loss(g, ot_const(g, VG_FLOAT, d2, 1, ll), ot_const(g, VG_FLOAT, d2, 1, lp), 1e-7,
+    CHECK_NEAR(run_scalar(g, vg_losses_log_loss(g, cst(g, VG_FLOAT, d2, 1, ll), cst(g, VG_FLOAT, d2, 1, lp), 1e-7,
                                                 NULL)),
                (-log(0.8 + 1e-7) - log(0.7 + 1e-7)) / 2, 1e-6);
     /* cosine distance */
     int64_t d323[3] = {3, 2, 3};
     double cp[18] = {1, 0, 0, 0, 0, -1, 1, 0, 0, 1, 0, 0, 0, 0, -1, 1, 0, 0};
     double cl[18] = {1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 1, 0};
-    vg_output cd = vg_losses_cosine_distance(g, ot_const(g, VG_FLOAT, d323, 3, cl), ot_const(g, VG_FLOAT, d323, 3, cp), 2, NULL);
+    vg_output cd = vg_losses_cosine_distance(g, cst(g, VG_FLOAT, d323, 3, cl), cst(g, VG_FLOAT, d323, 3, cp), 2, NULL);
     CHECK(cd.op && strncmp(vg_op_name(cd.op), "cosine_distance_loss/", 21) == 0);
     CHECK_NEAR(run_scalar(g, cd), 1.0, 1e-6);
     vg_graph_free(g);
@@ -102,30 +102,30 @@ static void test_cross_entropy_losses(void) {
     vg_graph *g = vg_graph_new();
     int64_t d33[2] = {3, 3}, d13[2] = {1, 3}, d3[1] = {3};
     double logits[9] = {100, -100, -100, -100, 100, -100, -100, -100, 100}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-    CHECK_NEAR(run_scalar(g, vg_losses_sigmoid_cross_entropy(g, ot_const(g, VG_FLOAT, d33, 2, eye),
-                                                             ot_const(g, VG_FLOAT, d33, 2, logits), 0, NULL)),
+    CHECK_NEAR(run_scalar(g, vg_losses_sigmoid_cross_entropy(g, cst(g, VG_FLOAT, d33, 2, eye),
+                                                             cst(g, VG_FLOAT, d33, 2, logits), 0, NULL)),
                0.0, 1e-6);
     double l1[3] = {100, -100, -100}, z1[3] = {1, 0, 1};
-    CHECK_NEAR(run_scalar(g, vg_losses_sigmoid_cross_entropy(g, ot_const(g, VG_INT32, d13, 2, z1),
-                                                             ot_const(g, VG_FLOAT, d13, 2, l1), 0.1, NULL)),
+    CHECK_NEAR(run_scalar(g, vg_losses_sigmoid_cross_entropy(g, cst(g, VG_INT32, d13, 2, z1),
+                                                             cst(g, VG_FLOAT, d13, 2, l1), 0.1, NULL)),
                (100.0 + 50.0 * 0.1) / 3.0, 1e-4);
     double oh[3] = {1, 0, 0};
-    vg_output sm = vg_losses_softmax_cross_entropy(g, ot_const(g, VG_INT32, d13, 2, oh), ot_const(g, VG_FLOAT, d13, 2, l1),
+    vg_output sm = vg_losses_softmax_cross_entropy(g, cst(g, VG_INT32, d13, 2, oh), cst(g, VG_FLOAT, d13, 2, l1),
                                                    0.1, NULL);
     CHECK_NEAR(run_scalar(g, sm), 400.0 * 0.1 / 3.0, 1e-3);
-    CHECK_NEAR(run_scalar(g, vg_losses_softmax_cross_entropy(g, ot_const(g, VG_FLOAT, d33, 2, eye),
-                                                             ot_const(g, VG_FLOAT, d33, 2, logits), 0, NULL)),
+    CHECK_NEAR(run_scalar(g, vg_losses_softmax_cross_entropy(g, cst(g, VG_FLOAT, d33, 2, eye),
+                                                             cst(g, VG_FLOAT, d33, 2, logits), 0, NULL)),
                0.0, 1e-6);
     double sl[9] = {10, 0, 0, 0, 10, 0, 0, 0, 10}, lab[3] = {2, 0, 1};
-    CHECK_NEAR(run_scalar(g, vg_losses_sparse_softmax_cross_entropy(g, ot_const(g, VG_INT32, d3, 1, lab),
-                                                                    ot_const(g, VG_FLOAT, d33, 2, sl), NULL)),
+    CHECK_NEAR(run_scalar(g, vg_losses_sparse_softmax_cross_entropy(g, cst(g, VG_INT32, d3, 1, lab),
+                                                                    cst(g, VG_FLOAT, d33, 2, sl), NULL)),
                10.0, 1e-4);
     vg_graph_free(g);
 }
 
 static void test_collections_and_regularizers(void) {
     vg_graph *g = vg_graph_new();
-    vg_output p = ot_const(g, VG_FLOAT, D23, 2, PRED), l = ot_const(g, VG_FLOAT, D23, 2, LAB);
+    vg_output p = cst(g, VG_FLOAT, D23, 2, PRED), l = cst(g, VG_FLOAT, D23, 2, LAB);
     vg_output a = vg_losses_absolute_difference(g, l, p, NULL);
     vg_output m = vg_losses_mean_squared_error(g, l, p, NULL);
     vg_loss_opts no_coll = {{NULL, 0}, "scoped", "", 0};
@@ -137,7 +137,7 @@ static void test_collections_and_regularizers(void) {
     if (n == 2) CHECK(c[0].op == a.op && c[1].op == m.op);
     int64_t d3[1] = {3};
     double w[3] = {1, -2, 3};
-    vg_output wv = ot_const(g, VG_FLOAT, d3, 1, w);
+    vg_output wv = cst(g, VG_FLOAT, d3, 1, w);
     vg_output r2 = vg_l2_regularizer(g, 0.5, wv), r1 = vg_l1_regularizer(g, 0.5, wv);
     CHECK(r2.op && strcmp(vg_op_name(r2.op), "l2_regularizer") == 0);
     CHECK_NEAR(run_scalar(g, r2), 3.5, 1e-6);
@@ -171,17 +171,17 @@ static void test_loss_gradients(void) {
     vg_graph *g = vg_graph_new();
     double pv[6] = {0.4, 1.8, -1.2, 0.8, 0.1, 0.3};
     vg_tensor *tp;
-    vg_output p = ot_ph(g, VG_DOUBLE, D23, 2, pv, &tp);
-    vg_output l = ot_const(g, VG_DOUBLE, D23, 2, LAB);
+    vg_output p = ph(g, VG_DOUBLE, D23, 2, pv, &tp);
+    vg_output l = cst(g, VG_DOUBLE, D23, 2, LAB);
     double sw[6] = {3, 6, 5, 0, 4, 2};
-    vg_loss_opts o = {ot_const(g, VG_DOUBLE, D23, 2, sw), NULL, NULL, 0};
+    vg_loss_opts o = {cst(g, VG_DOUBLE, D23, 2, sw), NULL, NULL, 0};
     CHECK_EQ_INT(vg_gradcheck(g, &p, &tp, 1, vg_losses_mean_squared_error(g, l, p, &o), 1e-2, 1e-2), 0);
     double hl[6] = {0.5, 1.0, -1.0, 0.0, 2.0, 0.2};
-    CHECK_EQ_INT(vg_gradcheck(g, &p, &tp, 1, vg_losses_huber_loss(g, ot_const(g, VG_DOUBLE, D23, 2, hl), p, 1.0, NULL), 1e-2,
+    CHECK_EQ_INT(vg_gradcheck(g, &p, &tp, 1, vg_losses_huber_loss(g, cst(g, VG_DOUBLE, D23, 2, hl), p, 1.0, NULL), 1e-2,
                               1e-2), 0);
     double oh[6] = {0, 1, 0, 1, 0, 0};
     CHECK_EQ_INT(vg_gradcheck(g, &p, &tp, 1,
-                              vg_losses_softmax_cross_entropy(g, ot_const(g, VG_DOUBLE, D23, 2, oh), p, 0.1, NULL), 1e-2,
+                              vg_losses_softmax_cross_entropy(g, cst(g, VG_DOUBLE, D23, 2, oh), p, 0.1, NULL), 1e-2,
                               1e-2), 0);
     vg_tensor_free(tp);
     vg_graph_free(g);

@@ -13,29 +13,29 @@ static void test_floor_ceil_round_rint(void) {
     vg_graph *g = vg_graph_new();
     int64_t d[1] = {10};
     double x[10] = {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.4, -0.6, 3.7, -3.2};
-    vg_output c = ot_const(g, VG_FLOAT, d, 1, x);
+    vg_output c = cst(g, VG_FLOAT, d, 1, x);
     double fl[10] = {-3, -2, -1, 0, 1, 2, 0, -1, 3, -4};
     double ce[10] = {-2, -1, -0.0, 1, 2, 3, 1, -0.0, 4, -3};
     double ro[10] = {-2, -2, 0, 0, 2, 2, 0, -1, 4, -3}; /* half to even */
-    ot_expect(ot_run(g, vg_floor(g, c, NULL)), VG_FLOAT, d, 1, fl, 0);
-    ot_expect(ot_run(g, vg_ceil(g, c, NULL)), VG_FLOAT, d, 1, ce, 0);
-    ot_expect(ot_run(g, vg_round(g, c, NULL)), VG_FLOAT, d, 1, ro, 0);
-    ot_expect(ot_run(g, vg_rint(g, c, NULL)), VG_FLOAT, d, 1, ro, 0);
+    expect_tol(run(g, vg_floor(g, c, NULL)), VG_FLOAT, d, 1, fl, 0);
+    expect_tol(run(g, vg_ceil(g, c, NULL)), VG_FLOAT, d, 1, ce, 0);
+    expect_tol(run(g, vg_round(g, c, NULL)), VG_FLOAT, d, 1, ro, 0);
+    expect_tol(run(g, vg_rint(g, c, NULL)), VG_FLOAT, d, 1, ro, 0);
     /* RoundingTest._compare over np.arange(-5, 5, .25) in float64: np.rint == libm rint */
     double xs[40], ex[40];
     for (int i = 0; i < 40; i++) { xs[i] = -5 + 0.25 * i; ex[i] = rint(xs[i]); }
     int64_t d40[1] = {40};
-    ot_expect(ot_run(g, vg_round(g, ot_const(g, VG_DOUBLE, d40, 1, xs), NULL)), VG_DOUBLE, d40, 1, ex, 0);
-    ot_expect(ot_run(g, vg_rint(g, ot_const(g, VG_DOUBLE, d40, 1, xs), NULL)), VG_DOUBLE, d40, 1, ex, 0);
+    expect_tol(run(g, vg_round(g, cst(g, VG_DOUBLE, d40, 1, xs), NULL)), VG_DOUBLE, d40, 1, ex, 0);
+    expect_tol(run(g, vg_rint(g, cst(g, VG_DOUBLE, d40, 1, xs), NULL)), VG_DOUBLE, d40, 1, ex, 0);
     /* Round on integers is the identity (TF registers int32/int64) */
     double iv[3] = {-7, 0, 9};
     int64_t d3[1] = {3};
-    ot_expect(ot_run(g, vg_round(g, ot_const(g, VG_INT32, d3, 1, iv), NULL)), VG_INT32, d3, 1, iv, 0);
-    ot_expect(ot_run(g, vg_round(g, ot_const(g, VG_INT64, d3, 1, iv), NULL)), VG_INT64, d3, 1, iv, 0);
+    expect_tol(run(g, vg_round(g, cst(g, VG_INT32, d3, 1, iv), NULL)), VG_INT32, d3, 1, iv, 0);
+    expect_tol(run(g, vg_round(g, cst(g, VG_INT64, d3, 1, iv), NULL)), VG_INT64, d3, 1, iv, 0);
     /* NaN / inf pass through */
     double sp[3] = {NAN, INFINITY, -INFINITY};
-    ot_expect(ot_run(g, vg_round(g, ot_const(g, VG_FLOAT, d3, 1, sp), NULL)), VG_FLOAT, d3, 1, sp, 0);
-    ot_expect(ot_run(g, vg_floor(g, ot_const(g, VG_FLOAT, d3, 1, sp), NULL)), VG_FLOAT, d3, 1, sp, 0);
+    expect_tol(run(g, vg_round(g, cst(g, VG_FLOAT, d3, 1, sp), NULL)), VG_FLOAT, d3, 1, sp, 0);
+    expect_tol(run(g, vg_floor(g, cst(g, VG_FLOAT, d3, 1, sp), NULL)), VG_FLOAT, d3, 1, sp, 0);
     vg_graph_free(g);
 
     /* Floor on int32 has no kernel: INVALID_ARGUMENT naming the op and dtype at build */
@@ -66,33 +66,33 @@ static void test_floordiv_floormod_int(void) {
     vg_dtype types[2] = {VG_INT32, VG_INT64};
     for (int k = 0; k < 2; k++) {
         vg_graph *g = vg_graph_new();
-        vg_output a = ot_const(g, types[k], dn, 2, nums), b = ot_const(g, types[k], dd, 2, divs);
-        ot_expect(ot_run(g, vg_floor_div(g, a, b, NULL)), types[k], dout, 2, efd, 0);
-        ot_expect(ot_run(g, vg_floor_mod(g, a, b, NULL)), types[k], dout, 2, efm, 0);
+        vg_output a = cst(g, types[k], dn, 2, nums), b = cst(g, types[k], dd, 2, divs);
+        expect_tol(run(g, vg_floor_div(g, a, b, NULL)), types[k], dout, 2, efd, 0);
+        expect_tol(run(g, vg_floor_mod(g, a, b, NULL)), types[k], dout, 2, efm, 0);
         vg_graph_free(g);
     }
     /* TruncateDiv rounds toward zero */
     vg_graph *g = vg_graph_new();
     int64_t d4[1] = {4};
     double x[4] = {-7, 7, -7, 7}, y[4] = {2, 2, -2, -2}, et[4] = {-3, 3, 3, -3};
-    ot_expect(ot_run(g, vg_truncate_div(g, ot_const(g, VG_INT32, d4, 1, x), ot_const(g, VG_INT32, d4, 1, y), NULL)),
+    expect_tol(run(g, vg_truncate_div(g, cst(g, VG_INT32, d4, 1, x), cst(g, VG_INT32, d4, 1, y), NULL)),
               VG_INT32, d4, 1, et, 0);
     /* INT_MIN // -1 and INT_MIN % -1 wrap / give 0 as two's complement, never trap */
     double mn[1] = {(double)INT32_MIN}, m1[1] = {-1}, emn[1] = {(double)INT32_MIN}, ez[1] = {0};
     int64_t d1[1] = {1};
-    ot_expect(ot_run(g, vg_floor_div(g, ot_const(g, VG_INT32, d1, 1, mn), ot_const(g, VG_INT32, d1, 1, m1), NULL)),
+    expect_tol(run(g, vg_floor_div(g, cst(g, VG_INT32, d1, 1, mn), cst(g, VG_INT32, d1, 1, m1), NULL)),
               VG_INT32, d1, 1, emn, 0);
-    ot_expect(ot_run(g, vg_floor_mod(g, ot_const(g, VG_INT32, d1, 1, mn), ot_const(g, VG_INT32, d1, 1, m1), NULL)),
+    expect_tol(run(g, vg_floor_mod(g, cst(g, VG_INT32, d1, 1, mn), cst(g, VG_INT32, d1, 1, m1), NULL)),
               VG_INT32, d1, 1, ez, 0);
     /* integer division by zero: INVALID_ARGUMENT as TF's safe_div functors */
     double z[4] = {1, 0, 2, 3};
     const char *ops[3] = {"FloorDiv", "FloorMod", "TruncateDiv"};
     for (int k = 0; k < 3; k++) {
-        vg_output a = ot_const(g, VG_INT32, d4, 1, x), b = ot_const(g, VG_INT32, d4, 1, z);
+        vg_output a = cst(g, VG_INT32, d4, 1, x), b = cst(g, VG_INT32, d4, 1, z);
         vg_output r = k == 0 ? vg_floor_div(g, a, b, NULL) : k == 1 ? vg_floor_mod(g, a, b, NULL)
                                                                     : vg_truncate_div(g, a, b, NULL);
         vg_status st;
-        vg_tensor *t = ot_run_st(g, r, &st);
+        vg_tensor *t = run_st(g, r, &st);
         CHECK(t == NULL);
         CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
         CHECK_STR_CONTAINS(st.msg, "Integer division by zero");
@@ -116,21 +116,21 @@ static void test_floordiv_floormod_float(void) {
         }
     int64_t dn[2] = {80, 1}, dd[2] = {1, 8}, dout[2] = {80, 8};
     vg_graph *g = vg_graph_new();
-    vg_output a = ot_const(g, VG_DOUBLE, dn, 2, nums), b = ot_const(g, VG_DOUBLE, dd, 2, divs);
-    ot_expect(ot_run(g, vg_floor_div(g, a, b, NULL)), VG_DOUBLE, dout, 2, efd, 0);
-    ot_expect(ot_run(g, vg_floor_mod(g, a, b, NULL)), VG_DOUBLE, dout, 2, efm, 1e-12);
-    a = ot_const(g, VG_FLOAT, dn, 2, nums), b = ot_const(g, VG_FLOAT, dd, 2, divs);
-    ot_expect(ot_run(g, vg_floor_mod(g, a, b, NULL)), VG_FLOAT, dout, 2, efm, 1e-5);
+    vg_output a = cst(g, VG_DOUBLE, dn, 2, nums), b = cst(g, VG_DOUBLE, dd, 2, divs);
+    expect_tol(run(g, vg_floor_div(g, a, b, NULL)), VG_DOUBLE, dout, 2, efd, 0);
+    expect_tol(run(g, vg_floor_mod(g, a, b, NULL)), VG_DOUBLE, dout, 2, efm, 1e-12);
+    a = cst(g, VG_FLOAT, dn, 2, nums), b = cst(g, VG_FLOAT, dd, 2, divs);
+    expect_tol(run(g, vg_floor_mod(g, a, b, NULL)), VG_FLOAT, dout, 2, efm, 1e-5);
     /* ModTest.testFloat: x % 3 with x = [5.9, 10, 11, ...] -> sign of the divisor */
     double xm[4] = {-5.5, 5.5, -5.5, 5.5}, ym[4] = {2, 2, -2, -2}, em[4] = {0.5, 1.5, -1.5, -0.5};
     int64_t d4[1] = {4};
-    ot_expect(ot_run(g, vg_floor_mod(g, ot_const(g, VG_FLOAT, d4, 1, xm), ot_const(g, VG_FLOAT, d4, 1, ym), NULL)),
+    expect_tol(run(g, vg_floor_mod(g, cst(g, VG_FLOAT, d4, 1, xm), cst(g, VG_FLOAT, d4, 1, ym), NULL)),
               VG_FLOAT, d4, 1, em, 0);
     /* incompatible shapes */
     int64_t d3[1] = {3}, d2[1] = {2};
     double v3[3] = {1, 2, 3};
     vg_status st;
-    CHECK(vg_floor_mod(g, ot_const(g, VG_FLOAT, d3, 1, v3), ot_const(g, VG_FLOAT, d2, 1, v3), NULL).op == NULL);
+    CHECK(vg_floor_mod(g, cst(g, VG_FLOAT, d3, 1, v3), cst(g, VG_FLOAT, d2, 1, v3), NULL).op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Incompatible shapes");
     vg_graph_free(g);
@@ -156,7 +156,7 @@ static void test_rounding_grads(void) {
     int64_t dx2[2] = {2, 3}, dy1[1] = {3};
     double xv2[6] = {5.3, -4.1, 7.7, 0.4, -9.2, 3.3}, yv[3] = {2.1, 1.6, -2.9};
     vg_tensor *tx, *ty;
-    vg_output px = ot_ph(g, VG_DOUBLE, dx2, 2, xv2, &tx), py = ot_ph(g, VG_DOUBLE, dy1, 1, yv, &ty);
+    vg_output px = ph(g, VG_DOUBLE, dx2, 2, xv2, &tx), py = ph(g, VG_DOUBLE, dy1, 1, yv, &ty);
     vg_output ins[2] = {px, py};
     vg_tensor *vals[2] = {tx, ty};
     CHECK_EQ_INT(vg_gradcheck(g, ins, vals, 2, vg_floor_mod(g, px, py, NULL), 1e-6, 1e-6), 0);
@@ -175,10 +175,10 @@ static void test_special_forward_and_grads(void) {
         vg_graph *g = vg_graph_new();
         double e[6];
         for (int i = 0; i < 6; i++) e[i] = ref[k](x[i]);
-        ot_expect(ot_run(g, build[k](g, ot_const(g, VG_DOUBLE, d, 1, x), NULL)), VG_DOUBLE, d, 1, e, 1e-15);
-        ot_expect(ot_run(g, build[k](g, ot_const(g, VG_FLOAT, d, 1, x), NULL)), VG_FLOAT, d, 1, e, 1e-6);
+        expect_tol(run(g, build[k](g, cst(g, VG_DOUBLE, d, 1, x), NULL)), VG_DOUBLE, d, 1, e, 1e-15);
+        expect_tol(run(g, build[k](g, cst(g, VG_FLOAT, d, 1, x), NULL)), VG_FLOAT, d, 1, e, 1e-6);
         vg_tensor *tx;
-        vg_output px = ot_ph(g, VG_DOUBLE, d, 1, x, &tx);
+        vg_output px = ph(g, VG_DOUBLE, d, 1, x, &tx);
         CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, build[k](g, px, NULL), 1e-6, 1e-7), 0);
         vg_tensor_free(tx);
         vg_graph_free(g);
@@ -187,8 +187,8 @@ static void test_special_forward_and_grads(void) {
     vg_graph *g = vg_graph_new();
     int64_t d2[1] = {2};
     double a[2] = {0, 1e-10}, e1[2] = {0, 1e-10};
-    ot_expect(ot_run(g, vg_log1p(g, ot_const(g, VG_DOUBLE, d2, 1, a), NULL)), VG_DOUBLE, d2, 1, e1, 1e-12);
-    ot_expect(ot_run(g, vg_expm1(g, ot_const(g, VG_DOUBLE, d2, 1, a), NULL)), VG_DOUBLE, d2, 1, e1, 1e-12);
+    expect_tol(run(g, vg_log1p(g, cst(g, VG_DOUBLE, d2, 1, a), NULL)), VG_DOUBLE, d2, 1, e1, 1e-12);
+    expect_tol(run(g, vg_expm1(g, cst(g, VG_DOUBLE, d2, 1, a), NULL)), VG_DOUBLE, d2, 1, e1, 1e-12);
     vg_graph_free(g);
 }
 
@@ -197,32 +197,32 @@ static void test_clip_by_value(void) {
     /* ClipTest.testClipByValue: [[-5, 2, 3], [4, 5, 6]] clipped to [-4.4, 4.4] */
     int64_t d[2] = {2, 3};
     double x[6] = {-5.0, 2.0, 3.0, 4.0, 5.0, 6.0}, e[6] = {-4.4, 2.0, 3.0, 4.0, 4.4, 4.4};
-    vg_output c = ot_const(g, VG_FLOAT, d, 2, x);
+    vg_output c = cst(g, VG_FLOAT, d, 2, x);
     vg_output clip = vg_clip_by_value(g, c, vg_const_f32(g, -4.4f, NULL), vg_const_f32(g, 4.4f, NULL), NULL);
     CHECK(clip.op && strcmp(vg_op_name(clip.op), "clip_by_value") == 0);
     CHECK(vg_graph_op_by_name(g, "clip_by_value/Minimum") != NULL);
-    ot_expect(ot_run(g, clip), VG_FLOAT, d, 2, e, 1e-7);
-    ot_expect(ot_run(g, vg_clip_by_value_op(g, c, vg_const_f32(g, -4.4f, NULL), vg_const_f32(g, 4.4f, NULL), NULL)),
+    expect_tol(run(g, clip), VG_FLOAT, d, 2, e, 1e-7);
+    expect_tol(run(g, vg_clip_by_value_op(g, c, vg_const_f32(g, -4.4f, NULL), vg_const_f32(g, 4.4f, NULL), NULL)),
               VG_FLOAT, d, 2, e, 1e-7);
     /* testClipByValueNonFinite and tensor bounds: min/max of t's shape */
     double lo[6] = {-1, -1, 3.5, 0, 0, 0}, hi[6] = {1, 1, 4, 3, 6, 10}, e2[6] = {-1, 1, 3.5, 3, 5, 6};
-    ot_expect(ot_run(g, vg_clip_by_value_op(g, c, ot_const(g, VG_FLOAT, d, 2, lo), ot_const(g, VG_FLOAT, d, 2, hi), NULL)),
+    expect_tol(run(g, vg_clip_by_value_op(g, c, cst(g, VG_FLOAT, d, 2, lo), cst(g, VG_FLOAT, d, 2, hi), NULL)),
               VG_FLOAT, d, 2, e2, 0);
     int64_t d3[1] = {3};
     double iv[3] = {-9, 4, 12}, ie[3] = {0, 4, 10};
-    ot_expect(ot_run(g, vg_clip_by_value_op(g, ot_const(g, VG_INT32, d3, 1, iv), vg_const_i32(g, 0, NULL),
+    expect_tol(run(g, vg_clip_by_value_op(g, cst(g, VG_INT32, d3, 1, iv), vg_const_i32(g, 0, NULL),
                                             vg_const_i32(g, 10, NULL), NULL)),
               VG_INT32, d3, 1, ie, 0);
     /* bounds of another shape: INVALID_ARGUMENT (op), and broadcasting t (composite) */
     vg_status st;
-    CHECK(vg_clip_by_value_op(g, c, ot_const(g, VG_FLOAT, d3, 1, iv), vg_const_f32(g, 1, NULL), NULL).op == NULL);
+    CHECK(vg_clip_by_value_op(g, c, cst(g, VG_FLOAT, d3, 1, iv), vg_const_f32(g, 1, NULL), NULL).op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "must be either scalars or have the same shape");
     vg_graph_free(g);
     g = vg_graph_new();
     int64_t d23[3] = {2, 2, 3};
     double big[12] = {0};
-    CHECK(vg_clip_by_value(g, ot_const(g, VG_FLOAT, d, 2, x), vg_const_f32(g, 0, NULL), ot_const(g, VG_FLOAT, d23, 3, big),
+    CHECK(vg_clip_by_value(g, cst(g, VG_FLOAT, d, 2, x), vg_const_f32(g, 0, NULL), cst(g, VG_FLOAT, d23, 3, big),
                            NULL).op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     vg_graph_free(g);
@@ -231,13 +231,13 @@ static void test_clip_by_value(void) {
     g = vg_graph_new();
     double xv[6] = {-5.0, 2.0, 3.7, 4.0, 5.0, 6.0};
     vg_tensor *tx, *tl, *th;
-    vg_output px = ot_ph(g, VG_DOUBLE, d, 2, xv, &tx), pl = ot_ph(g, VG_DOUBLE, d, 2, lo, &tl);
-    vg_output ph = ot_ph(g, VG_DOUBLE, d, 2, hi, &th);
-    vg_output ins[3] = {px, pl, ph};
+    vg_output px = ph(g, VG_DOUBLE, d, 2, xv, &tx), pl = ph(g, VG_DOUBLE, d, 2, lo, &tl);
+    vg_output phi = ph(g, VG_DOUBLE, d, 2, hi, &th);
+    vg_output ins[3] = {px, pl, phi};
     vg_tensor *vals[3] = {tx, tl, th};
-    CHECK_EQ_INT(vg_gradcheck(g, ins, vals, 3, vg_clip_by_value_op(g, px, pl, ph, NULL), 1e-6, 1e-7), 0);
+    CHECK_EQ_INT(vg_gradcheck(g, ins, vals, 3, vg_clip_by_value_op(g, px, pl, phi, NULL), 1e-6, 1e-7), 0);
     /* scalar bounds: their gradient is the sum over clipped elements */
-    vg_tensor *sl = ot_mk(VG_DOUBLE, NULL, 0, (double[]){-4.4}), *sh = ot_mk(VG_DOUBLE, NULL, 0, (double[]){4.4});
+    vg_tensor *sl = mk(VG_DOUBLE, NULL, 0, (double[]){-4.4}), *sh = mk(VG_DOUBLE, NULL, 0, (double[]){4.4});
     vg_output psl = vg_placeholder(g, VG_DOUBLE, NULL, 0, NULL), psh = vg_placeholder(g, VG_DOUBLE, NULL, 0, NULL);
     vg_output ins2[3] = {px, psl, psh};
     vg_tensor *vals2[3] = {tx, sl, sh};

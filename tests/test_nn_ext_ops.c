@@ -34,12 +34,12 @@ static void test_activations_forward_and_grads(void) {
         vg_graph *g = vg_graph_new();
         double e[10];
         for (int i = 0; i < 10; i++) e[i] = ref[k](x[i]);
-        vg_output y = build[k](g, ot_const(g, VG_DOUBLE, d, 2, x), NULL);
+        vg_output y = build[k](g, cst(g, VG_DOUBLE, d, 2, x), NULL);
         CHECK(y.op && strcmp(vg_op_type(y.op), types[k]) == 0);
-        ot_expect(ot_run(g, y), VG_DOUBLE, d, 2, e, 1e-14);
-        ot_expect(ot_run(g, build[k](g, ot_const(g, VG_FLOAT, d, 2, x), NULL)), VG_FLOAT, d, 2, e, 2e-6);
+        expect_tol(run(g, y), VG_DOUBLE, d, 2, e, 1e-14);
+        expect_tol(run(g, build[k](g, cst(g, VG_FLOAT, d, 2, x), NULL)), VG_FLOAT, d, 2, e, 2e-6);
         vg_tensor *tx;
-        vg_output px = ot_ph(g, VG_DOUBLE, d, 2, x, &tx);
+        vg_output px = ph(g, VG_DOUBLE, d, 2, x, &tx);
         int bad = vg_gradcheck(g, &px, &tx, 1, build[k](g, px, NULL), 1e-6, 1e-7);
         if (bad) fprintf(stderr, "  gradient of %s\n", types[k]);
         CHECK_EQ_INT(bad, 0);
@@ -55,7 +55,7 @@ static void test_softplus_thresholds(void) {
     int64_t d[1] = {6};
     double x[6] = {th - 1, th + 0.5, -th - 0.5, -th + 1, 40, -40}, e[6];
     for (int i = 0; i < 6; i++) e[i] = x[i] > 30 ? x[i] : np_softplus(x[i]);
-    ot_expect(ot_run(g, vg_softplus(g, ot_const(g, VG_FLOAT, d, 1, x), NULL)), VG_FLOAT, d, 1, e, 1e-6);
+    expect_tol(run(g, vg_softplus(g, cst(g, VG_FLOAT, d, 1, x), NULL)), VG_FLOAT, d, 1, e, 1e-6);
     vg_graph_free(g);
 }
 
@@ -65,12 +65,12 @@ static void test_leaky_relu_alpha(void) {
     int64_t d[2] = {2, 5};
     double x[10] = {-0.9, 0.7, -0.5, 0.3, -0.1, 0.1, -0.3, 0.5, -0.7, 0.9};
     double e[10] = {-0.09, 0.7, -0.05, 0.3, -0.01, 0.1, -0.03, 0.5, -0.07, 0.9};
-    vg_output y = vg_leaky_relu(g, ot_const(g, VG_FLOAT, d, 2, x), 0.1f, NULL);
+    vg_output y = vg_leaky_relu(g, cst(g, VG_FLOAT, d, 2, x), 0.1f, NULL);
     float alpha = 0;
     CHECK(vg_op_attr_float(y.op, "alpha", &alpha) && fabsf(alpha - 0.1f) < 1e-7f);
-    ot_expect(ot_run(g, y), VG_FLOAT, d, 2, e, 1e-6);
+    expect_tol(run(g, y), VG_FLOAT, d, 2, e, 1e-6);
     vg_tensor *tx;
-    vg_output px = ot_ph(g, VG_DOUBLE, d, 2, x, &tx);
+    vg_output px = ph(g, VG_DOUBLE, d, 2, x, &tx);
     vg_output y2 = vg_leaky_relu(g, px, 0.1f, NULL);
     CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, y2, 1e-6, 1e-7), 0);
     /* the gradient op carries alpha */
@@ -98,9 +98,9 @@ static void test_relu6_grad_uses_output(void) {
     vg_status st;
     CHECK_OK(vg_gradients(g, &y, 1, &px, 1, NULL, &dx, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *tx = ot_mk(VG_DOUBLE, d, 1, x), *out = NULL;
+    vg_tensor *tx = mk(VG_DOUBLE, d, 1, x), *out = NULL;
     CHECK_OK(vg_session_run(s, NULL, &px, &tx, 1, &dx, &out, 1, NULL, 0, NULL, &st), &st);
-    ot_expect(out, VG_DOUBLE, d, 1, eg, 0);
+    expect_tol(out, VG_DOUBLE, d, 1, eg, 0);
     vg_tensor_free(tx);
     vg_session_free(s);
     vg_graph_free(g);
@@ -111,11 +111,11 @@ static void test_l2_loss(void) {
     vg_graph *g = vg_graph_new();
     int64_t d[2] = {2, 3};
     double x[6] = {1, 2, 3, 4, 5, 6}, e[1] = {45.5};
-    ot_expect(ot_run(g, vg_l2_loss(g, ot_const(g, VG_FLOAT, d, 2, x), NULL)), VG_FLOAT, NULL, 0, e, 0);
-    ot_expect(ot_run(g, vg_l2_loss(g, ot_const(g, VG_DOUBLE, d, 2, x), NULL)), VG_DOUBLE, NULL, 0, e, 0);
+    expect_tol(run(g, vg_l2_loss(g, cst(g, VG_FLOAT, d, 2, x), NULL)), VG_FLOAT, NULL, 0, e, 0);
+    expect_tol(run(g, vg_l2_loss(g, cst(g, VG_DOUBLE, d, 2, x), NULL)), VG_DOUBLE, NULL, 0, e, 0);
     vg_tensor *tx;
     double xv[6] = {0.3, -1.2, 2.2, 0.1, -0.5, 1.7};
-    vg_output px = ot_ph(g, VG_DOUBLE, d, 2, xv, &tx);
+    vg_output px = ph(g, VG_DOUBLE, d, 2, xv, &tx);
     CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, vg_l2_loss(g, px, NULL), 1e-6, 1e-7), 0);
     vg_tensor_free(tx);
     vg_graph_free(g);
@@ -132,15 +132,15 @@ static void test_sigmoid_xent(void) {
         double lq = -log1p(exp(-fabs(x[i]))) + (x[i] > 0 ? -x[i] : 0); /* log(1 - sigmoid(x)) */
         e[i] = -y[i] * lp - (1 - y[i]) * lq;
     }
-    vg_output loss = vg_sigmoid_cross_entropy_with_logits(g, ot_const(g, VG_DOUBLE, d, 1, y),
-                                                          ot_const(g, VG_DOUBLE, d, 1, x), NULL);
+    vg_output loss = vg_sigmoid_cross_entropy_with_logits(g, cst(g, VG_DOUBLE, d, 1, y),
+                                                          cst(g, VG_DOUBLE, d, 1, x), NULL);
     CHECK(loss.op && strcmp(vg_op_name(loss.op), "logistic_loss") == 0);
     CHECK(vg_graph_op_by_name(g, "logistic_loss/Log1p") != NULL);
-    ot_expect(ot_run(g, loss), VG_DOUBLE, d, 1, e, 1e-12);
-    vg_output loss2 = vg_sigmoid_cross_entropy_with_logits(g, ot_const(g, VG_FLOAT, d, 1, y),
-                                                           ot_const(g, VG_FLOAT, d, 1, x), NULL);
+    expect_tol(run(g, loss), VG_DOUBLE, d, 1, e, 1e-12);
+    vg_output loss2 = vg_sigmoid_cross_entropy_with_logits(g, cst(g, VG_FLOAT, d, 1, y),
+                                                           cst(g, VG_FLOAT, d, 1, x), NULL);
     CHECK(loss2.op && strcmp(vg_op_name(loss2.op), "logistic_loss_1") == 0);
-    ot_expect(ot_run(g, loss2), VG_FLOAT, d, 1, e, 1e-6);
+    expect_tol(run(g, loss2), VG_FLOAT, d, 1, e, 1e-6);
     vg_graph_free(g);
 
     /* testGradient: w.r.t. logits and labels */
@@ -148,7 +148,7 @@ static void test_sigmoid_xent(void) {
     int64_t d2[2] = {3, 2};
     double xl[6] = {-2.3, 0.4, 1.1, -0.6, 3.0, 0.05}, yl[6] = {0.1, 0.9, 0.5, 0, 1, 0.3};
     vg_tensor *tx, *ty;
-    vg_output px = ot_ph(g, VG_DOUBLE, d2, 2, xl, &tx), py = ot_ph(g, VG_DOUBLE, d2, 2, yl, &ty);
+    vg_output px = ph(g, VG_DOUBLE, d2, 2, xl, &tx), py = ph(g, VG_DOUBLE, d2, 2, yl, &ty);
     vg_output ins[2] = {px, py};
     vg_tensor *vals[2] = {tx, ty};
     CHECK_EQ_INT(vg_gradcheck(g, ins, vals, 2, vg_sigmoid_cross_entropy_with_logits(g, py, px, NULL), 1e-6, 1e-7), 0);
@@ -160,7 +160,7 @@ static void test_sigmoid_xent(void) {
     int64_t d3[1] = {3}, dd2[1] = {2};
     double v[3] = {1, 2, 3};
     vg_status st;
-    CHECK(vg_sigmoid_cross_entropy_with_logits(g, ot_const(g, VG_FLOAT, d3, 1, v), ot_const(g, VG_FLOAT, dd2, 1, v),
+    CHECK(vg_sigmoid_cross_entropy_with_logits(g, cst(g, VG_FLOAT, d3, 1, v), cst(g, VG_FLOAT, dd2, 1, v),
                                                NULL).op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "logits and labels must have the same shape");
@@ -188,15 +188,15 @@ static void test_lrn(void) {
     for (int c = 0; c < 3; c++) {
         vg_graph *g = vg_graph_new();
         lrn_ref(x, y, 18, 7, cases[c].r, cases[c].bias, cases[c].alpha, cases[c].beta);
-        ot_expect(ot_run(g, vg_lrn(g, ot_const(g, VG_DOUBLE, d, 4, x), cases[c].r, cases[c].bias, cases[c].alpha,
+        expect_tol(run(g, vg_lrn(g, cst(g, VG_DOUBLE, d, 4, x), cases[c].r, cases[c].bias, cases[c].alpha,
                                    cases[c].beta, NULL)),
                   VG_DOUBLE, d, 4, y, 1e-12);
-        ot_expect(ot_run(g, vg_lrn(g, ot_const(g, VG_FLOAT, d, 4, x), cases[c].r, cases[c].bias, cases[c].alpha,
+        expect_tol(run(g, vg_lrn(g, cst(g, VG_FLOAT, d, 4, x), cases[c].r, cases[c].bias, cases[c].alpha,
                                    cases[c].beta, NULL)),
                   VG_FLOAT, d, 4, y, 1e-5);
         int64_t ds[4] = {1, 2, 2, 7};
         vg_tensor *tx;
-        vg_output px = ot_ph(g, VG_DOUBLE, ds, 4, x, &tx);
+        vg_output px = ph(g, VG_DOUBLE, ds, 4, x, &tx);
         CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, vg_lrn(g, px, cases[c].r, cases[c].bias, cases[c].alpha, cases[c].beta, NULL),
                                   1e-6, 1e-6), 0);
         vg_tensor_free(tx);
@@ -205,7 +205,7 @@ static void test_lrn(void) {
     vg_graph *g = vg_graph_new();
     int64_t d2[2] = {2, 3};
     vg_status st;
-    CHECK(vg_lrn(g, ot_const(g, VG_FLOAT, d2, 2, x), 5, 1, 1, 0.5f, NULL).op == NULL);
+    CHECK(vg_lrn(g, cst(g, VG_FLOAT, d2, 2, x), 5, 1, 1, 0.5f, NULL).op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "4-dimensional");
     vg_graph_free(g);

@@ -187,17 +187,17 @@ static void test_clip_by_norm(void) {
     vg_graph *g = vg_graph_new();
     int64_t d[2] = {2, 3};
     double x[6] = {-3.0, 0.0, 0.0, 4.0, 0.0, 0.0};
-    vg_output c = ot_const(g, VG_FLOAT, d, 2, x);
+    vg_output c = cst(g, VG_FLOAT, d, 2, x);
     double e4[6] = {-2.4, 0.0, 0.0, 3.2, 0.0, 0.0};
     vg_output y = vg_clip_by_norm(g, c, vg_const_f32(g, 4.0f, NULL), NULL, -1, NULL);
     CHECK(y.op && strcmp(vg_op_name(y.op), "clip_by_norm") == 0);
-    ot_expect(ot_run(g, y), VG_FLOAT, d, 2, e4, 1e-6);
-    ot_expect(ot_run(g, vg_clip_by_norm(g, c, vg_const_f32(g, 6.0f, NULL), NULL, -1, NULL)), VG_FLOAT, d, 2, x, 1e-6);
+    expect_tol(run(g, y), VG_FLOAT, d, 2, e4, 1e-6);
+    expect_tol(run(g, vg_clip_by_norm(g, c, vg_const_f32(g, 6.0f, NULL), NULL, -1, NULL)), VG_FLOAT, d, 2, x, 1e-6);
     int32_t ax0 = 0, ax1 = 1;
-    ot_expect(ot_run(g, vg_clip_by_norm(g, c, vg_const_f32(g, 4.0f, NULL), &ax0, 1, NULL)), VG_FLOAT, d, 2, e4, 1e-6);
-    ot_expect(ot_run(g, vg_clip_by_norm(g, c, vg_const_f32(g, 4.0f, NULL), &ax1, 1, NULL)), VG_FLOAT, d, 2, x, 1e-6);
+    expect_tol(run(g, vg_clip_by_norm(g, c, vg_const_f32(g, 4.0f, NULL), &ax0, 1, NULL)), VG_FLOAT, d, 2, e4, 1e-6);
+    expect_tol(run(g, vg_clip_by_norm(g, c, vg_const_f32(g, 4.0f, NULL), &ax1, 1, NULL)), VG_FLOAT, d, 2, x, 1e-6);
     double z[6] = {0};
-    ot_expect(ot_run(g, vg_clip_by_norm(g, ot_const(g, VG_FLOAT, d, 2, z), vg_const_f32(g, 6.0f, NULL), NULL, -1, NULL)),
+    expect_tol(run(g, vg_clip_by_norm(g, cst(g, VG_FLOAT, d, 2, z), vg_const_f32(g, 6.0f, NULL), NULL, -1, NULL)),
               VG_FLOAT, d, 2, z, 0);
     vg_graph_free(g);
     /* testClipByNormGradientZeros: d clip_by_norm(0, 1) / dx = 1, finite */
@@ -209,9 +209,9 @@ static void test_clip_by_norm(void) {
     CHECK_OK(vg_gradients(g, &y0, 1, &px, 1, NULL, &dx, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
     double zv[3] = {0, 0, 0}, ones[3] = {1, 1, 1};
-    vg_tensor *tz = ot_mk(VG_FLOAT, d3, 1, zv), *out = NULL;
+    vg_tensor *tz = mk(VG_FLOAT, d3, 1, zv), *out = NULL;
     CHECK_OK(vg_session_run(s, NULL, &px, &tz, 1, &dx, &out, 1, NULL, 0, NULL, &st), &st);
-    ot_expect(out, VG_FLOAT, d3, 1, ones, 0);
+    expect_tol(out, VG_FLOAT, d3, 1, ones, 0);
     vg_tensor_free(tz);
     vg_session_free(s);
     vg_graph_free(g);
@@ -219,7 +219,7 @@ static void test_clip_by_norm(void) {
     g = vg_graph_new();
     double xv[6] = {-3.0, 1.0, 0.5, 4.0, -2.0, 0.25};
     vg_tensor *tx;
-    px = ot_ph(g, VG_DOUBLE, d, 2, xv, &tx);
+    px = ph(g, VG_DOUBLE, d, 2, xv, &tx);
     CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, vg_clip_by_norm(g, px, vg_const_f64(g, 4.0, NULL), NULL, -1, NULL), 1e-6,
                               1e-7), 0);
     CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, vg_clip_by_norm(g, px, vg_const_f64(g, 2.0, NULL), &ax1, 1, NULL), 1e-6,
@@ -232,28 +232,28 @@ static void test_clip_by_global_norm(void) {
     vg_graph *g = vg_graph_new();
     int64_t d0[2] = {2, 3}, d1[1] = {2};
     double x0[6] = {-2.0, 0.0, 0.0, 4.0, 0.0, 0.0}, x1[2] = {1.0, -2.0};
-    vg_output ts[3] = {ot_const(g, VG_FLOAT, d0, 2, x0), vg_out(NULL, 0), ot_const(g, VG_FLOAT, d1, 1, x1)};
+    vg_output ts[3] = {cst(g, VG_FLOAT, d0, 2, x0), vg_out(NULL, 0), cst(g, VG_FLOAT, d1, 1, x1)};
     vg_output gn = vg_global_norm(g, ts, 3, NULL);
     CHECK(gn.op && strcmp(vg_op_name(gn.op), "global_norm/global_norm") == 0);
     double five[1] = {5};
-    ot_expect(ot_run(g, gn), VG_FLOAT, NULL, 0, five, 1e-6);
+    expect_tol(run(g, gn), VG_FLOAT, NULL, 0, five, 1e-6);
     vg_output out[3], norm;
     vg_status st;
     CHECK_OK(vg_clip_by_global_norm(g, ts, 3, vg_const_f32(g, 4.0f, NULL), vg_out(NULL, 0), out, &norm, NULL), &st);
     CHECK(out[1].op == NULL);
     CHECK(out[0].op && strcmp(vg_op_name(out[0].op), "clip_by_global_norm/clip_by_global_norm/_0") == 0);
     double e0[6] = {-1.6, 0.0, 0.0, 3.2, 0.0, 0.0}, e1[2] = {0.8, -1.6};
-    ot_expect(ot_run(g, out[0]), VG_FLOAT, d0, 2, e0, 1e-6);
-    ot_expect(ot_run(g, out[2]), VG_FLOAT, d1, 1, e1, 1e-6);
-    ot_expect(ot_run(g, norm), VG_FLOAT, NULL, 0, five, 1e-6);
+    expect_tol(run(g, out[0]), VG_FLOAT, d0, 2, e0, 1e-6);
+    expect_tol(run(g, out[2]), VG_FLOAT, d1, 1, e1, 1e-6);
+    expect_tol(run(g, norm), VG_FLOAT, NULL, 0, five, 1e-6);
     /* not clipped */
     CHECK_OK(vg_clip_by_global_norm(g, ts, 3, vg_const_f32(g, 6.0f, NULL), vg_out(NULL, 0), out, NULL, NULL), &st);
-    ot_expect(ot_run(g, out[0]), VG_FLOAT, d0, 2, x0, 1e-6);
+    expect_tol(run(g, out[0]), VG_FLOAT, d0, 2, x0, 1e-6);
     /* an infinite norm makes every output NaN (testClipByGlobalNormInf) */
     double xi[2] = {INFINITY, 1.0}, nan2[2] = {NAN, NAN};
-    vg_output ti[2] = {ot_const(g, VG_FLOAT, d1, 1, xi), ot_const(g, VG_FLOAT, d1, 1, x1)};
+    vg_output ti[2] = {cst(g, VG_FLOAT, d1, 1, xi), cst(g, VG_FLOAT, d1, 1, x1)};
     CHECK_OK(vg_clip_by_global_norm(g, ti, 2, vg_const_f32(g, 6.0f, NULL), vg_out(NULL, 0), out, &norm, NULL), &st);
-    ot_expect(ot_run(g, out[1]), VG_FLOAT, d1, 1, nan2, 0);
+    expect_tol(run(g, out[1]), VG_FLOAT, d1, 1, nan2, 0);
     /* nothing to clip */
     vg_output none[1] = {vg_out(NULL, 0)};
     CHECK_CODE(vg_clip_by_global_norm(g, none, 1, vg_const_f32(g, 1.0f, NULL), vg_out(NULL, 0), out, NULL, NULL),
@@ -263,7 +263,7 @@ static void test_clip_by_global_norm(void) {
     g = vg_graph_new();
     double a[6] = {-2.0, 1.0, 0.5, 4.0, -1.0, 0.3}, b[2] = {1.0, -2.5};
     vg_tensor *ta, *tb;
-    vg_output pa = ot_ph(g, VG_DOUBLE, d0, 2, a, &ta), pb = ot_ph(g, VG_DOUBLE, d1, 1, b, &tb);
+    vg_output pa = ph(g, VG_DOUBLE, d0, 2, a, &ta), pb = ph(g, VG_DOUBLE, d1, 1, b, &tb);
     vg_output ins[2] = {pa, pb};
     vg_tensor *vals[2] = {ta, tb};
     CHECK_OK(vg_clip_by_global_norm(g, ins, 2, vg_const_f64(g, 3.0, NULL), vg_out(NULL, 0), out, NULL, NULL), &st);
