@@ -243,6 +243,11 @@ static void test_split(void) {
     CHECK_STR_CONTAINS(st.msg, "evenly divide");
     vg_graph_free(g);
     g = vg_graph_new();
+    CHECK(vg_split(g, cst(g, VG_FLOAT, d, 2, v), 1 << 30, 1, NULL) == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "too large");
+    vg_graph_free(g);
+    g = vg_graph_new();
     int32_t bad[2] = {2, 2};
     CHECK(vg_split_v(g, cst(g, VG_FLOAT, d, 2, v), bad, 2, 1, NULL) == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);

@@ -190,7 +190,51 @@ static void test_ema_tensors(void) {
     check_tensor(true);
 }
 
+/* The shadows are checkpointed under TF's names (what cifar10_eval.py restores through
+ * variables_to_restore): "v0/ExponentialMovingAverage" holds the average. */
+static void test_ema_checkpoint_names(void) {
+    char dir[256], prefix[300];
+    if (!tu_mkdtemp(dir, sizeof dir, "ema")[0]) { vg_test_failures++; return; }
+    snprintf(prefix, sizeof prefix, "%s/model.ckpt", dir);
+    vg_graph *g = vg_graph_new();
+    vg_variable v0 = var_of(g, "v0", 10, VG_VAR_TRAINABLE);
+    vg_ema *ema = vg_ema_new(g, 0.5, vg_out(NULL, 0), false, NULL);
+    vg_op *update = vg_ema_apply(ema, &v0.ref, 1);
+    int64_t d[1] = {4};
+    double twenty[4] = {20, 20, 20, 20};
+    vg_output set20 = vg_assign(g, v0.ref, cst(g, VG_FLOAT, d, 1, twenty), true, NULL);
+    vg_op *init = vg_global_variables_initializer(g);
+    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+    so.write_meta_graph = false;
+    vg_status st;
+    vg_saver *saver = vg_saver_new(g, &so, &st);
+    CHECK(saver != NULL);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    run_op(s, init);
+    run_op(s, set20.op);
+    run_op(s, update); /* 10 * 0.5 + 20 * 0.5 = 15 */
+    char path[512];
+    CHECK_OK(vg_saver_save(saver, s, prefix, -1, path, sizeof path, &st), &st);
+    vg_checkpoint_reader *r = vg_checkpoint_reader_new(prefix, &st);
+    CHECK(r != NULL);
+    if (r) {
+        vg_tensor *a = vg_checkpoint_reader_read(r, "v0/ExponentialMovingAverage", &st);
+        vg_tensor *v = vg_checkpoint_reader_read(r, "v0", &st);
+        CHECK(a && v);
+        if (a) CHECK_NEAR(get(a, 3), 15.0, 1e-6);
+        if (v) CHECK_NEAR(get(v, 0), 20.0, 1e-6);
+        vg_tensor_free(a), vg_tensor_free(v);
+        vg_checkpoint_reader_free(r);
+    }
+    vg_session_free(s);
+    vg_saver_free(saver);
+    vg_ema_free(ema);
+    vg_graph_free(g);
+    tu_rmrf(dir);
+}
+
 int main(void) {
+    RUN_TEST(test_ema_checkpoint_names);
     RUN_TEST(test_ema_tensors);
     RUN_TEST(test_ema_decay);
     RUN_TEST(test_ema_names_and_restore);

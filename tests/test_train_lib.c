@@ -153,6 +153,36 @@ static void test_cosine_schedules(void) {
     vg_graph_free(g);
 }
 
+/* NoisyLinearCosineDecayTest: at decay_steps the cosine term is 0 (lr * beta exactly);
+ * at step 0 the noise has stddev 1 around lr * (1 + beta). */
+static void test_noisy_linear_cosine(void) {
+    vg_graph *g = vg_graph_new();
+    vg_graph_set_seed(g, 42);
+    vg_output gs = step_ph(g);
+    double lr = 0.05;
+    vg_output nl = vg_noisy_linear_cosine_decay(g, lr, gs, 1000, 1.0, 0.55, 0.5, 0.0, 0.001, 0, NULL);
+    CHECK(nl.op && strcmp(vg_op_name(nl.op), "NoisyLinearCosineDecay") == 0);
+    CHECK_NEAR(lr_at(g, gs, nl, 1000), lr * 0.001, 1e-6);
+    CHECK_NEAR(lr_at(g, gs, nl, 5000), lr * 0.001, 1e-6);
+    vg_status st;
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *v = vg_tensor_new_scalar_i64(0, &st);
+    double sum = 0, sq = 0;
+    int n = 2000;
+    for (int i = 0; i < n; i++) {
+        vg_tensor *out = NULL;
+        if (vg_session_run(s, NULL, &gs, &v, 1, &nl, &out, 1, NULL, 0, NULL, &st) != VG_OK) { vg_test_failures++; break; }
+        double x = vg_tensor_scalar(out) / lr - 1.001;
+        sum += x, sq += x * x;
+        vg_tensor_free(out);
+    }
+    CHECK_NEAR(sum / n, 0.0, 0.1);
+    CHECK_NEAR(sqrt(sq / n), 1.0, 0.1);
+    vg_tensor_free(v);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 static void test_clip_by_norm(void) {
     vg_graph *g = vg_graph_new();
     int64_t d[2] = {2, 3};
@@ -248,6 +278,7 @@ int main(void) {
     RUN_TEST(test_piecewise_constant);
     RUN_TEST(test_polynomial_decay);
     RUN_TEST(test_cosine_schedules);
+    RUN_TEST(test_noisy_linear_cosine);
     RUN_TEST(test_clip_by_norm);
     RUN_TEST(test_clip_by_global_norm);
     TEST_MAIN_END();

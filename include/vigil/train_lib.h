@@ -58,6 +58,14 @@ VG_API vg_output vg_cosine_decay_restarts(vg_graph *g, double learning_rate, vg_
  * decay_steps) (TF's defaults num_periods 0.5, alpha 0.0, beta 0.001). */
 VG_API vg_output vg_linear_cosine_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
                                         double num_periods, double alpha, double beta, const char *name);
+/* linear_cosine_decay with Gaussian noise on the linear part: stddev
+ * sqrt(initial_variance / (1 + s) ^ variance_decay), a fresh draw per run (TF's defaults
+ * initial_variance 1.0, variance_decay 0.55, num_periods 0.5, alpha 0.0, beta 0.001;
+ * seed: the op seed, 0 = none). */
+VG_API vg_output vg_noisy_linear_cosine_decay(vg_graph *g, double learning_rate, vg_output global_step,
+                                              double decay_steps, double initial_variance, double variance_decay,
+                                              double num_periods, double alpha, double beta, int64_t seed,
+                                              const char *name);
 
 /* ---- gradient clipping (src/train/clip.c; tf.clip_by_value is in ops_ext.h) ---- */
 /* tf.clip_by_norm: t * clip_norm / max(l2norm(t over axes), clip_norm); naxes < 0 means

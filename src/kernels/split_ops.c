@@ -61,6 +61,9 @@ static vg_code split_shape(vg_op *op, int value_i, int dim_i, int sizes_i, vg_st
     int64_t num = 0;
     if (!vg_op_attr_int(op, "num_split", &num) || num < 1)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: attr num_split must be >= 1", vg_op_type(op));
+    if (num > (1 << 20)) /* every output is an op output slot: refuse absurd counts up front */
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: num_split = %lld is too large (at most %d)", vg_op_type(op),
+                             (long long)num, 1 << 20);
     vg_dtype dt = vg__op_input_dtype(op, value_i), at = vg__op_input_dtype(op, dim_i);
     if (at != VG_INT32 && (sizes_i < 0 || at != VG_INT64))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: split_dim must be int32, got %s", vg_op_type(op),

@@ -236,3 +236,40 @@ vg_output vg_linear_cosine_decay(vg_graph *g, double learning_rate, vg_output gl
     vg_graph_pop_scope(g);
     return vg_mul(g, ilr, lcd, s.base);
 }
+
+vg_output vg_noisy_linear_cosine_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
+                                       double initial_variance, double variance_decay, double num_periods, double alpha,
+                                       double beta, int64_t seed, const char *name) {
+    if (!need_step(g, global_step, "noisy_linear_cosine_decay")) return vg_out(NULL, 0);
+    int64_t s1, s2;
+    vg_graph_get_seed(g, seed, &s1, &s2);
+    sched_scope s;
+    scope_open(g, name, "NoisyLinearCosineDecay", &s);
+    vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
+    vg_output ds = f32(g, decay_steps, "Cast/x");
+    vg_output gs = vg_minimum(g, cast_step(g, global_step, "Cast_6"), ds, "Minimum");
+    vg_output linear = vg_div(g, vg_sub(g, ds, gs, "sub"), ds, "truediv");
+    vg_output variance = vg_div(g, f32(g, initial_variance, "Cast_1/x"),
+                                vg_pow(g, vg_add(g, f32(g, 1.0, "add/x"), gs, "add"), f32(g, variance_decay, "Cast_2/x"),
+                                       "Pow"),
+                                "truediv_1");
+    vg_output sd = vg_sqrt(g, variance, "Sqrt");
+    /* random_ops.random_normal(linear_decayed.shape (a scalar), stddev=std) */
+    vg_graph_push_scope(g, "random_normal");
+    vg_output noise = vg_add(g, vg_mul(g, vg_random_standard_normal(g, vg_const_i32_vec(g, NULL, 0, "shape"), VG_FLOAT, s1, s2,
+                                                                    "RandomStandardNormal"),
+                                       sd, "mul"),
+                             f32(g, 0.0, "mean"), "add");
+    vg_graph_pop_scope(g);
+    vg_output noisy = vg_add(g, linear, noise, "add_1");
+    vg_output frac = vg_div(g, gs, ds, "truediv_2");
+    vg_output fraction = vg_mul(g, vg_mul(g, f32(g, 2.0, "mul/x"), f32(g, num_periods, "Cast_3/x"), "mul"), frac, "mul_1");
+    vg_output cosd = vg_mul(g, f32(g, 0.5, "mul_2/x"),
+                            vg_add(g, f32(g, 1, "add_2/x"), vg_cos(g, vg_mul(g, f32(g, PI, "Const"), fraction, "mul_3"), "Cos"),
+                                   "add_2"),
+                            "mul_2");
+    vg_output r = vg_add(g, vg_mul(g, vg_add(g, f32(g, alpha, "Cast_4/x"), noisy, "add_3"), cosd, "mul_4"),
+                         f32(g, beta, "Cast_5/x"), "add_4");
+    vg_graph_pop_scope(g);
+    return vg_mul(g, ilr, r, s.base);
+}
