@@ -127,4 +127,21 @@ static inline void expect_run_error(vg_graph *g, vg_output y, const vg_output *f
     CHECK_STR_CONTAINS(st.msg, msg);
 }
 
+/* Runs y without feeds: the value, or NULL with *st set (no check counted). */
+static inline vg_tensor *run_st(vg_graph *g, vg_output y, vg_status *st) {
+    return run_feeds(g, y, NULL, NULL, 0, st);
+}
+
+/* check_values with tolerance tol, then frees t. */
+static inline void expect_tol(vg_tensor *t, vg_dtype dt, const int64_t *dims, int nd, const double *v, double tol) {
+    check_values(t, dt, dims, nd, v, tol);
+    vg_tensor_free(t);
+}
+
+/* A Placeholder of dt/dims and a matching tensor filled from v (for gradcheck). */
+static inline vg_output ph(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v, vg_tensor **val) {
+    *val = mk(dt, dims, nd, v);
+    return vg_placeholder(g, dt, dims, nd, NULL);
+}
+
 #endif

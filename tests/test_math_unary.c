@@ -7,15 +7,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static vg_tensor *run_st(vg_graph *g, vg_output y, vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    if (!s) return NULL;
-    vg_tensor *out = NULL;
-    vg_session_run1(s, y, &out, st);
-    vg_session_free(s);
-    return out;
-}
-
 typedef vg_output (*unop_builder)(vg_graph *, vg_output, const char *);
 
 static void check_un(unop_builder fn, vg_dtype dt, int n, const double *x, vg_dtype odt, const double *e) {

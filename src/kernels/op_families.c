@@ -23,6 +23,20 @@ extern const vg__op_def vg__ops_queue[];
 extern const vg__op_def vg__ops_summary[];
 extern const vg__op_def vg__ops_data[];
 extern const vg__op_def vg__ops_data_flow[];
+extern const vg__op_def vg__ops_math_rounding[];
+extern const vg__op_def vg__ops_math_special[];
+extern const vg__op_def vg__ops_nn_activation[];
+extern const vg__op_def vg__ops_nn_loss[];
+extern const vg__op_def vg__ops_nn_lrn[];
+extern const vg__op_def vg__ops_clip[];
+extern const vg__op_def vg__ops_strided_slice[];
+extern const vg__op_def vg__ops_split[];
+extern const vg__op_def vg__ops_reverse[];
+extern const vg__op_def vg__ops_scan[];
+extern const vg__op_def vg__ops_sort[];
+extern const vg__op_def vg__ops_scatter_gather_nd[];
+extern const vg__op_def vg__ops_linalg[];
+extern const vg__op_def vg__ops_random_sampling[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -40,5 +54,19 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_summary);
     vg__registry_add_family(vg__ops_data);
     vg__registry_add_family(vg__ops_data_flow);
+    vg__registry_add_family(vg__ops_math_rounding);
+    vg__registry_add_family(vg__ops_math_special);
+    vg__registry_add_family(vg__ops_nn_activation);
+    vg__registry_add_family(vg__ops_nn_loss);
+    vg__registry_add_family(vg__ops_nn_lrn);
+    vg__registry_add_family(vg__ops_clip);
+    vg__registry_add_family(vg__ops_strided_slice);
+    vg__registry_add_family(vg__ops_split);
+    vg__registry_add_family(vg__ops_reverse);
+    vg__registry_add_family(vg__ops_scan);
+    vg__registry_add_family(vg__ops_sort);
+    vg__registry_add_family(vg__ops_scatter_gather_nd);
+    vg__registry_add_family(vg__ops_linalg);
+    vg__registry_add_family(vg__ops_random_sampling);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

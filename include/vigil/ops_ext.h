@@ -1,0 +1,165 @@
+/*
+ * vigil/ops_ext.h - builders for the wider TF1 op set real training programs call
+ * (issue 11 §3): rounding and integer division, transcendental functions, the extra
+ * activations, losses and clipping. Same conventions as vigil/ops.h: each builder adds
+ * its op(s) to g and returns the output; on failure it returns {NULL, 0} and records
+ * the graph's sticky error (vg_graph_status). `name` may be NULL (the TF op type, or
+ * TF's default scope name for composites, made unique). Nothing returned is owned by
+ * the caller beyond the graph.
+ *
+ * Errors (at build time, through the graph's status; at run time, from the session):
+ * VG_INVALID_ARGUMENT for unsupported dtypes (naming the op and dtype), mismatched
+ * shapes ("Incompatible shapes: [2,3] vs. [4]"), an integer divisor of 0 ("Integer
+ * division by zero"); VG_RESOURCE_EXHAUSTED when out of memory.
+ */
+#ifndef VIGIL_OPS_EXT_H
+#define VIGIL_OPS_EXT_H
+
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- rounding and division (src/kernels/math_rounding_ops.c) ------------- */
+/* Floor, Ceil, Rint: float/double. Round: half to even; float/double, int32/int64
+ * (identity). None of them has a gradient (TF returns None). */
+VG_API vg_output vg_floor(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_ceil(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_round(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_rint(vg_graph *g, vg_output x, const char *name);
+/* FloorDiv (tf.floordiv, //): floor(x / y); float/double/int32/int64/uint8. No gradient. */
+VG_API vg_output vg_floor_div(vg_graph *g, vg_output x, vg_output y, const char *name);
+/* FloorMod (tf.floormod, %): result has the sign of y; float/double/int32/int64.
+ * Gradient (grad, -grad * floor_div(x, y)). */
+VG_API vg_output vg_floor_mod(vg_graph *g, vg_output x, vg_output y, const char *name);
+/* TruncateDiv: C's integer division; int32/int64/uint8 only (as TF's CPU kernels). */
+VG_API vg_output vg_truncate_div(vg_graph *g, vg_output x, vg_output y, const char *name);
+
+/* ---- transcendental (src/kernels/math_special_ops.c), float/double -------- */
+VG_API vg_output vg_sin(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_cos(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_erf(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_log1p(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_expm1(vg_graph *g, vg_output x, const char *name);
+
+/* ---- activations (src/kernels/nn_activation_ops.c), float/double ---------- */
+VG_API vg_output vg_softplus(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_softsign(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_elu(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_selu(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_relu6(vg_graph *g, vg_output x, const char *name);
+/* LeakyRelu with attr alpha (TF's default is 0.2). */
+VG_API vg_output vg_leaky_relu(vg_graph *g, vg_output x, float alpha, const char *name);
+
+/* tf.nn.lrn / local_response_normalization (src/kernels/nn_lrn_ops.c): x 4-D NHWC,
+ * y = x / (bias + alpha * sum over the depth window of x^2) ^ beta (TF's defaults:
+ * depth_radius 5, bias 1, alpha 1, beta 0.5). Gradient through LRNGrad. */
+VG_API vg_output vg_lrn(vg_graph *g, vg_output x, int depth_radius, float bias, float alpha, float beta,
+                        const char *name);
+
+/* ---- losses (src/kernels/nn_loss_ops.c) ------------------------------------ */
+/* L2Loss: sum(t^2) / 2, a scalar. */
+VG_API vg_output vg_l2_loss(vg_graph *g, vg_output t, const char *name);
+/* tf.nn.sigmoid_cross_entropy_with_logits(labels, logits): element-wise
+ * max(x, 0) - x * z + log(1 + exp(-|x|)), ops under the scope "logistic_loss" and the
+ * result named "logistic_loss". INVALID_ARGUMENT "logits and labels must have the same
+ * shape ([2,3] vs [3])" or on differing dtypes. */
+VG_API vg_output vg_sigmoid_cross_entropy_with_logits(vg_graph *g, vg_output labels, vg_output logits, const char *name);
+
+/* ---- clipping (src/kernels/clip_ops.c) -------------------------------------- */
+/* tf.clip_by_value: Minimum(t, hi) then Maximum(., lo) named "clip_by_value" (as TF
+ * 1.15's Python). INVALID_ARGUMENT when lo/hi would broadcast t to another shape. */
+VG_API vg_output vg_clip_by_value(vg_graph *g, vg_output t, vg_output lo, vg_output hi, const char *name);
+/* The raw ClipByValue op: lo and hi scalars or t's shape; gradient as TF. */
+VG_API vg_output vg_clip_by_value_op(vg_graph *g, vg_output t, vg_output lo, vg_output hi, const char *name);
+
+/* ---- slicing, splitting, reversing, scans --------------------------------- */
+/* The five StridedSlice masks (bit i refers to entry i of begin/end/strides). */
+typedef struct vg_strided_slice_masks {
+    int64_t begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask;
+} vg_strided_slice_masks;
+/* StridedSlice(x, begin, end, strides) (src/kernels/strided_slice_ops.c): x[b:e:s, ...]
+ * with TF's mask semantics (masks NULL = all zero). begin/end/strides are 1-D int32 or
+ * int64 of one length. Errors (INVALID_ARGUMENT, at build time when the spec is
+ * constant, else at run time): "strides[i] must be non-zero", "slice index 5 of
+ * dimension 0 out of bounds.", "Multiple ellipses in slice spec not allowed",
+ * "only stride 1 allowed on non-range indexing.". Gradient: StridedSliceGrad. */
+VG_API vg_output vg_strided_slice(vg_graph *g, vg_output x, vg_output begin, vg_output end, vg_output strides,
+                                  const vg_strided_slice_masks *masks, const char *name);
+/* Same with n-entry C arrays (strides NULL = all 1), as Python's x[...] builds them. */
+VG_API vg_output vg_strided_slice_c(vg_graph *g, vg_output x, const int32_t *begin, const int32_t *end,
+                                    const int32_t *strides, int n, const vg_strided_slice_masks *masks,
+                                    const char *name);
+/* tf.split(value, num_split, axis) -> Split; outputs 0..num_split-1 of the returned op
+ * (src/kernels/split_ops.c). INVALID_ARGUMENT "Number of ways to split should evenly
+ * divide the split dimension, ...". Returns NULL on failure. */
+VG_API vg_op *vg_split(vg_graph *g, vg_output value, int num_split, int axis, const char *name);
+/* tf.split(value, size_splits, axis) -> SplitV; one size may be -1 (inferred). */
+VG_API vg_op *vg_split_v(vg_graph *g, vg_output value, const int32_t *size_splits, int num_split, int axis,
+                         const char *name);
+/* tf.unstack(value, num, axis) -> Unpack; num -1 infers it from the static shape. */
+VG_API vg_op *vg_unpack(vg_graph *g, vg_output value, int num, int axis, const char *name);
+/* ReverseV2(x, axis) (src/kernels/reverse_ops.c), axis a 1-D int32/int64 tensor;
+ * INVALID_ARGUMENT for an axis out of range or given twice. */
+VG_API vg_output vg_reverse(vg_graph *g, vg_output x, vg_output axis, const char *name);
+VG_API vg_output vg_reverse_c(vg_graph *g, vg_output x, const int32_t *axes, int naxes, const char *name);
+/* Cumsum / Cumprod(x, axis, exclusive, reverse) (src/kernels/scan_ops.c);
+ * float/double/int32/int64. */
+VG_API vg_output vg_cumsum(vg_graph *g, vg_output x, int axis, bool exclusive, bool reverse, const char *name);
+VG_API vg_output vg_cumprod(vg_graph *g, vg_output x, int axis, bool exclusive, bool reverse, const char *name);
+
+/* ---- top-k (src/kernels/sort_ops.c) ----------------------------------------- */
+/* tf.nn.top_k: TopKV2 over the last dim; output 0 values, output 1 int32 indices.
+ * INVALID_ARGUMENT "input must have at least k columns. Had 3, needed 5", "Need k >= 0".
+ * The gradient needs the last dim known at build time. Returns NULL on failure. */
+VG_API vg_op *vg_top_k(vg_graph *g, vg_output input, int k, bool sorted, const char *name);
+/* tf.nn.in_top_k -> InTopKV2: bool [batch]; predictions float [batch, classes],
+ * targets int32/int64 [batch]. Not differentiable. */
+VG_API vg_output vg_in_top_k(vg_graph *g, vg_output predictions, vg_output targets, int k, const char *name);
+
+/* ---- nd gather / scatter (src/kernels/scatter_gather_nd_ops.c) --------------- */
+/* GatherNd(params, indices): indices [..., m], int32/int64. An index out of range fails
+ * with INVALID_ARGUMENT "indices[1] = [3, 0] does not index into param shape [2,2]". */
+VG_API vg_output vg_gather_nd(vg_graph *g, vg_output params, vg_output indices, const char *name);
+/* ScatterNd(indices, updates, shape): zeros of shape with updates added (duplicates
+ * sum). INVALID_ARGUMENT "Invalid indices: ..." / "Must have updates.shape = ...". */
+VG_API vg_output vg_scatter_nd(vg_graph *g, vg_output indices, vg_output updates, vg_output shape, const char *name);
+/* TensorScatterUpdate(tensor, indices, updates): a copy of tensor with the slices
+ * replaced (the last duplicate wins). */
+VG_API vg_output vg_tensor_scatter_update(vg_graph *g, vg_output tensor, vg_output indices, vg_output updates,
+                                          const char *name);
+
+/* ---- linear algebra (src/kernels/linalg_ops.c) -------------------------------- */
+/* BatchMatMulV2 (tf.matmul of rank >= 2 tensors): x [..., M, K] times y [..., K, N]
+ * with the batch dims broadcast; adj_x / adj_y transpose the last two dims.
+ * float/double. INVALID_ARGUMENT "In[0] mismatch In[1] shape: ..." or incompatible
+ * batch dims. */
+VG_API vg_output vg_batch_matmul(vg_graph *g, vg_output x, vg_output y, bool adj_x, bool adj_y, const char *name);
+/* MatrixBandPart(x, num_lower, num_upper) (tf.linalg.band_part): keeps the band of the
+ * last two dims (a negative count keeps that whole triangle). */
+VG_API vg_output vg_matrix_band_part(vg_graph *g, vg_output x, vg_output num_lower, vg_output num_upper,
+                                     const char *name);
+VG_API vg_output vg_matrix_band_part_c(vg_graph *g, vg_output x, int64_t num_lower, int64_t num_upper,
+                                       const char *name);
+/* Diag (rank k -> 2k, the values on the diagonal) and DiagPart (2k -> k). */
+VG_API vg_output vg_diag(vg_graph *g, vg_output diagonal, const char *name);
+VG_API vg_output vg_diag_part(vg_graph *g, vg_output input, const char *name);
+
+/* ---- sampling (src/kernels/random_sampling_ops.c) -------------------------------- */
+/* tf.multinomial(logits [batch, classes], num_samples, seed, output_dtype int32/int64):
+ * class indices [batch, num_samples] drawn from softmax(logits) (non-finite logits get
+ * probability 0). Seeds as TF's get_seed; the values are vigil's own stream. Not
+ * differentiable. INVALID_ARGUMENT "num_samples should be nonnegative, got -1". */
+/* RandomUniformInt(shape, minval, maxval) with explicit seed/seed2 attrs (raw op, as
+ * vg_random_uniform); minval/maxval int32 or int64 scalars. Run-time INVALID_ARGUMENT
+ * "Need minval < maxval: 5 >= 5". */
+VG_API vg_output vg_random_uniform_int(vg_graph *g, vg_output shape, vg_output minval, vg_output maxval, int64_t seed,
+                                       int64_t seed2, const char *name);
+VG_API vg_output vg_multinomial(vg_graph *g, vg_output logits, int num_samples, int64_t seed, vg_dtype output_dtype,
+                                const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,134 @@
+/*
+ * vigil/train_lib.h - the Python-level helpers real TF1 programs call around the
+ * optimizer (issue 11 §7): learning-rate schedules over the global step, gradient
+ * clipping, ExponentialMovingAverage, and the tensor constructors tf.random_uniform /
+ * random_normal / truncated_normal / zeros / ones (composites of ops_ext.h's ops). Each builds TF 1.15's graph (same formulas, name scopes and op names, e.g.
+ * "ExponentialDecay/Pow", result "ExponentialDecay") with the public builders.
+ *
+ * Conventions: float arguments that TF takes as Python numbers are doubles here and
+ * become float32 Consts (as TF's convert_to_tensor of a Python float); the step may be
+ * any numeric tensor (the int64 global step usually) and is cast to float32. On failure
+ * a builder returns {NULL, 0} (or VG_INVALID_ARGUMENT from the list builders) and
+ * records the graph's sticky error (vg_graph_status): VG_INVALID_ARGUMENT for a
+ * missing global step ("global_step is required for exponential_decay."), a bad list
+ * length, or mismatched shapes. Nothing returned is owned by the caller beyond the
+ * graph.
+ */
+#ifndef VIGIL_TRAIN_LIB_H
+#define VIGIL_TRAIN_LIB_H
+
+#include "graph.h"
+#include "ops_ext.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- learning-rate schedules (src/train/lr_schedules.c) ------------------- */
+/* lr * decay_rate ^ (step / decay_steps), the exponent floored when staircase. */
+VG_API vg_output vg_exponential_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
+                                      double decay_rate, bool staircase, const char *name);
+/* values[0] while x <= boundaries[0], values[i] for boundaries[i-1] < x <= boundaries[i],
+ * values[n-1] after; n_values = n_boundaries + 1 (else INVALID_ARGUMENT "The length of
+ * boundaries should be 1 less than the length of values"). Boundaries take x's dtype.
+ * TF builds a tf.case; vigil builds the same choice as a chain of Selects. */
+VG_API vg_output vg_piecewise_constant(vg_graph *g, vg_output x, const double *boundaries, const double *values,
+                                       int n_values, const char *name);
+/* (lr - end_lr) * (1 - step / decay_steps) ^ power + end_lr; step capped at decay_steps,
+ * or with cycle decay_steps scaled by ceil(step / decay_steps) (1 at step 0). */
+VG_API vg_output vg_polynomial_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
+                                     double end_learning_rate, double power, bool cycle, const char *name);
+/* lr / (1 + decay_rate * step / decay_steps) (floored ratio when staircase). */
+VG_API vg_output vg_inverse_time_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
+                                       double decay_rate, bool staircase, const char *name);
+/* lr * exp(-decay_rate * step / decay_steps) (TF: exponential_decay with exp(-decay_rate)). */
+VG_API vg_output vg_natural_exp_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
+                                      double decay_rate, bool staircase, const char *name);
+/* lr * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) / decay_steps)) + alpha). */
+VG_API vg_output vg_cosine_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
+                                 double alpha, const char *name);
+/* SGDR: cosine decay restarting every first_decay_steps * t_mul^i steps, the amplitude
+ * scaled by m_mul^i (TF's defaults t_mul 2.0, m_mul 1.0, alpha 0.0). */
+VG_API vg_output vg_cosine_decay_restarts(vg_graph *g, double learning_rate, vg_output global_step,
+                                          double first_decay_steps, double t_mul, double m_mul, double alpha,
+                                          const char *name);
+/* lr * ((alpha + linear) * cosine + beta) with linear = (decay_steps - s) / decay_steps,
+ * cosine = 0.5 * (1 + cos(pi * 2 * num_periods * s / decay_steps)), s = min(step,
+ * decay_steps) (TF's defaults num_periods 0.5, alpha 0.0, beta 0.001). */
+VG_API vg_output vg_linear_cosine_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
+                                        double num_periods, double alpha, double beta, const char *name);
+
+/* ---- gradient clipping (src/train/clip.c; tf.clip_by_value is in ops_ext.h) ---- */
+/* tf.clip_by_norm: t * clip_norm / max(l2norm(t over axes), clip_norm); naxes < 0 means
+ * all axes. The result is an Identity named "clip_by_norm". */
+VG_API vg_output vg_clip_by_norm(vg_graph *g, vg_output t, vg_output clip_norm, const int32_t *axes, int naxes,
+                                 const char *name);
+/* tf.global_norm: sqrt(2 * sum_i L2Loss(t_i)) named "global_norm/global_norm"; entries
+ * of t with op == NULL are skipped (TF's None). At least one entry must be set. */
+VG_API vg_output vg_global_norm(vg_graph *g, const vg_output *t, int n, const char *name);
+/* tf.clip_by_global_norm: out[i] = t[i] * clip_norm / max(global_norm, clip_norm)
+ * ("clip_by_global_norm/clip_by_global_norm/_i"); all NaN when the norm is not finite.
+ * use_norm {NULL} computes global_norm(t). *norm_out (may be NULL) gets the norm used.
+ * Entries with op == NULL stay {NULL}. Returns VG_OK or the graph's error. */
+VG_API vg_code vg_clip_by_global_norm(vg_graph *g, const vg_output *t, int n, vg_output clip_norm, vg_output use_norm,
+                                      vg_output *out, vg_output *norm_out, const char *name);
+
+/* ---- Python-level constructors (src/train/tensor_lib.c) -------------------- */
+/* tf.random_uniform(shape, minval, maxval, dtype, seed): float/double, or int32/int64
+ * through RandomUniformInt (values in [minval, maxval)). shape: a 1-D int32/int64 tensor, possibly
+ * computed at run time. seed: the op seed (0 = none), combined with the graph seed as
+ * TF's get_seed. */
+VG_API vg_output vg_random_uniform_range(vg_graph *g, vg_output shape, double minval, double maxval, vg_dtype dt,
+                                         int64_t seed, const char *name);
+/* tf.random_normal(shape, mean, stddev, dtype, seed) and tf.truncated_normal. */
+VG_API vg_output vg_random_normal_dist(vg_graph *g, vg_output shape, double mean, double stddev, vg_dtype dt,
+                                       int64_t seed, const char *name);
+VG_API vg_output vg_truncated_normal_dist(vg_graph *g, vg_output shape, double mean, double stddev, vg_dtype dt,
+                                          int64_t seed, const char *name);
+/* tf.zeros / tf.ones with a shape tensor: Fill(shape, 0 / 1) named "zeros" / "ones". */
+VG_API vg_output vg_zeros(vg_graph *g, vg_output shape, vg_dtype dt, const char *name);
+VG_API vg_output vg_ones(vg_graph *g, vg_output shape, vg_dtype dt, const char *name);
+
+/* ---- ExponentialMovingAverage (src/train/ema.c) ----------------------------- */
+/* TF's GraphKeys.MOVING_AVERAGE_VARIABLES. */
+#define VG_MOVING_AVERAGE_VARIABLES "moving_average_variables"
+
+typedef struct vg_ema vg_ema;
+
+/* tf.train.ExponentialMovingAverage(decay, num_updates, zero_debias, name). num_updates
+ * {NULL} for none (usually the global step); name NULL = "ExponentialMovingAverage".
+ * zero_debias applies to averaged tensors (not variables), as in TF. Ownership: the caller frees the object with vg_ema_free (the ops
+ * and variables stay in g). NULL (graph error RESOURCE_EXHAUSTED) when out of memory. */
+VG_API vg_ema *vg_ema_new(vg_graph *g, double decay, vg_output num_updates, bool zero_debias, const char *name);
+VG_API void vg_ema_free(vg_ema *e);
+/* ema.apply(var_list): variable refs or tensors of fully defined shape (vars NULL =
+ * trainable_variables). Creates the shadows "<var>/<name>" on first use (a variable's
+ * from its initial value, a tensor's zeros) and returns the NoOp "<name>" grouping the
+ * updates "<name>/AssignMovingAvg", "_1", ... NULL on failure with the graph error:
+ * INVALID_ARGUMENT "The variables must be half, float, or double: <var>", or a tensor
+ * whose shape is not fully defined. */
+VG_API vg_op *vg_ema_apply(vg_ema *e, const vg_output *vars, int n);
+/* ema.average(var): the shadow's ref, {NULL} when var was never applied. */
+VG_API vg_output vg_ema_average(const vg_ema *e, vg_output var);
+/* ema.average_name(var): "<var op name>/<name>" written to buf (returned). */
+VG_API char *vg_ema_average_name(const vg_ema *e, vg_output var, char *buf, size_t len);
+
+/* A name -> variable map (checkpoint names to restore into). Free with vg_name_map_free. */
+typedef struct vg_name_map {
+    int n;
+    char **names;
+    vg_output *vars;
+} vg_name_map;
+VG_API void vg_name_map_free(vg_name_map *m);
+/* ema.variables_to_restore(moving_avg_variables): average_name(v) -> v for each
+ * averaged variable (NULL list = trainable + moving_average_variables), plus
+ * name -> v for every other global variable whose name is not already a key. Fills
+ * *out (owned by the caller). Fails with INVALID_ARGUMENT, RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_ema_variables_to_restore(const vg_ema *e, const vg_output *moving_avg_vars, int n, vg_name_map *out,
+                                           vg_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,349 @@
+/*
+ * linalg_ops.c - BatchMatMulV2 (batch dims broadcast, adj_x / adj_y; float/double via
+ * OpenBLAS GEMM per matrix), MatrixBandPart, Diag and DiagPart as TF 1.15's
+ * batch_matmul_op_impl.h, matrix_band_part_op.cc and diag_op.cc, with math_grad.py /
+ * array_grad.py gradients (_BatchMatMulV2: the four adjoint cases, then Sum over the
+ * broadcast batch axes via BroadcastGradientArgs of shape[:-2]; _MatrixBandPartGrad:
+ * the same band of the gradient; Diag <-> DiagPart).
+ */
+#include "kernels/ew_internal.h"
+#include <cblas.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- BatchMatMulV2 ---------------------------------------------------------------- */
+
+static vg_code shape_bmm(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (dt != VG_FLOAT && dt != VG_DOUBLE)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "BatchMatMulV2: x has dtype %s, which is not supported (float double)",
+                             vg_dtype_name(dt));
+    if (vg__op_input_dtype(op, 1) != dt)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "BatchMatMulV2: y has dtype %s but x has %s",
+                             vg_dtype_name(vg__op_input_dtype(op, 1)), vg_dtype_name(dt));
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_default_attr_bool(op, "adj_x", false);
+    vg__op_set_default_attr_bool(op, "adj_y", false);
+    bool ax = false, ay = false;
+    vg_op_attr_bool(op, "adj_x", &ax);
+    vg_op_attr_bool(op, "adj_y", &ay);
+    vg_shape a = vg__op_input_shape(op, 0), b = vg__op_input_shape(op, 1), o = vg_shape_unknown();
+    vg__op_set_num_outputs(op, 1);
+    if (a.ndims >= 0 && a.ndims < 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "In[0] ndims must be >= 2: %d", a.ndims);
+    if (b.ndims >= 0 && b.ndims < 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "In[1] ndims must be >= 2: %d", b.ndims);
+    if (a.ndims >= 2 && b.ndims >= 2) {
+        int64_t m = a.dims[a.ndims - (ax ? 1 : 2)], ka = a.dims[a.ndims - (ax ? 2 : 1)];
+        int64_t kb = b.dims[b.ndims - (ay ? 1 : 2)], n = b.dims[b.ndims - (ay ? 2 : 1)];
+        if (ka >= 0 && kb >= 0 && ka != kb)
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "In[0] mismatch In[1] shape: %lld vs. %lld: adj_x %d adj_y %d", (long long)ka,
+                                 (long long)kb, ax, ay);
+        vg_shape ba = a, bb = b, bo;
+        ba.ndims -= 2;
+        bb.ndims -= 2;
+        vg_code c = vg__shape_broadcast(&ba, &bb, &bo, st);
+        if (c != VG_OK) return c;
+        o = bo;
+        o.ndims += 2;
+        o.dims[o.ndims - 2] = m;
+        o.dims[o.ndims - 1] = n;
+    }
+    vg__op_set_output(op, 0, dt, o);
+    return VG_OK;
+}
+
+static vg_code kernel_bmm(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *x = vg__kctx_input(ctx, 0), *y = vg__kctx_input(ctx, 1);
+    bool ax = false, ay = false;
+    vg_op_attr_bool(vg__kctx_op(ctx), "adj_x", &ax);
+    vg_op_attr_bool(vg__kctx_op(ctx), "adj_y", &ay);
+    int ra = vg_tensor_ndims(x), rb = vg_tensor_ndims(y);
+    if (ra < 2 || rb < 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "BatchMatMulV2: inputs must have rank >= 2");
+    int64_t xr = vg_tensor_dim(x, ra - 2), xc = vg_tensor_dim(x, ra - 1), yr = vg_tensor_dim(y, rb - 2),
+            yc = vg_tensor_dim(y, rb - 1);
+    int64_t m = ax ? xc : xr, k = ax ? xr : xc, kb = ay ? yc : yr, n = ay ? yr : yc;
+    if (k != kb)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "In[0] mismatch In[1] shape: %lld vs. %lld: [%lld,%lld] [%lld,%lld] %d %d",
+                             (long long)k, (long long)kb, (long long)xr, (long long)xc, (long long)yr, (long long)yc, ax, ay);
+    /* broadcast batch dims */
+    int br = (ra > rb ? ra : rb) - 2;
+    int64_t od[VG_MAX_DIMS], sa[VG_MAX_DIMS], sb[VG_MAX_DIMS], nb = 1, stra = 1, strb = 1;
+    for (int i = br - 1; i >= 0; i--) {
+        int ia = i - (br - (ra - 2)), ib = i - (br - (rb - 2));
+        int64_t da = ia >= 0 ? vg_tensor_dim(x, ia) : 1, db = ib >= 0 ? vg_tensor_dim(y, ib) : 1;
+        if (da != db && da != 1 && db != 1)
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "In[0] and In[1] must have compatible batch dimensions: batch dim %d is %lld vs. %lld", i,
+                                 (long long)da, (long long)db);
+        od[i] = da == 1 ? db : da;
+        sa[i] = da == 1 ? 0 : stra;
+        sb[i] = db == 1 ? 0 : strb;
+        stra *= da;
+        strb *= db;
+        nb *= od[i];
+    }
+    od[br] = m;
+    od[br + 1] = n;
+    vg_tensor *o;
+    vg_dtype dt = vg_tensor_dtype(x);
+    vg_code c = vg__kctx_alloc_output(ctx, 0, dt, od, br + 2, &o);
+    if (c != VG_OK || vg_tensor_num_elements(o) == 0) return c;
+    if (k == 0) {
+        memset(vg_tensor_data(o), 0, vg_tensor_nbytes(o));
+        return VG_OK;
+    }
+    int64_t idx[VG_MAX_DIMS] = {0}, oa = 0, ob = 0;
+    size_t esz = vg_dtype_size(dt);
+    for (int64_t t = 0; t < nb; t++) {
+        const char *pa = (const char *)vg_tensor_data(x) + (size_t)(oa * xr * xc) * esz;
+        const char *pb = (const char *)vg_tensor_data(y) + (size_t)(ob * yr * yc) * esz;
+        char *po = (char *)vg_tensor_data(o) + (size_t)(t * m * n) * esz;
+        if (dt == VG_FLOAT)
+            cblas_sgemm(CblasRowMajor, ax ? CblasTrans : CblasNoTrans, ay ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
+                        1.0f, (const float *)pa, (int)xc, (const float *)pb, (int)yc, 0.0f, (float *)po, (int)n);
+        else
+            cblas_dgemm(CblasRowMajor, ax ? CblasTrans : CblasNoTrans, ay ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
+                        1.0, (const double *)pa, (int)xc, (const double *)pb, (int)yc, 0.0, (double *)po, (int)n);
+        for (int d = br - 1; d >= 0; d--) {
+            oa += sa[d];
+            ob += sb[d];
+            if (++idx[d] < od[d]) break;
+            oa -= sa[d] * od[d];
+            ob -= sb[d] * od[d];
+            idx[d] = 0;
+        }
+    }
+    return VG_OK;
+}
+
+static bool same_static(const vg_shape *a, const vg_shape *b) {
+    if (!vg_shape_is_fully_defined(a) || !vg_shape_is_fully_defined(b) || a->ndims != b->ndims) return false;
+    return memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->ndims) == 0;
+}
+
+static vg_code grad_bmm(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    vg_output x = vg_op_input(op, 0), y = vg_op_input(op, 1), gr = dy[0], gx, gy;
+    bool ax = false, ay = false;
+    vg_op_attr_bool(op, "adj_x", &ax);
+    vg_op_attr_bool(op, "adj_y", &ay);
+    if (!ax) {
+        if (!ay) {
+            gx = vg_batch_matmul(g, gr, y, false, true, "MatMul");
+            gy = vg_batch_matmul(g, x, gr, true, false, "MatMul_1");
+        } else {
+            gx = vg_batch_matmul(g, gr, y, false, false, "MatMul");
+            gy = vg_batch_matmul(g, gr, x, true, false, "MatMul_1");
+        }
+    } else {
+        if (!ay) {
+            gx = vg_batch_matmul(g, y, gr, false, true, "MatMul");
+            gy = vg_batch_matmul(g, x, gr, false, false, "MatMul_1");
+        } else {
+            gx = vg_batch_matmul(g, y, gr, true, true, "MatMul");
+            gy = vg_batch_matmul(g, gr, x, true, true, "MatMul_1");
+        }
+    }
+    vg_shape sxs = vg_output_shape(x), sys = vg_output_shape(y);
+    if (same_static(&sxs, &sys)) {
+        dx[0] = gx;
+        dx[1] = gy;
+        return vg_graph_status(g, NULL);
+    }
+    vg_output sx = vg_shape_op(g, x, VG_INT32, "Shape"), sy = vg_shape_op(g, y, VG_INT32, "Shape_1");
+    int32_t b0 = 0, e2 = -2, s1 = 1;
+    vg_strided_slice_masks m = {1, 0, 0, 0, 0};
+    vg_output bx = vg_strided_slice_c(g, sx, &b0, &e2, &s1, 1, &m, "strided_slice");
+    vg_output by = vg_strided_slice_c(g, sy, &b0, &e2, &s1, 1, &m, "strided_slice_1");
+    vg_op *bga = vg_broadcast_gradient_args(g, bx, by, "BroadcastGradientArgs");
+    if (!bga) return vg_graph_status(g, NULL);
+    dx[0] = vg_reshape(g, vg_sum(g, gx, vg_out(bga, 0), false, "Sum"), sx, "Reshape");
+    dx[1] = vg_reshape(g, vg_sum(g, gy, vg_out(bga, 1), false, "Sum_1"), sy, "Reshape_1");
+    return vg_graph_status(g, NULL);
+}
+
+vg_output vg_batch_matmul(vg_graph *g, vg_output x, vg_output y, bool adj_x, bool adj_y, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "BatchMatMulV2", name);
+    if (!b) return vg_out(NULL, 0);
+    vg_op_builder_add_input(b, x);
+    vg_op_builder_add_input(b, y);
+    vg_op_builder_set_attr_bool(b, "adj_x", adj_x);
+    vg_op_builder_set_attr_bool(b, "adj_y", adj_y);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+/* ---- MatrixBandPart ------------------------------------------------------------------ */
+
+static bool scalar_int(const vg_tensor *t, int64_t *v) {
+    if (!t || vg_tensor_ndims(t) != 0) return false;
+    if (vg_tensor_dtype(t) == VG_INT32) *v = *(const int32_t *)vg_tensor_data(t);
+    else if (vg_tensor_dtype(t) == VG_INT64) *v = *(const int64_t *)vg_tensor_data(t);
+    else return false;
+    return true;
+}
+
+static vg_code shape_band(vg_op *op, vg_status *st) {
+    vg_dtype it = vg__op_input_dtype(op, 1);
+    if ((it != VG_INT32 && it != VG_INT64) || vg__op_input_dtype(op, 2) != it)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "MatrixBandPart: num_lower and num_upper must be int32 or int64 of one dtype");
+    vg_shape in = vg__op_input_shape(op, 0);
+    if (in.ndims >= 0 && in.ndims < 2)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be at least 2-dim, received shape: rank %d", in.ndims);
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (vg_dtype_size(dt) == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "MatrixBandPart: unsupported dtype %s", vg_dtype_name(dt));
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_default_attr_type(op, "Tindex", it);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, in);
+    return VG_OK;
+}
+
+static vg_code kernel_band(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *x = vg__kctx_input(ctx, 0);
+    int64_t lo, hi;
+    if (!scalar_int(vg__kctx_input(ctx, 1), &lo)) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_lower must be scalar");
+    if (!scalar_int(vg__kctx_input(ctx, 2), &hi)) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_upper must be scalar");
+    int r = vg_tensor_ndims(x);
+    if (r < 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be at least 2-dim");
+    int64_t rows = vg_tensor_dim(x, r - 2), cols = vg_tensor_dim(x, r - 1);
+    if (lo > rows) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_lower must be negative or less or equal to number of rows (%lld) got: %lld", (long long)rows, (long long)lo);
+    if (hi > cols) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_upper must be negative or less or equal to number of columns (%lld) got: %lld", (long long)cols, (long long)hi);
+    vg_tensor *o;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(x), vg_tensor_dims(x), r, &o);
+    if (c != VG_OK) return c;
+    size_t esz = vg_dtype_size(vg_tensor_dtype(x));
+    int64_t mats = (rows > 0 && cols > 0) ? vg_tensor_num_elements(x) / (rows * cols) : 0;
+    const char *src = vg_tensor_data(x);
+    char *dst = vg_tensor_data(o);
+    for (int64_t b = 0; b < mats; b++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++) {
+                size_t p = (size_t)((b * rows + i) * cols + j) * esz;
+                bool keep = (lo < 0 || i - j <= lo) && (hi < 0 || j - i <= hi);
+                if (keep) memcpy(dst + p, src + p, esz);
+                else memset(dst + p, 0, esz);
+            }
+    return VG_OK;
+}
+
+static vg_code grad_band(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    dx[0] = vg_matrix_band_part(g, dy[0], vg_op_input(op, 1), vg_op_input(op, 2), "MatrixBandPart");
+    return vg_graph_status(g, NULL);
+}
+
+vg_output vg_matrix_band_part(vg_graph *g, vg_output x, vg_output num_lower, vg_output num_upper, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "MatrixBandPart", name);
+    if (!b) return vg_out(NULL, 0);
+    vg_op_builder_add_input(b, x);
+    vg_op_builder_add_input(b, num_lower);
+    vg_op_builder_add_input(b, num_upper);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_matrix_band_part_c(vg_graph *g, vg_output x, int64_t num_lower, int64_t num_upper, const char *name) {
+    return vg_matrix_band_part(g, x, vg_const_i64(g, num_lower, "band_part/num_lower"),
+                               vg_const_i64(g, num_upper, "band_part/num_upper"), name);
+}
+
+/* ---- Diag / DiagPart ----------------------------------------------------------------- */
+
+static vg_code shape_diag(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (vg_dtype_size(dt) == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Diag: unsupported dtype %s", vg_dtype_name(dt));
+    vg_shape in = vg__op_input_shape(op, 0), o = vg_shape_unknown();
+    if (in.ndims == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Input must be at least rank 1, got 0");
+    if (in.ndims > 0) {
+        if (2 * in.ndims > VG_MAX_DIMS)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Diag: result rank %d exceeds %d", 2 * in.ndims, VG_MAX_DIMS);
+        o.ndims = 2 * in.ndims;
+        for (int i = 0; i < in.ndims; i++) o.dims[i] = o.dims[i + in.ndims] = in.dims[i];
+    }
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, o);
+    return VG_OK;
+}
+
+static vg_code kernel_diag(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *x = vg__kctx_input(ctx, 0);
+    int r = vg_tensor_ndims(x);
+    if (r < 1 || 2 * r > VG_MAX_DIMS) return vg_status_set(st, VG_INVALID_ARGUMENT, "Diag: input rank %d not in [1, %d]", r, VG_MAX_DIMS / 2);
+    int64_t dims[VG_MAX_DIMS], n = vg_tensor_num_elements(x);
+    for (int i = 0; i < r; i++) dims[i] = dims[i + r] = vg_tensor_dim(x, i);
+    vg_tensor *o;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(x), dims, 2 * r, &o);
+    if (c != VG_OK) return c;
+    size_t esz = vg_dtype_size(vg_tensor_dtype(x));
+    memset(vg_tensor_data(o), 0, vg_tensor_nbytes(o));
+    for (int64_t i = 0; i < n; i++)
+        memcpy((char *)vg_tensor_data(o) + (size_t)(i * n + i) * esz, (const char *)vg_tensor_data(x) + (size_t)i * esz, esz);
+    return VG_OK;
+}
+
+static vg_code shape_diag_part(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (vg_dtype_size(dt) == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "DiagPart: unsupported dtype %s", vg_dtype_name(dt));
+    vg_shape in = vg__op_input_shape(op, 0), o = vg_shape_unknown();
+    if (in.ndims >= 0) {
+        if (in.ndims == 0 || in.ndims % 2)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Input must have even rank <= %d, input rank is %d", VG_MAX_DIMS, in.ndims);
+        int k = in.ndims / 2;
+        o.ndims = k;
+        for (int i = 0; i < k; i++) {
+            int64_t a = in.dims[i], b = in.dims[i + k];
+            if (a >= 0 && b >= 0 && a != b)
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid shape: dimensions %d and %d do not match", i, i + k);
+            o.dims[i] = a >= 0 ? a : b;
+        }
+    }
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, o);
+    return VG_OK;
+}
+
+static vg_code kernel_diag_part(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *x = vg__kctx_input(ctx, 0);
+    int r = vg_tensor_ndims(x);
+    if (r == 0 || r % 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "The rank of the tensor should be even and positive, got shape rank %d", r);
+    int k = r / 2;
+    int64_t n = 1;
+    for (int i = 0; i < k; i++) {
+        if (vg_tensor_dim(x, i) != vg_tensor_dim(x, i + k))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid shape: dimensions %d and %d do not match", i, i + k);
+        n *= vg_tensor_dim(x, i);
+    }
+    vg_tensor *o;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(x), vg_tensor_dims(x), k, &o);
+    if (c != VG_OK) return c;
+    size_t esz = vg_dtype_size(vg_tensor_dtype(x));
+    for (int64_t i = 0; i < n; i++)
+        memcpy((char *)vg_tensor_data(o) + (size_t)i * esz, (const char *)vg_tensor_data(x) + (size_t)(i * n + i) * esz, esz);
+    return VG_OK;
+}
+
+static vg_code grad_diag(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    (void)op;
+    dx[0] = vg_diag_part(g, dy[0], "DiagPart");
+    return vg_graph_status(g, NULL);
+}
+
+static vg_code grad_diag_part(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    (void)op;
+    dx[0] = vg_diag(g, dy[0], "Diag");
+    return vg_graph_status(g, NULL);
+}
+
+vg_output vg_diag(vg_graph *g, vg_output diagonal, const char *name) { return vg__ew_build1(g, "Diag", diagonal, name); }
+vg_output vg_diag_part(vg_graph *g, vg_output input, const char *name) { return vg__ew_build1(g, "DiagPart", input, name); }
+
+const vg__op_def vg__ops_linalg[] = {
+    {"BatchMatMulV2", 2, 2, 0, 0, shape_bmm, kernel_bmm, grad_bmm},
+    {"MatrixBandPart", 3, 3, 0, 0, shape_band, kernel_band, grad_band},
+    {"Diag", 1, 1, 0, 0, shape_diag, kernel_diag, grad_diag},
+    {"DiagPart", 1, 1, 0, 0, shape_diag_part, kernel_diag_part, grad_diag_part},
+    {0},
+};

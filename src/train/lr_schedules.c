@@ -1,0 +1,238 @@
+/*
+ * lr_schedules.c - tf.train's learning-rate schedules (TF 1.15
+ * learning_rate_decay.py -> learning_rate_schedule.py), built from public builders
+ * with TF's formulas, scopes ("ExponentialDecay", "PiecewiseConstant",
+ * "PolynomialDecay", "InverseTimeDecay", "CosineDecay", "SGDRDecay",
+ * "LinearCosineDecay") and op names. Python-float arguments become float32 Consts;
+ * TF's Python-level conds on constants are decided here at build time, its graph
+ * conds on tensors become Selects.
+ */
+#include "vigil/ops.h"
+#include "vigil/ops_ext.h"
+#include "vigil/train_lib.h"
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+/* name_scope(name or default) as scope; the result op gets the scope's own name. */
+typedef struct sched_scope {
+    char full[1024];
+    const char *base;
+} sched_scope;
+
+static void scope_open(vg_graph *g, const char *name, const char *def, sched_scope *s) {
+    vg_graph_unique_name(g, name ? name : def, s->full, sizeof s->full);
+    char sc[1100];
+    snprintf(sc, sizeof sc, "%s/", s->full);
+    vg_graph_push_scope(g, sc);
+    const char *slash = strrchr(s->full, '/');
+    s->base = slash ? slash + 1 : s->full;
+}
+
+static vg_output f32(vg_graph *g, double v, const char *name) { return vg_const_f32(g, (float)v, name); }
+
+/* math_ops.cast(step, float32): the step itself when already float32. */
+static vg_output cast_step(vg_graph *g, vg_output step, const char *name) {
+    return vg_output_dtype(step) == VG_FLOAT ? step : vg_cast(g, step, VG_FLOAT, name);
+}
+
+static bool need_step(vg_graph *g, vg_output step, const char *what) {
+    if (step.op) return true;
+    vg_graph_set_error(g, VG_INVALID_ARGUMENT, "global_step is required for %s.", what);
+    return false;
+}
+
+/* ExponentialDecay; decay_rate_t {NULL} makes the Const "Cast_1/x" from decay_rate. */
+static vg_output exp_decay(vg_graph *g, double lr, vg_output step, double decay_steps, double decay_rate,
+                           vg_output decay_rate_t, bool staircase, const char *name) {
+    sched_scope s;
+    scope_open(g, name, "ExponentialDecay", &s);
+    vg_output ilr = f32(g, lr, "initial_learning_rate");
+    vg_output ds = f32(g, decay_steps, "Cast/x");
+    if (!decay_rate_t.op) decay_rate_t = f32(g, decay_rate, "Cast_1/x");
+    vg_output gs = cast_step(g, step, "Cast_2");
+    vg_output p = vg_div(g, gs, ds, "truediv");
+    if (staircase) p = vg_floor(g, p, "Floor");
+    vg_output pw = vg_pow(g, decay_rate_t, p, "Pow");
+    vg_graph_pop_scope(g);
+    return vg_mul(g, ilr, pw, s.base);
+}
+
+vg_output vg_exponential_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
+                               double decay_rate, bool staircase, const char *name) {
+    if (!need_step(g, global_step, "exponential_decay")) return vg_out(NULL, 0);
+    return exp_decay(g, learning_rate, global_step, decay_steps, decay_rate, vg_out(NULL, 0), staircase, name);
+}
+
+vg_output vg_natural_exp_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
+                               double decay_rate, bool staircase, const char *name) {
+    if (!need_step(g, global_step, "natural_exp_decay")) return vg_out(NULL, 0);
+    /* natural_exp_rate = exp(negative(decay_rate)), created before the schedule's scope */
+    vg_output rate = vg_exp(g, vg_neg(g, f32(g, decay_rate, "Const"), "Neg"), "Exp");
+    return exp_decay(g, learning_rate, global_step, decay_steps, 0, rate, staircase, name);
+}
+
+vg_output vg_piecewise_constant(vg_graph *g, vg_output x, const double *boundaries, const double *values, int n_values,
+                                const char *name) {
+    if (!x.op) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "piecewise_constant: x is required");
+        return vg_out(NULL, 0);
+    }
+    if (n_values < 2 || !boundaries || !values) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "The length of boundaries should be 1 less than the length of values (got %d values)",
+                           n_values);
+        return vg_out(NULL, 0);
+    }
+    int nb = n_values - 1;
+    vg_dtype xt = vg_output_dtype(x);
+    sched_scope s;
+    scope_open(g, name, "PiecewiseConstant", &s);
+    vg_output *b = calloc((size_t)nb, sizeof(vg_output)), *v = calloc((size_t)n_values, sizeof(vg_output));
+    if (!b || !v) {
+        free(b), free(v);
+        vg_graph_pop_scope(g);
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in piecewise_constant");
+        return vg_out(NULL, 0);
+    }
+    char nm[64];
+    for (int i = 0; i < nb; i++) {
+        snprintf(nm, sizeof nm, i ? "Const_%d" : "Const", i);
+        b[i] = vg_const_fill(g, xt, NULL, 0, boundaries[i], nm);
+    }
+    for (int i = 0; i < n_values; i++) {
+        snprintf(nm, sizeof nm, "Const_%d", nb + i);
+        v[i] = f32(g, values[i], nm);
+    }
+    /* case((x <= b0, v0), (x > b_last, v_last), ((b_i < x <= b_i+1), v_i+1)...), default v0:
+     * the predicates are exclusive, so a Select chain gives the same value. */
+    vg_output r = v[0];
+    for (int i = 0; i + 1 < nb; i++) {
+        vg_output pred = vg_logical_and(g, vg_greater(g, x, b[i], "Greater"), vg_less_equal(g, x, b[i + 1], "LessEqual"),
+                                        "and");
+        r = vg_select(g, pred, v[i + 1], r, "Select");
+    }
+    r = vg_select(g, vg_greater(g, x, b[nb - 1], "Greater"), v[nb], r, "Select");
+    r = vg_select(g, vg_less_equal(g, x, b[0], "LessEqual"), v[0], r, "Select");
+    vg_graph_pop_scope(g);
+    free(b), free(v);
+    return vg_identity(g, r, s.base);
+}
+
+vg_output vg_polynomial_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
+                              double end_learning_rate, double power, bool cycle, const char *name) {
+    if (!need_step(g, global_step, "polynomial_decay")) return vg_out(NULL, 0);
+    sched_scope s;
+    scope_open(g, name, "PolynomialDecay", &s);
+    vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
+    vg_output end = f32(g, end_learning_rate, "Cast/x");
+    vg_output pw = f32(g, power, "Cast_1/x");
+    vg_output gs = cast_step(g, global_step, "Cast_2");
+    vg_output ds = f32(g, decay_steps, "Cast_3/x");
+    if (cycle) {
+        /* multiplier = 1 at step 0, else ceil(step / decay_steps) */
+        vg_output m = vg_select(g, vg_equal(g, gs, f32(g, 0, "Equal/y"), "Equal"), f32(g, 1, "ones"),
+                                vg_ceil(g, vg_div(g, gs, f32(g, decay_steps, "truediv/y"), "truediv"), "Ceil"), "cond");
+        ds = vg_mul(g, ds, m, "Mul");
+    } else {
+        gs = vg_minimum(g, gs, f32(g, decay_steps, "Minimum/y"), "Minimum");
+    }
+    vg_output p = vg_div(g, gs, ds, "truediv_1");
+    vg_output t = vg_mul(g, vg_sub(g, ilr, end, "sub"), vg_pow(g, vg_sub(g, f32(g, 1, "sub_1/x"), p, "sub_1"), pw, "Pow"),
+                         "Mul_1");
+    vg_graph_pop_scope(g);
+    return vg_add(g, t, end, s.base);
+}
+
+vg_output vg_inverse_time_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
+                                double decay_rate, bool staircase, const char *name) {
+    if (!need_step(g, global_step, "inverse_time_decay")) return vg_out(NULL, 0);
+    sched_scope s;
+    scope_open(g, name, "InverseTimeDecay", &s);
+    vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
+    vg_output ds = f32(g, decay_steps, "Cast/x"), dr = f32(g, decay_rate, "Cast_1/x");
+    vg_output gs = cast_step(g, global_step, "Cast_2");
+    vg_output p = vg_div(g, gs, ds, "truediv");
+    if (staircase) p = vg_floor(g, p, "Floor");
+    vg_output denom = vg_add(g, f32(g, 1, "Const"), vg_mul(g, dr, p, "Mul"), "Add");
+    vg_graph_pop_scope(g);
+    return vg_div(g, ilr, denom, s.base);
+}
+
+static const double PI = 3.14159265358979323846;
+
+vg_output vg_cosine_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps, double alpha,
+                          const char *name) {
+    if (!need_step(g, global_step, "cosine_decay")) return vg_out(NULL, 0);
+    sched_scope s;
+    scope_open(g, name, "CosineDecay", &s);
+    vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
+    vg_output ds = f32(g, decay_steps, "Cast/x");
+    vg_output gs = vg_minimum(g, cast_step(g, global_step, "Cast_1"), ds, "Minimum");
+    vg_output frac = vg_div(g, gs, ds, "truediv");
+    vg_output cosd = vg_mul(g, f32(g, 0.5, "mul/x"),
+                            vg_add(g, f32(g, 1, "add/x"), vg_cos(g, vg_mul(g, f32(g, PI, "Const"), frac, "mul_1"), "Cos"),
+                                   "add"),
+                            "mul");
+    vg_output decayed = vg_add(g, vg_mul(g, f32(g, 1 - alpha, "mul_2/x"), cosd, "mul_2"), f32(g, alpha, "add_1/y"),
+                               "add_1");
+    vg_graph_pop_scope(g);
+    return vg_mul(g, ilr, decayed, s.base);
+}
+
+vg_output vg_cosine_decay_restarts(vg_graph *g, double learning_rate, vg_output global_step, double first_decay_steps,
+                                   double t_mul, double m_mul, double alpha, const char *name) {
+    if (!need_step(g, global_step, "cosine_decay_restarts")) return vg_out(NULL, 0);
+    sched_scope s;
+    scope_open(g, name, "SGDRDecay", &s);
+    vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
+    vg_output fds = f32(g, first_decay_steps, "Cast/x");
+    vg_output gs = cast_step(g, global_step, "Cast_3");
+    vg_output frac = vg_div(g, gs, fds, "truediv");
+    vg_output i_restart;
+    if (t_mul == 1.0) { /* TF's cond(equal(t_mul, 1.0)) on a constant */
+        i_restart = vg_floor(g, frac, "Floor");
+        frac = vg_sub(g, frac, i_restart, "sub");
+    } else {
+        vg_output tm = f32(g, t_mul, "Cast_1/x");
+        vg_output lg = vg_log(g, vg_sub(g, f32(g, 1, "sub/x"), vg_mul(g, frac, f32(g, 1 - t_mul, "sub_1"), "mul"), "sub"),
+                              "Log");
+        i_restart = vg_floor(g, vg_div(g, lg, vg_log(g, tm, "Log_1"), "truediv_1"), "Floor");
+        vg_output tpow = vg_pow(g, tm, i_restart, "Pow");
+        vg_output sum_r = vg_div(g, vg_sub(g, f32(g, 1, "sub_2/x"), tpow, "sub_2"), f32(g, 1 - t_mul, "sub_3"),
+                                 "truediv_2");
+        frac = vg_div(g, vg_sub(g, frac, sum_r, "sub_4"), tpow, "truediv_3");
+    }
+    vg_output m_fac = vg_pow(g, f32(g, m_mul, "Cast_2/x"), i_restart, "Pow_1");
+    vg_output cosd = vg_mul(g, vg_mul(g, f32(g, 0.5, "mul_1/x"), m_fac, "mul_1"),
+                            vg_add(g, f32(g, 1, "add/x"), vg_cos(g, vg_mul(g, f32(g, PI, "Const"), frac, "mul_2"), "Cos"),
+                                   "add"),
+                            "mul_3");
+    vg_output decayed = vg_add(g, vg_mul(g, f32(g, 1 - alpha, "mul_4/x"), cosd, "mul_4"), f32(g, alpha, "add_1/y"),
+                               "add_1");
+    vg_graph_pop_scope(g);
+    return vg_mul(g, ilr, decayed, s.base);
+}
+
+vg_output vg_linear_cosine_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
+                                 double num_periods, double alpha, double beta, const char *name) {
+    if (!need_step(g, global_step, "linear_cosine_decay")) return vg_out(NULL, 0);
+    sched_scope s;
+    scope_open(g, name, "LinearCosineDecay", &s);
+    vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
+    vg_output ds = f32(g, decay_steps, "Cast/x");
+    vg_output gs = vg_minimum(g, cast_step(g, global_step, "Cast_4"), ds, "Minimum");
+    vg_output linear = vg_div(g, vg_sub(g, ds, gs, "sub"), ds, "truediv");
+    vg_output frac = vg_div(g, gs, ds, "truediv_1");
+    vg_output fraction = vg_mul(g, vg_mul(g, f32(g, 2.0, "mul/x"), f32(g, num_periods, "Cast_1/x"), "mul"), frac,
+                                "mul_1");
+    vg_output cosd = vg_mul(g, f32(g, 0.5, "mul_2/x"),
+                            vg_add(g, f32(g, 1, "add/x"), vg_cos(g, vg_mul(g, f32(g, PI, "Const"), fraction, "mul_3"), "Cos"),
+                                   "add"),
+                            "mul_2");
+    vg_output lcd = vg_add(g, vg_mul(g, vg_add(g, f32(g, alpha, "Cast_2/x"), linear, "add_1"), cosd, "mul_4"),
+                           f32(g, beta, "Cast_3/x"), "add_2");
+    vg_graph_pop_scope(g);
+    return vg_mul(g, ilr, lcd, s.base);
+}
