@@ -12,13 +12,17 @@
  * GFLOP/s figures are total flops of the eight shapes over the sum of their medians.
  *
  * Output: one JSON line {"bench":"matmul", "shapes":[...], "sgemm_gflops", "vigil_gflops"
- * (kernel path), "session_gflops", "ratio" (vigil/sgemm), "session_ratio"}.
+ * (kernel path), "session_gflops", "ratio" (vigil/sgemm), "session_ratio",
+ * "dnnl_sgemm_gflops" (bare oneDNN sgemm, interleaved as a fourth timing when vigil is
+ * built with oneDNN and threads = 1), "best_bare_gflops", "vigil_over_best" (the issue's
+ * >= 0.9 target), "backend"}.
  * Run: ./bench_matmul [reps [threads]]   (not part of ctest). With threads > 1 the
  * sessions get that many intra-op threads and the bare sgemm that many OpenBLAS
  * threads (vigil's kernels call OpenBLAS single-threaded and split the GEMM themselves).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "vigil/vigil.h"
+#include "kernels/dnnl_backend.h"
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +73,7 @@ static vg_tensor *rand_tensor(int64_t r, int64_t c) {
 
 /* One timed candidate: a callable with state. */
 typedef struct cand {
-    int kind; /* 0 sgemm, 1 kernel path, 2 session path */
+    int kind; /* 0 sgemm, 1 kernel path, 2 session path, 3 bare dnnl_sgemm (1 thread) */
     const shape *s;
     const float *A, *B;
     float *C;
@@ -88,6 +92,11 @@ static int call(cand *c) {
     if (c->kind == 0) {
         cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans, s->M, s->N,
                     s->K, 1.0f, c->A, s->ta ? s->M : s->K, c->B, s->tb ? s->K : s->N, 0.0f, c->C, s->N);
+        return 0;
+    }
+    if (c->kind == 3) {
+        vg__dnnl_sgemm(s->ta, s->tb, s->M, s->N, s->K, c->A, s->ta ? s->M : s->K, c->B, s->tb ? s->K : s->N, 0.0f,
+                       c->C, s->N);
         return 0;
     }
     if (c->kind == 1) return vg_session_run(c->sess, NULL, c->feeds, c->vals, 2, NULL, NULL, 0, &c->target, 1, NULL, &st);
@@ -127,7 +136,10 @@ int main(int argc, char **argv) {
     if (g_threads < 1) g_threads = 1;
     openblas_set_num_threads(1);
     srand(1);
-    double med[NSHAPES][3], tot[3] = {0, 0, 0}, flops_total = 0;
+    /* oneDNN's sgemm as a second bare bound when vigil has it (1 thread only) */
+    float one = 1, out1 = 0;
+    int nk = g_threads == 1 && vg__dnnl_sgemm(false, false, 1, 1, 1, &one, 1, &one, 1, 0.0f, &out1, 1) ? 4 : 3;
+    double med[NSHAPES][4] = {{0}}, tot[4] = {0, 0, 0, 0}, flops_total = 0;
     vg_status st;
     for (int si = 0; si < NSHAPES; si++) {
         const shape *s = &shapes[si];
@@ -156,12 +168,13 @@ int main(int argc, char **argv) {
             fprintf(stderr, "session: %s\n", st.msg);
             return 1;
         }
-        cand c[3] = {
+        cand c[4] = {
             {.kind = 0, .s = s, .A = vg_tensor_data(a), .B = vg_tensor_data(b), .C = C},
             {.kind = 1, .s = s, .sess = sn, .feeds = {an, bn}, .vals = {a, b}, .target = group},
             {.kind = 2, .s = s, .sess = s1, .feeds = {a1, b1}, .vals = {a, b}, .fetch = mm1},
+            {.kind = 3, .s = s, .A = vg_tensor_data(a), .B = vg_tensor_data(b), .C = C},
         };
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < nk; k++) {
             openblas_set_num_threads(k == 0 ? g_threads : 1);
             if (call(&c[k]) != 0) {
                 fprintf(stderr, "%s: run failed\n", s->name);
@@ -170,10 +183,10 @@ int main(int argc, char **argv) {
             calibrate(&c[k]);
         }
         for (int r = 0; r < reps; r++)
-            for (int k = 0; k < 3; k++) c[k].per_call[r] = rep(&c[k]);
+            for (int k = 0; k < nk; k++) c[k].per_call[r] = rep(&c[k]);
         double flops = 2.0 * s->M * s->N * s->K;
         flops_total += flops;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < nk; k++) {
             qsort(c[k].per_call, (size_t)reps, sizeof(double), cmp_d);
             med[si][k] = c[k].per_call[reps / 2] / (k == 1 ? NOPS : 1);
             tot[k] += med[si][k];
@@ -191,13 +204,18 @@ int main(int argc, char **argv) {
     for (int si = 0; si < NSHAPES; si++) {
         const shape *s = &shapes[si];
         printf("%s{\"name\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"ta\":%d,\"tb\":%d,\"sgemm_us\":%.2f,\"kernel_us\":%.2f,"
-               "\"session_us\":%.2f,\"ratio\":%.3f}",
+               "\"session_us\":%.2f,\"ratio\":%.3f,\"dnnl_sgemm_us\":%.2f}",
                si ? "," : "", s->name, s->M, s->N, s->K, s->ta, s->tb, med[si][0] * 1e6, med[si][1] * 1e6,
-               med[si][2] * 1e6, med[si][0] / med[si][1]);
+               med[si][2] * 1e6, med[si][0] / med[si][1], nk > 3 ? med[si][3] * 1e6 : -1.0);
     }
     printf("],\"sgemm_us\":%.1f,\"vigil_us\":%.1f,\"session_us\":%.1f,\"sgemm_gflops\":%.2f,\"vigil_gflops\":%.2f,"
-           "\"session_gflops\":%.2f,\"ratio\":%.3f,\"session_ratio\":%.3f}\n",
+           "\"session_gflops\":%.2f,\"ratio\":%.3f,\"session_ratio\":%.3f",
            tot[0] * 1e6, tot[1] * 1e6, tot[2] * 1e6, flops_total / tot[0] * 1e-9, flops_total / tot[1] * 1e-9,
            flops_total / tot[2] * 1e-9, tot[0] / tot[1], tot[0] / tot[2]);
+    /* best bare sgemm of the backends measured; vigil's kernel path against it */
+    double best = nk > 3 && tot[3] < tot[0] ? tot[3] : tot[0];
+    printf(",\"dnnl_sgemm_gflops\":%.2f,\"best_bare_gflops\":%.2f,\"vigil_over_best\":%.3f,\"backend\":\"%s\"}\n",
+           nk > 3 ? flops_total / tot[3] * 1e-9 : -1.0, flops_total / best * 1e-9, best / tot[1],
+           vg_backend_name(vg_backend_get()));
     return 0;
 }

@@ -5,7 +5,12 @@
  * PyTorch peer (bench/peers/torch_fmnist.py) in the same run, interleaved.
  *
  * Usage: bench_train [--model mlp|cnn] [--threads N] [--steps S] [--rounds R] [--no-peer]
- * Prints one JSON line: per-round medians and the median of rounds, for both. */
+ * Prints one JSON line: per-round medians and the median of rounds, for both, and the
+ * roofline: the step's matrix/convolution flops (roofline.h), the probed per-core FMA
+ * peak (AVX-512 where present, else AVX2; best burst), the achieved GFLOP/s and
+ * fraction of peak of both, and the FLOP-limit step time at the peak x threads. */
+#include "roofline.h"
+#include "io/io.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,13 +156,25 @@ int main(int argc, char **argv) {
         fprintf(stderr, "round %d: vigil %.4f ms  peer %.4f ms\n", r, vr[r], pr[r]);
     }
     double vm = median(vr, rounds), pm = median(pr, rounds);
+    double flop = cnn ? rl_cnn_step_flops(B) : rl_mlp_step_flops(B);
+    double peak = rl_core_peak(20, 0.01) * threads; /* after the rounds: same clock state */
+    double limit_ms = peak > 0 ? flop / (peak * 1e9) * 1e3 : -1;
+    fprintf(stderr, "roofline: %.3f GFLOP/step, peak %.1f GFLOP/s (%d thread%s): limit %.3f ms; vigil %.1f GFLOP/s "
+            "(%.0f%% of peak, %.2fx the limit)\n", flop * 1e-9, peak, threads, threads > 1 ? "s" : "", limit_ms,
+            flop / vm * 1e-6, peak > 0 ? 100 * flop / vm * 1e-6 / peak : 0, limit_ms > 0 ? vm / limit_ms : 0);
     printf("{\"bench\":\"train_step\",\"model\":\"%s\",\"batch\":%d,\"threads\":%d,\"steps\":%d,\"rounds\":%d,"
            "\"vigil_median_ms\":%.4f,\"peer_median_ms\":%.4f,\"ratio\":%.3f,\"vigil_rounds_ms\":[",
            model, B, threads, steps, rounds, vm, pm, pm > 0 ? vm / pm : -1.0);
     for (int r = 0; r < rounds; r++) printf("%s%.4f", r ? "," : "", vr[r]);
     printf("],\"peer_rounds_ms\":[");
     for (int r = 0; r < rounds; r++) printf("%s%.4f", r ? "," : "", pr[r]);
-    printf("],\"final_loss\":%.4f,\"peer\":\"pytorch %s\"}\n", last_loss, peer_path() ? peer_path() : "unavailable");
+    printf("],\"step_gflop\":%.4f,\"peak_gflops\":%.1f,\"flop_limit_ms\":%.4f,\"vigil_gflops\":%.1f,"
+           "\"vigil_peak_fraction\":%.3f,\"vigil_over_limit\":%.2f,\"peer_gflops\":%.1f,\"peer_peak_fraction\":%.3f",
+           flop * 1e-9, peak, limit_ms, flop / vm * 1e-6, peak > 0 ? flop / vm * 1e-6 / peak : 0,
+           limit_ms > 0 ? vm / limit_ms : 0, pm > 0 ? flop / pm * 1e-6 : -1,
+           pm > 0 && peak > 0 ? flop / pm * 1e-6 / peak : -1);
+    printf(",\"backend\":\"%s\",\"final_loss\":%.4f,\"peer\":\"pytorch %s\"}\n", vg_backend_name(vg_backend_get()), last_loss,
+           peer_path() ? peer_path() : "unavailable");
     vg_session_free(s);
     vg_optimizer_free(opt);
     vg_graph_free(g);

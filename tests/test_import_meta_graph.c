@@ -89,9 +89,9 @@ static void test_saved_model_half_plus_two_missing_ops(void) {
         vg_status st;
         vg_saved_model *m = NULL;
         vg_code c = vg_saved_model_load(dirs[i], (const char *[]){"serve"}, 1, NULL, &m, &st);
-        if (c == VG_OK) { /* once ParseExample exists: y = 0.5 x + 2 (or + 3) */
+        if (c == VG_OK) { /* y = 0.5 x + 2 (or + 3); x is [?, 1] */
             float xv[] = {1, 2, 5};
-            vg_tensor *x = f32(xv, (int64_t[]){3}, 1), *y = NULL;
+            vg_tensor *x = f32(xv, (int64_t[]){3, 1}, 2), *y = NULL;
             CHECK_OK(vg_saved_model_run(m, "serving_default", (const char *[]){"x"}, &x, 1, (const char *[]){"y"}, &y,
                                         1, &st),
                      &st);

@@ -26,6 +26,7 @@ int cli_train_meta(int argc, char **argv);
 /* `vigil train`'s option parsing alone (nothing is read or trained): 0 valid, 2 usage
  * error (reported on stderr), -1 --help. For the CLI fuzz harness (fuzz/fuzz_cli.c). */
 int cli_train_parse_only(int argc, char **argv);
+int cli_convert(int argc, char **argv);
 
 /* ---- errors and messages ---------------------------------------------------- */
 /* "vigil: <CODE>: <message>" on stderr; returns 1 (the exit status for it). */

@@ -1,6 +1,6 @@
 /*
  * main.c - entry point of the `vigil` command: dispatches to the subcommands (train,
- * ckpt, events, plot) and holds the helpers they share (error messages, option and
+ * ckpt, events, plot, convert) and holds the helpers they share (error messages, option and
  * number parsing, comma lists).
  */
 #include "cli.h"
@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *usage_text =
     "usage: vigil <command> [options]\n"
@@ -23,6 +24,8 @@ static const char *usage_text =
     "  plot <dir> -o curves.svg  draw scalar curves (loss, accuracy) as SVG (or .png)\n"
     "  graph FILE                summarize a TF GraphDef / .meta / SavedModel, list ops vigil lacks\n"
     "  run DIR --input k=1,2     evaluate a SavedModel signature (--signature, --output)\n"
+    "  convert                   IDX (Fashion-MNIST) to a TFRecord of tf.train.Examples or to\n"
+    "                            fixed-length records (--images, --labels, -o, --format)\n"
     "\n"
     "Run 'vigil <command> --help' for the options of a command.\n";
 
@@ -137,6 +140,15 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "train")) {
         for (int i = 2; i < argc; i++) /* an imported graph (tools/graph.c) */
             if (!strncmp(argv[i], "--meta-graph", 12)) return cli_train_meta(argc - 1, argv + 1);
+        /* OpenBLAS on its generic fallback (a build without oneDNN on a CPU newer than
+         * OpenBLAS's table): start again with the matching core type, once. */
+        const char *core = vg_backend_openblas_coretype_hint();
+        if (core && !getenv("VG_CLI_REEXEC")) {
+            setenv("OPENBLAS_CORETYPE", core, 1);
+            setenv("VG_CLI_REEXEC", core, 1);
+            execv("/proc/self/exe", argv); /* returns only on failure: carry on as we are */
+            unsetenv("OPENBLAS_CORETYPE");
+        }
         return cli_train(argc - 1, argv + 1);
     }
     if (!strcmp(cmd, "ckpt")) return cli_ckpt(argc - 1, argv + 1);
@@ -144,6 +156,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plot")) return cli_plot(argc - 1, argv + 1);
     if (!strcmp(cmd, "graph")) return cli_graph(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "convert")) return cli_convert(argc - 1, argv + 1);
     fprintf(stderr, "vigil: unknown command '%s'\n\n%s", cmd, usage_text);
     return 2;
 }

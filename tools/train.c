@@ -63,6 +63,8 @@ static const char *train_help =
     "                               or ignore; no checkpoint holding NaN/Inf variables\n"
     "                               is written unless ignore\n"
     "  --quiet                      no progress output; only the result line\n"
+    "  --verbose, -v                debug log lines, including the compute backend\n"
+    "                               (oneDNN or OpenBLAS; VG_BACKEND=openblas|dnnl forces one)\n"
     "\n"
     "The checkpoint directory is locked (flock) for the whole run: a second trainer on\n"
     "the same directory fails at once. An unreadable 'checkpoint' state file stops the\n"
@@ -86,7 +88,7 @@ typedef struct train_opts {
     int64_t save_summaries_steps, log_steps;
     int threads;
     int64_t seed, train_limit;
-    bool quiet;
+    bool quiet, verbose;
     int on_nan; /* ON_NAN_* */
 } train_opts;
 
@@ -100,7 +102,7 @@ static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t *o
 
 static int parse_train_opts(int argc, char **argv, train_opts *o) {
     *o = (train_opts){false, 5, -1, 64, NULL, -1, true, "runs/fmnist", "/usr/share/datasets/fashion-mnist", -1, -1,
-                      100, 100, 0, 1, -1, false, ON_NAN_FAIL};
+                      100, 100, 0, 1, -1, false, false, ON_NAN_FAIL};
     static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr", "--lr-decay",
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
@@ -114,6 +116,10 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
         }
         if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             o->quiet = true;
+            continue;
+        }
+        if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
+            o->verbose = true;
             continue;
         }
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0] && !name; k++) {
@@ -936,7 +942,12 @@ int cli_train(int argc, char **argv) {
     g_quiet = o.quiet;
     setvbuf(stdout, NULL, _IOLBF, 0);
     bool tty = !o.quiet && isatty(1);
-    vg_log_set(log_to_stderr, NULL, o.quiet || tty ? VG_LOG_WARN : VG_LOG_INFO);
+    vg_log_set(log_to_stderr, NULL, o.verbose ? VG_LOG_DEBUG : o.quiet || tty ? VG_LOG_WARN : VG_LOG_INFO);
+    if (o.verbose) {
+        char be[512];
+        vg_logf(VG_LOG_DEBUG, "%s%s", vg_backend_describe(be, sizeof be),
+                getenv("VG_CLI_REEXEC") ? " (restarted with OPENBLAS_CORETYPE set to match the CPU)" : "");
+    }
     install_signals();
     data_files d;
     if (locate_data(o.data_dir, &d) != 0) return 1;

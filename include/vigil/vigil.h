@@ -33,5 +33,9 @@
 #include "version.h"
 #include "events.h"
 #include "idx.h"
+#include "example.h"
+#include "reader.h"
+#include "data.h"
+#include "backend.h"
 
 #endif

@@ -14,6 +14,7 @@
  * pad_before = pad_total / 2.
  */
 #include "kernels/nn_internal.h"
+#include "kernels/simd.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdatomic.h>
@@ -1030,7 +1031,7 @@ static void pool_window(const conv_geom *g, int64_t oy, int64_t ox, int64_t *y0,
 /* The running argmax of a max-pool window over C channels: where s beats best, take s
  * and its offset off + c (first maximum wins on ties). Written with integer masks so
  * that GCC vectorizes it (a branch here mispredicts on every other element). */
-static void argmax_update_f32(const float *restrict s, float *restrict best, int32_t *restrict idx, int32_t off,
+static inline __attribute__((always_inline)) void argmax_update_f32(const float *restrict s, float *restrict best, int32_t *restrict idx, int32_t off,
                               int64_t C) {
     for (int32_t c = 0; c < (int32_t)C; c++) {
         float v = s[c], b = best[c];
@@ -1039,7 +1040,7 @@ static void argmax_update_f32(const float *restrict s, float *restrict best, int
         idx[c] = (idx[c] & ~m) | ((off + c) & m);
     }
 }
-static void argmax_update_f64(const double *restrict s, double *restrict best, int64_t *restrict idx, int64_t off,
+static inline __attribute__((always_inline)) void argmax_update_f64(const double *restrict s, double *restrict best, int64_t *restrict idx, int64_t off,
                               int64_t C) {
     for (int64_t c = 0; c < C; c++) {
         double v = s[c], b = best[c];
@@ -1051,7 +1052,7 @@ static void argmax_update_f64(const double *restrict s, double *restrict best, i
 
 /* o[c] = dy[c] where idx[c] == off + c (the window's argmax is here), else 0: bit masks
  * rather than a select so that GCC vectorizes it. */
-static void argmax_write_f32(float *restrict o, const float *restrict d, const int32_t *restrict idx, int32_t off,
+static inline __attribute__((always_inline)) void argmax_write_f32(float *restrict o, const float *restrict d, const int32_t *restrict idx, int32_t off,
                              int64_t C) {
     for (int32_t c = 0; c < (int32_t)C; c++) {
         int32_t m = -(int32_t)(idx[c] == off + c), b;
@@ -1060,7 +1061,7 @@ static void argmax_write_f32(float *restrict o, const float *restrict d, const i
         memcpy(&o[c], &b, sizeof b);
     }
 }
-static void argmax_write_f64(double *restrict o, const double *restrict d, const int64_t *restrict idx, int64_t off,
+static inline __attribute__((always_inline)) void argmax_write_f64(double *restrict o, const double *restrict d, const int64_t *restrict idx, int64_t off,
                              int64_t C) {
     for (int64_t c = 0; c < C; c++) {
         int64_t m = -(int64_t)(idx[c] == off + c), b;
@@ -1079,7 +1080,7 @@ static bool windows_tile_input(const conv_geom *g) {
 
 #define POOL_DEFINE(T, SFX, IT)                                                                             \
     /* rows r = (img, oy) of y (N, OH, OW, C) from x (N, H, W, C) */                                    \
-    static void pool_rows_##SFX(const conv_geom *g, int kind, const T *x, T *y, int64_t r0, int64_t r1) { \
+    VG_SIMD_CLONES static void pool_rows_##SFX(const conv_geom *g, int kind, const T *x, T *y, int64_t r0, int64_t r1) { \
         const int64_t C = g->ci;                                                                        \
         for (int64_t r = r0; r < r1; r++) {                                                             \
             int64_t img = r / g->oh, oy = r % g->oh;                                                    \
@@ -1108,7 +1109,7 @@ static bool windows_tile_input(const conv_geom *g) {
     /* dx of image img (zeroed here) from dy (N, OH, OW, C). Max: the gradient goes to the first        \
      * maximum of each window in row-major order (TF's argmax); best/idx are C-sized scratch, idx of    \
      * the element width so that the branch-free select vectorizes. */                                  \
-    static void pool_grad_img_##SFX(const conv_geom *g, int kind, const T *x, const T *dy, T *dx,       \
+    VG_SIMD_CLONES static void pool_grad_img_##SFX(const conv_geom *g, int kind, const T *x, const T *dy, T *dx,       \
                                     int64_t img, T *restrict best, IT *restrict idx) {                  \
         const int64_t C = g->ci, isz = g->h * g->w * C;                                                 \
         const T *xi = x ? x + img * isz : NULL;                                                         \

@@ -7,6 +7,7 @@
  * Conv2D and pooling live in conv_ops.c.
  */
 #include "kernels/nn_internal.h"
+#include "kernels/dnnl_backend.h"
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
@@ -111,6 +112,9 @@ static void run_range(vg__kctx *ctx, int64_t n, int64_t cost, vg__range_fn fn, v
 void vg__nn_gemm1(vg_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
                   int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+    if (dt != VG_DOUBLE && vg__backend_use_dnnl() &&
+        vg__dnnl_sgemm(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C, ldc))
+        return;
     if (dt == VG_DOUBLE)
         cblas_dgemm(CblasRowMajor, TA, TB, (blasint)M, (blasint)N, (blasint)K, 1.0, A, (blasint)lda, B,
                     (blasint)ldb, beta, C, (blasint)ldc);

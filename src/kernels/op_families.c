@@ -37,6 +37,9 @@ extern const vg__op_def vg__ops_sort[];
 extern const vg__op_def vg__ops_scatter_gather_nd[];
 extern const vg__op_def vg__ops_linalg[];
 extern const vg__op_def vg__ops_random_sampling[];
+extern const vg__op_def vg__ops_parsing[];
+extern const vg__op_def vg__ops_reader[];
+extern const vg__op_def vg__ops_dataset[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -68,5 +71,8 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_scatter_gather_nd);
     vg__registry_add_family(vg__ops_linalg);
     vg__registry_add_family(vg__ops_random_sampling);
+    vg__registry_add_family(vg__ops_parsing);
+    vg__registry_add_family(vg__ops_reader);
+    vg__registry_add_family(vg__ops_dataset);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

@@ -33,6 +33,7 @@
  */
 #include "graph/graph_impl.h"
 #include "kernels/kernel.h"
+#include "kernels/queue_internal.h"
 #include "vigil/queue_ops.h"
 #include <errno.h>
 #include <limits.h>
@@ -1103,3 +1104,27 @@ const vg__op_def vg__ops_queue[] = {
     {"QueueSizeV2", 1, 1, QUEUE_FLAGS, 0, shape_size, kernel_size, NULL},
     {0},
 };
+
+/* ------------------------------------------------------------------------ */
+/* for the reader ops (queue_internal.h) */
+
+vg_code vg__queue_dequeue_string(const vg_tensor *handle, int64_t deadline, vg_tensor **out, vg_status *st) {
+    *out = NULL;
+    if (!handle || vg_tensor_dtype(handle) != VG_RESOURCE || vg_tensor_num_elements(handle) != 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "expected a queue handle");
+    vg__queue *q;
+    memcpy(&q, vg_tensor_data(handle), sizeof q);
+    if (!q || q->ncomp != 1 || q->types[0] != VG_STRING || q->rows)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "a reader needs a queue of string work items");
+    vg_tensor *t = NULL;
+    uint8_t *dst[1] = {(uint8_t *)&t};
+    int64_t got = 0;
+    vg_code rc = q_dequeue(q, dst, 1, false, deadline, &got, st);
+    if (rc != VG_OK) return rc;
+    if (got == 1 && t && vg_tensor_num_elements(t) != 1) {
+        vg_tensor_free(t);
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "a reader's work item must be a string scalar");
+    }
+    *out = t;
+    return VG_OK;
+}

@@ -88,7 +88,9 @@ static vg_output make_ready(vg_graph *g) { return vg_report_uninitialized_variab
 static vg_output make_ready_local(vg_graph *g) {
     int n;
     const vg_output *globals = vg_graph_collection(g, VG_GLOBAL_VARIABLES, &n);
-    return vg_report_uninitialized_variables(g, globals, n, NULL);
+    /* no global variables: an empty list (NULL would mean "all variables", locals too) */
+    static const vg_output no_vars[1];
+    return vg_report_uninitialized_variables(g, globals ? globals : no_vars, n, NULL);
 }
 static vg_output make_local_init(vg_graph *g) {
     vg_op *local = vg_local_variables_initializer(g);

@@ -14,6 +14,7 @@
  */
 #include "train_util.h"
 #include "vigil/queue.h"
+#include "vigil/reader.h"
 #include "vigil/variables.h"
 #include <stdio.h>
 
@@ -178,4 +179,50 @@ vg_code vg_shuffle_batch(vg_graph *g, const vg_output *tensors, int n, int batch
                          vg_output *outputs) {
     return build_batch(g, "shuffle_batch", tensors, n, batch_size, num_threads, capacity, true, min_after_dequeue,
                        seed, enqueue_many, name, outputs);
+}
+
+/* tf.train.string_input_producer: input_producer(string_tensor) with an Identity
+ * under the producer's scope (TF's Assert on the size is a build-time check here when
+ * the tensor is a constant). */
+vg_output vg_string_input_producer(vg_graph *g, vg_output string_tensor, int64_t num_epochs, bool shuffle,
+                                   int64_t seed, int capacity, const char *name) {
+    vg_output fail = {NULL, 0};
+    if (!string_tensor.op) {
+        if (vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "string_input_producer: NULL string_tensor");
+        return fail;
+    }
+    vg_shape s = vg_output_shape(string_tensor);
+    if (vg_output_dtype(string_tensor) != VG_STRING || (s.ndims >= 0 && s.ndims != 1)) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "string_input_producer: string_tensor must be a 1-D string tensor");
+        return fail;
+    }
+    if (s.ndims == 1 && s.dims[0] == 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "string_input_producer requires a non-null input tensor");
+        return fail;
+    }
+    if (num_epochs < 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "num_epochs must be > 0 not %lld.", (long long)num_epochs);
+        return fail;
+    }
+    char full[1024], sc[1100];
+    const char *base;
+    open_scope(g, name ? name : "input_producer", full, sizeof full, &base);
+    vg_output x = vg_identity(g, string_tensor, "Identity");
+    if (shuffle) {
+        int64_t s1, s2;
+        vg_graph_get_seed(g, seed, &s1, &s2);
+        x = vg_random_shuffle(g, x, s1, s2, "RandomShuffle");
+    }
+    if (num_epochs > 0) x = limit_epochs(g, x, num_epochs);
+    vg_graph_pop_scope(g);
+    vg_dtype dt = VG_STRING;
+    vg_shape elem = vg_shape_make(NULL, 0);
+    vg_output q = vg_fifo_queue(g, &dt, &elem, 1, capacity, base);
+    snprintf(sc, sizeof sc, "%s/", full);
+    vg_graph_push_scope(g, sc);
+    vg_op *enq = vg_queue_enqueue_many(g, q, &x, 1, NULL);
+    if (enq) vg_add_queue_runner(g, q, &enq, 1);
+    vg_graph_pop_scope(g);
+    return enq ? q : fail;
 }

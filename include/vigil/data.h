@@ -1,0 +1,189 @@
+/*
+ * vigil/data.h - tf.data: datasets as graph values and iterators as session resources.
+ *
+ *     #include <vigil/vigil.h>
+ *     static vg_code parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts,
+ *                             void *payload) {
+ *         (void)nargs; (void)payload;
+ *         outs[0] = vg_identity(fg, args[0], NULL);    // a real parser: vg_parse_single_example
+ *         *nouts = 1;
+ *         return VG_OK;
+ *     }
+ *     vg_op *build_input(vg_graph *g, vg_output files) {
+ *         vg_output ds = vg_dataset_tfrecord(g, files, "GZIP", NULL);
+ *         ds = vg_dataset_map(g, ds, parse_fn, NULL, NULL);
+ *         ds = vg_dataset_shuffle(g, ds, 1000, 42, true, NULL);
+ *         ds = vg_dataset_batch(g, ds, 32, true, NULL);
+ *         ds = vg_dataset_repeat(g, ds, 2, NULL);
+ *         ds = vg_dataset_prefetch(g, ds, 1, NULL);
+ *         vg_output it = vg_make_one_shot_iterator(g, ds, NULL);
+ *         return vg_iterator_get_next(g, it, NULL);   // outputs: the components
+ *     }
+ *
+ * Run vg_out(next, i) until the run fails with OUT_OF_RANGE ("End of sequence"), the
+ * end-of-input signal a MonitoredSession treats as a clean stop.
+ *
+ * A dataset value (a dataset op's output, dtype VG_RESOURCE) is an immutable
+ * description; an iterator (IteratorV2 / OneShotIterator, one per session) holds the
+ * position. Every dataset op carries TF's attrs output_types and output_shapes, and
+ * vg_dataset_* builders fail (the graph's sticky error, INVALID_ARGUMENT) on inputs
+ * that are not datasets or have the wrong types. Elements have at most 16 components.
+ *
+ * Deviations from TF 1.15: a map function is a separate vg_graph built once by a C
+ * callback (no captured outer tensors); OneShotIterator takes the dataset as an input
+ * and initializes itself on its first run in a session (TF builds it from a function).
+ */
+#ifndef VIGIL_DATA_H
+#define VIGIL_DATA_H
+#include "graph.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VG_DATASET_MAX_COMPONENTS 16
+
+/* Number of components of a dataset's elements and their dtypes/shapes (from its
+ * op's attrs); 0 when ds is not a dataset. types/shapes may be NULL. */
+VG_API int vg_dataset_components(vg_output ds, vg_dtype *types, vg_shape *shapes);
+
+/* ---- sources ----------------------------------------------------------- */
+/* TensorSliceDataset: element i = (components[0][i], ..., components[n-1][i]); all
+ * components need the same first dimension (run-time INVALID_ARGUMENT otherwise). */
+VG_API vg_output vg_dataset_from_tensor_slices(vg_graph *g, const vg_output *components, int n, const char *name);
+/* TensorDataset (from_tensors): one element, the components themselves. */
+VG_API vg_output vg_dataset_from_tensors(vg_graph *g, const vg_output *components, int n, const char *name);
+/* FixedLengthRecordDatasetV2(filenames, header_bytes, record_bytes, footer_bytes):
+ * string records; a file whose body (without header and footer) is not a whole number
+ * of records fails with INVALID_ARGUMENT (as TF), a missing one with NOT_FOUND. */
+VG_API vg_output vg_dataset_fixed_length_record(vg_graph *g, vg_output filenames, int64_t header_bytes,
+                                                int64_t record_bytes, int64_t footer_bytes, const char *name);
+/* RangeDataset(start, stop, step): int64 scalars; step 0 is INVALID_ARGUMENT. */
+VG_API vg_output vg_dataset_range(vg_graph *g, int64_t start, int64_t stop, int64_t step, const char *name);
+/* TFRecordDataset(filenames: string scalar or vector, compression_type "", "ZLIB",
+ * "GZIP"): elements are string scalars, the records of the files in order. Missing
+ * file: NOT_FOUND naming it; corrupt record: DATA_LOSS naming file and offset; after
+ * such an error the iterator continues with the next file (as TF). */
+VG_API vg_output vg_dataset_tfrecord(vg_graph *g, vg_output filenames, const char *compression_type,
+                                     const char *name);
+
+/* TextLineDataset(filenames, compression_type "" or "GZIP"): the lines of the files
+ * ("\n", "\r\n" removed). Missing file: NOT_FOUND naming it. */
+VG_API vg_output vg_dataset_text_line(vg_graph *g, vg_output filenames, const char *compression_type,
+                                      const char *name);
+/* tf.data.Dataset.list_files(pattern, shuffle, seed): MatchingFiles, an Assert
+ * ("No files matched pattern: ..." INVALID_ARGUMENT at run time when nothing matches),
+ * from_tensor_slices, and a shuffle over all the names when shuffle. */
+VG_API vg_output vg_dataset_list_files(vg_graph *g, const char *pattern, bool shuffle, int64_t seed,
+                                       const char *name);
+
+/* ---- transformations ---------------------------------------------------- */
+/* The map function: build the outputs from args (placeholders of the input element's
+ * components) in fg, write them to outs (at most VG_DATASET_MAX_COMPONENTS) and
+ * their count to *nouts; return VG_OK (or an error, which fails the builder). */
+typedef vg_code (*vg_dataset_map_fn)(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts,
+                                     void *payload);
+/* MapDataset: fn is called once, now; the function graph belongs to g. Run-time
+ * errors of the function fail get_next with the function's message. */
+VG_API vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name);
+/* InterleaveDataset(cycle_length, block_length): fn maps an element to a dataset (its
+ * one output, e.g. vg_dataset_tfrecord(fg, args[0], ...)); cycle_length of them are
+ * read in turn, block_length elements at a time, each replaced by the next input
+ * element's dataset when it ends (TF's deterministic order). */
+VG_API vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
+                                       int64_t cycle_length, int64_t block_length, const char *name);
+/* FilterDataset: keeps the elements for which predicate (built like a map function,
+ * one output: a bool scalar) is true. */
+VG_API vg_output vg_dataset_filter(vg_graph *g, vg_output ds, vg_dataset_map_fn predicate, void *payload,
+                                   const char *name);
+/* UnbatchDataset: splits each element along its first dimension (all components must
+ * share it: INVALID_ARGUMENT otherwise). */
+VG_API vg_output vg_dataset_unbatch(vg_graph *g, vg_output ds, const char *name);
+/* ConcatenateDataset: ds's elements, then other's (same component types). */
+VG_API vg_output vg_dataset_concatenate(vg_graph *g, vg_output ds, vg_output other, const char *name);
+/* ZipDataset: element i = the components of element i of each dataset, in order
+ * (flattened); ends with the shortest. */
+VG_API vg_output vg_dataset_zip(vg_graph *g, const vg_output *datasets, int n, const char *name);
+/* ShardDataset: the elements whose index i has i % num_shards == index
+ * (INVALID_ARGUMENT at run time for num_shards <= 0 or index out of range). */
+VG_API vg_output vg_dataset_shard(vg_graph *g, vg_output ds, int64_t num_shards, int64_t index, const char *name);
+/* ParallelMapDataset (map with num_parallel_calls; -1 = AUTOTUNE, 4 here): blocks of
+ * 32 x num_parallel_calls elements are mapped concurrently on a per-iterator thread pool
+ * and delivered in input order (the deterministic order of TF's non-sloppy mode); an
+ * error is delivered at its element's position. num_parallel_calls 0 = vg_dataset_map. */
+VG_API vg_output vg_dataset_map_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
+                                         int num_parallel_calls, const char *name);
+/* BatchDatasetV2: stacks batch_size consecutive elements (component shapes must agree:
+ * INVALID_ARGUMENT "Cannot batch tensors with different shapes in component ...");
+ * the last, smaller batch is dropped when drop_remainder. */
+VG_API vg_output vg_dataset_batch(vg_graph *g, vg_output ds, int64_t batch_size, bool drop_remainder,
+                                  const char *name);
+/* PaddedBatchDatasetV2: as batch, component c padded to padded_shapes[c] (NULL = the
+ * component's own build-time shape; -1 dimensions become the batch's largest size) with
+ * padding_values[c] (NULL or {NULL,0}: zero / ""). An element larger than a fixed
+ * padded dimension fails with INVALID_ARGUMENT "Attempted to pad to a smaller size than
+ * the input element ...". */
+VG_API vg_output vg_dataset_padded_batch(vg_graph *g, vg_output ds, int64_t batch_size, const vg_shape *padded_shapes,
+                                         const vg_output *padding_values, bool drop_remainder, const char *name);
+/* ShuffleDataset: a buffer of buffer_size elements, each output drawn uniformly from it.
+ * seed 0 = the graph seed rules (both unset: nondeterministic). reshuffle_each_iteration:
+ * each new iterator over it (e.g. each epoch of a repeat) uses another order. */
+VG_API vg_output vg_dataset_shuffle(vg_graph *g, vg_output ds, int64_t buffer_size, int64_t seed,
+                                    bool reshuffle_each_iteration, const char *name);
+/* RepeatDataset: count epochs (-1 = forever; an empty input then ends at once). */
+VG_API vg_output vg_dataset_repeat(vg_graph *g, vg_output ds, int64_t count, const char *name);
+/* TakeDataset (count -1 = all) / SkipDataset (count -1 = all). */
+VG_API vg_output vg_dataset_take(vg_graph *g, vg_output ds, int64_t count, const char *name);
+VG_API vg_output vg_dataset_skip(vg_graph *g, vg_output ds, int64_t count, const char *name);
+/* CacheDataset (Dataset.cache(filename)): filename NULL/"" caches in memory: the first
+ * pass that reaches the end publishes its elements, later passes (the next epochs of a
+ * repeat) replay them without reading the input. A file cache is UNIMPLEMENTED (run
+ * time). Memory grows with the whole dataset: the user's choice, as in TF. */
+VG_API vg_output vg_dataset_cache(vg_graph *g, vg_output ds, const char *filename, const char *name);
+/* tf.data.experimental.ignore_errors() (IgnoreErrorsDataset): elements whose
+ * production fails are dropped (session cancellation still ends the iteration). A
+ * TFRecord or text file whose read fails (missing, corrupt, truncated) is left after its
+ * error, as TF does, so with ignore_errors a corrupt file ends early and the next file
+ * is read. */
+VG_API vg_output vg_dataset_ignore_errors(vg_graph *g, vg_output ds, const char *name);
+/* PrefetchDataset: a background thread keeps up to buffer_size (>= 1) elements ready.
+ * Errors reach get_next in order. */
+VG_API vg_output vg_dataset_prefetch(vg_graph *g, vg_output ds, int64_t buffer_size, const char *name);
+
+/* ---- iterators ---------------------------------------------------------- */
+/* IteratorV2 with the dataset's output_types/shapes: a handle; initialize it with the
+ * op vg_make_iterator returns (MakeIterator(dataset, iterator); running it again
+ * restarts from the beginning). get_next before that: FAILED_PRECONDITION
+ * "GetNext() failed because the iterator has not been initialized. ...". */
+VG_API vg_output vg_iterator(vg_graph *g, vg_output ds, const char *name);
+VG_API vg_op *vg_make_iterator(vg_graph *g, vg_output ds, vg_output iterator, const char *name);
+/* make_initializable_iterator: the handle, and the initializer in *initializer. */
+VG_API vg_output vg_make_initializable_iterator(vg_graph *g, vg_output ds, vg_op **initializer, const char *name);
+/* make_one_shot_iterator: initialized on first use in each session. */
+VG_API vg_output vg_make_one_shot_iterator(vg_graph *g, vg_output ds, const char *name);
+/* Resumable input (vigil's stand-in for tf.data.experimental.make_saveable_from_iterator):
+ * an IteratorGetNext that also counts the elements it handed out in a global int64
+ * variable "<iterator op>_position" (*position gets its value), which any Saver made
+ * afterwards checkpoints with the model. In a session where that variable was restored
+ * to N > 0, the first call skips N elements, so a deterministic pipeline (seeded
+ * shuffles; sequential or ordered-parallel maps) continues with the next unseen element
+ * after a crash and restore. Skipping re-reads the input (~0.3 M records/s); running
+ * the iterator's initializer starts the count again. Returns the op (outputs as
+ * vg_iterator_get_next). */
+VG_API vg_op *vg_iterator_get_next_resumable(vg_graph *g, vg_output iterator, vg_output *position, const char *name);
+/* Feedable iterators: Iterator.string_handle() (IteratorToStringHandle: a string
+ * scalar naming the iterator in its session) and Iterator.from_string_handle(handle,
+ * types/shapes of `structure`, a dataset or iterator) (IteratorFromStringHandleV2:
+ * the iterator that a fed handle names; NOT_FOUND when it names none of this session,
+ * INVALID_ARGUMENT when its element types differ). Feed the handle of a train or an eval
+ * iterator into a string placeholder to switch between them without rebuilding. */
+VG_API vg_output vg_iterator_string_handle(vg_graph *g, vg_output iterator, const char *name);
+VG_API vg_output vg_iterator_from_string_handle(vg_graph *g, vg_output string_handle, vg_output structure,
+                                                const char *name);
+/* IteratorGetNext: output i = component i of the next element; OUT_OF_RANGE "End of
+ * sequence" after the last one (and on every later call). */
+VG_API vg_op *vg_iterator_get_next(vg_graph *g, vg_output iterator, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,100 @@
+/*
+ * dataset.h - tf.data's runtime (internal): dataset descriptions and their iterators.
+ *
+ * A vg__dataset is immutable and reference counted; dataset ops create one per run
+ * and hand it out in a VG_RESOURCE scalar whose deallocator drops the reference.
+ * vg__ds_iter_new makes an iterator: a small state machine with next() and free().
+ * Iterators are not thread-safe (the iterator resource serializes get_next), except
+ * the prefetch iterator's own producer thread, which it manages.
+ *
+ * Resumability: each iterator's position is plain counters and buffers (range: next
+ * value; slices/take/skip/repeat: counts; tfrecord: file index + stream offset;
+ * shuffle: seed state + buffer; batch/map: stateless between elements), so a later
+ * save()/restore() pair per kind can write it into a checkpoint (not implemented yet).
+ */
+#ifndef VG_DATASET_H
+#define VG_DATASET_H
+
+#include "core/core.h"
+#include "vigil/data.h"
+#include "vigil/session.h"
+#include <pthread.h>
+#include <stdatomic.h>
+
+enum {
+    VG__DS_SLICES, VG__DS_RANGE, VG__DS_TFRECORD, VG__DS_MAP, VG__DS_BATCH, VG__DS_SHUFFLE,
+    VG__DS_REPEAT, VG__DS_TAKE, VG__DS_SKIP, VG__DS_PREFETCH, VG__DS_TEXTLINE, VG__DS_SHARD,
+    VG__DS_INTERLEAVE, VG__DS_IGNORE_ERRORS, VG__DS_FROM_TENSORS, VG__DS_FILTER, VG__DS_UNBATCH,
+    VG__DS_CONCATENATE, VG__DS_ZIP, VG__DS_FIXEDLEN, VG__DS_PADDED_BATCH, VG__DS_CACHE
+};
+
+/* CACHE: the elements of the first complete pass, shared by later iterators. */
+typedef struct vg__ds_cache {
+    pthread_mutex_t mu;
+    bool complete;
+    vg_tensor **elems;          /* n * ncomp */
+    int64_t n;
+} vg__ds_cache;
+
+/* A map / interleave function: a graph with one placeholder per input component
+ * (interleave: one output, a dataset). */
+typedef struct vg__ds_fn {
+    vg_graph *g;
+    int nargs, nouts;
+    vg_output args[VG_DATASET_MAX_COMPONENTS];
+    vg_output outs[VG_DATASET_MAX_COMPONENTS];
+} vg__ds_fn;
+
+typedef struct vg__dataset {
+    atomic_int refs;
+    struct vg__dataset *self;   /* the resource tensor's 8 data bytes: a pointer to this */
+    int kind;
+    int ncomp;
+    vg_dtype types[VG_DATASET_MAX_COMPONENTS];
+    struct vg__dataset *input;
+    struct vg__dataset *more[VG_DATASET_MAX_COMPONENTS]; /* CONCATENATE: more[0]; ZIP: the others */
+    int nmore;
+    vg_tensor *comps[VG_DATASET_MAX_COMPONENTS]; /* SLICES, FROM_TENSORS (references);
+                                                     PADDED_BATCH: the padding values */
+    vg_shape padded[VG_DATASET_MAX_COMPONENTS];  /* PADDED_BATCH: -1 = the batch's longest */
+    vg_tensor *files;           /* TFRECORD, TEXTLINE, FIXEDLEN: string tensor (reference) */
+    int compression;
+    int64_t a, b, c;            /* RANGE start/stop/step; counts; batch size; buffer sizes;
+                                   SHARD num_shards/index; INTERLEAVE cycle/block length;
+                                   FIXEDLEN header/record/footer bytes;
+                                   MAP c = num_parallel_calls */
+    bool flag;                  /* BATCH drop_remainder; SHUFFLE reshuffle_each_iteration */
+    int64_t seed, seed2;
+    atomic_llong iterations;    /* SHUFFLE: iterators made so far (reshuffling) */
+    const vg__ds_fn *fn;        /* MAP, INTERLEAVE, FILTER (owned by the graph) */
+    vg__ds_cache *cache;        /* CACHE */
+} vg__dataset;
+
+/* A new dataset with one reference (zeroed, refs = 1). NULL on OOM. */
+VG_HIDDEN vg__dataset *vg__dataset_new(int kind);
+VG_HIDDEN vg__dataset *vg__dataset_ref(vg__dataset *d);
+VG_HIDDEN void vg__dataset_unref(vg__dataset *d);
+/* Wraps d in a VG_RESOURCE scalar that owns the reference (on failure the reference
+ * is dropped). */
+VG_HIDDEN vg_tensor *vg__dataset_tensor(vg__dataset *d, vg_status *st);
+/* The dataset in a resource tensor (borrowed), or NULL with INVALID_ARGUMENT. */
+VG_HIDDEN vg__dataset *vg__dataset_of(const vg_tensor *t, vg_status *st);
+
+typedef struct vg__ds_iter vg__ds_iter;
+struct vg__ds_iter {
+    /* VG_OK with out[0..ncomp) set (new references), or VG_OK with *end = true, or an
+     * error (the iterator stays usable: the next call retries or continues). */
+    vg_code (*next)(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st);
+    void (*free)(vg__ds_iter *it);
+    /* wake blocked waiters (prefetch) and make them fail with CANCELLED; may be NULL */
+    void (*cancel)(vg__ds_iter *it);
+    const vg__dataset *ds;
+};
+
+/* A new iterator over d (which it references). Fails with RESOURCE_EXHAUSTED or a
+ * source's error (e.g. a map function's session). */
+VG_HIDDEN vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st);
+VG_HIDDEN void vg__ds_iter_free(vg__ds_iter *it);
+VG_HIDDEN void vg__ds_iter_cancel(vg__ds_iter *it);
+
+#endif

@@ -1,0 +1,1220 @@
+/*
+ * dataset_iter.c - tf.data iterators (tensorflow/core/kernels/data/ *_dataset_op.cc
+ * semantics): tensor slices, range, TFRecord files, map (a function graph run by a
+ * private session), batch, shuffle, repeat, take, skip and prefetch (a producer
+ * thread and a bounded buffer), text lines, shard and interleave.
+ */
+#include "kernels/dataset.h"
+#include "core/threadpool.h"
+#include "io/example_io.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <time.h>
+#include <zlib.h>
+
+vg__dataset *vg__dataset_new(int kind) {
+    vg__dataset *d = vg__calloc(1, sizeof *d);
+    if (!d) return NULL;
+    atomic_init(&d->refs, 1);
+    atomic_init(&d->iterations, 0);
+    d->self = d;
+    d->kind = kind;
+    return d;
+}
+
+vg__dataset *vg__dataset_ref(vg__dataset *d) {
+    if (d) atomic_fetch_add(&d->refs, 1);
+    return d;
+}
+
+void vg__dataset_unref(vg__dataset *d) {
+    if (!d || atomic_fetch_sub(&d->refs, 1) != 1) return;
+    for (int i = 0; i < VG_DATASET_MAX_COMPONENTS; i++) vg_tensor_free(d->comps[i]);
+    vg_tensor_free(d->files);
+    vg__dataset_unref(d->input);
+    for (int i = 0; i < d->nmore; i++) vg__dataset_unref(d->more[i]);
+    if (d->cache) {
+        for (int64_t i = 0; i < d->cache->n * d->ncomp; i++) vg_tensor_free(d->cache->elems[i]);
+        vg__free(d->cache->elems);
+        pthread_mutex_destroy(&d->cache->mu);
+        vg__free(d->cache);
+    }
+    vg__free(d);
+}
+
+static void dataset_dealloc(void *data, size_t len, void *payload) {
+    (void)data, (void)len;
+    vg__dataset_unref(payload);
+}
+
+vg_tensor *vg__dataset_tensor(vg__dataset *d, vg_status *st) {
+    vg_tensor *t = vg_tensor_new_from(VG_RESOURCE, NULL, 0, &d->self, sizeof d->self, dataset_dealloc, d, st);
+    if (!t) vg__dataset_unref(d);
+    return t;
+}
+
+vg__dataset *vg__dataset_of(const vg_tensor *t, vg_status *st) {
+    vg__dataset *d = NULL;
+    if (t && vg_tensor_dtype(t) == VG_RESOURCE && vg_tensor_num_elements(t) == 1) memcpy(&d, vg_tensor_data(t), sizeof d);
+    if (!d || d->self != d) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "expected a dataset");
+        return NULL;
+    }
+    return d;
+}
+
+/* ------------------------------------------------------------------------ */
+/* tensor helpers */
+
+/* Row i of t (dims[1:]) as a new tensor. */
+static vg_tensor *slice_row(const vg_tensor *t, int64_t i, vg_status *st) {
+    int nd = vg_tensor_ndims(t);
+    const int64_t *dims = vg_tensor_dims(t);
+    vg_tensor *o = vg_tensor_new(vg_tensor_dtype(t), dims + 1, nd - 1, st);
+    if (!o) return NULL;
+    int64_t n = vg_tensor_num_elements(o);
+    if (vg_tensor_dtype(t) == VG_STRING) {
+        for (int64_t k = 0; k < n; k++) {
+            size_t l;
+            const char *s = vg_tensor_string(t, i * n + k, &l);
+            if (vg_tensor_set_string(o, k, s, l, st) != VG_OK) {
+                vg_tensor_free(o);
+                return NULL;
+            }
+        }
+    } else {
+        size_t rb = (size_t)n * vg_dtype_size(vg_tensor_dtype(t));
+        if (rb) memcpy(vg_tensor_data(o), (const uint8_t *)vg_tensor_data(t) + (size_t)i * rb, rb);
+    }
+    return o;
+}
+
+static void free_elem(vg_tensor **e, int n) {
+    for (int i = 0; i < n; i++) {
+        vg_tensor_free(e[i]);
+        e[i] = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* sources */
+
+typedef struct slices_it {
+    vg__ds_iter base;
+    int64_t i, n;
+} slices_it;
+
+static vg_code slices_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    slices_it *s = (slices_it *)it;
+    const vg__dataset *d = it->ds;
+    if (s->i >= s->n) {
+        *end = true;
+        return VG_OK;
+    }
+    for (int c = 0; c < d->ncomp; c++) {
+        if (!(out[c] = slice_row(d->comps[c], s->i, st))) {
+            free_elem(out, c);
+            return st->code;
+        }
+    }
+    s->i++;
+    return VG_OK;
+}
+
+typedef struct range_it {
+    vg__ds_iter base;
+    int64_t cur;
+} range_it;
+
+static vg_code range_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    range_it *r = (range_it *)it;
+    const vg__dataset *d = it->ds;
+    if ((d->c > 0 && r->cur >= d->b) || (d->c < 0 && r->cur <= d->b)) {
+        *end = true;
+        return VG_OK;
+    }
+    if (!(out[0] = vg_tensor_new_scalar_i64(r->cur, st))) return st->code;
+    r->cur += d->c;
+    return VG_OK;
+}
+
+typedef struct tfrecord_it {
+    vg__ds_iter base;
+    int64_t file;
+    vg__zrecord_reader *r;
+} tfrecord_it;
+
+static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    tfrecord_it *t = (tfrecord_it *)it;
+    const vg__dataset *d = it->ds;
+    for (;;) {
+        if (!t->r) {
+            if (t->file >= vg_tensor_num_elements(d->files)) {
+                *end = true;
+                return VG_OK;
+            }
+            size_t l;
+            const char *s = vg_tensor_string(d->files, t->file, &l);
+            char *path = vg__strndup(s, l);
+            if (!path) return VG_OOM(st, "file name");
+            t->r = vg__zrecord_reader_open(path, d->compression, st);
+            vg__free(path);
+            if (!t->r) {
+                t->file++; /* TF: a file that cannot be opened is skipped after its error */
+                return st->code;
+            }
+        }
+        const uint8_t *data;
+        size_t len;
+        uint64_t off;
+        vg_status e;
+        vg_status_clear(&e);
+        vg_code rc = vg__zrecord_reader_next(t->r, &data, &len, &off, &e);
+        if (rc == VG_OUT_OF_RANGE) {
+            vg__zrecord_reader_close(t->r);
+            t->r = NULL;
+            t->file++;
+            continue;
+        }
+        if (rc != VG_OK) {
+            /* as TF: after an error (DATA_LOSS...) move on to the next file, so that
+             * ignore_errors does not see the same error forever */
+            vg__zrecord_reader_close(t->r);
+            t->r = NULL;
+            t->file++;
+            vg_status_copy(st, &e);
+            return rc;
+        }
+        if (!(out[0] = vg_tensor_new_string_scalar((const char *)data, len, st))) return st->code;
+        return VG_OK;
+    }
+}
+
+static void tfrecord_free(vg__ds_iter *it) { vg__zrecord_reader_close(((tfrecord_it *)it)->r); }
+
+
+/* Text lines of files ("" or GZIP through zlib's gz reader, which also reads plain
+ * files): "\n" and a "\r" before it removed, a last line without newline kept. */
+typedef struct textline_it {
+    vg__ds_iter base;
+    int64_t file;
+    gzFile gz;
+    char *line;
+    size_t cap;
+} textline_it;
+
+static vg_code textline_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    textline_it *t = (textline_it *)it;
+    const vg__dataset *d = it->ds;
+    for (;;) {
+        if (!t->gz) {
+            if (t->file >= vg_tensor_num_elements(d->files)) {
+                *end = true;
+                return VG_OK;
+            }
+            size_t l;
+            const char *s = vg_tensor_string(d->files, t->file, &l);
+            char *path = vg__strndup(s, l);
+            if (!path) return VG_OOM(st, "file name");
+            FILE *probe = fopen(path, "rb");
+            if (!probe) {
+                vg_code rc = vg__io_errno_status(st, errno, "cannot open", path);
+                vg__free(path);
+                t->file++;
+                return rc;
+            }
+            fclose(probe);
+            t->gz = gzopen(path, "rb");
+            vg__free(path);
+            if (!t->gz) return VG_OOM(st, "text file reader");
+        }
+        size_t n = 0;
+        bool any = false, nl = false;
+        for (;;) {
+            if (t->cap - n < 4096) {
+                size_t nc = t->cap ? t->cap * 2 : 8192;
+                char *nb = vg__realloc(t->line, t->cap, nc);
+                if (!nb) return VG_OOM(st, "text line");
+                t->line = nb;
+                t->cap = nc;
+            }
+            if (!gzgets(t->gz, t->line + n, (int)(t->cap - n))) break;
+            any = true;
+            size_t k = strlen(t->line + n);
+            n += k;
+            if (k > 0 && t->line[n - 1] == '\n') {
+                nl = true;
+                break;
+            }
+        }
+        int zerr = 0;
+        const char *zmsg = gzerror(t->gz, &zerr);
+        if (zerr != Z_OK && zerr != Z_BUF_ERROR) {
+            size_t l;
+            const char *s = vg_tensor_string(d->files, t->file, &l);
+            vg_status_set(st, VG_DATA_LOSS, "%.*s: %s", (int)l, s, zmsg);
+            gzclose(t->gz);
+            t->gz = NULL;
+            t->file++;
+            return VG_DATA_LOSS;
+        }
+        if (!any) {
+            gzclose(t->gz);
+            t->gz = NULL;
+            t->file++;
+            continue;
+        }
+        if (nl) n--;
+        if (nl && n > 0 && t->line[n - 1] == '\r') n--;
+        if (!(out[0] = vg_tensor_new_string_scalar(t->line, n, st))) return st->code;
+        return VG_OK;
+    }
+}
+
+static void textline_free(vg__ds_iter *it) {
+    textline_it *t = (textline_it *)it;
+    if (t->gz) gzclose(t->gz);
+    vg__free(t->line);
+}
+
+
+typedef struct once_it {
+    vg__ds_iter base;
+    bool done;
+} once_it;
+
+static vg_code from_tensors_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    (void)st;
+    once_it *o = (once_it *)it;
+    if (o->done) {
+        *end = true;
+        return VG_OK;
+    }
+    for (int c = 0; c < it->ds->ncomp; c++) out[c] = vg_tensor_ref(it->ds->comps[c]);
+    o->done = true;
+    return VG_OK;
+}
+
+/* FixedLengthRecordDataset: after header_bytes, records of record_bytes up to the last
+ * footer_bytes; the body must be a whole number of records (TF's InvalidArgument). */
+typedef struct fixedlen_it {
+    vg__ds_iter base;
+    int64_t file, pos, limit;
+    int fd;
+} fixedlen_it;
+
+static vg_code fixedlen_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    fixedlen_it *f = (fixedlen_it *)it;
+    const vg__dataset *d = it->ds;
+    for (;;) {
+        size_t l;
+        const char *s = f->file < vg_tensor_num_elements(d->files) ? vg_tensor_string(d->files, f->file, &l) : NULL;
+        if (f->fd < 0) {
+            if (!s) {
+                *end = true;
+                return VG_OK;
+            }
+            char *path = vg__strndup(s, l);
+            if (!path) return VG_OOM(st, "file name");
+            f->fd = open(path, O_RDONLY | O_CLOEXEC);
+            struct stat sb;
+            vg_code rc = VG_OK;
+            if (f->fd < 0 || fstat(f->fd, &sb) != 0) {
+                rc = vg__io_errno_status(st, errno, "cannot open", path);
+            } else if (sb.st_size < d->a + d->c || (sb.st_size - d->a - d->c) % d->b != 0) {
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "Excluding the header (%lld bytes) and footer (%lld bytes), input file \"%s\" has "
+                                   "body length %lld, which is not an exact multiple of the record length (%lld bytes).",
+                                   (long long)d->a, (long long)d->c, path, (long long)(sb.st_size - d->a - d->c),
+                                   (long long)d->b);
+            }
+            vg__free(path);
+            if (rc != VG_OK) {
+                if (f->fd >= 0) close(f->fd);
+                f->fd = -1;
+                f->file++;
+                return rc;
+            }
+            f->pos = d->a;
+            f->limit = (int64_t)sb.st_size - d->c;
+        }
+        if (f->pos + d->b > f->limit) {
+            close(f->fd);
+            f->fd = -1;
+            f->file++;
+            continue;
+        }
+        vg_tensor *t = vg_tensor_new(VG_STRING, NULL, 0, st);
+        char *buf = t ? vg__malloc((size_t)d->b) : NULL;
+        if (!buf) {
+            vg_tensor_free(t);
+            return t ? VG_OOM(st, "record") : st->code;
+        }
+        size_t got = 0;
+        while (got < (size_t)d->b) {
+            ssize_t k = pread(f->fd, buf + got, (size_t)d->b - got, (off_t)(f->pos + (int64_t)got));
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) break;
+            got += (size_t)k;
+        }
+        vg_code rc = got == (size_t)d->b ? vg_tensor_set_string(t, 0, buf, got, st)
+                                         : vg_status_set(st, VG_DATA_LOSS, "%.*s: short read at offset %lld", (int)l, s,
+                                                         (long long)f->pos);
+        vg__free(buf);
+        if (rc != VG_OK) {
+            vg_tensor_free(t);
+            return rc;
+        }
+        f->pos += d->b;
+        out[0] = t;
+        return VG_OK;
+    }
+}
+
+static void fixedlen_free(vg__ds_iter *it) {
+    fixedlen_it *f = (fixedlen_it *)it;
+    if (f->fd >= 0) close(f->fd);
+}
+
+/* ------------------------------------------------------------------------ */
+/* transformations with one input */
+
+typedef struct unary_it unary_it;
+static void pmap_release(unary_it *u);
+struct unary_it {
+    vg__ds_iter base;
+    vg__ds_iter *in;
+    int64_t count, epoch, in_epoch;
+    vg_session *sess;                 /* map */
+    vg_tensor **buf;                  /* shuffle: cap * ncomp */
+    int64_t size, cap;
+    uint64_t rng[4];
+    bool in_end;
+    vg__ds_iter **cycle;              /* interleave: cycle_length slots */
+    vg__ds_iter *ins[VG_DATASET_MAX_COMPONENTS]; /* zip: the other inputs; concatenate: the second */
+    vg_tensor *cur[VG_DATASET_MAX_COMPONENTS];   /* unbatch: the element being split */
+    int64_t cur_n;
+    struct pmap_slot *slots;          /* parallel map: a block of results, served in order */
+    int64_t nslots, slot_pos, slot_n;
+    vg__pool *pool;
+    int64_t cycle_index, block_index, num_open;
+};
+
+typedef struct pmap_slot {
+    vg_tensor *in[VG_DATASET_MAX_COMPONENTS], *out[VG_DATASET_MAX_COMPONENTS];
+    vg_code rc;
+    vg_status st;
+} pmap_slot;
+
+static void pmap_release(unary_it *u) {
+    if (u->pool) vg__pool_free(u->pool);
+    for (int64_t i = 0; u->slots && i < u->nslots; i++) {
+        free_elem(u->slots[i].in, VG_DATASET_MAX_COMPONENTS);
+        free_elem(u->slots[i].out, VG_DATASET_MAX_COMPONENTS);
+    }
+    vg__free(u->slots);
+}
+
+static void unary_free(vg__ds_iter *it) {
+    unary_it *u = (unary_it *)it;
+    vg__ds_iter_free(u->in);
+    if (u->sess) vg_session_free(u->sess);
+    if (u->buf) free_elem(u->buf, (int)(u->size * it->ds->ncomp));
+    vg__free(u->buf);
+    if (u->cycle)
+        for (int64_t i = 0; i < it->ds->a; i++) vg__ds_iter_free(u->cycle[i]);
+    vg__free(u->cycle);
+    for (int i = 0; i < VG_DATASET_MAX_COMPONENTS; i++) {
+        vg__ds_iter_free(u->ins[i]);
+        vg_tensor_free(u->cur[i]);
+    }
+    pmap_release(u);
+}
+
+static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__ds_fn *fn = it->ds->fn;
+    vg_tensor *in[VG_DATASET_MAX_COMPONENTS] = {0};
+    vg_code rc = u->in->next(u->in, in, end, st);
+    if (rc != VG_OK || *end) return rc;
+    rc = vg_session_run(u->sess, NULL, fn->args, in, fn->nargs, fn->outs, out, fn->nouts, NULL, 0, NULL, st);
+    free_elem(in, fn->nargs);
+    return rc;
+}
+
+
+/* ParallelMapDataset: blocks of up to 32 x num_parallel_calls input elements are mapped
+ * concurrently (the function's session is thread-safe) and served in input order, so
+ * the output order is the sequential one (TF's deterministic, non-sloppy mode). */
+typedef struct pmap_job {
+    unary_it *u;
+    const vg__ds_fn *fn;
+} pmap_job;
+
+static void pmap_chunk(void *arg, int64_t begin, int64_t end) {
+    pmap_job *j = arg;
+    for (int64_t i = begin; i < end; i++) {
+        pmap_slot *sl = &j->u->slots[i];
+        vg_status_clear(&sl->st);
+        sl->rc = vg_session_run(j->u->sess, NULL, j->fn->args, sl->in, j->fn->nargs, j->fn->outs, sl->out,
+                                j->fn->nouts, NULL, 0, NULL, &sl->st);
+        free_elem(sl->in, j->fn->nargs);
+    }
+}
+
+static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__ds_fn *fn = it->ds->fn;
+    if (u->slot_pos == u->slot_n) {
+        if (u->in_end) {
+            *end = true;
+            return VG_OK;
+        }
+        u->slot_pos = u->slot_n = 0;
+        vg_code rc = VG_OK;
+        while (u->slot_n < u->nslots && rc == VG_OK) {
+            rc = u->in->next(u->in, u->slots[u->slot_n].in, &u->in_end, st);
+            if (rc != VG_OK || u->in_end) break;
+            u->slot_n++;
+        }
+        if (u->slot_n == 0) {
+            if (rc != VG_OK) return rc;
+            *end = true;
+            return VG_OK;
+        }
+        pmap_job j = {u, fn};
+        vg__pool_parallel_for(u->pool, u->slot_n, (int)it->ds->c, pmap_chunk, &j);
+        if (rc != VG_OK) { /* an input error after some elements: report it after them */
+            u->slots[u->slot_n].rc = rc;
+            vg_status_copy(&u->slots[u->slot_n].st, st);
+            memset(u->slots[u->slot_n].out, 0, sizeof u->slots[u->slot_n].out);
+            u->slot_n++;
+        }
+    }
+    pmap_slot *sl = &u->slots[u->slot_pos++];
+    if (sl->rc != VG_OK) {
+        free_elem(sl->out, fn->nouts);
+        return vg_status_set(st, sl->rc, "%s", sl->st.msg);
+    }
+    memcpy(out, sl->out, sizeof(vg_tensor *) * (size_t)fn->nouts);
+    memset(sl->out, 0, sizeof sl->out);
+    return VG_OK;
+}
+
+static vg_code batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    int nc = d->ncomp;
+    int64_t bs = d->a, n = 0;
+    vg_tensor **rows = vg__calloc((size_t)(bs * nc), sizeof(vg_tensor *));
+    if (!rows) return VG_OOM(st, "batch");
+    vg_code rc = VG_OK;
+    bool in_end = false;
+    while (n < bs && !in_end && rc == VG_OK) {
+        rc = u->in->next(u->in, rows + n * nc, &in_end, st);
+        if (rc == VG_OK && !in_end) n++;
+    }
+    if (rc == VG_OK && (n == 0 || (n < bs && d->flag))) *end = true;
+    for (int c = 0; c < nc && rc == VG_OK && !*end; c++) {
+        const vg_tensor *first = rows[c];
+        int nd = vg_tensor_ndims(first);
+        for (int64_t k = 1; k < n && rc == VG_OK; k++) {
+            const vg_tensor *e = rows[k * nc + c];
+            if (vg_tensor_ndims(e) != nd || memcmp(vg_tensor_dims(e), vg_tensor_dims(first), sizeof(int64_t) * (size_t)nd)) {
+                char a[128], b[128];
+                vg_shape sa = vg_tensor_shape(first), sb = vg_tensor_shape(e);
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "Cannot batch tensors with different shapes in component %d. First element had "
+                                   "shape %s and element %lld had shape %s.",
+                                   c, vg_shape_str(&sa, a, sizeof a), (long long)k, vg_shape_str(&sb, b, sizeof b));
+            }
+        }
+        if (rc != VG_OK) break;
+        if (nd + 1 > VG_MAX_DIMS) {
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "batch: element rank too large");
+            break;
+        }
+        int64_t dims[VG_MAX_DIMS];
+        dims[0] = n;
+        memcpy(dims + 1, vg_tensor_dims(first), sizeof(int64_t) * (size_t)nd);
+        vg_tensor *o = vg_tensor_new(vg_tensor_dtype(first), dims, nd + 1, st);
+        if (!o) {
+            rc = st->code;
+            break;
+        }
+        int64_t per = vg_tensor_num_elements(first);
+        for (int64_t k = 0; k < n && rc == VG_OK; k++) {
+            const vg_tensor *e = rows[k * nc + c];
+            if (vg_tensor_dtype(o) == VG_STRING) {
+                for (int64_t j = 0; j < per && rc == VG_OK; j++) {
+                    size_t l;
+                    const char *s = vg_tensor_string(e, j, &l);
+                    rc = vg_tensor_set_string(o, k * per + j, s, l, st);
+                }
+            } else {
+                size_t rb = vg_tensor_nbytes(e);
+                if (rb) memcpy((uint8_t *)vg_tensor_data(o) + (size_t)k * rb, vg_tensor_data(e), rb);
+            }
+        }
+        out[c] = o;
+    }
+    if (rc != VG_OK) free_elem(out, nc);
+    free_elem(rows, (int)(bs * nc));
+    vg__free(rows);
+    return rc;
+}
+
+/* xoshiro256** seeded through splitmix64. */
+static uint64_t splitmix(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+static vg_code shuffle_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    int nc = it->ds->ncomp;
+    while (!u->in_end && u->size < u->cap) {
+        if (u->size * nc >= u->count) { /* grow the buffer as elements arrive */
+            int64_t nn = u->count ? u->count * 2 : 16 * nc, lim = u->cap * nc;
+            if (nn > lim) nn = lim;
+            vg_tensor **nb = vg__realloc(u->buf, sizeof(vg_tensor *) * (size_t)u->count, sizeof(vg_tensor *) * (size_t)nn);
+            if (!nb) return VG_OOM(st, "shuffle buffer");
+            u->buf = nb;
+            u->count = nn;
+        }
+        vg_code rc = u->in->next(u->in, u->buf + u->size * nc, &u->in_end, st);
+        if (rc != VG_OK) return rc;
+        if (!u->in_end) u->size++;
+    }
+    if (u->size == 0) {
+        *end = true;
+        return VG_OK;
+    }
+    int64_t k = (int64_t)(rng_next(u->rng) % (uint64_t)u->size);
+    memcpy(out, u->buf + k * nc, sizeof(vg_tensor *) * (size_t)nc);
+    u->size--;
+    if (k != u->size) memcpy(u->buf + k * nc, u->buf + u->size * nc, sizeof(vg_tensor *) * (size_t)nc);
+    return VG_OK;
+}
+
+static vg_code repeat_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    for (;;) {
+        if (!u->in) {
+            if (d->a >= 0 && u->epoch >= d->a) {
+                *end = true;
+                return VG_OK;
+            }
+            if (!(u->in = vg__ds_iter_new(d->input, st))) return st->code;
+            u->in_epoch = 0;
+        }
+        bool e = false;
+        vg_code rc = u->in->next(u->in, out, &e, st);
+        if (rc != VG_OK) return rc;
+        if (!e) {
+            u->in_epoch++;
+            return VG_OK;
+        }
+        vg__ds_iter_free(u->in);
+        u->in = NULL;
+        u->epoch++;
+        if (u->in_epoch == 0 && d->a < 0) { /* an empty input repeated forever ends */
+            *end = true;
+            return VG_OK;
+        }
+    }
+}
+
+static vg_code take_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    if (it->ds->a >= 0 && u->count >= it->ds->a) {
+        *end = true;
+        return VG_OK;
+    }
+    vg_code rc = u->in->next(u->in, out, end, st);
+    if (rc == VG_OK && !*end) u->count++;
+    return rc;
+}
+
+static vg_code skip_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    int nc = it->ds->ncomp;
+    while (it->ds->a < 0 || u->count < it->ds->a) {
+        vg_code rc = u->in->next(u->in, out, end, st);
+        if (rc != VG_OK || *end) return rc;
+        free_elem(out, nc);
+        u->count++;
+    }
+    return u->in->next(u->in, out, end, st);
+}
+
+
+/* IgnoreErrorsDataset: elements whose production failed are dropped. */
+static vg_code ignore_errors_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    for (;;) {
+        vg_status e;
+        vg_status_clear(&e);
+        vg_code rc = u->in->next(u->in, out, end, &e);
+        if (rc == VG_OK) return VG_OK;
+        if (rc == VG_CANCELLED) {
+            vg_status_copy(st, &e);
+            return rc;
+        }
+        u->count++; /* errors skipped so far */
+    }
+}
+
+static vg_code shard_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    for (;;) {
+        vg_code rc = u->in->next(u->in, out, end, st);
+        if (rc != VG_OK || *end) return rc;
+        int64_t i = u->count++;
+        if (i % d->a == d->b) return VG_OK;
+        free_elem(out, d->ncomp);
+    }
+}
+
+/* InterleaveDatasetOp's loop: cycle_length open iterators, block_length elements from
+ * each in turn; a finished one is replaced by the dataset of the next input element. */
+static vg_code interleave_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    const vg__ds_fn *fn = d->fn;
+    while (!u->in_end || u->num_open > 0) {
+        vg__ds_iter **cur = &u->cycle[u->cycle_index];
+        if (*cur) {
+            bool e = false;
+            vg_code rc = (*cur)->next(*cur, out, &e, st);
+            if (rc != VG_OK) return rc;
+            if (!e) {
+                if (++u->block_index == d->b) {
+                    u->block_index = 0;
+                    u->cycle_index = (u->cycle_index + 1) % d->a;
+                }
+                return VG_OK;
+            }
+            vg__ds_iter_free(*cur);
+            *cur = NULL;
+            u->num_open--;
+            u->block_index = 0;
+            u->cycle_index = (u->cycle_index + 1) % d->a;
+        } else if (!u->in_end) {
+            vg_tensor *args[VG_DATASET_MAX_COMPONENTS] = {0};
+            vg_code rc = u->in->next(u->in, args, &u->in_end, st);
+            if (rc != VG_OK) return rc;
+            if (u->in_end) continue;
+            vg_tensor *dt = NULL;
+            rc = vg_session_run(u->sess, NULL, fn->args, args, fn->nargs, fn->outs, &dt, 1, NULL, 0, NULL, st);
+            free_elem(args, fn->nargs);
+            if (rc != VG_OK) return rc;
+            vg__dataset *inner = vg__dataset_of(dt, st);
+            if (inner && inner->ncomp != d->ncomp) {
+                vg_status_set(st, VG_INVALID_ARGUMENT, "interleave: the function's dataset has %d components, "
+                              "expected %d", inner->ncomp, d->ncomp);
+                inner = NULL;
+            }
+            *cur = inner ? vg__ds_iter_new(inner, st) : NULL;
+            vg_tensor_free(dt);
+            if (!*cur) return st->code;
+            u->num_open++;
+        } else {
+            u->block_index = 0;
+            u->cycle_index = (u->cycle_index + 1) % d->a;
+        }
+    }
+    *end = true;
+    return VG_OK;
+}
+
+
+static vg_code filter_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__ds_fn *fn = it->ds->fn;
+    for (;;) {
+        vg_code rc = u->in->next(u->in, out, end, st);
+        if (rc != VG_OK || *end) return rc;
+        vg_tensor *keep = NULL;
+        rc = vg_session_run(u->sess, NULL, fn->args, out, fn->nargs, fn->outs, &keep, 1, NULL, 0, NULL, st);
+        if (rc == VG_OK && (vg_tensor_dtype(keep) != VG_BOOL || vg_tensor_num_elements(keep) != 1))
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`predicate` must return a scalar boolean tensor.");
+        bool k = rc == VG_OK && *(const bool *)vg_tensor_data(keep);
+        vg_tensor_free(keep);
+        if (rc == VG_OK && k) return VG_OK;
+        free_elem(out, it->ds->ncomp);
+        if (rc != VG_OK) return rc;
+    }
+}
+
+static vg_code unbatch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    int nc = it->ds->ncomp;
+    while (!u->cur[0] || u->count >= u->cur_n) {
+        free_elem(u->cur, nc);
+        vg_code rc = u->in->next(u->in, u->cur, end, st);
+        if (rc != VG_OK || *end) return rc;
+        u->count = 0;
+        u->cur_n = vg_tensor_ndims(u->cur[0]) > 0 ? vg_tensor_dim(u->cur[0], 0) : -1;
+        for (int c = 0; c < nc; c++)
+            if (vg_tensor_ndims(u->cur[c]) < 1 || vg_tensor_dim(u->cur[c], 0) != u->cur_n) {
+                free_elem(u->cur, nc);
+                return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                     "Input element must have a non-scalar value in each component, with the same "
+                                     "first dimension (component %d)", c);
+            }
+    }
+    for (int c = 0; c < nc; c++) {
+        if (!(out[c] = slice_row(u->cur[c], u->count, st))) {
+            free_elem(out, c);
+            return st->code;
+        }
+    }
+    u->count++;
+    return VG_OK;
+}
+
+static vg_code concatenate_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    if (!u->in_end) {
+        vg_code rc = u->in->next(u->in, out, &u->in_end, st);
+        if (rc != VG_OK || !u->in_end) return rc;
+    }
+    if (!u->ins[0] && !(u->ins[0] = vg__ds_iter_new(it->ds->more[0], st))) return st->code;
+    return u->ins[0]->next(u->ins[0], out, end, st);
+}
+
+static vg_code zip_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    int at = 0;
+    for (int k = 0; k <= d->nmore; k++) {
+        vg__ds_iter *in = k == 0 ? u->in : u->ins[k - 1];
+        const vg__dataset *src = k == 0 ? d->input : d->more[k - 1];
+        vg_code rc = in->next(in, out + at, end, st);
+        if (rc != VG_OK || *end) {
+            free_elem(out, at);
+            return rc;
+        }
+        at += src->ncomp;
+    }
+    return VG_OK;
+}
+
+
+/* PaddedBatchDatasetV2: like batch, each component padded (with its padding value) to
+ * the padded shape, whose -1 dimensions take the batch's largest size. */
+static vg_code padded_batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    int nc = d->ncomp;
+    int64_t bs = d->a, n = 0;
+    vg_tensor **rows = vg__calloc((size_t)(bs * nc), sizeof(vg_tensor *));
+    if (!rows) return VG_OOM(st, "padded batch");
+    vg_code rc = VG_OK;
+    bool in_end = false;
+    while (n < bs && !in_end && rc == VG_OK) {
+        rc = u->in->next(u->in, rows + n * nc, &in_end, st);
+        if (rc == VG_OK && !in_end) n++;
+    }
+    if (rc == VG_OK && (n == 0 || (n < bs && d->flag))) *end = true;
+    for (int c = 0; c < nc && rc == VG_OK && !*end; c++) {
+        const vg_shape *ps = &d->padded[c];
+        int r = ps->ndims;
+        int64_t dims[VG_MAX_DIMS];
+        dims[0] = n;
+        for (int k = 0; k < r; k++) dims[1 + k] = ps->dims[k] >= 0 ? ps->dims[k] : 0;
+        for (int64_t e = 0; e < n && rc == VG_OK; e++) {
+            const vg_tensor *x = rows[e * nc + c];
+            if (vg_tensor_ndims(x) != r) {
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "padded_batch: component %d of element %lld has rank %d, the padded shape rank %d", c,
+                                   (long long)e, vg_tensor_ndims(x), r);
+                break;
+            }
+            for (int k = 0; k < r && rc == VG_OK; k++) {
+                int64_t xd = vg_tensor_dim(x, k);
+                if (ps->dims[k] < 0) {
+                    if (xd > dims[1 + k]) dims[1 + k] = xd;
+                } else if (xd > ps->dims[k]) {
+                    rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                       "Attempted to pad to a smaller size than the input element (component %d, "
+                                       "dimension %d: %lld > %lld).",
+                                       c, k, (long long)xd, (long long)ps->dims[k]);
+                }
+            }
+        }
+        if (rc != VG_OK) break;
+        vg_dtype dt = d->types[c];
+        vg_tensor *o = vg_tensor_new(dt, dims, r + 1, st);
+        if (!o) {
+            rc = st->code;
+            break;
+        }
+        out[c] = o;
+        int64_t total = vg_tensor_num_elements(o), per = n ? total / n : 0;
+        const vg_tensor *pad = d->comps[c];
+        size_t es = vg_dtype_size(dt);
+        for (int64_t i = 0; i < total && rc == VG_OK; i++) { /* fill with the padding value */
+            if (dt == VG_STRING) {
+                size_t l;
+                const char *p = vg_tensor_string(pad, 0, &l);
+                if (l) rc = vg_tensor_set_string(o, i, p, l, st);
+            } else {
+                memcpy((uint8_t *)vg_tensor_data(o) + (size_t)i * es, vg_tensor_data(pad), es);
+            }
+        }
+        int64_t ostride[VG_MAX_DIMS], acc = 1;
+        for (int k = r - 1; k >= 0; k--) {
+            ostride[k] = acc;
+            acc *= dims[1 + k];
+        }
+        for (int64_t e = 0; e < n && rc == VG_OK; e++) {
+            const vg_tensor *x = rows[e * nc + c];
+            int64_t xn = vg_tensor_num_elements(x);
+            const int64_t *xd = vg_tensor_dims(x);
+            for (int64_t i = 0; i < xn && rc == VG_OK; i++) {
+                int64_t rem = i, off = 0;
+                for (int k = r - 1; k >= 0; k--) {
+                    off += (rem % xd[k]) * ostride[k];
+                    rem /= xd[k];
+                }
+                int64_t dst = e * per + off;
+                if (dt == VG_STRING) {
+                    size_t l;
+                    const char *p = vg_tensor_string(x, i, &l);
+                    rc = vg_tensor_set_string(o, dst, p, l, st);
+                } else {
+                    memcpy((uint8_t *)vg_tensor_data(o) + (size_t)dst * es, (const uint8_t *)vg_tensor_data(x) + (size_t)i * es,
+                           es);
+                }
+            }
+        }
+    }
+    if (rc != VG_OK || *end) free_elem(out, nc);
+    free_elem(rows, (int)(bs * nc));
+    vg__free(rows);
+    return rc;
+}
+
+
+/* CacheDataset (in memory): the first iterator that reads the input to its end
+ * publishes what it read; later iterators (the next epochs of a repeat) replay it. An
+ * iterator started before that reads the input itself. */
+static vg_code cache_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    vg__ds_cache *c = d->cache;
+    int nc = d->ncomp;
+    if (u->epoch == 1) { /* replaying */
+        if (u->count >= c->n) {
+            *end = true;
+            return VG_OK;
+        }
+        for (int k = 0; k < nc; k++) out[k] = vg_tensor_ref(c->elems[u->count * nc + k]);
+        u->count++;
+        return VG_OK;
+    }
+    if (!u->in) {
+        pthread_mutex_lock(&c->mu);
+        bool complete = c->complete;
+        pthread_mutex_unlock(&c->mu);
+        if (complete) { /* elems never change once complete */
+            u->epoch = 1;
+            return cache_next(it, out, end, st);
+        }
+        if (!(u->in = vg__ds_iter_new(d->input, st))) return st->code;
+    }
+    vg_code rc = u->in->next(u->in, out, end, st);
+    if (rc != VG_OK) return rc;
+    if (*end) {
+        pthread_mutex_lock(&c->mu);
+        if (!c->complete) {
+            c->complete = true;
+            c->elems = u->buf;
+            c->n = u->size;
+            u->buf = NULL;
+            u->size = 0;
+        }
+        pthread_mutex_unlock(&c->mu);
+        return VG_OK;
+    }
+    if (u->size == u->cap) {
+        int64_t nc2 = u->cap ? u->cap * 2 : 64;
+        vg_tensor **nb = vg__realloc(u->buf, sizeof(vg_tensor *) * (size_t)(u->cap * nc), sizeof(vg_tensor *) * (size_t)(nc2 * nc));
+        if (!nb) {
+            free_elem(out, nc);
+            return VG_OOM(st, "cache");
+        }
+        u->buf = nb;
+        u->cap = nc2;
+    }
+    for (int k = 0; k < nc; k++) u->buf[u->size * nc + k] = vg_tensor_ref(out[k]);
+    u->size++;
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* prefetch */
+
+typedef struct pf_item {
+    vg_tensor *t[VG_DATASET_MAX_COMPONENTS];
+    vg_code code;   /* VG_OK: an element; VG_OUT_OF_RANGE: the end; else an error */
+    vg_status st;
+} pf_item;
+
+typedef struct prefetch_it {
+    vg__ds_iter base;
+    vg__ds_iter *in;
+    pthread_t th;
+    bool started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pf_item *ring;
+    int64_t cap, head, size;
+    bool stop, cancelled, ended;
+} prefetch_it;
+
+static void *prefetch_main(void *arg) {
+    prefetch_it *p = arg;
+    int nc = p->base.ds->ncomp;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && !p->ended) {
+        while (!p->stop && p->size == p->cap) pthread_cond_wait(&p->cv, &p->mu);
+        if (p->stop) break;
+        pthread_mutex_unlock(&p->mu);
+        pf_item it;
+        memset(it.t, 0, sizeof it.t);
+        vg_status_clear(&it.st);
+        bool e = false;
+        it.code = p->in->next(p->in, it.t, &e, &it.st);
+        if (it.code == VG_OK && e) it.code = VG_OUT_OF_RANGE;
+        pthread_mutex_lock(&p->mu);
+        if (p->stop) {
+            free_elem(it.t, nc);
+            break;
+        }
+        p->ring[(p->head + p->size) % p->cap] = it;
+        p->size++;
+        if (it.code == VG_OUT_OF_RANGE) p->ended = true;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    prefetch_it *p = (prefetch_it *)it;
+    int nc = it->ds->ncomp;
+    pthread_mutex_lock(&p->mu);
+    if (!p->started) {
+        if (pthread_create(&p->th, NULL, prefetch_main, p) != 0) {
+            pthread_mutex_unlock(&p->mu);
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "cannot start the prefetch thread");
+        }
+        p->started = true;
+    }
+    while (p->size == 0 && !p->cancelled) pthread_cond_wait(&p->cv, &p->mu);
+    if (p->cancelled) {
+        pthread_mutex_unlock(&p->mu);
+        return vg_status_set(st, VG_CANCELLED, "Iterator was cancelled");
+    }
+    pf_item *item = &p->ring[p->head];
+    vg_code rc = VG_OK;
+    if (item->code == VG_OUT_OF_RANGE) {
+        *end = true; /* stays in the ring: every later call ends too */
+    } else {
+        if (item->code == VG_OK) memcpy(out, item->t, sizeof(vg_tensor *) * (size_t)nc);
+        else rc = vg_status_set(st, item->code, "%s", item->st.msg);
+        p->head = (p->head + 1) % p->cap;
+        p->size--;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+static void prefetch_cancel(vg__ds_iter *it) {
+    prefetch_it *p = (prefetch_it *)it;
+    pthread_mutex_lock(&p->mu);
+    p->cancelled = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    vg__ds_iter_cancel(p->in);
+}
+
+static void prefetch_free(vg__ds_iter *it) {
+    prefetch_it *p = (prefetch_it *)it;
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    vg__ds_iter_cancel(p->in); /* unblocks a producer waiting inside its input */
+    if (p->started) pthread_join(p->th, NULL);
+    for (int64_t k = 0; k < p->size; k++) free_elem(p->ring[(p->head + k) % p->cap].t, it->ds->ncomp);
+    vg__free(p->ring);
+    vg__ds_iter_free(p->in);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void unary_cancel(vg__ds_iter *it) { vg__ds_iter_cancel(((unary_it *)it)->in); }
+
+vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
+    size_t size = d->kind == VG__DS_SLICES     ? sizeof(slices_it)
+                  : d->kind == VG__DS_RANGE    ? sizeof(range_it)
+                  : d->kind == VG__DS_TFRECORD ? sizeof(tfrecord_it)
+                  : d->kind == VG__DS_TEXTLINE ? sizeof(textline_it)
+                  : d->kind == VG__DS_PREFETCH ? sizeof(prefetch_it)
+                  : d->kind == VG__DS_FROM_TENSORS ? sizeof(once_it)
+                  : d->kind == VG__DS_FIXEDLEN ? sizeof(fixedlen_it)
+                                               : sizeof(unary_it);
+    vg__ds_iter *it = vg__calloc(1, size);
+    if (!it) {
+        VG_OOM(st, "iterator");
+        return NULL;
+    }
+    it->ds = vg__dataset_ref(d);
+    switch (d->kind) {
+    case VG__DS_SLICES:
+        it->next = slices_next;
+        ((slices_it *)it)->n = d->ncomp ? vg_tensor_dim(d->comps[0], 0) : 0;
+        return it;
+    case VG__DS_RANGE:
+        it->next = range_next;
+        ((range_it *)it)->cur = d->a;
+        return it;
+    case VG__DS_TFRECORD:
+        it->next = tfrecord_next;
+        it->free = tfrecord_free;
+        return it;
+    case VG__DS_TEXTLINE:
+        it->next = textline_next;
+        it->free = textline_free;
+        return it;
+    case VG__DS_FROM_TENSORS:
+        it->next = from_tensors_next;
+        return it;
+    case VG__DS_FIXEDLEN:
+        it->next = fixedlen_next;
+        it->free = fixedlen_free;
+        ((fixedlen_it *)it)->fd = -1;
+        return it;
+    case VG__DS_PREFETCH: {
+        prefetch_it *p = (prefetch_it *)it;
+        it->next = prefetch_next;
+        it->free = prefetch_free;
+        it->cancel = prefetch_cancel;
+        pthread_mutex_init(&p->mu, NULL);
+        pthread_cond_init(&p->cv, NULL);
+        p->cap = d->a;
+        if (!(p->ring = vg__calloc((size_t)p->cap, sizeof(pf_item)))) {
+            VG_OOM(st, "prefetch buffer");
+            vg__ds_iter_free(it);
+            return NULL;
+        }
+        if (!(p->in = vg__ds_iter_new(d->input, st))) {
+            vg__ds_iter_free(it);
+            return NULL;
+        }
+        return it;
+    }
+    default:
+        break;
+    }
+    unary_it *u = (unary_it *)it;
+    it->free = unary_free;
+    it->cancel = unary_cancel;
+    switch (d->kind) {
+    case VG__DS_MAP: it->next = d->c > 1 ? parallel_map_next : map_next; break;
+    case VG__DS_BATCH: it->next = batch_next; break;
+    case VG__DS_SHUFFLE: it->next = shuffle_next; break;
+    case VG__DS_REPEAT: it->next = repeat_next; break;
+    case VG__DS_TAKE: it->next = take_next; break;
+    case VG__DS_SHARD: it->next = shard_next; break;
+    case VG__DS_IGNORE_ERRORS: it->next = ignore_errors_next; break;
+    case VG__DS_INTERLEAVE: it->next = interleave_next; break;
+    case VG__DS_FILTER: it->next = filter_next; break;
+    case VG__DS_UNBATCH: it->next = unbatch_next; break;
+    case VG__DS_CONCATENATE: it->next = concatenate_next; break;
+    case VG__DS_ZIP: it->next = zip_next; break;
+    case VG__DS_PADDED_BATCH: it->next = padded_batch_next; break;
+    case VG__DS_CACHE: it->next = cache_next; break;
+    default: it->next = skip_next; break;
+    }
+    if (d->kind == VG__DS_ZIP)
+        for (int k = 0; k < d->nmore; k++)
+            if (!(u->ins[k] = vg__ds_iter_new(d->more[k], st))) {
+                vg__ds_iter_free(it);
+                return NULL;
+            }
+    if (d->kind != VG__DS_REPEAT && d->kind != VG__DS_CACHE && !(u->in = vg__ds_iter_new(d->input, st))) {
+        vg__ds_iter_free(it);
+        return NULL;
+    }
+    if (d->kind == VG__DS_INTERLEAVE && !(u->cycle = vg__calloc((size_t)d->a, sizeof(vg__ds_iter *)))) {
+        VG_OOM(st, "interleave cycle");
+        vg__ds_iter_free(it);
+        return NULL;
+    }
+    if ((d->kind == VG__DS_MAP || d->kind == VG__DS_INTERLEAVE || d->kind == VG__DS_FILTER) &&
+        !(u->sess = vg_session_new(d->fn->g, NULL, st))) {
+        vg__ds_iter_free(it);
+        return NULL;
+    }
+    if (d->kind == VG__DS_MAP && d->c > 1) {
+        u->nslots = 32 * d->c;
+        if (!(u->slots = vg__calloc((size_t)u->nslots + 1, sizeof(pmap_slot))) || !(u->pool = vg__pool_new((int)d->c - 1))) {
+            VG_OOM(st, "parallel map");
+            vg__ds_iter_free(it);
+            return NULL;
+        }
+    }
+    if (d->kind == VG__DS_SHUFFLE) {
+        u->cap = d->a;
+        u->count = 0; /* buffer slots allocated so far */
+        uint64_t x;
+        if (d->seed == 0 && d->seed2 == 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)(uintptr_t)it;
+        } else {
+            x = (uint64_t)d->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)d->seed2;
+        }
+        int64_t iter = atomic_fetch_add(&((vg__dataset *)d)->iterations, 1);
+        if (d->flag) x += (uint64_t)iter * 0xda942042e4dd58b5ull;
+        for (int i = 0; i < 4; i++) u->rng[i] = splitmix(&x);
+    }
+    return it;
+}
+
+void vg__ds_iter_free(vg__ds_iter *it) {
+    if (!it) return;
+    if (it->free) it->free(it);
+    vg__dataset_unref((vg__dataset *)it->ds);
+    vg__free(it);
+}
+
+void vg__ds_iter_cancel(vg__ds_iter *it) {
+    if (it && it->cancel) it->cancel(it);
+}

@@ -1,0 +1,1209 @@
+/*
+ * dataset_ops.c - tf.data's graph ops: the dataset ops (TensorSliceDataset,
+ * RangeDataset, TFRecordDataset, MapDataset, BatchDatasetV2, ShuffleDataset,
+ * RepeatDataset, TakeDataset, SkipDataset, PrefetchDataset, TextLineDataset, ShardDataset,
+ * InterleaveDataset), which each output a new
+ * immutable dataset value, and the iterator ops (IteratorV2, MakeIterator,
+ * OneShotIterator, IteratorGetNext) over a per-session iterator resource; plus the
+ * builders of vigil/data.h.
+ *
+ * The iterator resource serializes get_next with its mutex (one element at a time,
+ * as TF's IteratorResource); session close cancels it, so a get_next blocked in a
+ * prefetch returns CANCELLED.
+ */
+#include "kernels/dataset.h"
+#include "kernels/kernel.h"
+#include "vigil/example.h"
+#include "vigil/ops.h"
+#include "vigil/reader.h"
+#include <pthread.h>
+#include <stdio.h>
+
+#define DS_FLAGS (VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE)
+#define IT_FLAGS (VG__OP_STATEFUL | VG__OP_BLOCKING | VG__OP_NOT_DIFFERENTIABLE)
+#define FN_KEY_PREFIX "vigil.dataset_fn:"
+
+static bool is_dataset_op(const vg_op *op) {
+    const vg_dtype *t;
+    int n;
+    return op && vg_op_attr_type_list(op, "output_types", &t, &n) && n > 0 &&
+           strstr(vg_op_type(op), "Dataset") != NULL;
+}
+
+int vg_dataset_components(vg_output ds, vg_dtype *types, vg_shape *shapes) {
+    if (!ds.op || !is_dataset_op(ds.op)) return 0;
+    const vg_dtype *t;
+    const vg_shape *s;
+    int n, ns;
+    vg_op_attr_type_list(ds.op, "output_types", &t, &n);
+    if (!vg_op_attr_shape_list(ds.op, "output_shapes", &s, &ns) || ns != n) return 0;
+    for (int i = 0; i < n && i < VG_DATASET_MAX_COMPONENTS; i++) {
+        if (types) types[i] = t[i];
+        if (shapes) shapes[i] = s[i];
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* dataset ops */
+
+/* Dataset ops without a dataset input. */
+static bool is_source(const char *type) {
+    return !strcmp(type, "TensorSliceDataset") || !strcmp(type, "RangeDataset") || !strcmp(type, "TFRecordDataset") ||
+           !strcmp(type, "TextLineDataset") || !strcmp(type, "TensorDataset") ||
+           !strcmp(type, "FixedLengthRecordDatasetV2");
+}
+
+static vg_code shape_dataset(vg_op *op, vg_status *st) {
+    const vg_dtype *t;
+    const vg_shape *s;
+    int n = 0, ns = 0;
+    if (!vg_op_attr_type_list(op, "output_types", &t, &n) || n < 1 || n > VG_DATASET_MAX_COMPONENTS ||
+        !vg_op_attr_shape_list(op, "output_shapes", &s, &ns) || ns != n)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s needs output_types and output_shapes (1 to %d components)",
+                             vg_op_type(op), VG_DATASET_MAX_COMPONENTS);
+    if (!is_source(vg_op_type(op))) {
+        vg_output in = vg_op_input(op, 0);
+        if (vg_output_dtype(in) != VG_RESOURCE || !is_dataset_op(in.op))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input 0 must be a dataset", vg_op_type(op));
+    }
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make(NULL, 0));
+    return VG_OK;
+}
+
+static void set_types(vg__dataset *d, const vg_op *op) {
+    const vg_dtype *t;
+    int n = 0;
+    vg_op_attr_type_list(op, "output_types", &t, &n);
+    d->ncomp = n;
+    memcpy(d->types, t, sizeof(vg_dtype) * (size_t)n);
+}
+
+static int64_t scalar_input(vg__kctx *ctx, int i) { return (int64_t)vg_tensor_scalar(vg__kctx_input(ctx, i)); }
+
+/* Builds the dataset of the kernel's op and sets output 0. */
+static vg_code kernel_dataset(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_op *op = vg__kctx_op(ctx);
+    const char *type = vg_op_type(op);
+    int kind = !strcmp(type, "TensorSliceDataset") ? VG__DS_SLICES
+               : !strcmp(type, "RangeDataset")     ? VG__DS_RANGE
+               : !strcmp(type, "TFRecordDataset")  ? VG__DS_TFRECORD
+               : !strcmp(type, "MapDataset") || !strcmp(type, "ParallelMapDataset") ? VG__DS_MAP
+               : !strcmp(type, "BatchDatasetV2")   ? VG__DS_BATCH
+               : !strcmp(type, "ShuffleDataset")   ? VG__DS_SHUFFLE
+               : !strcmp(type, "RepeatDataset")    ? VG__DS_REPEAT
+               : !strcmp(type, "TakeDataset")      ? VG__DS_TAKE
+               : !strcmp(type, "SkipDataset")      ? VG__DS_SKIP
+               : !strcmp(type, "TextLineDataset")  ? VG__DS_TEXTLINE
+               : !strcmp(type, "ShardDataset")     ? VG__DS_SHARD
+               : !strcmp(type, "InterleaveDataset") ? VG__DS_INTERLEAVE
+               : !strcmp(type, "IgnoreErrorsDataset") ? VG__DS_IGNORE_ERRORS
+               : !strcmp(type, "TensorDataset")    ? VG__DS_FROM_TENSORS
+               : !strcmp(type, "FilterDataset")    ? VG__DS_FILTER
+               : !strcmp(type, "UnbatchDataset")   ? VG__DS_UNBATCH
+               : !strcmp(type, "ConcatenateDataset") ? VG__DS_CONCATENATE
+               : !strcmp(type, "ZipDataset")       ? VG__DS_ZIP
+               : !strcmp(type, "FixedLengthRecordDatasetV2") ? VG__DS_FIXEDLEN
+               : !strcmp(type, "PaddedBatchDatasetV2") ? VG__DS_PADDED_BATCH
+               : !strcmp(type, "CacheDataset")     ? VG__DS_CACHE
+                                                   : VG__DS_PREFETCH;
+    vg__dataset *d = vg__dataset_new(kind);
+    if (!d) return VG_OOM(st, "dataset");
+    set_types(d, op);
+    vg_code rc = VG_OK;
+    if (!is_source(type)) {
+        vg__dataset *in = vg__dataset_of(vg__kctx_input(ctx, 0), st);
+        if (!in) rc = st->code;
+        else d->input = vg__dataset_ref(in);
+    }
+    if (rc == VG_OK && (kind == VG__DS_ZIP || kind == VG__DS_CONCATENATE)) {
+        int n = vg__kctx_num_inputs(ctx);
+        for (int i = 1; i < n && i <= VG_DATASET_MAX_COMPONENTS && rc == VG_OK; i++) {
+            vg__dataset *in = vg__dataset_of(vg__kctx_input(ctx, i), st);
+            if (!in) rc = st->code;
+            else d->more[d->nmore++] = vg__dataset_ref(in);
+        }
+    }
+    switch (rc == VG_OK ? kind : -1) {
+    case VG__DS_FROM_TENSORS:
+        for (int i = 0; i < vg__kctx_num_inputs(ctx) && rc == VG_OK; i++) {
+            vg_tensor *t = vg__kctx_input(ctx, i);
+            if (vg_tensor_dtype(t) != d->types[i])
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
+                                   vg_dtype_name(vg_tensor_dtype(t)), vg_dtype_name(d->types[i]));
+            d->comps[i] = vg_tensor_ref(t);
+        }
+        break;
+    case VG__DS_FIXEDLEN:
+        d->files = vg_tensor_ref(vg__kctx_input(ctx, 0));
+        d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2), d->c = scalar_input(ctx, 3);
+        if (vg_tensor_ndims(d->files) > 1)
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
+        else if (d->a < 0 || d->c < 0)
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "header_bytes and footer_bytes must be >= 0");
+        else if (d->b <= 0 || d->b > ((int64_t)1 << 31))
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "record_bytes must be in (0, 2^31]");
+        break;
+    case VG__DS_SLICES: {
+        int n = vg__kctx_num_inputs(ctx);
+        int64_t n0 = -1;
+        for (int i = 0; i < n && rc == VG_OK; i++) {
+            vg_tensor *t = vg__kctx_input(ctx, i);
+            if (vg_tensor_ndims(t) < 1)
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d of from_tensor_slices is a scalar", i);
+            else if (n0 >= 0 && vg_tensor_dim(t, 0) != n0)
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "Dimensions of components must agree: component 0 has %lld, component %d has %lld",
+                                   (long long)n0, i, (long long)vg_tensor_dim(t, 0));
+            else if (vg_tensor_dtype(t) != d->types[i])
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
+                                   vg_dtype_name(vg_tensor_dtype(t)), vg_dtype_name(d->types[i]));
+            n0 = vg_tensor_dim(t, 0);
+            d->comps[i] = vg_tensor_ref(t);
+        }
+        break;
+    }
+    case VG__DS_RANGE:
+        d->a = scalar_input(ctx, 0), d->b = scalar_input(ctx, 1), d->c = scalar_input(ctx, 2);
+        if (d->c == 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "step must be a non-zero integer.");
+        break;
+    case VG__DS_TFRECORD:
+    case VG__DS_TEXTLINE: {
+        d->files = vg_tensor_ref(vg__kctx_input(ctx, 0));
+        if (vg_tensor_ndims(d->files) > 1) {
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
+            break;
+        }
+        size_t l;
+        const char *ct = vg_tensor_string(vg__kctx_input(ctx, 1), 0, &l);
+        char buf[16];
+        snprintf(buf, sizeof buf, "%.*s", (int)(l < 15 ? l : 15), ct ? ct : "");
+        vg_compression c = VG_COMPRESSION_NONE;
+        rc = vg_compression_parse(buf, &c, st);
+        d->compression = (int)c;
+        if (rc == VG_OK && kind == VG__DS_TEXTLINE && c == VG_COMPRESSION_ZLIB)
+            rc = vg_status_set(st, VG_UNIMPLEMENTED, "TextLineDataset: ZLIB compression is not supported");
+        break;
+    }
+    case VG__DS_SHARD:
+        d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2);
+        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Number of shards must be greater than zero (currently num_shards = %lld).", (long long)d->a);
+        else if (d->b < 0 || d->b >= d->a)
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Index must be between 0 and %lld (currently index = %lld).", (long long)(d->a - 1), (long long)d->b);
+        break;
+    case VG__DS_INTERLEAVE:
+    case VG__DS_FILTER:
+    case VG__DS_MAP: {
+        const char *key;
+        size_t kl;
+        if (!vg_op_attr_string(op, kind == VG__DS_FILTER ? "predicate" : "f", &key, &kl)) {
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "MapDataset needs attr f");
+            break;
+        }
+        char k[600];
+        snprintf(k, sizeof k, "%.*s", (int)(kl < 590 ? kl : 590), key);
+        d->fn = vg_graph_user_data(vg_op_graph(op), k);
+        if (!d->fn) rc = vg_status_set(st, VG_NOT_FOUND, "%s: function '%s' not found", type, k);
+        if (rc == VG_OK && !strcmp(type, "ParallelMapDataset")) {
+            d->c = scalar_input(ctx, 1);
+            if (d->c == -1) d->c = 4; /* AUTOTUNE: a fixed width here */
+            if (d->c <= 0 || d->c > 256)
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be in [1, 256], got %lld",
+                                   (long long)d->c);
+        }
+        if (rc == VG_OK && kind == VG__DS_INTERLEAVE) {
+            d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2);
+            if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length must be greater than zero.");
+            else if (d->b <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "block_length must be greater than zero.");
+            else if (d->a > 4096) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length %lld is too large", (long long)d->a);
+        }
+        break;
+    }
+    case VG__DS_PADDED_BATCH: {
+        /* inputs: dataset, batch_size, padded_shapes (ncomp int64 vectors), padding_values
+         * (ncomp scalars), drop_remainder */
+        int nc = d->ncomp;
+        if (vg__kctx_num_inputs(ctx) != 3 + 2 * nc) {
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "PaddedBatchDatasetV2 expects %d inputs", 3 + 2 * nc);
+            break;
+        }
+        d->a = scalar_input(ctx, 1);
+        d->flag = vg_tensor_scalar(vg__kctx_input(ctx, 2 + 2 * nc)) != 0;
+        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Batch size must be greater than zero.");
+        for (int c = 0; c < nc && rc == VG_OK; c++) {
+            vg_tensor *ps = vg__kctx_input(ctx, 2 + c), *pv = vg__kctx_input(ctx, 2 + nc + c);
+            int64_t r = vg_tensor_num_elements(ps);
+            if (vg_tensor_dtype(ps) != VG_INT64 || vg_tensor_ndims(ps) != 1 || r > VG_MAX_DIMS - 1)
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "padded_shapes[%d] must be an int64 vector", c);
+            else if (vg_tensor_num_elements(pv) != 1 || vg_tensor_dtype(pv) != d->types[c])
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "padding_values[%d] must be a %s scalar", c,
+                                   vg_dtype_name(d->types[c]));
+            if (rc != VG_OK) break;
+            d->padded[c] = vg_shape_make(vg_tensor_data(ps), (int)r);
+            d->comps[c] = vg_tensor_ref(pv);
+        }
+        break;
+    }
+    case VG__DS_CACHE: {
+        size_t l = 0;
+        const char *fn = vg_tensor_string(vg__kctx_input(ctx, 1), 0, &l);
+        if (fn && l) {
+            rc = vg_status_set(st, VG_UNIMPLEMENTED, "CacheDataset: only the in-memory cache (filename \"\") is supported");
+            break;
+        }
+        if (!(d->cache = vg__calloc(1, sizeof *d->cache))) {
+            rc = VG_OOM(st, "cache");
+            break;
+        }
+        pthread_mutex_init(&d->cache->mu, NULL);
+        break;
+    }
+    case VG__DS_BATCH:
+        d->a = scalar_input(ctx, 1);
+        d->flag = vg_tensor_scalar(vg__kctx_input(ctx, 2)) != 0;
+        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Batch size must be greater than zero.");
+        break;
+    case VG__DS_SHUFFLE: {
+        d->a = scalar_input(ctx, 1), d->seed = scalar_input(ctx, 2), d->seed2 = scalar_input(ctx, 3);
+        bool r = true;
+        vg_op_attr_bool(op, "reshuffle_each_iteration", &r);
+        d->flag = r;
+        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "buffer_size must be greater than zero.");
+        break;
+    }
+    case VG__DS_REPEAT:
+    case VG__DS_TAKE:
+    case VG__DS_SKIP:
+        d->a = scalar_input(ctx, 1);
+        if (d->a < -1) d->a = -1;
+        break;
+    case VG__DS_PREFETCH:
+        d->a = scalar_input(ctx, 1);
+        if (d->a < 1) d->a = 1; /* AUTOTUNE (-1) and 0: one element */
+        if (d->a > (1 << 20))
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "prefetch buffer_size %lld is too large", (long long)d->a);
+        break;
+    default:
+        break;
+    }
+    if (rc != VG_OK) {
+        vg__dataset_unref(d);
+        return rc;
+    }
+    vg_tensor *t = vg__dataset_tensor(d, st);
+    if (!t) return st->code;
+    vg__kctx_set_output(ctx, 0, t);
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the iterator resource */
+
+typedef struct iter_res {
+    char key[1100];       /* the session resource name: the string handle */
+    pthread_mutex_t mu;   /* serializes get_next / make_iterator */
+    pthread_mutex_t cmu;  /* guards `it` against a concurrent cancel */
+    vg__ds_iter *it;
+    bool cancelled;
+    int64_t produced;     /* elements handed out since the last (re)initialization */
+    bool ff_done;         /* the position variable was consulted (once per session) */
+} iter_res;
+
+static void *iter_create(void *arg, vg_status *st) {
+    iter_res *r = vg__calloc(1, sizeof *r);
+    if (!r) {
+        VG_OOM(st, "iterator");
+        return NULL;
+    }
+    snprintf(r->key, sizeof r->key, "%s", (const char *)arg);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_mutex_init(&r->cmu, NULL);
+    return r;
+}
+
+static void iter_cancel(void *p) {
+    iter_res *r = p;
+    pthread_mutex_lock(&r->cmu);
+    r->cancelled = true;
+    vg__ds_iter_cancel(r->it);
+    pthread_mutex_unlock(&r->cmu);
+}
+
+static void iter_destroy(void *p) {
+    iter_res *r = p;
+    vg__ds_iter_free(r->it);
+    pthread_mutex_destroy(&r->mu);
+    pthread_mutex_destroy(&r->cmu);
+    vg__free(r);
+}
+
+static const vg__resource_ops iter_ops = {iter_cancel, iter_destroy};
+
+static vg_code iter_resource(vg__kctx *ctx, iter_res **out) {
+    const vg_op *op = vg__kctx_op(ctx);
+    const char *shared;
+    size_t sl = 0;
+    char key[1100];
+    if (vg_op_attr_string(op, "shared_name", &shared, &sl) && sl > 0)
+        snprintf(key, sizeof key, "iterator:%.*s", (int)(sl < 1000 ? sl : 1000), shared);
+    else
+        snprintf(key, sizeof key, "iterator:%s", vg_op_name(op));
+    void *r;
+    vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &iter_ops, iter_create, key, &r,
+                                      vg__kctx_status(ctx));
+    *out = r;
+    return rc;
+}
+
+/* A lookup that never creates: the handle names no iterator of this session. */
+static void *iter_missing(void *arg, vg_status *st) {
+    vg_status_set(st, VG_NOT_FOUND, "no iterator with string handle '%s' in this session", (const char *)arg);
+    return NULL;
+}
+
+static vg_code set_handle(vg__kctx *ctx, iter_res *r) {
+    vg_tensor *out;
+    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out);
+    if (rc == VG_OK) memcpy(vg_tensor_data(out), &r, sizeof r);
+    return rc;
+}
+
+static iter_res *iter_of(vg__kctx *ctx, int i) {
+    vg_tensor *h = vg__kctx_input(ctx, i);
+    iter_res *r = NULL;
+    if (h && vg_tensor_dtype(h) == VG_RESOURCE && vg_tensor_num_elements(h) == 1) memcpy(&r, vg_tensor_data(h), sizeof r);
+    if (!r) vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "expected an iterator handle");
+    return r;
+}
+
+/* Replaces the iterator's position with a fresh iterator over d (mu held). */
+static vg_code reset_iter(iter_res *r, vg__dataset *d, vg_status *st) {
+    vg__ds_iter *it = vg__ds_iter_new(d, st);
+    if (!it) return st->code;
+    pthread_mutex_lock(&r->cmu);
+    vg__ds_iter *old = r->it;
+    r->it = it;
+    r->produced = 0;
+    if (r->cancelled) vg__ds_iter_cancel(it);
+    pthread_mutex_unlock(&r->cmu);
+    vg__ds_iter_free(old);
+    return VG_OK;
+}
+
+static vg_code kernel_iterator(vg__kctx *ctx) {
+    iter_res *r;
+    vg_code rc = iter_resource(ctx, &r);
+    return rc != VG_OK ? rc : set_handle(ctx, r);
+}
+
+static vg_code kernel_one_shot(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    iter_res *r;
+    vg_code rc = iter_resource(ctx, &r);
+    if (rc != VG_OK) return rc;
+    pthread_mutex_lock(&r->mu);
+    if (!r->it) {
+        vg__dataset *d = vg__dataset_of(vg__kctx_input(ctx, 0), st);
+        rc = d ? reset_iter(r, d, st) : st->code;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return rc != VG_OK ? rc : set_handle(ctx, r);
+}
+
+static vg_code kernel_make_iterator(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg__dataset *d = vg__dataset_of(vg__kctx_input(ctx, 0), st);
+    iter_res *r = d ? iter_of(ctx, 1) : NULL;
+    if (!r) return st->code;
+    pthread_mutex_lock(&r->mu);
+    vg_code rc = reset_iter(r, d, st);
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+static vg_code kernel_get_next(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    iter_res *r = iter_of(ctx, 0);
+    if (!r) return st->code;
+    const vg_dtype *types;
+    int n = 0;
+    vg_op_attr_type_list(vg__kctx_op(ctx), "output_types", &types, &n);
+    vg_tensor *out[VG_DATASET_MAX_COMPONENTS] = {0};
+    bool end = false;
+    vg_code rc;
+    pthread_mutex_lock(&r->mu);
+    if (!r->it) {
+        rc = vg_status_set(st, VG_FAILED_PRECONDITION,
+                           "GetNext() failed because the iterator has not been initialized. Ensure that you have run "
+                           "the initializer operation for this iterator before getting the next element.");
+    } else if (r->it->ds->ncomp != n) {
+        rc = vg_status_set(st, VG_INVALID_ARGUMENT, "iterator yields %d components, IteratorGetNext expects %d",
+                           r->it->ds->ncomp, n);
+    } else {
+        rc = r->it->next(r->it, out, &end, st);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (rc != VG_OK) return rc;
+    if (end) return vg_status_set(st, VG_OUT_OF_RANGE, "End of sequence");
+    for (int i = 0; i < n; i++) {
+        if (rc == VG_OK && vg_tensor_dtype(out[i]) != types[i])
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
+                               vg_dtype_name(vg_tensor_dtype(out[i])), vg_dtype_name(types[i]));
+        if (rc == VG_OK) vg__kctx_set_output(ctx, i, out[i]);
+        else vg_tensor_free(out[i]);
+    }
+    return rc;
+}
+
+
+/* IteratorGetNextWithPosition (vigil): IteratorGetNext that also keeps the number of
+ * elements handed out in an int64 variable (ref input 1), which a Saver checkpoints.
+ * The first call in a session whose variable holds N > 0 (restored from a checkpoint)
+ * first skips N elements: a deterministic pipeline (seeded shuffles) then continues
+ * with the next unseen element. */
+static vg_code kernel_get_next_pos(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    iter_res *r = iter_of(ctx, 0);
+    vg__var *v = vg__kctx_var(ctx, 1);
+    if (!r) return st->code;
+    if (!v) return vg_status_set(st, VG_INVALID_ARGUMENT, "input 1 must be the position variable");
+    const vg_dtype *types;
+    int n = 0;
+    vg_op_attr_type_list(vg__kctx_op(ctx), "output_types", &types, &n);
+    vg_tensor *out[VG_DATASET_MAX_COMPONENTS] = {0};
+    bool end = false;
+    vg_code rc = VG_OK;
+    pthread_mutex_lock(&r->mu);
+    if (!r->it) {
+        rc = vg_status_set(st, VG_FAILED_PRECONDITION,
+                           "GetNext() failed because the iterator has not been initialized. Ensure that you have run "
+                           "the initializer operation for this iterator before getting the next element.");
+    } else if (r->it->ds->ncomp != n) {
+        rc = vg_status_set(st, VG_INVALID_ARGUMENT, "iterator yields %d components, expected %d", r->it->ds->ncomp, n);
+    }
+    if (rc == VG_OK && !r->ff_done) {
+        vg__var_lock(v);
+        vg_tensor *pv = vg__var_value(v);
+        int64_t pos = pv && vg_tensor_dtype(pv) == VG_INT64 && vg_tensor_num_elements(pv) == 1
+                          ? *(const int64_t *)vg_tensor_data(pv) : -1;
+        vg__var_unlock(v);
+        if (pos < 0) {
+            rc = vg_status_set(st, VG_FAILED_PRECONDITION, "the iterator's position variable %s is not initialized",
+                               vg__var_name(v));
+        } else {
+            r->ff_done = true;
+            for (int64_t k = r->produced; k < pos && rc == VG_OK && !end; k++) {
+                rc = r->it->next(r->it, out, &end, st);
+                if (rc == VG_OK && !end) {
+                    r->produced++;
+                    for (int i = 0; i < n; i++) vg_tensor_free(out[i]), out[i] = NULL;
+                }
+            }
+        }
+    }
+    if (rc == VG_OK && !end) rc = r->it->next(r->it, out, &end, st);
+    if (rc == VG_OK && !end) r->produced++;
+    if (rc == VG_OK) {
+        vg__var_lock(v);
+        vg_tensor *t = vg__var_mutable(v, st);
+        if (t) *(int64_t *)vg_tensor_data(t) = r->produced;
+        else rc = st->code;
+        vg__var_unlock(v);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (rc != VG_OK) {
+        for (int i = 0; i < n; i++) vg_tensor_free(out[i]);
+        return rc;
+    }
+    if (end) return vg_status_set(st, VG_OUT_OF_RANGE, "End of sequence");
+    for (int i = 0; i < n; i++) {
+        if (rc == VG_OK && vg_tensor_dtype(out[i]) != types[i])
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
+                               vg_dtype_name(vg_tensor_dtype(out[i])), vg_dtype_name(types[i]));
+        if (rc == VG_OK) vg__kctx_set_output(ctx, i, out[i]);
+        else vg_tensor_free(out[i]);
+    }
+    return rc;
+}
+
+static vg_code shape_get_next(vg_op *op, vg_status *st);
+
+static vg_code shape_get_next_pos(vg_op *op, vg_status *st) {
+    if (vg__op_input_dtype(op, 1) != VG_INT64)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "IteratorGetNextWithPosition: input 1 must be an int64 variable");
+    return shape_get_next(op, st);
+}
+
+/* IteratorToStringHandle(iterator) -> string scalar */
+static vg_code kernel_to_string_handle(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    iter_res *r = iter_of(ctx, 0);
+    if (!r) return st->code;
+    vg_tensor *out;
+    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_STRING, NULL, 0, &out);
+    return rc != VG_OK ? rc : vg_tensor_set_string(out, 0, r->key, strlen(r->key), st);
+}
+
+/* IteratorFromStringHandleV2(string_handle) -> the iterator of that handle */
+static vg_code kernel_from_string_handle(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *h = vg__kctx_input(ctx, 0);
+    size_t l = 0;
+    const char *p = vg_tensor_num_elements(h) == 1 ? vg_tensor_string(h, 0, &l) : NULL;
+    if (!p || l == 0 || l >= 1100 || strncmp(p, "iterator:", 9) != 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "string_handle must be a handle made by string_handle()");
+    char key[1100];
+    memcpy(key, p, l);
+    key[l] = 0;
+    void *r;
+    vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &iter_ops, iter_missing, key, &r, st);
+    if (rc != VG_OK) return rc;
+    iter_res *ir = r;
+    const vg_dtype *types;
+    int n = 0;
+    vg_op_attr_type_list(vg__kctx_op(ctx), "output_types", &types, &n);
+    pthread_mutex_lock(&ir->mu);
+    bool ok = !ir->it || ir->it->ds->ncomp == n;
+    for (int i = 0; ok && ir->it && i < n; i++) ok = ir->it->ds->types[i] == types[i];
+    pthread_mutex_unlock(&ir->mu);
+    if (!ok)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "The iterator of handle '%s' yields other types than this feedable iterator expects", key);
+    return set_handle(ctx, ir);
+}
+
+static vg_code shape_string_handle(vg_op *op, vg_status *st) {
+    if (vg_output_dtype(vg_op_input(op, 0)) != VG_RESOURCE)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "IteratorToStringHandle: input must be an iterator");
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
+    return VG_OK;
+}
+
+static vg_code shape_from_string_handle(vg_op *op, vg_status *st) {
+    const vg_dtype *t;
+    int n = 0;
+    if (vg__op_input_dtype(op, 0) != VG_STRING)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "IteratorFromStringHandleV2: string_handle must be a string");
+    if (!vg_op_attr_type_list(op, "output_types", &t, &n) || n < 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "IteratorFromStringHandleV2 needs output_types");
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make(NULL, 0));
+    return VG_OK;
+}
+
+static vg_code shape_iterator(vg_op *op, vg_status *st) {
+    const vg_dtype *t;
+    int n = 0;
+    if (!vg_op_attr_type_list(op, "output_types", &t, &n) || n < 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s needs output_types", vg_op_type(op));
+    if (!strcmp(vg_op_type(op), "OneShotIterator")) {
+        vg_output in = vg_op_input(op, 0);
+        if (!is_dataset_op(in.op)) return vg_status_set(st, VG_INVALID_ARGUMENT, "OneShotIterator: input must be a dataset");
+    }
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make(NULL, 0));
+    return VG_OK;
+}
+
+static vg_code shape_make_iterator(vg_op *op, vg_status *st) {
+    if (!is_dataset_op(vg_op_input(op, 0).op) || vg_output_dtype(vg_op_input(op, 1)) != VG_RESOURCE)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "MakeIterator(dataset, iterator) needs a dataset and an iterator");
+    vg__op_set_num_outputs(op, 0);
+    return VG_OK;
+}
+
+static vg_code shape_get_next(vg_op *op, vg_status *st) {
+    const vg_dtype *t;
+    const vg_shape *s;
+    int n = 0, ns = 0;
+    if (!vg_op_attr_type_list(op, "output_types", &t, &n) || !vg_op_attr_shape_list(op, "output_shapes", &s, &ns) ||
+        n != ns || n < 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "IteratorGetNext needs output_types and output_shapes");
+    vg__op_set_num_outputs(op, n);
+    for (int i = 0; i < n; i++) vg__op_set_output(op, i, t[i], s[i]);
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* builders */
+
+static vg_op_builder *ds_builder(vg_graph *g, const char *type, const char *name, const vg_dtype *types,
+                                 const vg_shape *shapes, int n) {
+    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
+    vg_op_builder_set_attr_type_list(b, "output_types", types, n);
+    vg_op_builder_set_attr_shape_list(b, "output_shapes", shapes, n);
+    return b;
+}
+
+static int input_components(vg_graph *g, vg_output ds, vg_dtype *t, vg_shape *s, const char *what) {
+    int n = vg_dataset_components(ds, t, s);
+    if (n == 0 && vg_graph_status(g, NULL) == VG_OK)
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: input is not a dataset", what);
+    return n;
+}
+
+static vg_output finish(vg_op_builder *b) { return vg_out(vg_op_builder_finish(b), 0); }
+
+vg_output vg_dataset_from_tensor_slices(vg_graph *g, const vg_output *components, int n, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    if (n < 1 || n > VG_DATASET_MAX_COMPONENTS || !components) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "from_tensor_slices needs 1 to %d components",
+                           VG_DATASET_MAX_COMPONENTS);
+        return (vg_output){NULL, 0};
+    }
+    for (int i = 0; i < n; i++) {
+        if (!components[i].op) return (vg_output){NULL, 0};
+        t[i] = vg_output_dtype(components[i]);
+        vg_shape sh = vg_output_shape(components[i]);
+        if (sh.ndims == 0) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "from_tensor_slices: component %d is a scalar", i);
+            return (vg_output){NULL, 0};
+        }
+        if (sh.ndims > 0) {
+            memmove(sh.dims, sh.dims + 1, sizeof(int64_t) * (size_t)(sh.ndims - 1));
+            sh.ndims--;
+        }
+        s[i] = sh;
+    }
+    vg_op_builder *b = ds_builder(g, "TensorSliceDataset", name, t, s, n);
+    vg_op_builder_add_inputs(b, components, n);
+    vg_op_builder_set_attr_type_list(b, "Toutput_types", t, n);
+    return finish(b);
+}
+
+vg_output vg_dataset_from_tensors(vg_graph *g, const vg_output *components, int n, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    if (n < 1 || n > VG_DATASET_MAX_COMPONENTS || !components) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "from_tensors needs 1 to %d components", VG_DATASET_MAX_COMPONENTS);
+        return (vg_output){NULL, 0};
+    }
+    for (int i = 0; i < n; i++) {
+        if (!components[i].op) return (vg_output){NULL, 0};
+        t[i] = vg_output_dtype(components[i]);
+        s[i] = vg_output_shape(components[i]);
+    }
+    vg_op_builder *b = ds_builder(g, "TensorDataset", name, t, s, n);
+    vg_op_builder_add_inputs(b, components, n);
+    vg_op_builder_set_attr_type_list(b, "Toutput_types", t, n);
+    return finish(b);
+}
+
+vg_output vg_dataset_fixed_length_record(vg_graph *g, vg_output filenames, int64_t header_bytes, int64_t record_bytes,
+                                         int64_t footer_bytes, const char *name) {
+    vg_dtype t = VG_STRING;
+    vg_shape s = vg_shape_make(NULL, 0);
+    if (filenames.op && vg_output_dtype(filenames) != VG_STRING) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "FixedLengthRecordDataset: filenames must be a string tensor");
+        return (vg_output){NULL, 0};
+    }
+    vg_output in[6] = {filenames,
+                       vg_const_i64(g, header_bytes, "header_bytes"),
+                       vg_const_i64(g, record_bytes, "record_bytes"),
+                       vg_const_i64(g, footer_bytes, "footer_bytes"),
+                       vg_const_i64(g, 256 * 1024, "buffer_size"),
+                       vg_const_string(g, "", "compression_type")};
+    vg_op_builder *b = ds_builder(g, "FixedLengthRecordDatasetV2", name, &t, &s, 1);
+    vg_op_builder_add_inputs(b, in, 6);
+    return finish(b);
+}
+
+vg_output vg_dataset_range(vg_graph *g, int64_t start, int64_t stop, int64_t step, const char *name) {
+    vg_dtype t = VG_INT64;
+    vg_shape s = vg_shape_make(NULL, 0);
+    vg_output in[3] = {vg_const_i64(g, start, "start"), vg_const_i64(g, stop, "stop"), vg_const_i64(g, step, "step")};
+    vg_op_builder *b = ds_builder(g, "RangeDataset", name, &t, &s, 1);
+    vg_op_builder_add_inputs(b, in, 3);
+    return finish(b);
+}
+
+vg_output vg_dataset_tfrecord(vg_graph *g, vg_output filenames, const char *compression_type, const char *name) {
+    vg_dtype t = VG_STRING;
+    vg_shape s = vg_shape_make(NULL, 0);
+    if (filenames.op && vg_output_dtype(filenames) != VG_STRING) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "TFRecordDataset: filenames must be a string tensor");
+        return (vg_output){NULL, 0};
+    }
+    vg_output in[3] = {filenames, vg_const_string(g, compression_type ? compression_type : "", "compression_type"),
+                       vg_const_i64(g, 256 * 1024, "buffer_size")};
+    vg_op_builder *b = ds_builder(g, "TFRecordDataset", name, &t, &s, 1);
+    vg_op_builder_add_inputs(b, in, 3);
+    return finish(b);
+}
+
+vg_output vg_dataset_text_line(vg_graph *g, vg_output filenames, const char *compression_type, const char *name) {
+    vg_dtype t = VG_STRING;
+    vg_shape s = vg_shape_make(NULL, 0);
+    if (filenames.op && vg_output_dtype(filenames) != VG_STRING) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "TextLineDataset: filenames must be a string tensor");
+        return (vg_output){NULL, 0};
+    }
+    vg_output in[3] = {filenames, vg_const_string(g, compression_type ? compression_type : "", "compression_type"),
+                       vg_const_i64(g, 256 * 1024, "buffer_size")};
+    vg_op_builder *b = ds_builder(g, "TextLineDataset", name, &t, &s, 1);
+    vg_op_builder_add_inputs(b, in, 3);
+    return finish(b);
+}
+
+static void fn_destroy(void *p) {
+    vg__ds_fn *fn = p;
+    vg_graph_free(fn->g);
+    vg__free(fn);
+}
+
+/* Builds the function graph of a map / interleave over ds's elements and stores it in
+ * g's user data under *key. NULL on failure (the graph's error set). */
+static vg__ds_fn *build_fn(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *what,
+                           const char *name, char *key, size_t keylen) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, what);
+    if (n == 0) return NULL;
+    if (!fn) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: NULL function", what);
+        return NULL;
+    }
+    vg__ds_fn *f = vg__calloc(1, sizeof *f);
+    if (!f || !(f->g = vg_graph_new())) {
+        vg__free(f);
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "%s: out of memory", what);
+        return NULL;
+    }
+    f->nargs = n;
+    for (int i = 0; i < n; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "arg%d", i);
+        f->args[i] = vg_placeholder(f->g, t[i], s[i].ndims >= 0 ? s[i].dims : NULL, s[i].ndims, nm);
+    }
+    vg_status st;
+    vg_code rc = fn(f->g, f->args, n, f->outs, &f->nouts, payload);
+    if (rc == VG_OK) rc = vg_graph_status(f->g, &st);
+    else vg_status_set(&st, rc, "the function failed");
+    if (rc == VG_OK && (f->nouts < 1 || f->nouts > VG_DATASET_MAX_COMPONENTS))
+        rc = vg_status_set(&st, VG_INVALID_ARGUMENT, "the function must return 1 to %d outputs",
+                           VG_DATASET_MAX_COMPONENTS);
+    for (int i = 0; rc == VG_OK && i < f->nouts; i++)
+        if (!f->outs[i].op || vg_op_graph(f->outs[i].op) != f->g)
+            rc = vg_status_set(&st, VG_INVALID_ARGUMENT, "function output %d is not in the function graph", i);
+    if (rc != VG_OK) {
+        vg_graph_set_error(g, rc, "%s: %s", what, st.msg);
+        fn_destroy(f);
+        return NULL;
+    }
+    char uniq[512];
+    vg_graph_unique_name(g, name, uniq, sizeof uniq);
+    snprintf(key, keylen, FN_KEY_PREFIX "%s", uniq);
+    if (vg_graph_set_user_data(g, key, f, fn_destroy) != VG_OK) {
+        fn_destroy(f);
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "%s: out of memory", what);
+        return NULL;
+    }
+    return f;
+}
+
+vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name) {
+    return vg_dataset_map_parallel(g, ds, fn, payload, 0, name);
+}
+
+vg_output vg_dataset_map_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
+                                  int num_parallel_calls, const char *name) {
+    char key[600];
+    bool par = num_parallel_calls != 0;
+    vg__ds_fn *f = build_fn(g, ds, fn, payload, "map", name ? name : par ? "ParallelMapDataset" : "MapDataset", key,
+                            sizeof key);
+    if (!f) return (vg_output){NULL, 0};
+    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
+    vg_shape os[VG_DATASET_MAX_COMPONENTS];
+    for (int i = 0; i < f->nouts; i++) {
+        ot[i] = vg_output_dtype(f->outs[i]);
+        os[i] = vg_output_shape(f->outs[i]);
+    }
+    vg_op_builder *b = ds_builder(g, par ? "ParallelMapDataset" : "MapDataset", name, ot, os, f->nouts);
+    vg_op_builder_add_input(b, ds);
+    if (par) {
+        vg_op_builder_add_input(b, vg_const_i32(g, num_parallel_calls, "num_parallel_calls"));
+        vg_op_builder_set_attr_bool(b, "sloppy", false);
+    }
+    vg_op_builder_set_attr_string(b, "f", key, strlen(key));
+    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
+    return finish(b);
+}
+
+vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, int64_t cycle_length,
+                                int64_t block_length, const char *name) {
+    char key[600];
+    vg__ds_fn *f = build_fn(g, ds, fn, payload, "interleave", name ? name : "InterleaveDataset", key, sizeof key);
+    if (!f) return (vg_output){NULL, 0};
+    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
+    vg_shape os[VG_DATASET_MAX_COMPONENTS];
+    int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
+    if (n == 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "interleave: the function must return one dataset");
+        return (vg_output){NULL, 0};
+    }
+    vg_output in[2] = {vg_const_i64(g, cycle_length, "cycle_length"), vg_const_i64(g, block_length, "block_length")};
+    vg_op_builder *b = ds_builder(g, "InterleaveDataset", name, ot, os, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_inputs(b, in, 2);
+    vg_op_builder_set_attr_string(b, "f", key, strlen(key));
+    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
+    return finish(b);
+}
+
+vg_output vg_dataset_filter(vg_graph *g, vg_output ds, vg_dataset_map_fn predicate, void *payload, const char *name) {
+    char key[600];
+    vg__ds_fn *f = build_fn(g, ds, predicate, payload, "filter", name ? name : "FilterDataset", key, sizeof key);
+    if (!f) return (vg_output){NULL, 0};
+    vg_shape ps = vg_output_shape(f->outs[0]);
+    if (f->nouts != 1 || vg_output_dtype(f->outs[0]) != VG_BOOL || (ps.ndims > 0)) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "filter: `predicate` must return a scalar boolean tensor.");
+        return (vg_output){NULL, 0};
+    }
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = vg_dataset_components(ds, t, s);
+    vg_op_builder *b = ds_builder(g, "FilterDataset", name, t, s, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_set_attr_string(b, "predicate", key, strlen(key));
+    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
+    return finish(b);
+}
+
+vg_output vg_dataset_unbatch(vg_graph *g, vg_output ds, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, "unbatch");
+    if (n == 0) return (vg_output){NULL, 0};
+    for (int i = 0; i < n; i++) {
+        if (s[i].ndims == 0) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "unbatch: component %d is a scalar", i);
+            return (vg_output){NULL, 0};
+        }
+        if (s[i].ndims > 0) {
+            memmove(s[i].dims, s[i].dims + 1, sizeof(int64_t) * (size_t)(s[i].ndims - 1));
+            s[i].ndims--;
+        }
+    }
+    vg_op_builder *b = ds_builder(g, "UnbatchDataset", name, t, s, n);
+    vg_op_builder_add_input(b, ds);
+    return finish(b);
+}
+
+vg_output vg_dataset_concatenate(vg_graph *g, vg_output ds, vg_output other, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS], t2[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS], s2[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, "concatenate"), n2 = n ? input_components(g, other, t2, s2, "concatenate") : 0;
+    if (n == 0 || n2 == 0) return (vg_output){NULL, 0};
+    if (n != n2 || memcmp(t, t2, sizeof(vg_dtype) * (size_t)n) != 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "concatenate: the datasets have different types");
+        return (vg_output){NULL, 0};
+    }
+    for (int i = 0; i < n; i++) { /* the most specific shape compatible with both */
+        if (s[i].ndims != s2[i].ndims) {
+            s[i] = vg_shape_unknown();
+            continue;
+        }
+        for (int k = 0; k < s[i].ndims; k++)
+            if (s[i].dims[k] != s2[i].dims[k]) s[i].dims[k] = -1;
+    }
+    vg_op_builder *b = ds_builder(g, "ConcatenateDataset", name, t, s, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_input(b, other);
+    return finish(b);
+}
+
+vg_output vg_dataset_zip(vg_graph *g, const vg_output *datasets, int n, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int nc = 0;
+    if (n < 1 || n > VG_DATASET_MAX_COMPONENTS || !datasets) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "zip needs 1 to %d datasets", VG_DATASET_MAX_COMPONENTS);
+        return (vg_output){NULL, 0};
+    }
+    for (int i = 0; i < n; i++) {
+        vg_dtype ti[VG_DATASET_MAX_COMPONENTS];
+        vg_shape si[VG_DATASET_MAX_COMPONENTS];
+        int k = input_components(g, datasets[i], ti, si, "zip");
+        if (k == 0) return (vg_output){NULL, 0};
+        if (nc + k > VG_DATASET_MAX_COMPONENTS) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "zip: more than %d components", VG_DATASET_MAX_COMPONENTS);
+            return (vg_output){NULL, 0};
+        }
+        memcpy(t + nc, ti, sizeof(vg_dtype) * (size_t)k);
+        memcpy(s + nc, si, sizeof(vg_shape) * (size_t)k);
+        nc += k;
+    }
+    vg_op_builder *b = ds_builder(g, "ZipDataset", name, t, s, nc);
+    vg_op_builder_add_inputs(b, datasets, n);
+    vg_op_builder_set_attr_int(b, "N", n);
+    return finish(b);
+}
+
+vg_output vg_dataset_batch(vg_graph *g, vg_output ds, int64_t batch_size, bool drop_remainder, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, "batch");
+    if (n == 0) return (vg_output){NULL, 0};
+    for (int i = 0; i < n; i++) {
+        if (s[i].ndims < 0) continue;
+        if (s[i].ndims + 1 > VG_MAX_DIMS) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "batch: component %d has too many dimensions", i);
+            return (vg_output){NULL, 0};
+        }
+        memmove(s[i].dims + 1, s[i].dims, sizeof(int64_t) * (size_t)s[i].ndims);
+        s[i].dims[0] = drop_remainder ? batch_size : -1;
+        s[i].ndims++;
+    }
+    vg_output in[2] = {vg_const_i64(g, batch_size, "batch_size"), vg_const_bool(g, drop_remainder, "drop_remainder")};
+    vg_op_builder *b = ds_builder(g, "BatchDatasetV2", name, t, s, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_inputs(b, in, 2);
+    vg_op_builder_set_attr_bool(b, "parallel_copy", false);
+    return finish(b);
+}
+
+/* A dataset op whose elements are the input's (reshuffle: -1 = no such attr). */
+vg_output vg_dataset_padded_batch(vg_graph *g, vg_output ds, int64_t batch_size, const vg_shape *padded_shapes,
+                                  const vg_output *padding_values, bool drop_remainder, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, "padded_batch");
+    if (n == 0) return (vg_output){NULL, 0};
+    vg_output in[2 + 2 * VG_DATASET_MAX_COMPONENTS + 1];
+    int k = 0;
+    in[k++] = vg_const_i64(g, batch_size, "batch_size");
+    for (int c = 0; c < n; c++) {
+        vg_shape p = padded_shapes ? padded_shapes[c] : s[c];
+        if (p.ndims < 0 || p.ndims + 1 > VG_MAX_DIMS) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "padded_batch: component %d needs a padded shape of known rank", c);
+            return (vg_output){NULL, 0};
+        }
+        in[k++] = vg_const_array(g, VG_INT64, (int64_t[]){p.ndims}, 1, p.dims, "padded_shapes");
+        s[c] = p;
+        memmove(s[c].dims + 1, s[c].dims, sizeof(int64_t) * (size_t)p.ndims);
+        s[c].dims[0] = drop_remainder ? batch_size : -1;
+        s[c].ndims++;
+    }
+    for (int c = 0; c < n; c++) {
+        if (padding_values && padding_values[c].op) {
+            in[k++] = padding_values[c];
+        } else if (t[c] == VG_STRING) {
+            in[k++] = vg_const_string(g, "", "padding_value");
+        } else {
+            in[k++] = vg_const_fill(g, t[c], NULL, 0, 0, "padding_value");
+        }
+    }
+    in[k++] = vg_const_bool(g, drop_remainder, "drop_remainder");
+    vg_op_builder *b = ds_builder(g, "PaddedBatchDatasetV2", name, t, s, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_inputs(b, in, k);
+    vg_op_builder_set_attr_int(b, "N", n);
+    vg_op_builder_set_attr_bool(b, "parallel_copy", false);
+    return finish(b);
+}
+
+static vg_output same_types(vg_graph *g, const char *type, vg_output ds, const vg_output *extra, int nextra,
+                            int reshuffle, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, type);
+    if (n == 0) return (vg_output){NULL, 0};
+    vg_op_builder *b = ds_builder(g, type, name, t, s, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_inputs(b, extra, nextra);
+    if (reshuffle >= 0) vg_op_builder_set_attr_bool(b, "reshuffle_each_iteration", reshuffle != 0);
+    return finish(b);
+}
+
+vg_output vg_dataset_shuffle(vg_graph *g, vg_output ds, int64_t buffer_size, int64_t seed,
+                             bool reshuffle_each_iteration, const char *name) {
+    int64_t s1, s2;
+    vg_graph_get_seed(g, seed, &s1, &s2);
+    if (seed == 0 && vg_graph_seed(g) == 0) s1 = s2 = 0; /* both unset: nondeterministic */
+    vg_output in[3] = {vg_const_i64(g, buffer_size, "buffer_size"), vg_const_i64(g, s1, "seed"),
+                       vg_const_i64(g, s2, "seed2")};
+    return same_types(g, "ShuffleDataset", ds, in, 3, reshuffle_each_iteration, name);
+}
+
+vg_output vg_dataset_repeat(vg_graph *g, vg_output ds, int64_t count, const char *name) {
+    vg_output c = vg_const_i64(g, count, "count");
+    return same_types(g, "RepeatDataset", ds, &c, 1, -1, name);
+}
+vg_output vg_dataset_take(vg_graph *g, vg_output ds, int64_t count, const char *name) {
+    vg_output c = vg_const_i64(g, count, "count");
+    return same_types(g, "TakeDataset", ds, &c, 1, -1, name);
+}
+vg_output vg_dataset_skip(vg_graph *g, vg_output ds, int64_t count, const char *name) {
+    vg_output c = vg_const_i64(g, count, "count");
+    return same_types(g, "SkipDataset", ds, &c, 1, -1, name);
+}
+vg_output vg_dataset_shard(vg_graph *g, vg_output ds, int64_t num_shards, int64_t index, const char *name) {
+    vg_output c[2] = {vg_const_i64(g, num_shards, "num_shards"), vg_const_i64(g, index, "index")};
+    return same_types(g, "ShardDataset", ds, c, 2, -1, name);
+}
+
+vg_output vg_dataset_list_files(vg_graph *g, const char *pattern, bool shuffle, int64_t seed, const char *name) {
+    vg_graph_push_scope(g, name ? name : "list_files");
+    vg_output pat = vg_const_string(g, pattern ? pattern : "", "file_pattern");
+    vg_output files = vg_matching_files(g, pat, NULL);
+    vg_output cond = vg_greater(g, vg_size(g, files, NULL), vg_const_i32(g, 0, NULL), NULL);
+    vg_output msg = vg_const_string(g, "No files matched pattern: ", NULL);
+    vg_op *check = vg_assert(g, cond, (vg_output[]){msg, pat}, 2, 3, "assert_not_empty/Assert");
+    vg_graph_push_control_deps(g, &check, 1);
+    files = vg_identity(g, files, NULL);
+    vg_graph_pop_control_deps(g);
+    vg_output ds = vg_dataset_from_tensor_slices(g, &files, 1, NULL);
+    if (shuffle) {
+        /* shuffle(buffer_size=max(number of files, 1)): the buffer grows with the
+         * elements, so the file count bounds it */
+        int64_t s1, s2;
+        vg_graph_get_seed(g, seed, &s1, &s2);
+        if (seed == 0 && vg_graph_seed(g) == 0) s1 = s2 = 0;
+        vg_output n = vg_maximum(g, vg_cast(g, vg_size(g, files, NULL), VG_INT64, NULL), vg_const_i64(g, 1, NULL), NULL);
+        vg_output in[3] = {n, vg_const_i64(g, s1, "seed"), vg_const_i64(g, s2, "seed2")};
+        ds = same_types(g, "ShuffleDataset", ds, in, 3, 1, NULL);
+    }
+    vg_graph_pop_scope(g);
+    return ds;
+}
+
+vg_output vg_dataset_cache(vg_graph *g, vg_output ds, const char *filename, const char *name) {
+    vg_output c = vg_const_string(g, filename ? filename : "", "filename");
+    return same_types(g, "CacheDataset", ds, &c, 1, -1, name);
+}
+
+vg_output vg_dataset_ignore_errors(vg_graph *g, vg_output ds, const char *name) {
+    return same_types(g, "IgnoreErrorsDataset", ds, NULL, 0, -1, name);
+}
+
+vg_output vg_dataset_prefetch(vg_graph *g, vg_output ds, int64_t buffer_size, const char *name) {
+    vg_output c = vg_const_i64(g, buffer_size, "buffer_size");
+    return same_types(g, "PrefetchDataset", ds, &c, 1, -1, name);
+}
+
+static vg_op_builder *iter_builder(vg_graph *g, const char *type, vg_output ds, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, type);
+    if (n == 0) return NULL;
+    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
+    vg_op_builder_set_attr_type_list(b, "output_types", t, n);
+    vg_op_builder_set_attr_shape_list(b, "output_shapes", s, n);
+    vg_op_builder_set_attr_string(b, "container", "", 0);
+    vg_op_builder_set_attr_string(b, "shared_name", "", 0);
+    return b;
+}
+
+vg_output vg_iterator(vg_graph *g, vg_output ds, const char *name) {
+    vg_op_builder *b = iter_builder(g, "IteratorV2", ds, name ? name : "Iterator");
+    return b ? finish(b) : (vg_output){NULL, 0};
+}
+
+vg_op *vg_make_iterator(vg_graph *g, vg_output ds, vg_output iterator, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "MakeIterator", name ? name : "MakeIterator");
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_input(b, iterator);
+    return vg_op_builder_finish(b);
+}
+
+vg_output vg_make_initializable_iterator(vg_graph *g, vg_output ds, vg_op **initializer, const char *name) {
+    vg_output it = vg_iterator(g, ds, name);
+    vg_op *init = it.op ? vg_make_iterator(g, ds, it, NULL) : NULL;
+    if (initializer) *initializer = init;
+    return init ? it : (vg_output){NULL, 0};
+}
+
+vg_output vg_make_one_shot_iterator(vg_graph *g, vg_output ds, const char *name) {
+    vg_op_builder *b = iter_builder(g, "OneShotIterator", ds, name);
+    if (!b) return (vg_output){NULL, 0};
+    vg_op_builder_add_input(b, ds);
+    return finish(b);
+}
+
+vg_output vg_iterator_string_handle(vg_graph *g, vg_output iterator, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "IteratorToStringHandle", name ? name : "IteratorToStringHandle");
+    vg_op_builder_add_input(b, iterator);
+    return finish(b);
+}
+
+vg_output vg_iterator_from_string_handle(vg_graph *g, vg_output string_handle, vg_output structure, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = 0;
+    const vg_dtype *it;
+    const vg_shape *is;
+    int ni = 0, ns = 0;
+    if (structure.op && vg_op_attr_type_list(structure.op, "output_types", &it, &ni) &&
+        vg_op_attr_shape_list(structure.op, "output_shapes", &is, &ns) && ni == ns && ni <= VG_DATASET_MAX_COMPONENTS) {
+        n = ni;
+        memcpy(t, it, sizeof(vg_dtype) * (size_t)n);
+        memcpy(s, is, sizeof(vg_shape) * (size_t)n);
+    }
+    if (n == 0) {
+        if (vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "from_string_handle: structure must be a dataset or iterator");
+        return (vg_output){NULL, 0};
+    }
+    vg_op_builder *b = vg_op_builder_new(g, "IteratorFromStringHandleV2", name ? name : "IteratorFromStringHandleV2");
+    vg_op_builder_add_input(b, string_handle);
+    vg_op_builder_set_attr_type_list(b, "output_types", t, n);
+    vg_op_builder_set_attr_shape_list(b, "output_shapes", s, n);
+    return finish(b);
+}
+
+vg_op *vg_iterator_get_next(vg_graph *g, vg_output iterator, const char *name) {
+    const vg_op *io = iterator.op;
+    const vg_dtype *t;
+    const vg_shape *s;
+    int n = 0, ns = 0;
+    if (!io || !vg_op_attr_type_list(io, "output_types", &t, &n) || !vg_op_attr_shape_list(io, "output_shapes", &s, &ns)) {
+        if (vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "iterator_get_next: not an iterator");
+        return NULL;
+    }
+    vg_op_builder *b = vg_op_builder_new(g, "IteratorGetNext", name ? name : "IteratorGetNext");
+    vg_op_builder_add_input(b, iterator);
+    vg_op_builder_set_attr_type_list(b, "output_types", t, n);
+    vg_op_builder_set_attr_shape_list(b, "output_shapes", s, ns);
+    return vg_op_builder_finish(b);
+}
+
+/* ------------------------------------------------------------------------ */
+
+const vg__op_def vg__ops_dataset[] = {
+    {"TensorSliceDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"RangeDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"TFRecordDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"MapDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ParallelMapDataset", 2, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"BatchDatasetV2", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ShuffleDataset", 4, 4, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"RepeatDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"TakeDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"SkipDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"PrefetchDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"TextLineDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ShardDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"InterleaveDataset", 3, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"IgnoreErrorsDataset", 1, 1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"CacheDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"TensorDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"FixedLengthRecordDatasetV2", 6, 6, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"FilterDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"UnbatchDataset", 1, 1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ConcatenateDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ZipDataset", 1, VG_DATASET_MAX_COMPONENTS, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"PaddedBatchDatasetV2", 5, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"IteratorV2", 0, 0, IT_FLAGS, 0, shape_iterator, kernel_iterator, NULL},
+    {"OneShotIterator", 1, 1, IT_FLAGS, 0, shape_iterator, kernel_one_shot, NULL},
+    {"MakeIterator", 2, 2, IT_FLAGS, 0, shape_make_iterator, kernel_make_iterator, NULL},
+    {"IteratorGetNext", 1, 1, IT_FLAGS, 0, shape_get_next, kernel_get_next, NULL},
+    {"IteratorGetNextWithPosition", 2, 2, IT_FLAGS, 1u << 1, shape_get_next_pos, kernel_get_next_pos, NULL},
+    {"IteratorToStringHandle", 1, 1, IT_FLAGS, 0, shape_string_handle, kernel_to_string_handle, NULL},
+    {"IteratorFromStringHandleV2", 1, 1, IT_FLAGS, 0, shape_from_string_handle, kernel_from_string_handle, NULL},
+    {0},
+};
