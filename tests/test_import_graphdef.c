@@ -363,6 +363,14 @@ static void test_wire_format_edges(void) {
     CHECK_CODE(vg_graph_import_graph_def(g, nul_name, sizeof nul_name, NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "NUL");
     vg_graph_free(g);
+    /* versions {bad_consumers: packed and empty}, then an unpacked bad_consumers 134 */
+    static const uint8_t empty_packed[] = {0x22, 0x02, 0x1a, 0x00};
+    static const uint8_t unpacked_bad[] = {0x22, 0x03, 0x18, 0x86, 0x01};
+    g = vg_graph_new();
+    CHECK_OK(vg_graph_import_graph_def(g, empty_packed, sizeof empty_packed, NULL, &st), &st);
+    CHECK_CODE(vg_graph_import_graph_def(g, unpacked_bad, sizeof unpacked_bad, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "disallows");
+    vg_graph_free(g);
     /* list attrs of every numeric kind (the text converter writes them unpacked) */
     g = vg_graph_new();
     CHECK_OK(import_text(g,

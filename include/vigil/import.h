@@ -147,7 +147,9 @@ VG_API void vg_meta_graph_free(vg_meta_graph *mg);
 VG_API vg_code vg_meta_graph_def_graph_def(const void *bytes, size_t len, bool saved_model, const char *const *tags,
                                            int ntags, const void **graph_def, size_t *graph_def_len, vg_status *st);
 
-/* The SaverDef (tensor and op names as in the graph, import_scope applied), or NULL. */
+/* Accessors below never fail; strings and structs they return are borrowed from mg
+ * (valid until vg_meta_graph_free); outputs belong to the graph imported into.
+ * The SaverDef (tensor and op names as in the graph, import_scope applied), or NULL. */
 VG_API const vg_saver_def *vg_meta_graph_saver_def(const vg_meta_graph *mg);
 VG_API int vg_meta_graph_num_tags(const vg_meta_graph *mg);
 VG_API const char *vg_meta_graph_tag(const vg_meta_graph *mg, int i);

@@ -21,6 +21,7 @@
 #define VIGIL_SAVED_MODEL_H
 
 #include "import.h"
+#include "saver.h"
 #include "session.h"
 
 #ifdef __cplusplus
@@ -47,6 +48,36 @@ VG_API void vg_saved_model_free(vg_saved_model *m);
 VG_API vg_code vg_saved_model_run(vg_saved_model *m, const char *key, const char *const *input_keys,
                                   vg_tensor *const *inputs, int ninputs, const char *const *output_keys,
                                   vg_tensor **outputs, int noutputs, vg_status *st);
+
+/* ------------------------------------------------------------------------ */
+/* Writing (tf.saved_model.builder.SavedModelBuilder, one MetaGraphDef) */
+
+typedef struct vg_signature_tensor {
+    const char *key;  /* "x" */
+    vg_output tensor; /* written as TensorInfo {name "op:i", dtype, tensor_shape} */
+} vg_signature_tensor;
+
+typedef struct vg_signature_def {
+    const char *key;         /* "serving_default" */
+    const char *method_name; /* "tensorflow/serving/predict" (NULL: that) */
+    const vg_signature_tensor *inputs;
+    int ninputs;
+    const vg_signature_tensor *outputs;
+    int noutputs;
+} vg_signature_def;
+
+/* Writes a SavedModel of g to export_dir (which must not exist): saver's variables from
+ * sess into variables/variables.{index,data-00000-of-00001} (saver: a vigil/saver.h
+ * Saver made before the session, as its ops must exist when the session is created;
+ * NULL when the graph has no variables), and saved_model.pb
+ * = SavedModel {saved_model_schema_version 1, meta_graphs [MetaGraphDef with
+ * meta_info_def.tags, the graph, the SaverDef, the collections, signature_def]}.
+ * main_op (may be NULL) goes into the "saved_model_main_op" collection (if empty).
+ * Fails with ALREADY_EXISTS (export_dir exists), INVALID_ARGUMENT (NULL or foreign
+ * tensors), the Saver's codes, RESOURCE_EXHAUSTED and I/O codes. */
+VG_API vg_code vg_saved_model_save(vg_graph *g, vg_session *sess, vg_saver *saver, const char *export_dir,
+                                   const char *const *tags, int ntags, const vg_signature_def *sigs, int nsigs,
+                                   vg_op *main_op, vg_status *st);
 
 #ifdef __cplusplus
 }

@@ -204,9 +204,10 @@ static vg_code parse_versions(ctx *c, const uint8_t *p, size_t n) {
         if (f.number == 1 && f.wiretype == VG__PB_VARINT) c->producer = (int32_t)f.u;
         else if (f.number == 2 && f.wiretype == VG__PB_VARINT) c->min_consumer = (int32_t)f.u;
         else if (f.number == 3) {
-            const uint8_t *q = f.data, *e = f.data ? f.data + f.len : NULL; /* NULL + 0 is UB (fuzz_graphdef) */
-            uint64_t v = f.u;
             bool packed = f.wiretype == VG__PB_LEN;
+            if (packed && f.len == 0) continue; /* an empty packed list */
+            const uint8_t *q = packed ? f.data : NULL, *e = packed ? f.data + f.len : NULL;
+            uint64_t v = f.u;
             do {
                 if (packed && !vg__pb_get_varint(&q, e, &v))
                     return vg_status_set(c->st, VG_DATA_LOSS, "%s: malformed VersionDef.bad_consumers", c->src);

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
+#include <stdint.h>
+#include "vigil/graphdef.h"
 
 void vg_saved_model_free(vg_saved_model *m) {
     if (!m) return;
@@ -107,4 +110,237 @@ vg_code vg_saved_model_run(vg_saved_model *m, const char *key, const char *const
         else feeds[i] = t;
     }
     return vg_session_run(m->session, NULL, feeds, inputs, ninputs, fetches, outputs, noutputs, NULL, 0, NULL, st);
+}
+
+/* ------------------------------------------------------------------------ */
+/* writing: a tiny protobuf writer (the train layer uses only the public API) */
+
+typedef struct wbuf {
+    uint8_t *p;
+    size_t n, cap;
+    bool oom;
+} wbuf;
+
+static void w_raw(wbuf *b, const void *d, size_t n) {
+    if (b->oom) return;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n) cap *= 2;
+        uint8_t *q = vg_realloc(b->p, b->cap, cap);
+        if (!q) {
+            b->oom = true;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, d, n);
+    b->n += n;
+}
+
+static void w_varint(wbuf *b, uint64_t v) {
+    uint8_t t[10];
+    int n = 0;
+    do {
+        t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    w_raw(b, t, (size_t)n);
+}
+
+static void w_len(wbuf *b, int field, const void *d, size_t n) {
+    w_varint(b, (uint64_t)field << 3 | 2);
+    w_varint(b, n);
+    w_raw(b, d, n);
+}
+
+static void w_str(wbuf *b, int field, const char *s) { w_len(b, field, s, strlen(s)); }
+static void w_sub(wbuf *b, int field, wbuf *sub) {
+    if (sub->oom) b->oom = true;
+    w_len(b, field, sub->p, sub->n);
+    sub->n = 0;
+}
+
+/* Reads one top-level field of a message: number, wire type, and its bytes span. */
+static bool r_field(const uint8_t **p, const uint8_t *end, int *num, const uint8_t **start) {
+    *start = *p;
+    uint64_t key = 0, v = 0;
+    int shift = 0;
+    do {
+        if (*p >= end || shift > 63) return false;
+        key |= (uint64_t)(**p & 0x7f) << shift;
+        shift += 7;
+    } while (*(*p)++ & 0x80);
+    *num = (int)(key >> 3);
+    switch (key & 7) {
+    case 0:
+        do {
+            if (*p >= end) return false;
+        } while (*(*p)++ & 0x80);
+        return true;
+    case 1: if (end - *p < 8) return false; *p += 8; return true;
+    case 5: if (end - *p < 4) return false; *p += 4; return true;
+    case 2:
+        shift = 0;
+        do {
+            if (*p >= end || shift > 63) return false;
+            v |= (uint64_t)(**p & 0x7f) << shift;
+            shift += 7;
+        } while (*(*p)++ & 0x80);
+        if (v > (uint64_t)(end - *p)) return false;
+        *p += v;
+        return true;
+    default: return false;
+    }
+}
+
+/* TensorInfo {name = 1, dtype = 2, tensor_shape = 3 {dim = 2 {size = 1}, unknown_rank = 3}} */
+static void w_tensor_info(wbuf *b, vg_output o) {
+    char name[1100];
+    snprintf(name, sizeof name, "%s:%d", vg_op_name(o.op), o.index);
+    w_str(b, 1, name);
+    w_varint(b, 2 << 3);
+    w_varint(b, (uint64_t)vg_output_dtype(o));
+    vg_shape s = vg_output_shape(o);
+    wbuf sh = {0}, dim = {0};
+    if (s.ndims < 0) {
+        w_varint(&sh, 3 << 3);
+        w_varint(&sh, 1);
+    }
+    for (int i = 0; i < s.ndims; i++) {
+        if (s.dims[i]) {
+            w_varint(&dim, 1 << 3);
+            w_varint(&dim, (uint64_t)s.dims[i]);
+        }
+        w_sub(&sh, 2, &dim);
+    }
+    w_sub(b, 3, &sh);
+    vg_free(sh.p);
+    vg_free(dim.p);
+}
+
+static vg_code write_signatures(wbuf *b, vg_graph *g, const vg_signature_def *sigs, int nsigs, vg_status *st) {
+    wbuf entry = {0}, sig = {0}, io = {0}, ti = {0};
+    vg_code c = VG_OK;
+    for (int i = 0; i < nsigs && !c; i++) {
+        if (!sigs[i].key) {
+            c = vg_status_set(st, VG_INVALID_ARGUMENT, "signature %d has no key", i);
+            break;
+        }
+        for (int k = 0; k < 2 && !c; k++) {
+            const vg_signature_tensor *t = k ? sigs[i].outputs : sigs[i].inputs;
+            int n = k ? sigs[i].noutputs : sigs[i].ninputs;
+            for (int j = 0; j < n; j++) {
+                if (!t[j].key || !t[j].tensor.op || vg_op_graph(t[j].tensor.op) != g) {
+                    c = vg_status_set(st, VG_INVALID_ARGUMENT, "signature '%s': %s %d is NULL or from another graph",
+                                      sigs[i].key, k ? "output" : "input", j);
+                    break;
+                }
+                w_str(&io, 1, t[j].key);
+                w_tensor_info(&ti, t[j].tensor);
+                w_sub(&io, 2, &ti);
+                w_sub(&sig, k + 1, &io);
+            }
+        }
+        w_str(&sig, 3, sigs[i].method_name ? sigs[i].method_name : "tensorflow/serving/predict");
+        w_str(&entry, 1, sigs[i].key);
+        w_sub(&entry, 2, &sig);
+        w_sub(b, 5, &entry);
+    }
+    vg_free(entry.p);
+    vg_free(sig.p);
+    vg_free(io.p);
+    vg_free(ti.p);
+    return c;
+}
+
+static vg_code write_file(const char *path, const void *d, size_t n, vg_status *st) {
+    return vg_write_file_atomic(path, d, n, st);
+}
+
+vg_code vg_saved_model_save(vg_graph *g, vg_session *sess, vg_saver *saver, const char *export_dir,
+                            const char *const *tags, int ntags, const vg_signature_def *sigs, int nsigs,
+                            vg_op *main_op, vg_status *st) {
+    if (!g || !sess || !export_dir || ntags < 0 || nsigs < 0 || (ntags && !tags) || (nsigs && !sigs))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_save: NULL argument");
+    struct stat sb;
+    if (stat(export_dir, &sb) == 0)
+        return vg_status_set(st, VG_ALREADY_EXISTS, "Export directory already exists, and isn't empty. Please choose a "
+                                                    "different export directory, or delete all the contents of the "
+                                                    "specified directory: %s",
+                             export_dir);
+    char path[4096];
+    int w = snprintf(path, sizeof path, "%s/variables", export_dir);
+    if (w < 0 || (size_t)w >= sizeof path - 64) return vg_status_set(st, VG_INVALID_ARGUMENT, "export_dir too long");
+    if (mkdir(export_dir, 0755) != 0 || mkdir(path, 0755) != 0)
+        return vg_status_set(st, VG_PERMISSION_DENIED, "cannot create %s", path);
+    /* main_op goes into the collection (a collection change, no new op) */
+    int nmo = 0;
+    vg_graph_collection(g, "saved_model_main_op", &nmo);
+    if (main_op && nmo == 0 && vg_graph_add_to_collection(g, "saved_model_main_op", vg_out(main_op, 0)) != VG_OK)
+        return vg_graph_status(g, st);
+    vg_saver_def sd = {0};
+    char fn[1100], sv[1100];
+    vg_code c = VG_OK;
+    if (saver) {
+        snprintf(path, sizeof path, "%s/variables/variables", export_dir);
+        c = vg_saver_save(saver, sess, path, -1, NULL, 0, st);
+        vg_output f = vg_saver_filename_tensor(saver), s = vg_saver_save_tensor(saver);
+        snprintf(fn, sizeof fn, "%s:%d", vg_op_name(f.op), f.index);
+        snprintf(sv, sizeof sv, "%s:%d", vg_op_name(s.op), s.index);
+        sd = (vg_saver_def){fn, sv, vg_op_name(vg_saver_restore_op(saver)), 5, false, 10000.0f};
+    }
+    void *meta = NULL;
+    size_t mlen = 0;
+    if (!c) c = vg_graph_to_meta_graph(g, saver ? &sd : NULL, &meta, &mlen, st);
+    wbuf mg = {0}, info = {0}, model = {0};
+    if (!c) {
+        /* the MetaGraphDef's fields in order, meta_info_def with the tags, signature_def
+         * entries after the collection_defs (field 4) */
+        const uint8_t *p = meta, *end = (const uint8_t *)meta + mlen, *start;
+        int num;
+        bool sigs_done = false;
+        while (!c && p < end) {
+            if (!r_field(&p, end, &num, &start)) {
+                c = vg_status_set(st, VG_INTERNAL, "cannot re-read the exported MetaGraphDef");
+                break;
+            }
+            if (num > 4 && !sigs_done) {
+                c = write_signatures(&mg, g, sigs, nsigs, st);
+                sigs_done = true;
+            }
+            if (num == 1) { /* MetaInfoDef: its fields, then the tags (field 4) */
+                const uint8_t *q = start;
+                uint64_t skip = 0;
+                int sh = 0;
+                while (*q++ & 0x80) { }
+                do {
+                    skip |= (uint64_t)(*q & 0x7f) << sh;
+                    sh += 7;
+                } while (*q++ & 0x80);
+                w_raw(&info, q, (size_t)skip);
+                for (int i = 0; i < ntags; i++) w_str(&info, 4, tags[i]);
+                w_sub(&mg, 1, &info);
+            } else {
+                w_raw(&mg, start, (size_t)(p - start));
+            }
+        }
+        if (!c && !sigs_done) c = write_signatures(&mg, g, sigs, nsigs, st);
+    }
+    if (!c) {
+        w_varint(&model, 1 << 3); /* saved_model_schema_version */
+        w_varint(&model, 1);
+        w_sub(&model, 2, &mg);
+        if (model.oom || mg.oom) c = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory writing saved_model.pb");
+    }
+    if (!c) {
+        snprintf(path, sizeof path, "%s/saved_model.pb", export_dir);
+        c = write_file(path, model.p, model.n, st);
+    }
+    vg_free(meta);
+    vg_free(mg.p);
+    vg_free(info.p);
+    vg_free(model.p);
+    if (!c) vg_status_clear(st);
+    return c;
 }
