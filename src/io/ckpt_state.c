@@ -321,7 +321,7 @@ vg_code vg__ckpt_state_format(const vg__ckpt_state *s, vg__pb_buf *out, vg_statu
         vg__pb_put_raw(out, num, strlen(num));
         vg__pb_put_raw(out, "\n", 1);
     }
-    if (s->last_preserved_timestamp != 0) {
+    if (s->last_preserved_timestamp != 0 || signbit(s->last_preserved_timestamp)) { /* -0.0 too: its bits are not the default */
         py_repr(s->last_preserved_timestamp, num, sizeof num);
         vg__pb_put_raw(out, "last_preserved_timestamp: ", 26);
         vg__pb_put_raw(out, num, strlen(num));
