@@ -37,5 +37,6 @@
 #include "reader.h"
 #include "data.h"
 #include "backend.h"
+#include "control_flow.h"
 
 #endif
