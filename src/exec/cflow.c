@@ -55,6 +55,7 @@ typedef struct cf_node {
     cf_edge *out;
     int nout, out_cap;
     int *fetch_of;    /* per output: first fetch index fed by it, -1 none (root frame only) */
+    bool need_index;  /* Merge: output 1 (value_index) is used */
 } cf_node;
 
 typedef struct cf_sframe {
@@ -189,6 +190,9 @@ vg_code vg__cf_build(vg_session *s, vg__plan *p, const int *op_node, const int *
             if (!add_edge(&cf->nodes[src].out, &cf->nodes[src].nout, &ecap[src], e)) goto oom;
         }
     }
+    for (int i = 0; i < nn; i++)
+        for (int k = 0; k < cf->nodes[i].nout; k++)
+            if (cf->nodes[i].out[k].src_out == 1) cf->nodes[i].need_index = true;
     /* fetches */
     for (int i = 0; i < p->nfetches; i++) {
         int f = out_off[fetches[i].op->id] + fetches[i].index;
@@ -201,6 +205,7 @@ vg_code vg__cf_build(vg_session *s, vg__plan *p, const int *op_node, const int *
             for (int k = 0; k < no; k++) c->fetch_of[k] = -1;
         }
         if (c->fetch_of[fetches[i].index] < 0) c->fetch_of[fetches[i].index] = i;
+        if (fetches[i].index == 1) c->need_index = true;
     }
     /* static frames: BFS from the roots and the fed tensors' consumers */
     int qh = 0, qt = 0;
@@ -382,12 +387,19 @@ typedef struct cf_run {
     vg_tensor **fetched;
     vg_status *st;
     bool oom;
+    cf_iter **free_iters; /* per static frame: recycled iteration states */
 } cf_run;
 
 static cf_iter *iter_new(cf_run *r, int sid) {
     cf_sframe *sf = &r->cf->frames[sid];
     size_t nn = (size_t)sf->nnodes + 1, ni = (size_t)sf->ninputs + 1;
-    cf_iter *it = vg__calloc(1, sizeof *it + ni * sizeof(vg_tensor *) + 2 * nn * sizeof(int) + nn);
+    cf_iter *it = r->free_iters ? r->free_iters[sid] : NULL;
+    if (it) {
+        r->free_iters[sid] = (cf_iter *)it->in[0];
+        memset(it, 0, sizeof *it + ni * sizeof(vg_tensor *) + 2 * nn * sizeof(int) + nn);
+    } else {
+        it = vg__calloc(1, sizeof *it + ni * sizeof(vg_tensor *) + 2 * nn * sizeof(int) + nn);
+    }
     if (!it) { r->oom = true; return NULL; }
     char *q = (char *)(it + 1);
     it->in = (vg_tensor **)q;
@@ -415,6 +427,11 @@ static void iter_free(cf_run *r, int sid, cf_iter *it) {
         it->children = c->next_sibling;
         for (int64_t k = c->oldest; k <= c->iteration_count; k++) iter_free(r, c->sid, c->ring[k & (c->ring_cap - 1)]);
         frame_free(c);
+    }
+    if (r->free_iters) { /* recycle: the free list is linked through in[0] */
+        it->in[0] = (vg_tensor *)r->free_iters[sid];
+        r->free_iters[sid] = it;
+        return;
     }
     vg__free(it);
 }
@@ -717,7 +734,7 @@ static vg_code run_node(cf_run *r, const cf_task *t, cf_iter *it, vg_tensor **ou
         while (k < n->ninputs && !in[k]) k++;
         if (k == n->ninputs) return vg_status_set(st, VG_INTERNAL, "Merge ran without a live input");
         outs[0] = vg_tensor_ref(in[k]);
-        if (n->noutputs > 1) {
+        if (n->noutputs > 1 && c->need_index) {
             outs[1] = vg_tensor_new(VG_INT32, NULL, 0, st);
             if (!outs[1]) return st->code;
             *(int32_t *)vg_tensor_data(outs[1]) = k;
@@ -785,6 +802,7 @@ vg_code vg__cf_run(vg__run_state *rs, vg_tensor *const *feed_values, vg_tensor *
     vg_code rc = VG_OK;
     for (int i = 0; i < p->nfetches; i++) out[i] = NULL;
     r.fetched = vg__calloc((size_t)p->nfetches + 1, sizeof(vg_tensor *));
+    r.free_iters = vg__calloc((size_t)cf->nframes, sizeof(cf_iter *));
     r.root = frame_new(&r, 0, NULL, 0, 1);
     if (!r.fetched || !r.root) {
         rc = vg_status_set(&err, VG_RESOURCE_EXHAUSTED, "out of memory starting a run");
@@ -918,6 +936,13 @@ done:
             iter_free(&r, 0, r.root->ring[k & (r.root->ring_cap - 1)]);
         frame_free(r.root);
     }
+    for (int i = 0; r.free_iters && i < cf->nframes; i++)
+        while (r.free_iters[i]) {
+            cf_iter *it = r.free_iters[i];
+            r.free_iters[i] = (cf_iter *)it->in[0];
+            vg__free(it);
+        }
+    vg__free(r.free_iters);
     vg__free(r.q);
     return rc;
 }
