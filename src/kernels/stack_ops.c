@@ -13,6 +13,7 @@
  */
 #include "kernels/kernel.h"
 #include "vigil/control_flow.h"
+#include "vigil/ops.h"
 #include <pthread.h>
 #include <stdio.h>
 
