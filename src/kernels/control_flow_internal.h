@@ -30,6 +30,12 @@ typedef struct vg__cf_ctx {
     vg_output fwd_count; /* gradient support: Exit of the forward iteration counter */
     vg_op *fwd_sync;     /* the counter's increment (pushes run before it) */
     vg_output fwd_index; /* the counter inside the body */
+    vg_output *stacks;   /* gradient support: stacks of saved forward values (not closed yet) */
+    int nstacks, stacks_cap;
+    /* a backward (gradient) while loop */
+    int forward;         /* the forward while context it differentiates, -1 none */
+    vg_output *hist_from, *hist_to; /* forward value -> its pop in this loop */
+    int nhist, hist_cap, hist_cap2;
 } vg__cf_ctx;
 
 typedef struct vg__cf_info {
@@ -52,6 +58,15 @@ VG_HIDDEN int vg__cf_out_ctx(const vg__cf_info *ci, vg_output o);
 VG_HIDDEN int vg__cf_frame_ctx(const vg__cf_info *ci, int ctx);
 /* True if a is ctx or an ancestor of it (-1 is everyone's ancestor). */
 VG_HIDDEN bool vg__cf_is_ancestor(const vg__cf_info *ci, int a, int ctx);
+/* Gradient support: the forward iteration counter of while context c (made once):
+ * its Exit (the number of iterations, int32, in c's parent) in *count. Sets the
+ * parallel_iterations of c's Enters to 1 (forward values are saved in order). */
+VG_HIDDEN vg_code vg__cf_forward_count(vg_graph *g, vg__cf_info *ci, int c, vg_output *count, vg_status *st);
+/* Builds a while loop as vg_while_loop does, marking it as the gradient loop of the
+ * forward while context `forward`: forward values used inside are saved on stacks
+ * in the forward loop and popped here (TF's GradLoopState). */
+VG_HIDDEN vg_code vg__cf_grad_while(vg_graph *g, int forward, vg_while_cond_fn cond_fn, vg_while_body_fn body_fn,
+                                    void *user, const vg_output *loop_vars, int n, vg_output *outs, vg_status *st);
 /* Replaces input i of op (same dtype; the shape inferred before stays). */
 VG_HIDDEN void vg__cf_set_input(vg_op *op, int i, vg_output in);
 

@@ -34,6 +34,9 @@ static void info_destroy(void *p) {
         vg__free(c->merges);
         vg__free(c->frame_name);
         vg__free(c->enters);
+        vg__free(c->stacks);
+        vg__free(c->hist_from);
+        vg__free(c->hist_to);
     }
     vg__free(ci->ctx);
     vg__free(ci->ctx_of);
@@ -106,6 +109,8 @@ bool vg__cf_is_ancestor(const vg__cf_info *ci, int a, int ctx) {
 
 void vg__cf_set_input(vg_op *op, int i, vg_output in) { op->inputs[i] = in; }
 
+static _Thread_local int grad_forward_pending = -1;
+
 static int ctx_new(vg__cf_info *ci, int kind, int parent, int start) {
     if (!vg__grow((void **)&ci->ctx, &ci->cap, ci->n + 1, sizeof(vg__cf_ctx))) return -1;
     vg__cf_ctx *c = &ci->ctx[ci->n];
@@ -114,12 +119,15 @@ static int ctx_new(vg__cf_info *ci, int kind, int parent, int start) {
     c->parent = parent;
     c->start_id = start;
     c->end_id = start;
+    c->forward = -1;
     return ci->n++;
 }
 
 typedef struct capture {
     vg_output from, to;
 } capture;
+
+static vg_code backprop_value(vg_graph *g, vg__cf_info *ci, int a, vg_output x, vg_output *out, vg_status *st);
 
 /* Finishes context c: assigns its ops, captures outer tensors, adds pivot controls.
  * Ops in [start, pred_end) use pred_pivot (a while's condition), later ones pivot. */
@@ -130,7 +138,7 @@ static vg_code finish_ctx(vg_graph *g, vg__cf_info *ci, int c, int pred_end, vg_
     vg_code rc = VG_OK;
     for (int id = start; id < end; id++)
         if (!assigned(ci, g->ops[id]) && !vg__cf_set_ctx(ci, g->ops[id], c)) return VG_OOM(st, "control flow");
-    for (int id = start; id < end && rc == VG_OK; id++) {
+    for (int id = start; id < g->nops && rc == VG_OK; id++) {
         vg_op *op = g->ops[id];
         if (vg__cf_ctx_of(ci, op) != c) continue;
         const vg__cf_ctx *cx = &ci->ctx[c];
@@ -143,7 +151,22 @@ static vg_code finish_ctx(vg_graph *g, vg__cf_info *ci, int c, int pred_end, vg_
             if (k < 32 && ((op->def->ref_inputs >> k) & 1)) continue;
             vg_output in = op->inputs[k];
             int oc = vg__cf_out_ctx(ci, in);
-            if (oc == c || !vg__cf_is_ancestor(ci, oc, c) ) continue;
+            if (oc != c && !vg__cf_is_ancestor(ci, oc, c)) {
+                /* a forward loop's value used in its gradient loop: saved and popped */
+                int a = c;
+                while (a >= 0 && !(ci->ctx[a].kind == VG__CTX_WHILE && ci->ctx[a].forward >= 0 &&
+                                   vg__cf_is_ancestor(ci, ci->ctx[a].forward, oc)))
+                    a = ci->ctx[a].parent;
+                if (a < 0) continue; /* not ours: the executor reports the frame mismatch */
+                vg_output pop;
+                rc = backprop_value(g, ci, a, in, &pop, st);
+                if (rc != VG_OK) break;
+                vg__cf_set_input(op, k, pop);
+                in = pop;
+                oc = a;
+                if (a == c) continue;
+            }
+            if (oc == c) continue;
             /* same frame and not a cond: nothing to capture (e.g. a while inside a while
              * reading the outer frame goes through an Enter; a cond's pivot is in it) */
             if (ci->ctx[c].kind == VG__CTX_WHILE || oc != c) {
@@ -596,6 +619,8 @@ vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_body_fn bo
         return VG_OOM(st, "while_loop");
     }
     vg__cf_ctx *cx = &ci->ctx[c];
+    cx->forward = grad_forward_pending;
+    grad_forward_pending = -1;
     cx->frame_name = vg__strdup(frame);
     cx->parallel_iterations = parallel_iterations;
     cx->nvars = n;
@@ -706,5 +731,128 @@ done:
     if (rc != VG_OK)
         for (int i = 0; i < n; i++) outs[i] = vg_out(NULL, 0);
     else vg_status_clear(st);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* gradient support */
+
+/* An op built after its context was finished: its context, and a control input from
+ * the context's pivot when it has no inputs. */
+static bool place(vg__cf_info *ci, vg_op *op, int ctx) {
+    if (!op || !vg__cf_set_ctx(ci, op, ctx)) return false;
+    if (ctx >= 0 && op->ninputs == 0 && op->ncontrol == 0 && ci->ctx[ctx].pivot)
+        return vg_op_add_control_input(op, ci->ctx[ctx].pivot) == VG_OK;
+    return true;
+}
+
+vg_code vg__cf_forward_count(vg_graph *g, vg__cf_info *ci, int c, vg_output *count, vg_status *st) {
+    if (ci->ctx[c].fwd_count.op) {
+        *count = ci->ctx[c].fwd_count;
+        return VG_OK;
+    }
+    int p = ci->ctx[c].parent;
+    /* parallel_iterations 1: pushes happen in iteration order */
+    for (int i = 0; i < g->nops; i++) {
+        vg_op *op = g->ops[i];
+        if (strcmp(op->def->type, "Enter") != 0 || vg__cf_out_ctx(ci, vg_out(op, 0)) != c) continue;
+        vg__attr a = {.name = "parallel_iterations", .type = VG_ATTR_INT, .u.i = 1};
+        if (!vg__op_put_attr(op, &a)) return VG_OOM(st, "while gradient");
+    }
+    ci->ctx[c].parallel_iterations = 1;
+    char scope[1100];
+    snprintf(scope, sizeof scope, "%.*s/", (int)(strlen(ci->ctx[c].frame_name) - strlen("/while_context")),
+             ci->ctx[c].frame_name);
+    vg_graph_push_scope(g, scope);
+    vg_code rc = VG_OK;
+    vg_output zero = vg_const_i32(g, 0, "f_count");
+    if (!place(ci, zero.op, p)) goto fail;
+    vg_output e = vg_enter(g, zero, ci->ctx[c].frame_name, false, 1, "f_count");
+    if (!place(ci, e.op, p)) goto fail;
+    vg_output in[2] = {e, e};
+    vg_op *m = vg_merge(g, in, 2, "f_count");
+    if (!place(ci, m, c)) goto fail;
+    vg_op *sw = vg_switch(g, vg_out(m, 0), vg_out(ci->ctx[c].loop_cond, 0), "f_count");
+    if (!place(ci, sw, c)) goto fail;
+    vg_output id = vg_identity(g, vg_out(sw, 1), "f_count");
+    if (!place(ci, id.op, c)) goto fail;
+    vg_output one = vg_const_i32(g, 1, "f_count");
+    if (!place(ci, one.op, c)) goto fail;
+    vg_output add = vg_add(g, id, one, "f_count");
+    if (!place(ci, add.op, c)) goto fail;
+    vg_output nx = vg_next_iteration(g, add, "f_count");
+    if (!place(ci, nx.op, c)) goto fail;
+    vg__cf_set_input(m, 1, nx);
+    vg_output ex = vg_exit(g, vg_out(sw, 0), "f_count");
+    if (!place(ci, ex.op, p)) goto fail;
+    ci->ctx[c].fwd_count = ex;
+    ci->ctx[c].fwd_sync = add.op;
+    ci->ctx[c].fwd_index = id;
+    *count = ex;
+    vg_graph_pop_scope(g);
+    return rc;
+fail:
+    vg_graph_pop_scope(g);
+    rc = vg_graph_status(g, st);
+    return rc != VG_OK ? rc : VG_OOM(st, "while gradient");
+}
+
+/* TF's AddForwardAccumulator + AddBackpropAccumulatedValue: x (a value of the forward
+ * loop of gradient loop a) is pushed on a stack every forward iteration and popped in
+ * a. */
+static vg_code backprop_value(vg_graph *g, vg__cf_info *ci, int a, vg_output x, vg_output *out, vg_status *st) {
+    vg__cf_ctx *ac = &ci->ctx[a];
+    for (int i = 0; i < ac->nhist; i++)
+        if (ac->hist_from[i].op == x.op && ac->hist_from[i].index == x.index) {
+            *out = ac->hist_to[i];
+            return VG_OK;
+        }
+    int f = ac->forward;
+    int xc = vg__cf_out_ctx(ci, x);
+    if (xc != f)
+        return vg_status_set(st, VG_UNIMPLEMENTED,
+                             "gradient: '%s' is inside a cond or a nested loop of the while loop '%s'; saving it "
+                             "for the gradient loop is not supported",
+                             x.op->name, ci->ctx[f].frame_name);
+    vg_output count;
+    vg_code rc = vg__cf_forward_count(g, ci, f, &count, st);
+    if (rc != VG_OK) return rc;
+    int p = ci->ctx[f].parent;
+    vg_output s = vg_stack(g, vg_output_dtype(x), NULL, "f_acc");
+    if (!s.op || !place(ci, s.op->inputs[0].op, p) || !place(ci, s.op, p)) goto fail;
+    vg_output eh = vg_enter(g, s, ci->ctx[f].frame_name, true, 1, "f_acc");
+    if (!place(ci, eh.op, p)) goto fail;
+    vg_output push = vg_stack_push(g, eh, x, "f_acc");
+    if (!place(ci, push.op, f)) goto fail;
+    if (vg_op_add_control_input(ci->ctx[f].fwd_sync, push.op) != VG_OK) goto fail;
+    vg_output pop = vg_stack_pop(g, s, vg_output_dtype(x), "b_acc");
+    if (!pop.op) goto fail;
+    pop.op->out_shapes[0] = vg_output_shape(x);
+    if (!place(ci, pop.op, a) || vg_op_add_control_input(pop.op, ci->ctx[a].pivot) != VG_OK) goto fail;
+    ac = &ci->ctx[a];
+    if (!vg__grow((void **)&ac->hist_from, &ac->hist_cap, ac->nhist + 1, sizeof(vg_output)) ||
+        !vg__grow((void **)&ac->hist_to, &ac->hist_cap2, ac->nhist + 1, sizeof(vg_output))) {
+        return VG_OOM(st, "while gradient");
+    }
+    ac->hist_from[ac->nhist] = x;
+    ac->hist_to[ac->nhist] = pop;
+    ac->nhist++;
+    vg__cf_ctx *fc = &ci->ctx[f];
+    if (!vg__grow((void **)&fc->stacks, &fc->stacks_cap, fc->nstacks + 1, sizeof(vg_output))) return VG_OOM(st, "while gradient");
+    fc->stacks[fc->nstacks++] = s;
+    *out = pop;
+    return VG_OK;
+fail:
+    rc = vg_graph_status(g, st);
+    return rc != VG_OK ? rc : VG_OOM(st, "while gradient");
+}
+
+vg_code vg__cf_grad_while(vg_graph *g, int forward, vg_while_cond_fn cond_fn, vg_while_body_fn body_fn, void *user,
+                          const vg_output *loop_vars, int n, vg_output *outs, vg_status *st) {
+    vg__cf_info *ci = vg__cf_info_get(g, true);
+    if (!ci) return VG_OOM(st, "while gradient");
+    grad_forward_pending = forward;
+    vg_code rc = vg_while_loop(g, cond_fn, body_fn, user, loop_vars, n, NULL, 1, vg_out(NULL, 0), "while", outs, st);
+    grad_forward_pending = -1;
     return rc;
 }
