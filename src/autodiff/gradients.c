@@ -284,7 +284,9 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
     for (int i = 0; i < s.nops; i++) {
         vg_op *op = g->ops[i];
         if (!(s.fwd[i] && s.bwd[i])) continue;
-        if (s.region && s.region[i] >= 0 && strcmp(op->def->type, "Exit") == 0) s.rneed[s.region[i]]++;
+        if (s.region && s.region[i] >= 0 && strcmp(op->def->type, "Exit") == 0 && op->ninputs == 1 &&
+            vg__cf_ctx_of(s.ci, op->inputs[0].op) == s.region[i])
+            s.rneed[s.region[i]]++; /* the loop's own Exits (not those of loops inside it) */
         for (int k = 0; k < op->ninputs; k++) {
             int src = op->inputs[k].op->id;
             if (s.region && s.region[i] >= 0 && s.region[src] == s.region[i]) continue;
