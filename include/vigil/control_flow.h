@@ -108,7 +108,7 @@ VG_API vg_op *vg_control_trigger(vg_graph *g, const char *name);
  * What the gradient of a while loop saves forward values on. vg_stack: a new stack
  * per run of the op (max_size -1: unbounded), a VG_RESOURCE handle; push returns its
  * element; pop of an empty stack fails at run time with OUT_OF_RANGE; close gives the
- * stack back. Build failures: the graph's error, {NULL, 0} / NULL returned. */
+ * stack empty (later use fails); stacks live until the run ends. Build failures: the graph's error, {NULL, 0} / NULL returned. */
 VG_API vg_output vg_stack(vg_graph *g, vg_dtype elem_type, const char *stack_name, const char *name);
 VG_API vg_output vg_stack_push(vg_graph *g, vg_output handle, vg_output elem, const char *name);
 VG_API vg_output vg_stack_pop(vg_graph *g, vg_output handle, vg_dtype elem_type, const char *name);

@@ -98,6 +98,14 @@ struct vg_run_metadata {
     pthread_mutex_t mu;
 };
 
+/* A per-run resource (TF's step container: stacks, TensorArrays), destroyed when the
+ * run ends. */
+typedef struct vg__step_res {
+    struct vg__step_res *next;
+    void *ptr;
+    void (*destroy)(void *);
+} vg__step_res;
+
 /* The state of one run of a plan (recycled between runs). */
 struct vg__run_state {
     vg__run_state *next_free; /* must stay first (free list link) */
@@ -122,6 +130,7 @@ struct vg__run_state {
     vg_run_metadata *md;
     int64_t deadline;
     bool trace;
+    vg__step_res *step_res;    /* per-run resources (under mu), freed at the end of the run */
 };
 
 /* What a kernel call gets (see kernels/kernel.h). */
@@ -153,6 +162,8 @@ VG_HIDDEN vg_code vg__cf_build(vg_session *s, vg__plan *p, const int *op_node, c
 VG_HIDDEN void vg__cf_free(vg__cf_plan *cf);
 /* Runs a control-flow plan on the caller's thread (rs prepared by vg__plan_run). */
 VG_HIDDEN vg_code vg__cf_run(vg__run_state *rs, vg_tensor *const *feed_values, vg_tensor **out, vg_status *st);
+/* Destroys the run's step resources (the end of a run). */
+VG_HIDDEN void vg__step_res_free(vg__run_state *rs);
 /* Hash of a plan key (ints). */
 VG_HIDDEN uint64_t vg__plan_key_hash(const int *key, int n);
 

@@ -662,6 +662,19 @@ static void run_parallel(vg__run_state *rs) {
     }
 }
 
+void vg__step_res_free(vg__run_state *rs) {
+    pthread_mutex_lock(&rs->mu);
+    vg__step_res *r = rs->step_res;
+    rs->step_res = NULL;
+    pthread_mutex_unlock(&rs->mu);
+    while (r) {
+        vg__step_res *next = r->next;
+        if (r->destroy) r->destroy(r->ptr);
+        vg__free(r);
+        r = next;
+    }
+}
+
 vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
                      vg_tensor **out, vg_run_metadata *md, vg_status *st) {
     vg__run_state *rs = state_get(p);
@@ -675,8 +688,10 @@ vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_te
     atomic_store(&rs->failed, false);
     rs->err.code = VG_OK;
     rs->err.msg[0] = 0;
+    rs->step_res = NULL;
     if (p->cf) {
         vg_code crc = vg__cf_run(rs, feed_values, out, st);
+        vg__step_res_free(rs);
         state_release(rs);
         return crc;
     }
@@ -708,6 +723,7 @@ vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_te
     }
     for (int i = 0; i < p->nslots; i++)
         if (rs->vals[i]) { vg_tensor_free(rs->vals[i]); rs->vals[i] = NULL; }
+    if (rs->step_res) vg__step_res_free(rs);
     state_release(rs);
     return rc;
 }

@@ -4,10 +4,9 @@
  * The gradient of a while loop saves forward values on them (one stack per value and
  * per execution of the enclosing frame) and pops them in the backward loop.
  *
- * Handles are VG_RESOURCE scalars holding a pointer to a stack of the session's stack
- * pool (a session resource): every StackV2 run takes a closed stack from the pool or
- * makes a new one, StackCloseV2 gives it back (cleared); the pool frees all stacks
- * with the session. Errors as TF: pushing beyond max_size, popping an empty stack
+ * Handles are VG_RESOURCE scalars holding a pointer to a stack that lives until the
+ * end of the run (a step resource, as TF's step container): every run of StackV2
+ * makes a new one; StackCloseV2 clears it and later use fails. Errors as TF: pushing beyond max_size, popping an empty stack
  * ("Stack[name] is empty."), a closed stack, a wrong element type: INVALID_ARGUMENT /
  * OUT_OF_RANGE.
  */
@@ -24,45 +23,19 @@ typedef struct vg__stack {
     vg_dtype elem;
     bool closed;
     char name[96];
-    struct vg__stack *next; /* pool list */
 } vg__stack;
-
-typedef struct stack_pool {
-    pthread_mutex_t mu;
-    vg__stack *all;
-    int64_t made;
-} stack_pool;
 
 static void stack_clear(vg__stack *s) {
     for (int i = 0; i < s->n; i++) vg_tensor_free(s->v[i]);
     s->n = 0;
 }
 
-static void pool_destroy(void *p) {
-    stack_pool *sp = p;
-    while (sp->all) {
-        vg__stack *s = sp->all;
-        sp->all = s->next;
-        stack_clear(s);
-        vg__free(s->v);
-        vg__free(s);
-    }
-    pthread_mutex_destroy(&sp->mu);
-    vg__free(sp);
+static void stack_destroy(void *p) {
+    vg__stack *s = p;
+    stack_clear(s);
+    vg__free(s->v);
+    vg__free(s);
 }
-
-static void *pool_create(void *arg, vg_status *st) {
-    (void)arg;
-    stack_pool *sp = vg__calloc(1, sizeof *sp);
-    if (!sp) {
-        VG_OOM(st, "stack pool");
-        return NULL;
-    }
-    pthread_mutex_init(&sp->mu, NULL);
-    return sp;
-}
-
-static const vg__resource_ops pool_ops = {NULL, pool_destroy};
 
 static vg__stack *stack_of(vg__kctx *ctx) {
     vg_tensor *h = vg__kctx_input(ctx, 0);
@@ -81,34 +54,18 @@ static vg__stack *stack_of(vg__kctx *ctx) {
 
 static vg_code kernel_stack(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
-    void *r = NULL;
-    vg_code rc = vg__session_resource(vg__kctx_session(ctx), "vigil.stack_pool", &pool_ops, pool_create, NULL, &r, st);
-    if (rc != VG_OK) return rc;
-    stack_pool *sp = r;
     vg_tensor *ms = vg__kctx_input(ctx, 0);
     if (!ms || vg_tensor_ndims(ms) != 0 || vg_tensor_dtype(ms) != VG_INT32)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "StackV2: max_size must be an int32 scalar");
     vg_dtype et = VG_FLOAT;
     vg_op_attr_type_(vg__kctx_op(ctx), "elem_type", &et);
-    pthread_mutex_lock(&sp->mu);
-    vg__stack *s = sp->all;
-    while (s && !s->closed) s = s->next;
-    if (!s) {
-        s = vg__calloc(1, sizeof *s);
-        if (s) {
-            s->next = sp->all;
-            sp->all = s;
-        }
-    }
-    if (s) {
-        s->closed = false;
-        s->n = 0;
-        s->max_size = *(int32_t *)vg_tensor_data(ms);
-        s->elem = et;
-        snprintf(s->name, sizeof s->name, "%s_%lld", vg_op_name(vg__kctx_op(ctx)), (long long)sp->made++);
-    }
-    pthread_mutex_unlock(&sp->mu);
+    vg__stack *s = vg__calloc(1, sizeof *s);
     if (!s) return VG_OOM(st, "stack");
+    s->max_size = *(int32_t *)vg_tensor_data(ms);
+    s->elem = et;
+    snprintf(s->name, sizeof s->name, "%s", vg_op_name(vg__kctx_op(ctx)));
+    vg_code rc = vg__kctx_step_resource(ctx, s, stack_destroy);
+    if (rc != VG_OK) return rc;
     vg_tensor *out;
     if ((rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out)) != VG_OK) return rc;
     memcpy(vg_tensor_data(out), &s, sizeof s);
@@ -146,7 +103,7 @@ static vg_code kernel_close(vg__kctx *ctx) {
     vg__stack *s = stack_of(ctx);
     if (!s) return st->code;
     stack_clear(s);
-    s->closed = true; /* back to the pool */
+    s->closed = true;
     return VG_OK;
 }
 
