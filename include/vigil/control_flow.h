@@ -107,12 +107,54 @@ VG_API vg_op *vg_control_trigger(vg_graph *g, const char *name);
 /* ---- stacks (StackV2, StackPushV2, StackPopV2, StackCloseV2) -------------------
  * What the gradient of a while loop saves forward values on. vg_stack: a new stack
  * per run of the op (max_size -1: unbounded), a VG_RESOURCE handle; push returns its
- * element; pop of an empty stack fails at run time with OUT_OF_RANGE; close gives the
- * stack empty (later use fails); stacks live until the run ends. Build failures: the graph's error, {NULL, 0} / NULL returned. */
+ * element; pop of an empty stack fails at run time with OUT_OF_RANGE; close empties
+ * it (later use fails); stacks live until the run ends. Build failures: the graph's
+ * error, {NULL, 0} / NULL returned. */
 VG_API vg_output vg_stack(vg_graph *g, vg_dtype elem_type, const char *stack_name, const char *name);
 VG_API vg_output vg_stack_push(vg_graph *g, vg_output handle, vg_output elem, const char *name);
 VG_API vg_output vg_stack_pop(vg_graph *g, vg_output handle, vg_dtype elem_type, const char *name);
 VG_API vg_op *vg_stack_close(vg_graph *g, vg_output handle, const char *name);
+
+/* ---- TensorArray (tf.TensorArray over TensorArrayV3 and its ops) -----------------
+ * A TensorArray is its handle (VG_RESOURCE) and its flow (a float scalar that orders
+ * the ops); the ops that change it return a new vg_tensor_array with a new flow, as
+ * TF's Python object does. Inside a while loop carry ta.flow as a loop variable and
+ * rebuild {handle, flow var, dtype} in the body (the handle is captured).
+ * Run-time failures (INVALID_ARGUMENT, as TF's messages): an index out of range of a
+ * fixed-size array, writing an index twice, reading an unwritten index or (with
+ * clear_after_read) reading twice, a value whose dtype or shape does not fit,
+ * unequal element shapes in gather/stack, lengths that do not add up in split.
+ * Arrays live until the end of the run. Build failures: the graph's error; the result
+ * then has {NULL, 0} outputs. Gradients: vg_gradients through reads, writes, gather,
+ * scatter, concat and split (tensor_array_grad.py; gradient arrays from
+ * TensorArrayGradV3 with source "gradients"). */
+typedef struct vg_tensor_array {
+    vg_output handle;
+    vg_output flow;
+    vg_dtype dtype;
+} vg_tensor_array;
+
+/* tf.TensorArray(dtype, size, dynamic_size, clear_after_read, element_shape): size an
+ * int32 scalar; element_shape NULL = unknown (may be partial). */
+VG_API vg_tensor_array vg_tensor_array_new(vg_graph *g, vg_dtype dtype, vg_output size, bool dynamic_size,
+                                           bool clear_after_read, const vg_shape *element_shape, const char *name);
+VG_API vg_tensor_array vg_tensor_array_write(vg_graph *g, vg_tensor_array ta, vg_output index, vg_output value,
+                                             const char *name);
+VG_API vg_output vg_tensor_array_read(vg_graph *g, vg_tensor_array ta, vg_output index, const char *name);
+VG_API vg_output vg_tensor_array_gather(vg_graph *g, vg_tensor_array ta, vg_output indices, const char *name);
+VG_API vg_tensor_array vg_tensor_array_scatter(vg_graph *g, vg_tensor_array ta, vg_output indices,
+                                               vg_output value, const char *name);
+/* Gather of range(size) / scatter of range(value.shape[0]) (ta.stack(), ta.unstack()). */
+VG_API vg_output vg_tensor_array_stack(vg_graph *g, vg_tensor_array ta, const char *name);
+VG_API vg_tensor_array vg_tensor_array_unstack(vg_graph *g, vg_tensor_array ta, vg_output value, const char *name);
+/* Concat of all elements along dim 0; *lengths (may be NULL) gets their int64 lengths. */
+VG_API vg_output vg_tensor_array_concat(vg_graph *g, vg_tensor_array ta, vg_output *lengths, const char *name);
+VG_API vg_tensor_array vg_tensor_array_split(vg_graph *g, vg_tensor_array ta, vg_output value, vg_output lengths,
+                                             const char *name);
+VG_API vg_output vg_tensor_array_size(vg_graph *g, vg_tensor_array ta, const char *name);
+VG_API vg_op *vg_tensor_array_close(vg_graph *g, vg_tensor_array ta, const char *name);
+/* TensorArrayGradV3: the gradient array for `source` (made once per source and run). */
+VG_API vg_tensor_array vg_tensor_array_grad(vg_graph *g, vg_tensor_array ta, const char *source, const char *name);
 
 #ifdef __cplusplus
 }
