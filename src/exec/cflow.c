@@ -40,6 +40,7 @@ typedef struct cf_edge {
     int dst;     /* plan node */
     int src_out; /* output of the source (-1: control edge) */
     int dst_in;  /* input of dst (-1: control edge) */
+    bool last;   /* the source output's last data edge: its reference can be moved */
 } cf_edge;
 
 typedef struct cf_node {
@@ -172,7 +173,7 @@ vg_code vg__cf_build(vg_session *s, vg__plan *p, const int *op_node, const int *
             if (n->in_slot[k] < 0) continue; /* ref input straight from a variable */
             vg_output in = op->inputs[k];
             int f = out_off[in.op->id] + in.index;
-            cf_edge e = {i, in.index, k};
+            cf_edge e = {i, in.index, k, false};
             cf->nodes[i].ndata++;
             if (feed_of[f] >= 0) {
                 int fi = feed_of[f];
@@ -185,14 +186,20 @@ vg_code vg__cf_build(vg_session *s, vg__plan *p, const int *op_node, const int *
         for (int k = 0; k < op->ncontrol; k++) {
             int src = op_node[op->control[k]->id];
             if (src < 0) continue;
-            cf_edge e = {i, -1, -1};
+            cf_edge e = {i, -1, -1, false};
             cf->nodes[i].nctrl++;
             if (!add_edge(&cf->nodes[src].out, &cf->nodes[src].nout, &ecap[src], e)) goto oom;
         }
     }
-    for (int i = 0; i < nn; i++)
-        for (int k = 0; k < cf->nodes[i].nout; k++)
-            if (cf->nodes[i].out[k].src_out == 1) cf->nodes[i].need_index = true;
+    for (int i = 0; i < nn; i++) {
+        cf_node *c = &cf->nodes[i];
+        for (int k = 0; k < c->nout; k++) {
+            if (c->out[k].src_out == 1) c->need_index = true;
+            bool later = false;
+            for (int j = k + 1; j < c->nout && !later; j++) later = c->out[j].src_out == c->out[k].src_out;
+            c->out[k].last = c->out[k].src_out >= 0 && !later;
+        }
+    }
     /* fetches */
     for (int i = 0; i < p->nfetches; i++) {
         int f = out_off[fetches[i].op->id] + fetches[i].index;
@@ -507,7 +514,8 @@ static bool push_task(cf_run *r, int node, cf_frame *f, int64_t iter, bool dead)
 
 /* Delivers the outputs of `node` (outs[k] NULL = dead; all dead if node_dead) to its
  * successors in iteration `iter` of frame f (TF's ActivateNodes). */
-static void activate(cf_run *r, int node, bool node_dead, vg_tensor *const *outs, cf_frame *f, int64_t iter) {
+static void activate(cf_run *r, int node, bool node_dead, vg_tensor **outs, bool can_move, cf_frame *f,
+                     int64_t iter) {
     cf_iter *it = get_iter(f, iter);
     const cf_node *src = &r->cf->nodes[node];
     if (!it) return;
@@ -542,7 +550,12 @@ static void activate(cf_run *r, int node, bool node_dead, vg_tensor *const *outs
         if (need_input) {
             vg_tensor **slot = &it->in[d->in_base + e->dst_in];
             vg_tensor_free(*slot);
-            *slot = vg_tensor_ref(t);
+            if (can_move && e->last) { /* the last use takes the producer's reference */
+                *slot = t;
+                outs[e->src_out] = NULL;
+            } else {
+                *slot = vg_tensor_ref(t);
+            }
         }
         if (ready) {
             if (d->kind == CF_TRIGGER) ddead = false;
@@ -575,7 +588,7 @@ static void increment_iteration(cf_run *r, cf_frame *f) {
     f->num_outstanding++;
     for (int i = 0; i < f->ninvs; i++) {
         vg_tensor *outs[1] = {f->invs[i].t};
-        activate(r, f->invs[i].node, f->invs[i].dead, outs, f, next);
+        activate(r, f->invs[i].node, f->invs[i].dead, outs, false, f, next);
     }
 }
 
@@ -598,8 +611,8 @@ static void cleanup(cf_run *r, cf_frame *f, int64_t iter) {
             f->ndeferred = 0;
             for (int i = 0; i < nd; i++) {
                 vg_tensor *outs[1] = {f->deferred[i].t};
-                activate(r, f->deferred[i].node, false, outs, f, f->iteration_count);
-                vg_tensor_free(f->deferred[i].t);
+                activate(r, f->deferred[i].node, false, outs, true, f, f->iteration_count);
+                vg_tensor_free(outs[0]);
             }
         }
     }
@@ -610,7 +623,7 @@ static void delete_frame(cf_run *r, cf_frame *f) {
     cf_frame *parent = f->parent;
     int64_t pi = f->parent_iter;
     cf_iter *pit = get_iter(parent, pi);
-    for (int i = 0; i < f->ndead_exits; i++) activate(r, f->dead_exits[i], true, NULL, parent, pi);
+    for (int i = 0; i < f->ndead_exits; i++) activate(r, f->dead_exits[i], true, NULL, false, parent, pi);
     if (pit) {
         for (cf_frame **pp = &pit->children; *pp; pp = &(*pp)->next_sibling)
             if (*pp == f) { *pp = f->next_sibling; break; }
@@ -664,9 +677,10 @@ static void propagate(cf_run *r, const cf_task *t, vg_tensor **outs) {
                 return;
             }
             child->invs[child->ninvs++] = (cf_val){t->node, t->dead ? NULL : vg_tensor_ref(outs[0]), t->dead};
-            for (int64_t k = child->oldest; k <= child->iteration_count; k++) activate(r, t->node, t->dead, outs, child, k);
+            for (int64_t k = child->oldest; k <= child->iteration_count; k++)
+                activate(r, t->node, t->dead, outs, false, child, k);
         } else {
-            activate(r, t->node, t->dead, outs, child, 0);
+            activate(r, t->node, t->dead, outs, true, child, 0);
         }
         child->num_pending_inputs--;
         cf_iter *cit = get_iter(child, 0);
@@ -684,7 +698,7 @@ static void propagate(cf_run *r, const cf_task *t, vg_tensor **outs) {
                 f->dead_exits[f->ndead_exits++] = t->node;
             }
         } else {
-            activate(r, t->node, false, outs, f->parent, f->parent_iter);
+            activate(r, t->node, false, outs, true, f->parent, f->parent_iter);
         }
         break;
     case CF_NEXT:
@@ -697,11 +711,11 @@ static void propagate(cf_run *r, const cf_task *t, vg_tensor **outs) {
             f->deferred[f->ndeferred++] = (cf_val){t->node, vg_tensor_ref(outs[0]), false};
         } else {
             if (iter == f->iteration_count) increment_iteration(r, f);
-            activate(r, t->node, false, outs, f, iter + 1);
+            activate(r, t->node, false, outs, true, f, iter + 1);
         }
         break;
     default:
-        activate(r, t->node, t->dead, outs, f, iter);
+        activate(r, t->node, t->dead, outs, true, f, iter);
         break;
     }
     decrement_outstanding(r, f, iter);
@@ -726,14 +740,16 @@ static vg_code run_node(cf_run *r, const cf_task *t, cf_iter *it, vg_tensor **ou
             return vg_status_set(st, VG_INVALID_ARGUMENT, "The second input must be a scalar bool, but it has shape %s",
                                  pred ? (vg_tensor_ndims(pred) ? "non-scalar" : "[] of another dtype") : "none");
         bool b = *(const bool *)vg_tensor_data(pred);
-        outs[b ? 1 : 0] = vg_tensor_ref(in[0]);
+        outs[b ? 1 : 0] = in[0];
+        in[0] = NULL;
         return VG_OK;
     }
     case CF_MERGE: {
         int k = 0;
         while (k < n->ninputs && !in[k]) k++;
         if (k == n->ninputs) return vg_status_set(st, VG_INTERNAL, "Merge ran without a live input");
-        outs[0] = vg_tensor_ref(in[k]);
+        outs[0] = in[k];
+        in[k] = NULL;
         if (n->noutputs > 1 && c->need_index) {
             outs[1] = vg_tensor_new(VG_INT32, NULL, 0, st);
             if (!outs[1]) return st->code;
@@ -748,7 +764,8 @@ static vg_code run_node(cf_run *r, const cf_task *t, cf_iter *it, vg_tensor **ou
         if (n->ninputs < 1 || !in[0]) return vg_status_set(st, VG_INTERNAL, "%s without input", n->def->type);
         if (c->kind == CF_LOOPCOND && (vg_tensor_dtype(in[0]) != VG_BOOL || vg_tensor_ndims(in[0]) != 0))
             return vg_status_set(st, VG_INVALID_ARGUMENT, "LoopCond's input must be a scalar bool");
-        outs[0] = vg_tensor_ref(in[0]);
+        outs[0] = in[0];
+        in[0] = NULL;
         return VG_OK;
     case CF_TRIGGER:
         return VG_OK;
