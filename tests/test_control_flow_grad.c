@@ -170,7 +170,29 @@ static void test_nested_while_grad(void) {
     vg_graph_free(g);
 }
 
+/* a loop imported from a GraphDef has no while context: a clear error, not a silent
+ * missing gradient */
+static void test_imported_loop_grad(void) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    powc pc = {vg_placeholder(g, VG_DOUBLE, NULL, 0, "x"), 3};
+    vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_ones_like(g, pc.x, "y0")}, o[2];
+    CHECK_OK(vg_while_loop(g, pow_cond, pow_body, &pc, v, 2, NULL, 10, vg_out(NULL, 0), NULL, o, &st), &st);
+    void *bytes = NULL;
+    size_t len = 0;
+    CHECK_OK(vg_graph_to_graphdef(g, &bytes, &len, &st), &st);
+    vg_graph *h = vg_graph_new();
+    CHECK_OK(vg_graph_import_graph_def(h, bytes, len, NULL, &st), &st);
+    vg_output y = vg_graph_output_by_name(h, vg_op_name(o[1].op), &st), x = vg_graph_output_by_name(h, "x", &st), dx;
+    CHECK_CODE(vg_gradients(h, &y, 1, &x, 1, NULL, &dx, &st), VG_UNIMPLEMENTED);
+    CHECK_STR_CONTAINS(st.msg, "vg_while_loop");
+    vg_free(bytes);
+    vg_graph_free(h);
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_imported_loop_grad);
     RUN_TEST(test_cond_grad);
     RUN_TEST(test_while_pow_grad);
     RUN_TEST(test_while_loop_var_grad);

@@ -279,6 +279,18 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
     }
     mark_forward(&s, xs, nxs);
     mark_backward(&s, ys, nys, xs, nxs, base >= 0);
+    /* a loop that vg_while_loop did not build (imported from a GraphDef) has no
+     * context to build its gradient loop from */
+    for (int i = 0; i < s.nops; i++)
+        if (s.fwd[i] && s.bwd[i] && strcmp(g->ops[i]->def->type, "NextIteration") == 0 &&
+            (!s.region || s.region[i] < 0) && (base < 0 || vg__cf_ctx_of(s.ci, g->ops[i]) != base)) {
+            gstate_free(&s);
+            vg__free(queue);
+            return vg_status_set(st, VG_UNIMPLEMENTED,
+                                 "gradient through the while loop of '%s': only loops built by vg_while_loop can be "
+                                 "differentiated (an imported loop has no while context)",
+                                 g->ops[i]->name);
+        }
     /* between = fwd && bwd; pending = consumers on the path (a while loop's inside is
      * one region: its own edges do not count) */
     for (int i = 0; i < s.nops; i++) {
