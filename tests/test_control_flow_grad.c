@@ -191,7 +191,36 @@ static void test_imported_loop_grad(void) {
     vg_graph_free(g);
 }
 
+/* a trainable variable read inside the loop body, trained by SGD: w -= lr * d(w^3)/dw */
+static void test_variable_in_loop_sgd(void) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    vg_variable w = vg_variable_new(g, "w", vg_const_f32(g, 1.5f, NULL), VG_VAR_TRAINABLE);
+    powc pc = {w.read, 3};
+    vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_f32(g, 1.0f, "y0")}, o[2];
+    CHECK_OK(vg_while_loop(g, pow_cond, pow_body, &pc, v, 2, NULL, 32, vg_out(NULL, 0), NULL, o, &st), &st);
+    vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
+    vg_op *train = vg_optimizer_minimize(opt, g, o[1], NULL, 0, vg_out(NULL, 0), NULL);
+    CHECK(train != NULL);
+    vg_op *init = vg_global_variables_initializer(g);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    double wv = 1.5;
+    for (int step = 0; step < 3; step++) {
+        CHECK_OK(vg_session_run_targets(s, &train, 1, &st), &st);
+        wv -= 0.1 * 3 * wv * wv;
+        vg_tensor *t = NULL;
+        CHECK_OK(vg_session_run1(s, w.read, &t, &st), &st);
+        if (t) CHECK_NEAR(*(float *)vg_tensor_data(t), wv, 1e-5);
+        vg_tensor_free(t);
+    }
+    vg_session_free(s);
+    vg_optimizer_free(opt);
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_variable_in_loop_sgd);
     RUN_TEST(test_imported_loop_grad);
     RUN_TEST(test_cond_grad);
     RUN_TEST(test_while_pow_grad);
