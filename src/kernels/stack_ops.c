@@ -152,6 +152,7 @@ const vg__op_def vg__ops_stack[] = {
 };
 
 vg_output vg_stack(vg_graph *g, vg_dtype elem_type, const char *stack_name, const char *name) {
+    if (!g) return vg_out(NULL, 0);
     vg_output ms = vg_const_i32(g, -1, "max_size");
     vg_op_builder *b = vg_op_builder_new(g, "StackV2", name ? name : "Stack");
     vg_op_builder_add_input(b, ms);

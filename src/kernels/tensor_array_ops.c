@@ -797,6 +797,7 @@ vg_op *vg_tensor_array_close(vg_graph *g, vg_tensor_array ta, const char *name) 
 }
 
 vg_output vg_tensor_array_stack(vg_graph *g, vg_tensor_array ta, const char *name) {
+    if (!g) return vg_out(NULL, 0);
     vg_graph_push_scope(g, name ? name : "TensorArrayStack");
     vg_output n = vg_tensor_array_size(g, ta, "TensorArraySizeV3");
     vg_output r = vg_range(g, vg_const_i32(g, 0, "range/start"), n, vg_const_i32(g, 1, "range/delta"), "range");
@@ -806,6 +807,7 @@ vg_output vg_tensor_array_stack(vg_graph *g, vg_tensor_array ta, const char *nam
 }
 
 vg_tensor_array vg_tensor_array_unstack(vg_graph *g, vg_tensor_array ta, vg_output value, const char *name) {
+    if (!g) return k_bad;
     vg_graph_push_scope(g, name ? name : "TensorArrayUnstack");
     vg_output shp = vg_shape_op(g, value, VG_INT32, "Shape");
     vg_output n = vg_reshape_c(g, vg_slice_c(g, shp, (int64_t[]){0}, (int64_t[]){1}, 1, "strided_slice"), NULL, 0,
