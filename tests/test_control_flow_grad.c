@@ -219,7 +219,38 @@ static void test_variable_in_loop_sgd(void) {
     vg_graph_free(g);
 }
 
+/* a cond inside a while body: the gradient is refused clearly (not a wrong value) */
+static vg_code sq_br(vg_graph *g, void *u, vg_output *o) {
+    o[0] = vg_mul(g, *(vg_output *)u, *(vg_output *)u, NULL);
+    return VG_OK;
+}
+static vg_code id_br(vg_graph *g, void *u, vg_output *o) {
+    o[0] = vg_identity(g, *(vg_output *)u, NULL);
+    return VG_OK;
+}
+static vg_code cond_body(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
+    (void)n;
+    (void)u;
+    vg_status st;
+    vg_output y = v[1], c;
+    vg_code rc = vg_cond(g, vg_less(g, v[0], vg_const_i32(g, 1, NULL), NULL), sq_br, id_br, &y, 1, &c, NULL, &st);
+    o[0] = vg_add(g, v[0], vg_const_i32(g, 1, NULL), NULL);
+    o[1] = c;
+    return rc;
+}
+
+static void test_cond_in_while_grad_refused(void) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    powc pc = {vg_placeholder(g, VG_DOUBLE, NULL, 0, "x"), 3};
+    vg_output v[2] = {vg_const_i32(g, 0, "i"), pc.x}, o[2], dx;
+    CHECK_OK(vg_while_loop(g, pow_cond, cond_body, &pc, v, 2, NULL, 10, vg_out(NULL, 0), NULL, o, &st), &st);
+    CHECK_CODE(vg_gradients(g, &o[1], 1, &pc.x, 1, NULL, &dx, &st), VG_UNIMPLEMENTED);
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_cond_in_while_grad_refused);
     RUN_TEST(test_variable_in_loop_sgd);
     RUN_TEST(test_imported_loop_grad);
     RUN_TEST(test_cond_grad);

@@ -809,6 +809,9 @@ static vg_code backprop_value(vg_graph *g, vg__cf_info *ci, int a, vg_output x, 
         }
     int f = ac->forward;
     int xc = vg__cf_out_ctx(ci, x);
+    bool loop_switch = false;
+    for (int i = 0; i < ci->ctx[f].nvars; i++) loop_switch |= ci->ctx[f].switches[i] == x.op;
+    if (strcmp(x.op->def->type, "Switch") == 0 && !loop_switch) xc = -2; /* a cond's switch: may be dead */
     if (xc != f)
         return vg_status_set(st, VG_UNIMPLEMENTED,
                              "gradient: '%s' is inside a cond or a nested loop of the while loop '%s'; saving it "
