@@ -192,7 +192,46 @@ static void test_loop_grad(void) {
     vg_graph_free(g);
 }
 
+/* the TensorArray loop exported as a GraphDef and imported runs to the same values */
+static void test_loop_graphdef_round_trip(void) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    int64_t dims[2] = {3, 2}, d2 = 2;
+    vg_tensor *xv = vec((double[]){0.1, -0.5, 1.2, 0.7, -1.1, 0.3}, dims, 2), *wv = vec((double[]){0.8, -1.3}, &d2, 1);
+    vg_output x = vg_const(g, xv, "x"), w = vg_const(g, wv, "w"), h0 = vg_const(g, wv, "h0");
+    rnnish r;
+    vg_shape es = vg_shape_make(&d2, 1);
+    r.in = vg_tensor_array_unstack(g, vg_tensor_array_new(g, VG_DOUBLE, vg_const_i32(g, 3, NULL), false, true, &es, "in"), x, NULL);
+    r.out = vg_tensor_array_new(g, VG_DOUBLE, vg_const_i32(g, 3, NULL), false, true, NULL, "out");
+    r.w = w;
+    vg_output v[3] = {vg_const_i32(g, 0, "t"), r.out.flow, h0}, o[3];
+    CHECK_OK(vg_while_loop(g, r_cond, r_body, &r, v, 3, NULL, 10, vg_out(NULL, 0), "rnn", o, &st), &st);
+    vg_output y = vg_tensor_array_stack(g, (vg_tensor_array){r.out.handle, o[1], VG_DOUBLE}, "ys");
+    vg_tensor *a = NULL, *b = NULL;
+    CHECK_OK(run1(g, y, &a, &st), &st);
+    void *bytes = NULL;
+    size_t len = 0;
+    CHECK_OK(vg_graph_to_graphdef(g, &bytes, &len, &st), &st);
+    vg_graph *h = vg_graph_new();
+    CHECK_OK(vg_graph_import_graph_def(h, bytes, len, NULL, &st), &st);
+    vg_output yh = vg_graph_output_by_name(h, vg_op_name(y.op), &st);
+    CHECK(yh.op != NULL);
+    if (yh.op) CHECK_OK(run1(h, yh, &b, &st), &st);
+    if (a && b) {
+        CHECK_EQ_INT(vg_tensor_num_elements(a), 6);
+        CHECK(vg_tensor_num_elements(b) == 6 && !memcmp(vg_tensor_data(a), vg_tensor_data(b), 6 * sizeof(double)));
+    }
+    vg_tensor_free(a);
+    vg_tensor_free(b);
+    vg_free(bytes);
+    vg_tensor_free(xv);
+    vg_tensor_free(wv);
+    vg_graph_free(h);
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_loop_graphdef_round_trip);
     RUN_TEST(test_basic);
     RUN_TEST(test_scatter_gather_split_concat);
     RUN_TEST(test_grads);
