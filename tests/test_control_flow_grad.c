@@ -249,7 +249,87 @@ static void test_cond_in_while_grad_refused(void) {
     vg_graph_free(g);
 }
 
+/* the same model under MonitoredTrainingSession: StopAtStepHook ends it, the
+ * checkpoint restores w and the global step in a new session */
+static vg_graph *mts_model(vg_op **train, vg_variable *w) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    vg_output gs = vg_get_or_create_global_step(g);
+    *w = vg_variable_new(g, "w", vg_const_f32(g, 0.5f, NULL), VG_VAR_TRAINABLE);
+    static powc pc;
+    pc = (powc){w->read, 3};
+    vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_f32(g, 1.0f, "y0")}, o[2];
+    vg_while_loop(g, pow_cond, pow_body, &pc, v, 2, NULL, 32, vg_out(NULL, 0), NULL, o, &st);
+    vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
+    *train = vg_optimizer_minimize(opt, g, o[1], NULL, 0, gs, NULL);
+    vg_optimizer_free(opt);
+    return g;
+}
+
+static void test_loop_under_mts(void) {
+    char dir[64];
+    tu_mkdtemp(dir, sizeof dir, "cflow_mts");
+    double wv = 0.5;
+    for (int round = 0; round < 2; round++) {
+        vg_status st;
+        vg_op *train = NULL;
+        vg_variable w;
+        vg_graph *g = mts_model(&train, &w);
+        CHECK(train != NULL);
+        vg_hook hooks[1];
+        CHECK_OK(vg_stop_at_step_hook(-1, 4 * (round + 1), &hooks[0], &st), &st);
+        vg_mts_options o = vg_mts_options_default();
+        o.checkpoint_dir = dir;
+        o.hooks = hooks;
+        o.nhooks = 1;
+        o.log_step_count_steps = 0;
+        vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+        CHECK(ms != NULL);
+        vg_run_args a = vg_run_args_default();
+        a.targets = &train;
+        a.ntargets = 1;
+        vg_code rc = VG_OK;
+        int steps = 0;
+        while (ms && rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
+            rc = vg_monitored_session_run(ms, &a, NULL, NULL, &st);
+            steps++;
+            wv -= 0.1 * 3 * wv * wv;
+        }
+        CHECK_EQ_INT(steps, 4);
+        if (ms) {
+            rc = vg_monitored_session_end(ms, rc, &st);
+            CHECK_OK(rc, &st);
+            vg_monitored_session_free(ms);
+        }
+        vg_graph_free(g);
+    }
+    /* a third session restores w after 8 steps */
+    vg_status st;
+    vg_op *train = NULL;
+    vg_variable w;
+    vg_graph *g = mts_model(&train, &w);
+    vg_mts_options o = vg_mts_options_default();
+    o.checkpoint_dir = dir;
+    o.log_step_count_steps = 0;
+    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+    CHECK(ms != NULL);
+    if (ms) {
+        vg_run_args r = vg_run_args_default();
+        r.fetches = &w.read;
+        r.nfetches = 1;
+        vg_tensor *t = NULL;
+        CHECK_OK(vg_monitored_session_run(ms, &r, &t, NULL, &st), &st);
+        if (t) CHECK_NEAR(*(float *)vg_tensor_data(t), wv, 1e-4);
+        vg_tensor_free(t);
+        vg_monitored_session_end(ms, VG_OK, &st);
+        vg_monitored_session_free(ms);
+    }
+    vg_graph_free(g);
+    tu_rmrf(dir);
+}
+
 int main(void) {
+    RUN_TEST(test_loop_under_mts);
     RUN_TEST(test_cond_in_while_grad_refused);
     RUN_TEST(test_variable_in_loop_sgd);
     RUN_TEST(test_imported_loop_grad);
