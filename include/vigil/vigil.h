@@ -37,5 +37,7 @@
 #include "reader.h"
 #include "data.h"
 #include "backend.h"
+#include "rnn_ops.h"
+#include "rnn.h"
 
 #endif

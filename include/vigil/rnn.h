@@ -1,0 +1,131 @@
+/*
+ * vigil/rnn.h - TF1's recurrent cells (tf.nn.rnn_cell / tf.contrib.rnn) and RNN drivers
+ * in C, with TF's variable names so that checkpoints line up:
+ *
+ *     BasicRNNCell         basic_rnn_cell/{kernel,bias}
+ *     BasicLSTMCell        basic_lstm_cell/{kernel,bias}
+ *     LSTMCell             lstm_cell/{kernel,bias,w_f_diag,w_i_diag,w_o_diag,projection/kernel}
+ *     GRUCell              gru_cell/{gates,candidate}/{kernel,bias}
+ *     LSTMBlockCell        lstm_cell/{kernel,bias,w_i_diag,w_f_diag,w_o_diag} (op LSTMBlockCell)
+ *     LSTMBlockFusedCell   lstm_fused_cell/{kernel,bias,...} (op BlockLSTM)
+ *     MultiRNNCell         multi_rnn_cell/cell_<i>/<child's names>
+ *     DropoutWrapper, ResidualWrapper: no variables, the wrapped cell's names
+ *
+ * all under the RNN's scope ("rnn" for vg_static_rnn by default), e.g.
+ * "rnn/multi_rnn_cell/cell_0/lstm_cell/kernel". Kernels are initialised glorot_uniform
+ * (TF's get_variable default), biases zeros (GRU gates: ones).
+ *
+ * A cell's state is a flat list of tensors, TF's nest.flatten of its state: one for
+ * BasicRNNCell, GRUCell and LSTMs with state_is_tuple = false (c and h concatenated),
+ * two (c, h) for LSTM state tuples, the children's lists one after the other for
+ * MultiRNNCell. vg_rnn_cell_state_count gives the length.
+ *
+ * A cell creates its variables on its first call (the input depth must be known then)
+ * and reuses them on later calls, as TF's cells do under one variable scope.
+ *
+ *     vg_rnn_cell *cell = vg_basic_lstm_cell_new(128, 1.0f, true);
+ *     vg_output xs[28], outs[28], state[2];
+ *     for (int t = 0; t < 28; t++) xs[t] = x;              // 28 inputs [batch, depth]
+ *     vg_static_rnn(cell, g, xs, 28, NULL, VG_FLOAT, (vg_output){NULL, 0}, NULL, outs, state, NULL);
+ *     vg_rnn_cell_free(cell);
+ *
+ * Cells are owned by the caller (vg_rnn_cell_free) except that MultiRNNCell and the
+ * wrappers take over the cells given to them. Graph errors are sticky: a failing call
+ * sets the graph's error and returns its code; constructors return NULL only when out
+ * of memory or for bad arguments.
+ */
+#ifndef VIGIL_RNN_H
+#define VIGIL_RNN_H
+
+#include "layers.h"
+#include "rnn_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vg_rnn_cell vg_rnn_cell;
+
+/* tf.nn.rnn_cell.BasicRNNCell(num_units, activation) (VG_ACT_NONE = tanh). */
+VG_API vg_rnn_cell *vg_basic_rnn_cell_new(int64_t num_units, vg_activation activation);
+/* tf.nn.rnn_cell.BasicLSTMCell(num_units, forget_bias=1.0, state_is_tuple=True). */
+VG_API vg_rnn_cell *vg_basic_lstm_cell_new(int64_t num_units, float forget_bias, bool state_is_tuple);
+
+typedef struct vg_lstm_cell_options {
+    bool use_peepholes;
+    float cell_clip;     /* <= 0: none */
+    int64_t num_proj;    /* 0: no projection */
+    float proj_clip;     /* <= 0: none */
+    float forget_bias;   /* 1.0 */
+    bool state_is_tuple; /* true */
+} vg_lstm_cell_options;
+#define VG_LSTM_CELL_OPTIONS_INIT {false, 0.0f, 0, 0.0f, 1.0f, true}
+/* tf.nn.rnn_cell.LSTMCell(num_units, use_peepholes, cell_clip, num_proj, proj_clip,
+ * forget_bias, state_is_tuple); o NULL = defaults. */
+VG_API vg_rnn_cell *vg_lstm_cell_new(int64_t num_units, const vg_lstm_cell_options *o);
+/* tf.nn.rnn_cell.GRUCell(num_units). */
+VG_API vg_rnn_cell *vg_gru_cell_new(int64_t num_units);
+/* tf.contrib.rnn.LSTMBlockCell(num_units, forget_bias, cell_clip (<= 0: none),
+ * use_peephole): one LSTMBlockCell op per step; state tuple (c, h). */
+VG_API vg_rnn_cell *vg_lstm_block_cell_new(int64_t num_units, float forget_bias, float cell_clip, bool use_peephole);
+/* tf.contrib.rnn.LSTMBlockFusedCell(num_units, forget_bias, cell_clip, use_peephole):
+ * a whole time-major sequence in one BlockLSTM op; run it with vg_fused_rnn (it cannot
+ * be called step by step nor put in a MultiRNNCell). */
+VG_API vg_rnn_cell *vg_lstm_block_fused_cell_new(int64_t num_units, float forget_bias, float cell_clip,
+                                                 bool use_peephole);
+/* tf.nn.rnn_cell.MultiRNNCell(cells): takes over the n cells (also on failure). */
+VG_API vg_rnn_cell *vg_multi_rnn_cell_new(vg_rnn_cell *const *cells, int n);
+/* tf.nn.rnn_cell.DropoutWrapper(cell, input_keep_prob, output_keep_prob,
+ * state_keep_prob, seed): tf.nn.dropout on the inputs, outputs and new state (not on the
+ * c of an LSTM state tuple, as TF's default filter); a keep probability of 1 adds no
+ * ops. Takes over cell. */
+VG_API vg_rnn_cell *vg_dropout_wrapper_new(vg_rnn_cell *cell, double input_keep_prob, double output_keep_prob,
+                                           double state_keep_prob, int64_t seed);
+/* tf.nn.rnn_cell.ResidualWrapper(cell): output = input + cell's output. Takes over cell. */
+VG_API vg_rnn_cell *vg_residual_wrapper_new(vg_rnn_cell *cell);
+/* Frees a cell (and the cells it took over). NULL is ignored. */
+VG_API void vg_rnn_cell_free(vg_rnn_cell *cell);
+/* Replaces the layer name ("lstm_cell", ...) used for the cell's variable scope. */
+VG_API void vg_rnn_cell_set_name(vg_rnn_cell *cell, const char *name);
+
+/* Number of state tensors; the size (last dim) of state i (-1 if i is out of range);
+ * the size of the output. */
+VG_API int vg_rnn_cell_state_count(const vg_rnn_cell *cell);
+VG_API int64_t vg_rnn_cell_state_size(const vg_rnn_cell *cell, int i);
+VG_API int64_t vg_rnn_cell_output_size(const vg_rnn_cell *cell);
+
+/* cell.zero_state(batch_size, dtype): fills state[0 .. state_count-1] with zeros
+ * [batch_size, size_i]. If batch_size < 0, batch_tensor (an int32 scalar) gives it at
+ * run time. */
+VG_API vg_code vg_rnn_cell_zero_state(vg_rnn_cell *cell, vg_graph *g, int64_t batch_size, vg_output batch_tensor,
+                                      vg_dtype dt, vg_output *state);
+
+/* output, new_state = cell(input, state): input [batch, depth] (depth known), state the
+ * cell's flat state list. Variables are created on the first call under the current name
+ * scope. Fails with INVALID_ARGUMENT (a NULL cell, output or state array, an input of
+ * unknown depth, a fused cell) as a sticky graph error. */
+VG_API vg_code vg_rnn_cell_call(vg_rnn_cell *cell, vg_graph *g, vg_output input, const vg_output *state,
+                                vg_output *output, vg_output *new_state);
+
+/* tf.nn.static_rnn(cell, inputs, initial_state, dtype, sequence_length, scope):
+ * inputs[0 .. T-1] are [batch, depth]; initial_state NULL = zeros of dt; with
+ * sequence_length (int32/int64 [batch]; op NULL = none) outputs past a sequence's end
+ * are zeros and its state is copied through. scope NULL = "rnn". Writes T outputs and
+ * state_count final state tensors. */
+VG_API vg_code vg_static_rnn(vg_rnn_cell *cell, vg_graph *g, const vg_output *inputs, int T,
+                             const vg_output *initial_state, vg_dtype dt, vg_output sequence_length, const char *scope,
+                             vg_output *outputs, vg_output *final_state, vg_status *st);
+
+/* LSTMBlockFusedCell's call(inputs, initial_state, dtype, sequence_length): inputs
+ * [time, batch, depth] (depth known), initial_state NULL = zeros or (c, h); outputs
+ * [time, batch, units] (zero past each sequence's end when sequence_length is given) and
+ * the final (c, h) (taken at each sequence's last step). Variables under the current
+ * name scope + the cell's name ("lstm_fused_cell"). */
+VG_API vg_code vg_fused_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, const vg_output *initial_state,
+                            vg_dtype dt, vg_output sequence_length, vg_output *outputs, vg_output *final_state,
+                            vg_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
