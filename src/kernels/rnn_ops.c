@@ -9,12 +9,16 @@
  * is split over batch rows on the intra-op pool. Semantics in vigil/rnn_ops.h.
  */
 #include "kernels/nn_internal.h"
+#include "kernels/simd.h"
 #include "vigil/ops_ext.h"
 #include "vigil/rnn_ops.h"
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
+/* CMakeLists.txt compiles this file with -fno-trapping-math, so that the gate loops'
+ * clamps (float comparisons) if-convert and vectorize in every SIMD clone. */
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
 
@@ -210,80 +214,112 @@ static vg_code check_inputs(vg__kctx *ctx, int first, int xr, dims *d) {
 
 static const float *fin(vg__kctx *ctx, int i) { return vg_tensor_data(vg__kctx_input(ctx, i)); }
 
-static inline float sigm(float v) { return 1.0f / (1.0f + expf(-v)); }
+/* exp(x) in float, vectorizable (no libm call): Cephes' expf polynomial after the
+ * reduction x = n ln2 + r, 2^n built in the exponent bits; x clamped to [-87.3, 88.3]
+ * (the float range), relative error ~2e-7. The gate math is not in libm's hands, so it
+ * vectorizes. */
+static inline float vexp(float x) {
+    x = x < -87.3f ? -87.3f : x; /* NaN stays NaN */
+    x = x > 88.3f ? 88.3f : x;
+    float t = x * 1.44269504088896341f;
+    int32_t n = (int32_t)(t + 128.5f) - 128; /* round(t): t + 128.5 > 0 */
+    float fn = (float)n;
+    float r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = (n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+static inline float vsigm(float x) { return 1.0f / (1.0f + vexp(-x)); }
+static inline float vtanh(float x) { return 1.0f - 2.0f / (vexp(2.0f * x) + 1.0f); }
 
 /* ------------------------------------------------------------------------ */
-/* the gate math, over batch rows */
+/* the gate math, one batch row at a time (compiled per ISA: simd.h) */
 
 typedef struct fwd_job {
     int64_t H;
-    attrs a;
-    const float *icfo; /* [B, 4H]: x*wx + h*wh (no bias) */
-    const float *cs_prev, *b, *wci, *wcf, *wco;
-    float *i, *cs, *f, *o, *ci, *co, *h; /* [B, H] */
+    float forget_bias, clip; /* clip: +inf for none */
+    const float *icfo;       /* [B, 4H]: x*wx + h*wh (no bias) */
+    const float *cs_prev, *b, *wci, *wcf, *wco; /* peephole weights: zeros when unused */
+    float *i, *cs, *f, *o, *ci, *co, *h;        /* [B, H] */
 } fwd_job;
+
+VG_SIMD_CLONES static void fwd_row(int64_t H, float fb, float clip, const float *restrict g, const float *restrict b,
+                                   const float *restrict cp, const float *restrict wci, const float *restrict wcf,
+                                   const float *restrict wco, float *restrict i, float *restrict cs,
+                                   float *restrict f, float *restrict o, float *restrict ci, float *restrict co,
+                                   float *restrict h) {
+    for (int64_t k = 0; k < H; k++) {
+        float iv = g[k] + b[k] + cp[k] * wci[k];
+        float cv = g[H + k] + b[H + k];
+        float fv = g[2 * H + k] + b[2 * H + k] + fb + cp[k] * wcf[k];
+        float ig = vsigm(iv), fg = vsigm(fv), cg = vtanh(cv);
+        float c = cg * ig + cp[k] * fg;
+        c = c < -clip ? -clip : c;
+        c = c > clip ? clip : c;
+        float og = vsigm(g[3 * H + k] + b[3 * H + k] + c * wco[k]);
+        float cto = vtanh(c);
+        i[k] = ig;
+        f[k] = fg;
+        ci[k] = cg;
+        cs[k] = c;
+        o[k] = og;
+        co[k] = cto;
+        h[k] = cto * og;
+    }
+}
 
 static void fwd_rows(void *arg, int64_t r0, int64_t r1) {
     const fwd_job *j = arg;
     int64_t H = j->H;
-    for (int64_t r = r0; r < r1; r++) {
-        const float *g = j->icfo + r * 4 * H, *cp = j->cs_prev + r * H;
-        float *i = j->i + r * H, *cs = j->cs + r * H, *f = j->f + r * H, *o = j->o + r * H, *ci = j->ci + r * H,
-              *co = j->co + r * H, *h = j->h + r * H;
-        for (int64_t k = 0; k < H; k++) {
-            float iv = g[k] + j->b[k], cv = g[H + k] + j->b[H + k], fv = g[2 * H + k] + j->b[2 * H + k] + j->a.forget_bias;
-            if (j->a.peephole) {
-                iv += cp[k] * j->wci[k];
-                fv += cp[k] * j->wcf[k];
-            }
-            i[k] = sigm(iv);
-            f[k] = sigm(fv);
-            ci[k] = tanhf(cv);
-            float c = ci[k] * i[k] + cp[k] * f[k];
-            if (j->a.cell_clip > 0.0f) c = c < -j->a.cell_clip ? -j->a.cell_clip : (c > j->a.cell_clip ? j->a.cell_clip : c);
-            cs[k] = c;
-            float ov = g[3 * H + k] + j->b[3 * H + k];
-            if (j->a.peephole) ov += c * j->wco[k];
-            o[k] = sigm(ov);
-            co[k] = tanhf(c);
-            h[k] = co[k] * o[k];
-        }
-    }
+    for (int64_t r = r0; r < r1; r++)
+        fwd_row(H, j->forget_bias, j->clip, j->icfo + r * 4 * H, j->b, j->cs_prev + r * H, j->wci, j->wcf, j->wco,
+                j->i + r * H, j->cs + r * H, j->f + r * H, j->o + r * H, j->ci + r * H, j->co + r * H, j->h + r * H);
 }
 
 typedef struct bwd_job {
     int64_t H;
-    bool peephole;
     const float *cs_prev, *i, *cs, *f, *o, *ci, *co, *cs_grad, *h_grad, *wci, *wcf, *wco;
-    const float *cs_grad2, *h_grad2; /* optional second terms (the recurrent gradients) */
+    const float *cs_grad2, *h_grad2; /* second terms (the recurrent gradients; zeros if none) */
     float *dicfo, *cs_prev_grad;     /* [B, 4H], [B, H] */
 } bwd_job;
+
+VG_SIMD_CLONES static void bwd_row(int64_t H, const float *restrict cp, const float *restrict ia,
+                                   const float *restrict fa, const float *restrict oa, const float *restrict cia,
+                                   const float *restrict coa, const float *restrict csg, const float *restrict hgr,
+                                   const float *restrict csg2, const float *restrict hgr2, const float *restrict wci,
+                                   const float *restrict wcf, const float *restrict wco, float *restrict d,
+                                   float *restrict cpg) {
+    for (int64_t k = 0; k < H; k++) {
+        float hg = hgr[k] + hgr2[k], cg = csg[k] + csg2[k];
+        float i = ia[k], f = fa[k], o = oa[k], ci = cia[k], co = coa[k];
+        float dov = o * (1.0f - o) * hg * co;
+        float dcs = (1.0f - co * co) * hg * o + cg + dov * wco[k];
+        float dci = (1.0f - ci * ci) * dcs * i;
+        float df = f * (1.0f - f) * dcs * cp[k];
+        float di = i * (1.0f - i) * dcs * ci;
+        d[k] = di;
+        d[H + k] = dci;
+        d[2 * H + k] = df;
+        d[3 * H + k] = dov;
+        cpg[k] = dcs * f + di * wci[k] + df * wcf[k];
+    }
+}
 
 static void bwd_rows(void *arg, int64_t r0, int64_t r1) {
     const bwd_job *j = arg;
     int64_t H = j->H;
     for (int64_t r = r0; r < r1; r++) {
         int64_t q = r * H;
-        float *d = j->dicfo + r * 4 * H;
-        for (int64_t k = 0; k < H; k++) {
-            float hg = j->h_grad[q + k] + (j->h_grad2 ? j->h_grad2[q + k] : 0.0f);
-            float cg = j->cs_grad[q + k] + (j->cs_grad2 ? j->cs_grad2[q + k] : 0.0f);
-            float i = j->i[q + k], f = j->f[q + k], o = j->o[q + k], ci = j->ci[q + k], co = j->co[q + k];
-            float cp = j->cs_prev[q + k];
-            float dov = o * (1.0f - o) * hg * co;
-            float dcs = (1.0f - co * co) * hg * o + cg;
-            if (j->peephole) dcs += dov * j->wco[k];
-            float dci = (1.0f - ci * ci) * dcs * i;
-            float df = f * (1.0f - f) * dcs * cp;
-            float di = i * (1.0f - i) * dcs * ci;
-            d[k] = di;
-            d[H + k] = dci;
-            d[2 * H + k] = df;
-            d[3 * H + k] = dov;
-            float cpg = dcs * f;
-            if (j->peephole) cpg += di * j->wci[k] + df * j->wcf[k];
-            j->cs_prev_grad[q + k] = cpg;
-        }
+        bwd_row(H, j->cs_prev + q, j->i + q, j->f + q, j->o + q, j->ci + q, j->co + q, j->cs_grad + q, j->h_grad + q,
+                j->cs_grad2 + q, j->h_grad2 + q, j->wci, j->wcf, j->wco, j->dicfo + r * 4 * H, j->cs_prev_grad + q);
     }
 }
 
@@ -298,6 +334,13 @@ static void peep_grads(int64_t B, int64_t H, const float *dicfo, const float *cs
             wco_g[k] += d[3 * H + k] * cs[r * H + k];
         }
     }
+}
+
+static float clip_of(const attrs *a) { return a->cell_clip > 0.0f ? a->cell_clip : FLT_MAX; }
+
+/* The peephole weights input k (of wci, wcf, wco), or zeros when they are unused. */
+static const float *peep_w(vg__kctx *ctx, const attrs *a, int input, const float *zeros) {
+    return a->peephole ? fin(ctx, input) : zeros;
 }
 
 static void run_rows(vg__kctx *ctx, int64_t B, int64_t H, vg__range_fn fn, void *job) {
@@ -326,14 +369,16 @@ static vg_code kernel_cell(vg__kctx *ctx) {
     int64_t bh[2] = {d.B, d.H};
     float *o[7];
     if ((c = alloc_n(ctx, 0, 7, 2, bh, o)) != VG_OK) return c;
-    float *icfo = vg_malloc(sizeof(float) * (size_t)(d.B * 4 * d.H + 1));
+    float *icfo = vg_malloc(sizeof(float) * (size_t)(d.B * 4 * d.H + d.H + 1));
     if (!icfo) return vg_status_set(vg__kctx_status(ctx), VG_RESOURCE_EXHAUSTED, "LSTMBlockCell: out of memory");
+    float *zeros = icfo + d.B * 4 * d.H;
+    memset(zeros, 0, sizeof(float) * (size_t)d.H);
     const float *w = fin(ctx, 3);
     int64_t G = 4 * d.H;
     vg__nn_gemm(ctx, VG_FLOAT, false, false, d.B, G, d.I, fin(ctx, 0), d.I, w, G, 0.0, icfo);
     vg__nn_gemm(ctx, VG_FLOAT, false, false, d.B, G, d.H, fin(ctx, 2), d.H, w + d.I * G, G, d.I ? 1.0 : 0.0, icfo);
-    fwd_job j = {d.H, a, icfo, fin(ctx, 1), fin(ctx, 7), fin(ctx, 4), fin(ctx, 5), fin(ctx, 6),
-                 o[0], o[1], o[2], o[3], o[4], o[5], o[6]};
+    fwd_job j = {d.H, a.forget_bias, clip_of(&a), icfo, fin(ctx, 1), fin(ctx, 7), peep_w(ctx, &a, 4, zeros),
+                 peep_w(ctx, &a, 5, zeros), peep_w(ctx, &a, 6, zeros), o[0], o[1], o[2], o[3], o[4], o[5], o[6]};
     run_rows(ctx, d.B, d.H, fwd_rows, &j);
     vg_free(icfo);
     return VG_OK;
@@ -364,10 +409,13 @@ static vg_code kernel_cell_grad(vg__kctx *ctx) {
     if ((c = alloc_n(ctx, 0, 1, 2, bh, &cpg)) != VG_OK || (c = alloc_n(ctx, 1, 1, 2, b4, &dicfo)) != VG_OK ||
         (c = alloc_n(ctx, 2, 3, 1, h1, pg)) != VG_OK)
         return c;
-    bwd_job j = {d.H, a.peephole, fin(ctx, 1), fin(ctx, 8), fin(ctx, 9), fin(ctx, 10), fin(ctx, 11), fin(ctx, 12),
-                 fin(ctx, 13), fin(ctx, 14), fin(ctx, 15), fin(ctx, 4), fin(ctx, 5), fin(ctx, 6), NULL, NULL,
-                 dicfo, cpg};
+    float *zeros = vg_calloc((size_t)(d.B * d.H + d.H + 1), sizeof(float));
+    if (!zeros) return vg_status_set(vg__kctx_status(ctx), VG_RESOURCE_EXHAUSTED, "LSTMBlockCellGrad: out of memory");
+    bwd_job j = {d.H, fin(ctx, 1), fin(ctx, 8), fin(ctx, 9), fin(ctx, 10), fin(ctx, 11), fin(ctx, 12), fin(ctx, 13),
+                 fin(ctx, 14), fin(ctx, 15), peep_w(ctx, &a, 4, zeros), peep_w(ctx, &a, 5, zeros),
+                 peep_w(ctx, &a, 6, zeros), zeros, zeros, dicfo, cpg};
     run_rows(ctx, d.B, d.H, bwd_rows, &j);
+    vg_free(zeros);
     for (int k = 0; k < 3; k++) memset(pg[k], 0, sizeof(float) * (size_t)d.H);
     if (a.peephole) peep_grads(d.B, d.H, dicfo, fin(ctx, 1), fin(ctx, 9), pg[0], pg[1], pg[2]);
     return VG_OK;
@@ -397,8 +445,10 @@ static vg_code kernel_block(vg__kctx *ctx) {
     int64_t tbh[3] = {d.T, d.B, d.H}, G = 4 * d.H, BH = d.B * d.H;
     float *o[7];
     if ((c = alloc_n(ctx, 0, 7, 3, tbh, o)) != VG_OK) return c;
-    float *icfo = vg_malloc(sizeof(float) * (size_t)(L * d.B * G + 1));
+    float *icfo = vg_malloc(sizeof(float) * (size_t)(L * d.B * G + d.H + 1));
     if (!icfo) return vg_status_set(vg__kctx_status(ctx), VG_RESOURCE_EXHAUSTED, "BlockLSTM: out of memory");
+    float *zeros = icfo + L * d.B * G;
+    memset(zeros, 0, sizeof(float) * (size_t)d.H);
     const float *w = fin(ctx, 4);
     /* all steps' input projections at once */
     if (L > 0) vg__nn_gemm(ctx, VG_FLOAT, false, false, L * d.B, G, d.I, fin(ctx, 1), d.I, w, G, 0.0, icfo);
@@ -406,8 +456,8 @@ static vg_code kernel_block(vg__kctx *ctx) {
         const float *hp = t ? o[6] + (t - 1) * BH : fin(ctx, 3), *cp = t ? o[1] + (t - 1) * BH : fin(ctx, 2);
         float *g = icfo + t * d.B * G;
         vg__nn_gemm(ctx, VG_FLOAT, false, false, d.B, G, d.H, hp, d.H, w + d.I * G, G, d.I ? 1.0 : 0.0, g);
-        fwd_job j = {d.H, a, g, cp, fin(ctx, 8), fin(ctx, 5), fin(ctx, 6), fin(ctx, 7),
-                     o[0] + t * BH, o[1] + t * BH, o[2] + t * BH, o[3] + t * BH, o[4] + t * BH, o[5] + t * BH,
+        fwd_job j = {d.H, a.forget_bias, clip_of(&a), g, cp, fin(ctx, 8), peep_w(ctx, &a, 5, zeros),
+                     peep_w(ctx, &a, 6, zeros), peep_w(ctx, &a, 7, zeros), o[0] + t * BH, o[1] + t * BH, o[2] + t * BH, o[3] + t * BH, o[4] + t * BH, o[5] + t * BH,
                      o[6] + t * BH};
         run_rows(ctx, d.B, d.H, fwd_rows, &j);
     }
@@ -432,9 +482,10 @@ static vg_code kernel_block_grad(vg__kctx *ctx) {
         (c = alloc_n(ctx, 3, 1, 2, wd, &wg)) != VG_OK || (c = alloc_n(ctx, 4, 3, 1, h1, pg)) != VG_OK ||
         (c = alloc_n(ctx, 7, 1, 1, b1, &bg)) != VG_OK)
         return c;
-    float *dicfo = vg_malloc(sizeof(float) * (size_t)(L * d.B * G + 2 * BH + L * BH + 1));
+    float *dicfo = vg_malloc(sizeof(float) * (size_t)(L * d.B * G + 3 * BH + L * BH + d.H + 1));
     if (!dicfo) return vg_status_set(vg__kctx_status(ctx), VG_RESOURCE_EXHAUSTED, "BlockLSTMGrad: out of memory");
-    float *dh = dicfo + L * d.B * G, *dcs = dh + BH, *hprev = dcs + BH;
+    float *dh = dicfo + L * d.B * G, *dcs = dh + BH, *dcs2 = dcs + BH, *hprev = dcs2 + BH, *zeros = hprev + L * BH;
+    memset(zeros, 0, sizeof(float) * (size_t)d.H);
     const float *w = fin(ctx, 4), *cs = fin(ctx, 10), *h = fin(ctx, 15);
     memset(dh, 0, sizeof(float) * (size_t)BH);
     memset(dcs, 0, sizeof(float) * (size_t)BH);
@@ -442,12 +493,14 @@ static vg_code kernel_block_grad(vg__kctx *ctx) {
     for (int64_t t = L - 1; t >= 0; t--) {
         int64_t q = t * BH;
         const float *cp = t ? cs + q - BH : fin(ctx, 2);
-        bwd_job j = {d.H, a.peephole, cp, fin(ctx, 9) + q, cs + q, fin(ctx, 11) + q, fin(ctx, 12) + q,
-                     fin(ctx, 13) + q, fin(ctx, 14) + q, fin(ctx, 16) + q, fin(ctx, 17) + q, fin(ctx, 5),
-                     fin(ctx, 6), fin(ctx, 7), dcs, dh, dicfo + t * d.B * G, dcs};
-        /* dcs is read (as cs_grad2) and written (as cs_prev_grad) element by element in
-         * the same place: each element is read before it is overwritten. */
+        /* dcs: the gradient flowing into cs[t] from step t+1; dcs2 receives cs[t-1]'s */
+        bwd_job j = {d.H, cp, fin(ctx, 9) + q, cs + q, fin(ctx, 11) + q, fin(ctx, 12) + q, fin(ctx, 13) + q,
+                     fin(ctx, 14) + q, fin(ctx, 16) + q, fin(ctx, 17) + q, peep_w(ctx, &a, 5, zeros),
+                     peep_w(ctx, &a, 6, zeros), peep_w(ctx, &a, 7, zeros), dcs, dh, dicfo + t * d.B * G, dcs2};
         run_rows(ctx, d.B, d.H, bwd_rows, &j);
+        float *tmp = dcs;
+        dcs = dcs2;
+        dcs2 = tmp;
         if (a.peephole) peep_grads(d.B, d.H, dicfo + t * d.B * G, cp, cs + q, pg[0], pg[1], pg[2]);
         vg__nn_gemm(ctx, VG_FLOAT, false, true, d.B, d.H, G, dicfo + t * d.B * G, G, w + d.I * G, G, 0.0, dh);
         memcpy(hprev + q, t ? h + q - BH : fin(ctx, 3), sizeof(float) * (size_t)BH);
