@@ -483,12 +483,95 @@ static void test_bad_input(void) {
     vg_graph_free(g);
 }
 
+/* embedding_lookup: rows by id; the gradient sums the rows' gradients per id */
+static void test_embedding_lookup(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output p = vg_placeholder(g, VG_DOUBLE, (int64_t[]){5, 3}, 2, "params");
+    vg_output ids = vg_const_i32_vec(g, (int32_t[]){4, 0, 4, 2}, 4, "ids");
+    vg_output e = vg_embedding_lookup(g, p, ids, NULL);
+    CHECK(vg_graph_op_by_name(g, "embedding_lookup") != NULL);
+    vg_shape s = vg_output_shape(e);
+    CHECK_EQ_INT(s.ndims, 2);
+    CHECK_EQ_INT(s.dims[0], 4);
+    vg_tensor *pv = rnd(VG_DOUBLE, (int64_t[]){5, 3}, 2, 11u, 2.0), *ev = NULL;
+    vg_status st;
+    vg_session *sess = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_run(sess, NULL, &p, &pv, 1, &e, &ev, 1, NULL, 0, NULL, &st), &st);
+    static const int rows[4] = {4, 0, 4, 2};
+    for (int i = 0; ev && i < 4; i++)
+        for (int j = 0; j < 3; j++) CHECK(at(ev, i * 3 + j) == at(pv, rows[i] * 3 + j));
+    vg_tensor_free(ev);
+    vg_session_free(sess);
+    CHECK_EQ_INT(vg_gradcheck(g, &p, &pv, 1, vg_square(g, e, NULL), 1e-6, 1e-6), 0);
+    vg_tensor_free(pv);
+    vg_graph_free(g);
+}
+
+/* sequence_loss against the weighted cross-entropy computed by hand, and its gradient */
+static void test_sequence_loss(void) {
+    enum { SB = 2, ST = 3, SC = 4 };
+    for (int mode = 0; mode < 4; mode++) {
+        bool at_t = mode & 1, at_b = mode & 2;
+        vg_graph *g = vg_graph_new();
+        vg_output lg = vg_placeholder(g, VG_DOUBLE, (int64_t[]){SB, ST, SC}, 3, "logits");
+        static const int32_t tg[SB * ST] = {1, 3, 0, 2, 2, 1};
+        static const double wt[SB * ST] = {1, 1, 0, 0.5, 0, 0}; /* row 1's last two weigh 0; time 2 sums to 0 */
+        vg_output tgt = vg_const_i32_vec(g, tg, SB * ST, "t");
+        tgt = vg_reshape_c(g, tgt, (int64_t[]){SB, ST}, 2, NULL);
+        vg_output w = vg_const_array(g, VG_DOUBLE, (int64_t[]){SB, ST}, 2, wt, "w");
+        vg_output loss = vg_sequence_loss(g, lg, tgt, w, at_t, at_b, NULL);
+        vg_tensor *lv = rnd(VG_DOUBLE, (int64_t[]){SB, ST, SC}, 3, 21u, 4.0), *out = NULL;
+        vg_status st;
+        vg_session *sess = vg_session_new(g, NULL, &st);
+        CHECK_OK(vg_session_run(sess, NULL, &lg, &lv, 1, &loss, &out, 1, NULL, 0, NULL, &st), &st);
+        double ce[SB * ST];
+        for (int i = 0; i < SB * ST; i++) {
+            double m = -1e300, z = 0;
+            for (int c = 0; c < SC; c++) m = fmax(m, at(lv, i * SC + c));
+            for (int c = 0; c < SC; c++) z += exp(at(lv, i * SC + c) - m);
+            ce[i] = (m + log(z) - at(lv, i * SC + tg[i])) * wt[i];
+        }
+        if (out) {
+            if (at_t && at_b) {
+                double sum = 0, wsum = 0;
+                for (int i = 0; i < SB * ST; i++) { sum += ce[i]; wsum += wt[i]; }
+                CHECK_EQ_INT(vg_tensor_ndims(out), 0);
+                CHECK_NEAR(at(out, 0), sum / wsum, 1e-12);
+            } else if (at_t) { /* per batch row */
+                CHECK_EQ_INT(vg_tensor_num_elements(out), SB);
+                for (int b = 0; b < SB; b++) {
+                    double sum = 0, wsum = 0;
+                    for (int t = 0; t < ST; t++) { sum += ce[b * ST + t]; wsum += wt[b * ST + t]; }
+                    CHECK_NEAR(at(out, b), sum / wsum, 1e-12);
+                }
+            } else if (at_b) { /* per time step; time 2 has weight sum 0 -> 0 */
+                CHECK_EQ_INT(vg_tensor_num_elements(out), ST);
+                for (int t = 0; t < ST; t++) {
+                    double sum = 0, wsum = 0;
+                    for (int b = 0; b < SB; b++) { sum += ce[b * ST + t]; wsum += wt[b * ST + t]; }
+                    CHECK_NEAR(at(out, t), wsum ? sum / wsum : 0.0, 1e-12);
+                }
+            } else {
+                CHECK_EQ_INT(vg_tensor_num_elements(out), SB * ST);
+                for (int i = 0; i < SB * ST; i++) CHECK_NEAR(at(out, i), ce[i], 1e-12);
+            }
+        }
+        vg_tensor_free(out);
+        vg_session_free(sess);
+        CHECK_EQ_INT(vg_gradcheck(g, &lg, &lv, 1, loss, 1e-6, 1e-6), 0);
+        vg_tensor_free(lv);
+        vg_graph_free(g);
+    }
+}
+
 int main(void) {
     RUN_TEST(test_cells_forward);
     RUN_TEST(test_cells_gradcheck);
     RUN_TEST(test_static_rnn_sequence_length);
     RUN_TEST(test_multi_and_wrappers);
     RUN_TEST(test_dropout_wrapper);
+    RUN_TEST(test_embedding_lookup);
+    RUN_TEST(test_sequence_loss);
     RUN_TEST(test_bad_input);
     TEST_MAIN_END();
 }

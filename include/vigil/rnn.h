@@ -125,6 +125,23 @@ VG_API vg_code vg_fused_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, co
                             vg_dtype dt, vg_output sequence_length, vg_output *outputs, vg_output *final_state,
                             vg_status *st);
 
+/* tf.nn.embedding_lookup(params, ids) with one params tensor [vocab, dim...]: Gather on
+ * axis 0 ("<name>", default "embedding_lookup") then an Identity, as TF. The gradient
+ * w.r.t. params is dense: the gathered rows' gradients summed per id
+ * (UnsortedSegmentSum), which is what TF's IndexedSlices become when densified; vigil
+ * has no IndexedSlices, so optimizers update every row (rows without ids get zeros). */
+VG_API vg_output vg_embedding_lookup(vg_graph *g, vg_output params, vg_output ids, const char *name);
+
+/* tf.contrib.seq2seq.sequence_loss(logits [batch, time, classes], targets [batch, time]
+ * (int32/int64), weights [batch, time] (logits' dtype), average_across_timesteps,
+ * average_across_batch): the weighted sparse softmax cross-entropy, summed and divided
+ * by the sum of the weights over the averaged axes (0 where that sum is 0, as
+ * div_no_nan): a scalar when both are true, [batch] or [time] when one is, [batch, time]
+ * when neither. Ops under "sequence_loss" (or name). Graph error INVALID_ARGUMENT when
+ * logits is not rank 3. */
+VG_API vg_output vg_sequence_loss(vg_graph *g, vg_output logits, vg_output targets, vg_output weights,
+                                  bool average_across_timesteps, bool average_across_batch, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -618,3 +618,71 @@ vg_code vg_fused_rnn(vg_rnn_cell *c, vg_graph *g, vg_output inputs, const vg_out
     vg_graph_pop_scope(g);
     return fail(g, st);
 }
+
+/* ------------------------------------------------------------------------ */
+/* embedding_lookup, sequence_loss */
+
+vg_output vg_embedding_lookup(vg_graph *g, vg_output params, vg_output ids, const char *name) {
+    if (!g) return none();
+    if (!params.op || !ids.op) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "embedding_lookup: NULL params or ids");
+        return none();
+    }
+    const char *nm = name && *name ? name : "embedding_lookup";
+    vg_output r = vg_gather(g, params, ids, 0, nm);
+    /* the Identity goes into the scope named like the gather op ("embedding_lookup/Identity") */
+    char sc[VS_MAX];
+    snprintf(sc, sizeof sc, "%s/", r.op ? vg_op_name(r.op) : nm);
+    vg_graph_push_scope(g, sc);
+    r = vg_identity(g, r, "Identity");
+    vg_graph_pop_scope(g);
+    return r;
+}
+
+/* div_no_nan(a, b): a / b, 0 where b == 0 */
+static vg_output div_no_nan(vg_graph *g, vg_output a, vg_output b, vg_dtype dt) {
+    vg_output zero = scalar(g, dt, 0.0, "zero");
+    vg_output is0 = vg_equal(g, b, vg_zeros_like(g, b, NULL), "Equal");
+    vg_output safe = vg_select(g, is0, vg_ones_like(g, b, NULL), b, "Select");
+    vg_output q = vg_div(g, a, safe, "div_no_nan");
+    return vg_select(g, is0, vg_add(g, vg_zeros_like(g, q, NULL), zero, NULL), q, "Select_1");
+}
+
+vg_output vg_sequence_loss(vg_graph *g, vg_output logits, vg_output targets, vg_output weights,
+                           bool average_across_timesteps, bool average_across_batch, const char *name) {
+    if (!g) return none();
+    if (!logits.op || !targets.op || !weights.op) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "sequence_loss: NULL logits, targets or weights");
+        return none();
+    }
+    vg_shape ls = vg_output_shape(logits);
+    if (ls.ndims != 3) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "sequence_loss: logits must be [batch, time, classes], got rank %d",
+                           ls.ndims);
+        return none();
+    }
+    vg_dtype dt = vg_output_dtype(logits);
+    vg_graph_push_scope(g, name && *name ? name : "sequence_loss");
+    vg_output shp = vg_shape_op(g, logits, VG_INT32, "Shape");
+    vg_output nc = vg_slice_c(g, shp, (int64_t[]){2}, (int64_t[]){1}, 1, "num_classes");
+    vg_output flat_shape = vg_concat_c(g, (vg_output[]){vg_const_i32_vec(g, (int32_t[]){-1}, 1, NULL), nc}, 2, 0, NULL);
+    vg_output lf = vg_reshape(g, logits, flat_shape, "Reshape");
+    vg_output tf = vg_cast(g, vg_reshape_c(g, targets, (int64_t[]){-1}, 1, "Reshape_1"), VG_INT64, NULL);
+    vg_op *xe = vg_sparse_softmax_xent(g, lf, tf, "SparseSoftmaxCrossEntropyWithLogits");
+    vg_output ce = vg_mul(g, vg_out(xe, 0), vg_reshape_c(g, weights, (int64_t[]){-1}, 1, "Reshape_2"), "mul");
+    vg_output out;
+    if (average_across_timesteps && average_across_batch) {
+        out = div_no_nan(g, vg_reduce_sum(g, ce, NULL, -1, false, "Sum"), vg_reduce_sum(g, weights, NULL, -1, false, "Sum_1"),
+                         dt);
+    } else {
+        vg_output bt = vg_slice_c(g, shp, (int64_t[]){0}, (int64_t[]){2}, 1, "batch_time");
+        out = vg_reshape(g, ce, bt, "Reshape_3");
+        if (average_across_timesteps || average_across_batch) {
+            int32_t ax = average_across_timesteps ? 1 : 0;
+            out = div_no_nan(g, vg_reduce_sum(g, out, &ax, 1, false, "Sum"), vg_reduce_sum(g, weights, &ax, 1, false, "Sum_1"),
+                             dt);
+        }
+    }
+    vg_graph_pop_scope(g);
+    return out;
+}
