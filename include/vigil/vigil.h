@@ -37,6 +37,7 @@
 #include "reader.h"
 #include "data.h"
 #include "backend.h"
+#include "control_flow.h"
 #include "rnn_ops.h"
 #include "rnn.h"
 

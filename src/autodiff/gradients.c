@@ -11,6 +11,7 @@
  * Only floating-point tensors carry gradients.
  */
 #include "graph/graph_impl.h"
+#include "kernels/control_flow_internal.h"
 #include "vigil/gradients.h"
 #include "vigil/ops.h"
 #include <stdio.h>
@@ -26,7 +27,16 @@ typedef struct gstate {
     bool *fwd, *bwd;
     int *pending;
     glist **grads; /* per op: array of noutputs lists */
+    /* control flow: while loops below `base` are differentiated as one region each */
+    vg__cf_info *ci;
+    int base;
+    int *region;   /* per op: the while context it belongs to as a region, -1 none */
+    int *rdone;    /* per context: needed Exits processed */
+    int *rneed;    /* per context: needed Exits */
 } gstate;
+
+static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_output *xs, int nxs,
+                        const vg_output *grad_ys, vg_output *dxs, int base, vg_status *st);
 
 static bool is_float(vg_dtype dt) { return dt == VG_FLOAT || dt == VG_DOUBLE; }
 
@@ -47,26 +57,64 @@ static void gstate_free(gstate *s) {
     vg__free(s->fwd);
     vg__free(s->bwd);
     vg__free(s->pending);
+    vg__free(s->region);
+    vg__free(s->rdone);
+    vg__free(s->rneed);
 }
 
-/* Forward reachability from xs: needs consumer lists; we sweep ops in creation order,
- * which is a topological order (inputs always exist before their consumers). */
+/* The region (outermost while context strictly inside s->base) an op belongs to: the
+ * loop's Enters and Exits are part of it. */
+static int region_of(const gstate *s, const vg_op *op) {
+    vg__cf_info *ci = s->ci;
+    if (!ci) return -1;
+    int c;
+    if (strcmp(op->def->type, "Enter") == 0) c = vg__cf_out_ctx(ci, vg_out((vg_op *)op, 0));
+    else if (strcmp(op->def->type, "Exit") == 0 && op->ninputs == 1) c = vg__cf_ctx_of(ci, op->inputs[0].op);
+    else c = vg__cf_ctx_of(ci, op);
+    int r = -1;
+    for (; c >= 0 && c != s->base; c = ci->ctx[c].parent)
+        if (ci->ctx[c].kind == VG__CTX_WHILE) r = c;
+    if (c != s->base) return -1; /* not below base (cannot happen for ops on the path) */
+    return r;
+}
+
+/* Forward reachability from xs: sweeps in creation order (a topological order, except
+ * for loop back edges and the captures of control-flow contexts: repeated until
+ * nothing changes). */
 static void mark_forward(gstate *s, const vg_output *xs, int nxs) {
     for (int i = 0; i < nxs; i++) s->fwd[xs[i].op->id] = true;
-    for (int i = 0; i < s->nops; i++) {
-        vg_op *op = s->g->ops[i];
-        if (s->fwd[i]) continue;
-        for (int k = 0; k < op->ninputs; k++)
-            if (s->fwd[op->inputs[k].op->id]) { s->fwd[i] = true; break; }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = 0; i < s->nops; i++) {
+            vg_op *op = s->g->ops[i];
+            if (s->fwd[i]) continue;
+            for (int k = 0; k < op->ninputs; k++)
+                if (op->inputs[k].op->id < s->nops && s->fwd[op->inputs[k].op->id]) {
+                    s->fwd[i] = changed = true;
+                    break;
+                }
+        }
+        if (!s->ci) break;
     }
 }
 
-static void mark_backward(gstate *s, const vg_output *ys, int nys) {
+/* Backward reachability from ys; with stop (a loop body) the walk ends at the xs. */
+static void mark_backward(gstate *s, const vg_output *ys, int nys, const vg_output *xs, int nxs, bool stop) {
     for (int i = 0; i < nys; i++) s->bwd[ys[i].op->id] = true;
-    for (int i = s->nops - 1; i >= 0; i--) {
-        if (!s->bwd[i]) continue;
-        vg_op *op = s->g->ops[i];
-        for (int k = 0; k < op->ninputs; k++) s->bwd[op->inputs[k].op->id] = true;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = s->nops - 1; i >= 0; i--) {
+            if (!s->bwd[i]) continue;
+            vg_op *op = s->g->ops[i];
+            bool is_x = false;
+            for (int k = 0; stop && k < nxs && !is_x; k++) is_x = xs[k].op == op;
+            if (is_x) continue;
+            for (int k = 0; k < op->ninputs; k++) {
+                int src = op->inputs[k].op->id;
+                if (src < s->nops && !s->bwd[src]) s->bwd[src] = changed = true;
+            }
+        }
+        if (!s->ci) break;
     }
 }
 
@@ -75,6 +123,121 @@ static vg_output aggregate(vg_graph *g, glist *l) {
     if (l->n == 1) return l->v[0];
     return vg_add_n(g, l->v, l->n, NULL);
 }
+
+/* ---- while loops: TF's gradient while loop -------------------------------------- */
+
+typedef struct loop_grad {
+    gstate *s;
+    int c;            /* the forward while context */
+    int nf;           /* float loop variables */
+    int *fvar;        /* their indices */
+    int ncap;         /* float captured tensors (Enters with is_constant) */
+    vg_op **caps;
+    vg_status *st;
+} loop_grad;
+
+static vg_code lg_cond(vg_graph *g, const vg_output *v, int n, void *user, vg_output *pred) {
+    (void)n;
+    (void)user;
+    *pred = vg_greater(g, v[0], vg_const_i32(g, 0, "b_count"), NULL);
+    return VG_OK;
+}
+
+static vg_code lg_body(vg_graph *g, const vg_output *v, int n, void *user, vg_output *outs) {
+    (void)n;
+    loop_grad *lg = user;
+    vg__cf_ctx *cx = &lg->s->ci->ctx[lg->c];
+    int nx = lg->nf + lg->ncap;
+    vg_output *ys = vg__calloc((size_t)nx + 1, sizeof(vg_output) * 3);
+    if (!ys) return VG_OOM(lg->st, "while gradient");
+    vg_output *xs = ys + nx + 1, *dxs = xs + nx + 1;
+    for (int j = 0; j < lg->nf; j++) {
+        ys[j] = cx->nexts[lg->fvar[j]]->inputs[0];
+        xs[j] = vg_out(cx->identities[lg->fvar[j]], 0);
+    }
+    for (int k = 0; k < lg->ncap; k++) xs[lg->nf + k] = vg_out(lg->caps[k], 0);
+    outs[0] = vg_sub(g, v[0], vg_const_i32(g, 1, "b_count"), NULL);
+    vg_code rc = backprop(g, ys, lg->nf, xs, nx, v + 1, dxs, lg->c, lg->st);
+    for (int j = 0; rc == VG_OK && j < lg->nf; j++) outs[1 + j] = dxs[j].op ? dxs[j] : vg_zeros_like(g, v[1 + j], NULL);
+    for (int k = 0; rc == VG_OK && k < lg->ncap; k++) {
+        vg_output acc = v[1 + lg->nf + k];
+        outs[1 + lg->nf + k] = dxs[lg->nf + k].op ? vg_add(g, acc, dxs[lg->nf + k], NULL) : acc;
+    }
+    vg__free(ys);
+    return rc;
+}
+
+/* The gradient of while context c: dy[i] for its Exits (NULL ops: zero), gives dx for
+ * the inputs of its Enters, in the order of `enters`. */
+static vg_code loop_gradient(gstate *s, int c, vg_op **enters, int nenters, vg_output *dx, vg_status *st) {
+    vg_graph *g = s->g;
+    vg__cf_info *ci = s->ci;
+    vg__cf_ctx *cx = &ci->ctx[c];
+    int nv = cx->nvars;
+    vg_code rc = VG_OK;
+    loop_grad lg = {s, c, 0, NULL, 0, NULL, st};
+    lg.fvar = vg__calloc((size_t)nv + 1, sizeof(int));
+    lg.caps = vg__calloc((size_t)nenters + 1, sizeof(vg_op *));
+    vg_output *lv = vg__calloc((size_t)(nv + nenters) + 2, sizeof(vg_output) * 2);
+    if (!lg.fvar || !lg.caps || !lv) { rc = VG_OOM(st, "while gradient"); goto done; }
+    vg_output *lo = lv + nv + nenters + 2;
+    for (int j = 0; j < nv; j++)
+        if (is_float(cx->exits[j]->out_dtypes[0])) lg.fvar[lg.nf++] = j;
+    for (int e = 0; e < nenters; e++) {
+        bool is_var = false;
+        for (int j = 0; j < nv && !is_var; j++) is_var = cx->enters[j] == enters[e];
+        if (!is_var && is_float(enters[e]->out_dtypes[0]) && s->fwd[enters[e]->id]) lg.caps[lg.ncap++] = enters[e];
+    }
+    int nst0 = cx->nstacks;
+    rc = vg__cf_forward_count(g, ci, c, &lv[0], st);
+    if (rc != VG_OK) goto done;
+    cx = &ci->ctx[c];
+    for (int j = 0; j < lg.nf; j++) {
+        vg_op *ex = cx->exits[lg.fvar[j]];
+        glist *l = s->grads[ex->id] ? &s->grads[ex->id][0] : NULL;
+        vg_output dy = l ? aggregate(g, l) : vg_out(NULL, 0);
+        lv[1 + j] = dy.op ? dy : vg_zeros_like(g, vg_out(ex, 0), NULL);
+    }
+    for (int k = 0; k < lg.ncap; k++) lv[1 + lg.nf + k] = vg_zeros_like(g, lg.caps[k]->inputs[0], NULL);
+    if (g->err.code != VG_OK) { rc = vg_graph_status(g, st); goto done; }
+    rc = vg__cf_grad_while(g, c, lg_cond, lg_body, &lg, lv, 1 + lg.nf + lg.ncap, lo, st);
+    if (rc != VG_OK) goto done;
+    /* the stacks made for this gradient go back to the pool once it has run */
+    cx = &ci->ctx[c];
+    vg_op *closes[64];
+    int nclose = 0;
+    vg_op *after[1] = {lo[0].op};
+    for (int i = nst0; i < cx->nstacks && nclose < 64; i++) {
+        vg_graph_push_control_deps(g, after, 1);
+        vg_op *cl = vg_stack_close(g, cx->stacks[i], "b_acc_close");
+        vg_graph_pop_control_deps(g);
+        if (cl) closes[nclose++] = cl;
+    }
+    cx->nstacks = nst0;
+    for (int e = 0; e < nenters; e++) {
+        dx[e] = vg_out(NULL, 0);
+        int slot = -1;
+        for (int j = 0; j < lg.nf; j++)
+            if (cx->enters[lg.fvar[j]] == enters[e]) slot = 1 + j;
+        for (int k = 0; k < lg.ncap; k++)
+            if (lg.caps[k] == enters[e]) slot = 1 + lg.nf + k;
+        if (slot < 0) continue;
+        if (nclose) {
+            vg_graph_push_control_deps(g, closes, nclose);
+            dx[e] = vg_identity(g, lo[slot], NULL);
+            vg_graph_pop_control_deps(g);
+        } else {
+            dx[e] = lo[slot];
+        }
+    }
+    if (g->err.code != VG_OK) rc = vg_graph_status(g, st);
+done:
+    vg__free(lg.fvar);
+    vg__free(lg.caps);
+    vg__free(lv);
+    return rc;
+}
+
 
 vg_code vg_gradients(vg_graph *g, const vg_output *ys, int nys, const vg_output *xs, int nxs,
                      const vg_output *grad_ys, vg_output *dxs, vg_status *st) {
@@ -88,6 +251,14 @@ vg_code vg_gradients(vg_graph *g, const vg_output *ys, int nys, const vg_output 
         if (!ys[i].op || ys[i].op->graph != g) return vg_status_set(st, VG_INVALID_ARGUMENT, "ys[%d] is not in the graph", i);
     for (int i = 0; i < nxs; i++)
         if (!xs[i].op || xs[i].op->graph != g) return vg_status_set(st, VG_INVALID_ARGUMENT, "xs[%d] is not in the graph", i);
+    return backprop(g, ys, nys, xs, nxs, grad_ys, dxs, -1, st);
+}
+
+/* Backpropagation from ys to xs; base >= 0: the body of while context base (the walk
+ * stops at the xs; loops nested in it are regions of their own). */
+static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_output *xs, int nxs,
+                        const vg_output *grad_ys, vg_output *dxs, int base, vg_status *st) {
+    for (int i = 0; i < nxs; i++) dxs[i] = (vg_output){NULL, 0};
     gstate s = {.g = g, .nops = g->nops};
     int *queue = NULL, qh = 0, qt = 0;
     vg_code rc = VG_OK;
@@ -97,14 +268,28 @@ vg_code vg_gradients(vg_graph *g, const vg_output *ys, int nys, const vg_output 
     s.grads = vg__calloc((size_t)s.nops + 1, sizeof(glist *));
     queue = vg__malloc(sizeof(int) * (size_t)(s.nops + 1));
     if (!s.fwd || !s.bwd || !s.pending || !s.grads || !queue) goto oom;
+    s.ci = vg__cf_info_get(g, false);
+    s.base = base;
+    if (s.ci) {
+        s.region = vg__malloc(sizeof(int) * (size_t)(s.nops + 1));
+        s.rdone = vg__calloc((size_t)s.ci->n + 1, sizeof(int));
+        s.rneed = vg__calloc((size_t)s.ci->n + 1, sizeof(int));
+        if (!s.region || !s.rdone || !s.rneed) goto oom;
+        for (int i = 0; i < s.nops; i++) s.region[i] = region_of(&s, g->ops[i]);
+    }
     mark_forward(&s, xs, nxs);
-    mark_backward(&s, ys, nys);
-    /* between = fwd && bwd; pending = consumers on the path */
+    mark_backward(&s, ys, nys, xs, nxs, base >= 0);
+    /* between = fwd && bwd; pending = consumers on the path (a while loop's inside is
+     * one region: its own edges do not count) */
     for (int i = 0; i < s.nops; i++) {
         vg_op *op = g->ops[i];
         if (!(s.fwd[i] && s.bwd[i])) continue;
+        if (s.region && s.region[i] >= 0 && strcmp(op->def->type, "Exit") == 0 && op->ninputs == 1 &&
+            vg__cf_ctx_of(s.ci, op->inputs[0].op) == s.region[i])
+            s.rneed[s.region[i]]++; /* the loop's own Exits (not those of loops inside it) */
         for (int k = 0; k < op->ninputs; k++) {
             int src = op->inputs[k].op->id;
+            if (s.region && s.region[i] >= 0 && s.region[src] == s.region[i]) continue;
             if (s.fwd[src] && s.bwd[src]) s.pending[src]++;
         }
     }
@@ -114,7 +299,7 @@ vg_code vg_gradients(vg_graph *g, const vg_output *ys, int nys, const vg_output 
         s.grads[i] = vg__calloc((size_t)(no ? no : 1), sizeof(glist));
         if (!s.grads[i]) goto oom;
     }
-    vg_graph_push_scope(g, "gradients");
+    if (base < 0) vg_graph_push_scope(g, "gradients");
     /* seed ys */
     for (int i = 0; i < nys; i++) {
         vg_output gy;
@@ -143,6 +328,43 @@ vg_code vg_gradients(vg_graph *g, const vg_output *ys, int nys, const vg_output 
             int id = queue[qh++];
             vg_op *op = g->ops[id];
             bool on_path = s.fwd[id] && s.bwd[id];
+            if (s.region && s.region[id] >= 0) {
+                /* a while loop: differentiated as a whole once all its Exits are in */
+                int r = s.region[id];
+                if (!on_path || strcmp(op->def->type, "Exit") != 0 || ++s.rdone[r] != s.rneed[r]) continue;
+                int ne = 0;
+                vg_op **enters = vg__malloc(sizeof(vg_op *) * (size_t)(s.nops + 1));
+                vg_output *dxe = vg__calloc((size_t)s.nops + 1, sizeof(vg_output));
+                if (!enters || !dxe) {
+                    vg__free(enters);
+                    vg__free(dxe);
+                    vg__free(queued);
+                    goto oom_pop;
+                }
+                for (int i = 0; i < s.nops; i++)
+                    if (s.region[i] == r && strcmp(g->ops[i]->def->type, "Enter") == 0 &&
+                        vg__cf_out_ctx(s.ci, vg_out(g->ops[i], 0)) == r)
+                        enters[ne++] = g->ops[i];
+                vg_graph_push_scope(g, "while_grad");
+                rc = loop_gradient(&s, r, enters, ne, dxe, st);
+                vg_graph_pop_scope(g);
+                for (int e = 0; rc == VG_OK && e < ne; e++) {
+                    vg_op *en = enters[e];
+                    if (!(s.fwd[en->id] && s.bwd[en->id])) continue;
+                    vg_output in = en->inputs[0];
+                    int src = in.op->id;
+                    if (!(s.fwd[src] && s.bwd[src])) continue;
+                    if (dxe[e].op && s.grads[src] && !glist_add(&s.grads[src][in.index], dxe[e])) {
+                        rc = VG_OOM(st, "gradients");
+                        break;
+                    }
+                    if (--s.pending[src] == 0 && !queued[src]) { queued[src] = true; queue[qt++] = src; }
+                }
+                vg__free(enters);
+                vg__free(dxe);
+                if (rc != VG_OK) break;
+                continue;
+            }
             char scope[1100];
             snprintf(scope, sizeof scope, "%s_grad", op->name);
             vg_graph_push_scope(g, scope);
@@ -215,7 +437,7 @@ vg_code vg_gradients(vg_graph *g, const vg_output *ys, int nys, const vg_output 
         }
         if (g->err.code != VG_OK) rc = vg_graph_status(g, st);
     }
-    vg_graph_pop_scope(g);
+    if (base < 0) vg_graph_pop_scope(g);
     vg__free(queue);
     gstate_free(&s);
     if (rc != VG_OK)
@@ -223,7 +445,7 @@ vg_code vg_gradients(vg_graph *g, const vg_output *ys, int nys, const vg_output 
     else vg_status_clear(st);
     return rc;
 graph_err:
-    vg_graph_pop_scope(g);
+    if (base < 0) vg_graph_pop_scope(g);
     vg__free(queue);
     gstate_free(&s);
     {
@@ -231,7 +453,7 @@ graph_err:
         return c != VG_OK ? c : VG_INTERNAL;
     }
 oom_pop:
-    vg_graph_pop_scope(g);
+    if (base < 0) vg_graph_pop_scope(g);
 oom:
     vg__free(queue);
     gstate_free(&s);

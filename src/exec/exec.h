@@ -40,6 +40,7 @@ typedef struct vg__node {
 
 typedef struct vg__run_state vg__run_state;
 typedef struct vg__kctx vg__kctx;
+typedef struct vg__cf_plan vg__cf_plan; /* control-flow plans only: cflow.c */
 
 typedef struct vg__plan {
     /* key */
@@ -56,6 +57,7 @@ typedef struct vg__plan {
     int *feed_slot;      /* slot of each feed */
     int *fetch_slot;     /* slot of each fetch */
     bool parallel;       /* worth running with the inter-op pool */
+    vg__cf_plan *cf;     /* non-NULL: the plan has control flow (frames); run by cflow.c */
     /* run-state cache */
     pthread_mutex_t mu;
     vg__run_state *free_states;
@@ -96,6 +98,14 @@ struct vg_run_metadata {
     pthread_mutex_t mu;
 };
 
+/* A per-run resource (TF's step container: stacks, TensorArrays), destroyed when the
+ * run ends. */
+typedef struct vg__step_res {
+    struct vg__step_res *next;
+    void *ptr;
+    void (*destroy)(void *);
+} vg__step_res;
+
 /* The state of one run of a plan (recycled between runs). */
 struct vg__run_state {
     vg__run_state *next_free; /* must stay first (free list link) */
@@ -120,6 +130,7 @@ struct vg__run_state {
     vg_run_metadata *md;
     int64_t deadline;
     bool trace;
+    vg__step_res *step_res;    /* per-run resources (under mu), freed at the end of the run */
 };
 
 /* What a kernel call gets (see kernels/kernel.h). */
@@ -140,6 +151,19 @@ VG_HIDDEN vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options 
 static inline vg__var *vg__session_var(vg_session *s, const vg_op *op) {
     return (op->id < s->nops) ? s->vars[op->id] : NULL;
 }
+/* Control flow (cflow.c): true if op type `type` is one of the frame/deadness ops
+ * (Switch, Merge, Enter, Exit, NextIteration, LoopCond, ControlTrigger). */
+VG_HIDDEN bool vg__cf_is_cflow_type(const char *type);
+/* Builds p->cf for a plan whose nodes include control-flow ops. op_node: plan node of
+ * each op id (-1 = not run); feed_of / out_off as in the plan builder. */
+VG_HIDDEN vg_code vg__cf_build(vg_session *s, vg__plan *p, const int *op_node, const int *feed_of,
+                               const int *out_off, const vg_output *feeds, const vg_output *fetches,
+                               vg_status *st);
+VG_HIDDEN void vg__cf_free(vg__cf_plan *cf);
+/* Runs a control-flow plan on the caller's thread (rs prepared by vg__plan_run). */
+VG_HIDDEN vg_code vg__cf_run(vg__run_state *rs, vg_tensor *const *feed_values, vg_tensor **out, vg_status *st);
+/* Destroys the run's step resources (the end of a run). */
+VG_HIDDEN void vg__step_res_free(vg__run_state *rs);
 /* Hash of a plan key (ints). */
 VG_HIDDEN uint64_t vg__plan_key_hash(const int *key, int n);
 

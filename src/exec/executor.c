@@ -91,6 +91,7 @@ void vg__plan_free(vg__plan *p) {
         vg__free(p->nodes[i].out_fed);
     }
     vg__free(p->nodes);
+    vg__cf_free(p->cf);
     vg__free(p->order);
     vg__free(p->slot_uses);
     vg__free(p->feed_slot);
@@ -352,11 +353,17 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
             if (src >= 0 && !add_succ(&p->nodes[src], &succ_cap[src], op_node[i])) goto oom;
         }
     }
-    if (!topo_sort(p, indeg)) {
+    for (int i = 0; i < p->nnodes && !p->cf; i++)
+        if (vg__cf_is_cflow_type(p->nodes[i].def->type)) {
+            rc = vg__cf_build(s, p, op_node, b.feed_of, b.out_off, feeds, fetches, st);
+            if (rc != VG_OK) goto fail;
+        }
+    if (p->cf) {
+        /* frames and iterations: run by cflow.c in dataflow order, no static order */
+    } else if (!topo_sort(p, indeg)) {
         rc = vg_status_set(st, VG_INVALID_ARGUMENT, "the graph has a cycle among the ops to run");
         goto fail;
-    }
-    {
+    } else {
         /* Save the plain edge counts so we can drop the ordering edges on a cycle. */
         int *nsucc0 = vg__malloc(sizeof(int) * (size_t)(p->nnodes + 1));
         if (!nsucc0) goto oom;
@@ -370,7 +377,7 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
     }
     /* Parallel only pays if two nodes can ever be ready together: two roots, or a node
      * with two or more successors. */
-    if (vg__pool_size(s->inter) > 0) {
+    if (vg__pool_size(s->inter) > 0 && !p->cf) {
         int roots = 0;
         for (int i = 0; i < p->nnodes && !p->parallel; i++) {
             /* Consts and variable reads are too cheap to be worth a hand-off */
@@ -655,6 +662,19 @@ static void run_parallel(vg__run_state *rs) {
     }
 }
 
+void vg__step_res_free(vg__run_state *rs) {
+    pthread_mutex_lock(&rs->mu);
+    vg__step_res *r = rs->step_res;
+    rs->step_res = NULL;
+    pthread_mutex_unlock(&rs->mu);
+    while (r) {
+        vg__step_res *next = r->next;
+        if (r->destroy) r->destroy(r->ptr);
+        vg__free(r);
+        r = next;
+    }
+}
+
 vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
                      vg_tensor **out, vg_run_metadata *md, vg_status *st) {
     vg__run_state *rs = state_get(p);
@@ -668,6 +688,13 @@ vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_te
     atomic_store(&rs->failed, false);
     rs->err.code = VG_OK;
     rs->err.msg[0] = 0;
+    rs->step_res = NULL;
+    if (p->cf) {
+        vg_code crc = vg__cf_run(rs, feed_values, out, st);
+        vg__step_res_free(rs);
+        state_release(rs);
+        return crc;
+    }
     for (int i = 0; i < p->nslots; i++) {
         rs->vals[i] = NULL;
         atomic_store_explicit(&rs->uses[i], p->slot_uses[i], memory_order_relaxed);
@@ -696,6 +723,7 @@ vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_te
     }
     for (int i = 0; i < p->nslots; i++)
         if (rs->vals[i]) { vg_tensor_free(rs->vals[i]); rs->vals[i] = NULL; }
+    if (rs->step_res) vg__step_res_free(rs);
     state_release(rs);
     return rc;
 }

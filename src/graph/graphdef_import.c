@@ -48,6 +48,7 @@ typedef struct inode {
     /* resolution */
     int *in_node;   /* node index of each input, -1 when mapped */
     int pending;
+    uint64_t back;  /* bit j: input j is a loop back edge (NextIteration -> Merge), set after building */
     vg_op *built;
 } inode;
 
@@ -1049,6 +1050,13 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
                 goto done;
             }
             nd->in_node[j] = src;
+            /* TF's importer: a Merge waits for its non-back-edge inputs only; the edge
+             * from a NextIteration is set once every node is built */
+            if (j < 64 && index >= 0 && strcmp(nd->op, "Merge") == 0 && c.nodes[src].op &&
+                strcmp(c.nodes[src].op, "NextIteration") == 0) {
+                nd->back |= 1ull << j;
+                continue;
+            }
             nd->pending++;
         }
     }
@@ -1089,7 +1097,7 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
     /* users as a CSR adjacency */
     for (int i = 0; i < c.n; i++)
         for (int j = 0; j < c.nodes[i].ninputs; j++)
-            if (c.nodes[i].in_node[j] >= 0) users_n[c.nodes[i].in_node[j]]++;
+            if (c.nodes[i].in_node[j] >= 0 && !(j < 64 && ((c.nodes[i].back >> j) & 1))) users_n[c.nodes[i].in_node[j]]++;
     int64_t edges = 0;
     for (int i = 0; i < c.n; i++) edges += users_n[i];
     int *start = vg__malloc((size_t)(c.n + 1) * sizeof(int));
@@ -1106,7 +1114,8 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
     for (int i = 0; i < c.n; i++) users_n[i] = start[i];
     for (int i = 0; i < c.n; i++)
         for (int j = 0; j < c.nodes[i].ninputs; j++)
-            if (c.nodes[i].in_node[j] >= 0) adj[users_n[c.nodes[i].in_node[j]]++] = i;
+            if (c.nodes[i].in_node[j] >= 0 && !(j < 64 && ((c.nodes[i].back >> j) & 1)))
+                adj[users_n[c.nodes[i].in_node[j]]++] = i;
     /* ready nodes in a min-heap by GraphDef index (users_n reused as the heap), so a
      * GraphDef already in topological order keeps its order */
     int *heap = users_n, nheap = 0, tail = 0;
@@ -1175,6 +1184,20 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
             vg_output in;
             if (nd->in_node[j] < 0) {
                 in = maps[-1 - nd->in_node[j]].value;
+            } else if (j < 64 && ((nd->back >> j) & 1)) {
+                /* back edge: a stand-in of the same node's first forward input for now */
+                int f = 0;
+                while (f < ndata && f < 64 && ((nd->back >> f) & 1)) f++;
+                if (f >= ndata || nd->in_node[f] < 0) {
+                    vg_op_builder_free(b);
+                    k = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: Merge '%s' has only back-edge inputs", c.src,
+                                      nd->name);
+                    goto done;
+                }
+                char name[512];
+                int index;
+                split_input(nd->inputs[f], name, sizeof name, &index);
+                in = vg_out(c.nodes[nd->in_node[f]].built, index);
             } else {
                 char name[512];
                 int index;
@@ -1217,6 +1240,24 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
             k = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: node '%s' was renamed '%s' (a name clash in the graph)",
                               c.src, nd->name, vg_op_name(nd->built));
             goto done;
+        }
+    }
+
+    /* loop back edges */
+    for (int i = 0; i < c.n; i++) {
+        inode *nd = &c.nodes[i];
+        for (int j = 0; nd->back && j < 64 && j < nd->ninputs; j++) {
+            if (!((nd->back >> j) & 1)) continue;
+            char name[512];
+            int index;
+            split_input(nd->inputs[j], name, sizeof name, &index);
+            vg_op *src = c.nodes[nd->in_node[j]].built;
+            if (index >= src->noutputs || src->out_dtypes[index] != nd->built->out_dtypes[0]) {
+                k = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: node '%s': back edge '%s' does not match its dtype",
+                                  c.src, nd->name, nd->inputs[j]);
+                goto done;
+            }
+            nd->built->inputs[j] = vg_out(src, index);
         }
     }
 

@@ -59,6 +59,22 @@ void vg__kctx_parallel_for(vg__kctx *ctx, int64_t n, int64_t cost_per_unit, vg__
     else vg__pool_parallel_for(s->intra, n, parts, fn, arg);
 }
 
+vg_code vg__kctx_step_resource(vg__kctx *ctx, void *ptr, void (*destroy)(void *)) {
+    vg__step_res *r = vg__malloc(sizeof *r);
+    if (!r) {
+        if (destroy) destroy(ptr);
+        return VG_OOM(ctx->st, "step resource");
+    }
+    r->ptr = ptr;
+    r->destroy = destroy;
+    vg__run_state *rs = ctx->rs;
+    pthread_mutex_lock(&rs->mu);
+    r->next = rs->step_res;
+    rs->step_res = r;
+    pthread_mutex_unlock(&rs->mu);
+    return VG_OK;
+}
+
 vg_code vg__kctx_state(vg__kctx *ctx, void *(*create)(const vg_op *op, vg_status *st), void (*destroy)(void *state),
                         void **out) {
     vg_session *s = ctx->rs->s;

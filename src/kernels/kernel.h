@@ -52,6 +52,10 @@ VG_HIDDEN void vg__kctx_parallel_for(vg__kctx *ctx, int64_t n, int64_t cost_per_
 VG_HIDDEN vg_code vg__kctx_state(vg__kctx *ctx, void *(*create)(const vg_op *op, vg_status *st),
                                   void (*destroy)(void *state), void **out);
 
+/* A per-run resource (TF's step container): destroy(ptr) is called when the run ends
+ * (also on failure). RESOURCE_EXHAUSTED (destroy(ptr) called at once). */
+VG_HIDDEN vg_code vg__kctx_step_resource(vg__kctx *ctx, void *ptr, void (*destroy)(void *));
+
 /* ---- variables ---------------------------------------------------------- */
 /* A session's variable slot. Locking: vg__var_lock around any access to value. */
 VG_HIDDEN void vg__var_lock(vg__var *v);

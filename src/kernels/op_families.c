@@ -40,6 +40,9 @@ extern const vg__op_def vg__ops_random_sampling[];
 extern const vg__op_def vg__ops_parsing[];
 extern const vg__op_def vg__ops_reader[];
 extern const vg__op_def vg__ops_dataset[];
+extern const vg__op_def vg__ops_control_flow[];
+extern const vg__op_def vg__ops_stack[];
+extern const vg__op_def vg__ops_tensor_array[];
 extern const vg__op_def vg__ops_rnn[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
@@ -75,6 +78,9 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_parsing);
     vg__registry_add_family(vg__ops_reader);
     vg__registry_add_family(vg__ops_dataset);
+    vg__registry_add_family(vg__ops_control_flow);
+    vg__registry_add_family(vg__ops_stack);
+    vg__registry_add_family(vg__ops_tensor_array);
     vg__registry_add_family(vg__ops_rnn);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

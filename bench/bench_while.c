@@ -1,0 +1,85 @@
+/* bench_while.c - while_loop overhead: microseconds per iteration of a loop of N
+ * iterations of a scalar add (loop variables i:int32 and x:float32, cond i < N, body
+ * i + 1, x + 1), run through vg_session_run with one inter-op thread. Each iteration
+ * runs 11 nodes (2 Merge, Less, LoopCond, 2 Switch, 2 Identity, 2 AddV2, 2
+ * NextIteration; the Consts are loop invariants). TF 1.x reports roughly 10-20 us per
+ * iteration for such a loop in its executor.
+ * Prints one JSON line: median over blocks. Usage: bench_while [blocks=21] [iters=1000] */
+#include "vigil/vigil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+static int cmpd(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct bench_ctx {
+    vg_output n, one_i, one_f;
+} bench_ctx;
+
+static vg_code cond(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
+    (void)n;
+    *p = vg_less(g, v[0], ((bench_ctx *)u)->n, NULL);
+    return VG_OK;
+}
+static vg_code body(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
+    (void)n;
+    bench_ctx *b = u;
+    o[0] = vg_add(g, v[0], b->one_i, NULL);
+    o[1] = vg_add(g, v[1], b->one_f, NULL);
+    return VG_OK;
+}
+
+int main(int argc, char **argv) {
+    int blocks = argc > 1 ? atoi(argv[1]) : 21;
+    int iters = argc > 2 ? atoi(argv[2]) : 1000;
+    if (blocks < 1) blocks = 1;
+    if (iters < 1) iters = 1;
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    bench_ctx b = {vg_const_i32(g, iters, "n"), vg_const_i32(g, 1, "one_i"), vg_const_f32(g, 1.0f, "one_f")};
+    vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_f32(g, 0.0f, "x")}, o[2];
+    if (vg_while_loop(g, cond, body, &b, v, 2, NULL, 10, vg_out(NULL, 0), NULL, o, &st) != VG_OK) {
+        fprintf(stderr, "bench_while: %s\n", st.msg);
+        return 1;
+    }
+    vg_session_options so = vg_session_options_default();
+    so.inter_op_threads = 1;
+    so.intra_op_threads = 1;
+    vg_session *s = vg_session_new(g, &so, &st);
+    if (!s) {
+        fprintf(stderr, "bench_while: %s\n", st.msg);
+        return 1;
+    }
+    double *t = malloc(sizeof(double) * (size_t)blocks);
+    int runs = 5;
+    float last = 0;
+    for (int k = -1; k < blocks; k++) { /* block -1 warms up */
+        double t0 = now_us();
+        for (int r = 0; r < runs; r++) {
+            vg_tensor *out = NULL;
+            if (vg_session_run1(s, o[1], &out, &st) != VG_OK) {
+                fprintf(stderr, "bench_while: %s\n", st.msg);
+                return 1;
+            }
+            last = *(float *)vg_tensor_data(out);
+            vg_tensor_free(out);
+        }
+        if (k >= 0) t[k] = (now_us() - t0) / runs / iters;
+    }
+    qsort(t, (size_t)blocks, sizeof *t, cmpd);
+    printf("{\"bench\":\"while_loop\",\"threads\":1,\"iterations\":%d,\"us_per_iteration\":%.4f,"
+           "\"min_us_per_iteration\":%.4f,\"result\":%.0f}\n",
+           iters, t[blocks / 2], t[0], (double)last);
+    free(t);
+    vg_session_free(s);
+    vg_graph_free(g);
+    return last == (float)iters ? 0 : 1;
+}

@@ -1,0 +1,179 @@
+/* test_control_flow_grad.c - gradients through tf.cond and tf.while_loop (TF's scheme:
+ * Switch/Merge gradients for cond, a backward while loop with stacks for while),
+ * checked against central finite differences (gradcheck.h) and hand values. */
+#include "test_util.h"
+#include "gradcheck.h"
+#include "vigil/vigil.h"
+
+static vg_tensor *vec(const double *v, int n) {
+    vg_status st;
+    int64_t d = n;
+    vg_tensor *t = vg_tensor_new(VG_DOUBLE, &d, 1, &st);
+    memcpy(vg_tensor_data(t), v, sizeof(double) * (size_t)n);
+    return t;
+}
+static vg_tensor *boolt(bool b) {
+    vg_status st;
+    vg_tensor *t = vg_tensor_new(VG_BOOL, NULL, 0, &st);
+    *(bool *)vg_tensor_data(t) = b;
+    return t;
+}
+
+/* ---- cond: p ? x*x*y : sin(x) + y ------------------------------------------------ */
+typedef struct xy {
+    vg_output x, y;
+} xy;
+static vg_code br_t(vg_graph *g, void *u, vg_output *o) {
+    xy *v = u;
+    o[0] = vg_mul(g, vg_mul(g, v->x, v->x, NULL), v->y, NULL);
+    return VG_OK;
+}
+static vg_code br_f(vg_graph *g, void *u, vg_output *o) {
+    xy *v = u;
+    o[0] = vg_add(g, vg_sin(g, v->x, NULL), v->y, NULL);
+    return VG_OK;
+}
+
+static void test_cond_grad(void) {
+    for (int side = 0; side < 2; side++) {
+        vg_graph *g = vg_graph_new();
+        vg_status st;
+        int64_t d = 3;
+        vg_output p = vg_placeholder(g, VG_BOOL, NULL, 0, "p");
+        xy v = {vg_placeholder(g, VG_DOUBLE, &d, 1, "x"), vg_placeholder(g, VG_DOUBLE, &d, 1, "y")};
+        vg_output o;
+        CHECK_OK(vg_cond(g, p, br_t, br_f, &v, 1, &o, NULL, &st), &st);
+        vg_tensor *xv[2] = {vec((double[]){0.5, -1.2, 2.0}, 3), vec((double[]){1.5, 0.3, -0.7}, 3)};
+        vg_tensor *pv = boolt(side == 1);
+        vg_output xs[2] = {v.x, v.y};
+        CHECK_EQ_INT(vg_gradcheck_ex(g, xs, xv, 2, &p, &pv, 1, o, 1e-6, 1e-6), 0);
+        vg_tensor_free(xv[0]);
+        vg_tensor_free(xv[1]);
+        vg_tensor_free(pv);
+        vg_graph_free(g);
+    }
+}
+
+/* ---- while: y = x^n, (i, y) loop ------------------------------------------------ */
+typedef struct powc {
+    vg_output x;
+    int n;
+} powc;
+static vg_code pow_cond(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
+    (void)n;
+    *p = vg_less(g, v[0], vg_const_i32(g, ((powc *)u)->n, NULL), NULL);
+    return VG_OK;
+}
+static vg_code pow_body(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
+    (void)n;
+    o[0] = vg_add(g, v[0], vg_const_i32(g, 1, NULL), NULL);
+    o[1] = vg_mul(g, v[1], ((powc *)u)->x, NULL);
+    return VG_OK;
+}
+
+static void test_while_pow_grad(void) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    int64_t d = 3;
+    powc pc = {vg_placeholder(g, VG_DOUBLE, &d, 1, "x"), 4};
+    vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_ones_like(g, pc.x, "y0")}, o[2];
+    CHECK_OK(vg_while_loop(g, pow_cond, pow_body, &pc, v, 2, NULL, 10, vg_out(NULL, 0), NULL, o, &st), &st);
+    /* hand value: d(sum x^4)/dx = 4x^3 */
+    vg_output dx;
+    vg_output L = vg_reduce_sum(g, o[1], NULL, -1, false, "L");
+    CHECK_OK(vg_gradients(g, &L, 1, &pc.x, 1, NULL, &dx, &st), &st);
+    vg_tensor *xv = vec((double[]){0.5, -1.5, 2.0}, 3);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    for (int rep = 0; rep < 3; rep++) { /* repeated runs reuse the stacks */
+        vg_tensor *t = NULL;
+        CHECK_OK(vg_session_run(s, NULL, &pc.x, &xv, 1, &dx, &t, 1, NULL, 0, NULL, &st), &st);
+        if (t) {
+            const double *a = vg_tensor_data(t);
+            CHECK_NEAR(a[0], 4 * 0.125, 1e-12);
+            CHECK_NEAR(a[1], 4 * -3.375, 1e-12);
+            CHECK_NEAR(a[2], 4 * 8.0, 1e-12);
+        }
+        vg_tensor_free(t);
+    }
+    vg_session_free(s);
+    CHECK_EQ_INT(vg_gradcheck(g, &pc.x, &xv, 1, o[1], 1e-6, 1e-6), 0);
+    vg_tensor_free(xv);
+    vg_graph_free(g);
+}
+
+/* the loop variable itself differentiated: y_{k+1} = sin(y_k) * x, 3 iterations */
+static vg_code sin_body(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
+    (void)n;
+    o[0] = vg_add(g, v[0], vg_const_i32(g, 1, NULL), NULL);
+    o[1] = vg_mul(g, vg_sin(g, v[1], NULL), ((powc *)u)->x, NULL);
+    return VG_OK;
+}
+
+static void test_while_loop_var_grad(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t d = 2;
+    vg_status st;
+    vg_output y0 = vg_placeholder(g, VG_DOUBLE, &d, 1, "y0");
+    powc pc = {vg_placeholder(g, VG_DOUBLE, &d, 1, "x"), 3};
+    vg_output v[2] = {vg_const_i32(g, 0, "i"), y0}, o[2];
+    CHECK_OK(vg_while_loop(g, pow_cond, sin_body, &pc, v, 2, NULL, 10, vg_out(NULL, 0), NULL, o, &st), &st);
+    vg_tensor *xv[2] = {vec((double[]){0.7, -1.1}, 2), vec((double[]){1.3, 0.4}, 2)};
+    vg_output xs[2] = {y0, pc.x};
+    CHECK_EQ_INT(vg_gradcheck(g, xs, xv, 2, o[1], 1e-6, 1e-6), 0);
+    vg_tensor_free(xv[0]);
+    vg_tensor_free(xv[1]);
+    vg_graph_free(g);
+}
+
+/* ---- nested loops: 3 outer iterations of (2 inner iterations of y *= x), then y += x */
+static vg_code lt_k(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
+    (void)n;
+    *p = vg_less(g, v[0], vg_const_i32(g, (int32_t)(intptr_t)u, NULL), NULL);
+    return VG_OK;
+}
+typedef struct nest {
+    vg_output x;
+} nest;
+static nest g_nest;
+static vg_code inner_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
+    (void)n;
+    (void)u;
+    o[0] = vg_add(g, v[0], vg_const_i32(g, 1, NULL), NULL);
+    o[1] = vg_mul(g, v[1], g_nest.x, NULL);
+    return VG_OK;
+}
+static vg_code outer_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
+    (void)n;
+    (void)u;
+    vg_status st;
+    vg_output iv[2] = {vg_const_i32(g, 0, "j"), v[1]}, io[2];
+    vg_code rc = vg_while_loop(g, lt_k, inner_b, (void *)(intptr_t)2, iv, 2, NULL, 10, vg_out(NULL, 0), "inner", io, &st);
+    if (rc != VG_OK) return rc;
+    o[0] = vg_add(g, v[0], vg_const_i32(g, 1, NULL), NULL);
+    o[1] = vg_add(g, io[1], g_nest.x, NULL);
+    return VG_OK;
+}
+
+static void test_nested_while_grad(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t d = 2;
+    vg_status st;
+    g_nest.x = vg_placeholder(g, VG_DOUBLE, &d, 1, "x");
+    vg_output y0 = vg_placeholder(g, VG_DOUBLE, &d, 1, "y0");
+    vg_output v[2] = {vg_const_i32(g, 0, "i"), y0}, o[2];
+    CHECK_OK(vg_while_loop(g, lt_k, outer_b, (void *)(intptr_t)3, v, 2, NULL, 10, vg_out(NULL, 0), NULL, o, &st), &st);
+    vg_tensor *xv[2] = {vec((double[]){0.9, -1.2}, 2), vec((double[]){0.5, 1.1}, 2)};
+    vg_output xs[2] = {g_nest.x, y0};
+    CHECK_EQ_INT(vg_gradcheck(g, xs, xv, 2, o[1], 1e-6, 1e-6), 0);
+    vg_tensor_free(xv[0]);
+    vg_tensor_free(xv[1]);
+    vg_graph_free(g);
+}
+
+int main(void) {
+    RUN_TEST(test_cond_grad);
+    RUN_TEST(test_while_pow_grad);
+    RUN_TEST(test_while_loop_var_grad);
+    RUN_TEST(test_nested_while_grad);
+    TEST_MAIN_END();
+}
