@@ -37,6 +37,7 @@
 #ifndef VIGIL_RNN_H
 #define VIGIL_RNN_H
 
+#include "control_flow.h"
 #include "layers.h"
 #include "rnn_ops.h"
 
@@ -124,6 +125,35 @@ VG_API vg_code vg_static_rnn(vg_rnn_cell *cell, vg_graph *g, const vg_output *in
 VG_API vg_code vg_fused_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, const vg_output *initial_state,
                             vg_dtype dt, vg_output sequence_length, vg_output *outputs, vg_output *final_state,
                             vg_status *st);
+
+/* tf.nn.dynamic_rnn(cell, inputs, sequence_length, initial_state, dtype,
+ * parallel_iterations, swap_memory (ignored), time_major, scope): inputs [batch, time,
+ * depth] ([time, batch, depth] when time_major; depth known), run by a while loop
+ * (vigil/control_flow.h) over TensorArrays as TF's _dynamic_rnn_loop: ops under
+ * "<scope>/while", "<scope>/TensorArray"..., variables under scope (default "rnn"),
+ * created before the loop. sequence_length (int32/int64 [batch]; op NULL = none): past a
+ * sequence's end outputs are zeros and the state is copied through. initial_state NULL
+ * = zeros of dt. Writes *outputs (the inputs' layout with depth = output size) and
+ * state_count final state tensors. parallel_iterations <= 0: 32 (TF's default).
+ * Failures (sticky graph error, returned and in st): INVALID_ARGUMENT (NULL arguments,
+ * inputs not rank 3 or of unknown depth, a fused cell), the loop builder's errors. */
+VG_API vg_code vg_dynamic_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, vg_output sequence_length,
+                              const vg_output *initial_state, vg_dtype dt, int parallel_iterations, bool time_major,
+                              const char *scope, vg_output *outputs, vg_output *final_state, vg_status *st);
+
+/* tf.nn.bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length,
+ * initial_state_fw, initial_state_bw, dtype, parallel_iterations, swap_memory,
+ * time_major, scope): dynamic_rnn of cell_fw under "<scope>/fw" and of cell_bw under
+ * "<scope>/bw" over the inputs reversed in time (each sequence within its length when
+ * sequence_length is given, as tf.reverse_sequence), whose outputs are reversed back.
+ * scope NULL = "bidirectional_rnn". Writes outputs[0] (fw), outputs[1] (bw), the fw
+ * final state to final_fw and the bw one to final_bw. Failures as vg_dynamic_rnn. */
+VG_API vg_code vg_bidirectional_dynamic_rnn(vg_rnn_cell *cell_fw, vg_rnn_cell *cell_bw, vg_graph *g,
+                                            vg_output inputs, vg_output sequence_length,
+                                            const vg_output *initial_state_fw, const vg_output *initial_state_bw,
+                                            vg_dtype dt, int parallel_iterations, bool time_major, const char *scope,
+                                            vg_output outputs[2], vg_output *final_fw, vg_output *final_bw,
+                                            vg_status *st);
 
 /* tf.nn.embedding_lookup(params, ids) with one params tensor [vocab, dim...]: Gather on
  * axis 0 ("<name>", default "embedding_lookup") then an Identity, as TF. The gradient

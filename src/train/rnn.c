@@ -686,3 +686,185 @@ vg_output vg_sequence_loss(vg_graph *g, vg_output logits, vg_output targets, vg_
     vg_graph_pop_scope(g);
     return out;
 }
+
+/* ------------------------------------------------------------------------ */
+/* dynamic_rnn (rnn.py _dynamic_rnn_loop) */
+
+/* Creates the variables of every leaf cell for inputs of depth `depth` under `vs`, with
+ * the scopes cell_call uses, so that the loop body only reads them. */
+static vg_code prebuild(vg_rnn_cell *c, vg_graph *g, const char *vs, int64_t depth, vg_dtype dt) {
+    switch (c->kind) {
+    case K_MULTI: {
+        char sub[VS_MAX];
+        for (int i = 0; i < c->nkids; i++) {
+            snprintf(sub, sizeof sub, "%s%s%s/cell_%d", vs, *vs ? "/" : "", c->name, i);
+            if (prebuild(c->kids[i], g, sub, depth, dt) != VG_OK) return vg_graph_status(g, NULL);
+            depth = vg_rnn_cell_output_size(c->kids[i]);
+        }
+        return VG_OK;
+    }
+    case K_DROPOUT:
+    case K_RESIDUAL:
+        return prebuild(c->kids[0], g, vs, depth, dt);
+    default:
+        return build(c, g, vs, depth, dt);
+    }
+}
+
+typedef struct dyn_ctx {
+    vg_rnn_cell *cell;
+    const char *vs;
+    int n;                 /* state count */
+    vg_tensor_array in_ta; /* unstacked inputs (outside the loop) */
+    vg_output out_handle;  /* the output TensorArray's handle (outside) */
+    vg_dtype dt;
+    vg_output time_steps, seq, zero_out;
+    int64_t depth;
+} dyn_ctx;
+
+static vg_code dyn_cond(vg_graph *g, const vg_output *v, int n, void *user, vg_output *pred) {
+    (void)n;
+    dyn_ctx *d = user;
+    *pred = vg_less(g, v[0], d->time_steps, "Less");
+    return vg_graph_status(g, NULL);
+}
+
+static vg_code dyn_body(vg_graph *g, const vg_output *v, int n, void *user, vg_output *outs) {
+    (void)n;
+    dyn_ctx *d = user;
+    vg_output time = v[0];
+    vg_output x = vg_tensor_array_read(g, d->in_ta, time, "TensorArrayReadV3");
+    vg_shape xs = vg_output_shape(x);
+    if (xs.ndims != 2 || xs.dims[1] < 0) x = vg_reshape_c(g, x, (int64_t[]){-1, d->depth}, 2, "input_t");
+    vg_output out;
+    if (cell_call(d->cell, g, d->vs, x, v + 2, &out, outs + 2) != VG_OK) return vg_graph_status(g, NULL);
+    if (d->seq.op) {
+        /* _rnn_step(skip_conditionals=True): copy_cond = time >= sequence_length */
+        vg_output copy = vg_greater_equal(g, time, d->seq, "GreaterEqual");
+        vg_output zeros = vg_zeros_like(g, out, "zeros_like");
+        out = vg_select(g, copy, zeros, out, "Select");
+        for (int i = 0; i < d->n; i++) outs[2 + i] = vg_select(g, copy, v[2 + i], outs[2 + i], "Select");
+    }
+    vg_tensor_array ta = {d->out_handle, v[1], d->dt};
+    ta = vg_tensor_array_write(g, ta, time, out, "TensorArrayWrite");
+    outs[0] = vg_add(g, time, vg_const_i32(g, 1, "add/y"), "add");
+    outs[1] = ta.flow;
+    return vg_graph_status(g, NULL);
+}
+
+vg_code vg_dynamic_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, vg_output sequence_length,
+                       const vg_output *initial_state, vg_dtype dt, int parallel_iterations, bool time_major,
+                       const char *scope, vg_output *outputs, vg_output *final_state, vg_status *st) {
+    if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "dynamic_rnn: NULL graph");
+    if (vg_graph_status(g, NULL) != VG_OK) return fail(g, st);
+    if (!cell || !inputs.op || !outputs || !final_state) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "dynamic_rnn: needs a cell, inputs, outputs and final_state");
+        return fail(g, st);
+    }
+    if (cell->kind == K_FUSED) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "dynamic_rnn: %s is a fused cell (use vg_fused_rnn)", cell->name);
+        return fail(g, st);
+    }
+    vg_shape s = vg_output_shape(inputs);
+    if (s.ndims != 3 || s.dims[2] < 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "dynamic_rnn: inputs must be rank 3 with a known depth (last dimension)");
+        return fail(g, st);
+    }
+    if (initial_state) dt = vg_output_dtype(initial_state[0]);
+    int n = vg_rnn_cell_state_count(cell);
+    vg_output *vars = calloc((size_t)(2 * (n + 2)), sizeof(vg_output));
+    if (!vars) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "dynamic_rnn: out of memory");
+        return fail(g, st);
+    }
+    vg_output *exits = vars + n + 2;
+    const char *sc = scope && *scope ? scope : "rnn";
+    char vs[VS_MAX];
+    const char *cur = vg_graph_scope(g);
+    snprintf(vs, sizeof vs, "%s%s%s", cur, *cur ? "/" : "", sc);
+    vg_graph_push_scope(g, sc);
+    int64_t depth = s.dims[2];
+    prebuild(cell, g, vs, depth, dt);
+    vg_output x = time_major ? inputs : vg_transpose_c(g, inputs, (int32_t[]){1, 0, 2}, 3, "transpose");
+    int64_t T = time_major ? s.dims[0] : s.dims[1], Bs = time_major ? s.dims[1] : s.dims[0];
+    dyn_ctx d = {cell, vs, n, {{NULL, 0}, {NULL, 0}, dt}, {NULL, 0}, dt, {NULL, 0}, {NULL, 0}, {NULL, 0}, depth};
+    d.seq = sequence_length.op ? vg_identity(g, vg_cast(g, sequence_length, VG_INT32, "ToInt32"), "sequence_length")
+                               : none();
+    if (initial_state) {
+        memcpy(vars + 2, initial_state, sizeof(vg_output) * (size_t)n);
+    } else {
+        vg_output bt = Bs < 0 ? dim_scalar(g, x, 1, VG_INT32) : none();
+        vg_rnn_cell_zero_state(cell, g, Bs, bt, dt, vars + 2);
+    }
+    vg_graph_push_scope(g, "dynamic_rnn");
+    d.time_steps = T >= 0 ? vg_const_i32(g, (int32_t)T, "time_steps") : dim_scalar(g, x, 0, VG_INT32);
+    vars[0] = vg_const_i32(g, 0, "time");
+    vg_shape in_el = vg_shape_make((int64_t[]){Bs, depth}, 2), out_el = vg_shape_make((int64_t[]){Bs, vg_rnn_cell_output_size(cell)}, 2);
+    vg_tensor_array out_ta = vg_tensor_array_new(g, dt, d.time_steps, false, true, &out_el, "output_0");
+    d.in_ta = vg_tensor_array_new(g, vg_output_dtype(x), d.time_steps, false, true, &in_el, "input_0");
+    d.in_ta = vg_tensor_array_unstack(g, d.in_ta, x, "TensorArrayUnstack");
+    d.out_handle = out_ta.handle;
+    vars[1] = out_ta.flow;
+    vg_graph_pop_scope(g);
+    if (vg_graph_status(g, NULL) == VG_OK)
+        vg_while_loop(g, dyn_cond, dyn_body, &d, vars, n + 2, NULL, parallel_iterations > 0 ? parallel_iterations : 32,
+                      d.time_steps, "while", exits, NULL);
+    if (vg_graph_status(g, NULL) == VG_OK) {
+        vg_tensor_array fin = {out_ta.handle, exits[1], dt};
+        vg_output stacked = vg_tensor_array_stack(g, fin, "TensorArrayStack");
+        if (T >= 0 || Bs >= 0) /* give the stacked outputs their static shape */
+            stacked = vg_reshape_c(g, stacked, (int64_t[]){T >= 0 ? T : -1, Bs >= 0 ? Bs : -1, vg_rnn_cell_output_size(cell)},
+                                   3, "stacked");
+        *outputs = time_major ? stacked : vg_transpose_c(g, stacked, (int32_t[]){1, 0, 2}, 3, "transpose_1");
+        memcpy(final_state, exits + 2, sizeof(vg_output) * (size_t)n);
+    }
+    vg_graph_pop_scope(g);
+    free(vars);
+    return fail(g, st);
+}
+
+/* tf.reverse_sequence(x, lengths, seq_axis, batch_axis) for time-major x [T, B, ...]:
+ * out[t, b] = x[len_b - 1 - t, b] for t < len_b, else x[t, b] (a GatherNd). */
+static vg_output reverse_sequence_tm(vg_graph *g, vg_output x, vg_output len) {
+    vg_graph_push_scope(g, "ReverseSequence");
+    vg_output T = dim_scalar(g, x, 0, VG_INT32), B = dim_scalar(g, x, 1, VG_INT32);
+    vg_output t = vg_expand_dims(g, vg_range(g, vg_const_i32(g, 0, NULL), T, vg_const_i32(g, 1, NULL), NULL), 1, NULL);
+    vg_output b = vg_expand_dims(g, vg_range(g, vg_const_i32(g, 0, NULL), B, vg_const_i32(g, 1, NULL), NULL), 0, NULL);
+    vg_output l = vg_expand_dims(g, len, 0, NULL);                           /* [1, B] */
+    vg_output rev = vg_sub(g, vg_sub(g, l, vg_const_i32(g, 1, NULL), NULL), t, NULL); /* [T, B] */
+    vg_output src = vg_select(g, vg_less(g, t, l, NULL), rev, vg_add(g, t, vg_zeros_like(g, rev, NULL), NULL), NULL);
+    vg_output bb = vg_add(g, b, vg_zeros_like(g, src, NULL), NULL);
+    vg_output idx = vg_pack(g, (vg_output[]){src, bb}, 2, 2, "indices");   /* [T, B, 2] */
+    vg_output y = vg_gather_nd(g, x, idx, "GatherNd");
+    vg_graph_pop_scope(g);
+    return y;
+}
+
+vg_code vg_bidirectional_dynamic_rnn(vg_rnn_cell *cell_fw, vg_rnn_cell *cell_bw, vg_graph *g, vg_output inputs,
+                                     vg_output sequence_length, const vg_output *initial_state_fw,
+                                     const vg_output *initial_state_bw, vg_dtype dt, int parallel_iterations,
+                                     bool time_major, const char *scope, vg_output outputs[2], vg_output *final_fw,
+                                     vg_output *final_bw, vg_status *st) {
+    if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "bidirectional_dynamic_rnn: NULL graph");
+    if (!cell_fw || !cell_bw || !inputs.op || !outputs || !final_fw || !final_bw) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "bidirectional_dynamic_rnn: needs two cells, inputs, outputs and final states");
+        return fail(g, st);
+    }
+    vg_graph_push_scope(g, scope && *scope ? scope : "bidirectional_rnn");
+    vg_dynamic_rnn(cell_fw, g, inputs, sequence_length, initial_state_fw, dt, parallel_iterations, time_major, "fw",
+                   &outputs[0], final_fw, NULL);
+    vg_output len = sequence_length.op ? vg_cast(g, sequence_length, VG_INT32, NULL) : none();
+    vg_output xt = time_major ? inputs : vg_transpose_c(g, inputs, (int32_t[]){1, 0, 2}, 3, "transpose");
+    vg_output xr = len.op ? reverse_sequence_tm(g, xt, len) : vg_reverse_c(g, xt, (int32_t[]){0}, 1, "ReverseV2");
+    vg_output tmp;
+    vg_dynamic_rnn(cell_bw, g, xr, sequence_length, initial_state_bw, dt, parallel_iterations, true, "bw", &tmp,
+                   final_bw, NULL);
+    if (vg_graph_status(g, NULL) == VG_OK) {
+        vg_output back = len.op ? reverse_sequence_tm(g, tmp, len) : vg_reverse_c(g, tmp, (int32_t[]){0}, 1, "ReverseV2_1");
+        outputs[1] = time_major ? back : vg_transpose_c(g, back, (int32_t[]){1, 0, 2}, 3, "transpose_1");
+    }
+    vg_graph_pop_scope(g);
+    return fail(g, st);
+}
