@@ -21,7 +21,7 @@ static void test_lstm_train_and_resume(void) {
     char line[256];
     const char *out = slurp("l1.out");
     CHECK_STR_CONTAINS(out, "test_accuracy=");
-    CHECK_STR_CONTAINS(slurp("l1.err"), "lstm on 2048 images");
+    CHECK_STR_CONTAINS(slurp("l1.err"), "lstm training on 2048 images");
     /* the checkpoint holds the fused cell's variables with TF's names and shapes */
     const char *a2[] = {"ckpt", dir, NULL};
     CHECK_EQ_INT(run_vigil(a2, "c.out", "c.err"), 0);
