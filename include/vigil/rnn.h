@@ -2,14 +2,14 @@
  * vigil/rnn.h - TF1's recurrent cells (tf.nn.rnn_cell / tf.contrib.rnn) and RNN drivers
  * in C, with TF's variable names so that checkpoints line up:
  *
- *     BasicRNNCell         basic_rnn_cell/{kernel,bias}
- *     BasicLSTMCell        basic_lstm_cell/{kernel,bias}
- *     LSTMCell             lstm_cell/{kernel,bias,w_f_diag,w_i_diag,w_o_diag,projection/kernel}
- *     GRUCell              gru_cell/{gates,candidate}/{kernel,bias}
- *     LSTMBlockCell        lstm_cell/{kernel,bias,w_i_diag,w_f_diag,w_o_diag} (op LSTMBlockCell)
- *     LSTMBlockFusedCell   lstm_fused_cell/{kernel,bias,...} (op BlockLSTM)
- *     MultiRNNCell         multi_rnn_cell/cell_<i>/<child's names>
- *     DropoutWrapper, ResidualWrapper: no variables, the wrapped cell's names
+ *   BasicRNNCell         basic_rnn_cell/{kernel,bias}
+ *   BasicLSTMCell        basic_lstm_cell/{kernel,bias}
+ *   LSTMCell             lstm_cell/{kernel,bias,w_f_diag,w_i_diag,w_o_diag,projection/kernel}
+ *   GRUCell              gru_cell/{gates,candidate}/{kernel,bias}
+ *   LSTMBlockCell        lstm_cell/{kernel,bias,w_i_diag,w_f_diag,w_o_diag} (op LSTMBlockCell)
+ *   LSTMBlockFusedCell   lstm_fused_cell/{kernel,bias,...} (op BlockLSTM)
+ *   MultiRNNCell         multi_rnn_cell/cell_<i>/<child's names>
+ *   DropoutWrapper, ResidualWrapper: no variables, the wrapped cell's names
  *
  * all under the RNN's scope ("rnn" for vg_static_rnn by default), e.g.
  * "rnn/multi_rnn_cell/cell_0/lstm_cell/kernel". Kernels are initialised glorot_uniform

@@ -9,7 +9,8 @@
  * "<name>_1", ... of the current one.
  */
 #include "vigil/rnn.h"
-#include "vigil/vigil.h"
+#include "vigil/ops_ext.h"
+#include "vigil/train_lib.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
