@@ -46,6 +46,7 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/version.h", "core"},       {"vigil/events.h", "io"},          {"vigil/idx.h", "io"},
     {"vigil/ops_ext.h", "kernels"},    {"vigil/train_lib.h", "train"},    {"vigil/losses.h", "train"},
     {"vigil/control_flow.h", "kernels"},
+    {"vigil/rnn_ops.h", "kernels"},    {"vigil/rnn.h", "train"},
 };
 
 static int layer_index(const char *name, size_t n) {

@@ -37,8 +37,10 @@ static const char *train_help =
     "Trains a classifier on Fashion-MNIST under a MonitoredTrainingSession. Running the\n"
     "same command again continues from the latest checkpoint in --checkpoint-dir.\n"
     "\n"
-    "  --model mlp|cnn              mlp: 784-256-256-10 ReLU (default); cnn: conv5x5x32,\n"
-    "                               pool, conv5x5x64, pool, dense 128, dense 10\n"
+    "  --model mlp|cnn|lstm         mlp: 784-256-256-10 ReLU (default); cnn: conv5x5x32,\n"
+    "                               pool, conv5x5x64, pool, dense 128, dense 10; lstm:\n"
+    "                               the image row by row (28 steps of 28 pixels) through\n"
+    "                               an LSTM 128 (LSTMBlockFusedCell), dense 10\n"
     "  --epochs N                   epochs over the training set (default 5)\n"
     "  --steps N                    stop at global step N at the latest\n"
     "  --batch-size N               (default 64)\n"
@@ -90,6 +92,7 @@ typedef struct train_opts {
     int64_t seed, train_limit;
     bool quiet, verbose;
     int on_nan; /* ON_NAN_* */
+    bool lstm;  /* --model lstm: image rows through an LSTM (inputs as for mlp) */
 } train_opts;
 
 enum { ON_NAN_FAIL = 0, ON_NAN_STOP = 1, ON_NAN_IGNORE = 2 };
@@ -102,7 +105,7 @@ static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t *o
 
 static int parse_train_opts(int argc, char **argv, train_opts *o) {
     *o = (train_opts){false, 5, -1, 64, NULL, -1, true, "runs/fmnist", "/usr/share/datasets/fashion-mnist", -1, -1,
-                      100, 100, 0, 1, -1, false, false, ON_NAN_FAIL};
+                      100, 100, 0, 1, -1, false, false, ON_NAN_FAIL, false};
     static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr", "--lr-decay",
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
@@ -133,9 +136,11 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
         int64_t n = 0;
         int rc = 0;
         if (!strcmp(name, "--model")) {
+            o->cnn = o->lstm = false;
             if (!strcmp(v, "mlp")) o->cnn = false;
             else if (!strcmp(v, "cnn")) o->cnn = true;
-            else rc = cli_usage_error("train", "--model needs mlp or cnn, got '%s'", v);
+            else if (!strcmp(v, "lstm")) o->lstm = true;
+            else rc = cli_usage_error("train", "--model needs mlp, cnn or lstm, got '%s'", v);
         } else if (!strcmp(name, "--epochs")) {
             rc = parse_int_opt(name, v, 1, &o->epochs);
         } else if (!strcmp(name, "--steps")) {
@@ -400,8 +405,22 @@ static int lock_checkpoint_dir(const char *dir) {
 /* The MLP or the CNN on x ([k,784] or [k,28,28,1]); same layer names in every graph
  * ("dense", "dense_1", ... / "conv2d", ...), so checkpoints of one restore into the
  * other. */
-static vg_output build_model(vg_graph *g, vg_output x, bool cnn) {
-    if (cnn) {
+static vg_output build_model(vg_graph *g, vg_output x, const train_opts *o) {
+    if (o->lstm) {
+        /* TF1's row-by-row classifier: x [k, 784] -> [28, k, 28] time-major ->
+         * tf.contrib.rnn.LSTMBlockFusedCell(128) under "rnn" -> last h -> dense 10 */
+        vg_output rows = vg_reshape_c(g, x, (const int64_t[]){-1, 28, 28}, 3, "rows");
+        vg_output seq = vg_transpose_c(g, rows, (const int32_t[]){1, 0, 2}, 3, "time_major");
+        vg_rnn_cell *cell = vg_lstm_block_fused_cell_new(128, 1.0f, 0.0f, false);
+        vg_output outs, fin[2] = {{NULL, 0}, {NULL, 0}};
+        vg_graph_push_scope(g, "rnn");
+        if (cell) vg_fused_rnn(cell, g, seq, NULL, VG_FLOAT, (vg_output){NULL, 0}, &outs, fin, NULL);
+        else vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory creating the LSTM");
+        vg_graph_pop_scope(g);
+        vg_rnn_cell_free(cell);
+        return vg_layers_dense(g, fin[1], 10, VG_ACT_NONE, NULL);
+    }
+    if (o->cnn) {
         vg_output h = vg_layers_conv2d(g, x, 32, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
         h = vg_layers_max_pooling2d(g, h, 2, 2, "VALID", NULL);
         h = vg_layers_conv2d(g, h, 64, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
@@ -472,7 +491,7 @@ static vg_code build_train_graph(const train_opts *o, const data_files *d, int64
     int b = (int)o->batch;
     vg_shuffle_batch(g, ex, 2, b, 20 * b, 10 * b, 1, 0, true, "shuffle_batch", batch);
     /* model, loss, accuracy */
-    vg_output logits = build_model(g, batch[0], o->cnn);
+    vg_output logits = build_model(g, batch[0], o);
     vg_op *xent = vg_sparse_softmax_xent(g, logits, batch[1], "xent");
     tg->loss = vg_reduce_mean(g, vg_out(xent, 0), NULL, -1, false, "cross_entropy");
     vg_output correct = vg_equal(g, vg_argmax(g, logits, 1, VG_INT64, NULL), batch[1], NULL);
@@ -687,7 +706,7 @@ static vg_code evaluate(const train_opts *o, const data_files *d, const char *pr
     vg_output x = o->cnn ? vg_placeholder(g, VG_FLOAT, (const int64_t[]){-1, 28, 28, 1}, 4, "images")
                          : vg_placeholder(g, VG_FLOAT, (const int64_t[]){-1, 784}, 2, "images");
     vg_output y = vg_placeholder(g, VG_INT64, (const int64_t[]){-1}, 1, "labels");
-    vg_output logits = build_model(g, x, o->cnn);
+    vg_output logits = build_model(g, x, o);
     vg_output correct = vg_reduce_sum(
         g, vg_cast(g, vg_equal(g, vg_argmax(g, logits, 1, VG_INT64, NULL), y, NULL), VG_FLOAT, NULL), NULL, -1,
         false, "correct");
@@ -784,7 +803,7 @@ static vg_code checkpoint_step(const char *dir, int64_t batch, char *prefix, siz
 static void restore_hint(const train_opts *o, const vg_status *st, bool had_checkpoint) {
     if (had_checkpoint && (st->code == VG_NOT_FOUND || st->code == VG_INVALID_ARGUMENT))
         fprintf(stderr, "vigil: the checkpoints in %s do not fit --model %s (written by another model or "
-                        "version?); pass another --checkpoint-dir\n", o->ckpt_dir, o->cnn ? "cnn" : "mlp");
+                        "version?); pass another --checkpoint-dir\n", o->ckpt_dir, o->lstm ? "lstm" : o->cnn ? "cnn" : "mlp");
 }
 
 /* Trains until the data, the step limit or a signal ends it. Returns the exit status. */
@@ -977,7 +996,7 @@ int cli_train(int argc, char **argv) {
                 prefix[0] ? " from " : "", prefix);
         return cli_fail_status(&st);
     }
-    note("%s %s on %lld images, batch %lld, %lld steps/epoch, %s lr %g, checkpoints in %s", o.cnn ? "cnn" : "mlp",
+    note("%s %s on %lld images, batch %lld, %lld steps/epoch, %s lr %g, checkpoints in %s", o.lstm ? "lstm" : o.cnn ? "cnn" : "mlp",
          prefix[0] ? "resuming" : "training", (long long)n_train, (long long)o.batch, (long long)spe, o.optimizer,
          o.lr, o.ckpt_dir);
     if (prefix[0])

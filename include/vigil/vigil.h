@@ -38,5 +38,7 @@
 #include "data.h"
 #include "backend.h"
 #include "control_flow.h"
+#include "rnn_ops.h"
+#include "rnn.h"
 
 #endif

@@ -43,6 +43,7 @@ extern const vg__op_def vg__ops_dataset[];
 extern const vg__op_def vg__ops_control_flow[];
 extern const vg__op_def vg__ops_stack[];
 extern const vg__op_def vg__ops_tensor_array[];
+extern const vg__op_def vg__ops_rnn[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -80,5 +81,6 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_control_flow);
     vg__registry_add_family(vg__ops_stack);
     vg__registry_add_family(vg__ops_tensor_array);
+    vg__registry_add_family(vg__ops_rnn);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

@@ -1,0 +1,178 @@
+/*
+ * vigil/rnn.h - TF1's recurrent cells (tf.nn.rnn_cell / tf.contrib.rnn) and RNN drivers
+ * in C, with TF's variable names so that checkpoints line up:
+ *
+ *   BasicRNNCell         basic_rnn_cell/{kernel,bias}
+ *   BasicLSTMCell        basic_lstm_cell/{kernel,bias}
+ *   LSTMCell             lstm_cell/{kernel,bias,w_f_diag,w_i_diag,w_o_diag,projection/kernel}
+ *   GRUCell              gru_cell/{gates,candidate}/{kernel,bias}
+ *   LSTMBlockCell        lstm_cell/{kernel,bias,w_i_diag,w_f_diag,w_o_diag} (op LSTMBlockCell)
+ *   LSTMBlockFusedCell   lstm_fused_cell/{kernel,bias,...} (op BlockLSTM)
+ *   MultiRNNCell         multi_rnn_cell/cell_<i>/<child's names>
+ *   DropoutWrapper, ResidualWrapper: no variables, the wrapped cell's names
+ *
+ * all under the RNN's scope ("rnn" for vg_static_rnn by default), e.g.
+ * "rnn/multi_rnn_cell/cell_0/lstm_cell/kernel". Kernels are initialised glorot_uniform
+ * (TF's get_variable default), biases zeros (GRU gates: ones).
+ *
+ * A cell's state is a flat list of tensors, TF's nest.flatten of its state: one for
+ * BasicRNNCell, GRUCell and LSTMs with state_is_tuple = false (c and h concatenated),
+ * two (c, h) for LSTM state tuples, the children's lists one after the other for
+ * MultiRNNCell. vg_rnn_cell_state_count gives the length.
+ *
+ * A cell creates its variables on its first call (the input depth must be known then)
+ * and reuses them on later calls, as TF's cells do under one variable scope.
+ *
+ *     vg_rnn_cell *cell = vg_basic_lstm_cell_new(128, 1.0f, true);
+ *     vg_output xs[28], outs[28], state[2];
+ *     for (int t = 0; t < 28; t++) xs[t] = x;              // 28 inputs [batch, depth]
+ *     vg_static_rnn(cell, g, xs, 28, NULL, VG_FLOAT, (vg_output){NULL, 0}, NULL, outs, state, NULL);
+ *     vg_rnn_cell_free(cell);
+ *
+ * Cells are owned by the caller (vg_rnn_cell_free) except that MultiRNNCell and the
+ * wrappers take over the cells given to them. Graph errors are sticky: a failing call
+ * sets the graph's error and returns its code; constructors return NULL only when out
+ * of memory or for bad arguments.
+ */
+#ifndef VIGIL_RNN_H
+#define VIGIL_RNN_H
+
+#include "control_flow.h"
+#include "layers.h"
+#include "rnn_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vg_rnn_cell vg_rnn_cell;
+
+/* tf.nn.rnn_cell.BasicRNNCell(num_units, activation) (VG_ACT_NONE = tanh). */
+VG_API vg_rnn_cell *vg_basic_rnn_cell_new(int64_t num_units, vg_activation activation);
+/* tf.nn.rnn_cell.BasicLSTMCell(num_units, forget_bias=1.0, state_is_tuple=True). */
+VG_API vg_rnn_cell *vg_basic_lstm_cell_new(int64_t num_units, float forget_bias, bool state_is_tuple);
+
+typedef struct vg_lstm_cell_options {
+    bool use_peepholes;
+    float cell_clip;     /* <= 0: none */
+    int64_t num_proj;    /* 0: no projection */
+    float proj_clip;     /* <= 0: none */
+    float forget_bias;   /* 1.0 */
+    bool state_is_tuple; /* true */
+} vg_lstm_cell_options;
+#define VG_LSTM_CELL_OPTIONS_INIT {false, 0.0f, 0, 0.0f, 1.0f, true}
+/* tf.nn.rnn_cell.LSTMCell(num_units, use_peepholes, cell_clip, num_proj, proj_clip,
+ * forget_bias, state_is_tuple); o NULL = defaults. */
+VG_API vg_rnn_cell *vg_lstm_cell_new(int64_t num_units, const vg_lstm_cell_options *o);
+/* tf.nn.rnn_cell.GRUCell(num_units). */
+VG_API vg_rnn_cell *vg_gru_cell_new(int64_t num_units);
+/* tf.contrib.rnn.LSTMBlockCell(num_units, forget_bias, cell_clip (<= 0: none),
+ * use_peephole): one LSTMBlockCell op per step; state tuple (c, h). */
+VG_API vg_rnn_cell *vg_lstm_block_cell_new(int64_t num_units, float forget_bias, float cell_clip, bool use_peephole);
+/* tf.contrib.rnn.LSTMBlockFusedCell(num_units, forget_bias, cell_clip, use_peephole):
+ * a whole time-major sequence in one BlockLSTM op; run it with vg_fused_rnn (it cannot
+ * be called step by step nor put in a MultiRNNCell). */
+VG_API vg_rnn_cell *vg_lstm_block_fused_cell_new(int64_t num_units, float forget_bias, float cell_clip,
+                                                 bool use_peephole);
+/* tf.nn.rnn_cell.MultiRNNCell(cells): takes over the n cells (also on failure). */
+VG_API vg_rnn_cell *vg_multi_rnn_cell_new(vg_rnn_cell *const *cells, int n);
+/* tf.nn.rnn_cell.DropoutWrapper(cell, input_keep_prob, output_keep_prob,
+ * state_keep_prob, seed): tf.nn.dropout on the inputs, outputs and new state (not on the
+ * c of an LSTM state tuple, as TF's default filter); a keep probability of 1 adds no
+ * ops. Takes over cell. */
+VG_API vg_rnn_cell *vg_dropout_wrapper_new(vg_rnn_cell *cell, double input_keep_prob, double output_keep_prob,
+                                           double state_keep_prob, int64_t seed);
+/* tf.nn.rnn_cell.ResidualWrapper(cell): output = input + cell's output. Takes over cell. */
+VG_API vg_rnn_cell *vg_residual_wrapper_new(vg_rnn_cell *cell);
+/* Frees a cell (and the cells it took over). NULL is ignored. */
+VG_API void vg_rnn_cell_free(vg_rnn_cell *cell);
+/* Replaces the layer name ("lstm_cell", ...) used for the cell's variable scope. */
+VG_API void vg_rnn_cell_set_name(vg_rnn_cell *cell, const char *name);
+
+/* Number of state tensors; the size (last dim) of state i (-1 if i is out of range);
+ * the size of the output. */
+VG_API int vg_rnn_cell_state_count(const vg_rnn_cell *cell);
+VG_API int64_t vg_rnn_cell_state_size(const vg_rnn_cell *cell, int i);
+VG_API int64_t vg_rnn_cell_output_size(const vg_rnn_cell *cell);
+
+/* cell.zero_state(batch_size, dtype): fills state[0 .. state_count-1] with zeros
+ * [batch_size, size_i]. If batch_size < 0, batch_tensor (an int32 scalar) gives it at
+ * run time. */
+VG_API vg_code vg_rnn_cell_zero_state(vg_rnn_cell *cell, vg_graph *g, int64_t batch_size, vg_output batch_tensor,
+                                      vg_dtype dt, vg_output *state);
+
+/* output, new_state = cell(input, state): input [batch, depth] (depth known), state the
+ * cell's flat state list. Variables are created on the first call under the current name
+ * scope. Fails with INVALID_ARGUMENT (a NULL cell, output or state array, an input of
+ * unknown depth, a fused cell) as a sticky graph error. */
+VG_API vg_code vg_rnn_cell_call(vg_rnn_cell *cell, vg_graph *g, vg_output input, const vg_output *state,
+                                vg_output *output, vg_output *new_state);
+
+/* tf.nn.static_rnn(cell, inputs, initial_state, dtype, sequence_length, scope):
+ * inputs[0 .. T-1] are [batch, depth]; initial_state NULL = zeros of dt; with
+ * sequence_length (int32/int64 [batch]; op NULL = none) outputs past a sequence's end
+ * are zeros and its state is copied through. scope NULL = "rnn". Writes T outputs and
+ * state_count final state tensors. */
+VG_API vg_code vg_static_rnn(vg_rnn_cell *cell, vg_graph *g, const vg_output *inputs, int T,
+                             const vg_output *initial_state, vg_dtype dt, vg_output sequence_length, const char *scope,
+                             vg_output *outputs, vg_output *final_state, vg_status *st);
+
+/* LSTMBlockFusedCell's call(inputs, initial_state, dtype, sequence_length): inputs
+ * [time, batch, depth] (depth known), initial_state NULL = zeros or (c, h); outputs
+ * [time, batch, units] (zero past each sequence's end when sequence_length is given) and
+ * the final (c, h) (taken at each sequence's last step). Variables under the current
+ * name scope + the cell's name ("lstm_fused_cell"). */
+VG_API vg_code vg_fused_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, const vg_output *initial_state,
+                            vg_dtype dt, vg_output sequence_length, vg_output *outputs, vg_output *final_state,
+                            vg_status *st);
+
+/* tf.nn.dynamic_rnn(cell, inputs, sequence_length, initial_state, dtype,
+ * parallel_iterations, swap_memory (ignored), time_major, scope): inputs [batch, time,
+ * depth] ([time, batch, depth] when time_major; depth known), run by a while loop
+ * (vigil/control_flow.h) over TensorArrays as TF's _dynamic_rnn_loop: ops under
+ * "<scope>/while", "<scope>/TensorArray"..., variables under scope (default "rnn"),
+ * created before the loop. sequence_length (int32/int64 [batch]; op NULL = none): past a
+ * sequence's end outputs are zeros and the state is copied through. initial_state NULL
+ * = zeros of dt. Writes *outputs (the inputs' layout with depth = output size) and
+ * state_count final state tensors. parallel_iterations <= 0: 32 (TF's default).
+ * Failures (sticky graph error, returned and in st): INVALID_ARGUMENT (NULL arguments,
+ * inputs not rank 3 or of unknown depth, a fused cell), the loop builder's errors. */
+VG_API vg_code vg_dynamic_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, vg_output sequence_length,
+                              const vg_output *initial_state, vg_dtype dt, int parallel_iterations, bool time_major,
+                              const char *scope, vg_output *outputs, vg_output *final_state, vg_status *st);
+
+/* tf.nn.bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length,
+ * initial_state_fw, initial_state_bw, dtype, parallel_iterations, swap_memory,
+ * time_major, scope): dynamic_rnn of cell_fw under "<scope>/fw" and of cell_bw under
+ * "<scope>/bw" over the inputs reversed in time (each sequence within its length when
+ * sequence_length is given, as tf.reverse_sequence), whose outputs are reversed back.
+ * scope NULL = "bidirectional_rnn". Writes outputs[0] (fw), outputs[1] (bw), the fw
+ * final state to final_fw and the bw one to final_bw. Failures as vg_dynamic_rnn. */
+VG_API vg_code vg_bidirectional_dynamic_rnn(vg_rnn_cell *cell_fw, vg_rnn_cell *cell_bw, vg_graph *g,
+                                            vg_output inputs, vg_output sequence_length,
+                                            const vg_output *initial_state_fw, const vg_output *initial_state_bw,
+                                            vg_dtype dt, int parallel_iterations, bool time_major, const char *scope,
+                                            vg_output outputs[2], vg_output *final_fw, vg_output *final_bw,
+                                            vg_status *st);
+
+/* tf.nn.embedding_lookup(params, ids) with one params tensor [vocab, dim...]: Gather on
+ * axis 0 ("<name>", default "embedding_lookup") then an Identity, as TF. The gradient
+ * w.r.t. params is dense: the gathered rows' gradients summed per id
+ * (UnsortedSegmentSum), which is what TF's IndexedSlices become when densified; vigil
+ * has no IndexedSlices, so optimizers update every row (rows without ids get zeros). */
+VG_API vg_output vg_embedding_lookup(vg_graph *g, vg_output params, vg_output ids, const char *name);
+
+/* tf.contrib.seq2seq.sequence_loss(logits [batch, time, classes], targets [batch, time]
+ * (int32/int64), weights [batch, time] (logits' dtype), average_across_timesteps,
+ * average_across_batch): the weighted sparse softmax cross-entropy, summed and divided
+ * by the sum of the weights over the averaged axes (0 where that sum is 0, as
+ * div_no_nan): a scalar when both are true, [batch] or [time] when one is, [batch, time]
+ * when neither. Ops under "sequence_loss" (or name). Graph error INVALID_ARGUMENT when
+ * logits is not rank 3. */
+VG_API vg_output vg_sequence_loss(vg_graph *g, vg_output logits, vg_output targets, vg_output weights,
+                                  bool average_across_timesteps, bool average_across_batch, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
