@@ -1,6 +1,7 @@
 /*
  * training_ops.c - the optimizers' update ops (TF's training_ops): ApplyGradientDescent,
- * ApplyMomentum, ApplyAdam, ApplyRMSProp, float32 and float64.
+ * ApplyMomentum, ApplyAdam, ApplyRMSProp, ApplyAdagrad, ApplyAdadelta, ApplyFtrl,
+ * ApplyFtrlV2, ApplyProximalGradientDescent, float32 and float64.
  *
  * The variable and its slots are ref inputs. A kernel locks every distinct slot it
  * touches (in address order, so two kernels sharing slots cannot deadlock), gets the
@@ -40,6 +41,24 @@ static const apply_sig SIG_RMSPROP = {"ApplyRMSProp",
                                       8,
                                       {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"},
                                       {0, 0, 0, 1, 1, 1, 1, 0}};
+
+static const apply_sig SIG_ADAGRAD = {"ApplyAdagrad", 4, {"var", "accum", "lr", "grad"}, {0, 0, 1, 0}};
+static const apply_sig SIG_ADADELTA = {"ApplyAdadelta",
+                                       7,
+                                       {"var", "accum", "accum_update", "lr", "rho", "epsilon", "grad"},
+                                       {0, 0, 0, 1, 1, 1, 0}};
+static const apply_sig SIG_FTRL = {"ApplyFtrl",
+                                   8,
+                                   {"var", "accum", "linear", "grad", "lr", "l1", "l2", "lr_power"},
+                                   {0, 0, 0, 0, 1, 1, 1, 1}};
+static const apply_sig SIG_FTRL_V2 = {"ApplyFtrlV2",
+                                      9,
+                                      {"var", "accum", "linear", "grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"},
+                                      {0, 0, 0, 0, 1, 1, 1, 1, 1}};
+static const apply_sig SIG_PROXIMAL_GD = {"ApplyProximalGradientDescent",
+                                          5,
+                                          {"var", "alpha", "l1", "l2", "delta"},
+                                          {0, 1, 1, 1, 0}};
 
 /* Checks dtypes (all T, float or double), scalar ranks and that every tensor input
  * has var's shape; sets T/use_locking defaults and output 0. */
@@ -95,6 +114,14 @@ static vg_code shape_adam(vg_op *op, vg_status *st) {
     return shape_apply(op, &SIG_ADAM, st);
 }
 static vg_code shape_rmsprop(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_RMSPROP, st); }
+static vg_code shape_adagrad(vg_op *op, vg_status *st) {
+    vg__op_set_default_attr_bool(op, "update_slots", true);
+    return shape_apply(op, &SIG_ADAGRAD, st);
+}
+static vg_code shape_adadelta(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_ADADELTA, st); }
+static vg_code shape_ftrl(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_FTRL, st); }
+static vg_code shape_ftrl_v2(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_FTRL_V2, st); }
+static vg_code shape_proximal_gd(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_PROXIMAL_GD, st); }
 
 /* ------------------------------------------------------------------------ */
 /* run time: locking, input checks */
@@ -258,6 +285,75 @@ typedef struct upd_args {
 DEFINE_LOOPS(float, f32, sqrtf)
 DEFINE_LOOPS(double, f64, sqrt)
 
+/* The loops of the optimizers added later (scalar; TF's Eigen expressions, in the same
+ * order of operations). */
+#define DEFINE_LOOPS2(T, SFX, SQRT, POW, FABS)                                                  \
+    /* c: lr; nesterov = update_slots */                                                        \
+    static void adagrad_##SFX(void *arg, int64_t b, int64_t e) {                                \
+        const upd_args *a = arg;                                                                \
+        T *restrict var = a->var, *restrict acc = a->s1;                                        \
+        const T *restrict g = a->grad;                                                          \
+        const T lr = (T)a->c[0];                                                                \
+        for (int64_t i = b; i < e; i++) {                                                       \
+            if (a->nesterov) acc[i] += g[i] * g[i];                                             \
+            var[i] -= lr * g[i] * ((T)1 / SQRT(acc[i]));                                        \
+        }                                                                                       \
+    }                                                                                           \
+    /* c: lr, rho, epsilon */                                                                   \
+    static void adadelta_##SFX(void *arg, int64_t b, int64_t e) {                               \
+        const upd_args *a = arg;                                                                \
+        T *restrict var = a->var, *restrict acc = a->s1, *restrict accu = a->s2;                \
+        const T *restrict g = a->grad;                                                          \
+        const T lr = (T)a->c[0], rho = (T)a->c[1], eps = (T)a->c[2];                            \
+        for (int64_t i = b; i < e; i++) {                                                       \
+            T ac = acc[i] * rho + g[i] * g[i] * ((T)1 - rho);                                   \
+            T upd = SQRT(accu[i] + eps) * ((T)1 / SQRT(ac + eps)) * g[i];                       \
+            acc[i] = ac;                                                                        \
+            var[i] -= upd * lr;                                                                 \
+            accu[i] = accu[i] * rho + upd * upd * ((T)1 - rho);                                 \
+        }                                                                                       \
+    }                                                                                           \
+    /* c: lr, l1, l2, l2_shrinkage, lr_power */                                                 \
+    static void ftrl_##SFX(void *arg, int64_t b, int64_t e) {                                   \
+        const upd_args *a = arg;                                                                \
+        T *restrict var = a->var, *restrict acc = a->s1, *restrict lin = a->s2;                 \
+        const T *restrict g = a->grad;                                                          \
+        const T lr = (T)a->c[0], l1 = (T)a->c[1], l2 = (T)a->c[2], shr = (T)a->c[3];            \
+        const T lp = (T)a->c[4];                                                                \
+        const bool half = lp == (T)-0.5;                                                        \
+        for (int64_t i = b; i < e; i++) {                                                       \
+            T gi = g[i], gs = gi + (T)2 * shr * var[i];                                         \
+            T na = acc[i] + gi * gi;                                                            \
+            T sigma = half ? (SQRT(na) - SQRT(acc[i])) / lr : (POW(na, -lp) - POW(acc[i], -lp)) / lr; \
+            T li = lin[i] + gs - sigma * var[i];                                                \
+            T y = (half ? SQRT(na) / lr : POW(na, -lp) / lr) + (T)2 * l2;                       \
+            T x = (li < -l1 ? -l1 : li > l1 ? l1 : li) - li;                                    \
+            lin[i] = li;                                                                        \
+            var[i] = FABS(li) > l1 ? x / y : (T)0;                                              \
+            acc[i] = na;                                                                        \
+        }                                                                                       \
+    }                                                                                           \
+    /* c: alpha, l1, l2 */                                                                      \
+    static void proximal_gd_##SFX(void *arg, int64_t b, int64_t e) {                            \
+        const upd_args *a = arg;                                                                \
+        T *restrict var = a->var;                                                               \
+        const T *restrict d = a->grad;                                                          \
+        const T alpha = (T)a->c[0], l1 = (T)a->c[1], l2 = (T)a->c[2];                           \
+        for (int64_t i = b; i < e; i++) {                                                       \
+            T p = var[i] - alpha * d[i];                                                        \
+            if (l1 > (T)0) {                                                                    \
+                T m = FABS(p) - alpha * l1;                                                     \
+                T sg = p > (T)0 ? (T)1 : p < (T)0 ? (T)-1 : (T)0;                               \
+                var[i] = sg * (m > (T)0 ? m : (T)0) / ((T)1 + alpha * l2);                      \
+            } else {                                                                            \
+                var[i] = p / ((T)1 + alpha * l2);                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+DEFINE_LOOPS2(float, f32, sqrtf, powf, fabsf)
+DEFINE_LOOPS2(double, f64, sqrt, pow, fabs)
+
 /* GCC does not vectorize sqrtf under math-errno (the default), so the float32 Adam
  * and RMSProp loops use SSE for whole groups of 4 and the scalar loop for the rest.
  * sqrtps/divps round exactly as sqrtss/divss: the results are the same bits. */
@@ -395,6 +491,95 @@ static vg_code kernel_rmsprop(vg__kctx *ctx) {
     return apply_kernel(ctx, &SIG_RMSPROP, 3, 7, rmsprop_f32, rmsprop_f64, 16, setup_rmsprop);
 }
 
+/* ApplyAdagrad(var, accum, lr, grad; update_slots): accum += grad^2 (when
+ * update_slots); var -= lr * grad * rsqrt(accum) */
+static void setup_adagrad(upd_args *a, const double *s, const vg_op *op) {
+    bool upd = true;
+    vg_op_attr_bool(op, "update_slots", &upd);
+    a->c[0] = s[2];
+    a->nesterov = upd;
+}
+static vg_code kernel_adagrad(vg__kctx *ctx) {
+    return apply_kernel(ctx, &SIG_ADAGRAD, 2, 3, adagrad_f32, adagrad_f64, 8, setup_adagrad);
+}
+
+/* ApplyAdadelta(var, accum, accum_update, lr, rho, epsilon, grad):
+ * accum = rho * accum + (1 - rho) * grad^2
+ * update = sqrt(accum_update + epsilon) * rsqrt(accum + epsilon) * grad
+ * var -= lr * update; accum_update = rho * accum_update + (1 - rho) * update^2 */
+static void setup_adadelta(upd_args *a, const double *s, const vg_op *op) {
+    (void)op;
+    a->c[0] = s[3];
+    a->c[1] = s[4];
+    a->c[2] = s[5];
+}
+static vg_code kernel_adadelta(vg__kctx *ctx) {
+    return apply_kernel(ctx, &SIG_ADADELTA, 3, 6, adadelta_f32, adadelta_f64, 24, setup_adadelta);
+}
+
+/* ApplyFtrl(var, accum, linear, grad, lr, l1, l2, lr_power) and ApplyFtrlV2 (+
+ * l2_shrinkage before lr_power): g' = grad + 2 * l2_shrinkage * var;
+ * new_accum = accum + grad^2;
+ * linear += g' - (new_accum^-lr_power - accum^-lr_power) / lr * var;
+ * var = |linear| > l1 ? (clip(linear, -l1, l1) - linear) / (new_accum^-lr_power / lr +
+ * 2 * l2) : 0; accum = new_accum. lr must be positive (TF's kernel check). */
+static void setup_ftrl(upd_args *a, const double *s, const vg_op *op) {
+    (void)op;
+    a->c[0] = s[4];
+    a->c[1] = s[5];
+    a->c[2] = s[6];
+    a->c[3] = 0;
+    a->c[4] = s[7];
+}
+static void setup_ftrl_v2(upd_args *a, const double *s, const vg_op *op) {
+    (void)op;
+    a->c[0] = s[4];
+    a->c[1] = s[5];
+    a->c[2] = s[6];
+    a->c[3] = s[7];
+    a->c[4] = s[8];
+}
+
+/* TF's Ftrl kernels validate the scalars before touching the variables. */
+static vg_code check_ftrl_scalars(vg__kctx *ctx, const apply_sig *sig) {
+    vg_status *st = vg__kctx_status(ctx);
+    for (int i = 4; i < sig->n; i++) {
+        const vg_tensor *x = vg__kctx_input(ctx, i);
+        if (!x || vg_tensor_num_elements(x) != 1) continue; /* check_inputs reports it */
+        double v = vg_tensor_dtype(x) == VG_FLOAT ? (double)*(const float *)vg_tensor_data(x)
+                                                  : *(const double *)vg_tensor_data(x);
+        const char *n = sig->names[i];
+        bool bad = strcmp(n, "lr") == 0 ? !(v > 0) : strcmp(n, "lr_power") == 0 ? !(v <= 0) : !(v >= 0);
+        if (bad)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: %s is not a %s scalar: %g", sig->type, n,
+                                 strcmp(n, "lr") == 0 ? "positive" : strcmp(n, "lr_power") == 0 ? "non-positive"
+                                                                                                : "non-negative",
+                                 v);
+    }
+    return VG_OK;
+}
+static vg_code kernel_ftrl(vg__kctx *ctx) {
+    if (check_ftrl_scalars(ctx, &SIG_FTRL)) return vg__kctx_status(ctx)->code;
+    return apply_kernel(ctx, &SIG_FTRL, 3, 3, ftrl_f32, ftrl_f64, 40, setup_ftrl);
+}
+static vg_code kernel_ftrl_v2(vg__kctx *ctx) {
+    if (check_ftrl_scalars(ctx, &SIG_FTRL_V2)) return vg__kctx_status(ctx)->code;
+    return apply_kernel(ctx, &SIG_FTRL_V2, 3, 3, ftrl_f32, ftrl_f64, 40, setup_ftrl_v2);
+}
+
+/* ApplyProximalGradientDescent(var, alpha, l1, l2, delta): prox = var - alpha * delta;
+ * var = sign(prox) * max(|prox| - alpha * l1, 0) / (1 + alpha * l2) (l1 > 0), else
+ * prox / (1 + alpha * l2). */
+static void setup_proximal_gd(upd_args *a, const double *s, const vg_op *op) {
+    (void)op;
+    a->c[0] = s[1];
+    a->c[1] = s[2];
+    a->c[2] = s[3];
+}
+static vg_code kernel_proximal_gd(vg__kctx *ctx) {
+    return apply_kernel(ctx, &SIG_PROXIMAL_GD, 1, 4, proximal_gd_f32, proximal_gd_f64, 6, setup_proximal_gd);
+}
+
 /* ------------------------------------------------------------------------ */
 /* builders */
 
@@ -434,6 +619,42 @@ vg_output vg_apply_rms_prop(vg_graph *g, vg_output var, vg_output ms, vg_output 
     return build_apply(g, "ApplyRMSProp", in, 8, use_locking, -1, name);
 }
 
+vg_output vg_apply_adagrad(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad, bool use_locking,
+                           bool update_slots, const char *name) {
+    vg_output in[4] = {var, accum, lr, grad};
+    vg_op_builder *b = vg_op_builder_new(g, "ApplyAdagrad", name);
+    vg_op_builder_add_inputs(b, in, 4);
+    if (var.op) vg_op_builder_set_attr_type(b, "T", vg_output_dtype(var));
+    vg_op_builder_set_attr_bool(b, "use_locking", use_locking);
+    vg_op_builder_set_attr_bool(b, "update_slots", update_slots);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_apply_adadelta(vg_graph *g, vg_output var, vg_output accum, vg_output accum_update, vg_output lr,
+                            vg_output rho, vg_output epsilon, vg_output grad, bool use_locking, const char *name) {
+    vg_output in[7] = {var, accum, accum_update, lr, rho, epsilon, grad};
+    return build_apply(g, "ApplyAdadelta", in, 7, use_locking, -1, name);
+}
+
+vg_output vg_apply_ftrl(vg_graph *g, vg_output var, vg_output accum, vg_output linear, vg_output grad, vg_output lr,
+                        vg_output l1, vg_output l2, vg_output lr_power, bool use_locking, const char *name) {
+    vg_output in[8] = {var, accum, linear, grad, lr, l1, l2, lr_power};
+    return build_apply(g, "ApplyFtrl", in, 8, use_locking, -1, name);
+}
+
+vg_output vg_apply_ftrl_v2(vg_graph *g, vg_output var, vg_output accum, vg_output linear, vg_output grad,
+                           vg_output lr, vg_output l1, vg_output l2, vg_output l2_shrinkage, vg_output lr_power,
+                           bool use_locking, const char *name) {
+    vg_output in[9] = {var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power};
+    return build_apply(g, "ApplyFtrlV2", in, 9, use_locking, -1, name);
+}
+
+vg_output vg_apply_proximal_gradient_descent(vg_graph *g, vg_output var, vg_output alpha, vg_output l1, vg_output l2,
+                                             vg_output delta, bool use_locking, const char *name) {
+    vg_output in[5] = {var, alpha, l1, l2, delta};
+    return build_apply(g, "ApplyProximalGradientDescent", in, 5, use_locking, -1, name);
+}
+
 /* ------------------------------------------------------------------------ */
 
 #define APPLY_FLAGS (VG__OP_PASS_REF | VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE)
@@ -443,5 +664,10 @@ const vg__op_def vg__ops_training[] = {
     {"ApplyMomentum", 5, 5, APPLY_FLAGS, 0x3u, shape_momentum, kernel_momentum, NULL},
     {"ApplyAdam", 10, 10, APPLY_FLAGS, 0x7u, shape_adam, kernel_adam, NULL},
     {"ApplyRMSProp", 8, 8, APPLY_FLAGS, 0x7u, shape_rmsprop, kernel_rmsprop, NULL},
+    {"ApplyAdagrad", 4, 4, APPLY_FLAGS, 0x3u, shape_adagrad, kernel_adagrad, NULL},
+    {"ApplyAdadelta", 7, 7, APPLY_FLAGS, 0x7u, shape_adadelta, kernel_adadelta, NULL},
+    {"ApplyFtrl", 8, 8, APPLY_FLAGS, 0x7u, shape_ftrl, kernel_ftrl, NULL},
+    {"ApplyFtrlV2", 9, 9, APPLY_FLAGS, 0x7u, shape_ftrl_v2, kernel_ftrl_v2, NULL},
+    {"ApplyProximalGradientDescent", 5, 5, APPLY_FLAGS, 0x1u, shape_proximal_gd, kernel_proximal_gd, NULL},
     {0},
 };
