@@ -330,6 +330,209 @@ static void test_defaults_and_gating(void) {
     vg_graph_free(g);
 }
 
+/* Unique: TF's doc example, int64 out_idx, floats (-0.0 == 0.0), errors */
+static void test_unique(void) {
+    vg_graph *g = vg_graph_new();
+    double x[9] = {1, 1, 2, 4, 4, 4, 7, 8, 8};
+    int64_t d9 = 9;
+    vg_op *u = vg_unique(g, cst(g, VG_INT32, &d9, 1, x), VG_INT32, NULL);
+    CHECK(u && strcmp(vg_op_type(u), "Unique") == 0);
+    double y[5] = {1, 2, 4, 7, 8}, idx[9] = {0, 0, 1, 2, 2, 2, 3, 4, 4};
+    int64_t d5 = 5;
+    expect(run(g, vg_out(u, 0)), VG_INT32, &d5, 1, y);
+    expect(run(g, vg_out(u, 1)), VG_INT32, &d9, 1, idx);
+    double xf[5] = {3.5, -0.0, 3.5, 0.0, -1}, yf[3] = {3.5, 0, -1}, idf[5] = {0, 1, 0, 1, 2};
+    int64_t d3 = 3;
+    vg_op *uf = vg_unique(g, cst(g, VG_FLOAT, &d5, 1, xf), VG_INT64, NULL);
+    expect(run(g, vg_out(uf, 0)), VG_FLOAT, &d3, 1, yf);
+    expect(run(g, vg_out(uf, 1)), VG_INT64, &d5, 1, idf);
+    int64_t d0 = 0; /* empty */
+    vg_op *u0 = vg_unique(g, vg_const_array(g, VG_INT64, &d0, 1, NULL, NULL), VG_INT32, NULL);
+    expect(run(g, vg_out(u0, 0)), VG_INT64, &d0, 1, NULL);
+    CHECK(vg_unique(g, cst(g, VG_INT64, NULL, 0, x), VG_INT32, NULL) == NULL); /* a scalar */
+    vg_status st;
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT); /* the scalar input */
+    CHECK_STR_CONTAINS(st.msg, "unique expects a 1D vector");
+    vg_graph_free(g);
+}
+
+/* SparseApplyAdagrad directly: adagrad_test.testSparseBasic (var [[1], [2]] with
+ * IndexedSlices([0.1], [0]) and var [[3], [4]] with ([0.01], [1]), 3 steps of lr 3),
+ * repeated indices applied in order, an index out of range. */
+static void test_sparse_apply_kernels(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t d21[2] = {2, 1}, d11[2] = {1, 1}, d1 = 1;
+    double i0[2] = {1, 2}, i1[2] = {3, 4}, acc[2] = {0.1, 0.1}, g0[1] = {0.1}, g1[1] = {0.01}, ix0[1] = {0}, ix1[1] = {1};
+    vg_variable v0 = vg_variable_new(g, "var0", cst(g, VG_FLOAT, d21, 2, i0), 0);
+    vg_variable v1 = vg_variable_new(g, "var1", cst(g, VG_FLOAT, d21, 2, i1), 0);
+    vg_variable a0 = vg_variable_new(g, "acc0", cst(g, VG_FLOAT, d21, 2, acc), 0);
+    vg_variable a1 = vg_variable_new(g, "acc1", cst(g, VG_FLOAT, d21, 2, acc), 0);
+    vg_output lr = vg_const_f32(g, 3.0f, "lr");
+    vg_output u0 = vg_sparse_apply_adagrad(g, v0.ref, a0.ref, lr, cst(g, VG_FLOAT, d11, 2, g0),
+                                           cst(g, VG_INT32, &d1, 1, ix0), false, true, NULL);
+    vg_output u1 = vg_sparse_apply_adagrad(g, v1.ref, a1.ref, lr, cst(g, VG_FLOAT, d11, 2, g1),
+                                           cst(g, VG_INT64, &d1, 1, ix1), false, true, NULL);
+    CHECK(u0.op && u1.op);
+    vg_session *sess = start(g);
+    for (int k = 0; k < 3; k++) {
+        step(sess, u0.op);
+        step(sess, u1.op);
+    }
+    double r0[2], r1[2];
+    fetch2(sess, v0.read, r0);
+    fetch2(sess, v1.read, r1);
+    CHECK_NEAR(r0[0], -1.6026098728179932, 1e-6);
+    CHECK_NEAR(r0[1], 2.0, 0);
+    CHECK_NEAR(r1[0], 3.0, 0);
+    CHECK_NEAR(r1[1], 3.715679168701172, 1e-6);
+    vg_session_free(sess);
+    vg_graph_free(g);
+
+    /* a repeated index: ProximalGD on row 1 twice, in order; an index out of range
+     * changes nothing */
+    g = vg_graph_new();
+    int64_t d32[2] = {3, 2}, d22[2] = {2, 2}, d2 = 2;
+    double iv[6] = {1, 2, 3, 4, 5, 6}, gv[4] = {1, 1, 2, 2}, ix[2] = {1, 1}, bad[2] = {1, 3};
+    vg_variable v = vg_variable_new(g, "v", cst(g, VG_DOUBLE, d32, 2, iv), 0);
+    vg_output ixp = vg_placeholder(g, VG_INT32, &d2, 1, "ix");
+    vg_output up = vg_sparse_apply_proximal_gradient_descent(g, v.ref, vg_const_f64(g, 0.5, NULL),
+                                                             vg_const_f64(g, 0, NULL), vg_const_f64(g, 1.0, NULL),
+                                                             cst(g, VG_DOUBLE, d22, 2, gv), ixp, false, NULL);
+    sess = start(g);
+    vg_tensor *ixv = mk(VG_INT32, &d2, 1, ix), *out = NULL;
+    vg_status st;
+    CHECK_OK(vg_session_run(sess, NULL, &ixp, &ixv, 1, &up, &out, 1, NULL, 0, NULL, &st), &st);
+    /* row 1: ((3 - 0.5) / 1.5 - 1.0) / 1.5, ((4 - 0.5) / 1.5 - 1.0) / 1.5 */
+    double want[6] = {1, 2, ((3 - 0.5) / 1.5 - 1.0) / 1.5, ((4 - 0.5) / 1.5 - 1.0) / 1.5, 5, 6};
+    check_values(out, VG_DOUBLE, d32, 2, want, 1e-12);
+    vg_tensor_free(out);
+    vg_tensor_free(ixv);
+    ixv = mk(VG_INT32, &d2, 1, bad);
+    out = NULL;
+    CHECK(vg_session_run(sess, NULL, &ixp, &ixv, 1, &up, &out, 1, NULL, 0, NULL, &st) == VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Index 3 at offset 1 in indices is out of range");
+    vg_tensor_free(out);
+    vg_tensor_free(ixv);
+    vg_tensor *now = NULL;
+    CHECK_OK(vg_session_run1(sess, v.read, &now, &st), &st);
+    check_values(now, VG_DOUBLE, d32, 2, want, 1e-12);
+    vg_tensor_free(now);
+    vg_session_free(sess);
+    /* grad rows that do not match var's row shape */
+    int64_t d23[2] = {2, 3};
+    CHECK(vg_sparse_apply_proximal_gradient_descent(g, v.ref, vg_const_f64(g, 0.5, NULL), vg_const_f64(g, 0, NULL),
+                                                    vg_const_f64(g, 0, NULL), cst(g, VG_DOUBLE, d23, 2, NULL), ixp,
+                                                    false, NULL)
+              .op == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+}
+
+/* The optimizers' sparse path through Gather's gradient: only the gathered rows (and
+ * their slots) change, the repeated index's rows are summed first, and the touched rows
+ * equal the dense update with the dense gradient. */
+typedef vg_optimizer *(*mk_opt)(void);
+static vg_optimizer *mk_adagrad(void) { return vg_optimizer_new_adagrad(0.5, 0.1); }
+static vg_optimizer *mk_adadelta(void) { return vg_optimizer_new_adadelta(1.0, 0.9, 1e-6); }
+static vg_optimizer *mk_ftrl(void) { return vg_optimizer_new_ftrl(0.5, -0.5, 0.1, 0.01, 0.1, 0); }
+static vg_optimizer *mk_ftrl_v2(void) { return vg_optimizer_new_ftrl(0.5, -0.7, 0.1, 0.01, 0.1, 0.05); }
+static vg_optimizer *mk_pgd(void) { return vg_optimizer_new_proximal_gd(0.5, 0.01, 0.1); }
+static vg_optimizer *mk_momentum(void) { return vg_optimizer_new_momentum(0.5, 0.9, true); }
+static vg_optimizer *mk_rmsprop(void) { return vg_optimizer_new_rmsprop(0.1, 0.9, 0.5, 1e-6); }
+
+static const double EMB[12] = {1, -2, 3, 0.5, 0.25, -1, 2, 2, -3, 0.1, 0.2, 0.3};
+static const double WG[9] = {1, 2, 3, -1, 0.5, 2, 0.25, -1.5, 1};
+
+static void sparse_vs_dense(mk_opt make, const char *opname, int nslots) {
+    int64_t d43[2] = {4, 3}, d33[2] = {3, 3}, d3 = 3;
+    double ids[3] = {2, 0, 2};
+    /* A: loss = sum(gather(emb, [2, 0, 2]) * W) -> sparse path */
+    vg_graph *ga = vg_graph_new();
+    vg_variable ea = vg_variable_new(ga, "emb", cst(ga, VG_FLOAT, d43, 2, EMB), VG_VAR_TRAINABLE);
+    vg_output rows = vg_gather(ga, ea.read, cst(ga, VG_INT32, &d3, 1, ids), 0, "embedding_lookup");
+    vg_output loss = vg_reduce_sum(ga, vg_mul(ga, rows, cst(ga, VG_FLOAT, d33, 2, WG), NULL), NULL, -1, false, "loss");
+    vg_optimizer *oa = make();
+    const char *oname = vg_optimizer_name(oa);
+    vg_op *ta = vg_optimizer_minimize(oa, ga, loss, NULL, 0, vg_out(NULL, 0), NULL);
+    vg_optimizer_free(oa);
+    CHECK(ta != NULL);
+    char want_op[128];
+    snprintf(want_op, sizeof want_op, "%s/update_emb/%s", oname, opname);
+    CHECK(vg_graph_op_by_name(ga, want_op) != NULL);
+    if (!vg_graph_op_by_name(ga, want_op)) fprintf(stderr, "missing %s\n", want_op);
+    snprintf(want_op, sizeof want_op, "%s/update_emb/Unique", oname);
+    CHECK(vg_graph_op_by_name(ga, want_op) != NULL);
+    /* B: the same update with the dense gradient (row 2: W0 + W2, row 0: W1) */
+    double dense[12] = {0};
+    for (int c = 0; c < 3; c++) {
+        dense[0 * 3 + c] = WG[3 + c];
+        dense[2 * 3 + c] = WG[c] + WG[6 + c];
+    }
+    vg_graph *gb = vg_graph_new();
+    vg_variable eb = vg_variable_new(gb, "emb", cst(gb, VG_FLOAT, d43, 2, EMB), VG_VAR_TRAINABLE);
+    vg_output gd = cst(gb, VG_FLOAT, d43, 2, dense);
+    vg_optimizer *ob = make();
+    vg_op *tb = vg_optimizer_apply_gradients(ob, gb, &gd, &eb.ref, 1, vg_out(NULL, 0), NULL);
+    vg_optimizer_free(ob);
+    CHECK(tb != NULL);
+    if (!ta || !tb) {
+        vg_graph_free(ga);
+        vg_graph_free(gb);
+        return;
+    }
+    vg_session *sa = start(ga), *sb = start(gb);
+    for (int k = 0; k < 3; k++) {
+        step(sa, ta);
+        step(sb, tb);
+    }
+    vg_status st;
+    vg_tensor *va = NULL, *vb = NULL;
+    CHECK_OK(vg_session_run1(sa, ea.read, &va, &st), &st);
+    CHECK_OK(vg_session_run1(sb, eb.read, &vb, &st), &st);
+    if (va && vb) {
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < 3; c++) {
+                int i = r * 3 + c;
+                if (r == 0 || r == 2) CHECK_NEAR(get(va, i), get(vb, i), 1e-5);
+                else CHECK_NEAR(get(va, i), (float)EMB[i], 0); /* untouched */
+                if (r == 2) CHECK(fabs(get(va, i) - EMB[i]) > 1e-4); /* and the touched rows moved */
+            }
+    }
+    vg_tensor_free(va);
+    vg_tensor_free(vb);
+    /* the untouched rows of the slots keep their initial values */
+    for (int sl = 0; sl < nslots; sl++) {
+        char name[64];
+        snprintf(name, sizeof name, sl ? "emb/%s_1" : "emb/%s", oname);
+        vg_op *slot = vg_graph_op_by_name(ga, name);
+        CHECK(slot != NULL);
+        vg_tensor *t = NULL;
+        if (slot) CHECK_OK(vg_session_run1(sa, vg_out(slot, 0), &t, &st), &st);
+        if (t) {
+            double init = (strcmp(oname, "Adagrad") == 0 || (strcmp(oname, "Ftrl") == 0 && sl == 0)) ? 0.1
+                          : strcmp(oname, "RMSProp") == 0 && sl == 0                                   ? 1.0
+                                                                                                       : 0.0;
+            CHECK_NEAR(get(t, 3), init, 1e-7);
+            CHECK_NEAR(get(t, 11), init, 1e-7);
+        }
+        vg_tensor_free(t);
+    }
+    vg_session_free(sa);
+    vg_session_free(sb);
+    vg_graph_free(ga);
+    vg_graph_free(gb);
+}
+
+static void test_sparse_optimizers(void) {
+    sparse_vs_dense(mk_adagrad, "SparseApplyAdagrad", 1);
+    sparse_vs_dense(mk_adadelta, "SparseApplyAdadelta", 2);
+    sparse_vs_dense(mk_ftrl, "SparseApplyFtrl", 2);
+    sparse_vs_dense(mk_ftrl_v2, "SparseApplyFtrlV2", 2);
+    sparse_vs_dense(mk_pgd, "SparseApplyProximalGradientDescent", 0);
+    sparse_vs_dense(mk_momentum, "SparseApplyMomentum", 1);
+    sparse_vs_dense(mk_rmsprop, "SparseApplyRMSProp", 2);
+}
+
 int main(void) {
     RUN_TEST(test_adagrad);
     RUN_TEST(test_adagrad_gather_minimize);
@@ -338,5 +541,8 @@ int main(void) {
     RUN_TEST(test_ftrl_kernel_checks);
     RUN_TEST(test_proximal_gd);
     RUN_TEST(test_defaults_and_gating);
+    RUN_TEST(test_unique);
+    RUN_TEST(test_sparse_apply_kernels);
+    RUN_TEST(test_sparse_optimizers);
     TEST_MAIN_END();
 }

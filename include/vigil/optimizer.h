@@ -17,12 +17,17 @@
  * ("GradientDescent", "Adam", ...) and, with a global step, increments it after the
  * updates.
  *
- * Sparse updates: vigil's gradients are dense tensors (Gather's gradient is an
- * UnsortedSegmentSum into the variable's shape, not IndexedSlices), so every optimizer
- * applies the dense update to the whole variable. For GradientDescent, Adagrad and
- * ProximalGradientDescent (l1 = l2 = 0) rows with a zero gradient come out as a sparse
- * update leaves them; Momentum, Adam, RMSProp, Adadelta and Ftrl also move (decay the
- * slots of) rows that the batch did not touch, as TF's dense path does.
+ * Sparse updates: vigil's gradients are dense tensors, but Gather's gradient (axis 0)
+ * is UnsortedSegmentSum(values, indices, rows) - TF's IndexedSlices in graph form. When
+ * that is a variable's whole gradient (the variable feeds only the Gather, through
+ * its read), Momentum, RMSProp, Adagrad, Adadelta, Ftrl and ProximalGradientDescent
+ * update only the gathered rows as TF's _apply_sparse_duplicate_indices does
+ * ("update_<var>/Unique", "UnsortedSegmentSum" of the repeated rows, then
+ * SparseApplyMomentum / ...RMSProp / ...Adagrad / ...Adadelta / ...Ftrl[V2] /
+ * ...ProximalGradientDescent). Dense fallback, documented: GradientDescent and Adam
+ * (their sparse update equals the dense one: TF's Adam decays every row of m and v
+ * too), a gradient summed from several uses of the variable, and gradients passed
+ * through GATE_GRAPH's tuple.
  *
  *     vg_optimizer *adam = vg_optimizer_new_adam_default();   // tf.train.AdamOptimizer()
  *     vg_optimizer *ftrl = vg_optimizer_new_ftrl_default(0.1); // tf.train.FtrlOptimizer(0.1)

@@ -20,6 +20,7 @@
  */
 #include "train_util.h"
 #include "vigil/gradients.h"
+#include "vigil/ops_ext.h"
 #include "vigil/optimizer.h"
 #include <stdio.h>
 
@@ -418,6 +419,94 @@ static vg_op *apply_dense(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *v
     return r.op;
 }
 
+/* Gather's gradient with respect to its params (axis 0) is
+ * UnsortedSegmentSum(values, indices, rows): where TF has IndexedSlices(values,
+ * indices). Recognised when it is the whole gradient of the variable (not summed
+ * with other uses) and values is [N] + var.shape[1:]. */
+static bool sparse_grad(vg_op *var, vg_output grad, vg_output *values, vg_output *indices) {
+    if (!grad.op || grad.index != 0 || strcmp(vg_op_type(grad.op), "UnsortedSegmentSum") != 0) return false;
+    vg_output v = vg_op_input(grad.op, 0), ix = vg_op_input(grad.op, 1);
+    vg_shape vs = vg_output_shape(v), is = vg_output_shape(ix), ws = vg_output_shape(vg_out(var, 0));
+    vg_dtype it = vg_output_dtype(ix);
+    if (is.ndims != 1 || ws.ndims < 1 || vs.ndims != ws.ndims || (it != VG_INT32 && it != VG_INT64)) return false;
+    if (vg_output_dtype(v) != vg_output_dtype(vg_out(var, 0))) return false;
+    for (int k = 1; k < ws.ndims; k++)
+        if (ws.dims[k] < 0 || vs.dims[k] != ws.dims[k]) return false;
+    *values = v;
+    *indices = ix;
+    return true;
+}
+
+/* _apply_sparse_duplicate_indices: the rows of a repeated index summed first
+ * (_deduplicate_indexed_slices: Unique, UnsortedSegmentSum over the new positions),
+ * then the optimizer's SparseApply* op. NULL (no graph error) for optimizers whose
+ * sparse update equals the dense one (GradientDescent, Adam): they take the dense
+ * path. */
+static vg_op *apply_sparse(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *var, vg_output values,
+                           vg_output indices) {
+    if (o->kind == OPT_SGD || o->kind == OPT_ADAM) return NULL;
+    vg_output ref = {var, 0};
+    vg_dtype dt = vg_output_dtype(ref);
+    vg_op *u = vg_unique(g, indices, vg_output_dtype(indices), "Unique");
+    if (!u) return NULL;
+    vg_output uniq = vg_out(u, 0), pos = vg_out(u, 1);
+    int32_t b0 = 0, e1 = 1;
+    vg_strided_slice_masks shrink = {0, 0, 0, 0, 1};
+    vg_output count = vg_strided_slice_c(g, vg_shape_op(g, uniq, VG_INT32, "Shape"), &b0, &e1, NULL, 1, &shrink,
+                                         "strided_slice");
+    vg_op_builder *b = vg_op_builder_new(g, "UnsortedSegmentSum", "UnsortedSegmentSum");
+    vg_op_builder_add_input(b, values);
+    vg_op_builder_add_input(b, pos);
+    vg_op_builder_add_input(b, count);
+    vg_output grad = vg_out(vg_op_builder_finish(b), 0);
+    vg_output r = {NULL, 0};
+    switch (o->kind) {
+    case OPT_SGD:
+    case OPT_ADAM: break;
+    case OPT_MOMENTUM:
+        r = vg_sparse_apply_momentum(g, ref, vg_out(find_slot(o, var, 0), 0), cast_to(g, h->lr, dt), grad, uniq,
+                                     cast_to(g, h->momentum, dt), false, o->nesterov, NULL);
+        break;
+    case OPT_RMSPROP:
+        r = vg_sparse_apply_rms_prop(g, ref, vg_out(find_slot(o, var, 0), 0), vg_out(find_slot(o, var, 1), 0),
+                                     cast_to(g, h->lr, dt), cast_to(g, h->decay, dt), cast_to(g, h->momentum, dt),
+                                     cast_to(g, h->epsilon, dt), grad, uniq, false, NULL);
+        break;
+    case OPT_ADAGRAD:
+        r = vg_sparse_apply_adagrad(g, ref, vg_out(find_slot(o, var, 0), 0), cast_to(g, h->lr, dt), grad, uniq, false,
+                                    true, NULL);
+        break;
+    case OPT_ADADELTA:
+        r = vg_sparse_apply_adadelta(g, ref, vg_out(find_slot(o, var, 0), 0), vg_out(find_slot(o, var, 1), 0),
+                                     cast_to(g, h->lr, dt), cast_to(g, h->rho, dt), cast_to(g, h->epsilon, dt), grad,
+                                     uniq, false, NULL);
+        break;
+    case OPT_FTRL: {
+        vg_output acc = vg_out(find_slot(o, var, 0), 0), lin = vg_out(find_slot(o, var, 1), 0);
+        vg_output lr = cast_to(g, h->lr, dt), l1 = cast_to(g, h->l1, dt), l2 = cast_to(g, h->l2, dt);
+        if (h->l2_shrinkage.op)
+            r = vg_sparse_apply_ftrl_v2(g, ref, acc, lin, grad, uniq, lr, l1, l2, cast_to(g, h->l2_shrinkage, dt),
+                                        cast_to(g, h->lr_power, dt), false, NULL);
+        else
+            r = vg_sparse_apply_ftrl(g, ref, acc, lin, grad, uniq, lr, l1, l2, cast_to(g, h->lr_power, dt), false,
+                                     NULL);
+        break;
+    }
+    case OPT_PROXIMAL_GD:
+        r = vg_sparse_apply_proximal_gradient_descent(g, ref, cast_to(g, h->lr, dt), cast_to(g, h->l1, dt),
+                                                      cast_to(g, h->l2, dt), grad, uniq, false, NULL);
+        break;
+    }
+    return r.op;
+}
+
+static vg_op *apply_one(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *var, vg_output grad) {
+    vg_output values, indices;
+    if (o->kind != OPT_SGD && o->kind != OPT_ADAM && sparse_grad(var, grad, &values, &indices))
+        return apply_sparse(o, g, h, var, values, indices);
+    return apply_dense(o, g, h, var, grad);
+}
+
 /* NoOp `name` (under the current scope) with control inputs on ops: tf.group. */
 static vg_op *group(vg_graph *g, vg_op *const *ops, int n, const char *name) {
     vg_op_builder *b = vg_op_builder_new(g, "NoOp", name);
@@ -481,7 +570,7 @@ static vg_op *apply_pairs(vg_optimizer *o, vg_graph *g, const vg_output *grads, 
         char scope[NAME_MAX_LEN];
         snprintf(scope, sizeof scope, "update_%s", vg_op_name(vars[i]));
         vg_graph_push_scope(g, scope);
-        vg_op *u = apply_dense(o, g, &h, vars[i], grads[i]);
+        vg_op *u = apply_one(o, g, &h, vars[i], grads[i]);
         vg_graph_pop_scope(g);
         if (!u) {
             vg_graph_pop_scope(g);
