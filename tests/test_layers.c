@@ -46,6 +46,7 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/version.h", "core"},       {"vigil/events.h", "io"},          {"vigil/idx.h", "io"},
     {"vigil/ops_ext.h", "kernels"},    {"vigil/train_lib.h", "train"},    {"vigil/losses.h", "train"},
     {"vigil/metrics.h", "train"},
+    {"vigil/evaluation.h", "monitored"},
 };
 
 static int layer_index(const char *name, size_t n) {

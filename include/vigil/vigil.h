@@ -31,6 +31,7 @@
 #include "saved_model.h"
 #include "monitored.h"
 #include "hooks.h"
+#include "evaluation.h"
 #include "version.h"
 #include "events.h"
 #include "idx.h"
