@@ -379,6 +379,30 @@ static void test_auc(void) {
     double ma = auc_of(pb, lb, 7, NULL, NULL, 20, "majoring");
     CHECK(mi <= tr + 1e-7 && tr <= ma + 1e-7 && mi < ma);
 
+    /* unknown batch size: predictions and labels fed through [?] placeholders */
+    {
+        vg_graph *g = vg_graph_new();
+        int64_t unk = -1, d4 = 4;
+        vg_output pp = vg_placeholder(g, VG_FLOAT, &unk, 1, "p"), lp = vg_placeholder(g, VG_INT64, &unk, 1, "l");
+        vg_metric m = vg_metrics_auc(g, lp, pp, 200, "PR", NULL, NULL);
+        vg_metric a = vg_metrics_accuracy(g, lp, vg_cast(g, vg_greater(g, pp, vg_const_f32(g, 0.5f, NULL), NULL),
+                                                          VG_INT64, NULL), NULL);
+        CHECK(m.update.op && a.update.op);
+        sess_t s = open_sess(g);
+        vg_tensor *pv = mk(VG_FLOAT, &d4, 1, pa), *lv = mk(VG_INT64, &d4, 1, la);
+        vg_output feeds[2] = {pp, lp}, fetch[2] = {m.update, a.update};
+        vg_tensor *vals[2] = {pv, lv}, *out[2] = {NULL, NULL};
+        vg_status st;
+        if (s.s) CHECK_OK(vg_session_run(s.s, NULL, feeds, vals, 2, fetch, out, 2, NULL, 0, NULL, &st), &st);
+        if (out[0]) CHECK_NEAR(get(out[0], 0), 0.79166, 1e-3);
+        if (out[1]) CHECK_NEAR(get(out[1], 0), 0.75, 1e-6); /* [0, 0, 0, 1] vs [0, 0, 1, 1] */
+        vg_tensor_free(out[0]);
+        vg_tensor_free(out[1]);
+        vg_tensor_free(pv);
+        vg_tensor_free(lv);
+        close_sess(&s);
+    }
+
     /* argument errors */
     vg_graph *g = vg_graph_new();
     vg_status st;
