@@ -215,6 +215,10 @@ static void test_errors_mse_mae(void) {
     check_metric(g, vg_metrics_mean_squared_error(g, cst(g, VG_FLOAT, D14, 2, l), cst(g, VG_FLOAT, D14, 2, p), &o),
                  (1 + 169) / 2.0, 1e-6);
     g = vg_graph_new();
+    m = vg_metrics_root_mean_squared_error(g, cst(g, VG_FLOAT, D14, 2, l), cst(g, VG_FLOAT, D14, 2, p), NULL);
+    CHECK(vg_graph_op_by_name(g, "root_mean_squared_error/total") != NULL);
+    check_metric(g, m, sqrt((9 + 1 + 100 + 169) / 4.0), 1e-6);
+    g = vg_graph_new();
     m = vg_metrics_mean_absolute_error(g, cst(g, VG_FLOAT, D14, 2, l), cst(g, VG_FLOAT, D41, 2, p), NULL);
     vg_status st;
     CHECK(m.value.op == NULL);
@@ -316,6 +320,19 @@ static void test_at_thresholds(void) {
         vg_metric_opts o = {cst(g, VG_FLOAT, D14, 2, W), NULL, NULL, NULL};
         check_vector_metric(g, fns[i](g, cst(g, VG_INT64, d34, 2, L), cst(g, VG_FLOAT, d34, 2, P), T, 3, &o),
                             weighted[i], 3);
+    }
+    /* PrecisionAtThresholdsTest / RecallAtThresholdsTest: tp / (tp + fp + 1e-7) */
+    {
+        const double prec[3] = {3.0 / 10, 1.0 / 5, 0.0}, rec[3] = {3.0 / 3, 1.0 / 3, 0.0};
+        vg_graph *g = vg_graph_new();
+        vg_metric m = vg_metrics_precision_at_thresholds(g, cst(g, VG_INT64, d34, 2, L), cst(g, VG_FLOAT, d34, 2, P),
+                                                         T, 3, NULL);
+        CHECK(m.value.op && strcmp(vg_op_name(m.value.op), "precision_at_thresholds/precision_value") == 0);
+        check_vector_metric(g, m, prec, 3);
+        g = vg_graph_new();
+        m = vg_metrics_recall_at_thresholds(g, cst(g, VG_INT64, d34, 2, L), cst(g, VG_FLOAT, d34, 2, P), T, 3, NULL);
+        CHECK(vg_graph_op_by_name(g, "recall_at_thresholds/false_negatives") != NULL);
+        check_vector_metric(g, m, rec, 3);
     }
     /* predictions outside [0, 1] fail at run time */
     vg_graph *g = vg_graph_new();

@@ -65,6 +65,10 @@ VG_API vg_metric vg_metrics_mean_squared_error(vg_graph *g, vg_output labels, vg
                                                const vg_metric_opts *opts);
 VG_API vg_metric vg_metrics_mean_absolute_error(vg_graph *g, vg_output labels, vg_output predictions,
                                                 const vg_metric_opts *opts);
+/* tf.metrics.root_mean_squared_error: Sqrt of mean_squared_error's value and update
+ * (variables "root_mean_squared_error/total", ".../count"). */
+VG_API vg_metric vg_metrics_root_mean_squared_error(vg_graph *g, vg_output labels, vg_output predictions,
+                                                    const vg_metric_opts *opts);
 
 /* tf.metrics.true_positives / false_positives / true_negatives / false_negatives:
  * weighted count of the condition, labels and predictions cast to bool. */
@@ -97,6 +101,15 @@ VG_API vg_metric vg_metrics_true_negatives_at_thresholds(vg_graph *g, vg_output 
 VG_API vg_metric vg_metrics_false_negatives_at_thresholds(vg_graph *g, vg_output labels, vg_output predictions,
                                                           const double *thresholds, int nthresholds,
                                                           const vg_metric_opts *opts);
+
+/* tf.metrics.precision_at_thresholds / recall_at_thresholds: [nthresholds] values
+ * tp / (1e-7 + tp + fp) and tp / (1e-7 + tp + fn). */
+VG_API vg_metric vg_metrics_precision_at_thresholds(vg_graph *g, vg_output labels, vg_output predictions,
+                                                    const double *thresholds, int nthresholds,
+                                                    const vg_metric_opts *opts);
+VG_API vg_metric vg_metrics_recall_at_thresholds(vg_graph *g, vg_output labels, vg_output predictions,
+                                                 const double *thresholds, int nthresholds,
+                                                 const vg_metric_opts *opts);
 
 /* tf.metrics.auc(labels, predictions, num_thresholds=200, curve='ROC',
  * summation_method='trapezoidal'): thresholds -1e-7, 1/(n-1), ..., (n-2)/(n-1), 1+1e-7;

@@ -223,6 +223,19 @@ vg_metric vg_metrics_mean_absolute_error(vg_graph *g, vg_output labels, vg_outpu
     return error_metric(g, labels, predictions, opts, "mean_absolute_error", false);
 }
 
+/* root_mean_squared_error: mean_squared_error under the name "root_mean_squared_error",
+ * then Sqrt of its value and of its update (outside the scope, as TF). */
+vg_metric vg_metrics_root_mean_squared_error(vg_graph *g, vg_output labels, vg_output predictions,
+                                             const vg_metric_opts *opts) {
+    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
+    vg_metric_opts inner = {o->weights, o->name ? o->name : "root_mean_squared_error", NULL, NULL};
+    vg_metric m = error_metric(g, labels, predictions, &inner, "root_mean_squared_error", true);
+    if (!m.value.op) return m;
+    vg_output value = vg_sqrt(g, m.value, "Sqrt");
+    vg_output update = vg_sqrt(g, m.update, "Sqrt_1");
+    return finish(g, o, value, update);
+}
+
 /* ------------------------------------------------------------------------ */
 /* true/false positives/negatives, precision, recall */
 
@@ -428,6 +441,48 @@ vg_metric vg_metrics_false_negatives_at_thresholds(vg_graph *g, vg_output labels
                                                    const double *thresholds, int nthresholds,
                                                    const vg_metric_opts *opts) {
     return at_thresholds(g, FN, labels, predictions, thresholds, nthresholds, opts);
+}
+
+/* precision_at_thresholds / recall_at_thresholds: tp / (1e-7 + tp + other), named
+ * "precision_value" / "precision_update_op" (recall_...). */
+static vg_metric pr_at_thresholds(vg_graph *g, vg_output labels, vg_output predictions, const double *thresholds,
+                                  int nt, const vg_metric_opts *opts, bool recall) {
+    const char *what = recall ? "recall_at_thresholds" : "precision_at_thresholds";
+    if (!have_graph(g, what, labels, predictions, true)) return fail();
+    if (!thresholds || nt < 1) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: needs at least one threshold, got %d", what, nt);
+        return fail();
+    }
+    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
+    char full[NAME_LEN];
+    scope_open(g, o->name, what, full, sizeof full);
+    vg_output values[4] = {{0}}, updates[4] = {{0}};
+    vg_metric m = fail();
+    cond_kind other = recall ? FN : FP;
+    if (confusion_at_thresholds(g, labels, predictions, thresholds, nt, o->weights, (1u << TP) | (1u << other),
+                                values, updates)) {
+        const char *pre = recall ? "recall" : "precision";
+        char vn[64], un[64];
+        snprintf(vn, sizeof vn, "%s_value", pre);
+        snprintf(un, sizeof un, "%s_update_op", pre);
+        vg_output eps = vg_const_f32(g, 1e-7f, "add/x");
+        vg_output value = vg_div(g, values[TP], vg_add(g, vg_add(g, eps, values[TP], "add"), values[other], "add_1"), vn);
+        vg_output update =
+            vg_div(g, updates[TP], vg_add(g, vg_add(g, eps, updates[TP], "add_2"), updates[other], "add_3"), un);
+        m = finish(g, o, value, update);
+    }
+    vg_graph_pop_scope(g);
+    return m;
+}
+
+vg_metric vg_metrics_precision_at_thresholds(vg_graph *g, vg_output labels, vg_output predictions,
+                                             const double *thresholds, int nthresholds, const vg_metric_opts *opts) {
+    return pr_at_thresholds(g, labels, predictions, thresholds, nthresholds, opts, false);
+}
+
+vg_metric vg_metrics_recall_at_thresholds(vg_graph *g, vg_output labels, vg_output predictions,
+                                          const double *thresholds, int nthresholds, const vg_metric_opts *opts) {
+    return pr_at_thresholds(g, labels, predictions, thresholds, nthresholds, opts, true);
 }
 
 enum { SUM_TRAPEZOIDAL, SUM_MINORING, SUM_MAJORING };
