@@ -432,6 +432,9 @@ static bool sparse_grad(vg_op *var, vg_output grad, vg_output *values, vg_output
     if (vg_output_dtype(v) != vg_output_dtype(vg_out(var, 0))) return false;
     for (int k = 1; k < ws.ndims; k++)
         if (ws.dims[k] < 0 || vs.dims[k] != ws.dims[k]) return false;
+    /* the dense gradient must have var's shape (else the dense path reports it) */
+    vg_shape gs = vg_output_shape(grad);
+    if (gs.ndims != ws.ndims || (gs.dims[0] >= 0 && ws.dims[0] >= 0 && gs.dims[0] != ws.dims[0])) return false;
     *values = v;
     *indices = ix;
     return true;
