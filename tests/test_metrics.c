@@ -605,6 +605,121 @@ static void test_top_k(void) {
     vg_graph_free(g);
 }
 
+/* mean_relative_error, mean_cosine_distance, percentage_below, mean_tensor,
+ * mean_per_class_accuracy: hand-computed (percentage_below: TF's
+ * testSomePresentOneUpdate) */
+static void test_other_means(void) {
+    int64_t d4 = 4, d5 = 5, d33[2] = {3, 3};
+    double lab[4] = {1, 3, 2, 3}, pred[4] = {2, 4, 6, 8}, z[4] = {0};
+    vg_graph *g = vg_graph_new();
+    vg_output l = cst(g, VG_FLOAT, &d4, 1, lab);
+    vg_metric m = vg_metrics_mean_relative_error(g, l, cst(g, VG_FLOAT, &d4, 1, pred), l, NULL);
+    CHECK(vg_graph_op_by_name(g, "mean_relative_error/total") != NULL);
+    check_metric(g, m, (1.0 / 1 + 1.0 / 3 + 4.0 / 2 + 5.0 / 3) / 4, 1e-6);
+    g = vg_graph_new();
+    check_metric(g, vg_metrics_mean_relative_error(g, cst(g, VG_FLOAT, &d4, 1, lab), cst(g, VG_FLOAT, &d4, 1, pred),
+                                                   cst(g, VG_FLOAT, &d4, 1, z), NULL),
+                 0.0, 0);
+
+    double cl[9] = {1, 0, 0, 0, 0, -1, 1, 0, 0}, cp[9] = {1, 0, 0, 0, 0, 1, 0, 1, 0};
+    g = vg_graph_new();
+    m = vg_metrics_mean_cosine_distance(g, cst(g, VG_FLOAT, d33, 2, cl), cst(g, VG_FLOAT, d33, 2, cp), 1, NULL);
+    CHECK(vg_graph_op_by_name(g, "mean_cosine_distance/count") != NULL);
+    check_metric(g, m, 1.0 - (1 - 1 + 0) / 3.0, 1e-6);
+    g = vg_graph_new();
+    check_metric(g, vg_metrics_mean_cosine_distance(g, cst(g, VG_FLOAT, d33, 2, cl), cst(g, VG_FLOAT, d33, 2, cl), 1, NULL),
+                 0.0, 1e-6);
+
+    double pv[4] = {2, 4, 6, 8};
+    const double thr[3] = {100, 7, 1}, want[3] = {1.0, 0.75, 0.0};
+    for (int i = 0; i < 3; i++) {
+        g = vg_graph_new();
+        m = vg_metrics_percentage_below(g, cst(g, VG_INT32, &d4, 1, pv), thr[i], NULL);
+        CHECK(m.value.op && strcmp(vg_op_name(m.value.op), "percentage_below_threshold/value") == 0);
+        check_metric(g, m, want[i], 1e-6);
+    }
+
+    /* mean_tensor over two fed batches */
+    g = vg_graph_new();
+    int64_t d22[2] = {2, 2};
+    vg_output x = vg_placeholder(g, VG_FLOAT, d22, 2, "x");
+    m = vg_metrics_mean_tensor(g, x, NULL);
+    CHECK(vg_graph_op_by_name(g, "mean/total_tensor") && vg_graph_op_by_name(g, "mean/count_tensor"));
+    if (m.update.op) {
+        sess_t s = open_sess(g);
+        double b1[4] = {1, 2, 1, 2}, b2[4] = {3, 4, 9, 10}, mean[4] = {2, 3, 5, 6};
+        vg_tensor *t1 = mk(VG_FLOAT, d22, 2, b1), *t2 = mk(VG_FLOAT, d22, 2, b2);
+        vg_tensor_free(eval(&s, m.update, x, t1));
+        vg_tensor *u = eval(&s, m.update, x, t2);
+        check_values(u, VG_FLOAT, d22, 2, mean, 1e-6);
+        vg_tensor_free(u);
+        u = eval(&s, m.value, vg_out(NULL, 0), NULL);
+        check_values(u, VG_FLOAT, d22, 2, mean, 1e-6);
+        vg_tensor_free(u);
+        vg_tensor_free(t1);
+        vg_tensor_free(t2);
+        close_sess(&s);
+    } else {
+        CHECK(0);
+        vg_graph_free(g);
+    }
+
+    /* mean_per_class_accuracy: classes 0: 1/2, 1: 2/2, 2: 0/1; the update yields the
+     * per-class accuracies (TF's update_op), the value their mean */
+    double pl[5] = {0, 0, 1, 1, 2}, pp[5] = {0, 1, 1, 1, 0};
+    const double w[5] = {1, 0, 1, 1, 1};
+    for (int c = 0; c < 3; c++) {
+        int nc = c == 1 ? 4 : 3;
+        g = vg_graph_new();
+        vg_metric_opts o = {c == 2 ? cst(g, VG_FLOAT, &d5, 1, w) : vg_out(NULL, 0), NULL, NULL, NULL};
+        m = vg_metrics_mean_per_class_accuracy(g, cst(g, c == 1 ? VG_INT32 : VG_INT64, &d5, 1, pl),
+                                               cst(g, c == 1 ? VG_FLOAT : VG_INT64, &d5, 1, pp), nc, &o);
+        CHECK(vg_graph_op_by_name(g, "mean_accuracy/total") && vg_graph_op_by_name(g, "mean_accuracy/count"));
+        /* weights: the wrong class-0 prediction weighs 0 -> class 0: 1/1 */
+        const double per[3][4] = {{0.5, 1, 0, 0}, {0.5, 1, 0, 0}, {1, 1, 0, 0}};
+        double mean = 0;
+        for (int k = 0; k < nc; k++) mean += per[c][k] / nc;
+        if (!m.update.op) {
+            CHECK(0);
+            vg_graph_free(g);
+            continue;
+        }
+        sess_t s = open_sess(g);
+        vg_tensor *u = eval(&s, m.update, vg_out(NULL, 0), NULL);
+        check_elems(u, per[c], nc, 1e-6);
+        vg_tensor_free(u);
+        CHECK_NEAR(eval_scalar(&s, m.value), mean, 1e-6);
+        close_sess(&s);
+    }
+    /* a label outside [0, num_classes) */
+    g = vg_graph_new();
+    double bad[5] = {0, 0, 1, 1, 3};
+    m = vg_metrics_mean_per_class_accuracy(g, cst(g, VG_INT64, &d5, 1, bad), cst(g, VG_INT64, &d5, 1, pp), 3, NULL);
+    if (m.update.op) {
+        sess_t s = open_sess(g);
+        vg_status st;
+        vg_tensor *out = NULL;
+        CHECK(vg_session_run(s.s, NULL, NULL, NULL, 0, &m.update, &out, 1, NULL, 0, NULL, &st) == VG_INVALID_ARGUMENT);
+        vg_tensor_free(out);
+        close_sess(&s);
+    } else {
+        CHECK(0);
+        vg_graph_free(g);
+    }
+    /* shape errors */
+    vg_status st;
+    g = vg_graph_new();
+    CHECK(vg_metrics_mean_cosine_distance(g, cst(g, VG_FLOAT, d33, 2, cl), cst(g, VG_FLOAT, d33, 2, cl), 2, NULL).value.op ==
+          NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+    g = vg_graph_new();
+    int64_t unk = -1;
+    CHECK(vg_metrics_mean_tensor(g, vg_placeholder(g, VG_FLOAT, &unk, 1, NULL), NULL).value.op == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+}
+
 static void test_null_and_sticky(void) {
     vg_metric m = vg_metrics_mean(NULL, vg_out(NULL, 0), NULL);
     CHECK(m.value.op == NULL);
@@ -628,6 +743,7 @@ int main(void) {
     RUN_TEST(test_auc);
     RUN_TEST(test_mean_iou);
     RUN_TEST(test_top_k);
+    RUN_TEST(test_other_means);
     RUN_TEST(test_null_and_sticky);
     TEST_MAIN_END();
 }

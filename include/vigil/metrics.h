@@ -70,6 +70,29 @@ VG_API vg_metric vg_metrics_mean_absolute_error(vg_graph *g, vg_output labels, v
 VG_API vg_metric vg_metrics_root_mean_squared_error(vg_graph *g, vg_output labels, vg_output predictions,
                                                     const vg_metric_opts *opts);
 
+/* tf.metrics.mean_relative_error(labels, predictions, normalizer): mean of
+ * |labels - predictions| / normalizer (0 where normalizer is 0). */
+VG_API vg_metric vg_metrics_mean_relative_error(vg_graph *g, vg_output labels, vg_output predictions,
+                                                vg_output normalizer, const vg_metric_opts *opts);
+/* tf.metrics.mean_cosine_distance(labels, predictions, dim): 1 - mean of the sums along
+ * dim of predictions * labels (unit vectors expected). */
+VG_API vg_metric vg_metrics_mean_cosine_distance(vg_graph *g, vg_output labels, vg_output predictions, int dim,
+                                                 const vg_metric_opts *opts);
+/* tf.metrics.percentage_below(values, threshold): the fraction of values < threshold
+ * (scope "percentage_below_threshold"). */
+VG_API vg_metric vg_metrics_percentage_below(vg_graph *g, vg_output values, double threshold,
+                                             const vg_metric_opts *opts);
+/* tf.metrics.mean_tensor(values): element-wise mean over the batches (variables
+ * "mean/total_tensor", "mean/count_tensor" of values' fully defined shape). */
+VG_API vg_metric vg_metrics_mean_tensor(vg_graph *g, vg_output values, const vg_metric_opts *opts);
+/* tf.metrics.mean_per_class_accuracy(labels, predictions, num_classes): the mean over
+ * the classes of correct / seen (scope "mean_accuracy", variables "total" and "count"
+ * [num_classes]; classes never seen count as 0, as TF). The update yields the
+ * [num_classes] per-class accuracies (TF's update_op), the value their mean. Labels outside
+ * [0, num_classes) fail at run time with INVALID_ARGUMENT. */
+VG_API vg_metric vg_metrics_mean_per_class_accuracy(vg_graph *g, vg_output labels, vg_output predictions,
+                                                    int num_classes, const vg_metric_opts *opts);
+
 /* tf.metrics.true_positives / false_positives / true_negatives / false_negatives:
  * weighted count of the condition, labels and predictions cast to bool. */
 VG_API vg_metric vg_metrics_true_positives(vg_graph *g, vg_output labels, vg_output predictions,

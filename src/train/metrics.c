@@ -236,6 +236,174 @@ vg_metric vg_metrics_root_mean_squared_error(vg_graph *g, vg_output labels, vg_o
     return finish(g, o, value, update);
 }
 
+/* mean_relative_error: mean(where(normalizer == 0, 0, |labels - predictions| /
+ * normalizer)). */
+vg_metric vg_metrics_mean_relative_error(vg_graph *g, vg_output labels, vg_output predictions, vg_output normalizer,
+                                         const vg_metric_opts *opts) {
+    const char *def = "mean_relative_error";
+    if (!have_graph(g, def, labels, predictions, true)) return fail();
+    if (!normalizer.op) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: normalizer is NULL", def);
+        return fail();
+    }
+    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
+    char full[NAME_LEN];
+    scope_open(g, o->name, def, full, sizeof full);
+    vg_metric m = fail();
+    if (prepare_pair(g, def, &labels, &predictions) && check_compatible(g, def, normalizer, predictions)) {
+        predictions = cast_to(g, predictions, VG_FLOAT, NULL);
+        labels = cast_to(g, labels, VG_FLOAT, NULL);
+        vg_output nz = cast_to(g, normalizer, VG_FLOAT, NULL);
+        vg_output is0 = vg_equal(g, nz, vg_const_f32(g, 0.0f, "Equal/y"), "Equal");
+        vg_output safe = vg_select(g, is0, vg_ones_like(g, nz, "ones_like"), nz, "Select");
+        vg_output rel = vg_select(g, is0, vg_zeros_like(g, labels, "zeros_like"),
+                                  vg_div(g, vg_abs(g, vg_sub(g, labels, predictions, "sub"), "Abs"), safe, "truediv"),
+                                  "Select_1");
+        m = mean_body(g, rel, o);
+    }
+    vg_graph_pop_scope(g);
+    return m;
+}
+
+/* mean_cosine_distance: 1 - mean(reduce_sum(predictions * labels, [dim], keepdims)). */
+vg_metric vg_metrics_mean_cosine_distance(vg_graph *g, vg_output labels, vg_output predictions, int dim,
+                                          const vg_metric_opts *opts) {
+    const char *def = "mean_cosine_distance";
+    if (!have_graph(g, def, labels, predictions, true)) return fail();
+    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
+    vg_shape sp = vg_output_shape(predictions);
+    if (sp.ndims >= 0 && (dim < 0 || dim >= sp.ndims)) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: dim %d out of range for rank %d", def, dim, sp.ndims);
+        return fail();
+    }
+    remove_squeezable(g, &labels, &predictions);
+    if (!ok(g) || !check_compatible(g, def, predictions, labels)) return fail();
+    vg_output prod = vg_mul(g, cast_to(g, predictions, VG_FLOAT, NULL), cast_to(g, labels, VG_FLOAT, NULL), "Mul");
+    int32_t ax = dim;
+    vg_output radial = vg_reduce_sum(g, prod, &ax, 1, true, "Sum");
+    vg_metric_opts inner = {o->weights, o->name ? o->name : def, NULL, NULL};
+    vg_metric mm = scoped_mean(g, radial, &inner, def);
+    if (!mm.value.op) return fail();
+    vg_output one = vg_const_f32(g, 1.0f, "sub/x");
+    return finish(g, o, vg_sub(g, one, mm.value, "sub"), vg_sub(g, one, mm.update, "sub_1"));
+}
+
+/* percentage_below(values, threshold): mean(values < threshold) in the scope
+ * "percentage_below_threshold". */
+vg_metric vg_metrics_percentage_below(vg_graph *g, vg_output values, double threshold, const vg_metric_opts *opts) {
+    const char *def = "percentage_below_threshold";
+    if (!have_graph(g, def, values, values, false)) return fail();
+    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
+    vg_dtype dt = vg_output_dtype(values);
+    vg_output thr = dt == VG_DOUBLE ? vg_const_f64(g, threshold, "Less/y") : vg_const_f32(g, (float)threshold, "Less/y");
+    vg_output below = vg_cast(g, vg_less(g, cast_to(g, values, dt == VG_DOUBLE ? VG_DOUBLE : VG_FLOAT, NULL), thr, "Less"),
+                              VG_FLOAT, "Cast");
+    return scoped_mean(g, below, o, def);
+}
+
+/* mean_tensor(values): the element-wise mean over the batches seen, variables
+ * "total_tensor" and "count_tensor" of values' (fully defined) shape. */
+vg_metric vg_metrics_mean_tensor(vg_graph *g, vg_output values, const vg_metric_opts *opts) {
+    const char *def = "mean";
+    if (!have_graph(g, "mean_tensor", values, values, false)) return fail();
+    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
+    vg_shape sv = vg_output_shape(values);
+    if (!vg_shape_is_fully_defined(&sv)) {
+        char b[128];
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "mean_tensor: values need a fully defined shape, got %s",
+                           vg_shape_str(&sv, b, sizeof b));
+        return fail();
+    }
+    char full[NAME_LEN];
+    scope_open(g, o->name, def, full, sizeof full);
+    vg_metric m = fail();
+    vg_output v = cast_to(g, values, VG_FLOAT, NULL);
+    vg_variable total = metric_var(g, "total_tensor", VG_FLOAT, sv.dims, sv.ndims);
+    vg_variable count = metric_var(g, "count_tensor", VG_FLOAT, sv.dims, sv.ndims);
+    if (total.var && count.var) {
+        vg_output num = vg_ones_like(g, v, "ones_like");
+        if (o->weights.op && check_weights(g, "mean_tensor", o->weights, v)) {
+            vg_output w = broadcast_weights(g, o->weights, v);
+            v = vg_mul(g, v, w, "Mul");
+            num = vg_mul(g, num, w, "Mul_1");
+        }
+        if (ok(g)) {
+            vg_output ut = vg_assign_add(g, total.ref, v, "AssignAdd");
+            vg_output uc = vg_assign_add(g, count.ref, num, "AssignAdd_1");
+            vg_output zero = vg_const_f32(g, 0.0f, "Maximum/y");
+            vg_output value = div_no_nan(g, total.read, vg_maximum(g, count.read, zero, "Maximum"), "value");
+            vg_output update = div_no_nan(g, ut, vg_maximum(g, uc, zero, "Maximum_1"), "update_op");
+            m = finish(g, o, value, update);
+        }
+    }
+    vg_graph_pop_scope(g);
+    return m;
+}
+
+/* mean_per_class_accuracy(labels, predictions, num_classes): per class correct / seen
+ * ("count" / "total", [num_classes]), averaged. TF's scatter_add into the variables is
+ * an AssignAdd of an UnsortedSegmentSum over the labels here. */
+vg_metric vg_metrics_mean_per_class_accuracy(vg_graph *g, vg_output labels, vg_output predictions, int num_classes,
+                                             const vg_metric_opts *opts) {
+    const char *what = "mean_per_class_accuracy";
+    if (!have_graph(g, what, labels, predictions, true)) return fail();
+    if (num_classes < 1) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: num_classes must be positive, got %d", what, num_classes);
+        return fail();
+    }
+    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
+    char full[NAME_LEN];
+    scope_open(g, o->name, "mean_accuracy", full, sizeof full);
+    vg_metric m = fail();
+    int64_t flat = -1, nc = num_classes;
+    vg_output l = cast_to(g, labels, VG_INT64, NULL), p = predictions;
+    if (vg_output_shape(l).ndims != 1) l = vg_reshape_c(g, l, &flat, 1, "Reshape");
+    if (vg_output_shape(p).ndims != 1) p = vg_reshape_c(g, p, &flat, 1, "Reshape_1");
+    if (!ok(g) || !check_compatible(g, what, p, l)) goto done;
+    vg_variable total = metric_var(g, "total", VG_FLOAT, &nc, 1);
+    vg_variable count = metric_var(g, "count", VG_FLOAT, &nc, 1);
+    if (!total.var || !count.var) goto done;
+    vg_output ones = vg_ones_like(g, cast_to(g, l, VG_FLOAT, "ToFloat"), "ones");
+    p = cast_to(g, p, VG_INT64, NULL);
+    vg_output correct = vg_cast(g, vg_equal(g, p, l, "Equal"), VG_FLOAT, "ToFloat_1");
+    if (o->weights.op) {
+        vg_output w = cast_to(g, o->weights, VG_FLOAT, NULL);
+        if (vg_output_shape(w).ndims > 1) w = vg_reshape_c(g, w, &flat, 1, "Reshape_2");
+        correct = vg_mul(g, correct, w, "mul");
+        ones = vg_mul(g, ones, w, "mul_1");
+    }
+    /* labels outside [0, num_classes) fail as scatter_add does */
+    vg_output in_range = vg_logical_and(
+        g, vg_reduce_all(g, vg_greater_equal(g, l, vg_const_i64(g, 0, "zero"), "GreaterEqual"), NULL, -1, false, "All"),
+        vg_reduce_all(g, vg_less(g, l, vg_const_i64(g, nc, "num_classes"), "Less"), NULL, -1, false, "All_1"),
+        "LogicalAnd");
+    vg_output msg = vg_const_string(g, "labels must be in [0, num_classes)", "Const");
+    vg_op *chk = vg_assert(g, in_range, &msg, 1, 3, "assert_in_range/Assert");
+    vg_output segs = vg_const_i64(g, nc, "num_segments");
+    vg_graph_push_control_deps(g, &chk, 1);
+    vg_output per_total = vg_identity(g, ones, "ones_checked");
+    vg_graph_pop_control_deps(g);
+    vg_output sums[2];
+    vg_output data[2] = {per_total, correct};
+    for (int i = 0; i < 2; i++) {
+        vg_op_builder *b = vg_op_builder_new(g, "UnsortedSegmentSum", i ? "ScatterAdd_1" : "ScatterAdd");
+        vg_op_builder_add_input(b, data[i]);
+        vg_op_builder_add_input(b, l);
+        vg_op_builder_add_input(b, segs);
+        sums[i] = vg_out(vg_op_builder_finish(b), 0);
+    }
+    vg_output ut = vg_assign_add(g, total.ref, sums[0], "AssignAdd");
+    vg_output uc = vg_assign_add(g, count.ref, sums[1], "AssignAdd_1");
+    vg_output zero = vg_const_f32(g, 0.0f, "Maximum/y");
+    vg_output per_class = div_no_nan(g, count.read, vg_maximum(g, total.read, zero, "Maximum"), "div_no_nan");
+    vg_output value = vg_reduce_mean(g, per_class, NULL, -1, false, "mean_accuracy");
+    vg_output update = div_no_nan(g, uc, vg_maximum(g, ut, zero, "Maximum_1"), "update_op");
+    m = finish(g, o, value, update);
+done:
+    vg_graph_pop_scope(g);
+    return m;
+}
+
 /* ------------------------------------------------------------------------ */
 /* true/false positives/negatives, precision, recall */
 
