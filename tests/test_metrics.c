@@ -720,6 +720,64 @@ static void test_other_means(void) {
     vg_graph_free(g);
 }
 
+/* SensitivityAtSpecificityTest / SpecificityAtSensitivityTest (metrics_test.py) and
+ * PrecisionRecallThresholdsTest.testExtremeThresholds */
+static double rate_of(bool sens_at_spec, const double *p, double target, const double *w, int nw) {
+    vg_graph *g = vg_graph_new();
+    static const double L[10] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+    int64_t d10 = 10, dw = nw;
+    vg_metric_opts o = {w ? cst(g, VG_FLOAT, &dw, 1, w) : vg_out(NULL, 0), NULL, NULL, NULL};
+    vg_output l = cst(g, VG_INT64, &d10, 1, L), pr = cst(g, VG_FLOAT, &d10, 1, p);
+    vg_metric m = sens_at_spec ? vg_metrics_sensitivity_at_specificity(g, l, pr, target, 200, &o)
+                               : vg_metrics_specificity_at_sensitivity(g, l, pr, target, 200, &o);
+    CHECK(m.value.op != NULL);
+    if (!m.value.op) {
+        vg_graph_free(g);
+        return NAN;
+    }
+    CHECK(vg_graph_op_by_name(g, sens_at_spec ? "sensitivity_at_specificity/true_positives"
+                                              : "specificity_at_sensitivity/false_positives") != NULL);
+    sess_t s = open_sess(g);
+    double u = eval_scalar(&s, m.update), v = eval_scalar(&s, m.value);
+    CHECK_NEAR(u, v, 1e-6);
+    close_sess(&s);
+    return v;
+}
+
+static void test_rates_at(void) {
+    const double hi[10] = {0.0, 0.1, 0.2, 0.3, 0.4, 0.1, 0.45, 0.5, 0.8, 0.9};
+    const double lo[10] = {0.0, 0.1, 0.2, 0.3, 0.4, 0.01, 0.02, 0.25, 0.26, 0.26};
+    const double w10[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, w1[1] = {3};
+    CHECK_NEAR(rate_of(true, hi, 0.8, NULL, 0), 0.8, 1e-6);
+    CHECK_NEAR(rate_of(true, lo, 0.4, NULL, 0), 0.6, 1e-6);
+    CHECK_NEAR(rate_of(true, lo, 0.4, w10, 10), 0.675, 1e-6);
+    const double hs[10] = {0.1, 0.2, 0.4, 0.3, 0.0, 0.1, 0.45, 0.5, 0.8, 0.9};
+    const double ls[10] = {0.1, 0.2, 0.4, 0.3, 0.0, 0.1, 0.2, 0.2, 0.26, 0.26};
+    CHECK_NEAR(rate_of(false, hs, 0.8, NULL, 0), 1.0, 1e-6);
+    CHECK_NEAR(rate_of(false, ls, 0.4, NULL, 0), 0.6, 1e-6);
+    CHECK_NEAR(rate_of(false, ls, 0.4, w1, 1), 0.6, 1e-6);
+    CHECK_NEAR(rate_of(false, ls, 0.4, w10, 10), 8.0 / 15.0, 1e-6);
+    vg_graph *g = vg_graph_new();
+    int64_t d4 = 4;
+    vg_status st;
+    CHECK(vg_metrics_sensitivity_at_specificity(g, cst(g, VG_INT64, &d4, 1, NULL), cst(g, VG_FLOAT, &d4, 1, NULL), 1.5,
+                                                200, NULL)
+              .value.op == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "`specificity` must be in the range [0, 1].");
+    vg_graph_free(g);
+
+    /* testExtremeThresholds */
+    double p[4] = {1, 0, 1, 0}, l[4] = {0, 1, 1, 1}, t[2] = {-1.0, 2.0};
+    const double prec[2] = {0.75, 0}, rec[2] = {1, 0};
+    g = vg_graph_new();
+    check_vector_metric(g, vg_metrics_precision_at_thresholds(g, cst(g, VG_INT64, D14, 2, l), cst(g, VG_FLOAT, D14, 2, p), t, 2, NULL),
+                        prec, 2);
+    g = vg_graph_new();
+    check_vector_metric(g, vg_metrics_recall_at_thresholds(g, cst(g, VG_INT64, D14, 2, l), cst(g, VG_FLOAT, D14, 2, p), t, 2, NULL),
+                        rec, 2);
+}
+
 static void test_null_and_sticky(void) {
     vg_metric m = vg_metrics_mean(NULL, vg_out(NULL, 0), NULL);
     CHECK(m.value.op == NULL);
@@ -744,6 +802,7 @@ int main(void) {
     RUN_TEST(test_mean_iou);
     RUN_TEST(test_top_k);
     RUN_TEST(test_other_means);
+    RUN_TEST(test_rates_at);
     RUN_TEST(test_null_and_sticky);
     TEST_MAIN_END();
 }

@@ -141,6 +141,18 @@ VG_API vg_metric vg_metrics_recall_at_thresholds(vg_graph *g, vg_output labels, 
 VG_API vg_metric vg_metrics_auc(vg_graph *g, vg_output labels, vg_output predictions, int num_thresholds,
                                 const char *curve, const char *summation_method, const vg_metric_opts *opts);
 
+/* tf.metrics.sensitivity_at_specificity(labels, predictions, specificity,
+ * num_thresholds=200) / specificity_at_sensitivity(..., sensitivity, ...): auc's
+ * thresholds; at the threshold whose specificity (sensitivity) is nearest the target,
+ * tp / (tp + fn + 1e-7) (tn / (tn + fp + 1e-7)). A target outside [0, 1] is
+ * INVALID_ARGUMENT. */
+VG_API vg_metric vg_metrics_sensitivity_at_specificity(vg_graph *g, vg_output labels, vg_output predictions,
+                                                       double specificity, int num_thresholds,
+                                                       const vg_metric_opts *opts);
+VG_API vg_metric vg_metrics_specificity_at_sensitivity(vg_graph *g, vg_output labels, vg_output predictions,
+                                                       double sensitivity, int num_thresholds,
+                                                       const vg_metric_opts *opts);
+
 /* tf.metrics.mean_iou(labels, predictions, num_classes): mean over the classes present
  * of TP / (TP + FP + FN) from a float64 confusion matrix; labels and predictions
  * integer (or float, truncated as TF's cast to int64) class ids. */

@@ -731,6 +731,79 @@ vg_metric vg_metrics_auc(vg_graph *g, vg_output labels, vg_output predictions, i
     return m;
 }
 
+/* sensitivity_at_specificity / specificity_at_sensitivity: the thresholds of auc; the
+ * threshold whose specificity (sensitivity) is nearest the target - the first one for
+ * sensitivity_at_specificity (argmin), the last one among ties for
+ * specificity_at_sensitivity (TF's cumsum/argmax trick) - gives the other rate. */
+static vg_output rate_at(vg_graph *g, const vg_output v[4], double target, bool sens_at_spec, const char *name) {
+    vg_output keps = vg_const_f32(g, 1e-7f, "add/y");
+    vg_output tgt = vg_const_f32(g, (float)target, "sub/y");
+    vg_output idx;
+    if (sens_at_spec) {
+        vg_output spec = vg_div(g, v[TN], vg_add(g, vg_add(g, v[TN], v[FP], "add"), keps, "add_1"), "div");
+        idx = vg_cast(g, vg_argmin(g, vg_abs(g, vg_sub(g, spec, tgt, "sub"), "Abs"), 0, VG_INT64, "ArgMin"), VG_INT32,
+                      "Cast");
+    } else {
+        vg_output sens = vg_div(g, v[TP], vg_add(g, vg_add(g, v[TP], v[FN], "add"), keps, "add_1"), "div");
+        vg_output dist = vg_abs(g, vg_sub(g, sens, tgt, "sub"), "Abs");
+        vg_output minv = vg_reduce_min(g, dist, NULL, -1, false, "Min");
+        vg_output at = vg_cast(g, vg_equal(g, dist, minv, "Equal"), VG_INT64, "Cast");
+        idx = vg_cast(g, vg_argmax(g, vg_cumsum(g, at, 0, false, false, "Cumsum"), 0, VG_INT64, "ArgMax"), VG_INT32,
+                      "Cast_1");
+    }
+    vg_output a = sens_at_spec ? v[TP] : v[TN], b = sens_at_spec ? v[FN] : v[FP];
+    vg_output ai = vg_gather(g, a, idx, 0, "GatherV2"), bi = vg_gather(g, b, idx, 0, "GatherV2_1");
+    return vg_div(g, ai, vg_add(g, vg_add(g, ai, bi, "add_2"), keps, "add_3"), name);
+}
+
+static vg_metric rate_metric(vg_graph *g, vg_output labels, vg_output predictions, double target, int num_thresholds,
+                             const vg_metric_opts *opts, bool sens_at_spec) {
+    const char *what = sens_at_spec ? "sensitivity_at_specificity" : "specificity_at_sensitivity";
+    if (!have_graph(g, what, labels, predictions, true)) return fail();
+    if (!(target >= 0 && target <= 1)) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "`%s` must be in the range [0, 1].",
+                           sens_at_spec ? "specificity" : "sensitivity");
+        return fail();
+    }
+    if (num_thresholds < 2 || num_thresholds > (1 << 24)) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: num_thresholds must be in [2, 2^24], got %d", what,
+                           num_thresholds);
+        return fail();
+    }
+    double *thr = vg_malloc(sizeof(double) * (size_t)num_thresholds);
+    if (!thr) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory building %s thresholds", what);
+        return fail();
+    }
+    const double kepsilon = 1e-7;
+    thr[0] = 0.0 - kepsilon;
+    for (int i = 0; i < num_thresholds - 2; i++) thr[i + 1] = (i + 1) * 1.0 / (num_thresholds - 1);
+    thr[num_thresholds - 1] = 1.0 + kepsilon;
+    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
+    char full[NAME_LEN];
+    scope_open(g, o->name, what, full, sizeof full);
+    vg_output values[4] = {{0}}, updates[4] = {{0}};
+    vg_metric m = fail();
+    if (confusion_at_thresholds(g, labels, predictions, thr, num_thresholds, o->weights, 0xFu, values, updates)) {
+        vg_output value = rate_at(g, values, target, sens_at_spec, "value");
+        vg_output update = rate_at(g, updates, target, sens_at_spec, "update_op");
+        m = finish(g, o, value, update);
+    }
+    vg_free(thr);
+    vg_graph_pop_scope(g);
+    return m;
+}
+
+vg_metric vg_metrics_sensitivity_at_specificity(vg_graph *g, vg_output labels, vg_output predictions,
+                                                double specificity, int num_thresholds, const vg_metric_opts *opts) {
+    return rate_metric(g, labels, predictions, specificity, num_thresholds, opts, true);
+}
+
+vg_metric vg_metrics_specificity_at_sensitivity(vg_graph *g, vg_output labels, vg_output predictions,
+                                                double sensitivity, int num_thresholds, const vg_metric_opts *opts) {
+    return rate_metric(g, labels, predictions, sensitivity, num_thresholds, opts, false);
+}
+
 /* ------------------------------------------------------------------------ */
 /* mean_iou */
 
