@@ -15,12 +15,15 @@ static void save_model(char *path, size_t len) {
     int64_t d2 = 2;
     vg_variable w = vg_variable_new(g, "w", cst(g, VG_FLOAT, &d2, 1, wv), VG_VAR_TRAINABLE);
     (void)w;
+    vg_output gs = vg_get_or_create_global_step(g);
+    vg_output set7 = vg_assign(g, gs, vg_const_i64(g, 7, NULL), true, "set_step");
     vg_op *init = vg_global_variables_initializer(g);
     vg_status st;
     vg_saver *saver = vg_saver_new(g, NULL, &st);
     CHECK(saver != NULL);
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    CHECK_OK(vg_session_run_targets(s, &set7.op, 1, &st), &st);
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s/model.ckpt", dir);
     CHECK_OK(vg_saver_save(saver, s, prefix, 7, path, len, &st), &st);
@@ -144,6 +147,57 @@ static void test_evaluate_until_out_of_range(void) {
     vg_graph_free(e.g);
 }
 
+/* SummaryAtEndHook: the metric's summary written once at the end, at the restored
+ * global step (7), to the log_dir's cached writer */
+static void test_summary_at_end(void) {
+    char ckpt[512];
+    save_model(ckpt, sizeof ckpt);
+    eval_graph e = eval_model();
+    vg_status st;
+    vg_output summ = vg_summary_scalar(e.g, "eval/mean", e.m.value);
+    CHECK(summ.op != NULL);
+    char logdir[300];
+    snprintf(logdir, sizeof logdir, "%s/eval", dir);
+    mkdir(logdir, 0755);
+    vg_hook hooks[2];
+    CHECK_OK(vg_stop_after_n_evals_hook(3, false, &hooks[0], &st), &st);
+    CHECK_OK(vg_summary_at_end_hook(logdir, NULL, vg_out(NULL, 0), &hooks[1], &st), &st);
+    vg_evaluate_options o = vg_evaluate_options_default();
+    o.checkpoint_path = ckpt;
+    o.eval_ops = &e.m.update.op;
+    o.neval_ops = 1;
+    o.hooks = hooks;
+    o.nhooks = 2;
+    CHECK_OK(vg_evaluate_once(e.g, &o, NULL, &st), &st);
+    vg_file_writer *w = vg_file_writer_cache_get(logdir, &st);
+    CHECK(w != NULL);
+    int found = 0;
+    if (w) {
+        vg_event_reader *r = vg_event_reader_open(vg_file_writer_path(w), &st);
+        CHECK(r != NULL);
+        vg_event ev;
+        while (r && vg_event_reader_next(r, &ev, &st) == VG_OK) {
+            if (ev.kind != VG_EVENT_SUMMARY) continue;
+            vg_summary_iter it;
+            vg_summary_iter_init(&it, ev.payload, ev.payload_len);
+            vg_summary_value v;
+            while (vg_summary_iter_next(&it, &v, &st) == VG_OK)
+                if (v.tag_len == 9 && memcmp(v.tag, "eval/mean", 9) == 0) {
+                    found++;
+                    CHECK_EQ_INT(ev.step, 7);
+                    CHECK_NEAR(v.scalar, 5.0, 1e-6);
+                }
+        }
+        vg_event_reader_close(r);
+    }
+    CHECK_EQ_INT(found, 1);
+    vg_file_writer_cache_clear();
+    vg_graph_free(e.g);
+    vg_hook h;
+    CHECK_CODE(vg_summary_at_end_hook(NULL, NULL, vg_out(NULL, 0), &h, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "One of log_dir or summary_writer should be used.");
+}
+
 static void test_errors(void) {
     vg_status st;
     vg_hook h;
@@ -187,6 +241,7 @@ int main(void) {
     if (!tu_mkdtemp(dir, sizeof dir, "evaluation")) return 1;
     RUN_TEST(test_evaluate_once);
     RUN_TEST(test_evaluate_until_out_of_range);
+    RUN_TEST(test_summary_at_end);
     RUN_TEST(test_errors);
     tu_rmrf(dir);
     TEST_MAIN_END();

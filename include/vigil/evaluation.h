@@ -1,7 +1,7 @@
 /*
  * vigil/evaluation.h - TF 1.15's evaluation loop (tf.contrib.training.evaluate_once,
- * python/training/evaluation.py): the local "eval_step" counter, _StopAfterNEvalsHook
- * and _evaluate_once, which restores a checkpoint through a ChiefSessionCreator, runs
+ * python/training/evaluation.py): the local "eval_step" counter, _StopAfterNEvalsHook,
+ * contrib's SummaryAtEndHook and _evaluate_once, which restores a checkpoint through a ChiefSessionCreator, runs
  * the eval ops (typically metric update ops) until a hook asks to stop, and returns the
  * final ops' values (typically the metric values) from a FinalOpsHook.
  *
@@ -23,6 +23,7 @@
 #define VIGIL_EVALUATION_H
 
 #include "monitored.h"
+#include "summary.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +45,15 @@ VG_API vg_output vg_get_or_create_eval_step(vg_graph *g);
  * gives it the counter; used without it the hook fails in before_run with
  * FAILED_PRECONDITION. Fails with INVALID_ARGUMENT (out NULL, num_evals < -1). */
 VG_API vg_code vg_stop_after_n_evals_hook(int64_t num_evals, bool log_progress, vg_hook *out, vg_status *st);
+
+/* tf.contrib.training.SummaryAtEndHook(log_dir, summary_writer, summary_op): at the
+ * end of the session runs summary_op ({NULL, 0}: merge_all() at begin) and writes it at
+ * the global step (created by begin if missing) to summary_writer (borrowed) or the
+ * cached writer of log_dir, then flushes. Fails with INVALID_ARGUMENT (out NULL, "One
+ * of log_dir or summary_writer should be used."); at end with the run's or writer's
+ * error. */
+VG_API vg_code vg_summary_at_end_hook(const char *log_dir, vg_file_writer *summary_writer, vg_output summary_op,
+                                      vg_hook *out, vg_status *st);
 
 typedef struct vg_evaluate_options {
     const char *checkpoint_path;        /* required: the checkpoint prefix to restore */

@@ -6,6 +6,7 @@
  */
 #include "vigil/evaluation.h"
 #include "vigil/hooks.h"
+#include "vigil/summary.h"
 #include "vigil/variables.h"
 #include <math.h>
 #include <stdio.h>
@@ -83,6 +84,92 @@ vg_code vg_stop_after_n_evals_hook(int64_t num_evals, bool log_progress, vg_hook
     out->before_run = se_before;
     out->after_run = se_after;
     out->destroy = vg_free;
+    out->payload = h;
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* SummaryAtEndHook */
+
+typedef struct summary_at_end {
+    char *log_dir;
+    vg_file_writer *writer; /* borrowed (the caller's or the cache's) */
+    vg_output summary_op;
+    bool replace_summary_op;
+    vg_output global_step;
+} summary_at_end;
+
+static void sae_destroy(void *p) {
+    summary_at_end *h = p;
+    if (!h) return;
+    vg_free(h->log_dir);
+    vg_free(h);
+}
+
+static vg_code sae_begin(void *p, vg_graph *g, vg_status *st) {
+    summary_at_end *h = p;
+    if (h->replace_summary_op) h->summary_op = vg_summary_merge_all(g);
+    h->global_step = vg_get_or_create_global_step(g);
+    if (!h->global_step.op) return vg_graph_status(g, st) ? st->code : VG_INTERNAL;
+    return VG_OK;
+}
+
+static vg_code sae_after_create(void *p, vg_session *sess, vg_coord *coord, vg_status *st) {
+    (void)sess;
+    (void)coord;
+    summary_at_end *h = p;
+    if (!h->writer && h->log_dir) {
+        h->writer = vg_file_writer_cache_get(h->log_dir, st);
+        if (!h->writer) return st ? st->code : VG_INTERNAL;
+    }
+    return VG_OK;
+}
+
+static vg_code sae_end(void *p, vg_session *sess, vg_status *st) {
+    summary_at_end *h = p;
+    if (!sess) return VG_OK;
+    if (h->summary_op.op) {
+        vg_output fetch[2] = {h->global_step, h->summary_op};
+        vg_tensor *out[2] = {NULL, NULL};
+        vg_code rc = vg_session_run(sess, NULL, NULL, NULL, 0, fetch, out, 2, NULL, 0, NULL, st);
+        if (rc == VG_OK && h->writer) {
+            size_t len = 0;
+            const char *bytes = vg_tensor_string(out[1], 0, &len);
+            int64_t step = *(const int64_t *)vg_tensor_data(out[0]);
+            rc = vg_file_writer_add_summary(h->writer, bytes, len, step, st);
+        }
+        vg_tensor_free(out[0]);
+        vg_tensor_free(out[1]);
+        if (rc != VG_OK) return rc;
+    }
+    return h->writer ? vg_file_writer_flush(h->writer, st) : VG_OK;
+}
+
+vg_code vg_summary_at_end_hook(const char *log_dir, vg_file_writer *writer, vg_output summary_op, vg_hook *out,
+                               vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
+    memset(out, 0, sizeof *out);
+    if (!log_dir && !writer)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "One of log_dir or summary_writer should be used.");
+    summary_at_end *h = vg_calloc(1, sizeof *h);
+    if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+    if (log_dir) {
+        size_t n = strlen(log_dir);
+        h->log_dir = vg_malloc(n + 1);
+        if (!h->log_dir) {
+            vg_free(h);
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+        }
+        memcpy(h->log_dir, log_dir, n + 1);
+    }
+    h->writer = writer;
+    h->summary_op = summary_op;
+    h->replace_summary_op = summary_op.op == NULL;
+    out->name = "SummaryAtEndHook";
+    out->begin = sae_begin;
+    out->after_create_session = sae_after_create;
+    out->end = sae_end;
+    out->destroy = sae_destroy;
     out->payload = h;
     return VG_OK;
 }
