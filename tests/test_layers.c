@@ -47,6 +47,8 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/ops_ext.h", "kernels"},    {"vigil/train_lib.h", "train"},    {"vigil/losses.h", "train"},
     {"vigil/control_flow.h", "kernels"},
     {"vigil/rnn_ops.h", "kernels"},    {"vigil/rnn.h", "train"},
+    {"vigil/metrics.h", "train"},
+    {"vigil/evaluation.h", "monitored"},
 };
 
 static int layer_index(const char *name, size_t n) {

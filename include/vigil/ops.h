@@ -187,6 +187,27 @@ VG_API vg_op *vg_assert(vg_graph *g, vg_output cond, const vg_output *data, int 
 VG_API vg_output vg_apply_gradient_descent(vg_graph *g, vg_output var, vg_output alpha, vg_output delta, bool use_locking, const char *name);
 VG_API vg_output vg_apply_momentum(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad, vg_output momentum, bool use_locking, bool use_nesterov, const char *name);
 VG_API vg_output vg_apply_adam(vg_graph *g, vg_output var, vg_output m, vg_output v, vg_output beta1_power, vg_output beta2_power, vg_output lr, vg_output beta1, vg_output beta2, vg_output epsilon, vg_output grad, bool use_locking, bool use_nesterov, const char *name);
+/* ApplyAdagrad (update_slots: TF's default true), ApplyAdadelta, ApplyFtrl, ApplyFtrlV2,
+ * ApplyProximalGradientDescent: TF's training_ops with TF's input order; the slots are
+ * ref inputs like var. Ftrl fails at run time with INVALID_ARGUMENT for lr <= 0,
+ * lr_power > 0 or a negative l1, l2 or l2_shrinkage. */
+VG_API vg_output vg_apply_adagrad(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad, bool use_locking, bool update_slots, const char *name);
+VG_API vg_output vg_apply_adadelta(vg_graph *g, vg_output var, vg_output accum, vg_output accum_update, vg_output lr, vg_output rho, vg_output epsilon, vg_output grad, bool use_locking, const char *name);
+VG_API vg_output vg_apply_ftrl(vg_graph *g, vg_output var, vg_output accum, vg_output linear, vg_output grad, vg_output lr, vg_output l1, vg_output l2, vg_output lr_power, bool use_locking, const char *name);
+VG_API vg_output vg_apply_ftrl_v2(vg_graph *g, vg_output var, vg_output accum, vg_output linear, vg_output grad, vg_output lr, vg_output l1, vg_output l2, vg_output l2_shrinkage, vg_output lr_power, bool use_locking, const char *name);
+VG_API vg_output vg_apply_proximal_gradient_descent(vg_graph *g, vg_output var, vg_output alpha, vg_output l1, vg_output l2, vg_output delta, bool use_locking, const char *name);
+/* The sparse forms: grad [N] + var.shape[1:], indices [N] (int32/int64); only the
+ * indexed rows of var and its slots change, a repeated index is applied once per
+ * occurrence. An index outside [0, var.shape[0]) fails at run time with
+ * INVALID_ARGUMENT ("Index 7 at offset 1 in indices is out of range") before any row
+ * changes. */
+VG_API vg_output vg_sparse_apply_adagrad(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad, vg_output indices, bool use_locking, bool update_slots, const char *name);
+VG_API vg_output vg_sparse_apply_momentum(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad, vg_output indices, vg_output momentum, bool use_locking, bool use_nesterov, const char *name);
+VG_API vg_output vg_sparse_apply_adadelta(vg_graph *g, vg_output var, vg_output accum, vg_output accum_update, vg_output lr, vg_output rho, vg_output epsilon, vg_output grad, vg_output indices, bool use_locking, const char *name);
+VG_API vg_output vg_sparse_apply_ftrl(vg_graph *g, vg_output var, vg_output accum, vg_output linear, vg_output grad, vg_output indices, vg_output lr, vg_output l1, vg_output l2, vg_output lr_power, bool use_locking, const char *name);
+VG_API vg_output vg_sparse_apply_ftrl_v2(vg_graph *g, vg_output var, vg_output accum, vg_output linear, vg_output grad, vg_output indices, vg_output lr, vg_output l1, vg_output l2, vg_output l2_shrinkage, vg_output lr_power, bool use_locking, const char *name);
+VG_API vg_output vg_sparse_apply_proximal_gradient_descent(vg_graph *g, vg_output var, vg_output alpha, vg_output l1, vg_output l2, vg_output grad, vg_output indices, bool use_locking, const char *name);
+VG_API vg_output vg_sparse_apply_rms_prop(vg_graph *g, vg_output var, vg_output ms, vg_output mom, vg_output lr, vg_output rho, vg_output momentum, vg_output epsilon, vg_output grad, vg_output indices, bool use_locking, const char *name);
 VG_API vg_output vg_apply_rms_prop(vg_graph *g, vg_output var, vg_output ms, vg_output mom, vg_output lr, vg_output rho, vg_output momentum, vg_output epsilon, vg_output grad, bool use_locking, const char *name);
 
 #ifdef __cplusplus

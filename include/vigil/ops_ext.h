@@ -159,6 +159,12 @@ VG_API vg_output vg_random_uniform_int(vg_graph *g, vg_output shape, vg_output m
 VG_API vg_output vg_multinomial(vg_graph *g, vg_output logits, int num_samples, int64_t seed, vg_dtype output_dtype,
                                 const char *name);
 
+/* ---- unique (src/kernels/unique_op.c) ------------------------------------ */
+/* tf.unique(x, out_idx): Unique's output 0 is y (the distinct values of the 1-D x in
+ * order of first occurrence), output 1 idx (x[i] == y[idx[i]]), out_idx VG_INT32 or
+ * VG_INT64. int32/int64/float/double; no gradient. */
+VG_API vg_op *vg_unique(vg_graph *g, vg_output x, vg_dtype out_idx, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -44,6 +44,7 @@ extern const vg__op_def vg__ops_control_flow[];
 extern const vg__op_def vg__ops_stack[];
 extern const vg__op_def vg__ops_tensor_array[];
 extern const vg__op_def vg__ops_rnn[];
+extern const vg__op_def vg__ops_unique[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -82,5 +83,6 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_stack);
     vg__registry_add_family(vg__ops_tensor_array);
     vg__registry_add_family(vg__ops_rnn);
+    vg__registry_add_family(vg__ops_unique);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

@@ -1,6 +1,10 @@
 /*
  * training_ops.c - the optimizers' update ops (TF's training_ops): ApplyGradientDescent,
- * ApplyMomentum, ApplyAdam, ApplyRMSProp, float32 and float64.
+ * ApplyMomentum, ApplyAdam, ApplyRMSProp, ApplyAdagrad, ApplyAdadelta, ApplyFtrl,
+ * ApplyFtrlV2, ApplyProximalGradientDescent, float32 and float64, and their sparse forms
+ * SparseApply{Adagrad,Momentum,Adadelta,Ftrl,FtrlV2,ProximalGradientDescent,RMSProp}
+ * (grad rows with an index each: only the indexed rows of var and its slots change; a
+ * repeated index is applied once per occurrence, in order, as TF's CPU kernels do).
  *
  * The variable and its slots are ref inputs. A kernel locks every distinct slot it
  * touches (in address order, so two kernels sharing slots cannot deadlock), gets the
@@ -40,6 +44,24 @@ static const apply_sig SIG_RMSPROP = {"ApplyRMSProp",
                                       8,
                                       {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"},
                                       {0, 0, 0, 1, 1, 1, 1, 0}};
+
+static const apply_sig SIG_ADAGRAD = {"ApplyAdagrad", 4, {"var", "accum", "lr", "grad"}, {0, 0, 1, 0}};
+static const apply_sig SIG_ADADELTA = {"ApplyAdadelta",
+                                       7,
+                                       {"var", "accum", "accum_update", "lr", "rho", "epsilon", "grad"},
+                                       {0, 0, 0, 1, 1, 1, 0}};
+static const apply_sig SIG_FTRL = {"ApplyFtrl",
+                                   8,
+                                   {"var", "accum", "linear", "grad", "lr", "l1", "l2", "lr_power"},
+                                   {0, 0, 0, 0, 1, 1, 1, 1}};
+static const apply_sig SIG_FTRL_V2 = {"ApplyFtrlV2",
+                                      9,
+                                      {"var", "accum", "linear", "grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"},
+                                      {0, 0, 0, 0, 1, 1, 1, 1, 1}};
+static const apply_sig SIG_PROXIMAL_GD = {"ApplyProximalGradientDescent",
+                                          5,
+                                          {"var", "alpha", "l1", "l2", "delta"},
+                                          {0, 1, 1, 1, 0}};
 
 /* Checks dtypes (all T, float or double), scalar ranks and that every tensor input
  * has var's shape; sets T/use_locking defaults and output 0. */
@@ -95,6 +117,14 @@ static vg_code shape_adam(vg_op *op, vg_status *st) {
     return shape_apply(op, &SIG_ADAM, st);
 }
 static vg_code shape_rmsprop(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_RMSPROP, st); }
+static vg_code shape_adagrad(vg_op *op, vg_status *st) {
+    vg__op_set_default_attr_bool(op, "update_slots", true);
+    return shape_apply(op, &SIG_ADAGRAD, st);
+}
+static vg_code shape_adadelta(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_ADADELTA, st); }
+static vg_code shape_ftrl(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_FTRL, st); }
+static vg_code shape_ftrl_v2(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_FTRL_V2, st); }
+static vg_code shape_proximal_gd(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_PROXIMAL_GD, st); }
 
 /* ------------------------------------------------------------------------ */
 /* run time: locking, input checks */
@@ -258,6 +288,75 @@ typedef struct upd_args {
 DEFINE_LOOPS(float, f32, sqrtf)
 DEFINE_LOOPS(double, f64, sqrt)
 
+/* The loops of the optimizers added later (scalar; TF's Eigen expressions, in the same
+ * order of operations). */
+#define DEFINE_LOOPS2(T, SFX, SQRT, POW, FABS)                                                  \
+    /* c: lr; nesterov = update_slots */                                                        \
+    static void adagrad_##SFX(void *arg, int64_t b, int64_t e) {                                \
+        const upd_args *a = arg;                                                                \
+        T *restrict var = a->var, *restrict acc = a->s1;                                        \
+        const T *restrict g = a->grad;                                                          \
+        const T lr = (T)a->c[0];                                                                \
+        for (int64_t i = b; i < e; i++) {                                                       \
+            if (a->nesterov) acc[i] += g[i] * g[i];                                             \
+            var[i] -= lr * g[i] * ((T)1 / SQRT(acc[i]));                                        \
+        }                                                                                       \
+    }                                                                                           \
+    /* c: lr, rho, epsilon */                                                                   \
+    static void adadelta_##SFX(void *arg, int64_t b, int64_t e) {                               \
+        const upd_args *a = arg;                                                                \
+        T *restrict var = a->var, *restrict acc = a->s1, *restrict accu = a->s2;                \
+        const T *restrict g = a->grad;                                                          \
+        const T lr = (T)a->c[0], rho = (T)a->c[1], eps = (T)a->c[2];                            \
+        for (int64_t i = b; i < e; i++) {                                                       \
+            T ac = acc[i] * rho + g[i] * g[i] * ((T)1 - rho);                                   \
+            T upd = SQRT(accu[i] + eps) * ((T)1 / SQRT(ac + eps)) * g[i];                       \
+            acc[i] = ac;                                                                        \
+            var[i] -= upd * lr;                                                                 \
+            accu[i] = accu[i] * rho + upd * upd * ((T)1 - rho);                                 \
+        }                                                                                       \
+    }                                                                                           \
+    /* c: lr, l1, l2, l2_shrinkage, lr_power */                                                 \
+    static void ftrl_##SFX(void *arg, int64_t b, int64_t e) {                                   \
+        const upd_args *a = arg;                                                                \
+        T *restrict var = a->var, *restrict acc = a->s1, *restrict lin = a->s2;                 \
+        const T *restrict g = a->grad;                                                          \
+        const T lr = (T)a->c[0], l1 = (T)a->c[1], l2 = (T)a->c[2], shr = (T)a->c[3];            \
+        const T lp = (T)a->c[4];                                                                \
+        const bool half = lp == (T)-0.5;                                                        \
+        for (int64_t i = b; i < e; i++) {                                                       \
+            T gi = g[i], gs = gi + (T)2 * shr * var[i];                                         \
+            T na = acc[i] + gi * gi;                                                            \
+            T sigma = half ? (SQRT(na) - SQRT(acc[i])) / lr : (POW(na, -lp) - POW(acc[i], -lp)) / lr; \
+            T li = lin[i] + gs - sigma * var[i];                                                \
+            T y = (half ? SQRT(na) / lr : POW(na, -lp) / lr) + (T)2 * l2;                       \
+            T x = (li < -l1 ? -l1 : li > l1 ? l1 : li) - li;                                    \
+            lin[i] = li;                                                                        \
+            var[i] = FABS(li) > l1 ? x / y : (T)0;                                              \
+            acc[i] = na;                                                                        \
+        }                                                                                       \
+    }                                                                                           \
+    /* c: alpha, l1, l2 */                                                                      \
+    static void proximal_gd_##SFX(void *arg, int64_t b, int64_t e) {                            \
+        const upd_args *a = arg;                                                                \
+        T *restrict var = a->var;                                                               \
+        const T *restrict d = a->grad;                                                          \
+        const T alpha = (T)a->c[0], l1 = (T)a->c[1], l2 = (T)a->c[2];                           \
+        for (int64_t i = b; i < e; i++) {                                                       \
+            T p = var[i] - alpha * d[i];                                                        \
+            if (l1 > (T)0) {                                                                    \
+                T m = FABS(p) - alpha * l1;                                                     \
+                T sg = p > (T)0 ? (T)1 : p < (T)0 ? (T)-1 : (T)0;                               \
+                var[i] = sg * (m > (T)0 ? m : (T)0) / ((T)1 + alpha * l2);                      \
+            } else {                                                                            \
+                var[i] = p / ((T)1 + alpha * l2);                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+DEFINE_LOOPS2(float, f32, sqrtf, powf, fabsf)
+DEFINE_LOOPS2(double, f64, sqrt, pow, fabs)
+
 /* GCC does not vectorize sqrtf under math-errno (the default), so the float32 Adam
  * and RMSProp loops use SSE for whole groups of 4 and the scalar loop for the rest.
  * sqrtps/divps round exactly as sqrtss/divss: the results are the same bits. */
@@ -395,6 +494,356 @@ static vg_code kernel_rmsprop(vg__kctx *ctx) {
     return apply_kernel(ctx, &SIG_RMSPROP, 3, 7, rmsprop_f32, rmsprop_f64, 16, setup_rmsprop);
 }
 
+/* ApplyAdagrad(var, accum, lr, grad; update_slots): accum += grad^2 (when
+ * update_slots); var -= lr * grad * rsqrt(accum) */
+static void setup_adagrad(upd_args *a, const double *s, const vg_op *op) {
+    bool upd = true;
+    vg_op_attr_bool(op, "update_slots", &upd);
+    a->c[0] = s[2];
+    a->nesterov = upd;
+}
+static vg_code kernel_adagrad(vg__kctx *ctx) {
+    return apply_kernel(ctx, &SIG_ADAGRAD, 2, 3, adagrad_f32, adagrad_f64, 8, setup_adagrad);
+}
+
+/* ApplyAdadelta(var, accum, accum_update, lr, rho, epsilon, grad):
+ * accum = rho * accum + (1 - rho) * grad^2
+ * update = sqrt(accum_update + epsilon) * rsqrt(accum + epsilon) * grad
+ * var -= lr * update; accum_update = rho * accum_update + (1 - rho) * update^2 */
+static void setup_adadelta(upd_args *a, const double *s, const vg_op *op) {
+    (void)op;
+    a->c[0] = s[3];
+    a->c[1] = s[4];
+    a->c[2] = s[5];
+}
+static vg_code kernel_adadelta(vg__kctx *ctx) {
+    return apply_kernel(ctx, &SIG_ADADELTA, 3, 6, adadelta_f32, adadelta_f64, 24, setup_adadelta);
+}
+
+/* ApplyFtrl(var, accum, linear, grad, lr, l1, l2, lr_power) and ApplyFtrlV2 (+
+ * l2_shrinkage before lr_power): g' = grad + 2 * l2_shrinkage * var;
+ * new_accum = accum + grad^2;
+ * linear += g' - (new_accum^-lr_power - accum^-lr_power) / lr * var;
+ * var = |linear| > l1 ? (clip(linear, -l1, l1) - linear) / (new_accum^-lr_power / lr +
+ * 2 * l2) : 0; accum = new_accum. lr must be positive (TF's kernel check). */
+static void setup_ftrl(upd_args *a, const double *s, const vg_op *op) {
+    (void)op;
+    a->c[0] = s[4];
+    a->c[1] = s[5];
+    a->c[2] = s[6];
+    a->c[3] = 0;
+    a->c[4] = s[7];
+}
+static void setup_ftrl_v2(upd_args *a, const double *s, const vg_op *op) {
+    (void)op;
+    a->c[0] = s[4];
+    a->c[1] = s[5];
+    a->c[2] = s[6];
+    a->c[3] = s[7];
+    a->c[4] = s[8];
+}
+
+/* TF's Ftrl kernels validate the scalars before touching the variables. */
+static vg_code check_ftrl_scalars(vg__kctx *ctx, const apply_sig *sig) {
+    vg_status *st = vg__kctx_status(ctx);
+    for (int i = 1; i < sig->n; i++) {
+        if (!sig->scalar[i]) continue;
+        const vg_tensor *x = vg__kctx_input(ctx, i);
+        if (!x || vg_tensor_num_elements(x) != 1) continue; /* check_inputs reports it */
+        double v = vg_tensor_dtype(x) == VG_FLOAT ? (double)*(const float *)vg_tensor_data(x)
+                                                  : *(const double *)vg_tensor_data(x);
+        const char *n = sig->names[i];
+        bool bad = strcmp(n, "lr") == 0 ? !(v > 0) : strcmp(n, "lr_power") == 0 ? !(v <= 0) : !(v >= 0);
+        if (bad)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: %s is not a %s scalar: %g", sig->type, n,
+                                 strcmp(n, "lr") == 0 ? "positive" : strcmp(n, "lr_power") == 0 ? "non-positive"
+                                                                                                : "non-negative",
+                                 v);
+    }
+    return VG_OK;
+}
+static vg_code kernel_ftrl(vg__kctx *ctx) {
+    if (check_ftrl_scalars(ctx, &SIG_FTRL)) return vg__kctx_status(ctx)->code;
+    return apply_kernel(ctx, &SIG_FTRL, 3, 3, ftrl_f32, ftrl_f64, 40, setup_ftrl);
+}
+static vg_code kernel_ftrl_v2(vg__kctx *ctx) {
+    if (check_ftrl_scalars(ctx, &SIG_FTRL_V2)) return vg__kctx_status(ctx)->code;
+    return apply_kernel(ctx, &SIG_FTRL_V2, 3, 3, ftrl_f32, ftrl_f64, 40, setup_ftrl_v2);
+}
+
+/* ApplyProximalGradientDescent(var, alpha, l1, l2, delta): prox = var - alpha * delta;
+ * var = sign(prox) * max(|prox| - alpha * l1, 0) / (1 + alpha * l2) (l1 > 0), else
+ * prox / (1 + alpha * l2). */
+static void setup_proximal_gd(upd_args *a, const double *s, const vg_op *op) {
+    (void)op;
+    a->c[0] = s[1];
+    a->c[1] = s[2];
+    a->c[2] = s[3];
+}
+static vg_code kernel_proximal_gd(vg__kctx *ctx) {
+    return apply_kernel(ctx, &SIG_PROXIMAL_GD, 1, 4, proximal_gd_f32, proximal_gd_f64, 6, setup_proximal_gd);
+}
+
+/* ------------------------------------------------------------------------ */
+/* sparse variants: grad [N, rest of var's shape], indices [N] int32/int64 */
+
+typedef struct sparse_sig {
+    apply_sig s; /* every input; indices is not T */
+    int nrefs, grad, indices;
+} sparse_sig;
+
+static const sparse_sig SP_ADAGRAD = {
+    {"SparseApplyAdagrad", 5, {"var", "accum", "lr", "grad", "indices"}, {0, 0, 1, 0, 0}}, 2, 3, 4};
+static const sparse_sig SP_MOMENTUM = {
+    {"SparseApplyMomentum", 6, {"var", "accum", "lr", "grad", "indices", "momentum"}, {0, 0, 1, 0, 0, 1}}, 2, 3, 4};
+static const sparse_sig SP_ADADELTA = {{"SparseApplyAdadelta",
+                                        8,
+                                        {"var", "accum", "accum_update", "lr", "rho", "epsilon", "grad", "indices"},
+                                        {0, 0, 0, 1, 1, 1, 0, 0}},
+                                       3,
+                                       6,
+                                       7};
+static const sparse_sig SP_FTRL = {{"SparseApplyFtrl",
+                                    9,
+                                    {"var", "accum", "linear", "grad", "indices", "lr", "l1", "l2", "lr_power"},
+                                    {0, 0, 0, 0, 0, 1, 1, 1, 1}},
+                                   3,
+                                   3,
+                                   4};
+static const sparse_sig SP_FTRL_V2 = {
+    {"SparseApplyFtrlV2",
+     10,
+     {"var", "accum", "linear", "grad", "indices", "lr", "l1", "l2", "l2_shrinkage", "lr_power"},
+     {0, 0, 0, 0, 0, 1, 1, 1, 1, 1}},
+    3,
+    3,
+    4};
+static const sparse_sig SP_PROXIMAL_GD = {{"SparseApplyProximalGradientDescent",
+                                           6,
+                                           {"var", "alpha", "l1", "l2", "grad", "indices"},
+                                           {0, 1, 1, 1, 0, 0}},
+                                          1,
+                                          4,
+                                          5};
+static const sparse_sig SP_RMSPROP = {{"SparseApplyRMSProp",
+                                       9,
+                                       {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad", "indices"},
+                                       {0, 0, 0, 1, 1, 1, 1, 0, 0}},
+                                      3,
+                                      7,
+                                      8};
+
+static vg_code shape_sparse(vg_op *op, const sparse_sig *sp, vg_status *st) {
+    const apply_sig *sig = &sp->s;
+    vg_dtype t = vg__op_input_dtype(op, 0);
+    if (t != VG_FLOAT && t != VG_DOUBLE)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s supports float and double, not %s", sig->type,
+                             vg_dtype_name(t));
+    vg_shape s = vg__op_input_shape(op, 0);
+    char a[128], b[128];
+    for (int i = 1; i < sig->n; i++) {
+        vg_dtype d = vg__op_input_dtype(op, i);
+        vg_shape si = vg__op_input_shape(op, i);
+        if (i == sp->indices) {
+            if (d != VG_INT32 && d != VG_INT64)
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: indices must be int32 or int64, not %s",
+                                     sig->type, vg_dtype_name(d));
+            if (si.ndims >= 0 && si.ndims != 1)
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: indices must be a vector, got rank %d",
+                                     sig->type, si.ndims);
+            continue;
+        }
+        if (d != t)
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "Input '%s' of '%s' Op has type %s that does not match type %s of argument 'var'.",
+                                 sig->names[i], sig->type, vg_dtype_name(d), vg_dtype_name(t));
+        if (sig->scalar[i]) {
+            if (si.ndims > 0)
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 0 but is rank %d (input '%s')",
+                                     si.ndims, sig->names[i]);
+            continue;
+        }
+        if (s.ndims < 0 || si.ndims < 0) continue;
+        bool grad = i == sp->grad;
+        bool good = si.ndims == s.ndims && s.ndims >= 1;
+        for (int k = grad ? 1 : 0; good && k < s.ndims; k++)
+            if (s.dims[k] >= 0 && si.dims[k] >= 0 && s.dims[k] != si.dims[k]) good = false;
+        if (!good)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: var %s and %s %s do not match%s", sig->type,
+                                 vg_shape_str(&s, a, sizeof a), sig->names[i], vg_shape_str(&si, b, sizeof b),
+                                 grad ? " (grad must be [N] + var.shape[1:])" : "");
+    }
+    vg_shape g = vg__op_input_shape(op, sp->grad), ix = vg__op_input_shape(op, sp->indices);
+    if (g.ndims >= 1 && ix.ndims == 1 && g.dims[0] >= 0 && ix.dims[0] >= 0 && g.dims[0] != ix.dims[0])
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: grad has %lld rows but indices %lld", sig->type,
+                             (long long)g.dims[0], (long long)ix.dims[0]);
+    vg__op_set_default_attr_type(op, "T", t);
+    vg__op_set_default_attr_type(op, "Tindices", vg__op_input_dtype(op, sp->indices));
+    vg__op_set_default_attr_bool(op, "use_locking", false);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, t, s);
+    return VG_OK;
+}
+
+static vg_code shape_sp_adagrad(vg_op *op, vg_status *st) {
+    vg__op_set_default_attr_bool(op, "update_slots", true);
+    return shape_sparse(op, &SP_ADAGRAD, st);
+}
+static vg_code shape_sp_momentum(vg_op *op, vg_status *st) {
+    vg__op_set_default_attr_bool(op, "use_nesterov", false);
+    return shape_sparse(op, &SP_MOMENTUM, st);
+}
+static vg_code shape_sp_adadelta(vg_op *op, vg_status *st) { return shape_sparse(op, &SP_ADADELTA, st); }
+static vg_code shape_sp_ftrl(vg_op *op, vg_status *st) { return shape_sparse(op, &SP_FTRL, st); }
+static vg_code shape_sp_ftrl_v2(vg_op *op, vg_status *st) { return shape_sparse(op, &SP_FTRL_V2, st); }
+static vg_code shape_sp_proximal_gd(vg_op *op, vg_status *st) { return shape_sparse(op, &SP_PROXIMAL_GD, st); }
+static vg_code shape_sp_rmsprop(vg_op *op, vg_status *st) { return shape_sparse(op, &SP_RMSPROP, st); }
+
+/* The run-time checks of TF's sparse kernels; fills scal[] like check_inputs. */
+static vg_code check_sparse(vg__kctx *ctx, const sparse_sig *sp, vg_tensor *const *vals, double *scal) {
+    const apply_sig *sig = &sp->s;
+    vg_status *st = vg__kctx_status(ctx);
+    vg_dtype t = vg_tensor_dtype(vals[0]);
+    char a[128], b[128];
+    if (vg_tensor_ndims(vals[0]) < 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "var must be at least 1 dimensional");
+    for (int i = 1; i < sig->n; i++) {
+        const vg_tensor *x = vals[i];
+        if (i == sp->indices) {
+            vg_dtype d = vg_tensor_dtype(x);
+            if ((d != VG_INT32 && d != VG_INT64) || vg_tensor_ndims(x) != 1)
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "indices must be a vector of int32 or int64: %s %s",
+                                     vg_dtype_name(d), dims_str(x, a, sizeof a));
+            continue;
+        }
+        if (vg_tensor_dtype(x) != t)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s has dtype %s, var has %s", sig->names[i],
+                                 vg_dtype_name(vg_tensor_dtype(x)), vg_dtype_name(t));
+        if (sig->scalar[i]) {
+            if (vg_tensor_ndims(x) > 1 || vg_tensor_num_elements(x) != 1)
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "%s is not a scalar: %s", sig->names[i],
+                                     dims_str(x, a, sizeof a));
+            scal[i] = t == VG_FLOAT ? (double)*(const float *)vg_tensor_data(x) : *(const double *)vg_tensor_data(x);
+            continue;
+        }
+        if (i == sp->grad) {
+            bool good = vg_tensor_ndims(x) == vg_tensor_ndims(vals[0]);
+            for (int k = 1; good && k < vg_tensor_ndims(x); k++)
+                good = vg_tensor_dim(x, k) == vg_tensor_dim(vals[0], k);
+            if (!good)
+                return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                     "var and grad do not have the same shape except the first dimension%s %s",
+                                     dims_str(vals[0], a, sizeof a), dims_str(x, b, sizeof b));
+            if (vg_tensor_dim(x, 0) != vg_tensor_dim(vals[sp->indices], 0))
+                return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                     "grad must be the same size as indices in the first dimension: %s %s",
+                                     dims_str(x, a, sizeof a), dims_str(vals[sp->indices], b, sizeof b));
+        } else if (!same_dims(vals[0], x)) {
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "var and %s do not have the same shape%s %s", sig->names[i],
+                                 dims_str(vals[0], a, sizeof a), dims_str(x, b, sizeof b));
+        }
+    }
+    return VG_OK;
+}
+
+/* Locks the refs, checks, checks every index against var's first dimension (before
+ * any update, as TF), then runs the dense loop on each indexed row. */
+static vg_code sparse_kernel(vg__kctx *ctx, const sparse_sig *sp, vg__range_fn f32, vg__range_fn f64,
+                             setup_fn setup) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg_tensor *vals[10];
+    double scal[10] = {0};
+    lockset ls;
+    if (acquire(ctx, sp->nrefs, &ls, vals)) return st->code;
+    for (int i = sp->nrefs; i < sp->s.n; i++) vals[i] = vg__kctx_input(ctx, i);
+    if (check_sparse(ctx, sp, vals, scal)) {
+        lockset_release(&ls);
+        return st->code;
+    }
+    const vg_tensor *idx = vals[sp->indices];
+    int64_t n = vg_tensor_dim(idx, 0), rows = vg_tensor_dim(vals[0], 0);
+    int64_t row = rows > 0 ? vg_tensor_num_elements(vals[0]) / rows : 0;
+    bool i32 = vg_tensor_dtype(idx) == VG_INT32;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = i32 ? ((const int32_t *)vg_tensor_data(idx))[i] : ((const int64_t *)vg_tensor_data(idx))[i];
+        if (r < 0 || r >= rows) {
+            lockset_release(&ls);
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Index %lld at offset %lld in indices is out of range",
+                                 (long long)r, (long long)i);
+        }
+    }
+    vg_dtype t = vg_tensor_dtype(vals[0]);
+    size_t es = vg_dtype_size(t);
+    upd_args base = {NULL, NULL, NULL, NULL, {0}, false};
+    setup(&base, scal, vg__kctx_op(ctx));
+    vg__range_fn fn = t == VG_FLOAT ? f32 : f64;
+    for (int64_t i = 0; i < n && row > 0; i++) {
+        int64_t r = i32 ? ((const int32_t *)vg_tensor_data(idx))[i] : ((const int64_t *)vg_tensor_data(idx))[i];
+        size_t off = (size_t)(r * row) * es;
+        upd_args a = base;
+        a.var = (char *)vg_tensor_data(vals[0]) + off;
+        a.s1 = sp->nrefs > 1 ? (char *)vg_tensor_data(vals[1]) + off : NULL;
+        a.s2 = sp->nrefs > 2 ? (char *)vg_tensor_data(vals[2]) + off : NULL;
+        a.grad = (const char *)vg_tensor_data(vals[sp->grad]) + (size_t)(i * row) * es;
+        fn(&a, 0, row);
+    }
+    vg_tensor *out = vg_tensor_ref(vals[0]);
+    lockset_release(&ls);
+    vg__kctx_set_output(ctx, 0, out);
+    return VG_OK;
+}
+
+/* setups reading the scalars at the sparse signatures' positions */
+static void sp_setup_adagrad(upd_args *a, const double *s, const vg_op *op) { setup_adagrad(a, s, op); }
+static void sp_setup_momentum(upd_args *a, const double *s, const vg_op *op) {
+    a->c[0] = s[2];
+    a->c[1] = s[5];
+    a->nesterov = attr_nesterov(op);
+}
+static void sp_setup_adadelta(upd_args *a, const double *s, const vg_op *op) { setup_adadelta(a, s, op); }
+static void sp_setup_ftrl(upd_args *a, const double *s, const vg_op *op) {
+    (void)op;
+    a->c[0] = s[5];
+    a->c[1] = s[6];
+    a->c[2] = s[7];
+    a->c[3] = 0;
+    a->c[4] = s[8];
+}
+static void sp_setup_ftrl_v2(upd_args *a, const double *s, const vg_op *op) {
+    (void)op;
+    a->c[0] = s[5];
+    a->c[1] = s[6];
+    a->c[2] = s[7];
+    a->c[3] = s[8];
+    a->c[4] = s[9];
+}
+static void sp_setup_proximal_gd(upd_args *a, const double *s, const vg_op *op) { setup_proximal_gd(a, s, op); }
+static void sp_setup_rmsprop(upd_args *a, const double *s, const vg_op *op) { setup_rmsprop(a, s, op); }
+
+static vg_code kernel_sp_adagrad(vg__kctx *ctx) {
+    return sparse_kernel(ctx, &SP_ADAGRAD, adagrad_f32, adagrad_f64, sp_setup_adagrad);
+}
+static vg_code kernel_sp_momentum(vg__kctx *ctx) {
+    return sparse_kernel(ctx, &SP_MOMENTUM, momentum_f32, momentum_f64, sp_setup_momentum);
+}
+static vg_code kernel_sp_adadelta(vg__kctx *ctx) {
+    return sparse_kernel(ctx, &SP_ADADELTA, adadelta_f32, adadelta_f64, sp_setup_adadelta);
+}
+static vg_code kernel_sp_ftrl(vg__kctx *ctx) {
+    if (check_ftrl_scalars(ctx, &SP_FTRL.s)) return vg__kctx_status(ctx)->code;
+    return sparse_kernel(ctx, &SP_FTRL, ftrl_f32, ftrl_f64, sp_setup_ftrl);
+}
+static vg_code kernel_sp_ftrl_v2(vg__kctx *ctx) {
+    if (check_ftrl_scalars(ctx, &SP_FTRL_V2.s)) return vg__kctx_status(ctx)->code;
+    return sparse_kernel(ctx, &SP_FTRL_V2, ftrl_f32, ftrl_f64, sp_setup_ftrl_v2);
+}
+static vg_code kernel_sp_proximal_gd(vg__kctx *ctx) {
+    return sparse_kernel(ctx, &SP_PROXIMAL_GD, proximal_gd_f32, proximal_gd_f64, sp_setup_proximal_gd);
+}
+static vg_code kernel_sp_rmsprop(vg__kctx *ctx) {
+    return sparse_kernel(ctx, &SP_RMSPROP, rmsprop_f32, rmsprop_f64, sp_setup_rmsprop);
+}
+
 /* ------------------------------------------------------------------------ */
 /* builders */
 
@@ -434,6 +883,100 @@ vg_output vg_apply_rms_prop(vg_graph *g, vg_output var, vg_output ms, vg_output 
     return build_apply(g, "ApplyRMSProp", in, 8, use_locking, -1, name);
 }
 
+vg_output vg_apply_adagrad(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad, bool use_locking,
+                           bool update_slots, const char *name) {
+    vg_output in[4] = {var, accum, lr, grad};
+    vg_op_builder *b = vg_op_builder_new(g, "ApplyAdagrad", name);
+    vg_op_builder_add_inputs(b, in, 4);
+    if (var.op) vg_op_builder_set_attr_type(b, "T", vg_output_dtype(var));
+    vg_op_builder_set_attr_bool(b, "use_locking", use_locking);
+    vg_op_builder_set_attr_bool(b, "update_slots", update_slots);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_apply_adadelta(vg_graph *g, vg_output var, vg_output accum, vg_output accum_update, vg_output lr,
+                            vg_output rho, vg_output epsilon, vg_output grad, bool use_locking, const char *name) {
+    vg_output in[7] = {var, accum, accum_update, lr, rho, epsilon, grad};
+    return build_apply(g, "ApplyAdadelta", in, 7, use_locking, -1, name);
+}
+
+vg_output vg_apply_ftrl(vg_graph *g, vg_output var, vg_output accum, vg_output linear, vg_output grad, vg_output lr,
+                        vg_output l1, vg_output l2, vg_output lr_power, bool use_locking, const char *name) {
+    vg_output in[8] = {var, accum, linear, grad, lr, l1, l2, lr_power};
+    return build_apply(g, "ApplyFtrl", in, 8, use_locking, -1, name);
+}
+
+vg_output vg_apply_ftrl_v2(vg_graph *g, vg_output var, vg_output accum, vg_output linear, vg_output grad,
+                           vg_output lr, vg_output l1, vg_output l2, vg_output l2_shrinkage, vg_output lr_power,
+                           bool use_locking, const char *name) {
+    vg_output in[9] = {var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power};
+    return build_apply(g, "ApplyFtrlV2", in, 9, use_locking, -1, name);
+}
+
+vg_output vg_apply_proximal_gradient_descent(vg_graph *g, vg_output var, vg_output alpha, vg_output l1, vg_output l2,
+                                             vg_output delta, bool use_locking, const char *name) {
+    vg_output in[5] = {var, alpha, l1, l2, delta};
+    return build_apply(g, "ApplyProximalGradientDescent", in, 5, use_locking, -1, name);
+}
+
+static vg_output build_sparse(vg_graph *g, const char *type, const vg_output *in, int n, bool use_locking,
+                              const char *bool_attr, bool bool_val, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, type, name);
+    vg_op_builder_add_inputs(b, in, n);
+    if (in[0].op) vg_op_builder_set_attr_type(b, "T", vg_output_dtype(in[0]));
+    vg_op_builder_set_attr_bool(b, "use_locking", use_locking);
+    if (bool_attr) vg_op_builder_set_attr_bool(b, bool_attr, bool_val);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_sparse_apply_adagrad(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad,
+                                  vg_output indices, bool use_locking, bool update_slots, const char *name) {
+    vg_output in[5] = {var, accum, lr, grad, indices};
+    return build_sparse(g, "SparseApplyAdagrad", in, 5, use_locking, "update_slots", update_slots, name);
+}
+
+vg_output vg_sparse_apply_momentum(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad,
+                                   vg_output indices, vg_output momentum, bool use_locking, bool use_nesterov,
+                                   const char *name) {
+    vg_output in[6] = {var, accum, lr, grad, indices, momentum};
+    return build_sparse(g, "SparseApplyMomentum", in, 6, use_locking, "use_nesterov", use_nesterov, name);
+}
+
+vg_output vg_sparse_apply_adadelta(vg_graph *g, vg_output var, vg_output accum, vg_output accum_update, vg_output lr,
+                                   vg_output rho, vg_output epsilon, vg_output grad, vg_output indices,
+                                   bool use_locking, const char *name) {
+    vg_output in[8] = {var, accum, accum_update, lr, rho, epsilon, grad, indices};
+    return build_sparse(g, "SparseApplyAdadelta", in, 8, use_locking, NULL, false, name);
+}
+
+vg_output vg_sparse_apply_ftrl(vg_graph *g, vg_output var, vg_output accum, vg_output linear, vg_output grad,
+                               vg_output indices, vg_output lr, vg_output l1, vg_output l2, vg_output lr_power,
+                               bool use_locking, const char *name) {
+    vg_output in[9] = {var, accum, linear, grad, indices, lr, l1, l2, lr_power};
+    return build_sparse(g, "SparseApplyFtrl", in, 9, use_locking, NULL, false, name);
+}
+
+vg_output vg_sparse_apply_ftrl_v2(vg_graph *g, vg_output var, vg_output accum, vg_output linear, vg_output grad,
+                                  vg_output indices, vg_output lr, vg_output l1, vg_output l2,
+                                  vg_output l2_shrinkage, vg_output lr_power, bool use_locking, const char *name) {
+    vg_output in[10] = {var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power};
+    return build_sparse(g, "SparseApplyFtrlV2", in, 10, use_locking, NULL, false, name);
+}
+
+vg_output vg_sparse_apply_proximal_gradient_descent(vg_graph *g, vg_output var, vg_output alpha, vg_output l1,
+                                                    vg_output l2, vg_output grad, vg_output indices,
+                                                    bool use_locking, const char *name) {
+    vg_output in[6] = {var, alpha, l1, l2, grad, indices};
+    return build_sparse(g, "SparseApplyProximalGradientDescent", in, 6, use_locking, NULL, false, name);
+}
+
+vg_output vg_sparse_apply_rms_prop(vg_graph *g, vg_output var, vg_output ms, vg_output mom, vg_output lr,
+                                   vg_output rho, vg_output momentum, vg_output epsilon, vg_output grad,
+                                   vg_output indices, bool use_locking, const char *name) {
+    vg_output in[9] = {var, ms, mom, lr, rho, momentum, epsilon, grad, indices};
+    return build_sparse(g, "SparseApplyRMSProp", in, 9, use_locking, NULL, false, name);
+}
+
 /* ------------------------------------------------------------------------ */
 
 #define APPLY_FLAGS (VG__OP_PASS_REF | VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE)
@@ -443,5 +986,18 @@ const vg__op_def vg__ops_training[] = {
     {"ApplyMomentum", 5, 5, APPLY_FLAGS, 0x3u, shape_momentum, kernel_momentum, NULL},
     {"ApplyAdam", 10, 10, APPLY_FLAGS, 0x7u, shape_adam, kernel_adam, NULL},
     {"ApplyRMSProp", 8, 8, APPLY_FLAGS, 0x7u, shape_rmsprop, kernel_rmsprop, NULL},
+    {"ApplyAdagrad", 4, 4, APPLY_FLAGS, 0x3u, shape_adagrad, kernel_adagrad, NULL},
+    {"ApplyAdadelta", 7, 7, APPLY_FLAGS, 0x7u, shape_adadelta, kernel_adadelta, NULL},
+    {"ApplyFtrl", 8, 8, APPLY_FLAGS, 0x7u, shape_ftrl, kernel_ftrl, NULL},
+    {"ApplyFtrlV2", 9, 9, APPLY_FLAGS, 0x7u, shape_ftrl_v2, kernel_ftrl_v2, NULL},
+    {"ApplyProximalGradientDescent", 5, 5, APPLY_FLAGS, 0x1u, shape_proximal_gd, kernel_proximal_gd, NULL},
+    {"SparseApplyAdagrad", 5, 5, APPLY_FLAGS, 0x3u, shape_sp_adagrad, kernel_sp_adagrad, NULL},
+    {"SparseApplyMomentum", 6, 6, APPLY_FLAGS, 0x3u, shape_sp_momentum, kernel_sp_momentum, NULL},
+    {"SparseApplyAdadelta", 8, 8, APPLY_FLAGS, 0x7u, shape_sp_adadelta, kernel_sp_adadelta, NULL},
+    {"SparseApplyFtrl", 9, 9, APPLY_FLAGS, 0x7u, shape_sp_ftrl, kernel_sp_ftrl, NULL},
+    {"SparseApplyFtrlV2", 10, 10, APPLY_FLAGS, 0x7u, shape_sp_ftrl_v2, kernel_sp_ftrl_v2, NULL},
+    {"SparseApplyProximalGradientDescent", 6, 6, APPLY_FLAGS, 0x1u, shape_sp_proximal_gd, kernel_sp_proximal_gd,
+     NULL},
+    {"SparseApplyRMSProp", 9, 9, APPLY_FLAGS, 0x7u, shape_sp_rmsprop, kernel_sp_rmsprop, NULL},
     {0},
 };

@@ -1,9 +1,12 @@
 /*
- * optimizer.c - tf.train optimizers (GradientDescent, Momentum, Adam, RMSProp) with
+ * optimizer.c - tf.train optimizers (GradientDescent, Momentum, Adam, RMSProp, Adagrad,
+ * Adadelta, Ftrl, ProximalGradientDescent) with
  * TF 1.15's graph layout, so that checkpoints and graphs line up with TensorFlow's:
  *
  *   slots       "<var>/Momentum"; "<var>/Adam", "<var>/Adam_1"; "<var>/RMSProp" (ones),
- *               "<var>/RMSProp_1"; Adam's "beta1_power"/"beta2_power" (float32)
+ *               "<var>/RMSProp_1"; Adam's "beta1_power"/"beta2_power" (float32);
+ *               "<var>/Adagrad" and "<var>/Ftrl" (initial_accumulator_value),
+ *               "<var>/Ftrl_1"; "<var>/Adadelta", "<var>/Adadelta_1" 
  *   constants   "<opt>/learning_rate", "<opt>/momentum", "<opt>/beta1", ...
  *   updates     "<opt>/update_<var>/ApplyAdam" (with "<opt>/update_<var>/Cast" for
  *               float64 variables)
@@ -17,12 +20,22 @@
  */
 #include "train_util.h"
 #include "vigil/gradients.h"
+#include "vigil/ops_ext.h"
 #include "vigil/optimizer.h"
 #include <stdio.h>
 
 #define NAME_MAX_LEN 1024
 
-typedef enum opt_kind { OPT_SGD, OPT_MOMENTUM, OPT_ADAM, OPT_RMSPROP } opt_kind;
+typedef enum opt_kind {
+    OPT_SGD,
+    OPT_MOMENTUM,
+    OPT_ADAM,
+    OPT_RMSPROP,
+    OPT_ADAGRAD,
+    OPT_ADADELTA,
+    OPT_FTRL,
+    OPT_PROXIMAL_GD
+} opt_kind;
 
 typedef struct slot_entry {
     const vg_op *var;
@@ -34,7 +47,10 @@ struct vg_optimizer {
     opt_kind kind;
     const char *name;
     double lr, momentum, beta1, beta2, epsilon, decay;
+    double rho, initial_accumulator, lr_power, l1, l2, l2_shrinkage;
     bool nesterov;
+    int gate;                /* vg_gate_gradients */
+    char arg_error[256];     /* a constructor argument TF rejects; reported by apply */
     vg_output lr_tensor;     /* replaces the "learning_rate" Const when set */
     slot_entry *slots;
     int nslots, slots_cap;
@@ -51,6 +67,7 @@ static vg_optimizer *opt_new(opt_kind kind, const char *name, double lr) {
     o->kind = kind;
     o->name = name;
     o->lr = lr;
+    o->gate = 1; /* GATE_OP, TF's default */
     return o;
 }
 
@@ -85,6 +102,81 @@ vg_optimizer *vg_optimizer_new_rmsprop(double learning_rate, double decay, doubl
         o->epsilon = epsilon;
     }
     return o;
+}
+
+vg_optimizer *vg_optimizer_new_adam_default(void) { return vg_optimizer_new_adam(0.001, 0.9, 0.999, 1e-8); }
+
+vg_optimizer *vg_optimizer_new_rmsprop_default(double learning_rate) {
+    return vg_optimizer_new_rmsprop(learning_rate, 0.9, 0.0, 1e-10);
+}
+
+vg_optimizer *vg_optimizer_new_adagrad(double learning_rate, double initial_accumulator_value) {
+    vg_optimizer *o = opt_new(OPT_ADAGRAD, "Adagrad", learning_rate);
+    if (o) {
+        o->initial_accumulator = initial_accumulator_value;
+        if (!(initial_accumulator_value > 0))
+            snprintf(o->arg_error, sizeof o->arg_error, "initial_accumulator_value must be positive: %g",
+                     initial_accumulator_value);
+    }
+    return o;
+}
+
+vg_optimizer *vg_optimizer_new_adagrad_default(double learning_rate) {
+    return vg_optimizer_new_adagrad(learning_rate, 0.1);
+}
+
+vg_optimizer *vg_optimizer_new_adadelta(double learning_rate, double rho, double epsilon) {
+    vg_optimizer *o = opt_new(OPT_ADADELTA, "Adadelta", learning_rate);
+    if (o) {
+        o->rho = rho;
+        o->epsilon = epsilon;
+    }
+    return o;
+}
+
+vg_optimizer *vg_optimizer_new_adadelta_default(void) { return vg_optimizer_new_adadelta(0.001, 0.95, 1e-8); }
+
+vg_optimizer *vg_optimizer_new_ftrl(double learning_rate, double learning_rate_power, double initial_accumulator_value,
+                                    double l1, double l2, double l2_shrinkage) {
+    vg_optimizer *o = opt_new(OPT_FTRL, "Ftrl", learning_rate);
+    if (!o) return NULL;
+    o->lr_power = learning_rate_power;
+    o->initial_accumulator = initial_accumulator_value;
+    o->l1 = l1;
+    o->l2 = l2;
+    o->l2_shrinkage = l2_shrinkage;
+    /* ftrl.py's ValueErrors, in its order */
+    if (initial_accumulator_value < 0)
+        snprintf(o->arg_error, sizeof o->arg_error, "initial_accumulator_value %g needs to be positive or zero",
+                 initial_accumulator_value);
+    else if (learning_rate_power > 0)
+        snprintf(o->arg_error, sizeof o->arg_error, "learning_rate_power %g needs to be negative or zero",
+                 learning_rate_power);
+    else if (l1 < 0)
+        snprintf(o->arg_error, sizeof o->arg_error, "l1_regularization_strength %g needs to be positive or zero", l1);
+    else if (l2 < 0)
+        snprintf(o->arg_error, sizeof o->arg_error, "l2_regularization_strength %g needs to be positive or zero", l2);
+    else if (l2_shrinkage < 0)
+        snprintf(o->arg_error, sizeof o->arg_error,
+                 "l2_shrinkage_regularization_strength %g needs to be positive or zero", l2_shrinkage);
+    return o;
+}
+
+vg_optimizer *vg_optimizer_new_ftrl_default(double learning_rate) {
+    return vg_optimizer_new_ftrl(learning_rate, -0.5, 0.1, 0.0, 0.0, 0.0);
+}
+
+vg_optimizer *vg_optimizer_new_proximal_gd(double learning_rate, double l1, double l2) {
+    vg_optimizer *o = opt_new(OPT_PROXIMAL_GD, "ProximalGradientDescent", learning_rate);
+    if (o) {
+        o->l1 = l1;
+        o->l2 = l2;
+    }
+    return o;
+}
+
+void vg_optimizer_set_gate_gradients(vg_optimizer *opt, vg_gate_gradients gate) {
+    if (opt) opt->gate = (int)gate;
 }
 
 void vg_optimizer_free(vg_optimizer *opt) {
@@ -179,6 +271,25 @@ static bool create_slots(vg_optimizer *o, vg_graph *g, vg_op *const *vars, int n
             if (!make_slot(o, g, vars[i], 0, vg_init_ones()) || !make_slot(o, g, vars[i], 1, vg_init_zeros()))
                 return false;
         return true;
+    case OPT_ADAGRAD:
+        /* "accumulator": constant initial_accumulator_value */
+        for (int i = 0; i < n; i++)
+            if (!make_slot(o, g, vars[i], 0, vg_init_constant(o->initial_accumulator))) return false;
+        return true;
+    case OPT_ADADELTA:
+        /* "accum", "accum_update": zeros */
+        for (int i = 0; i < n; i++)
+            if (!make_slot(o, g, vars[i], 0, vg_init_zeros()) || !make_slot(o, g, vars[i], 1, vg_init_zeros()))
+                return false;
+        return true;
+    case OPT_FTRL:
+        /* "accum": constant initial_accumulator_value; "linear": zeros */
+        for (int i = 0; i < n; i++)
+            if (!make_slot(o, g, vars[i], 0, vg_init_constant(o->initial_accumulator)) ||
+                !make_slot(o, g, vars[i], 1, vg_init_zeros()))
+                return false;
+        return true;
+    case OPT_PROXIMAL_GD: return true;
     }
     return false;
 }
@@ -189,12 +300,15 @@ static bool create_slots(vg_optimizer *o, vg_graph *g, vg_op *const *vars, int n
 /* The hyper-parameter tensors of _prepare, in TF's creation order. */
 typedef struct hyper {
     vg_output lr, momentum, beta1, beta2, epsilon, decay;
+    vg_output rho, l1, l2, l2_shrinkage, lr_power;
 } hyper;
 
 static hyper prepare(vg_optimizer *o, vg_graph *g) {
     hyper h;
     memset(&h, 0, sizeof h);
-    h.lr = o->lr_tensor.op ? o->lr_tensor : vg_const_f32(g, (float)o->lr, "learning_rate");
+    /* Adadelta names its learning-rate tensor "lr" */
+    h.lr = o->lr_tensor.op ? o->lr_tensor
+                           : vg_const_f32(g, (float)o->lr, o->kind == OPT_ADADELTA ? "lr" : "learning_rate");
     switch (o->kind) {
     case OPT_SGD: break;
     case OPT_MOMENTUM: h.momentum = vg_const_f32(g, (float)o->momentum, "momentum"); break;
@@ -207,6 +321,22 @@ static hyper prepare(vg_optimizer *o, vg_graph *g) {
         h.decay = vg_const_f32(g, (float)o->decay, "decay");
         h.momentum = vg_const_f32(g, (float)o->momentum, "momentum");
         h.epsilon = vg_const_f32(g, (float)o->epsilon, "epsilon");
+        break;
+    case OPT_ADAGRAD: break;
+    case OPT_ADADELTA:
+        h.rho = vg_const_f32(g, (float)o->rho, "rho");
+        h.epsilon = vg_const_f32(g, (float)o->epsilon, "epsilon");
+        break;
+    case OPT_FTRL:
+        h.l1 = vg_const_f32(g, (float)o->l1, "l1_regularization_strength");
+        h.l2 = vg_const_f32(g, (float)o->l2, "l2_regularization_strength");
+        if (o->l2_shrinkage > 0)
+            h.l2_shrinkage = vg_const_f32(g, (float)o->l2_shrinkage, "l2_shrinkage_regularization_strength");
+        h.lr_power = vg_const_f32(g, (float)o->lr_power, "learning_rate_power");
+        break;
+    case OPT_PROXIMAL_GD:
+        h.l1 = vg_const_f32(g, (float)o->l1, "l1_regularization_strength");
+        h.l2 = vg_const_f32(g, (float)o->l2, "l2_regularization_strength");
         break;
     }
     return h;
@@ -252,8 +382,132 @@ static vg_op *apply_dense(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *v
         r = vg_apply_rms_prop(g, ref, ms, mom, lr, rho, momentum, eps, grad, false, NULL);
         break;
     }
+    case OPT_ADAGRAD: {
+        vg_output acc = {find_slot(o, var, 0), 0};
+        r = vg_apply_adagrad(g, ref, acc, cast_to(g, h->lr, dt), grad, false, true, NULL);
+        break;
+    }
+    case OPT_ADADELTA: {
+        vg_output acc = {find_slot(o, var, 0), 0}, accu = {find_slot(o, var, 1), 0};
+        vg_output lr = cast_to(g, h->lr, dt);
+        vg_output rho = cast_to(g, h->rho, dt);
+        vg_output eps = cast_to(g, h->epsilon, dt);
+        r = vg_apply_adadelta(g, ref, acc, accu, lr, rho, eps, grad, false, NULL);
+        break;
+    }
+    case OPT_FTRL: {
+        vg_output acc = {find_slot(o, var, 0), 0}, lin = {find_slot(o, var, 1), 0};
+        vg_output lr = cast_to(g, h->lr, dt);
+        vg_output l1 = cast_to(g, h->l1, dt);
+        vg_output l2 = cast_to(g, h->l2, dt);
+        if (h->l2_shrinkage.op) {
+            vg_output shr = cast_to(g, h->l2_shrinkage, dt);
+            r = vg_apply_ftrl_v2(g, ref, acc, lin, grad, lr, l1, l2, shr, cast_to(g, h->lr_power, dt), false, NULL);
+        } else {
+            r = vg_apply_ftrl(g, ref, acc, lin, grad, lr, l1, l2, cast_to(g, h->lr_power, dt), false, NULL);
+        }
+        break;
+    }
+    case OPT_PROXIMAL_GD: {
+        vg_output lr = cast_to(g, h->lr, dt);
+        vg_output l1 = cast_to(g, h->l1, dt);
+        vg_output l2 = cast_to(g, h->l2, dt);
+        r = vg_apply_proximal_gradient_descent(g, ref, lr, l1, l2, grad, false, NULL);
+        break;
+    }
     }
     return r.op;
+}
+
+/* Gather's gradient with respect to its params (axis 0) is
+ * UnsortedSegmentSum(values, indices, rows): where TF has IndexedSlices(values,
+ * indices). Recognised when it is the whole gradient of the variable (not summed
+ * with other uses) and values is [N] + var.shape[1:]. */
+static bool sparse_grad(vg_op *var, vg_output grad, vg_output *values, vg_output *indices) {
+    if (!grad.op || grad.index != 0 || strcmp(vg_op_type(grad.op), "UnsortedSegmentSum") != 0) return false;
+    vg_output v = vg_op_input(grad.op, 0), ix = vg_op_input(grad.op, 1);
+    vg_shape vs = vg_output_shape(v), is = vg_output_shape(ix), ws = vg_output_shape(vg_out(var, 0));
+    vg_dtype it = vg_output_dtype(ix);
+    if (is.ndims != 1 || ws.ndims < 1 || vs.ndims != ws.ndims || (it != VG_INT32 && it != VG_INT64)) return false;
+    if (vg_output_dtype(v) != vg_output_dtype(vg_out(var, 0))) return false;
+    for (int k = 1; k < ws.ndims; k++)
+        if (ws.dims[k] < 0 || vs.dims[k] != ws.dims[k]) return false;
+    /* the dense gradient must have var's shape (else the dense path reports it) */
+    vg_shape gs = vg_output_shape(grad);
+    if (gs.ndims != ws.ndims || (gs.dims[0] >= 0 && ws.dims[0] >= 0 && gs.dims[0] != ws.dims[0])) return false;
+    *values = v;
+    *indices = ix;
+    return true;
+}
+
+/* _apply_sparse_duplicate_indices: the rows of a repeated index summed first
+ * (_deduplicate_indexed_slices: Unique, UnsortedSegmentSum over the new positions),
+ * then the optimizer's SparseApply* op. NULL (no graph error) for optimizers whose
+ * sparse update equals the dense one (GradientDescent, Adam): they take the dense
+ * path. */
+static vg_op *apply_sparse(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *var, vg_output values,
+                           vg_output indices) {
+    if (o->kind == OPT_SGD || o->kind == OPT_ADAM) return NULL;
+    vg_output ref = {var, 0};
+    vg_dtype dt = vg_output_dtype(ref);
+    vg_op *u = vg_unique(g, indices, vg_output_dtype(indices), "Unique");
+    if (!u) return NULL;
+    vg_output uniq = vg_out(u, 0), pos = vg_out(u, 1);
+    int32_t b0 = 0, e1 = 1;
+    vg_strided_slice_masks shrink = {0, 0, 0, 0, 1};
+    vg_output count = vg_strided_slice_c(g, vg_shape_op(g, uniq, VG_INT32, "Shape"), &b0, &e1, NULL, 1, &shrink,
+                                         "strided_slice");
+    vg_op_builder *b = vg_op_builder_new(g, "UnsortedSegmentSum", "UnsortedSegmentSum");
+    vg_op_builder_add_input(b, values);
+    vg_op_builder_add_input(b, pos);
+    vg_op_builder_add_input(b, count);
+    vg_output grad = vg_out(vg_op_builder_finish(b), 0);
+    vg_output r = {NULL, 0};
+    switch (o->kind) {
+    case OPT_SGD:
+    case OPT_ADAM: break;
+    case OPT_MOMENTUM:
+        r = vg_sparse_apply_momentum(g, ref, vg_out(find_slot(o, var, 0), 0), cast_to(g, h->lr, dt), grad, uniq,
+                                     cast_to(g, h->momentum, dt), false, o->nesterov, NULL);
+        break;
+    case OPT_RMSPROP:
+        r = vg_sparse_apply_rms_prop(g, ref, vg_out(find_slot(o, var, 0), 0), vg_out(find_slot(o, var, 1), 0),
+                                     cast_to(g, h->lr, dt), cast_to(g, h->decay, dt), cast_to(g, h->momentum, dt),
+                                     cast_to(g, h->epsilon, dt), grad, uniq, false, NULL);
+        break;
+    case OPT_ADAGRAD:
+        r = vg_sparse_apply_adagrad(g, ref, vg_out(find_slot(o, var, 0), 0), cast_to(g, h->lr, dt), grad, uniq, false,
+                                    true, NULL);
+        break;
+    case OPT_ADADELTA:
+        r = vg_sparse_apply_adadelta(g, ref, vg_out(find_slot(o, var, 0), 0), vg_out(find_slot(o, var, 1), 0),
+                                     cast_to(g, h->lr, dt), cast_to(g, h->rho, dt), cast_to(g, h->epsilon, dt), grad,
+                                     uniq, false, NULL);
+        break;
+    case OPT_FTRL: {
+        vg_output acc = vg_out(find_slot(o, var, 0), 0), lin = vg_out(find_slot(o, var, 1), 0);
+        vg_output lr = cast_to(g, h->lr, dt), l1 = cast_to(g, h->l1, dt), l2 = cast_to(g, h->l2, dt);
+        if (h->l2_shrinkage.op)
+            r = vg_sparse_apply_ftrl_v2(g, ref, acc, lin, grad, uniq, lr, l1, l2, cast_to(g, h->l2_shrinkage, dt),
+                                        cast_to(g, h->lr_power, dt), false, NULL);
+        else
+            r = vg_sparse_apply_ftrl(g, ref, acc, lin, grad, uniq, lr, l1, l2, cast_to(g, h->lr_power, dt), false,
+                                     NULL);
+        break;
+    }
+    case OPT_PROXIMAL_GD:
+        r = vg_sparse_apply_proximal_gradient_descent(g, ref, cast_to(g, h->lr, dt), cast_to(g, h->l1, dt),
+                                                      cast_to(g, h->l2, dt), grad, uniq, false, NULL);
+        break;
+    }
+    return r.op;
+}
+
+static vg_op *apply_one(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *var, vg_output grad) {
+    vg_output values, indices;
+    if (o->kind != OPT_SGD && o->kind != OPT_ADAM && sparse_grad(var, grad, &values, &indices))
+        return apply_sparse(o, g, h, var, values, indices);
+    return apply_dense(o, g, h, var, grad);
 }
 
 /* NoOp `name` (under the current scope) with control inputs on ops: tf.group. */
@@ -319,7 +573,7 @@ static vg_op *apply_pairs(vg_optimizer *o, vg_graph *g, const vg_output *grads, 
         char scope[NAME_MAX_LEN];
         snprintf(scope, sizeof scope, "update_%s", vg_op_name(vars[i]));
         vg_graph_push_scope(g, scope);
-        vg_op *u = apply_dense(o, g, &h, vars[i], grads[i]);
+        vg_op *u = apply_one(o, g, &h, vars[i], grads[i]);
         vg_graph_pop_scope(g);
         if (!u) {
             vg_graph_pop_scope(g);
@@ -367,6 +621,10 @@ vg_op *vg_optimizer_apply_gradients(vg_optimizer *opt, vg_graph *g, const vg_out
         return NULL;
     }
     if (vg_graph_status(g, NULL) != VG_OK) return NULL;
+    if (opt->arg_error[0]) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: %s", opt->name, opt->arg_error);
+        return NULL;
+    }
     if (n <= 0) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "No variables provided.");
         return NULL;
@@ -409,6 +667,32 @@ done:
 /* ------------------------------------------------------------------------ */
 /* compute_gradients / minimize */
 
+/* GATE_GRAPH: control_flow_ops.tuple(grads) - "tuple/group_deps" waits for every
+ * gradient, each gradient is passed on as "tuple/control_dependency[_i]" (an Identity
+ * after the group), so no gradient is used before all are computed. */
+static vg_code gate_graph(vg_graph *g, vg_output *grads, int n, vg_status *st) {
+    vg_op **ops = vg_malloc(sizeof(vg_op *) * (size_t)(n > 0 ? n : 1));
+    if (!ops) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in compute_gradients");
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (grads[i].op) ops[m++] = grads[i].op;
+    if (m == 0) {
+        vg_free(ops);
+        return VG_OK;
+    }
+    vg_graph_push_scope(g, "tuple");
+    vg_op *deps = group(g, ops, m, "group_deps");
+    vg_free(ops);
+    if (deps) {
+        vg_graph_push_control_deps(g, &deps, 1);
+        for (int i = 0; i < n; i++)
+            if (grads[i].op) grads[i] = vg_identity(g, grads[i], "control_dependency");
+        vg_graph_pop_control_deps(g);
+    }
+    vg_graph_pop_scope(g);
+    return vg_graph_status(g, st);
+}
+
 vg_code vg_optimizer_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list,
                                        int nvars, vg_output *grads_out, vg_status *st) {
     if (!opt || !g) return vg_status_set(st, VG_INVALID_ARGUMENT, "compute_gradients: NULL optimizer or graph");
@@ -427,7 +711,9 @@ vg_code vg_optimizer_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output
                                  "Invalid type %s for %s, expected: [float16, bfloat16, float32, float64].",
                                  vg_dtype_name(dt), var_list[i].op ? vg_op_name(var_list[i].op) : "(null)");
     }
-    return vg_gradients(g, &loss, 1, var_list, nvars, NULL, grads_out, st);
+    vg_code rc = vg_gradients(g, &loss, 1, var_list, nvars, NULL, grads_out, st);
+    if (rc != VG_OK || opt->gate != VG_GATE_GRAPH) return rc;
+    return gate_graph(g, grads_out, nvars, st);
 }
 
 vg_op *vg_optimizer_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list, int nvars,
