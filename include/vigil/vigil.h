@@ -36,6 +36,8 @@
 #include "example.h"
 #include "reader.h"
 #include "data.h"
+#include "image_ops.h"
+#include "image.h"
 #include "backend.h"
 
 #endif
