@@ -91,6 +91,9 @@ VG_API vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn,
  * element's dataset when it ends (TF's deterministic order). */
 VG_API vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
                                        int64_t cycle_length, int64_t block_length, const char *name);
+/* FlatMapDataset (Dataset.flat_map): fn maps an element to a dataset (its one output);
+ * the datasets' elements follow each other in order (interleave with cycle_length 1). */
+VG_API vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name);
 /* FilterDataset: keeps the elements for which predicate (built like a map function,
  * one output: a bool scalar) is true. */
 VG_API vg_output vg_dataset_filter(vg_graph *g, vg_output ds, vg_dataset_map_fn predicate, void *payload,
