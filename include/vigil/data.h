@@ -139,8 +139,13 @@ VG_API vg_output vg_dataset_take(vg_graph *g, vg_output ds, int64_t count, const
 VG_API vg_output vg_dataset_skip(vg_graph *g, vg_output ds, int64_t count, const char *name);
 /* CacheDataset (Dataset.cache(filename)): filename NULL/"" caches in memory: the first
  * pass that reaches the end publishes its elements, later passes (the next epochs of a
- * repeat) replay them without reading the input. A file cache is UNIMPLEMENTED (run
- * time). Memory grows with the whole dataset: the user's choice, as in TF. */
+ * repeat) replay them without reading the input. Memory grows with the whole dataset:
+ * the user's choice, as in TF. A filename caches on disk: the first iterator that finds
+ * no "<filename>.index" writes every element into a tensor bundle at prefix filename
+ * (finished when its input ends; nothing is left if it is dropped earlier), and every
+ * iterator that finds the bundle (later epochs, later sessions and processes) reads it
+ * instead of the input. Write errors fail get_next (RESOURCE_EXHAUSTED for a full disk,
+ * PERMISSION_DENIED); a corrupt cache file is DATA_LOSS naming it. */
 VG_API vg_output vg_dataset_cache(vg_graph *g, vg_output ds, const char *filename, const char *name);
 /* tf.data.experimental.ignore_errors() (IgnoreErrorsDataset): elements whose
  * production fails are dropped (session cancellation still ends the iteration). A

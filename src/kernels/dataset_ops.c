@@ -251,8 +251,8 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
     case VG__DS_CACHE: {
         size_t l = 0;
         const char *fn = vg_tensor_string(vg__kctx_input(ctx, 1), 0, &l);
-        if (fn && l) {
-            rc = vg_status_set(st, VG_UNIMPLEMENTED, "CacheDataset: only the in-memory cache (filename \"\") is supported");
+        if (fn && l && (l > 4000 || memchr(fn, 0, l))) {
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "CacheDataset: bad filename");
             break;
         }
         if (!(d->cache = vg__calloc(1, sizeof *d->cache))) {
@@ -260,6 +260,14 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
             break;
         }
         pthread_mutex_init(&d->cache->mu, NULL);
+        if (fn && l) {
+            if (!(d->cache->file = vg__malloc(l + 1))) {
+                rc = VG_OOM(st, "cache");
+                break;
+            }
+            memcpy(d->cache->file, fn, l);
+            d->cache->file[l] = 0;
+        }
         break;
     }
     case VG__DS_BATCH:
