@@ -278,6 +278,30 @@ static void test_adjust_and_standardize(void) {
     t = run(g, vg_image_resize_images(g, fl, 4, 4, VG_RESIZE_NEAREST_NEIGHBOR, false, NULL));
     CHECK(t && vg_tensor_ndims(t) == 3 && vg_tensor_dim(t, 0) == o[0]);
     vg_tensor_free(t);
+    /* random_saturation keeps v and the hue; random_hue keeps s and v */
+    int64_t d1[3] = {1, 1, 3};
+    vg_output px = cst(g, VG_FLOAT, d1, 3, (double[]){0.2, 0.4, 0.6});
+    t = run(g, vg_rgb_to_hsv(g, vg_image_random_saturation(g, px, 0.5f, 1.5f, 4, NULL), NULL));
+    if (t) {
+        CHECK_NEAR(get(t, 0), 7.0 / 12, 1e-5);
+        CHECK(get(t, 1) >= 2.0 / 3 * 0.5 - 1e-5 && get(t, 1) <= 2.0 / 3 * 1.5 + 1e-5);
+        CHECK_NEAR(get(t, 2), 0.6, 1e-5);
+    }
+    vg_tensor_free(t);
+    t = run(g, vg_rgb_to_hsv(g, vg_image_random_hue(g, px, 0.2f, 4, NULL), NULL));
+    if (t) {
+        double dh = fabs(get(t, 0) - 7.0 / 12);
+        CHECK(dh <= 0.2 + 1e-5);
+        CHECK_NEAR(get(t, 1), 2.0 / 3, 1e-5);
+        CHECK_NEAR(get(t, 2), 0.6, 1e-5);
+    }
+    vg_tensor_free(t);
+    vg_status st2;
+    vg_graph *g2 = vg_graph_new();
+    vg_image_random_hue(g2, cst(g2, VG_FLOAT, d1, 3, NULL), 0.7f, 0, NULL);
+    CHECK_EQ_INT(vg_graph_status(g2, &st2), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st2.msg, "max_delta must be in the interval [0, 0.5].");
+    vg_graph_free(g2);
     /* saturation / hue on uint8 images go through float and back */
     int64_t dc[3] = {1, 1, 3};
     expect(run(g, vg_image_adjust_saturation(g, cst(g, VG_UINT8, dc, 3, (double[]){255, 0, 0}), vg_const_f32(g, 0, NULL), NULL)),

@@ -66,6 +66,11 @@ VG_API vg_output vg_image_random_contrast(vg_graph *g, vg_output image, float lo
  * back as TF does). */
 VG_API vg_output vg_image_adjust_saturation(vg_graph *g, vg_output image, vg_output saturation_factor, const char *name);
 VG_API vg_output vg_image_adjust_hue(vg_graph *g, vg_output image, vg_output delta, const char *name);
+/* random_saturation (factor ~ U[lower, upper]; upper > lower >= 0) and random_hue
+ * (delta ~ U[-max_delta, max_delta], max_delta in [0, 0.5]). */
+VG_API vg_output vg_image_random_saturation(vg_graph *g, vg_output image, float lower, float upper, int64_t seed,
+                                            const char *name);
+VG_API vg_output vg_image_random_hue(vg_graph *g, vg_output image, float max_delta, int64_t seed, const char *name);
 /* per_image_standardization: (x - mean) / max(stddev, 1/sqrt(num_pixels)), float32. */
 VG_API vg_output vg_image_per_image_standardization(vg_graph *g, vg_output image, const char *name);
 /* convert_image_dtype(image, dtype, saturate): integer <-> float scaling by the integer

@@ -343,6 +343,30 @@ vg_output vg_image_adjust_hue(vg_graph *g, vg_output image, vg_output delta, con
     return adjust(g, image, delta, hue_fn, name ? name : "adjust_hue", "AdjustHue");
 }
 
+vg_output vg_image_random_saturation(vg_graph *g, vg_output image, float lower, float upper, int64_t seed,
+                                     const char *name) {
+    if (!ok(g, image)) return k_none;
+    if (!(upper > lower) || lower < 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "random_saturation: %s",
+                           !(upper > lower) ? "upper must be > lower." : "lower must be non-negative.");
+        return k_none;
+    }
+    vg_output shape = vg_const_array(g, VG_INT32, (const int64_t[]){0}, 1, NULL, "random_uniform/shape");
+    vg_output f = vg_random_uniform_range(g, shape, lower, upper, VG_FLOAT, seed, "random_uniform");
+    return vg_image_adjust_saturation(g, image, f, name);
+}
+
+vg_output vg_image_random_hue(vg_graph *g, vg_output image, float max_delta, int64_t seed, const char *name) {
+    if (!ok(g, image)) return k_none;
+    if (!(max_delta >= 0 && max_delta <= 0.5f)) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "random_hue: max_delta must be in the interval [0, 0.5].");
+        return k_none;
+    }
+    vg_output shape = vg_const_array(g, VG_INT32, (const int64_t[]){0}, 1, NULL, "random_uniform/shape");
+    vg_output d = vg_random_uniform_range(g, shape, -max_delta, max_delta, VG_FLOAT, seed, "random_uniform");
+    return vg_image_adjust_hue(g, image, d, name);
+}
+
 vg_output vg_image_per_image_standardization(vg_graph *g, vg_output image, const char *name) {
     if (!ok(g, image)) return k_none;
     vg_shape s = vg_output_shape(image);
