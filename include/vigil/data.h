@@ -91,6 +91,14 @@ VG_API vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn,
  * element's dataset when it ends (TF's deterministic order). */
 VG_API vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
                                        int64_t cycle_length, int64_t block_length, const char *name);
+/* ParallelInterleaveDatasetV2 (interleave with num_parallel_calls, sloppy = false): the
+ * same elements in the same order as vg_dataset_interleave, but every open cycle
+ * element is read ahead (two blocks) by its own thread, so cycle_length files are read
+ * and decoded concurrently. num_parallel_calls -1 (AUTOTUNE) = cycle_length; <= 0 is a
+ * run-time INVALID_ARGUMENT. */
+VG_API vg_output vg_dataset_interleave_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
+                                                int64_t cycle_length, int64_t block_length, int num_parallel_calls,
+                                                const char *name);
 /* FlatMapDataset (Dataset.flat_map): fn maps an element to a dataset (its one output);
  * the datasets' elements follow each other in order (interleave with cycle_length 1). */
 VG_API vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name);

@@ -745,7 +745,24 @@ static vg_code interleave_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
                               "expected %d", inner->ncomp, d->ncomp);
                 inner = NULL;
             }
-            *cur = inner ? vg__ds_iter_new(inner, st) : NULL;
+            if (inner && d->c > 1) {
+                /* ParallelInterleaveDatasetV2: each open cycle element is read ahead by
+                 * its own thread (a prefetch of 2 blocks); the output order is
+                 * interleave's (TF's sloppy = false). */
+                vg__dataset *pf = vg__dataset_new(VG__DS_PREFETCH);
+                if (!pf) {
+                    vg_tensor_free(dt);
+                    return VG_OOM(st, "parallel interleave");
+                }
+                pf->ncomp = inner->ncomp;
+                memcpy(pf->types, inner->types, sizeof(vg_dtype) * (size_t)inner->ncomp);
+                pf->input = vg__dataset_ref(inner);
+                pf->a = 2 * d->b;
+                *cur = vg__ds_iter_new(pf, st);
+                vg__dataset_unref(pf);
+            } else {
+                *cur = inner ? vg__ds_iter_new(inner, st) : NULL;
+            }
             vg_tensor_free(dt);
             if (!*cur) return st->code;
             u->num_open++;
@@ -1216,7 +1233,12 @@ static void prefetch_free(vg__ds_iter *it) {
 
 /* ------------------------------------------------------------------------ */
 
-static void unary_cancel(vg__ds_iter *it) { vg__ds_iter_cancel(((unary_it *)it)->in); }
+static void unary_cancel(vg__ds_iter *it) {
+    unary_it *u = (unary_it *)it;
+    vg__ds_iter_cancel(u->in);
+    if (u->cycle) /* interleave: the open cycle elements (read-ahead threads) */
+        for (int64_t i = 0; i < it->ds->a; i++) vg__ds_iter_cancel(u->cycle[i]);
+}
 
 vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     size_t size = d->kind == VG__DS_SLICES     ? sizeof(slices_it)

@@ -98,7 +98,9 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
                : !strcmp(type, "SkipDataset")      ? VG__DS_SKIP
                : !strcmp(type, "TextLineDataset")  ? VG__DS_TEXTLINE
                : !strcmp(type, "ShardDataset")     ? VG__DS_SHARD
-               : !strcmp(type, "InterleaveDataset") || !strcmp(type, "FlatMapDataset") ? VG__DS_INTERLEAVE
+               : !strcmp(type, "InterleaveDataset") || !strcmp(type, "FlatMapDataset") ||
+                         !strcmp(type, "ParallelInterleaveDatasetV2")
+                   ? VG__DS_INTERLEAVE
                : !strcmp(type, "IgnoreErrorsDataset") ? VG__DS_IGNORE_ERRORS
                : !strcmp(type, "TensorDataset")    ? VG__DS_FROM_TENSORS
                : !strcmp(type, "FilterDataset")    ? VG__DS_FILTER
@@ -217,6 +219,11 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
             d->a = 1, d->b = 1; /* flat_map: interleave with cycle_length 1 (each dataset read to its end) */
         } else if (rc == VG_OK && kind == VG__DS_INTERLEAVE) {
             d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2);
+            if (!strcmp(type, "ParallelInterleaveDatasetV2")) {
+                d->c = scalar_input(ctx, 3);
+                if (d->c == -1) d->c = d->a; /* AUTOTUNE: one per cycle element */
+                if (d->c <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be greater than zero.");
+            }
             if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length must be greater than zero.");
             else if (d->b <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "block_length must be greater than zero.");
             else if (d->a > 4096) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length %lld is too large", (long long)d->a);
@@ -864,6 +871,30 @@ vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn,
     return finish(b);
 }
 
+vg_output vg_dataset_interleave_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
+                                         int64_t cycle_length, int64_t block_length, int num_parallel_calls,
+                                         const char *name) {
+    char key[600];
+    vg__ds_fn *f = build_fn(g, ds, fn, payload, "interleave", name ? name : "ParallelInterleaveDatasetV2", key, sizeof key);
+    if (!f) return (vg_output){NULL, 0};
+    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
+    vg_shape os[VG_DATASET_MAX_COMPONENTS];
+    int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
+    if (n == 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "interleave: the function must return one dataset");
+        return (vg_output){NULL, 0};
+    }
+    vg_output in[3] = {vg_const_i64(g, cycle_length, "cycle_length"), vg_const_i64(g, block_length, "block_length"),
+                       vg_const_i64(g, num_parallel_calls, "num_parallel_calls")};
+    vg_op_builder *b = ds_builder(g, "ParallelInterleaveDatasetV2", name, ot, os, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_inputs(b, in, 3);
+    vg_op_builder_set_attr_string(b, "f", key, strlen(key));
+    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
+    vg_op_builder_set_attr_bool(b, "sloppy", false);
+    return finish(b);
+}
+
 vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name) {
     char key[600];
     vg__ds_fn *f = build_fn(g, ds, fn, payload, "flat_map", name ? name : "FlatMapDataset", key, sizeof key);
@@ -1218,6 +1249,7 @@ const vg__op_def vg__ops_dataset[] = {
     {"ShardDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"InterleaveDataset", 3, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"FlatMapDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ParallelInterleaveDatasetV2", 4, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"IgnoreErrorsDataset", 1, 1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"CacheDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"TensorDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
