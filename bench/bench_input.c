@@ -15,6 +15,11 @@
  * Options: --seconds S (measured time per pipeline, default 3), --data DIR (default
  * /usr/share/datasets/fashion-mnist), --records N (default 60000).
  *
+ * The PyTorch DataLoader peer (bench/peers/torch_input.py, /usr/bin/python3 with
+ * python3-torch) reads the same file in the same run: records in memory, each Example
+ * decoded in Python, batch 64, shuffle, num_workers 0 and 1; its batches/s and vigil's
+ * ratios to it join the JSON line (VG_BENCH_NO_PEER=1 skips it).
+ *
  * --big MB instead writes a TFRecord file of about MB megabytes (the records repeated)
  * and reads it once through the tf.data pipeline (shuffle buffer 10000, prefetch 1),
  * printing {"bench":"input_big_file",...} with the peak RSS before and after the pass:
@@ -32,6 +37,30 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#ifndef VG_SRCDIR
+#define VG_SRCDIR "."
+#endif
+
+/* Runs the DataLoader peer on path; fills w0 / w1 (batches/s), -1 when unavailable. */
+static void run_peer(const char *path, double seconds, double *w0, double *w1) {
+    *w0 = *w1 = -1;
+    const char *e = getenv("VG_BENCH_NO_PEER");
+    if (e && *e == '1') return;
+    const char *peer = VG_SRCDIR "/bench/peers/torch_input.py";
+    FILE *pf = fopen(peer, "r");
+    if (!pf) return;
+    fclose(pf);
+    char cmd[1200], line[4096] = "";
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s --seconds %g 2>/dev/null", peer, path, seconds);
+    FILE *f = popen(cmd, "r");
+    if (!f) return;
+    if (!fgets(line, sizeof line, f)) line[0] = 0;
+    pclose(f);
+    const char *a = strstr(line, "\"workers0_batches_per_s\": "), *b = strstr(line, "\"workers1_batches_per_s\": ");
+    if (a) *w0 = atof(a + 26);
+    if (b) *w1 = atof(b + 26);
 }
 
 static int die(const char *what, const vg_status *st) {
@@ -259,12 +288,17 @@ int main(int argc, char **argv) {
     if (q1 < 0) die("queue 1", &st);
     double q2 = run_queue(path, 2, seconds, &st);
     if (q2 < 0) die("queue 2", &st);
+    double p0, p1;
+    run_peer(path, seconds, &p0, &p1);
     unlink(path);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"bench\":\"input_pipelines\",\"records\":%lld,\"file_mb\":%.1f,\"batch\":64,"
            "\"tfdata_batches_per_s\":%.1f,\"tfdata_map_parallel2_batches_per_s\":%.1f,\"tfdata_batch_then_parse_batches_per_s\":%.1f,\"queue_1thread_batches_per_s\":%.1f,\"queue_2threads_batches_per_s\":%.1f,"
-           "\"peak_rss_mb\":%.1f}\n",
-           (long long)n, fsize / 1048576.0, tfdata, tfdata2, tfb, q1, q2, ru.ru_maxrss / 1024.0);
+           "\"peak_rss_mb\":%.1f,\"peer_torch_dataloader_workers0_batches_per_s\":%.1f,"
+           "\"peer_torch_dataloader_workers1_batches_per_s\":%.1f,\"tfdata_over_workers0\":%.2f,"
+           "\"tfdata_parallel2_over_workers1\":%.2f}\n",
+           (long long)n, fsize / 1048576.0, tfdata, tfdata2, tfb, q1, q2, ru.ru_maxrss / 1024.0, p0, p1,
+           p0 > 0 ? tfdata / p0 : -1.0, p1 > 0 ? tfdata2 / p1 : -1.0);
     return tfdata > 0 && tfdata2 > 0 && tfb > 0 && q1 > 0 && q2 > 0 ? 0 : 1;
 }

@@ -50,11 +50,14 @@ static void test_examples__logreg(void) { check_example("logreg", 0.1); }
 static void test_examples__mlp_synthetic(void) { check_example("mlp_synthetic", 0.05); }
 /* tensorflow/ecosystem docker/mnist.py: TFRecord queue input, 3 epochs, ends at data end */
 static void test_examples__ecosystem_mnist(void) { check_example("ecosystem_mnist", 0.5); }
+/* magenta sequence_example_lib: SequenceExamples, shuffle queue, dynamic-padded batches */
+static void test_examples__magenta_sequence_example(void) { check_example("magenta_sequence_example", 0.3); }
 
 int main(void) {
     RUN_TEST(test_examples__logreg);
     RUN_TEST(test_examples__mlp_synthetic);
     RUN_TEST(test_examples__ecosystem_mnist);
+    RUN_TEST(test_examples__magenta_sequence_example);
     if (skipped) fprintf(stderr, "%d example(s) skipped\n", skipped);
     TEST_MAIN_END();
 }

@@ -49,6 +49,7 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/rnn_ops.h", "kernels"},    {"vigil/rnn.h", "train"},
     {"vigil/metrics.h", "train"},
     {"vigil/evaluation.h", "monitored"},
+    {"vigil/image_ops.h", "kernels"},  {"vigil/image.h", "train"},
 };
 
 static int layer_index(const char *name, size_t n) {

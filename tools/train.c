@@ -13,6 +13,13 @@
  * one would. SIGINT/SIGTERM set a flag that a hook turns into a stop request; the hooks'
  * end() then saves the final checkpoint. A second signal exits at once.
  *
+ * --input queue|tfdata|tfrecord PATH reads the training examples from a TFRecord file of
+ * tf.train.Examples written by `vigil convert` instead: queue = TF1's readers
+ * (string_input_producer -> TFRecordReader -> parse_single_example -> decode_raw ->
+ * shuffle_batch), tfdata (= tfrecord) = tf.data (TFRecordDataset -> shuffle -> repeat ->
+ * parallel map(parse) -> batch -> prefetch) through a resumable iterator whose position
+ * is checkpointed, so a resumed run continues with the next unseen example.
+ *
  * After training, the model is evaluated on the test set in a separate graph (same
  * layer names, a Saver restoring the latest checkpoint) and the last line on stdout is
  * "test_accuracy=<value>".
@@ -51,6 +58,12 @@ static const char *train_help =
     "                               epoch (tf.train.polynomial_decay; default)\n"
     "  --checkpoint-dir DIR         (default runs/fmnist)\n"
     "  --data-dir DIR               (default /usr/share/datasets/fashion-mnist)\n"
+    "  --input idx|queue|tfdata|tfrecord [PATH]\n"
+    "                               where training examples come from: idx (default,\n"
+    "                               the IDX files of --data-dir), or a TFRecord file of\n"
+    "                               Examples from `vigil convert` read by TF1's queue\n"
+    "                               readers (queue) or by tf.data (tfdata, tfrecord: exact\n"
+    "                               mid-epoch resume); GZIP/ZLIB files are recognised\n"
     "  --save-checkpoint-secs S     checkpoint every S seconds (default 600)\n"
     "  --save-checkpoint-steps N    checkpoint every N steps instead\n"
     "                               (a final checkpoint is always written at the end)\n"
@@ -93,7 +106,11 @@ typedef struct train_opts {
     bool quiet, verbose;
     int on_nan; /* ON_NAN_* */
     bool lstm;  /* --model lstm: image rows through an LSTM (inputs as for mlp) */
+    int input;  /* INPUT_* */
+    const char *input_path;
 } train_opts;
+
+enum { INPUT_IDX = 0, INPUT_QUEUE = 1, INPUT_TFDATA = 2 };
 
 enum { ON_NAN_FAIL = 0, ON_NAN_STOP = 1, ON_NAN_IGNORE = 2 };
 
@@ -105,11 +122,11 @@ static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t *o
 
 static int parse_train_opts(int argc, char **argv, train_opts *o) {
     *o = (train_opts){false, 5, -1, 64, NULL, -1, true, "runs/fmnist", "/usr/share/datasets/fashion-mnist", -1, -1,
-                      100, 100, 0, 1, -1, false, false, ON_NAN_FAIL, false};
+                      100, 100, 0, 1, -1, false, false, ON_NAN_FAIL, false, INPUT_IDX, NULL};
     static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr", "--lr-decay",
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
-                                       "--threads", "--seed", "--train-limit", "--on-nan"};
+                                       "--threads", "--seed", "--train-limit", "--on-nan", "--input"};
     bool ck_steps_set = false, ck_secs_set = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL, *name = NULL;
@@ -135,7 +152,16 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
         if (!name) return cli_usage_error("train", a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
         int64_t n = 0;
         int rc = 0;
-        if (!strcmp(name, "--model")) {
+        if (!strcmp(name, "--input")) {
+            if (!strcmp(v, "idx")) o->input = INPUT_IDX;
+            else if (!strcmp(v, "queue")) o->input = INPUT_QUEUE;
+            else if (!strcmp(v, "tfdata") || !strcmp(v, "tfrecord")) o->input = INPUT_TFDATA;
+            else rc = cli_usage_error("train", "--input needs idx, queue, tfdata or tfrecord, got '%s'", v);
+            if (!rc && o->input != INPUT_IDX) {
+                if (i + 1 >= argc || !argv[i + 1][0]) rc = cli_usage_error("train", "--input %s needs a TFRecord file", v);
+                else o->input_path = argv[++i];
+            }
+        } else if (!strcmp(name, "--model")) {
             o->cnn = o->lstm = false;
             if (!strcmp(v, "mlp")) o->cnn = false;
             else if (!strcmp(v, "cnn")) o->cnn = true;
@@ -459,6 +485,69 @@ static vg_output preprocess(vg_graph *g, vg_output images, bool cnn) {
     return vg_reshape_c(g, x, (const int64_t[]){-1, 784}, 2, "images");
 }
 
+/* ------------------------------------------------------------------------ */
+/* --input queue|tfdata: TFRecord files of Examples written by `vigil convert` */
+
+/* The compression of a TFRecord file from its first bytes: GZIP's magic, a zlib
+ * header, else none. */
+static const char *tfrecord_compression(const char *path) {
+    unsigned char b[2] = {0, 0};
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(b, 1, 2, f) : 0;
+    if (f) fclose(f);
+    if (n == 2 && b[0] == 0x1f && b[1] == 0x8b) return "GZIP";
+    if (n == 2 && b[0] == 0x78 && ((b[0] << 8) | b[1]) % 31 == 0) return "ZLIB";
+    return "";
+}
+
+/* convert_to_records.py's layout: image_raw (bytes) and label (int64) -> the image as
+ * float [784] or [28, 28, 1] in [0, 1], and the label. */
+static void parse_fashion_example(vg_graph *g, vg_output serialized, bool cnn, vg_output out[2]) {
+    vg_feature_spec specs[2] = {{"image_raw", VG_STRING, false, vg_shape_make(NULL, 0), {NULL, 0}},
+                                {"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}}};
+    vg_output dense[2] = {{NULL, 0}, {NULL, 0}};
+    vg_parse_single_example(g, serialized, specs, 2, dense, NULL, "ParseSingleExample");
+    vg_output px = vg_decode_raw(g, dense[0], VG_UINT8, true, "DecodeRaw");
+    vg_output x = vg_mul(g, vg_cast(g, px, VG_FLOAT, NULL), vg_const_f32(g, 1.0f / 255.0f, "scale"), NULL);
+    out[0] = cnn ? vg_reshape_c(g, x, (const int64_t[]){28, 28, 1}, 3, "image")
+                 : vg_reshape_c(g, x, (const int64_t[]){784}, 1, "image");
+    out[1] = dense[1];
+}
+
+static vg_code parse_map_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs;
+    parse_fashion_example(fg, args[0], *(const bool *)p, outs);
+    *nouts = 2;
+    return vg_graph_status(fg, NULL);
+}
+
+/* Number of records in a TFRecord file (read once through tf.data). */
+static vg_code count_records(const char *path, const char *comp, int64_t *n, vg_status *st) {
+    *n = 0;
+    vg_graph *g = vg_graph_new();
+    if (!g) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+    vg_output ds = vg_dataset_batch(g, vg_dataset_tfrecord(g, vg_const_string(g, path, "filenames"), comp, NULL), 4096,
+                                    false, NULL);
+    vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
+    vg_session *s = vg_graph_status(g, st) == VG_OK ? vg_session_new(g, NULL, st) : NULL;
+    vg_code c = s ? VG_OK : st->code;
+    vg_output recs = vg_out(next, 0);
+    while (c == VG_OK) {
+        vg_tensor *t = NULL;
+        c = vg_session_run(s, NULL, NULL, NULL, 0, &recs, &t, 1, NULL, 0, NULL, st);
+        if (c == VG_OK) *n += vg_tensor_dim(t, 0);
+        vg_tensor_free(t);
+    }
+    if (c == VG_OUT_OF_RANGE) {
+        c = VG_OK;
+        vg_status_clear(st);
+    }
+    vg_session_free(s);
+    vg_graph_free(g);
+    if (c == VG_OK && *n == 0) c = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: the file holds no records", path);
+    return c;
+}
+
 /* tf.train.polynomial_decay(lr, global_step, decay_steps, end = lr / 100, power 1):
  * lr decays linearly to 1% of itself at decay_steps and stays there. */
 static vg_output linear_decay(vg_graph *g, double lr, vg_output step, int64_t decay_steps) {
@@ -483,13 +572,37 @@ static vg_code build_train_graph(const train_opts *o, const data_files *d, int64
     tg->step = vg_variable_snapshot(gs.op);
     if (!tg->step.op) tg->step = vg_identity(g, gs, "global_step_value");
     /* input pipeline */
-    const int chunk = 256;
-    vg_output idx_q = vg_range_input_producer(g, n_train, num_epochs, true, 0, 2 * chunk, "input_producer");
-    vg_op *deq = vg_queue_dequeue_up_to(g, idx_q, vg_const_i32(g, chunk, "chunk"), NULL);
-    vg_op *rec = vg_idx_record(g, d->train_images, d->train_labels, vg_out(deq, 0), "read");
-    vg_output ex[2] = {preprocess(g, vg_out(rec, 0), o->cnn), vg_out(rec, 1)}, batch[2];
+    vg_output batch[2];
     int b = (int)o->batch;
-    vg_shuffle_batch(g, ex, 2, b, 20 * b, 10 * b, 1, 0, true, "shuffle_batch", batch);
+    if (o->input == INPUT_IDX) {
+        const int chunk = 256;
+        vg_output idx_q = vg_range_input_producer(g, n_train, num_epochs, true, 0, 2 * chunk, "input_producer");
+        vg_op *deq = vg_queue_dequeue_up_to(g, idx_q, vg_const_i32(g, chunk, "chunk"), NULL);
+        vg_op *rec = vg_idx_record(g, d->train_images, d->train_labels, vg_out(deq, 0), "read");
+        vg_output ex[2] = {preprocess(g, vg_out(rec, 0), o->cnn), vg_out(rec, 1)};
+        vg_shuffle_batch(g, ex, 2, b, 20 * b, 10 * b, 1, 0, true, "shuffle_batch", batch);
+    } else if (o->input == INPUT_QUEUE) { /* TF1's readers */
+        const char *path = o->input_path;
+        vg_output files = vg_const_array(g, VG_STRING, (const int64_t[]){1}, 1, &path, "input_files");
+        vg_output q = vg_string_input_producer(g, files, num_epochs, false, 0, 32, "input_producer");
+        vg_op *read = vg_reader_read(g, vg_tfrecord_reader(g, tfrecord_compression(path), "TFRecordReader"), q,
+                                     "ReaderReadV2");
+        vg_output ex[2];
+        parse_fashion_example(g, vg_out(read, 1), o->cnn, ex);
+        vg_shuffle_batch(g, ex, 2, b, 20 * b, 10 * b, 1, 0, false, "shuffle_batch", batch);
+    } else { /* tf.data, resumable: the iterator's position is checkpointed */
+        static bool cnn_flag[2] = {false, true};
+        vg_output ds = vg_dataset_tfrecord(g, vg_const_string(g, o->input_path, "filenames"),
+                                           tfrecord_compression(o->input_path), NULL);
+        if (o->train_limit > 0) ds = vg_dataset_take(g, ds, n_train, NULL);
+        ds = vg_dataset_shuffle(g, ds, n_train < 10000 ? n_train : 10000, 0, true, NULL);
+        ds = vg_dataset_repeat(g, ds, o->epochs, NULL);
+        ds = vg_dataset_map_parallel(g, ds, parse_map_fn, &cnn_flag[o->cnn], o->threads > 1 ? o->threads : 1, NULL);
+        ds = vg_dataset_prefetch(g, vg_dataset_batch(g, ds, b, true, NULL), 2, NULL);
+        vg_output pos;
+        vg_op *next = vg_iterator_get_next_resumable(g, vg_make_one_shot_iterator(g, ds, "Iterator"), &pos, NULL);
+        batch[0] = vg_out(next, 0), batch[1] = vg_out(next, 1);
+    }
     /* model, loss, accuracy */
     vg_output logits = build_model(g, batch[0], o);
     vg_op *xent = vg_sparse_softmax_xent(g, logits, batch[1], "xent");
@@ -817,6 +930,7 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     /* A resumed run reshuffles differently from the first one (the epoch order is not
      * checkpointed in TF either), deterministically for a given seed and start. */
     int64_t seed = start_step ? (int64_t)(((uint64_t)o->seed * 1000003u) ^ (uint64_t)start_step) & INT64_MAX : o->seed;
+    if (o->input == INPUT_TFDATA) seed = o->seed; /* the replayed pipeline must shuffle as the first run did */
     if (o->seed == 0) seed = 0;      /* --seed 0: no graph-level seed (TF's default: nondeterministic) */
     else if (seed == 0) seed = 1;    /* 0 would mean "no graph seed" */
     train_graph tg;
@@ -975,6 +1089,12 @@ int cli_train(int argc, char **argv) {
     if (check_data_pair(d.train_images, d.train_labels, &n_train, &st) != VG_OK ||
         check_data_pair(d.test_images, d.test_labels, &n_test, &st) != VG_OK)
         return cli_fail_status(&st);
+    if (o.input != INPUT_IDX) {
+        if (o.input == INPUT_QUEUE && o.train_limit > 0)
+            return cli_fail("--train-limit is not supported with --input queue (use tfdata)");
+        if (count_records(o.input_path, tfrecord_compression(o.input_path), &n_train, &st) != VG_OK)
+            return cli_fail_status(&st);
+    }
     if (o.train_limit > 0 && o.train_limit < n_train) n_train = o.train_limit;
     if (n_train < o.batch)
         return cli_fail("--batch-size %lld is larger than the %lld training images", (long long)o.batch,

@@ -91,6 +91,17 @@ VG_API vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn,
  * element's dataset when it ends (TF's deterministic order). */
 VG_API vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
                                        int64_t cycle_length, int64_t block_length, const char *name);
+/* ParallelInterleaveDatasetV2 (interleave with num_parallel_calls, sloppy = false): the
+ * same elements in the same order as vg_dataset_interleave, but every open cycle
+ * element is read ahead (two blocks) by its own thread, so cycle_length files are read
+ * and decoded concurrently. num_parallel_calls -1 (AUTOTUNE) = cycle_length; <= 0 is a
+ * run-time INVALID_ARGUMENT. */
+VG_API vg_output vg_dataset_interleave_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
+                                                int64_t cycle_length, int64_t block_length, int num_parallel_calls,
+                                                const char *name);
+/* FlatMapDataset (Dataset.flat_map): fn maps an element to a dataset (its one output);
+ * the datasets' elements follow each other in order (interleave with cycle_length 1). */
+VG_API vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name);
 /* FilterDataset: keeps the elements for which predicate (built like a map function,
  * one output: a bool scalar) is true. */
 VG_API vg_output vg_dataset_filter(vg_graph *g, vg_output ds, vg_dataset_map_fn predicate, void *payload,
@@ -136,8 +147,13 @@ VG_API vg_output vg_dataset_take(vg_graph *g, vg_output ds, int64_t count, const
 VG_API vg_output vg_dataset_skip(vg_graph *g, vg_output ds, int64_t count, const char *name);
 /* CacheDataset (Dataset.cache(filename)): filename NULL/"" caches in memory: the first
  * pass that reaches the end publishes its elements, later passes (the next epochs of a
- * repeat) replay them without reading the input. A file cache is UNIMPLEMENTED (run
- * time). Memory grows with the whole dataset: the user's choice, as in TF. */
+ * repeat) replay them without reading the input. Memory grows with the whole dataset:
+ * the user's choice, as in TF. A filename caches on disk: the first iterator that finds
+ * no "<filename>.index" writes every element into a tensor bundle at prefix filename
+ * (finished when its input ends; nothing is left if it is dropped earlier), and every
+ * iterator that finds the bundle (later epochs, later sessions and processes) reads it
+ * instead of the input. Write errors fail get_next (RESOURCE_EXHAUSTED for a full disk,
+ * PERMISSION_DENIED); a corrupt cache file is DATA_LOSS naming it. */
 VG_API vg_output vg_dataset_cache(vg_graph *g, vg_output ds, const char *filename, const char *name);
 /* tf.data.experimental.ignore_errors() (IgnoreErrorsDataset): elements whose
  * production fails are dropped (session cancellation still ends the iteration). A

@@ -72,6 +72,27 @@ VG_API vg_code vg_batch(vg_graph *g, const vg_output *tensors, int n, int batch_
 VG_API vg_code vg_shuffle_batch(vg_graph *g, const vg_output *tensors, int n, int batch_size, int capacity,
                                 int min_after_dequeue, int num_threads, int64_t seed, bool enqueue_many,
                                 const char *name, vg_output *outputs);
+/* tf.train.batch with all its options: dynamic_pad (a PaddingFIFOQueue: tensors need a
+ * known rank, dims may vary; each batch is padded to its largest element with zeros or
+ * "") and allow_smaller_final_batch (DequeueUpTo: after the input closes, the last
+ * batch holds what is left instead of failing with OUT_OF_RANGE). */
+VG_API vg_code vg_batch_ex(vg_graph *g, const vg_output *tensors, int n, int batch_size, int num_threads,
+                           int capacity, bool enqueue_many, bool dynamic_pad, bool allow_smaller_final_batch,
+                           const char *name, vg_output *outputs);
+/* tf.train.shuffle_batch with allow_smaller_final_batch. */
+VG_API vg_code vg_shuffle_batch_ex(vg_graph *g, const vg_output *tensors, int n, int batch_size, int capacity,
+                                   int min_after_dequeue, int num_threads, int64_t seed, bool enqueue_many,
+                                   bool allow_smaller_final_batch, const char *name, vg_output *outputs);
+/* tf.train.batch_join / shuffle_batch_join(tensors_list, ...): nlists lists of n tensors
+ * (tensors_list[l * n + i]; same dtypes, and same shapes unless dynamic_pad), one
+ * enqueue op and thread per list into one queue ("batch_join/fifo_queue",
+ * "shuffle_batch_join/random_shuffle_queue"), so several readers feed one batch. */
+VG_API vg_code vg_batch_join(vg_graph *g, const vg_output *tensors_list, int nlists, int n, int batch_size,
+                             int capacity, bool enqueue_many, bool dynamic_pad, bool allow_smaller_final_batch,
+                             const char *name, vg_output *outputs);
+VG_API vg_code vg_shuffle_batch_join(vg_graph *g, const vg_output *tensors_list, int nlists, int n, int batch_size,
+                                     int capacity, int min_after_dequeue, int64_t seed, bool enqueue_many,
+                                     bool allow_smaller_final_batch, const char *name, vg_output *outputs);
 
 #ifdef __cplusplus
 }

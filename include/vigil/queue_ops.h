@@ -27,6 +27,11 @@ extern "C" {
  * defined. capacity < 0: unbounded. */
 VG_API vg_output vg_fifo_queue(vg_graph *g, const vg_dtype *types, const vg_shape *shapes, int ncomponents,
                                int capacity, const char *name);
+/* PaddingFIFOQueueV2(component_types, shapes, capacity): shapes are required, with -1
+ * for dims that vary; DequeueMany / DequeueUpTo pad every component to the batch's
+ * largest size in each dim (zeros, "" for strings) as TF's tf.PaddingFIFOQueue. */
+VG_API vg_output vg_padding_fifo_queue(vg_graph *g, const vg_dtype *types, const vg_shape *shapes, int ncomponents,
+                                       int capacity, const char *name);
 /* RandomShuffleQueueV2(component_types, shapes, capacity, min_after_dequeue, seed, seed2). */
 VG_API vg_output vg_random_shuffle_queue(vg_graph *g, const vg_dtype *types, const vg_shape *shapes,
                                          int ncomponents, int capacity, int min_after_dequeue, int64_t seed,

@@ -56,6 +56,12 @@ VG_API vg_output vg_reader_num_records_produced(vg_graph *g, vg_output reader, c
 VG_API vg_output vg_reader_num_work_units_completed(vg_graph *g, vg_output reader, const char *name);
 /* ReaderResetV2: back to the initial state (no current file, counters zero). */
 VG_API vg_op *vg_reader_reset(vg_graph *g, vg_output reader, const char *name);
+/* ReaderSerializeStateV2 / ReaderRestoreStateV2 (reader.serialize_state(),
+ * restore_state(state)): as in TF 1.15, whose TFRecord, fixed-length, text-line and
+ * whole-file readers do not implement them, both fail at run time with UNIMPLEMENTED
+ * ("Reader SerializeState: ..."); a queue pipeline resumes by epoch instead. */
+VG_API vg_output vg_reader_serialize_state(vg_graph *g, vg_output reader, const char *name);
+VG_API vg_op *vg_reader_restore_state(vg_graph *g, vg_output reader, vg_output state, const char *name);
 
 /* MatchingFiles (tf.io.matching_files): a string vector of the paths matching the glob
  * pattern(s) (a string scalar or vector), sorted; empty when nothing matches. */

@@ -53,6 +53,14 @@ VG_API vg_output vg_summary_scalar(vg_graph *g, const char *tag, vg_output value
  * "HistogramSummary". At run time NaN or Inf fails with INVALID_ARGUMENT
  * "Nan in summary histogram for: <op name>". */
 VG_API vg_output vg_summary_histogram(vg_graph *g, const char *tag, vg_output values);
+/* tf.summary.image(name, tensor, max_outputs): ImageSummary(tag, tensor) with attr
+ * max_images = max_outputs (>= 1), tensor uint8, float or double [batch, h, w, c] with c
+ * 1, 3 or 4. Each of the first max_outputs images becomes a Value{tag "<name>/image/<i>"
+ * ("<name>/image" when max_outputs is 1), image{height, width, colorspace = c,
+ * encoded_image_string = PNG}} that TensorBoard shows; float images are scaled into
+ * [0, 255] per image as TF does (non-finite pixels red). Added to VG_SUMMARIES.
+ * INVALID_ARGUMENT (graph error) for a bad rank, channel count or dtype. */
+VG_API vg_output vg_summary_image(vg_graph *g, const char *name, vg_output tensor, int max_outputs);
 /* MergeSummary(inputs): one Summary holding the values of all input Summaries (string
  * tensors of any shape) in order. The op is "<name>/<name>", or "Merge/MergeSummary"
  * when name is NULL (TF). Not added to any collection. n < 1 is a graph error

@@ -38,6 +38,8 @@
 #include "example.h"
 #include "reader.h"
 #include "data.h"
+#include "image_ops.h"
+#include "image.h"
 #include "backend.h"
 #include "control_flow.h"
 #include "rnn_ops.h"

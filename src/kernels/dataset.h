@@ -31,6 +31,8 @@ enum {
 /* CACHE: the elements of the first complete pass, shared by later iterators. */
 typedef struct vg__ds_cache {
     pthread_mutex_t mu;
+    char *file;                 /* cache(filename): a tensor bundle at this prefix; NULL = memory */
+    bool writing;               /* an iterator is writing the file */
     bool complete;
     vg_tensor **elems;          /* n * ncomp */
     int64_t n;

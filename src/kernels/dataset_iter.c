@@ -7,6 +7,8 @@
 #include "kernels/dataset.h"
 #include "core/threadpool.h"
 #include "io/example_io.h"
+#include "io/io.h"
+#include <stdio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -39,6 +41,7 @@ void vg__dataset_unref(vg__dataset *d) {
     if (d->cache) {
         for (int64_t i = 0; i < d->cache->n * d->ncomp; i++) vg_tensor_free(d->cache->elems[i]);
         vg__free(d->cache->elems);
+        vg__free(d->cache->file);
         pthread_mutex_destroy(&d->cache->mu);
         vg__free(d->cache);
     }
@@ -397,6 +400,8 @@ struct unary_it {
     vg__ds_iter *ins[VG_DATASET_MAX_COMPONENTS]; /* zip: the other inputs; concatenate: the second */
     vg_tensor *cur[VG_DATASET_MAX_COMPONENTS];   /* unbatch: the element being split */
     int64_t cur_n;
+    vg__bundle_writer *cache_w;       /* file cache: this iterator writes the bundle */
+    vg__bundle_reader *cache_r;       /* file cache: replaying the bundle */
     struct pmap_slot *slots;          /* parallel map: a block of results, served in order */
     int64_t nslots, slot_pos, slot_n;
     vg__pool *pool;
@@ -431,6 +436,13 @@ static void unary_free(vg__ds_iter *it) {
         vg__ds_iter_free(u->ins[i]);
         vg_tensor_free(u->cur[i]);
     }
+    if (u->cache_w) { /* an unfinished cache file is discarded (its temp files removed) */
+        vg__bundle_writer_free(u->cache_w);
+        pthread_mutex_lock(&it->ds->cache->mu);
+        it->ds->cache->writing = false;
+        pthread_mutex_unlock(&it->ds->cache->mu);
+    }
+    vg__bundle_reader_free(u->cache_r);
     pmap_release(u);
 }
 
@@ -733,7 +745,24 @@ static vg_code interleave_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
                               "expected %d", inner->ncomp, d->ncomp);
                 inner = NULL;
             }
-            *cur = inner ? vg__ds_iter_new(inner, st) : NULL;
+            if (inner && d->c > 1) {
+                /* ParallelInterleaveDatasetV2: each open cycle element is read ahead by
+                 * its own thread (a prefetch of 2 blocks); the output order is
+                 * interleave's (TF's sloppy = false). */
+                vg__dataset *pf = vg__dataset_new(VG__DS_PREFETCH);
+                if (!pf) {
+                    vg_tensor_free(dt);
+                    return VG_OOM(st, "parallel interleave");
+                }
+                pf->ncomp = inner->ncomp;
+                memcpy(pf->types, inner->types, sizeof(vg_dtype) * (size_t)inner->ncomp);
+                pf->input = vg__dataset_ref(inner);
+                pf->a = 2 * d->b;
+                *cur = vg__ds_iter_new(pf, st);
+                vg__dataset_unref(pf);
+            } else {
+                *cur = inner ? vg__ds_iter_new(inner, st) : NULL;
+            }
             vg_tensor_free(dt);
             if (!*cur) return st->code;
             u->num_open++;
@@ -916,6 +945,131 @@ static vg_code padded_batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
 }
 
 
+/* CacheDataset(filename): the first iterator that finds no "<filename>.index" reads
+ * its input and writes every element into a tensor bundle at prefix filename (keys
+ * "<index, 20 digits>_<component>"), finished (renamed into place) when the input
+ * ends; iterators that find the bundle, in this session or a later process, read it
+ * instead of the input. A second iterator starting while one writes reads the input
+ * without writing; an iterator dropped before the end leaves no file. */
+static void cache_stop_writing(unary_it *u, vg__ds_cache *c) {
+    vg__bundle_writer_free(u->cache_w);
+    u->cache_w = NULL;
+    pthread_mutex_lock(&c->mu);
+    c->writing = false;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static vg_code cache_file_read(unary_it *u, int nc, vg_tensor **out, bool *end, vg_status *st) {
+    char key[64];
+    snprintf(key, sizeof key, "%020lld_0", (long long)u->count);
+    if (!vg__bundle_reader_find(u->cache_r, key)) {
+        *end = true;
+        return VG_OK;
+    }
+    for (int k = 0; k < nc; k++) out[k] = NULL;
+    vg_code rc = VG_OK;
+    for (int k = 0; k < nc && rc == VG_OK; k++) {
+        snprintf(key, sizeof key, "%020lld_%d", (long long)u->count, k);
+        int dt, nd;
+        int64_t dims[VG__IO_MAX_DIMS];
+        if ((rc = vg__bundle_reader_lookup(u->cache_r, key, &dt, dims, &nd, st)) != VG_OK) break;
+        if (dt != (int)u->base.ds->types[k]) {
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cache file %s: element %lld component %d has dtype %s, expected %s",
+                               u->base.ds->cache->file, (long long)u->count, k, vg_dtype_name((vg_dtype)dt),
+                               vg_dtype_name(u->base.ds->types[k]));
+            break;
+        }
+        if ((rc = vg__bundle_reader_check_data(u->cache_r, key, st)) != VG_OK) break;
+        if (!(out[k] = vg_tensor_new((vg_dtype)dt, dims, nd, st))) {
+            rc = st->code ? st->code : VG_RESOURCE_EXHAUSTED;
+            break;
+        }
+        if (dt != VG_STRING) {
+            rc = vg__bundle_reader_read(u->cache_r, key, vg_tensor_data(out[k]), vg_tensor_nbytes(out[k]), st);
+            continue;
+        }
+        char **strs = NULL;
+        size_t *lens = NULL;
+        int64_t n = 0;
+        if ((rc = vg__bundle_reader_read_strings(u->cache_r, key, &strs, &lens, &n, st)) != VG_OK) break;
+        for (int64_t i = 0; i < n && i < vg_tensor_num_elements(out[k]) && rc == VG_OK; i++)
+            rc = vg_tensor_set_string(out[k], i, strs[i], lens[i], st);
+        vg__bundle_strings_free(strs, lens, n);
+    }
+    if (rc != VG_OK) {
+        free_elem(out, nc);
+        return rc;
+    }
+    u->count++;
+    return VG_OK;
+}
+
+static vg_code cache_file_add(unary_it *u, int nc, vg_tensor *const *el, vg_status *st) {
+    vg_code rc = VG_OK;
+    for (int k = 0; k < nc && rc == VG_OK; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "%020lld_%d", (long long)u->count, k);
+        const vg_tensor *t = el[k];
+        if (vg_tensor_dtype(t) != VG_STRING) {
+            rc = vg__bundle_writer_add(u->cache_w, key, vg_tensor_dtype(t), vg_tensor_dims(t), vg_tensor_ndims(t),
+                                       vg_tensor_data(t), vg_tensor_nbytes(t), st);
+            continue;
+        }
+        int64_t n = vg_tensor_num_elements(t);
+        const char **strs = vg__malloc(sizeof(char *) * (size_t)(n ? n : 1));
+        size_t *lens = vg__malloc(sizeof(size_t) * (size_t)(n ? n : 1));
+        if (!strs || !lens) rc = VG_OOM(st, "cache file");
+        for (int64_t i = 0; rc == VG_OK && i < n; i++) strs[i] = vg_tensor_string(t, i, &lens[i]);
+        if (rc == VG_OK)
+            rc = vg__bundle_writer_add_strings(u->cache_w, key, vg_tensor_dims(t), vg_tensor_ndims(t), strs, lens, n, st);
+        vg__free(strs), vg__free(lens);
+    }
+    return rc;
+}
+
+static vg_code cache_file_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    vg__ds_cache *c = d->cache;
+    int nc = d->ncomp;
+    if (u->epoch == 0) { /* first call: replay the file, or read the input (and write) */
+        u->epoch = 3;
+        char idx[4200];
+        snprintf(idx, sizeof idx, "%s.index", c->file);
+        if (access(idx, F_OK) == 0) {
+            if (!(u->cache_r = vg__bundle_reader_open(c->file, st))) return st->code;
+            u->epoch = 2;
+        } else {
+            pthread_mutex_lock(&c->mu);
+            bool mine = !c->writing;
+            if (mine) c->writing = true;
+            pthread_mutex_unlock(&c->mu);
+            if (mine && !(u->cache_w = vg__bundle_writer_new(c->file, st))) {
+                pthread_mutex_lock(&c->mu);
+                c->writing = false;
+                pthread_mutex_unlock(&c->mu);
+                return st->code;
+            }
+            if (!(u->in = vg__ds_iter_new(d->input, st))) return st->code;
+        }
+    }
+    if (u->epoch == 2) return cache_file_read(u, nc, out, end, st);
+    vg_code rc = u->in->next(u->in, out, end, st);
+    if (rc != VG_OK || !u->cache_w) return rc;
+    if (*end) {
+        rc = vg__bundle_writer_finish(u->cache_w, st);
+        cache_stop_writing(u, c);
+        return rc;
+    }
+    if ((rc = cache_file_add(u, nc, out, st)) != VG_OK) {
+        free_elem(out, nc);
+        cache_stop_writing(u, c);
+        return rc;
+    }
+    u->count++;
+    return VG_OK;
+}
+
 /* CacheDataset (in memory): the first iterator that reads the input to its end
  * publishes what it read; later iterators (the next epochs of a repeat) replay it. An
  * iterator started before that reads the input itself. */
@@ -924,6 +1078,7 @@ static vg_code cache_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status
     const vg__dataset *d = it->ds;
     vg__ds_cache *c = d->cache;
     int nc = d->ncomp;
+    if (c->file) return cache_file_next(it, out, end, st);
     if (u->epoch == 1) { /* replaying */
         if (u->count >= c->n) {
             *end = true;
@@ -1078,7 +1233,12 @@ static void prefetch_free(vg__ds_iter *it) {
 
 /* ------------------------------------------------------------------------ */
 
-static void unary_cancel(vg__ds_iter *it) { vg__ds_iter_cancel(((unary_it *)it)->in); }
+static void unary_cancel(vg__ds_iter *it) {
+    unary_it *u = (unary_it *)it;
+    vg__ds_iter_cancel(u->in);
+    if (u->cycle) /* interleave: the open cycle elements (read-ahead threads) */
+        for (int64_t i = 0; i < it->ds->a; i++) vg__ds_iter_cancel(u->cycle[i]);
+}
 
 vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     size_t size = d->kind == VG__DS_SLICES     ? sizeof(slices_it)

@@ -98,7 +98,9 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
                : !strcmp(type, "SkipDataset")      ? VG__DS_SKIP
                : !strcmp(type, "TextLineDataset")  ? VG__DS_TEXTLINE
                : !strcmp(type, "ShardDataset")     ? VG__DS_SHARD
-               : !strcmp(type, "InterleaveDataset") ? VG__DS_INTERLEAVE
+               : !strcmp(type, "InterleaveDataset") || !strcmp(type, "FlatMapDataset") ||
+                         !strcmp(type, "ParallelInterleaveDatasetV2")
+                   ? VG__DS_INTERLEAVE
                : !strcmp(type, "IgnoreErrorsDataset") ? VG__DS_IGNORE_ERRORS
                : !strcmp(type, "TensorDataset")    ? VG__DS_FROM_TENSORS
                : !strcmp(type, "FilterDataset")    ? VG__DS_FILTER
@@ -213,8 +215,15 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
                 rc = vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be in [1, 256], got %lld",
                                    (long long)d->c);
         }
-        if (rc == VG_OK && kind == VG__DS_INTERLEAVE) {
+        if (rc == VG_OK && kind == VG__DS_INTERLEAVE && !strcmp(type, "FlatMapDataset")) {
+            d->a = 1, d->b = 1; /* flat_map: interleave with cycle_length 1 (each dataset read to its end) */
+        } else if (rc == VG_OK && kind == VG__DS_INTERLEAVE) {
             d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2);
+            if (!strcmp(type, "ParallelInterleaveDatasetV2")) {
+                d->c = scalar_input(ctx, 3);
+                if (d->c == -1) d->c = d->a; /* AUTOTUNE: one per cycle element */
+                if (d->c <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be greater than zero.");
+            }
             if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length must be greater than zero.");
             else if (d->b <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "block_length must be greater than zero.");
             else if (d->a > 4096) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length %lld is too large", (long long)d->a);
@@ -249,8 +258,8 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
     case VG__DS_CACHE: {
         size_t l = 0;
         const char *fn = vg_tensor_string(vg__kctx_input(ctx, 1), 0, &l);
-        if (fn && l) {
-            rc = vg_status_set(st, VG_UNIMPLEMENTED, "CacheDataset: only the in-memory cache (filename \"\") is supported");
+        if (fn && l && (l > 4000 || memchr(fn, 0, l))) {
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "CacheDataset: bad filename");
             break;
         }
         if (!(d->cache = vg__calloc(1, sizeof *d->cache))) {
@@ -258,6 +267,14 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
             break;
         }
         pthread_mutex_init(&d->cache->mu, NULL);
+        if (fn && l) {
+            if (!(d->cache->file = vg__malloc(l + 1))) {
+                rc = VG_OOM(st, "cache");
+                break;
+            }
+            memcpy(d->cache->file, fn, l);
+            d->cache->file[l] = 0;
+        }
         break;
     }
     case VG__DS_BATCH:
@@ -854,6 +871,48 @@ vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn,
     return finish(b);
 }
 
+vg_output vg_dataset_interleave_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload,
+                                         int64_t cycle_length, int64_t block_length, int num_parallel_calls,
+                                         const char *name) {
+    char key[600];
+    vg__ds_fn *f = build_fn(g, ds, fn, payload, "interleave", name ? name : "ParallelInterleaveDatasetV2", key, sizeof key);
+    if (!f) return (vg_output){NULL, 0};
+    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
+    vg_shape os[VG_DATASET_MAX_COMPONENTS];
+    int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
+    if (n == 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "interleave: the function must return one dataset");
+        return (vg_output){NULL, 0};
+    }
+    vg_output in[3] = {vg_const_i64(g, cycle_length, "cycle_length"), vg_const_i64(g, block_length, "block_length"),
+                       vg_const_i64(g, num_parallel_calls, "num_parallel_calls")};
+    vg_op_builder *b = ds_builder(g, "ParallelInterleaveDatasetV2", name, ot, os, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_inputs(b, in, 3);
+    vg_op_builder_set_attr_string(b, "f", key, strlen(key));
+    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
+    vg_op_builder_set_attr_bool(b, "sloppy", false);
+    return finish(b);
+}
+
+vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name) {
+    char key[600];
+    vg__ds_fn *f = build_fn(g, ds, fn, payload, "flat_map", name ? name : "FlatMapDataset", key, sizeof key);
+    if (!f) return (vg_output){NULL, 0};
+    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
+    vg_shape os[VG_DATASET_MAX_COMPONENTS];
+    int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
+    if (n == 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "flat_map: the function must return one dataset");
+        return (vg_output){NULL, 0};
+    }
+    vg_op_builder *b = ds_builder(g, "FlatMapDataset", name, ot, os, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_set_attr_string(b, "f", key, strlen(key));
+    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
+    return finish(b);
+}
+
 vg_output vg_dataset_filter(vg_graph *g, vg_output ds, vg_dataset_map_fn predicate, void *payload, const char *name) {
     char key[600];
     vg__ds_fn *f = build_fn(g, ds, predicate, payload, "filter", name ? name : "FilterDataset", key, sizeof key);
@@ -1189,6 +1248,8 @@ const vg__op_def vg__ops_dataset[] = {
     {"TextLineDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"ShardDataset", 3, 3, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"InterleaveDataset", 3, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"FlatMapDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ParallelInterleaveDatasetV2", 4, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"IgnoreErrorsDataset", 1, 1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"CacheDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"TensorDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},

@@ -45,6 +45,8 @@ extern const vg__op_def vg__ops_stack[];
 extern const vg__op_def vg__ops_tensor_array[];
 extern const vg__op_def vg__ops_rnn[];
 extern const vg__op_def vg__ops_unique[];
+extern const vg__op_def vg__ops_image_codec[];
+extern const vg__op_def vg__ops_image[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -84,5 +86,7 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_tensor_array);
     vg__registry_add_family(vg__ops_rnn);
     vg__registry_add_family(vg__ops_unique);
+    vg__registry_add_family(vg__ops_image_codec);
+    vg__registry_add_family(vg__ops_image);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

@@ -1,6 +1,8 @@
 /*
- * queue_ops.c - TF's queues as session resources: FIFOQueueV2, RandomShuffleQueueV2
- * and the ops on their handles (QueueEnqueueV2, QueueEnqueueManyV2, QueueDequeueV2,
+ * queue_ops.c - TF's queues as session resources: FIFOQueueV2, RandomShuffleQueueV2,
+ * PaddingFIFOQueueV2 (shapes may have unknown dims; DequeueMany / DequeueUpTo pad
+ * each component to the largest element of the batch with zeros / "", as TF's
+ * padding_fifo_queue.cc) and the ops on their handles (QueueEnqueueV2, QueueEnqueueManyV2, QueueDequeueV2,
  * QueueDequeueManyV2, QueueDequeueUpToV2, QueueCloseV2, QueueSizeV2).
  *
  * A queue op creates its queue once per session (vg__session_resource, keyed by
@@ -65,6 +67,7 @@ typedef struct vg__queue {
     const char *kind;    /* "FIFOQueue" / "RandomShuffleQueue" */
     const char *op_type; /* for shared-queue checks */
     bool shuffle;
+    bool padding;        /* PaddingFIFOQueue: element storage, padded batches */
     int ncomp;
     vg_dtype *types;
     vg_shape *shapes;    /* NULL: unspecified */
@@ -483,7 +486,8 @@ static void *queue_create(void *arg, vg_status *st) {
     pthread_condattr_destroy(&ca);
     q->op_type = vg_op_type(op);
     q->shuffle = strcmp(q->op_type, "RandomShuffleQueueV2") == 0;
-    q->kind = q->shuffle ? "RandomShuffleQueue" : "FIFOQueue";
+    q->padding = strcmp(q->op_type, "PaddingFIFOQueueV2") == 0;
+    q->kind = q->shuffle ? "RandomShuffleQueue" : q->padding ? "PaddingFIFOQueue" : "FIFOQueue";
     q->ncomp = n;
     int64_t cap = attr_int(op, "capacity", -1);
     q->capacity = cap < 0 ? INT_MAX : cap; /* TF's kUnbounded */
@@ -503,14 +507,19 @@ static void *queue_create(void *arg, vg_status *st) {
     q->buf = vg__calloc((size_t)n, sizeof(uint8_t *));
     if (!q->name || !q->types || !q->row_bytes || !q->buf) goto oom;
     memcpy(q->types, types, sizeof(vg_dtype) * (size_t)n);
-    q->rows = nshapes == n;
+    q->rows = nshapes == n && !q->padding;
+    if (q->padding && nshapes != n) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "PaddingFIFOQueue needs a shape (rank) for each of its %d components", n);
+        queue_destroy(q);
+        return NULL;
+    }
     if (nshapes == n) {
         q->shapes = vg__malloc(sizeof(vg_shape) * (size_t)n);
         if (!q->shapes) goto oom;
         memcpy(q->shapes, shapes, sizeof(vg_shape) * (size_t)n);
     }
     for (int c = 0; c < n; c++) {
-        if (q->shapes && !vg_shape_is_fully_defined(&q->shapes[c])) {
+        if (q->shapes && !q->padding && !vg_shape_is_fully_defined(&q->shapes[c])) {
             vg_status_set(st, VG_INVALID_ARGUMENT, "queue component %d: shape must be fully defined", c);
             queue_destroy(q);
             return NULL;
@@ -600,7 +609,21 @@ static vg_code validate_tuple(vg__kctx *ctx, const vg__queue *q, bool many, int6
                                  "has shape %s",
                                  c, tshape_str(t, a, sizeof a));
         if (many && c == 0) *batch = vg_tensor_dim(t, 0);
-        if (q->shapes) {
+        if (q->padding) { /* the rank, and the dims the queue fixes */
+            vg_shape want = q->shapes[c], got = vg_tensor_shape(t);
+            int off = many ? 1 : 0;
+            bool ok = got.ndims == want.ndims + off;
+            for (int d = 0; ok && d < want.ndims; d++) ok = want.dims[d] < 0 || want.dims[d] == got.dims[d + off];
+            if (!ok)
+                return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                     "Shape mismatch in tuple component %d. Expected %s%s, got %s", c, many ? "[?]+" : "",
+                                     vg_shape_str(&want, a, sizeof a), vg_shape_str(&got, b, sizeof b));
+            if (many && vg_tensor_dim(t, 0) != *batch)
+                return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                     "All input tensors must have the same size in the 0th dimension. Component %d has "
+                                     "%lld, and should have %lld",
+                                     c, (long long)vg_tensor_dim(t, 0), (long long)*batch);
+        } else if (q->shapes) {
             vg_shape want = q->shapes[c], got = vg_tensor_shape(t);
             if (many) {
                 if (want.ndims + 1 > VG_MAX_DIMS) return vg_status_set(st, VG_INVALID_ARGUMENT, "rank too large");
@@ -708,6 +731,47 @@ static vg_code kernel_enqueue_many(vg__kctx *ctx) { return enqueue_impl(ctx, tru
 
 enum { DQ_ONE, DQ_MANY, DQ_UPTO };
 
+/* PaddingFIFOQueue: output c = the n elements stacked, each padded (zeros, "") to the
+ * largest size of every dim in the batch. */
+static vg_code pad_stack(vg__kctx *ctx, int c, vg_dtype dt, vg_tensor *const *el, int64_t n) {
+    vg_status *st = vg__kctx_status(ctx);
+    int r = vg_tensor_ndims(el[0]);
+    int64_t dims[VG_MAX_DIMS + 1] = {n}, str[VG_MAX_DIMS + 1];
+    if (r + 1 > VG_MAX_DIMS) return vg_status_set(st, VG_INVALID_ARGUMENT, "dequeued rank too large");
+    for (int d = 0; d < r; d++) dims[d + 1] = 0;
+    for (int64_t k = 0; k < n; k++)
+        for (int d = 0; d < r; d++)
+            if (vg_tensor_dim(el[k], d) > dims[d + 1]) dims[d + 1] = vg_tensor_dim(el[k], d);
+    vg_tensor *o;
+    vg_code rc = vg__kctx_alloc_output(ctx, c, dt, dims, r + 1, &o);
+    if (rc != VG_OK) return rc;
+    size_t esz = vg_dtype_size(dt);
+    if (dt != VG_STRING && vg_tensor_nbytes(o)) memset(vg_tensor_data(o), 0, vg_tensor_nbytes(o));
+    str[r] = 1;
+    for (int d = r - 1; d >= 0; d--) str[d] = str[d + 1] * dims[d + 1];
+    int64_t per = str[0];
+    for (int64_t k = 0; k < n; k++) {
+        int64_t m = vg_tensor_num_elements(el[k]), idx[VG_MAX_DIMS] = {0};
+        for (int64_t j = 0; j < m; j++) {
+            int64_t off = k * per;
+            for (int d = 0; d < r; d++) off += idx[d] * str[d + 1];
+            if (dt == VG_STRING) {
+                size_t len;
+                const char *sv = vg_tensor_string(el[k], j, &len);
+                if ((rc = vg_tensor_set_string(o, off, sv, len, st)) != VG_OK) return rc;
+            } else {
+                memcpy((uint8_t *)vg_tensor_data(o) + (size_t)off * esz, (const uint8_t *)vg_tensor_data(el[k]) + (size_t)j * esz,
+                       esz);
+            }
+            for (int d = r - 1; d >= 0; d--) {
+                if (++idx[d] < vg_tensor_dim(el[k], d)) break;
+                idx[d] = 0;
+            }
+        }
+    }
+    return VG_OK;
+}
+
 /* Output c for n elements: the component's shape, with [n] in front for DQ_MANY/UPTO. */
 static vg_code alloc_component(vg__kctx *ctx, const vg__queue *q, int c, int mode, int64_t n, vg_tensor **out) {
     int64_t dims[VG_MAX_DIMS + 1];
@@ -716,7 +780,7 @@ static vg_code alloc_component(vg__kctx *ctx, const vg__queue *q, int c, int mod
     const vg_shape *s = &q->shapes[c];
     if (nd + s->ndims > VG_MAX_DIMS)
         return vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "dequeued rank too large");
-    for (int i = 0; i < s->ndims; i++) dims[nd++] = s->dims[i];
+    for (int i = 0; i < s->ndims; i++) dims[nd++] = s->dims[i] < 0 ? 0 : s->dims[i];
     return vg__kctx_alloc_output(ctx, c, q->types[c], dims, nd, out);
 }
 
@@ -776,6 +840,8 @@ static vg_code dequeue_impl(vg__kctx *ctx, int mode) {
             if (rc == VG_OK && mode == DQ_ONE) {
                 vg__kctx_set_output(ctx, c, el[0]);
                 el[0] = NULL;
+            } else if (rc == VG_OK && q->padding && got > 0) {
+                rc = pad_stack(ctx, c, q->types[c], el, got);
             } else if (rc == VG_OK) {
                 vg_tensor *o;
                 rc = alloc_component(ctx, q, c, mode, got, &o);
@@ -831,12 +897,15 @@ static vg_code shape_queue(vg_op *op, vg_status *st) {
         if (ns != n)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: %d shapes for %d component types", vg_op_type(op), ns,
                                  n);
+        bool pad = strcmp(vg_op_type(op), "PaddingFIFOQueueV2") == 0;
         for (int i = 0; i < ns; i++) {
             char buf[128];
-            if (!vg_shape_is_fully_defined(&shapes[i]))
+            if (pad ? shapes[i].ndims < 0 : !vg_shape_is_fully_defined(&shapes[i]))
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: shape %s of component %d is not fully defined",
                                      vg_op_type(op), vg_shape_str(&shapes[i], buf, sizeof buf), i);
         }
+    } else if (strcmp(vg_op_type(op), "PaddingFIFOQueueV2") == 0) {
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "PaddingFIFOQueue: shapes must be given (-1 for unknown dims)");
     } else {
         vg__attr a = {.name = "shapes", .type = VG_ATTR_SHAPE_LIST};
         if (!vg__op_put_attr(op, &a)) return VG_OOM(st, "attr");
@@ -859,7 +928,10 @@ static const vg_op *queue_producer(const vg_op *op) {
     vg_output h = vg_op_input(op, 0);
     if (!h.op) return NULL;
     const char *t = vg_op_type(h.op);
-    return strcmp(t, "FIFOQueueV2") == 0 || strcmp(t, "RandomShuffleQueueV2") == 0 ? h.op : NULL;
+    return strcmp(t, "FIFOQueueV2") == 0 || strcmp(t, "RandomShuffleQueueV2") == 0 ||
+                   strcmp(t, "PaddingFIFOQueueV2") == 0
+               ? h.op
+               : NULL;
 }
 
 static vg_code check_handle(vg_op *op, vg_status *st) {
@@ -921,7 +993,7 @@ static vg_code shape_enqueue(vg_op *op, vg_status *st, bool many) {
                 int off = many ? 1 : 0;
                 bool ok = got.ndims == want.ndims + off;
                 for (int d = 0; ok && d < want.ndims; d++)
-                    ok = got.dims[d + off] < 0 || got.dims[d + off] == want.dims[d];
+                    ok = got.dims[d + off] < 0 || want.dims[d] < 0 || got.dims[d + off] == want.dims[d];
                 if (!ok)
                     return vg_status_set(st, VG_INVALID_ARGUMENT,
                                          "%s: shape %s of component %d is not compatible with the queue's %s%s",
@@ -1023,6 +1095,13 @@ vg_output vg_fifo_queue(vg_graph *g, const vg_dtype *types, const vg_shape *shap
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
+vg_output vg_padding_fifo_queue(vg_graph *g, const vg_dtype *types, const vg_shape *shapes, int ncomponents,
+                                int capacity, const char *name) {
+    vg_op_builder *b = build_queue(g, "PaddingFIFOQueueV2", types, shapes, ncomponents, capacity,
+                                   name ? name : "padding_fifo_queue");
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
 vg_output vg_random_shuffle_queue(vg_graph *g, const vg_dtype *types, const vg_shape *shapes, int ncomponents,
                                   int capacity, int min_after_dequeue, int64_t seed, int64_t seed2, const char *name) {
     vg_op_builder *b = build_queue(g, "RandomShuffleQueueV2", types, shapes, ncomponents, capacity,
@@ -1095,6 +1174,7 @@ vg_output vg_queue_size(vg_graph *g, vg_output queue, const char *name) {
 const vg__op_def vg__ops_queue[] = {
     {"FIFOQueueV2", 0, 0, QUEUE_FLAGS, 0, shape_queue, kernel_queue, NULL},
     {"RandomShuffleQueueV2", 0, 0, QUEUE_FLAGS, 0, shape_queue, kernel_queue, NULL},
+    {"PaddingFIFOQueueV2", 0, 0, QUEUE_FLAGS, 0, shape_queue, kernel_queue, NULL},
     {"QueueEnqueueV2", 2, -1, QUEUE_FLAGS, 0, shape_enqueue_one, kernel_enqueue, NULL},
     {"QueueEnqueueManyV2", 2, -1, QUEUE_FLAGS, 0, shape_enqueue_many, kernel_enqueue_many, NULL},
     {"QueueDequeueV2", 1, 1, QUEUE_FLAGS, 0, shape_dequeue, kernel_dequeue, NULL},

@@ -453,6 +453,25 @@ static vg_code kernel_reset(vg__kctx *ctx) {
     return VG_OK;
 }
 
+/* ReaderSerializeStateV2 / ReaderRestoreStateV2: TF 1.15's ReaderBase asks the reader
+ * for SerializeStateLocked / RestoreStateLocked, which none of these four readers
+ * implements (only IdentityReader does), so both fail with UNIMPLEMENTED as in TF; the
+ * queue pipeline resumes by epoch (the producer's epoch counter) instead. */
+static vg_code kernel_serialize_state(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg__reader *r = reader_of(ctx);
+    if (!r) return st->code;
+    return vg_status_set(st, VG_UNIMPLEMENTED, "Reader SerializeState: reader '%s' cannot save its state (as in TF)",
+                         r->name);
+}
+
+static vg_code kernel_restore_state(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg__reader *r = reader_of(ctx);
+    if (!r) return st->code;
+    return vg_status_set(st, VG_UNIMPLEMENTED, "Reader RestoreState: reader '%s' cannot restore a state (as in TF)", r->name);
+}
+
 /* ------------------------------------------------------------------------ */
 /* shape functions */
 
@@ -531,6 +550,24 @@ static vg_code shape_counter(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
+static vg_code shape_serialize_state(vg_op *op, vg_status *st) {
+    vg_code rc = check_reader_input(op, st);
+    if (rc != VG_OK) return rc;
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
+    return VG_OK;
+}
+
+static vg_code shape_restore_state(vg_op *op, vg_status *st) {
+    vg_code rc = check_reader_input(op, st);
+    if (rc != VG_OK) return rc;
+    if (vg__op_input_dtype(op, 1) != VG_STRING)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "ReaderRestoreStateV2: state must be a string, got %s",
+                             vg_dtype_name(vg__op_input_dtype(op, 1)));
+    vg__op_set_num_outputs(op, 0);
+    return VG_OK;
+}
+
 static vg_code shape_reset(vg_op *op, vg_status *st) {
     vg_code rc = check_reader_input(op, st);
     if (rc != VG_OK) return rc;
@@ -606,6 +643,15 @@ vg_output vg_reader_num_work_units_completed(vg_graph *g, vg_output reader, cons
 vg_op *vg_reader_reset(vg_graph *g, vg_output reader, const char *name) {
     return unary(g, "ReaderResetV2", reader, name);
 }
+vg_output vg_reader_serialize_state(vg_graph *g, vg_output reader, const char *name) {
+    return vg_out(unary(g, "ReaderSerializeStateV2", reader, name), 0);
+}
+vg_op *vg_reader_restore_state(vg_graph *g, vg_output reader, vg_output state, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "ReaderRestoreStateV2", name ? name : "ReaderRestoreStateV2");
+    vg_op_builder_add_input(b, reader);
+    vg_op_builder_add_input(b, state);
+    return vg_op_builder_finish(b);
+}
 
 /* ------------------------------------------------------------------------ */
 /* MatchingFiles (io_ops): the sorted paths matching one or more glob patterns. */
@@ -668,6 +714,8 @@ const vg__op_def vg__ops_reader[] = {
     {"ReaderNumRecordsProducedV2", 1, 1, READ_FLAGS, 0, shape_counter, kernel_num_records, NULL},
     {"ReaderNumWorkUnitsCompletedV2", 1, 1, READ_FLAGS, 0, shape_counter, kernel_num_work_units, NULL},
     {"ReaderResetV2", 1, 1, READ_FLAGS, 0, shape_reset, kernel_reset, NULL},
+    {"ReaderSerializeStateV2", 1, 1, READ_FLAGS, 0, shape_serialize_state, kernel_serialize_state, NULL},
+    {"ReaderRestoreStateV2", 2, 2, READ_FLAGS, 0, shape_restore_state, kernel_restore_state, NULL},
     {"MatchingFiles", 1, 1, READER_FLAGS, 0, shape_matching_files, kernel_matching_files, NULL},
     {0},
 };

@@ -96,7 +96,7 @@ vg_output vg_range_input_producer(vg_graph *g, int64_t limit, int64_t num_epochs
 /* _shapes(): every tensor's shape (without the batch dim for enqueue_many) must be
  * fully defined. */
 static vg_code batch_shapes(vg_graph *g, const char *what, const vg_output *tensors, int n, bool enqueue_many,
-                            vg_dtype *types, vg_shape *shapes) {
+                            bool dynamic_pad, vg_dtype *types, vg_shape *shapes) {
     for (int i = 0; i < n; i++) {
         if (!tensors[i].op) return vg_graph_status(g, NULL) ? vg_graph_status(g, NULL) : VG_INVALID_ARGUMENT;
         types[i] = vg_output_dtype(tensors[i]);
@@ -112,7 +112,10 @@ static vg_code batch_shapes(vg_graph *g, const char *what, const vg_output *tens
                 s.ndims--;
             }
         }
-        if (!vg_shape_is_fully_defined(&s))
+        if (dynamic_pad && s.ndims < 0)
+            return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: dynamic_pad needs tensors of known rank; tensor %d has "
+                                      "unknown rank", what, i);
+        if (!dynamic_pad && !vg_shape_is_fully_defined(&s))
             return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: All shapes must be fully defined: tensor %d has %s",
                                       what, i, vg_shape_str(&s, buf, sizeof buf));
         shapes[i] = s;
@@ -121,13 +124,29 @@ static vg_code batch_shapes(vg_graph *g, const char *what, const vg_output *tens
 }
 
 /* The shared body of batch and shuffle_batch. */
+/* The shared body of batch, shuffle_batch and their _join forms: nlists lists of n
+ * tensors (tensors[l * n + i]), one enqueue op each; num_threads threads per enqueue op
+ * (the join forms: one). */
+static vg_code build_batch_ex(vg_graph *g, const char *what, const vg_output *tensors, int nlists, int n, int batch_size,
+                              int num_threads, int capacity, bool shuffle, int min_after_dequeue, int64_t seed,
+                              bool enqueue_many, bool dynamic_pad, bool allow_smaller, const char *name,
+                              vg_output *outputs);
 static vg_code build_batch(vg_graph *g, const char *what, const vg_output *tensors, int n, int batch_size,
                            int num_threads, int capacity, bool shuffle, int min_after_dequeue, int64_t seed,
                            bool enqueue_many, const char *name, vg_output *outputs) {
+    return build_batch_ex(g, what, tensors, 1, n, batch_size, num_threads, capacity, shuffle, min_after_dequeue, seed,
+                          enqueue_many, false, false, name, outputs);
+}
+
+static vg_code build_batch_ex(vg_graph *g, const char *what, const vg_output *tensors, int nlists, int n, int batch_size,
+                              int num_threads, int capacity, bool shuffle, int min_after_dequeue, int64_t seed,
+                              bool enqueue_many, bool dynamic_pad, bool allow_smaller, const char *name,
+                              vg_output *outputs) {
     if (!outputs) return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: outputs is NULL", what);
     for (int i = 0; i < n; i++) outputs[i] = (vg_output){NULL, 0};
-    if (n < 1 || !tensors)
+    if (n < 1 || !tensors || nlists < 1)
         return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "Expected at least one tensor in %s().", what);
+    if (nlists > 64) return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: at most 64 tensor lists", what);
     if (n > 64) return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: at most 64 tensors", what);
     if (batch_size < 1 || num_threads < 1)
         return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: batch_size and num_threads must be >= 1", what);
@@ -136,8 +155,26 @@ static vg_code build_batch(vg_graph *g, const char *what, const vg_output *tenso
                                   capacity, min_after_dequeue);
     vg_dtype types[64];
     vg_shape shapes[64];
-    vg_code rc = batch_shapes(g, what, tensors, n, enqueue_many, types, shapes);
+    vg_code rc = batch_shapes(g, what, tensors, n, enqueue_many, dynamic_pad, types, shapes);
     if (rc != VG_OK) return rc;
+    /* _validate_join: every list has the same dtypes; with dynamic_pad the shapes merge */
+    for (int l = 1; l < nlists; l++) {
+        vg_dtype t2[64];
+        vg_shape s2[64];
+        if ((rc = batch_shapes(g, what, tensors + (size_t)l * n, n, enqueue_many, dynamic_pad, t2, s2)) != VG_OK) return rc;
+        for (int i = 0; i < n; i++) {
+            bool same = t2[i] == types[i] && s2[i].ndims == shapes[i].ndims;
+            for (int d = 0; same && d < s2[i].ndims; d++) {
+                if (s2[i].dims[d] != shapes[i].dims[d]) {
+                    if (!dynamic_pad) same = false;
+                    else shapes[i].dims[d] = -1;
+                }
+            }
+            if (!same)
+                return vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                                          "%s: tensor %d of list %d does not match list 0's dtype and shape", what, i, l);
+        }
+    }
     char full[1024];
     const char *base;
     open_scope(g, name ? name : what, full, sizeof full, &base);
@@ -146,24 +183,32 @@ static vg_code build_batch(vg_graph *g, const char *what, const vg_output *tenso
         int64_t s1, s2;
         vg_graph_get_seed(g, seed, &s1, &s2);
         q = vg_random_shuffle_queue(g, types, shapes, n, capacity, min_after_dequeue, s1, s2, NULL);
+    } else if (dynamic_pad) {
+        q = vg_padding_fifo_queue(g, types, shapes, n, capacity, NULL);
     } else {
         q = vg_fifo_queue(g, types, shapes, n, capacity, NULL);
     }
-    vg_op *enq = enqueue_many ? vg_queue_enqueue_many(g, q, tensors, n, NULL)
-                              : vg_queue_enqueue(g, q, tensors, n, NULL);
-    vg_op *deq = NULL;
-    /* TF's _enqueue: [enqueue_op] * num_threads (the same op, one thread each). */
-    vg_op *ops_local[16], **ops = num_threads <= 16 ? ops_local : vg_malloc(sizeof(vg_op *) * (size_t)num_threads);
+    vg_op *enq = NULL, *deq = NULL;
+    /* TF's _enqueue: [enqueue_op] * num_threads (the same op, one thread each);
+     * _enqueue_join: one enqueue op (and thread) per tensor list. */
+    int nops = nlists > 1 ? nlists : num_threads;
+    vg_op *ops_local[16], **ops = nops <= 16 ? ops_local : vg_malloc(sizeof(vg_op *) * (size_t)nops);
     if (!ops) {
         vg_graph_pop_scope(g);
         return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory building %s", what);
     }
-    for (int i = 0; i < num_threads; i++) ops[i] = enq;
-    if (enq) vg_add_queue_runner(g, q, ops, num_threads);
+    for (int l = 0; l < nlists; l++) {
+        const vg_output *ts = tensors + (size_t)l * n;
+        enq = enqueue_many ? vg_queue_enqueue_many(g, q, ts, n, NULL) : vg_queue_enqueue(g, q, ts, n, NULL);
+        if (nlists > 1) ops[l] = enq;
+    }
+    if (nlists == 1)
+        for (int i = 0; i < num_threads; i++) ops[i] = enq;
+    if (enq) vg_add_queue_runner(g, q, ops, nops);
     if (ops != ops_local) vg_free(ops);
     vg_output nconst = vg_const_i32(g, batch_size, "n");
     vg_graph_pop_scope(g);
-    if (enq) deq = vg_queue_dequeue_many(g, q, nconst, base);
+    if (enq) deq = allow_smaller ? vg_queue_dequeue_up_to(g, q, nconst, base) : vg_queue_dequeue_many(g, q, nconst, base);
     for (int i = 0; deq && i < n; i++) outputs[i] = vg_out(deq, i);
     rc = vg_graph_status(g, NULL);
     return rc ? rc : (deq ? VG_OK : VG_INTERNAL);
@@ -226,4 +271,32 @@ vg_output vg_string_input_producer(vg_graph *g, vg_output string_tensor, int64_t
     if (enq) vg_add_queue_runner(g, q, &enq, 1);
     vg_graph_pop_scope(g);
     return enq ? q : fail;
+}
+
+vg_code vg_batch_ex(vg_graph *g, const vg_output *tensors, int n, int batch_size, int num_threads, int capacity,
+                    bool enqueue_many, bool dynamic_pad, bool allow_smaller_final_batch, const char *name,
+                    vg_output *outputs) {
+    return build_batch_ex(g, "batch", tensors, 1, n, batch_size, num_threads, capacity, false, 0, 0, enqueue_many,
+                          dynamic_pad, allow_smaller_final_batch, name, outputs);
+}
+
+vg_code vg_shuffle_batch_ex(vg_graph *g, const vg_output *tensors, int n, int batch_size, int capacity,
+                            int min_after_dequeue, int num_threads, int64_t seed, bool enqueue_many,
+                            bool allow_smaller_final_batch, const char *name, vg_output *outputs) {
+    return build_batch_ex(g, "shuffle_batch", tensors, 1, n, batch_size, num_threads, capacity, true, min_after_dequeue,
+                          seed, enqueue_many, false, allow_smaller_final_batch, name, outputs);
+}
+
+vg_code vg_batch_join(vg_graph *g, const vg_output *tensors_list, int nlists, int n, int batch_size, int capacity,
+                      bool enqueue_many, bool dynamic_pad, bool allow_smaller_final_batch, const char *name,
+                      vg_output *outputs) {
+    return build_batch_ex(g, "batch_join", tensors_list, nlists, n, batch_size, 1, capacity, false, 0, 0, enqueue_many,
+                          dynamic_pad, allow_smaller_final_batch, name, outputs);
+}
+
+vg_code vg_shuffle_batch_join(vg_graph *g, const vg_output *tensors_list, int nlists, int n, int batch_size,
+                              int capacity, int min_after_dequeue, int64_t seed, bool enqueue_many,
+                              bool allow_smaller_final_batch, const char *name, vg_output *outputs) {
+    return build_batch_ex(g, "shuffle_batch_join", tensors_list, nlists, n, batch_size, 1, capacity, true,
+                          min_after_dequeue, seed, enqueue_many, false, allow_smaller_final_batch, name, outputs);
 }

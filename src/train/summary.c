@@ -38,8 +38,15 @@ static void clean_tag(const char *name, char *out, size_t len) {
 }
 
 /* ScalarSummary / HistogramSummary: tag input is a Const named "<op>/<arg>". */
+static vg_output tagged_summary_ex(vg_graph *g, const char *type, const char *arg, const char *name,
+                                   const char *default_name, vg_output values, int64_t max_images);
 static vg_output tagged_summary(vg_graph *g, const char *type, const char *arg, const char *name,
                                 const char *default_name, vg_output values) {
+    return tagged_summary_ex(g, type, arg, name, default_name, values, 0);
+}
+/* max_images > 0: ImageSummary's attr */
+static vg_output tagged_summary_ex(vg_graph *g, const char *type, const char *arg, const char *name,
+                                   const char *default_name, vg_output values, int64_t max_images) {
     if (!g) return vg_out(NULL, 0);
     if (!values.op) return vg_out(NULL, 0); /* an earlier builder failed; error is recorded */
     char clean[NAME_MAX_LEN], full[NAME_MAX_LEN], scope_buf[NAME_MAX_LEN + 2];
@@ -68,6 +75,7 @@ static vg_output tagged_summary(vg_graph *g, const char *type, const char *arg, 
     vg_op_builder_add_input(b, tag);
     vg_op_builder_add_input(b, values);
     if (values.op) vg_op_builder_set_attr_type(b, "T", vg_output_dtype(values));
+    if (max_images > 0) vg_op_builder_set_attr_int(b, "max_images", max_images);
     vg_output out = vg_out(vg_op_builder_finish(b), 0);
     if (out.op) vg_graph_add_to_collection(g, VG_SUMMARIES, out);
     return out;
@@ -79,6 +87,15 @@ vg_output vg_summary_scalar(vg_graph *g, const char *tag, vg_output value) {
 
 vg_output vg_summary_histogram(vg_graph *g, const char *tag, vg_output values) {
     return tagged_summary(g, "HistogramSummary", "tag", tag, "HistogramSummary", values);
+}
+
+vg_output vg_summary_image(vg_graph *g, const char *name, vg_output tensor, int max_outputs) {
+    if (!g) return vg_out(NULL, 0);
+    if (max_outputs < 1) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "tf.summary.image: max_outputs must be >= 1, got %d", max_outputs);
+        return vg_out(NULL, 0);
+    }
+    return tagged_summary_ex(g, "ImageSummary", "tag", name, NULL, tensor, max_outputs);
 }
 
 vg_output vg_summary_merge(vg_graph *g, const vg_output *summaries, int n, const char *name) {
