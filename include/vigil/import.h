@@ -165,6 +165,15 @@ VG_API const char *vg_meta_graph_signature_tensor_key(const vg_meta_graph *mg, i
 VG_API vg_output vg_meta_graph_signature_tensor(const vg_meta_graph *mg, int i, bool outputs, int j);
 /* Signature index by key, -1 if absent. */
 VG_API int vg_meta_graph_find_signature(const vg_meta_graph *mg, const char *key);
+/* SavedModel assets, as loader_impl.get_asset_tensors reads them: the MetaGraphDef's
+ * asset_file_def entries, or when there are none the AssetFileDefs of the
+ * "saved_model_assets" collection (older exports). Asset i is a file name inside
+ * <export_dir>/assets/ and the string tensor (usually a Const in the
+ * "asset_filepaths" collection) that the loader feeds with its full path when it runs
+ * the main op. Out of range: NULL / {NULL, 0}. */
+VG_API int vg_meta_graph_num_assets(const vg_meta_graph *mg);
+VG_API const char *vg_meta_graph_asset_filename(const vg_meta_graph *mg, int i);
+VG_API vg_output vg_meta_graph_asset_tensor(const vg_meta_graph *mg, int i);
 
 #ifdef __cplusplus
 }

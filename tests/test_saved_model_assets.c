@@ -1,0 +1,167 @@
+/* test_saved_model_assets.c - SavedModel assets (builder_impl._maybe_save_assets and
+ * loader_impl.get_asset_tensors of TF 1.15):
+ *  - vigil writes the graph's asset_filepaths collection as asset_file_def entries and
+ *    copies the files into assets/ (a second source with the same basename becomes
+ *    "vocab_1.txt"); its loader feeds each asset tensor "<export_dir>/assets/<name>"
+ *    when it runs the main op (checked through variables the main op assigns);
+ *  - assets.extra files are copied and ignored by the loader;
+ *  - TF-written SavedModels: tensorflow/serving's half_plus_two (TF 1.14) lists its
+ *    asset "foo.txt" in asset_file_def; TF 1.0's half_plus_three in the older
+ *    "saved_model_assets" collection (AnyList of AssetFileDefs). */
+#include "test_util.h"
+#include "vigil/vigil.h"
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TDL VG_SRCDIR "/tests/data/tf"
+
+static void put_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+static bool file_is(const char *path, const char *text) {
+    char buf[256] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    return n == strlen(text) && memcmp(buf, text, n) == 0;
+}
+
+static bool fetch_string_is(vg_saved_model *m, const char *name, const char *want) {
+    vg_status st;
+    vg_output o = vg_graph_output_by_name(m->graph, name, &st);
+    vg_tensor *t = NULL;
+    if (!o.op || vg_session_run1(m->session, o, &t, &st)) return false;
+    size_t n = 0;
+    const char *s = vg_tensor_string(t, 0, &n);
+    bool ok = s && n == strlen(want) && memcmp(s, want, n) == 0;
+    if (!ok) fprintf(stderr, "%s = '%.*s', want '%s'\n", name, (int)n, s ? s : "", want);
+    vg_tensor_free(t);
+    return ok;
+}
+
+static void test_vigil_assets_roundtrip(void) {
+    vg_status st;
+    char dir[256], src1[400], src2[500], sub[300], extra[400], exp[400], p[600];
+    tu_mkdtemp(dir, sizeof dir, "assets");
+    CHECK(dir[0] != 0);
+    snprintf(sub, sizeof sub, "%s/other", dir);
+    CHECK(mkdir(sub, 0755) == 0);
+    snprintf(src1, sizeof src1, "%s/vocab.txt", dir);
+    snprintf(src2, sizeof src2, "%s/vocab.txt", sub);
+    snprintf(extra, sizeof extra, "%s/tf_serving_warmup_requests", dir);
+    put_file(src1, "a\nb\n");
+    put_file(src2, "c\n");
+    put_file(extra, "warmup");
+    snprintf(exp, sizeof exp, "%s/export/1", dir);
+    snprintf(p, sizeof p, "%s/export", dir);
+    CHECK(mkdir(p, 0755) == 0);
+
+    vg_graph *g = vg_graph_new();
+    vg_output a1 = vg_const_string(g, src1, "asset1");
+    vg_output a2 = vg_const_string(g, src2, "asset2");
+    vg_output a3 = vg_const_string(g, src1, "asset3"); /* the same source again */
+    CHECK_OK(vg_graph_add_to_collection(g, "asset_filepaths", a1), &st);
+    CHECK_OK(vg_graph_add_to_collection(g, "asset_filepaths", a2), &st);
+    CHECK_OK(vg_graph_add_to_collection(g, "asset_filepaths", a3), &st);
+    vg_variable v1 = vg_variable_new(g, "path1", vg_const_string(g, "unset", NULL), 0);
+    vg_variable v2 = vg_variable_new(g, "path2", vg_const_string(g, "unset", NULL), 0);
+    vg_output as1 = vg_assign(g, v1.ref, a1, true, "assign1");
+    vg_output as2 = vg_assign(g, v2.ref, a2, true, "assign2");
+    vg_op_builder *b = vg_op_builder_new(g, "NoOp", "main_op");
+    vg_op_builder_add_control_input(b, as1.op);
+    vg_op_builder_add_control_input(b, as2.op);
+    vg_op *main_op = vg_op_builder_finish(b);
+    vg_op *init = vg_global_variables_initializer(g);
+    vg_saver *saver = vg_saver_new(g, NULL, &st);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    CHECK_OK(vg_saved_model_save(g, s, saver, exp, (const char *[]){"serve"}, 1, NULL, 0, main_op, &st), &st);
+    vg_session_free(s);
+    vg_saver_free(saver);
+    vg_graph_free(g);
+    CHECK_OK(vg_saved_model_add_assets_extra(exp, (const char *[]){extra}, 1, &st), &st);
+    CHECK_CODE(vg_saved_model_add_assets_extra(exp, (const char *[]){"/nonexistent/x"}, 1, &st), VG_NOT_FOUND);
+
+    /* files in place */
+    snprintf(p, sizeof p, "%s/assets/vocab.txt", exp);
+    CHECK(file_is(p, "a\nb\n"));
+    snprintf(p, sizeof p, "%s/assets/vocab_1.txt", exp);
+    CHECK(file_is(p, "c\n"));
+    snprintf(p, sizeof p, "%s/assets.extra/tf_serving_warmup_requests", exp);
+    CHECK(file_is(p, "warmup"));
+
+    /* load: the main op saw the fed asset paths */
+    vg_saved_model *m = NULL;
+    CHECK_OK(vg_saved_model_load(exp, (const char *[]){"serve"}, 1, NULL, &m, &st), &st);
+    if (m) {
+        CHECK_EQ_INT(vg_meta_graph_num_assets(m->meta_graph), 3);
+        CHECK(!strcmp(vg_meta_graph_asset_filename(m->meta_graph, 0), "vocab.txt"));
+        CHECK(!strcmp(vg_meta_graph_asset_filename(m->meta_graph, 1), "vocab_1.txt"));
+        CHECK(!strcmp(vg_meta_graph_asset_filename(m->meta_graph, 2), "vocab.txt"));
+        CHECK(!strcmp(vg_op_name(vg_meta_graph_asset_tensor(m->meta_graph, 1).op), "asset2"));
+        CHECK(vg_meta_graph_asset_filename(m->meta_graph, 3) == NULL);
+        snprintf(p, sizeof p, "%s/assets/vocab.txt", exp);
+        CHECK(fetch_string_is(m, "path1:0", p));
+        snprintf(p, sizeof p, "%s/assets/vocab_1.txt", exp);
+        CHECK(fetch_string_is(m, "path2:0", p));
+        vg_saved_model_free(m);
+    }
+
+    /* an asset item that is not a string Const */
+    g = vg_graph_new();
+    vg_output x = vg_placeholder(g, VG_STRING, NULL, 0, "x");
+    CHECK_OK(vg_graph_add_to_collection(g, "asset_filepaths", x), &st);
+    s = vg_session_new(g, NULL, &st);
+    snprintf(p, sizeof p, "%s/export/2", dir);
+    CHECK_CODE(vg_saved_model_save(g, s, NULL, p, (const char *[]){"serve"}, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "x");
+    vg_session_free(s);
+    vg_graph_free(g);
+    tu_rmrf(dir);
+}
+
+static void test_tf_assets(void) {
+    vg_status st;
+    /* asset_file_def (TF 1.14) */
+    vg_saved_model *m = NULL;
+    CHECK_OK(vg_saved_model_load(TDL "/serving_half_plus_two_cpu_tf1.14", (const char *[]){"serve"}, 1, NULL, &m, &st),
+             &st);
+    if (m) {
+        CHECK_EQ_INT(vg_meta_graph_num_assets(m->meta_graph), 1);
+        CHECK(!strcmp(vg_meta_graph_asset_filename(m->meta_graph, 0), "foo.txt"));
+        vg_output t = vg_meta_graph_asset_tensor(m->meta_graph, 0);
+        CHECK(t.op && vg_output_dtype(t) == VG_STRING);
+        /* its legacy_init_op assigned the file name (the generator's
+         * filename_tensor.assign("foo.txt")) */
+        CHECK(fetch_string_is(m, "filename_tensor:0", "foo.txt"));
+        vg_saved_model_free(m);
+    }
+    /* the "saved_model_assets" collection (TF 1.0) */
+    vg_graph *g = vg_graph_new();
+    vg_meta_graph *mg = NULL;
+    vg_meta_import_options o = {0};
+    o.omit_saver = true;
+    CHECK_OK(vg_import_saved_model_graph(g, TDL "/serving_half_plus_three_tf1.0/saved_model.pb", NULL, 0, &o, &mg, &st),
+             &st);
+    if (mg && vg_meta_graph_num_assets(mg) > 0) {
+        CHECK(!strcmp(vg_meta_graph_asset_filename(mg, 0), "foo.txt"));
+        CHECK(vg_meta_graph_asset_tensor(mg, 0).op != NULL);
+    } else {
+        fprintf(stderr, "note: half_plus_three_tf1.0 lists no assets\n");
+    }
+    vg_meta_graph_free(mg);
+    vg_graph_free(g);
+}
+
+int main(void) {
+    RUN_TEST(test_vigil_assets_roundtrip);
+    RUN_TEST(test_tf_assets);
+    TEST_MAIN_END();
+}
