@@ -3,12 +3,14 @@
  * `saved_model_cli show`: a GraphDef (.pb / .pbtxt), a MetaGraphDef (.meta) or a
  * SavedModel directory. Prints the node count, the op-type histogram, the op types
  * vigil cannot run (exit status 1 when there are any), and for importable
- * MetaGraphDefs / SavedModels their collections and SignatureDefs.
+ * MetaGraphDefs / SavedModels their collections, assets (and assets.extra files) and
+ * SignatureDefs.
  */
 #include "cli.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 static const char *graph_help =
@@ -60,7 +62,7 @@ static void print_output(vg_output o) {
     printf("%s:%d (%s %s)", vg_op_name(o.op), o.index, vg_dtype_name(vg_output_dtype(o)), vg_shape_str(&s, buf, sizeof buf));
 }
 
-static void print_meta(vg_graph *g, vg_meta_graph *mg) {
+static void print_meta(vg_graph *g, vg_meta_graph *mg, const char *export_dir) {
     int nc = vg_graph_num_collections(g);
     printf("collections (%d):\n", nc);
     for (int i = 0; i < nc; i++) {
@@ -73,6 +75,27 @@ static void print_meta(vg_graph *g, vg_meta_graph *mg) {
     if (sd)
         printf("saver: filename %s, save %s, restore %s, max_to_keep %d%s\n", sd->filename_tensor_name,
                sd->save_tensor_name, sd->restore_op_name, sd->max_to_keep, sd->sharded ? ", sharded" : "");
+    int na = vg_meta_graph_num_assets(mg);
+    if (na) printf("assets (%d):\n", na);
+    for (int i = 0; i < na; i++) {
+        printf("  %s <- ", vg_meta_graph_asset_filename(mg, i));
+        print_output(vg_meta_graph_asset_tensor(mg, i));
+        printf("\n");
+    }
+    if (export_dir) { /* assets.extra: files for the serving system, not the graph */
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/assets.extra", export_dir);
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        bool first = true;
+        while (d && (e = readdir(d)))
+            if (e->d_name[0] != '.') {
+                if (first) printf("assets.extra:\n");
+                first = false;
+                printf("  %s\n", e->d_name);
+            }
+        if (d) closedir(d);
+    }
     int ns = vg_meta_graph_num_signatures(mg);
     printf("signatures (%d):\n", ns);
     for (int i = 0; i < ns; i++) {
@@ -162,7 +185,7 @@ int cli_graph(int argc, char **argv) {
         o.source = file;
         vg_code c = saved_model ? vg_import_saved_model_graph(g, file, tags, ntags, &o, &mg, &st)
                                 : vg_import_meta_graph(g, data, len, &o, &mg, &st);
-        if (c == VG_OK) print_meta(g, mg);
+        if (c == VG_OK) print_meta(g, mg, saved_model ? path : NULL);
         else printf("not importable: %s: %s\n", vg_code_name(st.code), st.msg);
         vg_meta_graph_free(mg);
         vg_graph_free(g);
