@@ -204,11 +204,67 @@ done:
 /* vigil run: evaluate a SavedModel signature */
 
 static const char *run_help =
-    "usage: vigil run DIR [--tags serve] [--signature serving_default] --input KEY=v1,v2,... [--output KEY]\n"
+    "usage: vigil run DIR [--tags serve] [--signature serving_default] --input KEY=v1,v2,...|KEY=FILE.npy\n"
+    "                 [--output KEY] [--outdir DIR [--overwrite]]\n"
     "\n"
     "Loads the SavedModel in DIR (variables restored, main op run), feeds each --input\n"
     "(a comma-separated list of numbers, shaped [-1, <known trailing dims>] of the\n"
-    "signature input) and prints the outputs (all of the signature's by default).\n";
+    "signature input, or a NumPy .npy file, converted to the input's type as a TF feed\n"
+    "is) and prints the outputs (all of the signature's by default). With --outdir each\n"
+    "output is also written as DIR/KEY.npy (an existing file only with --overwrite), as\n"
+    "saved_model_cli run --outdir does.\n";
+
+static bool is_npy_arg(const char *v) {
+    size_t n = strlen(v);
+    return n > 4 && strcmp(v + n - 4, ".npy") == 0;
+}
+
+static double elem_as_double(const vg_tensor *t, int64_t i) {
+    const void *p = vg_tensor_data(t);
+    switch (vg_tensor_dtype(t)) {
+    case VG_FLOAT: return ((const float *)p)[i];
+    case VG_DOUBLE: return ((const double *)p)[i];
+    case VG_INT32: return ((const int32_t *)p)[i];
+    case VG_INT64: return (double)((const int64_t *)p)[i];
+    case VG_UINT8: return ((const uint8_t *)p)[i];
+    case VG_BOOL: return ((const bool *)p)[i];
+    default: return 0;
+    }
+}
+
+/* A .npy array for signature input t, converted to t's numeric dtype when it differs
+ * (NumPy's default float64 arrays fed to float32 inputs, as session.run's feed does). */
+static vg_tensor *read_npy_input(const char *path, vg_output t, vg_status *st) {
+    vg_tensor *x = vg_npy_read(path, st);
+    if (!x) return NULL;
+    vg_dtype want = vg_output_dtype(t), have = vg_tensor_dtype(x);
+    if (want == have) return x;
+    if (want == VG_STRING || have == VG_STRING || vg_dtype_size(want) == 0) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "%s holds %s, the input wants %s", path, vg_dtype_name(have),
+                      vg_dtype_name(want));
+        vg_tensor_free(x);
+        return NULL;
+    }
+    int64_t dims[VG_MAX_DIMS];
+    int nd = vg_tensor_ndims(x);
+    for (int d = 0; d < nd; d++) dims[d] = vg_tensor_dim(x, d);
+    vg_tensor *y = vg_tensor_new(want, dims, nd, st);
+    void *q = y ? vg_tensor_data(y) : NULL;
+    for (int64_t i = 0; y && i < vg_tensor_num_elements(x); i++) {
+        double d = elem_as_double(x, i);
+        switch (want) {
+        case VG_FLOAT: ((float *)q)[i] = (float)d; break;
+        case VG_DOUBLE: ((double *)q)[i] = d; break;
+        case VG_INT32: ((int32_t *)q)[i] = (int32_t)d; break;
+        case VG_INT64: ((int64_t *)q)[i] = (int64_t)d; break;
+        case VG_UINT8: ((uint8_t *)q)[i] = (uint8_t)d; break;
+        case VG_BOOL: ((bool *)q)[i] = d != 0; break;
+        default: break;
+        }
+    }
+    vg_tensor_free(x);
+    return y;
+}
 
 /* A tensor for signature input t from "1,2,3". */
 static vg_tensor *parse_input(const char *vals, vg_output t, vg_status *st) {
@@ -281,6 +337,8 @@ int cli_run(int argc, char **argv) {
     const char *dir = NULL, *tags_arg = "serve", *sig_key = "serving_default";
     const char *in_keys[16], *in_vals[16], *out_keys[16];
     int nin = 0, nout = 0;
+    const char *outdir = NULL;
+    bool overwrite = false;
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         bool missing = false;
@@ -303,6 +361,11 @@ int cli_run(int argc, char **argv) {
         } else if (cli_opt(argc, argv, &i, "--output", &v, &missing)) {
             if (missing || nout == 16) return cli_usage_error("run", "--output needs a key");
             out_keys[nout++] = v;
+        } else if (cli_opt(argc, argv, &i, "--outdir", &v, &missing)) {
+            if (missing) return cli_usage_error("run", "--outdir needs a directory");
+            outdir = v;
+        } else if (!strcmp(argv[i], "--overwrite")) {
+            overwrite = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("run", "unknown option '%s'", argv[i]);
         } else if (!dir) {
@@ -337,7 +400,8 @@ int cli_run(int argc, char **argv) {
             rc = cli_fail("signature '%s' has no input '%s'", sig_key, in_keys[i]);
             goto done;
         }
-        if (!(ins[i] = parse_input(in_vals[i], vg_meta_graph_signature_tensor(m->meta_graph, sig, false, j), &st))) {
+        vg_output it = vg_meta_graph_signature_tensor(m->meta_graph, sig, false, j);
+        if (!(ins[i] = is_npy_arg(in_vals[i]) ? read_npy_input(in_vals[i], it, &st) : parse_input(in_vals[i], it, &st))) {
             rc = cli_fail_status(&st);
             goto done;
         }
@@ -347,6 +411,24 @@ int cli_run(int argc, char **argv) {
         goto done;
     }
     for (int i = 0; i < nout; i++) print_tensor(out_keys[i], outs[i]);
+    for (int i = 0; outdir && i < nout; i++) {
+        char path[4096];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s.npy", outdir, out_keys[i]);
+        if (strchr(out_keys[i], '/')) {
+            rc = cli_fail("output key '%s' is not a file name", out_keys[i]);
+            goto done;
+        }
+        if (!overwrite && stat(path, &sb) == 0) {
+            rc = cli_fail("output file %s already exists; add --overwrite", path);
+            goto done;
+        }
+        if (vg_npy_write(path, outs[i], &st) != VG_OK) {
+            rc = cli_fail_status(&st);
+            goto done;
+        }
+        printf("%s written to %s\n", out_keys[i], path);
+    }
 done:
     for (int i = 0; i < 16; i++) {
         vg_tensor_free(ins[i]);
