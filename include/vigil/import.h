@@ -109,10 +109,12 @@ typedef struct vg_meta_graph vg_meta_graph;
 typedef struct vg_meta_import_options {
     const char *import_scope; /* prefix for every name (NULL: none) */
     bool clear_devices;
-    /* Do not import the nodes under the SaverDef's name scope ("save/..."): for graphs
-     * whose saver uses ops vigil lacks (TF's sharded savers: ShardedFilename,
-     * MergeV2Checkpoints, StringJoin). Make a vigil Saver over the restored variables
-     * instead (vigil/saver.h); it reads the same checkpoints. saver_def stays readable. */
+    /* Do not import the nodes under the SaverDef's name scope ("save/..."), e.g. to
+     * make a vigil Saver over the restored variables instead (vigil/saver.h; it reads
+     * the same checkpoints). With it off, TF's own save/restore subgraphs (sharded ones
+     * too: StringJoin, ShardedFilename, MergeV2Checkpoints) are imported and run: feed
+     * the prefix to filename_tensor_name, fetch save_tensor_name or run
+     * restore_op_name. saver_def stays readable either way. */
     bool omit_saver;
     const char *source;       /* named in errors; the *_file functions set the path */
     int64_t max_tensor_bytes; /* as vg_import_options */

@@ -14,9 +14,10 @@
  *                        (const char *[]){"y"}, &yout, 1, &st);
  *     vg_saved_model_free(m);
  *
- * The SavedModel's own saver ops are not imported (TF's sharded savers use ops vigil
- * lacks); a vigil Saver named "vigil_restore" over the "variables" collection reads the
- * same V2 checkpoint. Graphs with op types vigil lacks fail with UNIMPLEMENTED listing
+ * The SavedModel's own saver ops are not imported; a vigil Saver named "vigil_restore"
+ * over the "variables" collection reads the same V2 checkpoint (to run TF's own
+ * sharded save/restore subgraph, import with vg_import_saved_model_graph and
+ * omit_saver off). Graphs with op types vigil lacks fail with UNIMPLEMENTED listing
  * them all.
  */
 #ifndef VIGIL_SAVED_MODEL_H
