@@ -160,8 +160,77 @@ static void test_tf_assets(void) {
     vg_graph_free(g);
 }
 
+static void copy_file(const char *from, const char *to) {
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    CHECK(a && b);
+    char buf[4096];
+    size_t n;
+    while (a && b && (n = fread(buf, 1, sizeof buf, a)) > 0) CHECK(fwrite(buf, 1, n, b) == n);
+    if (a) fclose(a);
+    if (b) fclose(b);
+}
+
+/* TF 0.12's half_plus_two written as text (tensorflow/tensorflow
+ * cc/saved_model/testdata/half_plus_two_pbtxt, variables not in the repo): its
+ * sharded saver writes the variables from their initial values, then the export
+ * directory loads as a SavedModel (saved_model.pbtxt, legacy Variable ops, the
+ * text any_list "saved_model_assets" collection) and serves y = 0.5 x + 2. */
+static void test_tf_pbtxt_saved_model(void) {
+    vg_status st;
+    char dir[256], p[600], pre[600];
+    tu_mkdtemp(dir, sizeof dir, "pbtxtsm");
+    snprintf(p, sizeof p, "%s/assets", dir);
+    CHECK(mkdir(p, 0755) == 0);
+    copy_file(TDL "/half_plus_two_pbtxt_tf0.12/saved_model.pbtxt", (snprintf(p, sizeof p, "%s/saved_model.pbtxt", dir), p));
+    copy_file(TDL "/half_plus_two_pbtxt_tf0.12/assets/foo.txt", (snprintf(p, sizeof p, "%s/assets/foo.txt", dir), p));
+    /* variables/variables through the graph's own save ops */
+    vg_graph *g = vg_graph_new();
+    vg_meta_graph *mg = NULL;
+    snprintf(p, sizeof p, "%s/saved_model.pbtxt", dir);
+    CHECK_OK(vg_import_saved_model_graph(g, p, (const char *[]){"serve"}, 1, NULL, &mg, &st), &st);
+    CHECK_EQ_INT(vg_meta_graph_num_assets(mg), 1);
+    CHECK(vg_meta_graph_asset_filename(mg, 0) && !strcmp(vg_meta_graph_asset_filename(mg, 0), "foo.txt"));
+    CHECK(!strcmp(vg_meta_graph_tensorflow_version(mg), "0.12.head"));
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_op *init = vg_graph_op_by_name(g, "init");
+    CHECK(s && init);
+    if (s && init) CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    snprintf(pre, sizeof pre, "%s/variables/variables", dir);
+    vg_output fname = vg_graph_output_by_name(g, "save/Const:0", &st), save = vg_graph_output_by_name(g, "save/Identity:0", &st);
+    vg_tensor *fv = vg_tensor_new_string_scalar(pre, strlen(pre), &st), *ret = NULL;
+    CHECK_OK(vg_session_run(s, NULL, &fname, &fv, 1, &save, &ret, 1, NULL, 0, NULL, &st), &st);
+    vg_tensor_free(fv);
+    vg_tensor_free(ret);
+    vg_session_free(s);
+    vg_meta_graph_free(mg);
+    vg_graph_free(g);
+    snprintf(p, sizeof p, "%s/variables/variables.index", dir);
+    CHECK(access(p, F_OK) == 0);
+    /* load it as TF Serving would */
+    vg_saved_model *m = NULL;
+    CHECK_OK(vg_saved_model_load(dir, (const char *[]){"serve"}, 1, NULL, &m, &st), &st);
+    if (m) {
+        float xv[2] = {1, 6};
+        vg_tensor *xt = vg_tensor_new_copy(VG_FLOAT, (int64_t[]){2, 1}, 2, xv, sizeof xv, &st), *yt = NULL;
+        CHECK_OK(vg_saved_model_run(m, "serving_default", (const char *[]){"x"}, &xt, 1, (const char *[]){"y"}, &yt, 1,
+                                    &st),
+                 &st);
+        CHECK(yt && vg_tensor_num_elements(yt) == 2);
+        if (yt) {
+            CHECK_NEAR(((const float *)vg_tensor_data(yt))[0], 2.5, 0);
+            CHECK_NEAR(((const float *)vg_tensor_data(yt))[1], 5.0, 0);
+        }
+        CHECK(fetch_string_is(m, "filename_tensor:0", "foo.txt")); /* legacy_init_op ran */
+        vg_tensor_free(xt);
+        vg_tensor_free(yt);
+        vg_saved_model_free(m);
+    }
+    tu_rmrf(dir);
+}
+
 int main(void) {
     RUN_TEST(test_vigil_assets_roundtrip);
     RUN_TEST(test_tf_assets);
+    RUN_TEST(test_tf_pbtxt_saved_model);
     TEST_MAIN_END();
 }

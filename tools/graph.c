@@ -133,8 +133,12 @@ int cli_graph(int argc, char **argv) {
     if (stat(path, &sb) != 0) return cli_fail("cannot open %s", path);
     bool saved_model = S_ISDIR(sb.st_mode), meta = ends_with(path, ".meta");
     char file[4096];
-    if (saved_model) snprintf(file, sizeof file, "%s/saved_model.pb", path);
-    else snprintf(file, sizeof file, "%s", path);
+    if (saved_model) {
+        snprintf(file, sizeof file, "%s/saved_model.pb", path);
+        if (stat(file, &sb) != 0) snprintf(file, sizeof file, "%s/saved_model.pbtxt", path); /* the loader's fallback */
+    } else {
+        snprintf(file, sizeof file, "%s", path);
+    }
     char *tag_buf = NULL;
     const char *tags[32];
     int ntags = 0;
@@ -149,9 +153,27 @@ int cli_graph(int argc, char **argv) {
         return cli_fail("cannot read %s", file);
     }
     vg_status st;
+    int rc = 0;
+    if ((saved_model || meta) && ends_with(file, ".pbtxt")) { /* text SavedModel: to binary first */
+        void *bin = NULL;
+        size_t blen = 0;
+        if (vg_proto_text_to_binary(data, len, saved_model ? "SavedModel" : "MetaGraphDef", &bin, &blen, &st) != VG_OK) {
+            free(data);
+            free(tag_buf);
+            return cli_fail_status(&st);
+        }
+        free(data);
+        data = malloc(blen ? blen : 1);
+        if (data) memcpy(data, bin, blen);
+        len = blen;
+        vg_free(bin);
+        if (!data) {
+            free(tag_buf);
+            return cli_fail("out of memory");
+        }
+    }
     const void *gd = data;
     size_t gd_len = len;
-    int rc = 0;
     if ((saved_model || meta) &&
         vg_meta_graph_def_graph_def(data, len, saved_model, tags, ntags, &gd, &gd_len, &st) != VG_OK) {
         rc = cli_fail_status(&st);

@@ -100,6 +100,12 @@ VG_API vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import
 VG_API vg_code vg_graph_def_op_types(const void *bytes, size_t len, vg_import_format format, char ***types,
                                      int **counts, int *n, vg_status *st);
 VG_API void vg_import_free_strings(char **strs, int n);
+/* Protobuf text format to binary for message "GraphDef", "MetaGraphDef" or
+ * "SavedModel", with the fields vigil reads (others are skipped, as unknown binary
+ * fields are). *bytes: free with vg_free. Fails with DATA_LOSS (syntax, naming the
+ * line), INVALID_ARGUMENT (unknown message, NULL), RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_proto_text_to_binary(const void *text, size_t len, const char *message, void **bytes,
+                                       size_t *out_len, vg_status *st);
 
 /* ------------------------------------------------------------------------ */
 /* MetaGraphDef (tf.train.import_meta_graph) and SavedModel graphs */

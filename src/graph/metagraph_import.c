@@ -744,3 +744,28 @@ vg_output vg_meta_graph_asset_tensor(const vg_meta_graph *mg, int i) {
     const struct asset *a = asset_at(mg, i);
     return a ? a->tensor : (vg_output){0};
 }
+
+vg_code vg_proto_text_to_binary(const void *text, size_t len, const char *message, void **bytes, size_t *out_len,
+                                vg_status *st) {
+    if (bytes) *bytes = NULL;
+    if (out_len) *out_len = 0;
+    if ((!text && len) || !message || !bytes || !out_len)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_proto_text_to_binary: NULL argument");
+    vg__pbtxt_root root;
+    if (!strcmp(message, "GraphDef")) root = VG__PBTXT_GRAPH_DEF;
+    else if (!strcmp(message, "MetaGraphDef")) root = VG__PBTXT_META_GRAPH_DEF;
+    else if (!strcmp(message, "SavedModel")) root = VG__PBTXT_SAVED_MODEL;
+    else return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_proto_text_to_binary: unknown message '%s'", message);
+    vg__pb_buf bin;
+    vg__pb_init(&bin);
+    vg_code k = vg__pbtxt_to_binary(text ? text : "", len, root, &bin, st);
+    if (k) {
+        vg__pb_free(&bin);
+        return k;
+    }
+    *bytes = bin.data ? (void *)bin.data : vg__malloc(1);
+    *out_len = bin.len;
+    if (!*bytes) return VG_OOM(st, "binary proto");
+    vg_status_clear(st);
+    return VG_OK;
+}
