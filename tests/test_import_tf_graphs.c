@@ -7,7 +7,10 @@
  *    concat(.., axis 1)), then concat(merge, merge, axis 2): the false branch runs,
  *    giving ones of shape [1, 2, 2];
  *  - while_loop: i = 0, x = ones[2,2]; while i < 10: i += 1, x = concat(x, x, 0):
- *    Exit = 10, Exit_1 = ones of shape [2048, 2]. */
+ *    Exit = 10, Exit_1 = ones of shape [2048, 2];
+ *  - simple_function: two calls of the library function MyAdd_55e046a8 (x + y) on
+ *    2.0s: until functions exist, UNIMPLEMENTED says the op type is a library function
+ *    (binary and text GraphDef alike). */
 #include "test_util.h"
 #include "vigil/vigil.h"
 
@@ -89,8 +92,37 @@ static void test_while_loop(void) {
     vg_graph_free(g);
 }
 
+static void test_simple_function(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    if (import_or_missing(g, TDG "/grappler_simple_function.pbtxt")) {
+        vg_session *s = vg_session_new(g, NULL, &st);
+        vg_tensor *t = NULL;
+        CHECK_OK(vg_session_run1(s, vg_graph_output_by_name(g, "MyAdd_55e046a8_1", &st), &t, &st), &st);
+        for (int i = 0; t && i < 2; i++) CHECK_NEAR(((const float *)vg_tensor_data(t))[i], 6.0, 0); /* 2 + (2 + 2) */
+        vg_tensor_free(t);
+        vg_session_free(s);
+    } else {
+        CHECK_CODE(vg_graph_import_graph_def_file(g, TDG "/grappler_simple_function.pbtxt", NULL, &st), VG_UNIMPLEMENTED);
+        CHECK_STR_CONTAINS(st.msg, "MyAdd_55e046a8 (nodes 'MyAdd_55e046a8', 'MyAdd_55e046a8_1')");
+        CHECK_STR_CONTAINS(st.msg, "a function of the GraphDef's library");
+        /* the same through the binary form */
+        size_t n;
+        uint8_t *txt = slurp(TDG "/grappler_simple_function.pbtxt", &n);
+        void *bin = NULL;
+        size_t blen = 0;
+        CHECK_OK(vg_proto_text_to_binary(txt, n, "GraphDef", &bin, &blen, &st), &st);
+        CHECK_CODE(vg_graph_import_graph_def(g, bin, blen, NULL, &st), VG_UNIMPLEMENTED);
+        CHECK_STR_CONTAINS(st.msg, "a function of the GraphDef's library");
+        vg_free(bin);
+        free(txt);
+    }
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_merge_without_loops);
     RUN_TEST(test_while_loop);
+    RUN_TEST(test_simple_function);
     TEST_MAIN_END();
 }

@@ -99,7 +99,16 @@ static const msg_def m_node = {"NodeDef", f_node};
 static const field_def f_versions[] = {F("producer", 1, K_INT), F("min_consumer", 2, K_INT),
                                        F("bad_consumers", 3, K_INT), END};
 static const msg_def m_versions = {"VersionDef", f_versions};
-static const field_def f_graph[] = {M("node", 1, m_node), M("versions", 4, m_versions), F("version", 3, K_INT), END};
+/* GraphDef.library: only the function names (FunctionDef.signature.name), which the
+ * importer uses to say that an unknown op type is a library function */
+static const field_def f_fn_sig[] = {F("name", 1, K_STRING), END};
+static const msg_def m_fn_sig = {"OpDef", f_fn_sig};
+static const field_def f_fn[] = {M("signature", 1, m_fn_sig), END};
+static const msg_def m_fn = {"FunctionDef", f_fn};
+static const field_def f_lib[] = {M("function", 1, m_fn), END};
+static const msg_def m_lib = {"FunctionDefLibrary", f_lib};
+static const field_def f_graph[] = {M("node", 1, m_node), M("versions", 4, m_versions), F("version", 3, K_INT),
+                                    M("library", 2, m_lib), END};
 static const msg_def m_graph = {"GraphDef", f_graph};
 
 static const field_def f_meta_info[] = {F("meta_graph_version", 1, K_STRING), F("tags", 4, K_STRING),
