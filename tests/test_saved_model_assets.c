@@ -8,6 +8,7 @@
  *  - TF-written SavedModels: tensorflow/serving's half_plus_two (TF 1.14) lists its
  *    asset "foo.txt" in asset_file_def; TF 1.0's half_plus_three in the older
  *    "saved_model_assets" collection (AnyList of AssetFileDefs). */
+#include "io/io.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include <sys/stat.h>
@@ -43,6 +44,47 @@ static bool fetch_string_is(vg_saved_model *m, const char *name, const char *wan
     if (!ok) fprintf(stderr, "%s = '%.*s', want '%s'\n", name, (int)n, s ? s : "", want);
     vg_tensor_free(t);
     return ok;
+}
+
+/* saved_model.pb decoded with the wire-format reader against saved_model.proto /
+ * meta_graph.proto field numbers: SavedModel.meta_graphs = 2, MetaGraphDef.asset_file_def
+ * = 6, AssetFileDef {tensor_info = 1 {name = 1}, filename = 2}. Fills names[i] =
+ * "filename=tensor"; returns the count, -1 when malformed. */
+static int decode_asset_file_defs(const char *pb_path, char names[][128], int max) {
+    uint8_t *data = NULL;
+    size_t len = 0;
+    vg_status st;
+    if (vg__io_read_file(pb_path, &data, &len, &st)) return -1;
+    int n = 0;
+    bool bad = false;
+    vg__pb_reader r, mr, ar, tr;
+    vg__pb_field f, mf, af, tf;
+    vg__pb_reader_init(&r, data, len);
+    while (!bad && vg__pb_next(&r, &f, NULL) == VG_OK) {
+        if (f.number != 2 || f.wiretype != VG__PB_LEN) continue;
+        vg__pb_reader_init(&mr, f.data, f.len);
+        while (!bad && vg__pb_next(&mr, &mf, NULL) == VG_OK) {
+            if (mf.number != 6) continue;
+            if (mf.wiretype != VG__PB_LEN || n == max) {
+                bad = true;
+                break;
+            }
+            char fn[64] = "", tn[64] = "";
+            vg__pb_reader_init(&ar, mf.data, mf.len);
+            while (vg__pb_next(&ar, &af, NULL) == VG_OK) {
+                if (af.number == 2 && af.wiretype == VG__PB_LEN) snprintf(fn, sizeof fn, "%.*s", (int)af.len, af.data);
+                if (af.number == 1 && af.wiretype == VG__PB_LEN) {
+                    vg__pb_reader_init(&tr, af.data, af.len);
+                    while (vg__pb_next(&tr, &tf, NULL) == VG_OK)
+                        if (tf.number == 1 && tf.wiretype == VG__PB_LEN)
+                            snprintf(tn, sizeof tn, "%.*s", (int)tf.len, tf.data);
+                }
+            }
+            snprintf(names[n++], 128, "%s=%s", fn, tn);
+        }
+    }
+    vg__free(data);
+    return bad ? -1 : n;
 }
 
 static void test_vigil_assets_roundtrip(void) {
@@ -96,6 +138,14 @@ static void test_vigil_assets_roundtrip(void) {
     CHECK(file_is(p, "c\n"));
     snprintf(p, sizeof p, "%s/assets.extra/tf_serving_warmup_requests", exp);
     CHECK(file_is(p, "warmup"));
+
+    /* the proto itself, decoded independently of vigil's importer */
+    char afd[8][128];
+    snprintf(p, sizeof p, "%s/saved_model.pb", exp);
+    CHECK_EQ_INT(decode_asset_file_defs(p, afd, 8), 3);
+    CHECK(!strcmp(afd[0], "vocab.txt=asset1:0"));
+    CHECK(!strcmp(afd[1], "vocab_1.txt=asset2:0"));
+    CHECK(!strcmp(afd[2], "vocab.txt=asset3:0"));
 
     /* load: the main op saw the fed asset paths */
     vg_saved_model *m = NULL;
