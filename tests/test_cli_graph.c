@@ -96,6 +96,23 @@ static void test_cli_run_npy(void) {
     const char *b[] = {"run", TDL "/serving_half_plus_two_cpu_tf1.14", "--input", arg, "--outdir", outdir,
                        "--overwrite", NULL};
     CHECK_EQ_INT(run_vigil(b, "out", "err"), 0);
+    /* --input_examples: tf.train.Examples through the regression signature's
+     * ParseExample (y = 0.5 x + 2), and through y2 = 0.5 x + 3 (c) */
+    const char *e1[] = {"run", TDL "/serving_half_plus_two_cpu_tf1.14", "--signature", "regress_x_to_y",
+                        "--input_examples", "inputs=[{\"x\":[1.0]}, {'x': [3.0]}]", NULL};
+    CHECK_EQ_INT(run_vigil(e1, "out", "err"), 0);
+    read_into("out", out_buf, sizeof out_buf);
+    CHECK_STR_CONTAINS(out_buf, "outputs float [2,1]: 2.5 3.5");
+    const char *e2[] = {"run", TDL "/serving_half_plus_two_cpu_tf1.14", "--signature", "regress_x_to_y2",
+                        "--input_examples", "inputs=[{\"x\":[4.0]}]", NULL};
+    CHECK_EQ_INT(run_vigil(e2, "out", "err"), 0);
+    read_into("out", out_buf, sizeof out_buf);
+    CHECK_STR_CONTAINS(out_buf, "outputs float [1,1]: 5");
+    const char *e3[] = {"run", TDL "/serving_half_plus_two_cpu_tf1.14", "--signature", "regress_x_to_y",
+                        "--input_examples", "inputs=[{\"x\":[1.0]", NULL};
+    CHECK_EQ_INT(run_vigil(e3, "out", "err"), 1);
+    read_into("err", err_buf, sizeof err_buf);
+    CHECK_STR_CONTAINS(err_buf, "--input_examples");
     /* a corrupt .npy */
     FILE *f = fopen(x, "wb");
     if (f) {

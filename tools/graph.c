@@ -227,14 +227,142 @@ done:
 
 static const char *run_help =
     "usage: vigil run DIR [--tags serve] [--signature serving_default] --input KEY=v1,v2,...|KEY=FILE.npy\n"
-    "                 [--output KEY] [--outdir DIR [--overwrite]]\n"
+    "                 [--input_examples KEY='[{\"x\":[1.0]},...]'] [--output KEY] [--outdir DIR [--overwrite]]\n"
     "\n"
     "Loads the SavedModel in DIR (variables restored, main op run), feeds each --input\n"
     "(a comma-separated list of numbers, shaped [-1, <known trailing dims>] of the\n"
     "signature input, or a NumPy .npy file, converted to the input's type as a TF feed\n"
-    "is) and prints the outputs (all of the signature's by default). With --outdir each\n"
+    "is; --input_examples feeds serialized tf.train.Examples built from a list of\n"
+    "feature dicts, as saved_model_cli does) and prints the outputs (all of the\n"
+    "signature's by default). With --outdir each\n"
     "output is also written as DIR/KEY.npy (an existing file only with --overwrite), as\n"
     "saved_model_cli run --outdir does.\n";
+
+/* saved_model_cli's --input_examples: KEY=[{"x":[1.0,2.0],"name":["a"]},{...}] -> a
+ * vector of serialized tf.train.Examples, one per dict; a feature whose first value is
+ * a quoted string is a bytes_list, one with a '.', 'e' or "nan"/"inf" a float_list,
+ * else an int64_list (Python's float / str / int). */
+typedef struct exlex {
+    const char *p;
+    vg_status *st;
+} exlex;
+
+static void ex_ws(exlex *l) {
+    while (*l->p == ' ' || *l->p == '\t' || *l->p == '\n') l->p++;
+}
+
+static bool ex_eat(exlex *l, char c) {
+    ex_ws(l);
+    if (*l->p != c) return false;
+    l->p++;
+    return true;
+}
+
+/* A quoted string into buf (no escapes). */
+static bool ex_str(exlex *l, char *buf, size_t cap) {
+    ex_ws(l);
+    char q = *l->p;
+    if (q != '"' && q != '\'') return false;
+    const char *e = strchr(l->p + 1, q);
+    if (!e || (size_t)(e - l->p - 1) >= cap) return false;
+    memcpy(buf, l->p + 1, (size_t)(e - l->p - 1));
+    buf[e - l->p - 1] = 0;
+    l->p = e + 1;
+    return true;
+}
+
+static vg_code ex_feature(exlex *l, vg_example *ex, const char *key) {
+    bool list = ex_eat(l, '['), is_str = false, is_float = false;
+    char items[64][256];
+    int n = 0;
+    for (;;) {
+        if (list && ex_eat(l, ']')) break;
+        if (n == 64) return vg_status_set(l->st, VG_INVALID_ARGUMENT, "feature '%s': more than 64 values", key);
+        ex_ws(l);
+        if (*l->p == '"' || *l->p == '\'') {
+            if (!ex_str(l, items[n], sizeof items[n])) return vg_status_set(l->st, VG_INVALID_ARGUMENT, "feature '%s': bad string", key);
+            is_str = true;
+        } else {
+            size_t k = strcspn(l->p, ",]} \t\n");
+            if (k == 0 || k >= sizeof items[n]) return vg_status_set(l->st, VG_INVALID_ARGUMENT, "feature '%s': bad value", key);
+            memcpy(items[n], l->p, k);
+            items[n][k] = 0;
+            if (strpbrk(items[n], ".eEnN")) is_float = true;
+            l->p += k;
+        }
+        n++;
+        if (!list) break;
+        if (!ex_eat(l, ',')) {
+            if (!ex_eat(l, ']')) return vg_status_set(l->st, VG_INVALID_ARGUMENT, "feature '%s': expected ',' or ']'", key);
+            break;
+        }
+    }
+    if (is_str) {
+        const char *v[64];
+        size_t lens[64];
+        for (int i = 0; i < n; i++) v[i] = items[i], lens[i] = strlen(items[i]);
+        return vg_example_add_bytes(ex, key, v, lens, (size_t)n, l->st);
+    }
+    if (is_float) {
+        float v[64];
+        for (int i = 0; i < n; i++) {
+            double d;
+            if (!cli_parse_double(items[i], &d)) return vg_status_set(l->st, VG_INVALID_ARGUMENT, "'%s' is not a number", items[i]);
+            v[i] = (float)d;
+        }
+        return vg_example_add_float(ex, key, v, (size_t)n, l->st);
+    }
+    int64_t v[64];
+    for (int i = 0; i < n; i++)
+        if (!cli_parse_i64(items[i], &v[i])) return vg_status_set(l->st, VG_INVALID_ARGUMENT, "'%s' is not an integer", items[i]);
+    return vg_example_add_int64(ex, key, v, (size_t)n, l->st);
+}
+
+static vg_tensor *parse_examples(const char *text, vg_status *st) {
+    exlex l = {text, st};
+    char *bufs[256];
+    size_t lens[256];
+    int n = 0;
+    vg_code c = VG_OK;
+    if (!ex_eat(&l, '[')) c = vg_status_set(st, VG_INVALID_ARGUMENT, "--input_examples: expected a list [{...}, ...]");
+    while (!c && !ex_eat(&l, ']')) {
+        if (n == 256 || !ex_eat(&l, '{')) {
+            c = vg_status_set(st, VG_INVALID_ARGUMENT, "--input_examples: expected '{' (at most 256 examples)");
+            break;
+        }
+        vg_example *ex = vg_example_new();
+        while (!c && !ex_eat(&l, '}')) {
+            char key[256];
+            if (!ex_str(&l, key, sizeof key) || !ex_eat(&l, ':'))
+                c = vg_status_set(st, VG_INVALID_ARGUMENT, "--input_examples: expected \"feature\": values");
+            else c = ex_feature(&l, ex, key);
+            if (!c && !ex_eat(&l, ',') && (ex_ws(&l), *l.p != '}'))
+                c = vg_status_set(st, VG_INVALID_ARGUMENT, "--input_examples: expected ',' or '}'");
+        }
+        size_t len = 0;
+        const void *b = c ? NULL : vg_example_serialize(ex, &len, st);
+        if (!c && !b) c = st->code ? st->code : VG_INTERNAL;
+        if (!c) {
+            bufs[n] = malloc(len ? len : 1);
+            if (bufs[n]) memcpy(bufs[n], b, len);
+            lens[n++] = len;
+        }
+        vg_example_free(ex);
+        if (!c) ex_eat(&l, ',');
+    }
+    vg_tensor *t = NULL;
+    if (!c) {
+        int64_t d = n;
+        t = vg_tensor_new(VG_STRING, &d, 1, st);
+        for (int i = 0; t && i < n; i++)
+            if (!bufs[i] || vg_tensor_set_string(t, i, bufs[i], lens[i], st)) {
+                vg_tensor_free(t);
+                t = NULL;
+            }
+    }
+    for (int i = 0; i < n; i++) free(bufs[i]);
+    return t;
+}
 
 static bool is_npy_arg(const char *v) {
     size_t n = strlen(v);
@@ -361,6 +489,7 @@ int cli_run(int argc, char **argv) {
     int nin = 0, nout = 0;
     const char *outdir = NULL;
     bool overwrite = false;
+    bool in_is_ex[16] = {false};
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         bool missing = false;
@@ -383,6 +512,14 @@ int cli_run(int argc, char **argv) {
         } else if (cli_opt(argc, argv, &i, "--output", &v, &missing)) {
             if (missing || nout == 16) return cli_usage_error("run", "--output needs a key");
             out_keys[nout++] = v;
+        } else if (cli_opt(argc, argv, &i, "--input_examples", &v, &missing)) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            if (missing || !eq || eq == v || nin == 16) return cli_usage_error("run", "--input_examples needs KEY=[{...}]");
+            static char ekeys[16][256];
+            snprintf(ekeys[nin], sizeof ekeys[nin], "%.*s", (int)(eq - v), v);
+            in_keys[nin] = ekeys[nin];
+            in_is_ex[nin] = true;
+            in_vals[nin++] = eq + 1;
         } else if (cli_opt(argc, argv, &i, "--outdir", &v, &missing)) {
             if (missing) return cli_usage_error("run", "--outdir needs a directory");
             outdir = v;
@@ -423,7 +560,9 @@ int cli_run(int argc, char **argv) {
             goto done;
         }
         vg_output it = vg_meta_graph_signature_tensor(m->meta_graph, sig, false, j);
-        if (!(ins[i] = is_npy_arg(in_vals[i]) ? read_npy_input(in_vals[i], it, &st) : parse_input(in_vals[i], it, &st))) {
+        if (!(ins[i] = in_is_ex[i]            ? parse_examples(in_vals[i], &st)
+                       : is_npy_arg(in_vals[i]) ? read_npy_input(in_vals[i], it, &st)
+                                                : parse_input(in_vals[i], it, &st))) {
             rc = cli_fail_status(&st);
             goto done;
         }
