@@ -111,6 +111,8 @@ static run_result run_vigil(const char *vigil, const char *model, int epochs, in
     return r;
 }
 
+#include "torch_peer.h"
+
 static const char *peer_path(const char *self_dir) {
     static char buf[2048];
     const char *e = getenv("VG_TORCH_PEER");
@@ -125,7 +127,7 @@ static run_result run_peer(const char *peer, const char *model, int threads) {
     run_result r = {0};
     char th[32];
     snprintf(th, sizeof th, "%d", threads);
-    char *argv[] = {"/usr/bin/python3", (char *)peer, "--model", (char *)model, "--threads", th,
+    char *argv[] = {(char *)bench_python(), (char *)peer, "--model", (char *)model, "--threads", th,
                     "--steps", !strcmp(model, "cnn") ? "60" : "1000", "--epochs", "0", NULL};
     char *text = NULL;
     int rc = run_capture(argv, &r.wall_s, &r.rss_mb, &text);
@@ -159,6 +161,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_fmnist: %s not found (build with -DVIGIL_TOOLS=ON)\n", vigil);
         return 1;
     }
+    const char *peer_status = "disabled (--no-peer)";
+    if (peer && !bench_torch_probe(&peer_status)) peer = false;
     const char *pp = peer ? peer_path(dir) : NULL;
     double vs[16], vw[16], vf[16], vr[16], va[16], ds[16], dw[16], da[16], ps[16], pr[16];
     int nv = 0, nd = 0, np = 0;
@@ -181,9 +185,10 @@ int main(int argc, char **argv) {
     printf("{\"bench\":\"fmnist_train\",\"model\":\"%s\",\"epochs\":%d,\"threads\":%d,\"rounds\":%d,"
            "\"vigil_peer_opt\":{\"samples_per_s\":%.1f,\"wall_s\":%.3f,\"first_step_s\":%.3f,\"peak_rss_mb\":%.1f,"
            "\"test_acc\":%.4f},\"vigil_defaults\":{\"samples_per_s\":%.1f,\"wall_s\":%.3f,\"test_acc\":%.4f},"
-           "\"peer\":{\"samples_per_s\":%.1f,\"peak_rss_mb\":%.1f,\"script\":\"%s\"},\"ratio_samples_per_s\":%.3f}\n",
+           "\"peer\":{\"samples_per_s\":%.1f,\"peak_rss_mb\":%.1f,\"script\":\"%s\",\"status\":\"%s\"},"
+           "\"ratio_samples_per_s\":%.3f}\n",
            model, epochs, threads, rounds, vm, median(vw, nv), median(vf, nv), median(vr, nv), median(va, nv),
            median(ds, nd), median(dw, nd), median(da, nd), pm, median(pr, np), pp ? pp : "unavailable",
-           pm > 0 && vm > 0 ? vm / pm : -1.0);
+           peer_status, pm > 0 && vm > 0 ? vm / pm : -1.0);
     return nv == rounds ? 0 : 1;
 }

@@ -38,15 +38,19 @@ static void die(const char *what, vg_status *st) {
     exit(1);
 }
 
+#include "torch_peer.h"
+
 static double torch_add_us(void) {
-    FILE *p = popen("/usr/bin/python3 -c \"\n"
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s -c \"\n"
                     "import os\nos.environ['OMP_NUM_THREADS']='1'\n"
                     "import torch,time\ntorch.set_num_threads(1)\n"
                     "a=torch.ones(1);b=torch.ones(1)\nr=[]\n"
                     "for k in range(41):\n t=time.perf_counter()\n for i in range(2000): c=a+b\n"
                     " r.append((time.perf_counter()-t)/2000*1e6)\n"
                     "r.sort();print(r[len(r)//2])\n\" 2>/dev/null",
-                    "r");
+             bench_python());
+    FILE *p = popen(cmd, "r");
     if (!p) return -1;
     double v = -1;
     if (fscanf(p, "%lf", &v) != 1) v = -1;
@@ -147,11 +151,14 @@ int main(int argc, char **argv) {
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
-    double torch_us = getenv("VG_BENCH_NO_PEER") ? -1 : torch_add_us();
+    const char *peer_status = "disabled (VG_BENCH_NO_PEER)";
+    double torch_us = getenv("VG_BENCH_NO_PEER") || !bench_torch_probe(&peer_status) ? -1 : torch_add_us();
     printf("{\"bench\":\"session_overhead\",\"threads\":1,\"run_addv2_fetch_us\":%.3f,\"run_assign_add_us\":%.3f,"
            "\"raw_train_us\":%.3f,\"monitored_train_us\":%.3f,\"monitored_overhead_us\":%.3f,"
-           "\"peer\":\"pytorch eager 1-element add\",\"peer_add_us\":%.3f,\"ratio_addv2_to_peer\":%.3f}\n",
-           add_us, assign_us, raw_us, mon_us, mon_us - raw_us, torch_us, torch_us > 0 ? add_us / torch_us : -1);
+           "\"peer\":\"pytorch eager 1-element add\",\"peer_add_us\":%.3f,\"ratio_addv2_to_peer\":%.3f,"
+           "\"peer_status\":\"%s\"}\n",
+           add_us, assign_us, raw_us, mon_us, mon_us - raw_us, torch_us, torch_us > 0 ? add_us / torch_us : -1,
+           peer_status);
     free(t);
     free(tm);
     free(tr);

@@ -38,6 +38,8 @@ static void die(const char *what, const vg_status *st) {
     exit(1);
 }
 
+#include "torch_peer.h"
+
 static const char *peer_path(void) {
     static const char *cands[] = {VG_SRCDIR "/bench/peers/torch_fmnist.py"};
     const char *e = getenv("VG_TORCH_PEER");
@@ -53,8 +55,8 @@ static double run_peer(const char *model, int threads, int steps, double *rss_mb
     const char *p = peer_path();
     if (!p) return -1;
     char cmd[1024], line[8192];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s --model %s --threads %d --steps %d --epochs 0 2>/dev/null", p, model,
-             threads, steps);
+    snprintf(cmd, sizeof cmd, "%s %s --model %s --threads %d --steps %d --epochs 0 2>/dev/null", bench_python(), p,
+             model, threads, steps);
     FILE *f = popen(cmd, "r");
     if (!f) return -1;
     double med = -1;
@@ -141,6 +143,8 @@ int main(int argc, char **argv) {
     vg_output feeds[2] = {x, y};
     double *t = malloc(sizeof(double) * (size_t)steps), vr[16], pr[16], last_loss = 0, peer_rss = -1;
     if (rounds > 16) rounds = 16;
+    const char *peer_status = "disabled (--no-peer)";
+    if (peer && !bench_torch_probe(&peer_status)) peer = false;
     for (int r = 0; r < rounds; r++) {
         for (int i = 0; i < warm + steps; i++) {
             vg_tensor *fv[2] = {xb[i % NBATCH], yb[i % NBATCH]}, *l;
@@ -173,8 +177,8 @@ int main(int argc, char **argv) {
            flop * 1e-9, peak, limit_ms, flop / vm * 1e-6, peak > 0 ? flop / vm * 1e-6 / peak : 0,
            limit_ms > 0 ? vm / limit_ms : 0, pm > 0 ? flop / pm * 1e-6 : -1,
            pm > 0 && peak > 0 ? flop / pm * 1e-6 / peak : -1);
-    printf(",\"backend\":\"%s\",\"final_loss\":%.4f,\"peer\":\"pytorch %s\"}\n", vg_backend_name(vg_backend_get()), last_loss,
-           peer_path() ? peer_path() : "unavailable");
+    printf(",\"backend\":\"%s\",\"final_loss\":%.4f,\"peer\":\"pytorch %s\",\"peer_status\":\"%s\"}\n",
+           vg_backend_name(vg_backend_get()), last_loss, peer_path() ? peer_path() : "unavailable", peer_status);
     vg_session_free(s);
     vg_optimizer_free(opt);
     vg_graph_free(g);

@@ -1,7 +1,7 @@
 /* fuzz_import.c - libFuzzer harness for the graph importers (issue 14 / issue 9): the
  * bytes as a GraphDef (wire format or text, auto-detected) into a fresh graph and into a
  * graph that already has ops (name clashes, input_map), and as a MetaGraphDef (with and
- * without the saver subgraph). Tensors are capped at 1 MiB so -malloc_limit_mb=64 holds.
+ * without the saver subgraph; its assets), and the text-to-binary converter. Tensors are capped at 1 MiB so -malloc_limit_mb=64 holds.
  * To build: add fuzz_import to VIGIL_FUZZERS in fuzz/CMakeLists.txt. */
 #include "vigil/vigil.h"
 #include <stdint.h>
@@ -33,9 +33,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             for (int i = 0; i < vg_meta_graph_num_signatures(mg); i++)
                 for (int j = 0; j < vg_meta_graph_signature_num_tensors(mg, i, true); j++)
                     (void)vg_output_dtype(vg_meta_graph_signature_tensor(mg, i, true, j));
+            for (int i = 0; i < vg_meta_graph_num_assets(mg); i++)
+                if (!vg_meta_graph_asset_filename(mg, i) || !vg_meta_graph_asset_tensor(mg, i).op) __builtin_trap();
         }
         vg_meta_graph_free(mg);
         vg_graph_free(h);
+    }
+    /* text to binary for each root message */
+    static const char *const roots[] = {"GraphDef", "MetaGraphDef", "SavedModel"};
+    for (int r = 0; r < 3; r++) {
+        void *bin = NULL;
+        size_t blen = 0;
+        if (vg_proto_text_to_binary(data, size, roots[r], &bin, &blen, &st) == VG_OK) vg_free(bin);
     }
     char **types = NULL;
     int n = 0;

@@ -24,11 +24,17 @@ static void test_cli_graph__graph_def(void) {
     CHECK_STR_CONTAINS(out_buf, "nodes: 3");
     CHECK_STR_CONTAINS(out_buf, "Placeholder");
     CHECK(strstr(out_buf, "cannot run") == NULL);
-    /* a graph using op types vigil lacks: exit 1 and the list (ParseExample) */
-    CHECK_EQ_INT(run_graph(TDL "/serving_half_plus_two_cpu_tf1.14"), 1);
+    /* every op type of TF 1.14's half_plus_two, its sharded saver's included
+     * (StringJoin, ShardedFilename, MergeV2Checkpoints): exit 0; its asset listed */
+    CHECK_EQ_INT(run_graph(TDL "/serving_half_plus_two_cpu_tf1.14"), 0);
     CHECK_STR_CONTAINS(out_buf, "nodes: 74");
+    CHECK(strstr(out_buf, "cannot run") == NULL);
+    CHECK_STR_CONTAINS(out_buf, "assets (1):");
+    CHECK_STR_CONTAINS(out_buf, "foo.txt <- Const:0");
+    /* a graph using op types vigil lacks: exit 1 and the list (TF 2 resource variables) */
+    CHECK_EQ_INT(run_graph(TDL "/serving_half_plus_two_tf2_cpu"), 1);
     CHECK_STR_CONTAINS(out_buf, "op types vigil cannot run");
-    CHECK_STR_CONTAINS(out_buf, "ParseExample");
+    CHECK_STR_CONTAINS(out_buf, "VarHandleOp");
 }
 
 static void test_cli_graph__saved_model(void) {
@@ -59,6 +65,64 @@ static void test_cli_run(void) {
     CHECK_EQ_INT(run_vigil(a5, "out", "err"), 0); /* y = 0.5 x + 2 since ParseExample exists */
     read_into("out", out_buf, sizeof out_buf);
     CHECK_STR_CONTAINS(out_buf, "y float [1,1]: 2.5");
+}
+
+/* vigil run with .npy input (NumPy's float64, converted to the float input) and
+ * --outdir writing each output as KEY.npy. */
+static void test_cli_run_npy(void) {
+    vg_status st;
+    char dir[256], x[300], y[300], arg[320], outdir[300];
+    tu_mkdtemp(dir, sizeof dir, "clinpy");
+    snprintf(x, sizeof x, "%s/x.npy", dir);
+    snprintf(y, sizeof y, "%s/y.npy", dir);
+    snprintf(arg, sizeof arg, "x=%s", x);
+    snprintf(outdir, sizeof outdir, "%s", dir);
+    double xv[3] = {1, 2, 5};
+    vg_tensor *xt = vg_tensor_new_copy(VG_DOUBLE, (int64_t[]){3, 1}, 2, xv, sizeof xv, &st);
+    CHECK_OK(vg_npy_write(x, xt, &st), &st);
+    vg_tensor_free(xt);
+    const char *a[] = {"run", TDL "/serving_half_plus_two_cpu_tf1.14", "--input", arg, "--outdir", outdir, NULL};
+    CHECK_EQ_INT(run_vigil(a, "out", "err"), 0);
+    read_into("out", out_buf, sizeof out_buf);
+    CHECK_STR_CONTAINS(out_buf, "y float [3,1]: 2.5 3 4.5");
+    vg_tensor *yt = vg_npy_read(y, &st);
+    CHECK(yt && vg_tensor_dtype(yt) == VG_FLOAT && vg_tensor_num_elements(yt) == 3);
+    if (yt) CHECK_NEAR(((const float *)vg_tensor_data(yt))[2], 4.5, 0);
+    vg_tensor_free(yt);
+    /* y.npy exists now: refused without --overwrite */
+    CHECK_EQ_INT(run_vigil(a, "out", "err"), 1);
+    read_into("err", err_buf, sizeof err_buf);
+    CHECK_STR_CONTAINS(err_buf, "--overwrite");
+    const char *b[] = {"run", TDL "/serving_half_plus_two_cpu_tf1.14", "--input", arg, "--outdir", outdir,
+                       "--overwrite", NULL};
+    CHECK_EQ_INT(run_vigil(b, "out", "err"), 0);
+    /* --input_examples: tf.train.Examples through the regression signature's
+     * ParseExample (y = 0.5 x + 2), and through y2 = 0.5 x + 3 (c) */
+    const char *e1[] = {"run", TDL "/serving_half_plus_two_cpu_tf1.14", "--signature", "regress_x_to_y",
+                        "--input_examples", "inputs=[{\"x\":[1.0]}, {'x': [3.0]}]", NULL};
+    CHECK_EQ_INT(run_vigil(e1, "out", "err"), 0);
+    read_into("out", out_buf, sizeof out_buf);
+    CHECK_STR_CONTAINS(out_buf, "outputs float [2,1]: 2.5 3.5");
+    const char *e2[] = {"run", TDL "/serving_half_plus_two_cpu_tf1.14", "--signature", "regress_x_to_y2",
+                        "--input_examples", "inputs=[{\"x\":[4.0]}]", NULL};
+    CHECK_EQ_INT(run_vigil(e2, "out", "err"), 0);
+    read_into("out", out_buf, sizeof out_buf);
+    CHECK_STR_CONTAINS(out_buf, "outputs float [1,1]: 5");
+    const char *e3[] = {"run", TDL "/serving_half_plus_two_cpu_tf1.14", "--signature", "regress_x_to_y",
+                        "--input_examples", "inputs=[{\"x\":[1.0]", NULL};
+    CHECK_EQ_INT(run_vigil(e3, "out", "err"), 1);
+    read_into("err", err_buf, sizeof err_buf);
+    CHECK_STR_CONTAINS(err_buf, "--input_examples");
+    /* a corrupt .npy */
+    FILE *f = fopen(x, "wb");
+    if (f) {
+        fputs("\x93NUMPY garbage", f);
+        fclose(f);
+    }
+    CHECK_EQ_INT(run_vigil(a, "out", "err"), 1);
+    read_into("err", err_buf, sizeof err_buf);
+    CHECK_STR_CONTAINS(err_buf, "x.npy");
+    tu_rmrf(dir);
 }
 
 /* vigil train --meta-graph: a regression whose input pipeline (random batches through a
@@ -154,6 +218,7 @@ int main(void) {
     RUN_TEST(test_cli_graph__saved_model);
     RUN_TEST(test_cli_graph__errors);
     RUN_TEST(test_cli_run);
+    RUN_TEST(test_cli_run_npy);
     RUN_TEST(test_cli_train_meta_graph);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -44,6 +44,7 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/monitored.h", "monitored"}, {"vigil/hooks.h", "monitored"},    {"vigil/vigil.h", "monitored"},
     {"vigil/queue.h", "train"},
     {"vigil/version.h", "core"},       {"vigil/events.h", "io"},          {"vigil/idx.h", "io"},
+    {"vigil/npy.h", "io"},
     {"vigil/ops_ext.h", "kernels"},    {"vigil/train_lib.h", "train"},    {"vigil/losses.h", "train"},
     {"vigil/control_flow.h", "kernels"},
     {"vigil/rnn_ops.h", "kernels"},    {"vigil/rnn.h", "train"},

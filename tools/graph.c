@@ -3,12 +3,14 @@
  * `saved_model_cli show`: a GraphDef (.pb / .pbtxt), a MetaGraphDef (.meta) or a
  * SavedModel directory. Prints the node count, the op-type histogram, the op types
  * vigil cannot run (exit status 1 when there are any), and for importable
- * MetaGraphDefs / SavedModels their collections and SignatureDefs.
+ * MetaGraphDefs / SavedModels their collections, assets (and assets.extra files) and
+ * SignatureDefs.
  */
 #include "cli.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 static const char *graph_help =
@@ -60,7 +62,7 @@ static void print_output(vg_output o) {
     printf("%s:%d (%s %s)", vg_op_name(o.op), o.index, vg_dtype_name(vg_output_dtype(o)), vg_shape_str(&s, buf, sizeof buf));
 }
 
-static void print_meta(vg_graph *g, vg_meta_graph *mg) {
+static void print_meta(vg_graph *g, vg_meta_graph *mg, const char *export_dir) {
     int nc = vg_graph_num_collections(g);
     printf("collections (%d):\n", nc);
     for (int i = 0; i < nc; i++) {
@@ -73,6 +75,27 @@ static void print_meta(vg_graph *g, vg_meta_graph *mg) {
     if (sd)
         printf("saver: filename %s, save %s, restore %s, max_to_keep %d%s\n", sd->filename_tensor_name,
                sd->save_tensor_name, sd->restore_op_name, sd->max_to_keep, sd->sharded ? ", sharded" : "");
+    int na = vg_meta_graph_num_assets(mg);
+    if (na) printf("assets (%d):\n", na);
+    for (int i = 0; i < na; i++) {
+        printf("  %s <- ", vg_meta_graph_asset_filename(mg, i));
+        print_output(vg_meta_graph_asset_tensor(mg, i));
+        printf("\n");
+    }
+    if (export_dir) { /* assets.extra: files for the serving system, not the graph */
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/assets.extra", export_dir);
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        bool first = true;
+        while (d && (e = readdir(d)))
+            if (e->d_name[0] != '.') {
+                if (first) printf("assets.extra:\n");
+                first = false;
+                printf("  %s\n", e->d_name);
+            }
+        if (d) closedir(d);
+    }
     int ns = vg_meta_graph_num_signatures(mg);
     printf("signatures (%d):\n", ns);
     for (int i = 0; i < ns; i++) {
@@ -110,8 +133,12 @@ int cli_graph(int argc, char **argv) {
     if (stat(path, &sb) != 0) return cli_fail("cannot open %s", path);
     bool saved_model = S_ISDIR(sb.st_mode), meta = ends_with(path, ".meta");
     char file[4096];
-    if (saved_model) snprintf(file, sizeof file, "%s/saved_model.pb", path);
-    else snprintf(file, sizeof file, "%s", path);
+    if (saved_model) {
+        snprintf(file, sizeof file, "%s/saved_model.pb", path);
+        if (stat(file, &sb) != 0) snprintf(file, sizeof file, "%s/saved_model.pbtxt", path); /* the loader's fallback */
+    } else {
+        snprintf(file, sizeof file, "%s", path);
+    }
     char *tag_buf = NULL;
     const char *tags[32];
     int ntags = 0;
@@ -126,9 +153,27 @@ int cli_graph(int argc, char **argv) {
         return cli_fail("cannot read %s", file);
     }
     vg_status st;
+    int rc = 0;
+    if ((saved_model || meta) && ends_with(file, ".pbtxt")) { /* text SavedModel: to binary first */
+        void *bin = NULL;
+        size_t blen = 0;
+        if (vg_proto_text_to_binary(data, len, saved_model ? "SavedModel" : "MetaGraphDef", &bin, &blen, &st) != VG_OK) {
+            free(data);
+            free(tag_buf);
+            return cli_fail_status(&st);
+        }
+        free(data);
+        data = malloc(blen ? blen : 1);
+        if (data) memcpy(data, bin, blen);
+        len = blen;
+        vg_free(bin);
+        if (!data) {
+            free(tag_buf);
+            return cli_fail("out of memory");
+        }
+    }
     const void *gd = data;
     size_t gd_len = len;
-    int rc = 0;
     if ((saved_model || meta) &&
         vg_meta_graph_def_graph_def(data, len, saved_model, tags, ntags, &gd, &gd_len, &st) != VG_OK) {
         rc = cli_fail_status(&st);
@@ -162,7 +207,7 @@ int cli_graph(int argc, char **argv) {
         o.source = file;
         vg_code c = saved_model ? vg_import_saved_model_graph(g, file, tags, ntags, &o, &mg, &st)
                                 : vg_import_meta_graph(g, data, len, &o, &mg, &st);
-        if (c == VG_OK) print_meta(g, mg);
+        if (c == VG_OK) print_meta(g, mg, saved_model ? path : NULL);
         else printf("not importable: %s: %s\n", vg_code_name(st.code), st.msg);
         vg_meta_graph_free(mg);
         vg_graph_free(g);
@@ -181,11 +226,195 @@ done:
 /* vigil run: evaluate a SavedModel signature */
 
 static const char *run_help =
-    "usage: vigil run DIR [--tags serve] [--signature serving_default] --input KEY=v1,v2,... [--output KEY]\n"
+    "usage: vigil run DIR [--tags serve] [--signature serving_default] --input KEY=v1,v2,...|KEY=FILE.npy\n"
+    "                 [--input_examples KEY='[{\"x\":[1.0]},...]'] [--output KEY] [--outdir DIR [--overwrite]]\n"
     "\n"
     "Loads the SavedModel in DIR (variables restored, main op run), feeds each --input\n"
     "(a comma-separated list of numbers, shaped [-1, <known trailing dims>] of the\n"
-    "signature input) and prints the outputs (all of the signature's by default).\n";
+    "signature input, or a NumPy .npy file, converted to the input's type as a TF feed\n"
+    "is; --input_examples feeds serialized tf.train.Examples built from a list of\n"
+    "feature dicts, as saved_model_cli does) and prints the outputs (all of the\n"
+    "signature's by default). With --outdir each\n"
+    "output is also written as DIR/KEY.npy (an existing file only with --overwrite), as\n"
+    "saved_model_cli run --outdir does.\n";
+
+/* saved_model_cli's --input_examples: KEY=[{"x":[1.0,2.0],"name":["a"]},{...}] -> a
+ * vector of serialized tf.train.Examples, one per dict; a feature whose first value is
+ * a quoted string is a bytes_list, one with a '.', 'e' or "nan"/"inf" a float_list,
+ * else an int64_list (Python's float / str / int). */
+typedef struct exlex {
+    const char *p;
+    vg_status *st;
+} exlex;
+
+static void ex_ws(exlex *l) {
+    while (*l->p == ' ' || *l->p == '\t' || *l->p == '\n') l->p++;
+}
+
+static bool ex_eat(exlex *l, char c) {
+    ex_ws(l);
+    if (*l->p != c) return false;
+    l->p++;
+    return true;
+}
+
+/* A quoted string into buf (no escapes). */
+static bool ex_str(exlex *l, char *buf, size_t cap) {
+    ex_ws(l);
+    char q = *l->p;
+    if (q != '"' && q != '\'') return false;
+    const char *e = strchr(l->p + 1, q);
+    if (!e || (size_t)(e - l->p - 1) >= cap) return false;
+    memcpy(buf, l->p + 1, (size_t)(e - l->p - 1));
+    buf[e - l->p - 1] = 0;
+    l->p = e + 1;
+    return true;
+}
+
+static vg_code ex_feature(exlex *l, vg_example *ex, const char *key) {
+    bool list = ex_eat(l, '['), is_str = false, is_float = false;
+    char items[64][256];
+    int n = 0;
+    for (;;) {
+        if (list && ex_eat(l, ']')) break;
+        if (n == 64) return vg_status_set(l->st, VG_INVALID_ARGUMENT, "feature '%s': more than 64 values", key);
+        ex_ws(l);
+        if (*l->p == '"' || *l->p == '\'') {
+            if (!ex_str(l, items[n], sizeof items[n])) return vg_status_set(l->st, VG_INVALID_ARGUMENT, "feature '%s': bad string", key);
+            is_str = true;
+        } else {
+            size_t k = strcspn(l->p, ",]} \t\n");
+            if (k == 0 || k >= sizeof items[n]) return vg_status_set(l->st, VG_INVALID_ARGUMENT, "feature '%s': bad value", key);
+            memcpy(items[n], l->p, k);
+            items[n][k] = 0;
+            if (strpbrk(items[n], ".eEnN")) is_float = true;
+            l->p += k;
+        }
+        n++;
+        if (!list) break;
+        if (!ex_eat(l, ',')) {
+            if (!ex_eat(l, ']')) return vg_status_set(l->st, VG_INVALID_ARGUMENT, "feature '%s': expected ',' or ']'", key);
+            break;
+        }
+    }
+    if (is_str) {
+        const char *v[64];
+        size_t lens[64];
+        for (int i = 0; i < n; i++) v[i] = items[i], lens[i] = strlen(items[i]);
+        return vg_example_add_bytes(ex, key, v, lens, (size_t)n, l->st);
+    }
+    if (is_float) {
+        float v[64];
+        for (int i = 0; i < n; i++) {
+            double d;
+            if (!cli_parse_double(items[i], &d)) return vg_status_set(l->st, VG_INVALID_ARGUMENT, "'%s' is not a number", items[i]);
+            v[i] = (float)d;
+        }
+        return vg_example_add_float(ex, key, v, (size_t)n, l->st);
+    }
+    int64_t v[64];
+    for (int i = 0; i < n; i++)
+        if (!cli_parse_i64(items[i], &v[i])) return vg_status_set(l->st, VG_INVALID_ARGUMENT, "'%s' is not an integer", items[i]);
+    return vg_example_add_int64(ex, key, v, (size_t)n, l->st);
+}
+
+static vg_tensor *parse_examples(const char *text, vg_status *st) {
+    exlex l = {text, st};
+    char *bufs[256];
+    size_t lens[256];
+    int n = 0;
+    vg_code c = VG_OK;
+    if (!ex_eat(&l, '[')) c = vg_status_set(st, VG_INVALID_ARGUMENT, "--input_examples: expected a list [{...}, ...]");
+    while (!c && !ex_eat(&l, ']')) {
+        if (n == 256 || !ex_eat(&l, '{')) {
+            c = vg_status_set(st, VG_INVALID_ARGUMENT, "--input_examples: expected '{' (at most 256 examples)");
+            break;
+        }
+        vg_example *ex = vg_example_new();
+        while (!c && !ex_eat(&l, '}')) {
+            char key[256];
+            if (!ex_str(&l, key, sizeof key) || !ex_eat(&l, ':'))
+                c = vg_status_set(st, VG_INVALID_ARGUMENT, "--input_examples: expected \"feature\": values");
+            else c = ex_feature(&l, ex, key);
+            if (!c && !ex_eat(&l, ',') && (ex_ws(&l), *l.p != '}'))
+                c = vg_status_set(st, VG_INVALID_ARGUMENT, "--input_examples: expected ',' or '}'");
+        }
+        size_t len = 0;
+        const void *b = c ? NULL : vg_example_serialize(ex, &len, st);
+        if (!c && !b) c = st->code ? st->code : VG_INTERNAL;
+        if (!c) {
+            bufs[n] = malloc(len ? len : 1);
+            if (bufs[n]) memcpy(bufs[n], b, len);
+            lens[n++] = len;
+        }
+        vg_example_free(ex);
+        if (!c) ex_eat(&l, ',');
+    }
+    vg_tensor *t = NULL;
+    if (!c) {
+        int64_t d = n;
+        t = vg_tensor_new(VG_STRING, &d, 1, st);
+        for (int i = 0; t && i < n; i++)
+            if (!bufs[i] || vg_tensor_set_string(t, i, bufs[i], lens[i], st)) {
+                vg_tensor_free(t);
+                t = NULL;
+            }
+    }
+    for (int i = 0; i < n; i++) free(bufs[i]);
+    return t;
+}
+
+static bool is_npy_arg(const char *v) {
+    size_t n = strlen(v);
+    return n > 4 && strcmp(v + n - 4, ".npy") == 0;
+}
+
+static double elem_as_double(const vg_tensor *t, int64_t i) {
+    const void *p = vg_tensor_data(t);
+    switch (vg_tensor_dtype(t)) {
+    case VG_FLOAT: return ((const float *)p)[i];
+    case VG_DOUBLE: return ((const double *)p)[i];
+    case VG_INT32: return ((const int32_t *)p)[i];
+    case VG_INT64: return (double)((const int64_t *)p)[i];
+    case VG_UINT8: return ((const uint8_t *)p)[i];
+    case VG_BOOL: return ((const bool *)p)[i];
+    default: return 0;
+    }
+}
+
+/* A .npy array for signature input t, converted to t's numeric dtype when it differs
+ * (NumPy's default float64 arrays fed to float32 inputs, as session.run's feed does). */
+static vg_tensor *read_npy_input(const char *path, vg_output t, vg_status *st) {
+    vg_tensor *x = vg_npy_read(path, st);
+    if (!x) return NULL;
+    vg_dtype want = vg_output_dtype(t), have = vg_tensor_dtype(x);
+    if (want == have) return x;
+    if (want == VG_STRING || have == VG_STRING || vg_dtype_size(want) == 0) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "%s holds %s, the input wants %s", path, vg_dtype_name(have),
+                      vg_dtype_name(want));
+        vg_tensor_free(x);
+        return NULL;
+    }
+    int64_t dims[VG_MAX_DIMS];
+    int nd = vg_tensor_ndims(x);
+    for (int d = 0; d < nd; d++) dims[d] = vg_tensor_dim(x, d);
+    vg_tensor *y = vg_tensor_new(want, dims, nd, st);
+    void *q = y ? vg_tensor_data(y) : NULL;
+    for (int64_t i = 0; y && i < vg_tensor_num_elements(x); i++) {
+        double d = elem_as_double(x, i);
+        switch (want) {
+        case VG_FLOAT: ((float *)q)[i] = (float)d; break;
+        case VG_DOUBLE: ((double *)q)[i] = d; break;
+        case VG_INT32: ((int32_t *)q)[i] = (int32_t)d; break;
+        case VG_INT64: ((int64_t *)q)[i] = (int64_t)d; break;
+        case VG_UINT8: ((uint8_t *)q)[i] = (uint8_t)d; break;
+        case VG_BOOL: ((bool *)q)[i] = d != 0; break;
+        default: break;
+        }
+    }
+    vg_tensor_free(x);
+    return y;
+}
 
 /* A tensor for signature input t from "1,2,3". */
 static vg_tensor *parse_input(const char *vals, vg_output t, vg_status *st) {
@@ -258,6 +487,9 @@ int cli_run(int argc, char **argv) {
     const char *dir = NULL, *tags_arg = "serve", *sig_key = "serving_default";
     const char *in_keys[16], *in_vals[16], *out_keys[16];
     int nin = 0, nout = 0;
+    const char *outdir = NULL;
+    bool overwrite = false;
+    bool in_is_ex[16] = {false};
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         bool missing = false;
@@ -280,6 +512,19 @@ int cli_run(int argc, char **argv) {
         } else if (cli_opt(argc, argv, &i, "--output", &v, &missing)) {
             if (missing || nout == 16) return cli_usage_error("run", "--output needs a key");
             out_keys[nout++] = v;
+        } else if (cli_opt(argc, argv, &i, "--input_examples", &v, &missing)) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            if (missing || !eq || eq == v || nin == 16) return cli_usage_error("run", "--input_examples needs KEY=[{...}]");
+            static char ekeys[16][256];
+            snprintf(ekeys[nin], sizeof ekeys[nin], "%.*s", (int)(eq - v), v);
+            in_keys[nin] = ekeys[nin];
+            in_is_ex[nin] = true;
+            in_vals[nin++] = eq + 1;
+        } else if (cli_opt(argc, argv, &i, "--outdir", &v, &missing)) {
+            if (missing) return cli_usage_error("run", "--outdir needs a directory");
+            outdir = v;
+        } else if (!strcmp(argv[i], "--overwrite")) {
+            overwrite = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("run", "unknown option '%s'", argv[i]);
         } else if (!dir) {
@@ -314,7 +559,10 @@ int cli_run(int argc, char **argv) {
             rc = cli_fail("signature '%s' has no input '%s'", sig_key, in_keys[i]);
             goto done;
         }
-        if (!(ins[i] = parse_input(in_vals[i], vg_meta_graph_signature_tensor(m->meta_graph, sig, false, j), &st))) {
+        vg_output it = vg_meta_graph_signature_tensor(m->meta_graph, sig, false, j);
+        if (!(ins[i] = in_is_ex[i]            ? parse_examples(in_vals[i], &st)
+                       : is_npy_arg(in_vals[i]) ? read_npy_input(in_vals[i], it, &st)
+                                                : parse_input(in_vals[i], it, &st))) {
             rc = cli_fail_status(&st);
             goto done;
         }
@@ -324,6 +572,24 @@ int cli_run(int argc, char **argv) {
         goto done;
     }
     for (int i = 0; i < nout; i++) print_tensor(out_keys[i], outs[i]);
+    for (int i = 0; outdir && i < nout; i++) {
+        char path[4096];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s.npy", outdir, out_keys[i]);
+        if (strchr(out_keys[i], '/')) {
+            rc = cli_fail("output key '%s' is not a file name", out_keys[i]);
+            goto done;
+        }
+        if (!overwrite && stat(path, &sb) == 0) {
+            rc = cli_fail("output file %s already exists; add --overwrite", path);
+            goto done;
+        }
+        if (vg_npy_write(path, outs[i], &st) != VG_OK) {
+            rc = cli_fail_status(&st);
+            goto done;
+        }
+        printf("%s written to %s\n", out_keys[i], path);
+    }
 done:
     for (int i = 0; i < 16; i++) {
         vg_tensor_free(ins[i]);

@@ -100,6 +100,12 @@ VG_API vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import
 VG_API vg_code vg_graph_def_op_types(const void *bytes, size_t len, vg_import_format format, char ***types,
                                      int **counts, int *n, vg_status *st);
 VG_API void vg_import_free_strings(char **strs, int n);
+/* Protobuf text format to binary for message "GraphDef", "MetaGraphDef" or
+ * "SavedModel", with the fields vigil reads (others are skipped, as unknown binary
+ * fields are). *bytes: free with vg_free. Fails with DATA_LOSS (syntax, naming the
+ * line), INVALID_ARGUMENT (unknown message, NULL), RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_proto_text_to_binary(const void *text, size_t len, const char *message, void **bytes,
+                                       size_t *out_len, vg_status *st);
 
 /* ------------------------------------------------------------------------ */
 /* MetaGraphDef (tf.train.import_meta_graph) and SavedModel graphs */
@@ -109,10 +115,12 @@ typedef struct vg_meta_graph vg_meta_graph;
 typedef struct vg_meta_import_options {
     const char *import_scope; /* prefix for every name (NULL: none) */
     bool clear_devices;
-    /* Do not import the nodes under the SaverDef's name scope ("save/..."): for graphs
-     * whose saver uses ops vigil lacks (TF's sharded savers: ShardedFilename,
-     * MergeV2Checkpoints, StringJoin). Make a vigil Saver over the restored variables
-     * instead (vigil/saver.h); it reads the same checkpoints. saver_def stays readable. */
+    /* Do not import the nodes under the SaverDef's name scope ("save/..."), e.g. to
+     * make a vigil Saver over the restored variables instead (vigil/saver.h; it reads
+     * the same checkpoints). With it off, TF's own save/restore subgraphs (sharded ones
+     * too: StringJoin, ShardedFilename, MergeV2Checkpoints) are imported and run: feed
+     * the prefix to filename_tensor_name, fetch save_tensor_name or run
+     * restore_op_name. saver_def stays readable either way. */
     bool omit_saver;
     const char *source;       /* named in errors; the *_file functions set the path */
     int64_t max_tensor_bytes; /* as vg_import_options */
@@ -165,6 +173,15 @@ VG_API const char *vg_meta_graph_signature_tensor_key(const vg_meta_graph *mg, i
 VG_API vg_output vg_meta_graph_signature_tensor(const vg_meta_graph *mg, int i, bool outputs, int j);
 /* Signature index by key, -1 if absent. */
 VG_API int vg_meta_graph_find_signature(const vg_meta_graph *mg, const char *key);
+/* SavedModel assets, as loader_impl.get_asset_tensors reads them: the MetaGraphDef's
+ * asset_file_def entries, or when there are none the AssetFileDefs of the
+ * "saved_model_assets" collection (older exports). Asset i is a file name inside
+ * <export_dir>/assets/ and the string tensor (usually a Const in the
+ * "asset_filepaths" collection) that the loader feeds with its full path when it runs
+ * the main op. Out of range: NULL / {NULL, 0}. */
+VG_API int vg_meta_graph_num_assets(const vg_meta_graph *mg);
+VG_API const char *vg_meta_graph_asset_filename(const vg_meta_graph *mg, int i);
+VG_API vg_output vg_meta_graph_asset_tensor(const vg_meta_graph *mg, int i);
 
 #ifdef __cplusplus
 }

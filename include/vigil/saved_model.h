@@ -2,7 +2,9 @@
  * vigil/saved_model.h - loading a TensorFlow SavedModel (tf.saved_model.loader.load of
  * TF 1.15): the MetaGraphDef matching a tag set is imported (vigil/import.h), its
  * variables are restored from <export_dir>/variables/variables, its main op (collection
- * "saved_model_main_op", else "legacy_init_op") runs, and its SignatureDefs run by key.
+ * "saved_model_main_op", else "legacy_init_op") runs with every asset tensor fed
+ * "<export_dir>/assets/<filename>" (vg_meta_graph_num_assets), and its SignatureDefs
+ * run by key.
  *
  *     vg_saved_model *m;
  *     if (vg_saved_model_load("half_plus_two/00000123", (const char *[]){"serve"}, 1, NULL, &m, &st))
@@ -12,9 +14,10 @@
  *                        (const char *[]){"y"}, &yout, 1, &st);
  *     vg_saved_model_free(m);
  *
- * The SavedModel's own saver ops are not imported (TF's sharded savers use ops vigil
- * lacks); a vigil Saver named "vigil_restore" over the "variables" collection reads the
- * same V2 checkpoint. Graphs with op types vigil lacks fail with UNIMPLEMENTED listing
+ * The SavedModel's own saver ops are not imported; a vigil Saver named "vigil_restore"
+ * over the "variables" collection reads the same V2 checkpoint (to run TF's own
+ * sharded save/restore subgraph, import with vg_import_saved_model_graph and
+ * omit_saver off). Graphs with op types vigil lacks fail with UNIMPLEMENTED listing
  * them all.
  */
 #ifndef VIGIL_SAVED_MODEL_H
@@ -73,11 +76,24 @@ typedef struct vg_signature_def {
  * = SavedModel {saved_model_schema_version 1, meta_graphs [MetaGraphDef with
  * meta_info_def.tags, the graph, the SaverDef, the collections, signature_def]}.
  * main_op (may be NULL) goes into the "saved_model_main_op" collection (if empty).
+ * Assets: every item of g's "asset_filepaths" collection (string Consts naming source
+ * files, tf.GraphKeys.ASSET_FILEPATHS) gets an asset_file_def {tensor, filename =
+ * basename; a second source with a taken basename becomes "name_1.ext"} and its file is
+ * copied to export_dir/assets/; the loader feeds the tensors with those paths when it
+ * runs the main op (vg_saved_model_load). A collection item that is not such a Const is
+ * INVALID_ARGUMENT; a source file that cannot be read NOT_FOUND.
  * Fails with ALREADY_EXISTS (export_dir exists), INVALID_ARGUMENT (NULL or foreign
  * tensors), the Saver's codes, RESOURCE_EXHAUSTED and I/O codes. */
 VG_API vg_code vg_saved_model_save(vg_graph *g, vg_session *sess, vg_saver *saver, const char *export_dir,
                                    const char *const *tags, int ntags, const vg_signature_def *sigs, int nsigs,
                                    vg_op *main_op, vg_status *st);
+
+/* Copies files into export_dir/assets.extra/ (by basename): the directory TF Serving
+ * reads for files the graph does not use (tf_serving_warmup_requests, ...); the loader
+ * ignores it. Fails with NOT_FOUND (export_dir or a file missing), INVALID_ARGUMENT,
+ * PERMISSION_DENIED and I/O codes. */
+VG_API vg_code vg_saved_model_add_assets_extra(const char *export_dir, const char *const *files, int nfiles,
+                                               vg_status *st);
 
 #ifdef __cplusplus
 }

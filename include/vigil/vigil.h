@@ -44,5 +44,6 @@
 #include "control_flow.h"
 #include "rnn_ops.h"
 #include "rnn.h"
+#include "npy.h"
 
 #endif

@@ -63,6 +63,8 @@ typedef struct ctx {
     int nbad, bad_cap;
     vg_status *st;
     const char *omit_scope; /* nodes named "<omit_scope>/..." are skipped (NULL: none) */
+    const uint8_t *library; /* GraphDef.library (FunctionDefLibrary), borrowed; NULL: none */
+    size_t library_len;
 } ctx;
 
 static vg_code oom(ctx *c, const char *what) {
@@ -242,6 +244,9 @@ static vg_code parse_graph(ctx *c, const uint8_t *p, size_t n) {
         } else if (f.number == 4) {
             if ((k = need_len(c, &f, "GraphDef.versions"))) return k;
             if ((k = parse_versions(c, f.data, f.len))) return k;
+        } else if (f.number == 2 && f.wiretype == VG__PB_LEN) {
+            c->library = f.data;
+            c->library_len = f.len;
         }
     }
     if (k != VG_OUT_OF_RANGE) return pb_err(c, k, "GraphDef");
@@ -351,6 +356,28 @@ static vg_code collect_missing(ctx *c, missing **out, int *nout) {
     return VG_OK;
 }
 
+/* Whether op type `type` is a function of the GraphDef's library:
+ * FunctionDefLibrary {function = 1: FunctionDef {signature = 1: OpDef {name = 1}}}. */
+static bool is_library_function(const ctx *c, const char *type) {
+    vg__pb_reader r, fr, sr;
+    vg__pb_field f, ff, sf;
+    size_t tl = strlen(type);
+    if (!c->library) return false;
+    vg__pb_reader_init(&r, c->library, c->library_len);
+    while (vg__pb_next(&r, &f, NULL) == VG_OK) {
+        if (f.number != 1 || f.wiretype != VG__PB_LEN) continue;
+        vg__pb_reader_init(&fr, f.data, f.len);
+        while (vg__pb_next(&fr, &ff, NULL) == VG_OK) {
+            if (ff.number != 1 || ff.wiretype != VG__PB_LEN) continue;
+            vg__pb_reader_init(&sr, ff.data, ff.len);
+            while (vg__pb_next(&sr, &sf, NULL) == VG_OK)
+                if (sf.number == 1 && sf.wiretype == VG__PB_LEN && sf.len == tl && memcmp(sf.data, type, tl) == 0)
+                    return true;
+        }
+    }
+    return false;
+}
+
 static vg_code report_missing(ctx *c, const missing *m, int nm) {
     char msg[VG_STATUS_MSG_MAX];
     size_t pos = 0;
@@ -371,6 +398,9 @@ static vg_code report_missing(ctx *c, const missing *m, int nm) {
             shown++;
         }
         if (pos < sizeof msg) pos += (size_t)snprintf(msg + pos, sizeof msg - pos, ")");
+        if (pos < sizeof msg && is_library_function(c, m[j].type))
+            pos += (size_t)snprintf(msg + pos, sizeof msg - pos, " [a function of the GraphDef's library: "
+                                                                "functions are not supported yet]");
     }
     if (pos >= sizeof msg) memcpy(msg + sizeof msg - 5, "...", 4);
     return vg_status_set(c->st, VG_UNIMPLEMENTED, "%s", msg);

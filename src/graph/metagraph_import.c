@@ -18,6 +18,9 @@
  *                 cancel_op_name = 4}
  *   SignatureDef {inputs = 1, outputs = 2 (map: key 1, TensorInfo 2 {name = 1}),
  *                 method_name = 3}
+ *   AssetFileDef {tensor_info = 1 {name = 1}, filename = 2}; the "saved_model_assets"
+ *                 collection holds them as CollectionDef.any_list = 5 {value = 1: Any
+ *                 {type_url = 1, value = 2}} (TF 1.x before asset_file_def)
  */
 #include "graph/import_internal.h"
 #include "graph/pbtxt.h"
@@ -45,6 +48,10 @@ struct vg_meta_graph {
     char *tf_version;
     sig *sigs;
     int nsigs, sigs_cap;
+    /* assets: asset_file_def (field 6), else the "saved_model_assets" collection's
+     * AnyList of AssetFileDefs (TF 1.x before asset_file_def); [0] and [1] */
+    struct asset { char *filename; vg_output tensor; } *assets[2];
+    int nassets[2], assets_cap[2];
 };
 
 void vg_meta_graph_free(vg_meta_graph *mg) {
@@ -62,6 +69,10 @@ void vg_meta_graph_free(vg_meta_graph *mg) {
         }
     }
     vg__free(mg->sigs);
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < mg->nassets[k]; i++) vg__free(mg->assets[k][i].filename);
+        vg__free(mg->assets[k]);
+    }
     vg__free(mg);
 }
 
@@ -165,6 +176,74 @@ static bool is_variable_key(const char *key) {
     for (int i = 0; keys[i]; i++)
         if (strcmp(key, keys[i]) == 0) return true;
     return false;
+}
+
+/* AssetFileDef {tensor_info = 1 {name = 1}, filename = 2} into list `which`. */
+static vg_code asset_file_def(mctx *m, vg_meta_graph *mg, int which, const uint8_t *p, size_t n) {
+    vg__pb_reader r, tr;
+    vg__pb_field f, tf;
+    vg_code k;
+    char *fname = NULL;
+    vg_output t = {0};
+    vg__pb_reader_init(&r, p, n);
+    while ((k = vg__pb_next(&r, &f, m->st)) == VG_OK) {
+        if (f.wiretype != VG__PB_LEN) continue;
+        if (f.number == 2) {
+            vg__free(fname);
+            if (!(fname = dup_field(&f))) return VG_OOM(m->st, "asset");
+        } else if (f.number == 1) {
+            vg__pb_reader_init(&tr, f.data, f.len);
+            while ((k = vg__pb_next(&tr, &tf, m->st)) == VG_OK)
+                if (tf.number == 1 && tf.wiretype == VG__PB_LEN && (k = element(m, tf.data, tf.len, false, &t, "asset_file_def"))) {
+                    vg__free(fname);
+                    return k;
+                }
+            if (k != VG_OUT_OF_RANGE) {
+                vg__free(fname);
+                return data_loss(m, k, "AssetFileDef.tensor_info");
+            }
+        }
+    }
+    if (k != VG_OUT_OF_RANGE) {
+        vg__free(fname);
+        return data_loss(m, k, "AssetFileDef");
+    }
+    if (!t.op || !fname || !*fname || strchr(fname, '/') || !strcmp(fname, "..")) {
+        vg_code c = vg_status_set(m->st, VG_INVALID_ARGUMENT, "%s: AssetFileDef needs a tensor and a plain file name "
+                                  "(got '%s')", m->src, fname ? fname : "");
+        vg__free(fname);
+        return c;
+    }
+    if (!vg__grow((void **)&mg->assets[which], &mg->assets_cap[which], mg->nassets[which] + 1, sizeof(struct asset))) {
+        vg__free(fname);
+        return VG_OOM(m->st, "asset");
+    }
+    mg->assets[which][mg->nassets[which]++] = (struct asset){fname, t};
+    return VG_OK;
+}
+
+/* CollectionDef.any_list (5) {value = 1: Any {type_url = 1, value = 2}} of
+ * "saved_model_assets": AssetFileDefs. */
+static vg_code assets_collection(mctx *m, vg_meta_graph *mg, const uint8_t *p, size_t n) {
+    vg__pb_reader r, lr, ar;
+    vg__pb_field f, lf, af;
+    vg_code k;
+    vg__pb_reader_init(&r, p, n);
+    while ((k = vg__pb_next(&r, &f, m->st)) == VG_OK) {
+        if (f.number != 5 || f.wiretype != VG__PB_LEN) continue;
+        vg__pb_reader_init(&lr, f.data, f.len);
+        while ((k = vg__pb_next(&lr, &lf, m->st)) == VG_OK) {
+            if (lf.number != 1 || lf.wiretype != VG__PB_LEN) continue;
+            vg__pb_reader_init(&ar, lf.data, lf.len);
+            while ((k = vg__pb_next(&ar, &af, m->st)) == VG_OK)
+                if (af.number == 2 && af.wiretype == VG__PB_LEN && (k = asset_file_def(m, mg, 1, af.data, af.len)))
+                    return k;
+            if (k != VG_OUT_OF_RANGE) return data_loss(m, k, "Any");
+        }
+        if (k != VG_OUT_OF_RANGE) return data_loss(m, k, "AnyList");
+    }
+    if (k != VG_OUT_OF_RANGE) return data_loss(m, k, "CollectionDef");
+    return VG_OK;
 }
 
 static vg_code collection(mctx *m, const char *key, const uint8_t *p, size_t n) {
@@ -385,7 +464,11 @@ static vg_code import_meta(vg_graph *g, const uint8_t *p, size_t n, const vg_met
      * signatures */
     vg__pb_reader_init(&r, p, n);
     while ((k = vg__pb_next(&r, &f, st)) == VG_OK) {
-        if (f.wiretype != VG__PB_LEN || (f.number != 4 && f.number != 5)) continue;
+        if (f.wiretype != VG__PB_LEN || (f.number != 4 && f.number != 5 && f.number != 6)) continue;
+        if (f.number == 6) {
+            if ((k = asset_file_def(&m, mg, 0, f.data, f.len))) goto fail;
+            continue;
+        }
         if (f.number == 5) {
             if ((k = signature(&m, mg, f.data, f.len))) goto fail;
             continue;
@@ -410,7 +493,9 @@ static vg_code import_meta(vg_graph *g, const uint8_t *p, size_t n, const vg_met
                 vlen = ef.len;
             }
         }
-        if (k == VG_OUT_OF_RANGE) k = key && val ? collection(&m, key, val, vlen) : VG_OK;
+        if (k == VG_OUT_OF_RANGE && key && val && strcmp(key, "saved_model_assets") == 0)
+            k = assets_collection(&m, mg, val, vlen);
+        else if (k == VG_OUT_OF_RANGE) k = key && val ? collection(&m, key, val, vlen) : VG_OK;
         else data_loss(&m, k, "collection_def");
         vg__free(key);
         if (k) goto fail;
@@ -634,6 +719,53 @@ vg_code vg_meta_graph_def_graph_def(const void *bytes, size_t len, bool saved_mo
             *graph_def_len = f.len;
         }
     if (k != VG_OUT_OF_RANGE) return k;
+    vg_status_clear(st);
+    return VG_OK;
+}
+
+/* Assets as loader_impl.get_asset_tensors reads them: asset_file_def when non-empty,
+ * else the "saved_model_assets" collection. */
+int vg_meta_graph_num_assets(const vg_meta_graph *mg) {
+    if (!mg) return 0;
+    return mg->nassets[0] ? mg->nassets[0] : mg->nassets[1];
+}
+
+static const struct asset *asset_at(const vg_meta_graph *mg, int i) {
+    int w = mg && mg->nassets[0] ? 0 : 1;
+    return mg && i >= 0 && i < mg->nassets[w] ? &mg->assets[w][i] : NULL;
+}
+
+const char *vg_meta_graph_asset_filename(const vg_meta_graph *mg, int i) {
+    const struct asset *a = asset_at(mg, i);
+    return a ? a->filename : NULL;
+}
+
+vg_output vg_meta_graph_asset_tensor(const vg_meta_graph *mg, int i) {
+    const struct asset *a = asset_at(mg, i);
+    return a ? a->tensor : (vg_output){0};
+}
+
+vg_code vg_proto_text_to_binary(const void *text, size_t len, const char *message, void **bytes, size_t *out_len,
+                                vg_status *st) {
+    if (bytes) *bytes = NULL;
+    if (out_len) *out_len = 0;
+    if ((!text && len) || !message || !bytes || !out_len)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_proto_text_to_binary: NULL argument");
+    vg__pbtxt_root root;
+    if (!strcmp(message, "GraphDef")) root = VG__PBTXT_GRAPH_DEF;
+    else if (!strcmp(message, "MetaGraphDef")) root = VG__PBTXT_META_GRAPH_DEF;
+    else if (!strcmp(message, "SavedModel")) root = VG__PBTXT_SAVED_MODEL;
+    else return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_proto_text_to_binary: unknown message '%s'", message);
+    vg__pb_buf bin;
+    vg__pb_init(&bin);
+    vg_code k = vg__pbtxt_to_binary(text ? text : "", len, root, &bin, st);
+    if (k) {
+        vg__pb_free(&bin);
+        return k;
+    }
+    *bytes = bin.data ? (void *)bin.data : vg__malloc(1);
+    *out_len = bin.len;
+    if (!*bytes) return VG_OOM(st, "binary proto");
     vg_status_clear(st);
     return VG_OK;
 }

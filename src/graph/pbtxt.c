@@ -52,7 +52,8 @@ const char *vg__pbtxt_dtype_name(int dt) {
 #define END {NULL, 0, K_INT, NULL, NULL, 0}
 
 static const msg_def m_dim, m_shape, m_tensor, m_list, m_attr, m_attr_entry, m_name_attr_list, m_node, m_versions,
-    m_graph, m_meta_info, m_saver, m_coll_node, m_coll_bytes, m_coll_int, m_coll_float, m_coll, m_coll_entry,
+    m_graph, m_meta_info, m_saver, m_coll_node, m_coll_bytes, m_coll_int, m_coll_float, m_any, m_coll_any, m_coll,
+    m_coll_entry,
     m_tinfo, m_tinfo_entry, m_sig, m_sig_entry, m_asset, m_meta, m_saved_model;
 
 static const field_def f_dim[] = {F("size", 1, K_INT), F("name", 2, K_STRING), END};
@@ -98,7 +99,16 @@ static const msg_def m_node = {"NodeDef", f_node};
 static const field_def f_versions[] = {F("producer", 1, K_INT), F("min_consumer", 2, K_INT),
                                        F("bad_consumers", 3, K_INT), END};
 static const msg_def m_versions = {"VersionDef", f_versions};
-static const field_def f_graph[] = {M("node", 1, m_node), M("versions", 4, m_versions), F("version", 3, K_INT), END};
+/* GraphDef.library: only the function names (FunctionDef.signature.name), which the
+ * importer uses to say that an unknown op type is a library function */
+static const field_def f_fn_sig[] = {F("name", 1, K_STRING), END};
+static const msg_def m_fn_sig = {"OpDef", f_fn_sig};
+static const field_def f_fn[] = {M("signature", 1, m_fn_sig), END};
+static const msg_def m_fn = {"FunctionDef", f_fn};
+static const field_def f_lib[] = {M("function", 1, m_fn), END};
+static const msg_def m_lib = {"FunctionDefLibrary", f_lib};
+static const field_def f_graph[] = {M("node", 1, m_node), M("versions", 4, m_versions), F("version", 3, K_INT),
+                                    M("library", 2, m_lib), END};
 static const msg_def m_graph = {"GraphDef", f_graph};
 
 static const field_def f_meta_info[] = {F("meta_graph_version", 1, K_STRING), F("tags", 4, K_STRING),
@@ -122,8 +132,13 @@ static const field_def f_coll_int[] = {F("value", 1, K_INT), END};
 static const msg_def m_coll_int = {"CollectionDef.Int64List", f_coll_int};
 static const field_def f_coll_float[] = {F("value", 1, K_FLOAT), END};
 static const msg_def m_coll_float = {"CollectionDef.FloatList", f_coll_float};
+static const field_def f_any[] = {F("type_url", 1, K_STRING), F("value", 2, K_STRING), END};
+static const msg_def m_any = {"google.protobuf.Any", f_any};
+static const field_def f_coll_any[] = {M("value", 1, m_any), END};
+static const msg_def m_coll_any = {"CollectionDef.AnyList", f_coll_any};
 static const field_def f_coll[] = {M("node_list", 1, m_coll_node), M("bytes_list", 2, m_coll_bytes),
-                                   M("int64_list", 3, m_coll_int), M("float_list", 4, m_coll_float), END};
+                                   M("int64_list", 3, m_coll_int), M("float_list", 4, m_coll_float),
+                                   M("any_list", 5, m_coll_any), END};
 static const msg_def m_coll = {"CollectionDef", f_coll};
 static const field_def f_coll_entry[] = {F("key", 1, K_STRING), M("value", 2, m_coll), END};
 static const msg_def m_coll_entry = {"CollectionDef map entry", f_coll_entry};

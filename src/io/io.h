@@ -361,6 +361,13 @@ VG_HIDDEN vg_code vg__bundle_reader_read(vg__bundle_reader *r, const char *name,
 VG_HIDDEN vg_code vg__bundle_reader_read_strings(vg__bundle_reader *r, const char *name, char ***strs,
                                                  size_t **lens, int64_t *n, vg_status *st);
 VG_HIDDEN void vg__bundle_strings_free(char **strs, size_t *lens, int64_t n);
+/* bundle_merge.c: merges the bundles at prefixes[0..n) into `merged` as TF's MergeBundles
+ * (MergeV2Checkpoints): data files renamed to "<merged>.data-<k>-of-<total>" in input
+ * order, one index with every entry (shard ids moved), inputs' .index files deleted.
+ * Fails with NOT_FOUND (an input index or data file, naming it), DATA_LOSS (corrupt
+ * index), INVALID_ARGUMENT (a key in two inputs, naming it; no inputs), UNIMPLEMENTED
+ * (mixed endianness), I/O codes. */
+VG_HIDDEN vg_code vg__bundle_merge(const char *const *prefixes, int n, const char *merged, vg_status *st);
 
 /* ------------------------------------------------------------------------ */
 /* ckpt_state.c: the `checkpoint` text file (CheckpointState proto, text format). */

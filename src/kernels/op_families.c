@@ -47,6 +47,7 @@ extern const vg__op_def vg__ops_rnn[];
 extern const vg__op_def vg__ops_unique[];
 extern const vg__op_def vg__ops_image_codec[];
 extern const vg__op_def vg__ops_image[];
+extern const vg__op_def vg__ops_string[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -88,5 +89,6 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_unique);
     vg__registry_add_family(vg__ops_image_codec);
     vg__registry_add_family(vg__ops_image);
+    vg__registry_add_family(vg__ops_string);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

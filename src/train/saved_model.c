@@ -26,6 +26,31 @@ static bool file_exists(const char *p) {
     return stat(p, &sb) == 0;
 }
 
+/* Runs the main op with every asset tensor fed "<export_dir>/assets/<filename>", as
+ * loader_impl.load feeds get_asset_tensors' dictionary. */
+static vg_code run_main_op(vg_saved_model *m, const char *export_dir, vg_op *main_op, vg_status *st) {
+    int na = vg_meta_graph_num_assets(m->meta_graph);
+    if (na > 1024) return vg_status_set(st, VG_INVALID_ARGUMENT, "SavedModel %s lists %d assets", export_dir, na);
+    vg_output feeds[1024];
+    vg_tensor *vals[1024];
+    vg_code k = VG_OK;
+    int n = 0;
+    for (int i = 0; i < na && !k; i++) {
+        char path[4096];
+        int w = snprintf(path, sizeof path, "%s/assets/%s", export_dir, vg_meta_graph_asset_filename(m->meta_graph, i));
+        if (w < 0 || (size_t)w >= sizeof path) {
+            k = vg_status_set(st, VG_INVALID_ARGUMENT, "asset path too long in %s", export_dir);
+            break;
+        }
+        feeds[n] = vg_meta_graph_asset_tensor(m->meta_graph, i);
+        if (!(vals[n] = vg_tensor_new_string_scalar(path, (size_t)w, st))) k = st->code ? st->code : VG_RESOURCE_EXHAUSTED;
+        else n++;
+    }
+    if (!k) k = vg_session_run(m->session, NULL, feeds, vals, n, NULL, NULL, 0, &main_op, 1, NULL, st);
+    for (int i = 0; i < n; i++) vg_tensor_free(vals[i]);
+    return k;
+}
+
 vg_code vg_saved_model_load(const char *export_dir, const char *const *tags, int ntags,
                             const vg_session_options *session_options, vg_saved_model **out, vg_status *st) {
     *out = NULL;
@@ -70,7 +95,7 @@ vg_code vg_saved_model_load(const char *export_dir, const char *const *tags, int
         int n = 0;
         const vg_output *mo = vg_graph_collection(m->graph, "saved_model_main_op", &n);
         if (n == 0) mo = vg_graph_collection(m->graph, "legacy_init_op", &n);
-        if (n > 0) k = vg_session_run_targets(m->session, &mo[0].op, 1, st);
+        if (n > 0) k = run_main_op(m, export_dir, mo[0].op, st);
     }
     if (k) {
         vg_saved_model_free(m);
@@ -258,6 +283,122 @@ static vg_code write_file(const char *path, const void *d, size_t n, vg_status *
     return vg_write_file_atomic(path, d, n, st);
 }
 
+/* Copies file `src` to `dst` (whole file in memory; assets are vocabularies and such). */
+static vg_code copy_file(const char *src, const char *dst, vg_status *st) {
+    FILE *f = fopen(src, "rb");
+    if (!f) return vg_status_set(st, VG_NOT_FOUND, "asset file %s cannot be opened", src);
+    wbuf b = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) w_raw(&b, chunk, n);
+    bool err = ferror(f) != 0;
+    fclose(f);
+    vg_code c = err ? vg_status_set(st, VG_DATA_LOSS, "cannot read asset file %s", src)
+              : b.oom ? vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory copying %s", src)
+                      : write_file(dst, b.p ? b.p : (uint8_t *)"", b.n, st);
+    vg_free(b.p);
+    return c;
+}
+
+static const char *base_name(const char *p) {
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* The graph's "asset_filepaths" collection (tf.GraphKeys.ASSET_FILEPATHS): each item a
+ * string Const whose value is a source file. As builder_impl._maybe_save_assets: an
+ * AssetFileDef {tensor_info {name}, filename = basename} per item (a second source
+ * with a basename already taken becomes "name_1.ext", ...), the files copied to
+ * <export_dir>/assets/. Writes MetaGraphDef field 6 entries into b. */
+static vg_code write_assets(wbuf *b, vg_graph *g, const char *export_dir, vg_status *st) {
+    int n = 0;
+    const vg_output *items = vg_graph_collection(g, "asset_filepaths", &n);
+    if (n == 0) return VG_OK;
+    if (n > 4096) return vg_status_set(st, VG_INVALID_ARGUMENT, "%d assets", n);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/assets", export_dir);
+    if (mkdir(dir, 0755) != 0) return vg_status_set(st, VG_PERMISSION_DENIED, "cannot create %s", dir);
+    char **srcs = vg_calloc((size_t)n, sizeof *srcs), **names = vg_calloc((size_t)n, sizeof *names);
+    vg_code c = (!srcs || !names) ? vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory writing assets") : VG_OK;
+    wbuf afd = {0}, ti = {0};
+    for (int i = 0; i < n && !c; i++) {
+        const vg_tensor *v = NULL;
+        size_t len = 0;
+        const char *src = NULL;
+        if (strcmp(vg_op_type(items[i].op), "Const") == 0 && vg_op_attr_tensor(items[i].op, "value", &v) && v &&
+            vg_tensor_dtype(v) == VG_STRING && vg_tensor_num_elements(v) == 1)
+            src = vg_tensor_string(v, 0, &len);
+        if (!src || len == 0 || len >= 4000 || memchr(src, 0, len)) {
+            c = vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid asset filepath tensor %s: not a string Const naming "
+                              "a file", vg_op_name(items[i].op));
+            break;
+        }
+        char *sp = vg_malloc(len + 1), name[4200];
+        if (!sp) {
+            c = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory writing assets");
+            break;
+        }
+        memcpy(sp, src, len);
+        sp[len] = 0;
+        srcs[i] = sp;
+        const char *bn = base_name(sp);
+        snprintf(name, sizeof name, "%s", bn);
+        for (int suffix = 1;; suffix++) {
+            int j = 0;
+            while (j < i && !(names[j] && strcmp(names[j], name) == 0)) j++;
+            if (j == i || strcmp(srcs[j], sp) == 0) break; /* free, or the same source */
+            const char *dot = strrchr(bn, '.');
+            int stem = dot && dot != bn ? (int)(dot - bn) : (int)strlen(bn);
+            snprintf(name, sizeof name, "%.*s_%d%s", stem, bn, suffix, dot && dot != bn ? dot : "");
+        }
+        size_t nl = strlen(name);
+        if (!(names[i] = vg_malloc(nl + 1))) {
+            c = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory writing assets");
+            break;
+        }
+        memcpy(names[i], name, nl + 1);
+        char tname[1100], dst[8400];
+        snprintf(tname, sizeof tname, "%s:%d", vg_op_name(items[i].op), items[i].index);
+        w_str(&ti, 1, tname);
+        w_sub(&afd, 1, &ti);
+        w_str(&afd, 2, name);
+        w_sub(b, 6, &afd);
+        snprintf(dst, sizeof dst, "%s/%s", dir, name);
+        struct stat sb;
+        if (stat(dst, &sb) != 0) c = copy_file(sp, dst, st);
+    }
+    for (int i = 0; i < n; i++) {
+        if (srcs) vg_free(srcs[i]);
+        if (names) vg_free(names[i]);
+    }
+    vg_free(srcs);
+    vg_free(names);
+    vg_free(afd.p);
+    vg_free(ti.p);
+    return c;
+}
+
+vg_code vg_saved_model_add_assets_extra(const char *export_dir, const char *const *files, int nfiles, vg_status *st) {
+    if (!export_dir || nfiles < 0 || (nfiles && !files))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_add_assets_extra: NULL argument");
+    char dir[4096], dst[8200];
+    int w = snprintf(dir, sizeof dir, "%s/assets.extra", export_dir);
+    if (w < 0 || (size_t)w >= sizeof dir) return vg_status_set(st, VG_INVALID_ARGUMENT, "export_dir too long");
+    struct stat sb;
+    if (stat(export_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return vg_status_set(st, VG_NOT_FOUND, "SavedModel directory %s does not exist", export_dir);
+    if (mkdir(dir, 0755) != 0 && stat(dir, &sb) != 0) return vg_status_set(st, VG_PERMISSION_DENIED, "cannot create %s", dir);
+    for (int i = 0; i < nfiles; i++) {
+        if (!files[i] || !*base_name(files[i]))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "assets.extra file %d is NULL or a directory name", i);
+        snprintf(dst, sizeof dst, "%s/%s", dir, base_name(files[i]));
+        vg_code c = copy_file(files[i], dst, st);
+        if (c) return c;
+    }
+    vg_status_clear(st);
+    return VG_OK;
+}
+
 vg_code vg_saved_model_save(vg_graph *g, vg_session *sess, vg_saver *saver, const char *export_dir,
                             const char *const *tags, int ntags, const vg_signature_def *sigs, int nsigs,
                             vg_op *main_op, vg_status *st) {
@@ -307,6 +448,7 @@ vg_code vg_saved_model_save(vg_graph *g, vg_session *sess, vg_saver *saver, cons
             }
             if (num > 4 && !sigs_done) {
                 c = write_signatures(&mg, g, sigs, nsigs, st);
+                if (!c) c = write_assets(&mg, g, export_dir, st);
                 sigs_done = true;
             }
             if (num == 1) { /* MetaInfoDef: its fields, then the tags (field 4) */
@@ -326,6 +468,7 @@ vg_code vg_saved_model_save(vg_graph *g, vg_session *sess, vg_saver *saver, cons
             }
         }
         if (!c && !sigs_done) c = write_signatures(&mg, g, sigs, nsigs, st);
+        if (!c && !sigs_done) c = write_assets(&mg, g, export_dir, st);
     }
     if (!c) {
         w_varint(&model, 1 << 3); /* saved_model_schema_version */

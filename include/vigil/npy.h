@@ -1,0 +1,57 @@
+/*
+ * vigil/npy.h - NumPy's .npy array files (numpy.save / numpy.load, format versions
+ * 1.0, 2.0 and 3.0), for feeding and fetching tensors from the command line
+ * (`vigil run --input x=x.npy --outdir DIR`) and from programs that trade arrays with
+ * Python.
+ *
+ * A .npy file: "\x93NUMPY", major and minor version bytes, the header length (2 bytes
+ * little-endian in 1.0, 4 bytes in 2.0 and 3.0), a Python dict literal
+ * {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } padded with spaces and a
+ * newline so that the data starts at a multiple of 64, then the elements.
+ *
+ * Element types: '<f4' float, '<f8' double, '<i4' int32, '<i8' int64, '|u1' uint8,
+ * '|b1' bool (read in either byte order, '>' swapped), and '|S<n>' fixed-width byte
+ * strings as string tensors (trailing NUL bytes dropped, as NumPy does). Fortran-order
+ * arrays are read into row-major tensors. Other types (int16, float16, unicode '<U',
+ * objects '|O', complex, structured) are UNIMPLEMENTED naming the descr.
+ *
+ *     #include <vigil/vigil.h>
+ *     int roundtrip(const char *path) {
+ *         vg_status st;
+ *         vg_tensor *t = vg_npy_read(path, &st);
+ *         if (!t) return st.code;
+ *         vg_code c = vg_npy_write("/tmp/copy.npy", t, &st);
+ *         vg_tensor_free(t);
+ *         return c;
+ *     }
+ */
+#ifndef VIGIL_NPY_H
+#define VIGIL_NPY_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Parses the bytes of a .npy file into a new tensor (the caller frees it). name is used
+ * in messages (NULL: "npy"). Fails (NULL) with DATA_LOSS (bad magic, version, header
+ * syntax, missing keys, data shorter than the shape needs; naming `name`),
+ * UNIMPLEMENTED (element type, rank above VG_MAX_DIMS), INVALID_ARGUMENT (NULL bytes),
+ * RESOURCE_EXHAUSTED. Sizes are checked against len before anything is allocated. */
+VG_API vg_tensor *vg_npy_parse(const void *bytes, size_t len, const char *name, vg_status *st);
+/* Reads a .npy file. Also NOT_FOUND (naming the path). */
+VG_API vg_tensor *vg_npy_read(const char *path, vg_status *st);
+
+/* Serializes t exactly as numpy.save writes it (format 1.0, or 2.0 when the header
+ * would not fit 1.0's 65535 bytes): *bytes (free with vg_free), *len. String tensors
+ * become '|S<n>' with n the longest element (at least 1). Fails with INVALID_ARGUMENT
+ * (NULL, VG_RESOURCE tensors), RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_npy_serialize(const vg_tensor *t, void **bytes, size_t *len, vg_status *st);
+/* Writes t to path (temp file + rename). Fails as vg_npy_serialize, plus I/O codes. */
+VG_API vg_code vg_npy_write(const char *path, const vg_tensor *t, vg_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,345 @@
+/*
+ * string_ops.c - the string and checkpoint-path ops that TF 1.15's sharded Saver
+ * (Saver(sharded=True), and so every SavedModelBuilder graph) puts into its save
+ * subgraph, so that imported graphs run their own save/restore ops:
+ *
+ *   StringJoin(inputs: N strings, separator)      string_ops.string_join
+ *   RegexFullMatch(input, pattern)                 string_ops.regex_full_match
+ *   StaticRegexFullMatch(input, pattern attr)      (its constant-pattern form)
+ *   ShardedFilename(basename, shard, num_shards)   "<basename>-%05d-of-%05d"
+ *   ShardedFilespec(basename, num_shards)          "<basename>-?????-of-%05d"
+ *   MergeV2Checkpoints(checkpoint_prefixes, destination_prefix, delete_old_dirs)
+ *
+ * TF's sharded V2 save: StringJoin(prefix, Select(RegexFullMatch(prefix, "^s3://.*"),
+ * ".part", "_temp_<uuid>/part")) names a temp prefix; each device's SaveV2 writes
+ * ShardedFilename(tmp, shard, num_shards); MergeV2Checkpoints merges those bundles into
+ * the prefix (io/bundle_merge.c) and removes the temp directories.
+ *
+ * Patterns: RE2 in TF; here POSIX extended regular expressions (regcomp), which agree
+ * on the anchors, classes, alternation and repetition such save graphs use. A pattern
+ * that does not compile is INVALID_ARGUMENT naming it.
+ */
+#include "graph/graph_impl.h"
+#include "kernels/kernel.h"
+#include "io/io.h"
+#include <regex.h>
+#include <stdio.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------ */
+/* shared */
+
+static vg_code want_dtype(vg_op *op, int i, vg_dtype want, const char *arg, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, i);
+    if (dt != want)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input '%s' of '%s' Op (%s) has type %s that does not match "
+                             "expected type of %s.", arg, vg_op_type(op), vg_op_name(op), vg_dtype_name(dt),
+                             vg_dtype_name(want));
+    return VG_OK;
+}
+
+static vg_code want_rank(vg_op *op, int i, int rank, const char *arg, vg_status *st) {
+    vg_shape s = vg__op_input_shape(op, i);
+    if (s.ndims >= 0 && s.ndims != rank)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank %d but is rank %d for input '%s' of %s (%s)",
+                             rank, s.ndims, arg, vg_op_type(op), vg_op_name(op));
+    return VG_OK;
+}
+
+/* A scalar-or-one-element input, checked at run time. */
+static vg_code run_scalar(vg__kctx *ctx, int i, const char *arg) {
+    const vg_tensor *t = vg__kctx_input(ctx, i);
+    if (!t || vg_tensor_ndims(t) != 0)
+        return vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "%s: input '%s' must be a scalar, got rank %d",
+                             vg_op_type(vg__kctx_op(ctx)), arg, t ? vg_tensor_ndims(t) : -1);
+    return VG_OK;
+}
+
+static vg_code set_string_output(vg__kctx *ctx, const char *s, size_t n) {
+    vg_tensor *out;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, VG_STRING, NULL, 0, &out);
+    if (!c) c = vg_tensor_set_string(out, 0, s, n, vg__kctx_status(ctx));
+    return c;
+}
+
+static char *string_copy(const vg_tensor *t, int64_t i) {
+    size_t n = 0;
+    const char *s = vg_tensor_string(t, i, &n);
+    return vg__strndup(s ? s : "", s ? n : 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* StringJoin */
+
+static vg_code shape_string_join(vg_op *op, vg_status *st) {
+    int n = vg_op_num_inputs(op);
+    vg_shape out = vg_shape_make(NULL, 0);
+    bool unknown = false, have = false;
+    for (int i = 0; i < n; i++) {
+        vg_code c = want_dtype(op, i, VG_STRING, "inputs", st);
+        if (c) return c;
+        vg_shape s = vg__op_input_shape(op, i);
+        if (s.ndims < 0) {
+            unknown = true;
+            continue;
+        }
+        if (s.ndims == 0) continue;
+        if (!have) {
+            out = s;
+            have = true;
+            continue;
+        }
+        if (s.ndims != out.ndims)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "StringJoin %s: input shapes do not match (ranks %d and %d)",
+                                 vg_op_name(op), out.ndims, s.ndims);
+        for (int d = 0; d < s.ndims; d++) {
+            if (out.dims[d] < 0) out.dims[d] = s.dims[d];
+            else if (s.dims[d] >= 0 && s.dims[d] != out.dims[d])
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "StringJoin %s: input shapes do not match (dim %d: "
+                                     "%lld vs %lld)", vg_op_name(op), d, (long long)out.dims[d], (long long)s.dims[d]);
+        }
+    }
+    vg__op_set_default_attr_string(op, "separator", "");
+    vg__op_set_default_attr_int(op, "N", n);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_STRING, unknown && !have ? vg_shape_unknown() : out);
+    return VG_OK;
+}
+
+static vg_code kernel_string_join(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_op *op = vg__kctx_op(ctx);
+    int n = vg__kctx_num_inputs(ctx);
+    const char *sep = "";
+    size_t seplen = 0;
+    if (!vg_op_attr_string(op, "separator", &sep, &seplen)) sep = "", seplen = 0;
+    const vg_tensor *shape_of = NULL;
+    for (int i = 0; i < n; i++) {
+        const vg_tensor *t = vg__kctx_input(ctx, i);
+        if (vg_tensor_ndims(t) == 0) continue;
+        if (!shape_of) {
+            shape_of = t;
+            continue;
+        }
+        bool same = vg_tensor_ndims(t) == vg_tensor_ndims(shape_of);
+        for (int d = 0; same && d < vg_tensor_ndims(t); d++) same = vg_tensor_dim(t, d) == vg_tensor_dim(shape_of, d);
+        if (!same)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Input shapes do not match: input 0 of rank %d vs input %d "
+                                 "of rank %d (StringJoin %s)", vg_tensor_ndims(shape_of), i, vg_tensor_ndims(t),
+                                 vg_op_name(op));
+    }
+    int64_t dims[VG_MAX_DIMS];
+    int nd = shape_of ? vg_tensor_ndims(shape_of) : 0;
+    for (int d = 0; d < nd; d++) dims[d] = vg_tensor_dim(shape_of, d);
+    vg_tensor *out;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, VG_STRING, dims, nd, &out);
+    if (c) return c;
+    int64_t m = vg_tensor_num_elements(out);
+    vg__pb_buf b;
+    vg__pb_init(&b);
+    for (int64_t e = 0; !c && e < m; e++) {
+        vg__pb_reset(&b);
+        for (int i = 0; i < n; i++) {
+            const vg_tensor *t = vg__kctx_input(ctx, i);
+            size_t len = 0;
+            const char *s = vg_tensor_string(t, vg_tensor_ndims(t) == 0 ? 0 : e, &len);
+            if (i > 0 && seplen) vg__pb_put_raw(&b, sep, seplen);
+            if (len) vg__pb_put_raw(&b, s, len);
+        }
+        c = vg__pb_buf_status(&b, "StringJoin", st);
+        if (!c) c = vg_tensor_set_string(out, e, b.len ? (const char *)b.data : "", b.len, st);
+    }
+    vg__pb_free(&b);
+    return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* RegexFullMatch, StaticRegexFullMatch */
+
+static vg_code compile_full(const char *pat, size_t n, regex_t *re, vg_status *st, const char *opname) {
+    char *full = vg__malloc(n + 5);
+    if (!full) return VG_OOM(st, "regex");
+    full[0] = '^';
+    full[1] = '(';
+    memcpy(full + 2, pat, n);
+    memcpy(full + 2 + n, ")$", 3);
+    int rc = memchr(pat, 0, n) ? REG_BADPAT : regcomp(re, full, REG_EXTENDED | REG_NOSUB);
+    vg__free(full);
+    if (rc != 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: invalid pattern: %.*s", opname, (int)(n > 200 ? 200 : n),
+                             pat);
+    return VG_OK;
+}
+
+static vg_code shape_regex(vg_op *op, vg_status *st) {
+    bool is_static = strcmp(vg_op_type(op), "StaticRegexFullMatch") == 0;
+    vg_code c = want_dtype(op, 0, VG_STRING, "input", st);
+    if (!c && !is_static) c = want_dtype(op, 1, VG_STRING, "pattern", st);
+    if (!c && !is_static) c = want_rank(op, 1, 0, "pattern", st);
+    if (!c && is_static) {
+        const char *p;
+        size_t n;
+        if (!vg_op_attr_string(op, "pattern", &p, &n))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "StaticRegexFullMatch %s needs attr 'pattern'", vg_op_name(op));
+        regex_t re;
+        c = compile_full(p, n, &re, st, vg_op_type(op));
+        if (!c) regfree(&re);
+    }
+    if (c) return c;
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_BOOL, vg__op_input_shape(op, 0));
+    return VG_OK;
+}
+
+static vg_code kernel_regex(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_op *op = vg__kctx_op(ctx);
+    const char *p = NULL;
+    size_t pn = 0;
+    if (strcmp(vg_op_type(op), "StaticRegexFullMatch") == 0) {
+        if (!vg_op_attr_string(op, "pattern", &p, &pn)) return vg_status_set(st, VG_INVALID_ARGUMENT, "no pattern");
+    } else {
+        vg_code c = run_scalar(ctx, 1, "pattern");
+        if (c) return c;
+        p = vg_tensor_string(vg__kctx_input(ctx, 1), 0, &pn);
+        if (!p) p = "", pn = 0;
+    }
+    regex_t re;
+    vg_code c = compile_full(p, pn, &re, st, vg_op_type(op));
+    if (c) return c;
+    const vg_tensor *in = vg__kctx_input(ctx, 0);
+    int64_t dims[VG_MAX_DIMS];
+    int nd = vg_tensor_ndims(in);
+    for (int d = 0; d < nd; d++) dims[d] = vg_tensor_dim(in, d);
+    vg_tensor *out;
+    c = vg__kctx_alloc_output(ctx, 0, VG_BOOL, dims, nd, &out);
+    bool *o = c ? NULL : vg_tensor_data(out);
+    for (int64_t i = 0; !c && i < vg_tensor_num_elements(in); i++) {
+        size_t n = 0;
+        const char *s = vg_tensor_string(in, i, &n);
+        /* regexec needs a NUL-terminated subject; a string holding NUL cannot match a
+         * pattern that spans it in TF either unless the pattern says so: copy. */
+        char *z = vg__strndup(s ? s : "", s ? n : 0);
+        if (!z) {
+            c = VG_OOM(st, "RegexFullMatch");
+            break;
+        }
+        o[i] = strlen(z) == n && regexec(&re, z, 0, NULL, 0) == 0;
+        vg__free(z);
+    }
+    regfree(&re);
+    return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* ShardedFilename, ShardedFilespec */
+
+static vg_code shape_sharded(vg_op *op, vg_status *st) {
+    bool spec = strcmp(vg_op_type(op), "ShardedFilespec") == 0;
+    static const char *const names[] = {"basename", "shard", "num_shards"};
+    int n = vg_op_num_inputs(op);
+    for (int i = 0; i < n; i++) {
+        const char *arg = spec && i == 1 ? names[2] : names[i];
+        vg_code c = want_dtype(op, i, i == 0 ? VG_STRING : VG_INT32, arg, st);
+        if (!c) c = want_rank(op, i, 0, arg, st);
+        if (c) return c;
+    }
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
+    return VG_OK;
+}
+
+static vg_code kernel_sharded(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    bool spec = strcmp(vg_op_type(vg__kctx_op(ctx)), "ShardedFilespec") == 0;
+    vg_code c = run_scalar(ctx, 0, "basename");
+    if (!c) c = run_scalar(ctx, 1, spec ? "num_shards" : "shard");
+    if (!c && !spec) c = run_scalar(ctx, 2, "num_shards");
+    if (c) return c;
+    char *base = string_copy(vg__kctx_input(ctx, 0), 0);
+    if (!base) return VG_OOM(st, "ShardedFilename");
+    int32_t shard = *(const int32_t *)vg_tensor_data(vg__kctx_input(ctx, 1));
+    int32_t num = spec ? shard : *(const int32_t *)vg_tensor_data(vg__kctx_input(ctx, 2));
+    int len = spec ? snprintf(NULL, 0, "%s-?\?\?\?\?-of-%05d", base, num)
+                   : snprintf(NULL, 0, "%s-%05d-of-%05d", base, shard, num);
+    char *s = len < 0 ? NULL : vg__malloc((size_t)len + 1);
+    if (!s) c = VG_OOM(st, "ShardedFilename");
+    else {
+        if (spec) snprintf(s, (size_t)len + 1, "%s-?\?\?\?\?-of-%05d", base, num);
+        else snprintf(s, (size_t)len + 1, "%s-%05d-of-%05d", base, shard, num);
+        c = set_string_output(ctx, s, (size_t)len);
+    }
+    vg__free(s);
+    vg__free(base);
+    return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* MergeV2Checkpoints */
+
+static vg_code shape_merge(vg_op *op, vg_status *st) {
+    vg_code c = want_dtype(op, 0, VG_STRING, "checkpoint_prefixes", st);
+    if (!c) c = want_rank(op, 0, 1, "checkpoint_prefixes", st);
+    if (!c) c = want_dtype(op, 1, VG_STRING, "destination_prefix", st);
+    if (!c) c = want_rank(op, 1, 0, "destination_prefix", st);
+    if (c) return c;
+    vg__op_set_default_attr_bool(op, "delete_old_dirs", true);
+    vg__op_set_num_outputs(op, 0);
+    return VG_OK;
+}
+
+static char *dirname_of(const char *p) {
+    const char *slash = strrchr(p, '/');
+    if (!slash) return vg__strdup("");
+    return vg__strndup(p, slash == p ? 1 : (size_t)(slash - p));
+}
+
+static vg_code kernel_merge(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *in = vg__kctx_input(ctx, 0);
+    if (vg_tensor_ndims(in) != 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input checkpoint_prefixes should be an 1-D tensor, got rank %d",
+                             vg_tensor_ndims(in));
+    vg_code c = run_scalar(ctx, 1, "destination_prefix");
+    if (c) return c;
+    int64_t n = vg_tensor_num_elements(in);
+    if (n < 1 || n > 99999)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "MergeV2Checkpoints: %lld checkpoint prefixes", (long long)n);
+    bool del = true;
+    vg_op_attr_bool(vg__kctx_op(ctx), "delete_old_dirs", &del);
+    char **ps = vg__calloc((size_t)n, sizeof *ps);
+    char *dest = string_copy(vg__kctx_input(ctx, 1), 0);
+    if (!ps || !dest) c = VG_OOM(st, "MergeV2Checkpoints");
+    for (int64_t i = 0; !c && i < n; i++)
+        if (!(ps[i] = string_copy(in, i))) c = VG_OOM(st, "MergeV2Checkpoints");
+    if (!c) c = vg__bundle_merge((const char *const *)ps, (int)n, dest, st);
+    if (!c && del) {
+        /* TF: DeleteDir(dirname(prefix)) for every input outside the destination's
+         * directory, errors ignored (rmdir: only an emptied directory goes) */
+        char *ddir = dirname_of(dest);
+        for (int64_t i = 0; ddir && i < n; i++) {
+            char *d = dirname_of(ps[i]);
+            if (d && *d && strcmp(d, ddir) != 0) (void)rmdir(d);
+            vg__free(d);
+        }
+        vg__free(ddir);
+    }
+    for (int64_t i = 0; ps && i < n; i++) vg__free(ps[i]);
+    vg__free(ps);
+    vg__free(dest);
+    return c;
+}
+
+/* ------------------------------------------------------------------------ */
+
+#define NOGRAD VG__OP_NOT_DIFFERENTIABLE
+
+const vg__op_def vg__ops_string[] = {
+    {"StringJoin", 1, -1, NOGRAD, 0, shape_string_join, kernel_string_join, NULL},
+    {"RegexFullMatch", 2, 2, NOGRAD, 0, shape_regex, kernel_regex, NULL},
+    {"StaticRegexFullMatch", 1, 1, NOGRAD, 0, shape_regex, kernel_regex, NULL},
+    {"ShardedFilename", 3, 3, NOGRAD, 0, shape_sharded, kernel_sharded, NULL},
+    {"ShardedFilespec", 2, 2, NOGRAD, 0, shape_sharded, kernel_sharded, NULL},
+    {"MergeV2Checkpoints", 2, 2, VG__OP_STATEFUL | NOGRAD, 0, shape_merge, kernel_merge, NULL},
+    {0},
+};
