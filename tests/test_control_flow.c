@@ -281,6 +281,25 @@ static void test_case(void) {
         vg_tensor_free(xv);
     }
     vg_session_free(s);
+    /* exclusive: two true preds fail the run */
+    vg_output oe;
+    CHECK_OK(vg_case_exclusive(g, preds, fns, users, 2, k_br, (void *)(intptr_t)300, 1, &oe, NULL, &st), &st);
+    s = vg_session_new(g, NULL, &st);
+    for (int k = 0; k < 3; k++) {
+        vg_tensor *xv = vg_tensor_new(VG_INT32, NULL, 0, &st), *t = NULL;
+        *(int32_t *)vg_tensor_data(xv) = xs[k];
+        vg_code rc = vg_session_run(s, NULL, &x, &xv, 1, &oe, &t, 1, NULL, 0, NULL, &st);
+        if (k == 0) { /* -5 < 0 and -5 < 10 */
+            CHECK_CODE(rc, VG_INVALID_ARGUMENT);
+            CHECK_STR_CONTAINS(st.msg, "assertion failed");
+        } else {
+            CHECK_OK(rc, &st);
+            if (t) CHECK_EQ_INT(*(int32_t *)vg_tensor_data(t), want[k]);
+        }
+        vg_tensor_free(t);
+        vg_tensor_free(xv);
+    }
+    vg_session_free(s);
     vg_graph_free(g);
 }
 

@@ -146,7 +146,21 @@ static vg_code finish_ctx(vg_graph *g, vg__cf_info *ci, int c, int pred_end, vg_
         if (vg__cf_ctx_of(ci, op) != c) continue;
         const vg__cf_ctx *cx = &ci->ctx[c];
         vg_op *pivot = (cx->kind == VG__CTX_WHILE && id < pred_end) ? cx->pred_pivot : cx->pivot;
-        if (op->ninputs == 0 && op->ncontrol == 0 && pivot && op != pivot) {
+        /* TF's AddOp: a loop drops control inputs from outside it (the loop's Enters
+         * carry them); an op with no data input and no control input from inside the
+         * context gets the pivot */
+        bool inner_ctrl = false;
+        for (int k = 0; k < op->ncontrol;) {
+            bool inside = vg__cf_is_ancestor(ci, c, vg__cf_ctx_of(ci, op->control[k])) &&
+                          vg__cf_ctx_of(ci, op->control[k]) >= 0;
+            if (!inside && cx->kind == VG__CTX_WHILE) {
+                op->control[k] = op->control[--op->ncontrol];
+                continue;
+            }
+            inner_ctrl |= inside;
+            k++;
+        }
+        if (op->ninputs == 0 && !inner_ctrl && pivot && op != pivot) {
             if (vg_op_add_control_input(op, pivot) != VG_OK) rc = VG_OOM(st, "control flow");
             continue;
         }
@@ -513,6 +527,37 @@ vg_code vg_case(vg_graph *g, const vg_output *preds, const vg_cond_branch_fn *fn
     vg_graph_push_scope(g, name ? name : "case");
     vg_code rc = vg_cond(g, preds[0], case_true, case_false, &cs, nouts, outs, "cond", st);
     vg_graph_pop_scope(g);
+    return rc;
+}
+
+vg_code vg_case_exclusive(vg_graph *g, const vg_output *preds, const vg_cond_branch_fn *fns, void *const *users,
+                          int n, vg_cond_branch_fn default_fn, void *default_user, int nouts, vg_output *outs,
+                          const char *name, vg_status *st) {
+    if (!g || n < 1 || !preds || !fns || !default_fn || !outs || nouts < 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_case_exclusive: NULL argument, n < 1 or nouts < 1");
+    for (int i = 0; i < n; i++)
+        if (!fns[i] || !preds[i].op)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_case_exclusive: fns[%d] or preds[%d] is NULL", i, i);
+    /* TF's _assert_at_most_n_true(preds, n=1) */
+    vg_graph_push_scope(g, name ? name : "case");
+    const char *scope = vg_graph_scope(g);
+    char sc[1100];
+    snprintf(sc, sizeof sc, "%s/", scope);
+    vg_output pc = vg_pack(g, preds, n, 0, "preds_c");
+    vg_output cnt = vg_reduce_sum(g, vg_cast(g, pc, VG_INT32, "Cast"), NULL, -1, false, "num_true_conds");
+    vg_output ok = vg_less_equal(g, cnt, vg_const_i32(g, 1, "n_true_conds"), "LessEqual");
+    vg_op *as = vg_assert(g, ok, &pc, 1, n, "Assert");
+    vg_code rc = VG_OK;
+    if (!as) {
+        rc = fail_graph(g, st, VG_OK);
+    } else {
+        vg_graph_push_control_deps(g, &as, 1);
+        case_state cs = {preds, fns, users, n, 0, default_fn, default_user, nouts, st};
+        rc = vg_cond(g, preds[0], case_true, case_false, &cs, nouts, outs, "cond", st);
+        vg_graph_pop_control_deps(g);
+    }
+    vg_graph_pop_scope(g);
+    (void)sc;
     return rc;
 }
 
