@@ -200,7 +200,11 @@ static void test_variable_in_loop_sgd(void) {
     vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_f32(g, 1.0f, "y0")}, o[2];
     CHECK_OK(vg_while_loop(g, pow_cond, pow_body, &pc, v, 2, NULL, 32, vg_out(NULL, 0), NULL, o, &st), &st);
     vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
+    /* built under an outside control dependency (as update ops often are) */
+    vg_op *noop = vg_no_op(g, "before");
+    vg_graph_push_control_deps(g, &noop, 1);
     vg_op *train = vg_optimizer_minimize(opt, g, o[1], NULL, 0, vg_out(NULL, 0), NULL);
+    vg_graph_pop_control_deps(g);
     CHECK(train != NULL);
     vg_op *init = vg_global_variables_initializer(g);
     vg_session *s = vg_session_new(g, NULL, &st);

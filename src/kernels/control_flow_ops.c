@@ -768,6 +768,7 @@ vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_body_fn bo
         vg_output ex = vg_exit(g, vg_out(ci->ctx[c].switches[i], 0), "Exit");
         if (!ex.op) { rc = fail_graph(g, st, VG_OK); goto done; }
         ci->ctx[c].exits[i] = ex.op;
+        ex.op->ncontrol = 0; /* an Exit runs in the loop's frame: the Enters carry outside control inputs */
         if (!vg__cf_set_ctx(ci, ex.op, parent)) { rc = VG_OOM(st, "while_loop"); goto done; }
         outs[i] = ex;
     }
@@ -789,7 +790,20 @@ done:
  * the context's pivot when it has no inputs. */
 static bool place(vg__cf_info *ci, vg_op *op, int ctx) {
     if (!op || !vg__cf_set_ctx(ci, op, ctx)) return false;
-    if (ctx >= 0 && op->ninputs == 0 && op->ncontrol == 0 && ci->ctx[ctx].pivot)
+    /* as finish_ctx: control inputs pushed by the caller do not cross into a frame */
+    if (strcmp(op->def->type, "Exit") == 0) op->ncontrol = 0;
+    bool inner = false;
+    for (int k = 0; ctx >= 0 && k < op->ncontrol;) {
+        int cc = vg__cf_ctx_of(ci, op->control[k]);
+        bool inside = cc >= 0 && vg__cf_is_ancestor(ci, ctx, cc);
+        if (!inside && ci->ctx[ctx].kind == VG__CTX_WHILE) {
+            op->control[k] = op->control[--op->ncontrol];
+            continue;
+        }
+        inner |= inside;
+        k++;
+    }
+    if (ctx >= 0 && op->ninputs == 0 && !inner && ci->ctx[ctx].pivot)
         return vg_op_add_control_input(op, ci->ctx[ctx].pivot) == VG_OK;
     return true;
 }
