@@ -281,6 +281,25 @@ static void test_case(void) {
         vg_tensor_free(xv);
     }
     vg_session_free(s);
+    /* exclusive: two true preds fail the run */
+    vg_output oe;
+    CHECK_OK(vg_case_exclusive(g, preds, fns, users, 2, k_br, (void *)(intptr_t)300, 1, &oe, NULL, &st), &st);
+    s = vg_session_new(g, NULL, &st);
+    for (int k = 0; k < 3; k++) {
+        vg_tensor *xv = vg_tensor_new(VG_INT32, NULL, 0, &st), *t = NULL;
+        *(int32_t *)vg_tensor_data(xv) = xs[k];
+        vg_code rc = vg_session_run(s, NULL, &x, &xv, 1, &oe, &t, 1, NULL, 0, NULL, &st);
+        if (k == 0) { /* -5 < 0 and -5 < 10 */
+            CHECK_CODE(rc, VG_INVALID_ARGUMENT);
+            CHECK_STR_CONTAINS(st.msg, "assertion failed");
+        } else {
+            CHECK_OK(rc, &st);
+            if (t) CHECK_EQ_INT(*(int32_t *)vg_tensor_data(t), want[k]);
+        }
+        vg_tensor_free(t);
+        vg_tensor_free(xv);
+    }
+    vg_session_free(s);
     vg_graph_free(g);
 }
 
@@ -419,7 +438,32 @@ static void test_graphdef_round_trip(void) {
     vg_graph_free(g);
 }
 
+/* a loop built under tf.control_dependencies: the loop's ops do not take the outside
+ * control inputs (the Enters do), so it runs, after the dependency */
+static void test_while_under_control_deps(void) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    vg_variable c = vg_variable_new(g, "c", vg_const_i32(g, 0, NULL), 0);
+    vg_output bump = vg_assign_add(g, c.ref, vg_const_i32(g, 5, NULL), "bump");
+    vg_graph_push_control_deps(g, &bump.op, 1);
+    vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_i32(g, 0, "s")}, o[2];
+    CHECK_OK(vg_while_loop(g, lt10, sum_body, NULL, v, 2, NULL, 10, vg_out(NULL, 0), NULL, o, &st), &st);
+    vg_graph_pop_control_deps(g);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s, &c.initializer, 1, &st), &st);
+    vg_tensor *t = NULL;
+    CHECK_OK(vg_session_run1(s, o[1], &t, &st), &st);
+    if (t) CHECK_EQ_INT(*(int32_t *)vg_tensor_data(t), 45);
+    vg_tensor_free(t);
+    CHECK_OK(vg_session_run1(s, c.read, &t, &st), &st);
+    if (t) CHECK_EQ_INT(*(int32_t *)vg_tensor_data(t), 5);
+    vg_tensor_free(t);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_while_under_control_deps);
     RUN_TEST(test_while_sum);
     RUN_TEST(test_while_capture_and_feed);
     RUN_TEST(test_nested_while);

@@ -200,7 +200,11 @@ static void test_variable_in_loop_sgd(void) {
     vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_f32(g, 1.0f, "y0")}, o[2];
     CHECK_OK(vg_while_loop(g, pow_cond, pow_body, &pc, v, 2, NULL, 32, vg_out(NULL, 0), NULL, o, &st), &st);
     vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
+    /* built under an outside control dependency (as update ops often are) */
+    vg_op *noop = vg_no_op(g, "before");
+    vg_graph_push_control_deps(g, &noop, 1);
     vg_op *train = vg_optimizer_minimize(opt, g, o[1], NULL, 0, vg_out(NULL, 0), NULL);
+    vg_graph_pop_control_deps(g);
     CHECK(train != NULL);
     vg_op *init = vg_global_variables_initializer(g);
     vg_session *s = vg_session_new(g, NULL, &st);
@@ -219,13 +223,14 @@ static void test_variable_in_loop_sgd(void) {
     vg_graph_free(g);
 }
 
-/* a cond inside a while body: the gradient is refused clearly (not a wrong value) */
+/* a cond inside a while body: y = i < 1 ? y * y * w : sin(y) * w, 3 iterations */
+static vg_output g_w;
 static vg_code sq_br(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_mul(g, *(vg_output *)u, *(vg_output *)u, NULL);
+    o[0] = vg_mul(g, vg_mul(g, *(vg_output *)u, *(vg_output *)u, NULL), g_w, NULL);
     return VG_OK;
 }
-static vg_code id_br(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_identity(g, *(vg_output *)u, NULL);
+static vg_code sin_br(vg_graph *g, void *u, vg_output *o) {
+    o[0] = vg_mul(g, vg_sin(g, *(vg_output *)u, NULL), g_w, NULL);
     return VG_OK;
 }
 static vg_code cond_body(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
@@ -233,19 +238,30 @@ static vg_code cond_body(vg_graph *g, const vg_output *v, int n, void *u, vg_out
     (void)u;
     vg_status st;
     vg_output y = v[1], c;
-    vg_code rc = vg_cond(g, vg_less(g, v[0], vg_const_i32(g, 1, NULL), NULL), sq_br, id_br, &y, 1, &c, NULL, &st);
+    vg_code rc = vg_cond(g, vg_less(g, v[0], vg_const_i32(g, 1, NULL), NULL), sq_br, sin_br, &y, 1, &c, NULL, &st);
     o[0] = vg_add(g, v[0], vg_const_i32(g, 1, NULL), NULL);
     o[1] = c;
     return rc;
 }
 
-static void test_cond_in_while_grad_refused(void) {
+static void test_cond_in_while_grad(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    powc pc = {vg_placeholder(g, VG_DOUBLE, NULL, 0, "x"), 3};
-    vg_output v[2] = {vg_const_i32(g, 0, "i"), pc.x}, o[2], dx;
+    int64_t d = 2;
+    powc pc = {vg_placeholder(g, VG_DOUBLE, &d, 1, "x"), 3};
+    g_w = vg_placeholder(g, VG_DOUBLE, &d, 1, "w");
+    vg_output v[2] = {vg_const_i32(g, 0, "i"), pc.x}, o[2];
     CHECK_OK(vg_while_loop(g, pow_cond, cond_body, &pc, v, 2, NULL, 10, vg_out(NULL, 0), NULL, o, &st), &st);
-    CHECK_CODE(vg_gradients(g, &o[1], 1, &pc.x, 1, NULL, &dx, &st), VG_UNIMPLEMENTED);
+    vg_tensor *xv[2] = {NULL, NULL};
+    double a[2] = {0.7, -1.2}, b[2] = {1.1, 0.6};
+    for (int k = 0; k < 2; k++) {
+        xv[k] = vg_tensor_new(VG_DOUBLE, &d, 1, &st);
+        memcpy(vg_tensor_data(xv[k]), k ? b : a, sizeof a);
+    }
+    vg_output xs[2] = {pc.x, g_w};
+    CHECK_EQ_INT(vg_gradcheck(g, xs, xv, 2, o[1], 1e-6, 1e-6), 0);
+    vg_tensor_free(xv[0]);
+    vg_tensor_free(xv[1]);
     vg_graph_free(g);
 }
 
@@ -330,7 +346,7 @@ static void test_loop_under_mts(void) {
 
 int main(void) {
     RUN_TEST(test_loop_under_mts);
-    RUN_TEST(test_cond_in_while_grad_refused);
+    RUN_TEST(test_cond_in_while_grad);
     RUN_TEST(test_variable_in_loop_sgd);
     RUN_TEST(test_imported_loop_grad);
     RUN_TEST(test_cond_grad);

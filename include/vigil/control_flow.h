@@ -70,6 +70,13 @@ VG_API vg_code vg_case(vg_graph *g, const vg_output *preds, const vg_cond_branch
                        int n, vg_cond_branch_fn default_fn, void *default_user, int nouts, vg_output *outs,
                        const char *name, vg_status *st);
 
+/* tf.case(..., exclusive=True): as vg_case, after TF's check that at most one pred is
+ * true (case/preds_c, case/num_true_conds, case/Assert): a run where two or more are
+ * true fails with INVALID_ARGUMENT "assertion failed: ...". Same build failures. */
+VG_API vg_code vg_case_exclusive(vg_graph *g, const vg_output *preds, const vg_cond_branch_fn *fns,
+                                 void *const *users, int n, vg_cond_branch_fn default_fn, void *default_user,
+                                 int nouts, vg_output *outs, const char *name, vg_status *st);
+
 /* tf.while_loop(cond, body, loop_vars, shape_invariants, parallel_iterations,
  * maximum_iterations, name). Builds, under scope `name` ("while"), for each loop
  * variable while/Enter, while/Merge, while/Switch, while/Identity, while/NextIteration

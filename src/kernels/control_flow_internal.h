@@ -36,6 +36,9 @@ typedef struct vg__cf_ctx {
     int forward;         /* the forward while context it differentiates, -1 none */
     vg_output *hist_from, *hist_to; /* forward value -> its pop in this loop */
     int nhist, hist_cap, hist_cap2;
+    int *gcond;          /* forward cond contexts -> their branch pivot in this gradient loop */
+    vg_op **gpivot;
+    int ngc, gc_cap, gc_cap2;
 } vg__cf_ctx;
 
 typedef struct vg__cf_info {

@@ -37,6 +37,8 @@ static void info_destroy(void *p) {
         vg__free(c->stacks);
         vg__free(c->hist_from);
         vg__free(c->hist_to);
+        vg__free(c->gcond);
+        vg__free(c->gpivot);
     }
     vg__free(ci->ctx);
     vg__free(ci->ctx_of);
@@ -128,6 +130,7 @@ typedef struct capture {
 } capture;
 
 static vg_code backprop_value(vg_graph *g, vg__cf_info *ci, int a, vg_output x, vg_output *out, vg_status *st);
+static vg_code bwd_cond_pivot(vg_graph *g, vg__cf_info *ci, int a, int cc, vg_op **out, vg_status *st);
 
 /* Finishes context c: assigns its ops, captures outer tensors, adds pivot controls.
  * Ops in [start, pred_end) use pred_pivot (a while's condition), later ones pivot. */
@@ -143,7 +146,21 @@ static vg_code finish_ctx(vg_graph *g, vg__cf_info *ci, int c, int pred_end, vg_
         if (vg__cf_ctx_of(ci, op) != c) continue;
         const vg__cf_ctx *cx = &ci->ctx[c];
         vg_op *pivot = (cx->kind == VG__CTX_WHILE && id < pred_end) ? cx->pred_pivot : cx->pivot;
-        if (op->ninputs == 0 && op->ncontrol == 0 && pivot && op != pivot) {
+        /* TF's AddOp: a loop drops control inputs from outside it (the loop's Enters
+         * carry them); an op with no data input and no control input from inside the
+         * context gets the pivot */
+        bool inner_ctrl = false;
+        for (int k = 0; k < op->ncontrol;) {
+            bool inside = vg__cf_is_ancestor(ci, c, vg__cf_ctx_of(ci, op->control[k])) &&
+                          vg__cf_ctx_of(ci, op->control[k]) >= 0;
+            if (!inside && cx->kind == VG__CTX_WHILE) {
+                op->control[k] = op->control[--op->ncontrol];
+                continue;
+            }
+            inner_ctrl |= inside;
+            k++;
+        }
+        if (op->ninputs == 0 && !inner_ctrl && pivot && op != pivot) {
             if (vg_op_add_control_input(op, pivot) != VG_OK) rc = VG_OOM(st, "control flow");
             continue;
         }
@@ -513,6 +530,37 @@ vg_code vg_case(vg_graph *g, const vg_output *preds, const vg_cond_branch_fn *fn
     return rc;
 }
 
+vg_code vg_case_exclusive(vg_graph *g, const vg_output *preds, const vg_cond_branch_fn *fns, void *const *users,
+                          int n, vg_cond_branch_fn default_fn, void *default_user, int nouts, vg_output *outs,
+                          const char *name, vg_status *st) {
+    if (!g || n < 1 || !preds || !fns || !default_fn || !outs || nouts < 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_case_exclusive: NULL argument, n < 1 or nouts < 1");
+    for (int i = 0; i < n; i++)
+        if (!fns[i] || !preds[i].op)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_case_exclusive: fns[%d] or preds[%d] is NULL", i, i);
+    /* TF's _assert_at_most_n_true(preds, n=1) */
+    vg_graph_push_scope(g, name ? name : "case");
+    const char *scope = vg_graph_scope(g);
+    char sc[1100];
+    snprintf(sc, sizeof sc, "%s/", scope);
+    vg_output pc = vg_pack(g, preds, n, 0, "preds_c");
+    vg_output cnt = vg_reduce_sum(g, vg_cast(g, pc, VG_INT32, "Cast"), NULL, -1, false, "num_true_conds");
+    vg_output ok = vg_less_equal(g, cnt, vg_const_i32(g, 1, "n_true_conds"), "LessEqual");
+    vg_op *as = vg_assert(g, ok, &pc, 1, n, "Assert");
+    vg_code rc = VG_OK;
+    if (!as) {
+        rc = fail_graph(g, st, VG_OK);
+    } else {
+        vg_graph_push_control_deps(g, &as, 1);
+        case_state cs = {preds, fns, users, n, 0, default_fn, default_user, nouts, st};
+        rc = vg_cond(g, preds[0], case_true, case_false, &cs, nouts, outs, "cond", st);
+        vg_graph_pop_control_deps(g);
+    }
+    vg_graph_pop_scope(g);
+    (void)sc;
+    return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* tf.while_loop */
 
@@ -720,6 +768,7 @@ vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_body_fn bo
         vg_output ex = vg_exit(g, vg_out(ci->ctx[c].switches[i], 0), "Exit");
         if (!ex.op) { rc = fail_graph(g, st, VG_OK); goto done; }
         ci->ctx[c].exits[i] = ex.op;
+        ex.op->ncontrol = 0; /* an Exit runs in the loop's frame: the Enters carry outside control inputs */
         if (!vg__cf_set_ctx(ci, ex.op, parent)) { rc = VG_OOM(st, "while_loop"); goto done; }
         outs[i] = ex;
     }
@@ -741,7 +790,20 @@ done:
  * the context's pivot when it has no inputs. */
 static bool place(vg__cf_info *ci, vg_op *op, int ctx) {
     if (!op || !vg__cf_set_ctx(ci, op, ctx)) return false;
-    if (ctx >= 0 && op->ninputs == 0 && op->ncontrol == 0 && ci->ctx[ctx].pivot)
+    /* as finish_ctx: control inputs pushed by the caller do not cross into a frame */
+    if (strcmp(op->def->type, "Exit") == 0) op->ncontrol = 0;
+    bool inner = false;
+    for (int k = 0; ctx >= 0 && k < op->ncontrol;) {
+        int cc = vg__cf_ctx_of(ci, op->control[k]);
+        bool inside = cc >= 0 && vg__cf_is_ancestor(ci, ctx, cc);
+        if (!inside && ci->ctx[ctx].kind == VG__CTX_WHILE) {
+            op->control[k] = op->control[--op->ncontrol];
+            continue;
+        }
+        inner |= inside;
+        k++;
+    }
+    if (ctx >= 0 && op->ninputs == 0 && !inner && ci->ctx[ctx].pivot)
         return vg_op_add_control_input(op, ci->ctx[ctx].pivot) == VG_OK;
     return true;
 }
@@ -797,6 +859,34 @@ fail:
     return rc != VG_OK ? rc : VG_OOM(st, "while gradient");
 }
 
+/* The gradient loop a's copy of the pivot of forward cond branch cc: Identity of
+ * Switch(pred, pred)[branch] on the popped predicate (made once per loop and branch). */
+static vg_code bwd_cond_pivot(vg_graph *g, vg__cf_info *ci, int a, int cc, vg_op **out, vg_status *st) {
+    for (int i = 0; i < ci->ctx[a].ngc; i++)
+        if (ci->ctx[a].gcond[i] == cc) {
+            *out = ci->ctx[a].gpivot[i];
+            return VG_OK;
+        }
+    vg_output pp;
+    vg_code rc = backprop_value(g, ci, a, ci->ctx[cc].pred, &pp, st);
+    if (rc != VG_OK) return rc;
+    vg_op *sw = vg_switch(g, pp, pp, "b_switch");
+    if (!place(ci, sw, a)) goto fail;
+    vg_output piv = vg_identity(g, vg_out(sw, ci->ctx[cc].branch), ci->ctx[cc].branch ? "b_switch_t" : "b_switch_f");
+    if (!place(ci, piv.op, a)) goto fail;
+    vg__cf_ctx *ac = &ci->ctx[a];
+    if (!vg__grow((void **)&ac->gcond, &ac->gc_cap, ac->ngc + 1, sizeof(int)) ||
+        !vg__grow((void **)&ac->gpivot, &ac->gc_cap2, ac->ngc + 1, sizeof(vg_op *)))
+        return VG_OOM(st, "while gradient");
+    ac->gcond[ac->ngc] = cc;
+    ac->gpivot[ac->ngc++] = piv.op;
+    *out = piv.op;
+    return VG_OK;
+fail:
+    rc = vg_graph_status(g, st);
+    return rc != VG_OK ? rc : VG_OOM(st, "while gradient");
+}
+
 /* TF's AddForwardAccumulator + AddBackpropAccumulatedValue: x (a value of the forward
  * loop of gradient loop a) is pushed on a stack every forward iteration and popped in
  * a. */
@@ -811,12 +901,32 @@ static vg_code backprop_value(vg_graph *g, vg__cf_info *ci, int a, vg_output x, 
     int xc = vg__cf_out_ctx(ci, x);
     bool loop_switch = false;
     for (int i = 0; i < ci->ctx[f].nvars; i++) loop_switch |= ci->ctx[f].switches[i] == x.op;
-    if (strcmp(x.op->def->type, "Switch") == 0 && !loop_switch) xc = -2; /* a cond's switch: may be dead */
+    /* cc: the cond context whose branch x lives in (x is dead when the branch is not
+     * taken): it is pushed only when taken, and popped under the gradient loop's copy
+     * of that branch's pivot (TF's grad cond context) */
+    int cc = -1;
+    if (strcmp(x.op->def->type, "Switch") == 0 && !loop_switch) {
+        vg_output p = x.op->inputs[1];
+        for (int i = 0; i < ci->n && cc < 0; i++)
+            if (ci->ctx[i].kind == VG__CTX_COND && ci->ctx[i].pred.op == p.op && ci->ctx[i].pred.index == p.index &&
+                ci->ctx[i].branch == x.index)
+                cc = i;
+        if (cc < 0) xc = -2;
+    } else if (xc >= 0 && ci->ctx[xc].kind == VG__CTX_COND) {
+        cc = xc;
+    }
+    if (cc >= 0 && vg__cf_frame_ctx(ci, cc) == f) xc = f;
     if (xc != f)
         return vg_status_set(st, VG_UNIMPLEMENTED,
-                             "gradient: '%s' is inside a cond or a nested loop of the while loop '%s'; saving it "
-                             "for the gradient loop is not supported",
+                             "gradient: '%s' is inside a nested loop of the while loop '%s' or is a Switch of no "
+                             "vg_cond; saving it for the gradient loop is not supported",
                              x.op->name, ci->ctx[f].frame_name);
+    vg_op *guard = NULL;
+    if (cc >= 0) {
+        vg_code grc = bwd_cond_pivot(g, ci, a, cc, &guard, st);
+        if (grc != VG_OK) return grc;
+        ac = &ci->ctx[a];
+    }
     vg_output count;
     vg_code rc = vg__cf_forward_count(g, ci, f, &count, st);
     if (rc != VG_OK) return rc;
@@ -826,12 +936,21 @@ static vg_code backprop_value(vg_graph *g, vg__cf_info *ci, int a, vg_output x, 
     vg_output eh = vg_enter(g, s, ci->ctx[f].frame_name, true, 1, "f_acc");
     if (!place(ci, eh.op, p)) goto fail;
     vg_output push = vg_stack_push(g, eh, x, "f_acc");
-    if (!place(ci, push.op, f)) goto fail;
-    if (vg_op_add_control_input(ci->ctx[f].fwd_sync, push.op) != VG_OK) goto fail;
+    if (!place(ci, push.op, cc >= 0 ? cc : f)) goto fail;
+    if (cc >= 0) {
+        /* a push that may be dead: ordered before the counter through a ControlTrigger,
+         * which is never dead */
+        vg_op *trig = vg_control_trigger(g, "f_acc_sync");
+        if (!trig || vg_op_add_control_input(trig, push.op) != VG_OK || !place(ci, trig, f) ||
+            vg_op_add_control_input(ci->ctx[f].fwd_sync, trig) != VG_OK)
+            goto fail;
+    } else if (vg_op_add_control_input(ci->ctx[f].fwd_sync, push.op) != VG_OK) {
+        goto fail;
+    }
     vg_output pop = vg_stack_pop(g, s, vg_output_dtype(x), "b_acc");
     if (!pop.op) goto fail;
     pop.op->out_shapes[0] = vg_output_shape(x);
-    if (!place(ci, pop.op, a) || vg_op_add_control_input(pop.op, ci->ctx[a].pivot) != VG_OK) goto fail;
+    if (!place(ci, pop.op, a) || vg_op_add_control_input(pop.op, guard ? guard : ci->ctx[a].pivot) != VG_OK) goto fail;
     ac = &ci->ctx[a];
     if (!vg__grow((void **)&ac->hist_from, &ac->hist_cap, ac->nhist + 1, sizeof(vg_output)) ||
         !vg__grow((void **)&ac->hist_to, &ac->hist_cap2, ac->nhist + 1, sizeof(vg_output))) {
