@@ -3,6 +3,10 @@
 #include "hooks_internal.h"
 #include "vigil/graphdef.h"
 
+#include <dirent.h>
+#include <string.h>
+#include <unistd.h>
+
 /* ------------------------------------------------------------------------ */
 /* CheckpointSaverHook */
 typedef struct ckpt_hook {
@@ -92,6 +96,24 @@ static vg_code ck_save(ckpt_hook *h, vg_session *sess, int64_t step, bool *stop,
     return rc;
 }
 
+/* A run killed while writing graph.pbtxt leaves "graph.pbtxt.tempstate<hex>" behind.
+ * The saver's start-up clean-up removes such files only once a checkpoint is listed, so
+ * runs killed before their first checkpoint would pile them up; once this run's
+ * graph.pbtxt is in place, any such file left in the directory is stale (only the chief
+ * writes it) and is removed here. */
+static void remove_stale_graph_temps(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char p[4400];
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "graph.pbtxt.tempstate", 21) != 0) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (unlink(p) == 0) vg_logf(VG_LOG_INFO, "Removed a stale temporary file: %s", p);
+    }
+    closedir(d);
+}
+
 static vg_code write_graph_files(ckpt_hook *h, vg_status *st) {
     char path[4200];
     char *text = NULL;
@@ -102,6 +124,7 @@ static vg_code write_graph_files(ckpt_hook *h, vg_status *st) {
     rc = vg_write_file_atomic(path, text, len, st);
     vg_free(text);
     if (rc != VG_OK) return rc;
+    remove_stale_graph_temps(h->dir);
     rc = vg_file_writer_add_graph(h->writer, h->g, 0, st); /* TF: no step */
     if (rc != VG_OK) return rc;
     vg_saver *saver = get_saver(h, st);
