@@ -19,6 +19,7 @@
 #include "optimizer.h"
 #include "train_lib.h"
 #include "losses.h"
+#include "variable_scope.h"
 #include "layers.h"
 #include "coordinator.h"
 #include "queue_ops.h"
