@@ -13,6 +13,7 @@
 #include "graph.h"
 #include "ops.h"
 #include "ops_ext.h"
+#include "nn_ext.h"
 #include "session.h"
 #include "gradients.h"
 #include "variables.h"
