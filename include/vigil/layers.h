@@ -169,6 +169,10 @@ VG_API vg_output vg_layers_average_pooling2d(vg_graph *g, vg_output x, int pool,
                                              const char *name);
 VG_API vg_output vg_layer_norm(vg_graph *g, vg_output x, const char *scope);
 
+/* tf.nn.zero_fraction(value): the fraction of zeros, float32 scalar, built as TF does:
+ * name scope "zero_fraction" (NULL name), Const "zero", Equal, Cast, Mean. */
+VG_API vg_output vg_zero_fraction(vg_graph *g, vg_output value, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

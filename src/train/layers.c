@@ -751,3 +751,13 @@ vg_output vg_layer_norm(vg_graph *g, vg_output x, const char *scope) {
     c.name = scope;
     return vg_layers_apply(g, &c, x, none_out());
 }
+
+vg_output vg_zero_fraction(vg_graph *g, vg_output value, const char *name) {
+    if (!g || !value.op) return none_out();
+    vg_graph_push_scope(g, name ? name : "zero_fraction");
+    vg_output zero = vg_const_fill(g, vg_output_dtype(value), NULL, 0, 0.0, "zero");
+    vg_output eq = vg_cast(g, vg_equal(g, value, zero, "Equal"), VG_FLOAT, "Cast");
+    vg_output m = vg_reduce_mean(g, eq, NULL, -1, false, "Mean");
+    vg_graph_pop_scope(g);
+    return m;
+}
