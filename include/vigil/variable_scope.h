@@ -4,16 +4,15 @@
  * dtype and custom_getter, the REGULARIZATION_LOSSES collection, and TF's naming rules
  * when the name scope and the variable scope differ.
  *
- *     vg_variable_scope_push(g, "conv1", NULL);       // variable scope and name scope "conv1"
- *     vg_variable wt = vg_get_variable_ex(g, "weights", &(vg_get_variable_opts){
- *         .dims = (int64_t[]){5, 5, 3, 64}, .ndims = 4});  // "conv1/weights", glorot_uniform
+ *     vg_get_variable_opts w_opts = {.dims = (int64_t[]){5, 5, 3, 64}, .ndims = 4};
+ *     vg_variable_scope_push(g, "conv1", NULL);        // variable scope and name scope "conv1"
+ *     vg_variable wt = vg_get_variable_ex(g, "weights", &w_opts); // "conv1/weights", glorot_uniform
  *     vg_variable_scope_pop(g);
  *     vg_variable_scope_opts o = {.reuse = VG_REUSE_TRUE};
- *     vg_variable_scope_push(g, "conv1", &o);         // ops now go to name scope "conv1_1"
- *     vg_variable same = vg_get_variable_ex(g, "weights", &(vg_get_variable_opts){
- *         .dims = (int64_t[]){5, 5, 3, 64}, .ndims = 4});
+ *     vg_variable_scope_push(g, "conv1", &o);          // ops now go to name scope "conv1_1"
+ *     vg_variable same = vg_get_variable_ex(g, "weights", &w_opts);
  *     vg_variable_scope_pop(g);
- *     if (same.var != wt.var) return 1;                // shared: "conv1/weights"
+ *     if (same.var != wt.var) return 1;                 // shared: "conv1/weights"
  *
  * Naming: a variable scope's name is its parent variable scope's name + "/" + name,
  * never made unique (default_name scopes are: "dense", "dense_1", ...); entering one
