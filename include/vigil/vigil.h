@@ -15,6 +15,7 @@
 #include "ops_ext.h"
 #include "nn_ext.h"
 #include "session.h"
+#include "config.h"
 #include "gradients.h"
 #include "variables.h"
 #include "optimizer.h"
