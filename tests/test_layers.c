@@ -45,7 +45,7 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/queue.h", "train"},
     {"vigil/version.h", "core"},       {"vigil/events.h", "io"},          {"vigil/idx.h", "io"},
     {"vigil/ops_ext.h", "kernels"},    {"vigil/train_lib.h", "train"},    {"vigil/losses.h", "train"},
-    {"vigil/variable_scope.h", "train"}, {"vigil/nn_ext.h", "kernels"}, {"vigil/config.h", "train"},
+    {"vigil/variable_scope.h", "train"}, {"vigil/nn_ext.h", "kernels"}, {"vigil/config.h", "train"}, {"vigil/custom_op.h", "kernels"},
 };
 
 static int layer_index(const char *name, size_t n) {

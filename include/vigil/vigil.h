@@ -16,6 +16,7 @@
 #include "nn_ext.h"
 #include "session.h"
 #include "config.h"
+#include "custom_op.h"
 #include "gradients.h"
 #include "variables.h"
 #include "optimizer.h"
