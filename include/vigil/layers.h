@@ -85,7 +85,8 @@ typedef enum vg_layer_kind {
     VG_LAYER_FLATTEN,
     VG_LAYER_DROPOUT,
     VG_LAYER_BATCH_NORMALIZATION,
-    VG_LAYER_LAYER_NORM /* tf.contrib.layers.layer_norm (scope "LayerNorm") */
+    VG_LAYER_LAYER_NORM, /* tf.contrib.layers.layer_norm (scope "LayerNorm") */
+    VG_LAYER_SEPARABLE_CONV2D
 } vg_layer_kind;
 
 typedef struct vg_layer_config {
@@ -119,6 +120,8 @@ typedef struct vg_layer_config {
     vg_initializer moving_mean_initializer, moving_variance_initializer;  /* zeros, ones */
     vg_regularizer beta_regularizer, gamma_regularizer;
     int begin_norm_axis, begin_params_axis; /* layer_norm: 1, -1 */
+    int depth_multiplier;        /* separable_conv2d: 1 (its depthwise and pointwise kernels
+                                    use kernel_initializer / kernel_regularizer) */
 } vg_layer_config;
 
 /* TF's defaults for a kind (units and filters 0: set them). */
@@ -135,9 +138,10 @@ typedef struct vg_layer {
     char name_scope[VG_LAYER_NAME_MAX];  /* first name scope ("dense_1/"), once built */
     bool built;
     bool functional;
-    vg_variable kernel, bias;            /* dense, convolutions */
+    vg_variable kernel, bias;            /* dense, convolutions (separable: kernel = depthwise_kernel) */
+    vg_variable depthwise_kernel, pointwise_kernel; /* separable_conv2d */
     vg_variable gamma, beta, moving_mean, moving_variance; /* normalization */
-    vg_variable trainable_weights[4];
+    vg_variable trainable_weights[4];   /* in creation order */
     int num_trainable_weights;
     vg_variable non_trainable_weights[4];
     int num_non_trainable_weights;

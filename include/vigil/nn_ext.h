@@ -1,6 +1,6 @@
 /*
  * vigil/nn_ext.h - builders of the tf.layers op families (issue 11 §2): batch
- * normalization (src/kernels/nn_norm_ops.c). Each op has its CPU kernel and TF's
+ * normalization (src/kernels/nn_norm_ops.c), depthwise convolution. Each op has its CPU kernel and TF's
  * gradient; on failure a builder returns NULL / {NULL, 0} and records the graph's
  * sticky error (vg_graph_status): INVALID_ARGUMENT for bad dtypes or shapes,
  * UNIMPLEMENTED for data formats other than NHWC.
@@ -28,6 +28,13 @@ extern "C" {
  * 2 batch_variance (Bessel-corrected when training), 3-5 reserve spaces. */
 VG_API vg_op *vg_fused_batch_norm_v3(vg_graph *g, vg_output x, vg_output scale, vg_output offset, vg_output mean,
                                      vg_output variance, float epsilon, bool is_training, const char *name);
+
+/* tf.nn.depthwise_conv2d_native(x, filter, strides, padding) (src/kernels/
+ * nn_depthwise_ops.c): x [N,H,W,C], filter [KH,KW,C,M] -> [N,OH,OW,C*M]; strides
+ * [1,sh,sw,1], padding "SAME" or "VALID", dilations 1. Gradient: the
+ * DepthwiseConv2dNativeBackpropInput / BackpropFilter ops. */
+VG_API vg_output vg_depthwise_conv2d_native(vg_graph *g, vg_output x, vg_output filter, const int64_t strides[4],
+                                            const char *padding, const char *name);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,7 @@ static const char *base_name(vg_layer_kind k) {
     case VG_LAYER_DROPOUT: return "dropout";
     case VG_LAYER_BATCH_NORMALIZATION: return "batch_normalization";
     case VG_LAYER_LAYER_NORM: return "LayerNorm";
+    case VG_LAYER_SEPARABLE_CONV2D: return "separable_conv2d";
     }
     return "layer";
 }
@@ -76,6 +77,7 @@ vg_layer_config vg_layer_config_default(vg_layer_kind kind) {
     c.moving_variance_initializer = vg_init_ones();
     c.begin_norm_axis = 1;
     c.begin_params_axis = -1;
+    c.depth_multiplier = 1;
     return c;
 }
 
@@ -238,6 +240,17 @@ static bool build(vg_graph *g, vg_layer *l, vg_output x) {
         if (c->use_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, c->trainable);
         break;
     }
+    case VG_LAYER_SEPARABLE_CONV2D: {
+        int64_t dd[4] = {c->kernel_size[0], c->kernel_size[1], in, c->depth_multiplier},
+                pd[4] = {1, 1, in * c->depth_multiplier, c->units}, bd[1] = {c->units};
+        l->depthwise_kernel =
+            add_weight(g, l, "depthwise_kernel", dt, dd, 4, c->kernel_initializer, c->kernel_regularizer, c->trainable);
+        l->pointwise_kernel =
+            add_weight(g, l, "pointwise_kernel", dt, pd, 4, c->kernel_initializer, c->kernel_regularizer, c->trainable);
+        l->kernel = l->depthwise_kernel;
+        if (c->use_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, c->trainable);
+        break;
+    }
     case VG_LAYER_BATCH_NORMALIZATION: {
         int64_t pd[1] = {in};
         if (c->scale) l->gamma = add_weight(g, l, "gamma", dt, pd, 1, c->gamma_initializer, c->gamma_regularizer, c->trainable);
@@ -311,6 +324,20 @@ static vg_output call_conv(vg_graph *g, vg_layer *l, vg_output x) {
     if (c->kind == VG_LAYER_CONV2D) {
         int64_t st[4] = {1, c->strides[0], c->strides[1], 1};
         return bias_act(g, l, vg_conv2d(g, x, l->kernel.read, st, pad, "Conv2D"));
+    }
+    if (c->kind == VG_LAYER_SEPARABLE_CONV2D) {
+        /* nn.separable_conv2d: "separable_conv2d/depthwise", then a 1x1 VALID Conv2D
+         * named after the name scope */
+        int64_t st[4] = {1, c->strides[0], c->strides[1], 1}, one[4] = {1, 1, 1, 1};
+        const char *full = vg_graph_push_scope(g, "separable_conv2d");
+        char opname[VG_LAYER_NAME_MAX * 2];
+        snprintf(opname, sizeof opname, "%s", full ? full : "separable_conv2d");
+        vg_output d = vg_depthwise_conv2d_native(g, x, l->depthwise_kernel.read, st, pad, "depthwise");
+        vg_graph_pop_scope(g);
+        vg_graph_push_scope(g, "/");
+        vg_output y = vg_conv2d(g, d, l->pointwise_kernel.read, one, "VALID", opname);
+        vg_graph_pop_scope(g);
+        return bias_act(g, l, y);
     }
     /* conv2d_transpose: Conv2DBackpropInput with output size deconv_output_length */
     vg_shape s = vg_output_shape(x);
@@ -494,7 +521,8 @@ static vg_output call_layer_norm(vg_graph *g, vg_layer *l, vg_output x) {
 static bool check_input(vg_graph *g, vg_layer *l, vg_output x) {
     const vg_layer_config *c = &l->config;
     vg_shape s = vg_output_shape(x);
-    bool conv = c->kind == VG_LAYER_CONV1D || c->kind == VG_LAYER_CONV2D || c->kind == VG_LAYER_CONV2D_TRANSPOSE;
+    bool conv = c->kind == VG_LAYER_CONV1D || c->kind == VG_LAYER_CONV2D || c->kind == VG_LAYER_CONV2D_TRANSPOSE ||
+                c->kind == VG_LAYER_SEPARABLE_CONV2D;
     switch (c->kind) {
     case VG_LAYER_DENSE:
         if (!check_ndim(g, l, &s, 2, true)) return false;
@@ -512,6 +540,7 @@ static bool check_input(vg_graph *g, vg_layer *l, vg_output x) {
         break;
     case VG_LAYER_CONV2D:
     case VG_LAYER_CONV2D_TRANSPOSE:
+    case VG_LAYER_SEPARABLE_CONV2D:
     case VG_LAYER_MAX_POOLING2D:
     case VG_LAYER_AVERAGE_POOLING2D:
         if (!check_ndim(g, l, &s, 4, false)) return false;
@@ -570,6 +599,11 @@ static bool check_input(vg_graph *g, vg_layer *l, vg_output x) {
             }
         }
     }
+    if (c->kind == VG_LAYER_SEPARABLE_CONV2D && c->depth_multiplier <= 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "layer %s: depth_multiplier must be positive, got %d", lname(l),
+                           c->depth_multiplier);
+        return false;
+    }
     if ((c->kind == VG_LAYER_DENSE || conv) && c->units <= 0) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "layer %s: units/filters must be positive, got %lld", lname(l),
                            (long long)c->units);
@@ -599,7 +633,8 @@ static vg_output call(vg_graph *g, vg_layer *l, vg_output x, vg_output training)
     case VG_LAYER_DENSE: return call_dense(g, l, x);
     case VG_LAYER_CONV1D:
     case VG_LAYER_CONV2D:
-    case VG_LAYER_CONV2D_TRANSPOSE: return call_conv(g, l, x);
+    case VG_LAYER_CONV2D_TRANSPOSE:
+    case VG_LAYER_SEPARABLE_CONV2D: return call_conv(g, l, x);
     case VG_LAYER_MAX_POOLING1D:
     case VG_LAYER_MAX_POOLING2D:
     case VG_LAYER_AVERAGE_POOLING1D:
