@@ -3,6 +3,7 @@
  * user code (shape function, CPU kernel, optional gradient), and tf.py_func's C
  * counterpart, an op that calls a C callback with its input tensors.
  *
+ *     #include <vigil/vigil.h>
  *     static vg_code twice_shape(vg_op *op, vg_status *st, void *user) {
  *         (void)st; (void)user;
  *         vg_output in = vg_op_input(op, 0);
