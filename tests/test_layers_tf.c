@@ -617,7 +617,40 @@ static void test_separable_conv2d(void) {
     }
 }
 
+/* tf.nn.moments + tf.nn.batch_normalization (what ResNet-style code calls directly) */
+static void test_nn_moments_batch_normalization(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output x = vg_placeholder(g, VG_DOUBLE, (int64_t[]){3, 2}, 2, "x");
+    vg_output mean, var;
+    CHECK_EQ_INT(vg_nn_moments(g, x, (int32_t[]){0}, 1, false, NULL, &mean, &var), VG_OK);
+    CHECK(has_op(g, "moments/mean", NULL) && has_op(g, "moments/Squeeze_1", "Squeeze"));
+    double ov[2] = {0.5, -1}, sv[2] = {2, 3};
+    vg_output off = vg_const_array(g, VG_DOUBLE, (int64_t[]){2}, 1, ov, "off");
+    vg_output sc = vg_const_array(g, VG_DOUBLE, (int64_t[]){2}, 1, sv, "sc");
+    vg_output y = vg_nn_batch_normalization(g, x, mean, var, off, sc, 0.001, NULL);
+    CHECK(has_op(g, "batchnorm/Rsqrt", "Rsqrt"));
+    vg_status st;
+    vg_tensor *xv = vg_tensor_new(VG_DOUBLE, (int64_t[]){3, 2}, 2, &st);
+    double xs[6] = {1, 10, 2, 20, 6, 60};
+    memcpy(vg_tensor_data(xv), xs, sizeof xs);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *o = NULL;
+    CHECK_OK(vg_session_run(s, NULL, &x, &xv, 1, &y, &o, 1, NULL, 0, NULL, &st), &st);
+    if (o) {
+        double m0 = 3, v0 = (4 + 1 + 9) / 3.0, m1 = 30, v1 = (400 + 100 + 900) / 3.0;
+        CHECK_NEAR(((double *)vg_tensor_data(o))[0], 2 * (1 - m0) / sqrt(v0 + 0.001) + 0.5, 1e-9);
+        CHECK_NEAR(((double *)vg_tensor_data(o))[5], 3 * (60 - m1) / sqrt(v1 + 0.001) - 1, 1e-9);
+    }
+    vg_tensor_free(o);
+    vg_session_free(s);
+    CHECK_EQ_INT(vg_gradcheck(g, &x, &xv, 1, y, 1e-6, 1e-6), 0);
+    vg_tensor_free(xv);
+    CHECK_EQ_INT(vg_nn_moments(g, x, (int32_t[]){2}, 1, false, NULL, &mean, &var), VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_nn_moments_batch_normalization);
     RUN_TEST(test_separable_conv2d);
     RUN_TEST(test_dense_names_values);
     RUN_TEST(test_dense_options_and_reuse);

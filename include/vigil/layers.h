@@ -173,6 +173,18 @@ VG_API vg_output vg_layers_average_pooling2d(vg_graph *g, vg_output x, int pool,
                                              const char *name);
 VG_API vg_output vg_layer_norm(vg_graph *g, vg_output x, const char *scope);
 
+/* tf.nn.moments(x, axes, keep_dims, name): mean and (biased) variance over axes, as TF
+ * builds them under "moments/" ("mean", "StopGradient", "SquaredDifference",
+ * "variance", and "Squeeze"/"Squeeze_1" without keep_dims). Returns the graph's status;
+ * INVALID_ARGUMENT for an axis out of range. */
+VG_API vg_code vg_nn_moments(vg_graph *g, vg_output x, const int32_t *axes, int naxes, bool keep_dims, const char *name,
+                             vg_output *mean, vg_output *variance);
+/* tf.nn.batch_normalization(x, mean, variance, offset, scale, variance_epsilon): x *
+ * inv + (offset - mean * inv) with inv = rsqrt(variance + eps) * scale, under
+ * "batchnorm/"; offset and scale may be {NULL, 0} (TF's None). */
+VG_API vg_output vg_nn_batch_normalization(vg_graph *g, vg_output x, vg_output mean, vg_output variance,
+                                           vg_output offset, vg_output scale, double variance_epsilon, const char *name);
+
 /* tf.nn.zero_fraction(value): the fraction of zeros, float32 scalar, built as TF does:
  * name scope "zero_fraction" (NULL name), Const "zero", Equal, Cast, Mean. */
 VG_API vg_output vg_zero_fraction(vg_graph *g, vg_output value, const char *name);

@@ -155,10 +155,10 @@ static int static_bool(vg_output t) {
     return -1;
 }
 
-/* nn.moments(x, axes, keep_dims) under "moments/" */
-static void moments(vg_graph *g, vg_output x, const int32_t *axes, int n, bool keep_dims, vg_output *mean,
-                    vg_output *var) {
-    vg_graph_push_scope(g, "moments");
+/* nn.moments(x, axes, keep_dims) under "moments/" (or name) */
+static void moments_named(vg_graph *g, vg_output x, const int32_t *axes, int n, bool keep_dims, vg_output *mean,
+                          vg_output *var, const char *name) {
+    vg_graph_push_scope(g, name ? name : "moments");
     vg_output m = vg_reduce_mean(g, x, axes, n, true, "mean");
     vg_output v = vg_reduce_mean(g, vg_squared_difference(g, x, vg_stop_gradient(g, m, "StopGradient"), "SquaredDifference"),
                                  axes, n, true, "variance");
@@ -171,10 +171,15 @@ static void moments(vg_graph *g, vg_output x, const int32_t *axes, int n, bool k
     *var = v;
 }
 
-/* nn.batch_normalization(x, mean, variance, offset, scale, eps) under "batchnorm/" */
-static vg_output batch_normalization(vg_graph *g, vg_output x, vg_output mean, vg_output var, vg_output offset,
-                                     vg_output scale, double eps) {
-    vg_graph_push_scope(g, "batchnorm");
+static void moments(vg_graph *g, vg_output x, const int32_t *axes, int n, bool keep_dims, vg_output *mean,
+                    vg_output *var) {
+    moments_named(g, x, axes, n, keep_dims, mean, var, NULL);
+}
+
+/* nn.batch_normalization(x, mean, variance, offset, scale, eps) under "batchnorm/" (or name) */
+static vg_output batch_normalization_named(vg_graph *g, vg_output x, vg_output mean, vg_output var, vg_output offset,
+                                           vg_output scale, double eps, const char *name) {
+    vg_graph_push_scope(g, name ? name : "batchnorm");
     vg_dtype dt = vg_output_dtype(x);
     vg_output inv = vg_rsqrt(g, vg_add(g, var, vg_const_fill(g, dt, NULL, 0, eps, "add/y"), "add"), "Rsqrt");
     if (scale.op) inv = vg_mul(g, inv, scale, "mul");
@@ -184,6 +189,37 @@ static vg_output batch_normalization(vg_graph *g, vg_output x, vg_output mean, v
     vg_output y = vg_add(g, xs, sh, "add_1");
     vg_graph_pop_scope(g);
     return y;
+}
+
+static vg_output batch_normalization(vg_graph *g, vg_output x, vg_output mean, vg_output var, vg_output offset,
+                                     vg_output scale, double eps) {
+    return batch_normalization_named(g, x, mean, var, offset, scale, eps, NULL);
+}
+
+vg_code vg_nn_moments(vg_graph *g, vg_output x, const int32_t *axes, int naxes, bool keep_dims, const char *name,
+                      vg_output *mean, vg_output *variance) {
+    if (!g) return VG_INVALID_ARGUMENT;
+    if (!mean || !variance || (naxes > 0 && !axes) || naxes < 0)
+        return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "moments: axes and the mean/variance outputs are required");
+    *mean = *variance = none_out();
+    if (!x.op) return vg_graph_status(g, NULL);
+    vg_shape s = vg_output_shape(x);
+    for (int i = 0; i < naxes; i++)
+        if (s.ndims >= 0 && (axes[i] < -s.ndims || axes[i] >= s.ndims))
+            return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "moments: axis %d out of range for rank %d", axes[i],
+                                      s.ndims);
+    moments_named(g, x, axes, naxes, keep_dims, mean, variance, name);
+    return vg_graph_status(g, NULL);
+}
+
+vg_output vg_nn_batch_normalization(vg_graph *g, vg_output x, vg_output mean, vg_output variance, vg_output offset,
+                                    vg_output scale, double variance_epsilon, const char *name) {
+    if (!g || !x.op || !mean.op || !variance.op) {
+        if (g && vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "batch_normalization: x, mean and variance are required");
+        return none_out();
+    }
+    return batch_normalization_named(g, x, mean, variance, offset, scale, variance_epsilon, name);
 }
 
 /* _assign_moving_average: AssignSub(var, (var - value) * (1 - momentum)) "AssignMovingAvg" */
