@@ -649,7 +649,100 @@ static void test_nn_moments_batch_normalization(void) {
     vg_graph_free(g);
 }
 
+/* conv2d with dilation_rate 2 (SpaceToBatchND / VALID Conv2D / BatchToSpaceND as TF
+ * 1.15 builds it) against a direct dilated convolution, SAME and VALID; gradients by
+ * finite differences; the ops' round trip */
+static void test_dilated_conv2d(void) {
+    for (int same = 0; same < 2; same++) {
+        vg_graph *g = vg_graph_new();
+        vg_output x = vg_placeholder(g, VG_DOUBLE, (int64_t[]){1, 5, 6, 1}, 4, "x");
+        vg_layer_config c = vg_layer_config_default(VG_LAYER_CONV2D);
+        c.units = 1;
+        c.kernel_size[0] = c.kernel_size[1] = 2;
+        c.dilation_rate[0] = c.dilation_rate[1] = 2;
+        c.padding = same ? "same" : "valid";
+        c.use_bias = false;
+        vg_layer *l = vg_layer_new(&c);
+        vg_output y = vg_layer_apply(l, g, x, (vg_output){0});
+        CHECK(has_op(g, "conv2d/SpaceToBatchND", "SpaceToBatchND") && has_op(g, "conv2d/BatchToSpaceND", "BatchToSpaceND"));
+        CHECK(has_op(g, "conv2d/SpaceToBatchND/paddings", "Const"));
+        vg_shape ys = vg_output_shape(y);
+        CHECK(ys.ndims == 4 && ys.dims[1] == (same ? 5 : 3) && ys.dims[2] == (same ? 6 : 4));
+        vg_status st;
+        vg_op *init = vg_global_variables_initializer(g);
+        vg_session *s = vg_session_new(g, NULL, &st);
+        CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+        vg_tensor *xv = vg_tensor_new(VG_DOUBLE, (int64_t[]){1, 5, 6, 1}, 4, &st);
+        for (int i = 0; i < 30; i++) ((double *)vg_tensor_data(xv))[i] = (double)((i * 7) % 11) - 5;
+        vg_output f[2] = {y, l->kernel.read};
+        vg_tensor *o[2] = {0};
+        CHECK_OK(vg_session_run(s, NULL, &x, &xv, 1, f, o, 2, NULL, 0, NULL, &st), &st);
+        if (o[0]) {
+            const double *xd = vg_tensor_data(xv), *k = vg_tensor_data(o[1]), *yd = vg_tensor_data(o[0]);
+            int oh = same ? 5 : 3, ow = same ? 6 : 4, pt = same ? 1 : 0, pl = same ? 1 : 0; /* dilated k = 3 */
+            for (int oy = 0; oy < oh; oy++)
+                for (int ox = 0; ox < ow; ox++) {
+                    double want = 0;
+                    for (int ky = 0; ky < 2; ky++)
+                        for (int kx = 0; kx < 2; kx++) {
+                            int iy = oy + 2 * ky - pt, ix = ox + 2 * kx - pl;
+                            if (iy >= 0 && iy < 5 && ix >= 0 && ix < 6) want += xd[iy * 6 + ix] * k[ky * 2 + kx];
+                        }
+                    CHECK_NEAR(yd[oy * ow + ox], want, 1e-9);
+                }
+        }
+        for (int i = 0; i < 2; i++) vg_tensor_free(o[i]);
+        vg_session_free(s);
+        /* d y / d x, with the kernel fed as a constant */
+        vg_tensor *kv = NULL;
+        s = vg_session_new(g, NULL, &st);
+        vg_session_run_targets(s, &init, 1, &st);
+        vg_session_run1(s, l->kernel.read, &kv, &st);
+        vg_session_free(s);
+        vg_output kr = l->kernel.read;
+        CHECK_EQ_INT(vg_gradcheck_ex(g, &x, &xv, 1, &kr, &kv, 1, y, 1e-6, 1e-6), 0);
+        vg_tensor_free(kv);
+        vg_tensor_free(xv);
+        vg_layer_free(l);
+        vg_graph_free(g);
+    }
+    /* SpaceToBatchND / BatchToSpaceND: values of a 2x2 block and the round trip */
+    vg_graph *g = vg_graph_new();
+    vg_output x = vg_placeholder(g, VG_DOUBLE, (int64_t[]){1, 2, 3, 1}, 4, "x");
+    int32_t blk[2] = {2, 2}, pd[4] = {0, 0, 0, 1};
+    vg_output bs = vg_const_i32_vec(g, blk, 2, "bs");
+    vg_output ps = vg_const_array(g, VG_INT32, (int64_t[]){2, 2}, 2, pd, "ps");
+    vg_output sb = vg_space_to_batch_nd(g, x, bs, ps, NULL);
+    vg_output back = vg_batch_to_space_nd(g, sb, bs, ps, NULL);
+    vg_shape ss = vg_output_shape(sb);
+    CHECK(ss.dims[0] == 4 && ss.dims[1] == 1 && ss.dims[2] == 2);
+    vg_status st;
+    vg_tensor *xv = vg_tensor_new(VG_DOUBLE, (int64_t[]){1, 2, 3, 1}, 4, &st);
+    for (int i = 0; i < 6; i++) ((double *)vg_tensor_data(xv))[i] = i + 1; /* [[1 2 3] [4 5 6]] */
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_output f[2] = {sb, back};
+    vg_tensor *o[2] = {0};
+    CHECK_OK(vg_session_run(s, NULL, &x, &xv, 1, f, o, 2, NULL, 0, NULL, &st), &st);
+    if (o[0]) {
+        const double *d = vg_tensor_data(o[0]);
+        /* batch k = (ky, kx): [1 3] [2 0] [4 6] [5 0] */
+        double want[8] = {1, 3, 2, 0, 4, 6, 5, 0};
+        for (int i = 0; i < 8; i++) CHECK_NEAR(d[i], want[i], 0);
+        for (int i = 0; i < 6; i++) CHECK_NEAR(((double *)vg_tensor_data(o[1]))[i], i + 1, 0);
+    }
+    for (int i = 0; i < 2; i++) vg_tensor_free(o[i]);
+    vg_session_free(s);
+    CHECK_EQ_INT(vg_gradcheck(g, &x, &xv, 1, sb, 1e-6, 1e-6), 0);
+    vg_tensor_free(xv);
+    int32_t bad[4] = {0, 0, 0, 0};
+    vg_space_to_batch_nd(g, x, bs, vg_const_array(g, VG_INT32, (int64_t[]){2, 2}, 2, bad, "bad"), NULL);
+    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "not divisible by block_shape");
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_dilated_conv2d);
     RUN_TEST(test_nn_moments_batch_normalization);
     RUN_TEST(test_separable_conv2d);
     RUN_TEST(test_dense_names_values);

@@ -71,7 +71,9 @@ VG_API vg_output vg_layers_flatten(vg_graph *g, vg_output x, const char *name);
  * shape received: [..]" for a wrong input rank; "The last dimension of the inputs to
  * `Dense` should be defined. Found `None`." (and the channel dimension for
  * convolutions); bad configs (units <= 0, rate outside [0, 1), unknown padding) name
- * the layer too; UNIMPLEMENTED for dilation_rate > 1 with strides > 1 (as TF). */
+ * the layer too, as does dilation_rate > 1 with strides > 1 ("strides > 1 not supported
+ * in conjunction with dilation_rate > 1"); UNIMPLEMENTED for a dilation_rate > 1 on
+ * other layers than conv2d, or with unknown spatial dimensions. */
 
 typedef enum vg_layer_kind {
     VG_LAYER_DENSE,

@@ -36,6 +36,15 @@ VG_API vg_op *vg_fused_batch_norm_v3(vg_graph *g, vg_output x, vg_output scale, 
 VG_API vg_output vg_depthwise_conv2d_native(vg_graph *g, vg_output x, vg_output filter, const int64_t strides[4],
                                             const char *padding, const char *name);
 
+/* tf.space_to_batch_nd / tf.batch_to_space_nd (src/kernels/space_batch_ops.c): block_shape
+ * [M] and paddings / crops [M, 2] int32 or int64 (Consts give static shapes). Errors
+ * (INVALID_ARGUMENT): a padded size not divisible by its block, a batch not divisible
+ * by the product of the blocks, crops larger than the output. Gradient: each other. */
+VG_API vg_output vg_space_to_batch_nd(vg_graph *g, vg_output x, vg_output block_shape, vg_output paddings,
+                                      const char *name);
+VG_API vg_output vg_batch_to_space_nd(vg_graph *g, vg_output x, vg_output block_shape, vg_output crops,
+                                      const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -342,6 +342,15 @@ static vg_output call_dense(vg_graph *g, vg_layer *l, vg_output x) {
     return bias_act(g, l, y);
 }
 
+/* Pushes "<current scope>/<op>/" verbatim: the scope TF opens inside an op's name for
+ * its constant inputs, without reserving a name. */
+static void push_inside(vg_graph *g, const char *op) {
+    char buf[VG_LAYER_NAME_MAX * 2];
+    const char *cur = vg_graph_scope(g);
+    snprintf(buf, sizeof buf, "%s%s%s/", cur, *cur ? "/" : "", op);
+    vg_graph_push_scope(g, buf);
+}
+
 static vg_output call_conv(vg_graph *g, vg_layer *l, vg_output x) {
     const vg_layer_config *c = &l->config;
     char pad[8];
@@ -355,6 +364,40 @@ static vg_output call_conv(vg_graph *g, vg_layer *l, vg_output x) {
         int32_t ax = 1;
         y = vg_squeeze(g, y, &ax, 1, "Squeeze");
         vg_graph_pop_scope(g);
+        return bias_act(g, l, y);
+    }
+    if (c->kind == VG_LAYER_CONV2D && (c->dilation_rate[0] != 1 || c->dilation_rate[1] != 1)) {
+        /* nn_ops.Convolution's _WithSpaceToBatch: SpaceToBatchND with the paddings of
+         * required_space_to_batch_paddings, a VALID Conv2D, BatchToSpaceND with crops */
+        vg_shape s = vg_output_shape(x);
+        int32_t block[2], pads[4], crops[4];
+        bool same = strcmp(pad, "SAME") == 0;
+        for (int i = 0; i < 2; i++) {
+            int64_t k = c->kernel_size[i], r = c->dilation_rate[i], start = 0, end = 0;
+            if (same) {
+                int64_t extra = k + (k - 1) * (r - 1) - 1;
+                start = extra / 2;
+                end = extra - start;
+            }
+            int64_t full = s.dims[1 + i] + start + end, pad_end_extra = (r - full % r) % r;
+            block[i] = (int32_t)r;
+            pads[2 * i] = (int32_t)start;
+            pads[2 * i + 1] = (int32_t)(end + pad_end_extra);
+            crops[2 * i] = 0;
+            crops[2 * i + 1] = (int32_t)pad_end_extra;
+        }
+        int64_t d2[2] = {2, 2};
+        push_inside(g, "SpaceToBatchND");
+        vg_output bs = vg_const_i32_vec(g, block, 2, "block_shape");
+        vg_output ps = vg_const_array(g, VG_INT32, d2, 2, pads, "paddings");
+        vg_graph_pop_scope(g);
+        vg_output sb = vg_space_to_batch_nd(g, x, bs, ps, "SpaceToBatchND");
+        int64_t one[4] = {1, 1, 1, 1};
+        vg_output y = vg_conv2d(g, sb, l->kernel.read, one, "VALID", "Conv2D");
+        push_inside(g, "BatchToSpaceND");
+        vg_output cs = vg_const_array(g, VG_INT32, d2, 2, crops, "crops");
+        vg_graph_pop_scope(g);
+        y = vg_batch_to_space_nd(g, y, bs, cs, "BatchToSpaceND");
         return bias_act(g, l, y);
     }
     if (c->kind == VG_LAYER_CONV2D) {
@@ -628,9 +671,19 @@ static bool check_input(vg_graph *g, vg_layer *l, vg_output x) {
                                                            "positive", lname(l));
                 return false;
             }
-            if (c->dilation_rate[i] != 1) {
-                vg_graph_set_error(g, VG_UNIMPLEMENTED, "layer %s: dilation_rate other than 1 is not supported yet",
-                                   lname(l));
+            if (c->dilation_rate[i] != 1 && c->kind != VG_LAYER_CONV2D) {
+                vg_graph_set_error(g, VG_UNIMPLEMENTED,
+                                   "layer %s: dilation_rate other than 1 is supported for conv2d only", lname(l));
+                return false;
+            }
+            if (c->dilation_rate[i] != 1 && (c->strides[0] != 1 || c->strides[1] != 1)) {
+                vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                                   "layer %s: strides > 1 not supported in conjunction with dilation_rate > 1", lname(l));
+                return false;
+            }
+            if (c->dilation_rate[i] != 1 && s.dims[1 + i] < 0) {
+                vg_graph_set_error(g, VG_UNIMPLEMENTED,
+                                   "layer %s: dilation_rate > 1 needs the input's spatial dimensions known", lname(l));
                 return false;
             }
         }
