@@ -5,6 +5,7 @@
 #include "gradcheck.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include <pthread.h>
 
 static vg_code scale_shape(vg_op *op, vg_status *st, void *user) {
     (void)st, (void)user;
@@ -202,8 +203,68 @@ static void test_py_func(void) {
     vg_graph_free(g);
 }
 
+/* Threads: registering op types while other threads run a session whose stateless
+ * py_func and registered op execute concurrently (TSan checks the registry locks). */
+static vg_code plus_one(const vg_tensor *const *in, int nin, vg_tensor **out, int nout, void *user, vg_status *st) {
+    (void)nin, (void)nout, (void)user;
+    out[0] = vg_tensor_new(VG_FLOAT, vg_tensor_dims(in[0]), vg_tensor_ndims(in[0]), st);
+    if (!out[0]) return st->code;
+    for (int64_t i = 0; i < vg_tensor_num_elements(in[0]); i++)
+        ((float *)vg_tensor_data(out[0]))[i] = ((const float *)vg_tensor_data(in[0]))[i] + 1;
+    return VG_OK;
+}
+
+typedef struct run_arg {
+    vg_session *s;
+    vg_output fetch;
+    int failures;
+} run_arg;
+
+static void *runner_thread(void *p) {
+    run_arg *a = p;
+    for (int i = 0; i < 200; i++) {
+        vg_status st;
+        vg_tensor *out = NULL;
+        if (vg_session_run1(a->s, a->fetch, &out, &st) != VG_OK || ((float *)vg_tensor_data(out))[0] != 7) a->failures++;
+        vg_tensor_free(out);
+    }
+    return NULL;
+}
+
+static void *register_thread(void *p) {
+    (void)p;
+    for (int i = 0; i < 20; i++) {
+        char type[32];
+        snprintf(type, sizeof type, "ThreadOp%d", i);
+        vg_custom_op_def d = {type, 1, 1, false, NULL, scale_kernel, NULL, &k3};
+        vg_status st;
+        vg_register_op(&d, &st);
+    }
+    return NULL;
+}
+
+static void test_threads(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output c = vg_const_f32(g, 2, "c");
+    vg_dtype f1[1] = {VG_FLOAT};
+    vg_op *pf = vg_py_func(g, plus_one, NULL, &c, 1, f1, 1, false, NULL, NULL, NULL); /* 3 */
+    vg_op *sc = build_scale(g, vg_out(pf, 0), "scale");                                /* 9 */
+    vg_output y = vg_sub(g, vg_out(sc, 0), vg_const_f32(g, 2, "two"), "y");            /* 7 */
+    vg_status st;
+    vg_session *s = vg_session_new(g, NULL, &st);
+    run_arg a[3] = {{s, y, 0}, {s, y, 0}, {s, y, 0}};
+    pthread_t t[4];
+    for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, runner_thread, &a[i]);
+    pthread_create(&t[3], NULL, register_thread, NULL);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < 3; i++) CHECK_EQ_INT(a[i].failures, 0);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_register_and_run);
     RUN_TEST(test_py_func);
+    RUN_TEST(test_threads);
     TEST_MAIN_END();
 }
