@@ -51,6 +51,7 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/metrics.h", "train"},
     {"vigil/evaluation.h", "monitored"},
     {"vigil/image_ops.h", "kernels"},  {"vigil/image.h", "train"},
+    {"vigil/variable_scope.h", "train"}, {"vigil/nn_ext.h", "kernels"}, {"vigil/config.h", "train"}, {"vigil/custom_op.h", "kernels"},
 };
 
 static int layer_index(const char *name, size_t n) {

@@ -106,6 +106,16 @@ VG_API void vg_graph_pop_control_deps(vg_graph *g);
 VG_API void vg_graph_push_init_scope(vg_graph *g);
 VG_API void vg_graph_pop_init_scope(vg_graph *g);
 
+/* tf.device(device): ops created until the matching pop, whose builder sets no device,
+ * get this device string (vg_op_device); NULL or "" is tf.device(None) (no device). The
+ * innermost scope wins. vigil runs everything on the CPU: a session made with
+ * vg_session_new_with_config (vigil/config.h) checks the strings as TF's placer does.
+ * Fails (sticky) with RESOURCE_EXHAUSTED; every successful push needs a pop. */
+VG_API vg_code vg_graph_push_device(vg_graph *g, const char *device);
+VG_API void vg_graph_pop_device(vg_graph *g);
+/* The current device scope ("" when none). Borrowed. */
+VG_API const char *vg_graph_device(const vg_graph *g);
+
 /* ------------------------------------------------------------------------ */
 /* Collections (tf.GraphKeys). Items are outputs; an op-valued item (train_op,
  * init ops) is stored as {op, 0}. */

@@ -65,9 +65,15 @@ typedef struct vg_saver_options {
     bool allow_empty;           /* false. true: no variables makes an empty saver (TF's
                                    allow_empty): its only op is a NoOp "<name>/restore_all",
                                    save writes nothing (path_out "") and restore does nothing */
+    const char *const *var_names; /* NULL: var_list is a list (keys are the op names). Else
+                                   the {name: variable} form: var_names[i] is the checkpoint
+                                   key of var_list[i] (e.g. a vg_name_map from
+                                   vg_ema_variables_to_restore: var_list = map.vars,
+                                   var_names = map.names). Duplicate keys, or one variable
+                                   under two keys, fail with INVALID_ARGUMENT. */
 } vg_saver_options;
 
-#define VG_SAVER_OPTIONS_INIT {NULL, 0, 5, 10000.0, true, false, "save", false}
+#define VG_SAVER_OPTIONS_INIT {NULL, 0, 5, 10000.0, true, false, "save", false, NULL}
 /* The same values as the _INIT macro. */
 VG_API vg_saver_options vg_saver_options_default(void);
 
@@ -111,6 +117,22 @@ VG_API void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *pa
 VG_API vg_output vg_saver_filename_tensor(const vg_saver *s);   /* "save/Const:0" */
 VG_API vg_output vg_saver_save_tensor(const vg_saver *s);       /* "save/control_dependency:0" */
 VG_API vg_op *vg_saver_restore_op(const vg_saver *s);           /* "save/restore_all" */
+
+/* tf.train.init_from_checkpoint(ckpt_dir_or_file, assignment_map): n pairs
+ * ckpt_names[i] -> current_names[i]. A pair of variable names makes the current
+ * variable's initializer load that checkpoint tensor (TF replaces the initializer:
+ * "<var>/Assign" is swapped for an Assign from a RestoreV2 named
+ * "checkpoint_initializer"); a pair of scopes ending in "/" ("old/": "new/", or "/" for
+ * the root) maps every global variable under the current scope to the checkpoint
+ * tensor of the same suffix under the checkpoint scope. Call it before building the
+ * init op (vg_global_variables_initializer), as in TF. A directory takes its latest
+ * checkpoint. Fails with NOT_FOUND (no checkpoint), INVALID_ARGUMENT ("Tensor x is not
+ * found in <ckpt> checkpoint", "Shape of variable v ([2,3]) doesn't match with shape of
+ * tensor x ([3]) from checkpoint reader.", a scope mapped to a name, an unknown current
+ * variable), DATA_LOSS, RESOURCE_EXHAUSTED; the graph is unchanged on an error found
+ * before building ops. */
+VG_API vg_code vg_init_from_checkpoint(vg_graph *g, const char *ckpt_dir_or_file, const char *const *ckpt_names,
+                                       const char *const *current_names, int n, vg_status *st);
 
 /* ------------------------------------------------------------------------ */
 /* Checkpoint management (checkpoint_management.py). */

@@ -77,11 +77,13 @@ VG_API vg_initializer vg_init_glorot_uniform(int64_t seed);
  * Fails (graph error) with INVALID_ARGUMENT (shape not fully defined, dtype). */
 VG_API vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, const int64_t *dims, int ndims);
 
-/* tf.get_variable(name, shape, dtype, initializer): the full name is the current name
- * scope (standing in for TF's variable scope) + "/" + name; initial value ops are
- * created under "<name>/Initializer/". A name already used by a variable fails (sticky)
- * with ALREADY_EXISTS ("Variable <name> already exists, disallowed. ..."); there is no
- * reuse. No control dependencies are inherited (init_scope). */
+/* tf.get_variable(name, shape, dtype, initializer): the full name is the current
+ * variable scope (vigil/variable_scope.h; while none is open, the current name scope)
+ * + "/" + name; initial value ops are created under "<name>/Initializer/". Sharing
+ * follows the variable scope's reuse: without reuse a name already made by
+ * get_variable fails (sticky) with ALREADY_EXISTS ("Variable <name> already exists,
+ * disallowed. ..."); see vg_get_variable_ex for the other rules and errors. No control
+ * dependencies are inherited (init_scope). */
 VG_API vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, const int64_t *dims, int ndims, vg_initializer init, unsigned flags);
 
 /* vg_variable_initializer, vg_variable_snapshot and vg_variable_set_parts (a VariableV2

@@ -413,7 +413,10 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
                     if (!dy[k].op && is_float(op->out_dtypes[k])) dy[k] = vg_zeros_like(g, vg_out(op, k), NULL);
                 rc = def->grad(g, op, dy, dx);
                 if (rc == VG_OK && g->err.code != VG_OK) rc = g->err.code;
-                if (rc != VG_OK) vg_graph_status(g, st);
+                if (rc != VG_OK && g->err.code == VG_OK) /* declined without a graph error: none */
+                    rc = vg_status_set(st, VG_INVALID_ARGUMENT, "No gradient defined for operation '%s' (op type: %s)",
+                                       op->name, def->type);
+                else if (rc != VG_OK) vg_graph_status(g, st);
             }
             if (rc == VG_OK) {
                 for (int k = 0; k < op->ninputs; k++) {

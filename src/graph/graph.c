@@ -132,6 +132,8 @@ void vg_graph_free(vg_graph *g) {
     for (int i = 0; i < g->nscopes; i++)
         if (g->scopes[i] != g_scope_oom) vg__free(g->scopes[i]);
     vg__free(g->scopes);
+    for (int i = 0; i < g->ndevices; i++) vg__free(g->devices[i]);
+    vg__free(g->devices);
     for (int i = 0; i < g->ndeps; i++)
         if (g->deps[i] != g_init_barrier) vg__free(g->deps[i]);
     vg__free(g->deps);
@@ -791,6 +793,10 @@ vg_op *vg_op_builder_finish(vg_op_builder *b) {
     b->nattrs = 0;
     op->device = b->device;
     b->device = NULL;
+    if (!op->device && g->ndevices > 0 && g->devices[g->ndevices - 1][0]) { /* tf.device scope */
+        op->device = vg__strdup(g->devices[g->ndevices - 1]);
+        if (!op->device) return fail(b, op, VG_RESOURCE_EXHAUSTED, "out of memory creating op");
+    }
     if (!op->name) return fail(b, op, VG_RESOURCE_EXHAUSTED, "out of memory creating op");
     int d0 = g->ndeps;
     while (d0 > 0 && g->deps[d0 - 1] != g_init_barrier) d0--; /* innermost init scope */
@@ -850,3 +856,28 @@ vg_output vg_variable_snapshot(const vg_op *var) {
     snprintf(buf, sizeof buf, "%s/read", var->name);
     return vg_out(vg_graph_op_by_name(var->graph, buf), 0);
 }
+
+/* ------------------------------------------------------------------------ */
+/* tf.device scopes */
+
+vg_code vg_graph_push_device(vg_graph *g, const char *device) {
+    if (!g) return VG_INVALID_ARGUMENT;
+    if (g->ndevices == g->devices_cap) {
+        int nc = g->devices_cap ? g->devices_cap * 2 : 4;
+        char **n = vg__realloc(g->devices, (size_t)g->devices_cap * sizeof(char *), (size_t)nc * sizeof(char *));
+        if (!n) return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in device scope");
+        g->devices = n;
+        g->devices_cap = nc;
+    }
+    char *d = vg__strdup(device ? device : "");
+    if (!d) return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in device scope");
+    g->devices[g->ndevices++] = d;
+    return VG_OK;
+}
+
+void vg_graph_pop_device(vg_graph *g) {
+    if (!g || g->ndevices == 0) return;
+    vg__free(g->devices[--g->ndevices]);
+}
+
+const char *vg_graph_device(const vg_graph *g) { return g && g->ndevices ? g->devices[g->ndevices - 1] : ""; }

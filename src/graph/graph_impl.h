@@ -70,6 +70,8 @@ struct vg_graph {
     bool finalized;
     int64_t seed;
     int64_t last_id;
+    char **devices;          /* tf.device stack (vg_graph_push_device); "" = no device */
+    int ndevices, devices_cap;
 };
 
 VG_HIDDEN vg__attr *vg__op_find_attr(const vg_op *op, const char *name);

@@ -36,7 +36,47 @@ static void init_registry(void) {
     if (g_ndefs > 0) qsort(g_defs, (size_t)g_ndefs, sizeof *g_defs, cmp_def);
 }
 
+/* Ops registered at run time from user code (vigil/custom_op.h): a list searched after
+ * the static tables, under a lock; defs live for the process. */
+static const vg__op_def **g_custom;
+static int g_ncustom, g_custom_cap;
+static pthread_mutex_t g_custom_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static const vg__op_def *find_static(const char *type);
+
+vg_code vg__registry_add_custom(const vg__op_def *def) {
+    pthread_once(&g_once, init_registry);
+    if (!def || !def->type) return VG_INVALID_ARGUMENT;
+    if (find_static(def->type)) return VG_ALREADY_EXISTS;
+    pthread_mutex_lock(&g_custom_mu);
+    vg_code c = VG_OK;
+    for (int i = 0; i < g_ncustom; i++)
+        if (strcmp(g_custom[i]->type, def->type) == 0) c = VG_ALREADY_EXISTS;
+    if (!c && g_ncustom == g_custom_cap) {
+        int cap = g_custom_cap ? g_custom_cap * 2 : 8;
+        const vg__op_def **p = realloc(g_custom, sizeof(*g_custom) * (size_t)cap);
+        if (!p) c = VG_RESOURCE_EXHAUSTED;
+        else {
+            g_custom = p;
+            g_custom_cap = cap;
+        }
+    }
+    if (!c) g_custom[g_ncustom++] = def;
+    pthread_mutex_unlock(&g_custom_mu);
+    return c;
+}
+
 const vg__op_def *vg__registry_find(const char *type) {
+    const vg__op_def *d = find_static(type);
+    if (d || !type) return d;
+    pthread_mutex_lock(&g_custom_mu);
+    for (int i = 0; i < g_ncustom && !d; i++)
+        if (strcmp(g_custom[i]->type, type) == 0) d = g_custom[i];
+    pthread_mutex_unlock(&g_custom_mu);
+    return d;
+}
+
+static const vg__op_def *find_static(const char *type) {
     pthread_once(&g_once, init_registry);
     int lo = 0, hi = g_ndefs - 1;
     while (lo <= hi) {

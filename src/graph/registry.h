@@ -32,7 +32,8 @@ typedef vg_code (*vg__kernel_fn)(vg__kctx *ctx);
 /* Gradient: given dy[i] for every output (never NULL-op: missing output gradients are
  * filled with zeros by the framework), set dx[i] for every input ({NULL,0} = none).
  * Runs with the name scope "gradients/<op>_grad" pushed. Use the public builders.
- * Return VG_OK or the graph's error. */
+ * Return VG_OK or the graph's error; an error code with no graph error recorded means
+ * "no gradient for this op" (vg_gradients reports TF's "No gradient defined"). */
 typedef vg_code (*vg__grad_fn)(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx);
 
 enum {
@@ -64,6 +65,9 @@ VG_HIDDEN const vg__op_def *vg__registry_find(const char *type);
  * each family table. This declaration is the registry's only reference to the layer
  * above it: a link-time entry point, like Lua's luaL_openlibs in linit.c. */
 VG_HIDDEN void vg__op_families_register(void);
+/* Adds one op def at run time (user-registered ops); def must live for the process.
+ * VG_ALREADY_EXISTS when the type is known, VG_RESOURCE_EXHAUSTED. Thread-safe. */
+VG_HIDDEN vg_code vg__registry_add_custom(const vg__op_def *def);
 /* Adds a family table (terminated by an entry with type == NULL; may be NULL = none;
  * borrowed: must live for the whole process). Only from vg__op_families_register.
  * On allocation failure the family is left out (its ops are then "unknown"). */

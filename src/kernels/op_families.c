@@ -48,6 +48,10 @@ extern const vg__op_def vg__ops_unique[];
 extern const vg__op_def vg__ops_image_codec[];
 extern const vg__op_def vg__ops_image[];
 extern const vg__op_def vg__ops_string[];
+extern const vg__op_def vg__ops_nn_norm[];
+extern const vg__op_def vg__ops_custom[];
+extern const vg__op_def vg__ops_nn_depthwise[];
+extern const vg__op_def vg__ops_space_batch[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -90,5 +94,9 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_image_codec);
     vg__registry_add_family(vg__ops_image);
     vg__registry_add_family(vg__ops_string);
+    vg__registry_add_family(vg__ops_nn_norm);
+    vg__registry_add_family(vg__ops_custom);
+    vg__registry_add_family(vg__ops_nn_depthwise);
+    vg__registry_add_family(vg__ops_space_batch);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

@@ -56,7 +56,8 @@ typedef struct ckpt_list {
 struct vg_saver {
     vg_graph *g;
     int nvars;
-    vg_op **vars;               /* sorted by name (= checkpoint key) */
+    vg_op **vars;               /* sorted by checkpoint key */
+    char **keys;                /* checkpoint keys ({name: variable} map); NULL = op names */
     vg_op *filename_op;         /* save/Const */
     vg_op *save_tensor_op;      /* save/control_dependency */
     vg_op *restore_op;          /* save/restore_all */
@@ -212,6 +213,18 @@ static int cmp_op_name(const void *a, const void *b) {
     return strcmp(vg_op_name(*(vg_op *const *)a), vg_op_name(*(vg_op *const *)b));
 }
 
+/* The checkpoint key of variable i: its map name, else its op name. */
+static const char *var_key(const vg_saver *s, int i) { return s->keys ? s->keys[i] : vg_op_name(s->vars[i]); }
+
+typedef struct keyed_var {
+    const char *key;
+    vg_op *var;
+} keyed_var;
+
+static int cmp_keyed(const void *a, const void *b) {
+    return strcmp(((const keyed_var *)a)->key, ((const keyed_var *)b)->key);
+}
+
 static bool is_variable(const vg_op *op) {
     return strcmp(vg_op_type(op), "VariableV2") == 0 || strcmp(vg_op_type(op), "Variable") == 0;
 }
@@ -232,6 +245,39 @@ static vg_code collect_vars(vg_saver *s, const vg_saver_options *o, vg_status *s
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Saver: variable %s is not in this graph",
                                  vg_op_name(list[i].op));
         s->vars[i] = list[i].op;
+    }
+    if (o->var_names && o->var_list) {
+        /* the {name: variable} form: keys given, sorted by key (op_list_to_dict) */
+        keyed_var *kv = vg_malloc((size_t)n * sizeof *kv);
+        if (!kv || !(s->keys = vg_calloc((size_t)n, sizeof *s->keys))) {
+            vg_free(kv);
+            return VG_OOM(st, "saver");
+        }
+        for (int i = 0; i < n; i++) {
+            if (!o->var_names[i] || !*o->var_names[i]) {
+                vg_free(kv);
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "Saver: var_names[%d] (for %s) is empty", i,
+                                     vg_op_name(s->vars[i]));
+            }
+            kv[i].key = o->var_names[i];
+            kv[i].var = s->vars[i];
+        }
+        qsort(kv, (size_t)n, sizeof *kv, cmp_keyed);
+        vg_code c = VG_OK;
+        for (int i = 0; i < n && !c; i++) {
+            s->vars[i] = kv[i].var;
+            if (!(s->keys[i] = vg__train_strdup(kv[i].key))) c = VG_OOM(st, "saver");
+            if (!c && i > 0 && strcmp(kv[i].key, kv[i - 1].key) == 0)
+                c = vg_status_set(st, VG_INVALID_ARGUMENT, "At least two variables have the same name: %s", kv[i].key);
+            for (int j = 0; !c && j < i; j++)
+                if (kv[j].var == kv[i].var)
+                    c = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                      "The same saveable will be restored with two names: %s (and %s)", kv[i].key,
+                                      kv[j].key);
+        }
+        vg_free(kv);
+        s->nvars = n; /* keys are freed with the saver even on failure */
+        return c;
     }
     qsort(s->vars, (size_t)n, sizeof *s->vars, cmp_op_name);
     for (int i = 1; i < n; i++)
@@ -365,7 +411,7 @@ static vg_code build(vg_saver *s, const char *scope, vg_status *st) {
         return VG_OOM(st, "saver");
     }
     for (int i = 0; i < s->nvars; i++) {
-        names[i] = vg_op_name(s->vars[i]);
+        names[i] = var_key(s, i);
         empty[i] = "";
         dts[i] = vg_output_dtype(vg_out(s->vars[i], 0));
     }
@@ -419,6 +465,8 @@ void vg_saver_free(vg_saver *s) {
     if (!s) return;
     list_free(&s->last);
     list_free(&s->to_delete);
+    for (int i = 0; s->keys && i < s->nvars; i++) vg_free(s->keys[i]);
+    vg_free(s->keys);
     vg_free(s->vars);
     vg_free(s->filename_name);
     vg_free(s->save_name);
@@ -753,9 +801,8 @@ static bool shapes_compatible(const vg_shape *var, const vg_shape *ck) {
 }
 
 /* Checks one variable against checkpoint tensor k (dtype, then shape). */
-static vg_code check_entry(const vg_checkpoint_reader *r, int k, const vg_op *var, const char *prefix,
-                           vg_status *st) {
-    const char *name = vg_op_name(var);
+static vg_code check_entry(const vg_checkpoint_reader *r, int k, const vg_op *var, const char *name,
+                           const char *prefix, vg_status *st) {
     vg_dtype dt, want = vg_output_dtype(vg_out((vg_op *)var, 0));
     vg_shape cs, vs = vg_output_shape(vg_out((vg_op *)var, 0));
     char a[128], b[128];
@@ -785,11 +832,11 @@ static vg_code check_checkpoint(const vg_saver *s, const char *prefix, vg_status
     if (!r) return st->code;
     vg_code c = VG_OK;
     for (int i = 0; !c && i < s->nvars; i++) {
-        int k = find_tensor(r, vg_op_name(s->vars[i]));
+        int k = find_tensor(r, var_key(s, i));
         if (k < 0)
-            c = vg_status_set(st, VG_NOT_FOUND, "Key %s not found in checkpoint %s", vg_op_name(s->vars[i]), prefix);
+            c = vg_status_set(st, VG_NOT_FOUND, "Key %s not found in checkpoint %s", var_key(s, i), prefix);
         else
-            c = check_entry(r, k, s->vars[i], prefix, st);
+            c = check_entry(r, k, s->vars[i], var_key(s, i), prefix, st);
     }
     vg_checkpoint_reader_free(r);
     return c;
@@ -815,5 +862,169 @@ vg_code vg_saver_restore(vg_saver *s, vg_session *sess, const char *prefix, vg_s
     c = vg_session_run(sess, NULL, &feed, &fname, 1, NULL, NULL, 0, &s->restore_op, 1, NULL, st);
     vg_tensor_free(fname);
     if (c) vg_status_prefix(st, "restoring from checkpoint %s: ", prefix);
+    return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* tf.train.init_from_checkpoint (checkpoint_utils.py) */
+
+typedef struct ifc_pair {
+    vg_op *var;
+    char *key;
+    vg_dtype dt;
+} ifc_pair;
+
+/* A 1-element string vector Const. */
+static vg_output string_vec1(vg_graph *g, const char *v, const char *name) {
+    vg_op *op = string_const(g, name, &v, 1, "/device:CPU:0");
+    return vg_out(op, 0);
+}
+
+static bool ends_with_slash(const char *s) { return *s && s[strlen(s) - 1] == '/'; }
+
+static int cmp_str_ptr(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Finds a checkpoint tensor by name: its index, -1 if absent. */
+static int ifc_find(const vg_checkpoint_reader *r, const char *name) {
+    int n = vg_checkpoint_reader_num_tensors(r);
+    for (int i = 0; i < n; i++) {
+        vg_dtype dt;
+        vg_shape sh;
+        if (strcmp(vg_checkpoint_reader_tensor(r, i, &dt, &sh), name) == 0) return i;
+    }
+    return -1;
+}
+
+static vg_code ifc_add(ifc_pair **pairs, int *np, int *cap, vg_op *var, const char *key, const vg_checkpoint_reader *r,
+                       const char *ckpt, vg_status *st) {
+    int k = ifc_find(r, key);
+    if (k < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Tensor %s is not found in %s checkpoint", key, ckpt);
+    vg_dtype dt;
+    vg_shape cs, vs = vg_output_shape(vg_out(var, 0));
+    vg_checkpoint_reader_tensor(r, k, &dt, &cs);
+    if (!shapes_compatible(&vs, &cs)) {
+        char a[128], b[128];
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Shape of variable %s (%s) doesn't match with shape of tensor %s (%s) from checkpoint "
+                             "reader.",
+                             vg_op_name(var), vg_shape_str(&vs, a, sizeof a), key, vg_shape_str(&cs, b, sizeof b));
+    }
+    vg_dtype want = vg_output_dtype(vg_out(var, 0));
+    if (dt != want)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Variable %s has dtype %s but tensor %s in %s is %s",
+                             vg_op_name(var), vg_dtype_name(want), key, ckpt, vg_dtype_name(dt));
+    if (!vg__train_grow((void **)pairs, cap, *np + 1, sizeof **pairs)) return VG_OOM(st, "init_from_checkpoint");
+    char *kd = vg__train_strdup(key);
+    if (!kd) return VG_OOM(st, "init_from_checkpoint");
+    (*pairs)[*np].var = var;
+    (*pairs)[*np].key = kd;
+    (*pairs)[*np].dt = dt;
+    (*np)++;
+    return VG_OK;
+}
+
+/* One assignment-map entry: a variable name or a scope mapping. */
+static vg_code ifc_entry(vg_graph *g, const char *ck, const char *cur, const vg_checkpoint_reader *r, const char *ckpt,
+                         ifc_pair **pairs, int *np, int *cap, vg_status *st) {
+    vg_op *op = vg_graph_op_by_name(g, cur);
+    if (op && is_variable(op)) return ifc_add(pairs, np, cap, op, ck, r, ckpt, st);
+    /* scope to scope */
+    const char *slash = strrchr(cur, '/');
+    size_t ls = slash ? (size_t)(slash - cur) : 0;
+    if (!ends_with_slash(ck))
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Assignment map with scope only name %.*s should map to scope only %s. Should be "
+                             "'scope/': 'other_scope/'. (no variable named %s)",
+                             (int)ls, cur, ck, cur);
+    int nv;
+    const vg_output *vars = vg_graph_collection(g, VG_GLOBAL_VARIABLES, &nv);
+    const char **names = vg_malloc(sizeof(char *) * (size_t)(nv ? nv : 1));
+    if (!names) return VG_OOM(st, "init_from_checkpoint");
+    int n = 0;
+    for (int i = 0; i < nv; i++) {
+        const char *vn = vg_op_name(vars[i].op);
+        if (ls == 0 || (strncmp(vn, cur, ls) == 0 && vn[ls] == '/')) names[n++] = vn;
+    }
+    qsort(names, (size_t)n, sizeof *names, cmp_str_ptr);
+    vg_code c = VG_OK;
+    for (int i = 0; i < n && !c; i++) {
+        const char *rest = names[i] + ls;
+        if (strcmp(cur, "/") != 0 && *rest == '/') rest++;
+        char full[2048];
+        snprintf(full, sizeof full, "%s%s", strcmp(ck, "/") != 0 ? ck : "", rest);
+        size_t fl = strlen(full);
+        if (fl && full[fl - 1] == '/') full[fl - 1] = 0;
+        if (ifc_find(r, full) < 0) {
+            c = vg_status_set(st, VG_INVALID_ARGUMENT, "Tensor %s (%s in %s) is not found in %s checkpoint", full, rest,
+                              ck, ckpt);
+            break;
+        }
+        c = ifc_add(pairs, np, cap, vg_graph_op_by_name(g, names[i]), full, r, ckpt, st);
+    }
+    vg_free(names);
+    return c;
+}
+
+vg_code vg_init_from_checkpoint(vg_graph *g, const char *ckpt_dir_or_file, const char *const *ckpt_names,
+                                const char *const *current_names, int n, vg_status *st) {
+    vg_status local;
+    if (!st) st = &local;
+    if (!g || !ckpt_dir_or_file || (n > 0 && (!ckpt_names || !current_names)) || n < 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "init_from_checkpoint: NULL graph, path or assignment map");
+    char buf[4096];
+    const char *ckpt = ckpt_dir_or_file;
+    if (!vg_checkpoint_exists(ckpt)) {
+        ckpt = vg_latest_checkpoint(ckpt_dir_or_file, buf, sizeof buf);
+        if (!ckpt)
+            return vg_status_set(st, VG_NOT_FOUND,
+                                 "Couldn't find 'checkpoint' file or checkpoints in given directory %s",
+                                 ckpt_dir_or_file);
+    }
+    vg_checkpoint_reader *r = vg_checkpoint_reader_new(ckpt, st);
+    if (!r) return st->code;
+    ifc_pair *pairs = NULL;
+    int np = 0, cap = 0;
+    vg_code c = VG_OK;
+    for (int i = 0; i < n && !c; i++) {
+        if (!ckpt_names[i] || !current_names[i])
+            c = vg_status_set(st, VG_INVALID_ARGUMENT, "init_from_checkpoint: assignment map entry %d is NULL", i);
+        else
+            c = ifc_entry(g, ckpt_names[i], current_names[i], r, ckpt, &pairs, &np, &cap, st);
+    }
+    vg_checkpoint_reader_free(r);
+    for (int i = 0; i < np && !c; i++) {
+        /* _set_checkpoint_initializer: RestoreV2 "checkpoint_initializer" on the CPU,
+         * then the variable's initializer becomes an Assign from it */
+        vg_graph_push_init_scope(g);
+        vg_graph_push_scope(g, "/");
+        char full[1100];
+        vg_graph_unique_name(g, "checkpoint_initializer", full, sizeof full - 1);
+        strcat(full, "/");
+        vg_graph_push_scope(g, full);
+        vg_output prefix = vg_out(string_const(g, "prefix", &ckpt, -1, "/device:CPU:0"), 0);
+        vg_output tn = string_vec1(g, pairs[i].key, "tensor_names");
+        vg_output ss = string_vec1(g, "", "shape_and_slices");
+        vg_graph_pop_scope(g);
+        vg_op_builder *b = vg_op_builder_new(g, "RestoreV2", "checkpoint_initializer");
+        vg_op_builder_add_input(b, prefix);
+        vg_op_builder_add_input(b, tn);
+        vg_op_builder_add_input(b, ss);
+        vg_op_builder_set_attr_type_list(b, "dtypes", &pairs[i].dt, 1);
+        vg_op_builder_set_device(b, "/device:CPU:0");
+        vg_op *restore = vg_op_builder_finish(b);
+        vg_output assign = vg_assign(g, vg_out(pairs[i].var, 0), vg_out(restore, 0), true, "Assign");
+        vg_graph_pop_scope(g);
+        vg_graph_pop_init_scope(g);
+        if (vg_graph_status(g, st) != VG_OK) {
+            c = st->code;
+            break;
+        }
+        c = vg_variable_set_parts(pairs[i].var, assign.op, vg_variable_snapshot(pairs[i].var), st);
+        if (!c) vg_logf(VG_LOG_INFO, "Initialize variable %s from checkpoint %s with %s", vg_op_name(pairs[i].var), ckpt,
+                        pairs[i].key);
+    }
+    for (int i = 0; i < np; i++) vg_free(pairs[i].key);
+    vg_free(pairs);
+    if (!c) vg_status_clear(st);
     return c;
 }

@@ -14,6 +14,8 @@
  * must not make its slot initializers depend on those ops).
  */
 #include "train_util.h"
+#include "variable_internal.h"
+#include "vigil/variable_scope.h"
 #include "vigil/variables.h"
 #include <math.h>
 #include <stdio.h>
@@ -406,34 +408,29 @@ vg_variable vg_variable_new(vg_graph *g, const char *name, vg_output initial_val
     return make_variable(g, full, &sp);
 }
 
-vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, const int64_t *dims, int ndims,
-                            vg_initializer init, unsigned flags) {
-    vg_variable none;
-    memset(&none, 0, sizeof none);
-    if (!g) return none;
-    if (!name || !*name) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "get_variable needs a name");
-        return none;
-    }
-    /* Variable names follow the (variable) scope, not uniquified: a clash is an error. */
-    const char *scope = vg_graph_scope(g);
-    char full[NAME_MAX_LEN], uniq[NAME_MAX_LEN];
-    if (*scope) snprintf(full, sizeof full, "%s/%s", scope, name);
-    else snprintf(full, sizeof full, "%s", name);
-    vg_op *old = vg_graph_op_by_name(g, full);
-    if (old && strcmp(vg_op_type(old), "VariableV2") == 0) {
-        vg_graph_set_error(g, VG_ALREADY_EXISTS,
-                           "Variable %s already exists, disallowed. Did you mean to set reuse=True or "
-                           "reuse=tf.AUTO_REUSE in VarScope?",
-                           full);
-        return none;
-    }
+vg_variable vg__train_create_variable(vg_graph *g, const char *full, vg_dtype dt, const int64_t *dims, int ndims,
+                                      vg_initializer init, unsigned flags) {
     /* A non-variable op of that name: TF's name_scope would make the op name unique. */
+    char uniq[NAME_MAX_LEN];
     vg_graph_push_scope(g, "/");
     vg_graph_unique_name(g, full, uniq, sizeof uniq);
     vg_graph_pop_scope(g);
     var_spec sp = {dt, dims, ndims, {NULL, 0}, true, init, flags};
     return make_variable(g, uniq, &sp);
+}
+
+vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, const int64_t *dims, int ndims,
+                            vg_initializer init, unsigned flags) {
+    vg_get_variable_opts o;
+    memset(&o, 0, sizeof o);
+    o.dt = dt;
+    o.dims = dims;
+    o.ndims = ndims;
+    o.has_init = true;
+    o.init = init;
+    o.not_trainable = !(flags & VG_VAR_TRAINABLE);
+    o.local = (flags & VG_VAR_LOCAL) != 0;
+    return vg_get_variable_ex(g, name, &o);
 }
 
 /* ------------------------------------------------------------------------ */

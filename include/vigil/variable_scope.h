@@ -1,0 +1,146 @@
+/*
+ * vigil/variable_scope.h - tf.variable_scope and tf.get_variable sharing (TF 1.15's
+ * variable_scope.py): reuse (True, AUTO_REUSE), scope-level initializer, regularizer,
+ * dtype and custom_getter, the REGULARIZATION_LOSSES collection, and TF's naming rules
+ * when the name scope and the variable scope differ.
+ *
+ *     vg_get_variable_opts w_opts = {.dims = (int64_t[]){5, 5, 3, 64}, .ndims = 4};
+ *     vg_variable_scope_push(g, "conv1", NULL);        // variable scope and name scope "conv1"
+ *     vg_variable wt = vg_get_variable_ex(g, "weights", &w_opts); // "conv1/weights", glorot_uniform
+ *     vg_variable_scope_pop(g);
+ *     vg_variable_scope_opts o = {.reuse = VG_REUSE_TRUE};
+ *     vg_variable_scope_push(g, "conv1", &o);          // ops now go to name scope "conv1_1"
+ *     vg_variable same = vg_get_variable_ex(g, "weights", &w_opts);
+ *     vg_variable_scope_pop(g);
+ *     if (same.var != wt.var) return 1;                 // shared: "conv1/weights"
+ *
+ * Naming: a variable scope's name is its parent variable scope's name + "/" + name,
+ * never made unique (default_name scopes are: "dense", "dense_1", ...); entering one
+ * also opens a name scope of that name, made unique as tf.name_scope does, so ops of a
+ * re-entered scope go to "conv1_1/..." while its variables stay "conv1/...". A name
+ * scope alone (vg_graph_push_scope) does not change variable names, as in TF — with one
+ * vigil exception kept for older code: while no variable scope is open at all, the
+ * variables of vg_get_variable / vg_get_variable_ex take the current name scope as
+ * their prefix (vigil/variables.h).
+ *
+ * The scope stack lives in the graph (user data "vigil.variable_scope"); like the rest
+ * of graph building it is not thread-safe. Failures set the graph's sticky error.
+ */
+#ifndef VIGIL_VARIABLE_SCOPE_H
+#define VIGIL_VARIABLE_SCOPE_H
+
+#include "variables.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* reuse: VG_REUSE_INHERIT (TF's None/False: take the parent's; at the top, no reuse),
+ * VG_REUSE_TRUE (variables must exist), VG_REUSE_AUTO (tf.AUTO_REUSE: create or reuse).
+ * As in TF, reuse once set is inherited by every nested scope. */
+typedef enum vg_reuse { VG_REUSE_INHERIT = 0, VG_REUSE_TRUE = 1, VG_REUSE_AUTO = 2 } vg_reuse;
+
+/* A regularizer: fn(g, weights, scale, arg) builds the loss tensor of a new variable
+ * (its "<name>/read" value) under the name scope "<var name>/Regularizer/", or returns
+ * {NULL, 0} for none. A non-NULL result is added to REGULARIZATION_LOSSES. */
+typedef vg_output (*vg_regularizer_fn)(vg_graph *g, vg_output weights, double scale, void *arg);
+typedef struct vg_regularizer {
+    vg_regularizer_fn fn; /* NULL: none (in a scope: inherit the parent's) */
+    double scale;
+    void *arg;
+} vg_regularizer;
+
+/* tf.contrib.layers.l2_regularizer(scale) / l1_regularizer(scale) as regularizers
+ * (vg_l2_regularizer / vg_l1_regularizer of vigil/losses.h). */
+VG_API vg_regularizer vg_regularizer_l2(double scale);
+VG_API vg_regularizer vg_regularizer_l1(double scale);
+
+/* Arguments of tf.get_variable. Zero-initialise and set what you need:
+ * dt 0 (VG_DTYPE_INVALID) = the scope's dtype (float32 by default); has_init false =
+ * the scope's initializer, else glorot_uniform for floating dtypes and zeros for the
+ * others (TF's default); regularizer.fn NULL = the scope's. dims may be NULL when
+ * reusing (the existing shape is taken). */
+typedef struct vg_get_variable_opts {
+    vg_dtype dt;
+    const int64_t *dims;
+    int ndims;
+    bool has_init;
+    vg_initializer init;
+    vg_regularizer regularizer;
+    bool not_trainable;   /* false (default): trainable, as TF's trainable=True */
+    bool local;           /* true: LOCAL_VARIABLES collection instead of GLOBAL_VARIABLES */
+    vg_reuse reuse;       /* per call override (TF's get_variable(reuse=)); INHERIT = scope's */
+} vg_get_variable_opts;
+
+/* The fully resolved arguments a getter receives (name is the full variable name). */
+typedef struct vg_getter_args {
+    const char *name;
+    vg_dtype dt;
+    const int64_t *dims;
+    int ndims;
+    vg_initializer init;
+    vg_regularizer regularizer;
+    unsigned flags;   /* VG_VAR_TRAINABLE / VG_VAR_LOCAL */
+    vg_reuse reuse;
+} vg_getter_args;
+
+/* The next getter in the chain; call it as getter(g, args, getter_ctx). */
+typedef vg_variable (*vg_getter_fn)(vg_graph *g, const vg_getter_args *args, void *getter_ctx);
+/* A custom_getter: may change args (copy them), call getter, or return another
+ * variable. user is the pointer given with the scope. */
+typedef vg_variable (*vg_custom_getter_fn)(vg_graph *g, vg_getter_fn getter, void *getter_ctx,
+                                           const vg_getter_args *args, void *user);
+
+/* Options of tf.variable_scope; zero-initialise (or pass NULL) for TF's defaults. */
+typedef struct vg_variable_scope_opts {
+    vg_reuse reuse;
+    const vg_initializer *initializer;   /* NULL: inherit */
+    vg_regularizer regularizer;          /* fn NULL: inherit */
+    vg_dtype dtype;                      /* 0: inherit (float32 at the top) */
+    vg_custom_getter_fn custom_getter;   /* NULL: none; nested getters compose (outer first) */
+    void *custom_getter_arg;
+    const char *default_name;            /* used (made unique) when name is NULL */
+    bool no_name_scope;                  /* TF's auxiliary_name_scope=False: no name scope is opened */
+} vg_variable_scope_opts;
+
+/* Enters tf.variable_scope(name, default_name=opts->default_name, ...). Returns the
+ * full variable-scope name (borrowed, valid until the pop), NULL on failure with the
+ * graph's error: INVALID_ARGUMENT (no name and no default_name), RESOURCE_EXHAUSTED.
+ * Every successful push needs a vg_variable_scope_pop. */
+VG_API const char *vg_variable_scope_push(vg_graph *g, const char *name, const vg_variable_scope_opts *opts);
+/* Leaves the innermost variable scope (and its name scope); a no-op when none is open. */
+VG_API void vg_variable_scope_pop(vg_graph *g);
+/* tf.get_variable_scope().name: "" at the top. Borrowed. */
+VG_API const char *vg_variable_scope_name(const vg_graph *g);
+/* The name scope the innermost variable scope opened (TF's original_name_scope,
+ * "conv1_1/"), "" at the top. Borrowed. */
+VG_API const char *vg_variable_scope_original_name_scope(const vg_graph *g);
+/* The effective reuse of the current scope. */
+VG_API vg_reuse vg_variable_scope_reuse(const vg_graph *g);
+/* tf.get_variable_scope().reuse_variables(): the current scope reuses from now on. */
+VG_API void vg_variable_scope_reuse_variables(vg_graph *g);
+
+/* tf.get_variable(name, shape, dtype, initializer, regularizer, trainable, reuse) under
+ * the current variable scope, with TF's sharing rules:
+ * - the variable exists (made by get_variable) and reuse is off: ALREADY_EXISTS "Variable
+ *   <name> already exists, disallowed. Did you mean to set reuse=True or
+ *   reuse=tf.AUTO_REUSE in VarScope?";
+ * - it exists and reuse is on: the shape must be compatible and the dtype equal, else
+ *   INVALID_ARGUMENT "Trying to share variable <name>, but specified shape [..] and found
+ *   shape [..]." (or dtype); returns the existing variable;
+ * - it does not exist and reuse is True: INVALID_ARGUMENT "Variable <name> does not
+ *   exist, or was not created with tf.get_variable(). Did you mean to set
+ *   reuse=tf.AUTO_REUSE in VarScope?";
+ * - else a new variable: initial value ops under "<name>/Initializer/", a regularizer's
+ *   loss under "<name>/Regularizer/" added to REGULARIZATION_LOSSES.
+ * The scopes' custom getters are called around the default getter. Returns a variable
+ * with var == NULL on failure (graph error set). opts may be NULL only for reuse. */
+VG_API vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_get_variable_opts *opts);
+
+/* Finds a variable made by get_variable by its full name ({NULL} var if none). */
+VG_API vg_variable vg_variable_scope_find(const vg_graph *g, const char *full_name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,13 @@
+/* variable_internal.h - what variables.c and variable_scope.c share (src/train only). */
+#ifndef VG_TRAIN_VARIABLE_INTERNAL_H
+#define VG_TRAIN_VARIABLE_INTERNAL_H
+
+#include "vigil/variables.h"
+
+/* Creates a get_variable-style variable with the absolute name `full` (made unique
+ * against non-variable ops of that name, as TF's name scopes would), its initial value
+ * under "<name>/Initializer/", outside the caller's control dependencies. */
+vg_variable vg__train_create_variable(vg_graph *g, const char *full, vg_dtype dt, const int64_t *dims, int ndims,
+                                      vg_initializer init, unsigned flags);
+
+#endif
