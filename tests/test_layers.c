@@ -44,10 +44,14 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/monitored.h", "monitored"}, {"vigil/hooks.h", "monitored"},    {"vigil/vigil.h", "monitored"},
     {"vigil/queue.h", "train"},
     {"vigil/version.h", "core"},       {"vigil/events.h", "io"},          {"vigil/idx.h", "io"},
+    {"vigil/distributed.h", "dist"},
     {"vigil/ops_ext.h", "kernels"},    {"vigil/train_lib.h", "train"},    {"vigil/losses.h", "train"},
 };
 
 static int layer_index(const char *name, size_t n) {
+    /* src/dist (MPI communication thread, issue 15) sits on core's level: it uses only
+     * core, and every layer above may use it. */
+    if (n == 4 && strncmp(name, "dist", 4) == 0) return 0;
     for (int i = 0; i < NLAYERS; i++)
         if (strlen(k_layers[i]) == n && strncmp(k_layers[i], name, n) == 0) return i;
     return -1;
@@ -243,6 +247,10 @@ static int object_layer(const char *srcdir, const char *obj) {
         snprintf(p, sizeof p, "%s/%s/hooks/%s", srcdir, k_layers[i], base);
         if (stat(p, &sb) == 0) return i;
     }
+    char p[4096 + 512];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/dist/%s", srcdir, base);
+    if (stat(p, &sb) == 0) return layer_index("dist", 4);
     return -1;
 }
 

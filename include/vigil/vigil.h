@@ -37,5 +37,6 @@
 #include "reader.h"
 #include "data.h"
 #include "backend.h"
+#include "distributed.h"
 
 #endif

@@ -40,6 +40,7 @@ extern const vg__op_def vg__ops_random_sampling[];
 extern const vg__op_def vg__ops_parsing[];
 extern const vg__op_def vg__ops_reader[];
 extern const vg__op_def vg__ops_dataset[];
+extern const vg__op_def vg__ops_collective[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -74,5 +75,6 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_parsing);
     vg__registry_add_family(vg__ops_reader);
     vg__registry_add_family(vg__ops_dataset);
+    vg__registry_add_family(vg__ops_collective);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

@@ -1,0 +1,114 @@
+/*
+ * distributed.h - data-parallel training on MPI (issue 15): the process world, the
+ * collective graph ops, Horovod's DistributedOptimizer and BroadcastGlobalVariablesHook,
+ * and TF1's distributed API (ClusterSpec, Server, SyncReplicasOptimizer) mapped onto them.
+ *
+ * The world. vg_dist_init() joins the MPI job when the process was started by mpirun
+ * or mpiexec (Open MPI's OMPI_COMM_WORLD_SIZE, PMI/PMIx variables) and vigil was built
+ * with MPI (CMake option VIGIL_MPI, on when FindMPI finds an MPI); otherwise the
+ * process is a world of one rank and every collective is the identity. All MPI calls
+ * happen on one communication thread owned by vigil (MPI_THREAD_SERIALIZED), so a
+ * graph op that waits on a collective never holds an MPI lock.
+ *
+ *     vg_status st;
+ *     if (vg_dist_init(&st) != VG_OK) return st.code;
+ *     int rank = vg_dist_rank(), size = vg_dist_size();   (0 and 1 without mpirun)
+ *     ...
+ *     vg_dist_finalize(&st);                              (before the process exits)
+ *
+ * A job launched by mpirun must call vg_dist_finalize before it exits, or mpirun
+ * reports the rank as failed.
+ */
+#ifndef VIGIL_DISTRIBUTED_H
+#define VIGIL_DISTRIBUTED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+#include "tensor.h"
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the world ------------------------------------------------------------ */
+
+/* True when this build of vigil has MPI (VIGIL_MPI). */
+VG_API bool vg_dist_mpi_built(void);
+/* Joins the world: MPI_Init_thread under mpirun (MPI environment variables present),
+ * a 1-rank world otherwise. Idempotent and thread-safe; the first call decides.
+ * Fails with UNIMPLEMENTED when the process was started by mpirun but vigil was built
+ * without MPI (the message names the VIGIL_MPI build option), UNAVAILABLE when MPI
+ * fails to start, RESOURCE_EXHAUSTED. After vg_dist_finalize it fails with
+ * FAILED_PRECONDITION (MPI cannot be initialised twice). */
+VG_API vg_code vg_dist_init(vg_status *st);
+/* True between a successful vg_dist_init and vg_dist_finalize. */
+VG_API bool vg_dist_initialized(void);
+/* This process's rank in [0, size); 0 before init. */
+VG_API int vg_dist_rank(void);
+/* Number of ranks; 1 before init and without mpirun. */
+VG_API int vg_dist_size(void);
+/* Rank among the processes on this host (MPI_COMM_TYPE_SHARED), and their number. */
+VG_API int vg_dist_local_rank(void);
+VG_API int vg_dist_local_size(void);
+/* Waits for every rank. FAILED_PRECONDITION before init; UNAVAILABLE when a peer is
+ * gone or MPI fails. */
+VG_API vg_code vg_dist_barrier(vg_status *st);
+/* Stops the communication thread and finalises MPI (if vg_dist_init started it).
+ * Collectives still waiting fail with CANCELLED. Safe to call when not initialised. */
+VG_API vg_code vg_dist_finalize(vg_status *st);
+
+/* Host-memory collectives (the same communication thread as the graph ops); they
+ * block until done. The reduction of a buffer of `count` elements of dtype dt
+ * (VG_FLOAT, VG_DOUBLE, VG_INT32, VG_INT64), in place, on every rank.
+ * Fails with FAILED_PRECONDITION before init, INVALID_ARGUMENT (dtype, count < 0,
+ * NULL buffer with count > 0), UNAVAILABLE (a peer is gone). */
+typedef enum vg_reduce_op { VG_REDUCE_SUM = 0, VG_REDUCE_PROD, VG_REDUCE_MIN, VG_REDUCE_MAX } vg_reduce_op;
+VG_API vg_code vg_dist_allreduce(void *buf, int64_t count, vg_dtype dt, vg_reduce_op op, vg_status *st);
+/* Copies `bytes` bytes of root's buffer into every rank's buffer. INVALID_ARGUMENT
+ * for a root outside [0, size). */
+VG_API vg_code vg_dist_broadcast(void *buf, int64_t bytes, int root, vg_status *st);
+
+/* ---- collective graph ops (kernel layer) --------------------------------------
+ * TF's collective ops over the world: group_size must be the world's size (0 = the
+ * world's size, whatever it is), group_key and instance_key are kept as attrs. The
+ * dtypes are float32, float64, int32, int64 (INVALID_ARGUMENT at build time for
+ * others). At run time the kernels join the world (vg_dist_init) and fail with
+ * INVALID_ARGUMENT (group_size not the world's, shapes that differ across ranks where
+ * they must agree, naming the tensor), UNAVAILABLE (a peer is gone), CANCELLED (the
+ * session closed while waiting, or the world was finalized). Every rank must run its
+ * collectives in the same order: order collectives that data flow leaves unordered
+ * with control dependencies. On failure the builders return {NULL, 0} (or NULL) and
+ * record the error in the graph. */
+
+/* CollectiveReduce: merge_op "Add" (NULL), "Mul", "Min", "Max"; final_op "Id" (NULL)
+ * or "Div" (divide by the group size: the mean with "Add"). */
+VG_API vg_output vg_collective_reduce(vg_graph *g, vg_output x, int group_size, int group_key, int instance_key,
+                                      const char *merge_op, const char *final_op, const char *name);
+/* CollectiveBcastSend / CollectiveBcastRecv: exactly one rank runs the send; the
+ * others run a recv of the same dtype and fully defined shape. Both output the value. */
+VG_API vg_output vg_collective_bcast_send(vg_graph *g, vg_output x, int group_size, int group_key,
+                                          int instance_key, const char *name);
+VG_API vg_output vg_collective_bcast_recv(vg_graph *g, vg_dtype dt, vg_shape shape, int group_size, int group_key,
+                                          int instance_key, const char *name);
+/* CollectiveGather: the ranks' inputs concatenated along dimension 0 in rank order
+ * (dimension 0 may differ across ranks, the others must agree). */
+VG_API vg_output vg_collective_gather(vg_graph *g, vg_output x, int group_size, int group_key, int instance_key,
+                                      const char *name);
+/* Horovod's broadcast (op HorovodBroadcast): every rank runs the same op; the output is
+ * root_rank's value of x. The shapes must agree on every rank: INVALID_ARGUMENT naming
+ * tensor_name (NULL: the op's name) otherwise. */
+VG_API vg_output vg_dist_broadcast_tensor(vg_graph *g, vg_output x, int root_rank, const char *tensor_name,
+                                          const char *name);
+/* VigilFusedAllreduce: the sum (average = true: the mean) over ranks of n tensors of
+ * one dtype, copied into one reusable fusion buffer and reduced by a single
+ * MPI_Allreduce. Output i is input i's reduction. Returns the op (borrowed). */
+VG_API vg_op *vg_dist_fused_allreduce(vg_graph *g, const vg_output *xs, int n, bool average, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
