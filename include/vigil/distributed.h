@@ -34,6 +34,9 @@
 extern "C" {
 #endif
 
+typedef struct vg_optimizer vg_optimizer; /* vigil/optimizer.h */
+struct vg_hook;                           /* vigil/monitored.h */
+
 /* ---- the world ------------------------------------------------------------ */
 
 /* True when this build of vigil has MPI (VIGIL_MPI). */
@@ -107,6 +110,60 @@ VG_API vg_output vg_dist_broadcast_tensor(vg_graph *g, vg_output x, int root_ran
  * one dtype, copied into one reusable fusion buffer and reduced by a single
  * MPI_Allreduce. Output i is input i's reduction. Returns the op (borrowed). */
 VG_API vg_op *vg_dist_fused_allreduce(vg_graph *g, const vg_output *xs, int n, bool average, const char *name);
+
+/* ---- Horovod's DistributedOptimizer (train layer) ---------------------------------- */
+
+typedef struct vg_dist_options {
+    /* Gradients are fused into buckets of at most this many bytes (Horovod's
+     * HOROVOD_FUSION_THRESHOLD, 64 MB); each bucket is one allreduce that starts as soon
+     * as its gradients exist. 0: one allreduce per gradient. */
+    int64_t fusion_threshold_bytes;
+    bool average; /* true: the mean over ranks (Horovod's op=Average); false: the sum */
+} vg_dist_options;
+#define VG_DIST_OPTIONS_INIT {64 * 1024 * 1024, true}
+VG_API vg_dist_options vg_dist_options_default(void);
+
+/* out[i] = the average (or sum) over ranks of grads[i]; {NULL, 0} stays {NULL, 0}.
+ * grads may alias out. Buckets are built in reverse order (back-propagation's) and
+ * chained so that every rank reduces them in the same order. opts NULL = defaults.
+ * Fails with INVALID_ARGUMENT (NULL arrays, a negative threshold), the graph's error. */
+VG_API vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, const vg_dist_options *opts,
+                                           vg_output *out, vg_status *st);
+/* hvd.DistributedOptimizer(opt).compute_gradients: vg_optimizer_compute_gradients, then
+ * vg_dist_allreduce_gradients. Same arguments and errors as those two. */
+VG_API vg_code vg_dist_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list,
+                                         int nvars, const vg_dist_options *o, vg_output *grads_out, vg_status *st);
+/* hvd.DistributedOptimizer(opt).minimize: the train op (borrowed), NULL with the graph's
+ * error recorded (vg_optimizer_minimize's errors). */
+VG_API vg_op *vg_dist_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list,
+                               int nvars, vg_output global_step, const vg_dist_options *o, const char *name);
+
+/* ---- hooks and TF's SyncReplicasOptimizer (monitored layer) ------------------------ */
+
+/* hvd.BroadcastGlobalVariablesHook(root_rank): after every session creation (the first
+ * and each recovery) every global variable takes root_rank's value. Joins the world in
+ * begin(). Errors in begin: INVALID_ARGUMENT (root outside the world); at session
+ * creation: INVALID_ARGUMENT naming the variable whose shape differs across ranks,
+ * UNAVAILABLE. *out is owned by the monitored session it is given to. */
+VG_API vg_code vg_broadcast_global_variables_hook(int root_rank, struct vg_hook *out, vg_status *st);
+
+/* tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate, total_num_replicas):
+ * synchronous aggregation over the MPI world by allreduce (each step applies the mean
+ * of every rank's gradients once). Joins the world; replicas_to_aggregate and
+ * total_num_replicas (<= 0: = replicas_to_aggregate) must equal the world's size:
+ * INVALID_ARGUMENT otherwise (backup workers are not supported). opt is borrowed.
+ * NULL on failure. Free with vg_sync_replicas_free. */
+typedef struct vg_sync_replicas vg_sync_replicas;
+VG_API vg_sync_replicas *vg_sync_replicas_new(vg_optimizer *opt, int replicas_to_aggregate, int total_num_replicas,
+                                              vg_status *st);
+VG_API void vg_sync_replicas_free(vg_sync_replicas *s);
+/* minimize over the trainable variables (NULL with the graph's error recorded). */
+VG_API vg_op *vg_sync_replicas_minimize(vg_sync_replicas *s, vg_graph *g, vg_output loss, vg_output global_step,
+                                        const char *name);
+/* make_session_run_hook(is_chief): the hook that starts every rank from the chief's
+ * (rank 0's) variables, after each session creation. INVALID_ARGUMENT for NULL. */
+VG_API vg_code vg_sync_replicas_make_session_run_hook(vg_sync_replicas *s, bool is_chief, struct vg_hook *out,
+                                                      vg_status *st);
 
 #ifdef __cplusplus
 }
