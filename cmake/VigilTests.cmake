@@ -8,7 +8,7 @@
 #   slow       takes seconds (also in its own group above)
 #   headers    each public header compiles alone, and the examples in header comments
 #   install    installs into a temporary prefix and builds consumers out of tree
-set(VIGIL_SLOW_TESTS test_cli_signal test_cli_tools test_cli_train test_cli_hostile test_saver_crash test_file_writer)
+set(VIGIL_SLOW_TESTS test_cli_mpi test_cli_signal test_cli_tools test_cli_train test_cli_hostile test_saver_crash test_file_writer)
 
 function(vigil_test_labels name out)
   set(l "")
