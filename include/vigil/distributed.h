@@ -34,8 +34,10 @@
 extern "C" {
 #endif
 
-typedef struct vg_optimizer vg_optimizer; /* vigil/optimizer.h */
-struct vg_hook;                           /* vigil/monitored.h */
+typedef struct vg_optimizer vg_optimizer;                 /* vigil/optimizer.h */
+typedef struct vg_monitored_session vg_monitored_session; /* vigil/monitored.h */
+struct vg_hook;                                           /* vigil/monitored.h */
+struct vg_mts_options;                                    /* vigil/monitored.h */
 
 /* ---- the world ------------------------------------------------------------ */
 
@@ -164,6 +166,49 @@ VG_API vg_op *vg_sync_replicas_minimize(vg_sync_replicas *s, vg_graph *g, vg_out
  * (rank 0's) variables, after each session creation. INVALID_ARGUMENT for NULL. */
 VG_API vg_code vg_sync_replicas_make_session_run_hook(vg_sync_replicas *s, bool is_chief, struct vg_hook *out,
                                                       vg_status *st);
+
+/* ---- TF1's ClusterSpec / Server / replica_device_setter (monitored layer) ------------
+ * A ps/worker program becomes synchronous data-parallel training: each "worker" task
+ * is one MPI rank (task_index == rank), worker 0 is the chief; variables are
+ * replicated on every rank instead of living on ps tasks, and a ps task's Server.join()
+ * returns at once. See docs/distributed.md for what changes. */
+typedef struct vg_cluster_spec vg_cluster_spec;
+/* An empty ClusterSpec; NULL on allocation failure. */
+VG_API vg_cluster_spec *vg_cluster_spec_new(void);
+VG_API void vg_cluster_spec_free(vg_cluster_spec *cs);
+/* Adds job `name` with n "host:port" strings (copied). INVALID_ARGUMENT for a job given
+ * twice, a NULL name or host; RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_cluster_spec_add_job(vg_cluster_spec *cs, const char *name, const char *const *hosts, int n,
+                                       vg_status *st);
+/* The same from a comma-separated list ("h1:2222,h2:2222"), as TF1 flags give them. */
+VG_API vg_code vg_cluster_spec_parse_job(vg_cluster_spec *cs, const char *name, const char *comma_hosts,
+                                         vg_status *st);
+/* Tasks of a job; -1 when the job is not in the spec. */
+VG_API int vg_cluster_spec_num_tasks(const vg_cluster_spec *cs, const char *name);
+
+/* tf.train.Server(cluster, job_name, task_index). A worker joins the MPI world and
+ * must run on rank task_index of a world with one rank per worker task:
+ * INVALID_ARGUMENT otherwise (and for a job or task not in the spec). Free with
+ * vg_server_free. */
+typedef struct vg_server vg_server;
+VG_API vg_server *vg_server_new(const vg_cluster_spec *cs, const char *job_name, int task_index, vg_status *st);
+/* server.target: "mpi://worker/<task>" (borrowed), for MonitoredTrainingSession's master. */
+VG_API const char *vg_server_target(const vg_server *s);
+/* server.join(): returns VG_OK at once (a ps task serves nothing). */
+VG_API vg_code vg_server_join(vg_server *s, vg_status *st);
+VG_API void vg_server_free(vg_server *s);
+/* tf.train.replica_device_setter(worker_device, cluster): variables stay replicated on
+ * every rank, so the device is the worker's (returned, borrowed; "" for NULL). */
+VG_API const char *vg_replica_device_setter(const vg_cluster_spec *cs, const char *worker_device);
+/* tf.train.MonitoredTrainingSession(master, is_chief, ...) of a worker: is_chief must
+ * be true exactly on rank 0 (INVALID_ARGUMENT otherwise). Adds the broadcast hook (rank
+ * 0's variables, after every session creation). The chief restores, saves checkpoints
+ * and summaries and runs the chief-only hooks; the others initialise locally, wait in
+ * the broadcast for the chief's values (TF's WorkerSessionCreator waits on the ready
+ * op), and write nothing. Owns o's hooks, also on failure. Errors:
+ * vg_monitored_training_session_new's, INVALID_ARGUMENT. */
+VG_API vg_monitored_session *vg_distributed_training_session_new(vg_graph *g, const char *master,
+                                                                 const struct vg_mts_options *o, vg_status *st);
 
 #ifdef __cplusplus
 }
