@@ -29,6 +29,8 @@ struct vg__comm_req {
     vg_code code;
     char msg[200];
     void *owned;          /* freed through vg__comm_buffer_put at the last reference */
+    const void *sendbuf;  /* ALLREDUCE not in place */
+    vg_tensor *held[2];
     void *gathered;       /* ALLGATHER result (vg__malloc) */
     int64_t *counts;      /* ALLGATHER per-rank byte counts */
     int64_t total;
@@ -149,6 +151,14 @@ vg__comm_req *vg__comm_req_new(vg__comm_kind kind, void *buf, int64_t count, vg_
 }
 
 void vg__comm_req_own(vg__comm_req *r, void *p) { r->owned = p; }
+void vg__comm_req_set_send(vg__comm_req *r, const void *sendbuf) { r->sendbuf = sendbuf; }
+void vg__comm_req_hold(vg__comm_req *r, vg_tensor *t) {
+    for (int i = 0; i < 2; i++)
+        if (!r->held[i]) {
+            r->held[i] = vg_tensor_ref(t);
+            return;
+        }
+}
 
 const void *vg__comm_req_gathered(const vg__comm_req *r, const int64_t **counts, int64_t *total) {
     if (counts) *counts = r->counts;
@@ -160,6 +170,7 @@ int vg__comm_req_check_mismatch(const vg__comm_req *r) { return r->mismatch; }
 
 static void req_destroy(vg__comm_req *r) {
     vg__comm_buffer_put(r->owned);
+    for (int i = 0; i < 2; i++) vg_tensor_free(r->held[i]);
     vg__free(r->gathered);
     vg__free(r->counts);
     vg__free(r);
@@ -191,6 +202,8 @@ static size_t dt_size(vg_dtype dt) {
 /* A world of one rank. */
 static void exec_local(vg__comm_req *r) {
     r->code = VG_OK;
+    if (r->kind == VG__COMM_ALLREDUCE && r->sendbuf && r->sendbuf != r->buf && r->count > 0)
+        memcpy(r->buf, r->sendbuf, (size_t)r->count * dt_size(r->dt));
     if (r->kind == VG__COMM_ALLGATHER) {
         r->counts = vg__malloc(sizeof(int64_t));
         r->gathered = vg__malloc(r->count ? (size_t)r->count : 1);
@@ -244,7 +257,8 @@ static void exec_mpi(vg__comm_req *r) {
         int64_t step = CHUNK / (int64_t)es;
         for (int64_t off = 0; off < r->count; off += step) {
             int64_t n = r->count - off < step ? r->count - off : step;
-            if (!mpi_ok(r, MPI_Allreduce(MPI_IN_PLACE, (char *)r->buf + off * (int64_t)es, (int)n, mpi_type(r->dt),
+            const void *send = r->sendbuf ? (const char *)r->sendbuf + off * (int64_t)es : MPI_IN_PLACE;
+            if (!mpi_ok(r, MPI_Allreduce(send, (char *)r->buf + off * (int64_t)es, (int)n, mpi_type(r->dt),
                                          mpi_op(r->op), g.comm), "MPI_Allreduce"))
                 return;
         }

@@ -32,8 +32,14 @@ typedef struct vg__comm_req vg__comm_req;
  * giving them to the request with vg__comm_req_own). NULL on allocation failure. */
 VG_HIDDEN vg__comm_req *vg__comm_req_new(vg__comm_kind kind, void *buf, int64_t count, vg_dtype dt,
                                          vg_reduce_op op, int root);
-/* The request frees p (vg__free) when its last reference goes. */
+/* The request gives p back to the buffer pool (vg__comm_buffer_put) when its last
+ * reference goes. */
 VG_HIDDEN void vg__comm_req_own(vg__comm_req *r, void *p);
+/* ALLREDUCE from sendbuf into buf (not in place): MPI reads sendbuf, writes buf. */
+VG_HIDDEN void vg__comm_req_set_send(vg__comm_req *r, const void *sendbuf);
+/* The request keeps a reference to t (vg_tensor_ref) until its last reference goes:
+ * tensors whose data it reads or writes outlive a cancelled wait. At most 2. */
+VG_HIDDEN void vg__comm_req_hold(vg__comm_req *r, vg_tensor *t);
 /* ALLGATHER results: a buffer of the concatenation (owned by the request) and each
  * rank's byte count (size entries). Valid after a successful wait. */
 VG_HIDDEN const void *vg__comm_req_gathered(const vg__comm_req *r, const int64_t **counts, int64_t *total);

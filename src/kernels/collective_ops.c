@@ -136,11 +136,42 @@ static vg_code shape_reduce(vg_op *op, vg_status *st) {
 
 static void divide(void *p, int64_t n, vg_dtype dt, int size) {
     switch (dt) {
-    case VG_FLOAT: { float *f = p; float s = (float)size; for (int64_t i = 0; i < n; i++) f[i] /= s; break; }
-    case VG_DOUBLE: { double *f = p; for (int64_t i = 0; i < n; i++) f[i] /= size; break; }
+    /* a product with the reciprocal (exact for power-of-two sizes): a division per
+     * element would cost more than the allreduce itself */
+    case VG_FLOAT: { float *f = p; float r = 1.0f / (float)size; for (int64_t i = 0; i < n; i++) f[i] *= r; break; }
+    case VG_DOUBLE: { double *f = p; double r = 1.0 / size; for (int64_t i = 0; i < n; i++) f[i] *= r; break; }
     case VG_INT32: { int32_t *f = p; for (int64_t i = 0; i < n; i++) f[i] /= size; break; }
     case VG_INT64: { int64_t *f = p; for (int64_t i = 0; i < n; i++) f[i] /= size; break; }
     default: break;
+    }
+}
+
+/* Tensors of at least this many bytes are reduced straight from the input into the
+ * output (MPI_Allreduce with separate buffers: no copy); smaller ones are packed into
+ * one fusion buffer (reused from run to run) and reduced by a single call. All of one
+ * op's calls go to the communication thread back to back. */
+#define DIRECT_BYTES ((size_t)64 * 1024)
+
+static vg_code submit(vg__kctx *ctx, vg__comm_req *r) {
+    vg_status *st = vg__kctx_status(ctx);
+    if (!r) return VG_OOM(st, "a collective request");
+    vg_code rc = vg__comm_submit(r, st);
+    if (rc != VG_OK) vg__comm_req_free(r);
+    return rc;
+}
+
+/* dst = src * (1 / size): the mean's division done on the way in, while src is still
+ * in this core's cache (after the allreduce the sum arrives from the peers' caches and
+ * a pass over it costs several times more). */
+static void scaled_copy(void *dst, const void *src, int64_t n, vg_dtype dt, int size) {
+    if (dt == VG_FLOAT) {
+        float *d = dst, r = 1.0f / (float)size;
+        const float *s = src;
+        for (int64_t i = 0; i < n; i++) d[i] = s[i] * r;
+    } else {
+        double *d = dst, r = 1.0 / size;
+        const double *s = src;
+        for (int64_t i = 0; i < n; i++) d[i] = s[i] * r;
     }
 }
 
@@ -153,30 +184,71 @@ static vg_code kernel_reduce(vg__kctx *ctx) {
     if (reduce_ops(op, &merge, &div, st) != VG_OK) return st->code;
     int n = vg__kctx_num_inputs(ctx);
     vg_dtype dt = vg_tensor_dtype(vg__kctx_input(ctx, 0));
-    size_t es = vg_dtype_size(dt), total = 0;
-    for (int i = 0; i < n; i++) total += vg_tensor_nbytes(vg__kctx_input(ctx, i));
-    /* the fusion buffer: reused from run to run */
-    char *buf = vg__comm_buffer_get(total);
-    if (!buf) return VG_OOM(st, "the fusion buffer");
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        const vg_tensor *t = vg__kctx_input(ctx, i);
-        memcpy(buf + off, vg_tensor_data(t), vg_tensor_nbytes(t));
-        off += vg_tensor_nbytes(t);
+    size_t es = vg_dtype_size(dt), small = 0;
+    int size = vg_dist_size();
+    /* sum of x/N: the mean for floating types (merge Add); others divide at the end */
+    bool prescale = div && merge == VG_REDUCE_SUM && (dt == VG_FLOAT || dt == VG_DOUBLE);
+    vg_tensor **outs = vg__calloc((size_t)n, sizeof *outs);
+    vg__comm_req **reqs = vg__calloc((size_t)n + 1, sizeof *reqs);
+    if (!outs || !reqs) {
+        vg__free(outs);
+        vg__free(reqs);
+        return VG_OOM(st, "collective outputs");
     }
-    vg__comm_req *r = NULL;
-    vg_code rc = run_req(ctx, VG__COMM_ALLREDUCE, buf, (int64_t)(total / es), dt, merge, 0, &r);
-    if (rc != VG_OK) return rc;
-    if (div) divide(buf, (int64_t)(total / es), dt, vg_dist_size());
-    off = 0;
+    vg_code rc = VG_OK;
     for (int i = 0; i < n && rc == VG_OK; i++) {
-        const vg_tensor *t = vg__kctx_input(ctx, i);
-        vg_tensor *o;
-        rc = vg__kctx_alloc_output(ctx, i, dt, vg_tensor_dims(t), vg_tensor_ndims(t), &o);
-        if (rc == VG_OK) memcpy(vg_tensor_data(o), buf + off, vg_tensor_nbytes(t));
-        off += vg_tensor_nbytes(t);
+        vg_tensor *t = vg__kctx_input(ctx, i);
+        rc = vg__kctx_alloc_output(ctx, i, dt, vg_tensor_dims(t), vg_tensor_ndims(t), &outs[i]);
+        if (vg_tensor_nbytes(t) < DIRECT_BYTES) small += vg_tensor_nbytes(t);
     }
-    vg__comm_req_free(r);
+    int nreq = 0;
+    char *fbuf = NULL;
+    if (rc == VG_OK && small > 0) {
+        if (!(fbuf = vg__comm_buffer_get(small))) rc = VG_OOM(st, "the fusion buffer");
+        size_t off = 0;
+        for (int i = 0; i < n && fbuf; i++) {
+            const vg_tensor *t = vg__kctx_input(ctx, i);
+            if (vg_tensor_nbytes(t) >= DIRECT_BYTES) continue;
+            if (prescale) scaled_copy(fbuf + off, vg_tensor_data(t), vg_tensor_num_elements(t), dt, size);
+            else memcpy(fbuf + off, vg_tensor_data(t), vg_tensor_nbytes(t));
+            off += vg_tensor_nbytes(t);
+        }
+        if (fbuf) {
+            vg__comm_req *r = vg__comm_req_new(VG__COMM_ALLREDUCE, fbuf, (int64_t)(small / es), dt, merge, 0);
+            if (r) vg__comm_req_own(r, fbuf);
+            else vg__comm_buffer_put(fbuf);
+            if ((rc = submit(ctx, r)) == VG_OK) reqs[nreq++] = r;
+        }
+    }
+    for (int i = 0; i < n && rc == VG_OK; i++) {
+        vg_tensor *t = vg__kctx_input(ctx, i);
+        if (vg_tensor_nbytes(t) < DIRECT_BYTES) continue;
+        vg__comm_req *r = vg__comm_req_new(VG__COMM_ALLREDUCE, vg_tensor_data(outs[i]), vg_tensor_num_elements(t), dt,
+                                           merge, 0);
+        if (r) {
+            if (prescale) scaled_copy(vg_tensor_data(outs[i]), vg_tensor_data(t), vg_tensor_num_elements(t), dt, size);
+            else vg__comm_req_set_send(r, vg_tensor_data(t)); /* no copy: MPI reads the input */
+            vg__comm_req_hold(r, t);       /* both outlive a cancelled wait */
+            vg__comm_req_hold(r, outs[i]);
+        }
+        if ((rc = submit(ctx, r)) == VG_OK) reqs[nreq++] = r;
+    }
+    for (int k = 0; k < nreq && rc == VG_OK; k++)
+        rc = vg__comm_wait(reqs[k], session_closing, vg__kctx_session(ctx), vg__kctx_deadline_ns(ctx), st);
+    if (rc == VG_OK) {
+        size_t off = 0;
+        for (int i = 0; i < n; i++) {
+            size_t nb = vg_tensor_nbytes(outs[i]);
+            if (nb < DIRECT_BYTES) {
+                memcpy(vg_tensor_data(outs[i]), fbuf + off, nb);
+                off += nb;
+            }
+            if (div && !prescale) divide(vg_tensor_data(outs[i]), vg_tensor_num_elements(outs[i]), dt, size);
+        }
+    }
+    for (int k = 0; k < nreq; k++) vg__comm_req_free(reqs[k]);
+    vg__free(outs);
+    vg__free(reqs);
     return rc;
 }
 
