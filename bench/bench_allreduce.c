@@ -11,6 +11,9 @@
  *       VigilFusedAllreduce op in a session run vs a bare MPI_Allreduce of the same bytes
  *       on a reused buffer; fused_over_bare = bare time / fused time.
  *
+ *   bench_allreduce --mode sizes [--reps R]
+ *       a bare MPI_Allreduce of 4 B .. 64 MB (the scaling model's latency and bandwidth).
+ *
  * The PyTorch DistributedDataParallel peer (gloo) is bench/peers/torch_ddp.py. */
 #include "vigil/vigil.h"
 #include <math.h>
@@ -25,6 +28,12 @@
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -104,13 +113,16 @@ static int bench_train(bool cnn, int steps, int threads, int rank, int size) {
     int warm = cnn ? 5 : 30;
     double *t = malloc((size_t)steps * sizeof(double));
     vg_dist_barrier(&st);
-    double t0 = 0;
+    double t0 = 0, c0 = 0;
     for (int i = -warm; i < steps; i++) {
         int64_t b = ((i + warm) % nbatch) * B;
         vg_tensor *xv = vg_tensor_new_from(VG_FLOAT, (int64_t[]){B, 784}, 2, xs + b * 784, (size_t)(B * 784) * sizeof(float), NULL, NULL, &st);
         vg_tensor *yv = vg_tensor_new_from(VG_INT64, (int64_t[]){B}, 1, ys + b, (size_t)B * sizeof(int64_t), NULL, NULL, &st);
         vg_tensor *vals[2] = {xv, yv};
-        if (i == 0) t0 = now_s();
+        if (i == 0) {
+            t0 = now_s();
+            c0 = cpu_s();
+        }
         double ts = now_s();
         if (vg_session_run(s, NULL, feeds, vals, 2, NULL, NULL, 0, &train, 1, NULL, &st) != VG_OK) {
             fprintf(stderr, "run: %s\n", st.msg);
@@ -120,13 +132,17 @@ static int bench_train(bool cnn, int steps, int threads, int rank, int size) {
         vg_tensor_free(xv);
         vg_tensor_free(yv);
     }
-    double wall = now_s() - t0;
+    double wall = now_s() - t0, cpu = cpu_s() - c0;
+    /* CPU seconds of all ranks (MPI's busy-wait in a collective counts: conservative) */
+    vg_dist_allreduce(&cpu, 1, VG_DOUBLE, VG_REDUCE_SUM, &st);
     qsort(t, (size_t)steps, sizeof *t, cmp_d);
     if (rank == 0)
         printf("{\"bench\":\"dist_train\",\"model\":\"%s\",\"ranks\":%d,\"threads\":%d,\"batch_per_rank\":%lld,"
-               "\"steps\":%d,\"median_step_ms\":%.3f,\"samples_per_s\":%.1f}\n",
+               "\"steps\":%d,\"median_step_ms\":%.3f,\"samples_per_s\":%.1f,\"samples_per_s_at_median\":%.1f,"
+               "\"cpu_s\":%.3f,\"samples_per_cpu_s\":%.1f}\n",
                cnn ? "cnn" : "mlp", size, threads, (long long)B, steps, t[steps / 2] * 1e3,
-               (double)steps * (double)B * size / wall);
+               (double)steps * (double)B * size / wall, (double)B * size / t[steps / 2], cpu,
+               (double)steps * (double)B * size / cpu);
     free(t);
     free(xs);
     free(ys);
@@ -207,6 +223,34 @@ static int bench_fused(bool cnn, int reps, bool average, int rank, int size) {
     return 0;
 }
 
+/* Bare MPI_Allreduce (sum, float32, reused buffer) over message sizes: the latency and
+ * bandwidth terms of docs/distributed.md's scaling model. */
+static int bench_sizes(int reps, int rank, int size) {
+    vg_status st;
+    static const int64_t bytes[] = {4, 4096, 65536, 1 << 20, 16 << 20, 64 << 20};
+    float *buf = calloc((size_t)(64 << 20) / 4, 4);
+    double *t = malloc((size_t)reps * sizeof(double));
+    for (size_t k = 0; k < sizeof bytes / sizeof bytes[0]; k++) {
+        int n = bytes[k] >= (16 << 20) ? (reps < 10 ? reps : 10) : reps;
+        for (int r = -2; r < n; r++) {
+            vg_dist_barrier(&st);
+            double t0 = now_s();
+#ifdef BENCH_HAVE_MPI
+            if (size > 1) MPI_Allreduce(MPI_IN_PLACE, buf, (int)(bytes[k] / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+#endif
+            if (r >= 0) t[r] = now_s() - t0;
+        }
+        qsort(t, (size_t)n, sizeof *t, cmp_d);
+        if (rank == 0)
+            printf("{\"bench\":\"mpi_allreduce_size\",\"ranks\":%d,\"bytes\":%lld,\"median_ms\":%.4f,"
+                   "\"algbw_gb_per_s\":%.3f}\n",
+                   size, (long long)bytes[k], t[n / 2] * 1e3, (double)bytes[k] / t[n / 2] / 1e9);
+    }
+    free(buf);
+    free(t);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = "train";
     bool cnn = false;
@@ -220,7 +264,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--average")) average = atoi(argv[i + 1]) != 0;
         else {
-            fprintf(stderr, "usage: bench_allreduce [--mode train|fused] [--model mlp|cnn] [--steps S] [--threads T] "
+            fprintf(stderr, "usage: bench_allreduce [--mode train|fused|sizes] [--model mlp|cnn] [--steps S] [--threads T] "
                             "[--reps R] [--average 0|1]\n");
             return 2;
         }
@@ -233,6 +277,7 @@ int main(int argc, char **argv) {
     }
     int rank = vg_dist_rank(), size = vg_dist_size(), rc;
     if (!strcmp(mode, "fused")) rc = bench_fused(cnn, reps, average, rank, size);
+    else if (!strcmp(mode, "sizes")) rc = bench_sizes(reps, rank, size);
     else rc = bench_train(cnn, steps, threads, rank, size);
     vg_dist_finalize(&st);
     return rc;

@@ -10,11 +10,10 @@
  * happen on one communication thread owned by vigil (MPI_THREAD_SERIALIZED), so a
  * graph op that waits on a collective never holds an MPI lock.
  *
- *     vg_status st;
  *     if (vg_dist_init(&st) != VG_OK) return st.code;
- *     int rank = vg_dist_rank(), size = vg_dist_size();   (0 and 1 without mpirun)
- *     ...
- *     vg_dist_finalize(&st);                              (before the process exits)
+ *     int rank = vg_dist_rank(), size = vg_dist_size();  // 0 and 1 without mpirun
+ *     printf("rank %d of %d\n", rank, size);
+ *     vg_dist_finalize(&st);                             // before the process exits
  *
  * A job launched by mpirun must call vg_dist_finalize before it exits, or mpirun
  * reports the rank as failed.
