@@ -96,9 +96,21 @@ static void test_dist__finalize(void) {
     CHECK_STR_CONTAINS(st.msg, "finalize");
 }
 
+/* A build without MPI started by mpirun: a clear error naming the build option. */
+static void test_dist__no_mpi_build(void) {
+    if (vg_dist_mpi_built() || getenv("OMPI_COMM_WORLD_SIZE")) return;
+    vg_status st;
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    CHECK_CODE(vg_dist_init(&st), VG_UNIMPLEMENTED);
+    CHECK_STR_CONTAINS(st.msg, "VIGIL_MPI");
+    CHECK(!vg_dist_initialized());
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+}
+
 int main(void) {
     vg_status st;
     float f = 1;
+    RUN_TEST(test_dist__no_mpi_build);
     CHECK_CODE(vg_dist_allreduce(&f, 1, VG_FLOAT, VG_REDUCE_SUM, &st), VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "vg_dist_init");
     RUN_TEST(test_dist__world);
