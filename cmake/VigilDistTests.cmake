@@ -15,3 +15,16 @@ if(VIGIL_MPI AND MPIEXEC_EXECUTABLE)
     set_tests_properties(${name} PROPERTIES ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp")
   endforeach()
 endif()
+# The tests that start mpiexec themselves: their ranks inherit the environment.
+if(VIGIL_MPI)
+  foreach(t test_cli_mpi test_examples_mpi)
+    if(TEST ${t})
+      get_test_property(${t} LABELS _l)
+      list(APPEND _l dist slow)
+      list(REMOVE_DUPLICATES _l)
+      set_tests_properties(${t} PROPERTIES
+        ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp"
+        LABELS "${_l}")
+    endif()
+  endforeach()
+endif()
