@@ -6,13 +6,13 @@ if(VIGIL_MPI AND MPIEXEC_EXECUTABLE)
   set(VIGIL_MPI_TEST_ENV
     "OMPI_ALLOW_RUN_AS_ROOT=1" "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1" "OMPI_MCA_rmaps_base_oversubscribe=1"
     "OMPI_MCA_btl_vader_single_copy_mechanism=none"
-    "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp")
+    "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp:fast_unwind_on_malloc=0")
   file(GLOB _vigil_dist_tests CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/test_dist*.c)
   foreach(src ${_vigil_dist_tests})
     get_filename_component(name ${src} NAME_WE)
     add_test(NAME ${name}_np2 COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:${name}>)
     set_tests_properties(${name}_np2 PROPERTIES TIMEOUT 120 LABELS "unit;dist" ENVIRONMENT "${VIGIL_MPI_TEST_ENV}")
-    set_tests_properties(${name} PROPERTIES ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp")
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp:fast_unwind_on_malloc=0")
   endforeach()
 endif()
 # The tests that start mpiexec themselves: their ranks inherit the environment.
@@ -23,7 +23,7 @@ if(VIGIL_MPI)
       list(APPEND _l dist slow)
       list(REMOVE_DUPLICATES _l)
       set_tests_properties(${t} PROPERTIES
-        ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp"
+        ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp:fast_unwind_on_malloc=0"
         LABELS "${_l}")
     endif()
   endforeach()
