@@ -175,15 +175,20 @@ static void test_mpi_train__kill_and_resume(void) {
     double worst = 0;
     for (int i = 0; i < kills + 20 && killed < kills; i++) {
         pid_t pid = launch("16", out, err);
-        double delay = 1.2 + (rand() % 3500) / 1000.0; /* 1.2 .. 4.7 s: startup, training, saving */
-        double t0 = now_s();
+        /* odd cycles: a random moment of the first 0.5 .. 3 s (startup, restore, first
+         * steps); even cycles: 0 .. 1.5 s after the job wrote a new checkpoint (during
+         * training or saving, whatever the machine's load) */
+        bool after_ckpt = i % 2 == 1;
+        double delay = after_ckpt ? (rand() % 1500) / 1000.0 : 0.5 + (rand() % 2500) / 1000.0;
+        double t0 = now_s(), tc = -1;
         int rc = -2;
-        while (now_s() - t0 < delay) {
+        while (tc < 0 || now_s() - tc < delay) {
             int st;
             if (waitpid(pid, &st, WNOHANG) == pid) {
                 rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
                 break;
             }
+            if (tc < 0 && (!after_ckpt || ckpt_step() > last || now_s() - t0 > 60)) tc = after_ckpt ? now_s() : t0;
             usleep(10000);
         }
         if (rc == 0) { /* finished before the kill */

@@ -181,6 +181,39 @@ static void test_sync_replicas__api(void) {
     vg_graph_free(g);
 }
 
+static void test_dist_shard__files(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    int32_t v[10];
+    for (int i = 0; i < 10; i++) v[i] = i;
+    vg_output x = vg_const_array(g, VG_INT32, (int64_t[]){10}, 1, v, "files");
+    vg_output mine = vg_dist_shard(g, x, 0, -1, NULL); /* this rank of the world */
+    vg_output third = vg_dist_shard(g, x, 3, 2, NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *t = NULL;
+    CHECK_OK(vg_session_run1(s, mine, &t, &st), &st);
+    if (t) {
+        int want = (10 - R + N - 1) / N;
+        CHECK_EQ_INT(vg_tensor_num_elements(t), want);
+        for (int i = 0; i < want && i < vg_tensor_num_elements(t); i++) CHECK_EQ_INT(((int32_t *)vg_tensor_data(t))[i], R + i * N);
+        vg_tensor_free(t);
+    }
+    CHECK_OK(vg_session_run1(s, third, &t, &st), &st);
+    if (t) { /* 2, 5, 8 */
+        CHECK_EQ_INT(vg_tensor_num_elements(t), 3);
+        CHECK_EQ_INT(((int32_t *)vg_tensor_data(t))[2], 8);
+        vg_tensor_free(t);
+    }
+    vg_session_free(s);
+    vg_dist_shard(g, x, 2, 2, "bad");
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "num_shards");
+    vg_graph_free(g);
+    CHECK_EQ_INT(vg_dist_seed(0), 0);
+    CHECK_EQ_INT(vg_dist_seed(5), 5 + 7919 * R);
+}
+
 int main(void) {
     vg_status st;
     CHECK_OK(vg_dist_init(&st), &st);
@@ -190,6 +223,7 @@ int main(void) {
     RUN_TEST(test_dist_optimizer__fusion_buckets);
     RUN_TEST(test_broadcast_hook__mismatch);
     RUN_TEST(test_sync_replicas__api);
+    RUN_TEST(test_dist_shard__files);
     CHECK_OK(vg_dist_finalize(&st), &st);
     TEST_MAIN_END();
 }

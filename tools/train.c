@@ -972,7 +972,9 @@ int cli_train(int argc, char **argv) {
     g_rank = vg_dist_rank();
     g_size = vg_dist_size();
     int rc = train_main(argc, argv);
-    vg_dist_finalize(&st);
+    /* A rank that failed leaves without finalising: its peers may be waiting for it in
+     * a collective, and mpirun ends the whole job when a rank exits unfinalised. */
+    if (rc == 0 || g_size == 1) vg_dist_finalize(&st);
     return rc;
 }
 

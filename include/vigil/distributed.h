@@ -62,7 +62,10 @@ VG_API int vg_dist_local_size(void);
  * gone or MPI fails. */
 VG_API vg_code vg_dist_barrier(vg_status *st);
 /* Stops the communication thread and finalises MPI (if vg_dist_init started it).
- * Collectives still waiting fail with CANCELLED. Safe to call when not initialised. */
+ * Collectives still waiting fail with CANCELLED. Safe to call when not initialised.
+ * When a collective is still inside MPI after 10 s (its peers never came: a rank
+ * failed), returns UNAVAILABLE without finalising MPI, so that the caller can exit
+ * (mpirun then ends the job) instead of hanging. */
 VG_API vg_code vg_dist_finalize(vg_status *st);
 
 /* Host-memory collectives (the same communication thread as the graph ops); they
@@ -138,6 +141,15 @@ VG_API vg_code vg_dist_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_outp
  * error recorded (vg_optimizer_minimize's errors). */
 VG_API vg_op *vg_dist_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list,
                                int nvars, vg_output global_step, const vg_dist_options *o, const char *name);
+
+/* Input sharding for queue pipelines (train layer): x[index::num_shards] along
+ * dimension 0, e.g. this rank's files for vg_string_input_producer (tf.data has
+ * vg_dataset_shard). num_shards 0 = the world's size, index -1 = this rank. Joins the
+ * world. {NULL, 0} with the graph's error: INVALID_ARGUMENT (index outside
+ * [0, num_shards)), vg_dist_init's errors. */
+VG_API vg_output vg_dist_shard(vg_graph *g, vg_output x, int num_shards, int index, const char *name);
+/* A per-rank seed: base + 7919 * rank (never 0 unless base is 0: "no seed"). */
+VG_API int64_t vg_dist_seed(int64_t base);
 
 /* ---- hooks and TF's SyncReplicasOptimizer (monitored layer) ------------------------ */
 

@@ -43,7 +43,7 @@ enum { ST_NONE, ST_UP, ST_DOWN };
 static struct {
     int state;
     bool mpi;               /* MPI was started by us */
-    bool thread_up, stop, broken;
+    bool thread_up, stop, broken, busy;
     char broken_msg[160];
     int rank, size, local_rank, local_size;
     pthread_t thread;
@@ -344,6 +344,7 @@ static void *comm_main(void *arg) {
         g.head = r->next;
         if (!g.head) g.tail = NULL;
         bool broken = g.broken;
+        g.busy = true;
         pthread_mutex_unlock(&g_mu);
         if (broken)
             req_fail(r, VG_UNAVAILABLE, g.broken_msg);
@@ -355,6 +356,7 @@ static void *comm_main(void *arg) {
             snprintf(g.broken_msg, sizeof g.broken_msg, "an earlier collective failed: %.120s", r->msg);
         }
         r->done = true;
+        g.busy = false;
         bool last = --r->refs == 0;
         pthread_cond_broadcast(&g_cv);
         if (last) {
@@ -524,7 +526,6 @@ int vg_dist_local_size(void) { return g.local_size ? g.local_size : 1; }
 vg_code vg_dist_barrier(vg_status *st) { return vg__comm_run(VG__COMM_BARRIER, NULL, 0, VG_FLOAT, VG_REDUCE_SUM, 0, st); }
 
 vg_code vg_dist_finalize(vg_status *st) {
-    (void)st;
     pthread_mutex_lock(&g_mu);
     if (g.state != ST_UP) {
         pthread_mutex_unlock(&g_mu);
@@ -534,8 +535,29 @@ vg_code vg_dist_finalize(vg_status *st) {
     bool thread = g.thread_up;
     g.stop = true;
     pthread_cond_broadcast(&g_cv);
+    /* The thread drains the queue and exits; a collective whose peers never come
+     * (a rank that failed) would keep it in MPI forever: give up after 10 s and leave
+     * MPI to the process's exit rather than hang here. */
+    int64_t until = vg__now_ns() + 10 * 1000000000LL;
+    while (thread && (g.busy || g.head) && vg__now_ns() < until) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&g_cv, &g_mu, &ts);
+    }
+    if (thread && (g.busy || g.head)) {
+        pthread_detach(g.thread);
+        g.thread_up = false;
+        pthread_mutex_unlock(&g_mu);
+        return vg_status_set(st, VG_UNAVAILABLE,
+                             "vg_dist_finalize: a collective is still waiting for a peer; MPI was not finalized");
+    }
     pthread_mutex_unlock(&g_mu);
-    if (thread) pthread_join(g.thread, NULL); /* drains the queue first */
+    if (thread) pthread_join(g.thread, NULL);
     pthread_mutex_lock(&g_mu);
     g.thread_up = false;
     buffers_drop();

@@ -12,6 +12,7 @@
  */
 #include "vigil/distributed.h"
 #include "vigil/ops.h"
+#include "vigil/ops_ext.h"
 #include "vigil/optimizer.h"
 #include "vigil/variables.h"
 #include <stdio.h>
@@ -125,4 +126,31 @@ vg_op *vg_dist_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg
     vg_free(grads);
     vg_free(vcopy);
     return train;
+}
+
+/* ---- input sharding ------------------------------------------------------------------ */
+
+vg_output vg_dist_shard(vg_graph *g, vg_output x, int num_shards, int index, const char *name) {
+    vg_output fail = {NULL, 0};
+    if (!g) return fail;
+    vg_status st;
+    if (vg_dist_init(&st) != VG_OK) {
+        vg_graph_set_error(g, st.code, "%s", st.msg);
+        return fail;
+    }
+    if (num_shards == 0) num_shards = vg_dist_size();
+    if (index == -1) index = vg_dist_rank();
+    if (num_shards < 1 || index < 0 || index >= num_shards) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "shard: index %d outside [0, num_shards=%d)", index, num_shards);
+        return fail;
+    }
+    vg_strided_slice_masks m = {0, 1, 0, 0, 0}; /* x[index::num_shards] */
+    return vg_strided_slice_c(g, x, (const int32_t[]){index}, (const int32_t[]){0}, (const int32_t[]){num_shards}, 1, &m,
+                              name ? name : "shard");
+}
+
+int64_t vg_dist_seed(int64_t base) {
+    if (base == 0) return 0;
+    int64_t s = base + 7919 * (int64_t)vg_dist_rank();
+    return s ? s : 1;
 }
