@@ -24,7 +24,7 @@ if(VIGIL_MPI)
       list(REMOVE_DUPLICATES _l)
       set_tests_properties(${t} PROPERTIES
         ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp:fast_unwind_on_malloc=0"
-        LABELS "${_l}")
+        LABELS "${_l}" TIMEOUT 900)   # minutes under ASan on a loaded machine
     endif()
   endforeach()
 endif()

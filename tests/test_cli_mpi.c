@@ -174,7 +174,7 @@ static void test_mpi_train__kill_and_resume(void) {
     int done = 0, killed = 0;
     double worst = 0;
     for (int i = 0; i < kills + 20 && killed < kills; i++) {
-        pid_t pid = launch("16", out, err);
+        pid_t pid = launch("8", out, err);
         /* odd cycles: a random moment of the first 0.5 .. 3 s (startup, restore, first
          * steps); even cycles: 0 .. 1.5 s after the job wrote a new checkpoint (during
          * training or saving, whatever the machine's load) */
@@ -218,10 +218,10 @@ static void test_mpi_train__kill_and_resume(void) {
     CHECK(killed >= (kills < 3 ? kills : 3));
     CHECK(kills < 3 || last > 0); /* some kills landed after checkpoints */
     if (!done) {
-        pid_t pid = launch("16", out, err);
+        pid_t pid = launch("8", out, err);
         CHECK_EQ_INT(wait_for(pid, 180), 0);
     }
-    CHECK_EQ_INT(ckpt_step(), 16 * 4096 / 2 / 64);
+    CHECK_EQ_INT(ckpt_step(), 8 * 4096 / 2 / 64);
     double acc = accuracy_in(out);
     fprintf(stderr, "final test_accuracy=%.4f\n", acc);
     CHECK(acc >= 0.7);
