@@ -67,3 +67,6 @@ if(VIGIL_INSTALL AND _vigil_lib_type STREQUAL "SHARED_LIBRARY" AND NOT VIGIL_SAN
   set_tests_properties(install_consumer PROPERTIES LABELS "install;slow" TIMEOUT 600
     ENVIRONMENT "CC=${CMAKE_C_COMPILER}")
 endif()
+
+# The distributed tests under mpiexec (issue 15).
+include(${PROJECT_SOURCE_DIR}/cmake/VigilDistTests.cmake)

@@ -45,6 +45,7 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/queue.h", "train"},
     {"vigil/version.h", "core"},       {"vigil/events.h", "io"},          {"vigil/idx.h", "io"},
     {"vigil/npy.h", "io"},
+    {"vigil/distributed.h", "dist"},
     {"vigil/ops_ext.h", "kernels"},    {"vigil/train_lib.h", "train"},    {"vigil/losses.h", "train"},
     {"vigil/control_flow.h", "kernels"},
     {"vigil/rnn_ops.h", "kernels"},    {"vigil/rnn.h", "train"},
@@ -55,6 +56,9 @@ static const struct { const char *header, *layer; } k_public[] = {
 };
 
 static int layer_index(const char *name, size_t n) {
+    /* src/dist (MPI communication thread, issue 15) sits on core's level: it uses only
+     * core, and every layer above may use it. */
+    if (n == 4 && strncmp(name, "dist", 4) == 0) return 0;
     for (int i = 0; i < NLAYERS; i++)
         if (strlen(k_layers[i]) == n && strncmp(k_layers[i], name, n) == 0) return i;
     return -1;
@@ -250,6 +254,10 @@ static int object_layer(const char *srcdir, const char *obj) {
         snprintf(p, sizeof p, "%s/%s/hooks/%s", srcdir, k_layers[i], base);
         if (stat(p, &sb) == 0) return i;
     }
+    char p[4096 + 512];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/dist/%s", srcdir, base);
+    if (stat(p, &sb) == 0) return layer_index("dist", 4);
     return -1;
 }
 

@@ -78,6 +78,8 @@ static const char *train_help =
     "                               stop (end training, keep the last good checkpoint)\n"
     "                               or ignore; no checkpoint holding NaN/Inf variables\n"
     "                               is written unless ignore\n"
+    "  --lr-scale linear|none       under mpirun -np N: linear (default) multiplies the\n"
+    "                               learning rate by N (global batch = N x batch-size)\n"
     "  --quiet                      no progress output; only the result line\n"
     "  --verbose, -v                debug log lines, including the compute backend\n"
     "                               (oneDNN or OpenBLAS; VG_BACKEND=openblas|dnnl forces one)\n"
@@ -85,6 +87,10 @@ static const char *train_help =
     "The checkpoint directory is locked (flock) for the whole run: a second trainer on\n"
     "the same directory fails at once. An unreadable 'checkpoint' state file stops the\n"
     "run (it never starts over from step 0).\n"
+    "\n"
+    "Under mpirun -np N it trains data-parallel (docs/distributed.md): each rank reads\n"
+    "its own shard, gradients are averaged by allreduce, and only rank 0 prints,\n"
+    "writes checkpoints and events, and evaluates.\n"
     "\n"
     "Prints test_accuracy=<value> as its last line (exit 0). On SIGINT/SIGTERM it stops,\n"
     "saves a checkpoint and exits 0 without evaluating; a second signal exits at once.\n";
@@ -109,9 +115,13 @@ typedef struct train_opts {
     bool lstm;  /* --model lstm: image rows through an LSTM (inputs as for mlp) */
     int input;  /* INPUT_* */
     const char *input_path;
+    bool lr_scale_none; /* --lr-scale none (default linear under mpirun) */
 } train_opts;
 
 enum { INPUT_IDX = 0, INPUT_QUEUE = 1, INPUT_TFDATA = 2 };
+
+/* The MPI world (issue 15): rank and size; 0 and 1 without mpirun. */
+static int g_rank = 0, g_size = 1;
 
 enum { ON_NAN_FAIL = 0, ON_NAN_STOP = 1, ON_NAN_IGNORE = 2 };
 
@@ -123,11 +133,11 @@ static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t *o
 
 static int parse_train_opts(int argc, char **argv, train_opts *o) {
     *o = (train_opts){false, 5, -1, 64, NULL, -1, true, "runs/fmnist", "/usr/share/datasets/fashion-mnist", -1, -1,
-                      100, 100, 0, 1, -1, false, false, ON_NAN_FAIL, false, INPUT_IDX, NULL};
+                      100, 100, 0, 1, -1, false, false, ON_NAN_FAIL, false, INPUT_IDX, NULL, false};
     static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr", "--lr-decay",
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
-                                       "--threads", "--seed", "--train-limit", "--on-nan", "--input"};
+                                       "--threads", "--seed", "--train-limit", "--on-nan", "--input", "--lr-scale"};
     bool ck_steps_set = false, ck_secs_set = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL, *name = NULL;
@@ -215,6 +225,10 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
             else if (!strcmp(v, "stop")) o->on_nan = ON_NAN_STOP;
             else if (!strcmp(v, "ignore")) o->on_nan = ON_NAN_IGNORE;
             else rc = cli_usage_error("train", "--on-nan needs fail, stop or ignore, got '%s'", v);
+        } else if (!strcmp(name, "--lr-scale")) {
+            if (!strcmp(v, "linear")) o->lr_scale_none = false;
+            else if (!strcmp(v, "none")) o->lr_scale_none = true;
+            else rc = cli_usage_error("train", "--lr-scale needs linear or none, got '%s'", v);
         }
         if (rc) return rc;
     }
@@ -603,7 +617,13 @@ static vg_code build_train_graph(const train_opts *o, const data_files *d, int64
         const int chunk = 256;
         vg_output idx_q = vg_range_input_producer(g, n_train, num_epochs, true, 0, 2 * chunk, "input_producer");
         vg_op *deq = vg_queue_dequeue_up_to(g, idx_q, vg_const_i32(g, chunk, "chunk"), NULL);
-        vg_op *rec = vg_idx_record(g, d->train_images, d->train_labels, vg_out(deq, 0), "read");
+        vg_output idx = vg_out(deq, 0);
+        if (g_size > 1) { /* this rank's shard: images rank, rank + N, rank + 2N, ... */
+            vg_dtype it = vg_output_dtype(idx);
+            idx = vg_add(g, vg_mul(g, idx, vg_const_fill(g, it, NULL, 0, g_size, "num_shards"), NULL),
+                         vg_const_fill(g, it, NULL, 0, g_rank, "shard_index"), "shard");
+        }
+        vg_op *rec = vg_idx_record(g, d->train_images, d->train_labels, idx, "read");
         vg_output ex[2] = {preprocess(g, vg_out(rec, 0), o->cnn), vg_out(rec, 1)};
         vg_shuffle_batch(g, ex, 2, b, 20 * b, 10 * b, 1, 0, true, "shuffle_batch", batch);
     } else if (o->input == INPUT_QUEUE) { /* TF1's readers */
@@ -619,6 +639,7 @@ static vg_code build_train_graph(const train_opts *o, const data_files *d, int64
         static bool cnn_flag[2] = {false, true};
         vg_output ds = vg_dataset_tfrecord(g, vg_const_string(g, o->input_path, "filenames"),
                                            tfrecord_compression(o->input_path), NULL);
+        if (g_size > 1) ds = vg_dataset_shard(g, ds, g_size, g_rank, NULL); /* this rank's records */
         if (o->train_limit > 0) ds = vg_dataset_take(g, ds, n_train, NULL);
         ds = vg_dataset_shuffle(g, ds, n_train < 10000 ? n_train : 10000, 0, true, NULL);
         ds = vg_dataset_repeat(g, ds, o->epochs, NULL);
@@ -641,7 +662,8 @@ static vg_code build_train_graph(const train_opts *o, const data_files *d, int64
         vg_optimizer_set_learning_rate_tensor(opt, lr);
         vg_summary_scalar(g, "learning_rate", lr);
     }
-    tg->train_op = vg_optimizer_minimize(opt, g, tg->loss, NULL, 0, gs, NULL);
+    if (g_size > 1) tg->train_op = vg_dist_minimize(opt, g, tg->loss, NULL, 0, gs, NULL, NULL);
+    else tg->train_op = vg_optimizer_minimize(opt, g, tg->loss, NULL, 0, gs, NULL);
     vg_optimizer_free(opt);
     /* the checkpoint guard's checks: every float variable (weights and optimizer slots)
      * must be finite before a checkpoint is written */
@@ -695,7 +717,11 @@ static vg_code stop_after_run(void *p, vg_run_context *ctx, const vg_run_values 
     stop_hook *h = p;
     h->t_last = now_s();
     if (h->runs++ == 0) h->t_first = h->t_last;
-    if (g_signal) vg_run_context_request_stop(ctx);
+    int32_t stop = g_signal != 0;
+    /* under mpirun all ranks stop after the same step (a signal reaches them at
+     * different moments; a rank that stopped alone would leave the others waiting) */
+    if (g_size > 1 && vg_dist_allreduce(&stop, 1, VG_INT32, VG_REDUCE_MAX, st) != VG_OK) return st->code;
+    if (stop) vg_run_context_request_stop(ctx);
     return VG_OK;
 }
 static vg_code stop_end(void *p, vg_session *sess, vg_status *st) {
@@ -974,10 +1000,10 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     ph.last_step = last_step;
     ph.steps_per_epoch = spe;
     ph.epochs = o->epochs;
-    ph.batch = o->batch;
+    ph.batch = o->batch * g_size; /* samples/s of the whole job */
     ph.last_print = -1;
     bool tty = !o->quiet && isatty(1);
-    vg_hook hooks[6];
+    vg_hook hooks[7];
     int nh = 0;
     memset(hooks, 0, sizeof hooks);
     vg_code rc = VG_OK;
@@ -992,7 +1018,11 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     ckpt_guard guard = {&tg, false, ""};
     vg_checkpoint_listener guard_l = {NULL, guard_before_save, NULL, NULL, NULL, &guard};
     if (!scaffold && rc == VG_OK) rc = vg_status_set(&st, VG_RESOURCE_EXHAUSTED, "out of memory creating the scaffold");
-    if (rc == VG_OK) {
+    if (rc == VG_OK && g_size > 1) { /* every rank starts from rank 0's variables */
+        rc = vg_broadcast_global_variables_hook(0, &hooks[nh], &st);
+        if (rc == VG_OK) nh++;
+    }
+    if (rc == VG_OK && g_rank == 0) {
         vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
         co.checkpoint_dir = o->ckpt_dir;
         co.scaffold = scaffold;
@@ -1036,7 +1066,7 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     }
     vg_session_options so = {o->threads, o->threads};
     vg_mts_options mo = VG_MTS_OPTIONS_INIT;
-    mo.checkpoint_dir = o->ckpt_dir;
+    mo.checkpoint_dir = g_rank == 0 ? o->ckpt_dir : NULL; /* the chief restores and saves */
     mo.hooks = hooks;
     mo.nhooks = nh;
     mo.config = &so;
@@ -1088,15 +1118,46 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
          g_signal ? "stopped by signal" : loop_rc == VG_OUT_OF_RANGE ? "input exhausted" : "done",
          (long long)sh.final_step, (long long)sh.runs, secs, sh.runs ? sh.t_first - t_start : 0.0,
          sh.runs > 1 && steady > 0 ? (double)(sh.runs - 1) / steady : 0.0,
-         sh.runs > 1 && steady > 0 ? (double)(sh.runs - 1) * (double)o->batch / steady : 0.0);
+         sh.runs > 1 && steady > 0 ? (double)(sh.runs - 1) * (double)(o->batch * g_size) / steady : 0.0);
     return 0;
 }
 
+static int train_main(int argc, char **argv);
+
+/* Under mpirun every rank runs this; the world is joined first and left last. */
 int cli_train(int argc, char **argv) {
+    vg_status st;
+    if (vg_dist_init(&st) != VG_OK) return cli_fail_status(&st);
+    g_rank = vg_dist_rank();
+    g_size = vg_dist_size();
+    int rc = train_main(argc, argv);
+    /* A rank that failed leaves without finalising: its peers may be waiting for it in
+     * a collective, and mpirun ends the whole job when a rank exits unfinalised. */
+    if (rc == 0 || g_size == 1) vg_dist_finalize(&st);
+    return rc;
+}
+
+/* Rank 0 reads the checkpoint state; every rank gets its step (the checkpoint
+ * directory need not be shared). */
+typedef struct dist_start {
+    int64_t start_step, code;
+    char prefix[4096];
+    char msg[1024];
+} dist_start;
+
+static int train_main(int argc, char **argv) {
     double t_start = now_s();
     train_opts o;
     int prc = parse_train_opts(argc, argv, &o);
     if (prc) return prc < 0 ? 0 : prc;
+    if (g_size > 1) {
+        if (g_rank != 0) o.quiet = true; /* the others log to stderr only on error */
+        if (!o.lr_scale_none) o.lr *= g_size;
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN), per = ncpu / (vg_dist_local_size() > 0 ? vg_dist_local_size() : 1);
+        bool threads_given = false;
+        for (int i = 1; i < argc; i++) threads_given |= !strncmp(argv[i], "--threads", 9);
+        if (!threads_given) o.threads = per > 1 ? (int)per : 1; /* the cores of this host, shared */
+    }
     g_quiet = o.quiet;
     setvbuf(stdout, NULL, _IOLBF, 0);
     bool tty = !o.quiet && isatty(1);
@@ -1117,10 +1178,14 @@ int cli_train(int argc, char **argv) {
     if (o.input != INPUT_IDX) {
         if (o.input == INPUT_QUEUE && o.train_limit > 0)
             return cli_fail("--train-limit is not supported with --input queue (use tfdata)");
+        if (o.input == INPUT_QUEUE && g_size > 1)
+            return cli_fail("--input queue reads one file in order and cannot be sharded across %d MPI ranks "
+                            "(use --input tfdata, which shards by rank)", g_size);
         if (count_records(o.input_path, tfrecord_compression(o.input_path), &n_train, &st) != VG_OK)
             return cli_fail_status(&st);
     }
     if (o.train_limit > 0 && o.train_limit < n_train) n_train = o.train_limit;
+    if (g_size > 1) n_train /= g_size; /* this rank's shard: epochs and steps count shards */
     if (n_train < o.batch)
         return cli_fail("--batch-size %lld is larger than the %lld training images", (long long)o.batch,
                         (long long)n_train);
@@ -1133,14 +1198,33 @@ int cli_train(int argc, char **argv) {
     }
     if (o.steps >= 0 && o.steps < last_step) last_step = o.steps;
     /* one trainer per checkpoint directory, for the whole run (fd kept until exit) */
-    if (lock_checkpoint_dir(o.ckpt_dir) < 0) return 1;
+    if (g_rank == 0 && lock_checkpoint_dir(o.ckpt_dir) < 0) return 1;
     char prefix[4096];
-    int64_t start_step;
-    if (checkpoint_step(o.ckpt_dir, o.batch, prefix, sizeof prefix, &start_step, &st) != VG_OK) {
+    int64_t start_step = 0;
+    prefix[0] = 0;
+    vg_code cs = g_rank == 0 ? checkpoint_step(o.ckpt_dir, o.batch, prefix, sizeof prefix, &start_step, &st) : VG_OK;
+    if (g_size > 1) { /* rank 0's answer for everyone */
+        static dist_start ds;
+        memset(&ds, 0, sizeof ds);
+        ds.start_step = start_step;
+        ds.code = cs;
+        snprintf(ds.prefix, sizeof ds.prefix, "%s", prefix);
+        if (cs != VG_OK) snprintf(ds.msg, sizeof ds.msg, "%s", st.msg);
+        vg_status bst;
+        if (vg_dist_broadcast(&ds, sizeof ds, 0, &bst) != VG_OK) return cli_fail_status(&bst);
+        start_step = ds.start_step;
+        snprintf(prefix, sizeof prefix, "%s", ds.prefix);
+        if (ds.code != VG_OK && g_rank != 0) vg_status_set(&st, (vg_code)ds.code, "%s", ds.msg);
+        cs = (vg_code)ds.code;
+    }
+    if (cs != VG_OK) {
         fprintf(stderr, "vigil: refusing to train in %s: its checkpoints cannot be resumed%s%s\n", o.ckpt_dir,
                 prefix[0] ? " from " : "", prefix);
         return cli_fail_status(&st);
     }
+    if (g_size > 1)
+        note("data-parallel on %d MPI ranks: %lld images per rank, global batch %lld", g_size, (long long)n_train,
+             (long long)(o.batch * g_size));
     note("%s %s on %lld images, batch %lld, %lld steps/epoch, %s lr %g, checkpoints in %s", o.lstm ? "lstm" : o.cnn ? "cnn" : "mlp",
          prefix[0] ? "resuming" : "training", (long long)n_train, (long long)o.batch, (long long)spe, o.optimizer,
          o.lr, o.ckpt_dir);
@@ -1151,12 +1235,14 @@ int cli_train(int argc, char **argv) {
         return cli_fail("nothing to train (--steps %lld) and no checkpoint in %s to evaluate", (long long)o.steps,
                         o.ckpt_dir);
     } else if (start_step >= last_step) {
+        if (g_rank != 0) return 0;
         note("already trained to step %lld (target %lld): evaluating only", (long long)start_step,
              (long long)last_step);
     } else {
         bool nan_stopped = false;
         int rc = run_training(&o, &d, n_train, start_step, last_step, t_start, &nan_stopped);
         if (rc) return rc;
+        if (g_rank != 0) return 0; /* rank 0 evaluates */
         if (g_signal) {
             char p[4096];
             if (vg_latest_checkpoint(o.ckpt_dir, p, sizeof p)) note("checkpoint saved: %s (evaluation skipped)", p);

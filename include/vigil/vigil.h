@@ -49,5 +49,6 @@
 #include "rnn_ops.h"
 #include "rnn.h"
 #include "npy.h"
+#include "distributed.h"
 
 #endif

@@ -52,6 +52,7 @@ extern const vg__op_def vg__ops_nn_norm[];
 extern const vg__op_def vg__ops_custom[];
 extern const vg__op_def vg__ops_nn_depthwise[];
 extern const vg__op_def vg__ops_space_batch[];
+extern const vg__op_def vg__ops_collective[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -98,5 +99,6 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_custom);
     vg__registry_add_family(vg__ops_nn_depthwise);
     vg__registry_add_family(vg__ops_space_batch);
+    vg__registry_add_family(vg__ops_collective);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

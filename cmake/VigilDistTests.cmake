@@ -1,0 +1,30 @@
+# Distributed tests (issue 15): every tests/test_dist*.c also runs under
+# `mpiexec -np 2` when MPI is built (the plain run above checks the 1-rank world).
+# Open MPI refuses root and more ranks than cores unless told; the variables are
+# ignored by other MPIs. LSan ignores what MPI itself keeps until exit.
+if(VIGIL_MPI AND MPIEXEC_EXECUTABLE)
+  set(VIGIL_MPI_TEST_ENV
+    "OMPI_ALLOW_RUN_AS_ROOT=1" "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1" "OMPI_MCA_rmaps_base_oversubscribe=1"
+    "OMPI_MCA_btl_vader_single_copy_mechanism=none"
+    "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp:fast_unwind_on_malloc=0")
+  file(GLOB _vigil_dist_tests CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/test_dist*.c)
+  foreach(src ${_vigil_dist_tests})
+    get_filename_component(name ${src} NAME_WE)
+    add_test(NAME ${name}_np2 COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:${name}>)
+    set_tests_properties(${name}_np2 PROPERTIES TIMEOUT 120 LABELS "unit;dist" ENVIRONMENT "${VIGIL_MPI_TEST_ENV}")
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp:fast_unwind_on_malloc=0")
+  endforeach()
+endif()
+# The tests that start mpiexec themselves: their ranks inherit the environment.
+if(VIGIL_MPI)
+  foreach(t test_cli_mpi test_examples_mpi)
+    if(TEST ${t})
+      get_test_property(${t} LABELS _l)
+      list(APPEND _l dist slow)
+      list(REMOVE_DUPLICATES _l)
+      set_tests_properties(${t} PROPERTIES
+        ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp:fast_unwind_on_malloc=0"
+        LABELS "${_l}" TIMEOUT 900)   # minutes under ASan on a loaded machine
+    endif()
+  endforeach()
+endif()

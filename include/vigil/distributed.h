@@ -1,0 +1,227 @@
+/*
+ * distributed.h - data-parallel training on MPI (issue 15): the process world, the
+ * collective graph ops, Horovod's DistributedOptimizer and BroadcastGlobalVariablesHook,
+ * and TF1's distributed API (ClusterSpec, Server, SyncReplicasOptimizer) mapped onto them.
+ *
+ * The world. vg_dist_init() joins the MPI job when the process was started by mpirun
+ * or mpiexec (Open MPI's OMPI_COMM_WORLD_SIZE, PMI/PMIx variables) and vigil was built
+ * with MPI (CMake option VIGIL_MPI, on when FindMPI finds an MPI); otherwise the
+ * process is a world of one rank and every collective is the identity. All MPI calls
+ * happen on one communication thread owned by vigil (MPI_THREAD_SERIALIZED), so a
+ * graph op that waits on a collective never holds an MPI lock.
+ *
+ *     if (vg_dist_init(&st) != VG_OK) return st.code;
+ *     int rank = vg_dist_rank(), size = vg_dist_size();  // 0 and 1 without mpirun
+ *     printf("rank %d of %d\n", rank, size);
+ *     vg_dist_finalize(&st);                             // before the process exits
+ *
+ * A job launched by mpirun must call vg_dist_finalize before it exits, or mpirun
+ * reports the rank as failed.
+ */
+#ifndef VIGIL_DISTRIBUTED_H
+#define VIGIL_DISTRIBUTED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+#include "tensor.h"
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vg_optimizer vg_optimizer;                 /* vigil/optimizer.h */
+typedef struct vg_monitored_session vg_monitored_session; /* vigil/monitored.h */
+struct vg_hook;                                           /* vigil/monitored.h */
+struct vg_mts_options;                                    /* vigil/monitored.h */
+
+/* ---- the world ------------------------------------------------------------ */
+
+/* True when this build of vigil has MPI (VIGIL_MPI). */
+VG_API bool vg_dist_mpi_built(void);
+/* Joins the world: MPI_Init_thread under mpirun (MPI environment variables present),
+ * a 1-rank world otherwise. Idempotent and thread-safe; the first call decides.
+ * Fails with UNIMPLEMENTED when the process was started by mpirun but vigil was built
+ * without MPI (the message names the VIGIL_MPI build option), UNAVAILABLE when MPI
+ * fails to start, RESOURCE_EXHAUSTED. After vg_dist_finalize it fails with
+ * FAILED_PRECONDITION (MPI cannot be initialised twice). */
+VG_API vg_code vg_dist_init(vg_status *st);
+/* True between a successful vg_dist_init and vg_dist_finalize. */
+VG_API bool vg_dist_initialized(void);
+/* This process's rank in [0, size); 0 before init. */
+VG_API int vg_dist_rank(void);
+/* Number of ranks; 1 before init and without mpirun. */
+VG_API int vg_dist_size(void);
+/* Rank among the processes on this host (MPI_COMM_TYPE_SHARED), and their number. */
+VG_API int vg_dist_local_rank(void);
+VG_API int vg_dist_local_size(void);
+/* Waits for every rank. FAILED_PRECONDITION before init; UNAVAILABLE when a peer is
+ * gone or MPI fails. */
+VG_API vg_code vg_dist_barrier(vg_status *st);
+/* Stops the communication thread and finalises MPI (if vg_dist_init started it).
+ * Collectives still waiting fail with CANCELLED. Safe to call when not initialised.
+ * When a collective is still inside MPI after 10 s (its peers never came: a rank
+ * failed), returns UNAVAILABLE without finalising MPI, so that the caller can exit
+ * (mpirun then ends the job) instead of hanging. */
+VG_API vg_code vg_dist_finalize(vg_status *st);
+
+/* Host-memory collectives (the same communication thread as the graph ops); they
+ * block until done. The reduction of a buffer of `count` elements of dtype dt
+ * (VG_FLOAT, VG_DOUBLE, VG_INT32, VG_INT64), in place, on every rank.
+ * Fails with FAILED_PRECONDITION before init, INVALID_ARGUMENT (dtype, count < 0,
+ * NULL buffer with count > 0), UNAVAILABLE (a peer is gone). */
+typedef enum vg_reduce_op { VG_REDUCE_SUM = 0, VG_REDUCE_PROD, VG_REDUCE_MIN, VG_REDUCE_MAX } vg_reduce_op;
+VG_API vg_code vg_dist_allreduce(void *buf, int64_t count, vg_dtype dt, vg_reduce_op op, vg_status *st);
+/* Copies `bytes` bytes of root's buffer into every rank's buffer. INVALID_ARGUMENT
+ * for a root outside [0, size). */
+VG_API vg_code vg_dist_broadcast(void *buf, int64_t bytes, int root, vg_status *st);
+
+/* ---- collective graph ops (kernel layer) --------------------------------------
+ * TF's collective ops over the world: group_size must be the world's size (0 = the
+ * world's size, whatever it is), group_key and instance_key are kept as attrs. The
+ * dtypes are float32, float64, int32, int64 (INVALID_ARGUMENT at build time for
+ * others). At run time the kernels join the world (vg_dist_init) and fail with
+ * INVALID_ARGUMENT (group_size not the world's, shapes that differ across ranks where
+ * they must agree, naming the tensor), UNAVAILABLE (a peer is gone), CANCELLED (the
+ * session closed while waiting, or the world was finalized). Every rank must run its
+ * collectives in the same order: order collectives that data flow leaves unordered
+ * with control dependencies. On failure the builders return {NULL, 0} (or NULL) and
+ * record the error in the graph. */
+
+/* CollectiveReduce: merge_op "Add" (NULL), "Mul", "Min", "Max"; final_op "Id" (NULL)
+ * or "Div" (divide by the group size: the mean with "Add"). */
+VG_API vg_output vg_collective_reduce(vg_graph *g, vg_output x, int group_size, int group_key, int instance_key,
+                                      const char *merge_op, const char *final_op, const char *name);
+/* CollectiveBcastSend / CollectiveBcastRecv: exactly one rank runs the send; the
+ * others run a recv of the same dtype and fully defined shape. Both output the value. */
+VG_API vg_output vg_collective_bcast_send(vg_graph *g, vg_output x, int group_size, int group_key,
+                                          int instance_key, const char *name);
+VG_API vg_output vg_collective_bcast_recv(vg_graph *g, vg_dtype dt, vg_shape shape, int group_size, int group_key,
+                                          int instance_key, const char *name);
+/* CollectiveGather: the ranks' inputs concatenated along dimension 0 in rank order
+ * (dimension 0 may differ across ranks, the others must agree). */
+VG_API vg_output vg_collective_gather(vg_graph *g, vg_output x, int group_size, int group_key, int instance_key,
+                                      const char *name);
+/* Horovod's broadcast (op HorovodBroadcast): every rank runs the same op; the output is
+ * root_rank's value of x. The shapes must agree on every rank: INVALID_ARGUMENT naming
+ * tensor_name (NULL: the op's name) otherwise. */
+VG_API vg_output vg_dist_broadcast_tensor(vg_graph *g, vg_output x, int root_rank, const char *tensor_name,
+                                          const char *name);
+/* VigilFusedAllreduce: the sum (average = true: the mean) over ranks of n tensors of
+ * one dtype, copied into one reusable fusion buffer and reduced by a single
+ * MPI_Allreduce. Output i is input i's reduction. Returns the op (borrowed). */
+VG_API vg_op *vg_dist_fused_allreduce(vg_graph *g, const vg_output *xs, int n, bool average, const char *name);
+
+/* ---- Horovod's DistributedOptimizer (train layer) ---------------------------------- */
+
+typedef struct vg_dist_options {
+    /* Gradients are fused into buckets of at most this many bytes (Horovod's
+     * HOROVOD_FUSION_THRESHOLD, 64 MB); each bucket is one allreduce that starts as soon
+     * as its gradients exist. 0: one allreduce per gradient. */
+    int64_t fusion_threshold_bytes;
+    bool average; /* true: the mean over ranks (Horovod's op=Average); false: the sum */
+} vg_dist_options;
+#define VG_DIST_OPTIONS_INIT {64 * 1024 * 1024, true}
+VG_API vg_dist_options vg_dist_options_default(void);
+
+/* out[i] = the average (or sum) over ranks of grads[i]; {NULL, 0} stays {NULL, 0}.
+ * grads may alias out. Buckets are built in reverse order (back-propagation's) and
+ * chained so that every rank reduces them in the same order. opts NULL = defaults.
+ * Fails with INVALID_ARGUMENT (NULL arrays, a negative threshold), the graph's error. */
+VG_API vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, const vg_dist_options *opts,
+                                           vg_output *out, vg_status *st);
+/* hvd.DistributedOptimizer(opt).compute_gradients: vg_optimizer_compute_gradients, then
+ * vg_dist_allreduce_gradients. Same arguments and errors as those two. */
+VG_API vg_code vg_dist_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list,
+                                         int nvars, const vg_dist_options *o, vg_output *grads_out, vg_status *st);
+/* hvd.DistributedOptimizer(opt).minimize: the train op (borrowed), NULL with the graph's
+ * error recorded (vg_optimizer_minimize's errors). */
+VG_API vg_op *vg_dist_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list,
+                               int nvars, vg_output global_step, const vg_dist_options *o, const char *name);
+
+/* Input sharding for queue pipelines (train layer): x[index::num_shards] along
+ * dimension 0, e.g. this rank's files for vg_string_input_producer (tf.data has
+ * vg_dataset_shard). num_shards 0 = the world's size, index -1 = this rank. Joins the
+ * world. {NULL, 0} with the graph's error: INVALID_ARGUMENT (index outside
+ * [0, num_shards)), vg_dist_init's errors. */
+VG_API vg_output vg_dist_shard(vg_graph *g, vg_output x, int num_shards, int index, const char *name);
+/* A per-rank seed: base + 7919 * rank (never 0 unless base is 0: "no seed"). */
+VG_API int64_t vg_dist_seed(int64_t base);
+
+/* ---- hooks and TF's SyncReplicasOptimizer (monitored layer) ------------------------ */
+
+/* hvd.BroadcastGlobalVariablesHook(root_rank): after every session creation (the first
+ * and each recovery) every global variable takes root_rank's value. Joins the world in
+ * begin(). Errors in begin: INVALID_ARGUMENT (root outside the world); at session
+ * creation: INVALID_ARGUMENT naming the variable whose shape differs across ranks,
+ * UNAVAILABLE. *out is owned by the monitored session it is given to. */
+VG_API vg_code vg_broadcast_global_variables_hook(int root_rank, struct vg_hook *out, vg_status *st);
+
+/* tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate, total_num_replicas):
+ * synchronous aggregation over the MPI world by allreduce (each step applies the mean
+ * of every rank's gradients once). Joins the world; replicas_to_aggregate and
+ * total_num_replicas (<= 0: = replicas_to_aggregate) must equal the world's size:
+ * INVALID_ARGUMENT otherwise (backup workers are not supported). opt is borrowed.
+ * NULL on failure. Free with vg_sync_replicas_free. */
+typedef struct vg_sync_replicas vg_sync_replicas;
+VG_API vg_sync_replicas *vg_sync_replicas_new(vg_optimizer *opt, int replicas_to_aggregate, int total_num_replicas,
+                                              vg_status *st);
+VG_API void vg_sync_replicas_free(vg_sync_replicas *s);
+/* minimize over the trainable variables (NULL with the graph's error recorded). */
+VG_API vg_op *vg_sync_replicas_minimize(vg_sync_replicas *s, vg_graph *g, vg_output loss, vg_output global_step,
+                                        const char *name);
+/* make_session_run_hook(is_chief): the hook that starts every rank from the chief's
+ * (rank 0's) variables, after each session creation. INVALID_ARGUMENT for NULL. */
+VG_API vg_code vg_sync_replicas_make_session_run_hook(vg_sync_replicas *s, bool is_chief, struct vg_hook *out,
+                                                      vg_status *st);
+
+/* ---- TF1's ClusterSpec / Server / replica_device_setter (monitored layer) ------------
+ * A ps/worker program becomes synchronous data-parallel training: each "worker" task
+ * is one MPI rank (task_index == rank), worker 0 is the chief; variables are
+ * replicated on every rank instead of living on ps tasks, and a ps task's Server.join()
+ * returns at once. See docs/distributed.md for what changes. */
+typedef struct vg_cluster_spec vg_cluster_spec;
+/* An empty ClusterSpec; NULL on allocation failure. */
+VG_API vg_cluster_spec *vg_cluster_spec_new(void);
+VG_API void vg_cluster_spec_free(vg_cluster_spec *cs);
+/* Adds job `name` with n "host:port" strings (copied). INVALID_ARGUMENT for a job given
+ * twice, a NULL name or host; RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_cluster_spec_add_job(vg_cluster_spec *cs, const char *name, const char *const *hosts, int n,
+                                       vg_status *st);
+/* The same from a comma-separated list ("h1:2222,h2:2222"), as TF1 flags give them. */
+VG_API vg_code vg_cluster_spec_parse_job(vg_cluster_spec *cs, const char *name, const char *comma_hosts,
+                                         vg_status *st);
+/* Tasks of a job; -1 when the job is not in the spec. */
+VG_API int vg_cluster_spec_num_tasks(const vg_cluster_spec *cs, const char *name);
+
+/* tf.train.Server(cluster, job_name, task_index). A worker joins the MPI world and
+ * must run on rank task_index of a world with one rank per worker task:
+ * INVALID_ARGUMENT otherwise (and for a job or task not in the spec). Free with
+ * vg_server_free. */
+typedef struct vg_server vg_server;
+VG_API vg_server *vg_server_new(const vg_cluster_spec *cs, const char *job_name, int task_index, vg_status *st);
+/* server.target: "mpi://worker/<task>" (borrowed), for MonitoredTrainingSession's master. */
+VG_API const char *vg_server_target(const vg_server *s);
+/* server.join(): returns VG_OK at once (a ps task serves nothing). */
+VG_API vg_code vg_server_join(vg_server *s, vg_status *st);
+VG_API void vg_server_free(vg_server *s);
+/* tf.train.replica_device_setter(worker_device, cluster): variables stay replicated on
+ * every rank, so the device is the worker's (returned, borrowed; "" for NULL). */
+VG_API const char *vg_replica_device_setter(const vg_cluster_spec *cs, const char *worker_device);
+/* tf.train.MonitoredTrainingSession(master, is_chief, ...) of a worker: is_chief must
+ * be true exactly on rank 0 (INVALID_ARGUMENT otherwise). Adds the broadcast hook (rank
+ * 0's variables, after every session creation). The chief restores, saves checkpoints
+ * and summaries and runs the chief-only hooks; the others initialise locally, wait in
+ * the broadcast for the chief's values (TF's WorkerSessionCreator waits on the ready
+ * op), and write nothing. Owns o's hooks, also on failure. Errors:
+ * vg_monitored_training_session_new's, INVALID_ARGUMENT. */
+VG_API vg_monitored_session *vg_distributed_training_session_new(vg_graph *g, const char *master,
+                                                                 const struct vg_mts_options *o, vg_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,67 @@
+/*
+ * comm.h - the dist layer (above core, below io): vigil's one MPI communication
+ * thread and the requests other layers hand to it (collective kernels, the
+ * host-memory collectives of vigil/distributed.h).
+ *
+ * Every MPI call after MPI_Init_thread runs on the communication thread, in the
+ * order the requests were submitted, so ranks must submit collectives in the same
+ * order (the graph builders chain collective ops with control dependencies for that).
+ * In a world of one rank (no mpirun, or a build without MPI) requests complete at
+ * once on the submitting thread.
+ */
+#ifndef VG_DIST_COMM_H
+#define VG_DIST_COMM_H
+
+#include "core/core.h"
+#include "vigil/distributed.h"
+#include <stdint.h>
+
+typedef enum vg__comm_kind {
+    VG__COMM_ALLREDUCE, /* buf: count elements of dt, reduced in place with op */
+    VG__COMM_BCAST,     /* buf: count bytes from root */
+    VG__COMM_ALLGATHER, /* sendbuf: count bytes (may differ per rank); recv: filled */
+    VG__COMM_BARRIER,
+    VG__COMM_CHECK      /* buf: count int64, every rank must hold the same values */
+} vg__comm_kind;
+
+typedef struct vg__comm_req vg__comm_req;
+
+/* Creates a request (one reference for the caller). The buffers stay the caller's
+ * but must live until vg__comm_req_free (a cancelled wait leaves the request running
+ * on the communication thread: keep the buffers of an abandoned request alive by
+ * giving them to the request with vg__comm_req_own). NULL on allocation failure. */
+VG_HIDDEN vg__comm_req *vg__comm_req_new(vg__comm_kind kind, void *buf, int64_t count, vg_dtype dt,
+                                         vg_reduce_op op, int root);
+/* The request gives p back to the buffer pool (vg__comm_buffer_put) when its last
+ * reference goes. */
+VG_HIDDEN void vg__comm_req_own(vg__comm_req *r, void *p);
+/* ALLREDUCE from sendbuf into buf (not in place): MPI reads sendbuf, writes buf. */
+VG_HIDDEN void vg__comm_req_set_send(vg__comm_req *r, const void *sendbuf);
+/* The request keeps a reference to t (vg_tensor_ref) until its last reference goes:
+ * tensors whose data it reads or writes outlive a cancelled wait. At most 2. */
+VG_HIDDEN void vg__comm_req_hold(vg__comm_req *r, vg_tensor *t);
+/* ALLGATHER results: a buffer of the concatenation (owned by the request) and each
+ * rank's byte count (size entries). Valid after a successful wait. */
+VG_HIDDEN const void *vg__comm_req_gathered(const vg__comm_req *r, const int64_t **counts, int64_t *total);
+/* CHECK: the first index whose values differ across ranks (-1 if none). */
+VG_HIDDEN int vg__comm_req_check_mismatch(const vg__comm_req *r);
+/* Queues the request. FAILED_PRECONDITION before init / after finalize. */
+VG_HIDDEN vg_code vg__comm_submit(vg__comm_req *r, vg_status *st);
+/* Waits until done; when cancelled(arg) turns true (polled), returns CANCELLED and
+ * leaves the request to finish on its own. deadline_ns (vg__now_ns clock) 0 = none:
+ * DEADLINE_EXCEEDED. Returns the request's own status otherwise (UNAVAILABLE when MPI
+ * failed: a peer is gone). */
+VG_HIDDEN vg_code vg__comm_wait(vg__comm_req *r, bool (*cancelled)(const void *arg), const void *arg,
+                                int64_t deadline_ns, vg_status *st);
+/* Drops the caller's reference. */
+VG_HIDDEN void vg__comm_req_free(vg__comm_req *r);
+/* Submit + wait without cancellation + free (host collectives). */
+VG_HIDDEN vg_code vg__comm_run(vg__comm_kind kind, void *buf, int64_t count, vg_dtype dt, vg_reduce_op op,
+                               int root, vg_status *st);
+
+/* A reusable host buffer of at least `bytes` (the fusion buffer): buffers given back
+ * are kept (up to a few) and handed out again. NULL on allocation failure. */
+VG_HIDDEN void *vg__comm_buffer_get(size_t bytes);
+VG_HIDDEN void vg__comm_buffer_put(void *p);
+
+#endif

@@ -1,0 +1,472 @@
+/*
+ * collective_ops.c - collectives as graph ops (issue 15): TF's CollectiveReduce,
+ * CollectiveBcastSend/Recv and CollectiveGather, Horovod's HorovodBroadcast, and
+ * VigilFusedAllreduce (many tensors reduced through one fusion buffer).
+ *
+ * A kernel copies its input into a reusable host buffer of the dist layer, hands a
+ * request to the communication thread (dist/comm.h) and waits for it; the ops are
+ * VG__OP_BLOCKING, so the executor runs them on the run's caller thread and never
+ * parks an inter-op pool thread on a peer. The wait polls the session: when it
+ * closes the kernel returns CANCELLED (the request finishes on its own and gives the
+ * buffer back); a dead peer gives UNAVAILABLE. Every rank must run its collectives
+ * in the same order: order two collectives of one run that data flow does not order
+ * with a control dependency (the builders of vigil/distributed.h that make several
+ * collectives chain them).
+ *
+ * TF's group_key/instance_key attrs are kept for GraphDef compatibility; the group is
+ * the MPI world (group_size must equal its size; 0 = the world's size).
+ */
+#include "dist/comm.h"
+#include "kernels/kernel.h"
+#include "vigil/distributed.h"
+#include <stdio.h>
+#include <string.h>
+
+static bool session_closing(const void *s) { return vg__session_closing((const vg_session *)s); }
+
+static bool supported(vg_dtype dt) { return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_INT32 || dt == VG_INT64; }
+
+static vg_code check_dtype(vg_op *op, vg_dtype dt, vg_status *st) {
+    if (!supported(dt))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: dtype %s is not supported (float32, float64, int32, int64)",
+                             vg_op_type(op), vg_dtype_name(dt));
+    return VG_OK;
+}
+
+/* Joins the world, checks group_size, and fails fast on a closing session. */
+static vg_code prologue(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    if (vg__session_closing(vg__kctx_session(ctx)))
+        return vg_status_set(st, VG_CANCELLED, "collective cancelled: the session is closed");
+    if (vg_dist_init(st) != VG_OK) return st->code;
+    int64_t gs = 0;
+    vg_op_attr_int(vg__kctx_op(ctx), "group_size", &gs);
+    if (gs != 0 && gs != vg_dist_size())
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: group_size %lld but the world has %d rank(s)",
+                             vg_op_type(vg__kctx_op(ctx)), (long long)gs, vg_dist_size());
+    return VG_OK;
+}
+
+/* Runs one request over buf (a comm buffer the request owns from now on). */
+static vg_code run_req(vg__kctx *ctx, vg__comm_kind kind, void *buf, int64_t count, vg_dtype dt, vg_reduce_op op,
+                       int root, vg__comm_req **out) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg__comm_req *r = vg__comm_req_new(kind, buf, count, dt, op, root);
+    if (!r) {
+        vg__comm_buffer_put(buf);
+        return VG_OOM(st, "a collective request");
+    }
+    vg__comm_req_own(r, buf);
+    vg_code rc = vg__comm_submit(r, st);
+    if (rc == VG_OK) rc = vg__comm_wait(r, session_closing, vg__kctx_session(ctx), vg__kctx_deadline_ns(ctx), st);
+    if (rc != VG_OK || !out) vg__comm_req_free(r);
+    else *out = r;
+    return rc;
+}
+
+/* Every rank must hold the same signature (dtype, rank, dims): INVALID_ARGUMENT
+ * naming `what` otherwise, on every rank (the check is itself a collective). */
+static vg_code check_same(vg__kctx *ctx, const char *what, vg_dtype dt, const int64_t *dims, int nd, int skip_dims) {
+    vg_status *st = vg__kctx_status(ctx);
+    if (vg_dist_size() == 1) return VG_OK;
+    int64_t *sig = vg__comm_buffer_get((VG_MAX_DIMS + 2) * sizeof(int64_t));
+    if (!sig) return VG_OOM(st, "a shape check");
+    sig[0] = dt;
+    sig[1] = nd;
+    for (int i = 0; i < VG_MAX_DIMS; i++) sig[2 + i] = i < nd && i >= skip_dims ? dims[i] : -1;
+    vg__comm_req *r = NULL;
+    vg_code rc = run_req(ctx, VG__COMM_CHECK, sig, VG_MAX_DIMS + 2, VG_INT64, VG_REDUCE_MAX, 0, &r);
+    if (rc != VG_OK) return rc;
+    int bad = vg__comm_req_check_mismatch(r);
+    vg__comm_req_free(r);
+    if (bad < 0) return VG_OK;
+    char shape[200] = "[";
+    for (int i = 0; i < nd; i++)
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", i ? "," : "", (long long)dims[i]);
+    snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "]");
+    return vg_status_set(st, VG_INVALID_ARGUMENT,
+                         "Mismatched %s across ranks for '%s': rank %d has %s %s, another rank differs "
+                         "(are the graphs built the same on every rank?)",
+                         bad == 0 ? "dtypes" : "shapes", what, vg_dist_rank(), vg_dtype_name(dt), shape);
+}
+
+static const char *tensor_name(const vg_op *op) {
+    const char *s = NULL;
+    size_t len = 0;
+    if (vg_op_attr_string(op, "tensor_name", &s, &len) && s && len) return s;
+    return vg_op_name(op);
+}
+
+/* ---- CollectiveReduce, VigilFusedAllreduce --------------------------------------- */
+
+static vg_code reduce_ops(const vg_op *op, vg_reduce_op *merge, bool *div, vg_status *st) {
+    const char *m = "Add", *f = "Id";
+    size_t len;
+    vg_op_attr_string(op, "merge_op", &m, &len);
+    vg_op_attr_string(op, "final_op", &f, &len);
+    if (strcmp(m, "Add") == 0) *merge = VG_REDUCE_SUM;
+    else if (strcmp(m, "Mul") == 0) *merge = VG_REDUCE_PROD;
+    else if (strcmp(m, "Min") == 0) *merge = VG_REDUCE_MIN;
+    else if (strcmp(m, "Max") == 0) *merge = VG_REDUCE_MAX;
+    else return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: merge_op '%s' is not one of Add, Mul, Min, Max", vg_op_type(op), m);
+    if (strcmp(f, "Id") == 0) *div = false;
+    else if (strcmp(f, "Div") == 0) *div = true;
+    else return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: final_op '%s' is not one of Id, Div", vg_op_type(op), f);
+    return VG_OK;
+}
+
+static vg_code shape_reduce(vg_op *op, vg_status *st) {
+    int n = vg_op_num_inputs(op);
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (check_dtype(op, dt, st) != VG_OK) return st->code;
+    for (int i = 1; i < n; i++)
+        if (vg__op_input_dtype(op, i) != dt)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input %d has dtype %s, input 0 %s", vg_op_type(op), i,
+                                 vg_dtype_name(vg__op_input_dtype(op, i)), vg_dtype_name(dt));
+    vg_reduce_op m;
+    bool div;
+    if (reduce_ops(op, &m, &div, st) != VG_OK) return st->code;
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_default_attr_string(op, "merge_op", "Add");
+    vg__op_set_default_attr_string(op, "final_op", "Id");
+    vg__op_set_num_outputs(op, n);
+    for (int i = 0; i < n; i++) vg__op_set_output(op, i, dt, vg__op_input_shape(op, i));
+    return VG_OK;
+}
+
+static void divide(void *p, int64_t n, vg_dtype dt, int size) {
+    switch (dt) {
+    /* a product with the reciprocal (exact for power-of-two sizes): a division per
+     * element would cost more than the allreduce itself */
+    case VG_FLOAT: { float *f = p; float r = 1.0f / (float)size; for (int64_t i = 0; i < n; i++) f[i] *= r; break; }
+    case VG_DOUBLE: { double *f = p; double r = 1.0 / size; for (int64_t i = 0; i < n; i++) f[i] *= r; break; }
+    case VG_INT32: { int32_t *f = p; for (int64_t i = 0; i < n; i++) f[i] /= size; break; }
+    case VG_INT64: { int64_t *f = p; for (int64_t i = 0; i < n; i++) f[i] /= size; break; }
+    default: break;
+    }
+}
+
+/* Tensors of at least this many bytes are reduced straight from the input into the
+ * output (MPI_Allreduce with separate buffers: no copy); smaller ones are packed into
+ * one fusion buffer (reused from run to run) and reduced by a single call. All of one
+ * op's calls go to the communication thread back to back. */
+#define DIRECT_BYTES ((size_t)64 * 1024)
+
+static vg_code submit(vg__kctx *ctx, vg__comm_req *r) {
+    vg_status *st = vg__kctx_status(ctx);
+    if (!r) return VG_OOM(st, "a collective request");
+    vg_code rc = vg__comm_submit(r, st);
+    if (rc != VG_OK) vg__comm_req_free(r);
+    return rc;
+}
+
+/* dst = src * (1 / size): the mean's division done on the way in, while src is still
+ * in this core's cache (after the allreduce the sum arrives from the peers' caches and
+ * a pass over it costs several times more). */
+static void scaled_copy(void *dst, const void *src, int64_t n, vg_dtype dt, int size) {
+    if (dt == VG_FLOAT) {
+        float *d = dst, r = 1.0f / (float)size;
+        const float *s = src;
+        for (int64_t i = 0; i < n; i++) d[i] = s[i] * r;
+    } else {
+        double *d = dst, r = 1.0 / size;
+        const double *s = src;
+        for (int64_t i = 0; i < n; i++) d[i] = s[i] * r;
+    }
+}
+
+static vg_code kernel_reduce(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_op *op = vg__kctx_op(ctx);
+    if (prologue(ctx) != VG_OK) return st->code;
+    vg_reduce_op merge;
+    bool div;
+    if (reduce_ops(op, &merge, &div, st) != VG_OK) return st->code;
+    int n = vg__kctx_num_inputs(ctx);
+    vg_dtype dt = vg_tensor_dtype(vg__kctx_input(ctx, 0));
+    size_t es = vg_dtype_size(dt), small = 0;
+    int size = vg_dist_size();
+    /* sum of x/N: the mean for floating types (merge Add); others divide at the end */
+    bool prescale = div && merge == VG_REDUCE_SUM && (dt == VG_FLOAT || dt == VG_DOUBLE);
+    vg_tensor **outs = vg__calloc((size_t)n, sizeof *outs);
+    vg__comm_req **reqs = vg__calloc((size_t)n + 1, sizeof *reqs);
+    if (!outs || !reqs) {
+        vg__free(outs);
+        vg__free(reqs);
+        return VG_OOM(st, "collective outputs");
+    }
+    vg_code rc = VG_OK;
+    for (int i = 0; i < n && rc == VG_OK; i++) {
+        vg_tensor *t = vg__kctx_input(ctx, i);
+        rc = vg__kctx_alloc_output(ctx, i, dt, vg_tensor_dims(t), vg_tensor_ndims(t), &outs[i]);
+        if (vg_tensor_nbytes(t) < DIRECT_BYTES) small += vg_tensor_nbytes(t);
+    }
+    int nreq = 0;
+    char *fbuf = NULL;
+    if (rc == VG_OK && small > 0) {
+        if (!(fbuf = vg__comm_buffer_get(small))) rc = VG_OOM(st, "the fusion buffer");
+        size_t off = 0;
+        for (int i = 0; i < n && fbuf; i++) {
+            const vg_tensor *t = vg__kctx_input(ctx, i);
+            if (vg_tensor_nbytes(t) >= DIRECT_BYTES) continue;
+            if (prescale) scaled_copy(fbuf + off, vg_tensor_data(t), vg_tensor_num_elements(t), dt, size);
+            else memcpy(fbuf + off, vg_tensor_data(t), vg_tensor_nbytes(t));
+            off += vg_tensor_nbytes(t);
+        }
+        if (fbuf) {
+            vg__comm_req *r = vg__comm_req_new(VG__COMM_ALLREDUCE, fbuf, (int64_t)(small / es), dt, merge, 0);
+            if (r) vg__comm_req_own(r, fbuf);
+            else vg__comm_buffer_put(fbuf);
+            if ((rc = submit(ctx, r)) == VG_OK) reqs[nreq++] = r;
+        }
+    }
+    for (int i = 0; i < n && rc == VG_OK; i++) {
+        vg_tensor *t = vg__kctx_input(ctx, i);
+        if (vg_tensor_nbytes(t) < DIRECT_BYTES) continue;
+        vg__comm_req *r = vg__comm_req_new(VG__COMM_ALLREDUCE, vg_tensor_data(outs[i]), vg_tensor_num_elements(t), dt,
+                                           merge, 0);
+        if (r) {
+            if (prescale) scaled_copy(vg_tensor_data(outs[i]), vg_tensor_data(t), vg_tensor_num_elements(t), dt, size);
+            else vg__comm_req_set_send(r, vg_tensor_data(t)); /* no copy: MPI reads the input */
+            vg__comm_req_hold(r, t);       /* both outlive a cancelled wait */
+            vg__comm_req_hold(r, outs[i]);
+        }
+        if ((rc = submit(ctx, r)) == VG_OK) reqs[nreq++] = r;
+    }
+    for (int k = 0; k < nreq && rc == VG_OK; k++)
+        rc = vg__comm_wait(reqs[k], session_closing, vg__kctx_session(ctx), vg__kctx_deadline_ns(ctx), st);
+    if (rc == VG_OK) {
+        size_t off = 0;
+        for (int i = 0; i < n; i++) {
+            size_t nb = vg_tensor_nbytes(outs[i]);
+            if (nb < DIRECT_BYTES) {
+                memcpy(vg_tensor_data(outs[i]), fbuf + off, nb);
+                off += nb;
+            }
+            if (div && !prescale) divide(vg_tensor_data(outs[i]), vg_tensor_num_elements(outs[i]), dt, size);
+        }
+    }
+    for (int k = 0; k < nreq; k++) vg__comm_req_free(reqs[k]);
+    vg__free(outs);
+    vg__free(reqs);
+    return rc;
+}
+
+/* ---- broadcasts ------------------------------------------------------------------ */
+
+static vg_code shape_bcast_send(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (check_dtype(op, dt, st) != VG_OK) return st->code;
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
+    return VG_OK;
+}
+
+static vg_code shape_bcast_recv(vg_op *op, vg_status *st) {
+    vg_dtype dt = VG_FLOAT;
+    vg_shape s;
+    if (!vg_op_attr_type_(op, "T", &dt) || !vg_op_attr_shape(op, "shape", &s))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "CollectiveBcastRecv needs attrs T and shape");
+    if (check_dtype(op, dt, st) != VG_OK) return st->code;
+    for (int i = 0; i < s.ndims; i++)
+        if (s.dims[i] < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "CollectiveBcastRecv: shape must be fully defined");
+    if (s.ndims < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "CollectiveBcastRecv: shape must be fully defined");
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, s);
+    return VG_OK;
+}
+
+/* Broadcast of data (dims known on this rank) from root; is_root says whether this
+ * rank sends; root < 0: find the sender (exactly one rank must send). */
+static vg_code do_bcast(vg__kctx *ctx, const vg_tensor *in, vg_dtype dt, const int64_t *dims, int nd, int root) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_op *op = vg__kctx_op(ctx);
+    if (prologue(ctx) != VG_OK) return st->code;
+    int size = vg_dist_size();
+    vg_code rc;
+    if (root < 0) {
+        int64_t *who = vg__comm_buffer_get(2 * sizeof(int64_t));
+        if (!who) return VG_OOM(st, "a broadcast");
+        who[0] = in != NULL;
+        who[1] = in != NULL ? vg_dist_rank() : 0;
+        vg__comm_req *r = NULL;
+        if ((rc = run_req(ctx, VG__COMM_ALLREDUCE, who, 2, VG_INT64, VG_REDUCE_SUM, 0, &r)) != VG_OK) return rc;
+        int64_t senders = who[0];
+        root = (int)who[1];
+        vg__comm_req_free(r);
+        if (senders != 1)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: %lld rank(s) sent the broadcast, exactly one must",
+                                 vg_op_type(op), (long long)senders);
+    } else if (root >= size) {
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: root_rank %d outside [0, %d)", vg_op_type(op), root, size);
+    }
+    if ((rc = check_same(ctx, tensor_name(op), dt, dims, nd, 0)) != VG_OK) return rc;
+    vg_tensor *o;
+    if ((rc = vg__kctx_alloc_output(ctx, 0, dt, dims, nd, &o)) != VG_OK) return rc;
+    size_t bytes = vg_tensor_nbytes(o);
+    char *buf = vg__comm_buffer_get(bytes);
+    if (!buf) return VG_OOM(st, "a broadcast buffer");
+    if (in) memcpy(buf, vg_tensor_data(in), bytes);
+    vg__comm_req *r = NULL;
+    if ((rc = run_req(ctx, VG__COMM_BCAST, buf, (int64_t)bytes, VG_UINT8, VG_REDUCE_SUM, root, &r)) != VG_OK) return rc;
+    memcpy(vg_tensor_data(o), buf, bytes);
+    vg__comm_req_free(r);
+    return VG_OK;
+}
+
+static vg_code kernel_bcast_send(vg__kctx *ctx) {
+    const vg_tensor *x = vg__kctx_input(ctx, 0);
+    return do_bcast(ctx, x, vg_tensor_dtype(x), vg_tensor_dims(x), vg_tensor_ndims(x), -1);
+}
+
+static vg_code kernel_bcast_recv(vg__kctx *ctx) {
+    vg_dtype dt = VG_FLOAT;
+    vg_shape s;
+    vg_op_attr_type_(vg__kctx_op(ctx), "T", &dt);
+    vg_op_attr_shape(vg__kctx_op(ctx), "shape", &s);
+    return do_bcast(ctx, NULL, dt, s.dims, s.ndims, -1);
+}
+
+static vg_code kernel_hvd_bcast(vg__kctx *ctx) {
+    const vg_tensor *x = vg__kctx_input(ctx, 0);
+    int64_t root = 0;
+    vg_op_attr_int(vg__kctx_op(ctx), "root_rank", &root);
+    if (root < 0) return vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "root_rank %lld < 0", (long long)root);
+    if (prologue(ctx) != VG_OK) return vg__kctx_status(ctx)->code;
+    return do_bcast(ctx, vg_dist_rank() == root ? x : NULL, vg_tensor_dtype(x),
+                    vg_tensor_dims(x), vg_tensor_ndims(x), (int)root);
+}
+
+/* ---- CollectiveGather: concatenation along dimension 0 ------------------------------ */
+
+static vg_code shape_gather(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (check_dtype(op, dt, st) != VG_OK) return st->code;
+    vg_shape s = vg__op_input_shape(op, 0);
+    if (s.ndims == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "CollectiveGather: input must have rank >= 1");
+    if (s.ndims > 0) s.dims[0] = -1;
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, s);
+    return VG_OK;
+}
+
+static vg_code kernel_gather(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *x = vg__kctx_input(ctx, 0);
+    if (prologue(ctx) != VG_OK) return st->code;
+    int nd = vg_tensor_ndims(x);
+    if (nd < 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "CollectiveGather: input must have rank >= 1");
+    vg_dtype dt = vg_tensor_dtype(x);
+    vg_code rc = check_same(ctx, tensor_name(vg__kctx_op(ctx)), dt, vg_tensor_dims(x), nd, 1);
+    if (rc != VG_OK) return rc;
+    size_t bytes = vg_tensor_nbytes(x);
+    char *buf = vg__comm_buffer_get(bytes);
+    if (!buf) return VG_OOM(st, "a gather buffer");
+    memcpy(buf, vg_tensor_data(x), bytes);
+    vg__comm_req *r = NULL;
+    if ((rc = run_req(ctx, VG__COMM_ALLGATHER, buf, (int64_t)bytes, VG_UINT8, VG_REDUCE_SUM, 0, &r)) != VG_OK) return rc;
+    int64_t total = 0;
+    const void *all = vg__comm_req_gathered(r, NULL, &total);
+    int64_t dims[VG_MAX_DIMS];
+    memcpy(dims, vg_tensor_dims(x), (size_t)nd * sizeof(int64_t));
+    int64_t row = dims[0] ? (int64_t)bytes / dims[0] : 0;
+    if (row == 0) {
+        int64_t inner = 1;
+        for (int i = 1; i < nd; i++) inner *= dims[i];
+        row = inner * (int64_t)vg_dtype_size(dt);
+    }
+    dims[0] = row ? total / row : 0;
+    vg_tensor *o;
+    rc = vg__kctx_alloc_output(ctx, 0, dt, dims, nd, &o);
+    if (rc == VG_OK && total) memcpy(vg_tensor_data(o), all, (size_t)total);
+    vg__comm_req_free(r);
+    return rc;
+}
+
+/* ---- builders --------------------------------------------------------------------- */
+
+static void set_group(vg_op_builder *b, int group_size, int group_key, int instance_key) {
+    vg_op_builder_set_attr_int(b, "group_size", group_size);
+    vg_op_builder_set_attr_int(b, "group_key", group_key);
+    vg_op_builder_set_attr_int(b, "instance_key", instance_key);
+}
+
+vg_output vg_collective_reduce(vg_graph *g, vg_output x, int group_size, int group_key, int instance_key,
+                               const char *merge_op, const char *final_op, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "CollectiveReduce", name);
+    if (!b) return vg_out(NULL, 0);
+    vg_op_builder_add_input(b, x);
+    set_group(b, group_size, group_key, instance_key);
+    vg_op_builder_set_attr_string(b, "merge_op", merge_op ? merge_op : "Add", strlen(merge_op ? merge_op : "Add"));
+    vg_op_builder_set_attr_string(b, "final_op", final_op ? final_op : "Id", strlen(final_op ? final_op : "Id"));
+    vg_op_builder_set_attr_int_list(b, "subdiv_offsets", (const int64_t[]){0}, 1);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_collective_bcast_send(vg_graph *g, vg_output x, int group_size, int group_key, int instance_key,
+                                   const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "CollectiveBcastSend", name);
+    if (!b) return vg_out(NULL, 0);
+    vg_op_builder_add_input(b, x);
+    set_group(b, group_size, group_key, instance_key);
+    vg_op_builder_set_attr_shape(b, "shape", vg_output_shape(x));
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_collective_bcast_recv(vg_graph *g, vg_dtype dt, vg_shape shape, int group_size, int group_key,
+                                   int instance_key, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "CollectiveBcastRecv", name);
+    if (!b) return vg_out(NULL, 0);
+    vg_op_builder_set_attr_type(b, "T", dt);
+    vg_op_builder_set_attr_shape(b, "shape", shape);
+    set_group(b, group_size, group_key, instance_key);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_collective_gather(vg_graph *g, vg_output x, int group_size, int group_key, int instance_key,
+                               const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "CollectiveGather", name);
+    if (!b) return vg_out(NULL, 0);
+    vg_op_builder_add_input(b, x);
+    set_group(b, group_size, group_key, instance_key);
+    vg_op_builder_set_attr_shape(b, "shape", vg_output_shape(x));
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_dist_broadcast_tensor(vg_graph *g, vg_output x, int root_rank, const char *tensor_name, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "HorovodBroadcast", name);
+    if (!b) return vg_out(NULL, 0);
+    vg_op_builder_add_input(b, x);
+    vg_op_builder_set_attr_int(b, "root_rank", root_rank);
+    if (tensor_name) vg_op_builder_set_attr_string(b, "tensor_name", tensor_name, strlen(tensor_name));
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_op *vg_dist_fused_allreduce(vg_graph *g, const vg_output *xs, int n, bool average, const char *name) {
+    if (n < 1) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "vg_dist_fused_allreduce: no tensors");
+        return NULL;
+    }
+    vg_op_builder *b = vg_op_builder_new(g, "VigilFusedAllreduce", name);
+    if (!b) return NULL;
+    vg_op_builder_add_inputs(b, xs, n);
+    vg_op_builder_set_attr_int(b, "N", n);
+    vg_op_builder_set_attr_int(b, "group_size", 0);
+    vg_op_builder_set_attr_string(b, "merge_op", "Add", 3);
+    vg_op_builder_set_attr_string(b, "final_op", average ? "Div" : "Id", average ? 3 : 2);
+    return vg_op_builder_finish(b);
+}
+
+enum { COLL = VG__OP_STATEFUL | VG__OP_BLOCKING | VG__OP_NOT_DIFFERENTIABLE };
+
+const vg__op_def vg__ops_collective[] = {
+    {"CollectiveReduce", 1, 1, COLL, 0, shape_reduce, kernel_reduce, NULL},
+    {"VigilFusedAllreduce", 1, -1, COLL, 0, shape_reduce, kernel_reduce, NULL},
+    {"CollectiveBcastSend", 1, 1, COLL, 0, shape_bcast_send, kernel_bcast_send, NULL},
+    {"CollectiveBcastRecv", 0, 0, COLL, 0, shape_bcast_recv, kernel_bcast_recv, NULL},
+    {"HorovodBroadcast", 1, 1, COLL, 0, shape_bcast_send, kernel_hvd_bcast, NULL},
+    {"CollectiveGather", 1, 1, COLL, 0, shape_gather, kernel_gather, NULL},
+    {0},
+};

@@ -1,0 +1,123 @@
+/*
+ * dist_hooks.c - Horovod's BroadcastGlobalVariablesHook and TF's
+ * SyncReplicasOptimizer (its session-run hook and minimize) on the MPI world
+ * (issue 15), written on the public API.
+ *
+ * The hook builds, in begin(), one HorovodBroadcast per global variable (chained with
+ * control dependencies so every rank broadcasts in the same order) assigned back to
+ * the variable, and runs them in after_create_session: after the session was created,
+ * i.e. after the chief initialised or restored its variables, and again after every
+ * recovery. Each rank blocks in the broadcast until the root arrives, which is how a
+ * non-chief waits for the chief, as TF's WorkerSessionCreator waits on the ready op.
+ * Variables whose shapes differ across ranks fail there with INVALID_ARGUMENT naming
+ * the variable.
+ */
+#include "hooks_internal.h"
+#include "vigil/distributed.h"
+#include "vigil/ops.h"
+#include "vigil/optimizer.h"
+#include <stdlib.h>
+
+typedef struct bcast_hook {
+    int root;
+    vg_op *group;
+} bcast_hook;
+
+static vg_code bh_begin(void *payload, vg_graph *g, vg_status *st) {
+    bcast_hook *h = payload;
+    if (vg_dist_init(st) != VG_OK) return st->code;
+    if (h->root < 0 || h->root >= vg_dist_size())
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "BroadcastGlobalVariablesHook: root_rank %d outside [0, %d)",
+                             h->root, vg_dist_size());
+    int n = 0;
+    const vg_output *vars = vg_graph_collection(g, VG_GLOBAL_VARIABLES, &n);
+    vg_op **assigns = vg_malloc((size_t)(n ? n : 1) * sizeof *assigns);
+    if (!assigns) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in BroadcastGlobalVariablesHook");
+    vg_graph_push_scope(g, "broadcast_global_variables");
+    vg_op *prev = NULL;
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const char *vname = vg_op_name(vars[i].op);
+        vg_output b = vg_dist_broadcast_tensor(g, vars[i], h->root, vname, "HorovodBroadcast");
+        if (!b.op) break;
+        if (prev) vg_op_add_control_input(b.op, prev);
+        vg_output a = vg_assign(g, vars[i], b, true, "Assign");
+        if (!a.op) break;
+        prev = b.op;
+        assigns[k++] = a.op;
+    }
+    h->group = vg_group(g, assigns, k, "group");
+    vg_graph_pop_scope(g);
+    vg_free(assigns);
+    return vg_graph_status(g, st);
+}
+
+static vg_code bh_after_create(void *payload, vg_session *sess, vg_coord *coord, vg_status *st) {
+    (void)coord;
+    bcast_hook *h = payload;
+    if (!h->group) return VG_OK;
+    return vg_session_run_targets(sess, &h->group, 1, st);
+}
+
+vg_code vg_broadcast_global_variables_hook(int root_rank, vg_hook *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_broadcast_global_variables_hook: NULL out");
+    bcast_hook *h = vg_calloc(1, sizeof *h);
+    if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in BroadcastGlobalVariablesHook");
+    h->root = root_rank;
+    *out = vg__hk_make("BroadcastGlobalVariablesHook", h, vg_free);
+    out->begin = bh_begin;
+    out->after_create_session = bh_after_create;
+    return VG_OK;
+}
+
+/* ---- SyncReplicasOptimizer --------------------------------------------------------- */
+
+struct vg_sync_replicas {
+    vg_optimizer *opt;
+    int replicas_to_aggregate, total_num_replicas;
+};
+
+vg_sync_replicas *vg_sync_replicas_new(vg_optimizer *opt, int replicas_to_aggregate, int total_num_replicas,
+                                       vg_status *st) {
+    if (!opt) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "SyncReplicasOptimizer: NULL optimizer");
+        return NULL;
+    }
+    if (vg_dist_init(st) != VG_OK) return NULL;
+    int size = vg_dist_size();
+    if (total_num_replicas <= 0) total_num_replicas = replicas_to_aggregate;
+    if (replicas_to_aggregate != size || total_num_replicas != size) {
+        vg_status_set(st, VG_INVALID_ARGUMENT,
+                      "SyncReplicasOptimizer: replicas_to_aggregate=%d, total_num_replicas=%d, but vigil aggregates "
+                      "over every rank of the MPI world (%d): backup workers are not supported",
+                      replicas_to_aggregate, total_num_replicas, size);
+        return NULL;
+    }
+    vg_sync_replicas *s = vg_calloc(1, sizeof *s);
+    if (!s) {
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory allocating SyncReplicasOptimizer");
+        return NULL;
+    }
+    s->opt = opt;
+    s->replicas_to_aggregate = replicas_to_aggregate;
+    s->total_num_replicas = total_num_replicas;
+    return s;
+}
+
+void vg_sync_replicas_free(vg_sync_replicas *s) { vg_free(s); }
+
+vg_op *vg_sync_replicas_minimize(vg_sync_replicas *s, vg_graph *g, vg_output loss, vg_output global_step,
+                                 const char *name) {
+    if (!s) {
+        if (g) vg_graph_set_error(g, VG_INVALID_ARGUMENT, "vg_sync_replicas_minimize: NULL optimizer");
+        return NULL;
+    }
+    vg_dist_options o = vg_dist_options_default();
+    return vg_dist_minimize(s->opt, g, loss, NULL, 0, global_step, &o, name ? name : "sync_replicas");
+}
+
+vg_code vg_sync_replicas_make_session_run_hook(vg_sync_replicas *s, bool is_chief, vg_hook *out, vg_status *st) {
+    (void)is_chief; /* every rank runs the broadcast; the chief's values win */
+    if (!s || !out) return vg_status_set(st, VG_INVALID_ARGUMENT, "make_session_run_hook: NULL argument");
+    return vg_broadcast_global_variables_hook(0, out, st);
+}

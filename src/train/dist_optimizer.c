@@ -1,0 +1,156 @@
+/*
+ * dist_optimizer.c - Horovod's DistributedOptimizer and TF's SyncReplicasOptimizer on
+ * MPI allreduce (issue 15), written on the public API.
+ *
+ * Gradients are averaged across ranks before apply. They are grouped into fusion
+ * buckets of at most fusion_threshold_bytes (Horovod's 64 MB default), in reverse
+ * variable order (the order back-propagation produces them); each bucket is one
+ * VigilFusedAllreduce op whose inputs are its gradients, so a bucket's allreduce
+ * starts as soon as its own gradients are computed, while back-propagation of the
+ * earlier layers goes on (the overlap of Horovod and PyTorch DDP). Buckets are chained
+ * with control dependencies so every rank reduces them in the same order.
+ */
+#include "vigil/distributed.h"
+#include "vigil/ops.h"
+#include "vigil/ops_ext.h"
+#include "vigil/optimizer.h"
+#include "vigil/variables.h"
+#include <stdio.h>
+#include <string.h>
+
+vg_dist_options vg_dist_options_default(void) {
+    vg_dist_options o = VG_DIST_OPTIONS_INIT;
+    return o;
+}
+
+static int64_t out_bytes(vg_output o) {
+    vg_shape s = vg_output_shape(o);
+    if (s.ndims < 0) return -1;
+    int64_t n = 1;
+    for (int i = 0; i < s.ndims; i++) {
+        if (s.dims[i] < 0) return -1;
+        n *= s.dims[i];
+    }
+    return n * (int64_t)vg_dtype_size(vg_output_dtype(o));
+}
+
+vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, const vg_dist_options *opts,
+                                    vg_output *out, vg_status *st) {
+    vg_dist_options o = opts ? *opts : vg_dist_options_default();
+    if (!g || (n > 0 && (!grads || !out)))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_dist_allreduce_gradients: NULL graph or arrays");
+    if (o.fusion_threshold_bytes < 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "fusion_threshold_bytes %lld < 0",
+                             (long long)o.fusion_threshold_bytes);
+    for (int i = 0; i < n; i++) out[i] = grads[i];
+    vg_output *bucket = vg_malloc((size_t)(n ? n : 1) * sizeof *bucket);
+    int *idx = vg_malloc((size_t)(n ? n : 1) * sizeof *idx);
+    if (!bucket || !idx) {
+        vg_free(bucket);
+        vg_free(idx);
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory allocating the fusion buckets");
+    }
+    vg_op *prev = NULL;
+    int nb = 0, nbuckets = 0;
+    int64_t bytes = 0;
+    vg_dtype bdt = VG_FLOAT;
+    /* i from n down to -1: -1 flushes the last bucket */
+    for (int i = n - 1; i >= -1; i--) {
+        bool have = i >= 0 && grads[i].op != NULL;
+        int64_t b = have ? out_bytes(grads[i]) : 0;
+        bool fits = have && nb > 0 && vg_output_dtype(grads[i]) == bdt && b >= 0 && bytes >= 0 &&
+                    bytes + b <= o.fusion_threshold_bytes;
+        if (nb > 0 && (i < 0 || (have && !fits))) {
+            char name[64];
+            snprintf(name, sizeof name, "DistributedAllreduce_%d", nbuckets++);
+            vg_op *op = vg_dist_fused_allreduce(g, bucket, nb, o.average, name);
+            if (!op) break;
+            if (prev) vg_op_add_control_input(op, prev);
+            prev = op;
+            for (int k = 0; k < nb; k++) out[idx[k]] = vg_out(op, k);
+            nb = 0;
+            bytes = 0;
+        }
+        if (have) {
+            if (nb == 0) bdt = vg_output_dtype(grads[i]);
+            bucket[nb] = grads[i];
+            idx[nb++] = i;
+            bytes = (b < 0 || bytes < 0) ? -1 : bytes + b;
+        }
+    }
+    vg_free(bucket);
+    vg_free(idx);
+    return vg_graph_status(g, st);
+}
+
+vg_code vg_dist_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list,
+                                  int nvars, const vg_dist_options *o, vg_output *grads_out, vg_status *st) {
+    if (!opt || !g) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_dist_compute_gradients: NULL optimizer or graph");
+    int n = nvars;
+    if (!var_list) vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &n);
+    vg_code rc = vg_optimizer_compute_gradients(opt, g, loss, var_list, nvars, grads_out, st);
+    if (rc != VG_OK) return rc;
+    return vg_dist_allreduce_gradients(g, grads_out, n, o, grads_out, st);
+}
+
+vg_op *vg_dist_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list, int nvars,
+                        vg_output global_step, const vg_dist_options *o, const char *name) {
+    if (!g) return NULL;
+    if (!opt) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "vg_dist_minimize: NULL optimizer");
+        return NULL;
+    }
+    int n = nvars;
+    const vg_output *vars = var_list;
+    if (!vars) vars = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &n);
+    if (n <= 0 || !vars) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "No variables to optimize.");
+        return NULL;
+    }
+    vg_output *grads = vg_malloc((size_t)n * sizeof *grads);
+    vg_output *vcopy = vg_malloc((size_t)n * sizeof *vcopy);
+    if (!grads || !vcopy) {
+        vg_free(grads);
+        vg_free(vcopy);
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory allocating gradients");
+        return NULL;
+    }
+    memcpy(vcopy, vars, (size_t)n * sizeof *vcopy); /* the collection may grow (slots) */
+    vg_status st;
+    vg_op *train = NULL;
+    if (vg_dist_compute_gradients(opt, g, loss, vcopy, n, o, grads, &st) != VG_OK) {
+        if (vg_graph_status(g, NULL) == VG_OK) vg_graph_set_error(g, st.code, "%s", st.msg);
+    } else {
+        train = vg_optimizer_apply_gradients(opt, g, grads, vcopy, n, global_step, name);
+    }
+    vg_free(grads);
+    vg_free(vcopy);
+    return train;
+}
+
+/* ---- input sharding ------------------------------------------------------------------ */
+
+vg_output vg_dist_shard(vg_graph *g, vg_output x, int num_shards, int index, const char *name) {
+    vg_output fail = {NULL, 0};
+    if (!g) return fail;
+    vg_status st;
+    if (vg_dist_init(&st) != VG_OK) {
+        vg_graph_set_error(g, st.code, "%s", st.msg);
+        return fail;
+    }
+    if (num_shards == 0) num_shards = vg_dist_size();
+    if (index == -1) index = vg_dist_rank();
+    if (num_shards < 1 || index < 0 || index >= num_shards) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "shard: index %d outside [0, num_shards=%d)", index, num_shards);
+        return fail;
+    }
+    vg_strided_slice_masks m = {0, 1, 0, 0, 0}; /* x[index::num_shards] */
+    return vg_strided_slice_c(g, x, (const int32_t[]){index}, (const int32_t[]){0}, (const int32_t[]){num_shards}, 1, &m,
+                              name ? name : "shard");
+}
+
+int64_t vg_dist_seed(int64_t base) {
+    if (base == 0) return 0;
+    int64_t s = base + 7919 * (int64_t)vg_dist_rank();
+    return s ? s : 1;
+}

@@ -1,0 +1,229 @@
+/* test_dist_train.c - Horovod's DistributedOptimizer and BroadcastGlobalVariablesHook,
+ * TF's SyncReplicasOptimizer, on the MPI world (issue 15). CTest runs it alone (1 rank)
+ * and under mpirun -np 2. Values are computed by hand from the world's size. */
+#include "test_util.h"
+#include <vigil/vigil.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static int R, N;
+
+static int count_ops(vg_graph *g, const char *type) {
+    int c = 0;
+    for (int i = 0; i < vg_graph_num_ops(g); i++) c += strcmp(vg_op_type(vg_graph_op(g, i)), type) == 0;
+    return c;
+}
+
+/* w starts at a rank-dependent value; the hook makes it rank 0's ([1, 2]); loss =
+ * sum(w * x_r) with x_r = [r + 1, 2r] so the averaged gradient is mean_r x_r. */
+static void build(vg_graph *g, int nvar_dims, vg_output *loss, vg_variable *w) {
+    float init[3] = {1.0f + 10.0f * (float)R, 2.0f - 5.0f * (float)R, 7.0f};
+    *w = vg_variable_new(g, "w", vg_const_array(g, VG_FLOAT, (int64_t[]){nvar_dims}, 1, init, "w_init"),
+                         VG_VAR_TRAINABLE);
+    float x[3] = {(float)R + 1.0f, 2.0f * (float)R, 1.0f};
+    vg_output xc = vg_const_array(g, VG_FLOAT, (int64_t[]){nvar_dims}, 1, x, "x");
+    *loss = vg_reduce_sum(g, vg_mul(g, w->read, xc, "mul"), NULL, 0, false, "loss");
+}
+
+static void test_dist_optimizer__averaged_step(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output loss;
+    vg_variable w;
+    build(g, 2, &loss, &w);
+    vg_optimizer *opt = vg_optimizer_new_sgd(0.5);
+    vg_op *train = vg_dist_minimize(opt, g, loss, NULL, 0, vg_get_or_create_global_step(g), NULL, NULL);
+    CHECK(train != NULL);
+    CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 1);
+    vg_hook hooks[1];
+    CHECK_OK(vg_broadcast_global_variables_hook(0, &hooks[0], &st), &st);
+    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    o.hooks = hooks;
+    o.nhooks = 1;
+    o.is_chief = true; /* Horovod: every rank creates its session as a chief; checkpoints on rank 0 only */
+    o.log_step_count_steps = 0;
+    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+    CHECK(ms != NULL);
+    if (!ms) return;
+    vg_tensor *wv = NULL;
+    vg_run_args a = VG_RUN_ARGS_INIT;
+    a.fetches = &w.read;
+    a.nfetches = 1;
+    CHECK_OK(vg_monitored_session_run(ms, &a, &wv, NULL, &st), &st);
+    if (wv) { /* rank 0's initial values everywhere */
+        CHECK_NEAR(((float *)vg_tensor_data(wv))[0], 1.0, 0);
+        CHECK_NEAR(((float *)vg_tensor_data(wv))[1], 2.0, 0);
+        vg_tensor_free(wv);
+    }
+    a.fetches = NULL;
+    a.nfetches = 0;
+    a.targets = &train;
+    a.ntargets = 1;
+    for (int step = 0; step < 3; step++) CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);
+    a.targets = NULL;
+    a.ntargets = 0;
+    a.fetches = &w.read;
+    a.nfetches = 1;
+    CHECK_OK(vg_monitored_session_run(ms, &a, &wv, NULL, &st), &st);
+    double g0 = (N + 1) / 2.0, g1 = (double)(N - 1); /* mean_r (r + 1), mean_r 2r */
+    if (wv) {
+        CHECK_NEAR(((float *)vg_tensor_data(wv))[0], 1.0 - 3 * 0.5 * g0, 1e-6);
+        CHECK_NEAR(((float *)vg_tensor_data(wv))[1], 2.0 - 3 * 0.5 * g1, 1e-6);
+        vg_tensor_free(wv);
+    }
+    CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
+    vg_monitored_session_free(ms);
+    vg_optimizer_free(opt);
+    vg_graph_free(g);
+}
+
+static void test_dist_optimizer__fusion_buckets(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output x = vg_const_fill(g, VG_FLOAT, (int64_t[]){1, 4}, 2, 1.0, "x");
+    vg_output h = vg_layers_dense(g, x, 3, VG_ACT_RELU, NULL);   /* kernel 48 B, bias 12 B */
+    vg_output y = vg_layers_dense(g, h, 2, VG_ACT_NONE, NULL);   /* kernel 24 B, bias 8 B */
+    vg_output loss = vg_reduce_sum(g, y, NULL, 0, false, "loss");
+    vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
+    vg_output grads[4];
+    vg_dist_options o = VG_DIST_OPTIONS_INIT;
+    o.fusion_threshold_bytes = 0; /* one allreduce per gradient */
+    CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
+    CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 4);
+    o.fusion_threshold_bytes = 40; /* reverse order: [bias 8 + kernel 24], [bias 12], [kernel 48] */
+    CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
+    CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 4 + 3);
+    CHECK(grads[2].op == grads[3].op);
+    CHECK(grads[0].op != grads[1].op);
+    /* the buckets are chained: each after the previous */
+    CHECK(vg_op_num_control_inputs(grads[1].op) == 1 && vg_op_control_input(grads[1].op, 0) == grads[3].op);
+    o.fusion_threshold_bytes = -1;
+    CHECK_CODE(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), VG_INVALID_ARGUMENT);
+    /* run the fused gradients: every rank has the same input, so the mean is itself */
+    o = vg_dist_options_default();
+    CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
+    vg_op *init = vg_global_variables_initializer(g);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    vg_tensor *out = NULL;
+    CHECK_OK(vg_session_run1(s, grads[3], &out, &st), &st); /* d loss / d bias2 = [1, 1] */
+    if (out) {
+        CHECK_NEAR(((float *)vg_tensor_data(out))[0], 1.0, 1e-6);
+        vg_tensor_free(out);
+    }
+    vg_session_free(s);
+    vg_optimizer_free(opt);
+    vg_graph_free(g);
+}
+
+static void test_broadcast_hook__mismatch(void) {
+    if (N < 2) return;
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output loss;
+    vg_variable w;
+    build(g, R == 1 ? 3 : 2, &loss, &w); /* rank 1 has w of shape [3] */
+    vg_hook hooks[1];
+    CHECK_OK(vg_broadcast_global_variables_hook(0, &hooks[0], &st), &st);
+    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    o.hooks = hooks;
+    o.nhooks = 1;
+    o.log_step_count_steps = 0;
+    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+    CHECK(ms == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "'w'");
+    vg_monitored_session_free(ms);
+    vg_graph_free(g);
+}
+
+static void test_sync_replicas__api(void) {
+    vg_status st;
+    vg_optimizer *opt = vg_optimizer_new_sgd(0.5);
+    CHECK(vg_sync_replicas_new(opt, N + 1, N + 1, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "replicas_to_aggregate");
+    vg_sync_replicas *sr = vg_sync_replicas_new(opt, N, N, &st);
+    CHECK(sr != NULL);
+    vg_graph *g = vg_graph_new();
+    vg_output loss;
+    vg_variable w;
+    build(g, 2, &loss, &w);
+    vg_op *train = vg_sync_replicas_minimize(sr, g, loss, vg_get_or_create_global_step(g), NULL);
+    CHECK(train != NULL);
+    vg_hook hook;
+    CHECK_OK(vg_sync_replicas_make_session_run_hook(sr, R == 0, &hook, &st), &st);
+    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    o.hooks = &hook;
+    o.nhooks = 1;
+    o.is_chief = true; /* Horovod: every rank creates its session as a chief; checkpoints on rank 0 only */
+    o.log_step_count_steps = 0;
+    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+    CHECK(ms != NULL);
+    vg_run_args a = VG_RUN_ARGS_INIT;
+    a.targets = &train;
+    a.ntargets = 1;
+    CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);
+    vg_tensor *wv = NULL;
+    a.targets = NULL;
+    a.ntargets = 0;
+    a.fetches = &w.read;
+    a.nfetches = 1;
+    CHECK_OK(vg_monitored_session_run(ms, &a, &wv, NULL, &st), &st);
+    if (wv) {
+        CHECK_NEAR(((float *)vg_tensor_data(wv))[0], 1.0 - 0.5 * (N + 1) / 2.0, 1e-6);
+        vg_tensor_free(wv);
+    }
+    CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
+    vg_monitored_session_free(ms);
+    vg_sync_replicas_free(sr);
+    vg_optimizer_free(opt);
+    vg_graph_free(g);
+}
+
+static void test_dist_shard__files(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    int32_t v[10];
+    for (int i = 0; i < 10; i++) v[i] = i;
+    vg_output x = vg_const_array(g, VG_INT32, (int64_t[]){10}, 1, v, "files");
+    vg_output mine = vg_dist_shard(g, x, 0, -1, NULL); /* this rank of the world */
+    vg_output third = vg_dist_shard(g, x, 3, 2, NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *t = NULL;
+    CHECK_OK(vg_session_run1(s, mine, &t, &st), &st);
+    if (t) {
+        int want = (10 - R + N - 1) / N;
+        CHECK_EQ_INT(vg_tensor_num_elements(t), want);
+        for (int i = 0; i < want && i < vg_tensor_num_elements(t); i++) CHECK_EQ_INT(((int32_t *)vg_tensor_data(t))[i], R + i * N);
+        vg_tensor_free(t);
+    }
+    CHECK_OK(vg_session_run1(s, third, &t, &st), &st);
+    if (t) { /* 2, 5, 8 */
+        CHECK_EQ_INT(vg_tensor_num_elements(t), 3);
+        CHECK_EQ_INT(((int32_t *)vg_tensor_data(t))[2], 8);
+        vg_tensor_free(t);
+    }
+    vg_session_free(s);
+    vg_dist_shard(g, x, 2, 2, "bad");
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "num_shards");
+    vg_graph_free(g);
+    CHECK_EQ_INT(vg_dist_seed(0), 0);
+    CHECK_EQ_INT(vg_dist_seed(5), 5 + 7919 * R);
+}
+
+int main(void) {
+    vg_status st;
+    CHECK_OK(vg_dist_init(&st), &st);
+    R = vg_dist_rank();
+    N = vg_dist_size();
+    RUN_TEST(test_dist_optimizer__averaged_step);
+    RUN_TEST(test_dist_optimizer__fusion_buckets);
+    RUN_TEST(test_broadcast_hook__mismatch);
+    RUN_TEST(test_sync_replicas__api);
+    RUN_TEST(test_dist_shard__files);
+    CHECK_OK(vg_dist_finalize(&st), &st);
+    TEST_MAIN_END();
+}
