@@ -66,7 +66,11 @@ static int train(void) {
     if (vg_start_queue_runners(sess, coord, &st) != VG_OK) goto fail;
     summary_writer = vg_file_writer_new(train_dir, NULL, &st);
     if (!summary_writer || vg_file_writer_add_graph(summary_writer, g, 0, &st) != VG_OK) goto fail;
-    float loss_value = NAN, first_loss = NAN;
+    /* not in the Python: the mean loss of the first and of the last 10 steps, printed at
+     * the end for the test (single-batch losses are too noisy to compare) */
+    float loss_value = NAN;
+    double first_sum = 0, last_sum = 0;
+    long first_n = 0, last_n = 0;
     for (long step = 0; step < max_steps; step++) {
         double start_time = now();
         vg_tensor *out = NULL;
@@ -74,7 +78,8 @@ static int train(void) {
         double duration = now() - start_time;
         loss_value = *(const float *)vg_tensor_data(out);
         vg_tensor_free(out);
-        if (step == 0) first_loss = loss_value;
+        if (step < 10) first_sum += loss_value, first_n++;
+        if (step >= max_steps - 10) last_sum += loss_value, last_n++;
         if (isnan(loss_value)) {
             fprintf(stderr, "Model diverged with loss = NaN\n");
             rc = 1;
@@ -103,7 +108,8 @@ static int train(void) {
             if (vg_saver_save(saver, sess, checkpoint_path, step, NULL, 0, &st) != VG_OK) goto fail;
         }
     }
-    printf("first loss %g\nfinal loss %g\n", first_loss, loss_value);
+    printf("first loss %g\nfinal loss %g\n", first_n ? first_sum / (double)first_n : NAN,
+           last_n ? last_sum / (double)last_n : NAN);
     goto done;
 fail:
     fprintf(stderr, "cifar10_train: %s\n", st.msg);
