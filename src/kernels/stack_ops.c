@@ -52,7 +52,7 @@ static vg__stack *stack_of(vg__kctx *ctx) {
     return s;
 }
 
-static vg_code kernel_stack(vg__kctx *ctx) {
+static vg_code kernel_stack_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *ms = vg__kctx_input(ctx, 0);
     if (!ms || vg_tensor_ndims(ms) != 0 || vg_tensor_dtype(ms) != VG_INT32)
@@ -72,7 +72,7 @@ static vg_code kernel_stack(vg__kctx *ctx) {
     return VG_OK;
 }
 
-static vg_code kernel_push(vg__kctx *ctx) {
+static vg_code kernel_push_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__stack *s = stack_of(ctx);
     if (!s) return st->code;
@@ -89,7 +89,7 @@ static vg_code kernel_push(vg__kctx *ctx) {
     return VG_OK;
 }
 
-static vg_code kernel_pop(vg__kctx *ctx) {
+static vg_code kernel_pop_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__stack *s = stack_of(ctx);
     if (!s) return st->code;
@@ -98,7 +98,7 @@ static vg_code kernel_pop(vg__kctx *ctx) {
     return VG_OK;
 }
 
-static vg_code kernel_close(vg__kctx *ctx) {
+static vg_code kernel_close_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__stack *s = stack_of(ctx);
     if (!s) return st->code;
@@ -142,6 +142,22 @@ static vg_code shape_close(vg_op *op, vg_status *st) {
     vg__op_set_num_outputs(op, 0);
     return VG_OK;
 }
+
+/* Two ops of one stack may run at once where the graph does not order them; TF guards
+ * each stack with a mutex, the kernels here share one lock (push and pop move a tensor
+ * reference). */
+static pthread_mutex_t g_stack_mu = PTHREAD_MUTEX_INITIALIZER;
+#define STACK_LOCKED(n)                                                                                           \
+    static vg_code kernel_##n(vg__kctx *ctx) {                                                                    \
+        pthread_mutex_lock(&g_stack_mu);                                                                          \
+        vg_code rc = kernel_##n##_unlocked(ctx);                                                                  \
+        pthread_mutex_unlock(&g_stack_mu);                                                                        \
+        return rc;                                                                                                \
+    }
+STACK_LOCKED(stack)
+STACK_LOCKED(push)
+STACK_LOCKED(pop)
+STACK_LOCKED(close)
 
 const vg__op_def vg__ops_stack[] = {
     {"StackV2", 1, 1, VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE, 0, shape_stack, kernel_stack, NULL},

@@ -18,6 +18,7 @@
 #include "kernels/kernel.h"
 #include "vigil/control_flow.h"
 #include "vigil/ops.h"
+#include <pthread.h>
 #include <stdio.h>
 
 typedef struct ta_grad {
@@ -242,7 +243,7 @@ static vg_shape attr_shape(const vg_op *op, const char *name) {
     return s;
 }
 
-static vg_code kernel_ta(vg__kctx *ctx) {
+static vg_code kernel_ta_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     vg_tensor *sz = vg__kctx_input(ctx, 0);
@@ -262,7 +263,7 @@ static vg_code kernel_ta(vg__kctx *ctx) {
     return rc == VG_OK ? out_flow(ctx, 1) : rc;
 }
 
-static vg_code kernel_ta_grad(vg__kctx *ctx) {
+static vg_code kernel_ta_grad_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__ta *t = ta_of(ctx);
     if (!t) return st->code;
@@ -291,7 +292,7 @@ static vg_code kernel_ta_grad(vg__kctx *ctx) {
     return rc == VG_OK ? out_flow(ctx, 1) : rc;
 }
 
-static vg_code kernel_write(vg__kctx *ctx) {
+static vg_code kernel_write_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__ta *t = ta_of(ctx);
     if (!t) return st->code;
@@ -299,7 +300,7 @@ static vg_code kernel_write(vg__kctx *ctx) {
     return rc == VG_OK ? out_flow(ctx, 0) : rc;
 }
 
-static vg_code kernel_read(vg__kctx *ctx) {
+static vg_code kernel_read_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__ta *t = ta_of(ctx);
     if (!t) return st->code;
@@ -358,7 +359,7 @@ static vg_code gather(vg__kctx *ctx, vg__ta *t, const vg_tensor *indices, vg_sta
     return rc;
 }
 
-static vg_code kernel_gather(vg__kctx *ctx) {
+static vg_code kernel_gather_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__ta *t = ta_of(ctx);
     if (!t) return st->code;
@@ -380,7 +381,7 @@ static vg_tensor *slice_rows(const vg_tensor *v, int64_t start, int64_t rows, vg
     return o;
 }
 
-static vg_code kernel_scatter(vg__kctx *ctx) {
+static vg_code kernel_scatter_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__ta *t = ta_of(ctx);
     if (!t) return st->code;
@@ -408,7 +409,7 @@ static vg_code kernel_scatter(vg__kctx *ctx) {
     return out_flow(ctx, 0);
 }
 
-static vg_code kernel_concat(vg__kctx *ctx) {
+static vg_code kernel_concat_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__ta *t = ta_of(ctx);
     if (!t) return st->code;
@@ -460,7 +461,7 @@ static vg_code kernel_concat(vg__kctx *ctx) {
     return rc;
 }
 
-static vg_code kernel_split(vg__kctx *ctx) {
+static vg_code kernel_split_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__ta *t = ta_of(ctx);
     if (!t) return st->code;
@@ -497,7 +498,7 @@ static vg_code kernel_split(vg__kctx *ctx) {
     return out_flow(ctx, 0);
 }
 
-static vg_code kernel_size(vg__kctx *ctx) {
+static vg_code kernel_size_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__ta *t = ta_of(ctx);
     if (!t) return st->code;
@@ -507,7 +508,7 @@ static vg_code kernel_size(vg__kctx *ctx) {
     return rc;
 }
 
-static vg_code kernel_close(vg__kctx *ctx) {
+static vg_code kernel_close_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__ta *t = ta_of(ctx);
     if (!t) return st->code;
@@ -662,6 +663,29 @@ static vg_code grad_split(vg_graph *g, vg_op *op, const vg_output *dy, vg_output
     dx[3] = dy[0];
     return vg_graph_status(g, NULL);
 }
+
+/* The executor may run two ops of one array at once (a read and a gather that depend only
+ * on the same flow, or the TensorArrayGradV3 ops of two reads, which must find the same
+ * gradient array). TF guards each array with a mutex; the kernels here take one lock
+ * for all arrays: they only move tensor references and copy small slices. */
+static pthread_mutex_t g_ta_mu = PTHREAD_MUTEX_INITIALIZER;
+#define TA_LOCKED(n)                                                                                              \
+    static vg_code kernel_##n(vg__kctx *ctx) {                                                                    \
+        pthread_mutex_lock(&g_ta_mu);                                                                             \
+        vg_code rc = kernel_##n##_unlocked(ctx);                                                                  \
+        pthread_mutex_unlock(&g_ta_mu);                                                                           \
+        return rc;                                                                                                \
+    }
+TA_LOCKED(ta)
+TA_LOCKED(ta_grad)
+TA_LOCKED(write)
+TA_LOCKED(read)
+TA_LOCKED(gather)
+TA_LOCKED(scatter)
+TA_LOCKED(concat)
+TA_LOCKED(split)
+TA_LOCKED(size)
+TA_LOCKED(close)
 
 const vg__op_def vg__ops_tensor_array[] = {
     {"TensorArrayV3", 1, 1, VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE, 0, shape_ta, kernel_ta, NULL},
