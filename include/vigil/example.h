@@ -162,6 +162,15 @@ VG_API vg_output vg_string_to_number(vg_graph *g, vg_output strings, vg_dtype ou
 VG_API vg_op *vg_decode_csv(vg_graph *g, vg_output records, const vg_output *record_defaults, int n,
                             const char *field_delim, bool use_quote_delim, const char *na_value,
                             vg_output *outputs, const char *name);
+/* tf.string_split(source, delimiter, skip_empty) (the StringSplit op): source is a
+ * string vector [N]; every byte of delimiter (NULL = " ") separates tokens, an empty
+ * delimiter splits into single bytes; skip_empty drops empty tokens. *out (may be NULL)
+ * gets the SparseTensor: indices int64 [T, 2] (row, position), values string [T],
+ * dense_shape int64 {N, the most tokens in a row}. A source that is not a vector is
+ * INVALID_ARGUMENT (graph error when its rank is known, run-time otherwise). Returns
+ * the op (NULL on failure). */
+VG_API vg_op *vg_string_split(vg_graph *g, vg_output source, const char *delimiter, bool skip_empty,
+                              vg_sparse_output *out, const char *name);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
  *   ShardedFilename(basename, shard, num_shards)   "<basename>-%05d-of-%05d"
  *   ShardedFilespec(basename, num_shards)          "<basename>-?????-of-%05d"
  *   MergeV2Checkpoints(checkpoint_prefixes, destination_prefix, delete_old_dirs)
+ *   StringSplit(input, delimiter, skip_empty)     tf.string_split (sparse output)
  *
  * TF's sharded V2 save: StringJoin(prefix, Select(RegexFullMatch(prefix, "^s3://.*"),
  * ".part", "_temp_<uuid>/part")) names a temp prefix; each device's SaveV2 writes
@@ -22,6 +23,8 @@
 #include "graph/graph_impl.h"
 #include "kernels/kernel.h"
 #include "io/io.h"
+#include "vigil/example.h"
+#include "vigil/ops.h"
 #include <regex.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -334,12 +337,134 @@ static vg_code kernel_merge(vg__kctx *ctx) {
 
 #define NOGRAD VG__OP_NOT_DIFFERENTIABLE
 
+/* ------------------------------------------------------------------------ */
+/* StringSplit (TF 1.15 string_split_op.cc, the V1 op behind tf.string_split):
+ * input [N] strings, delimiter a string scalar whose every byte is a delimiter (empty:
+ * split into single bytes); skip_empty drops empty tokens. Outputs the SparseTensor
+ * indices int64 [T, 2] (row, position in row), values string [T], shape int64 [2]
+ * = {N, the largest token count of a row}. */
+
+static vg_code shape_string_split(vg_op *op, vg_status *st) {
+    vg_code c = want_dtype(op, 0, VG_STRING, "input", st);
+    if (!c) c = want_dtype(op, 1, VG_STRING, "delimiter", st);
+    if (!c) c = want_rank(op, 0, 1, "input", st);
+    if (!c) c = want_rank(op, 1, 0, "delimiter", st);
+    if (c) return c;
+    vg__op_set_default_attr_bool(op, "skip_empty", true);
+    vg__op_set_num_outputs(op, 3);
+    vg__op_set_output(op, 0, VG_INT64, vg_shape_make((int64_t[]){-1, 2}, 2));
+    vg__op_set_output(op, 1, VG_STRING, vg_shape_make((int64_t[]){-1}, 1));
+    vg__op_set_output(op, 2, VG_INT64, vg_shape_make((int64_t[]){2}, 1));
+    return VG_OK;
+}
+
+typedef struct split_tok {
+    int64_t row, col;
+    const char *s;
+    size_t n;
+} split_tok;
+
+static vg_code kernel_string_split(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_op *op = vg__kctx_op(ctx);
+    const vg_tensor *in = vg__kctx_input(ctx, 0), *dt = vg__kctx_input(ctx, 1);
+    if (vg_tensor_ndims(in) != 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be a vector, got rank %d (StringSplit %s)",
+                             vg_tensor_ndims(in), vg_op_name(op));
+    if (vg_tensor_ndims(dt) != 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "delimiter must be a scalar, got rank %d (StringSplit %s)",
+                             vg_tensor_ndims(dt), vg_op_name(op));
+    bool skip_empty = true;
+    if (!vg_op_attr_bool(op, "skip_empty", &skip_empty)) skip_empty = true;
+    size_t dn = 0;
+    const char *delim = vg_tensor_string(dt, 0, &dn);
+    int64_t rows = vg_tensor_dim(in, 0), max_cols = 0, ntok = 0, cap = 0;
+    split_tok *tok = NULL;
+    vg_code c = VG_OK;
+    for (int64_t r = 0; !c && r < rows; r++) {
+        size_t n = 0;
+        const char *s = vg_tensor_string(in, r, &n);
+        int64_t col = 0;
+        size_t start = 0;
+        for (size_t i = 0; !c && i <= n; i++) {
+            /* a token ends at a delimiter byte or the end; with an empty delimiter every
+             * byte is a token */
+            bool end;
+            size_t tstart = start, tlen;
+            if (dn == 0) {
+                if (i == n) break;
+                tstart = i;
+                tlen = 1;
+                end = true;
+            } else {
+                end = i == n || memchr(delim, s[i], dn) != NULL;
+                tlen = i - start;
+                if (end) start = i + 1;
+            }
+            if (!end || (skip_empty && tlen == 0)) continue;
+            if (ntok == cap) {
+                int64_t ncap = cap ? 2 * cap : 64;
+                split_tok *t2 = vg__realloc(tok, (size_t)cap * sizeof *tok, (size_t)ncap * sizeof *tok);
+                if (!t2) {
+                    c = VG_OOM(st, "StringSplit");
+                    break;
+                }
+                tok = t2;
+                cap = ncap;
+            }
+            tok[ntok++] = (split_tok){r, col++, s + tstart, tlen};
+        }
+        if (col > max_cols) max_cols = col;
+    }
+    vg_tensor *oi = NULL, *ov = NULL, *os = NULL;
+    if (!c) c = vg__kctx_alloc_output(ctx, 0, VG_INT64, (int64_t[]){ntok, 2}, 2, &oi);
+    if (!c) c = vg__kctx_alloc_output(ctx, 1, VG_STRING, &ntok, 1, &ov);
+    if (!c) c = vg__kctx_alloc_output(ctx, 2, VG_INT64, (int64_t[]){2}, 1, &os);
+    if (!c) {
+        int64_t *idx = (int64_t *)vg_tensor_data(oi), *shp = (int64_t *)vg_tensor_data(os);
+        shp[0] = rows;
+        shp[1] = max_cols;
+        for (int64_t t = 0; !c && t < ntok; t++) {
+            idx[2 * t] = tok[t].row;
+            idx[2 * t + 1] = tok[t].col;
+            c = vg_tensor_set_string(ov, t, tok[t].n ? tok[t].s : "", tok[t].n, st);
+        }
+    }
+    vg__free(tok);
+    return c;
+}
+
+vg_op *vg_string_split(vg_graph *g, vg_output source, const char *delimiter, bool skip_empty,
+                       vg_sparse_output *out, const char *name) {
+    vg_tensor *d = vg_tensor_new(VG_STRING, NULL, 0, NULL);
+    if (!d) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "string_split: out of memory");
+        return NULL;
+    }
+    const char *ds = delimiter ? delimiter : " ";
+    vg_tensor_set_string(d, 0, ds, strlen(ds), NULL);
+    vg_output dc = vg_const(g, d, "Const");
+    vg_tensor_free(d);
+    vg_op_builder *b = vg_op_builder_new(g, "StringSplit", name ? name : "StringSplit");
+    vg_op_builder_add_input(b, source);
+    vg_op_builder_add_input(b, dc);
+    vg_op_builder_set_attr_bool(b, "skip_empty", skip_empty);
+    vg_op *op = vg_op_builder_finish(b);
+    if (op && out) {
+        out->indices = vg_out(op, 0);
+        out->values = vg_out(op, 1);
+        out->dense_shape = vg_out(op, 2);
+    }
+    return op;
+}
+
 const vg__op_def vg__ops_string[] = {
     {"StringJoin", 1, -1, NOGRAD, 0, shape_string_join, kernel_string_join, NULL},
     {"RegexFullMatch", 2, 2, NOGRAD, 0, shape_regex, kernel_regex, NULL},
     {"StaticRegexFullMatch", 1, 1, NOGRAD, 0, shape_regex, kernel_regex, NULL},
     {"ShardedFilename", 3, 3, NOGRAD, 0, shape_sharded, kernel_sharded, NULL},
     {"ShardedFilespec", 2, 2, NOGRAD, 0, shape_sharded, kernel_sharded, NULL},
+    {"StringSplit", 2, 2, NOGRAD, 0, shape_string_split, kernel_string_split, NULL},
     {"MergeV2Checkpoints", 2, 2, VG__OP_STATEFUL | NOGRAD, 0, shape_merge, kernel_merge, NULL},
     {0},
 };

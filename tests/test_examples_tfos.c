@@ -1,0 +1,85 @@
+/* test_examples_tfos.c - runs examples/tf1/tfos_mnist (the TensorFlowOnSpark
+ * mnist_dist.py port, issue 12) on its self-written TFRecords (2000 images in two
+ * part files, 2 epochs, 2 interleaved readers): the run must end cleanly at the end of
+ * the data, the loss must fall, and the chief must leave a checkpoint and an event
+ * file; with --steps the StopAtStepHook ends it at that global step. */
+#include "test_util.h"
+#include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#ifndef VG_BINDIR
+#define VG_BINDIR "."
+#endif
+
+static int run(const char *cmd, char *out, size_t len) {
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = 0;
+    return pclose(p);
+}
+
+static double value_after(const char *out, const char *key) {
+    const char *s = strstr(out, key);
+    return s ? atof(s + strlen(key)) : NAN;
+}
+
+static bool built(void) {
+    if (access(VG_BINDIR "/tfos_mnist", X_OK) == 0) return true;
+    fprintf(stderr, "SKIP: " VG_BINDIR "/tfos_mnist not built (configure with -DVIGIL_EXAMPLES=ON)\n");
+    return false;
+}
+
+static char out[1 << 16];
+
+static void test_examples_tfos__loss_falls_and_ends_at_data_end(void) {
+    if (!built()) return;
+    char dir[] = "/tmp/vg_tfos_test_XXXXXX", cmd[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, VG_BINDIR "/tfos_mnist --model %s 2>&1", dir);
+    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    fputs(out, stderr);
+    /* 2000 records x 2 epochs / batch 100 = 40 batches; the global_step fetched with
+     * train_op is read before its increment, so step 0 is seen twice and the accuracy
+     * run at step 0 takes two batches: 38 training steps, then OUT_OF_RANGE */
+    CHECK_EQ_INT((int)value_after(out, "\nsteps "), 38);
+    double first = value_after(out, "first loss "), last = value_after(out, "final loss ");
+    CHECK(isfinite(first) && isfinite(last));
+    CHECK(last < 0.8 * first);
+    snprintf(cmd, sizeof cmd, "ls %s | grep -q 'model.ckpt-38.index'", dir);
+    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "ls %s | grep -q 'events.out.tfevents'", dir);
+    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+static void test_examples_tfos__stop_at_step_hook(void) {
+    if (!built()) return;
+    CHECK_EQ_INT(run(VG_BINDIR "/tfos_mnist --steps 12 2>&1", out, sizeof out), 0);
+    CHECK_EQ_INT((int)value_after(out, "\nsteps "), 12);
+    CHECK_STR_CONTAINS(out, "step 11 loss"); /* the global step before the 12th increment */
+    CHECK(strstr(out, "step 12 loss") == NULL);
+}
+
+static void test_examples_tfos__bad_flags(void) {
+    if (!built()) return;
+    CHECK_EQ_INT(run(VG_BINDIR "/tfos_mnist --batch_size 0 2>&1", out, sizeof out) >> 8, 2);
+    CHECK_STR_CONTAINS(out, "must be positive");
+    /* a directory without part-* files: list_files' run-time INVALID_ARGUMENT, exit 1 */
+    char dir[] = "/tmp/vg_tfos_empty_XXXXXX", cmd[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, VG_BINDIR "/tfos_mnist --images_labels %s --model %s 2>&1", dir, dir);
+    CHECK_EQ_INT(run(cmd, out, sizeof out) >> 8, 1);
+    CHECK_STR_CONTAINS(out, "No files matched pattern");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+int main(void) {
+    RUN_TEST(test_examples_tfos__loss_falls_and_ends_at_data_end);
+    RUN_TEST(test_examples_tfos__stop_at_step_hook);
+    RUN_TEST(test_examples_tfos__bad_flags);
+    TEST_MAIN_END();
+}
