@@ -1,6 +1,6 @@
 /* test_string_ops.c - the ops of TF's sharded Saver (src/kernels/string_ops.c):
  * StringJoin, RegexFullMatch, StaticRegexFullMatch, ShardedFilename, ShardedFilespec,
- * MergeV2Checkpoints; and TF-written SavedModels whose own sharded save/restore
+ * MergeV2Checkpoints, StringSplit; and TF-written SavedModels whose own sharded save/restore
  * subgraphs now run: restore from TF's variables bundle, save again, and compare the
  * written bundle with TF's bytes. */
 #include "test_util.h"
@@ -365,10 +365,102 @@ static void test_tf_sharded_savers(void) {
     sharded_roundtrip("serving_half_plus_two_cpu_tf1.14", 1, "serve", "serving_default", "x", "y", 3.0f, 3.5f, true);
 }
 
+/* StringSplit (tf.string_split), TF 1.15's string_split_op_test.py translated: runs
+ * the op on strs with delimiter and checks the SparseTensor against the expected
+ * (row, col) pairs, values and dense shape. */
+static void check_split(const char *const *strs, int n, const char *delim, bool skip_empty, const int64_t *want_idx,
+                        const char *const *want_vals, int64_t nwant, int64_t rows, int64_t cols) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_tensor *v = vg_tensor_new(VG_STRING, (int64_t[]){n}, 1, &st);
+    for (int i = 0; i < n; i++) vg_tensor_set_string(v, i, strs[i], strlen(strs[i]), &st);
+    vg_output src = vg_const(g, v, "src");
+    vg_tensor_free(v);
+    vg_sparse_output sp;
+    vg_op *op = vg_string_split(g, src, delim, skip_empty, &sp, NULL);
+    CHECK(op != NULL);
+    CHECK(op && strcmp(vg_op_type(op), "StringSplit") == 0);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_output f[3] = {sp.indices, sp.values, sp.dense_shape};
+    vg_tensor *out[3] = {NULL, NULL, NULL};
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, out, 3, NULL, 0, NULL, &st), &st);
+    if (out[0] && out[1] && out[2]) {
+        CHECK_EQ_INT(vg_tensor_ndims(out[0]), 2);
+        CHECK_EQ_INT(vg_tensor_dim(out[0], 0), nwant);
+        CHECK_EQ_INT(vg_tensor_dim(out[0], 1), 2);
+        CHECK_EQ_INT(vg_tensor_dim(out[1], 0), nwant);
+        const int64_t *idx = vg_tensor_data(out[0]), *shp = vg_tensor_data(out[2]);
+        for (int64_t i = 0; i < 2 * nwant && vg_tensor_dim(out[0], 0) == nwant; i++) CHECK_EQ_INT(idx[i], want_idx[i]);
+        for (int64_t i = 0; i < nwant && vg_tensor_dim(out[1], 0) == nwant; i++) CHECK(str_is(out[1], i, want_vals[i]));
+        CHECK_EQ_INT(shp[0], rows);
+        CHECK_EQ_INT(shp[1], cols);
+    }
+    for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
+static void test_string_split(void) {
+    /* testStringSplit */
+    check_split((const char *[]){"pigs on the wing", "animals"}, 2, NULL, true,
+                (int64_t[]){0, 0, 0, 1, 0, 2, 0, 3, 1, 0}, (const char *[]){"pigs", "on", "the", "wing", "animals"},
+                5, 2, 4);
+    /* testStringSplitEmptyDelimiter: single bytes, also of a multi-byte character */
+    check_split((const char *[]){"hello", "hola", "\xF0\x9F\x98\x8E"}, 3, "", true,
+                (int64_t[]){0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 1, 0, 1, 1, 1, 2, 1, 3, 2, 0, 2, 1, 2, 2, 2, 3},
+                (const char *[]){"h", "e", "l", "l", "o", "h", "o", "l", "a", "\xF0", "\x9F", "\x98", "\x8E"}, 13, 3,
+                5);
+    /* testStringSplitEmptyToken */
+    const char *empt[] = {"", " a", "b ", " c", " ", " d ", "  e", "f  ", "  g  ", "  "};
+    const int64_t eidx[] = {1, 0, 2, 0, 3, 0, 5, 0, 6, 0, 7, 0, 8, 0};
+    const char *evals[] = {"a", "b", "c", "d", "e", "f", "g"};
+    check_split(empt, 10, " ", true, eidx, evals, 7, 10, 1);
+    /* testStringSplitOnSetEmptyToken: every byte of the delimiter splits */
+    check_split((const char *[]){"", " a", "b ", " c", " ", " d ", ". e", "f .", " .g. ", " ."}, 10, " .", true, eidx,
+                evals, 7, 10, 1);
+    /* testStringSplitWithDelimiter */
+    check_split((const char *[]){"hello|world", "hello world"}, 2, "|", true, (int64_t[]){0, 0, 0, 1, 1, 0},
+                (const char *[]){"hello", "world", "hello world"}, 3, 2, 2);
+    check_split((const char *[]){"hello|world", "hello world"}, 2, "| ", true, (int64_t[]){0, 0, 0, 1, 1, 0, 1, 1},
+                (const char *[]){"hello", "world", "hello", "world"}, 4, 2, 2);
+    /* skip_empty=False keeps the empty tokens */
+    check_split((const char *[]){"#a", "b#", "#c#"}, 3, "#", false, (int64_t[]){0, 0, 0, 1, 1, 0, 1, 1, 2, 0, 2, 1, 2, 2},
+                (const char *[]){"", "a", "b", "", "", "c", ""}, 7, 3, 3);
+    /* no input rows: an empty SparseTensor of shape {0, 0} */
+    check_split(NULL, 0, " ", true, NULL, NULL, 0, 0, 0);
+    /* the TFoS CSV line: label|pixels */
+    check_split((const char *[]){"7|0,0,255"}, 1, "|", true, (int64_t[]){0, 0, 0, 1}, (const char *[]){"7", "0,0,255"},
+                2, 1, 2);
+
+    /* a source that is not a vector: INVALID_ARGUMENT at build time (known rank) and at
+     * run time (placeholder of unknown shape) */
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    CHECK(vg_string_split(g, vg_const_string(g, "a b", "scalar"), " ", true, NULL, NULL) == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "input");
+    vg_graph_free(g);
+    g = vg_graph_new();
+    vg_output ph = vg_placeholder(g, VG_STRING, NULL, -1, "ph");
+    vg_sparse_output sp;
+    CHECK(vg_string_split(g, ph, " ", true, &sp, NULL) != NULL);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *feed = vg_tensor_new(VG_STRING, NULL, 0, &st);
+    vg_tensor_set_string(feed, 0, "a b", 3, &st);
+    vg_tensor *out = NULL;
+    CHECK_CODE(vg_session_run(s, NULL, &ph, &feed, 1, &sp.values, &out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "input must be a vector");
+    vg_tensor_free(out);
+    vg_tensor_free(feed);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_string_join);
     RUN_TEST(test_sharded_filename_and_regex);
     RUN_TEST(test_merge_v2_checkpoints);
+    RUN_TEST(test_string_split);
     RUN_TEST(test_tf_sharded_savers);
     TEST_MAIN_END();
 }
