@@ -2,7 +2,7 @@
  * mnist_dist.py port, issue 12) on its self-written TFRecords (2000 images in two
  * part files, 2 epochs, 2 interleaved readers): the run must end cleanly at the end of
  * the data, the loss must fall, and the chief must leave a checkpoint and an event
- * file; with --steps the StopAtStepHook ends it at that global step. */
+ * file; the same with --format csv2 (text lines parsed by StringSplit + DecodeCSV); with --steps the StopAtStepHook ends it at that global step. */
 #include "test_util.h"
 #include <stdbool.h>
 #include <stdlib.h>
@@ -55,6 +55,22 @@ static void test_examples_tfos__loss_falls_and_ends_at_data_end(void) {
     CHECK(system(cmd) == 0);
 }
 
+/* --format csv2: TextLineDataset lines "label|pixels", _parse_csv with StringSplit,
+ * a 784-column DecodeCSV, StringToNumber and one_hot */
+static void test_examples_tfos__csv2(void) {
+    if (!built()) return;
+    char dir[] = "/tmp/vg_tfos_csv_XXXXXX", cmd[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, VG_BINDIR "/tfos_mnist --format csv2 --model %s 2>&1", dir);
+    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    CHECK_EQ_INT((int)value_after(out, "\nsteps "), 38);
+    double first = value_after(out, "first loss "), last = value_after(out, "final loss ");
+    CHECK(isfinite(first) && isfinite(last));
+    CHECK(last < 0.8 * first);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 static void test_examples_tfos__stop_at_step_hook(void) {
     if (!built()) return;
     CHECK_EQ_INT(run(VG_BINDIR "/tfos_mnist --steps 12 2>&1", out, sizeof out), 0);
@@ -67,6 +83,8 @@ static void test_examples_tfos__bad_flags(void) {
     if (!built()) return;
     CHECK_EQ_INT(run(VG_BINDIR "/tfos_mnist --batch_size 0 2>&1", out, sizeof out) >> 8, 2);
     CHECK_STR_CONTAINS(out, "must be positive");
+    CHECK_EQ_INT(run(VG_BINDIR "/tfos_mnist --format csv 2>&1", out, sizeof out) >> 8, 2);
+    CHECK_STR_CONTAINS(out, "must be tfr or csv2");
     /* a directory without part-* files: list_files' run-time INVALID_ARGUMENT, exit 1 */
     char dir[] = "/tmp/vg_tfos_empty_XXXXXX", cmd[512];
     CHECK(mkdtemp(dir) != NULL);
@@ -79,6 +97,7 @@ static void test_examples_tfos__bad_flags(void) {
 
 int main(void) {
     RUN_TEST(test_examples_tfos__loss_falls_and_ends_at_data_end);
+    RUN_TEST(test_examples_tfos__csv2);
     RUN_TEST(test_examples_tfos__stop_at_step_hook);
     RUN_TEST(test_examples_tfos__bad_flags);
     TEST_MAIN_END();

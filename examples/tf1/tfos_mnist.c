@@ -35,6 +35,15 @@ typedef struct args_t {
     int64_t epochs, batch_size, steps, shuffle_size, readers, num_images;
 } args_t;
 
+/* ds.interleave(tf.data.TextLineDataset, ...): one file name -> its lines */
+static vg_code text_line_dataset(vg_graph *fg, const vg_output *a, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs;
+    (void)p;
+    outs[0] = vg_dataset_text_line(fg, a[0], "", NULL);
+    *nouts = 1;
+    return VG_OK;
+}
+
 /* ds.interleave(tf.data.TFRecordDataset, ...): one file name -> its records */
 static vg_code tfrecord_dataset(vg_graph *fg, const vg_output *a, int nargs, vg_output *outs, int *nouts, void *p) {
     (void)nargs;
@@ -66,6 +75,36 @@ static vg_code parse_tfr(vg_graph *fg, const vg_output *a, int nargs, vg_output 
     return VG_OK;
 }
 
+/* _parse_csv(ln): "label|p0,p1,...,p783" */
+static vg_code parse_csv(vg_graph *fg, const vg_output *a, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs;
+    (void)p;
+    vg_sparse_output splits; /* tf.string_split([ln], delimiter='|') */
+    if (!vg_string_split(fg, vg_pack(fg, a, 1, 0, "packed"), "|", true, &splits, NULL)) return VG_INVALID_ARGUMENT;
+    vg_output lbl = vg_gather(fg, splits.values, vg_const_i32(fg, 0, NULL), 0, NULL);
+    vg_output img = vg_gather(fg, splits.values, vg_const_i32(fg, 1, NULL), 0, NULL);
+    vg_output image_defaults[NPIX], cols[NPIX];
+    vg_tensor *zero = vg_tensor_new(VG_FLOAT, (int64_t[]){1}, 1, NULL);
+    if (!zero) return VG_RESOURCE_EXHAUSTED;
+    ((float *)vg_tensor_data(zero))[0] = 0.0f;
+    vg_output z = vg_const(fg, zero, "Const"); /* [[0.0] for col in range(784)]: one shared constant */
+    vg_tensor_free(zero);
+    for (int i = 0; i < NPIX; i++) image_defaults[i] = z;
+    if (!vg_decode_csv(fg, img, image_defaults, NPIX, ",", true, NULL, cols, NULL)) return VG_INVALID_ARGUMENT;
+    vg_output image = vg_pack(fg, cols, NPIX, 0, NULL); /* tf.stack */
+    vg_tensor *nt = vg_tensor_new(VG_FLOAT, (int64_t[]){NPIX}, 1, NULL);
+    if (!nt) return VG_RESOURCE_EXHAUSTED;
+    float *nv = (float *)vg_tensor_data(nt);
+    for (int i = 0; i < NPIX; i++) nv[i] = 255.0f;
+    vg_output norm = vg_const(fg, nt, "Const_1");
+    vg_tensor_free(nt);
+    outs[0] = vg_div(fg, image, norm, NULL);
+    vg_output label_value = vg_string_to_number(fg, lbl, VG_INT32, NULL);
+    outs[1] = vg_one_hot(fg, label_value, 10, 1.0f, 0.0f, NULL);
+    *nouts = 2;
+    return VG_OK;
+}
+
 static vg_output var(vg_graph *g, const char *name, vg_initializer init, const int64_t *dims, int ndims) {
     return vg_variable_new(g, name, vg_initializer_build(g, init, VG_FLOAT, dims, ndims), VG_VAR_TRAINABLE).read;
 }
@@ -90,9 +129,10 @@ static void build_model(vg_graph *g, vg_output x, vg_output *y, vg_output *predi
     *prediction = vg_argmax(g, *y, 1, VG_INT64, "prediction");
 }
 
-/* The data, as TFoS's mnist_data_setup.py writes it: Examples with "label" (one-hot,
- * 10 int64) and "image" (784 int64 pixels), split over nparts files part-0000k. */
-static int write_data(const args_t *a, const char *dir, int nparts) {
+/* The data, as TFoS's mnist_data_setup.py writes it, split over nparts files
+ * part-0000k: format tfr, Examples with "label" (one-hot, 10 int64) and "image" (784
+ * int64 pixels); format csv2, text lines "label|p0,p1,...,p783". */
+static int write_data(const args_t *a, const char *dir, int nparts, bool csv) {
     vg_status st;
     int64_t di[4], dl[4];
     int ni, nl;
@@ -123,8 +163,16 @@ static int write_data(const args_t *a, const char *dir, int nparts) {
     for (int p = 0; p < nparts && rc == 0; p++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/part-%05d", dir, p);
-        vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
-        if (!w) {
+        vg_tfrecord_writer *w = NULL;
+        FILE *cf = NULL;
+        if (csv) cf = fopen(path, "w");
+        else w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
+        if (csv && !cf) {
+            perror(path);
+            rc = 1;
+            break;
+        }
+        if (!csv && !w) {
             fprintf(stderr, "%s\n", st.msg);
             rc = 1;
             break;
@@ -136,6 +184,12 @@ static int write_data(const args_t *a, const char *dir, int nparts) {
             for (int k = 0; k < NPIX; k++) {
                 int r = k / 28, c = k % 28, block = (r / 7) * 4 + c / 7;
                 image[k] = pix ? pix[i * NPIX + k] : (block == l ? 160 : 0) + rand_r(&seed) % 96;
+            }
+            if (csv) {
+                fprintf(cf, "%d|", (int)l);
+                for (int k = 0; k < NPIX; k++) fprintf(cf, k ? ",%d" : "%d", (int)image[k]);
+                fputc('\n', cf);
+                continue;
             }
             vg_example *ex = vg_example_new();
             size_t len = 0;
@@ -149,7 +203,12 @@ static int write_data(const args_t *a, const char *dir, int nparts) {
             }
             vg_example_free(ex);
         }
-        if (vg_tfrecord_writer_close(w, &st) != VG_OK && rc == 0) {
+        if (csv) {
+            if (fclose(cf) != 0 && rc == 0) {
+                perror(path);
+                rc = 1;
+            }
+        } else if (vg_tfrecord_writer_close(w, &st) != VG_OK && rc == 0) {
             fprintf(stderr, "%s\n", st.msg);
             rc = 1;
         }
@@ -178,8 +237,9 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (strcmp(a.format, "tfr") != 0) {
-        fprintf(stderr, "--format %s: only tfr is ported (csv2 needs tf.string_split)\n", a.format);
+    bool csv = strcmp(a.format, "csv2") == 0;
+    if (!csv && strcmp(a.format, "tfr") != 0) {
+        fprintf(stderr, "--format %s: must be tfr or csv2\n", a.format);
         return 2;
     }
     if (a.batch_size <= 0 || a.readers <= 0 || a.shuffle_size <= 0 || a.num_images <= 0) {
@@ -189,7 +249,7 @@ int main(int argc, char **argv) {
     char tmp[64] = "";
     if (!a.images_labels) { /* self-test mode: write the records, 2 epochs, 2 readers */
         strcpy(tmp, "/tmp/vg_tfos_mnist_XXXXXX");
-        if (!mkdtemp(tmp) || write_data(&a, tmp, 2)) return 1;
+        if (!mkdtemp(tmp) || write_data(&a, tmp, 2, csv)) return 1;
         a.images_labels = tmp;
         if (!a.model) a.model = tmp;
         a.epochs = 2;
@@ -207,8 +267,13 @@ int main(int argc, char **argv) {
     ds = vg_dataset_shard(g, ds, num_workers, task_index, NULL);
     ds = vg_dataset_repeat(g, ds, a.epochs, NULL);
     ds = vg_dataset_shuffle(g, ds, a.shuffle_size, 0, true, NULL);
-    ds = vg_dataset_interleave(g, ds, tfrecord_dataset, NULL, a.readers, 1, NULL);
-    ds = vg_dataset_map(g, ds, parse_tfr, NULL, NULL);
+    if (csv) { /* args.format == 'csv2' */
+        ds = vg_dataset_interleave(g, ds, text_line_dataset, NULL, a.readers, 1, NULL);
+        ds = vg_dataset_map(g, ds, parse_csv, NULL, NULL);
+    } else { /* args.format == 'tfr' */
+        ds = vg_dataset_interleave(g, ds, tfrecord_dataset, NULL, a.readers, 1, NULL);
+        ds = vg_dataset_map(g, ds, parse_tfr, NULL, NULL);
+    }
     ds = vg_dataset_batch(g, ds, a.batch_size, false, NULL);
     vg_output iterator = vg_make_one_shot_iterator(g, ds, NULL);
     vg_op *next = vg_iterator_get_next(g, iterator, NULL);

@@ -710,8 +710,6 @@ static vg_code shape_decode_csv(vg_op *op, vg_status *st) {
     int n = vg_op_num_inputs(op) - 1;
     if (n < 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "DecodeCSV needs at least one record default");
     vg__op_set_num_outputs(op, n);
-    vg_dtype types[256];
-    if (n > 256) return vg_status_set(st, VG_INVALID_ARGUMENT, "DecodeCSV: at most 256 columns");
     for (int i = 0; i < n; i++) {
         vg_dtype dt = vg__op_input_dtype(op, 1 + i);
         if (!csv_type_ok(dt))
@@ -721,10 +719,8 @@ static vg_code shape_decode_csv(vg_op *op, vg_status *st) {
         if (s.ndims > 1 || (s.ndims == 1 && s.dims[0] > 1))
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "DecodeCSV: Shape of a default must be a length-0 or length-1 vector, or a scalar.");
-        types[i] = dt;
         vg__op_set_output(op, i, dt, vg__op_input_shape(op, 0));
     }
-    (void)types;
     vg__op_set_default_attr_string(op, "field_delim", ",");
     vg__op_set_default_attr_bool(op, "use_quote_delim", true);
     vg__op_set_default_attr_string(op, "na_value", "");
@@ -1014,9 +1010,12 @@ vg_op *vg_decode_csv(vg_graph *g, vg_output records, const vg_output *record_def
     vg_op_builder *b = vg_op_builder_new(g, "DecodeCSV", name ? name : "DecodeCSV");
     vg_op_builder_add_input(b, records);
     vg_op_builder_add_inputs(b, record_defaults, n);
-    vg_dtype types[256];
-    for (int i = 0; i < n && i < 256; i++) types[i] = record_defaults[i].op ? vg_output_dtype(record_defaults[i]) : VG_DTYPE_INVALID;
-    vg_op_builder_set_attr_type_list(b, "OUT_TYPE", types, n < 256 ? n : 256);
+    vg_dtype *types = vg__malloc((size_t)n * sizeof *types); /* TFoS's MNIST CSV has 784 columns */
+    for (int i = 0; types && i < n; i++)
+        types[i] = record_defaults[i].op ? vg_output_dtype(record_defaults[i]) : VG_DTYPE_INVALID;
+    if (types) vg_op_builder_set_attr_type_list(b, "OUT_TYPE", types, n);
+    else vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "decode_csv: out of memory");
+    vg__free(types);
     const char *fd = field_delim ? field_delim : ",", *na = na_value ? na_value : "";
     vg_op_builder_set_attr_string(b, "field_delim", fd, strlen(fd));
     vg_op_builder_set_attr_bool(b, "use_quote_delim", use_quote_delim);
