@@ -1,7 +1,7 @@
 /* test_examples_mpi.c - the distributed TF1 ports (issue 15) under `mpiexec -np 2`:
  * horovod/horovod examples/tensorflow_mnist.py (horovod_mnist: DistributedOptimizer,
  * BroadcastGlobalVariablesHook, checkpoints on rank 0 only) and tensorflow/ecosystem
- * docker/mnist.py's ps/worker form (ecosystem_mnist_dist: ClusterSpec, Server, two
+ * docker/mnist.py's ps/worker form (ecosystem_mnist: ClusterSpec, Server, two
  * worker ranks, the ps task a no-op). Skips when MPI, mpiexec or the examples are
  * missing. */
 #include "test_util.h"
@@ -44,22 +44,22 @@ static bool have(const char *name) {
 }
 
 static void test_examples_mpi__ecosystem_ps_worker(void) {
-    if (!have("ecosystem_mnist_dist")) return;
+    if (!have("ecosystem_mnist")) return;
     int n;
     double loss;
-    int rc = run("mpiexec -np 2 " VG_BINDIR "/ecosystem_mnist_dist --job_name worker --ps_hosts localhost:2222 "
+    int rc = run("mpiexec -np 2 " VG_BINDIR "/ecosystem_mnist --job_name worker --ps_hosts localhost:2222 "
                  "--worker_hosts localhost:2223,localhost:2224",
                  &n, &loss);
     CHECK_EQ_INT(rc, 0);
     CHECK_EQ_INT(n, 1); /* the chief reports */
     CHECK(loss < 0.5);
     /* the ps task: Server.join() returns at once */
-    rc = run(VG_BINDIR "/ecosystem_mnist_dist --job_name ps --task_index 0 --ps_hosts localhost:2222 "
+    rc = run(VG_BINDIR "/ecosystem_mnist --job_name ps --task_index 0 --ps_hosts localhost:2222 "
              "--worker_hosts localhost:2223",
              &n, &loss);
     CHECK_EQ_INT(rc, 0);
     /* a cluster of 3 workers on 2 ranks is refused on every rank, naming the mismatch */
-    rc = run("mpiexec -np 2 " VG_BINDIR "/ecosystem_mnist_dist --job_name worker --ps_hosts localhost:2222 "
+    rc = run("mpiexec -np 2 " VG_BINDIR "/ecosystem_mnist --job_name worker --ps_hosts localhost:2222 "
              "--worker_hosts a:1,b:1,c:1 2>&1 | grep -c 'the MPI world has 2 rank' | grep -qx 2",
              &n, &loss);
     CHECK_EQ_INT(rc, 0);

@@ -1,9 +1,20 @@
-/* ecosystem_mnist.c - port of tensorflow/ecosystem docker/mnist.py (single process):
+/* ecosystem_mnist.c - port of tensorflow/ecosystem docker/mnist.py, both of its modes:
  * string_input_producer -> TFRecordReader -> parse_single_example -> decode_raw ->
  * shuffle_batch (2 threads) -> mnist.inference/loss/training -> MonitoredTrainingSession
- * running train_op until should_stop. See examples/tf1/README.md for the mapping.
+ * running train_op until should_stop; and the distributed form (issue 15): the flags
+ * job_name, task_index, ps_hosts, worker_hosts, device_and_target() with ClusterSpec,
+ * Server (a ps task joins and returns), replica_device_setter and
+ * MonitoredTrainingSession(master=server.target, is_chief=(task_index == 0)).
+ * Each worker task is an MPI rank:
+ *   mpirun -np 2 ecosystem_mnist --job_name worker --ps_hosts h:2222 \
+ *          --worker_hosts h:2223,h:2224 [--task_index defaults to the MPI rank]
+ * Run without --job_name it is single-machine training, as the original. The ps/worker
+ * program becomes synchronous data-parallel: mnist.training's minimize averages the
+ * workers' gradients by allreduce (vg_dist_minimize) instead of each worker applying
+ * its own to ps-held variables. See examples/tf1/README.md.
  *
- * Usage: ecosystem_mnist [--data_dir D] [--train_dir T] [--num_epochs N]
+ * Usage: ecosystem_mnist [--job_name worker|ps] [--task_index I] [--ps_hosts L]
+ *                        [--worker_hosts L] [--data_dir D] [--train_dir T] [--num_epochs N]
  *                        [--batch_size 100] [--learning_rate 0.01] [--hidden1 128] [--hidden2 128]
  * Without --data_dir it writes a small synthetic train.tfrecords (the layout of TF's
  * convert_to_records.py: height, width, depth, label, image_raw) into a temporary
@@ -20,6 +31,8 @@
 #define NUM_CLASSES 10
 
 typedef struct flags {
+    const char *job_name, *ps_hosts, *worker_hosts;
+    int task_index;
     const char *data_dir, *train_dir;
     int64_t num_epochs, batch_size, hidden1, hidden2;
     double learning_rate;
@@ -119,10 +132,14 @@ static int make_data(const char *dir, int n) {
 }
 
 int main(int argc, char **argv) {
-    flags fl = {NULL, NULL, 0, 100, 128, 128, 0.01};
+    flags fl = {NULL, "", "", -1, NULL, NULL, 0, 100, 128, 128, 0.01};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
-        if (!strcmp(k, "--data_dir")) fl.data_dir = v;
+        if (!strcmp(k, "--job_name")) fl.job_name = v;
+        else if (!strcmp(k, "--task_index")) fl.task_index = atoi(v);
+        else if (!strcmp(k, "--ps_hosts")) fl.ps_hosts = v;
+        else if (!strcmp(k, "--worker_hosts")) fl.worker_hosts = v;
+        else if (!strcmp(k, "--data_dir")) fl.data_dir = v;
         else if (!strcmp(k, "--train_dir")) fl.train_dir = v;
         else if (!strcmp(k, "--num_epochs")) fl.num_epochs = atoll(v);
         else if (!strcmp(k, "--batch_size")) fl.batch_size = atoll(v);
@@ -147,6 +164,42 @@ int main(int argc, char **argv) {
         return 2;
     }
     vg_status st;
+    /* device_and_target() */
+    const char *target = "";
+    vg_cluster_spec *cluster_spec = NULL;
+    vg_server *server = NULL;
+    if (!fl.job_name) {
+        printf("Running single-machine training\n");
+    } else {
+        printf("Running distributed training\n");
+        if (vg_dist_init(&st) != VG_OK) { /* e.g. mpirun without VIGIL_MPI: names the build option */
+            fprintf(stderr, "%s\n", st.msg);
+            return 1;
+        }
+        if (fl.task_index < 0) fl.task_index = vg_dist_rank(); /* one worker task per MPI rank */
+        if (!fl.ps_hosts[0] || !fl.worker_hosts[0]) {
+            fprintf(stderr, "Must specify an explicit `ps_hosts` and `worker_hosts`\n");
+            return 2;
+        }
+        cluster_spec = vg_cluster_spec_new();
+        if (!cluster_spec || vg_cluster_spec_parse_job(cluster_spec, "ps", fl.ps_hosts, &st) != VG_OK ||
+            vg_cluster_spec_parse_job(cluster_spec, "worker", fl.worker_hosts, &st) != VG_OK ||
+            !(server = vg_server_new(cluster_spec, fl.job_name, fl.task_index, &st))) {
+            fprintf(stderr, "%s\n", cluster_spec ? st.msg : "out of memory");
+            vg_cluster_spec_free(cluster_spec);
+            return 1;
+        }
+        if (!strcmp(fl.job_name, "ps")) { /* server.join(): nothing to serve, returns at once */
+            vg_code jrc = vg_server_join(server, &st);
+            vg_server_free(server);
+            vg_cluster_spec_free(cluster_spec);
+            return jrc == VG_OK ? 0 : 1;
+        }
+        char worker_device[64];
+        snprintf(worker_device, sizeof worker_device, "/job:worker/task:%d", fl.task_index);
+        printf("device %s (variables replicated)\n", vg_replica_device_setter(cluster_spec, worker_device));
+        target = vg_server_target(server);
+    }
     vg_graph *g = vg_graph_new();
     vg_output images, labels;
     inputs(g, &fl, &images, &labels);
@@ -161,15 +214,18 @@ int main(int argc, char **argv) {
     vg_optimizer *opt = vg_optimizer_new_sgd(fl.learning_rate);
     vg_output global_step = vg_variable_new(g, "global_step", vg_const_i64(g, 0, NULL), 0).ref;
     vg_graph_add_to_collection(g, VG_GLOBAL_STEP, global_step);
-    vg_op *train_op = vg_optimizer_minimize(opt, g, loss, NULL, 0, global_step, NULL);
+    vg_op *train_op = fl.job_name ? vg_dist_minimize(opt, g, loss, NULL, 0, global_step, NULL, NULL)
+                                  : vg_optimizer_minimize(opt, g, loss, NULL, 0, global_step, NULL);
     if (vg_graph_status(g, &st) != VG_OK) {
         fprintf(stderr, "graph: %s\n", st.msg);
         return 1;
     }
     vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    o.is_chief = fl.task_index <= 0; /* is_chief=(FLAGS.task_index == 0) */
     o.checkpoint_dir = fl.train_dir;
     o.log_step_count_steps = 0;
-    vg_monitored_session *sess = vg_monitored_training_session_new(g, &o, &st);
+    vg_monitored_session *sess = fl.job_name ? vg_distributed_training_session_new(g, target, &o, &st)
+                                             : vg_monitored_training_session_new(g, &o, &st);
     if (!sess) {
         fprintf(stderr, "session: %s\n", st.msg);
         return 1;
@@ -194,7 +250,9 @@ int main(int argc, char **argv) {
     rc = vg_monitored_session_end(sess, rc, &st); /* OUT_OF_RANGE at the data's end: a clean exit */
     vg_monitored_session_free(sess);
     if (rc != VG_OK) fprintf(stderr, "training: %s: %s\n", vg_code_name(rc), st.msg);
-    printf("steps %lld\nfinal loss %.6f\n", (long long)steps, last);
+    if (!fl.job_name || fl.task_index == 0) printf("steps %lld\nfinal loss %.6f\n", (long long)steps, last);
+    vg_server_free(server);
+    vg_cluster_spec_free(cluster_spec);
     vg_optimizer_free(opt);
     vg_file_writer_cache_clear();
     vg_graph_free(g);
@@ -203,5 +261,6 @@ int main(int argc, char **argv) {
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
         if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
     }
+    vg_dist_finalize(&st);
     return rc == VG_OK ? 0 : 1;
 }
