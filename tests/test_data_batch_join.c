@@ -4,38 +4,13 @@
  * to the longest of each batch, the final smaller batch arrives before OUT_OF_RANGE,
  * and two lists feeding one queue deliver every element once. */
 #include "test_util.h"
+#include "pipeline_test_util.h"
 #include "vigil/vigil.h"
 
 static vg_code fetch(vg_session *s, const vg_output *f, vg_tensor **out, int n, vg_status *st) {
     vg_run_options ro = VG_RUN_OPTIONS_INIT;
     ro.timeout_in_ms = 20000;
     return vg_session_run(s, &ro, NULL, NULL, 0, f, out, n, NULL, 0, NULL, st);
-}
-
-typedef struct pipe {
-    vg_graph *g;
-    vg_session *s;
-    vg_coord *c;
-} pipe_t;
-
-static void pipe_start(pipe_t *p) {
-    vg_status st;
-    vg_op *init = vg_local_variables_initializer(p->g);
-    CHECK_OK(vg_graph_status(p->g, &st), &st);
-    p->s = vg_session_new(p->g, NULL, &st);
-    CHECK(p->s != NULL);
-    CHECK_OK(vg_session_run_targets(p->s, &init, 1, &st), &st);
-    p->c = vg_coord_new(NULL, 0);
-    CHECK_OK(vg_start_queue_runners(p->s, p->c, &st), &st);
-}
-
-static void pipe_stop(pipe_t *p) {
-    vg_status st;
-    vg_coord_request_stop(p->c, NULL);
-    CHECK_CODE(vg_coord_join(p->c, 5, false, &st), VG_OK);
-    vg_coord_free(p->c);
-    vg_session_free(p->s);
-    vg_graph_free(p->g);
 }
 
 /* element i of 0..3 is range(i + 1) (length i + 1) and the scalar i */

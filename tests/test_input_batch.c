@@ -1,6 +1,7 @@
 /* test_input_batch.c - tf.train.batch / shuffle_batch: graph layout, shapes, contents,
  * enqueue_many, end of input, build errors. */
 #include "test_util.h"
+#include "pipeline_test_util.h"
 #include "vigil/ops.h"
 #include "vigil/queue.h"
 #include "vigil/session.h"
@@ -16,32 +17,6 @@ static vg_code fetch(vg_session *s, const vg_output *f, vg_tensor **out, int n, 
     if (!out)
         for (int i = 0; i < n; i++) vg_tensor_free(tmp[i]);
     return rc;
-}
-
-typedef struct pipe {
-    vg_graph *g;
-    vg_session *s;
-    vg_coord *c;
-} pipe_t;
-
-static void pipe_start(pipe_t *p) {
-    vg_status st;
-    vg_op *init = vg_local_variables_initializer(p->g);
-    CHECK_OK(vg_graph_status(p->g, &st), &st);
-    p->s = vg_session_new(p->g, NULL, &st);
-    CHECK(p->s != NULL);
-    CHECK_OK(vg_session_run_targets(p->s, &init, 1, &st), &st);
-    p->c = vg_coord_new(NULL, 0);
-    CHECK_OK(vg_start_queue_runners(p->s, p->c, &st), &st);
-}
-
-static void pipe_stop(pipe_t *p) {
-    vg_status st;
-    vg_coord_request_stop(p->c, NULL);
-    CHECK_CODE(vg_coord_join(p->c, 5, false, &st), VG_OK);
-    vg_coord_free(p->c);
-    vg_session_free(p->s);
-    vg_graph_free(p->g);
 }
 
 /* batch of (x, 2x) over 0..19 in order, one epoch. */
