@@ -703,7 +703,8 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 /* Start-up clean-up after a crash (issue 9 #5), in the directory of the newest listed
  * checkpoint: removes this saver's stale temporaries ("<base>-N...tempstate<hex>",
- * "checkpoint.tempstate<hex>") and the orphaned checkpoints "<base>-M" with M below the
+ * "checkpoint.tempstate<hex>"; graph.pbtxt's are the CheckpointSaverHook's, which writes
+ * that file) and the orphaned checkpoints "<base>-M" with M below the
  * newest listed step that the list does not name, as max_to_keep would have deleted
  * them. Orphans are kept when max_to_keep is 0 (keep all) or
  * keep_checkpoint_every_n_hours is in use (they may be kept on purpose). Linear in the
@@ -728,8 +729,7 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n) {
     while ((e = readdir(d))) {
         const char *nm = e->d_name;
         bool ours = strncmp(nm, base, blen) == 0 && nm[blen] == '-';
-        if (is_temp_name(nm) && (ours || strncmp(nm, "checkpoint.tempstate", 20) == 0 ||
-                                 strncmp(nm, "graph.pbtxt.tempstate", 21) == 0)) {
+        if (is_temp_name(nm) && (ours || strncmp(nm, "checkpoint.tempstate", 20) == 0)) {
             char *p = path_join(dir, nm);
             if (p && unlink(p) == 0) ntemp++;
             vg_free(p);

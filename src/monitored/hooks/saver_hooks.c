@@ -96,11 +96,10 @@ static vg_code ck_save(ckpt_hook *h, vg_session *sess, int64_t step, bool *stop,
     return rc;
 }
 
-/* A run killed while writing graph.pbtxt leaves "graph.pbtxt.tempstate<hex>" behind.
- * The saver's start-up clean-up removes such files only once a checkpoint is listed, so
- * runs killed before their first checkpoint would pile them up; once this run's
- * graph.pbtxt is in place, any such file left in the directory is stale (only the chief
- * writes it) and is removed here. */
+/* A run killed while writing graph.pbtxt leaves "graph.pbtxt.tempstate<hex>" behind
+ * (also before its first checkpoint, when the saver has nothing to clean up after). Once
+ * this run's graph.pbtxt is in place, any such file left in the directory is stale (only
+ * the chief writes it) and is removed here. */
 static void remove_stale_graph_temps(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
