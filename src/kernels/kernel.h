@@ -15,6 +15,18 @@
 #include "core/tensor_internal.h"
 #include "graph/registry.h"
 #include "vigil/session.h"
+#include <pthread.h>
+
+/* Defines kernel NAME as NAME_unlocked(ctx) run under the pthread mutex MU: for the
+ * families whose session objects carry no lock of their own (TensorArrays, stacks)
+ * and whose ops the executor may run at once. */
+#define VG__KERNEL_UNDER_LOCK(name, mu)                                                                           \
+    static vg_code name(vg__kctx *ctx) {                                                                          \
+        pthread_mutex_lock(&(mu));                                                                                \
+        vg_code rc_ = name##_unlocked(ctx);                                                                       \
+        pthread_mutex_unlock(&(mu));                                                                              \
+        return rc_;                                                                                               \
+    }
 
 typedef struct vg__var vg__var;
 

@@ -13,7 +13,6 @@
 #include "kernels/kernel.h"
 #include "vigil/control_flow.h"
 #include "vigil/ops.h"
-#include <pthread.h>
 #include <stdio.h>
 
 typedef struct vg__stack {
@@ -147,17 +146,10 @@ static vg_code shape_close(vg_op *op, vg_status *st) {
  * each stack with a mutex, the kernels here share one lock (push and pop move a tensor
  * reference). */
 static pthread_mutex_t g_stack_mu = PTHREAD_MUTEX_INITIALIZER;
-#define STACK_LOCKED(n)                                                                                           \
-    static vg_code kernel_##n(vg__kctx *ctx) {                                                                    \
-        pthread_mutex_lock(&g_stack_mu);                                                                          \
-        vg_code rc = kernel_##n##_unlocked(ctx);                                                                  \
-        pthread_mutex_unlock(&g_stack_mu);                                                                        \
-        return rc;                                                                                                \
-    }
-STACK_LOCKED(stack)
-STACK_LOCKED(push)
-STACK_LOCKED(pop)
-STACK_LOCKED(close)
+VG__KERNEL_UNDER_LOCK(kernel_stack, g_stack_mu)
+VG__KERNEL_UNDER_LOCK(kernel_push, g_stack_mu)
+VG__KERNEL_UNDER_LOCK(kernel_pop, g_stack_mu)
+VG__KERNEL_UNDER_LOCK(kernel_close, g_stack_mu)
 
 const vg__op_def vg__ops_stack[] = {
     {"StackV2", 1, 1, VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE, 0, shape_stack, kernel_stack, NULL},

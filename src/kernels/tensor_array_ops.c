@@ -18,7 +18,6 @@
 #include "kernels/kernel.h"
 #include "vigil/control_flow.h"
 #include "vigil/ops.h"
-#include <pthread.h>
 #include <stdio.h>
 
 typedef struct ta_grad {
@@ -669,23 +668,16 @@ static vg_code grad_split(vg_graph *g, vg_op *op, const vg_output *dy, vg_output
  * gradient array). TF guards each array with a mutex; the kernels here take one lock
  * for all arrays: they only move tensor references and copy small slices. */
 static pthread_mutex_t g_ta_mu = PTHREAD_MUTEX_INITIALIZER;
-#define TA_LOCKED(n)                                                                                              \
-    static vg_code kernel_##n(vg__kctx *ctx) {                                                                    \
-        pthread_mutex_lock(&g_ta_mu);                                                                             \
-        vg_code rc = kernel_##n##_unlocked(ctx);                                                                  \
-        pthread_mutex_unlock(&g_ta_mu);                                                                           \
-        return rc;                                                                                                \
-    }
-TA_LOCKED(ta)
-TA_LOCKED(ta_grad)
-TA_LOCKED(write)
-TA_LOCKED(read)
-TA_LOCKED(gather)
-TA_LOCKED(scatter)
-TA_LOCKED(concat)
-TA_LOCKED(split)
-TA_LOCKED(size)
-TA_LOCKED(close)
+VG__KERNEL_UNDER_LOCK(kernel_ta, g_ta_mu)
+VG__KERNEL_UNDER_LOCK(kernel_ta_grad, g_ta_mu)
+VG__KERNEL_UNDER_LOCK(kernel_write, g_ta_mu)
+VG__KERNEL_UNDER_LOCK(kernel_read, g_ta_mu)
+VG__KERNEL_UNDER_LOCK(kernel_gather, g_ta_mu)
+VG__KERNEL_UNDER_LOCK(kernel_scatter, g_ta_mu)
+VG__KERNEL_UNDER_LOCK(kernel_concat, g_ta_mu)
+VG__KERNEL_UNDER_LOCK(kernel_split, g_ta_mu)
+VG__KERNEL_UNDER_LOCK(kernel_size, g_ta_mu)
+VG__KERNEL_UNDER_LOCK(kernel_close, g_ta_mu)
 
 const vg__op_def vg__ops_tensor_array[] = {
     {"TensorArrayV3", 1, 1, VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE, 0, shape_ta, kernel_ta, NULL},
