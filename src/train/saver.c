@@ -67,6 +67,7 @@ struct vg_saver {
     double next_keep_time;      /* keep_checkpoint_every_n_hours deadline */
     bool write_meta, sharded;
     ckpt_list last;             /* managed checkpoints, oldest first */
+    bool cleaned;               /* the start-up clean-up has run (clean_stale_files) */
     ckpt_list to_delete;
     void *meta;                 /* cached .meta bytes (finalized graph) */
     size_t meta_len;
@@ -641,6 +642,22 @@ static vg_code check_parent_dir(const char *dir, const char *prefix, vg_status *
     return vg_status_set(st, VG_NOT_FOUND, "Parent directory of %s doesn't exist, can't save.", prefix);
 }
 
+static void clean_stale_files(vg_saver *s, const char *const *paths, int n, bool orphans);
+
+/* Removes stale temporaries once, after this saver's first save, when no listed
+ * checkpoint let the start-up clean-up run: runs killed before their first checkpoint
+ * leave temporaries that nothing else removes. Unlisted older checkpoints are left
+ * alone here (a saver that recovered no list does not own them, as in TF). */
+static void clean_after_first_save(vg_saver *s, const char *model) {
+    int n = s->last.n ? s->last.n : 1;
+    const char **paths = vg_calloc((size_t)n, sizeof *paths);
+    if (!paths) return; /* clean-up is best effort; the next start tries again */
+    for (int i = 0; i < s->last.n; i++) paths[i] = s->last.v[i].path;
+    if (!s->last.n) paths[0] = model;
+    clean_stale_files(s, paths, n, false);
+    vg_free(paths);
+}
+
 vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t global_step, char *path_out,
                       size_t path_len, vg_status *st) {
     vg_status local;
@@ -667,6 +684,7 @@ vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t
     if (!c) c = record_last(s, model, st);
     if (!c) c = update_state(s, dir, model, st);
     if (!c) maybe_delete_old(s);
+    if (!c && !s->cleaned) clean_after_first_save(s, model);
     if (!c && path_out && path_len) {
         if (strlen(model) >= path_len) c = vg_status_set(st, VG_INVALID_ARGUMENT, "path_out too small for %s", model);
         else strcpy(path_out, model);
@@ -705,12 +723,13 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
  * checkpoint: removes this saver's stale temporaries ("<base>-N...tempstate<hex>",
  * "checkpoint.tempstate<hex>"; graph.pbtxt's are the CheckpointSaverHook's, which writes
  * that file) and the orphaned checkpoints "<base>-M" with M below the
- * newest listed step that the list does not name, as max_to_keep would have deleted
- * them. Orphans are kept when max_to_keep is 0 (keep all) or
+ * newest listed step that the list does not name (when `orphans`), as max_to_keep would
+ * have deleted them. Orphans are kept when max_to_keep is 0 (keep all) or
  * keep_checkpoint_every_n_hours is in use (they may be kept on purpose). Linear in the
  * directory size (the listed names are sorted once). */
-static void clean_stale_files(vg_saver *s, const char *const *paths, int n) {
+static void clean_stale_files(vg_saver *s, const char *const *paths, int n, bool orphans) {
     if (n <= 0 || !paths[n - 1]) return;
+    s->cleaned = true;
     const char *newest = paths[n - 1];
     size_t base_len = 0;
     long long newest_step = step_suffix(newest, &base_len);
@@ -723,7 +742,7 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n) {
     if (!dir || !names || !d) goto done;
     for (int i = 0; i < n; i++) names[i] = (char *)path_basename(paths[i] ? paths[i] : "");
     qsort(names, (size_t)n, sizeof *names, cmp_str);
-    bool prune = s->max_to_keep > 0 && !(s->keep_hours > 0 && s->keep_hours < 10000.0);
+    bool prune = orphans && s->max_to_keep > 0 && !(s->keep_hours > 0 && s->keep_hours < 10000.0);
     struct dirent *e;
     int ntemp = 0, norphan = 0;
     while ((e = readdir(d))) {
@@ -765,7 +784,7 @@ done:
 void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n) {
     if (!s) return;
     if (!paths) n = 0; /* a NULL list is an empty one */
-    clean_stale_files(s, paths, n);
+    clean_stale_files(s, paths, n, true);
     list_clear(&s->last);
     for (int i = 0; i < n; i++) {
         struct stat sb;
