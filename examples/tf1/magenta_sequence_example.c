@@ -1,7 +1,8 @@
 /* magenta_sequence_example.c - port of magenta/common/sequence_example_lib.py (the
  * input side: make_sequence_example, get_padded_batch with its optional shuffle
  * queue, count_records, flatten_maybe_padded_sequences) feeding a simple per-step
- * softmax classifier under MonitoredTrainingSession until the RNN issue lands. See
+ * softmax classifier under MonitoredTrainingSession (the library itself is in
+ * magenta_sequence_example_lib.h, shared with magenta_events_rnn.c). See
  * examples/tf1/README.md for the mapping.
  *
  * Usage: magenta_sequence_example [--train_dir T] [--num_epochs 8] [--batch_size 16]
@@ -9,6 +10,7 @@
  * It writes 240 SequenceExamples of 3..12 steps (inputs: 8 floats per step, labels: the
  * index of the step's largest input) into a temporary TFRecord file, batches them with
  * dynamic padding and trains until the input ends. Prints "final loss <x>". */
+#include "magenta_sequence_example_lib.h"
 #include "vigil/vigil.h"
 #include <math.h>
 #include <stdio.h>
@@ -17,106 +19,6 @@
 #include <unistd.h>
 
 #define INPUT_SIZE 8
-#define QUEUE_CAPACITY 500
-#define SHUFFLE_MIN_AFTER_DEQUEUE (QUEUE_CAPACITY / 5)
-
-/* make_sequence_example(inputs, labels): feature lists 'inputs' (FloatList per step)
- * and 'labels' (Int64List per step). */
-static const void *make_sequence_example(vg_sequence_example *se, const float *inputs, const int64_t *labels, int steps,
-                                         size_t *len, vg_status *st) {
-    for (int t = 0; t < steps; t++) {
-        if (vg_sequence_example_append_float(se, "inputs", inputs + t * INPUT_SIZE, INPUT_SIZE, st) != VG_OK) return NULL;
-        if (vg_sequence_example_append_int64(se, "labels", labels + t, 1, st) != VG_OK) return NULL;
-    }
-    return vg_sequence_example_serialize(se, len, st);
-}
-
-/* count_records(file_list, stop_at): records of the files, up to stop_at (0 = all). */
-static int64_t count_records(const char *const *files, int nfiles, int64_t stop_at) {
-    vg_graph *g = vg_graph_new();
-    vg_status st;
-    vg_output names = vg_const_array(g, VG_STRING, (const int64_t[]){nfiles}, 1, files, "file_list");
-    vg_output ds = vg_dataset_tfrecord(g, names, "", NULL);
-    if (stop_at > 0) ds = vg_dataset_take(g, ds, stop_at, NULL);
-    vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
-    vg_session *s = vg_graph_status(g, &st) == VG_OK ? vg_session_new(g, NULL, &st) : NULL;
-    int64_t n = 0;
-    for (vg_tensor *t = NULL; s && vg_session_run1(s, vg_out(next, 0), &t, &st) == VG_OK; t = NULL) {
-        vg_tensor_free(t);
-        n++;
-    }
-    vg_session_free(s);
-    vg_graph_free(g);
-    return n;
-}
-
-/* _shuffle_inputs: a RandomShuffleQueue of the tensors' dtypes (no shapes), one enqueue
- * op run by num_threads threads; the dequeued tensors get the inputs' shapes back
- * (set_shape: a Reshape to the known rank here). */
-static void shuffle_inputs(vg_graph *g, vg_output *t, int n, int capacity, int min_after_dequeue, int num_threads) {
-    vg_dtype types[3];
-    for (int i = 0; i < n; i++) types[i] = vg_output_dtype(t[i]);
-    vg_output q = vg_random_shuffle_queue(g, types, NULL, n, capacity, min_after_dequeue, 0, 0, NULL);
-    vg_op *enq = vg_queue_enqueue(g, q, t, n, NULL);
-    vg_op *ops[8];
-    for (int i = 0; i < num_threads && i < 8; i++) ops[i] = enq;
-    vg_add_queue_runner(g, q, ops, num_threads < 8 ? num_threads : 8);
-    vg_op *deq = vg_queue_dequeue(g, q, NULL);
-    t[0] = vg_reshape_c(g, vg_out(deq, 0), (const int64_t[]){-1, INPUT_SIZE}, 2, NULL);
-    t[1] = vg_reshape_c(g, vg_out(deq, 1), (const int64_t[]){-1}, 1, NULL);
-    t[2] = vg_reshape_c(g, vg_out(deq, 2), NULL, 0, NULL);
-}
-
-/* get_padded_batch(file_list, batch_size, input_size, num_enqueuing_threads, shuffle)
- * -> inputs [batch, num_steps, input_size] float, labels [batch, num_steps] int64,
- * lengths [batch] int32. */
-static int get_padded_batch(vg_graph *g, const char *const *files, int nfiles, int batch_size, int64_t num_epochs,
-                            int num_enqueuing_threads, bool shuffle, vg_output out[3]) {
-    vg_output names = vg_const_array(g, VG_STRING, (const int64_t[]){nfiles}, 1, files, "file_list");
-    vg_output file_queue = vg_string_input_producer(g, names, num_epochs, true, 0, 32, NULL);
-    vg_output reader = vg_tfrecord_reader(g, NULL, NULL);
-    vg_op *read = vg_reader_read(g, reader, file_queue, NULL);
-    vg_sequence_feature_spec sequence_features[2] = {
-        {"inputs", VG_FLOAT, false, vg_shape_make((const int64_t[]){INPUT_SIZE}, 1), false},
-        {"labels", VG_INT64, false, vg_shape_make(NULL, 0), false},
-    };
-    vg_output sequence[2];
-    vg_parse_single_sequence_example(g, vg_out(read, 1), NULL, 0, sequence_features, 2, NULL, NULL, sequence, NULL, NULL);
-    /* length = tf.shape(sequence['inputs'])[0] */
-    vg_strided_slice_masks m = {0, 0, 0, 0, 1};
-    vg_output length = vg_strided_slice_c(g, vg_shape_op(g, sequence[0], VG_INT32, NULL), (const int32_t[]){0},
-                                          (const int32_t[]){1}, NULL, 1, &m, NULL);
-    vg_output input_tensors[3] = {sequence[0], sequence[1], length};
-    if (shuffle) {
-        if (num_enqueuing_threads < 2) {
-            fprintf(stderr, "`num_enqueuing_threads` must be at least 2 when shuffling.\n");
-            return 2;
-        }
-        int shuffle_threads = (int)(ceil((double)num_enqueuing_threads) / 2.0);
-        /* Since there may be fewer records than SHUFFLE_MIN_AFTER_DEQUEUE, take the
-         * minimum of that number and the number of records. */
-        int64_t min_after_dequeue = count_records(files, nfiles, SHUFFLE_MIN_AFTER_DEQUEUE);
-        shuffle_inputs(g, input_tensors, 3, QUEUE_CAPACITY, (int)min_after_dequeue, shuffle_threads);
-        num_enqueuing_threads -= shuffle_threads;
-    }
-    vg_batch_ex(g, input_tensors, 3, batch_size, num_enqueuing_threads, QUEUE_CAPACITY, false, true /* dynamic_pad */,
-                false /* allow_smaller_final_batch */, NULL, out);
-    return 0;
-}
-
-/* flatten_maybe_padded_sequences(maybe_padded_sequences, lengths): the steps within
- * each sequence's length, [sum(lengths), ...] (where(sequence_mask(lengths)) ->
- * gather_nd). */
-static vg_output flatten_maybe_padded_sequences(vg_graph *g, vg_output x, vg_output lengths) {
-    vg_graph_push_scope(g, "SequenceMask");
-    vg_output maxlen = vg_reduce_max(g, lengths, NULL, -1, false, "Max");
-    vg_output r = vg_range(g, vg_const_i32(g, 0, "Const"), maxlen, vg_const_i32(g, 1, "Const_1"), "Range");
-    vg_output mask = vg_less(g, vg_expand_dims(g, r, 0, "ExpandDims"), vg_expand_dims(g, lengths, 1, "ExpandDims_1"),
-                             "Less");
-    vg_graph_pop_scope(g);
-    vg_output indices = vg_where(g, mask, "Where");
-    return vg_gather_nd(g, x, indices, "GatherNd");
-}
 
 static int make_data(const char *path, int n) {
     vg_status st;
@@ -135,7 +37,7 @@ static int make_data(const char *path, int n) {
         }
         vg_sequence_example *se = vg_sequence_example_new();
         size_t len;
-        const void *b = make_sequence_example(se, inputs, labels, steps, &len, &st);
+        const void *b = make_sequence_example(se, inputs, INPUT_SIZE, labels, steps, &len, &st);
         if (!b || vg_tfrecord_writer_write(w, b, len, &st) != VG_OK) rc = 1;
         vg_sequence_example_free(se);
     }
@@ -167,7 +69,7 @@ int main(int argc, char **argv) {
     vg_graph *g = vg_graph_new();
     const char *files[1] = {path};
     vg_output batch[3];
-    int prc = get_padded_batch(g, files, 1, batch_size, num_epochs, threads, shuffle, batch);
+    int prc = get_padded_batch(g, files, 1, batch_size, INPUT_SIZE, num_epochs, threads, shuffle, batch);
     if (prc) return prc;
     vg_output lengths = batch[2];
     /* a simple model over the real (unpadded) steps: softmax regression per step */

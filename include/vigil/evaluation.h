@@ -3,7 +3,8 @@
  * python/training/evaluation.py): the local "eval_step" counter, _StopAfterNEvalsHook,
  * contrib's SummaryAtEndHook and _evaluate_once, which restores a checkpoint through a ChiefSessionCreator, runs
  * the eval ops (typically metric update ops) until a hook asks to stop, and returns the
- * final ops' values (typically the metric values) from a FinalOpsHook.
+ * final ops' values (typically the metric values) from a FinalOpsHook; contrib's
+ * evaluate_repeatedly and train (vg_training_train, src/monitored/training.c).
  *
  *     vg_metric acc = vg_metrics_accuracy(g, y, vg_argmax(g, x, 1, VG_INT64, NULL), NULL);
  *     vg_hook stop;
@@ -89,6 +90,39 @@ VG_API vg_evaluate_options vg_evaluate_options_default(void);
  * failure. */
 VG_API vg_code vg_evaluate_once(vg_graph *g, const vg_evaluate_options *o, vg_tensor **final_values,
                                 vg_status *st);
+
+/* tf.contrib.training.evaluate_repeatedly(checkpoint_dir, scaffold, eval_ops,
+ * feed_dict, final_ops, final_ops_feed_dict, eval_interval_secs, hooks, config,
+ * max_number_of_evaluations, timeout): the eval-step ops are built once, then for each
+ * new checkpoint of checkpoint_dir (checkpoints_iterator: polls every second for a
+ * checkpoint other than the last one evaluated, gives up after timeout seconds (< 0:
+ * waits for ever), and starts the next evaluation no sooner than eval_interval_secs
+ * after the start of the previous one) one evaluation as vg_evaluate_once (o's
+ * checkpoint_path is ignored), with the same hooks each time (begin() runs again per
+ * session, as TF reuses the hook objects). Stops after max_number_of_evaluations (<= 0:
+ * no limit, TF's None) or at the timeout, which is not an error. final_values gets the
+ * final ops' values of the last evaluation (NULL where none ran), *num_evaluations
+ * (may be NULL) the count. Hooks are owned by the call (also on failure). Fails with
+ * INVALID_ARGUMENT (as vg_evaluate_once, checkpoint_dir NULL) and with an evaluation's
+ * error, which ends the loop (final_values are then left NULL). */
+VG_API vg_code vg_evaluate_repeatedly(vg_graph *g, const char *checkpoint_dir, const vg_evaluate_options *o,
+                                      double eval_interval_secs, int64_t max_number_of_evaluations, double timeout,
+                                      vg_tensor **final_values, int64_t *num_evaluations, vg_status *st);
+
+/* tf.contrib.training.train(train_op, logdir, master, is_chief, scaffold, hooks,
+ * chief_only_hooks, save_checkpoint_secs, save_summaries_steps, config, max_wait_secs):
+ * a MonitoredTrainingSession with o's options (o->checkpoint_dir is logdir; o NULL:
+ * MonitoredTrainingSession's defaults, which are train()'s: checkpoints every 600 s,
+ * summaries every 100 steps) running train_op (e.g. vg_create_train_op's tensor) until
+ * should_stop, then the `with` exit (an OUT_OF_RANGE input ends it cleanly). *loss (may
+ * be NULL) gets train_op's last value as a double (NaN when no step ran or train_op is
+ * not a numeric scalar), TF's return value. The hooks in o are owned by the call.
+ * Fails with INVALID_ARGUMENT (g NULL, train_op missing; as TF, "logdir cannot be None
+ * when save_summaries_steps is not None" / "... save_checkpoint_secs ..." for a chief
+ * without checkpoint_dir whose frequencies are not 0), the session's and the runs'
+ * errors. */
+VG_API vg_code vg_training_train(vg_graph *g, vg_output train_op, const vg_mts_options *o, double *loss,
+                                 vg_status *st);
 
 #ifdef __cplusplus
 }

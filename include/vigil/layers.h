@@ -34,6 +34,15 @@ typedef enum vg_activation {
 
 /* tf.layers.dense(x, units, activation, name): x is [batch, in] with `in` known. */
 VG_API vg_output vg_layers_dense(vg_graph *g, vg_output x, int64_t units, vg_activation act, const char *name);
+/* tf.contrib.layers.fully_connected(inputs, num_outputs, activation_fn, scope) with the
+ * default initializers (tf.contrib.layers.linear is act VG_ACT_NONE): variables
+ * "<scope>/weights" [in, num_outputs] (glorot_uniform) and "<scope>/biases" (zeros),
+ * also in the "model_variables" collection, under the variable scope scope (NULL:
+ * "fully_connected", made unique); ops "<scope>/MatMul", "<scope>/BiasAdd" (inputs of
+ * rank > 2 are reshaped to [-1, in] and back). Returns {NULL, 0} with the graph's error
+ * INVALID_ARGUMENT for inputs of rank < 2 or of unknown depth, num_outputs <= 0. */
+VG_API vg_output vg_fully_connected(vg_graph *g, vg_output x, int64_t num_outputs, vg_activation act,
+                                    const char *scope);
 /* tf.layers.conv2d(x, filters, kernel_size, strides, padding, activation): NHWC. */
 VG_API vg_output vg_layers_conv2d(vg_graph *g, vg_output x, int64_t filters, int kh, int kw, int stride,
                                   const char *padding, vg_activation act, const char *name);

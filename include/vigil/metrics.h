@@ -178,6 +178,12 @@ VG_API vg_metric vg_metrics_precision_at_k(vg_graph *g, vg_output labels, vg_out
 VG_API vg_metric vg_metrics_precision_at_top_k(vg_graph *g, vg_output labels, vg_output predictions_idx, int k,
                                                int class_id, const vg_metric_opts *opts);
 
+/* tf.contrib.metrics.aggregate_metric_map({name: (value, update_op)}): the map split
+ * into its values and its update ops, in the same order: values[i] = metrics[i].value,
+ * updates[i] = metrics[i].update (tf.contrib.metrics.aggregate_metrics is the same on
+ * a list). Returns INVALID_ARGUMENT when an array is NULL with n > 0, or n < 0. */
+VG_API vg_code vg_aggregate_metric_map(const vg_metric *metrics, int n, vg_output *values, vg_output *updates);
+
 #ifdef __cplusplus
 }
 #endif

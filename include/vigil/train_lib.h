@@ -19,6 +19,7 @@
 
 #include "graph.h"
 #include "ops_ext.h"
+#include "optimizer.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -81,6 +82,33 @@ VG_API vg_output vg_global_norm(vg_graph *g, const vg_output *t, int n, const ch
  * Entries with op == NULL stay {NULL}. Returns VG_OK or the graph's error. */
 VG_API vg_code vg_clip_by_global_norm(vg_graph *g, const vg_output *t, int n, vg_output clip_norm, vg_output use_norm,
                                       vg_output *out, vg_output *norm_out, const char *name);
+
+/* ---- tf.contrib.training.create_train_op (src/train/train_op.c) ----------- */
+/* Options of vg_create_train_op; VG_CREATE_TRAIN_OP_OPTS_INIT (or NULL) gives TF's
+ * defaults. */
+typedef struct vg_create_train_op_opts {
+    vg_output global_step;               /* {NULL, 0}: get_or_create_global_step() */
+    const vg_output *variables_to_train; /* NULL: tf.trainable_variables() */
+    int nvars;
+    double clip_gradient_norm;           /* > 0: slim's clip_gradient_norms, each gradient
+                                            clip_by_norm'ed under "clip_grads"; 0: none */
+    bool no_check_numerics;              /* false: CheckNumerics "LossTensor is inf or nan" */
+} vg_create_train_op_opts;
+#define VG_CREATE_TRAIN_OP_OPTS_INIT {{NULL, 0}, NULL, 0, 0.0, false}
+VG_API vg_create_train_op_opts vg_create_train_op_opts_default(void);
+
+/* tf.contrib.training.create_train_op(total_loss, optimizer, global_step, update_ops
+ * = UPDATE_OPS collection, variables_to_train, transform_grads_fn, check_numerics) as
+ * tf.contrib.slim.learning.create_train_op(..., clip_gradient_norm) calls it: the
+ * update ops run first (NoOp "update_barrier"), compute_gradients, optional clipping,
+ * apply_gradients(global_step) (which increments it), then under "train_op" the loss
+ * through CheckNumerics and an Identity "control_dependency" that runs after the
+ * updates. Returns that tensor (running it trains one step and yields the loss), also
+ * added to the "train_op" collection; {NULL, 0} on failure with the graph's error:
+ * INVALID_ARGUMENT (total_loss or opt missing, clip_gradient_norm < 0, no variables to
+ * train), compute_gradients' and apply_gradients' errors. opt stays the caller's. */
+VG_API vg_output vg_create_train_op(vg_graph *g, vg_output total_loss, vg_optimizer *opt,
+                                    const vg_create_train_op_opts *o);
 
 /* ---- Python-level constructors (src/train/tensor_lib.c) -------------------- */
 /* tf.random_uniform(shape, minval, maxval, dtype, seed): float/double, or int32/int64

@@ -2,10 +2,12 @@
  * evaluation.c - TF 1.15's python/training/evaluation.py on the public API:
  * _get_or_create_eval_step, _StopAfterNEvalsHook and _evaluate_once (a MonitoredSession
  * with a ChiefSessionCreator restoring one checkpoint, the eval ops run until a hook
- * stops it, a FinalOpsHook for the results).
+ * stops it, a FinalOpsHook for the results) and contrib's evaluate_repeatedly (the same
+ * over checkpoints_iterator's new checkpoints).
  */
 #include "vigil/evaluation.h"
 #include "vigil/hooks.h"
+#include "vigil/saver.h"
 #include "vigil/summary.h"
 #include "vigil/variables.h"
 #include <math.h>
@@ -198,44 +200,31 @@ static void log_time(const char *what) {
     vg_logf(VG_LOG_INFO, "%s evaluation at %s", what, buf);
 }
 
-vg_code vg_evaluate_once(vg_graph *g, const vg_evaluate_options *o, vg_tensor **final_values, vg_status *st) {
-    if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "evaluate_once: options are NULL");
-    const vg_hook *user_hooks = o->nhooks > 0 ? o->hooks : NULL;
-    int nuser = user_hooks ? o->nhooks : 0;
-    const char *bad = NULL;
-    if (!g) bad = "g is NULL";
-    else if (!o->checkpoint_path) bad = "checkpoint_path is NULL";
-    else if (o->nhooks > 0 && !o->hooks) bad = "hooks is NULL with nhooks > 0";
-    else if (o->neval_ops < 0 || (o->neval_ops > 0 && !o->eval_ops)) bad = "eval_ops is NULL with neval_ops > 0";
-    else if (o->nfeeds < 0 || (o->nfeeds > 0 && (!o->feeds || !o->feed_values))) bad = "feeds or feed_values is NULL";
-    else if (o->nfinal_ops < 0 || (o->nfinal_ops > 0 && (!o->final_ops || !final_values)))
-        bad = "final_ops or final_values is NULL with nfinal_ops > 0";
-    else if (o->nfinal_feeds < 0 || (o->nfinal_feeds > 0 && (!o->final_feeds || !o->final_feed_values)))
-        bad = "final_feeds or final_feed_values is NULL";
-    if (bad) {
-        free_hooks(user_hooks, nuser);
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "evaluate_once: %s", bad);
-    }
-    for (int i = 0; i < o->nfinal_ops; i++) final_values[i] = NULL;
+/* The checks shared by evaluate_once and evaluate_repeatedly; NULL when o is fine. */
+static const char *bad_options(vg_graph *g, const vg_evaluate_options *o, vg_tensor **final_values, bool need_path) {
+    if (!g) return "g is NULL";
+    if (need_path && !o->checkpoint_path) return "checkpoint_path is NULL";
+    if (o->nhooks > 0 && !o->hooks) return "hooks is NULL with nhooks > 0";
+    if (o->neval_ops < 0 || (o->neval_ops > 0 && !o->eval_ops)) return "eval_ops is NULL with neval_ops > 0";
+    if (o->nfeeds < 0 || (o->nfeeds > 0 && (!o->feeds || !o->feed_values))) return "feeds or feed_values is NULL";
+    if (o->nfinal_ops < 0 || (o->nfinal_ops > 0 && (!o->final_ops || !final_values)))
+        return "final_ops or final_values is NULL with nfinal_ops > 0";
+    if (o->nfinal_feeds < 0 || (o->nfinal_feeds > 0 && (!o->final_feeds || !o->final_feed_values)))
+        return "final_feeds or final_feed_values is NULL";
+    return NULL;
+}
 
-    vg_code rc = VG_OK;
+/* eval_ops + [update_eval_step] (the AssignAdd of "eval_step"), handing the
+ * _StopAfterNEvalsHook hooks the counter read after the eval ops. *targets is
+ * allocated (NULL without eval ops). */
+static vg_code prepare_eval(vg_graph *g, const vg_evaluate_options *o, const vg_hook *hooks, int nhooks,
+                            vg_op ***targets_out, int *ntargets_out, vg_status *st) {
     vg_op **targets = NULL;
-    vg_hook *hooks = vg_calloc((size_t)nuser + 1, sizeof(vg_hook));
-    if (!hooks) {
-        free_hooks(user_hooks, nuser);
-        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in evaluate_once");
-    }
-    if (nuser) memcpy(hooks, user_hooks, sizeof(vg_hook) * (size_t)nuser);
-    int nhooks = nuser;
-
-    vg_output eval_step = vg_get_or_create_eval_step(g);
     int ntargets = 0;
+    vg_output eval_step = vg_get_or_create_eval_step(g);
     if (eval_step.op && o->neval_ops > 0) {
         targets = vg_calloc((size_t)o->neval_ops + 1, sizeof(vg_op *));
-        if (!targets) {
-            rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in evaluate_once");
-            goto fail_hooks;
-        }
+        if (!targets) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in evaluation");
         for (int i = 0; i < o->neval_ops; i++) targets[ntargets++] = o->eval_ops[i];
         /* update_eval_step = state_ops.assign_add(eval_step, 1, use_locking=True) */
         vg_op_builder *b = vg_op_builder_new(g, "AssignAdd", "AssignAdd");
@@ -255,19 +244,41 @@ vg_code vg_evaluate_once(vg_graph *g, const vg_evaluate_options *o, vg_tensor **
             if (hooks[i].before_run == se_before && hooks[i].payload)
                 ((stop_evals *)hooks[i].payload)->evals_completed = value;
     }
+    *targets_out = targets;
+    *ntargets_out = ntargets;
     if (vg_graph_status(g, st) != VG_OK) {
-        rc = st ? st->code : vg_graph_status(g, NULL);
-        goto fail_hooks;
+        vg_free(targets);
+        *targets_out = NULL;
+        return st ? st->code : vg_graph_status(g, NULL);
     }
-    log_time("Starting");
+    return VG_OK;
+}
 
+/* One evaluation of checkpoint_path: a MonitoredSession (ChiefSessionCreator) with the
+ * user's hooks, borrowed (the monitored session gets copies without destroy, so that
+ * evaluate_repeatedly can hand them to the next session as TF hands the same hook
+ * objects), and a FinalOpsHook of its own; the eval ops until should_stop. */
+static vg_code run_eval(vg_graph *g, const vg_evaluate_options *o, const char *checkpoint_path, const vg_hook *user,
+                        int nuser, vg_op **targets, int ntargets, vg_tensor **final_values, vg_status *st) {
+    for (int i = 0; i < o->nfinal_ops; i++) final_values[i] = NULL;
+    vg_hook *hooks = vg_calloc((size_t)nuser + 1, sizeof(vg_hook));
+    if (!hooks) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in evaluation");
+    for (int i = 0; i < nuser; i++) {
+        hooks[i] = user[i];
+        hooks[i].destroy = NULL; /* borrowed */
+    }
+    int nhooks = nuser;
+    log_time("Starting");
     vg_session_creator_options co = vg_session_creator_options_default();
     co.scaffold = o->scaffold;
     co.config = o->config;
-    co.checkpoint_filename_with_path = o->checkpoint_path;
+    co.checkpoint_filename_with_path = checkpoint_path;
     vg_monitored_options mo = vg_monitored_options_default();
-    rc = vg_chief_session_creator(g, &co, &mo.creator, st);
-    if (rc != VG_OK) goto fail_hooks;
+    vg_code rc = vg_chief_session_creator(g, &co, &mo.creator, st);
+    if (rc != VG_OK) {
+        vg_free(hooks);
+        return rc;
+    }
     vg_final_ops_options fo = vg_final_ops_options_default();
     fo.final_ops = o->final_ops;
     fo.nfinal_ops = o->nfinal_ops;
@@ -277,18 +288,15 @@ vg_code vg_evaluate_once(vg_graph *g, const vg_evaluate_options *o, vg_tensor **
     rc = vg_final_ops_hook(&fo, &hooks[nhooks], st);
     if (rc != VG_OK) {
         if (mo.creator.destroy) mo.creator.destroy(mo.creator.payload);
-        goto fail_hooks;
+        vg_free(hooks);
+        return rc;
     }
     vg_hook final_hook = hooks[nhooks++];
     mo.hooks = hooks;
     mo.nhooks = nhooks;
-    vg_monitored_session *ms = vg_monitored_session_new(g, &mo, st); /* owns the hooks now */
+    vg_monitored_session *ms = vg_monitored_session_new(g, &mo, st); /* owns the final hook now */
     vg_free(hooks);
-    hooks = NULL;
-    if (!ms) {
-        rc = st ? st->code : VG_INTERNAL;
-        goto done;
-    }
+    if (!ms) return st ? st->code : VG_INTERNAL;
     vg_code loop = VG_OK;
     if (ntargets > 0) {
         vg_run_args a = vg_run_args_default();
@@ -310,11 +318,101 @@ vg_code vg_evaluate_once(vg_graph *g, const vg_evaluate_options *o, vg_tensor **
         log_time("Finished");
     }
     vg_monitored_session_free(ms);
-    goto done;
-fail_hooks:
-    free_hooks(hooks, nhooks);
-    vg_free(hooks);
-done:
+    return rc;
+}
+
+vg_code vg_evaluate_once(vg_graph *g, const vg_evaluate_options *o, vg_tensor **final_values, vg_status *st) {
+    if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "evaluate_once: options are NULL");
+    const vg_hook *user_hooks = o->nhooks > 0 ? o->hooks : NULL;
+    int nuser = user_hooks ? o->nhooks : 0;
+    const char *bad = bad_options(g, o, final_values, true);
+    if (bad) {
+        free_hooks(user_hooks, nuser);
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "evaluate_once: %s", bad);
+    }
+    for (int i = 0; i < o->nfinal_ops; i++) final_values[i] = NULL;
+    vg_op **targets = NULL;
+    int ntargets = 0;
+    vg_code rc = prepare_eval(g, o, user_hooks, nuser, &targets, &ntargets, st);
+    if (rc == VG_OK) rc = run_eval(g, o, o->checkpoint_path, user_hooks, nuser, targets, ntargets, final_values, st);
+    free_hooks(user_hooks, nuser);
+    vg_free(targets);
+    return rc;
+}
+
+static double now_secs(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_secs(double s) {
+    if (s <= 0) return;
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+/* checkpoints_iterator's wait_for_new_checkpoint: polls every second until the newest
+ * checkpoint of dir differs from last; false when timeout (< 0: none) passes first. */
+static bool wait_for_new_checkpoint(const char *dir, const char *last, double timeout, char *buf, size_t len) {
+    double stop = timeout >= 0 ? now_secs() + timeout : -1;
+    vg_logf(VG_LOG_INFO, "Waiting for new checkpoint at %s", dir);
+    for (;;) {
+        const char *p = vg_latest_checkpoint(dir, buf, len);
+        if (p && (!last || strcmp(p, last) != 0)) {
+            vg_logf(VG_LOG_INFO, "Found new checkpoint at %s", p);
+            return true;
+        }
+        if (stop >= 0 && now_secs() + 1.0 > stop) return false;
+        sleep_secs(1.0);
+    }
+}
+
+vg_code vg_evaluate_repeatedly(vg_graph *g, const char *checkpoint_dir, const vg_evaluate_options *o,
+                               double eval_interval_secs, int64_t max_number_of_evaluations, double timeout,
+                               vg_tensor **final_values, int64_t *num_evaluations, vg_status *st) {
+    if (num_evaluations) *num_evaluations = 0;
+    if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "evaluate_repeatedly: options are NULL");
+    const vg_hook *user_hooks = o->nhooks > 0 ? o->hooks : NULL;
+    int nuser = user_hooks ? o->nhooks : 0;
+    const char *bad = bad_options(g, o, final_values, false);
+    if (!bad && !checkpoint_dir) bad = "checkpoint_dir is NULL";
+    if (bad) {
+        free_hooks(user_hooks, nuser);
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "evaluate_repeatedly: %s", bad);
+    }
+    for (int i = 0; i < o->nfinal_ops; i++) final_values[i] = NULL;
+    vg_op **targets = NULL;
+    int ntargets = 0;
+    vg_code rc = prepare_eval(g, o, user_hooks, nuser, &targets, &ntargets, st);
+    char last[4096] = "", path[4096];
+    int64_t n = 0;
+    while (rc == VG_OK) {
+        if (!wait_for_new_checkpoint(checkpoint_dir, last[0] ? last : NULL, timeout, path, sizeof path)) {
+            vg_logf(VG_LOG_INFO, "Timed-out waiting for a checkpoint.");
+            break;
+        }
+        double start = now_secs();
+        snprintf(last, sizeof last, "%s", path);
+        for (int i = 0; i < o->nfinal_ops; i++) {
+            vg_tensor_free(final_values[i]);
+            final_values[i] = NULL;
+        }
+        rc = run_eval(g, o, path, user_hooks, nuser, targets, ntargets, final_values, st);
+        if (rc != VG_OK) break;
+        n++;
+        if (max_number_of_evaluations > 0 && n >= max_number_of_evaluations) break;
+        double wait = start + eval_interval_secs - now_secs();
+        if (wait > 0) sleep_secs(wait);
+    }
+    if (num_evaluations) *num_evaluations = n;
+    if (rc != VG_OK)
+        for (int i = 0; i < o->nfinal_ops; i++) {
+            vg_tensor_free(final_values[i]);
+            final_values[i] = NULL;
+        }
+    free_hooks(user_hooks, nuser);
     vg_free(targets);
     return rc;
 }

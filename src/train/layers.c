@@ -885,3 +885,61 @@ vg_output vg_zero_fraction(vg_graph *g, vg_output value, const char *name) {
     vg_graph_pop_scope(g);
     return m;
 }
+
+/* tf.contrib.layers.fully_connected(inputs, num_outputs, activation_fn, scope): the
+ * variable scope "fully_connected" (made unique) holding "weights" (xavier_initializer:
+ * glorot_uniform) and "biases" (zeros), MatMul + BiasAdd inside it, then the activation. */
+vg_output vg_fully_connected(vg_graph *g, vg_output x, int64_t num_outputs, vg_activation act, const char *scope) {
+    if (!g) return none_out();
+    if (vg_graph_status(g, NULL) != VG_OK) return none_out();
+    vg_shape s = vg_output_shape(x);
+    if (!x.op || num_outputs <= 0 || s.ndims < 2 || s.dims[s.ndims - 1] < 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "fully_connected: inputs must be a tensor of rank >= 2 with a known last dimension and "
+                           "num_outputs > 0 (got rank %d, num_outputs %lld)",
+                           x.op ? s.ndims : -1, (long long)num_outputs);
+        return none_out();
+    }
+    vg_variable_scope_opts so;
+    memset(&so, 0, sizeof so);
+    so.default_name = "fully_connected";
+    if (!vg_variable_scope_push(g, scope, &so)) return none_out();
+    vg_dtype dt = vg_output_dtype(x);
+    int64_t in = s.dims[s.ndims - 1];
+    int64_t wd[2] = {in, num_outputs}, bd[1] = {num_outputs};
+    vg_get_variable_opts o;
+    memset(&o, 0, sizeof o);
+    o.dt = dt;
+    o.has_init = true;
+    o.dims = wd;
+    o.ndims = 2;
+    o.init = vg_init_glorot_uniform(0);
+    vg_variable w = vg_get_variable_ex(g, "weights", &o);
+    o.dims = bd;
+    o.ndims = 1;
+    o.init = vg_init_zeros();
+    vg_variable b = vg_get_variable_ex(g, "biases", &o);
+    vg_output y = none_out();
+    if (w.var && b.var) {
+        vg_graph_add_to_collection(g, "model_variables", w.ref);
+        vg_graph_add_to_collection(g, "model_variables", b.ref);
+        vg_output x2 = x;
+        if (s.ndims > 2) x2 = vg_reshape_c(g, x, (const int64_t[]){-1, in}, 2, "Reshape");
+        y = vg_bias_add(g, vg_matmul(g, x2, w.read, false, false, "MatMul"), b.read, "BiasAdd");
+        if (s.ndims > 2) {
+            int64_t od[VG_MAX_DIMS];
+            for (int i = 0; i < s.ndims - 1; i++) od[i] = s.dims[i] < 0 ? -1 : s.dims[i];
+            od[s.ndims - 1] = num_outputs;
+            int unknown = 0;
+            for (int i = 0; i < s.ndims - 1; i++) unknown += od[i] < 0;
+            if (unknown <= 1) y = vg_reshape_c(g, y, od, s.ndims, "Reshape_1");
+            else {
+                vg_graph_set_error(g, VG_UNIMPLEMENTED, "fully_connected: more than one unknown leading dimension");
+                y = none_out();
+            }
+        }
+        if (y.op) y = activate(g, y, act);
+    }
+    vg_variable_scope_pop(g);
+    return vg_graph_status(g, NULL) == VG_OK ? y : none_out();
+}

@@ -1014,3 +1014,13 @@ vg_metric vg_metrics_precision_at_top_k(vg_graph *g, vg_output labels, vg_output
                                         int class_id, const vg_metric_opts *opts) {
     return top_k_metric(g, labels, predictions_idx, false, k, class_id, opts, false);
 }
+
+/* tf.contrib.metrics.aggregate_metric_map: the dicts of values and of update ops */
+vg_code vg_aggregate_metric_map(const vg_metric *metrics, int n, vg_output *values, vg_output *updates) {
+    if (n < 0 || (n > 0 && (!metrics || !values || !updates))) return VG_INVALID_ARGUMENT;
+    for (int i = 0; i < n; i++) {
+        values[i] = metrics[i].value;
+        updates[i] = metrics[i].update;
+    }
+    return VG_OK;
+}
