@@ -586,6 +586,7 @@ static void increment_iteration(cf_run *r, cf_frame *f) {
     }
     f->iteration_count = next;
     f->num_outstanding++;
+    f->ndead_exits = 0; /* TF's dead_exits.clear(): only the last iteration's dead Exits propagate */
     for (int i = 0; i < f->ninvs; i++) {
         vg_tensor *outs[1] = {f->invs[i].t};
         activate(r, f->invs[i].node, f->invs[i].dead, outs, false, f, next);
