@@ -22,7 +22,7 @@ static void gc_set(vg_tensor *t, int64_t i, double v) {
     else ((float *)vg_tensor_data(t))[i] = (float)v;
 }
 
-static int vg_gradcheck_ex(vg_graph *g, const vg_output *xs, vg_tensor *const *xvals, int n,
+static inline int vg_gradcheck_ex(vg_graph *g, const vg_output *xs, vg_tensor *const *xvals, int n,
                            const vg_output *extra_feeds, vg_tensor *const *extra_vals, int nextra,
                            vg_output y, double eps, double tol) {
     vg_status st;
@@ -82,7 +82,7 @@ static int vg_gradcheck_ex(vg_graph *g, const vg_output *xs, vg_tensor *const *x
     return bad;
 }
 
-static int vg_gradcheck(vg_graph *g, const vg_output *xs, vg_tensor *const *xvals, int n,
+static inline int vg_gradcheck(vg_graph *g, const vg_output *xs, vg_tensor *const *xvals, int n,
                         vg_output y, double eps, double tol) {
     return vg_gradcheck_ex(g, xs, xvals, n, NULL, NULL, 0, y, eps, tol);
 }

@@ -67,6 +67,10 @@ VG_API vg_output vg_expand_dims(vg_graph *g, vg_output x, int axis, const char *
 VG_API vg_output vg_squeeze(vg_graph *g, vg_output x, const int32_t *axes, int naxes, const char *name);
 /* Range(start, limit, delta) */
 VG_API vg_output vg_range(vg_graph *g, vg_output start, vg_output limit, vg_output delta, const char *name);
+/* tf.invert_permutation (InvertPermutation): x a 1-D int32/int64 permutation of
+ * 0..n-1; y[x[i]] = i. Run-time INVALID_ARGUMENT when x is not a permutation. Not
+ * differentiable (as TF). */
+VG_API vg_output vg_invert_permutation(vg_graph *g, vg_output x, const char *name);
 /* Where(cond): int64 [num_true, rank] coordinates. */
 VG_API vg_output vg_where(vg_graph *g, vg_output cond, const char *name);
 /* GatherV2(params, indices, axis) */

@@ -145,6 +145,14 @@ VG_API vg_output vg_matrix_band_part_c(vg_graph *g, vg_output x, int64_t num_low
 /* Diag (rank k -> 2k, the values on the diagonal) and DiagPart (2k -> k). */
 VG_API vg_output vg_diag(vg_graph *g, vg_output diagonal, const char *name);
 VG_API vg_output vg_diag_part(vg_graph *g, vg_output input, const char *name);
+/* tf.linalg.diag_part / tf.matrix_diag_part (MatrixDiagPart): input [..., M, N] ->
+ * [..., min(M, N)], the main diagonal of each matrix. INVALID_ARGUMENT for rank < 2. */
+VG_API vg_output vg_matrix_diag_part(vg_graph *g, vg_output input, const char *name);
+/* tf.linalg.set_diag / tf.matrix_set_diag (MatrixSetDiag): input [..., M, N] with the
+ * main diagonal of each matrix replaced by diagonal [..., min(M, N)]. INVALID_ARGUMENT
+ * naming the dimension when the shapes disagree, or for differing dtypes. Both are
+ * differentiable (w.r.t. input and diagonal). */
+VG_API vg_output vg_matrix_set_diag(vg_graph *g, vg_output input, vg_output diagonal, const char *name);
 
 /* ---- sampling (src/kernels/random_sampling_ops.c) -------------------------------- */
 /* tf.multinomial(logits [batch, classes], num_samples, seed, output_dtype int32/int64):

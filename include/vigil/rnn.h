@@ -84,6 +84,34 @@ VG_API vg_rnn_cell *vg_dropout_wrapper_new(vg_rnn_cell *cell, double input_keep_
                                            double state_keep_prob, int64_t seed);
 /* tf.nn.rnn_cell.ResidualWrapper(cell): output = input + cell's output. Takes over cell. */
 VG_API vg_rnn_cell *vg_residual_wrapper_new(vg_rnn_cell *cell);
+/* A user-defined cell (a Python tf.nn.rnn_cell.RNNCell subclass or Sonnet RNNCore) with
+ * a nested state: the state is given as its flat list (TF's nest.flatten order), each
+ * entry [batch, state_shapes[i]...] (the per-example shapes must be fully known).
+ *  - build(g, input_depth, dt, user) creates the cell's variables; it runs once, before
+ *    the first call (vg_dynamic_rnn runs it before its while loop, under the scope
+ *    current there: "<scope>"; a build that wants absolute variable names, as Sonnet's
+ *    modules have, pushes a scope ending in '/'). May be NULL.
+ *  - call(g, input, state, output, new_state, user) builds one step: input [batch,
+ *    depth], state the flat list; fills *output ([batch, output_size]) and new_state
+ *    (state_count tensors of the same shapes as state). It runs under a fresh name
+ *    scope `name` ("rnn_cell" if NULL) and may use the tensors its build made outside
+ *    the loop (they are captured).
+ * A callback returns VG_OK or an error code (also when it set a graph error); the
+ * driver then fails with that code. */
+typedef struct vg_rnn_cell_def {
+    const char *name;
+    int state_count;
+    const vg_shape *state_shapes; /* state_count per-example shapes, copied */
+    int64_t output_size;
+    vg_code (*build)(vg_graph *g, int64_t input_depth, vg_dtype dt, void *user);
+    vg_code (*call)(vg_graph *g, vg_output input, const vg_output *state, vg_output *output, vg_output *new_state,
+                    void *user);
+    void *user; /* borrowed: the caller keeps it alive while the cell builds ops, and frees it */
+} vg_rnn_cell_def;
+/* Makes a cell of def (copied). NULL for a NULL def or call, state_count < 1, a missing
+ * or not fully known state shape, or output_size <= 0. Works with vg_rnn_cell_call,
+ * vg_rnn_cell_zero_state, vg_static_rnn, vg_dynamic_rnn and MultiRNNCell / wrappers. */
+VG_API vg_rnn_cell *vg_custom_rnn_cell_new(const vg_rnn_cell_def *def);
 /* Frees a cell (and the cells it took over). NULL is ignored. */
 VG_API void vg_rnn_cell_free(vg_rnn_cell *cell);
 /* Replaces the layer name ("lstm_cell", ...) used for the cell's variable scope. */
@@ -94,9 +122,13 @@ VG_API void vg_rnn_cell_set_name(vg_rnn_cell *cell, const char *name);
 VG_API int vg_rnn_cell_state_count(const vg_rnn_cell *cell);
 VG_API int64_t vg_rnn_cell_state_size(const vg_rnn_cell *cell, int i);
 VG_API int64_t vg_rnn_cell_output_size(const vg_rnn_cell *cell);
+/* The per-example shape of state i (without the batch dim): [size] for the built-in
+ * cells, the def's shape for a custom cell; unknown if i is out of range. For a custom
+ * cell vg_rnn_cell_state_size gives the shape's number of elements. */
+VG_API vg_shape vg_rnn_cell_state_shape(const vg_rnn_cell *cell, int i);
 
 /* cell.zero_state(batch_size, dtype): fills state[0 .. state_count-1] with zeros
- * [batch_size, size_i]. If batch_size < 0, batch_tensor (an int32 scalar) gives it at
+ * [batch_size, state_shape_i...]. If batch_size < 0, batch_tensor (an int32 scalar) gives it at
  * run time. */
 VG_API vg_code vg_rnn_cell_zero_state(vg_rnn_cell *cell, vg_graph *g, int64_t batch_size, vg_output batch_tensor,
                                       vg_dtype dt, vg_output *state);

@@ -143,6 +143,20 @@ static vg_code lg_cond(vg_graph *g, const vg_output *v, int n, void *user, vg_ou
     return VG_OK;
 }
 
+/* x with the static shape of ref when ref's is fully defined and x's is less specific
+ * (a gradient through a broadcasting op, reshaped from a run-time Shape, has the value's
+ * shape only at run time): keeps the gradient loop's variables within their invariants. */
+static vg_output with_static_shape(vg_graph *g, vg_output x, vg_output ref) {
+    vg_shape rs = vg_output_shape(ref), xs = vg_output_shape(x);
+    if (!x.op || rs.ndims < 0) return x;
+    bool same = xs.ndims == rs.ndims;
+    for (int i = 0; i < rs.ndims; i++) {
+        if (rs.dims[i] < 0) return x;
+        if (same && xs.dims[i] != rs.dims[i]) same = false;
+    }
+    return same ? x : vg_reshape_c(g, x, rs.dims, rs.ndims, NULL);
+}
+
 static vg_code lg_body(vg_graph *g, const vg_output *v, int n, void *user, vg_output *outs) {
     (void)n;
     loop_grad *lg = user;
@@ -158,10 +172,11 @@ static vg_code lg_body(vg_graph *g, const vg_output *v, int n, void *user, vg_ou
     for (int k = 0; k < lg->ncap; k++) xs[lg->nf + k] = vg_out(lg->caps[k], 0);
     outs[0] = vg_sub(g, v[0], vg_const_i32(g, 1, "b_count"), NULL);
     vg_code rc = backprop(g, ys, lg->nf, xs, nx, v + 1, dxs, lg->c, lg->st);
-    for (int j = 0; rc == VG_OK && j < lg->nf; j++) outs[1 + j] = dxs[j].op ? dxs[j] : vg_zeros_like(g, v[1 + j], NULL);
+    for (int j = 0; rc == VG_OK && j < lg->nf; j++)
+        outs[1 + j] = dxs[j].op ? with_static_shape(g, dxs[j], v[1 + j]) : vg_zeros_like(g, v[1 + j], NULL);
     for (int k = 0; rc == VG_OK && k < lg->ncap; k++) {
         vg_output acc = v[1 + lg->nf + k];
-        outs[1 + lg->nf + k] = dxs[lg->nf + k].op ? vg_add(g, acc, dxs[lg->nf + k], NULL) : acc;
+        outs[1 + lg->nf + k] = dxs[lg->nf + k].op ? with_static_shape(g, vg_add(g, acc, dxs[lg->nf + k], NULL), acc) : acc;
     }
     vg__free(ys);
     return rc;

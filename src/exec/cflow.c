@@ -23,7 +23,8 @@
  *    its first live data input (once its control inputs are in), and is dead only if
  *    all data inputs are dead (or a dead Enter feeds it: a loop on an untaken branch).
  *    A dead NextIteration stops; a dead Exit is remembered and propagated when its
- *    frame is done. ControlTrigger is never dead.
+ *    frame is done (only those of the last iteration: starting an iteration forgets
+ *    the earlier ones, as TF's IncrementIteration does). ControlTrigger is never dead.
  *
  * The run is sequential on the caller's thread (kernels still use the intra-op pool),
  * so parallel_iterations bounds how many iterations are live at once rather than how
@@ -586,6 +587,7 @@ static void increment_iteration(cf_run *r, cf_frame *f) {
     }
     f->iteration_count = next;
     f->num_outstanding++;
+    f->ndead_exits = 0; /* TF's dead_exits.clear(): only the last iteration's dead Exits propagate */
     for (int i = 0; i < f->ninvs; i++) {
         vg_tensor *outs[1] = {f->invs[i].t};
         activate(r, f->invs[i].node, f->invs[i].dead, outs, false, f, next);

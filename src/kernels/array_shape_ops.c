@@ -1076,6 +1076,10 @@ vg_output vg_range(vg_graph *g, vg_output start, vg_output limit, vg_output delt
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
+vg_output vg_invert_permutation(vg_graph *g, vg_output x, const char *name) {
+    return unary(g, "InvertPermutation", x, name ? name : "InvertPermutation");
+}
+
 vg_output vg_where(vg_graph *g, vg_output cond, const char *name) {
     return unary(g, "Where", cond, name ? name : "Where");
 }

@@ -4,7 +4,8 @@
  * batch_matmul_op_impl.h, matrix_band_part_op.cc and diag_op.cc, with math_grad.py /
  * array_grad.py gradients (_BatchMatMulV2: the four adjoint cases, then Sum over the
  * broadcast batch axes via BroadcastGradientArgs of shape[:-2]; _MatrixBandPartGrad:
- * the same band of the gradient; Diag <-> DiagPart).
+ * the same band of the gradient; Diag <-> DiagPart), MatrixDiagPart and MatrixSetDiag
+ * (matrix_diag_op.cc, matrix_set_diag_op.cc; _MatrixSetDiagGrad, _MatrixDiagPartGrad).
  */
 #include "kernels/ew_internal.h"
 #include <cblas.h>
@@ -340,10 +341,131 @@ static vg_code grad_diag_part(vg_graph *g, vg_op *op, const vg_output *dy, vg_ou
 vg_output vg_diag(vg_graph *g, vg_output diagonal, const char *name) { return vg__ew_build1(g, "Diag", diagonal, name); }
 vg_output vg_diag_part(vg_graph *g, vg_output input, const char *name) { return vg__ew_build1(g, "DiagPart", input, name); }
 
+/* ---- MatrixDiagPart / MatrixSetDiag (matrix_diag_op.cc, matrix_set_diag_op.cc) ------ */
+/* The batched forms of tf.linalg.diag_part / tf.linalg.set_diag on the last two dims:
+ * input [..., M, N], diagonal [..., min(M, N)]. Gradients as array_grad.py:
+ * _MatrixSetDiagGrad: (set_diag(grad, zeros), diag_part(grad)); _MatrixDiagPartGrad:
+ * set_diag(zeros_like(x), grad). */
+
+static vg_code shape_mdiag_part(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (vg_dtype_size(dt) == 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "MatrixDiagPart: unsupported dtype %s", vg_dtype_name(dt));
+    vg_shape in = vg__op_input_shape(op, 0), o = vg_shape_unknown();
+    if (in.ndims >= 0) {
+        if (in.ndims < 2)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be at least 2-dim, received shape: rank %d", in.ndims);
+        o.ndims = in.ndims - 1;
+        for (int i = 0; i < in.ndims - 2; i++) o.dims[i] = in.dims[i];
+        int64_t m = in.dims[in.ndims - 2], n = in.dims[in.ndims - 1];
+        o.dims[o.ndims - 1] = m >= 0 && n >= 0 ? (m < n ? m : n) : -1;
+    }
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, o);
+    return VG_OK;
+}
+
+static vg_code kernel_mdiag_part(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *x = vg__kctx_input(ctx, 0);
+    int r = vg_tensor_ndims(x);
+    if (r < 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be at least 2-dim, received shape: rank %d", r);
+    int64_t m = vg_tensor_dim(x, r - 2), n = vg_tensor_dim(x, r - 1), k = m < n ? m : n, dims[VG_MAX_DIMS];
+    for (int i = 0; i < r - 2; i++) dims[i] = vg_tensor_dim(x, i);
+    dims[r - 2] = k;
+    vg_tensor *o;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(x), dims, r - 1, &o);
+    if (c != VG_OK) return c;
+    size_t esz = vg_dtype_size(vg_tensor_dtype(x));
+    int64_t mats = m * n > 0 ? vg_tensor_num_elements(x) / (m * n) : 0;
+    for (int64_t b = 0; b < mats; b++)
+        for (int64_t i = 0; i < k; i++)
+            memcpy((char *)vg_tensor_data(o) + (size_t)(b * k + i) * esz,
+                   (const char *)vg_tensor_data(x) + (size_t)((b * m + i) * n + i) * esz, esz);
+    return VG_OK;
+}
+
+static vg_code shape_mset_diag(vg_op *op, vg_status *st) {
+    vg_dtype dt = vg__op_input_dtype(op, 0);
+    if (vg_dtype_size(dt) == 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "MatrixSetDiag: unsupported dtype %s", vg_dtype_name(dt));
+    if (vg__op_input_dtype(op, 1) != dt)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "MatrixSetDiag: diagonal has dtype %s, input %s",
+                             vg_dtype_name(vg__op_input_dtype(op, 1)), vg_dtype_name(dt));
+    vg_shape in = vg__op_input_shape(op, 0), d = vg__op_input_shape(op, 1);
+    if (in.ndims >= 0 && in.ndims < 2)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be at least a matrix, received shape: rank %d", in.ndims);
+    if (in.ndims >= 0 && d.ndims >= 0) {
+        if (d.ndims != in.ndims - 1)
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "diagonal must be of rank %d (one less than input), received rank %d", in.ndims - 1, d.ndims);
+        int64_t m = in.dims[in.ndims - 2], n = in.dims[in.ndims - 1], k = m >= 0 && n >= 0 ? (m < n ? m : n) : -1;
+        for (int i = 0; i < d.ndims; i++) {
+            int64_t want = i < d.ndims - 1 ? in.dims[i] : k, got = d.dims[i];
+            if (want >= 0 && got >= 0 && want != got)
+                return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                     "diagonal dimension %d is %lld, the input needs %lld", i, (long long)got, (long long)want);
+        }
+    }
+    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, in);
+    return VG_OK;
+}
+
+static vg_code kernel_mset_diag(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *x = vg__kctx_input(ctx, 0), *d = vg__kctx_input(ctx, 1);
+    int r = vg_tensor_ndims(x);
+    if (r < 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be at least a matrix, received shape: rank %d", r);
+    int64_t m = vg_tensor_dim(x, r - 2), n = vg_tensor_dim(x, r - 1), k = m < n ? m : n;
+    bool ok = vg_tensor_ndims(d) == r - 1 && vg_tensor_dim(d, r - 2) == k;
+    for (int i = 0; ok && i < r - 2; i++) ok = vg_tensor_dim(d, i) == vg_tensor_dim(x, i);
+    if (!ok) return vg_status_set(st, VG_INVALID_ARGUMENT, "diagonal must have the input's batch dims and min(M, N) = %lld entries", (long long)k);
+    vg_tensor *o;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(x), vg_tensor_dims(x), r, &o);
+    if (c != VG_OK) return c;
+    size_t esz = vg_dtype_size(vg_tensor_dtype(x));
+    memcpy(vg_tensor_data(o), vg_tensor_data(x), vg_tensor_nbytes(x));
+    int64_t mats = m * n > 0 ? vg_tensor_num_elements(x) / (m * n) : 0;
+    for (int64_t b = 0; b < mats; b++)
+        for (int64_t i = 0; i < k; i++)
+            memcpy((char *)vg_tensor_data(o) + (size_t)((b * m + i) * n + i) * esz,
+                   (const char *)vg_tensor_data(d) + (size_t)(b * k + i) * esz, esz);
+    return VG_OK;
+}
+
+static vg_code grad_mset_diag(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    vg_output diag = vg_op_input(op, 1);
+    dx[0] = vg_matrix_set_diag(g, dy[0], vg_zeros_like(g, diag, "zeros_like"), "MatrixSetDiag");
+    dx[1] = vg_matrix_diag_part(g, dy[0], "MatrixDiagPart");
+    return vg_graph_status(g, NULL);
+}
+
+static vg_code grad_mdiag_part(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    dx[0] = vg_matrix_set_diag(g, vg_zeros_like(g, vg_op_input(op, 0), "zeros_like"), dy[0], "MatrixSetDiag");
+    return vg_graph_status(g, NULL);
+}
+
+vg_output vg_matrix_diag_part(vg_graph *g, vg_output input, const char *name) {
+    return vg__ew_build1(g, "MatrixDiagPart", input, name ? name : "MatrixDiagPart");
+}
+
+vg_output vg_matrix_set_diag(vg_graph *g, vg_output input, vg_output diagonal, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "MatrixSetDiag", name ? name : "MatrixSetDiag");
+    if (!b) return vg_out(NULL, 0);
+    vg_op_builder_add_input(b, input);
+    vg_op_builder_add_input(b, diagonal);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
 const vg__op_def vg__ops_linalg[] = {
     {"BatchMatMulV2", 2, 2, 0, 0, shape_bmm, kernel_bmm, grad_bmm},
     {"MatrixBandPart", 3, 3, 0, 0, shape_band, kernel_band, grad_band},
     {"Diag", 1, 1, 0, 0, shape_diag, kernel_diag, grad_diag},
     {"DiagPart", 1, 1, 0, 0, shape_diag_part, kernel_diag_part, grad_diag_part},
+    {"MatrixDiagPart", 1, 1, 0, 0, shape_mdiag_part, kernel_mdiag_part, grad_mdiag_part},
+    {"MatrixSetDiag", 2, 2, 0, 0, shape_mset_diag, kernel_mset_diag, grad_mset_diag},
     {0},
 };

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cell_kind { K_BASIC_RNN, K_BASIC_LSTM, K_LSTM, K_GRU, K_BLOCK, K_FUSED, K_MULTI, K_DROPOUT, K_RESIDUAL };
+enum cell_kind { K_BASIC_RNN, K_BASIC_LSTM, K_LSTM, K_GRU, K_BLOCK, K_FUSED, K_MULTI, K_DROPOUT, K_RESIDUAL, K_CUSTOM };
 
 #define VS_MAX 512
 
@@ -34,6 +34,9 @@ struct vg_rnn_cell {
     int nkids;
     double keep_in, keep_out, keep_state;
     int64_t seed;
+    /* K_CUSTOM: the user's definition (state_shapes copied into shapes) */
+    vg_rnn_cell_def def;
+    vg_shape *shapes;
 };
 
 static vg_output none(void) { return (vg_output){NULL, 0}; }
@@ -136,10 +139,33 @@ vg_rnn_cell *vg_dropout_wrapper_new(vg_rnn_cell *cell, double input_keep_prob, d
 
 vg_rnn_cell *vg_residual_wrapper_new(vg_rnn_cell *cell) { return wrap(K_RESIDUAL, "residual_wrapper", &cell, 1); }
 
+vg_rnn_cell *vg_custom_rnn_cell_new(const vg_rnn_cell_def *def) {
+    if (!def || !def->call || def->state_count < 1 || !def->state_shapes || def->output_size <= 0) return NULL;
+    for (int i = 0; i < def->state_count; i++) {
+        vg_shape sh = def->state_shapes[i];
+        if (sh.ndims < 0 || sh.ndims >= VG_MAX_DIMS) return NULL;
+        for (int k = 0; k < sh.ndims; k++)
+            if (sh.dims[k] < 0) return NULL;
+    }
+    vg_rnn_cell *c = cell_new(K_CUSTOM, def->name && *def->name ? def->name : "rnn_cell", def->output_size);
+    if (!c) return NULL;
+    c->shapes = malloc(sizeof(vg_shape) * (size_t)def->state_count);
+    if (!c->shapes) {
+        free(c);
+        return NULL;
+    }
+    memcpy(c->shapes, def->state_shapes, sizeof(vg_shape) * (size_t)def->state_count);
+    c->def = *def;
+    c->def.state_shapes = c->shapes;
+    c->def.name = NULL;
+    return c;
+}
+
 void vg_rnn_cell_free(vg_rnn_cell *c) {
     if (!c) return;
     for (int i = 0; i < c->nkids; i++) vg_rnn_cell_free(c->kids[i]);
     free(c->kids);
+    free(c->shapes);
     free(c);
 }
 
@@ -164,6 +190,7 @@ int vg_rnn_cell_state_count(const vg_rnn_cell *c) {
         return n;
     }
     if (c->kind == K_DROPOUT || c->kind == K_RESIDUAL) return vg_rnn_cell_state_count(c->kids[0]);
+    if (c->kind == K_CUSTOM) return c->def.state_count;
     return is_lstm(c) && c->tuple ? 2 : 1;
 }
 
@@ -179,9 +206,30 @@ int64_t vg_rnn_cell_state_size(const vg_rnn_cell *c, int i) {
     }
     if (c->kind == K_DROPOUT || c->kind == K_RESIDUAL) return vg_rnn_cell_state_size(c->kids[0], i);
     if (i >= vg_rnn_cell_state_count(c)) return -1;
+    if (c->kind == K_CUSTOM) {
+        int64_t n = 1;
+        for (int k = 0; k < c->shapes[i].ndims; k++) n *= c->shapes[i].dims[k];
+        return n;
+    }
     if (!is_lstm(c)) return c->units;
     if (!c->tuple) return c->units + h_size(c);
     return i == 0 ? c->units : h_size(c);
+}
+
+vg_shape vg_rnn_cell_state_shape(const vg_rnn_cell *c, int i) {
+    if (!c || i < 0 || i >= vg_rnn_cell_state_count(c)) return vg_shape_unknown();
+    if (c->kind == K_MULTI) {
+        for (int k = 0; k < c->nkids; k++) {
+            int n = vg_rnn_cell_state_count(c->kids[k]);
+            if (i < n) return vg_rnn_cell_state_shape(c->kids[k], i);
+            i -= n;
+        }
+        return vg_shape_unknown();
+    }
+    if (c->kind == K_DROPOUT || c->kind == K_RESIDUAL) return vg_rnn_cell_state_shape(c->kids[0], i);
+    if (c->kind == K_CUSTOM) return c->shapes[i];
+    int64_t sz = vg_rnn_cell_state_size(c, i);
+    return vg_shape_make(&sz, 1);
 }
 
 int64_t vg_rnn_cell_output_size(const vg_rnn_cell *c) {
@@ -214,13 +262,16 @@ vg_code vg_rnn_cell_zero_state(vg_rnn_cell *c, vg_graph *g, int64_t batch_size, 
     int n = vg_rnn_cell_state_count(c);
     vg_graph_push_scope(g, c->kind == K_MULTI ? "MultiRNNCellZeroState" : "zeros");
     for (int i = 0; i < n; i++) {
-        int64_t sz = vg_rnn_cell_state_size(c, i);
+        vg_shape sh = vg_rnn_cell_state_shape(c, i);
         if (batch_size >= 0) {
-            int64_t d[2] = {batch_size, sz};
-            state[i] = vg_const_fill(g, dt, d, 2, 0.0, "zeros");
+            int64_t d[VG_MAX_DIMS] = {batch_size};
+            for (int k = 0; k < sh.ndims; k++) d[k + 1] = sh.dims[k];
+            state[i] = vg_const_fill(g, dt, d, sh.ndims + 1, 0.0, "zeros");
         } else {
+            int32_t rest[VG_MAX_DIMS];
+            for (int k = 0; k < sh.ndims; k++) rest[k] = (int32_t)sh.dims[k];
             vg_output parts[2] = {vg_reshape_c(g, vg_cast(g, batch_tensor, VG_INT32, NULL), (int64_t[]){1}, 1, NULL),
-                                  vg_const_i32_vec(g, (int32_t[]){(int32_t)sz}, 1, NULL)};
+                                  vg_const_i32_vec(g, rest, sh.ndims, NULL)};
             vg_output shape = vg_concat_c(g, parts, 2, 0, "concat");
             state[i] = vg_zeros(g, shape, dt, "zeros");
         }
@@ -252,6 +303,14 @@ static vg_output var2(vg_graph *g, const char *name, vg_dtype dt, int64_t r, int
 /* Creates the cell's variables under "<vs>/<name>" for inputs of depth `depth`. */
 static vg_code build(vg_rnn_cell *c, vg_graph *g, const char *vs, int64_t depth, vg_dtype dt) {
     if (c->built) return VG_OK;
+    if (c->kind == K_CUSTOM) {
+        /* the user's build makes its own (absolute or relative) variable scopes */
+        vg_code rc = c->def.build ? c->def.build(g, depth, dt, c->def.user) : VG_OK;
+        if (rc != VG_OK && vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, rc, "%s: the cell's build callback failed", c->name);
+        c->built = vg_graph_status(g, NULL) == VG_OK;
+        return vg_graph_status(g, NULL);
+    }
     char path[VS_MAX];
     snprintf(path, sizeof path, "%s%s%s/", vs, *vs ? "/" : "", c->name);
     vg_graph_push_scope(g, path);
@@ -398,6 +457,11 @@ static vg_code call_leaf(vg_rnn_cell *c, vg_graph *g, const char *vs, vg_output 
     vg_graph_push_scope(g, c->name);
     vg_code rc = VG_OK;
     switch (c->kind) {
+    case K_CUSTOM:
+        rc = c->def.call(g, x, state, out, ns, c->def.user);
+        if (rc != VG_OK && vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, rc, "%s: the cell's call callback failed", c->name);
+        break;
     case K_BASIC_RNN:
         *out = ns[0] = activate(g, linear(g, x, state[0], c->kernel, c->bias), c->act);
         break;
