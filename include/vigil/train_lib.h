@@ -98,6 +98,29 @@ VG_API vg_output vg_truncated_normal_dist(vg_graph *g, vg_output shape, double m
 VG_API vg_output vg_zeros(vg_graph *g, vg_output shape, vg_dtype dt, const char *name);
 VG_API vg_output vg_ones(vg_graph *g, vg_output shape, vg_dtype dt, const char *name);
 
+/* tf.nn.xw_plus_b(x, weights, biases): BiasAdd(MatMul(x, weights), biases) under the
+ * name scope "xw_plus_b" (name NULL), the BiasAdd named after the scope. Errors as
+ * vg_matmul and vg_bias_add (graph error INVALID_ARGUMENT). */
+VG_API vg_output vg_xw_plus_b(vg_graph *g, vg_output x, vg_output weights, vg_output biases, const char *name);
+
+/* ---- moving_averages.assign_moving_average (src/train/moving_averages.c) ------ */
+/* moving_averages.assign_moving_average(variable, value, decay, zero_debias, name) of
+ * TF 1.15 (its zero_debias default is true): variable -= (variable - value) * (1 -
+ * decay), ops under the name scope "AssignMovingAvg" (name NULL) and the update named
+ * after the scope. zero_debias: TF's _zero_debias: "biased" (zeros like variable) and
+ * "local_step" (a zeros scalar) are made with get_variable (not trainable) in the
+ * variable scope named after the variable inside the current one, so "s/v" gets
+ * "s/s/v/biased" and "s/s/v/local_step" (taken names get "_1", "_2" ... as TF's
+ * _maybe_get_unique); each run: biased -= (biased - value) * (1 - decay), local_step +=
+ * 1, variable = biased / (1 - decay ^ local_step). Returns the update's output (the new
+ * value). variable: the ref of a float/double VariableV2. Fails ({NULL}, graph error)
+ * with INVALID_ARGUMENT naming the variable (not a variable, wrong dtype, incompatible
+ * value shape) or get_variable's errors. _t: decay as a tensor (TF's "1.0 - decay" Sub). */
+VG_API vg_output vg_assign_moving_average(vg_graph *g, vg_output variable, vg_output value, double decay,
+                                          bool zero_debias, const char *name);
+VG_API vg_output vg_assign_moving_average_t(vg_graph *g, vg_output variable, vg_output value, vg_output decay,
+                                            bool zero_debias, const char *name);
+
 /* ---- ExponentialMovingAverage (src/train/ema.c) ----------------------------- */
 /* TF's GraphKeys.MOVING_AVERAGE_VARIABLES. */
 #define VG_MOVING_AVERAGE_VARIABLES "moving_average_variables"
