@@ -103,6 +103,18 @@ VG_API vg_output vg_ones(vg_graph *g, vg_output shape, vg_dtype dt, const char *
  * vg_matmul and vg_bias_add (graph error INVALID_ARGUMENT). */
 VG_API vg_output vg_xw_plus_b(vg_graph *g, vg_output x, vg_output weights, vg_output biases, const char *name);
 
+/* ---- tf.einsum (src/train/einsum.c) ------------------------------------------ */
+/* tf.einsum(equation, *inputs) lowered to Sum / Transpose / Reshape / MatMul /
+ * BatchMatMulV2 as TF 1.15's Python einsum: "ij,jk->ik", "bij,bjk->bik", "ij->ji",
+ * "i,i->", "bi,bi->b", "ijk,kl->ijl", "i,j->ij", implicit outputs ("ij,jk": the labels
+ * seen once, sorted), one operand (sums and transposes) and several (pairwise from the
+ * left). Gradients follow from those ops. Dims may be unknown at build time. The
+ * result is an Identity named "einsum" (name NULL) with the ops under its scope. Fails
+ * ({NULL}, graph error) with INVALID_ARGUMENT "einsum '<eq>': ..." (operand count,
+ * rank, a label's dimensions differing, an output label in no input, non-letter labels)
+ * and UNIMPLEMENTED for ellipses and a label repeated within one operand. */
+VG_API vg_output vg_einsum(vg_graph *g, const char *equation, const vg_output *inputs, int n, const char *name);
+
 /* ---- moving_averages.assign_moving_average (src/train/moving_averages.c) ------ */
 /* moving_averages.assign_moving_average(variable, value, decay, zero_debias, name) of
  * TF 1.15 (its zero_debias default is true): variable -= (variable - value) * (1 -
