@@ -65,6 +65,36 @@ static void test_assign_moving_average_plain(void) {
     vg_tensor_free(out);
     vg_tensor_free(xv);
     vg_session_free(s);
+
+    /* decay as a tensor (TF's "1.0 - decay" Sub), with zero_debias, and a named scope */
+    vg_output d = vg_placeholder(g, VG_FLOAT, NULL, 0, "d");
+    vg_output u2 = vg_assign_moving_average_t(g, v.ref, x, d, true, "ema_update");
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    CHECK(strcmp(vg_op_name(u2.op), "ema_update") == 0);
+    CHECK(vg_graph_op_by_name(g, "ema_update/sub") != NULL);
+    /* at the top-level variable scope the debias variables are "<var>/biased", "<var>/local_step" */
+    CHECK(vg_graph_op_by_name(g, "s/v/biased") != NULL);
+    CHECK(vg_graph_op_by_name(g, "s/v/local_step") != NULL);
+    init = vg_global_variables_initializer(g);
+    s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    xv = f32((float[]){2.0f, 4.0f}, (int64_t[]){2}, 1);
+    vg_tensor *dv = f32((float[]){0.5f}, NULL, 0);
+    vg_output feeds[2] = {x, d};
+    vg_tensor *vals[2] = {xv, dv};
+    /* debiased after one update: exactly the value */
+    CHECK_OK(vg_session_run(s, NULL, feeds, vals, 2, &u2, &out, 1, NULL, 0, NULL, &st), &st);
+    CHECK_NEAR(((float *)vg_tensor_data(out))[1], 4.0, 1e-6);
+    vg_tensor_free(out);
+    vg_tensor_free(xv);
+    vg_tensor_free(dv);
+    vg_session_free(s);
+
+    /* a value of another shape is INVALID_ARGUMENT naming the variable */
+    vg_output bad = vg_placeholder(g, VG_FLOAT, (int64_t[]){3}, 1, "bad");
+    CHECK(vg_assign_moving_average(g, v.ref, bad, 0.9, false, NULL).op == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "s/v");
     vg_graph_free(g);
 }
 
@@ -164,6 +194,24 @@ static void test_uniform_unit_scaling(void) {
     for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) mx = fmax(mx, fabs(p[i]));
     CHECK(mx <= bound + 1e-6);
     CHECK(mx > bound * 0.95); /* 1800 draws reach close to the bound */
+    /* the same graph seed and op seed draw the same values; another op seed others */
+    vg_graph *g2 = vg_graph_new();
+    vg_graph_set_seed(g2, 7);
+    vg_variable v2 = vg_get_variable_ex(g2, "DW", &o);
+    o.init = vg_init_uniform_unit_scaling(2.0, 5);
+    vg_variable v3 = vg_get_variable_ex(g2, "DW2", &o);
+    vg_op *init2 = vg_global_variables_initializer(g2);
+    vg_session *s2 = vg_session_new(g2, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s2, &init2, 1, &st), &st);
+    vg_tensor *t2 = NULL, *t3 = NULL;
+    CHECK_OK(vg_session_run1(s2, v2.read, &t2, &st), &st);
+    CHECK_OK(vg_session_run1(s2, v3.read, &t3, &st), &st);
+    CHECK(t2 && memcmp(vg_tensor_data(t), vg_tensor_data(t2), vg_tensor_nbytes(t)) == 0);
+    CHECK(t3 && memcmp(vg_tensor_data(t2), vg_tensor_data(t3), vg_tensor_nbytes(t2)) != 0);
+    vg_tensor_free(t2);
+    vg_tensor_free(t3);
+    vg_session_free(s2);
+    vg_graph_free(g2);
     vg_tensor_free(t);
     vg_session_free(s);
     vg_graph_free(g);

@@ -66,6 +66,16 @@ static vg_output assign_moving_average(vg_graph *g, vg_output variable, vg_outpu
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "assign_moving_average: no value for %s", vg_op_name(variable.op));
         return none_out();
     }
+    vg_shape vs0 = vg_output_shape(variable), xs0 = vg_output_shape(value);
+    bool shape_ok = vs0.ndims < 0 || xs0.ndims < 0 || vs0.ndims == xs0.ndims;
+    for (int i = 0; shape_ok && vs0.ndims >= 0 && i < vs0.ndims && i < xs0.ndims; i++)
+        if (vs0.dims[i] >= 0 && xs0.dims[i] >= 0 && vs0.dims[i] != xs0.dims[i]) shape_ok = false;
+    if (!shape_ok) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "assign_moving_average: the value's shape (rank %d) does not match variable %s (rank %d)",
+                           xs0.ndims, vg_op_name(variable.op), vs0.ndims);
+        return none_out();
+    }
     /* with ops.name_scope(name, "AssignMovingAvg") as scope */
     char full[MA_NAME_MAX], scope[MA_NAME_MAX + 2];
     vg_graph_unique_name(g, name ? name : "AssignMovingAvg", full, sizeof full);
