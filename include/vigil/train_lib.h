@@ -107,12 +107,15 @@ VG_API vg_output vg_xw_plus_b(vg_graph *g, vg_output x, vg_output weights, vg_ou
 /* tf.einsum(equation, *inputs) lowered to Sum / Transpose / Reshape / MatMul /
  * BatchMatMulV2 as TF 1.15's Python einsum: "ij,jk->ik", "bij,bjk->bik", "ij->ji",
  * "i,i->", "bi,bi->b", "ijk,kl->ijl", "i,j->ij", implicit outputs ("ij,jk": the labels
- * seen once, sorted), one operand (sums and transposes) and several (pairwise from the
- * left). Gradients follow from those ops. Dims may be unknown at build time. The
- * result is an Identity named "einsum" (name NULL) with the ops under its scope. Fails
- * ({NULL}, graph error) with INVALID_ARGUMENT "einsum '<eq>': ..." (operand count,
- * rank, a label's dimensions differing, an output label in no input, non-letter labels)
- * and UNIMPLEMENTED for ellipses and a label repeated within one operand. */
+ * seen once, sorted), one operand (sums and transposes), several (pairwise from the
+ * left) and ellipses ("...ij,...jk->...ik"; the operands' ranks must be known and the
+ * ellipsis dims equal: no size-1 broadcasting). Gradients follow from those ops. Dims
+ * may be unknown at build time. The result is an Identity named "einsum" (name NULL)
+ * with the ops under its scope. Fails ({NULL}, graph error) with INVALID_ARGUMENT
+ * "einsum '<eq>': ..." (operand count, rank, a label's dimensions differing, an output
+ * label in no input, non-letter labels, two ellipses in one operand) and UNIMPLEMENTED
+ * for a label repeated within one operand (diagonals) and an ellipsis over an input of
+ * unknown rank. */
 VG_API vg_output vg_einsum(vg_graph *g, const char *equation, const vg_output *inputs, int n, const char *name);
 
 /* ---- moving_averages.assign_moving_average (src/train/moving_averages.c) ------ */

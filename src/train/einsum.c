@@ -11,8 +11,10 @@
  *  - more operands: pairwise from the left, keeping the labels later operands or the
  *    output still need (TF's order).
  * Gradients follow from those ops. Shapes may be partly unknown: dims are then read
- * with Shape/Gather/Prod at run time. Ellipses and repeated labels in one operand
- * (diagonals, "ii->i") are UNIMPLEMENTED; bad equations are INVALID_ARGUMENT.
+ * with Shape/Gather/Prod at run time. An ellipsis becomes fresh labels (the operands'
+ * ranks must be known; its dims must agree, without size-1 broadcasting). Repeated
+ * labels in one operand (diagonals, "ii->i") are UNIMPLEMENTED; bad equations are
+ * INVALID_ARGUMENT.
  */
 #include "vigil/ops.h"
 #include "vigil/ops_ext.h"
@@ -164,6 +166,102 @@ static vg_output fail(vg_graph *g, vg_code code, const char *eq, const char *why
     return none_out();
 }
 
+/* Rewrites "..." into fresh labels (unused letters), right-aligned per operand as
+ * broadcasting aligns dims; the output's "..." (or, for an implicit output, a leading
+ * one) gets all of them. Needs the operands' ranks. Ellipsis dims must then agree
+ * exactly (the matmul lowering does not broadcast size-1 dims). */
+static vg_code expand_ellipsis(vg_graph *g, const char *equation, char *eq, size_t cap, const vg_output *inputs,
+                               int n) {
+    char src[512];
+    snprintf(src, sizeof src, "%s", eq);
+    char *arrow = strstr(src, "->");
+    const char *outs = arrow ? arrow + 2 : NULL;
+    if (arrow) *arrow = 0;
+    bool used[128] = {false};
+    for (const char *p = equation; *p; p++)
+        if ((unsigned char)*p < 128) used[(int)*p] = true;
+    char fresh[EIN_MAX + 1];
+    int nf = 0;
+    for (int c = 'A'; c <= 'z' && nf < EIN_MAX; c++)
+        if (((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) && !used[c]) fresh[nf++] = (char)c;
+    /* each operand's ellipsis rank */
+    int ell[EIN_MAX], max_ell = 0, j = 0;
+    char ops[EIN_MAX][EIN_MAX + 4];
+    for (char *s = src;; j++) {
+        char *c = strchr(s, ',');
+        size_t len = c ? (size_t)(c - s) : strlen(s);
+        if (j >= n || j >= EIN_MAX || len > EIN_MAX + 3) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "einsum '%s': operands and inputs do not match", equation);
+            return VG_INVALID_ARGUMENT;
+        }
+        memcpy(ops[j], s, len);
+        ops[j][len] = 0;
+        ell[j] = 0;
+        char *e = strstr(ops[j], "...");
+        if (e) {
+            if (strstr(e + 3, "...")) {
+                vg_graph_set_error(g, VG_INVALID_ARGUMENT, "einsum '%s': more than one ellipsis in an operand", equation);
+                return VG_INVALID_ARGUMENT;
+            }
+            vg_shape sh = inputs[j].op ? vg_output_shape(inputs[j]) : (vg_shape){.ndims = -1};
+            if (sh.ndims < 0) {
+                vg_graph_set_error(g, VG_UNIMPLEMENTED, "einsum '%s': an ellipsis needs the rank of input %d", equation, j);
+                return VG_UNIMPLEMENTED;
+            }
+            ell[j] = sh.ndims - (int)(len - 3);
+            if (ell[j] < 0) {
+                vg_graph_set_error(g, VG_INVALID_ARGUMENT, "einsum '%s': input %d has rank %d, fewer than its labels",
+                                   equation, j, sh.ndims);
+                return VG_INVALID_ARGUMENT;
+            }
+            if (ell[j] > max_ell) max_ell = ell[j];
+        }
+        if (!c) {
+            j++;
+            break;
+        }
+        s = c + 1;
+    }
+    if (max_ell > nf) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "einsum '%s': too many dimensions under the ellipsis", equation);
+        return VG_INVALID_ARGUMENT;
+    }
+    char res[512];
+    size_t k = 0;
+    for (int o = 0; o < j; o++) {
+        if (o && k + 1 < sizeof res) res[k++] = ',';
+        for (const char *p = ops[o]; *p && k + 1 < sizeof res; p++) {
+            if (!strncmp(p, "...", 3)) {
+                for (int i = max_ell - ell[o]; i < max_ell && k + 1 < sizeof res; i++) res[k++] = fresh[i];
+                p += 2;
+            } else {
+                res[k++] = *p;
+            }
+        }
+    }
+    if (k + 2 < sizeof res) res[k++] = '-', res[k++] = '>';
+    if (outs) {
+        for (const char *p = outs; *p && k + 1 < sizeof res; p++) {
+            if (!strncmp(p, "...", 3)) {
+                for (int i = 0; i < max_ell && k + 1 < sizeof res; i++) res[k++] = fresh[i];
+                p += 2;
+            } else {
+                res[k++] = *p;
+            }
+        }
+    } else { /* implicit: the ellipsis dims, then the labels seen once, sorted */
+        for (int i = 0; i < max_ell && k + 1 < sizeof res; i++) res[k++] = fresh[i];
+        int cnt[128] = {0};
+        for (const char *p = equation; *p; p++)
+            if ((unsigned char)*p < 128) cnt[(int)*p]++;
+        for (int c = 'A'; c <= 'z' && k + 1 < sizeof res; c++)
+            if (((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) && cnt[c] == 1) res[k++] = (char)c;
+    }
+    res[k] = 0;
+    snprintf(eq, cap, "%s", res);
+    return VG_OK;
+}
+
 vg_output vg_einsum(vg_graph *g, const char *equation, const vg_output *inputs, int n, const char *name) {
     if (!g) return none_out();
     if (vg_graph_status(g, NULL) != VG_OK) return none_out();
@@ -175,7 +273,7 @@ vg_output vg_einsum(vg_graph *g, const char *equation, const vg_output *inputs, 
     for (const char *p = equation; *p && k + 1 < sizeof eq; p++)
         if (*p != ' ') eq[k++] = *p;
     eq[k] = 0;
-    if (strstr(eq, "...")) return fail(g, VG_UNIMPLEMENTED, equation, "ellipsis is not supported");
+    if (strstr(eq, "...") && expand_ellipsis(g, equation, eq, sizeof eq, inputs, n) != VG_OK) return none_out();
     char *arrow = strstr(eq, "->");
     char out[EIN_MAX + 1];
     if (arrow) *arrow = 0;
