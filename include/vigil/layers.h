@@ -81,8 +81,10 @@ VG_API vg_output vg_layers_flatten(vg_graph *g, vg_output x, const char *name);
  * `Dense` should be defined. Found `None`." (and the channel dimension for
  * convolutions); bad configs (units <= 0, rate outside [0, 1), unknown padding) name
  * the layer too, as does dilation_rate > 1 with strides > 1 ("strides > 1 not supported
- * in conjunction with dilation_rate > 1"); UNIMPLEMENTED for a dilation_rate > 1 on
- * other layers than conv2d, or with unknown spatial dimensions. */
+ * in conjunction with dilation_rate > 1"); dilation_rate > 1 works for conv1d, conv2d and
+ * separable_conv2d (TF's SpaceToBatchND / VALID op / BatchToSpaceND) and is
+ * INVALID_ARGUMENT on conv2d_transpose (tf.layers.Conv2DTranspose has no such argument);
+ * UNIMPLEMENTED with unknown spatial dimensions. */
 
 typedef enum vg_layer_kind {
     VG_LAYER_DENSE,

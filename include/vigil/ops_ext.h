@@ -130,6 +130,20 @@ VG_API vg_output vg_scatter_nd(vg_graph *g, vg_output indices, vg_output updates
 VG_API vg_output vg_tensor_scatter_update(vg_graph *g, vg_output tensor, vg_output indices, vg_output updates,
                                           const char *name);
 
+/* SparseToDense (tf.sparse_to_dense(sparse_indices, output_shape, sparse_values,
+ * default_value, validate_indices)): indices a scalar, vector or [N, rank] matrix
+ * (int32/int64, output_shape the same dtype), values a scalar or [N], default_value a
+ * scalar of the values' dtype. Run-time INVALID_ARGUMENT "indices[1] = [3,0] is out of
+ * bounds: need 0 <= index < [2,2]", "... is out of order" / "... is repeated" (the
+ * last two only with validate_indices). Gradient for values and default_value
+ * (src/kernels/sparse_to_dense_ops.c). */
+VG_API vg_output vg_sparse_to_dense(vg_graph *g, vg_output sparse_indices, vg_output output_shape,
+                                    vg_output sparse_values, vg_output default_value, bool validate_indices,
+                                    const char *name);
+/* tf.pad(x, paddings) in CONSTANT mode with 0: op Pad; paddings an int32/int64 [rank, 2]
+ * tensor (src/kernels/array_index_ops.c; gradient: a Slice of dy). */
+VG_API vg_output vg_pad(vg_graph *g, vg_output x, vg_output paddings, const char *name);
+
 /* ---- linear algebra (src/kernels/linalg_ops.c) -------------------------------- */
 /* BatchMatMulV2 (tf.matmul of rank >= 2 tensors): x [..., M, K] times y [..., K, N]
  * with the batch dims broadcast; adj_x / adj_y transpose the last two dims.

@@ -126,6 +126,44 @@ VG_API vg_output vg_truncated_normal_dist(vg_graph *g, vg_output shape, double m
 VG_API vg_output vg_zeros(vg_graph *g, vg_output shape, vg_dtype dt, const char *name);
 VG_API vg_output vg_ones(vg_graph *g, vg_output shape, vg_dtype dt, const char *name);
 
+/* tf.nn.xw_plus_b(x, weights, biases): BiasAdd(MatMul(x, weights), biases) under the
+ * name scope "xw_plus_b" (name NULL), the BiasAdd named after the scope. Errors as
+ * vg_matmul and vg_bias_add (graph error INVALID_ARGUMENT). */
+VG_API vg_output vg_xw_plus_b(vg_graph *g, vg_output x, vg_output weights, vg_output biases, const char *name);
+
+/* ---- tf.einsum (src/train/einsum.c) ------------------------------------------ */
+/* tf.einsum(equation, *inputs) lowered to Sum / Transpose / Reshape / MatMul /
+ * BatchMatMulV2 as TF 1.15's Python einsum: "ij,jk->ik", "bij,bjk->bik", "ij->ji",
+ * "i,i->", "bi,bi->b", "ijk,kl->ijl", "i,j->ij", implicit outputs ("ij,jk": the labels
+ * seen once, sorted), one operand (sums and transposes), several (pairwise from the
+ * left) and ellipses ("...ij,...jk->...ik"; the operands' ranks must be known and the
+ * ellipsis dims equal: no size-1 broadcasting). Gradients follow from those ops. Dims
+ * may be unknown at build time. The result is an Identity named "einsum" (name NULL)
+ * with the ops under its scope. Fails ({NULL}, graph error) with INVALID_ARGUMENT
+ * "einsum '<eq>': ..." (operand count, rank, a label's dimensions differing, an output
+ * label in no input, non-letter labels, two ellipses in one operand) and UNIMPLEMENTED
+ * for a label repeated within one operand (diagonals) and an ellipsis over an input of
+ * unknown rank. */
+VG_API vg_output vg_einsum(vg_graph *g, const char *equation, const vg_output *inputs, int n, const char *name);
+
+/* ---- moving_averages.assign_moving_average (src/train/moving_averages.c) ------ */
+/* moving_averages.assign_moving_average(variable, value, decay, zero_debias, name) of
+ * TF 1.15 (its zero_debias default is true): variable -= (variable - value) * (1 -
+ * decay), ops under the name scope "AssignMovingAvg" (name NULL) and the update named
+ * after the scope. zero_debias: TF's _zero_debias: "biased" (zeros like variable) and
+ * "local_step" (a zeros scalar) are made with get_variable (not trainable) in the
+ * variable scope named after the variable inside the current one, so "s/v" gets
+ * "s/s/v/biased" and "s/s/v/local_step" (taken names get "_1", "_2" ... as TF's
+ * _maybe_get_unique); each run: biased -= (biased - value) * (1 - decay), local_step +=
+ * 1, variable = biased / (1 - decay ^ local_step). Returns the update's output (the new
+ * value). variable: the ref of a float/double VariableV2. Fails ({NULL}, graph error)
+ * with INVALID_ARGUMENT naming the variable (not a variable, wrong dtype, incompatible
+ * value shape) or get_variable's errors. _t: decay as a tensor (TF's "1.0 - decay" Sub). */
+VG_API vg_output vg_assign_moving_average(vg_graph *g, vg_output variable, vg_output value, double decay,
+                                          bool zero_debias, const char *name);
+VG_API vg_output vg_assign_moving_average_t(vg_graph *g, vg_output variable, vg_output value, vg_output decay,
+                                            bool zero_debias, const char *name);
+
 /* ---- ExponentialMovingAverage (src/train/ema.c) ----------------------------- */
 /* TF's GraphKeys.MOVING_AVERAGE_VARIABLES. */
 #define VG_MOVING_AVERAGE_VARIABLES "moving_average_variables"

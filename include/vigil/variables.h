@@ -51,7 +51,8 @@ typedef enum vg_init_kind {
     VG_INIT_RANDOM_UNIFORM,    /* minval, maxval, seed */
     VG_INIT_RANDOM_NORMAL,     /* mean, stddev, seed */
     VG_INIT_TRUNCATED_NORMAL,  /* mean, stddev, seed */
-    VG_INIT_GLOROT_UNIFORM     /* seed; limit sqrt(6/(fan_in+fan_out)) as TF computes fans */
+    VG_INIT_GLOROT_UNIFORM,    /* seed; limit sqrt(6/(fan_in+fan_out)) as TF computes fans */
+    VG_INIT_UNIFORM_UNIT_SCALING /* value = factor, seed; see vg_init_uniform_unit_scaling */
 } vg_init_kind;
 
 typedef struct vg_initializer {
@@ -67,6 +68,11 @@ VG_API vg_initializer vg_init_random_uniform(double minval, double maxval, int64
 VG_API vg_initializer vg_init_random_normal(double mean, double stddev, int64_t seed);
 VG_API vg_initializer vg_init_truncated_normal(double mean, double stddev, int64_t seed);
 VG_API vg_initializer vg_init_glorot_uniform(int64_t seed);
+/* tf.uniform_unit_scaling_initializer(factor, seed) (TF 1.15 init_ops.UniformUnitScaling):
+ * uniform in [-m, m] with m = sqrt(3 / input_size) * factor, input_size the product of
+ * every dimension but the last (at least 1.0); built as "random_uniform" like
+ * vg_init_random_uniform. TF's default factor is 1.0. */
+VG_API vg_initializer vg_init_uniform_unit_scaling(double factor, int64_t seed);
 
 /* Builds the initial-value ops of an initializer for a given shape under the current
  * scope, named as init_ops.py builds them (TF puts them under "<var>/Initializer/"):

@@ -11,6 +11,7 @@
  * copied from the tags afterwards (tag 0 = empty string, e.g. Pad's padding).
  */
 #include "kernels/array_internal.h"
+#include "vigil/ops_ext.h"
 #include <stdio.h>
 
 #define NONE ((vg_output){NULL, 0})
@@ -751,6 +752,10 @@ static vg_output pad_op(vg_graph *g, vg_output x, vg_output paddings, const char
     vg_op_builder_add_input(b, x);
     vg_op_builder_add_input(b, paddings);
     return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_pad(vg_graph *g, vg_output x, vg_output paddings, const char *name) {
+    return pad_op(g, x, paddings, name);
 }
 
 /* TF's stack([x, 1]) for a scalar int32 x, with its Const named "stack/1". */

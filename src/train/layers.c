@@ -355,24 +355,16 @@ static vg_output call_conv(vg_graph *g, vg_layer *l, vg_output x) {
     const vg_layer_config *c = &l->config;
     char pad[8];
     if (!padding_upper(g, l, pad)) return none_out();
-    if (c->kind == VG_LAYER_CONV1D) {
-        vg_graph_push_scope(g, "conv1d");
-        vg_output xe = vg_expand_dims(g, x, 1, "ExpandDims");
-        vg_output ke = vg_expand_dims(g, l->kernel.read, 0, "ExpandDims_1");
-        int64_t st[4] = {1, 1, c->strides[0], 1};
-        vg_output y = vg_conv2d(g, xe, ke, st, pad, "Conv2D");
-        int32_t ax = 1;
-        y = vg_squeeze(g, y, &ax, 1, "Squeeze");
-        vg_graph_pop_scope(g);
-        return bias_act(g, l, y);
-    }
-    if (c->kind == VG_LAYER_CONV2D && (c->dilation_rate[0] != 1 || c->dilation_rate[1] != 1)) {
-        /* nn_ops.Convolution's _WithSpaceToBatch: SpaceToBatchND with the paddings of
-         * required_space_to_batch_paddings, a VALID Conv2D, BatchToSpaceND with crops */
+    int nsp = c->kind == VG_LAYER_CONV1D ? 1 : 2;
+    bool dilated = c->dilation_rate[0] != 1 || (nsp == 2 && c->dilation_rate[1] != 1);
+    if (dilated && c->kind != VG_LAYER_CONV2D_TRANSPOSE) {
+        /* nn_ops' _WithSpaceToBatch (Convolution, and separable_conv2d's
+         * with_space_to_batch): SpaceToBatchND with the paddings of
+         * required_space_to_batch_paddings, the op VALID, BatchToSpaceND with crops */
         vg_shape s = vg_output_shape(x);
         int32_t block[2], pads[4], crops[4];
         bool same = strcmp(pad, "SAME") == 0;
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < nsp; i++) {
             int64_t k = c->kernel_size[i], r = c->dilation_rate[i], start = 0, end = 0;
             if (same) {
                 int64_t extra = k + (k - 1) * (r - 1) - 1;
@@ -386,18 +378,54 @@ static vg_output call_conv(vg_graph *g, vg_layer *l, vg_output x) {
             crops[2 * i] = 0;
             crops[2 * i + 1] = (int32_t)pad_end_extra;
         }
-        int64_t d2[2] = {2, 2};
+        int64_t d2[2] = {nsp, 2};
+        const char *sep_full = NULL;
+        char sep_name[VG_LAYER_NAME_MAX * 2];
+        if (c->kind == VG_LAYER_SEPARABLE_CONV2D) {
+            sep_full = vg_graph_push_scope(g, "separable_conv2d");
+            snprintf(sep_name, sizeof sep_name, "%s", sep_full ? sep_full : "separable_conv2d");
+        }
         push_inside(g, "SpaceToBatchND");
-        vg_output bs = vg_const_i32_vec(g, block, 2, "block_shape");
+        vg_output bs = vg_const_i32_vec(g, block, nsp, "block_shape");
         vg_output ps = vg_const_array(g, VG_INT32, d2, 2, pads, "paddings");
         vg_graph_pop_scope(g);
         vg_output sb = vg_space_to_batch_nd(g, x, bs, ps, "SpaceToBatchND");
         int64_t one[4] = {1, 1, 1, 1};
-        vg_output y = vg_conv2d(g, sb, l->kernel.read, one, "VALID", "Conv2D");
+        vg_output y;
+        if (c->kind == VG_LAYER_CONV1D) {
+            vg_graph_push_scope(g, "conv1d");
+            vg_output xe = vg_expand_dims(g, sb, 1, "ExpandDims");
+            vg_output ke = vg_expand_dims(g, l->kernel.read, 0, "ExpandDims_1");
+            y = vg_conv2d(g, xe, ke, one, "VALID", "Conv2D");
+            int32_t ax = 1;
+            y = vg_squeeze(g, y, &ax, 1, "Squeeze");
+            vg_graph_pop_scope(g);
+        } else if (c->kind == VG_LAYER_SEPARABLE_CONV2D) {
+            y = vg_depthwise_conv2d_native(g, sb, l->depthwise_kernel.read, one, "VALID", "depthwise");
+        } else {
+            y = vg_conv2d(g, sb, l->kernel.read, one, "VALID", "Conv2D");
+        }
         push_inside(g, "BatchToSpaceND");
         vg_output cs = vg_const_array(g, VG_INT32, d2, 2, crops, "crops");
         vg_graph_pop_scope(g);
         y = vg_batch_to_space_nd(g, y, bs, cs, "BatchToSpaceND");
+        if (c->kind == VG_LAYER_SEPARABLE_CONV2D) {
+            vg_graph_pop_scope(g);
+            vg_graph_push_scope(g, "/");
+            y = vg_conv2d(g, y, l->pointwise_kernel.read, one, "VALID", sep_name);
+            vg_graph_pop_scope(g);
+        }
+        return bias_act(g, l, y);
+    }
+    if (c->kind == VG_LAYER_CONV1D) {
+        vg_graph_push_scope(g, "conv1d");
+        vg_output xe = vg_expand_dims(g, x, 1, "ExpandDims");
+        vg_output ke = vg_expand_dims(g, l->kernel.read, 0, "ExpandDims_1");
+        int64_t st[4] = {1, 1, c->strides[0], 1};
+        vg_output y = vg_conv2d(g, xe, ke, st, pad, "Conv2D");
+        int32_t ax = 1;
+        y = vg_squeeze(g, y, &ax, 1, "Squeeze");
+        vg_graph_pop_scope(g);
         return bias_act(g, l, y);
     }
     if (c->kind == VG_LAYER_CONV2D) {
@@ -671,9 +699,11 @@ static bool check_input(vg_graph *g, vg_layer *l, vg_output x) {
                                                            "positive", lname(l));
                 return false;
             }
-            if (c->dilation_rate[i] != 1 && c->kind != VG_LAYER_CONV2D) {
-                vg_graph_set_error(g, VG_UNIMPLEMENTED,
-                                   "layer %s: dilation_rate other than 1 is supported for conv2d only", lname(l));
+            if (c->dilation_rate[i] != 1 && c->kind == VG_LAYER_CONV2D_TRANSPOSE) {
+                /* tf.layers.Conv2DTranspose of TF 1.15 takes no dilation_rate */
+                vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                                   "layer %s: conv2d_transpose takes no dilation_rate (tf.layers.Conv2DTranspose has "
+                                   "none)", lname(l));
                 return false;
             }
             if (c->dilation_rate[i] != 1 && (c->strides[0] != 1 || c->strides[1] != 1)) {

@@ -106,3 +106,20 @@ static vg_output filled(vg_graph *g, vg_output shape, vg_dtype dt, double v, con
 
 vg_output vg_zeros(vg_graph *g, vg_output shape, vg_dtype dt, const char *name) { return filled(g, shape, dt, 0, "zeros", name); }
 vg_output vg_ones(vg_graph *g, vg_output shape, vg_dtype dt, const char *name) { return filled(g, shape, dt, 1, "ones", name); }
+
+/* tf.nn.xw_plus_b: with name_scope(name, "xw_plus_b") as name: bias_add(matmul(x, w),
+ * b, name=name). */
+vg_output vg_xw_plus_b(vg_graph *g, vg_output x, vg_output weights, vg_output biases, const char *name) {
+    vg_output none = {NULL, 0};
+    if (!g) return none;
+    char full[1024], scope[1030];
+    vg_graph_unique_name(g, name ? name : "xw_plus_b", full, sizeof full);
+    snprintf(scope, sizeof scope, "%s/", full);
+    const char *slash = strrchr(full, '/');
+    vg_graph_push_scope(g, "/");
+    vg_graph_push_scope(g, scope);
+    vg_output mm = vg_matmul(g, x, weights, false, false, "MatMul");
+    vg_graph_pop_scope(g);
+    vg_graph_pop_scope(g);
+    return vg_bias_add(g, mm, biases, slash ? slash + 1 : full);
+}

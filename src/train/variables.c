@@ -61,6 +61,11 @@ vg_initializer vg_init_glorot_uniform(int64_t seed) {
     return i;
 }
 
+vg_initializer vg_init_uniform_unit_scaling(double factor, int64_t seed) {
+    vg_initializer i = {VG_INIT_UNIFORM_UNIT_SCALING, factor, 0, 0, 0, 0, seed};
+    return i;
+}
+
 /* init_ops._compute_fans: rank 0 -> 1,1; rank 1 -> n,n; rank 2 -> in,out; conv
  * kernels [..., in, out] multiply by the receptive field size. */
 static void compute_fans(const int64_t *dims, int ndims, double *fan_in, double *fan_out) {
@@ -174,6 +179,14 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
         double scale = 1.0 / fmax(1.0, (fan_in + fan_out) / 2.0);
         double limit = sqrt(3.0 * scale);
         return random_value(g, RND_UNIFORM, -limit, limit, init.seed, dt, dims, ndims);
+    }
+    case VG_INIT_UNIFORM_UNIT_SCALING: {
+        /* UniformUnitScaling.__call__: input_size = prod(shape[:-1]), at least 1.0 */
+        double input_size = 1.0;
+        for (int i = 0; i + 1 < ndims; i++) input_size *= (double)dims[i];
+        input_size = fmax(input_size, 1.0);
+        double max_val = sqrt(3.0 / input_size) * init.value;
+        return random_value(g, RND_UNIFORM, -max_val, max_val, init.seed, dt, dims, ndims);
     }
     }
     vg_graph_set_error(g, VG_INVALID_ARGUMENT, "unknown initializer kind %d", (int)init.kind);
