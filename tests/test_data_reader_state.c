@@ -218,6 +218,37 @@ static void test_identity_reset(void) {
     vg_graph_free(g);
 }
 
+/* ReaderBase::ReadUpTo: a call stops at the end of a work unit once it has records,
+ * so an IdentityReader gives one record per call. */
+static void test_identity_read_up_to(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output rd = vg_identity_reader(g, NULL);
+    vg_dtype dt = VG_STRING;
+    vg_shape sc = vg_shape_make(NULL, 0);
+    vg_output q = vg_fifo_queue(g, &dt, &sc, 1, 99, NULL);
+    vg_output abc = strings_const(g, (const char *const[]){"A", "B", "C"}, 3, "abc");
+    vg_op *enq = vg_queue_enqueue_many(g, q, &abc, 1, NULL), *close = vg_queue_close(g, q, false, NULL);
+    vg_op *up = vg_reader_read_up_to(g, rd, q, vg_const_i64(g, 5, "n"), NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s, &enq, 1, &st), &st);
+    CHECK_OK(vg_session_run_targets(s, &close, 1, &st), &st);
+    const char *want = "ABC";
+    for (int i = 0; i < 3; i++) {
+        vg_tensor *k = NULL;
+        CHECK_OK(vg_session_run1(s, vg_out(up, 0), &k, &st), &st);
+        size_t l = 0;
+        const char *v = k && vg_tensor_num_elements(k) == 1 ? vg_tensor_string(k, 0, &l) : "";
+        CHECK(l == 1 && v[0] == want[i]);
+        vg_tensor_free(k);
+    }
+    vg_tensor *k = NULL;
+    CHECK_CODE(vg_session_run1(s, vg_out(up, 0), &k, &st), VG_OUT_OF_RANGE);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 /* The testSerializeRestore sequence on a WholeFileReader (TF 1.15 implements its
  * state the same way): the state after file 0 restores the counters and the file. */
 static void test_whole_file_serialize_restore(void) {
@@ -345,6 +376,7 @@ static void test_reader_state_unimplemented(void) {
 int main(void) {
     RUN_TEST(test_identity_serialize_restore);
     RUN_TEST(test_identity_reset);
+    RUN_TEST(test_identity_read_up_to);
     RUN_TEST(test_whole_file_serialize_restore);
     RUN_TEST(test_reader_state_unimplemented);
     TEST_MAIN_END();

@@ -50,8 +50,11 @@ VG_API vg_output vg_identity_reader(vg_graph *g, const char *name);
 /* ReaderReadV2(reader, queue): output 0 key, output 1 value (string scalars). */
 VG_API vg_op *vg_reader_read(vg_graph *g, vg_output reader, vg_output queue, const char *name);
 /* ReaderReadUpToV2(reader, queue, num_records int64 scalar): keys and values vectors of
- * up to num_records records (fewer only at the end of the input: when the queue is
- * closed after some were read, those are returned; with none, OUT_OF_RANGE). */
+ * up to num_records records. As TF's ReaderBase::ReadUpTo, one call does not cross the
+ * end of a work unit once it has records: the records left in the current file come
+ * back alone (7-record files in calls of up to 4: 4, 3, 4, 3), a whole-file or
+ * identity reader gives one record per call. With none read, the queue's OUT_OF_RANGE
+ * ends the input. */
 VG_API vg_op *vg_reader_read_up_to(vg_graph *g, vg_output reader, vg_output queue, vg_output num_records,
                                    const char *name);
 /* int64 scalars: records produced / files finished since creation or the last reset. */

@@ -309,8 +309,13 @@ static vg_code read_locked(vg__reader *r, rec_out *o, bool *produced, bool *at_e
     }
 }
 
-/* Produces the next record, taking new work from the queue as needed. */
-static vg_code next_record(vg__reader *r, const vg_tensor *queue, int64_t deadline, rec_out *o, vg_status *st) {
+/* Produces the next record, taking new work from the queue as needed. *ended tells
+ * whether a work unit finished during the call. With stop_at_work_end (ReadUpTo once
+ * it has records) a work unit that ends without a record ends the call: VG_OK with
+ * *got false. Otherwise VG_OK means a record in *o (*got true). */
+static vg_code next_record(vg__reader *r, const vg_tensor *queue, int64_t deadline, rec_out *o, bool stop_at_work_end,
+                           bool *got, bool *ended, vg_status *st) {
+    *got = *ended = false;
     for (;;) {
         if (!r->work) {
             vg_tensor *w = NULL;
@@ -339,12 +344,14 @@ static vg_code next_record(vg__reader *r, const vg_tensor *queue, int64_t deadli
         vg_code rc = read_locked(r, o, &produced, &at_end, st);
         if (rc != VG_OK) return rc;
         if (produced) r->produced++;
+        *got = produced;
         if (at_end) {
             r->completed = r->started; /* TF: work_finished_ = work_started_ */
             /* whole-file / identity: key and value live in r->last and r->buf, which
              * finish_work keeps */
             finish_work(r);
-            if (produced) return VG_OK;
+            *ended = true;
+            if (produced || stop_at_work_end) return VG_OK;
             continue;
         }
         if (produced) return VG_OK;
@@ -399,7 +406,8 @@ static vg_code kernel_read(vg__kctx *ctx) {
     rec_out *o = vg__malloc(sizeof *o);
     if (!o) return VG_OOM(st, "reader record");
     pthread_mutex_lock(&r->mu);
-    rc = next_record(r, vg__kctx_input(ctx, 1), vg__kctx_deadline_ns(ctx), o, st);
+    bool got, ended;
+    rc = next_record(r, vg__kctx_input(ctx, 1), vg__kctx_deadline_ns(ctx), o, false, &got, &ended, st);
     if (rc == VG_OK) rc = vg_tensor_set_string(k, 0, o->kp, o->kl, st);
     if (rc == VG_OK) rc = vg_tensor_set_string(v, 0, (const char *)o->val, o->len, st);
     pthread_mutex_unlock(&r->mu);
@@ -426,7 +434,8 @@ static vg_code kernel_read_up_to(vg__kctx *ctx) {
     while (rc == VG_OK && got < n) {
         vg_status e;
         vg_status_clear(&e);
-        vg_code r2 = next_record(r, vg__kctx_input(ctx, 1), vg__kctx_deadline_ns(ctx), o, &e);
+        bool have, ended;
+        vg_code r2 = next_record(r, vg__kctx_input(ctx, 1), vg__kctx_deadline_ns(ctx), o, got > 0, &have, &ended, &e);
         if (r2 != VG_OK) {
             if (got == 0 || r2 != VG_OUT_OF_RANGE) {
                 vg_status_copy(st, &e);
@@ -434,6 +443,7 @@ static vg_code kernel_read_up_to(vg__kctx *ctx) {
             }
             break;
         }
+        if (!have) break; /* TF's ReadUpTo: a finished work unit ends a call that has records */
         if (got == cap) { /* grow both string vectors */
             int64_t nc = cap * 2 < n ? cap * 2 : n;
             vg_tensor *nk = vg_tensor_new(VG_STRING, &nc, 1, st), *nv = nk ? vg_tensor_new(VG_STRING, &nc, 1, st) : NULL;
@@ -458,6 +468,7 @@ static vg_code kernel_read_up_to(vg__kctx *ctx) {
         if (rc == VG_OK) rc = vg_tensor_set_string(keys, got, o->kp, o->kl, st);
         if (rc == VG_OK) rc = vg_tensor_set_string(vals, got, (const char *)o->val, o->len, st);
         got++;
+        if (ended) break; /* the record ended its work unit (whole-file, identity) */
     }
     if (locked) pthread_mutex_unlock(&r->mu);
     vg_tensor *ko, *vo;
