@@ -1,35 +1,47 @@
 /* bench_input.c - input pipelines over TFRecords of tf.train.Examples (Fashion-MNIST
- * train set converted at start: image_raw = 784 bytes, label = int64), batch 64:
+ * train set converted at start: image_raw = 784 bytes, label = int64), batch 64, each
+ * at 1 and 2 threads (session inter/intra-op threads = T):
  *
  *   tfdata:  TFRecordDataset -> map(parse_single_example, decode_raw, cast * 1/255)
  *            -> shuffle(10000) -> batch(64, drop_remainder) -> prefetch(1) -> get_next
- *            (and again with map num_parallel_calls = 2)
- *   tfdata batch-then-parse: TFRecordDataset -> shuffle(10000) -> batch(64) ->
- *            map(ParseExample of the whole batch, decode_raw, scale) -> prefetch(1)
- *   queue_N: string_input_producer -> TFRecordReader.read -> parse_single_example ->
+ *            (T = 1: map; T = 2: map with num_parallel_calls 2)
+ *   tfdata_batch_then_parse: TFRecordDataset -> shuffle(10000) -> batch(64) ->
+ *            map(ParseExample of the whole batch, decode_raw, scale; num_parallel_calls
+ *            T when T > 1) -> prefetch(1)
+ *   queue:   string_input_producer -> TFRecordReader.read -> parse_single_example ->
  *            decode_raw -> cast * 1/255 -> shuffle_batch(64, capacity 10000,
- *            min_after_dequeue 5000, num_threads N), N = 1 and 2
+ *            min_after_dequeue 5000, num_threads T)
+ *   mlp_train_step: the MLP of vigil train (784-256-256-10 ReLU, SGD 0.1) fed batches
+ *            of 64 through placeholders, measured in the same run at T threads; every
+ *            pipeline line carries it and the ratio batches/s / steps/s (target >= 10)
  *
- * Prints one JSON line: batches/s of each (after a warm-up filling the shuffle
- * buffers), the records file's size and the peak RSS.
- * Options: --seconds S (measured time per pipeline, default 3), --data DIR (default
- * /usr/share/datasets/fashion-mnist), --records N (default 60000).
+ * Prints one JSON line per case ({"bench":"input","case":...}); throughput after a
+ * warm-up that fills the shuffle buffers, the median of --rounds R (default 3) rounds
+ * in which the MLP and the pipelines take turns. Options: --seconds S (measured time
+ * per case and round, default 3), --data DIR (default /usr/share/datasets/fashion-mnist), --records N
+ * (default 60000).
  *
  * The PyTorch DataLoader peer (bench/peers/torch_input.py, /usr/bin/python3 with
  * python3-torch) reads the same file in the same run: records in memory, each Example
- * decoded in Python, batch 64, shuffle, num_workers 0 and 1; its batches/s and vigil's
- * ratios to it join the JSON line (VG_BENCH_NO_PEER=1 skips it).
+ * decoded in Python, batch 64, shuffle, num_workers 0 and 1; one line per worker count
+ * with vigil's ratio to it (VG_BENCH_NO_PEER=1 skips it).
  *
- * --big MB instead writes a TFRecord file of about MB megabytes (the records repeated)
- * and reads it once through the tf.data pipeline (shuffle buffer 10000, prefetch 1),
- * printing {"bench":"input_big_file",...} with the peak RSS before and after the pass:
- * the pipeline's memory is bounded by its buffers, not by the file. */
+ * --big (opt-in; CI does not run it): one pass of the tf.data pipeline (parallel map
+ * 2, shuffle 10000, batch 64, prefetch 1) over a TFRecord file of --big-mb MB (default
+ * 1024). The file is --big-file PATH, written there when absent (default: a fresh
+ * directory under $TMPDIR or /tmp) and removed at the end if this run wrote it. The
+ * process's peak RSS is reset (/proc/self/clear_refs) before the pass, so the line
+ * gives the pass's own peak next to the bound of its buffers (shuffle buffer + batch
+ * + prefetch + map blocks, at the decoded element's size): memory follows the buffers,
+ * not the file. */
 #include "io/io.h"
 #include "vigil/vigil.h"
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +54,8 @@ static double now_s(void) {
 #ifndef VG_SRCDIR
 #define VG_SRCDIR "."
 #endif
+
+#define BATCH 64
 
 /* Runs the DataLoader peer on path; fills w0 / w1 (batches/s), -1 when unavailable. */
 static void run_peer(const char *path, double seconds, double *w0, double *w1) {
@@ -70,7 +84,7 @@ static int die(const char *what, const vg_status *st) {
 
 static vg_feature_spec g_specs[2];
 
-/* parse + decode + scale: shared by both pipelines */
+/* parse + decode + scale: shared by the pipelines */
 static void parse(vg_graph *g, vg_output serialized, vg_output *image, vg_output *label) {
     vg_output d[2];
     vg_parse_single_example(g, serialized, g_specs, 2, d, NULL, NULL);
@@ -86,9 +100,6 @@ static vg_code map_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output 
     return VG_OK;
 }
 
-static vg_output files_const(vg_graph *g, const char *path);
-static double measure(vg_session *s, const vg_output *f, int nf, int warm, double seconds, vg_status *st);
-
 /* the vectorized form: parse a batch of serialized Examples at once (ParseExample) */
 static vg_code batch_parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
     (void)nargs, (void)p;
@@ -101,21 +112,6 @@ static vg_code batch_parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg
     return VG_OK;
 }
 
-static double run_tfdata_batch_parse(const char *path, double seconds, vg_status *st) {
-    vg_graph *g = vg_graph_new();
-    vg_output ds = vg_dataset_repeat(g, vg_dataset_tfrecord(g, files_const(g, path), "", NULL), -1, NULL);
-    ds = vg_dataset_shuffle(g, ds, 10000, 1, true, NULL);
-    ds = vg_dataset_batch(g, ds, 64, true, NULL);
-    ds = vg_dataset_prefetch(g, vg_dataset_map(g, ds, batch_parse_fn, NULL, NULL), 1, NULL);
-    vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
-    double r = -1;
-    vg_session *s = vg_graph_status(g, st) == VG_OK ? vg_session_new(g, NULL, st) : NULL;
-    if (s) r = measure(s, (vg_output[]){vg_out(next, 0), vg_out(next, 1)}, 2, 200, seconds, st);
-    vg_session_free(s);
-    vg_graph_free(g);
-    return r;
-}
-
 static vg_output files_const(vg_graph *g, const char *path) {
     vg_status st;
     vg_tensor *t = vg_tensor_new(VG_STRING, (int64_t[]){1}, 1, &st);
@@ -125,8 +121,20 @@ static vg_output files_const(vg_graph *g, const char *path) {
     return o;
 }
 
-/* Runs fetches until `seconds` have passed after `warm` runs; returns batches/s. */
-static double measure(vg_session *s, const vg_output *f, int nf, int warm, double seconds, vg_status *st) {
+/* Runs fetches (and targets) with feeds until `seconds` have passed after `warm` runs;
+ * returns runs/s, -1 on error. feed_values: nbatches sets of nfeeds tensors, cycled. */
+typedef struct run_spec {
+    const vg_output *fetches;
+    int nfetches;
+    vg_op *const *targets;
+    int ntargets;
+    const vg_output *feeds;
+    int nfeeds;
+    vg_tensor **feed_values;
+    int nbatches;
+} run_spec;
+
+static double measure(vg_session *s, const run_spec *r, int warm, double seconds, vg_status *st) {
     vg_run_options ro = {0};
     ro.timeout_in_ms = 60000;
     int64_t n = 0;
@@ -134,7 +142,10 @@ static double measure(vg_session *s, const vg_output *f, int nf, int warm, doubl
     for (int i = 0;; i++) {
         if (i == warm) t0 = now_s();
         vg_tensor *out[2] = {0};
-        if (vg_session_run(s, &ro, NULL, NULL, 0, f, out, nf, NULL, 0, NULL, st) != VG_OK) return -1;
+        vg_tensor **fv = r->nfeeds ? r->feed_values + (size_t)(i % r->nbatches) * (size_t)r->nfeeds : NULL;
+        if (vg_session_run(s, &ro, r->feeds, fv, r->nfeeds, r->fetches, out, r->nfetches, r->targets, r->ntargets, NULL,
+                           st) != VG_OK)
+            return -1;
         vg_tensor_free(out[0]);
         vg_tensor_free(out[1]);
         if (i >= warm) {
@@ -145,19 +156,41 @@ static double measure(vg_session *s, const vg_output *f, int nf, int warm, doubl
     return (double)n / (now_s() - t0);
 }
 
-static double run_tfdata(const char *path, int parallel, double seconds, vg_status *st) {
-    vg_graph *g = vg_graph_new();
-    vg_output ds = vg_dataset_repeat(g, vg_dataset_tfrecord(g, files_const(g, path), "", NULL), -1, NULL);
-    ds = vg_dataset_map_parallel(g, ds, map_fn, NULL, parallel, NULL);
-    ds = vg_dataset_shuffle(g, ds, 10000, 1, true, NULL);
-    ds = vg_dataset_prefetch(g, vg_dataset_batch(g, ds, 64, true, NULL), 1, NULL);
+static vg_session *session_for(vg_graph *g, int threads, vg_status *st) {
+    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    so.intra_op_threads = threads;
+    so.inter_op_threads = threads;
+    return vg_graph_status(g, st) == VG_OK ? vg_session_new(g, &so, st) : NULL;
+}
+
+static double run_get_next(vg_graph *g, vg_output ds, int threads, double seconds, vg_status *st) {
     vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
     double r = -1;
-    vg_session *s = vg_graph_status(g, st) == VG_OK ? vg_session_new(g, NULL, st) : NULL;
-    if (s) r = measure(s, (vg_output[]){vg_out(next, 0), vg_out(next, 1)}, 2, 200, seconds, st);
+    vg_session *s = session_for(g, threads, st);
+    run_spec rs = {(vg_output[]){vg_out(next, 0), vg_out(next, 1)}, 2, NULL, 0, NULL, 0, NULL, 1};
+    if (s) r = measure(s, &rs, 200, seconds, st);
     vg_session_free(s);
     vg_graph_free(g);
     return r;
+}
+
+static double run_tfdata(const char *path, int threads, double seconds, vg_status *st) {
+    vg_graph *g = vg_graph_new();
+    vg_output ds = vg_dataset_repeat(g, vg_dataset_tfrecord(g, files_const(g, path), "", NULL), -1, NULL);
+    ds = vg_dataset_map_parallel(g, ds, map_fn, NULL, threads > 1 ? threads : 0, NULL);
+    ds = vg_dataset_shuffle(g, ds, 10000, 1, true, NULL);
+    ds = vg_dataset_prefetch(g, vg_dataset_batch(g, ds, BATCH, true, NULL), 1, NULL);
+    return run_get_next(g, ds, threads, seconds, st);
+}
+
+static double run_tfdata_batch_parse(const char *path, int threads, double seconds, vg_status *st) {
+    vg_graph *g = vg_graph_new();
+    vg_output ds = vg_dataset_repeat(g, vg_dataset_tfrecord(g, files_const(g, path), "", NULL), -1, NULL);
+    ds = vg_dataset_shuffle(g, ds, 10000, 1, true, NULL);
+    ds = vg_dataset_batch(g, ds, BATCH, true, NULL);
+    ds = vg_dataset_map_parallel(g, ds, batch_parse_fn, NULL, threads > 1 ? threads : 0, NULL);
+    ds = vg_dataset_prefetch(g, ds, 1, NULL);
+    return run_get_next(g, ds, threads, seconds, st);
 }
 
 static double run_queue(const char *path, int threads, double seconds, vg_status *st) {
@@ -166,13 +199,14 @@ static double run_queue(const char *path, int threads, double seconds, vg_status
     vg_op *read = vg_reader_read(g, vg_tfrecord_reader(g, NULL, NULL), q, NULL);
     vg_output img, lab, batch[2];
     parse(g, vg_out(read, 1), &img, &lab);
-    vg_shuffle_batch(g, (vg_output[]){img, lab}, 2, 64, 10000, 5000, threads, 1, false, NULL, batch);
+    vg_shuffle_batch(g, (vg_output[]){img, lab}, 2, BATCH, 10000, 5000, threads, 1, false, NULL, batch);
     vg_op *li = vg_local_variables_initializer(g);
     double r = -1;
-    vg_session *s = vg_graph_status(g, st) == VG_OK ? vg_session_new(g, NULL, st) : NULL;
+    vg_session *s = session_for(g, threads, st);
     vg_coord *coord = vg_coord_new(NULL, 0);
+    run_spec rs = {batch, 2, NULL, 0, NULL, 0, NULL, 1};
     if (s && vg_session_run_targets(s, &li, 1, st) == VG_OK && vg_start_queue_runners(s, coord, st) == VG_OK)
-        r = measure(s, batch, 2, 200, seconds, st);
+        r = measure(s, &rs, 200, seconds, st);
     vg_coord_request_stop(coord, NULL);
     if (s) vg_session_close(s, NULL);
     vg_status js;
@@ -183,26 +217,246 @@ static double run_queue(const char *path, int threads, double seconds, vg_status
     return r;
 }
 
+/* vigil train's MLP (784-256-256-10 ReLU, softmax cross-entropy, SGD 0.1) fed
+ * pre-sliced batches of 64 images: training steps/s at `threads` threads. */
+#define MLP_BATCHES 16
+static double run_mlp(const uint8_t *images, const uint8_t *labels, int64_t n, int threads, double seconds,
+                      vg_status *st) {
+    vg_tensor *fv[2 * MLP_BATCHES] = {0};
+    int64_t xd[2] = {BATCH, 784}, yd[1] = {BATCH};
+    srand(1);
+    for (int k = 0; k < MLP_BATCHES; k++) {
+        vg_tensor *x = vg_tensor_new(VG_FLOAT, xd, 2, st), *y = vg_tensor_new(VG_INT64, yd, 1, st);
+        fv[2 * k] = x, fv[2 * k + 1] = y;
+        if (!x || !y) break;
+        float *xp = vg_tensor_data(x);
+        int64_t *yp = vg_tensor_data(y);
+        for (int i = 0; i < BATCH; i++) {
+            int64_t r = rand() % n;
+            for (int j = 0; j < 784; j++) xp[i * 784 + j] = images[r * 784 + j] / 255.0f;
+            yp[i] = labels[r];
+        }
+    }
+    vg_graph *g = vg_graph_new();
+    vg_graph_set_seed(g, 1);
+    vg_output x = vg_placeholder(g, VG_FLOAT, xd, 2, "x"), y = vg_placeholder(g, VG_INT64, yd, 1, "y");
+    vg_output h = vg_layers_dense(g, x, 256, VG_ACT_RELU, NULL);
+    h = vg_layers_dense(g, h, 256, VG_ACT_RELU, NULL);
+    vg_output logits = vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
+    vg_output loss = vg_reduce_mean(g, vg_out(vg_sparse_softmax_xent(g, logits, y, NULL), 0), NULL, -1, false, "loss");
+    vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
+    vg_op *train = vg_optimizer_minimize(opt, g, loss, NULL, 0, vg_get_or_create_global_step(g), NULL);
+    vg_op *init = vg_global_variables_initializer(g);
+    double r = -1;
+    vg_session *s = session_for(g, threads, st);
+    run_spec rs = {&loss, 1, &train, 1, (vg_output[]){x, y}, 2, fv, MLP_BATCHES};
+    if (s && fv[2 * MLP_BATCHES - 1] && vg_session_run_targets(s, &init, 1, st) == VG_OK)
+        r = measure(s, &rs, 50, seconds, st);
+    vg_session_free(s);
+    vg_optimizer_free(opt);
+    vg_graph_free(g);
+    for (int k = 0; k < 2 * MLP_BATCHES; k++) vg_tensor_free(fv[k]);
+    return r;
+}
+
+/* Writes total Examples (record i = image i % n) to path. */
+static int write_records(const char *path, const uint8_t *images, const uint8_t *labels, int64_t n, int64_t total,
+                         vg_status *st) {
+    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, st);
+    if (!w) return die("writer", st);
+    vg_example *ex = vg_example_new();
+    for (int64_t i = 0; i < total; i++) {
+        vg_example_clear(ex);
+        int64_t l = labels[i % n];
+        vg_example_add_bytes(ex, "image_raw", (const char *[]){(const char *)images + (i % n) * 784}, (size_t[]){784}, 1,
+                             st);
+        vg_example_add_int64(ex, "label", &l, 1, st);
+        size_t len;
+        const void *b = vg_example_serialize(ex, &len, st);
+        if (!b || vg_tfrecord_writer_write(w, b, len, st) != VG_OK) {
+            vg_example_free(ex);
+            vg_tfrecord_writer_close(w, st);
+            return die("write", st);
+        }
+    }
+    vg_example_free(ex);
+    if (vg_tfrecord_writer_close(w, st) != VG_OK) return die("close", st);
+    return 0;
+}
+
+static double file_mb(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (double)sb.st_size / 1048576.0 : -1;
+}
+
+/* VmHWM (peak RSS) in MB from /proc/self/status; -1 when unavailable. */
+static double vm_hwm_mb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    double mb = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) mb = atof(line + 6) / 1024.0;
+    fclose(f);
+    return mb;
+}
+
+static double vm_rss_mb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    double mb = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) mb = atof(line + 6) / 1024.0;
+    fclose(f);
+    return mb;
+}
+
+/* Resets the peak RSS to the current RSS (Linux >= 4.0); false when not possible. */
+static bool reset_peak_rss(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+static int run_big(const uint8_t *images, const uint8_t *labels, int64_t n, int64_t big_mb, const char *big_file,
+                   vg_status *st) {
+    char dir[512] = "", path[1024];
+    bool wrote = false;
+    if (big_file) {
+        snprintf(path, sizeof path, "%s", big_file);
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/vg_bench_input_big_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(dir)) {
+            fprintf(stderr, "bench_input: cannot create a directory under %s\n", tmp && *tmp ? tmp : "/tmp");
+            return 1;
+        }
+        snprintf(path, sizeof path, "%s/fmnist_%lldMB.tfrecord", dir, (long long)big_mb);
+    }
+    double t_write = 0;
+    if (access(path, R_OK) != 0) {
+        /* ~843 bytes a record: 784 image bytes, the label, Example framing, 16 bytes of TFRecord */
+        int64_t total = (big_mb * 1048576 + 842) / 843;
+        double t0 = now_s();
+        if (write_records(path, images, labels, n, total, st)) {
+            unlink(path);
+            if (*dir) rmdir(dir);
+            return 1;
+        }
+        t_write = now_s() - t0;
+        wrote = true;
+    }
+    double mb = file_mb(path);
+    double rss_before = vm_rss_mb();
+    bool reset = reset_peak_rss();
+    double hwm_start = vm_hwm_mb();
+    vg_graph *g = vg_graph_new();
+    vg_output ds = vg_dataset_tfrecord(g, files_const(g, path), "", NULL);
+    ds = vg_dataset_map_parallel(g, ds, map_fn, NULL, 2, NULL);
+    ds = vg_dataset_shuffle(g, ds, 10000, 1, true, NULL);
+    ds = vg_dataset_prefetch(g, vg_dataset_batch(g, ds, BATCH, false, NULL), 1, NULL);
+    vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
+    vg_session *s = session_for(g, 2, st);
+    int64_t batches = 0, rows = 0;
+    double t0 = now_s();
+    vg_code rc = s ? VG_OK : st->code;
+    while (rc == VG_OK) {
+        vg_tensor *out[2] = {0};
+        rc = vg_session_run(s, NULL, NULL, NULL, 0, (vg_output[]){vg_out(next, 0), vg_out(next, 1)}, out, 2, NULL, 0, NULL,
+                            st);
+        if (rc == VG_OK) {
+            batches++;
+            rows += vg_tensor_dim(out[1], 0);
+        }
+        vg_tensor_free(out[0]);
+        vg_tensor_free(out[1]);
+    }
+    double dt = now_s() - t0;
+    double hwm = vm_hwm_mb();
+    vg_session_free(s);
+    vg_graph_free(g);
+    if (wrote) unlink(path);
+    if (*dir) rmdir(dir);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    /* the buffers, at a decoded element's size (784 floats + an int64 label): the
+     * shuffle buffer, the batch being built, the prefetched batch, the parallel map's
+     * block of 32 x 2 elements in and out */
+    double elem = 784 * 4 + 8;
+    double bound_mb = (10000 + BATCH + BATCH + 2 * 32 * 2) * elem / 1048576.0;
+    double pipeline_mb = hwm - hwm_start;
+    printf("{\"bench\":\"input\",\"case\":\"big_file_peak_rss\",\"file_mb\":%.1f,\"file\":\"%s\",\"written_s\":%.1f,"
+           "\"records\":%lld,\"batches\":%lld,\"seconds\":%.2f,\"records_per_s\":%.0f,\"shuffle_buffer\":10000,"
+           "\"prefetch\":1,\"map_parallel\":2,\"rss_before_mb\":%.1f,\"peak_reset\":%s,\"pass_peak_rss_mb\":%.1f,"
+           "\"pass_peak_over_start_mb\":%.1f,\"buffer_bound_mb\":%.1f,\"bounded_by_buffers\":%s,"
+           "\"process_peak_rss_mb\":%.1f,\"end\":\"%s\"}\n",
+           mb, wrote ? "written, removed" : "existing, kept", t_write, (long long)rows, (long long)batches, dt,
+           dt > 0 ? rows / dt : 0, rss_before, reset ? "true" : "false", hwm, pipeline_mb, bound_mb,
+           reset && pipeline_mb <= 2 * bound_mb + 32 ? "true" : "false", ru.ru_maxrss / 1024.0, vg_code_name(rc));
+    return rc == VG_OUT_OF_RANGE && rows > 0 ? 0 : 1;
+}
+
+static int cmpd(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double median(const double *v, int n) {
+    double t[16];
+    memcpy(t, v, sizeof(double) * (size_t)n);
+    qsort(t, (size_t)n, sizeof(double), cmpd);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+static void print_rounds(const double *v, int n) {
+    printf("[");
+    for (int r = 0; r < n; r++) printf("%s%.1f", r ? "," : "", v[r]);
+    printf("]");
+}
+
+/* One line per pipeline case: medians over the rounds, and the MLP's median. */
+static void print_case(const char *name, int threads, const double *bps, const double *mlp, int rounds) {
+    double b = median(bps, rounds), m = median(mlp, rounds);
+    printf("{\"bench\":\"input\",\"case\":\"%s\",\"threads\":%d,\"batch\":%d,\"batches_per_s\":%.1f,"
+           "\"mlp_steps_per_s\":%.1f,\"over_mlp_step_rate\":%.2f,\"ge_10x_mlp\":%s,\"rounds_batches_per_s\":",
+           name, threads, BATCH, b, m, m > 0 && b > 0 ? b / m : -1.0, m > 0 && b >= 10 * m ? "true" : "false");
+    print_rounds(bps, rounds);
+    printf("}\n");
+    fflush(stdout);
+}
+
 int main(int argc, char **argv) {
     double seconds = 3;
-    const char *dir = "/usr/share/datasets/fashion-mnist";
-    int64_t want = 60000, big_mb = 0;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
-        else if (!strcmp(argv[i], "--data")) dir = argv[i + 1];
-        else if (!strcmp(argv[i], "--records")) want = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--big")) big_mb = atoll(argv[i + 1]);
+    const char *dir = "/usr/share/datasets/fashion-mnist", *big_file = NULL;
+    int64_t want = 60000, big_mb = 1024;
+    int rounds = 3;
+    bool big = false;
+    for (int i = 1; i < argc; i++) {
+        bool has = i + 1 < argc;
+        if (!strcmp(argv[i], "--big")) big = true;
+        else if (!strcmp(argv[i], "--seconds") && has) seconds = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--data") && has) dir = argv[++i];
+        else if (!strcmp(argv[i], "--records") && has) want = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && has) rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--big-mb") && has) big_mb = atoll(argv[++i]), big = true;
+        else if (!strcmp(argv[i], "--big-file") && has) big_file = argv[++i], big = true;
         else {
-            fprintf(stderr, "bench_input: unknown option %s\n", argv[i]);
+            fprintf(stderr, "bench_input: unknown option or missing value: %s\n"
+                            "usage: bench_input [--seconds S] [--rounds R] [--data DIR] [--records N] [--big] [--big-mb MB] "
+                            "[--big-file PATH]\n", argv[i]);
             return 2;
         }
+    }
+    if (seconds <= 0 || want <= 0 || big_mb <= 0 || rounds < 1 || rounds > 16) {
+        fprintf(stderr, "bench_input: --seconds, --records and --big-mb must be > 0, --rounds in 1..16\n");
+        return 2;
     }
     char img[1024], lab[1024];
     snprintf(img, sizeof img, "%s/train-images-idx3-ubyte.gz", dir);
     snprintf(lab, sizeof lab, "%s/train-labels-idx1-ubyte.gz", dir);
     if (access(img, R_OK) != 0 || access(lab, R_OK) != 0) {
         fprintf(stderr, "bench_input: %s not found; skipping\n", img);
-        printf("{\"bench\":\"input_pipelines\",\"skipped\":true}\n");
+        printf("{\"bench\":\"input\",\"skipped\":true}\n");
         return 0;
     }
     vg_status st;
@@ -213,92 +467,56 @@ int main(int argc, char **argv) {
     if (vg__idx_read(img, VG__IDX_U8, idims, &ind, &images, &ib, &st) != VG_OK) return die("images", &st);
     if (vg__idx_read(lab, VG__IDX_U8, ldims, &lnd, &labels, &lb, &st) != VG_OK) return die("labels", &st);
     int64_t n = idims[0] < want ? idims[0] : want;
+    g_specs[0] = (vg_feature_spec){"image_raw", VG_STRING, false, vg_shape_make(NULL, 0), {NULL, 0}};
+    g_specs[1] = (vg_feature_spec){"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}};
+    if (big) {
+        int rc = run_big(images, labels, n, big_mb, big_file, &st);
+        vg__free(images);
+        vg__free(labels);
+        return rc;
+    }
     char path[] = "/tmp/vg_bench_input_XXXXXX";
     int fd = mkstemp(path);
     if (fd < 0) return 1;
     close(fd);
-    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
-    if (!w) return die("writer", &st);
-    vg_example *ex = vg_example_new();
-    int64_t reps = 1;
-    if (big_mb > 0) reps = (big_mb * 1048576 + n * 820 - 1) / (n * 820); /* ~820 bytes a record */
-    for (int64_t i = 0; i < n * reps; i++) {
-        vg_example_clear(ex);
-        int64_t l = ((uint8_t *)labels)[i % n];
-        vg_example_add_bytes(ex, "image_raw", (const char *[]){(const char *)images + (i % n) * 784}, (size_t[]){784}, 1,
-                             &st);
-        vg_example_add_int64(ex, "label", &l, 1, &st);
-        size_t len;
-        const void *b = vg_example_serialize(ex, &len, &st);
-        if (!b || vg_tfrecord_writer_write(w, b, len, &st) != VG_OK) return die("write", &st);
+    if (write_records(path, images, labels, n, n, &st)) {
+        unlink(path);
+        return 1;
     }
-    vg_example_free(ex);
-    if (vg_tfrecord_writer_close(w, &st) != VG_OK) return die("close", &st);
+    printf("{\"bench\":\"input\",\"case\":\"records\",\"records\":%lld,\"file_mb\":%.1f,\"batch\":%d}\n", (long long)n,
+           file_mb(path), BATCH);
+    int fails = 0;
+    double tf[3] = {0};
+    for (int t = 1; t <= 2; t++) {
+        /* rounds interleave the MLP and the pipelines, so that each ratio compares
+         * figures of the same load window */
+        double mlp[16], a[16], b[16], q[16];
+        for (int r = 0; r < rounds; r++) {
+            if ((mlp[r] = run_mlp(images, labels, n, t, seconds, &st)) < 0) fails += die("mlp", &st);
+            if ((a[r] = run_tfdata(path, t, seconds, &st)) < 0) fails += die("tfdata", &st);
+            if ((b[r] = run_tfdata_batch_parse(path, t, seconds, &st)) < 0) fails += die("tfdata batch then parse", &st);
+            if ((q[r] = run_queue(path, t, seconds, &st)) < 0) fails += die("queue", &st);
+        }
+        printf("{\"bench\":\"input\",\"case\":\"mlp_train_step\",\"threads\":%d,\"batch\":%d,\"steps_per_s\":%.1f,"
+               "\"model\":\"784-256-256-10 relu, sgd 0.1\",\"rounds_steps_per_s\":", t, BATCH, median(mlp, rounds));
+        print_rounds(mlp, rounds);
+        printf("}\n");
+        print_case("tfdata", t, a, mlp, rounds);
+        print_case("tfdata_batch_then_parse", t, b, mlp, rounds);
+        print_case("queue", t, q, mlp, rounds);
+        tf[t] = median(a, rounds);
+    }
     vg__free(images);
     vg__free(labels);
-    FILE *f = fopen(path, "rb");
-    fseek(f, 0, SEEK_END);
-    long fsize = ftell(f);
-    fclose(f);
-    g_specs[0] = (vg_feature_spec){"image_raw", VG_STRING, false, vg_shape_make(NULL, 0), {NULL, 0}};
-    g_specs[1] = (vg_feature_spec){"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}};
-    if (big_mb > 0) {
-        struct rusage r0;
-        getrusage(RUSAGE_SELF, &r0);
-        vg_graph *g = vg_graph_new();
-        vg_output ds = vg_dataset_tfrecord(g, files_const(g, path), "", NULL);
-        ds = vg_dataset_map_parallel(g, ds, map_fn, NULL, 2, NULL);
-        ds = vg_dataset_shuffle(g, ds, 10000, 1, true, NULL);
-        ds = vg_dataset_prefetch(g, vg_dataset_batch(g, ds, 64, false, NULL), 1, NULL);
-        vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
-        vg_session *s = vg_graph_status(g, &st) == VG_OK ? vg_session_new(g, NULL, &st) : NULL;
-        int64_t batches = 0, rows = 0;
-        double t0 = now_s();
-        vg_code rc = s ? VG_OK : st.code;
-        while (rc == VG_OK) {
-            vg_tensor *out[2] = {0};
-            rc = vg_session_run(s, NULL, NULL, NULL, 0, (vg_output[]){vg_out(next, 0), vg_out(next, 1)}, out, 2, NULL, 0,
-                                NULL, &st);
-            if (rc == VG_OK) {
-                batches++;
-                rows += vg_tensor_dim(out[1], 0);
-            }
-            vg_tensor_free(out[0]);
-            vg_tensor_free(out[1]);
-        }
-        double dt = now_s() - t0;
-        vg_session_free(s);
-        vg_graph_free(g);
-        unlink(path);
-        struct rusage r1;
-        getrusage(RUSAGE_SELF, &r1);
-        printf("{\"bench\":\"input_big_file\",\"file_mb\":%.1f,\"records\":%lld,\"batches\":%lld,\"seconds\":%.2f,"
-               "\"records_per_s\":%.0f,\"rss_before_mb\":%.1f,\"peak_rss_mb\":%.1f,\"end\":\"%s\"}\n",
-               fsize / 1048576.0, (long long)rows, (long long)batches, dt, rows / dt, r0.ru_maxrss / 1024.0,
-               r1.ru_maxrss / 1024.0, vg_code_name(rc));
-        return rc == VG_OUT_OF_RANGE && rows == n * reps ? 0 : 1;
-    }
-    double tfdata = run_tfdata(path, 0, seconds, &st);
-    if (tfdata < 0) die("tfdata", &st);
-    double tfdata2 = run_tfdata(path, 2, seconds, &st);
-    if (tfdata2 < 0) die("tfdata parallel 2", &st);
-    double tfb = run_tfdata_batch_parse(path, seconds, &st);
-    if (tfb < 0) die("tfdata batch then parse", &st);
-    double q1 = run_queue(path, 1, seconds, &st);
-    if (q1 < 0) die("queue 1", &st);
-    double q2 = run_queue(path, 2, seconds, &st);
-    if (q2 < 0) die("queue 2", &st);
-    double p0, p1;
-    run_peer(path, seconds, &p0, &p1);
+    double p[2];
+    run_peer(path, seconds, &p[0], &p[1]);
     unlink(path);
+    for (int w = 0; w < 2; w++)
+        printf("{\"bench\":\"input\",\"case\":\"peer_torch_dataloader\",\"num_workers\":%d,\"batches_per_s\":%.1f,"
+               "\"vigil_tfdata_%dthread_over_peer\":%.2f}\n",
+               w, p[w], w + 1, p[w] > 0 && tf[w + 1] > 0 ? tf[w + 1] / p[w] : -1.0);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"bench\":\"input_pipelines\",\"records\":%lld,\"file_mb\":%.1f,\"batch\":64,"
-           "\"tfdata_batches_per_s\":%.1f,\"tfdata_map_parallel2_batches_per_s\":%.1f,\"tfdata_batch_then_parse_batches_per_s\":%.1f,\"queue_1thread_batches_per_s\":%.1f,\"queue_2threads_batches_per_s\":%.1f,"
-           "\"peak_rss_mb\":%.1f,\"peer_torch_dataloader_workers0_batches_per_s\":%.1f,"
-           "\"peer_torch_dataloader_workers1_batches_per_s\":%.1f,\"tfdata_over_workers0\":%.2f,"
-           "\"tfdata_parallel2_over_workers1\":%.2f}\n",
-           (long long)n, fsize / 1048576.0, tfdata, tfdata2, tfb, q1, q2, ru.ru_maxrss / 1024.0, p0, p1,
-           p0 > 0 ? tfdata / p0 : -1.0, p1 > 0 ? tfdata2 / p1 : -1.0);
-    return tfdata > 0 && tfdata2 > 0 && tfb > 0 && q1 > 0 && q2 > 0 ? 0 : 1;
+    printf("{\"bench\":\"input\",\"case\":\"process\",\"peak_rss_mb\":%.1f}\n", ru.ru_maxrss / 1024.0);
+    return fails ? 1 : 0;
 }

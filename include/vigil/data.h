@@ -66,8 +66,12 @@ VG_API vg_output vg_dataset_range(vg_graph *g, int64_t start, int64_t stop, int6
 VG_API vg_output vg_dataset_tfrecord(vg_graph *g, vg_output filenames, const char *compression_type,
                                      const char *name);
 
-/* TextLineDataset(filenames, compression_type "" or "GZIP"): the lines of the files
- * ("\n", "\r\n" removed). Missing file: NOT_FOUND naming it. */
+/* TextLineDataset(filenames, compression_type "", "ZLIB" or "GZIP"): the lines of the
+ * files ("\n", "\r\n" removed; a last line without newline kept; lines may hold NUL
+ * bytes). As in TF, "" reads the bytes as they are (a gzip file is not decompressed);
+ * "ZLIB" / "GZIP" inflate one zlib stream / gzip members. Missing file: NOT_FOUND naming
+ * it; data that does not inflate or a truncated stream: DATA_LOSS naming the file,
+ * after which the iterator continues with the next file (as TF). */
 VG_API vg_output vg_dataset_text_line(vg_graph *g, vg_output filenames, const char *compression_type,
                                       const char *name);
 /* tf.data.Dataset.list_files(pattern, shuffle, seed): MatchingFiles, an Assert
@@ -132,7 +136,11 @@ VG_API vg_output vg_dataset_batch(vg_graph *g, vg_output ds, int64_t batch_size,
  * component's own build-time shape; -1 dimensions become the batch's largest size) with
  * padding_values[c] (NULL or {NULL,0}: zero / ""). An element larger than a fixed
  * padded dimension fails with INVALID_ARGUMENT "Attempted to pad to a smaller size than
- * the input element ...". */
+ * the input element ...". Build-time errors (the graph's sticky INVALID_ARGUMENT, TF's
+ * ValueError / TypeError): "The padded shape (1,) is not compatible with the
+ * corresponding input component shape ()." (another rank, or a known input dimension
+ * larger than a known padded one), "Padding value should be a scalar, but is not: ...",
+ * "Padding value tensor (...) does not match output type: ...". */
 VG_API vg_output vg_dataset_padded_batch(vg_graph *g, vg_output ds, int64_t batch_size, const vg_shape *padded_shapes,
                                          const vg_output *padding_values, bool drop_remainder, const char *name);
 /* ShuffleDataset: a buffer of buffer_size elements, each output drawn uniformly from it.

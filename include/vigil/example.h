@@ -171,6 +171,16 @@ VG_API vg_op *vg_decode_csv(vg_graph *g, vg_output records, const vg_output *rec
  * the op (NULL on failure). */
 VG_API vg_op *vg_string_split(vg_graph *g, vg_output source, const char *delimiter, bool skip_empty,
                               vg_sparse_output *out, const char *name);
+/* tf.strings.split(source, sep, maxsplit) with result_type "SparseTensor" (the
+ * StringSplitV2 op): Python's str.split per element of the string vector source. A
+ * non-empty sep is one whole separator string, empty tokens kept ("1,,2" -> "1", "",
+ * "2"; "" -> one token ""); sep NULL or "" splits at runs of ASCII whitespace with no
+ * empty tokens ("" or "  " -> none). maxsplit > 0: at most that many splits, the rest
+ * is the last token; 0: no split; -1: unlimited. *out (may be NULL) as for
+ * vg_string_split. A source that is not a vector is INVALID_ARGUMENT (graph error
+ * when its rank is known, run-time otherwise). Returns the op (NULL on failure). */
+VG_API vg_op *vg_string_split_v2(vg_graph *g, vg_output source, const char *sep, int64_t maxsplit,
+                                 vg_sparse_output *out, const char *name);
 
 #ifdef __cplusplus
 }

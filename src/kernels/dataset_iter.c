@@ -8,6 +8,7 @@
 #include "core/threadpool.h"
 #include "io/example_io.h"
 #include "io/io.h"
+#include "vigil/example.h"
 #include <stdio.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -199,87 +200,163 @@ static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
 static void tfrecord_free(vg__ds_iter *it) { vg__zrecord_reader_close(((tfrecord_it *)it)->r); }
 
 
-/* Text lines of files ("" or GZIP through zlib's gz reader, which also reads plain
- * files): "\n" and a "\r" before it removed, a last line without newline kept. */
+/* Text lines of files, as TF's TextLineDataset: compression_type "" reads the bytes
+ * as they are (a gzip file is not decompressed), "ZLIB" / "GZIP" inflate a zlib / gzip
+ * stream (gzip members may follow each other) and a stream that does not inflate or
+ * ends early is DATA_LOSS naming the file, after which the next file is read. Lines
+ * end at "\n" (a "\r" before it removed), a last line without newline is kept, and a
+ * line may hold NUL bytes. */
+#define TL_CHUNK 65536
 typedef struct textline_it {
     vg__ds_iter base;
     int64_t file;
-    gzFile gz;
+    FILE *f;
+    bool zinit, zend;   /* inflate initialised; the stream ended (Z_STREAM_END) */
+    z_stream zs;
+    uint8_t *in, *buf;  /* compressed input / bytes to split into lines */
+    size_t pos, len;    /* unread bytes of buf: [pos, len) */
     char *line;
     size_t cap;
 } textline_it;
 
+static void textline_close(textline_it *t) {
+    if (t->f) fclose(t->f);
+    t->f = NULL;
+    if (t->zinit) inflateEnd(&t->zs);
+    t->zinit = t->zend = false;
+    t->pos = t->len = 0;
+}
+
+/* Refills t->buf; *got = false at the end of the file's data. */
+static vg_code textline_fill(textline_it *t, int compression, const char *path, size_t plen, bool *got,
+                             vg_status *st) {
+    *got = false;
+    t->pos = t->len = 0;
+    if (compression == VG_COMPRESSION_NONE) {
+        size_t k = fread(t->buf, 1, TL_CHUNK, t->f);
+        if (k == 0 && ferror(t->f)) return vg__io_errno_status(st, errno ? errno : EIO, "cannot read", path);
+        t->len = k;
+        *got = k > 0;
+        return VG_OK;
+    }
+    while (t->len == 0) {
+        if (t->zs.avail_in == 0) {
+            size_t k = fread(t->in, 1, TL_CHUNK, t->f);
+            if (k == 0 && ferror(t->f)) return vg__io_errno_status(st, errno ? errno : EIO, "cannot read", path);
+            if (k == 0) {
+                if (t->zend) return VG_OK; /* the whole stream was read */
+                return vg_status_set(st, VG_DATA_LOSS, "%.*s: truncated %s stream", (int)plen, path,
+                                     compression == VG_COMPRESSION_GZIP ? "GZIP" : "ZLIB");
+            }
+            t->zs.next_in = t->in;
+            t->zs.avail_in = (uInt)k;
+        }
+        if (t->zend) {
+            if (compression != VG_COMPRESSION_GZIP) { /* trailing bytes after a zlib stream: ignored */
+                t->zs.avail_in = 0;
+                continue;
+            }
+            inflateReset(&t->zs); /* another gzip member */
+            t->zend = false;
+        }
+        t->zs.next_out = t->buf;
+        t->zs.avail_out = TL_CHUNK;
+        int z = inflate(&t->zs, Z_NO_FLUSH);
+        if (z == Z_STREAM_END) t->zend = true;
+        else if (z != Z_OK && !(z == Z_BUF_ERROR && t->zs.avail_in == 0))
+            return vg_status_set(st, VG_DATA_LOSS, "%.*s: %s data does not inflate (%s)", (int)plen, path,
+                                 compression == VG_COMPRESSION_GZIP ? "GZIP" : "ZLIB",
+                                 t->zs.msg ? t->zs.msg : "zlib error");
+        t->len = TL_CHUNK - t->zs.avail_out;
+    }
+    *got = true;
+    return VG_OK;
+}
+
 static vg_code textline_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     textline_it *t = (textline_it *)it;
     const vg__dataset *d = it->ds;
+    if (!t->buf && !(t->buf = vg__malloc(TL_CHUNK))) return VG_OOM(st, "text line buffer");
+    if (d->compression != VG_COMPRESSION_NONE && !t->in && !(t->in = vg__malloc(TL_CHUNK)))
+        return VG_OOM(st, "text line buffer");
     for (;;) {
-        if (!t->gz) {
-            if (t->file >= vg_tensor_num_elements(d->files)) {
-                *end = true;
-                return VG_OK;
-            }
-            size_t l;
-            const char *s = vg_tensor_string(d->files, t->file, &l);
-            char *path = vg__strndup(s, l);
+        if (t->file >= vg_tensor_num_elements(d->files)) {
+            *end = true;
+            return VG_OK;
+        }
+        size_t plen;
+        const char *ps = vg_tensor_string(d->files, t->file, &plen);
+        if (!t->f) {
+            char *path = vg__strndup(ps, plen);
             if (!path) return VG_OOM(st, "file name");
-            FILE *probe = fopen(path, "rb");
-            if (!probe) {
+            t->f = fopen(path, "rb");
+            if (!t->f) {
                 vg_code rc = vg__io_errno_status(st, errno, "cannot open", path);
                 vg__free(path);
                 t->file++;
                 return rc;
             }
-            fclose(probe);
-            t->gz = gzopen(path, "rb");
             vg__free(path);
-            if (!t->gz) return VG_OOM(st, "text file reader");
+            if (d->compression != VG_COMPRESSION_NONE) {
+                memset(&t->zs, 0, sizeof t->zs);
+                int wbits = d->compression == VG_COMPRESSION_GZIP ? 16 + MAX_WBITS : MAX_WBITS;
+                if (inflateInit2(&t->zs, wbits) != Z_OK) {
+                    textline_close(t);
+                    return VG_OOM(st, "inflate");
+                }
+                t->zinit = true;
+            }
         }
         size_t n = 0;
         bool any = false, nl = false;
+        vg_code rc = VG_OK;
         for (;;) {
-            if (t->cap - n < 4096) {
-                size_t nc = t->cap ? t->cap * 2 : 8192;
+            if (t->pos == t->len) {
+                bool got;
+                if ((rc = textline_fill(t, d->compression, ps, plen, &got, st)) != VG_OK || !got) break;
+            }
+            any = true;
+            const uint8_t *p = t->buf + t->pos;
+            size_t avail = t->len - t->pos;
+            const uint8_t *q = memchr(p, '\n', avail);
+            size_t take = q ? (size_t)(q - p) : avail;
+            if (n + take + 1 > t->cap) {
+                size_t nc = t->cap ? t->cap : 8192;
+                while (nc < n + take + 1) nc *= 2;
                 char *nb = vg__realloc(t->line, t->cap, nc);
                 if (!nb) return VG_OOM(st, "text line");
                 t->line = nb;
                 t->cap = nc;
             }
-            if (!gzgets(t->gz, t->line + n, (int)(t->cap - n))) break;
-            any = true;
-            size_t k = strlen(t->line + n);
-            n += k;
-            if (k > 0 && t->line[n - 1] == '\n') {
+            memcpy(t->line + n, p, take);
+            n += take;
+            t->pos += take + (q ? 1 : 0);
+            if (q) {
                 nl = true;
                 break;
             }
         }
-        int zerr = 0;
-        const char *zmsg = gzerror(t->gz, &zerr);
-        if (zerr != Z_OK && zerr != Z_BUF_ERROR) {
-            size_t l;
-            const char *s = vg_tensor_string(d->files, t->file, &l);
-            vg_status_set(st, VG_DATA_LOSS, "%.*s: %s", (int)l, s, zmsg);
-            gzclose(t->gz);
-            t->gz = NULL;
+        if (rc != VG_OK) { /* TF: the file is left after its read error */
+            textline_close(t);
             t->file++;
-            return VG_DATA_LOSS;
+            return rc;
         }
-        if (!any) {
-            gzclose(t->gz);
-            t->gz = NULL;
+        if (!any || (!nl && n == 0)) {
+            textline_close(t);
             t->file++;
             continue;
         }
-        if (nl) n--;
-        if (nl && n > 0 && t->line[n - 1] == '\r') n--;
-        if (!(out[0] = vg_tensor_new_string_scalar(t->line, n, st))) return st->code;
+        if (n > 0 && t->line[n - 1] == '\r' && nl) n--;
+        if (!(out[0] = vg_tensor_new_string_scalar(t->line ? t->line : "", n, st))) return st->code;
         return VG_OK;
     }
 }
 
 static void textline_free(vg__ds_iter *it) {
     textline_it *t = (textline_it *)it;
-    if (t->gz) gzclose(t->gz);
+    textline_close(t);
+    vg__free(t->in);
+    vg__free(t->buf);
     vg__free(t->line);
 }
 

@@ -185,8 +185,6 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
         vg_compression c = VG_COMPRESSION_NONE;
         rc = vg_compression_parse(buf, &c, st);
         d->compression = (int)c;
-        if (rc == VG_OK && kind == VG__DS_TEXTLINE && c == VG_COMPRESSION_ZLIB)
-            rc = vg_status_set(st, VG_UNIMPLEMENTED, "TextLineDataset: ZLIB compression is not supported");
         break;
     }
     case VG__DS_SHARD:
@@ -1026,12 +1024,60 @@ vg_output vg_dataset_batch(vg_graph *g, vg_output ds, int64_t batch_size, bool d
 }
 
 /* A dataset op whose elements are the input's (reshuffle: -1 = no such attr). */
+/* A shape as Python's TensorShape prints it in TF 1.15: "()", "(3,)", "(?, 2)". */
+static const char *py_shape(const vg_shape *s, char *buf, size_t n) {
+    if (s->ndims < 0) {
+        snprintf(buf, n, "<unknown>");
+        return buf;
+    }
+    size_t o = (size_t)snprintf(buf, n, "(");
+    for (int i = 0; i < s->ndims && o < n; i++) {
+        if (s->dims[i] < 0) o += (size_t)snprintf(buf + o, n - o, "%s?", i ? ", " : "");
+        else o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "", (long long)s->dims[i]);
+    }
+    if (o < n) snprintf(buf + o, n - o, s->ndims == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* _is_padded_shape_compatible_with: same rank (when both known) and no known input
+ * dimension larger than a known padded one. */
+static bool padded_shape_compatible(const vg_shape *padded, const vg_shape *in) {
+    if (padded->ndims < 0 || in->ndims < 0) return true;
+    if (padded->ndims != in->ndims) return false;
+    for (int i = 0; i < in->ndims; i++)
+        if (padded->dims[i] >= 0 && in->dims[i] >= 0 && in->dims[i] > padded->dims[i]) return false;
+    return true;
+}
+
 vg_output vg_dataset_padded_batch(vg_graph *g, vg_output ds, int64_t batch_size, const vg_shape *padded_shapes,
                                   const vg_output *padding_values, bool drop_remainder, const char *name) {
     vg_dtype t[VG_DATASET_MAX_COMPONENTS];
     vg_shape s[VG_DATASET_MAX_COMPONENTS];
     int n = input_components(g, ds, t, s, "padded_batch");
     if (n == 0) return (vg_output){NULL, 0};
+    /* the build-time checks of TF 1.15's PaddedBatchDataset (ValueError / TypeError there) */
+    for (int c = 0; c < n; c++) {
+        char b1[160], b2[160];
+        if (padded_shapes && !padded_shape_compatible(&padded_shapes[c], &s[c])) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                               "The padded shape %s is not compatible with the corresponding input component shape %s.",
+                               py_shape(&padded_shapes[c], b1, sizeof b1), py_shape(&s[c], b2, sizeof b2));
+            return (vg_output){NULL, 0};
+        }
+        if (padding_values && padding_values[c].op) {
+            vg_shape ps = vg_output_shape(padding_values[c]);
+            if (ps.ndims > 0) {
+                vg_graph_set_error(g, VG_INVALID_ARGUMENT, "Padding value should be a scalar, but is not: %s",
+                                   vg_op_name(padding_values[c].op));
+                return (vg_output){NULL, 0};
+            }
+            if (vg_output_dtype(padding_values[c]) != t[c]) {
+                vg_graph_set_error(g, VG_INVALID_ARGUMENT, "Padding value tensor (%s) does not match output type: %s",
+                                   vg_op_name(padding_values[c].op), vg_dtype_name(t[c]));
+                return (vg_output){NULL, 0};
+            }
+        }
+    }
     vg_output in[2 + 2 * VG_DATASET_MAX_COMPONENTS + 1];
     int k = 0;
     in[k++] = vg_const_i64(g, batch_size, "batch_size");

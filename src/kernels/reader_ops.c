@@ -11,9 +11,17 @@
  * unit and takes the next name. The reader's mutex is held for the whole read,
  * including a blocking dequeue (as TF). Session close cancels the queue, so a blocked
  * read returns CANCELLED.
+ *
+ * State (ReaderSerializeStateV2 / ReaderRestoreStateV2): TF's ReaderBase keeps
+ * work_started, work_finished, num_records_produced and work_ (the current or last
+ * work item), and only the readers with no state beyond that (WholeFileReader,
+ * IdentityReader) serialize it, as a ReaderBaseState proto; the TFRecord,
+ * fixed-length and text-line readers keep the base class's UNIMPLEMENTED. A failed
+ * restore resets the reader (ReaderBase::RestoreState).
  */
 #include "kernels/kernel.h"
 #include "io/example_io.h"
+#include "io/io.h"
 #include "kernels/queue_internal.h"
 #include "vigil/example.h"
 #include "vigil/reader.h"
@@ -30,7 +38,7 @@
 #define READER_FLAGS (VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE)
 #define READ_FLAGS (VG__OP_STATEFUL | VG__OP_BLOCKING | VG__OP_NOT_DIFFERENTIABLE)
 
-enum { R_TFRECORD, R_FIXED, R_TEXT, R_WHOLE };
+enum { R_TFRECORD, R_FIXED, R_TEXT, R_WHOLE, R_IDENTITY };
 
 typedef struct vg__reader {
     pthread_mutex_t mu;
@@ -41,7 +49,10 @@ typedef struct vg__reader {
     int64_t header, record, footer, hop, skip_lines;
     /* state */
     char *work;                 /* current file; NULL = none */
-    int64_t produced, completed;
+    size_t work_len;
+    char *last;                 /* TF's work_ once finished (kept until the next one) */
+    size_t last_len;
+    int64_t produced, completed, started;
     vg__zrecord_reader *zr;     /* TFRecord */
     int fd;                     /* fixed length */
     int64_t pos, limit, recno;
@@ -54,6 +65,8 @@ typedef struct vg__reader {
 /* A produced record: key and value, both borrowed from the reader until its next call. */
 typedef struct rec_out {
     char key[4200];
+    const char *kp; /* the key: key, or the work item (whole-file, identity) */
+    size_t kl;
     const uint8_t *val;
     size_t len;
 } rec_out;
@@ -69,11 +82,32 @@ static void close_work(vg__reader *r) {
     r->work = NULL;
 }
 
+/* Closes the current work item and keeps its name as TF's work_ (r->last). */
+static void finish_work(vg__reader *r) {
+    char *w = r->work;
+    size_t wl = r->work_len;
+    r->work = NULL;
+    close_work(r);
+    vg__free(r->last);
+    r->last = w;
+    r->last_len = w ? wl : 0;
+}
+
+/* ResetLocked: no current work, counters zero. */
+static void reset_locked(vg__reader *r) {
+    close_work(r);
+    vg__free(r->last);
+    r->last = NULL;
+    r->last_len = 0;
+    r->produced = r->completed = r->started = 0;
+}
+
 static void reader_destroy(void *p) {
     vg__reader *r = p;
     if (!r) return;
     close_work(r);
     vg__free(r->buf);
+    vg__free(r->last);
     vg__free(r->name);
     pthread_mutex_destroy(&r->mu);
     vg__free(r);
@@ -90,6 +124,7 @@ static int kind_of_op(const char *type) {
     if (strcmp(type, "TFRecordReaderV2") == 0) return R_TFRECORD;
     if (strcmp(type, "FixedLengthRecordReaderV2") == 0) return R_FIXED;
     if (strcmp(type, "TextLineReaderV2") == 0) return R_TEXT;
+    if (strcmp(type, "IdentityReaderV2") == 0) return R_IDENTITY;
     return R_WHOLE;
 }
 
@@ -205,6 +240,7 @@ static vg_code read_locked(vg__reader *r, rec_out *o, bool *produced, bool *at_e
             return rc;
         }
         snprintf(o->key, sizeof o->key, "%s:%llu", r->work, (unsigned long long)off);
+        o->kp = o->key, o->kl = strlen(o->key);
         *produced = true;
         return VG_OK;
     }
@@ -225,6 +261,7 @@ static vg_code read_locked(vg__reader *r, rec_out *o, bool *produced, bool *at_e
             got += (size_t)k;
         }
         snprintf(o->key, sizeof o->key, "%s:%lld", r->work, (long long)r->recno);
+        o->kp = o->key, o->kl = strlen(o->key);
         o->val = r->buf;
         o->len = (size_t)r->record;
         r->recno++;
@@ -242,11 +279,19 @@ static vg_code read_locked(vg__reader *r, rec_out *o, bool *produced, bool *at_e
         }
         if (rc != VG_OK) return rc;
         snprintf(o->key, sizeof o->key, "%s:%lld", r->work, (long long)r->line);
+        o->kp = o->key, o->kl = strlen(o->key);
         o->val = r->buf ? r->buf : (const uint8_t *)"";
         o->len = len;
         *produced = true;
         return VG_OK;
     }
+    case R_IDENTITY: /* key and value: the work item itself */
+        o->kp = r->work, o->kl = r->work_len;
+        o->val = (const uint8_t *)r->work;
+        o->len = r->work_len;
+        *produced = true;
+        *at_end = true;
+        return VG_OK;
     default: {
         uint8_t *data;
         size_t len;
@@ -254,7 +299,7 @@ static vg_code read_locked(vg__reader *r, rec_out *o, bool *produced, bool *at_e
         vg__free(r->buf);
         r->buf = data;
         r->cap = len;
-        snprintf(o->key, sizeof o->key, "%s", r->work);
+        o->kp = r->work, o->kl = r->work_len;
         o->val = data;
         o->len = len;
         *produced = true;
@@ -264,38 +309,49 @@ static vg_code read_locked(vg__reader *r, rec_out *o, bool *produced, bool *at_e
     }
 }
 
-/* Produces the next record, taking new work from the queue as needed. */
-static vg_code next_record(vg__reader *r, const vg_tensor *queue, int64_t deadline, rec_out *o, vg_status *st) {
+/* Produces the next record, taking new work from the queue as needed. *ended tells
+ * whether a work unit finished during the call. With stop_at_work_end (ReadUpTo once
+ * it has records) a work unit that ends without a record ends the call: VG_OK with
+ * *got false. Otherwise VG_OK means a record in *o (*got true). */
+static vg_code next_record(vg__reader *r, const vg_tensor *queue, int64_t deadline, rec_out *o, bool stop_at_work_end,
+                           bool *got, bool *ended, vg_status *st) {
+    *got = *ended = false;
     for (;;) {
         if (!r->work) {
             vg_tensor *w = NULL;
             vg_code rc = vg__queue_dequeue_string(queue, deadline, &w, st);
             if (rc != VG_OK) return rc;
-            size_t len;
+            size_t len = 0;
             const char *s = vg_tensor_string(w, 0, &len);
-            r->work = vg__strndup(s ? s : "", s ? len : 0);
+            r->work = vg__malloc(len + 1);
+            if (r->work) {
+                if (len) memcpy(r->work, s, len);
+                r->work[len] = 0;
+                r->work_len = len;
+            }
             vg_tensor_free(w);
             if (!r->work) return VG_OOM(st, "reader work item");
+            vg__free(r->last);
+            r->last = NULL;
+            r->last_len = 0;
             if ((rc = start_work(r, st)) != VG_OK) {
-                close_work(r); /* TF: the work item is consumed; the error reaches the caller */
+                finish_work(r); /* TF: the work item is consumed; the error reaches the caller */
                 return rc;
             }
+            r->started++;
         }
         bool produced, at_end;
         vg_code rc = read_locked(r, o, &produced, &at_end, st);
         if (rc != VG_OK) return rc;
         if (produced) r->produced++;
+        *got = produced;
         if (at_end) {
-            r->completed++;
-            if (produced) {
-                /* whole-file: the value lives in r->buf, which close_work keeps */
-                char *w = r->work;
-                r->work = NULL;
-                close_work(r);
-                vg__free(w);
-                return VG_OK;
-            }
-            close_work(r);
+            r->completed = r->started; /* TF: work_finished_ = work_started_ */
+            /* whole-file / identity: key and value live in r->last and r->buf, which
+             * finish_work keeps */
+            finish_work(r);
+            *ended = true;
+            if (produced || stop_at_work_end) return VG_OK;
             continue;
         }
         if (produced) return VG_OK;
@@ -350,8 +406,9 @@ static vg_code kernel_read(vg__kctx *ctx) {
     rec_out *o = vg__malloc(sizeof *o);
     if (!o) return VG_OOM(st, "reader record");
     pthread_mutex_lock(&r->mu);
-    rc = next_record(r, vg__kctx_input(ctx, 1), vg__kctx_deadline_ns(ctx), o, st);
-    if (rc == VG_OK) rc = vg_tensor_set_string(k, 0, o->key, strlen(o->key), st);
+    bool got, ended;
+    rc = next_record(r, vg__kctx_input(ctx, 1), vg__kctx_deadline_ns(ctx), o, false, &got, &ended, st);
+    if (rc == VG_OK) rc = vg_tensor_set_string(k, 0, o->kp, o->kl, st);
     if (rc == VG_OK) rc = vg_tensor_set_string(v, 0, (const char *)o->val, o->len, st);
     pthread_mutex_unlock(&r->mu);
     vg__free(o);
@@ -377,7 +434,8 @@ static vg_code kernel_read_up_to(vg__kctx *ctx) {
     while (rc == VG_OK && got < n) {
         vg_status e;
         vg_status_clear(&e);
-        vg_code r2 = next_record(r, vg__kctx_input(ctx, 1), vg__kctx_deadline_ns(ctx), o, &e);
+        bool have, ended;
+        vg_code r2 = next_record(r, vg__kctx_input(ctx, 1), vg__kctx_deadline_ns(ctx), o, got > 0, &have, &ended, &e);
         if (r2 != VG_OK) {
             if (got == 0 || r2 != VG_OUT_OF_RANGE) {
                 vg_status_copy(st, &e);
@@ -385,6 +443,7 @@ static vg_code kernel_read_up_to(vg__kctx *ctx) {
             }
             break;
         }
+        if (!have) break; /* TF's ReadUpTo: a finished work unit ends a call that has records */
         if (got == cap) { /* grow both string vectors */
             int64_t nc = cap * 2 < n ? cap * 2 : n;
             vg_tensor *nk = vg_tensor_new(VG_STRING, &nc, 1, st), *nv = nk ? vg_tensor_new(VG_STRING, &nc, 1, st) : NULL;
@@ -406,9 +465,10 @@ static vg_code kernel_read_up_to(vg__kctx *ctx) {
             vals = nv;
             cap = nc;
         }
-        if (rc == VG_OK) rc = vg_tensor_set_string(keys, got, o->key, strlen(o->key), st);
+        if (rc == VG_OK) rc = vg_tensor_set_string(keys, got, o->kp, o->kl, st);
         if (rc == VG_OK) rc = vg_tensor_set_string(vals, got, (const char *)o->val, o->len, st);
         got++;
+        if (ended) break; /* the record ended its work unit (whole-file, identity) */
     }
     if (locked) pthread_mutex_unlock(&r->mu);
     vg_tensor *ko, *vo;
@@ -447,29 +507,135 @@ static vg_code kernel_reset(vg__kctx *ctx) {
     vg__reader *r = reader_of(ctx);
     if (!r) return st->code;
     pthread_mutex_lock(&r->mu);
-    close_work(r);
-    r->produced = r->completed = 0;
+    reset_locked(r);
     pthread_mutex_unlock(&r->mu);
     return VG_OK;
 }
 
-/* ReaderSerializeStateV2 / ReaderRestoreStateV2: TF 1.15's ReaderBase asks the reader
- * for SerializeStateLocked / RestoreStateLocked, which none of these four readers
- * implements (only IdentityReader does), so both fail with UNIMPLEMENTED as in TF; the
- * queue pipeline resumes by epoch (the producer's epoch counter) instead. */
+/* ReaderSerializeStateV2 / ReaderRestoreStateV2. TF 1.15's ReaderBase defers to the
+ * reader's SerializeStateLocked / RestoreStateLocked; WholeFileReader and
+ * IdentityReader save their ReaderBase state as a ReaderBaseState proto
+ * (work_started = 1, work_finished = 2, num_records_produced = 3, current_work = 4;
+ * proto3: zeros and "" are omitted), the TFRecord, fixed-length and text-line readers
+ * keep the base class's UNIMPLEMENTED. */
+static bool kind_serializes(int kind) { return kind == R_WHOLE || kind == R_IDENTITY; }
+
+/* TF's name() of a reader: "<Type> '<node name>'". */
+static void tf_reader_name(const vg__reader *r, char *out, size_t n) {
+    snprintf(out, n, "%s '%s'", r->kind == R_IDENTITY ? "IdentityReader" : "WholeFileReader", r->name);
+}
+
+/* absl::CEscape (at most n - 1 bytes; the message is bounded anyway). */
+static void c_escape(const uint8_t *p, size_t len, char *out, size_t n) {
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 5 < n; i++) {
+        uint8_t c = p[i];
+        const char *e = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '"' ? "\\\"" : c == '\'' ? "\\'"
+                      : c == '\\' ? "\\\\" : NULL;
+        if (e) o += (size_t)snprintf(out + o, n - o, "%s", e);
+        else if (c < 0x20 || c >= 0x7f) o += (size_t)snprintf(out + o, n - o, "\\%03o", c);
+        else out[o++] = (char)c;
+    }
+    out[o] = 0;
+}
+
 static vg_code kernel_serialize_state(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__reader *r = reader_of(ctx);
     if (!r) return st->code;
-    return vg_status_set(st, VG_UNIMPLEMENTED, "Reader SerializeState: reader '%s' cannot save its state (as in TF)",
-                         r->name);
+    if (!kind_serializes(r->kind)) return vg_status_set(st, VG_UNIMPLEMENTED, "Reader SerializeState");
+    vg_tensor *out;
+    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_STRING, NULL, 0, &out);
+    if (rc != VG_OK) return rc;
+    vg__pb_buf b;
+    vg__pb_init(&b);
+    pthread_mutex_lock(&r->mu);
+    /* SaveBaseState: work_ is the current item, or the last one once finished */
+    const char *work = r->work ? r->work : r->last;
+    size_t wl = r->work ? r->work_len : r->last_len;
+    if (r->started) vg__pb_put_int64(&b, 1, r->started);
+    if (r->completed) vg__pb_put_int64(&b, 2, r->completed);
+    if (r->produced) vg__pb_put_int64(&b, 3, r->produced);
+    if (work && wl) vg__pb_put_bytes(&b, 4, work, wl);
+    pthread_mutex_unlock(&r->mu);
+    rc = vg__pb_buf_status(&b, "reader state", st);
+    if (rc == VG_OK) rc = vg_tensor_set_string(out, 0, b.len ? (const char *)b.data : "", b.len, st);
+    vg__pb_free(&b);
+    return rc;
+}
+
+/* RestoreStateLocked of WholeFileReader / IdentityReader: ParseProtoUnlimited, then
+ * ReaderBase::RestoreBaseState's checks. */
+static vg_code restore_locked(vg__reader *r, const uint8_t *p, size_t len, vg_status *st) {
+    char nm[1200];
+    if (!kind_serializes(r->kind)) return vg_status_set(st, VG_UNIMPLEMENTED, "Reader RestoreState");
+    tf_reader_name(r, nm, sizeof nm);
+    int64_t v[4] = {0, 0, 0, 0};
+    const uint8_t *work = NULL;
+    size_t wl = 0;
+    vg__pb_reader pr;
+    vg__pb_field f;
+    vg_status e;
+    vg_status_clear(&e);
+    vg__pb_reader_init(&pr, p, len);
+    vg_code rc;
+    while ((rc = vg__pb_next(&pr, &f, &e)) == VG_OK) {
+        /* a known field with another wire type is an unknown field to protobuf */
+        if (f.number >= 1 && f.number <= 3 && f.wiretype == 0) v[f.number] = (int64_t)f.u;
+        else if (f.number == 4 && f.wiretype == 2) work = f.data, wl = f.len;
+    }
+    if (rc != VG_OUT_OF_RANGE) {
+        char esc[512];
+        c_escape(p, len, esc, sizeof esc);
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Could not parse state for %s: %s", nm, esc);
+    }
+    char dbg[600];
+    int o = 0;
+    static const char *const names[4] = {NULL, "work_started", "work_finished", "num_records_produced"};
+    for (int i = 1; i <= 3; i++)
+        if (v[i]) o += snprintf(dbg + o, sizeof dbg - (size_t)o, "%s: %lld\n", names[i], (long long)v[i]);
+    if (wl) {
+        char esc[400];
+        c_escape(work, wl, esc, sizeof esc);
+        snprintf(dbg + o, sizeof dbg - (size_t)o, "current_work: \"%s\"\n", esc);
+    }
+    if (v[1] < 0 || v[2] < 0 || v[3] < 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Unexpected negative value when restoring in %s: %s", nm, dbg);
+    if (v[1] > v[2])
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Inconsistent work started vs. finished when restoring in %s: %s", nm, dbg);
+    char *w = vg__malloc(wl + 1);
+    if (!w) return VG_OOM(st, "reader state");
+    if (wl) memcpy(w, work, wl);
+    w[wl] = 0;
+    close_work(r);
+    vg__free(r->last);
+    r->last = w;
+    r->last_len = wl;
+    r->started = v[1];
+    r->completed = v[2];
+    r->produced = v[3];
+    return VG_OK;
 }
 
 static vg_code kernel_restore_state(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__reader *r = reader_of(ctx);
     if (!r) return st->code;
-    return vg_status_set(st, VG_UNIMPLEMENTED, "Reader RestoreState: reader '%s' cannot restore a state (as in TF)", r->name);
+    const vg_tensor *t = vg__kctx_input(ctx, 1);
+    if (vg_tensor_ndims(t) != 0) {
+        char buf[128];
+        vg_shape s = vg_shape_make(vg_tensor_dims(t), vg_tensor_ndims(t));
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Reader state must be scalar, but had shape: %s",
+                             vg_shape_str(&s, buf, sizeof buf));
+    }
+    size_t len = 0;
+    const char *p = vg_tensor_string(t, 0, &len);
+    pthread_mutex_lock(&r->mu);
+    vg_code rc = restore_locked(r, (const uint8_t *)(p ? p : ""), p ? len : 0, st);
+    if (rc != VG_OK) reset_locked(r); /* ReaderBase::RestoreState: a failed restore resets */
+    pthread_mutex_unlock(&r->mu);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -513,7 +679,8 @@ static vg_code shape_reader(vg_op *op, vg_status *st) {
 static bool is_reader_op(const vg_op *op) {
     const char *t = op ? vg_op_type(op) : "";
     return strcmp(t, "TFRecordReaderV2") == 0 || strcmp(t, "FixedLengthRecordReaderV2") == 0 ||
-           strcmp(t, "TextLineReaderV2") == 0 || strcmp(t, "WholeFileReaderV2") == 0;
+           strcmp(t, "TextLineReaderV2") == 0 || strcmp(t, "WholeFileReaderV2") == 0 ||
+           strcmp(t, "IdentityReaderV2") == 0;
 }
 
 static vg_code check_reader_input(vg_op *op, vg_status *st) {
@@ -564,6 +731,10 @@ static vg_code shape_restore_state(vg_op *op, vg_status *st) {
     if (vg__op_input_dtype(op, 1) != VG_STRING)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "ReaderRestoreStateV2: state must be a string, got %s",
                              vg_dtype_name(vg__op_input_dtype(op, 1)));
+    vg_shape s = vg__op_input_shape(op, 1);
+    if (s.ndims > 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "ReaderRestoreStateV2: Shape must be rank 0 but is rank %d",
+                             s.ndims);
     vg__op_set_num_outputs(op, 0);
     return VG_OK;
 }
@@ -611,6 +782,15 @@ vg_output vg_text_line_reader(vg_graph *g, int64_t skip_header_lines, const char
 
 vg_output vg_whole_file_reader(vg_graph *g, const char *name) {
     return vg_out(vg_op_builder_finish(reader_builder(g, "WholeFileReaderV2", name)), 0);
+}
+
+vg_output vg_identity_reader(vg_graph *g, const char *name) {
+    return vg_out(vg_op_builder_finish(reader_builder(g, "IdentityReaderV2", name)), 0);
+}
+
+bool vg_reader_supports_serialize(vg_output reader) {
+    const char *t = reader.op ? vg_op_type(reader.op) : "";
+    return strcmp(t, "WholeFileReaderV2") == 0 || strcmp(t, "IdentityReaderV2") == 0;
 }
 
 vg_op *vg_reader_read(vg_graph *g, vg_output reader, vg_output queue, const char *name) {
@@ -709,6 +889,7 @@ const vg__op_def vg__ops_reader[] = {
     {"FixedLengthRecordReaderV2", 0, 0, READER_FLAGS, 0, shape_reader, kernel_reader, NULL},
     {"TextLineReaderV2", 0, 0, READER_FLAGS, 0, shape_reader, kernel_reader, NULL},
     {"WholeFileReaderV2", 0, 0, READER_FLAGS, 0, shape_reader, kernel_reader, NULL},
+    {"IdentityReaderV2", 0, 0, READER_FLAGS, 0, shape_reader, kernel_reader, NULL},
     {"ReaderReadV2", 2, 2, READ_FLAGS, 0, shape_read, kernel_read, NULL},
     {"ReaderReadUpToV2", 3, 3, READ_FLAGS, 0, shape_read, kernel_read_up_to, NULL},
     {"ReaderNumRecordsProducedV2", 1, 1, READ_FLAGS, 0, shape_counter, kernel_num_records, NULL},

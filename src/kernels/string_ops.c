@@ -10,6 +10,7 @@
  *   ShardedFilespec(basename, num_shards)          "<basename>-?????-of-%05d"
  *   MergeV2Checkpoints(checkpoint_prefixes, destination_prefix, delete_old_dirs)
  *   StringSplit(input, delimiter, skip_empty)     tf.string_split (sparse output)
+ *   StringSplitV2(input, sep, maxsplit)           tf.strings.split (sparse output)
  *
  * TF's sharded V2 save: StringJoin(prefix, Select(RegexFullMatch(prefix, "^s3://.*"),
  * ".part", "_temp_<uuid>/part")) names a temp prefix; each device's SaveV2 writes
@@ -434,6 +435,159 @@ static vg_code kernel_string_split(vg__kctx *ctx) {
     return c;
 }
 
+/* ------------------------------------------------------------------------ */
+/* StringSplitV2 (TF 1.15 string_split_op.cc SplitV2, behind tf.strings.split): Python's
+ * str.split. A non-empty sep (a whole string) splits at each occurrence, keeping empty
+ * tokens ('1,,2' -> '1', '', '2'; '' -> ''); an empty sep splits at runs of whitespace
+ * and drops leading/trailing whitespace ('' or '  ' -> nothing). After maxsplit splits
+ * (> 0) the rest of the string is the last token; maxsplit 0 keeps the string whole.
+ * As in TF's kernel, with an empty sep the rest after maxsplit is taken after the
+ * whitespace that follows the last token, so it may be "" ('a ' maxsplit 1 -> 'a', ''). */
+
+static vg_code shape_string_split_v2(vg_op *op, vg_status *st) {
+    vg_code c = want_dtype(op, 0, VG_STRING, "input", st);
+    if (!c) c = want_dtype(op, 1, VG_STRING, "sep", st);
+    if (!c) c = want_rank(op, 0, 1, "input", st);
+    if (!c) c = want_rank(op, 1, 0, "sep", st);
+    if (c) return c;
+    vg__op_set_default_attr_int(op, "maxsplit", -1);
+    vg__op_set_num_outputs(op, 3);
+    vg__op_set_output(op, 0, VG_INT64, vg_shape_make((int64_t[]){-1, 2}, 2));
+    vg__op_set_output(op, 1, VG_STRING, vg_shape_make((int64_t[]){-1}, 1));
+    vg__op_set_output(op, 2, VG_INT64, vg_shape_make((int64_t[]){2}, 1));
+    return VG_OK;
+}
+
+typedef struct tok_list {
+    split_tok *t;
+    int64_t n, cap;
+} tok_list;
+
+static bool tok_add(tok_list *l, int64_t row, int64_t col, const char *s, size_t n) {
+    if (l->n == l->cap) {
+        int64_t ncap = l->cap ? 2 * l->cap : 64;
+        split_tok *t2 = vg__realloc(l->t, (size_t)l->cap * sizeof *l->t, (size_t)ncap * sizeof *l->t);
+        if (!t2) return false;
+        l->t = t2;
+        l->cap = ncap;
+    }
+    l->t[l->n++] = (split_tok){row, col, s, n};
+    return true;
+}
+
+/* str_util's whitespace: isspace in the C locale */
+static bool ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+
+/* One row of SplitV2; returns false on allocation failure, *ncols = its token count. */
+static bool split_v2_row(tok_list *l, int64_t row, const char *s, size_t n, const char *sep, size_t sn,
+                         int64_t maxsplit, int64_t *ncols) {
+    int64_t col = 0;
+    size_t i = 0;
+    if (maxsplit == 0) {
+        *ncols = 1;
+        return tok_add(l, row, 0, s, n);
+    }
+    if (sn == 0) {
+        int64_t split = 0;
+        while (i < n && ascii_space(s[i])) i++;
+        while (i < n) {
+            size_t start = i;
+            while (i < n && !ascii_space(s[i])) i++;
+            if (!tok_add(l, row, col++, s + start, i - start)) return false;
+            while (i < n && ascii_space(s[i])) i++;
+            if (maxsplit > 0 && ++split == maxsplit) {
+                if (!tok_add(l, row, col++, s + i, n - i)) return false;
+                break;
+            }
+        }
+        *ncols = col;
+        return true;
+    }
+    int64_t split = 0;
+    for (;;) {
+        const char *p = n - i >= sn ? memmem(s + i, n - i, sep, sn) : NULL;
+        if (!p) break;
+        size_t at = (size_t)(p - s);
+        if (!tok_add(l, row, col++, s + i, at - i)) return false;
+        i = at + sn;
+        if (maxsplit > 0 && ++split == maxsplit) break;
+    }
+    if (!tok_add(l, row, col++, s + i, n - i)) return false;
+    *ncols = col;
+    return true;
+}
+
+static vg_code kernel_string_split_v2(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_op *op = vg__kctx_op(ctx);
+    const vg_tensor *in = vg__kctx_input(ctx, 0), *sept = vg__kctx_input(ctx, 1);
+    char buf[128];
+    if (vg_tensor_ndims(in) != 1) {
+        vg_shape sh = vg_shape_make(vg_tensor_dims(in), vg_tensor_ndims(in));
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be a vector, got shape: %s (StringSplitV2 %s)",
+                             vg_shape_str(&sh, buf, sizeof buf), vg_op_name(op));
+    }
+    if (vg_tensor_ndims(sept) != 0) {
+        vg_shape sh = vg_shape_make(vg_tensor_dims(sept), vg_tensor_ndims(sept));
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "sep must be a scalar, got shape: %s (StringSplitV2 %s)",
+                             vg_shape_str(&sh, buf, sizeof buf), vg_op_name(op));
+    }
+    int64_t maxsplit = -1;
+    if (!vg_op_attr_int(op, "maxsplit", &maxsplit)) maxsplit = -1;
+    size_t sn = 0;
+    const char *sep = vg_tensor_string(sept, 0, &sn);
+    int64_t rows = vg_tensor_dim(in, 0), max_cols = 0;
+    tok_list l = {NULL, 0, 0};
+    vg_code c = VG_OK;
+    for (int64_t r = 0; !c && r < rows; r++) {
+        size_t n = 0;
+        const char *s = vg_tensor_string(in, r, &n);
+        int64_t cols = 0;
+        if (!split_v2_row(&l, r, s ? s : "", n, sep, sn, maxsplit, &cols)) c = VG_OOM(st, "StringSplitV2");
+        if (cols > max_cols) max_cols = cols;
+    }
+    vg_tensor *oi = NULL, *ov = NULL, *os = NULL;
+    if (!c) c = vg__kctx_alloc_output(ctx, 0, VG_INT64, (int64_t[]){l.n, 2}, 2, &oi);
+    if (!c) c = vg__kctx_alloc_output(ctx, 1, VG_STRING, &l.n, 1, &ov);
+    if (!c) c = vg__kctx_alloc_output(ctx, 2, VG_INT64, (int64_t[]){2}, 1, &os);
+    if (!c) {
+        int64_t *idx = (int64_t *)vg_tensor_data(oi), *shp = (int64_t *)vg_tensor_data(os);
+        shp[0] = rows;
+        shp[1] = max_cols;
+        for (int64_t t = 0; !c && t < l.n; t++) {
+            idx[2 * t] = l.t[t].row;
+            idx[2 * t + 1] = l.t[t].col;
+            c = vg_tensor_set_string(ov, t, l.t[t].n ? l.t[t].s : "", l.t[t].n, st);
+        }
+    }
+    vg__free(l.t);
+    return c;
+}
+
+vg_op *vg_string_split_v2(vg_graph *g, vg_output source, const char *sep, int64_t maxsplit, vg_sparse_output *out,
+                          const char *name) {
+    vg_tensor *d = vg_tensor_new(VG_STRING, NULL, 0, NULL);
+    if (!d) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "strings.split: out of memory");
+        return NULL;
+    }
+    const char *ss = sep ? sep : "";
+    vg_tensor_set_string(d, 0, ss, strlen(ss), NULL);
+    vg_output sc = vg_const(g, d, "Const");
+    vg_tensor_free(d);
+    vg_op_builder *b = vg_op_builder_new(g, "StringSplitV2", name ? name : "StringSplitV2");
+    vg_op_builder_add_input(b, source);
+    vg_op_builder_add_input(b, sc);
+    vg_op_builder_set_attr_int(b, "maxsplit", maxsplit);
+    vg_op *op = vg_op_builder_finish(b);
+    if (op && out) {
+        out->indices = vg_out(op, 0);
+        out->values = vg_out(op, 1);
+        out->dense_shape = vg_out(op, 2);
+    }
+    return op;
+}
+
 vg_op *vg_string_split(vg_graph *g, vg_output source, const char *delimiter, bool skip_empty,
                        vg_sparse_output *out, const char *name) {
     vg_tensor *d = vg_tensor_new(VG_STRING, NULL, 0, NULL);
@@ -465,6 +619,7 @@ const vg__op_def vg__ops_string[] = {
     {"ShardedFilename", 3, 3, NOGRAD, 0, shape_sharded, kernel_sharded, NULL},
     {"ShardedFilespec", 2, 2, NOGRAD, 0, shape_sharded, kernel_sharded, NULL},
     {"StringSplit", 2, 2, NOGRAD, 0, shape_string_split, kernel_string_split, NULL},
+    {"StringSplitV2", 2, 2, NOGRAD, 0, shape_string_split_v2, kernel_string_split_v2, NULL},
     {"MergeV2Checkpoints", 2, 2, VG__OP_STATEFUL | NOGRAD, 0, shape_merge, kernel_merge, NULL},
     {0},
 };

@@ -228,8 +228,8 @@ vg_code vg_shuffle_batch(vg_graph *g, const vg_output *tensors, int n, int batch
 }
 
 /* tf.train.string_input_producer: input_producer(string_tensor) with an Identity
- * under the producer's scope (TF's Assert on the size is a build-time check here when
- * the tensor is a constant). */
+ * under the producer's scope that first runs TF's Assert(Size > 0, [not_null_err])
+ * (a constant empty tensor is also refused at build time, TF's ValueError). */
 vg_output vg_string_input_producer(vg_graph *g, vg_output string_tensor, int64_t num_epochs, bool shuffle,
                                    int64_t seed, int capacity, const char *name) {
     vg_output fail = {NULL, 0};
@@ -254,7 +254,18 @@ vg_output vg_string_input_producer(vg_graph *g, vg_output string_tensor, int64_t
     char full[1024], sc[1100];
     const char *base;
     open_scope(g, name ? name : "input_producer", full, sizeof full, &base);
-    vg_output x = vg_identity(g, string_tensor, "Identity");
+    vg_output size = vg_size(g, string_tensor, "Size");
+    vg_output positive = vg_greater(g, size, vg_const_i32(g, 0, "Greater/y"), "Greater");
+    vg_graph_push_scope(g, "Assert");
+    vg_output msg = vg_const_string(g, "string_input_producer requires a non-null input tensor", "Const");
+    vg_graph_pop_scope(g);
+    vg_op *check = vg_assert(g, positive, &msg, 1, 3, "Assert/Assert");
+    vg_output x = {NULL, 0};
+    if (check) {
+        vg_graph_push_control_deps(g, &check, 1);
+        x = vg_identity(g, string_tensor, "Identity");
+        vg_graph_pop_control_deps(g);
+    }
     if (shuffle) {
         int64_t s1, s2;
         vg_graph_get_seed(g, seed, &s1, &s2);
@@ -299,4 +310,43 @@ vg_code vg_shuffle_batch_join(vg_graph *g, const vg_output *tensors_list, int nl
                               bool allow_smaller_final_batch, const char *name, vg_output *outputs) {
     return build_batch_ex(g, "shuffle_batch_join", tensors_list, nlists, n, batch_size, 1, capacity, true,
                           min_after_dequeue, seed, enqueue_many, false, allow_smaller_final_batch, name, outputs);
+}
+
+/* tf.train.match_filenames_once(pattern, name): under name_scope "matching_filenames",
+ * MatchingFiles(pattern) and a local variable of that name with no fixed shape
+ * (validate_shape=False) initialised with it; the value is its "<name>/read". */
+vg_output vg_match_filenames_once(vg_graph *g, vg_output pattern, const char *name) {
+    vg_output fail = {NULL, 0};
+    if (!g) return fail;
+    if (!pattern.op || vg_output_dtype(pattern) != VG_STRING) {
+        if (vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "match_filenames_once: pattern must be a string tensor");
+        return fail;
+    }
+    char full[1024], sc[1100];
+    const char *base;
+    open_scope(g, name ? name : "matching_filenames", full, sizeof full, &base);
+    vg_output files = vg_matching_files(g, pattern, "MatchingFiles");
+    vg_graph_pop_scope(g);
+    if (!files.op) return fail;
+    /* vs.variable(name=scope, initial_value, trainable=False, validate_shape=False,
+     * collections=[LOCAL_VARIABLES]): created in the init scope, absolute names */
+    vg_graph_push_init_scope(g);
+    vg_graph_push_scope(g, "/");
+    vg_output var = vg_variable_op(g, VG_STRING, NULL, -1, full);
+    snprintf(sc, sizeof sc, "%s/", full);
+    vg_graph_push_scope(g, sc);
+    vg_output assign = var.op ? vg_assign(g, var, files, false, "Assign") : fail;
+    vg_output read = var.op ? vg_identity(g, var, "read") : fail;
+    vg_graph_pop_scope(g);
+    vg_graph_pop_scope(g);
+    vg_graph_pop_init_scope(g);
+    if (!assign.op || !read.op) return fail;
+    vg_status st;
+    if (vg_variable_set_parts(var.op, assign.op, read, &st) != VG_OK) {
+        vg_graph_set_error(g, st.code, "%s", st.msg);
+        return fail;
+    }
+    if (vg_graph_add_to_collection(g, VG_LOCAL_VARIABLES, var) != VG_OK) return fail;
+    return read;
 }

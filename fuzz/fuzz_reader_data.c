@@ -1,0 +1,70 @@
+/* fuzz_reader_data.c - the input-pipeline readers added with issue 12's data items:
+ * byte 0 picks
+ *   0: ReaderRestoreStateV2 of a WholeFileReader with the rest as the state (a
+ *      ReaderBaseState proto); when it is accepted, serialize -> restore -> serialize
+ *      must give the same bytes;
+ *   1-3: TextLineDataset over a file holding the rest, compression "" / "ZLIB" /
+ *      "GZIP", every line read (and the iterator kept going after errors).
+ * The graph is built once per process; each input gets a fresh session. */
+#include "fuzz_util.h"
+
+static vg_graph *g;
+static vg_output fed, ser;
+static vg_op *restore, *next[3];
+
+static void build(void) {
+    g = vg_graph_new();
+    vg_output rd = vg_whole_file_reader(g, "reader");
+    fed = vg_placeholder(g, VG_STRING, NULL, 0, "state");
+    restore = vg_reader_restore_state(g, rd, fed, NULL);
+    ser = vg_reader_serialize_state(g, rd, NULL);
+    const char *path = fz_write("lines.txt", (const uint8_t *)"", 0);
+    static const char *const ct[3] = {"", "ZLIB", "GZIP"};
+    for (int c = 0; c < 3; c++) {
+        vg_output ds = vg_dataset_text_line(g, vg_const_string(g, path, NULL), ct[c], NULL);
+        next[c] = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
+    }
+    if (vg_graph_status(g, NULL) != VG_OK) abort();
+}
+
+static vg_code run_restore(vg_session *s, const void *p, size_t n, vg_status *st) {
+    vg_tensor *t = vg_tensor_new(VG_STRING, NULL, 0, st);
+    if (!t) return st->code;
+    vg_tensor_set_string(t, 0, p, n, st);
+    vg_code rc = vg_session_run(s, NULL, &fed, &t, 1, NULL, NULL, 0, &restore, 1, NULL, st);
+    vg_tensor_free(t);
+    return rc;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size == 0) return 0;
+    if (!g) build();
+    vg_status st;
+    int mode = data[0] % 4;
+    if (mode > 0) fz_write("lines.txt", data + 1, size - 1);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    if (!s) abort();
+    if (mode == 0) {
+        if (run_restore(s, data + 1, size - 1, &st) == VG_OK) {
+            vg_tensor *a = NULL, *b = NULL;
+            if (vg_session_run1(s, ser, &a, &st) != VG_OK) abort();
+            size_t la, lb;
+            const char *pa = vg_tensor_string(a, 0, &la);
+            if (run_restore(s, pa, la, &st) != VG_OK) abort();
+            if (vg_session_run1(s, ser, &b, &st) != VG_OK) abort();
+            const char *pb = vg_tensor_string(b, 0, &lb);
+            if (la != lb || (la && memcmp(pa, pb, la) != 0)) abort();
+            vg_tensor_free(a);
+            vg_tensor_free(b);
+        }
+    } else {
+        for (int i = 0; i < 4096; i++) {
+            vg_tensor *t = NULL;
+            vg_code rc = vg_session_run1(s, vg_out(next[mode - 1], 0), &t, &st);
+            vg_tensor_free(t);
+            if (rc == VG_OUT_OF_RANGE) break;
+        }
+    }
+    vg_session_free(s);
+    return 0;
+}
