@@ -6,9 +6,14 @@
  * background thread. add_* calls encode an Event in the caller's thread (wall_time =
  * now, step) and append it to a queue of at most max_queue events; the thread writes
  * the queue to the file and fsyncs it:
- *   - when a flush is requested (vg_file_writer_flush/close, or an add that filled the
- *     queue: that add waits until the events are on disk, so the queue stays bounded);
- *   - when events have waited flush_secs since the last flush (timed condvar wait).
+ *   - when a flush is requested (vg_file_writer_flush/close): written and fsynced;
+ *   - when an add filled the queue: that add waits until the thread has written the
+ *     queue to the file (no fsync, as TF's EventFileWriter, whose worker writes each
+ *     event as it comes and syncs only every flush_secs), so the queue stays bounded
+ *     and a full queue costs a write, not a disk flush (an fsync per max_queue events
+ *     was most of the monitored session's per-step overhead with the default hooks);
+ *   - when events have waited flush_secs since the last flush (timed condvar wait):
+ *     written and fsynced.
  * Only the thread touches the open file, except open (new/reopen) and the final close,
  * which happen while the thread is idle. A write error of the thread is kept and
  * returned by the next call on the writer (add_*, flush, close, reopen) with the count
@@ -83,7 +88,8 @@ struct vg_file_writer {
     bool closed, stop, busy, warned_closed;
     pending *q;              /* queued events, oldest first */
     int nq, qcap;
-    uint64_t flush_req, flush_done;
+    uint64_t flush_req, flush_done;  /* write + fsync */
+    uint64_t drain_req, drain_done;  /* write only (a full queue) */
     int64_t last_flush_ns;   /* vg__train_now_ns clock */
     vg_status err;           /* first background error not yet reported */
     int64_t dropped;         /* events lost with it */
@@ -136,18 +142,21 @@ static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t dea
 }
 
 static bool has_work(const vg_file_writer *w, int64_t now) {
-    return w->flush_req != w->flush_done || (w->nq > 0 && now - w->last_flush_ns >= w->flush_ns);
+    return w->flush_req != w->flush_done || w->drain_req != w->drain_done ||
+           (w->nq > 0 && now - w->last_flush_ns >= w->flush_ns);
 }
 
-/* Writes and frees a batch, then fsyncs. Events after a failure are dropped. */
-static vg_code write_batch(vg__event_writer *f, pending *b, int n, int64_t *dropped, vg_status *st) {
+/* Writes and frees a batch, then fsyncs (sync) or only drains the write buffer to the
+ * file. Events after a failure are dropped. */
+static vg_code write_batch(vg__event_writer *f, pending *b, int n, bool sync, int64_t *dropped, vg_status *st) {
     vg_code c = f ? VG_OK : vg_status_set(st, VG_FAILED_PRECONDITION, "event file is closed");
     for (int i = 0; i < n; i++) {
         if (!c) c = vg__event_writer_write(f, b[i].data, b[i].len, st);
         if (c) (*dropped)++;
         vg_free(b[i].data);
     }
-    if (!c && (c = vg__event_writer_flush(f, st)) != VG_OK) *dropped = n; /* none surely on disk */
+    if (!c && (c = sync ? vg__event_writer_flush(f, st) : vg__event_writer_drain(f, st)) != VG_OK)
+        *dropped = n; /* none surely on disk */
     return c;
 }
 
@@ -170,7 +179,9 @@ static void *writer_main(void *arg) {
         w->q = spare;
         w->qcap = spare_cap;
         w->nq = 0;
-        uint64_t req = w->flush_req;
+        uint64_t req = w->flush_req, dreq = w->drain_req;
+        /* fsync for a flush request or the flush_secs deadline, not for a full queue */
+        bool sync = req != w->flush_done || (n > 0 && now - w->last_flush_ns >= w->flush_ns);
         vg__event_writer *f = w->file;
         w->busy = true;
         pthread_mutex_unlock(&w->mu);
@@ -178,7 +189,7 @@ static void *writer_main(void *arg) {
         vg_status st;
         vg_status_clear(&st);
         int64_t dropped = 0;
-        vg_code c = (n || f) ? write_batch(f, batch, n, &dropped, &st) : VG_OK;
+        vg_code c = (n || f) ? write_batch(f, batch, n, sync, &dropped, &st) : VG_OK;
 
         pthread_mutex_lock(&w->mu);
         spare = batch;
@@ -187,14 +198,25 @@ static void *writer_main(void *arg) {
             if (!w->err.code) vg_status_copy(&w->err, &st);
             w->dropped += dropped;
         }
-        w->last_flush_ns = vg__train_now_ns();
-        w->flush_done = req;
+        if (sync) {
+            w->last_flush_ns = vg__train_now_ns();
+            w->flush_done = req;
+        }
+        w->drain_done = dreq;
         w->busy = false;
         pthread_cond_broadcast(&w->done);
     }
     pthread_mutex_unlock(&w->mu);
     vg_free(spare);
     return NULL;
+}
+
+/* Asks the thread to write everything queued now to the file (no fsync); waits for it.
+ * Lock held. */
+static void wait_drain(vg_file_writer *w) {
+    uint64_t req = ++w->drain_req;
+    pthread_cond_signal(&w->work);
+    while (w->drain_done < req) pthread_cond_wait(&w->done, &w->mu);
 }
 
 /* Asks the thread to write and fsync everything queued now; waits for it. Lock held. */
@@ -225,7 +247,7 @@ static vg_code enqueue(vg_file_writer *w, vg__pb_buf *ev, vg_status *st) {
         return c;
     }
     pthread_mutex_lock(&w->mu);
-    while (!w->closed && w->nq >= w->max_queue) wait_flush(w);
+    while (!w->closed && w->nq >= w->max_queue) wait_drain(w);
     if (w->closed) {
         bool warn = !w->warned_closed;
         w->warned_closed = true;
@@ -245,7 +267,7 @@ static vg_code enqueue(vg_file_writer *w, vg__pb_buf *ev, vg_status *st) {
     w->q[w->nq++] = (pending){ev->data, ev->len};
     vg__pb_init(ev); /* the queue owns the bytes now */
     if (w->nq == 1) pthread_cond_signal(&w->work); /* start the flush_secs timer */
-    if (w->nq >= w->max_queue) wait_flush(w);
+    if (w->nq >= w->max_queue) wait_drain(w);
     c = take_error(w, st);
     pthread_mutex_unlock(&w->mu);
     return c;
