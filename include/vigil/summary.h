@@ -75,8 +75,8 @@ VG_API vg_output vg_summary_merge_all(vg_graph *g);
 /* A FileWriter owns one event file at a time and a background thread. add_* calls
  * encode the Event (wall_time = now) and queue it; the thread writes and fsyncs the
  * queue every flush_secs and on vg_file_writer_flush/close. An add that fills the
- * queue waits until the thread has written the queued events to the file (readable
- * there, not yet fsynced: TF's writer too syncs only every flush_secs). All functions are
+ * queue writes the queued events to the file itself before it returns (readable there,
+ * not fsynced: TF's writer too syncs only every flush_secs). All functions are
  * thread-safe, except that vg_file_writer_free must not race with other calls.
  * A write error of the thread (disk full, ...; the message names the file) is returned
  * by the next call on the writer, with the count of events lost. The event file keeps

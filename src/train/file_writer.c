@@ -6,16 +6,16 @@
  * background thread. add_* calls encode an Event in the caller's thread (wall_time =
  * now, step) and append it to a queue of at most max_queue events; the thread writes
  * the queue to the file and fsyncs it:
- *   - when a flush is requested (vg_file_writer_flush/close): written and fsynced;
- *   - when an add filled the queue: that add waits until the thread has written the
- *     queue to the file (no fsync, as TF's EventFileWriter, whose worker writes each
- *     event as it comes and syncs only every flush_secs), so the queue stays bounded
- *     and a full queue costs a write, not a disk flush (an fsync per max_queue events
- *     was most of the monitored session's per-step overhead with the default hooks);
- *   - when events have waited flush_secs since the last flush (timed condvar wait):
- *     written and fsynced.
- * Only the thread touches the open file, except open (new/reopen) and the final close,
- * which happen while the thread is idle. A write error of the thread is kept and
+ *   - when a flush is requested (vg_file_writer_flush/close);
+ *   - when events have waited flush_secs since the last flush (timed condvar wait).
+ * An add that fills the queue writes the queue to the file itself, under the lock,
+ * once the thread is idle, and does not fsync (TF's EventFileWriter too syncs only
+ * every flush_secs): the queue stays bounded and its events are readable in the file
+ * when that add returns, at the cost of a write. (It used to wait for the thread to
+ * write and fsync: an fsync per max_queue events plus a thread hand-off, most of the
+ * monitored session's per-step overhead with the default hooks.)
+ * Only the thread touches the open file, except open (new/reopen), the final close and
+ * the write of a full queue, which happen while the thread is idle and the lock held. A write error of the thread is kept and
  * returned by the next call on the writer (add_*, flush, close, reopen) with the count
  * of events of the failed batch; the io layer's file keeps its first error (a torn
  * record may end it), so every later batch fails the same way until close + reopen.
@@ -88,8 +88,7 @@ struct vg_file_writer {
     bool closed, stop, busy, warned_closed;
     pending *q;              /* queued events, oldest first */
     int nq, qcap;
-    uint64_t flush_req, flush_done;  /* write + fsync */
-    uint64_t drain_req, drain_done;  /* write only (a full queue) */
+    uint64_t flush_req, flush_done;
     int64_t last_flush_ns;   /* vg__train_now_ns clock */
     vg_status err;           /* first background error not yet reported */
     int64_t dropped;         /* events lost with it */
@@ -142,12 +141,11 @@ static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t dea
 }
 
 static bool has_work(const vg_file_writer *w, int64_t now) {
-    return w->flush_req != w->flush_done || w->drain_req != w->drain_done ||
-           (w->nq > 0 && now - w->last_flush_ns >= w->flush_ns);
+    return w->flush_req != w->flush_done || (w->nq > 0 && now - w->last_flush_ns >= w->flush_ns);
 }
 
-/* Writes and frees a batch, then fsyncs (sync) or only drains the write buffer to the
- * file. Events after a failure are dropped. */
+/* Writes and frees a batch, then fsyncs (sync) or only writes out the file's buffer.
+ * Events after a failure are dropped. */
 static vg_code write_batch(vg__event_writer *f, pending *b, int n, bool sync, int64_t *dropped, vg_status *st) {
     vg_code c = f ? VG_OK : vg_status_set(st, VG_FAILED_PRECONDITION, "event file is closed");
     for (int i = 0; i < n; i++) {
@@ -179,9 +177,7 @@ static void *writer_main(void *arg) {
         w->q = spare;
         w->qcap = spare_cap;
         w->nq = 0;
-        uint64_t req = w->flush_req, dreq = w->drain_req;
-        /* fsync for a flush request or the flush_secs deadline, not for a full queue */
-        bool sync = req != w->flush_done || (n > 0 && now - w->last_flush_ns >= w->flush_ns);
+        uint64_t req = w->flush_req;
         vg__event_writer *f = w->file;
         w->busy = true;
         pthread_mutex_unlock(&w->mu);
@@ -189,7 +185,7 @@ static void *writer_main(void *arg) {
         vg_status st;
         vg_status_clear(&st);
         int64_t dropped = 0;
-        vg_code c = (n || f) ? write_batch(f, batch, n, sync, &dropped, &st) : VG_OK;
+        vg_code c = (n || f) ? write_batch(f, batch, n, true, &dropped, &st) : VG_OK;
 
         pthread_mutex_lock(&w->mu);
         spare = batch;
@@ -198,11 +194,8 @@ static void *writer_main(void *arg) {
             if (!w->err.code) vg_status_copy(&w->err, &st);
             w->dropped += dropped;
         }
-        if (sync) {
-            w->last_flush_ns = vg__train_now_ns();
-            w->flush_done = req;
-        }
-        w->drain_done = dreq;
+        w->last_flush_ns = vg__train_now_ns();
+        w->flush_done = req;
         w->busy = false;
         pthread_cond_broadcast(&w->done);
     }
@@ -211,12 +204,21 @@ static void *writer_main(void *arg) {
     return NULL;
 }
 
-/* Asks the thread to write everything queued now to the file (no fsync); waits for it.
- * Lock held. */
-static void wait_drain(vg_file_writer *w) {
-    uint64_t req = ++w->drain_req;
-    pthread_cond_signal(&w->work);
-    while (w->drain_done < req) pthread_cond_wait(&w->done, &w->mu);
+/* A full queue: written to the file here (no fsync), once the thread is not writing.
+ * Lock held, so the thread cannot take the file meanwhile. Errors are kept as the
+ * thread's are. */
+static void write_full_queue(vg_file_writer *w) {
+    while (w->busy) pthread_cond_wait(&w->done, &w->mu);
+    if (w->closed || w->nq < w->max_queue) return;
+    vg_status st;
+    vg_status_clear(&st);
+    int64_t dropped = 0;
+    vg_code c = write_batch(w->file, w->q, w->nq, false, &dropped, &st);
+    w->nq = 0;
+    if (c) {
+        if (!w->err.code) vg_status_copy(&w->err, &st);
+        w->dropped += dropped;
+    }
 }
 
 /* Asks the thread to write and fsync everything queued now; waits for it. Lock held. */
@@ -247,7 +249,7 @@ static vg_code enqueue(vg_file_writer *w, vg__pb_buf *ev, vg_status *st) {
         return c;
     }
     pthread_mutex_lock(&w->mu);
-    while (!w->closed && w->nq >= w->max_queue) wait_drain(w);
+    while (!w->closed && w->nq >= w->max_queue) write_full_queue(w);
     if (w->closed) {
         bool warn = !w->warned_closed;
         w->warned_closed = true;
@@ -267,7 +269,7 @@ static vg_code enqueue(vg_file_writer *w, vg__pb_buf *ev, vg_status *st) {
     w->q[w->nq++] = (pending){ev->data, ev->len};
     vg__pb_init(ev); /* the queue owns the bytes now */
     if (w->nq == 1) pthread_cond_signal(&w->work); /* start the flush_secs timer */
-    if (w->nq >= w->max_queue) wait_drain(w);
+    if (w->nq >= w->max_queue) write_full_queue(w);
     c = take_error(w, st);
     pthread_mutex_unlock(&w->mu);
     return c;
