@@ -86,6 +86,7 @@ struct vg_file_writer {
     pthread_t thread;
     vg__event_writer *file;  /* NULL while closed */
     bool closed, stop, busy, warned_closed;
+    bool unsynced;           /* a full queue was written by an add and not fsynced yet */
     pending *q;              /* queued events, oldest first */
     int nq, qcap;
     uint64_t flush_req, flush_done;
@@ -141,7 +142,7 @@ static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t dea
 }
 
 static bool has_work(const vg_file_writer *w, int64_t now) {
-    return w->flush_req != w->flush_done || (w->nq > 0 && now - w->last_flush_ns >= w->flush_ns);
+    return w->flush_req != w->flush_done || ((w->nq > 0 || w->unsynced) && now - w->last_flush_ns >= w->flush_ns);
 }
 
 /* Writes and frees a batch, then fsyncs (sync) or only writes out the file's buffer.
@@ -167,7 +168,7 @@ static void *writer_main(void *arg) {
         int64_t now = vg__train_now_ns();
         if (!has_work(w, now)) {
             if (w->stop) break;
-            if (w->nq > 0) cond_wait_until(&w->work, &w->mu, w->last_flush_ns + w->flush_ns);
+            if (w->nq > 0 || w->unsynced) cond_wait_until(&w->work, &w->mu, w->last_flush_ns + w->flush_ns);
             else pthread_cond_wait(&w->work, &w->mu);
             continue;
         }
@@ -180,6 +181,7 @@ static void *writer_main(void *arg) {
         uint64_t req = w->flush_req;
         vg__event_writer *f = w->file;
         w->busy = true;
+        w->unsynced = false; /* this batch's fsync covers what the adds wrote */
         pthread_mutex_unlock(&w->mu);
 
         vg_status st;
@@ -215,6 +217,7 @@ static void write_full_queue(vg_file_writer *w) {
     int64_t dropped = 0;
     vg_code c = write_batch(w->file, w->q, w->nq, false, &dropped, &st);
     w->nq = 0;
+    w->unsynced = true; /* the thread fsyncs it by flush_secs */
     if (c) {
         if (!w->err.code) vg_status_copy(&w->err, &st);
         w->dropped += dropped;
