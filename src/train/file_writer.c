@@ -15,9 +15,10 @@
  * write and fsync: an fsync per max_queue events plus a thread hand-off, most of the
  * monitored session's per-step overhead with the default hooks.)
  * Only the thread touches the open file, except open (new/reopen), the final close and
- * the write of a full queue, which happen while the thread is idle and the lock held. A write error of the thread is kept and
- * returned by the next call on the writer (add_*, flush, close, reopen) with the count
- * of events of the failed batch; the io layer's file keeps its first error (a torn
+ * the write of a full queue, which happen while the thread is idle and the lock held.
+ * A write error (the thread's or a full queue's) is kept and returned by the next call
+ * on the writer (add_*, flush, close, reopen) with the count of events of the failed
+ * batch; the io layer's file keeps its first error (a torn
  * record may end it), so every later batch fails the same way until close + reopen.
  *
  * The summary-specific rules of writer.py are kept: a Summary.Value's metadata is
