@@ -87,10 +87,35 @@ static void test_timer__update_last_triggered_step(void) {
     CHECK(vg_hooks_now() > a);
 }
 
+/* every_secs on the default clock, whose per-step check reads the coarse clock first:
+ * not triggered before the deadline (far from it, and within the coarse clock's slack
+ * of it), triggered once it has passed, measured against the precise clock. */
+static void test_timer__every_secs_default_clock(void) {
+    vg_status st;
+    vg_timer t;
+    CHECK_OK(vg_timer_init(&t, 0.3, -1, &st), &st);
+    vg_timer_update_last_triggered_step(&t, 0, NULL, NULL);
+    double t0 = vg_hooks_now();
+    for (int64_t s = 1; s <= 1000; s++) CHECK(!vg_timer_should_trigger_for_step(&t, s) || vg_hooks_now() >= t0 + 0.3);
+    /* 20 ms before the deadline: inside the 50 ms slack, the precise clock decides */
+    double wait = t0 + 0.28 - vg_hooks_now();
+    if (wait > 0) ht_sleep(wait);
+    bool early = vg_timer_should_trigger_for_step(&t, 1001);
+    CHECK(!early || vg_hooks_now() >= t0 + 0.3);
+    wait = t0 + 0.31 - vg_hooks_now();
+    if (wait > 0) ht_sleep(wait);
+    CHECK(vg_timer_should_trigger_for_step(&t, 1002));
+    /* a longer period: far from the deadline, never triggered */
+    CHECK_OK(vg_timer_init(&t, 600.0, -1, &st), &st);
+    vg_timer_update_last_triggered_step(&t, 0, NULL, NULL);
+    CHECK(!vg_timer_should_trigger_for_step(&t, 1));
+}
+
 int main(void) {
     RUN_TEST(test_timer__both_or_neither_raises);
     RUN_TEST(test_timer__every_secs);
     RUN_TEST(test_timer__every_steps);
     RUN_TEST(test_timer__update_last_triggered_step);
+    RUN_TEST(test_timer__every_secs_default_clock);
     TEST_MAIN_END();
 }

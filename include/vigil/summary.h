@@ -74,8 +74,9 @@ VG_API vg_output vg_summary_merge_all(vg_graph *g);
 /* ---- event file writer -------------------------------------------------- */
 /* A FileWriter owns one event file at a time and a background thread. add_* calls
  * encode the Event (wall_time = now) and queue it; the thread writes and fsyncs the
- * queue every flush_secs, on vg_file_writer_flush/close, and when an add fills the
- * queue (that add waits until the queued events are on disk). All functions are
+ * queue every flush_secs and on vg_file_writer_flush/close. An add that fills the
+ * queue writes the queued events to the file itself before it returns (readable there,
+ * not fsynced: TF's writer too syncs only every flush_secs). All functions are
  * thread-safe, except that vg_file_writer_free must not race with other calls.
  * A write error of the thread (disk full, ...; the message names the file) is returned
  * by the next call on the writer, with the count of events lost. The event file keeps
@@ -85,7 +86,7 @@ VG_API vg_output vg_summary_merge_all(vg_graph *g);
 typedef struct vg_file_writer vg_file_writer;
 
 typedef struct vg_file_writer_options {
-    int max_queue;               /* 10: most events queued before an add blocks to flush (> 0) */
+    int max_queue;               /* 10: most events queued before an add blocks to write them (> 0) */
     double flush_secs;           /* 120: queued events reach the disk at least this often (>= 0) */
     const char *filename_suffix; /* "": appended to the event file name */
 } vg_file_writer_options;

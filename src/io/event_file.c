@@ -71,6 +71,10 @@ vg_code vg__event_writer_flush(vg__event_writer *w, vg_status *st) {
     return vg__tfrecord_writer_flush(w->w, true, st);
 }
 
+vg_code vg__event_writer_drain(vg__event_writer *w, vg_status *st) {
+    return vg__tfrecord_writer_flush(w->w, false, st);
+}
+
 vg_code vg__event_writer_close(vg__event_writer *w, vg_status *st) {
     if (!w) return VG_OK;
     vg_code c = VG_OK;

@@ -507,6 +507,8 @@ VG_HIDDEN vg_code vg__event_writer_write(vg__event_writer *w, const void *event,
 VG_HIDDEN vg_code vg__event_writer_write_event(vg__event_writer *w, const vg__event *ev, vg_status *st);
 /* fflush + fsync. */
 VG_HIDDEN vg_code vg__event_writer_flush(vg__event_writer *w, vg_status *st);
+/* Writes the buffered records to the file without fsync (visible to readers). */
+VG_HIDDEN vg_code vg__event_writer_drain(vg__event_writer *w, vg_status *st);
 /* Flushes, closes and frees (always frees). NULL is a no-op. */
 VG_HIDDEN vg_code vg__event_writer_close(vg__event_writer *w, vg_status *st);
 /* The file's path (borrowed until close). */

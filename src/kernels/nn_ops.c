@@ -8,6 +8,7 @@
  */
 #include "kernels/nn_internal.h"
 #include "kernels/dnnl_backend.h"
+#include "kernels/simd.h"
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
@@ -374,7 +375,9 @@ NN_EW_ALL(double, f64, exp, tanh)
             loss[r] = l;                                                                                 \
         }                                                                                                \
     }                                                                                                    \
-    static void rows_##SFX(const row_job *j, int64_t r0, int64_t r1) {                                   \
+    /* cloned per ISA (simd.h): BiasAdd/Relu/ReluGrad over conv outputs vectorize with the  \
+     * widest registers; no float reduction is reassociated, so results do not change */     \
+    VG_SIMD_CLONES static void rows_##SFX(const row_job *j, int64_t r0, int64_t r1) {                    \
         switch (j->kind) {                                                                               \
         case ROW_BIAS_ADD: bias_add_##SFX(j->a, j->b, j->y, j->C, r0, r1); break;                        \
         case ROW_SOFTMAX: softmax_##SFX(j->a, j->y, j->C, r0, r1, false); break;                         \
@@ -575,7 +578,7 @@ typedef struct colsum_job {
 } colsum_job;
 
 /* Units [u0, u1): unit u sums rows [u*rows/units, (u+1)*rows/units) into partial[u]. */
-static void colsum_units(void *arg, int64_t u0, int64_t u1) {
+VG_SIMD_CLONES static void colsum_units(void *arg, int64_t u0, int64_t u1) {
     const colsum_job *j = arg;
     for (int64_t u = u0; u < u1; u++) {
         int64_t r0 = u * j->rows / j->units, r1 = (u + 1) * j->rows / j->units, C = j->C;

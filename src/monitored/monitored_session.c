@@ -78,12 +78,16 @@ struct vg_monitored_session {
 
 /* A hook that fails without filling the status still gets a message naming the hook
  * and the callback (issue 9 #7), so an error is never reported as OK / empty. */
-static vg_code hook_rc(vg_code rc, const vg_hook *hk, int index, const char *cb, vg_status *st) {
-    if (rc != VG_OK && st && (st->code != rc || !st->msg[0])) {
+static vg_code hook_rc_slow(vg_code rc, const vg_hook *hk, int index, const char *cb, vg_status *st) {
+    if (st && (st->code != rc || !st->msg[0])) {
         if (hk->name) vg_status_set(st, rc, "hook %s failed in %s() with %s and no message", hk->name, cb, vg_code_name(rc));
         else vg_status_set(st, rc, "hook #%d failed in %s() with %s and no message", index, cb, vg_code_name(rc));
     }
     return rc;
+}
+/* the per-step path: a hook that returned OK costs a compare */
+static inline vg_code hook_rc(vg_code rc, const vg_hook *hk, int index, const char *cb, vg_status *st) {
+    return rc == VG_OK ? rc : hook_rc_slow(rc, hk, index, cb, st);
 }
 
 static bool is_preemption(vg_code c) { return c == VG_ABORTED || c == VG_UNAVAILABLE; }

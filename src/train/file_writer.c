@@ -6,13 +6,19 @@
  * background thread. add_* calls encode an Event in the caller's thread (wall_time =
  * now, step) and append it to a queue of at most max_queue events; the thread writes
  * the queue to the file and fsyncs it:
- *   - when a flush is requested (vg_file_writer_flush/close, or an add that filled the
- *     queue: that add waits until the events are on disk, so the queue stays bounded);
+ *   - when a flush is requested (vg_file_writer_flush/close);
  *   - when events have waited flush_secs since the last flush (timed condvar wait).
- * Only the thread touches the open file, except open (new/reopen) and the final close,
- * which happen while the thread is idle. A write error of the thread is kept and
- * returned by the next call on the writer (add_*, flush, close, reopen) with the count
- * of events of the failed batch; the io layer's file keeps its first error (a torn
+ * An add that fills the queue writes the queue to the file itself, under the lock,
+ * once the thread is idle, and does not fsync (TF's EventFileWriter too syncs only
+ * every flush_secs): the queue stays bounded and its events are readable in the file
+ * when that add returns, at the cost of a write. (It used to wait for the thread to
+ * write and fsync: an fsync per max_queue events plus a thread hand-off, most of the
+ * monitored session's per-step overhead with the default hooks.)
+ * Only the thread touches the open file, except open (new/reopen), the final close and
+ * the write of a full queue, which happen while the thread is idle and the lock held.
+ * A write error (the thread's or a full queue's) is kept and returned by the next call
+ * on the writer (add_*, flush, close, reopen) with the count of events of the failed
+ * batch; the io layer's file keeps its first error (a torn
  * record may end it), so every later batch fails the same way until close + reopen.
  *
  * The summary-specific rules of writer.py are kept: a Summary.Value's metadata is
@@ -81,6 +87,7 @@ struct vg_file_writer {
     pthread_t thread;
     vg__event_writer *file;  /* NULL while closed */
     bool closed, stop, busy, warned_closed;
+    bool unsynced;           /* a full queue was written by an add and not fsynced yet */
     pending *q;              /* queued events, oldest first */
     int nq, qcap;
     uint64_t flush_req, flush_done;
@@ -136,18 +143,20 @@ static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t dea
 }
 
 static bool has_work(const vg_file_writer *w, int64_t now) {
-    return w->flush_req != w->flush_done || (w->nq > 0 && now - w->last_flush_ns >= w->flush_ns);
+    return w->flush_req != w->flush_done || ((w->nq > 0 || w->unsynced) && now - w->last_flush_ns >= w->flush_ns);
 }
 
-/* Writes and frees a batch, then fsyncs. Events after a failure are dropped. */
-static vg_code write_batch(vg__event_writer *f, pending *b, int n, int64_t *dropped, vg_status *st) {
+/* Writes and frees a batch, then fsyncs (sync) or only writes out the file's buffer.
+ * Events after a failure are dropped. */
+static vg_code write_batch(vg__event_writer *f, pending *b, int n, bool sync, int64_t *dropped, vg_status *st) {
     vg_code c = f ? VG_OK : vg_status_set(st, VG_FAILED_PRECONDITION, "event file is closed");
     for (int i = 0; i < n; i++) {
         if (!c) c = vg__event_writer_write(f, b[i].data, b[i].len, st);
         if (c) (*dropped)++;
         vg_free(b[i].data);
     }
-    if (!c && (c = vg__event_writer_flush(f, st)) != VG_OK) *dropped = n; /* none surely on disk */
+    if (!c && (c = sync ? vg__event_writer_flush(f, st) : vg__event_writer_drain(f, st)) != VG_OK)
+        *dropped = n; /* none surely on disk */
     return c;
 }
 
@@ -160,7 +169,7 @@ static void *writer_main(void *arg) {
         int64_t now = vg__train_now_ns();
         if (!has_work(w, now)) {
             if (w->stop) break;
-            if (w->nq > 0) cond_wait_until(&w->work, &w->mu, w->last_flush_ns + w->flush_ns);
+            if (w->nq > 0 || w->unsynced) cond_wait_until(&w->work, &w->mu, w->last_flush_ns + w->flush_ns);
             else pthread_cond_wait(&w->work, &w->mu);
             continue;
         }
@@ -173,12 +182,13 @@ static void *writer_main(void *arg) {
         uint64_t req = w->flush_req;
         vg__event_writer *f = w->file;
         w->busy = true;
+        w->unsynced = false; /* this batch's fsync covers what the adds wrote */
         pthread_mutex_unlock(&w->mu);
 
         vg_status st;
         vg_status_clear(&st);
         int64_t dropped = 0;
-        vg_code c = (n || f) ? write_batch(f, batch, n, &dropped, &st) : VG_OK;
+        vg_code c = (n || f) ? write_batch(f, batch, n, true, &dropped, &st) : VG_OK;
 
         pthread_mutex_lock(&w->mu);
         spare = batch;
@@ -195,6 +205,24 @@ static void *writer_main(void *arg) {
     pthread_mutex_unlock(&w->mu);
     vg_free(spare);
     return NULL;
+}
+
+/* A full queue: written to the file here (no fsync), once the thread is not writing.
+ * Lock held, so the thread cannot take the file meanwhile. Errors are kept as the
+ * thread's are. */
+static void write_full_queue(vg_file_writer *w) {
+    while (w->busy) pthread_cond_wait(&w->done, &w->mu);
+    if (w->closed || w->nq < w->max_queue) return;
+    vg_status st;
+    vg_status_clear(&st);
+    int64_t dropped = 0;
+    vg_code c = write_batch(w->file, w->q, w->nq, false, &dropped, &st);
+    w->nq = 0;
+    w->unsynced = true; /* the thread fsyncs it by flush_secs */
+    if (c) {
+        if (!w->err.code) vg_status_copy(&w->err, &st);
+        w->dropped += dropped;
+    }
 }
 
 /* Asks the thread to write and fsync everything queued now; waits for it. Lock held. */
@@ -225,7 +253,7 @@ static vg_code enqueue(vg_file_writer *w, vg__pb_buf *ev, vg_status *st) {
         return c;
     }
     pthread_mutex_lock(&w->mu);
-    while (!w->closed && w->nq >= w->max_queue) wait_flush(w);
+    while (!w->closed && w->nq >= w->max_queue) write_full_queue(w);
     if (w->closed) {
         bool warn = !w->warned_closed;
         w->warned_closed = true;
@@ -245,7 +273,7 @@ static vg_code enqueue(vg_file_writer *w, vg__pb_buf *ev, vg_status *st) {
     w->q[w->nq++] = (pending){ev->data, ev->len};
     vg__pb_init(ev); /* the queue owns the bytes now */
     if (w->nq == 1) pthread_cond_signal(&w->work); /* start the flush_secs timer */
-    if (w->nq >= w->max_queue) wait_flush(w);
+    if (w->nq >= w->max_queue) write_full_queue(w);
     c = take_error(w, st);
     pthread_mutex_unlock(&w->mu);
     return c;
