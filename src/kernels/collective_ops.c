@@ -459,7 +459,7 @@ vg_op *vg_dist_fused_allreduce(vg_graph *g, const vg_output *xs, int n, bool ave
     return vg_op_builder_finish(b);
 }
 
-enum { COLL = VG__OP_STATEFUL | VG__OP_BLOCKING | VG__OP_NOT_DIFFERENTIABLE };
+enum { COLL = VG__OP_STATEFUL | VG__OP_BLOCKING | VG__OP_NOT_DIFFERENTIABLE | VG__OP_COLLECTIVE };
 
 const vg__op_def vg__ops_collective[] = {
     {"CollectiveReduce", 1, 1, COLL, 0, shape_reduce, kernel_reduce, NULL},
