@@ -1,7 +1,7 @@
 /* bench_allreduce.c - data-parallel training on MPI (issue 15). One JSON line per
  * measurement, printed by rank 0. Run it alone (1 rank) and under `mpirun -np N`:
  *
- *   bench_allreduce --mode train --model mlp|cnn [--steps S] [--threads T]
+ *   bench_allreduce --mode train --model mlp|cnn [--steps S] [--threads T] [--fusion-threshold B]
  *       training-step throughput, per-rank batch 64, Fashion-MNIST batches sliced
  *       beforehand from this rank's shard, the MLP (784-256-256-10, SGD 0.1) or the CNN
  *       (conv5x5x32, pool, conv5x5x64, pool, dense 128, dense 10, Adam 1e-3) of
@@ -85,6 +85,8 @@ static int64_t load(int rank, int size, float **x, int64_t **y) {
     return n;
 }
 
+static int64_t fusion_threshold = -1; /* --fusion-threshold BYTES; -1: the default (64 MB) */
+
 static int bench_train(bool cnn, int steps, int threads, int rank, int size) {
     vg_status st;
     const int64_t B = 64;
@@ -96,7 +98,9 @@ static int bench_train(bool cnn, int steps, int threads, int rank, int size) {
     vg_output loss = vg_reduce_mean(g, vg_out(vg_sparse_softmax_xent(g, logits, y, NULL), 0), NULL, -1, false, "loss");
     vg_optimizer *opt = cnn ? vg_optimizer_new_adam(1e-3, 0.9, 0.999, 1e-8) : vg_optimizer_new_sgd(0.1);
     vg_output gs = vg_get_or_create_global_step(g);
-    vg_op *train = size > 1 ? vg_dist_minimize(opt, g, loss, NULL, 0, gs, NULL, NULL)
+    vg_dist_options dopt = vg_dist_options_default();
+    if (fusion_threshold >= 0) dopt.fusion_threshold_bytes = fusion_threshold;
+    vg_op *train = size > 1 ? vg_dist_minimize(opt, g, loss, NULL, 0, gs, &dopt, NULL)
                             : vg_optimizer_minimize(opt, g, loss, NULL, 0, gs, NULL);
     vg_op *init = vg_global_variables_initializer(g);
     if (vg_graph_status(g, &st) != VG_OK) {
@@ -139,10 +143,10 @@ static int bench_train(bool cnn, int steps, int threads, int rank, int size) {
     if (rank == 0)
         printf("{\"bench\":\"dist_train\",\"model\":\"%s\",\"ranks\":%d,\"threads\":%d,\"batch_per_rank\":%lld,"
                "\"steps\":%d,\"median_step_ms\":%.3f,\"samples_per_s\":%.1f,\"samples_per_s_at_median\":%.1f,"
-               "\"cpu_s\":%.3f,\"samples_per_cpu_s\":%.1f}\n",
+               "\"cpu_s\":%.3f,\"samples_per_cpu_s\":%.1f,\"fusion_threshold\":%lld}\n",
                cnn ? "cnn" : "mlp", size, threads, (long long)B, steps, t[steps / 2] * 1e3,
                (double)steps * (double)B * size / wall, (double)B * size / t[steps / 2], cpu,
-               (double)steps * (double)B * size / cpu);
+               (double)steps * (double)B * size / cpu, (long long)dopt.fusion_threshold_bytes);
     free(t);
     free(xs);
     free(ys);
@@ -263,9 +267,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--average")) average = atoi(argv[i + 1]) != 0;
+        else if (!strcmp(argv[i], "--fusion-threshold")) fusion_threshold = atoll(argv[i + 1]);
         else {
             fprintf(stderr, "usage: bench_allreduce [--mode train|fused|sizes] [--model mlp|cnn] [--steps S] [--threads T] "
-                            "[--reps R] [--average 0|1]\n");
+                            "[--reps R] [--average 0|1] [--fusion-threshold BYTES]\n");
             return 2;
         }
     }

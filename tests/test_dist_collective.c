@@ -5,6 +5,7 @@
  * mpirun -np 2; expected values are computed from the world's size. */
 #include "test_util.h"
 #include <vigil/vigil.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -201,6 +202,53 @@ static void test_fused__many_tensors(void) {
     vg_graph_free(g);
 }
 
+/* The packed fusion buffer: a large tensor (80 KB) beside odd-sized small ones, each
+ * element its own value; outputs are views of the buffer, so a run's outputs held by
+ * the caller must survive the next run (which takes another buffer from the pool). */
+static void test_fused__packed_views(void) {
+    vg_graph *g = vg_graph_new();
+    enum { BIG = 20000, ODD = 13 };
+    float *big = malloc(BIG * sizeof(float)), odd[ODD];
+    for (int i = 0; i < BIG; i++) big[i] = (float)(i % 1000) + (float)R;
+    for (int i = 0; i < ODD; i++) odd[i] = (float)i * (float)(R + 1);
+    vg_output xs[3] = {vg_const_array(g, VG_FLOAT, (int64_t[]){ODD}, 1, odd, "odd"),
+                       vg_const_array(g, VG_FLOAT, (int64_t[]){200, 100}, 2, big, "big"),
+                       vg_const_array(g, VG_FLOAT, (int64_t[]){1}, 1, odd + 1, "one")};
+    vg_op *op = vg_dist_fused_allreduce(g, xs, 3, true, "fused");
+    int32_t iv[5] = {10 * R, 1, 2, 3, 7};
+    vg_output xi = vg_const_array(g, VG_INT32, (int64_t[]){5}, 1, iv, "ints");
+    vg_op *opi = vg_dist_fused_allreduce(g, &xi, 1, true, "fused_int"); /* integer mean: divided after */
+    vg_status st;
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_output f[4] = {vg_out(op, 0), vg_out(op, 1), vg_out(op, 2), vg_out(opi, 0)};
+    vg_tensor *first[4] = {0}, *second[4] = {0};
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, first, 4, NULL, 0, NULL, &st), &st);
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, second, 4, NULL, 0, NULL, &st), &st);
+    double rmean = (N - 1) / 2.0, kmean = (N + 1) / 2.0; /* mean of r, mean of r + 1 */
+    vg_tensor **runs[2] = {first, second};
+    for (int k = 0; k < 2; k++) {
+        vg_tensor **o = runs[k];
+        if (!o[0] || !o[1] || !o[2] || !o[3]) break;
+        CHECK_EQ_INT(vg_tensor_num_elements(o[0]), ODD);
+        CHECK_EQ_INT(vg_tensor_num_elements(o[1]), BIG);
+        for (int i = 0; i < ODD; i++) CHECK_NEAR(((float *)vg_tensor_data(o[0]))[i], i * kmean, 1e-5);
+        int bad = 0;
+        for (int i = 0; i < BIG; i++) bad += fabs(((float *)vg_tensor_data(o[1]))[i] - ((i % 1000) + rmean)) > 1e-4;
+        CHECK_EQ_INT(bad, 0);
+        CHECK_NEAR(((float *)vg_tensor_data(o[2]))[0], kmean, 1e-6);
+        CHECK_EQ_INT(((int32_t *)vg_tensor_data(o[3]))[0], (int32_t)(10 * N * (N - 1) / 2 / N));
+        CHECK_EQ_INT(((int32_t *)vg_tensor_data(o[3]))[4], 7);
+    }
+    for (int i = 0; i < 4; i++) {
+        vg_tensor_free(first[i]);
+        vg_tensor_free(second[i]);
+    }
+    free(big);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 /* A collective blocked on a peer returns CANCELLED when its session closes. */
 typedef struct {
     vg_session *s;
@@ -261,6 +309,7 @@ int main(void) {
     RUN_TEST(test_hvd_broadcast__values_and_mismatch);
     RUN_TEST(test_gather__ragged);
     RUN_TEST(test_fused__many_tensors);
+    RUN_TEST(test_fused__packed_views);
     RUN_TEST(test_cancel__on_close);
     CHECK_OK(vg_dist_finalize(&st), &st);
     TEST_MAIN_END();

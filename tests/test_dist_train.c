@@ -3,6 +3,7 @@
  * and under mpirun -np 2. Values are computed by hand from the world's size. */
 #include "test_util.h"
 #include <vigil/vigil.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -116,6 +117,105 @@ static void test_dist_optimizer__fusion_buckets(void) {
     vg_graph_free(g);
 }
 
+/* An embedding [8, 3] looked up by rank r with r + 3 ids (a different number of rows on
+ * each rank, repeated ids); loss_r = sum(gather(E, ids_r) * C_r). */
+enum { EV = 8, ED = 3 };
+static int emb_ids(int r, int32_t *ids) {
+    int k = r + 3;
+    for (int i = 0; i < k; i++) ids[i] = (2 * r + 3 * i) % 7; /* r = 0: 0 3 6; r = 1: 2 5 1 4 */
+    if (k > 1) ids[k - 1] = ids[0];                           /* a repeated row */
+    return k;
+}
+static void emb_coef(int r, int k, float *c) {
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < ED; j++) c[i * ED + j] = 0.1f * (float)(r + 1) + 0.05f * (float)(i * ED + j) - 0.2f;
+}
+
+/* Runs two Adagrad steps and returns E. mode 0: this rank's batch through the
+ * DistributedOptimizer (sparse_as_dense per flag); mode 1: every rank's batch
+ * concatenated, one process, loss divided by N (the reference). */
+static void emb_run(int mode, bool sparse_as_dense, float *e_out, int *ngather, int *nfused, int *nsparse) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    float e0[EV * ED];
+    for (int i = 0; i < EV * ED; i++) e0[i] = 0.1f * (float)(i / ED) + 0.01f * (float)(i % ED);
+    vg_variable e = vg_variable_new(g, "embedding", vg_const_array(g, VG_FLOAT, (int64_t[]){EV, ED}, 2, e0, "e_init"),
+                                    VG_VAR_TRAINABLE);
+    int32_t ids[64];
+    float c[64 * ED];
+    int k = 0;
+    for (int r = (mode ? 0 : R); r <= (mode ? N - 1 : R); r++) {
+        int kr = emb_ids(r, ids + k);
+        emb_coef(r, kr, c + k * ED);
+        k += kr;
+    }
+    vg_output idc = vg_const_array(g, VG_INT32, (int64_t[]){k}, 1, ids, "ids");
+    vg_output cc = vg_const_array(g, VG_FLOAT, (int64_t[]){k, ED}, 2, c, "coef");
+    vg_output rows = vg_gather(g, e.read, idc, 0, "lookup");
+    vg_output loss = vg_reduce_sum(g, vg_mul(g, rows, cc, NULL), NULL, 0, false, "loss");
+    if (mode) loss = vg_div(g, loss, vg_const_f32(g, (float)N, "n"), "mean_loss");
+    vg_optimizer *opt = vg_optimizer_new_adagrad(0.5, 0.1);
+    vg_op *train;
+    if (mode) {
+        train = vg_optimizer_minimize(opt, g, loss, NULL, 0, (vg_output){NULL, 0}, NULL);
+    } else {
+        vg_dist_options o = vg_dist_options_default();
+        o.sparse_as_dense = sparse_as_dense;
+        train = vg_dist_minimize(opt, g, loss, NULL, 0, (vg_output){NULL, 0}, &o, NULL);
+    }
+    CHECK(train != NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    *ngather = count_ops(g, "CollectiveGather");
+    *nfused = count_ops(g, "VigilFusedAllreduce");
+    *nsparse = count_ops(g, "SparseApplyAdagrad") + count_ops(g, "ResourceSparseApplyAdagrad");
+    vg_op *init = vg_global_variables_initializer(g);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK(s != NULL);
+    if (s && train) {
+        CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+        for (int step = 0; step < 2; step++) CHECK_OK(vg_session_run_targets(s, &train, 1, &st), &st);
+        vg_tensor *t = NULL;
+        CHECK_OK(vg_session_run1(s, e.read, &t, &st), &st);
+        if (t) memcpy(e_out, vg_tensor_data(t), sizeof(float) * EV * ED);
+        vg_tensor_free(t);
+    }
+    vg_session_free(s);
+    vg_optimizer_free(opt);
+    vg_graph_free(g);
+}
+
+/* Horovod's IndexedSlices path: the Gather's gradient is allgathered (values and
+ * indices, a different row count per rank), the sparse apply updates the union of the
+ * ranks' rows, and the result is the 1-process run on the concatenated batch. */
+static void test_dist_optimizer__sparse_allgather(void) {
+    float ref[EV * ED], sparse[EV * ED], dense[EV * ED];
+    int ng, nf, ns;
+    emb_run(1, false, ref, &ng, &nf, &ns);
+    CHECK_EQ_INT(ng, 0);
+    CHECK_EQ_INT(ns, 1); /* the reference itself takes the sparse apply */
+    emb_run(0, false, sparse, &ng, &nf, &ns);
+    CHECK_EQ_INT(ng, 2); /* values and indices */
+    CHECK_EQ_INT(nf, 0);
+    CHECK_EQ_INT(ns, 1);
+    emb_run(0, true, dense, &ng, &nf, &ns); /* sparse_as_dense: one dense allreduce */
+    CHECK_EQ_INT(ng, 0);
+    CHECK_EQ_INT(nf, 1);
+    CHECK_EQ_INT(ns, 0);
+    bool in_union[EV] = {false};
+    int32_t ids[64];
+    for (int r = 0; r < N; r++) {
+        int k = emb_ids(r, ids);
+        for (int i = 0; i < k; i++) in_union[ids[i]] = true;
+    }
+    for (int i = 0; i < EV * ED; i++) {
+        float e0 = 0.1f * (float)(i / ED) + 0.01f * (float)(i % ED);
+        CHECK_NEAR(sparse[i], ref[i], 1e-6);
+        CHECK_NEAR(dense[i], ref[i], 1e-6);
+        if (!in_union[i / ED]) CHECK_NEAR(sparse[i], e0, 0); /* rows no rank looked up */
+        else CHECK(fabsf(sparse[i] - e0) > 1e-3f);           /* every rank's rows moved */
+    }
+}
+
 static void test_broadcast_hook__mismatch(void) {
     if (N < 2) return;
     vg_status st;
@@ -221,6 +321,7 @@ int main(void) {
     N = vg_dist_size();
     RUN_TEST(test_dist_optimizer__averaged_step);
     RUN_TEST(test_dist_optimizer__fusion_buckets);
+    RUN_TEST(test_dist_optimizer__sparse_allgather);
     RUN_TEST(test_broadcast_hook__mismatch);
     RUN_TEST(test_sync_replicas__api);
     RUN_TEST(test_dist_shard__files);

@@ -31,15 +31,10 @@ static void conv_model(vg_graph *g, vg_output feature, vg_output target, vg_outp
     vg_output h_pool2 = vg_max_pool(g, h_conv2, k, s, "SAME", NULL);
     vg_output h_pool2_flat = vg_reshape_c(g, h_pool2, (int64_t[]){-1, 7 * 7 * 64}, 2, NULL);
     vg_graph_pop_scope(g);
-    /* layers.dropout(layers.dense(h_pool2_flat, 1024, relu), rate=0.5, training=True):
-     * x / keep * floor(keep + uniform) */
-    vg_output h_fc1 = vg_layers_dense(g, h_pool2_flat, 1024, VG_ACT_RELU, NULL);
-    vg_graph_push_scope(g, "dropout");
-    vg_output keep = vg_const_f32(g, 0.5f, "keep_prob");
-    vg_output u = vg_random_uniform(g, vg_shape_op(g, h_fc1, VG_INT32, NULL), VG_FLOAT, 0, 0, NULL);
-    vg_output mask = vg_floor(g, vg_add(g, keep, u, NULL), NULL);
-    h_fc1 = vg_mul(g, vg_div(g, h_fc1, keep, NULL), mask, "mul");
-    vg_graph_pop_scope(g);
+    /* layers.dropout(layers.dense(h_pool2_flat, 1024, relu), rate=0.5,
+     * training=mode == tf.estimator.ModeKeys.TRAIN) */
+    vg_output h_fc1 = vg_layers_dropout(g, vg_layers_dense(g, h_pool2_flat, 1024, VG_ACT_RELU, NULL), 0.5,
+                                        vg_const_bool(g, true, "training"), 0, NULL);
     vg_output logits = vg_layers_dense(g, h_fc1, 10, VG_ACT_NONE, NULL);
     *loss = vg_losses_softmax_cross_entropy(g, onehot, logits, 0, NULL);
     *predict = vg_argmax(g, logits, 1, VG_INT64, NULL);

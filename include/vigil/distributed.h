@@ -123,14 +123,24 @@ typedef struct vg_dist_options {
      * as its gradients exist. 0: one allreduce per gradient. */
     int64_t fusion_threshold_bytes;
     bool average; /* true: the mean over ranks (Horovod's op=Average); false: the sum */
+    /* Horovod's sparse_as_dense. false (default): a Gather's gradient (vigil's
+     * IndexedSlices, UnsortedSegmentSum(values, indices, rows)) is allgathered (values
+     * and indices, any number of rows per rank) and stays sparse, so the optimizer's
+     * sparse apply updates the union of the ranks' rows; true: it is reduced densely
+     * with the other gradients. */
+    bool sparse_as_dense;
 } vg_dist_options;
-#define VG_DIST_OPTIONS_INIT {64 * 1024 * 1024, true}
+#define VG_DIST_OPTIONS_INIT {64 * 1024 * 1024, true, false}
 VG_API vg_dist_options vg_dist_options_default(void);
 
 /* out[i] = the average (or sum) over ranks of grads[i]; {NULL, 0} stays {NULL, 0}.
  * grads may alias out. Buckets are built in reverse order (back-propagation's) and
- * chained so that every rank reduces them in the same order. opts NULL = defaults.
- * Fails with INVALID_ARGUMENT (NULL arrays, a negative threshold), the graph's error. */
+ * chained so that every rank reduces them in the same order. A sparse gradient (see
+ * sparse_as_dense) becomes two CollectiveGather ops in that chain and an
+ * UnsortedSegmentSum of the gathered rows; it joins the world (vg_dist_init) at build
+ * time, as the mean's divisor is the world's size. opts NULL = defaults.
+ * Fails with INVALID_ARGUMENT (NULL arrays, a negative threshold), vg_dist_init's
+ * errors, the graph's error. */
 VG_API vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, const vg_dist_options *opts,
                                            vg_output *out, vg_status *st);
 /* hvd.DistributedOptimizer(opt).compute_gradients: vg_optimizer_compute_gradients, then

@@ -36,6 +36,7 @@ typedef struct vg__node {
     vg__var *var;        /* for is_var_read */
     bool *out_fed;       /* per output: value comes from a feed (NULL if none) */
     vg_tensor *const_value; /* Const: its value (borrowed from the graph) */
+    bool feeds_collective;  /* a successor is a collective op (run it early) */
 } vg__node;
 
 typedef struct vg__run_state vg__run_state;
@@ -57,6 +58,7 @@ typedef struct vg__plan {
     int *feed_slot;      /* slot of each feed */
     int *fetch_slot;     /* slot of each fetch */
     bool parallel;       /* worth running with the inter-op pool */
+    bool collectives;    /* has VG__OP_COLLECTIVE nodes: ready nodes are taken by priority */
     vg__cf_plan *cf;     /* non-NULL: the plan has control flow (frames); run by cflow.c */
     /* run-state cache */
     pthread_mutex_t mu;

@@ -375,6 +375,15 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
         }
         vg__free(nsucc0);
     }
+    /* Collectives (the distributed optimizer's allreduce buckets): the ops that produce
+     * their inputs are marked so that a bucket starts as soon as its gradients exist
+     * while back-propagation goes on (see take_ready). */
+    for (int i = 0; i < p->nnodes; i++) {
+        vg__node *n = &p->nodes[i];
+        p->collectives |= (n->def->flags & VG__OP_COLLECTIVE) != 0;
+        for (int k = 0; k < n->nsucc && !n->feeds_collective; k++)
+            n->feeds_collective = (p->nodes[n->succ[k]].def->flags & VG__OP_COLLECTIVE) != 0;
+    }
     /* Parallel only pays if two nodes can ever be ready together: two roots, or a node
      * with two or more successors. */
     if (vg__pool_size(s->inter) > 0 && !p->cf) {
@@ -589,8 +598,24 @@ static void helper_task(void *arg) {
 }
 
 /* Takes a ready node: the caller takes any; a pool helper only non-blocking ones, so a
- * queue op never parks a pool thread that other runs may need. -1 if none. Lock held. */
+ * queue op never parks a pool thread that other runs may need. -1 if none. Lock held.
+ * Plans with collectives take by priority: the caller a ready collective first (its
+ * reduce then runs on the communication thread while helpers go on with the other
+ * nodes), then anyone a node that feeds a collective, then the newest ready node. */
 static int take_ready(vg__run_state *rs, bool helper) {
+    if (rs->p->collectives) {
+        int best = -1, best_pr = -1;
+        for (int k = rs->nready - 1; k >= 0 && best_pr < 2; k--) {
+            const vg__node *n = &rs->p->nodes[rs->ready[k]];
+            if (helper && (n->def->flags & VG__OP_BLOCKING)) continue;
+            int pr = (n->def->flags & VG__OP_COLLECTIVE) ? 2 : n->feeds_collective ? 1 : 0;
+            if (pr > best_pr) best = k, best_pr = pr;
+        }
+        if (best < 0) return -1;
+        int id = rs->ready[best];
+        rs->ready[best] = rs->ready[--rs->nready];
+        return id;
+    }
     for (int k = rs->nready - 1; k >= 0; k--) {
         int id = rs->ready[k];
         if (helper && (rs->p->nodes[id].def->flags & VG__OP_BLOCKING)) continue;

@@ -43,7 +43,9 @@ enum {
     VG__OP_VARIABLE = 1u << 3,          /* VariableV2: owns a per-session variable slot */
     VG__OP_CONST = 1u << 4,             /* Const: value in attr "value" */
     VG__OP_PLACEHOLDER = 1u << 5,       /* must be fed (Placeholder) */
-    VG__OP_PASS_REF = 1u << 6           /* output 0 forwards the ref input 0 (Assign, Apply*) */
+    VG__OP_PASS_REF = 1u << 6,          /* output 0 forwards the ref input 0 (Assign, Apply*) */
+    VG__OP_COLLECTIVE = 1u << 7         /* a collective over ranks (also BLOCKING): started as
+                                           soon as it is ready, its producers run first */
 };
 
 typedef struct vg__op_def {

@@ -9,6 +9,15 @@
  * starts as soon as its own gradients are computed, while back-propagation of the
  * earlier layers goes on (the overlap of Horovod and PyTorch DDP). Buckets are chained
  * with control dependencies so every rank reduces them in the same order.
+ *
+ * A Gather's gradient, UnsortedSegmentSum(values, indices, rows) (vigil's graph form of
+ * TF's IndexedSlices), is not densified: as Horovod does for IndexedSlices
+ * (sparse_as_dense=False), the values and the indices are allgathered (CollectiveGather,
+ * a different number of rows on each rank), the values divided by the world's size for
+ * the mean, and a new UnsortedSegmentSum over the gathered rows is the gradient, so the
+ * optimizer's sparse apply updates the union of every rank's rows. The sum over ranks
+ * of UnsortedSegmentSum(v_r, i_r, rows) is UnsortedSegmentSum(concat v_r, concat i_r,
+ * rows), so the result equals the dense allreduce's.
  */
 #include "vigil/distributed.h"
 #include "vigil/ops.h"
@@ -34,6 +43,47 @@ static int64_t out_bytes(vg_output o) {
     return n * (int64_t)vg_dtype_size(vg_output_dtype(o));
 }
 
+/* The gradient is UnsortedSegmentSum(values [k, ...], indices [k], rows) with dtypes
+ * a CollectiveGather takes: Horovod's IndexedSlices. */
+static bool indexed_slices(vg_output grad, vg_output *values, vg_output *indices, vg_output *rows) {
+    if (!grad.op || grad.index != 0 || strcmp(vg_op_type(grad.op), "UnsortedSegmentSum") != 0) return false;
+    vg_output v = vg_op_input(grad.op, 0), ix = vg_op_input(grad.op, 1);
+    vg_shape vs = vg_output_shape(v), is = vg_output_shape(ix);
+    vg_dtype vt = vg_output_dtype(v), it = vg_output_dtype(ix);
+    if (is.ndims != 1 || vs.ndims < 1 || (it != VG_INT32 && it != VG_INT64)) return false;
+    if (vt != VG_FLOAT && vt != VG_DOUBLE && vt != VG_INT32 && vt != VG_INT64) return false;
+    *values = v;
+    *indices = ix;
+    *rows = vg_op_input(grad.op, 2);
+    return true;
+}
+
+/* hvd.allgather of an IndexedSlices' values and indices, chained after *prev (updated
+ * to the last gather); the mean divides the gathered values by the world's size. */
+static vg_output allgather_slices(vg_graph *g, vg_output values, vg_output indices, vg_output rows, bool average,
+                                  int k, vg_op **prev) {
+    char name[64];
+    snprintf(name, sizeof name, "DistributedAllgather_%d", k);
+    vg_graph_push_scope(g, name);
+    vg_output gv = vg_collective_gather(g, values, 0, 1, 0, "values");
+    if (gv.op && *prev) vg_op_add_control_input(gv.op, *prev);
+    vg_output gi = vg_collective_gather(g, indices, 0, 1, 0, "indices");
+    if (gi.op && gv.op) vg_op_add_control_input(gi.op, gv.op);
+    vg_output out = {NULL, 0};
+    if (gv.op && gi.op) {
+        *prev = gi.op;
+        if (average && vg_dist_size() > 1)
+            gv = vg_div(g, gv, vg_const_fill(g, vg_output_dtype(gv), NULL, 0, vg_dist_size(), "size"), "truediv");
+        vg_op_builder *b = vg_op_builder_new(g, "UnsortedSegmentSum", "UnsortedSegmentSum");
+        vg_op_builder_add_input(b, gv);
+        vg_op_builder_add_input(b, gi);
+        vg_op_builder_add_input(b, rows);
+        out = vg_out(vg_op_builder_finish(b), 0);
+    }
+    vg_graph_pop_scope(g);
+    return out;
+}
+
 vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, const vg_dist_options *opts,
                                     vg_output *out, vg_status *st) {
     vg_dist_options o = opts ? *opts : vg_dist_options_default();
@@ -42,25 +92,37 @@ vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, 
     if (o.fusion_threshold_bytes < 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "fusion_threshold_bytes %lld < 0",
                              (long long)o.fusion_threshold_bytes);
-    for (int i = 0; i < n; i++) out[i] = grads[i];
+    bool sparse_any = false;
+    for (int i = 0; i < n && !o.sparse_as_dense && !sparse_any; i++) {
+        vg_output v, ix, rows;
+        sparse_any = indexed_slices(grads[i], &v, &ix, &rows);
+    }
+    if (sparse_any && vg_dist_init(st) != VG_OK) return st->code; /* the mean needs the world's size */
+    vg_output *in = vg_malloc((size_t)(n ? n : 1) * sizeof *in);
     vg_output *bucket = vg_malloc((size_t)(n ? n : 1) * sizeof *bucket);
     int *idx = vg_malloc((size_t)(n ? n : 1) * sizeof *idx);
-    if (!bucket || !idx) {
+    if (!in || !bucket || !idx) {
+        vg_free(in);
         vg_free(bucket);
         vg_free(idx);
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory allocating the fusion buckets");
     }
+    for (int i = 0; i < n; i++) in[i] = out[i] = grads[i]; /* grads may alias out */
     vg_op *prev = NULL;
-    int nb = 0, nbuckets = 0;
+    int nb = 0, nbuckets = 0, ngathers = 0;
     int64_t bytes = 0;
     vg_dtype bdt = VG_FLOAT;
     /* i from n down to -1: -1 flushes the last bucket */
     for (int i = n - 1; i >= -1; i--) {
-        bool have = i >= 0 && grads[i].op != NULL;
-        int64_t b = have ? out_bytes(grads[i]) : 0;
-        bool fits = have && nb > 0 && vg_output_dtype(grads[i]) == bdt && b >= 0 && bytes >= 0 &&
+        vg_output sv, si, srows;
+        bool sparse = i >= 0 && !o.sparse_as_dense && indexed_slices(in[i], &sv, &si, &srows);
+        bool have = i >= 0 && in[i].op != NULL && !sparse;
+        int64_t b = have ? out_bytes(in[i]) : 0;
+        bool fits = have && nb > 0 && vg_output_dtype(in[i]) == bdt && b >= 0 && bytes >= 0 &&
                     bytes + b <= o.fusion_threshold_bytes;
-        if (nb > 0 && (i < 0 || (have && !fits))) {
+        /* a sparse gradient flushes the bucket before it: the collectives stay in
+         * back-propagation order */
+        if (nb > 0 && (i < 0 || sparse || (have && !fits))) {
             char name[64];
             snprintf(name, sizeof name, "DistributedAllreduce_%d", nbuckets++);
             vg_op *op = vg_dist_fused_allreduce(g, bucket, nb, o.average, name);
@@ -71,13 +133,19 @@ vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, 
             nb = 0;
             bytes = 0;
         }
+        if (sparse) {
+            vg_output r = allgather_slices(g, sv, si, srows, o.average, ngathers++, &prev);
+            if (!r.op) break;
+            out[i] = r;
+        }
         if (have) {
-            if (nb == 0) bdt = vg_output_dtype(grads[i]);
-            bucket[nb] = grads[i];
+            if (nb == 0) bdt = vg_output_dtype(in[i]);
+            bucket[nb] = in[i];
             idx[nb++] = i;
             bytes = (b < 0 || bytes < 0) ? -1 : bytes + b;
         }
     }
+    vg_free(in);
     vg_free(bucket);
     vg_free(idx);
     return vg_graph_status(g, st);
