@@ -633,14 +633,14 @@ static vg_code decode_tensor(actx *a, const uint8_t *p, size_t n, vg_tensor **ou
     char sbuf[128];
     vg_shape_str(&shape, sbuf, sizeof sbuf);
     if (ne > a->max_bytes / (int64_t)es) {
-        char d[200];
+        char d[256]; /* 128-byte shape + text + two 20-digit numbers fit */
         snprintf(d, sizeof d, "tensor of shape %s (%lld elements) exceeds the %lld-byte limit", sbuf, (long long)ne,
                  (long long)a->max_bytes);
         return attr_err(a, VG_INVALID_ARGUMENT, "%s", d);
     }
     if (has_content && dt != VG_STRING) {
         if ((uint64_t)content_len != (uint64_t)ne * vg_dtype_size(dt)) {
-            char d[200];
+            char d[256];
             snprintf(d, sizeof d, "tensor_content has %zu bytes, shape %s of %s needs %lld", content_len, sbuf,
                      vg_dtype_name(dt), (long long)ne * (long long)vg_dtype_size(dt));
             return attr_err(a, VG_INVALID_ARGUMENT, "%s", d);
