@@ -6,6 +6,7 @@
  * global_step), and a second run on the same directory must restore them and continue
  * from global step 120 to 130. Skips when the examples were not built. */
 #include "test_util.h"
+#include "example_test_util.h"
 #include "vigil/vigil.h"
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,32 +18,8 @@
 static char g_dir[512];
 static char g_out[1 << 16];
 
-static int run(const char *cmd) {
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    g_out[0] = 0;
-    FILE *f = popen(full, "r");
-    if (!f) return -1;
-    size_t n = 0;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        if (!strstr(line, "INFO:")) fputs(line, stderr);
-        size_t l = strlen(line);
-        if (n + l < sizeof g_out) {
-            memcpy(g_out + n, line, l + 1);
-            n += l;
-        }
-    }
-    int status = pclose(f);
-    return status == -1 || !WIFEXITED(status) ? -1 : WEXITSTATUS(status);
-}
+static int run(const char *cmd) { return ex_run(cmd, g_out, sizeof g_out, EX_STDERR | EX_ECHO, "INFO:"); }
 
-static double value_after(const char *key) {
-    double v = NAN;
-    const char *p = strstr(g_out, key);
-    if (p) sscanf(p + strlen(key), "%lf", &v);
-    return v;
-}
 
 static void test_dnc_train_and_resume(void) {
     char prog[1024], cmd[4096];
@@ -58,7 +35,7 @@ static void test_dnc_train_and_resume(void) {
     CHECK_EQ_INT(run(cmd), 0);
     CHECK_STR_CONTAINS(g_out, "start iteration 0\n");
     CHECK_STR_CONTAINS(g_out, "119: Avg training loss ");
-    double first = value_after("first block loss "), last = value_after("last block loss ");
+    double first = ex_value_after(g_out, "first block loss "), last = ex_value_after(g_out, "last block loss ");
     fprintf(stderr, "dnc_train: first 40 steps %g, last 40 steps %g\n", first, last);
     CHECK(!isnan(first) && !isnan(last));
     CHECK(last < 0.92 * first);
@@ -121,7 +98,7 @@ static void test_dnc_train_and_resume(void) {
     CHECK_EQ_INT(run(cmd), 0);
     CHECK_STR_CONTAINS(g_out, "start iteration 120\n");
     CHECK_STR_CONTAINS(g_out, "steps 10,");
-    double resumed = value_after("first block loss ");
+    double resumed = ex_value_after(g_out, "first block loss ");
     fprintf(stderr, "dnc_train resumed: first 10 steps %g\n", resumed);
     CHECK(resumed < first); /* trained weights, not a fresh start */
     snprintf(ckpt, sizeof ckpt, "%s/ckpt/model.ckpt-130.index", g_dir);

@@ -6,6 +6,7 @@
  * a second run must resume from the checkpoint and go on to its step count, and the
  * eval mode must evaluate that checkpoint with the streaming metrics. */
 #include "test_util.h"
+#include "example_test_util.h"
 #include "vigil/vigil.h"
 #include <stdbool.h>
 #include <stdlib.h>
@@ -18,19 +19,7 @@
 #define PROG VG_BINDIR "/magenta_events_rnn"
 #define HPARAMS "batch_size=8,rnn_layer_sizes=[32,32],dropout_keep_prob=0.9,learning_rate=0.02"
 
-static int run(const char *cmd, char *out, size_t len) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = 0;
-    return pclose(p);
-}
 
-static bool built(void) {
-    if (access(PROG, X_OK) == 0) return true;
-    fprintf(stderr, "SKIP: " PROG " not built (configure with -DVIGIL_EXAMPLES=ON)\n");
-    return false;
-}
 
 /* The values of the LoggingTensorHook line "Global Step = <step>, Loss = .., ..,
  * Accuracy = .." with the given step (first: the first line). */
@@ -97,14 +86,14 @@ static bool has_tensor(vg_checkpoint_reader *r, const char *name, int64_t d0, in
 }
 
 static void test_examples_evrnn__train_resume_eval(void) {
-    if (!built()) return;
+    if (!ex_built(PROG)) return;
     char dir[] = "/tmp/vg_evrnn_test_XXXXXX", cmd[1024];
     CHECK(mkdtemp(dir) != NULL);
 
     /* 1. train 100 steps: the loss falls, the accuracy rises */
     snprintf(cmd, sizeof cmd,
              PROG " --run_dir %s --num_training_steps 100 --summary_frequency 10 --hparams '" HPARAMS "' 2>&1", dir);
-    int rc = run(cmd, out, sizeof out);
+    int rc = ex_run(cmd, out, sizeof out, 0, NULL);
     fputs(out, stderr);
     CHECK_EQ_INT(rc, 0);
     long s0 = -1, s1 = -1;
@@ -156,7 +145,7 @@ static void test_examples_evrnn__train_resume_eval(void) {
     /* 3. resume: StopAtStepHook(num_steps=40) counts from the restored step 100 */
     snprintf(cmd, sizeof cmd,
              PROG " --run_dir %s --num_training_steps 40 --summary_frequency 10 --hparams '" HPARAMS "' 2>&1", dir);
-    rc = run(cmd, out, sizeof out);
+    rc = ex_run(cmd, out, sizeof out, 0, NULL);
     fputs(out, stderr);
     CHECK_EQ_INT(rc, 0);
     long s2 = -1;
@@ -165,14 +154,14 @@ static void test_examples_evrnn__train_resume_eval(void) {
     CHECK_EQ_INT((int)s2, 100); /* the first logged step is the restored one */
     CHECK(loss2 < 0.6 * loss0); /* restored weights, not fresh ones */
     snprintf(cmd, sizeof cmd, "test -f %s/train/model.ckpt-140.index", dir);
-    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
 
     /* 4. eval: evaluate_repeatedly over the newest checkpoint (one, then the timeout) */
     snprintf(cmd, sizeof cmd,
              PROG " --run_dir %s --eval 1 --num_melodies 64 --eval_interval_secs 0 --eval_timeout_secs 0 --hparams '" HPARAMS
                   "' 2>&1",
              dir);
-    rc = run(cmd, out, sizeof out);
+    rc = ex_run(cmd, out, sizeof out, 0, NULL);
     fputs(out, stderr);
     CHECK_EQ_INT(rc, 0);
     CHECK_STR_CONTAINS(out, "evaluations 1");
@@ -194,12 +183,12 @@ static void test_examples_evrnn__train_resume_eval(void) {
 }
 
 static void test_examples_evrnn__bad_flags(void) {
-    if (!built()) return;
-    CHECK_EQ_INT(run(PROG " --num_training_steps 1 2>&1", out, sizeof out) >> 8, 2);
+    if (!ex_built(PROG)) return;
+    CHECK_EQ_INT(ex_run(PROG " --num_training_steps 1 2>&1", out, sizeof out, 0, NULL), 2);
     CHECK_STR_CONTAINS(out, "--run_dir is required");
-    CHECK_EQ_INT(run(PROG " --run_dir /tmp --hparams 'batch_size=0' 2>&1", out, sizeof out) >> 8, 2);
+    CHECK_EQ_INT(ex_run(PROG " --run_dir /tmp --hparams 'batch_size=0' 2>&1", out, sizeof out, 0, NULL), 2);
     CHECK_STR_CONTAINS(out, "must be positive");
-    CHECK_EQ_INT(run(PROG " --run_dir /tmp --hparams 'attn_length=8' 2>&1", out, sizeof out) >> 8, 2);
+    CHECK_EQ_INT(ex_run(PROG " --run_dir /tmp --hparams 'attn_length=8' 2>&1", out, sizeof out, 0, NULL), 2);
     CHECK_STR_CONTAINS(out, "unknown hparam 'attn_length'");
 }
 

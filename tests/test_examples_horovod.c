@@ -5,6 +5,7 @@
  * chief's checkpoint, a falling loss. Without MPI built, a start under mpirun (its
  * environment variable) fails with a message naming the VIGIL_MPI build option. */
 #include "test_util.h"
+#include "example_test_util.h"
 #include <vigil/vigil.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -18,23 +19,11 @@
 
 static char out[1 << 16];
 
-static int run(const char *cmd) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = 0;
-    int status = pclose(p);
-    return status == -1 || !WIFEXITED(status) ? -1 : WEXITSTATUS(status);
-}
+static int run(const char *cmd) { return ex_run(cmd, out, sizeof out, 0, NULL); }
 
-static bool built(void) {
-    if (access(VG_BINDIR "/horovod_mnist", X_OK) == 0) return true;
-    fprintf(stderr, "SKIP: " VG_BINDIR "/horovod_mnist not built (configure with -DVIGIL_EXAMPLES=ON)\n");
-    return false;
-}
 
 static void test_examples_horovod__single_process(void) {
-    if (!built()) return;
+    if (!ex_built(VG_BINDIR "/horovod_mnist")) return;
     char dir[] = "/tmp/vg_hvd_test_XXXXXX", cmd[1024];
     CHECK(mkdtemp(dir) != NULL);
     /* no mpirun: the launcher's variables are cleared in case ctest itself runs under one */

@@ -2,38 +2,32 @@
  * SingularMonitoredSession loop with checkpoint and summary hooks (twice: the second run
  * resumes from the checkpoint) and the run_step_fn example. */
 #include "test_util.h"
+#include "example_test_util.h"
 #include <stdlib.h>
 #include <unistd.h>
 
-static int run(const char *cmd, char *out, size_t len) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = 0;
-    return pclose(p);
-}
 
 static void test_examples__monitored_basic_and_resume(void) {
     char dir[] = "/tmp/vg_ex_XXXXXX", cmd[512], out[4096];
     CHECK(mkdtemp(dir) != NULL);
     snprintf(cmd, sizeof cmd, VG_BINDIR "/monitored_basic %s 200", dir);
-    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
     CHECK_STR_CONTAINS(out, "final_step=200");
     /* the second run restores step 200 and stops at 200 + 100 */
     snprintf(cmd, sizeof cmd, VG_BINDIR "/monitored_basic %s 100", dir);
-    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
     CHECK_STR_CONTAINS(out, "final_step=300");
     snprintf(cmd, sizeof cmd, "ls %s | grep -c 'model.ckpt-300.index'", dir);
-    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
     snprintf(cmd, sizeof cmd, "ls %s | grep -c 'events.out.tfevents'", dir);
-    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
 
 static void test_examples__step_fn(void) {
     char out[1024];
-    CHECK_EQ_INT(run(VG_BINDIR "/step_fn", out, sizeof out), 0);
+    CHECK_EQ_INT(ex_run(VG_BINDIR "/step_fn", out, sizeof out, 0, NULL), 0);
     CHECK_STR_CONTAINS(out, "result=0.6 iterations=1 hook_runs=1");
 }
 

@@ -9,6 +9,7 @@
  * restore the newest checkpoint and report a precision in [0, 1]. Skips when the
  * examples were not built or Fashion-MNIST is not installed. */
 #include "test_util.h"
+#include "example_test_util.h"
 #include "vigil/vigil.h"
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,24 +23,7 @@
 static char g_dir[512];
 static char g_out[1 << 17];
 
-static int run(const char *cmd) {
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    g_out[0] = 0;
-    FILE *f = popen(full, "r");
-    if (!f) return -1;
-    size_t n = 0;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        size_t l = strlen(line);
-        if (n + l < sizeof g_out) {
-            memcpy(g_out + n, line, l + 1);
-            n += l;
-        }
-    }
-    int status = pclose(f);
-    return status == -1 || !WIFEXITED(status) ? -1 : WEXITSTATUS(status);
-}
+static int run(const char *cmd) { return ex_run(cmd, g_out, sizeof g_out, EX_STDERR, NULL); }
 
 /* The checkpoint keys of resnet_model.py's train graph with num_residual_units = 1 and
  * no bottleneck, as TF 1.15 names them (sorted, as a V2 checkpoint stores them). */

@@ -4,6 +4,7 @@
  * the data, the loss must fall, and the chief must leave a checkpoint and an event
  * file; the same with --format csv2 (text lines parsed by StringSplit + DecodeCSV); with --steps the StopAtStepHook ends it at that global step. */
 #include "test_util.h"
+#include "example_test_util.h"
 #include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -12,45 +13,29 @@
 #define VG_BINDIR "."
 #endif
 
-static int run(const char *cmd, char *out, size_t len) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = 0;
-    return pclose(p);
-}
 
-static double value_after(const char *out, const char *key) {
-    const char *s = strstr(out, key);
-    return s ? atof(s + strlen(key)) : NAN;
-}
 
-static bool built(void) {
-    if (access(VG_BINDIR "/tfos_mnist", X_OK) == 0) return true;
-    fprintf(stderr, "SKIP: " VG_BINDIR "/tfos_mnist not built (configure with -DVIGIL_EXAMPLES=ON)\n");
-    return false;
-}
 
 static char out[1 << 16];
 
 static void test_examples_tfos__loss_falls_and_ends_at_data_end(void) {
-    if (!built()) return;
+    if (!ex_built(VG_BINDIR "/tfos_mnist")) return;
     char dir[] = "/tmp/vg_tfos_test_XXXXXX", cmd[512];
     CHECK(mkdtemp(dir) != NULL);
     snprintf(cmd, sizeof cmd, VG_BINDIR "/tfos_mnist --model %s 2>&1", dir);
-    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
     fputs(out, stderr);
     /* 2000 records x 2 epochs / batch 100 = 40 batches; the global_step fetched with
      * train_op is read before its increment, so step 0 is seen twice and the accuracy
      * run at step 0 takes two batches: 38 training steps, then OUT_OF_RANGE */
-    CHECK_EQ_INT((int)value_after(out, "\nsteps "), 38);
-    double first = value_after(out, "first loss "), last = value_after(out, "final loss ");
+    CHECK_EQ_INT((int)ex_value_after(out, "\nsteps "), 38);
+    double first = ex_value_after(out, "first loss "), last = ex_value_after(out, "final loss ");
     CHECK(isfinite(first) && isfinite(last));
     CHECK(last < 0.8 * first);
     snprintf(cmd, sizeof cmd, "ls %s | grep -q 'model.ckpt-38.index'", dir);
-    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
     snprintf(cmd, sizeof cmd, "ls %s | grep -q 'events.out.tfevents'", dir);
-    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
 }
@@ -58,13 +43,13 @@ static void test_examples_tfos__loss_falls_and_ends_at_data_end(void) {
 /* --format csv2: TextLineDataset lines "label|pixels", _parse_csv with StringSplit,
  * a 784-column DecodeCSV, StringToNumber and one_hot */
 static void test_examples_tfos__csv2(void) {
-    if (!built()) return;
+    if (!ex_built(VG_BINDIR "/tfos_mnist")) return;
     char dir[] = "/tmp/vg_tfos_csv_XXXXXX", cmd[512];
     CHECK(mkdtemp(dir) != NULL);
     snprintf(cmd, sizeof cmd, VG_BINDIR "/tfos_mnist --format csv2 --model %s 2>&1", dir);
-    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
-    CHECK_EQ_INT((int)value_after(out, "\nsteps "), 38);
-    double first = value_after(out, "first loss "), last = value_after(out, "final loss ");
+    CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
+    CHECK_EQ_INT((int)ex_value_after(out, "\nsteps "), 38);
+    double first = ex_value_after(out, "first loss "), last = ex_value_after(out, "final loss ");
     CHECK(isfinite(first) && isfinite(last));
     CHECK(last < 0.8 * first);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -72,24 +57,24 @@ static void test_examples_tfos__csv2(void) {
 }
 
 static void test_examples_tfos__stop_at_step_hook(void) {
-    if (!built()) return;
-    CHECK_EQ_INT(run(VG_BINDIR "/tfos_mnist --steps 12 2>&1", out, sizeof out), 0);
-    CHECK_EQ_INT((int)value_after(out, "\nsteps "), 12);
+    if (!ex_built(VG_BINDIR "/tfos_mnist")) return;
+    CHECK_EQ_INT(ex_run(VG_BINDIR "/tfos_mnist --steps 12 2>&1", out, sizeof out, 0, NULL), 0);
+    CHECK_EQ_INT((int)ex_value_after(out, "\nsteps "), 12);
     CHECK_STR_CONTAINS(out, "step 11 loss"); /* the global step before the 12th increment */
     CHECK(strstr(out, "step 12 loss") == NULL);
 }
 
 static void test_examples_tfos__bad_flags(void) {
-    if (!built()) return;
-    CHECK_EQ_INT(run(VG_BINDIR "/tfos_mnist --batch_size 0 2>&1", out, sizeof out) >> 8, 2);
+    if (!ex_built(VG_BINDIR "/tfos_mnist")) return;
+    CHECK_EQ_INT(ex_run(VG_BINDIR "/tfos_mnist --batch_size 0 2>&1", out, sizeof out, 0, NULL), 2);
     CHECK_STR_CONTAINS(out, "must be positive");
-    CHECK_EQ_INT(run(VG_BINDIR "/tfos_mnist --format csv 2>&1", out, sizeof out) >> 8, 2);
+    CHECK_EQ_INT(ex_run(VG_BINDIR "/tfos_mnist --format csv 2>&1", out, sizeof out, 0, NULL), 2);
     CHECK_STR_CONTAINS(out, "must be tfr or csv2");
     /* a directory without part-* files: list_files' run-time INVALID_ARGUMENT, exit 1 */
     char dir[] = "/tmp/vg_tfos_empty_XXXXXX", cmd[512];
     CHECK(mkdtemp(dir) != NULL);
     snprintf(cmd, sizeof cmd, VG_BINDIR "/tfos_mnist --images_labels %s --model %s 2>&1", dir, dir);
-    CHECK_EQ_INT(run(cmd, out, sizeof out) >> 8, 1);
+    CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 1);
     CHECK_STR_CONTAINS(out, "No files matched pattern");
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);

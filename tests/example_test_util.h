@@ -1,0 +1,55 @@
+/* example_test_util.h - running the example programs (examples/, examples/tf1/) from the
+ * CTest tests: a shell command's output captured into a buffer, its exit status, the
+ * number printed after a key, and the skip when an example was not built. */
+#ifndef VG_EXAMPLE_TEST_UTIL_H
+#define VG_EXAMPLE_TEST_UTIL_H
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum {
+    EX_STDERR = 1, /* capture stderr too (the command runs with 2>&1) */
+    EX_ECHO = 2    /* copy each captured line to stderr, for ctest --output-on-failure */
+};
+
+/* Runs cmd through the shell and captures its output into out (at most cap - 1 bytes,
+ * NUL-terminated; the rest is read and dropped). With EX_ECHO, lines containing
+ * echo_skip (NULL: none) are not copied to stderr. Returns the command's exit status,
+ * or -1 when it could not start or was killed by a signal. */
+static inline int ex_run(const char *cmd, char *out, size_t cap, int flags, const char *echo_skip) {
+    char full[8192];
+    snprintf(full, sizeof full, "%s%s", cmd, (flags & EX_STDERR) ? " 2>&1" : "");
+    out[0] = 0;
+    FILE *f = popen(full, "r");
+    if (!f) return -1;
+    size_t n = 0;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        if ((flags & EX_ECHO) && !(echo_skip && strstr(line, echo_skip))) fputs(line, stderr);
+        size_t l = strlen(line);
+        if (n + l < cap) {
+            memcpy(out + n, line, l + 1);
+            n += l;
+        }
+    }
+    int status = pclose(f);
+    return status == -1 || !WIFEXITED(status) ? -1 : WEXITSTATUS(status);
+}
+
+/* The number printed right after key in out; NAN when key is missing. */
+static inline double ex_value_after(const char *out, const char *key) {
+    const char *s = strstr(out, key);
+    return s ? atof(s + strlen(key)) : NAN;
+}
+
+/* True when the example program prog exists and is executable; otherwise prints SKIP. */
+static inline bool ex_built(const char *prog) {
+    if (access(prog, X_OK) == 0) return true;
+    fprintf(stderr, "SKIP: %s not built (configure with -DVIGIL_EXAMPLES=ON)\n", prog);
+    return false;
+}
+#endif
