@@ -139,6 +139,7 @@ struct vg__kctx {
     vg__node *n;
     vg_tensor **outs;
     vg_status *st;
+    vg_tensor **vals;    /* the input slots (the run's, or a control-flow iteration's) */
 };
 
 VG_HIDDEN vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const vg_output *fetches,
