@@ -25,9 +25,9 @@
  *    A dead NextIteration stops; a dead Exit is remembered and propagated when its
  *    frame is done. ControlTrigger is never dead.
  *
- * The run is sequential on the caller's thread (kernels still use the intra-op pool),
- * so parallel_iterations bounds how many iterations are live at once rather than how
- * many run at the same time. Closing the session (CANCELLED) or the run's timeout
+ * With an inter-op pool, independent ready nodes run at once (see work()); with one
+ * inter-op thread the run is sequential on the caller's thread and takes no lock.
+ * Closing the session (CANCELLED) or the run's timeout
  * (DEADLINE_EXCEEDED) end a loop that would never terminate: both are checked between
  * nodes.
  */
