@@ -26,9 +26,9 @@
  *    frame is done (only those of the last iteration: starting an iteration forgets
  *    the earlier ones, as TF's IncrementIteration does). ControlTrigger is never dead.
  *
- * The run is sequential on the caller's thread (kernels still use the intra-op pool),
- * so parallel_iterations bounds how many iterations are live at once rather than how
- * many run at the same time. Closing the session (CANCELLED) or the run's timeout
+ * With an inter-op pool, independent ready nodes run at once (see work()); with one
+ * inter-op thread the run is sequential on the caller's thread and takes no lock.
+ * Closing the session (CANCELLED) or the run's timeout
  * (DEADLINE_EXCEEDED) end a loop that would never terminate: both are checked between
  * nodes.
  */
@@ -66,6 +66,7 @@ typedef struct cf_sframe {
     int nnodes;       /* nodes running in the frame */
     int ninputs;      /* their inputs */
     int nenters;      /* Enter nodes into it */
+    int parallel;     /* parallel_iterations: the least of its Enters' (they agree in TF's graphs) */
     int *nodes;       /* plan node of each local index */
 } cf_sframe;
 
@@ -80,6 +81,7 @@ struct vg__cf_plan {
     int *roots;
     int nroots;
     int *fetch_feed;   /* per fetch: feed index if the fetched tensor is fed, else -1 */
+    _Atomic int64_t *cost_ns; /* per node: running average of its kernel's time (0: not measured) */
 };
 
 bool vg__cf_is_cflow_type(const char *t) {
@@ -117,6 +119,7 @@ void vg__cf_free(vg__cf_plan *cf) {
     vg__free(cf->nfeed_out);
     vg__free(cf->roots);
     vg__free(cf->fetch_feed);
+    vg__free((void *)cf->cost_ns);
     vg__free(cf);
 }
 
@@ -157,7 +160,8 @@ vg_code vg__cf_build(vg_session *s, vg__plan *p, const int *op_node, const int *
     cf->fetch_feed = vg__malloc(sizeof(int) * (size_t)(p->nfetches + 1));
     queue = vg__malloc(sizeof(int) * (size_t)(nn + 1));
     cf->roots = vg__malloc(sizeof(int) * (size_t)(nn + 1));
-    if (!cf->nodes || !cf->feed_out || !cf->nfeed_out || !fcap || !ecap || !cf->fetch_feed || !queue || !cf->roots)
+    cf->cost_ns = vg__calloc((size_t)nn + 1, sizeof(*cf->cost_ns));
+    if (!cf->cost_ns || !cf->nodes || !cf->feed_out || !cf->nfeed_out || !fcap || !ecap || !cf->fetch_feed || !queue || !cf->roots)
         goto oom;
     if (frame_id(cf, "", -1) != 0) goto oom;
     for (int i = 0; i < nn; i++) {
@@ -261,6 +265,8 @@ vg_code vg__cf_build(vg_session *s, vg__plan *p, const int *op_node, const int *
             vg_op_attr_int(op, "parallel_iterations", &pi);
             c->parallel = pi < 1 ? 1 : (pi > (1 << 20) ? (1 << 20) : (int)pi);
             cf->frames[fid].nenters++;
+            if (cf->frames[fid].parallel == 0 || c->parallel < cf->frames[fid].parallel)
+                cf->frames[fid].parallel = c->parallel;
             out_frame = fid;
         } else if (c->kind == CF_EXIT) {
             if (c->frame == 0) {
@@ -374,7 +380,7 @@ struct cf_frame {
     int ninvs, invs_cap;
     cf_val *deferred;      /* NextIteration values waiting for a free iteration */
     int ndeferred, deferred_cap;
-    int *dead_exits;
+    int *dead_exits;       /* Exits that ran: 2 * node + (1 if it fired live) */
     int ndead_exits, dead_exits_cap;
 };
 
@@ -383,8 +389,14 @@ typedef struct cf_task {
     cf_frame *f;
     int64_t iter;
     bool dead;
+    bool expensive; /* worth handing to another inter-op thread */
 } cf_task;
 
+/* One run. With inter-op threads (mt) the caller and helper tasks on the inter-op
+ * pool share it: everything below is guarded by mu except what a kernel running
+ * outside the lock reads (its own input slots, which nothing else writes while it is
+ * scheduled). Helpers hold a reference, so a helper that a busy pool starts late finds
+ * the run finished and only drops its reference. */
 typedef struct cf_run {
     vg__run_state *rs;
     vg__plan *p;
@@ -393,10 +405,37 @@ typedef struct cf_run {
     int qh, qt, qcap;
     cf_frame *root;
     vg_tensor **fetched;
-    vg_status *st;
     bool oom;
     cf_iter **free_iters; /* per static frame: recycled iteration states */
+    /* concurrency */
+    bool mt;              /* the inter-op pool may take nodes */
+    int pool_size;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int inflight;         /* nodes running outside the lock */
+    int helpers;          /* helper tasks queued or running */
+    int refs;             /* the caller + helpers */
+    int nexpensive;       /* expensive tasks in the queue */
+    bool caller_waits;    /* the caller sleeps on cv */
+    bool stop;            /* an error: take no more nodes */
+    bool finished;        /* the caller has ended the run */
+    unsigned tick;
+    vg_code rc;
+    vg_status err;        /* the first error */
 } cf_run;
+
+#define CF_LOCK(r)                                                                                                 \
+    do {                                                                                                           \
+        if ((r)->mt) pthread_mutex_lock(&(r)->mu);                                                                 \
+    } while (0)
+#define CF_UNLOCK(r)                                                                                               \
+    do {                                                                                                           \
+        if ((r)->mt) pthread_mutex_unlock(&(r)->mu);                                                               \
+    } while (0)
+
+/* A kernel measured at this many ns or more (or not measured yet) is worth a hand-off
+ * to another inter-op thread (waking one costs a few microseconds). */
+#define CF_EXPENSIVE_NS 20000
 
 static cf_iter *iter_new(cf_run *r, int sid) {
     cf_sframe *sf = &r->cf->frames[sid];
@@ -509,7 +548,14 @@ static bool push_task(cf_run *r, int node, cf_frame *f, int64_t iter, bool dead)
             return false;
         }
     }
-    r->q[r->qt++] = (cf_task){node, f, iter, dead};
+    bool expensive = false;
+    if (r->mt && !dead && r->cf->nodes[node].kind == CF_NONE) {
+        const vg__node *n = &r->p->nodes[node];
+        int64_t c = atomic_load_explicit(&r->cf->cost_ns[node], memory_order_relaxed);
+        expensive = !n->is_var_read && !(n->def->flags & VG__OP_CONST) && (c == 0 || c >= CF_EXPENSIVE_NS);
+    }
+    r->nexpensive += expensive;
+    r->q[r->qt++] = (cf_task){node, f, iter, dead, expensive};
     return true;
 }
 
@@ -625,7 +671,8 @@ static void delete_frame(cf_run *r, cf_frame *f) {
     cf_frame *parent = f->parent;
     int64_t pi = f->parent_iter;
     cf_iter *pit = get_iter(parent, pi);
-    for (int i = 0; i < f->ndead_exits; i++) activate(r, f->dead_exits[i], true, NULL, false, parent, pi);
+    for (int i = 0; i < f->ndead_exits; i++)
+        if (!(f->dead_exits[i] & 1)) activate(r, f->dead_exits[i] / 2, true, NULL, false, parent, pi);
     if (pit) {
         for (cf_frame **pp = &pit->children; *pp; pp = &(*pp)->next_sibling)
             if (*pp == f) { *pp = f->next_sibling; break; }
@@ -647,7 +694,7 @@ static cf_frame *child_frame(cf_run *r, cf_frame *f, int64_t iter, const cf_node
     if (!it) return NULL;
     for (cf_frame *c = it->children; c; c = c->next_sibling)
         if (c->sid == enter->child) return c;
-    cf_frame *c = frame_new(r, enter->child, f, iter, enter->parallel);
+    cf_frame *c = frame_new(r, enter->child, f, iter, r->cf->frames[enter->child].parallel);
     if (!c) return NULL;
     c->next_sibling = it->children;
     it->children = c;
@@ -690,19 +737,27 @@ static void propagate(cf_run *r, const cf_task *t, vg_tensor **outs) {
             cleanup(r, child, 0);
         break;
     }
-    case CF_EXIT:
-        if (t->dead) {
-            if (iter == f->iteration_count) {
-                if (!vg__grow((void **)&f->dead_exits, &f->dead_exits_cap, f->ndead_exits + 1, sizeof(int))) {
-                    r->oom = true;
-                    return;
-                }
-                f->dead_exits[f->ndead_exits++] = t->node;
+    case CF_EXIT: {
+        /* Each Exit of the frame instance is remembered once (entry 2 * node + live); at
+         * the end of the frame the ones that never fired live reach the parent dead (a
+         * loop on an untaken branch). TF remembers a dead Exit when it runs in the newest
+         * iteration, which with concurrent nodes can also be a non-final iteration, whose
+         * deadness would then reach a consumer that still waits on other inputs. */
+        int k = 0;
+        while (k < f->ndead_exits && f->dead_exits[k] / 2 != t->node) k++;
+        if (k == f->ndead_exits) {
+            if (!vg__grow((void **)&f->dead_exits, &f->dead_exits_cap, f->ndead_exits + 1, sizeof(int))) {
+                r->oom = true;
+                return;
             }
-        } else {
+            f->dead_exits[f->ndead_exits++] = 2 * t->node;
+        }
+        if (!t->dead) {
+            f->dead_exits[k] |= 1;
             activate(r, t->node, false, outs, true, f->parent, f->parent_iter);
         }
         break;
+    }
     case CF_NEXT:
         if (t->dead) break;
         if (iter == f->iteration_count && f->num_outstanding >= f->max_parallel) {
@@ -786,11 +841,8 @@ static vg_code run_node(cf_run *r, const cf_task *t, cf_iter *it, vg_tensor **ou
         return outs[0] ? VG_OK : vg_status_set(st, VG_INTERNAL, "Const without a value");
     }
     if (!n->def->kernel) return vg_status_set(st, VG_UNIMPLEMENTED, "no CPU kernel for op type %s", n->def->type);
-    vg_tensor **saved = rs->vals;
-    rs->vals = it->in;
-    vg__kctx ctx = {rs, n, outs, st};
+    vg__kctx ctx = {rs, n, outs, st, it->in};
     vg_code rc = n->def->kernel(&ctx);
-    rs->vals = saved;
     if (rc == VG_OK && st->code != VG_OK) rc = st->code;
     for (int i = 0; rc == VG_OK && i < n->noutputs; i++)
         if (!outs[i]) rc = vg_status_set(st, VG_INTERNAL, "kernel %s did not produce output %d", n->def->type, i);
@@ -812,38 +864,201 @@ static void record(cf_run *r, vg__node *n, int64_t t0, int64_t t1) {
     pthread_mutex_unlock(&md->mu);
 }
 
+/* Records the run's first error and stops it. Lock held. */
+static void fail(cf_run *r, const vg_status *e) {
+    if (!r->stop) {
+        r->stop = true;
+        r->rc = e->code ? e->code : VG_INTERNAL;
+        vg_status_copy(&r->err, e);
+    }
+}
+
+/* Takes the next task (a helper skips blocking ops, so a queue op never parks a pool
+ * thread other runs may need). False if none. Lock held. */
+static bool take_task(cf_run *r, bool helper, cf_task *t) {
+    if (r->qh == r->qt) return false;
+    int k = r->qh;
+    if (helper)
+        while (k < r->qt && (r->p->nodes[r->q[k].node].def->flags & VG__OP_BLOCKING)) k++;
+    if (k == r->qt) return false;
+    *t = r->q[k];
+    r->q[k] = r->q[r->qh++];
+    r->nexpensive -= t->expensive;
+    return true;
+}
+
+static void run_free(cf_run *r) {
+    if (r->mt) {
+        pthread_mutex_destroy(&r->mu);
+        pthread_cond_destroy(&r->cv);
+    }
+    vg__free(r);
+}
+
+static void work(cf_run *r, bool helper);
+
+static void helper_task(void *arg) {
+    cf_run *r = arg;
+    work(r, true);
+    pthread_mutex_lock(&r->mu);
+    r->helpers--;
+    bool last = --r->refs == 0;
+    pthread_mutex_unlock(&r->mu);
+    if (last) run_free(r);
+}
+
+/* The worker loop of the caller (until the run ends) and of helpers (until no node is
+ * ready for them). Nodes that are not control-flow ops, Consts or variable reads run
+ * outside the lock when there is an inter-op pool; the rest (cheap bookkeeping) run
+ * under it, inline. */
+static void work(cf_run *r, bool helper) {
+    vg__plan *p = r->p;
+    vg__cf_plan *cf = r->cf;
+    vg_tensor *outs_local[8];
+    CF_LOCK(r);
+    for (;;) {
+        if (r->finished) break; /* a late helper: the run state may serve another run now */
+        vg__run_state *rs = r->rs;
+        vg_session *s = rs->s;
+        if (r->stop || r->oom) {
+            if (helper || r->inflight == 0) break;
+            r->caller_waits = true;
+            pthread_cond_wait(&r->cv, &r->mu);
+            r->caller_waits = false;
+            continue;
+        }
+        cf_task t;
+        if (!take_task(r, helper, &t)) {
+            if (helper || r->inflight == 0) break;
+            r->caller_waits = true;
+            pthread_cond_wait(&r->cv, &r->mu);
+            r->caller_waits = false;
+            continue;
+        }
+        vg__node *n = &p->nodes[t.node];
+        const cf_node *c = &cf->nodes[t.node];
+        vg_status e;
+        vg_status_clear(&e);
+        if ((++r->tick & 15) == 0 || c->kind == CF_NEXT) {
+            if (atomic_load_explicit(&s->closing, memory_order_relaxed)) {
+                vg_status_set(&e, VG_CANCELLED, "Session was closed while the run was executing (at '%s')",
+                              n->op->name);
+                fail(r, &e);
+                continue;
+            }
+            if (rs->deadline && vg__now_ns() > rs->deadline) {
+                vg_status_set(&e, VG_DEADLINE_EXCEEDED, "Timed out: the run exceeded its timeout (at '%s')",
+                              n->op->name);
+                fail(r, &e);
+                continue;
+            }
+        }
+        cf_iter *it = get_iter(t.f, t.iter);
+        if (!it) {
+            vg_status_set(&e, VG_INTERNAL, "control flow: iteration %lld of '%s' is gone", (long long)t.iter,
+                          n->op->name);
+            fail(r, &e);
+            continue;
+        }
+        vg_tensor **outs = outs_local;
+        if (n->noutputs > 8 && !(outs = vg__calloc((size_t)n->noutputs, sizeof(vg_tensor *)))) {
+            r->oom = true;
+            continue;
+        }
+        for (int i = 0; i < n->noutputs; i++) outs[i] = NULL;
+        if (!t.dead) {
+            vg_code rc;
+            int64_t t0 = rs->trace ? wall_us() : 0;
+            if (r->mt && c->kind == CF_NONE && !n->is_var_read && !(n->def->flags & VG__OP_CONST)) {
+                /* more expensive work ready than helpers on it: offer it to the pool */
+                bool spawn = r->nexpensive > r->helpers && r->helpers < r->pool_size;
+                if (spawn) {
+                    r->helpers++;
+                    r->refs++;
+                }
+                r->inflight++;
+                pthread_mutex_unlock(&r->mu);
+                if (spawn && !vg__pool_submit(s->inter, helper_task, r)) {
+                    pthread_mutex_lock(&r->mu);
+                    r->helpers--;
+                    r->refs--;
+                    pthread_mutex_unlock(&r->mu);
+                }
+                int64_t k0 = vg__now_ns();
+                rc = run_node(r, &t, it, outs, &e);
+                int64_t dt = vg__now_ns() - k0, old = atomic_load_explicit(&cf->cost_ns[t.node], memory_order_relaxed);
+                if (dt < 1) dt = 1;
+                atomic_store_explicit(&cf->cost_ns[t.node], old ? (3 * old + dt) / 4 : dt, memory_order_relaxed);
+                pthread_mutex_lock(&r->mu);
+                r->inflight--;
+            } else {
+                rc = run_node(r, &t, it, outs, &e);
+            }
+            if (rs->trace) record(r, n, t0, wall_us());
+            if (rc != VG_OK) {
+                for (int i = 0; i < n->noutputs; i++) vg_tensor_free(outs[i]);
+                if (outs != outs_local) vg__free(outs);
+                size_t len = strlen(e.msg);
+                snprintf(e.msg + len, sizeof e.msg - len, "\n\t [[node %s (%s)]]", n->op->name, n->def->type);
+                fail(r, &e);
+                if (r->caller_waits) pthread_cond_signal(&r->cv);
+                continue;
+            }
+        }
+        /* the node's inputs are consumed */
+        for (int k = 0; k < n->ninputs; k++) {
+            vg_tensor **slot = &it->in[c->in_base + k];
+            if (*slot) { vg_tensor_free(*slot); *slot = NULL; }
+        }
+        propagate(r, &t, outs);
+        for (int i = 0; i < n->noutputs; i++) vg_tensor_free(outs[i]);
+        if (outs != outs_local) vg__free(outs);
+        if (r->caller_waits && (r->qh < r->qt || r->inflight == 0)) pthread_cond_signal(&r->cv);
+    }
+    CF_UNLOCK(r);
+}
+
 vg_code vg__cf_run(vg__run_state *rs, vg_tensor *const *feed_values, vg_tensor **out, vg_status *st) {
     vg__plan *p = rs->p;
     vg__cf_plan *cf = p->cf;
-    cf_run r = {.rs = rs, .p = p, .cf = cf, .st = st};
+    cf_run *rp = vg__calloc(1, sizeof *rp);
+    if (!rp) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory starting a run");
+    cf_run *r = rp;
+    r->rs = rs;
+    r->p = p;
+    r->cf = cf;
+    r->refs = 1;
+    r->pool_size = vg__pool_size(rs->s->inter);
+    if (r->pool_size > 0) {
+        r->mt = true;
+        pthread_mutex_init(&r->mu, NULL);
+        pthread_cond_init(&r->cv, NULL);
+    }
     vg_status err;
     vg_status_clear(&err);
+    vg_status_clear(&r->err);
     vg_code rc = VG_OK;
     for (int i = 0; i < p->nfetches; i++) out[i] = NULL;
-    r.fetched = vg__calloc((size_t)p->nfetches + 1, sizeof(vg_tensor *));
-    r.free_iters = vg__calloc((size_t)cf->nframes, sizeof(cf_iter *));
-    r.root = frame_new(&r, 0, NULL, 0, 1);
-    if (!r.fetched || !r.root) {
+    r->fetched = vg__calloc((size_t)p->nfetches + 1, sizeof(vg_tensor *));
+    r->free_iters = vg__calloc((size_t)cf->nframes, sizeof(cf_iter *));
+    r->root = frame_new(r, 0, NULL, 0, 1);
+    if (!r->fetched || !r->root) {
         rc = vg_status_set(&err, VG_RESOURCE_EXHAUSTED, "out of memory starting a run");
         goto done;
     }
-    r.root->num_pending_inputs = 0;
+    r->root->num_pending_inputs = 0;
     {
-        cf_iter *it0 = r.root->ring[0];
+        cf_iter *it0 = r->root->ring[0];
         for (int i = 0; i < cf->nroots; i++) {
             it0->flags[cf->nodes[cf->roots[i]].lidx] |= 2;
             it0->outstanding_ops++;
-            push_task(&r, cf->roots[i], r.root, 0, false);
+            push_task(r, cf->roots[i], r->root, 0, false);
         }
-        /* fed values: delivered as the outputs of a pseudo node with the feed's edges */
+        /* fed values: delivered along the feed's edges */
         it0->outstanding_ops++; /* held while feeding */
         for (int fi = 0; fi < p->nfeeds; fi++) {
-            cf_node pseudo = {.out = cf->feed_out[fi], .nout = cf->nfeed_out[fi]};
-            /* activate() reads the source's edges through the node index: use a local copy */
-            cf_node *save = cf->nodes;
-            (void)save;
-            for (int k = 0; k < pseudo.nout; k++) {
-                cf_edge e = pseudo.out[k];
+            for (int k = 0; k < cf->nfeed_out[fi]; k++) {
+                cf_edge e = cf->feed_out[fi][k];
                 const cf_node *d = &cf->nodes[e.dst];
                 int l = d->lidx;
                 vg_tensor **slot = &it0->in[d->in_base + e.dst_in];
@@ -854,7 +1069,7 @@ vg_code vg__cf_run(vg__run_state *rs, vg_tensor *const *feed_values, vg_tensor *
                     if (it0->pending[l] == 0) {
                         it0->flags[l] |= 2;
                         it0->outstanding_ops++;
-                        push_task(&r, e.dst, r.root, 0, false);
+                        push_task(r, e.dst, r->root, 0, false);
                     }
                     continue;
                 }
@@ -863,71 +1078,26 @@ vg_code vg__cf_run(vg__run_state *rs, vg_tensor *const *feed_values, vg_tensor *
                 if (--it0->pending[l] == 0) {
                     it0->flags[l] |= 2;
                     it0->outstanding_ops++;
-                    push_task(&r, e.dst, r.root, 0, it0->dead[l] > 0);
+                    push_task(r, e.dst, r->root, 0, it0->dead[l] > 0);
                 }
             }
             for (int j = 0; j < p->nfetches; j++)
-                if (cf->fetch_feed[j] == fi && !r.fetched[j]) r.fetched[j] = vg_tensor_ref(feed_values[fi]);
+                if (cf->fetch_feed[j] == fi && !r->fetched[j]) r->fetched[j] = vg_tensor_ref(feed_values[fi]);
         }
         it0->outstanding_ops--;
     }
-    vg_session *s = rs->s;
-    vg_tensor *outs_local[8];
-    unsigned tick = 0;
-    while (r.qh < r.qt && !r.oom) {
-        cf_task t = r.q[r.qh++];
-        vg__node *n = &p->nodes[t.node];
-        const cf_node *c = &cf->nodes[t.node];
-        if ((++tick & 15) == 0 || c->kind == CF_NEXT) {
-            if (atomic_load_explicit(&s->closing, memory_order_relaxed)) {
-                rc = vg_status_set(&err, VG_CANCELLED, "Session was closed while the run was executing (at '%s')",
-                                   n->op->name);
-                break;
-            }
-            if (rs->deadline && vg__now_ns() > rs->deadline) {
-                rc = vg_status_set(&err, VG_DEADLINE_EXCEEDED, "Timed out: the run exceeded its timeout (at '%s')",
-                                   n->op->name);
-                break;
-            }
-        }
-        cf_iter *it = get_iter(t.f, t.iter);
-        if (!it) {
-            rc = vg_status_set(&err, VG_INTERNAL, "control flow: iteration %lld of '%s' is gone", (long long)t.iter,
-                               n->op->name);
-            break;
-        }
-        vg_tensor **outs = outs_local;
-        if (n->noutputs > 8 && !(outs = vg__calloc((size_t)n->noutputs, sizeof(vg_tensor *)))) {
-            r.oom = true;
-            break;
-        }
-        for (int i = 0; i < n->noutputs; i++) outs[i] = NULL;
-        if (!t.dead) {
-            int64_t t0 = rs->trace ? wall_us() : 0;
-            rc = run_node(&r, &t, it, outs, &err);
-            if (rs->trace) record(&r, n, t0, wall_us());
-            if (rc != VG_OK) {
-                for (int i = 0; i < n->noutputs; i++) vg_tensor_free(outs[i]);
-                if (outs != outs_local) vg__free(outs);
-                size_t len = strlen(err.msg);
-                snprintf(err.msg + len, sizeof err.msg - len, "\n\t [[node %s (%s)]]", n->op->name, n->def->type);
-                break;
-            }
-        }
-        /* the node's inputs are consumed */
-        it = get_iter(t.f, t.iter);
-        for (int k = 0; k < n->ninputs; k++) {
-            vg_tensor **slot = &it->in[c->in_base + k];
-            if (*slot) { vg_tensor_free(*slot); *slot = NULL; }
-        }
-        propagate(&r, &t, outs);
-        for (int i = 0; i < n->noutputs; i++) vg_tensor_free(outs[i]);
-        if (outs != outs_local) vg__free(outs);
+    work(r, false);
+    CF_LOCK(r);
+    r->finished = true; /* helpers still queued only drop their reference from now on */
+    CF_UNLOCK(r);
+    if (r->stop) {
+        rc = r->rc;
+        vg_status_copy(&err, &r->err);
     }
-    if (rc == VG_OK && r.oom) rc = vg_status_set(&err, VG_RESOURCE_EXHAUSTED, "out of memory running a control-flow plan");
+    if (rc == VG_OK && r->oom) rc = vg_status_set(&err, VG_RESOURCE_EXHAUSTED, "out of memory running a control-flow plan");
     if (rc == VG_OK) {
         for (int i = 0; i < p->nfetches; i++) {
-            if (r.fetched[i]) continue;
+            if (r->fetched[i]) continue;
             const vg_op *fop = NULL;
             for (int k = 0; k < p->nnodes && !fop; k++)
                 if (p->nodes[k].noutputs && p->fetch_slot[i] >= p->nodes[k].out_base &&
@@ -942,26 +1112,30 @@ vg_code vg__cf_run(vg__run_state *rs, vg_tensor *const *feed_values, vg_tensor *
 done:
     if (rc == VG_OK) {
         for (int i = 0; i < p->nfetches; i++) {
-            out[i] = r.fetched[i];
-            r.fetched[i] = NULL;
+            out[i] = r->fetched[i];
+            r->fetched[i] = NULL;
         }
     } else {
         vg_status_copy(st, &err);
     }
-    for (int i = 0; r.fetched && i < p->nfetches; i++) vg_tensor_free(r.fetched[i]);
-    vg__free(r.fetched);
-    if (r.root) {
-        for (int64_t k = r.root->oldest; k <= r.root->iteration_count; k++)
-            iter_free(&r, 0, r.root->ring[k & (r.root->ring_cap - 1)]);
-        frame_free(r.root);
+    for (int i = 0; r->fetched && i < p->nfetches; i++) vg_tensor_free(r->fetched[i]);
+    vg__free(r->fetched);
+    if (r->root) {
+        for (int64_t k = r->root->oldest; k <= r->root->iteration_count; k++)
+            iter_free(r, 0, r->root->ring[k & (r->root->ring_cap - 1)]);
+        frame_free(r->root);
     }
-    for (int i = 0; r.free_iters && i < cf->nframes; i++)
-        while (r.free_iters[i]) {
-            cf_iter *it = r.free_iters[i];
-            r.free_iters[i] = (cf_iter *)it->in[0];
+    for (int i = 0; r->free_iters && i < cf->nframes; i++)
+        while (r->free_iters[i]) {
+            cf_iter *it = r->free_iters[i];
+            r->free_iters[i] = (cf_iter *)it->in[0];
             vg__free(it);
         }
-    vg__free(r.free_iters);
-    vg__free(r.q);
+    vg__free(r->free_iters);
+    vg__free(r->q);
+    CF_LOCK(r);
+    bool last = --r->refs == 0;
+    CF_UNLOCK(r);
+    if (last) run_free(r);
     return rc;
 }

@@ -141,6 +141,7 @@ struct vg__kctx {
     vg__node *n;
     vg_tensor **outs;
     vg_status *st;
+    vg_tensor **vals;    /* the input slots (the run's, or a control-flow iteration's) */
 };
 
 VG_HIDDEN vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const vg_output *fetches,
@@ -162,7 +163,8 @@ VG_HIDDEN vg_code vg__cf_build(vg_session *s, vg__plan *p, const int *op_node, c
                                const int *out_off, const vg_output *feeds, const vg_output *fetches,
                                vg_status *st);
 VG_HIDDEN void vg__cf_free(vg__cf_plan *cf);
-/* Runs a control-flow plan on the caller's thread (rs prepared by vg__plan_run). */
+/* Runs a control-flow plan (rs prepared by vg__plan_run): on the caller's thread, helped by
+ * the inter-op pool when it has threads. */
 VG_HIDDEN vg_code vg__cf_run(vg__run_state *rs, vg_tensor *const *feed_values, vg_tensor **out, vg_status *st);
 /* Destroys the run's step resources (the end of a run). */
 VG_HIDDEN void vg__step_res_free(vg__run_state *rs);

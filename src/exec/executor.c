@@ -531,7 +531,7 @@ static vg_code exec_node(vg__run_state *rs, vg__node *n, bool atomic, vg_status 
     } else if (!n->def->kernel) {
         rc = vg_status_set(st, VG_UNIMPLEMENTED, "no CPU kernel for op type %s", n->def->type);
     } else {
-        vg__kctx ctx = {rs, n, outs, st};
+        vg__kctx ctx = {rs, n, outs, st, rs->vals};
         rc = n->def->kernel(&ctx);
         if (rc == VG_OK && st->code != VG_OK) rc = st->code;
     }

@@ -937,15 +937,18 @@ static vg_code backprop_value(vg_graph *g, vg__cf_info *ci, int a, vg_output x, 
     if (!place(ci, eh.op, p)) goto fail;
     vg_output push = vg_stack_push(g, eh, x, "f_acc");
     if (!place(ci, push.op, cc >= 0 ? cc : f)) goto fail;
-    if (cc >= 0) {
-        /* a push that may be dead: ordered before the counter through a ControlTrigger,
-         * which is never dead */
+    {
+        /* The push is ordered before the counter's increment and before the counter's
+         * Exit (so the gradient loop, which starts from that Exit, and the stack closes
+         * after it never overtake a push of the last forward iteration when nodes run
+         * concurrently). A push that may be dead goes through a ControlTrigger, which is
+         * never dead; so does the Exit's edge, as the body's pushes are dead in the last
+         * iteration. */
         vg_op *trig = vg_control_trigger(g, "f_acc_sync");
         if (!trig || vg_op_add_control_input(trig, push.op) != VG_OK || !place(ci, trig, f) ||
-            vg_op_add_control_input(ci->ctx[f].fwd_sync, trig) != VG_OK)
+            vg_op_add_control_input(ci->ctx[f].fwd_sync, cc >= 0 ? trig : push.op) != VG_OK ||
+            vg_op_add_control_input(ci->ctx[f].fwd_count.op, trig) != VG_OK)
             goto fail;
-    } else if (vg_op_add_control_input(ci->ctx[f].fwd_sync, push.op) != VG_OK) {
-        goto fail;
     }
     vg_output pop = vg_stack_pop(g, s, vg_output_dtype(x), "b_acc");
     if (!pop.op) goto fail;

@@ -14,7 +14,7 @@ int vg__kctx_num_inputs(const vg__kctx *ctx) { return ctx->n->ninputs; }
 vg_tensor *vg__kctx_input(const vg__kctx *ctx, int i) {
     vg__node *n = ctx->n;
     if (i < 0 || i >= n->ninputs) return NULL;
-    if (n->in_slot[i] >= 0) return ctx->rs->vals[n->in_slot[i]];
+    if (n->in_slot[i] >= 0) return ctx->vals[n->in_slot[i]];
     return n->in_var[i] ? n->in_var[i]->value : NULL;
 }
 
