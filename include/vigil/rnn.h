@@ -189,9 +189,10 @@ VG_API vg_code vg_bidirectional_dynamic_rnn(vg_rnn_cell *cell_fw, vg_rnn_cell *c
 
 /* tf.nn.embedding_lookup(params, ids) with one params tensor [vocab, dim...]: Gather on
  * axis 0 ("<name>", default "embedding_lookup") then an Identity, as TF. The gradient
- * w.r.t. params is dense: the gathered rows' gradients summed per id
- * (UnsortedSegmentSum), which is what TF's IndexedSlices become when densified; vigil
- * has no IndexedSlices, so optimizers update every row (rows without ids get zeros). */
+ * w.r.t. params is the gathered rows' gradients summed per id (UnsortedSegmentSum), the
+ * graph form of TF's IndexedSlices: Momentum, RMSProp, Adagrad, Adadelta, Ftrl and
+ * ProximalGradientDescent apply it to the looked-up rows only (vigil/optimizer.h,
+ * "Sparse updates"), and the DistributedOptimizer allgathers it (vigil/distributed.h). */
 VG_API vg_output vg_embedding_lookup(vg_graph *g, vg_output params, vg_output ids, const char *name);
 
 /* tf.contrib.seq2seq.sequence_loss(logits [batch, time, classes], targets [batch, time]
