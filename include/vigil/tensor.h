@@ -36,6 +36,7 @@ typedef enum vg_dtype {
     VG_STRING = 7,
     VG_INT64 = 9,
     VG_BOOL = 10,
+    VG_HALF = 19,    /* IEEE-754 binary16 storage (TF's DT_HALF); Cast to/from float to compute */
     VG_RESOURCE = 20 /* internal handles (queues); not feedable from C */
 } vg_dtype;
 

@@ -34,6 +34,7 @@ size_t vg_dtype_size(vg_dtype dt) {
     case VG_FLOAT: case VG_INT32: return 4;
     case VG_DOUBLE: case VG_INT64: return 8;
     case VG_UINT8: case VG_BOOL: return 1;
+    case VG_HALF: return 2;
     case VG_RESOURCE: return sizeof(void *);
     default: return 0;
     }
@@ -48,6 +49,7 @@ const char *vg_dtype_name(vg_dtype dt) {
     case VG_STRING: return "string";
     case VG_INT64: return "int64";
     case VG_BOOL: return "bool";
+    case VG_HALF: return "half";
     case VG_RESOURCE: return "resource";
     default: return "invalid";
     }

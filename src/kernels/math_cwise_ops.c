@@ -16,6 +16,7 @@
  * reduce to a few calls of a loop gcc vectorizes. Large outputs are split over the
  * intra-op pool by flat element range.
  */
+#include "core/half.h"
 #include "kernels/math_internal.h"
 #include <math.h>
 #include <stdio.h>
@@ -42,7 +43,7 @@ int vg__math_slot(vg_dtype dt) {
 }
 
 vg_code vg__math_check_dtype(const char *what, vg_dtype dt, unsigned mask, vg_status *st) {
-    static const vg_dtype all[] = {VG_FLOAT, VG_DOUBLE, VG_INT32, VG_INT64, VG_UINT8, VG_BOOL};
+    static const vg_dtype all[] = {VG_FLOAT, VG_DOUBLE, VG_INT32, VG_INT64, VG_UINT8, VG_BOOL, VG_HALF};
     if ((unsigned)dt < 32 && (mask & VG__M(dt))) return VG_OK;
     char allowed[128] = "";
     size_t len = 0;
@@ -820,7 +821,37 @@ static const cast_fn cast_tbl[VG__MS_N][VG__MS_N] = {
                      [VG__MS_I64] = c_b_i64, [VG__MS_U8] = c_b_u8},
 };
 
-#define VG__M_CAST (VG__M_CMP | VG__M(VG_BOOL))
+/* half <-> anything: through float in blocks, as Eigen::half does (double and the
+ * integers convert to float first, then round to nearest-even binary16). */
+typedef struct half_cast_job {
+    const void *x;
+    void *o;
+    size_t isz, osz;
+    cast_fn via; /* src -> float (to half) or float -> dst (from half); NULL: float itself */
+    bool to_half;
+} half_cast_job;
+
+static void half_cast_run(void *arg, int64_t begin, int64_t end) {
+    const half_cast_job *j = arg;
+    float tmp[256];
+    for (int64_t i = begin; i < end; i += 256) {
+        size_t n = (size_t)(end - i < 256 ? end - i : 256);
+        const char *x = (const char *)j->x + (size_t)i * j->isz;
+        char *o = (char *)j->o + (size_t)i * j->osz;
+        if (j->to_half) {
+            const float *f = (const float *)(const void *)x;
+            if (j->via) { j->via(x, tmp, (int64_t)n); f = tmp; }
+            vg__float_to_half_n(f, (uint16_t *)(void *)o, n);
+        } else if (j->via) {
+            vg__half_to_float_n((const uint16_t *)(const void *)x, tmp, n);
+            j->via(tmp, o, (int64_t)n);
+        } else {
+            vg__half_to_float_n((const uint16_t *)(const void *)x, (float *)(void *)o, n);
+        }
+    }
+}
+
+#define VG__M_CAST (VG__M_CMP | VG__M(VG_BOOL) | VG__M(VG_HALF))
 
 static vg_code shape_cast(vg_op *op, vg_status *st) {
     vg_dtype src = vg__op_input_dtype(op, 0), dst;
@@ -843,6 +874,23 @@ static vg_code kernel_cast(vg__kctx *ctx) {
     vg_op_attr_type_(vg__kctx_op(ctx), "DstT", &dst);
     if (src == dst) {
         vg__kctx_set_output(ctx, 0, vg_tensor_ref(x));
+        return VG_OK;
+    }
+    if (src == VG_HALF || dst == VG_HALF) {
+        bool to_half = dst == VG_HALF;
+        int other = vg__math_slot(to_half ? src : dst);
+        if (other < 0)
+            return vg_status_set(st, VG_UNIMPLEMENTED, "Cast %s to %s is not supported", vg_dtype_name(src),
+                                 vg_dtype_name(dst));
+        half_cast_job hj = {vg_tensor_data(x), NULL, vg_dtype_size(src), vg_dtype_size(dst),
+                            to_half ? cast_tbl[other][VG__MS_F32] : cast_tbl[VG__MS_F32][other], to_half};
+        vg_tensor *ho;
+        vg_code hc = vg__kctx_alloc_output(ctx, 0, dst, vg_tensor_dims(x), vg_tensor_ndims(x), &ho);
+        if (hc != VG_OK) return hc;
+        hj.o = vg_tensor_data(ho);
+        int64_t hn = vg_tensor_num_elements(x);
+        if (hn < VG__MATH_PAR_MIN) half_cast_run(&hj, 0, hn);
+        else vg__kctx_parallel_for(ctx, hn, 2, half_cast_run, &hj);
         return VG_OK;
     }
     int s = vg__math_slot(src), d = vg__math_slot(dst);
@@ -1234,7 +1282,8 @@ static vg_code grad_add_n(vg_graph *g, vg_op *op, const vg_output *dy, vg_output
 /* _CastGrad: only between floating dtypes; none for the rest. */
 static vg_code grad_cast(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_dtype src = vg_output_dtype(in_(op, 0)), dst = vg_output_dtype(vg_out(op, 0));
-    bool fs = src == VG_FLOAT || src == VG_DOUBLE, fd = dst == VG_FLOAT || dst == VG_DOUBLE;
+    bool fs = src == VG_FLOAT || src == VG_DOUBLE || src == VG_HALF,
+         fd = dst == VG_FLOAT || dst == VG_DOUBLE || dst == VG_HALF;
     if (fs && fd) dx[0] = vg_cast(g, dy[0], src, "Cast");
     return vg_graph_status(g, NULL);
 }
