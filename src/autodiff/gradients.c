@@ -38,7 +38,7 @@ typedef struct gstate {
 static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_output *xs, int nxs,
                         const vg_output *grad_ys, vg_output *dxs, int base, vg_status *st);
 
-static bool is_float(vg_dtype dt) { return dt == VG_FLOAT || dt == VG_DOUBLE; }
+static bool is_float(vg_dtype dt) { return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_HALF; }
 
 static bool glist_add(glist *l, vg_output o) {
     if (!vg__grow((void **)&l->v, &l->cap, l->n + 1, sizeof(vg_output))) return false;
