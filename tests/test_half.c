@@ -3,6 +3,7 @@
  * its gradient, byte-generic ops on half, and a compute op refusing half. */
 #include "test_util.h"
 #include "core/half.h"
+#include "io/io.h"
 #include "vigil/vigil.h"
 #include <math.h>
 #include <stdint.h>
@@ -349,11 +350,74 @@ static void test_half__generic_ops_and_refusal(void) {
     vg_tensor_free(t);
 }
 
+
+/* A half variable (float initializer, then Cast, as tf.get_variable(dtype=tf.float16))
+ * saves to a V2 bundle with dtype 19, 2 little-endian bytes per element, and restores. */
+static void test_half__checkpoint_round_trip(void) {
+    vg_status st;
+    char dir[256];
+    tu_mkdtemp(dir, sizeof dir, "half");
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "%s/model.ckpt", dir);
+    vg_graph *g = vg_graph_new();
+    int64_t dims[2] = {3, 5};
+    vg_output init = vg_initializer_build(g, vg_init_random_uniform(-4, 4, 7), VG_FLOAT, dims, 2);
+    vg_variable w = vg_variable_new(g, "w", vg_cast(g, init, VG_HALF, "Cast"), VG_VAR_TRAINABLE);
+    vg_op *ini = vg_global_variables_initializer(g);
+    vg_saver *sv = vg_saver_new(g, NULL, &st);
+    CHECK(sv != NULL && w.var != NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    CHECK_EQ_INT(vg_output_dtype(w.read), VG_HALF);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK(s != NULL);
+    if (!s || !sv) { vg_graph_free(g); tu_rmrf(dir); return; }
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &ini, 1, NULL, &st), &st);
+    vg_tensor *v0 = NULL;
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &w.read, &v0, 1, NULL, 0, NULL, &st), &st);
+    char path[400];
+    CHECK_OK(vg_saver_save(sv, s, prefix, -1, path, sizeof path, &st), &st);
+    vg__bundle_reader *r = vg__bundle_reader_open(path, &st);
+    CHECK(r != NULL);
+    if (r && v0) {
+        int dt = 0, nd = 0;
+        int64_t d[VG__IO_MAX_DIMS];
+        CHECK_OK(vg__bundle_reader_lookup(r, "w", &dt, d, &nd, &st), &st);
+        CHECK_EQ_INT(dt, 19);
+        CHECK_EQ_INT(nd, 2);
+        CHECK_EQ_INT(d[0], 3); CHECK_EQ_INT(d[1], 5);
+        uint8_t raw[30];
+        CHECK_OK(vg__bundle_reader_read(r, "w", raw, sizeof raw, &st), &st);
+        const uint16_t *h = vg_tensor_data(v0);
+        int bad = 0;
+        for (int i = 0; i < 15; i++)
+            if ((uint16_t)(raw[2 * i] | (raw[2 * i + 1] << 8)) != h[i]) bad++;
+        CHECK_EQ_INT(bad, 0);
+        for (int i = 0; i < 15; i++) {
+            float f = vg__half_to_float(h[i]);
+            CHECK(f >= -4 && f <= 4 && vg__float_to_half(f) == h[i]);
+        }
+    }
+    if (r) vg__bundle_reader_free(r);
+    /* overwrite, then restore */
+    vg_session_free(s);
+    s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_saver_restore(sv, s, path, &st), &st);
+    vg_tensor *v1 = NULL;
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &w.read, &v1, 1, NULL, 0, NULL, &st), &st);
+    CHECK(v0 && v1 && vg_tensor_dtype(v1) == VG_HALF && memcmp(vg_tensor_data(v0), vg_tensor_data(v1), 30) == 0);
+    vg_tensor_free(v0); vg_tensor_free(v1);
+    vg_session_free(s);
+    vg_saver_free(sv);
+    vg_graph_free(g);
+    tu_rmrf(dir);
+}
+
 int main(void) {
     RUN_TEST(test_half__scalar_values);
     RUN_TEST(test_half__exhaustive);
     RUN_TEST(test_half__cast);
     RUN_TEST(test_half__cast_gradient);
     RUN_TEST(test_half__generic_ops_and_refusal);
+    RUN_TEST(test_half__checkpoint_round_trip);
     TEST_MAIN_END();
 }

@@ -512,13 +512,14 @@ static vg_code kernel_like(vg__kctx *ctx, int one) {
         if (n) memset(vg_tensor_data(out), 0, vg_tensor_nbytes(out));
         return VG_OK;
     }
-    union { float f; double d; int32_t i; int64_t l; uint8_t u; bool b; } v;
+    union { float f; double d; int32_t i; int64_t l; uint8_t u; uint16_t h; bool b; } v;
     switch (dt) {
     case VG_FLOAT: v.f = 1; break;
     case VG_DOUBLE: v.d = 1; break;
     case VG_INT32: v.i = 1; break;
     case VG_INT64: v.l = 1; break;
     case VG_BOOL: v.b = true; break;
+    case VG_HALF: v.h = 0x3c00; break; /* binary16 1.0 */
     default: v.u = 1; break;
     }
     fill_bytes(vg_tensor_data(out), &v, vg_dtype_size(dt), n);
