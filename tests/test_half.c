@@ -412,6 +412,75 @@ static void test_half__checkpoint_round_trip(void) {
     tu_rmrf(dir);
 }
 
+/* GraphDef: half constants export as tensor_content (several values) or half_val (bit
+ * patterns as int32, as TF) and import back bit-identical, in binary and text form. */
+static void check_half_const(vg_graph *g, const char *name, const uint16_t *want, int64_t n) {
+    vg_op *op = vg_graph_op_by_name(g, name);
+    const vg_tensor *v = NULL;
+    CHECK(op != NULL && vg_op_attr_tensor(op, "value", &v) && v != NULL);
+    if (!v) return;
+    CHECK_EQ_INT(vg_tensor_dtype(v), VG_HALF);
+    CHECK_EQ_INT(vg_tensor_num_elements(v), n);
+    CHECK(memcmp(vg_tensor_data(v), want, (size_t)n * 2) == 0);
+}
+
+static void test_half__graphdef_round_trip(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    static const uint16_t many[4] = {0x3c00, 0xc000, 0x7bff, 0x0001}, one[1] = {0xfc00}, same[3] = {0x3555, 0x3555, 0x3555};
+    int64_t d4 = 4, d1 = 1, d3 = 3;
+    vg_tensor *a = vg_tensor_new(VG_HALF, &d4, 1, &st), *b = vg_tensor_new(VG_HALF, &d1, 1, &st),
+              *c = vg_tensor_new(VG_HALF, &d3, 1, &st);
+    memcpy(vg_tensor_data(a), many, 8); memcpy(vg_tensor_data(b), one, 2); memcpy(vg_tensor_data(c), same, 6);
+    vg_output ca = vg_const(g, a, "many"), cb = vg_const(g, b, "one"), cc = vg_const(g, c, "same");
+    vg_cast(g, ca, VG_FLOAT, "cast_many");
+    (void)cb; (void)cc;
+    vg_tensor_free(a); vg_tensor_free(b); vg_tensor_free(c);
+    void *bytes = NULL;
+    size_t len = 0;
+    CHECK_OK(vg_graph_to_graphdef(g, &bytes, &len, &st), &st);
+    char *text = NULL;
+    size_t tlen = 0;
+    CHECK_OK(vg_graph_to_graphdef_text(g, &text, &tlen, &st), &st);
+    if (text) {
+        CHECK_STR_CONTAINS(text, "DT_HALF");
+        CHECK_STR_CONTAINS(text, "half_val: 64512"); /* 0xfc00 */
+        CHECK_STR_CONTAINS(text, "half_val: 13653"); /* 0x3555, one value for three equal */
+        CHECK_STR_CONTAINS(text, "tensor_content");
+    }
+    vg_graph *g2 = vg_graph_new();
+    CHECK_OK(vg_graph_import_graph_def(g2, bytes, len, NULL, &st), &st);
+    check_half_const(g2, "many", many, 4);
+    check_half_const(g2, "one", one, 1);
+    check_half_const(g2, "same", same, 3);
+    vg_op *cast = vg_graph_op_by_name(g2, "cast_many");
+    CHECK(cast != NULL);
+    if (cast) {
+        vg_tensor *o = run1(g2, vg_out(cast, 0), &st);
+        CHECK(o && ((float *)vg_tensor_data(o))[2] == 65504.0f && ((float *)vg_tensor_data(o))[3] == ldexpf(1, -24));
+        vg_tensor_free(o);
+    }
+    vg_graph_free(g2);
+    if (text) {
+        char dir[256], path[300];
+        tu_mkdtemp(dir, sizeof dir, "halfgd");
+        snprintf(path, sizeof path, "%s/graph.pbtxt", dir);
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL);
+        if (f) { fwrite(text, 1, tlen, f); fclose(f); }
+        vg_graph *g3 = vg_graph_new();
+        CHECK_OK(vg_graph_import_graph_def_file(g3, path, NULL, &st), &st);
+        check_half_const(g3, "many", many, 4);
+        check_half_const(g3, "one", one, 1);
+        check_half_const(g3, "same", same, 3);
+        vg_graph_free(g3);
+        tu_rmrf(dir);
+    }
+    vg_free(text);
+    vg_free(bytes);
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_half__scalar_values);
     RUN_TEST(test_half__exhaustive);
@@ -419,5 +488,6 @@ int main(void) {
     RUN_TEST(test_half__cast_gradient);
     RUN_TEST(test_half__generic_ops_and_refusal);
     RUN_TEST(test_half__checkpoint_round_trip);
+    RUN_TEST(test_half__graphdef_round_trip);
     TEST_MAIN_END();
 }

@@ -12,7 +12,7 @@
  *
  * Tensors (Const "value") follow TF's Python make_tensor_proto: strings in string_val;
  * a single element in the typed field (float_val, int_val, int64_val, bool_val,
- * double_val); more elements as tensor_content bytes (bool: bool_val). One deviation:
+ * double_val, half_val as bit patterns); more elements as tensor_content bytes (bool: bool_val). One deviation:
  * a multi-element tensor whose elements are all equal is written as one typed value
  * (what make_tensor_proto writes for tf.constant(v, shape=...), tf.zeros, tf.ones);
  * TF readers expand the last value to the full shape, so the meaning is identical.
@@ -95,6 +95,7 @@ static int typed_field(vg_dtype dt) {
     case VG_UINT8: return 7;
     case VG_INT64: return 10;
     case VG_BOOL: return 11;
+    case VG_HALF: return 13; /* half_val: the binary16 bit patterns as int32 */
     default: return 0;
     }
 }
@@ -107,6 +108,7 @@ static int64_t int_elem(const vg_tensor *t, int64_t i) {
     case VG_UINT8: return ((const uint8_t *)d)[i];
     case VG_INT64: return ((const int64_t *)d)[i];
     case VG_BOOL: return ((const uint8_t *)d)[i] != 0;
+    case VG_HALF: return ((const uint16_t *)d)[i];
     default: return 0;
     }
 }
@@ -787,7 +789,7 @@ static void p_tensor(printer *p, const vg_tensor *t) {
         p_shape(p, "tensor_shape", &s);
         char buf[40];
         static const char *const typed[] = {[5] = "float_val", [6] = "double_val", [7] = "int_val",
-                                            [10] = "int64_val", [11] = "bool_val"};
+                                            [10] = "int64_val", [11] = "bool_val", [13] = "half_val"};
         if (pl.kind == TV_CONTENT) p_bytes(p, "tensor_content", vg_tensor_data(t), pl.payload);
         for (int64_t i = 0; pl.kind == TV_TYPED && i < pl.n; i++) {
             if (dt == VG_FLOAT) fmt_float(((const float *)vg_tensor_data(t))[i], buf, sizeof buf);
