@@ -481,6 +481,52 @@ static void test_half__graphdef_round_trip(void) {
     vg_graph_free(g);
 }
 
+/* tf.get_variable(dtype=tf.float16): a float32 initializer then a Cast; under
+ * float32_variable_storage_getter the stored variable is float32 and the read a Cast. */
+static void test_half__variables_and_storage_getter(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    int64_t dims[2] = {2, 2};
+    vg_variable h = vg_get_variable(g, "h", VG_HALF, dims, 2, vg_init_constant(0.1), VG_VAR_TRAINABLE);
+    CHECK(h.var != NULL);
+    CHECK_EQ_INT(vg_output_dtype(h.ref), VG_HALF);
+    vg_variable_scope_push(g, "fp16", &(vg_variable_scope_opts){.custom_getter = vg_float32_variable_storage_getter});
+    vg_variable w = vg_get_variable(g, "w", VG_HALF, dims, 2, vg_init_constant(0.1), VG_VAR_TRAINABLE);
+    vg_variable k = vg_get_variable(g, "k", VG_HALF, dims, 2, vg_init_zeros(), 0); /* not trainable: half storage */
+    vg_variable_scope_pop(g);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    CHECK(w.var != NULL && k.var != NULL);
+    CHECK(strcmp(vg_op_name(w.var), "fp16/w") == 0);
+    CHECK_EQ_INT(vg_output_dtype(w.ref), VG_FLOAT);
+    CHECK_EQ_INT(vg_output_dtype(w.read), VG_HALF);
+    CHECK_EQ_INT(vg_output_dtype(k.ref), VG_HALF);
+    CHECK_EQ_INT(vg_output_dtype(k.read), VG_HALF);
+    /* the gradient of a float32 loss of the half read reaches the float32 master */
+    vg_output L = vg_reduce_sum(g, vg_cast(g, w.read, VG_FLOAT, "up"), NULL, -1, false, "L");
+    vg_output dw = {0};
+    CHECK_OK(vg_gradients(g, &L, 1, &w.ref, 1, NULL, &dw, &st), &st);
+    vg_op *ini = vg_global_variables_initializer(g);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK(s != NULL && dw.op != NULL);
+    if (s && dw.op) {
+        CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &ini, 1, NULL, &st), &st);
+        vg_output outs[4] = {h.read, w.ref, w.read, dw};
+        vg_tensor *o[4] = {0};
+        CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, outs, o, 4, NULL, 0, NULL, &st), &st);
+        if (o[0] && o[1] && o[2] && o[3]) {
+            for (int i = 0; i < 4; i++) {
+                CHECK_EQ_INT(((uint16_t *)vg_tensor_data(o[0]))[i], 0x2e66);
+                CHECK(((float *)vg_tensor_data(o[1]))[i] == 0.1f);
+                CHECK_EQ_INT(((uint16_t *)vg_tensor_data(o[2]))[i], 0x2e66);
+                CHECK(((float *)vg_tensor_data(o[3]))[i] == 1.0f);
+            }
+        }
+        for (int i = 0; i < 4; i++) vg_tensor_free(o[i]);
+    }
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_half__scalar_values);
     RUN_TEST(test_half__exhaustive);
@@ -489,5 +535,6 @@ int main(void) {
     RUN_TEST(test_half__generic_ops_and_refusal);
     RUN_TEST(test_half__checkpoint_round_trip);
     RUN_TEST(test_half__graphdef_round_trip);
+    RUN_TEST(test_half__variables_and_storage_getter);
     TEST_MAIN_END();
 }

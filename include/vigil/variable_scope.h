@@ -137,6 +137,21 @@ VG_API void vg_variable_scope_reuse_variables(vg_graph *g);
  * with var == NULL on failure (graph error set). opts may be NULL only for reuse. */
 VG_API vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_get_variable_opts *opts);
 
+/* TF 1.15 mixed precision's float32_variable_storage_getter, as a custom_getter: a
+ * trainable variable requested as VG_HALF (or any non-float32 dtype) is created and
+ * stored as float32 (the master copy that savers and optimizers see: var and ref), and
+ * the returned read is a "Cast" of it to the requested dtype; other requests pass
+ * through unchanged. user is unused. Fails as the next getter does.
+ *
+ *     vg_variable_scope_push(g, "fp16", &(vg_variable_scope_opts){
+ *         .custom_getter = vg_float32_variable_storage_getter});
+ *     int64_t dims[2] = {3, 4};
+ *     vg_variable v = vg_get_variable(g, "w", VG_HALF, dims, 2, vg_init_ones(), VG_VAR_TRAINABLE);
+ *     // v.ref is float32 "fp16/w"; v.read is the float16 "fp16/Cast"
+ *     vg_variable_scope_pop(g); */
+VG_API vg_variable vg_float32_variable_storage_getter(vg_graph *g, vg_getter_fn getter, void *getter_ctx,
+                                                      const vg_getter_args *args, void *user);
+
 /* Finds a variable made by get_variable by its full name ({NULL} var if none). */
 VG_API vg_variable vg_variable_scope_find(const vg_graph *g, const char *full_name);
 

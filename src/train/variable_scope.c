@@ -424,7 +424,7 @@ vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_get_varia
     a.dt = opts->dt ? opts->dt : top->dtype ? top->dtype : VG_FLOAT;
     a.dims = opts->dims;
     a.ndims = opts == &def ? -1 : opts->ndims; /* no opts: shape not specified (reuse) */
-    bool is_float = a.dt == VG_FLOAT || a.dt == VG_DOUBLE;
+    bool is_float = a.dt == VG_FLOAT || a.dt == VG_DOUBLE || a.dt == VG_HALF;
     a.init = opts->has_init ? opts->init : top->has_init ? top->init : is_float ? vg_init_glorot_uniform(0) : vg_init_zeros();
     a.regularizer = opts->regularizer.fn ? opts->regularizer : top->reg;
     a.flags = (opts->not_trainable ? 0u : (unsigned)VG_VAR_TRAINABLE) | (opts->local ? (unsigned)VG_VAR_LOCAL : 0u);
@@ -432,4 +432,18 @@ vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_get_varia
     if (opts->reuse == VG_REUSE_TRUE || (opts->reuse == VG_REUSE_AUTO && a.reuse != VG_REUSE_TRUE)) a.reuse = opts->reuse;
     chain_ctx c = {s, 1};
     return chain_getter(g, &a, &c);
+}
+
+/* TF 1.15 mixed precision's float32_variable_storage_getter: trainable variables are
+ * stored (and updated) in float32; a request for another dtype gets a Cast of them. */
+vg_variable vg_float32_variable_storage_getter(vg_graph *g, vg_getter_fn getter, void *getter_ctx,
+                                               const vg_getter_args *args, void *user) {
+    (void)user;
+    if (!(args->flags & VG_VAR_TRAINABLE) || args->dt == VG_FLOAT) return getter(g, args, getter_ctx);
+    vg_getter_args a = *args;
+    a.dt = VG_FLOAT;
+    vg_variable v = getter(g, &a, getter_ctx);
+    if (!v.var) return v;
+    v.read = vg_cast(g, v.read, args->dt, "Cast");
+    return v;
 }

@@ -156,6 +156,8 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
             return none;
         }
     }
+    if (dt == VG_HALF) /* float16: the float32 initial value, then a Cast (vigil computes in float32) */
+        return vg_cast(g, vg_initializer_build(g, init, VG_FLOAT, dims, ndims), VG_HALF, "Cast");
     bool is_float = dt == VG_FLOAT || dt == VG_DOUBLE;
     if (!is_float && init.kind != VG_INIT_ZEROS && init.kind != VG_INIT_ONES && init.kind != VG_INIT_CONSTANT) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "random initializers need a floating point dtype, not %s",
