@@ -261,6 +261,32 @@ static void test_cli__usage(void) {
     }
 }
 
+/* A float16 variable (DT_HALF): listed as half, its value printed as a float. */
+static void test_cli_ckpt__half(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    int64_t dims[1] = {3};
+    vg_variable h = vg_get_variable(g, "h16", VG_HALF, dims, 1, vg_init_constant(0.1), VG_VAR_TRAINABLE);
+    vg_op *ini = vg_global_variables_initializer(g);
+    vg_saver *sv = vg_saver_new(g, NULL, &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK(h.var && sv && s);
+    char prefix[300], path[400];
+    snprintf(prefix, sizeof prefix, "%s/half.ckpt", tmpdir);
+    if (h.var && sv && s) {
+        CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &ini, 1, NULL, &st), &st);
+        CHECK_OK(vg_saver_save(sv, s, prefix, -1, path, sizeof path, &st), &st);
+        const char *a1[] = {"ckpt", path, NULL};
+        CHECK_EQ_INT(run_tool(a1), 0);
+        CHECK_STR_CONTAINS(out_text(), "h16");
+        CHECK_STR_CONTAINS(out_text(), "half");
+        CHECK_NEAR(tensor_value(path, "h16"), 0.0999755859375, 1e-9); /* 0.1 rounded to binary16 */
+    }
+    vg_session_free(s);
+    vg_saver_free(sv);
+    vg_graph_free(g);
+}
+
 int main(void) {
     snprintf(vigil, sizeof vigil, "%s/vigil", VG_BINDIR);
     if (access(vigil, X_OK) != 0) {
@@ -275,6 +301,7 @@ int main(void) {
     RUN_TEST(test_cli__usage);
     RUN_TEST(test_cli_ckpt__tf_written);
     RUN_TEST(test_cli_ckpt__errors);
+    RUN_TEST(test_cli_ckpt__half);
     RUN_TEST(test_cli_events__tf_written);
     RUN_TEST(test_cli_events__damaged);
     RUN_TEST(test_cli_plot__svg);

@@ -50,6 +50,7 @@ static void test_half__scalar_values(void) {
     CHECK(isinf(vg__half_to_float(0xfc00)) && vg__half_to_float(0xfc00) < 0);
     CHECK(isnan(vg__half_to_float(0x7e00)));
     CHECK(fbits(vg__half_to_float(0x8000)) == 0x80000000u);
+    CHECK(vg_half_to_float(0x3c00) == 1.0f && vg_float_to_half(-2.0f) == 0xc000); /* public wrappers */
     CHECK_EQ_INT(vg__float_to_half(1.0f), 0x3c00);
     CHECK_EQ_INT(vg__float_to_half(65504.0f), 0x7bff);
     CHECK_EQ_INT(vg__float_to_half(65519.0f), 0x7bff);

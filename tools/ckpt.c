@@ -90,6 +90,7 @@ static double elem(const vg_tensor *t, int64_t i) {
     case VG_UINT8: return ((const uint8_t *)d)[i];
     case VG_INT64: return (double)((const int64_t *)d)[i];
     case VG_BOOL: return ((const bool *)d)[i];
+    case VG_HALF: return vg_half_to_float(((const uint16_t *)d)[i]);
     default: return NAN;
     }
 }
@@ -115,6 +116,7 @@ static void print_elem(const vg_tensor *t, int64_t i) {
     case VG_UINT8: printf("%u", ((const uint8_t *)d)[i]); break;
     case VG_INT64: printf("%lld", (long long)((const int64_t *)d)[i]); break;
     case VG_BOOL: fputs(((const bool *)d)[i] ? "True" : "False", stdout); break;
+    case VG_HALF: printf("%.5g", (double)vg_half_to_float(((const uint16_t *)d)[i])); break;
     case VG_STRING: {
         size_t len = 0;
         const char *s = vg_tensor_string(t, i, &len);

@@ -44,6 +44,11 @@ typedef enum vg_dtype {
 VG_API size_t vg_dtype_size(vg_dtype dt);
 /* TensorFlow's name: "float", "int64", "string", ... ("invalid" if unknown). */
 VG_API const char *vg_dtype_name(vg_dtype dt);
+/* VG_HALF elements are IEEE-754 binary16 bit patterns (uint16_t). vg_half_to_float is
+ * exact; vg_float_to_half rounds to nearest even (subnormals kept, overflow to +-inf,
+ * NaN stays a quiet NaN), bit-identical to the Cast op and to F16C. */
+VG_API float vg_half_to_float(uint16_t h);
+VG_API uint16_t vg_float_to_half(float f);
 
 /* ------------------------------------------------------------------------ */
 /* Shapes. ndims == -1: unknown rank. dims[i] == -1: unknown dimension. */

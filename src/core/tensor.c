@@ -4,6 +4,7 @@
  * aliases (a view of another tensor's data with another shape) keep data elsewhere.
  */
 #include "core.h"
+#include "core/half.h"
 #include "core/tensor_internal.h"
 #include "vigil/tensor.h"
 #include <stdatomic.h>
@@ -54,6 +55,9 @@ const char *vg_dtype_name(vg_dtype dt) {
     default: return "invalid";
     }
 }
+
+float vg_half_to_float(uint16_t h) { return vg__half_to_float(h); }
+uint16_t vg_float_to_half(float f) { return vg__float_to_half(f); }
 
 vg_shape vg_shape_make(const int64_t *dims, int ndims) {
     vg_shape s;
