@@ -280,7 +280,7 @@ static void test_cli_ckpt__half(void) {
         CHECK_EQ_INT(run_tool(a1), 0);
         CHECK_STR_CONTAINS(out_text(), "h16");
         CHECK_STR_CONTAINS(out_text(), "half");
-        CHECK_NEAR(tensor_value(path, "h16"), 0.0999755859375, 1e-9); /* 0.1 rounded to binary16 */
+        CHECK_NEAR(tensor_value(path, "h16"), 0.0999755859375, 1e-5); /* 0.1 rounded to binary16, printed %.5g */
     }
     vg_session_free(s);
     vg_saver_free(sv);

@@ -143,12 +143,12 @@ VG_API vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_ge
  * the returned read is a "Cast" of it to the requested dtype; other requests pass
  * through unchanged. user is unused. Fails as the next getter does.
  *
- *     vg_variable_scope_push(g, "fp16", &(vg_variable_scope_opts){
- *         .custom_getter = vg_float32_variable_storage_getter});
+ *     vg_variable_scope_opts mp = {.custom_getter = vg_float32_variable_storage_getter};
  *     int64_t dims[2] = {3, 4};
+ *     vg_variable_scope_push(g, "fp16", &mp);
  *     vg_variable v = vg_get_variable(g, "w", VG_HALF, dims, 2, vg_init_ones(), VG_VAR_TRAINABLE);
- *     // v.ref is float32 "fp16/w"; v.read is the float16 "fp16/Cast"
- *     vg_variable_scope_pop(g); */
+ *     vg_variable_scope_pop(g);            // v.ref: float32 "fp16/w"; v.read: float16 "fp16/Cast"
+ */
 VG_API vg_variable vg_float32_variable_storage_getter(vg_graph *g, vg_getter_fn getter, void *getter_ctx,
                                                       const vg_getter_args *args, void *user);
 
