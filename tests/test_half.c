@@ -51,6 +51,17 @@ static void test_half__scalar_values(void) {
     CHECK(isnan(vg__half_to_float(0x7e00)));
     CHECK(fbits(vg__half_to_float(0x8000)) == 0x80000000u);
     CHECK(vg_half_to_float(0x3c00) == 1.0f && vg_float_to_half(-2.0f) == 0xc000); /* public wrappers */
+    {
+        vg_status st;
+        int64_t one = 1;
+        vg_tensor *h = vg_tensor_new(VG_HALF, &one, 1, &st);
+        CHECK(h != NULL);
+        if (h) {
+            *(uint16_t *)vg_tensor_data(h) = 0xc100; /* -2.5 */
+            CHECK(vg_tensor_scalar(h) == -2.5);
+            vg_tensor_free(h);
+        }
+    }
     CHECK_EQ_INT(vg__float_to_half(1.0f), 0x3c00);
     CHECK_EQ_INT(vg__float_to_half(65504.0f), 0x7bff);
     CHECK_EQ_INT(vg__float_to_half(65519.0f), 0x7bff);

@@ -337,6 +337,7 @@ double vg_tensor_scalar(const vg_tensor *t) {
     case VG_INT64: return (double)((const int64_t *)t->data)[0];
     case VG_UINT8: return ((const uint8_t *)t->data)[0];
     case VG_BOOL: return ((const bool *)t->data)[0];
+    case VG_HALF: return vg__half_to_float(((const uint16_t *)t->data)[0]);
     default: return 0;
     }
 }
