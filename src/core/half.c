@@ -8,6 +8,7 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define VG_HALF_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -63,8 +64,16 @@ __attribute__((target("f16c"))) static void f2h_f16c(const float *f, uint16_t *h
 
 bool vg__half_has_f16c(void) {
 #ifdef VG_HALF_X86
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    /* cpuid leaf 1: ECX bit 29 F16C, 28 AVX, 27 OSXSAVE; then XCR0 bits 1-2 (the OS
+     * saves SSE and AVX state). By hand: clang 14's __builtin_cpu_supports has no "f16c"
+     * (and src/kernels/cpu_features.c is a layer above core). */
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    if (!(c & (1u << 29)) || !(c & (1u << 28)) || !(c & (1u << 27))) return false;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return (lo & 6u) == 6u;
 #else
     return false;
 #endif
