@@ -564,21 +564,26 @@ static vg_code kernel_string_split_v2(vg__kctx *ctx) {
     return c;
 }
 
-vg_op *vg_string_split_v2(vg_graph *g, vg_output source, const char *sep, int64_t maxsplit, vg_sparse_output *out,
-                          const char *name) {
+/* The builder of a StringSplit[V2] op: source and the separator as a scalar string Const;
+ * NULL (graph error set) when out of memory. */
+static vg_op_builder *split_builder(vg_graph *g, const char *type, vg_output source, const char *sep,
+                                    const char *name) {
     vg_tensor *d = vg_tensor_new(VG_STRING, NULL, 0, NULL);
     if (!d) {
-        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "strings.split: out of memory");
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "%s: out of memory", type);
         return NULL;
     }
-    const char *ss = sep ? sep : "";
-    vg_tensor_set_string(d, 0, ss, strlen(ss), NULL);
+    vg_tensor_set_string(d, 0, sep, strlen(sep), NULL);
     vg_output sc = vg_const(g, d, "Const");
     vg_tensor_free(d);
-    vg_op_builder *b = vg_op_builder_new(g, "StringSplitV2", name ? name : "StringSplitV2");
+    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
     vg_op_builder_add_input(b, source);
     vg_op_builder_add_input(b, sc);
-    vg_op_builder_set_attr_int(b, "maxsplit", maxsplit);
+    return b;
+}
+
+/* Finishes a split op and names its sparse outputs (indices, values, dense_shape). */
+static vg_op *split_finish(vg_op_builder *b, vg_sparse_output *out) {
     vg_op *op = vg_op_builder_finish(b);
     if (op && out) {
         out->indices = vg_out(op, 0);
@@ -588,28 +593,20 @@ vg_op *vg_string_split_v2(vg_graph *g, vg_output source, const char *sep, int64_
     return op;
 }
 
+vg_op *vg_string_split_v2(vg_graph *g, vg_output source, const char *sep, int64_t maxsplit, vg_sparse_output *out,
+                          const char *name) {
+    vg_op_builder *b = split_builder(g, "StringSplitV2", source, sep ? sep : "", name);
+    if (!b) return NULL;
+    vg_op_builder_set_attr_int(b, "maxsplit", maxsplit);
+    return split_finish(b, out);
+}
+
 vg_op *vg_string_split(vg_graph *g, vg_output source, const char *delimiter, bool skip_empty,
                        vg_sparse_output *out, const char *name) {
-    vg_tensor *d = vg_tensor_new(VG_STRING, NULL, 0, NULL);
-    if (!d) {
-        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "string_split: out of memory");
-        return NULL;
-    }
-    const char *ds = delimiter ? delimiter : " ";
-    vg_tensor_set_string(d, 0, ds, strlen(ds), NULL);
-    vg_output dc = vg_const(g, d, "Const");
-    vg_tensor_free(d);
-    vg_op_builder *b = vg_op_builder_new(g, "StringSplit", name ? name : "StringSplit");
-    vg_op_builder_add_input(b, source);
-    vg_op_builder_add_input(b, dc);
+    vg_op_builder *b = split_builder(g, "StringSplit", source, delimiter ? delimiter : " ", name);
+    if (!b) return NULL;
     vg_op_builder_set_attr_bool(b, "skip_empty", skip_empty);
-    vg_op *op = vg_op_builder_finish(b);
-    if (op && out) {
-        out->indices = vg_out(op, 0);
-        out->values = vg_out(op, 1);
-        out->dense_shape = vg_out(op, 2);
-    }
-    return op;
+    return split_finish(b, out);
 }
 
 const vg__op_def vg__ops_string[] = {
