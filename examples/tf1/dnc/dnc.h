@@ -3,7 +3,7 @@
  * the Sonnet 1 / TF1-graph version) as plain C functions on vigil's public API. Each
  * Python module is a C file; Sonnet modules become structs holding their variables,
  * named as Sonnet names them ("dnc/lstm/w_gates", "dnc/memory_access/read_keys/w",
- * "dnc/output_linear/b", ...). See examples/tf1/README.md for the line mapping. */
+ * "dnc/output_linear/b", ...). See examples/tf1/dnc/README.md for the line mapping. */
 #ifndef DNC_PORT_H
 #define DNC_PORT_H
 
