@@ -4,7 +4,8 @@
  * through placeholders with pre-sliced Fashion-MNIST batches, side by side with the
  * PyTorch peer (bench/peers/torch_fmnist.py) in the same run, interleaved.
  *
- * Usage: bench_train [--model mlp|cnn] [--threads N] [--steps S] [--rounds R] [--no-peer]
+ * Usage: bench_train [--model mlp|cnn] [--threads N] [--inter N] [--steps S] [--rounds R] [--no-peer]
+ * (--inter: inter-op threads when not --threads)
  * Prints one JSON line: per-round medians and the median of rounds, for both, and the
  * roofline: the step's matrix/convolution flops (roofline.h), the probed per-core FMA
  * peak (AVX-512 where present, else AVX2; best burst), the achieved GFLOP/s and
@@ -72,11 +73,12 @@ static double run_peer(const char *model, int threads, int steps, double *rss_mb
 
 int main(int argc, char **argv) {
     const char *model = "mlp";
-    int threads = 1, steps = -1, rounds = 3, warm = -1;
+    int threads = 1, inter = -1, steps = -1, rounds = 3, warm = -1;
     bool peer = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--inter") && i + 1 < argc) inter = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-peer")) peer = false;
@@ -137,7 +139,7 @@ int main(int argc, char **argv) {
     vg_op *train = vg_optimizer_minimize(opt, g, loss, NULL, 0, gs, NULL);
     vg_op *init = vg_global_variables_initializer(g);
     if (vg_graph_status(g, &st)) die("graph", &st);
-    vg_session_options so = {threads, threads};
+    vg_session_options so = {threads, inter > 0 ? inter : threads};
     vg_session *s = vg_session_new(g, &so, &st);
     if (!s || vg_session_run_targets(s, &init, 1, &st)) die("session", &st);
     vg_output feeds[2] = {x, y};

@@ -1,14 +1,29 @@
 /*
  * threadpool.c - worker threads with a FIFO task queue, and parallel_for.
  *
+ * Hand-off latency is what limits small kernels: on a VM a futex wake-up costs 5-50 us,
+ * more than a whole element-wise kernel of an MLP step. So, as OpenMP runtimes and
+ * Eigen's non-blocking pool do, an idle worker spins for a bounded time (the spin
+ * window, VG_POOL_SPIN_US, default 50 us) watching the queue's atomic length before it
+ * sleeps on the condition variable; a submit signals only when some worker sleeps.
+ * A spinner does not call sched_yield: under a fair scheduler a yield hands the core
+ * to any runnable thread for the rest of a time slice (a background compile included),
+ * which measured as the worker almost never catching the work it spun for. The window
+ * bounds the waste instead: a pool with nothing to do goes back to sleep after one
+ * window, and freeing a pool wakes spinners and sleepers alike.
+ *
  * parallel_for hands out chunks through an atomic counter; the caller grabs chunks
  * too, so the call completes even if no worker ever picks up its task (workers may be
  * blocked in queue ops of other runs). The job lives on the heap with a reference
- * count so a worker that starts late never touches the caller's stack.
+ * count so a worker that starts late never touches the caller's stack. The caller
+ * waits for the chunks other threads took by spinning for up to one window, then on
+ * the job's condition variable (the finisher signals only when the caller sleeps).
  */
 #include "threadpool.h"
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
 
 typedef struct task {
     vg__task_fn fn;
@@ -18,14 +33,74 @@ typedef struct task {
 struct vg__pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    task *q;
+    task *q; /* ring buffer, under mu */
     int qcap, qhead, qlen;
-    bool stop;
+    atomic_int qcount; /* == qlen, read without the lock by spinning workers */
+    int nsleep;        /* workers waiting on cv (under mu) */
+    bool stop;         /* under mu */
+    atomic_bool astop; /* == stop, for spinners */
     int n;
+    int64_t spin_ns;
     pthread_t *threads;
 };
 
 static _Thread_local int tls_worker_id;
+
+int64_t vg__pool_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The spin window in ns: VG_POOL_SPIN_US (0..100000 us) or 50 us. */
+static int64_t spin_window_ns(void) {
+    const char *e = getenv("VG_POOL_SPIN_US");
+    if (e && *e) {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (!*end && v >= 0 && v <= 100000) return (int64_t)v * 1000;
+    }
+    return 50000;
+}
+
+/* Spins until cond(arg) holds or the window ends; true if the condition held. The
+ * clock is read every 16 pause steps. */
+typedef bool (*spin_cond)(const void *arg);
+static bool spin_until(spin_cond cond, const void *arg, int64_t window_ns) {
+    if (window_ns <= 0) return cond(arg);
+    int64_t t0 = 0;
+    for (unsigned it = 0;; it++) {
+        if (cond(arg)) return true;
+        vg__spin_pause();
+        if ((it & 15) == 15) {
+            int64_t t = vg__pool_now_ns();
+            if (!t0) t0 = t;
+            else if (t - t0 > window_ns) return cond(arg);
+        }
+    }
+}
+
+static bool queue_or_stop(const void *a) {
+    const vg__pool *p = a;
+    return atomic_load_explicit(&p->qcount, memory_order_acquire) > 0 ||
+           atomic_load_explicit(&p->astop, memory_order_relaxed);
+}
+
+/* Takes the first queued task whose function is only (any if NULL); lock held. */
+static bool take_locked(vg__pool *p, vg__task_fn only, task *out) {
+    for (int i = 0; i < p->qlen; i++) {
+        int k = (p->qhead + i) % p->qcap;
+        if (only && p->q[k].fn != only) continue;
+        *out = p->q[k];
+        for (int m = i; m > 0; m--) /* close the gap from the head side */
+            p->q[(p->qhead + m) % p->qcap] = p->q[(p->qhead + m - 1) % p->qcap];
+        p->qhead = (p->qhead + 1) % p->qcap;
+        p->qlen--;
+        atomic_fetch_sub_explicit(&p->qcount, 1, memory_order_relaxed);
+        return true;
+    }
+    return false;
+}
 
 typedef struct worker_arg {
     vg__pool *p;
@@ -37,18 +112,28 @@ static void *worker(void *a) {
     vg__free(a);
     vg__pool *p = wa.p;
     tls_worker_id = wa.id;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->qlen && !p->stop) pthread_cond_wait(&p->cv, &p->mu);
-        if (!p->qlen && p->stop) break;
-        task t = p->q[p->qhead];
-        p->qhead = (p->qhead + 1) % p->qcap;
-        p->qlen--;
+        pthread_mutex_lock(&p->mu);
+        if (!p->qlen && !p->stop) {
+            pthread_mutex_unlock(&p->mu);
+            /* idle: spin for one window, then sleep */
+            spin_until(queue_or_stop, p, p->spin_ns);
+            pthread_mutex_lock(&p->mu);
+            while (!p->qlen && !p->stop) {
+                p->nsleep++;
+                pthread_cond_wait(&p->cv, &p->mu);
+                p->nsleep--;
+            }
+        }
+        if (!p->qlen) { /* stop, and nothing left to run */
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
+        task t;
+        take_locked(p, NULL, &t);
         pthread_mutex_unlock(&p->mu);
         t.fn(t.arg);
-        pthread_mutex_lock(&p->mu);
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -57,6 +142,9 @@ vg__pool *vg__pool_new(int nthreads) {
     if (!p) return NULL;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
+    atomic_init(&p->qcount, 0);
+    atomic_init(&p->astop, false);
+    p->spin_ns = spin_window_ns();
     if (nthreads > 0) {
         p->threads = vg__calloc((size_t)nthreads, sizeof(pthread_t));
         if (!p->threads) { vg__pool_free(p); return NULL; }
@@ -80,6 +168,7 @@ void vg__pool_free(vg__pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     p->stop = true;
+    atomic_store(&p->astop, true);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n; i++) pthread_join(p->threads[i], NULL);
@@ -91,32 +180,60 @@ void vg__pool_free(vg__pool *p) {
 }
 
 int vg__pool_size(const vg__pool *p) { return p ? p->n : 0; }
+int64_t vg__pool_spin_ns(const vg__pool *p) { return p ? p->spin_ns : 0; }
+
+static bool run_one_of(vg__pool *p, vg__task_fn only) {
+    if (!p || atomic_load_explicit(&p->qcount, memory_order_acquire) <= 0) return false;
+    task t;
+    pthread_mutex_lock(&p->mu);
+    bool got = take_locked(p, only, &t);
+    pthread_mutex_unlock(&p->mu);
+    if (got) t.fn(t.arg);
+    return got;
+}
+
+bool vg__pool_run_one(vg__pool *p) { return run_one_of(p, NULL); }
 int vg__pool_thread_id(void) { return tls_worker_id; }
 
-bool vg__pool_submit(vg__pool *p, vg__task_fn fn, void *arg) {
-    if (!p || !p->n) return false;
-    pthread_mutex_lock(&p->mu);
-    if (p->qlen == p->qcap) {
+/* Queues count copies of fn(arg); returns how many were queued (lock held). */
+static int push_locked(vg__pool *p, vg__task_fn fn, void *arg, int count) {
+    if (p->qlen + count > p->qcap) {
         int nc = p->qcap ? p->qcap * 2 : 64;
+        while (nc < p->qlen + count) nc *= 2;
         task *nq = vg__malloc(sizeof(task) * (size_t)nc);
-        if (!nq) { pthread_mutex_unlock(&p->mu); return false; }
+        if (!nq) return 0;
         for (int i = 0; i < p->qlen; i++) nq[i] = p->q[(p->qhead + i) % p->qcap];
         vg__free(p->q);
         p->q = nq;
         p->qcap = nc;
         p->qhead = 0;
     }
-    p->q[(p->qhead + p->qlen) % p->qcap] = (task){fn, arg};
-    p->qlen++;
-    pthread_cond_signal(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    return true;
+    for (int i = 0; i < count; i++) p->q[(p->qhead + p->qlen + i) % p->qcap] = (task){fn, arg};
+    p->qlen += count;
+    atomic_fetch_add_explicit(&p->qcount, count, memory_order_release);
+    /* spinning workers see qcount; sleeping ones need a signal each */
+    int wake = p->nsleep < count ? p->nsleep : count;
+    if (wake >= p->n) pthread_cond_broadcast(&p->cv);
+    else
+        for (int i = 0; i < wake; i++) pthread_cond_signal(&p->cv);
+    return count;
 }
+
+static int submit_n(vg__pool *p, vg__task_fn fn, void *arg, int count) {
+    if (!p || !p->n || count <= 0) return 0;
+    pthread_mutex_lock(&p->mu);
+    int k = p->stop ? 0 : push_locked(p, fn, arg, count);
+    pthread_mutex_unlock(&p->mu);
+    return k;
+}
+
+bool vg__pool_submit(vg__pool *p, vg__task_fn fn, void *arg) { return submit_n(p, fn, arg, 1) == 1; }
 
 typedef struct pf_job {
     atomic_int refs;
-    atomic_long next;   /* next chunk to take */
-    atomic_long done;   /* chunks finished */
+    atomic_long next;      /* next chunk to take */
+    atomic_long done;      /* chunks finished */
+    atomic_bool sleeping;  /* the caller waits on cv */
     long nchunks;
     int64_t n;
     vg__chunk_fn fn;
@@ -126,7 +243,7 @@ typedef struct pf_job {
 } pf_job;
 
 static void pf_release(pf_job *j) {
-    if (atomic_fetch_sub(&j->refs, 1) == 1) {
+    if (atomic_fetch_sub_explicit(&j->refs, 1, memory_order_acq_rel) == 1) {
         pthread_mutex_destroy(&j->mu);
         pthread_cond_destroy(&j->cv);
         vg__free(j);
@@ -139,7 +256,8 @@ static void pf_work(pf_job *j) {
         if (c >= j->nchunks) break;
         int64_t b = j->n * c / j->nchunks, e = j->n * (c + 1) / j->nchunks;
         if (e > b) j->fn(j->arg, b, e);
-        if (atomic_fetch_add(&j->done, 1) + 1 == j->nchunks) {
+        /* seq_cst pairs with the caller's store of sleeping before its load of done */
+        if (atomic_fetch_add(&j->done, 1) + 1 == j->nchunks && atomic_load(&j->sleeping)) {
             pthread_mutex_lock(&j->mu);
             pthread_cond_broadcast(&j->cv);
             pthread_mutex_unlock(&j->mu);
@@ -153,6 +271,13 @@ static void pf_task(void *a) {
     pf_release(j);
 }
 
+bool vg__pool_help(vg__pool *p) { return run_one_of(p, pf_task); }
+
+static bool pf_finished(const void *a) {
+    const pf_job *j = a;
+    return atomic_load_explicit(&((pf_job *)j)->done, memory_order_acquire) >= j->nchunks;
+}
+
 void vg__pool_parallel_for(vg__pool *p, int64_t n, int max_parts, vg__chunk_fn fn, void *arg) {
     if (n <= 0) return;
     int parts = max_parts;
@@ -161,22 +286,25 @@ void vg__pool_parallel_for(vg__pool *p, int64_t n, int max_parts, vg__chunk_fn f
     if (parts <= 1) { fn(arg, 0, n); return; }
     pf_job *j = vg__malloc(sizeof *j);
     if (!j) { fn(arg, 0, n); return; }
-    atomic_init(&j->refs, 1);
     atomic_init(&j->next, 0);
     atomic_init(&j->done, 0);
+    atomic_init(&j->sleeping, false);
     j->nchunks = parts;
     j->n = n;
     j->fn = fn;
     j->arg = arg;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
-    for (int i = 0; i < parts - 1; i++) {
-        atomic_fetch_add(&j->refs, 1);
-        if (!vg__pool_submit(p, pf_task, j)) { atomic_fetch_sub(&j->refs, 1); break; }
-    }
+    /* one reference per queued task plus the caller's; queued before the push */
+    atomic_init(&j->refs, parts);
+    int queued = submit_n(p, pf_task, j, parts - 1);
+    if (queued < parts - 1) atomic_fetch_sub(&j->refs, parts - 1 - queued);
     pf_work(j);
-    pthread_mutex_lock(&j->mu);
-    while (atomic_load(&j->done) < j->nchunks) pthread_cond_wait(&j->cv, &j->mu);
-    pthread_mutex_unlock(&j->mu);
+    if (!spin_until(pf_finished, j, p->spin_ns)) {
+        pthread_mutex_lock(&j->mu);
+        atomic_store(&j->sleeping, true);
+        while (atomic_load(&j->done) < j->nchunks) pthread_cond_wait(&j->cv, &j->mu);
+        pthread_mutex_unlock(&j->mu);
+    }
     pf_release(j);
 }

@@ -17,6 +17,34 @@ VG_HIDDEN int vg__pool_size(const vg__pool *p);
 VG_HIDDEN bool vg__pool_submit(vg__pool *p, vg__task_fn fn, void *arg);
 /* Index of the pool worker running the current thread (1..n), 0 elsewhere. */
 VG_HIDDEN int vg__pool_thread_id(void);
-/* Runs fn over [0,n) in up to max_parts chunks on the pool plus the caller. */
+/* Runs fn over [0,n) in up to max_parts chunks on the pool plus the caller. The
+ * caller waits for chunks other threads took by spinning for up to the spin window,
+ * then sleeping. */
 VG_HIDDEN void vg__pool_parallel_for(vg__pool *p, int64_t n, int max_parts, vg__chunk_fn fn, void *arg);
+/* Runs one queued task on the calling thread; false if the queue was empty. NULL p:
+ * false. */
+VG_HIDDEN bool vg__pool_run_one(vg__pool *p);
+/* Runs one queued share of some thread's parallel_for on the calling thread (a thread
+ * that would otherwise wait for that work helps with it; other queued tasks, which may
+ * run long, stay for the workers); false if there was none. NULL p: false. */
+VG_HIDDEN bool vg__pool_help(vg__pool *p);
+/* How long an idle thread spins before it sleeps, in ns (VG_POOL_SPIN_US, default
+ * 50 us); 0 for a NULL pool. */
+VG_HIDDEN int64_t vg__pool_spin_ns(const vg__pool *p);
+/* Monotonic clock in ns, as the pool's spin windows measure it. */
+VG_HIDDEN int64_t vg__pool_now_ns(void);
+
+/* One spin-wait step: a few pause instructions (no yield: a yield hands the core to
+ * any runnable thread for a whole time slice, background work included). */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define VG__CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define VG__CPU_RELAX() __asm__ __volatile__("yield")
+#else
+#define VG__CPU_RELAX() ((void)0)
+#endif
+static inline void vg__spin_pause(void) {
+    for (int k = 0; k < 8; k++) VG__CPU_RELAX();
+}
 #endif

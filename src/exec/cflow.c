@@ -1028,7 +1028,7 @@ vg_code vg__cf_run(vg__run_state *rs, vg_tensor *const *feed_values, vg_tensor *
     r->p = p;
     r->cf = cf;
     r->refs = 1;
-    r->pool_size = vg__pool_size(rs->s->inter);
+    r->pool_size = rs->s->inter_helpers;
     if (r->pool_size > 0) {
         r->mt = true;
         pthread_mutex_init(&r->mu, NULL);

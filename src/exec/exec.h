@@ -58,6 +58,7 @@ typedef struct vg__plan {
     int *feed_slot;      /* slot of each feed */
     int *fetch_slot;     /* slot of each fetch */
     bool parallel;       /* worth running with the inter-op pool */
+    _Atomic int64_t *cost_ns; /* parallel plans: per node, running average of its time (0: not measured) */
     bool collectives;    /* has VG__OP_COLLECTIVE nodes: ready nodes are taken by priority */
     vg__cf_plan *cf;     /* non-NULL: the plan has control flow (frames); run by cflow.c */
     /* run-state cache */
@@ -76,9 +77,10 @@ typedef struct vg__resource {
 struct vg_session {
     vg_graph *g;
     vg_session_options opts;
-    vg__pool *inter;
+    vg__pool *inter;     /* == intra when both are > 1 (one set of threads, see session.c) */
     vg__pool *intra;
     int intra_threads;
+    int inter_helpers;   /* inter-op threads - 1: pool tasks one run may have at once */
     int nops;            /* graph size at creation (ops added later are unknown) */
     vg__var **vars;      /* by op id, for VariableV2 ops */
     pthread_mutex_t mu;  /* plans, kernel states, resources, inflight */
@@ -117,6 +119,7 @@ struct vg__run_state {
     int *ready;
     int nready;
     int ndone;
+    atomic_uint progress;      /* bumped (under mu) when nodes become ready or the run ends */
     int helpers;               /* pool tasks started or queued for this run */
     int refs;                  /* the caller + queued/running helper tasks; the state is
                                 * recycled by whoever drops the last reference, so a run

@@ -91,6 +91,7 @@ void vg__plan_free(vg__plan *p) {
         vg__free(p->nodes[i].out_fed);
     }
     vg__free(p->nodes);
+    vg__free((void *)p->cost_ns);
     vg__cf_free(p->cf);
     vg__free(p->order);
     vg__free(p->slot_uses);
@@ -386,7 +387,7 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
     }
     /* Parallel only pays if two nodes can ever be ready together: two roots, or a node
      * with two or more successors. */
-    if (vg__pool_size(s->inter) > 0 && !p->cf) {
+    if (s->inter_helpers > 0 && !p->cf) {
         int roots = 0;
         for (int i = 0; i < p->nnodes && !p->parallel; i++) {
             /* Consts and variable reads are too cheap to be worth a hand-off */
@@ -394,6 +395,7 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
             roots += p->nodes[i].npred == 0;
             p->parallel = p->nodes[i].nsucc >= 2 || roots >= 2;
         }
+        if (p->parallel && !(p->cost_ns = vg__calloc((size_t)p->nnodes + 1, sizeof(*p->cost_ns)))) goto oom;
     }
     /* key */
     p->nkey = 2 * nfeeds + 2 * nfetches + ntargets;
@@ -625,14 +627,41 @@ static int take_ready(vg__run_state *rs, bool helper) {
     return -1;
 }
 
+/* A node worth a hand-off to another thread: not measured yet, or it took at least
+ * EXEC_EXPENSIVE_NS on average. Cheaper nodes run on the thread that made them ready:
+ * on a machine where a wake-up or a migrated cache line costs microseconds, running
+ * two cheap nodes side by side is slower than running them one after the other, and a
+ * kernel that splits its work over the shared pool already uses the other threads. */
+#define EXEC_EXPENSIVE_NS 20000
+static bool node_expensive(const vg__plan *p, int id) {
+    const vg__node *n = &p->nodes[id];
+    if (n->is_var_read || (n->def->flags & VG__OP_CONST)) return false;
+    int64_t c = atomic_load_explicit(&p->cost_ns[id], memory_order_relaxed);
+    return c == 0 || c >= EXEC_EXPENSIVE_NS;
+}
+
+/* Ready work left for helpers once this thread took node `taken`: when that node is
+ * expensive (the rest would wait behind it), or more expensive ready nodes than
+ * helpers on them. When everything is cheap this thread runs it all, soon (lock held;
+ * looks at up to 32 ready nodes). Plans with collectives offer any ready work: their
+ * caller must stay free for the next collective while the gradients feeding it run. */
+static bool want_helper(const vg__run_state *rs, int taken) {
+    if (rs->helpers >= rs->s->inter_helpers || rs->nready <= rs->helpers) return false;
+    if (rs->p->collectives || node_expensive(rs->p, taken)) return true;
+    int nexp = 0;
+    for (int k = rs->nready - 1; k >= 0 && k >= rs->nready - 32; k--)
+        if (node_expensive(rs->p, rs->ready[k]) && ++nexp > rs->helpers) return true;
+    return false;
+}
+
 static void parallel_work(vg__run_state *rs, bool helper) {
     vg__plan *p = rs->p;
     pthread_mutex_lock(&rs->mu);
     for (;;) {
         int id = take_ready(rs, helper);
         if (id < 0) break;
-        /* more ready work than helpers on it: offer it to the pool */
-        bool spawn = rs->nready > rs->helpers && rs->helpers < vg__pool_size(rs->s->inter);
+        /* more expensive ready work than helpers on it: offer it to the pool */
+        bool spawn = want_helper(rs, id);
         if (spawn) {
             rs->helpers++;
             rs->refs++;
@@ -649,7 +678,11 @@ static void parallel_work(vg__run_state *rs, bool helper) {
         st.code = VG_OK;
         st.msg[0] = 0;
         bool skip = atomic_load_explicit(&rs->failed, memory_order_acquire);
+        int64_t k0 = vg__now_ns();
         if (!skip && exec_node(rs, n, true, &st) != VG_OK) fail_run(rs, &st);
+        int64_t dt = vg__now_ns() - k0, old = atomic_load_explicit(&p->cost_ns[id], memory_order_relaxed);
+        if (dt < 1) dt = 1;
+        atomic_store_explicit(&p->cost_ns[id], old ? (3 * old + dt) / 4 : dt, memory_order_relaxed);
         if (skip)
             for (int i = 0; i < n->ninputs; i++)
                 if (n->in_slot[i] >= 0) release_slot(rs, n->in_slot[i], true);
@@ -663,7 +696,10 @@ static void parallel_work(vg__run_state *rs, bool helper) {
             }
         }
         rs->ndone++;
-        if (rs->ndone == p->nnodes || nnew) pthread_cond_broadcast(&rs->cv);
+        if (rs->ndone == p->nnodes || nnew) {
+            atomic_fetch_add_explicit(&rs->progress, 1, memory_order_release);
+            pthread_cond_broadcast(&rs->cv);
+        }
     }
     pthread_mutex_unlock(&rs->mu);
 }
@@ -677,13 +713,33 @@ static void run_parallel(vg__run_state *rs) {
         atomic_store(&rs->pending[i], p->nodes[i].npred);
         if (!p->nodes[i].npred) rs->ready[rs->nready++] = i;
     }
+    vg__pool *pool = rs->s->inter;
+    int64_t spin = vg__pool_spin_ns(pool);
     for (;;) {
         parallel_work(rs, false);
         pthread_mutex_lock(&rs->mu);
-        while (rs->ndone < p->nnodes && rs->nready == 0) pthread_cond_wait(&rs->cv, &rs->mu);
-        bool finished = rs->ndone == p->nnodes;
+        bool finished = rs->ndone == p->nnodes, have = rs->nready > 0;
+        unsigned seen = atomic_load_explicit(&rs->progress, memory_order_relaxed);
         pthread_mutex_unlock(&rs->mu);
         if (finished) break;
+        if (have) continue;
+        /* Nothing ready: the helpers run the nodes in flight. Take shares of their
+         * kernels' splits meanwhile (so the critical path keeps every thread even when
+         * it runs on a helper; never a helper task: the caller stays free for the
+         * blocking and collective nodes only it takes), spin for one window, then sleep
+         * until a node completes. */
+        int64_t t0 = vg__pool_now_ns();
+        for (unsigned it = 0; atomic_load_explicit(&rs->progress, memory_order_acquire) == seen; it++) {
+            if (vg__pool_help(pool)) continue;
+            vg__spin_pause();
+            if ((it & 15) == 15 && vg__pool_now_ns() - t0 > spin) {
+                pthread_mutex_lock(&rs->mu);
+                while (atomic_load_explicit(&rs->progress, memory_order_relaxed) == seen)
+                    pthread_cond_wait(&rs->cv, &rs->mu);
+                pthread_mutex_unlock(&rs->mu);
+                break;
+            }
+        }
     }
 }
 

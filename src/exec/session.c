@@ -47,8 +47,14 @@ vg_session *vg_session_new(vg_graph *g, const vg_session_options *opts, vg_statu
         v->op = op;
         s->vars[i] = v;
     }
-    if (intra > 1 && !(s->intra = vg__pool_new(intra - 1))) goto oom;
-    if (inter > 1 && !(s->inter = vg__pool_new(inter - 1))) goto oom;
+    /* One pool serves both kinds of work when both are wanted: a kernel that splits on
+     * it while an inter-op helper runs another node takes the chunks no idle worker
+     * takes itself, so the session never runs more threads than the larger setting and
+     * spinning workers never compete with each other for the cores. */
+    s->inter_helpers = inter > 1 ? inter - 1 : 0;
+    if (intra > 1 && !(s->intra = vg__pool_new((intra > inter ? intra : inter) - 1))) goto oom;
+    if (inter > 1) s->inter = s->intra;
+    if (inter > 1 && !s->inter && !(s->inter = vg__pool_new(inter - 1))) goto oom;
     openblas_set_num_threads(1);
     return s;
 oom:
@@ -86,8 +92,8 @@ vg_code vg_session_close(vg_session *s, vg_status *st) {
 void vg_session_free(vg_session *s) {
     if (!s) return;
     if (s->vars && s->kstate) vg_session_close(s, NULL);
+    if (s->inter != s->intra) vg__pool_free(s->inter);
     vg__pool_free(s->intra);
-    vg__pool_free(s->inter);
     for (int i = 0; i < s->nplans; i++) vg__plan_free(s->plans[i]);
     vg__free(s->plans);
     if (s->kstate)
