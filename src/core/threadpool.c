@@ -195,8 +195,9 @@ static bool run_one_of(vg__pool *p, vg__task_fn only) {
 bool vg__pool_run_one(vg__pool *p) { return run_one_of(p, NULL); }
 int vg__pool_thread_id(void) { return tls_worker_id; }
 
-/* Queues count copies of fn(arg); returns how many were queued (lock held). */
-static int push_locked(vg__pool *p, vg__task_fn fn, void *arg, int count) {
+/* Queues count copies of fn(arg); returns how many were queued and sets *wake to the
+ * sleeping workers to signal (lock held). */
+static int push_locked(vg__pool *p, vg__task_fn fn, void *arg, int count, int *wake) {
     if (p->qlen + count > p->qcap) {
         int nc = p->qcap ? p->qcap * 2 : 64;
         while (nc < p->qlen + count) nc *= 2;
@@ -212,18 +213,22 @@ static int push_locked(vg__pool *p, vg__task_fn fn, void *arg, int count) {
     p->qlen += count;
     atomic_fetch_add_explicit(&p->qcount, count, memory_order_release);
     /* spinning workers see qcount; sleeping ones need a signal each */
-    int wake = p->nsleep < count ? p->nsleep : count;
-    if (wake >= p->n) pthread_cond_broadcast(&p->cv);
-    else
-        for (int i = 0; i < wake; i++) pthread_cond_signal(&p->cv);
+    *wake = p->nsleep < count ? p->nsleep : count;
     return count;
 }
 
 static int submit_n(vg__pool *p, vg__task_fn fn, void *arg, int count) {
     if (!p || !p->n || count <= 0) return 0;
+    int wake = 0;
     pthread_mutex_lock(&p->mu);
-    int k = p->stop ? 0 : push_locked(p, fn, arg, count);
+    int k = p->stop ? 0 : push_locked(p, fn, arg, count, &wake);
     pthread_mutex_unlock(&p->mu);
+    /* Signalled after the unlock, so a woken worker does not block at once on the
+     * mutex this thread still holds. No wake-up is lost: the workers counted in nsleep
+     * entered pthread_cond_wait under the mutex, before the push. */
+    if (wake >= p->n) pthread_cond_broadcast(&p->cv);
+    else
+        for (int i = 0; i < wake; i++) pthread_cond_signal(&p->cv);
     return k;
 }
 
