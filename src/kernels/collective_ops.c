@@ -3,12 +3,13 @@
  * CollectiveBcastSend/Recv and CollectiveGather, Horovod's HorovodBroadcast, and
  * VigilFusedAllreduce (many tensors reduced through one fusion buffer).
  *
- * A kernel copies its input into a reusable host buffer of the dist layer, hands a
- * request to the communication thread (dist/comm.h) and waits for it; the ops are
- * VG__OP_BLOCKING, so the executor runs them on the run's caller thread and never
- * parks an inter-op pool thread on a peer. The wait polls the session: when it
- * closes the kernel returns CANCELLED (the request finishes on its own and gives the
- * buffer back); a dead peer gives UNAVAILABLE. Every rank must run its collectives
+ * A kernel builds a request over reusable host buffers of the dist layer (dist/comm.h)
+ * and waits for it; when MPI is idle the waiting thread makes the MPI calls itself,
+ * otherwise the communication thread does. The ops are VG__OP_BLOCKING, so the
+ * executor runs them on the run's caller thread and never parks an inter-op pool
+ * thread on a peer. The wait polls the session: when it closes the kernel returns
+ * CANCELLED (the request finishes on the communication thread and gives the buffers
+ * back); a dead peer gives UNAVAILABLE. Every rank must run its collectives
  * in the same order: order two collectives of one run that data flow does not order
  * with a control dependency (the builders of vigil/distributed.h that make several
  * collectives chain them).
@@ -184,22 +185,25 @@ static void view_release(void *data, size_t len, void *payload) {
 }
 
 #define SLICE_ALIGN ((size_t)64)
-/* A tensor of at least this many bytes is reduced straight from the input into its
- * slice (MPI_Allreduce out of place, no packing copy); smaller ones are packed and
- * reduced together by one call. An extra call costs a synchronisation of the ranks
- * (5 us for 12 KB here), about the time a copy of 64 KB takes. */
+/* Off the ring, a tensor of at least this many bytes is reduced straight from the
+ * input into its slice (MPI_Allreduce out of place, no packing copy); smaller ones are
+ * packed and reduced together by one call. An extra call costs a synchronisation of
+ * the ranks (5 us for 12 KB here), about the time a copy of 64 KB takes. Fusions of
+ * floats smaller than this are not worth a ring either. */
 #define DIRECT_MIN ((size_t)64 << 10)
 
 static size_t padded(size_t nb) { return (nb + SLICE_ALIGN - 1) & ~(SLICE_ALIGN - 1); }
 
 /* The outputs are slices of one fusion buffer from the dist layer's pool (no output
  * allocation, no copy out): a training loop reuses it step after step, as it goes back
- * to the pool when the last output is released. Inputs of DIRECT_MIN bytes or more are
- * reduced from the input straight into their slice, out of place (the mean's x / N
- * applied to the slice just written); the small ones are packed (the mean folded into
- * the copy) into one region at the front, reduced in place by one call (a single
- * small one goes directly too). All the calls are one request: one barrier, one
- * hand-off at most. */
+ * to the pool when the last output is released. Sums and means of float32/float64
+ * (the gradients' case) go through the dist layer's ring (VG__COMM_FUSED): read
+ * straight from the inputs, no packing copy, the mean folded into the ring's last add.
+ * Other reductions: inputs of DIRECT_MIN bytes or more are reduced from the input
+ * straight into their slice by MPI_Allreduce out of place; the small ones are packed
+ * (the mean of floats folded into the copy) into one region at the front and reduced
+ * in place by one call (a single small one goes directly too). All the calls are one
+ * request: one barrier, one hand-off at most. */
 static vg_code kernel_reduce(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
@@ -221,8 +225,10 @@ static vg_code kernel_reduce(vg__kctx *ctx) {
         }
         total += padded(nb);
     }
-    /* sums of floating types (and the mean): vigil's ring straight from the inputs */
-    bool ring = size > 1 && merge == VG_REDUCE_SUM && (dt == VG_FLOAT || dt == VG_DOUBLE) &&
+    /* sums of floating types (and the mean) of DIRECT_MIN bytes or more: vigil's ring
+     * straight from the inputs (smaller ones: one MPI_Allreduce, whose algorithm for
+     * small messages takes fewer steps than a ring) */
+    bool ring = size > 1 && merge == VG_REDUCE_SUM && (dt == VG_FLOAT || dt == VG_DOUBLE) && total >= DIRECT_MIN &&
                 total / es / (size_t)size < INT32_MAX / 2;
     bool pack = !ring && nsmall >= 2; /* else every tensor goes directly */
 
