@@ -631,8 +631,10 @@ static void pause_ns(int64_t ns) {
 
 /* Runs a direct request on the calling thread, which holds MPI (g.busy). A waiter that
  * can be cancelled or time out first polls an MPI_Ibarrier: spinning for the first
- * 50 us (the usual skew between ranks), then yielding the core, then sleeping 20 us
- * between polls after 2 ms (a peer still computing). */
+ * 50 us (the usual skew between ranks), then yielding the core between polls (a short
+ * sleep would give the core away: on a loaded machine getting it back took
+ * milliseconds, every step), and sleeping 1 ms between polls after 100 ms (a peer busy
+ * elsewhere: checkpointing, evaluating). */
 static vg_code run_direct(vg__comm_req *r, bool (*cancelled)(const void *arg), const void *arg, int64_t deadline_ns,
                           vg_status *st) {
     r->code = VG_OK;
@@ -662,7 +664,7 @@ static vg_code run_direct(vg__comm_req *r, bool (*cancelled)(const void *arg), c
                                                             : "collective cancelled: the session is closing");
             }
             backoff = now - t0 > 50000;
-            if (now - t0 > 2000000) pause_ns(20000);
+            if (now - t0 > 100000000) pause_ns(1000000);
             else if (backoff) sched_yield();
         }
         if (r->kind == VG__COMM_BARRIER) goto finish;
