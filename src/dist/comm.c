@@ -10,8 +10,8 @@
  * has entered the barrier every rank is inside this same collective, so the blocking
  * call after it cannot wait on a peer that never comes; a cancelled waiter hands the
  * barrier and the request to the communication thread, which finishes both, so the
- * ranks stay in step as before. A request that fails marks the world broken (MPI has no fault tolerance in Open MPI 4.1: a
- * dead peer ends the job, and until mpirun kills us every later request fails with
+ * ranks stay in step as before. A request that fails marks the world broken (MPI has
+ * no fault tolerance in Open MPI 4.1: a dead peer ends the job, and until mpirun kills us every later request fails with
  * UNAVAILABLE instead of hanging). Without VIGIL_HAVE_MPI, or when the process was not
  * started by mpirun, the world has one rank and requests complete on the caller.
  */
@@ -169,25 +169,29 @@ vg__comm_req *vg__comm_req_new(vg__comm_kind kind, void *buf, int64_t count, vg_
 
 void vg__comm_req_own(vg__comm_req *r, void *p) { r->owned = p; }
 void vg__comm_req_set_send(vg__comm_req *r, const void *sendbuf) { r->sendbuf = sendbuf; }
-static bool grow(void **p, int *cap, int need, size_t elem) {
-    if (need <= *cap) return true;
+/* p with room for `need` elements (capacity *cap, doubled as needed): p itself, or
+ * the moved array; NULL when out of memory (p is then unchanged). */
+static void *grow(void *p, int *cap, int need, size_t elem) {
+    if (need <= *cap) return p;
     int c = *cap ? 2 * *cap : 4;
     while (c < need) c *= 2;
-    void *q = vg__realloc(*p, (size_t)*cap * elem, (size_t)c * elem);
-    if (!q) return false;
-    *p = q;
-    *cap = c;
-    return true;
+    void *q = vg__realloc(p, (size_t)*cap * elem, (size_t)c * elem);
+    if (q) *cap = c;
+    return q;
 }
 
 bool vg__comm_req_hold(vg__comm_req *r, vg_tensor *t) {
-    if (!grow((void **)&r->held, &r->capheld, r->nheld + 1, sizeof *r->held)) return false;
+    vg_tensor **h = grow(r->held, &r->capheld, r->nheld + 1, sizeof *h);
+    if (!h) return false;
+    r->held = h;
     r->held[r->nheld++] = vg_tensor_ref(t);
     return true;
 }
 
 bool vg__comm_req_add_part(vg__comm_req *r, const void *sendbuf, void *recvbuf, int64_t count, bool scale) {
-    if (!grow((void **)&r->parts, &r->capparts, r->nparts + 1, sizeof *r->parts)) return false;
+    vg__comm_part *q = grow(r->parts, &r->capparts, r->nparts + 1, sizeof *q);
+    if (!q) return false;
+    r->parts = q;
     r->parts[r->nparts++] = (vg__comm_part){sendbuf, recvbuf, count, scale};
     return true;
 }
@@ -347,10 +351,12 @@ static int64_t chunk_hi(const ring_state *s, int c) { return c == g.size - 1 ? s
 
 static bool ring_post(ring_state *s, bool send, void *p, int64_t n, int peer) {
     if (n <= 0) return true;
-    if (!grow((void **)&s->reqs, &s->capreqs, s->nreqs + 1, sizeof *s->reqs)) {
+    MPI_Request *reqs = grow(s->reqs, &s->capreqs, s->nreqs + 1, sizeof *reqs);
+    if (!reqs) {
         req_fail(s->r, VG_RESOURCE_EXHAUSTED, "out of memory in the fused allreduce");
         return false;
     }
+    s->reqs = reqs;
     MPI_Request *q = &s->reqs[s->nreqs++];
     int rc = send ? MPI_Isend(p, (int)n, s->type, peer, RING_TAG, g.comm, q)
                   : MPI_Irecv(p, (int)n, s->type, peer, RING_TAG, g.comm, q);
