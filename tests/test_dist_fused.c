@@ -4,7 +4,9 @@
  * out-of-place path of the other types, and MPI called from the waiting thread with
  * the hand-over to the communication thread: a collective that times out or is
  * cancelled still completes there, in order, so the ranks stay in step and the next
- * collectives give the right sums. CTest runs it alone (1 rank) and under
+ * collectives give the right sums. Each runs in a single-threaded session (the run's
+ * thread makes the MPI calls) and in one with an inter-op helper (the communication
+ * thread makes them). CTest runs it alone (1 rank) and under
  * mpirun -np 2; it passes under -np 3 and 4 as well. Every value is computed from the
  * rank and the world's size (sums of multiples of 0.25: exact in float). */
 #include "test_util.h"
@@ -16,6 +18,9 @@
 #include <unistd.h>
 
 static int R, N; /* rank, size */
+
+/* {intra, inter}: a single-threaded session and one with a helper thread */
+static const vg_session_options configs[2] = {{1, 1}, {1, 2}};
 
 static int64_t now_us(void) {
     struct timespec ts;
@@ -65,7 +70,7 @@ static double elem(const vg_tensor *t, int64_t i) {
 
 /* All sizes through one VigilFusedAllreduce, sum and mean, each run twice (the fusion
  * buffer comes back from the pool), every element checked. */
-static void check_fused(vg_dtype dt) {
+static void check_fused_in(vg_dtype dt, const vg_session_options *so) {
     vg_graph *g = vg_graph_new();
     vg_output xs[NT];
     for (int k = 0; k < NT; k++) xs[k] = make_const(g, dt, k, sizes[k]);
@@ -74,7 +79,7 @@ static void check_fused(vg_dtype dt) {
     vg_op_add_control_input(mean, sum); /* the same order on every rank */
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_session *s = vg_session_new(g, so, &st);
     vg_output f[2 * NT];
     for (int k = 0; k < NT; k++) {
         f[k] = vg_out(sum, k);
@@ -108,6 +113,10 @@ static void check_fused(vg_dtype dt) {
     vg_graph_free(g);
 }
 
+static void check_fused(vg_dtype dt) {
+    for (int c = 0; c < 2; c++) check_fused_in(dt, &configs[c]);
+}
+
 static void test_fused__ring_f32(void) { check_fused(VG_FLOAT); }
 static void test_fused__ring_f64(void) { check_fused(VG_DOUBLE); }
 static void test_fused__packed_int32(void) { check_fused(VG_INT32); }
@@ -120,7 +129,7 @@ static void test_reduce__max_direct(void) {
     vg_output x = make_const(g, VG_FLOAT, 3, 30000);
     vg_output o = vg_collective_reduce(g, x, 0, 1, 1, "Max", "Id", "max");
     vg_status st;
-    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_session *s = vg_session_new(g, &configs[0], &st);
     vg_tensor *t = NULL;
     CHECK_OK(vg_session_run1(s, o, &t, &st), &st);
     if (t) {
@@ -138,13 +147,12 @@ static void test_reduce__max_direct(void) {
  * thread. Rank 0's next collective (a host allreduce) queues behind it: both ranks then
  * get the right sums, and the late ranks' fused results are right (rank 0's inputs
  * outlived its run). */
-static void test_timeout__hand_over_keeps_order(void) {
-    if (N < 2) return;
+static void timeout_in(const vg_session_options *so) {
     vg_graph *g = vg_graph_new();
     vg_output xs[2] = {make_const(g, VG_FLOAT, 0, 250001), make_const(g, VG_FLOAT, 1, 17)};
     vg_op *op = vg_dist_fused_allreduce(g, xs, 2, false, "sum");
     vg_status st;
-    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_session *s = vg_session_new(g, so, &st);
     vg_output f[2] = {vg_out(op, 0), vg_out(op, 1)};
     vg_tensor *out[2] = {0};
     if (R == 0) {
@@ -171,6 +179,66 @@ static void test_timeout__hand_over_keeps_order(void) {
     CHECK_NEAR(v[0], N, 0);
     CHECK_NEAR(v[1], N * (N - 1) / 2.0, 0);
     CHECK_NEAR(v[2], 0.5 * N, 0);
+}
+
+static void test_timeout__hand_over_keeps_order(void) {
+    if (N < 2) return;
+    for (int c = 0; c < 2; c++) timeout_in(&configs[c]);
+}
+
+/* A fused allreduce blocked on a late peer returns CANCELLED when its session closes,
+ * on the run's own thread (single-threaded session: the Ibarrier wait sees the close)
+ * and through the communication thread; the late rank's sums are still right. */
+typedef struct {
+    vg_session *s;
+    vg_output *f;
+    vg_tensor **out;
+    vg_code rc;
+} runner;
+static void *run_thread(void *arg) {
+    runner *r = arg;
+    vg_status st;
+    r->rc = vg_session_run(r->s, NULL, NULL, NULL, 0, r->f, r->out, 2, NULL, 0, NULL, &st);
+    return NULL;
+}
+
+static void close_in(const vg_session_options *so) {
+    vg_graph *g = vg_graph_new();
+    vg_output xs[2] = {make_const(g, VG_FLOAT, 4, 100000), make_const(g, VG_FLOAT, 5, 3)};
+    vg_op *op = vg_dist_fused_allreduce(g, xs, 2, true, "mean");
+    vg_status st;
+    vg_session *s = vg_session_new(g, so, &st);
+    vg_output f[2] = {vg_out(op, 0), vg_out(op, 1)};
+    vg_tensor *out[2] = {0};
+    if (R == 0) {
+        runner r = {s, f, out, VG_OK};
+        pthread_t th;
+        pthread_create(&th, NULL, run_thread, &r);
+        usleep(200 * 1000); /* the others have not joined */
+        int64_t t0 = now_us();
+        vg_session_close(s, &st);
+        pthread_join(th, NULL);
+        CHECK_CODE(r.rc, VG_CANCELLED);
+        CHECK(now_us() - t0 < 150000); /* at once, not when the others come */
+    } else {
+        usleep(500 * 1000);
+        CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, out, 2, NULL, 0, NULL, &st), &st);
+        if (out[0] && out[1]) {
+            int bad = 0;
+            for (int64_t i = 0; i < 100000; i++) bad += elem(out[0], i) != (float)want(4, i, true);
+            for (int64_t i = 0; i < 3; i++) bad += elem(out[1], i) != (float)want(5, i, true);
+            CHECK_EQ_INT(bad, 0);
+        }
+    }
+    for (int i = 0; i < 2; i++) vg_tensor_free(out[i]);
+    vg_session_free(s);
+    vg_graph_free(g);
+    CHECK_OK(vg_dist_barrier(&st), &st); /* still in step */
+}
+
+static void test_cancel__close_while_waiting(void) {
+    if (N < 2) return;
+    for (int c = 0; c < 2; c++) close_in(&configs[c]);
 }
 
 /* Host collectives (no session: MPI on the caller, no barrier first) in a row,
@@ -218,6 +286,7 @@ int main(void) {
     RUN_TEST(test_fused__packed_int64);
     RUN_TEST(test_reduce__max_direct);
     RUN_TEST(test_timeout__hand_over_keeps_order);
+    RUN_TEST(test_cancel__close_while_waiting);
     RUN_TEST(test_host__caller_thread);
     CHECK_OK(vg_dist_finalize(&st), &st);
     TEST_MAIN_END();

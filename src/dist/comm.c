@@ -48,6 +48,7 @@ struct vg__comm_req {
     int64_t total;
     int mismatch;         /* CHECK */
     bool direct;          /* runs on the submitting thread (holds g.busy until done) */
+    bool queue_only;      /* never direct */
 #ifdef VIGIL_HAVE_MPI
     MPI_Request barrier;  /* the entry barrier of a direct request handed to the thread */
     bool has_barrier;
@@ -168,6 +169,7 @@ vg__comm_req *vg__comm_req_new(vg__comm_kind kind, void *buf, int64_t count, vg_
 }
 
 void vg__comm_req_own(vg__comm_req *r, void *p) { r->owned = p; }
+void vg__comm_req_queue_only(vg__comm_req *r) { r->queue_only = true; }
 void vg__comm_req_set_send(vg__comm_req *r, const void *sendbuf) { r->sendbuf = sendbuf; }
 /* p with room for `need` elements (capacity *cap, doubled as needed): p itself, or
  * the moved array; NULL when out of memory (p is then unchanged). */
@@ -710,7 +712,7 @@ vg_code vg__comm_submit(vg__comm_req *r, vg_status *st) {
         pthread_mutex_unlock(&g_mu);
         return VG_OK;
     }
-    if (!g.head && !g.busy) { /* MPI is idle: the caller runs it in vg__comm_wait */
+    if (!g.head && !g.busy && !r->queue_only) { /* MPI is idle: the caller runs it in vg__comm_wait */
         r->direct = true;
         g.busy = true;
         pthread_mutex_unlock(&g_mu);

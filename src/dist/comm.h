@@ -50,6 +50,11 @@ VG_HIDDEN vg__comm_req *vg__comm_req_new(vg__comm_kind kind, void *buf, int64_t 
 /* The request gives p back to the buffer pool (vg__comm_buffer_put) when its last
  * reference goes. */
 VG_HIDDEN void vg__comm_req_own(vg__comm_req *r, void *p);
+/* The request goes to the communication thread even when MPI is idle, so that the
+ * submitting thread sleeps while it waits instead of making the MPI calls (and MPI's
+ * busy waits) itself: for a run with inter-op helper threads, whose caller a busy
+ * wait would slow down against the helpers. */
+VG_HIDDEN void vg__comm_req_queue_only(vg__comm_req *r);
 /* ALLREDUCE from sendbuf into buf (not in place): MPI reads sendbuf, writes buf. */
 VG_HIDDEN void vg__comm_req_set_send(vg__comm_req *r, const void *sendbuf);
 /* The request keeps a reference to t (vg_tensor_ref) until its last reference goes:

@@ -18,6 +18,7 @@
  * the MPI world (group_size must equal its size; 0 = the world's size).
  */
 #include "dist/comm.h"
+#include "exec/exec.h"
 #include "kernels/kernel.h"
 #include "vigil/distributed.h"
 #include <stdio.h>
@@ -48,6 +49,15 @@ static vg_code prologue(vg__kctx *ctx) {
     return VG_OK;
 }
 
+/* Where the MPI calls run: a run with inter-op helper threads leaves them to the
+ * communication thread and sleeps while it waits (its busy wait would take a core from
+ * the helpers still back-propagating: test_dist_overlap's first bucket then started
+ * after the last gradient in about a third of the loaded runs, against a tenth); a
+ * single-threaded run makes them itself (no hand-off; nothing else needs its core). */
+static void placement(vg__kctx *ctx, vg__comm_req *r) {
+    if (r && vg__kctx_session(ctx)->inter) vg__comm_req_queue_only(r);
+}
+
 /* Runs one request over buf (a comm buffer the request owns from now on). */
 static vg_code run_req(vg__kctx *ctx, vg__comm_kind kind, void *buf, int64_t count, vg_dtype dt, vg_reduce_op op,
                        int root, vg__comm_req **out) {
@@ -58,6 +68,7 @@ static vg_code run_req(vg__kctx *ctx, vg__comm_kind kind, void *buf, int64_t cou
         return VG_OOM(st, "a collective request");
     }
     vg__comm_req_own(r, buf);
+    placement(ctx, r);
     vg_code rc = vg__comm_submit(r, st);
     if (rc == VG_OK) rc = vg__comm_wait(r, session_closing, vg__kctx_session(ctx), vg__kctx_deadline_ns(ctx), st);
     if (rc != VG_OK || !out) vg__comm_req_free(r);
@@ -244,6 +255,7 @@ static vg_code kernel_reduce(vg__kctx *ctx) {
     vg__comm_req *r = vg__comm_req_new(ring ? VG__COMM_FUSED : VG__COMM_ALLREDUCE, fbuf, ring ? (int64_t)(total / es) : 0,
                                        dt, merge, 0);
     vg_code rc = VG_OK;
+    placement(ctx, r);
     /* the buffer and the inputs outlive a cancelled wait */
     if (!offs || !r || !vg__comm_req_hold(r, whole)) rc = VG_OOM(st, "a collective request");
     size_t soff = 0, doff = pack ? small_total : 0;
