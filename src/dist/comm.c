@@ -1,9 +1,17 @@
 /*
  * comm.c - the MPI world and its communication thread (see comm.h).
  *
- * One thread makes every MPI call after init, taking requests from a FIFO; a request
- * that fails marks the world broken (MPI has no fault tolerance in Open MPI 4.1: a
- * dead peer ends the job, and until mpirun kills us every later request fails with
+ * One MPI caller at a time, in submission order (MPI_THREAD_SERIALIZED). A request
+ * submitted while MPI is idle (nothing queued, nobody inside MPI) runs on the
+ * submitting thread itself, in vg__comm_wait: no hand-off to another thread and back
+ * (two wake-ups, 10-50 us each on a VM). Any other request goes into a FIFO that the
+ * communication thread works through. A waiter that may be cancelled first enters an
+ * MPI_Ibarrier and polls it (with the cancellation and the deadline): once every rank
+ * has entered the barrier every rank is inside this same collective, so the blocking
+ * call after it cannot wait on a peer that never comes; a cancelled waiter hands the
+ * barrier and the request to the communication thread, which finishes both, so the
+ * ranks stay in step as before. A request that fails marks the world broken (MPI has
+ * no fault tolerance in Open MPI 4.1: a dead peer ends the job, and until mpirun kills us every later request fails with
  * UNAVAILABLE instead of hanging). Without VIGIL_HAVE_MPI, or when the process was not
  * started by mpirun, the world has one rank and requests complete on the caller.
  */
@@ -12,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 #ifdef VIGIL_HAVE_MPI
 #include <mpi.h>
@@ -30,11 +39,20 @@ struct vg__comm_req {
     char msg[200];
     void *owned;          /* freed through vg__comm_buffer_put at the last reference */
     const void *sendbuf;  /* ALLREDUCE not in place */
-    vg_tensor *held[2];
+    vg_tensor **held;
+    int nheld, capheld;
+    vg__comm_part *parts;  /* ALLREDUCE in parts (then buf/count/sendbuf are unused) */
+    int nparts, capparts;
     void *gathered;       /* ALLGATHER result (vg__malloc) */
     int64_t *counts;      /* ALLGATHER per-rank byte counts */
     int64_t total;
     int mismatch;         /* CHECK */
+    bool direct;          /* runs on the submitting thread (holds g.busy until done) */
+    bool queue_only;      /* never direct */
+#ifdef VIGIL_HAVE_MPI
+    MPI_Request barrier;  /* the entry barrier of a direct request handed to the thread */
+    bool has_barrier;
+#endif
     vg__comm_req *next;
 };
 
@@ -151,13 +169,33 @@ vg__comm_req *vg__comm_req_new(vg__comm_kind kind, void *buf, int64_t count, vg_
 }
 
 void vg__comm_req_own(vg__comm_req *r, void *p) { r->owned = p; }
+void vg__comm_req_queue_only(vg__comm_req *r) { r->queue_only = true; }
 void vg__comm_req_set_send(vg__comm_req *r, const void *sendbuf) { r->sendbuf = sendbuf; }
-void vg__comm_req_hold(vg__comm_req *r, vg_tensor *t) {
-    for (int i = 0; i < 2; i++)
-        if (!r->held[i]) {
-            r->held[i] = vg_tensor_ref(t);
-            return;
-        }
+/* p with room for `need` elements (capacity *cap, doubled as needed): p itself, or
+ * the moved array; NULL when out of memory (p is then unchanged). */
+static void *grow(void *p, int *cap, int need, size_t elem) {
+    if (need <= *cap) return p;
+    int c = *cap ? 2 * *cap : 4;
+    while (c < need) c *= 2;
+    void *q = vg__realloc(p, (size_t)*cap * elem, (size_t)c * elem);
+    if (q) *cap = c;
+    return q;
+}
+
+bool vg__comm_req_hold(vg__comm_req *r, vg_tensor *t) {
+    vg_tensor **h = grow(r->held, &r->capheld, r->nheld + 1, sizeof *h);
+    if (!h) return false;
+    r->held = h;
+    r->held[r->nheld++] = vg_tensor_ref(t);
+    return true;
+}
+
+bool vg__comm_req_add_part(vg__comm_req *r, const void *sendbuf, void *recvbuf, int64_t count, bool scale) {
+    vg__comm_part *q = grow(r->parts, &r->capparts, r->nparts + 1, sizeof *q);
+    if (!q) return false;
+    r->parts = q;
+    r->parts[r->nparts++] = (vg__comm_part){sendbuf, recvbuf, count, scale};
+    return true;
 }
 
 const void *vg__comm_req_gathered(const vg__comm_req *r, const int64_t **counts, int64_t *total) {
@@ -170,15 +208,24 @@ int vg__comm_req_check_mismatch(const vg__comm_req *r) { return r->mismatch; }
 
 static void req_destroy(vg__comm_req *r) {
     vg__comm_buffer_put(r->owned);
-    for (int i = 0; i < 2; i++) vg_tensor_free(r->held[i]);
+    for (int i = 0; i < r->nheld; i++) vg_tensor_free(r->held[i]);
+    vg__free(r->held);
+    vg__free(r->parts);
     vg__free(r->gathered);
     vg__free(r->counts);
     vg__free(r);
 }
 
+#ifdef VIGIL_HAVE_MPI
+static void hand_over_locked(vg__comm_req *r);
+#endif
+
 void vg__comm_req_free(vg__comm_req *r) {
     if (!r) return;
     pthread_mutex_lock(&g_mu);
+#ifdef VIGIL_HAVE_MPI
+    if (r->direct && !r->done) hand_over_locked(r); /* submitted, never waited for */
+#endif
     bool last = --r->refs == 0;
     pthread_mutex_unlock(&g_mu);
     if (last) req_destroy(r);
@@ -199,9 +246,33 @@ static size_t dt_size(vg_dtype dt) {
     }
 }
 
+#ifdef VIGIL_HAVE_MPI
+/* x *= 1 / size over a part's result (the mean's division, float types). */
+static void scale_part(void *p, int64_t n, vg_dtype dt, int size) {
+    int64_t i = 0;
+    if (dt == VG_FLOAT) {
+        float *restrict f = p;
+        const float k = 1.0f / (float)size;
+        for (; i + 16 <= n; i += 16)
+            for (int j = 0; j < 16; j++) f[i + j] *= k;
+        for (; i < n; i++) f[i] *= k;
+    } else if (dt == VG_DOUBLE) {
+        double *restrict f = p;
+        const double k = 1.0 / size;
+        for (; i + 16 <= n; i += 16)
+            for (int j = 0; j < 16; j++) f[i + j] *= k;
+        for (; i < n; i++) f[i] *= k;
+    }
+}
+#endif
+
 /* A world of one rank. */
 static void exec_local(vg__comm_req *r) {
     r->code = VG_OK;
+    for (int i = 0; i < r->nparts; i++) {
+        const vg__comm_part *q = &r->parts[i];
+        if (q->send && q->send != q->recv && q->count > 0) memcpy(q->recv, q->send, (size_t)q->count * dt_size(r->dt));
+    }
     if (r->kind == VG__COMM_ALLREDUCE && r->sendbuf && r->sendbuf != r->buf && r->count > 0)
         memcpy(r->buf, r->sendbuf, (size_t)r->count * dt_size(r->dt));
     if (r->kind == VG__COMM_ALLGATHER) {
@@ -249,18 +320,183 @@ static bool mpi_ok(vg__comm_req *r, int rc, const char *what) {
 /* Large messages in chunks MPI's int counts can carry. */
 #define CHUNK ((int64_t)1 << 30)
 
+/* ---- the fused allreduce: a ring over MPI point-to-point ----------------------------
+ *
+ * VG__COMM_FUSED reduces many tensors (parts: input -> its slice of the fusion buffer)
+ * with the ring algorithm (reduce-scatter, then allgather; Open MPI's own pick for
+ * these sizes on two ranks does the same steps) written on MPI_Isend/Irecv, so that:
+ * the first step sends straight from the inputs (no packing copy into the fusion
+ * buffer: one message per tensor piece of the chunk), every receive lands in the
+ * fusion buffer itself, and the add of this rank's own input is one pass that also
+ * applies the mean's 1 / N in the last step (no separate pass). The buffer holds the
+ * slices at 64-byte-aligned offsets; chunk c of N is [E c / N, E (c + 1) / N) of its
+ * elements, rounded to cache lines. */
+
+enum { RING_TAG = 7715 };
+
+typedef struct {
+    vg__comm_req *r;
+    int64_t elems;         /* of the fusion buffer */
+    size_t es;
+    MPI_Datatype type;
+    MPI_Request *reqs;
+    int nreqs, capreqs;
+} ring_state;
+
+static int64_t chunk_lo(const ring_state *s, int c) {
+    int64_t per_line = 64 / (int64_t)s->es;
+    int64_t lo = s->elems * c / g.size;
+    lo -= lo % per_line;
+    return c == 0 ? 0 : lo;
+}
+static int64_t chunk_hi(const ring_state *s, int c) { return c == g.size - 1 ? s->elems : chunk_lo(s, c + 1); }
+
+static bool ring_post(ring_state *s, bool send, void *p, int64_t n, int peer) {
+    if (n <= 0) return true;
+    MPI_Request *reqs = grow(s->reqs, &s->capreqs, s->nreqs + 1, sizeof *reqs);
+    if (!reqs) {
+        req_fail(s->r, VG_RESOURCE_EXHAUSTED, "out of memory in the fused allreduce");
+        return false;
+    }
+    s->reqs = reqs;
+    MPI_Request *q = &s->reqs[s->nreqs++];
+    int rc = send ? MPI_Isend(p, (int)n, s->type, peer, RING_TAG, g.comm, q)
+                  : MPI_Irecv(p, (int)n, s->type, peer, RING_TAG, g.comm, q);
+    if (rc != MPI_SUCCESS) s->nreqs--;
+    return mpi_ok(s->r, rc, send ? "MPI_Isend" : "MPI_Irecv");
+}
+
+static bool ring_wait(ring_state *s) {
+    int rc = MPI_Waitall(s->nreqs, s->reqs, MPI_STATUSES_IGNORE);
+    s->nreqs = 0;
+    return mpi_ok(s->r, rc, "MPI_Waitall");
+}
+
+/* The pieces of chunk [lo, hi) that are tensor data: part i's elements [a, b) of the
+ * buffer, sent from its input (from_input) or from the buffer, or received into the
+ * buffer. */
+static bool ring_pieces(ring_state *s, int64_t lo, int64_t hi, bool send, bool from_input, int peer) {
+    vg__comm_req *r = s->r;
+    char *buf = r->buf;
+    for (int i = 0; i < r->nparts; i++) {
+        const vg__comm_part *q = &r->parts[i];
+        int64_t a = ((char *)q->recv - buf) / (int64_t)s->es, b = a + q->count;
+        if (b <= lo || a >= hi) continue;
+        int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+        void *p = from_input ? (void *)((const char *)q->send + (x - a) * (int64_t)s->es) : buf + x * (int64_t)s->es;
+        if (!ring_post(s, send, p, y - x, peer)) return false;
+    }
+    return true;
+}
+
+/* d = (d + s) [* k]: 64-byte vectors (GCC's and clang's vector extension; -O2's
+ * vectoriser left the plain loop scalar, 4x slower), cloned per ISA under GCC as
+ * src/kernels/simd.h does. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define RING_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define RING_CLONES
+#endif
+typedef float ring_f32v __attribute__((vector_size(64)));
+typedef double ring_f64v __attribute__((vector_size(64)));
+
+RING_CLONES static void add_f32(float *restrict d, const float *restrict s, int64_t n, float k, bool scale) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        ring_f32v a, b;
+        memcpy(&a, d + i, sizeof a);
+        memcpy(&b, s + i, sizeof b);
+        a += b;
+        if (scale) a *= k;
+        memcpy(d + i, &a, sizeof a);
+    }
+    for (; i < n; i++) d[i] = scale ? (d[i] + s[i]) * k : d[i] + s[i];
+}
+
+RING_CLONES static void add_f64(double *restrict d, const double *restrict s, int64_t n, double k, bool scale) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        ring_f64v a, b;
+        memcpy(&a, d + i, sizeof a);
+        memcpy(&b, s + i, sizeof b);
+        a += b;
+        if (scale) a *= k;
+        memcpy(d + i, &a, sizeof a);
+    }
+    for (; i < n; i++) d[i] = scale ? (d[i] + s[i]) * k : d[i] + s[i];
+}
+
+/* buf[x] += input[x] over chunk [lo, hi), times k (the mean) in the parts that scale. */
+static void ring_add(ring_state *s, int64_t lo, int64_t hi, double k) {
+    vg__comm_req *r = s->r;
+    char *buf = r->buf;
+    for (int i = 0; i < r->nparts; i++) {
+        const vg__comm_part *q = &r->parts[i];
+        int64_t a = ((char *)q->recv - buf) / (int64_t)s->es, b = a + q->count;
+        if (b <= lo || a >= hi) continue;
+        int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+        bool scale = q->scale && k != 1.0;
+        if (r->dt == VG_FLOAT) add_f32((float *)buf + x, (const float *)q->send + (x - a), y - x, (float)k, scale);
+        else add_f64((double *)buf + x, (const double *)q->send + (x - a), y - x, k, scale);
+    }
+}
+
+static void exec_fused(vg__comm_req *r) {
+    ring_state s = {r, r->count, dt_size(r->dt), mpi_type(r->dt), NULL, 0, 0};
+    int n = g.size, me = g.rank, right = (me + 1) % n, left = (me + n - 1) % n;
+    /* zero the padding between slices: whole chunks travel in the later steps */
+    char *buf = r->buf;
+    int64_t end = 0;
+    for (int i = 0; i <= r->nparts; i++) {
+        int64_t a = i < r->nparts ? ((char *)r->parts[i].recv - buf) / (int64_t)s.es : s.elems;
+        if (a > end) memset(buf + end * (int64_t)s.es, 0, (size_t)(a - end) * s.es);
+        if (i < r->nparts) end = a + r->parts[i].count;
+    }
+    /* reduce-scatter: in step t, send chunk me - t, receive chunk me - t - 1 and add
+     * this rank's input to it; rank me ends with the sum of chunk me + 1 */
+    for (int t = 0; t < n - 1; t++) {
+        int sc = (me - t + 2 * n) % n, rc = (me - t - 1 + 2 * n) % n;
+        int64_t rlo = chunk_lo(&s, rc), rhi = chunk_hi(&s, rc), slo = chunk_lo(&s, sc), shi = chunk_hi(&s, sc);
+        bool ok = t == 0 ? ring_pieces(&s, rlo, rhi, false, false, left) && ring_pieces(&s, slo, shi, true, true, right)
+                         : ring_post(&s, false, buf + rlo * (int64_t)s.es, rhi - rlo, left) &&
+                               ring_post(&s, true, buf + slo * (int64_t)s.es, shi - slo, right);
+        if (!ok || !ring_wait(&s)) goto out;
+        ring_add(&s, rlo, rhi, t == n - 2 ? 1.0 / n : 1.0);
+    }
+    /* allgather: in step t, send chunk me + 1 - t, receive chunk me - t */
+    for (int t = 0; t < n - 1; t++) {
+        int sc = (me + 1 - t + 2 * n) % n, rc = (me - t + 2 * n) % n;
+        int64_t rlo = chunk_lo(&s, rc), rhi = chunk_hi(&s, rc), slo = chunk_lo(&s, sc), shi = chunk_hi(&s, sc);
+        if (!ring_post(&s, false, buf + rlo * (int64_t)s.es, rhi - rlo, left) ||
+            !ring_post(&s, true, buf + slo * (int64_t)s.es, shi - slo, right) || !ring_wait(&s))
+            goto out;
+    }
+out:
+    if (s.nreqs) { /* a failed post: finish what was started */
+        MPI_Waitall(s.nreqs, s.reqs, MPI_STATUSES_IGNORE);
+    }
+    vg__free(s.reqs);
+}
+
 static void exec_mpi(vg__comm_req *r) {
     r->code = VG_OK;
     switch (r->kind) {
     case VG__COMM_ALLREDUCE: {
         size_t es = dt_size(r->dt);
         int64_t step = CHUNK / (int64_t)es;
-        for (int64_t off = 0; off < r->count; off += step) {
-            int64_t n = r->count - off < step ? r->count - off : step;
-            const void *send = r->sendbuf ? (const char *)r->sendbuf + off * (int64_t)es : MPI_IN_PLACE;
-            if (!mpi_ok(r, MPI_Allreduce(send, (char *)r->buf + off * (int64_t)es, (int)n, mpi_type(r->dt),
-                                         mpi_op(r->op), g.comm), "MPI_Allreduce"))
-                return;
+        vg__comm_part whole = {r->sendbuf, r->buf, r->count, false};
+        const vg__comm_part *parts = r->nparts ? r->parts : &whole;
+        for (int i = 0; i < (r->nparts ? r->nparts : 1); i++) {
+            const vg__comm_part *q = &parts[i];
+            for (int64_t off = 0; off < q->count; off += step) {
+                int64_t n = q->count - off < step ? q->count - off : step;
+                const void *send = q->send && q->send != q->recv ? (const char *)q->send + off * (int64_t)es : MPI_IN_PLACE;
+                if (!mpi_ok(r, MPI_Allreduce(send, (char *)q->recv + off * (int64_t)es, (int)n, mpi_type(r->dt),
+                                             mpi_op(r->op), g.comm), "MPI_Allreduce"))
+                    return;
+            }
+            if (q->scale) scale_part(q->recv, q->count, r->dt, g.size);
         }
         return;
     }
@@ -269,6 +505,9 @@ static void exec_mpi(vg__comm_req *r) {
             int64_t n = r->count - off < CHUNK ? r->count - off : CHUNK;
             if (!mpi_ok(r, MPI_Bcast((char *)r->buf + off, (int)n, MPI_BYTE, r->root, g.comm), "MPI_Bcast")) return;
         }
+        return;
+    case VG__COMM_FUSED:
+        exec_fused(r);
         return;
     case VG__COMM_BARRIER:
         mpi_ok(r, MPI_Barrier(g.comm), "MPI_Barrier");
@@ -334,11 +573,24 @@ static void exec_mpi(vg__comm_req *r) {
     }
 }
 
+/* After the MPI call: marks the world broken on UNAVAILABLE, the request done, MPI
+ * free for the next caller. Lock held. */
+static void finish_locked(vg__comm_req *r) {
+    if (r->code == VG_UNAVAILABLE && !g.broken) {
+        g.broken = true;
+        snprintf(g.broken_msg, sizeof g.broken_msg, "an earlier collective failed: %.120s", r->msg);
+    }
+    r->done = true;
+    g.busy = false;
+    pthread_cond_broadcast(&g_cv);
+}
+
 static void *comm_main(void *arg) {
     (void)arg;
     pthread_mutex_lock(&g_mu);
     for (;;) {
-        while (!g.head && !g.stop) pthread_cond_wait(&g_cv, &g_mu);
+        /* a request runs when MPI is free (a direct caller may hold it) */
+        while ((!g.head || g.busy) && !(g.stop && !g.head)) pthread_cond_wait(&g_cv, &g_mu);
         if (!g.head) break; /* stop with an empty queue */
         vg__comm_req *r = g.head;
         g.head = r->next;
@@ -346,19 +598,18 @@ static void *comm_main(void *arg) {
         bool broken = g.broken;
         g.busy = true;
         pthread_mutex_unlock(&g_mu);
-        if (broken)
+        if (broken) {
             req_fail(r, VG_UNAVAILABLE, g.broken_msg);
-        else
+        } else if (r->has_barrier) { /* a direct request given up by its waiter */
+            r->has_barrier = false;
+            if (mpi_ok(r, MPI_Wait(&r->barrier, MPI_STATUS_IGNORE), "MPI_Ibarrier") && r->kind != VG__COMM_BARRIER)
+                exec_mpi(r);
+        } else {
             exec_mpi(r);
-        pthread_mutex_lock(&g_mu);
-        if (r->code == VG_UNAVAILABLE && !g.broken) {
-            g.broken = true;
-            snprintf(g.broken_msg, sizeof g.broken_msg, "an earlier collective failed: %.120s", r->msg);
         }
-        r->done = true;
-        g.busy = false;
+        pthread_mutex_lock(&g_mu);
+        finish_locked(r);
         bool last = --r->refs == 0;
-        pthread_cond_broadcast(&g_cv);
         if (last) {
             pthread_mutex_unlock(&g_mu);
             req_destroy(r);
@@ -367,6 +618,72 @@ static void *comm_main(void *arg) {
     }
     pthread_mutex_unlock(&g_mu);
     return NULL;
+}
+
+/* A direct request not run by its submitter goes to the front of the queue (it was
+ * submitted before anything queued behind it) and MPI is free for the thread. */
+static void hand_over_locked(vg__comm_req *r) {
+    r->direct = false;
+    r->refs++;
+    r->next = g.head;
+    g.head = r;
+    if (!g.tail) g.tail = r;
+    g.busy = false;
+    pthread_cond_broadcast(&g_cv);
+}
+
+static void pause_ns(int64_t ns) {
+    struct timespec ts = {0, (long)ns};
+    nanosleep(&ts, NULL);
+}
+
+/* Runs a direct request on the calling thread, which holds MPI (g.busy). A waiter that
+ * can be cancelled or time out first polls an MPI_Ibarrier: spinning for the first
+ * 50 us (the usual skew between ranks), then yielding the core between polls (a short
+ * sleep would give the core away: on a loaded machine getting it back took
+ * milliseconds, every step), and sleeping 1 ms between polls after 100 ms (a peer busy
+ * elsewhere: checkpointing, evaluating). */
+static vg_code run_direct(vg__comm_req *r, bool (*cancelled)(const void *arg), const void *arg, int64_t deadline_ns,
+                          vg_status *st) {
+    r->code = VG_OK;
+    if (cancelled || deadline_ns > 0) {
+        MPI_Request q;
+        if (!mpi_ok(r, MPI_Ibarrier(g.comm, &q), "MPI_Ibarrier")) goto finish;
+        int64_t t0 = vg__now_ns();
+        bool backoff = false;
+        for (unsigned iter = 1;; iter++) {
+            int flag = 0;
+            if (!mpi_ok(r, MPI_Test(&q, &flag, MPI_STATUS_IGNORE), "MPI_Ibarrier")) goto finish;
+            if (flag) break;
+            if (!backoff && iter % 64) continue; /* a clock read per 64 polls while spinning */
+            int64_t now = vg__now_ns();
+            pthread_mutex_lock(&g_mu);
+            bool stop = g.stop;
+            pthread_mutex_unlock(&g_mu);
+            bool cancel = stop || (cancelled && cancelled(arg)), late = deadline_ns > 0 && now >= deadline_ns;
+            if (cancel || late) {
+                pthread_mutex_lock(&g_mu);
+                r->barrier = q;
+                r->has_barrier = true;
+                hand_over_locked(r);
+                pthread_mutex_unlock(&g_mu);
+                if (late && !cancel) return vg_status_set(st, VG_DEADLINE_EXCEEDED, "Timed out waiting for a collective");
+                return vg_status_set(st, VG_CANCELLED, stop ? "collective cancelled: the distributed world is finalizing"
+                                                            : "collective cancelled: the session is closing");
+            }
+            backoff = now - t0 > 50000;
+            if (now - t0 > 100000000) pause_ns(1000000);
+            else if (backoff) sched_yield();
+        }
+        if (r->kind == VG__COMM_BARRIER) goto finish;
+    }
+    exec_mpi(r);
+finish:
+    pthread_mutex_lock(&g_mu);
+    finish_locked(r);
+    pthread_mutex_unlock(&g_mu);
+    if (r->code != VG_OK) return vg_status_set(st, r->code, "%s", r->msg);
+    return VG_OK;
 }
 #endif
 
@@ -389,6 +706,18 @@ vg_code vg__comm_submit(vg__comm_req *r, vg_status *st) {
         r->done = true;
         return VG_OK;
     }
+    if (g.broken) {
+        req_fail(r, VG_UNAVAILABLE, g.broken_msg);
+        r->done = true;
+        pthread_mutex_unlock(&g_mu);
+        return VG_OK;
+    }
+    if (!g.head && !g.busy && !r->queue_only) { /* MPI is idle: the caller runs it in vg__comm_wait */
+        r->direct = true;
+        g.busy = true;
+        pthread_mutex_unlock(&g_mu);
+        return VG_OK;
+    }
     r->refs++;
     r->next = NULL;
     if (g.tail) g.tail->next = r;
@@ -401,6 +730,9 @@ vg_code vg__comm_submit(vg__comm_req *r, vg_status *st) {
 
 vg_code vg__comm_wait(vg__comm_req *r, bool (*cancelled)(const void *arg), const void *arg, int64_t deadline_ns,
                       vg_status *st) {
+#ifdef VIGIL_HAVE_MPI
+    if (r->direct && !r->done) return run_direct(r, cancelled, arg, deadline_ns, st);
+#endif
     pthread_mutex_lock(&g_mu);
     while (!r->done) {
         if (cancelled && cancelled(arg)) {

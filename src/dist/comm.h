@@ -3,9 +3,11 @@
  * thread and the requests other layers hand to it (collective kernels, the
  * host-memory collectives of vigil/distributed.h).
  *
- * Every MPI call after MPI_Init_thread runs on the communication thread, in the
- * order the requests were submitted, so ranks must submit collectives in the same
- * order (the graph builders chain collective ops with control dependencies for that).
+ * One thread at a time makes MPI calls after MPI_Init_thread, in the order the
+ * requests were submitted: the submitting thread itself when MPI is idle (in
+ * vg__comm_wait), the communication thread for requests queued behind another. Ranks
+ * must submit collectives in the same order (the graph builders chain collective ops
+ * with control dependencies for that).
  * In a world of one rank (no mpirun, or a build without MPI) requests complete at
  * once on the submitting thread.
  */
@@ -21,10 +23,23 @@ typedef enum vg__comm_kind {
     VG__COMM_BCAST,     /* buf: count bytes from root */
     VG__COMM_ALLGATHER, /* sendbuf: count bytes (may differ per rank); recv: filled */
     VG__COMM_BARRIER,
-    VG__COMM_CHECK      /* buf: count int64, every rank must hold the same values */
+    VG__COMM_CHECK,     /* buf: count int64, every rank must hold the same values */
+    VG__COMM_FUSED      /* sum (float32/float64) of many tensors into one buffer: buf, count
+                         * elements; parts: send = an input, recv = its slice of buf (in
+                         * order, non-overlapping), scale: the mean. A ring on MPI
+                         * point-to-point; every chunk of count / size must fit an int. */
 } vg__comm_kind;
 
 typedef struct vg__comm_req vg__comm_req;
+
+/* One MPI_Allreduce of a request in parts: count elements from send (NULL or recv:
+ * in place) into recv; scale: then recv *= 1 / size (float types: the mean). */
+typedef struct vg__comm_part {
+    const void *send;
+    void *recv;
+    int64_t count;
+    bool scale;
+} vg__comm_part;
 
 /* Creates a request (one reference for the caller). The buffers stay the caller's
  * but must live until vg__comm_req_free (a cancelled wait leaves the request running
@@ -35,11 +50,21 @@ VG_HIDDEN vg__comm_req *vg__comm_req_new(vg__comm_kind kind, void *buf, int64_t 
 /* The request gives p back to the buffer pool (vg__comm_buffer_put) when its last
  * reference goes. */
 VG_HIDDEN void vg__comm_req_own(vg__comm_req *r, void *p);
+/* The request goes to the communication thread even when MPI is idle, so that the
+ * submitting thread sleeps while it waits instead of making the MPI calls (and MPI's
+ * busy waits) itself: for a run with inter-op helper threads, whose caller a busy
+ * wait would slow down against the helpers. */
+VG_HIDDEN void vg__comm_req_queue_only(vg__comm_req *r);
 /* ALLREDUCE from sendbuf into buf (not in place): MPI reads sendbuf, writes buf. */
 VG_HIDDEN void vg__comm_req_set_send(vg__comm_req *r, const void *sendbuf);
 /* The request keeps a reference to t (vg_tensor_ref) until its last reference goes:
- * tensors whose data it reads or writes outlive a cancelled wait. At most 2. */
-VG_HIDDEN void vg__comm_req_hold(vg__comm_req *r, vg_tensor *t);
+ * tensors whose data it reads or writes outlive a cancelled wait. false when out of
+ * memory (nothing held). */
+VG_HIDDEN bool vg__comm_req_hold(vg__comm_req *r, vg_tensor *t);
+/* ALLREDUCE in parts, reduced one after the other in the order added (every rank must
+ * add the same parts); buf, count and the send buffer of the request are then unused.
+ * false when out of memory. */
+VG_HIDDEN bool vg__comm_req_add_part(vg__comm_req *r, const void *sendbuf, void *recvbuf, int64_t count, bool scale);
 /* ALLGATHER results: a buffer of the concatenation (owned by the request) and each
  * rank's byte count (size entries). Valid after a successful wait. */
 VG_HIDDEN const void *vg__comm_req_gathered(const vg__comm_req *r, const int64_t **counts, int64_t *total);

@@ -3,12 +3,13 @@
  * CollectiveBcastSend/Recv and CollectiveGather, Horovod's HorovodBroadcast, and
  * VigilFusedAllreduce (many tensors reduced through one fusion buffer).
  *
- * A kernel copies its input into a reusable host buffer of the dist layer, hands a
- * request to the communication thread (dist/comm.h) and waits for it; the ops are
- * VG__OP_BLOCKING, so the executor runs them on the run's caller thread and never
- * parks an inter-op pool thread on a peer. The wait polls the session: when it
- * closes the kernel returns CANCELLED (the request finishes on its own and gives the
- * buffer back); a dead peer gives UNAVAILABLE. Every rank must run its collectives
+ * A kernel builds a request over reusable host buffers of the dist layer (dist/comm.h)
+ * and waits for it; when MPI is idle the waiting thread makes the MPI calls itself,
+ * otherwise the communication thread does. The ops are VG__OP_BLOCKING, so the
+ * executor runs them on the run's caller thread and never parks an inter-op pool
+ * thread on a peer. The wait polls the session: when it closes the kernel returns
+ * CANCELLED (the request finishes on the communication thread and gives the buffers
+ * back); a dead peer gives UNAVAILABLE. Every rank must run its collectives
  * in the same order: order two collectives of one run that data flow does not order
  * with a control dependency (the builders of vigil/distributed.h that make several
  * collectives chain them).
@@ -17,6 +18,7 @@
  * the MPI world (group_size must equal its size; 0 = the world's size).
  */
 #include "dist/comm.h"
+#include "exec/exec.h"
 #include "kernels/kernel.h"
 #include "vigil/distributed.h"
 #include <stdio.h>
@@ -47,6 +49,15 @@ static vg_code prologue(vg__kctx *ctx) {
     return VG_OK;
 }
 
+/* Where the MPI calls run: a run with inter-op helper threads leaves them to the
+ * communication thread and sleeps while it waits (its busy wait would take a core from
+ * the helpers still back-propagating: test_dist_overlap's first bucket then started
+ * after the last gradient in about a third of the loaded runs, against a tenth); a
+ * single-threaded run makes them itself (no hand-off; nothing else needs its core). */
+static void placement(vg__kctx *ctx, vg__comm_req *r) {
+    if (r && vg__kctx_session(ctx)->inter) vg__comm_req_queue_only(r);
+}
+
 /* Runs one request over buf (a comm buffer the request owns from now on). */
 static vg_code run_req(vg__kctx *ctx, vg__comm_kind kind, void *buf, int64_t count, vg_dtype dt, vg_reduce_op op,
                        int root, vg__comm_req **out) {
@@ -57,6 +68,7 @@ static vg_code run_req(vg__kctx *ctx, vg__comm_kind kind, void *buf, int64_t cou
         return VG_OOM(st, "a collective request");
     }
     vg__comm_req_own(r, buf);
+    placement(ctx, r);
     vg_code rc = vg__comm_submit(r, st);
     if (rc == VG_OK) rc = vg__comm_wait(r, session_closing, vg__kctx_session(ctx), vg__kctx_deadline_ns(ctx), st);
     if (rc != VG_OK || !out) vg__comm_req_free(r);
@@ -146,14 +158,6 @@ static void divide(void *p, int64_t n, vg_dtype dt, int size) {
     }
 }
 
-static vg_code submit(vg__kctx *ctx, vg__comm_req *r) {
-    vg_status *st = vg__kctx_status(ctx);
-    if (!r) return VG_OOM(st, "a collective request");
-    vg_code rc = vg__comm_submit(r, st);
-    if (rc != VG_OK) vg__comm_req_free(r);
-    return rc;
-}
-
 /* dst = src * (1 / size): the mean's division done on the way in, while src is still
  * in this core's cache (after the allreduce the sum arrives from the peers' caches and
  * a pass over it costs several times more). */
@@ -192,34 +196,25 @@ static void view_release(void *data, size_t len, void *payload) {
 }
 
 #define SLICE_ALIGN ((size_t)64)
+/* Off the ring, a tensor of at least this many bytes is reduced straight from the
+ * input into its slice (MPI_Allreduce out of place, no packing copy); smaller ones are
+ * packed and reduced together by one call. An extra call costs a synchronisation of
+ * the ranks (5 us for 12 KB here), about the time a copy of 64 KB takes. Fusions of
+ * floats smaller than this are not worth a ring either. */
+#define DIRECT_MIN ((size_t)64 << 10)
 
-/* A single tensor reduced without a copy: MPI reads the input and writes the output
- * (no mean to fold in on the way). */
-static vg_code reduce_direct(vg__kctx *ctx, vg_tensor *t, vg_dtype dt, vg_reduce_op merge, bool div, int size) {
-    vg_status *st = vg__kctx_status(ctx);
-    vg_tensor *out;
-    vg_code rc = vg__kctx_alloc_output(ctx, 0, dt, vg_tensor_dims(t), vg_tensor_ndims(t), &out);
-    if (rc != VG_OK) return rc;
-    vg__comm_req *r = vg__comm_req_new(VG__COMM_ALLREDUCE, vg_tensor_data(out), vg_tensor_num_elements(t), dt, merge, 0);
-    if (r) {
-        vg__comm_req_set_send(r, vg_tensor_data(t));
-        vg__comm_req_hold(r, t); /* both outlive a cancelled wait */
-        vg__comm_req_hold(r, out);
-    }
-    if ((rc = submit(ctx, r)) != VG_OK) return rc;
-    rc = vg__comm_wait(r, session_closing, vg__kctx_session(ctx), vg__kctx_deadline_ns(ctx), st);
-    vg__comm_req_free(r);
-    if (rc == VG_OK && div) divide(vg_tensor_data(out), vg_tensor_num_elements(out), dt, size);
-    return rc;
-}
+static size_t padded(size_t nb) { return (nb + SLICE_ALIGN - 1) & ~(SLICE_ALIGN - 1); }
 
-/* The inputs are packed (the mean's x / N folded into the copy) into one fusion buffer
- * from the dist layer's pool, reduced in place by a single MPI_Allreduce, and the
- * outputs are views of their slices of it (no copy out, no output allocation): one
- * call of all the bytes, as a bare MPI_Allreduce of a reused buffer, plus the packing
- * copy. The buffer goes back to the pool when the last output is released, so a
- * training loop reuses it step after step. A single tensor without the mean is
- * reduced directly from the input into the output instead. */
+/* The outputs are slices of one fusion buffer from the dist layer's pool (no output
+ * allocation, no copy out): a training loop reuses it step after step, as it goes back
+ * to the pool when the last output is released. Sums and means of float32/float64
+ * (the gradients' case) go through the dist layer's ring (VG__COMM_FUSED): read
+ * straight from the inputs, no packing copy, the mean folded into the ring's last add.
+ * Other reductions: inputs of DIRECT_MIN bytes or more are reduced from the input
+ * straight into their slice by MPI_Allreduce out of place; the small ones are packed
+ * (the mean of floats folded into the copy) into one region at the front and reduced
+ * in place by one call (a single small one goes directly too). All the calls are one
+ * request: one barrier, one hand-off at most. */
 static vg_code kernel_reduce(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
@@ -229,12 +224,25 @@ static vg_code kernel_reduce(vg__kctx *ctx) {
     if (reduce_ops(op, &merge, &div, st) != VG_OK) return st->code;
     int n = vg__kctx_num_inputs(ctx);
     vg_dtype dt = vg_tensor_dtype(vg__kctx_input(ctx, 0));
-    size_t es = vg_dtype_size(dt), total = 0;
-    int size = vg_dist_size();
-    /* sum of x/N: the mean for floating types (merge Add); others divide at the end */
-    bool prescale = div && size > 1 && merge == VG_REDUCE_SUM && (dt == VG_FLOAT || dt == VG_DOUBLE);
-    if (n == 1 && !prescale) return reduce_direct(ctx, vg__kctx_input(ctx, 0), dt, merge, div, size);
-    for (int i = 0; i < n; i++) total += (vg_tensor_nbytes(vg__kctx_input(ctx, i)) + SLICE_ALIGN - 1) & ~(SLICE_ALIGN - 1);
+    size_t es = vg_dtype_size(dt), small_total = 0, total = 0;
+    int size = vg_dist_size(), nsmall = 0;
+    /* the mean of floating types by scaling (merge Add); others divide at the end */
+    bool fdiv = div && size > 1 && merge == VG_REDUCE_SUM && (dt == VG_FLOAT || dt == VG_DOUBLE);
+    for (int i = 0; i < n; i++) {
+        size_t nb = vg_tensor_nbytes(vg__kctx_input(ctx, i));
+        if (nb < DIRECT_MIN) {
+            small_total += padded(nb);
+            nsmall++;
+        }
+        total += padded(nb);
+    }
+    /* sums of floating types (and the mean) of DIRECT_MIN bytes or more: vigil's ring
+     * straight from the inputs (smaller ones: one MPI_Allreduce, whose algorithm for
+     * small messages takes fewer steps than a ring) */
+    bool ring = size > 1 && merge == VG_REDUCE_SUM && (dt == VG_FLOAT || dt == VG_DOUBLE) && total >= DIRECT_MIN &&
+                total / es / (size_t)size < INT32_MAX / 2;
+    bool pack = !ring && nsmall >= 2; /* else every tensor goes directly */
+
     char *fbuf = vg__comm_buffer_get(total ? total : 1);
     if (!fbuf) return VG_OOM(st, "the fusion buffer");
     vg_tensor *whole = vg_tensor_new_from(VG_UINT8, (const int64_t[]){(int64_t)total}, 1, fbuf, total, fusion_put,
@@ -243,37 +251,52 @@ static vg_code kernel_reduce(vg__kctx *ctx) {
         vg__comm_buffer_put(fbuf);
         return st->code ? st->code : VG_OOM(st, "the fusion buffer");
     }
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        const vg_tensor *t = vg__kctx_input(ctx, i);
-        size_t nb = vg_tensor_nbytes(t), padded = (nb + SLICE_ALIGN - 1) & ~(SLICE_ALIGN - 1);
-        if (prescale) scaled_copy(fbuf + off, vg_tensor_data(t), vg_tensor_num_elements(t), dt, size);
-        else if (nb) memcpy(fbuf + off, vg_tensor_data(t), nb);
-        if (padded > nb) memset(fbuf + off + nb, 0, padded - nb);
-        off += padded;
+    size_t *offs = vg__malloc((size_t)n * sizeof *offs);
+    vg__comm_req *r = vg__comm_req_new(ring ? VG__COMM_FUSED : VG__COMM_ALLREDUCE, fbuf, ring ? (int64_t)(total / es) : 0,
+                                       dt, merge, 0);
+    vg_code rc = VG_OK;
+    placement(ctx, r);
+    /* the buffer and the inputs outlive a cancelled wait */
+    if (!offs || !r || !vg__comm_req_hold(r, whole)) rc = VG_OOM(st, "a collective request");
+    size_t soff = 0, doff = pack ? small_total : 0;
+    for (int i = 0; i < n && rc == VG_OK; i++) {
+        vg_tensor *t = (vg_tensor *)vg__kctx_input(ctx, i);
+        size_t nb = vg_tensor_nbytes(t);
+        int64_t ne = vg_tensor_num_elements(t);
+        if (pack && nb < DIRECT_MIN) {
+            offs[i] = soff;
+            if (fdiv) scaled_copy(fbuf + soff, vg_tensor_data(t), ne, dt, size);
+            else if (nb) memcpy(fbuf + soff, vg_tensor_data(t), nb);
+            if (padded(nb) > nb) memset(fbuf + soff + nb, 0, padded(nb) - nb);
+            soff += padded(nb);
+        } else {
+            offs[i] = doff;
+            doff += padded(nb);
+            if (ne && (!vg__comm_req_hold(r, t) || !vg__comm_req_add_part(r, vg_tensor_data(t), fbuf + offs[i], ne, fdiv)))
+                rc = VG_OOM(st, "a collective request");
+        }
     }
-    vg__comm_req *r = vg__comm_req_new(VG__COMM_ALLREDUCE, fbuf, (int64_t)(total / es), dt, merge, 0);
-    if (r) vg__comm_req_hold(r, whole); /* the buffer outlives a cancelled wait */
-    vg_code rc = submit(ctx, r);
+    if (rc == VG_OK && pack && !vg__comm_req_add_part(r, NULL, fbuf, (int64_t)(small_total / es), false))
+        rc = VG_OOM(st, "a collective request");
     if (rc == VG_OK) {
-        rc = vg__comm_wait(r, session_closing, vg__kctx_session(ctx), vg__kctx_deadline_ns(ctx), st);
-        vg__comm_req_free(r);
+        rc = vg__comm_submit(r, st);
+        if (rc == VG_OK) rc = vg__comm_wait(r, session_closing, vg__kctx_session(ctx), vg__kctx_deadline_ns(ctx), st);
     }
-    if (rc == VG_OK && div && !prescale && size > 1) divide(fbuf, (int64_t)(total / es), dt, size);
-    off = 0;
+    vg__comm_req_free(r);
+    if (rc == VG_OK && div && !fdiv && size > 1)
+        for (int i = 0; i < n; i++) divide(fbuf + offs[i], vg_tensor_num_elements(vg__kctx_input(ctx, i)), dt, size);
     for (int i = 0; i < n && rc == VG_OK; i++) {
         const vg_tensor *t = vg__kctx_input(ctx, i);
-        size_t nb = vg_tensor_nbytes(t);
-        vg_tensor *v = vg_tensor_new_from(dt, vg_tensor_dims(t), vg_tensor_ndims(t), fbuf + off, nb, view_release,
-                                          whole, st);
+        vg_tensor *v = vg_tensor_new_from(dt, vg_tensor_dims(t), vg_tensor_ndims(t), fbuf + offs[i],
+                                          vg_tensor_nbytes(t), view_release, whole, st);
         if (!v) {
             rc = st->code ? st->code : VG_OOM(st, "a collective output");
             break;
         }
         vg_tensor_ref(whole); /* dropped by view_release */
         vg__kctx_set_output(ctx, i, v);
-        off += (nb + SLICE_ALIGN - 1) & ~(SLICE_ALIGN - 1);
     }
+    vg__free(offs);
     vg_tensor_free(whole);
     return rc;
 }
