@@ -19,7 +19,9 @@
  * warm-up that fills the shuffle buffers, the median of --rounds R (default 3) rounds
  * in which the MLP and the pipelines take turns. Options: --seconds S (measured time
  * per case and round, default 3), --data DIR (default /usr/share/datasets/fashion-mnist), --records N
- * (default 60000).
+ * (default 60000), --threads 1|2 (one thread count only), --only mlp|tfdata|batch_then_parse|queue
+ * (one case only, for profiles; no peer), --no-vectorize (map functions element by element: the
+ * path before vectorized maps, for comparisons).
  *
  * The PyTorch DataLoader peer (bench/peers/torch_input.py, /usr/bin/python3 with
  * python3-torch) reads the same file in the same run: records in memory, each Example
@@ -35,6 +37,7 @@
  * + prefetch + map blocks, at the decoded element's size): memory follows the buffers,
  * not the file. */
 #include "io/io.h"
+#include "kernels/dataset.h"
 #include "vigil/vigil.h"
 #include <dirent.h>
 #include <stdio.h>
@@ -425,12 +428,17 @@ static void print_case(const char *name, int threads, const double *bps, const d
     fflush(stdout);
 }
 
+/* --only NAME: run that case alone (the others print 0) */
+static bool want_case(const char *only, const char *name) { return !only || !strcmp(only, name); }
+
 int main(int argc, char **argv) {
     double seconds = 3;
     const char *dir = "/usr/share/datasets/fashion-mnist", *big_file = NULL;
     int64_t want = 60000, big_mb = 1024;
     int rounds = 3;
     bool big = false;
+    const char *only = NULL;
+    int tmin = 1, tmax = 2;
     for (int i = 1; i < argc; i++) {
         bool has = i + 1 < argc;
         if (!strcmp(argv[i], "--big")) big = true;
@@ -438,17 +446,20 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--data") && has) dir = argv[++i];
         else if (!strcmp(argv[i], "--records") && has) want = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--rounds") && has) rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && has) only = argv[++i];
+        else if (!strcmp(argv[i], "--no-vectorize")) vg__ds_set_vectorize(false);
+        else if (!strcmp(argv[i], "--threads") && has) tmin = tmax = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--big-mb") && has) big_mb = atoll(argv[++i]), big = true;
         else if (!strcmp(argv[i], "--big-file") && has) big_file = argv[++i], big = true;
         else {
             fprintf(stderr, "bench_input: unknown option or missing value: %s\n"
-                            "usage: bench_input [--seconds S] [--rounds R] [--data DIR] [--records N] [--big] [--big-mb MB] "
-                            "[--big-file PATH]\n", argv[i]);
+                            "usage: bench_input [--seconds S] [--rounds R] [--data DIR] [--records N] [--threads 1|2] [--no-vectorize] "
+                            "[--only mlp|tfdata|batch_then_parse|queue] [--big] [--big-mb MB] [--big-file PATH]\n", argv[i]);
             return 2;
         }
     }
-    if (seconds <= 0 || want <= 0 || big_mb <= 0 || rounds < 1 || rounds > 16) {
-        fprintf(stderr, "bench_input: --seconds, --records and --big-mb must be > 0, --rounds in 1..16\n");
+    if (seconds <= 0 || want <= 0 || big_mb <= 0 || rounds < 1 || rounds > 16 || tmin < 1 || tmin > 2) {
+        fprintf(stderr, "bench_input: --seconds, --records and --big-mb must be > 0, --rounds in 1..16, --threads 1 or 2\n");
         return 2;
     }
     char img[1024], lab[1024];
@@ -487,15 +498,19 @@ int main(int argc, char **argv) {
            file_mb(path), BATCH);
     int fails = 0;
     double tf[3] = {0};
-    for (int t = 1; t <= 2; t++) {
+    for (int t = tmin; t <= tmax; t++) {
         /* rounds interleave the MLP and the pipelines, so that each ratio compares
          * figures of the same load window */
         double mlp[16], a[16], b[16], q[16];
         for (int r = 0; r < rounds; r++) {
-            if ((mlp[r] = run_mlp(images, labels, n, t, seconds, &st)) < 0) fails += die("mlp", &st);
-            if ((a[r] = run_tfdata(path, t, seconds, &st)) < 0) fails += die("tfdata", &st);
-            if ((b[r] = run_tfdata_batch_parse(path, t, seconds, &st)) < 0) fails += die("tfdata batch then parse", &st);
-            if ((q[r] = run_queue(path, t, seconds, &st)) < 0) fails += die("queue", &st);
+            mlp[r] = a[r] = b[r] = q[r] = 0;
+            if (want_case(only, "mlp") && (mlp[r] = run_mlp(images, labels, n, t, seconds, &st)) < 0)
+                fails += die("mlp", &st);
+            if (want_case(only, "tfdata") && (a[r] = run_tfdata(path, t, seconds, &st)) < 0)
+                fails += die("tfdata", &st);
+            if (want_case(only, "batch_then_parse") && (b[r] = run_tfdata_batch_parse(path, t, seconds, &st)) < 0)
+                fails += die("tfdata batch then parse", &st);
+            if (want_case(only, "queue") && (q[r] = run_queue(path, t, seconds, &st)) < 0) fails += die("queue", &st);
         }
         printf("{\"bench\":\"input\",\"case\":\"mlp_train_step\",\"threads\":%d,\"batch\":%d,\"steps_per_s\":%.1f,"
                "\"model\":\"784-256-256-10 relu, sgd 0.1\",\"rounds_steps_per_s\":", t, BATCH, median(mlp, rounds));
@@ -508,8 +523,8 @@ int main(int argc, char **argv) {
     }
     vg__free(images);
     vg__free(labels);
-    double p[2];
-    run_peer(path, seconds, &p[0], &p[1]);
+    double p[2] = {-1, -1};
+    if (!only) run_peer(path, seconds, &p[0], &p[1]);
     unlink(path);
     for (int w = 0; w < 2; w++)
         printf("{\"bench\":\"input\",\"case\":\"peer_torch_dataloader\",\"num_workers\":%d,\"batches_per_s\":%.1f,"

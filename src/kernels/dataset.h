@@ -45,7 +45,18 @@ typedef struct vg__ds_fn {
     int nargs, nouts;
     vg_output args[VG_DATASET_MAX_COMPONENTS];
     vg_output outs[VG_DATASET_MAX_COMPONENTS];
+    /* map: the function over a block of elements stacked on a new leading dimension
+     * (dataset_vectorize.c), or NULL when one of its ops has no batched form */
+    vg_graph *vec;
+    vg_output vec_args[VG_DATASET_MAX_COMPONENTS];
+    vg_output vec_outs[VG_DATASET_MAX_COMPONENTS];
 } vg__ds_fn;
+
+/* Builds fn->vec (see dataset_vectorize.c); false (fn->vec NULL) when fn has an op it
+ * cannot batch. */
+VG_HIDDEN bool vg__ds_fn_vectorize(vg__ds_fn *fn);
+/* Whether new map iterators use fn->vec (default true; tests and benchmarks compare). */
+VG_HIDDEN void vg__ds_set_vectorize(bool on);
 
 typedef struct vg__dataset {
     atomic_int refs;

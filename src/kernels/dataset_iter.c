@@ -469,6 +469,7 @@ struct unary_it {
     vg__ds_iter *in;
     int64_t count, epoch, in_epoch;
     vg_session *sess;                 /* map */
+    vg_session *vsess;                /* map: the vectorized function (blocks of elements) */
     vg_tensor **buf;                  /* shuffle: cap * ncomp */
     int64_t size, cap;
     uint64_t rng[4];
@@ -504,6 +505,7 @@ static void unary_free(vg__ds_iter *it) {
     unary_it *u = (unary_it *)it;
     vg__ds_iter_free(u->in);
     if (u->sess) vg_session_free(u->sess);
+    if (u->vsess) vg_session_free(u->vsess);
     if (u->buf) free_elem(u->buf, (int)(u->size * it->ds->ncomp));
     vg__free(u->buf);
     if (u->cycle)
@@ -537,14 +539,94 @@ static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *
 
 /* ParallelMapDataset: blocks of up to 32 x num_parallel_calls input elements are mapped
  * concurrently (the function's session is thread-safe) and served in input order, so
- * the output order is the sequential one (TF's deterministic, non-sloppy mode). */
+ * the output order is the sequential one (TF's deterministic, non-sloppy mode).
+ *
+ * When the function has a vectorized form (fn->vec, dataset_vectorize.c), MapDataset
+ * and ParallelMapDataset both work on blocks of VEC_BLOCK x max(1, num_parallel_calls)
+ * elements: each part of a block (one per parallel call) is stacked, run once through
+ * the vectorized function and split back into elements. A part whose elements do not
+ * stack (different shapes) or whose batched run fails is mapped element by element,
+ * so its results and errors are exactly the per-element ones. */
+#define VEC_BLOCK 64
+
+static bool vectorize_on = true;
+
+void vg__ds_set_vectorize(bool on) { __atomic_store_n(&vectorize_on, on, __ATOMIC_RELAXED); }
+
 typedef struct pmap_job {
     unary_it *u;
     const vg__ds_fn *fn;
 } pmap_job;
 
+/* Maps slots [begin, end) with one run of the vectorized function; false (the slots'
+ * inputs untouched) when the elements do not stack or the run fails. */
+static bool vec_chunk(unary_it *u, const vg__ds_fn *fn, int64_t begin, int64_t end) {
+    int64_t n = end - begin;
+    vg_tensor *in[VG_DATASET_MAX_COMPONENTS] = {0}, *out[VG_DATASET_MAX_COMPONENTS] = {0};
+    vg_status st;
+    bool ok = true;
+    for (int k = 0; ok && k < fn->nargs; k++) {
+        const vg_tensor *first = u->slots[begin].in[k];
+        int nd = vg_tensor_ndims(first);
+        vg_dtype dt = vg_tensor_dtype(first);
+        if (nd + 1 > VG_MAX_DIMS) {
+            ok = false;
+            break;
+        }
+        for (int64_t i = begin + 1; ok && i < end; i++) {
+            const vg_tensor *e = u->slots[i].in[k];
+            ok = vg_tensor_dtype(e) == dt && vg_tensor_ndims(e) == nd &&
+                 !memcmp(vg_tensor_dims(e), vg_tensor_dims(first), sizeof(int64_t) * (size_t)nd);
+        }
+        int64_t dims[VG_MAX_DIMS];
+        dims[0] = n;
+        memcpy(dims + 1, vg_tensor_dims(first), sizeof(int64_t) * (size_t)nd);
+        if (!ok || !(in[k] = vg_tensor_new(dt, dims, nd + 1, &st))) {
+            ok = false;
+            break;
+        }
+        int64_t per = vg_tensor_num_elements(first);
+        if (dt == VG_STRING) {
+            for (int64_t i = 0; ok && i < n; i++)
+                for (int64_t j = 0; ok && j < per; j++) {
+                    size_t l;
+                    const char *p = vg_tensor_string(u->slots[begin + i].in[k], j, &l);
+                    ok = vg_tensor_set_string(in[k], i * per + j, p, l, &st) == VG_OK;
+                }
+        } else {
+            size_t rb = vg_tensor_nbytes(first);
+            for (int64_t i = 0; rb && i < n; i++)
+                memcpy((uint8_t *)vg_tensor_data(in[k]) + (size_t)i * rb, vg_tensor_data(u->slots[begin + i].in[k]), rb);
+        }
+    }
+    if (ok)
+        ok = vg_session_run(u->vsess, NULL, fn->vec_args, in, fn->nargs, fn->vec_outs, out, fn->nouts, NULL, 0, NULL,
+                            &st) == VG_OK;
+    free_elem(in, fn->nargs);
+    for (int c = 0; ok && c < fn->nouts; c++)
+        ok = vg_tensor_ndims(out[c]) >= 1 && vg_tensor_dim(out[c], 0) == n;
+    if (!ok) {
+        free_elem(out, fn->nouts);
+        return false;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        pmap_slot *sl = &u->slots[begin + i];
+        vg_status_clear(&sl->st);
+        sl->rc = VG_OK;
+        for (int c = 0; c < fn->nouts && sl->rc == VG_OK; c++)
+            if (!(sl->out[c] = slice_row(out[c], i, &sl->st))) {
+                sl->rc = sl->st.code ? sl->st.code : VG_RESOURCE_EXHAUSTED;
+                free_elem(sl->out, c);
+            }
+        free_elem(sl->in, fn->nargs);
+    }
+    free_elem(out, fn->nouts);
+    return true;
+}
+
 static void pmap_chunk(void *arg, int64_t begin, int64_t end) {
     pmap_job *j = arg;
+    if (j->u->vsess && end > begin && vec_chunk(j->u, j->fn, begin, end)) return;
     for (int64_t i = begin; i < end; i++) {
         pmap_slot *sl = &j->u->slots[i];
         vg_status_clear(&sl->st);
@@ -575,7 +657,8 @@ static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
             return VG_OK;
         }
         pmap_job j = {u, fn};
-        vg__pool_parallel_for(u->pool, u->slot_n, (int)it->ds->c, pmap_chunk, &j);
+        if (u->pool) vg__pool_parallel_for(u->pool, u->slot_n, (int)it->ds->c, pmap_chunk, &j);
+        else pmap_chunk(&j, 0, u->slot_n);
         if (rc != VG_OK) { /* an input error after some elements: report it after them */
             u->slots[u->slot_n].rc = rc;
             vg_status_copy(&u->slots[u->slot_n].st, st);
@@ -1225,11 +1308,42 @@ typedef struct prefetch_it {
     bool stop, cancelled, ended;
 } prefetch_it;
 
+/* A waiter first polls for a while before it sleeps on the condition variable: a
+ * batch is usually ready (or taken) within tens of microseconds, and sleeping and
+ * being woken through futexes costs more than that on virtual machines (it was ~18%
+ * of bench_input's time). The counters are written under the mutex with atomic
+ * stores, so the polls may read them without it. */
+#define PF_SPIN 4096
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Polls (mutex not held) until size != full_at or a flag is set; true if it changed. */
+static bool pf_spin(prefetch_it *p, int64_t full_at) {
+    for (int i = 0; i < PF_SPIN; i++) {
+        if (__atomic_load_n(&p->size, __ATOMIC_ACQUIRE) != full_at || __atomic_load_n(&p->stop, __ATOMIC_RELAXED) ||
+            __atomic_load_n(&p->cancelled, __ATOMIC_RELAXED))
+            return true;
+        cpu_relax();
+    }
+    return false;
+}
+
 static void *prefetch_main(void *arg) {
     prefetch_it *p = arg;
     int nc = p->base.ds->ncomp;
     pthread_mutex_lock(&p->mu);
     while (!p->stop && !p->ended) {
+        if (!p->stop && p->size == p->cap) {
+            pthread_mutex_unlock(&p->mu);
+            pf_spin(p, p->cap);
+            pthread_mutex_lock(&p->mu);
+        }
         while (!p->stop && p->size == p->cap) pthread_cond_wait(&p->cv, &p->mu);
         if (p->stop) break;
         pthread_mutex_unlock(&p->mu);
@@ -1245,7 +1359,7 @@ static void *prefetch_main(void *arg) {
             break;
         }
         p->ring[(p->head + p->size) % p->cap] = it;
-        p->size++;
+        __atomic_store_n(&p->size, p->size + 1, __ATOMIC_RELEASE);
         if (it.code == VG_OUT_OF_RANGE) p->ended = true;
         pthread_cond_broadcast(&p->cv);
     }
@@ -1264,6 +1378,11 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
         }
         p->started = true;
     }
+    if (p->size == 0 && !p->cancelled) {
+        pthread_mutex_unlock(&p->mu);
+        pf_spin(p, 0);
+        pthread_mutex_lock(&p->mu);
+    }
     while (p->size == 0 && !p->cancelled) pthread_cond_wait(&p->cv, &p->mu);
     if (p->cancelled) {
         pthread_mutex_unlock(&p->mu);
@@ -1277,7 +1396,7 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
         if (item->code == VG_OK) memcpy(out, item->t, sizeof(vg_tensor *) * (size_t)nc);
         else rc = vg_status_set(st, item->code, "%s", item->st.msg);
         p->head = (p->head + 1) % p->cap;
-        p->size--;
+        __atomic_store_n(&p->size, p->size - 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&p->cv);
     }
     pthread_mutex_unlock(&p->mu);
@@ -1287,7 +1406,7 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
 static void prefetch_cancel(vg__ds_iter *it) {
     prefetch_it *p = (prefetch_it *)it;
     pthread_mutex_lock(&p->mu);
-    p->cancelled = true;
+    __atomic_store_n(&p->cancelled, true, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     vg__ds_iter_cancel(p->in);
@@ -1296,7 +1415,7 @@ static void prefetch_cancel(vg__ds_iter *it) {
 static void prefetch_free(vg__ds_iter *it) {
     prefetch_it *p = (prefetch_it *)it;
     pthread_mutex_lock(&p->mu);
-    p->stop = true;
+    __atomic_store_n(&p->stop, true, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     vg__ds_iter_cancel(p->in); /* unblocks a producer waiting inside its input */
@@ -1414,14 +1533,29 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         vg__ds_iter_free(it);
         return NULL;
     }
+    /* A function's session runs its ops inline on the calling thread (one intra-op and
+     * one inter-op thread): its kernels are small, and waking pool threads for them
+     * cost more than the work (and, under a parallel map, fought over the cores with
+     * the map's own threads). */
+    vg_session_options fn_opts = VG_SESSION_OPTIONS_INIT;
+    fn_opts.intra_op_threads = 1;
+    fn_opts.inter_op_threads = 1;
     if ((d->kind == VG__DS_MAP || d->kind == VG__DS_INTERLEAVE || d->kind == VG__DS_FILTER) &&
-        !(u->sess = vg_session_new(d->fn->g, NULL, st))) {
+        !(u->sess = vg_session_new(d->fn->g, &fn_opts, st))) {
         vg__ds_iter_free(it);
         return NULL;
     }
-    if (d->kind == VG__DS_MAP && d->c > 1) {
-        u->nslots = 32 * d->c;
-        if (!(u->slots = vg__calloc((size_t)u->nslots + 1, sizeof(pmap_slot))) || !(u->pool = vg__pool_new((int)d->c - 1))) {
+    bool vec = d->kind == VG__DS_MAP && d->fn->vec && __atomic_load_n(&vectorize_on, __ATOMIC_RELAXED);
+    if (vec && !(u->vsess = vg_session_new(d->fn->vec, &fn_opts, st))) {
+        vg__ds_iter_free(it);
+        return NULL;
+    }
+    if (d->kind == VG__DS_MAP && (d->c > 1 || vec)) {
+        int64_t par = d->c > 1 ? d->c : 1;
+        u->nslots = (vec ? VEC_BLOCK : 32) * par;
+        it->next = parallel_map_next;
+        if (!(u->slots = vg__calloc((size_t)u->nslots + 1, sizeof(pmap_slot))) ||
+            (par > 1 && !(u->pool = vg__pool_new((int)par - 1)))) {
             VG_OOM(st, "parallel map");
             vg__ds_iter_free(it);
             return NULL;
