@@ -137,13 +137,25 @@ typedef struct run_spec {
     int nbatches;
 } run_spec;
 
+/* process CPU time (user + system, all threads) in seconds */
+static double cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* CPU microseconds per run of the last measure() (all threads of the process): on a
+ * loaded machine a steadier figure than runs/s */
+static double g_cpu_us_per_run;
+
 static double measure(vg_session *s, const run_spec *r, int warm, double seconds, vg_status *st) {
     vg_run_options ro = {0};
     ro.timeout_in_ms = 60000;
     int64_t n = 0;
-    double t0 = 0;
+    double t0 = 0, c0 = 0;
     for (int i = 0;; i++) {
-        if (i == warm) t0 = now_s();
+        if (i == warm) t0 = now_s(), c0 = cpu_s();
         vg_tensor *out[2] = {0};
         vg_tensor **fv = r->nfeeds ? r->feed_values + (size_t)(i % r->nbatches) * (size_t)r->nfeeds : NULL;
         if (vg_session_run(s, &ro, r->feeds, fv, r->nfeeds, r->fetches, out, r->nfetches, r->targets, r->ntargets, NULL,
@@ -156,6 +168,7 @@ static double measure(vg_session *s, const run_spec *r, int warm, double seconds
             if (now_s() - t0 >= seconds) break;
         }
     }
+    g_cpu_us_per_run = (cpu_s() - c0) * 1e6 / (double)n;
     return (double)n / (now_s() - t0);
 }
 
@@ -418,11 +431,14 @@ static void print_rounds(const double *v, int n) {
 }
 
 /* One line per pipeline case: medians over the rounds, and the MLP's median. */
-static void print_case(const char *name, int threads, const double *bps, const double *mlp, int rounds) {
+static void print_case(const char *name, int threads, const double *bps, const double *cpu, const double *mlp,
+                       int rounds) {
     double b = median(bps, rounds), m = median(mlp, rounds);
     printf("{\"bench\":\"input\",\"case\":\"%s\",\"threads\":%d,\"batch\":%d,\"batches_per_s\":%.1f,"
-           "\"mlp_steps_per_s\":%.1f,\"over_mlp_step_rate\":%.2f,\"ge_10x_mlp\":%s,\"rounds_batches_per_s\":",
-           name, threads, BATCH, b, m, m > 0 && b > 0 ? b / m : -1.0, m > 0 && b >= 10 * m ? "true" : "false");
+           "\"cpu_us_per_batch\":%.1f,\"mlp_steps_per_s\":%.1f,\"over_mlp_step_rate\":%.2f,\"ge_10x_mlp\":%s,"
+           "\"rounds_batches_per_s\":",
+           name, threads, BATCH, b, median(cpu, rounds), m, m > 0 && b > 0 ? b / m : -1.0,
+           m > 0 && b >= 10 * m ? "true" : "false");
     print_rounds(bps, rounds);
     printf("}\n");
     fflush(stdout);
@@ -501,24 +517,27 @@ int main(int argc, char **argv) {
     for (int t = tmin; t <= tmax; t++) {
         /* rounds interleave the MLP and the pipelines, so that each ratio compares
          * figures of the same load window */
-        double mlp[16], a[16], b[16], q[16];
+        double mlp[16], a[16], b[16], q[16], ca[16], cb[16], cq[16];
         for (int r = 0; r < rounds; r++) {
-            mlp[r] = a[r] = b[r] = q[r] = 0;
+            mlp[r] = a[r] = b[r] = q[r] = ca[r] = cb[r] = cq[r] = 0;
             if (want_case(only, "mlp") && (mlp[r] = run_mlp(images, labels, n, t, seconds, &st)) < 0)
                 fails += die("mlp", &st);
             if (want_case(only, "tfdata") && (a[r] = run_tfdata(path, t, seconds, &st)) < 0)
                 fails += die("tfdata", &st);
+            ca[r] = want_case(only, "tfdata") ? g_cpu_us_per_run : 0;
             if (want_case(only, "batch_then_parse") && (b[r] = run_tfdata_batch_parse(path, t, seconds, &st)) < 0)
                 fails += die("tfdata batch then parse", &st);
+            cb[r] = want_case(only, "batch_then_parse") ? g_cpu_us_per_run : 0;
             if (want_case(only, "queue") && (q[r] = run_queue(path, t, seconds, &st)) < 0) fails += die("queue", &st);
+            cq[r] = want_case(only, "queue") ? g_cpu_us_per_run : 0;
         }
         printf("{\"bench\":\"input\",\"case\":\"mlp_train_step\",\"threads\":%d,\"batch\":%d,\"steps_per_s\":%.1f,"
                "\"model\":\"784-256-256-10 relu, sgd 0.1\",\"rounds_steps_per_s\":", t, BATCH, median(mlp, rounds));
         print_rounds(mlp, rounds);
         printf("}\n");
-        print_case("tfdata", t, a, mlp, rounds);
-        print_case("tfdata_batch_then_parse", t, b, mlp, rounds);
-        print_case("queue", t, q, mlp, rounds);
+        print_case("tfdata", t, a, ca, mlp, rounds);
+        print_case("tfdata_batch_then_parse", t, b, cb, mlp, rounds);
+        print_case("queue", t, q, cq, mlp, rounds);
         tf[t] = median(a, rounds);
     }
     vg__free(images);

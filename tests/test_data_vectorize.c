@@ -267,11 +267,34 @@ static void test_refused_and_edge_functions(void) {
     CHECK(n == 100);
 }
 
+/* An async parallel map (num_parallel_calls 2) dropped while its pool thread fills the
+ * next block: the iterator waits for it (ASan / TSan builds check the rest). */
+static void test_early_free(void) {
+    for (int par = 0; par <= 2; par++) {
+        vg_status st;
+        vg_graph *g = vg_graph_new();
+        vg_output ds = vg_dataset_map_parallel(g, records(g), parse_fn, NULL, par, NULL);
+        ds = vg_dataset_prefetch(g, vg_dataset_repeat(g, ds, -1, NULL), 2, NULL);
+        vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
+        vg_session *s = vg_session_new(g, NULL, &st);
+        for (int i = 0; i < 3 + 40 * par; i++) {
+            vg_tensor *t[3] = {0};
+            vg_code rc = vg_session_run(s, NULL, NULL, NULL, 0, (vg_output[]){vg_out(next, 0), vg_out(next, 1), vg_out(next, 2)},
+                                        t, 3, NULL, 0, NULL, &st);
+            CHECK(rc == VG_OK);
+            for (int c = 0; c < 3; c++) vg_tensor_free(t[c]);
+        }
+        vg_session_free(s);
+        vg_graph_free(g);
+    }
+}
+
 int main(void) {
     g_specs[0] = (vg_feature_spec){"image", VG_STRING, false, vg_shape_make(NULL, 0), {NULL, 0}};
     g_specs[1] = (vg_feature_spec){"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}};
     g_specs[2] = (vg_feature_spec){"w", VG_FLOAT, false, vg_shape_make((int64_t[]){3}, 1), {NULL, 0}};
     RUN_TEST(test_parse_pipeline);
     RUN_TEST(test_refused_and_edge_functions);
+    RUN_TEST(test_early_free);
     TEST_MAIN_END();
 }

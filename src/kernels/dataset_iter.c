@@ -480,8 +480,12 @@ struct unary_it {
     int64_t cur_n;
     vg__bundle_writer *cache_w;       /* file cache: this iterator writes the bundle */
     vg__bundle_reader *cache_r;       /* file cache: replaying the bundle */
-    struct pmap_slot *slots;          /* parallel map: a block of results, served in order */
-    int64_t nslots, slot_pos, slot_n;
+    struct pmap_block *blk;           /* block map: two blocks of results, served in order */
+    int64_t nslots;                   /* elements per block */
+    int bcur;                         /* the block being served */
+    bool async, started, busy;        /* async: blk[bcur ^ 1] filled by a pool task (busy) */
+    pthread_mutex_t amu;
+    pthread_cond_t acv;
     vg__pool *pool;
     int64_t cycle_index, block_index, num_open;
 };
@@ -492,17 +496,46 @@ typedef struct pmap_slot {
     vg_status st;
 } pmap_slot;
 
+/* A block of mapped elements: slots [pos, n) still to serve; in_end: the input ended
+ * while it was filled. */
+typedef struct pmap_block {
+    pmap_slot *slots; /* nslots + 1 (room for an input error after the elements) */
+    int64_t n, pos;
+    bool in_end;
+} pmap_block;
+
+/* Waits until no fill task runs (the async map's task reads the input). */
+static void pmap_quiesce(unary_it *u, bool cancel) {
+    if (!u->async) return;
+    pthread_mutex_lock(&u->amu);
+    if (u->busy && cancel) {
+        pthread_mutex_unlock(&u->amu);
+        vg__ds_iter_cancel(u->in); /* a task blocked in its input returns */
+        pthread_mutex_lock(&u->amu);
+    }
+    while (u->busy) pthread_cond_wait(&u->acv, &u->amu);
+    pthread_mutex_unlock(&u->amu);
+}
+
 static void pmap_release(unary_it *u) {
     if (u->pool) vg__pool_free(u->pool);
-    for (int64_t i = 0; u->slots && i < u->nslots; i++) {
-        free_elem(u->slots[i].in, VG_DATASET_MAX_COMPONENTS);
-        free_elem(u->slots[i].out, VG_DATASET_MAX_COMPONENTS);
+    for (int b = 0; u->blk && b < 2; b++) {
+        for (int64_t i = 0; u->blk[b].slots && i <= u->nslots; i++) {
+            free_elem(u->blk[b].slots[i].in, VG_DATASET_MAX_COMPONENTS);
+            free_elem(u->blk[b].slots[i].out, VG_DATASET_MAX_COMPONENTS);
+        }
+        vg__free(u->blk[b].slots);
     }
-    vg__free(u->slots);
+    vg__free(u->blk);
+    if (u->async) {
+        pthread_mutex_destroy(&u->amu);
+        pthread_cond_destroy(&u->acv);
+    }
 }
 
 static void unary_free(vg__ds_iter *it) {
     unary_it *u = (unary_it *)it;
+    pmap_quiesce(u, true);
     vg__ds_iter_free(u->in);
     if (u->sess) vg_session_free(u->sess);
     if (u->vsess) vg_session_free(u->vsess);
@@ -556,17 +589,18 @@ void vg__ds_set_vectorize(bool on) { __atomic_store_n(&vectorize_on, on, __ATOMI
 typedef struct pmap_job {
     unary_it *u;
     const vg__ds_fn *fn;
+    pmap_slot *slots;
 } pmap_job;
 
 /* Maps slots [begin, end) with one run of the vectorized function; false (the slots'
  * inputs untouched) when the elements do not stack or the run fails. */
-static bool vec_chunk(unary_it *u, const vg__ds_fn *fn, int64_t begin, int64_t end) {
+static bool vec_chunk(unary_it *u, const vg__ds_fn *fn, pmap_slot *slots, int64_t begin, int64_t end) {
     int64_t n = end - begin;
     vg_tensor *in[VG_DATASET_MAX_COMPONENTS] = {0}, *out[VG_DATASET_MAX_COMPONENTS] = {0};
     vg_status st;
     bool ok = true;
     for (int k = 0; ok && k < fn->nargs; k++) {
-        const vg_tensor *first = u->slots[begin].in[k];
+        const vg_tensor *first = slots[begin].in[k];
         int nd = vg_tensor_ndims(first);
         vg_dtype dt = vg_tensor_dtype(first);
         if (nd + 1 > VG_MAX_DIMS) {
@@ -574,7 +608,7 @@ static bool vec_chunk(unary_it *u, const vg__ds_fn *fn, int64_t begin, int64_t e
             break;
         }
         for (int64_t i = begin + 1; ok && i < end; i++) {
-            const vg_tensor *e = u->slots[i].in[k];
+            const vg_tensor *e = slots[i].in[k];
             ok = vg_tensor_dtype(e) == dt && vg_tensor_ndims(e) == nd &&
                  !memcmp(vg_tensor_dims(e), vg_tensor_dims(first), sizeof(int64_t) * (size_t)nd);
         }
@@ -590,13 +624,13 @@ static bool vec_chunk(unary_it *u, const vg__ds_fn *fn, int64_t begin, int64_t e
             for (int64_t i = 0; ok && i < n; i++)
                 for (int64_t j = 0; ok && j < per; j++) {
                     size_t l;
-                    const char *p = vg_tensor_string(u->slots[begin + i].in[k], j, &l);
+                    const char *p = vg_tensor_string(slots[begin + i].in[k], j, &l);
                     ok = vg_tensor_set_string(in[k], i * per + j, p, l, &st) == VG_OK;
                 }
         } else {
             size_t rb = vg_tensor_nbytes(first);
             for (int64_t i = 0; rb && i < n; i++)
-                memcpy((uint8_t *)vg_tensor_data(in[k]) + (size_t)i * rb, vg_tensor_data(u->slots[begin + i].in[k]), rb);
+                memcpy((uint8_t *)vg_tensor_data(in[k]) + (size_t)i * rb, vg_tensor_data(slots[begin + i].in[k]), rb);
         }
     }
     if (ok)
@@ -610,7 +644,7 @@ static bool vec_chunk(unary_it *u, const vg__ds_fn *fn, int64_t begin, int64_t e
         return false;
     }
     for (int64_t i = 0; i < n; i++) {
-        pmap_slot *sl = &u->slots[begin + i];
+        pmap_slot *sl = &slots[begin + i];
         vg_status_clear(&sl->st);
         sl->rc = VG_OK;
         for (int c = 0; c < fn->nouts && sl->rc == VG_OK; c++)
@@ -624,11 +658,10 @@ static bool vec_chunk(unary_it *u, const vg__ds_fn *fn, int64_t begin, int64_t e
     return true;
 }
 
-static void pmap_chunk(void *arg, int64_t begin, int64_t end) {
-    pmap_job *j = arg;
-    if (j->u->vsess && end > begin && vec_chunk(j->u, j->fn, begin, end)) return;
+/* Maps slots [begin, end) one element at a time. */
+static void pmap_elems(pmap_job *j, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; i++) {
-        pmap_slot *sl = &j->u->slots[i];
+        pmap_slot *sl = &j->slots[i];
         vg_status_clear(&sl->st);
         sl->rc = vg_session_run(j->u->sess, NULL, j->fn->args, sl->in, j->fn->nargs, j->fn->outs, sl->out,
                                 j->fn->nouts, NULL, 0, NULL, &sl->st);
@@ -636,37 +669,96 @@ static void pmap_chunk(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+static void pmap_chunk(void *arg, int64_t begin, int64_t end) {
+    pmap_job *j = arg;
+    if (j->u->vsess && end > begin) {
+        /* a part of up to VEC_BLOCK elements per run (a part of a parallel block is
+         * already that size) */
+        for (int64_t b = begin; b < end; b += VEC_BLOCK) {
+            int64_t e = end - b > VEC_BLOCK ? b + VEC_BLOCK : end;
+            if (!vec_chunk(j->u, j->fn, j->slots, b, e)) pmap_elems(j, b, e);
+        }
+        return;
+    }
+    pmap_elems(j, begin, end);
+}
+
+/* Reads up to nslots elements into block b and maps them (on the pool when the map is
+ * parallel and not async). */
+static void pmap_fill(unary_it *u, pmap_block *b) {
+    const vg__ds_fn *fn = u->base.ds->fn;
+    vg_status st;
+    vg_status_clear(&st);
+    vg_code rc = VG_OK;
+    b->n = b->pos = 0;
+    while (b->n < u->nslots) {
+        rc = u->in->next(u->in, b->slots[b->n].in, &b->in_end, &st);
+        if (rc != VG_OK || b->in_end) break;
+        b->n++;
+    }
+    pmap_job j = {u, fn, b->slots};
+    if (b->n > 0) {
+        if (u->pool && !u->async) vg__pool_parallel_for(u->pool, b->n, (int)u->base.ds->c, pmap_chunk, &j);
+        else pmap_chunk(&j, 0, b->n);
+    }
+    if (rc != VG_OK) { /* an input error after some elements: report it after them */
+        b->slots[b->n].rc = rc;
+        vg_status_copy(&b->slots[b->n].st, &st);
+        memset(b->slots[b->n].out, 0, sizeof b->slots[b->n].out);
+        b->n++;
+    }
+}
+
+static void pmap_task(void *arg) {
+    unary_it *u = arg;
+    pmap_fill(u, &u->blk[u->bcur ^ 1]);
+    pthread_mutex_lock(&u->amu);
+    u->busy = false;
+    pthread_cond_broadcast(&u->acv);
+    pthread_mutex_unlock(&u->amu);
+}
+
+/* Starts filling blk[bcur ^ 1] on the pool (inline when it cannot be queued). */
+static void pmap_start(unary_it *u) {
+    pthread_mutex_lock(&u->amu);
+    u->busy = true;
+    pthread_mutex_unlock(&u->amu);
+    if (!vg__pool_submit(u->pool, pmap_task, u)) pmap_task(u);
+}
+
+/* MapDataset with a vectorized function and ParallelMapDataset: elements are mapped a
+ * block at a time and served in input order. With num_parallel_calls 2 the map is
+ * asynchronous (TF's ParallelMapDataset runs its calls in the background too): the
+ * pool's thread reads and maps the next block while the caller serves this one, so
+ * the map overlaps with the work downstream (shuffle, batch). Other counts map each
+ * block on the pool and the caller together. */
 static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     const vg__ds_fn *fn = it->ds->fn;
-    if (u->slot_pos == u->slot_n) {
-        if (u->in_end) {
+    pmap_block *b = &u->blk[u->bcur];
+    if (b->pos == b->n) {
+        if (b->in_end) {
             *end = true;
             return VG_OK;
         }
-        u->slot_pos = u->slot_n = 0;
-        vg_code rc = VG_OK;
-        while (u->slot_n < u->nslots && rc == VG_OK) {
-            rc = u->in->next(u->in, u->slots[u->slot_n].in, &u->in_end, st);
-            if (rc != VG_OK || u->in_end) break;
-            u->slot_n++;
+        if (!u->async) {
+            pmap_fill(u, b);
+        } else {
+            if (!u->started) {
+                u->started = true;
+                pmap_start(u);
+            }
+            pmap_quiesce(u, false);
+            u->bcur ^= 1;
+            b = &u->blk[u->bcur];
+            if (!b->in_end) pmap_start(u);
         }
-        if (u->slot_n == 0) {
-            if (rc != VG_OK) return rc;
+        if (b->pos == b->n) {
             *end = true;
             return VG_OK;
-        }
-        pmap_job j = {u, fn};
-        if (u->pool) vg__pool_parallel_for(u->pool, u->slot_n, (int)it->ds->c, pmap_chunk, &j);
-        else pmap_chunk(&j, 0, u->slot_n);
-        if (rc != VG_OK) { /* an input error after some elements: report it after them */
-            u->slots[u->slot_n].rc = rc;
-            vg_status_copy(&u->slots[u->slot_n].st, st);
-            memset(u->slots[u->slot_n].out, 0, sizeof u->slots[u->slot_n].out);
-            u->slot_n++;
         }
     }
-    pmap_slot *sl = &u->slots[u->slot_pos++];
+    pmap_slot *sl = &b->slots[b->pos++];
     if (sl->rc != VG_OK) {
         free_elem(sl->out, fn->nouts);
         return vg_status_set(st, sl->rc, "%s", sl->st.msg);
@@ -1308,42 +1400,11 @@ typedef struct prefetch_it {
     bool stop, cancelled, ended;
 } prefetch_it;
 
-/* A waiter first polls for a while before it sleeps on the condition variable: a
- * batch is usually ready (or taken) within tens of microseconds, and sleeping and
- * being woken through futexes costs more than that on virtual machines (it was ~18%
- * of bench_input's time). The counters are written under the mutex with atomic
- * stores, so the polls may read them without it. */
-#define PF_SPIN 4096
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-/* Polls (mutex not held) until size != full_at or a flag is set; true if it changed. */
-static bool pf_spin(prefetch_it *p, int64_t full_at) {
-    for (int i = 0; i < PF_SPIN; i++) {
-        if (__atomic_load_n(&p->size, __ATOMIC_ACQUIRE) != full_at || __atomic_load_n(&p->stop, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&p->cancelled, __ATOMIC_RELAXED))
-            return true;
-        cpu_relax();
-    }
-    return false;
-}
-
 static void *prefetch_main(void *arg) {
     prefetch_it *p = arg;
     int nc = p->base.ds->ncomp;
     pthread_mutex_lock(&p->mu);
     while (!p->stop && !p->ended) {
-        if (!p->stop && p->size == p->cap) {
-            pthread_mutex_unlock(&p->mu);
-            pf_spin(p, p->cap);
-            pthread_mutex_lock(&p->mu);
-        }
         while (!p->stop && p->size == p->cap) pthread_cond_wait(&p->cv, &p->mu);
         if (p->stop) break;
         pthread_mutex_unlock(&p->mu);
@@ -1359,7 +1420,7 @@ static void *prefetch_main(void *arg) {
             break;
         }
         p->ring[(p->head + p->size) % p->cap] = it;
-        __atomic_store_n(&p->size, p->size + 1, __ATOMIC_RELEASE);
+        p->size++;
         if (it.code == VG_OUT_OF_RANGE) p->ended = true;
         pthread_cond_broadcast(&p->cv);
     }
@@ -1378,11 +1439,6 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
         }
         p->started = true;
     }
-    if (p->size == 0 && !p->cancelled) {
-        pthread_mutex_unlock(&p->mu);
-        pf_spin(p, 0);
-        pthread_mutex_lock(&p->mu);
-    }
     while (p->size == 0 && !p->cancelled) pthread_cond_wait(&p->cv, &p->mu);
     if (p->cancelled) {
         pthread_mutex_unlock(&p->mu);
@@ -1396,7 +1452,7 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
         if (item->code == VG_OK) memcpy(out, item->t, sizeof(vg_tensor *) * (size_t)nc);
         else rc = vg_status_set(st, item->code, "%s", item->st.msg);
         p->head = (p->head + 1) % p->cap;
-        __atomic_store_n(&p->size, p->size - 1, __ATOMIC_RELEASE);
+        p->size--;
         pthread_cond_broadcast(&p->cv);
     }
     pthread_mutex_unlock(&p->mu);
@@ -1406,7 +1462,7 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
 static void prefetch_cancel(vg__ds_iter *it) {
     prefetch_it *p = (prefetch_it *)it;
     pthread_mutex_lock(&p->mu);
-    __atomic_store_n(&p->cancelled, true, __ATOMIC_RELAXED);
+    p->cancelled = true;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     vg__ds_iter_cancel(p->in);
@@ -1415,7 +1471,7 @@ static void prefetch_cancel(vg__ds_iter *it) {
 static void prefetch_free(vg__ds_iter *it) {
     prefetch_it *p = (prefetch_it *)it;
     pthread_mutex_lock(&p->mu);
-    __atomic_store_n(&p->stop, true, __ATOMIC_RELAXED);
+    p->stop = true;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     vg__ds_iter_cancel(p->in); /* unblocks a producer waiting inside its input */
@@ -1554,7 +1610,14 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         int64_t par = d->c > 1 ? d->c : 1;
         u->nslots = (vec ? VEC_BLOCK : 32) * par;
         it->next = parallel_map_next;
-        if (!(u->slots = vg__calloc((size_t)u->nslots + 1, sizeof(pmap_slot))) ||
+        if (par == 2) {
+            u->async = true;
+            pthread_mutex_init(&u->amu, NULL);
+            pthread_cond_init(&u->acv, NULL);
+        }
+        if (!(u->blk = vg__calloc(2, sizeof(pmap_block))) ||
+            !(u->blk[0].slots = vg__calloc((size_t)u->nslots + 1, sizeof(pmap_slot))) ||
+            !(u->blk[1].slots = vg__calloc((size_t)u->nslots + 1, sizeof(pmap_slot))) ||
             (par > 1 && !(u->pool = vg__pool_new((int)par - 1)))) {
             VG_OOM(st, "parallel map");
             vg__ds_iter_free(it);
