@@ -163,15 +163,15 @@ typedef vg_output (*build_fn)(vg_graph *g, int par, bool *vec);
 /* Runs build with the vectorized path off and on; every item must agree. Returns the
  * number of errors seen (so that callers can check the errors were exercised). */
 static int compare(build_fn build, int nout, int par, bool want_vec, int *nitems) {
-    static item a[NREC + 8], b[NREC + 8];
+    static item a[2 * NREC + 8], b[2 * NREC + 8];
     int na, nb, errors = 0;
     bool vec = false;
     vg__ds_set_vectorize(false);
     vg_graph *g1 = vg_graph_new();
-    na = collect(g1, build(g1, par, &vec), nout, a, NREC + 8);
+    na = collect(g1, build(g1, par, &vec), nout, a, 2 * NREC + 8);
     vg__ds_set_vectorize(true);
     vg_graph *g2 = vg_graph_new();
-    nb = collect(g2, build(g2, par, &vec), nout, b, NREC + 8);
+    nb = collect(g2, build(g2, par, &vec), nout, b, 2 * NREC + 8);
     CHECK(vec == want_vec);
     CHECK(na == nb);
     for (int i = 0; i < na && i < nb; i++) {
@@ -267,6 +267,67 @@ static void test_refused_and_edge_functions(void) {
     CHECK(n == 100);
 }
 
+/* TFRecord sources: records read straight into the vectorized map's blocks. Two files,
+ * the second with a corrupt record (DATA_LOSS, after which the file is left), the pair
+ * repeated twice; the whole stream must match the per-element map's. */
+static char g_files[2][512];
+
+static vg_output tfrecord_files(vg_graph *g) {
+    vg_status st;
+    vg_tensor *f = vg_tensor_new(VG_STRING, (int64_t[]){2}, 1, &st);
+    for (int i = 0; i < 2; i++) vg_tensor_set_string(f, i, g_files[i], strlen(g_files[i]), &st);
+    vg_output c = vg_const(g, f, "files");
+    vg_tensor_free(f);
+    return vg_dataset_repeat(g, vg_dataset_tfrecord(g, c, "", NULL), 2, NULL);
+}
+
+static vg_output build_tfrecord(vg_graph *g, int par, bool *vec) {
+    vg_output ds = vg_dataset_map_parallel(g, tfrecord_files(g), parse_fn, NULL, par, NULL);
+    *vec = has_vec(g, ds);
+    return ds;
+}
+
+static void test_tfrecord_source(void) {
+    char dir[256];
+    if (!*tu_mkdtemp(dir, sizeof dir, "vectorize")) {
+        CHECK(false);
+        return;
+    }
+    vg_status st;
+    vg_tensor *recs = make_records(7, &st);
+    for (int f = 0; f < 2; f++) {
+        snprintf(g_files[f], sizeof g_files[f], "%s/part%d.tfrecord", dir, f);
+        vg_tfrecord_writer *w = vg_tfrecord_writer_open(g_files[f], VG_COMPRESSION_NONE, &st);
+        CHECK(w != NULL);
+        /* file 0: records 0..149 (clean, then the bad ones from 192 are not in it);
+         * file 1: records 150..299 */
+        for (int i = 150 * f; w && i < 150 * (f + 1); i++) {
+            size_t l;
+            const char *r = vg_tensor_string(recs, i, &l);
+            CHECK_OK(vg_tfrecord_writer_write(w, r, l, &st), &st);
+        }
+        if (w) CHECK_OK(vg_tfrecord_writer_close(w, &st), &st);
+    }
+    vg_tensor_free(recs);
+    /* corrupt a byte in the data of a record near the end of file 1 */
+    FILE *fp = fopen(g_files[1], "r+b");
+    CHECK(fp != NULL);
+    if (fp) {
+        fseek(fp, -300, SEEK_END);
+        int c = fgetc(fp);
+        fseek(fp, -300, SEEK_END);
+        fputc(c ^ 0x55, fp);
+        fclose(fp);
+    }
+    for (int par = 0; par <= 3; par++) {
+        if (par == 1) continue;
+        int n, errors = compare(build_tfrecord, 3, par, true, &n);
+        CHECK(n > 2 * 250 && n < 2 * 300 + 4); /* two passes, each cut short by the corruption */
+        CHECK(errors >= 4);
+    }
+    tu_rmrf(dir);
+}
+
 /* An async parallel map (num_parallel_calls 2) dropped while its pool thread fills the
  * next block: the iterator waits for it (ASan / TSan builds check the rest). */
 static void test_early_free(void) {
@@ -295,6 +356,7 @@ int main(void) {
     g_specs[2] = (vg_feature_spec){"w", VG_FLOAT, false, vg_shape_make((int64_t[]){3}, 1), {NULL, 0}};
     RUN_TEST(test_parse_pipeline);
     RUN_TEST(test_refused_and_edge_functions);
+    RUN_TEST(test_tfrecord_source);
     RUN_TEST(test_early_free);
     TEST_MAIN_END();
 }

@@ -101,6 +101,12 @@ struct vg__ds_iter {
     void (*free)(vg__ds_iter *it);
     /* wake blocked waiters (prefetch) and make them fail with CANCELLED; may be NULL */
     void (*cancel)(vg__ds_iter *it);
+    /* Sources of scalar strings (TFRecord files, repeated): the next elements written
+     * straight into elements [at, at + *got) of the string tensor t, *got <= max, as
+     * next() would return them one by one; stops early at the end (*end) or at an
+     * error (returned after the *got good ones). NULL for other iterators. */
+    vg_code (*next_strings)(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
+                            vg_status *st);
     const vg__dataset *ds;
 };
 

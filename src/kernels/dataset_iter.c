@@ -197,6 +197,48 @@ static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
     }
 }
 
+static vg_code tfrecord_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
+                                     vg_status *st) {
+    tfrecord_it *r = (tfrecord_it *)it;
+    const vg__dataset *d = it->ds;
+    *got = 0;
+    while (*got < max) {
+        if (!r->r) {
+            if (r->file >= vg_tensor_num_elements(d->files)) {
+                *end = true;
+                return VG_OK;
+            }
+            size_t l;
+            const char *s = vg_tensor_string(d->files, r->file, &l);
+            char *path = vg__strndup(s, l);
+            if (!path) return VG_OOM(st, "file name");
+            r->r = vg__zrecord_reader_open(path, d->compression, st);
+            vg__free(path);
+            if (!r->r) {
+                r->file++;
+                return st->code;
+            }
+        }
+        const uint8_t *data;
+        size_t len;
+        uint64_t off;
+        vg_status e;
+        vg_status_clear(&e);
+        vg_code rc = vg__zrecord_reader_next(r->r, &data, &len, &off, &e);
+        if (rc != VG_OK) { /* the end of this file, or an error: as tfrecord_next */
+            vg__zrecord_reader_close(r->r);
+            r->r = NULL;
+            r->file++;
+            if (rc == VG_OUT_OF_RANGE) continue;
+            vg_status_copy(st, &e);
+            return rc;
+        }
+        if ((rc = vg_tensor_set_string(t, at + *got, (const char *)data, len, st)) != VG_OK) return rc;
+        (*got)++;
+    }
+    return VG_OK;
+}
+
 static void tfrecord_free(vg__ds_iter *it) { vg__zrecord_reader_close(((tfrecord_it *)it)->r); }
 
 
@@ -483,6 +525,7 @@ struct unary_it {
     struct pmap_block *blk;           /* block map: two blocks of results, served in order */
     int64_t nslots;                   /* elements per block */
     int bcur;                         /* the block being served */
+    bool direct;                      /* block map: records read straight into blocks (next_strings) */
     bool async, started, busy;        /* async: blk[bcur ^ 1] filled by a pool task (busy) */
     pthread_mutex_t amu;
     pthread_cond_t acv;
@@ -592,11 +635,38 @@ typedef struct pmap_job {
     pmap_slot *slots;
 } pmap_job;
 
+/* Runs the vectorized function on the stacked inputs `in` (n rows) and puts row i of
+ * the results in slots[i].out; false (slots untouched) when the run fails or an output
+ * does not have n rows. */
+static bool vec_run(unary_it *u, const vg__ds_fn *fn, vg_tensor *const *in, pmap_slot *slots, int64_t n) {
+    vg_tensor *out[VG_DATASET_MAX_COMPONENTS] = {0};
+    vg_status st;
+    bool ok = vg_session_run(u->vsess, NULL, fn->vec_args, (vg_tensor **)in, fn->nargs, fn->vec_outs, out, fn->nouts,
+                             NULL, 0, NULL, &st) == VG_OK;
+    for (int c = 0; ok && c < fn->nouts; c++) ok = vg_tensor_ndims(out[c]) >= 1 && vg_tensor_dim(out[c], 0) == n;
+    if (!ok) {
+        free_elem(out, fn->nouts);
+        return false;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        pmap_slot *sl = &slots[i];
+        vg_status_clear(&sl->st);
+        sl->rc = VG_OK;
+        for (int c = 0; c < fn->nouts && sl->rc == VG_OK; c++)
+            if (!(sl->out[c] = slice_row(out[c], i, &sl->st))) {
+                sl->rc = sl->st.code ? sl->st.code : VG_RESOURCE_EXHAUSTED;
+                free_elem(sl->out, c);
+            }
+    }
+    free_elem(out, fn->nouts);
+    return true;
+}
+
 /* Maps slots [begin, end) with one run of the vectorized function; false (the slots'
  * inputs untouched) when the elements do not stack or the run fails. */
 static bool vec_chunk(unary_it *u, const vg__ds_fn *fn, pmap_slot *slots, int64_t begin, int64_t end) {
     int64_t n = end - begin;
-    vg_tensor *in[VG_DATASET_MAX_COMPONENTS] = {0}, *out[VG_DATASET_MAX_COMPONENTS] = {0};
+    vg_tensor *in[VG_DATASET_MAX_COMPONENTS] = {0};
     vg_status st;
     bool ok = true;
     for (int k = 0; ok && k < fn->nargs; k++) {
@@ -633,29 +703,15 @@ static bool vec_chunk(unary_it *u, const vg__ds_fn *fn, pmap_slot *slots, int64_
                 memcpy((uint8_t *)vg_tensor_data(in[k]) + (size_t)i * rb, vg_tensor_data(slots[begin + i].in[k]), rb);
         }
     }
-    if (ok)
-        ok = vg_session_run(u->vsess, NULL, fn->vec_args, in, fn->nargs, fn->vec_outs, out, fn->nouts, NULL, 0, NULL,
-                            &st) == VG_OK;
-    free_elem(in, fn->nargs);
-    for (int c = 0; ok && c < fn->nouts; c++)
-        ok = vg_tensor_ndims(out[c]) >= 1 && vg_tensor_dim(out[c], 0) == n;
     if (!ok) {
-        free_elem(out, fn->nouts);
+        free_elem(in, fn->nargs);
         return false;
     }
-    for (int64_t i = 0; i < n; i++) {
-        pmap_slot *sl = &slots[begin + i];
-        vg_status_clear(&sl->st);
-        sl->rc = VG_OK;
-        for (int c = 0; c < fn->nouts && sl->rc == VG_OK; c++)
-            if (!(sl->out[c] = slice_row(out[c], i, &sl->st))) {
-                sl->rc = sl->st.code ? sl->st.code : VG_RESOURCE_EXHAUSTED;
-                free_elem(sl->out, c);
-            }
-        free_elem(sl->in, fn->nargs);
-    }
-    free_elem(out, fn->nouts);
-    return true;
+    ok = vec_run(u, fn, in, slots + begin, n);
+    free_elem(in, fn->nargs);
+    if (ok)
+        for (int64_t i = begin; i < end; i++) free_elem(slots[i].in, fn->nargs);
+    return ok;
 }
 
 /* Maps slots [begin, end) one element at a time. */
@@ -691,6 +747,46 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
     vg_status_clear(&st);
     vg_code rc = VG_OK;
     b->n = b->pos = 0;
+    if (u->direct) {
+        /* the records go straight into the vectorized function's input tensor (no
+         * tensor per record, no stacking); per-element inputs are made only for a
+         * block whose batched run fails */
+        vg_tensor *t = vg_tensor_new(VG_STRING, &u->nslots, 1, &st);
+        rc = t ? u->in->next_strings(u->in, t, 0, u->nslots, &b->n, &b->in_end, &st) : st.code;
+        vg_tensor *in = t;
+        if (t && b->n > 0 && b->n < u->nslots) { /* a short block: a tensor of its size */
+            in = vg_tensor_new(VG_STRING, &b->n, 1, &st);
+            for (int64_t i = 0; in && i < b->n; i++) {
+                size_t l;
+                const char *p = vg_tensor_string(t, i, &l);
+                if (vg_tensor_set_string(in, i, p, l, &st) != VG_OK) {
+                    vg_tensor_free(in);
+                    in = NULL;
+                }
+            }
+        }
+        if (b->n > 0 && !(in && vec_run(u, fn, &in, b->slots, b->n))) {
+            for (int64_t i = 0; i < b->n; i++) {
+                size_t l;
+                const char *p = vg_tensor_string(t, i, &l);
+                if (!(b->slots[i].in[0] = vg_tensor_new_string_scalar(p, l, &b->slots[i].st))) {
+                    b->slots[i].rc = b->slots[i].st.code ? b->slots[i].st.code : VG_RESOURCE_EXHAUSTED;
+                    continue;
+                }
+                pmap_job j = {u, fn, b->slots};
+                pmap_elems(&j, i, i + 1);
+            }
+        }
+        if (in != t) vg_tensor_free(in);
+        vg_tensor_free(t);
+        if (rc != VG_OK) {
+            b->slots[b->n].rc = rc;
+            vg_status_copy(&b->slots[b->n].st, &st);
+            memset(b->slots[b->n].out, 0, sizeof b->slots[b->n].out);
+            b->n++;
+        }
+        return;
+    }
     while (b->n < u->nslots) {
         rc = u->in->next(u->in, b->slots[b->n].in, &b->in_end, &st);
         if (rc != VG_OK || b->in_end) break;
@@ -923,6 +1019,44 @@ static vg_code repeat_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_statu
             return VG_OK;
         }
     }
+}
+
+/* repeat_next's loop for sources of strings */
+static vg_code repeat_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
+                                   vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    *got = 0;
+    while (*got < max) {
+        if (!u->in) {
+            if (d->a >= 0 && u->epoch >= d->a) {
+                *end = true;
+                return VG_OK;
+            }
+            if (!(u->in = vg__ds_iter_new(d->input, st))) return st->code;
+            u->in_epoch = 0;
+        }
+        bool e = false;
+        int64_t g = 0;
+        vg_code rc = u->in->next_strings(u->in, t, at + *got, max - *got, &g, &e, st);
+        *got += g;
+        u->in_epoch += g;
+        if (rc != VG_OK) return rc;
+        if (!e) continue;
+        vg__ds_iter_free(u->in);
+        u->in = NULL;
+        u->epoch++;
+        if (u->in_epoch == 0 && d->a < 0) {
+            *end = true;
+            return VG_OK;
+        }
+    }
+    return VG_OK;
+}
+
+/* Whether iterators of d have next_strings. */
+static bool strings_source(const vg__dataset *d) {
+    return d->kind == VG__DS_TFRECORD || (d->kind == VG__DS_REPEAT && strings_source(d->input));
 }
 
 static vg_code take_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
@@ -1537,6 +1671,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         return it;
     case VG__DS_TFRECORD:
         it->next = tfrecord_next;
+        it->next_strings = tfrecord_next_strings;
         it->free = tfrecord_free;
         return it;
     case VG__DS_TEXTLINE:
@@ -1580,7 +1715,10 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     case VG__DS_MAP: it->next = d->c > 1 ? parallel_map_next : map_next; break;
     case VG__DS_BATCH: it->next = batch_next; break;
     case VG__DS_SHUFFLE: it->next = shuffle_next; break;
-    case VG__DS_REPEAT: it->next = repeat_next; break;
+    case VG__DS_REPEAT:
+        it->next = repeat_next;
+        if (strings_source(d->input)) it->next_strings = repeat_next_strings;
+        break;
     case VG__DS_TAKE: it->next = take_next; break;
     case VG__DS_SHARD: it->next = shard_next; break;
     case VG__DS_IGNORE_ERRORS: it->next = ignore_errors_next; break;
@@ -1629,6 +1767,9 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         int64_t par = d->c > 1 ? d->c : 1;
         u->nslots = (vec ? VEC_BLOCK : 32) * par;
         it->next = parallel_map_next;
+        /* one string argument read straight from its source, the block mapped by one
+         * thread (sequential or async) */
+        u->direct = vec && d->fn->nargs == 1 && d->input->types[0] == VG_STRING && u->in->next_strings && par <= 2;
         if (par == 2) {
             u->async = true;
             pthread_mutex_init(&u->amu, NULL);
