@@ -545,6 +545,11 @@ typedef struct pmap_block {
     pmap_slot *slots; /* nslots + 1 (room for an input error after the elements) */
     int64_t n, pos;
     bool in_end;
+    /* direct blocks run batched: the function's outputs, rows [0, vrows) are elements
+     * 0.. of the block, cut out when served (on the serving thread, so that elements
+     * are allocated and freed by the same thread) */
+    vg_tensor *vout[VG_DATASET_MAX_COMPONENTS];
+    int64_t vrows;
 } pmap_block;
 
 /* Waits until no fill task runs (the async map's task reads the input). */
@@ -563,6 +568,7 @@ static void pmap_quiesce(unary_it *u, bool cancel) {
 static void pmap_release(unary_it *u) {
     if (u->pool) vg__pool_free(u->pool);
     for (int b = 0; u->blk && b < 2; b++) {
+        free_elem(u->blk[b].vout, VG_DATASET_MAX_COMPONENTS);
         for (int64_t i = 0; u->blk[b].slots && i <= u->nslots; i++) {
             free_elem(u->blk[b].slots[i].in, VG_DATASET_MAX_COMPONENTS);
             free_elem(u->blk[b].slots[i].out, VG_DATASET_MAX_COMPONENTS);
@@ -747,6 +753,8 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
     vg_status_clear(&st);
     vg_code rc = VG_OK;
     b->n = b->pos = 0;
+    free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+    b->vrows = 0;
     if (u->direct) {
         /* the records go straight into the vectorized function's input tensor (no
          * tensor per record, no stacking); per-element inputs are made only for a
@@ -765,7 +773,16 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
                 }
             }
         }
-        if (b->n > 0 && !(in && vec_run(u, fn, &in, b->slots, b->n))) {
+        bool ok = false;
+        if (b->n > 0 && in) {
+            ok = vg_session_run(u->vsess, NULL, fn->vec_args, &in, 1, fn->vec_outs, b->vout, fn->nouts, NULL, 0, NULL,
+                                &b->slots[0].st) == VG_OK;
+            for (int c = 0; ok && c < fn->nouts; c++)
+                ok = vg_tensor_ndims(b->vout[c]) >= 1 && vg_tensor_dim(b->vout[c], 0) == b->n;
+            if (ok) b->vrows = b->n;
+            else free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+        }
+        if (b->n > 0 && !ok) {
             for (int64_t i = 0; i < b->n; i++) {
                 size_t l;
                 const char *p = vg_tensor_string(t, i, &l);
@@ -853,6 +870,15 @@ static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
             *end = true;
             return VG_OK;
         }
+    }
+    if (b->pos < b->vrows) { /* a row of a batched run */
+        for (int c = 0; c < fn->nouts; c++)
+            if (!(out[c] = slice_row(b->vout[c], b->pos, st))) {
+                free_elem(out, c);
+                return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
+            }
+        if (++b->pos == b->vrows) free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+        return VG_OK;
     }
     pmap_slot *sl = &b->slots[b->pos++];
     if (sl->rc != VG_OK) {
