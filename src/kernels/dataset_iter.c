@@ -1573,7 +1573,8 @@ typedef struct prefetch_it {
     pthread_t th;
     bool started;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;        /* the consumer waits here for an element */
+    pthread_cond_t space;     /* the producer waits here for room in the ring */
     pf_item *ring;
     int64_t cap, head, size;
     bool stop, cancelled, ended;
@@ -1584,7 +1585,7 @@ static void *prefetch_main(void *arg) {
     int nc = p->base.ds->ncomp;
     pthread_mutex_lock(&p->mu);
     while (!p->stop && !p->ended) {
-        while (!p->stop && p->size == p->cap) pthread_cond_wait(&p->cv, &p->mu);
+        while (!p->stop && p->size == p->cap) pthread_cond_wait(&p->space, &p->mu);
         if (p->stop) break;
         pthread_mutex_unlock(&p->mu);
         pf_item it;
@@ -1601,7 +1602,12 @@ static void *prefetch_main(void *arg) {
         p->ring[(p->head + p->size) % p->cap] = it;
         p->size++;
         if (it.code == VG_OUT_OF_RANGE) p->ended = true;
-        pthread_cond_broadcast(&p->cv);
+        /* signalled after the unlock: a consumer woken while the mutex is held would
+         * block on it at once and need a second wake-up (each costs a system call and,
+         * on a virtual machine, an interprocessor interrupt) */
+        pthread_mutex_unlock(&p->mu);
+        pthread_cond_signal(&p->cv);
+        pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -1632,7 +1638,9 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
         else rc = vg_status_set(st, item->code, "%s", item->st.msg);
         p->head = (p->head + 1) % p->cap;
         p->size--;
-        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        pthread_cond_signal(&p->space);
+        return rc;
     }
     pthread_mutex_unlock(&p->mu);
     return rc;
@@ -1643,6 +1651,7 @@ static void prefetch_cancel(vg__ds_iter *it) {
     pthread_mutex_lock(&p->mu);
     p->cancelled = true;
     pthread_cond_broadcast(&p->cv);
+    pthread_cond_broadcast(&p->space);
     pthread_mutex_unlock(&p->mu);
     vg__ds_iter_cancel(p->in);
 }
@@ -1652,6 +1661,7 @@ static void prefetch_free(vg__ds_iter *it) {
     pthread_mutex_lock(&p->mu);
     p->stop = true;
     pthread_cond_broadcast(&p->cv);
+    pthread_cond_broadcast(&p->space);
     pthread_mutex_unlock(&p->mu);
     vg__ds_iter_cancel(p->in); /* unblocks a producer waiting inside its input */
     if (p->started) pthread_join(p->th, NULL);
@@ -1660,6 +1670,7 @@ static void prefetch_free(vg__ds_iter *it) {
     vg__ds_iter_free(p->in);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
+    pthread_cond_destroy(&p->space);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1719,6 +1730,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         it->cancel = prefetch_cancel;
         pthread_mutex_init(&p->mu, NULL);
         pthread_cond_init(&p->cv, NULL);
+        pthread_cond_init(&p->space, NULL);
         p->cap = d->a;
         if (!(p->ring = vg__calloc((size_t)p->cap, sizeof(pf_item)))) {
             VG_OOM(st, "prefetch buffer");
