@@ -15,7 +15,9 @@
  *            of 64 through placeholders, measured in the same run at T threads; every
  *            pipeline line carries it and the ratio batches/s / steps/s (target >= 10)
  *
- * Prints one JSON line per case ({"bench":"input","case":...}); throughput after a
+ * Prints one JSON line per case ({"bench":"input","case":...}; pipeline lines also give
+ * cpu_us_per_batch, the process's CPU time per batch over the measured seconds, steadier
+ * than batches/s on a loaded machine); throughput after a
  * warm-up that fills the shuffle buffers, the median of --rounds R (default 3) rounds
  * in which the MLP and the pipelines take turns. Options: --seconds S (measured time
  * per case and round, default 3), --data DIR (default /usr/share/datasets/fashion-mnist), --records N
@@ -399,9 +401,9 @@ static int run_big(const uint8_t *images, const uint8_t *labels, int64_t n, int6
     getrusage(RUSAGE_SELF, &ru);
     /* the buffers, at a decoded element's size (784 floats + an int64 label): the
      * shuffle buffer, the batch being built, the prefetched batch, the parallel map's
-     * block of 32 x 2 elements in and out */
+     * two blocks of 64 x 2 elements (the one served, the one being mapped) */
     double elem = 784 * 4 + 8;
-    double bound_mb = (10000 + BATCH + BATCH + 2 * 32 * 2) * elem / 1048576.0;
+    double bound_mb = (10000 + BATCH + BATCH + 2 * 64 * 2) * elem / 1048576.0;
     double pipeline_mb = hwm - hwm_start;
     printf("{\"bench\":\"input\",\"case\":\"big_file_peak_rss\",\"file_mb\":%.1f,\"file\":\"%s\",\"written_s\":%.1f,"
            "\"records\":%lld,\"batches\":%lld,\"seconds\":%.2f,\"records_per_s\":%.0f,\"shuffle_buffer\":10000,"
