@@ -840,11 +840,12 @@ static void pmap_start(unary_it *u) {
 }
 
 /* MapDataset with a vectorized function and ParallelMapDataset: elements are mapped a
- * block at a time and served in input order. With num_parallel_calls 2 the map is
- * asynchronous (TF's ParallelMapDataset runs its calls in the background too): the
- * pool's thread reads and maps the next block while the caller serves this one, so
- * the map overlaps with the work downstream (shuffle, batch). Other counts map each
- * block on the pool and the caller together. */
+ * block at a time and served in input order. A vectorized map with num_parallel_calls
+ * 2 is asynchronous (TF's ParallelMapDataset runs its calls in the background too):
+ * the pool's thread reads and maps the next block while the caller serves this one,
+ * so the map overlaps with the work downstream (shuffle, batch). Otherwise each block
+ * is mapped by the pool and the caller together (a per-element function may be heavy,
+ * e.g. image decoding, and then splitting the block is what pays). */
 static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     const vg__ds_fn *fn = it->ds->fn;
@@ -1808,7 +1809,8 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         /* one string argument read straight from its source, the block mapped by one
          * thread (sequential or async) */
         u->direct = vec && d->fn->nargs == 1 && d->input->types[0] == VG_STRING && u->in->next_strings && par <= 2;
-        if (par == 2) {
+        if (par == 2 && vec) { /* a per-element function (possibly heavy: image decoding)
+                                  keeps the block split over the pool thread and the caller */
             u->async = true;
             pthread_mutex_init(&u->amu, NULL);
             pthread_cond_init(&u->acv, NULL);
