@@ -5,11 +5,14 @@
  * and hand it out in a VG_RESOURCE scalar whose deallocator drops the reference.
  * vg__ds_iter_new makes an iterator: a small state machine with next() and free().
  * Iterators are not thread-safe (the iterator resource serializes get_next), except
- * the prefetch iterator's own producer thread, which it manages.
+ * the prefetch iterator's own producer thread and the asynchronous parallel map's pool
+ * thread (which reads the map's input while the caller serves mapped elements), which
+ * they manage.
  *
  * Resumability: each iterator's position is plain counters and buffers (range: next
  * value; slices/take/skip/repeat: counts; tfrecord: file index + stream offset;
- * shuffle: seed state + buffer; batch/map: stateless between elements), so a later
+ * shuffle: seed state + buffer; batch: stateless between elements; map: a block or two
+ * of elements read ahead and mapped, not yet delivered), so a later
  * save()/restore() pair per kind can write it into a checkpoint (not implemented yet).
  */
 #ifndef VG_DATASET_H
