@@ -625,8 +625,9 @@ static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *
  *
  * When the function has a vectorized form (fn->vec, dataset_vectorize.c), MapDataset
  * and ParallelMapDataset both work on blocks of VEC_BLOCK x max(1, num_parallel_calls)
- * elements: each part of a block (one per parallel call) is stacked, run once through
- * the vectorized function and split back into elements. A part whose elements do not
+ * elements: each part of a block (one per parallel call; the whole block when its
+ * records are read straight from a TFRecord source) is stacked, run once through the
+ * vectorized function and split back into elements. A part whose elements do not
  * stack (different shapes) or whose batched run fails is mapped element by element,
  * so its results and errors are exactly the per-element ones. */
 #define VEC_BLOCK 64
