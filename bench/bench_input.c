@@ -22,8 +22,8 @@
  * in which the MLP and the pipelines take turns. Options: --seconds S (measured time
  * per case and round, default 3), --data DIR (default /usr/share/datasets/fashion-mnist), --records N
  * (default 60000), --threads 1|2 (one thread count only), --only mlp|tfdata|batch_then_parse|queue
- * (one case only, for profiles; no peer), --no-vectorize (map functions element by element: the
- * path before vectorized maps, for comparisons).
+ * (one case only, for profiles; no peer), --no-vectorize (vectorized maps off: map functions run
+ * element by element, for comparisons).
  *
  * The PyTorch DataLoader peer (bench/peers/torch_input.py, /usr/bin/python3 with
  * python3-torch) reads the same file in the same run: records in memory, each Example
