@@ -15,11 +15,15 @@
  *            of 64 through placeholders, measured in the same run at T threads; every
  *            pipeline line carries it and the ratio batches/s / steps/s (target >= 10)
  *
- * Prints one JSON line per case ({"bench":"input","case":...}); throughput after a
+ * Prints one JSON line per case ({"bench":"input","case":...}; pipeline lines also give
+ * cpu_us_per_batch, the process's CPU time per batch over the measured seconds, steadier
+ * than batches/s on a loaded machine); throughput after a
  * warm-up that fills the shuffle buffers, the median of --rounds R (default 3) rounds
  * in which the MLP and the pipelines take turns. Options: --seconds S (measured time
  * per case and round, default 3), --data DIR (default /usr/share/datasets/fashion-mnist), --records N
- * (default 60000).
+ * (default 60000), --threads 1|2 (one thread count only), --only mlp|tfdata|batch_then_parse|queue
+ * (one case only, for profiles; no peer), --no-vectorize (vectorized maps off: map functions run
+ * element by element, for comparisons).
  *
  * The PyTorch DataLoader peer (bench/peers/torch_input.py, /usr/bin/python3 with
  * python3-torch) reads the same file in the same run: records in memory, each Example
@@ -35,6 +39,7 @@
  * + prefetch + map blocks, at the decoded element's size): memory follows the buffers,
  * not the file. */
 #include "io/io.h"
+#include "kernels/dataset.h"
 #include "vigil/vigil.h"
 #include <dirent.h>
 #include <stdio.h>
@@ -134,13 +139,25 @@ typedef struct run_spec {
     int nbatches;
 } run_spec;
 
+/* process CPU time (user + system, all threads) in seconds */
+static double cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* CPU microseconds per run of the last measure() (all threads of the process): on a
+ * loaded machine a steadier figure than runs/s */
+static double g_cpu_us_per_run;
+
 static double measure(vg_session *s, const run_spec *r, int warm, double seconds, vg_status *st) {
     vg_run_options ro = {0};
     ro.timeout_in_ms = 60000;
     int64_t n = 0;
-    double t0 = 0;
+    double t0 = 0, c0 = 0;
     for (int i = 0;; i++) {
-        if (i == warm) t0 = now_s();
+        if (i == warm) t0 = now_s(), c0 = cpu_s();
         vg_tensor *out[2] = {0};
         vg_tensor **fv = r->nfeeds ? r->feed_values + (size_t)(i % r->nbatches) * (size_t)r->nfeeds : NULL;
         if (vg_session_run(s, &ro, r->feeds, fv, r->nfeeds, r->fetches, out, r->nfetches, r->targets, r->ntargets, NULL,
@@ -153,6 +170,7 @@ static double measure(vg_session *s, const run_spec *r, int warm, double seconds
             if (now_s() - t0 >= seconds) break;
         }
     }
+    g_cpu_us_per_run = (cpu_s() - c0) * 1e6 / (double)n;
     return (double)n / (now_s() - t0);
 }
 
@@ -383,9 +401,9 @@ static int run_big(const uint8_t *images, const uint8_t *labels, int64_t n, int6
     getrusage(RUSAGE_SELF, &ru);
     /* the buffers, at a decoded element's size (784 floats + an int64 label): the
      * shuffle buffer, the batch being built, the prefetched batch, the parallel map's
-     * block of 32 x 2 elements in and out */
+     * two blocks of 64 x 2 elements (the one served, the one being mapped) */
     double elem = 784 * 4 + 8;
-    double bound_mb = (10000 + BATCH + BATCH + 2 * 32 * 2) * elem / 1048576.0;
+    double bound_mb = (10000 + BATCH + BATCH + 2 * 64 * 2) * elem / 1048576.0;
     double pipeline_mb = hwm - hwm_start;
     printf("{\"bench\":\"input\",\"case\":\"big_file_peak_rss\",\"file_mb\":%.1f,\"file\":\"%s\",\"written_s\":%.1f,"
            "\"records\":%lld,\"batches\":%lld,\"seconds\":%.2f,\"records_per_s\":%.0f,\"shuffle_buffer\":10000,"
@@ -415,15 +433,21 @@ static void print_rounds(const double *v, int n) {
 }
 
 /* One line per pipeline case: medians over the rounds, and the MLP's median. */
-static void print_case(const char *name, int threads, const double *bps, const double *mlp, int rounds) {
+static void print_case(const char *name, int threads, const double *bps, const double *cpu, const double *mlp,
+                       int rounds) {
     double b = median(bps, rounds), m = median(mlp, rounds);
     printf("{\"bench\":\"input\",\"case\":\"%s\",\"threads\":%d,\"batch\":%d,\"batches_per_s\":%.1f,"
-           "\"mlp_steps_per_s\":%.1f,\"over_mlp_step_rate\":%.2f,\"ge_10x_mlp\":%s,\"rounds_batches_per_s\":",
-           name, threads, BATCH, b, m, m > 0 && b > 0 ? b / m : -1.0, m > 0 && b >= 10 * m ? "true" : "false");
+           "\"cpu_us_per_batch\":%.1f,\"mlp_steps_per_s\":%.1f,\"over_mlp_step_rate\":%.2f,\"ge_10x_mlp\":%s,"
+           "\"rounds_batches_per_s\":",
+           name, threads, BATCH, b, median(cpu, rounds), m, m > 0 && b > 0 ? b / m : -1.0,
+           m > 0 && b >= 10 * m ? "true" : "false");
     print_rounds(bps, rounds);
     printf("}\n");
     fflush(stdout);
 }
+
+/* --only NAME: run that case alone (the others print 0) */
+static bool want_case(const char *only, const char *name) { return !only || !strcmp(only, name); }
 
 int main(int argc, char **argv) {
     double seconds = 3;
@@ -431,6 +455,8 @@ int main(int argc, char **argv) {
     int64_t want = 60000, big_mb = 1024;
     int rounds = 3;
     bool big = false;
+    const char *only = NULL;
+    int tmin = 1, tmax = 2;
     for (int i = 1; i < argc; i++) {
         bool has = i + 1 < argc;
         if (!strcmp(argv[i], "--big")) big = true;
@@ -438,17 +464,20 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--data") && has) dir = argv[++i];
         else if (!strcmp(argv[i], "--records") && has) want = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--rounds") && has) rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && has) only = argv[++i];
+        else if (!strcmp(argv[i], "--no-vectorize")) vg__ds_set_vectorize(false);
+        else if (!strcmp(argv[i], "--threads") && has) tmin = tmax = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--big-mb") && has) big_mb = atoll(argv[++i]), big = true;
         else if (!strcmp(argv[i], "--big-file") && has) big_file = argv[++i], big = true;
         else {
             fprintf(stderr, "bench_input: unknown option or missing value: %s\n"
-                            "usage: bench_input [--seconds S] [--rounds R] [--data DIR] [--records N] [--big] [--big-mb MB] "
-                            "[--big-file PATH]\n", argv[i]);
+                            "usage: bench_input [--seconds S] [--rounds R] [--data DIR] [--records N] [--threads 1|2] [--no-vectorize] "
+                            "[--only mlp|tfdata|batch_then_parse|queue] [--big] [--big-mb MB] [--big-file PATH]\n", argv[i]);
             return 2;
         }
     }
-    if (seconds <= 0 || want <= 0 || big_mb <= 0 || rounds < 1 || rounds > 16) {
-        fprintf(stderr, "bench_input: --seconds, --records and --big-mb must be > 0, --rounds in 1..16\n");
+    if (seconds <= 0 || want <= 0 || big_mb <= 0 || rounds < 1 || rounds > 16 || tmin < 1 || tmin > 2) {
+        fprintf(stderr, "bench_input: --seconds, --records and --big-mb must be > 0, --rounds in 1..16, --threads 1 or 2\n");
         return 2;
     }
     char img[1024], lab[1024];
@@ -487,29 +516,36 @@ int main(int argc, char **argv) {
            file_mb(path), BATCH);
     int fails = 0;
     double tf[3] = {0};
-    for (int t = 1; t <= 2; t++) {
+    for (int t = tmin; t <= tmax; t++) {
         /* rounds interleave the MLP and the pipelines, so that each ratio compares
          * figures of the same load window */
-        double mlp[16], a[16], b[16], q[16];
+        double mlp[16], a[16], b[16], q[16], ca[16], cb[16], cq[16];
         for (int r = 0; r < rounds; r++) {
-            if ((mlp[r] = run_mlp(images, labels, n, t, seconds, &st)) < 0) fails += die("mlp", &st);
-            if ((a[r] = run_tfdata(path, t, seconds, &st)) < 0) fails += die("tfdata", &st);
-            if ((b[r] = run_tfdata_batch_parse(path, t, seconds, &st)) < 0) fails += die("tfdata batch then parse", &st);
-            if ((q[r] = run_queue(path, t, seconds, &st)) < 0) fails += die("queue", &st);
+            mlp[r] = a[r] = b[r] = q[r] = ca[r] = cb[r] = cq[r] = 0;
+            if (want_case(only, "mlp") && (mlp[r] = run_mlp(images, labels, n, t, seconds, &st)) < 0)
+                fails += die("mlp", &st);
+            if (want_case(only, "tfdata") && (a[r] = run_tfdata(path, t, seconds, &st)) < 0)
+                fails += die("tfdata", &st);
+            ca[r] = want_case(only, "tfdata") ? g_cpu_us_per_run : 0;
+            if (want_case(only, "batch_then_parse") && (b[r] = run_tfdata_batch_parse(path, t, seconds, &st)) < 0)
+                fails += die("tfdata batch then parse", &st);
+            cb[r] = want_case(only, "batch_then_parse") ? g_cpu_us_per_run : 0;
+            if (want_case(only, "queue") && (q[r] = run_queue(path, t, seconds, &st)) < 0) fails += die("queue", &st);
+            cq[r] = want_case(only, "queue") ? g_cpu_us_per_run : 0;
         }
         printf("{\"bench\":\"input\",\"case\":\"mlp_train_step\",\"threads\":%d,\"batch\":%d,\"steps_per_s\":%.1f,"
                "\"model\":\"784-256-256-10 relu, sgd 0.1\",\"rounds_steps_per_s\":", t, BATCH, median(mlp, rounds));
         print_rounds(mlp, rounds);
         printf("}\n");
-        print_case("tfdata", t, a, mlp, rounds);
-        print_case("tfdata_batch_then_parse", t, b, mlp, rounds);
-        print_case("queue", t, q, mlp, rounds);
+        print_case("tfdata", t, a, ca, mlp, rounds);
+        print_case("tfdata_batch_then_parse", t, b, cb, mlp, rounds);
+        print_case("queue", t, q, cq, mlp, rounds);
         tf[t] = median(a, rounds);
     }
     vg__free(images);
     vg__free(labels);
-    double p[2];
-    run_peer(path, seconds, &p[0], &p[1]);
+    double p[2] = {-1, -1};
+    if (!only) run_peer(path, seconds, &p[0], &p[1]);
     unlink(path);
     for (int w = 0; w < 2; w++)
         printf("{\"bench\":\"input\",\"case\":\"peer_torch_dataloader\",\"num_workers\":%d,\"batches_per_s\":%.1f,"

@@ -4,13 +4,30 @@
  *      ReaderBaseState proto); when it is accepted, serialize -> restore -> serialize
  *      must give the same bytes;
  *   1-3: TextLineDataset over a file holding the rest, compression "" / "ZLIB" /
- *      "GZIP", every line read (and the iterator kept going after errors).
+ *      "GZIP", every line read (and the iterator kept going after errors);
+ *   4: TFRecordDataset over a file holding the rest, repeated twice, through a map of
+ *      parse_single_example (a bytes and an int64 feature with a default), decode_raw
+ *      and a scale: the vectorized map reading records straight into its blocks (and
+ *      falling back to one element at a time on bad Examples).
  * The graph is built once per process; each input gets a fresh session. */
 #include "fuzz_util.h"
 
 static vg_graph *g;
 static vg_output fed, ser;
-static vg_op *restore, *next[3];
+static vg_op *restore, *next[4];
+
+static vg_code parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs, (void)p;
+    vg_feature_spec specs[2] = {{"image", VG_STRING, false, vg_shape_make(NULL, 0), {NULL, 0}},
+                                {"label", VG_INT64, false, vg_shape_make(NULL, 0), vg_const_i64(fg, -1, NULL)}};
+    vg_output d[2];
+    vg_parse_single_example(fg, args[0], specs, 2, d, NULL, NULL);
+    outs[0] = vg_mul(fg, vg_cast(fg, vg_decode_raw(fg, d[0], VG_UINT8, true, NULL), VG_FLOAT, NULL),
+                     vg_const_f32(fg, 1.0f / 255, NULL), NULL);
+    outs[1] = d[1];
+    *nouts = 2;
+    return VG_OK;
+}
 
 static void build(void) {
     g = vg_graph_new();
@@ -24,6 +41,10 @@ static void build(void) {
         vg_output ds = vg_dataset_text_line(g, vg_const_string(g, path, NULL), ct[c], NULL);
         next[c] = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
     }
+    const char *rec = fz_write("records.tfrecord", (const uint8_t *)"", 0);
+    vg_output ds = vg_dataset_repeat(g, vg_dataset_tfrecord(g, vg_const_string(g, rec, NULL), "", NULL), 2, NULL);
+    ds = vg_dataset_map(g, ds, parse_fn, NULL, NULL);
+    next[3] = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
     if (vg_graph_status(g, NULL) != VG_OK) abort();
 }
 
@@ -40,8 +61,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size == 0) return 0;
     if (!g) build();
     vg_status st;
-    int mode = data[0] % 4;
-    if (mode > 0) fz_write("lines.txt", data + 1, size - 1);
+    int mode = data[0] % 5;
+    if (mode > 0 && mode < 4) fz_write("lines.txt", data + 1, size - 1);
+    if (mode == 4) fz_write("records.tfrecord", data + 1, size - 1);
     vg_session *s = vg_session_new(g, NULL, &st);
     if (!s) abort();
     if (mode == 0) {

@@ -84,7 +84,81 @@ vg_code vg__features_decode(const uint8_t *p, size_t n, vg__features *fs, vg_sta
     return rc == VG_OUT_OF_RANGE ? VG_OK : rc;
 }
 
+/* The fast path of vg__example_decode: the C++ serializer's layout only (every field a
+ * one-byte tag of a length-delimited field 1 / 2 / 3 where the schema has one, lengths
+ * of at most 5 varint bytes that fit). Returns 1 when it decoded the whole record
+ * (exactly as the general decoder would), 0 when the record has anything else (the
+ * general decoder then starts over: it accepts more, and words the errors), -1 on OOM. */
+static inline bool fast_len(const uint8_t **p, const uint8_t *end, size_t *len) {
+    const uint8_t *q = *p;
+    uint64_t v = 0;
+    for (int i = 0; i < 5 && q < end; i++) {
+        uint8_t b = *q++;
+        v |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            if (v > (uint64_t)(end - q)) return false;
+            *p = q;
+            *len = (size_t)v;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int fast_example(const uint8_t *p, size_t n, vg__features *fs, vg_status *st) {
+    const uint8_t *end = p + n;
+    while (p < end) {
+        size_t flen;
+        if (*p++ != 0x0a || !fast_len(&p, end, &flen)) return 0; /* Example.features */
+        const uint8_t *fend = p + flen;
+        while (p < fend) {
+            size_t elen;
+            if (*p++ != 0x0a || !fast_len(&p, fend, &elen)) return 0; /* Features.feature entry */
+            const uint8_t *eend = p + elen, *val = (const uint8_t *)"";
+            size_t vlen = 0;
+            vg__feature f = {(const uint8_t *)"", 0, VG__FEAT_NONE, NULL, 0};
+            while (p < eend) {
+                uint8_t tag = *p++;
+                size_t l;
+                if ((tag != 0x0a && tag != 0x12) || !fast_len(&p, eend, &l)) return 0;
+                if (tag == 0x0a) f.key = p, f.klen = l;
+                else val = p, vlen = l;
+                p += l;
+            }
+            for (const uint8_t *q = val, *vend = val + vlen; q < vend;) { /* Feature: the oneof */
+                uint8_t tag = *q++;
+                size_t l;
+                if ((tag != 0x0a && tag != 0x12 && tag != 0x1a) || !fast_len(&q, vend, &l)) return 0;
+                f.kind = tag >> 3;
+                f.list = q;
+                f.list_len = l;
+                q += l;
+            }
+            if (fs->n == fs->cap) {
+                size_t nc = fs->cap ? fs->cap * 2 : 16;
+                vg__feature *nv = vg__realloc(fs->v, fs->cap * sizeof *nv, nc * sizeof *nv);
+                if (!nv) {
+                    VG_OOM(st, "Example features");
+                    return -1;
+                }
+                fs->v = nv;
+                fs->cap = nc;
+            }
+            fs->v[fs->n++] = f;
+        }
+    }
+    return 1;
+}
+
 vg_code vg__example_decode(const uint8_t *p, size_t n, vg__features *fs, vg_status *st) {
+    fs->n = 0;
+    int fast = fast_example(p, n, fs, st);
+    if (fast > 0) return VG_OK;
+    if (fast < 0) return st->code;
+    return vg__example_decode_general(p, n, fs, st);
+}
+
+vg_code vg__example_decode_general(const uint8_t *p, size_t n, vg__features *fs, vg_status *st) {
     vg__pb_reader r;
     vg__pb_field fd;
     vg_code rc;

@@ -56,6 +56,9 @@ VG_HIDDEN vg_code vg__feature_decode(const uint8_t *p, size_t n, vg__feature *f,
 VG_HIDDEN vg_code vg__features_decode(const uint8_t *p, size_t n, vg__features *fs, vg_status *st);
 /* Decodes an Example: fs is reset and filled. */
 VG_HIDDEN vg_code vg__example_decode(const uint8_t *p, size_t n, vg__features *fs, vg_status *st);
+/* The general decoder alone (vg__example_decode first tries a fast path for the C++
+ * serializer's layout and falls back to this; tests compare the two). */
+VG_HIDDEN vg_code vg__example_decode_general(const uint8_t *p, size_t n, vg__features *fs, vg_status *st);
 /* The feature for key (the last one given) or NULL. */
 VG_HIDDEN const vg__feature *vg__features_find(const vg__features *fs, const char *key, size_t klen);
 /* Number of values in f's list. DATA_LOSS when malformed. */

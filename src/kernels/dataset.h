@@ -5,11 +5,14 @@
  * and hand it out in a VG_RESOURCE scalar whose deallocator drops the reference.
  * vg__ds_iter_new makes an iterator: a small state machine with next() and free().
  * Iterators are not thread-safe (the iterator resource serializes get_next), except
- * the prefetch iterator's own producer thread, which it manages.
+ * the prefetch iterator's own producer thread and the asynchronous parallel map's pool
+ * thread (which reads the map's input while the caller serves mapped elements), which
+ * they manage.
  *
  * Resumability: each iterator's position is plain counters and buffers (range: next
  * value; slices/take/skip/repeat: counts; tfrecord: file index + stream offset;
- * shuffle: seed state + buffer; batch/map: stateless between elements), so a later
+ * shuffle: seed state + buffer; batch: stateless between elements; map: a block or two
+ * of elements read ahead and mapped, not yet delivered), so a later
  * save()/restore() pair per kind can write it into a checkpoint (not implemented yet).
  */
 #ifndef VG_DATASET_H
@@ -45,7 +48,18 @@ typedef struct vg__ds_fn {
     int nargs, nouts;
     vg_output args[VG_DATASET_MAX_COMPONENTS];
     vg_output outs[VG_DATASET_MAX_COMPONENTS];
+    /* map: the function over a block of elements stacked on a new leading dimension
+     * (dataset_vectorize.c), or NULL when one of its ops has no batched form */
+    vg_graph *vec;
+    vg_output vec_args[VG_DATASET_MAX_COMPONENTS];
+    vg_output vec_outs[VG_DATASET_MAX_COMPONENTS];
 } vg__ds_fn;
+
+/* Builds fn->vec (see dataset_vectorize.c); false (fn->vec NULL) when fn has an op it
+ * cannot batch. */
+VG_HIDDEN bool vg__ds_fn_vectorize(vg__ds_fn *fn);
+/* Whether new map iterators use fn->vec (default true; tests and benchmarks compare). */
+VG_HIDDEN void vg__ds_set_vectorize(bool on);
 
 typedef struct vg__dataset {
     atomic_int refs;
@@ -90,6 +104,12 @@ struct vg__ds_iter {
     void (*free)(vg__ds_iter *it);
     /* wake blocked waiters (prefetch) and make them fail with CANCELLED; may be NULL */
     void (*cancel)(vg__ds_iter *it);
+    /* Sources of scalar strings (TFRecord files, repeated): the next elements written
+     * straight into elements [at, at + *got) of the string tensor t, *got <= max, as
+     * next() would return them one by one; stops early at the end (*end) or at an
+     * error (returned after the *got good ones). NULL for other iterators. */
+    vg_code (*next_strings)(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
+                            vg_status *st);
     const vg__dataset *ds;
 };
 

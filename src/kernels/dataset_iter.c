@@ -197,6 +197,48 @@ static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
     }
 }
 
+static vg_code tfrecord_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
+                                     vg_status *st) {
+    tfrecord_it *r = (tfrecord_it *)it;
+    const vg__dataset *d = it->ds;
+    *got = 0;
+    while (*got < max) {
+        if (!r->r) {
+            if (r->file >= vg_tensor_num_elements(d->files)) {
+                *end = true;
+                return VG_OK;
+            }
+            size_t l;
+            const char *s = vg_tensor_string(d->files, r->file, &l);
+            char *path = vg__strndup(s, l);
+            if (!path) return VG_OOM(st, "file name");
+            r->r = vg__zrecord_reader_open(path, d->compression, st);
+            vg__free(path);
+            if (!r->r) {
+                r->file++;
+                return st->code;
+            }
+        }
+        const uint8_t *data;
+        size_t len;
+        uint64_t off;
+        vg_status e;
+        vg_status_clear(&e);
+        vg_code rc = vg__zrecord_reader_next(r->r, &data, &len, &off, &e);
+        if (rc != VG_OK) { /* the end of this file, or an error: as tfrecord_next */
+            vg__zrecord_reader_close(r->r);
+            r->r = NULL;
+            r->file++;
+            if (rc == VG_OUT_OF_RANGE) continue;
+            vg_status_copy(st, &e);
+            return rc;
+        }
+        if ((rc = vg_tensor_set_string(t, at + *got, (const char *)data, len, st)) != VG_OK) return rc;
+        (*got)++;
+    }
+    return VG_OK;
+}
+
 static void tfrecord_free(vg__ds_iter *it) { vg__zrecord_reader_close(((tfrecord_it *)it)->r); }
 
 
@@ -469,6 +511,7 @@ struct unary_it {
     vg__ds_iter *in;
     int64_t count, epoch, in_epoch;
     vg_session *sess;                 /* map */
+    vg_session *vsess;                /* map: the vectorized function (blocks of elements) */
     vg_tensor **buf;                  /* shuffle: cap * ncomp */
     int64_t size, cap;
     uint64_t rng[4];
@@ -479,8 +522,13 @@ struct unary_it {
     int64_t cur_n;
     vg__bundle_writer *cache_w;       /* file cache: this iterator writes the bundle */
     vg__bundle_reader *cache_r;       /* file cache: replaying the bundle */
-    struct pmap_slot *slots;          /* parallel map: a block of results, served in order */
-    int64_t nslots, slot_pos, slot_n;
+    struct pmap_block *blk;           /* block map: two blocks of results, served in order */
+    int64_t nslots;                   /* elements per block */
+    int bcur;                         /* the block being served */
+    bool direct;                      /* block map: records read straight into blocks (next_strings) */
+    bool async, started, busy;        /* async: blk[bcur ^ 1] filled by a pool task (busy) */
+    pthread_mutex_t amu;
+    pthread_cond_t acv;
     vg__pool *pool;
     int64_t cycle_index, block_index, num_open;
 };
@@ -491,19 +539,55 @@ typedef struct pmap_slot {
     vg_status st;
 } pmap_slot;
 
+/* A block of mapped elements: slots [pos, n) still to serve; in_end: the input ended
+ * while it was filled. */
+typedef struct pmap_block {
+    pmap_slot *slots; /* nslots + 1 (room for an input error after the elements) */
+    int64_t n, pos;
+    bool in_end;
+    /* direct blocks run batched: the function's outputs, rows [0, vrows) are elements
+     * 0.. of the block, cut out when served (on the serving thread, so that elements
+     * are allocated and freed by the same thread) */
+    vg_tensor *vout[VG_DATASET_MAX_COMPONENTS];
+    int64_t vrows;
+} pmap_block;
+
+/* Waits until no fill task runs (the async map's task reads the input). */
+static void pmap_quiesce(unary_it *u, bool cancel) {
+    if (!u->async) return;
+    pthread_mutex_lock(&u->amu);
+    if (u->busy && cancel) {
+        pthread_mutex_unlock(&u->amu);
+        vg__ds_iter_cancel(u->in); /* a task blocked in its input returns */
+        pthread_mutex_lock(&u->amu);
+    }
+    while (u->busy) pthread_cond_wait(&u->acv, &u->amu);
+    pthread_mutex_unlock(&u->amu);
+}
+
 static void pmap_release(unary_it *u) {
     if (u->pool) vg__pool_free(u->pool);
-    for (int64_t i = 0; u->slots && i < u->nslots; i++) {
-        free_elem(u->slots[i].in, VG_DATASET_MAX_COMPONENTS);
-        free_elem(u->slots[i].out, VG_DATASET_MAX_COMPONENTS);
+    for (int b = 0; u->blk && b < 2; b++) {
+        free_elem(u->blk[b].vout, VG_DATASET_MAX_COMPONENTS);
+        for (int64_t i = 0; u->blk[b].slots && i <= u->nslots; i++) {
+            free_elem(u->blk[b].slots[i].in, VG_DATASET_MAX_COMPONENTS);
+            free_elem(u->blk[b].slots[i].out, VG_DATASET_MAX_COMPONENTS);
+        }
+        vg__free(u->blk[b].slots);
     }
-    vg__free(u->slots);
+    vg__free(u->blk);
+    if (u->async) {
+        pthread_mutex_destroy(&u->amu);
+        pthread_cond_destroy(&u->acv);
+    }
 }
 
 static void unary_free(vg__ds_iter *it) {
     unary_it *u = (unary_it *)it;
+    pmap_quiesce(u, true);
     vg__ds_iter_free(u->in);
     if (u->sess) vg_session_free(u->sess);
+    if (u->vsess) vg_session_free(u->vsess);
     if (u->buf) free_elem(u->buf, (int)(u->size * it->ds->ncomp));
     vg__free(u->buf);
     if (u->cycle)
@@ -537,16 +621,110 @@ static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *
 
 /* ParallelMapDataset: blocks of up to 32 x num_parallel_calls input elements are mapped
  * concurrently (the function's session is thread-safe) and served in input order, so
- * the output order is the sequential one (TF's deterministic, non-sloppy mode). */
+ * the output order is the sequential one (TF's deterministic, non-sloppy mode).
+ *
+ * When the function has a vectorized form (fn->vec, dataset_vectorize.c), MapDataset
+ * and ParallelMapDataset both work on blocks of VEC_BLOCK x max(1, num_parallel_calls)
+ * elements: each part of a block (one per parallel call; the whole block when its
+ * records are read straight from a TFRecord source) is stacked, run once through the
+ * vectorized function and split back into elements. A part whose elements do not
+ * stack (different shapes) or whose batched run fails is mapped element by element,
+ * so its results and errors are exactly the per-element ones. */
+#define VEC_BLOCK 64
+
+static bool vectorize_on = true;
+
+void vg__ds_set_vectorize(bool on) { __atomic_store_n(&vectorize_on, on, __ATOMIC_RELAXED); }
+
 typedef struct pmap_job {
     unary_it *u;
     const vg__ds_fn *fn;
+    pmap_slot *slots;
 } pmap_job;
 
-static void pmap_chunk(void *arg, int64_t begin, int64_t end) {
-    pmap_job *j = arg;
+/* Runs the vectorized function on the stacked inputs `in` (n rows) and puts row i of
+ * the results in slots[i].out; false (slots untouched) when the run fails or an output
+ * does not have n rows. */
+static bool vec_run(unary_it *u, const vg__ds_fn *fn, vg_tensor *const *in, pmap_slot *slots, int64_t n) {
+    vg_tensor *out[VG_DATASET_MAX_COMPONENTS] = {0};
+    vg_status st;
+    bool ok = vg_session_run(u->vsess, NULL, fn->vec_args, (vg_tensor **)in, fn->nargs, fn->vec_outs, out, fn->nouts,
+                             NULL, 0, NULL, &st) == VG_OK;
+    for (int c = 0; ok && c < fn->nouts; c++) ok = vg_tensor_ndims(out[c]) >= 1 && vg_tensor_dim(out[c], 0) == n;
+    if (!ok) {
+        free_elem(out, fn->nouts);
+        return false;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        pmap_slot *sl = &slots[i];
+        vg_status_clear(&sl->st);
+        sl->rc = VG_OK;
+        for (int c = 0; c < fn->nouts && sl->rc == VG_OK; c++)
+            if (!(sl->out[c] = slice_row(out[c], i, &sl->st))) {
+                sl->rc = sl->st.code ? sl->st.code : VG_RESOURCE_EXHAUSTED;
+                free_elem(sl->out, c);
+            }
+    }
+    free_elem(out, fn->nouts);
+    return true;
+}
+
+/* Maps slots [begin, end) with one run of the vectorized function; false (the slots'
+ * inputs untouched) when the elements do not stack or the run fails. */
+static bool vec_chunk(unary_it *u, const vg__ds_fn *fn, pmap_slot *slots, int64_t begin, int64_t end) {
+    int64_t n = end - begin;
+    vg_tensor *in[VG_DATASET_MAX_COMPONENTS] = {0};
+    vg_status st;
+    bool ok = true;
+    for (int k = 0; ok && k < fn->nargs; k++) {
+        const vg_tensor *first = slots[begin].in[k];
+        int nd = vg_tensor_ndims(first);
+        vg_dtype dt = vg_tensor_dtype(first);
+        if (nd + 1 > VG_MAX_DIMS) {
+            ok = false;
+            break;
+        }
+        for (int64_t i = begin + 1; ok && i < end; i++) {
+            const vg_tensor *e = slots[i].in[k];
+            ok = vg_tensor_dtype(e) == dt && vg_tensor_ndims(e) == nd &&
+                 !memcmp(vg_tensor_dims(e), vg_tensor_dims(first), sizeof(int64_t) * (size_t)nd);
+        }
+        int64_t dims[VG_MAX_DIMS];
+        dims[0] = n;
+        memcpy(dims + 1, vg_tensor_dims(first), sizeof(int64_t) * (size_t)nd);
+        if (!ok || !(in[k] = vg_tensor_new(dt, dims, nd + 1, &st))) {
+            ok = false;
+            break;
+        }
+        int64_t per = vg_tensor_num_elements(first);
+        if (dt == VG_STRING) {
+            for (int64_t i = 0; ok && i < n; i++)
+                for (int64_t j = 0; ok && j < per; j++) {
+                    size_t l;
+                    const char *p = vg_tensor_string(slots[begin + i].in[k], j, &l);
+                    ok = vg_tensor_set_string(in[k], i * per + j, p, l, &st) == VG_OK;
+                }
+        } else {
+            size_t rb = vg_tensor_nbytes(first);
+            for (int64_t i = 0; rb && i < n; i++)
+                memcpy((uint8_t *)vg_tensor_data(in[k]) + (size_t)i * rb, vg_tensor_data(slots[begin + i].in[k]), rb);
+        }
+    }
+    if (!ok) {
+        free_elem(in, fn->nargs);
+        return false;
+    }
+    ok = vec_run(u, fn, in, slots + begin, n);
+    free_elem(in, fn->nargs);
+    if (ok)
+        for (int64_t i = begin; i < end; i++) free_elem(slots[i].in, fn->nargs);
+    return ok;
+}
+
+/* Maps slots [begin, end) one element at a time. */
+static void pmap_elems(pmap_job *j, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; i++) {
-        pmap_slot *sl = &j->u->slots[i];
+        pmap_slot *sl = &j->slots[i];
         vg_status_clear(&sl->st);
         sl->rc = vg_session_run(j->u->sess, NULL, j->fn->args, sl->in, j->fn->nargs, j->fn->outs, sl->out,
                                 j->fn->nouts, NULL, 0, NULL, &sl->st);
@@ -554,36 +732,157 @@ static void pmap_chunk(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+static void pmap_chunk(void *arg, int64_t begin, int64_t end) {
+    pmap_job *j = arg;
+    if (j->u->vsess && end > begin) {
+        /* a part of up to VEC_BLOCK elements per run (a part of a parallel block is
+         * already that size) */
+        for (int64_t b = begin; b < end; b += VEC_BLOCK) {
+            int64_t e = end - b > VEC_BLOCK ? b + VEC_BLOCK : end;
+            if (!vec_chunk(j->u, j->fn, j->slots, b, e)) pmap_elems(j, b, e);
+        }
+        return;
+    }
+    pmap_elems(j, begin, end);
+}
+
+/* Reads up to nslots elements into block b and maps them (on the pool when the map is
+ * parallel and not async). */
+static void pmap_fill(unary_it *u, pmap_block *b) {
+    const vg__ds_fn *fn = u->base.ds->fn;
+    vg_status st;
+    vg_status_clear(&st);
+    vg_code rc = VG_OK;
+    b->n = b->pos = 0;
+    free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+    b->vrows = 0;
+    if (u->direct) {
+        /* the records go straight into the vectorized function's input tensor (no
+         * tensor per record, no stacking); per-element inputs are made only for a
+         * block whose batched run fails */
+        vg_tensor *t = vg_tensor_new(VG_STRING, &u->nslots, 1, &st);
+        rc = t ? u->in->next_strings(u->in, t, 0, u->nslots, &b->n, &b->in_end, &st) : st.code;
+        vg_tensor *in = t;
+        if (t && b->n > 0 && b->n < u->nslots) { /* a short block: a tensor of its size */
+            in = vg_tensor_new(VG_STRING, &b->n, 1, &st);
+            for (int64_t i = 0; in && i < b->n; i++) {
+                size_t l;
+                const char *p = vg_tensor_string(t, i, &l);
+                if (vg_tensor_set_string(in, i, p, l, &st) != VG_OK) {
+                    vg_tensor_free(in);
+                    in = NULL;
+                }
+            }
+        }
+        bool ok = false;
+        if (b->n > 0 && in) {
+            ok = vg_session_run(u->vsess, NULL, fn->vec_args, &in, 1, fn->vec_outs, b->vout, fn->nouts, NULL, 0, NULL,
+                                &b->slots[0].st) == VG_OK;
+            for (int c = 0; ok && c < fn->nouts; c++)
+                ok = vg_tensor_ndims(b->vout[c]) >= 1 && vg_tensor_dim(b->vout[c], 0) == b->n;
+            if (ok) b->vrows = b->n;
+            else free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+        }
+        if (b->n > 0 && !ok) {
+            for (int64_t i = 0; i < b->n; i++) {
+                size_t l;
+                const char *p = vg_tensor_string(t, i, &l);
+                if (!(b->slots[i].in[0] = vg_tensor_new_string_scalar(p, l, &b->slots[i].st))) {
+                    b->slots[i].rc = b->slots[i].st.code ? b->slots[i].st.code : VG_RESOURCE_EXHAUSTED;
+                    continue;
+                }
+                pmap_job j = {u, fn, b->slots};
+                pmap_elems(&j, i, i + 1);
+            }
+        }
+        if (in != t) vg_tensor_free(in);
+        vg_tensor_free(t);
+        if (rc != VG_OK) {
+            b->slots[b->n].rc = rc;
+            vg_status_copy(&b->slots[b->n].st, &st);
+            memset(b->slots[b->n].out, 0, sizeof b->slots[b->n].out);
+            b->n++;
+        }
+        return;
+    }
+    while (b->n < u->nslots) {
+        rc = u->in->next(u->in, b->slots[b->n].in, &b->in_end, &st);
+        if (rc != VG_OK || b->in_end) break;
+        b->n++;
+    }
+    pmap_job j = {u, fn, b->slots};
+    if (b->n > 0) {
+        if (u->pool && !u->async) vg__pool_parallel_for(u->pool, b->n, (int)u->base.ds->c, pmap_chunk, &j);
+        else pmap_chunk(&j, 0, b->n);
+    }
+    if (rc != VG_OK) { /* an input error after some elements: report it after them */
+        b->slots[b->n].rc = rc;
+        vg_status_copy(&b->slots[b->n].st, &st);
+        memset(b->slots[b->n].out, 0, sizeof b->slots[b->n].out);
+        b->n++;
+    }
+}
+
+static void pmap_task(void *arg) {
+    unary_it *u = arg;
+    pmap_fill(u, &u->blk[u->bcur ^ 1]);
+    pthread_mutex_lock(&u->amu);
+    u->busy = false;
+    pthread_cond_broadcast(&u->acv);
+    pthread_mutex_unlock(&u->amu);
+}
+
+/* Starts filling blk[bcur ^ 1] on the pool (inline when it cannot be queued). */
+static void pmap_start(unary_it *u) {
+    pthread_mutex_lock(&u->amu);
+    u->busy = true;
+    pthread_mutex_unlock(&u->amu);
+    if (!vg__pool_submit(u->pool, pmap_task, u)) pmap_task(u);
+}
+
+/* MapDataset with a vectorized function and ParallelMapDataset: elements are mapped a
+ * block at a time and served in input order. A vectorized map with num_parallel_calls
+ * 2 is asynchronous (TF's ParallelMapDataset runs its calls in the background too):
+ * the pool's thread reads and maps the next block while the caller serves this one,
+ * so the map overlaps with the work downstream (shuffle, batch). Otherwise each block
+ * is mapped by the pool and the caller together (a per-element function may be heavy,
+ * e.g. image decoding, and then splitting the block is what pays). */
 static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     const vg__ds_fn *fn = it->ds->fn;
-    if (u->slot_pos == u->slot_n) {
-        if (u->in_end) {
+    pmap_block *b = &u->blk[u->bcur];
+    if (b->pos == b->n) {
+        if (b->in_end) {
             *end = true;
             return VG_OK;
         }
-        u->slot_pos = u->slot_n = 0;
-        vg_code rc = VG_OK;
-        while (u->slot_n < u->nslots && rc == VG_OK) {
-            rc = u->in->next(u->in, u->slots[u->slot_n].in, &u->in_end, st);
-            if (rc != VG_OK || u->in_end) break;
-            u->slot_n++;
+        if (!u->async) {
+            pmap_fill(u, b);
+        } else {
+            if (!u->started) {
+                u->started = true;
+                pmap_start(u);
+            }
+            pmap_quiesce(u, false);
+            u->bcur ^= 1;
+            b = &u->blk[u->bcur];
+            if (!b->in_end) pmap_start(u);
         }
-        if (u->slot_n == 0) {
-            if (rc != VG_OK) return rc;
+        if (b->pos == b->n) {
             *end = true;
             return VG_OK;
-        }
-        pmap_job j = {u, fn};
-        vg__pool_parallel_for(u->pool, u->slot_n, (int)it->ds->c, pmap_chunk, &j);
-        if (rc != VG_OK) { /* an input error after some elements: report it after them */
-            u->slots[u->slot_n].rc = rc;
-            vg_status_copy(&u->slots[u->slot_n].st, st);
-            memset(u->slots[u->slot_n].out, 0, sizeof u->slots[u->slot_n].out);
-            u->slot_n++;
         }
     }
-    pmap_slot *sl = &u->slots[u->slot_pos++];
+    if (b->pos < b->vrows) { /* a row of a batched run */
+        for (int c = 0; c < fn->nouts; c++)
+            if (!(out[c] = slice_row(b->vout[c], b->pos, st))) {
+                free_elem(out, c);
+                return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
+            }
+        if (++b->pos == b->vrows) free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+        return VG_OK;
+    }
+    pmap_slot *sl = &b->slots[b->pos++];
     if (sl->rc != VG_OK) {
         free_elem(sl->out, fn->nouts);
         return vg_status_set(st, sl->rc, "%s", sl->st.msg);
@@ -591,6 +890,17 @@ static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
     memcpy(out, sl->out, sizeof(vg_tensor *) * (size_t)fn->nouts);
     memset(sl->out, 0, sizeof sl->out);
     return VG_OK;
+}
+
+/* Prefetches the bytes of an element's numeric components (and the line after them,
+ * where the allocator's next chunk header lives). */
+static void prefetch_row(vg_tensor *const *row, int nc) {
+    for (int c = 0; c < nc; c++) {
+        if (vg_tensor_dtype(row[c]) == VG_STRING) continue;
+        const char *p = vg_tensor_data(row[c]);
+        size_t nb = vg_tensor_nbytes(row[c]);
+        for (size_t o = 0; o < nb + 64 && o < 65536; o += 64) __builtin_prefetch(p + o);
+    }
 }
 
 static vg_code batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
@@ -604,8 +914,16 @@ static vg_code batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status
     bool in_end = false;
     while (n < bs && !in_end && rc == VG_OK) {
         rc = u->in->next(u->in, rows + n * nc, &in_end, st);
-        if (rc == VG_OK && !in_end) n++;
+        if (rc == VG_OK && !in_end) {
+            /* the elements come from anywhere in a shuffle buffer (tens of MB): start
+             * loading each one's header now and, a row later, its bytes, so that the
+             * copies below read from cache */
+            for (int c = 0; c < nc; c++) __builtin_prefetch(rows[n * nc + c]);
+            if (n > 0) prefetch_row(rows + (n - 1) * nc, nc);
+            n++;
+        }
     }
+    if (n > 0) prefetch_row(rows + (n - 1) * nc, nc);
     if (rc == VG_OK && (n == 0 || (n < bs && d->flag))) *end = true;
     for (int c = 0; c < nc && rc == VG_OK && !*end; c++) {
         const vg_tensor *first = rows[c];
@@ -729,6 +1047,44 @@ static vg_code repeat_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_statu
             return VG_OK;
         }
     }
+}
+
+/* repeat_next's loop for sources of strings */
+static vg_code repeat_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
+                                   vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    *got = 0;
+    while (*got < max) {
+        if (!u->in) {
+            if (d->a >= 0 && u->epoch >= d->a) {
+                *end = true;
+                return VG_OK;
+            }
+            if (!(u->in = vg__ds_iter_new(d->input, st))) return st->code;
+            u->in_epoch = 0;
+        }
+        bool e = false;
+        int64_t g = 0;
+        vg_code rc = u->in->next_strings(u->in, t, at + *got, max - *got, &g, &e, st);
+        *got += g;
+        u->in_epoch += g;
+        if (rc != VG_OK) return rc;
+        if (!e) continue;
+        vg__ds_iter_free(u->in);
+        u->in = NULL;
+        u->epoch++;
+        if (u->in_epoch == 0 && d->a < 0) {
+            *end = true;
+            return VG_OK;
+        }
+    }
+    return VG_OK;
+}
+
+/* Whether iterators of d have next_strings. */
+static bool strings_source(const vg__dataset *d) {
+    return d->kind == VG__DS_TFRECORD || (d->kind == VG__DS_REPEAT && strings_source(d->input));
 }
 
 static vg_code take_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
@@ -1219,7 +1575,8 @@ typedef struct prefetch_it {
     pthread_t th;
     bool started;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;        /* the consumer waits here for an element */
+    pthread_cond_t space;     /* the producer waits here for room in the ring */
     pf_item *ring;
     int64_t cap, head, size;
     bool stop, cancelled, ended;
@@ -1230,7 +1587,7 @@ static void *prefetch_main(void *arg) {
     int nc = p->base.ds->ncomp;
     pthread_mutex_lock(&p->mu);
     while (!p->stop && !p->ended) {
-        while (!p->stop && p->size == p->cap) pthread_cond_wait(&p->cv, &p->mu);
+        while (!p->stop && p->size == p->cap) pthread_cond_wait(&p->space, &p->mu);
         if (p->stop) break;
         pthread_mutex_unlock(&p->mu);
         pf_item it;
@@ -1247,7 +1604,12 @@ static void *prefetch_main(void *arg) {
         p->ring[(p->head + p->size) % p->cap] = it;
         p->size++;
         if (it.code == VG_OUT_OF_RANGE) p->ended = true;
-        pthread_cond_broadcast(&p->cv);
+        /* signalled after the unlock: a consumer woken while the mutex is held would
+         * block on it at once and need a second wake-up (each costs a system call and,
+         * on a virtual machine, an interprocessor interrupt) */
+        pthread_mutex_unlock(&p->mu);
+        pthread_cond_signal(&p->cv);
+        pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -1278,7 +1640,9 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
         else rc = vg_status_set(st, item->code, "%s", item->st.msg);
         p->head = (p->head + 1) % p->cap;
         p->size--;
-        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        pthread_cond_signal(&p->space);
+        return rc;
     }
     pthread_mutex_unlock(&p->mu);
     return rc;
@@ -1289,6 +1653,7 @@ static void prefetch_cancel(vg__ds_iter *it) {
     pthread_mutex_lock(&p->mu);
     p->cancelled = true;
     pthread_cond_broadcast(&p->cv);
+    pthread_cond_broadcast(&p->space);
     pthread_mutex_unlock(&p->mu);
     vg__ds_iter_cancel(p->in);
 }
@@ -1298,6 +1663,7 @@ static void prefetch_free(vg__ds_iter *it) {
     pthread_mutex_lock(&p->mu);
     p->stop = true;
     pthread_cond_broadcast(&p->cv);
+    pthread_cond_broadcast(&p->space);
     pthread_mutex_unlock(&p->mu);
     vg__ds_iter_cancel(p->in); /* unblocks a producer waiting inside its input */
     if (p->started) pthread_join(p->th, NULL);
@@ -1306,6 +1672,7 @@ static void prefetch_free(vg__ds_iter *it) {
     vg__ds_iter_free(p->in);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
+    pthread_cond_destroy(&p->space);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1343,6 +1710,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         return it;
     case VG__DS_TFRECORD:
         it->next = tfrecord_next;
+        it->next_strings = tfrecord_next_strings;
         it->free = tfrecord_free;
         return it;
     case VG__DS_TEXTLINE:
@@ -1364,6 +1732,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         it->cancel = prefetch_cancel;
         pthread_mutex_init(&p->mu, NULL);
         pthread_cond_init(&p->cv, NULL);
+        pthread_cond_init(&p->space, NULL);
         p->cap = d->a;
         if (!(p->ring = vg__calloc((size_t)p->cap, sizeof(pf_item)))) {
             VG_OOM(st, "prefetch buffer");
@@ -1386,7 +1755,10 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     case VG__DS_MAP: it->next = d->c > 1 ? parallel_map_next : map_next; break;
     case VG__DS_BATCH: it->next = batch_next; break;
     case VG__DS_SHUFFLE: it->next = shuffle_next; break;
-    case VG__DS_REPEAT: it->next = repeat_next; break;
+    case VG__DS_REPEAT:
+        it->next = repeat_next;
+        if (strings_source(d->input)) it->next_strings = repeat_next_strings;
+        break;
     case VG__DS_TAKE: it->next = take_next; break;
     case VG__DS_SHARD: it->next = shard_next; break;
     case VG__DS_IGNORE_ERRORS: it->next = ignore_errors_next; break;
@@ -1414,14 +1786,40 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         vg__ds_iter_free(it);
         return NULL;
     }
+    /* A function's session runs its ops inline on the calling thread (one intra-op and
+     * one inter-op thread): its kernels are small, and waking pool threads for them
+     * cost more than the work (and, under a parallel map, fought over the cores with
+     * the map's own threads). */
+    vg_session_options fn_opts = VG_SESSION_OPTIONS_INIT;
+    fn_opts.intra_op_threads = 1;
+    fn_opts.inter_op_threads = 1;
     if ((d->kind == VG__DS_MAP || d->kind == VG__DS_INTERLEAVE || d->kind == VG__DS_FILTER) &&
-        !(u->sess = vg_session_new(d->fn->g, NULL, st))) {
+        !(u->sess = vg_session_new(d->fn->g, &fn_opts, st))) {
         vg__ds_iter_free(it);
         return NULL;
     }
-    if (d->kind == VG__DS_MAP && d->c > 1) {
-        u->nslots = 32 * d->c;
-        if (!(u->slots = vg__calloc((size_t)u->nslots + 1, sizeof(pmap_slot))) || !(u->pool = vg__pool_new((int)d->c - 1))) {
+    bool vec = d->kind == VG__DS_MAP && d->fn->vec && __atomic_load_n(&vectorize_on, __ATOMIC_RELAXED);
+    if (vec && !(u->vsess = vg_session_new(d->fn->vec, &fn_opts, st))) {
+        vg__ds_iter_free(it);
+        return NULL;
+    }
+    if (d->kind == VG__DS_MAP && (d->c > 1 || vec)) {
+        int64_t par = d->c > 1 ? d->c : 1;
+        u->nslots = (vec ? VEC_BLOCK : 32) * par;
+        it->next = parallel_map_next;
+        /* one string argument read straight from its source, the block mapped by one
+         * thread (sequential or async) */
+        u->direct = vec && d->fn->nargs == 1 && d->input->types[0] == VG_STRING && u->in->next_strings && par <= 2;
+        if (par == 2 && vec) { /* a per-element function (possibly heavy: image decoding)
+                                  keeps the block split over the pool thread and the caller */
+            u->async = true;
+            pthread_mutex_init(&u->amu, NULL);
+            pthread_cond_init(&u->acv, NULL);
+        }
+        if (!(u->blk = vg__calloc(2, sizeof(pmap_block))) ||
+            !(u->blk[0].slots = vg__calloc((size_t)u->nslots + 1, sizeof(pmap_slot))) ||
+            !(u->blk[1].slots = vg__calloc((size_t)u->nslots + 1, sizeof(pmap_slot))) ||
+            (par > 1 && !(u->pool = vg__pool_new((int)par - 1)))) {
             VG_OOM(st, "parallel map");
             vg__ds_iter_free(it);
             return NULL;

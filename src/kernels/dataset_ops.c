@@ -767,6 +767,7 @@ vg_output vg_dataset_text_line(vg_graph *g, vg_output filenames, const char *com
 static void fn_destroy(void *p) {
     vg__ds_fn *fn = p;
     vg_graph_free(fn->g);
+    vg_graph_free(fn->vec);
     vg__free(fn);
 }
 
@@ -831,6 +832,7 @@ vg_output vg_dataset_map_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn f
     vg__ds_fn *f = build_fn(g, ds, fn, payload, "map", name ? name : par ? "ParallelMapDataset" : "MapDataset", key,
                             sizeof key);
     if (!f) return (vg_output){NULL, 0};
+    vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
     vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
     vg_shape os[VG_DATASET_MAX_COMPONENTS];
     for (int i = 0; i < f->nouts; i++) {
@@ -853,6 +855,7 @@ vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn,
     char key[600];
     vg__ds_fn *f = build_fn(g, ds, fn, payload, "interleave", name ? name : "InterleaveDataset", key, sizeof key);
     if (!f) return (vg_output){NULL, 0};
+    vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
     vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
     vg_shape os[VG_DATASET_MAX_COMPONENTS];
     int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
@@ -875,6 +878,7 @@ vg_output vg_dataset_interleave_parallel(vg_graph *g, vg_output ds, vg_dataset_m
     char key[600];
     vg__ds_fn *f = build_fn(g, ds, fn, payload, "interleave", name ? name : "ParallelInterleaveDatasetV2", key, sizeof key);
     if (!f) return (vg_output){NULL, 0};
+    vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
     vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
     vg_shape os[VG_DATASET_MAX_COMPONENTS];
     int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
@@ -897,6 +901,7 @@ vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, v
     char key[600];
     vg__ds_fn *f = build_fn(g, ds, fn, payload, "flat_map", name ? name : "FlatMapDataset", key, sizeof key);
     if (!f) return (vg_output){NULL, 0};
+    vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
     vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
     vg_shape os[VG_DATASET_MAX_COMPONENTS];
     int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
