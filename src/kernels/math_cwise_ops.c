@@ -18,6 +18,7 @@
  */
 #include "core/half.h"
 #include "kernels/math_internal.h"
+#include "kernels/simd.h"
 #include <math.h>
 #include <stdio.h>
 
@@ -146,24 +147,28 @@ static char *tensor_shape_str(const vg_tensor *t, char *buf, size_t len) {
 typedef void (*bin_fn)(const void *a, const void *b, void *o, int64_t n);
 typedef struct bin_impl { bin_fn vv, sv, vs; } bin_impl;
 
-#define BIN3(NAME, TI, TO, EXPR)                                                      \
-    static void NAME##_vv(const void *a_, const void *b_, void *o_, int64_t n) {       \
+#define BIN3_(ATTR, NAME, TI, TO, EXPR)                                                      \
+    ATTR static void NAME##_vv(const void *a_, const void *b_, void *o_, int64_t n) {       \
         const TI *restrict a = a_, *restrict b = b_;                                 \
         TO *restrict o = o_;                                                           \
         for (int64_t i = 0; i < n; i++) { TI x = a[i], y = b[i]; o[i] = (TO)(EXPR); } \
     }                                                                                  \
-    static void NAME##_sv(const void *a_, const void *b_, void *o_, int64_t n) {       \
+    ATTR static void NAME##_sv(const void *a_, const void *b_, void *o_, int64_t n) {       \
         const TI x = *(const TI *)a_;                                                  \
         const TI *restrict b = b_;                                                     \
         TO *restrict o = o_;                                                           \
         for (int64_t i = 0; i < n; i++) { TI y = b[i]; o[i] = (TO)(EXPR); }           \
     }                                                                                  \
-    static void NAME##_vs(const void *a_, const void *b_, void *o_, int64_t n) {       \
+    ATTR static void NAME##_vs(const void *a_, const void *b_, void *o_, int64_t n) {       \
         const TI y = *(const TI *)b_;                                                  \
         const TI *restrict a = a_;                                                     \
         TO *restrict o = o_;                                                           \
         for (int64_t i = 0; i < n; i++) { TI x = a[i]; o[i] = (TO)(EXPR); }           \
     }
+#define BIN3(NAME, TI, TO, EXPR) BIN3_(, NAME, TI, TO, EXPR)
+/* float arithmetic also gets AVX-512 / AVX2 clones (simd.h): the baseline build only
+ * vectorizes 4 floats wide */
+#define BIN3S(NAME, TI, TO, EXPR) BIN3_(VG_SIMD_CLONES, NAME, TI, TO, EXPR)
 #define BI(NAME) {NAME##_vv, NAME##_sv, NAME##_vs}
 
 /* Wrapping integer arithmetic. */
@@ -185,35 +190,35 @@ static inline int64_t ipow64(int64_t b, int64_t e) {
     return (int64_t)r;
 }
 
-BIN3(add_f32, float, float, x + y)
-BIN3(add_f64, double, double, x + y)
+BIN3S(add_f32, float, float, x + y)
+BIN3S(add_f64, double, double, x + y)
 BIN3(add_i32, int32_t, int32_t, IADD(int32_t, uint32_t))
 BIN3(add_i64, int64_t, int64_t, IADD(int64_t, uint64_t))
-BIN3(sub_f32, float, float, x - y)
-BIN3(sub_f64, double, double, x - y)
+BIN3S(sub_f32, float, float, x - y)
+BIN3S(sub_f64, double, double, x - y)
 BIN3(sub_i32, int32_t, int32_t, ISUB(int32_t, uint32_t))
 BIN3(sub_i64, int64_t, int64_t, ISUB(int64_t, uint64_t))
-BIN3(mul_f32, float, float, x * y)
-BIN3(mul_f64, double, double, x * y)
+BIN3S(mul_f32, float, float, x * y)
+BIN3S(mul_f64, double, double, x * y)
 BIN3(mul_i32, int32_t, int32_t, IMUL(int32_t, uint32_t))
 BIN3(mul_i64, int64_t, int64_t, IMUL(int64_t, uint64_t))
-BIN3(div_f32, float, float, x / y)
-BIN3(div_f64, double, double, x / y)
+BIN3S(div_f32, float, float, x / y)
+BIN3S(div_f64, double, double, x / y)
 /* std::max / std::min, as Eigen's scalar_max_op / scalar_min_op. */
-BIN3(max_f32, float, float, x < y ? y : x)
-BIN3(max_f64, double, double, x < y ? y : x)
+BIN3S(max_f32, float, float, x < y ? y : x)
+BIN3S(max_f64, double, double, x < y ? y : x)
 BIN3(max_i32, int32_t, int32_t, x < y ? y : x)
 BIN3(max_i64, int64_t, int64_t, x < y ? y : x)
-BIN3(min_f32, float, float, y < x ? y : x)
-BIN3(min_f64, double, double, y < x ? y : x)
+BIN3S(min_f32, float, float, y < x ? y : x)
+BIN3S(min_f64, double, double, y < x ? y : x)
 BIN3(min_i32, int32_t, int32_t, y < x ? y : x)
 BIN3(min_i64, int64_t, int64_t, y < x ? y : x)
 BIN3(pow_f32, float, float, powf(x, y))
 BIN3(pow_f64, double, double, pow(x, y))
 BIN3(pow_i32, int32_t, int32_t, ipow32(x, y))
 BIN3(pow_i64, int64_t, int64_t, ipow64(x, y))
-BIN3(sqd_f32, float, float, (x - y) * (x - y))
-BIN3(sqd_f64, double, double, (x - y) * (x - y))
+BIN3S(sqd_f32, float, float, (x - y) * (x - y))
+BIN3S(sqd_f64, double, double, (x - y) * (x - y))
 BIN3(sqd_i32, int32_t, int32_t, ISQD(int32_t, uint32_t))
 BIN3(sqd_i64, int64_t, int64_t, ISQD(int64_t, uint64_t))
 /* Comparisons write bool as uint8_t 0/1. */
@@ -474,12 +479,14 @@ BINARY_OP(reciprocal_grad, B_RECIPG)
 
 typedef void (*un_fn)(const void *x, void *o, int64_t n);
 
-#define UN(NAME, TI, TO, EXPR)                                          \
-    static void NAME(const void *x_, void *o_, int64_t n) {              \
+#define UN_(ATTR, NAME, TI, TO, EXPR)                                   \
+    ATTR static void NAME(const void *x_, void *o_, int64_t n) {         \
         const TI *restrict xs = x_;                                      \
         TO *restrict o = o_;                                             \
         for (int64_t i = 0; i < n; i++) { TI x = xs[i]; o[i] = (TO)(EXPR); } \
     }
+#define UN(NAME, TI, TO, EXPR) UN_(, NAME, TI, TO, EXPR)
+#define UNS(NAME, TI, TO, EXPR) UN_(VG_SIMD_CLONES, NAME, TI, TO, EXPR)
 
 UN(neg_f32, float, float, -x)
 UN(neg_f64, double, double, -x)
@@ -771,15 +778,15 @@ static inline int64_t f2i64(double x) {
 typedef void (*cast_fn)(const void *x, void *o, int64_t n);
 #define CASTFN(NAME, TI, TO, EXPR) UN(NAME, TI, TO, EXPR)
 /* to float / double */
-CASTFN(c_f64_f32, double, float, x)
-CASTFN(c_i32_f32, int32_t, float, x)
+UNS(c_f64_f32, double, float, x)
+UNS(c_i32_f32, int32_t, float, x)
 CASTFN(c_i64_f32, int64_t, float, x)
-CASTFN(c_u8_f32, uint8_t, float, x)
+UNS(c_u8_f32, uint8_t, float, x)
 CASTFN(c_b_f32, uint8_t, float, x != 0)
-CASTFN(c_f32_f64, float, double, x)
-CASTFN(c_i32_f64, int32_t, double, x)
+UNS(c_f32_f64, float, double, x)
+UNS(c_i32_f64, int32_t, double, x)
 CASTFN(c_i64_f64, int64_t, double, x)
-CASTFN(c_u8_f64, uint8_t, double, x)
+UNS(c_u8_f64, uint8_t, double, x)
 CASTFN(c_b_f64, uint8_t, double, x != 0)
 /* to int32 / int64 */
 CASTFN(c_f32_i32, float, int32_t, f2i32(x))
