@@ -272,10 +272,15 @@ static const cfg pool_cfgs[] = {
     {1, 6, 6, 2, 3, 3, 0, 1, 1, false},
     {2, 5, 5, 2, 3, 2, 0, 1, 2, true},
     {3, 28, 28, 32, 2, 2, 0, 2, 2, true}, /* the CNN's pool, threaded */
+    {2, 7, 9, 16, 2, 2, 0, 2, 2, true},   /* tiled with clipped border windows, 16 channels */
+    {2, 6, 6, 48, 3, 3, 0, 3, 3, false},  /* tiled 3x3 windows */
 };
 
+/* Every config with the AVX-512 max-pool gradient (where the CPU has it) and without. */
 static void test_nn__pools_vs_reference(void) {
     static const char *pads[2] = {"VALID", "SAME"};
+    for (int simd = 1; simd >= 0; simd--) {
+    vg__pool_set_simd(simd);
     for (size_t i = 0; i < sizeof pool_cfgs / sizeof pool_cfgs[0]; i++)
         for (int d = 0; d < 2; d++) {
             const cfg *c = &pool_cfgs[i];
@@ -322,6 +327,8 @@ static void test_nn__pools_vs_reference(void) {
             vg_graph_free(g);
             free(x); free(dy); free(ymax); free(yavg); free(dxmax); free(dxavg);
         }
+    }
+    vg__pool_set_simd(1);
 }
 
 /* Max ties: all-equal window sends the whole gradient to its first element. */

@@ -1331,9 +1331,68 @@ static void pool_fwd_rows(void *arg, int64_t r0, int64_t r1) {
     else pool_rows_f32(&j->g, j->kind, (const float *)j->x, (float *)j->out, r0, r1);
 }
 
+#ifdef CONV_DIRECT
+/* The max-pool gradient of one image when the windows tile the input (the usual 2x2 /
+ * stride 2 pool), float32, C a multiple of 16, AVX-512: per window and 16 channels the
+ * window's inputs stay in registers, the argmax is a vector of window positions (first
+ * maximum wins, as pool_grad_img: a later element must be strictly greater), and each
+ * input position gets dy where it is the argmax, else 0. Every dx element is written
+ * once; no scratch. */
+__attribute__((target("avx512f"))) static void pool_grad_tiled_max512(const conv_geom *g, const float *x,
+                                                                       const float *dy, float *dx, int64_t img) {
+    const int64_t C = g->ci, isz = g->h * g->w * C;
+    const float *xi = x + img * isz;
+    float *di = dx + img * isz;
+    for (int64_t oy = 0; oy < g->oh; oy++)
+        for (int64_t ox = 0; ox < g->ow; ox++) {
+            int64_t y0, y1, x0, x1;
+            pool_window(g, oy, ox, &y0, &y1, &x0, &x1);
+            const float *d = dy + ((img * g->oh + oy) * g->ow + ox) * C;
+            for (int64_t c = 0; c < C; c += 16) {
+                __m512 best = _mm512_loadu_ps(xi + (y0 * g->w + x0) * C + c);
+                __m512i idx = _mm512_setzero_si512();
+                int k = 0;
+                for (int64_t iy = y0; iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++, k++) {
+                        __m512 v = _mm512_loadu_ps(xi + (iy * g->w + ix) * C + c);
+                        __mmask16 m = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
+                        best = _mm512_mask_mov_ps(best, m, v);
+                        idx = _mm512_mask_mov_epi32(idx, m, _mm512_set1_epi32(k));
+                    }
+                __m512 dv = _mm512_loadu_ps(d + c);
+                k = 0;
+                for (int64_t iy = y0; iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++, k++) {
+                        __mmask16 m = _mm512_cmpeq_epi32_mask(idx, _mm512_set1_epi32(k));
+                        _mm512_storeu_ps(di + (iy * g->w + ix) * C + c, _mm512_maskz_mov_ps(m, dv));
+                    }
+            }
+        }
+}
+#endif
+
+static atomic_int g_pool_simd = 1; /* vg__pool_set_simd */
+
+int vg__pool_set_simd(int on) {
+    atomic_store(&g_pool_simd, on);
+#ifdef CONV_DIRECT
+    return on && dconv_cpu_level() == 2;
+#else
+    return 0;
+#endif
+}
+
 static void pool_grad_units(void *arg, int64_t u0, int64_t u1) {
     const pool_job *j = arg;
     const int64_t C = j->g.ci;
+#ifdef CONV_DIRECT
+    if (j->dt == VG_FLOAT && j->kind == POOL_MAX && C % 16 == 0 && windows_tile_input(&j->g) &&
+        atomic_load(&g_pool_simd) && dconv_cpu_level() == 2) {
+        for (int64_t img = u0 * j->g.n / j->units; img < u1 * j->g.n / j->units; img++)
+            pool_grad_tiled_max512(&j->g, (const float *)j->x, (const float *)j->dy, (float *)j->out, img);
+        return;
+    }
+#endif
     for (int64_t u = u0; u < u1; u++) {
         char *sc = j->scratch ? j->scratch + (size_t)u * j->scratch_stride : NULL;
         char *best = sc ? sc + (size_t)C * sizeof(int64_t) : NULL;
