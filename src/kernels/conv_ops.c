@@ -1006,6 +1006,102 @@ static vg_code kernel_conv2d(vg__kctx *ctx) {
     return conv_exec(ctx, &j);
 }
 
+/* -- _VigilFusedConv2DBias[Relu](input, filter, bias): Conv2D + BiasAdd [+ Relu] --
+ * Only the executor's plan-time fusion (src/exec/fuse.c) puts these in a plan; attrs
+ * are the Conv2D op's. On oneDNN the bias and ReLU are the primitive's epilogue; else
+ * one pass over the output after the convolution. */
+
+typedef struct epi_job {
+    vg_dtype dt;
+    bool relu;
+    int64_t co;
+    const void *b;
+    void *y;
+} epi_job;
+
+static void epi_rows(void *arg, int64_t r0, int64_t r1) {
+    const epi_job *j = arg;
+    const int64_t co = j->co;
+    if (j->dt == VG_DOUBLE) {
+        const double *b = j->b;
+        for (int64_t r = r0; r < r1; r++) {
+            double *y = (double *)j->y + r * co;
+            for (int64_t c = 0; c < co; c++) {
+                double v = y[c] + b[c];
+                y[c] = j->relu && v < 0 ? 0 : v;
+            }
+        }
+        return;
+    }
+    const float *b = j->b;
+    for (int64_t r = r0; r < r1; r++) {
+        float *y = (float *)j->y + r * co;
+        if (j->relu)
+            for (int64_t c = 0; c < co; c++) {
+                float v = y[c] + b[c];
+                y[c] = v < 0 ? 0 : v;
+            }
+        else
+            for (int64_t c = 0; c < co; c++) y[c] += b[c];
+    }
+}
+
+static vg_code kernel_fused_conv2d(vg__kctx *ctx, bool relu) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg_tensor *x = vg__kctx_input(ctx, 0), *f = vg__kctx_input(ctx, 1), *b = vg__kctx_input(ctx, 2), *y;
+    vg_dtype dt = vg_tensor_dtype(x);
+    if (kcheck4(ctx, x, "input", VG_DTYPE_INVALID) || kcheck4(ctx, f, "filter", dt)) return st->code;
+    if (!b) return vg_status_set(st, VG_INVALID_ARGUMENT, "fused Conv2D without a bias input");
+    conv_job j = {.mode = CONV_FWD, .dt = dt};
+    if (make_geom(vg__kctx_op(ctx), vg_tensor_dims(x), vg_tensor_dims(f), &j.g, st)) return st->code;
+    char sb[128];
+    if (vg_tensor_dtype(b) != dt || vg_tensor_ndims(b) != 1 || vg_tensor_dim(b, 0) != j.g.co)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Must provide as many biases as the last dimension of the input tensor: %s (%s) vs. %lld",
+                             tshape_str(b, sb, sizeof sb), vg_dtype_name(vg_tensor_dtype(b)), (long long)j.g.co);
+    int64_t od[4] = {j.g.n, j.g.oh, j.g.ow, j.g.co};
+    if (vg__kctx_alloc_output(ctx, 0, dt, od, 4, &y)) return st->code;
+    if (vg_tensor_num_elements(y) == 0) return VG_OK;
+    j.x = vg_tensor_data(x);
+    j.f = vg_tensor_data(f);
+    j.out = vg_tensor_data(y);
+    if (j.g.kh * j.g.kw * j.g.ci == 0) {
+        memset(vg_tensor_data(y), 0, vg_tensor_nbytes(y));
+    } else {
+        bool done = false;
+        if (xconv_try(ctx, &j, vg_tensor_data(b), relu, NULL, &done)) return st->code;
+        if (done) return VG_OK;
+        if (conv_exec(ctx, &j)) return st->code;
+    }
+    epi_job e = {dt, relu, j.g.co, vg_tensor_data(b), j.out};
+    int64_t rows = j.g.n * j.g.oh * j.g.ow;
+    if (rows * j.g.co < 65536 || vg__kctx_num_threads(ctx) <= 1) epi_rows(&e, 0, rows);
+    else vg__kctx_parallel_for(ctx, rows, j.g.co, epi_rows, &e);
+    return VG_OK;
+}
+static vg_code kernel_fused_conv2d_bias(vg__kctx *ctx) { return kernel_fused_conv2d(ctx, false); }
+static vg_code kernel_fused_conv2d_bias_relu(vg__kctx *ctx) { return kernel_fused_conv2d(ctx, true); }
+
+/* _VigilFusedForward: the BiasAdd / Relu nodes of a fused chain pass input 0 on. */
+static vg_code kernel_fused_forward(vg__kctx *ctx) {
+    vg_tensor *x = vg__kctx_input(ctx, 0);
+    if (!x) return vg_status_set(vg__kctx_status(ctx), VG_INTERNAL, "fused forward without an input");
+    vg__kctx_set_output(ctx, 0, vg_tensor_ref(x));
+    return VG_OK;
+}
+
+static vg_code shape_fused_conv2d(vg_op *op, vg_status *st) {
+    if (shape_conv2d(op, st)) return st->code;
+    return check_real(op, 2, "bias", vg__op_input_dtype(op, 0), st);
+}
+
+static vg_code shape_fused_forward(vg_op *op, vg_status *st) {
+    (void)st;
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), vg__op_input_shape(op, 0));
+    return VG_OK;
+}
+
 /* TF's _Conv2DGrad: Conv2DBackpropInput(Shape(x), f, dy), Conv2DBackpropFilter(x, Shape(f), dy). */
 static void win_attr_copy(const vg_op *op, int64_t strides[4], const char **padding) {
     const int64_t *v;
@@ -1677,6 +1773,11 @@ vg_output vg_avg_pool_grad(vg_graph *g, vg_output input_shape, vg_output dy, con
 
 const vg__op_def vg__ops_conv[] = {
     {"Conv2D", 2, 2, 0, 0, shape_conv2d, kernel_conv2d, grad_conv2d},
+    /* plan-time fusion only (src/exec/fuse.c); not differentiable, never in a user graph */
+    {"_VigilFusedConv2DBias", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_conv2d, kernel_fused_conv2d_bias, NULL},
+    {"_VigilFusedConv2DBiasRelu", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_conv2d, kernel_fused_conv2d_bias_relu,
+     NULL},
+    {"_VigilFusedForward", 1, 2, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_forward, kernel_fused_forward, NULL},
     {"Conv2DBackpropInput", 3, 3, 0, 0, shape_conv2d_bp_input, kernel_conv2d_bp_input, grad_conv2d_bp_input},
     {"Conv2DBackpropFilter", 3, 3, 0, 0, shape_conv2d_bp_filter, kernel_conv2d_bp_filter, grad_conv2d_bp_filter},
     {"MaxPool", 1, 1, 0, 0, shape_pool, kernel_max_pool, grad_max_pool},
