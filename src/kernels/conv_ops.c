@@ -327,6 +327,9 @@ typedef struct conv_job {
     char *partial;           /* filter grad: (units - 1) partial sums of (kd, co) */
     size_t col_stride;
     int64_t kd, rows, units, chunk;
+    const void *bias;        /* forward only: bias (co) added, then ReLU if relu (fused ops) */
+    bool relu;
+    bool epi_done;           /* set when the path applied bias / relu itself */
 } conv_job;
 
 /* The rows of unit u: an even share of all rows, or of whole images for the input
@@ -632,6 +635,8 @@ typedef struct dconv_job {
     int64_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, pt, pl, hp, wp;
     const float *in, *f, *dy;
     float *out, *pad, *partial;  /* pad: units * hp*wp*ic; partial: (units-1) * kh*kw*ic*oc */
+    const float *bias;    /* forward: epilogue y = [relu](y + bias) per image, while it is in cache */
+    bool relu;
     int64_t units;
     const dconv_isa *isa;
 } dconv_job;
@@ -693,6 +698,14 @@ static void dconv_unit(const dconv_job *j, int64_t u) {
                 }
             }
         }
+        if (j->bias) {
+            float *y = j->out + img * j->oh * j->ow * oc;
+            for (int64_t p = 0; p < j->oh * j->ow; p++, y += oc)
+                for (int64_t c = 0; c < oc; c++) {
+                    float v = y[c] + j->bias[c];
+                    y[c] = j->relu && v < 0 ? 0 : v;
+                }
+        }
     }
 }
 
@@ -722,6 +735,7 @@ static vg_code dconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
         j.pt = g->pt, j.pl = g->pl;
         j.f = (const float *)cj->f;
         j.dy = (const float *)cj->dy;
+        if (cj->mode == CONV_FWD) j.bias = cj->bias, j.relu = cj->relu;
     }
     j.hp = (j.oh - 1) * j.sh + j.kh;
     j.wp = (j.ow - 1) * j.sw + j.kw;
@@ -935,12 +949,18 @@ static vg_code xconv_try(vg__kctx *ctx, const conv_job *cj, const float *bias, b
  * when they apply, else im2col + GEMM. */
 static vg_code conv_exec(vg__kctx *ctx, conv_job *j) {
     bool xdone = false;
-    vg_code xc = xconv_try(ctx, j, NULL, false, NULL, &xdone);
-    if (xc != VG_OK || xdone) return xc;
+    vg_code xc = xconv_try(ctx, j, j->bias, j->relu, NULL, &xdone);
+    if (xc != VG_OK || xdone) {
+        j->epi_done = xdone;
+        return xc;
+    }
 #ifdef CONV_DIRECT
     bool done = false;
     vg_code c = dconv_try(ctx, j, &done);
-    if (c != VG_OK || done) return c;
+    if (c != VG_OK || done) {
+        j->epi_done = done && j->mode == CONV_FWD && j->dt == VG_FLOAT;
+        return c;
+    }
 #endif
     return conv_run(ctx, j);
 }
@@ -1068,10 +1088,10 @@ static vg_code kernel_fused_conv2d(vg__kctx *ctx, bool relu) {
     if (j.g.kh * j.g.kw * j.g.ci == 0) {
         memset(vg_tensor_data(y), 0, vg_tensor_nbytes(y));
     } else {
-        bool done = false;
-        if (xconv_try(ctx, &j, vg_tensor_data(b), relu, NULL, &done)) return st->code;
-        if (done) return VG_OK;
+        j.bias = vg_tensor_data(b);
+        j.relu = relu;
         if (conv_exec(ctx, &j)) return st->code;
+        if (j.epi_done) return VG_OK;
     }
     epi_job e = {dt, relu, j.g.co, vg_tensor_data(b), j.out};
     int64_t rows = j.g.n * j.g.oh * j.g.ow;
