@@ -1,5 +1,6 @@
 /* test_conv_fusion.c - the executor's plan-time fusion of Conv2D -> BiasAdd [-> Relu]
- * (src/exec/fuse.c, kernels _VigilFusedConv2DBias[Relu] in src/kernels/conv_ops.c):
+ * and MaxPoolGrad -> ReluGrad (src/exec/fuse.c, kernels _VigilFused* in
+ * src/kernels/conv_ops.c):
  * forward values and gradients equal the unfused plan's on several shapes (oneDNN,
  * direct-kernel and im2col paths, float64), the trace shows which nodes were fused,
  * and chains whose intermediate values are needed elsewhere are left alone. */
@@ -151,6 +152,82 @@ static void test_fusion__needed_intermediate_not_fused(void) {
     for (int i = 0; i < 4; i++) vg_tensor_free(a[i]);
 }
 
+/* relu -> max_pool and the gradient of sum(exp(pool + sin(pool))): MaxPoolGrad -> ReluGrad fused
+ * (returns the number of fused nodes traced; *dx the gradient). Inputs are quantized
+ * so that windows have ties, and half of them are <= 0 (all-zero windows after relu). */
+static int run_pool_case(const int64_t xd[4], int k, int s, bool same, vg_dtype dt, int threads, bool fused,
+                         vg_tensor **dx) {
+    vg__plan_set_fusion(fused);
+    vg_graph *g = vg_graph_new();
+    int64_t ks[4] = {1, k, k, 1}, ss[4] = {1, s, s, 1};
+    vg_output x = vg_placeholder(g, dt, xd, 4, "x");
+    vg_output r = vg_relu(g, x, NULL);
+    vg_output pool = vg_max_pool(g, r, ks, ss, same ? "SAME" : "VALID", NULL);
+    /* exp: a gradient that is not 0 where pool is 0 (all-zero windows after the relu) */
+    vg_output L = vg_reduce_sum(g, vg_exp(g, vg_add(g, pool, vg_sin(g, pool, NULL), NULL), NULL), NULL, -1, false,
+                                NULL);
+    vg_output d;
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &L, 1, &x, 1, NULL, &d, &st), &st);
+    int64_t nx = xd[0] * xd[1] * xd[2] * xd[3];
+    double *xv = randv(nx, 7);
+    for (int64_t i = 0; i < nx; i++) xv[i] = floor(xv[i] * 4) / 4;
+    vg_tensor *val = mk(dt, xd, 4, xv);
+    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    o.intra_op_threads = threads;
+    o.inter_op_threads = 1;
+    vg_session *sess = vg_session_new(g, &o, &st);
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.trace_level = VG_TRACE_FULL;
+    vg_run_metadata *md = vg_run_metadata_new();
+    int n = -1;
+    *dx = NULL;
+    if (sess && md) {
+        CHECK_OK(vg_session_run(sess, &ro, &x, &val, 1, &d, dx, 1, NULL, 0, md, &st), &st);
+        n = 0;
+        for (int i = 0; i < vg_run_metadata_num_nodes(md); i++)
+            n += !strcmp(vg_run_metadata_node(md, i)->op_type, "_VigilFusedMaxPoolGradReluGrad");
+    }
+    vg_run_metadata_free(md);
+    vg_session_free(sess);
+    vg_tensor_free(val);
+    vg_graph_free(g);
+    free(xv);
+    vg__plan_set_fusion(true);
+    return n;
+}
+
+static void test_fusion__max_pool_grad_relu_grad(void) {
+    static const struct {
+        int64_t xd[4];
+        int k, s;
+        bool same;
+        vg_dtype dt;
+        int threads;
+    } pc[] = {
+        {{3, 28, 28, 32}, 2, 2, false, VG_FLOAT, 1}, /* the CNN's pools: AVX-512 tiled kernel */
+        {{3, 14, 14, 64}, 2, 2, false, VG_FLOAT, 2},
+        {{2, 7, 9, 16}, 2, 2, true, VG_FLOAT, 1},    /* clipped border windows */
+        {{2, 6, 6, 3}, 2, 2, false, VG_FLOAT, 2},    /* generic tiled path */
+        {{2, 7, 7, 5}, 3, 2, true, VG_FLOAT, 1},     /* overlapping windows: scatter-add */
+        {{2, 6, 5, 4}, 2, 2, true, VG_DOUBLE, 2},
+    };
+    for (int simd = 1; simd >= 0; simd--) {
+        vg__pool_set_simd(simd);
+        for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
+            vg_tensor *a, *b;
+            CHECK_EQ_INT(run_pool_case(pc[i].xd, pc[i].k, pc[i].s, pc[i].same, pc[i].dt, pc[i].threads, true, &a), 1);
+            CHECK_EQ_INT(run_pool_case(pc[i].xd, pc[i].k, pc[i].s, pc[i].same, pc[i].dt, pc[i].threads, false, &b), 0);
+            double m = maxdiff(a, b);
+            if (m != 0) fprintf(stderr, "pool case %zu simd %d: fused gradient differs by %g\n", i, simd, m);
+            CHECK(m == 0); /* the same arithmetic: exactly equal */
+            vg_tensor_free(a);
+            vg_tensor_free(b);
+        }
+    }
+    vg__pool_set_simd(1);
+}
+
 /* A by-hand value: 1x2x2x1 input of 1..4, 1x1 filter 2, bias -5: relu(2x - 5) = 0,0,1,3. */
 static void test_fusion__by_hand(void) {
     vg_graph *g = vg_graph_new();
@@ -174,5 +251,6 @@ int main(void) {
     RUN_TEST(test_fusion__matches_unfused);
     RUN_TEST(test_fusion__backends);
     RUN_TEST(test_fusion__needed_intermediate_not_fused);
+    RUN_TEST(test_fusion__max_pool_grad_relu_grad);
     TEST_MAIN_END();
 }

@@ -1,7 +1,7 @@
 /*
  * fuse.c - plan-time fusion of Conv2D -> BiasAdd [-> Relu] (as TF grappler's remapper
- * turns them into _FusedConv2D), kept out of the user's graph: only the plan's nodes
- * change.
+ * turns them into _FusedConv2D) and of MaxPoolGrad -> ReluGrad, kept out of the user's
+ * graph: only the plan's nodes change.
  *
  * Pattern: a Conv2D node whose output has one consumer, a BiasAdd (NHWC) taking it as
  * input 0, whose output again has one consumer, a Relu (optional). None of the three
@@ -13,6 +13,11 @@
  *   - the BiasAdd and Relu nodes run _VigilFusedForward: output 0 is input 0, shared.
  * Ops downstream see the same values (up to float rounding of the fused kernels), and
  * tracing still lists the three nodes. The fused kernels compute in the op's dtype.
+ *
+ * Backward: a MaxPoolGrad(x, y, dy) whose only consumer is ReluGrad(it, x) (the pool's
+ * input is a Relu's output, as in conv -> relu -> max_pool) runs
+ * _VigilFusedMaxPoolGradReluGrad (the gradient zeroed where x <= 0, as ReluGrad does)
+ * and the ReluGrad node forwards its output.
  */
 #include "exec.h"
 #include <string.h>
@@ -64,12 +69,32 @@ static bool reaches(const vg__plan *p, int from, int to, int *mark, int stamp, i
     return false;
 }
 
+/* MaxPoolGrad(x, y, dy) whose only consumer is ReluGrad(it, x), x being the pool's own
+ * input (a Relu's output): one kernel masks the pool gradient where x <= 0. */
+static void fuse_pool_relu_grad(vg__plan *p, const vg__op_def *fused, const vg__op_def *fwd) {
+    for (int m = 0; m < p->nnodes; m++) {
+        vg__node *mn = &p->nodes[m];
+        if (!is_type(mn, "MaxPoolGrad") || mn->ninputs != 3 || mn->noutputs != 1 || mn->in_slot[0] < 0 || fed(mn))
+            continue;
+        int r = sole_consumer(p, mn->out_base);
+        if (r < 0) continue;
+        vg__node *rn = &p->nodes[r];
+        if (!is_type(rn, "ReluGrad") || rn->ninputs != 2 || rn->in_slot[0] != mn->out_base ||
+            rn->in_slot[1] != mn->in_slot[0] || fed(rn))
+            continue;
+        mn->def = fused;
+        rn->def = fwd;
+    }
+}
+
 vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
-    if (!atomic_load(&g_fusion) || p->cf || p->nnodes < 3) return VG_OK;
+    if (!atomic_load(&g_fusion) || p->cf || p->nnodes < 2) return VG_OK;
     const vg__op_def *fb = vg__registry_find("_VigilFusedConv2DBias");
     const vg__op_def *fbr = vg__registry_find("_VigilFusedConv2DBiasRelu");
     const vg__op_def *fwd = vg__registry_find("_VigilFusedForward");
-    if (!fb || !fbr || !fwd) return VG_OK;
+    const vg__op_def *fpr = vg__registry_find("_VigilFusedMaxPoolGradReluGrad");
+    if (!fb || !fbr || !fwd || !fpr) return VG_OK;
+    fuse_pool_relu_grad(p, fpr, fwd);
     int *producer = NULL, *mark = NULL, *stack = NULL;
     int stamp = 0;
     for (int c = 0; c < p->nnodes; c++) {

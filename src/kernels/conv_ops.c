@@ -1439,6 +1439,7 @@ typedef struct pool_job {
     char *scratch;          /* grad: per unit idx (C int64 slots) + best (C values) */
     size_t scratch_stride;
     int64_t units;          /* grad: units over images */
+    bool relu_mask;         /* max grad fused with ReluGrad(dx, x): dx = 0 where x <= 0 */
 } pool_job;
 
 static void pool_fwd_rows(void *arg, int64_t r0, int64_t r1) {
@@ -1455,7 +1456,8 @@ static void pool_fwd_rows(void *arg, int64_t r0, int64_t r1) {
  * input position gets dy where it is the argmax, else 0. Every dx element is written
  * once; no scratch. */
 __attribute__((target("avx512f"))) static void pool_grad_tiled_max512(const conv_geom *g, const float *x,
-                                                                       const float *dy, float *dx, int64_t img) {
+                                                                       const float *dy, float *dx, int64_t img,
+                                                                       bool relu_mask) {
     const int64_t C = g->ci, isz = g->h * g->w * C;
     const float *xi = x + img * isz;
     float *di = dx + img * isz;
@@ -1480,6 +1482,9 @@ __attribute__((target("avx512f"))) static void pool_grad_tiled_max512(const conv
                 for (int64_t iy = y0; iy < y1; iy++)
                     for (int64_t ix = x0; ix < x1; ix++, k++) {
                         __mmask16 m = _mm512_cmpeq_epi32_mask(idx, _mm512_set1_epi32(k));
+                        if (relu_mask)
+                            m &= _mm512_cmp_ps_mask(_mm512_loadu_ps(xi + (iy * g->w + ix) * C + c),
+                                                    _mm512_setzero_ps(), _CMP_GT_OQ);
                         _mm512_storeu_ps(di + (iy * g->w + ix) * C + c, _mm512_maskz_mov_ps(m, dv));
                     }
             }
@@ -1505,10 +1510,12 @@ static void pool_grad_units(void *arg, int64_t u0, int64_t u1) {
     if (j->dt == VG_FLOAT && j->kind == POOL_MAX && C % 16 == 0 && windows_tile_input(&j->g) &&
         atomic_load(&g_pool_simd) && dconv_cpu_level() == 2) {
         for (int64_t img = u0 * j->g.n / j->units; img < u1 * j->g.n / j->units; img++)
-            pool_grad_tiled_max512(&j->g, (const float *)j->x, (const float *)j->dy, (float *)j->out, img);
+            pool_grad_tiled_max512(&j->g, (const float *)j->x, (const float *)j->dy, (float *)j->out, img,
+                                   j->relu_mask);
         return;
     }
 #endif
+    const int64_t isz = j->g.h * j->g.w * C;
     for (int64_t u = u0; u < u1; u++) {
         char *sc = j->scratch ? j->scratch + (size_t)u * j->scratch_stride : NULL;
         char *best = sc ? sc + (size_t)C * sizeof(int64_t) : NULL;
@@ -1519,6 +1526,16 @@ static void pool_grad_units(void *arg, int64_t u0, int64_t u1) {
             else
                 pool_grad_img_f32(&j->g, j->kind, (const float *)j->x, (const float *)j->dy, (float *)j->out, img,
                                   (float *)best, (int32_t *)sc);
+            if (!j->relu_mask) continue;
+            if (j->dt == VG_DOUBLE) { /* ReluGrad(dx, x): g > 0 ? dx : 0, on the image while in cache */
+                const double *xi = (const double *)j->x + img * isz;
+                double *di = (double *)j->out + img * isz;
+                for (int64_t i = 0; i < isz; i++) di[i] = xi[i] > 0 ? di[i] : 0;
+            } else {
+                const float *xi = (const float *)j->x + img * isz;
+                float *di = (float *)j->out + img * isz;
+                for (int64_t i = 0; i < isz; i++) di[i] = xi[i] > 0 ? di[i] : 0;
+            }
         }
     }
 }
@@ -1609,14 +1626,14 @@ static vg_code shape_max_pool_grad(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-static vg_code kernel_max_pool_grad(vg__kctx *ctx) {
+static vg_code max_pool_grad(vg__kctx *ctx, bool relu_mask) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *x = vg__kctx_input(ctx, 0), *y = vg__kctx_input(ctx, 1), *dy = vg__kctx_input(ctx, 2), *dx;
     vg_dtype dt = vg_tensor_dtype(x);
     if (kcheck4(ctx, x, "orig_input", VG_DTYPE_INVALID) || kcheck4(ctx, y, "orig_output", dt) ||
         kcheck4(ctx, dy, "grad", dt))
         return st->code;
-    pool_job j = {.kind = POOL_MAX, .dt = dt};
+    pool_job j = {.kind = POOL_MAX, .dt = dt, .relu_mask = relu_mask};
     if (make_geom(vg__kctx_op(ctx), vg_tensor_dims(x), NULL, &j.g, st) ||
         kcheck_pool_out(ctx, y, &j.g, "orig_output") || kcheck_pool_out(ctx, dy, &j.g, "grad"))
         return st->code;
@@ -1630,6 +1647,11 @@ static vg_code kernel_max_pool_grad(vg__kctx *ctx) {
     j.out = vg_tensor_data(dx);
     return run_pool_grad(ctx, &j);
 }
+static vg_code kernel_max_pool_grad(vg__kctx *ctx) { return max_pool_grad(ctx, false); }
+/* _VigilFusedMaxPoolGradReluGrad(orig_input, orig_output, grad): ReluGrad(MaxPoolGrad(...),
+ * orig_input), put in plans by src/exec/fuse.c where the pool's input is a Relu's
+ * output and the ReluGrad is the pool gradient's only consumer. */
+static vg_code kernel_max_pool_grad_relu(vg__kctx *ctx) { return max_pool_grad(ctx, true); }
 
 /* -- AvgPoolGrad(orig_input_shape, grad) -- */
 
@@ -1798,6 +1820,8 @@ const vg__op_def vg__ops_conv[] = {
     {"_VigilFusedConv2DBiasRelu", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_conv2d, kernel_fused_conv2d_bias_relu,
      NULL},
     {"_VigilFusedForward", 1, 2, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_forward, kernel_fused_forward, NULL},
+    {"_VigilFusedMaxPoolGradReluGrad", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_max_pool_grad,
+     kernel_max_pool_grad_relu, NULL},
     {"Conv2DBackpropInput", 3, 3, 0, 0, shape_conv2d_bp_input, kernel_conv2d_bp_input, grad_conv2d_bp_input},
     {"Conv2DBackpropFilter", 3, 3, 0, 0, shape_conv2d_bp_filter, kernel_conv2d_bp_filter, grad_conv2d_bp_filter},
     {"MaxPool", 1, 1, 0, 0, shape_pool, kernel_max_pool, grad_max_pool},
