@@ -268,10 +268,14 @@ static const cfg conv_cfgs[] = {
     {3, 10, 9, 2, 3, 2, 7, 2, 1, false}, {2, 6, 6, 1, 5, 5, 32, 1, 1, true}, {1, 7, 7, 8, 1, 1, 3, 2, 2, false},
     {4, 14, 14, 32, 5, 5, 64, 1, 1, true}};
 
-static void conv_case(const cfg *c, vg_backend be, int threads, int direct) {
+/* direct: vg__conv_set_direct's level; dnnl: vg__conv_set_dnnl's mode (oneDNN's
+ * convolution primitives: 0 off, 2 forced). */
+static void conv_case(const cfg *c, vg_backend be, int threads, int direct, int dnnl) {
     vg_status st;
     CHECK_OK(vg_backend_set(be, &st), &st);
     vg__conv_set_direct(direct);
+    vg__conv_set_dnnl(dnnl);
+    long long runs0 = vg__conv_dnnl_runs();
     int64_t oh, ow, pt, pl;
     win(c->h, c->kh, c->sh, c->same, &oh, &pt);
     win(c->w, c->kw, c->sw, c->same, &ow, &pl);
@@ -306,6 +310,8 @@ static void conv_case(const cfg *c, vg_backend be, int threads, int direct) {
     CHECK(compare(what, out[0], y, sy, ny, 1e-6) == 0);
     CHECK(compare(what, out[1], dx, sx, nx, 1e-6) == 0);
     CHECK(compare(what, out[2], df, sf, nf, 1e-6) == 0);
+    /* forced oneDNN convolutions ran all three ops; with them off, none */
+    CHECK_EQ_INT(vg__conv_dnnl_runs() - runs0, dnnl == 2 && be == VG_BACKEND_DNNL ? 3 : 0);
     for (int i = 0; i < 3; i++) vg_tensor_free(out[i]), vg_tensor_free(vals[i]);
     vg_graph_free(g);
     free(x), free(f), free(dy), free(y), free(dx), free(df), free(sy), free(sx), free(sf);
@@ -316,12 +322,17 @@ static void test_backend__conv2d_all_backends(void) {
     int nb = have_dnnl() ? 2 : 1;
     for (size_t i = 0; i < sizeof conv_cfgs / sizeof conv_cfgs[0]; i++)
         for (int bi = 0; bi < nb; bi++) {
-            conv_case(&conv_cfgs[i], backends[bi], 1, 0); /* im2col + GEMM on the backend */
-            conv_case(&conv_cfgs[i], backends[bi], 2, 0);
-            conv_case(&conv_cfgs[i], backends[bi], 2, 2); /* direct kernels where they apply */
+            conv_case(&conv_cfgs[i], backends[bi], 1, 0, 0); /* im2col + GEMM on the backend */
+            conv_case(&conv_cfgs[i], backends[bi], 2, 0, 0);
+            conv_case(&conv_cfgs[i], backends[bi], 2, 2, 0); /* direct kernels where they apply */
+            if (backends[bi] == VG_BACKEND_DNNL) {
+                conv_case(&conv_cfgs[i], backends[bi], 1, 2, 2); /* oneDNN's convolution primitives */
+                conv_case(&conv_cfgs[i], backends[bi], 2, 2, 2);
+            }
         }
     vg_status st;
     vg__conv_set_direct(2);
+    vg__conv_set_dnnl(1);
     CHECK_OK(vg_backend_set(VG_BACKEND_AUTO, &st), &st);
 }
 

@@ -137,6 +137,9 @@ static const cfg conv_cfgs[] = {
     {4, 14, 14, 16, 5, 5, 32, 1, 1, true}, /* chunks that straddle images */
     {16, 16, 16, 8, 5, 5, 16, 1, 1, true}, /* several chunks per thread */
     {9, 28, 28, 1, 5, 5, 8, 1, 1, true},   /* the CNN's first layer, small batch */
+    {5, 14, 14, 32, 5, 5, 64, 1, 1, true}, /* the CNN's second layer; 5 images: uneven thread slices */
+    {3, 11, 9, 16, 3, 3, 16, 2, 2, false}, /* strided VALID, odd sizes (negative right padding) */
+    {2, 7, 7, 3, 3, 3, 17, 2, 1, true},    /* odd channel counts */
 };
 
 static void run_conv_cfg(const cfg *c, vg_dtype dt, int threads) {
@@ -194,6 +197,7 @@ static void run_conv_cfg(const cfg *c, vg_dtype dt, int threads) {
 /* Every config through each kernel level the CPU has (AVX-512, AVX2 direct kernels)
  * and through im2col + GEMM. */
 static void test_nn__conv2d_vs_reference(void) {
+    vg__conv_set_dnnl(0);
     for (int level = 2; level >= 0; level--) {
         if (vg__conv_set_direct(level) != level) continue; /* not on this CPU */
         for (size_t i = 0; i < sizeof conv_cfgs / sizeof conv_cfgs[0]; i++) {
@@ -204,6 +208,30 @@ static void test_nn__conv2d_vs_reference(void) {
         }
     }
     vg__conv_set_direct(2);
+    vg__conv_set_dnnl(1);
+}
+
+/* Every float32 config through oneDNN's convolution primitives (forced for every shape),
+ * 1 and 3 threads; each of the three ops must have run on oneDNN. */
+static void test_nn__conv2d_dnnl_vs_reference(void) {
+    vg_status st;
+    vg_backend old = vg_backend_get();
+    if (!vg__conv_set_dnnl(2) || vg_backend_set(VG_BACKEND_DNNL, &st) != VG_OK) {
+        vg__conv_set_dnnl(1);
+        return; /* built without oneDNN */
+    }
+    for (size_t i = 0; i < sizeof conv_cfgs / sizeof conv_cfgs[0]; i++) {
+        for (int threads = 1; threads <= 3; threads += 2) {
+            long long before = vg__conv_dnnl_runs();
+            run_conv_cfg(&conv_cfgs[i], VG_FLOAT, threads);
+            if (vg__conv_dnnl_runs() - before != 3)
+                fprintf(stderr, "config %zu, %d threads: %lld of 3 convolutions ran on oneDNN\n", i, threads,
+                        vg__conv_dnnl_runs() - before);
+            CHECK_EQ_INT(vg__conv_dnnl_runs() - before, 3);
+        }
+    }
+    vg__conv_set_dnnl(1);
+    CHECK_OK(vg_backend_set(old, &st), &st);
 }
 
 /* A hand-checked case: 3x3 input of 1..9, 2x2 filter of ones, VALID and SAME. */
@@ -244,10 +272,15 @@ static const cfg pool_cfgs[] = {
     {1, 6, 6, 2, 3, 3, 0, 1, 1, false},
     {2, 5, 5, 2, 3, 2, 0, 1, 2, true},
     {3, 28, 28, 32, 2, 2, 0, 2, 2, true}, /* the CNN's pool, threaded */
+    {2, 7, 9, 16, 2, 2, 0, 2, 2, true},   /* tiled with clipped border windows, 16 channels */
+    {2, 6, 6, 48, 3, 3, 0, 3, 3, false},  /* tiled 3x3 windows */
 };
 
+/* Every config with the AVX-512 max-pool gradient (where the CPU has it) and without. */
 static void test_nn__pools_vs_reference(void) {
     static const char *pads[2] = {"VALID", "SAME"};
+    for (int simd = 1; simd >= 0; simd--) {
+    vg__pool_set_simd(simd);
     for (size_t i = 0; i < sizeof pool_cfgs / sizeof pool_cfgs[0]; i++)
         for (int d = 0; d < 2; d++) {
             const cfg *c = &pool_cfgs[i];
@@ -294,6 +327,8 @@ static void test_nn__pools_vs_reference(void) {
             vg_graph_free(g);
             free(x); free(dy); free(ymax); free(yavg); free(dxmax); free(dxavg);
         }
+    }
+    vg__pool_set_simd(1);
 }
 
 /* Max ties: all-equal window sends the whole gradient to its first element. */
@@ -708,6 +743,7 @@ static void test_nn__conv_alloc_failures(void) {
 int main(void) {
     RUN_TEST(test_nn__conv2d_by_hand);
     RUN_TEST(test_nn__conv2d_vs_reference);
+    RUN_TEST(test_nn__conv2d_dnnl_vs_reference);
     RUN_TEST(test_nn__pools_vs_reference);
     RUN_TEST(test_nn__max_pool_grad_ties);
     RUN_TEST(test_nn__conv_errors);

@@ -1,6 +1,8 @@
 /*
  * vigil/backend.h - the compute backend of the float32 matrix products (MatMul and the
- * GEMM path of the convolutions).
+ * GEMM path of the convolutions) and convolutions: on oneDNN, float32 Conv2D and its
+ * two gradients run oneDNN's convolution primitives where they beat vigil's direct
+ * kernels (see README, "Compute backend"); on OpenBLAS, vigil's own kernels.
  *
  * By default (VG_BACKEND_AUTO) vigil picks by what the CPU can do, not by its model
  * number: oneDNN (JIT kernels dispatched on the ISA bits: AVX2, AVX-512, ...) when the
@@ -22,7 +24,7 @@ extern "C" {
 typedef enum vg_backend {
     VG_BACKEND_AUTO = 0,     /* chosen from the CPU's features (and VG_BACKEND) */
     VG_BACKEND_OPENBLAS = 1, /* cblas_sgemm */
-    VG_BACKEND_DNNL = 2      /* oneDNN's dnnl_sgemm, one thread per call */
+    VG_BACKEND_DNNL = 2      /* oneDNN's dnnl_sgemm and convolutions, one thread per call */
 } vg_backend;
 
 /* Sets the backend process-wide (VG_BACKEND_AUTO: back to the automatic choice).

@@ -171,6 +171,15 @@ VG_HIDDEN void vg__cf_free(vg__cf_plan *cf);
 VG_HIDDEN vg_code vg__cf_run(vg__run_state *rs, vg_tensor *const *feed_values, vg_tensor **out, vg_status *st);
 /* Destroys the run's step resources (the end of a run). */
 VG_HIDDEN void vg__step_res_free(vg__run_state *rs);
+/* Plan-time fusion (fuse.c): rewrites Conv2D -> BiasAdd [-> Relu] and MaxPoolGrad ->
+ * ReluGrad node chains of a plan without control flow into one fused kernel (before
+ * the topological sort; succ_cap as in the plan builder). Fails only with
+ * RESOURCE_EXHAUSTED. */
+VG_HIDDEN vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st);
+/* Turns that fusion on (the default) or off for plans built from now on, for tests and
+ * benchmarks; returns the previous setting. Process-wide. */
+VG_HIDDEN bool vg__plan_set_fusion(bool on);
+
 /* Hash of a plan key (ints). */
 VG_HIDDEN uint64_t vg__plan_key_hash(const int *key, int n);
 

@@ -359,6 +359,7 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
             rc = vg__cf_build(s, p, op_node, b.feed_of, b.out_off, feeds, fetches, st);
             if (rc != VG_OK) goto fail;
         }
+    if ((rc = vg__plan_fuse(p, succ_cap, st)) != VG_OK) goto fail; /* fuse.c */
     if (p->cf) {
         /* frames and iterations: run by cflow.c in dataflow order, no static order */
     } else if (!topo_sort(p, indeg)) {

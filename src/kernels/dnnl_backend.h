@@ -22,4 +22,46 @@ VG_HIDDEN bool vg__backend_use_dnnl(void);
 VG_HIDDEN bool vg__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                               const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* ---- oneDNN convolutions (float32, input NHWC, filter HWIO as TF) ----
+ * A plan is a cached oneDNN primitive for one mode and geometry (batch included):
+ * created at the first use of a shape, kept for the life of the process, so steady-state
+ * steps create nothing. Plans run one thread per call; the caller splits the batch over
+ * its own threads (one plan per sub-batch size). */
+enum { VG__DCONV_FWD, VG__DCONV_BWD_DATA, VG__DCONV_BWD_WEIGHTS };
+
+typedef struct vg__dconv_geom {
+    int64_t n, h, w, ci;  /* input */
+    int64_t kh, kw, co;   /* filter */
+    int64_t sh, sw;       /* strides */
+    int64_t oh, ow;       /* output */
+    int64_t pt, pl;       /* padding before (after follows from the sizes) */
+    int relu;             /* FWD only: ReLU applied to the output (post-op) */
+    int bias;             /* FWD: a bias is added; BWD_WEIGHTS: the bias gradient is written too */
+} vg__dconv_geom;
+
+typedef struct vg__dconv_plan vg__dconv_plan;
+
+/* The plan for mode and g, or NULL when oneDNN is not built in or has no primitive for
+ * it (the caller then uses its own kernels). Thread-safe. */
+VG_HIDDEN const vg__dconv_plan *vg__dconv_plan_get(int mode, const vg__dconv_geom *g);
+
+/* Bytes of the plan's scratchpad (per concurrent call) and of its weights in oneDNN's
+ * layout (0 when the plan takes HWIO as is; for BWD_WEIGHTS the layout of the filter
+ * gradient it writes). Both multiples of 64. */
+VG_HIDDEN size_t vg__dconv_scratch_bytes(const vg__dconv_plan *p);
+VG_HIDDEN size_t vg__dconv_weights_bytes(const vg__dconv_plan *p);
+
+/* FWD and BWD_DATA: the HWIO filter into the plan's layout (dst: weights_bytes).
+ * BWD_WEIGHTS: the gradient in the plan's layout (src) back to HWIO (dst). */
+VG_HIDDEN bool vg__dconv_reorder_weights(const vg__dconv_plan *p, const float *src, float *dst);
+
+/* Runs the plan on the calling thread:
+ *   FWD:          out (n,oh,ow,co) = conv(in (n,h,w,ci), w) [+ bias (co)] [relu]
+ *   BWD_DATA:     out (n,h,w,ci)   = conv_transpose(in = dy (n,oh,ow,co), w)
+ *   BWD_WEIGHTS:  out (weights)    = gradient from in = x and w = dy; and dbias (co) when g->bias
+ * w is in the plan's layout (see above) or HWIO when weights_bytes is 0; scratch has
+ * scratch_bytes (64-aligned). False when oneDNN failed (out is then undefined). */
+VG_HIDDEN bool vg__dconv_exec(const vg__dconv_plan *p, const float *in, const float *w, const float *bias, float *out,
+                              float *dbias, void *scratch);
+
 #endif

@@ -31,4 +31,18 @@ VG_HIDDEN void vg__nn_gemm1(vg_dtype dt, bool ta, bool tb, int64_t M, int64_t N,
  * in use on this CPU. Process-wide; not meant to change while sessions run. */
 VG_HIDDEN int vg__conv_set_direct(int max_level);
 
+/* When float32 convolutions use oneDNN's primitives (backend oneDNN only): 0 never,
+ * 1 for the shapes where they beat vigil's kernels (the default), 2 always (tests).
+ * Returns whether they can run here (vigil built with oneDNN). Process-wide; not
+ * meant to change while sessions run. */
+VG_HIDDEN bool vg__conv_set_dnnl(int mode);
+
+/* Turns the AVX-512 max-pool gradient (float32, windows that tile the input, channels
+ * a multiple of 16) on (1, the default) or off (0: the generic loop), for tests.
+ * Returns whether it runs on this CPU. Process-wide. */
+VG_HIDDEN int vg__pool_set_simd(int on);
+
+/* Convolutions run by oneDNN so far (process-wide), for tests. */
+VG_HIDDEN long long vg__conv_dnnl_runs(void);
+
 #endif

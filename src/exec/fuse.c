@@ -1,0 +1,167 @@
+/*
+ * fuse.c - plan-time fusion of Conv2D -> BiasAdd [-> Relu] (as TF grappler's remapper
+ * turns them into _FusedConv2D) and of MaxPoolGrad -> ReluGrad, kept out of the user's
+ * graph: only the plan's nodes change.
+ *
+ * Pattern: a Conv2D node whose output has one consumer, a BiasAdd (NHWC) taking it as
+ * input 0, whose output again has one consumer, a Relu (optional). None of the three
+ * outputs is fed, and the Conv2D output and (with a Relu) the BiasAdd output are not
+ * fetched. Rewrite:
+ *   - the Conv2D node runs the fused kernel (_VigilFusedConv2DBias or
+ *     _VigilFusedConv2DBiasRelu, src/kernels/conv_ops.c) with the bias as a third input
+ *     (an edge from the bias's producer to it);
+ *   - the BiasAdd and Relu nodes run _VigilFusedForward: output 0 is input 0, shared.
+ * Ops downstream see the same values (up to float rounding of the fused kernels), and
+ * tracing still lists the three nodes. The fused kernels compute in the op's dtype.
+ *
+ * Backward: a MaxPoolGrad(x, y, dy) whose only consumer is ReluGrad(it, x) (the pool's
+ * input is a Relu's output, as in conv -> relu -> max_pool) runs
+ * _VigilFusedMaxPoolGradReluGrad (the gradient zeroed where x <= 0, as ReluGrad does)
+ * and the ReluGrad node forwards its output.
+ */
+#include "exec.h"
+#include <string.h>
+
+static atomic_int g_fusion = 1;
+
+bool vg__plan_set_fusion(bool on) {
+    bool old = atomic_load(&g_fusion) != 0;
+    atomic_store(&g_fusion, on ? 1 : 0);
+    return old;
+}
+
+static bool is_type(const vg__node *n, const char *t) { return strcmp(n->def->type, t) == 0; }
+
+/* The node consuming slot s, when exactly one node input (and no fetch) uses it. */
+static int sole_consumer(const vg__plan *p, int s) {
+    if (s < 0 || p->slot_uses[s] != 1) return -1;
+    for (int i = 0; i < p->nnodes; i++) {
+        const vg__node *n = &p->nodes[i];
+        for (int k = 0; k < n->ninputs; k++)
+            if (n->in_slot[k] == s) return i;
+    }
+    return -1; /* the use is a fetch */
+}
+
+static bool fed(const vg__node *n) {
+    if (!n->out_fed) return false;
+    for (int i = 0; i < n->noutputs; i++)
+        if (n->out_fed[i]) return true;
+    return false;
+}
+
+/* Is `to` reachable from `from` along succ edges? */
+static bool reaches(const vg__plan *p, int from, int to, int *mark, int stamp, int *stack) {
+    int n = 0;
+    stack[n++] = from;
+    mark[from] = stamp;
+    while (n) {
+        int x = stack[--n];
+        if (x == to) return true;
+        for (int k = 0; k < p->nodes[x].nsucc; k++) {
+            int y = p->nodes[x].succ[k];
+            if (mark[y] != stamp) {
+                mark[y] = stamp;
+                stack[n++] = y;
+            }
+        }
+    }
+    return false;
+}
+
+/* MaxPoolGrad(x, y, dy) whose only consumer is ReluGrad(it, x), x being the pool's own
+ * input (a Relu's output): one kernel masks the pool gradient where x <= 0. */
+static void fuse_pool_relu_grad(vg__plan *p, const vg__op_def *fused, const vg__op_def *fwd) {
+    for (int m = 0; m < p->nnodes; m++) {
+        vg__node *mn = &p->nodes[m];
+        if (!is_type(mn, "MaxPoolGrad") || mn->ninputs != 3 || mn->noutputs != 1 || mn->in_slot[0] < 0 || fed(mn))
+            continue;
+        int r = sole_consumer(p, mn->out_base);
+        if (r < 0) continue;
+        vg__node *rn = &p->nodes[r];
+        if (!is_type(rn, "ReluGrad") || rn->ninputs != 2 || rn->in_slot[0] != mn->out_base ||
+            rn->in_slot[1] != mn->in_slot[0] || fed(rn))
+            continue;
+        mn->def = fused;
+        rn->def = fwd;
+    }
+}
+
+vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
+    if (!atomic_load(&g_fusion) || p->cf || p->nnodes < 2) return VG_OK;
+    const vg__op_def *fb = vg__registry_find("_VigilFusedConv2DBias");
+    const vg__op_def *fbr = vg__registry_find("_VigilFusedConv2DBiasRelu");
+    const vg__op_def *fwd = vg__registry_find("_VigilFusedForward");
+    const vg__op_def *fpr = vg__registry_find("_VigilFusedMaxPoolGradReluGrad");
+    if (!fb || !fbr || !fwd || !fpr) return VG_OK;
+    fuse_pool_relu_grad(p, fpr, fwd);
+    int *producer = NULL, *mark = NULL, *stack = NULL;
+    int stamp = 0;
+    for (int c = 0; c < p->nnodes; c++) {
+        vg__node *cn = &p->nodes[c];
+        if (!is_type(cn, "Conv2D") || cn->ninputs != 2 || cn->noutputs != 1 || fed(cn)) continue;
+        int b = sole_consumer(p, cn->out_base);
+        if (b < 0) continue;
+        vg__node *bn = &p->nodes[b];
+        if (!is_type(bn, "BiasAdd") || bn->ninputs != 2 || bn->in_slot[0] != cn->out_base || bn->in_slot[1] < 0 ||
+            fed(bn))
+            continue;
+        const char *df;
+        size_t dflen;
+        if (vg_op_attr_string(bn->op, "data_format", &df, &dflen) && !(dflen == 4 && !memcmp(df, "NHWC", 4))) continue;
+        int r = sole_consumer(p, bn->out_base);
+        vg__node *rn = r >= 0 ? &p->nodes[r] : NULL;
+        if (rn && (!is_type(rn, "Relu") || rn->in_slot[0] != bn->out_base || fed(rn))) rn = NULL;
+        /* the bias's producer must not depend on the convolution (it runs before it now) */
+        if (!producer) {
+            producer = vg__malloc(sizeof(int) * (size_t)(p->nslots + 1));
+            mark = vg__calloc((size_t)p->nnodes + 1, sizeof(int));
+            stack = vg__malloc(sizeof(int) * (size_t)(p->nnodes + 1));
+            if (!producer || !mark || !stack) goto oom;
+            for (int s = 0; s < p->nslots; s++) producer[s] = -1;
+            for (int i = 0; i < p->nnodes; i++)
+                for (int k = 0; k < p->nodes[i].noutputs; k++)
+                    if (p->nodes[i].out_base >= 0 && !(p->nodes[i].out_fed && p->nodes[i].out_fed[k]))
+                        producer[p->nodes[i].out_base + k] = i;
+        }
+        int bias_slot = bn->in_slot[1], src = producer[bias_slot];
+        if (src == c || (src >= 0 && reaches(p, c, src, mark, ++stamp, stack))) continue;
+        int *in_slot = vg__malloc(sizeof(int) * 4);
+        vg__var **in_var = vg__calloc(4, sizeof(vg__var *));
+        if (!in_slot || !in_var) {
+            vg__free(in_slot);
+            vg__free(in_var);
+            goto oom;
+        }
+        if (src >= 0) {
+            vg__node *sn = &p->nodes[src];
+            if (!vg__grow((void **)&sn->succ, &succ_cap[src], sn->nsucc + 1, sizeof(int))) {
+                vg__free(in_slot);
+                vg__free(in_var);
+                goto oom;
+            }
+            sn->succ[sn->nsucc++] = c;
+        }
+        memcpy(in_slot, cn->in_slot, sizeof(int) * 2);
+        memcpy(in_var, cn->in_var, sizeof(vg__var *) * 2);
+        in_slot[2] = bias_slot;
+        vg__free(cn->in_slot);
+        vg__free(cn->in_var);
+        cn->in_slot = in_slot;
+        cn->in_var = in_var;
+        cn->ninputs = 3;
+        p->slot_uses[bias_slot]++;
+        cn->def = rn ? fbr : fb;
+        bn->def = fwd;
+        if (rn) rn->def = fwd;
+    }
+    vg__free(producer);
+    vg__free(mark);
+    vg__free(stack);
+    return VG_OK;
+oom:
+    vg__free(producer);
+    vg__free(mark);
+    vg__free(stack);
+    return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory building the execution plan");
+}

@@ -1,0 +1,256 @@
+/* test_conv_fusion.c - the executor's plan-time fusion of Conv2D -> BiasAdd [-> Relu]
+ * and MaxPoolGrad -> ReluGrad (src/exec/fuse.c, kernels _VigilFused* in
+ * src/kernels/conv_ops.c):
+ * forward values and gradients equal the unfused plan's on several shapes (oneDNN,
+ * direct-kernel and im2col paths, float64), the trace shows which nodes were fused,
+ * and chains whose intermediate values are needed elsewhere are left alone. */
+#include "test_util.h"
+#include "op_test_util.h"
+#include "exec/exec.h"
+#include "kernels/nn_internal.h"
+#include "vigil/vigil.h"
+
+static double *randv(int64_t n, unsigned seed) {
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    unsigned s = seed * 2654435761u + 7;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 1103515245u + 12345u;
+        v[i] = ((s >> 8) & 0xffff) / 32768.0 - 1.0;
+    }
+    return v;
+}
+
+/* Max relative difference of two tensors of equal size (1e30 when they differ in size). */
+static double maxdiff(const vg_tensor *a, const vg_tensor *b) {
+    if (!a || !b || vg_tensor_num_elements(a) != vg_tensor_num_elements(b)) return 1e30;
+    double m = 0;
+    for (int64_t i = 0; i < vg_tensor_num_elements(a); i++) {
+        double d = fabs(get(a, i) - get(b, i)) / (1 + fabs(get(b, i)));
+        if (!(d <= m)) m = d; /* NaN counts */
+    }
+    return m;
+}
+
+typedef struct fcase {
+    int64_t n, h, w, ci, k, co, s;
+    bool same, relu;
+    vg_dtype dt;
+    int threads;
+} fcase;
+
+/* Runs y = [relu](bias_add(conv2d(x, f), b)) and the gradients of sum(y * y) w.r.t.
+ * x, f, b with fusion on (fused = true) or off; out[0..3]; returns how many traced
+ * nodes ran a fused kernel of type want (NULL: any _VigilFused*). */
+static int run_case(const fcase *c, bool fused, bool fetch_conv, vg_tensor **out, const char *want) {
+    vg__plan_set_fusion(fused);
+    vg_graph *g = vg_graph_new();
+    int64_t xd[4] = {c->n, c->h, c->w, c->ci}, fd[4] = {c->k, c->k, c->ci, c->co}, bd[1] = {c->co};
+    int64_t strides[4] = {1, c->s, c->s, 1};
+    vg_output x = vg_placeholder(g, c->dt, xd, 4, "x"), f = vg_placeholder(g, c->dt, fd, 4, "f");
+    vg_output b = vg_placeholder(g, c->dt, bd, 1, "b");
+    vg_output conv = vg_conv2d(g, x, f, strides, c->same ? "SAME" : "VALID", NULL);
+    vg_output y = vg_bias_add(g, conv, b, NULL);
+    if (c->relu) y = vg_relu(g, y, NULL);
+    vg_output L = vg_reduce_sum(g, vg_mul(g, y, y, NULL), NULL, -1, false, NULL);
+    vg_output in[3] = {x, f, b}, d[3];
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &L, 1, in, 3, NULL, d, &st), &st);
+    int64_t nx = xd[0] * xd[1] * xd[2] * xd[3], nf = fd[0] * fd[1] * fd[2] * fd[3];
+    double *xv = randv(nx, 1), *fv = randv(nf, 2), *bv = randv(c->co, 3);
+    vg_tensor *vals[3] = {mk(c->dt, xd, 4, xv), mk(c->dt, fd, 4, fv), mk(c->dt, bd, 1, bv)};
+    vg_output fetch[5] = {y, d[0], d[1], d[2], conv};
+    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    o.intra_op_threads = c->threads;
+    o.inter_op_threads = 1;
+    vg_session *s = vg_session_new(g, &o, &st);
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.trace_level = VG_TRACE_FULL;
+    vg_run_metadata *md = vg_run_metadata_new();
+    int nfused = -1;
+    vg_tensor *conv_out = NULL, *outs[5] = {NULL};
+    CHECK(s != NULL);
+    if (s && md) {
+        CHECK_OK(vg_session_run(s, &ro, in, vals, 3, fetch, outs, fetch_conv ? 5 : 4, NULL, 0, md, &st), &st);
+        nfused = 0;
+        for (int i = 0; i < vg_run_metadata_num_nodes(md); i++) {
+            const char *t = vg_run_metadata_node(md, i)->op_type;
+            if (want ? !strcmp(t, want) : !strncmp(t, "_VigilFused", 11)) nfused++;
+        }
+    }
+    for (int i = 0; i < 4; i++) out[i] = outs[i];
+    conv_out = outs[4];
+    vg_tensor_free(conv_out);
+    vg_run_metadata_free(md);
+    vg_session_free(s);
+    for (int i = 0; i < 3; i++) vg_tensor_free(vals[i]);
+    vg_graph_free(g);
+    free(xv), free(fv), free(bv);
+    vg__plan_set_fusion(true);
+    return nfused;
+}
+
+static void check_case(const fcase *c) {
+    vg_tensor *a[4], *b[4];
+    const char *want = c->relu ? "_VigilFusedConv2DBiasRelu" : "_VigilFusedConv2DBias";
+    int nf = run_case(c, true, false, a, want);
+    int nu = run_case(c, false, false, b, NULL);
+    /* the conv node runs the fused kernel; BiasAdd (and Relu) forward its output */
+    CHECK_EQ_INT(nf, 1);
+    CHECK_EQ_INT(nu, 0);
+    double tol = c->dt == VG_DOUBLE ? 1e-12 : 2e-5;
+    for (int i = 0; i < 4; i++) {
+        double m = maxdiff(a[i], b[i]);
+        if (!(m <= tol))
+            fprintf(stderr, "fusion n%lld %lldx%lldx%lld k%lld co%lld s%lld %s relu=%d %s t%d: output %d differs by %g\n",
+                    (long long)c->n, (long long)c->h, (long long)c->w, (long long)c->ci, (long long)c->k,
+                    (long long)c->co, (long long)c->s, c->same ? "SAME" : "VALID", c->relu, vg_dtype_name(c->dt),
+                    c->threads, i, m);
+        CHECK(m <= tol);
+        vg_tensor_free(a[i]);
+        vg_tensor_free(b[i]);
+    }
+}
+
+static const fcase cases[] = {
+    {4, 14, 14, 32, 5, 64, 1, true, true, VG_FLOAT, 1},  /* the CNN's conv2: oneDNN with bias+ReLU post-op */
+    {5, 14, 14, 32, 5, 64, 1, true, true, VG_FLOAT, 2},  /* uneven batch slices over 2 threads */
+    {3, 28, 28, 1, 5, 32, 1, true, true, VG_FLOAT, 1},   /* conv1 (Cin 1): direct kernel + epilogue */
+    {3, 28, 28, 1, 5, 32, 1, true, true, VG_FLOAT, 2},
+    {2, 9, 11, 16, 3, 16, 2, false, false, VG_FLOAT, 1}, /* strided VALID, bias only */
+    {2, 7, 7, 3, 3, 5, 1, true, true, VG_FLOAT, 2},      /* odd channels: im2col + epilogue */
+    {2, 7, 6, 3, 3, 4, 2, true, true, VG_DOUBLE, 1},     /* float64 */
+    {2, 6, 6, 2, 3, 3, 1, false, false, VG_DOUBLE, 2},
+};
+
+static void test_fusion__matches_unfused(void) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
+}
+
+/* The same on each backend and with oneDNN's convolutions forced off (direct kernels
+ * then run the fused op, with the epilogue). */
+static void test_fusion__backends(void) {
+    vg_status st;
+    vg_backend old = vg_backend_get();
+    vg_backend be[2] = {VG_BACKEND_OPENBLAS, VG_BACKEND_DNNL};
+    for (int k = 0; k < 2; k++) {
+        if (vg_backend_set(be[k], &st) != VG_OK) continue;
+        for (int dn = 0; dn <= 2; dn += 2) {
+            vg__conv_set_dnnl(dn);
+            check_case(&cases[0]);
+            check_case(&cases[4]);
+        }
+    }
+    vg__conv_set_dnnl(1);
+    CHECK_OK(vg_backend_set(old, &st), &st);
+}
+
+/* Fetching the convolution's own output keeps the chain unfused (its value must exist). */
+static void test_fusion__needed_intermediate_not_fused(void) {
+    vg_tensor *a[4];
+    fcase c = {2, 8, 8, 16, 3, 16, 1, true, true, VG_FLOAT, 1};
+    CHECK_EQ_INT(run_case(&c, true, true, a, NULL), 0);
+    for (int i = 0; i < 4; i++) vg_tensor_free(a[i]);
+}
+
+/* relu -> max_pool and the gradient of sum(exp(pool + sin(pool))): MaxPoolGrad -> ReluGrad fused
+ * (returns the number of fused nodes traced; *dx the gradient). Inputs are quantized
+ * so that windows have ties, and half of them are <= 0 (all-zero windows after relu). */
+static int run_pool_case(const int64_t xd[4], int k, int s, bool same, vg_dtype dt, int threads, bool fused,
+                         vg_tensor **dx) {
+    vg__plan_set_fusion(fused);
+    vg_graph *g = vg_graph_new();
+    int64_t ks[4] = {1, k, k, 1}, ss[4] = {1, s, s, 1};
+    vg_output x = vg_placeholder(g, dt, xd, 4, "x");
+    vg_output r = vg_relu(g, x, NULL);
+    vg_output pool = vg_max_pool(g, r, ks, ss, same ? "SAME" : "VALID", NULL);
+    /* exp: a gradient that is not 0 where pool is 0 (all-zero windows after the relu) */
+    vg_output L = vg_reduce_sum(g, vg_exp(g, vg_add(g, pool, vg_sin(g, pool, NULL), NULL), NULL), NULL, -1, false,
+                                NULL);
+    vg_output d;
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &L, 1, &x, 1, NULL, &d, &st), &st);
+    int64_t nx = xd[0] * xd[1] * xd[2] * xd[3];
+    double *xv = randv(nx, 7);
+    for (int64_t i = 0; i < nx; i++) xv[i] = floor(xv[i] * 4) / 4;
+    vg_tensor *val = mk(dt, xd, 4, xv);
+    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    o.intra_op_threads = threads;
+    o.inter_op_threads = 1;
+    vg_session *sess = vg_session_new(g, &o, &st);
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.trace_level = VG_TRACE_FULL;
+    vg_run_metadata *md = vg_run_metadata_new();
+    int n = -1;
+    *dx = NULL;
+    if (sess && md) {
+        CHECK_OK(vg_session_run(sess, &ro, &x, &val, 1, &d, dx, 1, NULL, 0, md, &st), &st);
+        n = 0;
+        for (int i = 0; i < vg_run_metadata_num_nodes(md); i++)
+            n += !strcmp(vg_run_metadata_node(md, i)->op_type, "_VigilFusedMaxPoolGradReluGrad");
+    }
+    vg_run_metadata_free(md);
+    vg_session_free(sess);
+    vg_tensor_free(val);
+    vg_graph_free(g);
+    free(xv);
+    vg__plan_set_fusion(true);
+    return n;
+}
+
+static void test_fusion__max_pool_grad_relu_grad(void) {
+    static const struct {
+        int64_t xd[4];
+        int k, s;
+        bool same;
+        vg_dtype dt;
+        int threads;
+    } pc[] = {
+        {{3, 28, 28, 32}, 2, 2, false, VG_FLOAT, 1}, /* the CNN's pools: AVX-512 tiled kernel */
+        {{3, 14, 14, 64}, 2, 2, false, VG_FLOAT, 2},
+        {{2, 7, 9, 16}, 2, 2, true, VG_FLOAT, 1},    /* clipped border windows */
+        {{2, 6, 6, 3}, 2, 2, false, VG_FLOAT, 2},    /* generic tiled path */
+        {{2, 7, 7, 5}, 3, 2, true, VG_FLOAT, 1},     /* overlapping windows: scatter-add */
+        {{2, 6, 5, 4}, 2, 2, true, VG_DOUBLE, 2},
+    };
+    for (int simd = 1; simd >= 0; simd--) {
+        vg__pool_set_simd(simd);
+        for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
+            vg_tensor *a, *b;
+            CHECK_EQ_INT(run_pool_case(pc[i].xd, pc[i].k, pc[i].s, pc[i].same, pc[i].dt, pc[i].threads, true, &a), 1);
+            CHECK_EQ_INT(run_pool_case(pc[i].xd, pc[i].k, pc[i].s, pc[i].same, pc[i].dt, pc[i].threads, false, &b), 0);
+            double m = maxdiff(a, b);
+            if (m != 0) fprintf(stderr, "pool case %zu simd %d: fused gradient differs by %g\n", i, simd, m);
+            CHECK(m == 0); /* the same arithmetic: exactly equal */
+            vg_tensor_free(a);
+            vg_tensor_free(b);
+        }
+    }
+    vg__pool_set_simd(1);
+}
+
+/* A by-hand value: 1x2x2x1 input of 1..4, 1x1 filter 2, bias -5: relu(2x - 5) = 0,0,1,3. */
+static void test_fusion__by_hand(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t xd[4] = {1, 2, 2, 1}, fd[4] = {1, 1, 1, 1}, bd[1] = {1}, s1[4] = {1, 1, 1, 1};
+    vg_output x = vg_placeholder(g, VG_FLOAT, xd, 4, "x");
+    vg_output y = vg_relu(g, vg_bias_add(g, vg_conv2d(g, x, vg_const_fill(g, VG_FLOAT, fd, 4, 2.0, NULL), s1, "SAME",
+                                                      NULL),
+                                         vg_const_fill(g, VG_FLOAT, bd, 1, -5.0, NULL), NULL),
+                          NULL);
+    vg_tensor *xv = mk(VG_FLOAT, xd, 4, (double[]){1, 2, 3, 4}), *out = NULL;
+    vg_status st;
+    CHECK_OK(run_threads(g, 1, &x, &xv, 1, &y, &out, 1, &st), &st);
+    for (int i = 0; i < 4 && out; i++) CHECK_NEAR(get(out, i), ((double[]){0, 0, 1, 3})[i], 1e-6);
+    vg_tensor_free(out);
+    vg_tensor_free(xv);
+    vg_graph_free(g);
+}
+
+int main(void) {
+    RUN_TEST(test_fusion__by_hand);
+    RUN_TEST(test_fusion__matches_unfused);
+    RUN_TEST(test_fusion__backends);
+    RUN_TEST(test_fusion__needed_intermediate_not_fused);
+    RUN_TEST(test_fusion__max_pool_grad_relu_grad);
+    TEST_MAIN_END();
+}
