@@ -37,6 +37,7 @@ typedef struct vg__node {
     bool *out_fed;       /* per output: value comes from a feed (NULL if none) */
     vg_tensor *const_value; /* Const: its value (borrowed from the graph) */
     bool feeds_collective;  /* a successor is a collective op (run it early) */
+    _Atomic bool splits;    /* its kernel split its last run over the intra-op pool */
 } vg__node;
 
 typedef struct vg__run_state vg__run_state;

@@ -55,7 +55,12 @@ void vg__kctx_parallel_for(vg__kctx *ctx, int64_t n, int64_t cost_per_unit, vg__
     /* ~50k flops per part at least, so splitting pays for the hand-off */
     if (work < 50000.0 * 2) parts = 1;
     else if (work / parts < 50000.0) parts = (int)(work / 50000.0);
-    if (parts <= 1 || !s->intra) fn(arg, 0, n);
+    bool split = parts > 1 && s->intra;
+    /* the executor reads it: a node that already uses every thread is not handed to an
+     * inter-op helper (executor.c, node_expensive) */
+    if (atomic_load_explicit(&ctx->n->splits, memory_order_relaxed) != split)
+        atomic_store_explicit(&ctx->n->splits, split, memory_order_relaxed);
+    if (!split) fn(arg, 0, n);
     else vg__pool_parallel_for(s->intra, n, parts, fn, arg);
 }
 
