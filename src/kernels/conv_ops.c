@@ -826,7 +826,7 @@ typedef struct xconv_job {
     atomic_int failed;
 } xconv_job;
 
-static void xconv_unit(const xconv_job *j, int64_t u) {
+static void xconv_unit(xconv_job *j, int64_t u) {
     int64_t i0 = u * j->n / j->units, i1 = (u + 1) * j->n / j->units;
     const vg__dconv_plan *p = j->plan[i1 - i0 == j->n / j->units ? 0 : 1];
     char *mem = j->unit_mem + (size_t)u * j->unit_stride;
