@@ -549,7 +549,49 @@ static void test_graphdef__write_file_atomic(void) {
     rmdir(dir);
 }
 
+/* vg_op_builder_copy_attrs: a Conv2D rebuilt under another name with the first one's
+ * attrs (int list, string, type, bool) has the same attrs and output shape; an attr
+ * the builder already had is replaced; a Const's tensor attr is shared by reference. */
+static void test_graphdef__builder_copy_attrs(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t xd[4] = {1, 5, 5, 1}, fd[4] = {3, 3, 1, 2}, strides[4] = {1, 2, 2, 1};
+    vg_output x = vg_placeholder(g, VG_FLOAT, xd, 4, "x");
+    vg_output f = vg_const_fill(g, VG_FLOAT, fd, 4, 0.5, "f");
+    vg_output c1 = vg_conv2d(g, x, f, strides, "VALID", "c1");
+    vg_op_builder *b = vg_op_builder_new(g, "Conv2D", "c2");
+    vg_op_builder_add_input(b, x);
+    vg_op_builder_add_input(b, f);
+    vg_op_builder_set_attr_string(b, "padding", "SAME", 4); /* replaced by the copy */
+    vg_op_builder_copy_attrs(b, c1.op);
+    vg_op *c2 = vg_op_builder_finish(b);
+    CHECK(c2 != NULL);
+    if (!c2) { vg_graph_free(g); return; }
+    const int64_t *s1, *s2;
+    int n1 = 0, n2 = 0;
+    CHECK(vg_op_attr_int_list(c1.op, "strides", &s1, &n1) && vg_op_attr_int_list(c2, "strides", &s2, &n2));
+    CHECK_EQ_INT(n2, 4);
+    for (int i = 0; i < n1 && i < n2; i++) CHECK_EQ_INT(s2[i], s1[i]);
+    const char *pad;
+    size_t len;
+    CHECK(vg_op_attr_string(c2, "padding", &pad, &len) && len == 5 && memcmp(pad, "VALID", 5) == 0);
+    vg_dtype t;
+    CHECK(vg_op_attr_type_(c2, "T", &t) && t == VG_FLOAT);
+    vg_shape sh1 = vg_output_shape(c1), sh2 = vg_output_shape(vg_out(c2, 0));
+    CHECK_EQ_INT(sh2.ndims, 4);
+    for (int i = 0; i < 4; i++) CHECK_EQ_INT(sh2.dims[i], sh1.dims[i]); /* VALID: 1x2x2x2 */
+    CHECK_EQ_INT(sh2.dims[1], 2);
+    vg_op_builder *cb = vg_op_builder_new(g, "Const", "f2");
+    vg_op_builder_copy_attrs(cb, f.op);
+    vg_op *f2 = vg_op_builder_finish(cb);
+    const vg_tensor *t1 = NULL, *t2 = NULL;
+    CHECK(f2 && vg_op_attr_tensor(f.op, "value", &t1) && vg_op_attr_tensor(f2, "value", &t2));
+    CHECK(t1 && t2 && vg_tensor_num_elements(t2) == 18 && ((const float *)vg_tensor_data(t2))[17] == 0.5f);
+    vg_op_builder_copy_attrs(NULL, f.op); /* no-ops */
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_graphdef__builder_copy_attrs);
     RUN_TEST(test_graphdef__multiplication_matches_tf);
     RUN_TEST(test_graphdef__saver_nodes_match_tf);
     RUN_TEST(test_graphdef__tensor_encodings);

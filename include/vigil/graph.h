@@ -262,6 +262,11 @@ VG_API void vg_op_builder_set_attr_shape_list(vg_op_builder *b, const char *name
 VG_API void vg_op_builder_set_attr_string_list(vg_op_builder *b, const char *name,
                                                const char *const *v, int n);
 VG_API void vg_op_builder_set_device(vg_op_builder *b, const char *device);
+/* Sets every attr of op on b, as the set_attr calls above would (tensor attrs: a new
+ * reference; lists and strings copied), e.g. to rebuild an op under another name or
+ * with other inputs. Attrs b already has under the same names are replaced. Does
+ * nothing when b or op is NULL. */
+VG_API void vg_op_builder_copy_attrs(vg_op_builder *b, const vg_op *op);
 /* Creates the op. Returns NULL on failure (graph error recorded). */
 VG_API vg_op *vg_op_builder_finish(vg_op_builder *b);
 /* Discards an unfinished builder. */

@@ -632,6 +632,54 @@ vg_op_builder *vg_op_builder_new(vg_graph *g, const char *type, const char *name
     return b;
 }
 
+void vg_op_builder_copy_attrs(vg_op_builder *b, const vg_op *op) {
+    if (!b || !op) return;
+    for (int i = 0; i < vg_op_num_attrs(op); i++) {
+        const char *a = vg_op_attr_name(op, i);
+        int64_t iv;
+        float fv;
+        bool bv;
+        vg_dtype tv;
+        vg_shape sv;
+        const char *s;
+        size_t len;
+        const vg_tensor *t;
+        const int64_t *il;
+        const float *fl;
+        const vg_dtype *tl;
+        const vg_shape *shl;
+        const char *const *sl;
+        int n;
+        switch (vg_op_attr_type(op, a)) {
+        case VG_ATTR_INT: if (vg_op_attr_int(op, a, &iv)) vg_op_builder_set_attr_int(b, a, iv); break;
+        case VG_ATTR_FLOAT: if (vg_op_attr_float(op, a, &fv)) vg_op_builder_set_attr_float(b, a, fv); break;
+        case VG_ATTR_BOOL: if (vg_op_attr_bool(op, a, &bv)) vg_op_builder_set_attr_bool(b, a, bv); break;
+        case VG_ATTR_TYPE: if (vg_op_attr_type_(op, a, &tv)) vg_op_builder_set_attr_type(b, a, tv); break;
+        case VG_ATTR_SHAPE: if (vg_op_attr_shape(op, a, &sv)) vg_op_builder_set_attr_shape(b, a, sv); break;
+        case VG_ATTR_STRING:
+            if (vg_op_attr_string(op, a, &s, &len)) vg_op_builder_set_attr_string(b, a, s, len);
+            break;
+        case VG_ATTR_TENSOR:
+            if (vg_op_attr_tensor(op, a, &t)) vg_op_builder_set_attr_tensor(b, a, (vg_tensor *)t);
+            break;
+        case VG_ATTR_INT_LIST: if (vg_op_attr_int_list(op, a, &il, &n)) vg_op_builder_set_attr_int_list(b, a, il, n); break;
+        case VG_ATTR_FLOAT_LIST:
+            if (vg_op_attr_float_list(op, a, &fl, &n)) vg_op_builder_set_attr_float_list(b, a, fl, n);
+            break;
+        case VG_ATTR_TYPE_LIST:
+            if (vg_op_attr_type_list(op, a, &tl, &n)) vg_op_builder_set_attr_type_list(b, a, tl, n);
+            break;
+        case VG_ATTR_SHAPE_LIST:
+            if (vg_op_attr_shape_list(op, a, &shl, &n)) vg_op_builder_set_attr_shape_list(b, a, shl, n);
+            break;
+        case VG_ATTR_STRING_LIST:
+            if (vg_op_attr_string_list(op, a, &sl, &n)) vg_op_builder_set_attr_string_list(b, a, sl, n);
+            break;
+        default: break;
+        }
+    }
+}
+
 void vg_op_builder_free(vg_op_builder *b) {
     if (!b) return;
     vg__free(b->type);

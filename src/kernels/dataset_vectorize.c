@@ -38,51 +38,6 @@ static bool in_list(const char *const *l, const char *s) {
     return false;
 }
 
-/* The op's attrs, copied onto a builder. */
-static void copy_attrs(vg_op_builder *b, const vg_op *op) {
-    for (int i = 0; i < vg_op_num_attrs(op); i++) {
-        const char *a = vg_op_attr_name(op, i);
-        int64_t iv;
-        float fv;
-        bool bv;
-        vg_dtype tv;
-        vg_shape sv;
-        const char *s;
-        size_t len;
-        const vg_tensor *t;
-        const int64_t *il;
-        const float *fl;
-        const vg_dtype *tl;
-        const vg_shape *shl;
-        const char *const *sl;
-        int n;
-        switch (vg_op_attr_type(op, a)) {
-        case VG_ATTR_INT: if (vg_op_attr_int(op, a, &iv)) vg_op_builder_set_attr_int(b, a, iv); break;
-        case VG_ATTR_FLOAT: if (vg_op_attr_float(op, a, &fv)) vg_op_builder_set_attr_float(b, a, fv); break;
-        case VG_ATTR_BOOL: if (vg_op_attr_bool(op, a, &bv)) vg_op_builder_set_attr_bool(b, a, bv); break;
-        case VG_ATTR_TYPE: if (vg_op_attr_type_(op, a, &tv)) vg_op_builder_set_attr_type(b, a, tv); break;
-        case VG_ATTR_SHAPE: if (vg_op_attr_shape(op, a, &sv)) vg_op_builder_set_attr_shape(b, a, sv); break;
-        case VG_ATTR_STRING:
-            if (vg_op_attr_string(op, a, &s, &len)) vg_op_builder_set_attr_string(b, a, s, len);
-            break;
-        case VG_ATTR_TENSOR:
-            if (vg_op_attr_tensor(op, a, &t)) vg_op_builder_set_attr_tensor(b, a, (vg_tensor *)t);
-            break;
-        case VG_ATTR_INT_LIST: if (vg_op_attr_int_list(op, a, &il, &n)) vg_op_builder_set_attr_int_list(b, a, il, n); break;
-        case VG_ATTR_FLOAT_LIST:
-            if (vg_op_attr_float_list(op, a, &fl, &n)) vg_op_builder_set_attr_float_list(b, a, fl, n);
-            break;
-        case VG_ATTR_TYPE_LIST: if (vg_op_attr_type_list(op, a, &tl, &n)) vg_op_builder_set_attr_type_list(b, a, tl, n); break;
-        case VG_ATTR_SHAPE_LIST:
-            if (vg_op_attr_shape_list(op, a, &shl, &n)) vg_op_builder_set_attr_shape_list(b, a, shl, n);
-            break;
-        case VG_ATTR_STRING_LIST:
-            if (vg_op_attr_string_list(op, a, &sl, &n)) vg_op_builder_set_attr_string_list(b, a, (const char **)sl, n);
-            break;
-        default: break;
-        }
-    }
-}
 
 typedef struct vnode {
     vg_op *op;     /* the op in the vectorized graph */
@@ -101,7 +56,7 @@ static bool in_batched(const vnode *m, const vg_op *op, int i) { return m[vg_op_
 static vg_op *copy_op(vg_graph *vg, const vnode *m, const vg_op *op) {
     vg_op_builder *b = vg_op_builder_new(vg, vg_op_type(op), vg_op_name(op));
     for (int i = 0; i < vg_op_num_inputs(op); i++) vg_op_builder_add_input(b, vin(m, op, i));
-    copy_attrs(b, op);
+    vg_op_builder_copy_attrs(b, op);
     return vg_op_builder_finish(b);
 }
 
@@ -135,7 +90,7 @@ static vg_op *vec_reshape(vg_graph *vg, const vnode *m, const vg_op *op) {
     vg_op_builder *b = vg_op_builder_new(vg, "Reshape", vg_op_name(op));
     vg_op_builder_add_input(b, vin(m, op, 0));
     vg_op_builder_add_input(b, c);
-    copy_attrs(b, op);
+    vg_op_builder_copy_attrs(b, op);
     return vg_op_builder_finish(b);
 }
 
