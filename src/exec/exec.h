@@ -150,6 +150,9 @@ struct vg__kctx {
 
 VG_HIDDEN vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const vg_output *fetches,
                                  int nfetches, vg_op *const *targets, int ntargets, vg__plan **out, vg_status *st);
+/* Is node `to` reachable from `from` along succ edges? mark: nnodes ints, stamp a value
+ * not in it yet (a fresh ++stamp per call); stack: nnodes ints of scratch. */
+VG_HIDDEN bool vg__plan_reaches(const vg__plan *p, int from, int to, int *mark, int stamp, int *stack);
 VG_HIDDEN void vg__plan_free(vg__plan *p);
 VG_HIDDEN vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
                                vg_tensor **out, vg_run_metadata *md, vg_status *st);

@@ -134,7 +134,7 @@ static bool topo_sort(vg__plan *p, int *indeg) {
 }
 
 /* Is `to` reachable from `from` along succ edges? (DFS with a scratch mark array.) */
-static bool reaches(vg__plan *p, int from, int to, int *mark, int stamp, int *stack) {
+bool vg__plan_reaches(const vg__plan *p, int from, int to, int *mark, int stamp, int *stack) {
     int n = 0;
     stack[n++] = from;
     mark[from] = stamp;
@@ -182,8 +182,8 @@ static bool add_rw_edges(vg__plan *p, int *succ_cap) {
                 for (int j = 0; j < rn->ninputs && !reads; j++)
                     reads = rn->in_slot[j] >= 0 && slot_var[rn->in_slot[j]] == v && !aliases_input(rn->op);
                 if (!reads) continue;
-                if (reaches(p, w, r, mark, ++stamp, stack)) continue; /* writer feeds the reader */
-                if (reaches(p, r, w, mark, ++stamp, stack)) continue; /* already ordered */
+                if (vg__plan_reaches(p, w, r, mark, ++stamp, stack)) continue; /* writer feeds the reader */
+                if (vg__plan_reaches(p, r, w, mark, ++stamp, stack)) continue; /* already ordered */
                 ok = add_succ(rn, &succ_cap[r], w);
             }
         }

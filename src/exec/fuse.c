@@ -50,25 +50,6 @@ static bool fed(const vg__node *n) {
     return false;
 }
 
-/* Is `to` reachable from `from` along succ edges? */
-static bool reaches(const vg__plan *p, int from, int to, int *mark, int stamp, int *stack) {
-    int n = 0;
-    stack[n++] = from;
-    mark[from] = stamp;
-    while (n) {
-        int x = stack[--n];
-        if (x == to) return true;
-        for (int k = 0; k < p->nodes[x].nsucc; k++) {
-            int y = p->nodes[x].succ[k];
-            if (mark[y] != stamp) {
-                mark[y] = stamp;
-                stack[n++] = y;
-            }
-        }
-    }
-    return false;
-}
-
 /* MaxPoolGrad(x, y, dy) whose only consumer is ReluGrad(it, x), x being the pool's own
  * input (a Relu's output): one kernel masks the pool gradient where x <= 0. */
 static void fuse_pool_relu_grad(vg__plan *p, const vg__op_def *fused, const vg__op_def *fwd) {
@@ -125,7 +106,7 @@ vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
                         producer[p->nodes[i].out_base + k] = i;
         }
         int bias_slot = bn->in_slot[1], src = producer[bias_slot];
-        if (src == c || (src >= 0 && reaches(p, c, src, mark, ++stamp, stack))) continue;
+        if (src == c || (src >= 0 && vg__plan_reaches(p, c, src, mark, ++stamp, stack))) continue;
         int *in_slot = vg__malloc(sizeof(int) * 4);
         vg__var **in_var = vg__calloc(4, sizeof(vg__var *));
         if (!in_slot || !in_var) {

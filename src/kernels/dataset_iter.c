@@ -151,25 +151,37 @@ typedef struct tfrecord_it {
     vg__zrecord_reader *r;
 } tfrecord_it;
 
+/* Opens the next file when none is open; *none when there is none left. A file that
+ * cannot be opened is skipped after its error is returned, as TF does. */
+static vg_code tfrecord_open_next(tfrecord_it *t, bool *none, vg_status *st) {
+    const vg__dataset *d = t->base.ds;
+    if (t->r) return VG_OK;
+    if (t->file >= vg_tensor_num_elements(d->files)) {
+        *none = true;
+        return VG_OK;
+    }
+    size_t l;
+    const char *s = vg_tensor_string(d->files, t->file, &l);
+    char *path = vg__strndup(s, l);
+    if (!path) return VG_OOM(st, "file name");
+    t->r = vg__zrecord_reader_open(path, d->compression, st);
+    vg__free(path);
+    if (!t->r) {
+        t->file++;
+        return st->code;
+    }
+    return VG_OK;
+}
+
 static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     tfrecord_it *t = (tfrecord_it *)it;
-    const vg__dataset *d = it->ds;
     for (;;) {
-        if (!t->r) {
-            if (t->file >= vg_tensor_num_elements(d->files)) {
-                *end = true;
-                return VG_OK;
-            }
-            size_t l;
-            const char *s = vg_tensor_string(d->files, t->file, &l);
-            char *path = vg__strndup(s, l);
-            if (!path) return VG_OOM(st, "file name");
-            t->r = vg__zrecord_reader_open(path, d->compression, st);
-            vg__free(path);
-            if (!t->r) {
-                t->file++; /* TF: a file that cannot be opened is skipped after its error */
-                return st->code;
-            }
+        bool none = false;
+        vg_code oc = tfrecord_open_next(t, &none, st);
+        if (oc != VG_OK) return oc;
+        if (none) {
+            *end = true;
+            return VG_OK;
         }
         const uint8_t *data;
         size_t len;
@@ -200,24 +212,14 @@ static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
 static vg_code tfrecord_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
                                      vg_status *st) {
     tfrecord_it *r = (tfrecord_it *)it;
-    const vg__dataset *d = it->ds;
     *got = 0;
     while (*got < max) {
-        if (!r->r) {
-            if (r->file >= vg_tensor_num_elements(d->files)) {
-                *end = true;
-                return VG_OK;
-            }
-            size_t l;
-            const char *s = vg_tensor_string(d->files, r->file, &l);
-            char *path = vg__strndup(s, l);
-            if (!path) return VG_OOM(st, "file name");
-            r->r = vg__zrecord_reader_open(path, d->compression, st);
-            vg__free(path);
-            if (!r->r) {
-                r->file++;
-                return st->code;
-            }
+        bool none = false;
+        vg_code oc = tfrecord_open_next(r, &none, st);
+        if (oc != VG_OK) return oc;
+        if (none) {
+            *end = true;
+            return VG_OK;
         }
         const uint8_t *data;
         size_t len;
