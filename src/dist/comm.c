@@ -24,6 +24,10 @@
 #include <time.h>
 #ifdef VIGIL_HAVE_MPI
 #include <mpi.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #endif
 
 struct vg__comm_req {
@@ -52,6 +56,8 @@ struct vg__comm_req {
 #ifdef VIGIL_HAVE_MPI
     MPI_Request barrier;  /* the entry barrier of a direct request handed to the thread */
     bool has_barrier;
+    uint64_t shm_seq;     /* FUSED on shared memory: its sequence number once started */
+    int shm_stage;        /* 1: arrived, waiting for the peers; 2: own chunk reduced */
 #endif
     vg__comm_req *next;
 };
@@ -479,6 +485,338 @@ out:
     vg__free(s.reqs);
 }
 
+/* ---- the fused allreduce on shared memory (ranks of one node) -----------------------
+ *
+ * When every rank runs on the same node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)
+ * gives the whole world) vg_dist_init allocates one MPI-3 shared window
+ * (MPI_Win_allocate_shared): a control block per rank (sequence numbers, the element
+ * count, the pid) and, twice (even and odd collectives), a slot per rank as large as
+ * a fusion buffer can be (S.slot bytes). A FUSED request that fits runs there instead
+ * of the ring, N chunks of the buffer as the ring's (rank c owns chunk c):
+ *   1. each rank copies its inputs, except its own chunk, into its slot at the fusion
+ *      buffer's offsets and publishes `arrive` = the collective's sequence number;
+ *   2. once every peer has arrived, each rank sums its chunk: its own input plus the
+ *      peers' slots (times 1 / N for a mean), into its fusion buffer and into its own
+ *      slot's chunk, and publishes `done`;
+ *   3. once every peer is done, each rank copies the other chunks from their owners'
+ *      slots into its fusion buffer.
+ * No MPI message and no MPI barrier: ranks wait on each other's counters (C11 atomics
+ * with acquire/release; MPI_Win_sync as MPI's memory model asks). Collective k uses
+ * slot set k & 1; a rank writes set k & 1 again at collective k + 2 only after seeing
+ * every peer arrive at k + 1, that is after they finished reading it at k. A waiter
+ * spins 50 us, then yields the core between polls, then sleeps 1 ms between polls
+ * after 100 ms; every 20 ms it checks that the peers' processes still exist (a dead
+ * peer: UNAVAILABLE, not a hang), and it polls the session's cancellation and deadline
+ * like the MPI entry barrier: a waiter that gives up hands the request, resumable at
+ * the step it reached, to the communication thread, which finishes it so the ranks
+ * stay in step. Worlds across nodes keep the ring. */
+
+typedef struct {
+    _Atomic uint64_t arrive;
+    char pad0[56];
+    _Atomic uint64_t done;
+    char pad1[56];
+    _Atomic int64_t count;
+    _Atomic int64_t pid;
+    char pad2[48];
+} shm_ctl;
+
+static struct {
+    bool on, pid_check, have_win, have_local;
+    MPI_Comm local;
+    MPI_Win win;
+    shm_ctl *ctl;
+    char *slots;
+    size_t slot;   /* bytes per rank and set */
+    uint64_t seq;  /* of the last shared-memory collective (the MPI caller's only) */
+} S;
+
+static void pause_ns(int64_t ns);
+
+static char *shm_slot(uint64_t seq, int rank) { return S.slots + ((size_t)(seq & 1) * (size_t)g.size + (size_t)rank) * S.slot; }
+
+static bool shm_usable(const vg__comm_req *r) {
+    return S.on && r->kind == VG__COMM_FUSED && (size_t)r->count * dt_size(r->dt) <= S.slot;
+}
+
+/* chunk c of the shared-memory allreduce: [lo, hi) elements, cache-line aligned */
+static int64_t shm_lo(const vg__comm_req *r, int c) {
+    int64_t per_line = 64 / (int64_t)dt_size(r->dt), lo = r->count * c / g.size;
+    return c == 0 ? 0 : lo - lo % per_line;
+}
+static int64_t shm_hi(const vg__comm_req *r, int c) { return c == g.size - 1 ? r->count : shm_lo(r, c + 1); }
+
+/* The part's elements [a, b) of the buffer. */
+static int64_t part_at(const vg__comm_req *r, const vg__comm_part *q) {
+    return ((const char *)q->recv - (const char *)r->buf) / (int64_t)dt_size(r->dt);
+}
+
+/* A peer's process is gone (or a zombie waiting for mpirun to reap it). */
+static bool pid_dead(int64_t pid) {
+    if (pid <= 0) return false;
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) return true;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *e = strrchr(buf, ')');
+    return e && e[1] == ' ' && (e[2] == 'Z' || e[2] == 'X');
+}
+
+typedef struct {
+    bool (*cancelled)(const void *arg);
+    const void *arg;
+    int64_t deadline_ns;
+} shm_poll;
+
+enum { SHM_DONE, SHM_CANCEL, SHM_STOP, SHM_LATE };
+
+/* Waits until every peer's `arrive` (done: `done`) reaches the request's sequence
+ * number. SHM_DONE with r->code set when a peer died; the others when p (NULL: none)
+ * says to give up. */
+static int shm_wait(vg__comm_req *r, bool done, const shm_poll *p) {
+    int64_t t0 = 0, checked = 0;
+    for (unsigned iter = 0;; iter++) {
+        int j = 0;
+        for (; j < g.size; j++) {
+            if (j == g.rank) continue;
+            _Atomic uint64_t *c = done ? &S.ctl[j].done : &S.ctl[j].arrive;
+            if (atomic_load_explicit(c, memory_order_acquire) < r->shm_seq) break;
+        }
+        if (j == g.size) return SHM_DONE;
+        if (iter % 64) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        int64_t now = vg__now_ns();
+        if (!t0) t0 = checked = now;
+        if (p) {
+            pthread_mutex_lock(&g_mu);
+            bool stop = g.stop;
+            pthread_mutex_unlock(&g_mu);
+            if (stop) return SHM_STOP;
+            if (p->cancelled && p->cancelled(p->arg)) return SHM_CANCEL;
+            if (p->deadline_ns > 0 && now >= p->deadline_ns) return SHM_LATE;
+        }
+        if (S.pid_check && now - checked > 20000000) {
+            checked = now;
+            for (int k = 0; k < g.size; k++) {
+                int64_t pid = atomic_load_explicit(&S.ctl[k].pid, memory_order_relaxed);
+                if (k != g.rank && pid_dead(pid)) {
+                    r->code = VG_UNAVAILABLE;
+                    snprintf(r->msg, sizeof r->msg,
+                             "rank %d (pid %lld) exited during a shared-memory allreduce (a peer rank is gone)", k,
+                             (long long)pid);
+                    return SHM_DONE;
+                }
+            }
+        }
+        if (now - t0 > 100000000) pause_ns(1000000);
+        else if (now - t0 > 50000) sched_yield();
+    }
+}
+
+/* d1 = d2 = (own + s[0] + ... + s[ns - 1]) [* k] */
+RING_CLONES static void shm_sum_f32(float *restrict d1, float *restrict d2, const float *restrict own,
+                                    const float *const *s, int ns, int64_t n, float k, bool scale) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        ring_f32v a, b;
+        memcpy(&a, own + i, sizeof a);
+        for (int j = 0; j < ns; j++) {
+            memcpy(&b, s[j] + i, sizeof b);
+            a += b;
+        }
+        if (scale) a *= k;
+        memcpy(d1 + i, &a, sizeof a);
+        memcpy(d2 + i, &a, sizeof a);
+    }
+    for (; i < n; i++) {
+        float a = own[i];
+        for (int j = 0; j < ns; j++) a += s[j][i];
+        if (scale) a *= k;
+        d1[i] = d2[i] = a;
+    }
+}
+
+RING_CLONES static void shm_sum_f64(double *restrict d1, double *restrict d2, const double *restrict own,
+                                    const double *const *s, int ns, int64_t n, double k, bool scale) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        ring_f64v a, b;
+        memcpy(&a, own + i, sizeof a);
+        for (int j = 0; j < ns; j++) {
+            memcpy(&b, s[j] + i, sizeof b);
+            a += b;
+        }
+        if (scale) a *= k;
+        memcpy(d1 + i, &a, sizeof a);
+        memcpy(d2 + i, &a, sizeof a);
+    }
+    for (; i < n; i++) {
+        double a = own[i];
+        for (int j = 0; j < ns; j++) a += s[j][i];
+        if (scale) a *= k;
+        d1[i] = d2[i] = a;
+    }
+}
+
+/* Runs (or resumes) a FUSED request on the shared window; SHM_DONE with r->code set,
+ * or where p made it give up (r->shm_seq / shm_stage say where to resume). */
+
+static int shm_fused(vg__comm_req *r, const shm_poll *p) {
+    int n = g.size, me = g.rank;
+    int64_t es = (int64_t)dt_size(r->dt);
+    char *buf = r->buf;
+    int64_t lo = shm_lo(r, me), hi = shm_hi(r, me);
+    if (!r->shm_seq) { /* 1: publish this rank's input outside its own chunk */
+        r->shm_seq = ++S.seq;
+        char *mine = shm_slot(r->shm_seq, me);
+        for (int i = 0; i < r->nparts; i++) {
+            const vg__comm_part *q = &r->parts[i];
+            int64_t a = part_at(r, q), b = a + q->count;
+            int64_t x1 = a, y1 = b < lo ? b : lo, x2 = a > hi ? a : hi, y2 = b;
+            if (y1 > x1) memcpy(mine + x1 * es, (const char *)q->send + (x1 - a) * es, (size_t)((y1 - x1) * es));
+            if (y2 > x2) memcpy(mine + x2 * es, (const char *)q->send + (x2 - a) * es, (size_t)((y2 - x2) * es));
+        }
+        atomic_store_explicit(&S.ctl[me].count, r->count, memory_order_relaxed);
+        MPI_Win_sync(S.win);
+        atomic_store_explicit(&S.ctl[me].arrive, r->shm_seq, memory_order_release);
+        r->shm_stage = 1;
+    }
+    if (r->shm_stage == 1) { /* 2: this rank's chunk of the sum */
+        int w = shm_wait(r, false, p);
+        if (w != SHM_DONE || r->code != VG_OK) return w;
+        MPI_Win_sync(S.win);
+        for (int j = 0; j < n; j++)
+            if (atomic_load_explicit(&S.ctl[j].count, memory_order_relaxed) != r->count && r->code == VG_OK) {
+                r->code = VG_INVALID_ARGUMENT;
+                snprintf(r->msg, sizeof r->msg,
+                         "fused allreduce of %lld elements on rank %d, %lld on rank %d (are the graphs built the same "
+                         "on every rank?)",
+                         (long long)r->count, me, (long long)atomic_load(&S.ctl[j].count), j);
+            }
+        if (r->code == VG_OK) {
+            const void *src[64];
+            const void **srcs = n - 1 <= 64 ? src : vg__malloc((size_t)(n - 1) * sizeof *srcs);
+            if (!srcs) {
+                req_fail(r, VG_RESOURCE_EXHAUSTED, "out of memory in the shared-memory allreduce");
+            } else {
+                char *mine = shm_slot(r->shm_seq, me);
+                double k = 1.0 / n;
+                for (int i = 0; i < r->nparts; i++) {
+                    const vg__comm_part *q = &r->parts[i];
+                    int64_t a = part_at(r, q), b = a + q->count;
+                    int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+                    if (y <= x) continue;
+                    for (int j = 0, m = 0; j < n; j++)
+                        if (j != me) srcs[m++] = shm_slot(r->shm_seq, j) + x * es;
+                    const char *own = (const char *)q->send + (x - a) * es;
+                    if (r->dt == VG_FLOAT)
+                        shm_sum_f32((float *)(buf + x * es), (float *)(mine + x * es), (const float *)own,
+                                    (const float *const *)srcs, n - 1, y - x, (float)k, q->scale);
+                    else
+                        shm_sum_f64((double *)(buf + x * es), (double *)(mine + x * es), (const double *)own,
+                                    (const double *const *)srcs, n - 1, y - x, k, q->scale);
+                }
+                if (srcs != src) vg__free(srcs);
+            }
+        }
+        MPI_Win_sync(S.win);
+        atomic_store_explicit(&S.ctl[me].done, r->shm_seq, memory_order_release);
+        r->shm_stage = 2;
+        if (r->code != VG_OK) return SHM_DONE;
+    }
+    /* 3: the other chunks from their owners */
+    int w = shm_wait(r, true, p);
+    if (w != SHM_DONE || r->code != VG_OK) return w;
+    MPI_Win_sync(S.win);
+    for (int c = 0; c < n; c++) {
+        if (c == me) continue;
+        int64_t clo = shm_lo(r, c), chi = shm_hi(r, c);
+        const char *theirs = shm_slot(r->shm_seq, c);
+        for (int i = 0; i < r->nparts; i++) {
+            const vg__comm_part *q = &r->parts[i];
+            int64_t a = part_at(r, q), b = a + q->count;
+            int64_t x = a > clo ? a : clo, y = b < chi ? b : chi;
+            if (y > x) memcpy(buf + x * es, theirs + x * es, (size_t)((y - x) * es));
+        }
+    }
+    r->shm_stage = 3;
+    return SHM_DONE;
+}
+
+/* At vg_dist_init, every rank: the shared window when the whole world is on this node
+ * (local: its shared-memory communicator, kept on success). VIGIL_SHM=0 turns it off,
+ * VIGIL_SHM_SLOT_BYTES sets the slot (default: 4 MB, at most 64 MB in all). Every rank
+ * takes the same decision (an MPI_Allreduce of the flags). */
+static void shm_setup(MPI_Comm local) {
+    const char *e = getenv("VIGIL_SHM");
+    int want = local != MPI_COMM_NULL && g.size > 1 && g.local_size == g.size && !(e && strcmp(e, "0") == 0), all = 0;
+    size_t slot = (size_t)4 << 20;
+    if (g.size > 0 && slot * 2 * (size_t)g.size > ((size_t)64 << 20)) slot = ((size_t)64 << 20) / (2 * (size_t)g.size);
+    const char *sb = getenv("VIGIL_SHM_SLOT_BYTES");
+    if (sb && atoll(sb) > 0) slot = (size_t)atoll(sb);
+    slot = (slot + 4095) & ~(size_t)4095;
+    MPI_Allreduce(&want, &all, 1, MPI_INT, MPI_MIN, g.comm);
+    if (!all) return;
+    size_t ctl = ((size_t)g.size * sizeof(shm_ctl) + 4095) & ~(size_t)4095;
+    MPI_Aint bytes = (MPI_Aint)(ctl + 2 * (size_t)g.size * slot);
+    void *mine = NULL;
+    int ok = MPI_Win_allocate_shared(g.local_rank == 0 ? bytes : 0, 1, MPI_INFO_NULL, local, &mine, &S.win) == MPI_SUCCESS;
+    if (ok) {
+        S.have_win = true;
+        MPI_Aint sz = 0;
+        int du = 0;
+        void *base = NULL;
+        ok = MPI_Win_shared_query(S.win, 0, &sz, &du, &base) == MPI_SUCCESS && base && sz >= bytes;
+        if (ok) {
+            S.ctl = base;
+            S.slots = (char *)base + ctl;
+            S.slot = slot;
+        }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, g.comm);
+    if (!ok) {
+        if (S.have_win) MPI_Win_free(&S.win);
+        S.have_win = false;
+        return;
+    }
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, S.win);
+    if (g.local_rank == 0) memset(S.ctl, 0, ctl);
+    MPI_Win_sync(S.win);
+    MPI_Barrier(local);
+    MPI_Win_sync(S.win);
+    atomic_store(&S.ctl[g.local_rank].pid, (int64_t)getpid());
+    MPI_Win_sync(S.win);
+    MPI_Barrier(local);
+    MPI_Win_sync(S.win);
+    /* the pids mean something here only when every peer's is alive in our namespace */
+    S.pid_check = true;
+    for (int j = 0; j < g.size; j++) {
+        int64_t pid = atomic_load(&S.ctl[j].pid);
+        if (pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH)) S.pid_check = false;
+    }
+    S.local = local;
+    S.have_local = true;
+    S.seq = 0;
+    S.on = true;
+}
+
+static void shm_teardown(void) {
+    if (S.have_win) {
+        if (S.on) MPI_Win_unlock_all(S.win);
+        MPI_Win_free(&S.win);
+    }
+    if (S.have_local) MPI_Comm_free(&S.local);
+    S.have_win = S.have_local = S.on = false;
+}
+
 static void exec_mpi(vg__comm_req *r) {
     r->code = VG_OK;
     switch (r->kind) {
@@ -507,7 +845,8 @@ static void exec_mpi(vg__comm_req *r) {
         }
         return;
     case VG__COMM_FUSED:
-        exec_fused(r);
+        if (shm_usable(r)) shm_fused(r, NULL);
+        else exec_fused(r);
         return;
     case VG__COMM_BARRIER:
         mpi_ok(r, MPI_Barrier(g.comm), "MPI_Barrier");
@@ -646,6 +985,17 @@ static void pause_ns(int64_t ns) {
 static vg_code run_direct(vg__comm_req *r, bool (*cancelled)(const void *arg), const void *arg, int64_t deadline_ns,
                           vg_status *st) {
     r->code = VG_OK;
+    if (shm_usable(r)) {
+        shm_poll p = {cancelled, arg, deadline_ns};
+        int w = shm_fused(r, cancelled || deadline_ns > 0 ? &p : NULL);
+        if (w == SHM_DONE) goto finish;
+        pthread_mutex_lock(&g_mu);
+        hand_over_locked(r); /* the thread resumes it where it stopped */
+        pthread_mutex_unlock(&g_mu);
+        if (w == SHM_LATE) return vg_status_set(st, VG_DEADLINE_EXCEEDED, "Timed out waiting for a collective");
+        return vg_status_set(st, VG_CANCELLED, w == SHM_STOP ? "collective cancelled: the distributed world is finalizing"
+                                                             : "collective cancelled: the session is closing");
+    }
     if (cancelled || deadline_ns > 0) {
         MPI_Request q;
         if (!mpi_ok(r, MPI_Ibarrier(g.comm, &q), "MPI_Ibarrier")) goto finish;
@@ -821,12 +1171,14 @@ vg_code vg_dist_init(vg_status *st) {
         MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN);
         MPI_Comm_rank(g.comm, &g.rank);
         MPI_Comm_size(g.comm, &g.size);
-        MPI_Comm local;
-        if (MPI_Comm_split_type(g.comm, MPI_COMM_TYPE_SHARED, g.rank, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
+        MPI_Comm local = MPI_COMM_NULL;
+        bool have_local = MPI_Comm_split_type(g.comm, MPI_COMM_TYPE_SHARED, g.rank, MPI_INFO_NULL, &local) == MPI_SUCCESS;
+        if (have_local) {
             MPI_Comm_rank(local, &g.local_rank);
             MPI_Comm_size(local, &g.local_size);
-            MPI_Comm_free(&local);
         }
+        if (g.size > 1) shm_setup(have_local ? local : MPI_COMM_NULL);
+        if (have_local && !S.have_local) MPI_Comm_free(&local);
         if (g.size > 1) {
             g.stop = false;
             if (pthread_create(&g.thread, NULL, comm_main, NULL) != 0) {
@@ -895,6 +1247,7 @@ vg_code vg_dist_finalize(vg_status *st) {
     buffers_drop();
     pthread_mutex_unlock(&g_mu);
 #ifdef VIGIL_HAVE_MPI
+    if (!g.broken) shm_teardown();
     if (g.have_comm && !g.broken) MPI_Comm_free(&g.comm);
     g.have_comm = false;
     if (g.mpi && !g.broken) MPI_Finalize();
