@@ -14,6 +14,12 @@ if(VIGIL_MPI AND MPIEXEC_EXECUTABLE)
     set_tests_properties(${name}_np2 PROPERTIES TIMEOUT 120 LABELS "unit;dist" ENVIRONMENT "${VIGIL_MPI_TEST_ENV}")
     set_tests_properties(${name} PROPERTIES ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp:fast_unwind_on_malloc=0")
   endforeach()
+  # the ring of the fused allreduce (ranks of one node take the shared-memory path)
+  if(TEST test_dist_fused_np2)
+    add_test(NAME test_dist_fused_np2_ring COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:test_dist_fused>)
+    set_tests_properties(test_dist_fused_np2_ring PROPERTIES TIMEOUT 120 LABELS "unit;dist"
+      ENVIRONMENT "${VIGIL_MPI_TEST_ENV};VIGIL_SHM=0")
+  endif()
 endif()
 # The tests that start mpiexec themselves: their ranks inherit the environment.
 if(VIGIL_MPI)
