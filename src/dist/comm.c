@@ -771,6 +771,7 @@ static void shm_setup(MPI_Comm local) {
     int ok = MPI_Win_allocate_shared(g.local_rank == 0 ? bytes : 0, 1, MPI_INFO_NULL, local, &mine, &S.win) == MPI_SUCCESS;
     if (ok) {
         S.have_win = true;
+        MPI_Win_set_errhandler(S.win, MPI_ERRORS_RETURN);
         MPI_Aint sz = 0;
         int du = 0;
         void *base = NULL;
