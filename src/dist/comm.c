@@ -533,7 +533,14 @@ static struct {
 
 static void pause_ns(int64_t ns);
 
-static char *shm_slot(uint64_t seq, int rank) { return S.slots + ((size_t)(seq & 1) * (size_t)g.size + (size_t)rank) * S.slot; }
+/* Slot i starts SLOT_SKEW * i bytes after i slots: the slots' streams in one loop (a
+ * peer's slot read, this rank's written) then differ in their low 12 bits (addresses 4 KB
+ * apart alias in the load/store queues: the reduce of the MLP's half took 95 us, not 30). */
+#define SLOT_SKEW ((size_t)320)
+static char *shm_slot(uint64_t seq, int rank) {
+    size_t i = (size_t)(seq & 1) * (size_t)g.size + (size_t)rank;
+    return S.slots + i * (S.slot + SLOT_SKEW);
+}
 
 static bool shm_usable(const vg__comm_req *r) {
     return S.on && r->kind == VG__COMM_FUSED && (size_t)r->count * dt_size(r->dt) <= S.slot;
@@ -766,7 +773,7 @@ static void shm_setup(MPI_Comm local) {
     MPI_Allreduce(&want, &all, 1, MPI_INT, MPI_MIN, g.comm);
     if (!all) return;
     size_t ctl = ((size_t)g.size * sizeof(shm_ctl) + 4095) & ~(size_t)4095;
-    MPI_Aint bytes = (MPI_Aint)(ctl + 2 * (size_t)g.size * slot);
+    MPI_Aint bytes = (MPI_Aint)(ctl + 2 * (size_t)g.size * (slot + SLOT_SKEW));
     void *mine = NULL;
     int ok = MPI_Win_allocate_shared(g.local_rank == 0 ? bytes : 0, 1, MPI_INFO_NULL, local, &mine, &S.win) == MPI_SUCCESS;
     if (ok) {
