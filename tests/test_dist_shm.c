@@ -6,15 +6,24 @@
  * float32 and float64, sum and mean, with empty and odd-sized tensors, several runs in
  * a row (the slot sets alternate); int32 falls back to MPI; fusions whose sizes differ
  * across ranks fail with INVALID_ARGUMENT on every rank and the ranks stay in step.
- * (CANCELLED on close and DEADLINE_EXCEEDED with the hand-over to the communication
- * thread: test_dist_fused, whose fusions also take this path.) Under mpirun -np 2 by
+ * The plain (1-rank) run also starts mpiexec -np 2 on itself with --die: rank 1 kills
+ * itself while rank 0 waits for it on the window, and the job must end within 10 s
+ * with a non-zero status (rank 0's wait notices the dead pid and returns UNAVAILABLE
+ * unless mpirun kills it first). (CANCELLED on close and DEADLINE_EXCEEDED with the
+ * hand-over to the communication thread: test_dist_fused, whose fusions also take
+ * this path.) Under mpirun -np 2 by
  * CTest; it passes under -np 3 and 4 as well. */
 #include "test_util.h"
 #include <vigil/vigil.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 static int R, N;
 
@@ -141,8 +150,99 @@ static void test_shm__mismatched_sizes(void) {
     check_against_mpi(VG_FLOAT, (const int64_t[]){30001}, 1);
 }
 
-int main(void) {
+/* --die (under mpirun -np 2): rank 1 SIGKILLs itself while rank 0 waits for it in a
+ * shared-memory allreduce; rank 0 prints what its wait returned (the pid check:
+ * UNAVAILABLE), unless mpirun killed it first. */
+static int die_child(void) {
+    vg_status st;
+    if (vg_dist_init(&st) != VG_OK || vg_dist_size() != 2) return 2;
+    R = vg_dist_rank();
+    N = 2;
+    vg_graph *g = vg_graph_new();
+    void *p = fill(VG_FLOAT, 0, 30001, R);
+    vg_output x = vg_const_array(g, VG_FLOAT, (int64_t[]){30001}, 1, p, "x");
+    free(p);
+    vg_op *op = vg_dist_fused_allreduce(g, &x, 1, false, "sum");
+    vg_session *s = vg_session_new(g, &(vg_session_options){1, 1}, &st);
+    vg_output f = vg_out(op, 0);
+    vg_tensor *out = NULL;
+    if (vg_session_run(s, NULL, NULL, NULL, 0, &f, &out, 1, NULL, 0, NULL, &st) != VG_OK) return 4; /* both alive */
+    vg_tensor_free(out);
+    out = NULL;
+    if (R == 1) {
+        usleep(200 * 1000);
+        raise(SIGKILL);
+    }
+    vg_code rc = vg_session_run(s, NULL, NULL, NULL, 0, &f, &out, 1, NULL, 0, NULL, &st);
+    printf("dead-peer: code %d: %s\n", (int)rc, st.msg);
+    fflush(stdout);
+    _exit(3);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A rank that dies while its peer waits on the shared window: the job ends within 10 s
+ * with a non-zero status (the plain, 1-rank run starts mpiexec -np 2 on itself). */
+static void test_dead_peer__job_ends(void) {
+    if (N != 1 || !vg_dist_mpi_built() || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE")) return;
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return;
+    self[len] = 0;
+    char out[] = "/tmp/vg_dist_shm_die_XXXXXX";
+    int fd = mkstemp(out);
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    double t0 = now_s();
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        dup2(fd, 1);
+        int fe = open("/dev/null", O_WRONLY);
+        dup2(fe, 2);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+        setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+        setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
+        execlp("mpiexec", "mpiexec", "-np", "2", self, "--die", (char *)NULL);
+        _exit(127);
+    }
+    close(fd);
+    int status = 0, rc = -1;
+    while (now_s() - t0 < 30) {
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            break;
+        }
+        usleep(10000);
+    }
+    double took = now_s() - t0;
+    if (rc < 0) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    char buf[512] = "";
+    FILE *f = fopen(out, "r");
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = 0;
+        fclose(f);
+    }
+    unlink(out);
+    if (rc == 127) return; /* no mpiexec on the PATH */
+    fprintf(stderr, "dead peer: mpiexec status %d after %.2f s; rank 0: %s\n", rc, took, buf[0] ? buf : "(killed by mpirun first)\n");
+    CHECK(rc > 0);
+    CHECK(took < 10.0);
+    if (strstr(buf, "dead-peer: code")) CHECK_STR_CONTAINS(buf, "a peer rank is gone");
+}
+
+int main(int argc, char **argv) {
     setenv("VIGIL_SHM_SLOT_BYTES", "262144", 1);
+    if (argc > 1 && strcmp(argv[1], "--die") == 0) return die_child();
     vg_status st;
     CHECK_OK(vg_dist_init(&st), &st);
     R = vg_dist_rank();
@@ -153,6 +253,7 @@ int main(void) {
     RUN_TEST(test_int32__falls_back);
     RUN_TEST(test_mixed__in_order);
     RUN_TEST(test_shm__mismatched_sizes);
+    RUN_TEST(test_dead_peer__job_ends);
     CHECK_OK(vg_dist_finalize(&st), &st);
     TEST_MAIN_END();
 }
