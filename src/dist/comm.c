@@ -490,8 +490,8 @@ out:
  * When every rank runs on the same node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)
  * gives the whole world) vg_dist_init allocates one MPI-3 shared window
  * (MPI_Win_allocate_shared): a control block per rank (sequence numbers, the element
- * count, the pid) and a slot per rank as large as a fusion buffer can be (S.slot
- * bytes). A FUSED request that fits runs there instead
+ * count, the pid) and, twice (even and odd collectives), a slot per rank as large as
+ * a fusion buffer can be (S.slot bytes). A FUSED request that fits runs there instead
  * of the ring, N chunks of the buffer as the ring's (rank c owns chunk c):
  *   1. each rank copies its inputs, except its own chunk, into its slot at the fusion
  *      buffer's offsets and publishes `arrive` = the collective's sequence number;
@@ -501,11 +501,13 @@ out:
  *   3. once every peer is done, each rank copies the other chunks from their owners'
  *      slots into its fusion buffer.
  * No MPI message and no MPI barrier: ranks wait on each other's counters (C11 atomics
- * with acquire/release; MPI_Win_sync as MPI's memory model asks). One set of slots is
- * enough: the chunks of this rank's slot that peers read in step 2 of collective k are
- * rewritten in step 1 of k + 1 only after every peer published `done` for k; its own
- * chunk, which peers read in step 3, is rewritten in step 2 of k + 1, after every peer
- * arrived at k + 1. A waiter
+ * with acquire/release; MPI_Win_sync as MPI's memory model asks). The two waits already
+ * order every rewrite of a slot after the peers' reads (the chunks peers read in step
+ * 2 of collective k are rewritten in step 1 of k + 1 after every peer published
+ * `done` for k; the own chunk, read in step 3, in step 2 of k + 1, after every peer
+ * arrived at k + 1), so one set of slots would do; two (collective k uses set k & 1)
+ * measured 5-10% faster: a line written at k was last read by the peer at k - 2 and has
+ * often left its cache, so the write invalidates less. A waiter
  * spins 50 us, then yields the core between polls, then sleeps 1 ms between polls
  * after 100 ms; every 20 ms it checks that the peers' processes still exist (a dead
  * peer: UNAVAILABLE, not a hang), and it polls the session's cancellation and deadline
@@ -539,7 +541,10 @@ static void pause_ns(int64_t ns);
  * peer's slot read, this rank's written) then differ in their low 12 bits (addresses 4 KB
  * apart alias in the load/store queues: the reduce of the MLP's half took 95 us, not 30). */
 #define SLOT_SKEW ((size_t)320)
-static char *shm_slot(int rank) { return S.slots + (size_t)rank * (S.slot + SLOT_SKEW); }
+static char *shm_slot(uint64_t seq, int rank) {
+    size_t i = (size_t)(seq & 1) * (size_t)g.size + (size_t)rank;
+    return S.slots + i * (S.slot + SLOT_SKEW);
+}
 
 static bool shm_usable(const vg__comm_req *r) {
     return S.on && r->kind == VG__COMM_FUSED && (size_t)r->count * dt_size(r->dt) <= S.slot;
@@ -682,7 +687,7 @@ static int shm_fused(vg__comm_req *r, const shm_poll *p) {
     int64_t lo = shm_lo(r, me), hi = shm_hi(r, me);
     if (!r->shm_seq) { /* 1: publish this rank's input outside its own chunk */
         r->shm_seq = ++S.seq;
-        char *mine = shm_slot(me);
+        char *mine = shm_slot(r->shm_seq, me);
         for (int i = 0; i < r->nparts; i++) {
             const vg__comm_part *q = &r->parts[i];
             int64_t a = part_at(r, q), b = a + q->count;
@@ -713,7 +718,7 @@ static int shm_fused(vg__comm_req *r, const shm_poll *p) {
             if (!srcs) {
                 req_fail(r, VG_RESOURCE_EXHAUSTED, "out of memory in the shared-memory allreduce");
             } else {
-                char *mine = shm_slot(me);
+                char *mine = shm_slot(r->shm_seq, me);
                 double k = 1.0 / n;
                 for (int i = 0; i < r->nparts; i++) {
                     const vg__comm_part *q = &r->parts[i];
@@ -721,7 +726,7 @@ static int shm_fused(vg__comm_req *r, const shm_poll *p) {
                     int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
                     if (y <= x) continue;
                     for (int j = 0, m = 0; j < n; j++)
-                        if (j != me) srcs[m++] = shm_slot(j) + x * es;
+                        if (j != me) srcs[m++] = shm_slot(r->shm_seq, j) + x * es;
                     const char *own = (const char *)q->send + (x - a) * es;
                     if (r->dt == VG_FLOAT)
                         shm_sum_f32((float *)(buf + x * es), (float *)(mine + x * es), (const float *)own,
@@ -745,7 +750,7 @@ static int shm_fused(vg__comm_req *r, const shm_poll *p) {
     for (int c = 0; c < n; c++) {
         if (c == me) continue;
         int64_t clo = shm_lo(r, c), chi = shm_hi(r, c);
-        const char *theirs = shm_slot(c);
+        const char *theirs = shm_slot(r->shm_seq, c);
         for (int i = 0; i < r->nparts; i++) {
             const vg__comm_part *q = &r->parts[i];
             int64_t a = part_at(r, q), b = a + q->count;
@@ -765,14 +770,14 @@ static void shm_setup(MPI_Comm local) {
     const char *e = getenv("VIGIL_SHM");
     int want = local != MPI_COMM_NULL && g.size > 1 && g.local_size == g.size && !(e && strcmp(e, "0") == 0), all = 0;
     size_t slot = (size_t)4 << 20;
-    if (g.size > 0 && slot * (size_t)g.size > ((size_t)64 << 20)) slot = ((size_t)64 << 20) / (size_t)g.size;
+    if (g.size > 0 && slot * 2 * (size_t)g.size > ((size_t)64 << 20)) slot = ((size_t)64 << 20) / (2 * (size_t)g.size);
     const char *sb = getenv("VIGIL_SHM_SLOT_BYTES");
     if (sb && atoll(sb) > 0) slot = (size_t)atoll(sb);
     slot = (slot + 4095) & ~(size_t)4095;
     MPI_Allreduce(&want, &all, 1, MPI_INT, MPI_MIN, g.comm);
     if (!all) return;
     size_t ctl = ((size_t)g.size * sizeof(shm_ctl) + 4095) & ~(size_t)4095;
-    MPI_Aint bytes = (MPI_Aint)(ctl + (size_t)g.size * (slot + SLOT_SKEW));
+    MPI_Aint bytes = (MPI_Aint)(ctl + 2 * (size_t)g.size * (slot + SLOT_SKEW));
     void *mine = NULL;
     int ok = MPI_Win_allocate_shared(g.local_rank == 0 ? bytes : 0, 1, MPI_INFO_NULL, local, &mine, &S.win) == MPI_SUCCESS;
     if (ok) {
