@@ -26,8 +26,10 @@ typedef enum vg__comm_kind {
     VG__COMM_CHECK,     /* buf: count int64, every rank must hold the same values */
     VG__COMM_FUSED      /* sum (float32/float64) of many tensors into one buffer: buf, count
                          * elements; parts: send = an input, recv = its slice of buf (in
-                         * order, non-overlapping), scale: the mean. A ring on MPI
-                         * point-to-point; every chunk of count / size must fit an int. */
+                         * order, non-overlapping), scale: the mean. Ranks all on one
+                         * node: through the MPI-3 shared window when the buffer fits a
+                         * slot (comm.c); otherwise a ring on MPI point-to-point; every
+                         * chunk of count / size must fit an int. */
 } vg__comm_kind;
 
 typedef struct vg__comm_req vg__comm_req;
