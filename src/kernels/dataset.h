@@ -97,6 +97,7 @@ VG_HIDDEN vg_tensor *vg__dataset_tensor(vg__dataset *d, vg_status *st);
 VG_HIDDEN vg__dataset *vg__dataset_of(const vg_tensor *t, vg_status *st);
 
 typedef struct vg__ds_iter vg__ds_iter;
+typedef struct vg__ds_rows vg__ds_rows;
 struct vg__ds_iter {
     /* VG_OK with out[0..ncomp) set (new references), or VG_OK with *end = true, or an
      * error (the iterator stays usable: the next call retries or continues). */
@@ -110,8 +111,34 @@ struct vg__ds_iter {
      * error (returned after the *got good ones). NULL for other iterators. */
     vg_code (*next_strings)(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
                             vg_status *st);
+    /* Row views (NULL where not offered): the next 1..max (<= VG__DS_ROWS_MAX) elements
+     * as next() would return them, all of one shape, described in *r without a tensor
+     * per element; the bytes stay valid until the next call on `it` (or its free). At
+     * the end *end; an error is returned at its position (after the elements before it
+     * came in earlier views), and the iterator stays usable as with next(). Offered by
+     * iterators whose components are all numeric: the vectorized map (rows of its
+     * batched results), the shuffle over such a map (rows of its slab); the batch that
+     * reads them copies rows straight into its output (see dataset_iter.c). */
+    vg_code (*next_rows)(vg__ds_iter *it, int64_t max, vg__ds_rows *r, bool *end, vg_status *st);
     const vg__dataset *ds;
 };
+
+#define VG__DS_ROWS_MAX 64
+/* A view of n elements whose component c has dtype[c] and shape dims[c][0..ndims[c])
+ * (bytes[c] bytes, numeric) for every element; element i's component c starts at
+ * data[i][c]. */
+struct vg__ds_rows {
+    int64_t n;
+    vg_dtype dtype[VG_DATASET_MAX_COMPONENTS];
+    int ndims[VG_DATASET_MAX_COMPONENTS];
+    int64_t dims[VG_DATASET_MAX_COMPONENTS][VG_MAX_DIMS];
+    size_t bytes[VG_DATASET_MAX_COMPONENTS];
+    const uint8_t *data[VG__DS_ROWS_MAX][VG_DATASET_MAX_COMPONENTS];
+};
+
+/* Whether new iterators use row views between them (default true; tests and
+ * benchmarks compare with the element-by-element path). */
+VG_HIDDEN void vg__ds_set_rows(bool on);
 
 /* A new iterator over d (which it references). Fails with RESOURCE_EXHAUSTED or a
  * source's error (e.g. a map function's session). */

@@ -507,7 +507,9 @@ static void fixedlen_free(vg__ds_iter *it) {
 /* transformations with one input */
 
 typedef struct unary_it unary_it;
+typedef struct slab slab;
 static void pmap_release(unary_it *u);
+static void slab_free(slab *sb, int nc);
 struct unary_it {
     vg__ds_iter base;
     vg__ds_iter *in;
@@ -521,6 +523,9 @@ struct unary_it {
     vg__ds_iter **cycle;              /* interleave: cycle_length slots */
     vg__ds_iter *ins[VG_DATASET_MAX_COMPONENTS]; /* zip: the other inputs; concatenate: the second */
     vg_tensor *cur[VG_DATASET_MAX_COMPONENTS];   /* unbatch: the element being split */
+    vg_tensor *held[VG_DATASET_MAX_COMPONENTS];  /* map rows: the element of the last view */
+    slab *slab;                       /* shuffle over row views: the elements' storage */
+    vg__ds_rows *rows;                /* shuffle / batch: the view read from the input */
     int64_t cur_n;
     vg__bundle_writer *cache_w;       /* file cache: this iterator writes the bundle */
     vg__bundle_reader *cache_r;       /* file cache: replaying the bundle */
@@ -607,6 +612,9 @@ static void unary_free(vg__ds_iter *it) {
     }
     vg__bundle_reader_free(u->cache_r);
     pmap_release(u);
+    slab_free(u->slab, it->ds->ncomp);
+    vg__free(u->rows);
+    free_elem(u->held, VG_DATASET_MAX_COMPONENTS);
 }
 
 static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
@@ -849,32 +857,35 @@ static void pmap_start(unary_it *u) {
  * so the map overlaps with the work downstream (shuffle, batch). Otherwise each block
  * is mapped by the pool and the caller together (a per-element function may be heavy,
  * e.g. image decoding, and then splitting the block is what pays). */
+/* Makes u->blk[u->bcur] hold an element to serve (filling or switching blocks); false
+ * at the end of the input. */
+static bool pmap_ready(unary_it *u) {
+    pmap_block *b = &u->blk[u->bcur];
+    if (b->pos < b->n) return true;
+    if (b->in_end) return false;
+    if (!u->async) {
+        pmap_fill(u, b);
+    } else {
+        if (!u->started) {
+            u->started = true;
+            pmap_start(u);
+        }
+        pmap_quiesce(u, false);
+        u->bcur ^= 1;
+        b = &u->blk[u->bcur];
+        if (!b->in_end) pmap_start(u);
+    }
+    return b->pos < b->n;
+}
+
 static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     const vg__ds_fn *fn = it->ds->fn;
-    pmap_block *b = &u->blk[u->bcur];
-    if (b->pos == b->n) {
-        if (b->in_end) {
-            *end = true;
-            return VG_OK;
-        }
-        if (!u->async) {
-            pmap_fill(u, b);
-        } else {
-            if (!u->started) {
-                u->started = true;
-                pmap_start(u);
-            }
-            pmap_quiesce(u, false);
-            u->bcur ^= 1;
-            b = &u->blk[u->bcur];
-            if (!b->in_end) pmap_start(u);
-        }
-        if (b->pos == b->n) {
-            *end = true;
-            return VG_OK;
-        }
+    if (!pmap_ready(u)) {
+        *end = true;
+        return VG_OK;
     }
+    pmap_block *b = &u->blk[u->bcur];
     if (b->pos < b->vrows) { /* a row of a batched run */
         for (int c = 0; c < fn->nouts; c++)
             if (!(out[c] = slice_row(b->vout[c], b->pos, st))) {
@@ -891,6 +902,69 @@ static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
     }
     memcpy(out, sl->out, sizeof(vg_tensor *) * (size_t)fn->nouts);
     memset(sl->out, 0, sizeof sl->out);
+    return VG_OK;
+}
+
+static bool rows_on = true;
+
+void vg__ds_set_rows(bool on) { __atomic_store_n(&rows_on, on, __ATOMIC_RELAXED); }
+
+/* Sets component c of r's shape from t, whose leading dimension is dropped when
+ * `stacked`; false when t is not numeric. */
+static bool rows_spec(vg__ds_rows *r, int c, const vg_tensor *t, bool stacked) {
+    vg_dtype dt = vg_tensor_dtype(t);
+    int nd = vg_tensor_ndims(t) - (stacked ? 1 : 0);
+    if (dt == VG_STRING || nd < 0) return false;
+    r->dtype[c] = dt;
+    r->ndims[c] = nd;
+    memcpy(r->dims[c], vg_tensor_dims(t) + (stacked ? 1 : 0), sizeof(int64_t) * (size_t)nd);
+    size_t e = vg_dtype_size(dt);
+    for (int k = 0; k < nd; k++) e *= (size_t)r->dims[c][k];
+    r->bytes[c] = e;
+    return true;
+}
+
+/* The map's row views: rows of a batched run straight from its result tensors; an
+ * element mapped on its own (a block that did not run batched) as a view of one,
+ * its tensors held until the next call. */
+static vg_code map_next_rows(vg__ds_iter *it, int64_t max, vg__ds_rows *r, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__ds_fn *fn = it->ds->fn;
+    free_elem(u->held, fn->nouts);
+    pmap_block *cb = &u->blk[u->bcur];
+    if (cb->vrows && cb->pos == cb->vrows) free_elem(cb->vout, VG_DATASET_MAX_COMPONENTS); /* on this thread */
+    if (!pmap_ready(u)) {
+        *end = true;
+        return VG_OK;
+    }
+    pmap_block *b = &u->blk[u->bcur];
+    if (b->pos < b->vrows) {
+        int64_t k = b->vrows - b->pos < max ? b->vrows - b->pos : max;
+        for (int c = 0; c < fn->nouts; c++) {
+            if (!rows_spec(r, c, b->vout[c], true))
+                return vg_status_set(st, VG_INTERNAL, "map: row views of a %s component",
+                                     vg_dtype_name(vg_tensor_dtype(b->vout[c])));
+            const uint8_t *p = (const uint8_t *)vg_tensor_data(b->vout[c]) + (size_t)b->pos * r->bytes[c];
+            for (int64_t i = 0; i < k; i++) r->data[i][c] = p + (size_t)i * r->bytes[c];
+        }
+        r->n = k;
+        b->pos += k;
+        return VG_OK;
+    }
+    pmap_slot *sl = &b->slots[b->pos++];
+    if (sl->rc != VG_OK) {
+        free_elem(sl->out, fn->nouts);
+        return vg_status_set(st, sl->rc, "%s", sl->st.msg);
+    }
+    memcpy(u->held, sl->out, sizeof(vg_tensor *) * (size_t)fn->nouts);
+    memset(sl->out, 0, sizeof sl->out);
+    for (int c = 0; c < fn->nouts; c++) {
+        if (!rows_spec(r, c, u->held[c], false))
+            return vg_status_set(st, VG_INTERNAL, "map: row views of a %s component",
+                                 vg_dtype_name(vg_tensor_dtype(u->held[c])));
+        r->data[0][c] = vg_tensor_data(u->held[c]);
+    }
+    r->n = 1;
     return VG_OK;
 }
 
@@ -976,6 +1050,99 @@ static vg_code batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status
     return rc;
 }
 
+/* batch_next over an input with row views (BatchDatasetV2 semantics kept: the batch's
+ * elements are read first, then an input error, the end (drop_remainder) or a shape
+ * that differs from the first element's decides; the message names the first
+ * differing element of the lowest component): each row is copied from its view
+ * straight into the batch's tensors, allocated at the first element's shape. */
+static vg_code batch_rows_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    int nc = d->ncomp;
+    int64_t bs = d->a, n = 0;
+    vg__ds_rows *r = u->rows;
+    vg_tensor *o[VG_DATASET_MAX_COMPONENTS] = {0};
+    int64_t first_dims[VG_DATASET_MAX_COMPONENTS][VG_MAX_DIMS];
+    int first_nd[VG_DATASET_MAX_COMPONENTS];
+    int64_t bad_at[VG_DATASET_MAX_COMPONENTS]; /* the first element of another shape, -1 */
+    vg_shape bad_shape[VG_DATASET_MAX_COMPONENTS];
+    bool in_end = false;
+    vg_code rc = VG_OK;
+    for (int c = 0; c < nc; c++) bad_at[c] = -1;
+    while (n < bs && !in_end) {
+        rc = u->in->next_rows(u->in, bs - n, r, &in_end, st);
+        if (rc != VG_OK || in_end) break;
+        if (n == 0) {
+            for (int c = 0; c < nc && rc == VG_OK; c++) {
+                if (r->ndims[c] + 1 > VG_MAX_DIMS) {
+                    rc = vg_status_set(st, VG_INVALID_ARGUMENT, "batch: element rank too large");
+                    break;
+                }
+                first_nd[c] = r->ndims[c];
+                memcpy(first_dims[c], r->dims[c], sizeof(int64_t) * (size_t)r->ndims[c]);
+                int64_t dims[VG_MAX_DIMS];
+                dims[0] = bs;
+                memcpy(dims + 1, r->dims[c], sizeof(int64_t) * (size_t)r->ndims[c]);
+                if (!(o[c] = vg_tensor_new(r->dtype[c], dims, r->ndims[c] + 1, st))) rc = st->code;
+            }
+            if (rc != VG_OK) break;
+        }
+        for (int c = 0; c < nc; c++) {
+            bool same = r->ndims[c] == first_nd[c] &&
+                        !memcmp(r->dims[c], first_dims[c], sizeof(int64_t) * (size_t)first_nd[c]);
+            if (!same) {
+                if (bad_at[c] < 0) {
+                    bad_at[c] = n;
+                    bad_shape[c] = vg_shape_make(r->dims[c], r->ndims[c]);
+                }
+                continue;
+            }
+            if (bad_at[c] >= 0) continue; /* the batch fails: no copies */
+            size_t rb = r->bytes[c];
+            uint8_t *dst = (uint8_t *)vg_tensor_data(o[c]) + (size_t)n * rb;
+            for (int64_t i = 0; i < r->n; i++) {
+                /* the next row's source is loaded while this one is copied (a shuffle's
+                 * rows come from anywhere in a buffer of tens of MB) */
+                if (i + 1 < r->n)
+                    for (size_t k = 0; k < rb && k < 4096; k += 64) __builtin_prefetch(r->data[i + 1][c] + k);
+                memcpy(dst + (size_t)i * rb, r->data[i][c], rb);
+            }
+        }
+        n += r->n;
+    }
+    if (rc == VG_OK && (n == 0 || (n < bs && d->flag))) *end = true;
+    for (int c = 0; c < nc && rc == VG_OK && !*end; c++) {
+        if (bad_at[c] < 0) continue;
+        char a[128], b[128];
+        vg_shape sa = vg_shape_make(first_dims[c], first_nd[c]);
+        rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                           "Cannot batch tensors with different shapes in component %d. First element had shape %s "
+                           "and element %lld had shape %s.",
+                           c, vg_shape_str(&sa, a, sizeof a), (long long)bad_at[c], vg_shape_str(&bad_shape[c], b, sizeof b));
+    }
+    if (rc == VG_OK && !*end && n < bs) { /* the last, smaller batch */
+        for (int c = 0; c < nc && rc == VG_OK; c++) {
+            int64_t dims[VG_MAX_DIMS];
+            dims[0] = n;
+            memcpy(dims + 1, first_dims[c], sizeof(int64_t) * (size_t)first_nd[c]);
+            vg_tensor *t = vg_tensor_new(vg_tensor_dtype(o[c]), dims, first_nd[c] + 1, st);
+            if (!t) {
+                rc = st->code;
+                break;
+            }
+            if (vg_tensor_nbytes(t)) memcpy(vg_tensor_data(t), vg_tensor_data(o[c]), vg_tensor_nbytes(t));
+            vg_tensor_free(o[c]);
+            o[c] = t;
+        }
+    }
+    if (rc != VG_OK || *end) {
+        free_elem(o, nc);
+        return rc;
+    }
+    memcpy(out, o, sizeof(vg_tensor *) * (size_t)nc);
+    return VG_OK;
+}
+
 /* xoshiro256** seeded through splitmix64. */
 static uint64_t splitmix(uint64_t *x) {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
@@ -1019,6 +1186,285 @@ static vg_code shuffle_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_stat
     memcpy(out, u->buf + k * nc, sizeof(vg_tensor *) * (size_t)nc);
     u->size--;
     if (k != u->size) memcpy(u->buf + k * nc, u->buf + u->size * nc, sizeof(vg_tensor *) * (size_t)nc);
+    return VG_OK;
+}
+
+/* ShuffleDataset over an input with row views: the buffer's elements live in a slab of
+ * fixed-size slots (the first element's shapes; an element of other shapes keeps its
+ * own tensors, `ext`), the buffer itself is the array of slot numbers `idx`, filled,
+ * picked from and compacted exactly as shuffle_next does its array of elements, so the
+ * order is the same. Slots are allocated in chunks as the buffer grows (no more than
+ * the buffer needs) and reused: no allocation per element. A view's slots are freed
+ * at the next call (the consumer copies them first). */
+#define SLAB_CHUNK 256
+struct slab {
+    vg__ds_rows spec;           /* n unused: the slots' dtypes, shapes and bytes */
+    size_t off[VG_DATASET_MAX_COMPONENTS], slot_bytes;
+    uint8_t **chunks;
+    int64_t nchunks, nslots;    /* slots made so far, in chunks of SLAB_CHUNK (the last maybe fewer) */
+    int64_t room;               /* the length of idx and freel */
+    int64_t *idx;               /* the buffer: size slot numbers */
+    int64_t *freel, nfree;      /* free slots (a stack) */
+    int64_t pend[VG__DS_ROWS_MAX], npend; /* slots of the last view */
+    int64_t carry;              /* a picked slot not yet handed out (-1: none) */
+    vg_tensor **ext;            /* ext_cap * ncomp: the tensors of an element of other shapes */
+    int64_t ext_cap;
+    vg_code err;                /* an input error met after a view's first element, */
+    vg_status err_st;           /* returned by the next call */
+};
+
+static inline uint8_t *slot_ptr(const slab *sb, int64_t slot) {
+    return sb->chunks[slot / SLAB_CHUNK] + (size_t)(slot % SLAB_CHUNK) * sb->slot_bytes;
+}
+
+static bool slot_is_ext(const slab *sb, int64_t slot, int nc) {
+    return slot < sb->ext_cap && sb->ext[slot * nc] != NULL;
+}
+
+static void slab_release(slab *sb, int64_t slot, int nc) {
+    if (slot < sb->ext_cap) free_elem(sb->ext + slot * nc, nc);
+    sb->freel[sb->nfree++] = slot;
+}
+
+static void slab_free(slab *sb, int nc) {
+    if (!sb) return;
+    for (int64_t i = 0; i < sb->nslots && i < sb->ext_cap; i++) free_elem(sb->ext + i * nc, nc);
+    for (int64_t k = 0; k < sb->nchunks; k++) vg__free(sb->chunks[k]);
+    vg__free(sb->chunks);
+    vg__free(sb->idx);
+    vg__free(sb->freel);
+    vg__free(sb->ext);
+    vg__free(sb);
+}
+
+/* A free slot (a new one when none is free); -1 on OOM. */
+static int64_t slab_alloc(slab *sb, int64_t cap) {
+    if (sb->nfree > 0) return sb->freel[--sb->nfree];
+    if (sb->nslots == sb->room) {
+        /* the buffer (cap), a view (VG__DS_ROWS_MAX) and a carried element are the most
+         * slots in use at once: idx and the free list never need more room */
+        int64_t most = cap + VG__DS_ROWS_MAX + 1, room = sb->room + SLAB_CHUNK;
+        if (room > most) room = most;
+        int64_t *ni = vg__realloc(sb->idx, sizeof(int64_t) * (size_t)sb->room, sizeof(int64_t) * (size_t)room);
+        if (!ni) return -1;
+        sb->idx = ni;
+        int64_t *nf = vg__realloc(sb->freel, sizeof(int64_t) * (size_t)sb->room, sizeof(int64_t) * (size_t)room);
+        if (!nf) return -1;
+        sb->freel = nf;
+        sb->room = room;
+    }
+    if (sb->nslots == sb->nchunks * SLAB_CHUNK) {
+        uint8_t **nc = vg__realloc(sb->chunks, sizeof(uint8_t *) * (size_t)sb->nchunks,
+                                   sizeof(uint8_t *) * (size_t)(sb->nchunks + 1));
+        if (!nc) return -1;
+        sb->chunks = nc;
+        int64_t n = sb->room - sb->nslots; /* the last chunk only as large as needed */
+        if (n > SLAB_CHUNK) n = SLAB_CHUNK;
+        uint8_t *chunk = vg__aligned_alloc(sb->slot_bytes * (size_t)n, 64);
+        if (!chunk) return -1;
+        sb->chunks[sb->nchunks++] = chunk;
+    }
+    return sb->nslots++;
+}
+
+/* Stores row i of the view r in a slot; -1 on OOM. */
+static int64_t slab_put(unary_it *u, slab *sb, const vg__ds_rows *r, int64_t i, int nc, vg_status *st) {
+    bool same = true;
+    for (int c = 0; c < nc && same; c++)
+        same = r->dtype[c] == sb->spec.dtype[c] && r->ndims[c] == sb->spec.ndims[c] &&
+               !memcmp(r->dims[c], sb->spec.dims[c], sizeof(int64_t) * (size_t)r->ndims[c]);
+    int64_t slot = slab_alloc(sb, u->cap);
+    if (slot < 0) {
+        VG_OOM(st, "shuffle buffer");
+        return -1;
+    }
+    if (same) {
+        uint8_t *p = slot_ptr(sb, slot);
+        for (int c = 0; c < nc; c++) memcpy(p + sb->off[c], r->data[i][c], r->bytes[c]);
+        return slot;
+    }
+    if (slot >= sb->ext_cap) { /* the tensors of an element of other shapes */
+        int64_t ncap = sb->room;
+        vg_tensor **ne = vg__realloc(sb->ext, sizeof(vg_tensor *) * (size_t)(sb->ext_cap * nc),
+                                     sizeof(vg_tensor *) * (size_t)(ncap * nc));
+        if (!ne) {
+            slab_release(sb, slot, nc);
+            VG_OOM(st, "shuffle buffer");
+            return -1;
+        }
+        memset(ne + sb->ext_cap * nc, 0, sizeof(vg_tensor *) * (size_t)((ncap - sb->ext_cap) * nc));
+        sb->ext = ne;
+        sb->ext_cap = ncap;
+    }
+    for (int c = 0; c < nc; c++) {
+        vg_tensor *t = vg_tensor_new(r->dtype[c], r->dims[c], r->ndims[c], st);
+        if (!t) {
+            slab_release(sb, slot, nc);
+            return -1;
+        }
+        if (r->bytes[c]) memcpy(vg_tensor_data(t), r->data[i][c], r->bytes[c]);
+        sb->ext[slot * nc + c] = t;
+    }
+    return slot;
+}
+
+/* Sets up the slab from the first view's shapes. */
+static slab *slab_new(const vg__ds_rows *r, int nc) {
+    slab *sb = vg__calloc(1, sizeof *sb);
+    if (!sb) return NULL;
+    sb->spec = *r;
+    sb->carry = -1;
+    size_t off = 0;
+    for (int c = 0; c < nc; c++) {
+        sb->off[c] = off;
+        off += (r->bytes[c] + 63) & ~(size_t)63;
+    }
+    sb->slot_bytes = off ? off : 64;
+    return sb;
+}
+
+/* Fills the buffer from the input's views up to its capacity (or the input's end). */
+static vg_code slab_fill(unary_it *u, int nc, vg_status *st) {
+    while (!u->in_end && u->size < u->cap) {
+        int64_t want = u->cap - u->size;
+        if (want > VG__DS_ROWS_MAX) want = VG__DS_ROWS_MAX;
+        vg__ds_rows *r = u->rows;
+        vg_code rc = u->in->next_rows(u->in, want, r, &u->in_end, st);
+        if (rc != VG_OK) return rc;
+        if (u->in_end) break;
+        if (!u->slab && !(u->slab = slab_new(r, nc))) return VG_OOM(st, "shuffle buffer");
+        for (int64_t i = 0; i < r->n; i++) {
+            /* a slot is only taken when the element has room in the buffer (r->n <= want) */
+            int64_t slot = slab_put(u, u->slab, r, i, nc, st);
+            if (slot < 0) {
+                /* the view's remaining elements cannot be kept: an error for them, as an
+                 * allocation failure in the element path loses that element */
+                return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
+            }
+            u->slab->idx[u->size++] = slot;
+        }
+    }
+    return VG_OK;
+}
+
+/* One pick, as shuffle_next: the slot of the element handed out next, -1 at the end. */
+static int64_t slab_pick(unary_it *u) {
+    slab *sb = u->slab;
+    if (u->size == 0) return -1;
+    int64_t k = (int64_t)(rng_next(u->rng) % (uint64_t)u->size);
+    int64_t slot = sb->idx[k];
+    u->size--;
+    if (k != u->size) sb->idx[k] = sb->idx[u->size];
+    return slot;
+}
+
+/* Frees the slots of the last view. */
+static void slab_unpend(slab *sb, int nc) {
+    if (!sb) return;
+    for (int64_t i = 0; i < sb->npend; i++) slab_release(sb, sb->pend[i], nc);
+    sb->npend = 0;
+}
+
+/* Component shapes of slot's element into r (element 0's spec) when r->n == 0, else
+ * whether they match r's. */
+static bool slot_spec(const slab *sb, int64_t slot, int nc, vg__ds_rows *r) {
+    if (!slot_is_ext(sb, slot, nc)) {
+        if (r->n == 0) {
+            memcpy(r->dtype, sb->spec.dtype, sizeof r->dtype);
+            memcpy(r->ndims, sb->spec.ndims, sizeof r->ndims);
+            memcpy(r->dims, sb->spec.dims, sizeof r->dims);
+            memcpy(r->bytes, sb->spec.bytes, sizeof r->bytes);
+            return true;
+        }
+        for (int c = 0; c < nc; c++)
+            if (r->dtype[c] != sb->spec.dtype[c] || r->ndims[c] != sb->spec.ndims[c] ||
+                memcmp(r->dims[c], sb->spec.dims[c], sizeof(int64_t) * (size_t)r->ndims[c]))
+                return false;
+        return true;
+    }
+    vg__ds_rows one;
+    vg__ds_rows *d = r->n == 0 ? r : &one;
+    for (int c = 0; c < nc; c++) rows_spec(d, c, sb->ext[slot * nc + c], false);
+    if (r->n == 0) return true;
+    for (int c = 0; c < nc; c++)
+        if (r->dtype[c] != one.dtype[c] || r->ndims[c] != one.ndims[c] ||
+            memcmp(r->dims[c], one.dims[c], sizeof(int64_t) * (size_t)r->ndims[c]))
+            return false;
+    return true;
+}
+
+static void view_add(const slab *sb, int64_t slot, int nc, vg__ds_rows *r) {
+    if (slot_is_ext(sb, slot, nc)) {
+        for (int c = 0; c < nc; c++) r->data[r->n][c] = vg_tensor_data(sb->ext[slot * nc + c]);
+    } else {
+        const uint8_t *p = slot_ptr(sb, slot);
+        for (int c = 0; c < nc; c++) r->data[r->n][c] = p + sb->off[c];
+    }
+    r->n++;
+}
+
+static vg_code shuffle_next_rows(vg__ds_iter *it, int64_t max, vg__ds_rows *r, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    int nc = it->ds->ncomp;
+    slab *sb = u->slab;
+    slab_unpend(sb, nc);
+    if (sb && sb->err != VG_OK) { /* met while filling the last view */
+        vg_code rc = sb->err;
+        sb->err = VG_OK;
+        vg_status_copy(st, &sb->err_st);
+        return rc;
+    }
+    r->n = 0;
+    if (max > VG__DS_ROWS_MAX) max = VG__DS_ROWS_MAX;
+    while (r->n < max) {
+        int64_t slot;
+        if (sb && sb->carry >= 0) {
+            slot = sb->carry;
+            sb->carry = -1;
+        } else {
+            vg_code rc = slab_fill(u, nc, st);
+            sb = u->slab;
+            if (rc != VG_OK) {
+                if (r->n == 0) return rc;
+                sb->err = rc; /* after the elements already picked */
+                vg_status_copy(&sb->err_st, st);
+                break;
+            }
+            if (!sb || (slot = slab_pick(u)) < 0) break;
+        }
+        if (!slot_spec(sb, slot, nc, r)) { /* other shapes: the next view starts with it */
+            sb->carry = slot;
+            break;
+        }
+        view_add(sb, slot, nc, r);
+        sb->pend[sb->npend++] = slot;
+    }
+    if (r->n == 0) *end = true;
+    return VG_OK;
+}
+
+/* shuffle_next for a shuffle over row views: the element's tensors from its slot. */
+static vg_code shuffle_slab_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    int nc = it->ds->ncomp;
+    vg__ds_rows one;
+    one.n = 0;
+    vg_code rc = shuffle_next_rows(it, 1, &one, end, st);
+    if (rc != VG_OK || *end) return rc;
+    slab *sb = u->slab;
+    int64_t slot = sb->pend[0];
+    if (slot_is_ext(sb, slot, nc)) {
+        memcpy(out, sb->ext + slot * nc, sizeof(vg_tensor *) * (size_t)nc);
+        memset(sb->ext + slot * nc, 0, sizeof(vg_tensor *) * (size_t)nc);
+        return VG_OK;
+    }
+    for (int c = 0; c < nc; c++) {
+        if (!(out[c] = vg_tensor_new(one.dtype[c], one.dims[c], one.ndims[c], st))) {
+            free_elem(out, c);
+            return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
+        }
+        if (one.bytes[c]) memcpy(vg_tensor_data(out[c]), one.data[0][c], one.bytes[c]);
+    }
     return VG_OK;
 }
 
@@ -1812,6 +2258,9 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         /* one string argument read straight from its source, the block mapped by one
          * thread (sequential or async) */
         u->direct = vec && d->fn->nargs == 1 && d->input->types[0] == VG_STRING && u->in->next_strings && par <= 2;
+        bool numeric = true;
+        for (int c = 0; c < d->ncomp; c++) numeric = numeric && d->types[c] != VG_STRING;
+        if (vec && numeric && __atomic_load_n(&rows_on, __ATOMIC_RELAXED)) it->next_rows = map_next_rows;
         if (par == 2 && vec) { /* a per-element function (possibly heavy: image decoding)
                                   keeps the block split over the pool thread and the caller */
             u->async = true;
@@ -1825,6 +2274,20 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
             VG_OOM(st, "parallel map");
             vg__ds_iter_free(it);
             return NULL;
+        }
+    }
+    bool rows = __atomic_load_n(&rows_on, __ATOMIC_RELAXED) && u->in && u->in->next_rows;
+    if ((d->kind == VG__DS_SHUFFLE || d->kind == VG__DS_BATCH) && rows) {
+        if (!(u->rows = vg__malloc(sizeof *u->rows))) {
+            VG_OOM(st, "row view");
+            vg__ds_iter_free(it);
+            return NULL;
+        }
+        if (d->kind == VG__DS_BATCH) {
+            it->next = batch_rows_next;
+        } else {
+            it->next = shuffle_slab_next;
+            it->next_rows = shuffle_next_rows;
         }
     }
     if (d->kind == VG__DS_SHUFFLE) {
