@@ -19,6 +19,7 @@
 #define VG_DATASET_H
 
 #include "core/core.h"
+#include "io/example_io.h"
 #include "vigil/data.h"
 #include "vigil/session.h"
 #include <pthread.h>
@@ -53,7 +54,30 @@ typedef struct vg__ds_fn {
     vg_graph *vec;
     vg_output vec_args[VG_DATASET_MAX_COMPONENTS];
     vg_output vec_outs[VG_DATASET_MAX_COMPONENTS];
+    struct vg__ds_native *native; /* fn->vec without a session, or NULL (dataset_native.c) */
 } vg__ds_fn;
+
+/* The vectorized function run without a session (dataset_native.c): ParseExample of
+ * the records into each output through DecodeRaw / Reshape / Cast / arithmetic with a
+ * scalar constant, one record at a time into the caller's rows. */
+typedef struct vg__ds_native vg__ds_native;
+/* Per-thread scratch of vg__ds_native_row (zero-initialised; freed by _scratch_free). */
+typedef struct vg__ds_native_scratch {
+    vg__features fs;
+    void *buf[2];
+    size_t cap[2];
+} vg__ds_native_scratch;
+/* The native form of fn->vec, or NULL when the function is not of that form. */
+VG_HIDDEN vg__ds_native *vg__ds_native_compile(const vg__ds_fn *fn);
+VG_HIDDEN void vg__ds_native_free(vg__ds_native *nf);
+VG_HIDDEN void vg__ds_native_scratch_free(vg__ds_native_scratch *s);
+/* Output c's dtype and values per element (its per-element shape is fn->outs[c]'s). */
+VG_HIDDEN void vg__ds_native_shape(const vg__ds_native *nf, int c, vg_dtype *dtype, int64_t *count);
+/* Computes the outputs of one serialized Example into dst[c] (count values of dtype
+ * each); false, with the rows in an unspecified state, when the record is not the plain
+ * case (the session's ops then decide its results or errors). */
+VG_HIDDEN bool vg__ds_native_row(const vg__ds_native *nf, vg__ds_native_scratch *s, const uint8_t *rec, size_t len,
+                                 uint8_t *const *dst);
 
 /* Builds fn->vec (see dataset_vectorize.c); false (fn->vec NULL) when fn has an op it
  * cannot batch. */
@@ -98,6 +122,7 @@ VG_HIDDEN vg__dataset *vg__dataset_of(const vg_tensor *t, vg_status *st);
 
 typedef struct vg__ds_iter vg__ds_iter;
 typedef struct vg__ds_rows vg__ds_rows;
+typedef vg_code (*vg__ds_rec_sink)(void *arg, int64_t i, const uint8_t *p, size_t len, vg_status *st);
 struct vg__ds_iter {
     /* VG_OK with out[0..ncomp) set (new references), or VG_OK with *end = true, or an
      * error (the iterator stays usable: the next call retries or continues). */
@@ -105,12 +130,14 @@ struct vg__ds_iter {
     void (*free)(vg__ds_iter *it);
     /* wake blocked waiters (prefetch) and make them fail with CANCELLED; may be NULL */
     void (*cancel)(vg__ds_iter *it);
-    /* Sources of scalar strings (TFRecord files, repeated): the next elements written
-     * straight into elements [at, at + *got) of the string tensor t, *got <= max, as
-     * next() would return them one by one; stops early at the end (*end) or at an
-     * error (returned after the *got good ones). NULL for other iterators. */
-    vg_code (*next_strings)(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
-                            vg_status *st);
+    /* Sources of scalar strings (TFRecord files, repeated): the next elements' bytes
+     * handed to sink(arg, i, bytes, len) for i = at, at + 1, ... (*got of them, <= max)
+     * as next() would return them one by one, the bytes valid during the call only;
+     * stops early at the end (*end), at an error (returned after the *got good ones)
+     * or at a sink's error (returned, that record not counted but consumed). NULL for
+     * other iterators. */
+    vg_code (*next_records)(vg__ds_iter *it, vg__ds_rec_sink sink, void *arg, int64_t at, int64_t max, int64_t *got,
+                            bool *end, vg_status *st);
     /* Row views (NULL where not offered): the next 1..max (<= VG__DS_ROWS_MAX) elements
      * as next() would return them, all of one shape, described in *r without a tensor
      * per element; the bytes stay valid until the next call on `it` (or its free). At

@@ -209,8 +209,8 @@ static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
     }
 }
 
-static vg_code tfrecord_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
-                                     vg_status *st) {
+static vg_code tfrecord_next_records(vg__ds_iter *it, vg__ds_rec_sink sink, void *arg, int64_t at, int64_t max,
+                                     int64_t *got, bool *end, vg_status *st) {
     tfrecord_it *r = (tfrecord_it *)it;
     *got = 0;
     while (*got < max) {
@@ -235,7 +235,7 @@ static vg_code tfrecord_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, 
             vg_status_copy(st, &e);
             return rc;
         }
-        if ((rc = vg_tensor_set_string(t, at + *got, (const char *)data, len, st)) != VG_OK) return rc;
+        if ((rc = sink(arg, at + *got, data, len, st)) != VG_OK) return rc;
         (*got)++;
     }
     return VG_OK;
@@ -508,6 +508,12 @@ static void fixedlen_free(vg__ds_iter *it) {
 
 typedef struct unary_it unary_it;
 typedef struct slab slab;
+/* Records of a block, one after the other: record i is buf[off[i] .. off[i + 1]). */
+typedef struct rec_arena {
+    uint8_t *buf;
+    size_t len, cap;
+    size_t *off;
+} rec_arena;
 static void pmap_release(unary_it *u);
 static void slab_free(slab *sb, int nc);
 struct unary_it {
@@ -532,12 +538,14 @@ struct unary_it {
     struct pmap_block *blk;           /* block map: two blocks of results, served in order */
     int64_t nslots;                   /* elements per block */
     int bcur;                         /* the block being served */
-    bool direct;                      /* block map: records read straight into blocks (next_strings) */
+    bool direct;                      /* block map: records read straight into blocks (next_records) */
     bool async, started, busy;        /* async: blk[bcur ^ 1] filled by a pool task (busy) */
     pthread_mutex_t amu;
     pthread_cond_t acv;
     vg__pool *pool;
     int64_t cycle_index, block_index, num_open;
+    rec_arena arena;                  /* native map: the block's records */
+    vg__ds_native_scratch scratch;    /* native map: per-record scratch */
 };
 
 typedef struct pmap_slot {
@@ -557,6 +565,7 @@ typedef struct pmap_block {
      * are allocated and freed by the same thread) */
     vg_tensor *vout[VG_DATASET_MAX_COMPONENTS];
     int64_t vrows;
+    vg_tensor *nat[VG_DATASET_MAX_COMPONENTS]; /* native blocks: the rows, reused */
 } pmap_block;
 
 /* Waits until no fill task runs (the async map's task reads the input). */
@@ -576,6 +585,7 @@ static void pmap_release(unary_it *u) {
     if (u->pool) vg__pool_free(u->pool);
     for (int b = 0; u->blk && b < 2; b++) {
         free_elem(u->blk[b].vout, VG_DATASET_MAX_COMPONENTS);
+        free_elem(u->blk[b].nat, VG_DATASET_MAX_COMPONENTS);
         for (int64_t i = 0; u->blk[b].slots && i <= u->nslots; i++) {
             free_elem(u->blk[b].slots[i].in, VG_DATASET_MAX_COMPONENTS);
             free_elem(u->blk[b].slots[i].out, VG_DATASET_MAX_COMPONENTS);
@@ -583,6 +593,9 @@ static void pmap_release(unary_it *u) {
         vg__free(u->blk[b].slots);
     }
     vg__free(u->blk);
+    vg__free(u->arena.buf);
+    vg__free(u->arena.off);
+    vg__ds_native_scratch_free(&u->scratch);
     if (u->async) {
         pthread_mutex_destroy(&u->amu);
         pthread_cond_destroy(&u->acv);
@@ -756,6 +769,65 @@ static void pmap_chunk(void *arg, int64_t begin, int64_t end) {
     pmap_elems(j, begin, end);
 }
 
+/* The sinks of next_records: a string tensor's element i; the native function's row i
+ * (and the record kept in the arena, for the session when a record is not the plain
+ * case). */
+static vg_code string_sink(void *arg, int64_t i, const uint8_t *p, size_t len, vg_status *st) {
+    return vg_tensor_set_string(arg, i, (const char *)p, len, st);
+}
+
+typedef struct native_fill {
+    unary_it *u;
+    pmap_block *b;
+    bool ok;            /* every record so far computed natively */
+} native_fill;
+
+static vg_code native_sink(void *arg, int64_t i, const uint8_t *p, size_t len, vg_status *st) {
+    native_fill *f = arg;
+    unary_it *u = f->u;
+    rec_arena *a = &u->arena;
+    if (a->len + len > a->cap) {
+        size_t nc = a->cap ? a->cap : 65536;
+        while (nc < a->len + len) nc *= 2;
+        uint8_t *nb = vg__realloc(a->buf, a->len, nc);
+        if (!nb) return VG_OOM(st, "map records");
+        a->buf = nb;
+        a->cap = nc;
+    }
+    memcpy(a->buf + a->len, p, len);
+    a->off[i] = a->len;
+    a->len += len;
+    a->off[i + 1] = a->len;
+    if (f->ok) {
+        const vg__ds_fn *fn = u->base.ds->fn;
+        uint8_t *dst[VG_DATASET_MAX_COMPONENTS];
+        for (int c = 0; c < fn->nouts; c++)
+            dst[c] = (uint8_t *)vg_tensor_data(f->b->nat[c]) + (size_t)i * vg_tensor_nbytes(f->b->nat[c]) /
+                                                                     (size_t)u->nslots;
+        f->ok = vg__ds_native_row(fn->native, &u->scratch, p, len, dst);
+    }
+    return VG_OK;
+}
+
+/* The block's row tensors of the native function ([nslots] + each output's shape) and
+ * the arena's offsets, made at the first fill. */
+static vg_code native_rows_ready(unary_it *u, pmap_block *b, vg_status *st) {
+    const vg__ds_fn *fn = u->base.ds->fn;
+    if (!u->arena.off && !(u->arena.off = vg__malloc(sizeof(size_t) * (size_t)(u->nslots + 1))))
+        return VG_OOM(st, "map records");
+    for (int c = 0; c < fn->nouts; c++) {
+        if (b->nat[c]) continue;
+        vg_shape s = vg_output_shape(fn->outs[c]);
+        int64_t dims[VG_MAX_DIMS];
+        if (s.ndims + 1 > VG_MAX_DIMS)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "map: output %d has too many dimensions", c);
+        dims[0] = u->nslots;
+        memcpy(dims + 1, s.dims, sizeof(int64_t) * (size_t)s.ndims);
+        if (!(b->nat[c] = vg_tensor_new(vg_output_dtype(fn->outs[c]), dims, s.ndims + 1, st))) return st->code;
+    }
+    return VG_OK;
+}
+
 /* Reads up to nslots elements into block b and maps them (on the pool when the map is
  * parallel and not async). */
 static void pmap_fill(unary_it *u, pmap_block *b) {
@@ -768,12 +840,33 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
     b->vrows = 0;
     if (u->direct) {
         /* the records go straight into the vectorized function's input tensor (no
-         * tensor per record, no stacking); per-element inputs are made only for a
-         * block whose batched run fails */
-        vg_tensor *t = vg_tensor_new(VG_STRING, &u->nslots, 1, &st);
-        rc = t ? u->in->next_strings(u->in, t, 0, u->nslots, &b->n, &b->in_end, &st) : st.code;
+         * tensor per record, no stacking), or, with a native form of the function,
+         * into an arena while each is computed into the block's rows; per-element
+         * inputs are made only for a block whose batched run fails */
+        vg_tensor *t = NULL;
+        native_fill nfill = {u, b, true};
+        if (fn->native) {
+            u->arena.len = 0;
+            rc = native_rows_ready(u, b, &st);
+            if (rc == VG_OK) rc = u->in->next_records(u->in, native_sink, &nfill, 0, u->nslots, &b->n, &b->in_end, &st);
+            if (b->n > 0 && nfill.ok) { /* every record computed: the rows are the block */
+                for (int c = 0; c < fn->nouts; c++) b->vout[c] = vg_tensor_ref(b->nat[c]);
+                b->vrows = b->n;
+            } else if (b->n > 0) { /* the records, for the session */
+                t = vg_tensor_new(VG_STRING, &b->n, 1, &b->slots[0].st);
+                for (int64_t i = 0; t && i < b->n; i++)
+                    if (vg_tensor_set_string(t, i, (const char *)u->arena.buf + u->arena.off[i],
+                                             u->arena.off[i + 1] - u->arena.off[i], &b->slots[0].st) != VG_OK) {
+                        vg_tensor_free(t);
+                        t = NULL;
+                    }
+            }
+        } else {
+            t = vg_tensor_new(VG_STRING, &u->nslots, 1, &st);
+            rc = t ? u->in->next_records(u->in, string_sink, t, 0, u->nslots, &b->n, &b->in_end, &st) : st.code;
+        }
         vg_tensor *in = t;
-        if (t && b->n > 0 && b->n < u->nslots) { /* a short block: a tensor of its size */
+        if (t && b->n > 0 && b->n < vg_tensor_num_elements(t)) { /* a short block: a tensor of its size */
             in = vg_tensor_new(VG_STRING, &b->n, 1, &st);
             for (int64_t i = 0; in && i < b->n; i++) {
                 size_t l;
@@ -784,8 +877,8 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
                 }
             }
         }
-        bool ok = false;
-        if (b->n > 0 && in) {
+        bool ok = b->vrows > 0;
+        if (!ok && b->n > 0 && in) {
             ok = vg_session_run(u->vsess, NULL, fn->vec_args, &in, 1, fn->vec_outs, b->vout, fn->nouts, NULL, 0, NULL,
                                 &b->slots[0].st) == VG_OK;
             for (int c = 0; ok && c < fn->nouts; c++)
@@ -795,9 +888,13 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
         }
         if (b->n > 0 && !ok) {
             for (int64_t i = 0; i < b->n; i++) {
-                size_t l;
-                const char *p = vg_tensor_string(t, i, &l);
-                if (!(b->slots[i].in[0] = vg_tensor_new_string_scalar(p, l, &b->slots[i].st))) {
+                size_t l = 0;
+                const char *p = t ? vg_tensor_string(t, i, &l) : NULL;
+                if (!p && fn->native) { /* the tensor could not be made: from the arena */
+                    p = (const char *)u->arena.buf + u->arena.off[i];
+                    l = u->arena.off[i + 1] - u->arena.off[i];
+                }
+                if (!p || !(b->slots[i].in[0] = vg_tensor_new_string_scalar(p, l, &b->slots[i].st))) {
                     b->slots[i].rc = b->slots[i].st.code ? b->slots[i].st.code : VG_RESOURCE_EXHAUSTED;
                     continue;
                 }
@@ -1498,8 +1595,8 @@ static vg_code repeat_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_statu
 }
 
 /* repeat_next's loop for sources of strings */
-static vg_code repeat_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
-                                   vg_status *st) {
+static vg_code repeat_next_records(vg__ds_iter *it, vg__ds_rec_sink sink, void *arg, int64_t at, int64_t max,
+                                   int64_t *got, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     const vg__dataset *d = it->ds;
     *got = 0;
@@ -1514,7 +1611,7 @@ static vg_code repeat_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, in
         }
         bool e = false;
         int64_t g = 0;
-        vg_code rc = u->in->next_strings(u->in, t, at + *got, max - *got, &g, &e, st);
+        vg_code rc = u->in->next_records(u->in, sink, arg, at + *got, max - *got, &g, &e, st);
         *got += g;
         u->in_epoch += g;
         if (rc != VG_OK) return rc;
@@ -1530,7 +1627,7 @@ static vg_code repeat_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, in
     return VG_OK;
 }
 
-/* Whether iterators of d have next_strings. */
+/* Whether iterators of d have next_records. */
 static bool strings_source(const vg__dataset *d) {
     return d->kind == VG__DS_TFRECORD || (d->kind == VG__DS_REPEAT && strings_source(d->input));
 }
@@ -2017,6 +2114,11 @@ typedef struct pf_item {
     vg_status st;
 } pf_item;
 
+/* Hand-offs between the prefetch thread and its consumer: a futex wake-up costs 5-50 us
+ * on a VM and, at tens of thousands of elements a second, both sides would sleep and
+ * wake once per element. So each side first spins for a bounded window (as the thread
+ * pool's idle workers do: VG_POOL_SPIN_US, default 50 us), watching the ring's
+ * length, and only then sleeps; the other side signals only a sleeper. */
 typedef struct prefetch_it {
     vg__ds_iter base;
     vg__ds_iter *in;
@@ -2026,16 +2128,63 @@ typedef struct prefetch_it {
     pthread_cond_t cv;        /* the consumer waits here for an element */
     pthread_cond_t space;     /* the producer waits here for room in the ring */
     pf_item *ring;
-    int64_t cap, head, size;
-    bool stop, cancelled, ended;
+    int64_t cap, head;
+    int64_t size;             /* written under mu with __atomic stores; spinners read it */
+    int csleep, psleep;       /* consumer / producer asleep on cv / space (under mu) */
+    bool stop, cancelled, ended; /* stop and cancelled: __atomic stores under mu */
+    int64_t spin_ns;
 } prefetch_it;
+
+static int64_t g_spin_ns = -1;
+
+/* The spin window (ns) of hand-offs between threads: VG_POOL_SPIN_US as the pool. */
+static int64_t ds_spin_ns(void) {
+    int64_t v = __atomic_load_n(&g_spin_ns, __ATOMIC_RELAXED);
+    if (v >= 0) return v;
+    v = 50000;
+    const char *e = getenv("VG_POOL_SPIN_US");
+    if (e && *e) {
+        char *end;
+        long x = strtol(e, &end, 10);
+        if (!*end && x >= 0 && x <= 100000) v = (int64_t)x * 1000;
+    }
+    __atomic_store_n(&g_spin_ns, v, __ATOMIC_RELAXED);
+    return v;
+}
+
+/* Spins (the lock not held) until the ring has an element (consumer) or room
+ * (producer), a stop or cancel, or the window ends. */
+static void pf_spin(prefetch_it *p, bool consumer) {
+    int64_t t0 = 0;
+    for (unsigned k = 0;; k++) {
+        int64_t n = __atomic_load_n(&p->size, __ATOMIC_ACQUIRE);
+        if ((consumer ? n > 0 : n < p->cap) || __atomic_load_n(&p->stop, __ATOMIC_RELAXED) ||
+            __atomic_load_n(&p->cancelled, __ATOMIC_RELAXED))
+            return;
+        vg__spin_pause();
+        if ((k & 15) == 15) {
+            int64_t t = vg__pool_now_ns();
+            if (!t0) t0 = t;
+            else if (t - t0 > p->spin_ns) return;
+        }
+    }
+}
 
 static void *prefetch_main(void *arg) {
     prefetch_it *p = arg;
     int nc = p->base.ds->ncomp;
     pthread_mutex_lock(&p->mu);
     while (!p->stop && !p->ended) {
-        while (!p->stop && p->size == p->cap) pthread_cond_wait(&p->space, &p->mu);
+        if (!p->stop && p->size == p->cap) {
+            pthread_mutex_unlock(&p->mu);
+            pf_spin(p, false);
+            pthread_mutex_lock(&p->mu);
+        }
+        while (!p->stop && p->size == p->cap) {
+            p->psleep++;
+            pthread_cond_wait(&p->space, &p->mu);
+            p->psleep--;
+        }
         if (p->stop) break;
         pthread_mutex_unlock(&p->mu);
         pf_item it;
@@ -2050,13 +2199,13 @@ static void *prefetch_main(void *arg) {
             break;
         }
         p->ring[(p->head + p->size) % p->cap] = it;
-        p->size++;
+        __atomic_store_n(&p->size, p->size + 1, __ATOMIC_RELEASE);
         if (it.code == VG_OUT_OF_RANGE) p->ended = true;
+        bool wake = p->csleep > 0;
         /* signalled after the unlock: a consumer woken while the mutex is held would
-         * block on it at once and need a second wake-up (each costs a system call and,
-         * on a virtual machine, an interprocessor interrupt) */
+         * block on it at once and need a second wake-up */
         pthread_mutex_unlock(&p->mu);
-        pthread_cond_signal(&p->cv);
+        if (wake) pthread_cond_signal(&p->cv);
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
@@ -2074,7 +2223,16 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
         }
         p->started = true;
     }
-    while (p->size == 0 && !p->cancelled) pthread_cond_wait(&p->cv, &p->mu);
+    if (p->size == 0 && !p->cancelled) {
+        pthread_mutex_unlock(&p->mu);
+        pf_spin(p, true);
+        pthread_mutex_lock(&p->mu);
+    }
+    while (p->size == 0 && !p->cancelled) {
+        p->csleep++;
+        pthread_cond_wait(&p->cv, &p->mu);
+        p->csleep--;
+    }
     if (p->cancelled) {
         pthread_mutex_unlock(&p->mu);
         return vg_status_set(st, VG_CANCELLED, "Iterator was cancelled");
@@ -2087,9 +2245,10 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
         if (item->code == VG_OK) memcpy(out, item->t, sizeof(vg_tensor *) * (size_t)nc);
         else rc = vg_status_set(st, item->code, "%s", item->st.msg);
         p->head = (p->head + 1) % p->cap;
-        p->size--;
+        __atomic_store_n(&p->size, p->size - 1, __ATOMIC_RELEASE);
+        bool wake = p->psleep > 0;
         pthread_mutex_unlock(&p->mu);
-        pthread_cond_signal(&p->space);
+        if (wake) pthread_cond_signal(&p->space);
         return rc;
     }
     pthread_mutex_unlock(&p->mu);
@@ -2099,7 +2258,7 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
 static void prefetch_cancel(vg__ds_iter *it) {
     prefetch_it *p = (prefetch_it *)it;
     pthread_mutex_lock(&p->mu);
-    p->cancelled = true;
+    __atomic_store_n(&p->cancelled, true, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&p->cv);
     pthread_cond_broadcast(&p->space);
     pthread_mutex_unlock(&p->mu);
@@ -2109,7 +2268,7 @@ static void prefetch_cancel(vg__ds_iter *it) {
 static void prefetch_free(vg__ds_iter *it) {
     prefetch_it *p = (prefetch_it *)it;
     pthread_mutex_lock(&p->mu);
-    p->stop = true;
+    __atomic_store_n(&p->stop, true, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&p->cv);
     pthread_cond_broadcast(&p->space);
     pthread_mutex_unlock(&p->mu);
@@ -2158,7 +2317,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         return it;
     case VG__DS_TFRECORD:
         it->next = tfrecord_next;
-        it->next_strings = tfrecord_next_strings;
+        it->next_records = tfrecord_next_records;
         it->free = tfrecord_free;
         return it;
     case VG__DS_TEXTLINE:
@@ -2182,6 +2341,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         pthread_cond_init(&p->cv, NULL);
         pthread_cond_init(&p->space, NULL);
         p->cap = d->a;
+        p->spin_ns = ds_spin_ns();
         if (!(p->ring = vg__calloc((size_t)p->cap, sizeof(pf_item)))) {
             VG_OOM(st, "prefetch buffer");
             vg__ds_iter_free(it);
@@ -2205,7 +2365,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     case VG__DS_SHUFFLE: it->next = shuffle_next; break;
     case VG__DS_REPEAT:
         it->next = repeat_next;
-        if (strings_source(d->input)) it->next_strings = repeat_next_strings;
+        if (strings_source(d->input)) it->next_records = repeat_next_records;
         break;
     case VG__DS_TAKE: it->next = take_next; break;
     case VG__DS_SHARD: it->next = shard_next; break;
@@ -2257,7 +2417,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         it->next = parallel_map_next;
         /* one string argument read straight from its source, the block mapped by one
          * thread (sequential or async) */
-        u->direct = vec && d->fn->nargs == 1 && d->input->types[0] == VG_STRING && u->in->next_strings && par <= 2;
+        u->direct = vec && d->fn->nargs == 1 && d->input->types[0] == VG_STRING && u->in->next_records && par <= 2;
         bool numeric = true;
         for (int c = 0; c < d->ncomp; c++) numeric = numeric && d->types[c] != VG_STRING;
         if (vec && numeric && __atomic_load_n(&rows_on, __ATOMIC_RELAXED)) it->next_rows = map_next_rows;

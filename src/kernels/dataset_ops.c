@@ -768,6 +768,7 @@ static void fn_destroy(void *p) {
     vg__ds_fn *fn = p;
     vg_graph_free(fn->g);
     vg_graph_free(fn->vec);
+    vg__ds_native_free(fn->native);
     vg__free(fn);
 }
 
