@@ -61,6 +61,7 @@ typedef struct vg__ds_fn {
  * the records into each output through DecodeRaw / Reshape / Cast / arithmetic with a
  * scalar constant, one record at a time into the caller's rows. */
 typedef struct vg__ds_native vg__ds_native;
+typedef struct vg__ds_xform vg__ds_xform;
 /* Per-thread scratch of vg__ds_native_row (zero-initialised; freed by _scratch_free). */
 typedef struct vg__ds_native_scratch {
     vg__features fs;
@@ -71,10 +72,11 @@ typedef struct vg__ds_native_scratch {
 VG_HIDDEN vg__ds_native *vg__ds_native_compile(const vg__ds_fn *fn);
 VG_HIDDEN void vg__ds_native_free(vg__ds_native *nf);
 VG_HIDDEN void vg__ds_native_scratch_free(vg__ds_native_scratch *s);
-/* Output c's dtype and values per element (its per-element shape is fn->outs[c]'s). */
-VG_HIDDEN void vg__ds_native_shape(const vg__ds_native *nf, int c, vg_dtype *dtype, int64_t *count);
-/* Computes the outputs of one serialized Example into dst[c] (count values of dtype
- * each); false, with the rows in an unspecified state, when the record is not the plain
+/* Output c as vg__ds_native_row writes it: *raw bytes per element, and the transform
+ * that makes the element of them (NULL: the raw bytes are the element's). */
+VG_HIDDEN const vg__ds_xform *vg__ds_native_out(const vg__ds_native *nf, int c, size_t *raw);
+/* Computes the outputs of one serialized Example into dst[c] (the raw bytes of
+ * vg__ds_native_out); false, with the rows in an unspecified state, when the record is not the plain
  * case (the session's ops then decide its results or errors). */
 VG_HIDDEN bool vg__ds_native_row(const vg__ds_native *nf, vg__ds_native_scratch *s, const uint8_t *rec, size_t len,
                                  uint8_t *const *dst);
@@ -160,8 +162,16 @@ struct vg__ds_rows {
     int ndims[VG_DATASET_MAX_COMPONENTS];
     int64_t dims[VG_DATASET_MAX_COMPONENTS][VG_MAX_DIMS];
     size_t bytes[VG_DATASET_MAX_COMPONENTS];
+    /* xf[c] NULL: data[i][c] holds the component's bytes; else raw[c] bytes that
+     * vg__ds_xform_apply(xf[c], ...) turns into them (a native map's last elementwise
+     * steps, deferred to whoever copies the element out: 1/4 of the bytes for an
+     * image of uint8 scaled to float) */
+    const struct vg__ds_xform *xf[VG_DATASET_MAX_COMPONENTS];
+    size_t raw[VG_DATASET_MAX_COMPONENTS];
     const uint8_t *data[VG__DS_ROWS_MAX][VG_DATASET_MAX_COMPONENTS];
 };
+/* Expands one element's raw bytes into its bytes (dst: the component's size). */
+VG_HIDDEN void vg__ds_xform_apply(const vg__ds_xform *xf, const uint8_t *src, uint8_t *dst);
 
 /* Whether new iterators use row views between them (default true; tests and
  * benchmarks compare with the element-by-element path). */

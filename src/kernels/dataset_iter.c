@@ -566,6 +566,7 @@ typedef struct pmap_block {
     vg_tensor *vout[VG_DATASET_MAX_COMPONENTS];
     int64_t vrows;
     vg_tensor *nat[VG_DATASET_MAX_COMPONENTS]; /* native blocks: the rows, reused */
+    bool native;      /* vout are nat: rows in vg__ds_native_out's form */
 } pmap_block;
 
 /* Waits until no fill task runs (the async map's task reads the input). */
@@ -823,7 +824,14 @@ static vg_code native_rows_ready(unary_it *u, pmap_block *b, vg_status *st) {
             return vg_status_set(st, VG_INVALID_ARGUMENT, "map: output %d has too many dimensions", c);
         dims[0] = u->nslots;
         memcpy(dims + 1, s.dims, sizeof(int64_t) * (size_t)s.ndims);
-        if (!(b->nat[c] = vg_tensor_new(vg_output_dtype(fn->outs[c]), dims, s.ndims + 1, st))) return st->code;
+        size_t raw;
+        if (vg__ds_native_out(fn->native, c, &raw)) { /* the raw bytes of a deferred output */
+            dims[1] = (int64_t)raw;
+            b->nat[c] = vg_tensor_new(VG_UINT8, dims, 2, st);
+        } else {
+            b->nat[c] = vg_tensor_new(vg_output_dtype(fn->outs[c]), dims, s.ndims + 1, st);
+        }
+        if (!b->nat[c]) return st->code;
     }
     return VG_OK;
 }
@@ -838,6 +846,7 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
     b->n = b->pos = 0;
     free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
     b->vrows = 0;
+    b->native = false;
     if (u->direct) {
         /* the records go straight into the vectorized function's input tensor (no
          * tensor per record, no stacking), or, with a native form of the function,
@@ -852,6 +861,7 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
             if (b->n > 0 && nfill.ok) { /* every record computed: the rows are the block */
                 for (int c = 0; c < fn->nouts; c++) b->vout[c] = vg_tensor_ref(b->nat[c]);
                 b->vrows = b->n;
+                b->native = true;
             } else if (b->n > 0) { /* the records, for the session */
                 t = vg_tensor_new(VG_STRING, &b->n, 1, &b->slots[0].st);
                 for (int64_t i = 0; t && i < b->n; i++)
@@ -983,6 +993,22 @@ static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
         return VG_OK;
     }
     pmap_block *b = &u->blk[u->bcur];
+    if (b->pos < b->vrows && b->native) { /* a row of the native function */
+        for (int c = 0; c < fn->nouts; c++) {
+            size_t raw;
+            const vg__ds_xform *xf = vg__ds_native_out(fn->native, c, &raw);
+            vg_shape s = vg_output_shape(fn->outs[c]);
+            if (!(out[c] = vg_tensor_new(vg_output_dtype(fn->outs[c]), s.dims, s.ndims, st))) {
+                free_elem(out, c);
+                return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
+            }
+            const uint8_t *src = (const uint8_t *)vg_tensor_data(b->vout[c]) + (size_t)b->pos * raw;
+            if (xf) vg__ds_xform_apply(xf, src, vg_tensor_data(out[c]));
+            else if (raw) memcpy(vg_tensor_data(out[c]), src, raw);
+        }
+        if (++b->pos == b->vrows) free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+        return VG_OK;
+    }
     if (b->pos < b->vrows) { /* a row of a batched run */
         for (int c = 0; c < fn->nouts; c++)
             if (!(out[c] = slice_row(b->vout[c], b->pos, st))) {
@@ -1018,6 +1044,8 @@ static bool rows_spec(vg__ds_rows *r, int c, const vg_tensor *t, bool stacked) {
     size_t e = vg_dtype_size(dt);
     for (int k = 0; k < nd; k++) e *= (size_t)r->dims[c][k];
     r->bytes[c] = e;
+    r->raw[c] = e;
+    r->xf[c] = NULL;
     return true;
 }
 
@@ -1035,6 +1063,24 @@ static vg_code map_next_rows(vg__ds_iter *it, int64_t max, vg__ds_rows *r, bool 
         return VG_OK;
     }
     pmap_block *b = &u->blk[u->bcur];
+    if (b->pos < b->vrows && b->native) {
+        int64_t k = b->vrows - b->pos < max ? b->vrows - b->pos : max;
+        for (int c = 0; c < fn->nouts; c++) {
+            vg_shape s = vg_output_shape(fn->outs[c]);
+            r->dtype[c] = vg_output_dtype(fn->outs[c]);
+            r->ndims[c] = s.ndims;
+            memcpy(r->dims[c], s.dims, sizeof(int64_t) * (size_t)s.ndims);
+            size_t e = vg_dtype_size(r->dtype[c]);
+            for (int d = 0; d < s.ndims; d++) e *= (size_t)s.dims[d];
+            r->bytes[c] = e;
+            r->xf[c] = vg__ds_native_out(fn->native, c, &r->raw[c]);
+            const uint8_t *p = (const uint8_t *)vg_tensor_data(b->vout[c]) + (size_t)b->pos * r->raw[c];
+            for (int64_t i = 0; i < k; i++) r->data[i][c] = p + (size_t)i * r->raw[c];
+        }
+        r->n = k;
+        b->pos += k;
+        return VG_OK;
+    }
     if (b->pos < b->vrows) {
         int64_t k = b->vrows - b->pos < max ? b->vrows - b->pos : max;
         for (int c = 0; c < fn->nouts; c++) {
@@ -1195,14 +1241,16 @@ static vg_code batch_rows_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
                 continue;
             }
             if (bad_at[c] >= 0) continue; /* the batch fails: no copies */
-            size_t rb = r->bytes[c];
+            size_t rb = r->bytes[c], raw = r->raw[c];
+            const vg__ds_xform *xf = r->xf[c];
             uint8_t *dst = (uint8_t *)vg_tensor_data(o[c]) + (size_t)n * rb;
             for (int64_t i = 0; i < r->n; i++) {
                 /* the next row's source is loaded while this one is copied (a shuffle's
                  * rows come from anywhere in a buffer of tens of MB) */
                 if (i + 1 < r->n)
-                    for (size_t k = 0; k < rb && k < 4096; k += 64) __builtin_prefetch(r->data[i + 1][c] + k);
-                memcpy(dst + (size_t)i * rb, r->data[i][c], rb);
+                    for (size_t k = 0; k < raw && k < 4096; k += 64) __builtin_prefetch(r->data[i + 1][c] + k);
+                if (xf) vg__ds_xform_apply(xf, r->data[i][c], dst + (size_t)i * rb);
+                else memcpy(dst + (size_t)i * rb, r->data[i][c], rb);
             }
         }
         n += r->n;
@@ -1368,7 +1416,7 @@ static int64_t slab_alloc(slab *sb, int64_t cap) {
 static int64_t slab_put(unary_it *u, slab *sb, const vg__ds_rows *r, int64_t i, int nc, vg_status *st) {
     bool same = true;
     for (int c = 0; c < nc && same; c++)
-        same = r->dtype[c] == sb->spec.dtype[c] && r->ndims[c] == sb->spec.ndims[c] &&
+        same = r->dtype[c] == sb->spec.dtype[c] && r->ndims[c] == sb->spec.ndims[c] && r->xf[c] == sb->spec.xf[c] &&
                !memcmp(r->dims[c], sb->spec.dims[c], sizeof(int64_t) * (size_t)r->ndims[c]);
     int64_t slot = slab_alloc(sb, u->cap);
     if (slot < 0) {
@@ -1377,7 +1425,7 @@ static int64_t slab_put(unary_it *u, slab *sb, const vg__ds_rows *r, int64_t i, 
     }
     if (same) {
         uint8_t *p = slot_ptr(sb, slot);
-        for (int c = 0; c < nc; c++) memcpy(p + sb->off[c], r->data[i][c], r->bytes[c]);
+        for (int c = 0; c < nc; c++) memcpy(p + sb->off[c], r->data[i][c], r->raw[c]);
         return slot;
     }
     if (slot >= sb->ext_cap) { /* the tensors of an element of other shapes */
@@ -1399,7 +1447,8 @@ static int64_t slab_put(unary_it *u, slab *sb, const vg__ds_rows *r, int64_t i, 
             slab_release(sb, slot, nc);
             return -1;
         }
-        if (r->bytes[c]) memcpy(vg_tensor_data(t), r->data[i][c], r->bytes[c]);
+        if (r->xf[c]) vg__ds_xform_apply(r->xf[c], r->data[i][c], vg_tensor_data(t));
+        else if (r->bytes[c]) memcpy(vg_tensor_data(t), r->data[i][c], r->bytes[c]);
         sb->ext[slot * nc + c] = t;
     }
     return slot;
@@ -1414,7 +1463,7 @@ static slab *slab_new(const vg__ds_rows *r, int nc) {
     size_t off = 0;
     for (int c = 0; c < nc; c++) {
         sb->off[c] = off;
-        off += (r->bytes[c] + 63) & ~(size_t)63;
+        off += (r->raw[c] + 63) & ~(size_t)63;
     }
     sb->slot_bytes = off ? off : 64;
     return sb;
@@ -1471,10 +1520,12 @@ static bool slot_spec(const slab *sb, int64_t slot, int nc, vg__ds_rows *r) {
             memcpy(r->ndims, sb->spec.ndims, sizeof r->ndims);
             memcpy(r->dims, sb->spec.dims, sizeof r->dims);
             memcpy(r->bytes, sb->spec.bytes, sizeof r->bytes);
+            memcpy(r->xf, sb->spec.xf, sizeof r->xf);
+            memcpy(r->raw, sb->spec.raw, sizeof r->raw);
             return true;
         }
         for (int c = 0; c < nc; c++)
-            if (r->dtype[c] != sb->spec.dtype[c] || r->ndims[c] != sb->spec.ndims[c] ||
+            if (r->dtype[c] != sb->spec.dtype[c] || r->ndims[c] != sb->spec.ndims[c] || r->xf[c] != sb->spec.xf[c] ||
                 memcmp(r->dims[c], sb->spec.dims[c], sizeof(int64_t) * (size_t)r->ndims[c]))
                 return false;
         return true;
@@ -1484,7 +1535,7 @@ static bool slot_spec(const slab *sb, int64_t slot, int nc, vg__ds_rows *r) {
     for (int c = 0; c < nc; c++) rows_spec(d, c, sb->ext[slot * nc + c], false);
     if (r->n == 0) return true;
     for (int c = 0; c < nc; c++)
-        if (r->dtype[c] != one.dtype[c] || r->ndims[c] != one.ndims[c] ||
+        if (r->dtype[c] != one.dtype[c] || r->ndims[c] != one.ndims[c] || r->xf[c] != NULL ||
             memcmp(r->dims[c], one.dims[c], sizeof(int64_t) * (size_t)r->ndims[c]))
             return false;
     return true;
@@ -1560,7 +1611,8 @@ static vg_code shuffle_slab_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
             free_elem(out, c);
             return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
         }
-        if (one.bytes[c]) memcpy(vg_tensor_data(out[c]), one.data[0][c], one.bytes[c]);
+        if (one.xf[c]) vg__ds_xform_apply(one.xf[c], one.data[0][c], vg_tensor_data(out[c]));
+        else if (one.bytes[c]) memcpy(vg_tensor_data(out[c]), one.data[0][c], one.bytes[c]);
     }
     return VG_OK;
 }

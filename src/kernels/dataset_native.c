@@ -33,7 +33,7 @@ typedef struct nat_step {
 
 #define NAT_MAX_STEPS 8
 
-typedef struct nat_out {
+struct vg__ds_xform {
     int feat;           /* the ParseExample dense feature it is computed from */
     bool decode;        /* DecodeRaw of the feature's single string */
     vg_dtype raw;       /* DecodeRaw's out_type */
@@ -43,7 +43,13 @@ typedef struct nat_out {
     vg_dtype dtype;     /* the output's */
     int64_t count;      /* values per element (static) */
     size_t bytes;
-} nat_out;
+    /* the uint8 bytes are stored and the cast / arithmetic done by vg__ds_xform_apply
+     * (the fused form: DecodeRaw uint8 -> Cast float -> at most one operation) */
+    bool defer;
+    int fop;            /* the fused form's operation (B_*), -1: none */
+    bool fleft;
+    float fc;
+};
 
 typedef struct nat_feat {
     char *key;
@@ -52,6 +58,8 @@ typedef struct nat_feat {
     int64_t n;          /* values (the dense shape's size) */
     vg_tensor *def;     /* the default (a reference), 0 elements: required */
 } nat_feat;
+
+typedef struct vg__ds_xform nat_out;
 
 struct vg__ds_native {
     int nfeat;
@@ -222,6 +230,13 @@ vg__ds_native *vg__ds_native_compile(const vg__ds_fn *fn) {
             cur = o->steps[i].to;
         }
         ok = ok && cur == o->dtype;
+        if (ok && o->decode && o->raw == VG_UINT8 && o->nsteps >= 1 && o->nsteps <= 2 &&
+            o->steps[0].kind == ST_CAST && o->steps[0].to == VG_FLOAT && (o->nsteps == 1 || o->steps[1].to == VG_FLOAT)) {
+            o->defer = true;
+            o->fop = o->nsteps == 2 ? o->steps[1].op : -1;
+            o->fleft = o->nsteps == 2 && o->steps[1].left;
+            o->fc = o->nsteps == 2 ? (float)o->steps[1].c : 0;
+        }
     }
     if (!ok) {
         vg__ds_native_free(nf);
@@ -327,18 +342,8 @@ static bool run_out(const vg__ds_native *nf, const nat_out *o, vg__ds_native_scr
         }
         size_t es = vg_dtype_size(o->raw);
         if (len != (size_t)o->count * es) return false;
-        if (o->raw == VG_UINT8 && o->nsteps >= 1 && o->nsteps <= 2 && o->steps[0].kind == ST_CAST &&
-            o->steps[0].to == VG_FLOAT && (o->nsteps == 1 || o->steps[1].to == VG_FLOAT)) {
-            /* the hot form: uint8 -> float (-> one operation with a constant) in one pass */
-            float c = o->nsteps == 2 ? (float)o->steps[1].c : 0;
-            int op = o->nsteps == 2 ? o->steps[1].op : -1;
-            bool left = o->nsteps == 2 && o->steps[1].left;
-            float *d = (float *)dst;
-            if (op < 0) u8f32_cast(p, d, o->count, c);
-            else if (op == B_MUL) u8f32_mul(p, d, o->count, c);
-            else if (op == B_ADD) u8f32_add(p, d, o->count, c);
-            else if (op == B_SUB) (left ? u8f32_rsub : u8f32_sub)(p, d, o->count, c);
-            else (left ? u8f32_rdiv : u8f32_div)(p, d, o->count, c);
+        if (o->defer) { /* the bytes; vg__ds_xform_apply does the rest */
+            memcpy(dst, p, len);
             return true;
         }
         if (!o->nsteps) {
@@ -416,7 +421,19 @@ bool vg__ds_native_row(const vg__ds_native *nf, vg__ds_native_scratch *s, const 
     return true;
 }
 
-void vg__ds_native_shape(const vg__ds_native *nf, int c, vg_dtype *dtype, int64_t *count) {
-    *dtype = nf->outs[c].dtype;
-    *count = nf->outs[c].count;
+const vg__ds_xform *vg__ds_native_out(const vg__ds_native *nf, int c, size_t *raw) {
+    const nat_out *o = &nf->outs[c];
+    *raw = o->defer ? (size_t)o->count : o->bytes;
+    return o->defer ? o : NULL;
+}
+
+void vg__ds_xform_apply(const vg__ds_xform *xf, const uint8_t *src, uint8_t *dst) {
+    float *d = (float *)dst;
+    int64_t n = xf->count;
+    float c = xf->fc;
+    if (xf->fop < 0) u8f32_cast(src, d, n, c);
+    else if (xf->fop == B_MUL) u8f32_mul(src, d, n, c);
+    else if (xf->fop == B_ADD) u8f32_add(src, d, n, c);
+    else if (xf->fop == B_SUB) (xf->fleft ? u8f32_rsub : u8f32_sub)(src, d, n, c);
+    else (xf->fleft ? u8f32_rdiv : u8f32_div)(src, d, n, c);
 }
