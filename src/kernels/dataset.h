@@ -176,6 +176,8 @@ VG_HIDDEN void vg__ds_xform_apply(const vg__ds_xform *xf, const uint8_t *src, ui
 /* Whether new iterators use row views between them (default true; tests and
  * benchmarks compare with the element-by-element path). */
 VG_HIDDEN void vg__ds_set_rows(bool on);
+/* Whether new map iterators use fn->native (default true; tests compare). */
+VG_HIDDEN void vg__ds_set_native(bool on);
 
 /* A new iterator over d (which it references). Fails with RESOURCE_EXHAUSTED or a
  * source's error (e.g. a map function's session). */

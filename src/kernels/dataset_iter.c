@@ -544,6 +544,7 @@ struct unary_it {
     pthread_cond_t acv;
     vg__pool *pool;
     int64_t cycle_index, block_index, num_open;
+    bool native;                      /* map: fn->native computes the blocks */
     rec_arena arena;                  /* native map: the block's records */
     vg__ds_native_scratch scratch;    /* native map: per-record scratch */
 };
@@ -854,7 +855,7 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
          * inputs are made only for a block whose batched run fails */
         vg_tensor *t = NULL;
         native_fill nfill = {u, b, true};
-        if (fn->native) {
+        if (u->native) {
             u->arena.len = 0;
             rc = native_rows_ready(u, b, &st);
             if (rc == VG_OK) rc = u->in->next_records(u->in, native_sink, &nfill, 0, u->nslots, &b->n, &b->in_end, &st);
@@ -900,7 +901,7 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
             for (int64_t i = 0; i < b->n; i++) {
                 size_t l = 0;
                 const char *p = t ? vg_tensor_string(t, i, &l) : NULL;
-                if (!p && fn->native) { /* the tensor could not be made: from the arena */
+                if (!p && u->native) { /* the tensor could not be made: from the arena */
                     p = (const char *)u->arena.buf + u->arena.off[i];
                     l = u->arena.off[i + 1] - u->arena.off[i];
                 }
@@ -1028,9 +1029,10 @@ static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
     return VG_OK;
 }
 
-static bool rows_on = true;
+static bool rows_on = true, native_on = true;
 
 void vg__ds_set_rows(bool on) { __atomic_store_n(&rows_on, on, __ATOMIC_RELAXED); }
+void vg__ds_set_native(bool on) { __atomic_store_n(&native_on, on, __ATOMIC_RELAXED); }
 
 /* Sets component c of r's shape from t, whose leading dimension is dropped when
  * `stacked`; false when t is not numeric. */
@@ -2465,6 +2467,12 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     }
     if (d->kind == VG__DS_MAP && (d->c > 1 || vec)) {
         int64_t par = d->c > 1 ? d->c : 1;
+        /* a native function over records read straight from their source costs a
+         * fraction of a microsecond a record: a second thread's hand-offs cost more than
+         * they save, so the map runs on the caller (the order is the same) */
+        if (vec && d->fn->native && __atomic_load_n(&native_on, __ATOMIC_RELAXED) && d->fn->nargs == 1 &&
+            d->input->types[0] == VG_STRING && u->in->next_records)
+            par = 1, u->native = true;
         u->nslots = (vec ? VEC_BLOCK : 32) * par;
         it->next = parallel_map_next;
         /* one string argument read straight from its source, the block mapped by one
