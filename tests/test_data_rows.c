@@ -10,8 +10,9 @@
  * feature vector missing (its default), bytes that are no Example, and one corrupted
  * record: DATA_LOSS) go through pipelines of map (num_parallel_calls 0 and 2), shuffle
  * (seeded) and batch (drop_remainder or not), also with the map's shapes varying (no
- * reshape: "Cannot batch tensors with different shapes"), map -> batch and
- * map -> shuffle -> take. Each pipeline runs with every fast path off (the reference)
+ * reshape: "Cannot batch tensors with different shapes"), map -> batch,
+ * map -> shuffle -> take, and shuffle -> batch -> map(ParseExample of the batch: the
+ * native form per record, vg__ds_native_compile_batched). Each pipeline runs with every fast path off (the reference)
  * and with them switched on one after the other; every get_next must agree: the
  * tensors bit for bit, the errors' codes and messages. Then a checkpointed position
  * (vg_iterator_get_next_resumable) restored in a new session continues, with the fast
@@ -114,10 +115,35 @@ static vg_code varying_fn(vg_graph *fg, const vg_output *args, int nargs, vg_out
     return VG_OK;
 }
 
-enum { P_SHUFFLE_BATCH, P_SHUFFLE_BATCH_DROP, P_BATCH, P_SHUFFLE_TAKE, P_VARYING, P_COUNT };
+/* parse_fn over a batch of records: ParseExample, decode_raw, cast, scale (the map of
+ * a batch-then-parse pipeline) */
+static vg_code batch_parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs, (void)p;
+    vg_output d[3];
+    vg_feature_spec specs[3] = {g_specs[0], g_specs[1], g_specs[2]};
+    specs[1].default_value = vg_const_i64(fg, 77, NULL);
+    specs[2].default_value = vg_const_array(fg, VG_FLOAT, (int64_t[]){3}, 1, (float[]){7, 8, 9}, NULL);
+    vg_parse_example(fg, args[0], (vg_output){NULL, 0}, specs, 3, d, NULL, NULL);
+    vg_output img = vg_reshape_c(fg, vg_decode_raw(fg, d[0], VG_UINT8, true, NULL), (int64_t[]){-1, 4, 4}, 3, NULL);
+    outs[0] = vg_mul(fg, vg_cast(fg, img, VG_FLOAT, NULL), vg_const_f32(fg, 1.0f / 255, NULL), NULL);
+    outs[1] = d[1];
+    outs[2] = vg_add(fg, vg_mul(fg, d[2], vg_const_f32(fg, 2.0f, NULL), NULL), vg_const_f32(fg, 1.0f, NULL), NULL);
+    /* no reshape: the length of the batch's records (they must agree) */
+    outs[3] = vg_mul(fg, vg_cast(fg, vg_decode_raw(fg, d[0], VG_UINT8, true, NULL), VG_FLOAT, NULL),
+                     vg_const_f32(fg, 0.5f, NULL), NULL);
+    *nouts = 4;
+    return VG_OK;
+}
+
+enum { P_SHUFFLE_BATCH, P_SHUFFLE_BATCH_DROP, P_BATCH, P_SHUFFLE_TAKE, P_VARYING, P_BATCH_THEN_PARSE, P_COUNT };
 
 static vg_output pipeline(vg_graph *g, int kind, int par, int epochs, int *nout) {
     vg_output ds = files_ds(g, epochs);
+    if (kind == P_BATCH_THEN_PARSE) {
+        ds = vg_dataset_batch(g, vg_dataset_shuffle(g, ds, 40, 7, true, NULL), 6, false, NULL);
+        *nout = 4;
+        return vg_dataset_map_parallel(g, ds, batch_parse_fn, NULL, par, NULL);
+    }
     if (kind == P_VARYING) {
         ds = vg_dataset_map_parallel(g, ds, varying_fn, NULL, par, NULL);
         *nout = 3;
@@ -250,6 +276,10 @@ static void test_native_form(void) {
     CHECK(vg_op_attr_string(ds2.op, "f", &key, &len));
     fn = vg_graph_user_data(g, key);
     CHECK(fn && fn->vec && !fn->native);
+    vg_output ds3 = vg_dataset_map(g, vg_dataset_batch(g, files_ds(g, 1), 4, false, NULL), batch_parse_fn, NULL, NULL);
+    CHECK(vg_op_attr_string(ds3.op, "f", &key, &len));
+    fn = vg_graph_user_data(g, key);
+    CHECK(fn && !fn->vec && fn->native_b);
     vg_graph_free(g);
 }
 

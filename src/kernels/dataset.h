@@ -55,6 +55,7 @@ typedef struct vg__ds_fn {
     vg_output vec_args[VG_DATASET_MAX_COMPONENTS];
     vg_output vec_outs[VG_DATASET_MAX_COMPONENTS];
     struct vg__ds_native *native; /* fn->vec without a session, or NULL (dataset_native.c) */
+    struct vg__ds_native *native_b; /* fn over a vector of records, per record, or NULL */
 } vg__ds_fn;
 
 /* The vectorized function run without a session (dataset_native.c): ParseExample of
@@ -67,9 +68,13 @@ typedef struct vg__ds_native_scratch {
     vg__features fs;
     void *buf[2];
     size_t cap[2];
+    int64_t dyn_count[VG_DATASET_MAX_COMPONENTS]; /* see vg__ds_native_dyn_counts */
 } vg__ds_native_scratch;
 /* The native form of fn->vec, or NULL when the function is not of that form. */
 VG_HIDDEN vg__ds_native *vg__ds_native_compile(const vg__ds_fn *fn);
+/* The native form of fn itself when its argument is a vector of records (a map after
+ * batch: ParseExample of the whole batch), per record; NULL when not of that form. */
+VG_HIDDEN vg__ds_native *vg__ds_native_compile_batched(const vg__ds_fn *fn);
 VG_HIDDEN void vg__ds_native_free(vg__ds_native *nf);
 VG_HIDDEN void vg__ds_native_scratch_free(vg__ds_native_scratch *s);
 /* Output c as vg__ds_native_row writes it: *raw bytes per element, and the transform
@@ -80,6 +85,17 @@ VG_HIDDEN const vg__ds_xform *vg__ds_native_out(const vg__ds_native *nf, int c, 
  * case (the session's ops then decide its results or errors). */
 VG_HIDDEN bool vg__ds_native_row(const vg__ds_native *nf, vg__ds_native_scratch *s, const uint8_t *rec, size_t len,
                                  uint8_t *const *dst);
+
+/* A map over batches may decode_raw records of a length known at run time only (no
+ * reshape): their values per record are set from rec (the batch's first record) into
+ * s->dyn_count, which vg__ds_native_row then requires of every record (DecodeRaw's
+ * "all the same size"); false when rec does not give them (the session decides). */
+VG_HIDDEN bool vg__ds_native_dyn_counts(const vg__ds_native *nf, vg__ds_native_scratch *s, const uint8_t *rec,
+                                        size_t len);
+/* Output c's values per record (dyn_count for a run-time length). */
+VG_HIDDEN int64_t vg__ds_native_count(const vg__ds_native *nf, const vg__ds_native_scratch *s, int c);
+/* vg__ds_xform_apply for n values. */
+VG_HIDDEN void vg__ds_xform_apply_n(const vg__ds_xform *xf, const uint8_t *src, uint8_t *dst, int64_t n);
 
 /* Builds fn->vec (see dataset_vectorize.c); false (fn->vec NULL) when fn has an op it
  * cannot batch. */

@@ -41,7 +41,8 @@ struct vg__ds_xform {
     int nsteps;
     nat_step steps[NAT_MAX_STEPS];
     vg_dtype dtype;     /* the output's */
-    int64_t count;      /* values per element (static) */
+    int64_t count;      /* values per element (static; dyn: the scratch's dyn_count) */
+    bool dyn;           /* a DecodeRaw of unknown length (a map over batches only) */
     size_t bytes;
     /* the uint8 bytes are stored and the cast / arithmetic done by vg__ds_xform_apply
      * (the fused form: DecodeRaw uint8 -> Cast float -> at most one operation) */
@@ -161,19 +162,24 @@ static bool trace(vg_output o, nat_out *out, vg_op **pe) {
     return true;
 }
 
-vg__ds_native *vg__ds_native_compile(const vg__ds_fn *fn) {
-    if (!fn->vec || fn->nargs != 1 || vg_output_dtype(fn->args[0]) != VG_STRING) return NULL;
+/* outs: the function over a vector of records `arg`; elem[c]: output c's shape per
+ * record. */
+static vg__ds_native *compile(const vg_output *outs, int nouts, vg_output arg, const vg_shape *elem, bool dyn_ok) {
     vg__ds_native *nf = vg__calloc(1, sizeof *nf);
     if (!nf) return NULL;
     vg_op *pe = NULL;
     bool ok = true;
-    nf->nouts = fn->nouts;
-    for (int c = 0; ok && c < fn->nouts; c++) {
+    nf->nouts = nouts;
+    for (int c = 0; ok && c < nouts; c++) {
         nat_out *o = &nf->outs[c];
-        ok = trace(fn->vec_outs[c], o, &pe);
-        vg_shape s = vg_output_shape(fn->outs[c]); /* the per-element shape */
-        o->dtype = vg_output_dtype(fn->outs[c]);
+        ok = trace(outs[c], o, &pe);
+        vg_shape s = elem[c];
+        o->dtype = vg_output_dtype(outs[c]);
         o->count = 1;
+        if (ok && dyn_ok && o->decode && s.ndims == 1 && s.dims[0] < 0) { /* decode_raw without reshape */
+            o->dyn = true;
+            s.ndims = 0;
+        }
         for (int k = 0; ok && k < s.ndims; k++) {
             ok = s.dims[k] >= 0;
             o->count *= s.dims[k];
@@ -190,7 +196,7 @@ vg__ds_native *vg__ds_native_compile(const vg__ds_fn *fn) {
          nt == ndn && nsh == ndn && vg_op_num_inputs(pe) == 2 + 2 * (int)ndn;
     if (ok) {
         vg_output ser = vg_op_input(pe, 0);
-        ok = ser.op == fn->vec_args[0].op && ser.index == fn->vec_args[0].index;
+        ok = ser.op == arg.op && ser.index == arg.index;
     }
     if (ok && !(nf->feats = vg__calloc((size_t)(ndn ? ndn : 1), sizeof *nf->feats))) ok = false;
     for (int d = 0; ok && d < ndn; d++) {
@@ -213,7 +219,7 @@ vg__ds_native *vg__ds_native_compile(const vg__ds_fn *fn) {
              (f->dtype == VG_INT64 || f->dtype == VG_FLOAT || f->dtype == VG_STRING);
         f->def = vg_tensor_ref((vg_tensor *)def);
     }
-    for (int c = 0; ok && c < fn->nouts; c++) { /* the types flow, the counts agree */
+    for (int c = 0; ok && c < nouts; c++) { /* the types flow, the counts agree */
         nat_out *o = &nf->outs[c];
         ok = o->feat < ndn;
         if (!ok) break;
@@ -243,6 +249,26 @@ vg__ds_native *vg__ds_native_compile(const vg__ds_fn *fn) {
         return NULL;
     }
     return nf;
+}
+
+vg__ds_native *vg__ds_native_compile(const vg__ds_fn *fn) {
+    if (!fn->vec || fn->nargs != 1 || vg_output_dtype(fn->args[0]) != VG_STRING) return NULL;
+    vg_shape shapes[VG_DATASET_MAX_COMPONENTS]; /* per element: the function's own */
+    for (int c = 0; c < fn->nouts; c++) shapes[c] = vg_output_shape(fn->outs[c]);
+    return compile(fn->vec_outs, fn->nouts, fn->vec_args[0], shapes, false);
+}
+
+vg__ds_native *vg__ds_native_compile_batched(const vg__ds_fn *fn) {
+    if (fn->nargs != 1 || vg_output_dtype(fn->args[0]) != VG_STRING || vg_output_shape(fn->args[0]).ndims != 1)
+        return NULL;
+    int64_t b = vg_output_shape(fn->args[0]).dims[0];
+    vg_shape shapes[VG_DATASET_MAX_COMPONENTS]; /* per record: the outputs' without the batch */
+    for (int c = 0; c < fn->nouts; c++) {
+        vg_shape s = vg_output_shape(fn->outs[c]);
+        if (s.ndims < 1 || (s.dims[0] >= 0 && s.dims[0] != b)) return NULL;
+        shapes[c] = vg_shape_make(s.dims + 1, s.ndims - 1);
+    }
+    return compile(fn->outs, fn->nouts, fn->args[0], shapes, true);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -327,9 +353,10 @@ static bool grow(vg__ds_native_scratch *s, int k, size_t need) {
 
 /* Output o of one record from its feature's values (or bytes). */
 static bool run_out(const vg__ds_native *nf, const nat_out *o, vg__ds_native_scratch *s, const vg__feature *f,
-                    uint8_t *dst) {
+                    uint8_t *dst, int c) {
     const nat_feat *ft = &nf->feats[o->feat];
     vg_status st;
+    int64_t count = o->dyn ? s->dyn_count[c] : o->count;
     if (o->decode) {
         const uint8_t *p;
         size_t len;
@@ -341,7 +368,7 @@ static bool run_out(const vg__ds_native *nf, const nat_out *o, vg__ds_native_scr
             p = (const uint8_t *)vg_tensor_string(ft->def, 0, &len);
         }
         size_t es = vg_dtype_size(o->raw);
-        if (len != (size_t)o->count * es) return false;
+        if (len != (size_t)count * es) return false;
         if (o->defer) { /* the bytes; vg__ds_xform_apply does the rest */
             memcpy(dst, p, len);
             return true;
@@ -367,30 +394,30 @@ static bool run_out(const vg__ds_native *nf, const nat_out *o, vg__ds_native_scr
                     ((uint8_t *)s->buf[0])[k + b] = t;
                 }
     } else {
-        size_t vb = (size_t)o->count * 8;
+        size_t vb = (size_t)count * 8;
         uint8_t *vals = o->nsteps ? (grow(s, 0, vb ? vb : 1) ? s->buf[0] : NULL) : dst;
         if (!vals) return false;
         if (f) {
             int64_t got;
-            vg_code rc = ft->dtype == VG_INT64 ? vg__feature_int64s(f, (int64_t *)vals, o->count, &got, &st)
-                                                : vg__feature_floats(f, (float *)vals, o->count, &got, &st);
-            if (rc != VG_OK || got != o->count) return false;
+            vg_code rc = ft->dtype == VG_INT64 ? vg__feature_int64s(f, (int64_t *)vals, count, &got, &st)
+                                                : vg__feature_floats(f, (float *)vals, count, &got, &st);
+            if (rc != VG_OK || got != count) return false;
         } else { /* the default, one value or all */
             size_t es = vg_dtype_size(ft->dtype);
             int64_t dn = vg_tensor_num_elements(ft->def);
-            for (int64_t i = 0; i < o->count; i++)
+            for (int64_t i = 0; i < count; i++)
                 memcpy(vals + (size_t)i * es, (const uint8_t *)vg_tensor_data(ft->def) + (size_t)(dn == 1 ? 0 : i) * es, es);
         }
         if (!o->nsteps) return true;
     }
     /* the steps one after the other, between the two scratch buffers; the last one
      * writes the row */
-    if (!grow(s, 1, (size_t)o->count * 8 + 1)) return false;
+    if (!grow(s, 1, (size_t)count * 8 + 1)) return false;
     int cur = 0;
     for (int i = 0; i < o->nsteps; i++) {
         void *to = i == o->nsteps - 1 ? (void *)dst : s->buf[cur ^ 1];
-        if (o->steps[i].kind == ST_CAST) cast_vals(o->steps[i].from, o->steps[i].to, s->buf[cur], to, o->count);
-        else bin_vals(&o->steps[i], s->buf[cur], to, o->count);
+        if (o->steps[i].kind == ST_CAST) cast_vals(o->steps[i].from, o->steps[i].to, s->buf[cur], to, count);
+        else bin_vals(&o->steps[i], s->buf[cur], to, count);
         cur ^= 1;
     }
     return true;
@@ -417,7 +444,7 @@ bool vg__ds_native_row(const vg__ds_native *nf, vg__ds_native_scratch *s, const 
         found[d] = f;
     }
     for (int c = 0; c < nf->nouts; c++)
-        if (!run_out(nf, &nf->outs[c], s, found[nf->outs[c].feat], dst[c])) return false;
+        if (!run_out(nf, &nf->outs[c], s, found[nf->outs[c].feat], dst[c], c)) return false;
     return true;
 }
 
@@ -428,8 +455,44 @@ const vg__ds_xform *vg__ds_native_out(const vg__ds_native *nf, int c, size_t *ra
 }
 
 void vg__ds_xform_apply(const vg__ds_xform *xf, const uint8_t *src, uint8_t *dst) {
+    vg__ds_xform_apply_n(xf, src, dst, xf->count);
+}
+
+bool vg__ds_native_dyn_counts(const vg__ds_native *nf, vg__ds_native_scratch *s, const uint8_t *rec, size_t len) {
+    bool any = false;
+    for (int c = 0; c < nf->nouts; c++) any = any || nf->outs[c].dyn;
+    if (!any) return true;
+    vg_status st;
+    if (vg__example_decode(rec, len, &s->fs, &st) != VG_OK) return false;
+    for (int c = 0; c < nf->nouts; c++) {
+        const nat_out *o = &nf->outs[c];
+        if (!o->dyn) continue;
+        const nat_feat *ft = &nf->feats[o->feat];
+        const vg__feature *f = vg__features_find(&s->fs, ft->key, ft->klen);
+        const uint8_t *p;
+        size_t n;
+        if (f && f->kind == VG__FEAT_BYTES) {
+            vg__pb_reader r;
+            vg__pb_reader_init(&r, f->list, f->list_len);
+            if (vg__feature_bytes_next(&r, &p, &n, &st) != VG_OK) return false;
+        } else if (!f && vg_tensor_num_elements(ft->def) == 1) {
+            vg_tensor_string(ft->def, 0, &n);
+        } else {
+            return false;
+        }
+        size_t es = vg_dtype_size(o->raw);
+        if (n % es) return false;
+        s->dyn_count[c] = (int64_t)(n / es);
+    }
+    return true;
+}
+
+int64_t vg__ds_native_count(const vg__ds_native *nf, const vg__ds_native_scratch *s, int c) {
+    return nf->outs[c].dyn ? s->dyn_count[c] : nf->outs[c].count;
+}
+
+void vg__ds_xform_apply_n(const vg__ds_xform *xf, const uint8_t *src, uint8_t *dst, int64_t n) {
     float *d = (float *)dst;
-    int64_t n = xf->count;
     float c = xf->fc;
     if (xf->fop < 0) u8f32_cast(src, d, n, c);
     else if (xf->fop == B_MUL) u8f32_mul(src, d, n, c);
