@@ -2236,11 +2236,13 @@ typedef struct pf_item {
     vg_status st;
 } pf_item;
 
-/* Hand-offs between the prefetch thread and its consumer: a futex wake-up costs 5-50 us
- * on a VM and, at tens of thousands of elements a second, both sides would sleep and
- * wake once per element. So each side first spins for a bounded window (as the thread
- * pool's idle workers do: VG_POOL_SPIN_US, default 50 us), watching the ring's
- * length, and only then sleeps; the other side signals only a sleeper. */
+/* Hand-offs between the prefetch thread and its consumer: each side signals the other
+ * only when it sleeps. A side may first spin for a bounded window watching the ring's
+ * length (VG_PREFETCH_SPIN_US, 0..100000 us, default 0): on a quiet machine a spin
+ * saves the 5-50 us futex wake-up of a VM, but measured on this 2-core VM shared with
+ * other work, interleaved (bench_input --only tfdata), a 50 us window halved the
+ * batches/s at 1 thread (6.8-7.7k against 11-15k without) and 5-20 us did not help
+ * either: a spinner takes the core the other side needs. */
 typedef struct prefetch_it {
     vg__ds_iter base;
     vg__ds_iter *in;
@@ -2259,12 +2261,12 @@ typedef struct prefetch_it {
 
 static int64_t g_spin_ns = -1;
 
-/* The spin window (ns) of hand-offs between threads: VG_POOL_SPIN_US as the pool. */
+/* The prefetch spin window (ns): VG_PREFETCH_SPIN_US, default 0 (see above). */
 static int64_t ds_spin_ns(void) {
     int64_t v = __atomic_load_n(&g_spin_ns, __ATOMIC_RELAXED);
     if (v >= 0) return v;
-    v = 50000;
-    const char *e = getenv("VG_POOL_SPIN_US");
+    v = 0;
+    const char *e = getenv("VG_PREFETCH_SPIN_US");
     if (e && *e) {
         char *end;
         long x = strtol(e, &end, 10);
