@@ -23,7 +23,10 @@
  * per case and round, default 3), --data DIR (default /usr/share/datasets/fashion-mnist), --records N
  * (default 60000), --threads 1|2 (one thread count only), --only mlp|tfdata|batch_then_parse|queue
  * (one case only, for profiles; no peer), --no-vectorize (vectorized maps off: map functions run
- * element by element, for comparisons).
+ * element by element, for comparisons), --no-rows (no row views between the map, shuffle and
+ * batch: a tensor per element, for comparisons), --prefetch N (the tf.data pipelines' prefetch
+ * buffer, default 1; 0 leaves prefetch out, so the whole pipeline runs in the session's
+ * thread and cpu_us_per_batch is its cost without thread hand-offs).
  *
  * The PyTorch DataLoader peer (bench/peers/torch_input.py, /usr/bin/python3 with
  * python3-torch) reads the same file in the same run: records in memory, each Example
@@ -88,6 +91,7 @@ static int die(const char *what, const vg_status *st) {
 }
 
 static vg_feature_spec g_specs[2];
+static int g_prefetch = 1; /* --prefetch N: the tf.data pipelines' prefetch buffer (0: none) */
 
 /* parse + decode + scale: shared by the pipelines */
 static void parse(vg_graph *g, vg_output serialized, vg_output *image, vg_output *label) {
@@ -197,7 +201,8 @@ static double run_tfdata(const char *path, int threads, double seconds, vg_statu
     vg_output ds = vg_dataset_repeat(g, vg_dataset_tfrecord(g, files_const(g, path), "", NULL), -1, NULL);
     ds = vg_dataset_map_parallel(g, ds, map_fn, NULL, threads > 1 ? threads : 0, NULL);
     ds = vg_dataset_shuffle(g, ds, 10000, 1, true, NULL);
-    ds = vg_dataset_prefetch(g, vg_dataset_batch(g, ds, BATCH, true, NULL), 1, NULL);
+    ds = vg_dataset_batch(g, ds, BATCH, true, NULL);
+    if (g_prefetch > 0) ds = vg_dataset_prefetch(g, ds, g_prefetch, NULL);
     return run_get_next(g, ds, threads, seconds, st);
 }
 
@@ -207,7 +212,7 @@ static double run_tfdata_batch_parse(const char *path, int threads, double secon
     ds = vg_dataset_shuffle(g, ds, 10000, 1, true, NULL);
     ds = vg_dataset_batch(g, ds, BATCH, true, NULL);
     ds = vg_dataset_map_parallel(g, ds, batch_parse_fn, NULL, threads > 1 ? threads : 0, NULL);
-    ds = vg_dataset_prefetch(g, ds, 1, NULL);
+    if (g_prefetch > 0) ds = vg_dataset_prefetch(g, ds, g_prefetch, NULL);
     return run_get_next(g, ds, threads, seconds, st);
 }
 
@@ -466,13 +471,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--rounds") && has) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && has) only = argv[++i];
         else if (!strcmp(argv[i], "--no-vectorize")) vg__ds_set_vectorize(false);
+        else if (!strcmp(argv[i], "--no-rows")) vg__ds_set_rows(false);
+        else if (!strcmp(argv[i], "--prefetch") && has) g_prefetch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && has) tmin = tmax = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--big-mb") && has) big_mb = atoll(argv[++i]), big = true;
         else if (!strcmp(argv[i], "--big-file") && has) big_file = argv[++i], big = true;
         else {
             fprintf(stderr, "bench_input: unknown option or missing value: %s\n"
                             "usage: bench_input [--seconds S] [--rounds R] [--data DIR] [--records N] [--threads 1|2] [--no-vectorize] "
-                            "[--only mlp|tfdata|batch_then_parse|queue] [--big] [--big-mb MB] [--big-file PATH]\n", argv[i]);
+                            "[--no-rows] [--prefetch N] [--only mlp|tfdata|batch_then_parse|queue] [--big] [--big-mb MB] [--big-file PATH]\n", argv[i]);
             return 2;
         }
     }

@@ -8,13 +8,16 @@
  *   4: TFRecordDataset over a file holding the rest, repeated twice, through a map of
  *      parse_single_example (a bytes and an int64 feature with a default), decode_raw
  *      and a scale: the vectorized map reading records straight into its blocks (and
- *      falling back to one element at a time on bad Examples).
+ *      falling back to one element at a time on bad Examples);
+ *   5: the same records through a map whose image is reshaped to [4] (the native map
+ *      function of dataset_native.c), a seeded shuffle of 8 and a batch of 3 (the row
+ *      views, the shuffle's slab, the batch's row copies).
  * The graph is built once per process; each input gets a fresh session. */
 #include "fuzz_util.h"
 
 static vg_graph *g;
 static vg_output fed, ser;
-static vg_op *restore, *next[4];
+static vg_op *restore, *next[5];
 
 static vg_code parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
     (void)nargs, (void)p;
@@ -27,6 +30,13 @@ static vg_code parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg_outpu
     outs[1] = d[1];
     *nouts = 2;
     return VG_OK;
+}
+
+/* parse_fn with the image reshaped to [4]: static shapes, so the map has a native form */
+static vg_code parse4_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    vg_code rc = parse_fn(fg, args, nargs, outs, nouts, p);
+    outs[0] = vg_reshape_c(fg, outs[0], (int64_t[]){4}, 1, NULL);
+    return rc;
 }
 
 static void build(void) {
@@ -43,8 +53,11 @@ static void build(void) {
     }
     const char *rec = fz_write("records.tfrecord", (const uint8_t *)"", 0);
     vg_output ds = vg_dataset_repeat(g, vg_dataset_tfrecord(g, vg_const_string(g, rec, NULL), "", NULL), 2, NULL);
+    vg_output ds4 = vg_dataset_map(g, ds, parse4_fn, NULL, NULL);
     ds = vg_dataset_map(g, ds, parse_fn, NULL, NULL);
     next[3] = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
+    ds4 = vg_dataset_batch(g, vg_dataset_shuffle(g, ds4, 8, 1, true, NULL), 3, false, NULL);
+    next[4] = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds4, NULL), NULL);
     if (vg_graph_status(g, NULL) != VG_OK) abort();
 }
 
@@ -61,9 +74,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size == 0) return 0;
     if (!g) build();
     vg_status st;
-    int mode = data[0] % 5;
+    int mode = data[0] % 6;
     if (mode > 0 && mode < 4) fz_write("lines.txt", data + 1, size - 1);
-    if (mode == 4) fz_write("records.tfrecord", data + 1, size - 1);
+    if (mode >= 4) fz_write("records.tfrecord", data + 1, size - 1);
     vg_session *s = vg_session_new(g, NULL, &st);
     if (!s) abort();
     if (mode == 0) {

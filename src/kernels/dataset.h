@@ -19,6 +19,7 @@
 #define VG_DATASET_H
 
 #include "core/core.h"
+#include "io/example_io.h"
 #include "vigil/data.h"
 #include "vigil/session.h"
 #include <pthread.h>
@@ -53,7 +54,48 @@ typedef struct vg__ds_fn {
     vg_graph *vec;
     vg_output vec_args[VG_DATASET_MAX_COMPONENTS];
     vg_output vec_outs[VG_DATASET_MAX_COMPONENTS];
+    struct vg__ds_native *native; /* fn->vec without a session, or NULL (dataset_native.c) */
+    struct vg__ds_native *native_b; /* fn over a vector of records, per record, or NULL */
 } vg__ds_fn;
+
+/* The vectorized function run without a session (dataset_native.c): ParseExample of
+ * the records into each output through DecodeRaw / Reshape / Cast / arithmetic with a
+ * scalar constant, one record at a time into the caller's rows. */
+typedef struct vg__ds_native vg__ds_native;
+typedef struct vg__ds_xform vg__ds_xform;
+/* Per-thread scratch of vg__ds_native_row (zero-initialised; freed by _scratch_free). */
+typedef struct vg__ds_native_scratch {
+    vg__features fs;
+    void *buf[2];
+    size_t cap[2];
+    int64_t dyn_count[VG_DATASET_MAX_COMPONENTS]; /* see vg__ds_native_dyn_counts */
+} vg__ds_native_scratch;
+/* The native form of fn->vec, or NULL when the function is not of that form. */
+VG_HIDDEN vg__ds_native *vg__ds_native_compile(const vg__ds_fn *fn);
+/* The native form of fn itself when its argument is a vector of records (a map after
+ * batch: ParseExample of the whole batch), per record; NULL when not of that form. */
+VG_HIDDEN vg__ds_native *vg__ds_native_compile_batched(const vg__ds_fn *fn);
+VG_HIDDEN void vg__ds_native_free(vg__ds_native *nf);
+VG_HIDDEN void vg__ds_native_scratch_free(vg__ds_native_scratch *s);
+/* Output c as vg__ds_native_row writes it: *raw bytes per element, and the transform
+ * that makes the element of them (NULL: the raw bytes are the element's). */
+VG_HIDDEN const vg__ds_xform *vg__ds_native_out(const vg__ds_native *nf, int c, size_t *raw);
+/* Computes the outputs of one serialized Example into dst[c] (the raw bytes of
+ * vg__ds_native_out); false, with the rows in an unspecified state, when the record is not the plain
+ * case (the session's ops then decide its results or errors). */
+VG_HIDDEN bool vg__ds_native_row(const vg__ds_native *nf, vg__ds_native_scratch *s, const uint8_t *rec, size_t len,
+                                 uint8_t *const *dst);
+
+/* A map over batches may decode_raw records of a length known at run time only (no
+ * reshape): their values per record are set from rec (the batch's first record) into
+ * s->dyn_count, which vg__ds_native_row then requires of every record (DecodeRaw's
+ * "all the same size"); false when rec does not give them (the session decides). */
+VG_HIDDEN bool vg__ds_native_dyn_counts(const vg__ds_native *nf, vg__ds_native_scratch *s, const uint8_t *rec,
+                                        size_t len);
+/* Output c's values per record (dyn_count for a run-time length). */
+VG_HIDDEN int64_t vg__ds_native_count(const vg__ds_native *nf, const vg__ds_native_scratch *s, int c);
+/* vg__ds_xform_apply for n values. */
+VG_HIDDEN void vg__ds_xform_apply_n(const vg__ds_xform *xf, const uint8_t *src, uint8_t *dst, int64_t n);
 
 /* Builds fn->vec (see dataset_vectorize.c); false (fn->vec NULL) when fn has an op it
  * cannot batch. */
@@ -97,6 +139,8 @@ VG_HIDDEN vg_tensor *vg__dataset_tensor(vg__dataset *d, vg_status *st);
 VG_HIDDEN vg__dataset *vg__dataset_of(const vg_tensor *t, vg_status *st);
 
 typedef struct vg__ds_iter vg__ds_iter;
+typedef struct vg__ds_rows vg__ds_rows;
+typedef vg_code (*vg__ds_rec_sink)(void *arg, int64_t i, const uint8_t *p, size_t len, vg_status *st);
 struct vg__ds_iter {
     /* VG_OK with out[0..ncomp) set (new references), or VG_OK with *end = true, or an
      * error (the iterator stays usable: the next call retries or continues). */
@@ -104,14 +148,52 @@ struct vg__ds_iter {
     void (*free)(vg__ds_iter *it);
     /* wake blocked waiters (prefetch) and make them fail with CANCELLED; may be NULL */
     void (*cancel)(vg__ds_iter *it);
-    /* Sources of scalar strings (TFRecord files, repeated): the next elements written
-     * straight into elements [at, at + *got) of the string tensor t, *got <= max, as
-     * next() would return them one by one; stops early at the end (*end) or at an
-     * error (returned after the *got good ones). NULL for other iterators. */
-    vg_code (*next_strings)(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
-                            vg_status *st);
+    /* Sources of scalar strings (TFRecord files, repeated): the next elements' bytes
+     * handed to sink(arg, i, bytes, len) for i = at, at + 1, ... (*got of them, <= max)
+     * as next() would return them one by one, the bytes valid during the call only;
+     * stops early at the end (*end), at an error (returned after the *got good ones)
+     * or at a sink's error (returned, that record not counted but consumed). NULL for
+     * other iterators. */
+    vg_code (*next_records)(vg__ds_iter *it, vg__ds_rec_sink sink, void *arg, int64_t at, int64_t max, int64_t *got,
+                            bool *end, vg_status *st);
+    /* Row views (NULL where not offered): the next 1..max (<= VG__DS_ROWS_MAX) elements
+     * as next() would return them, all of one shape, described in *r without a tensor
+     * per element; the bytes stay valid until the next call on `it` (or its free). At
+     * the end *end; an error is returned at its position (after the elements before it
+     * came in earlier views), and the iterator stays usable as with next(). Offered by
+     * iterators whose components are all numeric: the vectorized map (rows of its
+     * batched results), the shuffle over such a map (rows of its slab); the batch that
+     * reads them copies rows straight into its output (see dataset_iter.c). */
+    vg_code (*next_rows)(vg__ds_iter *it, int64_t max, vg__ds_rows *r, bool *end, vg_status *st);
     const vg__dataset *ds;
 };
+
+#define VG__DS_ROWS_MAX 64
+/* A view of n elements whose component c has dtype[c] and shape dims[c][0..ndims[c])
+ * (bytes[c] bytes, numeric) for every element; element i's component c starts at
+ * data[i][c]. */
+struct vg__ds_rows {
+    int64_t n;
+    vg_dtype dtype[VG_DATASET_MAX_COMPONENTS];
+    int ndims[VG_DATASET_MAX_COMPONENTS];
+    int64_t dims[VG_DATASET_MAX_COMPONENTS][VG_MAX_DIMS];
+    size_t bytes[VG_DATASET_MAX_COMPONENTS];
+    /* xf[c] NULL: data[i][c] holds the component's bytes; else raw[c] bytes that
+     * vg__ds_xform_apply(xf[c], ...) turns into them (a native map's last elementwise
+     * steps, deferred to whoever copies the element out: 1/4 of the bytes for an
+     * image of uint8 scaled to float) */
+    const struct vg__ds_xform *xf[VG_DATASET_MAX_COMPONENTS];
+    size_t raw[VG_DATASET_MAX_COMPONENTS];
+    const uint8_t *data[VG__DS_ROWS_MAX][VG_DATASET_MAX_COMPONENTS];
+};
+/* Expands one element's raw bytes into its bytes (dst: the component's size). */
+VG_HIDDEN void vg__ds_xform_apply(const vg__ds_xform *xf, const uint8_t *src, uint8_t *dst);
+
+/* Whether new iterators use row views between them (default true; tests and
+ * benchmarks compare with the element-by-element path). */
+VG_HIDDEN void vg__ds_set_rows(bool on);
+/* Whether new map iterators use fn->native (default true; tests compare). */
+VG_HIDDEN void vg__ds_set_native(bool on);
 
 /* A new iterator over d (which it references). Fails with RESOURCE_EXHAUSTED or a
  * source's error (e.g. a map function's session). */

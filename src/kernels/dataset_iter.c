@@ -209,8 +209,8 @@ static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
     }
 }
 
-static vg_code tfrecord_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
-                                     vg_status *st) {
+static vg_code tfrecord_next_records(vg__ds_iter *it, vg__ds_rec_sink sink, void *arg, int64_t at, int64_t max,
+                                     int64_t *got, bool *end, vg_status *st) {
     tfrecord_it *r = (tfrecord_it *)it;
     *got = 0;
     while (*got < max) {
@@ -235,7 +235,7 @@ static vg_code tfrecord_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, 
             vg_status_copy(st, &e);
             return rc;
         }
-        if ((rc = vg_tensor_set_string(t, at + *got, (const char *)data, len, st)) != VG_OK) return rc;
+        if ((rc = sink(arg, at + *got, data, len, st)) != VG_OK) return rc;
         (*got)++;
     }
     return VG_OK;
@@ -507,7 +507,15 @@ static void fixedlen_free(vg__ds_iter *it) {
 /* transformations with one input */
 
 typedef struct unary_it unary_it;
+typedef struct slab slab;
+/* Records of a block, one after the other: record i is buf[off[i] .. off[i + 1]). */
+typedef struct rec_arena {
+    uint8_t *buf;
+    size_t len, cap;
+    size_t *off;
+} rec_arena;
 static void pmap_release(unary_it *u);
+static void slab_free(slab *sb, int nc);
 struct unary_it {
     vg__ds_iter base;
     vg__ds_iter *in;
@@ -521,18 +529,24 @@ struct unary_it {
     vg__ds_iter **cycle;              /* interleave: cycle_length slots */
     vg__ds_iter *ins[VG_DATASET_MAX_COMPONENTS]; /* zip: the other inputs; concatenate: the second */
     vg_tensor *cur[VG_DATASET_MAX_COMPONENTS];   /* unbatch: the element being split */
+    vg_tensor *held[VG_DATASET_MAX_COMPONENTS];  /* map rows: the element of the last view */
+    slab *slab;                       /* shuffle over row views: the elements' storage */
+    vg__ds_rows *rows;                /* shuffle / batch: the view read from the input */
     int64_t cur_n;
     vg__bundle_writer *cache_w;       /* file cache: this iterator writes the bundle */
     vg__bundle_reader *cache_r;       /* file cache: replaying the bundle */
     struct pmap_block *blk;           /* block map: two blocks of results, served in order */
     int64_t nslots;                   /* elements per block */
     int bcur;                         /* the block being served */
-    bool direct;                      /* block map: records read straight into blocks (next_strings) */
+    bool direct;                      /* block map: records read straight into blocks (next_records) */
     bool async, started, busy;        /* async: blk[bcur ^ 1] filled by a pool task (busy) */
     pthread_mutex_t amu;
     pthread_cond_t acv;
     vg__pool *pool;
     int64_t cycle_index, block_index, num_open;
+    bool native;                      /* map: fn->native computes the blocks */
+    rec_arena arena;                  /* native map: the block's records */
+    vg__ds_native_scratch scratch;    /* native map: per-record scratch */
 };
 
 typedef struct pmap_slot {
@@ -552,6 +566,8 @@ typedef struct pmap_block {
      * are allocated and freed by the same thread) */
     vg_tensor *vout[VG_DATASET_MAX_COMPONENTS];
     int64_t vrows;
+    vg_tensor *nat[VG_DATASET_MAX_COMPONENTS]; /* native blocks: the rows, reused */
+    bool native;      /* vout are nat: rows in vg__ds_native_out's form */
 } pmap_block;
 
 /* Waits until no fill task runs (the async map's task reads the input). */
@@ -571,6 +587,7 @@ static void pmap_release(unary_it *u) {
     if (u->pool) vg__pool_free(u->pool);
     for (int b = 0; u->blk && b < 2; b++) {
         free_elem(u->blk[b].vout, VG_DATASET_MAX_COMPONENTS);
+        free_elem(u->blk[b].nat, VG_DATASET_MAX_COMPONENTS);
         for (int64_t i = 0; u->blk[b].slots && i <= u->nslots; i++) {
             free_elem(u->blk[b].slots[i].in, VG_DATASET_MAX_COMPONENTS);
             free_elem(u->blk[b].slots[i].out, VG_DATASET_MAX_COMPONENTS);
@@ -578,6 +595,9 @@ static void pmap_release(unary_it *u) {
         vg__free(u->blk[b].slots);
     }
     vg__free(u->blk);
+    vg__free(u->arena.buf);
+    vg__free(u->arena.off);
+    vg__ds_native_scratch_free(&u->scratch);
     if (u->async) {
         pthread_mutex_destroy(&u->amu);
         pthread_cond_destroy(&u->acv);
@@ -607,6 +627,9 @@ static void unary_free(vg__ds_iter *it) {
     }
     vg__bundle_reader_free(u->cache_r);
     pmap_release(u);
+    slab_free(u->slab, it->ds->ncomp);
+    vg__free(u->rows);
+    free_elem(u->held, VG_DATASET_MAX_COMPONENTS);
 }
 
 static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
@@ -620,6 +643,74 @@ static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *
     return rc;
 }
 
+
+/* A map whose function parses a vector of records (ParseExample of a batch) with a
+ * native form: each record computed straight into the output rows (a deferred image
+ * through a row of scratch); the session runs the element when a record is not the
+ * plain case, so results and errors are the ops'. Sequential whatever
+ * num_parallel_calls (the order is the same): the records cost a fraction of a
+ * microsecond each. */
+static vg_code native_batch_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__ds_fn *fn = it->ds->fn;
+    vg_tensor *in[VG_DATASET_MAX_COMPONENTS] = {0};
+    vg_code rc = u->in->next(u->in, in, end, st);
+    if (rc != VG_OK || *end) return rc;
+    const vg_tensor *recs = in[0];
+    int64_t n = vg_tensor_ndims(recs) == 1 ? vg_tensor_dim(recs, 0) : 0;
+    bool ok = n > 0 && vg_tensor_dtype(recs) == VG_STRING;
+    size_t raw[VG_DATASET_MAX_COMPONENTS], rawmax = 0;
+    const vg__ds_xform *xf[VG_DATASET_MAX_COMPONENTS];
+    int64_t cnt[VG_DATASET_MAX_COMPONENTS];
+    if (ok) {
+        size_t l0;
+        const char *r0 = vg_tensor_string(recs, 0, &l0);
+        ok = vg__ds_native_dyn_counts(fn->native_b, &u->scratch, (const uint8_t *)r0, l0);
+    }
+    for (int c = 0; ok && c < fn->nouts; c++) {
+        xf[c] = vg__ds_native_out(fn->native_b, c, &raw[c]);
+        cnt[c] = vg__ds_native_count(fn->native_b, &u->scratch, c);
+        if (xf[c]) raw[c] = (size_t)cnt[c]; /* uint8 values */
+        vg_shape s = vg_output_shape(fn->outs[c]);
+        s.dims[0] = n;
+        if (s.ndims == 2 && s.dims[1] < 0) s.dims[1] = cnt[c]; /* a decode_raw of run-time length */
+        if (!(out[c] = vg_tensor_new(vg_output_dtype(fn->outs[c]), s.dims, s.ndims, st))) {
+            free_elem(out, c);
+            free_elem(in, fn->nargs);
+            return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
+        }
+        if (xf[c] && raw[c] > rawmax) rawmax = raw[c];
+    }
+    if (ok && rawmax > u->arena.cap) {
+        uint8_t *nb = vg__malloc(rawmax * VG_DATASET_MAX_COMPONENTS);
+        ok = nb != NULL;
+        if (nb) {
+            vg__free(u->arena.buf);
+            u->arena.buf = nb;
+            u->arena.cap = rawmax;
+        }
+    }
+    for (int64_t i = 0; ok && i < n; i++) {
+        uint8_t *dst[VG_DATASET_MAX_COMPONENTS];
+        for (int c = 0; c < fn->nouts; c++) {
+            size_t rb = vg_tensor_nbytes(out[c]) / (size_t)n;
+            dst[c] = xf[c] ? u->arena.buf + (size_t)c * u->arena.cap : (uint8_t *)vg_tensor_data(out[c]) + (size_t)i * rb;
+        }
+        size_t l;
+        const char *p = vg_tensor_string(recs, i, &l);
+        ok = vg__ds_native_row(fn->native_b, &u->scratch, (const uint8_t *)p, l, dst);
+        for (int c = 0; ok && c < fn->nouts; c++)
+            if (xf[c])
+                vg__ds_xform_apply_n(xf[c], dst[c], (uint8_t *)vg_tensor_data(out[c]) + (size_t)i * (vg_tensor_nbytes(out[c]) / (size_t)n),
+                                     cnt[c]);
+    }
+    if (!ok) {
+        free_elem(out, fn->nouts);
+        rc = vg_session_run(u->sess, NULL, fn->args, in, fn->nargs, fn->outs, out, fn->nouts, NULL, 0, NULL, st);
+    }
+    free_elem(in, fn->nargs);
+    return rc;
+}
 
 /* ParallelMapDataset: blocks of up to 32 x num_parallel_calls input elements are mapped
  * concurrently (the function's session is thread-safe) and served in input order, so
@@ -748,6 +839,72 @@ static void pmap_chunk(void *arg, int64_t begin, int64_t end) {
     pmap_elems(j, begin, end);
 }
 
+/* The sinks of next_records: a string tensor's element i; the native function's row i
+ * (and the record kept in the arena, for the session when a record is not the plain
+ * case). */
+static vg_code string_sink(void *arg, int64_t i, const uint8_t *p, size_t len, vg_status *st) {
+    return vg_tensor_set_string(arg, i, (const char *)p, len, st);
+}
+
+typedef struct native_fill {
+    unary_it *u;
+    pmap_block *b;
+    bool ok;            /* every record so far computed natively */
+} native_fill;
+
+static vg_code native_sink(void *arg, int64_t i, const uint8_t *p, size_t len, vg_status *st) {
+    native_fill *f = arg;
+    unary_it *u = f->u;
+    rec_arena *a = &u->arena;
+    if (a->len + len > a->cap) {
+        size_t nc = a->cap ? a->cap : 65536;
+        while (nc < a->len + len) nc *= 2;
+        uint8_t *nb = vg__realloc(a->buf, a->len, nc);
+        if (!nb) return VG_OOM(st, "map records");
+        a->buf = nb;
+        a->cap = nc;
+    }
+    memcpy(a->buf + a->len, p, len);
+    a->off[i] = a->len;
+    a->len += len;
+    a->off[i + 1] = a->len;
+    if (f->ok) {
+        const vg__ds_fn *fn = u->base.ds->fn;
+        uint8_t *dst[VG_DATASET_MAX_COMPONENTS];
+        for (int c = 0; c < fn->nouts; c++)
+            dst[c] = (uint8_t *)vg_tensor_data(f->b->nat[c]) + (size_t)i * vg_tensor_nbytes(f->b->nat[c]) /
+                                                                     (size_t)u->nslots;
+        f->ok = vg__ds_native_row(fn->native, &u->scratch, p, len, dst);
+    }
+    return VG_OK;
+}
+
+/* The block's row tensors of the native function ([nslots] + each output's shape) and
+ * the arena's offsets, made at the first fill. */
+static vg_code native_rows_ready(unary_it *u, pmap_block *b, vg_status *st) {
+    const vg__ds_fn *fn = u->base.ds->fn;
+    if (!u->arena.off && !(u->arena.off = vg__malloc(sizeof(size_t) * (size_t)(u->nslots + 1))))
+        return VG_OOM(st, "map records");
+    for (int c = 0; c < fn->nouts; c++) {
+        if (b->nat[c]) continue;
+        vg_shape s = vg_output_shape(fn->outs[c]);
+        int64_t dims[VG_MAX_DIMS];
+        if (s.ndims + 1 > VG_MAX_DIMS)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "map: output %d has too many dimensions", c);
+        dims[0] = u->nslots;
+        memcpy(dims + 1, s.dims, sizeof(int64_t) * (size_t)s.ndims);
+        size_t raw;
+        if (vg__ds_native_out(fn->native, c, &raw)) { /* the raw bytes of a deferred output */
+            dims[1] = (int64_t)raw;
+            b->nat[c] = vg_tensor_new(VG_UINT8, dims, 2, st);
+        } else {
+            b->nat[c] = vg_tensor_new(vg_output_dtype(fn->outs[c]), dims, s.ndims + 1, st);
+        }
+        if (!b->nat[c]) return st->code;
+    }
+    return VG_OK;
+}
+
 /* Reads up to nslots elements into block b and maps them (on the pool when the map is
  * parallel and not async). */
 static void pmap_fill(unary_it *u, pmap_block *b) {
@@ -758,14 +915,37 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
     b->n = b->pos = 0;
     free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
     b->vrows = 0;
+    b->native = false;
     if (u->direct) {
         /* the records go straight into the vectorized function's input tensor (no
-         * tensor per record, no stacking); per-element inputs are made only for a
-         * block whose batched run fails */
-        vg_tensor *t = vg_tensor_new(VG_STRING, &u->nslots, 1, &st);
-        rc = t ? u->in->next_strings(u->in, t, 0, u->nslots, &b->n, &b->in_end, &st) : st.code;
+         * tensor per record, no stacking), or, with a native form of the function,
+         * into an arena while each is computed into the block's rows; per-element
+         * inputs are made only for a block whose batched run fails */
+        vg_tensor *t = NULL;
+        native_fill nfill = {u, b, true};
+        if (u->native) {
+            u->arena.len = 0;
+            rc = native_rows_ready(u, b, &st);
+            if (rc == VG_OK) rc = u->in->next_records(u->in, native_sink, &nfill, 0, u->nslots, &b->n, &b->in_end, &st);
+            if (b->n > 0 && nfill.ok) { /* every record computed: the rows are the block */
+                for (int c = 0; c < fn->nouts; c++) b->vout[c] = vg_tensor_ref(b->nat[c]);
+                b->vrows = b->n;
+                b->native = true;
+            } else if (b->n > 0) { /* the records, for the session */
+                t = vg_tensor_new(VG_STRING, &b->n, 1, &b->slots[0].st);
+                for (int64_t i = 0; t && i < b->n; i++)
+                    if (vg_tensor_set_string(t, i, (const char *)u->arena.buf + u->arena.off[i],
+                                             u->arena.off[i + 1] - u->arena.off[i], &b->slots[0].st) != VG_OK) {
+                        vg_tensor_free(t);
+                        t = NULL;
+                    }
+            }
+        } else {
+            t = vg_tensor_new(VG_STRING, &u->nslots, 1, &st);
+            rc = t ? u->in->next_records(u->in, string_sink, t, 0, u->nslots, &b->n, &b->in_end, &st) : st.code;
+        }
         vg_tensor *in = t;
-        if (t && b->n > 0 && b->n < u->nslots) { /* a short block: a tensor of its size */
+        if (t && b->n > 0 && b->n < vg_tensor_num_elements(t)) { /* a short block: a tensor of its size */
             in = vg_tensor_new(VG_STRING, &b->n, 1, &st);
             for (int64_t i = 0; in && i < b->n; i++) {
                 size_t l;
@@ -776,8 +956,8 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
                 }
             }
         }
-        bool ok = false;
-        if (b->n > 0 && in) {
+        bool ok = b->vrows > 0;
+        if (!ok && b->n > 0 && in) {
             ok = vg_session_run(u->vsess, NULL, fn->vec_args, &in, 1, fn->vec_outs, b->vout, fn->nouts, NULL, 0, NULL,
                                 &b->slots[0].st) == VG_OK;
             for (int c = 0; ok && c < fn->nouts; c++)
@@ -787,9 +967,13 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
         }
         if (b->n > 0 && !ok) {
             for (int64_t i = 0; i < b->n; i++) {
-                size_t l;
-                const char *p = vg_tensor_string(t, i, &l);
-                if (!(b->slots[i].in[0] = vg_tensor_new_string_scalar(p, l, &b->slots[i].st))) {
+                size_t l = 0;
+                const char *p = t ? vg_tensor_string(t, i, &l) : NULL;
+                if (!p && u->native) { /* the tensor could not be made: from the arena */
+                    p = (const char *)u->arena.buf + u->arena.off[i];
+                    l = u->arena.off[i + 1] - u->arena.off[i];
+                }
+                if (!p || !(b->slots[i].in[0] = vg_tensor_new_string_scalar(p, l, &b->slots[i].st))) {
                     b->slots[i].rc = b->slots[i].st.code ? b->slots[i].st.code : VG_RESOURCE_EXHAUSTED;
                     continue;
                 }
@@ -849,31 +1033,50 @@ static void pmap_start(unary_it *u) {
  * so the map overlaps with the work downstream (shuffle, batch). Otherwise each block
  * is mapped by the pool and the caller together (a per-element function may be heavy,
  * e.g. image decoding, and then splitting the block is what pays). */
+/* Makes u->blk[u->bcur] hold an element to serve (filling or switching blocks); false
+ * at the end of the input. */
+static bool pmap_ready(unary_it *u) {
+    pmap_block *b = &u->blk[u->bcur];
+    if (b->pos < b->n) return true;
+    if (b->in_end) return false;
+    if (!u->async) {
+        pmap_fill(u, b);
+    } else {
+        if (!u->started) {
+            u->started = true;
+            pmap_start(u);
+        }
+        pmap_quiesce(u, false);
+        u->bcur ^= 1;
+        b = &u->blk[u->bcur];
+        if (!b->in_end) pmap_start(u);
+    }
+    return b->pos < b->n;
+}
+
 static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     const vg__ds_fn *fn = it->ds->fn;
+    if (!pmap_ready(u)) {
+        *end = true;
+        return VG_OK;
+    }
     pmap_block *b = &u->blk[u->bcur];
-    if (b->pos == b->n) {
-        if (b->in_end) {
-            *end = true;
-            return VG_OK;
-        }
-        if (!u->async) {
-            pmap_fill(u, b);
-        } else {
-            if (!u->started) {
-                u->started = true;
-                pmap_start(u);
+    if (b->pos < b->vrows && b->native) { /* a row of the native function */
+        for (int c = 0; c < fn->nouts; c++) {
+            size_t raw;
+            const vg__ds_xform *xf = vg__ds_native_out(fn->native, c, &raw);
+            vg_shape s = vg_output_shape(fn->outs[c]);
+            if (!(out[c] = vg_tensor_new(vg_output_dtype(fn->outs[c]), s.dims, s.ndims, st))) {
+                free_elem(out, c);
+                return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
             }
-            pmap_quiesce(u, false);
-            u->bcur ^= 1;
-            b = &u->blk[u->bcur];
-            if (!b->in_end) pmap_start(u);
+            const uint8_t *src = (const uint8_t *)vg_tensor_data(b->vout[c]) + (size_t)b->pos * raw;
+            if (xf) vg__ds_xform_apply(xf, src, vg_tensor_data(out[c]));
+            else if (raw) memcpy(vg_tensor_data(out[c]), src, raw);
         }
-        if (b->pos == b->n) {
-            *end = true;
-            return VG_OK;
-        }
+        if (++b->pos == b->vrows) free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+        return VG_OK;
     }
     if (b->pos < b->vrows) { /* a row of a batched run */
         for (int c = 0; c < fn->nouts; c++)
@@ -891,6 +1094,90 @@ static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
     }
     memcpy(out, sl->out, sizeof(vg_tensor *) * (size_t)fn->nouts);
     memset(sl->out, 0, sizeof sl->out);
+    return VG_OK;
+}
+
+static bool rows_on = true, native_on = true;
+
+void vg__ds_set_rows(bool on) { __atomic_store_n(&rows_on, on, __ATOMIC_RELAXED); }
+void vg__ds_set_native(bool on) { __atomic_store_n(&native_on, on, __ATOMIC_RELAXED); }
+
+/* Sets component c of r's shape from t, whose leading dimension is dropped when
+ * `stacked`; false when t is not numeric. */
+static bool rows_spec(vg__ds_rows *r, int c, const vg_tensor *t, bool stacked) {
+    vg_dtype dt = vg_tensor_dtype(t);
+    int nd = vg_tensor_ndims(t) - (stacked ? 1 : 0);
+    if (dt == VG_STRING || nd < 0) return false;
+    r->dtype[c] = dt;
+    r->ndims[c] = nd;
+    memcpy(r->dims[c], vg_tensor_dims(t) + (stacked ? 1 : 0), sizeof(int64_t) * (size_t)nd);
+    size_t e = vg_dtype_size(dt);
+    for (int k = 0; k < nd; k++) e *= (size_t)r->dims[c][k];
+    r->bytes[c] = e;
+    r->raw[c] = e;
+    r->xf[c] = NULL;
+    return true;
+}
+
+/* The map's row views: rows of a batched run straight from its result tensors; an
+ * element mapped on its own (a block that did not run batched) as a view of one,
+ * its tensors held until the next call. */
+static vg_code map_next_rows(vg__ds_iter *it, int64_t max, vg__ds_rows *r, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__ds_fn *fn = it->ds->fn;
+    free_elem(u->held, fn->nouts);
+    pmap_block *cb = &u->blk[u->bcur];
+    if (cb->vrows && cb->pos == cb->vrows) free_elem(cb->vout, VG_DATASET_MAX_COMPONENTS); /* on this thread */
+    if (!pmap_ready(u)) {
+        *end = true;
+        return VG_OK;
+    }
+    pmap_block *b = &u->blk[u->bcur];
+    if (b->pos < b->vrows && b->native) {
+        int64_t k = b->vrows - b->pos < max ? b->vrows - b->pos : max;
+        for (int c = 0; c < fn->nouts; c++) {
+            vg_shape s = vg_output_shape(fn->outs[c]);
+            r->dtype[c] = vg_output_dtype(fn->outs[c]);
+            r->ndims[c] = s.ndims;
+            memcpy(r->dims[c], s.dims, sizeof(int64_t) * (size_t)s.ndims);
+            size_t e = vg_dtype_size(r->dtype[c]);
+            for (int d = 0; d < s.ndims; d++) e *= (size_t)s.dims[d];
+            r->bytes[c] = e;
+            r->xf[c] = vg__ds_native_out(fn->native, c, &r->raw[c]);
+            const uint8_t *p = (const uint8_t *)vg_tensor_data(b->vout[c]) + (size_t)b->pos * r->raw[c];
+            for (int64_t i = 0; i < k; i++) r->data[i][c] = p + (size_t)i * r->raw[c];
+        }
+        r->n = k;
+        b->pos += k;
+        return VG_OK;
+    }
+    if (b->pos < b->vrows) {
+        int64_t k = b->vrows - b->pos < max ? b->vrows - b->pos : max;
+        for (int c = 0; c < fn->nouts; c++) {
+            if (!rows_spec(r, c, b->vout[c], true))
+                return vg_status_set(st, VG_INTERNAL, "map: row views of a %s component",
+                                     vg_dtype_name(vg_tensor_dtype(b->vout[c])));
+            const uint8_t *p = (const uint8_t *)vg_tensor_data(b->vout[c]) + (size_t)b->pos * r->bytes[c];
+            for (int64_t i = 0; i < k; i++) r->data[i][c] = p + (size_t)i * r->bytes[c];
+        }
+        r->n = k;
+        b->pos += k;
+        return VG_OK;
+    }
+    pmap_slot *sl = &b->slots[b->pos++];
+    if (sl->rc != VG_OK) {
+        free_elem(sl->out, fn->nouts);
+        return vg_status_set(st, sl->rc, "%s", sl->st.msg);
+    }
+    memcpy(u->held, sl->out, sizeof(vg_tensor *) * (size_t)fn->nouts);
+    memset(sl->out, 0, sizeof sl->out);
+    for (int c = 0; c < fn->nouts; c++) {
+        if (!rows_spec(r, c, u->held[c], false))
+            return vg_status_set(st, VG_INTERNAL, "map: row views of a %s component",
+                                 vg_dtype_name(vg_tensor_dtype(u->held[c])));
+        r->data[0][c] = vg_tensor_data(u->held[c]);
+    }
+    r->n = 1;
     return VG_OK;
 }
 
@@ -976,6 +1263,101 @@ static vg_code batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status
     return rc;
 }
 
+/* batch_next over an input with row views (BatchDatasetV2 semantics kept: the batch's
+ * elements are read first, then an input error, the end (drop_remainder) or a shape
+ * that differs from the first element's decides; the message names the first
+ * differing element of the lowest component): each row is copied from its view
+ * straight into the batch's tensors, allocated at the first element's shape. */
+static vg_code batch_rows_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    int nc = d->ncomp;
+    int64_t bs = d->a, n = 0;
+    vg__ds_rows *r = u->rows;
+    vg_tensor *o[VG_DATASET_MAX_COMPONENTS] = {0};
+    int64_t first_dims[VG_DATASET_MAX_COMPONENTS][VG_MAX_DIMS];
+    int first_nd[VG_DATASET_MAX_COMPONENTS];
+    int64_t bad_at[VG_DATASET_MAX_COMPONENTS]; /* the first element of another shape, -1 */
+    vg_shape bad_shape[VG_DATASET_MAX_COMPONENTS];
+    bool in_end = false;
+    vg_code rc = VG_OK;
+    for (int c = 0; c < nc; c++) bad_at[c] = -1;
+    while (n < bs && !in_end) {
+        rc = u->in->next_rows(u->in, bs - n, r, &in_end, st);
+        if (rc != VG_OK || in_end) break;
+        if (n == 0) {
+            for (int c = 0; c < nc && rc == VG_OK; c++) {
+                if (r->ndims[c] + 1 > VG_MAX_DIMS) {
+                    rc = vg_status_set(st, VG_INVALID_ARGUMENT, "batch: element rank too large");
+                    break;
+                }
+                first_nd[c] = r->ndims[c];
+                memcpy(first_dims[c], r->dims[c], sizeof(int64_t) * (size_t)r->ndims[c]);
+                int64_t dims[VG_MAX_DIMS];
+                dims[0] = bs;
+                memcpy(dims + 1, r->dims[c], sizeof(int64_t) * (size_t)r->ndims[c]);
+                if (!(o[c] = vg_tensor_new(r->dtype[c], dims, r->ndims[c] + 1, st))) rc = st->code;
+            }
+            if (rc != VG_OK) break;
+        }
+        for (int c = 0; c < nc; c++) {
+            bool same = r->ndims[c] == first_nd[c] &&
+                        !memcmp(r->dims[c], first_dims[c], sizeof(int64_t) * (size_t)first_nd[c]);
+            if (!same) {
+                if (bad_at[c] < 0) {
+                    bad_at[c] = n;
+                    bad_shape[c] = vg_shape_make(r->dims[c], r->ndims[c]);
+                }
+                continue;
+            }
+            if (bad_at[c] >= 0) continue; /* the batch fails: no copies */
+            size_t rb = r->bytes[c], raw = r->raw[c];
+            const vg__ds_xform *xf = r->xf[c];
+            uint8_t *dst = (uint8_t *)vg_tensor_data(o[c]) + (size_t)n * rb;
+            for (int64_t i = 0; i < r->n; i++) {
+                /* the next row's source is loaded while this one is copied (a shuffle's
+                 * rows come from anywhere in a buffer of tens of MB) */
+                if (i + 1 < r->n)
+                    for (size_t k = 0; k < raw && k < 4096; k += 64) __builtin_prefetch(r->data[i + 1][c] + k);
+                if (xf) vg__ds_xform_apply(xf, r->data[i][c], dst + (size_t)i * rb);
+                else memcpy(dst + (size_t)i * rb, r->data[i][c], rb);
+            }
+        }
+        n += r->n;
+    }
+    if (rc == VG_OK && (n == 0 || (n < bs && d->flag))) *end = true;
+    for (int c = 0; c < nc && rc == VG_OK && !*end; c++) {
+        if (bad_at[c] < 0) continue;
+        char a[128], b[128];
+        vg_shape sa = vg_shape_make(first_dims[c], first_nd[c]);
+        rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                           "Cannot batch tensors with different shapes in component %d. First element had shape %s "
+                           "and element %lld had shape %s.",
+                           c, vg_shape_str(&sa, a, sizeof a), (long long)bad_at[c], vg_shape_str(&bad_shape[c], b, sizeof b));
+    }
+    if (rc == VG_OK && !*end && n < bs) { /* the last, smaller batch */
+        for (int c = 0; c < nc && rc == VG_OK; c++) {
+            int64_t dims[VG_MAX_DIMS];
+            dims[0] = n;
+            memcpy(dims + 1, first_dims[c], sizeof(int64_t) * (size_t)first_nd[c]);
+            vg_tensor *t = vg_tensor_new(vg_tensor_dtype(o[c]), dims, first_nd[c] + 1, st);
+            if (!t) {
+                rc = st->code;
+                break;
+            }
+            if (vg_tensor_nbytes(t)) memcpy(vg_tensor_data(t), vg_tensor_data(o[c]), vg_tensor_nbytes(t));
+            vg_tensor_free(o[c]);
+            o[c] = t;
+        }
+    }
+    if (rc != VG_OK || *end) {
+        free_elem(o, nc);
+        return rc;
+    }
+    memcpy(out, o, sizeof(vg_tensor *) * (size_t)nc);
+    return VG_OK;
+}
+
 /* xoshiro256** seeded through splitmix64. */
 static uint64_t splitmix(uint64_t *x) {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
@@ -1022,6 +1404,289 @@ static vg_code shuffle_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_stat
     return VG_OK;
 }
 
+/* ShuffleDataset over an input with row views: the buffer's elements live in a slab of
+ * fixed-size slots (the first element's shapes; an element of other shapes keeps its
+ * own tensors, `ext`), the buffer itself is the array of slot numbers `idx`, filled,
+ * picked from and compacted exactly as shuffle_next does its array of elements, so the
+ * order is the same. Slots are allocated in chunks as the buffer grows (no more than
+ * the buffer needs) and reused: no allocation per element. A view's slots are freed
+ * at the next call (the consumer copies them first). */
+#define SLAB_CHUNK 256
+struct slab {
+    vg__ds_rows spec;           /* n unused: the slots' dtypes, shapes and bytes */
+    size_t off[VG_DATASET_MAX_COMPONENTS], slot_bytes;
+    uint8_t **chunks;
+    int64_t nchunks, nslots;    /* slots made so far, in chunks of SLAB_CHUNK (the last maybe fewer) */
+    int64_t room;               /* the length of idx and freel */
+    int64_t *idx;               /* the buffer: size slot numbers */
+    int64_t *freel, nfree;      /* free slots (a stack) */
+    int64_t pend[VG__DS_ROWS_MAX], npend; /* slots of the last view */
+    int64_t carry;              /* a picked slot not yet handed out (-1: none) */
+    vg_tensor **ext;            /* ext_cap * ncomp: the tensors of an element of other shapes */
+    int64_t ext_cap;
+    vg_code err;                /* an input error met after a view's first element, */
+    vg_status err_st;           /* returned by the next call */
+};
+
+static inline uint8_t *slot_ptr(const slab *sb, int64_t slot) {
+    return sb->chunks[slot / SLAB_CHUNK] + (size_t)(slot % SLAB_CHUNK) * sb->slot_bytes;
+}
+
+static bool slot_is_ext(const slab *sb, int64_t slot, int nc) {
+    return slot < sb->ext_cap && sb->ext[slot * nc] != NULL;
+}
+
+static void slab_release(slab *sb, int64_t slot, int nc) {
+    if (slot < sb->ext_cap) free_elem(sb->ext + slot * nc, nc);
+    sb->freel[sb->nfree++] = slot;
+}
+
+static void slab_free(slab *sb, int nc) {
+    if (!sb) return;
+    for (int64_t i = 0; i < sb->nslots && i < sb->ext_cap; i++) free_elem(sb->ext + i * nc, nc);
+    for (int64_t k = 0; k < sb->nchunks; k++) vg__free(sb->chunks[k]);
+    vg__free(sb->chunks);
+    vg__free(sb->idx);
+    vg__free(sb->freel);
+    vg__free(sb->ext);
+    vg__free(sb);
+}
+
+/* A free slot (a new one when none is free); -1 on OOM. */
+static int64_t slab_alloc(slab *sb, int64_t cap) {
+    if (sb->nfree > 0) return sb->freel[--sb->nfree];
+    if (sb->nslots == sb->room) {
+        /* the buffer (cap), a view (VG__DS_ROWS_MAX) and a carried element are the most
+         * slots in use at once: idx and the free list never need more room */
+        int64_t most = cap + VG__DS_ROWS_MAX + 1, room = sb->room + SLAB_CHUNK;
+        if (room > most) room = most;
+        int64_t *ni = vg__realloc(sb->idx, sizeof(int64_t) * (size_t)sb->room, sizeof(int64_t) * (size_t)room);
+        if (!ni) return -1;
+        sb->idx = ni;
+        int64_t *nf = vg__realloc(sb->freel, sizeof(int64_t) * (size_t)sb->room, sizeof(int64_t) * (size_t)room);
+        if (!nf) return -1;
+        sb->freel = nf;
+        sb->room = room;
+    }
+    if (sb->nslots == sb->nchunks * SLAB_CHUNK) {
+        uint8_t **nc = vg__realloc(sb->chunks, sizeof(uint8_t *) * (size_t)sb->nchunks,
+                                   sizeof(uint8_t *) * (size_t)(sb->nchunks + 1));
+        if (!nc) return -1;
+        sb->chunks = nc;
+        int64_t n = sb->room - sb->nslots; /* the last chunk only as large as needed */
+        if (n > SLAB_CHUNK) n = SLAB_CHUNK;
+        uint8_t *chunk = vg__aligned_alloc(sb->slot_bytes * (size_t)n, 64);
+        if (!chunk) return -1;
+        sb->chunks[sb->nchunks++] = chunk;
+    }
+    return sb->nslots++;
+}
+
+/* Stores row i of the view r in a slot; -1 on OOM. */
+static int64_t slab_put(unary_it *u, slab *sb, const vg__ds_rows *r, int64_t i, int nc, vg_status *st) {
+    bool same = true;
+    for (int c = 0; c < nc && same; c++)
+        same = r->dtype[c] == sb->spec.dtype[c] && r->ndims[c] == sb->spec.ndims[c] && r->xf[c] == sb->spec.xf[c] &&
+               !memcmp(r->dims[c], sb->spec.dims[c], sizeof(int64_t) * (size_t)r->ndims[c]);
+    int64_t slot = slab_alloc(sb, u->cap);
+    if (slot < 0) {
+        VG_OOM(st, "shuffle buffer");
+        return -1;
+    }
+    if (same) {
+        uint8_t *p = slot_ptr(sb, slot);
+        for (int c = 0; c < nc; c++) memcpy(p + sb->off[c], r->data[i][c], r->raw[c]);
+        return slot;
+    }
+    if (slot >= sb->ext_cap) { /* the tensors of an element of other shapes */
+        int64_t ncap = sb->room;
+        vg_tensor **ne = vg__realloc(sb->ext, sizeof(vg_tensor *) * (size_t)(sb->ext_cap * nc),
+                                     sizeof(vg_tensor *) * (size_t)(ncap * nc));
+        if (!ne) {
+            slab_release(sb, slot, nc);
+            VG_OOM(st, "shuffle buffer");
+            return -1;
+        }
+        memset(ne + sb->ext_cap * nc, 0, sizeof(vg_tensor *) * (size_t)((ncap - sb->ext_cap) * nc));
+        sb->ext = ne;
+        sb->ext_cap = ncap;
+    }
+    for (int c = 0; c < nc; c++) {
+        vg_tensor *t = vg_tensor_new(r->dtype[c], r->dims[c], r->ndims[c], st);
+        if (!t) {
+            slab_release(sb, slot, nc);
+            return -1;
+        }
+        if (r->xf[c]) vg__ds_xform_apply(r->xf[c], r->data[i][c], vg_tensor_data(t));
+        else if (r->bytes[c]) memcpy(vg_tensor_data(t), r->data[i][c], r->bytes[c]);
+        sb->ext[slot * nc + c] = t;
+    }
+    return slot;
+}
+
+/* Sets up the slab from the first view's shapes. */
+static slab *slab_new(const vg__ds_rows *r, int nc) {
+    slab *sb = vg__calloc(1, sizeof *sb);
+    if (!sb) return NULL;
+    sb->spec = *r;
+    sb->carry = -1;
+    size_t off = 0;
+    for (int c = 0; c < nc; c++) {
+        sb->off[c] = off;
+        off += (r->raw[c] + 63) & ~(size_t)63;
+    }
+    sb->slot_bytes = off ? off : 64;
+    return sb;
+}
+
+/* Fills the buffer from the input's views up to its capacity (or the input's end). */
+static vg_code slab_fill(unary_it *u, int nc, vg_status *st) {
+    while (!u->in_end && u->size < u->cap) {
+        int64_t want = u->cap - u->size;
+        if (want > VG__DS_ROWS_MAX) want = VG__DS_ROWS_MAX;
+        vg__ds_rows *r = u->rows;
+        vg_code rc = u->in->next_rows(u->in, want, r, &u->in_end, st);
+        if (rc != VG_OK) return rc;
+        if (u->in_end) break;
+        if (!u->slab && !(u->slab = slab_new(r, nc))) return VG_OOM(st, "shuffle buffer");
+        for (int64_t i = 0; i < r->n; i++) {
+            /* a slot is only taken when the element has room in the buffer (r->n <= want) */
+            int64_t slot = slab_put(u, u->slab, r, i, nc, st);
+            if (slot < 0) {
+                /* the view's remaining elements cannot be kept: an error for them, as an
+                 * allocation failure in the element path loses that element */
+                return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
+            }
+            u->slab->idx[u->size++] = slot;
+        }
+    }
+    return VG_OK;
+}
+
+/* One pick, as shuffle_next: the slot of the element handed out next, -1 at the end. */
+static int64_t slab_pick(unary_it *u) {
+    slab *sb = u->slab;
+    if (u->size == 0) return -1;
+    int64_t k = (int64_t)(rng_next(u->rng) % (uint64_t)u->size);
+    int64_t slot = sb->idx[k];
+    u->size--;
+    if (k != u->size) sb->idx[k] = sb->idx[u->size];
+    return slot;
+}
+
+/* Frees the slots of the last view. */
+static void slab_unpend(slab *sb, int nc) {
+    if (!sb) return;
+    for (int64_t i = 0; i < sb->npend; i++) slab_release(sb, sb->pend[i], nc);
+    sb->npend = 0;
+}
+
+/* Component shapes of slot's element into r (element 0's spec) when r->n == 0, else
+ * whether they match r's. */
+static bool slot_spec(const slab *sb, int64_t slot, int nc, vg__ds_rows *r) {
+    if (!slot_is_ext(sb, slot, nc)) {
+        if (r->n == 0) {
+            memcpy(r->dtype, sb->spec.dtype, sizeof r->dtype);
+            memcpy(r->ndims, sb->spec.ndims, sizeof r->ndims);
+            memcpy(r->dims, sb->spec.dims, sizeof r->dims);
+            memcpy(r->bytes, sb->spec.bytes, sizeof r->bytes);
+            memcpy(r->xf, sb->spec.xf, sizeof r->xf);
+            memcpy(r->raw, sb->spec.raw, sizeof r->raw);
+            return true;
+        }
+        for (int c = 0; c < nc; c++)
+            if (r->dtype[c] != sb->spec.dtype[c] || r->ndims[c] != sb->spec.ndims[c] || r->xf[c] != sb->spec.xf[c] ||
+                memcmp(r->dims[c], sb->spec.dims[c], sizeof(int64_t) * (size_t)r->ndims[c]))
+                return false;
+        return true;
+    }
+    vg__ds_rows one;
+    vg__ds_rows *d = r->n == 0 ? r : &one;
+    for (int c = 0; c < nc; c++) rows_spec(d, c, sb->ext[slot * nc + c], false);
+    if (r->n == 0) return true;
+    for (int c = 0; c < nc; c++)
+        if (r->dtype[c] != one.dtype[c] || r->ndims[c] != one.ndims[c] || r->xf[c] != NULL ||
+            memcmp(r->dims[c], one.dims[c], sizeof(int64_t) * (size_t)r->ndims[c]))
+            return false;
+    return true;
+}
+
+static void view_add(const slab *sb, int64_t slot, int nc, vg__ds_rows *r) {
+    if (slot_is_ext(sb, slot, nc)) {
+        for (int c = 0; c < nc; c++) r->data[r->n][c] = vg_tensor_data(sb->ext[slot * nc + c]);
+    } else {
+        const uint8_t *p = slot_ptr(sb, slot);
+        for (int c = 0; c < nc; c++) r->data[r->n][c] = p + sb->off[c];
+    }
+    r->n++;
+}
+
+static vg_code shuffle_next_rows(vg__ds_iter *it, int64_t max, vg__ds_rows *r, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    int nc = it->ds->ncomp;
+    slab *sb = u->slab;
+    slab_unpend(sb, nc);
+    if (sb && sb->err != VG_OK) { /* met while filling the last view */
+        vg_code rc = sb->err;
+        sb->err = VG_OK;
+        vg_status_copy(st, &sb->err_st);
+        return rc;
+    }
+    r->n = 0;
+    if (max > VG__DS_ROWS_MAX) max = VG__DS_ROWS_MAX;
+    while (r->n < max) {
+        int64_t slot;
+        if (sb && sb->carry >= 0) {
+            slot = sb->carry;
+            sb->carry = -1;
+        } else {
+            vg_code rc = slab_fill(u, nc, st);
+            sb = u->slab;
+            if (rc != VG_OK) {
+                if (r->n == 0) return rc;
+                sb->err = rc; /* after the elements already picked */
+                vg_status_copy(&sb->err_st, st);
+                break;
+            }
+            if (!sb || (slot = slab_pick(u)) < 0) break;
+        }
+        if (!slot_spec(sb, slot, nc, r)) { /* other shapes: the next view starts with it */
+            sb->carry = slot;
+            break;
+        }
+        view_add(sb, slot, nc, r);
+        sb->pend[sb->npend++] = slot;
+    }
+    if (r->n == 0) *end = true;
+    return VG_OK;
+}
+
+/* shuffle_next for a shuffle over row views: the element's tensors from its slot. */
+static vg_code shuffle_slab_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    int nc = it->ds->ncomp;
+    vg__ds_rows one;
+    one.n = 0;
+    vg_code rc = shuffle_next_rows(it, 1, &one, end, st);
+    if (rc != VG_OK || *end) return rc;
+    slab *sb = u->slab;
+    int64_t slot = sb->pend[0];
+    if (slot_is_ext(sb, slot, nc)) {
+        memcpy(out, sb->ext + slot * nc, sizeof(vg_tensor *) * (size_t)nc);
+        memset(sb->ext + slot * nc, 0, sizeof(vg_tensor *) * (size_t)nc);
+        return VG_OK;
+    }
+    for (int c = 0; c < nc; c++) {
+        if (!(out[c] = vg_tensor_new(one.dtype[c], one.dims[c], one.ndims[c], st))) {
+            free_elem(out, c);
+            return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
+        }
+        if (one.xf[c]) vg__ds_xform_apply(one.xf[c], one.data[0][c], vg_tensor_data(out[c]));
+        else if (one.bytes[c]) memcpy(vg_tensor_data(out[c]), one.data[0][c], one.bytes[c]);
+    }
+    return VG_OK;
+}
+
 static vg_code repeat_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     const vg__dataset *d = it->ds;
@@ -1052,8 +1717,8 @@ static vg_code repeat_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_statu
 }
 
 /* repeat_next's loop for sources of strings */
-static vg_code repeat_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, int64_t max, int64_t *got, bool *end,
-                                   vg_status *st) {
+static vg_code repeat_next_records(vg__ds_iter *it, vg__ds_rec_sink sink, void *arg, int64_t at, int64_t max,
+                                   int64_t *got, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     const vg__dataset *d = it->ds;
     *got = 0;
@@ -1068,7 +1733,7 @@ static vg_code repeat_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, in
         }
         bool e = false;
         int64_t g = 0;
-        vg_code rc = u->in->next_strings(u->in, t, at + *got, max - *got, &g, &e, st);
+        vg_code rc = u->in->next_records(u->in, sink, arg, at + *got, max - *got, &g, &e, st);
         *got += g;
         u->in_epoch += g;
         if (rc != VG_OK) return rc;
@@ -1084,7 +1749,7 @@ static vg_code repeat_next_strings(vg__ds_iter *it, vg_tensor *t, int64_t at, in
     return VG_OK;
 }
 
-/* Whether iterators of d have next_strings. */
+/* Whether iterators of d have next_records. */
 static bool strings_source(const vg__dataset *d) {
     return d->kind == VG__DS_TFRECORD || (d->kind == VG__DS_REPEAT && strings_source(d->input));
 }
@@ -1571,6 +2236,13 @@ typedef struct pf_item {
     vg_status st;
 } pf_item;
 
+/* Hand-offs between the prefetch thread and its consumer: each side signals the other
+ * only when it sleeps. A side may first spin for a bounded window watching the ring's
+ * length (VG_PREFETCH_SPIN_US, 0..100000 us, default 0): on a quiet machine a spin
+ * saves the 5-50 us futex wake-up of a VM, but measured on this 2-core VM shared with
+ * other work, interleaved (bench_input --only tfdata), a 50 us window halved the
+ * batches/s at 1 thread (6.8-7.7k against 11-15k without) and 5-20 us did not help
+ * either: a spinner takes the core the other side needs. */
 typedef struct prefetch_it {
     vg__ds_iter base;
     vg__ds_iter *in;
@@ -1580,16 +2252,63 @@ typedef struct prefetch_it {
     pthread_cond_t cv;        /* the consumer waits here for an element */
     pthread_cond_t space;     /* the producer waits here for room in the ring */
     pf_item *ring;
-    int64_t cap, head, size;
-    bool stop, cancelled, ended;
+    int64_t cap, head;
+    int64_t size;             /* written under mu with __atomic stores; spinners read it */
+    int csleep, psleep;       /* consumer / producer asleep on cv / space (under mu) */
+    bool stop, cancelled, ended; /* stop and cancelled: __atomic stores under mu */
+    int64_t spin_ns;
 } prefetch_it;
+
+static int64_t g_spin_ns = -1;
+
+/* The prefetch spin window (ns): VG_PREFETCH_SPIN_US, default 0 (see above). */
+static int64_t ds_spin_ns(void) {
+    int64_t v = __atomic_load_n(&g_spin_ns, __ATOMIC_RELAXED);
+    if (v >= 0) return v;
+    v = 0;
+    const char *e = getenv("VG_PREFETCH_SPIN_US");
+    if (e && *e) {
+        char *end;
+        long x = strtol(e, &end, 10);
+        if (!*end && x >= 0 && x <= 100000) v = (int64_t)x * 1000;
+    }
+    __atomic_store_n(&g_spin_ns, v, __ATOMIC_RELAXED);
+    return v;
+}
+
+/* Spins (the lock not held) until the ring has an element (consumer) or room
+ * (producer), a stop or cancel, or the window ends. */
+static void pf_spin(prefetch_it *p, bool consumer) {
+    int64_t t0 = 0;
+    for (unsigned k = 0;; k++) {
+        int64_t n = __atomic_load_n(&p->size, __ATOMIC_ACQUIRE);
+        if ((consumer ? n > 0 : n < p->cap) || __atomic_load_n(&p->stop, __ATOMIC_RELAXED) ||
+            __atomic_load_n(&p->cancelled, __ATOMIC_RELAXED))
+            return;
+        vg__spin_pause();
+        if ((k & 15) == 15) {
+            int64_t t = vg__pool_now_ns();
+            if (!t0) t0 = t;
+            else if (t - t0 > p->spin_ns) return;
+        }
+    }
+}
 
 static void *prefetch_main(void *arg) {
     prefetch_it *p = arg;
     int nc = p->base.ds->ncomp;
     pthread_mutex_lock(&p->mu);
     while (!p->stop && !p->ended) {
-        while (!p->stop && p->size == p->cap) pthread_cond_wait(&p->space, &p->mu);
+        if (!p->stop && p->size == p->cap) {
+            pthread_mutex_unlock(&p->mu);
+            pf_spin(p, false);
+            pthread_mutex_lock(&p->mu);
+        }
+        while (!p->stop && p->size == p->cap) {
+            p->psleep++;
+            pthread_cond_wait(&p->space, &p->mu);
+            p->psleep--;
+        }
         if (p->stop) break;
         pthread_mutex_unlock(&p->mu);
         pf_item it;
@@ -1604,13 +2323,13 @@ static void *prefetch_main(void *arg) {
             break;
         }
         p->ring[(p->head + p->size) % p->cap] = it;
-        p->size++;
+        __atomic_store_n(&p->size, p->size + 1, __ATOMIC_RELEASE);
         if (it.code == VG_OUT_OF_RANGE) p->ended = true;
+        bool wake = p->csleep > 0;
         /* signalled after the unlock: a consumer woken while the mutex is held would
-         * block on it at once and need a second wake-up (each costs a system call and,
-         * on a virtual machine, an interprocessor interrupt) */
+         * block on it at once and need a second wake-up */
         pthread_mutex_unlock(&p->mu);
-        pthread_cond_signal(&p->cv);
+        if (wake) pthread_cond_signal(&p->cv);
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
@@ -1628,7 +2347,16 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
         }
         p->started = true;
     }
-    while (p->size == 0 && !p->cancelled) pthread_cond_wait(&p->cv, &p->mu);
+    if (p->size == 0 && !p->cancelled) {
+        pthread_mutex_unlock(&p->mu);
+        pf_spin(p, true);
+        pthread_mutex_lock(&p->mu);
+    }
+    while (p->size == 0 && !p->cancelled) {
+        p->csleep++;
+        pthread_cond_wait(&p->cv, &p->mu);
+        p->csleep--;
+    }
     if (p->cancelled) {
         pthread_mutex_unlock(&p->mu);
         return vg_status_set(st, VG_CANCELLED, "Iterator was cancelled");
@@ -1641,9 +2369,10 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
         if (item->code == VG_OK) memcpy(out, item->t, sizeof(vg_tensor *) * (size_t)nc);
         else rc = vg_status_set(st, item->code, "%s", item->st.msg);
         p->head = (p->head + 1) % p->cap;
-        p->size--;
+        __atomic_store_n(&p->size, p->size - 1, __ATOMIC_RELEASE);
+        bool wake = p->psleep > 0;
         pthread_mutex_unlock(&p->mu);
-        pthread_cond_signal(&p->space);
+        if (wake) pthread_cond_signal(&p->space);
         return rc;
     }
     pthread_mutex_unlock(&p->mu);
@@ -1653,7 +2382,7 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
 static void prefetch_cancel(vg__ds_iter *it) {
     prefetch_it *p = (prefetch_it *)it;
     pthread_mutex_lock(&p->mu);
-    p->cancelled = true;
+    __atomic_store_n(&p->cancelled, true, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&p->cv);
     pthread_cond_broadcast(&p->space);
     pthread_mutex_unlock(&p->mu);
@@ -1663,7 +2392,7 @@ static void prefetch_cancel(vg__ds_iter *it) {
 static void prefetch_free(vg__ds_iter *it) {
     prefetch_it *p = (prefetch_it *)it;
     pthread_mutex_lock(&p->mu);
-    p->stop = true;
+    __atomic_store_n(&p->stop, true, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&p->cv);
     pthread_cond_broadcast(&p->space);
     pthread_mutex_unlock(&p->mu);
@@ -1712,7 +2441,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         return it;
     case VG__DS_TFRECORD:
         it->next = tfrecord_next;
-        it->next_strings = tfrecord_next_strings;
+        it->next_records = tfrecord_next_records;
         it->free = tfrecord_free;
         return it;
     case VG__DS_TEXTLINE:
@@ -1736,6 +2465,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         pthread_cond_init(&p->cv, NULL);
         pthread_cond_init(&p->space, NULL);
         p->cap = d->a;
+        p->spin_ns = ds_spin_ns();
         if (!(p->ring = vg__calloc((size_t)p->cap, sizeof(pf_item)))) {
             VG_OOM(st, "prefetch buffer");
             vg__ds_iter_free(it);
@@ -1759,7 +2489,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     case VG__DS_SHUFFLE: it->next = shuffle_next; break;
     case VG__DS_REPEAT:
         it->next = repeat_next;
-        if (strings_source(d->input)) it->next_strings = repeat_next_strings;
+        if (strings_source(d->input)) it->next_records = repeat_next_records;
         break;
     case VG__DS_TAKE: it->next = take_next; break;
     case VG__DS_SHARD: it->next = shard_next; break;
@@ -1801,17 +2531,31 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         return NULL;
     }
     bool vec = d->kind == VG__DS_MAP && d->fn->vec && __atomic_load_n(&vectorize_on, __ATOMIC_RELAXED);
+    if (d->kind == VG__DS_MAP && d->fn->native_b && __atomic_load_n(&native_on, __ATOMIC_RELAXED) &&
+        __atomic_load_n(&vectorize_on, __ATOMIC_RELAXED)) {
+        it->next = native_batch_map_next;
+        return it;
+    }
     if (vec && !(u->vsess = vg_session_new(d->fn->vec, &fn_opts, st))) {
         vg__ds_iter_free(it);
         return NULL;
     }
     if (d->kind == VG__DS_MAP && (d->c > 1 || vec)) {
         int64_t par = d->c > 1 ? d->c : 1;
+        /* a native function over records read straight from their source costs a
+         * fraction of a microsecond a record: a second thread's hand-offs cost more than
+         * they save, so the map runs on the caller (the order is the same) */
+        if (vec && d->fn->native && __atomic_load_n(&native_on, __ATOMIC_RELAXED) && d->fn->nargs == 1 &&
+            d->input->types[0] == VG_STRING && u->in->next_records)
+            par = 1, u->native = true;
         u->nslots = (vec ? VEC_BLOCK : 32) * par;
         it->next = parallel_map_next;
         /* one string argument read straight from its source, the block mapped by one
          * thread (sequential or async) */
-        u->direct = vec && d->fn->nargs == 1 && d->input->types[0] == VG_STRING && u->in->next_strings && par <= 2;
+        u->direct = vec && d->fn->nargs == 1 && d->input->types[0] == VG_STRING && u->in->next_records && par <= 2;
+        bool numeric = true;
+        for (int c = 0; c < d->ncomp; c++) numeric = numeric && d->types[c] != VG_STRING;
+        if (vec && numeric && __atomic_load_n(&rows_on, __ATOMIC_RELAXED)) it->next_rows = map_next_rows;
         if (par == 2 && vec) { /* a per-element function (possibly heavy: image decoding)
                                   keeps the block split over the pool thread and the caller */
             u->async = true;
@@ -1825,6 +2569,20 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
             VG_OOM(st, "parallel map");
             vg__ds_iter_free(it);
             return NULL;
+        }
+    }
+    bool rows = __atomic_load_n(&rows_on, __ATOMIC_RELAXED) && u->in && u->in->next_rows;
+    if ((d->kind == VG__DS_SHUFFLE || d->kind == VG__DS_BATCH) && rows) {
+        if (!(u->rows = vg__malloc(sizeof *u->rows))) {
+            VG_OOM(st, "row view");
+            vg__ds_iter_free(it);
+            return NULL;
+        }
+        if (d->kind == VG__DS_BATCH) {
+            it->next = batch_rows_next;
+        } else {
+            it->next = shuffle_slab_next;
+            it->next_rows = shuffle_next_rows;
         }
     }
     if (d->kind == VG__DS_SHUFFLE) {

@@ -768,6 +768,8 @@ static void fn_destroy(void *p) {
     vg__ds_fn *fn = p;
     vg_graph_free(fn->g);
     vg_graph_free(fn->vec);
+    vg__ds_native_free(fn->native);
+    vg__ds_native_free(fn->native_b);
     vg__free(fn);
 }
 
@@ -833,6 +835,7 @@ vg_output vg_dataset_map_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn f
                             sizeof key);
     if (!f) return (vg_output){NULL, 0};
     vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
+    if (!f->vec) f->native_b = vg__ds_native_compile_batched(f); /* a map after batch */
     vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
     vg_shape os[VG_DATASET_MAX_COMPONENTS];
     for (int i = 0; i < f->nouts; i++) {
@@ -856,6 +859,7 @@ vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn,
     vg__ds_fn *f = build_fn(g, ds, fn, payload, "interleave", name ? name : "InterleaveDataset", key, sizeof key);
     if (!f) return (vg_output){NULL, 0};
     vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
+    if (!f->vec) f->native_b = vg__ds_native_compile_batched(f); /* a map after batch */
     vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
     vg_shape os[VG_DATASET_MAX_COMPONENTS];
     int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
@@ -879,6 +883,7 @@ vg_output vg_dataset_interleave_parallel(vg_graph *g, vg_output ds, vg_dataset_m
     vg__ds_fn *f = build_fn(g, ds, fn, payload, "interleave", name ? name : "ParallelInterleaveDatasetV2", key, sizeof key);
     if (!f) return (vg_output){NULL, 0};
     vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
+    if (!f->vec) f->native_b = vg__ds_native_compile_batched(f); /* a map after batch */
     vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
     vg_shape os[VG_DATASET_MAX_COMPONENTS];
     int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;
@@ -902,6 +907,7 @@ vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, v
     vg__ds_fn *f = build_fn(g, ds, fn, payload, "flat_map", name ? name : "FlatMapDataset", key, sizeof key);
     if (!f) return (vg_output){NULL, 0};
     vg__ds_fn_vectorize(f); /* when it cannot, the map runs element by element */
+    if (!f->vec) f->native_b = vg__ds_native_compile_batched(f); /* a map after batch */
     vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
     vg_shape os[VG_DATASET_MAX_COMPONENTS];
     int n = f->nouts == 1 ? vg_dataset_components(f->outs[0], ot, os) : 0;

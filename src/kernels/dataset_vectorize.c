@@ -223,5 +223,6 @@ bool vg__ds_fn_vectorize(vg__ds_fn *fn) {
         return false;
     }
     fn->vec = vg;
+    fn->native = vg__ds_native_compile(fn);
     return true;
 }
