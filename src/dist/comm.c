@@ -522,7 +522,8 @@ typedef struct {
     char pad1[56];
     _Atomic int64_t count;
     _Atomic int64_t pid;
-    char pad2[48];
+    _Atomic int64_t cpu; /* the CPU the rank ran on when it last published (sched_getcpu) */
+    char pad2[40];
 } shm_ctl;
 
 static struct {
@@ -598,6 +599,13 @@ static int shm_wait(vg__comm_req *r, bool done, const shm_poll *p) {
             if (atomic_load_explicit(c, memory_order_acquire) < r->shm_seq) break;
         }
         if (j == g.size) return SHM_DONE;
+        /* The peer being waited for last ran on this CPU: with more ranks than free
+         * cores (or --bind-to none placing two ranks on one core for a while) spinning
+         * only delays the peer, so give it the core at once. */
+        if (iter % 64 == 1 && atomic_load_explicit(&S.ctl[j].cpu, memory_order_relaxed) == sched_getcpu()) {
+            sched_yield();
+            continue;
+        }
         if (iter % 64) {
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
@@ -697,6 +705,7 @@ static int shm_fused(vg__comm_req *r, const shm_poll *p) {
         }
         atomic_store_explicit(&S.ctl[me].count, r->count, memory_order_relaxed);
         MPI_Win_sync(S.win);
+        atomic_store_explicit(&S.ctl[me].cpu, sched_getcpu(), memory_order_relaxed);
         atomic_store_explicit(&S.ctl[me].arrive, r->shm_seq, memory_order_release);
         r->shm_stage = 1;
     }
@@ -739,6 +748,7 @@ static int shm_fused(vg__comm_req *r, const shm_poll *p) {
             }
         }
         MPI_Win_sync(S.win);
+        atomic_store_explicit(&S.ctl[me].cpu, sched_getcpu(), memory_order_relaxed);
         atomic_store_explicit(&S.ctl[me].done, r->shm_seq, memory_order_release);
         r->shm_stage = 2;
         if (r->code != VG_OK) return SHM_DONE;
@@ -805,6 +815,7 @@ static void shm_setup(MPI_Comm local) {
     MPI_Barrier(local);
     MPI_Win_sync(S.win);
     atomic_store(&S.ctl[g.local_rank].pid, (int64_t)getpid());
+    atomic_store(&S.ctl[g.local_rank].cpu, (int64_t)-1);
     MPI_Win_sync(S.win);
     MPI_Barrier(local);
     MPI_Win_sync(S.win);
