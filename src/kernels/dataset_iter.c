@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sched.h>
 #include <pthread.h>
 #include <time.h>
 #include <zlib.h>
@@ -2237,12 +2238,14 @@ typedef struct pf_item {
 } pf_item;
 
 /* Hand-offs between the prefetch thread and its consumer: each side signals the other
- * only when it sleeps. A side may first spin for a bounded window watching the ring's
- * length (VG_PREFETCH_SPIN_US, 0..100000 us, default 0): on a quiet machine a spin
- * saves the 5-50 us futex wake-up of a VM, but measured on this 2-core VM shared with
- * other work, interleaved (bench_input --only tfdata), a 50 us window halved the
- * batches/s at 1 thread (6.8-7.7k against 11-15k without) and 5-20 us did not help
- * either: a spinner takes the core the other side needs. */
+ * only when it sleeps. Before sleeping a side spins for a bounded window watching the
+ * ring's length, which saves the 5-50 us futex wake-up of a VM: the consumer (blocked
+ * in get_next with nothing else to do) for VG_PREFETCH_SPIN_US (0..100000 us, default
+ * 50, the thread pool's window), the producer (usually ahead, waiting for room) for a
+ * tenth of it, so a pipeline that runs ahead of training wastes at most ~5 us of a core
+ * per element. A spinner stops at once when the other side last ran on its CPU: there
+ * the spin would only take the core the other side needs (on a 2-core VM shared with
+ * other work, spinning regardless halved the batches/s of bench_input at 1 thread). */
 typedef struct prefetch_it {
     vg__ds_iter base;
     vg__ds_iter *in;
@@ -2257,15 +2260,16 @@ typedef struct prefetch_it {
     int csleep, psleep;       /* consumer / producer asleep on cv / space (under mu) */
     bool stop, cancelled, ended; /* stop and cancelled: __atomic stores under mu */
     int64_t spin_ns;
+    int cpu[2];               /* CPU each side last ran on ([1]: consumer), __atomic */
 } prefetch_it;
 
 static int64_t g_spin_ns = -1;
 
-/* The prefetch spin window (ns): VG_PREFETCH_SPIN_US, default 0 (see above). */
+/* The consumer's prefetch spin window (ns): VG_PREFETCH_SPIN_US, default 50 (see above). */
 static int64_t ds_spin_ns(void) {
     int64_t v = __atomic_load_n(&g_spin_ns, __ATOMIC_RELAXED);
     if (v >= 0) return v;
-    v = 0;
+    v = 50000;
     const char *e = getenv("VG_PREFETCH_SPIN_US");
     if (e && *e) {
         char *end;
@@ -2279,7 +2283,10 @@ static int64_t ds_spin_ns(void) {
 /* Spins (the lock not held) until the ring has an element (consumer) or room
  * (producer), a stop or cancel, or the window ends. */
 static void pf_spin(prefetch_it *p, bool consumer) {
-    int64_t t0 = 0;
+    int64_t t0 = 0, window = consumer ? p->spin_ns : p->spin_ns / 10;
+    if (window <= 0) return;
+    int me = sched_getcpu();
+    __atomic_store_n(&p->cpu[consumer], me, __ATOMIC_RELAXED);
     for (unsigned k = 0;; k++) {
         int64_t n = __atomic_load_n(&p->size, __ATOMIC_ACQUIRE);
         if ((consumer ? n > 0 : n < p->cap) || __atomic_load_n(&p->stop, __ATOMIC_RELAXED) ||
@@ -2287,9 +2294,10 @@ static void pf_spin(prefetch_it *p, bool consumer) {
             return;
         vg__spin_pause();
         if ((k & 15) == 15) {
+            if (me >= 0 && __atomic_load_n(&p->cpu[!consumer], __ATOMIC_RELAXED) == me) return;
             int64_t t = vg__pool_now_ns();
             if (!t0) t0 = t;
-            else if (t - t0 > p->spin_ns) return;
+            else if (t - t0 > window) return;
         }
     }
 }
@@ -2317,6 +2325,7 @@ static void *prefetch_main(void *arg) {
         bool e = false;
         it.code = p->in->next(p->in, it.t, &e, &it.st);
         if (it.code == VG_OK && e) it.code = VG_OUT_OF_RANGE;
+        __atomic_store_n(&p->cpu[0], sched_getcpu(), __ATOMIC_RELAXED);
         pthread_mutex_lock(&p->mu);
         if (p->stop) {
             free_elem(it.t, nc);
@@ -2339,6 +2348,7 @@ static void *prefetch_main(void *arg) {
 static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     prefetch_it *p = (prefetch_it *)it;
     int nc = it->ds->ncomp;
+    __atomic_store_n(&p->cpu[1], sched_getcpu(), __ATOMIC_RELAXED);
     pthread_mutex_lock(&p->mu);
     if (!p->started) {
         if (pthread_create(&p->th, NULL, prefetch_main, p) != 0) {
@@ -2466,6 +2476,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         pthread_cond_init(&p->space, NULL);
         p->cap = d->a;
         p->spin_ns = ds_spin_ns();
+        p->cpu[0] = p->cpu[1] = -1;
         if (!(p->ring = vg__calloc((size_t)p->cap, sizeof(pf_item)))) {
             VG_OOM(st, "prefetch buffer");
             vg__ds_iter_free(it);
