@@ -1,5 +1,5 @@
 /* test_conv_fusion.c - the executor's plan-time fusion of Conv2D -> BiasAdd [-> Relu]
- * and MaxPoolGrad -> ReluGrad (src/exec/fuse.c, kernels _VigilFused* in
+ * and MaxPoolGrad -> ReluGrad [+ BiasAddGrad] (src/exec/fuse.c, kernels _VigilFused* in
  * src/kernels/conv_ops.c):
  * forward values and gradients equal the unfused plan's on several shapes (oneDNN,
  * direct-kernel and im2col paths, float64), the trace shows which nodes were fused,
@@ -228,6 +228,105 @@ static void test_fusion__max_pool_grad_relu_grad(void) {
     vg__pool_set_simd(1);
 }
 
+/* bias_add -> relu -> max_pool and the gradients of sum(exp(pool + sin(pool))) w.r.t.
+ * the input and the bias: MaxPoolGrad -> ReluGrad fused, with the bias gradient summed
+ * by the same kernel (_VigilFusedMaxPoolGradReluGradBiasAddGrad); out: pool, dx, db.
+ * Returns how many traced nodes ran that kernel. */
+static int run_pool_bias_case(const int64_t xd[4], int k, int s, bool same, vg_dtype dt, int threads, bool fused,
+                              vg_tensor **out) {
+    vg__plan_set_fusion(fused);
+    vg_graph *g = vg_graph_new();
+    int64_t ks[4] = {1, k, k, 1}, ss[4] = {1, s, s, 1}, bd[1] = {xd[3]};
+    vg_output x = vg_placeholder(g, dt, xd, 4, "x"), b = vg_placeholder(g, dt, bd, 1, "b");
+    vg_output r = vg_relu(g, vg_bias_add(g, x, b, NULL), NULL);
+    vg_output pool = vg_max_pool(g, r, ks, ss, same ? "SAME" : "VALID", NULL);
+    vg_output L = vg_reduce_sum(g, vg_exp(g, vg_add(g, pool, vg_sin(g, pool, NULL), NULL), NULL), NULL, -1, false,
+                                NULL);
+    vg_output in[2] = {x, b}, d[3];
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &L, 1, in, 2, NULL, d + 1, &st), &st);
+    d[0] = pool;
+    int64_t nx = xd[0] * xd[1] * xd[2] * xd[3];
+    double *xv = randv(nx, 7), *bv = randv(xd[3], 8);
+    for (int64_t i = 0; i < nx; i++) xv[i] = floor(xv[i] * 4) / 4;
+    for (int64_t i = 0; i < xd[3]; i++) bv[i] = floor(bv[i] * 4) / 4;
+    vg_tensor *vals[2] = {mk(dt, xd, 4, xv), mk(dt, bd, 1, bv)};
+    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    o.intra_op_threads = threads;
+    o.inter_op_threads = 1;
+    vg_session *sess = vg_session_new(g, &o, &st);
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.trace_level = VG_TRACE_FULL;
+    vg_run_metadata *md = vg_run_metadata_new();
+    int n = -1;
+    for (int i = 0; i < 3; i++) out[i] = NULL;
+    if (sess && md) {
+        CHECK_OK(vg_session_run(sess, &ro, in, vals, 2, d, out, 3, NULL, 0, md, &st), &st);
+        n = 0;
+        for (int i = 0; i < vg_run_metadata_num_nodes(md); i++)
+            n += !strcmp(vg_run_metadata_node(md, i)->op_type, "_VigilFusedMaxPoolGradReluGradBiasAddGrad");
+    }
+    vg_run_metadata_free(md);
+    vg_session_free(sess);
+    for (int i = 0; i < 2; i++) vg_tensor_free(vals[i]);
+    vg_graph_free(g);
+    free(xv);
+    free(bv);
+    vg__plan_set_fusion(true);
+    return n;
+}
+
+/* The bias gradient from the pool-gradient kernel equals BiasAddGrad's (within float
+ * summation order), dx is exactly the unfused one, on the AVX-512 and the generic
+ * paths; the AVX-512 max pool's forward values equal the generic loop's exactly. */
+static void test_fusion__max_pool_grad_bias_grad(void) {
+    static const struct {
+        int64_t xd[4];
+        int k, s;
+        bool same;
+        vg_dtype dt;
+        int threads;
+    } pc[] = {
+        {{3, 28, 28, 32}, 2, 2, false, VG_FLOAT, 1}, /* the CNN's pools: AVX-512 tiled kernels */
+        {{5, 14, 14, 64}, 2, 2, false, VG_FLOAT, 2}, /* partial sums of 2 units */
+        {{2, 7, 9, 16}, 2, 2, true, VG_FLOAT, 1},    /* clipped border windows */
+        {{2, 6, 6, 3}, 2, 2, false, VG_FLOAT, 2},    /* generic tiled path */
+        {{2, 7, 7, 5}, 3, 2, true, VG_FLOAT, 1},     /* overlapping windows: scatter-add */
+        {{3, 6, 5, 4}, 2, 2, true, VG_DOUBLE, 2},
+    };
+    for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
+        vg_tensor *ref[3] = {NULL, NULL, NULL};
+        for (int simd = 1; simd >= 0; simd--) {
+            vg__pool_set_simd(simd);
+            vg_tensor *a[3], *b[3];
+            CHECK_EQ_INT(run_pool_bias_case(pc[i].xd, pc[i].k, pc[i].s, pc[i].same, pc[i].dt, pc[i].threads, true, a),
+                         1);
+            CHECK_EQ_INT(run_pool_bias_case(pc[i].xd, pc[i].k, pc[i].s, pc[i].same, pc[i].dt, pc[i].threads, false, b),
+                         0);
+            double tol = pc[i].dt == VG_DOUBLE ? 1e-12 : 1e-5;
+            double mp = maxdiff(a[0], b[0]), mx = maxdiff(a[1], b[1]), mb = maxdiff(a[2], b[2]);
+            if (mp != 0 || mx != 0 || !(mb <= tol))
+                fprintf(stderr, "pool+bias case %zu simd %d: pool %g dx %g db %g\n", i, simd, mp, mx, mb);
+            CHECK(mp == 0);
+            CHECK(mx == 0);
+            CHECK(mb <= tol);
+            CHECK(vg_tensor_num_elements(a[2]) == pc[i].xd[3]);
+            if (simd) {
+                for (int q = 0; q < 3; q++) ref[q] = a[q];
+            } else {
+                /* generic vs AVX-512: pool and dx exact, db within float sums */
+                CHECK(maxdiff(a[0], ref[0]) == 0);
+                CHECK(maxdiff(a[1], ref[1]) == 0);
+                CHECK(maxdiff(a[2], ref[2]) <= tol);
+                for (int q = 0; q < 3; q++) vg_tensor_free(a[q]);
+            }
+            for (int q = 0; q < 3; q++) vg_tensor_free(b[q]);
+        }
+        for (int q = 0; q < 3; q++) vg_tensor_free(ref[q]);
+    }
+    vg__pool_set_simd(1);
+}
+
 /* A by-hand value: 1x2x2x1 input of 1..4, 1x1 filter 2, bias -5: relu(2x - 5) = 0,0,1,3. */
 static void test_fusion__by_hand(void) {
     vg_graph *g = vg_graph_new();
@@ -252,5 +351,6 @@ int main(void) {
     RUN_TEST(test_fusion__backends);
     RUN_TEST(test_fusion__needed_intermediate_not_fused);
     RUN_TEST(test_fusion__max_pool_grad_relu_grad);
+    RUN_TEST(test_fusion__max_pool_grad_bias_grad);
     TEST_MAIN_END();
 }

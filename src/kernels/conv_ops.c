@@ -1440,10 +1440,46 @@ typedef struct pool_job {
     size_t scratch_stride;
     int64_t units;          /* grad: units over images */
     bool relu_mask;         /* max grad fused with ReluGrad(dx, x): dx = 0 where x <= 0 */
+    char *dbias_part;       /* with a fused BiasAddGrad: per unit, C sums of dx (dtype dt), else NULL */
 } pool_job;
+
+#ifdef CONV_DIRECT
+static bool pool_simd_on(void);
+/* The max pool's rows r = (img, oy) when the windows tile the input (2x2 / stride 2),
+ * float32, C a multiple of 16, AVX-512: each output vector is the max of the window's
+ * input vectors, kept in a register and stored once (the generic loop reads and writes
+ * the output once per window element). Same values as pool_rows_f32: max is exact. */
+__attribute__((target("avx512f"))) static void pool_fwd_tiled_max512(const conv_geom *g, const float *x, float *y,
+                                                                      int64_t r0, int64_t r1) {
+    const int64_t C = g->ci;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t img = r / g->oh, oy = r % g->oh;
+        const float *xi = x + img * g->h * g->w * C;
+        for (int64_t ox = 0; ox < g->ow; ox++) {
+            int64_t y0, y1, x0, x1;
+            pool_window(g, oy, ox, &y0, &y1, &x0, &x1);
+            float *o = y + (r * g->ow + ox) * C;
+            for (int64_t c = 0; c < C; c += 16) {
+                __m512 m = _mm512_loadu_ps(xi + (y0 * g->w + x0) * C + c);
+                for (int64_t iy = y0; iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++)
+                        m = _mm512_max_ps(_mm512_loadu_ps(xi + (iy * g->w + ix) * C + c), m); /* NaN: as s > o ? s : o */
+                _mm512_storeu_ps(o + c, m);
+            }
+        }
+    }
+}
+#endif
 
 static void pool_fwd_rows(void *arg, int64_t r0, int64_t r1) {
     const pool_job *j = arg;
+#ifdef CONV_DIRECT
+    if (j->dt == VG_FLOAT && j->kind == POOL_MAX && j->g.ci % 16 == 0 && windows_tile_input(&j->g) &&
+        pool_simd_on()) {
+        pool_fwd_tiled_max512(&j->g, (const float *)j->x, (float *)j->out, r0, r1);
+        return;
+    }
+#endif
     if (j->dt == VG_DOUBLE) pool_rows_f64(&j->g, j->kind, (const double *)j->x, (double *)j->out, r0, r1);
     else pool_rows_f32(&j->g, j->kind, (const float *)j->x, (float *)j->out, r0, r1);
 }
@@ -1457,7 +1493,7 @@ static void pool_fwd_rows(void *arg, int64_t r0, int64_t r1) {
  * once; no scratch. */
 __attribute__((target("avx512f"))) static void pool_grad_tiled_max512(const conv_geom *g, const float *x,
                                                                        const float *dy, float *dx, int64_t img,
-                                                                       bool relu_mask) {
+                                                                       bool relu_mask, float *acc) {
     const int64_t C = g->ci, isz = g->h * g->w * C;
     const float *xi = x + img * isz;
     float *di = dx + img * isz;
@@ -1478,6 +1514,11 @@ __attribute__((target("avx512f"))) static void pool_grad_tiled_max512(const conv
                         idx = _mm512_mask_mov_epi32(idx, m, _mm512_set1_epi32(k));
                     }
                 __m512 dv = _mm512_loadu_ps(d + c);
+                if (acc) /* the window's dx sums to dy, or to 0 where ReluGrad masks the argmax */
+                    _mm512_storeu_ps(acc + c, _mm512_add_ps(_mm512_loadu_ps(acc + c),
+                                                            relu_mask ? _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(
+                                                                            best, _mm512_setzero_ps(), _CMP_GT_OQ), dv)
+                                                                      : dv));
                 k = 0;
                 for (int64_t iy = y0; iy < y1; iy++)
                     for (int64_t ix = x0; ix < x1; ix++, k++) {
@@ -1494,6 +1535,10 @@ __attribute__((target("avx512f"))) static void pool_grad_tiled_max512(const conv
 
 static atomic_int g_pool_simd = 1; /* vg__pool_set_simd */
 
+#ifdef CONV_DIRECT
+static bool pool_simd_on(void) { return atomic_load(&g_pool_simd) && dconv_cpu_level() == 2; }
+#endif
+
 int vg__pool_set_simd(int on) {
     atomic_store(&g_pool_simd, on);
 #ifdef CONV_DIRECT
@@ -1509,9 +1554,13 @@ static void pool_grad_units(void *arg, int64_t u0, int64_t u1) {
 #ifdef CONV_DIRECT
     if (j->dt == VG_FLOAT && j->kind == POOL_MAX && C % 16 == 0 && windows_tile_input(&j->g) &&
         atomic_load(&g_pool_simd) && dconv_cpu_level() == 2) {
-        for (int64_t img = u0 * j->g.n / j->units; img < u1 * j->g.n / j->units; img++)
-            pool_grad_tiled_max512(&j->g, (const float *)j->x, (const float *)j->dy, (float *)j->out, img,
-                                   j->relu_mask);
+        for (int64_t u = u0; u < u1; u++) {
+            float *acc = j->dbias_part ? (float *)j->dbias_part + u * C : NULL;
+            if (acc) memset(acc, 0, sizeof(float) * (size_t)C);
+            for (int64_t img = u * j->g.n / j->units; img < (u + 1) * j->g.n / j->units; img++)
+                pool_grad_tiled_max512(&j->g, (const float *)j->x, (const float *)j->dy, (float *)j->out, img,
+                                       j->relu_mask, acc);
+        }
         return;
     }
 #endif
@@ -1519,6 +1568,7 @@ static void pool_grad_units(void *arg, int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; u++) {
         char *sc = j->scratch ? j->scratch + (size_t)u * j->scratch_stride : NULL;
         char *best = sc ? sc + (size_t)C * sizeof(int64_t) : NULL;
+        if (j->dbias_part) memset(j->dbias_part + (size_t)(u * C) * real_size(j->dt), 0, (size_t)C * real_size(j->dt));
         for (int64_t img = u * j->g.n / j->units; img < (u + 1) * j->g.n / j->units; img++) {
             if (j->dt == VG_DOUBLE)
                 pool_grad_img_f64(&j->g, j->kind, (const double *)j->x, (const double *)j->dy, (double *)j->out, img,
@@ -1526,15 +1576,28 @@ static void pool_grad_units(void *arg, int64_t u0, int64_t u1) {
             else
                 pool_grad_img_f32(&j->g, j->kind, (const float *)j->x, (const float *)j->dy, (float *)j->out, img,
                                   (float *)best, (int32_t *)sc);
-            if (!j->relu_mask) continue;
-            if (j->dt == VG_DOUBLE) { /* ReluGrad(dx, x): g > 0 ? dx : 0, on the image while in cache */
-                const double *xi = (const double *)j->x + img * isz;
-                double *di = (double *)j->out + img * isz;
-                for (int64_t i = 0; i < isz; i++) di[i] = xi[i] > 0 ? di[i] : 0;
+            if (j->relu_mask) {
+                if (j->dt == VG_DOUBLE) { /* ReluGrad(dx, x): g > 0 ? dx : 0, on the image while in cache */
+                    const double *xi = (const double *)j->x + img * isz;
+                    double *di = (double *)j->out + img * isz;
+                    for (int64_t i = 0; i < isz; i++) di[i] = xi[i] > 0 ? di[i] : 0;
+                } else {
+                    const float *xi = (const float *)j->x + img * isz;
+                    float *di = (float *)j->out + img * isz;
+                    for (int64_t i = 0; i < isz; i++) di[i] = xi[i] > 0 ? di[i] : 0;
+                }
+            }
+            if (!j->dbias_part) continue;
+            if (j->dt == VG_DOUBLE) { /* BiasAddGrad: the column sums of the image's dx */
+                double *acc = (double *)j->dbias_part + u * C;
+                const double *di = (const double *)j->out + img * isz;
+                for (int64_t i = 0; i < isz; i += C)
+                    for (int64_t c = 0; c < C; c++) acc[c] += di[i + c];
             } else {
-                const float *xi = (const float *)j->x + img * isz;
-                float *di = (float *)j->out + img * isz;
-                for (int64_t i = 0; i < isz; i++) di[i] = xi[i] > 0 ? di[i] : 0;
+                float *acc = (float *)j->dbias_part + u * C;
+                const float *di = (const float *)j->out + img * isz;
+                for (int64_t i = 0; i < isz; i += C)
+                    for (int64_t c = 0; c < C; c++) acc[c] += di[i + c];
             }
         }
     }
@@ -1597,9 +1660,28 @@ static vg_code run_pool_grad(vg__kctx *ctx, pool_job *j) {
         j->scratch = vg__aligned_alloc(j->scratch_stride * (size_t)units, 64);
         if (!j->scratch) return VG_OOM(vg__kctx_status(ctx), "max pool gradient scratch");
     }
+    char *dbias = j->dbias_part; /* the output: the units' partial sums go to scratch first */
+    if (dbias && units > 1 && !(j->dbias_part = vg__aligned_alloc((size_t)(units * g->ci) * es, 64))) {
+        vg__free(j->scratch);
+        return VG_OOM(vg__kctx_status(ctx), "bias gradient partial sums");
+    }
     if (units == 1) pool_grad_units(j, 0, 1);
     else vg__kctx_parallel_for(ctx, units, g->n / units * cost, pool_grad_units, j);
     vg__free(j->scratch);
+    if (dbias && units > 1) {
+        for (int64_t c = 0; c < g->ci; c++) {
+            if (j->dt == VG_DOUBLE) {
+                double v = 0;
+                for (int64_t u = 0; u < units; u++) v += ((const double *)j->dbias_part)[u * g->ci + c];
+                ((double *)dbias)[c] = v;
+            } else {
+                float v = 0;
+                for (int64_t u = 0; u < units; u++) v += ((const float *)j->dbias_part)[u * g->ci + c];
+                ((float *)dbias)[c] = v;
+            }
+        }
+        vg__free(j->dbias_part);
+    }
     return VG_OK;
 }
 
@@ -1626,7 +1708,7 @@ static vg_code shape_max_pool_grad(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-static vg_code max_pool_grad(vg__kctx *ctx, bool relu_mask) {
+static vg_code max_pool_grad(vg__kctx *ctx, bool relu_mask, bool bias_grad) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *x = vg__kctx_input(ctx, 0), *y = vg__kctx_input(ctx, 1), *dy = vg__kctx_input(ctx, 2), *dx;
     vg_dtype dt = vg_tensor_dtype(x);
@@ -1641,17 +1723,28 @@ static vg_code max_pool_grad(vg__kctx *ctx, bool relu_mask) {
     if (dt == VG_FLOAT && j.g.h * j.g.w * j.g.ci > INT32_MAX) /* the float path keeps int32 argmax offsets */
         return vg_status_set(st, VG_UNIMPLEMENTED, "MaxPoolGrad: images of more than 2^31 elements");
     if (vg__kctx_alloc_output(ctx, 0, dt, vg_tensor_dims(x), 4, &dx)) return st->code;
+    if (bias_grad) { /* output 1: BiasAddGrad(dx), the sums of dx over all but the last dim */
+        vg_tensor *db;
+        if (vg__kctx_alloc_output(ctx, 1, dt, &j.g.ci, 1, &db)) return st->code;
+        memset(vg_tensor_data(db), 0, vg_tensor_nbytes(db));
+        j.dbias_part = vg_tensor_data(db);
+    }
     if (vg_tensor_num_elements(dx) == 0) return VG_OK;
     j.x = vg_tensor_data(x);
     j.dy = vg_tensor_data(dy);
     j.out = vg_tensor_data(dx);
     return run_pool_grad(ctx, &j);
 }
-static vg_code kernel_max_pool_grad(vg__kctx *ctx) { return max_pool_grad(ctx, false); }
+static vg_code kernel_max_pool_grad(vg__kctx *ctx) { return max_pool_grad(ctx, false, false); }
 /* _VigilFusedMaxPoolGradReluGrad(orig_input, orig_output, grad): ReluGrad(MaxPoolGrad(...),
  * orig_input), put in plans by src/exec/fuse.c where the pool's input is a Relu's
  * output and the ReluGrad is the pool gradient's only consumer. */
-static vg_code kernel_max_pool_grad_relu(vg__kctx *ctx) { return max_pool_grad(ctx, true); }
+static vg_code kernel_max_pool_grad_relu(vg__kctx *ctx) { return max_pool_grad(ctx, true, false); }
+/* _VigilFusedMaxPoolGradReluGradBiasAddGrad(orig_input, orig_output, grad): the same,
+ * and output 1 = BiasAddGrad of that gradient (NHWC: the sums over N, H, W), summed
+ * while each image's gradient is written (fuse.c: where a BiasAddGrad reads the fused
+ * pool gradient, as with conv -> bias -> relu -> max_pool). */
+static vg_code kernel_max_pool_grad_relu_bias(vg__kctx *ctx) { return max_pool_grad(ctx, true, true); }
 
 /* -- AvgPoolGrad(orig_input_shape, grad) -- */
 
@@ -1822,6 +1915,8 @@ const vg__op_def vg__ops_conv[] = {
     {"_VigilFusedForward", 1, 2, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_forward, kernel_fused_forward, NULL},
     {"_VigilFusedMaxPoolGradReluGrad", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_max_pool_grad,
      kernel_max_pool_grad_relu, NULL},
+    {"_VigilFusedMaxPoolGradReluGradBiasAddGrad", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_max_pool_grad,
+     kernel_max_pool_grad_relu_bias, NULL},
     {"Conv2DBackpropInput", 3, 3, 0, 0, shape_conv2d_bp_input, kernel_conv2d_bp_input, grad_conv2d_bp_input},
     {"Conv2DBackpropFilter", 3, 3, 0, 0, shape_conv2d_bp_filter, kernel_conv2d_bp_filter, grad_conv2d_bp_filter},
     {"MaxPool", 1, 1, 0, 0, shape_pool, kernel_max_pool, grad_max_pool},
