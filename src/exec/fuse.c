@@ -23,6 +23,11 @@
  * while writing it, as a second output: the plan gives the node new output slots (its
  * consumers are renumbered) and the BiasAddGrad node forwards the sums, so that the
  * 64x28x28x32 gradient is not read a second time.
+ *
+ * Forward again: a fused Conv2D + BiasAdd + Relu whose Relu output a MaxPool (2x2,
+ * stride 2, VALID) reads runs _VigilFusedConv2DBiasReluMaxPool, whose second output is
+ * the pool (computed per image while it is in cache on the direct path) and which the
+ * MaxPool node forwards.
  */
 #include "exec.h"
 #include <string.h>
@@ -136,6 +141,48 @@ static bool fuse_pool_bias_grad(vg__plan *p, const vg__op_def *fpr, const vg__op
     return true;
 }
 
+static bool attr_is(const vg_op *op, const char *name, const char *want) {
+    const char *v;
+    size_t len;
+    return vg_op_attr_string(op, name, &v, &len) && len == strlen(want) && !memcmp(v, want, len);
+}
+
+static bool attr_2x2(const vg_op *op, const char *name) {
+    const int64_t *v;
+    int n;
+    return vg_op_attr_int_list(op, name, &v, &n) && n == 4 && v[0] == 1 && v[1] == 2 && v[2] == 2 && v[3] == 1;
+}
+
+/* Fused Conv2D + BiasAdd + Relu nodes whose Relu output a MaxPool (2x2, stride 2,
+ * VALID, NHWC) reads: the conv node pools too (a second output) and the MaxPool node
+ * forwards it. */
+static bool fuse_conv_pool(vg__plan *p, const vg__op_def *fbr, const vg__op_def *fbrp, const vg__op_def *fwd) {
+    for (int c = 0; c < p->nnodes; c++) {
+        vg__node *cn = &p->nodes[c];
+        if (cn->def != fbr || cn->noutputs != 1) continue;
+        int b = sole_consumer(p, cn->out_base);
+        int r = b >= 0 && p->nodes[b].def == fwd ? sole_consumer(p, p->nodes[b].out_base) : -1;
+        if (r < 0 || p->nodes[r].def != fwd || strcmp(p->nodes[r].op->def->type, "Relu") != 0)
+            continue;
+        int relu_out = p->nodes[r].out_base;
+        for (int m = 0; m < p->nnodes; m++) {
+            vg__node *mn = &p->nodes[m];
+            if (!is_type(mn, "MaxPool") || mn->def != mn->op->def || mn->ninputs != 1 ||
+                mn->in_slot[0] != relu_out || mn->noutputs != 1 || fed(mn))
+                continue;
+            const char *df;
+            size_t dflen;
+            if (!attr_2x2(mn->op, "ksize") || !attr_2x2(mn->op, "strides") || !attr_is(mn->op, "padding", "VALID") ||
+                (vg_op_attr_string(mn->op, "data_format", &df, &dflen) && !(dflen == 4 && !memcmp(df, "NHWC", 4))))
+                continue;
+            if (!add_side_output(p, c, m, fwd)) return false;
+            cn->def = fbrp;
+            break;
+        }
+    }
+    return true;
+}
+
 vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
     if (!atomic_load(&g_fusion) || p->cf || p->nnodes < 2) return VG_OK;
     const vg__op_def *fb = vg__registry_find("_VigilFusedConv2DBias");
@@ -143,7 +190,8 @@ vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
     const vg__op_def *fwd = vg__registry_find("_VigilFusedForward");
     const vg__op_def *fpr = vg__registry_find("_VigilFusedMaxPoolGradReluGrad");
     const vg__op_def *fprb = vg__registry_find("_VigilFusedMaxPoolGradReluGradBiasAddGrad");
-    if (!fb || !fbr || !fwd || !fpr || !fprb) return VG_OK;
+    const vg__op_def *fbrp = vg__registry_find("_VigilFusedConv2DBiasReluMaxPool");
+    if (!fb || !fbr || !fwd || !fpr || !fprb || !fbrp) return VG_OK;
     fuse_pool_relu_grad(p, fpr, fwd);
     if (!fuse_pool_bias_grad(p, fpr, fprb, fwd))
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory building the execution plan");
@@ -210,6 +258,8 @@ vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
     vg__free(producer);
     vg__free(mark);
     vg__free(stack);
+    if (!fuse_conv_pool(p, fbr, fbrp, fwd))
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory building the execution plan");
     return VG_OK;
 oom:
     vg__free(producer);

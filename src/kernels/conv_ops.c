@@ -330,7 +330,12 @@ typedef struct conv_job {
     const void *bias;        /* forward only: bias (co) added, then ReLU if relu (fused ops) */
     bool relu;
     bool epi_done;           /* set when the path applied bias / relu itself */
+    const void *pool;        /* forward, fused max pool: its pool_job (y as its input), else NULL */
+    int64_t pool_oh;         /* rows of one pooled image */
+    bool pool_done;          /* set when the path pooled each image itself (after its epilogue) */
 } conv_job;
+
+static void pool_fwd_rows(void *arg, int64_t r0, int64_t r1);
 
 /* The rows of unit u: an even share of all rows, or of whole images for the input
  * gradient (col2im of two units must not touch the same image). */
@@ -637,6 +642,8 @@ typedef struct dconv_job {
     float *out, *pad, *partial;  /* pad: units * hp*wp*ic; partial: (units-1) * kh*kw*ic*oc */
     const float *bias;    /* forward: epilogue y = [relu](y + bias) per image, while it is in cache */
     bool relu;
+    const void *pool;     /* forward: then the image's max pool (a pool_job), while it is in cache */
+    int64_t pool_oh;
     int64_t units;
     const dconv_isa *isa;
 } dconv_job;
@@ -706,6 +713,7 @@ static void dconv_unit(const dconv_job *j, int64_t u) {
                     y[c] = j->relu && v < 0 ? 0 : v;
                 }
         }
+        if (j->pool) pool_fwd_rows((void *)j->pool, img * j->pool_oh, (img + 1) * j->pool_oh);
     }
 }
 
@@ -735,7 +743,7 @@ static vg_code dconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
         j.pt = g->pt, j.pl = g->pl;
         j.f = (const float *)cj->f;
         j.dy = (const float *)cj->dy;
-        if (cj->mode == CONV_FWD) j.bias = cj->bias, j.relu = cj->relu;
+        if (cj->mode == CONV_FWD) j.bias = cj->bias, j.relu = cj->relu, j.pool = cj->pool, j.pool_oh = cj->pool_oh;
     }
     j.hp = (j.oh - 1) * j.sh + j.kh;
     j.wp = (j.ow - 1) * j.sw + j.kw;
@@ -959,6 +967,7 @@ static vg_code conv_exec(vg__kctx *ctx, conv_job *j) {
     vg_code c = dconv_try(ctx, j, &done);
     if (c != VG_OK || done) {
         j->epi_done = done && j->mode == CONV_FWD && j->dt == VG_FLOAT;
+        j->pool_done = j->epi_done && j->pool;
         return c;
     }
 #endif
@@ -1066,7 +1075,12 @@ static void epi_rows(void *arg, int64_t r0, int64_t r1) {
     }
 }
 
-static vg_code kernel_fused_conv2d(vg__kctx *ctx, bool relu) {
+typedef struct pool_job pool_job;
+static size_t pool_job_size(void);
+static vg_code pool_job_2x2(vg__kctx *ctx, const vg_tensor *x, vg_tensor **y, pool_job *pj);
+static void pool_run_all(vg__kctx *ctx, pool_job *j);
+
+static vg_code kernel_fused_conv2d(vg__kctx *ctx, bool relu, bool pool) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *x = vg__kctx_input(ctx, 0), *f = vg__kctx_input(ctx, 1), *b = vg__kctx_input(ctx, 2), *y;
     vg_dtype dt = vg_tensor_dtype(x);
@@ -1085,22 +1099,45 @@ static vg_code kernel_fused_conv2d(vg__kctx *ctx, bool relu) {
     j.x = vg_tensor_data(x);
     j.f = vg_tensor_data(f);
     j.out = vg_tensor_data(y);
+    pool_job *pj = NULL;
+    vg_tensor *py = NULL;
+    if (pool) { /* output 1: MaxPool 2x2 / 2 VALID of output 0 */
+        pj = vg__malloc(pool_job_size());
+        if (!pj) return VG_OOM(st, "fused max pool");
+        if (pool_job_2x2(ctx, y, &py, pj)) {
+            vg__free(pj);
+            return st->code;
+        }
+        j.pool = pj;
+        j.pool_oh = vg_tensor_dim(py, 1);
+    }
     if (j.g.kh * j.g.kw * j.g.ci == 0) {
         memset(vg_tensor_data(y), 0, vg_tensor_nbytes(y));
     } else {
         j.bias = vg_tensor_data(b);
         j.relu = relu;
-        if (conv_exec(ctx, &j)) return st->code;
-        if (j.epi_done) return VG_OK;
+        if (conv_exec(ctx, &j)) {
+            vg__free(pj);
+            return st->code;
+        }
     }
-    epi_job e = {dt, relu, j.g.co, vg_tensor_data(b), j.out};
-    int64_t rows = j.g.n * j.g.oh * j.g.ow;
-    if (rows * j.g.co < 65536 || vg__kctx_num_threads(ctx) <= 1) epi_rows(&e, 0, rows);
-    else vg__kctx_parallel_for(ctx, rows, j.g.co, epi_rows, &e);
+    if (!j.epi_done) {
+        epi_job e = {dt, relu, j.g.co, vg_tensor_data(b), j.out};
+        int64_t rows = j.g.n * j.g.oh * j.g.ow;
+        if (rows * j.g.co < 65536 || vg__kctx_num_threads(ctx) <= 1) epi_rows(&e, 0, rows);
+        else vg__kctx_parallel_for(ctx, rows, j.g.co, epi_rows, &e);
+    }
+    if (pj && !j.pool_done) pool_run_all(ctx, pj);
+    vg__free(pj);
     return VG_OK;
 }
-static vg_code kernel_fused_conv2d_bias(vg__kctx *ctx) { return kernel_fused_conv2d(ctx, false); }
-static vg_code kernel_fused_conv2d_bias_relu(vg__kctx *ctx) { return kernel_fused_conv2d(ctx, true); }
+static vg_code kernel_fused_conv2d_bias(vg__kctx *ctx) { return kernel_fused_conv2d(ctx, false, false); }
+static vg_code kernel_fused_conv2d_bias_relu(vg__kctx *ctx) { return kernel_fused_conv2d(ctx, true, false); }
+/* _VigilFusedConv2DBiasReluMaxPool(input, filter, bias): as _VigilFusedConv2DBiasRelu,
+ * and output 1 = MaxPool (2x2 window, stride 2, VALID, NHWC) of output 0, pooled image
+ * by image while it is in cache on the direct path (fuse.c: where such a MaxPool reads
+ * the Relu, as in conv -> bias -> relu -> max_pool). */
+static vg_code kernel_fused_conv2d_bias_relu_pool(vg__kctx *ctx) { return kernel_fused_conv2d(ctx, true, true); }
 
 /* _VigilFusedForward: the BiasAdd / Relu nodes of a fused chain pass input 0 on. */
 static vg_code kernel_fused_forward(vg__kctx *ctx) {
@@ -1659,6 +1696,33 @@ static vg_code run_pool(vg__kctx *ctx, int kind) {
     return VG_OK;
 }
 static vg_code kernel_max_pool(vg__kctx *ctx) { return run_pool(ctx, POOL_MAX); }
+
+static size_t pool_job_size(void) { return sizeof(pool_job); }
+
+/* For the fused conv + max pool: *pj = the max pool 2x2 / 2 VALID of x (N, H, W, C),
+ * its output allocated as the kernel's output 1 (*y). */
+static vg_code pool_job_2x2(vg__kctx *ctx, const vg_tensor *x, vg_tensor **y, pool_job *pj) {
+    const int64_t *d = vg_tensor_dims(x);
+    memset(pj, 0, sizeof *pj);
+    pj->kind = POOL_MAX;
+    pj->dt = vg_tensor_dtype(x);
+    conv_geom *g = &pj->g;
+    g->n = d[0], g->h = d[1], g->w = d[2], g->ci = g->co = d[3];
+    g->kh = g->kw = g->sh = g->sw = 2;
+    g->oh = d[1] / 2, g->ow = d[2] / 2;
+    int64_t od[4] = {g->n, g->oh, g->ow, g->co};
+    if (vg__kctx_alloc_output(ctx, 1, pj->dt, od, 4, y)) return vg__kctx_status(ctx)->code;
+    pj->x = vg_tensor_data(x);
+    pj->out = vg_tensor_data(*y);
+    return VG_OK;
+}
+
+/* Runs a pool job over all its rows (inline when small, else on the intra-op pool). */
+static void pool_run_all(vg__kctx *ctx, pool_job *j) {
+    int64_t rows = j->g.n * j->g.oh, cost = j->g.ow * j->g.ci * j->g.kh * j->g.kw;
+    if (rows * cost < 65536 || vg__kctx_num_threads(ctx) <= 1) pool_fwd_rows(j, 0, rows);
+    else vg__kctx_parallel_for(ctx, rows, cost, pool_fwd_rows, j);
+}
 static vg_code kernel_avg_pool(vg__kctx *ctx) { return run_pool(ctx, POOL_AVG); }
 
 /* Runs a pool gradient over the images of dx (x is NULL for the average). */
@@ -1928,6 +1992,8 @@ const vg__op_def vg__ops_conv[] = {
     {"_VigilFusedConv2DBias", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_conv2d, kernel_fused_conv2d_bias, NULL},
     {"_VigilFusedConv2DBiasRelu", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_conv2d, kernel_fused_conv2d_bias_relu,
      NULL},
+    {"_VigilFusedConv2DBiasReluMaxPool", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_conv2d,
+     kernel_fused_conv2d_bias_relu_pool, NULL},
     {"_VigilFusedForward", 1, 2, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_forward, kernel_fused_forward, NULL},
     {"_VigilFusedMaxPoolGradReluGrad", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_max_pool_grad,
      kernel_max_pool_grad_relu, NULL},
