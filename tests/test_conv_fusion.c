@@ -374,8 +374,9 @@ static int run_conv_pool_case(const fcase *c, bool fused, vg_tensor **out) {
 }
 
 /* The fused conv + max pool gives the unfused plan's pool and gradients: direct kernel
- * (Cin 1, pooled per image), oneDNN (pooled after), im2col, float64, odd sizes (VALID
- * drops the last row / column), 1 and 2 threads, AVX-512 and generic pool loops. */
+ * (Cin 1, pooled per image; AVX-512 and AVX2), oneDNN (pooled after), im2col, float64,
+ * odd sizes (VALID drops the last row / column), 1 and 2 threads, AVX-512 and generic
+ * pool loops. */
 static void test_fusion__conv_max_pool(void) {
     static const fcase pc[] = {
         {3, 28, 28, 1, 5, 32, 1, true, true, VG_FLOAT, 1},  /* the CNN's conv1 + pool1 */
@@ -385,8 +386,10 @@ static void test_fusion__conv_max_pool(void) {
         {2, 7, 7, 3, 3, 5, 1, true, true, VG_FLOAT, 2},     /* im2col, odd channels */
         {2, 7, 6, 3, 3, 4, 1, true, true, VG_DOUBLE, 1},
     };
-    for (int simd = 1; simd >= 0; simd--) {
-        vg__pool_set_simd(simd);
+    for (int simd = 1; simd >= -1; simd--) {
+        /* simd -1: the AVX2 direct convolution kernels (bias and ReLU in their registers) */
+        vg__pool_set_simd(simd != 0);
+        vg__conv_set_direct(simd < 0 ? 1 : 2);
         for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
             vg_tensor *a[4], *b[4];
             CHECK_EQ_INT(run_conv_pool_case(&pc[i], true, a), 1);
@@ -402,6 +405,7 @@ static void test_fusion__conv_max_pool(void) {
         }
     }
     vg__pool_set_simd(1);
+    vg__conv_set_direct(2);
 }
 
 /* A by-hand value: 1x2x2x1 input of 1..4, 1x1 filter 2, bias -5: relu(2x - 5) = 0,0,1,3. */

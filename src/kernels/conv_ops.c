@@ -525,11 +525,13 @@ static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
 
 /* Forward block: PB output pixels x NCB vectors of VL channels. x points at xp (row
  * oy*sh, column ox0*sw, j = 0), w at f (ky = 0, j = 0, first channel), y at the first
- * output pixel. */
-#define DCONV_FWD_BLOCK(ISA, TGT, V, VL, LD, ST, BC, FMA, ZR, PB, NCB)                                  \
+ * output pixel. bias (at the block's first channel; NULL: none) is added and then ReLU
+ * applied (relu) in registers before the store: y + b, then max(0, v), which is
+ * v < 0 ? 0 : v bit for bit (NaN and -0 kept), as the separate epilogue. */
+#define DCONV_FWD_BLOCK(ISA, TGT, V, VL, LD, ST, BC, FMA, ZR, MAX, PB, NCB)                             \
     __attribute__((target(TGT))) static void dfwd##ISA##_##PB##_##NCB(                                  \
         const float *x, int64_t xrow, int64_t px, const float *w, int64_t wky, int64_t co, int64_t kh,   \
-        int64_t J, float *y) {                                                                          \
+        int64_t J, float *y, const float *bias, bool relu) {                                            \
         V a[PB][NCB];                                                                                   \
         _Pragma("GCC unroll 16") for (int p = 0; p < PB; p++)                                           \
             _Pragma("GCC unroll 2") for (int c = 0; c < NCB; c++) a[p][c] = ZR();                       \
@@ -543,6 +545,16 @@ static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
                 }                                                                                       \
             }                                                                                           \
         }                                                                                               \
+        if (bias) {                                                                                     \
+            V b0 = LD(bias), b1 = NCB > 1 ? LD(bias + VL) : b0;                                         \
+            _Pragma("GCC unroll 16") for (int p = 0; p < PB; p++) {                                     \
+                a[p][0] = a[p][0] + b0;                                                                 \
+                if (NCB > 1) a[p][NCB - 1] = a[p][NCB - 1] + b1;                                        \
+            }                                                                                           \
+            if (relu)                                                                                   \
+                _Pragma("GCC unroll 16") for (int p = 0; p < PB; p++)                                   \
+                    _Pragma("GCC unroll 2") for (int c = 0; c < NCB; c++) a[p][c] = MAX(ZR(), a[p][c]); \
+        }                                                                                               \
         _Pragma("GCC unroll 16") for (int p = 0; p < PB; p++)                                           \
             _Pragma("GCC unroll 2") for (int c = 0; c < NCB; c++) ST(y + p * co + c * VL, a[p][c]);     \
     }
@@ -550,7 +562,7 @@ static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
 /* Filter block: JB j's x NCB vectors of channels of df, summed over the OH x OW pixels
  * of one image. x points at xp (row ky, column 0, j0), d at dy (pixel 0, first
  * channel), df at (ky, j0, first channel); first: start from zero instead of df. */
-#define DCONV_BF_BLOCK(ISA, TGT, V, VL, LD, ST, BC, FMA, ZR, JB, NCB)                                   \
+#define DCONV_BF_BLOCK(ISA, TGT, V, VL, LD, ST, BC, FMA, ZR, MAX, JB, NCB)                                   \
     __attribute__((target(TGT))) static void dbf##ISA##_##JB##_##NCB(                                   \
         const float *x, int64_t xrow, int64_t px, int64_t oh, int64_t ow, const float *d, int64_t co,    \
         float *df, bool first) {                                                                        \
@@ -576,10 +588,10 @@ static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
 /* AVX-512: 32 registers hold 14 x 2 accumulators + 2 weights; AVX2: 16 hold 6 x 2 + 2. */
 #define DCONV_512(X, W, NCB)                                                                            \
     X(512, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps,    \
-      _mm512_setzero_ps, W, NCB)
+      _mm512_setzero_ps, _mm512_max_ps, W, NCB)
 #define DCONV_256(X, W, NCB)                                                                            \
     X(256, "avx2,fma", __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps,    \
-      _mm256_setzero_ps, W, NCB)
+      _mm256_setzero_ps, _mm256_max_ps, W, NCB)
 #define DCONV_ALL(ISA, X, W0, W1, W2, W3, W4)                                                           \
     ISA(X, W0, 2) ISA(X, W1, 2) ISA(X, W2, 2) ISA(X, W3, 2) ISA(X, W4, 2)                               \
     ISA(X, W0, 1) ISA(X, W1, 1) ISA(X, W2, 1) ISA(X, W3, 1) ISA(X, W4, 1)
@@ -588,7 +600,8 @@ DCONV_ALL(DCONV_512, DCONV_BF_BLOCK, 14, 8, 4, 2, 1)
 DCONV_ALL(DCONV_256, DCONV_FWD_BLOCK, 6, 4, 3, 2, 1)
 DCONV_ALL(DCONV_256, DCONV_BF_BLOCK, 6, 4, 3, 2, 1)
 
-typedef void (*dfwd_fn)(const float *, int64_t, int64_t, const float *, int64_t, int64_t, int64_t, int64_t, float *);
+typedef void (*dfwd_fn)(const float *, int64_t, int64_t, const float *, int64_t, int64_t, int64_t, int64_t, float *,
+                        const float *, bool);
 typedef void (*dbf_fn)(const float *, int64_t, int64_t, int64_t, int64_t, const float *, int64_t, float *, bool);
 
 /* The kernels of one instruction set: block widths (largest first) and the functions
@@ -640,7 +653,7 @@ typedef struct dconv_job {
     int64_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, pt, pl, hp, wp;
     const float *in, *f, *dy;
     float *out, *pad, *partial;  /* pad: units * hp*wp*ic; partial: (units-1) * kh*kw*ic*oc */
-    const float *bias;    /* forward: epilogue y = [relu](y + bias) per image, while it is in cache */
+    const float *bias;    /* forward: y = [relu](y + bias), in the kernels' registers before the store */
     bool relu;
     const void *pool;     /* forward: then the image's max pool (a pool_job), while it is in cache */
     int64_t pool_oh;
@@ -700,18 +713,11 @@ static void dconv_unit(const dconv_job *j, int64_t u) {
                 int ncb = oc - cob >= 2 * vl ? 2 : 1;
                 for (int64_t ox = 0; ox < j->ow;) {
                     int w = dconv_width(isa, j->ow - ox);
-                    isa->fwd[ncb - 1][w](x + ox * px, xrow, px, j->f + cob, J * oc, oc, j->kh, J, y + ox * oc + cob);
+                    isa->fwd[ncb - 1][w](x + ox * px, xrow, px, j->f + cob, J * oc, oc, j->kh, J, y + ox * oc + cob,
+                                         j->bias ? j->bias + cob : NULL, j->relu);
                     ox += isa->widths[w];
                 }
             }
-        }
-        if (j->bias) {
-            float *y = j->out + img * j->oh * j->ow * oc;
-            for (int64_t p = 0; p < j->oh * j->ow; p++, y += oc)
-                for (int64_t c = 0; c < oc; c++) {
-                    float v = y[c] + j->bias[c];
-                    y[c] = j->relu && v < 0 ? 0 : v;
-                }
         }
         if (j->pool) pool_fwd_rows((void *)j->pool, img * j->pool_oh, (img + 1) * j->pool_oh);
     }
