@@ -5,7 +5,10 @@
  * PyTorch peer (bench/peers/torch_fmnist.py) in the same run, interleaved.
  *
  * Usage: bench_train [--model mlp|cnn] [--threads N] [--inter N] [--steps S] [--rounds R] [--no-peer]
- * (--inter: inter-op threads when not --threads)
+ *                    [--profile]
+ * (--inter: inter-op threads when not --threads; --profile: after the rounds, S more
+ * steps traced at FULL_TRACE, and each node's median time printed to stderr, slowest
+ * first)
  * Prints one JSON line: per-round medians and the median of rounds, for both, and the
  * roofline: the step's matrix/convolution flops (roofline.h), the probed per-core FMA
  * peak (AVX-512 where present, else AVX2; best burst), the achieved GFLOP/s and
@@ -71,10 +74,58 @@ static double run_peer(const char *model, int threads, int steps, double *rss_mb
     return med;
 }
 
+/* --profile: per-node median wall time over `steps` traced steps, slowest first. */
+typedef struct prof_row { const char *name, *op; double *t; double med; } prof_row;
+static int cmp_row(const void *a, const void *b) {
+    double x = ((const prof_row *)a)->med, y = ((const prof_row *)b)->med;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+static void profile_steps(vg_session *s, const vg_output *feeds, vg_tensor **xb, vg_tensor **yb,
+                          const vg_output *loss, vg_op *const *train, int steps) {
+    vg_run_options ro = vg_run_options_default();
+    ro.trace_level = VG_TRACE_FULL;
+    vg_run_metadata *md = vg_run_metadata_new();
+    prof_row *rows = NULL;
+    int nrows = 0;
+    vg_status st;
+    double step_sum = 0;
+    for (int i = 0; i < steps; i++) {
+        vg_tensor *fv[2] = {xb[i % NBATCH], yb[i % NBATCH]}, *l;
+        vg_run_metadata_clear(md);
+        double t0 = now_ms();
+        if (vg_session_run(s, &ro, feeds, fv, 2, loss, &l, 1, train, 1, md, &st)) die("profile step", &st);
+        step_sum += now_ms() - t0;
+        vg_tensor_free(l);
+        int n = vg_run_metadata_num_nodes(md);
+        if (!rows) {
+            nrows = n;
+            rows = calloc((size_t)n, sizeof *rows);
+            for (int k = 0; k < n; k++) rows[k].t = calloc((size_t)steps, sizeof(double));
+        }
+        for (int k = 0; k < n && k < nrows; k++) {
+            const vg_node_stats *ns = vg_run_metadata_node(md, k);
+            rows[k].name = ns->node_name;
+            rows[k].op = ns->op_type;
+            rows[k].t[i] = (double)(ns->end_us - ns->start_us);
+        }
+    }
+    double tot = 0;
+    for (int k = 0; k < nrows; k++) { rows[k].med = median(rows[k].t, steps); tot += rows[k].med; }
+    qsort(rows, (size_t)nrows, sizeof *rows, cmp_row);
+    fprintf(stderr, "profile: %d nodes, traced step %.3f ms (mean), sum of node medians %.3f ms\n", nrows,
+            step_sum / steps, tot * 1e-3);
+    for (int k = 0; k < nrows; k++) {
+        if (rows[k].med >= 5) fprintf(stderr, "  %8.1f us  %-24s %s\n", rows[k].med, rows[k].op, rows[k].name);
+        free(rows[k].t);
+    }
+    free(rows);
+    vg_run_metadata_free(md);
+}
+
 int main(int argc, char **argv) {
     const char *model = "mlp";
     int threads = 1, inter = -1, steps = -1, rounds = 3, warm = -1;
-    bool peer = true;
+    bool peer = true, profile = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -82,6 +133,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-peer")) peer = false;
+        else if (!strcmp(argv[i], "--profile")) profile = true;
     }
     bool cnn = !strcmp(model, "cnn");
     if (steps < 0) steps = cnn ? 60 : 1000;
@@ -161,6 +213,7 @@ int main(int argc, char **argv) {
         pr[r] = peer ? run_peer(model, threads, steps, &peer_rss) : -1;
         fprintf(stderr, "round %d: vigil %.4f ms  peer %.4f ms\n", r, vr[r], pr[r]);
     }
+    if (profile) profile_steps(s, feeds, xb, yb, &loss, &train, steps);
     double vm = median(vr, rounds), pm = median(pr, rounds);
     double flop = cnn ? rl_cnn_step_flops(B) : rl_mlp_step_flops(B);
     double peak = rl_core_peak(20, 0.01) * threads; /* after the rounds: same clock state */

@@ -1,5 +1,5 @@
 /* test_conv_fusion.c - the executor's plan-time fusion of Conv2D -> BiasAdd [-> Relu]
- * and MaxPoolGrad -> ReluGrad (src/exec/fuse.c, kernels _VigilFused* in
+ * [-> MaxPool] and MaxPoolGrad -> ReluGrad [+ BiasAddGrad] (src/exec/fuse.c, kernels _VigilFused* in
  * src/kernels/conv_ops.c):
  * forward values and gradients equal the unfused plan's on several shapes (oneDNN,
  * direct-kernel and im2col paths, float64), the trace shows which nodes were fused,
@@ -228,6 +228,186 @@ static void test_fusion__max_pool_grad_relu_grad(void) {
     vg__pool_set_simd(1);
 }
 
+/* bias_add -> relu -> max_pool and the gradients of sum(exp(pool + sin(pool))) w.r.t.
+ * the input and the bias: MaxPoolGrad -> ReluGrad fused, with the bias gradient summed
+ * by the same kernel (_VigilFusedMaxPoolGradReluGradBiasAddGrad); out: pool, dx, db.
+ * Returns how many traced nodes ran that kernel. */
+static int run_pool_bias_case(const int64_t xd[4], int k, int s, bool same, vg_dtype dt, int threads, bool fused,
+                              vg_tensor **out) {
+    vg__plan_set_fusion(fused);
+    vg_graph *g = vg_graph_new();
+    int64_t ks[4] = {1, k, k, 1}, ss[4] = {1, s, s, 1}, bd[1] = {xd[3]};
+    vg_output x = vg_placeholder(g, dt, xd, 4, "x"), b = vg_placeholder(g, dt, bd, 1, "b");
+    vg_output r = vg_relu(g, vg_bias_add(g, x, b, NULL), NULL);
+    vg_output pool = vg_max_pool(g, r, ks, ss, same ? "SAME" : "VALID", NULL);
+    vg_output L = vg_reduce_sum(g, vg_exp(g, vg_add(g, pool, vg_sin(g, pool, NULL), NULL), NULL), NULL, -1, false,
+                                NULL);
+    vg_output in[2] = {x, b}, d[3];
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &L, 1, in, 2, NULL, d + 1, &st), &st);
+    d[0] = pool;
+    int64_t nx = xd[0] * xd[1] * xd[2] * xd[3];
+    double *xv = randv(nx, 7), *bv = randv(xd[3], 8);
+    for (int64_t i = 0; i < nx; i++) xv[i] = floor(xv[i] * 4) / 4;
+    for (int64_t i = 0; i < xd[3]; i++) bv[i] = floor(bv[i] * 4) / 4;
+    vg_tensor *vals[2] = {mk(dt, xd, 4, xv), mk(dt, bd, 1, bv)};
+    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    o.intra_op_threads = threads;
+    o.inter_op_threads = 1;
+    vg_session *sess = vg_session_new(g, &o, &st);
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.trace_level = VG_TRACE_FULL;
+    vg_run_metadata *md = vg_run_metadata_new();
+    int n = -1;
+    for (int i = 0; i < 3; i++) out[i] = NULL;
+    if (sess && md) {
+        CHECK_OK(vg_session_run(sess, &ro, in, vals, 2, d, out, 3, NULL, 0, md, &st), &st);
+        n = 0;
+        for (int i = 0; i < vg_run_metadata_num_nodes(md); i++)
+            n += !strcmp(vg_run_metadata_node(md, i)->op_type, "_VigilFusedMaxPoolGradReluGradBiasAddGrad");
+    }
+    vg_run_metadata_free(md);
+    vg_session_free(sess);
+    for (int i = 0; i < 2; i++) vg_tensor_free(vals[i]);
+    vg_graph_free(g);
+    free(xv);
+    free(bv);
+    vg__plan_set_fusion(true);
+    return n;
+}
+
+/* The bias gradient from the pool-gradient kernel equals BiasAddGrad's (within float
+ * summation order), dx is exactly the unfused one, on the AVX-512 and the generic
+ * paths; the AVX-512 max pool's forward values equal the generic loop's exactly. */
+static void test_fusion__max_pool_grad_bias_grad(void) {
+    static const struct {
+        int64_t xd[4];
+        int k, s;
+        bool same;
+        vg_dtype dt;
+        int threads;
+    } pc[] = {
+        {{3, 28, 28, 32}, 2, 2, false, VG_FLOAT, 1}, /* the CNN's pools: AVX-512 tiled kernels */
+        {{5, 14, 14, 64}, 2, 2, false, VG_FLOAT, 2}, /* partial sums of 2 units */
+        {{2, 7, 9, 16}, 2, 2, true, VG_FLOAT, 1},    /* clipped border windows */
+        {{2, 6, 6, 3}, 2, 2, false, VG_FLOAT, 2},    /* generic tiled path */
+        {{2, 7, 7, 5}, 3, 2, true, VG_FLOAT, 1},     /* overlapping windows: scatter-add */
+        {{3, 6, 5, 4}, 2, 2, true, VG_DOUBLE, 2},
+    };
+    for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
+        vg_tensor *ref[3] = {NULL, NULL, NULL};
+        for (int simd = 1; simd >= 0; simd--) {
+            vg__pool_set_simd(simd);
+            vg_tensor *a[3], *b[3];
+            CHECK_EQ_INT(run_pool_bias_case(pc[i].xd, pc[i].k, pc[i].s, pc[i].same, pc[i].dt, pc[i].threads, true, a),
+                         1);
+            CHECK_EQ_INT(run_pool_bias_case(pc[i].xd, pc[i].k, pc[i].s, pc[i].same, pc[i].dt, pc[i].threads, false, b),
+                         0);
+            double tol = pc[i].dt == VG_DOUBLE ? 1e-12 : 1e-5;
+            double mp = maxdiff(a[0], b[0]), mx = maxdiff(a[1], b[1]), mb = maxdiff(a[2], b[2]);
+            if (mp != 0 || mx != 0 || !(mb <= tol))
+                fprintf(stderr, "pool+bias case %zu simd %d: pool %g dx %g db %g\n", i, simd, mp, mx, mb);
+            CHECK(mp == 0);
+            CHECK(mx == 0);
+            CHECK(mb <= tol);
+            CHECK(vg_tensor_num_elements(a[2]) == pc[i].xd[3]);
+            if (simd) {
+                for (int q = 0; q < 3; q++) ref[q] = a[q];
+            } else {
+                /* generic vs AVX-512: pool and dx exact, db within float sums */
+                CHECK(maxdiff(a[0], ref[0]) == 0);
+                CHECK(maxdiff(a[1], ref[1]) == 0);
+                CHECK(maxdiff(a[2], ref[2]) <= tol);
+                for (int q = 0; q < 3; q++) vg_tensor_free(a[q]);
+            }
+            for (int q = 0; q < 3; q++) vg_tensor_free(b[q]);
+        }
+        for (int q = 0; q < 3; q++) vg_tensor_free(ref[q]);
+    }
+    vg__pool_set_simd(1);
+}
+
+/* conv -> bias_add -> relu -> max_pool 2x2/2 VALID and the gradients of
+ * sum(pool * pool) w.r.t. x, f, b: the conv node pools too
+ * (_VigilFusedConv2DBiasReluMaxPool). out: pool, dx, df, db; returns the number of
+ * nodes traced with that kernel. */
+static int run_conv_pool_case(const fcase *c, bool fused, vg_tensor **out) {
+    vg__plan_set_fusion(fused);
+    vg_graph *g = vg_graph_new();
+    int64_t xd[4] = {c->n, c->h, c->w, c->ci}, fd[4] = {c->k, c->k, c->ci, c->co}, bd[1] = {c->co};
+    int64_t strides[4] = {1, c->s, c->s, 1}, two[4] = {1, 2, 2, 1};
+    vg_output x = vg_placeholder(g, c->dt, xd, 4, "x"), f = vg_placeholder(g, c->dt, fd, 4, "f");
+    vg_output b = vg_placeholder(g, c->dt, bd, 1, "b");
+    vg_output y = vg_relu(g, vg_bias_add(g, vg_conv2d(g, x, f, strides, c->same ? "SAME" : "VALID", NULL), b, NULL),
+                          NULL);
+    vg_output pool = vg_max_pool(g, y, two, two, "VALID", NULL);
+    vg_output L = vg_reduce_sum(g, vg_mul(g, pool, pool, NULL), NULL, -1, false, NULL);
+    vg_output in[3] = {x, f, b}, d[4];
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &L, 1, in, 3, NULL, d + 1, &st), &st);
+    d[0] = pool;
+    int64_t nx = xd[0] * xd[1] * xd[2] * xd[3], nf = fd[0] * fd[1] * fd[2] * fd[3];
+    double *xv = randv(nx, 4), *fv = randv(nf, 5), *bv = randv(c->co, 6);
+    vg_tensor *vals[3] = {mk(c->dt, xd, 4, xv), mk(c->dt, fd, 4, fv), mk(c->dt, bd, 1, bv)};
+    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    o.intra_op_threads = c->threads;
+    o.inter_op_threads = 1;
+    vg_session *s = vg_session_new(g, &o, &st);
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.trace_level = VG_TRACE_FULL;
+    vg_run_metadata *md = vg_run_metadata_new();
+    int n = -1;
+    for (int i = 0; i < 4; i++) out[i] = NULL;
+    if (s && md) {
+        CHECK_OK(vg_session_run(s, &ro, in, vals, 3, d, out, 4, NULL, 0, md, &st), &st);
+        n = 0;
+        for (int i = 0; i < vg_run_metadata_num_nodes(md); i++)
+            n += !strcmp(vg_run_metadata_node(md, i)->op_type, "_VigilFusedConv2DBiasReluMaxPool");
+    }
+    vg_run_metadata_free(md);
+    vg_session_free(s);
+    for (int i = 0; i < 3; i++) vg_tensor_free(vals[i]);
+    vg_graph_free(g);
+    free(xv), free(fv), free(bv);
+    vg__plan_set_fusion(true);
+    return n;
+}
+
+/* The fused conv + max pool gives the unfused plan's pool and gradients: direct kernel
+ * (Cin 1, pooled per image; AVX-512 and AVX2), oneDNN (pooled after), im2col, float64,
+ * odd sizes (VALID drops the last row / column), 1 and 2 threads, AVX-512 and generic
+ * pool loops. */
+static void test_fusion__conv_max_pool(void) {
+    static const fcase pc[] = {
+        {3, 28, 28, 1, 5, 32, 1, true, true, VG_FLOAT, 1},  /* the CNN's conv1 + pool1 */
+        {3, 28, 28, 1, 5, 32, 1, true, true, VG_FLOAT, 2},
+        {3, 14, 14, 32, 5, 64, 1, true, true, VG_FLOAT, 2}, /* conv2 + pool2 */
+        {2, 9, 11, 1, 3, 16, 1, true, true, VG_FLOAT, 1},   /* odd sizes */
+        {2, 7, 7, 3, 3, 5, 1, true, true, VG_FLOAT, 2},     /* im2col, odd channels */
+        {2, 7, 6, 3, 3, 4, 1, true, true, VG_DOUBLE, 1},
+    };
+    for (int simd = 1; simd >= -1; simd--) {
+        /* simd -1: the AVX2 direct convolution kernels (bias and ReLU in their registers) */
+        vg__pool_set_simd(simd != 0);
+        vg__conv_set_direct(simd < 0 ? 1 : 2);
+        for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
+            vg_tensor *a[4], *b[4];
+            CHECK_EQ_INT(run_conv_pool_case(&pc[i], true, a), 1);
+            CHECK_EQ_INT(run_conv_pool_case(&pc[i], false, b), 0);
+            double tol = pc[i].dt == VG_DOUBLE ? 1e-12 : 2e-5;
+            for (int q = 0; q < 4; q++) {
+                double m = maxdiff(a[q], b[q]);
+                if (!(m <= tol)) fprintf(stderr, "conv+pool case %zu simd %d: output %d differs by %g\n", i, simd, q, m);
+                CHECK(m <= tol);
+                vg_tensor_free(a[q]);
+                vg_tensor_free(b[q]);
+            }
+        }
+    }
+    vg__pool_set_simd(1);
+    vg__conv_set_direct(2);
+}
+
 /* A by-hand value: 1x2x2x1 input of 1..4, 1x1 filter 2, bias -5: relu(2x - 5) = 0,0,1,3. */
 static void test_fusion__by_hand(void) {
     vg_graph *g = vg_graph_new();
@@ -252,5 +432,7 @@ int main(void) {
     RUN_TEST(test_fusion__backends);
     RUN_TEST(test_fusion__needed_intermediate_not_fused);
     RUN_TEST(test_fusion__max_pool_grad_relu_grad);
+    RUN_TEST(test_fusion__max_pool_grad_bias_grad);
+    RUN_TEST(test_fusion__conv_max_pool);
     TEST_MAIN_END();
 }

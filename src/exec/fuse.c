@@ -17,7 +17,17 @@
  * Backward: a MaxPoolGrad(x, y, dy) whose only consumer is ReluGrad(it, x) (the pool's
  * input is a Relu's output, as in conv -> relu -> max_pool) runs
  * _VigilFusedMaxPoolGradReluGrad (the gradient zeroed where x <= 0, as ReluGrad does)
- * and the ReluGrad node forwards its output.
+ * and the ReluGrad node forwards its output. Where a BiasAddGrad (NHWC) also reads that
+ * gradient (conv -> bias -> relu -> max_pool), the pool-gradient node runs
+ * _VigilFusedMaxPoolGradReluGradBiasAddGrad instead, which sums the gradient per channel
+ * while writing it, as a second output: the plan gives the node new output slots (its
+ * consumers are renumbered) and the BiasAddGrad node forwards the sums, so that the
+ * 64x28x28x32 gradient is not read a second time.
+ *
+ * Forward again: a fused Conv2D + BiasAdd + Relu whose Relu output a MaxPool (2x2,
+ * stride 2, VALID) reads runs _VigilFusedConv2DBiasReluMaxPool, whose second output is
+ * the pool (computed per image while it is in cache on the direct path) and which the
+ * MaxPool node forwards.
  */
 #include "exec.h"
 #include <string.h>
@@ -68,14 +78,123 @@ static void fuse_pool_relu_grad(vg__plan *p, const vg__op_def *fused, const vg__
     }
 }
 
+/* Gives node m one more output, read by node b in place of what b computed: m's output
+ * slots move to new slots at the end (consumers and fetches renumbered), and b becomes
+ * _VigilFusedForward of the new last output (b must run after m). Returns false on OOM. */
+static bool add_side_output(vg__plan *p, int m, int b, const vg__op_def *fwd) {
+    vg__node *mn = &p->nodes[m], *bn = &p->nodes[b];
+    int nout = mn->noutputs, base = p->nslots;
+    int *uses = vg__realloc(p->slot_uses, sizeof(int) * (size_t)(p->nslots + 1),
+                            sizeof(int) * (size_t)(p->nslots + nout + 2));
+    if (!uses) return false;
+    p->slot_uses = uses;
+    for (int k = 0; k <= nout; k++) uses[base + k] = 0;
+    uses[base + nout + 1] = 0;
+    for (int k = 0; k < nout; k++) {
+        int old = mn->out_base + k;
+        for (int i = 0; i < p->nnodes; i++)
+            for (int q = 0; q < p->nodes[i].ninputs; q++)
+                if (p->nodes[i].in_slot[q] == old) p->nodes[i].in_slot[q] = base + k;
+        for (int f = 0; f < p->nfetches; f++)
+            if (p->fetch_slot[f] == old) p->fetch_slot[f] = base + k;
+        uses[base + k] = uses[old];
+        uses[old] = 0;
+    }
+    for (int q = 0; q < bn->ninputs; q++)
+        if (bn->in_slot[q] >= 0) uses[bn->in_slot[q]]--;
+    bn->ninputs = 1;
+    bn->in_slot[0] = base + nout;
+    bn->in_var[0] = NULL;
+    uses[base + nout] = 1;
+    bn->def = fwd;
+    mn->out_base = base;
+    mn->noutputs = nout + 1;
+    p->nslots = base + nout + 1;
+    return true;
+}
+
+/* _VigilFusedMaxPoolGradReluGrad nodes whose masked gradient (the ReluGrad node's
+ * output) a BiasAddGrad (NHWC) also reads: that node takes the sums from the pool
+ * gradient's kernel. The ReluGrad node (which forwards the gradient) runs after the
+ * pool gradient and before the BiasAddGrad, so the order holds. */
+static bool fuse_pool_bias_grad(vg__plan *p, const vg__op_def *fpr, const vg__op_def *fprb, const vg__op_def *fwd) {
+    for (int m = 0; m < p->nnodes; m++) {
+        vg__node *mn = &p->nodes[m];
+        if (mn->def != fpr || mn->noutputs != 1) continue;
+        int r = sole_consumer(p, mn->out_base);
+        if (r < 0 || p->nodes[r].def != fwd || p->nodes[r].noutputs != 1) continue;
+        int dx = p->nodes[r].out_base;
+        for (int b = 0; b < p->nnodes; b++) {
+            vg__node *bn = &p->nodes[b];
+            if (!is_type(bn, "BiasAddGrad") || bn->def != bn->op->def || bn->ninputs != 1 || bn->in_slot[0] != dx ||
+                bn->noutputs != 1 || fed(bn))
+                continue;
+            const char *df;
+            size_t dflen;
+            if (vg_op_attr_string(bn->op, "data_format", &df, &dflen) && !(dflen == 4 && !memcmp(df, "NHWC", 4)))
+                continue;
+            if (!add_side_output(p, m, b, fwd)) return false;
+            mn->def = fprb;
+            break;
+        }
+    }
+    return true;
+}
+
+static bool attr_is(const vg_op *op, const char *name, const char *want) {
+    const char *v;
+    size_t len;
+    return vg_op_attr_string(op, name, &v, &len) && len == strlen(want) && !memcmp(v, want, len);
+}
+
+static bool attr_2x2(const vg_op *op, const char *name) {
+    const int64_t *v;
+    int n;
+    return vg_op_attr_int_list(op, name, &v, &n) && n == 4 && v[0] == 1 && v[1] == 2 && v[2] == 2 && v[3] == 1;
+}
+
+/* Fused Conv2D + BiasAdd + Relu nodes whose Relu output a MaxPool (2x2, stride 2,
+ * VALID, NHWC) reads: the conv node pools too (a second output) and the MaxPool node
+ * forwards it. */
+static bool fuse_conv_pool(vg__plan *p, const vg__op_def *fbr, const vg__op_def *fbrp, const vg__op_def *fwd) {
+    for (int c = 0; c < p->nnodes; c++) {
+        vg__node *cn = &p->nodes[c];
+        if (cn->def != fbr || cn->noutputs != 1) continue;
+        int b = sole_consumer(p, cn->out_base);
+        int r = b >= 0 && p->nodes[b].def == fwd ? sole_consumer(p, p->nodes[b].out_base) : -1;
+        if (r < 0 || p->nodes[r].def != fwd || strcmp(p->nodes[r].op->def->type, "Relu") != 0)
+            continue;
+        int relu_out = p->nodes[r].out_base;
+        for (int m = 0; m < p->nnodes; m++) {
+            vg__node *mn = &p->nodes[m];
+            if (!is_type(mn, "MaxPool") || mn->def != mn->op->def || mn->ninputs != 1 ||
+                mn->in_slot[0] != relu_out || mn->noutputs != 1 || fed(mn))
+                continue;
+            const char *df;
+            size_t dflen;
+            if (!attr_2x2(mn->op, "ksize") || !attr_2x2(mn->op, "strides") || !attr_is(mn->op, "padding", "VALID") ||
+                (vg_op_attr_string(mn->op, "data_format", &df, &dflen) && !(dflen == 4 && !memcmp(df, "NHWC", 4))))
+                continue;
+            if (!add_side_output(p, c, m, fwd)) return false;
+            cn->def = fbrp;
+            break;
+        }
+    }
+    return true;
+}
+
 vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
     if (!atomic_load(&g_fusion) || p->cf || p->nnodes < 2) return VG_OK;
     const vg__op_def *fb = vg__registry_find("_VigilFusedConv2DBias");
     const vg__op_def *fbr = vg__registry_find("_VigilFusedConv2DBiasRelu");
     const vg__op_def *fwd = vg__registry_find("_VigilFusedForward");
     const vg__op_def *fpr = vg__registry_find("_VigilFusedMaxPoolGradReluGrad");
-    if (!fb || !fbr || !fwd || !fpr) return VG_OK;
+    const vg__op_def *fprb = vg__registry_find("_VigilFusedMaxPoolGradReluGradBiasAddGrad");
+    const vg__op_def *fbrp = vg__registry_find("_VigilFusedConv2DBiasReluMaxPool");
+    if (!fb || !fbr || !fwd || !fpr || !fprb || !fbrp) return VG_OK;
     fuse_pool_relu_grad(p, fpr, fwd);
+    if (!fuse_pool_bias_grad(p, fpr, fprb, fwd))
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory building the execution plan");
     int *producer = NULL, *mark = NULL, *stack = NULL;
     int stamp = 0;
     for (int c = 0; c < p->nnodes; c++) {
@@ -139,6 +258,8 @@ vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
     vg__free(producer);
     vg__free(mark);
     vg__free(stack);
+    if (!fuse_conv_pool(p, fbr, fbrp, fwd))
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory building the execution plan");
     return VG_OK;
 oom:
     vg__free(producer);

@@ -330,7 +330,12 @@ typedef struct conv_job {
     const void *bias;        /* forward only: bias (co) added, then ReLU if relu (fused ops) */
     bool relu;
     bool epi_done;           /* set when the path applied bias / relu itself */
+    const void *pool;        /* forward, fused max pool: its pool_job (y as its input), else NULL */
+    int64_t pool_oh;         /* rows of one pooled image */
+    bool pool_done;          /* set when the path pooled each image itself (after its epilogue) */
 } conv_job;
+
+static void pool_fwd_rows(void *arg, int64_t r0, int64_t r1);
 
 /* The rows of unit u: an even share of all rows, or of whole images for the input
  * gradient (col2im of two units must not touch the same image). */
@@ -520,11 +525,13 @@ static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
 
 /* Forward block: PB output pixels x NCB vectors of VL channels. x points at xp (row
  * oy*sh, column ox0*sw, j = 0), w at f (ky = 0, j = 0, first channel), y at the first
- * output pixel. */
-#define DCONV_FWD_BLOCK(ISA, TGT, V, VL, LD, ST, BC, FMA, ZR, PB, NCB)                                  \
+ * output pixel. bias (at the block's first channel; NULL: none) is added and then ReLU
+ * applied (relu) in registers before the store: y + b, then max(0, v), which is
+ * v < 0 ? 0 : v bit for bit (NaN and -0 kept), as the separate epilogue. */
+#define DCONV_FWD_BLOCK(ISA, TGT, V, VL, LD, ST, BC, FMA, ZR, MAX, PB, NCB)                             \
     __attribute__((target(TGT))) static void dfwd##ISA##_##PB##_##NCB(                                  \
         const float *x, int64_t xrow, int64_t px, const float *w, int64_t wky, int64_t co, int64_t kh,   \
-        int64_t J, float *y) {                                                                          \
+        int64_t J, float *y, const float *bias, bool relu) {                                            \
         V a[PB][NCB];                                                                                   \
         _Pragma("GCC unroll 16") for (int p = 0; p < PB; p++)                                           \
             _Pragma("GCC unroll 2") for (int c = 0; c < NCB; c++) a[p][c] = ZR();                       \
@@ -538,6 +545,16 @@ static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
                 }                                                                                       \
             }                                                                                           \
         }                                                                                               \
+        if (bias) {                                                                                     \
+            V b0 = LD(bias), b1 = NCB > 1 ? LD(bias + VL) : b0;                                         \
+            _Pragma("GCC unroll 16") for (int p = 0; p < PB; p++) {                                     \
+                a[p][0] = a[p][0] + b0;                                                                 \
+                if (NCB > 1) a[p][NCB - 1] = a[p][NCB - 1] + b1;                                        \
+            }                                                                                           \
+            if (relu)                                                                                   \
+                _Pragma("GCC unroll 16") for (int p = 0; p < PB; p++)                                   \
+                    _Pragma("GCC unroll 2") for (int c = 0; c < NCB; c++) a[p][c] = MAX(ZR(), a[p][c]); \
+        }                                                                                               \
         _Pragma("GCC unroll 16") for (int p = 0; p < PB; p++)                                           \
             _Pragma("GCC unroll 2") for (int c = 0; c < NCB; c++) ST(y + p * co + c * VL, a[p][c]);     \
     }
@@ -545,7 +562,7 @@ static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
 /* Filter block: JB j's x NCB vectors of channels of df, summed over the OH x OW pixels
  * of one image. x points at xp (row ky, column 0, j0), d at dy (pixel 0, first
  * channel), df at (ky, j0, first channel); first: start from zero instead of df. */
-#define DCONV_BF_BLOCK(ISA, TGT, V, VL, LD, ST, BC, FMA, ZR, JB, NCB)                                   \
+#define DCONV_BF_BLOCK(ISA, TGT, V, VL, LD, ST, BC, FMA, ZR, MAX, JB, NCB)                                   \
     __attribute__((target(TGT))) static void dbf##ISA##_##JB##_##NCB(                                   \
         const float *x, int64_t xrow, int64_t px, int64_t oh, int64_t ow, const float *d, int64_t co,    \
         float *df, bool first) {                                                                        \
@@ -571,10 +588,10 @@ static vg_code conv_run(vg__kctx *ctx, conv_job *j) {
 /* AVX-512: 32 registers hold 14 x 2 accumulators + 2 weights; AVX2: 16 hold 6 x 2 + 2. */
 #define DCONV_512(X, W, NCB)                                                                            \
     X(512, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps,    \
-      _mm512_setzero_ps, W, NCB)
+      _mm512_setzero_ps, _mm512_max_ps, W, NCB)
 #define DCONV_256(X, W, NCB)                                                                            \
     X(256, "avx2,fma", __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps,    \
-      _mm256_setzero_ps, W, NCB)
+      _mm256_setzero_ps, _mm256_max_ps, W, NCB)
 #define DCONV_ALL(ISA, X, W0, W1, W2, W3, W4)                                                           \
     ISA(X, W0, 2) ISA(X, W1, 2) ISA(X, W2, 2) ISA(X, W3, 2) ISA(X, W4, 2)                               \
     ISA(X, W0, 1) ISA(X, W1, 1) ISA(X, W2, 1) ISA(X, W3, 1) ISA(X, W4, 1)
@@ -583,7 +600,8 @@ DCONV_ALL(DCONV_512, DCONV_BF_BLOCK, 14, 8, 4, 2, 1)
 DCONV_ALL(DCONV_256, DCONV_FWD_BLOCK, 6, 4, 3, 2, 1)
 DCONV_ALL(DCONV_256, DCONV_BF_BLOCK, 6, 4, 3, 2, 1)
 
-typedef void (*dfwd_fn)(const float *, int64_t, int64_t, const float *, int64_t, int64_t, int64_t, int64_t, float *);
+typedef void (*dfwd_fn)(const float *, int64_t, int64_t, const float *, int64_t, int64_t, int64_t, int64_t, float *,
+                        const float *, bool);
 typedef void (*dbf_fn)(const float *, int64_t, int64_t, int64_t, int64_t, const float *, int64_t, float *, bool);
 
 /* The kernels of one instruction set: block widths (largest first) and the functions
@@ -635,8 +653,10 @@ typedef struct dconv_job {
     int64_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, pt, pl, hp, wp;
     const float *in, *f, *dy;
     float *out, *pad, *partial;  /* pad: units * hp*wp*ic; partial: (units-1) * kh*kw*ic*oc */
-    const float *bias;    /* forward: epilogue y = [relu](y + bias) per image, while it is in cache */
+    const float *bias;    /* forward: y = [relu](y + bias), in the kernels' registers before the store */
     bool relu;
+    const void *pool;     /* forward: then the image's max pool (a pool_job), while it is in cache */
+    int64_t pool_oh;
     int64_t units;
     const dconv_isa *isa;
 } dconv_job;
@@ -693,19 +713,13 @@ static void dconv_unit(const dconv_job *j, int64_t u) {
                 int ncb = oc - cob >= 2 * vl ? 2 : 1;
                 for (int64_t ox = 0; ox < j->ow;) {
                     int w = dconv_width(isa, j->ow - ox);
-                    isa->fwd[ncb - 1][w](x + ox * px, xrow, px, j->f + cob, J * oc, oc, j->kh, J, y + ox * oc + cob);
+                    isa->fwd[ncb - 1][w](x + ox * px, xrow, px, j->f + cob, J * oc, oc, j->kh, J, y + ox * oc + cob,
+                                         j->bias ? j->bias + cob : NULL, j->relu);
                     ox += isa->widths[w];
                 }
             }
         }
-        if (j->bias) {
-            float *y = j->out + img * j->oh * j->ow * oc;
-            for (int64_t p = 0; p < j->oh * j->ow; p++, y += oc)
-                for (int64_t c = 0; c < oc; c++) {
-                    float v = y[c] + j->bias[c];
-                    y[c] = j->relu && v < 0 ? 0 : v;
-                }
-        }
+        if (j->pool) pool_fwd_rows((void *)j->pool, img * j->pool_oh, (img + 1) * j->pool_oh);
     }
 }
 
@@ -735,7 +749,7 @@ static vg_code dconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
         j.pt = g->pt, j.pl = g->pl;
         j.f = (const float *)cj->f;
         j.dy = (const float *)cj->dy;
-        if (cj->mode == CONV_FWD) j.bias = cj->bias, j.relu = cj->relu;
+        if (cj->mode == CONV_FWD) j.bias = cj->bias, j.relu = cj->relu, j.pool = cj->pool, j.pool_oh = cj->pool_oh;
     }
     j.hp = (j.oh - 1) * j.sh + j.kh;
     j.wp = (j.ow - 1) * j.sw + j.kw;
@@ -819,6 +833,8 @@ typedef struct xconv_job {
     const vg__dconv_plan *plan[2];  /* sub-batch n / units and n / units + 1 */
     const float *in, *w[2], *bias;  /* w: per plan (FWD, BWD_DATA); BWD_WEIGHTS: dy */
     float *out, *dbias;
+    const void *pool;               /* FWD with a fused max pool: its pool_job, run per unit */
+    int64_t pool_oh;
     char *unit_mem;                 /* units * unit_stride bytes */
     size_t unit_stride, scratch_bytes, wpart_bytes;
     int64_t in_img, out_img;        /* floats per image of in and out (FWD, BWD_DATA) / of x and dy */
@@ -843,6 +859,7 @@ static void xconv_unit(xconv_job *j, int64_t u) {
     } else {
         ok = vg__dconv_exec(p, j->in + i0 * j->in_img, j->w[p == j->plan[0] ? 0 : 1], j->bias, j->out + i0 * j->out_img,
                             NULL, mem);
+        if (ok && j->pool) pool_fwd_rows((void *)j->pool, i0 * j->pool_oh, i1 * j->pool_oh);
     }
     if (!ok) atomic_store(&j->failed, 1);
 }
@@ -873,7 +890,11 @@ static vg_code xconv_try(vg__kctx *ctx, const conv_job *cj, const float *bias, b
     if ((double)units > flops / CONV_MIN_FLOPS_PER_UNIT) units = (int64_t)(flops / CONV_MIN_FLOPS_PER_UNIT);
     if (units > g->n) units = g->n;
     if (units < 1) units = 1;
+    /* a fused max pool runs on each unit's images after its convolution (sub-batches of
+     * 4 to 16 images, pooled while in cache, measured no faster at 1 thread) */
+    const void *pool = mode == VG__DCONV_FWD && relu ? cj->pool : NULL;
     xconv_job j = {.mode = mode, .n = g->n, .units = units, .bias = bias, .dbias = dbias, .co = g->co,
+                   .pool = pool, .pool_oh = cj->pool_oh,
                    .fsz = g->kh * g->kw * g->ci * g->co};
     vg__dconv_geom dg = {.h = g->h, .w = g->w, .ci = g->ci, .kh = g->kh, .kw = g->kw, .co = g->co, .sh = g->sh,
                          .sw = g->sw, .oh = g->oh, .ow = g->ow, .pt = g->pt, .pl = g->pl, .relu = relu,
@@ -952,6 +973,7 @@ static vg_code conv_exec(vg__kctx *ctx, conv_job *j) {
     vg_code xc = xconv_try(ctx, j, j->bias, j->relu, NULL, &xdone);
     if (xc != VG_OK || xdone) {
         j->epi_done = xdone;
+        j->pool_done = xdone && j->pool && j->relu; /* xconv pooled each unit's images */
         return xc;
     }
 #ifdef CONV_DIRECT
@@ -959,6 +981,7 @@ static vg_code conv_exec(vg__kctx *ctx, conv_job *j) {
     vg_code c = dconv_try(ctx, j, &done);
     if (c != VG_OK || done) {
         j->epi_done = done && j->mode == CONV_FWD && j->dt == VG_FLOAT;
+        j->pool_done = j->epi_done && j->pool;
         return c;
     }
 #endif
@@ -1066,7 +1089,12 @@ static void epi_rows(void *arg, int64_t r0, int64_t r1) {
     }
 }
 
-static vg_code kernel_fused_conv2d(vg__kctx *ctx, bool relu) {
+typedef struct pool_job pool_job;
+static size_t pool_job_size(void);
+static vg_code pool_job_2x2(vg__kctx *ctx, const vg_tensor *x, vg_tensor **y, pool_job *pj);
+static void pool_run_all(vg__kctx *ctx, pool_job *j);
+
+static vg_code kernel_fused_conv2d(vg__kctx *ctx, bool relu, bool pool) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *x = vg__kctx_input(ctx, 0), *f = vg__kctx_input(ctx, 1), *b = vg__kctx_input(ctx, 2), *y;
     vg_dtype dt = vg_tensor_dtype(x);
@@ -1085,22 +1113,45 @@ static vg_code kernel_fused_conv2d(vg__kctx *ctx, bool relu) {
     j.x = vg_tensor_data(x);
     j.f = vg_tensor_data(f);
     j.out = vg_tensor_data(y);
+    pool_job *pj = NULL;
+    vg_tensor *py = NULL;
+    if (pool) { /* output 1: MaxPool 2x2 / 2 VALID of output 0 */
+        pj = vg__malloc(pool_job_size());
+        if (!pj) return VG_OOM(st, "fused max pool");
+        if (pool_job_2x2(ctx, y, &py, pj)) {
+            vg__free(pj);
+            return st->code;
+        }
+        j.pool = pj;
+        j.pool_oh = vg_tensor_dim(py, 1);
+    }
     if (j.g.kh * j.g.kw * j.g.ci == 0) {
         memset(vg_tensor_data(y), 0, vg_tensor_nbytes(y));
     } else {
         j.bias = vg_tensor_data(b);
         j.relu = relu;
-        if (conv_exec(ctx, &j)) return st->code;
-        if (j.epi_done) return VG_OK;
+        if (conv_exec(ctx, &j)) {
+            vg__free(pj);
+            return st->code;
+        }
     }
-    epi_job e = {dt, relu, j.g.co, vg_tensor_data(b), j.out};
-    int64_t rows = j.g.n * j.g.oh * j.g.ow;
-    if (rows * j.g.co < 65536 || vg__kctx_num_threads(ctx) <= 1) epi_rows(&e, 0, rows);
-    else vg__kctx_parallel_for(ctx, rows, j.g.co, epi_rows, &e);
+    if (!j.epi_done) {
+        epi_job e = {dt, relu, j.g.co, vg_tensor_data(b), j.out};
+        int64_t rows = j.g.n * j.g.oh * j.g.ow;
+        if (rows * j.g.co < 65536 || vg__kctx_num_threads(ctx) <= 1) epi_rows(&e, 0, rows);
+        else vg__kctx_parallel_for(ctx, rows, j.g.co, epi_rows, &e);
+    }
+    if (pj && !j.pool_done) pool_run_all(ctx, pj);
+    vg__free(pj);
     return VG_OK;
 }
-static vg_code kernel_fused_conv2d_bias(vg__kctx *ctx) { return kernel_fused_conv2d(ctx, false); }
-static vg_code kernel_fused_conv2d_bias_relu(vg__kctx *ctx) { return kernel_fused_conv2d(ctx, true); }
+static vg_code kernel_fused_conv2d_bias(vg__kctx *ctx) { return kernel_fused_conv2d(ctx, false, false); }
+static vg_code kernel_fused_conv2d_bias_relu(vg__kctx *ctx) { return kernel_fused_conv2d(ctx, true, false); }
+/* _VigilFusedConv2DBiasReluMaxPool(input, filter, bias): as _VigilFusedConv2DBiasRelu,
+ * and output 1 = MaxPool (2x2 window, stride 2, VALID, NHWC) of output 0, pooled image
+ * by image while it is in cache on the direct path (fuse.c: where such a MaxPool reads
+ * the Relu, as in conv -> bias -> relu -> max_pool). */
+static vg_code kernel_fused_conv2d_bias_relu_pool(vg__kctx *ctx) { return kernel_fused_conv2d(ctx, true, true); }
 
 /* _VigilFusedForward: the BiasAdd / Relu nodes of a fused chain pass input 0 on. */
 static vg_code kernel_fused_forward(vg__kctx *ctx) {
@@ -1440,10 +1491,54 @@ typedef struct pool_job {
     size_t scratch_stride;
     int64_t units;          /* grad: units over images */
     bool relu_mask;         /* max grad fused with ReluGrad(dx, x): dx = 0 where x <= 0 */
+    char *dbias_part;       /* with a fused BiasAddGrad: per unit, C sums of dx (dtype dt), else NULL */
 } pool_job;
+
+#ifdef CONV_DIRECT
+/* The AVX-512 pool kernels prefetch their input this far ahead (4 KB, about one image
+ * row of the CNN's pools): it was written long before and is mostly out of cache. */
+#define POOL_PREFETCH_FLOATS 1024
+static bool pool_simd_on(void);
+/* The max pool's rows r = (img, oy) when the windows tile the input (2x2 / stride 2),
+ * float32, C a multiple of 16, AVX-512: each output vector is the max of the window's
+ * input vectors, kept in a register and stored once (the generic loop reads and writes
+ * the output once per window element). Same values as pool_rows_f32: max is exact. */
+__attribute__((target("avx512f"))) static void pool_fwd_tiled_max512(const conv_geom *g, const float *x, float *y,
+                                                                      int64_t r0, int64_t r1) {
+    const int64_t C = g->ci;
+    const float *xend = x + g->n * g->h * g->w * C;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t img = r / g->oh, oy = r % g->oh;
+        const float *xi = x + img * g->h * g->w * C;
+        for (int64_t ox = 0; ox < g->ow; ox++) {
+            int64_t y0, y1, x0, x1;
+            pool_window(g, oy, ox, &y0, &y1, &x0, &x1);
+            float *o = y + (r * g->ow + ox) * C;
+            const float *pf = xi + (y0 * g->w + x0) * C + POOL_PREFETCH_FLOATS; /* as pool_grad_tiled_max512 */
+            for (int64_t iy = 0; iy < y1 - y0; iy++)
+                for (int64_t k = 0; k < (x1 - x0) * C; k += 16)
+                    if (pf + iy * g->w * C + k < xend) _mm_prefetch((const char *)(pf + iy * g->w * C + k), _MM_HINT_T0);
+            for (int64_t c = 0; c < C; c += 16) {
+                __m512 m = _mm512_loadu_ps(xi + (y0 * g->w + x0) * C + c);
+                for (int64_t iy = y0; iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++)
+                        m = _mm512_max_ps(_mm512_loadu_ps(xi + (iy * g->w + ix) * C + c), m); /* NaN: as s > o ? s : o */
+                _mm512_storeu_ps(o + c, m);
+            }
+        }
+    }
+}
+#endif
 
 static void pool_fwd_rows(void *arg, int64_t r0, int64_t r1) {
     const pool_job *j = arg;
+#ifdef CONV_DIRECT
+    if (j->dt == VG_FLOAT && j->kind == POOL_MAX && j->g.ci % 16 == 0 && windows_tile_input(&j->g) &&
+        pool_simd_on()) {
+        pool_fwd_tiled_max512(&j->g, (const float *)j->x, (float *)j->out, r0, r1);
+        return;
+    }
+#endif
     if (j->dt == VG_DOUBLE) pool_rows_f64(&j->g, j->kind, (const double *)j->x, (double *)j->out, r0, r1);
     else pool_rows_f32(&j->g, j->kind, (const float *)j->x, (float *)j->out, r0, r1);
 }
@@ -1457,15 +1552,23 @@ static void pool_fwd_rows(void *arg, int64_t r0, int64_t r1) {
  * once; no scratch. */
 __attribute__((target("avx512f"))) static void pool_grad_tiled_max512(const conv_geom *g, const float *x,
                                                                        const float *dy, float *dx, int64_t img,
-                                                                       bool relu_mask) {
+                                                                       bool relu_mask, float *acc) {
     const int64_t C = g->ci, isz = g->h * g->w * C;
-    const float *xi = x + img * isz;
+    const float *xi = x + img * isz, *xend = x + g->n * isz;
     float *di = dx + img * isz;
     for (int64_t oy = 0; oy < g->oh; oy++)
         for (int64_t ox = 0; ox < g->ow; ox++) {
             int64_t y0, y1, x0, x1;
             pool_window(g, oy, ox, &y0, &y1, &x0, &x1);
             const float *d = dy + ((img * g->oh + oy) * g->ow + ox) * C;
+            /* x was written long before (the forward pass) and is usually not in cache:
+             * prefetch the window's rows 4 KB ahead (measured: the CNN's 64x28x28x32
+             * pool gradient 1.2 -> 0.84 ms; 1 KB and 8 KB ahead gain less) */
+            const float *pf = xi + (y0 * g->w + x0) * C + POOL_PREFETCH_FLOATS;
+            for (int64_t iy = 0; iy < y1 - y0; iy++)
+                for (int64_t k = 0; k < (x1 - x0) * C; k += 16)
+                    if (pf + iy * g->w * C + k < xend)
+                        _mm_prefetch((const char *)(pf + iy * g->w * C + k), _MM_HINT_T0);
             for (int64_t c = 0; c < C; c += 16) {
                 __m512 best = _mm512_loadu_ps(xi + (y0 * g->w + x0) * C + c);
                 __m512i idx = _mm512_setzero_si512();
@@ -1478,6 +1581,11 @@ __attribute__((target("avx512f"))) static void pool_grad_tiled_max512(const conv
                         idx = _mm512_mask_mov_epi32(idx, m, _mm512_set1_epi32(k));
                     }
                 __m512 dv = _mm512_loadu_ps(d + c);
+                if (acc) /* the window's dx sums to dy, or to 0 where ReluGrad masks the argmax */
+                    _mm512_storeu_ps(acc + c, _mm512_add_ps(_mm512_loadu_ps(acc + c),
+                                                            relu_mask ? _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(
+                                                                            best, _mm512_setzero_ps(), _CMP_GT_OQ), dv)
+                                                                      : dv));
                 k = 0;
                 for (int64_t iy = y0; iy < y1; iy++)
                     for (int64_t ix = x0; ix < x1; ix++, k++) {
@@ -1494,6 +1602,10 @@ __attribute__((target("avx512f"))) static void pool_grad_tiled_max512(const conv
 
 static atomic_int g_pool_simd = 1; /* vg__pool_set_simd */
 
+#ifdef CONV_DIRECT
+static bool pool_simd_on(void) { return atomic_load(&g_pool_simd) && dconv_cpu_level() == 2; }
+#endif
+
 int vg__pool_set_simd(int on) {
     atomic_store(&g_pool_simd, on);
 #ifdef CONV_DIRECT
@@ -1509,9 +1621,13 @@ static void pool_grad_units(void *arg, int64_t u0, int64_t u1) {
 #ifdef CONV_DIRECT
     if (j->dt == VG_FLOAT && j->kind == POOL_MAX && C % 16 == 0 && windows_tile_input(&j->g) &&
         atomic_load(&g_pool_simd) && dconv_cpu_level() == 2) {
-        for (int64_t img = u0 * j->g.n / j->units; img < u1 * j->g.n / j->units; img++)
-            pool_grad_tiled_max512(&j->g, (const float *)j->x, (const float *)j->dy, (float *)j->out, img,
-                                   j->relu_mask);
+        for (int64_t u = u0; u < u1; u++) {
+            float *acc = j->dbias_part ? (float *)j->dbias_part + u * C : NULL;
+            if (acc) memset(acc, 0, sizeof(float) * (size_t)C);
+            for (int64_t img = u * j->g.n / j->units; img < (u + 1) * j->g.n / j->units; img++)
+                pool_grad_tiled_max512(&j->g, (const float *)j->x, (const float *)j->dy, (float *)j->out, img,
+                                       j->relu_mask, acc);
+        }
         return;
     }
 #endif
@@ -1519,6 +1635,7 @@ static void pool_grad_units(void *arg, int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; u++) {
         char *sc = j->scratch ? j->scratch + (size_t)u * j->scratch_stride : NULL;
         char *best = sc ? sc + (size_t)C * sizeof(int64_t) : NULL;
+        if (j->dbias_part) memset(j->dbias_part + (size_t)(u * C) * real_size(j->dt), 0, (size_t)C * real_size(j->dt));
         for (int64_t img = u * j->g.n / j->units; img < (u + 1) * j->g.n / j->units; img++) {
             if (j->dt == VG_DOUBLE)
                 pool_grad_img_f64(&j->g, j->kind, (const double *)j->x, (const double *)j->dy, (double *)j->out, img,
@@ -1526,15 +1643,28 @@ static void pool_grad_units(void *arg, int64_t u0, int64_t u1) {
             else
                 pool_grad_img_f32(&j->g, j->kind, (const float *)j->x, (const float *)j->dy, (float *)j->out, img,
                                   (float *)best, (int32_t *)sc);
-            if (!j->relu_mask) continue;
-            if (j->dt == VG_DOUBLE) { /* ReluGrad(dx, x): g > 0 ? dx : 0, on the image while in cache */
-                const double *xi = (const double *)j->x + img * isz;
-                double *di = (double *)j->out + img * isz;
-                for (int64_t i = 0; i < isz; i++) di[i] = xi[i] > 0 ? di[i] : 0;
+            if (j->relu_mask) {
+                if (j->dt == VG_DOUBLE) { /* ReluGrad(dx, x): g > 0 ? dx : 0, on the image while in cache */
+                    const double *xi = (const double *)j->x + img * isz;
+                    double *di = (double *)j->out + img * isz;
+                    for (int64_t i = 0; i < isz; i++) di[i] = xi[i] > 0 ? di[i] : 0;
+                } else {
+                    const float *xi = (const float *)j->x + img * isz;
+                    float *di = (float *)j->out + img * isz;
+                    for (int64_t i = 0; i < isz; i++) di[i] = xi[i] > 0 ? di[i] : 0;
+                }
+            }
+            if (!j->dbias_part) continue;
+            if (j->dt == VG_DOUBLE) { /* BiasAddGrad: the column sums of the image's dx */
+                double *acc = (double *)j->dbias_part + u * C;
+                const double *di = (const double *)j->out + img * isz;
+                for (int64_t i = 0; i < isz; i += C)
+                    for (int64_t c = 0; c < C; c++) acc[c] += di[i + c];
             } else {
-                const float *xi = (const float *)j->x + img * isz;
-                float *di = (float *)j->out + img * isz;
-                for (int64_t i = 0; i < isz; i++) di[i] = xi[i] > 0 ? di[i] : 0;
+                float *acc = (float *)j->dbias_part + u * C;
+                const float *di = (const float *)j->out + img * isz;
+                for (int64_t i = 0; i < isz; i += C)
+                    for (int64_t c = 0; c < C; c++) acc[c] += di[i + c];
             }
         }
     }
@@ -1580,6 +1710,33 @@ static vg_code run_pool(vg__kctx *ctx, int kind) {
     return VG_OK;
 }
 static vg_code kernel_max_pool(vg__kctx *ctx) { return run_pool(ctx, POOL_MAX); }
+
+static size_t pool_job_size(void) { return sizeof(pool_job); }
+
+/* For the fused conv + max pool: *pj = the max pool 2x2 / 2 VALID of x (N, H, W, C),
+ * its output allocated as the kernel's output 1 (*y). */
+static vg_code pool_job_2x2(vg__kctx *ctx, const vg_tensor *x, vg_tensor **y, pool_job *pj) {
+    const int64_t *d = vg_tensor_dims(x);
+    memset(pj, 0, sizeof *pj);
+    pj->kind = POOL_MAX;
+    pj->dt = vg_tensor_dtype(x);
+    conv_geom *g = &pj->g;
+    g->n = d[0], g->h = d[1], g->w = d[2], g->ci = g->co = d[3];
+    g->kh = g->kw = g->sh = g->sw = 2;
+    g->oh = d[1] / 2, g->ow = d[2] / 2;
+    int64_t od[4] = {g->n, g->oh, g->ow, g->co};
+    if (vg__kctx_alloc_output(ctx, 1, pj->dt, od, 4, y)) return vg__kctx_status(ctx)->code;
+    pj->x = vg_tensor_data(x);
+    pj->out = vg_tensor_data(*y);
+    return VG_OK;
+}
+
+/* Runs a pool job over all its rows (inline when small, else on the intra-op pool). */
+static void pool_run_all(vg__kctx *ctx, pool_job *j) {
+    int64_t rows = j->g.n * j->g.oh, cost = j->g.ow * j->g.ci * j->g.kh * j->g.kw;
+    if (rows * cost < 65536 || vg__kctx_num_threads(ctx) <= 1) pool_fwd_rows(j, 0, rows);
+    else vg__kctx_parallel_for(ctx, rows, cost, pool_fwd_rows, j);
+}
 static vg_code kernel_avg_pool(vg__kctx *ctx) { return run_pool(ctx, POOL_AVG); }
 
 /* Runs a pool gradient over the images of dx (x is NULL for the average). */
@@ -1597,9 +1754,28 @@ static vg_code run_pool_grad(vg__kctx *ctx, pool_job *j) {
         j->scratch = vg__aligned_alloc(j->scratch_stride * (size_t)units, 64);
         if (!j->scratch) return VG_OOM(vg__kctx_status(ctx), "max pool gradient scratch");
     }
+    char *dbias = j->dbias_part; /* the output: the units' partial sums go to scratch first */
+    if (dbias && units > 1 && !(j->dbias_part = vg__aligned_alloc((size_t)(units * g->ci) * es, 64))) {
+        vg__free(j->scratch);
+        return VG_OOM(vg__kctx_status(ctx), "bias gradient partial sums");
+    }
     if (units == 1) pool_grad_units(j, 0, 1);
     else vg__kctx_parallel_for(ctx, units, g->n / units * cost, pool_grad_units, j);
     vg__free(j->scratch);
+    if (dbias && units > 1) {
+        for (int64_t c = 0; c < g->ci; c++) {
+            if (j->dt == VG_DOUBLE) {
+                double v = 0;
+                for (int64_t u = 0; u < units; u++) v += ((const double *)j->dbias_part)[u * g->ci + c];
+                ((double *)dbias)[c] = v;
+            } else {
+                float v = 0;
+                for (int64_t u = 0; u < units; u++) v += ((const float *)j->dbias_part)[u * g->ci + c];
+                ((float *)dbias)[c] = v;
+            }
+        }
+        vg__free(j->dbias_part);
+    }
     return VG_OK;
 }
 
@@ -1626,7 +1802,7 @@ static vg_code shape_max_pool_grad(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-static vg_code max_pool_grad(vg__kctx *ctx, bool relu_mask) {
+static vg_code max_pool_grad(vg__kctx *ctx, bool relu_mask, bool bias_grad) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *x = vg__kctx_input(ctx, 0), *y = vg__kctx_input(ctx, 1), *dy = vg__kctx_input(ctx, 2), *dx;
     vg_dtype dt = vg_tensor_dtype(x);
@@ -1641,17 +1817,28 @@ static vg_code max_pool_grad(vg__kctx *ctx, bool relu_mask) {
     if (dt == VG_FLOAT && j.g.h * j.g.w * j.g.ci > INT32_MAX) /* the float path keeps int32 argmax offsets */
         return vg_status_set(st, VG_UNIMPLEMENTED, "MaxPoolGrad: images of more than 2^31 elements");
     if (vg__kctx_alloc_output(ctx, 0, dt, vg_tensor_dims(x), 4, &dx)) return st->code;
+    if (bias_grad) { /* output 1: BiasAddGrad(dx), the sums of dx over all but the last dim */
+        vg_tensor *db;
+        if (vg__kctx_alloc_output(ctx, 1, dt, &j.g.ci, 1, &db)) return st->code;
+        memset(vg_tensor_data(db), 0, vg_tensor_nbytes(db));
+        j.dbias_part = vg_tensor_data(db);
+    }
     if (vg_tensor_num_elements(dx) == 0) return VG_OK;
     j.x = vg_tensor_data(x);
     j.dy = vg_tensor_data(dy);
     j.out = vg_tensor_data(dx);
     return run_pool_grad(ctx, &j);
 }
-static vg_code kernel_max_pool_grad(vg__kctx *ctx) { return max_pool_grad(ctx, false); }
+static vg_code kernel_max_pool_grad(vg__kctx *ctx) { return max_pool_grad(ctx, false, false); }
 /* _VigilFusedMaxPoolGradReluGrad(orig_input, orig_output, grad): ReluGrad(MaxPoolGrad(...),
  * orig_input), put in plans by src/exec/fuse.c where the pool's input is a Relu's
  * output and the ReluGrad is the pool gradient's only consumer. */
-static vg_code kernel_max_pool_grad_relu(vg__kctx *ctx) { return max_pool_grad(ctx, true); }
+static vg_code kernel_max_pool_grad_relu(vg__kctx *ctx) { return max_pool_grad(ctx, true, false); }
+/* _VigilFusedMaxPoolGradReluGradBiasAddGrad(orig_input, orig_output, grad): the same,
+ * and output 1 = BiasAddGrad of that gradient (NHWC: the sums over N, H, W), summed
+ * while each image's gradient is written (fuse.c: where a BiasAddGrad reads the fused
+ * pool gradient, as with conv -> bias -> relu -> max_pool). */
+static vg_code kernel_max_pool_grad_relu_bias(vg__kctx *ctx) { return max_pool_grad(ctx, true, true); }
 
 /* -- AvgPoolGrad(orig_input_shape, grad) -- */
 
@@ -1819,9 +2006,13 @@ const vg__op_def vg__ops_conv[] = {
     {"_VigilFusedConv2DBias", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_conv2d, kernel_fused_conv2d_bias, NULL},
     {"_VigilFusedConv2DBiasRelu", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_conv2d, kernel_fused_conv2d_bias_relu,
      NULL},
+    {"_VigilFusedConv2DBiasReluMaxPool", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_conv2d,
+     kernel_fused_conv2d_bias_relu_pool, NULL},
     {"_VigilFusedForward", 1, 2, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_forward, kernel_fused_forward, NULL},
     {"_VigilFusedMaxPoolGradReluGrad", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_max_pool_grad,
      kernel_max_pool_grad_relu, NULL},
+    {"_VigilFusedMaxPoolGradReluGradBiasAddGrad", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_max_pool_grad,
+     kernel_max_pool_grad_relu_bias, NULL},
     {"Conv2DBackpropInput", 3, 3, 0, 0, shape_conv2d_bp_input, kernel_conv2d_bp_input, grad_conv2d_bp_input},
     {"Conv2DBackpropFilter", 3, 3, 0, 0, shape_conv2d_bp_filter, kernel_conv2d_bp_filter, grad_conv2d_bp_filter},
     {"MaxPool", 1, 1, 0, 0, shape_pool, kernel_max_pool, grad_max_pool},

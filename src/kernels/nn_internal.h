@@ -37,10 +37,15 @@ VG_HIDDEN int vg__conv_set_direct(int max_level);
  * meant to change while sessions run. */
 VG_HIDDEN bool vg__conv_set_dnnl(int mode);
 
-/* Turns the AVX-512 max-pool gradient (float32, windows that tile the input, channels
- * a multiple of 16) on (1, the default) or off (0: the generic loop), for tests.
- * Returns whether it runs on this CPU. Process-wide. */
+/* Turns the AVX-512 max pool and max-pool gradient (float32, windows that tile the
+ * input, channels a multiple of 16) on (1, the default) or off (0: the generic loops),
+ * for tests. Returns whether they run on this CPU. Process-wide. */
 VG_HIDDEN int vg__pool_set_simd(int on);
+
+/* Turns the AVX-512 float32 ApplyAdam loop (src/kernels/training_ops.c) on (1, the
+ * default) or off (0: 4-wide SSE and scalar), for tests. Returns whether it runs on
+ * this CPU. Process-wide. */
+VG_HIDDEN int vg__adam_set_simd(int on);
 
 /* Convolutions run by oneDNN so far (process-wide), for tests. */
 VG_HIDDEN long long vg__conv_dnnl_runs(void);

@@ -19,8 +19,11 @@
 #endif
 
 #include "kernels/kernel.h"
+#include "kernels/cpu_features.h"
+#include "kernels/nn_internal.h"
 #include "vigil/ops.h"
 #include <math.h>
+#include <stdatomic.h>
 
 /* ------------------------------------------------------------------------ */
 /* build time */
@@ -399,12 +402,59 @@ static int64_t rmsprop_sse_f32(const upd_args *a, int64_t i, int64_t e) {
     }
     return i;
 }
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define ADAM_AVX512 1
+/* The Adam loop 16 floats wide (AVX-512F): the same operations in the same order as
+ * adam_sse_f32 (no FMA contraction in ISO C mode), so the same bits. The dense
+ * layer's 401k floats per step: division and square root 16 wide instead of 4. */
+__attribute__((target("avx512f"))) static int64_t adam_avx512_f32(const upd_args *a, int64_t i, int64_t e) {
+    float *restrict var = a->var, *restrict m = a->s1, *restrict v = a->s2;
+    const float *restrict g = a->grad;
+    const __m512 lr = _mm512_set1_ps((float)a->c[0]), b1 = _mm512_set1_ps((float)a->c[1]);
+    const __m512 omb1 = _mm512_set1_ps((float)a->c[2]), omb2 = _mm512_set1_ps((float)a->c[3]);
+    const __m512 eps = _mm512_set1_ps((float)a->c[4]);
+    const bool nesterov = a->nesterov;
+    for (; i + 16 <= e; i += 16) {
+        __m512 gi = _mm512_loadu_ps(g + i), mi = _mm512_loadu_ps(m + i), vi = _mm512_loadu_ps(v + i);
+        mi = _mm512_add_ps(mi, _mm512_mul_ps(_mm512_sub_ps(gi, mi), omb1));
+        vi = _mm512_add_ps(vi, _mm512_mul_ps(_mm512_sub_ps(_mm512_mul_ps(gi, gi), vi), omb2));
+        _mm512_storeu_ps(m + i, mi);
+        _mm512_storeu_ps(v + i, vi);
+        __m512 num = nesterov ? _mm512_add_ps(_mm512_mul_ps(gi, omb1), _mm512_mul_ps(b1, mi)) : mi;
+        __m512 upd = _mm512_div_ps(_mm512_mul_ps(num, lr), _mm512_add_ps(_mm512_sqrt_ps(vi), eps));
+        _mm512_storeu_ps(var + i, _mm512_sub_ps(_mm512_loadu_ps(var + i), upd));
+    }
+    return i;
+}
+#endif
+
+static atomic_int g_adam_simd = 1; /* vg__adam_set_simd */
+
+int vg__adam_set_simd(int on) {
+    atomic_store(&g_adam_simd, on);
+#ifdef ADAM_AVX512
+    return on && vg__cpu_isa_level(vg__cpu_get()) >= VG__ISA_AVX512;
 #else
+    return 0;
+#endif
+}
+
+#if !defined(__SSE2__)
 static int64_t adam_sse_f32(const upd_args *a, int64_t i, int64_t e) { return i; }
 static int64_t rmsprop_sse_f32(const upd_args *a, int64_t i, int64_t e) { return i; }
 #endif
 
-static void adam_f32(void *arg, int64_t b, int64_t e) { adam_scalar_f32(arg, adam_sse_f32(arg, b, e), e); }
+static void adam_f32(void *arg, int64_t b, int64_t e) {
+#ifdef ADAM_AVX512
+    if (atomic_load_explicit(&g_adam_simd, memory_order_relaxed) &&
+        vg__cpu_isa_level(vg__cpu_get()) >= VG__ISA_AVX512)
+        b = adam_avx512_f32(arg, b, e);
+#endif
+    adam_scalar_f32(arg, adam_sse_f32(arg, b, e), e);
+}
 static void adam_f64(void *arg, int64_t b, int64_t e) { adam_scalar_f64(arg, b, e); }
 static void rmsprop_f32(void *arg, int64_t b, int64_t e) { rmsprop_scalar_f32(arg, rmsprop_sse_f32(arg, b, e), e); }
 static void rmsprop_f64(void *arg, int64_t b, int64_t e) { rmsprop_scalar_f64(arg, b, e); }
