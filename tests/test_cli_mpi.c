@@ -210,9 +210,13 @@ static void test_mpi_train__kill_and_resume(void) {
             rc = wait_for(pid, 30);
             double took = now_s() - tk;
             if (took > worst) worst = took;
-            CHECK(rc != 0);
             CHECK(took <= 10.0);
-            killed++;
+            /* a kill that lands after the job's last step, checkpoint and evaluation (a
+             * rank already past MPI_Finalize) leaves a finished run that mpirun reports
+             * as a success: check_finished below verifies it; any other kill must fail
+             * the job */
+            if (rc == 0) CHECK_EQ_INT(ckpt_step(), 8 * 4096 / 2 / 64);
+            else killed++;
         } else if (rc == -2) {
             rc = wait_for(pid, 120);
         }
