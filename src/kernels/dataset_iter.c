@@ -695,7 +695,8 @@ static vg_code native_batch_map_next(vg__ds_iter *it, vg_tensor **out, bool *end
         uint8_t *dst[VG_DATASET_MAX_COMPONENTS];
         for (int c = 0; c < fn->nouts; c++) {
             size_t rb = vg_tensor_nbytes(out[c]) / (size_t)n;
-            dst[c] = xf[c] ? u->arena.buf + (size_t)c * u->arena.cap : (uint8_t *)vg_tensor_data(out[c]) + (size_t)i * rb;
+            uint8_t *base = xf[c] ? u->arena.buf : vg_tensor_data(out[c]); /* NULL when empty */
+            dst[c] = !base ? NULL : xf[c] ? base + (size_t)c * u->arena.cap : base + (size_t)i * rb;
         }
         size_t l;
         const char *p = vg_tensor_string(recs, i, &l);
@@ -865,16 +866,17 @@ static vg_code native_sink(void *arg, int64_t i, const uint8_t *p, size_t len, v
         a->buf = nb;
         a->cap = nc;
     }
-    memcpy(a->buf + a->len, p, len);
+    if (len) memcpy(a->buf + a->len, p, len); /* an empty record: buf may still be NULL */
     a->off[i] = a->len;
     a->len += len;
     a->off[i + 1] = a->len;
     if (f->ok) {
         const vg__ds_fn *fn = u->base.ds->fn;
         uint8_t *dst[VG_DATASET_MAX_COMPONENTS];
-        for (int c = 0; c < fn->nouts; c++)
-            dst[c] = (uint8_t *)vg_tensor_data(f->b->nat[c]) + (size_t)i * vg_tensor_nbytes(f->b->nat[c]) /
-                                                                     (size_t)u->nslots;
+        for (int c = 0; c < fn->nouts; c++) {
+            uint8_t *base = vg_tensor_data(f->b->nat[c]); /* NULL for an empty output */
+            dst[c] = base ? base + (size_t)i * vg_tensor_nbytes(f->b->nat[c]) / (size_t)u->nslots : NULL;
+        }
         f->ok = vg__ds_native_row(fn->native, &u->scratch, p, len, dst);
     }
     return VG_OK;
@@ -935,7 +937,7 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
             } else if (b->n > 0) { /* the records, for the session */
                 t = vg_tensor_new(VG_STRING, &b->n, 1, &b->slots[0].st);
                 for (int64_t i = 0; t && i < b->n; i++)
-                    if (vg_tensor_set_string(t, i, (const char *)u->arena.buf + u->arena.off[i],
+                    if (vg_tensor_set_string(t, i, u->arena.buf ? (const char *)u->arena.buf + u->arena.off[i] : "",
                                              u->arena.off[i + 1] - u->arena.off[i], &b->slots[0].st) != VG_OK) {
                         vg_tensor_free(t);
                         t = NULL;
