@@ -640,50 +640,32 @@ static int shm_wait(vg__comm_req *r, bool done, const shm_poll *p) {
     }
 }
 
-/* d1 = d2 = (own + s[0] + ... + s[ns - 1]) [* k] */
-RING_CLONES static void shm_sum_f32(float *restrict d1, float *restrict d2, const float *restrict own,
-                                    const float *const *s, int ns, int64_t n, float k, bool scale) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        ring_f32v a, b;
-        memcpy(&a, own + i, sizeof a);
-        for (int j = 0; j < ns; j++) {
-            memcpy(&b, s[j] + i, sizeof b);
-            a += b;
-        }
-        if (scale) a *= k;
-        memcpy(d1 + i, &a, sizeof a);
-        memcpy(d2 + i, &a, sizeof a);
+/* d1 = d2 = (own + s[0] + ... + s[ns - 1]) [* k]: shm_sum_f32 and shm_sum_f64 */
+#define DEFINE_SHM_SUM(T, SFX, V)                                                                      \
+    RING_CLONES static void shm_sum_##SFX(T *restrict d1, T *restrict d2, const T *restrict own,       \
+                                          const T *const *s, int ns, int64_t n, T k, bool scale) {     \
+        const int64_t w = (int64_t)(sizeof(V) / sizeof(T));                                            \
+        int64_t i = 0;                                                                                 \
+        for (; i + w <= n; i += w) {                                                                   \
+            V a, b;                                                                                    \
+            memcpy(&a, own + i, sizeof a);                                                             \
+            for (int j = 0; j < ns; j++) {                                                             \
+                memcpy(&b, s[j] + i, sizeof b);                                                        \
+                a += b;                                                                                \
+            }                                                                                          \
+            if (scale) a *= k;                                                                         \
+            memcpy(d1 + i, &a, sizeof a);                                                              \
+            memcpy(d2 + i, &a, sizeof a);                                                              \
+        }                                                                                              \
+        for (; i < n; i++) {                                                                           \
+            T a = own[i];                                                                              \
+            for (int j = 0; j < ns; j++) a += s[j][i];                                                 \
+            if (scale) a *= k;                                                                         \
+            d1[i] = d2[i] = a;                                                                         \
+        }                                                                                              \
     }
-    for (; i < n; i++) {
-        float a = own[i];
-        for (int j = 0; j < ns; j++) a += s[j][i];
-        if (scale) a *= k;
-        d1[i] = d2[i] = a;
-    }
-}
-
-RING_CLONES static void shm_sum_f64(double *restrict d1, double *restrict d2, const double *restrict own,
-                                    const double *const *s, int ns, int64_t n, double k, bool scale) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        ring_f64v a, b;
-        memcpy(&a, own + i, sizeof a);
-        for (int j = 0; j < ns; j++) {
-            memcpy(&b, s[j] + i, sizeof b);
-            a += b;
-        }
-        if (scale) a *= k;
-        memcpy(d1 + i, &a, sizeof a);
-        memcpy(d2 + i, &a, sizeof a);
-    }
-    for (; i < n; i++) {
-        double a = own[i];
-        for (int j = 0; j < ns; j++) a += s[j][i];
-        if (scale) a *= k;
-        d1[i] = d2[i] = a;
-    }
-}
+DEFINE_SHM_SUM(float, f32, ring_f32v)
+DEFINE_SHM_SUM(double, f64, ring_f64v)
 
 /* Runs (or resumes) a FUSED request on the shared window; SHM_DONE with r->code set,
  * or where p made it give up (r->shm_seq / shm_stage say where to resume). */
