@@ -5,10 +5,14 @@
  * PyTorch peer (bench/peers/torch_fmnist.py) in the same run, interleaved.
  *
  * Usage: bench_train [--model mlp|cnn] [--threads N] [--inter N] [--steps S] [--rounds R] [--no-peer]
- *                    [--profile]
+ *                    [--profile] [--scaling T]
  * (--inter: inter-op threads when not --threads; --profile: after the rounds, S more
  * steps traced at FULL_TRACE, and each node's median time printed to stderr, slowest
- * first)
+ * first; with VG_BENCH_TIMELINE set also the last traced step node by node, with its
+ * thread and start/end in microseconds; --scaling T: a second session of the same
+ * graph with T intra-op threads, timed in rounds interleaved with the first one's, in
+ * the same process (same data, same allocator state, the same minute of a shared
+ * machine), and the ratio of the two step times per round pair and its median)
  * Prints one JSON line: per-round medians and the median of rounds, for both, and the
  * roofline: the step's matrix/convolution flops (roofline.h), the probed per-core FMA
  * peak (AVX-512 where present, else AVX2; best burst), the achieved GFLOP/s and
@@ -109,6 +113,17 @@ static void profile_steps(vg_session *s, const vg_output *feeds, vg_tensor **xb,
             rows[k].t[i] = (double)(ns->end_us - ns->start_us);
         }
     }
+    if (getenv("VG_BENCH_TIMELINE")) { /* the last traced step, node by node */
+        int n = vg_run_metadata_num_nodes(md);
+        int64_t t0 = INT64_MAX;
+        for (int k = 0; k < n; k++) if (vg_run_metadata_node(md, k)->start_us < t0) t0 = vg_run_metadata_node(md, k)->start_us;
+        for (int k = 0; k < n; k++) {
+            const vg_node_stats *ns = vg_run_metadata_node(md, k);
+            if (ns->end_us - ns->start_us >= 15)
+                fprintf(stderr, "  T%d %6lld-%6lld %-24s %s\n", ns->thread_id, (long long)(ns->start_us - t0),
+                        (long long)(ns->end_us - t0), ns->op_type, ns->node_name);
+        }
+    }
     double tot = 0;
     for (int k = 0; k < nrows; k++) { rows[k].med = median(rows[k].t, steps); tot += rows[k].med; }
     qsort(rows, (size_t)nrows, sizeof *rows, cmp_row);
@@ -122,10 +137,27 @@ static void profile_steps(vg_session *s, const vg_output *feeds, vg_tensor **xb,
     vg_run_metadata_free(md);
 }
 
+/* One round: warm-up steps, then `steps` timed steps; returns their median (ms). */
+static double time_round(vg_session *s, const vg_output *feeds, vg_tensor **xb, vg_tensor **yb, const vg_output *loss,
+                         vg_op *const *train, int warm, int steps, double *t, double *last_loss) {
+    vg_status st;
+    for (int i = 0; i < warm + steps; i++) {
+        vg_tensor *fv[2] = {xb[i % NBATCH], yb[i % NBATCH]}, *l;
+        double t0 = now_ms();
+        if (vg_session_run(s, NULL, feeds, fv, 2, loss, &l, 1, train, 1, NULL, &st)) die("step", &st);
+        double dt = now_ms() - t0;
+        *last_loss = vg_tensor_scalar(l);
+        vg_tensor_free(l);
+        if (i >= warm) t[i - warm] = dt;
+    }
+    return median(t, steps);
+}
+
 int main(int argc, char **argv) {
     const char *model = "mlp";
     int threads = 1, inter = -1, steps = -1, rounds = 3, warm = -1;
     bool peer = true, profile = false;
+    int scaling = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -134,6 +166,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-peer")) peer = false;
         else if (!strcmp(argv[i], "--profile")) profile = true;
+        else if (!strcmp(argv[i], "--scaling") && i + 1 < argc) scaling = atoi(argv[++i]);
     }
     bool cnn = !strcmp(model, "cnn");
     if (steps < 0) steps = cnn ? 60 : 1000;
@@ -199,19 +232,24 @@ int main(int argc, char **argv) {
     if (rounds > 16) rounds = 16;
     const char *peer_status = "disabled (--no-peer)";
     if (peer && !bench_torch_probe(&peer_status)) peer = false;
+    vg_session *s2 = NULL;
+    double sr[16], sq[16];
+    if (scaling > 0) {
+        vg_session_options so2 = {scaling, scaling};
+        s2 = vg_session_new(g, &so2, &st);
+        if (!s2 || vg_session_run_targets(s2, &init, 1, &st)) die("session (--scaling)", &st);
+    }
     for (int r = 0; r < rounds; r++) {
-        for (int i = 0; i < warm + steps; i++) {
-            vg_tensor *fv[2] = {xb[i % NBATCH], yb[i % NBATCH]}, *l;
-            double t0 = now_ms();
-            if (vg_session_run(s, NULL, feeds, fv, 2, &loss, &l, 1, &train, 1, NULL, &st)) die("step", &st);
-            double dt = now_ms() - t0;
-            last_loss = vg_tensor_scalar(l);
-            vg_tensor_free(l);
-            if (i >= warm) t[i - warm] = dt;
-        }
-        vr[r] = median(t, steps);
+        vr[r] = time_round(s, feeds, xb, yb, &loss, &train, warm, steps, t, &last_loss);
         pr[r] = peer ? run_peer(model, threads, steps, &peer_rss) : -1;
         fprintf(stderr, "round %d: vigil %.4f ms  peer %.4f ms\n", r, vr[r], pr[r]);
+        if (s2) {
+            double l2;
+            sr[r] = time_round(s2, feeds, xb, yb, &loss, &train, warm, steps, t, &l2);
+            sq[r] = vr[r] / sr[r];
+            fprintf(stderr, "round %d: vigil %d thread%s %.4f ms (%.2fx)\n", r, scaling, scaling > 1 ? "s" : "", sr[r],
+                    sq[r]);
+        }
     }
     if (profile) profile_steps(s, feeds, xb, yb, &loss, &train, steps);
     double vm = median(vr, rounds), pm = median(pr, rounds);
@@ -232,9 +270,17 @@ int main(int argc, char **argv) {
            flop * 1e-9, peak, limit_ms, flop / vm * 1e-6, peak > 0 ? flop / vm * 1e-6 / peak : 0,
            limit_ms > 0 ? vm / limit_ms : 0, pm > 0 ? flop / pm * 1e-6 : -1,
            pm > 0 && peak > 0 ? flop / pm * 1e-6 / peak : -1);
+    if (s2) {
+        printf(",\"scaling_threads\":%d,\"scaling_rounds_ms\":[", scaling);
+        for (int r = 0; r < rounds; r++) printf("%s%.4f", r ? "," : "", sr[r]);
+        printf("],\"scaling_ratios\":[");
+        for (int r = 0; r < rounds; r++) printf("%s%.3f", r ? "," : "", sq[r]);
+        printf("],\"scaling_ratio_median\":%.3f", median(sq, rounds));
+    }
     printf(",\"backend\":\"%s\",\"final_loss\":%.4f,\"peer\":\"pytorch %s\",\"peer_status\":\"%s\"}\n",
            vg_backend_name(vg_backend_get()), last_loss, peer_path() ? peer_path() : "unavailable", peer_status);
     vg_session_free(s);
+    vg_session_free(s2);
     vg_optimizer_free(opt);
     vg_graph_free(g);
     for (int k = 0; k < NBATCH; k++) { vg_tensor_free(xb[k]); vg_tensor_free(yb[k]); }

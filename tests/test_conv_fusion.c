@@ -1,5 +1,6 @@
 /* test_conv_fusion.c - the executor's plan-time fusion of Conv2D -> BiasAdd [-> Relu]
- * [-> MaxPool] and MaxPoolGrad -> ReluGrad [+ BiasAddGrad] (src/exec/fuse.c, kernels _VigilFused* in
+ * [-> MaxPool] and MaxPoolGrad -> ReluGrad [+ BiasAddGrad] [-> Conv2DBackpropFilter]
+ * (src/exec/fuse.c, kernels _VigilFused* in
  * src/kernels/conv_ops.c):
  * forward values and gradients equal the unfused plan's on several shapes (oneDNN,
  * direct-kernel and im2col paths, float64), the trace shows which nodes were fused,
@@ -408,6 +409,100 @@ static void test_fusion__conv_max_pool(void) {
     vg__conv_set_direct(2);
 }
 
+/* conv -> bias_add -> relu -> max_pool 2x2/2 VALID with the gradients of
+ * sum(pool * pool + sin(pool)) w.r.t. the filter and the bias only (the input
+ * gradient not asked for, as in a CNN's first layer): the filter-gradient node takes
+ * the pool gradient's inputs (_VigilFusedMaxPoolGradConv2DBackpropFilter) where the
+ * dtype is float32. out: df, db; returns the number of nodes traced with that kernel. */
+static int run_pool_filter_case(const fcase *c, bool fused, vg_tensor **out) {
+    vg__plan_set_fusion(fused);
+    vg_graph *g = vg_graph_new();
+    int64_t xd[4] = {c->n, c->h, c->w, c->ci}, fd[4] = {c->k, c->k, c->ci, c->co}, bd[1] = {c->co};
+    int64_t strides[4] = {1, c->s, c->s, 1}, two[4] = {1, 2, 2, 1};
+    vg_output x = vg_placeholder(g, c->dt, xd, 4, "x"), f = vg_placeholder(g, c->dt, fd, 4, "f");
+    vg_output b = vg_placeholder(g, c->dt, bd, 1, "b");
+    vg_output y = vg_relu(g, vg_bias_add(g, vg_conv2d(g, x, f, strides, c->same ? "SAME" : "VALID", NULL), b, NULL),
+                          NULL);
+    vg_output pool = vg_max_pool(g, y, two, two, "VALID", NULL);
+    vg_output L = vg_reduce_sum(g, vg_add(g, vg_mul(g, pool, pool, NULL), vg_sin(g, pool, NULL), NULL), NULL, -1,
+                                false, NULL);
+    vg_output in[2] = {f, b}, d[2];
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &L, 1, in, 2, NULL, d, &st), &st);
+    int64_t nx = xd[0] * xd[1] * xd[2] * xd[3], nf = fd[0] * fd[1] * fd[2] * fd[3];
+    double *xv = randv(nx, 9), *fv = randv(nf, 10), *bv = randv(c->co, 11);
+    /* quarters: exact conv sums, so windows often hold equal maxima (first one wins) */
+    for (int64_t i = 0; i < nx; i++) xv[i] = floor(xv[i] * 4) / 4;
+    for (int64_t i = 0; i < nf; i++) fv[i] = floor(fv[i] * 4) / 4;
+    for (int64_t i = 0; i < c->co; i++) bv[i] = floor(bv[i] * 4) / 4;
+    vg_output feeds[3] = {x, f, b};
+    vg_tensor *vals[3] = {mk(c->dt, xd, 4, xv), mk(c->dt, fd, 4, fv), mk(c->dt, bd, 1, bv)};
+    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    o.intra_op_threads = c->threads;
+    o.inter_op_threads = 1;
+    vg_session *s = vg_session_new(g, &o, &st);
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.trace_level = VG_TRACE_FULL;
+    vg_run_metadata *md = vg_run_metadata_new();
+    int n = -1;
+    out[0] = out[1] = NULL;
+    if (s && md) {
+        /* twice: the second run reuses the cached plan */
+        for (int r = 0; r < 2; r++) {
+            vg_tensor_free(out[0]);
+            vg_tensor_free(out[1]);
+            vg_run_metadata_clear(md);
+            CHECK_OK(vg_session_run(s, &ro, feeds, vals, 3, d, out, 2, NULL, 0, md, &st), &st);
+        }
+        n = 0;
+        for (int i = 0; i < vg_run_metadata_num_nodes(md); i++)
+            n += !strcmp(vg_run_metadata_node(md, i)->op_type, "_VigilFusedMaxPoolGradConv2DBackpropFilter");
+    }
+    vg_run_metadata_free(md);
+    vg_session_free(s);
+    for (int i = 0; i < 3; i++) vg_tensor_free(vals[i]);
+    vg_graph_free(g);
+    free(xv), free(fv), free(bv);
+    vg__plan_set_fusion(true);
+    return n;
+}
+
+/* The filter and bias gradients straight from the pool gradient equal the unfused
+ * plan's (MaxPoolGrad + ReluGrad + BiasAddGrad, then Conv2DBackpropFilter) within float
+ * sums: the AVX-512 path (Cin 1, 5x5, stride 1: the CNN's conv1), the generic loops
+ * (other filters, Cin > 1, strides, the AVX-512 pools off), odd sizes whose last row /
+ * column no pool window covers, VALID, 1 and 2 threads; float64 is not fused. */
+static void test_fusion__pool_grad_conv_filter(void) {
+    static const fcase pc[] = {
+        {4, 28, 28, 1, 5, 32, 1, true, true, VG_FLOAT, 1},  /* the CNN's conv1 */
+        {5, 28, 28, 1, 5, 32, 1, true, true, VG_FLOAT, 2},  /* two units */
+        {2, 13, 11, 1, 5, 16, 1, true, true, VG_FLOAT, 1},  /* odd: uncovered row and column */
+        {2, 12, 10, 1, 5, 16, 1, false, true, VG_FLOAT, 2}, /* VALID: 8x6 output */
+        {2, 9, 8, 1, 3, 16, 1, true, true, VG_FLOAT, 1},    /* 3x3: generic */
+        {2, 9, 9, 3, 5, 8, 1, true, true, VG_FLOAT, 2},     /* Cin 3, Cout 8: generic */
+        {2, 15, 14, 1, 5, 16, 2, true, true, VG_FLOAT, 1},  /* stride 2: generic */
+        {2, 8, 8, 1, 5, 16, 1, true, true, VG_DOUBLE, 1},   /* float64: not fused */
+    };
+    for (int simd = 1; simd >= 0; simd--) {
+        vg__pool_set_simd(simd);
+        for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
+            vg_tensor *a[2], *b[2];
+            CHECK_EQ_INT(run_pool_filter_case(&pc[i], true, a), pc[i].dt == VG_FLOAT ? 1 : 0);
+            CHECK_EQ_INT(run_pool_filter_case(&pc[i], false, b), 0);
+            for (int q = 0; q < 2; q++) {
+                double m = maxdiff(a[q], b[q]);
+                double tol = pc[i].dt == VG_DOUBLE ? 1e-12 : 2e-5;
+                if (!(m <= tol)) fprintf(stderr, "pool+filter case %zu simd %d: output %d differs by %g\n", i, simd, q, m);
+                CHECK(m <= tol);
+                CHECK(vg_tensor_num_elements(a[q]) == (q ? pc[i].co : pc[i].k * pc[i].k * pc[i].ci * pc[i].co));
+                vg_tensor_free(a[q]);
+                vg_tensor_free(b[q]);
+            }
+        }
+    }
+    vg__pool_set_simd(1);
+}
+
 /* A by-hand value: 1x2x2x1 input of 1..4, 1x1 filter 2, bias -5: relu(2x - 5) = 0,0,1,3. */
 static void test_fusion__by_hand(void) {
     vg_graph *g = vg_graph_new();
@@ -434,5 +529,6 @@ int main(void) {
     RUN_TEST(test_fusion__max_pool_grad_relu_grad);
     RUN_TEST(test_fusion__max_pool_grad_bias_grad);
     RUN_TEST(test_fusion__conv_max_pool);
+    RUN_TEST(test_fusion__pool_grad_conv_filter);
     TEST_MAIN_END();
 }

@@ -24,6 +24,13 @@
  * consumers are renumbered) and the BiasAddGrad node forwards the sums, so that the
  * 64x28x28x32 gradient is not read a second time.
  *
+ * Further: where that masked gradient's only other reader is a Conv2DBackpropFilter
+ * (a CNN's first layer: nobody asks for the input gradient) and the pool is 2x2 /
+ * stride 2 VALID float32, the filter-gradient node runs
+ * _VigilFusedMaxPoolGradConv2DBackpropFilter on the pool gradient's inputs and gives
+ * the bias gradient too; the pool-gradient and ReluGrad nodes run NoOp, and the
+ * gradient itself is never materialised (see fuse_pool_grad_conv_filter).
+ *
  * Forward again: a fused Conv2D + BiasAdd + Relu whose Relu output a MaxPool (2x2,
  * stride 2, VALID) reads runs _VigilFusedConv2DBiasReluMaxPool, whose second output is
  * the pool (computed per image while it is in cache on the direct path) and which the
@@ -141,6 +148,79 @@ static bool fuse_pool_bias_grad(vg__plan *p, const vg__op_def *fpr, const vg__op
     return true;
 }
 
+static bool attr_is(const vg_op *op, const char *name, const char *want);
+static bool attr_2x2(const vg_op *op, const char *name);
+
+/* _VigilFusedMaxPoolGradReluGradBiasAddGrad nodes (m) of a 2x2 / 2 VALID float32 max
+ * pool whose masked gradient (forwarded by the ReluGrad node r) only a
+ * Conv2DBackpropFilter (c) reads: the first layer of a CNN, whose input gradient is not
+ * asked for. c runs _VigilFusedMaxPoolGradConv2DBackpropFilter on m's inputs and
+ * gives the bias gradient as a second output (which the BiasAddGrad node b forwards);
+ * m and r run NoOp, so the 64x28x28x32 gradient is neither written nor read. Edges
+ * producers -> m -> r -> c stay, so c still runs after m's inputs exist; an edge c -> b
+ * is added. */
+static bool fuse_pool_grad_conv_filter(vg__plan *p, int *succ_cap, const vg__op_def *fprb, const vg__op_def *fwd,
+                                       const vg__op_def *fpcf, const vg__op_def *noop) {
+    for (int m = 0; m < p->nnodes; m++) {
+        vg__node *mn = &p->nodes[m];
+        if (mn->def != fprb || mn->noutputs != 2 || mn->ninputs != 3 || fed(mn)) continue;
+        const char *df;
+        size_t dflen;
+        if (!attr_2x2(mn->op, "ksize") || !attr_2x2(mn->op, "strides") || !attr_is(mn->op, "padding", "VALID") ||
+            (vg_op_attr_string(mn->op, "data_format", &df, &dflen) && !(dflen == 4 && !memcmp(df, "NHWC", 4))) ||
+            vg_output_dtype(vg_op_input(mn->op, 0)) != VG_FLOAT)
+            continue;
+        int r = sole_consumer(p, mn->out_base), b = sole_consumer(p, mn->out_base + 1);
+        if (r < 0 || b < 0 || p->nodes[r].def != fwd || p->nodes[b].def != fwd || p->nodes[r].noutputs != 1 ||
+            p->nodes[r].ninputs < 1 || p->nodes[r].in_slot[0] != mn->out_base)
+            continue;
+        int c = sole_consumer(p, p->nodes[r].out_base);
+        if (c < 0) continue;
+        vg__node *cn = &p->nodes[c], *rn = &p->nodes[r];
+        if (!is_type(cn, "Conv2DBackpropFilter") || cn->def != cn->op->def || cn->ninputs != 3 || cn->noutputs != 1 ||
+            cn->in_slot[2] != rn->out_base || cn->in_slot[0] < 0 || cn->in_slot[1] < 0 || fed(cn) ||
+            (vg_op_attr_string(cn->op, "data_format", &df, &dflen) && !(dflen == 4 && !memcmp(df, "NHWC", 4))))
+            continue;
+        int *in_slot = vg__malloc(sizeof(int) * 5);
+        vg__var **in_var = vg__calloc(5, sizeof(vg__var *));
+        if (!in_slot || !in_var || !vg__grow((void **)&cn->succ, &succ_cap[c], cn->nsucc + 1, sizeof(int))) {
+            vg__free(in_slot);
+            vg__free(in_var);
+            return false;
+        }
+        in_slot[0] = cn->in_slot[0];
+        in_slot[1] = cn->in_slot[1];
+        in_var[0] = cn->in_var[0];
+        in_var[1] = cn->in_var[1];
+        for (int k = 0; k < 3; k++) {
+            in_slot[2 + k] = mn->in_slot[k];
+            in_var[2 + k] = mn->in_var[k];
+        }
+        if (!add_side_output(p, c, b, fwd)) {
+            vg__free(in_slot);
+            vg__free(in_var);
+            return false;
+        }
+        cn = &p->nodes[c];
+        cn->succ[cn->nsucc++] = b;
+        p->slot_uses[rn->out_base]--; /* c's old out_backprop */
+        vg__free(cn->in_slot);
+        vg__free(cn->in_var);
+        cn->in_slot = in_slot;
+        cn->in_var = in_var;
+        cn->ninputs = 5;
+        cn->def = fpcf;
+        /* m's inputs move to c (their uses with them); m and r read and write nothing */
+        for (int k = 0; k < rn->ninputs; k++)
+            if (rn->in_slot[k] >= 0) p->slot_uses[rn->in_slot[k]]--;
+        rn->ninputs = 0;
+        rn->def = noop;
+        mn->ninputs = 0;
+        mn->def = noop;
+    }
+    return true;
+}
+
 static bool attr_is(const vg_op *op, const char *name, const char *want) {
     const char *v;
     size_t len;
@@ -191,9 +271,12 @@ vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
     const vg__op_def *fpr = vg__registry_find("_VigilFusedMaxPoolGradReluGrad");
     const vg__op_def *fprb = vg__registry_find("_VigilFusedMaxPoolGradReluGradBiasAddGrad");
     const vg__op_def *fbrp = vg__registry_find("_VigilFusedConv2DBiasReluMaxPool");
+    const vg__op_def *fpcf = vg__registry_find("_VigilFusedMaxPoolGradConv2DBackpropFilter");
+    const vg__op_def *noop = vg__registry_find("NoOp");
     if (!fb || !fbr || !fwd || !fpr || !fprb || !fbrp) return VG_OK;
     fuse_pool_relu_grad(p, fpr, fwd);
-    if (!fuse_pool_bias_grad(p, fpr, fprb, fwd))
+    if (!fuse_pool_bias_grad(p, fpr, fprb, fwd) ||
+        (fpcf && noop && !fuse_pool_grad_conv_filter(p, succ_cap, fprb, fwd, fpcf, noop)))
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory building the execution plan");
     int *producer = NULL, *mark = NULL, *stack = NULL;
     int stamp = 0;

@@ -1606,6 +1606,175 @@ static atomic_int g_pool_simd = 1; /* vg__pool_set_simd */
 static bool pool_simd_on(void) { return atomic_load(&g_pool_simd) && dconv_cpu_level() == 2; }
 #endif
 
+/* ------------------------------------------------------------------------ */
+/* The filter and bias gradients of a first convolution layer straight from its max
+ * pool's gradient (_VigilFusedMaxPoolGradConv2DBackpropFilter, see fuse.c):
+ *   dz  = ReluGrad(MaxPoolGrad(z, pool(z), dp), z)          (N, OH, OW, Co)
+ *   db  = BiasAddGrad(dz)                                    (Co)
+ *   df  = Conv2DBackpropFilter(x, filter_sizes, dz)          (KH, KW, Ci, Co)
+ * for a 2x2 / stride 2 VALID pool, without writing dz (64x28x28x32 floats for the CNN)
+ * or reading it back. dz is non-zero only at each window's argmax (first maximum, as
+ * MaxPoolGrad) where z > 0, so per window and channel the gradient dp is routed to one
+ * of four positions q, and df[ky][kx] += x[2py + qy + ky - pt][2px + qx + kx - pl] * dz_q:
+ * the window's 6x6 input patch times four masked copies of dp. */
+typedef struct mpcf_job {
+    conv_geom cg;           /* the convolution: x (N, H, W, Ci) -> z (N, OH, OW, Co) */
+    const float *x, *z, *dp;
+    float *part;            /* per unit: KH*KW*Ci*Co filter sums, then Co bias sums */
+    int64_t units;
+} mpcf_job;
+
+#ifdef CONV_DIRECT
+/* Ci = 1, 5x5 filter, stride 1, Co a multiple of 16: the 25 taps of 16 channels stay in
+ * registers over all windows of the unit's images. Per window, row ky of the patch and
+ * row ky + 1 sit in one vector (lanes 0-5 and 8-13), and each channel lane picks its
+ * argmax position's input with one permute per tap: 25 permutes and 25 FMAs per window
+ * and 16 channels, instead of 100 FMAs on four masked copies of the gradient. */
+__attribute__((target("avx512f"))) static void mpcf_unit_5x5_512(const mpcf_job *j, int64_t u) {
+    const conv_geom *g = &j->cg;
+    const int64_t C = g->co, PH = g->oh / 2, PW = g->ow / 2, zimg = g->oh * g->ow * C, pimg = PH * PW * C;
+    const int64_t H = g->h, W = g->w;
+    int64_t i0 = u * g->n / j->units, i1 = (u + 1) * g->n / j->units;
+    float *df = j->part + (size_t)u * (size_t)(25 * C + C), *db = df + 25 * C;
+    const float *zend = j->z + g->n * zimg, *pend = j->dp + g->n * pimg;
+    const __m512i one = _mm512_set1_epi32(1);
+    for (int64_t c = 0; c < C; c += 16) {
+        __m512 acc[25], bacc = _mm512_setzero_ps();
+#pragma GCC unroll 25
+        for (int t = 0; t < 25; t++) acc[t] = _mm512_setzero_ps();
+        for (int64_t img = i0; img < i1; img++) {
+            const float *xi = j->x + img * H * W, *zi = j->z + img * zimg, *pi = j->dp + img * pimg;
+            for (int64_t py = 0; py < PH; py++)
+                for (int64_t px = 0; px < PW; px++) {
+                    const float *zw = zi + ((2 * py) * g->ow + 2 * px) * C + c;
+                    /* z was written in the forward pass, long ago: prefetch as the pool gradient does */
+                    /* so was the pool's gradient (by the layer above, mostly past the cache) */
+                    const float *pf = pi + (py * PW + px) * C + c + POOL_PREFETCH_FLOATS / 2;
+                    if (pf < pend) _mm_prefetch((const char *)pf, _MM_HINT_T0);
+                    if (zw + POOL_PREFETCH_FLOATS + g->ow * C < zend) {
+                        _mm_prefetch((const char *)(zw + POOL_PREFETCH_FLOATS), _MM_HINT_T0);
+                        _mm_prefetch((const char *)(zw + POOL_PREFETCH_FLOATS + C), _MM_HINT_T0);
+                        _mm_prefetch((const char *)(zw + POOL_PREFETCH_FLOATS + g->ow * C), _MM_HINT_T0);
+                        _mm_prefetch((const char *)(zw + POOL_PREFETCH_FLOATS + g->ow * C + C), _MM_HINT_T0);
+                    }
+                    __m512 best = _mm512_loadu_ps(zw);
+                    __m512i idx = _mm512_setzero_si512();
+#pragma GCC unroll 3
+                    for (int k = 1; k < 4; k++) { /* first maximum wins: a later one must be greater */
+                        __m512 v = _mm512_loadu_ps(zw + ((k >> 1) * g->ow + (k & 1)) * C);
+                        __mmask16 m = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
+                        best = _mm512_mask_mov_ps(best, m, v);
+                        idx = _mm512_mask_mov_epi32(idx, m, _mm512_set1_epi32(k));
+                    }
+                    __mmask16 live = _mm512_cmp_ps_mask(best, _mm512_setzero_ps(), _CMP_GT_OQ); /* ReluGrad */
+                    if (!live) continue;
+                    const float *pw = pi + (py * PW + px) * C + c;
+                    __m512 d = _mm512_maskz_mov_ps(live, _mm512_loadu_ps(pw));
+                    bacc = _mm512_add_ps(bacc, d);
+                    /* lane index of the argmax's patch origin: qy * 8 + qx */
+                    __m512i base = _mm512_add_epi32(_mm512_slli_epi32(_mm512_srli_epi32(idx, 1), 3),
+                                                    _mm512_and_si512(idx, one));
+                    int64_t y0 = 2 * py - g->pt, x0 = 2 * px - g->pl;
+                    /* rows (ky, ky + 1) of the patch: from the image, or for a border
+                     * window from a copy with zeros outside the image */
+                    const float *r0, *r1;
+                    int64_t step = W;
+                    __mmask16 lo = 0x003F, hi = 0x3F00;
+                    float pp[7][8];
+                    if (y0 >= 0 && y0 + 6 <= H && x0 >= 0 && x0 + 6 <= W) {
+                        r0 = xi + y0 * W + x0;
+                        r1 = r0 + W - 8; /* in the image: W >= 8 (fast path) and y0 + 1 >= 1 */
+                    } else {
+                        memset(pp, 0, sizeof pp);
+                        for (int r = 0; r < 6; r++)
+                            for (int q = 0; q < 6; q++) {
+                                int64_t yy = y0 + r, xx = x0 + q;
+                                if (yy >= 0 && yy < H && xx >= 0 && xx < W) pp[r][q] = xi[yy * W + xx];
+                            }
+                        r0 = &pp[0][0], r1 = &pp[0][0], step = 8, lo = 0xFFFF, hi = 0;
+                    }
+#pragma GCC unroll 5
+                    for (int ky = 0; ky < 5; ky++) {
+                        /* lanes 8-13 from the next row: lane l reads r1 + ky * step + l */
+                        __m512 row = _mm512_mask_loadu_ps(_mm512_maskz_loadu_ps(lo, r0 + ky * step), hi, r1 + ky * step);
+#pragma GCC unroll 5
+                        for (int kx = 0; kx < 5; kx++)
+                            acc[ky * 5 + kx] = _mm512_fmadd_ps(
+                                _mm512_permutexvar_ps(_mm512_add_epi32(base, _mm512_set1_epi32(kx)), row), d,
+                                acc[ky * 5 + kx]);
+                    }
+                }
+        }
+#pragma GCC unroll 25
+        for (int t = 0; t < 25; t++) _mm512_storeu_ps(df + t * C + c, acc[t]);
+        _mm512_storeu_ps(db + c, bacc);
+    }
+}
+#endif
+
+/* Any geometry with a 2x2 / 2 pool over z (float32): the same sums, scalar. */
+static void mpcf_unit_generic(const mpcf_job *j, int64_t u) {
+    const conv_geom *g = &j->cg;
+    const int64_t C = g->co, CI = g->ci, PH = g->oh / 2, PW = g->ow / 2, fsz = g->kh * g->kw * CI * C;
+    int64_t i0 = u * g->n / j->units, i1 = (u + 1) * g->n / j->units;
+    float *df = j->part + (size_t)u * (size_t)(fsz + C), *db = df + fsz;
+    memset(df, 0, sizeof(float) * (size_t)(fsz + C));
+    for (int64_t img = i0; img < i1; img++) {
+        const float *xi = j->x + img * g->h * g->w * CI, *zi = j->z + img * g->oh * g->ow * C;
+        const float *pi = j->dp + img * PH * PW * C;
+        for (int64_t py = 0; py < PH; py++)
+            for (int64_t px = 0; px < PW; px++)
+                for (int64_t c = 0; c < C; c++) {
+                    int best_k = 0;
+                    float best = zi[((2 * py) * g->ow + 2 * px) * C + c];
+                    for (int k = 1; k < 4; k++) {
+                        float v = zi[((2 * py + (k >> 1)) * g->ow + 2 * px + (k & 1)) * C + c];
+                        if (v > best) best = v, best_k = k;
+                    }
+                    if (!(best > 0)) continue;
+                    float d = pi[(py * PW + px) * C + c];
+                    db[c] += d;
+                    /* z position (oy, ox) = (2py + qy, 2px + qx) */
+                    int64_t oy = 2 * py + (best_k >> 1), ox = 2 * px + (best_k & 1);
+                    for (int64_t ky = 0; ky < g->kh; ky++) {
+                        int64_t iy = oy * g->sh + ky - g->pt;
+                        if (iy < 0 || iy >= g->h) continue;
+                        for (int64_t kx = 0; kx < g->kw; kx++) {
+                            int64_t ix = ox * g->sw + kx - g->pl;
+                            if (ix < 0 || ix >= g->w) continue;
+                            const float *xp = xi + (iy * g->w + ix) * CI;
+                            float *dfp = df + (ky * g->kw + kx) * CI * C + c;
+                            for (int64_t ci = 0; ci < CI; ci++) dfp[ci * C] += xp[ci] * d;
+                        }
+                    }
+                }
+    }
+}
+
+static bool mpcf_fast(const mpcf_job *j) {
+#ifdef CONV_DIRECT
+    const conv_geom *g = &j->cg;
+    return g->ci == 1 && g->kh == 5 && g->kw == 5 && g->sh == 1 && g->sw == 1 && g->w >= 8 && g->co % 16 == 0 &&
+           pool_simd_on();
+#else
+    (void)j;
+    return false;
+#endif
+}
+
+static void mpcf_units(void *arg, int64_t u0, int64_t u1) {
+    const mpcf_job *j = arg;
+    for (int64_t u = u0; u < u1; u++) {
+#ifdef CONV_DIRECT
+        if (mpcf_fast(j)) {
+            mpcf_unit_5x5_512(j, u);
+            continue;
+        }
+#endif
+        mpcf_unit_generic(j, u);
+    }
+}
+
 int vg__pool_set_simd(int on) {
     atomic_store(&g_pool_simd, on);
 #ifdef CONV_DIRECT
@@ -1840,6 +2009,68 @@ static vg_code kernel_max_pool_grad_relu(vg__kctx *ctx) { return max_pool_grad(c
  * pool gradient, as with conv -> bias -> relu -> max_pool). */
 static vg_code kernel_max_pool_grad_relu_bias(vg__kctx *ctx) { return max_pool_grad(ctx, true, true); }
 
+static vg_code shape_fused_pool_grad_conv_filter(vg_op *op, vg_status *st) {
+    if (check_real(op, 0, "input", VG_FLOAT, st) || check_real(op, 2, "orig_input", VG_FLOAT, st) ||
+        check_real(op, 3, "orig_output", VG_FLOAT, st) || check_real(op, 4, "grad", VG_FLOAT, st))
+        return st->code;
+    set_conv_defaults(op, VG_FLOAT);
+    vg_shape f;
+    if (shape_from_tensor_input(op, 1, "filter_sizes", &f, st)) return st->code;
+    int64_t co = f.ndims == 4 ? f.dims[3] : -1;
+    vg__op_set_num_outputs(op, 2);
+    vg__op_set_output(op, 0, VG_FLOAT, f);
+    vg__op_set_output(op, 1, VG_FLOAT, vg_shape_make(&co, 1));
+    return VG_OK;
+}
+
+/* _VigilFusedMaxPoolGradConv2DBackpropFilter(input, filter_sizes, orig_input,
+ * orig_output, grad): on a Conv2DBackpropFilter node (its attributes) whose
+ * out_backprop was _VigilFusedMaxPoolGradReluGradBiasAddGrad(orig_input, orig_output,
+ * grad) of a 2x2 / stride 2 VALID max pool, read by nothing else (fuse.c; the first
+ * layer of a CNN, whose input gradient nobody asks for). Outputs: the filter gradient
+ * and the bias gradient. float32 only (fuse.c checks the dtype). */
+static vg_code kernel_fused_pool_grad_conv_filter(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg_tensor *x = vg__kctx_input(ctx, 0), *z = vg__kctx_input(ctx, 2), *p = vg__kctx_input(ctx, 3);
+    vg_tensor *dp = vg__kctx_input(ctx, 4), *df, *db;
+    int64_t fd[4];
+    if (kcheck4(ctx, x, "input", VG_FLOAT) || kread_sizes(ctx, 1, "filter_sizes", fd) ||
+        kcheck4(ctx, z, "orig_input", VG_FLOAT) || kcheck4(ctx, p, "orig_output", VG_FLOAT) ||
+        kcheck4(ctx, dp, "grad", VG_FLOAT))
+        return st->code;
+    mpcf_job j = {.x = vg_tensor_data(x), .z = vg_tensor_data(z), .dp = vg_tensor_data(dp)};
+    if (make_geom(vg__kctx_op(ctx), vg_tensor_dims(x), fd, &j.cg, st) ||
+        kcheck_dy(ctx, z, &j.cg, "orig_input"))
+        return st->code;
+    conv_geom pg = {.n = j.cg.n, .h = j.cg.oh, .w = j.cg.ow, .ci = j.cg.co, .kh = 2, .kw = 2, .co = j.cg.co,
+                    .sh = 2, .sw = 2, .oh = j.cg.oh / 2, .ow = j.cg.ow / 2};
+    if (kcheck_pool_out(ctx, p, &pg, "orig_output") || kcheck_pool_out(ctx, dp, &pg, "grad")) return st->code;
+    if (vg__kctx_alloc_output(ctx, 0, VG_FLOAT, fd, 4, &df) || vg__kctx_alloc_output(ctx, 1, VG_FLOAT, &j.cg.co, 1, &db))
+        return st->code;
+    int64_t fsz = vg_tensor_num_elements(df), C = j.cg.co;
+    memset(vg_tensor_data(df), 0, vg_tensor_nbytes(df));
+    memset(vg_tensor_data(db), 0, vg_tensor_nbytes(db));
+    if (fsz == 0 || pg.n * pg.oh * pg.ow == 0) return VG_OK;
+    double flops = 8.0 * (double)(pg.n * pg.oh * pg.ow) * (double)(fsz + C);
+    int64_t units = vg__kctx_num_threads(ctx);
+    if ((double)units > flops / CONV_MIN_FLOPS_PER_UNIT) units = (int64_t)(flops / CONV_MIN_FLOPS_PER_UNIT);
+    if (units > j.cg.n) units = j.cg.n;
+    if (units < 1) units = 1;
+    j.units = units;
+    j.part = vg__aligned_alloc(sizeof(float) * (size_t)((fsz + C) * units), 64);
+    if (!j.part) return VG_OOM(st, "pool and filter gradient partial sums");
+    if (units == 1) mpcf_units(&j, 0, 1);
+    else vg__kctx_parallel_for(ctx, units, (int64_t)(flops / (double)units), mpcf_units, &j);
+    float *o = vg_tensor_data(df), *ob = vg_tensor_data(db);
+    for (int64_t u = 0; u < units; u++) {
+        const float *pu = j.part + (size_t)(u * (fsz + C));
+        for (int64_t i = 0; i < fsz; i++) o[i] += pu[i];
+        for (int64_t c = 0; c < C; c++) ob[c] += pu[fsz + c];
+    }
+    vg__free(j.part);
+    return VG_OK;
+}
+
 /* -- AvgPoolGrad(orig_input_shape, grad) -- */
 
 static vg_code shape_avg_pool_grad(vg_op *op, vg_status *st) {
@@ -2013,6 +2244,8 @@ const vg__op_def vg__ops_conv[] = {
      kernel_max_pool_grad_relu, NULL},
     {"_VigilFusedMaxPoolGradReluGradBiasAddGrad", 3, 3, VG__OP_NOT_DIFFERENTIABLE, 0, shape_max_pool_grad,
      kernel_max_pool_grad_relu_bias, NULL},
+    {"_VigilFusedMaxPoolGradConv2DBackpropFilter", 5, 5, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_pool_grad_conv_filter,
+     kernel_fused_pool_grad_conv_filter, NULL},
     {"Conv2DBackpropInput", 3, 3, 0, 0, shape_conv2d_bp_input, kernel_conv2d_bp_input, grad_conv2d_bp_input},
     {"Conv2DBackpropFilter", 3, 3, 0, 0, shape_conv2d_bp_filter, kernel_conv2d_bp_filter, grad_conv2d_bp_filter},
     {"MaxPool", 1, 1, 0, 0, shape_pool, kernel_max_pool, grad_max_pool},
