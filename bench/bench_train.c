@@ -119,7 +119,7 @@ static void profile_steps(vg_session *s, const vg_output *feeds, vg_tensor **xb,
         for (int k = 0; k < n; k++) if (vg_run_metadata_node(md, k)->start_us < t0) t0 = vg_run_metadata_node(md, k)->start_us;
         for (int k = 0; k < n; k++) {
             const vg_node_stats *ns = vg_run_metadata_node(md, k);
-            if (ns->end_us - ns->start_us >= 15)
+            if (ns->end_us - ns->start_us >= atoi(getenv("VG_BENCH_TIMELINE")))
                 fprintf(stderr, "  T%d %6lld-%6lld %-24s %s\n", ns->thread_id, (long long)(ns->start_us - t0),
                         (long long)(ns->end_us - t0), ns->op_type, ns->node_name);
         }

@@ -59,10 +59,11 @@ static void test_nn__matmul_transposes(void) {
             }
 }
 
-/* Large enough for the threaded split (by rows and by columns), against a naive loop. */
+/* Large enough for the threaded split (by rows, by columns, and of the reduction when
+ * K is long and C small: partial sums added after), against a naive loop. */
 static void test_nn__matmul_threaded(void) {
-    const int64_t shapes[][3] = {{200, 150, 70}, {40, 300, 200}, {64, 200, 300}};
-    for (int s = 0; s < 3; s++)
+    const int64_t shapes[][3] = {{200, 150, 70}, {40, 300, 200}, {64, 200, 300}, {16, 24, 1000}, {10, 7, 2003}};
+    for (int s = 0; s < 5; s++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
                 int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
