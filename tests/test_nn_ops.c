@@ -62,7 +62,7 @@ static void test_nn__matmul_transposes(void) {
 /* Large enough for the threaded split (by rows, by columns, and of the reduction when
  * K is long and C small: partial sums added after), against a naive loop. */
 static void test_nn__matmul_threaded(void) {
-    const int64_t shapes[][3] = {{200, 150, 70}, {40, 300, 200}, {64, 200, 300}, {16, 24, 1000}, {10, 7, 2003}};
+    const int64_t shapes[][3] = {{200, 150, 70}, {40, 300, 200}, {64, 200, 300}, {32, 48, 4000}, {20, 24, 6007}};
     for (int s = 0; s < 5; s++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
