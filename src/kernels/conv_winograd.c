@@ -1,0 +1,408 @@
+/*
+ * conv_winograd.c - Winograd F(2x2,5x5) / F(5x5,2x2) float32 convolutions on AVX-512
+ * (see conv_winograd.h). Interpolation points 0, 1, -1, 2, -2 and infinity:
+ *
+ *   B^T (input tiles, 6x6)      G (filter, 6x5)                 A^T (output, 2x6)
+ *   [4  0 -5  0  1  0]          [ 1/4     0     0    0    0 ]   [1 1  1 1  1 0]
+ *   [0 -4 -4  1  1  0]          [-1/6  -1/6  -1/6 -1/6 -1/6 ]   [0 1 -1 2 -2 1]
+ *   [0  4 -4 -1  1  0]          [-1/6   1/6  -1/6  1/6 -1/6 ]
+ *   [0 -2 -1  2  1  0]          [1/24  1/12   1/6  1/3  2/3 ]
+ *   [0  2 -1 -2  1  0]          [1/24 -1/12   1/6 -1/3  2/3 ]
+ *   [0  4  0 -5  0  1]          [ 0       0     0    0    1 ]
+ *
+ * out tile (2x2) = A^T [ (G f G^T) . (B^T d B) ] A over the 36 points, summed over
+ * input channels: for each point one GEMM (tiles x ic) * (ic x oc).
+ *
+ * The filter gradient is the correlation of a 6x6 input tile with a 2x2 tile of dy,
+ * giving 5x5: F(5x5,2x2) with the same points, so the same B^T, and
+ *   G2 (dy tiles, 6x2)   [1/4 0; -1/6 -1/6; -1/6 1/6; 1/24 1/12; 1/24 -1/12; 0 1]
+ *   A2^T (5x6)           [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 0; 0 1 1 16 16 1]
+ * and the sum over all tiles of the batch taken in the transform domain: for each
+ * point one GEMM (ic x tiles) * (tiles x oc), then one inverse transform per call.
+ *
+ * Work goes in blocks of tiles (possibly spanning images) small enough that the
+ * transformed tiles (36 x tb x ic) and products (36 x tb x oc) stay in L2; the GEMMs
+ * are register-blocked microkernels (6 tiles x 64 channels, 12 x 32 or 14 x 16).
+ */
+#include "kernels/conv_winograd.h"
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define WINO_X86 1
+#include <immintrin.h>
+#endif
+
+size_t vg__wino_filter_floats(int64_t ic, int64_t oc) { return (size_t)(36 * ic * oc); }
+
+bool vg__wino_channels_ok(int64_t ic, int64_t oc) { return ic > 0 && oc > 0 && ic % 16 == 0 && oc % 16 == 0; }
+
+/* Tiles per block: the block's transformed data (36 x tb x (ic + oc) floats) within
+ * ~384 KB, at least 8 tiles. */
+static int64_t block_tiles(int64_t ic, int64_t oc) {
+    int64_t tb = (int64_t)(384 * 1024) / (36 * 4 * (ic + oc));
+    return tb < 8 ? 8 : tb;
+}
+
+size_t vg__wino_conv_scratch_floats(const vg__wino_conv *c) {
+    return (size_t)(36 * block_tiles(c->ic, c->oc) * (c->ic + c->oc)) + 16;
+}
+
+size_t vg__wino_bf_scratch_floats(const vg__wino_conv *c) { return vg__wino_conv_scratch_floats(c); }
+
+#ifdef WINO_X86
+
+#define T512 __attribute__((target("avx512f")))
+#define AI inline __attribute__((always_inline))
+
+bool vg__wino_cpu_ok(void) { return __builtin_cpu_supports("avx512f"); }
+
+/* ---- GEMM microkernel ----------------------------------------------------------
+ * C[r, 16v..] (+)= sum over k of A(r, k) * B[k, 16v..] for r < R, v < NV, where
+ * A(r, k) = A[r * ars + k * aks]; B rows ldb apart, C rows ldc apart. */
+static AI T512 void mk(const float *A, int64_t ars, int64_t aks, const float *B, int64_t ldb, float *C,
+                       int64_t ldc, int64_t K, const int R, const int NV, bool acc) {
+    __m512 c[14][4];
+#pragma GCC unroll 14
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) c[r][v] = acc ? _mm512_loadu_ps(C + r * ldc + 16 * v) : _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        __m512 b[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) b[v] = _mm512_loadu_ps(B + k * ldb + 16 * v);
+        const float *a = A + k * aks;
+#pragma GCC unroll 14
+        for (int r = 0; r < R; r++) {
+            __m512 av = _mm512_set1_ps(a[r * ars]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) c[r][v] = _mm512_fmadd_ps(av, b[v], c[r][v]);
+        }
+    }
+#pragma GCC unroll 14
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
+}
+
+typedef void (*mk_fn)(const float *, int64_t, int64_t, const float *, int64_t, float *, int64_t, int64_t, bool);
+
+#define MK_DEF(R, NV)                                                                                              \
+    static T512 void mk_##R##_##NV(const float *A, int64_t ars, int64_t aks, const float *B, int64_t ldb, float *C, \
+                                   int64_t ldc, int64_t K, bool acc) {                                             \
+        mk(A, ars, aks, B, ldb, C, ldc, K, R, NV, acc);                                                            \
+    }
+MK_DEF(1, 4) MK_DEF(2, 4) MK_DEF(3, 4) MK_DEF(4, 4) MK_DEF(5, 4) MK_DEF(6, 4)
+MK_DEF(1, 2) MK_DEF(2, 2) MK_DEF(3, 2) MK_DEF(4, 2) MK_DEF(5, 2) MK_DEF(6, 2)
+MK_DEF(7, 2) MK_DEF(8, 2) MK_DEF(9, 2) MK_DEF(10, 2) MK_DEF(11, 2) MK_DEF(12, 2)
+MK_DEF(1, 1) MK_DEF(2, 1) MK_DEF(3, 1) MK_DEF(4, 1) MK_DEF(5, 1) MK_DEF(6, 1) MK_DEF(7, 1)
+MK_DEF(8, 1) MK_DEF(9, 1) MK_DEF(10, 1) MK_DEF(11, 1) MK_DEF(12, 1) MK_DEF(13, 1) MK_DEF(14, 1)
+
+static const mk_fn mk4[7] = {NULL, mk_1_4, mk_2_4, mk_3_4, mk_4_4, mk_5_4, mk_6_4};
+static const mk_fn mk2[13] = {NULL, mk_1_2, mk_2_2, mk_3_2, mk_4_2, mk_5_2, mk_6_2,
+                              mk_7_2, mk_8_2, mk_9_2, mk_10_2, mk_11_2, mk_12_2};
+static const mk_fn mk1[15] = {NULL, mk_1_1, mk_2_1, mk_3_1, mk_4_1, mk_5_1, mk_6_1, mk_7_1,
+                              mk_8_1, mk_9_1, mk_10_1, mk_11_1, mk_12_1, mk_13_1, mk_14_1};
+
+/* C (M x N, ldc) (+)= A(M x K) * B (K x N, ldb), A(r, k) = A[r * ars + k * aks];
+ * N a multiple of 16. Rows split evenly into groups of at most the kernel's height. */
+static T512 void gemm(const float *A, int64_t ars, int64_t aks, const float *B, int64_t ldb, float *C, int64_t ldc,
+                      int64_t M, int64_t N, int64_t K, bool acc) {
+    for (int64_t n0 = 0; n0 < N;) {
+        int64_t left = N - n0;
+        int nv = left >= 64 ? 4 : left >= 32 ? 2 : 1, rmax = nv == 4 ? 6 : nv == 2 ? 12 : 14;
+        const mk_fn *tab = nv == 4 ? mk4 : nv == 2 ? mk2 : mk1;
+        int64_t groups = (M + rmax - 1) / rmax;
+        for (int64_t gi = 0, m0 = 0; gi < groups; gi++) {
+            int64_t m1 = (gi + 1) * M / groups;
+            tab[m1 - m0](A + m0 * ars, ars, aks, B + n0, ldb, C + m0 * ldc + n0, ldc, K, acc);
+            m0 = m1;
+        }
+        n0 += 16 * nv;
+    }
+}
+
+/* ---- transforms ------------------------------------------------------------------ */
+
+/* B^T applied to 6 vectors (d, s floats apart) into o (os floats apart). */
+static AI T512 void bt6(const __m512 d[6], __m512 o[6]) {
+    const __m512 four = _mm512_set1_ps(4.f), five = _mm512_set1_ps(5.f), two = _mm512_set1_ps(2.f);
+    o[0] = _mm512_fmadd_ps(four, d[0], _mm512_fnmadd_ps(five, d[2], d[4]));
+    o[1] = _mm512_fnmadd_ps(four, _mm512_add_ps(d[1], d[2]), _mm512_add_ps(d[3], d[4]));
+    o[2] = _mm512_fmadd_ps(four, _mm512_sub_ps(d[1], d[2]), _mm512_sub_ps(d[4], d[3]));
+    o[3] = _mm512_fmadd_ps(two, _mm512_sub_ps(d[3], d[1]), _mm512_sub_ps(d[4], d[2]));
+    o[4] = _mm512_fmadd_ps(two, _mm512_sub_ps(d[1], d[3]), _mm512_sub_ps(d[4], d[2]));
+    o[5] = _mm512_fmadd_ps(four, d[1], _mm512_fnmadd_ps(five, d[3], d[5]));
+}
+
+/* Transformed input tiles of tiles [g0, g0 + tb) of the batch (tile g: image g / tpi,
+ * tile row (g % tpi) / tw, column % tw) into V (36, tb, ic): tile origin in the input
+ * (2 ty - pt, 2 tx - pl). */
+static T512 void input_tf(const float *in, int64_t ih, int64_t iw, int64_t ic, int64_t pt, int64_t pl, int64_t tw,
+                          int64_t tpi, int64_t g0, int64_t tb, float *V) {
+    const int64_t pstride = tb * ic;
+    for (int64_t t = 0; t < tb; t++) {
+        int64_t g = g0 + t, img = g / tpi, tt = g % tpi, y0 = 2 * (tt / tw) - pt, x0 = 2 * (tt % tw) - pl;
+        const float *base = in + img * ih * iw * ic;
+        bool rowok[6], colok[6];
+        for (int i = 0; i < 6; i++) {
+            rowok[i] = y0 + i >= 0 && y0 + i < ih;
+            colok[i] = x0 + i >= 0 && x0 + i < iw;
+        }
+        float *vt = V + t * ic;
+        for (int64_t c = 0; c < ic; c += 16) {
+            __m512 d[6][6], r[6][6];
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++)
+                    d[i][j] = rowok[i] && colok[j] ? _mm512_loadu_ps(base + ((y0 + i) * iw + x0 + j) * ic + c)
+                                                   : _mm512_setzero_ps();
+            /* columns: r[.][j] = B^T d[.][j]; then rows */
+            for (int j = 0; j < 6; j++) {
+                __m512 col[6] = {d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j]}, o[6];
+                bt6(col, o);
+                for (int i = 0; i < 6; i++) r[i][j] = o[i];
+            }
+            for (int i = 0; i < 6; i++) {
+                __m512 o[6];
+                bt6(r[i], o);
+                for (int j = 0; j < 6; j++) _mm512_storeu_ps(vt + (i * 6 + j) * pstride + c, o[j]);
+            }
+        }
+    }
+}
+
+/* A^T applied to 6 vectors: two outputs. */
+static AI T512 void at6(const __m512 m[6], __m512 *y0, __m512 *y1) {
+    const __m512 two = _mm512_set1_ps(2.f);
+    __m512 a = _mm512_add_ps(m[1], m[2]), b = _mm512_sub_ps(m[1], m[2]);
+    __m512 c = _mm512_add_ps(m[3], m[4]), d = _mm512_sub_ps(m[3], m[4]);
+    *y0 = _mm512_add_ps(_mm512_add_ps(m[0], a), c);
+    *y1 = _mm512_add_ps(_mm512_fmadd_ps(two, d, b), m[5]);
+}
+
+/* Output tiles [g0, g0 + tb) from M (36, tb, oc) into out, with bias and ReLU. */
+static T512 void output_tf(const vg__wino_conv *cv, const float *M, int64_t tw, int64_t tpi, int64_t g0, int64_t tb,
+                           float *out) {
+    const int64_t oc = cv->oc, oh = cv->oh, ow = cv->ow, pstride = tb * oc;
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t t = 0; t < tb; t++) {
+        int64_t g = g0 + t, img = g / tpi, tt = g % tpi, y0 = 2 * (tt / tw), x0 = 2 * (tt % tw);
+        float *o = out + ((img * oh + y0) * ow + x0) * oc;
+        bool y1ok = y0 + 1 < oh, x1ok = x0 + 1 < ow;
+        const float *mt = M + t * oc;
+        for (int64_t c = 0; c < oc; c += 16) {
+            __m512 s0[6], s1[6];
+            for (int j = 0; j < 6; j++) {
+                __m512 m[6];
+                for (int i = 0; i < 6; i++) m[i] = _mm512_loadu_ps(mt + (i * 6 + j) * pstride + c);
+                at6(m, &s0[j], &s1[j]);
+            }
+            __m512 y00, y01, y10, y11;
+            at6(s0, &y00, &y01);
+            at6(s1, &y10, &y11);
+            if (cv->bias) {
+                __m512 b = _mm512_loadu_ps(cv->bias + c);
+                y00 = _mm512_add_ps(y00, b), y01 = _mm512_add_ps(y01, b);
+                y10 = _mm512_add_ps(y10, b), y11 = _mm512_add_ps(y11, b);
+            }
+            if (cv->relu) { /* max(0, v): v < 0 ? 0 : v, NaN and -0 kept */
+                y00 = _mm512_max_ps(zero, y00), y01 = _mm512_max_ps(zero, y01);
+                y10 = _mm512_max_ps(zero, y10), y11 = _mm512_max_ps(zero, y11);
+            }
+            _mm512_storeu_ps(o + c, y00);
+            if (x1ok) _mm512_storeu_ps(o + oc + c, y01);
+            if (y1ok) {
+                _mm512_storeu_ps(o + ow * oc + c, y10);
+                if (x1ok) _mm512_storeu_ps(o + ow * oc + oc + c, y11);
+            }
+        }
+    }
+}
+
+/* G (6x5) */
+static const float Gm[6][5] = {{0.25f, 0, 0, 0, 0},
+                               {-1.f / 6, -1.f / 6, -1.f / 6, -1.f / 6, -1.f / 6},
+                               {-1.f / 6, 1.f / 6, -1.f / 6, 1.f / 6, -1.f / 6},
+                               {1.f / 24, 1.f / 12, 1.f / 6, 1.f / 3, 2.f / 3},
+                               {1.f / 24, -1.f / 12, 1.f / 6, -1.f / 3, 2.f / 3},
+                               {0, 0, 0, 0, 1}};
+
+static T512 void filter_avx512(const float *f, int64_t ci, int64_t co, bool rot180, float *U) {
+    /* vectors of 16 along co (contiguous in f); fwd: U[p][ci][co]; rot180: U[p][co][ci] */
+    for (int64_t c = 0; c < ci; c++)
+        for (int64_t o = 0; o < co; o += 16) {
+            __m512 g[5][5], t[6][5];
+            for (int ky = 0; ky < 5; ky++)
+                for (int kx = 0; kx < 5; kx++) {
+                    int sy = rot180 ? 4 - ky : ky, sx = rot180 ? 4 - kx : kx;
+                    g[ky][kx] = _mm512_loadu_ps(f + ((sy * 5 + sx) * ci + c) * co + o);
+                }
+            for (int a = 0; a < 6; a++)
+                for (int kx = 0; kx < 5; kx++) {
+                    __m512 s = _mm512_setzero_ps();
+                    for (int ky = 0; ky < 5; ky++)
+                        if (Gm[a][ky] != 0) s = _mm512_fmadd_ps(_mm512_set1_ps(Gm[a][ky]), g[ky][kx], s);
+                    t[a][kx] = s;
+                }
+            for (int a = 0; a < 6; a++)
+                for (int b = 0; b < 6; b++) {
+                    __m512 s = _mm512_setzero_ps();
+                    for (int kx = 0; kx < 5; kx++)
+                        if (Gm[b][kx] != 0) s = _mm512_fmadd_ps(_mm512_set1_ps(Gm[b][kx]), t[a][kx], s);
+                    int p = a * 6 + b;
+                    if (!rot180) {
+                        _mm512_storeu_ps(U + (p * ci + c) * co + o, s);
+                    } else {
+                        float tmp[16];
+                        _mm512_storeu_ps(tmp, s);
+                        for (int k = 0; k < 16; k++) U[(p * co + o + k) * ci + c] = tmp[k];
+                    }
+                }
+        }
+}
+
+void vg__wino_filter(const float *f, int64_t ci, int64_t co, bool rot180, float *U) {
+    filter_avx512(f, ci, co, rot180, U);
+}
+
+static T512 void conv_images(const vg__wino_conv *cv, const float *in, float *out, int64_t i0, int64_t i1,
+                             float *scratch, void (*done)(void *, int64_t), void *arg) {
+    const int64_t ic = cv->ic, oc = cv->oc, th = (cv->oh + 1) / 2, tw = (cv->ow + 1) / 2, tpi = th * tw;
+    const int64_t TB = block_tiles(ic, oc), G0 = i0 * tpi, G1 = i1 * tpi;
+    if (tpi == 0) {
+        for (int64_t img = i0; done && img < i1; img++) done(arg, img);
+        return;
+    }
+    int64_t nblk = (G1 - G0 + TB - 1) / TB;
+    float *V = scratch, *M = scratch + 36 * TB * ic;
+    int64_t next_done = i0;
+    for (int64_t b = 0; b < nblk; b++) {
+        int64_t g0 = G0 + b * (G1 - G0) / nblk, g1 = G0 + (b + 1) * (G1 - G0) / nblk, tb = g1 - g0;
+        input_tf(in, cv->ih, cv->iw, ic, cv->pt, cv->pl, tw, tpi, g0, tb, V);
+        for (int p = 0; p < 36; p++)
+            gemm(V + p * tb * ic, ic, 1, cv->U + p * ic * oc, oc, M + p * tb * oc, oc, tb, oc, ic, false);
+        output_tf(cv, M, tw, tpi, g0, tb, out);
+        while (next_done < i1 && (next_done + 1) * tpi <= g1) {
+            if (done) done(arg, next_done);
+            next_done++;
+        }
+    }
+}
+
+void vg__wino_conv_images(const vg__wino_conv *c, const float *in, float *out, int64_t i0, int64_t i1,
+                          float *scratch, void (*done)(void *arg, int64_t img), void *arg) {
+    conv_images(c, in, out, i0, i1, scratch, done, arg);
+}
+
+/* ---- filter gradient ---------------------------------------------------------------- */
+
+/* G2 applied to 2 vectors: 6 outputs. */
+static AI T512 void g2(__m512 a, __m512 b, __m512 o[6]) {
+    const __m512 q = _mm512_set1_ps(0.25f), s6 = _mm512_set1_ps(-1.f / 6), s24 = _mm512_set1_ps(1.f / 24),
+                 s12 = _mm512_set1_ps(1.f / 12);
+    o[0] = _mm512_mul_ps(q, a);
+    o[1] = _mm512_mul_ps(s6, _mm512_add_ps(a, b));
+    o[2] = _mm512_mul_ps(s6, _mm512_sub_ps(a, b));
+    o[3] = _mm512_fmadd_ps(s24, a, _mm512_mul_ps(s12, b));
+    o[4] = _mm512_fmsub_ps(s24, a, _mm512_mul_ps(s12, b));
+    o[5] = b;
+}
+
+/* Transformed dy tiles [g0, g0 + tb) into W (36, tb, oc). */
+static T512 void dy_tf(const float *dy, int64_t oh, int64_t ow, int64_t oc, int64_t tw, int64_t tpi, int64_t g0,
+                       int64_t tb, float *W) {
+    const int64_t pstride = tb * oc;
+    for (int64_t t = 0; t < tb; t++) {
+        int64_t g = g0 + t, img = g / tpi, tt = g % tpi, y0 = 2 * (tt / tw), x0 = 2 * (tt % tw);
+        const float *d = dy + ((img * oh + y0) * ow + x0) * oc;
+        bool y1ok = y0 + 1 < oh, x1ok = x0 + 1 < ow;
+        float *wt = W + t * oc;
+        for (int64_t c = 0; c < oc; c += 16) {
+            __m512 z = _mm512_setzero_ps();
+            __m512 d00 = _mm512_loadu_ps(d + c), d01 = x1ok ? _mm512_loadu_ps(d + oc + c) : z;
+            __m512 d10 = y1ok ? _mm512_loadu_ps(d + ow * oc + c) : z;
+            __m512 d11 = y1ok && x1ok ? _mm512_loadu_ps(d + ow * oc + oc + c) : z;
+            __m512 r0[6], r1[6];
+            g2(d00, d10, r0); /* columns: rows a of G2 dy */
+            g2(d01, d11, r1);
+            for (int i = 0; i < 6; i++) {
+                __m512 o[6];
+                g2(r0[i], r1[i], o);
+                for (int j = 0; j < 6; j++) _mm512_storeu_ps(wt + (i * 6 + j) * pstride + c, o[j]);
+            }
+        }
+    }
+}
+
+static T512 void bf_images(const vg__wino_conv *cv, const float *x, const float *dy, int64_t i0, int64_t i1,
+                           float *acc, bool zero_acc, float *scratch) {
+    const int64_t ic = cv->ic, oc = cv->oc, th = (cv->oh + 1) / 2, tw = (cv->ow + 1) / 2, tpi = th * tw;
+    const int64_t TB = block_tiles(ic, oc), G0 = i0 * tpi, G1 = i1 * tpi;
+    if (zero_acc) memset(acc, 0, sizeof(float) * (size_t)(36 * ic * oc));
+    if (G1 <= G0) return;
+    int64_t nblk = (G1 - G0 + TB - 1) / TB;
+    float *V = scratch, *W = scratch + 36 * TB * ic;
+    for (int64_t b = 0; b < nblk; b++) {
+        int64_t g0 = G0 + b * (G1 - G0) / nblk, g1 = G0 + (b + 1) * (G1 - G0) / nblk, tb = g1 - g0;
+        input_tf(x, cv->ih, cv->iw, ic, cv->pt, cv->pl, tw, tpi, g0, tb, V);
+        dy_tf(dy, cv->oh, cv->ow, oc, tw, tpi, g0, tb, W);
+        /* acc[p] (ic x oc) += V[p]^T (ic x tb) * W[p] (tb x oc) */
+        for (int p = 0; p < 36; p++)
+            gemm(V + p * tb * ic, 1, ic, W + p * tb * oc, oc, acc + p * ic * oc, oc, ic, oc, tb, true);
+    }
+}
+
+void vg__wino_bf_images(const vg__wino_conv *c, const float *x, const float *dy, int64_t i0, int64_t i1, float *acc,
+                        bool zero_acc, float *scratch) {
+    bf_images(c, x, dy, i0, i1, acc, zero_acc, scratch);
+}
+
+/* A2^T (5x6) */
+static const float A2[5][6] = {{1, 1, 1, 1, 1, 0},
+                               {0, 1, -1, 2, -2, 0},
+                               {0, 1, 1, 4, 4, 0},
+                               {0, 1, -1, 8, -8, 0},
+                               {0, 1, 1, 16, 16, 1}};
+
+static T512 void grad_out(const float *acc, int64_t ic, int64_t oc, float *df) {
+    const int64_t n = ic * oc;
+    for (int64_t e = 0; e < n; e += 16) {
+        __m512 m[6][6], t[5][6];
+        for (int p = 0; p < 36; p++) m[p / 6][p % 6] = _mm512_loadu_ps(acc + p * n + e);
+        for (int ky = 0; ky < 5; ky++)
+            for (int j = 0; j < 6; j++) {
+                __m512 s = _mm512_setzero_ps();
+                for (int i = 0; i < 6; i++)
+                    if (A2[ky][i] != 0) s = _mm512_fmadd_ps(_mm512_set1_ps(A2[ky][i]), m[i][j], s);
+                t[ky][j] = s;
+            }
+        for (int ky = 0; ky < 5; ky++)
+            for (int kx = 0; kx < 5; kx++) {
+                __m512 s = _mm512_setzero_ps();
+                for (int j = 0; j < 6; j++)
+                    if (A2[kx][j] != 0) s = _mm512_fmadd_ps(_mm512_set1_ps(A2[kx][j]), t[ky][j], s);
+                _mm512_storeu_ps(df + (ky * 5 + kx) * n + e, s);
+            }
+    }
+}
+
+void vg__wino_filter_grad_out(const float *acc, int64_t ic, int64_t oc, float *df) { grad_out(acc, ic, oc, df); }
+
+#else /* not x86-64 GCC: no kernels; callers check vg__wino_cpu_ok first */
+
+bool vg__wino_cpu_ok(void) { return false; }
+void vg__wino_filter(const float *f, int64_t ci, int64_t co, bool rot180, float *U) {
+    (void)f, (void)ci, (void)co, (void)rot180, (void)U;
+}
+void vg__wino_conv_images(const vg__wino_conv *c, const float *in, float *out, int64_t i0, int64_t i1,
+                          float *scratch, void (*done)(void *arg, int64_t img), void *arg) {
+    (void)c, (void)in, (void)out, (void)i0, (void)i1, (void)scratch, (void)done, (void)arg;
+}
+void vg__wino_bf_images(const vg__wino_conv *c, const float *x, const float *dy, int64_t i0, int64_t i1, float *acc,
+                        bool zero_acc, float *scratch) {
+    (void)c, (void)x, (void)dy, (void)i0, (void)i1, (void)acc, (void)zero_acc, (void)scratch;
+}
+void vg__wino_filter_grad_out(const float *acc, int64_t ic, int64_t oc, float *df) {
+    (void)acc, (void)ic, (void)oc, (void)df;
+}
+
+#endif
