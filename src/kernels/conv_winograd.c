@@ -43,8 +43,14 @@ static int64_t block_tiles(int64_t ic, int64_t oc) {
     return tb < 8 ? 8 : tb;
 }
 
+/* Floats of the padded image copy (pad_img), rounded to 16. */
+static size_t pad_floats(const vg__wino_conv *c) {
+    int64_t th = (c->oh + 1) / 2, tw = (c->ow + 1) / 2;
+    return (size_t)(((2 * th + 4) * (2 * tw + 4) * c->ic + 15) / 16 * 16);
+}
+
 size_t vg__wino_conv_scratch_floats(const vg__wino_conv *c) {
-    return (size_t)(36 * block_tiles(c->ic, c->oc) * (c->ic + c->oc)) + 16;
+    return (size_t)(36 * block_tiles(c->ic, c->oc) * (c->ic + c->oc)) + pad_floats(c) + 16;
 }
 
 size_t vg__wino_bf_scratch_floats(const vg__wino_conv *c) { return vg__wino_conv_scratch_floats(c); }
@@ -134,40 +140,87 @@ static AI T512 void bt6(const __m512 d[6], __m512 o[6]) {
     o[5] = _mm512_fmadd_ps(four, d[1], _mm512_fnmadd_ps(five, d[3], d[5]));
 }
 
-/* Transformed input tiles of tiles [g0, g0 + tb) of the batch (tile g: image g / tpi,
- * tile row (g % tpi) / tw, column % tw) into V (36, tb, ic): tile origin in the input
- * (2 ty - pt, 2 tx - pl). */
-static T512 void input_tf(const float *in, int64_t ih, int64_t iw, int64_t ic, int64_t pt, int64_t pl, int64_t tw,
-                          int64_t tpi, int64_t g0, int64_t tb, float *V) {
-    const int64_t pstride = tb * ic;
-    for (int64_t t = 0; t < tb; t++) {
-        int64_t g = g0 + t, img = g / tpi, tt = g % tpi, y0 = 2 * (tt / tw) - pt, x0 = 2 * (tt % tw) - pl;
-        const float *base = in + img * ih * iw * ic;
-        bool rowok[6], colok[6];
+/* The zero-padded copy of image img that input tiles read: (ph, pw, ic) with the
+ * image at (pt, pl); ph = 2 th + 4, pw = 2 tw + 4 cover every tile. */
+typedef struct pad_img {
+    float *buf;
+    int64_t ph, pw, img;
+} pad_img;
+
+static void pad_image(pad_img *pi, const float *in, int64_t ih, int64_t iw, int64_t ic, int64_t pt, int64_t pl,
+                      int64_t img) {
+    const float *src = in + img * ih * iw * ic;
+    /* input rows / columns that land inside the buffer */
+    int64_t y0 = pt < 0 ? -pt : 0, y1 = ih < pi->ph - pt ? ih : pi->ph - pt;
+    int64_t x0 = pl < 0 ? -pl : 0, x1 = iw < pi->pw - pl ? iw : pi->pw - pl;
+    memset(pi->buf, 0, sizeof(float) * (size_t)(pi->ph * pi->pw * ic));
+    if (x1 > x0)
+        for (int64_t y = y0; y < y1; y++)
+            memcpy(pi->buf + ((y + pt) * pi->pw + x0 + pl) * ic, src + (y * iw + x0) * ic,
+                   sizeof(float) * (size_t)((x1 - x0) * ic));
+    pi->img = img;
+}
+
+/* One tile: base at the tile's first element (row stride rs floats), channels
+ * [c0, c0 + 16 nc) into vt (36, IC) at c0. */
+static AI T512 void input_tile(const float *base, int64_t rs, float *vt, const int64_t IC, int64_t c0, int nc) {
+    __m512 tmp[36];
+    for (int cg = 0; cg < nc; cg++) {
+        const float *p0 = base + c0 + 16 * cg;
+#pragma GCC unroll 6
         for (int i = 0; i < 6; i++) {
-            rowok[i] = y0 + i >= 0 && y0 + i < ih;
-            colok[i] = x0 + i >= 0 && x0 + i < iw;
+            __m512 d[6];
+#pragma GCC unroll 6
+            for (int j = 0; j < 6; j++) d[j] = _mm512_loadu_ps(p0 + i * rs + j * IC);
+            bt6(d, tmp + i * 6);
         }
-        float *vt = V + t * ic;
-        for (int64_t c = 0; c < ic; c += 16) {
-            __m512 d[6][6], r[6][6];
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++)
-                    d[i][j] = rowok[i] && colok[j] ? _mm512_loadu_ps(base + ((y0 + i) * iw + x0 + j) * ic + c)
-                                                   : _mm512_setzero_ps();
-            /* columns: r[.][j] = B^T d[.][j]; then rows */
-            for (int j = 0; j < 6; j++) {
-                __m512 col[6] = {d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j]}, o[6];
-                bt6(col, o);
-                for (int i = 0; i < 6; i++) r[i][j] = o[i];
-            }
-            for (int i = 0; i < 6; i++) {
-                __m512 o[6];
-                bt6(r[i], o);
-                for (int j = 0; j < 6; j++) _mm512_storeu_ps(vt + (i * 6 + j) * pstride + c, o[j]);
-            }
+#pragma GCC unroll 6
+        for (int j = 0; j < 6; j++) {
+            __m512 col[6], o[6];
+#pragma GCC unroll 6
+            for (int i = 0; i < 6; i++) col[i] = tmp[i * 6 + j];
+            bt6(col, o);
+#pragma GCC unroll 6
+            for (int i = 0; i < 6; i++) _mm512_storeu_ps(vt + (i * 6 + j) * IC + c0 + 16 * cg, o[i]);
         }
     }
+}
+
+/* Transformed input tiles of tiles [g0, g0 + tb) of the batch (tile g: image g / tpi,
+ * tile row (g % tpi) / tw, column % tw) into V (tb, 36, ic): tile origin in the input
+ * (2 ty - pt, 2 tx - pl), read from the padded copy of its image (pi, refreshed when
+ * the image changes). Channels in chunks of up to 64: a chunk's 36 x 4 vectors are
+ * transformed in a stack buffer, then written out in address order. */
+static AI T512 void input_tf_ic(const float *in, int64_t ih, int64_t iw, const int64_t IC, int64_t pt, int64_t pl,
+                                int64_t tw, int64_t tpi, int64_t g0, int64_t tb, float *V, pad_img *pi) {
+    const int64_t rs = pi->pw * IC;
+    for (int64_t t = 0; t < tb; t++) {
+        int64_t g = g0 + t, img = g / tpi, tt = g % tpi;
+        if (img != pi->img) pad_image(pi, in, ih, iw, IC, pt, pl, img);
+        const float *base = pi->buf + 2 * (tt / tw) * rs + 2 * (tt % tw) * IC;
+        float *vt = V + t * 36 * IC;
+        for (int64_t c0 = 0; c0 < IC; c0 += 64) input_tile(base, rs, vt, IC, c0, IC - c0 >= 64 ? 4 : (int)((IC - c0) / 16));
+    }
+}
+
+static T512 void input_tf16(const float *in, int64_t ih, int64_t iw, int64_t pt, int64_t pl, int64_t tw, int64_t tpi,
+                            int64_t g0, int64_t tb, float *V, pad_img *pi) {
+    input_tf_ic(in, ih, iw, 16, pt, pl, tw, tpi, g0, tb, V, pi);
+}
+static T512 void input_tf32(const float *in, int64_t ih, int64_t iw, int64_t pt, int64_t pl, int64_t tw, int64_t tpi,
+                            int64_t g0, int64_t tb, float *V, pad_img *pi) {
+    input_tf_ic(in, ih, iw, 32, pt, pl, tw, tpi, g0, tb, V, pi);
+}
+static T512 void input_tf64(const float *in, int64_t ih, int64_t iw, int64_t pt, int64_t pl, int64_t tw, int64_t tpi,
+                            int64_t g0, int64_t tb, float *V, pad_img *pi) {
+    input_tf_ic(in, ih, iw, 64, pt, pl, tw, tpi, g0, tb, V, pi);
+}
+static T512 void input_tf(const float *in, int64_t ih, int64_t iw, int64_t ic, int64_t pt, int64_t pl, int64_t tw,
+                          int64_t tpi, int64_t g0, int64_t tb, float *V, pad_img *pi) {
+    if (ic == 16) input_tf16(in, ih, iw, pt, pl, tw, tpi, g0, tb, V, pi);
+    else if (ic == 32) input_tf32(in, ih, iw, pt, pl, tw, tpi, g0, tb, V, pi);
+    else if (ic == 64) input_tf64(in, ih, iw, pt, pl, tw, tpi, g0, tb, V, pi);
+    else input_tf_ic(in, ih, iw, ic, pt, pl, tw, tpi, g0, tb, V, pi);
 }
 
 /* A^T applied to 6 vectors: two outputs. */
@@ -179,21 +232,23 @@ static AI T512 void at6(const __m512 m[6], __m512 *y0, __m512 *y1) {
     *y1 = _mm512_add_ps(_mm512_fmadd_ps(two, d, b), m[5]);
 }
 
-/* Output tiles [g0, g0 + tb) from M (36, tb, oc) into out, with bias and ReLU. */
-static T512 void output_tf(const vg__wino_conv *cv, const float *M, int64_t tw, int64_t tpi, int64_t g0, int64_t tb,
-                           float *out) {
-    const int64_t oc = cv->oc, oh = cv->oh, ow = cv->ow, pstride = tb * oc;
+/* Output tiles [g0, g0 + tb) from M (tb, 36, oc) into out, with bias and ReLU. */
+static AI T512 void output_tf_oc(const vg__wino_conv *cv, const float *M, int64_t tw, int64_t tpi, int64_t g0,
+                                 int64_t tb, float *out, const int64_t oc) {
+    const int64_t oh = cv->oh, ow = cv->ow;
     const __m512 zero = _mm512_setzero_ps();
     for (int64_t t = 0; t < tb; t++) {
         int64_t g = g0 + t, img = g / tpi, tt = g % tpi, y0 = 2 * (tt / tw), x0 = 2 * (tt % tw);
         float *o = out + ((img * oh + y0) * ow + x0) * oc;
         bool y1ok = y0 + 1 < oh, x1ok = x0 + 1 < ow;
-        const float *mt = M + t * oc;
+        const float *mt = M + t * 36 * oc;
         for (int64_t c = 0; c < oc; c += 16) {
             __m512 s0[6], s1[6];
+            #pragma GCC unroll 6
             for (int j = 0; j < 6; j++) {
                 __m512 m[6];
-                for (int i = 0; i < 6; i++) m[i] = _mm512_loadu_ps(mt + (i * 6 + j) * pstride + c);
+                #pragma GCC unroll 6
+                for (int i = 0; i < 6; i++) m[i] = _mm512_loadu_ps(mt + (i * 6 + j) * oc + c);
                 at6(m, &s0[j], &s1[j]);
             }
             __m512 y00, y01, y10, y11;
@@ -216,6 +271,26 @@ static T512 void output_tf(const vg__wino_conv *cv, const float *M, int64_t tw, 
             }
         }
     }
+}
+
+static T512 void output_tf16(const vg__wino_conv *cv, const float *M, int64_t tw, int64_t tpi, int64_t g0, int64_t tb,
+                             float *out) {
+    output_tf_oc(cv, M, tw, tpi, g0, tb, out, 16);
+}
+static T512 void output_tf32(const vg__wino_conv *cv, const float *M, int64_t tw, int64_t tpi, int64_t g0, int64_t tb,
+                             float *out) {
+    output_tf_oc(cv, M, tw, tpi, g0, tb, out, 32);
+}
+static T512 void output_tf64(const vg__wino_conv *cv, const float *M, int64_t tw, int64_t tpi, int64_t g0, int64_t tb,
+                             float *out) {
+    output_tf_oc(cv, M, tw, tpi, g0, tb, out, 64);
+}
+static T512 void output_tf(const vg__wino_conv *cv, const float *M, int64_t tw, int64_t tpi, int64_t g0, int64_t tb,
+                           float *out) {
+    if (cv->oc == 16) output_tf16(cv, M, tw, tpi, g0, tb, out);
+    else if (cv->oc == 32) output_tf32(cv, M, tw, tpi, g0, tb, out);
+    else if (cv->oc == 64) output_tf64(cv, M, tw, tpi, g0, tb, out);
+    else output_tf_oc(cv, M, tw, tpi, g0, tb, out, cv->oc);
 }
 
 /* G (6x5) */
@@ -274,12 +349,13 @@ static T512 void conv_images(const vg__wino_conv *cv, const float *in, float *ou
     }
     int64_t nblk = (G1 - G0 + TB - 1) / TB;
     float *V = scratch, *M = scratch + 36 * TB * ic;
+    pad_img pi = {M + 36 * TB * oc, 2 * th + 4, 2 * tw + 4, -1};
     int64_t next_done = i0;
     for (int64_t b = 0; b < nblk; b++) {
         int64_t g0 = G0 + b * (G1 - G0) / nblk, g1 = G0 + (b + 1) * (G1 - G0) / nblk, tb = g1 - g0;
-        input_tf(in, cv->ih, cv->iw, ic, cv->pt, cv->pl, tw, tpi, g0, tb, V);
+        input_tf(in, cv->ih, cv->iw, ic, cv->pt, cv->pl, tw, tpi, g0, tb, V, &pi);
         for (int p = 0; p < 36; p++)
-            gemm(V + p * tb * ic, ic, 1, cv->U + p * ic * oc, oc, M + p * tb * oc, oc, tb, oc, ic, false);
+            gemm(V + p * ic, 36 * ic, 1, cv->U + p * ic * oc, oc, M + p * oc, 36 * oc, tb, oc, ic, false);
         output_tf(cv, M, tw, tpi, g0, tb, out);
         while (next_done < i1 && (next_done + 1) * tpi <= g1) {
             if (done) done(arg, next_done);
@@ -307,30 +383,50 @@ static AI T512 void g2(__m512 a, __m512 b, __m512 o[6]) {
     o[5] = b;
 }
 
-/* Transformed dy tiles [g0, g0 + tb) into W (36, tb, oc). */
-static T512 void dy_tf(const float *dy, int64_t oh, int64_t ow, int64_t oc, int64_t tw, int64_t tpi, int64_t g0,
-                       int64_t tb, float *W) {
-    const int64_t pstride = tb * oc;
+/* Transformed dy tiles [g0, g0 + tb) into W (tb, 36, oc). */
+static AI T512 void dy_tf_oc(const float *dy, int64_t oh, int64_t ow, const int64_t oc, int64_t tw, int64_t tpi,
+                             int64_t g0, int64_t tb, float *W) {
     for (int64_t t = 0; t < tb; t++) {
         int64_t g = g0 + t, img = g / tpi, tt = g % tpi, y0 = 2 * (tt / tw), x0 = 2 * (tt % tw);
         const float *d = dy + ((img * oh + y0) * ow + x0) * oc;
         bool y1ok = y0 + 1 < oh, x1ok = x0 + 1 < ow;
-        float *wt = W + t * oc;
-        for (int64_t c = 0; c < oc; c += 16) {
-            __m512 z = _mm512_setzero_ps();
-            __m512 d00 = _mm512_loadu_ps(d + c), d01 = x1ok ? _mm512_loadu_ps(d + oc + c) : z;
-            __m512 d10 = y1ok ? _mm512_loadu_ps(d + ow * oc + c) : z;
-            __m512 d11 = y1ok && x1ok ? _mm512_loadu_ps(d + ow * oc + oc + c) : z;
-            __m512 r0[6], r1[6];
-            g2(d00, d10, r0); /* columns: rows a of G2 dy */
-            g2(d01, d11, r1);
-            for (int i = 0; i < 6; i++) {
-                __m512 o[6];
-                g2(r0[i], r1[i], o);
-                for (int j = 0; j < 6; j++) _mm512_storeu_ps(wt + (i * 6 + j) * pstride + c, o[j]);
+        float *wt = W + t * 36 * oc;
+        for (int64_t c0 = 0; c0 < oc; c0 += 64) {
+            int nc = oc - c0 >= 64 ? 4 : (int)((oc - c0) / 16);
+            for (int cg = 0; cg < nc; cg++) {
+                int64_t c = c0 + 16 * cg;
+                __m512 z = _mm512_setzero_ps();
+                __m512 d00 = _mm512_loadu_ps(d + c), d01 = x1ok ? _mm512_loadu_ps(d + oc + c) : z;
+                __m512 d10 = y1ok ? _mm512_loadu_ps(d + ow * oc + c) : z;
+                __m512 d11 = y1ok && x1ok ? _mm512_loadu_ps(d + ow * oc + oc + c) : z;
+                __m512 r0[6], r1[6];
+                g2(d00, d10, r0); /* columns: rows a of G2 dy */
+                g2(d01, d11, r1);
+#pragma GCC unroll 6
+                for (int i = 0; i < 6; i++) {
+                    __m512 o[6];
+                    g2(r0[i], r1[i], o);
+#pragma GCC unroll 6
+                    for (int j = 0; j < 6; j++) _mm512_storeu_ps(wt + (i * 6 + j) * oc + c, o[j]);
+                }
             }
         }
     }
+}
+
+static T512 void dy_tf32(const float *dy, int64_t oh, int64_t ow, int64_t tw, int64_t tpi, int64_t g0, int64_t tb,
+                         float *W) {
+    dy_tf_oc(dy, oh, ow, 32, tw, tpi, g0, tb, W);
+}
+static T512 void dy_tf64(const float *dy, int64_t oh, int64_t ow, int64_t tw, int64_t tpi, int64_t g0, int64_t tb,
+                         float *W) {
+    dy_tf_oc(dy, oh, ow, 64, tw, tpi, g0, tb, W);
+}
+static T512 void dy_tf(const float *dy, int64_t oh, int64_t ow, int64_t oc, int64_t tw, int64_t tpi, int64_t g0,
+                       int64_t tb, float *W) {
+    if (oc == 32) dy_tf32(dy, oh, ow, tw, tpi, g0, tb, W);
+    else if (oc == 64) dy_tf64(dy, oh, ow, tw, tpi, g0, tb, W);
+    else dy_tf_oc(dy, oh, ow, oc, tw, tpi, g0, tb, W);
 }
 
 static T512 void bf_images(const vg__wino_conv *cv, const float *x, const float *dy, int64_t i0, int64_t i1,
@@ -341,13 +437,14 @@ static T512 void bf_images(const vg__wino_conv *cv, const float *x, const float 
     if (G1 <= G0) return;
     int64_t nblk = (G1 - G0 + TB - 1) / TB;
     float *V = scratch, *W = scratch + 36 * TB * ic;
+    pad_img pi = {W + 36 * TB * oc, 2 * th + 4, 2 * tw + 4, -1};
     for (int64_t b = 0; b < nblk; b++) {
         int64_t g0 = G0 + b * (G1 - G0) / nblk, g1 = G0 + (b + 1) * (G1 - G0) / nblk, tb = g1 - g0;
-        input_tf(x, cv->ih, cv->iw, ic, cv->pt, cv->pl, tw, tpi, g0, tb, V);
+        input_tf(x, cv->ih, cv->iw, ic, cv->pt, cv->pl, tw, tpi, g0, tb, V, &pi);
         dy_tf(dy, cv->oh, cv->ow, oc, tw, tpi, g0, tb, W);
-        /* acc[p] (ic x oc) += V[p]^T (ic x tb) * W[p] (tb x oc) */
+        /* acc[p] (ic x oc) += V[., p]^T (ic x tb) * W[., p] (tb x oc) */
         for (int p = 0; p < 36; p++)
-            gemm(V + p * tb * ic, 1, ic, W + p * tb * oc, oc, acc + p * ic * oc, oc, ic, oc, tb, true);
+            gemm(V + p * ic, 1, 36 * ic, W + p * oc, 36 * oc, acc + p * ic * oc, oc, ic, oc, tb, true);
     }
 }
 
