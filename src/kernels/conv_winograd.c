@@ -301,37 +301,46 @@ static const float Gm[6][5] = {{0.25f, 0, 0, 0, 0},
                                {1.f / 24, -1.f / 12, 1.f / 6, -1.f / 3, 2.f / 3},
                                {0, 0, 0, 0, 1}};
 
-static T512 void filter_avx512(const float *f, int64_t ci, int64_t co, bool rot180, float *U) {
-    /* vectors of 16 along co (contiguous in f); fwd: U[p][ci][co]; rot180: U[p][co][ci] */
-    for (int64_t c = 0; c < ci; c++)
-        for (int64_t o = 0; o < co; o += 16) {
-            __m512 g[5][5], t[6][5];
+/* U (36, ic, oc) from g (5, 5) vectors of 16 consecutive oc of one ic, stored at
+ * U + p * ic * oc (+ the caller's offset). */
+static AI T512 void filter_tile(__m512 g[5][5], float *U, int64_t pstride) {
+    __m512 t[6][5];
+    for (int a = 0; a < 6; a++)
+        for (int kx = 0; kx < 5; kx++) {
+            __m512 s = _mm512_setzero_ps();
             for (int ky = 0; ky < 5; ky++)
-                for (int kx = 0; kx < 5; kx++) {
-                    int sy = rot180 ? 4 - ky : ky, sx = rot180 ? 4 - kx : kx;
-                    g[ky][kx] = _mm512_loadu_ps(f + ((sy * 5 + sx) * ci + c) * co + o);
-                }
-            for (int a = 0; a < 6; a++)
-                for (int kx = 0; kx < 5; kx++) {
-                    __m512 s = _mm512_setzero_ps();
-                    for (int ky = 0; ky < 5; ky++)
-                        if (Gm[a][ky] != 0) s = _mm512_fmadd_ps(_mm512_set1_ps(Gm[a][ky]), g[ky][kx], s);
-                    t[a][kx] = s;
-                }
-            for (int a = 0; a < 6; a++)
-                for (int b = 0; b < 6; b++) {
-                    __m512 s = _mm512_setzero_ps();
-                    for (int kx = 0; kx < 5; kx++)
-                        if (Gm[b][kx] != 0) s = _mm512_fmadd_ps(_mm512_set1_ps(Gm[b][kx]), t[a][kx], s);
-                    int p = a * 6 + b;
-                    if (!rot180) {
-                        _mm512_storeu_ps(U + (p * ci + c) * co + o, s);
-                    } else {
-                        float tmp[16];
-                        _mm512_storeu_ps(tmp, s);
-                        for (int k = 0; k < 16; k++) U[(p * co + o + k) * ci + c] = tmp[k];
-                    }
-                }
+                if (Gm[a][ky] != 0) s = _mm512_fmadd_ps(_mm512_set1_ps(Gm[a][ky]), g[ky][kx], s);
+            t[a][kx] = s;
+        }
+    for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 6; b++) {
+            __m512 s = _mm512_setzero_ps();
+            for (int kx = 0; kx < 5; kx++)
+                if (Gm[b][kx] != 0) s = _mm512_fmadd_ps(_mm512_set1_ps(Gm[b][kx]), t[a][kx], s);
+            _mm512_storeu_ps(U + (a * 6 + b) * pstride, s);
+        }
+}
+
+static T512 void filter_avx512(const float *f, int64_t ci, int64_t co, bool rot180, float *U) {
+    __m512 g[5][5];
+    if (!rot180) { /* U[p][c][o]: vectors of 16 o, contiguous in f */
+        for (int64_t c = 0; c < ci; c++)
+            for (int64_t o = 0; o < co; o += 16) {
+                for (int ky = 0; ky < 5; ky++)
+                    for (int kx = 0; kx < 5; kx++) g[ky][kx] = _mm512_loadu_ps(f + ((ky * 5 + kx) * ci + c) * co + o);
+                filter_tile(g, U + c * co + o, ci * co);
+            }
+        return;
+    }
+    /* U[p][o][c] from f rotated by 180 degrees: vectors of 16 c, gathered co apart */
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32((int)co));
+    for (int64_t o = 0; o < co; o++)
+        for (int64_t c = 0; c < ci; c += 16) {
+            for (int ky = 0; ky < 5; ky++)
+                for (int kx = 0; kx < 5; kx++)
+                    g[ky][kx] = _mm512_i32gather_ps(idx, f + (((4 - ky) * 5 + (4 - kx)) * ci + c) * co + o, 4);
+            filter_tile(g, U + o * ci + c, co * ci);
         }
 }
 

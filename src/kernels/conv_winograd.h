@@ -43,7 +43,8 @@ VG_HIDDEN size_t vg__wino_filter_floats(int64_t ic, int64_t oc);
 
 /* Transforms the HWIO 5x5 filter f (5, 5, ci, co) into U (36, ic, oc). For the
  * forward pass ic = ci, oc = co; with rot180 (input gradient) ic = co, oc = ci and the
- * filter is used rotated by 180 degrees with its channels swapped. Requires co % 16 == 0. */
+ * filter is used rotated by 180 degrees with its channels swapped. Requires ci and co
+ * multiples of 16. */
 VG_HIDDEN void vg__wino_filter(const float *f, int64_t ci, int64_t co, bool rot180, float *U);
 
 /* Floats of scratch that one vg__wino_conv_images call needs (64-byte aligned). */
