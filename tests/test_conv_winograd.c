@@ -198,7 +198,8 @@ static void test_winograd__matches_direct(void) {
     vg__conv_set_dnnl(1);
 }
 
-/* Shapes the kernels do not take: other channel counts, window sizes, strides. */
+/* Shapes the kernels do not take: other channel counts, window sizes, strides; and
+ * the shapes mode 1 leaves to the other paths. */
 static void test_winograd__refuses(void) {
     if (!vg__conv_set_winograd(1)) return;
     const wcase refused[] = {
@@ -216,6 +217,18 @@ static void test_winograd__refuses(void) {
     vg_tensor *out[4];
     CHECK_EQ_INT(run_case(&cases[5], 0, out), 0);
     for (int k = 0; k < 4; k++) vg_tensor_free(out[k]);
+    /* mode 1 (the default): the CNN's conv2 shape, not a 7x7 image (tiles overhang) nor
+     * 2 tiles per 128x128 filter */
+    const wcase mode1[] = {
+        {7, 14, 14, 32, 64, 5, 1, true, true, true, true, 1},
+        {4, 7, 7, 16, 16, 5, 1, true, true, true, false, 1},
+        {1, 4, 4, 128, 128, 5, 1, true, false, false, false, 1},
+    };
+    long long want[3] = {3, 0, 0};
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(run_case(&mode1[i], 1, out), want[i]);
+        for (int k = 0; k < 4; k++) vg_tensor_free(out[k]);
+    }
 }
 
 /* A small net (conv 5x5 16->16 SAME + bias, then conv 5x5 16->16 VALID) with Winograd

@@ -38,8 +38,11 @@ bool vg__wino_channels_ok(int64_t ic, int64_t oc) { return ic > 0 && oc > 0 && i
 
 /* Tiles per block: the block's transformed data (36 x tb x (ic + oc) floats) within
  * ~384 KB, at least 8 tiles. */
+#ifndef WINO_BLOCK_BYTES
+#define WINO_BLOCK_BYTES (384 * 1024)
+#endif
 static int64_t block_tiles(int64_t ic, int64_t oc) {
-    int64_t tb = (int64_t)(384 * 1024) / (36 * 4 * (ic + oc));
+    int64_t tb = (int64_t)(WINO_BLOCK_BYTES) / (36 * 4 * (ic + oc));
     return tb < 8 ? 8 : tb;
 }
 
