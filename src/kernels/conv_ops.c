@@ -986,7 +986,8 @@ long long vg__conv_winograd_runs(void) { return atomic_load(&g_wino_runs); }
 typedef struct wconv_job {
     int mode;
     vg__wino_conv c;
-    const float *in, *dy;
+    const float *in, *dy, *f;
+    int64_t ci, co;      /* the filter's (HWIO) */
     float *out;
     int64_t n, units;
     float *mem;          /* units * stride floats: scratch (+ a transform-domain filter gradient) */
@@ -1008,6 +1009,26 @@ static void wconv_units(void *arg, int64_t u0, int64_t u1) {
         if (j->mode == CONV_BP_FILTER) vg__wino_bf_images(&j->c, j->in, j->dy, i0, i1, mem + j->scratch, true, mem);
         else vg__wino_conv_images(&j->c, j->in, j->out, i0, i1, mem, j->pool ? wconv_pool : NULL, (void *)j);
     }
+}
+
+/* Rows [r0, r1) of the transformed filter. */
+static void wconv_filter_rows(void *arg, int64_t r0, int64_t r1) {
+    const wconv_job *j = arg;
+    vg__wino_filter(j->f, j->ci, j->co, j->mode == CONV_BP_INPUT, (float *)j->c.U, r0, r1);
+}
+
+/* Filter gradient, blocks [b0, b1) of 16 elements of each point's matrix: the units'
+ * sums added into unit 0's, then transformed back into the HWIO gradient. */
+static void wconv_grad_blocks(void *arg, int64_t b0, int64_t b1) {
+    const wconv_job *j = arg;
+    const int64_t n = j->ci * j->co;
+    float *acc = j->mem + j->scratch;
+    for (int64_t u = 1; u < j->units; u++) {
+        const float *part = j->mem + (size_t)u * j->stride + j->scratch;
+        for (int64_t p = 0; p < 36; p++)
+            for (int64_t e = 16 * b0; e < 16 * b1; e++) acc[p * n + e] += part[p * n + e];
+    }
+    vg__wino_filter_grad_out(acc, j->ci, j->co, j->out, 16 * b0, 16 * b1);
 }
 
 /* Runs the convolution with Winograd if it applies (and, in mode 1, where it was
@@ -1056,10 +1077,14 @@ static vg_code wconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
     float *scratch = (float *)scratch_get(ctx, total * sizeof(float), &held);
     if (!scratch) return vg__kctx_status(ctx)->code;
     j.mem = scratch + fsz;
+    j.ci = g->ci, j.co = g->co;
+    j.out = (float *)cj->out;
     if (cj->mode != CONV_BP_FILTER) {
-        vg__wino_filter((const float *)cj->f, g->ci, g->co, cj->mode == CONV_BP_INPUT, scratch);
+        j.f = (const float *)cj->f;
         j.c.U = scratch;
-        j.out = (float *)cj->out;
+        /* the filter transform (~80 flops per filter element), split over the threads */
+        if (units == 1) wconv_filter_rows(&j, 0, j.c.ic);
+        else vg__kctx_parallel_for(ctx, j.c.ic, 80 * 25 * j.c.oc, wconv_filter_rows, &j);
         if (cj->mode == CONV_FWD) {
             j.c.bias = (const float *)cj->bias;
             j.c.relu = cj->bias && cj->relu;
@@ -1070,12 +1095,9 @@ static vg_code wconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
     if (units == 1) wconv_units(&j, 0, 1);
     else vg__kctx_parallel_for(ctx, units, (int64_t)(flops / (double)units), wconv_units, &j);
     if (cj->mode == CONV_BP_FILTER) {
-        float *acc = j.mem + j.scratch;
-        for (int64_t u = 1; u < units; u++) {
-            const float *p = j.mem + (size_t)u * j.stride + j.scratch;
-            for (size_t i = 0; i < fsz; i++) acc[i] += p[i];
-        }
-        vg__wino_filter_grad_out(acc, g->ci, g->co, (float *)cj->out);
+        int64_t blocks = g->ci * g->co / 16;
+        if (units == 1) wconv_grad_blocks(&j, 0, blocks);
+        else vg__kctx_parallel_for(ctx, blocks, 36 * 16 * (units + 20), wconv_grad_blocks, &j);
     }
     scratch_put(held, (char *)scratch);
     atomic_fetch_add(&g_wino_runs, 1);

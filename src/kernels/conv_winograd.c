@@ -324,10 +324,11 @@ static AI T512 void filter_tile(__m512 g[5][5], float *U, int64_t pstride) {
         }
 }
 
-static T512 void filter_avx512(const float *f, int64_t ci, int64_t co, bool rot180, float *U) {
+static T512 void filter_avx512(const float *f, int64_t ci, int64_t co, bool rot180, float *U, int64_t k0,
+                               int64_t k1) {
     __m512 g[5][5];
     if (!rot180) { /* U[p][c][o]: vectors of 16 o, contiguous in f */
-        for (int64_t c = 0; c < ci; c++)
+        for (int64_t c = k0; c < k1; c++)
             for (int64_t o = 0; o < co; o += 16) {
                 for (int ky = 0; ky < 5; ky++)
                     for (int kx = 0; kx < 5; kx++) g[ky][kx] = _mm512_loadu_ps(f + ((ky * 5 + kx) * ci + c) * co + o);
@@ -338,7 +339,7 @@ static T512 void filter_avx512(const float *f, int64_t ci, int64_t co, bool rot1
     /* U[p][o][c] from f rotated by 180 degrees: vectors of 16 c, gathered co apart */
     const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                            _mm512_set1_epi32((int)co));
-    for (int64_t o = 0; o < co; o++)
+    for (int64_t o = k0; o < k1; o++)
         for (int64_t c = 0; c < ci; c += 16) {
             for (int ky = 0; ky < 5; ky++)
                 for (int kx = 0; kx < 5; kx++)
@@ -347,8 +348,8 @@ static T512 void filter_avx512(const float *f, int64_t ci, int64_t co, bool rot1
         }
 }
 
-void vg__wino_filter(const float *f, int64_t ci, int64_t co, bool rot180, float *U) {
-    filter_avx512(f, ci, co, rot180, U);
+void vg__wino_filter(const float *f, int64_t ci, int64_t co, bool rot180, float *U, int64_t k0, int64_t k1) {
+    filter_avx512(f, ci, co, rot180, U, k0, k1);
 }
 
 static T512 void conv_images(const vg__wino_conv *cv, const float *in, float *out, int64_t i0, int64_t i1,
@@ -472,9 +473,9 @@ static const float A2[5][6] = {{1, 1, 1, 1, 1, 0},
                                {0, 1, -1, 8, -8, 0},
                                {0, 1, 1, 16, 16, 1}};
 
-static T512 void grad_out(const float *acc, int64_t ic, int64_t oc, float *df) {
+static T512 void grad_out(const float *acc, int64_t ic, int64_t oc, float *df, int64_t e0, int64_t e1) {
     const int64_t n = ic * oc;
-    for (int64_t e = 0; e < n; e += 16) {
+    for (int64_t e = e0; e < e1; e += 16) {
         __m512 m[6][6], t[5][6];
         for (int p = 0; p < 36; p++) m[p / 6][p % 6] = _mm512_loadu_ps(acc + p * n + e);
         for (int ky = 0; ky < 5; ky++)
@@ -494,13 +495,15 @@ static T512 void grad_out(const float *acc, int64_t ic, int64_t oc, float *df) {
     }
 }
 
-void vg__wino_filter_grad_out(const float *acc, int64_t ic, int64_t oc, float *df) { grad_out(acc, ic, oc, df); }
+void vg__wino_filter_grad_out(const float *acc, int64_t ic, int64_t oc, float *df, int64_t e0, int64_t e1) {
+    grad_out(acc, ic, oc, df, e0, e1);
+}
 
 #else /* not x86-64 GCC: no kernels; callers check vg__wino_cpu_ok first */
 
 bool vg__wino_cpu_ok(void) { return false; }
-void vg__wino_filter(const float *f, int64_t ci, int64_t co, bool rot180, float *U) {
-    (void)f, (void)ci, (void)co, (void)rot180, (void)U;
+void vg__wino_filter(const float *f, int64_t ci, int64_t co, bool rot180, float *U, int64_t k0, int64_t k1) {
+    (void)f, (void)ci, (void)co, (void)rot180, (void)U, (void)k0, (void)k1;
 }
 void vg__wino_conv_images(const vg__wino_conv *c, const float *in, float *out, int64_t i0, int64_t i1,
                           float *scratch, void (*done)(void *arg, int64_t img), void *arg) {
@@ -510,8 +513,8 @@ void vg__wino_bf_images(const vg__wino_conv *c, const float *x, const float *dy,
                         bool zero_acc, float *scratch) {
     (void)c, (void)x, (void)dy, (void)i0, (void)i1, (void)acc, (void)zero_acc, (void)scratch;
 }
-void vg__wino_filter_grad_out(const float *acc, int64_t ic, int64_t oc, float *df) {
-    (void)acc, (void)ic, (void)oc, (void)df;
+void vg__wino_filter_grad_out(const float *acc, int64_t ic, int64_t oc, float *df, int64_t e0, int64_t e1) {
+    (void)acc, (void)ic, (void)oc, (void)df, (void)e0, (void)e1;
 }
 
 #endif

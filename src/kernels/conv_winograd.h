@@ -41,11 +41,12 @@ typedef struct vg__wino_conv {
 /* Floats of the transformed filter: 36 * ic * oc. */
 VG_HIDDEN size_t vg__wino_filter_floats(int64_t ic, int64_t oc);
 
-/* Transforms the HWIO 5x5 filter f (5, 5, ci, co) into U (36, ic, oc). For the
- * forward pass ic = ci, oc = co; with rot180 (input gradient) ic = co, oc = ci and the
- * filter is used rotated by 180 degrees with its channels swapped. Requires ci and co
- * multiples of 16. */
-VG_HIDDEN void vg__wino_filter(const float *f, int64_t ci, int64_t co, bool rot180, float *U);
+/* Transforms the HWIO 5x5 filter f (5, 5, ci, co) into U (36, ic, oc), rows [k0, k1)
+ * of each point's (ic x oc) matrix (all: 0, ic; slices can run on several threads).
+ * For the forward pass ic = ci, oc = co; with rot180 (input gradient) ic = co, oc = ci
+ * and the filter is used rotated by 180 degrees with its channels swapped. Requires ci
+ * and co multiples of 16. */
+VG_HIDDEN void vg__wino_filter(const float *f, int64_t ci, int64_t co, bool rot180, float *U, int64_t k0, int64_t k1);
 
 /* Floats of scratch that one vg__wino_conv_images call needs (64-byte aligned). */
 VG_HIDDEN size_t vg__wino_conv_scratch_floats(const vg__wino_conv *c);
@@ -63,7 +64,8 @@ VG_HIDDEN void vg__wino_conv_images(const vg__wino_conv *c, const float *in, flo
 VG_HIDDEN size_t vg__wino_bf_scratch_floats(const vg__wino_conv *c);
 VG_HIDDEN void vg__wino_bf_images(const vg__wino_conv *c, const float *x, const float *dy, int64_t i0, int64_t i1,
                                   float *acc, bool zero_acc, float *scratch);
-/* df (5, 5, ic, oc) = the inverse transform of acc (36, ic, oc). */
-VG_HIDDEN void vg__wino_filter_grad_out(const float *acc, int64_t ic, int64_t oc, float *df);
+/* df (5, 5, ic, oc) = the inverse transform of acc (36, ic, oc), for the elements
+ * [e0, e1) of each (ic x oc) matrix (multiples of 16; all: 0, ic * oc). */
+VG_HIDDEN void vg__wino_filter_grad_out(const float *acc, int64_t ic, int64_t oc, float *df, int64_t e0, int64_t e1);
 
 #endif
