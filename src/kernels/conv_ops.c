@@ -11,7 +11,9 @@
  *   backprop input: dcol[rows, kd] = dy[rows, co] * f^T, then col2im (scatter-add)
  *   backprop filter: df[kd, co]  = sum over chunks col(x)^T * dy (per-thread partials)
  * with kd = kh * kw * ci. Padding follows TF: SAME gives out = ceil(in / stride) and
- * pad_before = pad_total / 2.
+ * pad_before = pad_total / 2. Faster paths are tried first (conv_exec): Winograd
+ * F(2x2,5x5) for float32 5x5 stride-1 convolutions (conv_winograd.c), oneDNN's
+ * primitives, the direct AVX-512 / AVX2 kernels.
  */
 #include "kernels/nn_internal.h"
 #include "kernels/dnnl_backend.h"
