@@ -179,6 +179,7 @@ static const wcase cases[] = {
     {3, 12, 11, 32, 32, 5, 1, true, true, true, true, 1},    /* pooled, odd width */
     {7, 5, 5, 16, 48, 5, 1, false, false, false, false, 2},  /* one output pixel per image */
     {2, 3, 4, 16, 16, 5, 1, true, true, false, false, 1},    /* image smaller than the window */
+    {2, 9, 10, 128, 80, 5, 1, true, true, true, false, 2},   /* channels beyond the specialised 16/32/64 */
 };
 
 static void test_winograd__matches_other_paths(void) {
