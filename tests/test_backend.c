@@ -320,6 +320,7 @@ static void conv_case(const cfg *c, vg_backend be, int threads, int direct, int 
 static void test_backend__conv2d_all_backends(void) {
     vg_backend backends[2] = {VG_BACKEND_OPENBLAS, VG_BACKEND_DNNL};
     int nb = have_dnnl() ? 2 : 1;
+    vg__conv_set_winograd(0); /* the paths under test here; Winograd: test_conv_winograd.c */
     for (size_t i = 0; i < sizeof conv_cfgs / sizeof conv_cfgs[0]; i++)
         for (int bi = 0; bi < nb; bi++) {
             conv_case(&conv_cfgs[i], backends[bi], 1, 0, 0); /* im2col + GEMM on the backend */
@@ -333,6 +334,7 @@ static void test_backend__conv2d_all_backends(void) {
     vg_status st;
     vg__conv_set_direct(2);
     vg__conv_set_dnnl(1);
+    vg__conv_set_winograd(1);
     CHECK_OK(vg_backend_set(VG_BACKEND_AUTO, &st), &st);
 }
 

@@ -198,6 +198,7 @@ static void run_conv_cfg(const cfg *c, vg_dtype dt, int threads) {
  * and through im2col + GEMM. */
 static void test_nn__conv2d_vs_reference(void) {
     vg__conv_set_dnnl(0);
+    vg__conv_set_winograd(0); /* these paths; Winograd: test_conv_winograd.c */
     for (int level = 2; level >= 0; level--) {
         if (vg__conv_set_direct(level) != level) continue; /* not on this CPU */
         for (size_t i = 0; i < sizeof conv_cfgs / sizeof conv_cfgs[0]; i++) {
@@ -209,6 +210,7 @@ static void test_nn__conv2d_vs_reference(void) {
     }
     vg__conv_set_direct(2);
     vg__conv_set_dnnl(1);
+    vg__conv_set_winograd(1);
 }
 
 /* Every float32 config through oneDNN's convolution primitives (forced for every shape),
@@ -220,6 +222,7 @@ static void test_nn__conv2d_dnnl_vs_reference(void) {
         vg__conv_set_dnnl(1);
         return; /* built without oneDNN */
     }
+    vg__conv_set_winograd(0); /* oneDNN under test; Winograd: test_conv_winograd.c */
     for (size_t i = 0; i < sizeof conv_cfgs / sizeof conv_cfgs[0]; i++) {
         for (int threads = 1; threads <= 3; threads += 2) {
             long long before = vg__conv_dnnl_runs();
@@ -231,6 +234,7 @@ static void test_nn__conv2d_dnnl_vs_reference(void) {
         }
     }
     vg__conv_set_dnnl(1);
+    vg__conv_set_winograd(1);
     CHECK_OK(vg_backend_set(old, &st), &st);
 }
 

@@ -11,10 +11,13 @@
  *   backprop input: dcol[rows, kd] = dy[rows, co] * f^T, then col2im (scatter-add)
  *   backprop filter: df[kd, co]  = sum over chunks col(x)^T * dy (per-thread partials)
  * with kd = kh * kw * ci. Padding follows TF: SAME gives out = ceil(in / stride) and
- * pad_before = pad_total / 2.
+ * pad_before = pad_total / 2. Faster paths are tried first (conv_exec): Winograd
+ * F(2x2,5x5) for float32 5x5 stride-1 convolutions (conv_winograd.c), oneDNN's
+ * primitives, the direct AVX-512 / AVX2 kernels.
  */
 #include "kernels/nn_internal.h"
 #include "kernels/dnnl_backend.h"
+#include "kernels/conv_winograd.h"
 #include "kernels/simd.h"
 #include <pthread.h>
 #include <stdint.h>
@@ -966,9 +969,154 @@ static vg_code xconv_try(vg__kctx *ctx, const conv_job *cj, const float *bias, b
     return VG_OK;
 }
 
-/* Runs a convolution: oneDNN's primitives (backend oneDNN), else the direct kernels
- * when they apply, else im2col + GEMM. */
+/* ------------------------------------------------------------------------ */
+/* Winograd F(2x2,5x5) (conv_winograd.c): float32, 5x5 windows, stride 1, channel
+ * counts a multiple of 16, AVX-512. The batch is split into one run of images per
+ * unit; the filter is transformed once per call; filter gradients are summed per unit
+ * in the transform domain, added up, then transformed back once. */
+
+static atomic_int g_wino = 1; /* vg__conv_set_winograd: 0 off, 1 where it wins, 2 always */
+static atomic_llong g_wino_runs;
+
+int vg__conv_set_winograd(int mode) {
+    atomic_store(&g_wino, mode < 0 ? 0 : mode > 2 ? 2 : mode);
+    return vg__wino_cpu_ok();
+}
+
+long long vg__conv_winograd_runs(void) { return atomic_load(&g_wino_runs); }
+
+typedef struct wconv_job {
+    int mode;
+    vg__wino_conv c;
+    const float *in, *dy, *f;
+    int64_t ci, co;      /* the filter's (HWIO) */
+    float *out;
+    int64_t n, units;
+    float *mem;          /* units * stride floats: scratch (+ a transform-domain filter gradient) */
+    size_t stride, scratch;
+    const void *pool;    /* FWD: the fused max pool's pool_job, run per image */
+    int64_t pool_oh;
+} wconv_job;
+
+static void wconv_pool(void *arg, int64_t img) {
+    const wconv_job *j = arg;
+    pool_fwd_rows((void *)j->pool, img * j->pool_oh, (img + 1) * j->pool_oh);
+}
+
+static void wconv_units(void *arg, int64_t u0, int64_t u1) {
+    const wconv_job *j = arg;
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t i0 = u * j->n / j->units, i1 = (u + 1) * j->n / j->units;
+        float *mem = j->mem + (size_t)u * j->stride;
+        if (j->mode == CONV_BP_FILTER) vg__wino_bf_images(&j->c, j->in, j->dy, i0, i1, mem + j->scratch, true, mem);
+        else vg__wino_conv_images(&j->c, j->in, j->out, i0, i1, mem, j->pool ? wconv_pool : NULL, (void *)j);
+    }
+}
+
+/* Rows [r0, r1) of the transformed filter. */
+static void wconv_filter_rows(void *arg, int64_t r0, int64_t r1) {
+    const wconv_job *j = arg;
+    vg__wino_filter(j->f, j->ci, j->co, j->mode == CONV_BP_INPUT, (float *)j->c.U, r0, r1);
+}
+
+/* Filter gradient, blocks [b0, b1) of 16 elements of each point's matrix: the units'
+ * sums added into unit 0's, then transformed back into the HWIO gradient. */
+static void wconv_grad_blocks(void *arg, int64_t b0, int64_t b1) {
+    const wconv_job *j = arg;
+    const int64_t n = j->ci * j->co;
+    float *acc = j->mem + j->scratch;
+    for (int64_t u = 1; u < j->units; u++) {
+        const float *part = j->mem + (size_t)u * j->stride + j->scratch;
+        for (int64_t p = 0; p < 36; p++)
+            for (int64_t e = 16 * b0; e < 16 * b1; e++) acc[p * n + e] += part[p * n + e];
+    }
+    vg__wino_filter_grad_out(acc, j->ci, j->co, j->out, 16 * b0, 16 * b1);
+}
+
+/* Runs the convolution with Winograd if it applies (and, in mode 1, where it was
+ * measured faster); *done tells whether it did. Fails with RESOURCE_EXHAUSTED. */
+static vg_code wconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
+    const conv_geom *g = &cj->g;
+    *done = false;
+    int use = atomic_load(&g_wino);
+    if (!use || cj->dt != VG_FLOAT || g->kh != 5 || g->kw != 5 || g->sh != 1 || g->sw != 1 || !vg__wino_cpu_ok())
+        return VG_OK;
+    wconv_job j = {.mode = cj->mode, .n = g->n};
+    if (cj->mode == CONV_BP_INPUT) {
+        j.c = (vg__wino_conv){.ih = g->oh, .iw = g->ow, .ic = g->co, .oh = g->h, .ow = g->w, .oc = g->ci,
+                              .pt = g->kh - 1 - g->pt, .pl = g->kw - 1 - g->pl};
+        j.in = (const float *)cj->dy;
+    } else {
+        j.c = (vg__wino_conv){.ih = g->h, .iw = g->w, .ic = g->ci, .oh = g->oh, .ow = g->ow, .oc = g->co,
+                              .pt = g->pt, .pl = g->pl};
+        j.in = (const float *)cj->x;
+        j.dy = (const float *)cj->dy;
+    }
+    if (!vg__wino_channels_ok(j.c.ic, j.c.oc) || j.c.oh <= 0 || j.c.ow <= 0) return VG_OK;
+    /* Where it wins (measured against oneDNN 2.6's primitives, 1 thread, AVX-512, 5x5
+     * SAME; ms off/on): 64 x 14x14 32->64 (the CNN's conv2) forward 5.7/3.0, input
+     * gradient 6.5/3.2, filter gradient 6.0/3.6; 4 x 14x14: 0.35/0.22; 16 x 28x28 16->32:
+     * 1.5/0.94; 2 x 56x56 64->64: 6.0/3.0. It loses or ties with few tiles per filter
+     * (8 x 7x7 64->64 filter gradient 0.30/0.34; 1 x 8x8 128->128; 1 x 7x7 16->16) and
+     * where 2x2 tiles overhang much (7x7: 49 of 64 outputs used); 1 x 14x14 32->64 still
+     * wins (0.084/0.068). Mode 1 takes it with at least 32 tiles, at least 4 tiles per
+     * 16x16 channel block of the filter, and 80% of the tiles' outputs used. */
+    int64_t th = (j.c.oh + 1) / 2, tw = (j.c.ow + 1) / 2, tiles = g->n * th * tw;
+    if (use == 1 && (tiles < 32 || tiles * 256 < 4 * j.c.ic * j.c.oc || j.c.oh * j.c.ow * 5 < th * tw * 16))
+        return VG_OK;
+    double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)(g->kh * g->kw * g->ci * g->co);
+    int64_t units = vg__kctx_num_threads(ctx);
+    if ((double)units > flops / CONV_MIN_FLOPS_PER_UNIT) units = (int64_t)(flops / CONV_MIN_FLOPS_PER_UNIT);
+    if (units > g->n) units = g->n;
+    if (units < 1) units = 1;
+    j.units = units;
+    size_t fsz = vg__wino_filter_floats(j.c.ic, j.c.oc);
+    j.scratch = (cj->mode == CONV_BP_FILTER ? vg__wino_bf_scratch_floats(&j.c) : vg__wino_conv_scratch_floats(&j.c));
+    j.scratch = (j.scratch + 15) / 16 * 16;
+    j.stride = j.scratch + (cj->mode == CONV_BP_FILTER ? fsz : 0);
+    size_t total = fsz + j.stride * (size_t)units; /* U (FWD, BP_INPUT) or the summed gradient (BP_FILTER) */
+    conv_scratch *held = NULL;
+    float *scratch = (float *)scratch_get(ctx, total * sizeof(float), &held);
+    if (!scratch) return vg__kctx_status(ctx)->code;
+    j.mem = scratch + fsz;
+    j.ci = g->ci, j.co = g->co;
+    j.out = (float *)cj->out;
+    if (cj->mode != CONV_BP_FILTER) {
+        j.f = (const float *)cj->f;
+        j.c.U = scratch;
+        /* the filter transform (~80 flops per filter element), split over the threads */
+        if (units == 1) wconv_filter_rows(&j, 0, j.c.ic);
+        else vg__kctx_parallel_for(ctx, j.c.ic, 80 * 25 * j.c.oc, wconv_filter_rows, &j);
+        if (cj->mode == CONV_FWD) {
+            j.c.bias = (const float *)cj->bias;
+            j.c.relu = cj->bias && cj->relu;
+            j.pool = cj->bias && cj->relu ? cj->pool : NULL;
+            j.pool_oh = cj->pool_oh;
+        }
+    }
+    if (units == 1) wconv_units(&j, 0, 1);
+    else vg__kctx_parallel_for(ctx, units, (int64_t)(flops / (double)units), wconv_units, &j);
+    if (cj->mode == CONV_BP_FILTER) {
+        int64_t blocks = g->ci * g->co / 16;
+        if (units == 1) wconv_grad_blocks(&j, 0, blocks);
+        else vg__kctx_parallel_for(ctx, blocks, 36 * 16 * (units + 20), wconv_grad_blocks, &j);
+    }
+    scratch_put(held, (char *)scratch);
+    atomic_fetch_add(&g_wino_runs, 1);
+    *done = true;
+    return VG_OK;
+}
+
+/* Runs a convolution: Winograd where it applies and wins, else oneDNN's primitives
+ * (backend oneDNN), else the direct kernels when they apply, else im2col + GEMM. */
 static vg_code conv_exec(vg__kctx *ctx, conv_job *j) {
+    bool wdone = false;
+    vg_code wc = wconv_try(ctx, j, &wdone);
+    if (wc != VG_OK || wdone) {
+        j->epi_done = wdone && j->mode == CONV_FWD;
+        j->pool_done = j->epi_done && j->pool && j->relu;
+        return wc;
+    }
     bool xdone = false;
     vg_code xc = xconv_try(ctx, j, j->bias, j->relu, NULL, &xdone);
     if (xc != VG_OK || xdone) {

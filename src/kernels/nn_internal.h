@@ -47,6 +47,16 @@ VG_HIDDEN int vg__pool_set_simd(int on);
  * this CPU. Process-wide. */
 VG_HIDDEN int vg__adam_set_simd(int on);
 
+/* When float32 5x5 stride-1 convolutions (forward, input and filter gradients) use
+ * Winograd F(2x2,5x5) (src/kernels/conv_winograd.c; AVX-512, channel counts a multiple
+ * of 16): 0 never, 1 where it was measured faster (the default), 2 always where it
+ * applies (tests). Returns whether it can run on this CPU. Process-wide; not meant to
+ * change while sessions run. */
+VG_HIDDEN int vg__conv_set_winograd(int mode);
+
+/* Convolutions run with Winograd so far (process-wide), for tests. */
+VG_HIDDEN long long vg__conv_winograd_runs(void);
+
 /* Convolutions run by oneDNN so far (process-wide), for tests. */
 VG_HIDDEN long long vg__conv_dnnl_runs(void);
 
