@@ -841,7 +841,7 @@ static vg_code run_node(cf_run *r, const cf_task *t, cf_iter *it, vg_tensor **ou
         return outs[0] ? VG_OK : vg_status_set(st, VG_INTERNAL, "Const without a value");
     }
     if (!n->def->kernel) return vg_status_set(st, VG_UNIMPLEMENTED, "no CPU kernel for op type %s", n->def->type);
-    vg__kctx ctx = {rs, n, outs, st, it->in, 0};
+    vg__kctx ctx = {rs, n, outs, st, it->in};
     vg_code rc = n->def->kernel(&ctx);
     if (rc == VG_OK && st->code != VG_OK) rc = st->code;
     for (int i = 0; rc == VG_OK && i < n->noutputs; i++)

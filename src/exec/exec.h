@@ -122,8 +122,6 @@ struct vg__run_state {
     int ndone;
     atomic_uint progress;      /* bumped (under mu) when nodes become ready or the run ends */
     int helpers;               /* pool tasks started or queued for this run */
-    int reserved;              /* helpers spawned for a big node, not started yet (under mu) */
-    atomic_int nbig;           /* big nodes running + reserved (executor.c, EXEC_BIG_NS) */
     int refs;                  /* the caller + queued/running helper tasks; the state is
                                 * recycled by whoever drops the last reference, so a run
                                 * never waits for a helper task stuck behind a blocked
@@ -148,8 +146,6 @@ struct vg__kctx {
     vg_tensor **outs;
     vg_status *st;
     vg_tensor **vals;    /* the input slots (the run's, or a control-flow iteration's) */
-    int cap;             /* > 0: at most this many intra-op threads for the kernel (its share
-                          * while another big node runs, executor.c); 0: all */
 };
 
 VG_HIDDEN vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const vg_output *fetches,

@@ -510,9 +510,7 @@ static void record_stats(vg__run_state *rs, vg__node *n, int64_t t0, int64_t t1,
 
 /* Runs one node: kernel (or the executor's own variable read / Const), then stores its
  * outputs in their slots and releases inputs whose last consumer it was. */
-/* cap: > 0 limits the kernel's intra-op threads (a big node sharing the threads with
- * another, see parallel_work), 0 none. */
-static vg_code exec_node(vg__run_state *rs, vg__node *n, bool atomic, int cap, vg_status *st) {
+static vg_code exec_node(vg__run_state *rs, vg__node *n, bool atomic, vg_status *st) {
     vg_tensor *outs_local[8];
     vg_tensor **outs = outs_local;
     int64_t t0 = rs->trace ? wall_us() : 0;
@@ -536,7 +534,7 @@ static vg_code exec_node(vg__run_state *rs, vg__node *n, bool atomic, int cap, v
     } else if (!n->def->kernel) {
         rc = vg_status_set(st, VG_UNIMPLEMENTED, "no CPU kernel for op type %s", n->def->type);
     } else {
-        vg__kctx ctx = {rs, n, outs, st, rs->vals, cap};
+        vg__kctx ctx = {rs, n, outs, st, rs->vals};
         rc = n->def->kernel(&ctx);
         if (rc == VG_OK && st->code != VG_OK) rc = st->code;
     }
@@ -594,12 +592,6 @@ static void state_release(vg__run_state *rs) {
 
 static void helper_task(void *arg) {
     vg__run_state *rs = arg;
-    pthread_mutex_lock(&rs->mu);
-    if (rs->reserved > 0) { /* spawned for a big node: this thread now counts when it takes one */
-        rs->reserved--;
-        atomic_fetch_sub(&rs->nbig, 1);
-    }
-    pthread_mutex_unlock(&rs->mu);
     parallel_work(rs, true);
     pthread_mutex_lock(&rs->mu);
     rs->helpers--;
@@ -649,37 +641,14 @@ static bool node_expensive(const vg__plan *p, int id) {
     return c == 0 || c >= EXEC_EXPENSIVE_NS;
 }
 
-/* A big node: at least EXEC_BIG_NS on average. Two big nodes ready together run side
- * by side, each on its share of the intra-op threads (intra / number of big nodes in
- * flight), rather than one after the other each split over all of them: a kernel's
- * split rarely scales perfectly (memory traffic, partial sums), two whole kernels on
- * their own cores do. CNN at 2 threads, conv2's input and filter gradients (Winograd):
- * side by side 3.1 and 3.2 ms, one after the other split 2.2 + 1.6 ms; the step 6.25
- * against 7.24 ms. Under a millisecond the split wins: the MLP's 50-100 us matmuls side
- * by side took its 2-thread step from 0.37 to 0.44 ms, and the CNN's dense-layer
- * gradients (0.15-0.3 ms) also lost. */
-#define EXEC_BIG_NS 1000000
-static bool node_big(const vg__plan *p, int id) {
-    return atomic_load_explicit(&p->cost_ns[id], memory_order_relaxed) >= EXEC_BIG_NS;
-}
-
 /* An expensive node whose kernel split its last run over the intra-op pool already
  * keeps the threads busy: running a second such node beside it on a helper only makes
- * the two compete for the same cores (CNN at 2 threads, before the thread shares: the
- * two conv2 gradients side by side took 12.3 ms per step, one after the other 10.5 ms).
- * Big nodes are the exception (see EXEC_BIG_NS). */
+ * the two compete for the same cores (CNN at 2 threads: the two conv2 gradients side
+ * by side took 12.3 ms per step, one after the other 10.5 ms). */
 static bool node_wants_helper(const vg__run_state *rs, int id) {
     if (!node_expensive(rs->p, id)) return false;
-    if (node_big(rs->p, id)) return true;
     return !(atomic_load_explicit(&rs->p->nodes[id].splits, memory_order_relaxed) &&
              rs->s->intra_threads >= rs->s->inter_helpers + 1);
-}
-
-/* Whether the ready list holds a big node (lock held; up to 32 entries). */
-static bool big_ready(const vg__run_state *rs) {
-    for (int k = rs->nready - 1; k >= 0 && k >= rs->nready - 32; k--)
-        if (node_big(rs->p, rs->ready[k])) return true;
-    return false;
 }
 
 /* Ready work left for helpers once this thread took node `taken`: when that node is
@@ -709,23 +678,11 @@ static void parallel_work(vg__run_state *rs, bool helper) {
             rs->helpers++;
             rs->refs++;
         }
-        /* Thread shares: a big node, and a helper spawned while another big node is ready
-         * (reserved until it starts), count in nbig; this node's kernel gets intra / nbig
-         * threads (counting itself) when that is more than one node. */
-        bool big = node_big(p, id), reserve = spawn && big_ready(rs);
-        if (reserve) rs->reserved++;
-        int nbig = atomic_fetch_add(&rs->nbig, big + reserve) + big + reserve;
-        if (!big) nbig++;
-        int cap = nbig > 1 ? (rs->s->intra_threads / nbig > 1 ? rs->s->intra_threads / nbig : 1) : 0;
         pthread_mutex_unlock(&rs->mu);
         if (spawn && !vg__pool_submit(rs->s->inter, helper_task, rs)) {
             pthread_mutex_lock(&rs->mu);
             rs->helpers--;
             rs->refs--;
-            if (reserve) {
-                rs->reserved--;
-                atomic_fetch_sub(&rs->nbig, 1);
-            }
             pthread_mutex_unlock(&rs->mu);
         }
         vg__node *n = &p->nodes[id];
@@ -734,8 +691,7 @@ static void parallel_work(vg__run_state *rs, bool helper) {
         st.msg[0] = 0;
         bool skip = atomic_load_explicit(&rs->failed, memory_order_acquire);
         int64_t k0 = vg__now_ns();
-        if (!skip && exec_node(rs, n, true, cap, &st) != VG_OK) fail_run(rs, &st);
-        if (big) atomic_fetch_sub(&rs->nbig, 1);
+        if (!skip && exec_node(rs, n, true, &st) != VG_OK) fail_run(rs, &st);
         int64_t dt = vg__now_ns() - k0, old = atomic_load_explicit(&p->cost_ns[id], memory_order_relaxed);
         if (dt < 1) dt = 1;
         atomic_store_explicit(&p->cost_ns[id], old ? (3 * old + dt) / 4 : dt, memory_order_relaxed);
@@ -765,8 +721,6 @@ static void run_parallel(vg__run_state *rs) {
     rs->nready = 0;
     rs->ndone = 0;
     rs->helpers = 0;
-    rs->reserved = 0;
-    atomic_store(&rs->nbig, 0);
     for (int i = 0; i < p->nnodes; i++) {
         atomic_store(&rs->pending[i], p->nodes[i].npred);
         if (!p->nodes[i].npred) rs->ready[rs->nready++] = i;
@@ -846,7 +800,7 @@ vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_te
         run_parallel(rs);
     } else {
         for (int k = 0; k < p->nnodes; k++) {
-            if (exec_node(rs, &p->nodes[p->order[k]], false, 0, &rs->err) != VG_OK) {
+            if (exec_node(rs, &p->nodes[p->order[k]], false, &rs->err) != VG_OK) {
                 atomic_store(&rs->failed, true);
                 break;
             }

@@ -46,15 +46,12 @@ vg_status *vg__kctx_status(vg__kctx *ctx) { return ctx->st; }
 vg_session *vg__kctx_session(const vg__kctx *ctx) { return ctx->rs->s; }
 const vg_run_options *vg__kctx_run_options(const vg__kctx *ctx) { return ctx->rs->ro; }
 int64_t vg__kctx_deadline_ns(const vg__kctx *ctx) { return ctx->rs->deadline; }
-int vg__kctx_num_threads(const vg__kctx *ctx) {
-    int t = ctx->rs->s->intra_threads;
-    return ctx->cap > 0 && ctx->cap < t ? ctx->cap : t;
-}
+int vg__kctx_num_threads(const vg__kctx *ctx) { return ctx->rs->s->intra_threads; }
 
 void vg__kctx_parallel_for(vg__kctx *ctx, int64_t n, int64_t cost_per_unit, vg__range_fn fn, void *arg) {
     vg_session *s = ctx->rs->s;
     double work = (double)n * (double)(cost_per_unit > 0 ? cost_per_unit : 1);
-    int parts = vg__kctx_num_threads(ctx);
+    int parts = s->intra_threads;
     /* ~50k flops per part at least, so splitting pays for the hand-off */
     if (work < 50000.0 * 2) parts = 1;
     else if (work / parts < 50000.0) parts = (int)(work / 50000.0);
