@@ -1899,16 +1899,13 @@ static void mpcf_unit_generic(const mpcf_job *j, int64_t u) {
     }
 }
 
-static bool mpcf_fast(const mpcf_job *j) {
 #ifdef CONV_DIRECT
+static bool mpcf_fast(const mpcf_job *j) {
     const conv_geom *g = &j->cg;
     return g->ci == 1 && g->kh == 5 && g->kw == 5 && g->sh == 1 && g->sw == 1 && g->w >= 8 && g->co % 16 == 0 &&
            pool_simd_on();
-#else
-    (void)j;
-    return false;
-#endif
 }
+#endif
 
 static void mpcf_units(void *arg, int64_t u0, int64_t u1) {
     const mpcf_job *j = arg;
