@@ -37,6 +37,15 @@
 /* A convolution uses another thread only for this many flops or more per thread. */
 #define CONV_MIN_FLOPS_PER_UNIT 4.0e6
 
+/* Units of whole images for a batch of n taking flops in all: one per thread, at least
+ * CONV_MIN_FLOPS_PER_UNIT each, at most n, at least 1. */
+static int64_t image_units(vg__kctx *ctx, double flops, int64_t n) {
+    int64_t units = vg__kctx_num_threads(ctx);
+    if ((double)units > flops / CONV_MIN_FLOPS_PER_UNIT) units = (int64_t)(flops / CONV_MIN_FLOPS_PER_UNIT);
+    if (units > n) units = n;
+    return units < 1 ? 1 : units;
+}
+
 static size_t real_size(vg_dtype dt) { return dt == VG_DOUBLE ? sizeof(double) : sizeof(float); }
 
 /* ------------------------------------------------------------------------ */
@@ -757,10 +766,7 @@ static vg_code dconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
     j.hp = (j.oh - 1) * j.sh + j.kh;
     j.wp = (j.ow - 1) * j.sw + j.kw;
     double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)(g->kh * g->kw * g->ci * g->co);
-    int64_t units = vg__kctx_num_threads(ctx);
-    if ((double)units > flops / CONV_MIN_FLOPS_PER_UNIT) units = (int64_t)(flops / CONV_MIN_FLOPS_PER_UNIT);
-    if (units > g->n) units = g->n;
-    if (units < 1) units = 1;
+    int64_t units = image_units(ctx, flops, g->n);
     j.units = units;
     size_t pad = (size_t)(j.hp * j.wp * j.ic), fsz = (size_t)(g->kh * g->kw * g->ci * g->co);
     size_t nfloats = pad * (size_t)units + (cj->mode == CONV_BP_INPUT ? fsz : 0) +
@@ -889,10 +895,7 @@ static vg_code xconv_try(vg__kctx *ctx, const conv_job *cj, const float *bias, b
     if (use == 1 && mode == VG__DCONV_BWD_DATA && g->co < 16) return VG_OK;
     if (use == 1 && mode == VG__DCONV_BWD_DATA && g->ci < 16) return VG_OK;
     double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)(g->kh * g->kw * g->ci * g->co);
-    int64_t units = vg__kctx_num_threads(ctx);
-    if ((double)units > flops / CONV_MIN_FLOPS_PER_UNIT) units = (int64_t)(flops / CONV_MIN_FLOPS_PER_UNIT);
-    if (units > g->n) units = g->n;
-    if (units < 1) units = 1;
+    int64_t units = image_units(ctx, flops, g->n);
     /* a fused max pool runs on each unit's images after its convolution (sub-batches of
      * 4 to 16 images, pooled while in cache, measured no faster at 1 thread) */
     const void *pool = mode == VG__DCONV_FWD && relu ? cj->pool : NULL;
@@ -1065,10 +1068,7 @@ static vg_code wconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
     if (use == 1 && (tiles < 32 || tiles * 256 < 4 * j.c.ic * j.c.oc || j.c.oh * j.c.ow * 5 < th * tw * 16))
         return VG_OK;
     double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)(g->kh * g->kw * g->ci * g->co);
-    int64_t units = vg__kctx_num_threads(ctx);
-    if ((double)units > flops / CONV_MIN_FLOPS_PER_UNIT) units = (int64_t)(flops / CONV_MIN_FLOPS_PER_UNIT);
-    if (units > g->n) units = g->n;
-    if (units < 1) units = 1;
+    int64_t units = image_units(ctx, flops, g->n);
     j.units = units;
     size_t fsz = vg__wino_filter_floats(j.c.ic, j.c.oc);
     j.scratch = (cj->mode == CONV_BP_FILTER ? vg__wino_bf_scratch_floats(&j.c) : vg__wino_conv_scratch_floats(&j.c));
@@ -2197,10 +2197,7 @@ static vg_code kernel_fused_pool_grad_conv_filter(vg__kctx *ctx) {
     memset(vg_tensor_data(db), 0, vg_tensor_nbytes(db));
     if (fsz == 0 || pg.n * pg.oh * pg.ow == 0) return VG_OK;
     double flops = 8.0 * (double)(pg.n * pg.oh * pg.ow) * (double)(fsz + C);
-    int64_t units = vg__kctx_num_threads(ctx);
-    if ((double)units > flops / CONV_MIN_FLOPS_PER_UNIT) units = (int64_t)(flops / CONV_MIN_FLOPS_PER_UNIT);
-    if (units > j.cg.n) units = j.cg.n;
-    if (units < 1) units = 1;
+    int64_t units = image_units(ctx, flops, j.cg.n);
     j.units = units;
     j.part = vg__aligned_alloc(sizeof(float) * (size_t)((fsz + C) * units), 64);
     if (!j.part) return VG_OOM(st, "pool and filter gradient partial sums");
