@@ -79,7 +79,7 @@ static void test_overlap__first_bucket_before_last_gradient(void) {
         for (int step = 0; step < steps; step++) {
             vg_run_metadata_clear(md);
             CHECK_OK(vg_session_run(s, &ro, NULL, NULL, 0, NULL, NULL, 0, &train, 1, md, &st), &st);
-            span first, last_grad = {0, 0}, sp;
+            span first = {0, 0}, last_grad = {0, 0}, sp;
             CHECK(find_span(md, "DistributedAllreduce_0", &first));
             const char *last_name = "";
             for (int i = 0; i < 2 * L; i++)

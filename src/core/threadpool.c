@@ -129,7 +129,7 @@ static void *worker(void *a) {
             pthread_mutex_unlock(&p->mu);
             break;
         }
-        task t;
+        task t = {0}; /* filled by take_locked: qlen > 0 here */
         take_locked(p, NULL, &t);
         pthread_mutex_unlock(&p->mu);
         t.fn(t.arg);

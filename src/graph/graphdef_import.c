@@ -603,7 +603,7 @@ static vg_code decode_tensor(actx *a, const uint8_t *p, size_t n, vg_tensor **ou
         }
     }
     if (k != VG_OUT_OF_RANGE) return pb_err(a->c, k, "TensorProto");
-    vg_dtype dt;
+    vg_dtype dt = VG_FLOAT; /* set by to_dtype */
     if ((k = to_dtype(a, dtv, &dt))) return k;
     if (dt == VG_RESOURCE) return attr_err(a, VG_UNIMPLEMENTED, "resource tensors are not supported%s", "");
     switch (dt) {
@@ -908,7 +908,7 @@ static vg_code apply_attr(actx *a, const rattr *ra, const char *prefix, vg_op_bu
         return VG_OK;
     case 6: {
         if (last.wiretype != VG__PB_VARINT) return attr_err(a, VG_DATA_LOSS, "malformed type attr%s", "");
-        vg_dtype dt;
+        vg_dtype dt = VG_FLOAT; /* set by to_dtype */
         if ((k = to_dtype(a, last.u, &dt))) return k;
         if (b) vg_op_builder_set_attr_type(b, a->attr, dt);
         return VG_OK;

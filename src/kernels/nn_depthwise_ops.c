@@ -217,7 +217,7 @@ static vg_code dw_run(vg__kctx *ctx, dw_kind kind) {
         if ((c = read_sizes(ctx, 1, fd))) return c;
         memcpy(xd, vg_tensor_dims(x), sizeof xd);
     }
-    geom g;
+    geom g = {0}; /* filled by the geometry check */
     if ((c = make_geom(ctx, &a, xd, fd, &g))) return c;
     if (dy) {
         const int64_t *dd = vg_tensor_dims(dy);
