@@ -107,11 +107,18 @@ static void profile_steps(vg_session *s, const vg_output *feeds, vg_tensor **xb,
             rows = calloc((size_t)n, sizeof *rows);
             for (int k = 0; k < n; k++) rows[k].t = calloc((size_t)steps, sizeof(double));
         }
-        for (int k = 0; k < n && k < nrows; k++) {
+        /* the metadata lists nodes in the order they finished, which differs from step
+         * to step when several threads run them: rows are matched by node name */
+        for (int k = 0; k < n; k++) {
             const vg_node_stats *ns = vg_run_metadata_node(md, k);
-            rows[k].name = ns->node_name;
-            rows[k].op = ns->op_type;
-            rows[k].t[i] = (double)(ns->end_us - ns->start_us);
+            int r = 0;
+            while (r < nrows && rows[r].name && strcmp(rows[r].name, ns->node_name)) r++;
+            if (r == nrows) continue;
+            if (!rows[r].name) {
+                rows[r].name = strdup(ns->node_name);
+                rows[r].op = strdup(ns->op_type);
+            }
+            rows[r].t[i] = (double)(ns->end_us - ns->start_us);
         }
     }
     if (getenv("VG_BENCH_TIMELINE")) { /* the last traced step, node by node */
@@ -133,6 +140,8 @@ static void profile_steps(vg_session *s, const vg_output *feeds, vg_tensor **xb,
     for (int k = 0; k < nrows; k++) {
         if (rows[k].med >= 5) fprintf(stderr, "  %8.1f us  %-24s %s\n", rows[k].med, rows[k].op, rows[k].name);
         free(rows[k].t);
+        free((char *)rows[k].name);
+        free((char *)rows[k].op);
     }
     free(rows);
     vg_run_metadata_free(md);
