@@ -12,7 +12,12 @@
  * thread and start/end in microseconds; --scaling T: a second session of the same
  * graph with T intra-op threads, timed in rounds interleaved with the first one's, in
  * the same process (same data, same allocator state, the same minute of a shared
- * machine), and the ratio of the two step times per round pair and its median)
+ * machine), and the ratio of the two step times per round pair and its median; also
+ * T independent sessions like the first run at once, one per thread, whose combined
+ * throughput over the first's is the machine's own ceiling for that ratio in that
+ * minute: on a shared VM the cores' caches and memory bandwidth are shared with other
+ * tenants, and two processes that never synchronise gain less than 2x when they run
+ * together)
  * Prints one JSON line: per-round medians and the median of rounds, for both, and the
  * roofline: the step's matrix/convolution flops as direct computation (roofline.h; effective
  * GFLOP/s where a kernel does fewer multiplies, as Winograd), the probed per-core FMA
@@ -21,6 +26,7 @@
 #include "roofline.h"
 #include "io/io.h"
 #include "vigil/vigil.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +169,47 @@ static double time_round(vg_session *s, const vg_output *feeds, vg_tensor **xb, 
     return median(t, steps);
 }
 
+/* --scaling: one of the independent sessions run side by side */
+typedef struct pair_arg {
+    vg_session *s;
+    const vg_output *feeds, *loss;
+    vg_tensor **xb, **yb;
+    vg_op *const *train;
+    int warm, steps;
+    pthread_barrier_t *bar;
+    double med;
+} pair_arg;
+
+static void *pair_main(void *a) {
+    pair_arg *p = a;
+    double *t = malloc(sizeof(double) * (size_t)p->steps), l;
+    if (!t) { fprintf(stderr, "out of memory\n"); exit(1); }
+    pthread_barrier_wait(p->bar);
+    p->med = time_round(p->s, p->feeds, p->xb, p->yb, p->loss, p->train, p->warm, p->steps, t, &l);
+    free(t);
+    return NULL;
+}
+
+/* Mean over the sessions of their median step times, all running at once. */
+static double time_pairs(vg_session **ps, int n, const vg_output *feeds, vg_tensor **xb, vg_tensor **yb,
+                         const vg_output *loss, vg_op *const *train, int warm, int steps) {
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, (unsigned)n);
+    pair_arg pa[16];
+    pthread_t th[16];
+    for (int k = 0; k < n; k++) {
+        pa[k] = (pair_arg){ps[k], feeds, loss, xb, yb, train, warm, steps, &bar, 0};
+        if (pthread_create(&th[k], NULL, pair_main, &pa[k])) { fprintf(stderr, "pthread_create failed\n"); exit(1); }
+    }
+    double sum = 0;
+    for (int k = 0; k < n; k++) {
+        pthread_join(th[k], NULL);
+        sum += pa[k].med;
+    }
+    pthread_barrier_destroy(&bar);
+    return sum / n;
+}
+
 int main(int argc, char **argv) {
     const char *model = "mlp";
     int threads = 1, inter = -1, steps = -1, rounds = 3, warm = -1;
@@ -242,12 +289,18 @@ int main(int argc, char **argv) {
     if (rounds > 16) rounds = 16;
     const char *peer_status = "disabled (--no-peer)";
     if (peer && !bench_torch_probe(&peer_status)) peer = false;
-    vg_session *s2 = NULL;
-    double sr[16], sq[16];
+    vg_session *s2 = NULL, *ps[16] = {0};
+    double sr[16], sq[16], cr[16];
+    if (scaling > 16) scaling = 16;
+    int npairs = scaling > 1 ? scaling : 0;
     if (scaling > 0) {
         vg_session_options so2 = {scaling, scaling};
         s2 = vg_session_new(g, &so2, &st);
         if (!s2 || vg_session_run_targets(s2, &init, 1, &st)) die("session (--scaling)", &st);
+        for (int k = 0; k < npairs; k++) {
+            ps[k] = vg_session_new(g, &so, &st);
+            if (!ps[k] || vg_session_run_targets(ps[k], &init, 1, &st)) die("session (--scaling ceiling)", &st);
+        }
     }
     for (int r = 0; r < rounds; r++) {
         vr[r] = time_round(s, feeds, xb, yb, &loss, &train, warm, steps, t, &last_loss);
@@ -259,6 +312,12 @@ int main(int argc, char **argv) {
             sq[r] = vr[r] / sr[r];
             fprintf(stderr, "round %d: vigil %d thread%s %.4f ms (%.2fx)\n", r, scaling, scaling > 1 ? "s" : "", sr[r],
                     sq[r]);
+            if (npairs) {
+                double tp = time_pairs(ps, npairs, feeds, xb, yb, &loss, &train, warm, steps);
+                cr[r] = npairs * vr[r] / tp;
+                fprintf(stderr, "round %d: %d independent sessions at once %.4f ms per step each (ceiling %.2fx)\n", r,
+                        npairs, tp, cr[r]);
+            }
         }
     }
     if (profile) profile_steps(s, feeds, xb, yb, &loss, &train, steps);
@@ -289,11 +348,18 @@ int main(int argc, char **argv) {
         printf("],\"scaling_ratios\":[");
         for (int r = 0; r < rounds; r++) printf("%s%.3f", r ? "," : "", sq[r]);
         printf("],\"scaling_ratio_median\":%.3f", median(sq, rounds));
+        if (npairs) {
+            printf(",\"scaling_ceiling_ratios\":[");
+            for (int r = 0; r < rounds; r++) printf("%s%.3f", r ? "," : "", cr[r]);
+            double cm = median(cr, rounds);
+            printf("],\"scaling_ceiling_median\":%.3f,\"scaling_of_ceiling\":%.3f", cm, median(sq, rounds) / cm);
+        }
     }
     printf(",\"backend\":\"%s\",\"final_loss\":%.4f,\"peer\":\"pytorch %s\",\"peer_status\":\"%s\"}\n",
            vg_backend_name(vg_backend_get()), last_loss, peer_path() ? peer_path() : "unavailable", peer_status);
     vg_session_free(s);
     vg_session_free(s2);
+    for (int k = 0; k < npairs; k++) vg_session_free(ps[k]);
     vg_optimizer_free(opt);
     vg_graph_free(g);
     for (int k = 0; k < NBATCH; k++) { vg_tensor_free(xb[k]); vg_tensor_free(yb[k]); }
