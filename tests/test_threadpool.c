@@ -268,12 +268,62 @@ static void test_idle_stops_spinning(void) {
     vg__pool_free(p);
 }
 
+/* While a run is in progress the window is the longer one (1 ms by default), and the
+ * end of the last run brings back the idle window: a pool left idle after runs does
+ * not keep spinning; VG_POOL_SPIN_ACTIVE_US sets the run window, VG_POOL_SPIN_US both
+ * when only it is set. */
+static void test_run_window(void) {
+    vg__pool *p = vg__pool_new(2);
+    CHECK_EQ_INT(vg__pool_spin_ns(p), 50000);
+    vg__pool_run_begin(p);
+    CHECK_EQ_INT(vg__pool_spin_ns(p), 1000000);
+    vg__pool_run_begin(p); /* two runs at once */
+    vg__pool_run_end(p);
+    CHECK_EQ_INT(vg__pool_spin_ns(p), 1000000);
+    cover c;
+    c.hits = calloc(16, sizeof(atomic_int));
+    atomic_init(&c.calls, 0);
+    vg__pool_parallel_for(p, 16, 3, cover_fn, &c);
+    for (int i = 0; i < 16; i++) CHECK_EQ_INT(atomic_load(&c.hits[i]), 1);
+    free(c.hits);
+    vg__pool_run_end(p);
+    CHECK_EQ_INT(vg__pool_spin_ns(p), 50000);
+    vg__pool_run_begin(NULL);
+    vg__pool_run_end(NULL);
+    /* the workers saw the run end: they sleep after the short window */
+    double c0 = cpu_s();
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    double used = cpu_s() - c0;
+    CHECK(used < 0.1);
+    if (used >= 0.1) fprintf(stderr, "pool after its runs used %.3f s of CPU in 0.3 s\n", used);
+    vg__pool_free(p);
+    setenv("VG_POOL_SPIN_ACTIVE_US", "300", 1);
+    p = vg__pool_new(1);
+    unsetenv("VG_POOL_SPIN_ACTIVE_US");
+    vg__pool_run_begin(p);
+    CHECK_EQ_INT(vg__pool_spin_ns(p), 300000);
+    vg__pool_run_end(p);
+    CHECK_EQ_INT(vg__pool_spin_ns(p), 50000);
+    vg__pool_free(p);
+    setenv("VG_POOL_SPIN_US", "20", 1);
+    p = vg__pool_new(1);
+    unsetenv("VG_POOL_SPIN_US");
+    vg__pool_run_begin(p);
+    CHECK_EQ_INT(vg__pool_spin_ns(p), 20000);
+    vg__pool_run_end(p);
+    vg__pool_free(p);
+}
+
 /* With VG_POOL_SPIN_US=0 workers sleep at once; results are the same. */
 static void test_no_spin(void) {
     setenv("VG_POOL_SPIN_US", "0", 1);
     vg__pool *p = vg__pool_new(2);
     unsetenv("VG_POOL_SPIN_US");
     CHECK_EQ_INT(vg__pool_spin_ns(p), 0);
+    vg__pool_run_begin(p);
+    CHECK_EQ_INT(vg__pool_spin_ns(p), 0); /* not during runs either */
+    vg__pool_run_end(p);
     for (int i = 0; i < 50; i++) CHECK(covered_once(p, 1000 + i, 3));
     int64_t x[300];
     for (int i = 0; i < 300; i++) x[i] = i;
@@ -397,6 +447,7 @@ int main(void) {
     RUN_TEST(test_submit_run_one_free);
     RUN_TEST(test_help_takes_only_chunks);
     RUN_TEST(test_idle_stops_spinning);
+    RUN_TEST(test_run_window);
     RUN_TEST(test_no_spin);
     RUN_TEST(test_shared_pool_sessions);
     TEST_MAIN_END();

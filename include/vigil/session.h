@@ -32,8 +32,9 @@ typedef struct vg_session vg_session;
 /* ------------------------------------------------------------------------ */
 /* Options (ConfigProto's thread settings). When both are above 1 the session runs one
  * set of max(intra, inter) - 1 worker threads for both kinds of work (the calling
- * thread is the last one); idle workers spin for up to VG_POOL_SPIN_US microseconds
- * (default 50) before they sleep. */
+ * thread is the last one); idle workers spin before they sleep for up to
+ * VG_POOL_SPIN_ACTIVE_US microseconds while a run is in progress (default 1000, or
+ * VG_POOL_SPIN_US when only that is set) and VG_POOL_SPIN_US otherwise (default 50). */
 typedef struct vg_session_options {
     int intra_op_threads; /* threads a single kernel may use; 0 = number of cores */
     int inter_op_threads; /* ops run concurrently in one step; 0 = number of cores */

@@ -4,8 +4,14 @@
  * Hand-off latency is what limits small kernels: on a VM a futex wake-up costs 5-50 us,
  * more than a whole element-wise kernel of an MLP step. So, as OpenMP runtimes and
  * Eigen's non-blocking pool do, an idle worker spins for a bounded time (the spin
- * window, VG_POOL_SPIN_US, default 50 us) watching the queue's atomic length before it
- * sleeps on the condition variable; a submit signals only when some worker sleeps.
+ * window) watching the queue's atomic length before it sleeps on the condition
+ * variable; a submit signals only when some worker sleeps. The window is long (1 ms,
+ * VG_POOL_SPIN_ACTIVE_US) while a session run that may hand work to the pool is in
+ * progress (vg__pool_run_begin/end), and short (50 us, VG_POOL_SPIN_US) otherwise:
+ * inside a training step a worker that fell asleep between two split kernels costs
+ * the next split its wake-up (on a VM an IPI to a halted vCPU, 5-50 us or more when
+ * the host is busy; ~10 per CNN step at 2 threads with a 50 us window, 2-3 with 1 ms),
+ * while after the run the short window soon gives the core back.
  * A spinner does not call sched_yield: under a fair scheduler a yield hands the core
  * to any runnable thread for the rest of a time slice (a background compile included),
  * which measured as the worker almost never catching the work it spun for. The window
@@ -40,7 +46,9 @@ struct vg__pool {
     bool stop;         /* under mu */
     atomic_bool astop; /* == stop, for spinners */
     int n;
-    int64_t spin_ns;
+    int64_t spin_ns;        /* the idle window */
+    int64_t spin_active_ns; /* the window while a run is in progress */
+    atomic_int active;      /* runs in progress (vg__pool_run_begin/end) */
     pthread_t *threads;
 };
 
@@ -52,22 +60,37 @@ int64_t vg__pool_now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* The spin window in ns: VG_POOL_SPIN_US (0..100000 us) or 50 us. */
-static int64_t spin_window_ns(void) {
-    const char *e = getenv("VG_POOL_SPIN_US");
+/* A window in ns from the environment variable name (0..100000 us), or -1 when it is
+ * unset or unparsable. */
+static int64_t env_window_ns(const char *name) {
+    const char *e = getenv(name);
     if (e && *e) {
         char *end;
         long v = strtol(e, &end, 10);
         if (!*end && v >= 0 && v <= 100000) return (int64_t)v * 1000;
     }
-    return 50000;
+    return -1;
 }
 
-/* Spins until cond(arg) holds or the window ends; true if the condition held. The
+/* The windows: idle VG_POOL_SPIN_US or 50 us; during runs VG_POOL_SPIN_ACTIVE_US, else
+ * VG_POOL_SPIN_US when that is set (so VG_POOL_SPIN_US=0 still means no spinning at
+ * all), else 1 ms. */
+static void spin_windows(int64_t *idle, int64_t *active) {
+    int64_t i = env_window_ns("VG_POOL_SPIN_US"), a = env_window_ns("VG_POOL_SPIN_ACTIVE_US");
+    *idle = i >= 0 ? i : 50000;
+    *active = a >= 0 ? a : i >= 0 ? i : 1000000;
+}
+
+static int64_t window_ns(const vg__pool *p) {
+    return atomic_load_explicit(&((vg__pool *)p)->active, memory_order_relaxed) > 0 ? p->spin_active_ns : p->spin_ns;
+}
+
+/* Spins until cond(arg) holds or the pool's window (re-read at each clock read, so
+ * the end of the last run shortens it at once) ends; true if the condition held. The
  * clock is read every 16 pause steps. */
 typedef bool (*spin_cond)(const void *arg);
-static bool spin_until(spin_cond cond, const void *arg, int64_t window_ns) {
-    if (window_ns <= 0) return cond(arg);
+static bool spin_until(spin_cond cond, const void *arg, const vg__pool *p) {
+    if (window_ns(p) <= 0) return cond(arg);
     int64_t t0 = 0;
     for (unsigned it = 0;; it++) {
         if (cond(arg)) return true;
@@ -75,7 +98,7 @@ static bool spin_until(spin_cond cond, const void *arg, int64_t window_ns) {
         if ((it & 15) == 15) {
             int64_t t = vg__pool_now_ns();
             if (!t0) t0 = t;
-            else if (t - t0 > window_ns) return cond(arg);
+            else if (t - t0 > window_ns(p)) return cond(arg);
         }
     }
 }
@@ -117,7 +140,7 @@ static void *worker(void *a) {
         if (!p->qlen && !p->stop) {
             pthread_mutex_unlock(&p->mu);
             /* idle: spin for one window, then sleep */
-            spin_until(queue_or_stop, p, p->spin_ns);
+            spin_until(queue_or_stop, p, p);
             pthread_mutex_lock(&p->mu);
             while (!p->qlen && !p->stop) {
                 p->nsleep++;
@@ -144,7 +167,8 @@ vg__pool *vg__pool_new(int nthreads) {
     pthread_cond_init(&p->cv, NULL);
     atomic_init(&p->qcount, 0);
     atomic_init(&p->astop, false);
-    p->spin_ns = spin_window_ns();
+    spin_windows(&p->spin_ns, &p->spin_active_ns);
+    atomic_init(&p->active, 0);
     if (nthreads > 0) {
         p->threads = vg__calloc((size_t)nthreads, sizeof(pthread_t));
         if (!p->threads) { vg__pool_free(p); return NULL; }
@@ -180,7 +204,15 @@ void vg__pool_free(vg__pool *p) {
 }
 
 int vg__pool_size(const vg__pool *p) { return p ? p->n : 0; }
-int64_t vg__pool_spin_ns(const vg__pool *p) { return p ? p->spin_ns : 0; }
+int64_t vg__pool_spin_ns(const vg__pool *p) { return p ? window_ns(p) : 0; }
+
+void vg__pool_run_begin(vg__pool *p) {
+    if (p) atomic_fetch_add_explicit(&p->active, 1, memory_order_relaxed);
+}
+
+void vg__pool_run_end(vg__pool *p) {
+    if (p) atomic_fetch_sub_explicit(&p->active, 1, memory_order_relaxed);
+}
 
 static bool run_one_of(vg__pool *p, vg__task_fn only) {
     if (!p || atomic_load_explicit(&p->qcount, memory_order_acquire) <= 0) return false;
@@ -305,7 +337,7 @@ void vg__pool_parallel_for(vg__pool *p, int64_t n, int max_parts, vg__chunk_fn f
     int queued = submit_n(p, pf_task, j, parts - 1);
     if (queued < parts - 1) atomic_fetch_sub(&j->refs, parts - 1 - queued);
     pf_work(j);
-    if (!spin_until(pf_finished, j, p->spin_ns)) {
+    if (!spin_until(pf_finished, j, p)) {
         pthread_mutex_lock(&j->mu);
         atomic_store(&j->sleeping, true);
         while (atomic_load(&j->done) < j->nchunks) pthread_cond_wait(&j->cv, &j->mu);

@@ -28,9 +28,14 @@ VG_HIDDEN bool vg__pool_run_one(vg__pool *p);
  * that would otherwise wait for that work helps with it; other queued tasks, which may
  * run long, stay for the workers); false if there was none. NULL p: false. */
 VG_HIDDEN bool vg__pool_help(vg__pool *p);
-/* How long an idle thread spins before it sleeps, in ns (VG_POOL_SPIN_US, default
- * 50 us); 0 for a NULL pool. */
+/* How long an idle thread spins before it sleeps now, in ns: while a run is in
+ * progress VG_POOL_SPIN_ACTIVE_US (default VG_POOL_SPIN_US when that is set, else
+ * 1 ms), otherwise VG_POOL_SPIN_US (default 50 us); 0 for a NULL pool. */
 VG_HIDDEN int64_t vg__pool_spin_ns(const vg__pool *p);
+/* A session run that may hand work to the pool starts / ends (counted; NULL p: no-op).
+ * While any is in progress the pool's threads spin for the longer window. */
+VG_HIDDEN void vg__pool_run_begin(vg__pool *p);
+VG_HIDDEN void vg__pool_run_end(vg__pool *p);
 /* Monotonic clock in ns, as the pool's spin windows measure it. */
 VG_HIDDEN int64_t vg__pool_now_ns(void);
 

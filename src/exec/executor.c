@@ -768,8 +768,22 @@ void vg__step_res_free(vg__run_state *rs) {
     }
 }
 
+static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
+                        vg_tensor **out, vg_run_metadata *md, vg_status *st);
+
+/* The session's pools spin for their longer window while the run is in progress. */
 vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
                      vg_tensor **out, vg_run_metadata *md, vg_status *st) {
+    vg__pool_run_begin(s->intra);
+    if (s->inter != s->intra) vg__pool_run_begin(s->inter);
+    vg_code rc = plan_run(s, p, ro, feed_values, out, md, st);
+    if (s->inter != s->intra) vg__pool_run_end(s->inter);
+    vg__pool_run_end(s->intra);
+    return rc;
+}
+
+static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
+                        vg_tensor **out, vg_run_metadata *md, vg_status *st) {
     vg__run_state *rs = state_get(p);
     if (!rs) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory starting a run");
     rs->s = s;
