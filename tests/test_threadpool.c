@@ -248,23 +248,34 @@ static void test_help_takes_only_chunks(void) {
     CHECK_EQ_INT(atomic_load(&task_runs), 3);
 }
 
+/* Runs a 16-chunk parallel_for on p and checks each chunk ran once. */
+static void cover16(vg__pool *p) {
+    cover c;
+    c.hits = calloc(16, sizeof(atomic_int));
+    atomic_init(&c.calls, 0);
+    vg__pool_parallel_for(p, 16, 3, cover_fn, &c);
+    for (int i = 0; i < 16; i++) CHECK_EQ_INT(atomic_load(&c.hits[i]), 1);
+    free(c.hits);
+}
+
+/* The process's CPU time over 0.3 s of sleep stays under 0.1 s: two workers spinning
+ * all along would use 0.6 s; one window each is ~0.1 ms. */
+static void check_sleeps(const char *what) {
+    double c0 = cpu_s();
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    double used = cpu_s() - c0;
+    CHECK(used < 0.1);
+    if (used >= 0.1) fprintf(stderr, "%s used %.3f s of CPU in 0.3 s\n", what, used);
+}
+
 /* An idle pool costs (almost) no CPU: workers spin for one window, then sleep. */
 static void test_idle_stops_spinning(void) {
     vg__pool *p = vg__pool_new(2);
     CHECK_EQ_INT(vg__pool_spin_ns(p), 50000); /* the default window */
     CHECK_EQ_INT(vg__pool_spin_ns(NULL), 0);
-    cover c;
-    c.hits = calloc(16, sizeof(atomic_int));
-    atomic_init(&c.calls, 0);
-    vg__pool_parallel_for(p, 16, 3, cover_fn, &c);
-    free(c.hits);
-    double c0 = cpu_s();
-    struct timespec ts = {0, 300 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-    double used = cpu_s() - c0;
-    /* two workers spinning all along would use 0.6 s; one window each is ~0.1 ms */
-    CHECK(used < 0.1);
-    if (used >= 0.1) fprintf(stderr, "idle pool used %.3f s of CPU in 0.3 s\n", used);
+    cover16(p);
+    check_sleeps("idle pool");
     vg__pool_free(p);
 }
 
@@ -280,39 +291,28 @@ static void test_run_window(void) {
     vg__pool_run_begin(p); /* two runs at once */
     vg__pool_run_end(p);
     CHECK_EQ_INT(vg__pool_spin_ns(p), 1000000);
-    cover c;
-    c.hits = calloc(16, sizeof(atomic_int));
-    atomic_init(&c.calls, 0);
-    vg__pool_parallel_for(p, 16, 3, cover_fn, &c);
-    for (int i = 0; i < 16; i++) CHECK_EQ_INT(atomic_load(&c.hits[i]), 1);
-    free(c.hits);
+    cover16(p);
     vg__pool_run_end(p);
     CHECK_EQ_INT(vg__pool_spin_ns(p), 50000);
     vg__pool_run_begin(NULL);
     vg__pool_run_end(NULL);
-    /* the workers saw the run end: they sleep after the short window */
-    double c0 = cpu_s();
-    struct timespec ts = {0, 300 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-    double used = cpu_s() - c0;
-    CHECK(used < 0.1);
-    if (used >= 0.1) fprintf(stderr, "pool after its runs used %.3f s of CPU in 0.3 s\n", used);
+    check_sleeps("pool after its runs"); /* the workers saw the run end */
     vg__pool_free(p);
-    setenv("VG_POOL_SPIN_ACTIVE_US", "300", 1);
-    p = vg__pool_new(1);
-    unsetenv("VG_POOL_SPIN_ACTIVE_US");
-    vg__pool_run_begin(p);
-    CHECK_EQ_INT(vg__pool_spin_ns(p), 300000);
-    vg__pool_run_end(p);
-    CHECK_EQ_INT(vg__pool_spin_ns(p), 50000);
-    vg__pool_free(p);
-    setenv("VG_POOL_SPIN_US", "20", 1);
-    p = vg__pool_new(1);
-    unsetenv("VG_POOL_SPIN_US");
-    vg__pool_run_begin(p);
-    CHECK_EQ_INT(vg__pool_spin_ns(p), 20000);
-    vg__pool_run_end(p);
-    vg__pool_free(p);
+    /* variable = value: the windows during and after a run */
+    static const struct { const char *var, *val; int64_t run_ns, idle_ns; } env[] = {
+        {"VG_POOL_SPIN_ACTIVE_US", "300", 300000, 50000},
+        {"VG_POOL_SPIN_US", "20", 20000, 20000},
+    };
+    for (int k = 0; k < 2; k++) {
+        setenv(env[k].var, env[k].val, 1);
+        p = vg__pool_new(1);
+        unsetenv(env[k].var);
+        vg__pool_run_begin(p);
+        CHECK_EQ_INT(vg__pool_spin_ns(p), env[k].run_ns);
+        vg__pool_run_end(p);
+        CHECK_EQ_INT(vg__pool_spin_ns(p), env[k].idle_ns);
+        vg__pool_free(p);
+    }
 }
 
 /* With VG_POOL_SPIN_US=0 workers sleep at once; results are the same. */
