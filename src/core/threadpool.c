@@ -10,7 +10,7 @@
  * progress (vg__pool_run_begin/end), and short (50 us, VG_POOL_SPIN_US) otherwise:
  * inside a training step a worker that fell asleep between two split kernels costs
  * the next split its wake-up (on a VM an IPI to a halted vCPU, 5-50 us or more when
- * the host is busy; ~10 per CNN step at 2 threads with a 50 us window, 2-3 with 1 ms),
+ * the host is busy; ~13 per CNN step at 2 threads with a 50 us window, ~3 with 1 ms),
  * while after the run the short window soon gives the core back.
  * A spinner does not call sched_yield: under a fair scheduler a yield hands the core
  * to any runnable thread for the rest of a time slice (a background compile included),
