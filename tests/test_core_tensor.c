@@ -3,7 +3,9 @@
 #include "test_util.h"
 #include "kernels/kernel.h"
 #include "vigil/vigil.h"
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 static int dealloc_calls;
 static void my_dealloc(void *data, size_t len, void *payload) {
@@ -119,11 +121,107 @@ static void test_core__shapes_and_names(void) {
     CHECK_EQ_INT(vg_status_set(NULL, VG_ABORTED, "x"), VG_ABORTED);
 }
 
+/* Small tensors come from a per-thread block list (alloc.c): reused blocks carry no
+ * stale shape, dtype, alias or deallocator; a user allocator sees every tensor while it
+ * is installed; tensors made on one thread and freed on another are fine (TSan build). */
+static long hook_allocs, hook_frees;
+static void *count_alloc(void *payload, size_t size, size_t align) {
+    (void)payload;
+    void *p = NULL;
+    if (posix_memalign(&p, align, size ? size : 1)) return NULL;
+    hook_allocs++;
+    return p;
+}
+static void count_free(void *payload, void *p) {
+    (void)payload;
+    hook_frees++;
+    free(p);
+}
+static void *free_on_thread(void *arg) {
+    vg_tensor **ts = arg;
+    for (int i = 0; i < 64; i++) {
+        CHECK_EQ_INT((int)*(int64_t *)vg_tensor_data(ts[i]), i);
+        vg_tensor_free(ts[i]);
+    }
+    for (int i = 0; i < 64; i++) { /* this thread's list now holds blocks: use them, end with them */
+        vg_tensor *t = vg_tensor_new_scalar_i64(-i, NULL);
+        CHECK(t != NULL && *(int64_t *)vg_tensor_data(t) == -i);
+        vg_tensor_free(t);
+    }
+    return NULL;
+}
+static void test_core__small_tensor_blocks(void) {
+    vg_status st;
+    for (int round = 0; round < 3; round++) {
+        vg_tensor *keep[40];
+        for (int i = 0; i < 40; i++) { /* more than a list holds, of every small kind */
+            int64_t dims[3] = {1 + i % 4, 2, 1 + i % 3};
+            if (i % 4 == 0) keep[i] = vg_tensor_new_scalar_f32((float)i, &st);
+            else if (i % 4 == 1) keep[i] = vg_tensor_new(VG_INT32, dims, 3, &st);
+            else if (i % 4 == 2) keep[i] = vg_tensor_new_string_scalar("block", 5, &st);
+            else keep[i] = vg_tensor_new_zeros(VG_DOUBLE, dims, 2, &st);
+            CHECK(keep[i] != NULL);
+        }
+        for (int i = 0; i < 40; i++) {
+            int nd = vg_tensor_ndims(keep[i]);
+            if (i % 4 == 0) CHECK(nd == 0 && *(float *)vg_tensor_data(keep[i]) == (float)i);
+            if (i % 4 == 1) CHECK(nd == 3 && vg_tensor_num_elements(keep[i]) == (1 + i % 4) * 2 * (1 + i % 3));
+            if (i % 4 == 2) {
+                size_t len;
+                const char *s = vg_tensor_string(keep[i], 0, &len);
+                CHECK(nd == 0 && len == 5 && memcmp(s, "block", 5) == 0);
+            }
+            if (i % 4 == 3) {
+                CHECK(nd == 2 && vg_tensor_dtype(keep[i]) == VG_DOUBLE);
+                for (int64_t k = 0; k < vg_tensor_num_elements(keep[i]); k++)
+                    CHECK(((double *)vg_tensor_data(keep[i]))[k] == 0.0);
+            }
+            vg_tensor_free(keep[i]);
+        }
+        /* a reused block as a reshape alias and as wrapped caller memory */
+        int64_t d4[1] = {4}, d22[2] = {2, 2};
+        vg_tensor *base = vg_tensor_new(VG_FLOAT, d4, 1, &st);
+        vg_tensor *al = vg__tensor_alias(base, d22, 2, &st);
+        CHECK(al != NULL && vg_tensor_ndims(al) == 2 && vg_tensor_data(al) == vg_tensor_data(base));
+        vg_tensor_free(base);
+        CHECK(vg__tensor_refcount(al) == 1);
+        vg_tensor_free(al);
+        size_t freed = 0;
+        dealloc_calls = 0;
+        vg_tensor *w = vg_tensor_new_from(VG_FLOAT, d4, 1, malloc(16), 16, my_dealloc, &freed, &st);
+        CHECK(w != NULL);
+        vg_tensor_free(w);
+        CHECK_EQ_INT(dealloc_calls, 1);
+        CHECK(freed == 16);
+        vg_tensor *plain = vg_tensor_new_scalar_i64(7, &st); /* a fresh small tensor: no deallocator left */
+        dealloc_calls = 0;
+        vg_tensor_free(plain);
+        CHECK_EQ_INT(dealloc_calls, 0);
+    }
+    /* with a user allocator every tensor goes through it, small ones included */
+    vg_tensor *before = vg_tensor_new_scalar_i64(1, &st);
+    vg_allocator a = {count_alloc, count_free, NULL};
+    vg_allocator_set(&a);
+    hook_allocs = hook_frees = 0;
+    for (int i = 0; i < 10; i++) vg_tensor_free(vg_tensor_new_scalar_i64(i, &st));
+    CHECK(hook_allocs == 10 && hook_frees == 10);
+    vg_tensor_free(before); /* a list block goes back to the list, not to the hook */
+    CHECK(hook_frees == 10);
+    vg_allocator_set(NULL);
+    /* made here, freed on another thread */
+    vg_tensor *ts[64];
+    for (int i = 0; i < 64; i++) CHECK((ts[i] = vg_tensor_new_scalar_i64(i, &st)) != NULL);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, free_on_thread, ts) == 0);
+    pthread_join(th, NULL);
+}
+
 int main(void) {
     RUN_TEST(test_core__tensor_basics);
     RUN_TEST(test_core__tensor_errors);
     RUN_TEST(test_core__tensor_wrap);
     RUN_TEST(test_core__tensor_strings);
     RUN_TEST(test_core__shapes_and_names);
+    RUN_TEST(test_core__small_tensor_blocks);
     TEST_MAIN_END();
 }

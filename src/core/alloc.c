@@ -103,6 +103,77 @@ static void default_free(void *payload, void *p) {
 
 static vg_allocator g_alloc = {default_alloc, default_free, NULL};
 
+/*
+ * Small tensor blocks. Every run allocates and frees small tensors (the global step
+ * read a monitored session fetches, scalars, shapes, reshape aliases): through malloc
+ * and free that is ~300 instructions a tensor, as much as a whole small kernel. Blocks
+ * of VG__SMALL_BLOCK bytes (a tensor header and up to 128 bytes of data) are kept on a
+ * per-thread list of at most SMALL_CAP, so a steady-state step takes them from there
+ * without a lock. Only while the default allocator is installed (a hook sees every
+ * allocation), not with VG_ALLOC_CACHE=0, and not under AddressSanitizer (reused
+ * blocks would hide a use after free). A thread's list is freed when the thread ends.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SMALL_LISTS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SMALL_LISTS 0
+#endif
+#endif
+#ifndef SMALL_LISTS
+#define SMALL_LISTS 1
+#endif
+#define SMALL_CAP 32
+
+typedef struct small_node {
+    struct small_node *next;
+} small_node;
+static _Thread_local small_node *tl_small;
+static _Thread_local int tl_nsmall;
+static pthread_key_t g_small_key;
+static pthread_once_t g_small_once = PTHREAD_ONCE_INIT;
+static bool g_small_key_ok;
+
+static void small_drain(void *unused) {
+    (void)unused;
+    while (tl_small) {
+        small_node *b = tl_small;
+        tl_small = b->next;
+        default_free(NULL, b);
+    }
+    tl_nsmall = 0;
+}
+static void small_key_init(void) { g_small_key_ok = pthread_key_create(&g_small_key, small_drain) == 0; }
+
+void *vg__small_block_get(void) {
+    if (!SMALL_LISTS || g_alloc.alloc != default_alloc || !cache_enabled()) return NULL;
+    small_node *b = tl_small;
+    if (b) {
+        tl_small = b->next;
+        tl_nsmall--;
+        return b;
+    }
+    return default_alloc(NULL, VG__SMALL_BLOCK, VG_TENSOR_ALIGN);
+}
+
+void vg__small_block_put(void *p) {
+    if (tl_nsmall >= SMALL_CAP) {
+        default_free(NULL, p);
+        return;
+    }
+    if (!tl_small) { /* the list goes from empty to one block: make sure it is freed at thread exit */
+        pthread_once(&g_small_once, small_key_init);
+        if (!g_small_key_ok || pthread_setspecific(g_small_key, (void *)1) != 0) {
+            default_free(NULL, p);
+            return;
+        }
+    }
+    small_node *b = p;
+    b->next = tl_small;
+    tl_small = b;
+    tl_nsmall++;
+}
+
 void vg_allocator_set(const vg_allocator *a) {
     if (a && a->alloc && a->free) g_alloc = *a;
     else { g_alloc.alloc = default_alloc; g_alloc.free = default_free; g_alloc.payload = NULL; }

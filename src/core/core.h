@@ -31,6 +31,13 @@ VG_HIDDEN void *vg__aligned_alloc(size_t size, size_t align);
  * old block is untouched and NULL is returned. */
 VG_HIDDEN void *vg__realloc(void *p, size_t old_size, size_t new_size);
 VG_HIDDEN void vg__free(void *p);
+/* Small tensor blocks (alloc.c): vg__small_block_get returns a VG__SMALL_BLOCK-byte
+ * block aligned to VG_TENSOR_ALIGN from the calling thread's list, or NULL when the
+ * lists are off (a user allocator, VG_ALLOC_CACHE=0, AddressSanitizer) or memory ran
+ * out; such a block goes back only through vg__small_block_put (never vg__free). */
+#define VG__SMALL_BLOCK 256
+VG_HIDDEN void *vg__small_block_get(void);
+VG_HIDDEN void vg__small_block_put(void *p);
 VG_HIDDEN char *vg__strdup(const char *s);
 VG_HIDDEN char *vg__strndup(const char *s, size_t n);
 

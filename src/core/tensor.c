@@ -19,6 +19,7 @@ struct vg_tensor {
     atomic_int refs;
     vg_dtype dtype;
     int ndims;
+    bool small; /* the block came from vg__small_block_get */
     int64_t dims[VG_MAX_DIMS];
     int64_t n;
     size_t nbytes;
@@ -29,6 +30,7 @@ struct vg_tensor {
 };
 
 #define HDR_SIZE ((sizeof(struct vg_tensor) + VG_TENSOR_ALIGN - 1) & ~(size_t)(VG_TENSOR_ALIGN - 1))
+_Static_assert(HDR_SIZE < VG__SMALL_BLOCK, "a small tensor block holds the header and some data");
 
 size_t vg_dtype_size(vg_dtype dt) {
     switch (dt) {
@@ -130,6 +132,18 @@ static bool check_dims(vg_dtype dt, const int64_t *dims, int ndims, int64_t *n, 
     return true;
 }
 
+/* A tensor block of total bytes (header first): a small block from the thread's list
+ * when it fits, else one from the allocator. */
+static vg_tensor *block_alloc(size_t total) {
+    vg_tensor *t;
+    if (total <= VG__SMALL_BLOCK && (t = vg__small_block_get())) {
+        t->small = true;
+        return t;
+    }
+    if ((t = vg__aligned_alloc(total, VG_TENSOR_ALIGN))) t->small = false;
+    return t;
+}
+
 static void init_header(vg_tensor *t, vg_dtype dt, const int64_t *dims, int ndims, int64_t n) {
     atomic_init(&t->refs, 1);
     t->dtype = dt;
@@ -150,7 +164,7 @@ vg_tensor *vg_tensor_new(vg_dtype dt, const int64_t *dims, int ndims, vg_status 
         return NULL;
     }
     size_t nbytes = (size_t)n * esz;
-    vg_tensor *t = vg__aligned_alloc(HDR_SIZE + nbytes, VG_TENSOR_ALIGN);
+    vg_tensor *t = block_alloc(HDR_SIZE + nbytes);
     if (!t) {
         vg_status_set(st, VG_RESOURCE_EXHAUSTED, "OOM when allocating tensor of %zu bytes", nbytes);
         return NULL;
@@ -203,7 +217,7 @@ vg_tensor *vg_tensor_new_from(vg_dtype dt, const int64_t *dims, int ndims, void 
                       (size_t)n * vg_dtype_size(dt));
         return NULL;
     }
-    vg_tensor *t = vg__aligned_alloc(HDR_SIZE, VG_TENSOR_ALIGN);
+    vg_tensor *t = block_alloc(HDR_SIZE);
     if (!t) { VG_OOM(st, "tensor"); return NULL; }
     init_header(t, dt, dims, ndims, n);
     t->nbytes = len;
@@ -249,7 +263,8 @@ void vg_tensor_free(vg_tensor *t) {
     } else if (t->dealloc) {
         t->dealloc(t->data, t->nbytes, t->payload);
     }
-    vg__free(t);
+    if (t->small) vg__small_block_put(t);
+    else vg__free(t);
 }
 
 int vg__tensor_refcount(const vg_tensor *t) {
@@ -266,7 +281,7 @@ vg_tensor *vg__tensor_alias(vg_tensor *t, const int64_t *dims, int ndims, vg_sta
         vg_status_set(st, VG_INVALID_ARGUMENT, "alias of %lld elements as %lld", (long long)t->n, (long long)n);
         return NULL;
     }
-    vg_tensor *a = vg__aligned_alloc(HDR_SIZE, VG_TENSOR_ALIGN);
+    vg_tensor *a = block_alloc(HDR_SIZE);
     if (!a) { VG_OOM(st, "tensor"); return NULL; }
     init_header(a, t->dtype, dims, ndims, n);
     a->nbytes = t->nbytes;

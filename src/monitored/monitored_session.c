@@ -105,8 +105,7 @@ bool vg_run_context_stop_requested(const vg_run_context *ctx) { return ctx && ct
 /* ------------------------------------------------------------------------ */
 /* scratch growth (kept for the monitored session's lifetime) */
 
-static bool grow(void **p, int *cap, int need, size_t elem) {
-    if (need <= *cap) return true;
+static __attribute__((noinline)) bool grow_slow(void **p, int *cap, int need, size_t elem) {
     int nc = *cap ? *cap : 16;
     while (nc < need) nc *= 2;
     void *q = vg_realloc(*p, (size_t)*cap * elem, (size_t)nc * elem);
@@ -114,6 +113,10 @@ static bool grow(void **p, int *cap, int need, size_t elem) {
     *p = q;
     *cap = nc;
     return true;
+}
+/* the per-step path: room that is already there costs a compare */
+static inline bool grow(void **p, int *cap, int need, size_t elem) {
+    return need <= *cap || grow_slow(p, cap, need, elem);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -248,13 +251,13 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
     /* before_run, in list order; an error stops everything (no session run). */
     for (int h = 0; h < ms->nhooks; h++) {
         hook_slot *sl = &ms->slots[h];
-        memset(&sl->args, 0, sizeof sl->args);
+        vg_run_args *r = &sl->args;
+        *r = (vg_run_args)VG_RUN_ARGS_INIT;
         sl->fetch_off = -1;
         vg_hook *hk = &ms->hooks[h];
         if (!hk->before_run) continue;
-        vg_code rc = hook_rc(hk->before_run(hk->payload, &ctx, &sl->args, st), hk, h, "before_run", st);
+        vg_code rc = hook_rc(hk->before_run(hk->payload, &ctx, r, st), hk, h, "before_run", st);
         if (rc != VG_OK) return rc;
-        vg_run_args *r = &sl->args;
         if (r->nfetches > 0 || r->ntargets > 0) {
             if (!grow((void **)&ms->fetches, &ms->fetches_cap, nfetch + r->nfetches + 1, sizeof(vg_output)) ||
                 !grow((void **)&ms->targets, &ms->targets_cap, ntarget + r->ntargets + 1, sizeof(vg_op *)) ||
@@ -262,13 +265,14 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
                 return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory merging run arguments");
             sl->fetch_off = nmap;
             /* several hooks fetch the same tensor (the global step): fetch it once */
+            vg_output *f = ms->fetches;
+            int *map = ms->hook_map;
             for (int i = 0; i < r->nfetches; i++) {
+                vg_output want = r->fetches[i];
                 int k = 0;
-                while (k < nfetch && !(ms->fetches[k].op == r->fetches[i].op &&
-                                       ms->fetches[k].index == r->fetches[i].index))
-                    k++;
-                if (k == nfetch) ms->fetches[nfetch++] = r->fetches[i];
-                ms->hook_map[nmap++] = k;
+                while (k < nfetch && !(f[k].op == want.op && f[k].index == want.index)) k++;
+                if (k == nfetch) f[nfetch++] = want;
+                map[nmap++] = k;
             }
             for (int i = 0; i < r->ntargets; i++) ms->targets[ntarget++] = r->targets[i];
         }
@@ -317,16 +321,19 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
     vg_code rc = vg_session_run(ms->sess, &opts, feeds, feed_vals, total_feeds, ms->fetches, ms->results, nfetch,
                                 ms->targets, ntarget, md, st);
     if (rc != VG_OK) return rc;
+    vg_tensor **res = ms->results, **hres = ms->hook_results;
     for (int h = 0; h < ms->nhooks && rc == VG_OK; h++) {
         vg_hook *hk = &ms->hooks[h];
         if (!hk->after_run) continue;
-        hook_slot *sl = &ms->slots[h];
+        const hook_slot *sl = &ms->slots[h];
         vg_run_values v = {NULL, 0, &opts, md};
-        if (sl->fetch_off >= 0 && sl->args.nfetches > 0) {
-            for (int i = 0; i < sl->args.nfetches; i++)
-                ms->hook_results[sl->fetch_off + i] = ms->results[ms->hook_map[sl->fetch_off + i]];
-            v.results = ms->hook_results + sl->fetch_off;
-            v.nresults = sl->args.nfetches;
+        int n = sl->args.nfetches;
+        if (sl->fetch_off >= 0 && n > 0) {
+            const int *map = ms->hook_map + sl->fetch_off;
+            vg_tensor **view = hres + sl->fetch_off;
+            for (int i = 0; i < n; i++) view[i] = res[map[i]];
+            v.results = view;
+            v.nresults = n;
         }
         rc = hook_rc(hk->after_run(hk->payload, &ctx, &v, st), hk, h, "after_run", st);
     }
