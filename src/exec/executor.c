@@ -550,7 +550,7 @@ static vg_code exec_node(vg__run_state *rs, vg__node *n, bool atomic, vg_status 
             rc = vg_status_set(st, VG_INTERNAL, "kernel %s did not produce output %d", n->def->type, i);
             continue;
         }
-        if (t) bytes += (int64_t)vg_tensor_nbytes(t);
+        if (t && rs->trace) bytes += (int64_t)vg_tensor_nbytes(t);
         if (rs->p->slot_uses[slot] == 0) vg_tensor_free(t);
         else rs->vals[slot] = t;
     }
