@@ -1,6 +1,7 @@
 /* test_threadpool.c - the worker pool under contention: parallel_for covers every
  * index once for any size and split, from many callers at once, nested inside its own
- * chunks, with the spin window on and off; submitted tasks all run (also when the
+ * chunks, with the spin window on and off; parallel_for_slots hands each thread one slot
+ * and lets a slow slot take fewer pieces; submitted tasks all run (also when the
  * queue is drained by vg__pool_run_one from outside); a pool freed while its workers
  * spin or sleep joins promptly; idle workers stop spinning after the window; and
  * sessions whose inter-op helpers and intra-op splits share one pool compute what a
@@ -63,6 +64,81 @@ static void test_coverage(void) {
         for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
             for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
                 CHECK(covered_once(pools[pi], sizes[s], parts[k]));
+    vg__pool_free(pools[1]);
+    vg__pool_free(pools[2]);
+}
+
+/* parallel_for_slots: every index once, in at most nchunks pieces; each slot below
+ * the number of taking part threads and kept by one thread for all its pieces; slot 0
+ * always runs; a slow slot leaves the rest of the pieces to the others. */
+#define SLOT_MAX 16
+typedef struct slot_cover {
+    atomic_int *hits;
+    atomic_long calls;
+    atomic_int slot_used[SLOT_MAX];
+    pthread_t slot_thread[SLOT_MAX];
+    atomic_int bad;      /* a slot out of range or run by two threads */
+    int slow_slot;       /* pieces on this slot sleep 2 ms (-1: none) */
+    atomic_int slow_pieces, pieces;
+} slot_cover;
+
+static void slot_fn(void *arg, int64_t b, int64_t e, int slot) {
+    slot_cover *c = arg;
+    atomic_fetch_add(&c->calls, 1);
+    if (slot < 0 || slot >= SLOT_MAX) {
+        atomic_store(&c->bad, 1);
+        return;
+    }
+    if (atomic_fetch_add(&c->slot_used[slot], 1) == 0) c->slot_thread[slot] = pthread_self();
+    else if (!pthread_equal(c->slot_thread[slot], pthread_self())) atomic_store(&c->bad, 1);
+    atomic_fetch_add(&c->pieces, 1);
+    if (slot == c->slow_slot) {
+        atomic_fetch_add(&c->slow_pieces, 1);
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    for (int64_t i = b; i < e; i++) atomic_fetch_add(&c->hits[i], 1);
+}
+
+static bool slots_covered_once(vg__pool *p, int64_t n, int parts, int64_t nchunks, int slow_slot, int *slow_pieces) {
+    slot_cover *c = calloc(1, sizeof *c);
+    c->hits = calloc((size_t)n + 1, sizeof(atomic_int));
+    c->slow_slot = slow_slot;
+    vg__pool_parallel_for_slots(p, n, parts, nchunks, slot_fn, c);
+    bool ok = !atomic_load(&c->bad);
+    for (int64_t i = 0; i < n; i++) ok &= atomic_load(&c->hits[i]) == 1;
+    int maxp = parts < vg__pool_size(p) + 1 ? parts : vg__pool_size(p) + 1;
+    if (maxp < 1) maxp = 1;
+    int64_t maxc = nchunks < 1 ? 1 : nchunks < n ? nchunks : n;
+    long calls = atomic_load(&c->calls);
+    ok &= n == 0 ? calls <= 1 : calls >= 1 && calls <= (maxc > maxp ? maxc : maxp);
+    if (n > 0) ok &= atomic_load(&c->slot_used[0]) >= 1; /* slot 0 always runs */
+    for (int k = maxp; k < SLOT_MAX; k++) ok &= atomic_load(&c->slot_used[k]) == 0;
+    if (slow_pieces) *slow_pieces = atomic_load(&c->slow_pieces);
+    free(c->hits);
+    free(c);
+    return ok;
+}
+
+static void test_slots(void) {
+    vg__pool *pools[3] = {NULL, vg__pool_new(0), vg__pool_new(3)};
+    CHECK(pools[1] && pools[2]);
+    int64_t sizes[] = {0, 1, 2, 3, 5, 17, 64, 1000};
+    int parts[] = {1, 2, 4, 9};
+    int64_t chunks[] = {0, 1, 3, 8, 64, 5000};
+    for (int pi = 0; pi < 3; pi++)
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+            for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
+                for (size_t m = 0; m < sizeof chunks / sizeof *chunks; m++)
+                    CHECK(slots_covered_once(pools[pi], sizes[s], parts[k], chunks[m], -1, NULL));
+    /* 2 threads, 32 pieces, slot 0's pieces take 2 ms each: it runs a few of them while
+     * the other thread runs the rest (a fixed half would be 16; all 32 serially take
+     * 64 ms, so the worker has ~24 ms to start) */
+    vg__pool *two = vg__pool_new(1);
+    int sp = 0;
+    CHECK(slots_covered_once(two, 64, 2, 32, 0, &sp));
+    CHECK(sp >= 1 && sp <= 12);
+    vg__pool_free(two);
     vg__pool_free(pools[1]);
     vg__pool_free(pools[2]);
 }
@@ -442,6 +518,7 @@ static void test_shared_pool_sessions(void) {
 
 int main(void) {
     RUN_TEST(test_coverage);
+    RUN_TEST(test_slots);
     RUN_TEST(test_many_callers);
     RUN_TEST(test_nested);
     RUN_TEST(test_submit_run_one_free);

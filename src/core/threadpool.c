@@ -274,6 +274,8 @@ typedef struct pf_job {
     long nchunks;
     int64_t n;
     vg__chunk_fn fn;
+    vg__slot_chunk_fn sfn; /* instead of fn: pieces claimed with a slot per thread */
+    atomic_int nslots;     /* slots handed out */
     void *arg;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -288,11 +290,17 @@ static void pf_release(pf_job *j) {
 }
 
 static void pf_work(pf_job *j) {
+    int slot = -1;
     for (;;) {
         long c = atomic_fetch_add(&j->next, 1);
         if (c >= j->nchunks) break;
         int64_t b = j->n * c / j->nchunks, e = j->n * (c + 1) / j->nchunks;
-        if (e > b) j->fn(j->arg, b, e);
+        if (j->sfn) {
+            if (slot < 0) slot = atomic_fetch_add_explicit(&j->nslots, 1, memory_order_relaxed);
+            if (e > b) j->sfn(j->arg, b, e, slot);
+        } else if (e > b) {
+            j->fn(j->arg, b, e);
+        }
         /* seq_cst pairs with the caller's store of sleeping before its load of done */
         if (atomic_fetch_add(&j->done, 1) + 1 == j->nchunks && atomic_load(&j->sleeping)) {
             pthread_mutex_lock(&j->mu);
@@ -315,20 +323,23 @@ static bool pf_finished(const void *a) {
     return atomic_load_explicit(&((pf_job *)j)->done, memory_order_acquire) >= j->nchunks;
 }
 
-void vg__pool_parallel_for(vg__pool *p, int64_t n, int max_parts, vg__chunk_fn fn, void *arg) {
-    if (n <= 0) return;
-    int parts = max_parts;
-    if (parts > vg__pool_size(p) + 1) parts = vg__pool_size(p) + 1;
-    if (parts > n) parts = (int)n;
-    if (parts <= 1) { fn(arg, 0, n); return; }
+/* The parallel-for behind both entry points: nchunks pieces, parts participants. */
+static void pf_run(vg__pool *p, int64_t n, int parts, int64_t nchunks, vg__chunk_fn fn, vg__slot_chunk_fn sfn,
+                   void *arg) {
     pf_job *j = vg__malloc(sizeof *j);
-    if (!j) { fn(arg, 0, n); return; }
+    if (!j) {
+        if (sfn) sfn(arg, 0, n, 0);
+        else fn(arg, 0, n);
+        return;
+    }
     atomic_init(&j->next, 0);
     atomic_init(&j->done, 0);
     atomic_init(&j->sleeping, false);
-    j->nchunks = parts;
+    atomic_init(&j->nslots, 0);
+    j->nchunks = (long)nchunks;
     j->n = n;
     j->fn = fn;
+    j->sfn = sfn;
     j->arg = arg;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
@@ -344,4 +355,31 @@ void vg__pool_parallel_for(vg__pool *p, int64_t n, int max_parts, vg__chunk_fn f
         pthread_mutex_unlock(&j->mu);
     }
     pf_release(j);
+}
+
+void vg__pool_parallel_for(vg__pool *p, int64_t n, int max_parts, vg__chunk_fn fn, void *arg) {
+    vg__pool_parallel_for_n(p, n, max_parts, 0, fn, arg); /* one piece per thread */
+}
+
+void vg__pool_parallel_for_n(vg__pool *p, int64_t n, int max_parts, int64_t nchunks, vg__chunk_fn fn, void *arg) {
+    if (n <= 0) return;
+    int parts = max_parts;
+    if (parts > vg__pool_size(p) + 1) parts = vg__pool_size(p) + 1;
+    if (parts > n) parts = (int)n;
+    if (parts <= 1) { fn(arg, 0, n); return; }
+    if (nchunks > n) nchunks = n;
+    if (nchunks < parts) nchunks = parts;
+    pf_run(p, n, parts, nchunks, fn, NULL, arg);
+}
+
+void vg__pool_parallel_for_slots(vg__pool *p, int64_t n, int max_parts, int64_t nchunks, vg__slot_chunk_fn fn,
+                                 void *arg) {
+    if (n <= 0) return;
+    int parts = max_parts;
+    if (parts > vg__pool_size(p) + 1) parts = vg__pool_size(p) + 1;
+    if (nchunks > n) nchunks = n;
+    if (nchunks < 1) nchunks = 1;
+    if (parts > nchunks) parts = (int)nchunks;
+    if (parts <= 1) { fn(arg, 0, n, 0); return; }
+    pf_run(p, n, parts, nchunks, NULL, fn, arg);
 }

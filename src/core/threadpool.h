@@ -7,6 +7,8 @@
 typedef struct vg__pool vg__pool;
 typedef void (*vg__task_fn)(void *arg);
 typedef void (*vg__chunk_fn)(void *arg, int64_t begin, int64_t end);
+/* A chunk function that also gets its thread's slot (see vg__pool_parallel_for_slots). */
+typedef void (*vg__slot_chunk_fn)(void *arg, int64_t begin, int64_t end, int slot);
 
 /* nthreads workers (0 allowed: everything runs on the caller). NULL on failure. */
 VG_HIDDEN vg__pool *vg__pool_new(int nthreads);
@@ -21,6 +23,17 @@ VG_HIDDEN int vg__pool_thread_id(void);
  * caller waits for chunks other threads took by spinning for up to the spin window,
  * then sleeping. */
 VG_HIDDEN void vg__pool_parallel_for(vg__pool *p, int64_t n, int max_parts, vg__chunk_fn fn, void *arg);
+/* The same in nchunks pieces (at least one per thread taking part, at most n) claimed as
+ * the threads go, so a thread on a slower or preempted core takes fewer. */
+VG_HIDDEN void vg__pool_parallel_for_n(vg__pool *p, int64_t n, int max_parts, int64_t nchunks, vg__chunk_fn fn,
+                                       void *arg);
+/* Runs fn over [0,n) cut into nchunks pieces that up to max_parts threads (the caller
+ * and pool workers) claim as they go, so a thread on a slower or preempted core takes
+ * fewer. Each taking part thread gets a distinct slot in [0, max_parts) for all the
+ * pieces it runs (per-thread scratch, partial sums); slot 0 is the first to claim, so
+ * it always runs at least one piece when n > 0. Slots above 0 may run none. */
+VG_HIDDEN void vg__pool_parallel_for_slots(vg__pool *p, int64_t n, int max_parts, int64_t nchunks,
+                                           vg__slot_chunk_fn fn, void *arg);
 /* Runs one queued task on the calling thread; false if the queue was empty. NULL p:
  * false. */
 VG_HIDDEN bool vg__pool_run_one(vg__pool *p);

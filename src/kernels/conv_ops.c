@@ -988,6 +988,19 @@ int vg__conv_set_winograd(int mode) {
 
 long long vg__conv_winograd_runs(void) { return atomic_load(&g_wino_runs); }
 
+/* Winograd work is cut into pieces of the batch that the threads claim as they go
+ * (vg__kctx_parallel_for_slots): on a VM whose vCPUs run at different speeds once both
+ * are busy (the slower 10-30% behind in some minutes) or whose other vCPU stalls for a
+ * while, fixed halves make the faster thread wait for the slower one at the end of
+ * every call. Forward and input gradient: WCONV_PIECES pieces per thread, each image's
+ * output computed alone, so the result does not depend on who ran what. Filter
+ * gradient: WCONV_BF_PIECES pieces per thread, each summing its images into its own
+ * partial, the partials then added in piece order: the same sums, in the same order,
+ * whichever thread ran each piece (bit-identical run to run at a given thread count). */
+#define WCONV_PIECES 4
+#define WCONV_BF_PIECES 2
+#define WCONV_MAX_UNITS 256
+
 typedef struct wconv_job {
     int mode;
     vg__wino_conv c;
@@ -995,8 +1008,11 @@ typedef struct wconv_job {
     int64_t ci, co;      /* the filter's (HWIO) */
     float *out;
     int64_t n, units;
-    float *mem;          /* units * stride floats: scratch (+ a transform-domain filter gradient) */
+    float *mem;          /* units * stride floats: each thread slot's scratch */
     size_t stride, scratch;
+    int64_t pieces;      /* BP_FILTER: pieces of the batch, each with a partial sum */
+    float *part;         /* BP_FILTER: pieces * fsz floats of transform-domain partial sums */
+    size_t fsz;
     const void *pool;    /* FWD: the fused max pool's pool_job, run per image */
     int64_t pool_oh;
 } wconv_job;
@@ -1006,13 +1022,17 @@ static void wconv_pool(void *arg, int64_t img) {
     pool_fwd_rows((void *)j->pool, img * j->pool_oh, (img + 1) * j->pool_oh);
 }
 
-static void wconv_units(void *arg, int64_t u0, int64_t u1) {
+/* Images [i0, i1), one piece, with the scratch of the calling thread's slot; for the
+ * filter gradient into the piece's own partial sum. */
+static void wconv_images(void *arg, int64_t i0, int64_t i1, int slot) {
     const wconv_job *j = arg;
-    for (int64_t u = u0; u < u1; u++) {
-        int64_t i0 = u * j->n / j->units, i1 = (u + 1) * j->n / j->units;
-        float *mem = j->mem + (size_t)u * j->stride;
-        if (j->mode == CONV_BP_FILTER) vg__wino_bf_images(&j->c, j->in, j->dy, i0, i1, mem + j->scratch, true, mem);
-        else vg__wino_conv_images(&j->c, j->in, j->out, i0, i1, mem, j->pool ? wconv_pool : NULL, (void *)j);
+    float *mem = j->mem + (size_t)slot * j->stride;
+    if (j->mode == CONV_BP_FILTER) {
+        /* the piece that starts at i0: pieces are [n c / P, n (c + 1) / P), P <= n */
+        int64_t c = (i0 * j->pieces + j->n - 1) / j->n;
+        vg__wino_bf_images(&j->c, j->in, j->dy, i0, i1, j->part + (size_t)c * j->fsz, true, mem);
+    } else {
+        vg__wino_conv_images(&j->c, j->in, j->out, i0, i1, mem, j->pool ? wconv_pool : NULL, (void *)j);
     }
 }
 
@@ -1027,9 +1047,9 @@ static void wconv_filter_rows(void *arg, int64_t r0, int64_t r1) {
 static void wconv_grad_blocks(void *arg, int64_t b0, int64_t b1) {
     const wconv_job *j = arg;
     const int64_t n = j->ci * j->co;
-    float *acc = j->mem + j->scratch;
-    for (int64_t u = 1; u < j->units; u++) {
-        const float *part = j->mem + (size_t)u * j->stride + j->scratch;
+    float *acc = j->part;
+    for (int64_t c = 1; c < j->pieces; c++) {
+        const float *part = j->part + (size_t)c * j->fsz;
         for (int64_t p = 0; p < 36; p++)
             for (int64_t e = 16 * b0; e < 16 * b1; e++) acc[p * n + e] += part[p * n + e];
     }
@@ -1069,16 +1089,21 @@ static vg_code wconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
         return VG_OK;
     double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)(g->kh * g->kw * g->ci * g->co);
     int64_t units = image_units(ctx, flops, g->n);
+    if (units > WCONV_MAX_UNITS) units = WCONV_MAX_UNITS;
     j.units = units;
     size_t fsz = vg__wino_filter_floats(j.c.ic, j.c.oc);
     j.scratch = (cj->mode == CONV_BP_FILTER ? vg__wino_bf_scratch_floats(&j.c) : vg__wino_conv_scratch_floats(&j.c));
     j.scratch = (j.scratch + 15) / 16 * 16;
-    j.stride = j.scratch + (cj->mode == CONV_BP_FILTER ? fsz : 0);
-    size_t total = fsz + j.stride * (size_t)units; /* U (FWD, BP_INPUT) or the summed gradient (BP_FILTER) */
+    j.stride = j.scratch;
+    j.fsz = fsz;
+    j.pieces = cj->mode != CONV_BP_FILTER ? 0 : units * WCONV_BF_PIECES < g->n ? units * WCONV_BF_PIECES : g->n;
+    /* U (FWD, BP_INPUT), then each slot's scratch, then (BP_FILTER) the partial sums */
+    size_t total = (cj->mode != CONV_BP_FILTER ? fsz : 0) + j.stride * (size_t)units + fsz * (size_t)j.pieces;
     conv_scratch *held = NULL;
     float *scratch = (float *)scratch_get(ctx, total * sizeof(float), &held);
     if (!scratch) return vg__kctx_status(ctx)->code;
-    j.mem = scratch + fsz;
+    j.mem = scratch + (cj->mode != CONV_BP_FILTER ? fsz : 0);
+    j.part = j.mem + j.stride * (size_t)units;
     j.ci = g->ci, j.co = g->co;
     j.out = (float *)cj->out;
     if (cj->mode != CONV_BP_FILTER) {
@@ -1094,8 +1119,13 @@ static vg_code wconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
             j.pool_oh = cj->pool_oh;
         }
     }
-    if (units == 1) wconv_units(&j, 0, 1);
-    else vg__kctx_parallel_for(ctx, units, (int64_t)(flops / (double)units), wconv_units, &j);
+    if (cj->mode == CONV_BP_FILTER) {
+        if (units == 1) wconv_images(&j, 0, g->n, 0);
+        else vg__kctx_parallel_for_slots(ctx, g->n, (int)units, j.pieces, wconv_images, &j);
+    } else {
+        if (units == 1) wconv_images(&j, 0, g->n, 0);
+        else vg__kctx_parallel_for_slots(ctx, g->n, (int)units, units * WCONV_PIECES, wconv_images, &j);
+    }
     if (cj->mode == CONV_BP_FILTER) {
         int64_t blocks = g->ci * g->co / 16;
         if (units == 1) wconv_grad_blocks(&j, 0, blocks);

@@ -48,6 +48,8 @@ const vg_run_options *vg__kctx_run_options(const vg__kctx *ctx) { return ctx->rs
 int64_t vg__kctx_deadline_ns(const vg__kctx *ctx) { return ctx->rs->deadline; }
 int vg__kctx_num_threads(const vg__kctx *ctx) { return ctx->rs->s->intra_threads; }
 
+#define KCTX_PIECES 4
+
 void vg__kctx_parallel_for(vg__kctx *ctx, int64_t n, int64_t cost_per_unit, vg__range_fn fn, void *arg) {
     vg_session *s = ctx->rs->s;
     double work = (double)n * (double)(cost_per_unit > 0 ? cost_per_unit : 1);
@@ -60,8 +62,27 @@ void vg__kctx_parallel_for(vg__kctx *ctx, int64_t n, int64_t cost_per_unit, vg__
      * inter-op helper (executor.c, node_expensive) */
     if (atomic_load_explicit(&ctx->n->splits, memory_order_relaxed) != split)
         atomic_store_explicit(&ctx->n->splits, split, memory_order_relaxed);
-    if (!split) fn(arg, 0, n);
-    else vg__pool_parallel_for(s->intra, n, parts, fn, arg);
+    if (!split) {
+        fn(arg, 0, n);
+        return;
+    }
+    /* Pieces claimed as the threads go, KCTX_PIECES per thread where each still holds
+     * ~50k flops: on a VM a vCPU can run slower than the other or stall for a while
+     * (the host's other tenants), and with one fixed piece per thread every thread
+     * waits for that one at the end of the call. */
+    int64_t nchunks = parts;
+    if (work / ((double)parts * KCTX_PIECES) >= 50000.0) nchunks = (int64_t)parts * KCTX_PIECES;
+    vg__pool_parallel_for_n(s->intra, n, parts, nchunks, fn, arg);
+}
+
+void vg__kctx_parallel_for_slots(vg__kctx *ctx, int64_t n, int nslots, int64_t nchunks, vg__slot_range_fn fn,
+                                 void *arg) {
+    vg_session *s = ctx->rs->s;
+    bool split = nslots > 1 && s->intra && n > 1;
+    if (atomic_load_explicit(&ctx->n->splits, memory_order_relaxed) != split)
+        atomic_store_explicit(&ctx->n->splits, split, memory_order_relaxed);
+    if (!split) fn(arg, 0, n, 0);
+    else vg__pool_parallel_for_slots(s->intra, n, nslots, nchunks, fn, arg);
 }
 
 vg_code vg__kctx_step_resource(vg__kctx *ctx, void *ptr, void (*destroy)(void *)) {

@@ -58,6 +58,15 @@ VG_HIDDEN int vg__kctx_num_threads(const vg__kctx *ctx);
 typedef void (*vg__range_fn)(void *arg, int64_t begin, int64_t end);
 VG_HIDDEN void vg__kctx_parallel_for(vg__kctx *ctx, int64_t n, int64_t cost_per_unit,
                                      vg__range_fn fn, void *arg);
+/* Runs fn(arg, begin, end, slot) over [0, n) cut into nchunks pieces that up to nslots
+ * threads (the caller's included) claim as they go: a thread on a core that runs slow
+ * this minute takes fewer pieces instead of holding the others up at the end. Each
+ * thread keeps one slot in [0, nslots) for all its pieces (index per-thread scratch
+ * with it); slot 0 always runs at least one piece (n > 0), other slots may run none.
+ * nslots <= 1 or no pool: fn(arg, 0, n, 0) on the caller. */
+typedef void (*vg__slot_range_fn)(void *arg, int64_t begin, int64_t end, int slot);
+VG_HIDDEN void vg__kctx_parallel_for_slots(vg__kctx *ctx, int64_t n, int nslots, int64_t nchunks,
+                                           vg__slot_range_fn fn, void *arg);
 /* Per-(session, op) kernel state, created once on first use with create (thread-safe;
  * later calls return the same pointer); destroy is called when the session is freed.
  * Used by random ops (their stream position) and resource ops. */
