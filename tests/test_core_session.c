@@ -367,6 +367,81 @@ static void test_core__graph_names_scopes_collections(void) {
     vg_graph_free(g);
 }
 
+/* With intra-op threads, two independent nodes whose kernels split over the intra-op
+ * pool (MatMuls of 256x256) run one after the other on the caller, each on every
+ * thread, not side by side on the caller and an inter-op helper (executor.c,
+ * take_ready). The first runs measure the nodes; the traced run checks who ran what. */
+static void test_core__split_nodes_stay_on_caller(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    int64_t d[2] = {256, 256};
+    /* two sleeps: the caller runs one, a helper the other; the MatMuls become ready
+     * when the helper's sleep is done (through the Mul it then runs), while the caller
+     * still sleeps: a helper that took whatever was ready would take one of them */
+    vg_output s1 = test_op(g, "TestSleep", NULL, 0, "s1"), s2 = test_op(g, "TestSleep", NULL, 0, "s2");
+    vg_output x = vg_mul(g, vg_const_fill(g, VG_FLOAT, d, 2, 0.5, NULL), s2, "x");
+    vg_output y = vg_const_fill(g, VG_FLOAT, d, 2, 0.25, "y");
+    vg_output a = vg_matmul(g, x, y, false, false, "a"), b = vg_matmul(g, y, x, false, false, "b");
+    vg_output sum = vg_add(g, vg_add(g, a, b, NULL), s1, "sum");
+    vg_session_options opts = {2, 2};
+    vg_session *s = vg_session_new(g, &opts, &st);
+    vg_tensor *o;
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &sum, &o, 1, NULL, 0, NULL, &st), &st);
+        vg_tensor_free(o);
+    }
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.trace_level = VG_TRACE_FULL;
+    vg_run_metadata *md = vg_run_metadata_new();
+    for (int r = 0; r < 5; r++) {
+        vg_run_metadata_clear(md);
+        CHECK_OK(vg_session_run(s, &ro, NULL, NULL, 0, &sum, &o, 1, NULL, 0, md, &st), &st);
+        CHECK_NEAR(((float *)vg_tensor_data(o))[0], 2 * 256 * 0.125 + 1, 0);
+        vg_tensor_free(o);
+        int ta = -1, tb = -1;
+        int64_t sa = 0, ea = 0, sb = 0, eb = 0;
+        for (int i = 0; i < vg_run_metadata_num_nodes(md); i++) {
+            const vg_node_stats *ns = vg_run_metadata_node(md, i);
+            if (!strcmp(ns->node_name, "a")) ta = ns->thread_id, sa = ns->start_us, ea = ns->end_us;
+            if (!strcmp(ns->node_name, "b")) tb = ns->thread_id, sb = ns->start_us, eb = ns->end_us;
+        }
+        CHECK_EQ_INT(ta, 0);
+        CHECK_EQ_INT(tb, 0);
+        CHECK(ea <= sb || eb <= sa);
+    }
+    vg_run_metadata_free(md);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
+/* ...but while the caller waits in a blocking node (a dequeue), a helper takes such a
+ * node when the dequeue needs its result (the enqueue of a split MatMul's output in the
+ * same run): no hang. */
+static void test_core__blocking_caller_split_node(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    int64_t d[2] = {256, 256};
+    vg_dtype dt = VG_FLOAT;
+    vg_output q = vg_fifo_queue(g, &dt, NULL, 1, -1, "q");
+    vg_output x = vg_const_fill(g, VG_FLOAT, d, 2, 0.5, "x");
+    vg_output m = vg_matmul(g, x, x, false, false, "m");
+    vg_op *enq = vg_queue_enqueue(g, q, &m, 1, "enq");
+    vg_op *deq = vg_queue_dequeue(g, q, "deq");
+    vg_output got = vg_out(deq, 0);
+    vg_session_options opts = {2, 2};
+    vg_session *s = vg_session_new(g, &opts, &st);
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.timeout_in_ms = 10000;
+    for (int i = 0; i < 50; i++) {
+        vg_tensor *o = NULL;
+        CHECK_OK(vg_session_run(s, &ro, NULL, NULL, 0, &got, &o, 1, &enq, 1, NULL, &st), &st);
+        if (o) CHECK_NEAR(((float *)vg_tensor_data(o))[0], 256 * 0.25, 0);
+        vg_tensor_free(o);
+    }
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_core__feeds_fetches_targets);
     RUN_TEST(test_core__pruning_and_cache);
@@ -375,6 +450,8 @@ int main(void) {
     RUN_TEST(test_core__bad_feeds_and_names);
     RUN_TEST(test_core__close_cancels);
     RUN_TEST(test_core__parallel_and_trace);
+    RUN_TEST(test_core__split_nodes_stay_on_caller);
+    RUN_TEST(test_core__blocking_caller_split_node);
     RUN_TEST(test_core__graph_names_scopes_collections);
     TEST_MAIN_END();
 }

@@ -600,8 +600,10 @@ static void helper_task(void *arg) {
     state_release(rs);
 }
 
-/* Takes a ready node: the caller takes any; a pool helper only non-blocking ones, so a
- * queue op never parks a pool thread that other runs may need. -1 if none. Lock held.
+/* Takes a ready node: the caller takes any; a pool helper only non-blocking ones (so a
+ * queue op never parks a pool thread that other runs may need) unless the caller is in
+ * a blocking node itself, and not one that splits over the intra-op pool (see below).
+ * -1 if none. Lock held.
  * Plans with collectives take by priority: the caller a ready collective first (its
  * reduce then runs on the communication thread while helpers go on with the other
  * nodes), then anyone a node that feeds a collective, then the newest ready node. */
@@ -619,9 +621,23 @@ static int take_ready(vg__run_state *rs, bool helper) {
         rs->ready[best] = rs->ready[--rs->nready];
         return id;
     }
+    /* A helper also leaves to the caller a node whose kernel splits over the intra-op
+     * pool when that pool already has a thread for each helper besides the caller
+     * (node_wants_helper): run beside the caller's node, both kernels would share the
+     * same cores with one thread more than there are. A helper that took whatever was
+     * ready ran the CNN's two conv2 gradients side by side, one thread each (5.6 ms
+     * each at 2 threads, the 1-thread time), instead of each split in turn (3.0 and
+     * 3.5 ms). Not while the caller is inside a blocking node (it may wait for the
+     * result of the very node left to it). */
+    bool leave_split = helper && !rs->caller_blocking && rs->s->intra_threads >= rs->s->inter_helpers + 1;
+    /* While the caller waits in a blocking node, a helper takes blocking nodes too: the
+     * caller's dequeue may wait for an enqueue of the same run, which nobody else would
+     * run (TF's executor runs any ready node on any of its threads). */
+    bool skip_blocking = helper && !rs->caller_blocking;
     for (int k = rs->nready - 1; k >= 0; k--) {
         int id = rs->ready[k];
-        if (helper && (rs->p->nodes[id].def->flags & VG__OP_BLOCKING)) continue;
+        if (skip_blocking && (rs->p->nodes[id].def->flags & VG__OP_BLOCKING)) continue;
+        if (leave_split && atomic_load_explicit(&rs->p->nodes[id].splits, memory_order_relaxed)) continue;
         rs->ready[k] = rs->ready[--rs->nready];
         return id;
     }
@@ -672,8 +688,12 @@ static void parallel_work(vg__run_state *rs, bool helper) {
     for (;;) {
         int id = take_ready(rs, helper);
         if (id < 0) break;
+        /* set before any helper looks (take_ready), cleared when the node is done */
+        bool blocking = !helper && (p->nodes[id].def->flags & VG__OP_BLOCKING);
+        if (blocking) rs->caller_blocking = true;
         /* more expensive ready work than helpers on it: offer it to the pool */
-        bool spawn = want_helper(rs, id);
+        bool spawn = want_helper(rs, id) ||
+                     (blocking && rs->helpers < rs->s->inter_helpers && rs->nready > rs->helpers);
         if (spawn) {
             rs->helpers++;
             rs->refs++;
@@ -700,6 +720,7 @@ static void parallel_work(vg__run_state *rs, bool helper) {
                 if (n->in_slot[i] >= 0) release_slot(rs, n->in_slot[i], true);
         int nnew = 0;
         pthread_mutex_lock(&rs->mu);
+        if (blocking) rs->caller_blocking = false;
         for (int k = 0; k < n->nsucc; k++) {
             int sid = n->succ[k];
             if (atomic_fetch_sub(&rs->pending[sid], 1) == 1) {
@@ -721,6 +742,7 @@ static void run_parallel(vg__run_state *rs) {
     rs->nready = 0;
     rs->ndone = 0;
     rs->helpers = 0;
+    rs->caller_blocking = false;
     for (int i = 0; i < p->nnodes; i++) {
         atomic_store(&rs->pending[i], p->nodes[i].npred);
         if (!p->nodes[i].npred) rs->ready[rs->nready++] = i;
