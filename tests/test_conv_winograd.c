@@ -258,10 +258,37 @@ static void test_winograd__gradcheck(void) {
     vg__conv_set_winograd(1);
 }
 
+/* Scratch that is not zero: every allocation filled with NaN bytes (an allocator hook)
+ * while every case runs again, on both sides of the comparison. A partial sum that no
+ * piece wrote (the filter gradient at 1 thread used to fill only the first of two,
+ * adding whatever the second held: zeros from a fresh mmap, anything from a reused
+ * heap block) shows up as NaN. */
+static void *nan_alloc(void *payload, size_t size, size_t align) {
+    (void)payload;
+    void *p = NULL;
+    if (posix_memalign(&p, align, size ? size : 1)) return NULL;
+    memset(p, 0xff, size);
+    return p;
+}
+static void nan_free(void *payload, void *p) { (void)payload; free(p); }
+
+static void test_winograd__dirty_scratch(void) {
+    if (!vg__conv_set_winograd(1)) return;
+    vg_allocator a = {nan_alloc, nan_free, NULL};
+    vg_allocator_set(&a);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
+    vg__conv_set_dnnl(0); /* the direct kernels as the other path */
+    check_case(&cases[1]);
+    check_case(&cases[4]);
+    vg__conv_set_dnnl(1);
+    vg_allocator_set(NULL);
+}
+
 int main(void) {
     RUN_TEST(test_winograd__matches_other_paths);
     RUN_TEST(test_winograd__matches_direct);
     RUN_TEST(test_winograd__refuses);
     RUN_TEST(test_winograd__gradcheck);
+    RUN_TEST(test_winograd__dirty_scratch);
     TEST_MAIN_END();
 }

@@ -1028,9 +1028,14 @@ static void wconv_images(void *arg, int64_t i0, int64_t i1, int slot) {
     const wconv_job *j = arg;
     float *mem = j->mem + (size_t)slot * j->stride;
     if (j->mode == CONV_BP_FILTER) {
-        /* the piece that starts at i0: pieces are [n c / P, n (c + 1) / P), P <= n */
-        int64_t c = (i0 * j->pieces + j->n - 1) / j->n;
-        vg__wino_bf_images(&j->c, j->in, j->dy, i0, i1, j->part + (size_t)c * j->fsz, true, mem);
+        /* pieces are [n c / P, n (c + 1) / P), P <= n; a range normally is one piece, but
+         * a caller that runs the whole batch itself (one thread, or no pool) still fills
+         * every piece's partial, which wconv_grad_blocks adds up */
+        for (int64_t c = (i0 * j->pieces + j->n - 1) / j->n; c < j->pieces; c++) {
+            int64_t b = j->n * c / j->pieces, e = j->n * (c + 1) / j->pieces;
+            if (b >= i1) break;
+            vg__wino_bf_images(&j->c, j->in, j->dy, b, e, j->part + (size_t)c * j->fsz, true, mem);
+        }
     } else {
         vg__wino_conv_images(&j->c, j->in, j->out, i0, i1, mem, j->pool ? wconv_pool : NULL, (void *)j);
     }
@@ -1092,11 +1097,16 @@ static vg_code wconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
     if (units > WCONV_MAX_UNITS) units = WCONV_MAX_UNITS;
     j.units = units;
     size_t fsz = vg__wino_filter_floats(j.c.ic, j.c.oc);
-    j.scratch = (cj->mode == CONV_BP_FILTER ? vg__wino_bf_scratch_floats(&j.c) : vg__wino_conv_scratch_floats(&j.c));
+    j.pieces = cj->mode != CONV_BP_FILTER ? 0
+               : units == 1                      ? 1
+               : units * WCONV_BF_PIECES < g->n  ? units * WCONV_BF_PIECES
+                                                 : g->n;
+    /* a filter-gradient piece holds at most ceil(n / pieces) images (wconv_images) */
+    j.scratch = (cj->mode == CONV_BP_FILTER ? vg__wino_bf_scratch_floats(&j.c, (g->n + j.pieces - 1) / j.pieces)
+                                            : vg__wino_conv_scratch_floats(&j.c));
     j.scratch = (j.scratch + 15) / 16 * 16;
     j.stride = j.scratch;
     j.fsz = fsz;
-    j.pieces = cj->mode != CONV_BP_FILTER ? 0 : units * WCONV_BF_PIECES < g->n ? units * WCONV_BF_PIECES : g->n;
     /* U (FWD, BP_INPUT), then each slot's scratch, then (BP_FILTER) the partial sums */
     size_t total = (cj->mode != CONV_BP_FILTER ? fsz : 0) + j.stride * (size_t)units + fsz * (size_t)j.pieces;
     conv_scratch *held = NULL;

@@ -72,8 +72,12 @@ static int64_t bf_block_tiles(int64_t ic, int64_t oc) {
     return tb < 8 ? 8 : tb;
 }
 
-size_t vg__wino_bf_scratch_floats(const vg__wino_conv *c) {
-    return (size_t)(36 * bf_block_tiles(c->ic, c->oc) * (c->ic + c->oc)) + pad_floats(c) + 16;
+/* A call's blocks hold at most its own tiles: with many threads (small pieces of the
+ * batch) the scratch stays near what the tiles need. */
+size_t vg__wino_bf_scratch_floats(const vg__wino_conv *c, int64_t max_images) {
+    int64_t tb = bf_block_tiles(c->ic, c->oc), tiles = max_images * ((c->oh + 1) / 2) * ((c->ow + 1) / 2);
+    if (tiles < tb) tb = tiles < 1 ? 1 : tiles;
+    return (size_t)(36 * tb * (c->ic + c->oc)) + pad_floats(c) + 16;
 }
 
 #ifdef WINO_X86
@@ -463,9 +467,11 @@ static T512 void dy_tf(const float *dy, int64_t oh, int64_t ow, int64_t oc, int6
 static T512 void bf_images(const vg__wino_conv *cv, const float *x, const float *dy, int64_t i0, int64_t i1,
                            float *acc, bool zero_acc, float *scratch) {
     const int64_t ic = cv->ic, oc = cv->oc, th = (cv->oh + 1) / 2, tw = (cv->ow + 1) / 2, tpi = th * tw;
-    const int64_t TB = bf_block_tiles(ic, oc), G0 = i0 * tpi, G1 = i1 * tpi;
+    const int64_t G0 = i0 * tpi, G1 = i1 * tpi;
     if (zero_acc) memset(acc, 0, sizeof(float) * (size_t)(36 * ic * oc));
     if (G1 <= G0) return;
+    /* blocks of at most the call's own tiles (vg__wino_bf_scratch_floats) */
+    const int64_t TB = bf_block_tiles(ic, oc) < G1 - G0 ? bf_block_tiles(ic, oc) : G1 - G0;
     int64_t nblk = (G1 - G0 + TB - 1) / TB;
     float *V = scratch, *W = scratch + 36 * TB * ic;
     pad_img pi = {W + 36 * TB * oc, 2 * th + 4, 2 * tw + 4, -1};
