@@ -628,7 +628,9 @@ static int take_ready(vg__run_state *rs, bool helper) {
      * ready ran the CNN's two conv2 gradients side by side, one thread each (5.6 ms
      * each at 2 threads, the 1-thread time), instead of each split in turn (3.0 and
      * 3.5 ms). Not while the caller is inside a blocking node (it may wait for the
-     * result of the very node left to it). */
+     * result of the very node left to it). The cost: a split node left behind waits
+     * while the caller runs a long node that does not split; a training step's heavy
+     * nodes split, so that is rare. */
     bool leave_split = helper && !rs->caller_blocking && rs->s->intra_threads >= rs->s->inter_helpers + 1;
     /* While the caller waits in a blocking node, a helper takes blocking nodes too: the
      * caller's dequeue may wait for an enqueue of the same run, which nobody else would
