@@ -123,7 +123,9 @@ struct vg__run_state {
     atomic_uint progress;      /* bumped (under mu) when nodes become ready or the run ends */
     int helpers;               /* pool tasks started or queued for this run */
     bool caller_blocking;      /* (under mu) the caller is running a blocking node: helpers
-                                * then take any ready node (take_ready) */
+                                * then take blocking nodes too (take_ready) */
+    int split_running;         /* (under mu) nodes running whose kernels split over every
+                                * thread (split_waits) */
     int refs;                  /* the caller + queued/running helper tasks; the state is
                                 * recycled by whoever drops the last reference, so a run
                                 * never waits for a helper task stuck behind a blocked

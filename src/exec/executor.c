@@ -600,10 +600,27 @@ static void helper_task(void *arg) {
     state_release(rs);
 }
 
+/* Whether node id splits over the intra-op pool while that pool already has a thread
+ * for every inter-op helper besides the caller: such a kernel keeps every thread busy. */
+static bool node_splits_all(const vg__run_state *rs, int id) {
+    return atomic_load_explicit(&rs->p->nodes[id].splits, memory_order_relaxed) &&
+           rs->s->intra_threads >= rs->s->inter_helpers + 1;
+}
+
+/* One such node at a time: run side by side, two kernels would share the same cores
+ * with one thread more than there are. When a helper took whatever was ready, the
+ * CNN's two conv2 gradients ran side by side at 2 threads, one thread each (5.6 ms
+ * each, the 1-thread time), instead of each split in turn (3.0 and 3.5 ms). Whoever is
+ * free takes the next one once the running one is done (a caller with nothing to take
+ * meanwhile takes shares of the running one's split, run_parallel). Lock held. */
+static bool split_waits(const vg__run_state *rs, int id) {
+    return rs->split_running > 0 && node_splits_all(rs, id);
+}
+
 /* Takes a ready node: the caller takes any; a pool helper only non-blocking ones (so a
  * queue op never parks a pool thread that other runs may need) unless the caller is in
- * a blocking node itself, and not one that splits over the intra-op pool (see below).
- * -1 if none. Lock held.
+ * a blocking node itself; nobody a node that splits over the intra-op pool while such
+ * a node runs (split_waits). -1 if none. Lock held.
  * Plans with collectives take by priority: the caller a ready collective first (its
  * reduce then runs on the communication thread while helpers go on with the other
  * nodes), then anyone a node that feeds a collective, then the newest ready node. */
@@ -621,17 +638,6 @@ static int take_ready(vg__run_state *rs, bool helper) {
         rs->ready[best] = rs->ready[--rs->nready];
         return id;
     }
-    /* A helper also leaves to the caller a node whose kernel splits over the intra-op
-     * pool when that pool already has a thread for each helper besides the caller
-     * (node_wants_helper): run beside the caller's node, both kernels would share the
-     * same cores with one thread more than there are. A helper that took whatever was
-     * ready ran the CNN's two conv2 gradients side by side, one thread each (5.6 ms
-     * each at 2 threads, the 1-thread time), instead of each split in turn (3.0 and
-     * 3.5 ms). Not while the caller is inside a blocking node (it may wait for the
-     * result of the very node left to it). The cost: a split node left behind waits
-     * while the caller runs a long node that does not split; a training step's heavy
-     * nodes split, so that is rare. */
-    bool leave_split = helper && !rs->caller_blocking && rs->s->intra_threads >= rs->s->inter_helpers + 1;
     /* While the caller waits in a blocking node, a helper takes blocking nodes too: the
      * caller's dequeue may wait for an enqueue of the same run, which nobody else would
      * run (TF's executor runs any ready node on any of its threads). */
@@ -639,7 +645,7 @@ static int take_ready(vg__run_state *rs, bool helper) {
     for (int k = rs->nready - 1; k >= 0; k--) {
         int id = rs->ready[k];
         if (skip_blocking && (rs->p->nodes[id].def->flags & VG__OP_BLOCKING)) continue;
-        if (leave_split && atomic_load_explicit(&rs->p->nodes[id].splits, memory_order_relaxed)) continue;
+        if (split_waits(rs, id)) continue;
         rs->ready[k] = rs->ready[--rs->nready];
         return id;
     }
@@ -690,9 +696,11 @@ static void parallel_work(vg__run_state *rs, bool helper) {
     for (;;) {
         int id = take_ready(rs, helper);
         if (id < 0) break;
-        /* set before any helper looks (take_ready), cleared when the node is done */
+        /* set before any other thread looks (take_ready), cleared when the node is done */
         bool blocking = !helper && (p->nodes[id].def->flags & VG__OP_BLOCKING);
         if (blocking) rs->caller_blocking = true;
+        bool split = node_splits_all(rs, id);
+        if (split) rs->split_running++;
         /* more expensive ready work than helpers on it: offer it to the pool */
         bool spawn = want_helper(rs, id) ||
                      (blocking && rs->helpers < rs->s->inter_helpers && rs->nready > rs->helpers);
@@ -731,6 +739,8 @@ static void parallel_work(vg__run_state *rs, bool helper) {
             }
         }
         rs->ndone++;
+        /* a split node done: a caller waiting with only split nodes ready wakes */
+        if (split && --rs->split_running == 0 && rs->nready > nnew) nnew = -1;
         if (rs->ndone == p->nnodes || nnew) {
             atomic_fetch_add_explicit(&rs->progress, 1, memory_order_release);
             pthread_cond_broadcast(&rs->cv);
@@ -745,6 +755,7 @@ static void run_parallel(vg__run_state *rs) {
     rs->ndone = 0;
     rs->helpers = 0;
     rs->caller_blocking = false;
+    rs->split_running = 0;
     for (int i = 0; i < p->nnodes; i++) {
         atomic_store(&rs->pending[i], p->nodes[i].npred);
         if (!p->nodes[i].npred) rs->ready[rs->nready++] = i;
@@ -754,7 +765,8 @@ static void run_parallel(vg__run_state *rs) {
     for (;;) {
         parallel_work(rs, false);
         pthread_mutex_lock(&rs->mu);
-        bool finished = rs->ndone == p->nnodes, have = rs->nready > 0;
+        bool finished = rs->ndone == p->nnodes, have = false;
+        for (int k = 0; k < rs->nready && !have; k++) have = !split_waits(rs, rs->ready[k]);
         unsigned seen = atomic_load_explicit(&rs->progress, memory_order_relaxed);
         pthread_mutex_unlock(&rs->mu);
         if (finished) break;
