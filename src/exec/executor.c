@@ -765,7 +765,8 @@ static void run_parallel(vg__run_state *rs) {
     for (;;) {
         parallel_work(rs, false);
         pthread_mutex_lock(&rs->mu);
-        bool finished = rs->ndone == p->nnodes, have = false;
+        /* something take_ready would give the caller (plans with collectives: anything) */
+        bool finished = rs->ndone == p->nnodes, have = p->collectives && rs->nready > 0;
         for (int k = 0; k < rs->nready && !have; k++) have = !split_waits(rs, rs->ready[k]);
         unsigned seen = atomic_load_explicit(&rs->progress, memory_order_relaxed);
         pthread_mutex_unlock(&rs->mu);
