@@ -37,12 +37,13 @@ size_t vg__wino_filter_floats(int64_t ic, int64_t oc) { return (size_t)(36 * ic 
 bool vg__wino_channels_ok(int64_t ic, int64_t oc) { return ic > 0 && oc > 0 && ic % 16 == 0 && oc % 16 == 0; }
 
 /* Tiles per block: the block's transformed data (36 x tb x (ic + oc) floats) within
- * ~384 KB, at least 8 tiles. */
+ * about `bytes` (WINO_BLOCK_BYTES, or WINO_BF_BLOCK_BYTES for the filter gradient),
+ * at least 8 tiles. */
 #ifndef WINO_BLOCK_BYTES
 #define WINO_BLOCK_BYTES (384 * 1024)
 #endif
-static int64_t block_tiles(int64_t ic, int64_t oc) {
-    int64_t tb = (int64_t)(WINO_BLOCK_BYTES) / (36 * 4 * (ic + oc));
+static int64_t block_tiles(int64_t ic, int64_t oc, int64_t bytes) {
+    int64_t tb = bytes / (36 * 4 * (ic + oc));
     return tb < 8 ? 8 : tb;
 }
 
@@ -52,8 +53,13 @@ static size_t pad_floats(const vg__wino_conv *c) {
     return (size_t)(((2 * th + 4) * (2 * tw + 4) * c->ic + 15) / 16 * 16);
 }
 
+/* Floats of scratch for blocks of tb tiles: V and W of a block, then the padded image. */
+static size_t scratch_floats(const vg__wino_conv *c, int64_t tb) {
+    return (size_t)(36 * tb * (c->ic + c->oc)) + pad_floats(c) + 16;
+}
+
 size_t vg__wino_conv_scratch_floats(const vg__wino_conv *c) {
-    return (size_t)(36 * block_tiles(c->ic, c->oc) * (c->ic + c->oc)) + pad_floats(c) + 16;
+    return scratch_floats(c, block_tiles(c->ic, c->oc, WINO_BLOCK_BYTES));
 }
 
 /* The filter gradient's blocks are larger: every block reads and writes the whole
@@ -67,17 +73,17 @@ size_t vg__wino_conv_scratch_floats(const vg__wino_conv *c) {
 #ifndef WINO_BF_BLOCK_BYTES
 #define WINO_BF_BLOCK_BYTES (1536 * 1024)
 #endif
-static int64_t bf_block_tiles(int64_t ic, int64_t oc) {
-    int64_t tb = (int64_t)(WINO_BF_BLOCK_BYTES) / (36 * 4 * (ic + oc));
-    return tb < 8 ? 8 : tb;
+
+/* Tiles per filter-gradient block for a call of `tiles` tiles: a call's blocks hold at
+ * most its own tiles, so with many threads (small pieces of the batch) the scratch
+ * stays near what the tiles need. */
+static int64_t bf_block_tiles(int64_t ic, int64_t oc, int64_t tiles) {
+    int64_t tb = block_tiles(ic, oc, WINO_BF_BLOCK_BYTES);
+    return tiles < tb ? (tiles < 1 ? 1 : tiles) : tb;
 }
 
-/* A call's blocks hold at most its own tiles: with many threads (small pieces of the
- * batch) the scratch stays near what the tiles need. */
 size_t vg__wino_bf_scratch_floats(const vg__wino_conv *c, int64_t max_images) {
-    int64_t tb = bf_block_tiles(c->ic, c->oc), tiles = max_images * ((c->oh + 1) / 2) * ((c->ow + 1) / 2);
-    if (tiles < tb) tb = tiles < 1 ? 1 : tiles;
-    return (size_t)(36 * tb * (c->ic + c->oc)) + pad_floats(c) + 16;
+    return scratch_floats(c, bf_block_tiles(c->ic, c->oc, max_images * ((c->oh + 1) / 2) * ((c->ow + 1) / 2)));
 }
 
 #ifdef WINO_X86
@@ -377,7 +383,7 @@ void vg__wino_filter(const float *f, int64_t ci, int64_t co, bool rot180, float 
 static T512 void conv_images(const vg__wino_conv *cv, const float *in, float *out, int64_t i0, int64_t i1,
                              float *scratch, void (*done)(void *, int64_t), void *arg) {
     const int64_t ic = cv->ic, oc = cv->oc, th = (cv->oh + 1) / 2, tw = (cv->ow + 1) / 2, tpi = th * tw;
-    const int64_t TB = block_tiles(ic, oc), G0 = i0 * tpi, G1 = i1 * tpi;
+    const int64_t TB = block_tiles(ic, oc, WINO_BLOCK_BYTES), G0 = i0 * tpi, G1 = i1 * tpi;
     if (tpi == 0) {
         for (int64_t img = i0; done && img < i1; img++) done(arg, img);
         return;
@@ -470,8 +476,7 @@ static T512 void bf_images(const vg__wino_conv *cv, const float *x, const float 
     const int64_t G0 = i0 * tpi, G1 = i1 * tpi;
     if (zero_acc) memset(acc, 0, sizeof(float) * (size_t)(36 * ic * oc));
     if (G1 <= G0) return;
-    /* blocks of at most the call's own tiles (vg__wino_bf_scratch_floats) */
-    const int64_t TB = bf_block_tiles(ic, oc) < G1 - G0 ? bf_block_tiles(ic, oc) : G1 - G0;
+    const int64_t TB = bf_block_tiles(ic, oc, G1 - G0);
     int64_t nblk = (G1 - G0 + TB - 1) / TB;
     float *V = scratch, *W = scratch + 36 * TB * ic;
     pad_img pi = {W + 36 * TB * oc, 2 * th + 4, 2 * tw + 4, -1};

@@ -56,14 +56,15 @@ VG_HIDDEN size_t vg__wino_conv_scratch_floats(const vg__wino_conv *c);
 VG_HIDDEN void vg__wino_conv_images(const vg__wino_conv *c, const float *in, float *out, int64_t i0, int64_t i1,
                                     float *scratch, void (*done)(void *arg, int64_t img), void *arg);
 
+/* Floats of scratch for vg__wino_bf_images calls of at most max_images images each
+ * (64-byte aligned). */
+VG_HIDDEN size_t vg__wino_bf_scratch_floats(const vg__wino_conv *c, int64_t max_images);
+
 /* Filter gradient, F(5x5,2x2): x images (n, ih, iw, ic), dy (n, oh, ow, oc), same
  * geometry as the forward vg__wino_conv c (U, bias, relu unused). acc (36 * ic * oc
  * floats) receives the transform-domain sum over images [i0, i1) (overwritten when
  * zero_acc, else added to); sums of several calls add up, then vg__wino_filter_grad_out
  * turns one sum into the HWIO gradient. */
-/* Floats of scratch for vg__wino_bf_images calls of at most max_images images each
- * (64-byte aligned). */
-VG_HIDDEN size_t vg__wino_bf_scratch_floats(const vg__wino_conv *c, int64_t max_images);
 VG_HIDDEN void vg__wino_bf_images(const vg__wino_conv *c, const float *x, const float *dy, int64_t i0, int64_t i1,
                                   float *acc, bool zero_acc, float *scratch);
 /* df (5, 5, ic, oc) = the inverse transform of acc (36, ic, oc), for the elements
