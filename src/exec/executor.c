@@ -739,9 +739,9 @@ static void parallel_work(vg__run_state *rs, bool helper) {
             }
         }
         rs->ndone++;
-        /* a split node done: a caller waiting with only split nodes ready wakes */
-        if (split && --rs->split_running == 0 && rs->nready > nnew) nnew = -1;
-        if (rs->ndone == p->nnodes || nnew) {
+        /* a split node done: a caller waiting with only split nodes ready wakes too */
+        bool freed = split && --rs->split_running == 0 && rs->nready > nnew;
+        if (rs->ndone == p->nnodes || nnew || freed) {
             atomic_fetch_add_explicit(&rs->progress, 1, memory_order_release);
             pthread_cond_broadcast(&rs->cv);
         }
