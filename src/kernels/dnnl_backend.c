@@ -16,6 +16,7 @@
 #include "kernels/cpu_features.h"
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,14 @@ static dnnl_engine_t g_eng;
 
 static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 
+/* oneDNN lays out a user scratchpad assuming its base is aligned to 128 bytes (its
+ * memory_tracking default alignment) and aligns each buffer inside it up from there;
+ * from a base that is only 64-aligned its AVX2 1x1 filter gradient wrote 36 bytes past
+ * the scratchpad's size (seen with 2.6.3 and DNNL_MAX_CPU_ISA=AVX2: the partial
+ * gradient placed after it came back wrong). The plan books this much slack and
+ * vg__dconv_exec aligns the caller's pointer up. */
+#define DNNL_SCRATCH_ALIGN 128
+
 /* Builds the primitive(s) of p (p->mode, p->g set); false when oneDNN has none. Runs
  * with one OpenMP thread so that oneDNN sizes its scratchpad and blocking for one. */
 static bool dconv_build(vg__dconv_plan *p) {
@@ -242,7 +251,8 @@ static bool dconv_build(vg__dconv_plan *p) {
     p->dst_md = dmd;
     p->b_md = bmd;
     if (sp) p->scratch_md = *sp;
-    p->scratch_bytes = sp ? round64(dnnl_memory_desc_get_size(sp)) : 0;
+    size_t sp_bytes = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    p->scratch_bytes = sp_bytes ? round64(sp_bytes) + DNNL_SCRATCH_ALIGN : 0;
     if (!dnnl_memory_desc_equal(w, &p->hwio_md)) {
         p->w_bytes = round64(dnnl_memory_desc_get_size(w));
         if (p->mode == VG__DCONV_BWD_WEIGHTS ? dnnl_reorder_primitive_desc_create(&rpd, w, g_eng, &p->hwio_md, g_eng, NULL)
@@ -361,7 +371,10 @@ bool vg__dconv_exec(const vg__dconv_plan *p, const float *in, const float *w, co
         if (p->g.bias) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_BIAS, m[3] = dconv_mem(&p->b_md, dbias)};
         break;
     }
-    if (p->scratch_bytes) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m[4] = dconv_mem(&p->scratch_md, scratch)};
+    if (p->scratch_bytes) {
+        uintptr_t a = ((uintptr_t)scratch + DNNL_SCRATCH_ALIGN - 1) & ~(uintptr_t)(DNNL_SCRATCH_ALIGN - 1);
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m[4] = dconv_mem(&p->scratch_md, (void *)a)};
+    }
     bool all = true;
     for (int i = 0; i < n; i++) all = all && args[i].memory;
     if (all) ok = dconv_run(p->prim, n, args);

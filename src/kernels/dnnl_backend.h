@@ -45,9 +45,10 @@ typedef struct vg__dconv_plan vg__dconv_plan;
  * it (the caller then uses its own kernels). Thread-safe. */
 VG_HIDDEN const vg__dconv_plan *vg__dconv_plan_get(int mode, const vg__dconv_geom *g);
 
-/* Bytes of the plan's scratchpad (per concurrent call) and of its weights in oneDNN's
- * layout (0 when the plan takes HWIO as is; for BWD_WEIGHTS the layout of the filter
- * gradient it writes). Both multiples of 64. */
+/* Bytes of the plan's scratchpad (per concurrent call, including the slack that
+ * vg__dconv_exec needs to align it) and of its weights in oneDNN's layout (0 when the
+ * plan takes HWIO as is; for BWD_WEIGHTS the layout of the filter gradient it writes).
+ * Both multiples of 64. */
 VG_HIDDEN size_t vg__dconv_scratch_bytes(const vg__dconv_plan *p);
 VG_HIDDEN size_t vg__dconv_weights_bytes(const vg__dconv_plan *p);
 
@@ -60,7 +61,9 @@ VG_HIDDEN bool vg__dconv_reorder_weights(const vg__dconv_plan *p, const float *s
  *   BWD_DATA:     out (n,h,w,ci)   = conv_transpose(in = dy (n,oh,ow,co), w)
  *   BWD_WEIGHTS:  out (weights)    = gradient from in = x and w = dy; and dbias (co) when g->bias
  * w is in the plan's layout (see above) or HWIO when weights_bytes is 0; scratch has
- * scratch_bytes (64-aligned). False when oneDNN failed (out is then undefined). */
+ * scratch_bytes at any alignment (oneDNN's own alignment is applied inside, and nothing
+ * past scratch + scratch_bytes is touched). False when oneDNN failed (out is then
+ * undefined). */
 VG_HIDDEN bool vg__dconv_exec(const vg__dconv_plan *p, const float *in, const float *w, const float *bias, float *out,
                               float *dbias, void *scratch);
 
