@@ -51,12 +51,12 @@ foreach(src ${VIGIL_TEST_SOURCES})
 endforeach()
 
 # oneDNN picks its kernels by the CPU's ISA when it runs: the tests of the oneDNN paths
-# again with its JIT capped at AVX2 and at SSE4.1, so that the kernels of CPUs without
+# again with its JIT capped at AVX2, AVX and SSE4.1, so that the kernels of CPUs without
 # AVX-512 run on machines that have it (an AVX2-only bug hid in them: see
 # test_backend__dnnl_conv_scratch_alignment).
 if(VIGIL_DNNL)
   foreach(t test_backend test_nn_conv test_conv_fusion)
-    foreach(isa AVX2 SSE41)
+    foreach(isa AVX2 AVX SSE41)
       add_test(NAME ${t}_dnnl_${isa} COMMAND ${t})
       set_tests_properties(${t}_dnnl_${isa} PROPERTIES TIMEOUT 300 LABELS unit ENVIRONMENT "DNNL_MAX_CPU_ISA=${isa}")
     endforeach()

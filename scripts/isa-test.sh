@@ -5,6 +5,8 @@
 #   Nehalem     x86-64-v2, no AVX: the baseline clones of the vectorised loops, oneDNN's
 #               SSE4.1 kernels, OpenBLAS's Nehalem kernels; an AVX instruction outside
 #               a runtime check dies with SIGILL here;
+#   SandyBridge AVX without FMA or AVX2: the baseline clones again, oneDNN's AVX
+#               kernels, OpenBLAS's Sandybridge kernels;
 #   Haswell-v4  AVX2 + FMA, no AVX-512: the x86-64-v3 clones, vigil's AVX2 direct
 #               convolutions (Winograd is off), oneDNN's AVX2 kernels.
 # A machine with AVX-512 runs none of these natively. Each suite must pass as it does
@@ -19,7 +21,7 @@ command -v qemu-x86_64 > /dev/null || { echo "isa-test: qemu-x86_64 not found (a
 suites=$(cd "$build" && ls | grep -E '^test_(math_|nn_|conv_|rnn|optimizer|data_vectorize|half|io_crc32c|batch_norm|losses|layers|core_tensor|backend|image_ops|array_|einsum|linalg|matrix_diag|random_ops|moving_averages|ema|index_ext|metrics|train_lib|dnc_addressing)' | grep -v '\.')
 logdir=$(mktemp -d)
 fail=0
-for cpu in Nehalem Haswell-v4; do
+for cpu in Nehalem SandyBridge Haswell-v4; do
   for t in $suites; do
     start=$(date +%s)
     # TCG warns about CPU model features it lacks (pcid, x2apic, ...): not instructions
@@ -33,5 +35,5 @@ for cpu in Nehalem Haswell-v4; do
   done
 done
 rm -rf "$logdir"
-[ "$fail" = 0 ] && echo "isa-test: every suite passed as Nehalem and as Haswell-v4"
+[ "$fail" = 0 ] && echo "isa-test: every suite passed as Nehalem, SandyBridge and Haswell-v4"
 exit "$fail"
