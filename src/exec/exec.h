@@ -121,7 +121,7 @@ struct vg__run_state {
     int nready;
     int ndone;
     atomic_uint progress;      /* bumped (under mu) when nodes become ready or the run ends */
-    int helpers;               /* pool tasks started or queued for this run */
+    int helpers;               /* pool tasks started or queued for this run and still looking for nodes */
     bool caller_blocking;      /* (under mu) the caller is running a blocking node: helpers
                                 * then take blocking nodes too (take_ready) */
     int split_running;         /* (under mu) nodes running whose kernels split over every
