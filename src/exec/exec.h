@@ -1,6 +1,9 @@
 /* exec.h - session and executor internals: variable slots, execution plans, run
  * states and the kernel context's layout. The kernel-facing functions over these
- * (vg__kctx_*, vg__var_*, session resources) are the kernel layer's: kernels/kernel.c. */
+ * (vg__kctx_*, vg__var_*, session resources) are the kernel layer's: kernels/kernel.c.
+ *
+ * One executor runs every plan (executor.c): a plain graph is the root frame of the same
+ * scheduler that runs TF1's while-loop frames. Plans are built by plan.c. */
 #ifndef VG_EXEC_H
 #define VG_EXEC_H
 
@@ -11,38 +14,110 @@
 #include "vigil/session.h"
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 typedef struct vg__var vg__var;
 
+/* A session's slot for one VariableV2 op. The value is copy-on-write: readers take a
+ * reference under mu; a writer that finds the buffer shared copies it first
+ * (vg__var_mutable), so a value once read never changes under its reader. */
 struct vg__var {
     pthread_mutex_t mu;
     vg_tensor *value;
     const vg_op *op;
 };
 
+/* A variable reference travelling along an edge (TF's ref tensor): the tagged address
+ * of the variable's slot. A VariableV2 node outputs one; Identity, RefIdentity and the
+ * control-flow ops (Enter, Exit, Switch, Merge, NextIteration) pass it on; any other
+ * consumer reads the variable when it runs (vg__exec deref), and a fetch reads it when
+ * the fetched node completes. Kernels never see a reference. */
+static inline bool vg__val_is_ref(const vg_tensor *t) { return ((uintptr_t)t & 1u) != 0; }
+static inline vg_tensor *vg__val_ref_of(vg__var *v) { return (vg_tensor *)((uintptr_t)v | 1u); }
+static inline vg__var *vg__val_var(const vg_tensor *t) { return (vg__var *)((uintptr_t)t & ~(uintptr_t)1u); }
+static inline void vg__val_free(vg_tensor *t) {
+    if (!vg__val_is_ref(t)) vg_tensor_free(t);
+}
+static inline vg_tensor *vg__val_dup(vg_tensor *t) { return vg__val_is_ref(t) ? t : vg_tensor_ref(t); }
+
+/* A plan edge: from one output (src_out; -1 = a control edge) of its source node to
+ * input dst_in (-1 = control) of node dst. */
+typedef struct vg__edge {
+    int dst;
+    int src_out;
+    int dst_in;
+    bool last; /* the source output's last data edge: its reference can be moved */
+} vg__edge;
+
+/* Executor-run node kinds (the rest run kernels). */
+enum {
+    VG__K_KERNEL = 0,
+    VG__K_SWITCH,
+    VG__K_MERGE,
+    VG__K_ENTER,
+    VG__K_EXIT,
+    VG__K_NEXT,
+    VG__K_LOOPCOND,
+    VG__K_TRIGGER,
+    VG__K_CONST,    /* Const: its value (borrowed from the graph) */
+    VG__K_VARIABLE, /* VariableV2: a reference to its slot */
+    VG__K_IDENTITY  /* Identity / RefIdentity: passes a reference on, else runs its kernel */
+};
+
 /* One node of a plan. */
 typedef struct vg__node {
     vg_op *op;
     const vg__op_def *def;
+    int kind;            /* VG__K_* */
     int ninputs;
-    int *in_slot;        /* value slot of each input; -1 for ref inputs */
+    /* Input i's slot. While the plan is built (plan.c, fuse.c): the plan-wide slot of
+     * the output feeding it (-1: a ref input, or none). In a built plan: its index in
+     * the per-iteration input array of the node's frame (in_base + i), -1 for ref inputs. */
+    int *in_slot;
     vg__var **in_var;    /* var slot of each ref input (NULL otherwise) */
-    int out_base;        /* slot of output 0 */
+    int out_base;        /* plan-wide slot of output 0 (plan building only) */
     int noutputs;
-    int *succ;           /* successor nodes (data, control and ordering edges) */
+    int *succ;           /* plan building: successors (data, control, ordering edges) */
     int nsucc;
-    int npred;           /* initial pending count */
-    bool is_var_read;    /* VariableV2 read by the executor itself */
-    vg__var *var;        /* for is_var_read */
     bool *out_fed;       /* per output: value comes from a feed (NULL if none) */
     vg_tensor *const_value; /* Const: its value (borrowed from the graph) */
-    bool feeds_collective;  /* a successor is a collective op (run it early) */
-    _Atomic bool splits;    /* its kernel split its last run over the intra-op pool */
+    vg__var *var;        /* VariableV2: its slot */
+    /* built plan */
+    vg__edge *out;       /* outgoing edges */
+    int nout;
+    int frame;           /* static frame the node runs in (0 = root) */
+    int child;           /* Enter: static frame of its outputs */
+    bool is_constant;    /* Enter: a loop invariant, delivered to every iteration */
+    int parallel;        /* Enter: parallel_iterations */
+    int lidx;            /* index among the nodes of its frame */
+    int in_base;         /* first input's index in its frame's per-iteration input array */
+    int ndata;           /* data inputs with an edge */
+    int nctrl;           /* control inputs with an edge */
+    int *fetch_of;       /* per output: first fetch index fed by it, -1 none (NULL: none) */
+    bool *out_needed;    /* per output: an edge or a fetch reads it (NULL: none does) */
+    bool need_index;     /* Merge: output 1 (value_index) is used */
+    bool may_deref;      /* an input may carry a variable reference to read first */
+    bool feeds_collective; /* a successor is a collective op (run it early) */
+    bool blocking;       /* VG__OP_BLOCKING */
+    bool collective;     /* VG__OP_COLLECTIVE */
+    _Atomic bool splits; /* its kernel split its last run over the intra-op pool */
+    _Atomic int64_t cost_ns; /* running average of its kernel's time (0: not measured) */
 } vg__node;
+
+/* A static frame: the root (0) or a while loop's body, named by its Enters. */
+typedef struct vg__sframe {
+    char *name;       /* frame_name ("" for the root) */
+    int parent;
+    int nnodes;       /* nodes running in the frame */
+    int ninputs;      /* their inputs */
+    int nenters;      /* Enter nodes into it */
+    int parallel;     /* parallel_iterations: the least of its Enters' */
+    int *nodes;       /* plan node of each local index */
+    int *pending0;    /* per local node: edges to wait for in a new iteration */
+} vg__sframe;
 
 typedef struct vg__run_state vg__run_state;
 typedef struct vg__kctx vg__kctx;
-typedef struct vg__cf_plan vg__cf_plan; /* control-flow plans only: cflow.c */
 
 typedef struct vg__plan {
     /* key */
@@ -53,15 +128,20 @@ typedef struct vg__plan {
     /* body */
     int nnodes;
     vg__node *nodes;
-    int *order;          /* topological order */
-    int nslots;
-    int *slot_uses;      /* consumers (+ fetches) per slot */
-    int *feed_slot;      /* slot of each feed */
-    int *fetch_slot;     /* slot of each fetch */
+    int nslots;          /* plan building: output slots */
+    int *slot_uses;      /* plan building: consumers (+ fetches) per slot */
+    int *fetch_slot;     /* plan building: slot of each fetch */
+    vg__sframe *frames;
+    int nframes, frames_cap;
+    vg__edge **feed_out; /* per feed: edges from the fed value */
+    int *nfeed_out;
+    int *roots;          /* nodes with no input edge (root frame) */
+    int nroots;
+    int *fetch_feed;     /* per fetch: feed index if the fetched tensor is fed, else -1 */
+    int *fetch_node;     /* per fetch: plan node whose output it is (-1: fed) */
     bool parallel;       /* worth running with the inter-op pool */
-    _Atomic int64_t *cost_ns; /* parallel plans: per node, running average of its time (0: not measured) */
-    bool collectives;    /* has VG__OP_COLLECTIVE nodes: ready nodes are taken by priority */
-    vg__cf_plan *cf;     /* non-NULL: the plan has control flow (frames); run by cflow.c */
+    bool collectives;    /* has collective nodes: ready nodes are taken by priority */
+    bool loops;          /* has frames besides the root */
     /* run-state cache */
     pthread_mutex_t mu;
     vg__run_state *free_states;
@@ -82,9 +162,10 @@ struct vg_session {
     vg__pool *intra;
     int intra_threads;
     int inter_helpers;   /* inter-op threads - 1: pool tasks one run may have at once */
-    int nops;            /* graph size at creation (ops added later are unknown) */
+    int nops;            /* ops known to the session (the graph grows: vg__session_extend) */
+    int nops_cap;
     vg__var **vars;      /* by op id, for VariableV2 ops */
-    pthread_mutex_t mu;  /* plans, kernel states, resources, inflight */
+    pthread_mutex_t mu;  /* plans, kernel states, resources, inflight, growth */
     pthread_cond_t idle;
     vg__plan **plans;
     int nplans, plans_cap;
@@ -111,35 +192,53 @@ typedef struct vg__step_res {
     void (*destroy)(void *);
 } vg__step_res;
 
-/* The state of one run of a plan (recycled between runs). */
+typedef struct vg__frame vg__frame;
+typedef struct vg__iter vg__iter;
+
+/* A ready node: node `node` of iteration `iter` of frame instance f. */
+typedef struct vg__task {
+    int node;
+    bool dead;
+    vg__frame *f;
+    int64_t iter;
+} vg__task;
+
+/* The state of one run of a plan (recycled between runs of the plan). With inter-op
+ * helpers (mt) the caller and helper tasks on the pool share it: everything below is
+ * guarded by mu except what a kernel running outside the lock reads (its own input
+ * slots, which nothing else writes while it is scheduled). */
 struct vg__run_state {
     vg__run_state *next_free; /* must stay first (free list link) */
-    vg_tensor **vals;
-    atomic_int *uses;
-    atomic_int *pending;
-    int *ready;
-    int nready;
-    int ndone;
-    atomic_uint progress;      /* bumped (under mu) when nodes become ready or the run ends */
-    int helpers;               /* pool tasks started or queued for this run and still looking for nodes */
-    bool caller_blocking;      /* (under mu) the caller is running a blocking node: helpers
-                                * then take blocking nodes too (take_ready) */
-    int split_running;         /* (under mu) nodes running whose kernels split over every
-                                * thread (split_waits) */
-    int refs;                  /* the caller + queued/running helper tasks; the state is
-                                * recycled by whoever drops the last reference, so a run
-                                * never waits for a helper task stuck behind a blocked
-                                * pool thread */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    atomic_bool failed;
-    vg_status err;
     vg_session *s;
     vg__plan *p;
     const vg_run_options *ro;
     vg_run_metadata *md;
     int64_t deadline;
     bool trace;
+    bool mt;                   /* helpers may take nodes: lock mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* ready tasks: a deque; sequential runs take the oldest (dataflow order), runs with
+     * helpers the newest (see take_task) */
+    vg__task *q;
+    int qh, qt, qcap;
+    int inflight;              /* nodes running outside the lock */
+    int helpers;               /* pool tasks started or queued for this run and still looking for nodes */
+    int refs;                  /* the caller + queued/running helper tasks; the state is
+                                * recycled by whoever drops the last reference */
+    bool caller_blocking;      /* the caller runs a blocking node: helpers take them too */
+    bool caller_waits;         /* the caller sleeps on cv */
+    int split_running;         /* nodes running whose kernels split over every thread */
+    bool stop;                 /* an error: take no more nodes */
+    bool oom;
+    bool finished;             /* the caller has ended the run */
+    unsigned tick;
+    atomic_uint progress;      /* bumped (under mu) when tasks become ready or the run ends */
+    vg_status err;             /* the first error */
+    vg__frame *root;
+    vg_tensor **fetched;       /* per fetch */
+    vg__iter **free_iters;     /* per static frame: recycled iteration states */
+    vg__frame *free_frames;    /* recycled frame instances */
     vg__step_res *step_res;    /* per-run resources (under mu), freed at the end of the run */
 };
 
@@ -149,46 +248,39 @@ struct vg__kctx {
     vg__node *n;
     vg_tensor **outs;
     vg_status *st;
-    vg_tensor **vals;    /* the input slots (the run's, or a control-flow iteration's) */
+    vg_tensor **vals;    /* the input slots of the node's iteration */
 };
 
+/* Plans (plan.c). */
 VG_HIDDEN vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const vg_output *fetches,
                                  int nfetches, vg_op *const *targets, int ntargets, vg__plan **out, vg_status *st);
-/* Is node `to` reachable from `from` along succ edges? mark: nnodes ints, stamp a value
- * not in it yet (a fresh ++stamp per call); stack: nnodes ints of scratch. */
+/* Is node `to` reachable from `from` along succ edges (plan building)? mark: nnodes
+ * ints, stamp a value not in it yet (a fresh ++stamp per call); stack: nnodes ints. */
 VG_HIDDEN bool vg__plan_reaches(const vg__plan *p, int from, int to, int *mark, int stamp, int *stack);
 VG_HIDDEN void vg__plan_free(vg__plan *p);
-VG_HIDDEN vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
-                               vg_tensor **out, vg_run_metadata *md, vg_status *st);
-/* The session's variable slot of VariableV2 op `op`; NULL for an op added after the
- * session was created. */
-static inline vg__var *vg__session_var(vg_session *s, const vg_op *op) {
-    return (op->id < s->nops) ? s->vars[op->id] : NULL;
-}
-/* Control flow (cflow.c): true if op type `type` is one of the frame/deadness ops
- * (Switch, Merge, Enter, Exit, NextIteration, LoopCond, ControlTrigger). */
-VG_HIDDEN bool vg__cf_is_cflow_type(const char *type);
-/* Builds p->cf for a plan whose nodes include control-flow ops. op_node: plan node of
- * each op id (-1 = not run); feed_of / out_off as in the plan builder. */
-VG_HIDDEN vg_code vg__cf_build(vg_session *s, vg__plan *p, const int *op_node, const int *feed_of,
-                               const int *out_off, const vg_output *feeds, const vg_output *fetches,
-                               vg_status *st);
-VG_HIDDEN void vg__cf_free(vg__cf_plan *cf);
-/* Runs a control-flow plan (rs prepared by vg__plan_run): on the caller's thread, helped by
- * the inter-op pool when it has threads. */
-VG_HIDDEN vg_code vg__cf_run(vg__run_state *rs, vg_tensor *const *feed_values, vg_tensor **out, vg_status *st);
-/* Destroys the run's step resources (the end of a run). */
-VG_HIDDEN void vg__step_res_free(vg__run_state *rs);
+/* Hash of a plan key (ints). */
+VG_HIDDEN uint64_t vg__plan_key_hash(const int *key, int n);
 /* Plan-time fusion (fuse.c): rewrites Conv2D -> BiasAdd [-> Relu] and MaxPoolGrad ->
- * ReluGrad node chains of a plan without control flow into one fused kernel (before
- * the topological sort; succ_cap as in the plan builder). Fails only with
- * RESOURCE_EXHAUSTED. */
+ * ReluGrad node chains of a plan without control flow into one fused kernel (on the
+ * plan-wide slots, before edges are made; succ_cap as in the plan builder). Fails only
+ * with RESOURCE_EXHAUSTED. */
 VG_HIDDEN vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st);
 /* Turns that fusion on (the default) or off for plans built from now on, for tests and
  * benchmarks; returns the previous setting. Process-wide. */
 VG_HIDDEN bool vg__plan_set_fusion(bool on);
 
-/* Hash of a plan key (ints). */
-VG_HIDDEN uint64_t vg__plan_key_hash(const int *key, int n);
+/* Running (executor.c). */
+VG_HIDDEN vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
+                               vg_tensor **out, vg_run_metadata *md, vg_status *st);
+/* Frees the plan's cached run states (vg__plan_free). */
+VG_HIDDEN void vg__plan_free_states(vg__plan *p);
+/* Destroys the run's step resources (the end of a run). */
+VG_HIDDEN void vg__step_res_free(vg__run_state *rs);
+
+/* Sessions (session.c). The session's variable slot of VariableV2 op `op` (op known to
+ * the session: plans are built after vg__session_extend). Lock s->mu held. */
+static inline vg__var *vg__session_var(vg_session *s, const vg_op *op) {
+    return (op->id < s->nops) ? s->vars[op->id] : NULL;
+}
 
 #endif

@@ -1,436 +1,288 @@
 /*
- * executor.c - execution plans and running them.
+ * executor.c - the executor: runs a plan (plan.c) in dataflow order. One scheduler
+ * runs every plan, as TF 1.15's executor.cc does: a plain graph is the root frame, a
+ * while loop's body a child frame with iterations.
  *
- * A plan is built once per (feeds, fetches, targets) and cached by the session. It
- * holds the ops that the fetches and targets need (pruning at fed tensors), a
- * topological order, a value slot per needed output, the number of consumers of each
- * slot (a value is released as soon as its last consumer has run) and successor
- * lists for the parallel path.
+ *  - Frame instances and iterations. A frame instance is created by the first Enter
+ *    into it for a given (parent frame instance, parent iteration); each iteration has
+ *    its own pending counts, dead counts and input tensors. An Enter with is_constant
+ *    delivers its value to every iteration (a loop invariant). A NextIteration starts
+ *    the next iteration, unless parallel_iterations iterations are outstanding: then it
+ *    is deferred until the oldest one finishes. An iteration is freed when it has no
+ *    outstanding ops or child frames and the one before it is freed; a frame instance
+ *    when its Enters have all fired and all its iterations are freed (then its dead
+ *    Exits are propagated to the parent).
+ *  - Deadness. Switch outputs only the taken side; the other is dead. A node with a
+ *    dead input is dead: it does not run and all its outputs are dead. Merge runs on
+ *    its first live data input (once its control inputs are in), and is dead only if
+ *    all data inputs are dead (or a dead Enter feeds it: a loop on an untaken branch).
+ *    A dead NextIteration stops; a dead Exit is remembered and propagated when its
+ *    frame is done (only those of the last iteration). ControlTrigger is never dead.
+ *  - Variables. A VariableV2 node outputs a reference to its slot; Identity and the
+ *    control-flow ops pass references on; every other node reads the variable when it
+ *    runs (deref, below), after all it depends on; a fetch reads it when the fetched
+ *    node completes. Reads take a reference to the value under the variable's lock;
+ *    writers copy a buffer somebody still holds (vg__var_mutable), so a value once
+ *    read is stable.
  *
- * Variables: an input marked as a ref input gets the session's variable slot instead
- * of a value. To make in-place updates safe and cheap, the plan orders every node that
- * reads a variable's value (including a fetch of the variable itself) before the nodes
- * that write that variable (unless the writer
- * is an ancestor of the reader), so a writer normally finds itself the only holder of
- * the buffer and updates it in place; if someone else still holds it (a fetch, a queue)
- * vg__var_mutable copies first (copy-on-write).
- *
- * Running: with one inter-op thread (or a plan with no parallelism) nodes run in
- * topological order on the caller's thread. Otherwise the caller runs ready nodes and
- * offers extra ready nodes to the inter-op pool; the caller keeps pulling work itself,
- * so a run never depends on a pool thread being free.
+ * Scheduling. Ready nodes wait in one deque of tasks. With one inter-op thread (or a
+ * plan where no two nodes are ever ready together) the caller runs them alone, oldest
+ * first (dataflow order), and takes no lock. Otherwise the caller and helper tasks on
+ * the inter-op pool share the run under its lock, newest first: nodes that only move
+ * tensors (control-flow ops, Consts, variable references, Identity) run inline under the
+ * lock; kernels run outside it. The rules, one set for all plans:
+ *  - A helper is started when the node just taken is expensive (measured >= 20 us, or
+ *    not measured yet) or more expensive nodes are ready than helpers are on them;
+ *    cheap nodes run on the thread that made them ready (a wake-up costs more).
+ *  - A helper never takes a blocking node (a queue op) unless the caller itself waits
+ *    in one (then the enqueue the caller's dequeue waits for must run somewhere), so a
+ *    queue op never parks a pool thread other runs may need.
+ *  - Nodes whose kernels split over every intra-op thread run one at a time, on whoever
+ *    is free: side by side they would share the cores with one thread too many.
+ *  - Plans with collectives take the caller's collective first, then nodes feeding
+ *    collectives (their reduce starts while back-propagation goes on).
+ *  - A caller with nothing to take helps the intra-op pool, spins for the pool's window,
+ *    then sleeps until a node completes.
+ * Closing the session (CANCELLED) and the run's timeout (DEADLINE_EXCEEDED) are checked
+ * between nodes, so a loop that would never end does end.
  */
 #include "exec.h"
 #include <stdio.h>
 #include <sys/time.h>
 
+typedef struct vg__val {
+    int node;
+    vg_tensor *t;
+    bool dead;
+} vg__val;
+
+struct vg__iter {
+    vg__iter *next_free;
+    vg_tensor **in;        /* per local input */
+    int *pending;          /* per local node: inputs (Merge: control inputs) still to come */
+    int *dead;             /* per local node: dead inputs */
+    unsigned char *flags;  /* per local node: 1 = Merge got its live input, 2 = scheduled */
+    int outstanding_ops;
+    int outstanding_frames;
+    vg__frame *children;
+};
+
+struct vg__frame {
+    int sid;
+    vg__frame *parent;
+    int64_t parent_iter;
+    vg__frame *next_sibling; /* also the free-list link */
+    vg__iter **ring;         /* iteration i at ring[i & (ring_cap - 1)] */
+    int ring_cap;
+    int64_t oldest;          /* oldest iteration not freed */
+    int64_t iteration_count;
+    int num_outstanding;
+    int max_parallel;
+    int num_pending_inputs;
+    vg__val *invs;           /* loop invariants */
+    int ninvs, invs_cap;
+    vg__val *deferred;       /* NextIteration values waiting for a free iteration */
+    int ndeferred, deferred_cap;
+    int *dead_exits;         /* Exits that ran: 2 * node + (1 if it fired live) */
+    int ndead_exits, dead_exits_cap;
+};
+
+#define LOCK(rs)                                                                                                   \
+    do {                                                                                                           \
+        if ((rs)->mt) pthread_mutex_lock(&(rs)->mu);                                                               \
+    } while (0)
+#define UNLOCK(rs)                                                                                                 \
+    do {                                                                                                           \
+        if ((rs)->mt) pthread_mutex_unlock(&(rs)->mu);                                                             \
+    } while (0)
+
+/* A kernel measured at this many ns or more (or not measured yet) is worth a hand-off
+ * to another inter-op thread: on a machine where a wake-up or a migrated cache line
+ * costs microseconds, running two cheap nodes side by side is slower than running them
+ * one after the other. */
+#define EXEC_EXPENSIVE_NS 20000
+
 /* ------------------------------------------------------------------------ */
-/* plan building */
+/* iterations and frames (recycled across runs of the plan) */
 
-typedef struct builder {
-    vg_session *s;
-    int nops;
-    int *out_off;    /* first output index of op id in the flat output space */
-    int nouts;
-    int *feed_of;    /* per flat output: feed index or -1 */
-    bool *need_out;  /* per flat output */
-    bool *run;       /* per op id */
-    int *stack;
-    int nstack;
-} builder;
-
-static void mark_run(builder *b, vg_op *op) {
-    if (b->run[op->id]) return;
-    b->run[op->id] = true;
-    b->stack[b->nstack++] = op->id;
-}
-
-static void mark_output(builder *b, vg_output o) {
-    int f = b->out_off[o.op->id] + o.index;
-    b->need_out[f] = true;
-    if (b->feed_of[f] >= 0) return;
-    mark_run(b, o.op);
-}
-
-/* The variable behind a ref input: follows PASS_REF producers to a VariableV2. */
-static vg__var *ref_var(vg_session *s, vg_output in) {
-    vg_op *op = in.op;
-    for (int guard = 0; op && guard < 1000; guard++) {
-        if (op->def->flags & VG__OP_VARIABLE) return vg__session_var(s, op);
-        if (!(op->def->flags & VG__OP_PASS_REF) || op->ninputs < 1) return NULL;
-        op = op->inputs[0].op;
-    }
-    return NULL;
-}
-
-static bool check_op(vg_session *s, const vg_op *op, const char *what, vg_status *st) {
-    if (!op) {
-        vg_status_set(st, VG_INVALID_ARGUMENT, "%s is NULL", what);
-        return false;
-    }
-    if (op->graph != s->g) {
-        vg_status_set(st, VG_INVALID_ARGUMENT, "%s '%s' is not an element of this session's graph", what, op->name);
-        return false;
-    }
-    if (op->id >= s->nops) {
-        vg_status_set(st, VG_INVALID_ARGUMENT,
-                      "%s '%s' was added to the graph after the session was created", what, op->name);
-        return false;
-    }
-    return true;
-}
-
-static void state_destroy(vg__run_state *rs);
-
-void vg__plan_free(vg__plan *p) {
-    if (!p) return;
-    for (int i = 0; p->nodes && i < p->nnodes; i++) {
-        vg__free(p->nodes[i].in_slot);
-        vg__free(p->nodes[i].in_var);
-        vg__free(p->nodes[i].succ);
-        vg__free(p->nodes[i].out_fed);
-    }
-    vg__free(p->nodes);
-    vg__free((void *)p->cost_ns);
-    vg__cf_free(p->cf);
-    vg__free(p->order);
-    vg__free(p->slot_uses);
-    vg__free(p->feed_slot);
-    vg__free(p->fetch_slot);
-    vg__free(p->key);
-    vg__run_state *c = atomic_load(&p->cached);
-    if (c) state_destroy(c);
-    while (p->free_states) {
-        vg__run_state *rs = p->free_states;
-        p->free_states = *(vg__run_state **)rs;
-        state_destroy(rs);
-    }
-    pthread_mutex_destroy(&p->mu);
-    vg__free(p);
-}
-
-static bool add_succ(vg__node *n, int *cap, int to) {
-    if (!vg__grow((void **)&n->succ, cap, n->nsucc + 1, sizeof(int))) return false;
-    n->succ[n->nsucc++] = to;
-    return true;
-}
-
-/* Kahn's algorithm over the plan's edges; false if there is a cycle. */
-static bool topo_sort(vg__plan *p, int *indeg) {
-    int head = 0, tail = 0;
-    for (int i = 0; i < p->nnodes; i++) indeg[i] = 0;
-    for (int i = 0; i < p->nnodes; i++)
-        for (int k = 0; k < p->nodes[i].nsucc; k++) indeg[p->nodes[i].succ[k]]++;
-    for (int i = 0; i < p->nnodes; i++) {
-        p->nodes[i].npred = indeg[i];
-        if (!indeg[i]) p->order[tail++] = i;
-    }
-    while (head < tail) {
-        vg__node *n = &p->nodes[p->order[head++]];
-        for (int k = 0; k < n->nsucc; k++)
-            if (--indeg[n->succ[k]] == 0) p->order[tail++] = n->succ[k];
-    }
-    return tail == p->nnodes;
-}
-
-/* Is `to` reachable from `from` along succ edges? (DFS with a scratch mark array.) */
-bool vg__plan_reaches(const vg__plan *p, int from, int to, int *mark, int stamp, int *stack) {
-    int n = 0;
-    stack[n++] = from;
-    mark[from] = stamp;
-    while (n) {
-        int x = stack[--n];
-        if (x == to) return true;
-        for (int k = 0; k < p->nodes[x].nsucc; k++) {
-            int y = p->nodes[x].succ[k];
-            if (mark[y] != stamp) { mark[y] = stamp; stack[n++] = y; }
-        }
-    }
-    return false;
-}
-
-static bool aliases_input(const vg_op *op) {
-    const char *t = op->def->type;
-    return strcmp(t, "Identity") == 0 || strcmp(t, "Snapshot") == 0 || strcmp(t, "Reshape") == 0 ||
-           strcmp(t, "StopGradient") == 0 || strcmp(t, "ExpandDims") == 0 || strcmp(t, "Squeeze") == 0;
-}
-
-/* Adds reader -> writer ordering edges (see the file comment). Returns false on OOM. */
-static bool add_rw_edges(vg__plan *p, int *succ_cap) {
-    int nn = p->nnodes;
-    vg__var **slot_var = vg__calloc((size_t)(p->nslots ? p->nslots : 1), sizeof(vg__var *));
-    int *mark = vg__calloc((size_t)nn, sizeof(int)), *stack = vg__malloc(sizeof(int) * (size_t)(nn + 1));
-    bool ok = slot_var && mark && stack;
-    int stamp = 0;
-    if (!ok) goto done;
-    /* which slots alias which variable, in topological order */
-    for (int k = 0; k < nn; k++) {
-        vg__node *n = &p->nodes[p->order[k]];
-        if (n->is_var_read) slot_var[n->out_base] = n->var;
-        else if (aliases_input(n->op) && n->ninputs >= 1 && n->in_slot[0] >= 0 && n->noutputs >= 1)
-            slot_var[n->out_base] = slot_var[n->in_slot[0]];
-    }
-    for (int w = 0; w < nn && ok; w++) {
-        vg__node *wn = &p->nodes[w];
-        for (int i = 0; i < wn->ninputs && ok; i++) {
-            vg__var *v = wn->in_var[i];
-            if (!v) continue;
-            for (int r = 0; r < nn && ok; r++) {
-                if (r == w) continue;
-                vg__node *rn = &p->nodes[r];
-                bool reads = rn->is_var_read && rn->var == v; /* a fetched variable */
-                for (int j = 0; j < rn->ninputs && !reads; j++)
-                    reads = rn->in_slot[j] >= 0 && slot_var[rn->in_slot[j]] == v && !aliases_input(rn->op);
-                if (!reads) continue;
-                if (vg__plan_reaches(p, w, r, mark, ++stamp, stack)) continue; /* writer feeds the reader */
-                if (vg__plan_reaches(p, r, w, mark, ++stamp, stack)) continue; /* already ordered */
-                ok = add_succ(rn, &succ_cap[r], w);
-            }
-        }
-    }
-done:
-    vg__free(slot_var);
-    vg__free(mark);
-    vg__free(stack);
-    return ok;
-}
-
-uint64_t vg__plan_key_hash(const int *key, int n) {
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
-    for (int i = 0; i < n; i++) {
-        h ^= (uint32_t)key[i];
-        h *= 0xff51afd7ed558ccdULL;
-        h ^= h >> 32;
-    }
-    return h;
-}
-
-vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const vg_output *fetches, int nfetches,
-                       vg_op *const *targets, int ntargets, vg__plan **out, vg_status *st) {
-    vg_graph *g = s->g;
-    builder b = {.s = s, .nops = s->nops};
-    vg__plan *p = NULL;
-    int *op_node = NULL, *slot_of = NULL, *succ_cap = NULL, *indeg = NULL;
-    vg_code rc = VG_OK;
-    *out = NULL;
-    for (int i = 0; i < nfeeds; i++)
-        if (!check_op(s, feeds[i].op, "feed", st)) return st ? st->code : VG_INVALID_ARGUMENT;
-    for (int i = 0; i < nfetches; i++)
-        if (!check_op(s, fetches[i].op, "fetch", st)) return st ? st->code : VG_INVALID_ARGUMENT;
-    for (int i = 0; i < ntargets; i++)
-        if (!check_op(s, targets[i], "target", st)) return st ? st->code : VG_INVALID_ARGUMENT;
-
-    b.out_off = vg__malloc(sizeof(int) * (size_t)(b.nops + 1));
-    b.run = vg__calloc((size_t)b.nops + 1, sizeof(bool));
-    b.stack = vg__malloc(sizeof(int) * (size_t)(b.nops + 1));
-    op_node = vg__malloc(sizeof(int) * (size_t)(b.nops + 1));
-    if (!b.out_off || !b.run || !b.stack || !op_node) goto oom;
-    for (int i = 0; i < b.nops; i++) {
-        b.out_off[i] = b.nouts;
-        b.nouts += g->ops[i]->noutputs;
-    }
-    b.feed_of = vg__malloc(sizeof(int) * (size_t)(b.nouts + 1));
-    b.need_out = vg__calloc((size_t)b.nouts + 1, sizeof(bool));
-    slot_of = vg__malloc(sizeof(int) * (size_t)(b.nouts + 1));
-    if (!b.feed_of || !b.need_out || !slot_of) goto oom;
-    for (int i = 0; i < b.nouts; i++) b.feed_of[i] = -1, slot_of[i] = -1;
-    for (int i = 0; i < nfeeds; i++) {
-        if (feeds[i].index < 0 || feeds[i].index >= feeds[i].op->noutputs) {
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "feed '%s:%d' does not exist", feeds[i].op->name, feeds[i].index);
-            goto fail;
-        }
-        int f = b.out_off[feeds[i].op->id] + feeds[i].index;
-        if (b.feed_of[f] >= 0) {
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "tensor '%s:%d' is fed twice", feeds[i].op->name, feeds[i].index);
-            goto fail;
-        }
-        b.feed_of[f] = i;
-    }
-    for (int i = 0; i < nfetches; i++) {
-        if (fetches[i].index < 0 || fetches[i].index >= fetches[i].op->noutputs) {
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "fetch '%s:%d' does not exist", fetches[i].op->name,
-                               fetches[i].index);
-            goto fail;
-        }
-        mark_output(&b, fetches[i]);
-    }
-    for (int i = 0; i < ntargets; i++) mark_run(&b, targets[i]);
-    while (b.nstack) {
-        vg_op *op = g->ops[b.stack[--b.nstack]];
-        for (int i = 0; i < op->ninputs; i++) {
-            vg_output in = op->inputs[i];
-            bool is_ref = i < 32 && ((op->def->ref_inputs >> i) & 1);
-            if (is_ref && (in.op->def->flags & VG__OP_VARIABLE)) continue;
-            if (in.op->id >= b.nops) {
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "op '%s' was added after the session was created", in.op->name);
-                goto fail;
-            }
-            mark_output(&b, in);
-        }
-        for (int i = 0; i < op->ncontrol; i++) mark_run(&b, op->control[i]);
-    }
-
-    p = vg__calloc(1, sizeof *p);
-    if (!p) goto oom;
-    pthread_mutex_init(&p->mu, NULL);
-    p->nfeeds = nfeeds;
-    p->nfetches = nfetches;
-    p->ntargets = ntargets;
-    for (int i = 0; i < b.nops; i++) {
-        op_node[i] = -1;
-        if (b.run[i]) op_node[i] = p->nnodes++;
-    }
-    p->nodes = vg__calloc((size_t)p->nnodes + 1, sizeof(vg__node));
-    p->order = vg__malloc(sizeof(int) * (size_t)(p->nnodes + 1));
-    succ_cap = vg__calloc((size_t)p->nnodes + 1, sizeof(int));
-    indeg = vg__malloc(sizeof(int) * (size_t)(p->nnodes + 1));
-    if (!p->nodes || !p->order || !succ_cap || !indeg) goto oom;
-    /* slots: every output of a run op, and every needed fed output */
-    for (int i = 0; i < b.nops; i++) {
-        vg_op *op = g->ops[i];
-        for (int k = 0; k < op->noutputs; k++) {
-            int f = b.out_off[i] + k;
-            if (b.run[i] || (b.need_out[f] && b.feed_of[f] >= 0)) slot_of[f] = p->nslots++;
-        }
-    }
-    p->slot_uses = vg__calloc((size_t)p->nslots + 1, sizeof(int));
-    p->feed_slot = vg__malloc(sizeof(int) * (size_t)(nfeeds + 1));
-    p->fetch_slot = vg__malloc(sizeof(int) * (size_t)(nfetches + 1));
-    if (!p->slot_uses || !p->feed_slot || !p->fetch_slot) goto oom;
-    for (int i = 0; i < nfeeds; i++) p->feed_slot[i] = slot_of[b.out_off[feeds[i].op->id] + feeds[i].index];
-    for (int i = 0; i < nfetches; i++) {
-        p->fetch_slot[i] = slot_of[b.out_off[fetches[i].op->id] + fetches[i].index];
-        p->slot_uses[p->fetch_slot[i]]++;
-    }
-    /* nodes */
-    for (int i = 0; i < b.nops; i++) {
-        if (op_node[i] < 0) continue;
-        vg_op *op = g->ops[i];
-        vg__node *n = &p->nodes[op_node[i]];
-        n->op = op;
-        n->def = op->def;
-        n->ninputs = op->ninputs;
-        n->noutputs = op->noutputs;
-        n->out_base = op->noutputs ? slot_of[b.out_off[i]] : -1;
-        n->in_slot = vg__malloc(sizeof(int) * (size_t)(op->ninputs + 1));
-        n->in_var = vg__calloc((size_t)op->ninputs + 1, sizeof(vg__var *));
-        if (!n->in_slot || !n->in_var) goto oom;
-        if (op->def->flags & VG__OP_VARIABLE) {
-            n->is_var_read = true;
-            n->var = vg__session_var(s, op);
-        }
-        if (op->def->flags & VG__OP_CONST) {
-            vg__attr *a = vg__op_find_attr(op, "value");
-            if (a && a->type == VG_ATTR_TENSOR) n->const_value = a->u.tensor;
-        }
-        for (int k = 0; k < op->noutputs; k++) {
-            if (b.feed_of[b.out_off[i] + k] < 0) continue;
-            if (!n->out_fed && !(n->out_fed = vg__calloc((size_t)op->noutputs, sizeof(bool)))) goto oom;
-            n->out_fed[k] = true;
-        }
-        for (int k = 0; k < op->ninputs; k++) {
-            vg_output in = op->inputs[k];
-            bool is_ref = k < 32 && ((op->def->ref_inputs >> k) & 1);
-            n->in_slot[k] = -1;
-            if (is_ref) {
-                n->in_var[k] = ref_var(s, in);
-                if (!n->in_var[k]) {
-                    rc = vg_status_set(st, VG_INVALID_ARGUMENT, "input %d of '%s' is not a variable", k, op->name);
-                    goto fail;
-                }
-                if (in.op->def->flags & VG__OP_VARIABLE) continue;
-            }
-            int f = b.out_off[in.op->id] + in.index;
-            if (!is_ref) {
-                n->in_slot[k] = slot_of[f];
-                p->slot_uses[slot_of[f]]++;
-            }
-            if (b.feed_of[f] < 0 && op_node[in.op->id] >= 0 &&
-                !add_succ(&p->nodes[op_node[in.op->id]], &succ_cap[op_node[in.op->id]], op_node[i]))
-                goto oom;
-        }
-        for (int k = 0; k < op->ncontrol; k++) {
-            int src = op_node[op->control[k]->id];
-            if (src >= 0 && !add_succ(&p->nodes[src], &succ_cap[src], op_node[i])) goto oom;
-        }
-    }
-    for (int i = 0; i < p->nnodes && !p->cf; i++)
-        if (vg__cf_is_cflow_type(p->nodes[i].def->type)) {
-            rc = vg__cf_build(s, p, op_node, b.feed_of, b.out_off, feeds, fetches, st);
-            if (rc != VG_OK) goto fail;
-        }
-    if ((rc = vg__plan_fuse(p, succ_cap, st)) != VG_OK) goto fail; /* fuse.c */
-    if (p->cf) {
-        /* frames and iterations: run by cflow.c in dataflow order, no static order */
-    } else if (!topo_sort(p, indeg)) {
-        rc = vg_status_set(st, VG_INVALID_ARGUMENT, "the graph has a cycle among the ops to run");
-        goto fail;
+static vg__iter *iter_new(vg__run_state *rs, int sid) {
+    const vg__sframe *sf = &rs->p->frames[sid];
+    size_t nn = (size_t)sf->nnodes + 1, ni = (size_t)sf->ninputs + 1;
+    vg__iter *it = rs->free_iters[sid];
+    if (it) {
+        rs->free_iters[sid] = it->next_free;
     } else {
-        /* Save the plain edge counts so we can drop the ordering edges on a cycle. */
-        int *nsucc0 = vg__malloc(sizeof(int) * (size_t)(p->nnodes + 1));
-        if (!nsucc0) goto oom;
-        for (int i = 0; i < p->nnodes; i++) nsucc0[i] = p->nodes[i].nsucc;
-        if (!add_rw_edges(p, succ_cap)) { vg__free(nsucc0); goto oom; }
-        if (!topo_sort(p, indeg)) {
-            for (int i = 0; i < p->nnodes; i++) p->nodes[i].nsucc = nsucc0[i];
-            topo_sort(p, indeg);
+        it = vg__malloc(sizeof *it + ni * sizeof(vg_tensor *) + 2 * nn * sizeof(int) + nn);
+        if (!it) { rs->oom = true; return NULL; }
+        char *q = (char *)(it + 1);
+        it->in = (vg_tensor **)q;
+        q += ni * sizeof(vg_tensor *);
+        it->pending = (int *)q;
+        q += nn * sizeof(int);
+        it->dead = (int *)q;
+        q += nn * sizeof(int);
+        it->flags = (unsigned char *)q;
+        memset(it->in, 0, ni * sizeof(vg_tensor *)); /* kept all-NULL while recycled */
+    }
+    it->next_free = NULL;
+    it->outstanding_ops = 0;
+    it->outstanding_frames = 0;
+    it->children = NULL;
+    memcpy(it->pending, sf->pending0, (size_t)sf->nnodes * sizeof(int));
+    memset(it->dead, 0, (size_t)sf->nnodes * sizeof(int));
+    memset(it->flags, 0, (size_t)sf->nnodes);
+    return it;
+}
+
+static void frame_release(vg__run_state *rs, vg__frame *f);
+
+static void iter_free(vg__run_state *rs, int sid, vg__iter *it) {
+    if (!it) return;
+    const vg__sframe *sf = &rs->p->frames[sid];
+    for (int i = 0; i < sf->ninputs; i++)
+        if (it->in[i]) {
+            vg__val_free(it->in[i]);
+            it->in[i] = NULL;
         }
-        vg__free(nsucc0);
-    }
-    /* Collectives (the distributed optimizer's allreduce buckets): the ops that produce
-     * their inputs are marked so that a bucket starts as soon as its gradients exist
-     * while back-propagation goes on (see take_ready). */
-    for (int i = 0; i < p->nnodes; i++) {
-        vg__node *n = &p->nodes[i];
-        p->collectives |= (n->def->flags & VG__OP_COLLECTIVE) != 0;
-        for (int k = 0; k < n->nsucc && !n->feeds_collective; k++)
-            n->feeds_collective = (p->nodes[n->succ[k]].def->flags & VG__OP_COLLECTIVE) != 0;
-    }
-    /* Parallel only pays if two nodes can ever be ready together: two roots, or a node
-     * with two or more successors. */
-    if (s->inter_helpers > 0 && !p->cf) {
-        int roots = 0;
-        for (int i = 0; i < p->nnodes && !p->parallel; i++) {
-            /* Consts and variable reads are too cheap to be worth a hand-off */
-            if (p->nodes[i].def->flags & (VG__OP_CONST | VG__OP_VARIABLE)) continue;
-            roots += p->nodes[i].npred == 0;
-            p->parallel = p->nodes[i].nsucc >= 2 || roots >= 2;
+    while (it->children) {
+        vg__frame *c = it->children;
+        it->children = c->next_sibling;
+        for (int64_t k = c->oldest; k <= c->iteration_count; k++) {
+            iter_free(rs, c->sid, c->ring[k & (c->ring_cap - 1)]);
+            c->ring[k & (c->ring_cap - 1)] = NULL;
         }
-        if (p->parallel && !(p->cost_ns = vg__calloc((size_t)p->nnodes + 1, sizeof(*p->cost_ns)))) goto oom;
+        frame_release(rs, c);
     }
-    /* key */
-    p->nkey = 2 * nfeeds + 2 * nfetches + ntargets;
-    p->key = vg__malloc(sizeof(int) * (size_t)(p->nkey + 1));
-    if (!p->key) goto oom;
-    {
-        int k = 0;
-        for (int i = 0; i < nfeeds; i++) p->key[k++] = feeds[i].op->id, p->key[k++] = feeds[i].index;
-        for (int i = 0; i < nfetches; i++) p->key[k++] = fetches[i].op->id, p->key[k++] = fetches[i].index;
-        for (int i = 0; i < ntargets; i++) p->key[k++] = targets[i]->id;
-        p->hash = vg__plan_key_hash(p->key, p->nkey);
+    it->next_free = rs->free_iters[sid];
+    rs->free_iters[sid] = it;
+}
+
+/* Empties a frame instance's lists (their tensors released) for reuse. */
+static void frame_clear(vg__frame *f) {
+    for (int i = 0; i < f->ninvs; i++) vg__val_free(f->invs[i].t);
+    for (int i = 0; i < f->ndeferred; i++) vg__val_free(f->deferred[i].t);
+    f->ninvs = f->ndeferred = f->ndead_exits = 0;
+}
+
+static void frame_release(vg__run_state *rs, vg__frame *f) {
+    frame_clear(f);
+    f->next_sibling = rs->free_frames;
+    rs->free_frames = f;
+}
+
+static void frame_destroy(vg__frame *f) {
+    frame_clear(f);
+    vg__free(f->invs);
+    vg__free(f->deferred);
+    vg__free(f->dead_exits);
+    vg__free(f->ring);
+    vg__free(f);
+}
+
+static inline vg__iter *get_iter(vg__frame *f, int64_t i) {
+    if (i < f->oldest || i > f->iteration_count) return NULL;
+    return f->ring[i & (f->ring_cap - 1)];
+}
+
+static bool set_iter(vg__frame *f, int64_t i, vg__iter *it) {
+    if (i - f->oldest >= f->ring_cap) {
+        int nc = f->ring_cap * 2;
+        while (i - f->oldest >= nc) nc *= 2;
+        vg__iter **nr = vg__calloc((size_t)nc, sizeof(vg__iter *));
+        if (!nr) return false;
+        for (int64_t k = f->oldest; k < f->oldest + f->ring_cap && k <= f->iteration_count; k++)
+            nr[k & (nc - 1)] = f->ring[k & (f->ring_cap - 1)];
+        vg__free(f->ring);
+        f->ring = nr;
+        f->ring_cap = nc;
     }
-    *out = p;
-    p = NULL;
-    goto cleanup;
-oom:
-    rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory building the execution plan");
-fail:
-    vg__plan_free(p);
-cleanup:
-    vg__free(b.out_off);
-    vg__free(b.run);
-    vg__free(b.stack);
-    vg__free(b.feed_of);
-    vg__free(b.need_out);
-    vg__free(op_node);
-    vg__free(slot_of);
-    vg__free(succ_cap);
-    vg__free(indeg);
-    return rc;
+    f->ring[i & (f->ring_cap - 1)] = it;
+    return true;
+}
+
+/* Starts frame instance f (new or recycled) with its iteration 0. */
+static bool frame_start(vg__run_state *rs, vg__frame *f, int sid, vg__frame *parent, int64_t parent_iter,
+                        int max_parallel) {
+    if (!f->ring) {
+        f->ring_cap = 4;
+        if (!(f->ring = vg__calloc(4, sizeof(vg__iter *)))) return false;
+    }
+    f->sid = sid;
+    f->parent = parent;
+    f->parent_iter = parent_iter;
+    f->next_sibling = NULL;
+    f->oldest = 0;
+    f->iteration_count = 0;
+    f->max_parallel = max_parallel;
+    f->num_pending_inputs = rs->p->frames[sid].nenters;
+    f->ninvs = f->ndeferred = f->ndead_exits = 0;
+    vg__iter *it = iter_new(rs, sid);
+    if (!it) return false;
+    for (int k = 0; k < f->ring_cap; k++) f->ring[k] = NULL;
+    f->ring[0] = it;
+    f->num_outstanding = 1;
+    return true;
+}
+
+static vg__frame *frame_new(vg__run_state *rs, int sid, vg__frame *parent, int64_t parent_iter, int max_parallel) {
+    vg__frame *f = rs->free_frames;
+    if (f) rs->free_frames = f->next_sibling;
+    else if (!(f = vg__calloc(1, sizeof *f))) { rs->oom = true; return NULL; }
+    if (!frame_start(rs, f, sid, parent, parent_iter, max_parallel)) {
+        f->next_sibling = rs->free_frames;
+        rs->free_frames = f;
+        rs->oom = true;
+        return NULL;
+    }
+    return f;
 }
 
 /* ------------------------------------------------------------------------ */
-/* running */
+/* run states (one per concurrent run of a plan, recycled) */
+
+static vg__run_state *state_new(vg__plan *p) {
+    vg__run_state *rs = vg__calloc(1, sizeof *rs);
+    if (!rs) return NULL;
+    pthread_mutex_init(&rs->mu, NULL);
+    pthread_cond_init(&rs->cv, NULL);
+    rs->qcap = p->nnodes + 8;
+    rs->q = vg__malloc(sizeof(vg__task) * (size_t)rs->qcap);
+    rs->fetched = vg__calloc((size_t)p->nfetches + 1, sizeof(vg_tensor *));
+    rs->free_iters = vg__calloc((size_t)p->nframes + 1, sizeof(vg__iter *));
+    rs->root = vg__calloc(1, sizeof *rs->root);
+    if (!rs->q || !rs->fetched || !rs->free_iters || !rs->root) {
+        vg__free(rs->q);
+        vg__free(rs->fetched);
+        vg__free(rs->free_iters);
+        vg__free(rs->root);
+        pthread_mutex_destroy(&rs->mu);
+        pthread_cond_destroy(&rs->cv);
+        vg__free(rs);
+        return NULL;
+    }
+    return rs;
+}
+
+static void state_destroy(vg__plan *p, vg__run_state *rs) {
+    for (int i = 0; i < p->nframes; i++)
+        while (rs->free_iters[i]) {
+            vg__iter *it = rs->free_iters[i];
+            rs->free_iters[i] = it->next_free;
+            vg__free(it);
+        }
+    while (rs->free_frames) {
+        vg__frame *f = rs->free_frames;
+        rs->free_frames = f->next_sibling;
+        frame_destroy(f);
+    }
+    frame_destroy(rs->root);
+    vg__free(rs->free_iters);
+    vg__free(rs->fetched);
+    vg__free(rs->q);
+    pthread_mutex_destroy(&rs->mu);
+    pthread_cond_destroy(&rs->cv);
+    vg__free(rs);
+}
 
 static vg__run_state *state_get(vg__plan *p) {
     vg__run_state *c = atomic_exchange(&p->cached, NULL);
@@ -439,29 +291,7 @@ static vg__run_state *state_get(vg__plan *p) {
     vg__run_state *rs = p->free_states;
     if (rs) p->free_states = rs->next_free;
     pthread_mutex_unlock(&p->mu);
-    if (rs) return rs;
-    size_t ns = (size_t)p->nslots + 1, nn = (size_t)p->nnodes + 1;
-    size_t sz = sizeof *rs + ns * sizeof(vg_tensor *) + ns * sizeof(atomic_int) + nn * sizeof(atomic_int) +
-                nn * sizeof(int) + 64;
-    rs = vg__calloc(1, sz);
-    if (!rs) return NULL;
-    char *q = (char *)(rs + 1);
-    rs->vals = (vg_tensor **)q;
-    q += ns * sizeof(vg_tensor *);
-    rs->uses = (atomic_int *)q;
-    q += ns * sizeof(atomic_int);
-    rs->pending = (atomic_int *)q;
-    q += nn * sizeof(atomic_int);
-    rs->ready = (int *)q;
-    pthread_mutex_init(&rs->mu, NULL);
-    pthread_cond_init(&rs->cv, NULL);
-    return rs;
-}
-
-static void state_destroy(vg__run_state *rs) {
-    pthread_mutex_destroy(&rs->mu);
-    pthread_cond_destroy(&rs->cv);
-    vg__free(rs);
+    return rs ? rs : state_new(p);
 }
 
 static void state_put(vg__plan *p, vg__run_state *rs) {
@@ -473,19 +303,393 @@ static void state_put(vg__plan *p, vg__run_state *rs) {
     pthread_mutex_unlock(&p->mu);
 }
 
-static inline void release_slot(vg__run_state *rs, int slot, bool atomic) {
-    int left;
-    if (atomic) {
-        left = atomic_fetch_sub_explicit(&rs->uses[slot], 1, memory_order_acq_rel) - 1;
-    } else {
-        left = atomic_load_explicit(&rs->uses[slot], memory_order_relaxed) - 1;
-        atomic_store_explicit(&rs->uses[slot], left, memory_order_relaxed);
-    }
-    if (left == 0) {
-        vg_tensor_free(rs->vals[slot]);
-        rs->vals[slot] = NULL;
+void vg__plan_free_states(vg__plan *p) {
+    vg__run_state *c = atomic_exchange(&p->cached, NULL);
+    if (c) state_destroy(p, c);
+    while (p->free_states) {
+        vg__run_state *rs = p->free_states;
+        p->free_states = rs->next_free;
+        state_destroy(p, rs);
     }
 }
+
+/* Drops one reference; the last one recycles the state. */
+static void state_release(vg__run_state *rs) {
+    vg__plan *p = rs->p;
+    if (!rs->mt) { /* no helpers: the caller holds the only reference */
+        state_put(p, rs);
+        return;
+    }
+    pthread_mutex_lock(&rs->mu);
+    bool last = --rs->refs == 0;
+    pthread_mutex_unlock(&rs->mu);
+    if (last) state_put(p, rs);
+}
+
+/* ------------------------------------------------------------------------ */
+/* the ready deque */
+
+static bool push_task(vg__run_state *rs, int node, vg__frame *f, int64_t iter, bool dead) {
+    if (rs->qh > 0 && rs->qh == rs->qt) rs->qh = rs->qt = 0;
+    if (rs->qt == rs->qcap) {
+        if (rs->qh > 0) {
+            memmove(rs->q, rs->q + rs->qh, sizeof(vg__task) * (size_t)(rs->qt - rs->qh));
+            rs->qt -= rs->qh;
+            rs->qh = 0;
+        } else if (!vg__grow((void **)&rs->q, &rs->qcap, rs->qt + 1, sizeof(vg__task))) {
+            rs->oom = true;
+            return false;
+        }
+    }
+    rs->q[rs->qt++] = (vg__task){node, dead, f, iter};
+    return true;
+}
+
+/* Whether node n splits over the intra-op pool while that pool already has a thread
+ * for every inter-op helper besides the caller: such a kernel keeps every thread busy. */
+static bool node_splits_all(const vg__run_state *rs, const vg__node *n) {
+    return atomic_load_explicit(&n->splits, memory_order_relaxed) &&
+           rs->s->intra_threads >= rs->s->inter_helpers + 1;
+}
+
+/* One such node at a time: run side by side, two kernels would share the same cores
+ * with one thread more than there are (the CNN's two conv2 gradients at 2 threads: 5.6
+ * ms each side by side, 3.0 and 3.5 ms each split in turn). Lock held. */
+static bool split_waits(const vg__run_state *rs, const vg__task *t) {
+    return rs->split_running > 0 && !t->dead && node_splits_all(rs, &rs->p->nodes[t->node]);
+}
+
+/* A node that runs a kernel outside the lock (the rest only move tensors). */
+static bool runs_kernel(const vg__node *n) { return n->kind == VG__K_KERNEL; }
+
+static bool task_expensive(const vg__run_state *rs, const vg__task *t) {
+    const vg__node *n = &rs->p->nodes[t->node];
+    if (t->dead || !runs_kernel(n)) return false;
+    int64_t c = atomic_load_explicit(&n->cost_ns, memory_order_relaxed);
+    return c == 0 || c >= EXEC_EXPENSIVE_NS;
+}
+
+/* An expensive node whose kernel split its last run over the intra-op pool already
+ * keeps the threads busy: running a second such node beside it on a helper only makes
+ * the two compete for the same cores. */
+static bool task_wants_helper(const vg__run_state *rs, const vg__task *t) {
+    return task_expensive(rs, t) && !node_splits_all(rs, &rs->p->nodes[t->node]);
+}
+
+/* Takes a ready task (see the file comment for the rules). False if none. Lock held. */
+static bool take_task(vg__run_state *rs, bool helper, vg__task *out) {
+    if (rs->qh == rs->qt) return false;
+    if (!rs->mt) {
+        *out = rs->q[rs->qh++];
+        return true;
+    }
+    const vg__plan *p = rs->p;
+    int k = -1;
+    if (p->collectives) {
+        int best_pr = -1;
+        for (int j = rs->qt - 1; j >= rs->qh && best_pr < 2; j--) {
+            const vg__task *t = &rs->q[j];
+            const vg__node *n = &p->nodes[t->node];
+            if (helper && n->blocking && !t->dead) continue;
+            int pr = t->dead ? 0 : n->collective ? 2 : n->feeds_collective ? 1 : 0;
+            if (pr > best_pr) k = j, best_pr = pr;
+        }
+    } else {
+        /* While the caller waits in a blocking node, a helper takes blocking nodes too:
+         * the caller's dequeue may wait for an enqueue of the same run, which nobody
+         * else would run (TF's executor runs any ready node on any of its threads). */
+        bool skip_blocking = helper && !rs->caller_blocking;
+        for (int j = rs->qt - 1; j >= rs->qh; j--) {
+            const vg__task *t = &rs->q[j];
+            if (skip_blocking && !t->dead && p->nodes[t->node].blocking) continue;
+            if (split_waits(rs, t)) continue;
+            k = j;
+            break;
+        }
+    }
+    if (k < 0) return false;
+    *out = rs->q[k];
+    rs->q[k] = rs->q[--rs->qt];
+    return true;
+}
+
+/* Ready work left for helpers once this thread took task `taken`: when that task is
+ * expensive (the rest would wait behind it), or more expensive ready tasks than helpers
+ * on them. When everything is cheap this thread runs it all, soon (lock held; looks at
+ * up to 32 ready tasks). Plans with collectives offer any ready work: their caller must
+ * stay free for the next collective while the gradients feeding it run. */
+static bool want_helper(const vg__run_state *rs, const vg__task *taken) {
+    int nready = rs->qt - rs->qh;
+    if (rs->helpers >= rs->s->inter_helpers || nready <= rs->helpers) return false;
+    if (rs->p->collectives) return true;
+    if (task_wants_helper(rs, taken)) return true;
+    int nexp = 0;
+    for (int j = rs->qt - 1; j >= rs->qh && j >= rs->qt - 32; j--)
+        if (task_wants_helper(rs, &rs->q[j]) && ++nexp > rs->helpers) return true;
+    return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* delivering outputs (TF's PropagateOutputs / ActivateNodes) */
+
+/* Delivers the outputs of `node` (outs[k] NULL = dead; all dead if node_dead) to its
+ * successors in iteration `iter` of frame f. */
+static void activate(vg__run_state *rs, int node, bool node_dead, vg_tensor **outs, bool can_move, vg__frame *f,
+                     int64_t iter) {
+    vg__iter *it = get_iter(f, iter);
+    const vg__node *src = &rs->p->nodes[node];
+    if (!it) return;
+    for (int k = 0; k < src->nout; k++) {
+        const vg__edge *e = &src->out[k];
+        const vg__node *d = &rs->p->nodes[e->dst];
+        int l = d->lidx;
+        bool ready = false, ddead = false, need_input = false;
+        vg_tensor *t = (e->src_out >= 0 && !node_dead) ? outs[e->src_out] : NULL;
+        if (it->flags[l] & 2) continue; /* already scheduled (a Merge's later inputs) */
+        if (d->kind == VG__K_MERGE) {
+            if (e->dst_in < 0) {
+                it->pending[l]--;
+                ddead = it->dead[l] == d->ndata;
+                ready = it->pending[l] == 0 && ((it->flags[l] & 1) || ddead);
+            } else if (t) {
+                need_input = !(it->flags[l] & 1);
+                it->flags[l] |= 1;
+                ready = it->pending[l] == 0;
+            } else {
+                it->dead[l]++;
+                ddead = it->dead[l] == d->ndata || src->kind == VG__K_ENTER;
+                ready = it->pending[l] == 0 && ddead && !(it->flags[l] & 1);
+            }
+        } else {
+            if (node_dead || (e->dst_in >= 0 && !t)) it->dead[l]++;
+            need_input = e->dst_in >= 0 && t;
+            ready = --it->pending[l] == 0;
+            ddead = it->dead[l] > 0;
+        }
+        if (need_input) {
+            vg_tensor **slot = &it->in[d->in_base + e->dst_in];
+            if (*slot) vg__val_free(*slot);
+            if (can_move && e->last) { /* the last use takes the producer's reference */
+                *slot = t;
+                outs[e->src_out] = NULL;
+            } else {
+                *slot = vg__val_dup(t);
+            }
+        }
+        if (ready) {
+            if (d->kind == VG__K_TRIGGER) ddead = false;
+            it->flags[l] |= 2;
+            it->outstanding_ops++;
+            push_task(rs, e->dst, f, iter, ddead);
+        }
+    }
+}
+
+static bool frame_done(vg__frame *f) { return f->num_pending_inputs == 0 && f->num_outstanding == 0; }
+
+static bool iteration_done(vg__frame *f, int64_t i) {
+    vg__iter *it = get_iter(f, i);
+    if (!it || it->outstanding_ops != 0 || it->outstanding_frames != 0) return false;
+    if (i == f->oldest) return i == 0 ? f->num_pending_inputs == 0 : true;
+    return false;
+}
+
+static void increment_iteration(vg__run_state *rs, vg__frame *f) {
+    int64_t next = f->iteration_count + 1;
+    vg__iter *it = iter_new(rs, f->sid);
+    if (!it) return;
+    if (!set_iter(f, next, it)) {
+        iter_free(rs, f->sid, it);
+        rs->oom = true;
+        return;
+    }
+    f->iteration_count = next;
+    f->num_outstanding++;
+    f->ndead_exits = 0; /* TF's dead_exits.clear(): only the last iteration's dead Exits propagate */
+    for (int i = 0; i < f->ninvs; i++) {
+        vg_tensor *outs[1] = {f->invs[i].t};
+        activate(rs, f->invs[i].node, f->invs[i].dead, outs, false, f, next);
+    }
+}
+
+static void delete_frame(vg__run_state *rs, vg__frame *f);
+
+/* TF's CleanupFramesIterations: frees finished iterations of f from `iter` on, starts
+ * deferred iterations, and frees f itself when it is done. */
+static void cleanup(vg__run_state *rs, vg__frame *f, int64_t iter) {
+    int64_t cur = iter;
+    while (cur <= f->iteration_count && iteration_done(f, cur)) {
+        vg__iter *it = get_iter(f, cur);
+        f->ring[cur & (f->ring_cap - 1)] = NULL;
+        iter_free(rs, f->sid, it);
+        f->oldest = cur + 1;
+        f->num_outstanding--;
+        cur++;
+        if (f->ndeferred) {
+            increment_iteration(rs, f);
+            int nd = f->ndeferred;
+            f->ndeferred = 0;
+            for (int i = 0; i < nd; i++) {
+                vg_tensor *outs[1] = {f->deferred[i].t};
+                activate(rs, f->deferred[i].node, false, outs, true, f, f->iteration_count);
+                if (outs[0]) vg__val_free(outs[0]);
+            }
+        }
+    }
+    if (f->parent && frame_done(f)) delete_frame(rs, f);
+}
+
+static void delete_frame(vg__run_state *rs, vg__frame *f) {
+    vg__frame *parent = f->parent;
+    int64_t pi = f->parent_iter;
+    vg__iter *pit = get_iter(parent, pi);
+    for (int i = 0; i < f->ndead_exits; i++)
+        if (!(f->dead_exits[i] & 1)) activate(rs, f->dead_exits[i] / 2, true, NULL, false, parent, pi);
+    if (pit) {
+        for (vg__frame **pp = &pit->children; *pp; pp = &(*pp)->next_sibling)
+            if (*pp == f) { *pp = f->next_sibling; break; }
+        pit->outstanding_frames--;
+    }
+    for (int64_t k = f->oldest; k <= f->iteration_count; k++) { /* none left when it is done */
+        iter_free(rs, f->sid, f->ring[k & (f->ring_cap - 1)]);
+        f->ring[k & (f->ring_cap - 1)] = NULL;
+    }
+    frame_release(rs, f);
+    if (pit && pit->outstanding_ops == 0 && pit->outstanding_frames == 0) cleanup(rs, parent, pi);
+}
+
+static void decrement_outstanding(vg__run_state *rs, vg__frame *f, int64_t iter) {
+    vg__iter *it = get_iter(f, iter);
+    if (!it) return;
+    if (--it->outstanding_ops != 0) return;
+    cleanup(rs, f, iter);
+}
+
+static vg__frame *child_frame(vg__run_state *rs, vg__frame *f, int64_t iter, const vg__node *enter) {
+    vg__iter *it = get_iter(f, iter);
+    if (!it) return NULL;
+    for (vg__frame *c = it->children; c; c = c->next_sibling)
+        if (c->sid == enter->child) return c;
+    vg__frame *c = frame_new(rs, enter->child, f, iter, rs->p->frames[enter->child].parallel);
+    if (!c) return NULL;
+    c->next_sibling = it->children;
+    it->children = c;
+    it->outstanding_frames++;
+    return c;
+}
+
+/* Records the run's first error and stops it. Lock held. */
+static void fail(vg__run_state *rs, const vg_status *e) {
+    if (!rs->stop) {
+        rs->stop = true;
+        vg_status_copy(&rs->err, e);
+        if (rs->err.code == VG_OK) rs->err.code = VG_INTERNAL;
+    }
+}
+
+/* Reads variable v for a consumer: a new reference of its value. */
+static vg_tensor *deref(vg__var *v, vg_status *st) {
+    pthread_mutex_lock(&v->mu);
+    vg_tensor *t = vg_tensor_ref(v->value);
+    pthread_mutex_unlock(&v->mu);
+    if (!t) vg_status_set(st, VG_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->op->name);
+    return t;
+}
+
+/* Propagates the outputs of a finished node. Lock held. */
+static void propagate(vg__run_state *rs, const vg__task *t, vg_tensor **outs) {
+    const vg__plan *p = rs->p;
+    const vg__node *c = &p->nodes[t->node];
+    vg__frame *f = t->f;
+    int64_t iter = t->iter;
+    if (c->fetch_of && !t->dead && (c->kind == VG__K_EXIT ? f->parent == rs->root : f == rs->root)) {
+        for (int k = 0; k < c->noutputs; k++) {
+            int fi = c->fetch_of[k];
+            if (fi < 0 || !outs[k]) continue;
+            vg_tensor *v = outs[k];
+            if (vg__val_is_ref(v)) { /* a fetched variable is read now */
+                vg_status e;
+                vg_status_clear(&e);
+                if (!(v = deref(vg__val_var(v), &e))) {
+                    size_t len = strlen(e.msg);
+                    snprintf(e.msg + len, sizeof e.msg - len, "\n\t [[node %s (%s)]]", c->op->name, c->def->type);
+                    fail(rs, &e);
+                    continue;
+                }
+            } else {
+                vg_tensor_ref(v);
+            }
+            /* every fetch of this output */
+            for (int j = fi; j < p->nfetches; j++)
+                if (p->fetch_node[j] == t->node && p->fetch_slot[j] == p->fetch_slot[fi] && !rs->fetched[j])
+                    rs->fetched[j] = vg_tensor_ref(v);
+            vg_tensor_free(v);
+        }
+    }
+    switch (c->kind) {
+    case VG__K_ENTER: {
+        vg__frame *child = child_frame(rs, f, iter, c);
+        if (!child) return;
+        if (c->is_constant) {
+            if (!vg__grow((void **)&child->invs, &child->invs_cap, child->ninvs + 1, sizeof(vg__val))) {
+                rs->oom = true;
+                return;
+            }
+            child->invs[child->ninvs++] = (vg__val){t->node, t->dead ? NULL : vg__val_dup(outs[0]), t->dead};
+            for (int64_t k = child->oldest; k <= child->iteration_count; k++)
+                activate(rs, t->node, t->dead, outs, false, child, k);
+        } else {
+            activate(rs, t->node, t->dead, outs, true, child, 0);
+        }
+        child->num_pending_inputs--;
+        vg__iter *cit = get_iter(child, 0);
+        if (child->num_pending_inputs == 0 && cit && cit->outstanding_ops == 0 && cit->outstanding_frames == 0)
+            cleanup(rs, child, 0);
+        break;
+    }
+    case VG__K_EXIT: {
+        /* Each Exit of the frame instance is remembered once (entry 2 * node + live); at
+         * the end of the frame the ones that never fired live reach the parent dead (a
+         * loop on an untaken branch). TF remembers a dead Exit when it runs in the newest
+         * iteration, which with concurrent nodes can also be a non-final iteration, whose
+         * deadness would then reach a consumer that still waits on other inputs. */
+        int k = 0;
+        while (k < f->ndead_exits && f->dead_exits[k] / 2 != t->node) k++;
+        if (k == f->ndead_exits) {
+            if (!vg__grow((void **)&f->dead_exits, &f->dead_exits_cap, f->ndead_exits + 1, sizeof(int))) {
+                rs->oom = true;
+                return;
+            }
+            f->dead_exits[f->ndead_exits++] = 2 * t->node;
+        }
+        if (!t->dead) {
+            f->dead_exits[k] |= 1;
+            activate(rs, t->node, false, outs, true, f->parent, f->parent_iter);
+        }
+        break;
+    }
+    case VG__K_NEXT:
+        if (t->dead) break;
+        if (iter == f->iteration_count && f->num_outstanding >= f->max_parallel) {
+            if (!vg__grow((void **)&f->deferred, &f->deferred_cap, f->ndeferred + 1, sizeof(vg__val))) {
+                rs->oom = true;
+                return;
+            }
+            f->deferred[f->ndeferred++] = (vg__val){t->node, vg__val_dup(outs[0]), false};
+        } else {
+            if (iter == f->iteration_count) increment_iteration(rs, f);
+            activate(rs, t->node, false, outs, true, f, iter + 1);
+        }
+        break;
+    default:
+        activate(rs, t->node, t->dead, outs, true, f, iter);
+        break;
+    }
+    decrement_outstanding(rs, f, iter);
+}
+
+/* ------------------------------------------------------------------------ */
+/* running one node */
 
 static int64_t wall_us(void) {
     struct timeval tv;
@@ -493,7 +697,7 @@ static int64_t wall_us(void) {
     return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
 }
 
-static void record_stats(vg__run_state *rs, vg__node *n, int64_t t0, int64_t t1, int64_t bytes) {
+static void record_stats(vg__run_state *rs, const vg__node *n, int64_t t0, int64_t t1, int64_t bytes) {
     vg_run_metadata *md = rs->md;
     pthread_mutex_lock(&md->mu);
     if (vg__grow((void **)&md->nodes, &md->cap, md->n + 1, sizeof(vg_node_stats))) {
@@ -508,293 +712,253 @@ static void record_stats(vg__run_state *rs, vg__node *n, int64_t t0, int64_t t1,
     pthread_mutex_unlock(&md->mu);
 }
 
-/* Runs one node: kernel (or the executor's own variable read / Const), then stores its
- * outputs in their slots and releases inputs whose last consumer it was. */
-static vg_code exec_node(vg__run_state *rs, vg__node *n, bool atomic, vg_status *st) {
-    vg_tensor *outs_local[8];
-    vg_tensor **outs = outs_local;
-    int64_t t0 = rs->trace ? wall_us() : 0;
-    vg_code rc = VG_OK;
-    if (n->noutputs > 8) {
-        outs = vg__calloc((size_t)n->noutputs, sizeof(vg_tensor *));
-        if (!outs) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
-    } else {
-        for (int i = 0; i < n->noutputs; i++) outs[i] = NULL;
+/* The nodes that only move tensors (lock held when mt): fills outs (NULL = dead). */
+static vg_code run_inline(vg__run_state *rs, vg__node *n, vg_tensor **in, vg_tensor **outs, vg_status *st) {
+    switch (n->kind) {
+    case VG__K_SWITCH: {
+        if (n->ninputs < 2 || !in[0]) return vg_status_set(st, VG_INTERNAL, "Switch without input");
+        if (vg__val_is_ref(in[1]) && !(in[1] = deref(vg__val_var(in[1]), st))) return st->code;
+        vg_tensor *pred = in[1];
+        if (!pred || vg_tensor_dtype(pred) != VG_BOOL || vg_tensor_ndims(pred) != 0)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "The second input must be a scalar bool, but it has shape %s",
+                                 pred ? (vg_tensor_ndims(pred) ? "non-scalar" : "[] of another dtype") : "none");
+        bool b = *(const bool *)vg_tensor_data(pred);
+        outs[b ? 1 : 0] = in[0];
+        in[0] = NULL;
+        return VG_OK;
     }
-    if (n->is_var_read) {
-        vg__var *v = n->var;
-        pthread_mutex_lock(&v->mu);
-        outs[0] = vg_tensor_ref(v->value);
-        pthread_mutex_unlock(&v->mu);
-        if (!outs[0])
-            rc = vg_status_set(st, VG_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", n->op->name);
-    } else if (n->def->flags & VG__OP_CONST) {
+    case VG__K_MERGE: {
+        int k = 0;
+        while (k < n->ninputs && !in[k]) k++;
+        if (k == n->ninputs) return vg_status_set(st, VG_INTERNAL, "Merge ran without a live input");
+        outs[0] = in[k];
+        in[k] = NULL;
+        if (n->noutputs > 1 && n->need_index) {
+            outs[1] = vg_tensor_new(VG_INT32, NULL, 0, st);
+            if (!outs[1]) return st->code;
+            *(int32_t *)vg_tensor_data(outs[1]) = k;
+        }
+        return VG_OK;
+    }
+    case VG__K_LOOPCOND:
+        if (n->ninputs < 1 || !in[0]) return vg_status_set(st, VG_INTERNAL, "LoopCond without input");
+        if (vg__val_is_ref(in[0]) && !(in[0] = deref(vg__val_var(in[0]), st))) return st->code;
+        if (vg_tensor_dtype(in[0]) != VG_BOOL || vg_tensor_ndims(in[0]) != 0)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "LoopCond's input must be a scalar bool");
+        outs[0] = in[0];
+        in[0] = NULL;
+        return VG_OK;
+    case VG__K_ENTER:
+    case VG__K_EXIT:
+    case VG__K_NEXT:
+    case VG__K_IDENTITY:
+        if (n->ninputs < 1 || !in[0]) return vg_status_set(st, VG_INTERNAL, "%s without input", n->def->type);
+        outs[0] = in[0];
+        in[0] = NULL;
+        return VG_OK;
+    case VG__K_TRIGGER:
+        return VG_OK;
+    case VG__K_CONST:
         outs[0] = vg_tensor_ref(n->const_value);
-        if (!outs[0]) rc = vg_status_set(st, VG_INTERNAL, "Const without a value");
-    } else if (!n->def->kernel) {
-        rc = vg_status_set(st, VG_UNIMPLEMENTED, "no CPU kernel for op type %s", n->def->type);
-    } else {
-        vg__kctx ctx = {rs, n, outs, st, rs->vals};
-        rc = n->def->kernel(&ctx);
-        if (rc == VG_OK && st->code != VG_OK) rc = st->code;
+        return outs[0] ? VG_OK : vg_status_set(st, VG_INTERNAL, "Const without a value");
+    case VG__K_VARIABLE:
+        outs[0] = vg__val_ref_of(n->var);
+        return VG_OK;
+    default:
+        return vg_status_set(st, VG_INTERNAL, "node kind %d is not run inline", n->kind);
     }
-    int64_t bytes = 0;
-    for (int i = 0; i < n->noutputs; i++) {
-        vg_tensor *t = outs[i];
-        int slot = n->out_base + i;
-        if (rc != VG_OK || (n->out_fed && n->out_fed[i])) {
-            vg_tensor_free(t);
-            continue;
+}
+
+/* Runs a kernel node: reads the variables its inputs refer to, then the kernel. */
+static vg_code run_kernel(vg__run_state *rs, vg__node *n, vg_tensor **vals, vg_tensor **outs, vg_status *st) {
+    if (n->may_deref)
+        for (int k = 0; k < n->ninputs; k++) {
+            int sl = n->in_slot[k];
+            if (sl < 0 || !vg__val_is_ref(vals[sl])) continue;
+            if (!(vals[sl] = deref(vg__val_var(vals[sl]), st))) return st->code;
         }
-        if (!t && rs->p->slot_uses[slot] > 0) {
+    if (!n->def->kernel) return vg_status_set(st, VG_UNIMPLEMENTED, "no CPU kernel for op type %s", n->def->type);
+    vg__kctx ctx = {rs, n, outs, st, vals};
+    vg_code rc = n->def->kernel(&ctx);
+    if (rc == VG_OK && st->code != VG_OK) rc = st->code;
+    for (int i = 0; rc == VG_OK && i < n->noutputs; i++)
+        if (!outs[i] && n->out_needed && n->out_needed[i])
             rc = vg_status_set(st, VG_INTERNAL, "kernel %s did not produce output %d", n->def->type, i);
-            continue;
-        }
-        if (t && rs->trace) bytes += (int64_t)vg_tensor_nbytes(t);
-        if (rs->p->slot_uses[slot] == 0) vg_tensor_free(t);
-        else rs->vals[slot] = t;
-    }
-    if (outs != outs_local) vg__free(outs);
-    for (int i = 0; i < n->ninputs; i++)
-        if (n->in_slot[i] >= 0) release_slot(rs, n->in_slot[i], atomic);
-    if (rs->trace) record_stats(rs, n, t0, wall_us(), bytes);
-    if (rc != VG_OK) {
-        if (st->code == VG_OK) st->code = rc;
-        size_t len = strlen(st->msg);
-        snprintf(st->msg + len, sizeof st->msg - len, "\n\t [[node %s (%s)]]", n->op->name, n->def->type);
-    }
     return rc;
 }
 
-static void fail_run(vg__run_state *rs, const vg_status *st) {
-    pthread_mutex_lock(&rs->mu);
-    if (!atomic_load(&rs->failed)) {
-        rs->err = *st;
-        atomic_store(&rs->failed, true);
-    }
-    pthread_mutex_unlock(&rs->mu);
-}
-
-/* Parallel path: workers (the caller and pool helpers) pull ready nodes. */
-static void parallel_work(vg__run_state *rs, bool helper);
-
-/* Drops one reference; the last one recycles the state. */
-static void state_release(vg__run_state *rs) {
-    if (!rs->p->parallel) { /* no helpers: the caller holds the only reference */
-        state_put(rs->p, rs);
-        return;
-    }
-    pthread_mutex_lock(&rs->mu);
-    bool last = --rs->refs == 0;
-    pthread_mutex_unlock(&rs->mu);
-    if (last) state_put(rs->p, rs);
-}
+static void work(vg__run_state *rs, bool helper);
 
 static void helper_task(void *arg) {
     vg__run_state *rs = arg;
-    parallel_work(rs, true); /* leaves rs->helpers one lower (see there) */
+    work(rs, true); /* leaves rs->helpers one lower (see there) */
     state_release(rs);
 }
 
-/* Whether node id splits over the intra-op pool while that pool already has a thread
- * for every inter-op helper besides the caller: such a kernel keeps every thread busy. */
-static bool node_splits_all(const vg__run_state *rs, int id) {
-    return atomic_load_explicit(&rs->p->nodes[id].splits, memory_order_relaxed) &&
-           rs->s->intra_threads >= rs->s->inter_helpers + 1;
+/* Something happened that a waiting caller may want to see (tasks ready, the run
+ * ended or stopped, a split node done). Lock held. */
+static void notify(vg__run_state *rs) {
+    atomic_fetch_add_explicit(&rs->progress, 1, memory_order_release);
+    if (rs->caller_waits) pthread_cond_signal(&rs->cv);
 }
 
-/* One such node at a time: run side by side, two kernels would share the same cores
- * with one thread more than there are. When a helper took whatever was ready, the
- * CNN's two conv2 gradients ran side by side at 2 threads, one thread each (5.6 ms
- * each, the 1-thread time), instead of each split in turn (3.0 and 3.5 ms). Whoever is
- * free takes the next one once the running one is done (a caller with nothing to take
- * meanwhile takes shares of the running one's split, run_parallel). Lock held. */
-static bool split_waits(const vg__run_state *rs, int id) {
-    return rs->split_running > 0 && node_splits_all(rs, id);
-}
-
-/* Takes a ready node: the caller takes any; a pool helper only non-blocking ones (so a
- * queue op never parks a pool thread that other runs may need) unless the caller is in
- * a blocking node itself; nobody a node that splits over the intra-op pool while such
- * a node runs (split_waits). -1 if none. Lock held.
- * Plans with collectives take by priority: the caller a ready collective first (its
- * reduce then runs on the communication thread while helpers go on with the other
- * nodes), then anyone a node that feeds a collective, then the newest ready node. */
-static int take_ready(vg__run_state *rs, bool helper) {
-    if (rs->p->collectives) {
-        int best = -1, best_pr = -1;
-        for (int k = rs->nready - 1; k >= 0 && best_pr < 2; k--) {
-            const vg__node *n = &rs->p->nodes[rs->ready[k]];
-            if (helper && (n->def->flags & VG__OP_BLOCKING)) continue;
-            int pr = (n->def->flags & VG__OP_COLLECTIVE) ? 2 : n->feeds_collective ? 1 : 0;
-            if (pr > best_pr) best = k, best_pr = pr;
+/* The caller has nothing to take while nodes run elsewhere: take shares of their
+ * kernels' splits meanwhile (never a helper task: the caller stays free for the
+ * blocking and collective nodes only it takes), spin for one window, then sleep until
+ * something happens. Lock held on entry and exit. */
+static void caller_wait(vg__run_state *rs) {
+    unsigned seen = atomic_load_explicit(&rs->progress, memory_order_relaxed);
+    pthread_mutex_unlock(&rs->mu);
+    vg__pool *pool = rs->s->inter;
+    int64_t spin = vg__pool_spin_ns(pool), t0 = vg__pool_now_ns();
+    for (unsigned it = 0; atomic_load_explicit(&rs->progress, memory_order_acquire) == seen; it++) {
+        if (vg__pool_help(pool)) continue;
+        vg__spin_pause();
+        if ((it & 15) == 15 && vg__pool_now_ns() - t0 > spin) {
+            pthread_mutex_lock(&rs->mu);
+            rs->caller_waits = true;
+            while (atomic_load_explicit(&rs->progress, memory_order_relaxed) == seen)
+                pthread_cond_wait(&rs->cv, &rs->mu);
+            rs->caller_waits = false;
+            return;
         }
-        if (best < 0) return -1;
-        int id = rs->ready[best];
-        rs->ready[best] = rs->ready[--rs->nready];
-        return id;
     }
-    /* While the caller waits in a blocking node, a helper takes blocking nodes too: the
-     * caller's dequeue may wait for an enqueue of the same run, which nobody else would
-     * run (TF's executor runs any ready node on any of its threads). */
-    bool skip_blocking = helper && !rs->caller_blocking;
-    for (int k = rs->nready - 1; k >= 0; k--) {
-        int id = rs->ready[k];
-        if (skip_blocking && (rs->p->nodes[id].def->flags & VG__OP_BLOCKING)) continue;
-        if (split_waits(rs, id)) continue;
-        rs->ready[k] = rs->ready[--rs->nready];
-        return id;
-    }
-    return -1;
-}
-
-/* A node worth a hand-off to another thread: not measured yet, or it took at least
- * EXEC_EXPENSIVE_NS on average. Cheaper nodes run on the thread that made them ready:
- * on a machine where a wake-up or a migrated cache line costs microseconds, running
- * two cheap nodes side by side is slower than running them one after the other, and a
- * kernel that splits its work over the shared pool already uses the other threads. */
-#define EXEC_EXPENSIVE_NS 20000
-static bool node_expensive(const vg__plan *p, int id) {
-    const vg__node *n = &p->nodes[id];
-    if (n->is_var_read || (n->def->flags & VG__OP_CONST)) return false;
-    int64_t c = atomic_load_explicit(&p->cost_ns[id], memory_order_relaxed);
-    return c == 0 || c >= EXEC_EXPENSIVE_NS;
-}
-
-/* An expensive node whose kernel split its last run over the intra-op pool already
- * keeps the threads busy: running a second such node beside it on a helper only makes
- * the two compete for the same cores (CNN at 2 threads: the two conv2 gradients side
- * by side took 12.3 ms per step, one after the other 10.5 ms). */
-static bool node_wants_helper(const vg__run_state *rs, int id) {
-    if (!node_expensive(rs->p, id)) return false;
-    return !(atomic_load_explicit(&rs->p->nodes[id].splits, memory_order_relaxed) &&
-             rs->s->intra_threads >= rs->s->inter_helpers + 1);
-}
-
-/* Ready work left for helpers once this thread took node `taken`: when that node is
- * expensive (the rest would wait behind it), or more expensive ready nodes than
- * helpers on them. When everything is cheap this thread runs it all, soon (lock held;
- * looks at up to 32 ready nodes). Plans with collectives offer any ready work: their
- * caller must stay free for the next collective while the gradients feeding it run. */
-static bool want_helper(const vg__run_state *rs, int taken) {
-    if (rs->helpers >= rs->s->inter_helpers || rs->nready <= rs->helpers) return false;
-    if (rs->p->collectives) return true;
-    if (node_wants_helper(rs, taken)) return true;
-    int nexp = 0;
-    for (int k = rs->nready - 1; k >= 0 && k >= rs->nready - 32; k--)
-        if (node_wants_helper(rs, rs->ready[k]) && ++nexp > rs->helpers) return true;
-    return false;
-}
-
-static void parallel_work(vg__run_state *rs, bool helper) {
-    vg__plan *p = rs->p;
     pthread_mutex_lock(&rs->mu);
+}
+
+/* The worker loop of the caller (until the run ends) and of helpers (until no node is
+ * ready for them). */
+static void work(vg__run_state *rs, bool helper) {
+    vg__plan *p = rs->p;
+    vg_session *s = rs->s;
+    vg_tensor *outs_local[8];
+    LOCK(rs);
     for (;;) {
-        int id = take_ready(rs, helper);
-        if (id < 0) {
+        if (rs->finished) { /* a late helper */
+            rs->helpers--;
+            break;
+        }
+        vg__task t;
+        bool have = !rs->stop && !rs->oom && take_task(rs, helper, &t);
+        if (!have) {
             /* A helper stops counting in the same critical section as its last look:
              * counted until it returned, it made a caller that took a dequeue just
              * then start no helper, and the enqueue the dequeue waited for (ready, but
-             * blocking, so skipped in that last look) never ran (a TSan run of
-             * test_core__blocking_caller_split_node timed out). */
-            if (helper) rs->helpers--;
-            break;
-        }
-        /* set before any other thread looks (take_ready), cleared when the node is done */
-        bool blocking = !helper && (p->nodes[id].def->flags & VG__OP_BLOCKING);
-        if (blocking) rs->caller_blocking = true;
-        bool split = node_splits_all(rs, id);
-        if (split) rs->split_running++;
-        /* more expensive ready work than helpers on it: offer it to the pool */
-        bool spawn = want_helper(rs, id) ||
-                     (blocking && rs->helpers < rs->s->inter_helpers && rs->nready > rs->helpers);
-        if (spawn) {
-            rs->helpers++;
-            rs->refs++;
-        }
-        pthread_mutex_unlock(&rs->mu);
-        if (spawn && !vg__pool_submit(rs->s->inter, helper_task, rs)) {
-            pthread_mutex_lock(&rs->mu);
-            rs->helpers--;
-            rs->refs--;
-            pthread_mutex_unlock(&rs->mu);
-        }
-        vg__node *n = &p->nodes[id];
-        vg_status st;
-        st.code = VG_OK;
-        st.msg[0] = 0;
-        bool skip = atomic_load_explicit(&rs->failed, memory_order_acquire);
-        int64_t k0 = vg__now_ns();
-        if (!skip && exec_node(rs, n, true, &st) != VG_OK) fail_run(rs, &st);
-        int64_t dt = vg__now_ns() - k0, old = atomic_load_explicit(&p->cost_ns[id], memory_order_relaxed);
-        if (dt < 1) dt = 1;
-        atomic_store_explicit(&p->cost_ns[id], old ? (3 * old + dt) / 4 : dt, memory_order_relaxed);
-        if (skip)
-            for (int i = 0; i < n->ninputs; i++)
-                if (n->in_slot[i] >= 0) release_slot(rs, n->in_slot[i], true);
-        int nnew = 0;
-        pthread_mutex_lock(&rs->mu);
-        if (blocking) rs->caller_blocking = false;
-        for (int k = 0; k < n->nsucc; k++) {
-            int sid = n->succ[k];
-            if (atomic_fetch_sub(&rs->pending[sid], 1) == 1) {
-                rs->ready[rs->nready++] = sid;
-                nnew++;
-            }
-        }
-        rs->ndone++;
-        /* a split node done: a caller waiting with only split nodes ready wakes too */
-        bool freed = split && --rs->split_running == 0 && rs->nready > nnew;
-        if (rs->ndone == p->nnodes || nnew || freed) {
-            atomic_fetch_add_explicit(&rs->progress, 1, memory_order_release);
-            pthread_cond_broadcast(&rs->cv);
-        }
-    }
-    pthread_mutex_unlock(&rs->mu);
-}
-
-static void run_parallel(vg__run_state *rs) {
-    vg__plan *p = rs->p;
-    rs->nready = 0;
-    rs->ndone = 0;
-    rs->helpers = 0;
-    rs->caller_blocking = false;
-    rs->split_running = 0;
-    for (int i = 0; i < p->nnodes; i++) {
-        atomic_store(&rs->pending[i], p->nodes[i].npred);
-        if (!p->nodes[i].npred) rs->ready[rs->nready++] = i;
-    }
-    vg__pool *pool = rs->s->inter;
-    int64_t spin = vg__pool_spin_ns(pool);
-    for (;;) {
-        parallel_work(rs, false);
-        pthread_mutex_lock(&rs->mu);
-        /* something take_ready would give the caller (plans with collectives: anything) */
-        bool finished = rs->ndone == p->nnodes, have = p->collectives && rs->nready > 0;
-        for (int k = 0; k < rs->nready && !have; k++) have = !split_waits(rs, rs->ready[k]);
-        unsigned seen = atomic_load_explicit(&rs->progress, memory_order_relaxed);
-        pthread_mutex_unlock(&rs->mu);
-        if (finished) break;
-        if (have) continue;
-        /* Nothing ready: the helpers run the nodes in flight. Take shares of their
-         * kernels' splits meanwhile (so the critical path keeps every thread even when
-         * it runs on a helper; never a helper task: the caller stays free for the
-         * blocking and collective nodes only it takes), spin for one window, then sleep
-         * until a node completes. */
-        int64_t t0 = vg__pool_now_ns();
-        for (unsigned it = 0; atomic_load_explicit(&rs->progress, memory_order_acquire) == seen; it++) {
-            if (vg__pool_help(pool)) continue;
-            vg__spin_pause();
-            if ((it & 15) == 15 && vg__pool_now_ns() - t0 > spin) {
-                pthread_mutex_lock(&rs->mu);
-                while (atomic_load_explicit(&rs->progress, memory_order_relaxed) == seen)
-                    pthread_cond_wait(&rs->cv, &rs->mu);
-                pthread_mutex_unlock(&rs->mu);
+             * blocking, so skipped in that last look) never ran. */
+            if (helper) {
+                rs->helpers--;
                 break;
             }
+            if (rs->inflight == 0) break; /* done (or stopped with nothing running) */
+            caller_wait(rs);
+            continue;
         }
+        vg__node *n = &p->nodes[t.node];
+        vg_status e;
+        e.code = VG_OK;
+        e.msg[0] = 0;
+        if (!t.dead && ((++rs->tick & 15) == 0 || n->kind == VG__K_NEXT)) {
+            if (atomic_load_explicit(&s->closing, memory_order_relaxed)) {
+                vg_status_set(&e, VG_CANCELLED, "Session was closed while the run was executing (at '%s')",
+                              n->op->name);
+                fail(rs, &e);
+                continue;
+            }
+            if (rs->deadline && vg__now_ns() > rs->deadline) {
+                vg_status_set(&e, VG_DEADLINE_EXCEEDED, "Timed out: the run exceeded its timeout (at '%s')",
+                              n->op->name);
+                fail(rs, &e);
+                continue;
+            }
+        }
+        vg__iter *it = get_iter(t.f, t.iter);
+        if (!it) {
+            vg_status_set(&e, VG_INTERNAL, "executor: iteration %lld of '%s' is gone", (long long)t.iter, n->op->name);
+            fail(rs, &e);
+            continue;
+        }
+        vg_tensor **outs = outs_local;
+        if (n->noutputs > 8 && !(outs = vg__calloc((size_t)n->noutputs, sizeof(vg_tensor *)))) {
+            rs->oom = true;
+            continue;
+        }
+        for (int i = 0; i < n->noutputs; i++) outs[i] = NULL;
+        vg_code rc = VG_OK;
+        bool freed = false;
+        if (!t.dead) {
+            int64_t t0 = rs->trace ? wall_us() : 0;
+            if (!runs_kernel(n)) {
+                rc = run_inline(rs, n, it->in + n->in_base, outs, &e);
+            } else if (!rs->mt) {
+                rc = run_kernel(rs, n, it->in, outs, &e);
+            } else {
+                bool blocking = !helper && n->blocking; /* set before anyone looks again (take_task) */
+                if (blocking) rs->caller_blocking = true;
+                bool split = node_splits_all(rs, n);
+                if (split) rs->split_running++;
+                int nready = rs->qt - rs->qh;
+                bool spawn = want_helper(rs, &t) ||
+                             (blocking && rs->helpers < s->inter_helpers && nready > rs->helpers);
+                if (spawn) {
+                    rs->helpers++;
+                    rs->refs++;
+                }
+                rs->inflight++;
+                pthread_mutex_unlock(&rs->mu);
+                if (spawn && !vg__pool_submit(s->inter, helper_task, rs)) {
+                    pthread_mutex_lock(&rs->mu);
+                    rs->helpers--;
+                    rs->refs--;
+                    pthread_mutex_unlock(&rs->mu);
+                }
+                int64_t k0 = vg__now_ns();
+                rc = run_kernel(rs, n, it->in, outs, &e);
+                int64_t dt = vg__now_ns() - k0, old = atomic_load_explicit(&n->cost_ns, memory_order_relaxed);
+                if (dt < 1) dt = 1;
+                atomic_store_explicit(&n->cost_ns, old ? (3 * old + dt) / 4 : dt, memory_order_relaxed);
+                pthread_mutex_lock(&rs->mu);
+                rs->inflight--;
+                if (blocking) rs->caller_blocking = false;
+                /* a split node done: a caller waiting with only split nodes ready wakes too */
+                freed = split && --rs->split_running == 0 && rs->qt > rs->qh;
+            }
+            if (rs->trace) {
+                int64_t bytes = 0;
+                for (int i = 0; i < n->noutputs; i++)
+                    if (outs[i] && !vg__val_is_ref(outs[i])) bytes += (int64_t)vg_tensor_nbytes(outs[i]);
+                record_stats(rs, n, t0, wall_us(), bytes);
+            }
+        }
+        if (rc != VG_OK) {
+            for (int i = 0; i < n->noutputs; i++)
+                if (outs[i]) vg__val_free(outs[i]);
+            if (outs != outs_local) vg__free(outs);
+            size_t len = strlen(e.msg);
+            snprintf(e.msg + len, sizeof e.msg - len, "\n\t [[node %s (%s)]]", n->op->name, n->def->type);
+            fail(rs, &e);
+            if (rs->mt) notify(rs);
+            continue;
+        }
+        /* the node's inputs are consumed */
+        for (int k = 0; k < n->ninputs; k++) {
+            vg_tensor **slot = &it->in[n->in_base + k];
+            if (*slot) {
+                vg__val_free(*slot);
+                *slot = NULL;
+            }
+        }
+        int before = rs->qt - rs->qh;
+        propagate(rs, &t, outs);
+        for (int i = 0; i < n->noutputs; i++)
+            if (outs[i]) vg__val_free(outs[i]);
+        if (outs != outs_local) vg__free(outs);
+        if (rs->mt && (rs->qt - rs->qh > before || freed || (rs->inflight == 0 && rs->qt == rs->qh) || rs->stop))
+            notify(rs);
     }
+    UNLOCK(rs);
 }
+
+/* ------------------------------------------------------------------------ */
 
 void vg__step_res_free(vg__run_state *rs) {
     pthread_mutex_lock(&rs->mu);
@@ -809,18 +973,21 @@ void vg__step_res_free(vg__run_state *rs) {
     }
 }
 
-static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
-                        vg_tensor **out, vg_run_metadata *md, vg_status *st);
-
-/* The session's pools spin for their longer window while the run is in progress. */
-vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
-                     vg_tensor **out, vg_run_metadata *md, vg_status *st) {
-    vg__pool_run_begin(s->intra);
-    if (s->inter != s->intra) vg__pool_run_begin(s->inter);
-    vg_code rc = plan_run(s, p, ro, feed_values, out, md, st);
-    if (s->inter != s->intra) vg__pool_run_end(s->inter);
-    vg__pool_run_end(s->intra);
-    return rc;
+/* Delivers a fed value along edge e into the root iteration 0 (scheduled with the
+ * roots, plan_run). */
+static void feed_edge(vg__run_state *rs, vg__iter *it0, const vg__edge *e, vg_tensor *v) {
+    const vg__node *d = &rs->p->nodes[e->dst];
+    int l = d->lidx;
+    vg_tensor **slot = &it0->in[d->in_base + e->dst_in];
+    if (d->kind == VG__K_MERGE) { /* its first live input */
+        if (it0->flags[l] & 1) return;
+        it0->flags[l] |= 1;
+        *slot = vg_tensor_ref(v);
+        return;
+    }
+    if (*slot) vg__val_free(*slot);
+    *slot = vg_tensor_ref(v);
+    it0->pending[l]--;
 }
 
 static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
@@ -833,45 +1000,83 @@ static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg
     rs->md = md;
     rs->trace = md && ro && ro->trace_level >= VG_TRACE_FULL;
     rs->deadline = (ro && ro->timeout_in_ms > 0) ? vg__now_ns() + ro->timeout_in_ms * 1000000LL : 0;
-    atomic_store(&rs->failed, false);
+    rs->mt = p->parallel;
+    rs->qh = rs->qt = 0;
+    rs->inflight = rs->helpers = rs->split_running = 0;
+    rs->refs = 1;
+    rs->caller_blocking = rs->caller_waits = rs->stop = rs->oom = rs->finished = false;
     rs->err.code = VG_OK;
     rs->err.msg[0] = 0;
     rs->step_res = NULL;
-    if (p->cf) {
-        vg_code crc = vg__cf_run(rs, feed_values, out, st);
-        vg__step_res_free(rs);
+    for (int i = 0; i < p->nfetches; i++) out[i] = NULL;
+    vg_code rc = VG_OK;
+    if (!frame_start(rs, rs->root, 0, NULL, 0, 1)) {
+        rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory starting a run");
+        rs->oom = false;
         state_release(rs);
-        return crc;
+        return rc;
     }
-    for (int i = 0; i < p->nslots; i++) {
-        rs->vals[i] = NULL;
-        atomic_store_explicit(&rs->uses[i], p->slot_uses[i], memory_order_relaxed);
+    vg__frame *root = rs->root;
+    root->num_pending_inputs = 0;
+    vg__iter *it0 = root->ring[0];
+    /* fed values first, then the roots (no input from another node) in node order: the
+     * order of a topological sort, so a sequential run takes an enqueue of a fed value
+     * before a dequeue built after it */
+    for (int fi = 0; fi < p->nfeeds; fi++) {
+        for (int k = 0; k < p->nfeed_out[fi]; k++) feed_edge(rs, it0, &p->feed_out[fi][k], feed_values[fi]);
+        for (int j = 0; j < p->nfetches; j++)
+            if (p->fetch_feed[j] == fi && !rs->fetched[j]) rs->fetched[j] = vg_tensor_ref(feed_values[fi]);
     }
-    for (int i = 0; i < p->nfeeds; i++)
-        if (p->feed_slot[i] >= 0 && p->slot_uses[p->feed_slot[i]] > 0)
-            rs->vals[p->feed_slot[i]] = vg_tensor_ref(feed_values[i]);
-    rs->refs = 1;
-    if (p->parallel) {
-        run_parallel(rs);
-    } else {
-        for (int k = 0; k < p->nnodes; k++) {
-            if (exec_node(rs, &p->nodes[p->order[k]], false, &rs->err) != VG_OK) {
-                atomic_store(&rs->failed, true);
-                break;
-            }
+    for (int i = 0; i < p->nroots; i++) {
+        const vg__node *n = &p->nodes[p->roots[i]];
+        int l = n->lidx;
+        if (it0->pending[l] != 0 || (n->kind == VG__K_MERGE && !(it0->flags[l] & 1))) continue;
+        it0->flags[l] |= 2;
+        it0->outstanding_ops++;
+        push_task(rs, p->roots[i], root, 0, it0->dead[l] > 0);
+    }
+    work(rs, false);
+    LOCK(rs);
+    rs->finished = true; /* helpers still queued only drop their reference from now on */
+    rs->qh = rs->qt = 0;
+    UNLOCK(rs);
+    if (rs->stop) {
+        rc = rs->err.code;
+        vg_status_copy(st, &rs->err);
+    }
+    if (rc == VG_OK && rs->oom) rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory running the plan");
+    if (rc == VG_OK) {
+        for (int i = 0; i < p->nfetches; i++) {
+            if (rs->fetched[i]) continue;
+            const vg_op *fop = p->fetch_node[i] >= 0 ? p->nodes[p->fetch_node[i]].op : NULL;
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                               "fetch %d ('%s') has no value: it is dead (on the untaken side of a cond) or was "
+                               "never computed", i, fop ? fop->name : "?");
+            break;
         }
     }
-    vg_code rc = VG_OK;
-    if (atomic_load(&rs->failed)) {
-        rc = rs->err.code ? rs->err.code : VG_INTERNAL;
-        vg_status_copy(st, &rs->err);
-        for (int i = 0; i < p->nfetches; i++) out[i] = NULL;
-    } else {
-        for (int i = 0; i < p->nfetches; i++) out[i] = vg_tensor_ref(rs->vals[p->fetch_slot[i]]);
+    for (int i = 0; i < p->nfetches; i++) {
+        if (rc == VG_OK) out[i] = rs->fetched[i];
+        else vg_tensor_free(rs->fetched[i]);
+        rs->fetched[i] = NULL;
     }
-    for (int i = 0; i < p->nslots; i++)
-        if (rs->vals[i]) { vg_tensor_free(rs->vals[i]); rs->vals[i] = NULL; }
+    for (int64_t k = root->oldest; k <= root->iteration_count; k++) {
+        iter_free(rs, 0, root->ring[k & (root->ring_cap - 1)]);
+        root->ring[k & (root->ring_cap - 1)] = NULL;
+    }
+    frame_clear(root);
     if (rs->step_res) vg__step_res_free(rs);
     state_release(rs);
+    return rc;
+}
+
+/* The session's pools spin for their longer window while the run is in progress. */
+vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
+                     vg_tensor **out, vg_run_metadata *md, vg_status *st) {
+    vg__pool_run_begin(s->intra);
+    if (s->inter != s->intra) vg__pool_run_begin(s->inter);
+    vg_code rc = plan_run(s, p, ro, feed_values, out, md, st);
+    if (s->inter != s->intra) vg__pool_run_end(s->inter);
+    vg__pool_run_end(s->intra);
     return rc;
 }

@@ -264,7 +264,7 @@ static bool fuse_conv_pool(vg__plan *p, const vg__op_def *fbr, const vg__op_def 
 }
 
 vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
-    if (!atomic_load(&g_fusion) || p->cf || p->nnodes < 2) return VG_OK;
+    if (!atomic_load(&g_fusion) || p->nnodes < 2) return VG_OK;
     const vg__op_def *fb = vg__registry_find("_VigilFusedConv2DBias");
     const vg__op_def *fbr = vg__registry_find("_VigilFusedConv2DBiasRelu");
     const vg__op_def *fwd = vg__registry_find("_VigilFusedForward");

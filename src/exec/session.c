@@ -17,6 +17,46 @@ static int ncores(void) {
     return n > 0 ? (int)n : 1;
 }
 
+/* Makes the session know every op of its graph: ops added since the last run get their
+ * variable slots and kernel-state entries (TF's Session::Extend, done on the next run as
+ * TF's Python session does). Lock s->mu held (or the session not shared yet). Fails with
+ * the graph's own error, RESOURCE_EXHAUSTED. */
+static vg_code session_extend(vg_session *s, vg_status *st) {
+    vg_graph *g = s->g;
+    int n = g->nops;
+    if (n <= s->nops && s->vars) return VG_OK;
+    if (vg_graph_status(g, st) != VG_OK) return st ? st->code : VG_INVALID_ARGUMENT;
+    if (n + 1 > s->nops_cap) {
+        int cap = s->nops_cap ? s->nops_cap : 16;
+        while (cap < n + 1) cap *= 2;
+        vg__var **vars = vg__realloc(s->vars, sizeof(vg__var *) * (size_t)s->nops_cap, sizeof(vg__var *) * (size_t)cap);
+        if (vars) s->vars = vars;
+        void **ks = vars ? vg__realloc(s->kstate, sizeof(void *) * (size_t)s->nops_cap, sizeof(void *) * (size_t)cap)
+                         : NULL;
+        if (ks) s->kstate = ks;
+        void (**kd)(void *) = ks ? vg__realloc(s->kstate_destroy, sizeof(*kd) * (size_t)s->nops_cap, sizeof(*kd) * (size_t)cap)
+                                 : NULL;
+        if (kd) s->kstate_destroy = kd;
+        if (!kd) return VG_OOM(st, "session");
+        for (int i = s->nops_cap; i < cap; i++) s->vars[i] = NULL, s->kstate[i] = NULL, s->kstate_destroy[i] = NULL;
+        s->nops_cap = cap;
+    }
+    for (int i = s->nops; i < n; i++) {
+        vg_op *op = g->ops[i];
+        if (!(op->def->flags & VG__OP_VARIABLE)) continue;
+        vg__var *v = vg__calloc(1, sizeof *v);
+        if (!v) {
+            s->nops = i; /* the slots made so far are kept */
+            return VG_OOM(st, "session");
+        }
+        pthread_mutex_init(&v->mu, NULL);
+        v->op = op;
+        s->vars[i] = v;
+    }
+    s->nops = n;
+    return VG_OK;
+}
+
 vg_session *vg_session_new(vg_graph *g, const vg_session_options *opts, vg_status *st) {
     if (!g) { vg_status_set(st, VG_INVALID_ARGUMENT, "graph is NULL"); return NULL; }
     if (vg_graph_status(g, st) != VG_OK) return NULL;
@@ -33,19 +73,9 @@ vg_session *vg_session_new(vg_graph *g, const vg_session_options *opts, vg_statu
     vg__strmap_init(&s->resources);
     atomic_init(&s->closing, false);
     atomic_init(&s->inflight, 0);
-    s->nops = g->nops;
-    s->vars = vg__calloc((size_t)s->nops + 1, sizeof(vg__var *));
-    s->kstate = vg__calloc((size_t)s->nops + 1, sizeof(void *));
-    s->kstate_destroy = vg__calloc((size_t)s->nops + 1, sizeof(void (*)(void *)));
-    if (!s->vars || !s->kstate || !s->kstate_destroy) goto oom;
-    for (int i = 0; i < s->nops; i++) {
-        vg_op *op = g->ops[i];
-        if (!(op->def->flags & VG__OP_VARIABLE)) continue;
-        vg__var *v = vg__calloc(1, sizeof *v);
-        if (!v) goto oom;
-        pthread_mutex_init(&v->mu, NULL);
-        v->op = op;
-        s->vars[i] = v;
+    if (session_extend(s, st) != VG_OK) {
+        vg_session_free(s);
+        return NULL;
     }
     /* One pool serves both kinds of work when both are wanted: a kernel that splits on
      * it while an inter-op helper runs another node takes the chunks no idle worker
@@ -190,13 +220,13 @@ vg_code vg_session_run(vg_session *s, const vg_run_options *ro, const vg_output 
         return vg_status_set(st, VG_FAILED_PRECONDITION, "Attempted to use a closed Session.");
     }
     atomic_fetch_add(&s->inflight, 1);
-    vg__plan *p = find_plan(s, key, nkey, h);
+    vg_code rc = session_extend(s, st);
+    vg__plan *p = rc == VG_OK ? find_plan(s, key, nkey, h) : NULL;
     /* same key but ops from another graph could collide on ids: verify graph */
     for (int i = 0; p && i < nfeeds; i++) if (feeds[i].op && feeds[i].op->graph != s->g) p = NULL;
     for (int i = 0; p && i < nfetches; i++) if (fetches[i].op && fetches[i].op->graph != s->g) p = NULL;
     for (int i = 0; p && i < ntargets; i++) if (targets[i] && targets[i]->graph != s->g) p = NULL;
-    vg_code rc = VG_OK;
-    if (!p) {
+    if (!p && rc == VG_OK) {
         rc = vg__plan_build(s, feeds, nfeeds, fetches, nfetches, targets, ntargets, &p, st);
         if (rc == VG_OK) {
             if (vg__grow((void **)&s->plans, &s->plans_cap, s->nplans + 1, sizeof(vg__plan *))) {
@@ -212,6 +242,23 @@ vg_code vg_session_run(vg_session *s, const vg_run_options *ro, const vg_output 
     if (key != keybuf) vg__free(key);
     if (rc == VG_OK) rc = check_feeds(feeds, feed_values, nfeeds, st);
     if (rc == VG_OK) rc = vg__plan_run(s, p, ro, feed_values, out, md, st);
+    /* The caller owns what it fetched (TF hands back a copy): a value whose buffer the
+     * session still holds (a variable's, a constant's, a fed tensor's, a queue's) is
+     * copied, so writing into it can never change session state. */
+    for (int i = 0; rc == VG_OK && i < nfetches; i++) {
+        if (!out[i] || vg__tensor_refcount(out[i]) <= 1) continue;
+        vg_tensor *c = vg_tensor_copy(out[i], st);
+        if (!c) {
+            rc = st ? st->code : VG_RESOURCE_EXHAUSTED;
+            for (int j = 0; j < nfetches; j++) {
+                vg_tensor_free(out[j]);
+                out[j] = NULL;
+            }
+            break;
+        }
+        vg_tensor_free(out[i]);
+        out[i] = c;
+    }
     if (md && ro && ro->output_partition_graphs) md->partition_graphs = 1;
     /* close() sets `closing` before it waits for inflight == 0 (under mu), so the run
      * that brings inflight to 0 after that sees `closing` and wakes it */
