@@ -6,7 +6,10 @@
  *
  * Callback form (stable API; dynamic_rnn and the RNN cells build on it):
  *  - A cond branch is   vg_code fn(vg_graph *g, void *user, vg_output *outs)
- *    and fills outs[0..nouts) (nouts as given to vg_cond).
+ *    and fills outs[0..nouts) (nouts as given to vg_cond). An output may be an op
+ *    instead of a tensor: vg_out(op, 0) of an op without outputs (a NoOp, a group);
+ *    as in TF the cond then returns the branch's boolean pivot for it, which is live
+ *    once the taken branch's op has run.
  *  - A while condition is vg_code fn(vg_graph *g, const vg_output *vars, int n,
  *    void *user, vg_output *pred) and sets *pred to a scalar bool.
  *  - A while body is    vg_code fn(vg_graph *g, const vg_output *vars, int n,
@@ -14,9 +17,15 @@
  *  vars are the loop variables inside the loop frame (borrowed for the call). A
  *  callback builds ops with the ordinary builders; it may use any tensor built outside
  *  (TF's automatic capture: the builder routes it through an Enter with is_constant,
- *  or through a Switch for a cond branch), and ops without inputs it creates (Consts)
- *  get a control input from the branch or body pivot, as in TF. A callback returns
- *  VG_OK or an error code; an error (or the graph's error) fails the builder.
+ *  or through a Switch for a cond branch), and may return one as a body output. As in
+ *  TF's ControlFlowContext.AddOp: ops without inputs it creates (Consts), and loop ops
+ *  whose inputs are all loop invariants, get a control input from the branch or body
+ *  pivot (so they do not run in the iteration whose condition is false); a loop op's
+ *  control inputs from outside the loop are pulled in as Identity ops of the loop (a
+ *  cond's inside a loop are dropped, as TF does); variables and their initializers
+ *  created in a callback (vg_get_variable, layers, RNN cells: TF's init_scope) are
+ *  placed outside every loop and cond. A callback returns VG_OK or an error code; an
+ *  error (or the graph's error) fails the builder.
  *
  * Example (sum of 0..9):
  *     #include <vigil/vigil.h>
@@ -36,8 +45,7 @@
  *         return vg_while_loop(g, c, b, NULL, v, 2, NULL, 10, vg_out(NULL, 0), "while", out, st);
  *     }
  *
- * Deviations from TF: the loop runs sequentially on the run's thread (kernels still
- * use the intra-op pool), so parallel_iterations bounds the iterations alive at once.
+ * Iterations run concurrently up to parallel_iterations, as in TF (exec/executor.c).
  */
 #ifndef VIGIL_CONTROL_FLOW_H
 #define VIGIL_CONTROL_FLOW_H

@@ -100,7 +100,9 @@ VG_API void vg_graph_pop_control_deps(vg_graph *g);
  * vg_graph_pop_init_scope get no control inputs from the control dependencies pushed
  * before; pushes made inside apply as usual. Used where variables, their initializers
  * and optimizer slots are created, so they do not depend on the surrounding train
- * step. Nests. Out of memory sets the graph's error (RESOURCE_EXHAUSTED); the matching
+ * step. As in TF, the ops are also outside any control-flow context: a variable first
+ * created inside a while_loop or cond body (vigil/control_flow.h) lives and is
+ * initialized outside it. Nests. Out of memory sets the graph's error (RESOURCE_EXHAUSTED); the matching
  * pop is still required. The pop drops the control dependencies pushed inside the
  * scope and not popped; a pop with no init scope open is a no-op. */
 VG_API void vg_graph_push_init_scope(vg_graph *g);

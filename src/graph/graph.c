@@ -848,6 +848,7 @@ vg_op *vg_op_builder_finish(vg_op_builder *b) {
     if (!op->name) return fail(b, op, VG_RESOURCE_EXHAUSTED, "out of memory creating op");
     int d0 = g->ndeps;
     while (d0 > 0 && g->deps[d0 - 1] != g_init_barrier) d0--; /* innermost init scope */
+    op->outside_cf = d0 > 0;
     for (int d = d0; d < g->ndeps; d++)
         for (vg_op **p = g->deps[d]; p && *p; p++)
             if (!add_control(op, *p)) return fail(b, op, VG_RESOURCE_EXHAUSTED, "out of memory");

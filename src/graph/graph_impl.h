@@ -37,6 +37,8 @@ struct vg_op {
     vg__attr *attrs;
     char *device;
     bool oom; /* an allocation failed while the shape function ran */
+    bool outside_cf; /* created in an init scope: in no control-flow context (TF's
+                      * control_dependencies(None) clears the control-flow context) */
     /* for variables made by variables.c */
     vg_op *var_initializer;
     vg_output var_snapshot;

@@ -132,75 +132,167 @@ typedef struct capture {
 static vg_code backprop_value(vg_graph *g, vg__cf_info *ci, int a, vg_output x, vg_output *out, vg_status *st);
 static vg_code bwd_cond_pivot(vg_graph *g, vg__cf_info *ci, int a, int cc, vg_op **out, vg_status *st);
 
-/* Finishes context c: assigns its ops, captures outer tensors, adds pivot controls.
- * Ops in [start, pred_end) use pred_pivot (a while's condition), later ones pivot. */
+/* Is x a control input of one of while context c's loop-variable Enters (the control
+ * dependencies open when the loop was built: the Enters already wait for them)? */
+static bool enters_wait_for(const vg__cf_info *ci, int c, const vg_op *x) {
+    const vg__cf_ctx *cx = &ci->ctx[c];
+    for (int i = 0; i < cx->nvars; i++)
+        for (int k = 0; cx->enters && cx->enters[i] && k < cx->enters[i]->ncontrol; k++)
+            if (cx->enters[i]->control[k] == x) return true;
+    return false;
+}
+
+/* An input that is a loop invariant of while context c: a constant Enter into it, or a
+ * ref input from outside the loop (TF captures those through a constant RefEnter). */
+static bool loop_invariant(const vg__cf_info *ci, int c, const vg_op *op, int k) {
+    vg_output in = op->inputs[k];
+    if (k < 32 && ((op->def->ref_inputs >> k) & 1)) return !vg__cf_is_ancestor(ci, c, vg__cf_out_ctx(ci, in)) ||
+                                                             vg__cf_out_ctx(ci, in) < 0;
+    bool cst = false;
+    return strcmp(in.op->def->type, "Enter") == 0 && vg_op_attr_bool(in.op, "is_constant", &cst) && cst;
+}
+
+/* The control context of op x for _RemoveExternalControlEdges: an Exit's is outside
+ * its loop (TF's util.GetOutputContext). */
+static int control_ctx(const vg__cf_info *ci, const vg_op *x) {
+    int cc = vg__cf_ctx_of(ci, x);
+    if (cc >= 0 && strcmp(x->def->type, "Exit") == 0) cc = ci->ctx[vg__cf_frame_ctx(ci, cc)].parent;
+    return cc;
+}
+
+/* TF's WhileContext._AddOpInternal pulls an external control input x into the loop as a
+ * data input: identity(x:0), an op of the loop with the section's pivot as control.
+ * For an x without outputs (TF drops those: a known gap) a Const with a control input
+ * from x is made outside first, so the order holds. */
+static vg_op *pull_control(vg_graph *g, vg__cf_info *ci, int c, vg_op *x, vg_op *pivot, vg_status *st) {
+    vg_output src = {NULL, 0};
+    if (x->noutputs > 0) {
+        src = vg_out(x, 0);
+    } else {
+        src = vg_const_bool(g, true, "control_dependency");
+        if (!src.op) return NULL;
+        src.op->ncontrol = 0;
+        if (vg_op_add_control_input(src.op, x) != VG_OK || !vg__cf_set_ctx(ci, src.op, vg__cf_ctx_of(ci, x))) {
+            VG_OOM(st, "control flow");
+            return NULL;
+        }
+    }
+    vg_output id = vg_identity(g, src, NULL);
+    if (!id.op) return NULL;
+    id.op->ncontrol = 0;
+    if (!vg__cf_set_ctx(ci, id.op, c) || (pivot && vg_op_add_control_input(id.op, pivot) != VG_OK)) {
+        VG_OOM(st, "control flow");
+        return NULL;
+    }
+    return id.op;
+}
+
+/* Finishes context c: assigns its ops, captures outer tensors, fixes control edges as
+ * TF's ControlFlowContext.AddOp does. Ops in [start, pred_end) use pred_pivot (a
+ * while's condition), later ones pivot.
+ *  - Ops made in an init scope (variables, their initializers) belong to no context
+ *    (TF's control_dependencies(None) clears it), so a model first built inside a loop
+ *    body initializes outside it; an initial value computed inside the context fails as
+ *    in TF ("Initializer for variable ... is from inside a control-flow construct").
+ *  - While: control inputs from outside the loop are removed; those the loop's Enters do
+ *    not already wait for are pulled in as Identity ops of the loop
+ *    (_RemoveExternalControlEdges, _AddOpInternal). An op without data inputs and
+ *    without a control input inside gets the pivot; so does an op whose inputs are all
+ *    loop invariants (_MaybeAddControlDependency), or it would also run in the
+ *    iteration where the condition is false.
+ *  - Cond: an op of a cond inside a while loop loses control inputs from outside that
+ *    loop (TF's CondContext drops them); an op without data inputs and without a control
+ *    input inside the branch gets the branch pivot. */
 static vg_code finish_ctx(vg_graph *g, vg__cf_info *ci, int c, int pred_end, vg_status *st) {
     int start = ci->ctx[c].start_id, end = g->nops;
     capture *caps = NULL;
     int ncaps = 0, capcap = 0;
     vg_code rc = VG_OK;
-    for (int id = start; id < end; id++)
-        if (!assigned(ci, g->ops[id]) && !vg__cf_set_ctx(ci, g->ops[id], c)) return VG_OOM(st, "control flow");
+    vg_op **ext = NULL;
+    int next = 0, extcap = 0;
+    for (int id = start; id < end; id++) {
+        vg_op *op = g->ops[id];
+        if (!assigned(ci, op) && !vg__cf_set_ctx(ci, op, op->outside_cf ? -1 : c)) return VG_OOM(st, "control flow");
+    }
+    int wctx = vg__cf_frame_ctx(ci, c); /* the enclosing while (c itself for a while) */
     for (int id = start; id < g->nops && rc == VG_OK; id++) {
         vg_op *op = g->ops[id];
-        if (vg__cf_ctx_of(ci, op) != c) continue;
-        const vg__cf_ctx *cx = &ci->ctx[c];
-        vg_op *pivot = (cx->kind == VG__CTX_WHILE && id < pred_end) ? cx->pred_pivot : cx->pivot;
-        /* TF's AddOp: a loop drops control inputs from outside it (the loop's Enters
-         * carry them); an op with no data input and no control input from inside the
-         * context gets the pivot */
-        bool inner_ctrl = false;
-        for (int k = 0; k < op->ncontrol;) {
-            bool inside = vg__cf_is_ancestor(ci, c, vg__cf_ctx_of(ci, op->control[k])) &&
-                          vg__cf_ctx_of(ci, op->control[k]) >= 0;
-            if (!inside && cx->kind == VG__CTX_WHILE) {
-                op->control[k] = op->control[--op->ncontrol];
-                continue;
+        if (op->outside_cf && id < end) {
+            /* lifted out: its inputs must come from outside c too */
+            for (int k = 0; k < op->ninputs; k++) {
+                int oc = vg__cf_out_ctx(ci, op->inputs[k]);
+                if (oc >= 0 && vg__cf_is_ancestor(ci, c, oc) && !op->inputs[k].op->outside_cf) {
+                    rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                       "Initializer for variable %s is from inside a control-flow construct, such as "
+                                       "a loop or conditional. When creating a variable inside a loop or "
+                                       "conditional, use a lambda as the initializer.",
+                                       op->name);
+                    vg_graph_set_error(g, rc, "%s", st->msg);
+                    break;
+                }
             }
-            inner_ctrl |= inside;
-            k++;
-        }
-        if (op->ninputs == 0 && !inner_ctrl && pivot && op != pivot) {
-            if (vg_op_add_control_input(op, pivot) != VG_OK) rc = VG_OOM(st, "control flow");
             continue;
         }
-        for (int k = 0; k < op->ninputs && rc == VG_OK; k++) {
-            if (k < 32 && ((op->def->ref_inputs >> k) & 1)) continue;
-            vg_output in = op->inputs[k];
-            int oc = vg__cf_out_ctx(ci, in);
-            if (oc != c && !vg__cf_is_ancestor(ci, oc, c)) {
-                /* a forward loop's value used in its gradient loop: saved and popped */
-                int a = c;
-                while (a >= 0 && !(ci->ctx[a].kind == VG__CTX_WHILE && ci->ctx[a].forward >= 0 &&
-                                   vg__cf_is_ancestor(ci, ci->ctx[a].forward, oc)))
-                    a = ci->ctx[a].parent;
-                if (a < 0) continue; /* not ours: the executor reports the frame mismatch */
-                vg_output pop;
-                rc = backprop_value(g, ci, a, in, &pop, st);
-                if (rc != VG_OK) break;
-                vg__cf_set_input(op, k, pop);
-                in = pop;
-                oc = a;
-                if (a == c) continue;
+        if (vg__cf_ctx_of(ci, op) != c) continue;
+        const vg__cf_ctx *cx = &ci->ctx[c];
+        bool is_while = cx->kind == VG__CTX_WHILE;
+        vg_op *pivot = (is_while && id < pred_end) ? cx->pred_pivot : cx->pivot;
+        /* control inputs: internal ones stay */
+        bool inner_ctrl = false;
+        next = 0;
+        for (int k = 0; k < op->ncontrol;) {
+            vg_op *x = op->control[k];
+            int cc = control_ctx(ci, x);
+            bool internal = wctx < 0 || (cc >= 0 && vg__cf_frame_ctx(ci, cc) == wctx);
+            if (!internal) {
+                op->control[k] = op->control[--op->ncontrol];
+                if (is_while && !enters_wait_for(ci, c, x)) {
+                    if (!vg__grow((void **)&ext, &extcap, next + 1, sizeof(vg_op *))) { rc = VG_OOM(st, "control flow"); break; }
+                    ext[next++] = x;
+                }
+                continue;
             }
-            if (oc == c) continue;
-            /* same frame and not a cond: nothing to capture (e.g. a while inside a while
-             * reading the outer frame goes through an Enter; a cond's pivot is in it) */
-            if (ci->ctx[c].kind == VG__CTX_WHILE || oc != c) {
+            inner_ctrl |= cc >= 0 && vg__cf_is_ancestor(ci, c, cc);
+            k++;
+        }
+        if (rc != VG_OK) break;
+        if (op->ninputs == 0) {
+            if (!inner_ctrl && pivot && op != pivot && vg_op_add_control_input(op, pivot) != VG_OK)
+                rc = VG_OOM(st, "control flow");
+        } else {
+            for (int k = 0; k < op->ninputs && rc == VG_OK; k++) {
+                if (k < 32 && ((op->def->ref_inputs >> k) & 1)) continue;
+                vg_output in = op->inputs[k];
+                int oc = vg__cf_out_ctx(ci, in);
+                if (oc != c && !vg__cf_is_ancestor(ci, oc, c)) {
+                    /* a forward loop's value used in its gradient loop: saved and popped */
+                    int a = c;
+                    while (a >= 0 && !(ci->ctx[a].kind == VG__CTX_WHILE && ci->ctx[a].forward >= 0 &&
+                                       vg__cf_is_ancestor(ci, ci->ctx[a].forward, oc)))
+                        a = ci->ctx[a].parent;
+                    if (a < 0) continue; /* not ours: the executor reports the frame mismatch */
+                    vg_output pop;
+                    rc = backprop_value(g, ci, a, in, &pop, st);
+                    if (rc != VG_OK) break;
+                    vg__cf_set_input(op, k, pop);
+                    in = pop;
+                    oc = a;
+                    if (a == c) continue;
+                }
+                if (oc == c || (!is_while && in.op == cx->pivot)) continue; /* a cond's pivot is one of its values */
                 vg_output rep = {NULL, 0};
                 for (int q = 0; q < ncaps; q++)
                     if (caps[q].from.op == in.op && caps[q].from.index == in.index) rep = caps[q].to;
                 if (!rep.op) {
                     cx = &ci->ctx[c];
                     if (cx->kind == VG__CTX_WHILE) {
-                        char nm[64];
-                        snprintf(nm, sizeof nm, "Enter");
-                        rep = vg_enter(g, in, cx->frame_name, true, cx->parallel_iterations, nm);
+                        rep = vg_enter(g, in, cx->frame_name, true, cx->parallel_iterations, "Enter");
                     } else {
                         vg_op *sw = vg_switch(g, in, cx->pred, "Switch");
                         rep = vg_out(sw, cx->branch);
                     }
                     if (!rep.op) { rc = vg_graph_status(g, st); break; }
+                    rep.op->ncontrol = 0; /* TF makes captures under control_dependencies(None) */
                     if (!vg__cf_set_ctx(ci, rep.op, ci->ctx[c].parent) ||
                         !vg__grow((void **)&caps, &capcap, ncaps + 1, sizeof(capture))) {
                         rc = VG_OOM(st, "control flow");
@@ -210,9 +302,22 @@ static vg_code finish_ctx(vg_graph *g, vg__cf_info *ci, int c, int pred_end, vg_
                 }
                 vg__cf_set_input(op, k, rep);
             }
+            if (rc != VG_OK) break;
+            /* _MaybeAddControlDependency */
+            if (is_while && op->ncontrol == 0 && pivot && op != pivot) {
+                bool free_op = true;
+                for (int k = 0; k < op->ninputs && free_op; k++) free_op = loop_invariant(ci, c, op, k);
+                if (free_op && vg_op_add_control_input(op, pivot) != VG_OK) rc = VG_OOM(st, "control flow");
+            }
+        }
+        for (int q = 0; q < next && rc == VG_OK; q++) {
+            vg_op *idop = pull_control(g, ci, c, ext[q], pivot, st);
+            if (!idop) rc = st && st->code ? st->code : vg_graph_status(g, st);
+            else if (vg_op_add_control_input(op, idop) != VG_OK) rc = VG_OOM(st, "control flow");
         }
     }
     vg__free(caps);
+    vg__free(ext);
     ci->ctx[c].end_id = g->nops;
     return rc;
 }
@@ -415,8 +520,20 @@ static vg_code build_branch(vg_graph *g, vg__cf_info *ci, int c, vg_cond_branch_
             ci->cur = prev;
             return vg_status_set(st, VG_INVALID_ARGUMENT, "cond branch did not set output %d", i);
         }
-        /* an output built outside the branch is brought in (TF's _BuildCondTensor) */
-        if (res[i].op->id < ci->ctx[c].start_id) res[i] = vg_identity(g, res[i], NULL);
+        if (res[i].index < 0 || res[i].index >= res[i].op->noutputs) {
+            /* an op (TF's _BuildCondTensor): the pivot, with a control dependency on it */
+            vg_op *dep = res[i].op;
+            vg_graph_push_control_deps(g, &dep, 1);
+            res[i] = vg_identity(g, vg_out(ci->ctx[c].pivot, 0), "control_dependency");
+            vg_graph_pop_control_deps(g);
+            if (!res[i].op) {
+                ci->cur = prev;
+                return vg_graph_status(g, st);
+            }
+        } else if (res[i].op->id < ci->ctx[c].start_id) {
+            /* an output built outside the branch is brought in (TF's _BuildCondTensor) */
+            res[i] = vg_identity(g, res[i], NULL);
+        }
     }
     rc = finish_ctx(g, ci, c, 0, st);
     ci->cur = prev;
