@@ -152,6 +152,41 @@ VG_API vg_code vg_dist_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_outp
 VG_API vg_op *vg_dist_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list,
                                int nvars, vg_output global_step, const vg_dist_options *o, const char *name);
 
+/* Plain optimizers in a world of more than one rank (issue 28): once vg_dist_init has
+ * joined a world of N > 1 ranks, vg_optimizer_compute_gradients (and so
+ * vg_optimizer_minimize) averages the gradients over the ranks exactly as
+ * vg_dist_compute_gradients with the default options does (vg_dist_* calls reduce with
+ * their own options and never twice). A gradient built with vg_gradients, or a train
+ * op built before vg_dist_init, is not averaged: vg_distributed_training_session_new
+ * refuses such a graph (see there). To train each rank's model on its own, build the
+ * update from vg_gradients and vg_optimizer_apply_gradients and run it in an ordinary
+ * session. */
+
+/* hvd.broadcast_variables(variables, root_rank) (train layer): an op that, run by every
+ * rank at the same step, assigns each of vars[0..n) (ref outputs of VariableV2 ops)
+ * root_rank's value: one HorovodBroadcast per variable, chained so that every rank
+ * broadcasts in the same order, each assigned back (validate_shape), grouped by a NoOp
+ * "<name>/group" (name NULL: "broadcast_variables"). Run it on its own (not in the same
+ * run as other collectives, whose order against it data flow leaves open). At run time
+ * it fails as vg_dist_broadcast_tensor does (INVALID_ARGUMENT naming a variable whose
+ * shape differs across ranks, UNAVAILABLE). Returns the NoOp (borrowed), NULL with the
+ * graph's error recorded: INVALID_ARGUMENT (root_rank < 0, or not below the world's
+ * size once vg_dist_init ran; a NULL list with n > 0; an item that is not a variable),
+ * RESOURCE_EXHAUSTED. Use it for a value that one rank wrote alone (TF1's ps-held
+ * counter that only the chief assigns): see docs/distributed.md. */
+VG_API vg_op *vg_dist_broadcast_variables(vg_graph *g, const vg_output *vars, int n, int root_rank,
+                                          const char *name);
+/* hvd.broadcast_global_variables(root_rank): vg_dist_broadcast_variables over the
+ * global variables that exist now (the VG_GLOBAL_VARIABLES collection; name NULL:
+ * "broadcast_global_variables"). The same op the broadcast hook runs after each session
+ * creation, for a program to run at any step (every rank, the same step):
+ *
+ *     vg_op *sync = vg_dist_broadcast_global_variables(g, 0, NULL);
+ *     ...
+ *     vg_session_run_targets(sess, &sync, 1, &st);   // or a monitored session's run
+ */
+VG_API vg_op *vg_dist_broadcast_global_variables(vg_graph *g, int root_rank, const char *name);
+
 /* Input sharding for queue pipelines (train layer): x[index::num_shards] along
  * dimension 0, e.g. this rank's files for vg_string_input_producer (tf.data has
  * vg_dataset_shard). num_shards 0 = the world's size, index -1 = this rank. Joins the
