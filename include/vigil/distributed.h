@@ -63,6 +63,9 @@ VG_API int vg_dist_local_size(void);
 VG_API vg_code vg_dist_barrier(vg_status *st);
 /* Stops the communication thread and finalises MPI (if vg_dist_init started it).
  * Collectives still waiting fail with CANCELLED. Safe to call when not initialised.
+ * Every rank first meets the others in a barrier polled with sleeps (up to 1 ms), so a
+ * rank that finalizes while a peer still works waits there without spinning; a peer
+ * that died meanwhile (seen on one node) gives UNAVAILABLE, MPI left unfinalized.
  * When a collective is still inside MPI after 10 s (its peers never came: a rank
  * failed), returns UNAVAILABLE without finalising MPI, so that the caller can exit
  * (mpirun then ends the job) instead of hanging. */
@@ -209,7 +212,10 @@ VG_API vg_code vg_broadcast_global_variables_hook(int root_rank, struct vg_hook 
  * synchronous aggregation over the MPI world by allreduce (each step applies the mean
  * of every rank's gradients once). Joins the world; replicas_to_aggregate and
  * total_num_replicas (<= 0: = replicas_to_aggregate) must equal the world's size:
- * INVALID_ARGUMENT otherwise (backup workers are not supported). opt is borrowed.
+ * INVALID_ARGUMENT otherwise, naming the cause (a world of another size: start one rank
+ * per replica; total > replicas_to_aggregate: backup replicas, not supported;
+ * replicas_to_aggregate > total: several batches per replica and update, not
+ * supported; replicas_to_aggregate <= 0). opt is borrowed.
  * NULL on failure. Free with vg_sync_replicas_free. */
 typedef struct vg_sync_replicas vg_sync_replicas;
 VG_API vg_sync_replicas *vg_sync_replicas_new(vg_optimizer *opt, int replicas_to_aggregate, int total_num_replicas,
@@ -254,15 +260,22 @@ VG_API const char *vg_server_target(const vg_server *s);
 VG_API vg_code vg_server_join(vg_server *s, vg_status *st);
 VG_API void vg_server_free(vg_server *s);
 /* tf.train.replica_device_setter(worker_device, cluster): variables stay replicated on
- * every rank, so the device is the worker's (returned, borrowed; "" for NULL). */
+ * every rank, so the device is the worker's, with its "/job:", "/replica:" and "/task:"
+ * parts dropped (they name this process, one CPU): "/job:worker/task:1" gives "",
+ * "/job:worker/task:1/cpu:0" gives "/cpu:0", strings vg_config_check_placement accepts
+ * without soft placement. Returns a pointer into worker_device (borrowed; "" for NULL). */
 VG_API const char *vg_replica_device_setter(const vg_cluster_spec *cs, const char *worker_device);
 /* tf.train.MonitoredTrainingSession(master, is_chief, ...) of a worker: is_chief must
  * be true exactly on rank 0 (INVALID_ARGUMENT otherwise). Adds the broadcast hook (rank
  * 0's variables, after every session creation). The chief restores, saves checkpoints
  * and summaries and runs the chief-only hooks; the others initialise locally, wait in
  * the broadcast for the chief's values (TF's WorkerSessionCreator waits on the ready
- * op), and write nothing. Owns o's hooks, also on failure. Errors:
- * vg_monitored_training_session_new's, INVALID_ARGUMENT. */
+ * op), and write nothing. On more than one rank it refuses a graph whose optimizer
+ * updates (Apply* ops) take a value that passed through no collective (a train op built
+ * with a plain optimizer before vg_dist_init, or from vg_gradients): each rank would
+ * train its own model. Owns o's hooks, also on failure. Errors:
+ * vg_monitored_training_session_new's, INVALID_ARGUMENT, FAILED_PRECONDITION (that
+ * refusal, naming the op, the variable and the fixes). */
 VG_API vg_monitored_session *vg_distributed_training_session_new(vg_graph *g, const char *master,
                                                                  const struct vg_mts_options *o, vg_status *st);
 

@@ -255,7 +255,8 @@ vg_op *vg_dist_broadcast_variables(vg_graph *g, const vg_output *vars, int n, in
     bool ok = true;
     for (int i = 0; i < n && ok; i++) {
         if (!vars[i].op || strcmp(vg_op_type(vars[i].op), "VariableV2") != 0) {
-            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "broadcast_variables: '%s' is not a variable (pass its ref output)",
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                               "broadcast_variables: '%s' is not a variable (pass its ref output)",
                                vars[i].op ? vg_op_name(vars[i].op) : "(null)");
             ok = false;
             break;

@@ -104,7 +104,8 @@ vg_sync_replicas *vg_sync_replicas_new(vg_optimizer *opt, int replicas_to_aggreg
                       "or pass %d",
                       total_num_replicas, size,
                       size == 1 && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK")
-                          ? " (the process was not started by mpirun)" : "",
+                          ? " (the process was not started by mpirun)"
+                          : "",
                       total_num_replicas, size);
         return NULL;
     }
