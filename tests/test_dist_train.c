@@ -156,8 +156,10 @@ static void emb_run(int mode, bool sparse_as_dense, float *e_out, int *ngather, 
     if (mode) loss = vg_div(g, loss, vg_const_f32(g, (float)N, "n"), "mean_loss");
     vg_optimizer *opt = vg_optimizer_new_adagrad(0.5, 0.1);
     vg_op *train;
-    if (mode) {
-        train = vg_optimizer_minimize(opt, g, loss, NULL, 0, (vg_output){NULL, 0}, NULL);
+    if (mode) { /* this process alone: on N > 1 ranks a plain minimize would average */
+        vg_output ge = {NULL, 0};
+        CHECK_OK(vg_gradients(g, &loss, 1, &e.ref, 1, NULL, &ge, &st), &st);
+        train = vg_optimizer_apply_gradients(opt, g, &ge, &e.ref, 1, (vg_output){NULL, 0}, NULL);
     } else {
         vg_dist_options o = vg_dist_options_default();
         o.sparse_as_dense = sparse_as_dense;

@@ -9,9 +9,10 @@
  *   mpirun -np 2 ecosystem_mnist --job_name worker --ps_hosts h:2222 \
  *          --worker_hosts h:2223,h:2224 [--task_index defaults to the MPI rank]
  * Run without --job_name it is single-machine training, as the original. The ps/worker
- * program becomes synchronous data-parallel: mnist.training's minimize averages the
- * workers' gradients by allreduce (vg_dist_minimize) instead of each worker applying
- * its own to ps-held variables. See examples/tf1/README.md.
+ * program becomes synchronous data-parallel: mnist.training's plain minimize, built
+ * after the Server joined the MPI world, averages the workers' gradients by allreduce
+ * (issue 28) instead of each worker applying its own to ps-held variables. See
+ * examples/tf1/README.md.
  *
  * Usage: ecosystem_mnist [--job_name worker|ps] [--task_index I] [--ps_hosts L]
  *                        [--worker_hosts L] [--data_dir D] [--train_dir T] [--num_epochs N]
@@ -214,8 +215,8 @@ int main(int argc, char **argv) {
     vg_optimizer *opt = vg_optimizer_new_sgd(fl.learning_rate);
     vg_output global_step = vg_variable_new(g, "global_step", vg_const_i64(g, 0, NULL), 0).ref;
     vg_graph_add_to_collection(g, VG_GLOBAL_STEP, global_step);
-    vg_op *train_op = fl.job_name ? vg_dist_minimize(opt, g, loss, NULL, 0, global_step, NULL, NULL)
-                                  : vg_optimizer_minimize(opt, g, loss, NULL, 0, global_step, NULL);
+    /* optimizer.minimize: on more than one worker rank it averages the gradients */
+    vg_op *train_op = vg_optimizer_minimize(opt, g, loss, NULL, 0, global_step, NULL);
     if (vg_graph_status(g, &st) != VG_OK) {
         fprintf(stderr, "graph: %s\n", st.msg);
         return 1;

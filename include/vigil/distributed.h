@@ -63,6 +63,9 @@ VG_API int vg_dist_local_size(void);
 VG_API vg_code vg_dist_barrier(vg_status *st);
 /* Stops the communication thread and finalises MPI (if vg_dist_init started it).
  * Collectives still waiting fail with CANCELLED. Safe to call when not initialised.
+ * Every rank first meets the others in a barrier polled with sleeps (up to 1 ms), so a
+ * rank that finalizes while a peer still works waits there without spinning; a peer
+ * that died meanwhile (seen on one node) gives UNAVAILABLE, MPI left unfinalized.
  * When a collective is still inside MPI after 10 s (its peers never came: a rank
  * failed), returns UNAVAILABLE without finalising MPI, so that the caller can exit
  * (mpirun then ends the job) instead of hanging. */
@@ -152,6 +155,41 @@ VG_API vg_code vg_dist_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_outp
 VG_API vg_op *vg_dist_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg_output *var_list,
                                int nvars, vg_output global_step, const vg_dist_options *o, const char *name);
 
+/* Plain optimizers in a world of more than one rank (issue 28): once vg_dist_init has
+ * joined a world of N > 1 ranks, vg_optimizer_compute_gradients (and so
+ * vg_optimizer_minimize) averages the gradients over the ranks exactly as
+ * vg_dist_compute_gradients with the default options does (vg_dist_* calls reduce with
+ * their own options and never twice). A gradient built with vg_gradients, or a train
+ * op built before vg_dist_init, is not averaged: vg_distributed_training_session_new
+ * refuses such a graph (see there). To train each rank's model on its own, build the
+ * update from vg_gradients and vg_optimizer_apply_gradients and run it in an ordinary
+ * session. */
+
+/* hvd.broadcast_variables(variables, root_rank) (train layer): an op that, run by every
+ * rank at the same step, assigns each of vars[0..n) (ref outputs of VariableV2 ops)
+ * root_rank's value: one HorovodBroadcast per variable, chained so that every rank
+ * broadcasts in the same order, each assigned back (validate_shape), grouped by a NoOp
+ * "<name>/group" (name NULL: "broadcast_variables"). Run it on its own (not in the same
+ * run as other collectives, whose order against it data flow leaves open). At run time
+ * it fails as vg_dist_broadcast_tensor does (INVALID_ARGUMENT naming a variable whose
+ * shape differs across ranks, UNAVAILABLE). Returns the NoOp (borrowed), NULL with the
+ * graph's error recorded: INVALID_ARGUMENT (root_rank < 0, or not below the world's
+ * size once vg_dist_init ran; a NULL list with n > 0; an item that is not a variable),
+ * RESOURCE_EXHAUSTED. Use it for a value that one rank wrote alone (TF1's ps-held
+ * counter that only the chief assigns): see docs/distributed.md. */
+VG_API vg_op *vg_dist_broadcast_variables(vg_graph *g, const vg_output *vars, int n, int root_rank,
+                                          const char *name);
+/* hvd.broadcast_global_variables(root_rank): vg_dist_broadcast_variables over the
+ * global variables that exist now (the VG_GLOBAL_VARIABLES collection; name NULL:
+ * "broadcast_global_variables"). The same op the broadcast hook runs after each session
+ * creation, for a program to run at any step (every rank, the same step):
+ *
+ *     vg_op *sync = vg_dist_broadcast_global_variables(g, 0, NULL);
+ *     ...
+ *     vg_session_run_targets(sess, &sync, 1, &st);   // or a monitored session's run
+ */
+VG_API vg_op *vg_dist_broadcast_global_variables(vg_graph *g, int root_rank, const char *name);
+
 /* Input sharding for queue pipelines (train layer): x[index::num_shards] along
  * dimension 0, e.g. this rank's files for vg_string_input_producer (tf.data has
  * vg_dataset_shard). num_shards 0 = the world's size, index -1 = this rank. Joins the
@@ -174,7 +212,10 @@ VG_API vg_code vg_broadcast_global_variables_hook(int root_rank, struct vg_hook 
  * synchronous aggregation over the MPI world by allreduce (each step applies the mean
  * of every rank's gradients once). Joins the world; replicas_to_aggregate and
  * total_num_replicas (<= 0: = replicas_to_aggregate) must equal the world's size:
- * INVALID_ARGUMENT otherwise (backup workers are not supported). opt is borrowed.
+ * INVALID_ARGUMENT otherwise, naming the cause (a world of another size: start one rank
+ * per replica; total > replicas_to_aggregate: backup replicas, not supported;
+ * replicas_to_aggregate > total: several batches per replica and update, not
+ * supported; replicas_to_aggregate <= 0). opt is borrowed.
  * NULL on failure. Free with vg_sync_replicas_free. */
 typedef struct vg_sync_replicas vg_sync_replicas;
 VG_API vg_sync_replicas *vg_sync_replicas_new(vg_optimizer *opt, int replicas_to_aggregate, int total_num_replicas,
@@ -219,15 +260,22 @@ VG_API const char *vg_server_target(const vg_server *s);
 VG_API vg_code vg_server_join(vg_server *s, vg_status *st);
 VG_API void vg_server_free(vg_server *s);
 /* tf.train.replica_device_setter(worker_device, cluster): variables stay replicated on
- * every rank, so the device is the worker's (returned, borrowed; "" for NULL). */
+ * every rank, so the device is the worker's, with its "/job:", "/replica:" and "/task:"
+ * parts dropped (they name this process, one CPU): "/job:worker/task:1" gives "",
+ * "/job:worker/task:1/cpu:0" gives "/cpu:0", strings vg_config_check_placement accepts
+ * without soft placement. Returns a pointer into worker_device (borrowed; "" for NULL). */
 VG_API const char *vg_replica_device_setter(const vg_cluster_spec *cs, const char *worker_device);
 /* tf.train.MonitoredTrainingSession(master, is_chief, ...) of a worker: is_chief must
  * be true exactly on rank 0 (INVALID_ARGUMENT otherwise). Adds the broadcast hook (rank
  * 0's variables, after every session creation). The chief restores, saves checkpoints
  * and summaries and runs the chief-only hooks; the others initialise locally, wait in
  * the broadcast for the chief's values (TF's WorkerSessionCreator waits on the ready
- * op), and write nothing. Owns o's hooks, also on failure. Errors:
- * vg_monitored_training_session_new's, INVALID_ARGUMENT. */
+ * op), and write nothing. On more than one rank it refuses a graph whose optimizer
+ * updates (Apply* ops) take a value that passed through no collective (a train op built
+ * with a plain optimizer before vg_dist_init, or from vg_gradients): each rank would
+ * train its own model. Owns o's hooks, also on failure. Errors:
+ * vg_monitored_training_session_new's, INVALID_ARGUMENT, FAILED_PRECONDITION (that
+ * refusal, naming the op, the variable and the fixes). */
 VG_API vg_monitored_session *vg_distributed_training_session_new(vg_graph *g, const char *master,
                                                                  const struct vg_mts_options *o, vg_status *st);
 

@@ -95,7 +95,9 @@ VG_API const char *vg_optimizer_name(const vg_optimizer *opt);
 /* compute_gradients: grads_out[i] = d loss / d var_list[i] (ref outputs of VariableV2
  * ops), {NULL, 0} where the loss does not depend on the variable. var_list NULL = all
  * trainable variables, in the order of vg_graph_collection(g, VG_TRAINABLE_VARIABLES)
- * (nvars is then ignored and grads_out must hold that many).
+ * (nvars is then ignored and grads_out must hold that many). In a world of more than
+ * one MPI rank (vg_dist_init, vigil/distributed.h) the gradients are averaged over the
+ * ranks, as vg_dist_compute_gradients does, so minimize keeps the replicas equal.
  * Fails with: INVALID_ARGUMENT (loss or variable not float32/float64, "No variables to
  * optimize."), the errors of vg_gradients. Does not record a graph error itself. */
 VG_API vg_code vg_optimizer_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output loss,

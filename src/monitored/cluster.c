@@ -143,9 +143,83 @@ vg_code vg_server_join(vg_server *s, vg_status *st) {
 
 void vg_server_free(vg_server *s) { vg_free(s); }
 
+/* The name's "/job:", "/replica:" and "/task:" parts name a process of the cluster;
+ * here every task is its own MPI rank with one CPU, so they name this process: the
+ * device left is the rest ("/job:worker/task:1" -> "", "/job:worker/task:1/cpu:0" ->
+ * "/cpu:0"), a string vigil's placement check (vg_config_check_placement) takes. */
 const char *vg_replica_device_setter(const vg_cluster_spec *cs, const char *worker_device) {
     (void)cs; /* variables stay on every rank (replicated), nothing goes to a ps */
-    return worker_device ? worker_device : "";
+    if (!worker_device) return "";
+    const char *p = worker_device;
+    static const char *const parts[] = {"/job:", "/replica:", "/task:"};
+    for (bool more = true; more;) {
+        more = false;
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+            size_t n = strlen(parts[i]);
+            if (strncmp(p, parts[i], n) == 0) {
+                p += n;
+                p += strcspn(p, "/");
+                more = true;
+            }
+        }
+    }
+    return p;
+}
+
+/* ---- the check at session creation: every update averaged ------------------------------ */
+
+/* Ops whose output is the same on every rank (an average, a gather, a broadcast). */
+static bool collective_type(const char *t) {
+    static const char *const types[] = {"VigilFusedAllreduce", "CollectiveReduce",    "CollectiveGather",
+                                        "HorovodBroadcast",    "CollectiveBcastSend", "CollectiveBcastRecv"};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(t, types[i]) == 0) return true;
+    return false;
+}
+
+static bool apply_type(const char *t) {
+    return strncmp(t, "Apply", 5) == 0 || strncmp(t, "SparseApply", 11) == 0 || strncmp(t, "ResourceApply", 13) == 0 ||
+           strncmp(t, "ResourceSparseApply", 19) == 0;
+}
+
+/* A world of more than one rank keeps its replicas equal only when every optimizer
+ * update (an Apply* op) applies a value that went through a collective: the averaged
+ * gradient. An update fed by this rank's own gradient alone (a train op built with a
+ * plain optimizer before vg_dist_init, or from vg_gradients) would train one model per
+ * rank with no message, so the session refuses to start (FAILED_PRECONDITION naming
+ * the op and the fixes). One pass over the ops in creation order (an op's inputs are
+ * older than the op; a loop's back edge is ignored). */
+static vg_code check_updates_averaged(vg_graph *g, vg_status *st) {
+    int n = vg_graph_num_ops(g), maxid = -1;
+    for (int i = 0; i < n; i++)
+        if (vg_op_id(vg_graph_op(g, i)) > maxid) maxid = vg_op_id(vg_graph_op(g, i));
+    unsigned char *reach = vg_calloc((size_t)maxid + 2, 1);
+    if (!reach) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in MonitoredTrainingSession");
+    vg_code rc = VG_OK;
+    for (int i = 0; i < n && rc == VG_OK; i++) {
+        vg_op *op = vg_graph_op(g, i);
+        int id = vg_op_id(op);
+        const char *t = vg_op_type(op);
+        bool r = collective_type(t);
+        for (int k = 0; k < vg_op_num_inputs(op) && !r; k++) {
+            vg_output in = vg_op_input(op, k);
+            int iid = in.op ? vg_op_id(in.op) : -1;
+            r = iid >= 0 && iid <= maxid && reach[iid];
+        }
+        reach[id] = r;
+        if (r || !apply_type(t)) continue;
+        vg_output var = vg_op_input(op, 0);
+        rc = vg_status_set(st, VG_FAILED_PRECONDITION,
+                           "MonitoredTrainingSession on %d ranks: %s '%s' updates '%s' with a gradient that no "
+                           "collective averages over the ranks, so every rank would train its own model. Build the "
+                           "train op after vg_dist_init (vg_server_new calls it), where vg_optimizer_minimize and "
+                           "compute_gradients average over the ranks, or with vg_dist_minimize / "
+                           "vg_dist_compute_gradients (hvd.DistributedOptimizer) or vg_sync_replicas_minimize "
+                           "(tf.train.SyncReplicasOptimizer)",
+                           vg_dist_size(), t, vg_op_name(op), var.op ? vg_op_name(var.op) : "?");
+    }
+    vg_free(reach);
+    return rc;
 }
 
 vg_monitored_session *vg_distributed_training_session_new(vg_graph *g, const char *master, const vg_mts_options *o,
@@ -160,6 +234,7 @@ vg_monitored_session *vg_distributed_training_session_new(vg_graph *g, const cha
                       m.is_chief ? "true" : "false", vg_dist_rank());
         goto fail;
     }
+    if (g && vg_dist_size() > 1 && check_updates_averaged(g, st) != VG_OK) goto fail;
     all = vg_malloc((size_t)(m.nhooks + 1) * sizeof *all);
     if (!all) {
         vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in MonitoredTrainingSession");

@@ -18,7 +18,14 @@
  * optimizer's sparse apply updates the union of every rank's rows. The sum over ranks
  * of UnsortedSegmentSum(v_r, i_r, rows) is UnsortedSegmentSum(concat v_r, concat i_r,
  * rows), so the result equals the dense allreduce's.
+ *
+ * In a world of more than one rank a plain compute_gradients (and so minimize) averages
+ * too (vg__dist_auto_average, issue 28): vigil's replicas are kept equal by averaging,
+ * so a train op that skipped it would train N independent models. The vg_dist_* calls
+ * here reduce with their own options and switch that off on their thread, so nothing
+ * is averaged twice; a gradient that already is a fused mean is not reduced again.
  */
+#include "dist_internal.h"
 #include "vigil/distributed.h"
 #include "vigil/ops.h"
 #include "vigil/ops_ext.h"
@@ -84,6 +91,31 @@ static vg_output allgather_slices(vg_graph *g, vg_output values, vg_output indic
     return out;
 }
 
+/* The output of a VigilFusedAllreduce that takes the mean (through Identity ops: GATE_GRAPH's
+ * tuple), i.e. a gradient that compute_gradients already averaged. */
+static bool already_mean(vg_output x) {
+    for (int hops = 0; x.op && hops < 8; hops++) {
+        const char *t = vg_op_type(x.op);
+        if (strcmp(t, "VigilFusedAllreduce") == 0) {
+            const char *f = NULL;
+            size_t len = 0;
+            return vg_op_attr_string(x.op, "final_op", &f, &len) && len == 3 && memcmp(f, "Div", 3) == 0;
+        }
+        if (strcmp(t, "Identity") != 0) return false;
+        x = vg_op_input(x.op, 0);
+    }
+    return false;
+}
+
+static _Thread_local int no_auto_average; /* > 0 inside vg_dist_compute_gradients */
+
+vg_code vg__dist_auto_average(vg_graph *g, vg_output *grads, int n, vg_status *st) {
+    if (no_auto_average > 0 || !vg_dist_initialized() || vg_dist_size() <= 1) return VG_OK;
+    vg_logf(VG_LOG_INFO, "compute_gradients: %d ranks: averaging the gradients over the ranks (as vg_dist_minimize)",
+            vg_dist_size());
+    return vg_dist_allreduce_gradients(g, grads, n, NULL, grads, st);
+}
+
 vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, const vg_dist_options *opts,
                                     vg_output *out, vg_status *st) {
     vg_dist_options o = opts ? *opts : vg_dist_options_default();
@@ -116,7 +148,7 @@ vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, 
     for (int i = n - 1; i >= -1; i--) {
         vg_output sv, si, srows;
         bool sparse = i >= 0 && !o.sparse_as_dense && indexed_slices(in[i], &sv, &si, &srows);
-        bool have = i >= 0 && in[i].op != NULL && !sparse;
+        bool have = i >= 0 && in[i].op != NULL && !sparse && !(o.average && already_mean(in[i]));
         int64_t b = have ? out_bytes(in[i]) : 0;
         bool fits = have && nb > 0 && vg_output_dtype(in[i]) == bdt && b >= 0 && bytes >= 0 &&
                     bytes + b <= o.fusion_threshold_bytes;
@@ -156,7 +188,9 @@ vg_code vg_dist_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output loss
     if (!opt || !g) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_dist_compute_gradients: NULL optimizer or graph");
     int n = nvars;
     if (!var_list) vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &n);
+    no_auto_average++; /* reduced below with o */
     vg_code rc = vg_optimizer_compute_gradients(opt, g, loss, var_list, nvars, grads_out, st);
+    no_auto_average--;
     if (rc != VG_OK) return rc;
     return vg_dist_allreduce_gradients(g, grads_out, n, o, grads_out, st);
 }
@@ -194,6 +228,67 @@ vg_op *vg_dist_minimize(vg_optimizer *opt, vg_graph *g, vg_output loss, const vg
     vg_free(grads);
     vg_free(vcopy);
     return train;
+}
+
+/* ---- broadcasts of variables ------------------------------------------------------------ */
+
+vg_op *vg_dist_broadcast_variables(vg_graph *g, const vg_output *vars, int n, int root_rank, const char *name) {
+    if (!g) return NULL;
+    if (vg_graph_status(g, NULL) != VG_OK) return NULL;
+    if (n > 0 && !vars) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "broadcast_variables: NULL variable list");
+        return NULL;
+    }
+    if (root_rank < 0 || (vg_dist_initialized() && root_rank >= vg_dist_size())) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "broadcast_variables: root_rank %d outside [0, %d)", root_rank,
+                           vg_dist_size());
+        return NULL;
+    }
+    vg_op **assigns = vg_malloc((size_t)(n > 0 ? n : 1) * sizeof *assigns);
+    if (!assigns) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in broadcast_variables");
+        return NULL;
+    }
+    vg_graph_push_scope(g, name ? name : "broadcast_variables");
+    vg_op *prev = NULL, *group = NULL;
+    int k = 0;
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) {
+        if (!vars[i].op || strcmp(vg_op_type(vars[i].op), "VariableV2") != 0) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                               "broadcast_variables: '%s' is not a variable (pass its ref output)",
+                               vars[i].op ? vg_op_name(vars[i].op) : "(null)");
+            ok = false;
+            break;
+        }
+        const char *vname = vg_op_name(vars[i].op);
+        vg_output b = vg_dist_broadcast_tensor(g, vars[i], root_rank, vname, "HorovodBroadcast");
+        /* every rank broadcasts in the same order: a chain */
+        if (b.op && prev) vg_op_add_control_input(b.op, prev);
+        vg_output a = b.op ? vg_assign(g, vars[i], b, true, "Assign") : b;
+        ok = a.op != NULL;
+        prev = b.op;
+        if (ok) assigns[k++] = a.op;
+    }
+    if (ok) group = vg_group(g, assigns, k, "group");
+    vg_graph_pop_scope(g);
+    vg_free(assigns);
+    return vg_graph_status(g, NULL) == VG_OK ? group : NULL;
+}
+
+vg_op *vg_dist_broadcast_global_variables(vg_graph *g, int root_rank, const char *name) {
+    if (!g) return NULL;
+    int n = 0;
+    const vg_output *vars = vg_graph_collection(g, VG_GLOBAL_VARIABLES, &n);
+    vg_output *copy = vg_malloc((size_t)(n > 0 ? n : 1) * sizeof *copy); /* the collection grows as we build */
+    if (!copy) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in broadcast_global_variables");
+        return NULL;
+    }
+    if (n > 0) memcpy(copy, vars, (size_t)n * sizeof *copy);
+    vg_op *op = vg_dist_broadcast_variables(g, copy, n, root_rank, name ? name : "broadcast_global_variables");
+    vg_free(copy);
+    return op;
 }
 
 /* ---- input sharding ------------------------------------------------------------------ */

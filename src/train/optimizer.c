@@ -18,6 +18,7 @@
  *
  * Slots are created as under TF's init_scope (no control dependencies of the caller).
  */
+#include "dist_internal.h"
 #include "train_util.h"
 #include "vigil/gradients.h"
 #include "vigil/ops_ext.h"
@@ -712,6 +713,7 @@ vg_code vg_optimizer_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output
                                  vg_dtype_name(dt), var_list[i].op ? vg_op_name(var_list[i].op) : "(null)");
     }
     vg_code rc = vg_gradients(g, &loss, 1, var_list, nvars, NULL, grads_out, st);
+    if (rc == VG_OK) rc = vg__dist_auto_average(g, grads_out, nvars, st); /* more than one rank: the mean */
     if (rc != VG_OK || opt->gate != VG_GATE_GRAPH) return rc;
     return gate_graph(g, grads_out, nvars, st);
 }

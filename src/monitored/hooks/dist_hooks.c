@@ -3,12 +3,13 @@
  * SyncReplicasOptimizer (its session-run hook and minimize) on the MPI world
  * (issue 15), written on the public API.
  *
- * The hook builds, in begin(), one HorovodBroadcast per global variable (chained with
- * control dependencies so every rank broadcasts in the same order) assigned back to
- * the variable, and runs them in after_create_session: after the session was created,
- * i.e. after the chief initialised or restored its variables, and again after every
- * recovery. Each rank blocks in the broadcast until the root arrives, which is how a
- * non-chief waits for the chief, as TF's WorkerSessionCreator waits on the ready op.
+ * The hook builds, in begin(), vg_dist_broadcast_global_variables (one HorovodBroadcast
+ * per global variable, chained with control dependencies so every rank broadcasts in
+ * the same order, assigned back to the variable), and runs it in
+ * after_create_session: after the session was created, i.e. after the chief
+ * initialised or restored its variables, and again after every recovery. Each rank
+ * blocks in the broadcast until the root arrives, which is how a non-chief waits for
+ * the chief, as TF's WorkerSessionCreator waits on the ready op.
  * Variables whose shapes differ across ranks fail there with INVALID_ARGUMENT naming
  * the variable.
  */
@@ -29,26 +30,7 @@ static vg_code bh_begin(void *payload, vg_graph *g, vg_status *st) {
     if (h->root < 0 || h->root >= vg_dist_size())
         return vg_status_set(st, VG_INVALID_ARGUMENT, "BroadcastGlobalVariablesHook: root_rank %d outside [0, %d)",
                              h->root, vg_dist_size());
-    int n = 0;
-    const vg_output *vars = vg_graph_collection(g, VG_GLOBAL_VARIABLES, &n);
-    vg_op **assigns = vg_malloc((size_t)(n ? n : 1) * sizeof *assigns);
-    if (!assigns) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in BroadcastGlobalVariablesHook");
-    vg_graph_push_scope(g, "broadcast_global_variables");
-    vg_op *prev = NULL;
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        const char *vname = vg_op_name(vars[i].op);
-        vg_output b = vg_dist_broadcast_tensor(g, vars[i], h->root, vname, "HorovodBroadcast");
-        if (!b.op) break;
-        if (prev) vg_op_add_control_input(b.op, prev);
-        vg_output a = vg_assign(g, vars[i], b, true, "Assign");
-        if (!a.op) break;
-        prev = b.op;
-        assigns[k++] = a.op;
-    }
-    h->group = vg_group(g, assigns, k, "group");
-    vg_graph_pop_scope(g);
-    vg_free(assigns);
+    h->group = vg_dist_broadcast_global_variables(g, h->root, NULL); /* the program's op, run at creation */
     return vg_graph_status(g, st);
 }
 
@@ -84,13 +66,47 @@ vg_sync_replicas *vg_sync_replicas_new(vg_optimizer *opt, int replicas_to_aggreg
         return NULL;
     }
     if (vg_dist_init(st) != VG_OK) return NULL;
+    /* TF (sync_replicas_optimizer.py) takes total_num_replicas = None as
+     * replicas_to_aggregate, treats total > replicas_to_aggregate as backup replicas
+     * and total < replicas_to_aggregate as replicas that compute several batches per
+     * update, and trusts total_num_replicas to be the number of workers started (else
+     * its accumulators wait forever). vigil averages exactly one gradient per MPI rank
+     * per step, so all three must equal the world's size: say which one does not. */
     int size = vg_dist_size();
     if (total_num_replicas <= 0) total_num_replicas = replicas_to_aggregate;
-    if (replicas_to_aggregate != size || total_num_replicas != size) {
+    if (replicas_to_aggregate <= 0) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "SyncReplicasOptimizer: replicas_to_aggregate=%d must be positive",
+                      replicas_to_aggregate);
+        return NULL;
+    }
+    if (replicas_to_aggregate < total_num_replicas) {
         vg_status_set(st, VG_INVALID_ARGUMENT,
-                      "SyncReplicasOptimizer: replicas_to_aggregate=%d, total_num_replicas=%d, but vigil aggregates "
-                      "over every rank of the MPI world (%d): backup workers are not supported",
+                      "SyncReplicasOptimizer: total_num_replicas=%d > replicas_to_aggregate=%d asks for %d backup "
+                      "replica(s) whose gradients a step drops; vigil averages every rank's gradient at every step "
+                      "and has no backup replicas: pass replicas_to_aggregate = total_num_replicas = the number of "
+                      "MPI ranks (%d here)",
+                      total_num_replicas, replicas_to_aggregate, total_num_replicas - replicas_to_aggregate, size);
+        return NULL;
+    }
+    if (replicas_to_aggregate > total_num_replicas) {
+        vg_status_set(st, VG_INVALID_ARGUMENT,
+                      "SyncReplicasOptimizer: replicas_to_aggregate=%d > total_num_replicas=%d asks each replica "
+                      "to compute several batches per update; vigil averages one gradient per MPI rank per step: "
+                      "pass replicas_to_aggregate = total_num_replicas = the number of MPI ranks (%d here) and a "
+                      "larger batch per rank",
                       replicas_to_aggregate, total_num_replicas, size);
+        return NULL;
+    }
+    if (total_num_replicas != size) {
+        vg_status_set(st, VG_INVALID_ARGUMENT,
+                      "SyncReplicasOptimizer: replicas_to_aggregate = total_num_replicas = %d, but the MPI world "
+                      "has %d rank(s)%s; in vigil each replica is one MPI rank: start the job with mpirun -np %d, "
+                      "or pass %d",
+                      total_num_replicas, size,
+                      size == 1 && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK")
+                          ? " (the process was not started by mpirun)"
+                          : "",
+                      total_num_replicas, size);
         return NULL;
     }
     vg_sync_replicas *s = vg_calloc(1, sizeof *s);
