@@ -236,6 +236,7 @@ struct vg__run_state {
     atomic_uint progress;      /* bumped (under mu) when tasks become ready or the run ends */
     vg_status err;             /* the first error */
     vg__frame *root;
+    vg__iter *root_it;         /* the root frame's one iteration */
     vg_tensor **fetched;       /* per fetch */
     vg__iter **free_iters;     /* per static frame: recycled iteration states */
     vg__frame *free_frames;    /* recycled frame instances */

@@ -56,12 +56,17 @@ typedef struct vg__val {
     bool dead;
 } vg__val;
 
+/* Per node of an iteration. */
+typedef struct vg__nstate {
+    int pending;           /* inputs (Merge: control inputs) still to come */
+    int dead;              /* dead inputs */
+    int flags;             /* 1 = Merge got its live input, 2 = scheduled */
+} vg__nstate;
+
 struct vg__iter {
     vg__iter *next_free;
     vg_tensor **in;        /* per local input */
-    int *pending;          /* per local node: inputs (Merge: control inputs) still to come */
-    int *dead;             /* per local node: dead inputs */
-    unsigned char *flags;  /* per local node: 1 = Merge got its live input, 2 = scheduled */
+    vg__nstate *ns;        /* per local node */
     int outstanding_ops;
     int outstanding_frames;
     vg__frame *children;
@@ -105,39 +110,46 @@ struct vg__frame {
 /* ------------------------------------------------------------------------ */
 /* iterations and frames (recycled across runs of the plan) */
 
-static vg__iter *iter_new(vg__run_state *rs, int sid) {
-    const vg__sframe *sf = &rs->p->frames[sid];
+/* Allocates an iteration state for static frame sid (inputs all NULL). */
+static vg__iter *iter_alloc(const vg__sframe *sf) {
     size_t nn = (size_t)sf->nnodes + 1, ni = (size_t)sf->ninputs + 1;
-    vg__iter *it = rs->free_iters[sid];
-    if (it) {
-        rs->free_iters[sid] = it->next_free;
-    } else {
-        it = vg__malloc(sizeof *it + ni * sizeof(vg_tensor *) + 2 * nn * sizeof(int) + nn);
-        if (!it) { rs->oom = true; return NULL; }
-        char *q = (char *)(it + 1);
-        it->in = (vg_tensor **)q;
-        q += ni * sizeof(vg_tensor *);
-        it->pending = (int *)q;
-        q += nn * sizeof(int);
-        it->dead = (int *)q;
-        q += nn * sizeof(int);
-        it->flags = (unsigned char *)q;
-        memset(it->in, 0, ni * sizeof(vg_tensor *)); /* kept all-NULL while recycled */
-    }
+    vg__iter *it = vg__malloc(sizeof *it + nn * sizeof(vg__nstate) + ni * sizeof(vg_tensor *));
+    if (!it) return NULL;
+    it->ns = (vg__nstate *)(it + 1);
+    it->in = (vg_tensor **)(it->ns + nn);
+    memset(it->in, 0, ni * sizeof(vg_tensor *)); /* kept all-NULL while recycled */
+    return it;
+}
+
+/* Readies an iteration state: every node waits for its edges. */
+static void iter_reset(vg__iter *it, const vg__sframe *sf) {
     it->next_free = NULL;
     it->outstanding_ops = 0;
     it->outstanding_frames = 0;
     it->children = NULL;
-    memcpy(it->pending, sf->pending0, (size_t)sf->nnodes * sizeof(int));
-    memset(it->dead, 0, (size_t)sf->nnodes * sizeof(int));
-    memset(it->flags, 0, (size_t)sf->nnodes);
+    vg__nstate *ns = it->ns;
+    const int *p0 = sf->pending0;
+    for (int l = 0; l < sf->nnodes; l++) {
+        ns[l].pending = p0[l];
+        ns[l].dead = 0;
+        ns[l].flags = 0;
+    }
+}
+
+static vg__iter *iter_new(vg__run_state *rs, int sid) {
+    const vg__sframe *sf = &rs->p->frames[sid];
+    vg__iter *it = rs->free_iters[sid];
+    if (it) rs->free_iters[sid] = it->next_free;
+    else if (!(it = iter_alloc(sf))) { rs->oom = true; return NULL; }
+    iter_reset(it, sf);
     return it;
 }
 
 static void frame_release(vg__run_state *rs, vg__frame *f);
+static void iter_free(vg__run_state *rs, int sid, vg__iter *it);
 
-static void iter_free(vg__run_state *rs, int sid, vg__iter *it) {
-    if (!it) return;
+/* Releases what an iteration still holds: inputs, child frames. */
+static void iter_clear(vg__run_state *rs, int sid, vg__iter *it) {
     const vg__sframe *sf = &rs->p->frames[sid];
     for (int i = 0; i < sf->ninputs; i++)
         if (it->in[i]) {
@@ -153,6 +165,11 @@ static void iter_free(vg__run_state *rs, int sid, vg__iter *it) {
         }
         frame_release(rs, c);
     }
+}
+
+static void iter_free(vg__run_state *rs, int sid, vg__iter *it) {
+    if (!it) return;
+    iter_clear(rs, sid, it);
     it->next_free = rs->free_iters[sid];
     rs->free_iters[sid] = it;
 }
@@ -250,7 +267,12 @@ static vg__run_state *state_new(vg__plan *p) {
     rs->fetched = vg__calloc((size_t)p->nfetches + 1, sizeof(vg_tensor *));
     rs->free_iters = vg__calloc((size_t)p->nframes + 1, sizeof(vg__iter *));
     rs->root = vg__calloc(1, sizeof *rs->root);
-    if (!rs->q || !rs->fetched || !rs->free_iters || !rs->root) {
+    rs->root_it = iter_alloc(&p->frames[0]);
+    if (rs->root) rs->root->ring = vg__calloc(4, sizeof(vg__iter *));
+    if (rs->root) rs->root->ring_cap = 4;
+    if (!rs->q || !rs->fetched || !rs->free_iters || !rs->root || !rs->root_it || !rs->root->ring) {
+        vg__free(rs->root_it);
+        if (rs->root) vg__free(rs->root->ring);
         vg__free(rs->q);
         vg__free(rs->fetched);
         vg__free(rs->free_iters);
@@ -276,6 +298,7 @@ static void state_destroy(vg__plan *p, vg__run_state *rs) {
         frame_destroy(f);
     }
     frame_destroy(rs->root);
+    vg__free(rs->root_it);
     vg__free(rs->free_iters);
     vg__free(rs->fetched);
     vg__free(rs->q);
@@ -445,26 +468,26 @@ static void activate(vg__run_state *rs, int node, bool node_dead, vg_tensor **ou
         int l = d->lidx;
         bool ready = false, ddead = false, need_input = false;
         vg_tensor *t = (e->src_out >= 0 && !node_dead) ? outs[e->src_out] : NULL;
-        if (it->flags[l] & 2) continue; /* already scheduled (a Merge's later inputs) */
+        if (it->ns[l].flags & 2) continue; /* already scheduled (a Merge's later inputs) */
         if (d->kind == VG__K_MERGE) {
             if (e->dst_in < 0) {
-                it->pending[l]--;
-                ddead = it->dead[l] == d->ndata;
-                ready = it->pending[l] == 0 && ((it->flags[l] & 1) || ddead);
+                it->ns[l].pending--;
+                ddead = it->ns[l].dead == d->ndata;
+                ready = it->ns[l].pending == 0 && ((it->ns[l].flags & 1) || ddead);
             } else if (t) {
-                need_input = !(it->flags[l] & 1);
-                it->flags[l] |= 1;
-                ready = it->pending[l] == 0;
+                need_input = !(it->ns[l].flags & 1);
+                it->ns[l].flags |= 1;
+                ready = it->ns[l].pending == 0;
             } else {
-                it->dead[l]++;
-                ddead = it->dead[l] == d->ndata || src->kind == VG__K_ENTER;
-                ready = it->pending[l] == 0 && ddead && !(it->flags[l] & 1);
+                it->ns[l].dead++;
+                ddead = it->ns[l].dead == d->ndata || src->kind == VG__K_ENTER;
+                ready = it->ns[l].pending == 0 && ddead && !(it->ns[l].flags & 1);
             }
         } else {
-            if (node_dead || (e->dst_in >= 0 && !t)) it->dead[l]++;
+            if (node_dead || (e->dst_in >= 0 && !t)) it->ns[l].dead++;
             need_input = e->dst_in >= 0 && t;
-            ready = --it->pending[l] == 0;
-            ddead = it->dead[l] > 0;
+            ready = --it->ns[l].pending == 0;
+            ddead = it->ns[l].dead > 0;
         }
         if (need_input) {
             vg_tensor **slot = &it->in[d->in_base + e->dst_in];
@@ -478,7 +501,7 @@ static void activate(vg__run_state *rs, int node, bool node_dead, vg_tensor **ou
         }
         if (ready) {
             if (d->kind == VG__K_TRIGGER) ddead = false;
-            it->flags[l] |= 2;
+            it->ns[l].flags |= 2;
             it->outstanding_ops++;
             push_task(rs, e->dst, f, iter, ddead);
         }
@@ -517,6 +540,7 @@ static void delete_frame(vg__run_state *rs, vg__frame *f);
 /* TF's CleanupFramesIterations: frees finished iterations of f from `iter` on, starts
  * deferred iterations, and frees f itself when it is done. */
 static void cleanup(vg__run_state *rs, vg__frame *f, int64_t iter) {
+    if (!f->parent) return; /* the root's one iteration lives until the run ends (plan_run) */
     int64_t cur = iter;
     while (cur <= f->iteration_count && iteration_done(f, cur)) {
         vg__iter *it = get_iter(f, cur);
@@ -596,36 +620,43 @@ static vg_tensor *deref(vg__var *v, vg_status *st) {
     return t;
 }
 
+/* A finished root-frame node's fetched outputs are taken (a variable reference is read
+ * now). Lock held. */
+static void take_fetches(vg__run_state *rs, int node, vg_tensor **outs) {
+    const vg__plan *p = rs->p;
+    const vg__node *c = &p->nodes[node];
+    for (int k = 0; k < c->noutputs; k++) {
+        int fi = c->fetch_of[k];
+        if (fi < 0 || !outs[k]) continue;
+        vg_tensor *v = outs[k];
+        if (vg__val_is_ref(v)) {
+            vg_status e;
+            e.code = VG_OK;
+            if (!(v = deref(vg__val_var(v), &e))) {
+                size_t len = strlen(e.msg);
+                snprintf(e.msg + len, sizeof e.msg - len, "\n\t [[node %s (%s)]]", c->op->name, c->def->type);
+                fail(rs, &e);
+                continue;
+            }
+        } else {
+            vg_tensor_ref(v);
+        }
+        /* every fetch of this output */
+        for (int j = fi; j < p->nfetches; j++)
+            if (p->fetch_node[j] == node && p->fetch_slot[j] == p->fetch_slot[fi] && !rs->fetched[j])
+                rs->fetched[j] = vg_tensor_ref(v);
+        vg_tensor_free(v);
+    }
+}
+
 /* Propagates the outputs of a finished node. Lock held. */
 static void propagate(vg__run_state *rs, const vg__task *t, vg_tensor **outs) {
     const vg__plan *p = rs->p;
     const vg__node *c = &p->nodes[t->node];
     vg__frame *f = t->f;
     int64_t iter = t->iter;
-    if (c->fetch_of && !t->dead && (c->kind == VG__K_EXIT ? f->parent == rs->root : f == rs->root)) {
-        for (int k = 0; k < c->noutputs; k++) {
-            int fi = c->fetch_of[k];
-            if (fi < 0 || !outs[k]) continue;
-            vg_tensor *v = outs[k];
-            if (vg__val_is_ref(v)) { /* a fetched variable is read now */
-                vg_status e;
-                vg_status_clear(&e);
-                if (!(v = deref(vg__val_var(v), &e))) {
-                    size_t len = strlen(e.msg);
-                    snprintf(e.msg + len, sizeof e.msg - len, "\n\t [[node %s (%s)]]", c->op->name, c->def->type);
-                    fail(rs, &e);
-                    continue;
-                }
-            } else {
-                vg_tensor_ref(v);
-            }
-            /* every fetch of this output */
-            for (int j = fi; j < p->nfetches; j++)
-                if (p->fetch_node[j] == t->node && p->fetch_slot[j] == p->fetch_slot[fi] && !rs->fetched[j])
-                    rs->fetched[j] = vg_tensor_ref(v);
-            vg_tensor_free(v);
-        }
-    }
+    if (c->fetch_of && !t->dead && (c->kind == VG__K_EXIT ? f->parent == rs->root : f == rs->root))
+        take_fetches(rs, t->node, outs);
     switch (c->kind) {
     case VG__K_ENTER: {
         vg__frame *child = child_frame(rs, f, iter, c);
@@ -685,7 +716,7 @@ static void propagate(vg__run_state *rs, const vg__task *t, vg_tensor **outs) {
         activate(rs, t->node, t->dead, outs, true, f, iter);
         break;
     }
-    decrement_outstanding(rs, f, iter);
+    if (f->parent) decrement_outstanding(rs, f, iter);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -828,10 +859,97 @@ static void caller_wait(vg__run_state *rs) {
 
 /* The worker loop of the caller (until the run ends) and of helpers (until no node is
  * ready for them). */
+/* The worker loop of a plan without loops run by the caller alone: the same steps as
+ * work() with what cannot happen left out (no frames but the root, no dead tensors, no
+ * Merge, no other thread): oldest ready node first. */
+static void work_seq(vg__run_state *rs) {
+    vg__plan *p = rs->p;
+    vg_session *s = rs->s;
+    vg__iter *it = rs->root_it;
+    vg__nstate *ns = it->ns;
+    vg_tensor **in = it->in;
+    vg_tensor *outs_local[8] = {NULL}; /* all NULL at the top of each node */
+    while (rs->qh < rs->qt && !rs->stop && !rs->oom) {
+        int id = rs->q[rs->qh++].node;
+        vg__node *n = &p->nodes[id];
+        vg_status e;
+        e.code = VG_OK;
+        e.msg[0] = 0;
+        if ((++rs->tick & 15) == 0) {
+            if (atomic_load_explicit(&s->closing, memory_order_relaxed)) {
+                vg_status_set(&e, VG_CANCELLED, "Session was closed while the run was executing (at '%s')",
+                              n->op->name);
+                fail(rs, &e);
+                break;
+            }
+            if (rs->deadline && vg__now_ns() > rs->deadline) {
+                vg_status_set(&e, VG_DEADLINE_EXCEEDED, "Timed out: the run exceeded its timeout (at '%s')",
+                              n->op->name);
+                fail(rs, &e);
+                break;
+            }
+        }
+        vg_tensor **outs = outs_local;
+        if (n->noutputs > 8 && !(outs = vg__calloc((size_t)n->noutputs, sizeof(vg_tensor *)))) {
+            rs->oom = true;
+            break;
+        }
+        int64_t t0 = rs->trace ? wall_us() : 0;
+        vg_code rc = VG_OK;
+        if (n->kind == VG__K_CONST && n->const_value) outs[0] = vg_tensor_ref(n->const_value);
+        else if (n->kind == VG__K_VARIABLE) outs[0] = vg__val_ref_of(n->var);
+        else rc = runs_kernel(n) ? run_kernel(rs, n, in, outs, &e) : run_inline(rs, n, in + n->in_base, outs, &e);
+        if (rs->trace) {
+            int64_t bytes = 0;
+            for (int i = 0; i < n->noutputs; i++)
+                if (outs[i] && !vg__val_is_ref(outs[i])) bytes += (int64_t)vg_tensor_nbytes(outs[i]);
+            record_stats(rs, n, t0, wall_us(), bytes);
+        }
+        for (int k = 0; k < n->ninputs; k++) {
+            vg_tensor **slot = &in[n->in_base + k];
+            if (*slot) {
+                vg__val_free(*slot);
+                *slot = NULL;
+            }
+        }
+        if (rc != VG_OK) {
+            size_t len = strlen(e.msg);
+            snprintf(e.msg + len, sizeof e.msg - len, "\n\t [[node %s (%s)]]", n->op->name, n->def->type);
+            fail(rs, &e);
+        } else {
+            if (n->fetch_of) take_fetches(rs, id, outs);
+            for (int k = 0; k < n->nout; k++) { /* activate() without frames, deadness or Merge */
+                const vg__edge *ed = &n->out[k];
+                const vg__node *d = &p->nodes[ed->dst];
+                if (ed->dst_in >= 0) {
+                    vg_tensor **slot = &in[d->in_base + ed->dst_in];
+                    if (*slot) vg__val_free(*slot);
+                    if (ed->last) {
+                        *slot = outs[ed->src_out];
+                        outs[ed->src_out] = NULL;
+                    } else {
+                        *slot = vg__val_dup(outs[ed->src_out]);
+                    }
+                }
+                if (--ns[d->lidx].pending == 0) {
+                    ns[d->lidx].flags |= 2;
+                    rs->q[rs->qt++] = (vg__task){ed->dst, false, rs->root, 0}; /* each node once: q has room */
+                }
+            }
+        }
+        for (int i = 0; i < n->noutputs; i++)
+            if (outs[i]) {
+                vg__val_free(outs[i]);
+                outs[i] = NULL;
+            }
+        if (outs != outs_local) vg__free(outs);
+    }
+}
+
 static void work(vg__run_state *rs, bool helper) {
     vg__plan *p = rs->p;
     vg_session *s = rs->s;
-    vg_tensor *outs_local[8];
+    vg_tensor *outs_local[8] = {NULL}; /* all NULL at the top of each task */
     LOCK(rs);
     for (;;) {
         if (rs->finished) { /* a late helper */
@@ -882,7 +1000,6 @@ static void work(vg__run_state *rs, bool helper) {
             rs->oom = true;
             continue;
         }
-        for (int i = 0; i < n->noutputs; i++) outs[i] = NULL;
         vg_code rc = VG_OK;
         bool freed = false;
         if (!t.dead) {
@@ -931,7 +1048,10 @@ static void work(vg__run_state *rs, bool helper) {
         }
         if (rc != VG_OK) {
             for (int i = 0; i < n->noutputs; i++)
-                if (outs[i]) vg__val_free(outs[i]);
+                if (outs[i]) {
+                    vg__val_free(outs[i]);
+                    outs[i] = NULL;
+                }
             if (outs != outs_local) vg__free(outs);
             size_t len = strlen(e.msg);
             snprintf(e.msg + len, sizeof e.msg - len, "\n\t [[node %s (%s)]]", n->op->name, n->def->type);
@@ -950,7 +1070,10 @@ static void work(vg__run_state *rs, bool helper) {
         int before = rs->qt - rs->qh;
         propagate(rs, &t, outs);
         for (int i = 0; i < n->noutputs; i++)
-            if (outs[i]) vg__val_free(outs[i]);
+            if (outs[i]) {
+                vg__val_free(outs[i]);
+                outs[i] = NULL;
+            }
         if (outs != outs_local) vg__free(outs);
         if (rs->mt && (rs->qt - rs->qh > before || freed || (rs->inflight == 0 && rs->qt == rs->qh) || rs->stop))
             notify(rs);
@@ -980,14 +1103,14 @@ static void feed_edge(vg__run_state *rs, vg__iter *it0, const vg__edge *e, vg_te
     int l = d->lidx;
     vg_tensor **slot = &it0->in[d->in_base + e->dst_in];
     if (d->kind == VG__K_MERGE) { /* its first live input */
-        if (it0->flags[l] & 1) return;
-        it0->flags[l] |= 1;
+        if (it0->ns[l].flags & 1) return;
+        it0->ns[l].flags |= 1;
         *slot = vg_tensor_ref(v);
         return;
     }
     if (*slot) vg__val_free(*slot);
     *slot = vg_tensor_ref(v);
-    it0->pending[l]--;
+    it0->ns[l].pending--;
 }
 
 static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
@@ -1008,17 +1131,17 @@ static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg
     rs->err.code = VG_OK;
     rs->err.msg[0] = 0;
     rs->step_res = NULL;
-    for (int i = 0; i < p->nfetches; i++) out[i] = NULL;
     vg_code rc = VG_OK;
-    if (!frame_start(rs, rs->root, 0, NULL, 0, 1)) {
-        rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory starting a run");
-        rs->oom = false;
-        state_release(rs);
-        return rc;
-    }
+    /* the root frame and its one iteration (out[] is all NULL: vg_session_run) */
     vg__frame *root = rs->root;
+    vg__iter *it0 = rs->root_it;
+    root->sid = 0;
+    root->parent = NULL;
+    root->oldest = root->iteration_count = 0;
+    root->max_parallel = root->num_outstanding = 1;
     root->num_pending_inputs = 0;
-    vg__iter *it0 = root->ring[0];
+    iter_reset(it0, &p->frames[0]);
+    root->ring[0] = it0;
     /* fed values first, then the roots (no input from another node) in node order: the
      * order of a topological sort, so a sequential run takes an enqueue of a fed value
      * before a dequeue built after it */
@@ -1027,15 +1150,16 @@ static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg
         for (int j = 0; j < p->nfetches; j++)
             if (p->fetch_feed[j] == fi && !rs->fetched[j]) rs->fetched[j] = vg_tensor_ref(feed_values[fi]);
     }
-    for (int i = 0; i < p->nroots; i++) {
-        const vg__node *n = &p->nodes[p->roots[i]];
-        int l = n->lidx;
-        if (it0->pending[l] != 0 || (n->kind == VG__K_MERGE && !(it0->flags[l] & 1))) continue;
-        it0->flags[l] |= 2;
+    for (int i = 0; i < p->nroots; i++) { /* (q has room for every node) */
+        int r = p->roots[i], l = p->nodes[r].lidx;
+        vg__nstate *ns = &it0->ns[l];
+        if (ns->pending != 0 || (p->nodes[r].kind == VG__K_MERGE && !(ns->flags & 1))) continue;
+        ns->flags |= 2;
         it0->outstanding_ops++;
-        push_task(rs, p->roots[i], root, 0, it0->dead[l] > 0);
+        rs->q[rs->qt++] = (vg__task){r, ns->dead > 0, root, 0};
     }
-    work(rs, false);
+    if (!rs->mt && !p->loops) work_seq(rs);
+    else work(rs, false);
     LOCK(rs);
     rs->finished = true; /* helpers still queued only drop their reference from now on */
     rs->qh = rs->qt = 0;
@@ -1060,10 +1184,7 @@ static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg
         else vg_tensor_free(rs->fetched[i]);
         rs->fetched[i] = NULL;
     }
-    for (int64_t k = root->oldest; k <= root->iteration_count; k++) {
-        iter_free(rs, 0, root->ring[k & (root->ring_cap - 1)]);
-        root->ring[k & (root->ring_cap - 1)] = NULL;
-    }
+    if (rc != VG_OK || p->loops) iter_clear(rs, 0, it0); /* else every node ran and took its inputs */
     frame_clear(root);
     if (rs->step_res) vg__step_res_free(rs);
     state_release(rs);

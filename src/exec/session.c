@@ -220,7 +220,7 @@ vg_code vg_session_run(vg_session *s, const vg_run_options *ro, const vg_output 
         return vg_status_set(st, VG_FAILED_PRECONDITION, "Attempted to use a closed Session.");
     }
     atomic_fetch_add(&s->inflight, 1);
-    vg_code rc = session_extend(s, st);
+    vg_code rc = s->g->nops != s->nops ? session_extend(s, st) : VG_OK;
     vg__plan *p = rc == VG_OK ? find_plan(s, key, nkey, h) : NULL;
     /* same key but ops from another graph could collide on ids: verify graph */
     for (int i = 0; p && i < nfeeds; i++) if (feeds[i].op && feeds[i].op->graph != s->g) p = NULL;
