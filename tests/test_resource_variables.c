@@ -845,6 +845,45 @@ static void test_rv__gradients(void) {
     vg_graph_free(g);
 }
 
+/* Unordered writers and readers in one run (the inter-op threads run them at once):
+ * every AssignAdd lands (the variable's lock), and every read is one whole value,
+ * never half of one update (1000 equal elements, before and after each update). */
+static void test_rv__concurrent_updates(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_resource_variable v = vg_resource_variable_new(
+        g, "v", vg_const_fill(g, VG_FLOAT, (int64_t[]){1000}, 1, 0.0, "zeros"), 0);
+    vg_output one = vg_const_fill(g, VG_FLOAT, (int64_t[]){1000}, 1, 1.0, "ones");
+    enum { NW = 16, NR = 16 };
+    vg_op *writers[NW];
+    vg_output reads[NR];
+    for (int i = 0; i < NW; i++) writers[i] = vg_assign_add_variable_op(g, v.handle, one, NULL);
+    for (int i = 0; i < NR; i++) reads[i] = vg_read_variable_op(g, v.handle, VG_FLOAT, NULL);
+    vg_session_options so = vg_session_options_default();
+    so.inter_op_threads = 4;
+    vg_session *s = vg_session_new(g, &so, &st);
+    CHECK(s != NULL);
+    CHECK_OK(run_op(s, v.initializer, &st), &st);
+    for (int rep = 0; rep < 20; rep++) {
+        vg_tensor *out[NR] = {NULL};
+        CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, reads, out, NR, writers, NW, NULL, &st), &st);
+        for (int i = 0; i < NR; i++) {
+            const float *d = out[i] ? vg_tensor_data(out[i]) : NULL;
+            CHECK(d != NULL);
+            if (!d) continue;
+            bool whole = d[0] >= (float)(rep * NW) && d[0] <= (float)((rep + 1) * NW) && d[0] == (float)(int)d[0];
+            for (int k = 1; k < 1000; k++) whole = whole && d[k] == d[0];
+            CHECK(whole);
+            vg_tensor_free(out[i]);
+        }
+        vg_tensor *t = fetch(s, v.value, &st);
+        CHECK(t && ((const float *)vg_tensor_data(t))[999] == (float)((rep + 1) * NW));
+        vg_tensor_free(t);
+    }
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_rv__handle_dtype_shape_match);
     RUN_TEST(test_rv__op_attrs);
@@ -873,5 +912,6 @@ int main(void) {
     RUN_TEST(test_rv__operator_overload);
     RUN_TEST(test_rv__not_a_handle);
     RUN_TEST(test_rv__gradients);
+    RUN_TEST(test_rv__concurrent_updates);
     TEST_MAIN_END();
 }
