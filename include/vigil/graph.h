@@ -287,11 +287,12 @@ VG_API vg_output vg_out(vg_op *op, int i);
  * and "<name>/read", NULL/{NULL,0} if absent. Borrowed (owned by the graph). */
 VG_API vg_op *vg_variable_initializer(const vg_op *var);
 VG_API vg_output vg_variable_snapshot(const vg_op *var);
-/* Records the initializer op and snapshot output of VariableV2 op `var`, for graphs
- * built or imported by other means than vigil/variables.h. The ops stay owned by the
- * graph; initializer may be NULL and snapshot {NULL, 0} (= none: the lookups above
- * then use the names). Fails with INVALID_ARGUMENT (status set, may be NULL; the
- * graph's error is untouched) when var is NULL or not a VariableV2 op, or the
+/* Records the initializer op and snapshot output of VariableV2 op `var` (or of a
+ * resource variable's VarHandleOp), for graphs built or imported by other means than
+ * vigil/variables.h. The ops stay owned by the graph; initializer may be NULL and
+ * snapshot {NULL, 0} (= none: the lookups above then use the names). Fails with
+ * INVALID_ARGUMENT (status set, may be NULL; the graph's error is untouched) when var
+ * is NULL or neither a VariableV2 nor a VarHandleOp op, or the
  * initializer or snapshot is from another graph or does not exist. */
 VG_API vg_code vg_variable_set_parts(vg_op *var, vg_op *initializer, vg_output snapshot, vg_status *st);
 

@@ -29,6 +29,12 @@
  * too), a gradient summed from several uses of the variable, and gradients passed
  * through GATE_GRAPH's tuple.
  *
+ * Resource variables (vigil/resource_variables.h; pass their handles): TF's resource
+ * path - the slots are resource variables, the updates ResourceApply* /
+ * ResourceSparseApply* ("<opt>/update_<var>/ResourceApplyAdam"), GradientDescent's
+ * sparse update ResourceScatterAdd(var, indices, -grad * lr). Same numbers as over ref
+ * variables (the kernels are shared).
+ *
  *     vg_optimizer *adam = vg_optimizer_new_adam_default();   // tf.train.AdamOptimizer()
  *     vg_optimizer *ftrl = vg_optimizer_new_ftrl_default(0.1); // tf.train.FtrlOptimizer(0.1)
  *     vg_optimizer_free(adam);
@@ -93,11 +99,12 @@ VG_API void vg_optimizer_set_learning_rate_tensor(vg_optimizer *opt, vg_output l
 VG_API const char *vg_optimizer_name(const vg_optimizer *opt);
 
 /* compute_gradients: grads_out[i] = d loss / d var_list[i] (ref outputs of VariableV2
- * ops), {NULL, 0} where the loss does not depend on the variable. var_list NULL = all
- * trainable variables, in the order of vg_graph_collection(g, VG_TRAINABLE_VARIABLES)
- * (nvars is then ignored and grads_out must hold that many). In a world of more than
- * one MPI rank (vg_dist_init, vigil/distributed.h) the gradients are averaged over the
- * ranks, as vg_dist_compute_gradients does, so minimize keeps the replicas equal.
+ * ops, or resource variables' handles), {NULL, 0} where the loss does not depend on
+ * the variable. var_list NULL = all trainable variables, in the order of
+ * vg_graph_collection(g, VG_TRAINABLE_VARIABLES) (nvars is then ignored and grads_out
+ * must hold that many). In a world of more than one MPI rank (vg_dist_init,
+ * vigil/distributed.h) the gradients are averaged over the ranks, as
+ * vg_dist_compute_gradients does, so minimize keeps the replicas equal.
  * Fails with: INVALID_ARGUMENT (loss or variable not float32/float64, "No variables to
  * optimize."), the errors of vg_gradients. Does not record a graph error itself. */
 VG_API vg_code vg_optimizer_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output loss,
@@ -111,8 +118,9 @@ VG_API vg_code vg_optimizer_compute_gradients(vg_optimizer *opt, vg_graph *g, vg
  * op is added to the "train_op" collection, as TF does.
  * Returns the train op (borrowed, owned by the graph), NULL on failure with the graph's
  * error recorded: INVALID_ARGUMENT (a constructor argument TF rejects, "Ftrl:
- * learning_rate_power 0.5 needs to be negative or zero"; a var that is not a VariableV2 ref output, "No
- * gradients provided for any variable"), RESOURCE_EXHAUSTED. */
+ * learning_rate_power 0.5 needs to be negative or zero"; a var that is neither a
+ * VariableV2 ref output nor a VarHandleOp's handle, "No gradients provided for any
+ * variable"), RESOURCE_EXHAUSTED. */
 VG_API vg_op *vg_optimizer_apply_gradients(vg_optimizer *opt, vg_graph *g, const vg_output *grads,
                                            const vg_output *vars, int n, vg_output global_step,
                                            const char *name);

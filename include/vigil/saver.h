@@ -50,7 +50,8 @@ extern "C" {
 typedef struct vg_saver vg_saver;
 
 typedef struct vg_saver_options {
-    const vg_output *var_list;  /* variables (ref outputs) to save; NULL = all global variables */
+    const vg_output *var_list;  /* variables (ref outputs, or resource variables' handles) to save; NULL = all
+                                   global variables */
     int nvars;
     int max_to_keep;            /* 5; 0 or less keeps every checkpoint (the state file then
                                    lists only the newest) */

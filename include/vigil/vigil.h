@@ -19,6 +19,7 @@
 #include "custom_op.h"
 #include "gradients.h"
 #include "variables.h"
+#include "resource_variables.h"
 #include "optimizer.h"
 #include "train_lib.h"
 #include "losses.h"

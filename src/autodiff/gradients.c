@@ -8,7 +8,8 @@
  *    incoming gradients (AddN), fill missing output gradients with zeros, call the
  *    op's gradient function under "gradients/<op>_grad", hand the input gradients to
  *    the producers.
- * Only floating-point tensors carry gradients.
+ * Only floating-point tensors carry gradients, and resource handles (the gradient of a
+ * resource variable's reads flows to its handle).
  */
 #include "graph/graph_impl.h"
 #include "kernels/control_flow_internal.h"
@@ -39,6 +40,8 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
                         const vg_output *grad_ys, vg_output *dxs, int base, vg_status *st);
 
 static bool is_float(vg_dtype dt) { return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_HALF; }
+/* A resource variable's handle takes the gradient of its reads (TF's _IsBackpropagatable). */
+static bool carries_grad(vg_dtype dt) { return is_float(dt) || dt == VG_RESOURCE; }
 
 static bool glist_add(glist *l, vg_output o) {
     if (!vg__grow((void **)&l->v, &l->cap, l->n + 1, sizeof(vg_output))) return false;
@@ -438,7 +441,7 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
                     vg_output in = op->inputs[k];
                     int src = in.op->id;
                     if (!(s.fwd[src] && s.bwd[src])) continue;
-                    if (dx[k].op && is_float(vg_output_dtype(in)) && s.grads[src] &&
+                    if (dx[k].op && carries_grad(vg_output_dtype(in)) && s.grads[src] &&
                         !glist_add(&s.grads[src][in.index], dx[k])) {
                         rc = VG_OOM(st, "gradients");
                         break;

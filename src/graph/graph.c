@@ -875,8 +875,9 @@ vg_op *vg_op_builder_finish(vg_op_builder *b) {
 /* a variable's parts (the fields tf.Variable holds; declared in vigil/graph.h) */
 
 vg_code vg_variable_set_parts(vg_op *var, vg_op *initializer, vg_output snapshot, vg_status *st) {
-    if (!var || !(var->def->flags & VG__OP_VARIABLE))
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_variable_set_parts: %s is not a VariableV2 op",
+    if (!var || (!(var->def->flags & VG__OP_VARIABLE) && strcmp(var->def->type, "VarHandleOp") != 0))
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "vg_variable_set_parts: %s is neither a VariableV2 nor a VarHandleOp op",
                              var ? var->name : "NULL");
     if ((initializer && initializer->graph != var->graph) || (snapshot.op && snapshot.op->graph != var->graph))
         return vg_status_set(st, VG_INVALID_ARGUMENT,

@@ -477,7 +477,8 @@ static bool in_list(const char *const *list, const char *key) {
 }
 
 static bool is_variable_op(const vg_op *op) {
-    return strcmp(op->def->type, "VariableV2") == 0 || strcmp(op->def->type, "Variable") == 0;
+    return strcmp(op->def->type, "VariableV2") == 0 || strcmp(op->def->type, "Variable") == 0 ||
+           strcmp(op->def->type, "VarHandleOp") == 0; /* a resource variable (is_resource) */
 }
 
 /* Appends "name:index" (or "name" when bare) as a string field. */
@@ -506,6 +507,7 @@ static void put_variable_def(vg__pb_buf *b, const vg_graph *g, vg_op *var) {
     if (init) vg__pb_put_string(b, 2, init->name);
     vg_output snap = vg_variable_snapshot(var);
     if (snap.op) put_tensor_name(b, 3, snap, false);
+    if (strcmp(var->def->type, "VarHandleOp") == 0) vg__pb_put_bool(b, 5, true);
     if (init && init->ninputs >= 2 && init->inputs[1].op) put_tensor_name(b, 6, init->inputs[1], false);
     if (in_collection(g, VG_TRAINABLE_VARIABLES, var)) vg__pb_put_bool(b, 7, true);
 }

@@ -6,11 +6,14 @@
  * (grad rows with an index each: only the indexed rows of var and its slots change; a
  * repeated index is applied once per occurrence, in order, as TF's CPU kernels do).
  *
- * The variable and its slots are ref inputs. A kernel locks every distinct slot it
- * touches (in address order, so two kernels sharing slots cannot deadlock), gets the
- * values through vg__var_mutable (copy-on-write only if somebody else still holds
- * them) and updates them in place in one pass, split over the intra-op threads for
- * big tensors. Output 0 is the variable's new value (the op forwards its ref).
+ * The variable and its slots are ref inputs, or for the ResourceApply* /
+ * ResourceSparseApply* forms of the same ops resource handles (kernels/resource_var.h):
+ * the kernels are shared, only where the storage comes from differs. A kernel locks
+ * every distinct slot it touches (in address order, so two kernels sharing slots cannot
+ * deadlock), gets the values through vg__var_mutable / vg__rvar_mutable (copy-on-write
+ * only if somebody else still holds them) and updates them in place in one pass, split
+ * over the intra-op threads for big tensors. Output 0 of the ref forms is the
+ * variable's new value (the op forwards its ref); the resource forms have no outputs.
  */
 /* The update loops must vectorize (they touch every weight every step); GCC's -O2
  * only vectorizes loops without a remainder, so this file asks for -O3. */
@@ -21,7 +24,9 @@
 #include "kernels/kernel.h"
 #include "kernels/cpu_features.h"
 #include "kernels/nn_internal.h"
+#include "kernels/resource_var.h"
 #include "vigil/ops.h"
+#include "vigil/resource_variables.h"
 #include <math.h>
 #include <stdatomic.h>
 
@@ -66,21 +71,69 @@ static const apply_sig SIG_PROXIMAL_GD = {"ApplyProximalGradientDescent",
                                           {"var", "alpha", "l1", "l2", "delta"},
                                           {0, 1, 1, 1, 0}};
 
+/* The Resource* forms take the variable (input 0) and its slots as handles. */
+static bool is_resource_op(const vg_op *op) { return vg__op_input_dtype(op, 0) == VG_RESOURCE; }
+
+/* Input i as the update sees it: its own dtype and shape, or for a handle those its
+ * VarHandleOp declares (false: a handle from elsewhere, not checked). */
+static bool input_info(const vg_op *op, int i, vg_dtype *dt, vg_shape *s) {
+    if (vg__op_input_dtype(op, i) == VG_RESOURCE) return vg__rvar_handle_info(op, i, dt, s);
+    *dt = vg__op_input_dtype(op, i);
+    *s = vg__op_input_shape(op, i);
+    return true;
+}
+
+/* The dtype T and the var's shape: a ref var's own; for a resource op the "T" attr
+ * (the builders set the gradient's dtype) or else the first input that is not a
+ * handle, and the shape the var's handle declares. */
+static vg_code var_type_shape(vg_op *op, int n, vg_dtype *t, vg_shape *s, vg_status *st) {
+    if (!is_resource_op(op)) {
+        *t = vg__op_input_dtype(op, 0);
+        *s = vg__op_input_shape(op, 0);
+        return VG_OK;
+    }
+    if (!vg_op_attr_type_(op, "T", t)) {
+        *t = VG_DTYPE_INVALID;
+        for (int i = 1; i < n && *t == VG_DTYPE_INVALID; i++)
+            if (vg__op_input_dtype(op, i) != VG_RESOURCE) *t = vg__op_input_dtype(op, i);
+    }
+    vg_dtype vd;
+    if (vg__rvar_handle_info(op, 0, &vd, s) && vd != *t)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Input 'var' of '%s' Op is a variable of type %s that does not match type %s of "
+                             "argument 'T'.",
+                             vg_op_type(op), vg_dtype_name(vd), vg_dtype_name(*t));
+    return VG_OK;
+}
+
+/* Output 0 (the var's new value) for the ref forms; none for the resource forms. */
+static void set_outputs(vg_op *op, vg_dtype t, vg_shape s) {
+    if (is_resource_op(op)) {
+        vg__op_set_num_outputs(op, 0);
+        return;
+    }
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, t, s);
+}
+
 /* Checks dtypes (all T, float or double), scalar ranks and that every tensor input
  * has var's shape; sets T/use_locking defaults and output 0. */
 static vg_code shape_apply(vg_op *op, const apply_sig *sig, vg_status *st) {
-    vg_dtype t = vg__op_input_dtype(op, 0);
+    const char *type = vg_op_type(op);
+    vg_dtype t;
+    vg_shape s;
+    if (var_type_shape(op, sig->n, &t, &s, st)) return st->code;
     if (t != VG_FLOAT && t != VG_DOUBLE)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s supports float and double, not %s", sig->type,
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s supports float and double, not %s", type,
                              vg_dtype_name(t));
-    vg_shape s = vg__op_input_shape(op, 0);
     for (int i = 1; i < sig->n; i++) {
-        vg_dtype d = vg__op_input_dtype(op, i);
+        vg_dtype d;
+        vg_shape si;
+        if (!input_info(op, i, &d, &si)) continue;
         if (d != t)
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "Input '%s' of '%s' Op has type %s that does not match type %s of argument 'var'.",
-                                 sig->names[i], sig->type, vg_dtype_name(d), vg_dtype_name(t));
-        vg_shape si = vg__op_input_shape(op, i);
+                                 sig->names[i], type, vg_dtype_name(d), vg_dtype_name(t));
         if (sig->scalar[i]) {
             if (si.ndims > 0)
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 0 but is rank %d (input '%s')",
@@ -105,8 +158,7 @@ static vg_code shape_apply(vg_op *op, const apply_sig *sig, vg_status *st) {
     }
     vg__op_set_default_attr_type(op, "T", t);
     vg__op_set_default_attr_bool(op, "use_locking", false);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, t, s);
+    set_outputs(op, t, s);
     return VG_OK;
 }
 
@@ -132,39 +184,71 @@ static vg_code shape_proximal_gd(vg_op *op, vg_status *st) { return shape_apply(
 /* ------------------------------------------------------------------------ */
 /* run time: locking, input checks */
 
+/* A variable's storage: the slot behind a ref input or a resource variable. */
+typedef struct vslot {
+    vg__var *ref;
+    vg__rvar *res;
+} vslot;
+
+static uintptr_t vslot_addr(vslot s) { return s.ref ? (uintptr_t)s.ref : (uintptr_t)s.res; }
+static void vslot_lock(vslot s) {
+    if (s.ref) vg__var_lock(s.ref);
+    else vg__rvar_lock(s.res);
+}
+static void vslot_unlock(vslot s) {
+    if (s.ref) vg__var_unlock(s.ref);
+    else vg__rvar_unlock(s.res);
+}
+static vg_tensor *vslot_mutable(vslot s, vg_status *st) {
+    return s.ref ? vg__var_mutable(s.ref, st) : vg__rvar_mutable(s.res, st);
+}
+
+/* The storage behind input i: a ref input's slot or the variable of a handle. */
+static vg_code vslot_of(vg__kctx *ctx, int i, vslot *out) {
+    vg_status *st = vg__kctx_status(ctx);
+    out->ref = vg__kctx_var(ctx, i);
+    out->res = NULL;
+    if (out->ref) return VG_OK;
+    vg_tensor *h = vg__kctx_input(ctx, i);
+    if (vg_tensor_dtype(h) != VG_RESOURCE)
+        return vg_status_set(st, VG_INTERNAL, "input %d is not a variable reference", i);
+    out->res = vg__rvar_of(h, st);
+    return out->res ? VG_OK : st->code;
+}
+
 typedef struct lockset {
-    vg__var *v[3];
+    vslot v[3];
     int n;
 } lockset;
 
 static void lockset_release(lockset *ls) {
-    for (int i = ls->n - 1; i >= 0; i--) vg__var_unlock(ls->v[i]);
+    for (int i = ls->n - 1; i >= 0; i--) vslot_unlock(ls->v[i]);
     ls->n = 0;
 }
 
-/* Locks the slots behind ref inputs 0..nrefs-1 (distinct ones, by address) and
- * returns their values made mutable in vals. On failure nothing stays locked. */
+/* Locks the variables behind inputs 0..nrefs-1 (refs or handles; distinct ones, by
+ * address) and returns their values made mutable in vals. On failure nothing stays
+ * locked. */
 static vg_code acquire(vg__kctx *ctx, int nrefs, lockset *ls, vg_tensor **vals) {
     vg_status *st = vg__kctx_status(ctx);
-    vg__var *vars[3];
+    vslot vars[3];
     ls->n = 0;
     for (int i = 0; i < nrefs; i++) {
-        vars[i] = vg__kctx_var(ctx, i);
-        if (!vars[i]) return vg_status_set(st, VG_INTERNAL, "input %d is not a variable reference", i);
+        if (vslot_of(ctx, i, &vars[i])) return st->code;
         bool dup = false;
-        for (int k = 0; k < ls->n; k++) dup |= ls->v[k] == vars[i];
+        for (int k = 0; k < ls->n; k++) dup |= vslot_addr(ls->v[k]) == vslot_addr(vars[i]);
         if (!dup) ls->v[ls->n++] = vars[i];
     }
     /* insertion sort by address: a fixed lock order */
     for (int i = 1; i < ls->n; i++)
-        for (int k = i; k > 0 && (uintptr_t)ls->v[k] < (uintptr_t)ls->v[k - 1]; k--) {
-            vg__var *t = ls->v[k];
+        for (int k = i; k > 0 && vslot_addr(ls->v[k]) < vslot_addr(ls->v[k - 1]); k--) {
+            vslot t = ls->v[k];
             ls->v[k] = ls->v[k - 1];
             ls->v[k - 1] = t;
         }
-    for (int i = 0; i < ls->n; i++) vg__var_lock(ls->v[i]);
+    for (int i = 0; i < ls->n; i++) vslot_lock(ls->v[i]);
     for (int i = 0; i < nrefs; i++) {
-        vals[i] = vg__var_mutable(vars[i], st);
+        vals[i] = vslot_mutable(vars[i], st);
         if (!vals[i]) {
             lockset_release(ls);
             return st->code;
@@ -467,6 +551,13 @@ static void run_loop(vg__kctx *ctx, vg_dtype t, vg__range_fn f32, vg__range_fn f
     else vg__kctx_parallel_for(ctx, n, cost, fn, a);
 }
 
+/* Unlocks; the ref forms output the var's new value (a new reference taken first). */
+static void finish(vg__kctx *ctx, lockset *ls, vg_tensor *var) {
+    vg_tensor *out = vg_op_num_outputs(vg__kctx_op(ctx)) > 0 ? vg_tensor_ref(var) : NULL;
+    lockset_release(ls);
+    if (out) vg__kctx_set_output(ctx, 0, out);
+}
+
 /* Common driver: lock refs, gather inputs, check, run, output var, unlock. */
 typedef void (*setup_fn)(upd_args *a, const double *scal, const vg_op *op);
 
@@ -485,9 +576,7 @@ static vg_code apply_kernel(vg__kctx *ctx, const apply_sig *sig, int nrefs, int 
                   nrefs > 2 ? vg_tensor_data(vals[2]) : NULL, vg_tensor_data(vals[grad_index]), {0}, false};
     setup(&a, scal, vg__kctx_op(ctx));
     run_loop(ctx, vg_tensor_dtype(vals[0]), f32, f64, vg_tensor_num_elements(vals[0]), cost, &a);
-    vg_tensor *out = vg_tensor_ref(vals[0]);
-    lockset_release(&ls);
-    vg__kctx_set_output(ctx, 0, out);
+    finish(ctx, &ls, vals[0]);
     return VG_OK;
 }
 
@@ -605,7 +694,8 @@ static vg_code check_ftrl_scalars(vg__kctx *ctx, const apply_sig *sig) {
         const char *n = sig->names[i];
         bool bad = strcmp(n, "lr") == 0 ? !(v > 0) : strcmp(n, "lr_power") == 0 ? !(v <= 0) : !(v >= 0);
         if (bad)
-            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: %s is not a %s scalar: %g", sig->type, n,
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: %s is not a %s scalar: %g",
+                                 vg_op_type(vg__kctx_op(ctx)), n,
                                  strcmp(n, "lr") == 0 ? "positive" : strcmp(n, "lr_power") == 0 ? "non-positive"
                                                                                                 : "non-negative",
                                  v);
@@ -685,28 +775,31 @@ static const sparse_sig SP_RMSPROP = {{"SparseApplyRMSProp",
 
 static vg_code shape_sparse(vg_op *op, const sparse_sig *sp, vg_status *st) {
     const apply_sig *sig = &sp->s;
-    vg_dtype t = vg__op_input_dtype(op, 0);
+    const char *type = vg_op_type(op);
+    vg_dtype t;
+    vg_shape s;
+    if (var_type_shape(op, sig->n, &t, &s, st)) return st->code;
     if (t != VG_FLOAT && t != VG_DOUBLE)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s supports float and double, not %s", sig->type,
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s supports float and double, not %s", type,
                              vg_dtype_name(t));
-    vg_shape s = vg__op_input_shape(op, 0);
     char a[128], b[128];
     for (int i = 1; i < sig->n; i++) {
-        vg_dtype d = vg__op_input_dtype(op, i);
-        vg_shape si = vg__op_input_shape(op, i);
+        vg_dtype d;
+        vg_shape si;
+        if (!input_info(op, i, &d, &si)) continue;
         if (i == sp->indices) {
             if (d != VG_INT32 && d != VG_INT64)
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: indices must be int32 or int64, not %s",
-                                     sig->type, vg_dtype_name(d));
+                                     type, vg_dtype_name(d));
             if (si.ndims >= 0 && si.ndims != 1)
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: indices must be a vector, got rank %d",
-                                     sig->type, si.ndims);
+                                     type, si.ndims);
             continue;
         }
         if (d != t)
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "Input '%s' of '%s' Op has type %s that does not match type %s of argument 'var'.",
-                                 sig->names[i], sig->type, vg_dtype_name(d), vg_dtype_name(t));
+                                 sig->names[i], type, vg_dtype_name(d), vg_dtype_name(t));
         if (sig->scalar[i]) {
             if (si.ndims > 0)
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 0 but is rank %d (input '%s')",
@@ -719,19 +812,18 @@ static vg_code shape_sparse(vg_op *op, const sparse_sig *sp, vg_status *st) {
         for (int k = grad ? 1 : 0; good && k < s.ndims; k++)
             if (s.dims[k] >= 0 && si.dims[k] >= 0 && s.dims[k] != si.dims[k]) good = false;
         if (!good)
-            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: var %s and %s %s do not match%s", sig->type,
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: var %s and %s %s do not match%s", type,
                                  vg_shape_str(&s, a, sizeof a), sig->names[i], vg_shape_str(&si, b, sizeof b),
                                  grad ? " (grad must be [N] + var.shape[1:])" : "");
     }
     vg_shape g = vg__op_input_shape(op, sp->grad), ix = vg__op_input_shape(op, sp->indices);
     if (g.ndims >= 1 && ix.ndims == 1 && g.dims[0] >= 0 && ix.dims[0] >= 0 && g.dims[0] != ix.dims[0])
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: grad has %lld rows but indices %lld", sig->type,
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: grad has %lld rows but indices %lld", type,
                              (long long)g.dims[0], (long long)ix.dims[0]);
     vg__op_set_default_attr_type(op, "T", t);
     vg__op_set_default_attr_type(op, "Tindices", vg__op_input_dtype(op, sp->indices));
     vg__op_set_default_attr_bool(op, "use_locking", false);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, t, s);
+    set_outputs(op, t, s);
     return VG_OK;
 }
 
@@ -837,9 +929,7 @@ static vg_code sparse_kernel(vg__kctx *ctx, const sparse_sig *sp, vg__range_fn f
         a.grad = (const char *)vg_tensor_data(vals[sp->grad]) + (size_t)(i * row) * es;
         fn(&a, 0, row);
     }
-    vg_tensor *out = vg_tensor_ref(vals[0]);
-    lockset_release(&ls);
-    vg__kctx_set_output(ctx, 0, out);
+    finish(ctx, &ls, vals[0]);
     return VG_OK;
 }
 
@@ -895,7 +985,7 @@ static vg_code kernel_sp_rmsprop(vg__kctx *ctx) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* builders */
+/* builders (ref forms: vigil/ops.h; resource forms: vigil/resource_variables.h) */
 
 static vg_output build_apply(vg_graph *g, const char *type, const vg_output *in, int n, bool use_locking,
                              int nesterov, const char *name) {
@@ -1027,9 +1117,134 @@ vg_output vg_sparse_apply_rms_prop(vg_graph *g, vg_output var, vg_output ms, vg_
     return build_sparse(g, "SparseApplyRMSProp", in, 9, use_locking, NULL, false, name);
 }
 
+/* resource builders: attr T is the gradient's dtype (input grad_index) */
+static vg_op *build_resource(vg_graph *g, const char *type, const vg_output *in, int n, int grad_index,
+                             bool use_locking, const char *bool_attr, bool bool_val, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, type, name);
+    vg_op_builder_add_inputs(b, in, n);
+    if (in[grad_index].op) vg_op_builder_set_attr_type(b, "T", vg_output_dtype(in[grad_index]));
+    vg_op_builder_set_attr_bool(b, "use_locking", use_locking);
+    if (bool_attr) vg_op_builder_set_attr_bool(b, bool_attr, bool_val);
+    return vg_op_builder_finish(b);
+}
+
+vg_op *vg_resource_apply_gradient_descent(vg_graph *g, vg_output var, vg_output alpha, vg_output delta,
+                                          bool use_locking, const char *name) {
+    vg_output in[3] = {var, alpha, delta};
+    return build_resource(g, "ResourceApplyGradientDescent", in, 3, 2, use_locking, NULL, false, name);
+}
+
+vg_op *vg_resource_apply_momentum(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad,
+                                  vg_output momentum, bool use_locking, bool use_nesterov, const char *name) {
+    vg_output in[5] = {var, accum, lr, grad, momentum};
+    return build_resource(g, "ResourceApplyMomentum", in, 5, 3, use_locking, "use_nesterov", use_nesterov, name);
+}
+
+vg_op *vg_resource_apply_adam(vg_graph *g, vg_output var, vg_output m, vg_output v, vg_output beta1_power,
+                              vg_output beta2_power, vg_output lr, vg_output beta1, vg_output beta2,
+                              vg_output epsilon, vg_output grad, bool use_locking, bool use_nesterov,
+                              const char *name) {
+    vg_output in[10] = {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad};
+    return build_resource(g, "ResourceApplyAdam", in, 10, 9, use_locking, "use_nesterov", use_nesterov, name);
+}
+
+vg_op *vg_resource_apply_rms_prop(vg_graph *g, vg_output var, vg_output ms, vg_output mom, vg_output lr,
+                                  vg_output rho, vg_output momentum, vg_output epsilon, vg_output grad,
+                                  bool use_locking, const char *name) {
+    vg_output in[8] = {var, ms, mom, lr, rho, momentum, epsilon, grad};
+    return build_resource(g, "ResourceApplyRMSProp", in, 8, 7, use_locking, NULL, false, name);
+}
+
+vg_op *vg_resource_apply_adagrad(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad,
+                                 bool use_locking, bool update_slots, const char *name) {
+    vg_output in[4] = {var, accum, lr, grad};
+    return build_resource(g, "ResourceApplyAdagrad", in, 4, 3, use_locking, "update_slots", update_slots, name);
+}
+
+vg_op *vg_resource_apply_adadelta(vg_graph *g, vg_output var, vg_output accum, vg_output accum_update,
+                                  vg_output lr, vg_output rho, vg_output epsilon, vg_output grad, bool use_locking,
+                                  const char *name) {
+    vg_output in[7] = {var, accum, accum_update, lr, rho, epsilon, grad};
+    return build_resource(g, "ResourceApplyAdadelta", in, 7, 6, use_locking, NULL, false, name);
+}
+
+vg_op *vg_resource_apply_ftrl(vg_graph *g, vg_output var, vg_output accum, vg_output linear, vg_output grad,
+                              vg_output lr, vg_output l1, vg_output l2, vg_output lr_power, bool use_locking,
+                              const char *name) {
+    vg_output in[8] = {var, accum, linear, grad, lr, l1, l2, lr_power};
+    return build_resource(g, "ResourceApplyFtrl", in, 8, 3, use_locking, NULL, false, name);
+}
+
+vg_op *vg_resource_apply_ftrl_v2(vg_graph *g, vg_output var, vg_output accum, vg_output linear, vg_output grad,
+                                 vg_output lr, vg_output l1, vg_output l2, vg_output l2_shrinkage,
+                                 vg_output lr_power, bool use_locking, const char *name) {
+    vg_output in[9] = {var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power};
+    return build_resource(g, "ResourceApplyFtrlV2", in, 9, 3, use_locking, NULL, false, name);
+}
+
+vg_op *vg_resource_apply_proximal_gradient_descent(vg_graph *g, vg_output var, vg_output alpha, vg_output l1,
+                                                   vg_output l2, vg_output delta, bool use_locking,
+                                                   const char *name) {
+    vg_output in[5] = {var, alpha, l1, l2, delta};
+    return build_resource(g, "ResourceApplyProximalGradientDescent", in, 5, 4, use_locking, NULL, false, name);
+}
+
+vg_op *vg_resource_sparse_apply_adagrad(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad,
+                                        vg_output indices, bool use_locking, bool update_slots, const char *name) {
+    vg_output in[5] = {var, accum, lr, grad, indices};
+    return build_resource(g, "ResourceSparseApplyAdagrad", in, 5, 3, use_locking, "update_slots", update_slots,
+                          name);
+}
+
+vg_op *vg_resource_sparse_apply_momentum(vg_graph *g, vg_output var, vg_output accum, vg_output lr,
+                                         vg_output grad, vg_output indices, vg_output momentum, bool use_locking,
+                                         bool use_nesterov, const char *name) {
+    vg_output in[6] = {var, accum, lr, grad, indices, momentum};
+    return build_resource(g, "ResourceSparseApplyMomentum", in, 6, 3, use_locking, "use_nesterov", use_nesterov,
+                          name);
+}
+
+vg_op *vg_resource_sparse_apply_adadelta(vg_graph *g, vg_output var, vg_output accum, vg_output accum_update,
+                                         vg_output lr, vg_output rho, vg_output epsilon, vg_output grad,
+                                         vg_output indices, bool use_locking, const char *name) {
+    vg_output in[8] = {var, accum, accum_update, lr, rho, epsilon, grad, indices};
+    return build_resource(g, "ResourceSparseApplyAdadelta", in, 8, 6, use_locking, NULL, false, name);
+}
+
+vg_op *vg_resource_sparse_apply_ftrl(vg_graph *g, vg_output var, vg_output accum, vg_output linear,
+                                     vg_output grad, vg_output indices, vg_output lr, vg_output l1, vg_output l2,
+                                     vg_output lr_power, bool use_locking, const char *name) {
+    vg_output in[9] = {var, accum, linear, grad, indices, lr, l1, l2, lr_power};
+    return build_resource(g, "ResourceSparseApplyFtrl", in, 9, 3, use_locking, NULL, false, name);
+}
+
+vg_op *vg_resource_sparse_apply_ftrl_v2(vg_graph *g, vg_output var, vg_output accum, vg_output linear,
+                                        vg_output grad, vg_output indices, vg_output lr, vg_output l1,
+                                        vg_output l2, vg_output l2_shrinkage, vg_output lr_power, bool use_locking,
+                                        const char *name) {
+    vg_output in[10] = {var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power};
+    return build_resource(g, "ResourceSparseApplyFtrlV2", in, 10, 3, use_locking, NULL, false, name);
+}
+
+vg_op *vg_resource_sparse_apply_proximal_gradient_descent(vg_graph *g, vg_output var, vg_output alpha,
+                                                          vg_output l1, vg_output l2, vg_output grad,
+                                                          vg_output indices, bool use_locking, const char *name) {
+    vg_output in[6] = {var, alpha, l1, l2, grad, indices};
+    return build_resource(g, "ResourceSparseApplyProximalGradientDescent", in, 6, 4, use_locking, NULL, false,
+                          name);
+}
+
+vg_op *vg_resource_sparse_apply_rms_prop(vg_graph *g, vg_output var, vg_output ms, vg_output mom, vg_output lr,
+                                         vg_output rho, vg_output momentum, vg_output epsilon, vg_output grad,
+                                         vg_output indices, bool use_locking, const char *name) {
+    vg_output in[9] = {var, ms, mom, lr, rho, momentum, epsilon, grad, indices};
+    return build_resource(g, "ResourceSparseApplyRMSProp", in, 9, 7, use_locking, NULL, false, name);
+}
+
 /* ------------------------------------------------------------------------ */
 
 #define APPLY_FLAGS (VG__OP_PASS_REF | VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE)
+#define RESOURCE_FLAGS (VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE)
 
 const vg__op_def vg__ops_training[] = {
     {"ApplyGradientDescent", 3, 3, APPLY_FLAGS, 0x1u, shape_gd, kernel_gd, NULL},
@@ -1049,5 +1264,23 @@ const vg__op_def vg__ops_training[] = {
     {"SparseApplyProximalGradientDescent", 6, 6, APPLY_FLAGS, 0x1u, shape_sp_proximal_gd, kernel_sp_proximal_gd,
      NULL},
     {"SparseApplyRMSProp", 9, 9, APPLY_FLAGS, 0x7u, shape_sp_rmsprop, kernel_sp_rmsprop, NULL},
+    /* the same ops on resource variables: handles instead of refs, no outputs */
+    {"ResourceApplyGradientDescent", 3, 3, RESOURCE_FLAGS, 0, shape_gd, kernel_gd, NULL},
+    {"ResourceApplyMomentum", 5, 5, RESOURCE_FLAGS, 0, shape_momentum, kernel_momentum, NULL},
+    {"ResourceApplyAdam", 10, 10, RESOURCE_FLAGS, 0, shape_adam, kernel_adam, NULL},
+    {"ResourceApplyRMSProp", 8, 8, RESOURCE_FLAGS, 0, shape_rmsprop, kernel_rmsprop, NULL},
+    {"ResourceApplyAdagrad", 4, 4, RESOURCE_FLAGS, 0, shape_adagrad, kernel_adagrad, NULL},
+    {"ResourceApplyAdadelta", 7, 7, RESOURCE_FLAGS, 0, shape_adadelta, kernel_adadelta, NULL},
+    {"ResourceApplyFtrl", 8, 8, RESOURCE_FLAGS, 0, shape_ftrl, kernel_ftrl, NULL},
+    {"ResourceApplyFtrlV2", 9, 9, RESOURCE_FLAGS, 0, shape_ftrl_v2, kernel_ftrl_v2, NULL},
+    {"ResourceApplyProximalGradientDescent", 5, 5, RESOURCE_FLAGS, 0, shape_proximal_gd, kernel_proximal_gd, NULL},
+    {"ResourceSparseApplyAdagrad", 5, 5, RESOURCE_FLAGS, 0, shape_sp_adagrad, kernel_sp_adagrad, NULL},
+    {"ResourceSparseApplyMomentum", 6, 6, RESOURCE_FLAGS, 0, shape_sp_momentum, kernel_sp_momentum, NULL},
+    {"ResourceSparseApplyAdadelta", 8, 8, RESOURCE_FLAGS, 0, shape_sp_adadelta, kernel_sp_adadelta, NULL},
+    {"ResourceSparseApplyFtrl", 9, 9, RESOURCE_FLAGS, 0, shape_sp_ftrl, kernel_sp_ftrl, NULL},
+    {"ResourceSparseApplyFtrlV2", 10, 10, RESOURCE_FLAGS, 0, shape_sp_ftrl_v2, kernel_sp_ftrl_v2, NULL},
+    {"ResourceSparseApplyProximalGradientDescent", 6, 6, RESOURCE_FLAGS, 0, shape_sp_proximal_gd,
+     kernel_sp_proximal_gd, NULL},
+    {"ResourceSparseApplyRMSProp", 9, 9, RESOURCE_FLAGS, 0, shape_sp_rmsprop, kernel_sp_rmsprop, NULL},
     {0},
 };

@@ -17,12 +17,20 @@
  *               depending on it.
  *
  * Slots are created as under TF's init_scope (no control dependencies of the caller).
+ *
+ * Resource variables (vigil/resource_variables.h: the VarHandleOp's output in var_list)
+ * take TF's resource path: their slots (and Adam's beta powers when the first variable
+ * is one) are resource variables, the updates ResourceApply* / ResourceSparseApply* on
+ * the handles ("<opt>/update_<var>/ResourceApplyAdam"); GradientDescent's sparse update
+ * is ResourceScatterAdd(var, indices, -grad * lr) as TF's
+ * _resource_apply_sparse_duplicate_indices.
  */
 #include "dist_internal.h"
 #include "train_util.h"
 #include "vigil/gradients.h"
 #include "vigil/ops_ext.h"
 #include "vigil/optimizer.h"
+#include "vigil/resource_variables.h"
 #include <stdio.h>
 
 #define NAME_MAX_LEN 1024
@@ -200,6 +208,24 @@ static void push_verbatim(vg_graph *g, const char *full) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* resource variables: dtype and shape from the handle's VarHandleOp */
+
+static bool is_res(const vg_op *var) { return vg_is_resource_variable(vg_out((vg_op *)var, 0)); }
+static vg_dtype var_dtype(const vg_op *var) {
+    vg_output v = vg_out((vg_op *)var, 0);
+    return is_res(var) ? vg_resource_variable_dtype(v) : vg_output_dtype(v);
+}
+static vg_shape var_shape(const vg_op *var) {
+    vg_output v = vg_out((vg_op *)var, 0);
+    return is_res(var) ? vg_resource_variable_shape(v) : vg_output_shape(v);
+}
+/* A (non-slot) variable's value for the update: its snapshot, or a ReadVariableOp. */
+static vg_output var_value(vg_graph *g, vg_op *var) {
+    if (!is_res(var)) return vg_variable_snapshot(var);
+    return vg_read_variable_op(g, vg_out(var, 0), var_dtype(var), NULL);
+}
+
+/* ------------------------------------------------------------------------ */
 /* slots */
 
 static vg_op *find_slot(const vg_optimizer *o, const vg_op *var, int which) {
@@ -214,8 +240,7 @@ static vg_op *find_slot(const vg_optimizer *o, const vg_op *var, int which) {
 static vg_op *make_slot(vg_optimizer *o, vg_graph *g, vg_op *var, int which, vg_initializer init) {
     vg_op *s = find_slot(o, var, which);
     if (s) return s;
-    vg_output ref = {var, 0};
-    vg_shape shape = vg_output_shape(ref);
+    vg_shape shape = var_shape(var);
     if (!vg_shape_is_fully_defined(&shape)) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: slot for variable %s needs a fully defined shape", o->name,
                            vg_op_name(var));
@@ -225,25 +250,34 @@ static vg_op *make_slot(vg_optimizer *o, vg_graph *g, vg_op *var, int which, vg_
     snprintf(base, sizeof base, "%s/%s", vg_op_name(var), o->name);
     vg_graph_push_scope(g, "/");
     vg_graph_unique_name(g, base, uniq, sizeof uniq);
-    vg_variable v = vg_get_variable(g, uniq, vg_output_dtype(ref), shape.dims, shape.ndims, init, 0);
+    vg_op *slot; /* slot_creator: a resource variable's slots are resource variables */
+    if (is_res(var))
+        slot = vg_resource_variable_new_init(g, uniq, var_dtype(var), shape.dims, shape.ndims, init, 0).handle_op;
+    else
+        slot = vg_get_variable(g, uniq, var_dtype(var), shape.dims, shape.ndims, init, 0).var;
     vg_graph_pop_scope(g);
-    if (!v.var) return NULL;
+    if (!slot) return NULL;
     if (!vg__train_grow((void **)&o->slots, &o->slots_cap, o->nslots + 1, sizeof(slot_entry))) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory recording optimizer slots");
         return NULL;
     }
-    o->slots[o->nslots++] = (slot_entry){var, which, v.var};
-    return v.var;
+    o->slots[o->nslots++] = (slot_entry){var, which, slot};
+    return slot;
 }
 
 /* _create_non_slot_variable: tf.Variable(initial, name) relative to the current
- * name scope, float32, not trainable ("beta1_power/initial_value" holds the start). */
-static vg_op *make_power(vg_graph *g, const char *name, double initial) {
+ * name scope, float32, not trainable ("beta1_power/initial_value" holds the start); a
+ * resource variable ("beta1_power/Initializer/initial_value") when the first variable
+ * is one. */
+static vg_op *make_power(vg_graph *g, const char *name, double initial, bool resource) {
     char full[NAME_MAX_LEN];
     vg_graph_unique_name(g, name, full, sizeof full);
     push_verbatim(g, full);
+    if (resource) vg_graph_push_scope(g, "Initializer");
     vg_output c = vg_const_f32(g, (float)initial, "initial_value");
+    if (resource) vg_graph_pop_scope(g);
     vg_graph_pop_scope(g);
+    if (resource) return vg_resource_variable_new(g, name, c, 0).handle_op;
     vg_variable v = vg_variable_new(g, name, c, 0);
     return v.var;
 }
@@ -257,8 +291,8 @@ static bool create_slots(vg_optimizer *o, vg_graph *g, vg_op *const *vars, int n
         return true;
     case OPT_ADAM:
         if (o->beta_graph != g || !o->beta1_power) {
-            o->beta1_power = make_power(g, "beta1_power", o->beta1);
-            o->beta2_power = make_power(g, "beta2_power", o->beta2);
+            o->beta1_power = make_power(g, "beta1_power", o->beta1, is_res(vars[0]));
+            o->beta2_power = make_power(g, "beta2_power", o->beta2, is_res(vars[0]));
             if (!o->beta1_power || !o->beta2_power) return false;
             o->beta_graph = g;
         }
@@ -365,8 +399,8 @@ static vg_op *apply_dense(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *v
     }
     case OPT_ADAM: {
         vg_output m = {find_slot(o, var, 0), 0}, v = {find_slot(o, var, 1), 0};
-        vg_output b1p = cast_to(g, vg_variable_snapshot(o->beta1_power), dt);
-        vg_output b2p = cast_to(g, vg_variable_snapshot(o->beta2_power), dt);
+        vg_output b1p = cast_to(g, var_value(g, o->beta1_power), dt);
+        vg_output b2p = cast_to(g, var_value(g, o->beta2_power), dt);
         vg_output lr = cast_to(g, h->lr, dt);
         vg_output b1 = cast_to(g, h->beta1, dt);
         vg_output b2 = cast_to(g, h->beta2, dt);
@@ -427,10 +461,10 @@ static vg_op *apply_dense(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *v
 static bool sparse_grad(vg_op *var, vg_output grad, vg_output *values, vg_output *indices) {
     if (!grad.op || grad.index != 0 || strcmp(vg_op_type(grad.op), "UnsortedSegmentSum") != 0) return false;
     vg_output v = vg_op_input(grad.op, 0), ix = vg_op_input(grad.op, 1);
-    vg_shape vs = vg_output_shape(v), is = vg_output_shape(ix), ws = vg_output_shape(vg_out(var, 0));
+    vg_shape vs = vg_output_shape(v), is = vg_output_shape(ix), ws = var_shape(var);
     vg_dtype it = vg_output_dtype(ix);
     if (is.ndims != 1 || ws.ndims < 1 || vs.ndims != ws.ndims || (it != VG_INT32 && it != VG_INT64)) return false;
-    if (vg_output_dtype(v) != vg_output_dtype(vg_out(var, 0))) return false;
+    if (vg_output_dtype(v) != var_dtype(var)) return false;
     for (int k = 1; k < ws.ndims; k++)
         if (ws.dims[k] < 0 || vs.dims[k] != ws.dims[k]) return false;
     /* the dense gradient must have var's shape (else the dense path reports it) */
@@ -446,23 +480,31 @@ static bool sparse_grad(vg_op *var, vg_output grad, vg_output *values, vg_output
  * then the optimizer's SparseApply* op. NULL (no graph error) for optimizers whose
  * sparse update equals the dense one (GradientDescent, Adam): they take the dense
  * path. */
-static vg_op *apply_sparse(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *var, vg_output values,
-                           vg_output indices) {
-    if (o->kind == OPT_SGD || o->kind == OPT_ADAM) return NULL;
-    vg_output ref = {var, 0};
-    vg_dtype dt = vg_output_dtype(ref);
+/* _deduplicate_indexed_slices: the unique indices and the rows summed per index. */
+static bool dedup(vg_graph *g, vg_output values, vg_output indices, vg_output *grad, vg_output *uniq) {
     vg_op *u = vg_unique(g, indices, vg_output_dtype(indices), "Unique");
-    if (!u) return NULL;
-    vg_output uniq = vg_out(u, 0), pos = vg_out(u, 1);
+    if (!u) return false;
+    vg_output pos = vg_out(u, 1);
+    *uniq = vg_out(u, 0);
     int32_t b0 = 0, e1 = 1;
     vg_strided_slice_masks shrink = {0, 0, 0, 0, 1};
-    vg_output count = vg_strided_slice_c(g, vg_shape_op(g, uniq, VG_INT32, "Shape"), &b0, &e1, NULL, 1, &shrink,
+    vg_output count = vg_strided_slice_c(g, vg_shape_op(g, *uniq, VG_INT32, "Shape"), &b0, &e1, NULL, 1, &shrink,
                                          "strided_slice");
     vg_op_builder *b = vg_op_builder_new(g, "UnsortedSegmentSum", "UnsortedSegmentSum");
     vg_op_builder_add_input(b, values);
     vg_op_builder_add_input(b, pos);
     vg_op_builder_add_input(b, count);
-    vg_output grad = vg_out(vg_op_builder_finish(b), 0);
+    *grad = vg_out(vg_op_builder_finish(b), 0);
+    return grad->op != NULL;
+}
+
+static vg_op *apply_sparse(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *var, vg_output values,
+                           vg_output indices) {
+    if (o->kind == OPT_SGD || o->kind == OPT_ADAM) return NULL;
+    vg_output ref = {var, 0};
+    vg_dtype dt = vg_output_dtype(ref);
+    vg_output grad, uniq;
+    if (!dedup(g, values, indices, &grad, &uniq)) return NULL;
     vg_output r = {NULL, 0};
     switch (o->kind) {
     case OPT_SGD:
@@ -504,7 +546,91 @@ static vg_op *apply_sparse(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *
     return r.op;
 }
 
+/* _resource_apply_sparse_duplicate_indices: GradientDescent scatters -grad * lr into
+ * the rows; the others deduplicate, then ResourceSparseApply*. Adam takes the dense
+ * path (see apply_sparse). */
+static vg_op *apply_resource_sparse(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *var, vg_output values,
+                                    vg_output indices) {
+    vg_output v = vg_out(var, 0);
+    vg_dtype dt = var_dtype(var);
+    if (o->kind == OPT_SGD)
+        return vg_resource_scatter_add(g, v, indices, vg_mul(g, vg_neg(g, values, NULL), cast_to(g, h->lr, dt), NULL),
+                                       NULL);
+    vg_output grad, uniq;
+    if (!dedup(g, values, indices, &grad, &uniq)) return NULL;
+    vg_output s0 = vg_out(find_slot(o, var, 0), 0), s1 = vg_out(find_slot(o, var, 1), 0);
+    vg_output lr = cast_to(g, h->lr, dt);
+    switch (o->kind) {
+    case OPT_MOMENTUM:
+        return vg_resource_sparse_apply_momentum(g, v, s0, lr, grad, uniq, cast_to(g, h->momentum, dt), false,
+                                                 o->nesterov, NULL);
+    case OPT_RMSPROP:
+        return vg_resource_sparse_apply_rms_prop(g, v, s0, s1, lr, cast_to(g, h->decay, dt),
+                                                 cast_to(g, h->momentum, dt), cast_to(g, h->epsilon, dt), grad, uniq,
+                                                 false, NULL);
+    case OPT_ADAGRAD: return vg_resource_sparse_apply_adagrad(g, v, s0, lr, grad, uniq, false, true, NULL);
+    case OPT_ADADELTA:
+        return vg_resource_sparse_apply_adadelta(g, v, s0, s1, lr, cast_to(g, h->rho, dt), cast_to(g, h->epsilon, dt),
+                                                 grad, uniq, false, NULL);
+    case OPT_FTRL: {
+        vg_output l1 = cast_to(g, h->l1, dt), l2 = cast_to(g, h->l2, dt), lp = cast_to(g, h->lr_power, dt);
+        if (h->l2_shrinkage.op)
+            return vg_resource_sparse_apply_ftrl_v2(g, v, s0, s1, grad, uniq, lr, l1, l2,
+                                                    cast_to(g, h->l2_shrinkage, dt), lp, false, NULL);
+        return vg_resource_sparse_apply_ftrl(g, v, s0, s1, grad, uniq, lr, l1, l2, lp, false, NULL);
+    }
+    case OPT_PROXIMAL_GD:
+        return vg_resource_sparse_apply_proximal_gradient_descent(g, v, lr, cast_to(g, h->l1, dt),
+                                                                  cast_to(g, h->l2, dt), grad, uniq, false, NULL);
+    case OPT_SGD:
+    case OPT_ADAM: break;
+    }
+    return NULL;
+}
+
+/* _resource_apply_dense: the ResourceApply* op on the handles of the variable and its
+ * slots, with apply_dense's hyper-parameters. */
+static vg_op *apply_resource(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *var, vg_output grad) {
+    vg_output values, indices;
+    if (o->kind != OPT_ADAM && sparse_grad(var, grad, &values, &indices))
+        return apply_resource_sparse(o, g, h, var, values, indices);
+    vg_output v = vg_out(var, 0);
+    vg_dtype dt = var_dtype(var);
+    vg_output s0 = vg_out(find_slot(o, var, 0), 0), s1 = vg_out(find_slot(o, var, 1), 0);
+    vg_output lr = cast_to(g, h->lr, dt);
+    switch (o->kind) {
+    case OPT_SGD: return vg_resource_apply_gradient_descent(g, v, lr, grad, false, NULL);
+    case OPT_MOMENTUM:
+        return vg_resource_apply_momentum(g, v, s0, lr, grad, cast_to(g, h->momentum, dt), false, o->nesterov, NULL);
+    case OPT_ADAM: {
+        vg_output b1p = cast_to(g, var_value(g, o->beta1_power), dt);
+        vg_output b2p = cast_to(g, var_value(g, o->beta2_power), dt);
+        return vg_resource_apply_adam(g, v, s0, s1, b1p, b2p, lr, cast_to(g, h->beta1, dt), cast_to(g, h->beta2, dt),
+                                      cast_to(g, h->epsilon, dt), grad, false, false, NULL);
+    }
+    case OPT_RMSPROP:
+        return vg_resource_apply_rms_prop(g, v, s0, s1, lr, cast_to(g, h->decay, dt), cast_to(g, h->momentum, dt),
+                                          cast_to(g, h->epsilon, dt), grad, false, NULL);
+    case OPT_ADAGRAD: return vg_resource_apply_adagrad(g, v, s0, lr, grad, false, true, NULL);
+    case OPT_ADADELTA:
+        return vg_resource_apply_adadelta(g, v, s0, s1, lr, cast_to(g, h->rho, dt), cast_to(g, h->epsilon, dt), grad,
+                                          false, NULL);
+    case OPT_FTRL: {
+        vg_output l1 = cast_to(g, h->l1, dt), l2 = cast_to(g, h->l2, dt), lp = cast_to(g, h->lr_power, dt);
+        if (h->l2_shrinkage.op)
+            return vg_resource_apply_ftrl_v2(g, v, s0, s1, grad, lr, l1, l2, cast_to(g, h->l2_shrinkage, dt), lp,
+                                             false, NULL);
+        return vg_resource_apply_ftrl(g, v, s0, s1, grad, lr, l1, l2, lp, false, NULL);
+    }
+    case OPT_PROXIMAL_GD:
+        return vg_resource_apply_proximal_gradient_descent(g, v, lr, cast_to(g, h->l1, dt), cast_to(g, h->l2, dt),
+                                                           grad, false, NULL);
+    }
+    return NULL;
+}
+
 static vg_op *apply_one(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *var, vg_output grad) {
+    if (is_res(var)) return apply_resource(o, g, h, var, grad);
     vg_output values, indices;
     if (o->kind != OPT_SGD && o->kind != OPT_ADAM && sparse_grad(var, grad, &values, &indices))
         return apply_sparse(o, g, h, var, values, indices);
@@ -518,8 +644,10 @@ static vg_op *group(vg_graph *g, vg_op *const *ops, int n, const char *name) {
     return vg_op_builder_finish(b);
 }
 
-/* Variable.assign(value, use_locking=False). */
+/* Variable.assign(value, use_locking=False); AssignVariableOp for a resource variable
+ * (its op in .op). */
 static vg_output assign_unlocked(vg_graph *g, vg_op *var, vg_output value) {
+    if (is_res(var)) return vg_out(vg_assign_variable_op(g, vg_out(var, 0), value, NULL), 0);
     vg_op_builder *b = vg_op_builder_new(g, "Assign", "Assign");
     vg_op_builder_add_input(b, vg_out(var, 0));
     vg_op_builder_add_input(b, value);
@@ -531,8 +659,8 @@ static vg_output assign_unlocked(vg_graph *g, vg_op *var, vg_output value) {
 /* Adam's _finish: beta powers *= beta after the updates (ops appended to upd). */
 static bool adam_finish(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op **upd, int *nupd) {
     vg_graph_push_control_deps(g, upd, *nupd);
-    vg_output a1 = assign_unlocked(g, o->beta1_power, vg_mul(g, vg_variable_snapshot(o->beta1_power), h->beta1, "mul"));
-    vg_output a2 = assign_unlocked(g, o->beta2_power, vg_mul(g, vg_variable_snapshot(o->beta2_power), h->beta2, "mul"));
+    vg_output a1 = assign_unlocked(g, o->beta1_power, vg_mul(g, var_value(g, o->beta1_power), h->beta1, "mul"));
+    vg_output a2 = assign_unlocked(g, o->beta2_power, vg_mul(g, var_value(g, o->beta2_power), h->beta2, "mul"));
     vg_graph_pop_control_deps(g);
     if (!a1.op || !a2.op) return false;
     upd[(*nupd)++] = a1.op;
@@ -542,7 +670,7 @@ static bool adam_finish(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op **up
 
 /* The variable op behind a ref output. */
 static vg_op *var_of(vg_graph *g, vg_output v) {
-    if (v.op && strcmp(vg_op_type(v.op), "VariableV2") == 0) return v.op;
+    if (v.op && (strcmp(vg_op_type(v.op), "VariableV2") == 0 || vg_is_resource_variable(v))) return v.op;
     vg_graph_set_error(g, VG_INVALID_ARGUMENT, "apply_gradients: '%s' is not a variable (pass its ref output)",
                        v.op ? vg_op_name(v.op) : "(null)");
     return NULL;
@@ -706,7 +834,8 @@ vg_code vg_optimizer_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output
     if (!var_list) var_list = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nvars);
     if (nvars <= 0 || !var_list) return vg_status_set(st, VG_INVALID_ARGUMENT, "No variables to optimize.");
     for (int i = 0; i < nvars; i++) {
-        vg_dtype dt = vg_output_dtype(var_list[i]);
+        vg_dtype dt = vg_is_resource_variable(var_list[i]) ? vg_resource_variable_dtype(var_list[i])
+                                                           : vg_output_dtype(var_list[i]);
         if (dt != VG_FLOAT && dt != VG_DOUBLE)
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "Invalid type %s for %s, expected: [float16, bfloat16, float32, float64].",

@@ -33,6 +33,7 @@
 #include "io/io.h"
 #include "vigil/graphdef.h"
 #include "vigil/ops.h"
+#include "vigil/resource_variables.h"
 #include "vigil/saver.h"
 #include <dirent.h>
 #include <errno.h>
@@ -230,6 +231,19 @@ static bool is_variable(const vg_op *op) {
     return strcmp(vg_op_type(op), "VariableV2") == 0 || strcmp(vg_op_type(op), "Variable") == 0;
 }
 
+/* A resource variable's handle (VarHandleOp) saves and restores under its name like a
+ * ref variable (TF's ResourceVariableSaveable): saved from a read, restored with an
+ * AssignVariableOp. */
+static bool is_resource(const vg_op *op) { return vg_is_resource_variable(vg_out((vg_op *)op, 0)); }
+static vg_dtype var_dtype(const vg_op *op) {
+    vg_output o = vg_out((vg_op *)op, 0);
+    return is_resource(op) ? vg_resource_variable_dtype(o) : vg_output_dtype(o);
+}
+static vg_shape var_shape(const vg_op *op) {
+    vg_output o = vg_out((vg_op *)op, 0);
+    return is_resource(op) ? vg_resource_variable_shape(o) : vg_output_shape(o);
+}
+
 /* The variables to save, sorted by name. Fails with INVALID_ARGUMENT. */
 static vg_code collect_vars(vg_saver *s, const vg_saver_options *o, vg_status *st) {
     const vg_output *list = o->var_list;
@@ -239,7 +253,7 @@ static vg_code collect_vars(vg_saver *s, const vg_saver_options *o, vg_status *s
     if (n <= 0 || !list) return vg_status_set(st, VG_INVALID_ARGUMENT, "No variables to save");
     if (!(s->vars = vg_malloc((size_t)n * sizeof *s->vars))) return VG_OOM(st, "saver");
     for (int i = 0; i < n; i++) {
-        if (!list[i].op || list[i].index != 0 || !is_variable(list[i].op))
+        if (!list[i].op || list[i].index != 0 || !(is_variable(list[i].op) || is_resource(list[i].op)))
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Saver: var_list[%d] (%s) is not a variable", i,
                                  list[i].op ? vg_op_name(list[i].op) : "NULL");
         if (vg_op_graph(list[i].op) != s->g)
@@ -343,7 +357,12 @@ static void build_save_ops(vg_saver *s, vg_op *fname, const char **names, const 
     vg_op_builder_add_input(b, vg_out(fname, 0));
     vg_op_builder_add_input(b, vg_out(tn, 0));
     vg_op_builder_add_input(b, vg_out(ss, 0));
-    for (int i = 0; i < s->nvars; i++) vg_op_builder_add_input(b, vg_out(s->vars[i], 0));
+    for (int i = 0; i < s->nvars; i++) {
+        vg_output in = vg_out(s->vars[i], 0);
+        if (is_resource(s->vars[i])) /* "Read/ReadVariableOp", "Identity", then "Identity_1" (the CPU copy) */
+            in = vg_identity(s->g, vg_resource_variable_read_value(s->g, in), NULL);
+        vg_op_builder_add_input(b, in);
+    }
     vg_op_builder_set_attr_type_list(b, "dtypes", dts, s->nvars);
     vg_op *save = vg_op_builder_finish(b);
     /* control_flow_ops.with_dependencies([save], filename): colocated with the filename */
@@ -374,6 +393,11 @@ static void build_restore_ops(vg_saver *s, vg_op *fname, const char **names, con
         return;
     }
     for (int i = 0; i < s->nvars && restore; i++) {
+        if (is_resource(s->vars[i])) { /* Identity to the variable's device, then AssignVariableOp */
+            vg_output value = vg_identity(s->g, vg_out(restore, i), NULL);
+            assigns[i] = vg_assign_variable_op(s->g, vg_out(s->vars[i], 0), value, NULL);
+            continue;
+        }
         b = vg_op_builder_new(s->g, "Assign", "Assign");
         vg_op_builder_add_input(b, vg_out(s->vars[i], 0));
         vg_op_builder_add_input(b, vg_out(restore, i));
@@ -414,7 +438,7 @@ static vg_code build(vg_saver *s, const char *scope, vg_status *st) {
     for (int i = 0; i < s->nvars; i++) {
         names[i] = var_key(s, i);
         empty[i] = "";
-        dts[i] = vg_output_dtype(vg_out(s->vars[i], 0));
+        dts[i] = var_dtype(s->vars[i]);
     }
     vg_graph_push_scope(s->g, scope);
     build_ops(s, names, empty, dts);
@@ -822,8 +846,8 @@ static bool shapes_compatible(const vg_shape *var, const vg_shape *ck) {
 /* Checks one variable against checkpoint tensor k (dtype, then shape). */
 static vg_code check_entry(const vg_checkpoint_reader *r, int k, const vg_op *var, const char *name,
                            const char *prefix, vg_status *st) {
-    vg_dtype dt, want = vg_output_dtype(vg_out((vg_op *)var, 0));
-    vg_shape cs, vs = vg_output_shape(vg_out((vg_op *)var, 0));
+    vg_dtype dt, want = var_dtype(var);
+    vg_shape cs, vs = var_shape(var);
     char a[128], b[128];
     vg_checkpoint_reader_tensor(r, k, &dt, &cs);
     if (dt != want) {

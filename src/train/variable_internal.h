@@ -10,4 +10,10 @@
 vg_variable vg__train_create_variable(vg_graph *g, const char *full, vg_dtype dt, const int64_t *dims, int ndims,
                                       vg_initializer init, unsigned flags);
 
+/* TF's _try_guard_against_uninitialized_dependencies for the variable named var_name
+ * (absolute; call with the root scope pushed): initial with every read of a ref
+ * variable replaced by "its value, or its initial value while uninitialized". Used by
+ * resource_variables.c too. */
+vg_output vg__train_guard_initial_value(vg_graph *g, const char *var_name, vg_output initial);
+
 #endif

@@ -15,6 +15,7 @@
  */
 #include "train_util.h"
 #include "variable_internal.h"
+#include "vigil/resource_variables.h"
 #include "vigil/variable_scope.h"
 #include "vigil/variables.h"
 #include <math.h>
@@ -298,7 +299,7 @@ static vg_op *guard_op(guard_ctx *c, vg_op *op, int depth) {
     return guard_remember(c, op, r ? r : op);
 }
 
-static vg_output guard_initial_value(vg_graph *g, const char *var_name, vg_output initial) {
+vg_output vg__train_guard_initial_value(vg_graph *g, const char *var_name, vg_output initial) {
     if (!initial.op) return initial;
     guard_ctx c = {g, var_name, NULL, NULL, 0, 0, false};
     vg_op *r = guard_op(&c, initial.op, 0);
@@ -327,7 +328,7 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
         vg_graph_set_error(g, VG_INTERNAL, "variable %s got the op name %s", full, vg_op_name(var.op));
         return v;
     }
-    if (!sp->use_init) initial = guard_initial_value(g, full, initial); /* absolute names (root scope) */
+    if (!sp->use_init) initial = vg__train_guard_initial_value(g, full, initial); /* absolute names (root scope) */
     push_verbatim(g, full);
     vg_output assign = vg_assign(g, var, initial, true, "Assign");
     vg_output read = vg_identity(g, var, "read");
@@ -518,7 +519,9 @@ static vg_output report_build(vg_graph *g, const vg_output *vars, int n) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in report_uninitialized_variables");
         return none;
     }
-    for (int i = 0; i < n; i++) inited[i] = vg_is_variable_initialized(g, vars[i], "IsVariableInitialized");
+    for (int i = 0; i < n; i++) /* state_ops.is_variable_initialized: a resource variable's is_initialized() */
+        inited[i] = vg_is_resource_variable(vars[i]) ? vg_var_is_initialized_op(g, vars[i], "VarIsInitializedOp")
+                                                     : vg_is_variable_initialized(g, vars[i], "IsVariableInitialized");
     vg_output mask = vg_logical_not(g, vg_pack(g, inited, n, 0, "stack"), "LogicalNot");
     vg_free(inited);
     vg_status st;

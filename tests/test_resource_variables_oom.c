@@ -1,0 +1,134 @@
+/* test_resource_variables_oom.c - allocation failures (SQLite-style, as
+ * test_optimizer_oom): allocation N fails for N = 1, 2, ... while building resource
+ * variables, an Adam train op over two of them and a sparse Momentum update over an
+ * embedding, the saver and report_uninitialized_variables, and while running init, a
+ * training step, a sparse read and the report. Every failure must surface as
+ * RESOURCE_EXHAUSTED, with no crash and (under ASan) no leak. */
+#include "test_util.h"
+#include "vigil/vigil.h"
+
+#include "oom_util.h"
+
+typedef struct model {
+    vg_op *train, *init;
+    vg_output report, rows;
+} model;
+
+static vg_code build(vg_graph *g, model *m) {
+    float xv[4] = {1, 2, 3, 4};
+    vg_output x = vg_const_array(g, VG_FLOAT, (int64_t[]){2, 2}, 2, xv, "x");
+    vg_resource_variable w = vg_resource_variable_new_init(g, "dense/kernel", VG_FLOAT, (int64_t[]){2, 2}, 2,
+                                                           vg_init_glorot_uniform(1), VG_VAR_TRAINABLE);
+    vg_resource_variable b = vg_resource_variable_new(g, "dense/bias", vg_const_fill(g, VG_FLOAT, (int64_t[]){2}, 1,
+                                                                                     0.0, "zeros"),
+                                                      VG_VAR_TRAINABLE);
+    vg_resource_variable e = vg_resource_variable_new_init(g, "emb", VG_FLOAT, (int64_t[]){4, 2}, 2, vg_init_ones(),
+                                                           VG_VAR_TRAINABLE);
+    vg_output y = vg_bias_add(g, vg_matmul(g, x, w.value, false, false, NULL), b.value, NULL);
+    m->rows = vg_resource_variable_sparse_read(g, e.handle, vg_const_i32_vec(g, (int32_t[]){1, 3, 1}, 3, "ix"), NULL);
+    vg_output loss = vg_add(g, vg_reduce_sum(g, vg_mul(g, y, y, NULL), NULL, -1, false, NULL),
+                            vg_reduce_sum(g, m->rows, NULL, -1, false, NULL), "loss");
+    vg_output gs = vg_get_or_create_global_step(g);
+    vg_optimizer *adam = vg_optimizer_new_adam(0.01, 0.9, 0.999, 1e-8);
+    vg_optimizer *mom = vg_optimizer_new_momentum(0.1, 0.9, false);
+    if (!adam || !mom) {
+        vg_optimizer_free(adam);
+        vg_optimizer_free(mom);
+        return VG_RESOURCE_EXHAUSTED;
+    }
+    vg_output dense[2] = {w.handle, b.handle};
+    vg_op *t1 = vg_optimizer_minimize(adam, g, loss, dense, 2, gs, NULL);
+    vg_op *t2 = vg_optimizer_minimize(mom, g, loss, &e.handle, 1, (vg_output){NULL, 0}, NULL);
+    vg_optimizer_free(adam);
+    vg_optimizer_free(mom);
+    vg_op *both[2] = {t1, t2};
+    m->train = t1 && t2 ? vg_group(g, both, 2, "train") : NULL;
+    m->init = vg_global_variables_initializer(g);
+    m->report = vg_report_uninitialized_variables(g, NULL, 0, NULL);
+    vg_status st;
+    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+    vg_saver *sv = vg_graph_status(g, NULL) == VG_OK ? vg_saver_new(g, &so, &st) : NULL;
+    vg_saver_free(sv);
+    return vg_graph_status(g, NULL);
+}
+
+static void test_rv_oom__build(void) {
+    vg_allocator a = {failing_alloc, plain_free, NULL};
+    vg_allocator_set(&a);
+    int bad = 0;
+    long n;
+    for (n = 1; n < 200000; n++) {
+        arm(n);
+        vg_graph *g = vg_graph_new();
+        if (!g) continue;
+        model m = {0};
+        vg_code rc = build(g, &m);
+        bool hit = injected(n);
+        arm(0);
+        if (rc == VG_OK && (!m.train || !m.init || !m.report.op || !m.rows.op)) {
+            fprintf(stderr, "  alloc %ld: OK but an op is missing\n", n);
+            bad++;
+        }
+        if (rc != VG_OK && rc != VG_RESOURCE_EXHAUSTED) {
+            vg_status st;
+            vg_graph_status(g, &st);
+            if (bad < 50) fprintf(stderr, "  alloc %ld: code %d: %s\n", n, rc, st.msg);
+            bad++;
+        }
+        vg_graph_free(g);
+        if (!hit) break; /* built without reaching allocation n: done */
+    }
+    vg_allocator_set(NULL);
+    CHECK_EQ_INT(bad, 0);
+    CHECK(n > 100);
+    fprintf(stderr, "  build: %ld allocations exercised\n", n);
+}
+
+static void test_rv_oom__run(void) {
+    vg_allocator a = {failing_alloc, plain_free, NULL};
+    vg_allocator_set(&a);
+    int bad = 0;
+    long n;
+    for (n = 1; n < 200000; n++) {
+        arm(0);
+        vg_graph *g = vg_graph_new();
+        model m = {0};
+        if (build(g, &m) != VG_OK) {
+            bad++;
+            vg_graph_free(g);
+            break;
+        }
+        arm(n);
+        vg_status st;
+        vg_code rc = VG_OK;
+        vg_session_options opts = {1, 1};
+        vg_session *s = vg_session_new(g, &opts, &st);
+        if (!s) rc = st.code;
+        if (rc == VG_OK) rc = vg_session_run_targets(s, &m.init, 1, &st);
+        if (rc == VG_OK) rc = vg_session_run_targets(s, &m.train, 1, &st);
+        vg_tensor *t = NULL;
+        if (rc == VG_OK) rc = vg_session_run1(s, m.rows, &t, &st);
+        vg_tensor_free(t);
+        t = NULL;
+        if (rc == VG_OK) rc = vg_session_run1(s, m.report, &t, &st);
+        vg_tensor_free(t);
+        bool hit = injected(n);
+        arm(0);
+        if (rc != VG_OK && rc != VG_RESOURCE_EXHAUSTED) {
+            if (bad < 50) fprintf(stderr, "  alloc %ld: code %d: %s\n", n, rc, st.msg);
+            bad++;
+        }
+        vg_session_free(s);
+        vg_graph_free(g);
+        if (!hit) break;
+    }
+    vg_allocator_set(NULL);
+    CHECK_EQ_INT(bad, 0);
+    fprintf(stderr, "  run: %ld allocations exercised\n", n);
+}
+
+int main(void) {
+    RUN_TEST(test_rv_oom__build);
+    RUN_TEST(test_rv_oom__run);
+    TEST_MAIN_END();
+}
