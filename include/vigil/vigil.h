@@ -50,5 +50,6 @@
 #include "rnn.h"
 #include "npy.h"
 #include "distributed.h"
+#include "flags.h"
 
 #endif
