@@ -145,7 +145,7 @@ static bool ieq(const char *a, const char *b) {
     return !*a && !*b;
 }
 
-/* flag.parse(value); arg is the command-line text for messages. */
+/* flag.parse(value), absl's messages on a bad value. */
 static vg_code set_value(flag *fl, const char *value, vg_status *st) {
     switch (fl->type) {
     case VG_FLAG_STRING: {
