@@ -233,11 +233,269 @@ static void test_ema_checkpoint_names(void) {
     tu_rmrf(dir);
 }
 
+
+/* Keys of a name map, checked as a set against want[0..n). */
+static void check_keys(const vg_name_map *m, const char *const *want, int n) {
+    CHECK_EQ_INT(m->n, n);
+    for (int k = 0; k < n; k++) {
+        int hits = 0;
+        for (int i = 0; i < m->n; i++) hits += strcmp(m->names[i], want[k]) == 0;
+        if (hits != 1) fprintf(stderr, "key %s: %d hits\n", want[k], hits);
+        CHECK_EQ_INT(hits, 1);
+    }
+}
+
+static vg_variable scalar_var(vg_graph *g, const char *name, double v, unsigned flags) {
+    return vg_variable_new(g, name, vg_const_f32(g, (float)v, NULL), flags);
+}
+
+/* moving_averages_test.py averageVariablesNamesHelper (testAverageVariablesNames,
+ * testAverageVariablesNamesNoDebias): ema "foo" over v0, v1 and tensor2 = v0 + v1. */
+static void check_names(bool zero_debias) {
+    vg_graph *g = vg_graph_new();
+    vg_variable v0 = scalar_var(g, "v0", 10, VG_VAR_TRAINABLE), v1 = scalar_var(g, "v1", 30, VG_VAR_TRAINABLE);
+    vg_variable v2 = scalar_var(g, "v2", 20, 0);
+    vg_output t2 = vg_add(g, v0.read, v1.read, "add");
+    vg_ema *ema = vg_ema_new(g, 0.25, vg_out(NULL, 0), zero_debias, "foo");
+    char b0[256], b1[256], b2[256];
+    CHECK(strcmp(vg_ema_average_name(ema, v0.ref, b0, sizeof b0), "v0/foo") == 0);
+    CHECK(strcmp(vg_ema_average_name(ema, v1.ref, b1, sizeof b1), "v1/foo") == 0);
+    CHECK(strcmp(vg_ema_average_name(ema, t2, b2, sizeof b2), "add/foo") == 0);
+    vg_output vars[3] = {v0.ref, v1.ref, t2};
+    CHECK(vg_ema_apply(ema, vars, 3) != NULL);
+    vg_status st;
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_name_map m;
+    CHECK_OK(vg_ema_variables_to_restore(ema, NULL, 0, &m, &st), &st);
+    if (zero_debias) {
+        const char *want[6] = {"v0/foo", "v1/foo", "add/foo", "v2", "add/foo/biased", "add/foo/local_step"};
+        check_keys(&m, want, 6);
+    } else {
+        const char *want[4] = {"v0/foo", "v1/foo", "add/foo", "v2"};
+        check_keys(&m, want, 4);
+    }
+    for (int i = 0; i < m.n; i++)
+        if (!strcmp(m.names[i], "v2")) CHECK(m.vars[i].op == v2.var);
+    vg_name_map_free(&m);
+    CHECK(strcmp(vg_op_name(vg_ema_average(ema, v0.ref).op), vg_ema_average_name(ema, v0.ref, b0, sizeof b0)) == 0);
+    CHECK(strcmp(vg_op_name(vg_ema_average(ema, v1.ref).op), vg_ema_average_name(ema, v1.ref, b1, sizeof b1)) == 0);
+    CHECK(strcmp(vg_op_name(vg_ema_average(ema, t2).op), vg_ema_average_name(ema, t2, b2, sizeof b2)) == 0);
+    CHECK(strcmp(b2, "add/foo") == 0);
+    vg_ema_free(ema);
+    vg_graph_free(g);
+}
+
+static void test_ema_average_variables_names(void) {
+    check_names(true);  /* testAverageVariablesNames */
+    check_names(false); /* testAverageVariablesNamesNoDebias */
+}
+
+/* averageVariablesNamesRespectScopeHelper (testAverageVariablesNamesRespectScope,
+ * ...NoDebias, TF #2740): variables made in variable scope "scope1", the EMA applied in
+ * "scope2": shadows "scope2/scope1/v0/foo", debias variables under the doubled scope. */
+static void check_names_scope(bool zero_debias) {
+    vg_graph *g = vg_graph_new();
+    vg_variable_scope_push(g, "scope1", NULL);
+    vg_variable v0 = scalar_var(g, "v0", 10, VG_VAR_TRAINABLE), v1 = scalar_var(g, "v1", 30, VG_VAR_TRAINABLE);
+    vg_variable v2 = scalar_var(g, "v2", 20, 0);
+    vg_output t2 = vg_add(g, v0.read, v1.read, "add");
+    vg_variable_scope_pop(g);
+    CHECK(strcmp(vg_op_name(v0.var), "scope1/v0") == 0 && strcmp(vg_op_name(t2.op), "scope1/add") == 0);
+    vg_variable_scope_push(g, "scope2", NULL);
+    vg_ema *ema = vg_ema_new(g, 0.25, vg_out(NULL, 0), zero_debias, "foo");
+    char b0[256], b1[256], b2[256];
+    CHECK(strcmp(vg_ema_average_name(ema, v0.ref, b0, sizeof b0), "scope2/scope1/v0/foo") == 0);
+    CHECK(strcmp(vg_ema_average_name(ema, v1.ref, b1, sizeof b1), "scope2/scope1/v1/foo") == 0);
+    CHECK(strcmp(vg_ema_average_name(ema, t2, b2, sizeof b2), "scope2/scope1/add/foo") == 0);
+    vg_output vars[3] = {v0.ref, v1.ref, t2};
+    vg_op *up = vg_ema_apply(ema, vars, 3);
+    vg_status st;
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    CHECK(up && strcmp(vg_op_name(up), "scope2/foo") == 0);
+    vg_name_map m;
+    CHECK_OK(vg_ema_variables_to_restore(ema, NULL, 0, &m, &st), &st);
+    if (zero_debias) {
+        const char *want[6] = {"scope2/scope1/v0/foo", "scope2/scope1/v1/foo", "scope2/scope1/add/foo", "scope1/v2",
+                               "scope2/scope2/scope1/add/foo/biased", "scope2/scope2/scope1/add/foo/local_step"};
+        check_keys(&m, want, 6);
+    } else {
+        const char *want[4] = {"scope2/scope1/v0/foo", "scope2/scope1/v1/foo", "scope2/scope1/add/foo", "scope1/v2"};
+        check_keys(&m, want, 4);
+    }
+    for (int i = 0; i < m.n; i++)
+        if (!strcmp(m.names[i], "scope1/v2")) CHECK(m.vars[i].op == v2.var);
+    vg_name_map_free(&m);
+    CHECK(strcmp(vg_op_name(vg_ema_average(ema, v0.ref).op), "scope2/scope1/v0/foo") == 0);
+    CHECK(strcmp(vg_op_name(vg_ema_average(ema, v1.ref).op), "scope2/scope1/v1/foo") == 0);
+    CHECK(strcmp(vg_op_name(vg_ema_average(ema, t2).op), "scope2/scope1/add/foo") == 0);
+    CHECK(strcmp(vg_ema_average_name(ema, t2, b2, sizeof b2), "scope2/scope1/add/foo") == 0);
+    vg_variable_scope_pop(g);
+    /* the averages still work under the scoped names */
+    vg_op *init = vg_global_variables_initializer(g);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    run_op(s, init);
+    run_op(s, up);
+    CHECK_NEAR(val(s, vg_ema_average(ema, v0.ref)), 10.0, 1e-6);
+    CHECK_NEAR(val(s, vg_ema_average(ema, t2)), zero_debias ? 40.0 : 40.0 * 0.75, 1e-6);
+    vg_session_free(s);
+    vg_ema_free(ema);
+    vg_graph_free(g);
+}
+
+static void test_ema_names_respect_scope(void) {
+    check_names_scope(true);  /* testAverageVariablesNamesRespectScope */
+    check_names_scope(false); /* testAverageVariablesNamesRespectScopeNoDebias */
+}
+
+/* testSubsetAverageVariablesNames: variables_to_restore([v0, tensor2]) before apply. */
+static void test_ema_subset_names(void) {
+    vg_graph *g = vg_graph_new();
+    vg_variable v0 = scalar_var(g, "v0", 10, VG_VAR_TRAINABLE), v1 = scalar_var(g, "v1", 30, VG_VAR_TRAINABLE);
+    vg_variable v2 = scalar_var(g, "v2", 20, 0);
+    vg_output t2 = vg_add(g, v0.read, v1.read, "add");
+    vg_ema *ema = vg_ema_new(g, 0.25, vg_out(NULL, 0), false, "foo_avg");
+    char b[256];
+    CHECK(strcmp(vg_ema_average_name(ema, v0.ref, b, sizeof b), "v0/foo_avg") == 0);
+    CHECK(strcmp(vg_ema_average_name(ema, v1.ref, b, sizeof b), "v1/foo_avg") == 0);
+    CHECK(strcmp(vg_ema_average_name(ema, t2, b, sizeof b), "add/foo_avg") == 0);
+    vg_output subset[2] = {v0.ref, t2};
+    vg_name_map m;
+    vg_status st;
+    CHECK_OK(vg_ema_variables_to_restore(ema, subset, 2, &m, &st), &st);
+    const char *want[4] = {"v0/foo_avg", "add/foo_avg", "v1", "v2"};
+    check_keys(&m, want, 4);
+    for (int i = 0; i < m.n; i++)
+        if (!strcmp(m.names[i], "v2")) CHECK(m.vars[i].op == v2.var);
+    vg_name_map_free(&m);
+    vg_output vars[3] = {v0.ref, v1.ref, t2};
+    CHECK(vg_ema_apply(ema, vars, 3) != NULL);
+    CHECK(strcmp(vg_op_name(vg_ema_average(ema, v0.ref).op), "v0/foo_avg") == 0);
+    CHECK(strcmp(vg_op_name(vg_ema_average(ema, v1.ref).op), "v1/foo_avg") == 0);
+    CHECK(strcmp(vg_op_name(vg_ema_average(ema, t2).op), "add/foo_avg") == 0);
+    vg_ema_free(ema);
+    vg_graph_free(g);
+}
+
+/* testAverageVariablesWithControlDeps: apply() under control_dependencies([add_to_v0]):
+ * the shadow's initializer and read have no control inputs (it can be initialised before
+ * v0), running the update also runs add_to_v0, 10 -> 20 averages to 17.5. */
+static void test_ema_with_control_deps(void) {
+    vg_graph *g = vg_graph_new();
+    vg_variable v0 = vg_variable_new(g, "v0", vg_const_i32(g, 0, NULL), 0);
+    vg_output add_to_v0 = vg_assign_add(g, v0.ref, vg_const_i32(g, 1, NULL), NULL);
+    int64_t d1[1] = {1};
+    vg_variable v1 = vg_variable_new(g, "v1", cst(g, VG_FLOAT, d1, 1, (double[]){10}), VG_VAR_TRAINABLE);
+    vg_output assign_to_v1 = vg_assign(g, v1.ref, cst(g, VG_FLOAT, d1, 1, (double[]){20}), true, NULL);
+    vg_ema *ema = vg_ema_new(g, 0.25, vg_out(NULL, 0), false, NULL);
+    vg_graph_push_control_deps(g, &add_to_v0.op, 1);
+    vg_op *ema_op = vg_ema_apply(ema, &v1.ref, 1);
+    vg_graph_pop_control_deps(g);
+    vg_status st;
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_output avg = vg_ema_average(ema, v1.ref);
+    vg_op *avg_init = vg_variable_initializer(avg.op);
+    CHECK(avg_init && vg_op_num_control_inputs(avg_init) == 0);
+    CHECK_EQ_INT(vg_op_num_control_inputs(vg_variable_snapshot(avg.op).op), 0);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    run_op(s, avg_init); /* before v0's initializer */
+    run_op(s, vg_variable_initializer(v0.var));
+    CHECK_NEAR(val(s, avg), 10.0, 0);
+    run_op(s, assign_to_v1.op);
+    run_op(s, ema_op);
+    CHECK_NEAR(val(s, v0.ref), 1.0, 0);
+    CHECK_NEAR(val(s, avg), 17.5, 1e-6);
+    vg_session_free(s);
+    vg_ema_free(ema);
+    vg_graph_free(g);
+}
+
+/* testBasicEager in graph mode: apply() twice over the same variables reuses the shadows
+ * (a second group "ExponentialMovingAverage_1"); 1 -> 2 and 2 -> 4 average to 1.75, 3.5. */
+static void test_ema_apply_twice(void) {
+    vg_graph *g = vg_graph_new();
+    vg_variable v0 = scalar_var(g, "Variable", 1, VG_VAR_TRAINABLE), v1 = scalar_var(g, "Variable", 2, VG_VAR_TRAINABLE);
+    vg_ema *ema = vg_ema_new(g, 0.25, vg_out(NULL, 0), false, NULL);
+    vg_output vars[2] = {v0.ref, v1.ref};
+    vg_op *op = vg_ema_apply(ema, vars, 2);
+    vg_output a0 = vg_ema_average(ema, v0.ref), a1 = vg_ema_average(ema, v1.ref);
+    vg_output s0 = vg_assign(g, v0.ref, vg_const_f32(g, 2.0f, NULL), true, NULL);
+    vg_output s1 = vg_assign(g, v1.ref, vg_const_f32(g, 4.0f, NULL), true, NULL);
+    vg_op *op2 = vg_ema_apply(ema, vars, 2);
+    vg_status st;
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    CHECK(vg_ema_average(ema, v0.ref).op == a0.op && vg_ema_average(ema, v1.ref).op == a1.op);
+    CHECK(op && op2 && strcmp(vg_op_name(op2), "ExponentialMovingAverage_1") == 0);
+    CHECK(strcmp(vg_op_name(a0.op), "Variable/ExponentialMovingAverage") == 0);
+    CHECK(strcmp(vg_op_name(a1.op), "Variable_1/ExponentialMovingAverage") == 0);
+    int nma = 0;
+    vg_graph_collection(g, VG_MOVING_AVERAGE_VARIABLES, &nma);
+    CHECK_EQ_INT(nma, 2);
+    vg_op *init = vg_global_variables_initializer(g);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    run_op(s, init);
+    run_op(s, op);
+    run_op(s, s0.op);
+    run_op(s, s1.op);
+    run_op(s, op2);
+    CHECK_NEAR(val(s, a0), 1.75, 0);
+    CHECK_NEAR(val(s, a1), 3.5, 0);
+    vg_session_free(s);
+    vg_ema_free(ema);
+    vg_graph_free(g);
+}
+
+/* Two EMAs of one name over the same variable: slot_creator's variable_scope(None,
+ * default_name) makes the second shadow "v0/ExponentialMovingAverage_1". */
+static void test_ema_second_shadow_unique(void) {
+    vg_graph *g = vg_graph_new();
+    vg_variable v0 = scalar_var(g, "v0", 1, VG_VAR_TRAINABLE);
+    vg_ema *e1 = vg_ema_new(g, 0.5, vg_out(NULL, 0), false, NULL), *e2 = vg_ema_new(g, 0.9, vg_out(NULL, 0), false, NULL);
+    CHECK(vg_ema_apply(e1, &v0.ref, 1) && vg_ema_apply(e2, &v0.ref, 1));
+    vg_status st;
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    CHECK(strcmp(vg_op_name(vg_ema_average(e1, v0.ref).op), "v0/ExponentialMovingAverage") == 0);
+    CHECK(strcmp(vg_op_name(vg_ema_average(e2, v0.ref).op), "v0/ExponentialMovingAverage_1") == 0);
+    vg_ema_free(e1);
+    vg_ema_free(e2);
+    vg_graph_free(g);
+}
+
+/* testImportedGraphVariablesToRestore: a graph exported as a MetaGraphDef and imported
+ * again holds one variable "v"; variables_to_restore has exactly {"v/foo_avg": v}. */
+static void test_ema_imported_graph_restore(void) {
+    vg_graph *g = vg_graph_new();
+    scalar_var(g, "v", 10, VG_VAR_TRAINABLE);
+    void *bytes = NULL;
+    size_t len = 0;
+    vg_status st;
+    CHECK_OK(vg_graph_to_meta_graph(g, NULL, &bytes, &len, &st), &st);
+    vg_graph_free(g);
+    vg_graph *g2 = vg_graph_new();
+    CHECK_OK(vg_import_meta_graph(g2, bytes, len, NULL, NULL, &st), &st);
+    vg_free(bytes);
+    vg_ema *ema = vg_ema_new(g2, 0.25, vg_out(NULL, 0), false, "foo_avg");
+    vg_name_map m;
+    CHECK_OK(vg_ema_variables_to_restore(ema, NULL, 0, &m, &st), &st);
+    const char *want[1] = {"v/foo_avg"};
+    check_keys(&m, want, 1);
+    if (m.n == 1) CHECK(strcmp(vg_op_name(m.vars[0].op), "v") == 0);
+    vg_name_map_free(&m);
+    vg_ema_free(ema);
+    vg_graph_free(g2);
+}
+
 int main(void) {
     RUN_TEST(test_ema_checkpoint_names);
     RUN_TEST(test_ema_tensors);
     RUN_TEST(test_ema_decay);
     RUN_TEST(test_ema_names_and_restore);
     RUN_TEST(test_ema_errors);
+    RUN_TEST(test_ema_average_variables_names);
+    RUN_TEST(test_ema_names_respect_scope);
+    RUN_TEST(test_ema_subset_names);
+    RUN_TEST(test_ema_with_control_deps);
+    RUN_TEST(test_ema_apply_twice);
+    RUN_TEST(test_ema_second_shadow_unique);
+    RUN_TEST(test_ema_imported_graph_restore);
     TEST_MAIN_END();
 }

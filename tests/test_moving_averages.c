@@ -316,11 +316,99 @@ static void test_pad_and_xw_plus_b(void) {
     vg_graph_free(g);
 }
 
+
+/* moving_averages_test.py testAssignMovingAverageNewNamingMultipleCallsWithReuse: two
+ * debiased updates of scope1/Var, then two more in scope1 re-entered with reuse=True
+ * share the debias variables instead of failing (_maybe_get_unique keeps the plain names
+ * under reuse). */
+static void test_assign_moving_average_reuse(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_get_variable_opts o = {0};
+    o.dims = NULL;
+    o.ndims = 0;
+    vg_variable_scope_push(g, "scope1", NULL);
+    vg_variable var = vg_get_variable_ex(g, "Var", &o);
+    vg_output zero = vg_const_f32(g, 0.0f, "zero");
+    vg_assign_moving_average(g, var.ref, zero, 0.99, true, NULL);
+    vg_assign_moving_average(g, var.ref, zero, 0.99, true, NULL);
+    vg_variable_scope_pop(g);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    int nv = 0;
+    vg_graph_collection(g, VG_GLOBAL_VARIABLES, &nv);
+    CHECK_EQ_INT(nv, 5); /* Var, biased, local_step, biased_1, local_step_1 */
+    vg_variable_scope_opts ro = {0};
+    ro.reuse = VG_REUSE_TRUE;
+    vg_variable_scope_push(g, "scope1", &ro);
+    vg_variable var2 = vg_get_variable_ex(g, "Var", &o);
+    CHECK(var2.var == var.var);
+    vg_output u3 = vg_assign_moving_average(g, var2.ref, zero, 0.99, true, NULL);
+    vg_output u4 = vg_assign_moving_average(g, var2.ref, zero, 0.99, true, NULL);
+    vg_variable_scope_pop(g);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    CHECK(u3.op && u4.op);
+    vg_graph_collection(g, VG_GLOBAL_VARIABLES, &nv);
+    CHECK_EQ_INT(nv, 5);
+    CHECK(vg_graph_op_by_name(g, "scope1/scope1/Var/biased") != NULL);
+    CHECK(vg_graph_op_by_name(g, "scope1/scope1/Var/biased_1") != NULL);
+    vg_graph_free(g);
+}
+
+/* testWeightedMovingAverage: decay 0.5, scalar placeholders; the two runs' results are
+ * the ratios of the hand-computed numerator and denominator averages. */
+static void test_weighted_moving_average(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    double decay = 0.5;
+    vg_output weight = vg_placeholder(g, VG_FLOAT, NULL, 0, "weight");
+    vg_output val = vg_placeholder(g, VG_FLOAT, NULL, 0, "val");
+    vg_output wma = vg_weighted_moving_average(g, val, decay, weight, NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    CHECK(wma.op && strcmp(vg_op_name(wma.op), "WeightedMovingAvg/WeightedMovingAvg") == 0);
+    CHECK(vg_graph_op_by_name(g, "WeightedMovingAvg/value_x_weight") != NULL);
+    CHECK(vg_graph_op_by_name(g, "WeightedMovingAvg/weight") != NULL);
+    int nt = 0, ng = 0;
+    vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nt);
+    vg_graph_collection(g, VG_GLOBAL_VARIABLES, &ng);
+    CHECK_EQ_INT(nt, 0);
+    CHECK_EQ_INT(ng, 2);
+    vg_op *init = vg_global_variables_initializer(g);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    vg_output feeds[2] = {val, weight};
+    double val_1 = 3.0, weight_1 = 4.0;
+    vg_tensor *vals[2] = {f32((float[]){(float)val_1}, NULL, 0), f32((float[]){(float)weight_1}, NULL, 0)};
+    vg_tensor *out = NULL;
+    CHECK_OK(vg_session_run(s, NULL, feeds, vals, 2, &wma, &out, 1, NULL, 0, NULL, &st), &st);
+    double num1 = val_1 * weight_1 * (1.0 - decay), den1 = weight_1 * (1.0 - decay);
+    if (out) CHECK_NEAR(((float *)vg_tensor_data(out))[0], num1 / den1, 1e-6);
+    vg_tensor_free(out);
+    vg_tensor_free(vals[0]);
+    vg_tensor_free(vals[1]);
+    double val_2 = 11.0, weight_2 = 22.0;
+    vals[0] = f32((float[]){(float)val_2}, NULL, 0);
+    vals[1] = f32((float[]){(float)weight_2}, NULL, 0);
+    out = NULL;
+    CHECK_OK(vg_session_run(s, NULL, feeds, vals, 2, &wma, &out, 1, NULL, 0, NULL, &st), &st);
+    double num2 = num1 * decay + val_2 * weight_2 * (1.0 - decay), den2 = den1 * decay + weight_2 * (1.0 - decay);
+    if (out) CHECK_NEAR(((float *)vg_tensor_data(out))[0], num2 / den2, 1e-6);
+    vg_tensor_free(out);
+    vg_tensor_free(vals[0]);
+    vg_tensor_free(vals[1]);
+    vg_session_free(s);
+    /* a second one in the same graph: "WeightedMovingAvg_1" */
+    vg_output w2 = vg_weighted_moving_average(g, val, decay, weight, NULL);
+    CHECK(w2.op && strcmp(vg_op_name(w2.op), "WeightedMovingAvg_1/WeightedMovingAvg_1") == 0);
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_assign_moving_average_plain);
     RUN_TEST(test_assign_moving_average_zero_debias);
     RUN_TEST(test_uniform_unit_scaling);
     RUN_TEST(test_sparse_to_dense);
     RUN_TEST(test_pad_and_xw_plus_b);
+    RUN_TEST(test_assign_moving_average_reuse);
+    RUN_TEST(test_weighted_moving_average);
     TEST_MAIN_END();
 }

@@ -546,8 +546,9 @@ static void test_saver__restore_errors_leave_variables(void) {
     twovar_free(&m);
     /* not a checkpoint at all / missing directory */
     twovar_build(&m, VG_FLOAT, 1, false);
-    CHECK_CODE(vg_saver_restore(m.saver, m.sess, "/nonexistent_dir_vg/model.ckpt-1", &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "not a valid checkpoint");
+    /* saver_test.py testBadPath / ValueError -> INVALID_ARGUMENT, TF's message */
+    CHECK_CODE(vg_saver_restore(m.saver, m.sess, "/nonexistent_dir_vg/model.ckpt-1", &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "The passed save_path is not a valid checkpoint: /nonexistent_dir_vg/model.ckpt-1");
     CHECK_CODE(vg_saver_restore(m.saver, m.sess, NULL, &st), VG_INVALID_ARGUMENT);
     CHECK(twovar_untouched(&m));
     twovar_free(&m);
@@ -615,8 +616,11 @@ static void test_saver__save_errors(void) {
     char prefix[512], path[512];
     /* missing directory */
     tmp_path(prefix, "missing/dir/model.ckpt");
-    CHECK_CODE(vg_saver_save(m.saver, m.sess, prefix, 1, path, sizeof path, &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "doesn't exist, can't save");
+    /* saver_test.py testSaveToNonexistingPath: ValueError -> INVALID_ARGUMENT */
+    CHECK_CODE(vg_saver_save(m.saver, m.sess, prefix, 1, path, sizeof path, &st), VG_INVALID_ARGUMENT);
+    char want[600];
+    snprintf(want, sizeof want, "Parent directory of %s doesn't exist, can't save.", prefix);
+    CHECK_STR_CONTAINS(st.msg, want);
     CHECK(path[0] == 0);
     /* a save path that collides with the state file */
     tmp_path(prefix, "checkpoint");
@@ -634,6 +638,33 @@ static void test_saver__save_errors(void) {
     /* path_out too small: still saved, reported */
     char tiny[4];
     CHECK_CODE(vg_saver_save(m.saver, m.sess, prefix, 1, tiny, sizeof tiny, &st), VG_INVALID_ARGUMENT);
+    twovar_free(&m);
+}
+
+/* saver_test.py testSaveToNonexistingPath: each of the three paths (a missing parent,
+ * missing grandparents, a parent that is a file) fails with TF's ValueError message,
+ * exactly, as INVALID_ARGUMENT (vigil's ValueError); testInvalidPath: restoring "invalid
+ * path" is ValueError "The passed save_path is not a valid checkpoint: invalid path". */
+static void test_saver__value_errors(void) {
+    reset_tmpdir();
+    vg_status st;
+    twovar m;
+    twovar_build(&m, VG_FLOAT, 1, false);
+    char file[512];
+    FILE *f = fopen(tmp_path(file, "actually_a_file"), "w");
+    if (f) fclose(f);
+    const char *rel[3] = {"nonexisting_dir/path", "other_nonexisting_dir/path1/path2", "actually_a_file/path"};
+    for (int i = 0; i < 3; i++) {
+        char prefix[512], want[700];
+        tmp_path(prefix, rel[i]);
+        CHECK_CODE(vg_saver_save(m.saver, m.sess, prefix, -1, NULL, 0, &st), VG_INVALID_ARGUMENT);
+        snprintf(want, sizeof want, "Parent directory of %s doesn't exist, can't save.", prefix);
+        CHECK(strcmp(st.msg, want) == 0);
+        if (strcmp(st.msg, want)) fprintf(stderr, "got: %s\n", st.msg);
+    }
+    CHECK_CODE(vg_saver_restore(m.saver, m.sess, "invalid path", &st), VG_INVALID_ARGUMENT);
+    CHECK(strcmp(st.msg, "The passed save_path is not a valid checkpoint: invalid path") == 0);
+    CHECK(twovar_untouched(&m));
     twovar_free(&m);
 }
 
@@ -766,6 +797,7 @@ int main(void) {
     RUN_TEST(test_saver__restore_errors_leave_variables);
     RUN_TEST(test_saver__corrupt_checkpoints);
     RUN_TEST(test_saver__save_errors);
+    RUN_TEST(test_saver__value_errors);
     RUN_TEST(test_saver__constructor_errors);
     RUN_TEST(test_saver__var_list);
     RUN_TEST(test_saver__big_tensor_chunked);

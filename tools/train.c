@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -402,66 +401,19 @@ static vg_code check_data_pair(const char *images, const char *labels, int64_t *
 }
 
 /* mkdir -p: PERMISSION_DENIED, NOT_FOUND or FAILED_PRECONDITION naming the directory. */
-static vg_code mkdirs(const char *dir, vg_status *st) {
-    char p[4200];
-    int n = snprintf(p, sizeof p, "%s", dir);
-    if (n <= 0 || (size_t)n >= sizeof p) return vg_status_set(st, VG_INVALID_ARGUMENT, "bad directory name '%s'", dir);
-    for (char *q = p + 1;; q++) {
-        bool end = *q == 0;
-        if (*q == '/' || end) {
-            *q = 0;
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-                int e = errno;
-                return vg_status_set(st, e == EACCES || e == EPERM ? VG_PERMISSION_DENIED
-                                         : e == ENOENT             ? VG_NOT_FOUND
-                                                                   : VG_FAILED_PRECONDITION,
-                                     "cannot create directory %s: %s", p, strerror(e));
-            }
-            if (end) break;
-            *q = '/';
-        }
-    }
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return vg_status_set(st, VG_FAILED_PRECONDITION, "%s is not a directory", dir);
-    return VG_OK;
-}
-
-/* An advisory lock (flock) on the checkpoint directory for the whole run, so two
- * trainers never interleave checkpoints. The holder's pid is written to
- * DIR/.vigil-train.pid for the message. Returns the fd (kept open until exit: the
- * kernel drops the lock when the process dies) or -1 after reporting. */
-static int lock_checkpoint_dir(const char *dir) {
+/* The library's lock on the checkpoint directory (vg_checkpoint_dir_lock_acquire:
+ * flock, the holder's pid in DIR/.vigil-train.pid), held for the whole run: the
+ * checkpoint lookup before training, training (the session's own lock is turned off:
+ * this process holds it) and the evaluation. Never released: the kernel drops it when
+ * the process ends. Returns false after reporting. */
+static bool lock_checkpoint_dir(const char *dir) {
     vg_status st;
-    if (mkdirs(dir, &st) != VG_OK) return cli_fail_status(&st), -1;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return cli_fail("cannot open checkpoint directory %s: %s", dir, strerror(errno)), -1;
-    char pidfile[4200];
-    snprintf(pidfile, sizeof pidfile, "%s/.vigil-train.pid", dir);
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        char holder[32] = "unknown";
-        int pf = open(pidfile, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (pf >= 0) {
-            ssize_t k = read(pf, holder, sizeof holder - 1);
-            holder[k > 0 ? k : 0] = 0;
-            holder[strcspn(holder, "\n")] = 0;
-            if (!holder[0]) strcpy(holder, "unknown");
-            close(pf);
-        }
-        close(fd);
-        vg_status_set(&st, e == EWOULDBLOCK ? VG_FAILED_PRECONDITION : VG_UNAVAILABLE,
-                      "checkpoint directory %s is locked by another vigil train (pid %s); wait for it or use another "
-                      "--checkpoint-dir", dir, holder);
-        return cli_fail_status(&st), -1;
-    }
-    /* written in place (no temporary a kill could leave behind); read only for messages */
-    char pid[32];
-    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    int pf = open(pidfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (pf < 0 || write(pf, pid, (size_t)n) != n) vg_logf(VG_LOG_WARN, "cannot record the lock holder in %s", pidfile);
-    if (pf >= 0) close(pf);
-    return fd;
+    if (vg_checkpoint_dir_lock_acquire(dir, &st)) return true;
+    vg_status hint = st;
+    if (st.code == VG_FAILED_PRECONDITION && strstr(st.msg, "is locked by"))
+        vg_status_set(&hint, st.code, "%s; wait for it or use another --checkpoint-dir", st.msg);
+    cli_fail_status(&hint);
+    return false;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1067,6 +1019,7 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     vg_session_options so = {o->threads, o->threads};
     vg_mts_options mo = VG_MTS_OPTIONS_INIT;
     mo.checkpoint_dir = g_rank == 0 ? o->ckpt_dir : NULL; /* the chief restores and saves */
+    mo.no_checkpoint_dir_lock = true; /* main() holds the directory's lock for the whole run */
     mo.hooks = hooks;
     mo.nhooks = nh;
     mo.config = &so;
@@ -1198,7 +1151,7 @@ static int train_main(int argc, char **argv) {
     }
     if (o.steps >= 0 && o.steps < last_step) last_step = o.steps;
     /* one trainer per checkpoint directory, for the whole run (fd kept until exit) */
-    if (g_rank == 0 && lock_checkpoint_dir(o.ckpt_dir) < 0) return 1;
+    if (g_rank == 0 && !lock_checkpoint_dir(o.ckpt_dir)) return 1;
     char prefix[4096];
     int64_t start_step = 0;
     prefix[0] = 0;

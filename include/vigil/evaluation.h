@@ -85,8 +85,9 @@ VG_API vg_evaluate_options vg_evaluate_options_default(void);
  * nfinal_ops-1] (new tensors the caller frees; may be NULL when nfinal_ops is 0).
  * Logs "Starting evaluation at ..." / "Finished evaluation at ..." at INFO.
  * Fails with: INVALID_ARGUMENT (g, o or checkpoint_path NULL, a NULL array with a
- * count, final_values NULL with final ops), the session creator's errors (NOT_FOUND for
- * a missing checkpoint), any eval run's or hook's error. final_values are left NULL on
+ * count, final_values NULL with final ops), the session creator's errors
+ * (INVALID_ARGUMENT "The passed save_path is not a valid checkpoint" for a missing
+ * checkpoint, TF's ValueError), any eval run's or hook's error. final_values are left NULL on
  * failure. */
 VG_API vg_code vg_evaluate_once(vg_graph *g, const vg_evaluate_options *o, vg_tensor **final_values,
                                 vg_status *st);

@@ -127,7 +127,8 @@ typedef struct vg_layer_config {
     /* batch_normalization, layer_norm */
     int axis;                    /* -1 (only the last axis is supported) */
     double momentum;             /* 0.99 */
-    double epsilon;              /* 0.001 (layer_norm: 1e-12, fixed as in TF) */
+    double epsilon;              /* 0.001 (layer_norm: 1e-12, the variance_epsilon TF's
+                                    contrib layer_norm fixes; another value is used as given) */
     bool center, scale;          /* true, true */
     vg_initializer beta_initializer, gamma_initializer;                    /* zeros, ones */
     vg_initializer moving_mean_initializer, moving_variance_initializer;  /* zeros, ones */

@@ -192,6 +192,38 @@ typedef struct vg_session_creator {
     void *payload;
 } vg_session_creator;
 
+/* ---- One trainer per checkpoint directory (a vigil guard; TF has none) ---------
+ * A chief session creator given a checkpoint_dir (so MonitoredTrainingSession on the
+ * chief and SingularMonitoredSession) takes this lock when it is made and releases it
+ * when it is destroyed (vg_monitored_session_free), so two trainers never interleave
+ * checkpoints in one directory; a second one fails at once with FAILED_PRECONDITION
+ * (TF's RuntimeError mapping), whether it runs in another process or in this one.
+ * Workers (is_chief false) never lock. A program that must share a directory (or holds
+ * the lock itself with vg_checkpoint_dir_lock_acquire, as `vigil train` does for its
+ * whole run) sets the options' no_checkpoint_dir_lock. */
+typedef struct vg_dir_lock vg_dir_lock;
+
+/* Creates dir (and missing parents, mode 0755) and takes an exclusive, non-blocking
+ * advisory lock (flock) on it; the caller's pid goes to "<dir>/.vigil-train.pid" (read
+ * only to name the holder in the error). The lock lasts until
+ * vg_checkpoint_dir_lock_release (which removes the pid file) or until the process dies
+ * (the kernel drops it: a killed trainer leaves no stale lock). The descriptor is
+ * close-on-exec; a child forked without exec shares the lock. Returns the lock (the
+ * caller releases it), or NULL with FAILED_PRECONDITION "checkpoint directory <dir> is
+ * locked by another vigil trainer (pid N)" (", this process" added when it is the
+ * caller's own pid), or for a path that is not a directory; PERMISSION_DENIED /
+ * NOT_FOUND (cannot create or open it); UNAVAILABLE (the filesystem refuses flock);
+ * INVALID_ARGUMENT (NULL or empty dir); RESOURCE_EXHAUSTED.
+ *
+ *     vg_status st;
+ *     vg_dir_lock *lk = vg_checkpoint_dir_lock_acquire("runs/m", &st);
+ *     if (!lk) return st.code;               // another trainer owns runs/m
+ *     vg_checkpoint_dir_lock_release(lk);
+ */
+VG_API vg_dir_lock *vg_checkpoint_dir_lock_acquire(const char *dir, vg_status *st);
+/* Releases the lock (NULL: no-op). */
+VG_API void vg_checkpoint_dir_lock_release(vg_dir_lock *lock);
+
 /* The arguments of ChiefSessionCreator(scaffold, master, config, checkpoint_dir,
  * checkpoint_filename_with_path) and WorkerSessionCreator(scaffold, master, config,
  * max_wait_secs). Strings are copied. */
@@ -202,14 +234,18 @@ typedef struct vg_session_creator_options {
     const char *checkpoint_dir;                /* chief only */
     const char *checkpoint_filename_with_path; /* chief only */
     double max_wait_secs;                      /* worker only: 1800 (TF's 30 * 60) */
+    bool no_checkpoint_dir_lock;               /* chief: true = do not lock checkpoint_dir (above) */
 } vg_session_creator_options;
 
-#define VG_SESSION_CREATOR_OPTIONS_INIT {NULL, NULL, NULL, NULL, 1800.0}
+#define VG_SESSION_CREATOR_OPTIONS_INIT {NULL, NULL, NULL, NULL, 1800.0, false}
 VG_API vg_session_creator_options vg_session_creator_options_default(void);
 
 /* ChiefSessionCreator / WorkerSessionCreator: fill *out (its destroy releases it; a
- * monitored session given it takes it over). o NULL: defaults. Fail with
- * INVALID_ARGUMENT (g or out NULL), RESOURCE_EXHAUSTED; *out is then empty. */
+ * monitored session given it takes it over). o NULL: defaults. A chief creator with a
+ * checkpoint_dir takes the directory's lock (vg_checkpoint_dir_lock_acquire) unless
+ * no_checkpoint_dir_lock, and releases it in destroy. Fail with INVALID_ARGUMENT (g or
+ * out NULL), RESOURCE_EXHAUSTED, and the lock's errors (FAILED_PRECONDITION when
+ * another trainer holds the directory); *out is then empty. */
 VG_API vg_code vg_chief_session_creator(vg_graph *g, const vg_session_creator_options *o, vg_session_creator *out,
                                         vg_status *st);
 VG_API vg_code vg_worker_session_creator(vg_graph *g, const vg_session_creator_options *o, vg_session_creator *out,
@@ -246,13 +282,18 @@ typedef struct vg_singular_options {
     const char *checkpoint_dir;
     double stop_grace_period_secs;         /* 120 */
     const char *checkpoint_filename_with_path;
+    bool no_checkpoint_dir_lock;           /* true: do not lock checkpoint_dir (vg_checkpoint_dir_lock_acquire) */
 } vg_singular_options;
 
-#define VG_SINGULAR_OPTIONS_INIT {NULL, 0, NULL, NULL, NULL, 120.0, NULL}
+#define VG_SINGULAR_OPTIONS_INIT {NULL, 0, NULL, NULL, NULL, 120.0, NULL, false}
 VG_API vg_singular_options vg_singular_options_default(void);
 
 /* SingularMonitoredSession: no recovery; raw_session() available. Takes ownership of
- * the hooks. */
+ * the hooks. With a checkpoint_dir it locks the directory until freed (see
+ * vg_checkpoint_dir_lock_acquire; FAILED_PRECONDITION when another trainer holds it)
+ * and restores its newest checkpoint; a "<dir>/checkpoint" state file that exists but
+ * cannot be read or parsed fails creation with DATA_LOSS naming it (vigil: never a
+ * silent start from scratch; vg_checkpoint_find_latest). */
 VG_API vg_monitored_session *vg_singular_monitored_session_new(vg_graph *g, const vg_singular_options *o,
                                                                vg_status *st);
 
@@ -334,17 +375,23 @@ typedef struct vg_mts_options {
     double max_wait_secs;                /* 7200 */
     int64_t save_checkpoint_steps;       /* < 0 = unset */
     const char *summary_dir;             /* NULL: checkpoint_dir */
+    bool no_checkpoint_dir_lock;         /* chief: true = do not lock checkpoint_dir (vg_checkpoint_dir_lock_acquire) */
 } vg_mts_options;
 
 #define VG_MTS_OPTIONS_INIT \
-    {true, NULL, NULL, NULL, 0, NULL, 0, -1.0, -1, -1.0, NULL, 120.0, 100, 7200.0, -1, NULL}
+    {true, NULL, NULL, NULL, 0, NULL, 0, -1.0, -1, -1.0, NULL, 120.0, 100, 7200.0, -1, NULL, false}
 VG_API vg_mts_options vg_mts_options_default(void);
 
 /* tf.train.MonitoredTrainingSession: a MonitoredSession with TF's default hooks for the
  * chief (StepCounterHook, SummarySaverHook, CheckpointSaverHook) resolved from the
- * options exactly as TF 1.15 does. Fails with INVALID_ARGUMENT when both
- * save_checkpoint_steps and save_checkpoint_secs (or both summary frequencies) are set,
- * and with everything vg_monitored_session_new fails with. */
+ * options exactly as TF 1.15 does. On the chief, checkpoint_dir is locked until the
+ * session is freed (vg_checkpoint_dir_lock_acquire: a second trainer on it fails at once
+ * with FAILED_PRECONDITION naming the directory and the holder's pid; off with
+ * no_checkpoint_dir_lock), and an unreadable or unparsable "<dir>/checkpoint" state
+ * file fails creation with DATA_LOSS naming it instead of initializing from scratch.
+ * Fails with INVALID_ARGUMENT when both save_checkpoint_steps and save_checkpoint_secs
+ * (or both summary frequencies) are set, and with everything vg_monitored_session_new
+ * fails with. */
 VG_API vg_monitored_session *vg_monitored_training_session_new(vg_graph *g, const vg_mts_options *o,
                                                                vg_status *st);
 

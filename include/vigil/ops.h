@@ -37,6 +37,18 @@ VG_API vg_output vg_const_array(vg_graph *g, vg_dtype dt, const int64_t *dims, i
 VG_API vg_output vg_const_i32_vec(vg_graph *g, const int32_t *v, int n, const char *name);
 /* Const of dtype dt filled with value, shape dims (scalar when ndims == 0). */
 VG_API vg_output vg_const_fill(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndims, double value, const char *name);
+/* tf.constant(value, dtype, shape, verify_shape) of TF 1.15 (constant_v1 /
+ * make_tensor_proto) for a numeric value list: values[0..n) row-major, of shape
+ * value_dims (NULL: a flat list [n]), converted to dt (float, double, int32, int64,
+ * uint8, bool, half), for a Const of shape dims. Fewer values than elements: the last
+ * value fills the rest (zeros when n == 0), as TF reads a short TensorProto. Fails
+ * ({NULL}, graph error INVALID_ARGUMENT) with TF's messages: "Too many elements provided.
+ * Needed at most S, but received n" (ValueError); with verify_shape a value shape other
+ * than dims: "Expected Tensor's shape: (2, 4), got (6,)." (TF's TypeError); also a
+ * string dtype, a negative dimension, n not matching value_dims. name NULL: "Const".
+ * values are copied. */
+VG_API vg_output vg_const_values(vg_graph *g, vg_dtype dt, const double *values, int64_t n, const int64_t *value_dims,
+                                 int value_ndims, const int64_t *dims, int ndims, bool verify_shape, const char *name);
 VG_API vg_output vg_identity(vg_graph *g, vg_output x, const char *name);
 /* StopGradient: identity that blocks gradients. */
 VG_API vg_output vg_stop_gradient(vg_graph *g, vg_output x, const char *name);
@@ -60,6 +72,26 @@ VG_API vg_output vg_slice_c(vg_graph *g, vg_output x, const int64_t *begin, cons
 VG_API vg_output vg_fill(vg_graph *g, vg_output dims, vg_output value, const char *name);
 VG_API vg_output vg_zeros_like(vg_graph *g, vg_output x, const char *name);
 VG_API vg_output vg_ones_like(vg_graph *g, vg_output x, const char *name);
+/* tf.zeros_like(x, dtype) / tf.ones_like(x, dtype): x's shape, dtype dt (VG_DTYPE_INVALID
+ * or x's own dtype: the ZerosLike / OnesLike op above). For another dtype: a Const named
+ * "zeros_like" / "ones_like" (or name) when x's shape is fully known at build time, else
+ * "<scope>/Shape", "<scope>/Const" and the Fill "<scope>" with x's static shape. dt must
+ * be numeric or bool (else INVALID_ARGUMENT through the graph's status). */
+VG_API vg_output vg_zeros_like_dtype(vg_graph *g, vg_output x, vg_dtype dt, const char *name);
+VG_API vg_output vg_ones_like_dtype(vg_graph *g, vg_output x, vg_dtype dt, const char *name);
+/* Tensor.set_shape(shape): refines t's static (build-time) shape in the graph; later
+ * ops built on t see it. dims entries -1 = unknown, ndims -1 = unknown rank (no
+ * change). The shapes merge as TF's ShapeRefiner does: unknown dimensions take the
+ * known ones. Fails (the shape unchanged, the graph's status untouched: TF raises
+ * ValueError, which a caller may catch) with INVALID_ARGUMENT "Shapes must be equal rank,
+ * but are 2 and 3" or "Dimension 0 in both shapes must be equal, but are 4 and 3.
+ * Shapes are [4,3] and [3,4].", or for a NULL op or bad arguments. Nothing is checked
+ * at run time (as in TF, the shape is a promise).
+ *
+ *     vg_output p = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 3}, 2, "p");
+ *     if (vg_set_shape(p, (int64_t[]){4, 3}, 2, &st) != VG_OK) return st.code;  // [4,3]
+ */
+VG_API vg_code vg_set_shape(vg_output t, const int64_t *dims, int ndims, vg_status *st);
 /* Pack (tf.stack) along axis. */
 VG_API vg_output vg_pack(vg_graph *g, const vg_output *values, int n, int axis, const char *name);
 VG_API vg_output vg_expand_dims(vg_graph *g, vg_output x, int axis, const char *name);

@@ -86,19 +86,20 @@ VG_API void vg_saver_free(vg_saver *s);
 
 /* Saves to "<prefix>-<global_step>" (global_step < 0: "<prefix>"), writes the .meta,
  * updates "<dir>/checkpoint" and deletes checkpoints beyond max_to_keep. The path saved
- * is written to path_out (may be NULL). Fails with NOT_FOUND ("Parent directory of ...
- * doesn't exist, can't save."), RESOURCE_EXHAUSTED (disk full), PERMISSION_DENIED,
- * FAILED_PRECONDITION (uninitialized variable), INVALID_ARGUMENT (a prefix named
- * "checkpoint" without a step; path_len too small, after saving), with the path in the
+ * is written to path_out (may be NULL). Fails with INVALID_ARGUMENT (TF's ValueError:
+ * "Parent directory of <prefix> doesn't exist, can't save."; a prefix named "checkpoint"
+ * without a step; path_len too small, after saving), RESOURCE_EXHAUSTED (disk full),
+ * PERMISSION_DENIED, FAILED_PRECONDITION (uninitialized variable), with the path in the
  * message. On failure the state file is unchanged; a save that fails while writing the
  * checkpoint leaves none of its files behind. */
 VG_API vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t global_step,
                              char *path_out, size_t path_len, vg_status *st);
 /* Restores every variable of the saver from the checkpoint at prefix (the variables
  * need not be initialized). The index is checked against the variables first (every
- * key present, same dtype and shape), then restore_all runs. Fails with NOT_FOUND ("The
- * passed save_path is not a valid checkpoint", or "Key w not found in checkpoint"),
- * INVALID_ARGUMENT (dtype or shape mismatch, naming the tensor; NULL prefix), DATA_LOSS
+ * key present, same dtype and shape), then restore_all runs. Fails with INVALID_ARGUMENT
+ * (TF's ValueError: "The passed save_path is not a valid checkpoint: <prefix>" when no
+ * checkpoint has that prefix, "Can't load save_path when it is None." for NULL; a dtype
+ * or shape mismatch, naming the tensor), NOT_FOUND ("Key w not found in checkpoint"), DATA_LOSS
  * (CRC mismatch, truncation, corrupt index). On failure no variable is changed. */
 VG_API vg_code vg_saver_restore(vg_saver *s, vg_session *sess, const char *prefix, vg_status *st);
 /* Checkpoints this saver still manages (oldest first), borrowed until the next save. */

@@ -163,6 +163,17 @@ VG_API vg_output vg_assign_moving_average(vg_graph *g, vg_output variable, vg_ou
                                           bool zero_debias, const char *name);
 VG_API vg_output vg_assign_moving_average_t(vg_graph *g, vg_output variable, vg_output value, vg_output decay,
                                             bool zero_debias, const char *name);
+/* moving_averages.weighted_moving_average(value, decay, weight, name) of TF 1.15:
+ * in variable scope name (NULL: "WeightedMovingAvg", made unique) two get_variable
+ * zeros variables, "value_x_weight" (value's shape) and "weight" (weight's shape), not
+ * trainable, in GLOBAL_VARIABLES; returns moving_average(value * weight) /
+ * moving_average(weight) (two assign_moving_average updates without zero_debias) as the
+ * RealDiv named "<its name scope>/<full variable scope name>" ("WeightedMovingAvg/
+ * WeightedMovingAvg" at the top). value and weight: float or double of one dtype and of
+ * fully defined shapes (TF's truediv argument makes no difference for them). Fails
+ * ({NULL}, graph error) as get_variable and vg_assign_moving_average do. */
+VG_API vg_output vg_weighted_moving_average(vg_graph *g, vg_output value, double decay, vg_output weight,
+                                            const char *name);
 
 /* ---- ExponentialMovingAverage (src/train/ema.c) ----------------------------- */
 /* TF's GraphKeys.MOVING_AVERAGE_VARIABLES. */
@@ -177,15 +188,21 @@ typedef struct vg_ema vg_ema;
 VG_API vg_ema *vg_ema_new(vg_graph *g, double decay, vg_output num_updates, bool zero_debias, const char *name);
 VG_API void vg_ema_free(vg_ema *e);
 /* ema.apply(var_list): variable refs or tensors of fully defined shape (vars NULL =
- * trainable_variables). Creates the shadows "<var>/<name>" on first use (a variable's
- * from its initial value, a tensor's zeros) and returns the NoOp "<name>" grouping the
- * updates "<name>/AssignMovingAvg", "_1", ... NULL on failure with the graph error:
+ * trainable_variables). Creates the shadows on first use (a variable's from its initial
+ * value, a tensor's zeros), named as TF's slot_creator names them:
+ * "<current variable scope>/<var op name>/<name>" ("_1", "_2" ... when that name was
+ * used as a scope before), and returns the NoOp "<name>" grouping the updates
+ * "<name>/AssignMovingAvg", "_1", ... With zero_debias a tensor's shadow S gets
+ * "<variable scope>/S/biased" and ".../local_step" (vg_assign_moving_average).
+ * NULL on failure with the graph error:
  * INVALID_ARGUMENT "The variables must be half, float, or double: <var>", or a tensor
  * whose shape is not fully defined. */
 VG_API vg_op *vg_ema_apply(vg_ema *e, const vg_output *vars, int n);
 /* ema.average(var): the shadow's ref, {NULL} when var was never applied. */
 VG_API vg_output vg_ema_average(const vg_ema *e, vg_output var);
-/* ema.average_name(var): "<var op name>/<name>" written to buf (returned). */
+/* ema.average_name(var): the shadow's op name once var was applied, else the name
+ * apply() would give it: graph.unique_name("<var op name>/<name>") under the current
+ * name scope (not reserved). Written to buf (returned); NULL for a NULL argument. */
 VG_API char *vg_ema_average_name(const vg_ema *e, vg_output var, char *buf, size_t len);
 
 /* A name -> variable map (checkpoint names to restore into). Free with vg_name_map_free. */

@@ -52,13 +52,25 @@ typedef enum vg_init_kind {
     VG_INIT_RANDOM_NORMAL,     /* mean, stddev, seed */
     VG_INIT_TRUNCATED_NORMAL,  /* mean, stddev, seed */
     VG_INIT_GLOROT_UNIFORM,    /* seed; limit sqrt(6/(fan_in+fan_out)) as TF computes fans */
-    VG_INIT_UNIFORM_UNIT_SCALING /* value = factor, seed; see vg_init_uniform_unit_scaling */
+    VG_INIT_UNIFORM_UNIT_SCALING, /* value = factor, seed; see vg_init_uniform_unit_scaling */
+    VG_INIT_CONSTANT_ARRAY        /* array; see vg_init_constant_array */
 } vg_init_kind;
+
+/* The value of tf.constant_initializer(list / array): values[0..n) row-major, of shape
+ * value_dims (NULL: a flat list [n]), and Constant's verify_shape. */
+typedef struct vg_constant_array {
+    const double *values;
+    int64_t n;
+    const int64_t *value_dims;
+    int value_ndims;
+    bool verify_shape;
+} vg_constant_array;
 
 typedef struct vg_initializer {
     vg_init_kind kind;
     double value, minval, maxval, mean, stddev;
     int64_t seed; /* op seed; 0 = none (the graph seed still makes it deterministic) */
+    const vg_constant_array *array; /* VG_INIT_CONSTANT_ARRAY (borrowed) */
 } vg_initializer;
 
 VG_API vg_initializer vg_init_zeros(void);
@@ -73,6 +85,23 @@ VG_API vg_initializer vg_init_glorot_uniform(int64_t seed);
  * every dimension but the last (at least 1.0); built as "random_uniform" like
  * vg_init_random_uniform. TF's default factor is 1.0. */
 VG_API vg_initializer vg_init_uniform_unit_scaling(double factor, int64_t seed);
+/* tf.constant_initializer(value) for a list or array value (TF 1.15 init_ops.Constant):
+ * builds vg_const_values(dtype, values, shape, verify_shape) as a "Const" (vigil/ops.h):
+ * fewer values than the variable's elements: the last value fills the rest; more:
+ * INVALID_ARGUMENT "Too many elements provided. Needed at most S, but received n"
+ * (TF's ValueError); verify_shape and another shape: INVALID_ARGUMENT "Expected Tensor's
+ * shape: (2, 3), got (6,)." (TF's TypeError); errors go to the graph's status when the
+ * variable is built. Any numeric dtype (TF's Constant takes ints too). a and its arrays
+ * are borrowed: keep them alive as long as the initializer may be built (variables are
+ * built by vg_get_variable* / layers when called, not later).
+ *
+ *     static const double v[6] = {0, 1, 2, 3, 4, 5};
+ *     vg_constant_array a = {v, 6, NULL, 0, false};
+ *     vg_variable x = vg_get_variable(g, "x", VG_INT32, (int64_t[]){2, 4}, 2,
+ *                                     vg_init_constant_array(&a), 0);
+ *     // x = [[0, 1, 2, 3], [4, 5, 5, 5]]
+ */
+VG_API vg_initializer vg_init_constant_array(const vg_constant_array *a);
 
 /* Builds the initial-value ops of an initializer for a given shape under the current
  * scope, named as init_ops.py builds them (TF puts them under "<var>/Initializer/"):

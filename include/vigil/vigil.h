@@ -51,5 +51,6 @@
 #include "rnn.h"
 #include "npy.h"
 #include "distributed.h"
+#include "flags.h"
 
 #endif

@@ -964,18 +964,103 @@ vg_output vg_const_fill(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndims
         t = NULL;
     }
     if (t) {
-        union { float f; double d; int32_t i; int64_t l; uint8_t u; bool b; } v;
+        union { float f; double d; int32_t i; int64_t l; uint8_t u; uint16_t h; bool b; } v;
         switch (dt) {
         case VG_FLOAT: v.f = (float)value; break;
         case VG_DOUBLE: v.d = value; break;
         case VG_INT32: v.i = (int32_t)value; break;
         case VG_INT64: v.l = (int64_t)value; break;
         case VG_BOOL: v.b = value != 0; break;
+        case VG_HALF: v.h = vg_float_to_half((float)value); break;
         default: v.u = (uint8_t)value; break;
         }
         fill_bytes(vg_tensor_data(t), &v, vg_dtype_size(dt), vg_tensor_num_elements(t));
     }
     return const_owned(g, t, &st, name);
+}
+
+/* A Python-tuple rendering of a shape, as TF's TypeError shows it: "(2, 4)", "(6,)", "()". */
+static void tuple_str(const int64_t *dims, int nd, char *buf, size_t len) {
+    size_t o = (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < nd && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? ", " : "", (long long)dims[i]);
+    if (o < len) snprintf(buf + o, len - o, nd == 1 ? ",)" : ")");
+}
+
+/* Element i of the value list as the dtype's C value, stored at dst. */
+static void put_value(void *dst, vg_dtype dt, double v) {
+    switch (dt) {
+    case VG_FLOAT: *(float *)dst = (float)v; break;
+    case VG_DOUBLE: *(double *)dst = v; break;
+    case VG_INT32: *(int32_t *)dst = (int32_t)v; break;
+    case VG_INT64: *(int64_t *)dst = (int64_t)v; break;
+    case VG_BOOL: *(bool *)dst = v != 0; break;
+    case VG_HALF: *(uint16_t *)dst = vg_float_to_half((float)v); break;
+    default: *(uint8_t *)dst = (uint8_t)v; break;
+    }
+}
+
+vg_output vg_const_values(vg_graph *g, vg_dtype dt, const double *values, int64_t n, const int64_t *value_dims,
+                          int value_ndims, const int64_t *dims, int ndims, bool verify_shape, const char *name) {
+    vg_status st;
+    if (!g) return (vg_output){NULL, 0};
+    if (vg_graph_status(g, NULL) != VG_OK) return (vg_output){NULL, 0};
+    if (n < 0 || (n > 0 && !values) || ndims < 0 || ndims > VG_MAX_DIMS || (ndims > 0 && !dims) ||
+        value_ndims < 0 || value_ndims > VG_MAX_DIMS || (value_ndims > 0 && !value_dims)) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "constant: bad values or shape");
+        return (vg_output){NULL, 0};
+    }
+    if (dt == VG_STRING || vg_dtype_size(dt) == 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "constant: dtype %s cannot hold numbers", vg_dtype_name(dt));
+        return (vg_output){NULL, 0};
+    }
+    /* the value's own shape: value_dims, or [n] when not given (a flat list) */
+    int64_t vd[VG_MAX_DIMS];
+    int vnd = value_dims ? value_ndims : 1;
+    if (value_dims) memcpy(vd, value_dims, sizeof(int64_t) * (size_t)value_ndims);
+    else vd[0] = n;
+    int64_t vsize = 1, size = 1;
+    for (int i = 0; i < vnd; i++) vsize *= vd[i];
+    for (int i = 0; i < ndims; i++) {
+        if (dims[i] < 0) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "constant: shape dimension %d is %lld", i, (long long)dims[i]);
+            return (vg_output){NULL, 0};
+        }
+        size *= dims[i];
+    }
+    if (vsize != n) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "constant: %lld values do not fill the value shape of %lld elements",
+                           (long long)n, (long long)vsize);
+        return (vg_output){NULL, 0};
+    }
+    /* make_tensor_proto(values, shape, verify_shape): */
+    if (size > 0) {
+        bool same = vnd == ndims;
+        for (int i = 0; same && i < ndims; i++) same = vd[i] == dims[i];
+        if (verify_shape && !same) {
+            char want[200], got[200];
+            tuple_str(dims, ndims, want, sizeof want);
+            tuple_str(vd, vnd, got, sizeof got);
+            /* TF's TypeError (vigil: INVALID_ARGUMENT) */
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "Expected Tensor's shape: %s, got %s.", want, got);
+            return (vg_output){NULL, 0};
+        }
+        if (n > size) {
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "Too many elements provided. Needed at most %lld, but received %lld",
+                               (long long)size, (long long)n);
+            return (vg_output){NULL, 0};
+        }
+    }
+    vg_tensor *t = vg_tensor_new(dt, dims, ndims, &st);
+    if (t) {
+        /* fewer values than elements: the last one repeats (zeros when there is none), as
+         * a TensorProto with fewer values than its shape is read */
+        size_t esz = vg_dtype_size(dt);
+        char *d = vg_tensor_data(t);
+        for (int64_t i = 0; i < size; i++)
+            put_value(d + (size_t)i * esz, dt, n == 0 ? 0.0 : values[i < n ? i : n - 1]);
+    }
+    return const_owned(g, t, &st, name ? name : "Const");
 }
 
 static vg_output unary(vg_graph *g, const char *type, vg_output x, const char *name) {
@@ -1042,6 +1127,93 @@ vg_output vg_zeros_like(vg_graph *g, vg_output x, const char *name) {
 
 vg_output vg_ones_like(vg_graph *g, vg_output x, const char *name) {
     return unary(g, "OnesLike", x, name ? name : "ones_like");
+}
+
+/* zeros_like / ones_like with TF's dtype argument, for another dtype than x's: under
+ * the name scope, a Const of x's shape when it is fully known (zeros_like_impl's
+ * `zeros(tensor.shape, dtype)`, ones_like_impl's constant-folded shape), else
+ * Fill(Shape(x), value) (array_ops.zeros / ones), the result carrying x's static shape. */
+static vg_output like_dtype(vg_graph *g, vg_output x, vg_dtype dt, double value, const char *scope) {
+    if (!g || vg_graph_status(g, NULL) != VG_OK) return (vg_output){NULL, 0};
+    if (!x.op) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: no input tensor", scope);
+        return (vg_output){NULL, 0};
+    }
+    if (dt == VG_STRING || dt == VG_RESOURCE || vg_dtype_size(dt) == 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: dtype must be a numeric or bool type, got %s", scope,
+                           vg_dtype_name(dt));
+        return (vg_output){NULL, 0};
+    }
+    vg_shape s = vg_output_shape(x);
+    if (vg_shape_is_fully_defined(&s)) return vg_const_fill(g, dt, s.dims, s.ndims, value, scope);
+    char rel[1024];
+    vg__array_name_push(g, scope, rel, sizeof rel);
+    vg_output shape = vg_shape_op(g, x, VG_INT32, "Shape");
+    vg_output v = vg_const_fill(g, dt, NULL, 0, value, "Const");
+    vg_graph_pop_scope(g);
+    vg_output out = vg_fill(g, shape, v, rel);
+    if (out.op && s.ndims >= 0) vg__op_set_output(out.op, 0, dt, s); /* ret.set_shape(tensor.get_shape()) */
+    return out;
+}
+
+vg_output vg_zeros_like_dtype(vg_graph *g, vg_output x, vg_dtype dt, const char *name) {
+    if (dt == VG_DTYPE_INVALID || (x.op && dt == vg_output_dtype(x))) return vg_zeros_like(g, x, name);
+    return like_dtype(g, x, dt, 0.0, name ? name : "zeros_like");
+}
+
+vg_output vg_ones_like_dtype(vg_graph *g, vg_output x, vg_dtype dt, const char *name) {
+    if (dt == VG_DTYPE_INVALID || (x.op && dt == vg_output_dtype(x))) return vg_ones_like(g, x, name);
+    return like_dtype(g, x, dt, 1.0, name ? name : "ones_like");
+}
+
+/* TF's shape DebugString: "[2,?]", "?" for an unknown rank. */
+static void debug_shape(const vg_shape *s, char *buf, size_t len) {
+    if (s->ndims < 0) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    size_t o = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < s->ndims && o < len; i++) {
+        if (s->dims[i] < 0) o += (size_t)snprintf(buf + o, len - o, "%s?", i ? "," : "");
+        else o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? "," : "", (long long)s->dims[i]);
+    }
+    if (o < len) snprintf(buf + o, len - o, "]");
+}
+
+vg_code vg_set_shape(vg_output t, const int64_t *dims, int ndims, vg_status *st) {
+    if (!t.op || t.index < 0 || t.index >= vg_op_num_outputs(t.op))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "set_shape: not an output of an op");
+    if (ndims > VG_MAX_DIMS || (ndims > 0 && !dims))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "set_shape: bad shape (rank %d)", ndims);
+    vg_shape want = ndims < 0 ? vg_shape_unknown() : vg_shape_make(dims, ndims);
+    for (int i = 0; i < want.ndims; i++)
+        if (want.dims[i] < -1)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "set_shape: dimension %d is %lld", i, (long long)want.dims[i]);
+    vg_shape have = vg_output_shape(t), merged = have;
+    /* ShapeRefiner::SetShape: InferenceContext::Merge(existing, new) */
+    if (want.ndims >= 0) {
+        if (have.ndims < 0) {
+            merged = want;
+        } else if (have.ndims != want.ndims) {
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Shapes must be equal rank, but are %d and %d", have.ndims,
+                                 want.ndims);
+        } else {
+            for (int i = 0; i < have.ndims; i++) {
+                if (have.dims[i] >= 0 && want.dims[i] >= 0 && have.dims[i] != want.dims[i]) {
+                    char a[200], b[200];
+                    debug_shape(&have, a, sizeof a);
+                    debug_shape(&want, b, sizeof b);
+                    return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                         "Dimension %d in both shapes must be equal, but are %lld and %lld. Shapes are "
+                                         "%s and %s.", i, (long long)have.dims[i], (long long)want.dims[i], a, b);
+                }
+                if (have.dims[i] < 0) merged.dims[i] = want.dims[i];
+            }
+        }
+    }
+    vg__op_set_output(t.op, t.index, vg_output_dtype(t), merged);
+    vg_status_clear(st);
+    return VG_OK;
 }
 
 vg_output vg_expand_dims(vg_graph *g, vg_output x, int axis, const char *name) {

@@ -455,6 +455,7 @@ vg_monitored_session *vg_singular_monitored_session_new(vg_graph *g, const vg_si
         co.config = o->config;
         co.checkpoint_dir = o->checkpoint_dir;
         co.checkpoint_filename_with_path = o->checkpoint_filename_with_path;
+        co.no_checkpoint_dir_lock = o->no_checkpoint_dir_lock;
         if (vg_chief_session_creator(g, &co, &c, st) != VG_OK) {
             for (int i = 0; o->hooks && i < o->nhooks; i++)
                 if (o->hooks[i].destroy) o->hooks[i].destroy(o->hooks[i].payload);

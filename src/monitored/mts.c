@@ -44,20 +44,26 @@ vg_monitored_session *vg_monitored_training_session_new(vg_graph *g, const vg_mt
         if (!(scaffold = vg_scaffold_new(NULL))) goto oom_early;
         own = true;
     }
+    /* the chief's creator locks checkpoint_dir first, before any hook touches it */
     vg_session_creator creator;
-    if (own) creator = vg__session_creator_owning(g, scaffold, o.config, o.is_chief, o.checkpoint_dir, o.max_wait_secs);
-    else {
+    if (own) {
+        creator = vg__session_creator_owning(g, scaffold, o.config, o.is_chief, o.checkpoint_dir, o.max_wait_secs,
+                                             !o.no_checkpoint_dir_lock, st);
+    } else {
         vg_session_creator_options co = VG_SESSION_CREATOR_OPTIONS_INIT;
         co.scaffold = scaffold;
         co.config = o.config;
         co.checkpoint_dir = o.checkpoint_dir;
         co.max_wait_secs = o.max_wait_secs;
-        if (o.is_chief) vg_chief_session_creator(g, &co, &creator, NULL);
-        else vg_worker_session_creator(g, &co, &creator, NULL);
+        co.no_checkpoint_dir_lock = o.no_checkpoint_dir_lock;
+        if (o.is_chief) vg_chief_session_creator(g, &co, &creator, st);
+        else vg_worker_session_creator(g, &co, &creator, st);
     }
     if (!creator.create_session) {
         if (own) vg_scaffold_free(scaffold);
-        goto oom_early;
+        free_hooks(o.hooks, o.nhooks);
+        free_hooks(o.chief_only_hooks, o.nchief_only_hooks);
+        return NULL;
     }
     if (!o.is_chief) {
         free_hooks(o.chief_only_hooks, o.nchief_only_hooks);

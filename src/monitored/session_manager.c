@@ -293,6 +293,7 @@ typedef struct creator {
     char *checkpoint_dir;
     char *checkpoint_filename_with_path;
     double max_wait_secs;
+    vg_dir_lock *lock; /* the chief's lock on checkpoint_dir (dir_lock.c) */
 } creator;
 
 static char *dup_str(const char *s) {
@@ -307,6 +308,7 @@ static void creator_destroy(void *p) {
     creator *c = p;
     if (!c) return;
     if (c->own_scaffold) vg_scaffold_free(c->scaffold);
+    vg_checkpoint_dir_lock_release(c->lock);
     vg_free(c->checkpoint_dir);
     vg_free(c->checkpoint_filename_with_path);
     vg_free(c);
@@ -332,11 +334,16 @@ static vg_session *creator_create(void *p, vg_status *st) {
     return vg_session_manager_prepare_session(&sm, &po, st);
 }
 
+/* On failure (*st set) the returned creator is empty and a given scaffold is not freed. */
 static vg_session_creator make_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
-                                       bool chief, const char *dir, const char *path, double max_wait) {
+                                       bool chief, const char *dir, const char *path, double max_wait, bool lock,
+                                       vg_status *st) {
     vg_session_creator out = {NULL, NULL, NULL};
     creator *c = vg_calloc(1, sizeof *c);
-    if (!c) return out;
+    if (!c) {
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
+        return out;
+    }
     c->g = g;
     c->chief = chief;
     c->scaffold = scaffold;
@@ -350,6 +357,12 @@ static vg_session_creator make_creator(vg_graph *g, vg_scaffold *scaffold, const
     c->max_wait_secs = max_wait;
     if (!c->scaffold || (dir && !c->checkpoint_dir) || (path && !c->checkpoint_filename_with_path)) {
         creator_destroy(c);
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
+        return out;
+    }
+    /* vigil: one trainer per checkpoint directory (the chief's; workers only read) */
+    if (chief && dir && *dir && lock && !(c->lock = vg_checkpoint_dir_lock_acquire(dir, st))) {
+        creator_destroy(c);
         return out;
     }
     out.create_session = creator_create;
@@ -359,8 +372,9 @@ static vg_session_creator make_creator(vg_graph *g, vg_scaffold *scaffold, const
 }
 
 vg_session_creator vg__session_creator_owning(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
-                                              bool chief, const char *checkpoint_dir, double max_wait_secs) {
-    vg_session_creator c = make_creator(g, scaffold, config, chief, checkpoint_dir, NULL, max_wait_secs);
+                                              bool chief, const char *checkpoint_dir, double max_wait_secs,
+                                              bool lock_dir, vg_status *st) {
+    vg_session_creator c = make_creator(g, scaffold, config, chief, checkpoint_dir, NULL, max_wait_secs, lock_dir, st);
     if (c.payload) ((creator *)c.payload)->own_scaffold = true;
     return c;
 }
@@ -379,9 +393,9 @@ static vg_code public_creator(vg_graph *g, const vg_session_creator_options *o, 
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s session creator: %s is NULL", chief ? "chief" : "worker",
                              g ? "out" : "graph");
     *out = make_creator(g, o->scaffold, o->config, chief, chief ? o->checkpoint_dir : NULL,
-                        chief ? o->checkpoint_filename_with_path : NULL, o->max_wait_secs);
-    if (!out->create_session)
-        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the session creator");
+                        chief ? o->checkpoint_filename_with_path : NULL, o->max_wait_secs, !o->no_checkpoint_dir_lock,
+                        st);
+    if (!out->create_session) return st ? st->code : VG_RESOURCE_EXHAUSTED;
     vg_status_clear(st);
     return VG_OK;
 }

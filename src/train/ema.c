@@ -1,17 +1,21 @@
 /*
  * ema.c - tf.train.ExponentialMovingAverage (TF 1.15 moving_averages.py) for
- * variables: apply() creates a shadow "<var>/<name>" per variable (not trainable,
+ * variables: apply() creates a shadow "<variable scope>/<var>/<name>" per variable
+ * (slot_creator's naming: "_1" when taken; not trainable,
  * initialised from the variable's initial value, the variable added to
  * "moving_average_variables") and groups one AssignMovingAvg per variable:
  *     shadow -= (shadow - var) * (1 - decay)
  * with decay = min(decay, (1 + num_updates) / (10 + num_updates)) when num_updates is
  * given. average_name() and variables_to_restore() give TF's names for restoring the
  * shadows into the model's variables (the evaluation side of cifar10_eval.py).
- * Plain tensors get a zeros shadow "<op>/<name>" and, with zero_debias, TF's
- * _zero_debias update through "<shadow>/biased" and "<shadow>/local_step".
+ * Plain tensors get a zeros shadow "<variable scope>/<op>/<name>" and, with zero_debias,
+ * TF's _zero_debias update (moving_averages.c) through "<variable scope>/<shadow>/biased"
+ * and ".../local_step".
  */
+#include "variable_internal.h"
 #include "vigil/ops.h"
 #include "vigil/train_lib.h"
+#include "vigil/variable_scope.h"
 #include "vigil/variables.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,10 +67,19 @@ static int find(const vg_ema *e, vg_output v) {
     return -1;
 }
 
+/* average_name: the shadow's op name once applied, else
+ * graph.unique_name(var.op.name + "/" + name, mark_as_used=False) (the current name scope
+ * in front, "_1" ... when taken). */
 char *vg_ema_average_name(const vg_ema *e, vg_output var, char *buf, size_t len) {
     if (!e || !var.op || !buf || !len) return NULL;
-    snprintf(buf, len, "%s/%s", vg_op_name(var.op), e->name);
-    return buf;
+    int i = find(e, var);
+    if (i >= 0) {
+        snprintf(buf, len, "%s", vg_op_name(e->avgs[i].op));
+        return buf;
+    }
+    char base[1100];
+    snprintf(base, sizeof base, "%s/%s", vg_op_name(var.op), e->name);
+    return vg_graph_unique_name(e->g, base, buf, len);
 }
 
 vg_output vg_ema_average(const vg_ema *e, vg_output var) {
@@ -76,7 +89,37 @@ vg_output vg_ema_average(const vg_ema *e, vg_output var) {
 
 static bool is_variable(vg_output v) { return v.op && strcmp(vg_op_type(v.op), "VariableV2") == 0; }
 
-/* Creates the shadow of var: "<var>/<name>", initial value = var's. */
+/* slot_creator.create_slot(primary, init_value, name) / create_zeros_slot(primary, name)
+ * as TF 1.15 names them: with variable_scope(None, default_name=primary.op.name + "/" +
+ * name) a variable named after that scope, i.e. "<current variable scope>/<primary op
+ * name>/<name>", "_1", "_2" ... when that scope was opened before. No name scope is
+ * opened (TF's would reserve the variable's own name in vigil's name table; the op names
+ * are the same either way). initial.op NULL: zeros of primary's shape (TF's
+ * zeros_initializer, ops under "<slot>/Initializer/"). */
+static vg_output make_slot(vg_ema *e, vg_output primary, vg_output initial) {
+    vg_graph *g = e->g;
+    char dflt[1100];
+    snprintf(dflt, sizeof dflt, "%s/%s", vg_op_name(primary.op), e->name);
+    vg_variable_scope_opts o;
+    memset(&o, 0, sizeof o);
+    o.default_name = dflt;
+    o.no_name_scope = true;
+    const char *full = vg_variable_scope_push(g, NULL, &o);
+    if (!full) return vg_out(NULL, 0);
+    vg_variable s;
+    if (initial.op) {
+        vg_graph_push_scope(g, "/");
+        s = vg_variable_new(g, full, initial, 0);
+        vg_graph_pop_scope(g);
+    } else {
+        vg_shape sh = vg_output_shape(primary);
+        s = vg__train_create_variable(g, full, vg_output_dtype(primary), sh.dims, sh.ndims, vg_init_zeros(), 0);
+    }
+    vg_variable_scope_pop(g);
+    return s.ref;
+}
+
+/* Creates the shadow of var (create_slot with var's initial value). */
 static vg_output make_shadow(vg_ema *e, vg_output var) {
     vg_graph *g = e->g;
     vg_op *init = vg_variable_initializer(var.op);
@@ -86,29 +129,7 @@ static vg_output make_shadow(vg_ema *e, vg_output var) {
                            vg_op_name(var.op));
         return vg_out(NULL, 0);
     }
-    char scope[1100];
-    snprintf(scope, sizeof scope, "%s/", vg_op_name(var.op));
-    vg_graph_push_scope(g, scope);
-    vg_variable s = vg_variable_new(g, e->name, initial, 0);
-    vg_graph_pop_scope(g);
-    return s.ref;
-}
-
-/* A zeros variable "<name>/<suffix>" of shape/dtype like x (absolute name). */
-static vg_output zeros_var(vg_graph *g, const char *scope_name, const char *suffix, vg_output like, bool scalar) {
-    char scope[1100];
-    snprintf(scope, sizeof scope, "%s/", scope_name);
-    vg_shape sh = vg_output_shape(like);
-    vg_graph_push_scope(g, scope);
-    vg_output z = vg_const_fill(g, vg_output_dtype(like), sh.dims, scalar ? 0 : sh.ndims, 0.0, "zeros");
-    vg_variable v = vg_variable_new(g, suffix, z, 0);
-    vg_graph_pop_scope(g);
-    return v.ref;
-}
-
-/* slot_creator.create_zeros_slot(tensor, name): "<tensor op>/<name>" = zeros. */
-static vg_output make_zeros_slot(vg_ema *e, vg_output t) {
-    return zeros_var(e->g, vg_op_name(t.op), e->name, t, false);
+    return make_slot(e, var, initial);
 }
 
 static bool grow(vg_ema *e) {
@@ -154,7 +175,7 @@ vg_op *vg_ema_apply(vg_ema *e, const vg_output *vars, int n) {
             return NULL;
         }
         bool var = is_variable(vars[i]);
-        vg_output avg = var ? make_shadow(e, vars[i]) : make_zeros_slot(e, vars[i]);
+        vg_output avg = var ? make_shadow(e, vars[i]) : make_slot(e, vars[i], vg_out(NULL, 0));
         if (!avg.op) return NULL;
         /* only tf.Variables go to MOVING_AVERAGE_VARIABLES */
         if (var) vg_graph_add_to_collection(g, VG_MOVING_AVERAGE_VARIABLES, vars[i]);
@@ -185,35 +206,10 @@ vg_op *vg_ema_apply(vg_ema *e, const vg_output *vars, int n) {
     for (int i = 0; i < n; i++) {
         vg_output avg = e->avgs[find(e, vars[i])];
         bool debias = e->zero_debias && !is_variable(vars[i]);
-        /* assign_moving_average(avg, var, decay): name_scope "AssignMovingAvg" */
-        char af[1024], asc[1100];
-        vg_graph_unique_name(g, "AssignMovingAvg", af, sizeof af);
-        snprintf(asc, sizeof asc, "%s/", af);
-        const char *as = strrchr(af, '/');
-        vg_graph_push_scope(g, asc);
-        vg_output one_minus = vg_sub(g, vg_const_f32(g, 1.0f, "sub/x"), decay, "sub");
-        if (vg_output_dtype(vars[i]) != VG_FLOAT) one_minus = vg_cast(g, one_minus, vg_output_dtype(vars[i]), "Cast");
-        vg_output upd;
-        if (!debias) {
-            vg_output delta = vg_mul(g, vg_sub(g, avg, vars[i], "sub_1"), one_minus, "mul");
-            vg_graph_pop_scope(g);
-            upd = vg_assign_sub(g, avg, delta, as ? as + 1 : af);
-        } else {
-            /* _zero_debias: biased -= (biased - value) * (1 - decay); local_step += 1;
-             * avg = biased / (1 - decay ^ local_step) */
-            vg_output biased = zeros_var(g, vg_op_name(avg.op), "biased", avg, false);
-            vg_output step = zeros_var(g, vg_op_name(avg.op), "local_step", avg, true);
-            vg_output ub = vg_assign_sub(g, biased, vg_mul(g, vg_sub(g, biased, vars[i], "sub_1"), one_minus, "mul"),
-                                         "AssignSub");
-            vg_output us = vg_assign_add(g, step, vg_const_fill(g, vg_output_dtype(avg), NULL, 0, 1.0, "AssignAdd/value"),
-                                         "AssignAdd");
-            vg_output one = vg_const_fill(g, vg_output_dtype(avg), NULL, 0, 1.0, "sub_2/x");
-            vg_output factor = vg_sub(g, one, vg_pow(g, vg_sub(g, vg_const_fill(g, vg_output_dtype(avg), NULL, 0, 1.0, "sub_3/x"),
-                                                            one_minus, "sub_3"), us, "Pow"), "sub_2");
-            vg_output q = vg_div(g, ub, factor, "truediv");
-            vg_graph_pop_scope(g);
-            upd = vg_assign(g, avg, q, true, as ? as + 1 : af);
-        }
+        /* assign_moving_average(avg, var, decay, zero_debias): name_scope "AssignMovingAvg",
+         * the debias variables under variable_scope(avg's name) (moving_averages.c) */
+        vg_output upd = vg_assign_moving_average_t(g, avg, vars[i], decay, debias, NULL);
+        if (!upd.op) break;
         updates[i] = upd.op;
     }
     vg_graph_pop_scope(g);

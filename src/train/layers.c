@@ -619,8 +619,10 @@ static vg_output call_layer_norm(vg_graph *g, vg_layer *l, vg_output x) {
     for (int i = bna; i < s.ndims; i++) axes[n++] = i;
     vg_output mean, var;
     moments(g, x, axes, n, true, &mean, &var);
+    /* variance_epsilon: TF's contrib layer_norm fixes 1e-12 (the config's default); a
+     * config asking for another value gets it */
     return batch_normalization(g, x, mean, var, l->beta.var ? l->beta.read : none_out(),
-                               l->gamma.var ? l->gamma.read : none_out(), 1e-12);
+                               l->gamma.var ? l->gamma.read : none_out(), c->epsilon);
 }
 
 /* ------------------------------------------------------------------------ */

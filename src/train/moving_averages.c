@@ -156,3 +156,44 @@ vg_output vg_assign_moving_average_t(vg_graph *g, vg_output variable, vg_output 
     }
     return assign_moving_average(g, variable, value, decay, 0.0, zero_debias, name);
 }
+
+/* weighted_moving_average: variable_scope(name, "WeightedMovingAvg") with two zeros
+ * get_variables, two assign_moving_average(zero_debias=False), truediv named after the
+ * scope. */
+vg_output vg_weighted_moving_average(vg_graph *g, vg_output value, double decay, vg_output weight, const char *name) {
+    if (!g || vg_graph_status(g, NULL) != VG_OK) return none_out();
+    if (!value.op || !weight.op) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "weighted_moving_average: value and weight are required");
+        return none_out();
+    }
+    vg_variable_scope_opts so;
+    memset(&so, 0, sizeof so);
+    so.default_name = "WeightedMovingAvg";
+    const char *scope = vg_variable_scope_push(g, name, &so);
+    if (!scope) return none_out();
+    char sname[MA_NAME_MAX];
+    snprintf(sname, sizeof sname, "%s", scope);
+    vg_shape vsh = vg_output_shape(value), wsh = vg_output_shape(weight);
+    vg_get_variable_opts o;
+    memset(&o, 0, sizeof o);
+    o.dt = vg_output_dtype(value);
+    o.dims = vsh.dims;
+    o.ndims = vsh.ndims;
+    o.has_init = true;
+    o.init = vg_init_zeros();
+    o.not_trainable = true;
+    vg_variable vxw = vg_get_variable_ex(g, "value_x_weight", &o);
+    o.dt = vg_output_dtype(weight);
+    o.dims = wsh.dims;
+    o.ndims = wsh.ndims;
+    vg_variable wv = vxw.var ? vg_get_variable_ex(g, "weight", &o) : vxw;
+    vg_output r = none_out();
+    if (wv.var) {
+        vg_output num = vg_assign_moving_average(g, vxw.ref, vg_mul(g, value, weight, "mul"), decay, false, NULL);
+        vg_output den = vg_assign_moving_average(g, wv.ref, weight, decay, false, NULL);
+        /* truediv(name=scope.name): the full variable-scope name under the name scope */
+        if (num.op && den.op) r = vg_div(g, num, den, sname);
+    }
+    vg_variable_scope_pop(g);
+    return vg_graph_status(g, NULL) == VG_OK ? r : none_out();
+}

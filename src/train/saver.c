@@ -663,7 +663,8 @@ static void maybe_delete_old(vg_saver *s) {
 static vg_code check_parent_dir(const char *dir, const char *prefix, vg_status *st) {
     struct stat sb;
     if (stat(*dir ? dir : ".", &sb) == 0 && S_ISDIR(sb.st_mode)) return VG_OK;
-    return vg_status_set(st, VG_NOT_FOUND, "Parent directory of %s doesn't exist, can't save.", prefix);
+    /* TF's ValueError (vigil's mapping: INVALID_ARGUMENT) */
+    return vg_status_set(st, VG_INVALID_ARGUMENT, "Parent directory of %s doesn't exist, can't save.", prefix);
 }
 
 static void clean_stale_files(vg_saver *s, const char *const *paths, int n, bool orphans);
@@ -895,7 +896,8 @@ vg_code vg_saver_restore(vg_saver *s, vg_session *sess, const char *prefix, vg_s
     }
     if (!prefix) return vg_status_set(st, VG_INVALID_ARGUMENT, "Can't load save_path when it is None.");
     if (!vg_checkpoint_exists(prefix))
-        return vg_status_set(st, VG_NOT_FOUND, "The passed save_path is not a valid checkpoint: %s", prefix);
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "The passed save_path is not a valid checkpoint: %s",
+                             prefix); /* TF's ValueError */
     vg_logf(VG_LOG_INFO, "Restoring parameters from %s", prefix);
     vg_code c = check_checkpoint(s, prefix, st);
     if (c) return c;

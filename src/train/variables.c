@@ -34,36 +34,41 @@ static void push_verbatim(vg_graph *g, const char *full) {
 /* initializers */
 
 vg_initializer vg_init_zeros(void) {
-    vg_initializer i = {VG_INIT_ZEROS, 0, 0, 0, 0, 0, 0};
+    vg_initializer i = {VG_INIT_ZEROS, 0, 0, 0, 0, 0, 0, NULL};
     return i;
 }
 vg_initializer vg_init_ones(void) {
-    vg_initializer i = {VG_INIT_ONES, 1, 0, 0, 0, 0, 0};
+    vg_initializer i = {VG_INIT_ONES, 1, 0, 0, 0, 0, 0, NULL};
     return i;
 }
 vg_initializer vg_init_constant(double value) {
-    vg_initializer i = {VG_INIT_CONSTANT, value, 0, 0, 0, 0, 0};
+    vg_initializer i = {VG_INIT_CONSTANT, value, 0, 0, 0, 0, 0, NULL};
     return i;
 }
 vg_initializer vg_init_random_uniform(double minval, double maxval, int64_t seed) {
-    vg_initializer i = {VG_INIT_RANDOM_UNIFORM, 0, minval, maxval, 0, 0, seed};
+    vg_initializer i = {VG_INIT_RANDOM_UNIFORM, 0, minval, maxval, 0, 0, seed, NULL};
     return i;
 }
 vg_initializer vg_init_random_normal(double mean, double stddev, int64_t seed) {
-    vg_initializer i = {VG_INIT_RANDOM_NORMAL, 0, 0, 0, mean, stddev, seed};
+    vg_initializer i = {VG_INIT_RANDOM_NORMAL, 0, 0, 0, mean, stddev, seed, NULL};
     return i;
 }
 vg_initializer vg_init_truncated_normal(double mean, double stddev, int64_t seed) {
-    vg_initializer i = {VG_INIT_TRUNCATED_NORMAL, 0, 0, 0, mean, stddev, seed};
+    vg_initializer i = {VG_INIT_TRUNCATED_NORMAL, 0, 0, 0, mean, stddev, seed, NULL};
     return i;
 }
 vg_initializer vg_init_glorot_uniform(int64_t seed) {
-    vg_initializer i = {VG_INIT_GLOROT_UNIFORM, 0, 0, 0, 0, 0, seed};
+    vg_initializer i = {VG_INIT_GLOROT_UNIFORM, 0, 0, 0, 0, 0, seed, NULL};
     return i;
 }
 
 vg_initializer vg_init_uniform_unit_scaling(double factor, int64_t seed) {
-    vg_initializer i = {VG_INIT_UNIFORM_UNIT_SCALING, factor, 0, 0, 0, 0, seed};
+    vg_initializer i = {VG_INIT_UNIFORM_UNIT_SCALING, factor, 0, 0, 0, 0, seed, NULL};
+    return i;
+}
+
+vg_initializer vg_init_constant_array(const vg_constant_array *a) {
+    vg_initializer i = {VG_INIT_CONSTANT_ARRAY, 0, 0, 0, 0, 0, 0, a};
     return i;
 }
 
@@ -160,7 +165,8 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
     if (dt == VG_HALF) /* float16: the float32 initial value, then a Cast (vigil computes in float32) */
         return vg_cast(g, vg_initializer_build(g, init, VG_FLOAT, dims, ndims), VG_HALF, "Cast");
     bool is_float = dt == VG_FLOAT || dt == VG_DOUBLE;
-    if (!is_float && init.kind != VG_INIT_ZEROS && init.kind != VG_INIT_ONES && init.kind != VG_INIT_CONSTANT) {
+    if (!is_float && init.kind != VG_INIT_ZEROS && init.kind != VG_INIT_ONES && init.kind != VG_INIT_CONSTANT &&
+        init.kind != VG_INIT_CONSTANT_ARRAY) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "random initializers need a floating point dtype, not %s",
                            vg_dtype_name(dt));
         return none;
@@ -169,6 +175,10 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
     case VG_INIT_ZEROS: return fill_value(g, "zeros", 0, dt, dims, ndims);
     case VG_INIT_ONES: return fill_value(g, "ones", 1, dt, dims, ndims);
     case VG_INIT_CONSTANT: return vg_const_fill(g, dt, dims, ndims, init.value, "Const");
+    case VG_INIT_CONSTANT_ARRAY:
+        if (!init.array) break;
+        return vg_const_values(g, dt, init.array->values, init.array->n, init.array->value_dims,
+                               init.array->value_ndims, dims, ndims, init.array->verify_shape, "Const");
     case VG_INIT_RANDOM_UNIFORM:
         return random_value(g, RND_UNIFORM, init.minval, init.maxval, init.seed, dt, dims, ndims);
     case VG_INIT_RANDOM_NORMAL:

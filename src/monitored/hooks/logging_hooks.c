@@ -1,5 +1,9 @@
 /* logging_hooks.c - LoggingTensorHook and StepCounterHook (TF 1.15). */
 #include "hooks_internal.h"
+#include <stdatomic.h>
+
+/* StepCounterHook's "has not been increased" warnings logged by this process */
+static atomic_int g_not_increased_warnings;
 
 /* ------------------------------------------------------------------------ */
 /* LoggingTensorHook */
@@ -165,7 +169,6 @@ typedef struct step_counter {
     int64_t steps_per_run;
     int64_t last_stale;
     bool have_last;
-    int check_count;
 } step_counter;
 
 static void sc_destroy(void *p) {
@@ -213,15 +216,14 @@ static vg_code sc_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg
             }
         }
     }
-    if (h->have_last && stale == h->last_stale) {
-        if (++h->check_count <= 5)
-            vg_logf(VG_LOG_WARN, "It seems that global step (tf.train.get_global_step) has not been increased. "
-                                 "Current value (could be stable): %lld vs previous value: %lld. You could increase "
-                                 "the global step by passing tf.train.get_global_step() to Optimizer.apply_gradients "
-                                 "or Optimizer.minimize.", (long long)stale, (long long)h->last_stale);
-    } else {
-        h->check_count = 0;
-    }
+    /* logging.log_first_n(logging.WARN, ..., 5): the first 5 times in the process (a
+     * counter per call site, never reset), whatever the hook or session */
+    if (h->have_last && stale == h->last_stale && atomic_load(&g_not_increased_warnings) < 5 &&
+        atomic_fetch_add(&g_not_increased_warnings, 1) < 5)
+        vg_logf(VG_LOG_WARN, "It seems that global step (tf.train.get_global_step) has not been increased. "
+                             "Current value (could be stable): %lld vs previous value: %lld. You could increase "
+                             "the global step by passing tf.train.get_global_step() to Optimizer.apply_gradients "
+                             "or Optimizer.minimize.", (long long)stale, (long long)h->last_stale);
     h->last_stale = stale;
     h->have_last = true;
     return VG_OK;
