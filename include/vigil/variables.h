@@ -52,7 +52,8 @@ typedef enum vg_init_kind {
     VG_INIT_RANDOM_NORMAL,     /* mean, stddev, seed */
     VG_INIT_TRUNCATED_NORMAL,  /* mean, stddev, seed */
     VG_INIT_GLOROT_UNIFORM,    /* seed; limit sqrt(6/(fan_in+fan_out)) as TF computes fans */
-    VG_INIT_UNIFORM_UNIT_SCALING /* value = factor, seed; see vg_init_uniform_unit_scaling */
+    VG_INIT_UNIFORM_UNIT_SCALING, /* value = factor, seed; see vg_init_uniform_unit_scaling */
+    VG_INIT_DEFAULT               /* TF's initializer=None: see vg_init_default */
 } vg_init_kind;
 
 typedef struct vg_initializer {
@@ -73,6 +74,11 @@ VG_API vg_initializer vg_init_glorot_uniform(int64_t seed);
  * every dimension but the last (at least 1.0); built as "random_uniform" like
  * vg_init_random_uniform. TF's default factor is 1.0. */
 VG_API vg_initializer vg_init_uniform_unit_scaling(double factor, int64_t seed);
+/* TF's initializer=None: tf.get_variable (and the layers and RNN cells, whose default
+ * kernel initializers are None in TF) then uses the variable scope's initializer, else
+ * glorot_uniform for floating dtypes and zeros for integers and bool. Built directly
+ * (vg_initializer_build), it is that fallback. */
+VG_API vg_initializer vg_init_default(void);
 
 /* Builds the initial-value ops of an initializer for a given shape under the current
  * scope, named as init_ops.py builds them (TF puts them under "<var>/Initializer/"):
@@ -84,8 +90,9 @@ VG_API vg_initializer vg_init_uniform_unit_scaling(double factor, int64_t seed);
 VG_API vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, const int64_t *dims, int ndims);
 
 /* tf.get_variable(name, shape, dtype, initializer): the full name is the current
- * variable scope (vigil/variable_scope.h; while none is open, the current name scope)
- * + "/" + name; initial value ops are created under "<name>/Initializer/". Sharing
+ * variable scope (vigil/variable_scope.h) + "/" + name; name scopes play no part, as in
+ * TF. init vg_init_default() takes the variable scope's initializer (TF's None).
+ * Initial value ops are created under "<name>/Initializer/". Sharing
  * follows the variable scope's reuse: without reuse a name already made by
  * get_variable fails (sticky) with ALREADY_EXISTS ("Variable <name> already exists,
  * disallowed. ..."); see vg_get_variable_ex for the other rules and errors. No control

@@ -22,6 +22,7 @@
 #include "vigil/gradients.h"
 #include "vigil/ops_ext.h"
 #include "vigil/optimizer.h"
+#include "vigil/variable_scope.h"
 #include <stdio.h>
 
 #define NAME_MAX_LEN 1024
@@ -207,9 +208,13 @@ static vg_op *find_slot(const vg_optimizer *o, const vg_op *var, int which) {
     return NULL;
 }
 
-/* slot_creator.create_slot_with_initializer: variable "<var>/<opt name>" (made unique
- * like TF's variable_scope(None, default_name=...)), same dtype and shape, not
- * trainable, in the global variables. */
+/* slot_creator.create_slot_with_initializer: with tf.variable_scope(None,
+ * default_name="<var op name>/<opt name>"): tf.get_variable("", initializer,
+ * trainable=False, dtype and shape of the variable). The slot is thus named in the
+ * current variable scope ("w/Momentum", a second optimizer's "w/Momentum_1"; inside
+ * variable_scope("model") "model/<var>/Momentum"), and a reusing scope fails as TF
+ * does ("Variable w/Momentum/ does not exist ..."). The scope opens no name scope here
+ * (TF's would only reserve "<name scope>/w/Momentum"). */
 static vg_op *make_slot(vg_optimizer *o, vg_graph *g, vg_op *var, int which, vg_initializer init) {
     vg_op *s = find_slot(o, var, which);
     if (s) return s;
@@ -220,12 +225,23 @@ static vg_op *make_slot(vg_optimizer *o, vg_graph *g, vg_op *var, int which, vg_
                            vg_op_name(var));
         return NULL;
     }
-    char base[NAME_MAX_LEN], uniq[NAME_MAX_LEN];
+    char base[NAME_MAX_LEN];
     snprintf(base, sizeof base, "%s/%s", vg_op_name(var), o->name);
-    vg_graph_push_scope(g, "/");
-    vg_graph_unique_name(g, base, uniq, sizeof uniq);
-    vg_variable v = vg_get_variable(g, uniq, vg_output_dtype(ref), shape.dims, shape.ndims, init, 0);
-    vg_graph_pop_scope(g);
+    vg_variable_scope_opts so;
+    memset(&so, 0, sizeof so);
+    so.default_name = base;
+    so.no_name_scope = true;
+    if (!vg_variable_scope_push(g, NULL, &so)) return NULL;
+    vg_get_variable_opts go;
+    memset(&go, 0, sizeof go);
+    go.dt = vg_output_dtype(ref);
+    go.dims = shape.dims;
+    go.ndims = shape.ndims;
+    go.has_init = true;
+    go.init = init;
+    go.not_trainable = true;
+    vg_variable v = vg_get_variable_ex(g, "", &go);
+    vg_variable_scope_pop(g);
     if (!v.var) return NULL;
     if (!vg__train_grow((void **)&o->slots, &o->slots_cap, o->nslots + 1, sizeof(slot_entry))) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory recording optimizer slots");

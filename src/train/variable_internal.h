@@ -5,9 +5,9 @@
 #include "vigil/variables.h"
 
 /* Creates a get_variable-style variable with the absolute name `full` (made unique
- * against non-variable ops of that name, as TF's name scopes would), its initial value
+ * against names in use, as TF's name scopes would, unless verbatim), its initial value
  * under "<name>/Initializer/", outside the caller's control dependencies. */
-vg_variable vg__train_create_variable(vg_graph *g, const char *full, vg_dtype dt, const int64_t *dims, int ndims,
-                                      vg_initializer init, unsigned flags);
+vg_variable vg__train_create_variable(vg_graph *g, const char *full, bool verbatim, vg_dtype dt, const int64_t *dims,
+                                      int ndims, vg_initializer init, unsigned flags);
 
 #endif

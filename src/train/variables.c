@@ -66,6 +66,11 @@ vg_initializer vg_init_uniform_unit_scaling(double factor, int64_t seed) {
     return i;
 }
 
+vg_initializer vg_init_default(void) {
+    vg_initializer i = {VG_INIT_DEFAULT, 0, 0, 0, 0, 0, 0};
+    return i;
+}
+
 /* init_ops._compute_fans: rank 0 -> 1,1; rank 1 -> n,n; rank 2 -> in,out; conv
  * kernels [..., in, out] multiply by the receptive field size. */
 static void compute_fans(const int64_t *dims, int ndims, double *fan_in, double *fan_out) {
@@ -159,6 +164,7 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
     if (dt == VG_HALF) /* float16: the float32 initial value, then a Cast (vigil computes in float32) */
         return vg_cast(g, vg_initializer_build(g, init, VG_FLOAT, dims, ndims), VG_HALF, "Cast");
     bool is_float = dt == VG_FLOAT || dt == VG_DOUBLE;
+    if (init.kind == VG_INIT_DEFAULT) init = is_float ? vg_init_glorot_uniform(0) : vg_init_zeros();
     if (!is_float && init.kind != VG_INIT_ZEROS && init.kind != VG_INIT_ONES && init.kind != VG_INIT_CONSTANT) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "random initializers need a floating point dtype, not %s",
                            vg_dtype_name(dt));
@@ -182,6 +188,7 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
         double limit = sqrt(3.0 * scale);
         return random_value(g, RND_UNIFORM, -limit, limit, init.seed, dt, dims, ndims);
     }
+    case VG_INIT_DEFAULT: break; /* resolved above */
     case VG_INIT_UNIFORM_UNIT_SCALING: {
         /* UniformUnitScaling.__call__: input_size = prod(shape[:-1]), at least 1.0 */
         double input_size = 1.0;
@@ -376,13 +383,18 @@ vg_variable vg_variable_new(vg_graph *g, const char *name, vg_output initial_val
     return make_variable(g, full, &sp);
 }
 
-vg_variable vg__train_create_variable(vg_graph *g, const char *full, vg_dtype dt, const int64_t *dims, int ndims,
-                                      vg_initializer init, unsigned flags) {
-    /* A non-variable op of that name: TF's name_scope would make the op name unique. */
+vg_variable vg__train_create_variable(vg_graph *g, const char *full, bool verbatim, vg_dtype dt, const int64_t *dims,
+                                      int ndims, vg_initializer init, unsigned flags) {
+    /* A name already in use: TF's name_scope(name) would make the op name unique (a
+     * name given as a scope, "<name>/", is taken as is). */
     char uniq[NAME_MAX_LEN];
-    vg_graph_push_scope(g, "/");
-    vg_graph_unique_name(g, full, uniq, sizeof uniq);
-    vg_graph_pop_scope(g);
+    if (verbatim) {
+        snprintf(uniq, sizeof uniq, "%s", full);
+    } else {
+        vg_graph_push_scope(g, "/");
+        vg_graph_unique_name(g, full, uniq, sizeof uniq);
+        vg_graph_pop_scope(g);
+    }
     var_spec sp = {dt, dims, ndims, {NULL, 0}, true, init, flags};
     return make_variable(g, uniq, &sp);
 }
