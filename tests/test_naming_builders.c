@@ -395,6 +395,36 @@ static void test_regularization_losses(void) {
     vg_graph_free(g);
 }
 
+/* training_util.py create_global_step / get_or_create_global_step: tf.get_variable in
+ * the current variable scope (inside variable_scope("model"): "model/global_step"), int64
+ * zeros, not trainable, in variables + global_step; a name scope does not prefix it;
+ * the store knows it (get_variable with reuse finds it). */
+static void test_global_step(void) {
+    vg_graph *g = vg_graph_new();
+    vg_graph_push_scope(g, "ns");
+    vg_output gs = vg_get_or_create_global_step(g);
+    vg_graph_pop_scope(g);
+    CHECK(strcmp(vname(gs), "global_step") == 0 && vg_output_dtype(gs) == VG_INT64);
+    CHECK_COLLECTION(g, VG_GLOBAL_STEP, "global_step");
+    CHECK_COLLECTION(g, VG_GLOBAL_VARIABLES, "global_step");
+    CHECK_EQ_INT(count(g, VG_TRAINABLE_VARIABLES), 0);
+    CHECK(vg_get_or_create_global_step(g).op == gs.op);
+    vg_get_variable_opts o;
+    memset(&o, 0, sizeof o);
+    o.dt = VG_INT64;
+    o.reuse = VG_REUSE_TRUE;
+    CHECK(vg_get_variable_ex(g, "global_step", &o).var == gs.op);
+    vg_graph_free(g);
+    g = vg_graph_new();
+    vg_variable_scope_push(g, "model", NULL);
+    gs = vg_get_or_create_global_step(g);
+    vg_variable_scope_pop(g);
+    CHECK(strcmp(vname(gs), "model/global_step") == 0);
+    CHECK(vg_graph_op_by_name(g, "model/global_step/Initializer/zeros") != NULL);
+    CHECK_COLLECTION(g, VG_GLOBAL_STEP, "model/global_step");
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_dense);
     RUN_TEST(test_conv2d);
@@ -405,5 +435,6 @@ int main(void) {
     RUN_TEST(test_optimizer_slots);
     RUN_TEST(test_metric_variables);
     RUN_TEST(test_regularization_losses);
+    RUN_TEST(test_global_step);
     TEST_MAIN_END();
 }

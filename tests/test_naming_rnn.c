@@ -108,6 +108,34 @@ static void test_multi_cell_layers_do_not_share(void) {
     }
 }
 
+/* The loop body's ops where TF's first call inside the loop puts them, also those a
+ * MultiRNNCell's child scope gets directly (a DropoutWrapper's dropout: rnn_cell_impl's
+ * DropoutWrapper calls nn_ops.dropout in the current name scope): vigil's build before
+ * the loop hands its name scopes over to the first call in the body. */
+static void test_dynamic_multi_cell_wrapper_ops(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 5, 3}, 3, "x");
+    vg_rnn_cell *cells[2] = {vg_dropout_wrapper_new(vg_basic_lstm_cell_new(4, 1.0f, true), 0.5, 1.0, 1.0, 0),
+                             vg_basic_lstm_cell_new(4, 1.0f, true)};
+    vg_rnn_cell *m = vg_multi_rnn_cell_new(cells, 2);
+    vg_output out, fin[4];
+    vg_status st;
+    CHECK_OK(vg_dynamic_rnn(m, g, x, vg_out(NULL, 0), NULL, VG_FLOAT, 0, false, NULL, &out, fin, &st), &st);
+    CHECK(vg_graph_op_by_name(g, "rnn/while/rnn/multi_rnn_cell/cell_0/dropout/Shape") != NULL);
+    CHECK(vg_graph_op_by_name(g, "rnn/while/rnn/multi_rnn_cell/cell_0/basic_lstm_cell/MatMul") != NULL);
+    CHECK(vg_graph_op_by_name(g, "rnn/while/rnn/multi_rnn_cell/cell_1/basic_lstm_cell/MatMul") != NULL);
+    /* the same cell in a second dynamic_rnn: built, so its scopes are re-entered */
+    CHECK_OK(vg_dynamic_rnn(m, g, x, vg_out(NULL, 0), NULL, VG_FLOAT, 0, false, NULL, &out, fin, &st), &st);
+    /* (Layer.__call__ puts a built layer's ops in its first name scope, where "cell_0" is taken) */
+    CHECK(vg_graph_op_by_name(g, "rnn/while/rnn/multi_rnn_cell/cell_0_1/dropout/Shape") != NULL);
+    CHECK(vg_graph_op_by_name(g, "rnn/while/rnn/multi_rnn_cell/cell_0/basic_lstm_cell/MatMul_1") != NULL);
+    int nv;
+    vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nv);
+    CHECK_EQ_INT(nv, 4);
+    vg_rnn_cell_free(m);
+    vg_graph_free(g);
+}
+
 /* Issue 35 item 1: two Layer-based cells called in turn get unique scopes
  * ("basic_lstm_cell", "basic_lstm_cell_1": base.py _set_scope's default_name); a cell
  * called again re-enters its scope (reuse) and its first name scope (ops "MatMul_1"). */
@@ -458,6 +486,7 @@ static void test_gru_cell_initializers(void) {
 
 int main(void) {
     RUN_TEST(test_multi_cell_layers_do_not_share);
+    RUN_TEST(test_dynamic_multi_cell_wrapper_ops);
     RUN_TEST(test_cells_called_in_turn);
     RUN_TEST(test_basic_lstm_cell_scope_initializer);
     RUN_TEST(test_gru_cell_scope_initializer);

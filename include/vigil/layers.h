@@ -171,6 +171,7 @@ typedef struct vg_layer {
     int built_ndims;
     vg_vscope *scope;                    /* the captured variable scope (owned by the graph) */
     vg_graph *scope_graph;               /* the graph it was captured in */
+    uint64_t scope_serial;               /* and that graph's scope store */
 } vg_layer;
 
 /* A new layer object from a config (copied). Ownership: the caller frees it with

@@ -102,8 +102,11 @@ VG_API vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, c
 /* vg_variable_initializer, vg_variable_snapshot and vg_variable_set_parts (a VariableV2
  * op's initializer and snapshot) are declared in vigil/graph.h: the graph keeps them. */
 
-/* tf.train.get_or_create_global_step: int64 scalar "global_step" initialised to 0, in
- * the variables and global_step collections, not trainable. Returns its ref output. */
+/* tf.train.get_or_create_global_step: the existing global step (collection, else a
+ * VariableV2 named "global_step"), or tf.get_variable("global_step", [], int64, zeros,
+ * trainable=False) in the current variable scope (as TF: "global_step" at the top,
+ * "<scope>/global_step" inside a variable scope), in the variables and global_step
+ * collections. Returns its ref output; {NULL, 0} on failure (graph error: get_variable's). */
 VG_API vg_output vg_get_or_create_global_step(vg_graph *g);
 /* The global step's ref output, or {NULL,0} if the graph has none. */
 VG_API vg_output vg_get_global_step(const vg_graph *g);

@@ -4,6 +4,7 @@
  * tf.get_variable in the layer's variable scope, ops named as TF names them.
  */
 #include "train_util.h"
+#include "variable_internal.h"
 #include "vigil/layers.h"
 #include "vigil/losses.h"
 #include "vigil/nn_ext.h"
@@ -797,8 +798,9 @@ static vg_output call(vg_graph *g, vg_layer *l, vg_output x, vg_output training)
  * default_name=name or base name), made unique ("dense", "dense_1"). layer_norm is
  * tf.contrib.layers.layer_norm's tf.variable_scope(scope, "LayerNorm", reuse=reuse). */
 static bool capture_scope(vg_graph *g, vg_layer *l) {
-    if (l->scope && l->scope_graph == g) return true;
-    if (l->scope_graph != g) l->built = false; /* a new graph: build the variables there */
+    uint64_t serial = vg__train_scope_store_serial(g);
+    if (l->scope && l->scope_graph == g && l->scope_serial == serial) return true;
+    if (l->scope_graph != g || l->scope_serial != serial) l->built = false; /* a new graph: build there */
     const vg_layer_config *c = &l->config;
     const char *base = base_name(c->kind);
     vg_variable_scope_opts o;
@@ -817,6 +819,7 @@ static bool capture_scope(vg_graph *g, vg_layer *l) {
     if (!got) return false;
     l->scope = vg_get_variable_scope(g);
     l->scope_graph = g;
+    l->scope_serial = serial;
     snprintf(l->name, sizeof l->name, "%s", got);
     snprintf(l->name_scope, sizeof l->name_scope, "%s", vg_variable_scope_original_name_scope(g));
     vg_variable_scope_pop(g);

@@ -13,6 +13,7 @@
  * tf.variable_scope("cell_<i>") around each child; DropoutWrapper and ResidualWrapper
  * call the wrapped cell directly. The drivers open tf.variable_scope(scope or "rnn").
  */
+#include "variable_internal.h"
 #include "vigil/rnn.h"
 #include "vigil/ops_ext.h"
 #include "vigil/variable_scope.h"
@@ -36,6 +37,11 @@ struct vg_rnn_cell {
      * MultiRNNCell also RNNCell.__call__'s captured current scope (rnn_scope) */
     vg_vscope *scope, *rnn_scope;
     vg_graph *scope_graph;
+    uint64_t scope_serial;
+    /* MultiRNNCell built by vg_dynamic_rnn before its loop: the name scopes that build
+     * opened (rnn_scope's, then cell_<i>'s), which the first real call takes over as
+     * TF's first call (in the loop) opens them */
+    char **pending_ns;
     vg_initializer kinit; /* the kernels' initializer: vg_init_default() = TF's None */
     bool has_binit;       /* GRUCell's bias_initializer */
     vg_initializer binit;
@@ -189,8 +195,16 @@ vg_rnn_cell *vg_custom_rnn_cell_new(const vg_rnn_cell_def *def) {
     return c;
 }
 
+static void drop_pending(vg_rnn_cell *c) {
+    if (!c->pending_ns) return;
+    for (int i = 0; i <= c->nkids; i++) free(c->pending_ns[i]);
+    free(c->pending_ns);
+    c->pending_ns = NULL;
+}
+
 void vg_rnn_cell_free(vg_rnn_cell *c) {
     if (!c) return;
+    drop_pending(c);
     for (int i = 0; i < c->nkids; i++) vg_rnn_cell_free(c->kids[i]);
     free(c->kids);
     free(c->shapes);
@@ -378,9 +392,12 @@ static vg_code build(vg_rnn_cell *c, vg_graph *g, int64_t depth, vg_dtype dt) {
 /* Forgets what a cell captured in another graph (a cell reused for a new graph builds
  * its variables there again). */
 static void bind_graph(vg_rnn_cell *c, vg_graph *g) {
-    if (c->scope_graph == g) return;
+    uint64_t serial = vg__train_scope_store_serial(g);
+    if (c->scope_graph == g && c->scope_serial == serial) return;
     c->scope_graph = g;
+    c->scope_serial = serial;
     c->scope = c->rnn_scope = NULL;
+    drop_pending(c);
     c->built = false;
 }
 
@@ -583,12 +600,33 @@ static vg_code cell_step(vg_rnn_cell *c, vg_graph *g, vg_output x, int64_t depth
         /* RNNCell.__call__: re-enter the variable scope current at the first call (the
          * copy made when it was first entered, as TF caches it) */
         bind_graph(c, g);
+        if (build_only && c->built) return VG_OK; /* the scopes are the first call's business */
         bool first = !c->rnn_scope;
         if (first) c->rnn_scope = vg_get_variable_scope(g);
-        if (!c->rnn_scope || !vg_variable_scope_enter(g, c->rnn_scope, NULL)) return vg_graph_status(g, NULL);
-        if (first) c->rnn_scope = vg_get_variable_scope(g);
-        if (layer_enter(c, g) != VG_OK) {
+        char **pending = build_only ? NULL : c->pending_ns; /* name scopes a build-only call opened */
+        if (pending) c->pending_ns = NULL;
+        if (build_only && first) c->pending_ns = calloc((size_t)c->nkids + 1, sizeof(char *));
+        vg_variable_scope_opts quiet;
+        memset(&quiet, 0, sizeof quiet);
+        quiet.no_name_scope = pending != NULL;
+        bool ok = c->rnn_scope && vg_variable_scope_enter(g, c->rnn_scope, &quiet);
+        if (ok && pending) vg_graph_push_scope(g, pending[0] ? pending[0] : "/");
+        if (ok && c->pending_ns && !c->pending_ns[0]) {
+            const char *cur = vg_graph_scope(g);
+            c->pending_ns[0] = malloc(strlen(cur) + 2);
+            if (c->pending_ns[0]) sprintf(c->pending_ns[0], "%s/", cur);
+        }
+        if (ok && first) c->rnn_scope = vg_get_variable_scope(g);
+        if (ok && layer_enter(c, g) != VG_OK) {
+            if (pending) vg_graph_pop_scope(g);
             vg_variable_scope_pop(g);
+            ok = false;
+        }
+        if (!ok) {
+            if (pending) {
+                for (int i = 0; i <= c->nkids; i++) free(pending[i]);
+                free(pending);
+            }
             return vg_graph_status(g, NULL);
         }
         vg_output cur = x;
@@ -596,16 +634,28 @@ static vg_code cell_step(vg_rnn_cell *c, vg_graph *g, vg_output x, int64_t depth
         for (int i = 0; i < c->nkids; i++) {
             char nm[32];
             snprintf(nm, sizeof nm, "cell_%d", i);
-            if (!vg_variable_scope_push(g, nm, NULL)) break;
+            if (!vg_variable_scope_push(g, nm, &quiet)) break;
+            if (pending) vg_graph_push_scope(g, pending[i + 1] ? pending[i + 1] : "/");
+            if (c->pending_ns && !c->pending_ns[i + 1]) {
+                const char *ns = vg_variable_scope_original_name_scope(g);
+                c->pending_ns[i + 1] = malloc(strlen(ns) + 1);
+                if (c->pending_ns[i + 1]) strcpy(c->pending_ns[i + 1], ns);
+            }
             vg_code rc = cell_step(c->kids[i], g, cur, depth, dt, state ? state + off : NULL, &cur,
                                    ns ? ns + off : NULL, build_only);
+            if (pending) vg_graph_pop_scope(g);
             vg_variable_scope_pop(g);
             if (rc != VG_OK) break;
             depth = vg_rnn_cell_output_size(c->kids[i]);
             off += vg_rnn_cell_state_count(c->kids[i]);
         }
         layer_leave(g);
+        if (pending) vg_graph_pop_scope(g);
         vg_variable_scope_pop(g);
+        if (pending) {
+            for (int i = 0; i <= c->nkids; i++) free(pending[i]);
+            free(pending);
+        }
         c->built = vg_graph_status(g, NULL) == VG_OK;
         if (!build_only) *out = cur;
         return vg_graph_status(g, NULL);

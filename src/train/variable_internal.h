@@ -10,4 +10,9 @@
 vg_variable vg__train_create_variable(vg_graph *g, const char *full, bool verbatim, vg_dtype dt, const int64_t *dims,
                                       int ndims, vg_initializer init, unsigned flags);
 
+/* The serial number of the graph's variable scope store (made if needed; 0 when out of
+ * memory): a cell or layer that captured scope objects of a graph keeps it to tell a
+ * later graph at the same address apart (the objects die with their graph). */
+uint64_t vg__train_scope_store_serial(vg_graph *g);
+
 #endif

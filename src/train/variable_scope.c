@@ -14,6 +14,7 @@
 #include "variable_internal.h"
 #include "vigil/losses.h"
 #include "vigil/variable_scope.h"
+#include <stdatomic.h>
 #include <stdio.h>
 
 #define VS_KEY "vigil.variable_scope"
@@ -48,6 +49,7 @@ typedef struct vs_entry {
 } vs_entry;
 
 typedef struct vs_state {
+    uint64_t serial; /* unique per store: tells a new graph at a freed one's address apart */
     vg_vscope **objs;
     int nobjs, obj_cap;
     vs_entry *stack;
@@ -127,6 +129,8 @@ static vs_state *state_get(vg_graph *g) {
     s->stack[0].scope = root;
     s->stack[0].kind = ENTRY_ROOT;
     s->n = 1;
+    static atomic_uint_fast64_t next_serial = 1;
+    s->serial = (uint64_t)atomic_fetch_add(&next_serial, 1);
     if (vg_graph_set_user_data(g, VS_KEY, s, state_free) != VG_OK) {
         state_free(s);
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory creating the variable scope store");
@@ -332,6 +336,11 @@ void vg_variable_scope_pop(vg_graph *g) {
     if (e->pushed_name_scope) vg_graph_pop_scope(g);
     vg_free(e->saved_counts);
     memset(e, 0, sizeof *e);
+}
+
+uint64_t vg__train_scope_store_serial(vg_graph *g) {
+    vs_state *s = state_get(g);
+    return s ? s->serial : 0;
 }
 
 vg_vscope *vg_get_variable_scope(vg_graph *g) {

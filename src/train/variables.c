@@ -432,14 +432,16 @@ vg_output vg_get_or_create_global_step(vg_graph *g) {
     if (!g) return none;
     vg_output gs = vg_get_global_step(g);
     if (gs.op) return gs;
-    /* get_variable("global_step", [], int64, zeros, trainable=False) under the root
-     * name scope; collections: variables + global_step. */
-    var_spec sp = {VG_INT64, NULL, 0, {NULL, 0}, true, vg_init_zeros(), 0};
-    vg_graph_push_scope(g, "/");
-    char uniq[NAME_MAX_LEN];
-    vg_graph_unique_name(g, "global_step", uniq, sizeof uniq);
-    vg_graph_pop_scope(g);
-    vg_variable v = make_variable(g, uniq, &sp);
+    /* training_util.create_global_step: get_variable("global_step", [], int64, zeros,
+     * trainable=False) in the current variable scope (name scopes play no part);
+     * collections: variables + global_step. */
+    vg_get_variable_opts o;
+    memset(&o, 0, sizeof o);
+    o.dt = VG_INT64;
+    o.has_init = true;
+    o.init = vg_init_zeros();
+    o.not_trainable = true;
+    vg_variable v = vg_get_variable_ex(g, "global_step", &o);
     if (!v.var) return none;
     if (vg_graph_add_to_collection(g, VG_GLOBAL_STEP, v.ref) != VG_OK) return none;
     return v.ref;
