@@ -55,11 +55,11 @@ int main(void) {
     if (!g) return 1;
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 2}, 2, "x");
     vg_output y = vg_placeholder(g, VG_INT32, (int64_t[]){-1}, 1, "y");
-    vg_graph_push_scope(g, "logreg");
+    vg_variable_scope_push(g, "logreg", NULL); /* tf.variable_scope: variables "logreg/..." */
     vg_variable w = vg_get_variable(g, "weights", VG_FLOAT, (int64_t[]){2, 2}, 2, vg_init_zeros(), VG_VAR_TRAINABLE);
     vg_variable b = vg_get_variable(g, "bias", VG_FLOAT, (int64_t[]){2}, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
     vg_output logits = vg_bias_add(g, vg_matmul(g, x, w.read, false, false, NULL), b.read, "logits");
-    vg_graph_pop_scope(g);
+    vg_variable_scope_pop(g);
     vg_op *xent = vg_sparse_softmax_xent(g, logits, y, "xent");
     vg_output loss = vg_reduce_mean(g, vg_out(xent, 0), NULL, -1, false, "loss");
     vg_output gs = vg_get_or_create_global_step(g);

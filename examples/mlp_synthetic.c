@@ -40,13 +40,13 @@ static void make_data(float *x, int32_t *y) {
 /* One dense layer as tf.layers.dense builds it: "<name>/kernel" (glorot uniform),
  * "<name>/bias" (zeros), MatMul + BiasAdd, optional ReLU. */
 static vg_output dense(vg_graph *g, vg_output x, int64_t in, int64_t out, bool relu, const char *name) {
-    vg_graph_push_scope(g, name);
+    vg_variable_scope_push(g, name, NULL); /* variable scope + name scope */
     vg_variable k = vg_get_variable(g, "kernel", VG_FLOAT, (int64_t[]){in, out}, 2, vg_init_glorot_uniform(0),
                                     VG_VAR_TRAINABLE);
     vg_variable b = vg_get_variable(g, "bias", VG_FLOAT, (int64_t[]){out}, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
     vg_output h = vg_bias_add(g, vg_matmul(g, x, k.read, false, false, "MatMul"), b.read, "BiasAdd");
     if (relu) h = vg_relu(g, h, "Relu");
-    vg_graph_pop_scope(g);
+    vg_variable_scope_pop(g);
     return h;
 }
 

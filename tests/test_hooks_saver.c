@@ -558,9 +558,9 @@ static void test_step_counter__global_step_name(void) {
     ht_mkdtemp(dir, sizeof dir, "sch");
     ht_clock_mock(1484695987.209386);
     vg_graph *g = vg_graph_new();
-    vg_graph_push_scope(g, "bar");
+    vg_variable_scope_push(g, "bar", NULL); /* with variable_scope('bar') */
     vg_variable gs = vg_get_variable(g, "foo", VG_INT64, NULL, 0, vg_init_zeros(), 0);
-    vg_graph_pop_scope(g);
+    vg_variable_scope_pop(g);
     CHECK(gs.var && !strcmp(vg_op_name(gs.var), "bar/foo"));
     vg_graph_add_to_collection(g, VG_GLOBAL_STEP, gs.ref);
     ht_model m = ht_model_make_on(g);

@@ -93,9 +93,9 @@ static void test_tfedge__int32_global_step(void) {
     ht_mkdtemp(dir, sizeof dir, "tfe");
     ht_clock_mock(1484695987.209386);
     vg_graph *g = vg_graph_new();
-    vg_graph_push_scope(g, "bar");
+    vg_variable_scope_push(g, "bar", NULL); /* with variable_scope('bar') */
     vg_variable gs = vg_get_variable(g, "foo", VG_INT32, NULL, 0, vg_init_zeros(), 0);
-    vg_graph_pop_scope(g);
+    vg_variable_scope_pop(g);
     vg_graph_add_to_collection(g, VG_GLOBAL_STEP, gs.ref);
     CHECK(vg_get_global_step(g).op == gs.var);
     vg_op *train = vg_assign_add(g, gs.ref, vg_const_i32(g, 1, "one"), "train").op;

@@ -106,10 +106,10 @@ static void test_variables__get_variable_layout(void) {
     CHECK(has_op(g, "dense/kernel/read", "Identity"));
     vg_op *assign = vg_graph_op_by_name(g, "dense/kernel/Assign");
     CHECK(assign && vg_op_input(assign, 1).op == vg_graph_op_by_name(g, "dense/kernel/Initializer/random_uniform"));
-    /* get_variable under a name scope prefixes it; zeros for a bias */
-    vg_graph_push_scope(g, "dense_1");
+    /* get_variable under a variable scope is prefixed by it; zeros for a bias */
+    vg_variable_scope_push(g, "dense_1", NULL);
     vg_variable b = vg_get_variable(g, "bias", VG_FLOAT, (int64_t[]){3}, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
-    vg_graph_pop_scope(g);
+    vg_variable_scope_pop(g);
     CHECK(b.var && strcmp(vg_op_name(b.var), "dense_1/bias") == 0);
     CHECK(has_op(g, "dense_1/bias/Initializer/zeros", "Const"));
     /* a clash is an error (no reuse) */

@@ -430,10 +430,10 @@ static vg_output build_model(vg_graph *g, vg_output x, const train_opts *o) {
         vg_output seq = vg_transpose_c(g, rows, (const int32_t[]){1, 0, 2}, 3, "time_major");
         vg_rnn_cell *cell = vg_lstm_block_fused_cell_new(128, 1.0f, 0.0f, false);
         vg_output outs, fin[2] = {{NULL, 0}, {NULL, 0}};
-        vg_graph_push_scope(g, "rnn");
+        vg_variable_scope_push(g, "rnn", NULL); /* with tf.variable_scope("rnn") */
         if (cell) vg_fused_rnn(cell, g, seq, NULL, VG_FLOAT, (vg_output){NULL, 0}, &outs, fin, NULL);
         else vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory creating the LSTM");
-        vg_graph_pop_scope(g);
+        vg_variable_scope_pop(g);
         vg_rnn_cell_free(cell);
         return vg_layers_dense(g, fin[1], 10, VG_ACT_NONE, NULL);
     }

@@ -10,10 +10,10 @@
  *
  *     vg_graph *g = vg_graph_new();
  *     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 784}, 2, "x");
- *     vg_graph_push_scope(g, "dense");
+ *     vg_variable_scope_push(g, "dense", NULL);  // variable scope + name scope
  *     vg_variable w = vg_get_variable(g, "kernel", VG_FLOAT, (int64_t[]){784, 10}, 2,
  *                                     vg_init_glorot_uniform(0), VG_VAR_TRAINABLE);
- *     vg_graph_pop_scope(g);                     // w is "dense/kernel"
+ *     vg_variable_scope_pop(g);                  // w is "dense/kernel"
  *     vg_output y = vg_matmul(g, x, w.read, false, false, NULL);
  *     if (vg_graph_status(g, &st) != VG_OK) return st.code;
  *

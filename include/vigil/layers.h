@@ -37,8 +37,8 @@ VG_API vg_output vg_layers_dense(vg_graph *g, vg_output x, int64_t units, vg_act
 /* tf.contrib.layers.fully_connected(inputs, num_outputs, activation_fn, scope) with the
  * default initializers (tf.contrib.layers.linear is act VG_ACT_NONE): variables
  * "<scope>/weights" [in, num_outputs] (glorot_uniform) and "<scope>/biases" (zeros),
- * also in the "model_variables" collection, under the variable scope scope (NULL:
- * "fully_connected", made unique); ops "<scope>/MatMul", "<scope>/BiasAdd" (inputs of
+ * also in the "model_variables" collection when new, under the variable scope scope
+ * (NULL: "fully_connected", made unique); ops "<scope>/MatMul", "<scope>/BiasAdd" (inputs of
  * rank > 2 are reshaped to [-1, in] and back). Returns {NULL, 0} with the graph's error
  * INVALID_ARGUMENT for inputs of rank < 2 or of unknown depth, num_outputs <= 0. */
 VG_API vg_output vg_fully_connected(vg_graph *g, vg_output x, int64_t num_outputs, vg_activation act,
@@ -68,12 +68,18 @@ VG_API vg_output vg_layers_flatten(vg_graph *g, vg_output x, const char *name);
  *     vg_layer_free(bn);
  *     (void)h;
  *
- * Naming as tf.layers: a layer's variables live in a variable scope named after the
- * layer (an object without a name, or the functional form without a name, gets the
- * class's base name made unique: "dense", "dense_1"; the functional form with a name
- * uses it as is, so a second call with the same name fails unless reuse is set, and
- * then shares the variables while its ops go to the name scope "<name>_1"). An object
- * called again reuses its variables and puts its ops in its first name scope.
+ * Naming as tf.layers (docs/naming.md): a layer's variables live in a variable scope
+ * named after the layer, nested in the current variable scope (an object without a
+ * name, or the functional form without a name, gets the class's base name made unique:
+ * "dense", "dense_1"; the functional form with a name, or any layer with reuse set,
+ * uses the name (or the base name) as is, so a second call with the same name fails
+ * unless reuse is set, and then shares the variables while its ops go to the name scope
+ * "<name>_1"). An object called again reuses its variables and puts its ops in its
+ * first name scope. Kernels default to the variable scope's initializer (TF's None),
+ * else glorot_uniform; a kernel/bias/beta/gamma regularizer adds its loss under
+ * "<layer>/<weight>/Regularizer/" when the variable is new, besides the scope's own
+ * regularizer, which tf.get_variable applies. layer_norm's beta and gamma are also in
+ * "model_variables", as tf.contrib's model variables.
  *
  * Errors (the graph's sticky error, {NULL, 0} returned): INVALID_ARGUMENT "Input 0 of
  * layer <name> is incompatible with the layer: expected ndim=4, found ndim=3. Full
@@ -113,7 +119,8 @@ typedef struct vg_layer_config {
     const char *padding;         /* "valid" (default) or "same", any case */
     vg_activation activation;    /* none */
     bool use_bias;               /* true */
-    vg_initializer kernel_initializer; /* glorot_uniform */
+    vg_initializer kernel_initializer; /* vg_init_default(): TF's None, the variable scope's
+                                          initializer, else glorot_uniform */
     vg_initializer bias_initializer;   /* zeros */
     vg_regularizer kernel_regularizer; /* none */
     vg_regularizer bias_regularizer;   /* none */
@@ -163,6 +170,9 @@ typedef struct vg_layer {
     int num_updates;
     int64_t built_dims[VG_MAX_DIMS];     /* input shape at build */
     int built_ndims;
+    vg_vscope *scope;                    /* the captured variable scope (owned by the graph) */
+    vg_graph *scope_graph;               /* the graph it was captured in */
+    uint64_t scope_serial;               /* and that graph's scope store */
 } vg_layer;
 
 /* A new layer object from a config (copied). Ownership: the caller frees it with

@@ -11,9 +11,16 @@
  *   MultiRNNCell         multi_rnn_cell/cell_<i>/<child's names>
  *   DropoutWrapper, ResidualWrapper: no variables, the wrapped cell's names
  *
- * all under the RNN's scope ("rnn" for vg_static_rnn by default), e.g.
- * "rnn/multi_rnn_cell/cell_0/lstm_cell/kernel". Kernels are initialised glorot_uniform
- * (TF's get_variable default), biases zeros (GRU gates: ones).
+ * all under the RNN's variable scope ("rnn" for vg_static_rnn and vg_dynamic_rnn by
+ * default), e.g. "rnn/multi_rnn_cell/cell_0/lstm_cell/kernel". Scopes are opened as
+ * TF's Layer-based cells open them (docs/naming.md): a cell's first call captures a
+ * variable scope named after the cell, made unique in the current variable scope (two
+ * cells called in turn at the top: "basic_lstm_cell/kernel", then
+ * "basic_lstm_cell_1/kernel"), and every later call re-enters it, sharing the
+ * variables; MultiRNNCell opens "cell_<i>" around each child; the wrappers open none.
+ * Kernels (and peepholes, projections) take the cell's initializer, which is TF's
+ * None by default: the variable scope's initializer if it has one, else glorot_uniform;
+ * biases zeros (GRU gates: ones; LSTMBlockCell, LSTMBlockFusedCell: Const 0.0).
  *
  * A cell's state is a flat list of tensors, TF's nest.flatten of its state: one for
  * BasicRNNCell, GRUCell and LSTMs with state_is_tuple = false (c and h concatenated),
@@ -21,7 +28,8 @@
  * MultiRNNCell. vg_rnn_cell_state_count gives the length.
  *
  * A cell creates its variables on its first call (the input depth must be known then)
- * and reuses them on later calls, as TF's cells do under one variable scope.
+ * and reuses them on later calls. A cell called in another graph captures its scope
+ * and builds its variables again there.
  *
  *     vg_rnn_cell *cell = vg_basic_lstm_cell_new(128, 1.0f, true);
  *     vg_output xs[28], outs[28], state[2];
@@ -59,13 +67,23 @@ typedef struct vg_lstm_cell_options {
     float proj_clip;     /* <= 0: none */
     float forget_bias;   /* 1.0 */
     bool state_is_tuple; /* true */
+    const vg_initializer *initializer; /* NULL: TF's None (the variable scope's, else
+                                          glorot_uniform); copied at construction */
 } vg_lstm_cell_options;
-#define VG_LSTM_CELL_OPTIONS_INIT {false, 0.0f, 0, 0.0f, 1.0f, true}
-/* tf.nn.rnn_cell.LSTMCell(num_units, use_peepholes, cell_clip, num_proj, proj_clip,
- * forget_bias, state_is_tuple); o NULL = defaults. */
+#define VG_LSTM_CELL_OPTIONS_INIT {false, 0.0f, 0, 0.0f, 1.0f, true, NULL}
+/* tf.nn.rnn_cell.LSTMCell(num_units, use_peepholes, cell_clip, initializer, num_proj,
+ * proj_clip, forget_bias, state_is_tuple): initializer for the kernel, the peepholes
+ * and the projection; o NULL = defaults. */
 VG_API vg_rnn_cell *vg_lstm_cell_new(int64_t num_units, const vg_lstm_cell_options *o);
 /* tf.nn.rnn_cell.GRUCell(num_units). */
 VG_API vg_rnn_cell *vg_gru_cell_new(int64_t num_units);
+/* tf.nn.rnn_cell.GRUCell(num_units, activation (VG_ACT_NONE = tanh),
+ * kernel_initializer, bias_initializer): NULL initializers are TF's None (kernels: the
+ * variable scope's, else glorot_uniform; biases: 1.0 for the gates, zeros for the
+ * candidate); a bias_initializer is used for both biases, as in TF. Copied. */
+VG_API vg_rnn_cell *vg_gru_cell_new_ex(int64_t num_units, vg_activation activation,
+                                       const vg_initializer *kernel_initializer,
+                                       const vg_initializer *bias_initializer);
 /* tf.contrib.rnn.LSTMBlockCell(num_units, forget_bias, cell_clip (<= 0: none),
  * use_peephole): one LSTMBlockCell op per step; state tuple (c, h). */
 VG_API vg_rnn_cell *vg_lstm_block_cell_new(int64_t num_units, float forget_bias, float cell_clip, bool use_peephole);
@@ -88,9 +106,11 @@ VG_API vg_rnn_cell *vg_residual_wrapper_new(vg_rnn_cell *cell);
  * a nested state: the state is given as its flat list (TF's nest.flatten order), each
  * entry [batch, state_shapes[i]...] (the per-example shapes must be fully known).
  *  - build(g, input_depth, dt, user) creates the cell's variables; it runs once, before
- *    the first call (vg_dynamic_rnn runs it before its while loop, under the scope
- *    current there: "<scope>"; a build that wants absolute variable names, as Sonnet's
- *    modules have, pushes a scope ending in '/'). May be NULL.
+ *    the first call, under the variable scope current there (the driver's: "rnn" in
+ *    vg_static_rnn / vg_dynamic_rnn, which runs it before its while loop); a build that
+ *    wants names outside it, as Sonnet's modules have, re-enters a scope object
+ *    captured beforehand (vg_variable_scope_enter, e.g. with the root scope of
+ *    vg_get_variable_scope taken at the top). May be NULL.
  *  - call(g, input, state, output, new_state, user) builds one step: input [batch,
  *    depth], state the flat list; fills *output ([batch, output_size]) and new_state
  *    (state_count tensors of the same shapes as state). It runs under a fresh name
@@ -134,8 +154,8 @@ VG_API vg_code vg_rnn_cell_zero_state(vg_rnn_cell *cell, vg_graph *g, int64_t ba
                                       vg_dtype dt, vg_output *state);
 
 /* output, new_state = cell(input, state): input [batch, depth] (depth known), state the
- * cell's flat state list. Variables are created on the first call under the current name
- * scope. Fails with INVALID_ARGUMENT (a NULL cell, output or state array, an input of
+ * cell's flat state list. Variables are created on the first call, in the cell's own
+ * variable scope under the current one (see the top of this header). Fails with INVALID_ARGUMENT (a NULL cell, output or state array, an input of
  * unknown depth, a fused cell) as a sticky graph error. */
 VG_API vg_code vg_rnn_cell_call(vg_rnn_cell *cell, vg_graph *g, vg_output input, const vg_output *state,
                                 vg_output *output, vg_output *new_state);
@@ -143,8 +163,11 @@ VG_API vg_code vg_rnn_cell_call(vg_rnn_cell *cell, vg_graph *g, vg_output input,
 /* tf.nn.static_rnn(cell, inputs, initial_state, dtype, sequence_length, scope):
  * inputs[0 .. T-1] are [batch, depth]; initial_state NULL = zeros of dt; with
  * sequence_length (int32/int64 [batch]; op NULL = none) outputs past a sequence's end
- * are zeros and its state is copied through. scope NULL = "rnn". Writes T outputs and
- * state_count final state tensors. */
+ * are zeros and its state is copied through. Runs in tf.variable_scope(scope or
+ * "rnn"), which reuses its variables from the second step on (a new cell in a second
+ * static_rnn under the same scope fails as in TF: ALREADY_EXISTS "Variable
+ * rnn/basic_lstm_cell/kernel already exists, disallowed. ..." unless reuse is set). Writes T
+ * outputs and state_count final state tensors. */
 VG_API vg_code vg_static_rnn(vg_rnn_cell *cell, vg_graph *g, const vg_output *inputs, int T,
                              const vg_output *initial_state, vg_dtype dt, vg_output sequence_length, const char *scope,
                              vg_output *outputs, vg_output *final_state, vg_status *st);
@@ -152,8 +175,8 @@ VG_API vg_code vg_static_rnn(vg_rnn_cell *cell, vg_graph *g, const vg_output *in
 /* LSTMBlockFusedCell's call(inputs, initial_state, dtype, sequence_length): inputs
  * [time, batch, depth] (depth known), initial_state NULL = zeros or (c, h); outputs
  * [time, batch, units] (zero past each sequence's end when sequence_length is given) and
- * the final (c, h) (taken at each sequence's last step). Variables under the current
- * name scope + the cell's name ("lstm_fused_cell"). */
+ * the final (c, h) (taken at each sequence's last step). Variables in the cell's
+ * variable scope ("lstm_fused_cell", made unique in the current variable scope). */
 VG_API vg_code vg_fused_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, const vg_output *initial_state,
                             vg_dtype dt, vg_output sequence_length, vg_output *outputs, vg_output *final_state,
                             vg_status *st);
@@ -162,8 +185,10 @@ VG_API vg_code vg_fused_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, co
  * parallel_iterations, swap_memory (ignored), time_major, scope): inputs [batch, time,
  * depth] ([time, batch, depth] when time_major; depth known), run by a while loop
  * (vigil/control_flow.h) over TensorArrays as TF's _dynamic_rnn_loop: ops under
- * "<scope>/while", "<scope>/TensorArray"..., variables under scope (default "rnn"),
- * created before the loop. sequence_length (int32/int64 [batch]; op NULL = none): past a
+ * "<scope>/while", "<scope>/TensorArray"..., variables in tf.variable_scope(scope or
+ * "rnn"), created before the loop with the scopes the cell's first call in the loop
+ * body would open (ops "rnn/while/basic_lstm_cell/MatMul", variables
+ * "rnn/basic_lstm_cell/kernel"). sequence_length (int32/int64 [batch]; op NULL = none): past a
  * sequence's end outputs are zeros and the state is copied through. initial_state NULL
  * = zeros of dt. Writes *outputs (the inputs' layout with depth = output size) and
  * state_count final state tensors. parallel_iterations <= 0: 32 (TF's default).
@@ -175,8 +200,10 @@ VG_API vg_code vg_dynamic_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, 
 
 /* tf.nn.bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length,
  * initial_state_fw, initial_state_bw, dtype, parallel_iterations, swap_memory,
- * time_major, scope): dynamic_rnn of cell_fw under "<scope>/fw" and of cell_bw under
- * "<scope>/bw" over the inputs reversed in time (each sequence within its length when
+ * time_major, scope): dynamic_rnn of cell_fw in the variable scope "<scope>/fw" and of
+ * cell_bw in "<scope>/bw" (re-entered as scope objects, as TF does: variables
+ * "bidirectional_rnn/fw/basic_lstm_cell/kernel", ops "bidirectional_rnn/fw/fw/while/...")
+ * over the inputs reversed in time (each sequence within its length when
  * sequence_length is given, as tf.reverse_sequence), whose outputs are reversed back.
  * scope NULL = "bidirectional_rnn". Writes outputs[0] (fw), outputs[1] (bw), the fw
  * final state to final_fw and the bw one to final_bw. Failures as vg_dynamic_rnn. */

@@ -53,7 +53,8 @@ typedef enum vg_init_kind {
     VG_INIT_TRUNCATED_NORMAL,  /* mean, stddev, seed */
     VG_INIT_GLOROT_UNIFORM,    /* seed; limit sqrt(6/(fan_in+fan_out)) as TF computes fans */
     VG_INIT_UNIFORM_UNIT_SCALING, /* value = factor, seed; see vg_init_uniform_unit_scaling */
-    VG_INIT_CONSTANT_ARRAY        /* array; see vg_init_constant_array */
+    VG_INIT_CONSTANT_ARRAY,       /* array; see vg_init_constant_array */
+    VG_INIT_DEFAULT               /* TF's initializer=None: see vg_init_default */
 } vg_init_kind;
 
 /* The value of tf.constant_initializer(list / array): values[0..n) row-major, of shape
@@ -102,6 +103,11 @@ VG_API vg_initializer vg_init_uniform_unit_scaling(double factor, int64_t seed);
  *     // x = [[0, 1, 2, 3], [4, 5, 5, 5]]
  */
 VG_API vg_initializer vg_init_constant_array(const vg_constant_array *a);
+/* TF's initializer=None: tf.get_variable (and the layers and RNN cells, whose default
+ * kernel initializers are None in TF) then uses the variable scope's initializer, else
+ * glorot_uniform for floating dtypes and zeros for integers and bool. Built directly
+ * (vg_initializer_build), it is that fallback. */
+VG_API vg_initializer vg_init_default(void);
 
 /* Builds the initial-value ops of an initializer for a given shape under the current
  * scope, named as init_ops.py builds them (TF puts them under "<var>/Initializer/"):
@@ -113,8 +119,9 @@ VG_API vg_initializer vg_init_constant_array(const vg_constant_array *a);
 VG_API vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, const int64_t *dims, int ndims);
 
 /* tf.get_variable(name, shape, dtype, initializer): the full name is the current
- * variable scope (vigil/variable_scope.h; while none is open, the current name scope)
- * + "/" + name; initial value ops are created under "<name>/Initializer/". Sharing
+ * variable scope (vigil/variable_scope.h) + "/" + name; name scopes play no part, as in
+ * TF. init vg_init_default() takes the variable scope's initializer (TF's None).
+ * Initial value ops are created under "<name>/Initializer/". Sharing
  * follows the variable scope's reuse: without reuse a name already made by
  * get_variable fails (sticky) with ALREADY_EXISTS ("Variable <name> already exists,
  * disallowed. ..."); see vg_get_variable_ex for the other rules and errors. No control
@@ -124,8 +131,11 @@ VG_API vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, c
 /* vg_variable_initializer, vg_variable_snapshot and vg_variable_set_parts (a VariableV2
  * op's initializer and snapshot) are declared in vigil/graph.h: the graph keeps them. */
 
-/* tf.train.get_or_create_global_step: int64 scalar "global_step" initialised to 0, in
- * the variables and global_step collections, not trainable. Returns its ref output. */
+/* tf.train.get_or_create_global_step: the existing global step (collection, else a
+ * VariableV2 named "global_step"), or tf.get_variable("global_step", [], int64, zeros,
+ * trainable=False) in the current variable scope (as TF: "global_step" at the top,
+ * "<scope>/global_step" inside a variable scope), in the variables and global_step
+ * collections. Returns its ref output; {NULL, 0} on failure (graph error: get_variable's). */
 VG_API vg_output vg_get_or_create_global_step(vg_graph *g);
 /* The global step's ref output, or {NULL,0} if the graph has none. */
 VG_API vg_output vg_get_global_step(const vg_graph *g);

@@ -113,7 +113,7 @@ static vg_output make_slot(vg_ema *e, vg_output primary, vg_output initial) {
         vg_graph_pop_scope(g);
     } else {
         vg_shape sh = vg_output_shape(primary);
-        s = vg__train_create_variable(g, full, vg_output_dtype(primary), sh.dims, sh.ndims, vg_init_zeros(), 0);
+        s = vg__train_create_variable(g, full, false, vg_output_dtype(primary), sh.dims, sh.ndims, vg_init_zeros(), 0);
     }
     vg_variable_scope_pop(g);
     return s.ref;

@@ -4,7 +4,9 @@
  * tf.get_variable in the layer's variable scope, ops named as TF names them.
  */
 #include "train_util.h"
+#include "variable_internal.h"
 #include "vigil/layers.h"
+#include "vigil/losses.h"
 #include "vigil/nn_ext.h"
 #include "vigil/ops_ext.h"
 #include "vigil/train_lib.h"
@@ -63,7 +65,7 @@ vg_layer_config vg_layer_config_default(vg_layer_kind kind) {
         c.strides[0] = c.strides[1] = 2;
     c.padding = "valid";
     c.use_bias = true;
-    c.kernel_initializer = vg_init_glorot_uniform(0);
+    c.kernel_initializer = vg_init_default(); /* TF's None: the variable scope's, else glorot_uniform */
     c.bias_initializer = vg_init_zeros();
     c.trainable = true;
     c.rate = 0.5;
@@ -126,8 +128,14 @@ static bool check_ndim(vg_graph *g, const vg_layer *l, const vg_shape *s, int wa
     return true;
 }
 
-static vg_variable add_weight(vg_graph *g, vg_layer *l, const char *name, vg_dtype dt, const int64_t *dims, int nd,
-                              vg_initializer init, vg_regularizer reg, bool trainable) {
+/* Layer.add_weight (tensorflow/python/layers/base.py): tf.get_variable in the layer's
+ * variable scope (init vg_init_default(): the scope's initializer, else glorot_uniform;
+ * the scope's regularizer as get_variable applies it), then the layer's own regularizer
+ * on a new variable only (_should_add_regularizer), under "<name>/Regularizer" in the
+ * layer's name scope (_handle_weight_regularization), into REGULARIZATION_LOSSES.
+ * model: tf.contrib's variables.model_variable (also in "model_variables" when new). */
+static vg_variable add_weight_ex(vg_graph *g, vg_layer *l, const char *name, vg_dtype dt, const int64_t *dims, int nd,
+                                 vg_initializer init, vg_regularizer reg, bool trainable, bool model) {
     vg_get_variable_opts o;
     memset(&o, 0, sizeof o);
     o.dt = dt;
@@ -135,14 +143,31 @@ static vg_variable add_weight(vg_graph *g, vg_layer *l, const char *name, vg_dty
     o.ndims = nd;
     o.has_init = true;
     o.init = init;
-    o.regularizer = reg;
     o.not_trainable = !trainable;
+    const char *vs = vg_variable_scope_name(g);
+    char full[VG_LAYER_NAME_MAX * 2];
+    snprintf(full, sizeof full, "%s%s%s", vs, *vs ? "/" : "", name);
+    bool existed = vg_variable_scope_find(g, full).var != NULL;
     vg_variable v = vg_get_variable_ex(g, name, &o);
+    if (v.var && !existed && reg.fn) {
+        char rs[VG_LAYER_NAME_MAX];
+        snprintf(rs, sizeof rs, "%s/Regularizer", name);
+        vg_graph_push_scope(g, rs);
+        vg_output loss = reg.fn(g, v.read, reg.scale, reg.arg);
+        vg_graph_pop_scope(g);
+        if (loss.op) vg_graph_add_to_collection(g, VG_REGULARIZATION_LOSSES, loss);
+    }
+    if (v.var && !existed && model) vg_graph_add_to_collection(g, VG_MODEL_VARIABLES, v.ref);
     if (v.var) {
         if (trainable && l->num_trainable_weights < 4) l->trainable_weights[l->num_trainable_weights++] = v;
         if (!trainable && l->num_non_trainable_weights < 4) l->non_trainable_weights[l->num_non_trainable_weights++] = v;
     }
     return v;
+}
+
+static vg_variable add_weight(vg_graph *g, vg_layer *l, const char *name, vg_dtype dt, const int64_t *dims, int nd,
+                              vg_initializer init, vg_regularizer reg, bool trainable) {
+    return add_weight_ex(g, l, name, dt, dims, nd, init, reg, trainable, l->config.kind == VG_LAYER_LAYER_NORM);
 }
 
 /* the bool value of a Const training tensor (smart_cond's constant_value) */
@@ -768,6 +793,41 @@ static vg_output call(vg_graph *g, vg_layer *l, vg_output x, vg_output training)
     return none_out();
 }
 
+/* The layer's variable scope, captured once per graph as tf.layers captures it: the
+ * functional form with a name opens tf.variable_scope(name) when the layer is made
+ * (the _scope argument); otherwise the first call's _set_scope opens
+ * tf.variable_scope(name or base name) when reuse is set, else tf.variable_scope(None,
+ * default_name=name or base name), made unique ("dense", "dense_1"). layer_norm is
+ * tf.contrib.layers.layer_norm's tf.variable_scope(scope, "LayerNorm", reuse=reuse). */
+static bool capture_scope(vg_graph *g, vg_layer *l) {
+    uint64_t serial = vg__train_scope_store_serial(g);
+    if (l->scope && l->scope_graph == g && l->scope_serial == serial) return true;
+    if (l->scope_graph != g || l->scope_serial != serial) l->built = false; /* a new graph: build there */
+    const vg_layer_config *c = &l->config;
+    const char *base = base_name(c->kind);
+    vg_variable_scope_opts o;
+    memset(&o, 0, sizeof o);
+    const char *got;
+    if (c->kind == VG_LAYER_LAYER_NORM) {
+        o.default_name = base;
+        o.reuse = c->reuse;
+        got = vg_variable_scope_push(g, c->name, &o);
+    } else if ((l->functional && c->name) || c->reuse != VG_REUSE_INHERIT) {
+        got = vg_variable_scope_push(g, c->name ? c->name : base, &o);
+    } else {
+        o.default_name = c->name ? c->name : base;
+        got = vg_variable_scope_push(g, NULL, &o);
+    }
+    if (!got) return false;
+    l->scope = vg_get_variable_scope(g);
+    l->scope_graph = g;
+    l->scope_serial = serial;
+    snprintf(l->name, sizeof l->name, "%s", got);
+    snprintf(l->name_scope, sizeof l->name_scope, "%s", vg_variable_scope_original_name_scope(g));
+    vg_variable_scope_pop(g);
+    return l->scope != NULL;
+}
+
 vg_output vg_layer_apply(vg_layer *l, vg_graph *g, vg_output x, vg_output training) {
     if (!g) return none_out();
     if (!l) {
@@ -781,40 +841,28 @@ vg_output vg_layer_apply(vg_layer *l, vg_graph *g, vg_output x, vg_output traini
     }
     if (!check_input(g, l, x)) return none_out();
     l->num_updates = 0;
-    vg_output y;
+    if (!capture_scope(g, l)) return none_out();
+    /* Layer.__call__: the captured scope re-entered (reuse=True once built) without a
+     * new name scope, the ops in the name scope it first opened */
+    const vg_layer_config *c = &l->config;
+    vg_variable_scope_opts o;
+    memset(&o, 0, sizeof o);
+    o.no_name_scope = true;
+    o.reuse = l->built ? VG_REUSE_TRUE : c->reuse;
+    if (!vg_variable_scope_enter(g, l->scope, &o)) return none_out();
+    vg_graph_push_scope(g, l->name_scope[0] ? l->name_scope : "/");
+    vg_output y = none_out();
+    bool ok = true;
     if (!l->built) {
-        const vg_layer_config *c = &l->config;
-        vg_variable_scope_opts o;
-        memset(&o, 0, sizeof o);
-        o.reuse = c->reuse;
-        const char *base = base_name(c->kind);
-        const char *got;
-        if (l->functional && c->name) {
-            got = vg_variable_scope_push(g, c->name, &o);
-        } else if (l->functional && c->reuse == VG_REUSE_TRUE) {
-            got = vg_variable_scope_push(g, base, &o);
-        } else {
-            o.default_name = c->name ? c->name : base;
-            if (o.reuse == VG_REUSE_TRUE) o.reuse = VG_REUSE_INHERIT;
-            got = vg_variable_scope_push(g, NULL, &o);
-        }
-        if (!got) return none_out();
-        snprintf(l->name, sizeof l->name, "%s", got);
-        snprintf(l->name_scope, sizeof l->name_scope, "%s", vg_variable_scope_original_name_scope(g));
         vg_shape s = vg_output_shape(x);
         l->built_ndims = s.ndims;
         for (int i = 0; i < s.ndims; i++) l->built_dims[i] = s.dims[i];
-        bool ok = build(g, l, x);
+        ok = build(g, l, x);
         l->built = ok;
-        y = ok ? call(g, l, x, training) : none_out();
-        vg_variable_scope_pop(g);
-    } else {
-        vg_graph_push_scope(g, "/");
-        vg_graph_push_scope(g, l->name_scope);
-        y = call(g, l, x, training);
-        vg_graph_pop_scope(g);
-        vg_graph_pop_scope(g);
     }
+    if (ok) y = call(g, l, x, training);
+    vg_graph_pop_scope(g);
+    vg_variable_scope_pop(g);
     return vg_graph_status(g, NULL) == VG_OK ? y : none_out();
 }
 
@@ -939,22 +987,16 @@ vg_output vg_fully_connected(vg_graph *g, vg_output x, int64_t num_outputs, vg_a
     vg_dtype dt = vg_output_dtype(x);
     int64_t in = s.dims[s.ndims - 1];
     int64_t wd[2] = {in, num_outputs}, bd[1] = {num_outputs};
-    vg_get_variable_opts o;
-    memset(&o, 0, sizeof o);
-    o.dt = dt;
-    o.has_init = true;
-    o.dims = wd;
-    o.ndims = 2;
-    o.init = vg_init_glorot_uniform(0);
-    vg_variable w = vg_get_variable_ex(g, "weights", &o);
-    o.dims = bd;
-    o.ndims = 1;
-    o.init = vg_init_zeros();
-    vg_variable b = vg_get_variable_ex(g, "biases", &o);
+    /* the Dense layer's kernel and bias, renamed "weights" and "biases" and made by
+     * variables.model_variable (_build_variable_getter): "model_variables" too when new;
+     * weights_initializer xavier_initializer() (glorot_uniform), biases zeros */
+    vg_layer dummy;
+    memset(&dummy, 0, sizeof dummy);
+    vg_regularizer none_reg = {0};
+    vg_variable w = add_weight_ex(g, &dummy, "weights", dt, wd, 2, vg_init_glorot_uniform(0), none_reg, true, true);
+    vg_variable b = add_weight_ex(g, &dummy, "biases", dt, bd, 1, vg_init_zeros(), none_reg, true, true);
     vg_output y = none_out();
     if (w.var && b.var) {
-        vg_graph_add_to_collection(g, "model_variables", w.ref);
-        vg_graph_add_to_collection(g, "model_variables", b.ref);
         vg_output x2 = x;
         if (s.ndims > 2) x2 = vg_reshape_c(g, x, (const int64_t[]){-1, in}, 2, "Reshape");
         y = vg_bias_add(g, vg_matmul(g, x2, w.read, false, false, "MatMul"), b.read, "BiasAdd");

@@ -13,6 +13,7 @@
  * thresholds are compared by broadcasting instead of a second Tile. div_no_nan is
  * Select(den == 0, 0, num / Select(den == 0, 1, den)) (no DivNoNan op yet).
  */
+#include "variable_internal.h"
 #include "vigil/metrics.h"
 #include "vigil/ops.h"
 #include "vigil/ops_ext.h"
@@ -40,9 +41,14 @@ static vg_output cast_to(vg_graph *g, vg_output x, vg_dtype dt, const char *name
     return vg_cast(g, x, dt, name ? name : "Cast");
 }
 
-/* metric_variable(shape, dtype, name): zeros, not trainable, local + metric_variables. */
+/* metric_variable(shape, dtype, name): tf.Variable(lambda: zeros(shape, dtype),
+ * trainable=False, collections=[LOCAL_VARIABLES, METRIC_VARIABLES], name=name): named
+ * in the current name scope (made unique; the variable scope plays no part), its
+ * initial value under "<name>/Initializer/". */
 static vg_variable metric_var(vg_graph *g, const char *name, vg_dtype dt, const int64_t *dims, int nd) {
-    vg_variable v = vg_get_variable(g, name, dt, dims, nd, vg_init_zeros(), VG_VAR_LOCAL);
+    char full[NAME_LEN];
+    vg_graph_unique_name(g, name, full, sizeof full);
+    vg_variable v = vg__train_create_variable(g, full, true, dt, dims, nd, vg_init_zeros(), VG_VAR_LOCAL);
     if (v.var) vg_graph_add_to_collection(g, VG_METRIC_VARIABLES, v.ref);
     return v;
 }

@@ -31,6 +31,7 @@
 #include "vigil/ops_ext.h"
 #include "vigil/optimizer.h"
 #include "vigil/resource_variables.h"
+#include "vigil/variable_scope.h"
 #include <stdio.h>
 
 #define NAME_MAX_LEN 1024
@@ -234,9 +235,13 @@ static vg_op *find_slot(const vg_optimizer *o, const vg_op *var, int which) {
     return NULL;
 }
 
-/* slot_creator.create_slot_with_initializer: variable "<var>/<opt name>" (made unique
- * like TF's variable_scope(None, default_name=...)), same dtype and shape, not
- * trainable, in the global variables. */
+/* slot_creator.create_slot_with_initializer: with tf.variable_scope(None,
+ * default_name="<var op name>/<opt name>"): tf.get_variable("", initializer,
+ * trainable=False, dtype and shape of the variable). The slot is thus named in the
+ * current variable scope ("w/Momentum", a second optimizer's "w/Momentum_1"; inside
+ * variable_scope("model") "model/<var>/Momentum"), and a reusing scope fails as TF
+ * does ("Variable w/Momentum/ does not exist ..."). The scope opens no name scope here
+ * (TF's would only reserve "<name scope>/w/Momentum"). */
 static vg_op *make_slot(vg_optimizer *o, vg_graph *g, vg_op *var, int which, vg_initializer init) {
     vg_op *s = find_slot(o, var, which);
     if (s) return s;
@@ -246,16 +251,33 @@ static vg_op *make_slot(vg_optimizer *o, vg_graph *g, vg_op *var, int which, vg_
                            vg_op_name(var));
         return NULL;
     }
-    char base[NAME_MAX_LEN], uniq[NAME_MAX_LEN];
+    char base[NAME_MAX_LEN];
     snprintf(base, sizeof base, "%s/%s", vg_op_name(var), o->name);
-    vg_graph_push_scope(g, "/");
-    vg_graph_unique_name(g, base, uniq, sizeof uniq);
+    vg_variable_scope_opts so;
+    memset(&so, 0, sizeof so);
+    so.default_name = base;
+    so.no_name_scope = true;
+    const char *scope = vg_variable_scope_push(g, NULL, &so);
+    if (!scope) return NULL;
     vg_op *slot; /* slot_creator: a resource variable's slots are resource variables */
-    if (is_res(var))
-        slot = vg_resource_variable_new_init(g, uniq, var_dtype(var), shape.dims, shape.ndims, init, 0).handle_op;
-    else
-        slot = vg_get_variable(g, uniq, var_dtype(var), shape.dims, shape.ndims, init, 0).var;
-    vg_graph_pop_scope(g);
+    if (is_res(var)) {
+        char full[NAME_MAX_LEN];
+        snprintf(full, sizeof full, "%s", scope);
+        vg_graph_push_scope(g, "/");
+        slot = vg_resource_variable_new_init(g, full, var_dtype(var), shape.dims, shape.ndims, init, 0).handle_op;
+        vg_graph_pop_scope(g);
+    } else {
+        vg_get_variable_opts go;
+        memset(&go, 0, sizeof go);
+        go.dt = var_dtype(var);
+        go.dims = shape.dims;
+        go.ndims = shape.ndims;
+        go.has_init = true;
+        go.init = init;
+        go.not_trainable = true;
+        slot = vg_get_variable_ex(g, "", &go).var;
+    }
+    vg_variable_scope_pop(g);
     if (!slot) return NULL;
     if (!vg__train_grow((void **)&o->slots, &o->slots_cap, o->nslots + 1, sizeof(slot_entry))) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory recording optimizer slots");

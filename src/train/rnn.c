@@ -2,14 +2,21 @@
  * rnn.c - TF1's RNN cells (rnn_cell_impl.py, contrib/rnn lstm_ops.py) and static_rnn
  * (rnn.py) on the public API. Semantics and names in vigil/rnn.h.
  *
- * Scopes: TF separates variable scopes (fixed names, reused by every time step) from
- * name scopes (made unique per call). A cell call here takes the variable scope as a
- * string (`vs`): variables are created once, on the first call, under "<vs>/<name>"
- * (pushed verbatim); the ops of each call go under a fresh name scope "<name>",
- * "<name>_1", ... of the current one.
+ * Scopes, as TF's Layer-based cells open them (tensorflow/python/layers/base.py):
+ * a cell's first call captures a variable scope of its own, tf.variable_scope(None,
+ * default_name=<name>) in the current variable scope ("rnn/basic_lstm_cell", a second
+ * cell "basic_lstm_cell_1"); every call re-enters that scope object (reuse=True once
+ * built) without a new name scope and puts its ops into the name scope the capture
+ * opened (its original_name_scope). The variables are made by tf.get_variable in that
+ * scope on the first call. MultiRNNCell (an RNNCell: RNNCell.__call__ re-enters the
+ * variable scope current at its first call, then the Layer steps) opens
+ * tf.variable_scope("cell_<i>") around each child; DropoutWrapper and ResidualWrapper
+ * call the wrapped cell directly. The drivers open tf.variable_scope(scope or "rnn").
  */
+#include "variable_internal.h"
 #include "vigil/rnn.h"
 #include "vigil/ops_ext.h"
+#include "vigil/variable_scope.h"
 #include "vigil/train_lib.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +33,18 @@ struct vg_rnn_cell {
     float forget_bias, cell_clip, proj_clip;
     bool tuple, peep;
     vg_activation act;
+    /* the Layer scope (TF's _scope), captured by the first call in scope_graph; for
+     * MultiRNNCell also RNNCell.__call__'s captured current scope (rnn_scope) */
+    vg_vscope *scope, *rnn_scope;
+    vg_graph *scope_graph;
+    uint64_t scope_serial;
+    /* MultiRNNCell built by vg_dynamic_rnn before its loop: the name scopes that build
+     * opened (rnn_scope's, then cell_<i>'s), which the first real call takes over as
+     * TF's first call (in the loop) opens them */
+    char **pending_ns;
+    vg_initializer kinit; /* the kernels' initializer: vg_init_default() = TF's None */
+    bool has_binit;       /* GRUCell's bias_initializer */
+    vg_initializer binit;
     /* variables (read outputs), set by the first call */
     bool built;
     vg_output kernel, bias, kernel2, bias2, wi, wf, wo, proj;
@@ -51,6 +70,7 @@ static vg_rnn_cell *cell_new(enum cell_kind k, const char *name, int64_t units) 
     c->forget_bias = 1.0f;
     c->tuple = true;
     c->act = VG_ACT_TANH;
+    c->kinit = vg_init_default();
     return c;
 }
 
@@ -80,10 +100,24 @@ vg_rnn_cell *vg_lstm_cell_new(int64_t num_units, const vg_lstm_cell_options *o) 
     c->proj_clip = o->proj_clip;
     c->forget_bias = o->forget_bias;
     c->tuple = o->state_is_tuple;
+    if (o->initializer) c->kinit = *o->initializer;
     return c;
 }
 
 vg_rnn_cell *vg_gru_cell_new(int64_t num_units) { return cell_new(K_GRU, "gru_cell", num_units); }
+
+vg_rnn_cell *vg_gru_cell_new_ex(int64_t num_units, vg_activation activation, const vg_initializer *kernel_initializer,
+                                const vg_initializer *bias_initializer) {
+    vg_rnn_cell *c = cell_new(K_GRU, "gru_cell", num_units);
+    if (!c) return NULL;
+    if (activation != VG_ACT_NONE) c->act = activation;
+    if (kernel_initializer) c->kinit = *kernel_initializer;
+    if (bias_initializer && bias_initializer->kind != VG_INIT_DEFAULT) {
+        c->has_binit = true;
+        c->binit = *bias_initializer;
+    }
+    return c;
+}
 
 static vg_rnn_cell *block_new(enum cell_kind k, const char *name, int64_t num_units, float forget_bias,
                               float cell_clip, bool use_peephole) {
@@ -161,8 +195,16 @@ vg_rnn_cell *vg_custom_rnn_cell_new(const vg_rnn_cell_def *def) {
     return c;
 }
 
+static void drop_pending(vg_rnn_cell *c) {
+    if (!c->pending_ns) return;
+    for (int i = 0; i <= c->nkids; i++) free(c->pending_ns[i]);
+    free(c->pending_ns);
+    c->pending_ns = NULL;
+}
+
 void vg_rnn_cell_free(vg_rnn_cell *c) {
     if (!c) return;
+    drop_pending(c);
     for (int i = 0; i < c->nkids; i++) vg_rnn_cell_free(c->kids[i]);
     free(c->kids);
     free(c->shapes);
@@ -300,56 +342,92 @@ static vg_output var2(vg_graph *g, const char *name, vg_dtype dt, int64_t r, int
     return v.read;
 }
 
-/* Creates the cell's variables under "<vs>/<name>" for inputs of depth `depth`. */
-static vg_code build(vg_rnn_cell *c, vg_graph *g, const char *vs, int64_t depth, vg_dtype dt) {
+/* Creates the cell's variables (its build()) for inputs of depth `depth`, under the
+ * cell's variable scope entered by layer_enter. Initializers as TF's: the kernels and
+ * peepholes take the cell's initializer (None by default: the variable scope's, else
+ * glorot_uniform); biases zeros (GRU gates 1.0, the contrib block cells' Const 0.0). */
+static vg_code build(vg_rnn_cell *c, vg_graph *g, int64_t depth, vg_dtype dt) {
     if (c->built) return VG_OK;
-    if (c->kind == K_CUSTOM) {
-        /* the user's build makes its own (absolute or relative) variable scopes */
-        vg_code rc = c->def.build ? c->def.build(g, depth, dt, c->def.user) : VG_OK;
-        if (rc != VG_OK && vg_graph_status(g, NULL) == VG_OK)
-            vg_graph_set_error(g, rc, "%s: the cell's build callback failed", c->name);
-        c->built = vg_graph_status(g, NULL) == VG_OK;
-        return vg_graph_status(g, NULL);
-    }
-    char path[VS_MAX];
-    snprintf(path, sizeof path, "%s%s%s/", vs, *vs ? "/" : "", c->name);
-    vg_graph_push_scope(g, path);
-    vg_initializer glorot = vg_init_glorot_uniform(0);
+    vg_initializer k = c->kinit;
     int64_t U = c->units, in = depth + h_size(c);
     switch (c->kind) {
     case K_BASIC_RNN:
-        c->kernel = var2(g, "kernel", dt, in, U, glorot);
+        c->kernel = var2(g, "kernel", dt, in, U, k);
         c->bias = var1(g, "bias", dt, U, vg_init_zeros());
         break;
     case K_BASIC_LSTM:
     case K_LSTM:
+        c->kernel = var2(g, "kernel", dt, in, 4 * U, k);
+        c->bias = var1(g, "bias", dt, 4 * U, vg_init_zeros());
+        if (c->peep) {
+            c->wf = var1(g, "w_f_diag", dt, U, k);
+            c->wi = var1(g, "w_i_diag", dt, U, k);
+            c->wo = var1(g, "w_o_diag", dt, U, k);
+        }
+        if (c->kind == K_LSTM && c->num_proj > 0) c->proj = var2(g, "projection/kernel", dt, U, c->num_proj, k);
+        break;
     case K_BLOCK:
     case K_FUSED:
-        c->kernel = var2(g, "kernel", dt, in, 4 * U, glorot);
-        c->bias = var1(g, "bias", dt, 4 * U, vg_init_zeros());
-        if (c->peep && c->kind == K_LSTM) {
-            c->wf = var1(g, "w_f_diag", dt, U, glorot);
-            c->wi = var1(g, "w_i_diag", dt, U, glorot);
-            c->wo = var1(g, "w_o_diag", dt, U, glorot);
-        } else if (c->peep) {
-            c->wi = var1(g, "w_i_diag", dt, U, glorot);
-            c->wf = var1(g, "w_f_diag", dt, U, glorot);
-            c->wo = var1(g, "w_o_diag", dt, U, glorot);
+        c->kernel = var2(g, "kernel", dt, in, 4 * U, k);
+        c->bias = var1(g, "bias", dt, 4 * U, vg_init_constant(0.0));
+        if (c->peep) {
+            c->wi = var1(g, "w_i_diag", dt, U, k);
+            c->wf = var1(g, "w_f_diag", dt, U, k);
+            c->wo = var1(g, "w_o_diag", dt, U, k);
         }
-        if (c->kind == K_LSTM && c->num_proj > 0) c->proj = var2(g, "projection/kernel", dt, U, c->num_proj, glorot);
         break;
     case K_GRU:
-        c->kernel = var2(g, "gates/kernel", dt, in, 2 * U, glorot);
-        c->bias = var1(g, "gates/bias", dt, 2 * U, vg_init_constant(1.0));
-        c->kernel2 = var2(g, "candidate/kernel", dt, in, U, glorot);
-        c->bias2 = var1(g, "candidate/bias", dt, U, vg_init_zeros());
+        c->kernel = var2(g, "gates/kernel", dt, in, 2 * U, k);
+        c->bias = var1(g, "gates/bias", dt, 2 * U, c->has_binit ? c->binit : vg_init_constant(1.0));
+        c->kernel2 = var2(g, "candidate/kernel", dt, in, U, k);
+        c->bias2 = var1(g, "candidate/bias", dt, U, c->has_binit ? c->binit : vg_init_zeros());
         break;
     default:
         break;
     }
-    vg_graph_pop_scope(g);
     c->built = vg_graph_status(g, NULL) == VG_OK;
     return vg_graph_status(g, NULL);
+}
+
+/* Forgets what a cell captured in another graph (a cell reused for a new graph builds
+ * its variables there again). */
+static void bind_graph(vg_rnn_cell *c, vg_graph *g) {
+    uint64_t serial = vg__train_scope_store_serial(g);
+    if (c->scope_graph == g && c->scope_serial == serial) return;
+    c->scope_graph = g;
+    c->scope_serial = serial;
+    c->scope = c->rnn_scope = NULL;
+    drop_pending(c);
+    c->built = false;
+}
+
+/* Layer.__call__'s scopes: _set_scope (the first call captures tf.variable_scope(None,
+ * default_name=<name>)), then the captured scope re-entered with reuse=True once built
+ * and no new name scope, then the name scope it first opened. layer_leave undoes it. */
+static vg_code layer_enter(vg_rnn_cell *c, vg_graph *g) {
+    bind_graph(c, g);
+    if (!c->scope) {
+        vg_variable_scope_opts o;
+        memset(&o, 0, sizeof o);
+        o.default_name = c->name;
+        if (!vg_variable_scope_push(g, NULL, &o)) return vg_graph_status(g, NULL);
+        c->scope = vg_get_variable_scope(g);
+        vg_variable_scope_pop(g);
+        if (!c->scope) return vg_graph_status(g, NULL);
+    }
+    vg_variable_scope_opts o;
+    memset(&o, 0, sizeof o);
+    o.no_name_scope = true;
+    o.reuse = c->built ? VG_REUSE_TRUE : VG_REUSE_INHERIT;
+    if (!vg_variable_scope_enter(g, c->scope, &o)) return vg_graph_status(g, NULL);
+    const char *ons = vg_vscope_original_name_scope(c->scope);
+    vg_graph_push_scope(g, *ons ? ons : "/");
+    return vg_graph_status(g, NULL);
+}
+
+static void layer_leave(vg_graph *g) {
+    vg_graph_pop_scope(g);
+    vg_variable_scope_pop(g);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -390,8 +468,8 @@ static vg_output dropout(vg_graph *g, vg_output x, double keep, int64_t seed) {
     return y;
 }
 
-static vg_code cell_call(vg_rnn_cell *c, vg_graph *g, const char *vs, vg_output x, const vg_output *state,
-                         vg_output *out, vg_output *ns);
+static vg_code cell_step(vg_rnn_cell *c, vg_graph *g, vg_output x, int64_t depth, vg_dtype dt, const vg_output *state,
+                         vg_output *out, vg_output *ns, bool build_only);
 
 static vg_code call_lstm(vg_rnn_cell *c, vg_graph *g, vg_output x, const vg_output *state, vg_output *out,
                          vg_output *ns, vg_dtype dt) {
@@ -446,22 +524,10 @@ static vg_code call_lstm(vg_rnn_cell *c, vg_graph *g, vg_output x, const vg_outp
     return vg_graph_status(g, NULL);
 }
 
-static vg_code call_leaf(vg_rnn_cell *c, vg_graph *g, const char *vs, vg_output x, const vg_output *state,
-                         vg_output *out, vg_output *ns) {
-    vg_shape s = vg_output_shape(x);
-    if (s.ndims != 2 || s.dims[1] < 0)
-        return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: the input must be [batch, depth] with depth known",
-                                  c->name);
-    vg_dtype dt = vg_output_dtype(x);
-    if (build(c, g, vs, s.dims[1], dt) != VG_OK) return vg_graph_status(g, NULL);
-    vg_graph_push_scope(g, c->name);
-    vg_code rc = VG_OK;
+/* The ops of one step of a leaf cell (built), in its name scope. */
+static vg_code leaf_ops(vg_rnn_cell *c, vg_graph *g, vg_output x, const vg_output *state, vg_output *out,
+                        vg_output *ns, vg_dtype dt) {
     switch (c->kind) {
-    case K_CUSTOM:
-        rc = c->def.call(g, x, state, out, ns, c->def.user);
-        if (rc != VG_OK && vg_graph_status(g, NULL) == VG_OK)
-            vg_graph_set_error(g, rc, "%s: the cell's call callback failed", c->name);
-        break;
     case K_BASIC_RNN:
         *out = ns[0] = activate(g, linear(g, x, state[0], c->kernel, c->bias), c->act);
         break;
@@ -476,51 +542,129 @@ static vg_code call_leaf(vg_rnn_cell *c, vg_graph *g, const char *vs, vg_output 
         vg_graph_push_scope(g, "candidate");
         vg_output cand = activate(g, linear(g, x, rs, c->kernel2, c->bias2), c->act);
         vg_graph_pop_scope(g);
-        vg_output one = scalar(g, vg_output_dtype(x), 1.0, "sub/x");
+        vg_output one = scalar(g, dt, 1.0, "sub/x");
         *out = ns[0] = vg_add(g, vg_mul(g, u, state[0], "mul_1"), vg_mul(g, vg_sub(g, one, u, "sub"), cand, "mul_2"),
                               "add");
         break;
     }
     default:
-        rc = call_lstm(c, g, x, state, out, ns, dt);
+        call_lstm(c, g, x, state, out, ns, dt);
         break;
     }
-    vg_graph_pop_scope(g);
-    (void)rc;
     return vg_graph_status(g, NULL);
 }
 
-static vg_code cell_call(vg_rnn_cell *c, vg_graph *g, const char *vs, vg_output x, const vg_output *state,
-                         vg_output *out, vg_output *ns) {
+/* A user-defined cell: its build runs once, under the caller's variable scope; each
+ * call under a fresh name scope <name>. */
+static vg_code custom_step(vg_rnn_cell *c, vg_graph *g, vg_output x, int64_t depth, vg_dtype dt,
+                           const vg_output *state, vg_output *out, vg_output *ns, bool build_only) {
+    bind_graph(c, g);
+    if (!c->built) {
+        vg_code rc = c->def.build ? c->def.build(g, depth, dt, c->def.user) : VG_OK;
+        if (rc != VG_OK && vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, rc, "%s: the cell's build callback failed", c->name);
+        c->built = vg_graph_status(g, NULL) == VG_OK;
+        if (!c->built) return vg_graph_status(g, NULL);
+    }
+    if (build_only) return VG_OK;
+    vg_graph_push_scope(g, c->name);
+    vg_code rc = c->def.call(g, x, state, out, ns, c->def.user);
+    if (rc != VG_OK && vg_graph_status(g, NULL) == VG_OK)
+        vg_graph_set_error(g, rc, "%s: the cell's call callback failed", c->name);
+    vg_graph_pop_scope(g);
+    return vg_graph_status(g, NULL);
+}
+
+/* One step of a cell (build_only: the scopes and variables of a first call, no ops; x
+ * unused, depth gives the input depth). */
+static vg_code cell_step(vg_rnn_cell *c, vg_graph *g, vg_output x, int64_t depth, vg_dtype dt, const vg_output *state,
+                         vg_output *out, vg_output *ns, bool build_only) {
     if (vg_graph_status(g, NULL) != VG_OK) return vg_graph_status(g, NULL);
-    if (!x.op) return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "rnn cell: NULL input");
+    if (!build_only) {
+        if (!x.op) return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "rnn cell: NULL input");
+        vg_shape s = vg_output_shape(x);
+        bool leaf = c->kind != K_MULTI && c->kind != K_DROPOUT && c->kind != K_RESIDUAL && c->kind != K_FUSED;
+        if (leaf && (s.ndims != 2 || s.dims[1] < 0))
+            return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: the input must be [batch, depth] with depth known",
+                                      c->name);
+        depth = s.ndims == 2 ? s.dims[1] : -1;
+        dt = vg_output_dtype(x);
+    }
     switch (c->kind) {
     case K_FUSED:
         return vg_graph_set_error(g, VG_INVALID_ARGUMENT,
                                   "%s: a fused cell runs whole sequences (vg_fused_rnn), not single steps", c->name);
+    case K_CUSTOM:
+        return custom_step(c, g, x, depth, dt, state, out, ns, build_only);
     case K_MULTI: {
-        char sub[VS_MAX];
-        vg_graph_push_scope(g, c->name);
+        /* RNNCell.__call__: re-enter the variable scope current at the first call (the
+         * copy made when it was first entered, as TF caches it) */
+        bind_graph(c, g);
+        if (build_only && c->built) return VG_OK; /* the scopes are the first call's business */
+        bool first = !c->rnn_scope;
+        if (first) c->rnn_scope = vg_get_variable_scope(g);
+        char **pending = build_only ? NULL : c->pending_ns; /* name scopes a build-only call opened */
+        if (pending) c->pending_ns = NULL;
+        if (build_only && first) c->pending_ns = calloc((size_t)c->nkids + 1, sizeof(char *));
+        vg_variable_scope_opts quiet;
+        memset(&quiet, 0, sizeof quiet);
+        quiet.no_name_scope = pending != NULL;
+        bool ok = c->rnn_scope && vg_variable_scope_enter(g, c->rnn_scope, &quiet);
+        if (ok && pending) vg_graph_push_scope(g, pending[0] ? pending[0] : "/");
+        if (ok && c->pending_ns && !c->pending_ns[0]) {
+            const char *cur = vg_graph_scope(g);
+            c->pending_ns[0] = malloc(strlen(cur) + 2);
+            if (c->pending_ns[0]) sprintf(c->pending_ns[0], "%s/", cur);
+        }
+        if (ok && first) c->rnn_scope = vg_get_variable_scope(g);
+        if (ok && layer_enter(c, g) != VG_OK) {
+            if (pending) vg_graph_pop_scope(g);
+            vg_variable_scope_pop(g);
+            ok = false;
+        }
+        if (!ok) {
+            if (pending) {
+                for (int i = 0; i <= c->nkids; i++) free(pending[i]);
+                free(pending);
+            }
+            return vg_graph_status(g, NULL);
+        }
         vg_output cur = x;
         int off = 0;
         for (int i = 0; i < c->nkids; i++) {
             char nm[32];
             snprintf(nm, sizeof nm, "cell_%d", i);
-            snprintf(sub, sizeof sub, "%s%s%s/%s", vs, *vs ? "/" : "", c->name, nm);
-            vg_graph_push_scope(g, nm);
-            vg_code rc = cell_call(c->kids[i], g, sub, cur, state + off, &cur, ns + off);
-            vg_graph_pop_scope(g);
+            if (!vg_variable_scope_push(g, nm, &quiet)) break;
+            if (pending) vg_graph_push_scope(g, pending[i + 1] ? pending[i + 1] : "/");
+            if (c->pending_ns && !c->pending_ns[i + 1]) {
+                const char *ns = vg_variable_scope_original_name_scope(g);
+                c->pending_ns[i + 1] = malloc(strlen(ns) + 1);
+                if (c->pending_ns[i + 1]) strcpy(c->pending_ns[i + 1], ns);
+            }
+            vg_code rc = cell_step(c->kids[i], g, cur, depth, dt, state ? state + off : NULL, &cur,
+                                   ns ? ns + off : NULL, build_only);
+            if (pending) vg_graph_pop_scope(g);
+            vg_variable_scope_pop(g);
             if (rc != VG_OK) break;
+            depth = vg_rnn_cell_output_size(c->kids[i]);
             off += vg_rnn_cell_state_count(c->kids[i]);
         }
-        vg_graph_pop_scope(g);
-        *out = cur;
+        layer_leave(g);
+        if (pending) vg_graph_pop_scope(g);
+        vg_variable_scope_pop(g);
+        if (pending) {
+            for (int i = 0; i <= c->nkids; i++) free(pending[i]);
+            free(pending);
+        }
+        c->built = vg_graph_status(g, NULL) == VG_OK;
+        if (!build_only) *out = cur;
         return vg_graph_status(g, NULL);
     }
     case K_DROPOUT: {
+        if (build_only) return cell_step(c->kids[0], g, x, depth, dt, state, out, ns, true);
         int64_t seed = c->seed;
         vg_output in = dropout(g, x, c->keep_in, seed ? seed : 0);
-        vg_code rc = cell_call(c->kids[0], g, vs, in, state, out, ns);
+        vg_code rc = cell_step(c->kids[0], g, in, depth, dt, state, out, ns, false);
         if (rc != VG_OK) return rc;
         int n = vg_rnn_cell_state_count(c);
         for (int i = 0; i < n; i++)
@@ -529,13 +673,16 @@ static vg_code cell_call(vg_rnn_cell *c, vg_graph *g, const char *vs, vg_output 
         return vg_graph_status(g, NULL);
     }
     case K_RESIDUAL: {
-        vg_code rc = cell_call(c->kids[0], g, vs, x, state, out, ns);
-        if (rc != VG_OK) return rc;
+        vg_code rc = cell_step(c->kids[0], g, x, depth, dt, state, out, ns, build_only);
+        if (rc != VG_OK || build_only) return rc;
         *out = vg_add(g, x, *out, "add");
         return vg_graph_status(g, NULL);
     }
     default:
-        return call_leaf(c, g, vs, x, state, out, ns);
+        if (layer_enter(c, g) != VG_OK) return vg_graph_status(g, NULL);
+        if (build(c, g, depth, dt) == VG_OK && !build_only) leaf_ops(c, g, x, state, out, ns, dt);
+        layer_leave(g);
+        return vg_graph_status(g, NULL);
     }
 }
 
@@ -544,7 +691,7 @@ vg_code vg_rnn_cell_call(vg_rnn_cell *c, vg_graph *g, vg_output input, const vg_
     if (!g) return VG_INVALID_ARGUMENT;
     if (!c || !state || !output || !new_state)
         return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "rnn cell call: NULL cell, state, output or new_state");
-    return cell_call(c, g, vg_graph_scope(g), input, state, output, new_state);
+    return cell_step(c, g, input, -1, VG_FLOAT, state, output, new_state, false);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -567,11 +714,11 @@ vg_code vg_static_rnn(vg_rnn_cell *cell, vg_graph *g, const vg_output *inputs, i
         return fail(g, st);
     }
     vg_output *next = state + n;
-    const char *sc = scope && *scope ? scope : "rnn";
-    char vs[VS_MAX];
-    const char *cur = vg_graph_scope(g);
-    snprintf(vs, sizeof vs, "%s%s%s", cur, *cur ? "/" : "", sc);
-    vg_graph_push_scope(g, sc);
+    /* with vs.variable_scope(scope or "rnn") as varscope */
+    if (!vg_variable_scope_push(g, scope && *scope ? scope : "rnn", NULL)) {
+        free(state);
+        return fail(g, st);
+    }
     if (initial_state) {
         memcpy(state, initial_state, sizeof(vg_output) * (size_t)n);
     } else {
@@ -584,7 +731,8 @@ vg_code vg_static_rnn(vg_rnn_cell *cell, vg_graph *g, const vg_output *inputs, i
     vg_output zero_out = none();
     for (int t = 0; t < T && vg_graph_status(g, NULL) == VG_OK; t++) {
         vg_output out;
-        if (cell_call(cell, g, vs, inputs[t], state, &out, next) != VG_OK) break;
+        if (t > 0) vg_variable_scope_reuse_variables(g); /* varscope.reuse_variables() */
+        if (cell_step(cell, g, inputs[t], -1, dt, state, &out, next, false) != VG_OK) break;
         if (seq.op) {
             /* rnn.py _rnn_step: copy_cond = time >= sequence_length */
             if (!zero_out.op) zero_out = vg_zeros_like(g, out, "zeros_like");
@@ -595,7 +743,7 @@ vg_code vg_static_rnn(vg_rnn_cell *cell, vg_graph *g, const vg_output *inputs, i
         outputs[t] = out;
         memcpy(state, next, sizeof(vg_output) * (size_t)n);
     }
-    vg_graph_pop_scope(g);
+    vg_variable_scope_pop(g);
     memcpy(final_state, state, sizeof(vg_output) * (size_t)n);
     free(state);
     return fail(g, st);
@@ -617,9 +765,12 @@ vg_code vg_fused_rnn(vg_rnn_cell *c, vg_graph *g, vg_output inputs, const vg_out
         return fail(g, st);
     }
     if (initial_state) dt = vg_output_dtype(initial_state[0]);
-    const char *cur = vg_graph_scope(g);
-    if (build(c, g, cur, s.dims[2], dt) != VG_OK) return fail(g, st);
-    vg_graph_push_scope(g, c->name);
+    /* Layer.__call__: the cell's variable scope, its variables on the first call */
+    if (layer_enter(c, g) != VG_OK) return fail(g, st);
+    if (build(c, g, s.dims[2], dt) != VG_OK) {
+        layer_leave(g);
+        return fail(g, st);
+    }
     int64_t U = c->units;
     vg_output cs0, h0;
     if (initial_state) {
@@ -647,7 +798,7 @@ vg_code vg_fused_rnn(vg_rnn_cell *c, vg_graph *g, vg_output inputs, const vg_out
     vg_op *op = vg_block_lstm(g, maxlen, inputs, cs0, h0, c->kernel, c->peep ? c->wi : zeros, c->peep ? c->wf : zeros,
                               c->peep ? c->wo : zeros, c->bias, c->forget_bias, c->cell_clip, c->peep, "BlockLSTM");
     if (!op) {
-        vg_graph_pop_scope(g);
+        layer_leave(g);
         return fail(g, st);
     }
     vg_output cs = vg_out(op, 1), h = vg_out(op, 6);
@@ -680,7 +831,7 @@ vg_code vg_fused_rnn(vg_rnn_cell *c, vg_graph *g, vg_output inputs, const vg_out
         final_state[0] = vg_gather_nd(g, csa, ind, "GatherNd");
         final_state[1] = vg_gather_nd(g, ha, ind, "GatherNd_1");
     }
-    vg_graph_pop_scope(g);
+    layer_leave(g);
     return fail(g, st);
 }
 
@@ -755,30 +906,24 @@ vg_output vg_sequence_loss(vg_graph *g, vg_output logits, vg_output targets, vg_
 /* ------------------------------------------------------------------------ */
 /* dynamic_rnn (rnn.py _dynamic_rnn_loop) */
 
-/* Creates the variables of every leaf cell for inputs of depth `depth` under `vs`, with
- * the scopes cell_call uses, so that the loop body only reads them. */
-static vg_code prebuild(vg_rnn_cell *c, vg_graph *g, const char *vs, int64_t depth, vg_dtype dt) {
-    switch (c->kind) {
-    case K_MULTI: {
-        char sub[VS_MAX];
-        for (int i = 0; i < c->nkids; i++) {
-            snprintf(sub, sizeof sub, "%s%s%s/cell_%d", vs, *vs ? "/" : "", c->name, i);
-            if (prebuild(c->kids[i], g, sub, depth, dt) != VG_OK) return vg_graph_status(g, NULL);
-            depth = vg_rnn_cell_output_size(c->kids[i]);
-        }
-        return VG_OK;
-    }
-    case K_DROPOUT:
-    case K_RESIDUAL:
-        return prebuild(c->kids[0], g, vs, depth, dt);
-    default:
-        return build(c, g, vs, depth, dt);
-    }
+/* TF makes the cell's variables on its first call, inside the while loop's body; vigil
+ * makes them before the loop (the body then only reads them) with the scopes that
+ * first call would have: the variable scope current here and the name scope the loop
+ * body will have ("<scope>/while/"), so that the body's ops get TF's names
+ * ("rnn/while/basic_lstm_cell/MatMul") and the variables too
+ * ("rnn/basic_lstm_cell/kernel"). */
+static vg_code prebuild(vg_rnn_cell *c, vg_graph *g, int64_t depth, vg_dtype dt) {
+    char loop[VS_MAX], ns[VS_MAX + 2];
+    vg_graph_unique_name(g, "while", loop, sizeof loop);
+    snprintf(ns, sizeof ns, "%s/", loop);
+    vg_graph_push_scope(g, ns);
+    vg_code rc = cell_step(c, g, none(), depth, dt, NULL, NULL, NULL, true);
+    vg_graph_pop_scope(g);
+    return rc;
 }
 
 typedef struct dyn_ctx {
     vg_rnn_cell *cell;
-    const char *vs;
     int n;                 /* state count */
     vg_tensor_array in_ta; /* unstacked inputs (outside the loop) */
     vg_output out_handle;  /* the output TensorArray's handle (outside) */
@@ -802,7 +947,7 @@ static vg_code dyn_body(vg_graph *g, const vg_output *v, int n, void *user, vg_o
     vg_shape xs = vg_output_shape(x);
     if (xs.ndims != 2 || xs.dims[1] < 0) x = vg_reshape_c(g, x, (int64_t[]){-1, d->depth}, 2, "input_t");
     vg_output out;
-    if (cell_call(d->cell, g, d->vs, x, v + 2, &out, outs + 2) != VG_OK) return vg_graph_status(g, NULL);
+    if (cell_step(d->cell, g, x, d->depth, d->dt, v + 2, &out, outs + 2, false) != VG_OK) return vg_graph_status(g, NULL);
     if (d->seq.op) {
         /* _rnn_step(skip_conditionals=True): copy_cond = time >= sequence_length */
         vg_output copy = vg_greater_equal(g, time, d->seq, "GreaterEqual");
@@ -817,9 +962,11 @@ static vg_code dyn_body(vg_graph *g, const vg_output *v, int n, void *user, vg_o
     return vg_graph_status(g, NULL);
 }
 
-vg_code vg_dynamic_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, vg_output sequence_length,
-                       const vg_output *initial_state, vg_dtype dt, int parallel_iterations, bool time_major,
-                       const char *scope, vg_output *outputs, vg_output *final_state, vg_status *st) {
+/* dynamic_rnn with scope given as a name or (scope_obj) a captured scope object. */
+static vg_code dynamic_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, vg_output sequence_length,
+                           const vg_output *initial_state, vg_dtype dt, int parallel_iterations, bool time_major,
+                           const char *scope, vg_vscope *scope_obj, vg_output *outputs, vg_output *final_state,
+                           vg_status *st) {
     if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "dynamic_rnn: NULL graph");
     if (vg_graph_status(g, NULL) != VG_OK) return fail(g, st);
     if (!cell || !inputs.op || !outputs || !final_state) {
@@ -844,16 +991,18 @@ vg_code vg_dynamic_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, vg_outp
         return fail(g, st);
     }
     vg_output *exits = vars + n + 2;
-    const char *sc = scope && *scope ? scope : "rnn";
-    char vs[VS_MAX];
-    const char *cur = vg_graph_scope(g);
-    snprintf(vs, sizeof vs, "%s%s%s", cur, *cur ? "/" : "", sc);
-    vg_graph_push_scope(g, sc);
+    /* with vs.variable_scope(scope or "rnn") as varscope */
+    const char *entered = scope_obj ? vg_variable_scope_enter(g, scope_obj, NULL)
+                                    : vg_variable_scope_push(g, scope && *scope ? scope : "rnn", NULL);
+    if (!entered) {
+        free(vars);
+        return fail(g, st);
+    }
     int64_t depth = s.dims[2];
-    prebuild(cell, g, vs, depth, dt);
+    prebuild(cell, g, depth, dt);
     vg_output x = time_major ? inputs : vg_transpose_c(g, inputs, (int32_t[]){1, 0, 2}, 3, "transpose");
     int64_t T = time_major ? s.dims[0] : s.dims[1], Bs = time_major ? s.dims[1] : s.dims[0];
-    dyn_ctx d = {cell, vs, n, {{NULL, 0}, {NULL, 0}, dt}, {NULL, 0}, dt, {NULL, 0}, {NULL, 0}, {NULL, 0}, depth};
+    dyn_ctx d = {cell, n, {{NULL, 0}, {NULL, 0}, dt}, {NULL, 0}, dt, {NULL, 0}, {NULL, 0}, {NULL, 0}, depth};
     d.seq = sequence_length.op ? vg_identity(g, vg_cast(g, sequence_length, VG_INT32, "ToInt32"), "sequence_length")
                                : none();
     if (initial_state) {
@@ -884,9 +1033,16 @@ vg_code vg_dynamic_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, vg_outp
         *outputs = time_major ? stacked : vg_transpose_c(g, stacked, (int32_t[]){1, 0, 2}, 3, "transpose_1");
         memcpy(final_state, exits + 2, sizeof(vg_output) * (size_t)n);
     }
-    vg_graph_pop_scope(g);
+    vg_variable_scope_pop(g);
     free(vars);
     return fail(g, st);
+}
+
+vg_code vg_dynamic_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, vg_output sequence_length,
+                       const vg_output *initial_state, vg_dtype dt, int parallel_iterations, bool time_major,
+                       const char *scope, vg_output *outputs, vg_output *final_state, vg_status *st) {
+    return dynamic_rnn(cell, g, inputs, sequence_length, initial_state, dt, parallel_iterations, time_major, scope, NULL,
+                       outputs, final_state, st);
 }
 
 /* tf.reverse_sequence(x, lengths, seq_axis, batch_axis) for time-major x [T, B, ...]:
@@ -917,19 +1073,29 @@ vg_code vg_bidirectional_dynamic_rnn(vg_rnn_cell *cell_fw, vg_rnn_cell *cell_bw,
                            "bidirectional_dynamic_rnn: needs two cells, inputs, outputs and final states");
         return fail(g, st);
     }
-    vg_graph_push_scope(g, scope && *scope ? scope : "bidirectional_rnn");
-    vg_dynamic_rnn(cell_fw, g, inputs, sequence_length, initial_state_fw, dt, parallel_iterations, time_major, "fw",
-                   &outputs[0], final_fw, NULL);
-    vg_output len = sequence_length.op ? vg_cast(g, sequence_length, VG_INT32, NULL) : none();
-    vg_output xt = time_major ? inputs : vg_transpose_c(g, inputs, (int32_t[]){1, 0, 2}, 3, "transpose");
-    vg_output xr = len.op ? reverse_sequence_tm(g, xt, len) : vg_reverse_c(g, xt, (int32_t[]){0}, 1, "ReverseV2");
-    vg_output tmp;
-    vg_dynamic_rnn(cell_bw, g, xr, sequence_length, initial_state_bw, dt, parallel_iterations, true, "bw", &tmp,
-                   final_bw, NULL);
-    if (vg_graph_status(g, NULL) == VG_OK) {
-        vg_output back = len.op ? reverse_sequence_tm(g, tmp, len) : vg_reverse_c(g, tmp, (int32_t[]){0}, 1, "ReverseV2_1");
-        outputs[1] = time_major ? back : vg_transpose_c(g, back, (int32_t[]){1, 0, 2}, 3, "transpose_1");
+    /* with vs.variable_scope(scope or "bidirectional_rnn"): dynamic_rnn of each cell in
+     * the scope object captured by `with vs.variable_scope("fw"/"bw") as ..._scope` */
+    if (!vg_variable_scope_push(g, scope && *scope ? scope : "bidirectional_rnn", NULL)) return fail(g, st);
+    if (vg_variable_scope_push(g, "fw", NULL)) {
+        vg_vscope *fw = vg_get_variable_scope(g);
+        dynamic_rnn(cell_fw, g, inputs, sequence_length, initial_state_fw, dt, parallel_iterations, time_major, NULL, fw,
+                    &outputs[0], final_fw, NULL);
+        vg_variable_scope_pop(g);
     }
-    vg_graph_pop_scope(g);
+    vg_output len = none(), tmp = none();
+    if (vg_graph_status(g, NULL) == VG_OK && vg_variable_scope_push(g, "bw", NULL)) {
+        vg_vscope *bw = vg_get_variable_scope(g);
+        len = sequence_length.op ? vg_cast(g, sequence_length, VG_INT32, NULL) : none();
+        vg_output xt = time_major ? inputs : vg_transpose_c(g, inputs, (int32_t[]){1, 0, 2}, 3, "transpose");
+        vg_output xr = len.op ? reverse_sequence_tm(g, xt, len) : vg_reverse_c(g, xt, (int32_t[]){0}, 1, "ReverseV2");
+        dynamic_rnn(cell_bw, g, xr, sequence_length, initial_state_bw, dt, parallel_iterations, true, NULL, bw, &tmp,
+                    final_bw, NULL);
+        vg_variable_scope_pop(g);
+    }
+    vg_variable_scope_pop(g);
+    if (vg_graph_status(g, NULL) == VG_OK) { /* output_bw = _reverse(tmp), outside the scope */
+        vg_output back = len.op ? reverse_sequence_tm(g, tmp, len) : vg_reverse_c(g, tmp, (int32_t[]){0}, 1, "ReverseV2");
+        outputs[1] = time_major ? back : vg_transpose_c(g, back, (int32_t[]){1, 0, 2}, 3, "transpose");
+    }
     return fail(g, st);
 }

@@ -5,10 +5,15 @@
 #include "vigil/variables.h"
 
 /* Creates a get_variable-style variable with the absolute name `full` (made unique
- * against non-variable ops of that name, as TF's name scopes would), its initial value
+ * against names in use, as TF's name scopes would, unless verbatim), its initial value
  * under "<name>/Initializer/", outside the caller's control dependencies. */
-vg_variable vg__train_create_variable(vg_graph *g, const char *full, vg_dtype dt, const int64_t *dims, int ndims,
-                                      vg_initializer init, unsigned flags);
+vg_variable vg__train_create_variable(vg_graph *g, const char *full, bool verbatim, vg_dtype dt, const int64_t *dims,
+                                      int ndims, vg_initializer init, unsigned flags);
+
+/* The serial number of the graph's variable scope store (made if needed; 0 when out of
+ * memory): a cell or layer that captured scope objects of a graph keeps it to tell a
+ * later graph at the same address apart (the objects die with their graph). */
+uint64_t vg__train_scope_store_serial(vg_graph *g);
 
 /* TF's _try_guard_against_uninitialized_dependencies for the variable named var_name
  * (absolute; call with the root scope pushed): initial with every read of a ref

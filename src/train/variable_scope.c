@@ -1,36 +1,57 @@
 /*
  * variable_scope.c - tf.variable_scope and tf.get_variable's variable store (TF 1.15
- * variable_scope.py: VariableScope, _VarStore._get_single_variable,
- * _VariableScopeStore's scope counts, _get_unique_variable_scope), on the public API.
+ * variable_scope.py: VariableScope, variable_scope / _pure_variable_scope,
+ * _VariableStore._get_single_variable, _VariableScopeStore's scope counts,
+ * _get_unique_variable_scope, _maybe_wrap_custom_getter), on the public API.
  *
- * The state hangs off the graph as user data: a stack of scopes (entry 0 is the root
- * scope, which exists even when nothing was pushed), the variables made by
- * get_variable (by full name) and the per-name open counts used to make default
- * names unique.
+ * The state hangs off the graph as user data: the scope objects (TF's VariableScope,
+ * owned by the store until the graph is freed, so that a captured object stays valid),
+ * the stack of open scopes (entry 0 is the root scope, which exists even when nothing
+ * was pushed), the variables made by get_variable (by full name) and the per-name open
+ * counts used to make default names unique.
  */
 #include "train_util.h"
 #include "variable_internal.h"
 #include "vigil/losses.h"
 #include "vigil/variable_scope.h"
+#include <stdatomic.h>
 #include <stdio.h>
 
 #define VS_KEY "vigil.variable_scope"
 #define VS_NAME_MAX 1024
 
-typedef struct vs_entry {
-    char *name;        /* full variable scope name ("" at the root) */
-    char *name_scope;  /* the name scope it opened, "conv1_1/" ("" at the root) */
-    bool pushed_name_scope;
+typedef struct getter_entry {
+    vg_custom_getter_fn fn;
+    void *arg;
+} getter_entry;
+
+/* TF's VariableScope. */
+struct vg_vscope {
+    char *name;       /* full variable scope name ("" at the root) */
+    char *name_scope; /* original_name_scope: the name scope it opened, "conv1_1/" */
     vg_reuse reuse;
     bool has_init;
     vg_initializer init;
     vg_regularizer reg;
     vg_dtype dtype;
-    vg_custom_getter_fn getter;
-    void *getter_arg;
+    getter_entry *getters; /* the custom getter: getters[n-1] runs first, calling [n-2] ... */
+    int ngetters;
+};
+
+typedef enum entry_kind { ENTRY_ROOT, ENTRY_STRING, ENTRY_OBJECT } entry_kind;
+
+typedef struct vs_entry {
+    vg_vscope *scope;
+    entry_kind kind;
+    bool pushed_name_scope;
+    int saved_ncounts; /* ENTRY_OBJECT: the counts to restore on exit */
+    int *saved_counts;
 } vs_entry;
 
 typedef struct vs_state {
+    uint64_t serial; /* unique per store: tells a new graph at a freed one's address apart */
+    vg_vscope **objs;
+    int nobjs, obj_cap;
     vs_entry *stack;
     int n, cap;
     char **var_names;
@@ -41,16 +62,20 @@ typedef struct vs_state {
     int ncounts, count_cap;
 } vs_state;
 
-static void entry_clear(vs_entry *e) {
-    vg_free(e->name);
-    vg_free(e->name_scope);
-    memset(e, 0, sizeof *e);
+static void obj_free(vg_vscope *o) {
+    if (!o) return;
+    vg_free(o->name);
+    vg_free(o->name_scope);
+    vg_free(o->getters);
+    vg_free(o);
 }
 
 static void state_free(void *p) {
     vs_state *s = p;
     if (!s) return;
-    for (int i = 0; i < s->n; i++) entry_clear(&s->stack[i]);
+    for (int i = 0; i < s->nobjs; i++) obj_free(s->objs[i]);
+    vg_free(s->objs);
+    for (int i = 0; i < s->n; i++) vg_free(s->stack[i].saved_counts);
     vg_free(s->stack);
     for (int i = 0; i < s->nvars; i++) vg_free(s->var_names[i]);
     vg_free(s->var_names);
@@ -61,6 +86,37 @@ static void state_free(void *p) {
     vg_free(s);
 }
 
+/* A new scope object owned by the store (NULL when out of memory). */
+static vg_vscope *obj_new(vs_state *s, const char *name, const char *name_scope) {
+    if (!vg__train_grow((void **)&s->objs, &s->obj_cap, s->nobjs + 1, sizeof(vg_vscope *))) return NULL;
+    vg_vscope *o = vg_calloc(1, sizeof *o);
+    if (!o) return NULL;
+    o->name = vg__train_strdup(name);
+    o->name_scope = vg__train_strdup(name_scope);
+    if (!o->name || !o->name_scope) {
+        obj_free(o);
+        return NULL;
+    }
+    s->objs[s->nobjs++] = o;
+    return o;
+}
+
+/* Copies from's getter chain into o, plus (fn, arg) as the new innermost one
+ * (_maybe_wrap_custom_getter). */
+static bool copy_getters(vg_vscope *o, const vg_vscope *from, vg_custom_getter_fn fn, void *arg) {
+    int n = (from ? from->ngetters : 0) + (fn ? 1 : 0);
+    vg_free(o->getters);
+    o->getters = NULL;
+    o->ngetters = 0;
+    if (n == 0) return true;
+    o->getters = vg_calloc((size_t)n, sizeof(getter_entry));
+    if (!o->getters) return false;
+    if (from && from->ngetters) memcpy(o->getters, from->getters, sizeof(getter_entry) * (size_t)from->ngetters);
+    if (fn) o->getters[n - 1] = (getter_entry){fn, arg};
+    o->ngetters = n;
+    return true;
+}
+
 static vs_state *state_peek(const vg_graph *g) { return g ? vg_graph_user_data(g, VS_KEY) : NULL; }
 
 static vs_state *state_get(vg_graph *g) {
@@ -68,10 +124,13 @@ static vs_state *state_get(vg_graph *g) {
     if (s) return s;
     s = vg_calloc(1, sizeof *s);
     if (!s || !vg__train_grow((void **)&s->stack, &s->cap, 4, sizeof(vs_entry))) goto oom;
-    s->stack[0].name = vg__train_strdup("");
-    s->stack[0].name_scope = vg__train_strdup("");
-    if (!s->stack[0].name || !s->stack[0].name_scope) goto oom;
+    vg_vscope *root = obj_new(s, "", ""); /* VariableScope(False) */
+    if (!root) goto oom;
+    s->stack[0].scope = root;
+    s->stack[0].kind = ENTRY_ROOT;
     s->n = 1;
+    static atomic_uint_fast64_t next_serial = 1;
+    s->serial = (uint64_t)atomic_fetch_add(&next_serial, 1);
     if (vg_graph_set_user_data(g, VS_KEY, s, state_free) != VG_OK) {
         state_free(s);
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory creating the variable scope store");
@@ -79,13 +138,13 @@ static vs_state *state_get(vg_graph *g) {
     }
     return s;
 oom:
-    if (s) {
-        s->n = s->stack ? 1 : 0;
-        state_free(s);
-    }
+    state_free(s);
     vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory creating the variable scope store");
     return NULL;
 }
+
+/* ------------------------------------------------------------------------ */
+/* _VariableScopeStore's counts */
 
 static int count_index(const vs_state *s, const char *name) {
     for (int i = 0; i < s->ncounts; i++)
@@ -97,7 +156,7 @@ static int scope_count(const vs_state *s, const char *name) {
     return i < 0 ? 0 : s->counts[i];
 }
 
-/* _VariableScopeStore.open_variable_scope */
+/* open_variable_scope */
 static bool open_count(vs_state *s, const char *name) {
     int i = count_index(s, name);
     if (i >= 0) {
@@ -116,12 +175,72 @@ static bool open_count(vs_state *s, const char *name) {
     return true;
 }
 
-/* _VariableScopeStore.close_variable_subscopes: counts of the scopes below name drop
- * to 0 (re-entering "model" names its first "dense" "model/dense" again). */
+/* close_variable_subscopes: the counts of the scopes below name drop to 0 (leaving
+ * "model" and entering it again names its first "dense" "model/dense" again). */
 static void close_subscopes(vs_state *s, const char *name) {
     size_t n = strlen(name);
     for (int i = 0; i < s->ncounts; i++)
-        if (!*name || (strncmp(s->count_names[i], name, n) == 0 && s->count_names[i][n] == '/')) s->counts[i] = 0;
+        if (strncmp(s->count_names[i], name, n) == 0 && s->count_names[i][n] == '/') s->counts[i] = 0;
+}
+
+/* variable_scopes_count = old_subscopes (leaving a scope entered by object). */
+static void restore_counts(vs_state *s, int n, const int *counts) {
+    for (int i = n; i < s->ncounts; i++) vg_free(s->count_names[i]);
+    if (n < s->ncounts) s->ncounts = n;
+    if (counts && n) memcpy(s->counts, counts, sizeof(int) * (size_t)n);
+}
+
+/* _get_unique_variable_scope(prefix) in the current scope: prefix, prefix_1, ... */
+static void unique_scope_name(const vs_state *s, const char *prefix, char *out, size_t len) {
+    const char *cur = s->stack[s->n - 1].scope->name;
+    char probe[3 * VS_NAME_MAX];
+    if (*cur) snprintf(probe, sizeof probe, "%s/%s", cur, prefix);
+    else snprintf(probe, sizeof probe, "%s", prefix);
+    snprintf(out, len, "%s", prefix);
+    if (scope_count(s, probe) == 0) return;
+    for (int idx = 1;; idx++) {
+        char cand[4 * VS_NAME_MAX];
+        snprintf(cand, sizeof cand, "%s_%d", probe, idx);
+        if (scope_count(s, cand) == 0) {
+            snprintf(out, len, "%s_%d", prefix, idx);
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* entering and leaving */
+
+/* Pushes the entry (the object is already made); undoes the name scope on failure. */
+static const char *push_entry(vg_graph *g, vs_state *s, vs_entry e) {
+    if (!vg__train_grow((void **)&s->stack, &s->cap, s->n + 1, sizeof(vs_entry))) {
+        if (e.pushed_name_scope) vg_graph_pop_scope(g);
+        vg_free(e.saved_counts);
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory entering variable scope %s", e.scope->name);
+        return NULL;
+    }
+    s->stack[s->n++] = e;
+    return e.scope->name;
+}
+
+static const char *enter_oom(vg_graph *g, bool pushed_ns, const char *name) {
+    if (pushed_ns) vg_graph_pop_scope(g);
+    vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory entering variable scope %s", name);
+    return NULL;
+}
+
+/* The scope attributes given in opts on top of those of base (the parent scope for a
+ * string name, the captured object when one is re-entered). */
+static bool apply_opts(vg_vscope *o, const vg_vscope *base, const vg_variable_scope_opts *opts) {
+    o->has_init = base->has_init;
+    o->init = base->init;
+    if (opts->initializer && opts->initializer->kind != VG_INIT_DEFAULT) {
+        o->has_init = true;
+        o->init = *opts->initializer;
+    }
+    o->reg = opts->regularizer.fn ? opts->regularizer : base->reg;
+    o->dtype = opts->dtype ? opts->dtype : base->dtype;
+    return copy_getters(o, base, opts->custom_getter, opts->custom_getter_arg);
 }
 
 const char *vg_variable_scope_push(vg_graph *g, const char *name, const vg_variable_scope_opts *opts) {
@@ -129,115 +248,169 @@ const char *vg_variable_scope_push(vg_graph *g, const char *name, const vg_varia
     vg_variable_scope_opts def;
     memset(&def, 0, sizeof def);
     if (!opts) opts = &def;
-    if ((!name || !*name) && (!opts->default_name || !*opts->default_name)) {
+    bool named = name && *name;
+    if (!named && (!opts->default_name || !*opts->default_name)) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "variable_scope: no name and no default_name given");
         return NULL;
     }
-    if ((!name || !*name) && opts->reuse == VG_REUSE_TRUE) {
+    if (!named && opts->reuse != VG_REUSE_INHERIT) { /* TF: `if self._reuse:` (AUTO_REUSE is truthy) */
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "reuse=True cannot be used without a name_or_scope");
         return NULL;
     }
-    if (name && strchr(name, '/') && name[strlen(name) - 1] == '/') {
+    if (named && name[strlen(name) - 1] == '/') {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "variable_scope: name '%s' must not end with '/'", name);
         return NULL;
     }
     vs_state *s = state_get(g);
     if (!s) return NULL;
-    const vs_entry *parent = &s->stack[s->n - 1];
-    char rel[VS_NAME_MAX], full[3 * VS_NAME_MAX];
-    if (name && *name) {
-        snprintf(rel, sizeof rel, "%s", name);
-    } else {
-        /* _get_unique_variable_scope(default_name) */
-        char probe[3 * VS_NAME_MAX];
-        if (*parent->name) snprintf(probe, sizeof probe, "%s/%s", parent->name, opts->default_name);
-        else snprintf(probe, sizeof probe, "%s", opts->default_name);
-        snprintf(rel, sizeof rel, "%s", opts->default_name);
-        if (scope_count(s, probe) > 0) {
-            for (int idx = 1;; idx++) {
-                char cand[4 * VS_NAME_MAX];
-                snprintf(cand, sizeof cand, "%s_%d", probe, idx);
-                if (scope_count(s, cand) == 0) {
-                    snprintf(rel, sizeof rel, "%s_%d", opts->default_name, idx);
-                    break;
-                }
-            }
-        }
-    }
-    if (*parent->name) snprintf(full, sizeof full, "%s/%s", parent->name, rel);
-    else snprintf(full, sizeof full, "%s", rel);
-    if (!vg__train_grow((void **)&s->stack, &s->cap, s->n + 1, sizeof(vs_entry))) {
-        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory entering variable scope %s", full);
-        return NULL;
-    }
-    parent = &s->stack[s->n - 1];
-    vs_entry e;
-    memset(&e, 0, sizeof e);
-    e.name = vg__train_strdup(full);
-    /* the name scope: tf.name_scope(name or default_name), made unique */
+    /* the name scope: tf.name_scope(name or default_name), made unique; with
+     * auxiliary_name_scope=False the current one, re-entered */
     char ns[VS_NAME_MAX * 4];
-    ns[0] = 0;
+    bool pushed = false;
     if (!opts->no_name_scope) {
-        const char *got = vg_graph_push_scope(g, name && *name ? name : opts->default_name);
-        if (got) {
-            snprintf(ns, sizeof ns, "%s/", got);
-            e.pushed_name_scope = true;
-        }
+        const char *got = vg_graph_push_scope(g, named ? name : opts->default_name);
+        snprintf(ns, sizeof ns, "%s/", got ? got : "");
+        pushed = true;
     } else {
         const char *cur = vg_graph_scope(g);
-        if (*cur) snprintf(ns, sizeof ns, "%s/", cur);
+        snprintf(ns, sizeof ns, "%s%s", cur, *cur ? "/" : "");
     }
-    e.name_scope = vg__train_strdup(ns);
-    if (!e.name || !e.name_scope || !open_count(s, full)) {
-        if (e.pushed_name_scope) vg_graph_pop_scope(g);
-        entry_clear(&e);
-        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory entering variable scope %s", full);
+    char rel[VS_NAME_MAX], full[3 * VS_NAME_MAX];
+    if (named) snprintf(rel, sizeof rel, "%s", name);
+    else unique_scope_name(s, opts->default_name, rel, sizeof rel);
+    const vg_vscope *parent = s->stack[s->n - 1].scope;
+    if (*parent->name) snprintf(full, sizeof full, "%s/%s", parent->name, rel);
+    else snprintf(full, sizeof full, "%s", rel);
+    /* _pure_variable_scope with a string: the parent's attributes, reuse inherited */
+    vg_vscope *o = obj_new(s, full, ns);
+    if (!o) return enter_oom(g, pushed, full);
+    o->reuse = opts->reuse != VG_REUSE_INHERIT ? opts->reuse : parent->reuse;
+    if (!apply_opts(o, parent, opts) || !open_count(s, full)) return enter_oom(g, pushed, full);
+    vs_entry e = {o, ENTRY_STRING, pushed, 0, NULL};
+    return push_entry(g, s, e);
+}
+
+const char *vg_variable_scope_enter(vg_graph *g, vg_vscope *scope, const vg_variable_scope_opts *opts) {
+    if (!g) return NULL;
+    if (!scope) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "variable_scope: NULL scope object");
         return NULL;
     }
-    if (name && *name) close_subscopes(s, full);
-    /* reuse: once on, inherited (AUTO_REUSE stays AUTO unless True is asked) */
-    e.reuse = parent->reuse;
-    if (opts->reuse == VG_REUSE_TRUE || (opts->reuse == VG_REUSE_AUTO && e.reuse != VG_REUSE_TRUE)) e.reuse = opts->reuse;
-    e.has_init = parent->has_init;
-    e.init = parent->init;
-    if (opts->initializer) {
-        e.has_init = true;
-        e.init = *opts->initializer;
+    vg_variable_scope_opts def;
+    memset(&def, 0, sizeof def);
+    if (!opts) opts = &def;
+    vs_state *s = state_get(g);
+    if (!s) return NULL;
+    /* the name scope: the last component of the scope's name, made unique (none for the
+     * root scope); auxiliary_name_scope=False re-enters the current one */
+    bool pushed = false;
+    if (!opts->no_name_scope) {
+        const char *slash = strrchr(scope->name, '/');
+        const char *last = slash ? slash + 1 : scope->name;
+        if (*last) {
+            vg_graph_push_scope(g, last);
+            pushed = true;
+        }
     }
-    e.reg = opts->regularizer.fn ? opts->regularizer : parent->reg;
-    e.dtype = opts->dtype ? opts->dtype : parent->dtype;
-    e.getter = opts->custom_getter;
-    e.getter_arg = opts->custom_getter_arg;
-    s->stack[s->n++] = e;
-    return s->stack[s->n - 1].name;
+    /* _pure_variable_scope with a VariableScope: a copy of it (its name and original
+     * name scope), reuse taken from it unless set here */
+    vg_vscope *o = obj_new(s, scope->name, scope->name_scope);
+    if (!o) return enter_oom(g, pushed, scope->name);
+    o->reuse = opts->reuse != VG_REUSE_INHERIT ? opts->reuse : scope->reuse;
+    if (!apply_opts(o, scope, opts) || !open_count(s, scope->name)) return enter_oom(g, pushed, scope->name);
+    vs_entry e = {o, ENTRY_OBJECT, pushed, s->ncounts, NULL};
+    if (s->ncounts) {
+        e.saved_counts = vg_malloc(sizeof(int) * (size_t)s->ncounts);
+        if (!e.saved_counts) return enter_oom(g, pushed, scope->name);
+        memcpy(e.saved_counts, s->counts, sizeof(int) * (size_t)s->ncounts);
+    }
+    return push_entry(g, s, e);
 }
 
 void vg_variable_scope_pop(vg_graph *g) {
     vs_state *s = state_peek(g);
     if (!s || s->n <= 1) return;
     vs_entry *e = &s->stack[--s->n];
+    if (e->kind == ENTRY_OBJECT) restore_counts(s, e->saved_ncounts, e->saved_counts);
+    else close_subscopes(s, e->scope->name);
     if (e->pushed_name_scope) vg_graph_pop_scope(g);
-    entry_clear(e);
+    vg_free(e->saved_counts);
+    memset(e, 0, sizeof *e);
+}
+
+uint64_t vg__train_scope_store_serial(vg_graph *g) {
+    vs_state *s = state_get(g);
+    return s ? s->serial : 0;
+}
+
+vg_vscope *vg_get_variable_scope(vg_graph *g) {
+    vs_state *s = state_get(g);
+    return s ? s->stack[s->n - 1].scope : NULL;
 }
 
 const char *vg_variable_scope_name(const vg_graph *g) {
     vs_state *s = state_peek(g);
-    return s ? s->stack[s->n - 1].name : "";
+    return s ? s->stack[s->n - 1].scope->name : "";
 }
 
 const char *vg_variable_scope_original_name_scope(const vg_graph *g) {
     vs_state *s = state_peek(g);
-    return s ? s->stack[s->n - 1].name_scope : "";
+    return s ? s->stack[s->n - 1].scope->name_scope : "";
 }
 
 vg_reuse vg_variable_scope_reuse(const vg_graph *g) {
     vs_state *s = state_peek(g);
-    return s ? s->stack[s->n - 1].reuse : VG_REUSE_INHERIT;
+    return s ? s->stack[s->n - 1].scope->reuse : VG_REUSE_INHERIT;
 }
 
 void vg_variable_scope_reuse_variables(vg_graph *g) {
     vs_state *s = state_get(g);
-    if (s) s->stack[s->n - 1].reuse = VG_REUSE_TRUE;
+    if (s) s->stack[s->n - 1].scope->reuse = VG_REUSE_TRUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* scope objects */
+
+const char *vg_vscope_name(const vg_vscope *s) { return s ? s->name : ""; }
+const char *vg_vscope_original_name_scope(const vg_vscope *s) { return s ? s->name_scope : ""; }
+vg_reuse vg_vscope_reuse(const vg_vscope *s) { return s ? s->reuse : VG_REUSE_INHERIT; }
+vg_dtype vg_vscope_dtype(const vg_vscope *s) { return s && s->dtype ? s->dtype : VG_FLOAT; }
+bool vg_vscope_initializer(const vg_vscope *s, vg_initializer *init) {
+    if (!s || !s->has_init) return false;
+    if (init) *init = s->init;
+    return true;
+}
+
+void vg_vscope_reuse_variables(vg_vscope *s) {
+    if (s) s->reuse = VG_REUSE_TRUE;
+}
+void vg_vscope_set_initializer(vg_vscope *s, const vg_initializer *init) {
+    if (!s) return;
+    s->has_init = init && init->kind != VG_INIT_DEFAULT;
+    if (s->has_init) s->init = *init;
+}
+void vg_vscope_set_regularizer(vg_vscope *s, vg_regularizer reg) {
+    if (s) s->reg = reg;
+}
+void vg_vscope_set_dtype(vg_vscope *s, vg_dtype dt) {
+    if (s) s->dtype = dt;
+}
+vg_code vg_vscope_set_custom_getter(vg_vscope *s, vg_custom_getter_fn fn, void *arg) {
+    if (!s) return VG_INVALID_ARGUMENT;
+    if (!fn) {
+        vg_free(s->getters);
+        s->getters = NULL;
+        s->ngetters = 0;
+        return VG_OK;
+    }
+    getter_entry *n = vg_calloc(1, sizeof *n);
+    if (!n) return VG_RESOURCE_EXHAUSTED;
+    n->fn = fn;
+    n->arg = arg;
+    vg_free(s->getters);
+    s->getters = n;
+    s->ngetters = 1;
+    return VG_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -292,6 +465,8 @@ static char *dims_str(const int64_t *dims, int ndims, char *buf, size_t len) {
     vg_shape sh = vg_shape_make(dims, ndims);
     return vg_shape_str(&sh, buf, len);
 }
+
+static bool is_float(vg_dtype dt) { return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_HALF; }
 
 /* _VarStore._get_single_variable */
 static vg_variable true_getter(vg_graph *g, const vg_getter_args *a, void *ctx) {
@@ -350,7 +525,17 @@ static vg_variable true_getter(vg_graph *g, const vg_getter_args *a, void *ctx) 
                                dims_str(a->dims, a->ndims, b, sizeof b));
             return none;
         }
-    vg_variable v = vg__train_create_variable(g, a->name, a->dt, a->dims, a->ndims, a->init, a->flags);
+    /* initializer None (no scope initializer either): glorot_uniform for floating
+     * dtypes, zeros for integers and bool (_get_default_initializer) */
+    vg_initializer init = a->init;
+    if (init.kind == VG_INIT_DEFAULT) init = is_float(a->dt) ? vg_init_glorot_uniform(0) : vg_init_zeros();
+    /* a name ending in '/' (get_variable("") in a scope, as slot_creator does) names the
+     * variable op verbatim, as TF's name scopes treat such names */
+    size_t len = strlen(a->name);
+    bool verbatim = len > 1 && a->name[len - 1] == '/';
+    char opname[VS_NAME_MAX];
+    snprintf(opname, sizeof opname, "%.*s", (int)(verbatim ? len - 1 : len), a->name);
+    vg_variable v = vg__train_create_variable(g, opname, verbatim, a->dt, a->dims, a->ndims, init, a->flags);
     if (!v.var) return none;
     int c1 = s->var_cap, c2 = s->var_cap;
     char *nm = vg__train_strdup(a->name);
@@ -365,7 +550,7 @@ static vg_variable true_getter(vg_graph *g, const vg_getter_args *a, void *ctx) 
     s->var_ops[s->nvars++] = v.var;
     if (a->regularizer.fn) {
         char rs[VS_NAME_MAX * 4];
-        snprintf(rs, sizeof rs, "%s/Regularizer/", a->name);
+        snprintf(rs, sizeof rs, "%s/Regularizer/", opname);
         vg_graph_push_scope(g, rs);
         vg_output loss = a->regularizer.fn(g, v.read, a->regularizer.scale, a->regularizer.arg);
         vg_graph_pop_scope(g);
@@ -375,22 +560,20 @@ static vg_variable true_getter(vg_graph *g, const vg_getter_args *a, void *ctx) 
     return v;
 }
 
-/* The custom getters of the open scopes, outermost first, around true_getter. */
+/* The custom getter chain of the current scope: the innermost getter first, each one's
+ * `getter` the next outer one, the last the store's (_maybe_wrap_custom_getter). */
 typedef struct chain_ctx {
     vs_state *s;
-    int pos; /* next stack index to look at */
+    const vg_vscope *scope;
+    int pos; /* the getter to call next, counting down; -1: the store */
 } chain_ctx;
 
 static vg_variable chain_getter(vg_graph *g, const vg_getter_args *a, void *ctx) {
     chain_ctx *c = ctx;
-    for (int i = c->pos; i < c->s->n; i++) {
-        vs_entry *e = &c->s->stack[i];
-        if (!e->getter) continue;
-        chain_ctx next = {c->s, i + 1};
-        vg_custom_getter_fn fn = e->getter;
-        return fn(g, chain_getter, &next, a, e->getter_arg);
-    }
-    return true_getter(g, a, c->s);
+    if (c->pos < 0) return true_getter(g, a, c->s);
+    getter_entry e = c->scope->getters[c->pos];
+    chain_ctx next = {c->s, c->scope, c->pos - 1};
+    return e.fn(g, chain_getter, &next, a, e.arg);
 }
 
 vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_get_variable_opts *opts) {
@@ -398,7 +581,10 @@ vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_get_varia
     memset(&none, 0, sizeof none);
     if (!g) return none;
     if (vg_graph_status(g, NULL) != VG_OK) return none;
-    if (!name || !*name) {
+    vs_state *s = state_get(g);
+    if (!s) return none;
+    const vg_vscope *top = s->stack[s->n - 1].scope;
+    if (!name || (!*name && !*top->name)) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "get_variable needs a name");
         return none;
     }
@@ -409,14 +595,10 @@ vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_get_varia
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "get_variable %s: bad shape (rank %d)", name, opts->ndims);
         return none;
     }
-    vs_state *s = state_get(g);
-    if (!s) return none;
-    const vs_entry *top = &s->stack[s->n - 1];
-    /* the prefix: the variable scope; with no variable scope open, the name scope
-     * (vigil's older rule, see vigil/variable_scope.h) */
-    const char *prefix = s->n > 1 ? top->name : vg_graph_scope(g);
+    /* VariableScope.get_variable: the variable scope's name + "/" + name; name scopes
+     * play no part */
     char full[VS_NAME_MAX];
-    if (*prefix) snprintf(full, sizeof full, "%s/%s", prefix, name);
+    if (*top->name) snprintf(full, sizeof full, "%s/%s", top->name, name);
     else snprintf(full, sizeof full, "%s", name);
     vg_getter_args a;
     memset(&a, 0, sizeof a);
@@ -424,13 +606,12 @@ vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_get_varia
     a.dt = opts->dt ? opts->dt : top->dtype ? top->dtype : VG_FLOAT;
     a.dims = opts->dims;
     a.ndims = opts == &def ? -1 : opts->ndims; /* no opts: shape not specified (reuse) */
-    bool is_float = a.dt == VG_FLOAT || a.dt == VG_DOUBLE || a.dt == VG_HALF;
-    a.init = opts->has_init ? opts->init : top->has_init ? top->init : is_float ? vg_init_glorot_uniform(0) : vg_init_zeros();
+    bool given = opts->has_init && opts->init.kind != VG_INIT_DEFAULT;
+    a.init = given ? opts->init : top->has_init ? top->init : vg_init_default();
     a.regularizer = opts->regularizer.fn ? opts->regularizer : top->reg;
     a.flags = (opts->not_trainable ? 0u : (unsigned)VG_VAR_TRAINABLE) | (opts->local ? (unsigned)VG_VAR_LOCAL : 0u);
-    a.reuse = top->reuse;
-    if (opts->reuse == VG_REUSE_TRUE || (opts->reuse == VG_REUSE_AUTO && a.reuse != VG_REUSE_TRUE)) a.reuse = opts->reuse;
-    chain_ctx c = {s, 1};
+    a.reuse = opts->reuse != VG_REUSE_INHERIT ? opts->reuse : top->reuse;
+    chain_ctx c = {s, top, top->ngetters - 1};
     return chain_getter(g, &a, &c);
 }
 

@@ -72,6 +72,11 @@ vg_initializer vg_init_constant_array(const vg_constant_array *a) {
     return i;
 }
 
+vg_initializer vg_init_default(void) {
+    vg_initializer i = {VG_INIT_DEFAULT, 0, 0, 0, 0, 0, 0, NULL};
+    return i;
+}
+
 /* init_ops._compute_fans: rank 0 -> 1,1; rank 1 -> n,n; rank 2 -> in,out; conv
  * kernels [..., in, out] multiply by the receptive field size. */
 static void compute_fans(const int64_t *dims, int ndims, double *fan_in, double *fan_out) {
@@ -165,6 +170,7 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
     if (dt == VG_HALF) /* float16: the float32 initial value, then a Cast (vigil computes in float32) */
         return vg_cast(g, vg_initializer_build(g, init, VG_FLOAT, dims, ndims), VG_HALF, "Cast");
     bool is_float = dt == VG_FLOAT || dt == VG_DOUBLE;
+    if (init.kind == VG_INIT_DEFAULT) init = is_float ? vg_init_glorot_uniform(0) : vg_init_zeros();
     if (!is_float && init.kind != VG_INIT_ZEROS && init.kind != VG_INIT_ONES && init.kind != VG_INIT_CONSTANT &&
         init.kind != VG_INIT_CONSTANT_ARRAY) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "random initializers need a floating point dtype, not %s",
@@ -193,6 +199,7 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
         double limit = sqrt(3.0 * scale);
         return random_value(g, RND_UNIFORM, -limit, limit, init.seed, dt, dims, ndims);
     }
+    case VG_INIT_DEFAULT: break; /* resolved above */
     case VG_INIT_UNIFORM_UNIT_SCALING: {
         /* UniformUnitScaling.__call__: input_size = prod(shape[:-1]), at least 1.0 */
         double input_size = 1.0;
@@ -387,13 +394,18 @@ vg_variable vg_variable_new(vg_graph *g, const char *name, vg_output initial_val
     return make_variable(g, full, &sp);
 }
 
-vg_variable vg__train_create_variable(vg_graph *g, const char *full, vg_dtype dt, const int64_t *dims, int ndims,
-                                      vg_initializer init, unsigned flags) {
-    /* A non-variable op of that name: TF's name_scope would make the op name unique. */
+vg_variable vg__train_create_variable(vg_graph *g, const char *full, bool verbatim, vg_dtype dt, const int64_t *dims,
+                                      int ndims, vg_initializer init, unsigned flags) {
+    /* A name already in use: TF's name_scope(name) would make the op name unique (a
+     * name given as a scope, "<name>/", is taken as is). */
     char uniq[NAME_MAX_LEN];
-    vg_graph_push_scope(g, "/");
-    vg_graph_unique_name(g, full, uniq, sizeof uniq);
-    vg_graph_pop_scope(g);
+    if (verbatim) {
+        snprintf(uniq, sizeof uniq, "%s", full);
+    } else {
+        vg_graph_push_scope(g, "/");
+        vg_graph_unique_name(g, full, uniq, sizeof uniq);
+        vg_graph_pop_scope(g);
+    }
     var_spec sp = {dt, dims, ndims, {NULL, 0}, true, init, flags};
     return make_variable(g, uniq, &sp);
 }
@@ -431,14 +443,16 @@ vg_output vg_get_or_create_global_step(vg_graph *g) {
     if (!g) return none;
     vg_output gs = vg_get_global_step(g);
     if (gs.op) return gs;
-    /* get_variable("global_step", [], int64, zeros, trainable=False) under the root
-     * name scope; collections: variables + global_step. */
-    var_spec sp = {VG_INT64, NULL, 0, {NULL, 0}, true, vg_init_zeros(), 0};
-    vg_graph_push_scope(g, "/");
-    char uniq[NAME_MAX_LEN];
-    vg_graph_unique_name(g, "global_step", uniq, sizeof uniq);
-    vg_graph_pop_scope(g);
-    vg_variable v = make_variable(g, uniq, &sp);
+    /* training_util.create_global_step: get_variable("global_step", [], int64, zeros,
+     * trainable=False) in the current variable scope (name scopes play no part);
+     * collections: variables + global_step. */
+    vg_get_variable_opts o;
+    memset(&o, 0, sizeof o);
+    o.dt = VG_INT64;
+    o.has_init = true;
+    o.init = vg_init_zeros();
+    o.not_trainable = true;
+    vg_variable v = vg_get_variable_ex(g, "global_step", &o);
     if (!v.var) return none;
     if (vg_graph_add_to_collection(g, VG_GLOBAL_STEP, v.ref) != VG_OK) return none;
     return v.ref;

@@ -29,7 +29,10 @@ static vg_code dnc_build(vg_graph *g, int64_t input_depth, vg_dtype dt, void *us
     dnc_core *c = user;
     dnc_memory_access *a = &c->access;
     int64_t access_output_size = a->num_reads * a->word_size;
-    vg_variable_scope_push(g, "dnc", NULL);
+    /* Sonnet's _enter_variable_scope: the module's captured scope, re-entered wherever the
+     * build runs (dynamic_rnn's "rnn" scope here), so the names stay "dnc/..." */
+    if (!c->scope) return vg_graph_set_error(g, VG_FAILED_PRECONDITION, "dnc: dnc_initial_state was not called");
+    vg_variable_scope_enter(g, c->scope, &(vg_variable_scope_opts){.no_name_scope = true});
     /* snt.LSTM(hidden_size): w_gates [input + hidden, 4 hidden], b_gates [4 hidden], both
      * truncated_normal with stddev 1/sqrt(input + hidden) (create_linear_initializer) */
     int64_t equiv_input_size = input_depth + access_output_size + c->hidden_size, four_h = 4 * c->hidden_size;
@@ -116,5 +119,9 @@ void dnc_free(dnc_core *c) {
 /* initial_state(batch_size): the controller's zero state (snt.LSTM), the access
  * module's zeros and zeros [batch, num_reads, word_size] for access_output. */
 void dnc_initial_state(vg_graph *g, dnc_core *c, int64_t batch_size, vg_output *state) {
+    if (!c->scope && vg_variable_scope_push(g, NULL, &(vg_variable_scope_opts){.default_name = "dnc"})) {
+        c->scope = vg_get_variable_scope(g);
+        vg_variable_scope_pop(g);
+    }
     vg_rnn_cell_zero_state(c->cell, g, batch_size, vg_out(NULL, 0), VG_FLOAT, state);
 }

@@ -78,13 +78,16 @@ typedef struct dnc_core {
     dnc_linear output_linear;   /* "dnc/output_linear" */
     vg_shape state_shapes[DNC_STATE_COUNT];
     vg_rnn_cell *cell; /* the custom vigil cell running this core */
+    vg_vscope *scope;  /* the module's variable scope "dnc", captured at the top level */
 } dnc_core;
 /* DNC(access_config, controller_config, output_size, clip_value, name='dnc'); returns
  * NULL when out of memory. */
 dnc_core *dnc_new(int64_t memory_size, int64_t word_size, int64_t num_reads, int64_t num_writes, int64_t hidden_size,
                   int64_t output_size, double clip_value);
 void dnc_free(dnc_core *c);
-/* initial_state(batch_size): zeros of every state entry */
+/* initial_state(batch_size): zeros of every state entry. The first call also captures
+ * the module's variable scope (Sonnet captures tf.variable_scope(None,
+ * default_name="dnc") when the module is made, at the top level in train.py). */
 void dnc_initial_state(vg_graph *g, dnc_core *c, int64_t batch_size, vg_output *state);
 
 /* ---- repeat_copy.py -------------------------------------------------------------------- */
