@@ -130,6 +130,7 @@ typedef struct small_node {
 } small_node;
 static _Thread_local small_node *tl_small;
 static _Thread_local int tl_nsmall;
+static _Thread_local bool tl_small_key_set; /* this thread's drain at exit is registered */
 static pthread_key_t g_small_key;
 static pthread_once_t g_small_once = PTHREAD_ONCE_INIT;
 static bool g_small_key_ok;
@@ -142,6 +143,7 @@ static void small_drain(void *unused) {
         default_free(NULL, b);
     }
     tl_nsmall = 0;
+    tl_small_key_set = false; /* a later destructor that frees a block registers again */
 }
 static void small_key_init(void) { g_small_key_ok = pthread_key_create(&g_small_key, small_drain) == 0; }
 
@@ -161,12 +163,13 @@ void vg__small_block_put(void *p) {
         default_free(NULL, p);
         return;
     }
-    if (!tl_small) { /* the list goes from empty to one block: make sure it is freed at thread exit */
+    if (!tl_small_key_set) { /* once per thread: make sure the list is freed at thread exit */
         pthread_once(&g_small_once, small_key_init);
         if (!g_small_key_ok || pthread_setspecific(g_small_key, (void *)1) != 0) {
             default_free(NULL, p);
             return;
         }
+        tl_small_key_set = true;
     }
     small_node *b = p;
     b->next = tl_small;

@@ -629,7 +629,8 @@ static void take_fetches(vg__run_state *rs, int node, vg_tensor **outs) {
         int fi = c->fetch_of[k];
         if (fi < 0 || !outs[k]) continue;
         vg_tensor *v = outs[k];
-        if (vg__val_is_ref(v)) {
+        bool read = vg__val_is_ref(v);
+        if (read) {
             vg_status e;
             e.code = VG_OK;
             if (!(v = deref(vg__val_var(v), &e))) {
@@ -638,14 +639,12 @@ static void take_fetches(vg__run_state *rs, int node, vg_tensor **outs) {
                 fail(rs, &e);
                 continue;
             }
-        } else {
-            vg_tensor_ref(v);
         }
         /* every fetch of this output */
         for (int j = fi; j < p->nfetches; j++)
             if (p->fetch_node[j] == node && p->fetch_slot[j] == p->fetch_slot[fi] && !rs->fetched[j])
                 rs->fetched[j] = vg_tensor_ref(v);
-        vg_tensor_free(v);
+        if (read) vg_tensor_free(v);
     }
 }
 
@@ -801,7 +800,7 @@ static vg_code run_inline(vg__run_state *rs, vg__node *n, vg_tensor **in, vg_ten
 }
 
 /* Runs a kernel node: reads the variables its inputs refer to, then the kernel. */
-static vg_code run_kernel(vg__run_state *rs, vg__node *n, vg_tensor **vals, vg_tensor **outs, vg_status *st) {
+static inline vg_code run_kernel(vg__run_state *rs, vg__node *n, vg_tensor **vals, vg_tensor **outs, vg_status *st) {
     if (n->may_deref)
         for (int k = 0; k < n->ninputs; k++) {
             int sl = n->in_slot[k];
@@ -1184,8 +1183,10 @@ static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg
         else vg_tensor_free(rs->fetched[i]);
         rs->fetched[i] = NULL;
     }
-    if (rc != VG_OK || p->loops) iter_clear(rs, 0, it0); /* else every node ran and took its inputs */
-    frame_clear(root);
+    if (rc != VG_OK || p->loops) { /* else every node ran and took its inputs */
+        iter_clear(rs, 0, it0);
+        frame_clear(root);
+    }
     if (rs->step_res) vg__step_res_free(rs);
     state_release(rs);
     return rc;
