@@ -2,7 +2,9 @@
  * dataset_iter.c - tf.data iterators (tensorflow/core/kernels/data/ *_dataset_op.cc
  * semantics): tensor slices, range, TFRecord files, map (a function graph run by a
  * private session), batch, shuffle, repeat, take, skip and prefetch (a producer
- * thread and a bounded buffer), text lines, shard and interleave.
+ * thread and a bounded buffer), text lines, shard and interleave; each iterator's
+ * SaveInternal / RestoreInternal (vg__ds_iter_save / _restore, at the end), and the
+ * context the iterators of one top-level iterator share (reshuffle counts).
  */
 #include "kernels/dataset.h"
 #include "core/threadpool.h"
@@ -3089,6 +3091,7 @@ static vg_code shuffle_restore(unary_it *u, vg__ds_rd *r, vg_status *st) {
     u->in_end = vg__ds_get_range(r, 0, 1) != 0;
     ctx_set(u->base.ctx, d, vg__ds_get_range(r, 0, INT64_MAX));
     int64_t n = vg__ds_get_range(r, 0, u->cap);
+    if (n > (int64_t)((r->len - r->pos) / 8)) r->bad = true; /* every element takes 8 bytes or more */
     if ((rc = rd_bad(r, d, st)) != VG_OK) return rc;
     bool slabbed = u->base.next == shuffle_slab_next;
     if (!slabbed && n > 0) {
