@@ -1573,6 +1573,83 @@ static void test_restore_without_init(void) {
         }
 }
 
+/* MonitoredTrainingSession: the Scaffold's default saver (made when the session is)
+ * checkpoints the iterator with the model; a run stopped after 7 steps
+ * (StopAtStepHook; the CheckpointSaverHook saves at the end) and a second session
+ * restored from checkpoint_dir (no initializer for the one-shot iterator) continue the
+ * input exactly where it stood: together they give the uninterrupted run's elements. */
+static vg_graph *mts_graph(vg_op **step, vg_output *value) {
+    vg_graph *g = vg_graph_new();
+    vg_output gs = vg_get_or_create_global_step(g);
+    *step = vg_assign_add(g, gs, vg_const_i64(g, 1, NULL), NULL).op;
+    vg_output ds = vg_dataset_shuffle(g, vg_dataset_range(g, 0, 30, 1, NULL), 8, 5, true, NULL);
+    ds = vg_dataset_map_parallel(g, vg_dataset_repeat(g, ds, 2, NULL), sq1_fn, NULL, 2, NULL);
+    vg_output it = vg_make_one_shot_iterator(g, vg_dataset_prefetch(g, ds, 2, NULL), NULL);
+    vg_make_saveable_from_iterator(g, it, NULL);
+    *value = vg_out(vg_iterator_get_next(g, it, NULL), 0);
+    return g;
+}
+
+static void test_monitored_training_session(void) {
+    vg_status st;
+    g_case = "MonitoredTrainingSession";
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/mts", g_dir);
+    int64_t ref[60], got[70];
+    int nref = 0, n = 0;
+    vg_op *step;
+    vg_output value;
+    vg_graph *g = mts_graph(&step, &value);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *t = NULL;
+    while (s && nref < 60 && vg_session_run1(s, value, &t, &st) == VG_OK) {
+        ref[nref++] = *(const int64_t *)vg_tensor_data(t);
+        vg_tensor_free(t);
+    }
+    CHECK_EQ_INT(nref, 60);
+    vg_session_free(s);
+    vg_graph_free(g);
+    for (int round = 0; round < 2; round++) {
+        g = mts_graph(&step, &value);
+        vg_hook hooks[1];
+        CHECK_OK(vg_stop_at_step_hook(-1, round == 0 ? 7 : 1000, &hooks[0], &st), &st);
+        vg_mts_options o = vg_mts_options_default();
+        o.checkpoint_dir = dir;
+        o.hooks = hooks;
+        o.nhooks = 1;
+        o.log_step_count_steps = 0;
+        vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+        CHECK(ms != NULL);
+        vg_code rc = ms ? VG_OK : st.code;
+        while (ms && rc == VG_OK && !vg_monitored_session_should_stop(ms) && n < 70) {
+            vg_run_args args = vg_run_args_default();
+            args.fetches = &value;
+            args.nfetches = 1;
+            args.targets = &step;
+            args.ntargets = 1;
+            vg_tensor *out = NULL;
+            rc = vg_monitored_session_run(ms, &args, &out, NULL, &st);
+            if (rc == VG_OK) got[n++] = *(const int64_t *)vg_tensor_data(out);
+            vg_tensor_free(out);
+        }
+        if (round == 0) CHECK_EQ_INT(n, 7);
+        else CHECK_CODE(rc, VG_OUT_OF_RANGE);
+        if (ms) {
+            CHECK_OK(vg_monitored_session_end(ms, rc, &st), &st);
+            vg_monitored_session_free(ms);
+        }
+        vg_graph_free(g);
+    }
+    CHECK_EQ_INT(n, 60);
+    for (int i = 0; i < n && i < nref; i++)
+        if (got[i] != ref[i]) {
+            fprintf(stderr, "%s: element %d is %lld, uninterrupted %lld\n", g_case, i, (long long)got[i],
+                    (long long)ref[i]);
+            CHECK(false);
+            break;
+        }
+}
+
 /* from_tensors(a dataset): an element holding a dataset cannot be saved */
 static vg_output ds_nested(vg_graph *g, const void *a) {
     (void)a;
@@ -1670,6 +1747,7 @@ int main(void) {
     RUN_TEST(test_unseeded_shuffle_epochs);
     RUN_TEST(test_restore_without_init);
     RUN_TEST(test_bad_states);
+    RUN_TEST(test_monitored_training_session);
     RUN_TEST(test_range_save_restore);
     RUN_TEST(test_restore_from_meta_graph);
     RUN_TEST(test_range_core);
