@@ -144,8 +144,10 @@ VG_API vg_output vg_dataset_batch(vg_graph *g, vg_output ds, int64_t batch_size,
 VG_API vg_output vg_dataset_padded_batch(vg_graph *g, vg_output ds, int64_t batch_size, const vg_shape *padded_shapes,
                                          const vg_output *padding_values, bool drop_remainder, const char *name);
 /* ShuffleDataset: a buffer of buffer_size elements, each output drawn uniformly from it.
- * seed 0 = the graph seed rules (both unset: nondeterministic). reshuffle_each_iteration:
- * each new iterator over it (e.g. each epoch of a repeat) uses another order. */
+ * seed 0 = the graph seed rules; both unset: the op draws random seeds each time it
+ * runs (once per dataset, as TF), so without reshuffling every epoch of a repeat has
+ * the same order. reshuffle_each_iteration: each new iterator over it (e.g. each epoch
+ * of a repeat) uses another order (counted per top-level iterator). */
 VG_API vg_output vg_dataset_shuffle(vg_graph *g, vg_output ds, int64_t buffer_size, int64_t seed,
                                     bool reshuffle_each_iteration, const char *name);
 /* RepeatDataset: count epochs (-1 = forever; an empty input then ends at once). */
@@ -184,8 +186,8 @@ VG_API vg_op *vg_make_iterator(vg_graph *g, vg_output ds, vg_output iterator, co
 VG_API vg_output vg_make_initializable_iterator(vg_graph *g, vg_output ds, vg_op **initializer, const char *name);
 /* make_one_shot_iterator: initialized on first use in each session. */
 VG_API vg_output vg_make_one_shot_iterator(vg_graph *g, vg_output ds, const char *name);
-/* Resumable input (vigil's stand-in for tf.data.experimental.make_saveable_from_iterator):
- * an IteratorGetNext that also counts the elements it handed out in a global int64
+/* Resumable input by replay (vg_make_saveable_from_iterator below restores the exact
+ * state instead): an IteratorGetNext that also counts the elements it handed out in a global int64
  * variable "<iterator op>_position" (*position gets its value), which any Saver made
  * afterwards checkpoints with the model. In a session where that variable was restored
  * to N > 0, the first call skips N elements, so a deterministic pipeline (seeded
@@ -194,6 +196,49 @@ VG_API vg_output vg_make_one_shot_iterator(vg_graph *g, vg_output ds, const char
  * the iterator's initializer starts the count again. Returns the op (outputs as
  * vg_iterator_get_next). */
 VG_API vg_op *vg_iterator_get_next_resumable(vg_graph *g, vg_output iterator, vg_output *position, const char *name);
+
+/* ---- iterator state in checkpoints ---------------------------------------- */
+/* tf.data.experimental.make_saveable_from_iterator(iterator) followed by
+ * tf.add_to_collection(SAVEABLE_OBJECTS, ...):
+ *
+ *     vg_op *init;
+ *     vg_output ds = vg_dataset_shuffle(g, vg_dataset_range(g, 0, 100, 1, NULL), 10, 0, true, NULL);
+ *     vg_output it = vg_make_initializable_iterator(g, ds, &init, "Iterator");
+ *     vg_make_saveable_from_iterator(g, it, NULL);
+ *     vg_saver *saver = vg_saver_new(g, NULL, &st);  // variables + "Iterator:0-state"
+ *     ...
+ *     vg_saver_free(saver);
+ *
+ * Adds SerializeIterator(iterator) to g and registers the iterator as a saveable object
+ * of g: every Saver created afterwards without a var_list (also a Scaffold's default
+ * saver) saves the iterator's whole state under the key "<iterator tensor>-state" (TF's
+ * key, e.g. "Iterator:0-state") and restores it with DeserializeIterator(iterator,
+ * state). The state holds the dataset's description (TF saves its GraphDef) and the
+ * exact position, buffers included (shuffle buffer and RNG, prefetch ring, a map's
+ * read-ahead, open interleave cycles, the file offsets of the readers), so a restore
+ * needs no initializer run first and continues with the next element; running the
+ * initializer after a restore starts over, as in TF. The state is vigil's own bytes in
+ * a string scalar (TF writes a DT_VARIANT tensor whose encoding is internal to TF); the
+ * dataset's functions travel in it as GraphDefs, so it restores into any graph.
+ * Returns the SerializeIterator op's output (the saveable; it may also be listed in a
+ * saver's var_list). Builder errors: the graph's sticky INVALID_ARGUMENT when iterator
+ * is not an iterator or already has a saveable. A save fails with FAILED_PRECONDITION
+ * for an iterator never initialized, INVALID_ARGUMENT for a function with a stateful op
+ * (random ops, variables: as TF 1.15), UNIMPLEMENTED naming the dataset op for an
+ * element that cannot be saved (one holding a dataset); a restore with NOT_FOUND for a
+ * missing file, DATA_LOSS for a file shorter than the saved position, INVALID_ARGUMENT
+ * for bytes that are not such a state (the iterator is then unchanged). */
+VG_API vg_output vg_make_saveable_from_iterator(vg_graph *g, vg_output iterator, const char *name);
+/* The saveable objects registered in g, in registration order (for savers). */
+VG_API int vg_graph_num_saveables(const vg_graph *g);
+VG_API vg_output vg_graph_saveable(const vg_graph *g, int i);
+/* The checkpoint key of saveable t (borrowed from its graph), or NULL when t is not a
+ * saveable made by vg_make_saveable_from_iterator. */
+VG_API const char *vg_saveable_key(vg_output t);
+/* The op restoring saveable t from `restored` (e.g. a RestoreV2 output):
+ * DeserializeIterator(iterator, restored). NULL (and the graph's sticky
+ * INVALID_ARGUMENT) when t is not a saveable. */
+VG_API vg_op *vg_saveable_restore(vg_graph *g, vg_output t, vg_output restored, const char *name);
 /* Feedable iterators: Iterator.string_handle() (IteratorToStringHandle: a string
  * scalar naming the iterator in its session) and Iterator.from_string_handle(handle,
  * types/shapes of `structure`, a dataset or iterator) (IteratorFromStringHandleV2:

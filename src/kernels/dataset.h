@@ -9,11 +9,16 @@
  * thread (which reads the map's input while the caller serves mapped elements), which
  * they manage.
  *
- * Resumability: each iterator's position is plain counters and buffers (range: next
- * value; slices/take/skip/repeat: counts; tfrecord: file index + stream offset;
- * shuffle: seed state + buffer; batch: stateless between elements; map: a block or two
- * of elements read ahead and mapped, not yet delivered), so a later
- * save()/restore() pair per kind can write it into a checkpoint (not implemented yet).
+ * Saving and restoring (dataset_state.c, vg__ds_iter_save / _restore): an iterator's
+ * state is its dataset's description (kind, parameters, tensors, its functions as
+ * GraphDefs) followed by each iterator's position, depth first: plain
+ * counters (range: next value; slices / take / skip / repeat / shard: counts; TFRecord:
+ * file index + records read; text lines: file index + byte offset in the (inflated)
+ * stream; fixed-length records: file index + offset) and buffered elements (shuffle: the
+ * buffer in order + the RNG; map: the elements read ahead and mapped, not yet delivered;
+ * prefetch: its ring, the producer thread stopped while it is read; interleave: each
+ * open cycle element's arguments and state). The format does not depend on which fast
+ * path (vectorized / native map, row views, slab shuffle) an iterator takes.
  */
 #ifndef VG_DATASET_H
 #define VG_DATASET_H
@@ -56,6 +61,7 @@ typedef struct vg__ds_fn {
     vg_output vec_outs[VG_DATASET_MAX_COMPONENTS];
     struct vg__ds_native *native; /* fn->vec without a session, or NULL (dataset_native.c) */
     struct vg__ds_native *native_b; /* fn over a vector of records, per record, or NULL */
+    char key[600];              /* its key in the graph's user data (saved iterator states name it) */
 } vg__ds_fn;
 
 /* The vectorized function run without a session (dataset_native.c): ParseExample of
@@ -97,6 +103,8 @@ VG_HIDDEN int64_t vg__ds_native_count(const vg__ds_native *nf, const vg__ds_nati
 /* vg__ds_xform_apply for n values. */
 VG_HIDDEN void vg__ds_xform_apply_n(const vg__ds_xform *xf, const uint8_t *src, uint8_t *dst, int64_t n);
 
+/* Frees a function (its graphs and native forms); the destructor of its graph user data. */
+VG_HIDDEN void vg__ds_fn_free(void *fn);
 /* Builds fn->vec (see dataset_vectorize.c); false (fn->vec NULL) when fn has an op it
  * cannot batch. */
 VG_HIDDEN bool vg__ds_fn_vectorize(vg__ds_fn *fn);
@@ -123,8 +131,11 @@ typedef struct vg__dataset {
                                    MAP c = num_parallel_calls */
     bool flag;                  /* BATCH drop_remainder; SHUFFLE reshuffle_each_iteration */
     int64_t seed, seed2;
-    atomic_llong iterations;    /* SHUFFLE: iterators made so far (reshuffling) */
-    const vg__ds_fn *fn;        /* MAP, INTERLEAVE, FILTER (owned by the graph) */
+    atomic_llong iterations;    /* SHUFFLE: the reshuffle count of its first iterator in a
+                                   top-level iterator (0; a restored state's count) */
+    const void *src;            /* the op that made it (NULL: restored from a state) */
+    const vg__ds_fn *fn;        /* MAP, INTERLEAVE, FILTER (owned by the graph, or own_fn) */
+    vg__ds_fn *own_fn;          /* a function rebuilt from a saved state: the dataset's */
     vg__ds_cache *cache;        /* CACHE */
 } vg__dataset;
 
@@ -140,6 +151,10 @@ VG_HIDDEN vg__dataset *vg__dataset_of(const vg_tensor *t, vg_status *st);
 
 typedef struct vg__ds_iter vg__ds_iter;
 typedef struct vg__ds_rows vg__ds_rows;
+/* What the iterators of one top-level iterator share (TF keeps it in the iterator
+ * resource): the count of iterators made so far over each reshuffling shuffle (its
+ * epochs), keyed by the op that made the dataset (by the dataset when restored). */
+typedef struct vg__ds_ctx vg__ds_ctx;
 typedef vg_code (*vg__ds_rec_sink)(void *arg, int64_t i, const uint8_t *p, size_t len, vg_status *st);
 struct vg__ds_iter {
     /* VG_OK with out[0..ncomp) set (new references), or VG_OK with *end = true, or an
@@ -166,6 +181,7 @@ struct vg__ds_iter {
      * reads them copies rows straight into its output (see dataset_iter.c). */
     vg_code (*next_rows)(vg__ds_iter *it, int64_t max, vg__ds_rows *r, bool *end, vg_status *st);
     const vg__dataset *ds;
+    vg__ds_ctx *ctx;            /* shared with its parent (a reference) */
 };
 
 #define VG__DS_ROWS_MAX 64
@@ -195,10 +211,72 @@ VG_HIDDEN void vg__ds_set_rows(bool on);
 /* Whether new map iterators use fn->native (default true; tests compare). */
 VG_HIDDEN void vg__ds_set_native(bool on);
 
-/* A new iterator over d (which it references). Fails with RESOURCE_EXHAUSTED or a
- * source's error (e.g. a map function's session). */
+/* A new top-level iterator over d (which it references). Fails with RESOURCE_EXHAUSTED
+ * or a source's error (e.g. a map function's session). */
 VG_HIDDEN vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st);
+/* The reshuffle count of d's next iterator under ctx (NULL ctx: d->iterations). */
+VG_HIDDEN int64_t vg__ds_ctx_iterations(vg__ds_ctx *ctx, const vg__dataset *d);
 VG_HIDDEN void vg__ds_iter_free(vg__ds_iter *it);
 VG_HIDDEN void vg__ds_iter_cancel(vg__ds_iter *it);
+
+/* ---- saved iterator state (dataset_state.c) ------------------------------ */
+
+/* A growing byte buffer; a failed allocation sets oom (later writes are dropped). */
+typedef struct vg__ds_wr {
+    uint8_t *buf;
+    size_t len, cap;
+    bool oom;
+} vg__ds_wr;
+/* A bounded reader; reading past the end (or a malformed value) sets bad and yields 0. */
+typedef struct vg__ds_rd {
+    const uint8_t *p;
+    size_t len, pos;
+    bool bad;
+} vg__ds_rd;
+
+VG_HIDDEN void vg__ds_put_i64(vg__ds_wr *w, int64_t v);
+VG_HIDDEN void vg__ds_put_bytes(vg__ds_wr *w, const void *p, size_t n);
+/* A tensor (dtype, shape, values); VG_RESOURCE (a dataset in an element) is
+ * UNIMPLEMENTED. */
+VG_HIDDEN vg_code vg__ds_put_tensor(vg__ds_wr *w, const vg_tensor *t, vg_status *st);
+/* An element of nc components, or an error (code != OK: msg) or the end (OUT_OF_RANGE). */
+VG_HIDDEN vg_code vg__ds_put_item(vg__ds_wr *w, vg_code code, vg_tensor *const *t, int nc, const char *msg,
+                                  vg_status *st);
+VG_HIDDEN int64_t vg__ds_get_i64(vg__ds_rd *r);
+/* A bool / count read as an int64 in [lo, hi]; bad when outside. */
+VG_HIDDEN int64_t vg__ds_get_range(vg__ds_rd *r, int64_t lo, int64_t hi);
+/* Bytes borrowed from the reader's buffer. */
+VG_HIDDEN const uint8_t *vg__ds_get_bytes(vg__ds_rd *r, size_t *n);
+/* A new tensor, or NULL (bad set, or st set on OOM). */
+VG_HIDDEN vg_tensor *vg__ds_get_tensor(vg__ds_rd *r, vg_status *st);
+/* An item written by vg__ds_put_item: *code, the tensors (new references) when OK,
+ * else *msg (new string, vg__free) for an error. */
+VG_HIDDEN vg_code vg__ds_get_item(vg__ds_rd *r, int nc, vg_code *code, vg_tensor **t, char **msg, vg_status *st);
+/* The state's error status when the reader went bad (INVALID_ARGUMENT naming what), else
+ * VG_OK. */
+VG_HIDDEN vg_code vg__ds_rd_status(const vg__ds_rd *r, const char *what, vg_status *st);
+
+/* TF's op name of a dataset kind ("RangeDataset", ...). */
+VG_HIDDEN const char *vg__ds_kind_name(int kind);
+/* The description of d and its inputs (reshuffle counts as ctx has them). */
+VG_HIDDEN vg_code vg__ds_encode(const vg__dataset *d, vg__ds_ctx *ctx, vg__ds_wr *w, vg_status *st);
+/* A new dataset (one reference) from a description; its functions are rebuilt from
+ * the GraphDefs in it (as TF's state holds the dataset's function library). */
+VG_HIDDEN vg__dataset *vg__ds_decode(vg__ds_rd *r, vg_status *st);
+/* Writes its position (and its inputs', depth first). Never changes what `it` yields
+ * next (a map's read-ahead, a prefetch's ring are kept, the prefetch thread restarts on
+ * the next call). UNIMPLEMENTED for a state that cannot be saved (a cache file being
+ * written), naming the dataset op. */
+VG_HIDDEN vg_code vg__ds_iter_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st);
+/* Restores a state written by vg__ds_iter_save into `it`, a new iterator over the same
+ * dataset that has not been used yet. Fails with INVALID_ARGUMENT (a state that does not
+ * match), the errors of reopening files (NOT_FOUND, DATA_LOSS when a file is shorter
+ * than the saved position) or of re-running an interleave function. */
+VG_HIDDEN vg_code vg__ds_iter_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st);
+/* The whole state of an iterator: magic, version, vg__ds_encode(it->ds), vg__ds_iter_save.
+ * *bytes is new (vg__free). */
+VG_HIDDEN vg_code vg__ds_serialize(vg__ds_iter *it, uint8_t **bytes, size_t *len, vg_status *st);
+/* A new iterator from vg__ds_serialize's bytes. */
+VG_HIDDEN vg__ds_iter *vg__ds_deserialize(const uint8_t *bytes, size_t len, vg_status *st);
 
 #endif

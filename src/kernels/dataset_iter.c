@@ -2,7 +2,9 @@
  * dataset_iter.c - tf.data iterators (tensorflow/core/kernels/data/ *_dataset_op.cc
  * semantics): tensor slices, range, TFRecord files, map (a function graph run by a
  * private session), batch, shuffle, repeat, take, skip and prefetch (a producer
- * thread and a bounded buffer), text lines, shard and interleave.
+ * thread and a bounded buffer), text lines, shard and interleave; each iterator's
+ * SaveInternal / RestoreInternal (vg__ds_iter_save / _restore, at the end), and the
+ * context the iterators of one top-level iterator share (reshuffle counts).
  */
 #include "kernels/dataset.h"
 #include "core/threadpool.h"
@@ -18,6 +20,84 @@
 #include <pthread.h>
 #include <time.h>
 #include <zlib.h>
+
+/* ------------------------------------------------------------------------ */
+/* what the iterators of one top-level iterator share */
+
+typedef struct ctx_entry {
+    const void *key;    /* the dataset's op, or the dataset (restored) */
+    int64_t count;      /* reshuffle count of the next iterator */
+} ctx_entry;
+
+struct vg__ds_ctx {
+    atomic_int refs;
+    pthread_mutex_t mu;
+    ctx_entry *v;
+    int n, cap;
+};
+
+static vg__ds_ctx *ctx_new(void) {
+    vg__ds_ctx *c = vg__calloc(1, sizeof *c);
+    if (!c) return NULL;
+    atomic_init(&c->refs, 1);
+    pthread_mutex_init(&c->mu, NULL);
+    return c;
+}
+
+static void ctx_unref(vg__ds_ctx *c) {
+    if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
+    pthread_mutex_destroy(&c->mu);
+    vg__free(c->v);
+    vg__free(c);
+}
+
+static const void *ctx_key(const vg__dataset *d) { return d->src ? d->src : (const void *)d; }
+
+/* d's entry (made with d->iterations when absent), or NULL on OOM; mu held. */
+static ctx_entry *ctx_find(vg__ds_ctx *c, const vg__dataset *d) {
+    const void *k = ctx_key(d);
+    for (int i = 0; i < c->n; i++)
+        if (c->v[i].key == k) return &c->v[i];
+    if (c->n == c->cap) {
+        int nc = c->cap ? c->cap * 2 : 4;
+        ctx_entry *nv = vg__realloc(c->v, sizeof(ctx_entry) * (size_t)c->cap, sizeof(ctx_entry) * (size_t)nc);
+        if (!nv) return NULL;
+        c->v = nv;
+        c->cap = nc;
+    }
+    c->v[c->n].key = k;
+    c->v[c->n].count = (int64_t)atomic_load(&((vg__dataset *)d)->iterations);
+    return &c->v[c->n++];
+}
+
+/* The reshuffle count of a new iterator over d (then advanced). */
+static vg__ds_iter *child_new(const vg__ds_iter *parent, vg__dataset *d, vg_status *st);
+
+static int64_t ctx_take(vg__ds_ctx *c, const vg__dataset *d) {
+    pthread_mutex_lock(&c->mu);
+    ctx_entry *e = ctx_find(c, d);
+    int64_t v = e ? e->count++ : (int64_t)atomic_load(&((vg__dataset *)d)->iterations);
+    pthread_mutex_unlock(&c->mu);
+    return v;
+}
+
+static void ctx_set(vg__ds_ctx *c, const vg__dataset *d, int64_t count) {
+    pthread_mutex_lock(&c->mu);
+    ctx_entry *e = ctx_find(c, d);
+    if (e) e->count = count;
+    pthread_mutex_unlock(&c->mu);
+}
+
+int64_t vg__ds_ctx_iterations(vg__ds_ctx *c, const vg__dataset *d) {
+    if (!c) return (int64_t)atomic_load(&((vg__dataset *)d)->iterations);
+    const void *k = ctx_key(d);
+    int64_t v = (int64_t)atomic_load(&((vg__dataset *)d)->iterations);
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->n; i++)
+        if (c->v[i].key == k) v = c->v[i].count;
+    pthread_mutex_unlock(&c->mu);
+    return v;
+}
 
 vg__dataset *vg__dataset_new(int kind) {
     vg__dataset *d = vg__calloc(1, sizeof *d);
@@ -40,6 +120,7 @@ void vg__dataset_unref(vg__dataset *d) {
     vg_tensor_free(d->files);
     vg__dataset_unref(d->input);
     for (int i = 0; i < d->nmore; i++) vg__dataset_unref(d->more[i]);
+    if (d->own_fn) vg__ds_fn_free(d->own_fn);
     if (d->cache) {
         for (int64_t i = 0; i < d->cache->n * d->ncomp; i++) vg_tensor_free(d->cache->elems[i]);
         vg__free(d->cache->elems);
@@ -150,6 +231,7 @@ typedef struct tfrecord_it {
     vg__ds_iter base;
     int64_t file;
     vg__zrecord_reader *r;
+    int64_t nrec;       /* records read from the open file (its position, for saving) */
 } tfrecord_it;
 
 /* Opens the next file when none is open; *none when there is none left. A file that
@@ -167,6 +249,7 @@ static vg_code tfrecord_open_next(tfrecord_it *t, bool *none, vg_status *st) {
     if (!path) return VG_OOM(st, "file name");
     t->r = vg__zrecord_reader_open(path, d->compression, st);
     vg__free(path);
+    t->nrec = 0;
     if (!t->r) {
         t->file++;
         return st->code;
@@ -205,6 +288,7 @@ static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
             vg_status_copy(st, &e);
             return rc;
         }
+        t->nrec++;
         if (!(out[0] = vg_tensor_new_string_scalar((const char *)data, len, st))) return st->code;
         return VG_OK;
     }
@@ -236,6 +320,7 @@ static vg_code tfrecord_next_records(vg__ds_iter *it, vg__ds_rec_sink sink, void
             vg_status_copy(st, &e);
             return rc;
         }
+        r->nrec++;
         if ((rc = sink(arg, at + *got, data, len, st)) != VG_OK) return rc;
         (*got)++;
     }
@@ -262,6 +347,7 @@ typedef struct textline_it {
     size_t pos, len;    /* unread bytes of buf: [pos, len) */
     char *line;
     size_t cap;
+    uint64_t boff;      /* offset of buf[0] in the file's (inflated) stream */
 } textline_it;
 
 static void textline_close(textline_it *t) {
@@ -270,12 +356,14 @@ static void textline_close(textline_it *t) {
     if (t->zinit) inflateEnd(&t->zs);
     t->zinit = t->zend = false;
     t->pos = t->len = 0;
+    t->boff = 0;
 }
 
 /* Refills t->buf; *got = false at the end of the file's data. */
 static vg_code textline_fill(textline_it *t, int compression, const char *path, size_t plen, bool *got,
                              vg_status *st) {
     *got = false;
+    t->boff += t->len;
     t->pos = t->len = 0;
     if (compression == VG_COMPRESSION_NONE) {
         size_t k = fread(t->buf, 1, TL_CHUNK, t->f);
@@ -318,12 +406,42 @@ static vg_code textline_fill(textline_it *t, int compression, const char *path, 
     return VG_OK;
 }
 
-static vg_code textline_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
-    textline_it *t = (textline_it *)it;
-    const vg__dataset *d = it->ds;
+/* Opens file t->file (its buffers made first); a file that cannot be opened is
+ * skipped after its error is returned. */
+static vg_code textline_open(textline_it *t, vg_status *st) {
+    const vg__dataset *d = t->base.ds;
     if (!t->buf && !(t->buf = vg__malloc(TL_CHUNK))) return VG_OOM(st, "text line buffer");
     if (d->compression != VG_COMPRESSION_NONE && !t->in && !(t->in = vg__malloc(TL_CHUNK)))
         return VG_OOM(st, "text line buffer");
+    size_t plen;
+    const char *ps = vg_tensor_string(d->files, t->file, &plen);
+    char *path = vg__strndup(ps, plen);
+    if (!path) return VG_OOM(st, "file name");
+    t->f = fopen(path, "rb");
+    if (!t->f) {
+        vg_code rc = vg__io_errno_status(st, errno, "cannot open", path);
+        vg__free(path);
+        t->file++;
+        return rc;
+    }
+    vg__free(path);
+    t->boff = 0;
+    t->pos = t->len = 0;
+    if (d->compression != VG_COMPRESSION_NONE) {
+        memset(&t->zs, 0, sizeof t->zs);
+        int wbits = d->compression == VG_COMPRESSION_GZIP ? 16 + MAX_WBITS : MAX_WBITS;
+        if (inflateInit2(&t->zs, wbits) != Z_OK) {
+            textline_close(t);
+            return VG_OOM(st, "inflate");
+        }
+        t->zinit = true;
+    }
+    return VG_OK;
+}
+
+static vg_code textline_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    textline_it *t = (textline_it *)it;
+    const vg__dataset *d = it->ds;
     for (;;) {
         if (t->file >= vg_tensor_num_elements(d->files)) {
             *end = true;
@@ -332,25 +450,8 @@ static vg_code textline_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
         size_t plen;
         const char *ps = vg_tensor_string(d->files, t->file, &plen);
         if (!t->f) {
-            char *path = vg__strndup(ps, plen);
-            if (!path) return VG_OOM(st, "file name");
-            t->f = fopen(path, "rb");
-            if (!t->f) {
-                vg_code rc = vg__io_errno_status(st, errno, "cannot open", path);
-                vg__free(path);
-                t->file++;
-                return rc;
-            }
-            vg__free(path);
-            if (d->compression != VG_COMPRESSION_NONE) {
-                memset(&t->zs, 0, sizeof t->zs);
-                int wbits = d->compression == VG_COMPRESSION_GZIP ? 16 + MAX_WBITS : MAX_WBITS;
-                if (inflateInit2(&t->zs, wbits) != Z_OK) {
-                    textline_close(t);
-                    return VG_OOM(st, "inflate");
-                }
-                t->zinit = true;
-            }
+            vg_code orc = textline_open(t, st);
+            if (orc != VG_OK) return orc;
         }
         size_t n = 0;
         bool any = false, nl = false;
@@ -431,6 +532,36 @@ typedef struct fixedlen_it {
     int fd;
 } fixedlen_it;
 
+/* Opens file f->file (name s, l bytes), checking its length; a file that cannot be
+ * opened or has a partial record is skipped after its error is returned. */
+static vg_code fixedlen_open(fixedlen_it *f, const char *s, size_t l, vg_status *st) {
+    const vg__dataset *d = f->base.ds;
+    char *path = vg__strndup(s, l);
+    if (!path) return VG_OOM(st, "file name");
+    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    vg_code rc = VG_OK;
+    if (f->fd < 0 || fstat(f->fd, &sb) != 0) {
+        rc = vg__io_errno_status(st, errno, "cannot open", path);
+    } else if (sb.st_size < d->a + d->c || (sb.st_size - d->a - d->c) % d->b != 0) {
+        rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                           "Excluding the header (%lld bytes) and footer (%lld bytes), input file \"%s\" has "
+                           "body length %lld, which is not an exact multiple of the record length (%lld bytes).",
+                           (long long)d->a, (long long)d->c, path, (long long)(sb.st_size - d->a - d->c),
+                           (long long)d->b);
+    }
+    vg__free(path);
+    if (rc != VG_OK) {
+        if (f->fd >= 0) close(f->fd);
+        f->fd = -1;
+        f->file++;
+        return rc;
+    }
+    f->pos = d->a;
+    f->limit = (int64_t)sb.st_size - d->c;
+    return VG_OK;
+}
+
 static vg_code fixedlen_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     fixedlen_it *f = (fixedlen_it *)it;
     const vg__dataset *d = it->ds;
@@ -442,29 +573,8 @@ static vg_code fixedlen_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
                 *end = true;
                 return VG_OK;
             }
-            char *path = vg__strndup(s, l);
-            if (!path) return VG_OOM(st, "file name");
-            f->fd = open(path, O_RDONLY | O_CLOEXEC);
-            struct stat sb;
-            vg_code rc = VG_OK;
-            if (f->fd < 0 || fstat(f->fd, &sb) != 0) {
-                rc = vg__io_errno_status(st, errno, "cannot open", path);
-            } else if (sb.st_size < d->a + d->c || (sb.st_size - d->a - d->c) % d->b != 0) {
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
-                                   "Excluding the header (%lld bytes) and footer (%lld bytes), input file \"%s\" has "
-                                   "body length %lld, which is not an exact multiple of the record length (%lld bytes).",
-                                   (long long)d->a, (long long)d->c, path, (long long)(sb.st_size - d->a - d->c),
-                                   (long long)d->b);
-            }
-            vg__free(path);
-            if (rc != VG_OK) {
-                if (f->fd >= 0) close(f->fd);
-                f->fd = -1;
-                f->file++;
-                return rc;
-            }
-            f->pos = d->a;
-            f->limit = (int64_t)sb.st_size - d->c;
+            vg_code orc = fixedlen_open(f, s, l, st);
+            if (orc != VG_OK) return orc;
         }
         if (f->pos + d->b > f->limit) {
             close(f->fd);
@@ -517,6 +627,90 @@ typedef struct rec_arena {
 } rec_arena;
 static void pmap_release(unary_it *u);
 static void slab_free(slab *sb, int nc);
+
+/* Elements (or errors) handed out before anything else: a map's read-ahead and a
+ * shuffle's picked element after a save or a restore. */
+typedef struct ds_item {
+    vg_tensor *t[VG_DATASET_MAX_COMPONENTS];
+    vg_code code;
+    char *msg;          /* an error's message (vg__malloc) */
+} ds_item;
+typedef struct ds_queue {
+    ds_item *v;
+    int64_t n, pos, cap;
+} ds_queue;
+
+static void queue_clear(ds_queue *q) {
+    for (int64_t i = q->pos; i < q->n; i++) free_elem(q->v[i].t, VG_DATASET_MAX_COMPONENTS);
+    for (int64_t i = 0; i < q->n; i++) vg__free(q->v[i].msg);
+    q->n = q->pos = 0;
+}
+
+static void queue_free(ds_queue *q) {
+    queue_clear(q);
+    vg__free(q->v);
+    q->v = NULL;
+    q->cap = 0;
+}
+
+/* Appends an element (its references taken over) or an error (code != OK, msg copied). */
+static vg_code queue_push(ds_queue *q, vg_code code, vg_tensor *const *t, int nc, const char *msg, vg_status *st) {
+    if (q->n == q->cap) {
+        int64_t nc2 = q->cap ? q->cap * 2 : 16;
+        ds_item *nv = vg__realloc(q->v, sizeof(ds_item) * (size_t)q->cap, sizeof(ds_item) * (size_t)nc2);
+        if (!nv) return VG_OOM(st, "iterator queue");
+        q->v = nv;
+        q->cap = nc2;
+    }
+    ds_item *e = &q->v[q->n];
+    memset(e, 0, sizeof *e);
+    e->code = code;
+    if (code == VG_OK) memcpy(e->t, t, sizeof(vg_tensor *) * (size_t)nc);
+    else if (!(e->msg = vg__strndup(msg ? msg : "", msg ? strlen(msg) : 0))) return VG_OOM(st, "iterator queue");
+    q->n++;
+    return VG_OK;
+}
+
+static inline bool queue_has(const ds_queue *q) { return q->pos < q->n; }
+
+/* Hands out the queue's next item as next() would. */
+static vg_code queue_pop(ds_queue *q, vg_tensor **out, int nc, vg_status *st) {
+    ds_item *e = &q->v[q->pos++];
+    vg_code rc = e->code;
+    if (rc == VG_OK) {
+        memcpy(out, e->t, sizeof(vg_tensor *) * (size_t)nc);
+        memset(e->t, 0, sizeof e->t);
+    } else {
+        vg_status_set(st, rc, "%s", e->msg ? e->msg : "");
+    }
+    if (q->pos == q->n) queue_clear(q);
+    return rc;
+}
+
+static vg_code queue_save(const ds_queue *q, vg__ds_wr *w, int nc, vg_status *st) {
+    vg__ds_put_i64(w, q->n - q->pos);
+    vg_code rc = VG_OK;
+    for (int64_t i = q->pos; i < q->n && rc == VG_OK; i++)
+        rc = vg__ds_put_item(w, q->v[i].code, q->v[i].t, nc, q->v[i].msg, st);
+    return rc;
+}
+
+static vg_code queue_restore(ds_queue *q, vg__ds_rd *r, int nc, vg_status *st) {
+    int64_t n = vg__ds_get_range(r, 0, INT64_MAX);
+    vg_code rc = vg__ds_rd_status(r, "queue", st);
+    for (int64_t i = 0; i < n && rc == VG_OK; i++) {
+        vg_tensor *t[VG_DATASET_MAX_COMPONENTS] = {0};
+        vg_code code;
+        char *msg = NULL;
+        if ((rc = vg__ds_get_item(r, nc, &code, t, &msg, st)) != VG_OK) break;
+        if (code == VG_OUT_OF_RANGE) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "corrupt iterator state (queue)");
+        else rc = queue_push(q, code, t, nc, msg, st);
+        if (rc != VG_OK) free_elem(t, nc);
+        vg__free(msg);
+    }
+    return rc;
+}
+
 struct unary_it {
     vg__ds_iter base;
     vg__ds_iter *in;
@@ -548,6 +742,8 @@ struct unary_it {
     bool native;                      /* map: fn->native computes the blocks */
     rec_arena arena;                  /* native map: the block's records */
     vg__ds_native_scratch scratch;    /* native map: per-record scratch */
+    ds_queue rq;                      /* map, shuffle: handed out first (saved read-ahead) */
+    vg_tensor **cycle_args;           /* interleave: the arguments of each open cycle element */
 };
 
 typedef struct pmap_slot {
@@ -631,11 +827,18 @@ static void unary_free(vg__ds_iter *it) {
     slab_free(u->slab, it->ds->ncomp);
     vg__free(u->rows);
     free_elem(u->held, VG_DATASET_MAX_COMPONENTS);
+    queue_free(&u->rq);
+    if (u->cycle_args) {
+        int na = it->ds->fn ? it->ds->fn->nargs : 0;
+        free_elem(u->cycle_args, (int)(it->ds->a * na));
+        vg__free(u->cycle_args);
+    }
 }
 
 static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     const vg__ds_fn *fn = it->ds->fn;
+    if (queue_has(&u->rq)) return queue_pop(&u->rq, out, fn->nouts, st);
     vg_tensor *in[VG_DATASET_MAX_COMPONENTS] = {0};
     vg_code rc = u->in->next(u->in, in, end, st);
     if (rc != VG_OK || *end) return rc;
@@ -654,6 +857,7 @@ static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *
 static vg_code native_batch_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     const vg__ds_fn *fn = it->ds->fn;
+    if (queue_has(&u->rq)) return queue_pop(&u->rq, out, fn->nouts, st);
     vg_tensor *in[VG_DATASET_MAX_COMPONENTS] = {0};
     vg_code rc = u->in->next(u->in, in, end, st);
     if (rc != VG_OK || *end) return rc;
@@ -1057,14 +1261,9 @@ static bool pmap_ready(unary_it *u) {
     return b->pos < b->n;
 }
 
-static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
-    unary_it *u = (unary_it *)it;
-    const vg__ds_fn *fn = it->ds->fn;
-    if (!pmap_ready(u)) {
-        *end = true;
-        return VG_OK;
-    }
-    pmap_block *b = &u->blk[u->bcur];
+/* Hands out block b's next element (b->pos < b->n). */
+static vg_code pmap_take(unary_it *u, pmap_block *b, vg_tensor **out, vg_status *st) {
+    const vg__ds_fn *fn = u->base.ds->fn;
     if (b->pos < b->vrows && b->native) { /* a row of the native function */
         for (int c = 0; c < fn->nouts; c++) {
             size_t raw;
@@ -1100,6 +1299,49 @@ static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
     return VG_OK;
 }
 
+static vg_code parallel_map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    if (queue_has(&u->rq)) return queue_pop(&u->rq, out, it->ds->fn->nouts, st);
+    if (!pmap_ready(u)) {
+        *end = true;
+        return VG_OK;
+    }
+    return pmap_take(u, &u->blk[u->bcur], out, st);
+}
+
+/* Moves the elements the block map has read ahead (both blocks of an async map, its
+ * background fill finished first) into u->rq, in order, so that a save sees them as a
+ * list; the map then continues from a fresh block as a new one would. */
+static vg_code pmap_drain(unary_it *u, vg_status *st) {
+    const vg__ds_fn *fn = u->base.ds->fn;
+    pmap_quiesce(u, false);
+    pmap_block *cur = &u->blk[u->bcur], *other = &u->blk[u->bcur ^ 1];
+    bool with_other = u->async && u->started && !cur->in_end;
+    bool in_end = cur->in_end || (with_other && other->in_end);
+    vg_code rc = VG_OK;
+    for (int k = 0; k < (with_other ? 2 : 1) && rc == VG_OK; k++) {
+        pmap_block *b = k == 0 ? cur : other;
+        while (b->pos < b->n && rc == VG_OK) {
+            vg_tensor *out[VG_DATASET_MAX_COMPONENTS] = {0};
+            vg_status e;
+            vg_status_clear(&e);
+            vg_code c = pmap_take(u, b, out, &e);
+            if ((rc = queue_push(&u->rq, c, out, fn->nouts, e.msg, st)) != VG_OK) free_elem(out, fn->nouts);
+        }
+    }
+    if (rc != VG_OK) return rc;
+    for (int k = 0; k < 2; k++) {
+        pmap_block *b = &u->blk[k];
+        free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+        b->n = b->pos = b->vrows = 0;
+        b->in_end = false;
+        b->native = false;
+    }
+    u->blk[u->bcur].in_end = in_end;
+    u->started = false;
+    return VG_OK;
+}
+
 static bool rows_on = true, native_on = true;
 
 void vg__ds_set_rows(bool on) { __atomic_store_n(&rows_on, on, __ATOMIC_RELAXED); }
@@ -1129,6 +1371,18 @@ static vg_code map_next_rows(vg__ds_iter *it, int64_t max, vg__ds_rows *r, bool 
     unary_it *u = (unary_it *)it;
     const vg__ds_fn *fn = it->ds->fn;
     free_elem(u->held, fn->nouts);
+    if (queue_has(&u->rq)) { /* restored read-ahead: views of one */
+        vg_code rc = queue_pop(&u->rq, u->held, fn->nouts, st);
+        if (rc != VG_OK) return rc;
+        for (int c = 0; c < fn->nouts; c++) {
+            if (!rows_spec(r, c, u->held[c], false))
+                return vg_status_set(st, VG_INTERNAL, "map: row views of a %s component",
+                                     vg_dtype_name(vg_tensor_dtype(u->held[c])));
+            r->data[0][c] = vg_tensor_data(u->held[c]);
+        }
+        r->n = 1;
+        return VG_OK;
+    }
     pmap_block *cb = &u->blk[u->bcur];
     if (cb->vrows && cb->pos == cb->vrows) free_elem(cb->vout, VG_DATASET_MAX_COMPONENTS); /* on this thread */
     if (!pmap_ready(u)) {
@@ -1383,6 +1637,7 @@ static uint64_t rng_next(uint64_t *s) {
 static vg_code shuffle_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     int nc = it->ds->ncomp;
+    if (queue_has(&u->rq)) return queue_pop(&u->rq, out, nc, st);
     while (!u->in_end && u->size < u->cap) {
         if (u->size * nc >= u->count) { /* grow the buffer as elements arrive */
             int64_t nn = u->count ? u->count * 2 : 16 * nc, lim = u->cap * nc;
@@ -1417,6 +1672,7 @@ static vg_code shuffle_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_stat
 #define SLAB_CHUNK 256
 struct slab {
     vg__ds_rows spec;           /* n unused: the slots' dtypes, shapes and bytes */
+    bool spec_set;              /* false until the first view (a restored buffer is all ext) */
     size_t off[VG_DATASET_MAX_COMPONENTS], slot_bytes;
     uint8_t **chunks;
     int64_t nchunks, nslots;    /* slots made so far, in chunks of SLAB_CHUNK (the last maybe fewer) */
@@ -1471,28 +1727,42 @@ static int64_t slab_alloc(slab *sb, int64_t cap) {
         sb->freel = nf;
         sb->room = room;
     }
-    if (sb->nslots == sb->nchunks * SLAB_CHUNK) {
+    return sb->nslots++;
+}
+
+/* Makes the chunks up to the one of `slot` (allocated when a slot of the spec's shapes
+ * is first written: a restored buffer's slots are ext ones until the spec is known);
+ * false on OOM. */
+static bool slab_chunks_for(slab *sb, int64_t slot) {
+    while (slot / SLAB_CHUNK >= sb->nchunks) {
         uint8_t **nc = vg__realloc(sb->chunks, sizeof(uint8_t *) * (size_t)sb->nchunks,
                                    sizeof(uint8_t *) * (size_t)(sb->nchunks + 1));
-        if (!nc) return -1;
+        if (!nc) return false;
         sb->chunks = nc;
-        int64_t n = sb->room - sb->nslots; /* the last chunk only as large as needed */
+        /* the last chunk only as large as needed: room grows by whole chunks up to its
+         * final size, so a chunk smaller than SLAB_CHUNK is the last one there will be */
+        int64_t n = sb->room - sb->nchunks * SLAB_CHUNK;
         if (n > SLAB_CHUNK) n = SLAB_CHUNK;
         uint8_t *chunk = vg__aligned_alloc(sb->slot_bytes * (size_t)n, 64);
-        if (!chunk) return -1;
+        if (!chunk) return false;
         sb->chunks[sb->nchunks++] = chunk;
     }
-    return sb->nslots++;
+    return true;
 }
 
 /* Stores row i of the view r in a slot; -1 on OOM. */
 static int64_t slab_put(unary_it *u, slab *sb, const vg__ds_rows *r, int64_t i, int nc, vg_status *st) {
-    bool same = true;
+    bool same = sb->spec_set;
     for (int c = 0; c < nc && same; c++)
         same = r->dtype[c] == sb->spec.dtype[c] && r->ndims[c] == sb->spec.ndims[c] && r->xf[c] == sb->spec.xf[c] &&
                !memcmp(r->dims[c], sb->spec.dims[c], sizeof(int64_t) * (size_t)r->ndims[c]);
     int64_t slot = slab_alloc(sb, u->cap);
     if (slot < 0) {
+        VG_OOM(st, "shuffle buffer");
+        return -1;
+    }
+    if (same && !slab_chunks_for(sb, slot)) {
+        slab_release(sb, slot, nc);
         VG_OOM(st, "shuffle buffer");
         return -1;
     }
@@ -1527,19 +1797,23 @@ static int64_t slab_put(unary_it *u, slab *sb, const vg__ds_rows *r, int64_t i, 
     return slot;
 }
 
-/* Sets up the slab from the first view's shapes. */
-static slab *slab_new(const vg__ds_rows *r, int nc) {
+/* A slab whose slots' shapes are not known yet. */
+static slab *slab_empty(void) {
     slab *sb = vg__calloc(1, sizeof *sb);
-    if (!sb) return NULL;
+    if (sb) sb->carry = -1;
+    return sb;
+}
+
+/* The slots' shapes: the first view's. */
+static void slab_set_spec(slab *sb, const vg__ds_rows *r, int nc) {
     sb->spec = *r;
-    sb->carry = -1;
+    sb->spec_set = true;
     size_t off = 0;
     for (int c = 0; c < nc; c++) {
         sb->off[c] = off;
         off += (r->raw[c] + 63) & ~(size_t)63;
     }
     sb->slot_bytes = off ? off : 64;
-    return sb;
 }
 
 /* Fills the buffer from the input's views up to its capacity (or the input's end). */
@@ -1551,7 +1825,8 @@ static vg_code slab_fill(unary_it *u, int nc, vg_status *st) {
         vg_code rc = u->in->next_rows(u->in, want, r, &u->in_end, st);
         if (rc != VG_OK) return rc;
         if (u->in_end) break;
-        if (!u->slab && !(u->slab = slab_new(r, nc))) return VG_OOM(st, "shuffle buffer");
+        if (!u->slab && !(u->slab = slab_empty())) return VG_OOM(st, "shuffle buffer");
+        if (!u->slab->spec_set) slab_set_spec(u->slab, r, nc);
         for (int64_t i = 0; i < r->n; i++) {
             /* a slot is only taken when the element has room in the buffer (r->n <= want) */
             int64_t slot = slab_put(u, u->slab, r, i, nc, st);
@@ -1629,6 +1904,19 @@ static vg_code shuffle_next_rows(vg__ds_iter *it, int64_t max, vg__ds_rows *r, b
     int nc = it->ds->ncomp;
     slab *sb = u->slab;
     slab_unpend(sb, nc);
+    free_elem(u->held, nc);
+    if (queue_has(&u->rq)) { /* a restored picked element or error: a view of one */
+        vg_code rc = queue_pop(&u->rq, u->held, nc, st);
+        if (rc != VG_OK) return rc;
+        for (int c = 0; c < nc; c++) {
+            if (!rows_spec(r, c, u->held[c], false))
+                return vg_status_set(st, VG_INTERNAL, "shuffle: row views of a %s component",
+                                     vg_dtype_name(vg_tensor_dtype(u->held[c])));
+            r->data[0][c] = vg_tensor_data(u->held[c]);
+        }
+        r->n = 1;
+        return VG_OK;
+    }
     if (sb && sb->err != VG_OK) { /* met while filling the last view */
         vg_code rc = sb->err;
         sb->err = VG_OK;
@@ -1668,6 +1956,7 @@ static vg_code shuffle_next_rows(vg__ds_iter *it, int64_t max, vg__ds_rows *r, b
 static vg_code shuffle_slab_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     int nc = it->ds->ncomp;
+    if (queue_has(&u->rq)) return queue_pop(&u->rq, out, nc, st);
     vg__ds_rows one;
     one.n = 0;
     vg_code rc = shuffle_next_rows(it, 1, &one, end, st);
@@ -1699,7 +1988,7 @@ static vg_code repeat_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_statu
                 *end = true;
                 return VG_OK;
             }
-            if (!(u->in = vg__ds_iter_new(d->input, st))) return st->code;
+            if (!(u->in = child_new(it, d->input, st))) return st->code;
             u->in_epoch = 0;
         }
         bool e = false;
@@ -1731,7 +2020,7 @@ static vg_code repeat_next_records(vg__ds_iter *it, vg__ds_rec_sink sink, void *
                 *end = true;
                 return VG_OK;
             }
-            if (!(u->in = vg__ds_iter_new(d->input, st))) return st->code;
+            if (!(u->in = child_new(it, d->input, st))) return st->code;
             u->in_epoch = 0;
         }
         bool e = false;
@@ -1809,6 +2098,55 @@ static vg_code shard_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status
     }
 }
 
+/* Opens cycle element `slot` over the dataset fn(args) (args referenced, kept in
+ * u->cycle_args for a save). */
+static vg_code interleave_open(unary_it *u, int64_t slot, vg_tensor *const *args, vg_status *st) {
+    const vg__dataset *d = u->base.ds;
+    const vg__ds_fn *fn = d->fn;
+    vg_tensor *dt = NULL;
+    vg_code rc = vg_session_run(u->sess, NULL, fn->args, (vg_tensor **)args, fn->nargs, fn->outs, &dt, 1, NULL, 0, NULL,
+                                st);
+    if (rc != VG_OK) return rc;
+    vg__dataset *inner = vg__dataset_of(dt, st);
+    if (inner && inner->ncomp != d->ncomp) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "interleave: the function's dataset has %d components, "
+                      "expected %d", inner->ncomp, d->ncomp);
+        inner = NULL;
+    }
+    vg__ds_iter **cur = &u->cycle[slot];
+    if (inner && d->c > 1) {
+        /* ParallelInterleaveDatasetV2: each open cycle element is read ahead by
+         * its own thread (a prefetch of 2 blocks); the output order is
+         * interleave's (TF's sloppy = false). */
+        vg__dataset *pf = vg__dataset_new(VG__DS_PREFETCH);
+        if (!pf) {
+            vg_tensor_free(dt);
+            return VG_OOM(st, "parallel interleave");
+        }
+        pf->ncomp = inner->ncomp;
+        memcpy(pf->types, inner->types, sizeof(vg_dtype) * (size_t)inner->ncomp);
+        pf->input = vg__dataset_ref(inner);
+        pf->a = 2 * d->b;
+        *cur = child_new(&u->base, pf, st);
+        vg__dataset_unref(pf);
+    } else {
+        *cur = inner ? child_new(&u->base, inner, st) : NULL;
+    }
+    vg_tensor_free(dt);
+    if (!*cur) return st->code;
+    vg_tensor **keep = u->cycle_args + slot * fn->nargs;
+    free_elem(keep, fn->nargs);
+    for (int i = 0; i < fn->nargs; i++) keep[i] = vg_tensor_ref(args[i]);
+    return VG_OK;
+}
+
+/* Closes cycle element `slot`. */
+static void interleave_close(unary_it *u, int64_t slot) {
+    vg__ds_iter_free(u->cycle[slot]);
+    u->cycle[slot] = NULL;
+    free_elem(u->cycle_args + slot * u->base.ds->fn->nargs, u->base.ds->fn->nargs);
+}
+
 /* InterleaveDatasetOp's loop: cycle_length open iterators, block_length elements from
  * each in turn; a finished one is replaced by the dataset of the next input element. */
 static vg_code interleave_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
@@ -1828,8 +2166,7 @@ static vg_code interleave_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
                 }
                 return VG_OK;
             }
-            vg__ds_iter_free(*cur);
-            *cur = NULL;
+            interleave_close(u, u->cycle_index);
             u->num_open--;
             u->block_index = 0;
             u->cycle_index = (u->cycle_index + 1) % d->a;
@@ -1838,36 +2175,9 @@ static vg_code interleave_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
             vg_code rc = u->in->next(u->in, args, &u->in_end, st);
             if (rc != VG_OK) return rc;
             if (u->in_end) continue;
-            vg_tensor *dt = NULL;
-            rc = vg_session_run(u->sess, NULL, fn->args, args, fn->nargs, fn->outs, &dt, 1, NULL, 0, NULL, st);
+            rc = interleave_open(u, u->cycle_index, args, st);
             free_elem(args, fn->nargs);
             if (rc != VG_OK) return rc;
-            vg__dataset *inner = vg__dataset_of(dt, st);
-            if (inner && inner->ncomp != d->ncomp) {
-                vg_status_set(st, VG_INVALID_ARGUMENT, "interleave: the function's dataset has %d components, "
-                              "expected %d", inner->ncomp, d->ncomp);
-                inner = NULL;
-            }
-            if (inner && d->c > 1) {
-                /* ParallelInterleaveDatasetV2: each open cycle element is read ahead by
-                 * its own thread (a prefetch of 2 blocks); the output order is
-                 * interleave's (TF's sloppy = false). */
-                vg__dataset *pf = vg__dataset_new(VG__DS_PREFETCH);
-                if (!pf) {
-                    vg_tensor_free(dt);
-                    return VG_OOM(st, "parallel interleave");
-                }
-                pf->ncomp = inner->ncomp;
-                memcpy(pf->types, inner->types, sizeof(vg_dtype) * (size_t)inner->ncomp);
-                pf->input = vg__dataset_ref(inner);
-                pf->a = 2 * d->b;
-                *cur = vg__ds_iter_new(pf, st);
-                vg__dataset_unref(pf);
-            } else {
-                *cur = inner ? vg__ds_iter_new(inner, st) : NULL;
-            }
-            vg_tensor_free(dt);
-            if (!*cur) return st->code;
             u->num_open++;
         } else {
             u->block_index = 0;
@@ -1930,7 +2240,7 @@ static vg_code concatenate_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_
         vg_code rc = u->in->next(u->in, out, &u->in_end, st);
         if (rc != VG_OK || !u->in_end) return rc;
     }
-    if (!u->ins[0] && !(u->ins[0] = vg__ds_iter_new(it->ds->more[0], st))) return st->code;
+    if (!u->ins[0] && !(u->ins[0] = child_new(it, it->ds->more[0], st))) return st->code;
     return u->ins[0]->next(u->ins[0], out, end, st);
 }
 
@@ -2153,7 +2463,7 @@ static vg_code cache_file_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
                 pthread_mutex_unlock(&c->mu);
                 return st->code;
             }
-            if (!(u->in = vg__ds_iter_new(d->input, st))) return st->code;
+            if (!(u->in = child_new(it, d->input, st))) return st->code;
         }
     }
     if (u->epoch == 2) return cache_file_read(u, nc, out, end, st);
@@ -2199,7 +2509,7 @@ static vg_code cache_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status
             u->epoch = 1;
             return cache_next(it, out, end, st);
         }
-        if (!(u->in = vg__ds_iter_new(d->input, st))) return st->code;
+        if (!(u->in = child_new(it, d->input, st))) return st->code;
     }
     vg_code rc = u->in->next(u->in, out, end, st);
     if (rc != VG_OK) return rc;
@@ -2261,6 +2571,7 @@ typedef struct prefetch_it {
     int64_t size;             /* written under mu with __atomic stores; spinners read it */
     int csleep, psleep;       /* consumer / producer asleep on cv / space (under mu) */
     bool stop, cancelled, ended; /* stop and cancelled: __atomic stores under mu */
+    bool pause;               /* a save stops the producer (it keeps what it produced) */
     int64_t spin_ns;
     int cpu[2];               /* CPU each side last ran on ([1]: consumer), __atomic */
 } prefetch_it;
@@ -2292,7 +2603,7 @@ static void pf_spin(prefetch_it *p, bool consumer) {
     for (unsigned k = 0;; k++) {
         int64_t n = __atomic_load_n(&p->size, __ATOMIC_ACQUIRE);
         if ((consumer ? n > 0 : n < p->cap) || __atomic_load_n(&p->stop, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&p->cancelled, __ATOMIC_RELAXED))
+            __atomic_load_n(&p->cancelled, __ATOMIC_RELAXED) || __atomic_load_n(&p->pause, __ATOMIC_RELAXED))
             return;
         vg__spin_pause();
         if ((k & 15) == 15) {
@@ -2308,18 +2619,18 @@ static void *prefetch_main(void *arg) {
     prefetch_it *p = arg;
     int nc = p->base.ds->ncomp;
     pthread_mutex_lock(&p->mu);
-    while (!p->stop && !p->ended) {
+    while (!p->stop && !p->ended && !p->pause) {
         if (!p->stop && p->size == p->cap) {
             pthread_mutex_unlock(&p->mu);
             pf_spin(p, false);
             pthread_mutex_lock(&p->mu);
         }
-        while (!p->stop && p->size == p->cap) {
+        while (!p->stop && !p->pause && p->size == p->cap) {
             p->psleep++;
             pthread_cond_wait(&p->space, &p->mu);
             p->psleep--;
         }
-        if (p->stop) break;
+        if (p->stop || p->pause) break;
         pthread_mutex_unlock(&p->mu);
         pf_item it;
         memset(it.t, 0, sizeof it.t);
@@ -2391,6 +2702,24 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
     return rc;
 }
 
+/* Stops the producer thread (it finishes the element it is reading and keeps it in
+ * the ring); the next prefetch_next starts a new one. */
+static void prefetch_pause(prefetch_it *p) {
+    pthread_mutex_lock(&p->mu);
+    bool started = p->started;
+    if (started) {
+        __atomic_store_n(&p->pause, true, __ATOMIC_RELAXED);
+        pthread_cond_broadcast(&p->space);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (!started) return;
+    pthread_join(p->th, NULL);
+    pthread_mutex_lock(&p->mu);
+    p->started = false;
+    __atomic_store_n(&p->pause, false, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&p->mu);
+}
+
 static void prefetch_cancel(vg__ds_iter *it) {
     prefetch_it *p = (prefetch_it *)it;
     pthread_mutex_lock(&p->mu);
@@ -2427,7 +2756,16 @@ static void unary_cancel(vg__ds_iter *it) {
         for (int64_t i = 0; i < it->ds->a; i++) vg__ds_iter_cancel(u->cycle[i]);
 }
 
-vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
+static vg__ds_iter *iter_make(vg__dataset *d, vg__ds_ctx *ctx, vg_status *st);
+
+/* A child iterator of `parent` (sharing its context). */
+static vg__ds_iter *child_new(const vg__ds_iter *parent, vg__dataset *d, vg_status *st) {
+    return iter_make(d, parent->ctx, st);
+}
+
+vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) { return iter_make(d, NULL, st); }
+
+static vg__ds_iter *iter_make(vg__dataset *d, vg__ds_ctx *ctx, vg_status *st) {
     size_t size = d->kind == VG__DS_SLICES     ? sizeof(slices_it)
                   : d->kind == VG__DS_RANGE    ? sizeof(range_it)
                   : d->kind == VG__DS_TFRECORD ? sizeof(tfrecord_it)
@@ -2437,10 +2775,16 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
                   : d->kind == VG__DS_FIXEDLEN ? sizeof(fixedlen_it)
                                                : sizeof(unary_it);
     vg__ds_iter *it = vg__calloc(1, size);
+    if (it && ctx) atomic_fetch_add(&ctx->refs, 1);
+    else if (it && !(ctx = ctx_new())) {
+        vg__free(it);
+        it = NULL;
+    }
     if (!it) {
         VG_OOM(st, "iterator");
         return NULL;
     }
+    it->ctx = ctx;
     it->ds = vg__dataset_ref(d);
     switch (d->kind) {
     case VG__DS_SLICES:
@@ -2484,7 +2828,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
             vg__ds_iter_free(it);
             return NULL;
         }
-        if (!(p->in = vg__ds_iter_new(d->input, st))) {
+        if (!(p->in = child_new(it, d->input, st))) {
             vg__ds_iter_free(it);
             return NULL;
         }
@@ -2518,15 +2862,17 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
     }
     if (d->kind == VG__DS_ZIP)
         for (int k = 0; k < d->nmore; k++)
-            if (!(u->ins[k] = vg__ds_iter_new(d->more[k], st))) {
+            if (!(u->ins[k] = child_new(it, d->more[k], st))) {
                 vg__ds_iter_free(it);
                 return NULL;
             }
-    if (d->kind != VG__DS_REPEAT && d->kind != VG__DS_CACHE && !(u->in = vg__ds_iter_new(d->input, st))) {
+    if (d->kind != VG__DS_REPEAT && d->kind != VG__DS_CACHE && !(u->in = child_new(it, d->input, st))) {
         vg__ds_iter_free(it);
         return NULL;
     }
-    if (d->kind == VG__DS_INTERLEAVE && !(u->cycle = vg__calloc((size_t)d->a, sizeof(vg__ds_iter *)))) {
+    if (d->kind == VG__DS_INTERLEAVE &&
+        (!(u->cycle = vg__calloc((size_t)d->a, sizeof(vg__ds_iter *))) ||
+         !(u->cycle_args = vg__calloc((size_t)(d->a * (d->fn->nargs ? d->fn->nargs : 1)), sizeof(vg_tensor *))))) {
         VG_OOM(st, "interleave cycle");
         vg__ds_iter_free(it);
         return NULL;
@@ -2609,8 +2955,7 @@ vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) {
         } else {
             x = (uint64_t)d->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)d->seed2;
         }
-        int64_t iter = atomic_fetch_add(&((vg__dataset *)d)->iterations, 1);
-        if (d->flag) x += (uint64_t)iter * 0xda942042e4dd58b5ull;
+        if (d->flag) x += (uint64_t)ctx_take(it->ctx, d) * 0xda942042e4dd58b5ull;
         for (int i = 0; i < 4; i++) u->rng[i] = splitmix(&x);
     }
     return it;
@@ -2620,9 +2965,574 @@ void vg__ds_iter_free(vg__ds_iter *it) {
     if (!it) return;
     if (it->free) it->free(it);
     vg__dataset_unref((vg__dataset *)it->ds);
+    ctx_unref(it->ctx);
     vg__free(it);
 }
 
 void vg__ds_iter_cancel(vg__ds_iter *it) {
     if (it && it->cancel) it->cancel(it);
+}
+
+/* ------------------------------------------------------------------------ */
+/* saving and restoring positions (the layout: dataset.h, dataset_state.c) */
+
+#define ITER_TAG 0x49540000 /* "IT" << 16 | kind */
+
+static vg_code rd_bad(const vg__ds_rd *r, const vg__dataset *d, vg_status *st) {
+    return r->bad ? vg__ds_rd_status(r, vg__ds_kind_name(d->kind), st) : VG_OK;
+}
+
+static vg_code state_mismatch(const vg__dataset *d, const char *what, vg_status *st) {
+    return vg_status_set(st, VG_INVALID_ARGUMENT, "corrupt iterator state (%s: %s)", vg__ds_kind_name(d->kind), what);
+}
+
+static vg_code save_child(vg__ds_iter *child, vg__ds_wr *w, vg_status *st) {
+    vg__ds_put_i64(w, child != NULL);
+    return child ? vg__ds_iter_save(child, w, st) : VG_OK;
+}
+
+/* Restores a child iterator over d into *slot (made when absent; dropped when the state
+ * has none, which is an error when `required`). */
+static vg_code restore_child(const vg__ds_iter *parent, vg__ds_iter **slot, vg__dataset *d, bool required,
+                             vg__ds_rd *r, vg_status *st) {
+    bool present = vg__ds_get_range(r, 0, 1) != 0;
+    if (r->bad || (required && !present)) {
+        r->bad = true;
+        return vg__ds_rd_status(r, "input iterator", st);
+    }
+    if (!present) {
+        vg__ds_iter_free(*slot);
+        *slot = NULL;
+        return VG_OK;
+    }
+    if (!*slot && !(*slot = child_new(parent, d, st))) return st->code;
+    return vg__ds_iter_restore(*slot, r, st);
+}
+
+/* Element `slot` of the slab as tensors: its own (ext: *owned false) or new ones. */
+static vg_code slot_tensors(const slab *sb, int64_t slot, int nc, vg_tensor **t, bool *owned, vg_status *st) {
+    *owned = false;
+    if (slot_is_ext(sb, slot, nc)) {
+        memcpy(t, sb->ext + slot * nc, sizeof(vg_tensor *) * (size_t)nc);
+        return VG_OK;
+    }
+    *owned = true;
+    const uint8_t *p = slot_ptr(sb, slot);
+    for (int c = 0; c < nc; c++) {
+        if (!(t[c] = vg_tensor_new(sb->spec.dtype[c], sb->spec.dims[c], sb->spec.ndims[c], st))) {
+            free_elem(t, c);
+            return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
+        }
+        if (sb->spec.xf[c]) vg__ds_xform_apply(sb->spec.xf[c], p + sb->off[c], vg_tensor_data(t[c]));
+        else if (sb->spec.bytes[c]) memcpy(vg_tensor_data(t[c]), p + sb->off[c], sb->spec.bytes[c]);
+    }
+    return VG_OK;
+}
+
+static vg_code put_slot(vg__ds_wr *w, const slab *sb, int64_t slot, int nc, vg_status *st) {
+    vg_tensor *t[VG_DATASET_MAX_COMPONENTS] = {0};
+    bool owned;
+    vg_code rc = slot_tensors(sb, slot, nc, t, &owned, st);
+    if (rc != VG_OK) return rc;
+    rc = vg__ds_put_item(w, VG_OK, t, nc, NULL, st);
+    if (owned) free_elem(t, nc);
+    return rc;
+}
+
+/* Keeps a restored element (its references) in a slot of its own (an ext one). */
+static vg_code slab_put_tensors(unary_it *u, slab *sb, vg_tensor **t, int nc, int64_t *slot_out, vg_status *st) {
+    int64_t slot = slab_alloc(sb, u->cap);
+    if (slot < 0) return VG_OOM(st, "shuffle buffer");
+    if (slot >= sb->ext_cap) {
+        int64_t ncap = sb->room;
+        vg_tensor **ne = vg__realloc(sb->ext, sizeof(vg_tensor *) * (size_t)(sb->ext_cap * nc),
+                                     sizeof(vg_tensor *) * (size_t)(ncap * nc));
+        if (!ne) {
+            sb->freel[sb->nfree++] = slot;
+            return VG_OOM(st, "shuffle buffer");
+        }
+        memset(ne + sb->ext_cap * nc, 0, sizeof(vg_tensor *) * (size_t)((ncap - sb->ext_cap) * nc));
+        sb->ext = ne;
+        sb->ext_cap = ncap;
+    }
+    memcpy(sb->ext + slot * nc, t, sizeof(vg_tensor *) * (size_t)nc);
+    *slot_out = slot;
+    return VG_OK;
+}
+
+/* ShuffleDataset: the elements to hand out first (a restored or a picked one, an input
+ * error met after a view), the RNG, the buffer in order, the input. */
+static vg_code shuffle_save(unary_it *u, vg__ds_wr *w, vg_status *st) {
+    const vg__dataset *d = u->base.ds;
+    int nc = d->ncomp;
+    slab *sb = u->slab;
+    bool err = sb && sb->err != VG_OK, carry = sb && sb->carry >= 0;
+    vg__ds_put_i64(w, u->rq.n - u->rq.pos + err + carry);
+    vg_code rc = VG_OK;
+    for (int64_t i = u->rq.pos; i < u->rq.n && rc == VG_OK; i++)
+        rc = vg__ds_put_item(w, u->rq.v[i].code, u->rq.v[i].t, nc, u->rq.v[i].msg, st);
+    if (rc == VG_OK && err) rc = vg__ds_put_item(w, sb->err, NULL, nc, sb->err_st.msg, st);
+    if (rc == VG_OK && carry) rc = put_slot(w, sb, sb->carry, nc, st);
+    for (int i = 0; i < 4; i++) vg__ds_put_i64(w, (int64_t)u->rng[i]);
+    vg__ds_put_i64(w, u->in_end);
+    vg__ds_put_i64(w, vg__ds_ctx_iterations(u->base.ctx, d));
+    vg__ds_put_i64(w, u->size);
+    for (int64_t k = 0; k < u->size && rc == VG_OK; k++)
+        rc = sb ? put_slot(w, sb, sb->idx[k], nc, st) : vg__ds_put_item(w, VG_OK, u->buf + k * nc, nc, NULL, st);
+    return rc == VG_OK ? save_child(u->in, w, st) : rc;
+}
+
+static vg_code shuffle_restore(unary_it *u, vg__ds_rd *r, vg_status *st) {
+    vg__dataset *d = (vg__dataset *)u->base.ds;
+    int nc = d->ncomp;
+    vg_code rc = queue_restore(&u->rq, r, nc, st);
+    if (rc != VG_OK) return rc;
+    for (int i = 0; i < 4; i++) u->rng[i] = (uint64_t)vg__ds_get_i64(r);
+    u->in_end = vg__ds_get_range(r, 0, 1) != 0;
+    ctx_set(u->base.ctx, d, vg__ds_get_range(r, 0, INT64_MAX));
+    int64_t n = vg__ds_get_range(r, 0, u->cap);
+    if (n > (int64_t)((r->len - r->pos) / 8)) r->bad = true; /* every element takes 8 bytes or more */
+    if ((rc = rd_bad(r, d, st)) != VG_OK) return rc;
+    bool slabbed = u->base.next == shuffle_slab_next;
+    if (!slabbed && n > 0) {
+        if (!(u->buf = vg__calloc((size_t)(n * nc), sizeof(vg_tensor *)))) return VG_OOM(st, "shuffle buffer");
+        u->count = n * nc;
+    }
+    if (slabbed && n > 0 && !(u->slab = slab_empty())) return VG_OOM(st, "shuffle buffer");
+    for (int64_t k = 0; k < n; k++) {
+        vg_tensor *t[VG_DATASET_MAX_COMPONENTS] = {0};
+        vg_code code;
+        char *msg = NULL;
+        if ((rc = vg__ds_get_item(r, nc, &code, t, &msg, st)) != VG_OK) return rc;
+        vg__free(msg);
+        if (code != VG_OK) return state_mismatch(d, "an error in the buffer", st);
+        if (slabbed) {
+            int64_t slot = -1;
+            if ((rc = slab_put_tensors(u, u->slab, t, nc, &slot, st)) != VG_OK) {
+                free_elem(t, nc);
+                return rc;
+            }
+            u->slab->idx[u->size++] = slot;
+        } else {
+            memcpy(u->buf + u->size * nc, t, sizeof(vg_tensor *) * (size_t)nc);
+            u->size++;
+        }
+    }
+    return restore_child(&u->base, &u->in, d->input, true, r, st);
+}
+
+/* CacheDataset: in memory, the elements read so far (and the input) or, replaying, the
+ * whole cache (a restored dataset's cache is empty: the state publishes it, as TF's
+ * does); from a file, the element index read back, or the input's position. An
+ * iterator writing the cache file is saved as one reading its input: restored, it
+ * continues without writing, and the next pass that finds no file writes it. */
+static vg_code cache_save(unary_it *u, vg__ds_wr *w, vg_status *st) {
+    const vg__dataset *d = u->base.ds;
+    vg__ds_cache *c = d->cache;
+    int nc = d->ncomp;
+    vg__ds_put_i64(w, u->epoch);
+    vg__ds_put_i64(w, u->count);
+    vg_code rc = VG_OK;
+    if (c->file) return u->epoch == 3 ? save_child(u->in, w, st) : VG_OK;
+    if (u->epoch == 1) {
+        vg__ds_put_i64(w, c->n);
+        for (int64_t k = 0; k < c->n && rc == VG_OK; k++)
+            rc = vg__ds_put_item(w, VG_OK, c->elems + k * nc, nc, NULL, st);
+        return rc;
+    }
+    vg__ds_put_i64(w, u->size);
+    for (int64_t k = 0; k < u->size && rc == VG_OK; k++) rc = vg__ds_put_item(w, VG_OK, u->buf + k * nc, nc, NULL, st);
+    return rc == VG_OK ? save_child(u->in, w, st) : rc;
+}
+
+/* n elements of nc components into a new array (*out, n * nc references). */
+static vg_code read_elements(vg__ds_rd *r, const vg__dataset *d, int64_t n, vg_tensor ***out, vg_status *st) {
+    int nc = d->ncomp;
+    vg_tensor **a = vg__calloc((size_t)(n ? n * nc : 1), sizeof(vg_tensor *));
+    if (!a) return VG_OOM(st, "cache");
+    vg_code rc = VG_OK;
+    for (int64_t k = 0; k < n && rc == VG_OK; k++) {
+        vg_code code;
+        char *msg = NULL;
+        rc = vg__ds_get_item(r, nc, &code, a + k * nc, &msg, st);
+        vg__free(msg);
+        if (rc == VG_OK && code != VG_OK) rc = state_mismatch(d, "an error among the cached elements", st);
+    }
+    if (rc != VG_OK) {
+        free_elem(a, (int)(n * nc));
+        vg__free(a);
+        return rc;
+    }
+    *out = a;
+    return VG_OK;
+}
+
+static vg_code cache_restore(unary_it *u, vg__ds_rd *r, vg_status *st) {
+    vg__dataset *d = (vg__dataset *)u->base.ds;
+    vg__ds_cache *c = d->cache;
+    int nc = d->ncomp;
+    u->epoch = vg__ds_get_range(r, 0, 3);
+    u->count = vg__ds_get_range(r, 0, INT64_MAX);
+    vg_code rc = rd_bad(r, d, st);
+    if (rc != VG_OK) return rc;
+    if (c->file) {
+        if (u->epoch == 1) return state_mismatch(d, "mode", st);
+        if (u->epoch == 2 && !(u->cache_r = vg__bundle_reader_open(c->file, st))) return st->code;
+        return u->epoch == 3 ? restore_child(&u->base, &u->in, d->input, true, r, st) : VG_OK;
+    }
+    if (u->epoch > 1) return state_mismatch(d, "mode", st);
+    int64_t n = vg__ds_get_range(r, 0, (int64_t)((r->len - r->pos) / 8));
+    if ((rc = rd_bad(r, d, st)) != VG_OK) return rc;
+    vg_tensor **elems = NULL;
+    if ((rc = read_elements(r, d, n, &elems, st)) != VG_OK) return rc;
+    if (u->epoch == 1) {
+        if (u->count > n) {
+            free_elem(elems, (int)(n * nc));
+            vg__free(elems);
+            return state_mismatch(d, "position beyond the cache", st);
+        }
+        pthread_mutex_lock(&c->mu);
+        bool publish = !c->complete;
+        if (publish) {
+            c->complete = true;
+            c->elems = elems;
+            c->n = n;
+        }
+        pthread_mutex_unlock(&c->mu);
+        if (!publish) { /* this dataset's cache is already complete: the same elements */
+            free_elem(elems, (int)(n * nc));
+            vg__free(elems);
+        }
+        return VG_OK;
+    }
+    u->buf = elems;
+    u->size = u->cap = n;
+    return restore_child(&u->base, &u->in, d->input, false, r, st);
+}
+
+static vg_code prefetch_save(prefetch_it *p, vg__ds_wr *w, vg_status *st) {
+    int nc = p->base.ds->ncomp;
+    prefetch_pause(p); /* the ring and the input stay as they are until the next call */
+    vg__ds_put_i64(w, p->size);
+    vg_code rc = VG_OK;
+    for (int64_t k = 0; k < p->size && rc == VG_OK; k++) {
+        const pf_item *e = &p->ring[(p->head + k) % p->cap];
+        rc = vg__ds_put_item(w, e->code, e->t, nc, e->st.msg, st);
+    }
+    return rc == VG_OK ? save_child(p->in, w, st) : rc;
+}
+
+static vg_code prefetch_restore(prefetch_it *p, vg__ds_rd *r, vg_status *st) {
+    const vg__dataset *d = p->base.ds;
+    int nc = d->ncomp;
+    int64_t n = vg__ds_get_range(r, 0, p->cap);
+    vg_code rc = rd_bad(r, d, st);
+    for (int64_t k = 0; k < n && rc == VG_OK; k++) {
+        pf_item *e = &p->ring[k];
+        char *msg = NULL;
+        memset(e->t, 0, sizeof e->t);
+        vg_status_clear(&e->st);
+        if (p->ended) {
+            rc = state_mismatch(d, "elements after the end", st);
+            break;
+        }
+        if ((rc = vg__ds_get_item(r, nc, &e->code, e->t, &msg, st)) != VG_OK) break;
+        if (e->code != VG_OK) vg_status_set(&e->st, e->code, "%s", msg ? msg : "");
+        if (e->code == VG_OUT_OF_RANGE) p->ended = true;
+        vg__free(msg);
+        p->size = k + 1;
+    }
+    if (rc != VG_OK) return rc;
+    p->head = 0;
+    return restore_child(&p->base, &p->in, d->input, true, r, st);
+}
+
+/* InterleaveDataset: the loop's indices, the input, then each open cycle element's
+ * arguments (the function is run on them again at a restore, as TF does) and state. */
+static vg_code interleave_save(unary_it *u, vg__ds_wr *w, vg_status *st) {
+    const vg__dataset *d = u->base.ds;
+    int na = d->fn->nargs;
+    vg__ds_put_i64(w, u->in_end);
+    vg__ds_put_i64(w, u->cycle_index);
+    vg__ds_put_i64(w, u->block_index);
+    vg__ds_put_i64(w, u->num_open);
+    vg_code rc = save_child(u->in, w, st);
+    for (int64_t i = 0; i < d->a && rc == VG_OK; i++) {
+        vg__ds_put_i64(w, u->cycle[i] != NULL);
+        if (!u->cycle[i]) continue;
+        rc = vg__ds_put_item(w, VG_OK, u->cycle_args + i * na, na, NULL, st);
+        if (rc == VG_OK) rc = vg__ds_iter_save(u->cycle[i], w, st);
+    }
+    return rc;
+}
+
+static vg_code interleave_restore(unary_it *u, vg__ds_rd *r, vg_status *st) {
+    const vg__dataset *d = u->base.ds;
+    int na = d->fn->nargs;
+    u->in_end = vg__ds_get_range(r, 0, 1) != 0;
+    u->cycle_index = vg__ds_get_range(r, 0, d->a - 1);
+    u->block_index = vg__ds_get_range(r, 0, d->b - 1);
+    u->num_open = vg__ds_get_range(r, 0, d->a);
+    vg_code rc = rd_bad(r, d, st);
+    if (rc == VG_OK) rc = restore_child(&u->base, &u->in, d->input, true, r, st);
+    int64_t open = 0;
+    for (int64_t i = 0; i < d->a && rc == VG_OK; i++) {
+        bool present = vg__ds_get_range(r, 0, 1) != 0;
+        if ((rc = rd_bad(r, d, st)) != VG_OK || !present) continue;
+        vg_tensor *args[VG_DATASET_MAX_COMPONENTS] = {0};
+        vg_code code;
+        char *msg = NULL;
+        if ((rc = vg__ds_get_item(r, na, &code, args, &msg, st)) != VG_OK) break;
+        vg__free(msg);
+        if (code != VG_OK) {
+            rc = state_mismatch(d, "cycle element arguments", st);
+            break;
+        }
+        rc = interleave_open(u, i, args, st);
+        free_elem(args, na);
+        if (rc == VG_OK) rc = vg__ds_iter_restore(u->cycle[i], r, st);
+        open++;
+    }
+    if (rc == VG_OK && open != u->num_open) rc = state_mismatch(d, "open cycle elements", st);
+    return rc;
+}
+
+static vg_code unary_save(unary_it *u, vg__ds_wr *w, vg_status *st) {
+    const vg__dataset *d = u->base.ds;
+    vg_code rc = VG_OK;
+    switch (d->kind) {
+    case VG__DS_MAP:
+        if (u->blk && (rc = pmap_drain(u, st)) != VG_OK) return rc;
+        if ((rc = queue_save(&u->rq, w, d->fn->nouts, st)) != VG_OK) return rc;
+        vg__ds_put_i64(w, u->blk ? u->blk[u->bcur].in_end : 0);
+        return save_child(u->in, w, st);
+    case VG__DS_SHUFFLE: return shuffle_save(u, w, st);
+    case VG__DS_CACHE: return cache_save(u, w, st);
+    case VG__DS_INTERLEAVE: return interleave_save(u, w, st);
+    case VG__DS_REPEAT:
+        vg__ds_put_i64(w, u->epoch);
+        vg__ds_put_i64(w, u->in_epoch);
+        return save_child(u->in, w, st);
+    case VG__DS_TAKE:
+    case VG__DS_SKIP:
+    case VG__DS_SHARD:
+    case VG__DS_IGNORE_ERRORS:
+        vg__ds_put_i64(w, u->count);
+        return save_child(u->in, w, st);
+    case VG__DS_UNBATCH:
+        vg__ds_put_i64(w, u->cur[0] != NULL);
+        if (u->cur[0] && (rc = vg__ds_put_item(w, VG_OK, u->cur, d->ncomp, NULL, st)) != VG_OK) return rc;
+        vg__ds_put_i64(w, u->count);
+        vg__ds_put_i64(w, u->cur_n);
+        return save_child(u->in, w, st);
+    case VG__DS_CONCATENATE:
+        vg__ds_put_i64(w, u->in_end);
+        if ((rc = save_child(u->in, w, st)) != VG_OK) return rc;
+        return save_child(u->ins[0], w, st);
+    case VG__DS_ZIP:
+        rc = save_child(u->in, w, st);
+        for (int k = 0; k < d->nmore && rc == VG_OK; k++) rc = save_child(u->ins[k], w, st);
+        return rc;
+    default: /* batch, padded_batch, filter: nothing between elements */
+        return save_child(u->in, w, st);
+    }
+}
+
+static vg_code unary_restore(unary_it *u, vg__ds_rd *r, vg_status *st) {
+    vg__dataset *d = (vg__dataset *)u->base.ds;
+    vg_code rc = VG_OK;
+    switch (d->kind) {
+    case VG__DS_MAP: {
+        if ((rc = queue_restore(&u->rq, r, d->fn->nouts, st)) != VG_OK) return rc;
+        bool in_end = vg__ds_get_range(r, 0, 1) != 0;
+        if (u->blk) u->blk[u->bcur].in_end = in_end;
+        return restore_child(&u->base, &u->in, d->input, true, r, st);
+    }
+    case VG__DS_SHUFFLE: return shuffle_restore(u, r, st);
+    case VG__DS_CACHE: return cache_restore(u, r, st);
+    case VG__DS_INTERLEAVE: return interleave_restore(u, r, st);
+    case VG__DS_REPEAT:
+        u->epoch = vg__ds_get_range(r, 0, INT64_MAX);
+        u->in_epoch = vg__ds_get_range(r, 0, INT64_MAX);
+        if (d->a >= 0 && u->epoch > d->a) r->bad = true;
+        return restore_child(&u->base, &u->in, d->input, false, r, st);
+    case VG__DS_TAKE:
+    case VG__DS_SKIP:
+    case VG__DS_SHARD:
+    case VG__DS_IGNORE_ERRORS:
+        u->count = vg__ds_get_range(r, 0, INT64_MAX);
+        return restore_child(&u->base, &u->in, d->input, true, r, st);
+    case VG__DS_UNBATCH:
+        if (vg__ds_get_range(r, 0, 1)) {
+            vg_code code;
+            char *msg = NULL;
+            if ((rc = vg__ds_get_item(r, d->ncomp, &code, u->cur, &msg, st)) != VG_OK) return rc;
+            vg__free(msg);
+            if (code != VG_OK) return state_mismatch(d, "the element being split", st);
+        }
+        u->count = vg__ds_get_range(r, 0, INT64_MAX);
+        u->cur_n = vg__ds_get_range(r, -1, INT64_MAX);
+        if (u->cur[0]) {
+            for (int c = 0; c < d->ncomp; c++)
+                if (vg_tensor_ndims(u->cur[c]) < 1 || vg_tensor_dim(u->cur[c], 0) != u->cur_n) r->bad = true;
+            if (u->count > u->cur_n) r->bad = true;
+        }
+        return restore_child(&u->base, &u->in, d->input, true, r, st);
+    case VG__DS_CONCATENATE:
+        u->in_end = vg__ds_get_range(r, 0, 1) != 0;
+        if ((rc = restore_child(&u->base, &u->in, d->input, true, r, st)) != VG_OK) return rc;
+        return restore_child(&u->base, &u->ins[0], d->more[0], false, r, st);
+    case VG__DS_ZIP:
+        rc = restore_child(&u->base, &u->in, d->input, true, r, st);
+        for (int k = 0; k < d->nmore && rc == VG_OK; k++) rc = restore_child(&u->base, &u->ins[k], d->more[k], true, r, st);
+        return rc;
+    default:
+        return restore_child(&u->base, &u->in, d->input, true, r, st);
+    }
+}
+
+vg_code vg__ds_iter_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    const vg__dataset *d = it->ds;
+    vg__ds_put_i64(w, ITER_TAG | d->kind);
+    vg_code rc = VG_OK;
+    switch (d->kind) {
+    case VG__DS_SLICES: vg__ds_put_i64(w, ((slices_it *)it)->i); break;
+    case VG__DS_RANGE: vg__ds_put_i64(w, ((range_it *)it)->cur); break;
+    case VG__DS_FROM_TENSORS: vg__ds_put_i64(w, ((once_it *)it)->done); break;
+    case VG__DS_TFRECORD: {
+        tfrecord_it *t = (tfrecord_it *)it;
+        vg__ds_put_i64(w, t->file);
+        vg__ds_put_i64(w, t->r != NULL);
+        vg__ds_put_i64(w, t->nrec);
+        break;
+    }
+    case VG__DS_TEXTLINE: {
+        textline_it *t = (textline_it *)it;
+        vg__ds_put_i64(w, t->file);
+        vg__ds_put_i64(w, t->f != NULL);
+        vg__ds_put_i64(w, (int64_t)(t->boff + t->pos));
+        break;
+    }
+    case VG__DS_FIXEDLEN: {
+        fixedlen_it *f = (fixedlen_it *)it;
+        vg__ds_put_i64(w, f->file);
+        vg__ds_put_i64(w, f->fd >= 0);
+        vg__ds_put_i64(w, f->pos);
+        break;
+    }
+    case VG__DS_PREFETCH: rc = prefetch_save((prefetch_it *)it, w, st); break;
+    default: rc = unary_save((unary_it *)it, w, st); break;
+    }
+    if (rc == VG_OK && w->oom) rc = VG_OOM(st, "iterator state");
+    if (rc == VG_UNIMPLEMENTED && !strstr(st->msg, "Dataset")) /* name the innermost dataset op */
+        vg_status_prefix(st, "%s: ", vg__ds_kind_name(d->kind));
+    return rc;
+}
+
+/* Reopens TFRecord file t->file and reads nrec records again. */
+static vg_code tfrecord_seek(tfrecord_it *t, int64_t nrec, vg_status *st) {
+    bool none = false;
+    vg_code rc = tfrecord_open_next(t, &none, st);
+    if (rc != VG_OK || none) return rc;
+    for (int64_t k = 0; k < nrec; k++) {
+        const uint8_t *data;
+        size_t len;
+        uint64_t off;
+        rc = vg__zrecord_reader_next(t->r, &data, &len, &off, st);
+        if (rc == VG_OUT_OF_RANGE) {
+            size_t l;
+            const char *s = vg_tensor_string(t->base.ds->files, t->file, &l);
+            return vg_status_set(st, VG_DATA_LOSS, "%.*s has %lld records, fewer than the saved position %lld", (int)l,
+                                 s, (long long)k, (long long)nrec);
+        }
+        if (rc != VG_OK) return rc;
+    }
+    t->nrec = nrec;
+    return VG_OK;
+}
+
+/* Reopens text file t->file at offset `off` of its (inflated) stream. */
+static vg_code textline_seek(textline_it *t, uint64_t off, vg_status *st) {
+    const vg__dataset *d = t->base.ds;
+    vg_code rc = textline_open(t, st);
+    if (rc != VG_OK) return rc;
+    size_t plen;
+    const char *ps = vg_tensor_string(d->files, t->file, &plen);
+    if (d->compression == VG_COMPRESSION_NONE) {
+        struct stat sb;
+        if (fstat(fileno(t->f), &sb) != 0 || (uint64_t)sb.st_size < off || fseeko(t->f, (off_t)off, SEEK_SET) != 0)
+            return vg_status_set(st, VG_DATA_LOSS, "%.*s is shorter than the saved position %llu", (int)plen, ps,
+                                 (unsigned long long)off);
+        t->boff = off;
+        return VG_OK;
+    }
+    for (;;) {
+        if (off >= t->boff && off <= t->boff + t->len) {
+            t->pos = (size_t)(off - t->boff);
+            return VG_OK;
+        }
+        bool got;
+        if ((rc = textline_fill(t, d->compression, ps, plen, &got, st)) != VG_OK) return rc;
+        if (!got && t->boff != off)
+            return vg_status_set(st, VG_DATA_LOSS, "%.*s is shorter than the saved position %llu", (int)plen, ps,
+                                 (unsigned long long)off);
+    }
+}
+
+vg_code vg__ds_iter_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    const vg__dataset *d = it->ds;
+    if (vg__ds_get_i64(r) != (ITER_TAG | d->kind)) {
+        r->bad = true;
+        return rd_bad(r, d, st);
+    }
+    vg_code rc = VG_OK;
+    switch (d->kind) {
+    case VG__DS_SLICES: {
+        slices_it *s = (slices_it *)it;
+        s->i = vg__ds_get_range(r, 0, s->n);
+        break;
+    }
+    case VG__DS_RANGE: ((range_it *)it)->cur = vg__ds_get_i64(r); break;
+    case VG__DS_FROM_TENSORS: ((once_it *)it)->done = vg__ds_get_range(r, 0, 1) != 0; break;
+    case VG__DS_TFRECORD: {
+        tfrecord_it *t = (tfrecord_it *)it;
+        t->file = vg__ds_get_range(r, 0, vg_tensor_num_elements(d->files));
+        bool open = vg__ds_get_range(r, 0, 1) != 0;
+        int64_t nrec = vg__ds_get_range(r, 0, INT64_MAX);
+        if (open && t->file == vg_tensor_num_elements(d->files)) r->bad = true;
+        if (!r->bad && open) rc = tfrecord_seek(t, nrec, st);
+        break;
+    }
+    case VG__DS_TEXTLINE: {
+        textline_it *t = (textline_it *)it;
+        t->file = vg__ds_get_range(r, 0, vg_tensor_num_elements(d->files));
+        bool open = vg__ds_get_range(r, 0, 1) != 0;
+        int64_t off = vg__ds_get_range(r, 0, INT64_MAX);
+        if (open && t->file == vg_tensor_num_elements(d->files)) r->bad = true;
+        if (!r->bad && open) rc = textline_seek(t, (uint64_t)off, st);
+        break;
+    }
+    case VG__DS_FIXEDLEN: {
+        fixedlen_it *f = (fixedlen_it *)it;
+        f->file = vg__ds_get_range(r, 0, vg_tensor_num_elements(d->files));
+        bool open = vg__ds_get_range(r, 0, 1) != 0;
+        int64_t pos = vg__ds_get_range(r, 0, INT64_MAX);
+        if (open && f->file == vg_tensor_num_elements(d->files)) r->bad = true;
+        if (!r->bad && open) {
+            size_t l;
+            const char *s = vg_tensor_string(d->files, f->file, &l);
+            if ((rc = fixedlen_open(f, s, l, st)) == VG_OK) {
+                if (pos < d->a || pos > f->limit || (pos - d->a) % d->b != 0)
+                    rc = vg_status_set(st, VG_DATA_LOSS, "%.*s: the saved position %lld is not a record boundary of "
+                                       "the file", (int)l, s, (long long)pos);
+                f->pos = pos;
+            }
+        }
+        break;
+    }
+    case VG__DS_PREFETCH: rc = prefetch_restore((prefetch_it *)it, r, st); break;
+    default: rc = unary_restore((unary_it *)it, r, st); break;
+    }
+    if (rc == VG_OK) rc = rd_bad(r, d, st);
+    return rc;
 }

@@ -17,7 +17,10 @@
 #include "vigil/ops.h"
 #include "vigil/reader.h"
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <sys/random.h>
+#include <time.h>
 
 #define DS_FLAGS (VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE)
 #define IT_FLAGS (VG__OP_STATEFUL | VG__OP_BLOCKING | VG__OP_NOT_DIFFERENTIABLE)
@@ -82,6 +85,19 @@ static void set_types(vg__dataset *d, const vg_op *op) {
 
 static int64_t scalar_input(vg__kctx *ctx, int i) { return (int64_t)vg_tensor_scalar(vg__kctx_input(ctx, i)); }
 
+/* A nondeterministic 64-bit value (TF's random::New64). */
+static uint64_t random_u64(const void *salt) {
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v) {
+        static _Atomic uint64_t counter;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)(uintptr_t)salt << 16) ^
+            (atomic_fetch_add(&counter, 1) * 0x9e3779b97f4a7c15ull);
+    }
+    return v;
+}
+
 /* Builds the dataset of the kernel's op and sets output 0. */
 static vg_code kernel_dataset(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
@@ -113,6 +129,7 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
                                                    : VG__DS_PREFETCH;
     vg__dataset *d = vg__dataset_new(kind);
     if (!d) return VG_OOM(st, "dataset");
+    d->src = op;
     set_types(d, op);
     vg_code rc = VG_OK;
     if (!is_source(type)) {
@@ -286,6 +303,13 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
         vg_op_attr_bool(op, "reshuffle_each_iteration", &r);
         d->flag = r;
         if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "buffer_size must be greater than zero.");
+        /* ShuffleDatasetOp::MakeDataset: seeds 0 and 0 are drawn at random here, once per
+         * dataset, so every iterator over it (each epoch of a repeat) shares them; with
+         * reshuffle_each_iteration = False the epochs then come in the same order */
+        while (d->seed == 0 && d->seed2 == 0) {
+            d->seed = (int64_t)random_u64(d);
+            d->seed2 = (int64_t)random_u64(op);
+        }
         break;
     }
     case VG__DS_REPEAT:
@@ -393,10 +417,8 @@ static iter_res *iter_of(vg__kctx *ctx, int i) {
     return r;
 }
 
-/* Replaces the iterator's position with a fresh iterator over d (mu held). */
-static vg_code reset_iter(iter_res *r, vg__dataset *d, vg_status *st) {
-    vg__ds_iter *it = vg__ds_iter_new(d, st);
-    if (!it) return st->code;
+/* Makes `it` the iterator's position (mu held). */
+static void install_iter(iter_res *r, vg__ds_iter *it) {
     pthread_mutex_lock(&r->cmu);
     vg__ds_iter *old = r->it;
     r->it = it;
@@ -404,6 +426,13 @@ static vg_code reset_iter(iter_res *r, vg__dataset *d, vg_status *st) {
     if (r->cancelled) vg__ds_iter_cancel(it);
     pthread_mutex_unlock(&r->cmu);
     vg__ds_iter_free(old);
+}
+
+/* Replaces the iterator's position with a fresh iterator over d (mu held). */
+static vg_code reset_iter(iter_res *r, vg__dataset *d, vg_status *st) {
+    vg__ds_iter *it = vg__ds_iter_new(d, st);
+    if (!it) return st->code;
+    install_iter(r, it);
     return VG_OK;
 }
 
@@ -541,6 +570,70 @@ static vg_code kernel_get_next_pos(vg__kctx *ctx) {
         else vg_tensor_free(out[i]);
     }
     return rc;
+}
+
+/* SerializeIterator(resource_handle) -> serialized: the iterator's whole state (its
+ * dataset's description and position, dataset_state.c), a string scalar here (TF: a
+ * variant). */
+static vg_code kernel_serialize_iterator(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    iter_res *r = iter_of(ctx, 0);
+    if (!r) return st->code;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    vg_code rc;
+    pthread_mutex_lock(&r->mu);
+    if (!r->it)
+        rc = vg_status_set(st, VG_FAILED_PRECONDITION,
+                           "Save() failed because the iterator has not been initialized. Ensure that you have run the "
+                           "initializer operation for this iterator before saving it.");
+    else
+        rc = vg__ds_serialize(r->it, &bytes, &len, st);
+    pthread_mutex_unlock(&r->mu);
+    vg_tensor *out = NULL;
+    if (rc == VG_OK) rc = vg__kctx_alloc_output(ctx, 0, VG_STRING, NULL, 0, &out);
+    if (rc == VG_OK) rc = vg_tensor_set_string(out, 0, (const char *)bytes, len, st);
+    vg__free(bytes);
+    return rc;
+}
+
+/* DeserializeIterator(resource_handle, serialized): the iterator continues from the
+ * saved state, over the dataset the state describes (TF's IteratorResource::Restore);
+ * it need not have been initialized. */
+static vg_code kernel_deserialize_iterator(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    iter_res *r = iter_of(ctx, 0);
+    if (!r) return st->code;
+    const vg_tensor *t = vg__kctx_input(ctx, 1);
+    size_t len = 0;
+    const char *bytes = vg_tensor_dtype(t) == VG_STRING && vg_tensor_num_elements(t) == 1 ? vg_tensor_string(t, 0, &len)
+                                                                                           : NULL;
+    if (!bytes) return vg_status_set(st, VG_INVALID_ARGUMENT, "DeserializeIterator: serialized must be a string scalar");
+    vg__ds_iter *it = vg__ds_deserialize((const uint8_t *)bytes, len, st);
+    if (!it) {
+        vg_status_prefix(st, "restoring iterator '%s': ", r->key + 9);
+        return st->code;
+    }
+    pthread_mutex_lock(&r->mu);
+    install_iter(r, it);
+    pthread_mutex_unlock(&r->mu);
+    return VG_OK;
+}
+
+static vg_code shape_serialize_iterator(vg_op *op, vg_status *st) {
+    if (vg_output_dtype(vg_op_input(op, 0)) != VG_RESOURCE)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "SerializeIterator: input must be an iterator");
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
+    return VG_OK;
+}
+
+static vg_code shape_deserialize_iterator(vg_op *op, vg_status *st) {
+    if (vg_output_dtype(vg_op_input(op, 0)) != VG_RESOURCE || vg__op_input_dtype(op, 1) != VG_STRING)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "DeserializeIterator(resource_handle, serialized) needs an iterator and a string");
+    vg__op_set_num_outputs(op, 0);
+    return VG_OK;
 }
 
 static vg_code shape_get_next(vg_op *op, vg_status *st);
@@ -764,7 +857,7 @@ vg_output vg_dataset_text_line(vg_graph *g, vg_output filenames, const char *com
     return finish(b);
 }
 
-static void fn_destroy(void *p) {
+void vg__ds_fn_free(void *p) {
     vg__ds_fn *fn = p;
     vg_graph_free(fn->g);
     vg_graph_free(fn->vec);
@@ -809,14 +902,15 @@ static vg__ds_fn *build_fn(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void
             rc = vg_status_set(&st, VG_INVALID_ARGUMENT, "function output %d is not in the function graph", i);
     if (rc != VG_OK) {
         vg_graph_set_error(g, rc, "%s: %s", what, st.msg);
-        fn_destroy(f);
+        vg__ds_fn_free(f);
         return NULL;
     }
     char uniq[512];
     vg_graph_unique_name(g, name, uniq, sizeof uniq);
     snprintf(key, keylen, FN_KEY_PREFIX "%s", uniq);
-    if (vg_graph_set_user_data(g, key, f, fn_destroy) != VG_OK) {
-        fn_destroy(f);
+    snprintf(f->key, sizeof f->key, "%s", key);
+    if (vg_graph_set_user_data(g, key, f, vg__ds_fn_free) != VG_OK) {
+        vg__ds_fn_free(f);
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "%s: out of memory", what);
         return NULL;
     }
@@ -1322,6 +1416,8 @@ const vg__op_def vg__ops_dataset[] = {
     {"IteratorGetNext", 1, 1, IT_FLAGS, 0, shape_get_next, kernel_get_next, NULL},
     {"IteratorGetNextWithPosition", 2, 2, IT_FLAGS, 1u << 1, shape_get_next_pos, kernel_get_next_pos, NULL},
     {"IteratorToStringHandle", 1, 1, IT_FLAGS, 0, shape_string_handle, kernel_to_string_handle, NULL},
+    {"SerializeIterator", 1, 1, IT_FLAGS, 0, shape_serialize_iterator, kernel_serialize_iterator, NULL},
+    {"DeserializeIterator", 2, 2, IT_FLAGS, 0, shape_deserialize_iterator, kernel_deserialize_iterator, NULL},
     {"IteratorFromStringHandleV2", 1, 1, IT_FLAGS, 0, shape_from_string_handle, kernel_from_string_handle, NULL},
     {0},
 };

@@ -1,14 +1,119 @@
 /*
- * data_iterator.c - tf.data's saveable iterator position (the train-layer half of
- * vigil/data.h): IteratorGetNextWithPosition reads and advances a global variable
- * "<iterator>_position", so a Saver checkpoints where the input stands. Creating that
- * variable is train-layer work (vigil/variables.h), hence this file; the op's kernel is
- * in src/kernels/dataset_ops.c.
+ * data_iterator.c - tf.data iterators in checkpoints (the train-layer half of
+ * vigil/data.h):
+ *  - vg_make_saveable_from_iterator: SerializeIterator / DeserializeIterator and the
+ *    graph's list of saveable objects (TF's SAVEABLE_OBJECTS collection) that savers
+ *    created afterwards save and restore (src/train/saver.c asks vg_graph_saveable /
+ *    vg_saveable_key / vg_saveable_restore). The list lives in the graph's user data, not
+ *    in a collection: TF cannot serialize SaveableObjects into a MetaGraphDef either.
+ *  - vg_iterator_get_next_resumable: IteratorGetNextWithPosition reads and advances a
+ *    global variable "<iterator>_position", so a Saver checkpoints how many elements were
+ *    handed out (a replay on restore). Creating that variable is train-layer work
+ *    (vigil/variables.h), hence this file.
+ * The ops' kernels are in src/kernels/dataset_ops.c.
  */
+#include "train_util.h"
 #include "vigil/data.h"
 #include "vigil/ops.h"
 #include "vigil/variables.h"
 #include <stdio.h>
+
+#define SAVEABLES_KEY "vigil.saveable_objects"
+
+typedef struct saveable {
+    vg_op *op;          /* SerializeIterator */
+    char *key;          /* "<iterator tensor>-state" */
+} saveable;
+
+typedef struct saveables {
+    int n, cap;
+    saveable *v;
+} saveables;
+
+static void saveables_free(void *p) {
+    saveables *s = p;
+    for (int i = 0; i < s->n; i++) vg_free(s->v[i].key);
+    vg_free(s->v);
+    vg_free(s);
+}
+
+static bool is_iterator(const vg_op *op) {
+    const char *t = op ? vg_op_type(op) : "";
+    return !strcmp(t, "IteratorV2") || !strcmp(t, "OneShotIterator") || !strcmp(t, "IteratorFromStringHandleV2") ||
+           !strcmp(t, "Iterator");
+}
+
+vg_output vg_make_saveable_from_iterator(vg_graph *g, vg_output iterator, const char *name) {
+    vg_output none = {NULL, 0};
+    if (!g || vg_graph_status(g, NULL) != VG_OK) return none;
+    if (!is_iterator(iterator.op) || vg_output_dtype(iterator) != VG_RESOURCE) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "make_saveable_from_iterator: %s is not an iterator",
+                           iterator.op ? vg_op_name(iterator.op) : "NULL");
+        return none;
+    }
+    saveables *s = vg_graph_user_data(g, SAVEABLES_KEY);
+    if (!s) {
+        if (!(s = vg_calloc(1, sizeof *s)) || vg_graph_set_user_data(g, SAVEABLES_KEY, s, saveables_free) != VG_OK) {
+            vg_free(s);
+            vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "make_saveable_from_iterator: out of memory");
+            return none;
+        }
+    }
+    /* _Saveable: SaveSpec(serialize_iterator(resource), "", resource.name + "-state") */
+    char key[1200];
+    snprintf(key, sizeof key, "%s:%d-state", vg_op_name(iterator.op), iterator.index);
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i].key, key)) { /* the same iterator again: TF would make a second saveable of that name */
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                               "make_saveable_from_iterator: iterator %s already has a saveable", vg_op_name(iterator.op));
+            return none;
+        }
+    vg_op_builder *b = vg_op_builder_new(g, "SerializeIterator", name ? name : "SerializeIterator");
+    vg_op_builder_add_input(b, iterator);
+    vg_op *op = vg_op_builder_finish(b);
+    if (!op) return none;
+    char *k = vg__train_strdup(key);
+    if (!k || !vg__train_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) {
+        vg_free(k);
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "make_saveable_from_iterator: out of memory");
+        return none;
+    }
+    s->v[s->n].op = op;
+    s->v[s->n++].key = k;
+    return vg_out(op, 0);
+}
+
+int vg_graph_num_saveables(const vg_graph *g) {
+    const saveables *s = g ? vg_graph_user_data(g, SAVEABLES_KEY) : NULL;
+    return s ? s->n : 0;
+}
+
+vg_output vg_graph_saveable(const vg_graph *g, int i) {
+    const saveables *s = g ? vg_graph_user_data(g, SAVEABLES_KEY) : NULL;
+    if (!s || i < 0 || i >= s->n) return (vg_output){NULL, 0};
+    return vg_out(s->v[i].op, 0);
+}
+
+const char *vg_saveable_key(vg_output t) {
+    const saveables *s = t.op && t.index == 0 ? vg_graph_user_data(vg_op_graph(t.op), SAVEABLES_KEY) : NULL;
+    for (int i = 0; s && i < s->n; i++)
+        if (s->v[i].op == t.op) return s->v[i].key;
+    return NULL;
+}
+
+vg_op *vg_saveable_restore(vg_graph *g, vg_output t, vg_output restored, const char *name) {
+    if (!vg_saveable_key(t)) {
+        if (g && vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "saveable_restore: %s is not a saveable object",
+                               t.op ? vg_op_name(t.op) : "NULL");
+        return NULL;
+    }
+    /* _Saveable.restore: deserialize_iterator(resource, restored_tensors[0]) */
+    vg_op_builder *b = vg_op_builder_new(g, "DeserializeIterator", name ? name : "DeserializeIterator");
+    vg_op_builder_add_input(b, vg_op_input(t.op, 0));
+    vg_op_builder_add_input(b, restored);
+    return vg_op_builder_finish(b);
+}
 
 vg_op *vg_iterator_get_next_resumable(vg_graph *g, vg_output iterator, vg_output *position, const char *name) {
     const vg_op *io = iterator.op;

@@ -31,6 +31,7 @@
  */
 #include "train_util.h"
 #include "io/io.h"
+#include "vigil/data.h"
 #include "vigil/graphdef.h"
 #include "vigil/ops.h"
 #include "vigil/resource_variables.h"
@@ -244,41 +245,56 @@ static vg_shape var_shape(const vg_op *op) {
     return is_resource(op) ? vg_resource_variable_shape(o) : vg_output_shape(o);
 }
 
-/* The variables to save, sorted by name. Fails with INVALID_ARGUMENT. */
+/* The variables to save, sorted by name. Fails with INVALID_ARGUMENT. Saveable objects
+ * (vg_make_saveable_from_iterator, TF's SAVEABLE_OBJECTS: all of the graph's without a
+ * var_list, else those listed) are saved as their tensor under their own key. */
 static vg_code collect_vars(vg_saver *s, const vg_saver_options *o, vg_status *st) {
     const vg_output *list = o->var_list;
-    int n = o->nvars;
-    if (!list) list = vg_graph_collection(s->g, VG_GLOBAL_VARIABLES, &n);
-    if ((n <= 0 || !list) && o->allow_empty) return VG_OK; /* empty saver (nvars 0) */
-    if (n <= 0 || !list) return vg_status_set(st, VG_INVALID_ARGUMENT, "No variables to save");
-    if (!(s->vars = vg_malloc((size_t)n * sizeof *s->vars))) return VG_OOM(st, "saver");
-    for (int i = 0; i < n; i++) {
-        if (!list[i].op || list[i].index != 0 || !(is_variable(list[i].op) || is_resource(list[i].op)))
-            return vg_status_set(st, VG_INVALID_ARGUMENT, "Saver: var_list[%d] (%s) is not a variable", i,
-                                 list[i].op ? vg_op_name(list[i].op) : "NULL");
-        if (vg_op_graph(list[i].op) != s->g)
-            return vg_status_set(st, VG_INVALID_ARGUMENT, "Saver: variable %s is not in this graph",
-                                 vg_op_name(list[i].op));
-        s->vars[i] = list[i].op;
+    int n = o->nvars, nsav = 0, keyed = 0;
+    if (!list) {
+        list = vg_graph_collection(s->g, VG_GLOBAL_VARIABLES, &n);
+        nsav = vg_graph_num_saveables(s->g);
+        if (!list) n = 0;
     }
-    if (o->var_names && o->var_list) {
+    if (n + nsav <= 0 && o->allow_empty) return VG_OK; /* empty saver (nvars 0) */
+    if (n + nsav <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "No variables to save");
+    if (!(s->vars = vg_malloc((size_t)(n + nsav) * sizeof *s->vars))) return VG_OOM(st, "saver");
+    for (int i = 0; i < n + nsav; i++) {
+        vg_output v = i < n ? list[i] : vg_graph_saveable(s->g, i - n);
+        bool saveable = v.op && vg_saveable_key(v);
+        keyed += saveable;
+        if (!v.op || v.index != 0 || !(is_variable(v.op) || is_resource(v.op) || saveable))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Saver: var_list[%d] (%s) is not a variable", i,
+                                 v.op ? vg_op_name(v.op) : "NULL");
+        if (vg_op_graph(v.op) != s->g)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Saver: variable %s is not in this graph", vg_op_name(v.op));
+        s->vars[i] = v.op;
+    }
+    n += nsav;
+    const char **names = o->var_names && o->var_list ? (const char **)o->var_names : NULL;
+    if (!names && keyed) { /* keys: the variables' names and the saveables' own */
+        if (!(names = vg_malloc((size_t)n * sizeof *names))) return VG_OOM(st, "saver");
+        for (int i = 0; i < n; i++)
+            names[i] = is_variable(s->vars[i]) || is_resource(s->vars[i]) ? vg_op_name(s->vars[i])
+                                                                          : vg_saveable_key(vg_out(s->vars[i], 0));
+    }
+    if (names) {
         /* the {name: variable} form: keys given, sorted by key (op_list_to_dict) */
         keyed_var *kv = vg_malloc((size_t)n * sizeof *kv);
         if (!kv || !(s->keys = vg_calloc((size_t)n, sizeof *s->keys))) {
             vg_free(kv);
+            if (names != (const char **)o->var_names) vg_free(names);
             return VG_OOM(st, "saver");
         }
-        for (int i = 0; i < n; i++) {
-            if (!o->var_names[i] || !*o->var_names[i]) {
-                vg_free(kv);
-                return vg_status_set(st, VG_INVALID_ARGUMENT, "Saver: var_names[%d] (for %s) is empty", i,
-                                     vg_op_name(s->vars[i]));
-            }
-            kv[i].key = o->var_names[i];
+        vg_code c = VG_OK;
+        for (int i = 0; i < n && !c; i++) {
+            if (!names[i] || !*names[i])
+                c = vg_status_set(st, VG_INVALID_ARGUMENT, "Saver: var_names[%d] (for %s) is empty", i,
+                                  vg_op_name(s->vars[i]));
+            kv[i].key = names[i];
             kv[i].var = s->vars[i];
         }
-        qsort(kv, (size_t)n, sizeof *kv, cmp_keyed);
-        vg_code c = VG_OK;
+        if (!c) qsort(kv, (size_t)n, sizeof *kv, cmp_keyed);
         for (int i = 0; i < n && !c; i++) {
             s->vars[i] = kv[i].var;
             if (!(s->keys[i] = vg__train_strdup(kv[i].key))) c = VG_OOM(st, "saver");
@@ -291,6 +307,7 @@ static vg_code collect_vars(vg_saver *s, const vg_saver_options *o, vg_status *s
                                       kv[j].key);
         }
         vg_free(kv);
+        if (names != (const char **)o->var_names) vg_free(names);
         s->nvars = n; /* keys are freed with the saver even on failure */
         return c;
     }
@@ -396,6 +413,10 @@ static void build_restore_ops(vg_saver *s, vg_op *fname, const char **names, con
         if (is_resource(s->vars[i])) { /* Identity to the variable's device, then AssignVariableOp */
             vg_output value = vg_identity(s->g, vg_out(restore, i), NULL);
             assigns[i] = vg_assign_variable_op(s->g, vg_out(s->vars[i], 0), value, NULL);
+            continue;
+        }
+        if (!is_variable(s->vars[i])) { /* a saveable object restores itself */
+            assigns[i] = vg_saveable_restore(s->g, vg_out(s->vars[i], 0), vg_out(restore, i), NULL);
             continue;
         }
         b = vg_op_builder_new(s->g, "Assign", "Assign");

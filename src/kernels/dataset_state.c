@@ -1,0 +1,649 @@
+/*
+ * dataset_state.c - the bytes of a saved iterator state (SerializeIterator /
+ * DeserializeIterator, tf.data.experimental.make_saveable_from_iterator): a byte
+ * writer and a bounds-checked reader, tensors and elements, and the description of a
+ * dataset (its kind, parameters, tensors and functions, with its inputs), from which a
+ * restore rebuilds the dataset as TF rebuilds it from the GraphDef in its state: a
+ * function is its graph as a GraphDef, its argument and result tensor names, and the
+ * functions of the dataset ops inside it (a flat_map's inner map), so a state restores
+ * into any graph. The iterators' own positions are written by dataset_iter.c.
+ *
+ * Layout (vigil's own; TF's variant encoding of an iterator state is internal to TF):
+ * "VGDSITER", version (int64 1), the dataset description, the iterator state. Integers
+ * are 8 bytes little-endian; byte strings a length then the bytes; a tensor its dtype,
+ * rank, dimensions, then its values (numbers in host order, which every supported
+ * machine shares: little-endian) or each string as a byte string.
+ */
+#include "kernels/dataset.h"
+#include "graph/registry.h"
+#include "vigil/import.h"
+#include <stdio.h>
+
+#define STATE_MAGIC "VGDSITER"
+#define STATE_VERSION 1
+#define DS_TAG 0x44534554 /* "DSET" */
+#define MAX_DEPTH 512
+
+/* ------------------------------------------------------------------------ */
+/* writer */
+
+static bool wr_reserve(vg__ds_wr *w, size_t n) {
+    if (w->oom) return false;
+    if (w->len + n <= w->cap) return true;
+    size_t nc = w->cap ? w->cap : 256;
+    while (nc < w->len + n) {
+        if (nc > SIZE_MAX / 2) {
+            w->oom = true;
+            return false;
+        }
+        nc *= 2;
+    }
+    uint8_t *nb = vg__realloc(w->buf, w->len, nc);
+    if (!nb) {
+        w->oom = true;
+        return false;
+    }
+    w->buf = nb;
+    w->cap = nc;
+    return true;
+}
+
+void vg__ds_put_i64(vg__ds_wr *w, int64_t v) {
+    if (!wr_reserve(w, 8)) return;
+    uint64_t u = (uint64_t)v;
+    for (int i = 0; i < 8; i++) w->buf[w->len++] = (uint8_t)(u >> (8 * i));
+}
+
+void vg__ds_put_bytes(vg__ds_wr *w, const void *p, size_t n) {
+    vg__ds_put_i64(w, (int64_t)n);
+    if (!n || !wr_reserve(w, n)) return;
+    memcpy(w->buf + w->len, p, n);
+    w->len += n;
+}
+
+vg_code vg__ds_put_tensor(vg__ds_wr *w, const vg_tensor *t, vg_status *st) {
+    vg_dtype dt = vg_tensor_dtype(t);
+    if (dt == VG_RESOURCE)
+        return vg_status_set(st, VG_UNIMPLEMENTED, "an element holding a %s tensor (a dataset) cannot be saved",
+                             vg_dtype_name(dt));
+    int nd = vg_tensor_ndims(t);
+    vg__ds_put_i64(w, dt);
+    vg__ds_put_i64(w, nd);
+    for (int k = 0; k < nd; k++) vg__ds_put_i64(w, vg_tensor_dim(t, k));
+    if (dt == VG_STRING) {
+        int64_t n = vg_tensor_num_elements(t);
+        for (int64_t i = 0; i < n; i++) {
+            size_t l;
+            const char *s = vg_tensor_string(t, i, &l);
+            vg__ds_put_bytes(w, s, l);
+        }
+    } else {
+        vg__ds_put_bytes(w, vg_tensor_data(t), vg_tensor_nbytes(t));
+    }
+    return w->oom ? VG_OOM(st, "iterator state") : VG_OK;
+}
+
+vg_code vg__ds_put_item(vg__ds_wr *w, vg_code code, vg_tensor *const *t, int nc, const char *msg, vg_status *st) {
+    vg__ds_put_i64(w, code);
+    if (code != VG_OK) {
+        vg__ds_put_bytes(w, msg ? msg : "", msg ? strlen(msg) : 0);
+        return w->oom ? VG_OOM(st, "iterator state") : VG_OK;
+    }
+    for (int c = 0; c < nc; c++) {
+        vg_code rc = vg__ds_put_tensor(w, t[c], st);
+        if (rc != VG_OK) return rc;
+    }
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* reader */
+
+int64_t vg__ds_get_i64(vg__ds_rd *r) {
+    if (r->bad || r->len - r->pos < 8) {
+        r->bad = true;
+        return 0;
+    }
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++) u |= (uint64_t)r->p[r->pos + (size_t)i] << (8 * i);
+    r->pos += 8;
+    return (int64_t)u;
+}
+
+int64_t vg__ds_get_range(vg__ds_rd *r, int64_t lo, int64_t hi) {
+    int64_t v = vg__ds_get_i64(r);
+    if (v < lo || v > hi) {
+        r->bad = true;
+        return lo;
+    }
+    return v;
+}
+
+const uint8_t *vg__ds_get_bytes(vg__ds_rd *r, size_t *n) {
+    int64_t l = vg__ds_get_i64(r);
+    *n = 0;
+    if (r->bad || l < 0 || (uint64_t)l > r->len - r->pos) {
+        r->bad = true;
+        return (const uint8_t *)"";
+    }
+    const uint8_t *p = r->p + r->pos;
+    r->pos += (size_t)l;
+    *n = (size_t)l;
+    return p;
+}
+
+vg_tensor *vg__ds_get_tensor(vg__ds_rd *r, vg_status *st) {
+    int64_t dt = vg__ds_get_i64(r), nd = vg__ds_get_range(r, 0, VG_MAX_DIMS);
+    int64_t dims[VG_MAX_DIMS], n = 1;
+    for (int k = 0; k < nd && !r->bad; k++) {
+        dims[k] = vg__ds_get_range(r, 0, INT64_MAX);
+        if (dims[k] > 0 && n > INT64_MAX / dims[k]) r->bad = true;
+        else n *= dims[k];
+    }
+    bool str = dt == VG_STRING;
+    size_t es = str ? 0 : vg_dtype_size((vg_dtype)dt);
+    if (!str && (es == 0 || dt == VG_RESOURCE)) r->bad = true;
+    /* every string takes at least 8 bytes of the state; numbers their bytes */
+    if (!r->bad && (uint64_t)n > (r->len - r->pos) / (str ? 8 : es)) r->bad = true;
+    if (r->bad) return NULL;
+    vg_tensor *t = vg_tensor_new((vg_dtype)dt, dims, (int)nd, st);
+    if (!t) return NULL;
+    if (str) {
+        for (int64_t i = 0; i < n && !r->bad; i++) {
+            size_t l;
+            const uint8_t *p = vg__ds_get_bytes(r, &l);
+            if (!r->bad && vg_tensor_set_string(t, i, (const char *)p, l, st) != VG_OK) {
+                vg_tensor_free(t);
+                return NULL;
+            }
+        }
+    } else {
+        size_t l;
+        const uint8_t *p = vg__ds_get_bytes(r, &l);
+        if (!r->bad && l != vg_tensor_nbytes(t)) r->bad = true;
+        if (!r->bad && l) memcpy(vg_tensor_data(t), p, l);
+    }
+    if (r->bad) {
+        vg_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+vg_code vg__ds_get_item(vg__ds_rd *r, int nc, vg_code *code, vg_tensor **t, char **msg, vg_status *st) {
+    *code = (vg_code)vg__ds_get_range(r, 0, 64);
+    *msg = NULL;
+    if (r->bad) return vg__ds_rd_status(r, "element", st);
+    if (*code != VG_OK) {
+        size_t l;
+        const uint8_t *p = vg__ds_get_bytes(r, &l);
+        if (r->bad) return vg__ds_rd_status(r, "element", st);
+        if (!(*msg = vg__strndup((const char *)p, l))) return VG_OOM(st, "iterator state");
+        return VG_OK;
+    }
+    for (int c = 0; c < nc; c++) {
+        if (!(t[c] = vg__ds_get_tensor(r, st))) {
+            for (int k = 0; k < c; k++) vg_tensor_free(t[k]), t[k] = NULL;
+            return r->bad ? vg__ds_rd_status(r, "element", st) : st->code;
+        }
+    }
+    return VG_OK;
+}
+
+vg_code vg__ds_rd_status(const vg__ds_rd *r, const char *what, vg_status *st) {
+    if (!r->bad) return VG_OK;
+    return vg_status_set(st, VG_INVALID_ARGUMENT, "corrupt iterator state (%s, near byte %zu of %zu)", what, r->pos,
+                         r->len);
+}
+
+/* ------------------------------------------------------------------------ */
+/* dataset descriptions */
+
+const char *vg__ds_kind_name(int kind) {
+    static const char *const names[] = {
+        [VG__DS_SLICES] = "TensorSliceDataset",   [VG__DS_RANGE] = "RangeDataset",
+        [VG__DS_TFRECORD] = "TFRecordDataset",    [VG__DS_MAP] = "MapDataset",
+        [VG__DS_BATCH] = "BatchDatasetV2",        [VG__DS_SHUFFLE] = "ShuffleDataset",
+        [VG__DS_REPEAT] = "RepeatDataset",        [VG__DS_TAKE] = "TakeDataset",
+        [VG__DS_SKIP] = "SkipDataset",            [VG__DS_PREFETCH] = "PrefetchDataset",
+        [VG__DS_TEXTLINE] = "TextLineDataset",    [VG__DS_SHARD] = "ShardDataset",
+        [VG__DS_INTERLEAVE] = "InterleaveDataset", [VG__DS_IGNORE_ERRORS] = "IgnoreErrorsDataset",
+        [VG__DS_FROM_TENSORS] = "TensorDataset",  [VG__DS_FILTER] = "FilterDataset",
+        [VG__DS_UNBATCH] = "UnbatchDataset",      [VG__DS_CONCATENATE] = "ConcatenateDataset",
+        [VG__DS_ZIP] = "ZipDataset",              [VG__DS_FIXEDLEN] = "FixedLengthRecordDatasetV2",
+        [VG__DS_PADDED_BATCH] = "PaddedBatchDatasetV2", [VG__DS_CACHE] = "CacheDataset",
+    };
+    if (kind < 0 || kind >= (int)(sizeof names / sizeof names[0]) || !names[kind]) return "Dataset";
+    return names[kind];
+}
+
+#define FN_PREFIX "vigil.dataset_fn:"
+
+/* The function of a dataset op inside function graph g (a flat_map's inner map), or NULL. */
+static const vg__ds_fn *nested_fn(const vg_graph *g, const vg_op *op, const char **key_out) {
+    const char *key;
+    size_t kl;
+    if (!strstr(vg_op_type(op), "Dataset")) return NULL;
+    if (!vg_op_attr_string(op, "f", &key, &kl) && !vg_op_attr_string(op, "predicate", &key, &kl)) return NULL;
+    char k[600];
+    if (kl >= sizeof k) return NULL;
+    memcpy(k, key, kl);
+    k[kl] = 0;
+    const vg__ds_fn *fn = strncmp(k, FN_PREFIX, sizeof FN_PREFIX - 1) == 0 ? vg_graph_user_data(g, k) : NULL;
+    if (fn && key_out) *key_out = fn->key;
+    return fn;
+}
+
+/* TF 1.15 refuses to serialize a dataset whose function has stateful ops (a restore
+ * could not reproduce their state): the first such op of fn's graph or of the functions
+ * inside it, or NULL. Dataset ops (an interleave's source) and Assert / Print are not
+ * state the outputs depend on. */
+static const vg_op *stateful_op(const vg__ds_fn *fn, int depth) {
+    int n = vg_graph_num_ops(fn->g);
+    for (int i = 0; i < n && depth < MAX_DEPTH; i++) {
+        const vg_op *op = vg_graph_op(fn->g, i);
+        const char *t = vg_op_type(op);
+        const vg__ds_fn *inner = nested_fn(fn->g, op, NULL);
+        const vg_op *sop = inner ? stateful_op(inner, depth + 1) : NULL;
+        if (sop) return sop;
+        const vg__op_def *def = vg__registry_find(t);
+        if (!def || !(def->flags & VG__OP_STATEFUL) || strstr(t, "Dataset") || !strcmp(t, "Assert") ||
+            !strncmp(t, "Print", 5))
+            continue;
+        return op;
+    }
+    return NULL;
+}
+
+static void put_str(vg__ds_wr *w, const char *s) { vg__ds_put_bytes(w, s, strlen(s)); }
+
+static void put_tensor_name(vg__ds_wr *w, vg_output o) {
+    char b[1100];
+    snprintf(b, sizeof b, "%s:%d", vg_op_name(o.op), o.index);
+    put_str(w, b);
+}
+
+/* A function: its key, arity, GraphDef, argument and result names, then the functions
+ * of the dataset ops in it. */
+static vg_code encode_fn(const vg__ds_fn *fn, vg__ds_wr *w, int depth, vg_status *st) {
+    if (depth > MAX_DEPTH) return vg_status_set(st, VG_UNIMPLEMENTED, "dataset functions nested too deep to save");
+    void *gd = NULL;
+    size_t gl = 0;
+    vg_code rc = vg_graph_to_graphdef(fn->g, &gd, &gl, st);
+    if (rc != VG_OK) return rc;
+    put_str(w, fn->key);
+    vg__ds_put_i64(w, fn->nargs);
+    vg__ds_put_i64(w, fn->nouts);
+    vg__ds_put_bytes(w, gd, gl);
+    vg_free(gd);
+    for (int i = 0; i < fn->nargs; i++) put_tensor_name(w, fn->args[i]);
+    for (int i = 0; i < fn->nouts; i++) put_tensor_name(w, fn->outs[i]);
+    int n = vg_graph_num_ops(fn->g), nn = 0;
+    for (int i = 0; i < n; i++) nn += nested_fn(fn->g, vg_graph_op(fn->g, i), NULL) != NULL;
+    vg__ds_put_i64(w, nn);
+    for (int i = 0; i < n && rc == VG_OK; i++) {
+        const vg__ds_fn *inner = nested_fn(fn->g, vg_graph_op(fn->g, i), NULL);
+        if (inner) rc = encode_fn(inner, w, depth + 1, st);
+    }
+    if (rc == VG_OK && w->oom) rc = VG_OOM(st, "iterator state");
+    return rc;
+}
+
+/* A function rebuilt from its encoding (a new one, the caller's); vectorized as the map
+ * builders do when `vectorize`. */
+static vg__ds_fn *decode_fn_graph(vg__ds_rd *r, bool vectorize, int depth, vg_status *st) {
+    size_t kl, gl;
+    const uint8_t *key = vg__ds_get_bytes(r, &kl);
+    int nargs = (int)vg__ds_get_range(r, 0, VG_DATASET_MAX_COMPONENTS);
+    int nouts = (int)vg__ds_get_range(r, 1, VG_DATASET_MAX_COMPONENTS);
+    const uint8_t *gd = vg__ds_get_bytes(r, &gl);
+    char names[2 * VG_DATASET_MAX_COMPONENTS][1100];
+    const char *np[2 * VG_DATASET_MAX_COMPONENTS];
+    for (int i = 0; i < nargs + nouts && !r->bad; i++) {
+        size_t l;
+        const uint8_t *p = vg__ds_get_bytes(r, &l);
+        if (l >= sizeof names[i]) r->bad = true;
+        if (r->bad) break;
+        memcpy(names[i], p, l);
+        names[i][l] = 0;
+        np[i] = names[i];
+    }
+    if (depth > MAX_DEPTH || kl >= sizeof ((vg__ds_fn *)0)->key || kl <= sizeof FN_PREFIX - 1 ||
+        memcmp(key, FN_PREFIX, sizeof FN_PREFIX - 1) != 0)
+        r->bad = true;
+    if (r->bad) {
+        vg__ds_rd_status(r, "function", st);
+        return NULL;
+    }
+    vg__ds_fn *f = vg__calloc(1, sizeof *f);
+    if (!f || !(f->g = vg_graph_new())) {
+        vg__free(f);
+        VG_OOM(st, "dataset function");
+        return NULL;
+    }
+    memcpy(f->key, key, kl);
+    f->key[kl] = 0;
+    f->nargs = nargs;
+    f->nouts = nouts;
+    vg_output rets[2 * VG_DATASET_MAX_COMPONENTS];
+    vg_import_options io;
+    memset(&io, 0, sizeof io);
+    io.source = "the function of a saved iterator state";
+    io.format = VG_IMPORT_BINARY;
+    io.n_return_tensors = nargs + nouts;
+    io.return_tensors = np;
+    io.return_tensors_out = rets;
+    vg_code rc = vg_graph_import_graph_def(f->g, gd, gl, &io, st);
+    for (int i = 0; rc == VG_OK && i < nargs + nouts; i++) {
+        if (i < nargs) f->args[i] = rets[i];
+        else f->outs[i - nargs] = rets[i];
+    }
+    int64_t nn = rc == VG_OK ? vg__ds_get_range(r, 0, 4096) : 0;
+    if (rc == VG_OK && r->bad) rc = vg__ds_rd_status(r, "function", st);
+    for (int64_t i = 0; i < nn && rc == VG_OK; i++) {
+        vg__ds_fn *inner = decode_fn_graph(r, true, depth + 1, st);
+        if (!inner) rc = st->code;
+        else if (vg_graph_set_user_data(f->g, inner->key, inner, vg__ds_fn_free) != VG_OK) {
+            vg__ds_fn_free(inner);
+            rc = VG_OOM(st, "dataset function");
+        }
+    }
+    if (rc != VG_OK) {
+        vg__ds_fn_free(f);
+        return NULL;
+    }
+    if (vectorize) { /* as vg_dataset_map* and the interleave builders do */
+        vg__ds_fn_vectorize(f);
+        if (!f->vec) f->native_b = vg__ds_native_compile_batched(f);
+    }
+    return f;
+}
+
+static vg_code encode(const vg__dataset *d, vg__ds_ctx *ctx, vg__ds_wr *w, int depth, vg_status *st) {
+    if (depth > MAX_DEPTH) return vg_status_set(st, VG_UNIMPLEMENTED, "dataset pipeline too deep to save");
+    const vg_op *sop = d->fn ? stateful_op(d->fn, 0) : NULL;
+    if (sop)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Failed to serialize the input pipeline: the function of %s has the stateful op %s "
+                             "(%s), whose state an iterator checkpoint cannot hold",
+                             vg__ds_kind_name(d->kind), vg_op_name(sop), vg_op_type(sop));
+    vg__ds_put_i64(w, DS_TAG);
+    vg__ds_put_i64(w, d->kind);
+    vg__ds_put_i64(w, d->ncomp);
+    for (int c = 0; c < d->ncomp; c++) vg__ds_put_i64(w, d->types[c]);
+    vg__ds_put_i64(w, d->a);
+    vg__ds_put_i64(w, d->b);
+    vg__ds_put_i64(w, d->c);
+    vg__ds_put_i64(w, d->flag);
+    vg__ds_put_i64(w, d->seed);
+    vg__ds_put_i64(w, d->seed2);
+    vg__ds_put_i64(w, vg__ds_ctx_iterations(ctx, d));
+    vg__ds_put_i64(w, d->compression);
+    for (int c = 0; c < d->ncomp; c++) {
+        vg__ds_put_i64(w, d->padded[c].ndims);
+        for (int k = 0; k < d->padded[c].ndims; k++) vg__ds_put_i64(w, d->padded[c].dims[k]);
+    }
+    int64_t mask = 0;
+    for (int c = 0; c < VG_DATASET_MAX_COMPONENTS; c++)
+        if (d->comps[c]) mask |= (int64_t)1 << c;
+    vg__ds_put_i64(w, mask);
+    vg_code rc = VG_OK;
+    for (int c = 0; c < VG_DATASET_MAX_COMPONENTS && rc == VG_OK; c++)
+        if (d->comps[c]) rc = vg__ds_put_tensor(w, d->comps[c], st);
+    vg__ds_put_i64(w, d->files != NULL);
+    if (rc == VG_OK && d->files) rc = vg__ds_put_tensor(w, d->files, st);
+    if (rc != VG_OK) {
+        vg_status_prefix(st, "%s: ", vg__ds_kind_name(d->kind));
+        return rc;
+    }
+    vg__ds_put_i64(w, d->fn != NULL);
+    if (d->fn && (rc = encode_fn(d->fn, w, depth, st)) != VG_OK) return rc;
+    vg__ds_put_i64(w, d->cache != NULL);
+    if (d->cache) {
+        const char *f = d->cache->file ? d->cache->file : "";
+        vg__ds_put_bytes(w, f, strlen(f));
+    }
+    vg__ds_put_i64(w, d->input != NULL);
+    if (d->input && (rc = encode(d->input, ctx, w, depth + 1, st)) != VG_OK) return rc;
+    vg__ds_put_i64(w, d->nmore);
+    for (int i = 0; i < d->nmore && rc == VG_OK; i++) rc = encode(d->more[i], ctx, w, depth + 1, st);
+    if (rc == VG_OK && w->oom) rc = VG_OOM(st, "iterator state");
+    return rc;
+}
+
+vg_code vg__ds_encode(const vg__dataset *d, vg__ds_ctx *ctx, vg__ds_wr *w, vg_status *st) {
+    return encode(d, ctx, w, 0, st);
+}
+
+static bool same_types(const vg_dtype *a, const vg_dtype *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
+/* A decoded dataset's function: takes the input's elements (and, for a map, returns
+ * the dataset's). */
+static vg_code check_fn(vg__dataset *d, vg_status *st) {
+    const vg__ds_fn *fn = d->fn;
+    const vg__dataset *in = d->input;
+    vg_dtype args[VG_DATASET_MAX_COMPONENTS];
+    for (int i = 0; i < fn->nargs; i++) args[i] = vg_output_dtype(fn->args[i]);
+    bool ok = in && fn->nargs == in->ncomp && same_types(args, in->types, fn->nargs);
+    if (ok && d->kind == VG__DS_MAP) {
+        vg_dtype outs[VG_DATASET_MAX_COMPONENTS];
+        for (int i = 0; i < fn->nouts; i++) outs[i] = vg_output_dtype(fn->outs[i]);
+        ok = fn->nouts == d->ncomp && same_types(outs, d->types, d->ncomp);
+    } else if (ok) {
+        ok = fn->nouts == 1 && (d->kind != VG__DS_FILTER || d->ncomp == in->ncomp);
+    }
+    if (!ok)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "corrupt iterator state (the function of %s does not take and return its elements)",
+                             vg__ds_kind_name(d->kind));
+    return VG_OK;
+}
+
+/* The parameters a kind's iterators rely on (a corrupt state must not crash them). */
+static bool params_ok(const vg__dataset *d) {
+    int64_t n0 = -1;
+    const vg__dataset *in = d->input;
+    switch (d->kind) { /* element types that pass through */
+    case VG__DS_MAP:
+    case VG__DS_INTERLEAVE:
+    case VG__DS_SLICES:
+    case VG__DS_RANGE:
+    case VG__DS_TFRECORD:
+    case VG__DS_TEXTLINE:
+    case VG__DS_FROM_TENSORS:
+    case VG__DS_FIXEDLEN: break;
+    case VG__DS_ZIP: {
+        int n = in->ncomp;
+        if (n > d->ncomp || !same_types(in->types, d->types, n)) return false;
+        for (int i = 0; i < d->nmore; i++) {
+            const vg__dataset *m = d->more[i];
+            if (n + m->ncomp > d->ncomp || !same_types(m->types, d->types + n, m->ncomp)) return false;
+            n += m->ncomp;
+        }
+        if (n != d->ncomp) return false;
+        break;
+    }
+    case VG__DS_CONCATENATE:
+        if (d->nmore != 1 || d->more[0]->ncomp != d->ncomp || !same_types(d->more[0]->types, d->types, d->ncomp))
+            return false;
+        /* fall through */
+    default:
+        if (in->ncomp != d->ncomp || !same_types(in->types, d->types, d->ncomp)) return false;
+    }
+    switch (d->kind) {
+    case VG__DS_SLICES:
+    case VG__DS_FROM_TENSORS:
+        for (int c = 0; c < d->ncomp; c++) {
+            const vg_tensor *t = d->comps[c];
+            if (!t || vg_tensor_dtype(t) != d->types[c]) return false;
+            if (d->kind == VG__DS_SLICES) {
+                if (vg_tensor_ndims(t) < 1 || (n0 >= 0 && vg_tensor_dim(t, 0) != n0)) return false;
+                n0 = vg_tensor_dim(t, 0);
+            }
+        }
+        return true;
+    case VG__DS_RANGE: return d->c != 0;
+    case VG__DS_TFRECORD:
+    case VG__DS_TEXTLINE:
+        return d->files && vg_tensor_dtype(d->files) == VG_STRING && d->compression >= 0 && d->compression <= 2;
+    case VG__DS_FIXEDLEN:
+        return d->files && vg_tensor_dtype(d->files) == VG_STRING && d->a >= 0 && d->c >= 0 && d->b > 0 &&
+               d->b <= ((int64_t)1 << 31);
+    case VG__DS_MAP: return d->c >= 0 && d->c <= 256;
+    case VG__DS_BATCH: return d->a > 0 && d->a <= ((int64_t)1 << 31);
+    case VG__DS_PADDED_BATCH:
+        if (d->a <= 0 || d->a > ((int64_t)1 << 31)) return false;
+        for (int c = 0; c < d->ncomp; c++)
+            if (!d->comps[c] || vg_tensor_dtype(d->comps[c]) != d->types[c] || vg_tensor_num_elements(d->comps[c]) != 1 ||
+                d->padded[c].ndims < 0 || d->padded[c].ndims + 1 > VG_MAX_DIMS)
+                return false;
+        return true;
+    case VG__DS_SHUFFLE: return d->a > 0;
+    case VG__DS_PREFETCH: return d->a >= 1 && d->a <= (1 << 20);
+    case VG__DS_SHARD: return d->a > 0 && d->b >= 0 && d->b < d->a;
+    case VG__DS_INTERLEAVE: return d->a > 0 && d->a <= 4096 && d->b > 0 && d->c >= 0;
+    case VG__DS_CACHE: return d->cache != NULL;
+    default: return true;
+    }
+}
+
+static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
+    if (depth > MAX_DEPTH || vg__ds_get_i64(r) != DS_TAG) r->bad = true;
+    int kind = (int)vg__ds_get_range(r, VG__DS_SLICES, VG__DS_CACHE);
+    int nc = (int)vg__ds_get_range(r, 1, VG_DATASET_MAX_COMPONENTS);
+    if (r->bad) {
+        vg__ds_rd_status(r, "dataset", st);
+        return NULL;
+    }
+    vg__dataset *d = vg__dataset_new(kind);
+    if (!d) {
+        VG_OOM(st, "dataset");
+        return NULL;
+    }
+    d->ncomp = nc;
+    for (int c = 0; c < nc; c++) {
+        int64_t t = vg__ds_get_i64(r);
+        if (t != VG_STRING && (vg_dtype_size((vg_dtype)t) == 0 || t == VG_RESOURCE)) r->bad = true;
+        d->types[c] = (vg_dtype)t;
+    }
+    d->a = vg__ds_get_i64(r);
+    d->b = vg__ds_get_i64(r);
+    d->c = vg__ds_get_i64(r);
+    d->flag = vg__ds_get_range(r, 0, 1) != 0;
+    d->seed = vg__ds_get_i64(r);
+    d->seed2 = vg__ds_get_i64(r);
+    atomic_store(&d->iterations, (long long)vg__ds_get_range(r, 0, INT64_MAX));
+    d->compression = (int)vg__ds_get_range(r, 0, 2);
+    for (int c = 0; c < nc && !r->bad; c++) {
+        int n = (int)vg__ds_get_range(r, -1, VG_MAX_DIMS);
+        d->padded[c].ndims = n;
+        for (int k = 0; k < n; k++) d->padded[c].dims[k] = vg__ds_get_i64(r);
+    }
+    int64_t mask = vg__ds_get_range(r, 0, ((int64_t)1 << VG_DATASET_MAX_COMPONENTS) - 1);
+    vg_code rc = VG_OK;
+    for (int c = 0; c < VG_DATASET_MAX_COMPONENTS && !r->bad && rc == VG_OK; c++)
+        if (mask & ((int64_t)1 << c) && !(d->comps[c] = vg__ds_get_tensor(r, st)) && !r->bad) rc = st->code;
+    if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK && !(d->files = vg__ds_get_tensor(r, st)) && !r->bad)
+        rc = st->code;
+    if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK) {
+        if (kind != VG__DS_MAP && kind != VG__DS_FILTER && kind != VG__DS_INTERLEAVE) r->bad = true;
+        else if ((d->own_fn = decode_fn_graph(r, kind != VG__DS_FILTER, depth, st))) d->fn = d->own_fn;
+        else if (!r->bad) rc = st->code;
+    }
+    if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK) {
+        size_t fl;
+        const uint8_t *f = vg__ds_get_bytes(r, &fl);
+        if (!r->bad && (fl > 4000 || memchr(f, 0, fl))) r->bad = true;
+        if (!r->bad) {
+            if (!(d->cache = vg__calloc(1, sizeof *d->cache))) {
+                rc = VG_OOM(st, "cache");
+            } else {
+                pthread_mutex_init(&d->cache->mu, NULL);
+                if (fl && !(d->cache->file = vg__strndup((const char *)f, fl))) rc = VG_OOM(st, "cache");
+            }
+        }
+    }
+    if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK && !(d->input = decode(r, depth + 1, st)))
+        rc = st->code;
+    int nmore = (int)vg__ds_get_range(r, 0, VG_DATASET_MAX_COMPONENTS);
+    for (int i = 0; i < nmore && !r->bad && rc == VG_OK; i++) {
+        if (!(d->more[i] = decode(r, depth + 1, st))) rc = st->code;
+        else d->nmore++;
+    }
+    if (rc == VG_OK && !r->bad) {
+        bool needs_input = kind != VG__DS_SLICES && kind != VG__DS_RANGE && kind != VG__DS_TFRECORD &&
+                           kind != VG__DS_TEXTLINE && kind != VG__DS_FROM_TENSORS && kind != VG__DS_FIXEDLEN;
+        if (needs_input != (d->input != NULL) || !params_ok(d)) r->bad = true;
+        for (int i = 0; i < d->nmore && !r->bad; i++)
+            if (d->more[i]->ncomp > VG_DATASET_MAX_COMPONENTS) r->bad = true;
+    }
+    if (rc == VG_OK && !r->bad && (kind == VG__DS_MAP || kind == VG__DS_FILTER || kind == VG__DS_INTERLEAVE)) {
+        if (!d->fn) r->bad = true;
+        else rc = check_fn(d, st);
+    }
+    if (rc == VG_OK && r->bad) rc = vg__ds_rd_status(r, vg__ds_kind_name(kind), st);
+    if (rc != VG_OK) {
+        vg__dataset_unref(d);
+        return NULL;
+    }
+    return d;
+}
+
+vg__dataset *vg__ds_decode(vg__ds_rd *r, vg_status *st) { return decode(r, 0, st); }
+
+/* ------------------------------------------------------------------------ */
+/* whole states */
+
+vg_code vg__ds_serialize(vg__ds_iter *it, uint8_t **bytes, size_t *len, vg_status *st) {
+    vg__ds_wr w = {0};
+    *bytes = NULL;
+    *len = 0;
+    if (wr_reserve(&w, 8)) {
+        memcpy(w.buf, STATE_MAGIC, 8);
+        w.len = 8;
+    }
+    vg__ds_put_i64(&w, STATE_VERSION);
+    vg_code rc = vg__ds_encode(it->ds, it->ctx, &w, st);
+    if (rc == VG_OK) rc = vg__ds_iter_save(it, &w, st);
+    if (rc == VG_OK && w.oom) rc = VG_OOM(st, "iterator state");
+    if (rc != VG_OK) {
+        vg__free(w.buf);
+        return rc;
+    }
+    *bytes = w.buf;
+    *len = w.len;
+    return VG_OK;
+}
+
+vg__ds_iter *vg__ds_deserialize(const uint8_t *bytes, size_t len, vg_status *st) {
+    if (len < 8 || memcmp(bytes, STATE_MAGIC, 8) != 0) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "not a vigil iterator state (%zu bytes without its header)", len);
+        return NULL;
+    }
+    vg__ds_rd r = {bytes, len, 8, false};
+    int64_t version = vg__ds_get_i64(&r);
+    if (version != STATE_VERSION) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "iterator state of version %lld, this vigil reads version %d",
+                      (long long)version, STATE_VERSION);
+        return NULL;
+    }
+    vg__dataset *d = vg__ds_decode(&r, st);
+    if (!d) return NULL;
+    vg__ds_iter *it = vg__ds_iter_new(d, st);
+    vg__dataset_unref(d);
+    if (!it) return NULL;
+    vg_code rc = vg__ds_iter_restore(it, &r, st);
+    if (rc == VG_OK && (r.bad || r.pos != r.len)) {
+        r.bad = true;
+        rc = vg__ds_rd_status(&r, "trailing bytes", st);
+    }
+    if (rc != VG_OK) {
+        vg__ds_iter_free(it);
+        return NULL;
+    }
+    return it;
+}
