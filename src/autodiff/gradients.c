@@ -375,9 +375,17 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
                     if (s.region[i] == r && strcmp(g->ops[i]->def->type, "Enter") == 0 &&
                         vg__cf_out_ctx(s.ci, vg_out(g->ops[i], 0)) == r)
                         enters[ne++] = g->ops[i];
-                vg_graph_push_scope(g, "while_grad");
-                rc = loop_gradient(&s, r, enters, ne, dxe, st);
-                vg_graph_pop_scope(g);
+                /* no Exit of the loop has a gradient (all behind stop_gradient): TF never
+                 * calls an Exit's gradient then, and the loop's inputs get none */
+                bool any_exit = false;
+                for (int i = 0; i < s.nops && !any_exit; i++)
+                    if (s.region[i] == r && strcmp(g->ops[i]->def->type, "Exit") == 0 && s.grads[i])
+                        for (int k = 0; k < g->ops[i]->noutputs && !any_exit; k++) any_exit = s.grads[i][k].n > 0;
+                if (any_exit) {
+                    vg_graph_push_scope(g, "while_grad");
+                    rc = loop_gradient(&s, r, enters, ne, dxe, st);
+                    vg_graph_pop_scope(g);
+                }
                 for (int e = 0; rc == VG_OK && e < ne; e++) {
                     vg_op *en = enters[e];
                     if (!(s.fwd[en->id] && s.bwd[en->id])) continue;
