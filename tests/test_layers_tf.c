@@ -106,7 +106,7 @@ static void test_dense_options_and_reuse(void) {
     vg_layers_apply(g2, &c, x2, (vg_output){0});
     CHECK(vg_layers_apply(g2, &c, x2, (vg_output){0}).op == NULL);
     vg_status st;
-    CHECK_EQ_INT(vg_graph_status(g2, &st), VG_ALREADY_EXISTS);
+    CHECK_EQ_INT(vg_graph_status(g2, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Variable fc/kernel already exists");
     vg_graph_free(g2);
     /* reuse=True: shared variables, ops in "fc_1/"; no second regularization loss */

@@ -112,7 +112,7 @@ static void test_dense(void) {
     vg_layers_dense(g, x, 2, VG_ACT_RELU, "my_dense");
     vg_variable_scope_pop(g);
     vg_status st;
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_ALREADY_EXISTS);
+    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Variable test/my_dense/kernel already exists, disallowed.");
     vg_graph_free(g);
 

@@ -391,7 +391,7 @@ static void test_static_rnn_scopes(void) {
     CHECK_COLLECTION(g, VG_TRAINABLE_VARIABLES, "rnn/basic_lstm_cell/kernel rnn/basic_lstm_cell/bias");
     /* without reuse: TF's ValueError */
     vg_rnn_cell *c3 = vg_basic_lstm_cell_new(4, 1.0f, true);
-    CHECK_CODE(vg_static_rnn(c3, g, xs, 2, NULL, VG_FLOAT, vg_out(NULL, 0), NULL, outs, fin, &st), VG_ALREADY_EXISTS);
+    CHECK_CODE(vg_static_rnn(c3, g, xs, 2, NULL, VG_FLOAT, vg_out(NULL, 0), NULL, outs, fin, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Variable rnn/basic_lstm_cell/kernel already exists, disallowed. Did you mean to set "
                                "reuse=True or reuse=tf.AUTO_REUSE in VarScope?");
     CHECK_STR_CONTAINS(vg_variable_scope_name(g), ""); /* the scopes were left */

@@ -57,7 +57,7 @@ static void test_name_scope_does_not_prefix_get_variable(void) {
     vg_graph_pop_scope(g);
     vg_status st;
     CHECK(again.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_ALREADY_EXISTS);
+    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Variable w already exists, disallowed. Did you mean to set reuse=True or "
                                "reuse=tf.AUTO_REUSE in VarScope?");
     vg_graph_free(g);

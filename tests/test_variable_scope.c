@@ -40,7 +40,7 @@ static void test_name_exists(void) {
     vg_variable v2 = vg_get_variable_ex(g, "v", &o);
     vg_status st;
     CHECK(v2.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_ALREADY_EXISTS);
+    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Variable v already exists, disallowed. Did you mean to set reuse=True");
     vg_graph_free(g);
 }

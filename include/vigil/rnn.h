@@ -165,7 +165,7 @@ VG_API vg_code vg_rnn_cell_call(vg_rnn_cell *cell, vg_graph *g, vg_output input,
  * sequence_length (int32/int64 [batch]; op NULL = none) outputs past a sequence's end
  * are zeros and its state is copied through. Runs in tf.variable_scope(scope or
  * "rnn"), which reuses its variables from the second step on (a new cell in a second
- * static_rnn under the same scope fails as in TF: ALREADY_EXISTS "Variable
+ * static_rnn under the same scope fails as in TF: INVALID_ARGUMENT "Variable
  * rnn/basic_lstm_cell/kernel already exists, disallowed. ..." unless reuse is set). Writes T
  * outputs and state_count final state tensors. */
 VG_API vg_code vg_static_rnn(vg_rnn_cell *cell, vg_graph *g, const vg_output *inputs, int T,

@@ -191,7 +191,7 @@ VG_API vg_code vg_vscope_set_custom_getter(vg_vscope *scope, vg_custom_getter_fn
  * is then named after the scope itself (TF's slot_creator does this; the store knows it
  * as "<scope>/"). An initializer of kind VG_INIT_DEFAULT counts as none. TF's sharing
  * rules:
- * - the variable exists (made by get_variable) and reuse is off: ALREADY_EXISTS "Variable
+ * - the variable exists (made by get_variable) and reuse is off: INVALID_ARGUMENT "Variable
  *   <name> already exists, disallowed. Did you mean to set reuse=True or
  *   reuse=tf.AUTO_REUSE in VarScope?";
  * - it exists and reuse is on: the shape must be compatible and the dtype equal, else

@@ -123,7 +123,7 @@ VG_API vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype
  * TF. init vg_init_default() takes the variable scope's initializer (TF's None).
  * Initial value ops are created under "<name>/Initializer/". Sharing
  * follows the variable scope's reuse: without reuse a name already made by
- * get_variable fails (sticky) with ALREADY_EXISTS ("Variable <name> already exists,
+ * get_variable fails (sticky) with INVALID_ARGUMENT ("Variable <name> already exists,
  * disallowed. ..."); see vg_get_variable_ex for the other rules and errors. No control
  * dependencies are inherited (init_scope). */
 VG_API vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, const int64_t *dims, int ndims, vg_initializer init, unsigned flags);

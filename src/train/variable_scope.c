@@ -477,7 +477,7 @@ static vg_variable true_getter(vg_graph *g, const vg_getter_args *a, void *ctx) 
     if (i >= 0) {
         vg_op *op = s->var_ops[i];
         if (a->reuse == VG_REUSE_INHERIT) {
-            vg_graph_set_error(g, VG_ALREADY_EXISTS,
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT,
                                "Variable %s already exists, disallowed. Did you mean to set reuse=True or "
                                "reuse=tf.AUTO_REUSE in VarScope?",
                                a->name);
