@@ -209,8 +209,13 @@ VG_API vg_output vg_avg_pool_grad(vg_graph *g, vg_output input_shape, vg_output 
 
 /* ---- state ops (src/kernels/state_ops.c) -------------------------------- */
 /* VariableV2(shape, dtype): a variable that lives in each session. Output 0 is the
- * variable's reference: consumers that write (Assign, Apply*) take it as a ref input,
- * other consumers read its current value. */
+ * variable's reference (TF's ref edge): consumers that write (Assign, Apply*) take it
+ * as a ref input; Identity and the control-flow ops pass it on; every other consumer
+ * reads the variable's value when that consumer runs, after all it depends on (data
+ * or control), so under control_dependencies([update]) it sees the update, and inside
+ * a while loop the value live in that iteration. A value once read does not change
+ * (writers copy a buffer still held). A fetch reads it when the fetched op completes;
+ * the fetched tensor is a copy the caller owns. */
 VG_API vg_output vg_variable_op(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndims, const char *name);
 VG_API vg_output vg_assign(vg_graph *g, vg_output ref, vg_output value, bool validate_shape, const char *name);
 VG_API vg_output vg_assign_add(vg_graph *g, vg_output ref, vg_output value, const char *name);
