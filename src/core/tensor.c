@@ -295,12 +295,20 @@ vg_tensor *vg_tensor_copy(const vg_tensor *t, vg_status *st) {
         vg_status_set(st, VG_INVALID_ARGUMENT, "tensor is NULL");
         return NULL;
     }
-    vg_tensor *c = vg_tensor_new(t->dtype, t->dims, t->ndims, st);
-    if (!c) return NULL;
-    if (t->dtype != VG_STRING) {
+    if (t->dtype != VG_STRING) { /* t is valid already: no checks (session fetches copy small tensors often) */
+        vg_tensor *c = block_alloc(HDR_SIZE + t->nbytes);
+        if (!c) {
+            vg_status_set(st, VG_RESOURCE_EXHAUSTED, "OOM when allocating tensor of %zu bytes", t->nbytes);
+            return NULL;
+        }
+        init_header(c, t->dtype, t->dims, t->ndims, t->n);
+        c->nbytes = t->nbytes;
+        c->data = (char *)c + HDR_SIZE;
         if (t->nbytes) memcpy(c->data, t->data, t->nbytes);
         return c;
     }
+    vg_tensor *c = vg_tensor_new(t->dtype, t->dims, t->ndims, st);
+    if (!c) return NULL;
     const vg__tstr *s = t->data;
     for (int64_t i = 0; i < t->n; i++) {
         if (vg_tensor_set_string(c, i, s[i].p, s[i].n, st) != VG_OK) {
