@@ -139,6 +139,8 @@ typedef struct vg__plan {
     int nroots;
     int *fetch_feed;     /* per fetch: feed index if the fetched tensor is fed, else -1 */
     int *fetch_node;     /* per fetch: plan node whose output it is (-1: fed) */
+    int *fetch_next;     /* per fetch: the next fetch of the same output, -1 none */
+    bool *fetch_copy;    /* per fetch: copy when taken (a Const's or a variable's value, which the session keeps) */
     bool parallel;       /* worth running with the inter-op pool */
     bool collectives;    /* has collective nodes: ready nodes are taken by priority */
     bool loops;          /* has frames besides the root */

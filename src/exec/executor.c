@@ -627,24 +627,32 @@ static void take_fetches(vg__run_state *rs, int node, vg_tensor **outs) {
     const vg__node *c = &p->nodes[node];
     for (int k = 0; k < c->noutputs; k++) {
         int fi = c->fetch_of[k];
-        if (fi < 0 || !outs[k]) continue;
+        if (fi < 0 || !outs[k] || rs->fetched[fi]) continue;
         vg_tensor *v = outs[k];
+        vg_status e;
+        e.code = VG_OK;
         bool read = vg__val_is_ref(v);
-        if (read) {
-            vg_status e;
-            e.code = VG_OK;
-            if (!(v = deref(vg__val_var(v), &e))) {
-                size_t len = strlen(e.msg);
-                snprintf(e.msg + len, sizeof e.msg - len, "\n\t [[node %s (%s)]]", c->op->name, c->def->type);
-                fail(rs, &e);
+        if (read && !(v = deref(vg__val_var(v), &e))) {
+            size_t len = strlen(e.msg);
+            snprintf(e.msg + len, sizeof e.msg - len, "\n\t [[node %s (%s)]]", c->op->name, c->def->type);
+            fail(rs, &e);
+            continue;
+        }
+        /* the session keeps a variable's or a Const's value: the caller gets its own
+         * copy, made here (vg_session_run copies what is still shared at the end) */
+        if (read || p->fetch_copy[fi]) {
+            vg_tensor *cp = vg_tensor_copy(v, &e);
+            if (read) vg_tensor_free(v);
+            if (!cp) {
+                rs->oom = true;
                 continue;
             }
+            rs->fetched[fi] = cp;
+        } else {
+            rs->fetched[fi] = vg_tensor_ref(v);
         }
-        /* every fetch of this output */
-        for (int j = fi; j < p->nfetches; j++)
-            if (p->fetch_node[j] == node && p->fetch_slot[j] == p->fetch_slot[fi] && !rs->fetched[j])
-                rs->fetched[j] = vg_tensor_ref(v);
-        if (read) vg_tensor_free(v);
+        for (int j = p->fetch_next[fi]; j >= 0; j = p->fetch_next[j]) /* every fetch of this output */
+            rs->fetched[j] = vg_tensor_ref(rs->fetched[fi]);
     }
 }
 
@@ -800,7 +808,7 @@ static vg_code run_inline(vg__run_state *rs, vg__node *n, vg_tensor **in, vg_ten
 }
 
 /* Runs a kernel node: reads the variables its inputs refer to, then the kernel. */
-static inline vg_code run_kernel(vg__run_state *rs, vg__node *n, vg_tensor **vals, vg_tensor **outs, vg_status *st) {
+static inline __attribute__((always_inline)) vg_code run_kernel(vg__run_state *rs, vg__node *n, vg_tensor **vals, vg_tensor **outs, vg_status *st) {
     if (n->may_deref)
         for (int k = 0; k < n->ninputs; k++) {
             int sl = n->in_slot[k];

@@ -147,6 +147,8 @@ void vg__plan_free(vg__plan *p) {
     vg__free(p->roots);
     vg__free(p->fetch_feed);
     vg__free(p->fetch_node);
+    vg__free(p->fetch_next);
+    vg__free(p->fetch_copy);
     vg__free(p->slot_uses);
     vg__free(p->fetch_slot);
     vg__free(p->key);
@@ -601,13 +603,15 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
         p->roots = vg__malloc(sizeof(int) * (size_t)(nn + 1));
         p->fetch_feed = vg__malloc(sizeof(int) * (size_t)(nfetches + 1));
         p->fetch_node = vg__malloc(sizeof(int) * (size_t)(nfetches + 1));
+        p->fetch_next = vg__malloc(sizeof(int) * (size_t)(nfetches + 1));
+        p->fetch_copy = vg__calloc((size_t)nfetches + 1, sizeof(bool));
         scratch = vg__malloc(sizeof(int) * (size_t)(nn + 1));
         scratch2 = vg__malloc(sizeof(int) * (size_t)(nn + 1));
         added = vg__calloc((size_t)nn + 1, sizeof(int));
         ref_of = vg__calloc((size_t)p->nslots + 1, sizeof(vg__var *));
         buf_of = vg__calloc((size_t)p->nslots + 1, sizeof(vg__var *));
         if (!slot_prod || !ecap || !fcap || !p->feed_out || !p->nfeed_out || !p->roots || !p->fetch_feed ||
-            !p->fetch_node || !scratch || !scratch2 || !added || !ref_of || !buf_of)
+            !p->fetch_node || !p->fetch_next || !p->fetch_copy || !scratch || !scratch2 || !added || !ref_of || !buf_of)
             goto oom;
         for (int sl = 0; sl < p->nslots; sl++) slot_prod[2 * sl] = -1;
         for (int i = 0; i < nn; i++) {
@@ -669,6 +673,17 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
             }
             vg__node *c = &p->nodes[src];
             p->fetch_node[i] = src;
+            p->fetch_next[i] = -1;
+            for (int j = i - 1; j >= 0; j--) /* chain the fetches of one output */
+                if (p->fetch_node[j] == src && p->fetch_slot[j] == sl) {
+                    int last = j;
+                    while (p->fetch_next[last] >= 0) last = p->fetch_next[last];
+                    p->fetch_next[last] = i;
+                    break;
+                }
+            /* a Const's value stays with the graph, a variable's with the session: the
+             * caller gets a copy (vg_session_run copies anything else still shared) */
+            p->fetch_copy[i] = c->kind == VG__K_CONST;
             if (!c->fetch_of) {
                 if (!(c->fetch_of = vg__malloc(sizeof(int) * (size_t)(c->noutputs + 1)))) goto oom;
                 for (int j = 0; j < c->noutputs; j++) c->fetch_of[j] = -1;
