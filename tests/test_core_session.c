@@ -73,11 +73,22 @@ static vg_code k_sleep5(vg__kctx *ctx) {
     return VG_OK;
 }
 
+/* TestSleep200: sleeps 200 ms, outputs 1 (a long node whose end leaves room for a
+ * loaded machine's scheduling delays). */
+static vg_code k_sleep200(vg__kctx *ctx) {
+    usleep(200000);
+    vg_tensor *t;
+    if (vg__kctx_alloc_output(ctx, 0, VG_FLOAT, NULL, 0, &t)) return vg__kctx_status(ctx)->code;
+    *(float *)vg_tensor_data(t) = 1.0f;
+    return VG_OK;
+}
+
 const vg__op_def vg__ops_test[] = {
     {"TestCount", 0, -1, VG__OP_STATEFUL, 0, shape_scalar_f, k_count, NULL},
     {"TestBlock", 0, 0, VG__OP_STATEFUL | VG__OP_BLOCKING, 0, shape_scalar_f, k_block, NULL},
     {"TestSleep", 0, -1, VG__OP_STATEFUL, 0, shape_scalar_f, k_sleep, NULL},
     {"TestSleep5", 0, -1, VG__OP_STATEFUL, 0, shape_scalar_f, k_sleep5, NULL},
+    {"TestSleep200", 0, -1, VG__OP_STATEFUL, 0, shape_scalar_f, k_sleep200, NULL},
     {0},
 };
 
@@ -428,14 +439,15 @@ static void test_core__split_nodes_one_at_a_time(void) {
     vg_graph_free(g);
 }
 
-/* A split node does not wait for the caller's long unsplit node (a 30 ms sleep): a
- * helper runs it meanwhile. The caller and a helper take the two sleeps; the MatMul
- * becomes ready after the 5 ms one. */
+/* A split node does not wait for the caller's long unsplit node (a 200 ms sleep; 30 ms
+ * left too little room for the wake-up of a helper on a loaded 2-core machine): a helper
+ * runs it meanwhile. The caller and a helper take the two sleeps; the MatMul becomes
+ * ready after the 5 ms one. */
 static void test_core__split_node_beside_long_node(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     int64_t d[2] = {256, 256};
-    vg_output s5 = test_op(g, "TestSleep5", NULL, 0, "s5"), s1 = test_op(g, "TestSleep", NULL, 0, "s1");
+    vg_output s5 = test_op(g, "TestSleep5", NULL, 0, "s5"), s1 = test_op(g, "TestSleep200", NULL, 0, "s1");
     vg_output x = vg_mul(g, vg_const_fill(g, VG_FLOAT, d, 2, 0.5, NULL), s5, "x");
     vg_output y = vg_const_fill(g, VG_FLOAT, d, 2, 0.25, "y");
     vg_output m = vg_matmul(g, x, y, false, false, "m");
