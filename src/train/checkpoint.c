@@ -74,7 +74,7 @@ vg_code vg_get_checkpoint_state(const char *dir, vg_checkpoint_state **out, vg_s
     vg_code c = vg__io_read_file(path, &text, &len, st);
     if (!c) {
         c = vg__ckpt_state_parse((const char *)text, len, &s, st);
-        vg__free(text);
+        vg_free(text); /* vg__io_read_file allocates with the vigil allocator */
         /* TF: a file that parses but names no model_checkpoint_path is ValueError */
         if (c == VG_INVALID_ARGUMENT) c = vg_status_set(st, c, "Invalid checkpoint state loaded from %s", dir);
         else if (c) vg_status_prefix(st, "%s: ", path);
