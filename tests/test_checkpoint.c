@@ -195,10 +195,11 @@ static void test_checkpoint__state_errors(void) {
     snprintf(p, sizeof p, "%s/checkpoint", dir);
     write_text(p, "model_checkpoint_path: \"unterminated\n");
     CHECK_CODE(vg_get_checkpoint_state(dir, &cs, &st), VG_DATA_LOSS);
+    /* parsed, but no model_checkpoint_path: TF's ValueError */
     write_text(p, "all_model_checkpoint_paths: \"a\"\n");
-    CHECK_CODE(vg_get_checkpoint_state(dir, &cs, &st), VG_DATA_LOSS);
+    CHECK_CODE(vg_get_checkpoint_state(dir, &cs, &st), VG_INVALID_ARGUMENT);
     write_text(p, "model_checkpoint_path: \"\"\n");
-    CHECK_CODE(vg_get_checkpoint_state(dir, &cs, &st), VG_DATA_LOSS);
+    CHECK_CODE(vg_get_checkpoint_state(dir, &cs, &st), VG_INVALID_ARGUMENT);
     CHECK(vg_latest_checkpoint(dir, buf, sizeof buf) == NULL);
 }
 

@@ -94,7 +94,12 @@ static void test_io_ckpt_state__parse_variants(void) {
     CHECK(s.n_ts == 2 && s.timestamps[1] == 2000.0 && s.last_preserved_timestamp == 7.0);
     vg__ckpt_state_free(&s);
 
-    const char *bad[] = {"", "all_model_checkpoint_paths: \"a\"\n", "model_checkpoint_path \"a\"\n",
+    const char *no_model[] = {"", "all_model_checkpoint_paths: \"a\"\n"}; /* TF's ValueError */
+    for (size_t i = 0; i < sizeof no_model / sizeof no_model[0]; i++) {
+        CHECK_CODE(vg__ckpt_state_parse(no_model[i], strlen(no_model[i]), &s, &st), VG_INVALID_ARGUMENT);
+        CHECK(s.model_checkpoint_path == NULL && s.all_paths == NULL);
+    }
+    const char *bad[] = {"model_checkpoint_path \"a\"\n",
                          "model_checkpoint_path: \"a\n", "bogus_field: 1\n", "model_checkpoint_path: \"\\q\"\n",
                          "model_checkpoint_path: \"a\"\nlast_preserved_timestamp: x\n"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

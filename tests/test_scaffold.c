@@ -152,8 +152,8 @@ static void test_scaffold__defaults_empty_graph(void) {
     vg_graph_free(g);
 }
 
-/* item 88: a graph without variables. vigil creates no saver there (TF creates an empty
- * allow_empty saver that saves nothing): vg_scaffold_saver() is NULL. */
+/* item 88: a graph without variables: TF's Scaffold makes an empty allow_empty saver
+ * (no checkpoint; its save() writes only the .meta). */
 static void test_scaffold__defaults_no_variables(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
@@ -171,9 +171,16 @@ static void test_scaffold__defaults_no_variables(void) {
     vg_graph_collection(g, VG_SAVERS, &nsavers);
     CHECK_EQ_INT(nsavers, 1);
     vg_session *sess = vg_session_new(g, NULL, &st);
-    char path[256] = "x";
-    CHECK_OK(vg_saver_save(sv, sess, "/nonexistent_dir/model.ckpt", 1, path, sizeof path, &st), &st);
-    CHECK_EQ_INT(path[0], 0); /* saves nothing (TF returns None) */
+    char path[256] = "x", dir[64], prefix[128], meta[160];
+    tu_mkdtemp(dir, sizeof dir, "scaffold_empty");
+    snprintf(prefix, sizeof prefix, "%s/sub/model.ckpt", dir);
+    CHECK_OK(vg_saver_save(sv, sess, prefix, 1, path, sizeof path, &st), &st);
+    CHECK_EQ_INT(path[0], 0); /* no checkpoint (TF returns None), only the .meta TF exports */
+    snprintf(meta, sizeof meta, "%s-1.meta", prefix);
+    CHECK(access(meta, F_OK) == 0);
+    snprintf(meta, sizeof meta, "%s-1.index", prefix);
+    CHECK(access(meta, F_OK) != 0);
+    tu_rmrf(dir);
     CHECK_OK(vg_saver_restore(sv, sess, "/nonexistent_dir/model.ckpt-1", &st), &st);
     char names[64];
     CHECK_EQ_INT(run_names(sess, vg_scaffold_ready_op(s), names, sizeof names), 0);

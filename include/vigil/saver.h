@@ -65,7 +65,10 @@ typedef struct vg_saver_options {
     const char *name;           /* name scope of the saver's ops: "save" */
     bool allow_empty;           /* false. true: no variables makes an empty saver (TF's
                                    allow_empty): its only op is a NoOp "<name>/restore_all",
-                                   save writes nothing (path_out "") and restore does nothing */
+                                   save writes no checkpoint and no state file (path_out "")
+                                   but, as TF, the .meta (without a SaverDef) when
+                                   write_meta_graph, creating its directory; restore does
+                                   nothing */
     const char *const *var_names; /* NULL: var_list is a list (keys are the op names). Else
                                    the {name: variable} form: var_names[i] is the checkpoint
                                    key of var_list[i] (e.g. a vg_name_map from
@@ -166,7 +169,10 @@ VG_API const char *vg_latest_checkpoint(const char *dir, char *buf, size_t len);
 VG_API vg_code vg_checkpoint_find_latest(const char *dir, char *buf, size_t len, vg_status *st);
 /* tf.train.get_checkpoint_state(dir): reads "<dir>/checkpoint" into a new state (free
  * with vg_checkpoint_state_free); relative paths are joined with dir. Fails with
- * NOT_FOUND, DATA_LOSS (unparsable, or no model_checkpoint_path). */
+ * NOT_FOUND (no state file; TF returns None), DATA_LOSS (unparsable; TF logs and returns
+ * None), INVALID_ARGUMENT "Invalid checkpoint state loaded from <dir>" (parsed, but no
+ * or an empty model_checkpoint_path: TF's ValueError), FAILED_PRECONDITION (not a
+ * regular file). */
 VG_API vg_code vg_get_checkpoint_state(const char *dir, vg_checkpoint_state **out, vg_status *st);
 VG_API void vg_checkpoint_state_free(vg_checkpoint_state *cs);
 /* True if the files of a V2 checkpoint with this prefix exist (".index"), or a V1
@@ -177,7 +183,9 @@ VG_API bool vg_checkpoint_exists(const char *prefix);
 /* Reading checkpoints directly (inspect_checkpoint). */
 
 typedef struct vg_checkpoint_reader vg_checkpoint_reader;
-/* Opens "<prefix>.index". Fails with NOT_FOUND, DATA_LOSS. */
+/* Opens "<prefix>.index". Fails with NOT_FOUND (TF's "Unsuccessful TensorSliceReader
+ * constructor: Failed to find any matching files for <prefix>" when no checkpoint has
+ * that prefix), DATA_LOSS. */
 VG_API vg_checkpoint_reader *vg_checkpoint_reader_new(const char *prefix, vg_status *st);
 VG_API void vg_checkpoint_reader_free(vg_checkpoint_reader *r);
 VG_API int vg_checkpoint_reader_num_tensors(const vg_checkpoint_reader *r);

@@ -219,7 +219,7 @@ vg_code vg__ckpt_state_parse(const char *text, size_t len, vg__ckpt_state *s, vg
         if ((c = parse_field(&lx, s, st))) break;
     }
     if (!c && (!s->model_checkpoint_path || !*s->model_checkpoint_path))
-        c = vg_status_set(st, VG_DATA_LOSS, "invalid checkpoint state: no model_checkpoint_path");
+        c = vg_status_set(st, VG_INVALID_ARGUMENT, "invalid checkpoint state: no model_checkpoint_path");
     if (c) vg__ckpt_state_free(s);
     return c;
 }

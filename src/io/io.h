@@ -383,8 +383,8 @@ typedef struct vg__ckpt_state {
 } vg__ckpt_state;
 
 /* Parses text format. Paths are kept as written (relative paths are not joined). Fails
- * with DATA_LOSS (syntax, unknown field, missing model_checkpoint_path) or
- * RESOURCE_EXHAUSTED. On failure *s is empty. */
+ * with DATA_LOSS (syntax, unknown field), INVALID_ARGUMENT (parsed, but no or an empty
+ * model_checkpoint_path: TF's ValueError) or RESOURCE_EXHAUSTED. On failure *s is empty. */
 VG_HIDDEN vg_code vg__ckpt_state_parse(const char *text, size_t len, vg__ckpt_state *s, vg_status *st);
 /* Reads a file; NOT_FOUND (naming it) when missing. */
 VG_HIDDEN vg_code vg__ckpt_state_read(const char *path, vg__ckpt_state *s, vg_status *st);

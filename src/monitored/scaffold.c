@@ -104,7 +104,7 @@ static void saver_destroy(void *p) { vg_saver_free(p); }
 
 /* training_saver._get_saver_or_default: the "savers" collection holds the restore op of
  * each saver; the vg_saver object is attached to the graph under its op name. A graph
- * without global variables gets an empty saver (allow_empty: it saves nothing). */
+ * without global variables gets an empty saver (allow_empty: it writes only the .meta). */
 static vg_code saver_or_default(vg_graph *g, vg_saver **out, vg_status *st) {
     int n;
     char key[1100];

@@ -69,12 +69,21 @@ vg_code vg_get_checkpoint_state(const char *dir, vg_checkpoint_state **out, vg_s
     if (!path) return VG_OOM(st, "path");
     vg__ckpt_state s;
     memset(&s, 0, sizeof s);
-    vg_code c = vg__ckpt_state_read(path, &s, st);
+    uint8_t *text = NULL;
+    size_t len = 0;
+    vg_code c = vg__io_read_file(path, &text, &len, st);
+    if (!c) {
+        c = vg__ckpt_state_parse((const char *)text, len, &s, st);
+        vg_free(text); /* vg__io_read_file allocates with the vigil allocator */
+        /* TF: a file that parses but names no model_checkpoint_path is ValueError */
+        if (c == VG_INVALID_ARGUMENT) c = vg_status_set(st, c, "Invalid checkpoint state loaded from %s", dir);
+        else if (c) vg_status_prefix(st, "%s: ", path);
+    }
     vg_free(path);
     if (c) return c;
     if (!s.model_checkpoint_path || !*s.model_checkpoint_path) {
         vg__ckpt_state_free(&s);
-        return vg_status_set(st, VG_DATA_LOSS, "Invalid checkpoint state loaded from %s", dir);
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid checkpoint state loaded from %s", dir);
     }
     vg_checkpoint_state *cs = vg_calloc(1, sizeof *cs);
     if (!cs || !(cs->model_checkpoint_path = path_join(dir, s.model_checkpoint_path))) goto oom;
@@ -281,6 +290,12 @@ vg_checkpoint_reader *vg_checkpoint_reader_new(const char *prefix, vg_status *st
     }
     if (!(cr->r = vg__bundle_reader_open(prefix, st))) {
         vg_free(cr);
+        /* TF's NewCheckpointReader falls back to the V1 TensorSliceReader when there is
+         * no V2 index, and that fails with this NotFoundError */
+        if (st && st->code == VG_NOT_FOUND && !vg_checkpoint_exists(prefix))
+            vg_status_set(st, VG_NOT_FOUND,
+                          "Unsuccessful TensorSliceReader constructor: Failed to find any matching files for %s",
+                          prefix);
         return NULL;
     }
     vg_status_clear(st);

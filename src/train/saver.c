@@ -568,10 +568,11 @@ static vg_code meta_bytes(vg_saver *s, vg_status *st) {
     if (s->meta && vg_graph_finalized(s->g) && s->meta_nops == vg_graph_num_ops(s->g)) return VG_OK;
     vg_free(s->meta);
     s->meta = NULL;
-    /* sharded = false whatever the option says: the ops are the non-sharded layout */
+    /* sharded = false whatever the option says: the ops are the non-sharded layout. An
+     * empty saver has no SaverDef (TF's saver_def is None). */
     vg_saver_def sd = {s->filename_name, s->save_name, vg_op_name(s->restore_op), s->max_to_keep, false,
                        (float)s->keep_hours};
-    vg_code c = vg_graph_to_meta_graph(s->g, &sd, &s->meta, &s->meta_len, st);
+    vg_code c = vg_graph_to_meta_graph(s->g, s->nvars ? &sd : NULL, &s->meta, &s->meta_len, st);
     if (!c) s->meta_nops = vg_graph_num_ops(s->g);
     return c;
 }
@@ -704,6 +705,25 @@ static void clean_after_first_save(vg_saver *s, const char *model) {
     vg_free(paths);
 }
 
+/* An empty saver (allow_empty) runs nothing and returns no path, but TF's save() still
+ * exports the MetaGraphDef (no SaverDef in it) to "<checkpoint>.meta" when
+ * write_meta_graph is on, creating the directory as graph_io.write_graph does. */
+static vg_code save_empty(vg_saver *s, const char *prefix, int64_t global_step, vg_status *st) {
+    vg_code c = VG_OK;
+    if (s->write_meta) {
+        char *meta = global_step >= 0 ? str_printf("%s-%lld.meta", prefix, (long long)global_step)
+                                      : str_printf("%s.meta", prefix);
+        char *dir = path_dirname(prefix);
+        c = meta && dir ? vg__io_mkdirs(dir, st) : VG_OOM(st, "path");
+        if (!c) c = write_meta(s, meta, st);
+        if (c) vg_status_prefix(st, "writing %s: ", meta ? meta : prefix);
+        vg_free(meta);
+        vg_free(dir);
+    }
+    if (!c) vg_status_clear(st);
+    return c;
+}
+
 vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t global_step, char *path_out,
                       size_t path_len, vg_status *st) {
     vg_status local;
@@ -711,13 +731,10 @@ vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t
     if (path_out && path_len) path_out[0] = 0;
     if (!s || !sess || !prefix || !*prefix)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saver_save: NULL saver, session or empty prefix");
-    if (s->nvars == 0) { /* an empty saver (allow_empty) saves nothing, as TF */
-        vg_status_clear(st);
-        return VG_OK;
-    }
     if (global_step < 0 && !s->sharded && strcmp(path_basename(prefix), "checkpoint") == 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "'latest_filename' collides with 'save_path': 'checkpoint' and '%s'",
                              prefix);
+    if (s->nvars == 0) return save_empty(s, prefix, global_step, st);
     char *ckpt = global_step >= 0 ? str_printf("%s-%lld", prefix, (long long)global_step) : vg__train_strdup(prefix);
     char *dir = path_dirname(prefix), *model = NULL, *meta = ckpt ? str_printf("%s.meta", ckpt) : NULL;
     vg_code c = ckpt && dir && meta ? VG_OK : VG_OOM(st, "path");
