@@ -55,6 +55,9 @@ typedef struct vg_regularizer {
  * (vg_l2_regularizer / vg_l1_regularizer of vigil/losses.h). */
 VG_API vg_regularizer vg_regularizer_l2(double scale);
 VG_API vg_regularizer vg_regularizer_l1(double scale);
+/* tf.no_regularizer: adds no loss. Given to get_variable, or set on a scope, it switches
+ * the scope's regularizer off (a regularizer with fn NULL inherits it instead). */
+VG_API vg_regularizer vg_regularizer_none(void);
 
 /* Arguments of tf.get_variable. Zero-initialise and set what you need:
  * dt 0 (VG_DTYPE_INVALID) = the scope's dtype (float32 by default); has_init false =
@@ -110,7 +113,10 @@ typedef struct vg_variable_scope_opts {
 /* Enters tf.variable_scope(name, default_name=opts->default_name, ...). Returns the
  * full variable-scope name (borrowed, valid until the pop), NULL on failure with the
  * graph's error: INVALID_ARGUMENT (no name and no default_name; a reuse other than
- * INHERIT without a name: "reuse=True cannot be used without a name_or_scope"),
+ * INHERIT without a name: "reuse=True cannot be used without a name_or_scope"; a name
+ * the name scope would not take, as TF's Graph.name_scope checks it: "'_' is not a
+ * valid scope name" - at the top it must start with a letter, digit or '.', and only
+ * letters, digits and "_.-/" may follow; not checked with no_name_scope),
  * RESOURCE_EXHAUSTED. Every successful push needs a vg_variable_scope_pop. The counts
  * that make default names unique below this scope restart when it is left (TF's
  * close_variable_subscopes). */
@@ -185,6 +191,17 @@ VG_API void vg_vscope_set_regularizer(vg_vscope *scope, vg_regularizer reg);
 VG_API void vg_vscope_set_dtype(vg_vscope *scope, vg_dtype dt);
 VG_API vg_code vg_vscope_set_custom_getter(vg_vscope *scope, vg_custom_getter_fn fn, void *arg);
 
+/* VariableScope.get_collection(key) (and its trainable_variables(), global_variables(),
+ * local_variables() with VG_TRAINABLE_VARIABLES, VG_GLOBAL_VARIABLES,
+ * VG_LOCAL_VARIABLES): the items of graph collection key whose op name starts with the
+ * scope's name + "/" (every item for the root scope), in collection order. Writes the
+ * first max of them to out (NULL with max 0 only counts) and returns how many match;
+ * 0 for a NULL graph, scope or key and for an empty or unknown collection. TF matches
+ * the prefix as a regular expression (re.match); vigil compares it literally, so a "."
+ * in a scope name matches only ".". */
+VG_API int vg_vscope_get_collection(const vg_graph *g, const vg_vscope *scope, const char *key, vg_output *out,
+                                    int max);
+
 /* tf.get_variable(name, shape, dtype, initializer, regularizer, trainable, reuse) under
  * the current variable scope: the full name is the variable scope's name + "/" + name
  * (name scopes play no part). name "" is allowed inside a variable scope: the variable
@@ -203,7 +220,9 @@ VG_API vg_code vg_vscope_set_custom_getter(vg_vscope *scope, vg_custom_getter_fn
  * - else a new variable: initial value ops under "<name>/Initializer/", a regularizer's
  *   loss under "<name>/Regularizer/" added to REGULARIZATION_LOSSES.
  * The current scope's custom getter chain is called around the default getter
- * (the innermost scope's getter first). Returns a variable with var == NULL on failure
+ * (the innermost scope's getter first), as in TF at the top name scope (TF's
+ * `with ops.name_scope(None)`): ops a getter builds are named from the top
+ * ("custom_getter/add"), whatever name scope get_variable was called in. Returns a variable with var == NULL on failure
  * (graph error set). opts may be NULL only for reuse. Failures also: INVALID_ARGUMENT
  * for a NULL name, or "" outside any variable scope. */
 VG_API vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_get_variable_opts *opts);
@@ -218,7 +237,7 @@ VG_API vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_ge
  *     int64_t dims[2] = {3, 4};
  *     vg_variable_scope_push(g, "fp16", &mp);
  *     vg_variable v = vg_get_variable(g, "w", VG_HALF, dims, 2, vg_init_ones(), VG_VAR_TRAINABLE);
- *     vg_variable_scope_pop(g);            // v.ref: float32 "fp16/w"; v.read: float16 "fp16/Cast"
+ *     vg_variable_scope_pop(g);            // v.ref: float32 "fp16/w"; v.read: float16 "Cast"
  */
 VG_API vg_variable vg_float32_variable_storage_getter(vg_graph *g, vg_getter_fn getter, void *getter_ctx,
                                                       const vg_getter_args *args, void *user);

@@ -243,6 +243,18 @@ static bool apply_opts(vg_vscope *o, const vg_vscope *base, const vg_variable_sc
     return copy_getters(o, base, opts->custom_getter, opts->custom_getter_arg);
 }
 
+/* ops.py's _VALID_OP_NAME_REGEX "^[A-Za-z0-9.][A-Za-z0-9_.\\-/]*$" (a name scope opened
+ * at the top) and _VALID_SCOPE_NAME_REGEX "^[A-Za-z0-9_.\\-/]*$" (nested). */
+static bool valid_scope_name(const char *name, bool at_top) {
+    for (const char *p = name; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.';
+        if (!(p == name && at_top)) ok = ok || c == '_' || c == '-' || c == '/';
+        if (!ok) return false;
+    }
+    return true;
+}
+
 const char *vg_variable_scope_push(vg_graph *g, const char *name, const vg_variable_scope_opts *opts) {
     if (!g) return NULL;
     vg_variable_scope_opts def;
@@ -259,6 +271,11 @@ const char *vg_variable_scope_push(vg_graph *g, const char *name, const vg_varia
     }
     if (named && name[strlen(name) - 1] == '/') {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "variable_scope: name '%s' must not end with '/'", name);
+        return NULL;
+    }
+    /* Graph.name_scope's check of the name it opens ("'_' is not a valid scope name") */
+    if (!opts->no_name_scope && !valid_scope_name(named ? name : opts->default_name, !*vg_graph_scope(g))) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "'%s' is not a valid scope name", named ? name : opts->default_name);
         return NULL;
     }
     vs_state *s = state_get(g);
@@ -413,6 +430,23 @@ vg_code vg_vscope_set_custom_getter(vg_vscope *s, vg_custom_getter_fn fn, void *
     return VG_OK;
 }
 
+/* VariableScope.get_collection: ops.get_collection(key, scope.name + "/") (the whole
+ * collection for the root scope); TF's re.match of the prefix, compared literally. */
+int vg_vscope_get_collection(const vg_graph *g, const vg_vscope *scope, const char *key, vg_output *out, int max) {
+    if (!g || !scope || !key) return 0;
+    int n = 0, count = 0;
+    const vg_output *items = vg_graph_collection(g, key, &n);
+    size_t len = strlen(scope->name);
+    for (int i = 0; i < n; i++) {
+        if (!items[i].op) continue;
+        const char *nm = vg_op_name(items[i].op);
+        if (len && (strncmp(nm, scope->name, len) != 0 || nm[len] != '/')) continue;
+        if (out && count < max) out[count] = items[i];
+        count++;
+    }
+    return count;
+}
+
 /* ------------------------------------------------------------------------ */
 /* regularizers */
 
@@ -430,6 +464,18 @@ vg_regularizer vg_regularizer_l2(double scale) {
 }
 vg_regularizer vg_regularizer_l1(double scale) {
     vg_regularizer r = {reg_l1, scale, NULL};
+    return r;
+}
+/* tf.no_regularizer: `def no_regularizer(_): return None` */
+static vg_output reg_none(vg_graph *g, vg_output w, double scale, void *arg) {
+    (void)g;
+    (void)w;
+    (void)scale;
+    (void)arg;
+    return vg_out(NULL, 0);
+}
+vg_regularizer vg_regularizer_none(void) {
+    vg_regularizer r = {reg_none, 0.0, NULL};
     return r;
 }
 
@@ -612,7 +658,12 @@ vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_get_varia
     a.flags = (opts->not_trainable ? 0u : (unsigned)VG_VAR_TRAINABLE) | (opts->local ? (unsigned)VG_VAR_LOCAL : 0u);
     a.reuse = opts->reuse != VG_REUSE_INHERIT ? opts->reuse : top->reuse;
     chain_ctx c = {s, top, top->ngetters - 1};
-    return chain_getter(g, &a, &c);
+    /* VariableScope.get_variable: `with ops.name_scope(None)` around the store and the
+     * custom getters, so ops a getter makes are named from the top ("custom_getter/add") */
+    vg_graph_push_scope(g, "/");
+    vg_variable v = chain_getter(g, &a, &c);
+    vg_graph_pop_scope(g);
+    return v;
 }
 
 /* TF 1.15 mixed precision's float32_variable_storage_getter: trainable variables are

@@ -108,6 +108,18 @@ static vg_output fill_value(vg_graph *g, const char *base, double value, vg_dtyp
                             int ndims) {
     int64_t n = 1;
     for (int i = 0; i < ndims; i++) n *= dims[i];
+    bool empty_strings = dt == VG_STRING && value == 0; /* array_ops.zeros: "" for strings */
+    if (n < 1000 && empty_strings) {
+        vg_status st;
+        vg_tensor *t = vg_tensor_new_zeros(VG_STRING, dims, ndims, &st);
+        if (!t) {
+            vg_graph_set_error(g, st.code, "%s", st.msg);
+            return vg_out(NULL, 0);
+        }
+        vg_output c = vg_const(g, t, base);
+        vg_tensor_free(t);
+        return c;
+    }
     if (n < 1000) return vg_const_fill(g, dt, dims, ndims, value, base);
     char full[NAME_MAX_LEN];
     vg_graph_unique_name(g, base, full, sizeof full);
@@ -116,7 +128,7 @@ static vg_output fill_value(vg_graph *g, const char *base, double value, vg_dtyp
     int64_t nd = ndims;
     for (int i = 0; i < ndims && i < VG_MAX_DIMS; i++) v[i] = (int32_t)dims[i];
     vg_output shape = vg_const_array(g, VG_INT32, &nd, 1, v, "shape_as_tensor");
-    vg_output c = vg_const_fill(g, dt, NULL, 0, value, "Const");
+    vg_output c = empty_strings ? vg_const_string(g, "", "Const") : vg_const_fill(g, dt, NULL, 0, value, "Const");
     vg_graph_pop_scope(g);
     return vg_fill(g, shape, c, base);
 }
