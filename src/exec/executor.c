@@ -113,10 +113,11 @@ struct vg__frame {
 /* Allocates an iteration state for static frame sid (inputs all NULL). */
 static vg__iter *iter_alloc(const vg__sframe *sf) {
     size_t nn = (size_t)sf->nnodes + 1, ni = (size_t)sf->ninputs + 1;
-    vg__iter *it = vg__malloc(sizeof *it + nn * sizeof(vg__nstate) + ni * sizeof(vg_tensor *));
+    vg__iter *it = vg__malloc(sizeof *it + ni * sizeof(vg_tensor *) + nn * sizeof(vg__nstate));
     if (!it) return NULL;
-    it->ns = (vg__nstate *)(it + 1);
-    it->in = (vg_tensor **)(it->ns + nn);
+    /* pointers first: the 12-byte node states after them keep every field aligned */
+    it->in = (vg_tensor **)(it + 1);
+    it->ns = (vg__nstate *)(it->in + ni);
     memset(it->in, 0, ni * sizeof(vg_tensor *)); /* kept all-NULL while recycled */
     return it;
 }
