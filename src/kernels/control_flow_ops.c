@@ -270,7 +270,32 @@ static vg_code finish_ctx(vg_graph *g, vg__cf_info *ci, int c, int pred_end, vg_
                     while (a >= 0 && !(ci->ctx[a].kind == VG__CTX_WHILE && ci->ctx[a].forward >= 0 &&
                                        vg__cf_is_ancestor(ci, ci->ctx[a].forward, oc)))
                         a = ci->ctx[a].parent;
-                    if (a < 0) continue; /* not ours: the executor reports the frame mismatch */
+                    if (a < 0) {
+                        /* TF's CheckInputFromValidContext: a value of a while loop may only
+                         * be used in that loop or in contexts nested in it (a cond's value
+                         * may be used anywhere: it is dead when its branch is not taken);
+                         * test_cf_tf_while.c testInvalidContextIn* */
+                        int iw = vg__cf_frame_ctx(ci, oc);
+                        bool enter_or_switch = !strcmp(op->def->type, "Enter") || !strcmp(op->def->type, "Switch");
+                        bool is_exit = !strcmp(op->def->type, "Exit"); /* in TF it is in its loop's context */
+                        if (iw >= 0 && !is_exit && !vg__cf_is_ancestor(ci, iw, wctx) && !(wctx < 0 && enter_or_switch)) {
+                            vg_status es;
+                            if (wctx >= 0)
+                                rc = vg_status_set(&es, VG_INVALID_ARGUMENT,
+                                                   "Cannot use '%s' as input to '%s' because they are in different "
+                                                   "while loops. See info log for more details.",
+                                                   in.op->name, op->name);
+                            else
+                                rc = vg_status_set(&es, VG_INVALID_ARGUMENT,
+                                                   "Cannot use '%s' as input to '%s' because '%s' is in a while loop. "
+                                                   "See info log for more details.",
+                                                   in.op->name, op->name, in.op->name);
+                            vg_graph_set_error(g, rc, "%s", es.msg); /* outer builders report it too */
+                            vg_status_copy(st, &es);
+                            break;
+                        }
+                        continue;
+                    }
                     vg_output pop;
                     rc = backprop_value(g, ci, a, in, &pop, st);
                     if (rc != VG_OK) break;
@@ -367,12 +392,18 @@ static vg_code shape_forward(vg_op *op, vg_status *st) {
     (void)st;
     vg_dtype dt = vg__op_input_dtype(op, 0);
     vg__op_set_default_attr_type(op, "T", dt);
+    vg_shape s = vg__op_input_shape(op, 0);
     if (strcmp(op->def->type, "Enter") == 0) {
         vg__op_set_default_attr_bool(op, "is_constant", false);
         vg__op_set_default_attr_int(op, "parallel_iterations", 10);
+        /* TF's Enter shape function: the input's shape only for a constant Enter (a
+         * loop variable's Enter gets its shape invariant from the while builder);
+         * testEnterShapePropagation in test_cf_tf_while.c */
+        bool cst = false;
+        if (!vg_op_attr_bool(op, "is_constant", &cst) || !cst) s = vg_shape_unknown();
     }
     vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
+    vg__op_set_output(op, 0, dt, s);
     return VG_OK;
 }
 
@@ -663,7 +694,17 @@ vg_code vg_case_exclusive(vg_graph *g, const vg_output *preds, const vg_cond_bra
     vg_output pc = vg_pack(g, preds, n, 0, "preds_c");
     vg_output cnt = vg_reduce_sum(g, vg_cast(g, pc, VG_INT32, "Cast"), NULL, -1, false, "num_true_conds");
     vg_output ok = vg_less_equal(g, cnt, vg_const_i32(g, 1, "n_true_conds"), "LessEqual");
-    vg_op *as = vg_assert(g, ok, &pc, 1, n, "Assert");
+    /* TF's error_msg: [string, preds_c], so a failing run names the rule and the
+     * predicates ("Input error: exclusive=True: more than 1 conditions (Less:0,
+     * Less_1:0) evaluated as True:"; testCase in test_cf_tf_cond.c) */
+    char msg[2048];
+    size_t pos = (size_t)snprintf(msg, sizeof msg, "Input error: exclusive=True: more than 1 conditions (");
+    for (int i = 0; i < n && pos < sizeof msg; i++)
+        pos += (size_t)snprintf(msg + pos, sizeof msg - pos, "%s%s:%d", i ? ", " : "", preds[i].op->name,
+                                preds[i].index);
+    if (pos < sizeof msg) snprintf(msg + pos, sizeof msg - pos, ") evaluated as True:");
+    vg_output data[2] = {vg_const_string(g, msg, NULL), pc};
+    vg_op *as = vg_assert(g, ok, data, 2, n, "Assert");
     vg_code rc = VG_OK;
     if (!as) {
         rc = fail_graph(g, st, VG_OK);
@@ -814,6 +855,10 @@ vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_body_fn bo
                 goto done;
             }
             e.op->out_shapes[0] = shape_invariants[i];
+        } else {
+            /* TF's _SetShapeInvariants: without invariants each variable keeps its
+             * entry shape (the Enter's own shape function leaves it unknown) */
+            e.op->out_shapes[0] = vg_output_shape(loop_vars[i]);
         }
         if (!vg__cf_set_ctx(ci, e.op, parent)) { rc = VG_OOM(st, "while_loop"); goto done; }
     }
@@ -948,6 +993,7 @@ vg_code vg__cf_forward_count(vg_graph *g, vg__cf_info *ci, int c, vg_output *cou
     if (!place(ci, zero.op, p)) goto fail;
     vg_output e = vg_enter(g, zero, ci->ctx[c].frame_name, false, 1, "f_count");
     if (!place(ci, e.op, p)) goto fail;
+    e.op->out_shapes[0] = vg_output_shape(zero); /* TF's _Enter(use_input_shape=True) */
     vg_output in[2] = {e, e};
     vg_op *m = vg_merge(g, in, 2, "f_count");
     if (!place(ci, m, c)) goto fail;
