@@ -240,10 +240,15 @@ static vg_code finish_ctx(vg_graph *g, vg__cf_info *ci, int c, int pred_end, vg_
         /* control inputs: internal ones stay */
         bool inner_ctrl = false;
         next = 0;
+        /* an Exit of a loop nested in c runs in that loop's frame: its control inputs
+         * from there (the gradient's f_acc_sync) stay */
+        int opw = wctx;
+        if (!strcmp(op->def->type, "Exit") && op->ninputs == 1)
+            opw = vg__cf_frame_ctx(ci, vg__cf_out_ctx(ci, op->inputs[0]));
         for (int k = 0; k < op->ncontrol;) {
             vg_op *x = op->control[k];
             int cc = control_ctx(ci, x);
-            bool internal = wctx < 0 || (cc >= 0 && vg__cf_frame_ctx(ci, cc) == wctx);
+            bool internal = opw < 0 || (cc >= 0 && vg__cf_frame_ctx(ci, cc) == opw);
             if (!internal) {
                 op->control[k] = op->control[--op->ncontrol];
                 if (is_while && !enters_wait_for(ci, c, x)) {
@@ -294,15 +299,20 @@ static vg_code finish_ctx(vg_graph *g, vg__cf_info *ci, int c, int pred_end, vg_
                             vg_status_copy(st, &es);
                             break;
                         }
-                        continue;
+                        /* a value of a context that does not enclose c but whose frame
+                         * encloses c's (a cond branch around the forward loop whose
+                         * gradient loop this is: testCondWithTensorArrayGrad) enters a
+                         * loop as a capture; in the same frame it is used as it is */
+                        if (is_exit || !is_while || iw == wctx) continue;
+                    } else {
+                        vg_output pop;
+                        rc = backprop_value(g, ci, a, in, &pop, st);
+                        if (rc != VG_OK) break;
+                        vg__cf_set_input(op, k, pop);
+                        in = pop;
+                        oc = a;
+                        if (a == c) continue;
                     }
-                    vg_output pop;
-                    rc = backprop_value(g, ci, a, in, &pop, st);
-                    if (rc != VG_OK) break;
-                    vg__cf_set_input(op, k, pop);
-                    in = pop;
-                    oc = a;
-                    if (a == c) continue;
                 }
                 if (oc == c || (!is_while && in.op == cx->pivot)) continue; /* a cond's pivot is one of its values */
                 vg_output rep = {NULL, 0};
@@ -433,10 +443,18 @@ static int merge_cond(const vg__cf_info *ci, const vg_op *op) {
 /* _SwitchGrad for a cond: the gradient is the merge of the two branch gradients. */
 static vg_code grad_switch(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output in[2] = {dy[0], dy[1]};
+    dx[0] = dx[1] = vg_out(NULL, 0);
+    if (!in[0].op && !in[1].op) return VG_OK;
+    if (!in[0].op || !in[1].op) {
+        /* no zeros for the other side (a resource handle's Switch: TF's
+         * cond_resource_grad merges the one gradient with itself; testCondResourceGradShape) */
+        if (vg_output_dtype(op->inputs[0]) != VG_RESOURCE) return VG_OK;
+        in[0] = in[1] = in[0].op ? in[0] : in[1];
+        dx[0] = vg_out(vg_merge(g, in, 2, "cond_resource_grad"), 0);
+        return vg_graph_status(g, NULL);
+    }
     vg_op *m = vg_merge(g, in, 2, NULL);
     dx[0] = vg_out(m, 0);
-    dx[1] = vg_out(NULL, 0);
-    (void)op;
     return vg_graph_status(g, NULL);
 }
 
@@ -958,7 +976,11 @@ static bool place(vg__cf_info *ci, vg_op *op, int ctx) {
     for (int k = 0; ctx >= 0 && k < op->ncontrol;) {
         int cc = vg__cf_ctx_of(ci, op->control[k]);
         bool inside = cc >= 0 && vg__cf_is_ancestor(ci, ctx, cc);
-        if (!inside && ci->ctx[ctx].kind == VG__CTX_WHILE) {
+        /* a while context, or a cond inside one, drops control inputs from outside its
+         * frame (TF's _RemoveExternalControlEdges) */
+        int fr = vg__cf_frame_ctx(ci, ctx);
+        bool external = !inside && (ci->ctx[ctx].kind == VG__CTX_WHILE || (fr >= 0 && vg__cf_frame_ctx(ci, cc) != fr));
+        if (external) {
             op->control[k] = op->control[--op->ncontrol];
             continue;
         }
@@ -989,9 +1011,15 @@ vg_code vg__cf_forward_count(vg_graph *g, vg__cf_info *ci, int c, vg_output *cou
              ci->ctx[c].frame_name);
     vg_graph_push_scope(g, scope);
     vg_code rc = VG_OK;
+    /* the forward loop's counter and accumulators are made under TF's
+     * control_dependencies(None): gradients built under a control dependency on the
+     * loop's own output must not make the loop wait for itself
+     * (testWhileGradInControlDeps) */
     vg_output zero = vg_const_i32(g, 0, "f_count");
+    if (zero.op) zero.op->ncontrol = 0;
     if (!place(ci, zero.op, p)) goto fail;
     vg_output e = vg_enter(g, zero, ci->ctx[c].frame_name, false, 1, "f_count");
+    if (e.op) e.op->ncontrol = 0;
     if (!place(ci, e.op, p)) goto fail;
     e.op->out_shapes[0] = vg_output_shape(zero); /* TF's _Enter(use_input_shape=True) */
     vg_output in[2] = {e, e};
@@ -1095,8 +1123,10 @@ static vg_code backprop_value(vg_graph *g, vg__cf_info *ci, int a, vg_output x, 
     if (rc != VG_OK) return rc;
     int p = ci->ctx[f].parent;
     vg_output s = vg_stack(g, vg_output_dtype(x), NULL, "f_acc");
+    if (s.op) s.op->ncontrol = s.op->inputs[0].op->ncontrol = 0; /* control_dependencies(None) */
     if (!s.op || !place(ci, s.op->inputs[0].op, p) || !place(ci, s.op, p)) goto fail;
     vg_output eh = vg_enter(g, s, ci->ctx[f].frame_name, true, 1, "f_acc");
+    if (eh.op) eh.op->ncontrol = 0;
     if (!place(ci, eh.op, p)) goto fail;
     vg_output push = vg_stack_push(g, eh, x, "f_acc");
     if (!place(ci, push.op, cc >= 0 ? cc : f)) goto fail;
