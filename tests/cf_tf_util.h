@@ -55,8 +55,8 @@ static inline cf_feed fdv(vg_output x, const double *v, int n) {
 
 /* Runs fetches y[0..ny) and targets with feeds (freed here). Returns the run's code;
  * out[i] get the values (caller frees). */
-static inline vg_code cf_run(vg_session *s, const vg_output *y, vg_tensor **out, int ny, vg_op *const *targets,
-                             int nt, const cf_feed *f, int nf, vg_status *st) {
+static inline vg_code cf_run(vg_session *s, const vg_output *y, vg_tensor **out, int ny, vg_op *const *targets, int nt,
+                             const cf_feed *f, int nf, vg_status *st) {
     vg_output xs[16] = {{NULL, 0}};
     vg_tensor *vs[16] = {NULL};
     for (int i = 0; i < nf && i < 16; i++) {
@@ -102,7 +102,8 @@ static inline void cf_expect(vg_session *s, vg_output y, const cf_feed *f, int n
     }
     vg_tensor_free(t);
 }
-#define EXPECT_VAL(s, y, want, ...) cf_expect(s, y, __VA_ARGS__, (double[]){want}, 1, NULL, -1, 1e-6, __FILE__, __LINE__)
+#define EXPECT_VAL(s, y, want, ...) \
+    cf_expect(s, y, __VA_ARGS__, (double[]){want}, 1, NULL, -1, 1e-6, __FILE__, __LINE__)
 #define EXPECT_VEC(s, y, n, wantarr, ...) cf_expect(s, y, __VA_ARGS__, wantarr, n, NULL, -1, 1e-6, __FILE__, __LINE__)
 
 /* Runs y (a fetch) or target (when y.op is NULL) and expects code, with msg in the
@@ -131,7 +132,11 @@ static inline void cf_targets(vg_session *s, vg_op *const *t, int n, const char 
         vg_test_failures++;
     }
 }
-#define RUN_TARGET(s, op) do { vg_op *_t = (op); cf_targets(s, &_t, 1, __FILE__, __LINE__); } while (0)
+#define RUN_TARGET(s, op)                          \
+    do {                                           \
+        vg_op *_t = (op);                          \
+        cf_targets(s, &_t, 1, __FILE__, __LINE__); \
+    } while (0)
 #define RUN_INIT(s, g) RUN_TARGET(s, vg_global_variables_initializer(g))
 
 static inline vg_session *cf_session(vg_graph *g) {

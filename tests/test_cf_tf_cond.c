@@ -16,7 +16,10 @@
  *    testEmbeddedTupleOutput, testEmbeddedDictOutput: Python nest structures of branch
  *    outputs (C branches fill a flat array of nouts outputs); testTupleOutput is
  *    testCondListOutput in C (translated together).
- *  - testCondColocation, testCond_Device, testCondSwitchColocatedWithInput* ,
+ *  - testCondColocation, testCond_Device,
+ *    testCondSwitchColocatedWithInputWhenInputExplicitlyPlacedOnCPU,
+ *    testCondSwitchColocatedWithInputWhenInputPlacedOnCPU,
+ *    testCondSwitchColocatedWithInputWhenInputOnGPU,
  *    testCondRecvIdentity, testDependenciesDevice: device placement and colocation
  *    (GPU-only or partition checks); testCondRecvIdentity's graph on one CPU is
  *    testCondSwitchIdentity.
@@ -43,9 +46,7 @@ typedef struct env {
 } env;
 
 /* ---- Switch / Merge ------------------------------------------------------------- */
-static vg_output data6(vg_graph *g) {
-    return vg_const_i32_vec(g, (int32_t[]){1, 2, 3, 4, 5, 6}, 6, "data");
-}
+static vg_output data6(vg_graph *g) { return vg_const_i32_vec(g, (int32_t[]){1, 2, 3, 4, 5, 6}, 6, "data"); }
 
 /* testSwitchMergeLess */
 static void test_switch_merge_less(void) {
@@ -235,7 +236,7 @@ static void test_cond_123(void) {
     vg_output r1, r2, r3;
     CHECK_OK(vg_cond(g, e.b, br_add1, br_sub1, &e, 1, &r1, NULL, &st), &st); /* testCond_1 */
     vg_output p0 = vg_less(g, vg_const_i32(g, 1, NULL), vg_const_i32(g, 0, NULL), NULL);
-    CHECK_OK(vg_cond(g, p0, br_add1, br_sub1, &e, 1, &r2, NULL, &st), &st); /* testCond_2 */
+    CHECK_OK(vg_cond(g, p0, br_add1, br_sub1, &e, 1, &r2, NULL, &st), &st);         /* testCond_2 */
     CHECK_OK(vg_cond(g, e.b, br_nested_add1, br_sub1, &e, 1, &r3, NULL, &st), &st); /* testCond_3 */
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, r1, 11, NOFEED);

@@ -31,7 +31,7 @@
  *    ops built inside a cond or loop are translated (testInvalidContextInCond,
  *    testInvalidContextInWhile, testInvalidNestedContexts).
  *  - WhileOpBenchmark: benchmarks; EagerTest: eager mode.
- * Translated with a substitute: testWhileUpdateVariable_1/_2/_3 use ResourceScatterUpdate
+ * Translated with a substitute: testWhileUpdateVariable_1, _2 and _3 use ResourceScatterUpdate
  * on a resource variable (vigil has no ScatterUpdate on a ref variable);
  * testNestedWhile_2 passes x through Identity where TF has Print (no Print op in vigil).
  */
@@ -152,7 +152,7 @@ static void test_feedable(void) {
     CHECK_OK(vg_while_loop(g, lt_k, square_c_plus_i, &e, &i0, 1, NULL, 10, vg_out(NULL, 0), NULL, &r, &st), &st);
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, r, 1000, FEEDS(fd(i0, 0)));
-    EXPECT_VAL(s, r, 1003, FEEDS(fd(i0, 3))); /* 3 + 4k */
+    EXPECT_VAL(s, r, 1003, FEEDS(fd(i0, 3)));  /* 3 + 4k */
     EXPECT_VAL(s, r, 1008, FEEDS(fd(e.c, 3))); /* 9k */
     vg_output inside = vg_graph_output_by_name(g, "while/Identity:0", &st);
     CHECK(inside.op != NULL);
@@ -284,8 +284,8 @@ static vg_code w5_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *
     (void)n;
     env *e = u;
     vg_output b = vg_expand_dims(g, v[0], 0, NULL);
-    vg_output c = vg_strided_slice(g, e->a, b, vg_add(g, i32c(g, 1), b, NULL), vg_const_i32_vec(g, (int32_t[]){1}, 1, NULL),
-                                   NULL, NULL);
+    vg_output c = vg_strided_slice(g, e->a, b, vg_add(g, i32c(g, 1), b, NULL),
+                                   vg_const_i32_vec(g, (int32_t[]){1}, 1, NULL), NULL, NULL);
     o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
     o[1] = c;
     o[2] = vg_concat(g, (vg_output[]){v[2], c}, 2, i32c(g, 0), NULL);
@@ -332,8 +332,9 @@ static void test_while_gpu_1_2(void) {
         vg_graph *g = vg_graph_new();
         vg_status st;
         vg_output n = f32c(g, 1.0f), r;
-        CHECK_OK(vg_while_loop(g, ltf_10, addf_1, k ? (void *)1 : NULL, &n, 1, NULL, 10, vg_out(NULL, 0), NULL, &r, &st),
-                 &st);
+        CHECK_OK(
+            vg_while_loop(g, ltf_10, addf_1, k ? (void *)1 : NULL, &n, 1, NULL, 10, vg_out(NULL, 0), NULL, &r, &st),
+            &st);
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, r, 10.0, NOFEED);
         vg_session_free(s);
@@ -392,8 +393,7 @@ static void test_while_bad_shape(void) {
     float xv[2] = {2.0f, 4.0f};
     vg_output v[2] = {i32c(g, 0), vg_const_array(g, VG_FLOAT, (int64_t[]){2}, 1, xv, "values")}, r[2];
     vg_shape inv[2] = {vg_shape_make(NULL, 0), vg_shape_make((int64_t[]){5}, 1)};
-    CHECK_CODE(vg_while_loop(g, lt_k, xplus1_b, &e, v, 2, inv, 10, vg_out(NULL, 0), NULL, r, &st),
-               VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_while_loop(g, lt_k, xplus1_b, &e, v, 2, inv, 10, vg_out(NULL, 0), NULL, r, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "is not compatible with");
     vg_graph_free(g);
 }
@@ -462,7 +462,7 @@ static void test_while_shape_inference_bad_shape(void) {
     vg_graph_free(g);
 }
 
-/* testWhileOutputShapeWithShapeInvariantsUnknownRank, ...PartialShape */
+/* testWhileOutputShapeWithShapeInvariantsUnknownRank, testWhileOutputShapeWithShapeInvariantsPartialShape */
 static vg_code never(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
     (void)v;
     (void)n;
@@ -485,8 +485,10 @@ static void test_while_output_shape_with_invariants(void) {
         vg_shape inv = k == 0 ? vg_shape_unknown() : vg_shape_make((int64_t[]){-1}, 1);
         CHECK_OK(vg_while_loop(g, never, const_1vec, NULL, &r0, 1, &inv, 10, vg_out(NULL, 0), NULL, &r, &st), &st);
         vg_shape rs = vg_output_shape(r);
-        if (k == 0) CHECK_EQ_INT(rs.ndims, -1);
-        else CHECK(rs.ndims == 1 && rs.dims[0] == -1);
+        if (k == 0)
+            CHECK_EQ_INT(rs.ndims, -1);
+        else
+            CHECK(rs.ndims == 1 && rs.dims[0] == -1);
         vg_session *s = cf_session(g);
         EXPECT_VEC(s, r, 2, ((double[]){1, 2}), NOFEED);
         vg_session_free(s);
@@ -623,7 +625,7 @@ static vg_code add_c(vg_graph *g, const vg_output *v, int n, void *u, vg_output 
     o[0] = vg_add(g, v[0], ((env *)u)->c, NULL);
     return VG_OK;
 }
-/* testWhileWithControl_3, _4, _5: a loop under (or a body with) a control dependency
+/* testWhileWithControl_3, testWhileWithControl_4, testWhileWithControl_5: a loop under (or a body with) a control dependency
  * on a fed placeholder */
 static void test_while_with_control_345(void) {
     vg_while_body_fn bodies[3] = {add_c, add_id_c, add_c_under_b};
@@ -777,7 +779,7 @@ static void test_while_cond_exit_control(void) {
     vg_graph_free(g);
 }
 
-/* testWhileExternalControlDependencies, ...NoInput: an assign_add outside the loop that
+/* testWhileExternalControlDependencies, testWhileExternalControlDependenciesNoInput: an assign_add outside the loop that
  * the body depends on runs once */
 static vg_code lt_2(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
     (void)n;
@@ -850,7 +852,7 @@ static void test_while_with_refs_1(void) {
     vg_graph_free(g);
 }
 
-/* testWhileUpdateVariable_1, _2, _3 (ResourceScatterUpdate for state_ops.scatter_update) */
+/* testWhileUpdateVariable_1, testWhileUpdateVariable_2, testWhileUpdateVariable_3 (ResourceScatterUpdate for state_ops.scatter_update) */
 typedef struct upd {
     vg_output h1, h2;
     int which; /* 1, 2, 3 */
@@ -903,7 +905,7 @@ static void test_while_update_variable_123(void) {
     }
 }
 
-/* testWhileUpdateVariable_4, _5, _6 */
+/* testWhileUpdateVariable_4, testWhileUpdateVariable_5, testWhileUpdateVariable_6 */
 typedef struct ab_vars {
     vg_variable a, b;
     vg_output asn1;
@@ -960,7 +962,8 @@ static void test_while_update_variable_456(void) {
         vg_op *init = vg_global_variables_initializer(g);
         vg_output c = vg_const_i32(g, 0, "c"), lpa;
         if (k == 4) w.asn1 = vg_assign_add(g, w.a.ref, i32c(g, 1), "a_add");
-        if (k == 4) CHECK_OK(vg_while_loop(g, lt_10, upd4_b, &w, &c, 1, NULL, 1, vg_out(NULL, 0), NULL, &lpa, &st), &st);
+        if (k == 4)
+            CHECK_OK(vg_while_loop(g, lt_10, upd4_b, &w, &c, 1, NULL, 1, vg_out(NULL, 0), NULL, &lpa, &st), &st);
         if (k == 5)
             CHECK_OK(vg_while_loop(g, upd5_c, upd5_b, &w, &w.b.read, 1, NULL, 1, vg_out(NULL, 0), "loop", &lpa, &st),
                      &st);
@@ -1080,8 +1083,9 @@ static vg_code inner_ta_b(vg_graph *g, const vg_output *v, int n, void *u, vg_ou
     (void)n;
     ta_env *te = u;
     vg_output row = v[0], col = v[1];
-    vg_output idx = vg_cast(g, vg_sub(g, vg_add(g, vg_mul(g, te->n, vg_sub(g, row, f32c(g, 1.0f), NULL), NULL), col, NULL),
-                                      f32c(g, 1.0f), NULL),
+    vg_output idx = vg_cast(g,
+                            vg_sub(g, vg_add(g, vg_mul(g, te->n, vg_sub(g, row, f32c(g, 1.0f), NULL), NULL), col, NULL),
+                                   f32c(g, 1.0f), NULL),
                             VG_INT32, NULL);
     vg_tensor_array ta = {te->handle, v[2], VG_FLOAT};
     ta = vg_tensor_array_write(g, ta, idx, vg_mul(g, row, col, NULL), NULL);
@@ -1404,9 +1408,9 @@ static void test_invalid_nested_contexts(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
     vg_output r;
-    CHECK_CODE(vg_cond(g, vg_less(g, i32c(g, 1), i32c(g, 2), NULL), br_invalid_nested, br_const0, NULL, 1, &r, NULL,
-                       &st),
-               VG_INVALID_ARGUMENT);
+    CHECK_CODE(
+        vg_cond(g, vg_less(g, i32c(g, 1), i32c(g, 2), NULL), br_invalid_nested, br_const0, NULL, 1, &r, NULL, &st),
+        VG_INVALID_ARGUMENT);
     char want[256];
     snprintf(want, sizeof want, "Cannot use '%s' as input to 'cond/while_1/", vg_op_name(while_tensor.op));
     CHECK_STR_CONTAINS(st.msg, want);

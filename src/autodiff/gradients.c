@@ -94,8 +94,12 @@ static void mark_forward(gstate *s, const vg_output *xs, int nxs) {
         for (int i = 0; i < s->nops; i++) {
             vg_op *op = s->g->ops[i];
             if (s->fwd[i]) continue;
+            /* only through tensors that carry gradients (TF's _MarkReachedOps follows
+             * trainable outputs: a Shape of x does not make x reach the result;
+             * testCondGradMultiDevice's second derivative is None) */
             for (int k = 0; k < op->ninputs; k++)
-                if (op->inputs[k].op->id < s->nops && s->fwd[op->inputs[k].op->id]) {
+                if (op->inputs[k].op->id < s->nops && s->fwd[op->inputs[k].op->id] &&
+                    carries_grad(vg_output_dtype(op->inputs[k]))) {
                     s->fwd[i] = changed = true;
                     break;
                 }
@@ -110,7 +114,9 @@ static void mark_backward(gstate *s, const vg_output *ys, int nys, const vg_outp
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = s->nops - 1; i >= 0; i--) {
-            if (!s->bwd[i]) continue;
+            /* as TF's _PendingCount: the walk goes on only through ops reached from the
+             * xs (a Rank of x feeding a reduction's axes is not between them) */
+            if (!s->bwd[i] || !s->fwd[i]) continue;
             vg_op *op = s->g->ops[i];
             bool is_x = false;
             for (int k = 0; stop && k < nxs && !is_x; k++) is_x = xs[k].op == op;
@@ -529,7 +535,16 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
                                    op->name, def->type);
             } else if (call) {
                 for (int k = 0; k < op->noutputs; k++)
-                    if (!dy[k].op && is_float(op->out_dtypes[k])) dy[k] = vg_zeros_like(g, vg_out(op, k), NULL);
+                    if (!dy[k].op && is_float(op->out_dtypes[k])) {
+                        /* TF's ZerosLikeOutsideLoop: a Switch's untaken side gets
+                         * zeros(Shape(x)), which (an int32 path) does not make x reach
+                         * the gradient (a second derivative through a cond is None) */
+                        if (!strcmp(op->def->type, "Switch"))
+                            dy[k] = vg_fill(g, vg_shape_op(g, vg_out(op, k), VG_INT32, NULL),
+                                            vg_const_fill(g, op->out_dtypes[k], NULL, 0, 0.0, NULL), "zeros");
+                        else
+                            dy[k] = vg_zeros_like(g, vg_out(op, k), NULL);
+                    }
                 rc = def->grad(g, op, dy, dx);
                 if (rc == VG_OK && g->err.code != VG_OK) rc = g->err.code;
                 if (rc != VG_OK && g->err.code == VG_OK) /* declined without a graph error: none */

@@ -153,10 +153,13 @@ static bool loop_invariant(const vg__cf_info *ci, int c, const vg_op *op, int k)
 }
 
 /* The control context of op x for _RemoveExternalControlEdges: an Exit's is outside
- * its loop (TF's util.GetOutputContext). */
+ * its loop (TF's util.GetOutputContext). The builders record an Exit in its loop's
+ * parent context already (going one more level up read ci->ctx[-1] for a loop in a
+ * cond branch: testWhileGradInCond). */
 static int control_ctx(const vg__cf_info *ci, const vg_op *x) {
     int cc = vg__cf_ctx_of(ci, x);
-    if (cc >= 0 && strcmp(x->def->type, "Exit") == 0) cc = ci->ctx[vg__cf_frame_ctx(ci, cc)].parent;
+    if (cc >= 0 && strcmp(x->def->type, "Exit") == 0 && x->ninputs == 1 && vg__cf_out_ctx(ci, x->inputs[0]) == cc)
+        cc = ci->ctx[cc].parent;
     return cc;
 }
 
@@ -283,7 +286,8 @@ static vg_code finish_ctx(vg_graph *g, vg__cf_info *ci, int c, int pred_end, vg_
                         int iw = vg__cf_frame_ctx(ci, oc);
                         bool enter_or_switch = !strcmp(op->def->type, "Enter") || !strcmp(op->def->type, "Switch");
                         bool is_exit = !strcmp(op->def->type, "Exit"); /* in TF it is in its loop's context */
-                        if (iw >= 0 && !is_exit && !vg__cf_is_ancestor(ci, iw, wctx) && !(wctx < 0 && enter_or_switch)) {
+                        if (iw >= 0 && !is_exit && !vg__cf_is_ancestor(ci, iw, wctx) &&
+                            !(wctx < 0 && enter_or_switch)) {
                             vg_status es;
                             if (wctx >= 0)
                                 rc = vg_status_set(&es, VG_INVALID_ARGUMENT,
