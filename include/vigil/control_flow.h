@@ -65,8 +65,10 @@ typedef vg_code (*vg_while_body_fn)(vg_graph *g, const vg_output *vars, int n, v
  * branches, and one cond/Merge per output (inputs: false branch, true branch); outs[i]
  * is Merge i's output 0. Both branches must give nouts outputs of equal dtypes.
  * Fails with INVALID_ARGUMENT (pred not a scalar bool, NULL fns, nouts < 1, dtype
- * mismatch: the message names the output), the callback's code, or the graph's error;
- * outs are then {NULL, 0}. */
+ * mismatch: the message names the output; a branch op using a value of a while loop
+ * the cond is not in: "Cannot use 'while/Const_1' as input to 'cond/Add' because
+ * 'while/Const_1' is in a while loop...", also recorded as the graph's error), the
+ * callback's code, or the graph's error; outs are then {NULL, 0}. */
 VG_API vg_code vg_cond(vg_graph *g, vg_output pred, vg_cond_branch_fn true_fn, vg_cond_branch_fn false_fn,
                        void *user, int nouts, vg_output *outs, const char *name, vg_status *st);
 
@@ -97,8 +99,10 @@ VG_API vg_code vg_case_exclusive(vg_graph *g, const vg_output *preds, const vg_c
  * iteration counter is added as loop variable 0 (internally) and the condition becomes
  * counter < maximum_iterations && cond(...). Other failures: INVALID_ARGUMENT (n < 1,
  * NULL fns or vars, a body output dtype that differs from its variable's, a condition
- * that is not a scalar bool), the callback's code, the graph's error. Nests (a while
- * or cond inside a body or branch). */
+ * that is not a scalar bool; an op of the body or condition using a value of another
+ * while loop: "Cannot use 'while/Const_1' as input to 'while_1/Add' because they are
+ * in different while loops...", also recorded as the graph's error), the callback's
+ * code, the graph's error. Nests (a while or cond inside a body or branch). */
 VG_API vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_body_fn body_fn, void *user,
                              const vg_output *loop_vars, int n, const vg_shape *shape_invariants,
                              int parallel_iterations, vg_output maximum_iterations, const char *name,
@@ -110,7 +114,8 @@ VG_API vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_bod
 VG_API vg_op *vg_switch(vg_graph *g, vg_output data, vg_output pred, const char *name);
 /* Merge(inputs): outputs (output, value_index); fires on its first live input. */
 VG_API vg_op *vg_merge(vg_graph *g, const vg_output *inputs, int n, const char *name);
-/* Enter(data) into frame frame_name. */
+/* Enter(data) into frame frame_name. As TF's shape function, the output's static shape
+ * is data's for is_constant, else unknown (vg_while_loop sets its loop variables'). */
 VG_API vg_output vg_enter(vg_graph *g, vg_output data, const char *frame_name, bool is_constant,
                           int parallel_iterations, const char *name);
 VG_API vg_output vg_exit(vg_graph *g, vg_output data, const char *name);

@@ -13,7 +13,9 @@
  */
 #include "graph/graph_impl.h"
 #include "kernels/control_flow_internal.h"
+#include "kernels/resource_var.h"
 #include "vigil/gradients.h"
+#include "vigil/resource_variables.h"
 #include "vigil/ops.h"
 #include <stdio.h>
 
@@ -37,7 +39,7 @@ typedef struct gstate {
 } gstate;
 
 static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_output *xs, int nxs,
-                        const vg_output *grad_ys, vg_output *dxs, int base, vg_status *st);
+                        const vg_output *grad_ys, vg_output *dxs, int base, bool body, vg_status *st);
 
 static bool is_float(vg_dtype dt) { return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_HALF; }
 /* A resource variable's handle takes the gradient of its reads (TF's _IsBackpropagatable). */
@@ -65,8 +67,8 @@ static void gstate_free(gstate *s) {
     vg__free(s->rneed);
 }
 
-/* The region (outermost while context strictly inside s->base) an op belongs to: the
- * loop's Enters and Exits are part of it. */
+/* The region (the outermost while context that does not enclose s->base) an op
+ * belongs to: the loop's Enters and Exits are part of it. */
 static int region_of(const gstate *s, const vg_op *op) {
     vg__cf_info *ci = s->ci;
     if (!ci) return -1;
@@ -74,10 +76,11 @@ static int region_of(const gstate *s, const vg_op *op) {
     if (strcmp(op->def->type, "Enter") == 0) c = vg__cf_out_ctx(ci, vg_out((vg_op *)op, 0));
     else if (strcmp(op->def->type, "Exit") == 0 && op->ninputs == 1) c = vg__cf_ctx_of(ci, op->inputs[0].op);
     else c = vg__cf_ctx_of(ci, op);
+    /* up to the first context that encloses base (a sibling loop of base's is a region
+     * too) */
     int r = -1;
-    for (; c >= 0 && c != s->base; c = ci->ctx[c].parent)
+    for (; c >= 0 && !vg__cf_is_ancestor(ci, c, s->base); c = ci->ctx[c].parent)
         if (ci->ctx[c].kind == VG__CTX_WHILE) r = c;
-    if (c != s->base) return -1; /* not below base (cannot happen for ops on the path) */
     return r;
 }
 
@@ -91,8 +94,12 @@ static void mark_forward(gstate *s, const vg_output *xs, int nxs) {
         for (int i = 0; i < s->nops; i++) {
             vg_op *op = s->g->ops[i];
             if (s->fwd[i]) continue;
+            /* only through tensors that carry gradients (TF's _MarkReachedOps follows
+             * trainable outputs: a Shape of x does not make x reach the result;
+             * testCondGradMultiDevice's second derivative is None) */
             for (int k = 0; k < op->ninputs; k++)
-                if (op->inputs[k].op->id < s->nops && s->fwd[op->inputs[k].op->id]) {
+                if (op->inputs[k].op->id < s->nops && s->fwd[op->inputs[k].op->id] &&
+                    carries_grad(vg_output_dtype(op->inputs[k]))) {
                     s->fwd[i] = changed = true;
                     break;
                 }
@@ -107,10 +114,17 @@ static void mark_backward(gstate *s, const vg_output *ys, int nys, const vg_outp
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = s->nops - 1; i >= 0; i--) {
-            if (!s->bwd[i]) continue;
+            /* as TF's _PendingCount: the walk goes on only through ops reached from the
+             * xs (a Rank of x feeding a reduction's axes is not between them) */
+            if (!s->bwd[i] || !s->fwd[i]) continue;
             vg_op *op = s->g->ops[i];
             bool is_x = false;
             for (int k = 0; stop && k < nxs && !is_x; k++) is_x = xs[k].op == op;
+            /* a loop body's walk also ends at the Identity of every loop variable (an
+             * int32 one, not among the xs, would lead around the back edge and put the
+             * NextIteration inputs on their own path: testWhileGradientWithNontrainablePath2) */
+            const vg__cf_ctx *bc = stop && s->base >= 0 ? &s->ci->ctx[s->base] : NULL;
+            for (int k = 0; bc && k < bc->nvars && !is_x; k++) is_x = bc->identities[k] == op;
             if (is_x) continue;
             for (int k = 0; k < op->ninputs; k++) {
                 int src = op->inputs[k].op->id;
@@ -125,6 +139,53 @@ static vg_output aggregate(vg_graph *g, glist *l) {
     if (l->n == 0) return (vg_output){NULL, 0};
     if (l->n == 1) return l->v[0];
     return vg_add_n(g, l->v, l->n, NULL);
+}
+
+/* TF's check in _GradientsHelper: gradients taken inside a while loop's body may not
+ * pass through a Switch of that loop (the loop variable's initial value);
+ * testGradInWhileWrtInitialLoopVal. */
+static bool is_loop_switch_of_current(const gstate *s, const vg_op *op) {
+    vg__cf_info *ci = s->ci;
+    if (!ci || ci->cur < 0 || ci->ctx[ci->cur].kind != VG__CTX_WHILE || strcmp(op->def->type, "Switch") != 0)
+        return false;
+    const vg__cf_ctx *c = &ci->ctx[ci->cur];
+    for (int i = 0; c->switches && i < c->nvars; i++)
+        if (c->switches[i] == op) return true;
+    return false;
+}
+
+/* _RaiseNoGradWrtInitialLoopValError: names the x nearest to op (breadth-first over
+ * the inputs). */
+static vg_code no_grad_wrt_initial_loop_val(vg_graph *g, const vg_op *op, const vg_output *xs, int nxs,
+                                            vg_status *st) {
+    const vg_op *target = NULL;
+    int n = g->nops;
+    const vg_op **q = vg__malloc(sizeof(vg_op *) * (size_t)(n + 1));
+    bool *seen = vg__calloc((size_t)n + 1, sizeof(bool));
+    if (q && seen) {
+        int h = 0, t = 0;
+        q[t++] = op;
+        seen[op->id] = true;
+        while (h < t && !target) {
+            const vg_op *cur = q[h++];
+            for (int i = 0; i < nxs && !target; i++)
+                if (xs[i].op == cur) target = cur;
+            for (int k = 0; !target && k < cur->ninputs; k++) {
+                const vg_op *in = cur->inputs[k].op;
+                if (in->id < n && !seen[in->id]) {
+                    seen[in->id] = true;
+                    q[t++] = in;
+                }
+            }
+        }
+    }
+    vg__free(q);
+    vg__free(seen);
+    return vg_status_set(st, VG_INVALID_ARGUMENT,
+                         "Cannot compute gradient inside while loop with respect to op '%s'. We do not support taking "
+                         "the gradient wrt or through the initial value of a loop variable. Gradients can be computed "
+                         "through loop invariants or wrt the input parameters to the loop body.",
+                         target ? target->name : (nxs > 0 ? xs[0].op->name : "?"));
 }
 
 /* ---- while loops: TF's gradient while loop -------------------------------------- */
@@ -174,7 +235,7 @@ static vg_code lg_body(vg_graph *g, const vg_output *v, int n, void *user, vg_ou
     }
     for (int k = 0; k < lg->ncap; k++) xs[lg->nf + k] = vg_out(lg->caps[k], 0);
     outs[0] = vg_sub(g, v[0], vg_const_i32(g, 1, "b_count"), NULL);
-    vg_code rc = backprop(g, ys, lg->nf, xs, nx, v + 1, dxs, lg->c, lg->st);
+    vg_code rc = backprop(g, ys, lg->nf, xs, nx, v + 1, dxs, lg->c, true, lg->st);
     for (int j = 0; rc == VG_OK && j < lg->nf; j++)
         outs[1 + j] = dxs[j].op ? with_static_shape(g, dxs[j], v[1 + j]) : vg_zeros_like(g, v[1 + j], NULL);
     for (int k = 0; rc == VG_OK && k < lg->ncap; k++) {
@@ -204,7 +265,10 @@ static vg_code loop_gradient(gstate *s, int c, vg_op **enters, int nenters, vg_o
     for (int e = 0; e < nenters; e++) {
         bool is_var = false;
         for (int j = 0; j < nv && !is_var; j++) is_var = cx->enters[j] == enters[e];
-        if (!is_var && is_float(enters[e]->out_dtypes[0]) && s->fwd[enters[e]->id]) lg.caps[lg.ncap++] = enters[e];
+        /* captured float tensors, and captured resource handles: the reads of a
+         * resource variable in the body accumulate their gradient for the handle (TF's
+         * AddBackpropAccumulator on the handle's Enter; testWhileGrad_ResourceVariable) */
+        if (!is_var && carries_grad(enters[e]->out_dtypes[0]) && s->fwd[enters[e]->id]) lg.caps[lg.ncap++] = enters[e];
     }
     int nst0 = cx->nstacks;
     rc = vg__cf_forward_count(g, ci, c, &lv[0], st);
@@ -216,7 +280,28 @@ static vg_code loop_gradient(gstate *s, int c, vg_op **enters, int nenters, vg_o
         vg_output dy = l ? aggregate(g, l) : vg_out(NULL, 0);
         lv[1 + j] = dy.op ? dy : vg_zeros_like(g, vg_out(ex, 0), NULL);
     }
-    for (int k = 0; k < lg.ncap; k++) lv[1 + lg.nf + k] = vg_zeros_like(g, lg.caps[k]->inputs[0], NULL);
+    for (int k = 0; k < lg.ncap; k++) {
+        vg_output in = lg.caps[k]->inputs[0];
+        if (vg_output_dtype(in) != VG_RESOURCE) {
+            lv[1 + lg.nf + k] = vg_zeros_like(g, in, NULL);
+            continue;
+        }
+        /* zeros of the variable's value: its static shape, else VariableShape */
+        vg_dtype vdt;
+        vg_shape vs;
+        if (!vg__rvar_handle_info(lg.caps[k], 0, &vdt, &vs) || !is_float(vdt)) {
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                               "gradient of while loop '%s': the resource '%s' captured in the body is not a float "
+                               "resource variable of known dtype",
+                               cx->frame_name, in.op->name);
+            goto done;
+        }
+        bool full = vs.ndims >= 0;
+        for (int d = 0; full && d < vs.ndims; d++) full = vs.dims[d] >= 0;
+        lv[1 + lg.nf + k] = full ? vg_const_fill(g, vdt, vs.dims, vs.ndims, 0.0, "b_acc")
+                                 : vg_fill(g, vg_variable_shape(g, in, VG_INT32, NULL),
+                                           vg_const_fill(g, vdt, NULL, 0, 0.0, NULL), "b_acc");
+    }
     if (g->err.code != VG_OK) { rc = vg_graph_status(g, st); goto done; }
     rc = vg__cf_grad_while(g, c, lg_cond, lg_body, &lg, lv, 1 + lg.nf + lg.ncap, lo, st);
     if (rc != VG_OK) goto done;
@@ -269,13 +354,18 @@ vg_code vg_gradients(vg_graph *g, const vg_output *ys, int nys, const vg_output 
         if (!ys[i].op || ys[i].op->graph != g) return vg_status_set(st, VG_INVALID_ARGUMENT, "ys[%d] is not in the graph", i);
     for (int i = 0; i < nxs; i++)
         if (!xs[i].op || xs[i].op->graph != g) return vg_status_set(st, VG_INVALID_ARGUMENT, "xs[%d] is not in the graph", i);
-    return backprop(g, ys, nys, xs, nxs, grad_ys, dxs, -1, st);
+    /* called while a cond branch or loop body is being built (a gradient inside the
+     * body): the loops around it are not regions, those inside it are
+     * (testWhileGradInWhile) */
+    vg__cf_info *ci = vg__cf_info_get(g, false);
+    return backprop(g, ys, nys, xs, nxs, grad_ys, dxs, ci ? ci->cur : -1, false, st);
 }
 
-/* Backpropagation from ys to xs; base >= 0: the body of while context base (the walk
- * stops at the xs; loops nested in it are regions of their own). */
+/* Backpropagation from ys to xs. Loops nested in context base (-1: the root) are
+ * regions of their own; body: the backpropagation through the body of while context
+ * base inside its gradient loop (the walk stops at the xs). */
 static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_output *xs, int nxs,
-                        const vg_output *grad_ys, vg_output *dxs, int base, vg_status *st) {
+                        const vg_output *grad_ys, vg_output *dxs, int base, bool body, vg_status *st) {
     for (int i = 0; i < nxs; i++) dxs[i] = (vg_output){NULL, 0};
     gstate s = {.g = g, .nops = g->nops};
     int *queue = NULL, qh = 0, qt = 0;
@@ -296,7 +386,7 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
         for (int i = 0; i < s.nops; i++) s.region[i] = region_of(&s, g->ops[i]);
     }
     mark_forward(&s, xs, nxs);
-    mark_backward(&s, ys, nys, xs, nxs, base >= 0);
+    mark_backward(&s, ys, nys, xs, nxs, body);
     /* a loop that vg_while_loop did not build (imported from a GraphDef) has no
      * context to build its gradient loop from */
     for (int i = 0; i < s.nops; i++)
@@ -329,7 +419,7 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
         s.grads[i] = vg__calloc((size_t)(no ? no : 1), sizeof(glist));
         if (!s.grads[i]) goto oom;
     }
-    if (base < 0) vg_graph_push_scope(g, "gradients");
+    if (!body) vg_graph_push_scope(g, "gradients");
     /* seed ys */
     for (int i = 0; i < nys; i++) {
         vg_output gy;
@@ -375,13 +465,15 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
                     if (s.region[i] == r && strcmp(g->ops[i]->def->type, "Enter") == 0 &&
                         vg__cf_out_ctx(s.ci, vg_out(g->ops[i], 0)) == r)
                         enters[ne++] = g->ops[i];
-                /* no Exit of the loop has a gradient (all behind stop_gradient): TF never
-                 * calls an Exit's gradient then, and the loop's inputs get none */
-                bool any_exit = false;
-                for (int i = 0; i < s.nops && !any_exit; i++)
-                    if (s.region[i] == r && strcmp(g->ops[i]->def->type, "Exit") == 0 && s.grads[i])
-                        for (int k = 0; k < g->ops[i]->noutputs && !any_exit; k++) any_exit = s.grads[i][k].n > 0;
-                if (any_exit) {
+                /* TF's _UpdatePendingAndEnqueueReady: when none of the loop's Exits got
+                 * a gradient (all cut by stop_gradient, say) the loop gives None, not
+                 * zeros (testWhileGrad_StopGrad) */
+                bool any_exit_grad = false;
+                for (int j = 0; j < s.ci->ctx[r].nvars && !any_exit_grad; j++) {
+                    vg_op *ex = s.ci->ctx[r].exits[j];
+                    any_exit_grad = s.grads[ex->id] && s.grads[ex->id][0].n > 0;
+                }
+                if (any_exit_grad) {
                     vg_graph_push_scope(g, "while_grad");
                     rc = loop_gradient(&s, r, enters, ne, dxe, st);
                     vg_graph_pop_scope(g);
@@ -423,6 +515,13 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
             }
             for (int k = 0; k < op->ninputs; k++) dx[k] = (vg_output){NULL, 0};
             const vg__op_def *def = op->def;
+            if (on_path && any && is_loop_switch_of_current(&s, op)) {
+                rc = no_grad_wrt_initial_loop_val(g, op, xs, nxs, st);
+                if (dy != dy_local) vg__free(dy);
+                if (dx != dx_local) vg__free(dx);
+                vg_graph_pop_scope(g);
+                break;
+            }
             /* TF's stop ops: an x whose inputs do not depend on another x ends the walk */
             bool stop = false;
             for (int k = 0; k < nxs && !stop; k++) stop = xs[k].op == op;
@@ -436,7 +535,16 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
                                    op->name, def->type);
             } else if (call) {
                 for (int k = 0; k < op->noutputs; k++)
-                    if (!dy[k].op && is_float(op->out_dtypes[k])) dy[k] = vg_zeros_like(g, vg_out(op, k), NULL);
+                    if (!dy[k].op && is_float(op->out_dtypes[k])) {
+                        /* TF's ZerosLikeOutsideLoop: a Switch's untaken side gets
+                         * zeros(Shape(x)), which (an int32 path) does not make x reach
+                         * the gradient (a second derivative through a cond is None) */
+                        if (!strcmp(op->def->type, "Switch"))
+                            dy[k] = vg_fill(g, vg_shape_op(g, vg_out(op, k), VG_INT32, NULL),
+                                            vg_const_fill(g, op->out_dtypes[k], NULL, 0, 0.0, NULL), "zeros");
+                        else
+                            dy[k] = vg_zeros_like(g, vg_out(op, k), NULL);
+                    }
                 rc = def->grad(g, op, dy, dx);
                 if (rc == VG_OK && g->err.code != VG_OK) rc = g->err.code;
                 if (rc != VG_OK && g->err.code == VG_OK) /* declined without a graph error: none */
@@ -478,7 +586,7 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
         }
         if (g->err.code != VG_OK) rc = vg_graph_status(g, st);
     }
-    if (base < 0) vg_graph_pop_scope(g);
+    if (!body) vg_graph_pop_scope(g);
     vg__free(queue);
     gstate_free(&s);
     if (rc != VG_OK)
@@ -486,7 +594,7 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
     else vg_status_clear(st);
     return rc;
 graph_err:
-    if (base < 0) vg_graph_pop_scope(g);
+    if (!body) vg_graph_pop_scope(g);
     vg__free(queue);
     gstate_free(&s);
     {
@@ -494,7 +602,7 @@ graph_err:
         return c != VG_OK ? c : VG_INTERNAL;
     }
 oom_pop:
-    if (base < 0) vg_graph_pop_scope(g);
+    if (!body) vg_graph_pop_scope(g);
 oom:
     vg__free(queue);
     gstate_free(&s);

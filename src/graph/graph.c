@@ -812,11 +812,21 @@ vg_op *vg_op_builder_finish(vg_op_builder *b) {
                     def->max_inputs, b->ninputs);
     for (int i = 0; i < b->ninputs && i < 32; i++) {
         if ((def->ref_inputs >> i) & 1) {
-            vg_op *src = b->inputs[i].op;
+            vg_op *in0 = b->inputs[i].op, *src = in0;
+            /* a ref passed on by Identity / Switch / Enter / Exit / NextIteration (TF's
+             * RefIdentity, RefSwitch, RefEnter...: the executor follows the same chain,
+             * exec/plan.c ref_var) is still a reference */
+            for (int guard = 0; guard < 1000 && src->ninputs > 0 &&
+                                !(src->def->flags & (VG__OP_VARIABLE | VG__OP_PASS_REF)) &&
+                                (!strcmp(src->def->type, "Identity") || !strcmp(src->def->type, "Switch") ||
+                                 !strcmp(src->def->type, "Enter") || !strcmp(src->def->type, "Exit") ||
+                                 !strcmp(src->def->type, "NextIteration"));
+                 guard++)
+                src = src->inputs[0].op;
             if (!(src->def->flags & VG__OP_VARIABLE) && !(src->def->flags & VG__OP_PASS_REF))
                 return fail(b, NULL, VG_INVALID_ARGUMENT,
                             "Input %d of %s must be a variable reference, got '%s' (%s)", i, b->type,
-                            src->name, src->def->type);
+                            in0->name, in0->def->type);
         }
     }
     char name[1024];

@@ -153,10 +153,13 @@ static bool loop_invariant(const vg__cf_info *ci, int c, const vg_op *op, int k)
 }
 
 /* The control context of op x for _RemoveExternalControlEdges: an Exit's is outside
- * its loop (TF's util.GetOutputContext). */
+ * its loop (TF's util.GetOutputContext). The builders record an Exit in its loop's
+ * parent context already (going one more level up read ci->ctx[-1] for a loop in a
+ * cond branch: testWhileGradInCond). */
 static int control_ctx(const vg__cf_info *ci, const vg_op *x) {
     int cc = vg__cf_ctx_of(ci, x);
-    if (cc >= 0 && strcmp(x->def->type, "Exit") == 0) cc = ci->ctx[vg__cf_frame_ctx(ci, cc)].parent;
+    if (cc >= 0 && strcmp(x->def->type, "Exit") == 0 && x->ninputs == 1 && vg__cf_out_ctx(ci, x->inputs[0]) == cc)
+        cc = ci->ctx[cc].parent;
     return cc;
 }
 
@@ -240,10 +243,15 @@ static vg_code finish_ctx(vg_graph *g, vg__cf_info *ci, int c, int pred_end, vg_
         /* control inputs: internal ones stay */
         bool inner_ctrl = false;
         next = 0;
+        /* an Exit of a loop nested in c runs in that loop's frame: its control inputs
+         * from there (the gradient's f_acc_sync) stay */
+        int opw = wctx;
+        if (!strcmp(op->def->type, "Exit") && op->ninputs == 1)
+            opw = vg__cf_frame_ctx(ci, vg__cf_out_ctx(ci, op->inputs[0]));
         for (int k = 0; k < op->ncontrol;) {
             vg_op *x = op->control[k];
             int cc = control_ctx(ci, x);
-            bool internal = wctx < 0 || (cc >= 0 && vg__cf_frame_ctx(ci, cc) == wctx);
+            bool internal = opw < 0 || (cc >= 0 && vg__cf_frame_ctx(ci, cc) == opw);
             if (!internal) {
                 op->control[k] = op->control[--op->ncontrol];
                 if (is_while && !enters_wait_for(ci, c, x)) {
@@ -270,14 +278,45 @@ static vg_code finish_ctx(vg_graph *g, vg__cf_info *ci, int c, int pred_end, vg_
                     while (a >= 0 && !(ci->ctx[a].kind == VG__CTX_WHILE && ci->ctx[a].forward >= 0 &&
                                        vg__cf_is_ancestor(ci, ci->ctx[a].forward, oc)))
                         a = ci->ctx[a].parent;
-                    if (a < 0) continue; /* not ours: the executor reports the frame mismatch */
-                    vg_output pop;
-                    rc = backprop_value(g, ci, a, in, &pop, st);
-                    if (rc != VG_OK) break;
-                    vg__cf_set_input(op, k, pop);
-                    in = pop;
-                    oc = a;
-                    if (a == c) continue;
+                    if (a < 0) {
+                        /* TF's CheckInputFromValidContext: a value of a while loop may only
+                         * be used in that loop or in contexts nested in it (a cond's value
+                         * may be used anywhere: it is dead when its branch is not taken);
+                         * test_cf_tf_while.c testInvalidContextIn* */
+                        int iw = vg__cf_frame_ctx(ci, oc);
+                        bool enter_or_switch = !strcmp(op->def->type, "Enter") || !strcmp(op->def->type, "Switch");
+                        bool is_exit = !strcmp(op->def->type, "Exit"); /* in TF it is in its loop's context */
+                        if (iw >= 0 && !is_exit && !vg__cf_is_ancestor(ci, iw, wctx) &&
+                            !(wctx < 0 && enter_or_switch)) {
+                            vg_status es;
+                            if (wctx >= 0)
+                                rc = vg_status_set(&es, VG_INVALID_ARGUMENT,
+                                                   "Cannot use '%s' as input to '%s' because they are in different "
+                                                   "while loops. See info log for more details.",
+                                                   in.op->name, op->name);
+                            else
+                                rc = vg_status_set(&es, VG_INVALID_ARGUMENT,
+                                                   "Cannot use '%s' as input to '%s' because '%s' is in a while loop. "
+                                                   "See info log for more details.",
+                                                   in.op->name, op->name, in.op->name);
+                            vg_graph_set_error(g, rc, "%s", es.msg); /* outer builders report it too */
+                            vg_status_copy(st, &es);
+                            break;
+                        }
+                        /* a value of a context that does not enclose c but whose frame
+                         * encloses c's (a cond branch around the forward loop whose
+                         * gradient loop this is: testCondWithTensorArrayGrad) enters a
+                         * loop as a capture; in the same frame it is used as it is */
+                        if (is_exit || !is_while || iw == wctx) continue;
+                    } else {
+                        vg_output pop;
+                        rc = backprop_value(g, ci, a, in, &pop, st);
+                        if (rc != VG_OK) break;
+                        vg__cf_set_input(op, k, pop);
+                        in = pop;
+                        oc = a;
+                        if (a == c) continue;
+                    }
                 }
                 if (oc == c || (!is_while && in.op == cx->pivot)) continue; /* a cond's pivot is one of its values */
                 vg_output rep = {NULL, 0};
@@ -367,12 +406,18 @@ static vg_code shape_forward(vg_op *op, vg_status *st) {
     (void)st;
     vg_dtype dt = vg__op_input_dtype(op, 0);
     vg__op_set_default_attr_type(op, "T", dt);
+    vg_shape s = vg__op_input_shape(op, 0);
     if (strcmp(op->def->type, "Enter") == 0) {
         vg__op_set_default_attr_bool(op, "is_constant", false);
         vg__op_set_default_attr_int(op, "parallel_iterations", 10);
+        /* TF's Enter shape function: the input's shape only for a constant Enter (a
+         * loop variable's Enter gets its shape invariant from the while builder);
+         * testEnterShapePropagation in test_cf_tf_while.c */
+        bool cst = false;
+        if (!vg_op_attr_bool(op, "is_constant", &cst) || !cst) s = vg_shape_unknown();
     }
     vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
+    vg__op_set_output(op, 0, dt, s);
     return VG_OK;
 }
 
@@ -402,10 +447,18 @@ static int merge_cond(const vg__cf_info *ci, const vg_op *op) {
 /* _SwitchGrad for a cond: the gradient is the merge of the two branch gradients. */
 static vg_code grad_switch(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output in[2] = {dy[0], dy[1]};
+    dx[0] = dx[1] = vg_out(NULL, 0);
+    if (!in[0].op && !in[1].op) return VG_OK;
+    if (!in[0].op || !in[1].op) {
+        /* no zeros for the other side (a resource handle's Switch: TF's
+         * cond_resource_grad merges the one gradient with itself; testCondResourceGradShape) */
+        if (vg_output_dtype(op->inputs[0]) != VG_RESOURCE) return VG_OK;
+        in[0] = in[1] = in[0].op ? in[0] : in[1];
+        dx[0] = vg_out(vg_merge(g, in, 2, "cond_resource_grad"), 0);
+        return vg_graph_status(g, NULL);
+    }
     vg_op *m = vg_merge(g, in, 2, NULL);
     dx[0] = vg_out(m, 0);
-    dx[1] = vg_out(NULL, 0);
-    (void)op;
     return vg_graph_status(g, NULL);
 }
 
@@ -663,7 +716,17 @@ vg_code vg_case_exclusive(vg_graph *g, const vg_output *preds, const vg_cond_bra
     vg_output pc = vg_pack(g, preds, n, 0, "preds_c");
     vg_output cnt = vg_reduce_sum(g, vg_cast(g, pc, VG_INT32, "Cast"), NULL, -1, false, "num_true_conds");
     vg_output ok = vg_less_equal(g, cnt, vg_const_i32(g, 1, "n_true_conds"), "LessEqual");
-    vg_op *as = vg_assert(g, ok, &pc, 1, n, "Assert");
+    /* TF's error_msg: [string, preds_c], so a failing run names the rule and the
+     * predicates ("Input error: exclusive=True: more than 1 conditions (Less:0,
+     * Less_1:0) evaluated as True:"; testCase in test_cf_tf_cond.c) */
+    char msg[2048];
+    size_t pos = (size_t)snprintf(msg, sizeof msg, "Input error: exclusive=True: more than 1 conditions (");
+    for (int i = 0; i < n && pos < sizeof msg; i++)
+        pos += (size_t)snprintf(msg + pos, sizeof msg - pos, "%s%s:%d", i ? ", " : "", preds[i].op->name,
+                                preds[i].index);
+    if (pos < sizeof msg) snprintf(msg + pos, sizeof msg - pos, ") evaluated as True:");
+    vg_output data[2] = {vg_const_string(g, msg, NULL), pc};
+    vg_op *as = vg_assert(g, ok, data, 2, n, "Assert");
     vg_code rc = VG_OK;
     if (!as) {
         rc = fail_graph(g, st, VG_OK);
@@ -814,6 +877,10 @@ vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_body_fn bo
                 goto done;
             }
             e.op->out_shapes[0] = shape_invariants[i];
+        } else {
+            /* TF's _SetShapeInvariants: without invariants each variable keeps its
+             * entry shape (the Enter's own shape function leaves it unknown) */
+            e.op->out_shapes[0] = vg_output_shape(loop_vars[i]);
         }
         if (!vg__cf_set_ctx(ci, e.op, parent)) { rc = VG_OOM(st, "while_loop"); goto done; }
     }
@@ -913,7 +980,11 @@ static bool place(vg__cf_info *ci, vg_op *op, int ctx) {
     for (int k = 0; ctx >= 0 && k < op->ncontrol;) {
         int cc = vg__cf_ctx_of(ci, op->control[k]);
         bool inside = cc >= 0 && vg__cf_is_ancestor(ci, ctx, cc);
-        if (!inside && ci->ctx[ctx].kind == VG__CTX_WHILE) {
+        /* a while context, or a cond inside one, drops control inputs from outside its
+         * frame (TF's _RemoveExternalControlEdges) */
+        int fr = vg__cf_frame_ctx(ci, ctx);
+        bool external = !inside && (ci->ctx[ctx].kind == VG__CTX_WHILE || (fr >= 0 && vg__cf_frame_ctx(ci, cc) != fr));
+        if (external) {
             op->control[k] = op->control[--op->ncontrol];
             continue;
         }
@@ -944,10 +1015,17 @@ vg_code vg__cf_forward_count(vg_graph *g, vg__cf_info *ci, int c, vg_output *cou
              ci->ctx[c].frame_name);
     vg_graph_push_scope(g, scope);
     vg_code rc = VG_OK;
+    /* the forward loop's counter and accumulators are made under TF's
+     * control_dependencies(None): gradients built under a control dependency on the
+     * loop's own output must not make the loop wait for itself
+     * (testWhileGradInControlDeps) */
     vg_output zero = vg_const_i32(g, 0, "f_count");
+    if (zero.op) zero.op->ncontrol = 0;
     if (!place(ci, zero.op, p)) goto fail;
     vg_output e = vg_enter(g, zero, ci->ctx[c].frame_name, false, 1, "f_count");
+    if (e.op) e.op->ncontrol = 0;
     if (!place(ci, e.op, p)) goto fail;
+    e.op->out_shapes[0] = vg_output_shape(zero); /* TF's _Enter(use_input_shape=True) */
     vg_output in[2] = {e, e};
     vg_op *m = vg_merge(g, in, 2, "f_count");
     if (!place(ci, m, c)) goto fail;
@@ -1049,8 +1127,10 @@ static vg_code backprop_value(vg_graph *g, vg__cf_info *ci, int a, vg_output x, 
     if (rc != VG_OK) return rc;
     int p = ci->ctx[f].parent;
     vg_output s = vg_stack(g, vg_output_dtype(x), NULL, "f_acc");
+    if (s.op) s.op->ncontrol = s.op->inputs[0].op->ncontrol = 0; /* control_dependencies(None) */
     if (!s.op || !place(ci, s.op->inputs[0].op, p) || !place(ci, s.op, p)) goto fail;
     vg_output eh = vg_enter(g, s, ci->ctx[f].frame_name, true, 1, "f_acc");
+    if (eh.op) eh.op->ncontrol = 0;
     if (!place(ci, eh.op, p)) goto fail;
     vg_output push = vg_stack_push(g, eh, x, "f_acc");
     if (!place(ci, push.op, cc >= 0 ? cc : f)) goto fail;

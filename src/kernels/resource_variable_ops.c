@@ -130,7 +130,11 @@ bool vg__rvar_handle_info(const vg_op *op, int i, vg_dtype *dt, vg_shape *shape)
             if (!vg_op_attr_shape(in.op, "shape", shape)) *shape = vg_shape_unknown();
             return true;
         }
-        if (strcmp(t, "Identity") != 0 || vg_op_num_inputs(in.op) < 1) return false;
+        /* handle data passes through Identity and the control-flow ops (TF's shape
+         * functions forward it: a handle captured into a cond or loop) */
+        bool pass = !strcmp(t, "Identity") || !strcmp(t, "Switch") || !strcmp(t, "Merge") || !strcmp(t, "Enter") ||
+                    !strcmp(t, "Exit") || !strcmp(t, "NextIteration");
+        if (!pass || vg_op_num_inputs(in.op) < 1) return false;
         in = vg_op_input(in.op, 0);
     }
     return false;
