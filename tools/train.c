@@ -404,11 +404,13 @@ static vg_code check_data_pair(const char *images, const char *labels, int64_t *
 /* The library's lock on the checkpoint directory (vg_checkpoint_dir_lock_acquire:
  * flock, the holder's pid in DIR/.vigil-train.pid), held for the whole run: the
  * checkpoint lookup before training, training (the session's own lock is turned off:
- * this process holds it) and the evaluation. Never released: the kernel drops it when
- * the process ends. Returns false after reporting. */
+ * this process holds it) and the evaluation; released when cli_train returns (the
+ * kernel drops it too if the process dies first). Returns false after reporting. */
+static vg_dir_lock *g_ckpt_lock; /* released at the end of cli_train */
+
 static bool lock_checkpoint_dir(const char *dir) {
     vg_status st;
-    if (vg_checkpoint_dir_lock_acquire(dir, &st)) return true;
+    if ((g_ckpt_lock = vg_checkpoint_dir_lock_acquire(dir, &st))) return true;
     vg_status hint = st;
     if (st.code == VG_FAILED_PRECONDITION && strstr(st.msg, "is locked by"))
         vg_status_set(&hint, st.code, "%s; wait for it or use another --checkpoint-dir", st.msg);
@@ -1084,6 +1086,8 @@ int cli_train(int argc, char **argv) {
     g_rank = vg_dist_rank();
     g_size = vg_dist_size();
     int rc = train_main(argc, argv);
+    vg_checkpoint_dir_lock_release(g_ckpt_lock);
+    g_ckpt_lock = NULL;
     /* A rank that failed leaves without finalising: its peers may be waiting for it in
      * a collective, and mpirun ends the whole job when a rank exits unfinalised. */
     if (rc == 0 || g_size == 1) vg_dist_finalize(&st);

@@ -474,7 +474,7 @@ static vg_code cell_step(vg_rnn_cell *c, vg_graph *g, vg_output x, int64_t depth
 static vg_code call_lstm(vg_rnn_cell *c, vg_graph *g, vg_output x, const vg_output *state, vg_output *out,
                          vg_output *ns, vg_dtype dt) {
     int64_t U = c->units, P = h_size(c);
-    vg_output cp = state[0], hp = state[1];
+    vg_output cp = state[0], hp = c->tuple ? state[1] : vg_out(NULL, 0); /* one state tensor unless a tuple */
     if (!c->tuple) {
         vg_op *sp = vg_split_v(g, state[0], (int32_t[]){(int32_t)U, (int32_t)P}, 2, 1, "split");
         if (!sp) return vg_graph_status(g, NULL);
