@@ -72,6 +72,12 @@ static void test_range_take_skip_repeat(void) {
     /* step 0 fails at run time */
     n = drain_i64(g, vg_dataset_range(g, 0, 5, 0, NULL), v, 64, &end);
     CHECK(n == 0 && end == VG_INVALID_ARGUMENT);
+    /* a range near the int64 limits ends where the next value would overflow (UBSan
+     * found the overflow through fuzz_iterator_state) */
+    n = drain_i64(g, vg_dataset_range(g, INT64_MAX - 5, INT64_MAX, 4, NULL), v, 64, &end);
+    CHECK(n == 2 && v[0] == INT64_MAX - 5 && v[1] == INT64_MAX - 1 && end == VG_OUT_OF_RANGE);
+    n = drain_i64(g, vg_dataset_range(g, INT64_MIN + 3, INT64_MIN, -2, NULL), v, 64, &end);
+    CHECK(n == 2 && v[0] == INT64_MIN + 3 && v[1] == INT64_MIN + 1 && end == VG_OUT_OF_RANGE);
     vg_graph_free(g);
 }
 

@@ -223,7 +223,7 @@ static vg_code range_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status
         return VG_OK;
     }
     if (!(out[0] = vg_tensor_new_scalar_i64(r->cur, st))) return st->code;
-    r->cur += d->c;
+    if (__builtin_add_overflow(r->cur, d->c, &r->cur)) r->cur = d->b; /* past the int64 range: the end */
     return VG_OK;
 }
 
@@ -2566,8 +2566,8 @@ typedef struct prefetch_it {
     pthread_mutex_t mu;
     pthread_cond_t cv;        /* the consumer waits here for an element */
     pthread_cond_t space;     /* the producer waits here for room in the ring */
-    pf_item *ring;
-    int64_t cap, head;
+    pf_item *ring;            /* rcap slots, grown up to cap as the ring fills */
+    int64_t cap, rcap, head;
     int64_t size;             /* written under mu with __atomic stores; spinners read it */
     int csleep, psleep;       /* consumer / producer asleep on cv / space (under mu) */
     bool stop, cancelled, ended; /* stop and cancelled: __atomic stores under mu */
@@ -2591,6 +2591,22 @@ static int64_t ds_spin_ns(void) {
     }
     __atomic_store_n(&g_spin_ns, v, __ATOMIC_RELAXED);
     return v;
+}
+
+/* Doubles the ring (up to cap), its elements in order from slot 0. The ring starts
+ * small: a buffer_size of up to 2^20 (or one read from a checkpoint) costs memory only
+ * as elements arrive. Lock held (or the producer not running). False when out of
+ * memory. */
+static bool pf_grow(prefetch_it *p) {
+    int64_t nc = p->rcap * 2 < p->cap ? p->rcap * 2 : p->cap;
+    pf_item *nr = vg__calloc((size_t)nc, sizeof(pf_item));
+    if (!nr) return false;
+    for (int64_t k = 0; k < p->size; k++) nr[k] = p->ring[(p->head + k) % p->rcap];
+    vg__free(p->ring);
+    p->ring = nr;
+    p->rcap = nc;
+    p->head = 0;
+    return true;
 }
 
 /* Spins (the lock not held) until the ring has an element (consumer) or room
@@ -2631,6 +2647,10 @@ static void *prefetch_main(void *arg) {
             p->psleep--;
         }
         if (p->stop || p->pause) break;
+        if (p->size == p->rcap && !pf_grow(p)) {
+            p->cap = p->rcap; /* out of memory: the ring stays as large as it is */
+            continue;
+        }
         pthread_mutex_unlock(&p->mu);
         pf_item it;
         memset(it.t, 0, sizeof it.t);
@@ -2644,7 +2664,7 @@ static void *prefetch_main(void *arg) {
             free_elem(it.t, nc);
             break;
         }
-        p->ring[(p->head + p->size) % p->cap] = it;
+        p->ring[(p->head + p->size) % p->rcap] = it;
         __atomic_store_n(&p->size, p->size + 1, __ATOMIC_RELEASE);
         if (it.code == VG_OUT_OF_RANGE) p->ended = true;
         bool wake = p->csleep > 0;
@@ -2691,7 +2711,7 @@ static vg_code prefetch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
     } else {
         if (item->code == VG_OK) memcpy(out, item->t, sizeof(vg_tensor *) * (size_t)nc);
         else rc = vg_status_set(st, item->code, "%s", item->st.msg);
-        p->head = (p->head + 1) % p->cap;
+        p->head = (p->head + 1) % p->rcap;
         __atomic_store_n(&p->size, p->size - 1, __ATOMIC_RELEASE);
         bool wake = p->psleep > 0;
         pthread_mutex_unlock(&p->mu);
@@ -2739,7 +2759,7 @@ static void prefetch_free(vg__ds_iter *it) {
     pthread_mutex_unlock(&p->mu);
     vg__ds_iter_cancel(p->in); /* unblocks a producer waiting inside its input */
     if (p->started) pthread_join(p->th, NULL);
-    for (int64_t k = 0; k < p->size; k++) free_elem(p->ring[(p->head + k) % p->cap].t, it->ds->ncomp);
+    for (int64_t k = 0; k < p->size; k++) free_elem(p->ring[(p->head + k) % p->rcap].t, it->ds->ncomp);
     vg__free(p->ring);
     vg__ds_iter_free(p->in);
     pthread_mutex_destroy(&p->mu);
@@ -2821,9 +2841,10 @@ static vg__ds_iter *iter_make(vg__dataset *d, vg__ds_ctx *ctx, vg_status *st) {
         pthread_cond_init(&p->cv, NULL);
         pthread_cond_init(&p->space, NULL);
         p->cap = d->a;
+        p->rcap = p->cap < 16 ? p->cap : 16;
         p->spin_ns = ds_spin_ns();
         p->cpu[0] = p->cpu[1] = -1;
-        if (!(p->ring = vg__calloc((size_t)p->cap, sizeof(pf_item)))) {
+        if (!(p->ring = vg__calloc((size_t)p->rcap, sizeof(pf_item)))) {
             VG_OOM(st, "prefetch buffer");
             vg__ds_iter_free(it);
             return NULL;
@@ -3216,7 +3237,7 @@ static vg_code prefetch_save(prefetch_it *p, vg__ds_wr *w, vg_status *st) {
     vg__ds_put_i64(w, p->size);
     vg_code rc = VG_OK;
     for (int64_t k = 0; k < p->size && rc == VG_OK; k++) {
-        const pf_item *e = &p->ring[(p->head + k) % p->cap];
+        const pf_item *e = &p->ring[(p->head + k) % p->rcap];
         rc = vg__ds_put_item(w, e->code, e->t, nc, e->st.msg, st);
     }
     return rc == VG_OK ? save_child(p->in, w, st) : rc;
@@ -3228,6 +3249,10 @@ static vg_code prefetch_restore(prefetch_it *p, vg__ds_rd *r, vg_status *st) {
     int64_t n = vg__ds_get_range(r, 0, p->cap);
     vg_code rc = rd_bad(r, d, st);
     for (int64_t k = 0; k < n && rc == VG_OK; k++) {
+        if (k == p->rcap && !pf_grow(p)) {
+            rc = VG_OOM(st, "prefetch buffer");
+            break;
+        }
         pf_item *e = &p->ring[k];
         char *msg = NULL;
         memset(e->t, 0, sizeof e->t);

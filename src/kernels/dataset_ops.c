@@ -83,7 +83,16 @@ static void set_types(vg__dataset *d, const vg_op *op) {
     memcpy(d->types, t, sizeof(vg_dtype) * (size_t)n);
 }
 
-static int64_t scalar_input(vg__kctx *ctx, int i) { return (int64_t)vg_tensor_scalar(vg__kctx_input(ctx, i)); }
+/* An integer scalar input, exactly (through a double, int64 values past 2^53, such as
+ * range bounds near the limits or 64-bit seeds, lost their low bits). */
+static int64_t scalar_input(vg__kctx *ctx, int i) {
+    const vg_tensor *t = vg__kctx_input(ctx, i);
+    if (t && vg_tensor_num_elements(t) >= 1) {
+        if (vg_tensor_dtype(t) == VG_INT64) return *(const int64_t *)vg_tensor_data(t);
+        if (vg_tensor_dtype(t) == VG_INT32) return *(const int32_t *)vg_tensor_data(t);
+    }
+    return (int64_t)vg_tensor_scalar(t);
+}
 
 /* A nondeterministic 64-bit value (TF's random::New64). */
 static uint64_t random_u64(const void *salt) {

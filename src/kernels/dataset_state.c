@@ -302,14 +302,14 @@ static vg__ds_fn *decode_fn_graph(vg__ds_rd *r, bool vectorize, int depth, vg_st
     for (int i = 0; i < nargs + nouts && !r->bad; i++) {
         size_t l;
         const uint8_t *p = vg__ds_get_bytes(r, &l);
-        if (l >= sizeof names[i]) r->bad = true;
+        if (l >= sizeof names[i] || memchr(p, 0, l)) r->bad = true; /* C strings from here on */
         if (r->bad) break;
         memcpy(names[i], p, l);
         names[i][l] = 0;
         np[i] = names[i];
     }
     if (depth > MAX_DEPTH || kl >= sizeof ((vg__ds_fn *)0)->key || kl <= sizeof FN_PREFIX - 1 ||
-        memcmp(key, FN_PREFIX, sizeof FN_PREFIX - 1) != 0)
+        memcmp(key, FN_PREFIX, sizeof FN_PREFIX - 1) != 0 || memchr(key, 0, kl))
         r->bad = true;
     if (r->bad) {
         vg__ds_rd_status(r, "function", st);
