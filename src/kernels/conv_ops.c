@@ -345,6 +345,7 @@ typedef struct conv_job {
     const void *pool;        /* forward, fused max pool: its pool_job (y as its input), else NULL */
     int64_t pool_oh;         /* rows of one pooled image */
     bool pool_done;          /* set when the path pooled each image itself (after its epilogue) */
+    int64_t groups;          /* oneDNN only: 0 plain; ci for a depthwise convolution (co = ci * M) */
 } conv_job;
 
 static void pool_fwd_rows(void *arg, int64_t r0, int64_t r1);
@@ -765,7 +766,8 @@ static vg_code dconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
     }
     j.hp = (j.oh - 1) * j.sh + j.kh;
     j.wp = (j.ow - 1) * j.sw + j.kw;
-    double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)(g->kh * g->kw * g->ci * g->co);
+    int64_t groups = cj->groups > 1 ? cj->groups : 1;
+    double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)(g->kh * g->kw * g->ci * g->co) / (double)groups;
     int64_t units = image_units(ctx, flops, g->n);
     j.units = units;
     size_t pad = (size_t)(j.hp * j.wp * j.ic), fsz = (size_t)(g->kh * g->kw * g->ci * g->co);
@@ -894,17 +896,18 @@ static vg_code xconv_try(vg__kctx *ctx, const conv_job *cj, const float *bias, b
     if (use == 1 && mode == VG__DCONV_FWD && g->ci < 16) return VG_OK;
     if (use == 1 && mode == VG__DCONV_BWD_DATA && g->co < 16) return VG_OK;
     if (use == 1 && mode == VG__DCONV_BWD_DATA && g->ci < 16) return VG_OK;
-    double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)(g->kh * g->kw * g->ci * g->co);
+    int64_t groups = cj->groups > 1 ? cj->groups : 1;
+    double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)(g->kh * g->kw * g->ci * g->co) / (double)groups;
     int64_t units = image_units(ctx, flops, g->n);
     /* a fused max pool runs on each unit's images after its convolution (sub-batches of
      * 4 to 16 images, pooled while in cache, measured no faster at 1 thread) */
     const void *pool = mode == VG__DCONV_FWD && relu ? cj->pool : NULL;
     xconv_job j = {.mode = mode, .n = g->n, .units = units, .bias = bias, .dbias = dbias, .co = g->co,
                    .pool = pool, .pool_oh = cj->pool_oh,
-                   .fsz = g->kh * g->kw * g->ci * g->co};
+                   .fsz = g->kh * g->kw * g->ci * g->co / groups};
     vg__dconv_geom dg = {.h = g->h, .w = g->w, .ci = g->ci, .kh = g->kh, .kw = g->kw, .co = g->co, .sh = g->sh,
                          .sw = g->sw, .oh = g->oh, .ow = g->ow, .pt = g->pt, .pl = g->pl, .relu = relu,
-                         .bias = bias != NULL || dbias != NULL};
+                         .bias = bias != NULL || dbias != NULL, .groups = cj->groups > 1 ? cj->groups : 0};
     int np = g->n % units ? 2 : 1;
     for (int k = 0; k < np; k++) {
         dg.n = g->n / units + k;
@@ -970,6 +973,21 @@ static vg_code xconv_try(vg__kctx *ctx, const conv_job *cj, const float *bias, b
     if (ok) atomic_fetch_add(&g_dnnl_conv_runs, 1);
     *done = ok;
     return VG_OK;
+}
+
+/* Depthwise convolutions on oneDNN's grouped primitives (see nn_internal.h): the
+ * same batch split, plans and scratch as the plain convolutions. */
+vg_code vg__conv_depthwise_dnnl(vg__kctx *ctx, int mode, const vg__dw_geom *dg, const float *x, const float *f,
+                                const float *dy, float *out, bool *done) {
+    *done = false;
+    conv_job cj = {.mode = mode == 0 ? CONV_FWD : mode == 1 ? CONV_BP_INPUT : CONV_BP_FILTER, .dt = VG_FLOAT,
+                   .groups = dg->c};
+    cj.g = (conv_geom){.n = dg->n, .h = dg->h, .w = dg->w, .ci = dg->c, .kh = dg->kh, .kw = dg->kw,
+                       .co = dg->c * dg->m, .sh = dg->sh, .sw = dg->sw, .oh = dg->oh, .ow = dg->ow, .pt = dg->pt,
+                       .pl = dg->pl};
+    cj.x = (const char *)x, cj.f = (const char *)f, cj.dy = (const char *)dy, cj.out = (char *)out;
+    if (dg->c < 2 || dg->n == 0) return VG_OK;
+    return xconv_try(ctx, &cj, NULL, false, NULL, done);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1092,7 +1110,8 @@ static vg_code wconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
     int64_t th = (j.c.oh + 1) / 2, tw = (j.c.ow + 1) / 2, tiles = g->n * th * tw;
     if (use == 1 && (tiles < 32 || tiles * 256 < 4 * j.c.ic * j.c.oc || j.c.oh * j.c.ow * 5 < th * tw * 16))
         return VG_OK;
-    double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)(g->kh * g->kw * g->ci * g->co);
+    int64_t groups = cj->groups > 1 ? cj->groups : 1;
+    double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)(g->kh * g->kw * g->ci * g->co) / (double)groups;
     int64_t units = image_units(ctx, flops, g->n);
     if (units > WCONV_MAX_UNITS) units = WCONV_MAX_UNITS;
     j.units = units;

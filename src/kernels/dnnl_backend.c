@@ -205,14 +205,20 @@ static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
  * with one OpenMP thread so that oneDNN sizes its scratchpad and blocking for one. */
 static bool dconv_build(vg__dconv_plan *p) {
     const vg__dconv_geom *g = &p->g;
+    bool grouped = g->groups > 1;
+    int wnd = grouped ? 5 : 4;
     dnnl_dims_t sd = {g->n, g->ci, g->h, g->w}, wd = {g->co, g->ci, g->kh, g->kw}, dd = {g->n, g->co, g->oh, g->ow};
+    if (grouped) { /* (G, O/G, I/G, KH, KW); TF's [KH, KW, C, M] is hwigo with I/G = 1 */
+        if (g->ci % g->groups || g->co % g->groups) return false;
+        wd[0] = g->groups, wd[1] = g->co / g->groups, wd[2] = g->ci / g->groups, wd[3] = g->kh, wd[4] = g->kw;
+    }
     dnnl_dims_t bd = {g->co}, st = {g->sh, g->sw}, pl = {g->pt, g->pl};
     dnnl_dims_t pr = {(g->oh - 1) * g->sh + g->kh - g->h - g->pt, (g->ow - 1) * g->sw + g->kw - g->w - g->pl};
     dnnl_memory_desc_t smd, wany, dmd, bmd;
     if (dnnl_memory_desc_init_by_tag(&smd, 4, sd, dnnl_f32, dnnl_nhwc) ||
         dnnl_memory_desc_init_by_tag(&dmd, 4, dd, dnnl_f32, dnnl_nhwc) ||
-        dnnl_memory_desc_init_by_tag(&wany, 4, wd, dnnl_f32, dnnl_format_tag_any) ||
-        dnnl_memory_desc_init_by_tag(&p->hwio_md, 4, wd, dnnl_f32, dnnl_hwio) ||
+        dnnl_memory_desc_init_by_tag(&wany, wnd, wd, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_tag(&p->hwio_md, wnd, wd, dnnl_f32, grouped ? dnnl_hwigo : dnnl_hwio) ||
         dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x))
         return false;
     bool ok = false;

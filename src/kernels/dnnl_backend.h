@@ -37,6 +37,8 @@ typedef struct vg__dconv_geom {
     int64_t pt, pl;       /* padding before (after follows from the sizes) */
     int relu;             /* FWD only: ReLU applied to the output (post-op) */
     int bias;             /* FWD: a bias is added; BWD_WEIGHTS: the bias gradient is written too */
+    int64_t groups;       /* 0 or 1: a plain convolution; ci (co = ci * M): depthwise, the filter
+                             [kh, kw, ci, M] as TF's DepthwiseConv2dNative takes it */
 } vg__dconv_geom;
 
 typedef struct vg__dconv_plan vg__dconv_plan;

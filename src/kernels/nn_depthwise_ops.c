@@ -9,6 +9,14 @@
  * dy) and DepthwiseConv2dNativeBackpropFilter(input, Shape(filter), dy).
  */
 #include "kernels/ew_internal.h"
+#include "kernels/nn_internal.h"
+#include "kernels/simd.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+/* GCC 12 at -O2 vectorizes only loops that need no epilogue ("very cheap" model): the
+ * channel loops here need the dynamic cost model to use SIMD. */
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
 #include "vigil/nn_ext.h"
 
 typedef struct dw_attrs {
@@ -124,14 +132,6 @@ static vg_code shape_dw(vg_op *op, vg_status *st) { return dw_shape(op, FWD, st)
 static vg_code shape_dw_bi(vg_op *op, vg_status *st) { return dw_shape(op, BP_INPUT, st); }
 static vg_code shape_dw_bf(vg_op *op, vg_status *st) { return dw_shape(op, BP_FILTER, st); }
 
-static double at(const vg_tensor *t, int64_t i) {
-    return vg_tensor_dtype(t) == VG_FLOAT ? ((const float *)vg_tensor_data(t))[i] : ((const double *)vg_tensor_data(t))[i];
-}
-static void add_at(vg_tensor *t, int64_t i, double v) {
-    if (vg_tensor_dtype(t) == VG_FLOAT) ((float *)vg_tensor_data(t))[i] += (float)v;
-    else ((double *)vg_tensor_data(t))[i] += v;
-}
-
 typedef struct geom {
     int64_t n, h, w, c, kh, kw, m, oh, ow, pt, pl;
 } geom;
@@ -152,30 +152,177 @@ static vg_code make_geom(vg__kctx *ctx, const dw_attrs *a, const int64_t xd[4], 
     return VG_OK;
 }
 
-/* mode 0: out += x*f; 1: dx += dy*f; 2: df += dy*x */
-static void dw_loop(const geom *g, const dw_attrs *a, int mode, const vg_tensor *x, const vg_tensor *f,
-                    const vg_tensor *dy, vg_tensor *o) {
-    for (int64_t n = 0; n < g->n; n++)
-        for (int64_t oy = 0; oy < g->oh; oy++)
-            for (int64_t ox = 0; ox < g->ow; ox++)
-                for (int64_t ky = 0; ky < g->kh; ky++) {
-                    int64_t iy = oy * a->sh + ky - g->pt;
-                    if (iy < 0 || iy >= g->h) continue;
-                    for (int64_t kx = 0; kx < g->kw; kx++) {
-                        int64_t ix = ox * a->sw + kx - g->pl;
-                        if (ix < 0 || ix >= g->w) continue;
-                        for (int64_t c = 0; c < g->c; c++) {
-                            int64_t xi = ((n * g->h + iy) * g->w + ix) * g->c + c;
-                            for (int64_t m = 0; m < g->m; m++) {
-                                int64_t fi = ((ky * g->kw + kx) * g->c + c) * g->m + m;
-                                int64_t oi = ((n * g->oh + oy) * g->ow + ox) * g->c * g->m + c * g->m + m;
-                                if (mode == 0) add_at(o, oi, at(x, xi) * at(f, fi));
-                                else if (mode == 1) add_at(o, xi, at(dy, oi) * at(f, fi));
-                                else add_at(o, fi, at(dy, oi) * at(x, xi));
-                            }
-                        }
-                    }
-                }
+/* The three kernels over typed pointers, the channel loop innermost (contiguous in
+ * NHWC and in the filter's [KH,KW,C,M] layout, so the compiler vectorizes it), split
+ * over the intra-op threads by output rows (forward), input rows (input gradient, a
+ * gather so that rows are disjoint) or pieces of output rows with one partial filter
+ * gradient per piece, added in piece order (results do not depend on which thread
+ * ran which piece). Before, every multiply-add went through vg_tensor_data /
+ * vg_tensor_dtype calls and one thread (issue 30: 42% of a MobileNet step). */
+typedef struct dw_job {
+    const geom *g;
+    const dw_attrs *a;
+    const void *x, *f, *dy;
+    void *o;
+    void *partials; /* filter gradient: npieces * KH*KW*C*M */
+    int64_t npieces, rows_per_piece;
+} dw_job;
+
+#define DW_KERNELS(T, SFX)                                                                                         \
+    VG_SIMD_CLONES static void dw_fwd_##SFX(void *arg, int64_t r0, int64_t r1) {                                                  \
+        const dw_job *j = arg;                                                                                     \
+        const geom *g = j->g;                                                                                      \
+        const T *x = j->x, *f = j->f;                                                                              \
+        T *o = j->o;                                                                                               \
+        const int64_t C = g->c, M = g->m, CM = C * M;                                                             \
+        for (int64_t r = r0; r < r1; r++) {                                                                        \
+            int64_t n = r / g->oh, oy = r % g->oh;                                                                 \
+            T *orow = o + (n * g->oh + oy) * g->ow * CM;                                                           \
+            memset(orow, 0, sizeof(T) * (size_t)(g->ow * CM));                                                    \
+            for (int64_t ky = 0; ky < g->kh; ky++) {                                                               \
+                int64_t iy = oy * j->a->sh + ky - g->pt;                                                           \
+                if (iy < 0 || iy >= g->h) continue;                                                                \
+                const T *xrow = x + (n * g->h + iy) * g->w * C;                                                    \
+                for (int64_t kx = 0; kx < g->kw; kx++) {                                                           \
+                    const T *restrict fk = f + (ky * g->kw + kx) * CM;                                             \
+                    for (int64_t ox = 0; ox < g->ow; ox++) {                                                       \
+                        int64_t ix = ox * j->a->sw + kx - g->pl;                                                   \
+                        if (ix < 0 || ix >= g->w) continue;                                                        \
+                        const T *restrict xp = xrow + ix * C;                                                      \
+                        T *restrict op = orow + ox * CM;                                                           \
+                        if (M == 1)                                                                                \
+                            for (int64_t c = 0; c < C; c++) op[c] += xp[c] * fk[c];                                \
+                        else                                                                                       \
+                            for (int64_t c = 0; c < C; c++)                                                        \
+                                for (int64_t m = 0; m < M; m++) op[c * M + m] += xp[c] * fk[c * M + m];            \
+                    }                                                                                              \
+                }                                                                                                  \
+            }                                                                                                      \
+        }                                                                                                          \
+    }                                                                                                              \
+    VG_SIMD_CLONES static void dw_bin_##SFX(void *arg, int64_t r0, int64_t r1) {                                                  \
+        const dw_job *j = arg;                                                                                     \
+        const geom *g = j->g;                                                                                      \
+        const T *dy = j->dy, *f = j->f;                                                                            \
+        T *dx = j->o;                                                                                              \
+        const int64_t C = g->c, M = g->m, CM = C * M, sh = j->a->sh;                                              \
+        for (int64_t r = r0; r < r1; r++) {                                                                        \
+            int64_t n = r / g->h, iy = r % g->h;                                                                   \
+            T *dxrow = dx + (n * g->h + iy) * g->w * C;                                                            \
+            memset(dxrow, 0, sizeof(T) * (size_t)(g->w * C));                                                     \
+            for (int64_t ky = 0; ky < g->kh; ky++) {                                                               \
+                int64_t t = iy + g->pt - ky;                                                                       \
+                if (t < 0 || t % sh) continue;                                                                     \
+                int64_t oy = t / sh;                                                                               \
+                if (oy >= g->oh) continue;                                                                         \
+                const T *dyrow = dy + (n * g->oh + oy) * g->ow * CM;                                               \
+                for (int64_t kx = 0; kx < g->kw; kx++) {                                                           \
+                    const T *restrict fk = f + (ky * g->kw + kx) * CM;                                             \
+                    for (int64_t ox = 0; ox < g->ow; ox++) {                                                       \
+                        int64_t ix = ox * j->a->sw + kx - g->pl;                                                   \
+                        if (ix < 0 || ix >= g->w) continue;                                                        \
+                        T *restrict dxp = dxrow + ix * C;                                                          \
+                        const T *restrict dyp = dyrow + ox * CM;                                                   \
+                        if (M == 1)                                                                                \
+                            for (int64_t c = 0; c < C; c++) dxp[c] += dyp[c] * fk[c];                              \
+                        else                                                                                       \
+                            for (int64_t c = 0; c < C; c++) {                                                      \
+                                T acc = 0;                                                                         \
+                                for (int64_t m = 0; m < M; m++) acc += dyp[c * M + m] * fk[c * M + m];             \
+                                dxp[c] += acc;                                                                     \
+                            }                                                                                      \
+                    }                                                                                              \
+                }                                                                                                  \
+            }                                                                                                      \
+        }                                                                                                          \
+    }                                                                                                              \
+    VG_SIMD_CLONES static void dw_bfil_##SFX(void *arg, int64_t p0, int64_t p1) {                                                 \
+        const dw_job *j = arg;                                                                                     \
+        const geom *g = j->g;                                                                                      \
+        const T *dy = j->dy, *x = j->x;                                                                            \
+        const int64_t C = g->c, M = g->m, CM = C * M, fsz = g->kh * g->kw * CM, rows = g->n * g->oh;              \
+        for (int64_t piece = p0; piece < p1; piece++) {                                                            \
+            T *df = (T *)j->partials + piece * fsz;                                                                \
+            memset(df, 0, sizeof(T) * (size_t)fsz);                                                               \
+            int64_t r1 = (piece + 1) * j->rows_per_piece;                                                          \
+            if (r1 > rows) r1 = rows;                                                                              \
+            for (int64_t r = piece * j->rows_per_piece; r < r1; r++) {                                             \
+                int64_t n = r / g->oh, oy = r % g->oh;                                                             \
+                const T *dyrow = dy + (n * g->oh + oy) * g->ow * CM;                                               \
+                for (int64_t ky = 0; ky < g->kh; ky++) {                                                           \
+                    int64_t iy = oy * j->a->sh + ky - g->pt;                                                       \
+                    if (iy < 0 || iy >= g->h) continue;                                                            \
+                    const T *xrow = x + (n * g->h + iy) * g->w * C;                                                \
+                    for (int64_t kx = 0; kx < g->kw; kx++) {                                                       \
+                        T *restrict dfk = df + (ky * g->kw + kx) * CM;                                             \
+                        for (int64_t ox = 0; ox < g->ow; ox++) {                                                   \
+                            int64_t ix = ox * j->a->sw + kx - g->pl;                                               \
+                            if (ix < 0 || ix >= g->w) continue;                                                    \
+                            const T *restrict xp = xrow + ix * C;                                                  \
+                            const T *restrict dyp = dyrow + ox * CM;                                               \
+                            if (M == 1)                                                                            \
+                                for (int64_t c = 0; c < C; c++) dfk[c] += dyp[c] * xp[c];                          \
+                            else                                                                                   \
+                                for (int64_t c = 0; c < C; c++)                                                    \
+                                    for (int64_t m = 0; m < M; m++) dfk[c * M + m] += dyp[c * M + m] * xp[c];      \
+                        }                                                                                          \
+                    }                                                                                              \
+                }                                                                                                  \
+            }                                                                                                      \
+        }                                                                                                          \
+    }                                                                                                              \
+    static void dw_sum_##SFX(const dw_job *j, T *out, int64_t fsz) {                                               \
+        const T *pp = j->partials;                                                                                 \
+        memcpy(out, pp, sizeof(T) * (size_t)fsz);                                                                  \
+        for (int64_t piece = 1; piece < j->npieces; piece++)                                                       \
+            for (int64_t i = 0; i < fsz; i++) out[i] += pp[piece * fsz + i];                                       \
+    }
+
+DW_KERNELS(float, f32)
+DW_KERNELS(double, f64)
+
+static int64_t a_stride_area(const dw_attrs *a) { return a->sh * a->sw; }
+
+/* Runs kind over the job (o allocated); RESOURCE_EXHAUSTED for the partials. */
+static vg_code dw_exec(vg__kctx *ctx, dw_kind kind, dw_job *j, vg_dtype dt) {
+    const geom *g = j->g;
+    bool f32 = dt == VG_FLOAT;
+    int64_t CM = g->c * g->m, taps = g->kh * g->kw;
+    if (kind == FWD) {
+        if (g->n * g->oh == 0) return VG_OK;
+        vg__kctx_parallel_for(ctx, g->n * g->oh, 2 * g->ow * CM * taps, f32 ? dw_fwd_f32 : dw_fwd_f64, j);
+        return VG_OK;
+    }
+    if (kind == BP_INPUT) {
+        if (g->n * g->h == 0) return VG_OK;
+        int64_t per_row = g->w * CM * taps / (a_stride_area(j->a) ? a_stride_area(j->a) : 1);
+        vg__kctx_parallel_for(ctx, g->n * g->h, 2 * (per_row > 0 ? per_row : 1), f32 ? dw_bin_f32 : dw_bin_f64, j);
+        return VG_OK;
+    }
+    int64_t rows = g->n * g->oh, fsz = taps * CM;
+    size_t esz = f32 ? sizeof(float) : sizeof(double);
+    if (rows == 0 || fsz == 0) {
+        memset(j->o, 0, esz * (size_t)fsz);
+        return VG_OK;
+    }
+    /* pieces: fixed by the shape alone (about 64k multiply-adds each, at most 32), never
+     * by the thread count, so the partials are summed in the same order and the result
+     * has the same bits at any number of threads */
+    int64_t per_row = g->ow * CM * taps, npieces = per_row > 0 ? rows * per_row / 65536 : 1;
+    if (npieces > 32) npieces = 32;
+    if (npieces < 1) npieces = 1;
+    if (npieces > rows) npieces = rows;
+    j->rows_per_piece = (rows + npieces - 1) / npieces;
+    j->npieces = (rows + j->rows_per_piece - 1) / j->rows_per_piece;
+    j->partials = vg__malloc(esz * (size_t)(j->npieces * fsz));
+    if (!j->partials) return vg_status_set(vg__kctx_status(ctx), VG_RESOURCE_EXHAUSTED, "out of memory in %s",
+                                           vg_op_type(vg__kctx_op(ctx)));
+    vg__kctx_parallel_for(ctx, j->npieces, 2 * j->rows_per_piece * g->ow * CM * taps, f32 ? dw_bfil_f32 : dw_bfil_f64,
+                          j);
+    if (f32) dw_sum_f32(j, j->o, fsz);
+    else dw_sum_f64(j, j->o, fsz);
+    vg__free(j->partials);
+    return VG_OK;
 }
 
 static vg_code read_sizes(vg__kctx *ctx, int i, int64_t d[4]) {
@@ -227,12 +374,23 @@ static vg_code dw_run(vg__kctx *ctx, dw_kind kind) {
                                  (long long)g.oh, (long long)g.ow, (long long)(g.c * g.m));
     }
     vg_dtype dt = vg_tensor_dtype(f ? f : x);
+    if ((x && vg_tensor_dtype(x) != dt) || (dy && vg_tensor_dtype(dy) != dt) || (dt != VG_FLOAT && dt != VG_DOUBLE))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input, filter and gradient must be all float32 or all float64",
+                             vg_op_type(vg__kctx_op(ctx)));
     int64_t od[4] = {g.n, g.oh, g.ow, g.c * g.m};
     vg_tensor *o;
     if ((c = vg__kctx_alloc_output(ctx, 0, dt, kind == FWD ? od : kind == BP_INPUT ? xd : fd, 4, &o))) return c;
-    memset(vg_tensor_data(o), 0, vg_tensor_nbytes(o));
-    dw_loop(&g, &a, kind == FWD ? 0 : kind == BP_INPUT ? 1 : 2, x, f, dy, o);
-    return VG_OK;
+    dw_job j = {&g, &a, x ? vg_tensor_data(x) : NULL, f ? vg_tensor_data(f) : NULL, dy ? vg_tensor_data(dy) : NULL,
+                vg_tensor_data(o), NULL, 0, 0};
+    if (dt == VG_FLOAT) { /* oneDNN's depthwise kernels where it has them (issue 30) */
+        vg__dw_geom dg = {g.n, g.h, g.w, g.c, g.kh, g.kw, g.m, a.sh, a.sw, g.oh, g.ow, g.pt, g.pl};
+        bool done = false;
+        if ((c = vg__conv_depthwise_dnnl(ctx, kind == FWD ? 0 : kind == BP_INPUT ? 1 : 2, &dg, j.x, j.f, j.dy, j.o,
+                                         &done)))
+            return c;
+        if (done) return VG_OK;
+    }
+    return dw_exec(ctx, kind, &j, dt);
 }
 static vg_code kernel_dw(vg__kctx *ctx) { return dw_run(ctx, FWD); }
 static vg_code kernel_dw_bi(vg__kctx *ctx) { return dw_run(ctx, BP_INPUT); }

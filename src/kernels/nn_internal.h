@@ -60,4 +60,18 @@ VG_HIDDEN long long vg__conv_winograd_runs(void);
 /* Convolutions run by oneDNN so far (process-wide), for tests. */
 VG_HIDDEN long long vg__conv_dnnl_runs(void);
 
+/* A depthwise convolution's geometry (DepthwiseConv2dNative: input [n,h,w,c], filter
+ * [kh,kw,c,m], output [n,oh,ow,c*m], strides, padding before). */
+typedef struct vg__dw_geom {
+    int64_t n, h, w, c, kh, kw, m, sh, sw, oh, ow, pt, pl;
+} vg__dw_geom;
+
+/* Runs a float32 depthwise convolution (mode 0 forward: out = y from x, f; 1 input
+ * gradient: out = dx from f, dy; 2 filter gradient: out = df from x, dy) on oneDNN's
+ * grouped convolution primitives where the backend is oneDNN and vg__conv_set_dnnl
+ * allows it; *done false (nothing written) otherwise, when the caller runs its own
+ * kernels. Fails only with RESOURCE_EXHAUSTED. */
+VG_HIDDEN vg_code vg__conv_depthwise_dnnl(vg__kctx *ctx, int mode, const vg__dw_geom *g, const float *x,
+                                          const float *f, const float *dy, float *out, bool *done);
+
 #endif
