@@ -164,11 +164,85 @@ static void test_errors(void) {
     vg_graph_free(g);
 }
 
+/* float32 at a MobileNet block's shape ([8,50,48,32], offset mean 3 so a naive
+ * E[x^2] - E[x]^2 would lose digits): y, batch mean/variance and the three gradients
+ * against a double reference computed here, and the same bits at 1 and 2 intra-op
+ * threads (the kernels sum fixed row pieces in a fixed order). */
+static void test_float_large_threads(void) {
+    enum { N = 8, H = 50, W = 48, C = 32 };
+    const int64_t rows = N * H * W, nx = rows * C;
+    float *x = malloc(sizeof(float) * nx), *dy = malloc(sizeof(float) * nx), sc[C], of[C];
+    for (int64_t i = 0; i < nx; i++) x[i] = 3.0f + (float)sin(0.013 * (double)i) * (1.0f + (float)(i % C) / 8);
+    for (int64_t i = 0; i < nx; i++) dy[i] = (float)cos(0.029 * (double)i);
+    for (int k = 0; k < C; k++) sc[k] = 0.5f + 0.1f * (float)k, of[k] = 0.2f - 0.01f * (float)k;
+    /* reference in double */
+    double m[C] = {0}, v[C] = {0}, sdy[C] = {0}, sdyx[C] = {0};
+    for (int64_t i = 0; i < rows; i++)
+        for (int k = 0; k < C; k++) m[k] += x[i * C + k];
+    for (int k = 0; k < C; k++) m[k] /= (double)rows;
+    for (int64_t i = 0; i < rows; i++)
+        for (int k = 0; k < C; k++) v[k] += (x[i * C + k] - m[k]) * (x[i * C + k] - m[k]);
+    for (int k = 0; k < C; k++) v[k] /= (double)rows;
+    const double eps = (double)0.001f;
+    for (int64_t i = 0; i < rows; i++)
+        for (int k = 0; k < C; k++) {
+            double xh = (x[i * C + k] - m[k]) / sqrt(v[k] + eps);
+            sdy[k] += dy[i * C + k], sdyx[k] += dy[i * C + k] * xh;
+        }
+    vg_tensor *got[2][5] = {{NULL}};
+    for (int threads = 1; threads <= 2; threads++) {
+        vg_graph *g = vg_graph_new();
+        int64_t xd[4] = {N, H, W, C};
+        vg_output xo = vg_const_array(g, VG_FLOAT, xd, 4, x, "x"), dyo = vg_const_array(g, VG_FLOAT, xd, 4, dy, "dy");
+        vg_output so = vg_const_array(g, VG_FLOAT, (int64_t[]){C}, 1, sc, "scale");
+        vg_output oo = vg_const_array(g, VG_FLOAT, (int64_t[]){C}, 1, of, "offset");
+        vg_output empty = vg_const_fill(g, VG_FLOAT, (int64_t[]){0}, 1, 0, "empty");
+        vg_op *bn = vg_fused_batch_norm_v3(g, xo, so, oo, empty, empty, 0.001f, true, NULL);
+        vg_output y = vg_out(bn, 0), xs[3] = {xo, so, oo}, d[3];
+        vg_status st;
+        CHECK_OK(vg_gradients(g, &y, 1, xs, 3, &dyo, d, &st), &st);
+        vg_session_options opt = VG_SESSION_OPTIONS_INIT;
+        opt.intra_op_threads = threads;
+        opt.inter_op_threads = 1;
+        vg_session *s = vg_session_new(g, &opt, &st);
+        vg_output fe[5] = {y, vg_out(bn, 1), d[0], d[1], d[2]};
+        CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, fe, got[threads - 1], 5, NULL, 0, NULL, &st), &st);
+        vg_session_free(s);
+        vg_graph_free(g);
+    }
+    if (got[0][0]) {
+        const float *y = vg_tensor_data(got[0][0]), *bm = vg_tensor_data(got[0][1]), *dx = vg_tensor_data(got[0][2]),
+                    *ds = vg_tensor_data(got[0][3]), *dof = vg_tensor_data(got[0][4]);
+        double ey = 0, edx = 0;
+        for (int k = 0; k < C; k++) {
+            CHECK_NEAR(bm[k], m[k], 1e-5);
+            CHECK_NEAR(ds[k], sdyx[k], 1e-5 * rows);
+            CHECK_NEAR(dof[k], sdy[k], 1e-6 * rows);
+        }
+        for (int64_t i = 0; i < rows; i++)
+            for (int k = 0; k < C; k++) {
+                double r = 1 / sqrt(v[k] + eps), xh = (x[i * C + k] - m[k]) * r;
+                ey = fmax(ey, fabs(y[i * C + k] - (sc[k] * xh + of[k])));
+                double want = sc[k] * r * (dy[i * C + k] - sdy[k] / rows - xh * sdyx[k] / rows);
+                edx = fmax(edx, fabs(dx[i * C + k] - want));
+            }
+        CHECK(ey < 2e-5);
+        CHECK(edx < 2e-5);
+    }
+    if (got[0][0] && got[1][0])
+        for (int k = 0; k < 5; k++)
+            CHECK(memcmp(vg_tensor_data(got[0][k]), vg_tensor_data(got[1][k]), vg_tensor_nbytes(got[0][k])) == 0);
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 5; k++) vg_tensor_free(got[t][k]);
+    free(x), free(dy);
+}
+
 int main(void) {
     RUN_TEST(test_forward_training);
     RUN_TEST(test_forward_inference);
     RUN_TEST(test_gradient_training);
     RUN_TEST(test_gradient_inference);
     RUN_TEST(test_errors);
+    RUN_TEST(test_float_large_threads);
     TEST_MAIN_END();
 }

@@ -539,6 +539,85 @@ static void test_fusion__by_hand(void) {
     vg_graph_free(g);
 }
 
+/* FusedBatchNormV3 -> Relu / Relu6 and FusedBatchNormGradV3 <- ReluGrad / Relu6Grad
+ * (fuse_bn_act): y and the gradients of sum(exp(sin(act(bn(x))))) w.r.t. x, scale and
+ * offset equal the unfused plan's, training and inference, float32 and float64; scale 4
+ * and offset 2 put outputs on both sides of 0 and 6. Fetching bn's y leaves the forward
+ * pair alone. Returns the fused nodes traced (want: the forward or gradient kernel). */
+static int run_bn_case(bool relu6, bool training, vg_dtype dt, bool fused, bool fetch_y, vg_tensor **out,
+                       const char *want) {
+    vg__plan_set_fusion(fused);
+    enum { N = 2, H = 5, W = 7, C = 6 };
+    vg_graph *g = vg_graph_new();
+    int64_t xd[4] = {N, H, W, C}, cd[1] = {C};
+    vg_output x = vg_placeholder(g, dt, xd, 4, "x"), sc = vg_placeholder(g, dt, cd, 1, "scale"),
+              of = vg_placeholder(g, dt, cd, 1, "offset");
+    double mv[C], vv[C];
+    for (int k = 0; k < C; k++) mv[k] = 0.1 * k - 0.2, vv[k] = 0.5 + 0.2 * k;
+    vg_output mean = training ? vg_const_fill(g, dt, (int64_t[]){0}, 1, 0, "m") : vg_cast(g, vg_const_array(g, VG_DOUBLE, cd, 1, mv, "m"), dt, NULL);
+    vg_output var = training ? vg_const_fill(g, dt, (int64_t[]){0}, 1, 0, "v") : vg_cast(g, vg_const_array(g, VG_DOUBLE, cd, 1, vv, "v"), dt, NULL);
+    vg_op *bn = vg_fused_batch_norm_v3(g, x, sc, of, mean, var, 0.001f, training, NULL);
+    vg_output y = relu6 ? vg_relu6(g, vg_out(bn, 0), NULL) : vg_relu(g, vg_out(bn, 0), NULL);
+    vg_output L = vg_reduce_sum(g, vg_exp(g, vg_sin(g, y, NULL), NULL), NULL, -1, false, NULL);
+    vg_output in[3] = {x, sc, of}, d[3];
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &L, 1, in, 3, NULL, d, &st), &st);
+    double *xv = randv(N * H * W * C, 11), scv[C], ofv[C];
+    for (int k = 0; k < C; k++) scv[k] = 4 - 0.3 * k, ofv[k] = 2 + 0.1 * k;
+    vg_tensor *vals[3] = {mk(dt, xd, 4, xv), mk(dt, cd, 1, scv), mk(dt, cd, 1, ofv)};
+    vg_output fetch[5] = {y, d[0], d[1], d[2], vg_out(bn, 0)};
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.trace_level = VG_TRACE_FULL;
+    vg_run_metadata *md = vg_run_metadata_new();
+    vg_tensor *outs[5] = {NULL};
+    int n = -1;
+    if (s && md) {
+        CHECK_OK(vg_session_run(s, &ro, in, vals, 3, fetch, outs, fetch_y ? 5 : 4, NULL, 0, md, &st), &st);
+        n = 0;
+        for (int i = 0; i < vg_run_metadata_num_nodes(md); i++)
+            n += !strcmp(vg_run_metadata_node(md, i)->op_type, want);
+    }
+    for (int i = 0; i < 4; i++) out[i] = outs[i];
+    vg_tensor_free(outs[4]);
+    vg_run_metadata_free(md);
+    vg_session_free(s);
+    for (int i = 0; i < 3; i++) vg_tensor_free(vals[i]);
+    vg_graph_free(g);
+    free(xv);
+    vg__plan_set_fusion(true);
+    return n;
+}
+
+static void test_fusion__batch_norm_activation(void) {
+    for (int r6 = 0; r6 < 2; r6++)
+        for (int tr = 0; tr < 2; tr++)
+            for (int d = 0; d < 2; d++) {
+                vg_dtype dt = d ? VG_DOUBLE : VG_FLOAT;
+                const char *fw = r6 ? "_VigilFusedBatchNormRelu6" : "_VigilFusedBatchNormRelu";
+                const char *gw = r6 ? "_VigilFusedBatchNormGradRelu6Grad" : "_VigilFusedBatchNormGradReluGrad";
+                vg_tensor *a[4], *b[4], *c[4];
+                CHECK_EQ_INT(run_bn_case(r6, tr, dt, true, false, a, fw), 1);
+                CHECK_EQ_INT(run_bn_case(r6, tr, dt, true, false, c, gw), 1);
+                CHECK_EQ_INT(run_bn_case(r6, tr, dt, false, false, b, fw), 0);
+                double tol = d ? 1e-12 : 2e-5;
+                for (int i = 0; i < 4; i++) {
+                    double e = maxdiff(a[i], b[i]);
+                    if (!(e <= tol)) fprintf(stderr, "relu6 %d training %d %s output %d: %g\n", r6, tr, vg_dtype_name(dt), i, e);
+                    CHECK(e <= tol);
+                }
+                /* the activation's mask really matters: some outputs are clamped */
+                int clamped = 0;
+                for (int64_t i = 0; a[0] && i < vg_tensor_num_elements(a[0]); i++)
+                    clamped += get(a[0], i) == 0 || get(a[0], i) == 6;
+                CHECK(clamped > 0);
+                for (int i = 0; i < 4; i++) vg_tensor_free(a[i]), vg_tensor_free(b[i]), vg_tensor_free(c[i]);
+                /* y fetched: the forward pair stays unfused */
+                CHECK_EQ_INT(run_bn_case(r6, tr, dt, true, true, a, fw), 0);
+                for (int i = 0; i < 4; i++) vg_tensor_free(a[i]);
+            }
+}
+
 int main(void) {
     RUN_TEST(test_fusion__by_hand);
     RUN_TEST(test_fusion__matches_unfused);
@@ -548,5 +627,6 @@ int main(void) {
     RUN_TEST(test_fusion__max_pool_grad_bias_grad);
     RUN_TEST(test_fusion__conv_max_pool);
     RUN_TEST(test_fusion__pool_grad_conv_filter);
+    RUN_TEST(test_fusion__batch_norm_activation);
     TEST_MAIN_END();
 }

@@ -263,6 +263,70 @@ static bool fuse_conv_pool(vg__plan *p, const vg__op_def *fbr, const vg__op_def 
     return true;
 }
 
+/* Batch norm and its activation (MobileNet's BN -> ReLU6, ResNet's BN -> ReLU; issue 30):
+ *   - a FusedBatchNormV3 whose y only a Relu / Relu6 reads runs
+ *     _VigilFusedBatchNormRelu[6] (y is written activated), the activation node forwards;
+ *   - a FusedBatchNormGradV3 whose y_backprop is a ReluGrad / Relu6Grad's output (read by
+ *     it alone) runs _VigilFusedBatchNormGradRelu[6]Grad on that op's inputs (its
+ *     gradient as input 0, the activation's output as input 6), masking on the fly; the
+ *     activation-gradient node runs NoOp. Edges producers -> that node -> the batch-norm
+ *     gradient stay, so the order holds, and the masked gradient is never written. */
+static bool fuse_bn_act(vg__plan *p, const vg__op_def *noop, const vg__op_def *fwd) {
+    static const char *const fwd_names[2] = {"_VigilFusedBatchNormRelu", "_VigilFusedBatchNormRelu6"};
+    static const char *const grad_names[2] = {"_VigilFusedBatchNormGradReluGrad", "_VigilFusedBatchNormGradRelu6Grad"};
+    const vg__op_def *fdef[2], *gdef[2];
+    for (int k = 0; k < 2; k++) {
+        fdef[k] = vg__registry_find(fwd_names[k]);
+        gdef[k] = vg__registry_find(grad_names[k]);
+        if (!fdef[k] || !gdef[k]) return true;
+    }
+    for (int b = 0; b < p->nnodes; b++) {
+        vg__node *bn = &p->nodes[b];
+        if (bn->def != bn->op->def || fed(bn)) continue;
+        if (is_type(bn, "FusedBatchNormV3") && bn->ninputs == 5 && bn->noutputs == 6) {
+            int r = sole_consumer(p, bn->out_base);
+            if (r < 0) continue;
+            vg__node *rn = &p->nodes[r];
+            int k = is_type(rn, "Relu") ? 0 : is_type(rn, "Relu6") ? 1 : -1;
+            if (k < 0 || rn->def != rn->op->def || rn->ninputs != 1 || rn->in_slot[0] != bn->out_base || fed(rn))
+                continue;
+            bn->def = fdef[k];
+            rn->def = fwd;
+        } else if (is_type(bn, "FusedBatchNormGradV3") && bn->ninputs == 6 && bn->in_slot[0] >= 0) {
+            int r = -1;
+            for (int i = 0; i < p->nnodes && r < 0; i++)
+                if (p->nodes[i].noutputs >= 1 && p->nodes[i].out_base == bn->in_slot[0]) r = i;
+            if (r < 0 || sole_consumer(p, bn->in_slot[0]) != b) continue;
+            vg__node *rn = &p->nodes[r];
+            int k = is_type(rn, "ReluGrad") ? 0 : is_type(rn, "Relu6Grad") ? 1 : -1;
+            if (k < 0 || rn->def != rn->op->def || rn->ninputs != 2 || rn->noutputs != 1 || rn->in_slot[0] < 0 ||
+                rn->in_slot[1] < 0 || fed(rn))
+                continue;
+            int *in_slot = vg__malloc(sizeof(int) * 7);
+            vg__var **in_var = vg__calloc(7, sizeof(vg__var *));
+            if (!in_slot || !in_var) {
+                vg__free(in_slot);
+                vg__free(in_var);
+                return false;
+            }
+            memcpy(in_slot, bn->in_slot, sizeof(int) * 6);
+            memcpy(in_var, bn->in_var, sizeof(vg__var *) * 6);
+            in_slot[0] = rn->in_slot[0], in_var[0] = rn->in_var[0];
+            in_slot[6] = rn->in_slot[1], in_var[6] = rn->in_var[1];
+            p->slot_uses[bn->in_slot[0]]--; /* the masked gradient is read by nobody now */
+            vg__free(bn->in_slot);
+            vg__free(bn->in_var);
+            bn->in_slot = in_slot;
+            bn->in_var = in_var;
+            bn->ninputs = 7;
+            bn->def = gdef[k];
+            rn->ninputs = 0; /* its inputs' uses move to the batch-norm gradient */
+            rn->def = noop;
+        }
+    }
+    return true;
+}
+
 vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
     if (!atomic_load(&g_fusion) || p->nnodes < 2) return VG_OK;
     const vg__op_def *fb = vg__registry_find("_VigilFusedConv2DBias");
@@ -274,6 +338,8 @@ vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
     const vg__op_def *fpcf = vg__registry_find("_VigilFusedMaxPoolGradConv2DBackpropFilter");
     const vg__op_def *noop = vg__registry_find("NoOp");
     if (!fb || !fbr || !fwd || !fpr || !fprb || !fbrp) return VG_OK;
+    if (noop && !fuse_bn_act(p, noop, fwd))
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory building the execution plan");
     fuse_pool_relu_grad(p, fpr, fwd);
     if (!fuse_pool_bias_grad(p, fpr, fprb, fwd) ||
         (fpcf && noop && !fuse_pool_grad_conv_filter(p, succ_cap, fprb, fwd, fpcf, noop)))

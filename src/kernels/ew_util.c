@@ -65,6 +65,19 @@ static void un_run(void *arg, int64_t b, int64_t e) {
     j->fn(j->x + (size_t)b * j->esz, j->o + (size_t)b * j->esz, e - b, j->attr);
 }
 
+typedef struct bin_job {
+    vg__ew_bin_fn fn;
+    const char *a, *b;
+    char *o;
+    size_t esz;
+    double attr;
+} bin_job;
+
+static void bin_run(void *arg, int64_t b, int64_t e) {
+    const bin_job *j = arg;
+    j->fn(j->a + (size_t)b * j->esz, j->b + (size_t)b * j->esz, j->o + (size_t)b * j->esz, e - b, j->attr);
+}
+
 static double float_attr(const vg_op *op, const char *name, double def) {
     float v;
     if (name && vg_op_attr_float(op, name, &v)) return v;
@@ -133,7 +146,13 @@ vg_code vg__ew_binary_same_kernel(vg__kctx *ctx, const vg__ew_bin_tbl *tbl, cons
     vg_code c = vg__kctx_alloc_output(ctx, 0, dt, vg_tensor_dims(a), nd, &o);
     if (c != VG_OK) return c;
     int64_t n = vg_tensor_num_elements(a);
-    if (n) fn(vg_tensor_data(a), vg_tensor_data(b), vg_tensor_data(o), n, float_attr(vg__kctx_op(ctx), attr_name, attr_default));
+    bin_job j = {fn, vg_tensor_data(a), vg_tensor_data(b), vg_tensor_data(o), vg_dtype_size(dt),
+                 float_attr(vg__kctx_op(ctx), attr_name, attr_default)};
+    if (n * 8 < EW_PAR_MIN) {
+        if (n) bin_run(&j, 0, n);
+    } else {
+        vg__kctx_parallel_for(ctx, n, 8, bin_run, &j);
+    }
     return VG_OK;
 }
 
