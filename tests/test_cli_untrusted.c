@@ -7,7 +7,9 @@
  * tag holds a tab, a newline and ESC and a checkpoint with such a tensor name (escaped
  * in `vigil events` and `vigil ckpt`: no forged rows, no raw control bytes), and event
  * files with steps near 2^63 and values near FLT_MAX plotted without NaN or inf
- * coordinates. Skips (passes) when the vigil binary was not built. */
+ * coordinates; a TFRecord whose 71st record lacks its label, given to `vigil train
+ * --input tfdata|queue` (plain and GZIP): the error names the file, record 70 and its
+ * byte offset. Skips (passes) when the vigil binary was not built. */
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include <float.h>
@@ -308,6 +310,59 @@ static void test_plot_huge_steps(void) {
     CHECK_STR_CONTAINS(buf, "points=\"78.00,");
 }
 
+/* ---- item 8: a bad record in `vigil train --input` names its file and position ---- */
+
+/* path: n Fashion-MNIST-like Examples (image_raw 784 bytes, label int64); record `bad`
+ * lacks its label. */
+static uint64_t write_records(const char *path, vg_compression comp, int n, int bad) {
+    vg_status st;
+    uint64_t offset = 0, bad_offset = 0; /* of the uncompressed records: 12-byte header, data, 4-byte CRC */
+    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, comp, &st);
+    CHECK(w != NULL);
+    if (!w) return 0;
+    static char pixels[784];
+    for (int i = 0; i < n; i++) {
+        vg_example *ex = vg_example_new();
+        memset(pixels, i, sizeof pixels);
+        const char *pv = pixels;
+        CHECK_OK(vg_example_add_bytes(ex, "image_raw", &pv, (const size_t[]){784}, 1, &st), &st);
+        int64_t label = i % 10;
+        if (i != bad) CHECK_OK(vg_example_add_int64(ex, "label", &label, 1, &st), &st);
+        size_t len = 0;
+        const void *b = vg_example_serialize(ex, &len, &st);
+        CHECK_OK(vg_tfrecord_writer_write(w, b, len, &st), &st);
+        if (i == bad) bad_offset = offset;
+        offset += 12 + len + 4;
+        vg_example_free(ex);
+    }
+    CHECK_OK(vg_tfrecord_writer_close(w, &st), &st);
+    return bad_offset;
+}
+
+static void test_train_input_bad_record(void) {
+    if (access("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz", R_OK) != 0) {
+        fprintf(stderr, "SKIP: Fashion-MNIST not installed (vigil train evaluates on its test set)\n");
+        return;
+    }
+    const char *kinds[2] = {"tfdata", "queue"};
+    for (int c = 0; c < 2; c++) {
+        char rec[400], ck[400];
+        snprintf(rec, sizeof rec, "%s/bad%d.tfrecord", tmpdir, c);
+        snprintf(ck, sizeof ck, "%s/ck_bad%d", tmpdir, c);
+        uint64_t off = write_records(rec, c ? VG_COMPRESSION_GZIP : VG_COMPRESSION_NONE, 100, 70);
+        char at[64];
+        snprintf(at, sizeof at, "at byte offset %llu%s", (unsigned long long)off, c ? " of its decompressed GZIP" : ")");
+        const char *a[] = {"train", "--input", kinds[c], rec, "--checkpoint-dir", ck, "--batch-size", "10", "--quiet", NULL};
+        CHECK_EQ_INT(run_vigil(a, "out", "err"), 1);
+        const char *e = slurp("err");
+        CHECK_STR_CONTAINS(e, rec);
+        CHECK_STR_CONTAINS(e, "record 70 (the 71st");
+        CHECK_STR_CONTAINS(e, "Feature: label is required");
+        CHECK_STR_CONTAINS(e, at);
+        CHECK(strstr(e, "(record 0)") == NULL); /* the old, misleading position */
+    }
+}
+
 int main(void) {
     snprintf(vigil, sizeof vigil, "%s/vigil", VG_BINDIR);
     if (access(vigil, X_OK) != 0) {
@@ -325,6 +380,7 @@ int main(void) {
     RUN_TEST(test_events_escape_utf8);
     RUN_TEST(test_ckpt_escape);
     RUN_TEST(test_plot_huge_steps);
+    RUN_TEST(test_train_input_bad_record);
     if (!vg_test_failures) {
         char cmd[400];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
