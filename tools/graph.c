@@ -476,7 +476,8 @@ static vg_tensor *parse_input(const char *vals, vg_output t, vg_status *st) {
 static void print_tensor(const char *key, const vg_tensor *t) {
     vg_shape s = vg_tensor_shape(t);
     char buf[128];
-    printf("%s %s %s:", key, vg_dtype_name(vg_tensor_dtype(t)), vg_shape_str(&s, buf, sizeof buf));
+    cli_put_escaped(stdout, key, strlen(key)); /* signature keys come from the model */
+    printf(" %s %s:", vg_dtype_name(vg_tensor_dtype(t)), vg_shape_str(&s, buf, sizeof buf));
     int64_t n = vg_tensor_num_elements(t);
     const void *p = vg_tensor_data(t);
     for (int64_t i = 0; i < n; i++) {
