@@ -150,6 +150,16 @@ static void test_run_timeout_and_outputs(void) {
     CHECK_STR_CONTAINS(o, "u\\x1b[2J uint8 [3]: 0 7 255\n"); /* the key, from the model, escaped too */
     CHECK(no_raw_controls(o));
     CHECK_EQ_INT(count_lines(o), 3);
+    /* vigil graph lists the model's keys escaped too; library messages quoting a name
+     * lose their control bytes */
+    const char *g1[] = {"graph", dir, NULL};
+    CHECK_EQ_INT(run_vigil(g1, "out", "err"), 0);
+    CHECK_STR_CONTAINS(slurp("out"), "    output u\\x1b[2J: u:0 (uint8 [3])\n");
+    CHECK(no_raw_controls(slurp("out")));
+    const char *g2[] = {"run", dir, "--input", "n=12", "--output", "zz\x1b[2J", NULL};
+    CHECK_EQ_INT(run_vigil(g2, "out", "err"), 1);
+    CHECK_STR_CONTAINS(slurp("err"), "'zz\\x1b[2J'");
+    CHECK(strchr(slurp("err"), '\x1b') == NULL);
     /* the loop never ends: --timeout 1 stops it */
     const char *a2[] = {"run", dir, "--input", "n=0", "--timeout", "1", NULL};
     pid_t pid = spawn_vigil(a2, "out", "err");

@@ -58,10 +58,23 @@ static bool ends_with(const char *s, const char *suf) {
     return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
+/* Names from the file (nodes, op types, keys) go out escaped (cli_put_escaped). */
+static void put(const char *s) {
+    if (s) cli_put_escaped(stdout, s, strlen(s));
+}
+
+/* put, padded with spaces to w columns */
+static void put_pad(const char *s, int w) {
+    char *e = cli_escape(s ? s : "", s ? strlen(s) : 0);
+    printf("%-*s", w, e ? e : "?");
+    free(e);
+}
+
 static void print_output(vg_output o) {
     vg_shape s = vg_output_shape(o);
     char buf[128];
-    printf("%s:%d (%s %s)", vg_op_name(o.op), o.index, vg_dtype_name(vg_output_dtype(o)), vg_shape_str(&s, buf, sizeof buf));
+    put(vg_op_name(o.op));
+    printf(":%d (%s %s)", o.index, vg_dtype_name(vg_output_dtype(o)), vg_shape_str(&s, buf, sizeof buf));
 }
 
 static void print_meta(vg_graph *g, vg_meta_graph *mg, const char *export_dir) {
@@ -71,16 +84,26 @@ static void print_meta(vg_graph *g, vg_meta_graph *mg, const char *export_dir) {
         int n = 0;
         const char *key = vg_graph_collection_name(g, i);
         vg_graph_collection(g, key, &n);
-        printf("  %s: %d\n", key, n);
+        printf("  ");
+        put(key);
+        printf(": %d\n", n);
     }
     const vg_saver_def *sd = vg_meta_graph_saver_def(mg);
-    if (sd)
-        printf("saver: filename %s, save %s, restore %s, max_to_keep %d%s\n", sd->filename_tensor_name,
-               sd->save_tensor_name, sd->restore_op_name, sd->max_to_keep, sd->sharded ? ", sharded" : "");
+    if (sd) {
+        printf("saver: filename ");
+        put(sd->filename_tensor_name);
+        printf(", save ");
+        put(sd->save_tensor_name);
+        printf(", restore ");
+        put(sd->restore_op_name);
+        printf(", max_to_keep %d%s\n", sd->max_to_keep, sd->sharded ? ", sharded" : "");
+    }
     int na = vg_meta_graph_num_assets(mg);
     if (na) printf("assets (%d):\n", na);
     for (int i = 0; i < na; i++) {
-        printf("  %s <- ", vg_meta_graph_asset_filename(mg, i));
+        printf("  ");
+        put(vg_meta_graph_asset_filename(mg, i));
+        printf(" <- ");
         print_output(vg_meta_graph_asset_tensor(mg, i));
         printf("\n");
     }
@@ -94,17 +117,25 @@ static void print_meta(vg_graph *g, vg_meta_graph *mg, const char *export_dir) {
             if (e->d_name[0] != '.') {
                 if (first) printf("assets.extra:\n");
                 first = false;
-                printf("  %s\n", e->d_name);
+                printf("  ");
+                put(e->d_name);
+                printf("\n");
             }
         if (d) closedir(d);
     }
     int ns = vg_meta_graph_num_signatures(mg);
     printf("signatures (%d):\n", ns);
     for (int i = 0; i < ns; i++) {
-        printf("  %s (%s)\n", vg_meta_graph_signature_key(mg, i), vg_meta_graph_signature_method(mg, i));
+        printf("  ");
+        put(vg_meta_graph_signature_key(mg, i));
+        printf(" (");
+        put(vg_meta_graph_signature_method(mg, i));
+        printf(")\n");
         for (int io = 0; io < 2; io++)
             for (int j = 0; j < vg_meta_graph_signature_num_tensors(mg, i, io); j++) {
-                printf("    %s %s: ", io ? "output" : "input", vg_meta_graph_signature_tensor_key(mg, i, io, j));
+                printf("    %s ", io ? "output" : "input");
+                put(vg_meta_graph_signature_tensor_key(mg, i, io, j));
+                printf(": ");
                 print_output(vg_meta_graph_signature_tensor(mg, i, io, j));
                 printf("\n");
             }
@@ -193,10 +224,18 @@ int cli_graph(int argc, char **argv) {
     printf("file: %s (%s)\n", file, saved_model ? "SavedModel" : meta ? "MetaGraphDef" : "GraphDef");
     printf("nodes: %d\n", nodes);
     printf("op types (%d):\n", nt);
-    for (int i = 0; i < nt; i++) printf("  %-28s %d\n", types[i], counts[i]);
+    for (int i = 0; i < nt; i++) {
+        printf("  ");
+        put_pad(types[i], 28);
+        printf(" %d\n", counts[i]);
+    }
     if (nm) {
         printf("op types vigil cannot run (%d):\n", nm);
-        for (int i = 0; i < nm; i++) printf("  %-28s %d node%s\n", miss[i], mcounts[i], mcounts[i] > 1 ? "s" : "");
+        for (int i = 0; i < nm; i++) {
+            printf("  ");
+            put_pad(miss[i], 28);
+            printf(" %d node%s\n", mcounts[i], mcounts[i] > 1 ? "s" : "");
+        }
         rc = 1;
     }
     if (saved_model || meta) {

@@ -30,7 +30,14 @@ static const char *usage_text =
     "Run 'vigil <command> --help' for the options of a command.\n";
 
 int cli_fail_status(const vg_status *st) {
-    fprintf(stderr, "vigil: %s: %s\n", vg_code_name(st->code), st->msg[0] ? st->msg : "(no message)");
+    /* messages quote names from files: control bytes other than the newlines and tabs
+     * of the message's own layout go out as \xNN */
+    fprintf(stderr, "vigil: %s: ", vg_code_name(st->code));
+    if (!st->msg[0]) fputs("(no message)", stderr);
+    for (const unsigned char *p = (const unsigned char *)st->msg; *p; p++)
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) fprintf(stderr, "\\x%02x", *p);
+        else fputc(*p, stderr);
+    fputc('\n', stderr);
     return 1;
 }
 
