@@ -219,11 +219,17 @@ static long long tensor_bytes(vg_checkpoint_reader *r, const char *name, int dt,
 static int list_tensors(vg_checkpoint_reader *r, const char *prefix, bool with_stats) {
     int n = vg_checkpoint_reader_num_tensors(r);
     int w = 4;
+    char **names = calloc(n > 0 ? (size_t)n : 1, sizeof *names); /* escaped: names come from the file */
+    if (!names) return cli_fail("out of memory");
     for (int i = 0; i < n; i++) {
-        int l = (int)strlen(vg_checkpoint_reader_tensor(r, i, NULL, NULL));
-        if (l > w) w = l;
+        const char *nm = vg_checkpoint_reader_tensor(r, i, NULL, NULL);
+        names[i] = cli_escape(nm, strlen(nm));
+        int l = names[i] ? (int)strlen(names[i]) : 1;
+        if (l > w && l < 4096) w = l;
     }
-    printf("# checkpoint %s\n", prefix);
+    printf("# checkpoint ");
+    cli_put_escaped(stdout, prefix, strlen(prefix));
+    printf("\n");
     printf("%-*s  %-8s  %-18s  %12s", w, "name", "dtype", "shape", "bytes");
     if (with_stats) printf("  %14s  %14s  %14s  %10s  %10s", "min", "max", "mean", "nan", "inf");
     putchar('\n');
@@ -238,7 +244,7 @@ static int list_tensors(vg_checkpoint_reader *r, const char *prefix, bool with_s
         char sh[256];
         long long b = tensor_bytes(r, name, (int)dt, &shape);
         if (b > 0) total += b;
-        printf("%-*s  %-8s  %-18s  %12lld", w, name, tf_dtype_name((int)dt, NULL), vg_shape_str(&shape, sh, sizeof sh),
+        printf("%-*s  %-8s  %-18s  %12lld", w, names[i] ? names[i] : "?", tf_dtype_name((int)dt, NULL), vg_shape_str(&shape, sh, sizeof sh),
                b);
         if (with_stats) {
             vg_status st;
@@ -252,6 +258,8 @@ static int list_tensors(vg_checkpoint_reader *r, const char *prefix, bool with_s
         putchar('\n');
     }
     printf("# %d tensors, %lld bytes\n", n, total);
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
     if (unreadable) {
         fflush(stdout);
         fprintf(stderr, "vigil: %d tensor(s) could not be read for --stats; the first: %s: %s\n", unreadable,
@@ -266,16 +274,24 @@ static int show_tensor(vg_checkpoint_reader *r, const char *name, bool with_stat
     vg_tensor *t = vg_checkpoint_reader_read(r, name, &st);
     if (!t) {
         if (st.code == VG_NOT_FOUND) {
-            fprintf(stderr, "vigil: NOT_FOUND: tensor '%s' is not in the checkpoint; its tensors are:\n", name);
-            for (int i = 0; i < vg_checkpoint_reader_num_tensors(r) && i < 50; i++)
-                fprintf(stderr, "  %s\n", vg_checkpoint_reader_tensor(r, i, NULL, NULL));
+            fprintf(stderr, "vigil: NOT_FOUND: tensor '");
+            cli_put_escaped(stderr, name, strlen(name));
+            fprintf(stderr, "' is not in the checkpoint; its tensors are:\n");
+            for (int i = 0; i < vg_checkpoint_reader_num_tensors(r) && i < 50; i++) {
+                const char *nm = vg_checkpoint_reader_tensor(r, i, NULL, NULL);
+                fputs("  ", stderr);
+                cli_put_escaped(stderr, nm, strlen(nm));
+                fputc('\n', stderr);
+            }
             return 1;
         }
         return cli_fail_status(&st);
     }
     vg_shape shape = vg_tensor_shape(t);
     char sh[256];
-    printf("# %s %s %s\n", name, tf_dtype_name((int)vg_tensor_dtype(t), NULL), vg_shape_str(&shape, sh, sizeof sh));
+    printf("# ");
+    cli_put_escaped(stdout, name, strlen(name));
+    printf(" %s %s\n", tf_dtype_name((int)vg_tensor_dtype(t), NULL), vg_shape_str(&shape, sh, sizeof sh));
     print_values(t);
     if (with_stats) {
         stats s = tensor_stats(t);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- subcommands ---------------------------------------------------------- */
 int cli_train(int argc, char **argv);
@@ -35,6 +36,15 @@ int cli_fail_status(const vg_status *st);
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "vigil <cmd>: <message>" and the hint to run --help; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- untrusted names -------------------------------------------------------- */
+/* Writes s[0..len) to f with names from files made safe for a terminal and for TSV:
+ * \t \n \r \\ for tab, newline, carriage return and backslash, \xNN for the other
+ * control bytes (< 0x20), DEL (0x7f), bytes that are not valid UTF-8 and UTF-8 C1
+ * controls (U+0080..U+009F, each of their bytes); the rest as is. */
+void cli_put_escaped(FILE *f, const char *s, size_t len);
+/* The same escaping as a new string (free()); NULL when out of memory. */
+char *cli_escape(const char *s, size_t len);
 
 /* ---- option parsing --------------------------------------------------------- */
 /* Matches argv[*i] against "--name VALUE" or "--name=VALUE"; on a match stores the

@@ -150,7 +150,9 @@ static void print_tsv(void *payload, const char *file, int64_t step, double wall
     tsv_ctx *c = payload;
     if (!tag) return;
     if (c->ntags && !cli_list_has(c->tags, c->ntags, tag, tag_len)) return;
-    printf("%lld\t%.6f\t%.*s\t%.9g\n", (long long)step, wall_time, (int)tag_len, tag, value);
+    printf("%lld\t%.6f\t", (long long)step, wall_time);
+    cli_put_escaped(stdout, tag, tag_len); /* a tag's tab or newline would forge a row */
+    printf("\t%.9g\n", value);
 }
 
 int cli_events(int argc, char **argv) {

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <math.h>
+#include <time.h>
 #include <sys/stat.h>
 
 static const char *graph_help =
@@ -56,10 +58,23 @@ static bool ends_with(const char *s, const char *suf) {
     return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
+/* Names from the file (nodes, op types, keys) go out escaped (cli_put_escaped). */
+static void put(const char *s) {
+    if (s) cli_put_escaped(stdout, s, strlen(s));
+}
+
+/* put, padded with spaces to w columns */
+static void put_pad(const char *s, int w) {
+    char *e = cli_escape(s ? s : "", s ? strlen(s) : 0);
+    printf("%-*s", w, e ? e : "?");
+    free(e);
+}
+
 static void print_output(vg_output o) {
     vg_shape s = vg_output_shape(o);
     char buf[128];
-    printf("%s:%d (%s %s)", vg_op_name(o.op), o.index, vg_dtype_name(vg_output_dtype(o)), vg_shape_str(&s, buf, sizeof buf));
+    put(vg_op_name(o.op));
+    printf(":%d (%s %s)", o.index, vg_dtype_name(vg_output_dtype(o)), vg_shape_str(&s, buf, sizeof buf));
 }
 
 static void print_meta(vg_graph *g, vg_meta_graph *mg, const char *export_dir) {
@@ -69,16 +84,26 @@ static void print_meta(vg_graph *g, vg_meta_graph *mg, const char *export_dir) {
         int n = 0;
         const char *key = vg_graph_collection_name(g, i);
         vg_graph_collection(g, key, &n);
-        printf("  %s: %d\n", key, n);
+        printf("  ");
+        put(key);
+        printf(": %d\n", n);
     }
     const vg_saver_def *sd = vg_meta_graph_saver_def(mg);
-    if (sd)
-        printf("saver: filename %s, save %s, restore %s, max_to_keep %d%s\n", sd->filename_tensor_name,
-               sd->save_tensor_name, sd->restore_op_name, sd->max_to_keep, sd->sharded ? ", sharded" : "");
+    if (sd) {
+        printf("saver: filename ");
+        put(sd->filename_tensor_name);
+        printf(", save ");
+        put(sd->save_tensor_name);
+        printf(", restore ");
+        put(sd->restore_op_name);
+        printf(", max_to_keep %d%s\n", sd->max_to_keep, sd->sharded ? ", sharded" : "");
+    }
     int na = vg_meta_graph_num_assets(mg);
     if (na) printf("assets (%d):\n", na);
     for (int i = 0; i < na; i++) {
-        printf("  %s <- ", vg_meta_graph_asset_filename(mg, i));
+        printf("  ");
+        put(vg_meta_graph_asset_filename(mg, i));
+        printf(" <- ");
         print_output(vg_meta_graph_asset_tensor(mg, i));
         printf("\n");
     }
@@ -92,17 +117,25 @@ static void print_meta(vg_graph *g, vg_meta_graph *mg, const char *export_dir) {
             if (e->d_name[0] != '.') {
                 if (first) printf("assets.extra:\n");
                 first = false;
-                printf("  %s\n", e->d_name);
+                printf("  ");
+                put(e->d_name);
+                printf("\n");
             }
         if (d) closedir(d);
     }
     int ns = vg_meta_graph_num_signatures(mg);
     printf("signatures (%d):\n", ns);
     for (int i = 0; i < ns; i++) {
-        printf("  %s (%s)\n", vg_meta_graph_signature_key(mg, i), vg_meta_graph_signature_method(mg, i));
+        printf("  ");
+        put(vg_meta_graph_signature_key(mg, i));
+        printf(" (");
+        put(vg_meta_graph_signature_method(mg, i));
+        printf(")\n");
         for (int io = 0; io < 2; io++)
             for (int j = 0; j < vg_meta_graph_signature_num_tensors(mg, i, io); j++) {
-                printf("    %s %s: ", io ? "output" : "input", vg_meta_graph_signature_tensor_key(mg, i, io, j));
+                printf("    %s ", io ? "output" : "input");
+                put(vg_meta_graph_signature_tensor_key(mg, i, io, j));
+                printf(": ");
                 print_output(vg_meta_graph_signature_tensor(mg, i, io, j));
                 printf("\n");
             }
@@ -191,10 +224,18 @@ int cli_graph(int argc, char **argv) {
     printf("file: %s (%s)\n", file, saved_model ? "SavedModel" : meta ? "MetaGraphDef" : "GraphDef");
     printf("nodes: %d\n", nodes);
     printf("op types (%d):\n", nt);
-    for (int i = 0; i < nt; i++) printf("  %-28s %d\n", types[i], counts[i]);
+    for (int i = 0; i < nt; i++) {
+        printf("  ");
+        put_pad(types[i], 28);
+        printf(" %d\n", counts[i]);
+    }
     if (nm) {
         printf("op types vigil cannot run (%d):\n", nm);
-        for (int i = 0; i < nm; i++) printf("  %-28s %d node%s\n", miss[i], mcounts[i], mcounts[i] > 1 ? "s" : "");
+        for (int i = 0; i < nm; i++) {
+            printf("  ");
+            put_pad(miss[i], 28);
+            printf(" %d node%s\n", mcounts[i], mcounts[i] > 1 ? "s" : "");
+        }
         rc = 1;
     }
     if (saved_model || meta) {
@@ -228,6 +269,7 @@ done:
 static const char *run_help =
     "usage: vigil run DIR [--tags serve] [--signature serving_default] --input KEY=v1,v2,...|KEY=FILE.npy\n"
     "                 [--input_examples KEY='[{\"x\":[1.0]},...]'] [--output KEY] [--outdir DIR [--overwrite]]\n"
+    "                 [--timeout SECONDS] [--allow-file-writes]\n"
     "\n"
     "Loads the SavedModel in DIR (variables restored, main op run), feeds each --input\n"
     "(a comma-separated list of numbers, shaped [-1, <known trailing dims>] of the\n"
@@ -236,7 +278,13 @@ static const char *run_help =
     "feature dicts, as saved_model_cli does) and prints the outputs (all of the\n"
     "signature's by default). With --outdir each\n"
     "output is also written as DIR/KEY.npy (an existing file only with --overwrite), as\n"
-    "saved_model_cli run --outdir does.\n";
+    "saved_model_cli run --outdir does.\n"
+    "\n"
+    "A model is code: its main op and signatures could write, rename or delete files\n"
+    "(SaveV2, MergeV2Checkpoints, ...). vigil run refuses to load a model holding such\n"
+    "ops (PERMISSION_DENIED, naming the op); --allow-file-writes loads it anyway (trusted\n"
+    "models only). --timeout SECONDS bounds the main op and the signature's run\n"
+    "together (DEADLINE_EXCEEDED, exit 1).\n";
 
 /* saved_model_cli's --input_examples: KEY=[{"x":[1.0,2.0],"name":["a"]},{...}] -> a
  * vector of serialized tf.train.Examples, one per dict; a feature whose first value is
@@ -467,7 +515,8 @@ static vg_tensor *parse_input(const char *vals, vg_output t, vg_status *st) {
 static void print_tensor(const char *key, const vg_tensor *t) {
     vg_shape s = vg_tensor_shape(t);
     char buf[128];
-    printf("%s %s %s:", key, vg_dtype_name(vg_tensor_dtype(t)), vg_shape_str(&s, buf, sizeof buf));
+    cli_put_escaped(stdout, key, strlen(key)); /* signature keys come from the model */
+    printf(" %s %s:", vg_dtype_name(vg_tensor_dtype(t)), vg_shape_str(&s, buf, sizeof buf));
     int64_t n = vg_tensor_num_elements(t);
     const void *p = vg_tensor_data(t);
     for (int64_t i = 0; i < n; i++) {
@@ -477,10 +526,29 @@ static void print_tensor(const char *key, const vg_tensor *t) {
         case VG_INT32: printf(" %d", ((const int32_t *)p)[i]); break;
         case VG_INT64: printf(" %lld", (long long)((const int64_t *)p)[i]); break;
         case VG_BOOL: printf(" %s", ((const uint8_t *)p)[i] ? "true" : "false"); break;
+        case VG_UINT8: printf(" %u", (unsigned)((const uint8_t *)p)[i]); break;
+        case VG_STRING: {
+            size_t len = 0;
+            const char *sv = vg_tensor_string(t, i, &len);
+            fputs(" \"", stdout);
+            if (sv) cli_put_escaped(stdout, sv, len);
+            fputs("\"", stdout);
+            break;
+        }
         default: printf(" ?"); break;
         }
     }
     printf("\n");
+}
+
+/* A load or run failure, with what to do about --timeout and refused file writes. */
+static int run_fail(const vg_status *st, double timeout_s, bool allow_writes) {
+    int rc = cli_fail_status(st);
+    if (st->code == VG_DEADLINE_EXCEEDED && timeout_s > 0)
+        fprintf(stderr, "vigil: the model did not finish within --timeout %g s\n", timeout_s);
+    else if (st->code == VG_PERMISSION_DENIED && !allow_writes && strstr(st->msg, "refusing to load"))
+        fprintf(stderr, "vigil: add --allow-file-writes to run a model you trust that writes files\n");
+    return rc;
 }
 
 int cli_run(int argc, char **argv) {
@@ -488,7 +556,8 @@ int cli_run(int argc, char **argv) {
     const char *in_keys[16], *in_vals[16], *out_keys[16];
     int nin = 0, nout = 0;
     const char *outdir = NULL;
-    bool overwrite = false;
+    bool overwrite = false, allow_writes = false;
+    double timeout_s = 0;
     bool in_is_ex[16] = {false};
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
@@ -525,6 +594,11 @@ int cli_run(int argc, char **argv) {
             outdir = v;
         } else if (!strcmp(argv[i], "--overwrite")) {
             overwrite = true;
+        } else if (!strcmp(argv[i], "--allow-file-writes")) {
+            allow_writes = true;
+        } else if (cli_opt(argc, argv, &i, "--timeout", &v, &missing)) {
+            if (missing || !cli_parse_double(v, &timeout_s) || !(timeout_s > 0) || timeout_s > 1e9)
+                return cli_usage_error("run", "--timeout needs a number of seconds > 0");
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("run", "unknown option '%s'", argv[i]);
         } else if (!dir) {
@@ -540,8 +614,15 @@ int cli_run(int argc, char **argv) {
     vg_saved_model *m = NULL;
     int rc = 0;
     vg_tensor *ins[16] = {0}, *outs[16] = {0};
-    if (vg_saved_model_load(dir, (const char *const *)tags, ntags, NULL, &m, &st) != VG_OK) {
-        rc = cli_fail_status(&st);
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.timeout_in_ms = (int64_t)ceil(timeout_s * 1000);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    vg_saved_model_load_options lo = VG_SAVED_MODEL_LOAD_OPTIONS_INIT;
+    lo.refuse_file_writes = !allow_writes;
+    lo.main_op_run_options = &ro;
+    if (vg_saved_model_load_ex(dir, (const char *const *)tags, ntags, &lo, &m, &st) != VG_OK) {
+        rc = run_fail(&st, timeout_s, allow_writes);
         goto done;
     }
     int sig = vg_meta_graph_find_signature(m->meta_graph, sig_key);
@@ -567,8 +648,14 @@ int cli_run(int argc, char **argv) {
             goto done;
         }
     }
-    if (vg_saved_model_run(m, sig_key, in_keys, ins, nin, out_keys, outs, nout, &st) != VG_OK) {
-        rc = cli_fail_status(&st);
+    if (ro.timeout_in_ms > 0) { /* what the load left of the timeout */
+        struct timespec t1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        int64_t used = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+        ro.timeout_in_ms = ro.timeout_in_ms - used > 1 ? ro.timeout_in_ms - used : 1;
+    }
+    if (vg_saved_model_run_ex(m, &ro, sig_key, in_keys, ins, nin, out_keys, outs, nout, &st) != VG_OK) {
+        rc = run_fail(&st, timeout_s, allow_writes);
         goto done;
     }
     for (int i = 0; i < nout; i++) print_tensor(out_keys[i], outs[i]);

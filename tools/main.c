@@ -30,7 +30,14 @@ static const char *usage_text =
     "Run 'vigil <command> --help' for the options of a command.\n";
 
 int cli_fail_status(const vg_status *st) {
-    fprintf(stderr, "vigil: %s: %s\n", vg_code_name(st->code), st->msg[0] ? st->msg : "(no message)");
+    /* messages quote names from files: control bytes other than the newlines and tabs
+     * of the message's own layout go out as \xNN */
+    fprintf(stderr, "vigil: %s: ", vg_code_name(st->code));
+    if (!st->msg[0]) fputs("(no message)", stderr);
+    for (const unsigned char *p = (const unsigned char *)st->msg; *p; p++)
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) fprintf(stderr, "\\x%02x", *p);
+        else fputc(*p, stderr);
+    fputc('\n', stderr);
     return 1;
 }
 
@@ -52,6 +59,60 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
     fprintf(stderr, "\n(run 'vigil %s --help' for usage)\n", cmd);
     va_end(ap);
     return 2;
+}
+
+/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 when there is none
+ * (overlong forms, surrogates and code points past U+10FFFF are invalid). */
+static size_t utf8_len(const unsigned char *p, size_t n) {
+    unsigned c = p[0];
+    size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+    if (c < 0xc2 || c > 0xf4 || n < k) return 0;
+    for (size_t i = 1; i < k; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    if (c == 0xe0 && p[1] < 0xa0) return 0;              /* overlong */
+    if (c == 0xed && p[1] >= 0xa0) return 0;             /* surrogates */
+    if (c == 0xf0 && p[1] < 0x90) return 0;              /* overlong */
+    if (c == 0xf4 && p[1] >= 0x90) return 0;             /* past U+10FFFF */
+    if (c == 0xc2 && p[1] < 0xa0) return 0;              /* C1 controls U+0080..U+009F */
+    return k;
+}
+
+void cli_put_escaped(FILE *f, const char *s, size_t len) {
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        unsigned c = p[i];
+        if (c == '\\') fputs("\\\\", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c == '\r') fputs("\\r", f);
+        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
+        else if (c < 0x80) fputc((int)c, f);
+        else {
+            size_t k = utf8_len(p + i, len - i);
+            if (k == 0) {
+                fprintf(f, "\\x%02x", c);
+                i++;
+                continue;
+            }
+            fwrite(p + i, 1, k, f);
+            i += k;
+            continue;
+        }
+        i++;
+    }
+}
+
+char *cli_escape(const char *s, size_t len) {
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return NULL;
+    cli_put_escaped(f, s, len);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
 }
 
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val, bool *missing) {

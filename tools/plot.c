@@ -10,6 +10,7 @@
  */
 #include "cli.h"
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -175,25 +176,39 @@ static void xml_text(FILE *f, const char *s) {
 
 static const char *colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
 
+/* Points and ticks are placed by their offset from the first step, taken as an
+ * unsigned 64-bit difference (steps near 2^63 neither overflow nor collapse into one
+ * double); values by halves (v/2 - lo/2 cannot overflow for finite doubles). Tick loops
+ * count ticks (at most 64) rather than add to a double that may stop changing. */
+static double x_off(const series *s, int64_t step) {
+    return (double)((uint64_t)step - (uint64_t)s->step[0]);
+}
+
 static void draw_panel(FILE *f, const series *s, int idx, double y0, double width, double height) {
     const double ml = 78, mr = 24, mt = 34, mb = 46;
     double px = ml, py = y0 + mt, pw = width - ml - mr, ph = height - mt - mb;
-    double xmin = (double)s->step[0], xmax = (double)s->step[s->n - 1], ymin = INFINITY, ymax = -INFINITY;
+    double xrange = x_off(s, s->step[s->n - 1]), ymin = INFINITY, ymax = -INFINITY;
     for (int i = 0; i < s->n; i++) {
         if (s->value[i] < ymin) ymin = s->value[i];
         if (s->value[i] > ymax) ymax = s->value[i];
     }
-    if (xmax <= xmin) xmax = xmin + 1;
+    if (!(xrange > 0)) xrange = 1;
     if (ymax <= ymin) {
         double pad = fabs(ymin) > 0 ? fabs(ymin) * 0.1 : 1;
-        ymin -= pad;
-        ymax += pad;
+        ymin = fmax(ymin - pad, -DBL_MAX);
+        ymax = fmin(ymax + pad, DBL_MAX);
     }
-    double xs = nice_step(xmax - xmin, 8), ys = nice_step(ymax - ymin, 5);
-    double ylo = floor(ymin / ys) * ys, yhi = ceil(ymax / ys) * ys;
-    if (yhi <= ylo) yhi = ylo + ys;
-#define X(v) (px + ((v) - xmin) / (xmax - xmin) * pw)
-#define Y(v) (py + ph - ((v) - ylo) / (yhi - ylo) * ph)
+    double xs = nice_step(xrange, 8), ys = nice_step(ymax / 2 - ymin / 2, 5) * 2;
+    if (!(xs >= 1)) xs = 1; /* steps are integers */
+    if (xs > 4e18) xs = 4e18;
+    if (!isfinite(ys) || !(ys > 0)) ys = DBL_MAX;
+    double ylo = fmax(floor(ymin / ys) * ys, -DBL_MAX), yhi = fmin(ceil(ymax / ys) * ys, DBL_MAX);
+    if (!isfinite(ylo)) ylo = -DBL_MAX;
+    if (!isfinite(yhi)) yhi = DBL_MAX;
+    if (yhi / 2 - ylo / 2 <= 0) yhi = fmin(ylo + ys, DBL_MAX);
+    if (yhi / 2 - ylo / 2 <= 0) ylo = -DBL_MAX, yhi = DBL_MAX;
+#define X(off) (px + (off) / xrange * pw)
+#define Y(v) (py + ph - ((v) / 2 - ylo / 2) / (yhi / 2 - ylo / 2) * ph)
     /* title and last value */
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"16\" font-weight=\"bold\">", px, y0 + 22);
     xml_text(f, s->tag);
@@ -206,15 +221,23 @@ static void draw_panel(FILE *f, const series *s, int idx, double y0, double widt
     /* grid and ticks */
     char buf[64];
     fprintf(f, "<g font-size=\"11\" fill=\"#333\">\n");
-    for (double v = ceil(xmin / xs) * xs; v <= xmax + xs * 1e-9; v += xs) {
-        double x = X(v);
-        fmt_tick(buf, sizeof buf, v, xs);
+    /* x ticks: the multiples of xs (an integer) from the first step to the last */
+    int64_t xsi = (int64_t)xs, t0 = s->step[0] / xsi * xsi;
+    if (t0 < s->step[0]) t0 = t0 > INT64_MAX - xsi ? s->step[0] : t0 + xsi; /* ceil to a multiple */
+    for (int k = 0; k < 64; k++) {
+        if (k && t0 > INT64_MAX - xsi) break;
+        if (k) t0 += xsi;
+        if (t0 > s->step[s->n - 1]) break;
+        double x = X(x_off(s, t0));
+        fmt_tick(buf, sizeof buf, (double)t0, xs);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n", x, py, x, py + ph);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", x, py + ph, x,
                 py + ph + 5);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x, py + ph + 18, buf);
     }
-    for (double v = ylo; v <= yhi + ys * 1e-9; v += ys) {
+    for (int k = 0; k < 64; k++) {
+        double v = ylo + k * ys;
+        if (!isfinite(v) || v > yhi + ys * 1e-9) break;
         double y = Y(v);
         fmt_tick(buf, sizeof buf, v, ys);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n", px, y, px + pw, y);
@@ -232,13 +255,20 @@ static void draw_panel(FILE *f, const series *s, int idx, double y0, double widt
     /* the curve */
     const char *col = colors[idx % (int)(sizeof colors / sizeof colors[0])];
     fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" stroke-linejoin=\"round\" points=\"", col);
-    for (int i = 0; i < s->n; i++)
-        fprintf(f, "%s%.2f,%.2f", i ? " " : "", X((double)s->step[i]), Y(s->value[i]));
+    bool first = true;
+    for (int i = 0; i < s->n; i++) {
+        double x = X(x_off(s, s->step[i])), y = Y(s->value[i]);
+        if (!isfinite(x) || !isfinite(y)) continue; /* cannot happen; never write a NaN coordinate */
+        fprintf(f, "%s%.2f,%.2f", first ? "" : " ", x, y);
+        first = false;
+    }
     fprintf(f, "\"/>\n");
     if (s->n <= 60)
-        for (int i = 0; i < s->n; i++)
-            fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"%s\"/>\n", X((double)s->step[i]),
-                    Y(s->value[i]), col);
+        for (int i = 0; i < s->n; i++) {
+            double x = X(x_off(s, s->step[i])), y = Y(s->value[i]);
+            if (isfinite(x) && isfinite(y))
+                fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"%s\"/>\n", x, y, col);
+        }
 #undef X
 #undef Y
 }

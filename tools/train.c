@@ -541,6 +541,65 @@ static vg_code count_records(const char *path, const char *comp, int64_t *n, vg_
     return c;
 }
 
+/* After the input pipeline failed to parse a record: reads path again, record by
+ * record, through the same parsing as training, and names the first record that fails
+ * (0-based index, ordinal and, for an uncompressed file, its byte offset), as the
+ * pipeline itself cannot (it shuffles, and ParseSingleExample sees one record). Prints
+ * nothing when every record parses. */
+static void report_bad_record(const char *path, bool cnn) {
+    const char *comp = tfrecord_compression(path);
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    if (!g) return;
+    vg_output ds = vg_dataset_batch(g, vg_dataset_tfrecord(g, vg_const_string(g, path, "filenames"), comp, NULL), 1024,
+                                    false, NULL);
+    vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
+    vg_output rec = vg_placeholder(g, VG_STRING, NULL, 0, "record"), parsed[2];
+    parse_fashion_example(g, rec, cnn, parsed);
+    vg_session *s = vg_graph_status(g, &st) == VG_OK ? vg_session_new(g, NULL, &st) : NULL;
+    vg_code c = s ? VG_OK : st.code;
+    vg_output recs = vg_out(next, 0);
+    int64_t index = 0;
+    uint64_t offset = 0;
+    while (c == VG_OK) {
+        vg_tensor *t = NULL;
+        if (vg_session_run(s, NULL, NULL, NULL, 0, &recs, &t, 1, NULL, 0, NULL, &st) != VG_OK) break;
+        for (int64_t i = 0; i < vg_tensor_dim(t, 0) && c == VG_OK; i++, index++) {
+            size_t len = 0;
+            const char *b = vg_tensor_string(t, i, &len);
+            vg_tensor *one = vg_tensor_new_string_scalar(b ? b : "", b ? len : 0, &st), *outs[2] = {NULL, NULL};
+            if (!one) {
+                c = st.code;
+                break;
+            }
+            c = vg_session_run(s, NULL, &rec, &one, 1, parsed, outs, 2, NULL, 0, NULL, &st);
+            if (c != VG_OK) {
+                char why[VG_STATUS_MSG_MAX];
+                snprintf(why, sizeof why, "%s", st.msg);
+                why[strcspn(why, "\n")] = 0; /* the message, without its node trace */
+                int64_t ord = index + 1;
+                const char *sfx = ord % 100 >= 11 && ord % 100 <= 13 ? "th"
+                                  : ord % 10 == 1                    ? "st"
+                                  : ord % 10 == 2                    ? "nd"
+                                  : ord % 10 == 3                    ? "rd"
+                                                                     : "th";
+                fprintf(stderr,
+                        "vigil: %s: record %lld (the %lld%s record, at byte offset %llu%s%s%s) does not parse as a "
+                        "Fashion-MNIST Example: %s\n",
+                        path, (long long)index, (long long)ord, sfx, (unsigned long long)offset,
+                        comp[0] ? " of its decompressed " : "", comp, comp[0] ? " data" : "", why);
+            }
+            offset += (uint64_t)len + 16; /* length, its CRC, the data, its CRC */
+            vg_tensor_free(one);
+            vg_tensor_free(outs[0]);
+            vg_tensor_free(outs[1]);
+        }
+        vg_tensor_free(t);
+    }
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 /* tf.train.polynomial_decay(lr, global_step, decay_steps, end = lr / 100, power 1):
  * lr decays linearly to 1% of itself at decay_steps and stays there. */
 static vg_output linear_decay(vg_graph *g, double lr, vg_output step, int64_t decay_steps) {
@@ -1066,7 +1125,15 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
         *nan_stopped = true;
         return 0;
     }
-    if (rc != VG_OK) return cli_fail_status(&st);
+    if (rc != VG_OK) {
+        cli_fail_status(&st);
+        /* a parse error from the input pipeline names neither the file nor the record */
+        if (st.code == VG_INVALID_ARGUMENT && o->input != INPUT_IDX && o->input_path &&
+            (strstr(st.msg, "ParseSingleExample") || strstr(st.msg, "DecodeRaw") || strstr(st.msg, "Reshape") ||
+             strstr(st.msg, "Feature")))
+            report_bad_record(o->input_path, o->cnn);
+        return 1;
+    }
     double steady = sh.t_last - sh.t_first;
     note("%s at step %lld: %lld steps in %.2f s; first step done %.3f s after start; after it %.1f steps/s "
          "(%.0f samples/s)",

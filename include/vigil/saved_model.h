@@ -19,6 +19,13 @@
  * sharded save/restore subgraph, import with vg_import_saved_model_graph and
  * omit_saver off). Graphs with op types vigil lacks fail with UNIMPLEMENTED listing
  * them all.
+ *
+ * Untrusted models: loading runs the model's main op and vg_saved_model_run runs what
+ * a signature fetches, so a model can write files (SaveV2 with any prefix, CacheDataset
+ * with a file name), and rename or delete them (MergeV2Checkpoints) anywhere the process
+ * may, as tf.saved_model.loader.load does. Load a model you did not make with
+ * vg_saved_model_load_ex and refuse_file_writes set: the load then fails before
+ * anything runs when the graph holds such an op.
  */
 #ifndef VIGIL_SAVED_MODEL_H
 #define VIGIL_SAVED_MODEL_H
@@ -45,12 +52,49 @@ VG_API vg_code vg_saved_model_load(const char *export_dir, const char *const *ta
                                    const vg_session_options *session_options, vg_saved_model **out, vg_status *st);
 VG_API void vg_saved_model_free(vg_saved_model *m);
 
+typedef struct vg_saved_model_load_options {
+    const vg_session_options *session_options; /* NULL: defaults */
+    /* true: fail with PERMISSION_DENIED, naming the op and its type, when the imported
+     * graph (main op, signatures, anything in it; the model's own saver subgraph is not
+     * imported) has an op that can create, write, rename or delete files: SaveV2, Save,
+     * SaveSlices, MergeV2Checkpoints, WriteFile, the summary-writer ops (
+     * CreateSummaryFileWriter, Write*Summary, ...), DatasetToTFRecord, SnapshotDataset,
+     * PrintV2, the Debug* ops, and CacheDataset unless its filename is a constant "". */
+    bool refuse_file_writes;
+    /* the main op's run (NULL: none; its timeout_in_ms bounds a main op that never ends,
+     * DEADLINE_EXCEEDED) */
+    const vg_run_options *main_op_run_options;
+} vg_saved_model_load_options;
+#define VG_SAVED_MODEL_LOAD_OPTIONS_INIT {NULL, false, NULL}
+
+/* vg_saved_model_load with options (NULL: VG_SAVED_MODEL_LOAD_OPTIONS_INIT). Fails with
+ * vg_saved_model_load's codes, PERMISSION_DENIED (refuse_file_writes), INVALID_ARGUMENT
+ * (NULL out).
+ *
+ *     vg_saved_model_load_options lo = VG_SAVED_MODEL_LOAD_OPTIONS_INIT;
+ *     lo.refuse_file_writes = true;  // a model downloaded from somewhere
+ *     vg_saved_model *m;
+ *     if (vg_saved_model_load_ex("half_plus_two/00000123", (const char *[]){"serve"}, 1, &lo, &m, &st))
+ *         return st.code;
+ *     vg_saved_model_free(m);
+ */
+VG_API vg_code vg_saved_model_load_ex(const char *export_dir, const char *const *tags, int ntags,
+                                      const vg_saved_model_load_options *options, vg_saved_model **out,
+                                      vg_status *st);
+
 /* Runs signature `key`: feeds inputs by their signature keys, fetches outputs by
  * theirs (outputs[i] new references, the caller frees). Fails with NOT_FOUND (unknown
  * signature or tensor key, naming it) and the session's codes. */
 VG_API vg_code vg_saved_model_run(vg_saved_model *m, const char *key, const char *const *input_keys,
                                   vg_tensor *const *inputs, int ninputs, const char *const *output_keys,
                                   vg_tensor **outputs, int noutputs, vg_status *st);
+
+/* vg_saved_model_run under run_options (NULL: none): e.g. timeout_in_ms, after which the
+ * run fails with DEADLINE_EXCEEDED (a while_loop that never exits included). */
+VG_API vg_code vg_saved_model_run_ex(vg_saved_model *m, const vg_run_options *run_options, const char *key,
+                                     const char *const *input_keys, vg_tensor *const *inputs, int ninputs,
+                                     const char *const *output_keys, vg_tensor **outputs, int noutputs,
+                                     vg_status *st);
 
 /* ------------------------------------------------------------------------ */
 /* Writing (tf.saved_model.builder.SavedModelBuilder, one MetaGraphDef) */

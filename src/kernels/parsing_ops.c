@@ -172,6 +172,9 @@ static vg_code fill_features(const parse_cfg *c, const vg__features *fs, int64_t
         int64_t n = vg_shape_num_elements(&c->dense_shapes[d]), at = c->single ? 0 : b * n;
         const vg__feature *f = vg__features_find(fs, key, c->dense_klen[d]);
         if (!f || f->kind == VG__FEAT_NONE) {
+            if (vg_tensor_num_elements(c->defaults[d]) == 0 && c->single) /* one record: no index to name */
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "Name: %s, Feature: %s is required but could not be found.",
+                                     name, key);
             if (vg_tensor_num_elements(c->defaults[d]) == 0)
                 return vg_status_set(st, VG_INVALID_ARGUMENT,
                                      "Name: %s, Feature: %s is required but could not be found. (record %lld)", name,

@@ -28,7 +28,8 @@ static bool file_exists(const char *p) {
 
 /* Runs the main op with every asset tensor fed "<export_dir>/assets/<filename>", as
  * loader_impl.load feeds get_asset_tensors' dictionary. */
-static vg_code run_main_op(vg_saved_model *m, const char *export_dir, vg_op *main_op, vg_status *st) {
+static vg_code run_main_op(vg_saved_model *m, const char *export_dir, vg_op *main_op, const vg_run_options *ro,
+                           vg_status *st) {
     int na = vg_meta_graph_num_assets(m->meta_graph);
     if (na > 1024) return vg_status_set(st, VG_INVALID_ARGUMENT, "SavedModel %s lists %d assets", export_dir, na);
     vg_output feeds[1024];
@@ -46,14 +47,59 @@ static vg_code run_main_op(vg_saved_model *m, const char *export_dir, vg_op *mai
         if (!(vals[n] = vg_tensor_new_string_scalar(path, (size_t)w, st))) k = st->code ? st->code : VG_RESOURCE_EXHAUSTED;
         else n++;
     }
-    if (!k) k = vg_session_run(m->session, NULL, feeds, vals, n, NULL, NULL, 0, &main_op, 1, NULL, st);
+    if (!k) k = vg_session_run(m->session, ro, feeds, vals, n, NULL, NULL, 0, &main_op, 1, NULL, st);
     for (int i = 0; i < n; i++) vg_tensor_free(vals[i]);
     return k;
 }
 
+/* Op types that create, write, rename or delete files (TF's and vigil's): SaveV2 writes
+ * a checkpoint anywhere its prefix says, MergeV2Checkpoints renames and deletes files;
+ * the others are TF ops vigil lacks (an import fails on them first), listed so that
+ * adding one keeps the refusal. CacheDataset writes only with a filename other than a
+ * constant "" (checked in file_writer). */
+static const char *const file_writing_ops[] = {
+    "SaveV2", "Save", "SaveSlices", "MergeV2Checkpoints", "WriteFile", "CreateSummaryFileWriter",
+    "CreateSummaryDbWriter", "WriteSummary", "WriteScalarSummary", "WriteHistogramSummary", "WriteImageSummary",
+    "WriteAudioSummary", "WriteGraphSummary", "WriteRawProtoSummary", "ImportEvent", "FlushSummaryWriter",
+    "CloseSummaryWriter", "DatasetToTFRecord", "ExperimentalDatasetToTFRecord", "SnapshotDataset",
+    "ExperimentalSnapshotDataset", "SaveDataset", "PrintV2", "DebugIdentity", "DebugNanCount",
+    "DebugNumericSummary", "CacheDatasetV2", NULL};
+
+/* The first op of g that may write files, NULL when none. */
+static vg_op *file_writer(const vg_graph *g) {
+    int n = vg_graph_num_ops(g);
+    for (int i = 0; i < n; i++) {
+        vg_op *op = vg_graph_op(g, i);
+        const char *t = vg_op_type(op);
+        for (int j = 0; file_writing_ops[j]; j++)
+            if (!strcmp(t, file_writing_ops[j])) return op;
+        if (!strcmp(t, "CacheDataset") && vg_op_num_inputs(op) > 1) {
+            vg_output fn = vg_op_input(op, 1);
+            const vg_tensor *v = NULL;
+            size_t len = 1;
+            if (!fn.op || strcmp(vg_op_type(fn.op), "Const") != 0 || !vg_op_attr_tensor(fn.op, "value", &v) || !v ||
+                vg_tensor_dtype(v) != VG_STRING || vg_tensor_num_elements(v) != 1 || !vg_tensor_string(v, 0, &len) ||
+                len != 0)
+                return op;
+        }
+    }
+    return NULL;
+}
+
 vg_code vg_saved_model_load(const char *export_dir, const char *const *tags, int ntags,
                             const vg_session_options *session_options, vg_saved_model **out, vg_status *st) {
+    vg_saved_model_load_options o = VG_SAVED_MODEL_LOAD_OPTIONS_INIT;
+    o.session_options = session_options;
+    return vg_saved_model_load_ex(export_dir, tags, ntags, &o, out, st);
+}
+
+vg_code vg_saved_model_load_ex(const char *export_dir, const char *const *tags, int ntags,
+                               const vg_saved_model_load_options *options, vg_saved_model **out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_load: NULL out");
     *out = NULL;
+    vg_saved_model_load_options defaults = VG_SAVED_MODEL_LOAD_OPTIONS_INIT;
+    if (!options) options = &defaults;
+    const vg_session_options *session_options = options->session_options;
     if (!export_dir) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_load: NULL export_dir");
     char path[4096];
     int w = snprintf(path, sizeof path, "%s/saved_model.pb", export_dir);
@@ -72,6 +118,13 @@ vg_code vg_saved_model_load(const char *export_dir, const char *const *tags, int
     vg_meta_import_options o = {0};
     o.omit_saver = true;
     vg_code k = vg_import_saved_model_graph(m->graph, path, tags, ntags, &o, &m->meta_graph, st);
+    /* before the restoring Saver adds its own SaveV2 */
+    vg_op *fw = k || !options->refuse_file_writes ? NULL : file_writer(m->graph);
+    if (fw)
+        k = vg_status_set(st, VG_PERMISSION_DENIED,
+                          "SavedModel %s: op '%s' (%s) can write, rename or delete files; refusing to load it "
+                          "(file-writing ops are refused for untrusted models)",
+                          export_dir, vg_op_name(fw), vg_op_type(fw));
     int nvars = 0;
     const vg_output *vars = k ? NULL : vg_graph_collection(m->graph, VG_GLOBAL_VARIABLES, &nvars);
     vg_saver *saver = NULL;
@@ -95,7 +148,7 @@ vg_code vg_saved_model_load(const char *export_dir, const char *const *tags, int
         int n = 0;
         const vg_output *mo = vg_graph_collection(m->graph, "saved_model_main_op", &n);
         if (n == 0) mo = vg_graph_collection(m->graph, "legacy_init_op", &n);
-        if (n > 0) k = run_main_op(m, export_dir, mo[0].op, st);
+        if (n > 0) k = run_main_op(m, export_dir, mo[0].op, options->main_op_run_options, st);
     }
     if (k) {
         vg_saved_model_free(m);
@@ -117,8 +170,15 @@ static int find_key(const vg_meta_graph *mg, int sig, bool outputs, const char *
 vg_code vg_saved_model_run(vg_saved_model *m, const char *key, const char *const *input_keys,
                            vg_tensor *const *inputs, int ninputs, const char *const *output_keys,
                            vg_tensor **outputs, int noutputs, vg_status *st) {
-    for (int i = 0; i < noutputs; i++) outputs[i] = NULL;
-    if (!m || ninputs < 0 || noutputs < 0 || ninputs > 256 || noutputs > 256)
+    return vg_saved_model_run_ex(m, NULL, key, input_keys, inputs, ninputs, output_keys, outputs, noutputs, st);
+}
+
+vg_code vg_saved_model_run_ex(vg_saved_model *m, const vg_run_options *run_options, const char *key,
+                              const char *const *input_keys, vg_tensor *const *inputs, int ninputs,
+                              const char *const *output_keys, vg_tensor **outputs, int noutputs, vg_status *st) {
+    for (int i = 0; outputs && i < noutputs; i++) outputs[i] = NULL;
+    if (!m || ninputs < 0 || noutputs < 0 || ninputs > 256 || noutputs > 256 || (noutputs && !outputs) ||
+        (ninputs && (!inputs || !input_keys)) || (noutputs && !output_keys))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_run: bad arguments");
     int sig = vg_meta_graph_find_signature(m->meta_graph, key);
     if (sig < 0) return vg_status_set(st, VG_NOT_FOUND, "SignatureDef '%s' not found in the SavedModel", key ? key : "(null)");
@@ -134,7 +194,7 @@ vg_code vg_saved_model_run(vg_saved_model *m, const char *key, const char *const
         if (out) fetches[i - ninputs] = t;
         else feeds[i] = t;
     }
-    return vg_session_run(m->session, NULL, feeds, inputs, ninputs, fetches, outputs, noutputs, NULL, 0, NULL, st);
+    return vg_session_run(m->session, run_options, feeds, inputs, ninputs, fetches, outputs, noutputs, NULL, 0, NULL, st);
 }
 
 /* ------------------------------------------------------------------------ */
