@@ -1,0 +1,267 @@
+/* test_hostile_paths.c - issue 29 items 1 and 4: vigil stays inside the directories it
+ * was given.
+ *   #1  a checkpoint state file naming "/abs/x", "../x" or a path through a symlinked
+ *       directory never makes max_to_keep pruning or the crash clean-up delete those
+ *       files; a symlink planted at a checkpoint's name is removed, not followed
+ *   #4  symlinks planted at the names vigil creates (event files, saver temporaries,
+ *       the lock's pid file) are never followed, and an existing event file is never
+ *       truncated
+ * Every victim file lies outside the directory vigil was given and must keep its bytes. */
+#include "io/io.h"
+#include "test_util.h"
+#include "vigil/ops.h"
+#include "vigil/saver.h"
+#include "vigil/session.h"
+#include "vigil/variables.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char g_root[256]; /* /tmp/vg_hpaths_XXXXXX: holds ckpt/ (vigil's) and outside/ (not) */
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Whether path is a regular file holding exactly text. */
+static bool holds(const char *path, const char *text) {
+    char buf[256];
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strcmp(buf, text) == 0;
+}
+
+static bool exists_l(const char *path) {
+    struct stat sb;
+    return lstat(path, &sb) == 0;
+}
+
+/* Fresh <root>/<sub>/ckpt and <root>/<sub>/outside; returns them in ck and out. */
+static void make_dirs(const char *sub, char *ck, char *out, size_t len) {
+    char base[300];
+    snprintf(base, sizeof base, "%s/%s", g_root, sub);
+    mkdir(base, 0755);
+    snprintf(ck, len, "%s/ckpt", base);
+    snprintf(out, len, "%s/outside", base);
+    CHECK(mkdir(ck, 0755) == 0);
+    CHECK(mkdir(out, 0755) == 0);
+}
+
+/* The three files of a (fake) checkpoint "<dir>/<name>", each holding "victim". */
+static void plant_victim_ckpt(const char *dir, const char *name) {
+    static const char *const suf[] = {".index", ".meta", ".data-00000-of-00001"};
+    char p[700];
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s%s", dir, name, suf[i]);
+        write_text(p, "victim");
+    }
+}
+
+static bool victim_ckpt_intact(const char *dir, const char *name) {
+    static const char *const suf[] = {".index", ".meta", ".data-00000-of-00001"};
+    char p[700];
+    bool ok = true;
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s%s", dir, name, suf[i]);
+        ok = ok && holds(p, "victim");
+    }
+    return ok;
+}
+
+typedef struct model {
+    vg_graph *g;
+    vg_saver *saver;
+    vg_session *sess;
+} model;
+
+static void model_build(model *m, int max_to_keep) {
+    m->g = vg_graph_new();
+    int64_t one = 1;
+    vg_get_variable(m->g, "v", VG_FLOAT, &one, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
+    vg_op *init = vg_global_variables_initializer(m->g);
+    vg_status st;
+    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
+    o.max_to_keep = max_to_keep;
+    m->saver = vg_saver_new(m->g, &o, &st);
+    CHECK(m->saver != NULL);
+    m->sess = vg_session_new(m->g, NULL, &st);
+    CHECK_OK(vg_session_run_targets(m->sess, &init, 1, &st), &st);
+}
+
+static void model_free(model *m) {
+    vg_session_free(m->sess);
+    vg_saver_free(m->saver);
+    vg_graph_free(m->g);
+}
+
+/* Writes <ck>/checkpoint naming `paths` (the newest last), reads it back with
+ * vg_get_checkpoint_state and adopts its list as a restarted trainer does
+ * (session_manager: vg_saver_recover_last_checkpoints_in with the checkpoint dir). */
+static void adopt_state(model *m, const char *ck, const char *const *paths, int n) {
+    char p[600], text[4096];
+    int k = snprintf(text, sizeof text, "model_checkpoint_path: \"%s\"\n", paths[n - 1]);
+    for (int i = 0; i < n; i++) k += snprintf(text + k, sizeof text - (size_t)k, "all_model_checkpoint_paths: \"%s\"\n", paths[i]);
+    snprintf(p, sizeof p, "%s/checkpoint", ck);
+    write_text(p, text);
+    vg_checkpoint_state *cs = NULL;
+    vg_status st;
+    CHECK_OK(vg_get_checkpoint_state(ck, &cs, &st), &st);
+    if (!cs) return;
+    CHECK_EQ_INT(cs->n_all, n);
+    vg_saver_recover_last_checkpoints_in(m->saver, ck, (const char *const *)cs->all_model_checkpoint_paths, cs->n_all);
+    vg_checkpoint_state_free(cs);
+}
+
+static void save_step(model *m, const char *ck, int step) {
+    char prefix[600];
+    vg_status st;
+    snprintf(prefix, sizeof prefix, "%s/model.ckpt", ck);
+    CHECK_OK(vg_saver_save(m->saver, m->sess, prefix, step, NULL, 0, &st), &st);
+}
+
+/* ---- #1 ---- */
+
+/* An absolute path elsewhere, named exactly like the saver's checkpoints: adopted into the
+ * list (TF keeps it) but never deleted when max_to_keep drops it. */
+static void test_hostile_paths__prune_absolute_path_outside(void) {
+    char ck[400], out[400], abs_name[600];
+    make_dirs("abs", ck, out, sizeof ck);
+    plant_victim_ckpt(out, "model.ckpt-1");
+    snprintf(abs_name, sizeof abs_name, "%s/model.ckpt-1", out);
+    model m;
+    model_build(&m, 1);
+    const char *paths[1] = {abs_name};
+    adopt_state(&m, ck, paths, 1);
+    CHECK_EQ_INT(vg_saver_num_last_checkpoints(m.saver), 1); /* adopted, as TF does */
+    save_step(&m, ck, 2);                                     /* max_to_keep 1: -1 falls out */
+    save_step(&m, ck, 3);                                     /* and -2 (our own) is pruned */
+    CHECK(victim_ckpt_intact(out, "model.ckpt-1"));
+    char p[700];
+    snprintf(p, sizeof p, "%s/model.ckpt-2.index", ck);
+    CHECK(!exists_l(p)); /* our own checkpoints still rotate */
+    snprintf(p, sizeof p, "%s/model.ckpt-3.index", ck);
+    CHECK(exists_l(p));
+    model_free(&m);
+}
+
+/* "../outside/model.ckpt-1" relative to the checkpoint directory. */
+static void test_hostile_paths__prune_dotdot_path(void) {
+    char ck[400], out[400];
+    make_dirs("dotdot", ck, out, sizeof ck);
+    plant_victim_ckpt(out, "model.ckpt-1");
+    plant_victim_ckpt(ck, "model.ckpt-1"); /* a real one of the same name inside stays ours */
+    model m;
+    model_build(&m, 1);
+    const char *paths[2] = {"../outside/model.ckpt-1", "model.ckpt-1"};
+    adopt_state(&m, ck, paths, 2);
+    save_step(&m, ck, 2);
+    save_step(&m, ck, 3);
+    CHECK(victim_ckpt_intact(out, "model.ckpt-1"));
+    char p[700];
+    snprintf(p, sizeof p, "%s/model.ckpt-1.index", ck);
+    CHECK(!exists_l(p)); /* the listed one inside the directory is pruned as before */
+    model_free(&m);
+}
+
+/* A symlinked directory planted inside the checkpoint directory, pointing outside, and a
+ * symlink planted at a checkpoint file's name: the first is not followed for deletion,
+ * the second is removed without touching its target. */
+static void test_hostile_paths__prune_through_planted_symlinks(void) {
+    char ck[400], out[400], p[700], q[700];
+    make_dirs("symlink", ck, out, sizeof ck);
+    plant_victim_ckpt(out, "model.ckpt-1");
+    snprintf(p, sizeof p, "%s/sub", ck);
+    CHECK(symlink(out, p) == 0);
+    /* model.ckpt-2 inside: its .index is a link to a file outside */
+    snprintf(q, sizeof q, "%s/precious", out);
+    write_text(q, "victim");
+    snprintf(p, sizeof p, "%s/model.ckpt-2.index", ck);
+    CHECK(symlink(q, p) == 0);
+    model m;
+    model_build(&m, 1);
+    const char *paths[2] = {"sub/model.ckpt-1", "model.ckpt-2"};
+    adopt_state(&m, ck, paths, 2);
+    save_step(&m, ck, 3);
+    save_step(&m, ck, 4);
+    CHECK(victim_ckpt_intact(out, "model.ckpt-1"));
+    CHECK(holds(q, "victim"));
+    CHECK(!exists_l(p)); /* the planted link itself is gone (it was named like ours) */
+    model_free(&m);
+}
+
+/* The crash clean-up on recovery (issue 9 #5) runs in the newest listed checkpoint's
+ * directory: when the state file names one outside the checkpoint directory, nothing
+ * there is deleted (neither "orphans" nor "temporaries"). */
+static void test_hostile_paths__recover_cleanup_stays_inside(void) {
+    char ck[400], out[400], newest[600], p[700];
+    make_dirs("cleanup", ck, out, sizeof ck);
+    plant_victim_ckpt(out, "model.ckpt-100");
+    plant_victim_ckpt(out, "model.ckpt-50"); /* an "orphan" older than the newest listed */
+    snprintf(p, sizeof p, "%s/model.ckpt-100.index.tempstate0123456789abcdef", out);
+    write_text(p, "victim");
+    snprintf(newest, sizeof newest, "%s/model.ckpt-100", out);
+    model m;
+    model_build(&m, 5);
+    const char *paths[1] = {newest};
+    adopt_state(&m, ck, paths, 1);
+    CHECK(victim_ckpt_intact(out, "model.ckpt-50"));
+    CHECK(victim_ckpt_intact(out, "model.ckpt-100"));
+    CHECK(holds(p, "victim"));
+    model_free(&m);
+    /* the same through "..": ck/../outside */
+    model_build(&m, 5);
+    const char *rel[1] = {"../outside/model.ckpt-100"};
+    adopt_state(&m, ck, rel, 1);
+    CHECK(victim_ckpt_intact(out, "model.ckpt-50"));
+    CHECK(holds(p, "victim"));
+    model_free(&m);
+    /* inside the directory the clean-up still works */
+    plant_victim_ckpt(ck, "model.ckpt-100");
+    plant_victim_ckpt(ck, "model.ckpt-50");
+    char tmp_in[700];
+    snprintf(tmp_in, sizeof tmp_in, "%s/model.ckpt-100.index.tempstate0123456789abcdef", ck);
+    write_text(tmp_in, "x");
+    model_build(&m, 5);
+    const char *in[1] = {"model.ckpt-100"};
+    adopt_state(&m, ck, in, 1);
+    snprintf(p, sizeof p, "%s/model.ckpt-50.index", ck);
+    CHECK(!exists_l(p));
+    CHECK(!exists_l(tmp_in));
+    CHECK(victim_ckpt_intact(ck, "model.ckpt-100"));
+    model_free(&m);
+}
+
+/* Names that are not "<base>[-<step>]" are never deleted, even inside the directory. */
+static void test_hostile_paths__prune_only_own_names(void) {
+    char ck[400], out[400];
+    make_dirs("names", ck, out, sizeof ck);
+    plant_victim_ckpt(ck, "notes");
+    model m;
+    model_build(&m, 1);
+    const char *paths[1] = {"notes"};
+    adopt_state(&m, ck, paths, 1);
+    save_step(&m, ck, 1);
+    save_step(&m, ck, 2);
+    CHECK(victim_ckpt_intact(ck, "notes"));
+    model_free(&m);
+}
+
+int main(void) {
+    tu_mkdtemp(g_root, sizeof g_root, "hpaths");
+    if (!g_root[0]) return 1;
+    RUN_TEST(test_hostile_paths__prune_absolute_path_outside);
+    RUN_TEST(test_hostile_paths__prune_dotdot_path);
+    RUN_TEST(test_hostile_paths__prune_through_planted_symlinks);
+    RUN_TEST(test_hostile_paths__recover_cleanup_stays_inside);
+    RUN_TEST(test_hostile_paths__prune_only_own_names);
+    tu_rmrf(g_root);
+    TEST_MAIN_END();
+}
