@@ -9,14 +9,22 @@
  * Every victim file lies outside the directory vigil was given and must keep its bytes. */
 #include "io/io.h"
 #include "test_util.h"
+#include "vigil/monitored.h"
 #include "vigil/ops.h"
 #include "vigil/saver.h"
 #include "vigil/session.h"
+#include "vigil/summary.h"
 #include "vigil/variables.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#ifndef VG_BINDIR
+#define VG_BINDIR "."
+#endif
 
 static char g_root[256]; /* /tmp/vg_hpaths_XXXXXX: holds ckpt/ (vigil's) and outside/ (not) */
 
@@ -254,6 +262,214 @@ static void test_hostile_paths__prune_only_own_names(void) {
     model_free(&m);
 }
 
+/* ---- #4 ---- */
+
+static bool is_regular(const char *path) {
+    struct stat sb;
+    return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* "<dir>/events.out.tfevents.<secs>.<host><suffix>" (TF's EventsWriter name). */
+static void event_name(char *buf, size_t len, const char *dir, long long secs, const char *suffix) {
+    char host[256];
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = 0;
+    snprintf(buf, len, "%s/events.out.tfevents.%010lld.%s%s", dir, secs, host, suffix);
+}
+
+/* Symlinks to a file outside planted at this second's event file name and the next ones,
+ * and an existing event file (a run killed in the same second) after them: the writer
+ * takes a free name, follows no link and leaves the old file's bytes alone. */
+static void test_hostile_paths__event_file_never_follows_or_truncates(void) {
+    char ck[400], out[400], victim[600], name[800];
+    make_dirs("events", ck, out, sizeof ck);
+    snprintf(victim, sizeof victim, "%s/victim", out);
+    write_text(victim, "victim");
+    long long now = (long long)time(NULL);
+    for (int k = 0; k < 5; k++) {
+        event_name(name, sizeof name, ck, now + k, "");
+        CHECK(symlink(victim, name) == 0);
+    }
+    char old[800];
+    event_name(old, sizeof old, ck, now + 5, "");
+    write_text(old, "old events");
+    vg_status st;
+    vg__event_writer *w = vg__event_writer_open(ck, NULL, &st);
+    CHECK(w != NULL);
+    if (w) {
+        const char *p = vg__event_writer_path(w);
+        CHECK(is_regular(p));
+        for (int k = 0; k <= 5; k++) {
+            event_name(name, sizeof name, ck, now + k, "");
+            CHECK(strcmp(p, name) != 0);
+        }
+        CHECK_OK(vg__event_writer_close(w, &st), &st);
+    }
+    CHECK(holds(victim, "victim"));
+    CHECK(holds(old, "old events"));
+    /* the public writer (a summary writer reopened in the same second) likewise */
+    vg_file_writer_options o = VG_FILE_WRITER_OPTIONS_INIT;
+    o.filename_suffix = ".v2";
+    now = (long long)time(NULL);
+    for (int k = 0; k < 3; k++) {
+        event_name(name, sizeof name, ck, now + k, ".v2");
+        CHECK(symlink(victim, name) == 0);
+    }
+    vg_file_writer *fw = vg_file_writer_new(ck, &o, &st);
+    CHECK(fw != NULL);
+    if (fw) CHECK_OK(vg_file_writer_add_scalar(fw, "loss", 1.5, 1, &st), &st);
+    vg_file_writer_free(fw);
+    CHECK(holds(victim, "victim"));
+}
+
+/* The saver writes .meta, .data, .index and `checkpoint` through new temporaries renamed
+ * over the final names: symlinks planted at those names are replaced, never written
+ * through. */
+static void test_hostile_paths__saver_replaces_planted_symlinks(void) {
+    char ck[400], out[400], victim[600], p[700];
+    make_dirs("saver_names", ck, out, sizeof ck);
+    snprintf(victim, sizeof victim, "%s/victim", out);
+    write_text(victim, "victim");
+    const char *names[] = {"model.ckpt-1.index", "model.ckpt-1.meta", "model.ckpt-1.data-00000-of-00001", "checkpoint"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", ck, names[i]);
+        CHECK(symlink(victim, p) == 0);
+    }
+    model m;
+    model_build(&m, 5);
+    save_step(&m, ck, 1);
+    CHECK(holds(victim, "victim"));
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", ck, names[i]);
+        CHECK(is_regular(p));
+    }
+    char latest[700];
+    snprintf(p, sizeof p, "%s/model.ckpt-1", ck);
+    CHECK(vg_latest_checkpoint(ck, latest, sizeof latest) != NULL && strcmp(latest, p) == 0);
+    model_free(&m);
+}
+
+/* The lock's pid file: a symlink or a hard link planted at ".vigil-train.pid" is
+ * replaced by a new file; neither target changes. */
+static void test_hostile_paths__dir_lock_pid_file(void) {
+    char ck[400], out[400], victim[600], pid[700], want[32];
+    make_dirs("lock", ck, out, sizeof ck);
+    snprintf(victim, sizeof victim, "%s/victim", out);
+    write_text(victim, "victim");
+    snprintf(pid, sizeof pid, "%s/.vigil-train.pid", ck);
+    snprintf(want, sizeof want, "%ld\n", (long)getpid());
+    for (int kind = 0; kind < 2; kind++) {
+        CHECK((kind == 0 ? symlink(victim, pid) : link(victim, pid)) == 0);
+        vg_status st;
+        vg_dir_lock *lk = vg_checkpoint_dir_lock_acquire(ck, &st);
+        CHECK(lk != NULL);
+        CHECK(holds(victim, "victim"));
+        CHECK(is_regular(pid) && holds(pid, want));
+        vg_checkpoint_dir_lock_release(lk);
+        CHECK(!exists_l(pid));
+        CHECK(holds(victim, "victim"));
+    }
+}
+
+/* ---- the command line ---- */
+
+static char g_vigil[600];
+
+static int run_cli(const char *const *args) {
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = g_vigil;
+    for (int i = 0; args[i] && n < 31; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int dn = open("/dev/null", O_WRONLY);
+        if (dn >= 0) {
+            dup2(dn, 1);
+            dup2(dn, 2);
+        }
+        execv(g_vigil, (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void put_be32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+/* A tiny IDX u8 file: images [n, 2, 2] or labels [n]. */
+static void write_idx(const char *path, uint32_t n, bool labels) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    uint8_t h[16] = {0, 0, 8, labels ? 1 : 3};
+    put_be32(h + 4, n);
+    put_be32(h + 8, 2);
+    put_be32(h + 12, 2);
+    fwrite(h, 1, labels ? 8 : 16, f);
+    for (uint32_t i = 0; i < n * (labels ? 1u : 4u); i++) fputc((int)(i % 10), f);
+    fclose(f);
+}
+
+/* `vigil plot -o X.png` once wrote its SVG to "X.png.tmp.svg" through whatever was
+ * there; `-o X.svg` and `vigil convert -o OUT` wrote through a symlink at the output
+ * name. Now every output is a new temporary renamed over the name. */
+static void test_hostile_paths__cli_outputs_never_follow_symlinks(void) {
+    snprintf(g_vigil, sizeof g_vigil, "%s/vigil", VG_BINDIR);
+    if (access(g_vigil, X_OK) != 0) {
+        fprintf(stderr, "SKIP: %s not built\n", g_vigil);
+        return;
+    }
+    char ck[400], out[400], victim[600], p[700], q[700];
+    make_dirs("cli", ck, out, sizeof ck);
+    snprintf(victim, sizeof victim, "%s/victim", out);
+    write_text(victim, "victim");
+    /* an event file with a scalar to plot */
+    vg_status st;
+    vg_file_writer *fw = vg_file_writer_new(ck, NULL, &st);
+    CHECK(fw != NULL);
+    for (int i = 1; fw && i <= 3; i++) CHECK_OK(vg_file_writer_add_scalar(fw, "loss", 1.0 / i, i, &st), &st);
+    vg_file_writer_free(fw);
+    /* -o X.png: the old temporary name and the output are links to the victim */
+    snprintf(p, sizeof p, "%s/curves.png.tmp.svg", ck);
+    CHECK(symlink(victim, p) == 0);
+    snprintf(q, sizeof q, "%s/curves.png", ck);
+    CHECK(symlink(victim, q) == 0);
+    const char *a1[] = {"plot", ck, "-o", q, NULL};
+    int rc = run_cli(a1); /* 0, or 1 without rsvg-convert / ImageMagick */
+    CHECK(rc == 0 || rc == 1);
+    CHECK(holds(victim, "victim"));
+    CHECK(rc != 0 || is_regular(q));
+    /* -o X.svg through a symlink */
+    snprintf(q, sizeof q, "%s/curves.svg", ck);
+    CHECK(symlink(victim, q) == 0);
+    const char *a2[] = {"plot", ck, "-o", q, NULL};
+    CHECK_EQ_INT(run_cli(a2), 0);
+    CHECK(holds(victim, "victim"));
+    CHECK(is_regular(q));
+    /* vigil convert -o OUT through a symlink, both formats */
+    char img[700], lab[700];
+    snprintf(img, sizeof img, "%s/images.idx", out);
+    snprintf(lab, sizeof lab, "%s/labels.idx", out);
+    write_idx(img, 5, false);
+    write_idx(lab, 5, true);
+    const char *fmts[] = {"tfrecord", "fixed"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(q, sizeof q, "%s/out.%s", ck, fmts[i]);
+        CHECK(symlink(victim, q) == 0);
+        const char *a3[] = {"convert", "--images", img, "--labels", lab, "-o", q, "--format", fmts[i], NULL};
+        CHECK_EQ_INT(run_cli(a3), 0);
+        CHECK(holds(victim, "victim"));
+        CHECK(is_regular(q));
+    }
+    snprintf(q, sizeof q, "%s/out.fixed", ck);
+    struct stat sb;
+    CHECK(stat(q, &sb) == 0 && sb.st_size == 5 * 5); /* 5 records of 1 label + 4 pixels */
+}
+
 int main(void) {
     tu_mkdtemp(g_root, sizeof g_root, "hpaths");
     if (!g_root[0]) return 1;
@@ -262,6 +478,10 @@ int main(void) {
     RUN_TEST(test_hostile_paths__prune_through_planted_symlinks);
     RUN_TEST(test_hostile_paths__recover_cleanup_stays_inside);
     RUN_TEST(test_hostile_paths__prune_only_own_names);
+    RUN_TEST(test_hostile_paths__event_file_never_follows_or_truncates);
+    RUN_TEST(test_hostile_paths__saver_replaces_planted_symlinks);
+    RUN_TEST(test_hostile_paths__dir_lock_pid_file);
+    RUN_TEST(test_hostile_paths__cli_outputs_never_follow_symlinks);
     tu_rmrf(g_root);
     TEST_MAIN_END();
 }
