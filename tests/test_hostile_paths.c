@@ -383,36 +383,50 @@ static int run_cli(const char *const *args) {
     argv[n] = NULL;
     pid_t pid = fork();
     if (pid == 0) {
-        int dn = open("/dev/null", O_WRONLY);
-        if (dn >= 0) {
-            dup2(dn, 1);
-            dup2(dn, 2);
-        }
+        char err[400];
+        snprintf(err, sizeof err, "%s/cli.err", g_root); /* printed when a check fails */
+        int dn = open("/dev/null", O_WRONLY), fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (dn >= 0) dup2(dn, 1);
+        if (fe >= 0) dup2(fe, 2);
         execv(g_vigil, (char *const *)argv);
         _exit(127);
     }
     int status = 0;
     if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (rc != 0) { /* show why */
+        char err[400], buf[4096];
+        snprintf(err, sizeof err, "%s/cli.err", g_root);
+        FILE *f = fopen(err, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) fclose(f);
+        buf[n] = 0;
+        fprintf(stderr, "vigil %s: exit %d:\n%s", args[0], rc, buf);
+    }
+    return rc;
 }
 
 static void put_be32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
 }
 
-/* A tiny IDX u8 file: images [n, 2, 2] or labels [n]. */
-static void write_idx(const char *path, uint32_t n, bool labels) {
+/* A tiny IDX u8 file: images [n, side, side] or labels [n] (i % 10). */
+static void write_idx_sized(const char *path, uint32_t n, uint32_t side, bool labels) {
     FILE *f = fopen(path, "wb");
     CHECK(f != NULL);
     if (!f) return;
     uint8_t h[16] = {0, 0, 8, labels ? 1 : 3};
     put_be32(h + 4, n);
-    put_be32(h + 8, 2);
-    put_be32(h + 12, 2);
+    put_be32(h + 8, side);
+    put_be32(h + 12, side);
     fwrite(h, 1, labels ? 8 : 16, f);
-    for (uint32_t i = 0; i < n * (labels ? 1u : 4u); i++) fputc((int)(i % 10), f);
+    uint32_t rec = labels ? 1u : side * side;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < rec; k++) fputc(labels ? (int)(i % 10) : (int)((k % 10 == i % 10 ? 200 : 20) + k % 7), f);
     fclose(f);
 }
+
+static void write_idx(const char *path, uint32_t n, bool labels) { write_idx_sized(path, n, 2, labels); }
 
 /* `vigil plot -o X.png` once wrote its SVG to "X.png.tmp.svg" through whatever was
  * there; `-o X.svg` and `vigil convert -o OUT` wrote through a symlink at the output
@@ -470,6 +484,84 @@ static void test_hostile_paths__cli_outputs_never_follow_symlinks(void) {
     CHECK(stat(q, &sb) == 0 && sb.st_size == 5 * 5); /* 5 records of 1 label + 4 pixels */
 }
 
+/* `vigil train` with symlinks to a file outside planted at the names it creates in the
+ * checkpoint directory (the lock's pid file, graph.pbtxt, the event file names of the
+ * next 30 seconds), then restarted on a state file that
+ * also lists "../outside/model.ckpt-1" and "<abs>/outside/model.ckpt-2" (real-looking
+ * checkpoint files there): the victim and the outside checkpoints survive both runs
+ * while max_to_keep keeps rotating the run's own checkpoints. */
+static void test_hostile_paths__cli_train_stays_inside(void) {
+    if (access(g_vigil, X_OK) != 0) {
+        fprintf(stderr, "SKIP: %s not built\n", g_vigil);
+        return;
+    }
+    char ck[400], out[400], victim[600], p[800], data[500];
+    make_dirs("train", ck, out, sizeof ck);
+    snprintf(victim, sizeof victim, "%s/victim", out);
+    write_text(victim, "victim");
+    snprintf(data, sizeof data, "%s/data", out);
+    mkdir(data, 0755);
+    const char *files[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                            "t10k-labels-idx1-ubyte"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", data, files[i]);
+        write_idx_sized(p, i < 2 ? 128 : 32, 28, i % 2 == 1);
+    }
+    /* (not checkpoint files: index files without a state file make it refuse to start;
+     * test_hostile_paths__saver_replaces_planted_symlinks plants those) */
+    const char *plant[] = {".vigil-train.pid", "graph.pbtxt"};
+    for (size_t i = 0; i < sizeof plant / sizeof *plant; i++) {
+        snprintf(p, sizeof p, "%s/%s", ck, plant[i]);
+        CHECK(symlink(victim, p) == 0);
+    }
+    long long now = (long long)time(NULL);
+    for (int k = 0; k < 30; k++) {
+        event_name(p, sizeof p, ck, now + k, "");
+        CHECK(symlink(victim, p) == 0);
+    }
+#define TRAIN_ARGS(epochs) "train", "--data-dir", data, "--checkpoint-dir", ck, "--batch-size", "32", "--epochs", epochs, \
+        "--save-checkpoint-steps", "2", "--save-summaries-steps", "0", "--log-step-count-steps", "0", "--threads", "1", NULL
+    const char *a1[] = {TRAIN_ARGS("1")};
+    CHECK_EQ_INT(run_cli(a1), 0);
+    CHECK(holds(victim, "victim"));
+    /* the restart: a state file naming checkpoints outside as the oldest */
+    plant_victim_ckpt(out, "model.ckpt-1");
+    plant_victim_ckpt(out, "model.ckpt-2");
+    vg_checkpoint_state *cs = NULL;
+    vg_status st;
+    CHECK_OK(vg_get_checkpoint_state(ck, &cs, &st), &st);
+    if (!cs) return;
+    char text[8192];
+    int k = snprintf(text, sizeof text,
+                     "model_checkpoint_path: \"%s\"\nall_model_checkpoint_paths: \"../outside/model.ckpt-1\"\n"
+                     "all_model_checkpoint_paths: \"%s/model.ckpt-2\"\n",
+                     cs->model_checkpoint_path, out);
+    for (int i = 0; i < cs->n_all; i++)
+        k += snprintf(text + k, sizeof text - (size_t)k, "all_model_checkpoint_paths: \"%s\"\n",
+                      cs->all_model_checkpoint_paths[i]);
+    char first_own[700] = "";
+    if (cs->n_all > 0) snprintf(first_own, sizeof first_own, "%s.index", cs->all_model_checkpoint_paths[0]);
+    CHECK(first_own[0] && exists_l(first_own));
+    vg_checkpoint_state_free(cs);
+    snprintf(p, sizeof p, "%s/checkpoint", ck);
+    write_text(p, text);
+    const char *a2[] = {TRAIN_ARGS("3")};
+    CHECK_EQ_INT(run_cli(a2), 0);
+#undef TRAIN_ARGS
+    CHECK(holds(victim, "victim"));
+    CHECK(victim_ckpt_intact(out, "model.ckpt-1"));
+    CHECK(victim_ckpt_intact(out, "model.ckpt-2"));
+    /* the run's own checkpoints still rotate: 5 listed (max_to_keep), the two outside
+     * ones rotated out of the list first, then the oldest of the first run deleted */
+    CHECK_OK(vg_get_checkpoint_state(ck, &cs, &st), &st);
+    if (cs) {
+        CHECK_EQ_INT(cs->n_all, 5);
+        for (int i = 0; i < cs->n_all; i++) CHECK(!strstr(cs->all_model_checkpoint_paths[i], "outside"));
+    }
+    vg_checkpoint_state_free(cs);
+    CHECK(!exists_l(first_own));
+}
+
 int main(void) {
     tu_mkdtemp(g_root, sizeof g_root, "hpaths");
     if (!g_root[0]) return 1;
@@ -482,6 +574,7 @@ int main(void) {
     RUN_TEST(test_hostile_paths__saver_replaces_planted_symlinks);
     RUN_TEST(test_hostile_paths__dir_lock_pid_file);
     RUN_TEST(test_hostile_paths__cli_outputs_never_follow_symlinks);
+    RUN_TEST(test_hostile_paths__cli_train_stays_inside);
     tu_rmrf(g_root);
     TEST_MAIN_END();
 }
