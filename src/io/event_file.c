@@ -67,6 +67,9 @@ vg__event_writer *vg__event_writer_open(const char *dir, const char *filename_su
     if (vg__event_writer_write_event(w, &ev, st) || vg__event_writer_flush(w, st)) goto fail;
     return w;
 fail:
+    /* a file this call created (O_EXCL: nobody else's) goes again, so failed opens do not
+     * use up the names */
+    if (w->w && w->path) unlink(w->path);
     vg__event_writer_close(w, NULL);
     return NULL;
 }
