@@ -195,12 +195,12 @@ static vg_code op_event_file(vg_status *st) {
     snprintf(path, sizeof path, "%s", vg__event_writer_path(w));
     vg_code c2 = vg__event_writer_close(w, st);
     if (!c) c = c2;
-    if (c) return c;
-    vg__event_reader *r = vg__event_reader_open(path, st);
-    if (!r) return st->code;
+    vg__event_reader *r = c ? NULL : vg__event_reader_open(path, st);
+    if (!c && !r) c = st->code;
     vg__event_info ev;
-    while ((c = vg__event_reader_next(r, &ev, st)) == VG_OK) {}
+    while (r && (c = vg__event_reader_next(r, &ev, st)) == VG_OK) {}
     vg__event_reader_close(r);
+    unlink(path); /* event files are never truncated: each open would take a new name */
     return c == VG_OUT_OF_RANGE ? VG_OK : c;
 }
 

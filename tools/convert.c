@@ -9,9 +9,12 @@
  * images are 47 MB); the output is written record by record.
  */
 #include "cli.h"
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *convert_usage =
     "usage: vigil convert --images IDX --labels IDX -o OUT [--format tfrecord|fixed]\n"
@@ -81,8 +84,26 @@ int cli_convert(int argc, char **argv) {
     vg_tfrecord_writer *w = NULL;
     FILE *fo = NULL;
     vg_example *ex = NULL;
-    if (!rc && fixed && !(fo = fopen(out, "wb"))) rc = cli_fail("cannot create %s", out);
-    if (!rc && !fixed && (!(w = vg_tfrecord_writer_open(out, comp, &st)) || !(ex = vg_example_new())))
+    /* the output goes to a new temporary next to OUT (mkstemp: O_EXCL, never through a
+     * planted symlink), renamed over OUT once complete */
+    char tmp[4200] = "";
+    int tfd = -1;
+    if (!rc && (size_t)snprintf(tmp, sizeof tmp, "%s.XXXXXX", out) >= sizeof tmp) {
+        tmp[0] = 0;
+        rc = cli_fail("output name too long: %s", out);
+    }
+    if (!rc && (tfd = mkstemp(tmp)) < 0) {
+        tmp[0] = 0;
+        rc = cli_fail("cannot create a temporary file next to %s: %s", out, strerror(errno));
+    }
+    if (tfd >= 0) {
+        mode_t um = umask(0);
+        umask(um);
+        fchmod(tfd, 0666 & ~um); /* what fopen(out, "wb") would have given */
+    }
+    if (!rc && fixed && !(fo = fdopen(tfd, "wb"))) rc = cli_fail("cannot create %s", tmp);
+    if (tfd >= 0 && !fo) close(tfd); /* the tfrecord writer reopens the file it names */
+    if (!rc && !fixed && (!(w = vg_tfrecord_writer_open(tmp, comp, &st)) || !(ex = vg_example_new())))
         rc = w ? cli_fail("out of memory") : cli_fail_status(&st);
     for (int64_t i = 0; i < n && !rc; i++) {
         uint8_t label = ((const uint8_t *)lab)[i];
@@ -106,6 +127,9 @@ int cli_convert(int argc, char **argv) {
     }
     if (w && vg_tfrecord_writer_close(w, &st) != VG_OK && !rc) rc = cli_fail_status(&st);
     if (fo && fclose(fo) != 0 && !rc) rc = cli_fail("cannot write %s", out);
+    if (!rc && tmp[0] && rename(tmp, out) != 0) rc = cli_fail("cannot rename %s to %s: %s", tmp, out, strerror(errno));
+    else if (!rc) tmp[0] = 0;
+    if (tmp[0]) unlink(tmp);
     vg_example_free(ex);
     free(rec);
     vg_free(pix);

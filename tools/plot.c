@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -273,9 +274,35 @@ static void draw_panel(FILE *f, const series *s, int idx, double y0, double widt
 #undef Y
 }
 
-static int write_svg(const char *path, series *const *sel, int nsel, double width, double panel_h) {
-    FILE *f = fopen(path, "w");
-    if (!f) return cli_fail("cannot write %s: %s", path, strerror(errno));
+/* A new temporary "<out>.XXXXXX<ext>" (mkstemps: O_EXCL, so a symlink planted at any
+ * name is never followed); its name goes to buf. Returns the fd, or -1 (reported). */
+static int temp_for(const char *out, const char *ext, char *buf, size_t len) {
+    if ((size_t)snprintf(buf, len, "%s.XXXXXX%s", out, ext) >= len) {
+        cli_fail("output name too long: %s", out);
+        return -1;
+    }
+    int fd = mkstemps(buf, (int)strlen(ext));
+    if (fd < 0) {
+        cli_fail("cannot create a temporary file next to %s: %s", out, strerror(errno));
+        return -1;
+    }
+    mode_t um = umask(0);
+    umask(um);
+    fchmod(fd, 0666 & ~um); /* what fopen(out, "w") would have given */
+    return fd;
+}
+
+/* Writes the SVG to a new temporary next to `out`, whose name goes to tmp. */
+static int write_svg(const char *out, char *tmp, size_t tmp_len, series *const *sel, int nsel, double width,
+                     double panel_h) {
+    int fd = temp_for(out, ".svg", tmp, tmp_len);
+    if (fd < 0) return 1;
+    const char *path = tmp;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        return cli_fail("cannot write %s: %s", path, strerror(errno));
+    }
     double h = panel_h * nsel;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
@@ -383,15 +410,21 @@ int cli_plot(int argc, char **argv) {
         goto done;
     }
     for (int i = 0; i < nsel; i++) sort_series(sel[i]);
-    if (png) {
-        char tmp[4200];
-        snprintf(tmp, sizeof tmp, "%s.tmp.svg", out);
-        rc = write_svg(tmp, sel, nsel, width, panel_h);
-        if (rc == 0) rc = svg_to_png(tmp, out);
-        unlink(tmp);
-    } else {
-        rc = write_svg(out, sel, nsel, width, panel_h);
+    /* every file goes to a new temporary (mkstemps) renamed over `out`: a symlink
+     * planted at a temporary's name is never followed, one at `out` is replaced */
+    char tmp[4200] = "", tmp_png[4200] = "";
+    rc = write_svg(out, tmp, sizeof tmp, sel, nsel, width, panel_h);
+    if (rc == 0 && png) {
+        int fd = temp_for(out, ".png", tmp_png, sizeof tmp_png);
+        if (fd < 0) rc = 1;
+        else close(fd);
+        if (rc == 0) rc = svg_to_png(tmp, tmp_png);
     }
+    char *result = png ? tmp_png : tmp;
+    if (rc == 0 && rename(result, out) != 0) rc = cli_fail("cannot rename %s to %s: %s", result, out, strerror(errno));
+    if (rc == 0) result[0] = 0; /* renamed: nothing left to remove */
+    if (tmp[0]) unlink(tmp);
+    if (tmp_png[0]) unlink(tmp_png);
     if (rc == 0) {
         fprintf(stderr, "vigil: wrote %s (", out);
         for (int i = 0; i < nsel; i++) fprintf(stderr, "%s%s", i ? ", " : "", sel[i]->tag);

@@ -118,6 +118,16 @@ VG_API const char *vg_saver_last_checkpoint(const vg_saver *s, int i);
  * M < N that paths does not name (what max_to_keep would have deleted), logging a
  * WARNING with the counts. */
 VG_API void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n);
+/* vg_saver_recover_last_checkpoints for paths read from the checkpoint state file of
+ * dir (the directory the saver writes to; NULL: as vg_saver_recover_last_checkpoints).
+ * The crash clean-up runs only when the newest path lies in dir (compared by device and
+ * inode, so "../x", absolute paths elsewhere and symlinked directories do not match);
+ * otherwise a WARNING names it and nothing is deleted. Whichever function adopted them,
+ * adopted paths are deleted by max_to_keep only when they lie in the directory of the
+ * save that prunes them and are named "<basename of its prefix>[-<step>]"; any other is
+ * kept in the list (and the state file) but its files are left in place, with a WARNING
+ * naming it. Symlinks there are removed, never followed. Copies dir. */
+VG_API void vg_saver_recover_last_checkpoints_in(vg_saver *s, const char *dir, const char *const *paths, int n);
 /* The saver's ops (for Scaffold / MetaGraphDef's SaverDef). */
 VG_API vg_output vg_saver_filename_tensor(const vg_saver *s);   /* "save/Const:0" */
 VG_API vg_output vg_saver_save_tensor(const vg_saver *s);       /* "save/control_dependency:0" */

@@ -98,7 +98,9 @@ VG_API vg_file_writer_options vg_file_writer_options_default(void);
 /* Creates dir (recursively) and a new event file in it (its first record written and
  * flushed) and starts the writer thread. opts may be NULL (defaults). If this second's
  * file name exists already (close + reopen, two writers on one dir) it waits for the
- * next second rather than overwrite it. Ownership: vg_file_writer_free.
+ * next second rather than overwrite it; the file is created O_EXCL | O_NOFOLLOW, so a
+ * name still taken (a symlink planted there too) moves on to a later second's name and
+ * nothing existing is truncated or followed. Ownership: vg_file_writer_free.
  * Fails with INVALID_ARGUMENT (empty dir, bad options), PERMISSION_DENIED / NOT_FOUND /
  * FAILED_PRECONDITION (cannot create the directory or file; the message names it),
  * RESOURCE_EXHAUSTED. */

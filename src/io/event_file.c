@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #define FILE_VERSION "brain.Event:2"
+#define MAX_NAME_TRIES 1000
 
 struct vg__event_writer {
     vg__tfrecord_writer *w;
@@ -34,20 +35,41 @@ vg__event_writer *vg__event_writer_open(const char *dir, const char *filename_su
     if (vg__io_mkdirs(dir, st)) return NULL;
     vg__event_writer *w = vg__calloc(1, sizeof *w);
     long long secs = (long long)vg__wall_secs();
-    if (!w || !(w->path = event_file_name(dir, filename_suffix, secs))) {
-        vg__free(w);
+    if (!w) {
         VG_OOM(st, "event writer");
         return NULL;
     }
     vg__pb_init(&w->scratch);
-    struct stat sb;
-    if (stat(w->path, &sb) == 0) vg_logf(VG_LOG_WARN, "event file %s already exists; overwriting it", w->path);
-    if (!(w->w = vg__tfrecord_writer_open(w->path, false, st))) goto fail;
+    /* A new file only (O_EXCL | O_NOFOLLOW): an existing event file (a run killed in this
+     * same second) is never truncated and a symlink planted at the name is never
+     * followed; the next second's name is tried instead, as TF's writers pick a new name. */
+    for (int k = 0; k < MAX_NAME_TRIES && !w->w; k++) {
+        vg__free(w->path);
+        if (!(w->path = event_file_name(dir, filename_suffix, secs + k))) {
+            VG_OOM(st, "event writer");
+            goto fail;
+        }
+        vg_status cst;
+        w->w = vg__tfrecord_writer_create(w->path, &cst);
+        if (!w->w && cst.code != VG_ALREADY_EXISTS) {
+            vg_status_copy(st, &cst);
+            goto fail;
+        }
+    }
+    if (!w->w) {
+        vg_status_set(st, VG_ALREADY_EXISTS, "cannot create a new event file in %s: %d names taken", dir,
+                      MAX_NAME_TRIES);
+        goto fail;
+    }
+
     vg__event ev = {.wall_time = (double)secs, .kind = VG__EVENT_FILE_VERSION, .data = FILE_VERSION,
                     .len = sizeof FILE_VERSION - 1};
     if (vg__event_writer_write_event(w, &ev, st) || vg__event_writer_flush(w, st)) goto fail;
     return w;
 fail:
+    /* a file this call created (O_EXCL: nobody else's) goes again, so failed opens do not
+     * use up the names */
+    if (w->w && w->path) unlink(w->path);
     vg__event_writer_close(w, NULL);
     return NULL;
 }

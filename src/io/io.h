@@ -210,6 +210,9 @@ typedef struct vg__tfrecord_writer vg__tfrecord_writer;
 
 /* Opens path for writing (append = keep existing records). Fails with errno codes. */
 VG_HIDDEN vg__tfrecord_writer *vg__tfrecord_writer_open(const char *path, bool append, vg_status *st);
+/* A new file only (O_CREAT | O_EXCL | O_NOFOLLOW): fails with ALREADY_EXISTS when
+ * anything, a symlink included, has that name; never truncates or follows. */
+VG_HIDDEN vg__tfrecord_writer *vg__tfrecord_writer_create(const char *path, vg_status *st);
 /* Appends one record (buffered). Fails with RESOURCE_EXHAUSTED (ENOSPC), UNKNOWN (EIO). */
 VG_HIDDEN vg_code vg__tfrecord_writer_write(vg__tfrecord_writer *w, const void *data, size_t len, vg_status *st);
 /* fflush, and fsync too when asked. */

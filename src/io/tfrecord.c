@@ -27,7 +27,7 @@ void vg__tfrecord_header(uint8_t hdr[12], uint64_t len) {
     vg__put_le32(hdr + 8, vg__crc32c_mask(vg__crc32c(hdr, 8)));
 }
 
-vg__tfrecord_writer *vg__tfrecord_writer_open(const char *path, bool append, vg_status *st) {
+static vg__tfrecord_writer *writer_open(const char *path, int flags, vg_status *st) {
     vg__tfrecord_writer *w = vg__calloc(1, sizeof *w);
     if (!w) { VG_OOM(st, "tfrecord writer"); return NULL; }
     w->fd = -1;
@@ -37,7 +37,6 @@ vg__tfrecord_writer *vg__tfrecord_writer_open(const char *path, bool append, vg_
         VG_OOM(st, "tfrecord writer");
         goto fail;
     }
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
     w->fd = open(path, flags, 0644);
     if (w->fd < 0) {
         vg__io_errno_status(st, errno, "cannot open", path);
@@ -50,6 +49,14 @@ fail:
     vg__free(w->buf);
     vg__free(w);
     return NULL;
+}
+
+vg__tfrecord_writer *vg__tfrecord_writer_open(const char *path, bool append, vg_status *st) {
+    return writer_open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), st);
+}
+
+vg__tfrecord_writer *vg__tfrecord_writer_create(const char *path, vg_status *st) {
+    return writer_open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st);
 }
 
 static vg_code wfail(vg__tfrecord_writer *w, vg_status *st) {

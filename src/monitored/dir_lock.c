@@ -81,7 +81,7 @@ vg_dir_lock *vg_checkpoint_dir_lock_acquire(const char *dir, vg_status *st) {
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         char holder[32] = "unknown";
-        int pf = open(pidfile, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        int pf = openat(fd, PID_FILE, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
         if (pf >= 0) {
             ssize_t k = read(pf, holder, sizeof holder - 1);
             holder[k > 0 ? k : 0] = 0;
@@ -102,10 +102,14 @@ vg_dir_lock *vg_checkpoint_dir_lock_acquire(const char *dir, vg_status *st) {
         vg_free(l);
         return NULL;
     }
-    /* written in place (no temporary a kill could leave behind); read only for messages */
+    /* written in place (no temporary a kill could leave behind); read only for messages.
+     * Whatever holds the name (a stale pid file, or a symlink or hard link planted there)
+     * is removed first and a new file created (O_EXCL | O_NOFOLLOW), relative to the
+     * locked directory: a file elsewhere is never truncated or written through it. */
     char pid[32];
     int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    int pf = open(pidfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    unlinkat(fd, PID_FILE, 0);
+    int pf = openat(fd, PID_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (pf < 0 || write(pf, pid, (size_t)n) != n) vg_logf(VG_LOG_WARN, "cannot record the lock holder in %s", pidfile);
     if (pf >= 0) close(pf);
     l->fd = fd;
@@ -116,7 +120,7 @@ vg_dir_lock *vg_checkpoint_dir_lock_acquire(const char *dir, vg_status *st) {
 
 void vg_checkpoint_dir_lock_release(vg_dir_lock *l) {
     if (!l) return;
-    unlink(l->pidfile); /* still holding the lock: no other holder can have written it */
+    unlinkat(l->fd, PID_FILE, 0); /* still holding the lock: no other holder can have written it */
     close(l->fd);
     vg_free(l->pidfile);
     vg_free(l);

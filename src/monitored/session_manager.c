@@ -132,7 +132,8 @@ static vg_session *restore_checkpoint(vg_session_manager *sm, const vg_prepare_o
         /* without a state file (restored by listing) nothing is adopted or pruned: every
          * checkpoint on disk would look orphaned */
         if (vg_get_checkpoint_state(o->checkpoint_dir, &cs, &tmp) == VG_OK)
-            vg_saver_recover_last_checkpoints(o->saver, (const char *const *)cs->all_model_checkpoint_paths, cs->n_all);
+            vg_saver_recover_last_checkpoints_in(o->saver, o->checkpoint_dir,
+                                                 (const char *const *)cs->all_model_checkpoint_paths, cs->n_all);
         *restored = true;
     }
     vg_checkpoint_state_free(cs);

@@ -113,7 +113,7 @@ static bool event_file_exists(const char *dir, const char *suffix, long long sec
     snprintf(path, sizeof path, "%s%sevents.out.tfevents.%010lld.%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
              secs, host, suffix ? suffix : "");
     struct stat sb;
-    return stat(path, &sb) == 0;
+    return lstat(path, &sb) == 0; /* a planted symlink takes the name too */
 }
 
 /* Opens a new event file, waiting (< 1 s) for the next second when this second's name

@@ -37,6 +37,7 @@
 #include "vigil/resource_variables.h"
 #include "vigil/saver.h"
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@
 typedef struct ckpt_entry {
     char *path;
     double time;
+    bool own; /* written by this saver (else adopted: vg_saver_recover_last_checkpoints) */
 } ckpt_entry;
 
 typedef struct ckpt_list {
@@ -70,6 +72,7 @@ struct vg_saver {
     bool write_meta, sharded;
     ckpt_list last;             /* managed checkpoints, oldest first */
     bool cleaned;               /* the start-up clean-up has run (clean_stale_files) */
+    char *home;                 /* the directory recovered paths must lie in (NULL: unknown) */
     ckpt_list to_delete;
     void *meta;                 /* cached .meta bytes (finalized graph) */
     size_t meta_len;
@@ -191,12 +194,13 @@ static void list_free(ckpt_list *l) {
 }
 
 /* Appends (takes over path). False on allocation failure (path freed). */
-static bool list_push(ckpt_list *l, char *path, double t) {
+static bool list_push(ckpt_list *l, char *path, double t, bool own) {
     if (!path || !vg__train_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
         vg_free(path);
         return false;
     }
     l->v[l->n].path = path;
+    l->v[l->n].own = own;
     l->v[l->n++].time = t;
     return true;
 }
@@ -517,6 +521,7 @@ void vg_saver_free(vg_saver *s) {
     vg_free(s->filename_name);
     vg_free(s->save_name);
     vg_free(s->meta);
+    vg_free(s->home);
     vg_free(s);
 }
 
@@ -592,11 +597,11 @@ static vg_code record_last(vg_saver *s, const char *path, vg_status *st) {
     if (!s->max_to_keep) return VG_OK;
     for (int i = s->last.n - 1; i >= 0; i--)
         if (strcmp(s->last.v[i].path, path) == 0) list_remove(&s->last, i, NULL);
-    if (!list_push(&s->last, vg__train_strdup(path), now_secs())) return VG_OOM(st, "checkpoint list");
+    if (!list_push(&s->last, vg__train_strdup(path), now_secs(), true)) return VG_OOM(st, "checkpoint list");
     if (s->last.n > s->max_to_keep) {
         ckpt_entry e;
         list_remove(&s->last, 0, &e);
-        if (!list_push(&s->to_delete, e.path, e.time)) return VG_OOM(st, "checkpoint list");
+        if (!list_push(&s->to_delete, e.path, e.time, e.own)) return VG_OOM(st, "checkpoint list");
     }
     return VG_OK;
 }
@@ -638,46 +643,104 @@ static vg_code update_state(vg_saver *s, const char *save_dir, const char *model
     return c;
 }
 
-/* Deletes "<prefix>.data-?????-of-?????" files. */
-static void remove_data_files(const char *prefix) {
-    char *dir = path_dirname(prefix);
-    const char *base = path_basename(prefix);
-    DIR *d = dir ? opendir(*dir ? dir : ".") : NULL;
+/* Opens the directory that holds path (O_DIRECTORY: a symlinked directory is followed
+ * here, and callers that must stay inside a directory compare its identity); *name gets
+ * the last component (borrowed from path). -1 with errno on failure. */
+static int open_parent(const char *path, const char **name) {
+    char *dir = path_dirname(path);
+    *name = path_basename(path);
+    int fd = dir ? open(*dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    vg_free(dir);
+    return fd;
+}
+
+/* Whether fd is the directory dir (same device and inode). */
+static bool same_dir(int fd, const char *dir) {
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(*dir ? dir : ".", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Whether name is "<base>" or "<base>-<1..18 digits>": how this saver names checkpoints. */
+static bool is_own_name(const char *name, const char *base) {
     size_t nb = strlen(base);
+    if (strncmp(name, base, nb) != 0) return false;
+    const char *q = name + nb;
+    if (!*q) return true;
+    if (*q++ != '-') return false;
+    size_t k = 0;
+    while (q[k] >= '0' && q[k] <= '9') k++;
+    return k > 0 && k <= 18 && !q[k];
+}
+
+/* Deletes "<name>.meta", "<name>.index" and "<name>.data-?????-of-?????" in the directory
+ * dfd (checkpoint_management.remove_checkpoint: .meta, .index, then the data files).
+ * unlinkat never follows a symlink: a planted link is removed, never its target. */
+static void remove_checkpoint_at(int dfd, const char *name, const char *shown) {
+    static const char *const suffixes[] = {".meta", ".index"};
+    for (int i = 0; i < 2; i++) {
+        char *p = str_printf("%s%s", name, suffixes[i]);
+        if (p && unlinkat(dfd, p, 0) != 0 && errno != ENOENT)
+            vg_logf(VG_LOG_WARN, "cannot delete %s%s: %s", shown, suffixes[i], strerror(errno));
+        vg_free(p);
+    }
+    int dup_fd = dup(dfd);
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    if (!d && dup_fd >= 0) close(dup_fd);
+    size_t nb = strlen(name);
     struct dirent *e;
     while (d && (e = readdir(d))) {
         const char *rest = e->d_name + nb;
-        if (strncmp(e->d_name, base, nb) != 0 || strncmp(rest, ".data-", 6) != 0) continue;
+        if (strncmp(e->d_name, name, nb) != 0 || strncmp(rest, ".data-", 6) != 0) continue;
         rest += 6;
         if (strlen(rest) != 14 || strncmp(rest + 5, "-of-", 4) != 0) continue;
-        char *p = path_join(dir, e->d_name);
-        if (p && unlink(p) != 0 && errno != ENOENT) vg_logf(VG_LOG_WARN, "cannot delete %s", p);
-        vg_free(p);
+        if (unlinkat(dfd, e->d_name, 0) != 0 && errno != ENOENT)
+            vg_logf(VG_LOG_WARN, "cannot delete %s%s: %s", shown, e->d_name + nb, strerror(errno));
     }
     if (d) closedir(d);
-    vg_free(dir);
 }
 
-/* checkpoint_management.remove_checkpoint: .meta, .index, then the data files. */
-static void remove_checkpoint(const char *prefix) {
-    static const char *const suffixes[] = {".meta", ".index"};
-    for (int i = 0; i < 2; i++) {
-        char *p = str_printf("%s%s", prefix, suffixes[i]);
-        if (p && unlink(p) != 0 && errno != ENOENT) vg_logf(VG_LOG_WARN, "cannot delete %s", p);
-        vg_free(p);
+/* Whether any file of checkpoint `name` exists in dfd (its .index or .meta). */
+static bool any_checkpoint_file(int dfd, const char *name) {
+    struct stat sb;
+    char *p = str_printf("%s.index", name), *q = str_printf("%s.meta", name);
+    bool r = (p && fstatat(dfd, p, &sb, AT_SYMLINK_NOFOLLOW) == 0) || (q && fstatat(dfd, q, &sb, AT_SYMLINK_NOFOLLOW) == 0);
+    vg_free(p);
+    vg_free(q);
+    return r;
+}
+
+/* Deletes checkpoint e, which fell out of max_to_keep. A checkpoint this saver wrote is
+ * deleted where it was written. One adopted from a state file (vg_saver_recover_last_
+ * checkpoints) is deleted only when it lies in save_dir (the directory of the current
+ * save, compared by identity: "../x", an absolute path elsewhere or a symlinked
+ * directory leading out do not match) and is named "<base>[-N]" like this saver's own
+ * checkpoints; otherwise a WARNING names it and its files stay. */
+static void remove_checkpoint(const ckpt_entry *e, const char *save_dir, const char *base) {
+    const char *name = NULL;
+    int dfd = open_parent(e->path, &name);
+    if (dfd < 0) {
+        if (errno != ENOENT) vg_logf(VG_LOG_WARN, "cannot open the directory of %s: %s", e->path, strerror(errno));
+        return;
     }
-    remove_data_files(prefix);
+    if (e->own || (same_dir(dfd, save_dir) && is_own_name(name, base))) {
+        remove_checkpoint_at(dfd, name, e->path);
+    } else if (any_checkpoint_file(dfd, name)) {
+        vg_logf(VG_LOG_WARN,
+                "not deleting checkpoint %s named by the checkpoint state: it is not one of this saver's checkpoints "
+                "(\"%s-<step>\" in %s); its files are left in place", e->path, base, *save_dir ? save_dir : ".");
+    }
+    close(dfd);
 }
 
 /* saver.py _MaybeDeleteOldCheckpoints: handles one queued checkpoint per save. */
-static void maybe_delete_old(vg_saver *s) {
+static void maybe_delete_old(vg_saver *s, const char *save_dir, const char *base) {
     if (!s->to_delete.n) return;
     ckpt_entry e;
     list_remove(&s->to_delete, 0, &e);
     if (e.time > s->next_keep_time) {
         s->next_keep_time += s->keep_hours * 3600.0; /* kept for good (keep_checkpoint_every_n_hours) */
     } else {
-        remove_checkpoint(e.path);
+        remove_checkpoint(&e, save_dir, base);
     }
     vg_free(e.path);
 }
@@ -746,7 +809,7 @@ vg_code vg_saver_save(vg_saver *s, vg_session *sess, const char *prefix, int64_t
     }
     if (!c) c = record_last(s, model, st);
     if (!c) c = update_state(s, dir, model, st);
-    if (!c) maybe_delete_old(s);
+    if (!c) maybe_delete_old(s, dir, path_basename(prefix));
     if (!c && !s->cleaned) clean_after_first_save(s, model);
     if (!c && path_out && path_len) {
         if (strlen(model) >= path_len) c = vg_status_set(st, VG_INVALID_ARGUMENT, "path_out too small for %s", model);
@@ -797,12 +860,20 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n, bool
     size_t base_len = 0;
     long long newest_step = step_suffix(newest, &base_len);
     if (newest_step < 0) return; /* not "<base>-N": no pattern to match safely */
-    char *dir = path_dirname(newest);
-    const char *base = path_basename(newest);
-    size_t blen = base_len - (size_t)(base - newest);
+    const char *base = NULL;
+    size_t blen = 0;
     char **names = vg_calloc((size_t)n, sizeof *names);
-    DIR *d = dir ? opendir(*dir ? dir : ".") : NULL;
-    if (!dir || !names || !d) goto done;
+    int dfd = open_parent(newest, &base), dup_fd = -1;
+    blen = base_len - (size_t)(base - newest);
+    DIR *d = NULL;
+    if (dfd >= 0 && s->home && !same_dir(dfd, s->home)) {
+        /* a state file naming checkpoints elsewhere: nothing there is this saver's to delete */
+        vg_logf(VG_LOG_WARN, "the checkpoint state in %s names %s, outside that directory: no clean-up there", s->home,
+                newest);
+        goto done;
+    }
+    if (dfd >= 0 && (dup_fd = dup(dfd)) >= 0 && !(d = fdopendir(dup_fd))) close(dup_fd);
+    if (!names || !d) goto done;
     for (int i = 0; i < n; i++) names[i] = (char *)path_basename(paths[i] ? paths[i] : "");
     qsort(names, (size_t)n, sizeof *names, cmp_str);
     bool prune = orphans && s->max_to_keep > 0 && !(s->keep_hours > 0 && s->keep_hours < 10000.0);
@@ -812,9 +883,7 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n, bool
         const char *nm = e->d_name;
         bool ours = strncmp(nm, base, blen) == 0 && nm[blen] == '-';
         if (is_temp_name(nm) && (ours || strncmp(nm, "checkpoint.tempstate", 20) == 0)) {
-            char *p = path_join(dir, nm);
-            if (p && unlink(p) == 0) ntemp++;
-            vg_free(p);
+            if (unlinkat(dfd, nm, 0) == 0) ntemp++;
             continue;
         }
         if (!prune || !ours) continue;
@@ -828,11 +897,9 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n, bool
         long long step = strtoll(digits, NULL, 10);
         char *prefix = vg__train_strndup(nm, (size_t)(q - nm));
         const char *key = prefix;
-        if (prefix && step < newest_step && !bsearch(&key, names, (size_t)n, sizeof *names, cmp_str)) {
-            char *full = path_join(dir, nm);
-            if (full && unlink(full) == 0) norphan++;
-            vg_free(full);
-        }
+        if (prefix && step < newest_step && !bsearch(&key, names, (size_t)n, sizeof *names, cmp_str) &&
+            unlinkat(dfd, nm, 0) == 0)
+            norphan++;
         vg_free(prefix);
     }
     if (ntemp || norphan)
@@ -840,13 +907,20 @@ static void clean_stale_files(vg_saver *s, const char *const *paths, int n, bool
                 "by an interrupted run", ntemp, norphan, newest);
 done:
     if (d) closedir(d);
+    if (dfd >= 0) close(dfd);
     vg_free(names);
-    vg_free(dir);
 }
 
 void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, int n) {
+    vg_saver_recover_last_checkpoints_in(s, NULL, paths, n);
+}
+
+void vg_saver_recover_last_checkpoints_in(vg_saver *s, const char *dir, const char *const *paths, int n) {
     if (!s) return;
     if (!paths) n = 0; /* a NULL list is an empty one */
+    vg_free(s->home);
+    s->home = dir ? vg__train_strdup(dir) : NULL;
+    if (dir && !s->home) return; /* out of memory: adopt nothing rather than clean up blindly */
     clean_stale_files(s, paths, n, true);
     list_clear(&s->last);
     for (int i = 0; i < n; i++) {
@@ -854,7 +928,9 @@ void vg_saver_recover_last_checkpoints(vg_saver *s, const char *const *paths, in
         char *idx = str_printf("%s.index", paths[i]);
         bool ok = idx && (stat(idx, &sb) == 0 || stat(paths[i], &sb) == 0);
         vg_free(idx);
-        if (ok) list_push(&s->last, vg__train_strdup(paths[i]), (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9);
+        if (ok)
+            list_push(&s->last, vg__train_strdup(paths[i]), (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9,
+                      false);
     }
 }
 
