@@ -22,6 +22,7 @@
  * run once per round after vigil's steps.
  * Prints one JSON line per model: per-round medians and the median of rounds for vigil and
  * both peers, ratio_pytorch / ratio_libtorch = vigil / peer. */
+#include "roofline.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,13 +140,58 @@ static vg_output mobilenet_v1(vg_graph *g, vg_output x, vg_output training, int 
     return h;
 }
 
-/* --profile: per op type, the median over steps of the summed time of its nodes. */
-typedef struct op_row { char op[64]; double *t; double med; } op_row;
+/* --profile: per op type, the median over steps of the summed time of its nodes, and
+ * the work the type's nodes do per step: flops of convolutions and matrix products
+ * (direct computation) and the compulsory bytes of every node (each input read once,
+ * each output written once, static shapes; float32). The roofline time of a type is
+ * max(flops / FMA peak, bytes / bandwidth): whichever bounds it. */
+typedef struct op_row { char op[64]; double *t; double med, flops, bytes; } op_row;
+
+static double nelem(vg_output o) {
+    vg_shape s = vg_output_shape(o);
+    double n = 1;
+    for (int i = 0; i < s.ndims; i++) n *= s.dims[i] > 0 ? (double)s.dims[i] : 1;
+    return s.ndims < 0 ? 0 : n;
+}
+
+static int64_t dim(vg_output o, int i) {
+    vg_shape s = vg_output_shape(o);
+    return i < s.ndims && s.dims[i] > 0 ? s.dims[i] : 0;
+}
+
+static void node_work(const vg_graph *g, const char *name, const char *type, double *flops, double *bytes) {
+    *flops = *bytes = 0;
+    vg_op *op = vg_graph_op_by_name(g, name);
+    if (!op) return;
+    const char *t = vg_op_type(op); /* the graph's op (a fused node keeps its name) */
+    if (!strcmp(t, "Conv2D") || !strcmp(t, "DepthwiseConv2dNative")) {
+        vg_output y = vg_out(op, 0), f = vg_op_input(op, 1);
+        /* per output element: KH*KW*Ci multiply-adds (depthwise: KH*KW) */
+        *flops = 2.0 * nelem(y) * (double)(dim(f, 0) * dim(f, 1)) * (!strcmp(t, "Conv2D") ? (double)dim(f, 2) : 1.0);
+    } else if (!strcmp(t, "Conv2DBackpropInput") || !strcmp(t, "DepthwiseConv2dNativeBackpropInput")) {
+        vg_output dy = vg_op_input(op, 2), f = vg_op_input(op, 1);
+        *flops = 2.0 * nelem(dy) * (double)(dim(f, 0) * dim(f, 1)) * (!strcmp(t, "Conv2DBackpropInput") ? (double)dim(f, 2) : 1.0);
+    } else if (!strcmp(t, "Conv2DBackpropFilter") || !strcmp(t, "DepthwiseConv2dNativeBackpropFilter")) {
+        vg_output dy = vg_op_input(op, 2), df = vg_out(op, 0);
+        *flops = 2.0 * nelem(dy) * (double)(dim(df, 0) * dim(df, 1)) *
+                 (!strcmp(t, "Conv2DBackpropFilter") ? (double)dim(df, 2) : 1.0);
+    } else if (!strcmp(t, "MatMul")) {
+        vg_output a = vg_op_input(op, 0), y = vg_out(op, 0);
+        bool ta = false;
+        vg_op_attr_bool(op, "transpose_a", &ta);
+        *flops = 2.0 * nelem(y) * (double)dim(a, ta ? 0 : 1);
+    }
+    for (int i = 0; i < vg_op_num_inputs(op); i++) *bytes += 4 * nelem(vg_op_input(op, i));
+    for (int i = 0; i < vg_op_num_outputs(op); i++) *bytes += 4 * nelem(vg_out(op, i));
+    /* a fused gradient also reads the activation's output (the same size as x) */
+    if (strstr(type, "_VigilFusedBatchNormGrad")) *bytes += 4 * nelem(vg_op_input(op, 1));
+}
 static int cmp_op(const void *a, const void *b) {
     double x = ((const op_row *)a)->med, y = ((const op_row *)b)->med;
     return x < y ? 1 : x > y ? -1 : 0;
 }
-static void profile(vg_session *s, const vg_output *feeds, vg_tensor **fv, vg_output train, int steps) {
+static void profile(const vg_graph *g, vg_session *s, int threads, const vg_output *feeds, vg_tensor **fv,
+                    vg_output train, int steps) {
     vg_run_options ro = vg_run_options_default();
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
@@ -169,7 +215,13 @@ static void profile(vg_session *s, const vg_output *feeds, vg_tensor **fv, vg_ou
                 if (nrows == 256) continue;
                 snprintf(rows[r].op, sizeof rows[r].op, "%s", ns->op_type);
                 rows[r].t = calloc((size_t)steps, sizeof(double));
+                rows[r].flops = rows[r].bytes = 0;
                 nrows++;
+            }
+            if (i == 0) {
+                double fl, by;
+                node_work(g, ns->node_name, ns->op_type, &fl, &by);
+                rows[r].flops += fl, rows[r].bytes += by;
             }
             double us = (double)(ns->end_us - ns->start_us);
             rows[r].t[i] += us * 1e-3;
@@ -179,11 +231,19 @@ static void profile(vg_session *s, const vg_output *feeds, vg_tensor **fv, vg_ou
     double tot = median(sum, steps);
     for (int r = 0; r < nrows; r++) rows[r].med = median(rows[r].t, steps);
     qsort(rows, (size_t)nrows, sizeof *rows, cmp_op);
-    fprintf(stderr, "profile: traced step %.1f ms (median), node times summed %.1f ms; per op type:\n",
-            median(step, steps), tot);
+    double peak = rl_core_peak(20, 0.01) * threads, bw = rl_mem_bandwidth(5);
+    fprintf(stderr, "profile: traced step %.1f ms (median), node times summed %.1f ms; roofline: %.1f GFLOP/s "
+            "(FMA peak x %d thread%s), %.1f GB/s (one core's triad); per op type:\n", median(step, steps), tot, peak,
+            threads, threads > 1 ? "s" : "", bw);
+    fprintf(stderr, "  %9s  %6s  %-38s %13s %9s  %-6s %s\n", "ms/step", "share", "op type", "GFLOP/s", "GB/s", "bound",
+            "of roofline");
     for (int r = 0; r < nrows; r++) {
-        if (rows[r].med >= 0.005 * tot)
-            fprintf(stderr, "  %9.2f ms  %5.1f%%  %s\n", rows[r].med, 100 * rows[r].med / tot, rows[r].op);
+        if (rows[r].med >= 0.005 * tot) {
+            double tf = peak > 0 ? rows[r].flops / peak * 1e-6 : 0, tb = bw > 0 ? rows[r].bytes / bw * 1e-6 : 0;
+            fprintf(stderr, "  %9.2f  %5.1f%%  %-38s %13.1f %9.1f  %-6s %.0f%%\n", rows[r].med, 100 * rows[r].med / tot,
+                    rows[r].op, rows[r].flops / rows[r].med * 1e-6, rows[r].bytes / rows[r].med * 1e-6,
+                    tf >= tb ? "flops" : "memory", 100 * (tf > tb ? tf : tb) / rows[r].med);
+        }
         free(rows[r].t);
     }
     free(step), free(sum);
@@ -261,7 +321,7 @@ int main(int argc, char **argv) {
         lr[r] = npeer ? run_peer(true, model, threads, batch, size, steps) : -1;
         fprintf(stderr, "round %d: vigil %.2f ms  pytorch %.2f ms  libtorch %.2f ms\n", r, vr[r], pr[r], lr[r]);
     }
-    if (prof) profile(s, feeds, fv, train, steps);
+    if (prof) profile(g, s, threads, feeds, fv, train, steps);
     double vm = median(vr, rounds), pm = median(pr, rounds), lm = median(lr, rounds);
     printf("{\"bench\":\"models\",\"model\":\"%s\",\"batch\":%d,\"size\":%d,\"threads\":%d,\"steps\":%d,\"rounds\":%d,"
            "\"vigil_median_ms\":%.2f,\"pytorch_median_ms\":%.2f,\"libtorch_median_ms\":%.2f,\"ratio_pytorch\":%.3f,"

@@ -10,6 +10,7 @@
 #define VG_BENCH_ROOFLINE_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 static inline double rl_now(void) {
@@ -98,6 +99,32 @@ static inline double rl_fma_peak(int width, int bursts, double burst_s) {
 static inline double rl_core_peak(int bursts, double burst_s) {
     double p = rl_fma_peak(16, bursts, burst_s);
     return p > 0 ? p : rl_fma_peak(8, bursts, burst_s);
+}
+
+/* One core's memory bandwidth, GB/s of bytes read + written, probed: the best of
+ * `rounds` passes of y = a * x + y (STREAM's triad minus one stream; two reads and one
+ * write per element) over two 64 MB float arrays, far past the caches. The roofline of
+ * memory-bound ops (batch norm, activations, element-wise) on this machine. */
+static inline double rl_mem_bandwidth(int rounds) {
+    const size_t n = (size_t)16 << 20;
+    float *x = (float *)malloc(n * sizeof(float)), *y = (float *)malloc(n * sizeof(float));
+    if (!x || !y) {
+        free(x), free(y);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) x[i] = 1.0f, y[i] = 0.5f;
+    double best = 0;
+    for (int r = 0; r < rounds; r++) {
+        double t0 = rl_now();
+        for (size_t i = 0; i < n; i++) y[i] = 0.999f * x[i] + y[i];
+        double t = rl_now() - t0;
+        double gbs = 3.0 * (double)n * sizeof(float) / t * 1e-9;
+        if (gbs > best) best = gbs;
+    }
+    volatile float sink = y[n / 2];
+    (void)sink;
+    free(x), free(y);
+    return best;
 }
 
 /* Flops of one training step of bench_train's models at batch b (matrix products and
