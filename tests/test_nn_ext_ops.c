@@ -211,8 +211,54 @@ static void test_lrn(void) {
     vg_graph_free(g);
 }
 
+/* LRNGrad against TF's CPU loop (lrn_op.cc's LRNGradOp, the one vigil's kernel had
+ * before it was regrouped into prefix sums): depth 64 as the CIFAR-10 tutorial, radii 4
+ * and 30 (windows clipped at both ends), beta 0.75 (the square-root path) and 0.6 (pow),
+ * float64 and float32, gradients fed through tf.gradients' grad_ys. */
+static void lrn_grad_ref(const double *g, const double *x, const double *y, double *dx, int64_t rows, int64_t depth,
+                         int r, double bias, double alpha, double beta) {
+    memset(dx, 0, sizeof(double) * (size_t)(rows * depth));
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < depth; j++) {
+            int64_t lo = j - r < 0 ? 0 : j - r, hi = j + r + 1 > depth ? depth : j + r + 1;
+            double norm = 0;
+            for (int64_t k = lo; k < hi; k++) norm += x[i * depth + k] * x[i * depth + k];
+            norm = alpha * norm + bias;
+            for (int64_t k = lo; k < hi; k++) {
+                double d = -2.0 * alpha * beta * x[i * depth + k] * y[i * depth + j] / norm;
+                if (k == j) d += pow(norm, -beta);
+                dx[i * depth + k] += d * g[i * depth + j];
+            }
+        }
+}
+
+static void test_lrn_grad_wide(void) {
+    enum { N = 2, H = 3, W = 2, D = 64 };
+    const int64_t rows = N * H * W, n = rows * D, d[4] = {N, H, W, D};
+    double *x = malloc(sizeof(double) * n), *gy = malloc(sizeof(double) * n), *y = malloc(sizeof(double) * n),
+           *dx = malloc(sizeof(double) * n);
+    for (int64_t i = 0; i < n; i++) x[i] = sin(i * 0.7) * 2, gy[i] = cos(i * 0.3);
+    struct { int r; float bias, alpha, beta; } cases[3] = {{4, 1.0f, 0.001f / 9.0f, 0.75f}, {30, 2.0f, 0.05f, 0.6f},
+                                                         {4, 1.0f, 0.3f, 0.75f}};
+    for (int c = 0; c < 3; c++)
+        for (int f32 = 0; f32 < 2; f32++) {
+            vg_dtype dt = f32 ? VG_FLOAT : VG_DOUBLE;
+            lrn_ref(x, y, rows, D, cases[c].r, cases[c].bias, cases[c].alpha, cases[c].beta);
+            lrn_grad_ref(gy, x, y, dx, rows, D, cases[c].r, cases[c].bias, cases[c].alpha, cases[c].beta);
+            vg_graph *g = vg_graph_new();
+            vg_output xo = cst(g, dt, d, 4, x), go = cst(g, dt, d, 4, gy);
+            vg_output yo = vg_lrn(g, xo, cases[c].r, cases[c].bias, cases[c].alpha, cases[c].beta, NULL), gx;
+            vg_status st;
+            CHECK_OK(vg_gradients(g, &yo, 1, &xo, 1, &go, &gx, &st), &st);
+            expect_tol(run(g, gx), dt, d, 4, dx, f32 ? 2e-5 : 1e-11);
+            vg_graph_free(g);
+        }
+    free(x), free(gy), free(y), free(dx);
+}
+
 int main(void) {
     RUN_TEST(test_lrn);
+    RUN_TEST(test_lrn_grad_wide);
     RUN_TEST(test_activations_forward_and_grads);
     RUN_TEST(test_softplus_thresholds);
     RUN_TEST(test_leaky_relu_alpha);
