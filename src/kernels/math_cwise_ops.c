@@ -628,12 +628,41 @@ static vg_code shape_select(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-#define SELECT_LOOP(T)                                                                  \
-    do {                                                                                \
-        const T *restrict tp = tv, *restrict ep = ev;                                   \
-        T *restrict o = ov;                                                             \
-        for (int64_t i = 0; i < n; i++) o[i] = cv[i] ? tp[i] : ep[i];                   \
-    } while (0)
+/* Both branches are loaded unconditionally, so the loop is a vector blend instead of a
+ * branch per element (a ReLU mask mispredicts half of them; ResNet's leaky ReLU is a
+ * Select: 39% of its step before, issue 30). Split over the intra-op threads. */
+typedef struct select_job {
+    const uint8_t *c;
+    const void *t, *e;
+    void *o;
+    size_t esz;
+} select_job;
+
+#define SELECT_FN(T)                                                                        \
+    VG_SIMD_CLONES static void select_##T(const uint8_t *restrict c, const T *restrict tp,   \
+                                          const T *restrict ep, T *restrict o, int64_t n) { \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            T a = tp[i], b = ep[i];                                                         \
+            o[i] = c[i] ? a : b;                                                            \
+        }                                                                                   \
+    }
+SELECT_FN(uint8_t)
+SELECT_FN(uint32_t)
+SELECT_FN(uint64_t)
+
+static void select_range(void *arg, int64_t i0, int64_t i1) {
+    const select_job *j = arg;
+    const uint8_t *c = j->c + i0;
+    switch (j->esz) {
+    case 1: select_uint8_t(c, (const uint8_t *)j->t + i0, (const uint8_t *)j->e + i0, (uint8_t *)j->o + i0, i1 - i0); break;
+    case 4:
+        select_uint32_t(c, (const uint32_t *)j->t + i0, (const uint32_t *)j->e + i0, (uint32_t *)j->o + i0, i1 - i0);
+        break;
+    default:
+        select_uint64_t(c, (const uint64_t *)j->t + i0, (const uint64_t *)j->e + i0, (uint64_t *)j->o + i0, i1 - i0);
+        break;
+    }
+}
 
 static vg_code kernel_select(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
@@ -668,12 +697,10 @@ static vg_code kernel_select(vg__kctx *ctx) {
             memcpy((char *)ov + (size_t)r * row, (const char *)(cv[r] ? tv : ev) + (size_t)r * row, row);
         return VG_OK;
     }
-    switch (esz) {
-    case 1: SELECT_LOOP(uint8_t); break;
-    case 4: SELECT_LOOP(uint32_t); break;
-    case 8: SELECT_LOOP(uint64_t); break;
-    default: return vg__math_check_dtype("'then'", vg_tensor_dtype(t), VG__M_EQ, st);
-    }
+    if (esz != 1 && esz != 4 && esz != 8) return vg__math_check_dtype("'then'", vg_tensor_dtype(t), VG__M_EQ, st);
+    select_job j = {cv, tv, ev, ov, esz};
+    if (n < 32768) select_range(&j, 0, n);
+    else vg__kctx_parallel_for(ctx, n, 2, select_range, &j);
     return VG_OK;
 }
 
