@@ -12,6 +12,16 @@
  *              batch norm (fused, center, no scale, decay 0.9997, epsilon 0.001),
  *              convolutions without biases; 128x128x3 inputs, 1000 classes, batch 32
  *              (train_image_classifier.py's default), random data.
+ *   cifar10    the CIFAR-10 tutorial of examples/tf1/cifar10 (its own cifar10_inference,
+ *              cifar10_loss and cifar10_train, linked in: conv 5x5x64, max pool 3x3/2,
+ *              LRN, conv 5x5x64, LRN, pool, dense 384, 192, 10, weight decay, SGD with
+ *              exponential decay and the variables' moving averages), 24x24x3, batch
+ *              128 (FLAGS.batch_size), random data fed in place of its queue pipeline.
+ *   resnet     the CIFAR ResNet of examples/tf1/resnet (resnet_model.c linked in:
+ *              ResNet-32, 5 residual units per stage, 16/32/64 filters, its own batch
+ *              norm from moments with moving averages as extra train ops, leaky ReLU
+ *              0.1, weight decay 2e-4, momentum 0.9), 32x32x3, batch 128 (resnet_main's
+ *              train mode), one-hot labels.
  *
  * Usage: bench_models [--model mobilenet] [--threads N] [--batch B] [--size S] [--steps S]
  *                     [--rounds R] [--no-peer] [--profile]
@@ -23,6 +33,9 @@
  * Prints one JSON line per model: per-round medians and the median of rounds for vigil and
  * both peers, ratio_pytorch / ratio_libtorch = vigil / peer. */
 #include "roofline.h"
+#include "../examples/tf1/cifar10/cifar10.h"
+#include "../examples/tf1/resnet/resnet_model.h"
+void cifar10_free_averages(void); /* examples/tf1/cifar10/cifar10.c */
 #include "vigil/vigil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,7 +204,7 @@ static int cmp_op(const void *a, const void *b) {
     return x < y ? 1 : x > y ? -1 : 0;
 }
 static void profile(const vg_graph *g, vg_session *s, int threads, const vg_output *feeds, vg_tensor **fv,
-                    vg_output train, int steps) {
+                    vg_output train, vg_op *train_op, int steps) {
     vg_run_options ro = vg_run_options_default();
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
@@ -203,7 +216,8 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const vg_outp
         vg_run_metadata_clear(md);
         double t0 = now_ms();
         vg_tensor *l = NULL;
-        if (vg_session_run(s, &ro, feeds, fv, 2, &train, &l, 1, NULL, 0, md, &st)) die("profile step", &st);
+        if (vg_session_run(s, &ro, feeds, fv, 2, &train, &l, 1, &train_op, train_op ? 1 : 0, md, &st))
+            die("profile step", &st);
         vg_tensor_free(l);
         step[i] = now_ms() - t0;
         int n = vg_run_metadata_num_nodes(md);
@@ -252,7 +266,7 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const vg_outp
 
 int main(int argc, char **argv) {
     const char *model = "mobilenet";
-    int threads = 1, batch = 32, size = 128, steps = 5, rounds = 3, classes = 1000;
+    int threads = 1, batch = 0, size = 0, steps = 5, rounds = 3, classes = 1000;
     bool peer = true, prof = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
@@ -264,32 +278,56 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-peer")) peer = false;
         else if (!strcmp(argv[i], "--profile")) prof = true;
         else {
-            fprintf(stderr, "usage: bench_models [--model mobilenet] [--threads N] [--batch B] [--size S] "
+            fprintf(stderr, "usage: bench_models [--model mobilenet|cifar10|resnet] [--threads N] [--batch B] [--size S] "
                             "[--steps S] [--rounds R] [--no-peer] [--profile]\n");
             return 2;
         }
     }
-    if (strcmp(model, "mobilenet")) {
-        fprintf(stderr, "bench_models: unknown model %s (mobilenet)\n", model);
+    bool mobilenet = !strcmp(model, "mobilenet"), cifar = !strcmp(model, "cifar10"), resnet = !strcmp(model, "resnet");
+    if (!mobilenet && !cifar && !resnet) {
+        fprintf(stderr, "bench_models: unknown model %s (mobilenet cifar10 resnet)\n", model);
         return 2;
     }
+    if (!batch) batch = mobilenet ? 32 : 128;
+    if (!size) size = mobilenet ? 128 : cifar ? IMAGE_SIZE : 32;
+    if (!mobilenet) classes = 10;
     if (steps < 1) steps = 1;
     if (rounds < 1) rounds = 1;
     if (rounds > 16) rounds = 16;
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_graph_set_seed(g, 1);
-    int64_t xd[4] = {batch, size, size, 3}, yd[1] = {batch};
+    int64_t xd[4] = {batch, size, size, 3}, yd[2] = {batch, classes};
+    vg_dtype ydt = mobilenet ? VG_INT64 : cifar ? VG_INT32 : VG_FLOAT;
     vg_output x = vg_placeholder(g, VG_FLOAT, xd, 4, "input");
-    vg_output y = vg_placeholder(g, VG_INT64, yd, 1, "labels");
-    vg_output logits = mobilenet_v1(g, x, vg_const_bool(g, true, "is_training"), classes);
-    vg_output loss = vg_reduce_mean(g, vg_out(vg_sparse_softmax_xent(g, logits, y, NULL), 0), NULL, -1, false, "loss");
-    vg_optimizer *opt = vg_optimizer_new_rmsprop(0.01, 0.9, 0.9, 1.0);
-    vg_get_or_create_global_step(g);
-    /* slim.learning.create_train_op: the batch-norm moving averages (UPDATE_OPS) first,
-     * then the gradients and the update; running its tensor trains one step */
-    vg_create_train_op_opts to = vg_create_train_op_opts_default();
-    vg_output train = vg_create_train_op(g, loss, opt, &to);
+    vg_output y = vg_placeholder(g, ydt, yd, resnet ? 2 : 1, "labels");
+    vg_output train = {NULL, 0}; /* fetched: the loss after a step */
+    vg_op *train_op = NULL;      /* run as a target where the program has one */
+    vg_optimizer *opt = NULL;
+    resnet_model rm;
+    if (mobilenet) {
+        vg_output logits = mobilenet_v1(g, x, vg_const_bool(g, true, "is_training"), classes);
+        vg_output loss = vg_reduce_mean(g, vg_out(vg_sparse_softmax_xent(g, logits, y, NULL), 0), NULL, -1, false, "loss");
+        opt = vg_optimizer_new_rmsprop(0.01, 0.9, 0.9, 1.0);
+        vg_get_or_create_global_step(g);
+        /* slim.learning.create_train_op: the batch-norm moving averages (UPDATE_OPS) first,
+         * then the gradients and the update; running its tensor trains one step */
+        vg_create_train_op_opts to = vg_create_train_op_opts_default();
+        train = vg_create_train_op(g, loss, opt, &to);
+    } else if (cifar) {
+        FLAGS.batch_size = batch;
+        vg_output gs = vg_get_or_create_global_step(g);
+        vg_output logits = cifar10_inference(g, x);
+        train = cifar10_loss(g, logits, y);
+        train_op = cifar10_train(g, train, gs);
+    } else {
+        resnet_hparams hps = {batch, classes, 0.0001, 0.1, 5, false, 0.0002, 0.1, "mom"};
+        resnet_model_init(&rm, hps, x, y, "train");
+        if (resnet_model_build_graph(&rm, g) == VG_OK) {
+            train = rm.cost;
+            train_op = rm.train_op;
+        }
+    }
     vg_op *init = vg_global_variables_initializer(g);
     if (vg_graph_status(g, &st)) die("graph", &st);
     vg_session_options so = VG_SESSION_OPTIONS_INIT;
@@ -297,10 +335,16 @@ int main(int argc, char **argv) {
     so.inter_op_threads = threads;
     vg_session *s = vg_session_new(g, &so, &st);
     if (!s || vg_session_run_targets(s, &init, 1, &st)) die("session", &st);
-    vg_tensor *xv = vg_tensor_new(VG_FLOAT, xd, 4, &st), *yv = vg_tensor_new(VG_INT64, yd, 1, &st);
+    vg_tensor *xv = vg_tensor_new(VG_FLOAT, xd, 4, &st), *yv = vg_tensor_new(ydt, yd, resnet ? 2 : 1, &st);
     srand(1);
     for (int64_t i = 0; i < vg_tensor_num_elements(xv); i++) ((float *)vg_tensor_data(xv))[i] = (float)rand() / RAND_MAX;
-    for (int i = 0; i < batch; i++) ((int64_t *)vg_tensor_data(yv))[i] = rand() % classes;
+    if (resnet) memset(vg_tensor_data(yv), 0, vg_tensor_nbytes(yv));
+    for (int i = 0; i < batch; i++) {
+        int c = rand() % classes;
+        if (mobilenet) ((int64_t *)vg_tensor_data(yv))[i] = c;
+        else if (cifar) ((int32_t *)vg_tensor_data(yv))[i] = c;
+        else ((float *)vg_tensor_data(yv))[i * classes + c] = 1.0f; /* one-hot, as cifar_input */
+    }
     vg_output feeds[2] = {x, y};
     vg_tensor *fv[2] = {xv, yv};
     const char *peer_status = "disabled (--no-peer)";
@@ -311,7 +355,8 @@ int main(int argc, char **argv) {
         for (int i = -1; i < steps; i++) { /* one warm-up step */
             vg_tensor *l = NULL;
             double t0 = now_ms();
-            if (vg_session_run(s, NULL, feeds, fv, 2, &train, &l, 1, NULL, 0, NULL, &st)) die("step", &st);
+            if (vg_session_run(s, NULL, feeds, fv, 2, &train, &l, 1, &train_op, train_op ? 1 : 0, NULL, &st))
+                die("step", &st);
             if (i >= 0) t[i] = now_ms() - t0;
             last_loss = *(const float *)vg_tensor_data(l);
             vg_tensor_free(l);
@@ -321,7 +366,7 @@ int main(int argc, char **argv) {
         lr[r] = npeer ? run_peer(true, model, threads, batch, size, steps) : -1;
         fprintf(stderr, "round %d: vigil %.2f ms  pytorch %.2f ms  libtorch %.2f ms\n", r, vr[r], pr[r], lr[r]);
     }
-    if (prof) profile(g, s, threads, feeds, fv, train, steps);
+    if (prof) profile(g, s, threads, feeds, fv, train, train_op, steps);
     double vm = median(vr, rounds), pm = median(pr, rounds), lm = median(lr, rounds);
     printf("{\"bench\":\"models\",\"model\":\"%s\",\"batch\":%d,\"size\":%d,\"threads\":%d,\"steps\":%d,\"rounds\":%d,"
            "\"vigil_median_ms\":%.2f,\"pytorch_median_ms\":%.2f,\"libtorch_median_ms\":%.2f,\"ratio_pytorch\":%.3f,"
@@ -339,6 +384,8 @@ int main(int argc, char **argv) {
     free(t);
     vg_session_free(s);
     vg_optimizer_free(opt);
+    if (resnet) resnet_model_free(&rm);
+    if (cifar) cifar10_free_averages();
     vg_graph_free(g);
     return 0;
 }
