@@ -329,8 +329,12 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
         break;
     case VG__DS_PREFETCH:
         d->a = scalar_input(ctx, 1);
-        if (d->a < 1) d->a = 1; /* AUTOTUNE (-1) and 0: one element */
-        if (d->a > (1 << 20))
+        if (d->a < -1) /* TF's PrefetchDatasetOp: only AUTOTUNE (-1) may be negative */
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                               "buffer_size must be >= 0 or set buffer_size to be -1 for auto-tuning, got %lld",
+                               (long long)d->a);
+        else if (d->a < 1) d->a = 1; /* AUTOTUNE (-1) and 0: one element */
+        else if (d->a > (1 << 20))
             rc = vg_status_set(st, VG_INVALID_ARGUMENT, "prefetch buffer_size %lld is too large", (long long)d->a);
         break;
     default:
