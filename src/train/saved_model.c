@@ -53,6 +53,7 @@ static vg_code run_main_op(vg_saved_model *m, const char *export_dir, vg_op *mai
 
 vg_code vg_saved_model_load(const char *export_dir, const char *const *tags, int ntags,
                             const vg_session_options *session_options, vg_saved_model **out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_load: out is NULL");
     *out = NULL;
     if (!export_dir) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_load: NULL export_dir");
     char path[4096];
@@ -117,6 +118,10 @@ static int find_key(const vg_meta_graph *mg, int sig, bool outputs, const char *
 vg_code vg_saved_model_run(vg_saved_model *m, const char *key, const char *const *input_keys,
                            vg_tensor *const *inputs, int ninputs, const char *const *output_keys,
                            vg_tensor **outputs, int noutputs, vg_status *st) {
+    if (noutputs > 0 && (!outputs || !output_keys))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_run: %s is NULL", outputs ? "output_keys" : "outputs");
+    if (ninputs > 0 && (!inputs || !input_keys))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_run: %s is NULL", inputs ? "input_keys" : "inputs");
     for (int i = 0; i < noutputs; i++) outputs[i] = NULL;
     if (!m || ninputs < 0 || noutputs < 0 || ninputs > 256 || noutputs > 256)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_run: bad arguments");
