@@ -169,18 +169,24 @@ static void test_reshape_product_overflow(void) {
         vg_tensor_free(sv);
         vg_graph_free(g);
     }
-    /* an empty input: its non-zero dims 2^62 and 4 multiply past INT64_MAX when the
-     * requested shape has a zero dim and a -1 */
+    /* an empty tensor whose non-zero dims multiply past INT64_MAX cannot be made (the
+     * kernels' strides and Reshape's inferred dim multiply them) */
+    CHECK(vg_tensor_new(VG_FLOAT, (int64_t[]){0, INT64_C(1) << 62, 4}, 3, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "tensor too large");
+    /* one whose do fit reshapes as TF infers: [0, 2^31, 2^31] to [0, -1] is [0, 2^62]
+     * (the -1 takes the product of the input's non-zero dims) */
     g = vg_graph_new();
     vg_output e = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, -1, -1}, 3, "e");
     vg_output ph = vg_placeholder(g, VG_INT64, (int64_t[]){-1}, 1, "shape");
     r = vg_reshape(g, e, ph, "r");
-    vg_tensor *ev = vg_tensor_new(VG_FLOAT, (int64_t[]){0, INT64_C(1) << 62, 4}, 3, &st);
+    vg_tensor *ev = vg_tensor_new(VG_FLOAT, (int64_t[]){0, INT64_C(1) << 31, INT64_C(1) << 31}, 3, &st);
     CHECK(ev != NULL);
     vg_tensor *sv = i64_vec((const int64_t[]){0, -1}, 2), *o = NULL;
     vg_output feeds[2] = {e, ph};
     vg_tensor *vals[2] = {ev, sv};
-    CHECK_CODE(run_fed(g, r, feeds, vals, 2, &o, &st), VG_INVALID_ARGUMENT);
+    CHECK_OK(run_fed(g, r, feeds, vals, 2, &o, &st), &st);
+    CHECK(o && vg_tensor_ndims(o) == 2 && vg_tensor_dim(o, 0) == 0 && vg_tensor_dim(o, 1) == INT64_C(1) << 62);
     vg_tensor_free(o);
     vg_tensor_free(ev);
     vg_tensor_free(sv);
@@ -257,6 +263,56 @@ static void test_fill_random_shape_overflow(void) {
     }
 }
 
+/* ScatterNd and SparseToDense take their output shape from a tensor; SpaceToBatchND
+ * multiplies the batch by the block sizes and adds the paddings. A zero dim must not hide
+ * non-zero dims that overflow ([0, 2^62, 8]). */
+static void test_scatter_sparse_space_batch_overflow(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output shp = vg_placeholder(g, VG_INT64, (int64_t[]){3}, 1, "shape");
+    /* no index tuples of 3 entries: the updates are [0]; the strides are 1, 8, 2^65 */
+    vg_output idx = vg_const_array(g, VG_INT64, (int64_t[]){0, 3}, 2, (int64_t[]){0}, "idx");
+    vg_output upd = vg_const_array(g, VG_FLOAT, (int64_t[]){0}, 1, (float[]){0}, "upd");
+    vg_output sc = vg_scatter_nd(g, idx, upd, shp, "scatter");
+    vg_output sidx = vg_const_array(g, VG_INT64, (int64_t[]){0, 3}, 2, (int64_t[]){0}, "sidx");
+    vg_output sd = vg_sparse_to_dense(g, sidx, shp, vg_const_array(g, VG_FLOAT, (int64_t[]){0}, 1, (float[]){0}, "sv"),
+                                      vg_const_f32(g, 0.0f, "dv"), true, "s2d");
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_tensor *big = i64_vec((const int64_t[]){0, INT64_C(1) << 62, 8}, 3), *o = NULL;
+    CHECK_CODE(run_fed(g, sc, &shp, &big, 1, &o, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "too many elements");
+    vg_tensor_free(o);
+    o = NULL;
+    CHECK_CODE(run_fed(g, sd, &shp, &big, 1, &o, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "2**63 - 1");
+    vg_tensor_free(o);
+    vg_tensor_free(big);
+    vg_graph_free(g);
+    /* SpaceToBatchND: batch 2 times block 2^62 = 2^63; paddings INT64_MAX + 1 */
+    g = vg_graph_new();
+    vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, -1, -1}, 3, "x");
+    vg_output bs = vg_placeholder(g, VG_INT64, (int64_t[]){1}, 1, "bs");
+    vg_output pd = vg_placeholder(g, VG_INT64, (int64_t[]){1, 2}, 2, "pd");
+    vg_output s2b = vg_space_to_batch_nd(g, x, bs, pd, "s2b");
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_tensor *xv = vg_tensor_new_zeros(VG_FLOAT, (int64_t[]){2, 2, 1}, 3, &st);
+    vg_tensor *pv = vg_tensor_new_zeros(VG_INT64, (int64_t[]){1, 2}, 2, &st);
+    for (int k = 0; k < 2; k++) {
+        vg_tensor *bv = i64_vec((const int64_t[]){k == 0 ? INT64_C(1) << 62 : 2}, 1);
+        if (k == 1) ((int64_t *)vg_tensor_data(pv))[1] = INT64_MAX;
+        vg_output feeds[3] = {x, bs, pd};
+        vg_tensor *vals[3] = {xv, bv, pv};
+        o = NULL;
+        CHECK_CODE(run_fed(g, s2b, feeds, vals, 3, &o, &st), VG_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(st.msg, "overflows int64");
+        vg_tensor_free(o);
+        vg_tensor_free(bv);
+    }
+    vg_tensor_free(xv);
+    vg_tensor_free(pv);
+    vg_graph_free(g);
+}
+
 static int drain_i64(vg_graph *g, vg_output ds, int64_t *v, int max, vg_code *end, vg_status *st) {
     vg_output it = vg_make_one_shot_iterator(g, ds, NULL);
     vg_op *next = vg_iterator_get_next(g, it, NULL);
@@ -306,6 +362,25 @@ static void test_dataset_range_and_prefetch(void) {
         }
         vg_graph_free(g);
     }
+}
+
+/* FixedLengthRecordDataset's reader adds header_bytes and footer_bytes: a sum past
+ * INT64_MAX is refused when the iterator is made, before any file is opened. */
+static void test_fixed_length_header_footer_overflow(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output files = vg_const_string(g, "/nonexistent_vg_file", "f");
+    vg_output ds = vg_dataset_fixed_length_record(g, files, INT64_MAX, 4, 1, NULL);
+    vg_output it = vg_make_one_shot_iterator(g, ds, NULL);
+    vg_op *next = vg_iterator_get_next(g, it, NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *o = NULL;
+    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &o, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "header_bytes + footer_bytes overflows int64");
+    vg_tensor_free(o);
+    vg_session_free(s);
+    vg_graph_free(g);
 }
 
 /* An imported AddV2 must carry its type attr T as a type (TF's ValidateNodeDef:
@@ -395,7 +470,9 @@ int main(void) {
     RUN_TEST(test_reshape_product_overflow);
     RUN_TEST(test_tile_pad_overflow);
     RUN_TEST(test_fill_random_shape_overflow);
+    RUN_TEST(test_scatter_sparse_space_batch_overflow);
     RUN_TEST(test_dataset_range_and_prefetch);
+    RUN_TEST(test_fixed_length_header_footer_overflow);
     RUN_TEST(test_import_type_attr);
     TEST_MAIN_END();
 }

@@ -171,6 +171,8 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
             rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
         else if (d->a < 0 || d->c < 0)
             rc = vg_status_set(st, VG_INVALID_ARGUMENT, "header_bytes and footer_bytes must be >= 0");
+        else if (d->a > INT64_MAX - d->c) /* the reader adds them */
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "header_bytes + footer_bytes overflows int64");
         else if (d->b <= 0 || d->b > ((int64_t)1 << 31))
             rc = vg_status_set(st, VG_INVALID_ARGUMENT, "record_bytes must be in (0, 2^31]");
         break;
