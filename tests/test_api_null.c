@@ -231,7 +231,87 @@ static void test_null__objects_and_arrays(void) {
     vg_graph_free(g);
 }
 
+/* Issue 29 item 7: out-parameters and paths found unchecked by a pass over every public
+ * function with a pointer argument (vg_saved_model_load(..., out = NULL) segfaulted;
+ * NULL paths reached open()). */
+static void test_null__outs_and_paths(void) {
+    vg_status st;
+    /* saved model: NULL out is refused before export_dir is looked at */
+    CHECK_CODE(vg_saved_model_load("/nonexistent_vg_dir", NULL, 0, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "out is NULL");
+    vg_saved_model *m = (vg_saved_model *)&st;
+    CHECK_CODE(vg_saved_model_load(NULL, NULL, 0, NULL, &m, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "export_dir");
+    CHECK(m == NULL);
+    CHECK_CODE(vg_saved_model_run(NULL, "serving_default", NULL, NULL, 0, NULL, NULL, 1, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "outputs is NULL");
+    CHECK_CODE(vg_saved_model_run(NULL, "serving_default", NULL, NULL, 2, NULL, NULL, 0, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "inputs is NULL");
+    /* compression names */
+    CHECK_CODE(vg_compression_parse("GZIP", NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "out is NULL");
+    vg_compression comp = VG_COMPRESSION_GZIP;
+    CHECK_OK(vg_compression_parse(NULL, &comp, &st), &st); /* NULL = "" (documented) */
+    CHECK_EQ_INT(comp, VG_COMPRESSION_NONE);
+    /* GraphDef listings: types and n are required, counts optional */
+    const char *text = "node { name: 'a' op: 'NoOp' }";
+    char **types = NULL;
+    int *counts = NULL, n = -1;
+    CHECK_CODE(vg_graph_def_op_types(text, strlen(text), VG_IMPORT_TEXT, NULL, &counts, &n, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "types is NULL");
+    CHECK_CODE(vg_graph_def_op_types(text, strlen(text), VG_IMPORT_TEXT, &types, &counts, NULL, &st),
+               VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "n is NULL");
+    CHECK_CODE(vg_graph_def_missing_ops(text, strlen(text), VG_IMPORT_TEXT, NULL, NULL, &n, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "types is NULL");
+    CHECK_CODE(vg_graph_def_missing_ops(NULL, 5, VG_IMPORT_AUTO, &types, NULL, &n, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "bytes is NULL");
+    CHECK_OK(vg_graph_def_op_types(text, strlen(text), VG_IMPORT_TEXT, &types, NULL, &n, &st), &st);
+    CHECK_EQ_INT(n, 1);
+    CHECK(types && !strcmp(types[0], "NoOp"));
+    vg_import_free_strings(types, n);
+    const void *gd = NULL;
+    size_t gdl = 0;
+    CHECK_CODE(vg_meta_graph_def_graph_def("", 0, false, NULL, 0, NULL, &gdl, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "graph_def is NULL");
+    CHECK_CODE(vg_meta_graph_def_graph_def("", 0, false, NULL, 0, &gd, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "graph_def_len is NULL");
+    CHECK_CODE(vg_meta_graph_def_graph_def(NULL, 8, false, NULL, 0, &gd, &gdl, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "bytes is NULL");
+    /* NULL paths: refused by name, never passed to open() */
+    vg_graph *g = vg_graph_new();
+    CHECK_CODE(vg_graph_import_graph_def_file(g, NULL, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "path is NULL");
+    vg_meta_graph *mg = NULL;
+    CHECK_CODE(vg_import_meta_graph_file(g, NULL, NULL, &mg, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "path is NULL");
+    CHECK_CODE(vg_import_saved_model_graph(g, NULL, NULL, 0, NULL, &mg, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "saved_model_pb is NULL");
+    CHECK(mg == NULL);
+    CHECK_EQ_INT(vg_graph_num_ops(g), 0);
+    /* the path functions that already refused NULL keep doing so */
+    CHECK(vg_event_reader_open(NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_tfrecord_writer_open(NULL, VG_COMPRESSION_NONE, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_npy_read(NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_checkpoint_reader_new(NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_file_writer_new(NULL, NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK(vg_checkpoint_dir_lock_acquire(NULL, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_write_file_atomic(NULL, "x", 1, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_saved_model_add_assets_extra(NULL, NULL, 0, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_init_from_checkpoint(g, NULL, NULL, NULL, 0, &st), VG_INVALID_ARGUMENT);
+    CHECK(!vg_checkpoint_exists(NULL));
+    CHECK(vg_latest_checkpoint(NULL, NULL, 0) == NULL);
+    vg_graph_free(g);
+}
+
 int main(void) {
+    RUN_TEST(test_null__outs_and_paths);
     RUN_TEST(test_null__objects_and_arrays);
     RUN_TEST(test_null__audit);
     RUN_TEST(test_null__session_run);

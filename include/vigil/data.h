@@ -171,8 +171,9 @@ VG_API vg_output vg_dataset_cache(vg_graph *g, vg_output ds, const char *filenam
  * error, as TF does, so with ignore_errors a corrupt file ends early and the next file
  * is read. */
 VG_API vg_output vg_dataset_ignore_errors(vg_graph *g, vg_output ds, const char *name);
-/* PrefetchDataset: a background thread keeps up to buffer_size (>= 1) elements ready.
- * Errors reach get_next in order. */
+/* PrefetchDataset: a background thread keeps up to buffer_size (>= 1) elements ready;
+ * -1 (AUTOTUNE) and 0 keep one. Errors reach get_next in order. A buffer_size below -1
+ * fails the iterator's initialization with VG_INVALID_ARGUMENT, as in TF. */
 VG_API vg_output vg_dataset_prefetch(vg_graph *g, vg_output ds, int64_t buffer_size, const char *name);
 
 /* ---- iterators ---------------------------------------------------------- */

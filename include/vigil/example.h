@@ -71,7 +71,8 @@ typedef enum vg_compression {
     VG_COMPRESSION_GZIP = 2  /* "GZIP": one gzip stream over all records */
 } vg_compression;
 
-/* TF's compression_type strings: "" / "ZLIB" / "GZIP". INVALID_ARGUMENT otherwise. */
+/* TF's compression_type strings: "" / "ZLIB" / "GZIP". INVALID_ARGUMENT otherwise, and
+ * for a NULL out. */
 VG_API vg_code vg_compression_parse(const char *s, vg_compression *out, vg_status *st);
 
 typedef struct vg_tfrecord_writer vg_tfrecord_writer;

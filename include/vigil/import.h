@@ -91,8 +91,8 @@ VG_API vg_code vg_graph_import_graph_def_file(vg_graph *g, const char *path, con
 /* The op types of a GraphDef that vigil cannot create (after legacy mapping), without
  * building anything: *types gets a vg_malloc'd array of n vg_malloc'd strings "Type"
  * (first-seen order) and *counts (may be NULL) the node count of each; free with
- * vg_import_free_strings. Fails with DATA_LOSS, INVALID_ARGUMENT (text syntax),
- * RESOURCE_EXHAUSTED. */
+ * vg_import_free_strings. Fails with DATA_LOSS, INVALID_ARGUMENT (text syntax; NULL
+ * types or n; NULL bytes with len > 0), RESOURCE_EXHAUSTED. */
 VG_API vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format format, char ***types,
                                         int **counts, int *n, vg_status *st);
 /* Every op type of a GraphDef as written (first-seen order) with its node count; same
@@ -151,7 +151,8 @@ VG_API void vg_meta_graph_free(vg_meta_graph *mg);
 /* The serialized GraphDef inside a binary MetaGraphDef (saved_model false) or binary
  * SavedModel (true: the MetaGraphDef whose tag set equals tags; ntags == 0 takes the
  * first), without importing: *graph_def points into bytes. Fails with DATA_LOSS,
- * NOT_FOUND (no such tag set / no meta graph). */
+ * NOT_FOUND (no such tag set / no meta graph), INVALID_ARGUMENT (NULL graph_def or
+ * graph_def_len, NULL bytes with len > 0). */
 VG_API vg_code vg_meta_graph_def_graph_def(const void *bytes, size_t len, bool saved_model, const char *const *tags,
                                            int ntags, const void **graph_def, size_t *graph_def_len, vg_status *st);
 

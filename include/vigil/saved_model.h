@@ -47,7 +47,8 @@ typedef struct vg_saved_model {
 /* Loads export_dir (saved_model.pb, else saved_model.pbtxt). session_options may be
  * NULL. *out: free with vg_saved_model_free. Fails with NOT_FOUND (no saved_model.pb,
  * no MetaGraphDef with these tags, checkpoint key missing), UNIMPLEMENTED (op types),
- * DATA_LOSS (corrupt files, naming them), INVALID_ARGUMENT, RESOURCE_EXHAUSTED. */
+ * DATA_LOSS (corrupt files, naming them), INVALID_ARGUMENT (also for a NULL export_dir
+ * or out), RESOURCE_EXHAUSTED. */
 VG_API vg_code vg_saved_model_load(const char *export_dir, const char *const *tags, int ntags,
                                    const vg_session_options *session_options, vg_saved_model **out, vg_status *st);
 VG_API void vg_saved_model_free(vg_saved_model *m);
@@ -84,7 +85,8 @@ VG_API vg_code vg_saved_model_load_ex(const char *export_dir, const char *const 
 
 /* Runs signature `key`: feeds inputs by their signature keys, fetches outputs by
  * theirs (outputs[i] new references, the caller frees). Fails with NOT_FOUND (unknown
- * signature or tensor key, naming it) and the session's codes. */
+ * signature or tensor key, naming it), INVALID_ARGUMENT (NULL m, NULL key or value
+ * arrays with a count > 0) and the session's codes. */
 VG_API vg_code vg_saved_model_run(vg_saved_model *m, const char *key, const char *const *input_keys,
                                   vg_tensor *const *inputs, int ninputs, const char *const *output_keys,
                                   vg_tensor **outputs, int noutputs, vg_status *st);

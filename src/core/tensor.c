@@ -116,19 +116,26 @@ static bool check_dims(vg_dtype dt, const int64_t *dims, int ndims, int64_t *n, 
         vg_status_set(st, VG_INVALID_ARGUMENT, "dims is NULL for a tensor of rank %d", ndims);
         return false;
     }
+    /* the non-zero dims must multiply to at most INT64_MAX even when another dim is 0
+     * ([0, 2^62, 8]): kernels form strides and slice sizes from them (issue 29) */
     int64_t c = 1;
+    bool zero = false;
     for (int i = 0; i < ndims; i++) {
         if (dims[i] < 0) {
             vg_status_set(st, VG_INVALID_ARGUMENT, "negative dimension %lld", (long long)dims[i]);
             return false;
         }
-        if (dims[i] && c > INT64_MAX / dims[i]) {
+        if (dims[i] == 0) {
+            zero = true;
+            continue;
+        }
+        if (c > INT64_MAX / dims[i]) {
             vg_status_set(st, VG_INVALID_ARGUMENT, "tensor too large");
             return false;
         }
         c *= dims[i];
     }
-    *n = c;
+    *n = zero ? 0 : c;
     return true;
 }
 

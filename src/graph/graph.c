@@ -563,8 +563,22 @@ void vg__op_set_output(vg_op *op, int i, vg_dtype dt, vg_shape shape) {
     op->out_shapes[i] = shape;
 }
 
+/* TF's names of the AttrValue kinds. */
+static const char *vg__attr_kind_name(vg_attr_type t) {
+    static const char *names[] = {"none", "int", "float", "bool", "type", "shape", "string", "tensor",
+                                  "list(int)", "list(float)", "list(type)", "list(shape)", "list(string)"};
+    return (unsigned)t < sizeof names / sizeof *names ? names[t] : "unknown";
+}
+
 static void set_default(vg_op *op, vg__attr *a) {
-    if (vg__op_find_attr(op, a->name)) return;
+    vg__attr *have = vg__op_find_attr(op, a->name);
+    if (have) {
+        if (have->type != a->type && !op->bad_kind_attr) {
+            op->bad_kind_attr = have->name;
+            op->bad_kind_want = a->type;
+        }
+        return;
+    }
     if (!vg__op_put_attr(op, a)) op->oom = true;
 }
 void vg__op_set_default_attr_type(vg_op *op, const char *name, vg_dtype dt) {
@@ -871,6 +885,12 @@ vg_op *vg_op_builder_finish(vg_op_builder *b) {
     }
     if (op->oom || (op->out_dtypes == NULL && def->shape))
         return fail(b, op, VG_RESOURCE_EXHAUSTED, "out of memory creating op %s", op->name);
+    if (op->bad_kind_attr) { /* TF's ValidateNodeDef: the attr's value has the wrong kind */
+        const vg__attr *a = vg__op_find_attr(op, op->bad_kind_attr);
+        return fail(b, op, VG_INVALID_ARGUMENT, "%s (op '%s'): AttrValue had value with type '%s' when '%s' expected for attr '%s'",
+                    def->type, op->name, vg__attr_kind_name(a ? a->type : VG_ATTR_NONE),
+                    vg__attr_kind_name(op->bad_kind_want), op->bad_kind_attr);
+    }
     if (!vg__grow((void **)&g->ops, &g->ops_cap, g->nops + 1, sizeof(vg_op *)) ||
         !vg__strmap_put(&g->by_name, op->name, op))
         return fail(b, op, VG_RESOURCE_EXHAUSTED, "out of memory adding op");

@@ -37,6 +37,9 @@ struct vg_op {
     vg__attr *attrs;
     char *device;
     bool oom; /* an allocation failed while the shape function ran */
+    const char *bad_kind_attr; /* an attr the shape function defaults as one kind but the op
+                                * has as another (e.g. "T" set as an int): the op fails */
+    vg_attr_type bad_kind_want;
     bool outside_cf; /* created in an init scope: in no control-flow context (TF's
                       * control_dependencies(None) clears the control-flow context) */
     /* for variables made by variables.c */

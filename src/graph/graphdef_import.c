@@ -322,6 +322,23 @@ static const char *legacy_map(const inode *nd) {
     return t;
 }
 
+/* TF's ValidateNodeDef (after its op-def defaults are added): a type attr "T" without
+ * a default in TF's op def must be in the NodeDef. vigil's op table declares no attrs,
+ * so the op's shape function tells: it gave the built op a type "T" the NodeDef lacked
+ * (from the input dtypes). Ops whose TF "T" has a default are exempt. */
+static vg_code check_required_type_attr(ctx *c, const inode *nd) {
+    static const char *const t_has_default[] = {
+        "Where", "BroadcastGradientArgs", "InvertPermutation", "InTopKV2", "MaxPool", "MaxPoolGrad", "LRN",
+        "LRNGrad", "LeakyRelu", "LeakyReluGrad", "HistogramSummary", "ImageSummary", "EncodePng",
+        "AdjustContrastv2", "AdjustHue", "AdjustSaturation", "RGBToHSV", "HSVToRGB", NULL};
+    vg_dtype t;
+    if (find_rattr(nd, "T") || !vg_op_attr_type_(nd->built, "T", &t)) return VG_OK;
+    for (int i = 0; t_has_default[i]; i++)
+        if (strcmp(nd->op, t_has_default[i]) == 0) return VG_OK;
+    return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: node '%s': NodeDef missing attr 'T' from Op<name=%s>; NodeDef: {{node %s}}",
+                         c->src, nd->name, nd->orig_op, nd->name);
+}
+
 typedef struct missing {
     const char *type;
     int count;
@@ -1271,6 +1288,7 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
             vg_status_prefix(st, "%s: node '%s': ", c.src, nd->name);
             goto done;
         }
+        if ((k = check_required_type_attr(&c, nd))) goto done;
         join_name(scope_full, sizeof scope_full, vg_graph_scope(g), nm);
         if (strcmp(vg_op_name(nd->built), scope_full) != 0) {
             k = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: node '%s' was renamed '%s' (a name clash in the graph)",
@@ -1332,6 +1350,7 @@ static bool ends_with(const char *s, const char *suf) {
 }
 
 vg_code vg_graph_import_graph_def_file(vg_graph *g, const char *path, const vg_import_options *opts, vg_status *st) {
+    if (!path) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_graph_import_graph_def_file: path is NULL");
     uint8_t *data = NULL;
     size_t len = 0;
     vg_code k = vg__io_read_file(path, &data, &len, st);
@@ -1414,11 +1433,15 @@ static vg_code op_types(const void *bytes, size_t len, vg_import_format format, 
 
 vg_code vg_graph_def_missing_ops(const void *bytes, size_t len, vg_import_format format, char ***types, int **counts,
                                  int *n, vg_status *st) {
+    if (!types || !n || (!bytes && len))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_graph_def_missing_ops: %s is NULL", !types ? "types" : !n ? "n" : "bytes");
     return op_types(bytes, len, format, true, types, counts, n, st);
 }
 
 vg_code vg_graph_def_op_types(const void *bytes, size_t len, vg_import_format format, char ***types, int **counts,
                               int *n, vg_status *st) {
+    if (!types || !n || (!bytes && len))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_graph_def_op_types: %s is NULL", !types ? "types" : !n ? "n" : "bytes");
     return op_types(bytes, len, format, false, types, counts, n, st);
 }
 

@@ -532,6 +532,7 @@ vg_code vg_import_meta_graph(vg_graph *g, const void *bytes, size_t len, const v
 vg_code vg_import_meta_graph_file(vg_graph *g, const char *path, const vg_meta_import_options *opts,
                                   vg_meta_graph **out, vg_status *st) {
     if (out) *out = NULL;
+    if (!path) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_import_meta_graph_file: path is NULL");
     uint8_t *data = NULL;
     size_t len = 0;
     vg_code k = vg__io_read_file(path, &data, &len, st);
@@ -586,6 +587,8 @@ static int cmp_cstr(const void *a, const void *b) { return strcmp(*(const char *
 vg_code vg_import_saved_model_graph(vg_graph *g, const char *saved_model_pb, const char *const *tags, int ntags,
                                     const vg_meta_import_options *opts, vg_meta_graph **out, vg_status *st) {
     if (out) *out = NULL;
+    if (!saved_model_pb)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_import_saved_model_graph: saved_model_pb is NULL");
     if (ntags < 0 || ntags > 32 || (ntags && !tags))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_import_saved_model_graph: bad tags");
     uint8_t *data = NULL;
@@ -683,8 +686,12 @@ int vg_meta_graph_find_signature(const vg_meta_graph *mg, const char *key) {
 
 vg_code vg_meta_graph_def_graph_def(const void *bytes, size_t len, bool saved_model, const char *const *tags,
                                     int ntags, const void **graph_def, size_t *graph_def_len, vg_status *st) {
+    if (!graph_def || !graph_def_len)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_meta_graph_def_graph_def: %s is NULL",
+                             graph_def ? "graph_def_len" : "graph_def");
     *graph_def = "";
     *graph_def_len = 0;
+    if (!bytes && len) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_meta_graph_def_graph_def: bytes is NULL");
     if (ntags < 0 || ntags > 32 || (ntags && !tags)) return vg_status_set(st, VG_INVALID_ARGUMENT, "bad tags");
     vg__pb_reader r;
     vg__pb_field f;

@@ -12,6 +12,7 @@
 #define ZCHUNK 65536
 
 vg_code vg_compression_parse(const char *s, vg_compression *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_compression_parse: out is NULL");
     if (!s || !*s) *out = VG_COMPRESSION_NONE;
     else if (strcmp(s, "ZLIB") == 0) *out = VG_COMPRESSION_ZLIB;
     else if (strcmp(s, "GZIP") == 0) *out = VG_COMPRESSION_GZIP;

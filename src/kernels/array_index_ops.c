@@ -826,7 +826,11 @@ static vg_code op_shape_pad(vg_op *op, vg_status *st) {
             if (lo < 0 || hi < 0)
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "Paddings must be non-negative: %lld %lld", (long long)lo,
                                      (long long)hi);
-            out.dims[i] = in.dims[i] < 0 ? -1 : in.dims[i] + lo + hi;
+            if (in.dims[i] < 0) out.dims[i] = -1;
+            else if (__builtin_add_overflow(in.dims[i], lo, &out.dims[i]) ||
+                     __builtin_add_overflow(out.dims[i], hi, &out.dims[i]))
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "Pad: dimension %d + paddings %lld, %lld overflows int64",
+                                     i, (long long)lo, (long long)hi);
         }
     vg__op_set_num_outputs(op, 1);
     vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
@@ -850,7 +854,9 @@ static vg_code op_kernel_pad(vg__kctx *ctx) {
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Paddings must be non-negative: %lld %lld", (long long)a,
                                  (long long)b);
         lo[i] = a;
-        dims[i] = vg_tensor_dim(x, i) + a + b;
+        if (__builtin_add_overflow(vg_tensor_dim(x, i), a, &dims[i]) || __builtin_add_overflow(dims[i], b, &dims[i]))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Pad: dimension %d + paddings %lld, %lld overflows int64", i,
+                                 (long long)a, (long long)b);
     }
     vg_code c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(x), dims, r, &out);
     if (c != VG_OK || vg_tensor_num_elements(out) == 0) return c;
@@ -1425,8 +1431,14 @@ static vg_code op_shape_tile(vg_op *op, vg_status *st) {
                              (long long)ms.dims[0]);
     vg_shape out = vg_shape_make(NULL, rank), mv = vg__array_shape_value(op, 1);
     if (in.ndims >= 0 && mv.ndims == rank)
-        for (int i = 0; i < rank; i++)
-            out.dims[i] = mv.dims[i] == 0 ? 0 : (in.dims[i] < 0 || mv.dims[i] < 0) ? -1 : in.dims[i] * mv.dims[i];
+        for (int i = 0; i < rank; i++) {
+            if (mv.dims[i] == 0) out.dims[i] = 0;
+            else if (in.dims[i] < 0 || mv.dims[i] < 0) out.dims[i] = -1;
+            else if (__builtin_mul_overflow(in.dims[i], mv.dims[i], &out.dims[i]))
+                return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                     "Tile: dimension %d (%lld) times multiples[%d] (%lld) overflows int64", i,
+                                     (long long)in.dims[i], i, (long long)mv.dims[i]);
+        }
     vg__op_set_num_outputs(op, 1);
     vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
     return VG_OK;
@@ -1476,7 +1488,10 @@ static vg_code op_kernel_tile(vg__kctx *ctx) {
         m[i] = int_at(mt, i);
         if (m[i] < 0)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected multiples[%d] >= 0, but got %lld", i, (long long)m[i]);
-        dims[i] = vg_tensor_dim(x, i) * m[i];
+        if (__builtin_mul_overflow(vg_tensor_dim(x, i), m[i], &dims[i]))
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "Tile: dimension %d (%lld) times multiples[%d] (%lld) overflows int64", i,
+                                 (long long)vg_tensor_dim(x, i), i, (long long)m[i]);
         ones = ones && m[i] == 1;
     }
     if (ones) {

@@ -269,7 +269,9 @@ static vg_code shape_reshape(vg_op *op, vg_status *st) {
         int64_t prod = 1;
         for (int i = 0; i < out.ndims; i++) {
             if (out.dims[i] < 0) { unknown = i; nunknown++; }
-            else prod *= out.dims[i];
+            else if (__builtin_mul_overflow(prod, out.dims[i], &prod))
+                return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                     "Shape %s would have more than 2**63 - 1 elements", shape_str(&out, b1));
         }
         if (nunknown == 0 && prod != nin)
             return vg_status_set(st, VG_INVALID_ARGUMENT,
@@ -314,15 +316,19 @@ static vg_code kernel_reshape(vg__kctx *ctx) {
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Size %d must be non-negative, not %lld", i, (long long)d);
         } else if (d == 0) {
             sizes_zero = true;
-        } else {
-            product *= d;
+        } else if (__builtin_mul_overflow(product, d, &product)) {
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "Reshape's requested shape has more than 2**63 - 1 elements (dimension %d = %lld)", i,
+                                 (long long)d);
         }
     }
     int64_t nx = vg_tensor_num_elements(x);
     if (unknown >= 0) {
         int64_t nin = 1;
         for (int i = 0; i < vg_tensor_ndims(x); i++)
-            if (vg_tensor_dim(x, i) > 0 || !sizes_zero) nin *= vg_tensor_dim(x, i);
+            if ((vg_tensor_dim(x, i) > 0 || !sizes_zero) && __builtin_mul_overflow(nin, vg_tensor_dim(x, i), &nin))
+                return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                     "Reshape: the input's non-zero dimensions multiply to more than 2**63 - 1");
         int64_t missing = nin / product;
         if (product * missing != nin)
             return vg_status_set(st, VG_INVALID_ARGUMENT,
@@ -331,7 +337,13 @@ static vg_code kernel_reshape(vg__kctx *ctx) {
         dims[unknown] = missing;
     }
     int64_t total = 1;
-    for (int i = 0; i < nd; i++) total *= dims[i];
+    bool overflow = false;
+    for (int i = 0; i < nd; i++) overflow |= __builtin_mul_overflow(total, dims[i], &total);
+    for (int i = 0; i < nd; i++)
+        if (dims[i] == 0) total = 0, overflow = false; /* a zero dim makes the product 0 */
+    if (overflow)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Reshape's requested shape has more than 2**63 - 1 elements");
     if (total != nx)
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "Input to reshape is a tensor with %lld values, but the requested shape has %lld",
@@ -660,11 +672,24 @@ static int64_t range_size(vg_dtype dt, const vg_tensor *s, const vg_tensor *l, c
     if (dpos && !le) { vg_status_set(st, VG_INVALID_ARGUMENT, "Requires start <= limit when delta > 0: %s/%s", a, b); return -1; }
     if (!dpos && !ge) { vg_status_set(st, VG_INVALID_ARGUMENT, "Requires start >= limit when delta < 0: %s/%s", a, b); return -1; }
     if (is_int) {
-        int64_t span = li > si ? li - si : si - li, ad = di < 0 ? -di : di;
-        return (span + ad - 1) / ad;
+        /* |limit - start| and |delta| in uint64 (exact for every int64 pair, no signed
+         * overflow), then ceil(span / ad) without forming span + ad - 1. */
+        uint64_t span = li > si ? (uint64_t)li - (uint64_t)si : (uint64_t)si - (uint64_t)li;
+        uint64_t ad = di < 0 ? 0 - (uint64_t)di : (uint64_t)di;
+        uint64_t n = span / ad + (span % ad != 0);
+        if (n > (uint64_t)INT64_MAX) {
+            vg_status_set(st, VG_INVALID_ARGUMENT, "Requires ((limit - start) / delta) <= %lld: %s/%s/%lld",
+                          (long long)INT64_MAX, a, b, (long long)di);
+            return -1;
+        }
+        return (int64_t)n;
     }
     double n = ceil(fabs((lf - sf) / df));
-    if (!(n < 9.2e18)) { vg_status_set(st, VG_INVALID_ARGUMENT, "Requires the range size to fit in int64"); return -1; }
+    if (!(n < 9223372036854775808.0)) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "Requires ((limit - start) / delta) <= %lld: %s/%s/%g",
+                      (long long)INT64_MAX, a, b, df);
+        return -1;
+    }
     return (int64_t)n;
 }
 
@@ -702,6 +727,16 @@ static vg_code shape_range(vg_op *op, vg_status *st) {
         for (int64_t i = 0; i < n; i++) { o[i] = v; v += dv; }                                     \
     } while (0)
 
+/* Integer ranges wrap in the unsigned type: every element written is in
+ * [start, limit) and so representable; only the step past the last one may wrap,
+ * which signed arithmetic would make undefined (Range(INT64_MIN, INT64_MAX, INT64_MAX)). */
+#define RANGE_FILL_INT(ctype, utype)                                                               \
+    do {                                                                                           \
+        ctype *o = vg_tensor_data(out);                                                            \
+        utype v = (utype) * (const ctype *)vg_tensor_data(s), dv = (utype) * (const ctype *)vg_tensor_data(d); \
+        for (int64_t i = 0; i < n; i++) { o[i] = (ctype)v; v += dv; }                              \
+    } while (0)
+
 static vg_code kernel_range(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *s = vg__kctx_input(ctx, 0), *l = vg__kctx_input(ctx, 1), *d = vg__kctx_input(ctx, 2), *out;
@@ -718,8 +753,8 @@ static vg_code kernel_range(vg__kctx *ctx) {
     vg_code c = vg__kctx_alloc_output(ctx, 0, dt, &n, 1, &out);
     if (c != VG_OK) return c;
     switch (dt) { /* accumulate as TF does (val += delta) */
-    case VG_INT32: RANGE_FILL(int32_t); break;
-    case VG_INT64: RANGE_FILL(int64_t); break;
+    case VG_INT32: RANGE_FILL_INT(int32_t, uint32_t); break;
+    case VG_INT64: RANGE_FILL_INT(int64_t, uint64_t); break;
     case VG_FLOAT: RANGE_FILL(float); break;
     default: RANGE_FILL(double); break;
     }

@@ -171,6 +171,8 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
             rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
         else if (d->a < 0 || d->c < 0)
             rc = vg_status_set(st, VG_INVALID_ARGUMENT, "header_bytes and footer_bytes must be >= 0");
+        else if (d->a > INT64_MAX - d->c) /* the reader adds them */
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "header_bytes + footer_bytes overflows int64");
         else if (d->b <= 0 || d->b > ((int64_t)1 << 31))
             rc = vg_status_set(st, VG_INVALID_ARGUMENT, "record_bytes must be in (0, 2^31]");
         break;
@@ -329,8 +331,12 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
         break;
     case VG__DS_PREFETCH:
         d->a = scalar_input(ctx, 1);
-        if (d->a < 1) d->a = 1; /* AUTOTUNE (-1) and 0: one element */
-        if (d->a > (1 << 20))
+        if (d->a < -1) /* TF's PrefetchDatasetOp: only AUTOTUNE (-1) may be negative */
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                               "buffer_size must be >= 0 or set buffer_size to be -1 for auto-tuning, got %lld",
+                               (long long)d->a);
+        else if (d->a < 1) d->a = 1; /* AUTOTUNE (-1) and 0: one element */
+        else if (d->a > (1 << 20))
             rc = vg_status_set(st, VG_INVALID_ARGUMENT, "prefetch buffer_size %lld is too large", (long long)d->a);
         break;
     default:

@@ -209,7 +209,8 @@ static vg_code scatter_common(vg__kctx *ctx, const vg_tensor *ix, const vg_tenso
     int64_t total = 1;
     for (int i = 0; i < rank; i++) {
         if (shape[i] < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "shape must be non-negative, got %lld", (long long)shape[i]);
-        if (__builtin_mul_overflow(total, shape[i], &total))
+        /* non-zero dims only: a 0 elsewhere must not hide an overflowing slice size */
+        if (shape[i] && __builtin_mul_overflow(total, shape[i], &total))
             return vg_status_set(st, VG_INVALID_ARGUMENT, "shape has too many elements");
     }
     nd_geom gm;

@@ -42,10 +42,16 @@ static vg_code out_dims(vg_status *st, bool to_batch, const int64_t *in, int nd,
                         int64_t p[][2], int64_t *out) {
     if (nd < m + 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "input rank %d must be at least %d", nd, m + 1);
     int64_t prod = 1;
-    for (int i = 0; i < m; i++) prod *= b[i];
+    for (int i = 0; i < m; i++)
+        if (__builtin_mul_overflow(prod, b[i], &prod))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "the product of block_shape overflows int64");
     for (int i = 0; i < nd; i++) out[i] = in[i];
     if (in[0] < 0) out[0] = -1;
-    else if (to_batch) out[0] = in[0] * prod;
+    else if (to_batch) {
+        if (__builtin_mul_overflow(in[0], prod, &out[0]))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "batch %lld times the block size %lld overflows int64",
+                                 (long long)in[0], (long long)prod);
+    }
     else {
         if (in[0] % prod) return vg_status_set(st, VG_INVALID_ARGUMENT, "Input batch dimension (%lld) is not divisible by product of block sizes (%lld)", (long long)in[0], (long long)prod);
         out[0] = in[0] / prod;
@@ -54,13 +60,18 @@ static vg_code out_dims(vg_status *st, bool to_batch, const int64_t *in, int nd,
         int64_t s = in[1 + i];
         if (s < 0) { out[1 + i] = -1; continue; }
         if (to_batch) {
-            int64_t padded = s + p[i][0] + p[i][1];
+            int64_t padded;
+            if (__builtin_add_overflow(s, p[i][0], &padded) || __builtin_add_overflow(padded, p[i][1], &padded))
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "padded_shape[%d] overflows int64", i);
             if (padded % b[i])
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "padded_shape[%d]=%lld is not divisible by block_shape[%d]=%lld", i, (long long)padded, i, (long long)b[i]);
             out[1 + i] = padded / b[i];
         } else {
-            int64_t full = s * b[i] - p[i][0] - p[i][1];
-            if (full < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "crops are larger than the output dimension %d", i);
+            int64_t full;
+            if (__builtin_mul_overflow(s, b[i], &full))
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "input dimension %d times block_shape overflows int64", 1 + i);
+            if (__builtin_sub_overflow(full, p[i][0], &full) || __builtin_sub_overflow(full, p[i][1], &full) ||
+                full < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "crops are larger than the output dimension %d", i);
             out[1 + i] = full;
         }
     }

@@ -96,6 +96,10 @@ static vg_code kernel_std(vg__kctx *ctx) {
         if (dims[i] < 0)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "output_shape has a negative dimension %lld", (long long)dims[i]);
     }
+    int64_t nz = 1; /* the strides below: the non-zero dims must multiply within int64 */
+    for (int i = 0; i < rank; i++)
+        if (dims[i] && __builtin_mul_overflow(nz, dims[i], &nz))
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "output_shape has more than 2**63 - 1 elements");
     int64_t acc = 1;
     for (int i = rank - 1; i >= 0; i--) strides[i] = acc, acc *= dims[i];
     bool validate = true;

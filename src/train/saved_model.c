@@ -95,7 +95,7 @@ vg_code vg_saved_model_load(const char *export_dir, const char *const *tags, int
 
 vg_code vg_saved_model_load_ex(const char *export_dir, const char *const *tags, int ntags,
                                const vg_saved_model_load_options *options, vg_saved_model **out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_load: NULL out");
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_load: out is NULL");
     *out = NULL;
     vg_saved_model_load_options defaults = VG_SAVED_MODEL_LOAD_OPTIONS_INIT;
     if (!options) options = &defaults;
@@ -176,9 +176,12 @@ vg_code vg_saved_model_run(vg_saved_model *m, const char *key, const char *const
 vg_code vg_saved_model_run_ex(vg_saved_model *m, const vg_run_options *run_options, const char *key,
                               const char *const *input_keys, vg_tensor *const *inputs, int ninputs,
                               const char *const *output_keys, vg_tensor **outputs, int noutputs, vg_status *st) {
-    for (int i = 0; outputs && i < noutputs; i++) outputs[i] = NULL;
-    if (!m || ninputs < 0 || noutputs < 0 || ninputs > 256 || noutputs > 256 || (noutputs && !outputs) ||
-        (ninputs && (!inputs || !input_keys)) || (noutputs && !output_keys))
+    if (noutputs > 0 && (!outputs || !output_keys))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_run: %s is NULL", outputs ? "output_keys" : "outputs");
+    if (ninputs > 0 && (!inputs || !input_keys))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_run: %s is NULL", inputs ? "input_keys" : "inputs");
+    for (int i = 0; i < noutputs; i++) outputs[i] = NULL;
+    if (!m || ninputs < 0 || noutputs < 0 || ninputs > 256 || noutputs > 256)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_run: bad arguments");
     int sig = vg_meta_graph_find_signature(m->meta_graph, key);
     if (sig < 0) return vg_status_set(st, VG_NOT_FOUND, "SignatureDef '%s' not found in the SavedModel", key ? key : "(null)");
