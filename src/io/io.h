@@ -61,6 +61,12 @@ VG_HIDDEN vg_code vg__io_mkdirs(const char *dir, vg_status *st);
  * (NOT_FOUND naming the file, PERMISSION_DENIED, ...) or FAILED_PRECONDITION "<path> is
  * not a regular file (a FIFO)" for directories, FIFOs, devices and sockets. */
 VG_HIDDEN int vg__io_open_regular(const char *path, vg_status *st);
+/* The same for stdio: fdopen() over vg__io_open_regular's fd ("rb"). NULL with st set. */
+VG_HIDDEN FILE *vg__io_fopen_regular(const char *path, vg_status *st);
+/* The process-wide decode limits (vg_set_decode_limits in vigil/data.h), read atomically. */
+VG_HIDDEN int64_t vg__io_max_image_pixels(void);
+VG_HIDDEN int64_t vg__io_max_png_chunk_bytes(void);
+VG_HIDDEN int64_t vg__io_max_record_bytes(void);
 /* Reads a whole file into a new buffer (*data, free with vg__free; NUL-terminated one
  * past *len). Fails with NOT_FOUND (naming the file), RESOURCE_EXHAUSTED, errno codes. */
 VG_HIDDEN vg_code vg__io_read_file(const char *path, uint8_t **data, size_t *len, vg_status *st);

@@ -75,19 +75,31 @@ vg_code vg__png_decode(const uint8_t *d, size_t n, int channels, size_t max_byte
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "DecodePng: out of memory");
     }
     /* too-large images are reported from inside the setjmp region through this */
-    static const char *const k_reasons[] = {NULL, "is too large", "cannot be held in the data"};
+    static const char *const k_reasons[] = {NULL, "is too large", "cannot be held in the data", "over the limit"};
     volatile int why = 0;
     volatile uint32_t vw = 0, vh = 0;
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_read_struct(&png, &info, NULL);
         vg__free(r.rows);
         if (r.img) vg_tensor_free(r.img);
+        if (why == 3)
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                                 "DecodePng: a %u x %u image (%llu pixels) is over the limit of %lld pixels "
+                                 "(max_image_pixels, vg_set_decode_limits)",
+                                 (unsigned)vw, (unsigned)vh, (unsigned long long)vw * vh,
+                                 (long long)vg__io_max_image_pixels());
         if (why)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid PNG data, size %zu: a %u x %u image %s", n,
                                  (unsigned)vw, (unsigned)vh, k_reasons[why]);
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid PNG data, size %zu", n);
     }
     png_set_read_fn(png, &r, png_read_cb);
+    /* Decompression bombs: libpng buffers a whole ancillary chunk (and inflates zTXt /
+     * iCCP) up to chunk_malloc_max, unlimited by default; IHDR's own limits are
+     * 1000000 x 1000000, the pixel limit is checked below. */
+    int64_t chunk_max = vg__io_max_png_chunk_bytes();
+    png_set_chunk_malloc_max(png, (png_alloc_size_t)(chunk_max > 0x7fffffff ? 0x7fffffff : chunk_max));
+    png_set_chunk_cache_max(png, 1000); /* ancillary chunks kept (sPLT, text, unknown) */
 #ifdef VG_FUZZ_NO_CRC
     png_set_crc_action(png, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
 #endif
@@ -105,6 +117,7 @@ vg_code vg__png_decode(const uint8_t *d, size_t n, int channels, size_t max_byte
     uint64_t rowbytes = ((uint64_t)w * (uint64_t)bit_depth * (uint64_t)in_channels + 7) / 8;
     uint64_t raw = (uint64_t)h * rowbytes;
     uint64_t outb = (uint64_t)h * (uint64_t)w * (uint64_t)want;
+    if ((uint64_t)w * h > (uint64_t)vg__io_max_image_pixels()) why = 3, png_longjmp(png, 1);
     if (outb > max_bytes || (uint64_t)w * want > INT32_MAX) why = 1, png_longjmp(png, 1);
     if (raw > 1040 * (uint64_t)n + 4096) why = 2, png_longjmp(png, 1);
 
@@ -263,6 +276,16 @@ typedef struct jdec {
     vg_tensor *img;
 } jdec;
 
+/* The fewest 8x8 blocks of any component (after jpeg_read_header). */
+static uint64_t prog_min_blocks(const struct jpeg_decompress_struct *c) {
+    uint64_t m = UINT64_MAX;
+    for (int i = 0; i < c->num_components; i++) {
+        uint64_t b = (uint64_t)c->comp_info[i].width_in_blocks * c->comp_info[i].height_in_blocks;
+        if (b < m) m = b;
+    }
+    return c->num_components > 0 ? m : 0;
+}
+
 vg_code vg__jpeg_decode(const uint8_t *d, size_t n, const vg__jpeg_opts *o, size_t max_bytes, vg_tensor **out,
                         vg_status *st) {
     *out = NULL;
@@ -313,9 +336,27 @@ vg_code vg__jpeg_decode(const uint8_t *d, size_t n, const vg__jpeg_opts *o, size
     jpeg_calc_output_dimensions(&j->cinfo);
     uint64_t ow = j->cinfo.output_width, oh = j->cinfo.output_height;
     uint64_t pixels = (uint64_t)j->cinfo.image_width * j->cinfo.image_height;
+    if (pixels > (uint64_t)vg__io_max_image_pixels()) {
+        /* full size: libjpeg buffers a progressive file's coefficients at full size whatever the ratio */
+        jpeg_destroy_decompress(&j->cinfo);
+        vg_code c = vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                                  "DecodeJpeg: a %u x %u image (%llu pixels) is over the limit of %lld pixels "
+                                  "(max_image_pixels, vg_set_decode_limits)",
+                                  j->cinfo.image_width, j->cinfo.image_height, (unsigned long long)pixels,
+                                  (long long)vg__io_max_image_pixels());
+        vg__free(j);
+        return c;
+    }
     if (ow * oh * (uint64_t)comps > max_bytes || ow * comps > INT32_MAX) why = "is too large";
     /* a sequential JPEG spends at least 2 bits (DC code + EOB) on each 8x8 block */
     else if (!j->cinfo.progressive_mode && pixels > 2048 * (uint64_t)n + (1u << 20)) why = "cannot be held in the data";
+    /* a progressive Huffman JPEG: its DC scans spend at least 1 bit (a Huffman code)
+     * on each 8x8 block of every component; 8x slack. A file without them is not a
+     * real image, yet libjpeg would buffer all its coefficients (the 282-byte
+     * 20000 x 20000 bomb). Arithmetic coding can go below a bit per block: there the
+     * pixel limit is the bound. */
+    else if (j->cinfo.progressive_mode && !j->cinfo.arith_code && prog_min_blocks(&j->cinfo) > 64 * (uint64_t)n + 16384)
+        why = "cannot be held in the data";
     if (why) {
         jpeg_destroy_decompress(&j->cinfo);
         vg_code c = vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid JPEG data or crop window, data size %zu: a %u x %u image %s",
