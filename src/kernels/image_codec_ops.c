@@ -48,6 +48,7 @@ typedef struct png_rd {
     size_t n, pos;
     vg_tensor *img;
     png_bytep *rows;
+    char err[96]; /* libpng's fatal error message */
 } png_rd;
 
 static void png_read_cb(png_structp p, png_bytep out, size_t len) {
@@ -57,7 +58,8 @@ static void png_read_cb(png_structp p, png_bytep out, size_t len) {
     r->pos += len;
 }
 static void png_err_cb(png_structp p, png_const_charp msg) {
-    (void)msg;
+    png_rd *r = png_get_error_ptr(p); /* NULL when encoding */
+    if (r && msg) snprintf(r->err, sizeof r->err, "%s", msg);
     png_longjmp(p, 1);
 }
 static void png_warn_cb(png_structp p, png_const_charp msg) { (void)p, (void)msg; }
@@ -66,7 +68,31 @@ vg_code vg__png_decode(const uint8_t *d, size_t n, int channels, size_t max_byte
     *out = NULL;
     if (channels != 0 && channels != 1 && channels != 3 && channels != 4 && channels != 2)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "channels must be 0, 1, 3, or 4, got %d", channels);
-    png_rd r = {d, n, 0, NULL, NULL};
+    /* Decompression bombs: libpng allocates (and zeroes) a whole tEXt / zTXt / iTXt /
+     * sPLT / eXIf chunk before reading it, however long its header says it is (a
+     * 61-byte file claiming 0x7ffffff0 bytes: 2 GB). The chunks before the first IDAT
+     * (all that is read: png_read_end is not called) must fit in the data and in the
+     * caller's limit. */
+    int64_t chunk_max = vg__io_max_png_chunk_bytes();
+    for (size_t pos = 8; n >= 8 && pos + 8 <= n;) {
+        uint64_t clen = ((uint64_t)d[pos] << 24) | ((uint64_t)d[pos + 1] << 16) | ((uint64_t)d[pos + 2] << 8) | d[pos + 3];
+        const uint8_t *type = d + pos + 4;
+        if (memcmp(type, "IDAT", 4) == 0 || memcmp(type, "IEND", 4) == 0) break;
+        char tn[5];
+        for (int i = 0; i < 4; i++) tn[i] = (type[i] >= 'A' && type[i] <= 'z') ? (char)type[i] : '?';
+        tn[4] = 0;
+        if (clen > (uint64_t)chunk_max)
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                                 "DecodePng: a %s chunk of %llu bytes is over the limit of %lld bytes "
+                                 "(max_png_chunk_bytes, vg_set_decode_limits), data size %zu",
+                                 tn, (unsigned long long)clen, (long long)chunk_max, n);
+        if (clen + 12 > n - pos)
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "Invalid PNG data, size %zu: a %s chunk at offset %zu claims %llu bytes, past the "
+                                 "end of the data", n, tn, pos, (unsigned long long)clen);
+        pos += 12 + (size_t)clen;
+    }
+    png_rd r = {d, n, 0, NULL, NULL, {0}};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &r, png_err_cb, png_warn_cb);
     if (!png) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "DecodePng: out of memory");
     png_infop info = png_create_info_struct(png);
@@ -88,6 +114,11 @@ vg_code vg__png_decode(const uint8_t *d, size_t n, int channels, size_t max_byte
                                  "(max_image_pixels, vg_set_decode_limits)",
                                  (unsigned)vw, (unsigned)vh, (unsigned long long)vw * vh,
                                  (long long)vg__io_max_image_pixels());
+        if (strstr(r.err, "chunk data is too large")) /* png_check_chunk_length: over chunk_malloc_max */
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                                 "DecodePng: %s (a chunk's length is over the limit of %lld bytes: "
+                                 "max_png_chunk_bytes, vg_set_decode_limits), data size %zu",
+                                 r.err, (long long)vg__io_max_png_chunk_bytes(), n);
         if (why)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid PNG data, size %zu: a %u x %u image %s", n,
                                  (unsigned)vw, (unsigned)vh, k_reasons[why]);
@@ -97,7 +128,6 @@ vg_code vg__png_decode(const uint8_t *d, size_t n, int channels, size_t max_byte
     /* Decompression bombs: libpng buffers a whole ancillary chunk (and inflates zTXt /
      * iCCP) up to chunk_malloc_max, unlimited by default; IHDR's own limits are
      * 1000000 x 1000000, the pixel limit is checked below. */
-    int64_t chunk_max = vg__io_max_png_chunk_bytes();
     png_set_chunk_malloc_max(png, (png_alloc_size_t)(chunk_max > 0x7fffffff ? 0x7fffffff : chunk_max));
     png_set_chunk_cache_max(png, 1000); /* ancillary chunks kept (sPLT, text, unknown) */
 #ifdef VG_FUZZ_NO_CRC
