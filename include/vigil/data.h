@@ -49,9 +49,10 @@ extern "C" {
  *                        width x height of the stored image (a JPEG decoded with
  *                        ratio > 1 counts its full size: libjpeg buffers that much for a
  *                        progressive file). Default 2^28 (268 M pixels, 16384 x 16384).
- *   max_png_chunk_bytes  the largest PNG ancillary chunk libpng buffers (iCCP, zTXt,
- *                        unknown chunks) and what their compressed text may inflate to
- *                        (png_set_chunk_malloc_max). Default 8 MiB (libpng's own).
+ *   max_png_chunk_bytes  the longest PNG chunk before the first IDAT (tEXt, zTXt, iCCP,
+ *                        unknown chunks: libpng allocates what the header claims) and
+ *                        what compressed ones may inflate to (png_set_chunk_malloc_max).
+ *                        Default 8 MiB (libpng's own).
  *   max_record_bytes     one TFRecord record (plain, ZLIB, GZIP) from TFRecordDataset,
  *                        TFRecordReader and `vigil train --input`, and one line of a
  *                        TextLineDataset / TextLineReader. Default 1 GiB.

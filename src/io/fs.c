@@ -4,7 +4,6 @@
  * files and directories, and atomic whole-file replacement.
  */
 #include "io/io.h"
-#include "vigil/data.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -158,42 +157,23 @@ FILE *vg__io_fopen_regular(const char *path, vg_status *st) {
     return f;
 }
 
-/* ---- decode limits (vigil/data.h) ---- */
+/* ---- decode limits (vg_set_decode_limits, vigil/data.h; set in src/kernels) ---- */
 
-static int64_t g_max_image_pixels = VG_DEFAULT_MAX_IMAGE_PIXELS;
-static int64_t g_max_png_chunk_bytes = VG_DEFAULT_MAX_PNG_CHUNK_BYTES;
-static int64_t g_max_record_bytes = VG_DEFAULT_MAX_RECORD_BYTES;
+static int64_t g_max_image_pixels = VG__DEFAULT_MAX_IMAGE_PIXELS;
+static int64_t g_max_png_chunk_bytes = VG__DEFAULT_MAX_PNG_CHUNK_BYTES;
+static int64_t g_max_record_bytes = VG__DEFAULT_MAX_RECORD_BYTES;
 
 int64_t vg__io_max_image_pixels(void) { return __atomic_load_n(&g_max_image_pixels, __ATOMIC_RELAXED); }
 int64_t vg__io_max_png_chunk_bytes(void) { return __atomic_load_n(&g_max_png_chunk_bytes, __ATOMIC_RELAXED); }
 int64_t vg__io_max_record_bytes(void) { return __atomic_load_n(&g_max_record_bytes, __ATOMIC_RELAXED); }
 
-vg_decode_limits vg_decode_limits_default(void) {
-    vg_decode_limits l = {VG_DEFAULT_MAX_IMAGE_PIXELS, VG_DEFAULT_MAX_PNG_CHUNK_BYTES, VG_DEFAULT_MAX_RECORD_BYTES};
-    return l;
-}
-
-vg_decode_limits vg_get_decode_limits(void) {
-    vg_decode_limits l = {vg__io_max_image_pixels(), vg__io_max_png_chunk_bytes(), vg__io_max_record_bytes()};
-    return l;
-}
-
-vg_code vg_set_decode_limits(const vg_decode_limits *limits, vg_status *st) {
-    if (!limits) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_set_decode_limits: NULL limits");
-    if (limits->max_image_pixels < 0 || limits->max_png_chunk_bytes < 0 || limits->max_record_bytes < 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT,
-                             "vg_set_decode_limits: limits must be >= 0 (0: the default), got %lld, %lld, %lld",
-                             (long long)limits->max_image_pixels, (long long)limits->max_png_chunk_bytes,
-                             (long long)limits->max_record_bytes);
-    vg_decode_limits d = vg_decode_limits_default();
-    __atomic_store_n(&g_max_image_pixels, limits->max_image_pixels ? limits->max_image_pixels : d.max_image_pixels,
+void vg__io_set_decode_limits(int64_t max_image_pixels, int64_t max_png_chunk_bytes, int64_t max_record_bytes) {
+    __atomic_store_n(&g_max_image_pixels, max_image_pixels > 0 ? max_image_pixels : VG__DEFAULT_MAX_IMAGE_PIXELS,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&g_max_png_chunk_bytes,
-                     limits->max_png_chunk_bytes ? limits->max_png_chunk_bytes : d.max_png_chunk_bytes,
+                     max_png_chunk_bytes > 0 ? max_png_chunk_bytes : VG__DEFAULT_MAX_PNG_CHUNK_BYTES, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_max_record_bytes, max_record_bytes > 0 ? max_record_bytes : VG__DEFAULT_MAX_RECORD_BYTES,
                      __ATOMIC_RELAXED);
-    __atomic_store_n(&g_max_record_bytes, limits->max_record_bytes ? limits->max_record_bytes : d.max_record_bytes,
-                     __ATOMIC_RELAXED);
-    return VG_OK;
 }
 
 static uint64_t random_u64(void) {

@@ -20,6 +20,7 @@
  */
 #include "kernels/image_codec.h"
 #include "io/io.h"
+#include "vigil/data.h"
 #include "vigil/image_ops.h"
 #include <jpeglib.h>
 #include <jerror.h>
@@ -38,6 +39,36 @@ vg__img_format vg__image_format(const uint8_t *d, size_t n) {
     if (n >= 4 && memcmp(d, "GIF8", 4) == 0) return VG__IMG_GIF;
     if (n >= 2 && d[0] == 'B' && d[1] == 'M') return VG__IMG_BMP;
     return VG__IMG_UNKNOWN;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decode limits (vigil/data.h; stored in src/io/fs.c, where the record readers read them) */
+
+_Static_assert(VG_DEFAULT_MAX_IMAGE_PIXELS == VG__DEFAULT_MAX_IMAGE_PIXELS &&
+                   VG_DEFAULT_MAX_PNG_CHUNK_BYTES == VG__DEFAULT_MAX_PNG_CHUNK_BYTES &&
+                   VG_DEFAULT_MAX_RECORD_BYTES == VG__DEFAULT_MAX_RECORD_BYTES,
+               "decode limit defaults: vigil/data.h and io/io.h disagree");
+
+vg_decode_limits vg_decode_limits_default(void) {
+    vg_decode_limits l = {VG_DEFAULT_MAX_IMAGE_PIXELS, VG_DEFAULT_MAX_PNG_CHUNK_BYTES, VG_DEFAULT_MAX_RECORD_BYTES};
+    return l;
+}
+
+vg_decode_limits vg_get_decode_limits(void) {
+    vg_decode_limits l = {vg__io_max_image_pixels(), vg__io_max_png_chunk_bytes(), vg__io_max_record_bytes()};
+    return l;
+}
+
+vg_code vg_set_decode_limits(const vg_decode_limits *limits, vg_status *st) {
+    if (!limits) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_set_decode_limits: NULL limits");
+    if (limits->max_image_pixels < 0 || limits->max_png_chunk_bytes < 0 || limits->max_record_bytes < 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "vg_set_decode_limits: limits must be >= 0 (0: the default), got %lld, %lld, %lld",
+                             (long long)limits->max_image_pixels, (long long)limits->max_png_chunk_bytes,
+                             (long long)limits->max_record_bytes);
+    vg__io_set_decode_limits(limits->max_image_pixels, limits->max_png_chunk_bytes, limits->max_record_bytes);
+    vg_status_clear(st);
+    return VG_OK;
 }
 
 /* ------------------------------------------------------------------------ */
