@@ -2,7 +2,11 @@
  * libjpeg-turbo behind DecodePng, DecodeJpeg, DecodeImage). Byte 0 picks the decoder
  * and its options (channels, JPEG ratio, truncation recovery); the rest is the file.
  * The decoders are called with a 16 MiB image limit (libjpeg's own memory: twice that), and refuse headers that claim
- * more pixels than the data can hold before allocating. */
+ * more pixels than the data can hold before allocating. The process-wide decode limits
+ * (vg_set_decode_limits: 2^28 pixels, 8 MiB PNG chunks) stay at their defaults. Seeds
+ * include issue 29's bombs (a progressive JPEG claiming 20000 x 20000 in 306 bytes, a
+ * 61-byte PNG whose zTXt chunk claims 0x7ffffff0 bytes), which exceed scripts/fuzz.sh's
+ * -malloc_limit_mb=64 when the checks are missing. */
 #include "fuzz_util.h"
 #include "kernels/image_codec.h"
 

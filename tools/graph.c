@@ -23,29 +23,17 @@ static const char *graph_help =
     "default the first). Prints nodes, op types, the op types vigil cannot run (exit\n"
     "status 1 when there are any), collections and signatures.\n";
 
-static bool read_all(const char *path, uint8_t **data, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *b = malloc(cap);
-    for (;;) {
-        if (!b) break;
-        size_t r = fread(b + n, 1, cap - n, f);
-        n += r;
-        if (n < cap) break;
-        uint8_t *nb = realloc(b, cap * 2);
-        if (!nb) {
-            free(b);
-            b = NULL;
-            break;
-        }
-        b = nb;
-        cap *= 2;
-    }
-    bool ok = b && !ferror(f);
-    fclose(f);
-    if (!ok) {
-        free(b);
+/* The whole file in a new malloc'd buffer. Regular files only (vg_read_file): a FIFO
+ * or a device is refused with st set, never read or waited on. */
+static bool read_all(const char *path, uint8_t **data, size_t *len, vg_status *st) {
+    void *p = NULL;
+    size_t n = 0;
+    if (vg_read_file(path, &p, &n, st) != VG_OK) return false;
+    uint8_t *b = malloc(n ? n : 1);
+    if (b) memcpy(b, p, n);
+    vg_free(p);
+    if (!b) {
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory reading %s", path);
         return false;
     }
     *data = b;
@@ -181,11 +169,11 @@ int cli_graph(int argc, char **argv) {
     }
     uint8_t *data = NULL;
     size_t len = 0;
-    if (!read_all(file, &data, &len)) {
-        free(tag_buf);
-        return cli_fail("cannot read %s", file);
-    }
     vg_status st;
+    if (!read_all(file, &data, &len, &st)) {
+        free(tag_buf);
+        return cli_fail_status(&st);
+    }
     int rc = 0;
     if ((saved_model || meta) && ends_with(file, ".pbtxt")) { /* text SavedModel: to binary first */
         void *bin = NULL;

@@ -485,9 +485,13 @@ static vg_output preprocess(vg_graph *g, vg_output images, bool cnn) {
  * header, else none. */
 static const char *tfrecord_compression(const char *path) {
     unsigned char b[2] = {0, 0};
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(b, 1, 2, f) : 0;
-    if (f) fclose(f);
+    /* O_NONBLOCK + regular files only: a FIFO must not block here; the reader that
+     * opens the file next reports it as "not a regular file" */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat sb;
+    ssize_t n = 0;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) n = read(fd, b, 2);
+    if (fd >= 0) close(fd);
     if (n == 2 && b[0] == 0x1f && b[1] == 0x8b) return "GZIP";
     if (n == 2 && b[0] == 0x78 && ((b[0] << 8) | b[1]) % 31 == 0) return "ZLIB";
     return "";

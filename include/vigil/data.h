@@ -42,6 +42,48 @@ extern "C" {
 
 #define VG_DATASET_MAX_COMPONENTS 16
 
+/* ---- decode limits ---------------------------------------------------------------
+ * Bounds that keep a small hostile input from growing large in memory (a decompression
+ * bomb), process-wide, for every session:
+ *   max_image_pixels     DecodePng / DecodeJpeg / DecodeImage (and the fuzzed decoders):
+ *                        width x height of the stored image (a JPEG decoded with
+ *                        ratio > 1 counts its full size: libjpeg buffers that much for a
+ *                        progressive file). Default 2^28 (268 M pixels, 16384 x 16384).
+ *   max_png_chunk_bytes  the longest PNG chunk before the first IDAT (tEXt, zTXt, iCCP,
+ *                        unknown chunks: libpng allocates what the header claims) and
+ *                        what compressed ones may inflate to (png_set_chunk_malloc_max).
+ *                        Default 8 MiB (libpng's own).
+ *   max_record_bytes     one TFRecord record (plain, ZLIB, GZIP) from TFRecordDataset,
+ *                        TFRecordReader and `vigil train --input`, and one line of a
+ *                        TextLineDataset / TextLineReader. Default 1 GiB.
+ * Exceeding a limit fails the op with RESOURCE_EXHAUSTED, naming the file (records)
+ * or the op (images), the size and the limit. Independently of the limits, headers
+ * that claim more than the input can hold are refused before allocating (DATA_LOSS
+ * for records, INVALID_ARGUMENT for images): a compressed record cannot be more than
+ * ~1032x what is left of its file, a progressive Huffman JPEG spends at least one bit
+ * on each 8x8 block.
+ *
+ *     vg_decode_limits l = vg_get_decode_limits();
+ *     l.max_image_pixels = (int64_t)1 << 30;    // allow 32768 x 32768 images
+ *     vg_set_decode_limits(&l, &st);      // applies to the decodes that start afterwards
+ */
+#define VG_DEFAULT_MAX_IMAGE_PIXELS ((int64_t)1 << 28)
+#define VG_DEFAULT_MAX_PNG_CHUNK_BYTES ((int64_t)8 << 20)
+#define VG_DEFAULT_MAX_RECORD_BYTES ((int64_t)1 << 30)
+typedef struct vg_decode_limits {
+    int64_t max_image_pixels;
+    int64_t max_png_chunk_bytes;
+    int64_t max_record_bytes;
+} vg_decode_limits;
+/* The defaults above. */
+VG_API vg_decode_limits vg_decode_limits_default(void);
+/* The limits in force now. */
+VG_API vg_decode_limits vg_get_decode_limits(void);
+/* Sets all three (a 0 field: its default); applies to decodes that start afterwards,
+ * from any thread. limits is borrowed. Fails with INVALID_ARGUMENT (NULL, a negative
+ * field), changing nothing. */
+VG_API vg_code vg_set_decode_limits(const vg_decode_limits *limits, vg_status *st);
+
 /* Number of components of a dataset's elements and their dtypes/shapes (from its
  * op's attrs); 0 when ds is not a dataset. types/shapes may be NULL. */
 VG_API int vg_dataset_components(vg_output ds, vg_dtype *types, vg_shape *shapes);

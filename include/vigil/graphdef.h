@@ -53,6 +53,12 @@ VG_API vg_code vg_graph_to_meta_graph(const vg_graph *g, const vg_saver_def *sav
 /* Writes a file atomically (temp name, fsync, rename). Fails with the OS error mapped
  * to a code (NOT_FOUND, PERMISSION_DENIED, RESOURCE_EXHAUSTED for a full disk). */
 VG_API vg_code vg_write_file_atomic(const char *path, const void *bytes, size_t len, vg_status *st);
+/* Reads a whole regular file into *bytes (new, free with vg_free; NUL-terminated one past
+ * *len). Never blocks on a FIFO and never reads a device: FAILED_PRECONDITION "<path> is
+ * not a regular file (a FIFO)" for FIFOs, devices (/dev/zero), directories and sockets.
+ * Fails with INVALID_ARGUMENT (NULL or empty path), NOT_FOUND naming the file,
+ * PERMISSION_DENIED, RESOURCE_EXHAUSTED. */
+VG_API vg_code vg_read_file(const char *path, void **bytes, size_t *len, vg_status *st);
 
 #ifdef __cplusplus
 }

@@ -667,6 +667,19 @@ vg_code vg_write_file_atomic(const char *path, const void *bytes, size_t len, vg
     return c;
 }
 
+vg_code vg_read_file(const char *path, void **bytes, size_t *len, vg_status *st) {
+    if (bytes) *bytes = NULL;
+    if (len) *len = 0;
+    if (!bytes || !len) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_read_file: NULL output");
+    if (!path || !*path) return vg_status_set(st, VG_INVALID_ARGUMENT, "empty file name");
+    uint8_t *d = NULL;
+    vg_code c = vg__io_read_file(path, &d, len, st);
+    if (c) return c;
+    *bytes = d;
+    vg_status_clear(st);
+    return VG_OK;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Text format */
 

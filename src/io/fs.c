@@ -140,6 +140,42 @@ vg_code vg__io_read_file(const char *path, uint8_t **data, size_t *len, vg_statu
     return c;
 }
 
+FILE *vg__io_fopen_regular(const char *path, vg_status *st) {
+    vg_status tmp;
+    if (!st) st = &tmp;
+    if (!path) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "NULL path");
+        return NULL;
+    }
+    int fd = vg__io_open_regular(path, st);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        vg__io_errno_status(st, errno, "cannot open", path);
+        close(fd);
+    }
+    return f;
+}
+
+/* ---- decode limits (vg_set_decode_limits, vigil/data.h; set in src/kernels) ---- */
+
+static int64_t g_max_image_pixels = VG__DEFAULT_MAX_IMAGE_PIXELS;
+static int64_t g_max_png_chunk_bytes = VG__DEFAULT_MAX_PNG_CHUNK_BYTES;
+static int64_t g_max_record_bytes = VG__DEFAULT_MAX_RECORD_BYTES;
+
+int64_t vg__io_max_image_pixels(void) { return __atomic_load_n(&g_max_image_pixels, __ATOMIC_RELAXED); }
+int64_t vg__io_max_png_chunk_bytes(void) { return __atomic_load_n(&g_max_png_chunk_bytes, __ATOMIC_RELAXED); }
+int64_t vg__io_max_record_bytes(void) { return __atomic_load_n(&g_max_record_bytes, __ATOMIC_RELAXED); }
+
+void vg__io_set_decode_limits(int64_t max_image_pixels, int64_t max_png_chunk_bytes, int64_t max_record_bytes) {
+    __atomic_store_n(&g_max_image_pixels, max_image_pixels > 0 ? max_image_pixels : VG__DEFAULT_MAX_IMAGE_PIXELS,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&g_max_png_chunk_bytes,
+                     max_png_chunk_bytes > 0 ? max_png_chunk_bytes : VG__DEFAULT_MAX_PNG_CHUNK_BYTES, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_max_record_bytes, max_record_bytes > 0 ? max_record_bytes : VG__DEFAULT_MAX_RECORD_BYTES,
+                     __ATOMIC_RELAXED);
+}
+
 static uint64_t random_u64(void) {
     uint64_t v = 0;
     if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v) {

@@ -61,6 +61,19 @@ VG_HIDDEN vg_code vg__io_mkdirs(const char *dir, vg_status *st);
  * (NOT_FOUND naming the file, PERMISSION_DENIED, ...) or FAILED_PRECONDITION "<path> is
  * not a regular file (a FIFO)" for directories, FIFOs, devices and sockets. */
 VG_HIDDEN int vg__io_open_regular(const char *path, vg_status *st);
+/* The same for stdio: fdopen() over vg__io_open_regular's fd ("rb"). NULL with st set. */
+VG_HIDDEN FILE *vg__io_fopen_regular(const char *path, vg_status *st);
+/* The process-wide decode limits (vg_set_decode_limits in vigil/data.h, defined in
+ * src/kernels/image_codec_ops.c), read atomically; defaults equal to data.h's
+ * VG_DEFAULT_MAX_*. The setter takes a value <= 0 as the default. */
+#define VG__DEFAULT_MAX_IMAGE_PIXELS ((int64_t)1 << 28)
+#define VG__DEFAULT_MAX_PNG_CHUNK_BYTES ((int64_t)8 << 20)
+#define VG__DEFAULT_MAX_RECORD_BYTES ((int64_t)1 << 30)
+VG_HIDDEN int64_t vg__io_max_image_pixels(void);
+VG_HIDDEN int64_t vg__io_max_png_chunk_bytes(void);
+VG_HIDDEN int64_t vg__io_max_record_bytes(void);
+VG_HIDDEN void vg__io_set_decode_limits(int64_t max_image_pixels, int64_t max_png_chunk_bytes,
+                                        int64_t max_record_bytes);
 /* Reads a whole file into a new buffer (*data, free with vg__free; NUL-terminated one
  * past *len). Fails with NOT_FOUND (naming the file), RESOURCE_EXHAUSTED, errno codes. */
 VG_HIDDEN vg_code vg__io_read_file(const char *path, uint8_t **data, size_t *len, vg_status *st);

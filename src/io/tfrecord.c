@@ -114,7 +114,7 @@ vg_code vg__tfrecord_writer_close(vg__tfrecord_writer *w, vg_status *st) {
 
 /* ---- reader ---- */
 
-enum { BAD_NONE, BAD_LENGTH, BAD_DATA };
+enum { BAD_NONE, BAD_LENGTH, BAD_DATA, BAD_TOO_LARGE };
 
 struct vg__tfrecord_reader {
     int fd;
@@ -214,6 +214,10 @@ static vg_code check_at(vg__tfrecord_reader *r, uint64_t off, int *kind, uint64_
         *kind = BAD_LENGTH;
         return VG_OK;
     }
+    if (*len > (uint64_t)vg__io_max_record_bytes() && off + 16 + *len <= file_size(r)) {
+        *kind = BAD_TOO_LARGE; /* present in full, but over the caller's limit */
+        return VG_OK;
+    }
     if (*len > UINT64_MAX - off - 16 || (16 + *len > r->buf_cap && off + 16 + *len > file_size(r)))
         return VG_OK; /* ends past the end of the file */
     c = fill(r, off, (size_t)(16 + *len), &p, &avail, st);
@@ -232,6 +236,15 @@ vg_code vg__tfrecord_reader_next(vg__tfrecord_reader *r, const uint8_t **data, s
     if (kind == -1) {
         if (hdr_avail == 0) return VG_OUT_OF_RANGE;
         return truncated(r, st);
+    }
+    if (kind == BAD_TOO_LARGE) { /* skippable as a record with a bad checksum */
+        r->bad = BAD_DATA;
+        r->bad_skip = 16 + n;
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                             "record at offset %llu in %s is %llu bytes, over the record size limit of %lld bytes "
+                             "(max_record_bytes, vg_set_decode_limits)",
+                             (unsigned long long)r->off, r->path, (unsigned long long)n,
+                             (long long)vg__io_max_record_bytes());
     }
     if (kind != BAD_NONE) {
         r->bad = kind;

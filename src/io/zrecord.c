@@ -7,6 +7,7 @@
 #include "io/example_io.h"
 #include "vigil/example.h"
 #include <errno.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #define ZCHUNK 65536
@@ -33,6 +34,8 @@ struct vg__zrecord_reader {
     uint8_t *out;          /* decompressed bytes [pos, len) not yet consumed */
     size_t out_pos, out_len, out_cap;
     uint64_t off;          /* stream offset of the next record */
+    uint64_t file_size;    /* compressed bytes in the file (at open) */
+    uint64_t file_read;    /* compressed bytes read so far */
     uint8_t *rec;          /* the current record */
     size_t rec_cap;
 };
@@ -55,11 +58,12 @@ vg__zrecord_reader *vg__zrecord_reader_open(const char *path, int compression, v
         vg__zrecord_reader_close(r);
         return NULL;
     }
-    if (!(r->f = fopen(path, "rb"))) {
-        vg__io_errno_status(st, errno, "cannot open", path);
+    if (!(r->f = vg__io_fopen_regular(path, st))) { /* no FIFO, no /dev/zero */
         vg__zrecord_reader_close(r);
         return NULL;
     }
+    struct stat sb;
+    r->file_size = fstat(fileno(r->f), &sb) == 0 ? (uint64_t)sb.st_size : 0;
     if (inflateInit2(&r->zs, compression == VG_COMPRESSION_GZIP ? MAX_WBITS + 16 : MAX_WBITS) != Z_OK) {
         VG_OOM(st, "zlib stream");
         vg__zrecord_reader_close(r);
@@ -110,6 +114,7 @@ static vg_code zfill(vg__zrecord_reader *r, size_t need, vg_status *st) {
             }
             r->zs.next_in = r->in;
             r->zs.avail_in = (uInt)k;
+            r->file_read += k;
         }
         r->zs.next_out = r->out + r->out_len;
         r->zs.avail_out = (uInt)(r->out_cap - r->out_len);
@@ -124,6 +129,13 @@ static vg_code zfill(vg__zrecord_reader *r, size_t need, vg_status *st) {
         }
     }
     return VG_OK;
+}
+
+/* The most bytes the reader can still deliver: those buffered plus what the unread
+ * compressed bytes inflate to at most (deflate's ratio is 1032:1). */
+static uint64_t zbound(const vg__zrecord_reader *r) {
+    uint64_t left = r->file_size > r->file_read ? r->file_size - r->file_read : 0;
+    return (uint64_t)(r->out_len - r->out_pos) + 1032 * ((uint64_t)r->zs.avail_in + left) + 1024;
 }
 
 vg_code vg__zrecord_reader_next(vg__zrecord_reader *r, const uint8_t **data, size_t *len, uint64_t *offset,
@@ -148,6 +160,31 @@ vg_code vg__zrecord_reader_next(vg__zrecord_reader *r, const uint8_t **data, siz
     if (n > SIZE_MAX - 16)
         return vg_status_set(st, VG_DATA_LOSS, "record at offset %llu in %s is too large",
                              (unsigned long long)r->off, r->path);
+    /* A hostile length must not make memory grow (a decompression bomb): the caller's
+     * limit, and what the rest of the file can inflate to (deflate: at most 1032 bytes
+     * out per byte in; a file that grew since the open is measured again). */
+    int64_t lim = vg__io_max_record_bytes();
+    if (n > (uint64_t)lim)
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                             "record at offset %llu in %s claims %llu bytes, over the record size limit of %lld "
+                             "bytes (max_record_bytes, vg_set_decode_limits)",
+                             (unsigned long long)r->off, r->path, (unsigned long long)n, (long long)lim);
+    if (!r->zend) {
+        uint64_t can = zbound(r);
+        struct stat sb;
+        if (16 + n > can && fstat(fileno(r->f), &sb) == 0 && (uint64_t)sb.st_size > r->file_size) {
+            r->file_size = (uint64_t)sb.st_size; /* the file grew since the open */
+            can = zbound(r);
+        }
+        if (16 + n > can)
+            return vg_status_set(st, VG_DATA_LOSS,
+                                 "truncated record at offset %llu in %s: it claims %llu bytes, more than the rest "
+                                 "of the compressed file can hold",
+                                 (unsigned long long)r->off, r->path, (unsigned long long)n);
+    } else if (16 + n > (uint64_t)(r->out_len - r->out_pos)) {
+        return vg_status_set(st, VG_DATA_LOSS, "truncated record at offset %llu in %s", (unsigned long long)r->off,
+                             r->path);
+    }
     /* Fill step by step so that the buffer only grows with real data. */
     size_t want = 12 + (size_t)n + 4;
     while (r->out_len - r->out_pos < want) {

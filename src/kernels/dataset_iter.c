@@ -417,9 +417,9 @@ static vg_code textline_open(textline_it *t, vg_status *st) {
     const char *ps = vg_tensor_string(d->files, t->file, &plen);
     char *path = vg__strndup(ps, plen);
     if (!path) return VG_OOM(st, "file name");
-    t->f = fopen(path, "rb");
+    t->f = vg__io_fopen_regular(path, st); /* no FIFO, no /dev/zero */
     if (!t->f) {
-        vg_code rc = vg__io_errno_status(st, errno, "cannot open", path);
+        vg_code rc = st->code;
         vg__free(path);
         t->file++;
         return rc;
@@ -466,6 +466,14 @@ static vg_code textline_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_sta
             size_t avail = t->len - t->pos;
             const uint8_t *q = memchr(p, '\n', avail);
             size_t take = q ? (size_t)(q - p) : avail;
+            if (n + take > (uint64_t)vg__io_max_record_bytes()) { /* a line without end (a bomb) */
+                rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                                   "%.*s: a line at offset %llu is longer than the limit of %lld bytes "
+                                   "(max_record_bytes, vg_set_decode_limits)",
+                                   (int)plen, ps, (unsigned long long)(t->boff + t->pos - n),
+                                   (long long)vg__io_max_record_bytes());
+                break;
+            }
             if (n + take + 1 > t->cap) {
                 size_t nc = t->cap ? t->cap : 8192;
                 while (nc < n + take + 1) nc *= 2;
@@ -538,11 +546,13 @@ static vg_code fixedlen_open(fixedlen_it *f, const char *s, size_t l, vg_status 
     const vg__dataset *d = f->base.ds;
     char *path = vg__strndup(s, l);
     if (!path) return VG_OOM(st, "file name");
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    f->fd = vg__io_open_regular(path, st); /* no FIFO, no /dev/zero */
     struct stat sb;
     vg_code rc = VG_OK;
-    if (f->fd < 0 || fstat(f->fd, &sb) != 0) {
-        rc = vg__io_errno_status(st, errno, "cannot open", path);
+    if (f->fd < 0) {
+        rc = st->code;
+    } else if (fstat(f->fd, &sb) != 0) {
+        rc = vg__io_errno_status(st, errno, "cannot stat", path);
     } else if (sb.st_size < d->a + d->c || (sb.st_size - d->a - d->c) % d->b != 0) {
         rc = vg_status_set(st, VG_INVALID_ARGUMENT,
                            "Excluding the header (%lld bytes) and footer (%lld bytes), input file \"%s\" has "

@@ -20,6 +20,7 @@
  */
 #include "kernels/image_codec.h"
 #include "io/io.h"
+#include "vigil/data.h"
 #include "vigil/image_ops.h"
 #include <jpeglib.h>
 #include <jerror.h>
@@ -41,6 +42,36 @@ vg__img_format vg__image_format(const uint8_t *d, size_t n) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Decode limits (vigil/data.h; stored in src/io/fs.c, where the record readers read them) */
+
+_Static_assert(VG_DEFAULT_MAX_IMAGE_PIXELS == VG__DEFAULT_MAX_IMAGE_PIXELS &&
+                   VG_DEFAULT_MAX_PNG_CHUNK_BYTES == VG__DEFAULT_MAX_PNG_CHUNK_BYTES &&
+                   VG_DEFAULT_MAX_RECORD_BYTES == VG__DEFAULT_MAX_RECORD_BYTES,
+               "decode limit defaults: vigil/data.h and io/io.h disagree");
+
+vg_decode_limits vg_decode_limits_default(void) {
+    vg_decode_limits l = {VG_DEFAULT_MAX_IMAGE_PIXELS, VG_DEFAULT_MAX_PNG_CHUNK_BYTES, VG_DEFAULT_MAX_RECORD_BYTES};
+    return l;
+}
+
+vg_decode_limits vg_get_decode_limits(void) {
+    vg_decode_limits l = {vg__io_max_image_pixels(), vg__io_max_png_chunk_bytes(), vg__io_max_record_bytes()};
+    return l;
+}
+
+vg_code vg_set_decode_limits(const vg_decode_limits *limits, vg_status *st) {
+    if (!limits) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_set_decode_limits: NULL limits");
+    if (limits->max_image_pixels < 0 || limits->max_png_chunk_bytes < 0 || limits->max_record_bytes < 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "vg_set_decode_limits: limits must be >= 0 (0: the default), got %lld, %lld, %lld",
+                             (long long)limits->max_image_pixels, (long long)limits->max_png_chunk_bytes,
+                             (long long)limits->max_record_bytes);
+    vg__io_set_decode_limits(limits->max_image_pixels, limits->max_png_chunk_bytes, limits->max_record_bytes);
+    vg_status_clear(st);
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
 /* PNG decoding */
 
 typedef struct png_rd {
@@ -48,6 +79,7 @@ typedef struct png_rd {
     size_t n, pos;
     vg_tensor *img;
     png_bytep *rows;
+    char err[96]; /* libpng's fatal error message */
 } png_rd;
 
 static void png_read_cb(png_structp p, png_bytep out, size_t len) {
@@ -57,7 +89,8 @@ static void png_read_cb(png_structp p, png_bytep out, size_t len) {
     r->pos += len;
 }
 static void png_err_cb(png_structp p, png_const_charp msg) {
-    (void)msg;
+    png_rd *r = png_get_error_ptr(p); /* NULL when encoding */
+    if (r && msg) snprintf(r->err, sizeof r->err, "%s", msg);
     png_longjmp(p, 1);
 }
 static void png_warn_cb(png_structp p, png_const_charp msg) { (void)p, (void)msg; }
@@ -66,7 +99,31 @@ vg_code vg__png_decode(const uint8_t *d, size_t n, int channels, size_t max_byte
     *out = NULL;
     if (channels != 0 && channels != 1 && channels != 3 && channels != 4 && channels != 2)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "channels must be 0, 1, 3, or 4, got %d", channels);
-    png_rd r = {d, n, 0, NULL, NULL};
+    /* Decompression bombs: libpng allocates (and zeroes) a whole tEXt / zTXt / iTXt /
+     * sPLT / eXIf chunk before reading it, however long its header says it is (a
+     * 61-byte file claiming 0x7ffffff0 bytes: 2 GB). The chunks before the first IDAT
+     * (all that is read: png_read_end is not called) must fit in the data and in the
+     * caller's limit. */
+    int64_t chunk_max = vg__io_max_png_chunk_bytes();
+    for (size_t pos = 8; n >= 8 && pos + 8 <= n;) {
+        uint64_t clen = ((uint64_t)d[pos] << 24) | ((uint64_t)d[pos + 1] << 16) | ((uint64_t)d[pos + 2] << 8) | d[pos + 3];
+        const uint8_t *type = d + pos + 4;
+        if (memcmp(type, "IDAT", 4) == 0 || memcmp(type, "IEND", 4) == 0) break;
+        char tn[5];
+        for (int i = 0; i < 4; i++) tn[i] = (type[i] >= 'A' && type[i] <= 'z') ? (char)type[i] : '?';
+        tn[4] = 0;
+        if (clen > (uint64_t)chunk_max)
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                                 "DecodePng: a %s chunk of %llu bytes is over the limit of %lld bytes "
+                                 "(max_png_chunk_bytes, vg_set_decode_limits), data size %zu",
+                                 tn, (unsigned long long)clen, (long long)chunk_max, n);
+        if (clen + 12 > n - pos)
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "Invalid PNG data, size %zu: a %s chunk at offset %zu claims %llu bytes, past the "
+                                 "end of the data", n, tn, pos, (unsigned long long)clen);
+        pos += 12 + (size_t)clen;
+    }
+    png_rd r = {d, n, 0, NULL, NULL, {0}};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &r, png_err_cb, png_warn_cb);
     if (!png) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "DecodePng: out of memory");
     png_infop info = png_create_info_struct(png);
@@ -75,19 +132,35 @@ vg_code vg__png_decode(const uint8_t *d, size_t n, int channels, size_t max_byte
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "DecodePng: out of memory");
     }
     /* too-large images are reported from inside the setjmp region through this */
-    static const char *const k_reasons[] = {NULL, "is too large", "cannot be held in the data"};
+    static const char *const k_reasons[] = {NULL, "is too large", "cannot be held in the data", "over the limit"};
     volatile int why = 0;
     volatile uint32_t vw = 0, vh = 0;
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_read_struct(&png, &info, NULL);
         vg__free(r.rows);
         if (r.img) vg_tensor_free(r.img);
+        if (why == 3)
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                                 "DecodePng: a %u x %u image (%llu pixels) is over the limit of %lld pixels "
+                                 "(max_image_pixels, vg_set_decode_limits)",
+                                 (unsigned)vw, (unsigned)vh, (unsigned long long)vw * vh,
+                                 (long long)vg__io_max_image_pixels());
+        if (strstr(r.err, "chunk data is too large")) /* png_check_chunk_length: over chunk_malloc_max */
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                                 "DecodePng: %s (a chunk's length is over the limit of %lld bytes: "
+                                 "max_png_chunk_bytes, vg_set_decode_limits), data size %zu",
+                                 r.err, (long long)vg__io_max_png_chunk_bytes(), n);
         if (why)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid PNG data, size %zu: a %u x %u image %s", n,
                                  (unsigned)vw, (unsigned)vh, k_reasons[why]);
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid PNG data, size %zu", n);
     }
     png_set_read_fn(png, &r, png_read_cb);
+    /* Decompression bombs: libpng buffers a whole ancillary chunk (and inflates zTXt /
+     * iCCP) up to chunk_malloc_max, unlimited by default; IHDR's own limits are
+     * 1000000 x 1000000, the pixel limit is checked below. */
+    png_set_chunk_malloc_max(png, (png_alloc_size_t)(chunk_max > 0x7fffffff ? 0x7fffffff : chunk_max));
+    png_set_chunk_cache_max(png, 1000); /* ancillary chunks kept (sPLT, text, unknown) */
 #ifdef VG_FUZZ_NO_CRC
     png_set_crc_action(png, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
 #endif
@@ -105,6 +178,7 @@ vg_code vg__png_decode(const uint8_t *d, size_t n, int channels, size_t max_byte
     uint64_t rowbytes = ((uint64_t)w * (uint64_t)bit_depth * (uint64_t)in_channels + 7) / 8;
     uint64_t raw = (uint64_t)h * rowbytes;
     uint64_t outb = (uint64_t)h * (uint64_t)w * (uint64_t)want;
+    if ((uint64_t)w * h > (uint64_t)vg__io_max_image_pixels()) why = 3, png_longjmp(png, 1);
     if (outb > max_bytes || (uint64_t)w * want > INT32_MAX) why = 1, png_longjmp(png, 1);
     if (raw > 1040 * (uint64_t)n + 4096) why = 2, png_longjmp(png, 1);
 
@@ -263,6 +337,16 @@ typedef struct jdec {
     vg_tensor *img;
 } jdec;
 
+/* The fewest 8x8 blocks of any component (after jpeg_read_header). */
+static uint64_t prog_min_blocks(const struct jpeg_decompress_struct *c) {
+    uint64_t m = UINT64_MAX;
+    for (int i = 0; i < c->num_components; i++) {
+        uint64_t b = (uint64_t)c->comp_info[i].width_in_blocks * c->comp_info[i].height_in_blocks;
+        if (b < m) m = b;
+    }
+    return c->num_components > 0 ? m : 0;
+}
+
 vg_code vg__jpeg_decode(const uint8_t *d, size_t n, const vg__jpeg_opts *o, size_t max_bytes, vg_tensor **out,
                         vg_status *st) {
     *out = NULL;
@@ -313,9 +397,27 @@ vg_code vg__jpeg_decode(const uint8_t *d, size_t n, const vg__jpeg_opts *o, size
     jpeg_calc_output_dimensions(&j->cinfo);
     uint64_t ow = j->cinfo.output_width, oh = j->cinfo.output_height;
     uint64_t pixels = (uint64_t)j->cinfo.image_width * j->cinfo.image_height;
+    if (pixels > (uint64_t)vg__io_max_image_pixels()) {
+        /* full size: libjpeg buffers a progressive file's coefficients at full size whatever the ratio */
+        jpeg_destroy_decompress(&j->cinfo);
+        vg_code c = vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                                  "DecodeJpeg: a %u x %u image (%llu pixels) is over the limit of %lld pixels "
+                                  "(max_image_pixels, vg_set_decode_limits)",
+                                  j->cinfo.image_width, j->cinfo.image_height, (unsigned long long)pixels,
+                                  (long long)vg__io_max_image_pixels());
+        vg__free(j);
+        return c;
+    }
     if (ow * oh * (uint64_t)comps > max_bytes || ow * comps > INT32_MAX) why = "is too large";
     /* a sequential JPEG spends at least 2 bits (DC code + EOB) on each 8x8 block */
     else if (!j->cinfo.progressive_mode && pixels > 2048 * (uint64_t)n + (1u << 20)) why = "cannot be held in the data";
+    /* a progressive Huffman JPEG: its DC scans spend at least 1 bit (a Huffman code)
+     * on each 8x8 block of every component; 8x slack. A file without them is not a
+     * real image, yet libjpeg would buffer all its coefficients (the 282-byte
+     * 20000 x 20000 bomb). Arithmetic coding can go below a bit per block: there the
+     * pixel limit is the bound. */
+    else if (j->cinfo.progressive_mode && !j->cinfo.arith_code && prog_min_blocks(&j->cinfo) > 64 * (uint64_t)n + 16384)
+        why = "cannot be held in the data";
     if (why) {
         jpeg_destroy_decompress(&j->cinfo);
         vg_code c = vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid JPEG data or crop window, data size %zu: a %u x %u image %s",

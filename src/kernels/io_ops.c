@@ -453,8 +453,8 @@ static vg_code open_shards(restore_job *job, int num_shards, vg_status *st) {
         if (job->fds[shard] >= 0) continue;
         char path[4096];
         snprintf(path, sizeof path, "%s.data-%05d-of-%05d", job->prefix, shard, num_shards);
-        if ((job->fds[shard] = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-            return vg__io_errno_status(st, errno, "cannot open checkpoint data file", path);
+        if ((job->fds[shard] = vg__io_open_regular(path, st)) < 0) /* no FIFO, no device */
+            return st->code;
         posix_fadvise(job->fds[shard], 0, 0, POSIX_FADV_SEQUENTIAL);
     }
     return VG_OK;

@@ -178,6 +178,11 @@ static vg_code read_line(vg__reader *r, size_t *len, vg_status *st) {
     while ((c = getc(r->text)) != EOF) {
         any = true;
         if (c == '\n') break;
+        if (n >= (uint64_t)vg__io_max_record_bytes())
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                                 "%s: line %lld is longer than the limit of %lld bytes (max_record_bytes, "
+                                 "vg_set_decode_limits)",
+                                 r->work, (long long)r->line + 1, (long long)vg__io_max_record_bytes());
         if (!grow(r, n + 2)) return VG_OOM(st, "text line");
         r->buf[n++] = (uint8_t)c;
     }
@@ -195,8 +200,8 @@ static vg_code start_work(vg__reader *r, vg_status *st) {
         r->zr = vg__zrecord_reader_open(r->work, r->compression, st);
         return r->zr ? VG_OK : st->code;
     case R_FIXED: {
-        r->fd = open(r->work, O_RDONLY | O_CLOEXEC);
-        if (r->fd < 0) return vg__io_errno_status(st, errno, "cannot open", r->work);
+        r->fd = vg__io_open_regular(r->work, st); /* no FIFO, no /dev/zero */
+        if (r->fd < 0) return st->code;
         struct stat sb;
         if (fstat(r->fd, &sb) != 0) return vg__io_errno_status(st, errno, "cannot stat", r->work);
         r->pos = r->header;
@@ -205,7 +210,7 @@ static vg_code start_work(vg__reader *r, vg_status *st) {
         return VG_OK;
     }
     case R_TEXT: {
-        if (!(r->text = fopen(r->work, "rb"))) return vg__io_errno_status(st, errno, "cannot open", r->work);
+        if (!(r->text = vg__io_fopen_regular(r->work, st))) return st->code;
         r->line = 0;
         for (int64_t i = 0; i < r->skip_lines; i++) {
             size_t len;

@@ -348,18 +348,13 @@ static vg_code write_file(const char *path, const void *d, size_t n, vg_status *
 
 /* Copies file `src` to `dst` (whole file in memory; assets are vocabularies and such). */
 static vg_code copy_file(const char *src, const char *dst, vg_status *st) {
-    FILE *f = fopen(src, "rb");
-    if (!f) return vg_status_set(st, VG_NOT_FOUND, "asset file %s cannot be opened", src);
-    wbuf b = {0};
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) w_raw(&b, chunk, n);
-    bool err = ferror(f) != 0;
-    fclose(f);
-    vg_code c = err ? vg_status_set(st, VG_DATA_LOSS, "cannot read asset file %s", src)
-              : b.oom ? vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory copying %s", src)
-                      : write_file(dst, b.p ? b.p : (uint8_t *)"", b.n, st);
-    vg_free(b.p);
+    void *p = NULL; /* regular files only: a FIFO or /dev/zero is refused, not read */
+    size_t n = 0;
+    vg_code c = vg_read_file(src, &p, &n, st);
+    if (c == VG_NOT_FOUND) return vg_status_set(st, VG_NOT_FOUND, "asset file %s cannot be opened", src);
+    if (c) return c;
+    c = write_file(dst, p, n, st);
+    vg_free(p);
     return c;
 }
 
