@@ -4,7 +4,7 @@
 // way; prints one JSON line with median_ms. Built by CMake only where libtorch is
 // found (find_package(Torch)); bench_models runs it when it exists.
 //
-// Usage: libtorch_models --model mobilenet --threads N --batch B --size S --steps K
+// Usage: libtorch_models --model mobilenet|cifar10|resnet --threads N --batch B --size S --steps K
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -46,6 +46,88 @@ static nn::Sequential mobilenet_v1(int64_t classes) {
     return m;
 }
 
+// The CIFAR-10 tutorial (see torch_models.py): conv/pool/LRN x2, dense 384, 192, 10.
+struct Cifar10Impl : nn::Module {
+    nn::Conv2d conv1{nn::Conv2dOptions(3, 64, 5).padding(2)}, conv2{nn::Conv2dOptions(64, 64, 5).padding(2)};
+    nn::MaxPool2d pool{nn::MaxPool2dOptions(3).stride(2).padding(1)};
+    nn::LocalResponseNorm lrn{nn::LocalResponseNormOptions(9).alpha(0.001).beta(0.75).k(1.0)};
+    nn::Linear local3{6 * 6 * 64, 384}, local4{384, 192}, softmax_linear{192, 10};
+    Cifar10Impl() {
+        register_module("conv1", conv1), register_module("conv2", conv2), register_module("local3", local3);
+        register_module("local4", local4), register_module("softmax_linear", softmax_linear);
+    }
+    torch::Tensor forward(torch::Tensor x) {
+        x = lrn(pool(torch::relu(conv1(x))));
+        x = pool(lrn(torch::relu(conv2(x))));
+        x = torch::relu(local3(x.flatten(1)));
+        return softmax_linear(torch::relu(local4(x)));
+    }
+    torch::Tensor decay() { return 0.004 * 0.5 * (local3->weight.pow(2).sum() + local4->weight.pow(2).sum()); }
+};
+TORCH_MODULE(Cifar10);
+
+// One pre-activation unit of the CIFAR ResNet (see torch_models.py).
+struct UnitImpl : nn::Module {
+    int64_t cin, cout, stride;
+    bool before;
+    nn::BatchNorm2d bn1, bn2;
+    nn::Conv2d conv1, conv2;
+    UnitImpl(int64_t ci, int64_t co, int64_t s, bool b)
+        : cin(ci), cout(co), stride(s), before(b), bn1(nn::BatchNorm2dOptions(ci).eps(0.001)),
+          bn2(nn::BatchNorm2dOptions(co).eps(0.001)), conv1(nn::Conv2dOptions(ci, co, 3).stride(s).padding(1).bias(false)),
+          conv2(nn::Conv2dOptions(co, co, 3).padding(1).bias(false)) {
+        register_module("bn1", bn1), register_module("bn2", bn2), register_module("conv1", conv1);
+        register_module("conv2", conv2);
+    }
+    torch::Tensor forward(torch::Tensor x) {
+        auto act = [](torch::Tensor t) { return torch::leaky_relu(t, 0.1); };
+        torch::Tensor orig;
+        if (before) {
+            x = act(bn1(x));
+            orig = x;
+        } else {
+            orig = x;
+            x = act(bn1(x));
+        }
+        x = conv2(act(bn2(conv1(x))));
+        if (cin != cout) {
+            orig = torch::avg_pool2d(orig, stride, stride);
+            int64_t p = (cout - cin) / 2;
+            orig = torch::constant_pad_nd(orig, {0, 0, 0, 0, p, p});
+        }
+        return x + orig;
+    }
+};
+TORCH_MODULE(Unit);
+
+struct ResNetImpl : nn::Module {
+    nn::Conv2d init_conv{nn::Conv2dOptions(3, 16, 3).padding(1).bias(false)};
+    nn::Sequential units;
+    nn::BatchNorm2d final_bn{nn::BatchNorm2dOptions(64).eps(0.001)};
+    nn::Linear fc{64, 10};
+    ResNetImpl(int n = 5) {
+        const int64_t f[4] = {16, 16, 32, 64}, st[3] = {1, 2, 2};
+        for (int s = 0; s < 3; s++) {
+            units->push_back(Unit(f[s], f[s + 1], st[s], s == 0));
+            for (int i = 1; i < n; i++) units->push_back(Unit(f[s + 1], f[s + 1], 1, false));
+        }
+        register_module("init_conv", init_conv), register_module("units", units);
+        register_module("final_bn", final_bn), register_module("fc", fc);
+    }
+    torch::Tensor forward(torch::Tensor x) {
+        x = units->forward(init_conv(x));
+        return fc(torch::leaky_relu(final_bn(x), 0.1).mean({2, 3}));
+    }
+    torch::Tensor decay() {
+        torch::Tensor s = torch::zeros({});
+        for (auto &p : named_parameters())
+            if ((p.value().dim() == 2 || p.value().dim() == 4) && p.key().find("bn") == std::string::npos)
+                s = s + p.value().pow(2).sum();
+        return 0.0002 * 0.5 * s;
+    }
+};
+TORCH_MODULE(ResNet);
+
 int main(int argc, char **argv) {
     std::string model = "mobilenet";
     int threads = 1, batch = 32, size = 128, steps = 5;
@@ -56,19 +138,31 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--size")) size = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
     }
-    if (model != "mobilenet") {
+    if (model != "mobilenet" && model != "cifar10" && model != "resnet") {
         fprintf(stderr, "libtorch_models: unknown model %s\n", model.c_str());
         return 2;
     }
     torch::set_num_threads(threads);
     torch::manual_seed(1);
-    const int64_t classes = 1000;
-    auto net = mobilenet_v1(classes);
-    net->to(torch::kCPU);
+    const int64_t classes = model == "mobilenet" ? 1000 : 10;
+    nn::Sequential mnet{nullptr};
+    Cifar10 cnet{nullptr};
+    ResNet rnet{nullptr};
+    std::shared_ptr<nn::Module> net;
+    if (model == "mobilenet") net = (mnet = mobilenet_v1(classes)).ptr();
+    else if (model == "cifar10") net = (cnet = Cifar10()).ptr();
+    else net = (rnet = ResNet()).ptr();
     std::vector<torch::Tensor> params;
     for (auto &p : net->parameters())
         if (p.requires_grad()) params.push_back(p);
-    torch::optim::RMSprop opt(params, torch::optim::RMSpropOptions(0.01).alpha(0.9).eps(1.0).momentum(0.9));
+    std::unique_ptr<torch::optim::Optimizer> opt;
+    if (model == "mobilenet")
+        opt.reset(new torch::optim::RMSprop(params, torch::optim::RMSpropOptions(0.01).alpha(0.9).eps(1.0).momentum(0.9)));
+    else
+        opt.reset(new torch::optim::SGD(params, torch::optim::SGDOptions(0.1).momentum(model == "resnet" ? 0.9 : 0.0)));
+    std::vector<torch::Tensor> ema;
+    if (model == "cifar10")
+        for (auto &p : params) ema.push_back(p.detach().clone());
     // channels_last: the faster layout for these convolutions on the CPU (as the Python peer)
     auto x = torch::rand({batch, 3, size, size}).contiguous(torch::MemoryFormat::ChannelsLast);
     for (auto &p : net->parameters())
@@ -78,10 +172,19 @@ int main(int argc, char **argv) {
     float loss_v = 0;
     for (int i = 0; i <= steps; i++) {
         auto t0 = std::chrono::steady_clock::now();
-        opt.zero_grad();
-        auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
+        opt->zero_grad();
+        torch::Tensor logits = model == "mobilenet" ? mnet->forward(x) : model == "cifar10" ? cnet->forward(x)
+                                                                                               : rnet->forward(x);
+        auto loss = torch::nn::functional::cross_entropy(logits, y);
+        if (model == "cifar10") loss = loss + cnet->decay();
+        if (model == "resnet") loss = loss + rnet->decay();
         loss.backward();
-        opt.step();
+        opt->step();
+        if (!ema.empty()) {  // tf.train.ExponentialMovingAverage(0.9999, global_step)
+            double d = std::min(0.9999, (1.0 + i) / (10.0 + i));
+            torch::NoGradGuard ng;
+            for (size_t k = 0; k < ema.size(); k++) ema[k].mul_(d).add_(params[k], 1 - d);
+        }
         loss_v = loss.item<float>();
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         if (i > 0) t.push_back(ms);

@@ -7,6 +7,15 @@ backward, update), timed the same way. Prints one JSON line with median_ms.
   global average pool, 1x1 conv logits; no conv biases, BN without scale (affine bias
   only is not expressible: affine=True, the weight frozen at 1), eps 0.001, momentum
   0.0003; cross-entropy; RMSprop(lr 0.01, alpha 0.9, eps 1.0, momentum 0.9).
+  cifar10: the CIFAR-10 tutorial (examples/tf1/cifar10): conv 5x5x64 + ReLU, max pool
+  3x3/2, LRN (TF's depth_radius 4, alpha 0.001/9, beta 0.75 = PyTorch's size 9, alpha
+  0.001), conv 5x5x64 + ReLU, LRN, pool, dense 384, 192, 10; cross-entropy + 0.004 x
+  the L2 loss of the two hidden dense weights; SGD 0.1 and a moving average (0.9999,
+  TF's num_updates schedule) of every parameter after each step; 24x24x3, batch 128.
+  resnet: the CIFAR ResNet-32 of examples/tf1/resnet (pre-activation units, batch norm
+  eps 0.001, leaky ReLU 0.1, 16/32/64 filters, 5 units per stage, average-pool + zero
+  channel-pad shortcuts); cross-entropy + 0.0002 x the L2 loss of the conv and dense
+  weights; SGD momentum 0.9, lr 0.1; 32x32x3, batch 128.
 """
 import argparse, json, time
 import torch
@@ -33,6 +42,74 @@ def mobilenet_v1(classes):
     return nn.Sequential(*layers)
 
 
+class Cifar10(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 5, padding=2)
+        self.conv2 = nn.Conv2d(64, 64, 5, padding=2)
+        self.pool = nn.MaxPool2d(3, 2, padding=1)
+        self.lrn = nn.LocalResponseNorm(9, alpha=0.001, beta=0.75, k=1.0)
+        self.local3 = nn.Linear(6 * 6 * 64, 384)
+        self.local4 = nn.Linear(384, 192)
+        self.softmax_linear = nn.Linear(192, 10)
+
+    def forward(self, x):
+        x = self.lrn(self.pool(torch.relu(self.conv1(x))))
+        x = self.pool(self.lrn(torch.relu(self.conv2(x))))
+        x = torch.relu(self.local3(x.flatten(1)))
+        return self.softmax_linear(torch.relu(self.local4(x)))
+
+    def decay(self):
+        return 0.004 * 0.5 * (self.local3.weight.pow(2).sum() + self.local4.weight.pow(2).sum())
+
+
+class Unit(nn.Module):
+    def __init__(self, cin, cout, stride, before):
+        super().__init__()
+        self.before, self.cin, self.cout, self.stride = before, cin, cout, stride
+        self.bn1, self.bn2 = nn.BatchNorm2d(cin, eps=0.001), nn.BatchNorm2d(cout, eps=0.001)
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+
+    def forward(self, x):
+        act = lambda t: nn.functional.leaky_relu(t, 0.1)
+        if self.before:
+            x = act(self.bn1(x))
+            orig = x
+        else:
+            orig = x
+            x = act(self.bn1(x))
+        x = self.conv2(act(self.bn2(self.conv1(x))))
+        if self.cin != self.cout:
+            orig = nn.functional.avg_pool2d(orig, self.stride, self.stride)
+            p = (self.cout - self.cin) // 2
+            orig = nn.functional.pad(orig, (0, 0, 0, 0, p, p))
+        return x + orig
+
+
+class ResNet(nn.Module):
+    def __init__(self, units=5):
+        super().__init__()
+        f = [16, 16, 32, 64]
+        layers = []
+        for stage, (stride, before) in enumerate([(1, True), (2, False), (2, False)]):
+            layers.append(Unit(f[stage], f[stage + 1], stride, before))
+            layers += [Unit(f[stage + 1], f[stage + 1], 1, False) for _ in range(units - 1)]
+        self.init_conv = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+        self.units = nn.Sequential(*layers)
+        self.final_bn = nn.BatchNorm2d(64, eps=0.001)
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = self.units(self.init_conv(x))
+        x = nn.functional.leaky_relu(self.final_bn(x), 0.1).mean((2, 3))
+        return self.fc(x)
+
+    def decay(self):
+        return 0.0002 * 0.5 * sum(p.pow(2).sum() for n, p in self.named_parameters()
+                                  if p.dim() in (2, 4) and "bn" not in n)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="mobilenet")
@@ -43,12 +120,24 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    classes = 1000
-    model = mobilenet_v1(classes)
-    # TF's SAME padding for the stride-2 3x3 convolutions pads (0,1) where PyTorch pads
-    # (1,1): the same work, so the timing is comparable.
-    opt = torch.optim.RMSprop([p for p in model.parameters() if p.requires_grad], lr=0.01, alpha=0.9,
-                              eps=1.0, momentum=0.9)
+    classes = 1000 if a.model == "mobilenet" else 10
+    # TF's SAME padding for stride-2 windows pads (0,1) where PyTorch pads (1,1): the
+    # same work, so the timing is comparable.
+    ema = None
+    if a.model == "mobilenet":
+        model = mobilenet_v1(classes)
+        opt = torch.optim.RMSprop([p for p in model.parameters() if p.requires_grad], lr=0.01, alpha=0.9,
+                                  eps=1.0, momentum=0.9)
+    elif a.model == "cifar10":
+        model = Cifar10()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        ema = [p.detach().clone() for p in model.parameters()]
+    elif a.model == "resnet":
+        model = ResNet()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    else:
+        raise SystemExit("unknown model " + a.model)
+    # channels_last: the faster layout for these convolutions on the CPU (measured)
     x = torch.rand(a.batch, 3, a.size, a.size).contiguous(memory_format=torch.channels_last)
     model = model.to(memory_format=torch.channels_last)
     y = torch.randint(0, classes, (a.batch,))
@@ -58,8 +147,15 @@ def main():
         t0 = time.perf_counter()
         opt.zero_grad()
         loss = lossf(model(x), y)
+        if a.model != "mobilenet":
+            loss = loss + model.decay()
         loss.backward()
         opt.step()
+        if ema is not None:  # tf.train.ExponentialMovingAverage(0.9999, global_step)
+            d = min(0.9999, (1.0 + i) / (10.0 + i))
+            with torch.no_grad():
+                for e, p in zip(ema, model.parameters()):
+                    e.mul_(d).add_(p, alpha=1 - d)
         if i > 0:
             t.append((time.perf_counter() - t0) * 1e3)
     t.sort()
