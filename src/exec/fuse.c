@@ -282,47 +282,50 @@ static bool fuse_bn_act(vg__plan *p, const vg__op_def *noop, const vg__op_def *f
     }
     for (int b = 0; b < p->nnodes; b++) {
         vg__node *bn = &p->nodes[b];
-        if (bn->def != bn->op->def || fed(bn)) continue;
-        if (is_type(bn, "FusedBatchNormV3") && bn->ninputs == 5 && bn->noutputs == 6) {
-            int r = sole_consumer(p, bn->out_base);
-            if (r < 0) continue;
-            vg__node *rn = &p->nodes[r];
-            int k = is_type(rn, "Relu") ? 0 : is_type(rn, "Relu6") ? 1 : -1;
-            if (k < 0 || rn->def != rn->op->def || rn->ninputs != 1 || rn->in_slot[0] != bn->out_base || fed(rn))
-                continue;
-            bn->def = fdef[k];
-            rn->def = fwd;
-        } else if (is_type(bn, "FusedBatchNormGradV3") && bn->ninputs == 6 && bn->in_slot[0] >= 0) {
-            int r = -1;
-            for (int i = 0; i < p->nnodes && r < 0; i++)
-                if (p->nodes[i].noutputs >= 1 && p->nodes[i].out_base == bn->in_slot[0]) r = i;
-            if (r < 0 || sole_consumer(p, bn->in_slot[0]) != b) continue;
-            vg__node *rn = &p->nodes[r];
-            int k = is_type(rn, "ReluGrad") ? 0 : is_type(rn, "Relu6Grad") ? 1 : -1;
-            if (k < 0 || rn->def != rn->op->def || rn->ninputs != 2 || rn->noutputs != 1 || rn->in_slot[0] < 0 ||
-                rn->in_slot[1] < 0 || fed(rn))
-                continue;
-            int *in_slot = vg__malloc(sizeof(int) * 7);
-            vg__var **in_var = vg__calloc(7, sizeof(vg__var *));
-            if (!in_slot || !in_var) {
-                vg__free(in_slot);
-                vg__free(in_var);
-                return false;
-            }
-            memcpy(in_slot, bn->in_slot, sizeof(int) * 6);
-            memcpy(in_var, bn->in_var, sizeof(vg__var *) * 6);
-            in_slot[0] = rn->in_slot[0], in_var[0] = rn->in_var[0];
-            in_slot[6] = rn->in_slot[1], in_var[6] = rn->in_var[1];
-            p->slot_uses[bn->in_slot[0]]--; /* the masked gradient is read by nobody now */
-            vg__free(bn->in_slot);
-            vg__free(bn->in_var);
-            bn->in_slot = in_slot;
-            bn->in_var = in_var;
-            bn->ninputs = 7;
-            bn->def = gdef[k];
-            rn->ninputs = 0; /* its inputs' uses move to the batch-norm gradient */
-            rn->def = noop;
+        if (!is_type(bn, "FusedBatchNormV3") || bn->def != bn->op->def || bn->ninputs != 5 || bn->noutputs != 6 ||
+            fed(bn))
+            continue;
+        int r = sole_consumer(p, bn->out_base);
+        if (r < 0) continue;
+        vg__node *rn = &p->nodes[r];
+        int k = is_type(rn, "Relu") ? 0 : is_type(rn, "Relu6") ? 1 : -1;
+        if (k < 0 || rn->def != rn->op->def || rn->ninputs != 1 || rn->in_slot[0] != bn->out_base || fed(rn))
+            continue;
+        bn->def = fdef[k];
+        rn->def = fwd;
+    }
+    for (int r = 0; r < p->nnodes; r++) {
+        vg__node *rn = &p->nodes[r];
+        int k = is_type(rn, "ReluGrad") ? 0 : is_type(rn, "Relu6Grad") ? 1 : -1;
+        if (k < 0 || rn->def != rn->op->def || rn->ninputs != 2 || rn->noutputs != 1 || rn->in_slot[0] < 0 ||
+            rn->in_slot[1] < 0 || fed(rn))
+            continue;
+        int b = sole_consumer(p, rn->out_base);
+        if (b < 0) continue;
+        vg__node *bn = &p->nodes[b];
+        if (!is_type(bn, "FusedBatchNormGradV3") || bn->def != bn->op->def || bn->ninputs != 6 ||
+            bn->in_slot[0] != rn->out_base || fed(bn))
+            continue;
+        int *in_slot = vg__malloc(sizeof(int) * 7);
+        vg__var **in_var = vg__calloc(7, sizeof(vg__var *));
+        if (!in_slot || !in_var) {
+            vg__free(in_slot);
+            vg__free(in_var);
+            return false;
         }
+        memcpy(in_slot, bn->in_slot, sizeof(int) * 6);
+        memcpy(in_var, bn->in_var, sizeof(vg__var *) * 6);
+        in_slot[0] = rn->in_slot[0], in_var[0] = rn->in_var[0];
+        in_slot[6] = rn->in_slot[1], in_var[6] = rn->in_var[1];
+        p->slot_uses[rn->out_base]--; /* the masked gradient is read by nobody now */
+        vg__free(bn->in_slot);
+        vg__free(bn->in_var);
+        bn->in_slot = in_slot;
+        bn->in_var = in_var;
+        bn->ninputs = 7;
+        bn->def = gdef[k];
+        rn->ninputs = 0; /* its inputs' uses move to the batch-norm gradient */
+        rn->def = noop;
     }
     return true;
 }

@@ -112,11 +112,10 @@ static void lrn_rows(void *arg, int64_t r0, int64_t r1, bool grad) {
             }
             continue;
         }
-        /* prefix sums of t[j] = g[j] y[j] / norm[j] (reusing pre) */
+        /* prefix sums of t[j] = g[j] y[j] / norm[j] */
         tsum[0] = 0;
         for (int64_t k = 0; k < D; k++)
             tsum[k + 1] = tsum[k] + ld(j, j->g, base + k) * ld(j, j->y, base + k) / nrm[k];
-        (void)pre;
         for (int64_t k = 0; k < D; k++) {
             int64_t lo = k - R < 0 ? 0 : k - R, hi = k + R + 1 > D ? D : k + R + 1;
             double dx = ld(j, j->g, base + k) * pow_neg_beta(nrm[k], j->a.beta) -
