@@ -152,6 +152,8 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
             if (i == 0) {
                 double fl, by;
                 node_work(g, ns->node_name, ns->op_type, &fl, &by);
+                /* a fused element-wise cluster: what its kernel read and wrote */
+                if (!strcmp(ns->op_type, "_VigilFusedElementwise")) fl = 0, by = (double)(ns->bytes_allocated + ns->bytes_read);
                 rows[r].flops += fl, rows[r].bytes += by;
             }
             double us = (double)(ns->end_us - ns->start_us);

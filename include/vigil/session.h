@@ -75,6 +75,8 @@ typedef struct vg_node_stats {
     int64_t end_us;
     int thread_id;            /* small integer: 0 = the caller's thread */
     int64_t bytes_allocated;  /* bytes of the op's outputs */
+    int64_t bytes_read;       /* bytes of the tensors the node's kernel read (its inputs,
+                                 variable references left out) */
 } vg_node_stats;
 
 typedef struct vg_run_metadata vg_run_metadata;

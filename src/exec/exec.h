@@ -82,6 +82,7 @@ typedef struct vg__node {
     bool *out_fed;       /* per output: value comes from a feed (NULL if none) */
     vg_tensor *const_value; /* Const: its value (borrowed from the graph) */
     vg__var *var;        /* VariableV2: its slot */
+    struct vg__ew_prog *ew_prog; /* a fused element-wise cluster's program (fuse_ew.c), owned */
     /* built plan */
     vg__edge *out;       /* outgoing edges */
     int nout;
@@ -271,6 +272,9 @@ VG_HIDDEN vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st);
 /* Turns that fusion on (the default) or off for plans built from now on, for tests and
  * benchmarks; returns the previous setting. Process-wide. */
 VG_HIDDEN bool vg__plan_set_fusion(bool on);
+/* Element-wise cluster fusion (fuse_ew.c), run last by vg__plan_fuse; false on OOM.
+ * Off when the environment has VG_EW_FUSION=0 (for A/B measurements). */
+VG_HIDDEN bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap);
 
 /* Running (executor.c). */
 VG_HIDDEN vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,

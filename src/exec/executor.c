@@ -736,7 +736,14 @@ static int64_t wall_us(void) {
     return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
 }
 
-static void record_stats(vg__run_state *rs, const vg__node *n, int64_t t0, int64_t t1, int64_t bytes) {
+static int64_t input_bytes(const vg__node *n, vg_tensor *const *in) {
+    int64_t b = 0;
+    for (int k = 0; k < n->ninputs; k++)
+        if (in[k] && !vg__val_is_ref(in[k])) b += (int64_t)vg_tensor_nbytes(in[k]);
+    return b;
+}
+
+static void record_stats(vg__run_state *rs, const vg__node *n, int64_t t0, int64_t t1, int64_t bytes, int64_t read) {
     vg_run_metadata *md = rs->md;
     pthread_mutex_lock(&md->mu);
     if (vg__grow((void **)&md->nodes, &md->cap, md->n + 1, sizeof(vg_node_stats))) {
@@ -747,6 +754,7 @@ static void record_stats(vg__run_state *rs, const vg__node *n, int64_t t0, int64
         ns->end_us = t1;
         ns->thread_id = vg__pool_thread_id();
         ns->bytes_allocated = bytes;
+        ns->bytes_read = read;
     }
     pthread_mutex_unlock(&md->mu);
 }
@@ -911,7 +919,7 @@ static void work_seq(vg__run_state *rs) {
             int64_t bytes = 0;
             for (int i = 0; i < n->noutputs; i++)
                 if (outs[i] && !vg__val_is_ref(outs[i])) bytes += (int64_t)vg_tensor_nbytes(outs[i]);
-            record_stats(rs, n, t0, wall_us(), bytes);
+            record_stats(rs, n, t0, wall_us(), bytes, input_bytes(n, in + n->in_base));
         }
         for (int k = 0; k < n->ninputs; k++) {
             vg_tensor **slot = &in[n->in_base + k];
@@ -1051,7 +1059,7 @@ static void work(vg__run_state *rs, bool helper) {
                 int64_t bytes = 0;
                 for (int i = 0; i < n->noutputs; i++)
                     if (outs[i] && !vg__val_is_ref(outs[i])) bytes += (int64_t)vg_tensor_nbytes(outs[i]);
-                record_stats(rs, n, t0, wall_us(), bytes);
+                record_stats(rs, n, t0, wall_us(), bytes, input_bytes(n, it->in + n->in_base));
             }
         }
         if (rc != VG_OK) {

@@ -32,6 +32,7 @@
  * a cycle they are all left out.
  */
 #include "exec.h"
+#include "ewfuse.h"
 #include <stdio.h>
 
 /* ------------------------------------------------------------------------ */
@@ -128,6 +129,7 @@ void vg__plan_free(vg__plan *p) {
         vg__node *n = &p->nodes[i];
         vg__free(n->in_slot);
         vg__free(n->in_var);
+        vg__ew_prog_free(n->ew_prog);
         vg__free(n->succ);
         vg__free(n->out_fed);
         vg__free(n->out);

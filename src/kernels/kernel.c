@@ -10,6 +10,7 @@
 
 const vg_op *vg__kctx_op(const vg__kctx *ctx) { return ctx->n->op; }
 int vg__kctx_num_inputs(const vg__kctx *ctx) { return ctx->n->ninputs; }
+const struct vg__ew_prog *vg__kctx_fused_prog(const vg__kctx *ctx) { return ctx->n->ew_prog; }
 
 vg_tensor *vg__kctx_input(const vg__kctx *ctx, int i) {
     vg__node *n = ctx->n;

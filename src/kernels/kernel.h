@@ -33,6 +33,9 @@ typedef struct vg__var vg__var;
 /* ---- run-time kernel context -------------------------------------------- */
 VG_HIDDEN const vg_op *vg__kctx_op(const vg__kctx *ctx);
 VG_HIDDEN int vg__kctx_num_inputs(const vg__kctx *ctx);
+/* The program the planner gave a fused element-wise node (exec/ewfuse.h; borrowed,
+ * lives with the plan), NULL for any other node. */
+VG_HIDDEN const struct vg__ew_prog *vg__kctx_fused_prog(const vg__kctx *ctx);
 /* Input i's value, borrowed for the kernel call. For a ref input this is the
  * variable's current value (NULL if uninitialized). */
 VG_HIDDEN vg_tensor *vg__kctx_input(const vg__kctx *ctx, int i);

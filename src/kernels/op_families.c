@@ -38,6 +38,7 @@ extern const vg__op_def vg__ops_scatter_gather_nd[];
 extern const vg__op_def vg__ops_linalg[];
 extern const vg__op_def vg__ops_random_sampling[];
 extern const vg__op_def vg__ops_parsing[];
+extern const vg__op_def vg__ops_ew_fused[];
 extern const vg__op_def vg__ops_reader[];
 extern const vg__op_def vg__ops_dataset[];
 extern const vg__op_def vg__ops_control_flow[];
@@ -87,6 +88,7 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_linalg);
     vg__registry_add_family(vg__ops_random_sampling);
     vg__registry_add_family(vg__ops_parsing);
+    vg__registry_add_family(vg__ops_ew_fused);
     vg__registry_add_family(vg__ops_reader);
     vg__registry_add_family(vg__ops_dataset);
     vg__registry_add_family(vg__ops_control_flow);

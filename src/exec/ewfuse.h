@@ -1,0 +1,71 @@
+/*
+ * ewfuse.h - the program of a fused element-wise node (plan-time fusion of element-wise
+ * chains, src/exec/fuse_ew.c): what the planner writes and the kernel
+ * _VigilFusedElementwise (src/kernels/ew_fused.c) runs.
+ *
+ * A cluster is a set of float32 element-wise nodes of one output shape S (the "full"
+ * shape, n elements, last dimension C), plus per-channel reductions of its values
+ * (Sum / Mean over every axis but the last, as batch norm's moments and their gradients
+ * take them). The kernel walks S in tiles of whole channel rows; per tile it evaluates
+ * the instructions in order into tile-sized registers that stay in cache, stores the
+ * registers the rest of the plan reads, and adds the reduced registers into per-channel
+ * partial sums. The element-wise passes between the cluster's nodes never touch memory.
+ *
+ * Registers 0 .. ninputs-1 are the node's inputs: each full (n values of S), a scalar
+ * (one value, broadcast), or a channel vector (C values, broadcast along S's last
+ * axis); float32, or bool (a Select's condition, read as 0/1). Instruction i writes
+ * register ninputs + i. Bool values live in registers as 0.0f / 1.0f.
+ */
+#ifndef VIGIL_EXEC_EWFUSE_H
+#define VIGIL_EXEC_EWFUSE_H
+#include "core/visibility.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+enum {
+    VG__EWI_ADD, VG__EWI_SUB, VG__EWI_MUL, VG__EWI_DIV, VG__EWI_MAX, VG__EWI_MIN, VG__EWI_SQDIFF,
+    VG__EWI_LESS, VG__EWI_LESS_EQUAL, VG__EWI_GREATER, VG__EWI_GREATER_EQUAL, /* -> bool */
+    VG__EWI_SELECT,                                                          /* a ? b : c */
+    VG__EWI_NEG, VG__EWI_SQUARE, VG__EWI_RELU, VG__EWI_COPY,
+    VG__EWI_RELU_GRAD,                                                       /* a * (b > 0) */
+    VG__EWI_ZERO, VG__EWI_ONE,                                               /* no operands */
+    VG__EWI_ADDN                                                             /* args[0 .. nargs) */
+};
+
+enum { VG__EWIN_FULL, VG__EWIN_SCALAR, VG__EWIN_CHANNEL };
+
+typedef struct vg__ew_ins {
+    int op;
+    int nargs;
+    int *args; /* registers read */
+} vg__ew_ins;
+
+/* Output k of the node: register reg stored as an S-shaped tensor (full), or summed
+ * over every axis but the last (reduce: times scale, 1 for Sum, C/n for Mean) into a
+ * tensor of dims out_dims. */
+typedef struct vg__ew_out {
+    int reg;
+    bool reduce;
+    bool is_bool; /* full outputs: stored as bool */
+    double scale;
+    int ndims;
+    int64_t dims[8];
+} vg__ew_out;
+
+typedef struct vg__ew_prog {
+    int ninputs;
+    int *in_kind;   /* VG__EWIN_* per input */
+    bool *in_bool;  /* per input: a bool tensor */
+    int nins;
+    vg__ew_ins *ins;
+    int nouts;
+    vg__ew_out *outs;
+    int ndims;      /* S */
+    int64_t dims[8];
+    int64_t n, C;   /* elements of S, its last dimension */
+} vg__ew_prog;
+
+/* Frees a program (NULL: nothing). Defined in fuse_ew.c. */
+VG_HIDDEN void vg__ew_prog_free(vg__ew_prog *p);
+
+#endif

@@ -1,0 +1,600 @@
+/*
+ * fuse_ew.c - plan-time fusion of element-wise chains (issue 30): the moments,
+ * batch_normalization and tf.where chains that TF1 programs write by hand (the CIFAR
+ * ResNet's batch norm and leaky ReLU, layer norm, their gradients) run one kernel per
+ * chain instead of one pass over memory per op.
+ *
+ * A cluster is a set of plan nodes, all float32 element-wise ops of one output shape S
+ * (AddV2/Add, Sub, Mul, RealDiv/Div, Maximum, Minimum, SquaredDifference, Neg, Square,
+ * Identity, AddN, comparisons to bool, Select with a condition of shape S, SelectV2,
+ * ZerosLike / OnesLike, Tile of a scalar or per-channel vector up to S), plus Sum /
+ * Mean of a member over every axis but the last (per-channel reductions, as moments
+ * and the gradients of broadcasting ops take them). Inputs from outside the cluster
+ * are S-shaped, scalars, or vectors along S's last axis. Clusters grow along data edges
+ * in topological order and stay convex: no path leaves a cluster and comes back (which
+ * would make the fused node wait for itself); a member never reads a reduction of its
+ * own cluster. Nodes with control edges (either way), fed or fetched-only-as-targets
+ * special cases are left alone: a node whose output is fed, and nodes with control
+ * inputs or control successors, never join.
+ *
+ * Rewrite of a cluster of two or more nodes: its last node (in topological order)
+ * runs _VigilFusedElementwise (src/kernels/ew_fused.c) with the cluster's outside
+ * inputs and one output per member value read outside the cluster (or fetched), and
+ * per reduction; those members forward that output (_VigilFusedForward), the others
+ * run NoOp with no inputs. Consumers keep reading the members' slots, traces still list
+ * every node. Values are the separate kernels' per element; reductions are summed in a
+ * fixed order (see ew_fused.c).
+ */
+#include "exec.h"
+#include "ewfuse.h"
+#include <stdlib.h>
+#include <string.h>
+
+void vg__ew_prog_free(vg__ew_prog *p) {
+    if (!p) return;
+    for (int i = 0; i < p->nins; i++) vg__free(p->ins[i].args);
+    vg__free(p->in_kind);
+    vg__free(p->in_bool);
+    vg__free(p->ins);
+    vg__free(p->outs);
+    vg__free(p);
+}
+
+enum { K_BIN, K_CMP, K_SELECT, K_SELECT2, K_UN, K_CONST, K_ADDN, K_TILE, K_RED };
+
+static const struct ew_type {
+    const char *type;
+    int kind, code;
+} ew_types[] = {
+    {"AddV2", K_BIN, VG__EWI_ADD}, {"Add", K_BIN, VG__EWI_ADD}, {"Sub", K_BIN, VG__EWI_SUB},
+    {"Mul", K_BIN, VG__EWI_MUL}, {"RealDiv", K_BIN, VG__EWI_DIV}, {"Div", K_BIN, VG__EWI_DIV},
+    {"Maximum", K_BIN, VG__EWI_MAX}, {"Minimum", K_BIN, VG__EWI_MIN},
+    {"SquaredDifference", K_BIN, VG__EWI_SQDIFF}, {"Less", K_CMP, VG__EWI_LESS},
+    {"LessEqual", K_CMP, VG__EWI_LESS_EQUAL}, {"Greater", K_CMP, VG__EWI_GREATER},
+    {"GreaterEqual", K_CMP, VG__EWI_GREATER_EQUAL}, {"Select", K_SELECT, VG__EWI_SELECT},
+    {"SelectV2", K_SELECT2, VG__EWI_SELECT}, {"Neg", K_UN, VG__EWI_NEG}, {"Square", K_UN, VG__EWI_SQUARE},
+    {"Identity", K_UN, VG__EWI_COPY}, {"ZerosLike", K_CONST, VG__EWI_ZERO}, {"OnesLike", K_CONST, VG__EWI_ONE},
+    {"AddN", K_ADDN, VG__EWI_ADDN}, {"Tile", K_TILE, VG__EWI_COPY}, {"Sum", K_RED, 0}, {"Mean", K_RED, 0},
+};
+
+typedef struct cand {
+    int kind, code;
+    int ndata;       /* inputs 0 .. ndata-1 carry data into the cluster */
+    int nd;          /* S */
+    int64_t dims[8];
+    bool mean;
+} cand;
+
+typedef struct fctx {
+    vg__plan *p;
+    int *succ_cap;
+    cand *c;         /* per node; kind -1: not a candidate */
+    int *prod;       /* per slot: producing node (-1: fed / none) */
+    int *rank;       /* topological rank */
+    int *parent;     /* union-find over candidates */
+    int **mem;       /* per root: members */
+    int *nmem, *capmem;
+    int *mark, *seen, *stack;
+    int stamp;
+} fctx;
+
+static bool same_dims(int na, const int64_t *a, int nb, const int64_t *b) {
+    if (na != nb) return false;
+    for (int i = 0; i < na; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
+/* An input of shape (nd, d) relative to S: full, scalar, channel vector, or -1. */
+static int in_kind(vg_shape s, const cand *c) {
+    if (s.ndims < 0 || s.ndims > 8) return -1;
+    int64_t n = 1;
+    for (int i = 0; i < s.ndims; i++) {
+        if (s.dims[i] < 0) return -1;
+        n *= s.dims[i];
+    }
+    if (same_dims(s.ndims, s.dims, c->nd, c->dims)) return VG__EWIN_FULL;
+    if (s.ndims > c->nd) return -1;
+    if (n == 1) return VG__EWIN_SCALAR;
+    int64_t C = c->dims[c->nd - 1];
+    if (n == C && s.dims[s.ndims - 1] == C) return VG__EWIN_CHANNEL;
+    return -1;
+}
+
+static bool fed_node(const vg__node *n) {
+    for (int i = 0; n->out_fed && i < n->noutputs; i++)
+        if (n->out_fed[i]) return true;
+    return false;
+}
+
+/* The const value behind slot s (a Const node's tensor), or NULL. */
+static const vg_tensor *slot_const(const fctx *f, int s) {
+    int q = s >= 0 ? f->prod[s] : -1;
+    return q >= 0 && f->p->nodes[q].kind == VG__K_CONST ? f->p->nodes[q].const_value : NULL;
+}
+
+static bool classify(fctx *f, int i, const bool *ctrl_src) {
+    vg__node *n = &f->p->nodes[i];
+    cand *c = &f->c[i];
+    c->kind = -1;
+    vg_op *op = n->op;
+    if (n->kind != VG__K_KERNEL || n->def != op->def || n->noutputs != 1 || n->out_base < 0 || fed_node(n) ||
+        op->ncontrol > 0 || ctrl_src[i] || n->ninputs < 1)
+        return false;
+    const struct ew_type *t = NULL;
+    for (size_t k = 0; k < sizeof ew_types / sizeof ew_types[0] && !t; k++)
+        if (!strcmp(op->def->type, ew_types[k].type)) t = &ew_types[k];
+    if (!t) return false;
+    for (int k = 0; k < n->ninputs; k++)
+        if (n->in_var[k] || n->in_slot[k] < 0) return false;
+    vg_output y = vg_out(op, 0);
+    vg_shape full = t->kind == K_RED ? vg_output_shape(vg_op_input(op, 0)) : vg_output_shape(y);
+    if (full.ndims < 1 || full.ndims > 8) return false;
+    int64_t nel = 1;
+    for (int k = 0; k < full.ndims; k++) {
+        if (full.dims[k] <= 0) return false;
+        nel *= full.dims[k];
+    }
+    c->nd = full.ndims;
+    memcpy(c->dims, full.dims, sizeof(int64_t) * (size_t)full.ndims);
+    vg_dtype want_out = t->kind == K_CMP ? VG_BOOL : VG_FLOAT;
+    if (vg_output_dtype(y) != want_out) return false;
+    c->code = t->code;
+    c->ndata = t->kind == K_CONST ? 0 : t->kind == K_TILE || t->kind == K_RED ? 1 : n->ninputs;
+    for (int k = 0; k < c->ndata; k++) {
+        vg_output in = vg_op_input(op, k);
+        bool cond = (t->kind == K_SELECT || t->kind == K_SELECT2) && k == 0;
+        if (vg_output_dtype(in) != (cond ? VG_BOOL : VG_FLOAT)) return false;
+        int ik = in_kind(vg_output_shape(in), c);
+        if (ik < 0 || (t->kind == K_SELECT && k == 0 && ik != VG__EWIN_FULL) ||
+            ((t->kind == K_ADDN || t->kind == K_RED) && ik != VG__EWIN_FULL))
+            return false;
+    }
+    if (t->kind == K_RED) {
+        if (full.ndims < 2 || n->ninputs != 2) return false;
+        const vg_tensor *ax = slot_const(f, n->in_slot[1]);
+        if (!ax || vg_tensor_num_elements(ax) != full.ndims - 1) return false;
+        vg_dtype adt = vg_tensor_dtype(ax);
+        if (adt != VG_INT32 && adt != VG_INT64) return false;
+        bool seen[8] = {false};
+        for (int k = 0; k < full.ndims - 1; k++) {
+            int64_t a = adt == VG_INT32 ? ((const int32_t *)vg_tensor_data(ax))[k] : ((const int64_t *)vg_tensor_data(ax))[k];
+            if (a < 0) a += full.ndims;
+            if (a < 0 || a >= full.ndims - 1 || seen[a]) return false;
+            seen[a] = true;
+        }
+        vg_shape ys = vg_output_shape(y);
+        if (ys.ndims < 1 || ys.ndims > 8 || ys.dims[ys.ndims - 1] != full.dims[full.ndims - 1]) return false;
+        c->mean = !strcmp(op->def->type, "Mean");
+    }
+    if (t->kind == K_TILE && in_kind(vg_output_shape(vg_op_input(op, 0)), c) < 0) return false;
+    /* a member reading a variable (directly or through an Identity) would move the read
+     * to the fused node's time: leave such nodes to the plan's read ordering */
+    for (int k = 0; k < c->ndata; k++) {
+        int q = f->prod[n->in_slot[k]];
+        for (int hop = 0; q >= 0 && hop < 2; hop++) {
+            const vg__node *pn = &f->p->nodes[q];
+            if (pn->kind == VG__K_VARIABLE || (pn->op->def->flags & VG__OP_VARIABLE)) return false;
+            if (strcmp(pn->op->def->type, "Identity") && strcmp(pn->op->def->type, "RefIdentity")) break;
+            q = pn->ninputs > 0 && pn->in_slot[0] >= 0 ? f->prod[pn->in_slot[0]] : -1;
+            if (pn->ninputs > 0 && pn->in_var[0]) return false;
+        }
+    }
+    c->kind = t->kind;
+    return true;
+}
+
+static int find(fctx *f, int i) {
+    while (f->parent[i] != i) i = f->parent[i] = f->parent[f->parent[i]];
+    return i;
+}
+
+/* Would the union of the clusters roots[0 .. nr) be convex, with no member reading a
+ * reduction of the union? */
+static bool can_merge(fctx *f, const int *roots, int nr) {
+    vg__plan *p = f->p;
+    int st = ++f->stamp, maxrank = -1, sp = 0;
+    for (int r = 0; r < nr; r++)
+        for (int k = 0; k < f->nmem[roots[r]]; k++) {
+            int m = f->mem[roots[r]][k];
+            f->mark[m] = st;
+            if (f->rank[m] > maxrank) maxrank = f->rank[m];
+        }
+    for (int r = 0; r < nr; r++)
+        for (int k = 0; k < f->nmem[roots[r]]; k++) {
+            int m = f->mem[roots[r]][k];
+            const cand *c = &f->c[m];
+            for (int q = 0; q < c->ndata; q++) { /* a member reading a member's reduction */
+                int src = f->prod[p->nodes[m].in_slot[q]];
+                if (src >= 0 && f->mark[src] == st && f->c[src].kind == K_RED) return false;
+            }
+            for (int e = 0; e < p->nodes[m].nsucc; e++) {
+                int y = p->nodes[m].succ[e];
+                if (f->mark[y] == st || f->seen[y] == st || f->rank[y] > maxrank) continue;
+                f->seen[y] = st;
+                f->stack[sp++] = y;
+            }
+        }
+    while (sp) {
+        int x = f->stack[--sp];
+        for (int e = 0; e < p->nodes[x].nsucc; e++) {
+            int y = p->nodes[x].succ[e];
+            if (f->mark[y] == st) return false; /* out of the union and back in */
+            if (f->seen[y] == st || f->rank[y] > maxrank) continue;
+            f->seen[y] = st;
+            f->stack[sp++] = y;
+        }
+    }
+    return true;
+}
+
+static bool merge(fctx *f, int a, int b) {
+    if (f->nmem[a] < f->nmem[b]) {
+        int t = a;
+        a = b, b = t;
+    }
+    if (!vg__grow((void **)&f->mem[a], &f->capmem[a], f->nmem[a] + f->nmem[b], sizeof(int))) return false;
+    memcpy(f->mem[a] + f->nmem[a], f->mem[b], sizeof(int) * (size_t)f->nmem[b]);
+    f->nmem[a] += f->nmem[b];
+    f->nmem[b] = 0;
+    f->parent[b] = a;
+    return true;
+}
+
+static void drop_succ(vg__node *n, int x) {
+    for (int e = 0; e < n->nsucc; e++)
+        if (n->succ[e] == x) {
+            n->succ[e] = n->succ[--n->nsucc];
+            e--;
+        }
+}
+
+static bool add_succ_once(fctx *f, int from, int to) {
+    vg__node *n = &f->p->nodes[from];
+    for (int e = 0; e < n->nsucc; e++)
+        if (n->succ[e] == to) return true;
+    if (!vg__grow((void **)&n->succ, &f->succ_cap[from], n->nsucc + 1, sizeof(int))) return false;
+    n->succ[n->nsucc++] = to;
+    return true;
+}
+
+/* The cluster's outside inputs (distinct slots, in member order); members marked with
+ * stamp st. Returns the count, -1 on OOM (*ext freed by the caller). */
+static int ext_inputs(const fctx *f, const int *m, int nm, int st, int **ext) {
+    const vg__plan *p = f->p;
+    int next = 0, cap = 0;
+    *ext = NULL;
+    for (int k = 0; k < nm; k++) {
+        const cand *c = &f->c[m[k]];
+        for (int q = 0; q < c->ndata; q++) {
+            int s = p->nodes[m[k]].in_slot[q], src = f->prod[s];
+            if (src >= 0 && f->mark[src] == st) continue;
+            int e = 0;
+            while (e < next && (*ext)[e] != s) e++;
+            if (e < next) continue;
+            if (!vg__grow((void **)ext, &cap, next + 1, sizeof(int))) return -1;
+            (*ext)[next++] = s;
+        }
+    }
+    return next;
+}
+
+static int mark_cluster(fctx *f, const int *m, int nm) {
+    int st = ++f->stamp;
+    for (int k = 0; k < nm; k++) f->mark[m[k]] = st;
+    return st;
+}
+
+/* Rewrites one cluster (members sorted by rank; slot_uses count only reads from
+ * outside the members, F's included). Returns false on OOM. */
+static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_def *fwd, const vg__op_def *noop) {
+    vg__plan *p = f->p;
+    int st = mark_cluster(f, m, nm), F = m[nm - 1];
+    int *ext = NULL, *reg = NULL, *outk = NULL, *fin = NULL;
+    vg__var **fvar = NULL;
+    vg__ew_prog *pr = vg__calloc(1, sizeof *pr);
+    int next = ext_inputs(f, m, nm, st, &ext);
+    reg = vg__malloc(sizeof(int) * (size_t)(nm + 1));
+    outk = vg__malloc(sizeof(int) * (size_t)(nm + 1));
+    if (!pr || next < 0 || !reg || !outk) goto oom;
+    const cand *c0 = &f->c[F];
+    pr->ndims = c0->nd;
+    memcpy(pr->dims, c0->dims, sizeof(int64_t) * (size_t)c0->nd);
+    pr->n = 1;
+    for (int k = 0; k < c0->nd; k++) pr->n *= c0->dims[k];
+    pr->C = c0->dims[c0->nd - 1];
+    pr->ninputs = next;
+    pr->in_kind = vg__calloc((size_t)next + 1, sizeof(int));
+    pr->in_bool = vg__calloc((size_t)next + 1, sizeof(bool));
+    pr->ins = vg__calloc((size_t)nm + 1, sizeof(vg__ew_ins));
+    pr->outs = vg__calloc((size_t)nm + 1, sizeof(vg__ew_out));
+    fin = vg__malloc(sizeof(int) * (size_t)(next + 1));
+    fvar = vg__calloc((size_t)next + 1, sizeof(vg__var *));
+    if (!pr->in_kind || !pr->in_bool || !pr->ins || !pr->outs || !fin || !fvar) goto oom;
+    for (int k = 0; k < nm; k++) {
+        const cand *c = &f->c[m[k]];
+        for (int q = 0; q < c->ndata; q++) {
+            int s = p->nodes[m[k]].in_slot[q];
+            for (int e = 0; e < next; e++)
+                if (ext[e] == s) {
+                    vg_output in = vg_op_input(p->nodes[m[k]].op, q);
+                    pr->in_kind[e] = in_kind(vg_output_shape(in), c0);
+                    pr->in_bool[e] = vg_output_dtype(in) == VG_BOOL;
+                }
+        }
+    }
+    /* instructions in rank order; reg[k]: member k's register */
+    for (int k = 0; k < nm; k++) {
+        const cand *c = &f->c[m[k]];
+        vg__node *n = &p->nodes[m[k]];
+        reg[k] = -1;
+        if (c->kind == K_RED) continue;
+        vg__ew_ins *in = &pr->ins[pr->nins];
+        in->op = c->code;
+        in->nargs = c->ndata;
+        if (c->ndata && !(in->args = vg__malloc(sizeof(int) * (size_t)c->ndata))) goto oom;
+        for (int q = 0; q < c->ndata; q++) {
+            int s = n->in_slot[q], src = f->prod[s], r = -1;
+            if (src >= 0 && f->mark[src] == st) {
+                for (int j = 0; j < k; j++)
+                    if (m[j] == src) r = reg[j];
+            } else {
+                for (int e = 0; e < next; e++)
+                    if (ext[e] == s) r = e;
+            }
+            in->args[q] = r;
+        }
+        reg[k] = pr->ninputs + pr->nins++;
+    }
+    /* outputs: member values read outside (or fetched), and every reduction */
+    int nout = 0;
+    for (int k = 0; k < nm; k++) {
+        vg__node *n = &p->nodes[m[k]];
+        const cand *c = &f->c[m[k]];
+        outk[k] = -1;
+        if (c->kind != K_RED && p->slot_uses[n->out_base] <= 0) continue;
+        vg__ew_out *o = &pr->outs[nout];
+        outk[k] = nout++;
+        if (c->kind == K_RED) {
+            int src = f->prod[n->in_slot[0]];
+            for (int j = 0; j < k; j++)
+                if (m[j] == src) o->reg = reg[j];
+            o->reduce = true;
+            o->scale = c->mean ? (double)pr->C / (double)pr->n : 1.0;
+            vg_shape ys = vg_output_shape(vg_out(n->op, 0));
+            o->ndims = ys.ndims;
+            memcpy(o->dims, ys.dims, sizeof(int64_t) * (size_t)ys.ndims);
+        } else {
+            o->reg = reg[k];
+            o->is_bool = c->kind == K_CMP;
+        }
+    }
+    pr->nouts = nout;
+    int base = p->nslots;
+    int *uses = vg__realloc(p->slot_uses, sizeof(int) * (size_t)(p->nslots + 1),
+                            sizeof(int) * (size_t)(p->nslots + nout + 1));
+    if (!uses) goto oom;
+    p->slot_uses = uses;
+    int *prod = vg__realloc(f->prod, sizeof(int) * (size_t)(p->nslots + 1), sizeof(int) * (size_t)(p->nslots + nout + 1));
+    if (!prod) goto oom;
+    f->prod = prod;
+    p->nslots += nout;
+    for (int k = 0; k < nout; k++) uses[base + k] = 1, prod[base + k] = F;
+    /* edges: members lose their incoming data edges; outside producers feed F */
+    for (int k = 0; k < nm; k++) {
+        vg__node *n = &p->nodes[m[k]];
+        for (int q = 0; q < n->ninputs; q++) {
+            int src = n->in_slot[q] >= 0 ? prod[n->in_slot[q]] : -1;
+            if (src >= 0) drop_succ(&p->nodes[src], m[k]);
+        }
+    }
+    for (int e = 0; e < next; e++) {
+        int src = prod[ext[e]];
+        if (src >= 0 && !add_succ_once(f, src, F)) goto oom;
+    }
+    /* F's own value, when read outside: its readers and fetches move to F's output */
+    for (int k = 0; k < nm; k++) {
+        if (m[k] != F || outk[k] < 0) continue;
+        int old = p->nodes[F].out_base, ns = base + outk[k];
+        for (int i = 0; i < p->nnodes; i++)
+            for (int q = 0; q < p->nodes[i].ninputs; q++)
+                if (p->nodes[i].in_slot[q] == old) p->nodes[i].in_slot[q] = ns;
+        for (int fi = 0; fi < p->nfetches; fi++)
+            if (p->fetch_slot[fi] == old) p->fetch_slot[fi] = ns;
+        uses[ns] = uses[old];
+        uses[old] = 0;
+    }
+    memcpy(fin, ext, sizeof(int) * (size_t)next);
+    vg__node *fn = &p->nodes[F];
+    vg__free(fn->in_slot);
+    vg__free(fn->in_var);
+    fn->in_slot = fin, fin = NULL;
+    fn->in_var = fvar, fvar = NULL;
+    fn->ninputs = next;
+    fn->noutputs = nout;
+    fn->out_base = base;
+    fn->def = ew;
+    fn->ew_prog = pr, pr = NULL;
+    fn->nsucc = 0;
+    /* the other members forward an output of F, or do nothing */
+    for (int k = 0; k < nm; k++) {
+        if (m[k] == F) continue;
+        vg__node *n = &p->nodes[m[k]];
+        n->nsucc = 0;
+        if (outk[k] >= 0) {
+            n->def = fwd;
+            n->ninputs = 1;
+            n->in_slot[0] = base + outk[k];
+            n->in_var[0] = NULL;
+            if (!add_succ_once(f, F, m[k])) goto oom;
+        } else {
+            n->def = noop;
+            n->ninputs = 0;
+        }
+    }
+    /* outside readers of the outputs: an edge from the forwarder (or F) */
+    for (int i = 0; i < p->nnodes; i++) {
+        if (f->mark[i] == st) continue;
+        vg__node *r = &p->nodes[i];
+        for (int q = 0; q < r->ninputs; q++) {
+            int s = r->in_slot[q], src = s >= 0 ? prod[s] : -1;
+            if (src >= 0 && f->mark[src] == st && !add_succ_once(f, src, i)) goto oom;
+        }
+    }
+    vg__free(ext);
+    vg__free(reg);
+    vg__free(outk);
+    return true;
+oom:
+    vg__free(ext);
+    vg__free(reg);
+    vg__free(outk);
+    vg__free(fin);
+    vg__free(fvar);
+    vg__ew_prog_free(pr);
+    return false;
+}
+
+bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
+    const vg__op_def *ew = vg__registry_find("_VigilFusedElementwise");
+    const vg__op_def *fwd = vg__registry_find("_VigilFusedForward");
+    const vg__op_def *noop = vg__registry_find("NoOp");
+    if (!ew || !fwd || !noop || p->nnodes < 2) return true;
+    static atomic_int env = -1; /* read once: VG_EW_FUSION=0 turns this pass off */
+    if (atomic_load(&env) < 0) {
+        const char *e = getenv("VG_EW_FUSION");
+        atomic_store(&env, !(e && e[0] == '0'));
+    }
+    if (!atomic_load(&env)) return true;
+    int nn = p->nnodes;
+    fctx f = {.p = p, .succ_cap = succ_cap};
+    bool ok = false;
+    bool *ctrl_src = vg__calloc((size_t)nn + 1, sizeof(bool));
+    int *indeg = vg__calloc((size_t)nn + 1, sizeof(int)), *order = vg__malloc(sizeof(int) * (size_t)(nn + 1));
+    f.c = vg__calloc((size_t)nn + 1, sizeof(cand));
+    f.prod = vg__malloc(sizeof(int) * (size_t)(p->nslots + 1));
+    f.rank = vg__malloc(sizeof(int) * (size_t)(nn + 1));
+    f.parent = vg__malloc(sizeof(int) * (size_t)(nn + 1));
+    f.mem = vg__calloc((size_t)nn + 1, sizeof(int *));
+    f.nmem = vg__calloc((size_t)nn + 1, sizeof(int));
+    f.capmem = vg__calloc((size_t)nn + 1, sizeof(int));
+    f.mark = vg__calloc((size_t)nn + 1, sizeof(int));
+    f.seen = vg__calloc((size_t)nn + 1, sizeof(int));
+    f.stack = vg__malloc(sizeof(int) * (size_t)(nn + 1) * 2);
+    if (!ctrl_src || !indeg || !order || !f.c || !f.prod || !f.rank || !f.parent || !f.mem || !f.nmem || !f.capmem ||
+        !f.mark || !f.seen || !f.stack)
+        goto done;
+    /* control sources: an op named as a control input of a node in the plan */
+    for (int i = 0; i < nn; i++) {
+        vg_op *op = p->nodes[i].op;
+        for (int k = 0; k < op->ncontrol; k++)
+            for (int j = 0; j < nn; j++)
+                if (p->nodes[j].op == op->control[k]) ctrl_src[j] = true;
+    }
+    for (int s = 0; s < p->nslots; s++) f.prod[s] = -1;
+    for (int i = 0; i < nn; i++) {
+        vg__node *n = &p->nodes[i];
+        for (int k = 0; k < n->noutputs; k++)
+            if (n->out_base >= 0 && !(n->out_fed && n->out_fed[k])) f.prod[n->out_base + k] = i;
+    }
+    /* topological ranks over succ (data and control edges) */
+    for (int i = 0; i < nn; i++)
+        for (int e = 0; e < p->nodes[i].nsucc; e++) indeg[p->nodes[i].succ[e]]++;
+    int head = 0, tail = 0;
+    for (int i = 0; i < nn; i++)
+        if (!indeg[i]) order[tail++] = i;
+    while (head < tail) {
+        int x = order[head];
+        f.rank[x] = head++;
+        for (int e = 0; e < p->nodes[x].nsucc; e++)
+            if (--indeg[p->nodes[x].succ[e]] == 0) order[tail++] = p->nodes[x].succ[e];
+    }
+    if (tail != nn) { /* a cycle: the planner reports it; fuse nothing */
+        ok = true;
+        goto done;
+    }
+    int ncand = 0;
+    for (int i = 0; i < nn; i++) {
+        f.parent[i] = i;
+        if (classify(&f, i, ctrl_src)) ncand++;
+    }
+    if (ncand < 2) {
+        ok = true;
+        goto done;
+    }
+    for (int t = 0; t < nn; t++) {
+        int i = order[t];
+        if (f.c[i].kind < 0) continue;
+        if (!vg__grow((void **)&f.mem[i], &f.capmem[i], 1, sizeof(int))) goto done;
+        f.mem[i][0] = i;
+        f.nmem[i] = 1;
+        /* the producers' clusters: all together when the union stays convex (a node
+         * reading two chains joins both), else one by one */
+        int roots[16], nr = 0;
+        roots[nr++] = i;
+        for (int q = 0; q < f.c[i].ndata; q++) {
+            int src = f.prod[p->nodes[i].in_slot[q]];
+            if (src < 0 || f.c[src].kind < 0 || f.c[src].kind == K_RED) continue;
+            if (!same_dims(f.c[src].nd, f.c[src].dims, f.c[i].nd, f.c[i].dims)) continue;
+            int a = find(&f, src), dup = 0;
+            for (int r = 0; r < nr; r++) dup |= roots[r] == a;
+            if (!dup && nr < 16) roots[nr++] = a;
+        }
+        if (nr > 2 && can_merge(&f, roots, nr)) {
+            for (int r = 1; r < nr; r++)
+                if (!merge(&f, find(&f, roots[0]), find(&f, roots[r]))) goto done;
+            continue;
+        }
+        for (int r = 1; r < nr; r++) {
+            int pair[2] = {find(&f, i), find(&f, roots[r])};
+            if (pair[0] == pair[1] || !can_merge(&f, pair, 2)) continue;
+            if (!merge(&f, pair[0], pair[1])) goto done;
+        }
+    }
+    /* the members' reads of each other are no longer uses of their slots */
+    for (int i = 0; i < nn; i++) {
+        if (f.c[i].kind < 0 || f.nmem[find(&f, i)] < 2) continue;
+        vg__node *n = &p->nodes[i];
+        for (int q = 0; q < n->ninputs; q++)
+            if (n->in_slot[q] >= 0) p->slot_uses[n->in_slot[q]]--;
+    }
+    /* F reads each outside input once (counted for every cluster before any rewrite,
+     * so that a cluster sees the reads of clusters rewritten after it) */
+    for (int i = 0; i < nn; i++) {
+        if (f.parent[i] != i || f.nmem[i] < 2) continue;
+        int *ext = NULL, next = ext_inputs(&f, f.mem[i], f.nmem[i], mark_cluster(&f, f.mem[i], f.nmem[i]), &ext);
+        for (int e = 0; e < next; e++) p->slot_uses[ext[e]]++;
+        vg__free(ext);
+        if (next < 0) goto done;
+    }
+    for (int i = 0; i < nn; i++) {
+        if (f.parent[i] != i || f.nmem[i] < 2) continue;
+        int *m = f.mem[i], nm = f.nmem[i];
+        for (int a = 1; a < nm; a++) { /* by rank */
+            int x = m[a], b = a - 1;
+            while (b >= 0 && f.rank[m[b]] > f.rank[x]) {
+                m[b + 1] = m[b];
+                b--;
+            }
+            m[b + 1] = x;
+        }
+        if (!rewrite(&f, m, nm, ew, fwd, noop)) goto done;
+    }
+    ok = true;
+done:
+    for (int i = 0; f.mem && i < nn; i++) vg__free(f.mem[i]);
+    vg__free(ctrl_src);
+    vg__free(indeg);
+    vg__free(order);
+    vg__free(f.c);
+    vg__free(f.prod);
+    vg__free(f.rank);
+    vg__free(f.parent);
+    vg__free(f.mem);
+    vg__free(f.nmem);
+    vg__free(f.capmem);
+    vg__free(f.mark);
+    vg__free(f.seen);
+    vg__free(f.stack);
+    return ok;
+}

@@ -1,0 +1,250 @@
+/*
+ * ew_fused.c - _VigilFusedElementwise: the kernel of a fused element-wise cluster
+ * (plan-time fusion, src/exec/fuse_ew.c; the program's layout is in exec/ewfuse.h).
+ *
+ * The op never appears in a user graph: the planner gives a plan node this def and a
+ * program. The kernel walks the cluster's shape in tiles of whole channel rows (about
+ * 512 values), evaluates the program into tile registers (2 KB each, in L1), writes
+ * the outputs the plan reads straight from the registers that compute them, and sums
+ * the reduced registers per channel. Reductions go into one partial per fixed piece of
+ * tiles (double), added in piece order at the end: the same sums whatever the number
+ * of threads. Element-wise values are those of the separate kernels (the same float
+ * operation per element, math_cwise_ops.c's NaN conventions for Maximum / Minimum).
+ */
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#include "kernels/kernel.h"
+#include "kernels/simd.h"
+#include "exec/ewfuse.h"
+#include <string.h>
+
+#define EW_TILE 512       /* target values per tile */
+#define EW_PIECE_TILES 8  /* tiles per reduction piece (fixed: thread-count independent) */
+
+typedef struct ew_job {
+    const vg__ew_prog *p;
+    int nregs;
+    int64_t L, ntiles, npieces;
+    const float **in_f;    /* full float inputs (NULL otherwise) */
+    const uint8_t **in_b;  /* full bool inputs */
+    const float *bcast;    /* per input: L broadcast values (scalar / channel inputs) */
+    float **out_f;         /* per output: float data of full outputs */
+    uint8_t **out_b;       /* per output: bool data */
+    int *reg_store;        /* per register: the full float output written in place, -1 */
+    int nred;
+    int *red_of;           /* per output: its index among the reductions, -1 */
+    double *part;          /* npieces x nred x C */
+    float *scratch;        /* per slot: nregs x L + C floats */
+    int64_t scratch_per;
+} ew_job;
+
+VG_SIMD_CLONES
+static void eval_ins(int op, int64_t m, float *restrict o, const float *restrict a, const float *restrict b,
+                     const float *restrict c) {
+    switch (op) {
+    case VG__EWI_ADD: for (int64_t i = 0; i < m; i++) o[i] = a[i] + b[i]; break;
+    case VG__EWI_SUB: for (int64_t i = 0; i < m; i++) o[i] = a[i] - b[i]; break;
+    case VG__EWI_MUL: for (int64_t i = 0; i < m; i++) o[i] = a[i] * b[i]; break;
+    case VG__EWI_DIV: for (int64_t i = 0; i < m; i++) o[i] = a[i] / b[i]; break;
+    case VG__EWI_MAX: for (int64_t i = 0; i < m; i++) o[i] = a[i] < b[i] ? b[i] : a[i]; break;
+    case VG__EWI_MIN: for (int64_t i = 0; i < m; i++) o[i] = b[i] < a[i] ? b[i] : a[i]; break;
+    case VG__EWI_SQDIFF:
+        for (int64_t i = 0; i < m; i++) {
+            float d = a[i] - b[i];
+            o[i] = d * d;
+        }
+        break;
+    case VG__EWI_LESS: for (int64_t i = 0; i < m; i++) o[i] = a[i] < b[i] ? 1.0f : 0.0f; break;
+    case VG__EWI_LESS_EQUAL: for (int64_t i = 0; i < m; i++) o[i] = a[i] <= b[i] ? 1.0f : 0.0f; break;
+    case VG__EWI_GREATER: for (int64_t i = 0; i < m; i++) o[i] = a[i] > b[i] ? 1.0f : 0.0f; break;
+    case VG__EWI_GREATER_EQUAL: for (int64_t i = 0; i < m; i++) o[i] = a[i] >= b[i] ? 1.0f : 0.0f; break;
+    case VG__EWI_SELECT: for (int64_t i = 0; i < m; i++) o[i] = a[i] != 0.0f ? b[i] : c[i]; break;
+    case VG__EWI_NEG: for (int64_t i = 0; i < m; i++) o[i] = -a[i]; break;
+    case VG__EWI_SQUARE: for (int64_t i = 0; i < m; i++) o[i] = a[i] * a[i]; break;
+    case VG__EWI_COPY: for (int64_t i = 0; i < m; i++) o[i] = a[i]; break;
+    case VG__EWI_ZERO: for (int64_t i = 0; i < m; i++) o[i] = 0.0f; break;
+    case VG__EWI_ONE: for (int64_t i = 0; i < m; i++) o[i] = 1.0f; break;
+    default: break;
+    }
+}
+
+VG_SIMD_CLONES
+static void add_into(int64_t m, float *restrict o, const float *restrict b) {
+    for (int64_t i = 0; i < m; i++) o[i] += b[i];
+}
+
+VG_SIMD_CLONES
+static void add_rows(int64_t rows, int64_t C, const float *restrict x, float *restrict acc, double *restrict part) {
+    for (int64_t c = 0; c < C; c++) acc[c] = 0.0f;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < C; c++) acc[c] += x[r * C + c];
+    for (int64_t c = 0; c < C; c++) part[c] += (double)acc[c];
+}
+
+VG_SIMD_CLONES
+static void bool_to_float(int64_t m, const uint8_t *restrict b, float *restrict o) {
+    for (int64_t i = 0; i < m; i++) o[i] = b[i] ? 1.0f : 0.0f;
+}
+
+VG_SIMD_CLONES
+static void float_to_bool(int64_t m, const float *restrict x, uint8_t *restrict o) {
+    for (int64_t i = 0; i < m; i++) o[i] = x[i] != 0.0f;
+}
+
+static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const float **R, double *part) {
+    const vg__ew_prog *p = j->p;
+    const int64_t L = j->L, C = p->C;
+    for (int i = 0; i < p->ninputs; i++) {
+        if (p->in_kind[i] != VG__EWIN_FULL) R[i] = j->bcast + (int64_t)i * L;
+        else if (j->in_b[i]) {
+            bool_to_float(m, j->in_b[i] + t0, scr + (int64_t)i * L);
+            R[i] = scr + (int64_t)i * L;
+        } else R[i] = j->in_f[i] + t0;
+    }
+    for (int k = 0; k < p->nins; k++) {
+        const vg__ew_ins *in = &p->ins[k];
+        int r = p->ninputs + k, st = j->reg_store[r];
+        float *o = st >= 0 ? j->out_f[st] + t0 : scr + (int64_t)r * L;
+        if (in->op == VG__EWI_ADDN) {
+            eval_ins(VG__EWI_ADD, m, o, R[in->args[0]], R[in->args[1]], NULL);
+            for (int a = 2; a < in->nargs; a++) add_into(m, o, R[in->args[a]]);
+        } else {
+            eval_ins(in->op, m, o, in->nargs > 0 ? R[in->args[0]] : NULL, in->nargs > 1 ? R[in->args[1]] : NULL,
+                     in->nargs > 2 ? R[in->args[2]] : NULL);
+        }
+        R[r] = o;
+    }
+    float *acc = scr + (int64_t)j->nregs * L;
+    for (int k = 0; k < p->nouts; k++) {
+        const vg__ew_out *o = &p->outs[k];
+        if (o->reduce) add_rows(m / C, C, R[o->reg], acc, part + (int64_t)j->red_of[k] * C);
+        else if (o->is_bool) float_to_bool(m, R[o->reg], j->out_b[k] + t0);
+    }
+}
+
+static void run_pieces(void *arg, int64_t begin, int64_t end, int slot) {
+    const ew_job *j = arg;
+    float *scr = j->scratch + (int64_t)slot * j->scratch_per;
+    const float *R[j->nregs > 0 ? j->nregs : 1];
+    for (int64_t pc = begin; pc < end; pc++) {
+        double *part = j->nred ? j->part + pc * (int64_t)j->nred * j->p->C : NULL;
+        if (part) memset(part, 0, sizeof(double) * (size_t)(j->nred * j->p->C));
+        int64_t t_end = (pc + 1) * EW_PIECE_TILES < j->ntiles ? (pc + 1) * EW_PIECE_TILES : j->ntiles;
+        for (int64_t t = pc * EW_PIECE_TILES; t < t_end; t++) {
+            int64_t t0 = t * j->L, m = j->p->n - t0 < j->L ? j->p->n - t0 : j->L;
+            run_tile(j, t0, m, scr, R, part);
+        }
+    }
+}
+
+static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg__ew_prog *p = vg__kctx_fused_prog(ctx);
+    if (!p || vg__kctx_num_inputs(ctx) != p->ninputs)
+        return vg_status_set(st, VG_INTERNAL, "fused element-wise node without its program");
+    const int64_t C = p->C, n = p->n;
+    int64_t L = C >= EW_TILE ? C : (EW_TILE / C) * C;
+    ew_job j = {.p = p, .nregs = p->ninputs + p->nins, .L = L};
+    j.ntiles = n > 0 ? (n + L - 1) / L : 0;
+    j.npieces = (j.ntiles + EW_PIECE_TILES - 1) / EW_PIECE_TILES;
+    int nslots = vg__kctx_num_threads(ctx);
+    if (nslots > j.npieces) nslots = (int)(j.npieces > 0 ? j.npieces : 1);
+    j.scratch_per = (int64_t)j.nregs * L + C + 16;
+    size_t ni = (size_t)p->ninputs + 1, no = (size_t)p->nouts + 1, nr = (size_t)j.nregs + 1;
+    j.in_f = vg__calloc(ni, sizeof(float *));
+    j.in_b = vg__calloc(ni, sizeof(uint8_t *));
+    float *bcast = vg__malloc(sizeof(float) * (size_t)(L * (int64_t)ni));
+    j.out_f = vg__calloc(no, sizeof(float *));
+    j.out_b = vg__calloc(no, sizeof(uint8_t *));
+    j.reg_store = vg__malloc(sizeof(int) * nr);
+    j.red_of = vg__malloc(sizeof(int) * no);
+    j.scratch = vg__malloc(sizeof(float) * (size_t)(j.scratch_per * nslots));
+    vg_code rc = VG_OK;
+    if (!j.in_f || !j.in_b || !bcast || !j.out_f || !j.out_b || !j.reg_store || !j.red_of || !j.scratch) {
+        rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in a fused element-wise kernel");
+        goto done;
+    }
+    j.bcast = bcast;
+    for (int i = 0; i < p->ninputs; i++) {
+        vg_tensor *t = vg__kctx_input(ctx, i);
+        int64_t want = p->in_kind[i] == VG__EWIN_FULL ? n : p->in_kind[i] == VG__EWIN_CHANNEL ? C : 1;
+        vg_dtype dt = p->in_bool[i] ? VG_BOOL : VG_FLOAT;
+        if (!t || vg_tensor_dtype(t) != dt || vg_tensor_num_elements(t) != want) {
+            rc = vg_status_set(st, VG_INTERNAL, "fused element-wise input %d: got %s of %lld values, planned %lld", i,
+                               t ? vg_dtype_name(vg_tensor_dtype(t)) : "nothing",
+                               t ? (long long)vg_tensor_num_elements(t) : 0LL, (long long)want);
+            goto done;
+        }
+        const void *d = vg_tensor_data(t);
+        if (p->in_kind[i] == VG__EWIN_FULL) {
+            if (p->in_bool[i]) j.in_b[i] = d;
+            else j.in_f[i] = d;
+            continue;
+        }
+        float *b = bcast + (int64_t)i * L;
+        if (p->in_bool[i]) { /* a broadcast condition: read as 0/1 */
+            const uint8_t *s = d;
+            for (int64_t e = 0; e < L; e++) b[e] = s[p->in_kind[i] == VG__EWIN_CHANNEL ? e % C : 0] ? 1.0f : 0.0f;
+        } else {
+            const float *s = d;
+            for (int64_t e = 0; e < L; e++) b[e] = s[p->in_kind[i] == VG__EWIN_CHANNEL ? e % C : 0];
+        }
+    }
+    for (int r = 0; r < j.nregs; r++) j.reg_store[r] = -1;
+    for (int k = 0; k < p->nouts; k++) {
+        const vg__ew_out *o = &p->outs[k];
+        vg_tensor *t = NULL;
+        j.red_of[k] = -1;
+        if (o->reduce) {
+            j.red_of[k] = j.nred++;
+            continue;
+        }
+        if ((rc = vg__kctx_alloc_output(ctx, k, o->is_bool ? VG_BOOL : VG_FLOAT, p->dims, p->ndims, &t)) != VG_OK)
+            goto done;
+        if (o->is_bool) j.out_b[k] = vg_tensor_data(t);
+        else {
+            j.out_f[k] = vg_tensor_data(t);
+            j.reg_store[o->reg] = k; /* written where it is computed */
+        }
+    }
+    if (j.nred && !(j.part = vg__malloc(sizeof(double) * (size_t)(j.npieces * j.nred * C + 1)))) {
+        rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in a fused element-wise kernel");
+        goto done;
+    }
+    if (j.npieces > 0) vg__kctx_parallel_for_slots(ctx, j.npieces, nslots, j.npieces, run_pieces, &j);
+    for (int k = 0; k < p->nouts; k++) {
+        const vg__ew_out *o = &p->outs[k];
+        if (!o->reduce) continue;
+        vg_tensor *t = NULL;
+        if ((rc = vg__kctx_alloc_output(ctx, k, VG_FLOAT, o->dims, o->ndims, &t)) != VG_OK) goto done;
+        float *y = vg_tensor_data(t);
+        for (int64_t c = 0; c < C; c++) {
+            double s = 0;
+            for (int64_t pc = 0; pc < j.npieces; pc++) s += j.part[(pc * j.nred + j.red_of[k]) * C + c];
+            y[c] = (float)(s * o->scale);
+        }
+    }
+done:
+    vg__free(j.in_f);
+    vg__free(j.in_b);
+    vg__free(bcast);
+    vg__free(j.out_f);
+    vg__free(j.out_b);
+    vg__free(j.reg_store);
+    vg__free(j.red_of);
+    vg__free(j.scratch);
+    vg__free(j.part);
+    return rc;
+}
+
+static vg_code shape_fused_elementwise(vg_op *op, vg_status *st) {
+    (void)op;
+    return vg_status_set(st, VG_INVALID_ARGUMENT,
+                         "_VigilFusedElementwise is made by the planner only; it cannot be built into a graph");
+}
+
+const vg__op_def vg__ops_ew_fused[] = {
+    /* plan-time fusion only (src/exec/fuse_ew.c); never in a user graph */
+    {"_VigilFusedElementwise", 0, -1, VG__OP_NOT_DIFFERENTIABLE, 0, shape_fused_elementwise, kernel_fused_elementwise,
+     NULL},
+    {NULL, 0, 0, 0, 0, NULL, NULL, NULL},
+};
