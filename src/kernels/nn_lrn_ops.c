@@ -7,6 +7,7 @@
  * _LRNGrad: LRNGrad(dy, x, y) with the same attrs, whose kernel is TF's CPU loop.
  */
 #include "kernels/ew_internal.h"
+#include "kernels/simd.h"
 #include <math.h>
 #include <stdatomic.h>
 
@@ -57,7 +58,8 @@ static vg_code shape_lrn(vg_op *op, vg_status *st) { return lrn_shape(op, 1, st)
 static vg_code shape_lrn_grad(vg_op *op, vg_status *st) { return lrn_shape(op, 3, st); }
 
 /* Rows (the positions of N, H, W) are independent: each range of rows is one job for
- * the intra-op threads, computed in double from the row's squares. Window sums come
+ * the intra-op threads; float32 with a radius up to LRN_F32_MAX_R runs lrn_row_f32
+ * (below), the rest is computed in double from the row's squares. Window sums come
  * from prefix sums (O(depth) per row whatever the radius), norm^-beta takes square roots
  * for TF's common betas (0.5, 0.75, 1) and pow otherwise. The gradient uses that a window
  * is symmetric (k in window(j) iff j in window(k)):
@@ -85,9 +87,71 @@ static inline double ld(const lrn_job *j, const void *p, int64_t i) {
     return j->f32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
 
+/* float32 rows with a window of up to 33: vectors across the row's depth. Window sums
+ * add the 2r+1 shifted squares of a zero-padded copy (no loop-carried prefix sum, so
+ * the compiler vectorizes them), in float as TF's Eigen kernel does; norm^-beta by
+ * square roots for TF's common betas. (LRN was at 7-12% of the memory roofline in the
+ * double prefix-sum loop; issue 30's census.) */
+#define LRN_F32_MAX_R 16
+#pragma GCC push_options
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic") /* sqrtf too: -fno-math-errno (CMake) */
+VG_SIMD_CLONES
+static void lrn_pow_f32(int64_t D, const float *restrict nrm, float beta, float *restrict out) {
+    if (beta == 0.75f)
+        for (int64_t d = 0; d < D; d++) out[d] = 1.0f / (sqrtf(nrm[d]) * sqrtf(sqrtf(nrm[d])));
+    else if (beta == 0.5f)
+        for (int64_t d = 0; d < D; d++) out[d] = 1.0f / sqrtf(nrm[d]);
+    else if (beta == 1.0f)
+        for (int64_t d = 0; d < D; d++) out[d] = 1.0f / nrm[d];
+    else
+        for (int64_t d = 0; d < D; d++) out[d] = powf(nrm[d], -beta);
+}
+
+VG_SIMD_CLONES
+static void lrn_window_f32(int64_t D, int64_t R, const float *restrict padded, float *restrict sum) {
+    for (int64_t d = 0; d < D; d++) sum[d] = 0.0f;
+    for (int64_t t = 0; t <= 2 * R; t++)
+        for (int64_t d = 0; d < D; d++) sum[d] += padded[d + t];
+}
+
+VG_SIMD_CLONES
+static void lrn_row_f32(const lrn_job *j, int64_t base, bool grad, float *restrict pad, float *restrict nrm,
+                        float *restrict pw, float *restrict ws) {
+    const int64_t D = j->depth, R = j->a.r;
+    const float *restrict x = (const float *)j->x + base;
+    float *restrict out = (float *)j->out + base;
+    const float bias = (float)j->a.bias, alpha = (float)j->a.alpha;
+    for (int64_t d = 0; d < D; d++) pad[R + d] = x[d] * x[d];
+    lrn_window_f32(D, R, pad, ws);
+    for (int64_t d = 0; d < D; d++) nrm[d] = bias + alpha * ws[d];
+    lrn_pow_f32(D, nrm, (float)j->a.beta, pw);
+    if (!grad) {
+        for (int64_t d = 0; d < D; d++) out[d] = x[d] * pw[d];
+        return;
+    }
+    const float *restrict g = (const float *)j->g + base, *restrict y = (const float *)j->y + base;
+    for (int64_t d = 0; d < D; d++) pad[R + d] = g[d] * y[d] / nrm[d];
+    lrn_window_f32(D, R, pad, ws);
+    const float c = (float)(2.0 * j->a.alpha * j->a.beta);
+    for (int64_t d = 0; d < D; d++) out[d] = g[d] * pw[d] - c * x[d] * ws[d];
+}
+#pragma GCC pop_options
+
 static void lrn_rows(void *arg, int64_t r0, int64_t r1, bool grad) {
     lrn_job *j = arg;
     const int64_t D = j->depth, R = j->a.r;
+    if (j->f32 && R >= 0 && R <= LRN_F32_MAX_R) {
+        float *buf = vg__malloc(sizeof(float) * (size_t)(4 * D + 2 * R + 8));
+        if (!buf) {
+            atomic_store(&j->oom, 1);
+            return;
+        }
+        float *pad = buf, *nrm = pad + D + 2 * R, *pw = nrm + D, *ws = pw + D;
+        for (int64_t k = 0; k < R; k++) pad[k] = pad[R + D + k] = 0.0f;
+        for (int64_t r = r0; r < r1; r++) lrn_row_f32(j, r * D, grad, pad, nrm, pw, ws);
+        vg__free(buf);
+        return;
+    }
     double *pre = vg__malloc(sizeof(double) * (size_t)(3 * D + 2)), *nrm = pre + D + 1, *tsum = nrm + D;
     if (!pre) {
         atomic_store(&j->oom, 1);
