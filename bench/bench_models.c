@@ -7,6 +7,10 @@
  *   mobilenet  slim's MobileNet v1, 128x128x3, batch 32, RMSProp (bench/models/mobilenet.c)
  *   cifar10    the CIFAR-10 tutorial of examples/tf1/cifar10, batch 128
  *   resnet     the CIFAR ResNet-32 of examples/tf1/resnet, batch 128
+ *   ptb_lm     the PTB word LSTM language model of tensorflow/models' ptb_word_lm.py
+ *              (embedding 10000 x 256, two LSTMBlockCell layers of 512, dropout 0.5,
+ *              full softmax over 10000 words), num_steps 35 (--size), batch 20, SGD 1.0
+ *              after clip_by_global_norm 5 (bench/models/ptb_lm.c)
  *
  * Usage: bench_models [--model NAME] [--threads N] [--batch B] [--size S] [--steps S]
  *                     [--rounds R] [--no-peer] [--profile]
@@ -181,7 +185,7 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
     vg_run_metadata_free(md);
 }
 
-static const bm_model *const models[] = {&bm_mobilenet, &bm_cifar10, &bm_resnet};
+static const bm_model *const models[] = {&bm_mobilenet, &bm_cifar10, &bm_resnet, &bm_ptb_lm};
 #define NMODELS (int)(sizeof models / sizeof models[0])
 
 void bm_fill_uniform(vg_tensor *t) {
