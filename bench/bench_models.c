@@ -7,6 +7,10 @@
  *   mobilenet  slim's MobileNet v1, 128x128x3, batch 32, RMSProp (bench/models/mobilenet.c)
  *   cifar10    the CIFAR-10 tutorial of examples/tf1/cifar10, batch 128
  *   resnet     the CIFAR ResNet-32 of examples/tf1/resnet, batch 128
+ *   ptb_lm     the PTB word LSTM language model of tensorflow/models' ptb_word_lm.py
+ *              (embedding 10000 x 256, two LSTMBlockCell layers of 512, dropout 0.5,
+ *              full softmax over 10000 words), num_steps 35 (--size), batch 20, SGD 1.0
+ *              after clip_by_global_norm 5 (bench/models/ptb_lm.c)
  *
  * Usage: bench_models [--model NAME] [--threads N] [--batch B] [--size S] [--steps S]
  *                     [--rounds R] [--no-peer] [--profile]
@@ -72,7 +76,7 @@ static double run_peer(bool native, const char *model, int threads, int batch, i
 
 /* --profile: per op type, the median over steps of the summed time of its nodes, and
  * the work the type's nodes do per step: flops of convolutions and matrix products
- * (direct computation) and the compulsory bytes of every node (each input read once,
+ * (direct computation; LSTMBlockCell's gates product too) and the compulsory bytes of every node (each input read once,
  * each output written once, static shapes; float32). The roofline time of a type is
  * max(flops / FMA peak, bytes / bandwidth): whichever bounds it. */
 typedef struct op_row { char op[64]; double *t; double med, flops, bytes; } op_row;
@@ -110,8 +114,13 @@ static void node_work(const vg_graph *g, const char *name, const char *type, dou
         bool ta = false;
         vg_op_attr_bool(op, "transpose_a", &ta);
         *flops = 2.0 * nelem(y) * (double)dim(a, ta ? 0 : 1);
+    } else if (!strcmp(t, "LSTMBlockCell")) {
+        /* [x, h_prev] [B, I + H] times w [I + H, 4H] (the gates' matrix product) */
+        vg_output w = vg_op_input(op, 3);
+        *flops = 2.0 * (double)dim(vg_op_input(op, 0), 0) * nelem(w);
     }
-    for (int i = 0; i < vg_op_num_inputs(op); i++) *bytes += 4 * nelem(vg_op_input(op, i));
+    for (int i = 0; i < vg_op_num_inputs(op); i++) /* LSTMBlockCellGrad takes w but does not read it */
+        if (i != 3 || strcmp(t, "LSTMBlockCellGrad")) *bytes += 4 * nelem(vg_op_input(op, i));
     for (int i = 0; i < vg_op_num_outputs(op); i++) *bytes += 4 * nelem(vg_out(op, i));
     /* a fused gradient also reads the activation's output (the same size as x) */
     if (strstr(type, "_VigilFusedBatchNormGrad")) *bytes += 4 * nelem(vg_op_input(op, 1));
@@ -183,7 +192,7 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
     vg_run_metadata_free(md);
 }
 
-static const bm_model *const models[] = {&bm_mobilenet, &bm_cifar10, &bm_resnet};
+static const bm_model *const models[] = {&bm_mobilenet, &bm_cifar10, &bm_resnet, &bm_ptb_lm};
 #define NMODELS (int)(sizeof models / sizeof models[0])
 
 void bm_fill_uniform(vg_tensor *t) {

@@ -4,7 +4,7 @@
 // way; prints one JSON line with median_ms. Built by CMake only where libtorch is
 // found (find_package(Torch)); bench_models runs it when it exists.
 //
-// Usage: libtorch_models --model mobilenet|cifar10|resnet --threads N --batch B --size S --steps K
+// Usage: libtorch_models --model mobilenet|cifar10|resnet|ptb_lm --threads N --batch B --size S --steps K
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -128,6 +128,55 @@ struct ResNetImpl : nn::Module {
 };
 TORCH_MODULE(ResNet);
 
+// The PTB word LSTM language model (see torch_models.py): embedding 10000 x 256, dropout
+// 0.5, LSTM 512 x 2 layers (dropout 0.5 between), dropout 0.5, Linear(512, 10000).
+struct PtbLMImpl : nn::Module {
+    nn::Embedding embedding{10000, 256};
+    nn::LSTM lstm{nn::LSTMOptions(256, 512).num_layers(2).dropout(0.5).batch_first(true)};
+    nn::Dropout drop{0.5};
+    nn::Linear softmax{512, 10000};
+    PtbLMImpl() {
+        register_module("embedding", embedding), register_module("lstm", lstm), register_module("drop", drop);
+        register_module("softmax", softmax);
+        torch::NoGradGuard ng;
+        for (auto &p : parameters()) p.uniform_(-0.05, 0.05);
+    }
+    torch::Tensor forward(torch::Tensor x) {
+        auto z = torch::zeros({2, x.size(0), 512});
+        auto out = std::get<0>(lstm->forward(drop(embedding(x)), std::make_tuple(z, z)));
+        return softmax(drop(out)).view({-1, 10000});
+    }
+};
+TORCH_MODULE(PtbLM);
+
+// One ptb_lm run: sequence_loss averaged over the batch and summed over the steps,
+// clip_grad_norm_ 5, SGD 1.0.
+static int run_ptb(int threads, int batch, int steps_t, int steps) {
+    PtbLM net;
+    torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(1.0));
+    auto x = torch::randint(0, 10000, {batch, steps_t}, torch::kLong);
+    auto y = torch::randint(0, 10000, {batch * steps_t}, torch::kLong);
+    std::vector<double> t;
+    float loss_v = 0;
+    for (int i = 0; i <= steps; i++) {
+        auto t0 = std::chrono::steady_clock::now();
+        opt.zero_grad();
+        auto loss = torch::nn::functional::cross_entropy(
+                        net->forward(x), y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) /
+                    batch;
+        loss.backward();
+        torch::nn::utils::clip_grad_norm_(net->parameters(), 5.0);
+        opt.step();
+        loss_v = loss.item<float>();
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (i > 0) t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    printf("{\"model\": \"ptb_lm\", \"threads\": %d, \"batch\": %d, \"median_ms\": %.3f, \"loss\": %.4f}\n", threads,
+           batch, t[t.size() / 2], loss_v);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     std::string model = "mobilenet";
     int threads = 1, batch = 32, size = 128, steps = 5;
@@ -137,6 +186,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--size")) size = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
+    }
+    if (model == "ptb_lm") {
+        torch::set_num_threads(threads);
+        torch::manual_seed(1);
+        return run_ptb(threads, batch, size, steps);
     }
     if (model != "mobilenet" && model != "cifar10" && model != "resnet") {
         fprintf(stderr, "libtorch_models: unknown model %s\n", model.c_str());

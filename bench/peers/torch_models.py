@@ -16,6 +16,12 @@ backward, update), timed the same way. Prints one JSON line with median_ms.
   eps 0.001, leaky ReLU 0.1, 16/32/64 filters, 5 units per stage, average-pool + zero
   channel-pad shortcuts); cross-entropy + 0.0002 x the L2 loss of the conv and dense
   weights; SGD momentum 0.9, lr 0.1; 32x32x3, batch 128.
+  ptb_lm: the PTB word LSTM language model (tensorflow/models ptb_word_lm.py, see
+  bench/models/ptb_lm.c): nn.Embedding(10000, 256), dropout 0.5, nn.LSTM(256, 512, 2
+  layers, dropout 0.5 between them) from a zero state, dropout 0.5, Linear(512, 10000),
+  cross-entropy summed over the steps and averaged over the batch (sequence_loss +
+  reduce_sum), clip_grad_norm_ 5, SGD 1.0; init uniform(-0.05, 0.05); int inputs and
+  targets [batch 20, --size 35 steps] uniform in [0, 10000).
 """
 import argparse, json, time
 import torch
@@ -110,6 +116,23 @@ class ResNet(nn.Module):
                                   if p.dim() in (2, 4) and "bn" not in n)
 
 
+class PtbLM(nn.Module):
+    def __init__(self, vocab=10000, emb=256, hidden=512, layers=2, keep=0.5):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, emb)
+        self.drop = nn.Dropout(1 - keep)
+        self.lstm = nn.LSTM(emb, hidden, layers, dropout=1 - keep, batch_first=True)
+        self.softmax = nn.Linear(hidden, vocab)
+        self.layers, self.hidden, self.vocab = layers, hidden, vocab
+        for p in self.parameters():
+            nn.init.uniform_(p, -0.05, 0.05)
+
+    def forward(self, x):
+        z = torch.zeros(self.layers, x.shape[0], self.hidden)
+        out, _ = self.lstm(self.drop(self.embedding(x)), (z, z))
+        return self.softmax(self.drop(out)).view(-1, self.vocab)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="mobilenet")
@@ -135,6 +158,26 @@ def main():
     elif a.model == "resnet":
         model = ResNet()
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    elif a.model == "ptb_lm":
+        model = PtbLM()
+        opt = torch.optim.SGD(model.parameters(), lr=1.0)
+        x = torch.randint(0, 10000, (a.batch, a.size))
+        y = torch.randint(0, 10000, (a.batch, a.size)).view(-1)
+        t = []
+        for i in range(a.steps + 1):
+            t0 = time.perf_counter()
+            opt.zero_grad()
+            # sequence_loss averaged across the batch, summed over the steps
+            loss = nn.functional.cross_entropy(model(x), y, reduction="sum") / a.batch
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            opt.step()
+            if i > 0:
+                t.append((time.perf_counter() - t0) * 1e3)
+        t.sort()
+        print(json.dumps({"model": a.model, "threads": a.threads, "batch": a.batch, "median_ms": t[len(t) // 2],
+                          "loss": float(loss)}))
+        return
     else:
         raise SystemExit("unknown model " + a.model)
     # channels_last: the faster layout for these convolutions on the CPU (measured)
