@@ -8,6 +8,7 @@
  * h_prev's gradient, one each at the end for x's and w's). The element-wise gate math
  * is split over batch rows on the intra-op pool. Semantics in vigil/rnn_ops.h.
  */
+#include "kernels/vmath.h"
 #include "kernels/nn_internal.h"
 #include "kernels/simd.h"
 #include "vigil/ops_ext.h"
@@ -214,29 +215,8 @@ static vg_code check_inputs(vg__kctx *ctx, int first, int xr, dims *d) {
 
 static const float *fin(vg__kctx *ctx, int i) { return vg_tensor_data(vg__kctx_input(ctx, i)); }
 
-/* exp(x) in float, vectorizable (no libm call): Cephes' expf polynomial after the
- * reduction x = n ln2 + r, 2^n built in the exponent bits; x clamped to [-87.3, 88.3]
- * (the float range), relative error ~2e-7. The gate math is not in libm's hands, so it
- * vectorizes. */
-static inline float vexp(float x) {
-    x = x < -87.3f ? -87.3f : x; /* NaN stays NaN */
-    x = x > 88.3f ? 88.3f : x;
-    float t = x * 1.44269504088896341f;
-    int32_t n = (int32_t)(t + 128.5f) - 128; /* round(t): t + 128.5 > 0 */
-    float fn = (float)n;
-    float r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    int32_t bits = (n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
+/* exp in float without libm (kernels/vmath.h): the gate math vectorizes. */
+#define vexp vg__vexpf
 static inline float vsigm(float x) { return 1.0f / (1.0f + vexp(-x)); }
 static inline float vtanh(float x) { return 1.0f - 2.0f / (vexp(2.0f * x) + 1.0f); }
 
