@@ -7,6 +7,11 @@
  *   mobilenet  slim's MobileNet v1, 128x128x3, batch 32, RMSProp (bench/models/mobilenet.c)
  *   cifar10    the CIFAR-10 tutorial of examples/tf1/cifar10, batch 128
  *   resnet     the CIFAR ResNet-32 of examples/tf1/resnet, batch 128
+ *   graph_net  a graph-network block (graph_nets' InteractionNetwork with the demos'
+ *              make_mlp_model: gather of the node features onto 12288 edges, edge MLP
+ *              384->128->128 + layer norm, unsorted_segment_sum onto 2048 nodes, node MLP
+ *              256->128->128 + layer norm, linear decoder to 2, MSE, Adam 1e-3; --size is
+ *              the latent width 128, --batch unused) (bench/models/graph_net.c)
  *
  * Usage: bench_models [--model NAME] [--threads N] [--batch B] [--size S] [--steps S]
  *                     [--rounds R] [--no-peer] [--profile]
@@ -181,7 +186,7 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
     vg_run_metadata_free(md);
 }
 
-static const bm_model *const models[] = {&bm_mobilenet, &bm_cifar10, &bm_resnet};
+static const bm_model *const models[] = {&bm_mobilenet, &bm_cifar10, &bm_resnet, &bm_graph_net};
 #define NMODELS (int)(sizeof models / sizeof models[0])
 
 void bm_fill_uniform(vg_tensor *t) {

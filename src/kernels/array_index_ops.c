@@ -1640,6 +1640,15 @@ vg_output vg_gather(vg_graph *g, vg_output params, vg_output indices, int axis, 
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
+vg_output vg_unsorted_segment_sum(vg_graph *g, vg_output data, vg_output segment_ids, vg_output num_segments,
+                                  const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "UnsortedSegmentSum", name ? name : "UnsortedSegmentSum");
+    vg_op_builder_add_input(b, data);
+    vg_op_builder_add_input(b, segment_ids);
+    vg_op_builder_add_input(b, num_segments);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
 vg_output vg_one_hot(vg_graph *g, vg_output indices, int depth, float on, float off, const char *name) {
     char rel[1024];
     vg__array_name_push(g, name ? name : "one_hot", rel, sizeof rel);
