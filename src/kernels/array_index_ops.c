@@ -1282,38 +1282,41 @@ static vg_code op_shape_segment_sum(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-/* The rows of data summed per segment, parallel over segments: a counting sort groups
- * the row indices by segment id (in increasing row order, so every output element is
- * summed in the order the serial loop would: the result does not depend on the thread
- * count), then each segment's output row is zeroed and its rows added in turn (blocks
- * of 16 with restrict, which -O2's vectoriser takes). */
+/* The rows of data added to their segments' output rows in row order (reads stream
+ * through data; the output, num * inner, is the smaller side). In parallel, each of
+ * `units` threads owns a range of segments and scans all the ids for its own: every
+ * output element is still summed in row order, so the result does not depend on the
+ * thread count. Blocks of 16 with restrict, which -O2's vectoriser takes. */
 typedef struct segjob {
-    const int64_t *start, *rows; /* rows of segment s: rows[start[s] .. start[s + 1]) */
+    const vg_tensor *ids;
     const char *x;
     char *o;
-    int64_t inner;
+    int64_t nids, num, inner, units;
     vg_dtype dt;
 } segjob;
 
 #define SEGSUM_ROWS(ctype)                                                                \
     do {                                                                                  \
         const ctype *x = (const ctype *)j->x;                                             \
-        for (int64_t sg = s0; sg < s1; sg++) {                                            \
-            ctype *restrict dst = (ctype *)j->o + sg * inner;                             \
-            for (int64_t t = 0; t < inner; t++) dst[t] = 0;                               \
-            for (int64_t q = j->start[sg]; q < j->start[sg + 1]; q++) {                   \
-                const ctype *restrict src = x + j->rows[q] * inner;                       \
-                int64_t t = 0;                                                            \
-                for (; t + 16 <= inner; t += 16)                                          \
-                    for (int u = 0; u < 16; u++) dst[t + u] += src[t + u];                \
-                for (; t < inner; t++) dst[t] += src[t];                                  \
-            }                                                                             \
+        ctype *o = (ctype *)j->o;                                                         \
+        for (int64_t t = lo * inner; t < hi * inner; t++) o[t] = 0;                       \
+        for (int64_t k = 0; k < j->nids; k++) {                                           \
+            int64_t id = i64 ? ((const int64_t *)ip)[k] : ((const int32_t *)ip)[k];       \
+            if (id < lo || id >= hi) continue;                                            \
+            ctype *restrict dst = o + id * inner;                                         \
+            const ctype *restrict src = x + k * inner;                                    \
+            int64_t t = 0;                                                                \
+            for (; t + 16 <= inner; t += 16)                                              \
+                for (int u = 0; u < 16; u++) dst[t + u] += src[t + u];                    \
+            for (; t < inner; t++) dst[t] += src[t];                                      \
         }                                                                                 \
     } while (0)
 
-static void segsum_rows(void *arg, int64_t s0, int64_t s1) {
+static void segsum_units(void *arg, int64_t u0, int64_t u1) {
     const segjob *j = arg;
-    int64_t inner = j->inner;
+    int64_t inner = j->inner, lo = j->num * u0 / j->units, hi = j->num * u1 / j->units;
+    const void *ip = vg_tensor_data(j->ids);
+    bool i64 = vg_tensor_dtype(j->ids) == VG_INT64;
     switch (j->dt) {
     case VG_FLOAT: SEGSUM_ROWS(float); break;
     case VG_DOUBLE: SEGSUM_ROWS(double); break;
@@ -1342,26 +1345,14 @@ static vg_code op_kernel_segment_sum(vg__kctx *ctx) {
     for (int i = ir; i < dr; i++) dims[i - ir + 1] = vg_tensor_dim(data, i);
     vg_code c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(data), dims, dr - ir + 1, &out);
     if (c != VG_OK || vg_tensor_num_elements(out) == 0) return c;
-    int64_t *start = vg__calloc((size_t)num + 2, sizeof(int64_t));
-    int64_t *rows = vg__malloc(sizeof(int64_t) * (size_t)(nids ? nids : 1));
-    if (!start || !rows) {
-        vg__free(start), vg__free(rows);
-        return VG_OOM(st, "segment rows");
-    }
-    /* counting sort of the rows by id (negative ids dropped): start[id + 2] counts, the
-     * prefix sums make start[id + 1] the insertion point, which ends at start[id + 2] */
-    for (int64_t k = 0; k < nids; k++) {
-        int64_t id = int_at(ids, k);
-        if (id >= 0) start[id + 2]++;
-    }
-    for (int64_t sg = 2; sg < num + 2; sg++) start[sg] += start[sg - 1];
-    for (int64_t k = 0; k < nids; k++) {
-        int64_t id = int_at(ids, k);
-        if (id >= 0) rows[start[id + 1]++] = k;
-    }
-    segjob j = {start, rows, vg_tensor_data(data), vg_tensor_data(out), inner, vg_tensor_dtype(data)};
-    vg__kctx_parallel_for(ctx, num, inner * (nids / num + 1), segsum_rows, &j);
-    vg__free(start), vg__free(rows);
+    /* one unit per thread, each worth at least 64k element additions */
+    int64_t units = vg__kctx_num_threads(ctx), work = nids * inner;
+    if (units > work / 65536) units = work / 65536;
+    if (units > num) units = num;
+    if (units < 1) units = 1;
+    segjob j = {ids, vg_tensor_data(data), vg_tensor_data(out), nids, num, inner, units, vg_tensor_dtype(data)};
+    if (units == 1) segsum_units(&j, 0, 1);
+    else vg__kctx_parallel_for(ctx, units, INT64_C(1) << 20, segsum_units, &j);
     return VG_OK;
 }
 
