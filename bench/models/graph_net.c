@@ -16,7 +16,10 @@
  * LayerNorm/beta, LayerNorm/gamma), which a TF1 port writes where Sonnet has
  * snt.LayerNorm (layer_norm/gamma, beta; the same math but its epsilon 1e-5).
  * Variable names: interaction_network/edge_block/mlp/linear_0/w, .../b,
- * interaction_network/edge_block/LayerNorm/gamma, ..., decoder/linear/w. */
+ * interaction_network/edge_block/LayerNorm/gamma, ..., decoder/linear/w. The number of
+ * segments is a Const 2048 where graph_nets computes reduce_sum(n_node) (the same value
+ * for one graph; vigil's shapes are then static). Only the variables are
+ * differentiated, as in TF: no gradient flows to the fed features (nor in the peers). */
 #include "models.h"
 #include <math.h>
 #include <stdio.h>
