@@ -1475,11 +1475,11 @@ static vg_code op_shape_tile(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-/* dst[blk .. m * blk) = m - 1 copies of dst[0 .. blk): a 4-byte element repeated is a
- * fill loop; otherwise the copied prefix doubles (log2(m) memcpy calls, not m - 1). */
-static void repeat_block(char *dst, size_t blk, int64_t m) {
+/* dst[blk .. m * blk) = m - 1 copies of dst[0 .. blk): one 4-byte element repeated is
+ * a fill loop; otherwise the copied prefix doubles (log2(m) memcpy calls, not m - 1). */
+static void repeat_block(char *dst, size_t blk, int64_t m, size_t esz) {
     size_t total = blk * (size_t)m, have = blk;
-    if (blk == 4 && m > 1) {
+    if (blk == 4 && esz == 4 && m > 1) {
         uint32_t v;
         memcpy(&v, dst, 4);
         uint32_t *restrict d = (uint32_t *)(void *)dst;
@@ -1519,7 +1519,7 @@ static void tile_blocks(void *arg, int64_t b0, int64_t b1) {
         }
         char *dst = j->out + (size_t)base * j->esz;
         if (k == j->r - 1) memcpy(dst, j->in + (size_t)ibase * j->esz, blk); /* the input row */
-        repeat_block(dst, blk, j->m[k]);
+        repeat_block(dst, blk, j->m[k], j->esz);
     }
 }
 
