@@ -1,7 +1,7 @@
 /* test_graph_net_ops.c - the kernels bench_models' graph_net model leans on, at the
  * model's shapes (2048 nodes, 12288 edges, latent 128): UnsortedSegmentSum (the edges
- * summed onto their receivers; its kernel runs parallel over segments after a counting
- * sort of the rows) and Tile (the layer norm's Mean gradient tiles [12288, 1] to
+ * summed onto their receivers; its kernel adds the rows in row order, one range of
+ * segments per thread) and Tile (the layer norm's Mean gradient tiles [12288, 1] to
  * [12288, 128]; its kernel fills a repeated element directly and runs the blocks of a
  * step in parallel). Values against a naive loop (bit-exact, as the summation order is
  * the serial one), the same bits at 1 and 4 intra-op threads, and gradients against
