@@ -11,6 +11,11 @@
  *              (embedding 10000 x 256, two LSTMBlockCell layers of 512, dropout 0.5,
  *              full softmax over 10000 words), num_steps 35 (--size), batch 20, SGD 1.0
  *              after clip_by_global_norm 5 (bench/models/ptb_lm.c)
+ *   graph_net  a graph-network block (graph_nets' InteractionNetwork with the demos'
+ *              make_mlp_model: gather of the node features onto 12288 edges, edge MLP
+ *              384->128->128 + layer norm, unsorted_segment_sum onto 2048 nodes, node MLP
+ *              256->128->128 + layer norm, linear decoder to 2, MSE, Adam 1e-3; --size is
+ *              the latent width 128, --batch unused) (bench/models/graph_net.c)
  *
  * Usage: bench_models [--model NAME] [--threads N] [--batch B] [--size S] [--steps S]
  *                     [--rounds R] [--no-peer] [--profile]
@@ -192,7 +197,7 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
     vg_run_metadata_free(md);
 }
 
-static const bm_model *const models[] = {&bm_mobilenet, &bm_cifar10, &bm_resnet, &bm_ptb_lm};
+static const bm_model *const models[] = {&bm_mobilenet, &bm_cifar10, &bm_resnet, &bm_ptb_lm, &bm_graph_net};
 #define NMODELS (int)(sizeof models / sizeof models[0])
 
 void bm_fill_uniform(vg_tensor *t) {

@@ -4,7 +4,7 @@
 // way; prints one JSON line with median_ms. Built by CMake only where libtorch is
 // found (find_package(Torch)); bench_models runs it when it exists.
 //
-// Usage: libtorch_models --model mobilenet|cifar10|resnet|ptb_lm --threads N --batch B --size S --steps K
+// Usage: libtorch_models --model mobilenet|cifar10|resnet|ptb_lm|graph_net --threads N --batch B --size S --steps K
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -177,6 +177,55 @@ static int run_ptb(int threads, int batch, int steps_t, int steps) {
     return 0;
 }
 
+// graph_nets' make_mlp_model: Linear, ReLU, Linear, ReLU, LayerNorm (eps 1e-12 as TF's
+// contrib layer_norm).
+static nn::Sequential mlp_norm(int64_t cin, int64_t latent) {
+    return nn::Sequential(nn::Linear(cin, latent), nn::ReLU(), nn::Linear(latent, latent), nn::ReLU(),
+                          nn::LayerNorm(nn::LayerNormOptions({latent}).eps(1e-12)));
+}
+
+// The graph-network block (see torch_models.py): 2048 nodes, 12288 edges, latent `size`.
+struct GraphNetImpl : nn::Module {
+    nn::Sequential edge_model, node_model;
+    nn::Linear decoder;
+    GraphNetImpl(int64_t latent)
+        : edge_model(mlp_norm(3 * latent, latent)), node_model(mlp_norm(2 * latent, latent)), decoder(latent, 2) {
+        register_module("edge_model", edge_model), register_module("node_model", node_model);
+        register_module("decoder", decoder);
+    }
+    torch::Tensor forward(torch::Tensor nodes, torch::Tensor edges, torch::Tensor senders, torch::Tensor receivers) {
+        auto collected = torch::cat({edges, nodes.index_select(0, receivers), nodes.index_select(0, senders)}, -1);
+        auto new_edges = edge_model->forward(collected);
+        auto agg = torch::zeros({nodes.size(0), new_edges.size(1)}).index_add_(0, receivers, new_edges);
+        return decoder(node_model->forward(torch::cat({agg, nodes}, -1)));
+    }
+};
+TORCH_MODULE(GraphNet);
+
+static int graph_net_main(int threads, int size, int steps) {
+    const int64_t nn_ = 2048, ne = 12288;
+    GraphNet net(size);
+    torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(1e-3));
+    auto nodes = torch::rand({nn_, size}), edges = torch::rand({ne, size}), targets = torch::rand({nn_, 2});
+    auto senders = torch::randint(0, nn_, {ne}, torch::kLong), receivers = torch::randint(0, nn_, {ne}, torch::kLong);
+    std::vector<double> t;
+    float loss_v = 0;
+    for (int i = 0; i <= steps; i++) {
+        auto t0 = std::chrono::steady_clock::now();
+        opt.zero_grad();
+        auto loss = torch::mse_loss(net->forward(nodes, edges, senders, receivers), targets);
+        loss.backward();
+        opt.step();
+        loss_v = loss.item<float>();
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (i > 0) t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    printf("{\"model\": \"graph_net\", \"threads\": %d, \"batch\": 1, \"median_ms\": %.3f, \"loss\": %.4f}\n", threads,
+           t[t.size() / 2], loss_v);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     std::string model = "mobilenet";
     int threads = 1, batch = 32, size = 128, steps = 5;
@@ -186,6 +235,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--size")) size = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
+    }
+    if (model == "graph_net") {
+        torch::set_num_threads(threads);
+        torch::manual_seed(1);
+        return graph_net_main(threads, size, steps);
     }
     if (model == "ptb_lm") {
         torch::set_num_threads(threads);

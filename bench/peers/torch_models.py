@@ -22,6 +22,12 @@ backward, update), timed the same way. Prints one JSON line with median_ms.
   cross-entropy summed over the steps and averaged over the batch (sequence_loss +
   reduce_sum), clip_grad_norm_ 5, SGD 1.0; init uniform(-0.05, 0.05); int inputs and
   targets [batch 20, --size 35 steps] uniform in [0, 10000).
+  graph_net: a graph-network block (graph_nets' InteractionNetwork, bench/models/graph_net.c):
+  2048 nodes, 12288 edges (a fixed random graph), latent --size (128); index_select of
+  the nodes at receivers and senders, edge MLP on [edges, receiver, sender] (Linear 384->128,
+  ReLU, Linear 128->128, ReLU, LayerNorm eps 1e-12 as TF's contrib layer_norm), index_add_
+  of the new edges onto the receivers, node MLP on [aggregated, nodes] (256->128->128 +
+  LayerNorm), Linear decoder to 2, MSE against random targets, Adam 1e-3; --batch unused.
 """
 import argparse, json, time
 import torch
@@ -133,6 +139,53 @@ class PtbLM(nn.Module):
         return self.softmax(self.drop(out)).view(-1, self.vocab)
 
 
+class MLPNorm(nn.Module):
+    """graph_nets' make_mlp_model: MLP([latent] * 2, activate_final=True) + layer norm."""
+
+    def __init__(self, cin, latent):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(cin, latent), nn.ReLU(), nn.Linear(latent, latent), nn.ReLU(),
+                                 nn.LayerNorm(latent, eps=1e-12))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class GraphNet(nn.Module):
+    def __init__(self, latent, out=2):
+        super().__init__()
+        self.edge_model = MLPNorm(3 * latent, latent)
+        self.node_model = MLPNorm(2 * latent, latent)
+        self.decoder = nn.Linear(latent, out)
+
+    def forward(self, nodes, edges, senders, receivers):
+        collected = torch.cat([edges, nodes.index_select(0, receivers), nodes.index_select(0, senders)], -1)
+        new_edges = self.edge_model(collected)
+        agg = torch.zeros(nodes.shape[0], new_edges.shape[1]).index_add_(0, receivers, new_edges)
+        return self.decoder(self.node_model(torch.cat([agg, nodes], -1)))
+
+
+def graph_net_main(a):
+    nn_, ne = 2048, 12288
+    model = GraphNet(a.size)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    nodes, edges, targets = torch.rand(nn_, a.size), torch.rand(ne, a.size), torch.rand(nn_, 2)
+    senders, receivers = torch.randint(0, nn_, (ne,)), torch.randint(0, nn_, (ne,))
+    lossf = nn.MSELoss()
+    t = []
+    for i in range(a.steps + 1):
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        loss = lossf(model(nodes, edges, senders, receivers), targets)
+        loss.backward()
+        opt.step()
+        if i > 0:
+            t.append((time.perf_counter() - t0) * 1e3)
+    t.sort()
+    print(json.dumps({"model": a.model, "threads": a.threads, "batch": a.batch, "median_ms": t[len(t) // 2],
+                      "loss": float(loss)}))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="mobilenet")
@@ -143,6 +196,8 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
+    if a.model == "graph_net":
+        return graph_net_main(a)
     classes = 1000 if a.model == "mobilenet" else 10
     # TF's SAME padding for stride-2 windows pads (0,1) where PyTorch pads (1,1): the
     # same work, so the timing is comparable.

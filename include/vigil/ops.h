@@ -107,6 +107,16 @@ VG_API vg_output vg_invert_permutation(vg_graph *g, vg_output x, const char *nam
 VG_API vg_output vg_where(vg_graph *g, vg_output cond, const char *name);
 /* GatherV2(params, indices, axis) */
 VG_API vg_output vg_gather(vg_graph *g, vg_output params, vg_output indices, int axis, const char *name);
+/* tf.math.unsorted_segment_sum(data, segment_ids, num_segments) -> UnsortedSegmentSum:
+ * out[i, ...] = sum of data[j..., ...] over the j with segment_ids[j...] == i; shape
+ * [num_segments] + data.shape[segment_ids.rank:]. data float/double/int32/int64,
+ * segment_ids and num_segments (a scalar) int32/int64; a negative id drops its row.
+ * Build-time INVALID_ARGUMENT for other dtypes or segment_ids of higher rank than data;
+ * run-time INVALID_ARGUMENT "data.shape = [...] does not start with segment_ids.shape =
+ * [...]" and "indices[3] = 7 is not in [0, 5)" for an id >= num_segments. The gradient
+ * gathers dy at the ids. */
+VG_API vg_output vg_unsorted_segment_sum(vg_graph *g, vg_output data, vg_output segment_ids, vg_output num_segments,
+                                         const char *name);
 /* tf.boolean_mask for a 1-D mask over axis 0 (built from Reshape/Where/Squeeze/GatherV2). */
 VG_API vg_output vg_boolean_mask(vg_graph *g, vg_output x, vg_output mask, const char *name);
 /* OneHot(indices, depth, on, off), axis -1. */
