@@ -7,6 +7,10 @@
  *   mobilenet  slim's MobileNet v1, 128x128x3, batch 32, RMSProp (bench/models/mobilenet.c)
  *   cifar10    the CIFAR-10 tutorial of examples/tf1/cifar10, batch 128
  *   resnet     the CIFAR ResNet-32 of examples/tf1/resnet, batch 128
+ *   dnc        DeepMind's DNC of examples/tf1/dnc (train.py's defaults: LSTM 64, memory
+ *              16 x 16, 4 reads, 1 write, RMSProp with clip_by_global_norm), batch 16,
+ *              repeat-copy sequences of --size steps fed (9: the longest of the default
+ *              curriculum), dynamic_rnn's while loop forward and backward
  *
  * Usage: bench_models [--model NAME] [--threads N] [--batch B] [--size S] [--steps S]
  *                     [--rounds R] [--no-peer] [--profile]
@@ -181,7 +185,7 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
     vg_run_metadata_free(md);
 }
 
-static const bm_model *const models[] = {&bm_mobilenet, &bm_cifar10, &bm_resnet};
+static const bm_model *const models[] = {&bm_mobilenet, &bm_cifar10, &bm_resnet, &bm_dnc};
 #define NMODELS (int)(sizeof models / sizeof models[0])
 
 void bm_fill_uniform(vg_tensor *t) {
