@@ -129,7 +129,8 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     op_row rows[256];
-    int nrows = 0;
+    int nrows = 0, nnodes = 0;
+    double node_med = 0;
     double *step = calloc((size_t)steps, sizeof(double)), *sum = calloc((size_t)steps, sizeof(double));
     vg_status st;
     for (int i = 0; i < steps; i++) {
@@ -142,6 +143,13 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
         vg_tensor_free(l);
         step[i] = now_ms() - t0;
         int n = vg_run_metadata_num_nodes(md);
+        if (i == steps - 1) { /* the executed node count and the median node time of one step */
+            double *nt = malloc(sizeof(double) * (size_t)(n ? n : 1));
+            for (int k = 0; k < n; k++)
+                nt[k] = (double)(vg_run_metadata_node(md, k)->end_us - vg_run_metadata_node(md, k)->start_us);
+            nnodes = n, node_med = n ? median(nt, n) : 0;
+            free(nt);
+        }
         for (int k = 0; k < n; k++) {
             const vg_node_stats *ns = vg_run_metadata_node(md, k);
             int r = 0;
@@ -170,6 +178,9 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
     fprintf(stderr, "profile: traced step %.1f ms (median), node times summed %.1f ms; roofline: %.1f GFLOP/s "
             "(FMA peak x %d thread%s), %.1f GB/s (one core's triad); per op type:\n", median(step, steps), tot, peak,
             threads, threads > 1 ? "s" : "", bw);
+    fprintf(stderr, "  %d nodes run per step: median node time %.0f us (trace resolution 1 us), mean %.2f us, "
+            "traced step / nodes %.2f us\n", nnodes, node_med, nnodes ? 1e3 * tot / nnodes : 0.0,
+            nnodes ? 1e3 * median(step, steps) / nnodes : 0.0);
     fprintf(stderr, "  %9s  %6s  %-38s %13s %9s  %-6s %s\n", "ms/step", "share", "op type", "GFLOP/s", "GB/s", "bound",
             "of roofline");
     for (int r = 0; r < nrows; r++) {
