@@ -76,7 +76,7 @@ static double run_peer(bool native, const char *model, int threads, int batch, i
 
 /* --profile: per op type, the median over steps of the summed time of its nodes, and
  * the work the type's nodes do per step: flops of convolutions and matrix products
- * (direct computation) and the compulsory bytes of every node (each input read once,
+ * (MatMul, BatchMatMulV2; direct computation) and the compulsory bytes of every node (each input read once,
  * each output written once, static shapes; float32). The roofline time of a type is
  * max(flops / FMA peak, bytes / bandwidth): whichever bounds it. */
 typedef struct op_row { char op[64]; double *t; double med, flops, bytes; } op_row;
@@ -114,6 +114,12 @@ static void node_work(const vg_graph *g, const char *name, const char *type, dou
         bool ta = false;
         vg_op_attr_bool(op, "transpose_a", &ta);
         *flops = 2.0 * nelem(y) * (double)dim(a, ta ? 0 : 1);
+    } else if (!strcmp(t, "BatchMatMulV2") || !strcmp(t, "BatchMatMul")) {
+        vg_output a = vg_op_input(op, 0), y = vg_out(op, 0);
+        bool ax = false;
+        vg_op_attr_bool(op, "adj_x", &ax);
+        int r = vg_output_shape(a).ndims;
+        *flops = r >= 2 ? 2.0 * nelem(y) * (double)dim(a, ax ? r - 2 : r - 1) : 0;
     }
     for (int i = 0; i < vg_op_num_inputs(op); i++) *bytes += 4 * nelem(vg_op_input(op, i));
     for (int i = 0; i < vg_op_num_outputs(op); i++) *bytes += 4 * nelem(vg_out(op, i));
