@@ -7,7 +7,11 @@
  * [16, 16], and with an unknown batch dimension); Cumprod and Cumsum (scan_ops_test.py's
  * four exclusive/reverse combinations against a scalar scan, along axis 1 of the DNC's
  * [16, 16], [16, 4, 16] and [16, 1, 16, 16], and along the first and last axes) with
- * their gradients by finite differences. */
+ * their gradients by finite differences; BatchMatMulV2 at the DNC's products (content
+ * dots [16, H, 16] x [16, 16, 16]^T, norms with k = 1, erase-and-write's address^T values,
+ * the 4-D link reads, read words) and odd sizes, in float (its small-matrix kernel)
+ * against a double loop here, the same bits at 1 and 2 threads, and its gradients by
+ * finite differences. */
 #include "gradcheck.h"
 #include "op_test_util.h"
 
@@ -212,9 +216,110 @@ static void test_scans(void) {
     check_scan((const int64_t[]){4, 6}, 2, 0, VG_INT64);
 }
 
+/* reference op(X) op(Y) in double, batch dims broadcast (rank 3 or 4, y may be rank 2) */
+static void ref_bmm(const float *x, const int64_t *xd, int xr, const float *y, const int64_t *yd, int yr, bool ax,
+                    bool ay, double *o, int64_t *nout) {
+    int64_t xm = xd[xr - 2], xk = xd[xr - 1], ym = yd[yr - 2], yk = yd[yr - 1];
+    int64_t m = ax ? xk : xm, k = ax ? xm : xk, n = ay ? ym : yk;
+    int64_t nbx = 1, nby = 1;
+    for (int i = 0; i < xr - 2; i++) nbx *= xd[i];
+    for (int i = 0; i < yr - 2; i++) nby *= yd[i];
+    int64_t nb = nbx > nby ? nbx : nby;
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xa = x + (nbx == 1 ? 0 : b) * xm * xk, *ya = y + (nby == 1 ? 0 : b) * ym * yk;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double acc = 0;
+                for (int64_t p = 0; p < k; p++)
+                    acc += (double)(ax ? xa[p * xk + i] : xa[i * xk + p]) * (double)(ay ? ya[j * yk + p] : ya[p * yk + j]);
+                o[(b * m + i) * n + j] = acc;
+            }
+    }
+    *nout = nb * m * n;
+}
+
+static void check_bmm(const int64_t *xd, int xr, const int64_t *yd, int yr, bool ax, bool ay) {
+    int64_t nx = 1, ny = 1;
+    for (int i = 0; i < xr; i++) nx *= xd[i];
+    for (int i = 0; i < yr; i++) ny *= yd[i];
+    vg_tensor *tx = vg_tensor_new(VG_FLOAT, xd, xr, NULL), *ty = vg_tensor_new(VG_FLOAT, yd, yr, NULL);
+    float *xv = vg_tensor_data(tx), *yv = vg_tensor_data(ty);
+    for (int64_t i = 0; i < nx; i++) xv[i] = (float)(urand() * 2 - 1);
+    for (int64_t i = 0; i < ny; i++) yv[i] = (float)(urand() * 2 - 1);
+    vg_graph *g = vg_graph_new();
+    vg_output px = vg_placeholder(g, VG_FLOAT, xd, xr, "x"), py = vg_placeholder(g, VG_FLOAT, yd, yr, "y");
+    vg_output z = vg_batch_matmul(g, px, py, ax, ay, NULL);
+    vg_output f[2] = {px, py};
+    vg_tensor *fv[2] = {tx, ty}, *o1 = NULL, *o2 = NULL;
+    vg_status st;
+    CHECK_OK(run_threads(g, 1, f, fv, 2, &z, &o1, 1, &st), &st);
+    CHECK_OK(run_threads(g, 2, f, fv, 2, &z, &o2, 1, &st), &st);
+    double *want = malloc(sizeof(double) * 70000);
+    int64_t n = 0;
+    ref_bmm(xv, xd, xr, yv, yd, yr, ax, ay, want, &n);
+    int bad = 0;
+    if (o1 && o2) {
+        CHECK_EQ_INT(vg_tensor_num_elements(o1), n);
+        for (int64_t i = 0; i < n && i < vg_tensor_num_elements(o1); i++)
+            if (!(fabs(get(o1, i) - want[i]) <= 1e-5 * (1 + fabs(want[i])))) bad++;
+        CHECK(memcmp(vg_tensor_data(o1), vg_tensor_data(o2), vg_tensor_nbytes(o1)) == 0); /* same bits */
+    }
+    if (bad) fprintf(stderr, "bmm x rank %d [.., %lld, %lld] ax %d ay %d: %d wrong\n", xr, (long long)xd[xr - 2],
+                     (long long)xd[xr - 1], ax, ay, bad);
+    CHECK_EQ_INT(bad, 0);
+    free(want);
+    vg_tensor_free(o1);
+    vg_tensor_free(o2);
+    vg_tensor_free(tx);
+    vg_tensor_free(ty);
+    vg_graph_free(g);
+}
+
+static void test_batch_matmul(void) {
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            bool ax = a, ay = b;
+            /* the read head products: [16, 4, 16] with the memory [16, 16, 16] */
+            check_bmm((const int64_t[]){16, ax ? 16 : 4, ax ? 4 : 16}, 3, (const int64_t[]){16, 16, 16}, 3, ax, ay);
+            /* the write head (m or n = 1) */
+            check_bmm((const int64_t[]){16, ax ? 16 : 1, ax ? 1 : 16}, 3, (const int64_t[]){16, 16, 16}, 3, ax, ay);
+            /* odd sizes: row and column tails, k not a multiple of 8 */
+            check_bmm((const int64_t[]){3, ax ? 7 : 5, ax ? 5 : 7}, 3, (const int64_t[]){3, ay ? 13 : 7, ay ? 7 : 13}, 3,
+                      ax, ay);
+            /* the largest small product, and one just past it (GEMM) */
+            check_bmm((const int64_t[]){2, 64, 8}, 3, (const int64_t[]){2, ay ? 64 : 8, ay ? 8 : 64}, 3, false, ay);
+            check_bmm((const int64_t[]){2, 65, 8}, 3, (const int64_t[]){2, ay ? 64 : 8, ay ? 8 : 64}, 3, false, ay);
+        }
+    /* cosine weights' norms: [16, 4, 1] x [16, 16, 1]^T (k = 1) */
+    check_bmm((const int64_t[]){16, 4, 1}, 3, (const int64_t[]){16, 16, 1}, 3, false, true);
+    /* erase-and-write: address [16, 1, 16]^T x values [16, 1, 16] (k = 1) */
+    check_bmm((const int64_t[]){16, 1, 16}, 3, (const int64_t[]){16, 1, 16}, 3, true, false);
+    /* directional read weights: [16, 1, 4, 16] x link [16, 1, 16, 16], both directions */
+    check_bmm((const int64_t[]){16, 1, 4, 16}, 4, (const int64_t[]){16, 1, 16, 16}, 4, false, true);
+    check_bmm((const int64_t[]){16, 1, 4, 16}, 4, (const int64_t[]){16, 1, 16, 16}, 4, false, false);
+    /* a rank-2 y broadcast over the batch */
+    check_bmm((const int64_t[]){16, 4, 16}, 3, (const int64_t[]){16, 12}, 2, false, false);
+    /* gradients (float: the small kernel) by finite differences, at the read heads' shape */
+    for (int b = 0; b < 2; b++) {
+        double xv[16 * 4 * 16], yv[16 * 16 * 16];
+        for (int i = 0; i < 16 * 4 * 16; i++) xv[i] = urand() * 2 - 1;
+        for (int i = 0; i < 16 * 16 * 16; i++) yv[i] = urand() * 2 - 1;
+        vg_graph *g = vg_graph_new();
+        vg_tensor *t[2];
+        vg_output p[2] = {ph(g, VG_FLOAT, (const int64_t[]){16, 4, 16}, 3, xv, &t[0]),
+                          ph(g, VG_FLOAT, (const int64_t[]){16, 16, 16}, 3, yv, &t[1])};
+        vg_output z = vg_batch_matmul(g, p[0], p[1], false, b, NULL);
+        CHECK_EQ_INT(vg_gradcheck(g, p, t, 2, z, 1e-2, 2e-3), 0);
+        vg_tensor_free(t[0]);
+        vg_tensor_free(t[1]);
+        vg_graph_free(g);
+    }
+}
+
 int main(void) {
     RUN_TEST(test_top_k_values);
     RUN_TEST(test_top_k_grad);
     RUN_TEST(test_scans);
+    RUN_TEST(test_batch_matmul);
     TEST_MAIN_END();
 }
