@@ -286,10 +286,17 @@ static void test_batch_matmul(void) {
             /* odd sizes: row and column tails, k not a multiple of 8 */
             check_bmm((const int64_t[]){3, ax ? 7 : 5, ax ? 5 : 7}, 3, (const int64_t[]){3, ay ? 13 : 7, ay ? 7 : 13}, 3,
                       ax, ay);
-            /* the largest small product, and one just past it (GEMM) */
+            /* larger products */
             check_bmm((const int64_t[]){2, 64, 8}, 3, (const int64_t[]){2, ay ? 64 : 8, ay ? 8 : 64}, 3, false, ay);
             check_bmm((const int64_t[]){2, 65, 8}, 3, (const int64_t[]){2, ay ? 64 : 8, ay ? 8 : 64}, 3, false, ay);
         }
+    /* odd sizes of the direct kernels: k = 1 with row and column tails; A Y^T with column
+     * tails and k below, at and past the 8 lanes */
+    check_bmm((const int64_t[]){3, 5, 1}, 3, (const int64_t[]){3, 1, 13}, 3, false, false);
+    check_bmm((const int64_t[]){3, 1, 6}, 3, (const int64_t[]){3, 11, 1}, 3, true, true);
+    check_bmm((const int64_t[]){3, 3, 7}, 3, (const int64_t[]){3, 13, 7}, 3, false, true);
+    check_bmm((const int64_t[]){3, 3, 8}, 3, (const int64_t[]){3, 13, 8}, 3, false, true);
+    check_bmm((const int64_t[]){3, 2, 19}, 3, (const int64_t[]){3, 6, 19}, 3, false, true);
     /* cosine weights' norms: [16, 4, 1] x [16, 16, 1]^T (k = 1) */
     check_bmm((const int64_t[]){16, 4, 1}, 3, (const int64_t[]){16, 16, 1}, 3, false, true);
     /* erase-and-write: address [16, 1, 16]^T x values [16, 1, 16] (k = 1) */

@@ -1,6 +1,6 @@
 /*
  * linalg_ops.c - BatchMatMulV2 (batch dims broadcast, adj_x / adj_y; float/double via
- * OpenBLAS GEMM per matrix, small float matrices by a direct AVX2 kernel), MatrixBandPart, Diag and DiagPart as TF 1.15's
+ * OpenBLAS GEMM per matrix, some small float products by a direct AVX2 kernel), MatrixBandPart, Diag and DiagPart as TF 1.15's
  * batch_matmul_op_impl.h, matrix_band_part_op.cc and diag_op.cc, with math_grad.py /
  * array_grad.py gradients (_BatchMatMulV2: the four adjoint cases, then Sum over the
  * broadcast batch axes via BroadcastGradientArgs of shape[:-2]; _MatrixBandPartGrad:
@@ -53,14 +53,14 @@ static vg_code shape_bmm(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-/* Small float products (the DNC's [4, 16] x [16, 16]^T and smaller, 16 per node): one
- * GEMM call per matrix costs more than the arithmetic there, so with AVX2 + FMA a direct
- * kernel runs them: the operands copied row-major when adjointed (A m x k, B k x n, at
- * most BMM_SMALL_DIM square), then four output rows at a time with their 8-wide column
- * blocks held in registers, each sum in ascending p (the same order on every run and
- * thread count). */
+/* Small float products (the DNC's [1, 16] x [16, 16]^T, its norms' outer products, 16
+ * per node): there one GEMM call per matrix costs more than the arithmetic, so with
+ * AVX2 + FMA a direct kernel runs them: outer products (k = 1) four output rows at a
+ * time with their 8-wide column blocks in registers, A Y^T (adj_y) as dot products of
+ * rows. Every sum runs in a fixed order (the same on every run and thread count). The
+ * other shapes measured no faster than OpenBLAS's small-matrix GEMM and stay there. */
 #define BMM_SMALL_DIM 64
-#define BMM_SMALL_MNK 32768
+#define BMM_SMALL_ABT_MN 64
 #if defined(__x86_64__) && defined(__GNUC__)
 typedef float bmm_v8 __attribute__((vector_size(32), aligned(4)));
 __attribute__((target("avx2,fma"))) static void bmm_small_f32(const float *restrict A, int64_t lda,
@@ -214,8 +214,10 @@ static vg_code kernel_bmm(vg__kctx *ctx) {
     }
     int64_t idx[VG_MAX_DIMS] = {0}, oa = 0, ob = 0;
     size_t esz = vg_dtype_size(dt);
+    /* where it measured faster than the GEMM call (16 products of the DNC's sizes): outer
+     * products (k = 1), and A Y^T with few outputs per matrix */
     bool small = dt == VG_FLOAT && m <= BMM_SMALL_DIM && n <= BMM_SMALL_DIM && k <= BMM_SMALL_DIM &&
-                 m * n * k <= BMM_SMALL_MNK && bmm_small_ok();
+                 (k == 1 || (ay && !ax && m * n < BMM_SMALL_ABT_MN)) && bmm_small_ok();
     float scr_a[BMM_SMALL_DIM * BMM_SMALL_DIM], scr_b[BMM_SMALL_DIM * BMM_SMALL_DIM]; /* adjointed operands */
     for (int64_t t = 0; t < nb; t++) {
         const char *pa = (const char *)vg_tensor_data(x) + (size_t)(oa * xr * xc) * esz;
