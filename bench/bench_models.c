@@ -16,6 +16,10 @@
  *              384->128->128 + layer norm, unsorted_segment_sum onto 2048 nodes, node MLP
  *              256->128->128 + layer norm, linear decoder to 2, MSE, Adam 1e-3; --size is
  *              the latent width 128, --batch unused) (bench/models/graph_net.c)
+ *   dnc        DeepMind's DNC of examples/tf1/dnc (train.py's defaults: LSTM 64, memory
+ *              16 x 16, 4 reads, 1 write, RMSProp with clip_by_global_norm), batch 16,
+ *              repeat-copy sequences of --size steps fed (9: the longest of the default
+ *              curriculum), dynamic_rnn's while loop forward and backward
  *
  * Usage: bench_models [--model NAME] [--threads N] [--batch B] [--size S] [--steps S]
  *                     [--rounds R] [--no-peer] [--profile]
@@ -82,6 +86,7 @@ static double run_peer(bool native, const char *model, int threads, int batch, i
 /* --profile: per op type, the median over steps of the summed time of its nodes, and
  * the work the type's nodes do per step: flops of convolutions and matrix products
  * (direct computation; LSTMBlockCell's gates product too) and the compulsory bytes of every node (each input read once,
+ * (MatMul, BatchMatMulV2; direct computation) and the compulsory bytes of every node (each input read once,
  * each output written once, static shapes; float32). The roofline time of a type is
  * max(flops / FMA peak, bytes / bandwidth): whichever bounds it. */
 typedef struct op_row { char op[64]; double *t; double med, flops, bytes; } op_row;
@@ -123,6 +128,12 @@ static void node_work(const vg_graph *g, const char *name, const char *type, dou
         /* [x, h_prev] [B, I + H] times w [I + H, 4H] (the gates' matrix product) */
         vg_output w = vg_op_input(op, 3);
         *flops = 2.0 * (double)dim(vg_op_input(op, 0), 0) * nelem(w);
+    } else if (!strcmp(t, "BatchMatMulV2") || !strcmp(t, "BatchMatMul")) {
+        vg_output a = vg_op_input(op, 0), y = vg_out(op, 0);
+        bool ax = false;
+        vg_op_attr_bool(op, "adj_x", &ax);
+        int r = vg_output_shape(a).ndims;
+        *flops = r >= 2 ? 2.0 * nelem(y) * (double)dim(a, ax ? r - 2 : r - 1) : 0;
     }
     for (int i = 0; i < vg_op_num_inputs(op); i++) /* LSTMBlockCellGrad takes w but does not read it */
         if (i != 3 || strcmp(t, "LSTMBlockCellGrad")) *bytes += 4 * nelem(vg_op_input(op, i));
@@ -139,7 +150,8 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     op_row rows[256];
-    int nrows = 0;
+    int nrows = 0, nnodes = 0;
+    double node_med = 0;
     double *step = calloc((size_t)steps, sizeof(double)), *sum = calloc((size_t)steps, sizeof(double));
     vg_status st;
     for (int i = 0; i < steps; i++) {
@@ -152,6 +164,13 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
         vg_tensor_free(l);
         step[i] = now_ms() - t0;
         int n = vg_run_metadata_num_nodes(md);
+        if (i == steps - 1) { /* the executed node count and the median node time of one step */
+            double *nt = malloc(sizeof(double) * (size_t)(n ? n : 1));
+            for (int k = 0; k < n; k++)
+                nt[k] = (double)(vg_run_metadata_node(md, k)->end_us - vg_run_metadata_node(md, k)->start_us);
+            nnodes = n, node_med = n ? median(nt, n) : 0;
+            free(nt);
+        }
         for (int k = 0; k < n; k++) {
             const vg_node_stats *ns = vg_run_metadata_node(md, k);
             int r = 0;
@@ -182,6 +201,9 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
     fprintf(stderr, "profile: traced step %.1f ms (median), node times summed %.1f ms; roofline: %.1f GFLOP/s "
             "(FMA peak x %d thread%s), %.1f GB/s (one core's triad); per op type:\n", median(step, steps), tot, peak,
             threads, threads > 1 ? "s" : "", bw);
+    fprintf(stderr, "  %d nodes run per step: median node time %.0f us (trace resolution 1 us), mean %.2f us, "
+            "traced step / nodes %.2f us\n", nnodes, node_med, nnodes ? 1e3 * tot / nnodes : 0.0,
+            nnodes ? 1e3 * median(step, steps) / nnodes : 0.0);
     fprintf(stderr, "  %9s  %6s  %-38s %13s %9s  %-6s %s\n", "ms/step", "share", "op type", "GFLOP/s", "GB/s", "bound",
             "of roofline");
     for (int r = 0; r < nrows; r++) {
@@ -197,7 +219,7 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
     vg_run_metadata_free(md);
 }
 
-static const bm_model *const models[] = {&bm_mobilenet, &bm_cifar10, &bm_resnet, &bm_ptb_lm, &bm_graph_net};
+static const bm_model *const models[] = {&bm_mobilenet, &bm_cifar10, &bm_resnet, &bm_ptb_lm, &bm_graph_net, &bm_dnc};
 #define NMODELS (int)(sizeof models / sizeof models[0])
 
 void bm_fill_uniform(vg_tensor *t) {

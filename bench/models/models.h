@@ -28,7 +28,7 @@ typedef struct bm_model {
     int (*build)(vg_graph *g, int batch, int size, bm_built *b, vg_status *st);
 } bm_model;
 
-extern const bm_model bm_mobilenet, bm_cifar10, bm_resnet, bm_ptb_lm, bm_graph_net;
+extern const bm_model bm_mobilenet, bm_cifar10, bm_resnet, bm_ptb_lm, bm_graph_net, bm_dnc;
 
 /* Fills a float tensor with uniform [0, 1) values from rand(). */
 void bm_fill_uniform(vg_tensor *t);

@@ -4,8 +4,9 @@
 // way; prints one JSON line with median_ms. Built by CMake only where libtorch is
 // found (find_package(Torch)); bench_models runs it when it exists.
 //
-// Usage: libtorch_models --model mobilenet|cifar10|resnet|ptb_lm|graph_net --threads N --batch B --size S --steps K
+// Usage: libtorch_models --model mobilenet|cifar10|resnet|ptb_lm|graph_net|dnc --threads N --batch B --size S --steps K
 #include <torch/torch.h>
+#include <cmath>
 
 #include <algorithm>
 #include <chrono>
@@ -226,6 +227,200 @@ static int graph_net_main(int threads, int size, int steps) {
     return 0;
 }
 
+// The DNC (see torch_models.py's DNC): google-deepmind/dnc's dnc/*.py op for op.
+static const double kEps = 1e-6;
+
+static torch::Tensor trunc_normal(nn::Module &m, const std::string &name, std::vector<int64_t> shape, double std) {
+    auto t = torch::empty(shape);
+    torch::nn::init::normal_(t, 0, std);
+    {
+        torch::NoGradGuard ng;  // redraw beyond two stddevs, as the truncated normal does
+        for (int k = 0; k < 8; k++) {
+            auto bad = t.abs() > 2 * std;
+            t.masked_scatter_(bad, torch::randn(shape) * std);
+        }
+        t.clamp_(-2 * std, 2 * std);
+    }
+    return m.register_parameter(name, t);
+}
+
+struct Lin {  // snt.Linear: w [in, out] truncated normal 1/sqrt(in), b zeros
+    torch::Tensor w, b;
+    Lin() = default;
+    Lin(nn::Module &m, const std::string &name, int64_t in, int64_t out)
+        : w(trunc_normal(m, name + "_w", {in, out}, 1.0 / std::sqrt((double)in))),
+          b(m.register_parameter(name + "_b", torch::zeros({out}))) {}
+    torch::Tensor operator()(const torch::Tensor &x) const { return torch::matmul(x, w) + b; }
+};
+
+static torch::Tensor reduce_prod(const torch::Tensor &x, int64_t axis) {  // util.reduce_prod
+    return torch::flip(torch::cumprod(torch::flip(x, {axis}), axis), {axis}).select(axis, 0);
+}
+static torch::Tensor vector_norms(const torch::Tensor &m) { return torch::sqrt((m * m).sum(2, true) + kEps); }
+static torch::Tensor cosine_weights(const torch::Tensor &memory, const torch::Tensor &keys, const torch::Tensor &strengths) {
+    auto dot = torch::matmul(keys, memory.transpose(1, 2));
+    auto norm = torch::matmul(vector_norms(keys), vector_norms(memory).transpose(1, 2));
+    auto sharp = dot / (norm + kEps) * torch::nn::functional::softplus(strengths).unsqueeze(-1);
+    return torch::softmax(sharp, -1);
+}
+
+struct DncState {
+    torch::Tensor access_output, memory, read_weights, write_weights, link, precedence, usage, hidden, cell;
+};
+
+struct DncImpl : nn::Module {
+    int64_t N, W, R, H, hidden;
+    double clip;
+    torch::Tensor w_gates, b_gates, eye;
+    Lin write_vectors, erase_vectors, free_gate, allocation_gate, write_gate, read_mode, write_keys, write_strengths,
+        read_keys, read_strengths, output_linear;
+    DncImpl(int64_t in_size, int64_t out_size, int64_t hid = 64, int64_t n = 16, int64_t w = 16, int64_t r = 4,
+            int64_t h = 1, double c = 20.0)
+        : N(n), W(w), R(r), H(h), hidden(hid), clip(c) {
+        int64_t eq = in_size + R * W + hidden;
+        w_gates = trunc_normal(*this, "w_gates", {eq, 4 * hidden}, 1.0 / std::sqrt((double)eq));
+        b_gates = trunc_normal(*this, "b_gates", {4 * hidden}, 1.0 / std::sqrt((double)eq));
+        write_vectors = Lin(*this, "write_vectors", hidden, H * W);
+        erase_vectors = Lin(*this, "erase_vectors", hidden, H * W);
+        free_gate = Lin(*this, "free_gate", hidden, R);
+        allocation_gate = Lin(*this, "allocation_gate", hidden, H);
+        write_gate = Lin(*this, "write_gate", hidden, H);
+        read_mode = Lin(*this, "read_mode", hidden, R * (1 + 2 * H));
+        write_keys = Lin(*this, "write_keys", hidden, H * W);
+        write_strengths = Lin(*this, "write_strengths", hidden, H);
+        read_keys = Lin(*this, "read_keys", hidden, R * W);
+        read_strengths = Lin(*this, "read_strengths", hidden, R);
+        output_linear = Lin(*this, "output_linear", hidden + R * W, out_size);
+        eye = torch::eye(N);
+    }
+    torch::Tensor allocation(const torch::Tensor &u) {
+        auto usage = kEps + (1 - kEps) * u;
+        auto nonusage = 1 - usage;
+        auto tk = torch::topk(nonusage, N, 1);
+        auto sorted_nonusage = std::get<0>(tk), indices = std::get<1>(tk);
+        auto prod = torch::cumprod(1 - sorted_nonusage, 1);  // exclusive: shifted right by one
+        auto prod_sorted_usage = torch::cat({torch::ones_like(prod.narrow(1, 0, 1)), prod.narrow(1, 0, N - 1)}, 1);
+        auto sorted_allocation = sorted_nonusage * prod_sorted_usage;
+        auto inverse = torch::empty_like(indices).scatter_(1, indices, torch::arange(N).expand_as(indices));
+        return torch::gather(sorted_allocation, 1, inverse);
+    }
+    torch::Tensor step(const torch::Tensor &x, const DncState &s, DncState &n) {
+        int64_t B = x.size(0);
+        auto clipf = [this](const torch::Tensor &t) { return torch::clamp(t, -clip, clip); };
+        auto ctrl_in = torch::cat({x, s.access_output.reshape({B, -1})}, 1);
+        auto gates = torch::matmul(torch::cat({ctrl_in, s.hidden}, 1), w_gates) + b_gates;
+        auto g = torch::split(gates, hidden, 1);
+        auto cell = torch::sigmoid(g[2] + 1.0) * s.cell + torch::sigmoid(g[0]) * torch::tanh(g[1]);
+        auto hid = torch::tanh(cell) * torch::sigmoid(g[3]);
+        auto out = clipf(hid);
+        n.hidden = clipf(hid);
+        n.cell = clipf(cell);
+        auto wv = write_vectors(out).view({B, H, W});
+        auto ev = torch::sigmoid(erase_vectors(out)).view({B, H, W});
+        auto fg = torch::sigmoid(free_gate(out));
+        auto ag = torch::sigmoid(allocation_gate(out));
+        auto wg = torch::sigmoid(write_gate(out));
+        auto rm = torch::softmax(read_mode(out).view({-1, 1 + 2 * H}), -1).view({B, R, 1 + 2 * H});
+        auto wk = write_keys(out).view({B, H, W});
+        auto ws = write_strengths(out);
+        auto rk = read_keys(out).view({B, R, W});
+        auto rs = read_strengths(out);
+        // Freeness
+        auto usage = s.usage + (1 - s.usage) * (1 - reduce_prod(1 - s.write_weights.detach(), 1));
+        usage = usage * reduce_prod(1 - fg.unsqueeze(-1) * s.read_weights, 1);
+        // _write_weights
+        auto content_w = cosine_weights(s.memory, wk, ws);
+        auto gates_w = (ag * wg).unsqueeze(-1);
+        auto u = usage;
+        std::vector<torch::Tensor> alloc;
+        for (int64_t k = 0; k < H; k++) {
+            alloc.push_back(allocation(u));
+            u = u + (1 - u) * gates_w.select(1, k) * alloc.back();
+        }
+        auto al = torch::stack(alloc, 1);
+        auto agx = ag.unsqueeze(-1);
+        auto ww = wg.unsqueeze(-1) * (agx * al + (1 - agx) * content_w);
+        // _erase_and_write
+        auto reset_gate = reduce_prod(1 - ww.unsqueeze(3) * ev.unsqueeze(2), 1);
+        auto memory = s.memory * reset_gate + torch::matmul(ww.transpose(1, 2), wv);
+        // TemporalLinkage
+        auto wi = ww.unsqueeze(3), wj = ww.unsqueeze(2);
+        auto link = ((1 - wi - wj) * s.link + wi * s.precedence.unsqueeze(2)) * (1 - eye);
+        auto precedence = (1 - ww.sum(2, true)) * s.precedence + ww;
+        // _read_weights
+        auto content_r = cosine_weights(memory, rk, rs);
+        std::vector<torch::Tensor> copies(H, s.read_weights);
+        auto expanded = torch::stack(copies, 1);
+        auto fwd = torch::matmul(expanded, link.transpose(2, 3)).permute({0, 2, 1, 3});
+        auto bwd = torch::matmul(expanded, link).permute({0, 2, 1, 3});
+        auto rw = rm.select(2, 2 * H).unsqueeze(2) * content_r + (rm.narrow(2, H, H).unsqueeze(3) * fwd).sum(2) +
+                  (rm.narrow(2, 0, H).unsqueeze(3) * bwd).sum(2);
+        auto read_words = torch::matmul(rw, memory);
+        n.access_output = read_words, n.memory = memory, n.read_weights = rw, n.write_weights = ww;
+        n.link = link, n.precedence = precedence, n.usage = usage;
+        return clipf(output_linear(torch::cat({out, read_words.reshape({B, -1})}, 1)));
+    }
+    torch::Tensor forward(const torch::Tensor &xs) {  // dynamic_rnn, time major
+        int64_t B = xs.size(1);
+        DncState s{torch::zeros({B, R, W}), torch::zeros({B, N, W}), torch::zeros({B, R, N}), torch::zeros({B, H, N}),
+                   torch::zeros({B, H, N, N}), torch::zeros({B, H, N}), torch::zeros({B, N}),
+                   torch::zeros({B, hidden}), torch::zeros({B, hidden})};
+        std::vector<torch::Tensor> outs;
+        for (int64_t t = 0; t < xs.size(0); t++) {
+            DncState n;
+            outs.push_back(step(xs[t], s, n));
+            s = n;
+        }
+        return torch::stack(outs, 0);
+    }
+};
+TORCH_MODULE(Dnc);
+
+// The repeat-copy batch bench/models/dnc.c feeds (a pattern of L vectors repeated R times).
+static void repeat_copy_batch(int64_t T, int64_t B, torch::Tensor &obs, torch::Tensor &targ, torch::Tensor &mask) {
+    const int64_t bits = 4;
+    int64_t L = 2, R = 2;
+    while (L > 1 && L * (R + 1) + 3 > T) L--;
+    while (R > 1 && L * (R + 1) + 3 > T) R--;
+    obs = torch::zeros({T, B, bits + 2}), targ = torch::zeros({T, B, bits + 1}), mask = torch::zeros({T, B});
+    auto pat = torch::randint(0, 2, {L, B, bits}).to(torch::kFloat);
+    using torch::indexing::Slice;
+    obs.index_put_({0, Slice(), bits}, 1);
+    obs.index_put_({Slice(1, L + 1), Slice(), Slice(0, bits)}, pat);
+    obs.index_put_({L + 1, Slice(), bits + 1}, (double)R / 10.0);
+    for (int64_t r = 0; r < R; r++) targ.index_put_({Slice(L + 2 + r * L, L + 2 + (r + 1) * L), Slice(), Slice(0, bits)}, pat);
+    targ.index_put_({L + 2 + R * L, Slice(), bits}, 1);
+    mask.index_put_({Slice(L + 2, L + 3 + R * L)}, 1);
+}
+
+static int run_dnc(int threads, int batch, int size, int steps) {
+    torch::Tensor obs, targ, mask;
+    repeat_copy_batch(size, batch, obs, targ, mask);
+    Dnc model(obs.size(2), targ.size(2));
+    auto params = model->parameters();
+    torch::optim::RMSprop opt(params, torch::optim::RMSpropOptions(1e-4).alpha(0.9).eps(1e-10));
+    std::vector<double> t;
+    float loss_v = 0;
+    for (int i = 0; i <= steps; i++) {
+        auto t0 = std::chrono::steady_clock::now();
+        opt.zero_grad();
+        auto logits = model->forward(obs);
+        auto xent = torch::nn::functional::binary_cross_entropy_with_logits(
+            logits, targ, torch::nn::functional::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kNone));
+        auto loss = (xent.sum(2) * mask).sum(0).sum() / (double)batch;  // masked_sigmoid_cross_entropy
+        loss.backward();
+        torch::nn::utils::clip_grad_norm_(params, 50.0);
+        opt.step();
+        loss_v = loss.item<float>();
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (i > 0) t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    printf("{\"model\": \"dnc\", \"threads\": %d, \"batch\": %d, \"median_ms\": %.3f, \"loss\": %.4f}\n", threads, batch,
+           t[t.size() / 2], loss_v);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     std::string model = "mobilenet";
     int threads = 1, batch = 32, size = 128, steps = 5;
@@ -235,6 +430,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--size")) size = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
+    }
+    if (model == "dnc") {
+        torch::set_num_threads(threads);
+        torch::manual_seed(1);
+        return run_dnc(threads, batch, size, steps);
     }
     if (model == "graph_net") {
         torch::set_num_threads(threads);

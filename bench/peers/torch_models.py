@@ -28,6 +28,16 @@ backward, update), timed the same way. Prints one JSON line with median_ms.
   ReLU, Linear 128->128, ReLU, LayerNorm eps 1e-12 as TF's contrib layer_norm), index_add_
   of the new edges onto the receivers, node MLP on [aggregated, nodes] (256->128->128 +
   LayerNorm), Linear decoder to 2, MSE against random targets, Adam 1e-3; --batch unused.
+  dnc: DeepMind's DNC (google-deepmind/dnc dnc/*.py, ported op for op as
+  examples/tf1/dnc is): snt.LSTM controller of 64 (gates i, j, f, o, forget bias 1),
+  MemoryAccess with memory 16 x 16, 4 read heads, 1 write head (content addressing by
+  cosine weights and a softplus-weighted softmax, temporal link and precedence,
+  freeness and allocation by top_k sort, exclusive cumprod and the inverse permutation,
+  erase and write, reads), output linear, clip 20; masked sigmoid cross-entropy; over a
+  time-major repeat-copy batch of --size steps (9) and --batch 16, the same layout
+  bench/models/dnc.c feeds; gradients clipped to global norm 50, RMSprop (lr 1e-4,
+  alpha 0.9, eps 1e-10; TF's RMSProp starts its mean square at 1 and adds epsilon
+  inside the square root: the same work).
 """
 import argparse, json, time
 import torch
@@ -186,6 +196,175 @@ def graph_net_main(a):
                       "loss": float(loss)}))
 
 
+def trunc_normal(shape, std):
+    return nn.Parameter(nn.init.trunc_normal_(torch.empty(*shape), std=std, a=-2 * std, b=2 * std))
+
+
+class Linear(nn.Module):
+    """snt.Linear: w [in, out] truncated normal 1/sqrt(in), b zeros."""
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.w = trunc_normal((n_in, n_out), n_in ** -0.5)
+        self.b = nn.Parameter(torch.zeros(n_out))
+
+    def forward(self, x):
+        return x @ self.w + self.b
+
+
+def reduce_prod(x, axis):  # util.reduce_prod: cumprod(reverse=True)[:, 0]
+    return torch.flip(torch.cumprod(torch.flip(x, [axis]), axis), [axis]).select(axis, 0)
+
+
+def vector_norms(m):
+    return torch.sqrt((m * m).sum(2, keepdim=True) + EPS)
+
+
+def cosine_weights(memory, keys, strengths):
+    dot = torch.matmul(keys, memory.transpose(1, 2))
+    norm = torch.matmul(vector_norms(keys), vector_norms(memory).transpose(1, 2))
+    similarity = dot / (norm + EPS)
+    sharp = similarity * nn.functional.softplus(strengths).unsqueeze(-1)
+    return torch.softmax(sharp, -1)
+
+
+class DNC(nn.Module):
+    def __init__(self, in_size, out_size, hidden=64, N=16, W=16, R=4, H=1, clip=20.0):
+        super().__init__()
+        self.N, self.W, self.R, self.H, self.hidden, self.clip = N, W, R, H, hidden, clip
+        eq = in_size + R * W + hidden
+        self.w_gates = trunc_normal((eq, 4 * hidden), eq ** -0.5)
+        self.b_gates = trunc_normal((4 * hidden,), eq ** -0.5)
+        lin = lambda n: Linear(hidden, n)
+        self.write_vectors, self.erase_vectors = lin(H * W), lin(H * W)
+        self.free_gate, self.allocation_gate, self.write_gate = lin(R), lin(H), lin(H)
+        self.read_mode, self.write_keys, self.write_strengths = lin(R * (1 + 2 * H)), lin(H * W), lin(H)
+        self.read_keys, self.read_strengths = lin(R * W), lin(R)
+        self.output_linear = Linear(hidden + R * W, out_size)
+
+    def initial_state(self, B):
+        z = lambda *s: torch.zeros(B, *s)
+        N, W, R, H = self.N, self.W, self.R, self.H
+        return dict(access_output=z(R, W), memory=z(N, W), read_weights=z(R, N), write_weights=z(H, N),
+                    link=z(H, N, N), precedence=z(H, N), usage=z(N), hidden=z(self.hidden), cell=z(self.hidden))
+
+    def allocation(self, usage):
+        usage = EPS + (1 - EPS) * usage
+        nonusage = 1 - usage
+        sorted_nonusage, indices = torch.topk(nonusage, self.N, 1)
+        sorted_usage = 1 - sorted_nonusage
+        prod = torch.cumprod(sorted_usage, 1)  # exclusive: shifted right by one, 1 first
+        prod_sorted_usage = torch.cat([torch.ones_like(prod[:, :1]), prod[:, :-1]], 1)
+        sorted_allocation = sorted_nonusage * prod_sorted_usage
+        ar = torch.arange(self.N).expand_as(indices)
+        inverse = torch.empty_like(indices).scatter_(1, indices, ar)  # batch_invert_permutation
+        return torch.gather(sorted_allocation, 1, inverse)  # batch_gather
+
+    def step(self, x, s):
+        B, N, W, R, H = x.shape[0], self.N, self.W, self.R, self.H
+        clip = lambda t: torch.clamp(t, -self.clip, self.clip)
+        # controller: snt.LSTM
+        ctrl_in = torch.cat([x, s["access_output"].reshape(B, -1)], 1)
+        gates = torch.cat([ctrl_in, s["hidden"]], 1) @ self.w_gates + self.b_gates
+        i, j, f, o = torch.split(gates, self.hidden, 1)
+        cell = torch.sigmoid(f + 1.0) * s["cell"] + torch.sigmoid(i) * torch.tanh(j)
+        hidden = torch.tanh(cell) * torch.sigmoid(o)
+        out = clip(hidden)
+        n = {"hidden": clip(hidden), "cell": clip(cell)}
+        # MemoryAccess._read_inputs
+        write_vectors = self.write_vectors(out).view(B, H, W)
+        erase_vectors = torch.sigmoid(self.erase_vectors(out)).view(B, H, W)
+        free_gate = torch.sigmoid(self.free_gate(out))
+        allocation_gate = torch.sigmoid(self.allocation_gate(out))
+        write_gate = torch.sigmoid(self.write_gate(out))
+        read_mode = torch.softmax(self.read_mode(out).view(-1, 1 + 2 * H), -1).view(B, R, 1 + 2 * H)
+        write_keys = self.write_keys(out).view(B, H, W)
+        write_strengths = self.write_strengths(out)
+        read_keys = self.read_keys(out).view(B, R, W)
+        read_strengths = self.read_strengths(out)
+        # Freeness
+        ww_prev = s["write_weights"].detach()
+        usage = s["usage"] + (1 - s["usage"]) * (1 - reduce_prod(1 - ww_prev, 1))
+        phi = reduce_prod(1 - free_gate.unsqueeze(-1) * s["read_weights"], 1)
+        usage = usage * phi
+        # _write_weights
+        write_content = cosine_weights(s["memory"], write_keys, write_strengths)
+        wg = (allocation_gate * write_gate).unsqueeze(-1)
+        u, alloc = usage, []
+        for k in range(H):
+            alloc.append(self.allocation(u))
+            u = u + (1 - u) * wg[:, k, :] * alloc[k]
+        alloc = torch.stack(alloc, 1)
+        ag, wgate = allocation_gate.unsqueeze(-1), write_gate.unsqueeze(-1)
+        ww = wgate * (ag * alloc + (1 - ag) * write_content)
+        # _erase_and_write
+        reset_gate = reduce_prod(1 - ww.unsqueeze(3) * erase_vectors.unsqueeze(2), 1)
+        memory = s["memory"] * reset_gate + torch.matmul(ww.transpose(1, 2), write_vectors)
+        # TemporalLinkage
+        wi, wj = ww.unsqueeze(3), ww.unsqueeze(2)
+        link = (1 - wi - wj) * s["link"] + wi * s["precedence"].unsqueeze(2)
+        link = link * (1 - torch.eye(N))  # matrix_set_diag(link, 0)
+        precedence = (1 - ww.sum(2, keepdim=True)) * s["precedence"] + ww
+        # _read_weights
+        content = cosine_weights(memory, read_keys, read_strengths)
+        expanded = torch.stack([s["read_weights"]] * H, 1)
+        fwd = torch.matmul(expanded, link.transpose(2, 3)).permute(0, 2, 1, 3)
+        bwd = torch.matmul(expanded, link).permute(0, 2, 1, 3)
+        rw = (read_mode[:, :, 2 * H].unsqueeze(2) * content + (read_mode[:, :, H:2 * H].unsqueeze(3) * fwd).sum(2)
+              + (read_mode[:, :, :H].unsqueeze(3) * bwd).sum(2))
+        read_words = torch.matmul(rw, memory)
+        output = clip(self.output_linear(torch.cat([out, read_words.reshape(B, -1)], 1)))
+        n.update(access_output=read_words, memory=memory, read_weights=rw, write_weights=ww, link=link,
+                 precedence=precedence, usage=usage)
+        return output, n
+
+    def forward(self, xs):  # dynamic_rnn, time major
+        s = self.initial_state(xs.shape[1])
+        outs = []
+        for t in range(xs.shape[0]):
+            y, s = self.step(xs[t], s)
+            outs.append(y)
+        return torch.stack(outs, 0)
+
+
+def repeat_copy_batch(T, B, bits=4):
+    """The batch bench/models/dnc.c feeds: a pattern of L vectors repeated R times."""
+    L, R = 2, 2
+    while L > 1 and L * (R + 1) + 3 > T:
+        L -= 1
+    while R > 1 and L * (R + 1) + 3 > T:
+        R -= 1
+    obs, targ, mask = torch.zeros(T, B, bits + 2), torch.zeros(T, B, bits + 1), torch.zeros(T, B)
+    pat = torch.randint(0, 2, (L, B, bits)).float()
+    obs[0, :, bits] = 1
+    obs[1:L + 1, :, :bits] = pat
+    obs[L + 1, :, bits + 1] = R / 10.0
+    for r in range(R):
+        targ[L + 2 + r * L:L + 2 + (r + 1) * L, :, :bits] = pat
+    targ[L + 2 + R * L, :, bits] = 1
+    mask[L + 2:L + 3 + R * L] = 1
+    return obs, targ, mask
+
+
+def run_dnc(a):
+    obs, targ, mask = repeat_copy_batch(a.size, a.batch)
+    model = DNC(obs.shape[2], targ.shape[2])
+    params = list(model.parameters())
+    opt = torch.optim.RMSprop(params, lr=1e-4, alpha=0.9, eps=1e-10)
+    t = []
+    for i in range(a.steps + 1):
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        logits = model(obs)
+        xent = nn.functional.binary_cross_entropy_with_logits(logits, targ, reduction="none")
+        loss = ((xent.sum(2) * mask).sum(0)).sum() / a.batch  # masked_sigmoid_cross_entropy
+        loss.backward()
+        nn.utils.clip_grad_norm_(params, 50.0)
+        opt.step()
+        if i > 0:
+            t.append((time.perf_counter() - t0) * 1e3)
+    return t, loss
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="mobilenet")
@@ -196,6 +375,12 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
+    if a.model == "dnc":
+        t, loss = run_dnc(a)
+        t.sort()
+        print(json.dumps({"model": a.model, "threads": a.threads, "batch": a.batch, "median_ms": t[len(t) // 2],
+                          "loss": float(loss)}))
+        return
     if a.model == "graph_net":
         return graph_net_main(a)
     classes = 1000 if a.model == "mobilenet" else 10

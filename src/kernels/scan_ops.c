@@ -24,20 +24,31 @@ static vg_code scan_shape(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-#define SCAN_LOOP(T, OPEQ, INIT)                                                                  \
+/* The scan runs along the axis one row of `inner` elements at a time: each row is the
+ * previous output row OP the input row (exclusive: OP the previous input row), so the
+ * inner loop is contiguous and vectorizes while every element sees the same sequence of
+ * operations as a scalar scan (acc = INIT OP x[first] OP x[next] ...). */
+#define SCAN_LOOP(T, OP, INIT)                                                                    \
     do {                                                                                          \
-        const T *x = vg_tensor_data(in);                                                          \
-        T *o = vg_tensor_data(out);                                                               \
-        for (int64_t a = 0; a < outer; a++)                                                       \
-            for (int64_t b = 0; b < inner; b++) {                                                 \
-                T acc = INIT;                                                                     \
-                for (int64_t k = 0; k < len; k++) {                                               \
-                    int64_t j = rev ? len - 1 - k : k;                                            \
-                    size_t p = (size_t)((a * len + j) * inner + b);                               \
-                    if (excl) { o[p] = acc; acc = acc OPEQ x[p]; }                                \
-                    else { acc = acc OPEQ x[p]; o[p] = acc; }                                      \
+        const T *restrict x = vg_tensor_data(in);                                                 \
+        T *restrict o = vg_tensor_data(out);                                                      \
+        for (int64_t a = 0; a < outer; a++) {                                                     \
+            const T *xa = x + a * len * inner;                                                    \
+            T *oa = o + a * len * inner;                                                          \
+            for (int64_t s = 0; s < len; s++) {                                                   \
+                int64_t j = rev ? len - 1 - s : s, jp = rev ? j + 1 : j - 1;                      \
+                T *restrict orow = oa + j * inner;                                                \
+                const T *restrict oprev = oa + jp * inner, *restrict xrow = xa + j * inner;       \
+                const T *restrict xprev = xa + jp * inner;                                        \
+                if (excl) {                                                                       \
+                    if (s == 0) for (int64_t b = 0; b < inner; b++) orow[b] = INIT;               \
+                    else for (int64_t b = 0; b < inner; b++) orow[b] = oprev[b] OP xprev[b];      \
+                } else {                                                                          \
+                    if (s == 0) for (int64_t b = 0; b < inner; b++) orow[b] = (T)(INIT) OP xrow[b]; \
+                    else for (int64_t b = 0; b < inner; b++) orow[b] = oprev[b] OP xrow[b];       \
                 }                                                                                 \
             }                                                                                     \
+        }                                                                                         \
     } while (0)
 
 static vg_code scan_kernel(vg__kctx *ctx, bool prod) {

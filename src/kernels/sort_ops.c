@@ -4,10 +4,9 @@
  * lower index first (TF's stable order); indices are int32. InTopKV2: target t of row b
  * is in the top k when fewer than k classes have a strictly larger prediction; a
  * non-finite prediction in the row, or a target out of range, gives false.
- * Gradient of TopKV2: the values' gradient is scattered back to the input positions
- * (TF's _TopKGrad uses ScatterNd; here the same sum is built as
- * Sum(OneHot(indices, n) * ExpandDims(dy, -1), axis -2), which needs the last dim n
- * known at build time). InTopKV2 is not differentiable.
+ * Gradient of TopKV2 as nn_grad.py's _TopKGrad: the values' gradient scattered back to
+ * the input positions with ScatterNd (constant offsets where the shapes are static).
+ * InTopKV2 is not differentiable.
  */
 #include "kernels/ew_internal.h"
 #include <math.h>
@@ -50,28 +49,49 @@ static vg_code shape_topk(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-typedef struct topk_ctx { const void *row; vg_dtype dt; } topk_ctx;
-static _Thread_local topk_ctx g_tk;
-
-static double val_at(int32_t i) {
-    switch (g_tk.dt) {
-    case VG_FLOAT: return ((const float *)g_tk.row)[i];
-    case VG_DOUBLE: return ((const double *)g_tk.row)[i];
-    case VG_INT32: return ((const int32_t *)g_tk.row)[i];
-    default: return (double)((const int64_t *)g_tk.row)[i];
+/* Row order: descending by value, then ascending by index; NaN sorts as TF's
+ * std::greater leaves it (treated as smaller than everything here, deterministic).
+ * Each row is sorted as (value, index) pairs of its own type: insertion sort for short
+ * rows (the DNC's allocation sorts rows of 16), a bottom-up merge sort (stable, so the
+ * index order of equal values stays) otherwise; only the first k are written. */
+#define TOPK_INSERTION_MAX 32
+#define TOPK_BEFORE(a, b, ISNAN) (!ISNAN((a).v) && (ISNAN((b).v) || (a).v > (b).v))
+#define TOPK_NOTNAN(v) 0
+#define TOPK_DEF(T, SUF, ISNAN)                                                                                     \
+    typedef struct topk_pair_##SUF { T v; int32_t i; } topk_pair_##SUF;                                         \
+    static void topk_rows_##SUF(const T *x, T *ov, int32_t *oi, int64_t rows, int64_t n, int64_t k,             \
+                                topk_pair_##SUF *p, topk_pair_##SUF *tmp) {                                     \
+        for (int64_t r = 0; r < rows; r++) {                                                                    \
+            const T *row = x + r * n;                                                                           \
+            if (n <= TOPK_INSERTION_MAX) {                                                                      \
+                for (int64_t j = 0; j < n; j++) {                                                               \
+                    topk_pair_##SUF e = {row[j], (int32_t)j};                                                   \
+                    int64_t q = j;                                                                              \
+                    while (q > 0 && TOPK_BEFORE(e, p[q - 1], ISNAN)) { p[q] = p[q - 1]; q--; }                          \
+                    p[q] = e;                                                                                   \
+                }                                                                                               \
+            } else {                                                                                            \
+                for (int64_t j = 0; j < n; j++) p[j] = (topk_pair_##SUF){row[j], (int32_t)j};                   \
+                topk_pair_##SUF *src = p, *dst = tmp;                                                           \
+                for (int64_t w = 1; w < n; w *= 2) {                                                            \
+                    for (int64_t lo = 0; lo < n; lo += 2 * w) {                                                 \
+                        int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;            \
+                        int64_t a = lo, b = mid, o = lo;                                                        \
+                        while (a < mid && b < hi) dst[o++] = TOPK_BEFORE(src[b], src[a], ISNAN) ? src[b++] : src[a++]; \
+                        while (a < mid) dst[o++] = src[a++];                                                    \
+                        while (b < hi) dst[o++] = src[b++];                                                     \
+                    }                                                                                           \
+                    topk_pair_##SUF *t = src; src = dst; dst = t;                                               \
+                }                                                                                               \
+                if (src != p) memcpy(p, src, sizeof *p * (size_t)n);                                            \
+            }                                                                                                   \
+            for (int64_t j = 0; j < k; j++) ov[r * k + j] = p[j].v, oi[r * k + j] = p[j].i;                     \
+        }                                                                                                       \
     }
-}
-
-/* descending by value, then ascending by index; NaN sorts as TF's std::greater
- * leaves it (treated as smaller than everything here, deterministic). */
-static int cmp_desc(const void *a, const void *b) {
-    int32_t ia = *(const int32_t *)a, ib = *(const int32_t *)b;
-    double va = val_at(ia), vb = val_at(ib);
-    bool na = isnan(va), nb = isnan(vb);
-    if (na != nb) return na ? 1 : -1;
-    if (!na && va != vb) return va > vb ? -1 : 1;
-    return ia < ib ? -1 : ia > ib;
-}
+TOPK_DEF(float, f32, isnan)
+TOPK_DEF(double, f64, isnan)
+TOPK_DEF(int32_t, i32, TOPK_NOTNAN)
+TOPK_DEF(int64_t, i64, TOPK_NOTNAN)
 
 static vg_code kernel_topk(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
@@ -96,36 +116,74 @@ static vg_code kernel_topk(vg__kctx *ctx) {
     if (c != VG_OK) return c;
     int64_t rows = n ? vg_tensor_num_elements(x) / n : 0;
     if (k == 0 || rows == 0) return VG_OK;
-    int32_t *perm = vg__malloc(sizeof(int32_t) * (size_t)n);
-    if (!perm) return VG_OOM(st, "TopKV2 scratch");
-    size_t esz = vg_dtype_size(dt);
-    for (int64_t b = 0; b < rows; b++) {
-        g_tk.row = (const char *)vg_tensor_data(x) + (size_t)(b * n) * esz;
-        g_tk.dt = dt;
-        for (int32_t i = 0; i < n; i++) perm[i] = i;
-        qsort(perm, (size_t)n, sizeof(int32_t), cmp_desc);
-        for (int64_t j = 0; j < k; j++) {
-            memcpy((char *)vg_tensor_data(ov) + (size_t)(b * k + j) * esz, (const char *)g_tk.row + (size_t)perm[j] * esz,
-                   esz);
-            ((int32_t *)vg_tensor_data(oi))[b * k + j] = perm[j];
-        }
+    /* scratch: two arrays of n pairs (16 bytes each at most), on the stack for short rows */
+    _Alignas(16) char local[2 * TOPK_INSERTION_MAX * 16];
+    size_t pair = 16, need = 2 * (size_t)n * pair;
+    char *buf = need <= sizeof local ? local : vg__malloc(need);
+    if (!buf) return VG_OOM(st, "TopKV2 scratch");
+    void *p = buf, *tmp = buf + (size_t)n * pair;
+    const void *xv = vg_tensor_data(x);
+    void *vv = vg_tensor_data(ov);
+    int32_t *iv = vg_tensor_data(oi);
+    switch (dt) {
+    case VG_FLOAT: topk_rows_f32(xv, vv, iv, rows, n, k, p, tmp); break;
+    case VG_DOUBLE: topk_rows_f64(xv, vv, iv, rows, n, k, p, tmp); break;
+    case VG_INT32: topk_rows_i32(xv, vv, iv, rows, n, k, p, tmp); break;
+    default: topk_rows_i64(xv, vv, iv, rows, n, k, p, tmp); break;
     }
-    vg__free(perm);
+    if (buf != local) vg__free(buf);
     return VG_OK;
 }
 
+/* _TopKGrad: the values' gradient scattered to the positions the indices name, in the
+ * flattened input (ScatterNd of the row-offset indices), reshaped to the input's shape.
+ * Where the shapes are static, the offsets and shapes are constants; otherwise the
+ * Python's graph (Shape, Gather of the last dims, Range of the row offsets). */
 static vg_code grad_topk(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
-    vg_shape in = vg_output_shape(vg_op_input(op, 0));
-    if (in.ndims < 1 || in.dims[in.ndims - 1] < 0 || in.dims[in.ndims - 1] > INT32_MAX)
-        return vg_graph_set_error(g, VG_UNIMPLEMENTED,
-                                  "TopKV2 gradient needs the last dimension of '%s' known at graph construction",
-                                  vg_op_name(op));
-    int depth = (int)in.dims[in.ndims - 1];
-    vg_output oh = vg_one_hot(g, vg_out(op, 1), depth, 1.0f, 0.0f, "OneHot");
-    if (oh.op && vg_output_dtype(dy[0]) != VG_FLOAT) oh = vg_cast(g, oh, vg_output_dtype(dy[0]), "Cast");
-    vg_output prod = vg_mul(g, oh, vg_expand_dims(g, dy[0], -1, "ExpandDims"), "mul");
-    int32_t ax = -2;
-    dx[0] = vg_reduce_sum(g, prod, &ax, 1, false, "Sum");
+    vg_output x = vg_op_input(op, 0), idx = vg_out(op, 1);
+    vg_shape in = vg_output_shape(x), is = vg_output_shape(idx);
+    int64_t total = 1, rows = 1;
+    bool fixed = vg_shape_is_fully_defined(&in) && vg_shape_is_fully_defined(&is) && in.ndims >= 1 && is.ndims == in.ndims;
+    for (int i = 0; fixed && i < in.ndims; i++) total *= in.dims[i];
+    for (int i = 0; fixed && i + 1 < is.ndims; i++) rows *= is.dims[i];
+    if (fixed && total <= INT32_MAX && rows > 0) {
+        int64_t n = in.dims[in.ndims - 1], k = is.dims[is.ndims - 1];
+        vg_tensor *off = vg_tensor_new(VG_INT32, (const int64_t[]){rows, 1}, 2, NULL);
+        if (!off) return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "TopKV2 gradient: out of memory");
+        for (int64_t r = 0; r < rows; r++) ((int32_t *)vg_tensor_data(off))[r] = (int32_t)(r * n);
+        vg_output ind_2d = vg_reshape_c(g, idx, (const int64_t[]){rows, k}, 2, "Reshape");
+        vg_output ind = vg_add(g, ind_2d, vg_const(g, off, "Cast"), "add");
+        vg_tensor_free(off);
+        ind = vg_reshape_c(g, ind, (const int64_t[]){-1, 1}, 2, "Reshape_1");
+        vg_output upd = vg_reshape_c(g, dy[0], (const int64_t[]){-1}, 1, "Reshape_2");
+        vg_output sc = vg_scatter_nd(g, ind, upd, vg_const_i32_vec(g, (const int32_t[]){(int32_t)total}, 1, "Prod"),
+                                     "ScatterNd");
+        dx[0] = vg_reshape_c(g, sc, in.dims, in.ndims, "Reshape_3");
+        return vg_graph_status(g, NULL);
+    }
+    vg_output in_shape = vg_shape_op(g, x, VG_INT32, "Shape"), ind_shape = vg_shape_op(g, idx, VG_INT32, "Shape_1");
+    vg_output one = vg_const_i32(g, 1, "sub/y");
+    /* int32 is not supported on GPU hence up-casting (the Python's comment) */
+    vg_output ind_lastdim = vg_gather(g, vg_cast(g, ind_shape, VG_INT64, "Cast"),
+                                      vg_sub(g, vg_size(g, ind_shape, "Size"), one, "sub"), 0, "GatherV2");
+    vg_output ind_2d = vg_reshape(
+        g, idx, vg_pack(g, (const vg_output[]){vg_const_i64(g, -1, "stack/0"), ind_lastdim}, 2, 0, "stack"), "Reshape");
+    vg_output in_lastdim = vg_gather(g, vg_cast(g, in_shape, VG_INT64, "Cast_1"),
+                                     vg_sub(g, vg_size(g, in_shape, "Size_1"), one, "sub_1"), 0, "GatherV2_1");
+    vg_strided_slice_masks sm = {0, 0, 0, 0, 1};
+    vg_output outerdim = vg_strided_slice_c(g, vg_shape_op(g, ind_2d, VG_INT32, "Shape_2"), (const int32_t[]){0},
+                                            (const int32_t[]){1}, NULL, 1, &sm, "strided_slice");
+    vg_output rg = vg_range(g, vg_const_i64(g, 0, "range/start"),
+                            vg_mul(g, vg_cast(g, outerdim, VG_INT64, "Cast_2"), in_lastdim, "mul"), in_lastdim, "range");
+    vg_output ind = vg_reshape_c(
+        g, vg_add(g, ind_2d, vg_cast(g, vg_expand_dims(g, rg, -1, "ExpandDims"), VG_INT32, "Cast_3"), "add"),
+        (const int64_t[]){-1}, 1, "Reshape_1");
+    vg_output sc = vg_scatter_nd(g, vg_expand_dims(g, ind, -1, "ExpandDims_1"),
+                                 vg_reshape_c(g, dy[0], (const int64_t[]){-1}, 1, "Reshape_2"),
+                                 vg_reshape_c(g, vg_prod(g, in_shape, vg_const_i32(g, 0, "Const"), false, "Prod"),
+                                              (const int64_t[]){1}, 1, "Reshape_4"),
+                                 "ScatterNd");
+    dx[0] = vg_reshape(g, sc, in_shape, "Reshape_3");
     return vg_graph_status(g, NULL);
 }
 

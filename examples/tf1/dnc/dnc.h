@@ -101,4 +101,28 @@ void dnc_repeat_copy_build(vg_graph *g, const dnc_repeat_copy *d, vg_output *obs
 vg_output dnc_masked_sigmoid_cross_entropy(vg_graph *g, vg_output logits, vg_output target, vg_output mask,
                                            bool time_average, bool log_prob_in_bits);
 
+/* ---- train.py's train(): the training graph (train_graph.c) ---------------------------- */
+typedef struct dnc_train_config { /* train.py's model and optimizer flags */
+    int64_t hidden_size, memory_size, word_size, num_write_heads, num_read_heads;
+    double clip_value, max_grad_norm, learning_rate, optimizer_epsilon;
+    int64_t batch_size;
+} dnc_train_config;
+typedef struct dnc_train_graph {
+    dnc_core *core;          /* owned: dnc_train_graph_free */
+    vg_output output;        /* tf.round(expand_dims(mask, -1) * sigmoid(logits)) */
+    vg_output train_loss;    /* dataset.cost(output_logits, target, mask) */
+    vg_output global_step;
+    vg_op *train_step;       /* RMSProp's apply_gradients of the clipped gradients */
+    vg_optimizer *optimizer; /* owned: dnc_train_graph_free */
+} dnc_train_graph;
+/* Builds, after the data tensors (observations [T, B, obs], target [T, B, output_size],
+ * mask [T, B]), the rest of train(): the DNC over the observations, the visualisation
+ * output, the loss, tf.gradients over the trainable variables, clip_by_global_norm,
+ * the global step and RMSProp (decay 0.9, momentum 0, epsilon). VG_OK, or the graph's
+ * error (also in st). Free with dnc_train_graph_free, after the session. */
+vg_code dnc_train_graph_build(vg_graph *g, const dnc_train_config *cfg, vg_output observations, vg_output target,
+                              vg_output mask, int64_t output_size, bool time_average_cost, bool log_prob_in_bits,
+                              dnc_train_graph *out, vg_status *st);
+void dnc_train_graph_free(dnc_train_graph *t);
+
 #endif

@@ -21,20 +21,6 @@ static struct {
     int quiet;
 } FLAGS = {64, 16, 16, 1, 4, 20, 50, 1e-4, 1e-10, 16, 4, 1, 2, 1, 2, 100000, 100, -1, 0, "/tmp/tf/dnc", 0};
 
-/* run_model(input_sequence, output_size) */
-static vg_output run_model(vg_graph *g, dnc_core **core_out, vg_output input_sequence, int64_t output_size,
-                           vg_status *st) {
-    dnc_core *dnc_core = dnc_new(FLAGS.memory_size, FLAGS.word_size, FLAGS.num_read_heads, FLAGS.num_write_heads,
-                                 FLAGS.hidden_size, output_size, (double)FLAGS.clip_value);
-    *core_out = dnc_core;
-    if (!dnc_core) return vg_out(NULL, 0);
-    vg_output initial_state[DNC_STATE_COUNT], final_state[DNC_STATE_COUNT], output_sequence;
-    dnc_initial_state(g, dnc_core, FLAGS.batch_size, initial_state);
-    vg_dynamic_rnn(dnc_core->cell, g, input_sequence, vg_out(NULL, 0), initial_state, VG_FLOAT, 0, true /* time_major */,
-                   NULL, &output_sequence, final_state, st);
-    return output_sequence;
-}
-
 /* bitstring_readable for the first batch element (to_human_readable) */
 static void print_readable(const vg_tensor *obs, const vg_tensor *targ, const vg_tensor *out) {
     int64_t T = vg_tensor_dim(obs, 0), B = vg_tensor_dim(obs, 1), no = vg_tensor_dim(obs, 2), nt = vg_tensor_dim(targ, 2);
@@ -93,30 +79,19 @@ static int train(int64_t num_training_iterations, int64_t report_interval) {
                                FLAGS.min_repeats, FLAGS.max_repeats, 10.0, false, false};
     vg_output observations, target, mask;
     dnc_repeat_copy_build(g, &dataset, &observations, &target, &mask);
-    dnc_core *core = NULL;
-    vg_output output_logits = run_model(g, &core, observations, dataset.num_bits + 1, &st);
-    /* used for visualization */
-    vg_output output = vg_round(
-        g, vg_mul(g, vg_expand_dims(g, mask, -1, "ExpandDims"), vg_sigmoid(g, output_logits, "Sigmoid"), "mul"), "Round");
-    vg_output train_loss = dnc_masked_sigmoid_cross_entropy(g, output_logits, target, mask, dataset.time_average_cost,
-                                                            dataset.log_prob_in_bits);
-    /* optimizer with global norm clipping */
-    int nvars = 0;
-    const vg_output *tv = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nvars);
-    vg_output *trainable_variables = calloc((size_t)(nvars ? nvars : 1) * 3, sizeof(vg_output));
-    vg_output *grads = trainable_variables + nvars, *clipped = grads + nvars;
-    if (nvars) memcpy(trainable_variables, tv, sizeof(vg_output) * (size_t)nvars);
+    dnc_train_config cfg = {FLAGS.hidden_size, FLAGS.memory_size, FLAGS.word_size, FLAGS.num_write_heads,
+                            FLAGS.num_read_heads, (double)FLAGS.clip_value, FLAGS.max_grad_norm, FLAGS.learning_rate,
+                            FLAGS.optimizer_epsilon, FLAGS.batch_size};
+    dnc_train_graph tg;
     int rc = 1;
-    vg_optimizer *optimizer = NULL;
     vg_saver *saver = NULL;
     vg_monitored_session *sess = NULL;
-    if (vg_graph_status(g, &st) != VG_OK || !core) goto done;
-    if (vg_gradients(g, &train_loss, 1, trainable_variables, nvars, NULL, grads, &st) != VG_OK) goto done;
-    vg_clip_by_global_norm(g, grads, nvars, vg_const_f32(g, (float)FLAGS.max_grad_norm, "clip_by_global_norm/clip_norm"),
-                           vg_out(NULL, 0), clipped, NULL, NULL);
-    vg_output global_step = vg_get_or_create_global_step(g);
-    optimizer = vg_optimizer_new_rmsprop(FLAGS.learning_rate, 0.9, 0.0, FLAGS.optimizer_epsilon);
-    vg_op *train_step = vg_optimizer_apply_gradients(optimizer, g, clipped, trainable_variables, nvars, global_step, NULL);
+    /* run_model, the loss, clipped gradients, RMSProp (train_graph.c) */
+    if (dnc_train_graph_build(g, &cfg, observations, target, mask, dataset.num_bits + 1, dataset.time_average_cost,
+                              dataset.log_prob_in_bits, &tg, &st) != VG_OK)
+        goto done;
+    vg_output output = tg.output, train_loss = tg.train_loss, global_step = tg.global_step;
+    vg_op *train_step = tg.train_step;
     saver = vg_saver_new(g, NULL, &st);
     if (!saver || vg_graph_status(g, &st) != VG_OK) goto done;
     vg_hook hooks[1];
@@ -199,9 +174,7 @@ done:
     if (rc) fprintf(stderr, "dnc_train: %s: %s\n", vg_code_name(st.code), st.msg);
     vg_monitored_session_free(sess);
     vg_saver_free(saver);
-    vg_optimizer_free(optimizer);
-    free(trainable_variables);
-    dnc_free(core);
+    dnc_train_graph_free(&tg);
     vg_file_writer_cache_clear();
     vg_graph_free(g);
     return rc;
