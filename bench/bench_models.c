@@ -119,6 +119,16 @@ static void node_work(const vg_graph *g, const char *name, const char *type, dou
         vg_output dy = vg_op_input(op, 2), df = vg_out(op, 0);
         *flops = 2.0 * nelem(dy) * (double)(dim(df, 0) * dim(df, 1)) *
                  (!strcmp(t, "Conv2DBackpropFilter") ? (double)dim(df, 2) : 1.0);
+    } else if (!strncmp(type, "_VigilFusedMatMulSum", 20)) { /* an AddN of MatMuls, one GEMM */
+        for (int i = 0; i < vg_op_num_inputs(op); i++) {
+            vg_op *m = vg_op_input(op, i).op;
+            bool ta = false;
+            vg_op_attr_bool(m, "transpose_a", &ta);
+            *flops += 2.0 * nelem(vg_out(m, 0)) * (double)dim(vg_op_input(m, 0), ta ? 0 : 1);
+            *bytes += 4 * (nelem(vg_op_input(m, 0)) + nelem(vg_op_input(m, 1)));
+        }
+        *bytes += 4 * nelem(vg_out(op, 0));
+        return;
     } else if (!strcmp(t, "MatMul")) {
         vg_output a = vg_op_input(op, 0), y = vg_out(op, 0);
         bool ta = false;

@@ -275,6 +275,9 @@ VG_HIDDEN bool vg__plan_set_fusion(bool on);
 /* Element-wise cluster fusion (fuse_ew.c), run last by vg__plan_fuse; false on OOM.
  * Off when the environment has VG_EW_FUSION=0 (for A/B measurements). */
 VG_HIDDEN bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap);
+/* AddN of MatMuls (an unrolled RNN's weight gradient) into one GEMM (fuse_matmul.c),
+ * run by vg__plan_fuse before the element-wise pass; false on OOM. */
+VG_HIDDEN bool vg__plan_fuse_matmul_sum(vg__plan *p, int *succ_cap);
 
 /* Running (executor.c). */
 VG_HIDDEN vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,

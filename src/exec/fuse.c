@@ -410,7 +410,8 @@ vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
     vg__free(producer);
     vg__free(mark);
     vg__free(stack);
-    if (!fuse_conv_pool(p, fbr, fbrp, fwd) || !vg__plan_fuse_elementwise(p, succ_cap))
+    if (!fuse_conv_pool(p, fbr, fbrp, fwd) || !vg__plan_fuse_matmul_sum(p, succ_cap) ||
+        !vg__plan_fuse_elementwise(p, succ_cap))
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory building the execution plan");
     return VG_OK;
 oom:
