@@ -145,6 +145,13 @@ typedef struct vg__plan {
     bool parallel;       /* worth running with the inter-op pool */
     bool collectives;    /* has collective nodes: ready nodes are taken by priority */
     bool loops;          /* has frames besides the root */
+    /* A parallel plan's first runs alternate between the inter-op threads and the caller
+     * alone, and keep the faster (executor.c, ab_pick): a plan of many tiny nodes (the
+     * DNC's ~15k nodes of ~0.3 us) ran 1.5-2x slower with inter-op threads handing its
+     * nodes around than on one thread. seq: 0 undecided, 1 the caller alone, 2 parallel. */
+    _Atomic int ab_runs;
+    _Atomic int ab_seq;
+    _Atomic int64_t ab_min_ns[2]; /* fastest run timed in each mode: [0] caller alone, [1] parallel */
     /* run-state cache */
     pthread_mutex_t mu;
     vg__run_state *free_states;

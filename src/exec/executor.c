@@ -1129,6 +1129,51 @@ static void feed_edge(vg__run_state *rs, vg__iter *it0, const vg__edge *e, vg_te
     it0->ns[l].pending--;
 }
 
+/* The mode of a parallel plan's run (see vg__plan.ab_seq): after EXEC_AB_WARM runs in
+ * parallel, EXEC_AB_RUNS runs of each mode alternate, then the plan keeps the caller-alone
+ * mode only where its fastest run beat the fastest parallel one by 10% (noise favours
+ * neither: the minimum of each). Plans with blocking or collective nodes always run in
+ * parallel (a node may wait on another of the same run). Returns the run's slot in the
+ * schedule (-1: not timed) and sets *mt. */
+#define EXEC_AB_WARM 2
+#define EXEC_AB_RUNS 4
+static int ab_mode(vg__plan *p, bool *mt) {
+    *mt = p->parallel;
+    if (!p->parallel) return -1;
+    int seq = atomic_load_explicit(&p->ab_seq, memory_order_relaxed);
+    if (seq) {
+        *mt = seq == 2;
+        return -1;
+    }
+    int r = atomic_fetch_add_explicit(&p->ab_runs, 1, memory_order_relaxed);
+    if (r < EXEC_AB_WARM) return -1;
+    if (r == EXEC_AB_WARM) { /* first look: a plan that must stay parallel */
+        for (int i = 0; i < p->nnodes; i++)
+            if (p->nodes[i].blocking || p->nodes[i].collective) {
+                atomic_store_explicit(&p->ab_seq, 2, memory_order_relaxed);
+                return -1;
+            }
+    }
+    if (r >= EXEC_AB_WARM + 2 * EXEC_AB_RUNS) return -1;
+    *mt = ((r - EXEC_AB_WARM) & 1) != 0;
+    return r - EXEC_AB_WARM;
+}
+
+static void ab_record(vg__plan *p, int slot, bool mt, int64_t ns) {
+    _Atomic int64_t *m = &p->ab_min_ns[mt ? 1 : 0];
+    int64_t old = atomic_load_explicit(m, memory_order_relaxed);
+    while ((old == 0 || ns < old) && !atomic_compare_exchange_weak_explicit(m, &old, ns, memory_order_relaxed,
+                                                                              memory_order_relaxed)) {
+    }
+    if (slot == 2 * EXEC_AB_RUNS - 1) {
+        int64_t s = atomic_load_explicit(&p->ab_min_ns[0], memory_order_relaxed),
+                t = atomic_load_explicit(&p->ab_min_ns[1], memory_order_relaxed);
+        int expect = 0;
+        atomic_compare_exchange_strong_explicit(&p->ab_seq, &expect, s > 0 && t > 0 && s * 10 < t * 9 ? 1 : 2,
+                                                memory_order_relaxed, memory_order_relaxed);
+    }
+}
+
 static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,
                         vg_tensor **out, vg_run_metadata *md, vg_status *st) {
     vg__run_state *rs = state_get(p);
@@ -1139,7 +1184,11 @@ static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg
     rs->md = md;
     rs->trace = md && ro && ro->trace_level >= VG_TRACE_FULL;
     rs->deadline = (ro && ro->timeout_in_ms > 0) ? vg__now_ns() + ro->timeout_in_ms * 1000000LL : 0;
-    rs->mt = p->parallel;
+    bool mt;
+    int ab_slot = md ? -1 : ab_mode(p, &mt); /* (traced runs are not timed) */
+    if (md) mt = p->parallel && atomic_load_explicit(&p->ab_seq, memory_order_relaxed) != 1;
+    int64_t t_start = ab_slot >= 0 ? vg__now_ns() : 0;
+    rs->mt = mt;
     rs->qh = rs->qt = 0;
     rs->inflight = rs->helpers = rs->split_running = 0;
     rs->refs = 1;
@@ -1206,6 +1255,7 @@ static vg_code plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg
     }
     if (rs->step_res) vg__step_res_free(rs);
     state_release(rs);
+    if (ab_slot >= 0 && rc == VG_OK) ab_record(p, ab_slot, mt, vg__now_ns() - t_start);
     return rc;
 }
 
