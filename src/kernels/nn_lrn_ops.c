@@ -109,9 +109,18 @@ static void lrn_pow_f32(int64_t D, const float *restrict nrm, float beta, float 
 
 VG_SIMD_CLONES
 static void lrn_window_f32(int64_t D, int64_t R, const float *restrict padded, float *restrict sum) {
-    for (int64_t d = 0; d < D; d++) sum[d] = 0.0f;
-    for (int64_t t = 0; t <= 2 * R; t++)
-        for (int64_t d = 0; d < D; d++) sum[d] += padded[d + t];
+    int64_t d = 0;
+    for (; d + 16 <= D; d += 16) { /* 16 sums in registers across the 2r+1 shifts */
+        float acc[16] = {0};
+        for (int64_t t = 0; t <= 2 * R; t++)
+            for (int k = 0; k < 16; k++) acc[k] += padded[d + t + k];
+        for (int k = 0; k < 16; k++) sum[d + k] = acc[k];
+    }
+    for (; d < D; d++) {
+        float a = 0.0f;
+        for (int64_t t = 0; t <= 2 * R; t++) a += padded[d + t];
+        sum[d] = a;
+    }
 }
 
 VG_SIMD_CLONES
