@@ -196,6 +196,9 @@ def graph_net_main(a):
                       "loss": float(loss)}))
 
 
+EPS = 1e-6
+
+
 def trunc_normal(shape, std):
     return nn.Parameter(nn.init.trunc_normal_(torch.empty(*shape), std=std, a=-2 * std, b=2 * std))
 
