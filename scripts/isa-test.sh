@@ -17,8 +17,9 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 command -v qemu-x86_64 > /dev/null || { echo "isa-test: qemu-x86_64 not found (apt-get install qemu-user)" >&2; exit 2; }
 # the suites of the kernels (math, nn, conv, rnn, optimizers, data vectorisation, half,
-# crc32c, layers, losses, metrics, backends); others exercise no ISA-specific code
-suites=$(cd "$build" && ls | grep -E '^test_(math_|nn_|conv_|rnn|optimizer|data_vectorize|half|io_crc32c|batch_norm|losses|layers|core_tensor|backend|image_ops|array_|einsum|linalg|matrix_diag|random_ops|moving_averages|ema|index_ext|metrics|train_lib|dnc_addressing)' | grep -v '\.' || true)
+# crc32c, layers, losses, metrics, backends, the fused element-wise / matmul-sum kernels,
+# softmax rows, L2Loss, the DNC kernels); others exercise no ISA-specific code
+suites=$(cd "$build" && ls | grep -E '^test_(math_|nn_|conv_|rnn|optimizer|data_vectorize|half|io_crc32c|batch_norm|losses|layers|core_tensor|backend|image_ops|array_|einsum|linalg|matrix_diag|random_ops|moving_averages|ema|index_ext|metrics|train_lib|dnc_addressing|dnc_kernels|fusion_|softmax_|l2loss)' | grep -v '\.' || true)
 [ -n "$suites" ] || { echo "isa-test: no test binaries in $build (build it first)" >&2; exit 2; }
 logdir=$(mktemp -d)
 # One CPU model's pass over the suites; its report goes to $logdir/$cpu.report, and
