@@ -10,11 +10,12 @@
 
 /* exp(x): Cephes' expf polynomial after the reduction x = n ln2 + r, 2^n built in the
  * exponent bits; x clamped to [-87.3, 88.3] (the float range), relative error ~2e-7.
- * NaN stays NaN. */
+ * NaN stays NaN (through r; the integer part is taken from 0 then). */
 static inline float vg__vexpf(float x) {
     x = x < -87.3f ? -87.3f : x;
     x = x > 88.3f ? 88.3f : x;
     float t = x * 1.44269504088896341f;
+    t = t == t ? t : 0.0f; /* NaN: a finite exponent (converting NaN to int is undefined); r stays NaN */
     int32_t n = (int32_t)(t + 128.5f) - 128; /* round(t): t + 128.5 > 0 */
     float fn = (float)n;
     float r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
