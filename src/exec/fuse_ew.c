@@ -7,10 +7,13 @@
  * A cluster is a set of plan nodes, all float32 element-wise ops of one output shape S
  * (AddV2/Add, Sub, Mul, RealDiv/Div, Maximum, Minimum, SquaredDifference, Neg, Square,
  * Identity, AddN, comparisons to bool, Select with a condition of shape S, SelectV2,
- * ZerosLike / OnesLike, Tile of a scalar or per-channel vector up to S), plus Sum /
- * Mean of a member over every axis but the last (per-channel reductions, as moments
- * and the gradients of broadcasting ops take them). Inputs from outside the cluster
- * are S-shaped, scalars, or vectors along S's last axis. Clusters grow along data edges
+ * ZerosLike / OnesLike, Tile of a scalar, per-channel or per-row vector up to S), plus
+ * Sum / Mean of a member over every axis but the last (per-channel reductions, as
+ * batch norm's moments and the gradients of broadcasting ops take them) or over the
+ * last axis only (row reductions, any keep_dims: layer norm's moments and gradients).
+ * Inputs from outside the cluster are S-shaped, scalars, vectors along S's last axis,
+ * or per-row values (S's dims with the last one 1, as a row reduction with keep_dims
+ * makes, broadcast along the row). Clusters grow along data edges
  * in topological order and stay convex: no path leaves a cluster and comes back (which
  * would make the fused node wait for itself); a member never reads a reduction of its
  * own cluster. Nodes with control edges (either way), fed or fetched-only-as-targets
@@ -63,6 +66,7 @@ typedef struct cand {
     int nd;          /* S */
     int64_t dims[8];
     bool mean;
+    bool row;        /* K_RED over the last axis */
 } cand;
 
 typedef struct fctx {
@@ -85,7 +89,8 @@ static bool same_dims(int na, const int64_t *a, int nb, const int64_t *b) {
     return true;
 }
 
-/* An input of shape (nd, d) relative to S: full, scalar, channel vector, or -1. */
+/* An input of shape (nd, d) relative to S: full, scalar, channel vector, row vector
+ * (S's rank and dims but the last, which is 1), or -1. */
 static int in_kind(vg_shape s, const cand *c) {
     if (s.ndims < 0 || s.ndims > 8) return -1;
     int64_t n = 1;
@@ -98,6 +103,8 @@ static int in_kind(vg_shape s, const cand *c) {
     if (n == 1) return VG__EWIN_SCALAR;
     int64_t C = c->dims[c->nd - 1];
     if (n == C && s.dims[s.ndims - 1] == C) return VG__EWIN_CHANNEL;
+    if (s.ndims == c->nd && s.dims[s.ndims - 1] == 1 && same_dims(s.ndims - 1, s.dims, c->nd - 1, c->dims))
+        return VG__EWIN_ROW;
     return -1;
 }
 
@@ -153,18 +160,30 @@ static bool classify(fctx *f, int i, const bool *ctrl_src) {
     if (t->kind == K_RED) {
         if (full.ndims < 2 || n->ninputs != 2) return false;
         const vg_tensor *ax = slot_const(f, n->in_slot[1]);
-        if (!ax || vg_tensor_num_elements(ax) != full.ndims - 1) return false;
+        if (!ax) return false;
+        int64_t nax = vg_tensor_num_elements(ax);
         vg_dtype adt = vg_tensor_dtype(ax);
         if (adt != VG_INT32 && adt != VG_INT64) return false;
         bool seen[8] = {false};
-        for (int k = 0; k < full.ndims - 1; k++) {
+        for (int64_t k = 0; k < nax && k < 8; k++) {
             int64_t a = adt == VG_INT32 ? ((const int32_t *)vg_tensor_data(ax))[k] : ((const int64_t *)vg_tensor_data(ax))[k];
             if (a < 0) a += full.ndims;
-            if (a < 0 || a >= full.ndims - 1 || seen[a]) return false;
+            if (a < 0 || a >= full.ndims || seen[a]) return false;
             seen[a] = true;
         }
+        /* exactly the last axis (a row reduction), or every axis but the last */
+        c->row = nax == 1 && seen[full.ndims - 1];
+        if (!c->row && (nax != full.ndims - 1 || seen[full.ndims - 1])) return false;
         vg_shape ys = vg_output_shape(y);
-        if (ys.ndims < 1 || ys.ndims > 8 || ys.dims[ys.ndims - 1] != full.dims[full.ndims - 1]) return false;
+        if (ys.ndims < 0 || ys.ndims > 8) return false;
+        int64_t yn = 1;
+        for (int k = 0; k < ys.ndims; k++) {
+            if (ys.dims[k] < 0) return false;
+            yn *= ys.dims[k];
+        }
+        if (c->row ? yn != nel / full.dims[full.ndims - 1]
+                   : ys.ndims < 1 || ys.dims[ys.ndims - 1] != full.dims[full.ndims - 1])
+            return false;
         c->mean = !strcmp(op->def->type, "Mean");
     }
     if (t->kind == K_TILE && in_kind(vg_output_shape(vg_op_input(op, 0)), c) < 0) return false;
@@ -360,7 +379,8 @@ static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_
             for (int j = 0; j < k; j++)
                 if (m[j] == src) o->reg = reg[j];
             o->reduce = true;
-            o->scale = c->mean ? (double)pr->C / (double)pr->n : 1.0;
+            o->row = c->row;
+            o->scale = !c->mean ? 1.0 : c->row ? 1.0 / (double)pr->C : (double)pr->C / (double)pr->n;
             vg_shape ys = vg_output_shape(vg_out(n->op, 0));
             o->ndims = ys.ndims;
             memcpy(o->dims, ys.dims, sizeof(int64_t) * (size_t)ys.ndims);

@@ -6,9 +6,13 @@
  * program. The kernel walks the cluster's shape in tiles of whole channel rows (about
  * 512 values), evaluates the program into tile registers (2 KB each, in L1), writes
  * the outputs the plan reads straight from the registers that compute them, and sums
- * the reduced registers per channel. Reductions go into one partial per fixed piece of
- * tiles (double), added in piece order at the end: the same sums whatever the number
- * of threads. Element-wise values are those of the separate kernels (the same float
+ * the reduced registers per channel or per row. Per-channel reductions go into one
+ * partial per fixed piece of tiles (double), added in piece order at the end; a row's
+ * sum is whole inside one tile and goes straight to its output (16 float lanes, each
+ * summing every 16th value in order, then the lanes and the tail added in a fixed
+ * order in double, in every ISA clone): the same sums whatever the number of threads.
+ * Row inputs (one value per row of the cluster's shape) are spread along their rows
+ * into a tile register per tile. Element-wise values are those of the separate kernels (the same float
  * operation per element, math_cwise_ops.c's NaN conventions for Maximum / Minimum).
  */
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
@@ -24,8 +28,8 @@ typedef struct ew_job {
     const vg__ew_prog *p;
     int nregs;
     int64_t L, ntiles, npieces;
-    const float **in_f;    /* full float inputs (NULL otherwise) */
-    const uint8_t **in_b;  /* full bool inputs */
+    const float **in_f;    /* full or row float inputs (NULL otherwise) */
+    const uint8_t **in_b;  /* full or row bool inputs */
     const float *bcast;    /* per input: L broadcast values (scalar / channel inputs) */
     float **out_f;         /* per output: float data of full outputs */
     uint8_t **out_b;       /* per output: bool data */
@@ -80,6 +84,37 @@ static void add_rows(int64_t rows, int64_t C, const float *restrict x, float *re
     for (int64_t c = 0; c < C; c++) part[c] += (double)acc[c];
 }
 
+/* y[r] = scale * sum of row r of x (rows x C), in a fixed order (see the top) */
+VG_SIMD_CLONES
+static void sum_rows(int64_t rows, int64_t C, const float *restrict x, float *restrict y, double scale) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * C;
+        float acc[16] = {0};
+        int64_t c = 0;
+        for (; c + 16 <= C; c += 16)
+            for (int k = 0; k < 16; k++) acc[k] += xr[c + k];
+        double s = 0;
+        for (int k = 0; k < 16; k++) s += (double)acc[k];
+        for (; c < C; c++) s += (double)xr[c];
+        y[r] = (float)(s * scale);
+    }
+}
+
+/* o (rows x C) = v[r] along each row r */
+VG_SIMD_CLONES
+static void fill_rows(int64_t rows, int64_t C, const float *restrict v, float *restrict o) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < C; c++) o[r * C + c] = v[r];
+}
+
+VG_SIMD_CLONES
+static void fill_rows_bool(int64_t rows, int64_t C, const uint8_t *restrict v, float *restrict o) {
+    for (int64_t r = 0; r < rows; r++) {
+        float x = v[r] ? 1.0f : 0.0f;
+        for (int64_t c = 0; c < C; c++) o[r * C + c] = x;
+    }
+}
+
 VG_SIMD_CLONES
 static void bool_to_float(int64_t m, const uint8_t *restrict b, float *restrict o) {
     for (int64_t i = 0; i < m; i++) o[i] = b[i] ? 1.0f : 0.0f;
@@ -94,7 +129,11 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
     const vg__ew_prog *p = j->p;
     const int64_t L = j->L, C = p->C;
     for (int i = 0; i < p->ninputs; i++) {
-        if (p->in_kind[i] != VG__EWIN_FULL) R[i] = j->bcast + (int64_t)i * L;
+        if (p->in_kind[i] == VG__EWIN_ROW) { /* tiles hold whole rows: t0 is a multiple of C */
+            if (j->in_b[i]) fill_rows_bool(m / C, C, j->in_b[i] + t0 / C, scr + (int64_t)i * L);
+            else fill_rows(m / C, C, j->in_f[i] + t0 / C, scr + (int64_t)i * L);
+            R[i] = scr + (int64_t)i * L;
+        } else if (p->in_kind[i] != VG__EWIN_FULL) R[i] = j->bcast + (int64_t)i * L;
         else if (j->in_b[i]) {
             bool_to_float(m, j->in_b[i] + t0, scr + (int64_t)i * L);
             R[i] = scr + (int64_t)i * L;
@@ -116,7 +155,8 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
     float *acc = scr + (int64_t)j->nregs * L;
     for (int k = 0; k < p->nouts; k++) {
         const vg__ew_out *o = &p->outs[k];
-        if (o->reduce) add_rows(m / C, C, R[o->reg], acc, part + (int64_t)j->red_of[k] * C);
+        if (o->reduce && o->row) sum_rows(m / C, C, R[o->reg], j->out_f[k] + t0 / C, o->scale);
+        else if (o->reduce) add_rows(m / C, C, R[o->reg], acc, part + (int64_t)j->red_of[k] * C);
         else if (o->is_bool) float_to_bool(m, R[o->reg], j->out_b[k] + t0);
     }
 }
@@ -166,7 +206,10 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
     j.bcast = bcast;
     for (int i = 0; i < p->ninputs; i++) {
         vg_tensor *t = vg__kctx_input(ctx, i);
-        int64_t want = p->in_kind[i] == VG__EWIN_FULL ? n : p->in_kind[i] == VG__EWIN_CHANNEL ? C : 1;
+        int64_t want = p->in_kind[i] == VG__EWIN_FULL      ? n
+                       : p->in_kind[i] == VG__EWIN_CHANNEL ? C
+                       : p->in_kind[i] == VG__EWIN_ROW     ? n / C
+                                                           : 1;
         vg_dtype dt = p->in_bool[i] ? VG_BOOL : VG_FLOAT;
         if (!t || vg_tensor_dtype(t) != dt || vg_tensor_num_elements(t) != want) {
             rc = vg_status_set(st, VG_INTERNAL, "fused element-wise input %d: got %s of %lld values, planned %lld", i,
@@ -175,7 +218,7 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
             goto done;
         }
         const void *d = vg_tensor_data(t);
-        if (p->in_kind[i] == VG__EWIN_FULL) {
+        if (p->in_kind[i] == VG__EWIN_FULL || p->in_kind[i] == VG__EWIN_ROW) {
             if (p->in_bool[i]) j.in_b[i] = d;
             else j.in_f[i] = d;
             continue;
@@ -194,6 +237,11 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
         const vg__ew_out *o = &p->outs[k];
         vg_tensor *t = NULL;
         j.red_of[k] = -1;
+        if (o->reduce && o->row) { /* written row by row from the tiles */
+            if ((rc = vg__kctx_alloc_output(ctx, k, VG_FLOAT, o->dims, o->ndims, &t)) != VG_OK) goto done;
+            j.out_f[k] = vg_tensor_data(t);
+            continue;
+        }
         if (o->reduce) {
             j.red_of[k] = j.nred++;
             continue;
@@ -213,7 +261,7 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
     if (j.npieces > 0) vg__kctx_parallel_for_slots(ctx, j.npieces, nslots, j.npieces, run_pieces, &j);
     for (int k = 0; k < p->nouts; k++) {
         const vg__ew_out *o = &p->outs[k];
-        if (!o->reduce) continue;
+        if (!o->reduce || o->row) continue;
         vg_tensor *t = NULL;
         if ((rc = vg__kctx_alloc_output(ctx, k, VG_FLOAT, o->dims, o->ndims, &t)) != VG_OK) goto done;
         float *y = vg_tensor_data(t);
