@@ -351,6 +351,40 @@ static void test_ew__last_dim_one(void) {
     vg_graph_free(g);
 }
 
+/* Members reading a variable (through its read Identity) join a cluster that no writer
+ * of a variable reaches, and the fused node reads before an unordered write, as the
+ * member would: a = x * v + x fuses and sees v's old value while v += 10 runs in the
+ * same step; in c = x * v + x * (v += 10) the Add depends on the write, so the product
+ * reading v stays out of its cluster and still reads the old value. */
+static void test_ew__variable_reads(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t xd[2] = {16, 8}, cd[1] = {8};
+    double v0[8] = {1, 2, 3, 4, -1, -2, 0.5, 7}, ten[8] = {10, 10, 10, 10, 10, 10, 10, 10};
+    vg_output x = vg_placeholder(g, VG_FLOAT, xd, 2, "x");
+    vg_variable v = vg_variable_new(g, "v", cst(g, VG_FLOAT, cd, 1, v0), 0);
+    vg_output a = vg_add(g, vg_mul(g, x, v.read, NULL), x, "a");
+    vg_output upd = vg_assign_add(g, v.ref, cst(g, VG_FLOAT, cd, 1, ten), "upd");
+    vg_output c = vg_add(g, vg_mul(g, x, v.read, "c0"), vg_mul(g, x, upd, "c1"), "c");
+    double *xv = randv(16 * 8, 17, -2, 2);
+    vg_tensor *vals[1] = {mk(VG_FLOAT, xd, 2, xv)};
+    vg_output feeds[1] = {x}, fetch[2] = {a, c};
+    vg_op *init = vg_global_variables_initializer(g);
+    for (int fused = 1; fused >= 0; fused--) {
+        vg_tensor *o[2];
+        int nf = run_ln(g, &init, 1, feeds, vals, 1, fetch, 2, o, 1, fused);
+        CHECK(fused ? nf >= 1 : nf == 0);
+        for (int i = 0; o[0] && o[1] && i < 16 * 8; i++) {
+            float xi = (float)xv[i], vi = (float)v0[i % 8];
+            CHECK_NEAR(get(o[0], i), xi * vi + xi, 1e-6);
+            CHECK_NEAR(get(o[1], i), xi * vi + xi * (vi + 10.0f), 1e-5);
+        }
+        vg_tensor_free(o[0]), vg_tensor_free(o[1]);
+    }
+    vg_tensor_free(vals[0]);
+    free(xv);
+    vg_graph_free(g);
+}
+
 /* a = x * y is read by b = a + z and fetched; c = a + transpose(a) (the value leaves the
  * chain and comes back: a and c must not share a fused node); d = a * 2 with a control
  * input stays alone; feeding a replaces it. */
@@ -416,6 +450,7 @@ int main(void) {
     RUN_TEST(test_ew__layer_norm);
     RUN_TEST(test_ew__row_inputs_and_sums);
     RUN_TEST(test_ew__last_dim_one);
+    RUN_TEST(test_ew__variable_reads);
     RUN_TEST(test_ew__outputs_cycles_feeds_control);
     RUN_TEST(test_ew__other_dtypes_alone);
     TEST_MAIN_END();

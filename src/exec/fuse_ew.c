@@ -19,6 +19,10 @@
  * own cluster. Nodes with control edges (either way), fed or fetched-only-as-targets
  * special cases are left alone: a node whose output is fed, and nodes with control
  * inputs or control successors, never join.
+ * A member may read a variable through its read Identity (layer norm's gamma and beta)
+ * only in a cluster that no variable writer (a node taking a variable reference)
+ * reaches: the fused node reads later than the member would have, and the plan's
+ * reader -> writer ordering, made after fusion, then orders it before the writers.
  *
  * Rewrite of a cluster of two or more nodes: its last node (in topological order)
  * runs _VigilFusedElementwise (src/kernels/ew_fused.c) with the cluster's outside
@@ -67,6 +71,7 @@ typedef struct cand {
     int64_t dims[8];
     bool mean;
     bool row;        /* K_RED over the last axis */
+    bool rv;         /* reads a variable through an Identity */
 } cand;
 
 typedef struct fctx {
@@ -79,6 +84,7 @@ typedef struct fctx {
     int **mem;       /* per root: members */
     int *nmem, *capmem;
     int *mark, *seen, *stack;
+    bool *wreach;    /* per node: reachable from a node that may write a variable */
     int stamp;
 } fctx;
 
@@ -187,16 +193,31 @@ static bool classify(fctx *f, int i, const bool *ctrl_src) {
         c->mean = !strcmp(op->def->type, "Mean");
     }
     if (t->kind == K_TILE && in_kind(vg_output_shape(vg_op_input(op, 0)), c) < 0) return false;
-    /* a member reading a variable (directly or through an Identity) would move the read
-     * to the fused node's time: leave such nodes to the plan's read ordering */
+    /* a member reading a variable moves the read to the fused node's time: a variable
+     * itself, or through a RefIdentity, stays out; through an Identity (a variable's
+     * read, maybe behind ops that alias their input) the member may join a cluster that
+     * no variable writer reaches (can_merge), whose fused node the plan then orders
+     * before the writers like any reader */
+    c->rv = false;
     for (int k = 0; k < c->ndata; k++) {
         int q = f->prod[n->in_slot[k]];
-        for (int hop = 0; q >= 0 && hop < 2; hop++) {
+        for (int hop = 0; q >= 0 && hop < 4; hop++) {
             const vg__node *pn = &f->p->nodes[q];
-            if (pn->kind == VG__K_VARIABLE || (pn->op->def->flags & VG__OP_VARIABLE)) return false;
-            if (strcmp(pn->op->def->type, "Identity") && strcmp(pn->op->def->type, "RefIdentity")) break;
+            if (pn->kind == VG__K_VARIABLE || (pn->op->def->flags & VG__OP_VARIABLE)) {
+                if (hop == 0) return false;
+                c->rv = true;
+                break;
+            }
+            const char *pt = pn->op->def->type;
+            if (!strcmp(pt, "RefIdentity")) return false;
+            if (strcmp(pt, "Identity") && strcmp(pt, "Snapshot") && strcmp(pt, "Reshape") && strcmp(pt, "StopGradient") &&
+                strcmp(pt, "ExpandDims") && strcmp(pt, "Squeeze"))
+                break;
             q = pn->ninputs > 0 && pn->in_slot[0] >= 0 ? f->prod[pn->in_slot[0]] : -1;
-            if (pn->ninputs > 0 && pn->in_var[0]) return false;
+            if (pn->ninputs > 0 && pn->in_var[0]) {
+                c->rv = true;
+                break;
+            }
         }
     }
     c->kind = t->kind;
@@ -209,16 +230,21 @@ static int find(fctx *f, int i) {
 }
 
 /* Would the union of the clusters roots[0 .. nr) be convex, with no member reading a
- * reduction of the union? */
+ * reduction of the union, and, where a member reads a variable, no member reachable
+ * from a variable writer? */
 static bool can_merge(fctx *f, const int *roots, int nr) {
     vg__plan *p = f->p;
     int st = ++f->stamp, maxrank = -1, sp = 0;
+    bool rv = false, wr = false;
     for (int r = 0; r < nr; r++)
         for (int k = 0; k < f->nmem[roots[r]]; k++) {
             int m = f->mem[roots[r]][k];
             f->mark[m] = st;
             if (f->rank[m] > maxrank) maxrank = f->rank[m];
+            rv |= f->c[m].rv;
+            wr |= f->wreach[m];
         }
+    if (rv && wr) return false;
     for (int r = 0; r < nr; r++)
         for (int k = 0; k < f->nmem[roots[r]]; k++) {
             int m = f->mem[roots[r]][k];
@@ -501,7 +527,8 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
     f.mark = vg__calloc((size_t)nn + 1, sizeof(int));
     f.seen = vg__calloc((size_t)nn + 1, sizeof(int));
     f.stack = vg__malloc(sizeof(int) * (size_t)(nn + 1) * 2);
-    if (!ctrl_src || !indeg || !order || !f.c || !f.prod || !f.rank || !f.parent || !f.mem || !f.nmem || !f.capmem ||
+    f.wreach = vg__calloc((size_t)nn + 1, sizeof(bool));
+    if (!f.wreach || !ctrl_src || !indeg || !order || !f.c || !f.prod || !f.rank || !f.parent || !f.mem || !f.nmem || !f.capmem ||
         !f.mark || !f.seen || !f.stack)
         goto done;
     /* control sources: an op named as a control input of a node in the plan */
@@ -532,6 +559,26 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
     if (tail != nn) { /* a cycle: the planner reports it; fuse nothing */
         ok = true;
         goto done;
+    }
+    /* nodes a variable writer reaches: from every node taking a variable reference
+     * (Assign, Apply*, ...; Identity and the variables themselves only pass it on) */
+    int sp = 0;
+    for (int i = 0; i < nn; i++) {
+        const vg__node *n = &p->nodes[i];
+        if (n->kind == VG__K_VARIABLE || n->kind == VG__K_IDENTITY) continue;
+        for (int k = 0; k < n->ninputs; k++)
+            if (n->in_var && n->in_var[k]) {
+                f.wreach[i] = true;
+                f.stack[sp++] = i;
+                break;
+            }
+    }
+    while (sp) {
+        int x = f.stack[--sp];
+        for (int e = 0; e < p->nodes[x].nsucc; e++) {
+            int y = p->nodes[x].succ[e];
+            if (!f.wreach[y]) f.wreach[y] = true, f.stack[sp++] = y;
+        }
     }
     int ncand = 0;
     for (int i = 0; i < nn; i++) {
@@ -616,5 +663,6 @@ done:
     vg__free(f.mark);
     vg__free(f.seen);
     vg__free(f.stack);
+    vg__free(f.wreach);
     return ok;
 }

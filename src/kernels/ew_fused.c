@@ -9,8 +9,8 @@
  * the reduced registers per channel or per row. Per-channel reductions go into one
  * partial per fixed piece of tiles (double), added in piece order at the end; a row's
  * sum is whole inside one tile and goes straight to its output (16 float lanes, each
- * summing every 16th value in order, then the lanes and the tail added in a fixed
- * order in double, in every ISA clone): the same sums whatever the number of threads.
+ * summing every 16th value in order, the lanes added pairwise in a fixed tree, the
+ * tail added in double, in every ISA clone): the same sums whatever the number of threads.
  * Row inputs (one value per row of the cluster's shape) are spread along their rows
  * into a tile register per tile. Element-wise values are those of the separate kernels (the same float
  * operation per element, math_cwise_ops.c's NaN conventions for Maximum / Minimum).
@@ -93,8 +93,9 @@ static void sum_rows(int64_t rows, int64_t C, const float *restrict x, float *re
         int64_t c = 0;
         for (; c + 16 <= C; c += 16)
             for (int k = 0; k < 16; k++) acc[k] += xr[c + k];
-        double s = 0;
-        for (int k = 0; k < 16; k++) s += (double)acc[k];
+        for (int w = 8; w >= 1; w /= 2) /* lanes k and k + w, a fixed tree */
+            for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+        double s = (double)acc[0];
         for (; c < C; c++) s += (double)xr[c];
         y[r] = (float)(s * scale);
     }
