@@ -281,15 +281,17 @@ static void row_case(const int64_t *xd, int nd) {
     vg_output s2 = vg_reduce_sum(g, b, (int32_t[]){nd - 1}, 1, false, "s2");
     vg_output m1 = vg_reduce_mean(g, b, (int32_t[]){nd - 1}, 1, true, "m1");
     vg_output m2 = vg_reduce_mean(g, vg_square(g, a, NULL), (int32_t[]){-1}, 1, false, "m2");
+    vg_output e = vg_maximum(g, vg_div(g, r, vg_add(g, x, vg_const_f32(g, 3.0f, NULL), NULL), NULL), a, "e"); /* row first */
     double *xv = randv(n, 13, -1, 2), *rv = randv(R, 14, -1, 1);
     vg_tensor *vals[2] = {mk(VG_FLOAT, xd, nd, xv), mk(VG_FLOAT, rd, nd, rv)};
-    vg_output feeds[2] = {x, r}, fetch[5] = {s1, s2, m1, m2, b};
-    vg_tensor *o1[5], *o2[5], *u[5];
-    CHECK_EQ_INT(run_g(g, feeds, vals, 2, fetch, 5, o1, 1, true), 1);
-    CHECK_EQ_INT(run_g(g, feeds, vals, 2, fetch, 5, o2, 2, true), 1);
-    CHECK_EQ_INT(run_g(g, feeds, vals, 2, fetch, 5, u, 1, false), 0);
-    for (int i = 0; i < 5; i++) CHECK(same_bits(o1[i], o2[i]));
+    vg_output feeds[2] = {x, r}, fetch[6] = {s1, s2, m1, m2, b, e};
+    vg_tensor *o1[6], *o2[6], *u[6];
+    CHECK_EQ_INT(run_g(g, feeds, vals, 2, fetch, 6, o1, 1, true), 1);
+    CHECK_EQ_INT(run_g(g, feeds, vals, 2, fetch, 6, o2, 2, true), 1);
+    CHECK_EQ_INT(run_g(g, feeds, vals, 2, fetch, 6, u, 1, false), 0);
+    for (int i = 0; i < 6; i++) CHECK(same_bits(o1[i], o2[i]));
     CHECK(same_bits(o1[4], u[4])); /* element-wise values: the separate kernels' */
+    CHECK(same_bits(o1[5], u[5]));
     CHECK_EQ_INT(vg_tensor_ndims(o1[0]), nd);
     CHECK_EQ_INT(vg_tensor_ndims(o1[1]), nd - 1);
     CHECK_EQ_INT(vg_tensor_ndims(o1[2]), nd);
@@ -308,7 +310,7 @@ static void row_case(const int64_t *xd, int nd) {
         CHECK_NEAR(get(o1[2], q), sb / (double)C, tol * (1 + fabs(sb / (double)C)));
         CHECK_NEAR(get(o1[3], q), sq / (double)C, tol * (1 + sq / (double)C));
     }
-    for (int i = 0; i < 5; i++) vg_tensor_free(o1[i]), vg_tensor_free(o2[i]), vg_tensor_free(u[i]);
+    for (int i = 0; i < 6; i++) vg_tensor_free(o1[i]), vg_tensor_free(o2[i]), vg_tensor_free(u[i]);
     for (int i = 0; i < 2; i++) vg_tensor_free(vals[i]);
     free(xv), free(rv);
     vg_graph_free(g);
