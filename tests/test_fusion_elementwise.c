@@ -7,6 +7,10 @@
  *     scalar, per-channel and bool inputs, AddN, ZerosLike / OnesLike, Tile broadcasts;
  *   - per-channel reductions fused into a chain match a double reference and are the
  *     same bits at 1 and 2 threads;
+ *   - layer norm (tf.contrib.layers.layer_norm: row moments, per-row inputs, row sums in
+ *     its gradients) matches the unfused plan, forward and gradients; row inputs and
+ *     last-axis Sum / Mean (keep_dims either way) match a double reference, the same bits
+ *     at 1 and 2 threads; a cluster whose last dimension is 1 takes [R, 1] as full;
  *   - a member value fetched or read outside stays available; a chain whose value
  *     leaves and comes back (a + transpose(a)) runs without a cycle; fed values and nodes
  *     with control edges are left alone. */
@@ -184,6 +188,205 @@ static void test_ew__reductions(void) {
     vg_graph_free(g);
 }
 
+/* vg_layer_norm (tf.contrib.layers.layer_norm) of x [R, C], a weighted sum as loss,
+ * gradients wrt x, gamma and beta (through their reads), with gamma and beta assigned
+ * values other than their ones / zeros initializers. Fused against unfused, 1 and 2
+ * threads. */
+static int run_ln(vg_graph *g, vg_op *const *init, int ninit, const vg_output *feeds, vg_tensor **vals, int nfeeds,
+                  const vg_output *fetch, int nfetch, vg_tensor **outs, int threads, bool fused) {
+    bool old = vg__plan_set_fusion(fused);
+    vg_status st;
+    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    so.intra_op_threads = threads;
+    so.inter_op_threads = threads;
+    vg_session *s = vg_session_new(g, &so, &st);
+    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    ro.trace_level = VG_TRACE_FULL;
+    vg_run_metadata *md = vg_run_metadata_new();
+    int n = -1;
+    for (int i = 0; i < nfetch; i++) outs[i] = NULL;
+    if (s && md) {
+        for (int i = 0; i < ninit; i++) CHECK_OK(vg_session_run_targets(s, &init[i], 1, &st), &st);
+        CHECK_OK(vg_session_run(s, &ro, feeds, vals, nfeeds, fetch, outs, nfetch, NULL, 0, md, &st), &st);
+        if (st.code == VG_OK) n = nfused_in(md);
+    }
+    vg_run_metadata_free(md);
+    vg_session_free(s);
+    vg__plan_set_fusion(old);
+    return n;
+}
+
+static void ln_case(int64_t R, int64_t C) {
+    vg_graph *g = vg_graph_new();
+    int64_t xd[2] = {R, C}, cd[1] = {C}, n = R * C;
+    vg_output x = vg_placeholder(g, VG_FLOAT, xd, 2, "x"), w = vg_placeholder(g, VG_FLOAT, xd, 2, "w");
+    vg_output h = vg_layer_norm(g, x, NULL);
+    vg_output L = vg_reduce_sum(g, vg_mul(g, h, w, NULL), NULL, -1, false, "loss");
+    int nv = 0;
+    const vg_output *vars = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nv);
+    CHECK_EQ_INT(nv, 2);
+    if (nv != 2) {
+        vg_graph_free(g);
+        return;
+    }
+    vg_output wrt[3] = {x, vg_variable_snapshot(vars[0].op), vg_variable_snapshot(vars[1].op)}, d[3];
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &L, 1, wrt, 3, NULL, d, &st), &st);
+    double *gb[2] = {randv(C, 11, -0.5, 0.5), randv(C, 12, 0.5, 1.5)};
+    vg_op *init[3] = {vg_global_variables_initializer(g), NULL, NULL};
+    for (int i = 0; i < 2; i++) init[1 + i] = vg_assign(g, vars[i], cst(g, VG_FLOAT, cd, 1, gb[i]), true, NULL).op;
+    double *xv = randv(n, 9, -2, 3), *wv = randv(n, 10, -1, 1);
+    for (int64_t c = 0; c < C; c++) xv[C + c] = 0.25; /* a constant row: variance 0 */
+    vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, xd, 2, wv)};
+    vg_output feeds[2] = {x, w}, fetch[4] = {h, d[0], d[1], d[2]};
+    vg_tensor *a[4], *b[4], *c[4];
+    int nf = run_ln(g, init, 3, feeds, vals, 2, fetch, 4, a, 1, true);
+    int nu = run_ln(g, init, 3, feeds, vals, 2, fetch, 4, b, 1, false);
+    int n2 = run_ln(g, init, 3, feeds, vals, 2, fetch, 4, c, 2, true);
+    CHECK(nf >= 2); /* the variance's chain, the normalization, the gradients' row sums */
+    CHECK_EQ_INT(nu, 0);
+    CHECK_EQ_INT(n2, nf);
+    for (int i = 0; i < 4; i++) {
+        CHECK(a[i] && b[i] && c[i]);
+        if (!a[i] || !b[i] || !c[i]) continue;
+        CHECK_EQ_INT(vg_tensor_num_elements(a[i]), vg_tensor_num_elements(b[i]));
+        CHECK(rel_diff(a[i], b[i]) < 2e-4);
+        CHECK(same_bits(a[i], c[i])); /* no thread-count dependence */
+    }
+    for (int i = 0; i < 4; i++) vg_tensor_free(a[i]), vg_tensor_free(b[i]), vg_tensor_free(c[i]);
+    for (int i = 0; i < 2; i++) vg_tensor_free(vals[i]), free(gb[i]);
+    free(xv), free(wv);
+    vg_graph_free(g);
+}
+
+static void test_ew__layer_norm(void) {
+    ln_case(37, 128);  /* a partial last tile */
+    ln_case(300, 128); /* graph_net's [12288, 128] rows, fewer */
+    ln_case(9, 700);   /* rows longer than a tile */
+}
+
+/* Per-row inputs ([..., 1]) and last-axis Sum / Mean, keep_dims true and false, inside
+ * one chain: a double reference; the same bits at 1 and 2 threads. */
+static void row_case(const int64_t *xd, int nd) {
+    vg_graph *g = vg_graph_new();
+    int64_t rd[8], n = 1, C = xd[nd - 1];
+    for (int i = 0; i < nd; i++) rd[i] = xd[i], n *= xd[i];
+    rd[nd - 1] = 1;
+    int64_t R = n / C;
+    vg_output x = vg_placeholder(g, VG_FLOAT, xd, nd, "x"), r = vg_placeholder(g, VG_FLOAT, rd, nd, "r");
+    vg_output a = vg_add(g, vg_mul(g, x, r, NULL), x, NULL);               /* row broadcast */
+    vg_output t = vg_tile(g, r, vg_const_i32_vec(g, (int32_t[]){1, 1, 1, (int32_t)C}, nd, NULL), NULL);
+    vg_output b = vg_sub(g, vg_squared_difference(g, a, r, NULL), t, NULL); /* (a - r)^2 - r */
+    vg_output s1 = vg_reduce_sum(g, a, (int32_t[]){-1}, 1, true, "s1");
+    vg_output s2 = vg_reduce_sum(g, b, (int32_t[]){nd - 1}, 1, false, "s2");
+    vg_output m1 = vg_reduce_mean(g, b, (int32_t[]){nd - 1}, 1, true, "m1");
+    vg_output m2 = vg_reduce_mean(g, vg_square(g, a, NULL), (int32_t[]){-1}, 1, false, "m2");
+    vg_output e = vg_maximum(g, vg_div(g, r, vg_add(g, x, vg_const_f32(g, 3.0f, NULL), NULL), NULL), a, "e"); /* row first */
+    double *xv = randv(n, 13, -1, 2), *rv = randv(R, 14, -1, 1);
+    vg_tensor *vals[2] = {mk(VG_FLOAT, xd, nd, xv), mk(VG_FLOAT, rd, nd, rv)};
+    vg_output feeds[2] = {x, r}, fetch[6] = {s1, s2, m1, m2, b, e};
+    vg_tensor *o1[6], *o2[6], *u[6];
+    CHECK_EQ_INT(run_g(g, feeds, vals, 2, fetch, 6, o1, 1, true), 1);
+    CHECK_EQ_INT(run_g(g, feeds, vals, 2, fetch, 6, o2, 2, true), 1);
+    CHECK_EQ_INT(run_g(g, feeds, vals, 2, fetch, 6, u, 1, false), 0);
+    for (int i = 0; i < 6; i++) CHECK(same_bits(o1[i], o2[i]));
+    CHECK(same_bits(o1[4], u[4])); /* element-wise values: the separate kernels' */
+    CHECK(same_bits(o1[5], u[5]));
+    CHECK_EQ_INT(vg_tensor_ndims(o1[0]), nd);
+    CHECK_EQ_INT(vg_tensor_ndims(o1[1]), nd - 1);
+    CHECK_EQ_INT(vg_tensor_ndims(o1[2]), nd);
+    CHECK_EQ_INT(vg_tensor_ndims(o1[3]), nd - 1);
+    CHECK_EQ_INT(vg_tensor_num_elements(o1[3]), R);
+    for (int64_t q = 0; q < R; q++) {
+        double sa = 0, sb = 0, sq = 0;
+        for (int64_t c = 0; c < C; c++) {
+            float xi = (float)xv[q * C + c], ri = (float)rv[q];
+            float av = xi * ri + xi, dv = av - ri, bv = dv * dv - ri;
+            sa += av, sb += bv, sq += (double)(av * av);
+        }
+        double tol = 1e-5 * (1 + C / 64);
+        CHECK_NEAR(get(o1[0], q), sa, tol * (1 + fabs(sa)));
+        CHECK_NEAR(get(o1[1], q), sb, tol * (1 + fabs(sb)));
+        CHECK_NEAR(get(o1[2], q), sb / (double)C, tol * (1 + fabs(sb / (double)C)));
+        CHECK_NEAR(get(o1[3], q), sq / (double)C, tol * (1 + sq / (double)C));
+    }
+    for (int i = 0; i < 6; i++) vg_tensor_free(o1[i]), vg_tensor_free(o2[i]), vg_tensor_free(u[i]);
+    for (int i = 0; i < 2; i++) vg_tensor_free(vals[i]);
+    free(xv), free(rv);
+    vg_graph_free(g);
+}
+
+static void test_ew__row_inputs_and_sums(void) {
+    row_case((int64_t[]){300, 37}, 2);   /* a 16-lane remainder */
+    row_case((int64_t[]){4, 75, 48}, 3); /* rank 3 */
+    row_case((int64_t[]){6, 600}, 2);    /* one row per tile */
+}
+
+/* S = [R, 1]: [R, 1] inputs are full (not rows), and a last-axis Sum / Mean is a copy. */
+static void test_ew__last_dim_one(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t xd[2] = {50, 1};
+    vg_output x = vg_placeholder(g, VG_FLOAT, xd, 2, "x"), y = vg_placeholder(g, VG_FLOAT, xd, 2, "y");
+    vg_output a = vg_add(g, vg_mul(g, x, y, NULL), y, NULL);
+    vg_output s = vg_reduce_sum(g, a, (int32_t[]){-1}, 1, true, "s");
+    vg_output m = vg_reduce_mean(g, a, (int32_t[]){1}, 1, false, "m");
+    vg_output c = vg_reduce_sum(g, a, (int32_t[]){0}, 1, false, "c"); /* per channel: one value */
+    double *xv = randv(50, 15, -1, 1), *yv = randv(50, 16, -1, 1);
+    vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, xd, 2, yv)};
+    vg_output feeds[2] = {x, y}, fetch[3] = {s, m, c};
+    vg_tensor *o[3];
+    CHECK_EQ_INT(run_g(g, feeds, vals, 2, fetch, 3, o, 2, true), 1);
+    CHECK_EQ_INT(vg_tensor_ndims(o[0]), 2);
+    CHECK_EQ_INT(vg_tensor_ndims(o[1]), 1);
+    CHECK_EQ_INT(vg_tensor_num_elements(o[2]), 1);
+    double tot = 0;
+    for (int i = 0; i < 50; i++) {
+        float av = (float)xv[i] * (float)yv[i] + (float)yv[i];
+        tot += av;
+        CHECK_NEAR(get(o[0], i), av, 0);
+        CHECK_NEAR(get(o[1], i), av, 0);
+    }
+    CHECK_NEAR(get(o[2], 0), tot, 1e-5);
+    for (int i = 0; i < 3; i++) vg_tensor_free(o[i]);
+    for (int i = 0; i < 2; i++) vg_tensor_free(vals[i]);
+    free(xv), free(yv);
+    vg_graph_free(g);
+}
+
+/* Members reading a variable (through its read Identity) join a cluster that no writer
+ * of a variable reaches, and the fused node reads before an unordered write, as the
+ * member would: a = x * v + x fuses and sees v's old value while v += 10 runs in the
+ * same step; in c = x * v + x * (v += 10) the Add depends on the write, so the product
+ * reading v stays out of its cluster and still reads the old value. */
+static void test_ew__variable_reads(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t xd[2] = {16, 8}, cd[1] = {8};
+    double v0[8] = {1, 2, 3, 4, -1, -2, 0.5, 7}, ten[8] = {10, 10, 10, 10, 10, 10, 10, 10};
+    vg_output x = vg_placeholder(g, VG_FLOAT, xd, 2, "x");
+    vg_variable v = vg_variable_new(g, "v", cst(g, VG_FLOAT, cd, 1, v0), 0);
+    vg_output a = vg_add(g, vg_mul(g, x, v.read, NULL), x, "a");
+    vg_output upd = vg_assign_add(g, v.ref, cst(g, VG_FLOAT, cd, 1, ten), "upd");
+    vg_output c = vg_add(g, vg_mul(g, x, v.read, "c0"), vg_mul(g, x, upd, "c1"), "c");
+    double *xv = randv(16 * 8, 17, -2, 2);
+    vg_tensor *vals[1] = {mk(VG_FLOAT, xd, 2, xv)};
+    vg_output feeds[1] = {x}, fetch[2] = {a, c};
+    vg_op *init = vg_global_variables_initializer(g);
+    for (int fused = 1; fused >= 0; fused--) {
+        vg_tensor *o[2];
+        int nf = run_ln(g, &init, 1, feeds, vals, 1, fetch, 2, o, 1, fused);
+        CHECK(fused ? nf >= 1 : nf == 0);
+        for (int i = 0; o[0] && o[1] && i < 16 * 8; i++) {
+            float xi = (float)xv[i], vi = (float)v0[i % 8];
+            CHECK_NEAR(get(o[0], i), xi * vi + xi, 1e-6);
+            CHECK_NEAR(get(o[1], i), xi * vi + xi * (vi + 10.0f), 1e-5);
+        }
+        vg_tensor_free(o[0]), vg_tensor_free(o[1]);
+    }
+    vg_tensor_free(vals[0]);
+    free(xv);
+    vg_graph_free(g);
+}
+
 /* a = x * y is read by b = a + z and fetched; c = a + transpose(a) (the value leaves the
  * chain and comes back: a and c must not share a fused node); d = a * 2 with a control
  * input stays alone; feeding a replaces it. */
@@ -246,6 +449,10 @@ int main(void) {
     RUN_TEST(test_ew__resnet_batch_norm);
     RUN_TEST(test_ew__values_bitwise);
     RUN_TEST(test_ew__reductions);
+    RUN_TEST(test_ew__layer_norm);
+    RUN_TEST(test_ew__row_inputs_and_sums);
+    RUN_TEST(test_ew__last_dim_one);
+    RUN_TEST(test_ew__variable_reads);
     RUN_TEST(test_ew__outputs_cycles_feeds_control);
     RUN_TEST(test_ew__other_dtypes_alone);
     TEST_MAIN_END();

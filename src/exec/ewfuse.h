@@ -32,7 +32,7 @@ enum {
     VG__EWI_ADDN                                                             /* args[0 .. nargs) */
 };
 
-enum { VG__EWIN_FULL, VG__EWIN_SCALAR, VG__EWIN_CHANNEL };
+enum { VG__EWIN_FULL, VG__EWIN_SCALAR, VG__EWIN_CHANNEL, VG__EWIN_ROW };
 
 typedef struct vg__ew_ins {
     int op;
@@ -42,10 +42,12 @@ typedef struct vg__ew_ins {
 
 /* Output k of the node: register reg stored as an S-shaped tensor (full), or summed
  * over every axis but the last (reduce: times scale, 1 for Sum, C/n for Mean) into a
- * tensor of dims out_dims. */
+ * tensor of dims out_dims, or over the last axis only (reduce and row: n / C sums, times
+ * scale, 1 for Sum, 1/C for Mean). */
 typedef struct vg__ew_out {
     int reg;
     bool reduce;
+    bool row;     /* reduce over the last axis (one value per row of S) */
     bool is_bool; /* full outputs: stored as bool */
     double scale;
     int ndims;

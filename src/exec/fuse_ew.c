@@ -7,15 +7,22 @@
  * A cluster is a set of plan nodes, all float32 element-wise ops of one output shape S
  * (AddV2/Add, Sub, Mul, RealDiv/Div, Maximum, Minimum, SquaredDifference, Neg, Square,
  * Identity, AddN, comparisons to bool, Select with a condition of shape S, SelectV2,
- * ZerosLike / OnesLike, Tile of a scalar or per-channel vector up to S), plus Sum /
- * Mean of a member over every axis but the last (per-channel reductions, as moments
- * and the gradients of broadcasting ops take them). Inputs from outside the cluster
- * are S-shaped, scalars, or vectors along S's last axis. Clusters grow along data edges
+ * ZerosLike / OnesLike, Tile of a scalar, per-channel or per-row vector up to S), plus
+ * Sum / Mean of a member over every axis but the last (per-channel reductions, as
+ * batch norm's moments and the gradients of broadcasting ops take them) or over the
+ * last axis only (row reductions, any keep_dims: layer norm's moments and gradients).
+ * Inputs from outside the cluster are S-shaped, scalars, vectors along S's last axis,
+ * or per-row values (S's dims with the last one 1, as a row reduction with keep_dims
+ * makes, broadcast along the row). Clusters grow along data edges
  * in topological order and stay convex: no path leaves a cluster and comes back (which
  * would make the fused node wait for itself); a member never reads a reduction of its
  * own cluster. Nodes with control edges (either way), fed or fetched-only-as-targets
  * special cases are left alone: a node whose output is fed, and nodes with control
  * inputs or control successors, never join.
+ * A member may read a variable through its read Identity (layer norm's gamma and beta)
+ * only in a cluster that no variable writer (a node taking a variable reference)
+ * reaches: the fused node reads later than the member would have, and the plan's
+ * reader -> writer ordering, made after fusion, then orders it before the writers.
  *
  * Rewrite of a cluster of two or more nodes: its last node (in topological order)
  * runs _VigilFusedElementwise (src/kernels/ew_fused.c) with the cluster's outside
@@ -63,6 +70,8 @@ typedef struct cand {
     int nd;          /* S */
     int64_t dims[8];
     bool mean;
+    bool row;        /* K_RED over the last axis */
+    bool rv;         /* reads a variable through an Identity */
 } cand;
 
 typedef struct fctx {
@@ -75,6 +84,7 @@ typedef struct fctx {
     int **mem;       /* per root: members */
     int *nmem, *capmem;
     int *mark, *seen, *stack;
+    bool *wreach;    /* per node: reachable from a node that may write a variable */
     int stamp;
 } fctx;
 
@@ -85,7 +95,8 @@ static bool same_dims(int na, const int64_t *a, int nb, const int64_t *b) {
     return true;
 }
 
-/* An input of shape (nd, d) relative to S: full, scalar, channel vector, or -1. */
+/* An input of shape (nd, d) relative to S: full, scalar, channel vector, row vector
+ * (S's rank and dims but the last, which is 1), or -1. */
 static int in_kind(vg_shape s, const cand *c) {
     if (s.ndims < 0 || s.ndims > 8) return -1;
     int64_t n = 1;
@@ -98,6 +109,8 @@ static int in_kind(vg_shape s, const cand *c) {
     if (n == 1) return VG__EWIN_SCALAR;
     int64_t C = c->dims[c->nd - 1];
     if (n == C && s.dims[s.ndims - 1] == C) return VG__EWIN_CHANNEL;
+    if (s.ndims == c->nd && s.dims[s.ndims - 1] == 1 && same_dims(s.ndims - 1, s.dims, c->nd - 1, c->dims))
+        return VG__EWIN_ROW;
     return -1;
 }
 
@@ -153,31 +166,58 @@ static bool classify(fctx *f, int i, const bool *ctrl_src) {
     if (t->kind == K_RED) {
         if (full.ndims < 2 || n->ninputs != 2) return false;
         const vg_tensor *ax = slot_const(f, n->in_slot[1]);
-        if (!ax || vg_tensor_num_elements(ax) != full.ndims - 1) return false;
+        if (!ax) return false;
+        int64_t nax = vg_tensor_num_elements(ax);
         vg_dtype adt = vg_tensor_dtype(ax);
         if (adt != VG_INT32 && adt != VG_INT64) return false;
         bool seen[8] = {false};
-        for (int k = 0; k < full.ndims - 1; k++) {
+        for (int64_t k = 0; k < nax && k < 8; k++) {
             int64_t a = adt == VG_INT32 ? ((const int32_t *)vg_tensor_data(ax))[k] : ((const int64_t *)vg_tensor_data(ax))[k];
             if (a < 0) a += full.ndims;
-            if (a < 0 || a >= full.ndims - 1 || seen[a]) return false;
+            if (a < 0 || a >= full.ndims || seen[a]) return false;
             seen[a] = true;
         }
+        /* exactly the last axis (a row reduction), or every axis but the last */
+        c->row = nax == 1 && seen[full.ndims - 1];
+        if (!c->row && (nax != full.ndims - 1 || seen[full.ndims - 1])) return false;
         vg_shape ys = vg_output_shape(y);
-        if (ys.ndims < 1 || ys.ndims > 8 || ys.dims[ys.ndims - 1] != full.dims[full.ndims - 1]) return false;
+        if (ys.ndims < 0 || ys.ndims > 8) return false;
+        int64_t yn = 1;
+        for (int k = 0; k < ys.ndims; k++) {
+            if (ys.dims[k] < 0) return false;
+            yn *= ys.dims[k];
+        }
+        if (c->row ? yn != nel / full.dims[full.ndims - 1]
+                   : ys.ndims < 1 || ys.dims[ys.ndims - 1] != full.dims[full.ndims - 1])
+            return false;
         c->mean = !strcmp(op->def->type, "Mean");
     }
     if (t->kind == K_TILE && in_kind(vg_output_shape(vg_op_input(op, 0)), c) < 0) return false;
-    /* a member reading a variable (directly or through an Identity) would move the read
-     * to the fused node's time: leave such nodes to the plan's read ordering */
+    /* a member reading a variable moves the read to the fused node's time: a variable
+     * itself, or through a RefIdentity, stays out; through an Identity (a variable's
+     * read, maybe behind ops that alias their input) the member may join a cluster that
+     * no variable writer reaches (can_merge), whose fused node the plan then orders
+     * before the writers like any reader */
+    c->rv = false;
     for (int k = 0; k < c->ndata; k++) {
         int q = f->prod[n->in_slot[k]];
-        for (int hop = 0; q >= 0 && hop < 2; hop++) {
+        for (int hop = 0; q >= 0 && hop < 4; hop++) {
             const vg__node *pn = &f->p->nodes[q];
-            if (pn->kind == VG__K_VARIABLE || (pn->op->def->flags & VG__OP_VARIABLE)) return false;
-            if (strcmp(pn->op->def->type, "Identity") && strcmp(pn->op->def->type, "RefIdentity")) break;
+            if (pn->kind == VG__K_VARIABLE || (pn->op->def->flags & VG__OP_VARIABLE)) {
+                if (hop == 0) return false;
+                c->rv = true;
+                break;
+            }
+            const char *pt = pn->op->def->type;
+            if (!strcmp(pt, "RefIdentity")) return false;
+            if (strcmp(pt, "Identity") && strcmp(pt, "Snapshot") && strcmp(pt, "Reshape") && strcmp(pt, "StopGradient") &&
+                strcmp(pt, "ExpandDims") && strcmp(pt, "Squeeze"))
+                break;
             q = pn->ninputs > 0 && pn->in_slot[0] >= 0 ? f->prod[pn->in_slot[0]] : -1;
-            if (pn->ninputs > 0 && pn->in_var[0]) return false;
+            if (pn->ninputs > 0 && pn->in_var[0]) {
+                c->rv = true;
+                break;
+            }
         }
     }
     c->kind = t->kind;
@@ -190,16 +230,21 @@ static int find(fctx *f, int i) {
 }
 
 /* Would the union of the clusters roots[0 .. nr) be convex, with no member reading a
- * reduction of the union? */
+ * reduction of the union, and, where a member reads a variable, no member reachable
+ * from a variable writer? */
 static bool can_merge(fctx *f, const int *roots, int nr) {
     vg__plan *p = f->p;
     int st = ++f->stamp, maxrank = -1, sp = 0;
+    bool rv = false, wr = false;
     for (int r = 0; r < nr; r++)
         for (int k = 0; k < f->nmem[roots[r]]; k++) {
             int m = f->mem[roots[r]][k];
             f->mark[m] = st;
             if (f->rank[m] > maxrank) maxrank = f->rank[m];
+            rv |= f->c[m].rv;
+            wr |= f->wreach[m];
         }
+    if (rv && wr) return false;
     for (int r = 0; r < nr; r++)
         for (int k = 0; k < f->nmem[roots[r]]; k++) {
             int m = f->mem[roots[r]][k];
@@ -360,7 +405,8 @@ static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_
             for (int j = 0; j < k; j++)
                 if (m[j] == src) o->reg = reg[j];
             o->reduce = true;
-            o->scale = c->mean ? (double)pr->C / (double)pr->n : 1.0;
+            o->row = c->row;
+            o->scale = !c->mean ? 1.0 : c->row ? 1.0 / (double)pr->C : (double)pr->C / (double)pr->n;
             vg_shape ys = vg_output_shape(vg_out(n->op, 0));
             o->ndims = ys.ndims;
             memcpy(o->dims, ys.dims, sizeof(int64_t) * (size_t)ys.ndims);
@@ -481,7 +527,8 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
     f.mark = vg__calloc((size_t)nn + 1, sizeof(int));
     f.seen = vg__calloc((size_t)nn + 1, sizeof(int));
     f.stack = vg__malloc(sizeof(int) * (size_t)(nn + 1) * 2);
-    if (!ctrl_src || !indeg || !order || !f.c || !f.prod || !f.rank || !f.parent || !f.mem || !f.nmem || !f.capmem ||
+    f.wreach = vg__calloc((size_t)nn + 1, sizeof(bool));
+    if (!f.wreach || !ctrl_src || !indeg || !order || !f.c || !f.prod || !f.rank || !f.parent || !f.mem || !f.nmem || !f.capmem ||
         !f.mark || !f.seen || !f.stack)
         goto done;
     /* control sources: an op named as a control input of a node in the plan */
@@ -512,6 +559,26 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
     if (tail != nn) { /* a cycle: the planner reports it; fuse nothing */
         ok = true;
         goto done;
+    }
+    /* nodes a variable writer reaches: from every node taking a variable reference
+     * (Assign, Apply*, ...; Identity and the variables themselves only pass it on) */
+    int sp = 0;
+    for (int i = 0; i < nn; i++) {
+        const vg__node *n = &p->nodes[i];
+        if (n->kind == VG__K_VARIABLE || n->kind == VG__K_IDENTITY) continue;
+        for (int k = 0; k < n->ninputs; k++)
+            if (n->in_var && n->in_var[k]) {
+                f.wreach[i] = true;
+                f.stack[sp++] = i;
+                break;
+            }
+    }
+    while (sp) {
+        int x = f.stack[--sp];
+        for (int e = 0; e < p->nodes[x].nsucc; e++) {
+            int y = p->nodes[x].succ[e];
+            if (!f.wreach[y]) f.wreach[y] = true, f.stack[sp++] = y;
+        }
     }
     int ncand = 0;
     for (int i = 0; i < nn; i++) {
@@ -596,5 +663,6 @@ done:
     vg__free(f.mark);
     vg__free(f.seen);
     vg__free(f.stack);
+    vg__free(f.wreach);
     return ok;
 }

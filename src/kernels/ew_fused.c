@@ -6,9 +6,14 @@
  * program. The kernel walks the cluster's shape in tiles of whole channel rows (about
  * 512 values), evaluates the program into tile registers (2 KB each, in L1), writes
  * the outputs the plan reads straight from the registers that compute them, and sums
- * the reduced registers per channel. Reductions go into one partial per fixed piece of
- * tiles (double), added in piece order at the end: the same sums whatever the number
- * of threads. Element-wise values are those of the separate kernels (the same float
+ * the reduced registers per channel or per row. Per-channel reductions go into one
+ * partial per fixed piece of tiles (double), added in piece order at the end; a row's
+ * sum is whole inside one tile and goes straight to its output (16 float lanes, each
+ * summing every 16th value in order, the lanes added pairwise in a fixed tree, the
+ * tail added in double, in every ISA clone): the same sums whatever the number of threads.
+ * Row inputs (one value per row of the cluster's shape) are read in place by binary
+ * instructions (each row's value against the other operand's row), and spread along
+ * their rows into a tile register for the other instructions. Element-wise values are those of the separate kernels (the same float
  * operation per element, math_cwise_ops.c's NaN conventions for Maximum / Minimum).
  */
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
@@ -24,13 +29,16 @@ typedef struct ew_job {
     const vg__ew_prog *p;
     int nregs;
     int64_t L, ntiles, npieces;
-    const float **in_f;    /* full float inputs (NULL otherwise) */
-    const uint8_t **in_b;  /* full bool inputs */
+    const float **in_f;    /* full or row float inputs (NULL otherwise) */
+    const uint8_t **in_b;  /* full or row bool inputs */
     const float *bcast;    /* per input: L broadcast values (scalar / channel inputs) */
     float **out_f;         /* per output: float data of full outputs */
     uint8_t **out_b;       /* per output: bool data */
     int *reg_store;        /* per register: the full float output written in place, -1 */
     int nred;
+    int *row_arg;          /* per instruction: which operand (0 / 1) is a float row input
+                              read in place (eval_row), -1 */
+    bool *fill;            /* per input: a row input some instruction reads spread out */
     int *red_of;           /* per output: its index among the reductions, -1 */
     double *part;          /* npieces x nred x C */
     float *scratch;        /* per slot: nregs x L + C floats */
@@ -80,6 +88,77 @@ static void add_rows(int64_t rows, int64_t C, const float *restrict x, float *re
     for (int64_t c = 0; c < C; c++) part[c] += (double)acc[c];
 }
 
+/* y[r] = scale * sum of row r of x (rows x C), in a fixed order (see the top) */
+VG_SIMD_CLONES
+static void sum_rows(int64_t rows, int64_t C, const float *restrict x, float *restrict y, double scale) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * C;
+        float acc[16] = {0};
+        int64_t c = 0;
+        for (; c + 16 <= C; c += 16)
+            for (int k = 0; k < 16; k++) acc[k] += xr[c + k];
+        for (int w = 8; w >= 1; w /= 2) /* lanes k and k + w, a fixed tree */
+            for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+        double s = (double)acc[0];
+        for (; c < C; c++) s += (double)xr[c];
+        y[r] = (float)(s * scale);
+    }
+}
+
+/* A binary instruction with one operand a float row input: per row, the other
+ * operand's row against the row's value (the same float operation as eval_ins, the
+ * operands in their order). */
+#define EW_ROWLOOP(X, Y, EXPR)                                                      \
+    for (int64_t r = 0; r < rows; r++) {                                            \
+        const float s = v[r];                                                       \
+        const float *restrict ar = a + r * C;                                       \
+        float *restrict orr = o + r * C;                                            \
+        for (int64_t c = 0; c < C; c++) {                                           \
+            const float x = (X), y = (Y);                                           \
+            orr[c] = (EXPR);                                                        \
+        }                                                                           \
+    }
+#define EW_ROWOP(EXPR)                                                              \
+    do {                                                                            \
+        if (v_first) EW_ROWLOOP(s, ar[c], EXPR) else EW_ROWLOOP(ar[c], s, EXPR)     \
+    } while (0)
+VG_SIMD_CLONES
+static void eval_row(int op, int64_t rows, int64_t C, float *restrict o, const float *restrict a,
+                     const float *restrict v, bool v_first) {
+    switch (op) {
+    case VG__EWI_ADD: EW_ROWOP(x + y); break;
+    case VG__EWI_SUB: EW_ROWOP(x - y); break;
+    case VG__EWI_MUL: EW_ROWOP(x * y); break;
+    case VG__EWI_DIV: EW_ROWOP(x / y); break;
+    case VG__EWI_MAX: EW_ROWOP(x < y ? y : x); break;
+    case VG__EWI_MIN: EW_ROWOP(y < x ? y : x); break;
+    case VG__EWI_SQDIFF: EW_ROWOP((x - y) * (x - y)); break;
+    default: break;
+    }
+}
+#undef EW_ROWOP
+#undef EW_ROWLOOP
+
+static bool row_op(int op) {
+    return op == VG__EWI_ADD || op == VG__EWI_SUB || op == VG__EWI_MUL || op == VG__EWI_DIV || op == VG__EWI_MAX ||
+           op == VG__EWI_MIN || op == VG__EWI_SQDIFF;
+}
+
+/* o (rows x C) = v[r] along each row r */
+VG_SIMD_CLONES
+static void fill_rows(int64_t rows, int64_t C, const float *restrict v, float *restrict o) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < C; c++) o[r * C + c] = v[r];
+}
+
+VG_SIMD_CLONES
+static void fill_rows_bool(int64_t rows, int64_t C, const uint8_t *restrict v, float *restrict o) {
+    for (int64_t r = 0; r < rows; r++) {
+        float x = v[r] ? 1.0f : 0.0f;
+        for (int64_t c = 0; c < C; c++) o[r * C + c] = x;
+    }
+}
+
 VG_SIMD_CLONES
 static void bool_to_float(int64_t m, const uint8_t *restrict b, float *restrict o) {
     for (int64_t i = 0; i < m; i++) o[i] = b[i] ? 1.0f : 0.0f;
@@ -94,7 +173,13 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
     const vg__ew_prog *p = j->p;
     const int64_t L = j->L, C = p->C;
     for (int i = 0; i < p->ninputs; i++) {
-        if (p->in_kind[i] != VG__EWIN_FULL) R[i] = j->bcast + (int64_t)i * L;
+        if (p->in_kind[i] == VG__EWIN_ROW) { /* tiles hold whole rows: t0 is a multiple of C */
+            R[i] = NULL;
+            if (!j->fill[i]) continue;
+            if (j->in_b[i]) fill_rows_bool(m / C, C, j->in_b[i] + t0 / C, scr + (int64_t)i * L);
+            else fill_rows(m / C, C, j->in_f[i] + t0 / C, scr + (int64_t)i * L);
+            R[i] = scr + (int64_t)i * L;
+        } else if (p->in_kind[i] != VG__EWIN_FULL) R[i] = j->bcast + (int64_t)i * L;
         else if (j->in_b[i]) {
             bool_to_float(m, j->in_b[i] + t0, scr + (int64_t)i * L);
             R[i] = scr + (int64_t)i * L;
@@ -104,7 +189,10 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
         const vg__ew_ins *in = &p->ins[k];
         int r = p->ninputs + k, st = j->reg_store[r];
         float *o = st >= 0 ? j->out_f[st] + t0 : scr + (int64_t)r * L;
-        if (in->op == VG__EWI_ADDN) {
+        if (j->row_arg[k] >= 0) {
+            int ra = j->row_arg[k];
+            eval_row(in->op, m / C, C, o, R[in->args[1 - ra]], j->in_f[in->args[ra]] + t0 / C, ra == 0);
+        } else if (in->op == VG__EWI_ADDN) {
             eval_ins(VG__EWI_ADD, m, o, R[in->args[0]], R[in->args[1]], NULL);
             for (int a = 2; a < in->nargs; a++) add_into(m, o, R[in->args[a]]);
         } else {
@@ -116,7 +204,8 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
     float *acc = scr + (int64_t)j->nregs * L;
     for (int k = 0; k < p->nouts; k++) {
         const vg__ew_out *o = &p->outs[k];
-        if (o->reduce) add_rows(m / C, C, R[o->reg], acc, part + (int64_t)j->red_of[k] * C);
+        if (o->reduce && o->row) sum_rows(m / C, C, R[o->reg], j->out_f[k] + t0 / C, o->scale);
+        else if (o->reduce) add_rows(m / C, C, R[o->reg], acc, part + (int64_t)j->red_of[k] * C);
         else if (o->is_bool) float_to_bool(m, R[o->reg], j->out_b[k] + t0);
     }
 }
@@ -156,17 +245,23 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
     j.out_f = vg__calloc(no, sizeof(float *));
     j.out_b = vg__calloc(no, sizeof(uint8_t *));
     j.reg_store = vg__malloc(sizeof(int) * nr);
+    j.row_arg = vg__malloc(sizeof(int) * ((size_t)p->nins + 1));
+    j.fill = vg__calloc(ni, sizeof(bool));
     j.red_of = vg__malloc(sizeof(int) * no);
     j.scratch = vg__malloc(sizeof(float) * (size_t)(j.scratch_per * nslots));
     vg_code rc = VG_OK;
-    if (!j.in_f || !j.in_b || !bcast || !j.out_f || !j.out_b || !j.reg_store || !j.red_of || !j.scratch) {
+    if (!j.in_f || !j.in_b || !bcast || !j.out_f || !j.out_b || !j.reg_store || !j.red_of || !j.scratch || !j.row_arg ||
+        !j.fill) {
         rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in a fused element-wise kernel");
         goto done;
     }
     j.bcast = bcast;
     for (int i = 0; i < p->ninputs; i++) {
         vg_tensor *t = vg__kctx_input(ctx, i);
-        int64_t want = p->in_kind[i] == VG__EWIN_FULL ? n : p->in_kind[i] == VG__EWIN_CHANNEL ? C : 1;
+        int64_t want = p->in_kind[i] == VG__EWIN_FULL      ? n
+                       : p->in_kind[i] == VG__EWIN_CHANNEL ? C
+                       : p->in_kind[i] == VG__EWIN_ROW     ? n / C
+                                                           : 1;
         vg_dtype dt = p->in_bool[i] ? VG_BOOL : VG_FLOAT;
         if (!t || vg_tensor_dtype(t) != dt || vg_tensor_num_elements(t) != want) {
             rc = vg_status_set(st, VG_INTERNAL, "fused element-wise input %d: got %s of %lld values, planned %lld", i,
@@ -175,7 +270,7 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
             goto done;
         }
         const void *d = vg_tensor_data(t);
-        if (p->in_kind[i] == VG__EWIN_FULL) {
+        if (p->in_kind[i] == VG__EWIN_FULL || p->in_kind[i] == VG__EWIN_ROW) {
             if (p->in_bool[i]) j.in_b[i] = d;
             else j.in_f[i] = d;
             continue;
@@ -189,11 +284,26 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
             for (int64_t e = 0; e < L; e++) b[e] = s[p->in_kind[i] == VG__EWIN_CHANNEL ? e % C : 0];
         }
     }
+    for (int k = 0; k < p->nins; k++) { /* row inputs read in place, or spread per tile */
+        const vg__ew_ins *in = &p->ins[k];
+        int nrow = 0, ra = -1;
+        for (int a = 0; a < in->nargs; a++)
+            if (in->args[a] < p->ninputs && p->in_kind[in->args[a]] == VG__EWIN_ROW) nrow++, ra = a;
+        j.row_arg[k] = row_op(in->op) && in->nargs == 2 && nrow == 1 && !p->in_bool[in->args[ra]] ? ra : -1;
+        if (j.row_arg[k] < 0)
+            for (int a = 0; a < in->nargs; a++)
+                if (in->args[a] < p->ninputs && p->in_kind[in->args[a]] == VG__EWIN_ROW) j.fill[in->args[a]] = true;
+    }
     for (int r = 0; r < j.nregs; r++) j.reg_store[r] = -1;
     for (int k = 0; k < p->nouts; k++) {
         const vg__ew_out *o = &p->outs[k];
         vg_tensor *t = NULL;
         j.red_of[k] = -1;
+        if (o->reduce && o->row) { /* written row by row from the tiles */
+            if ((rc = vg__kctx_alloc_output(ctx, k, VG_FLOAT, o->dims, o->ndims, &t)) != VG_OK) goto done;
+            j.out_f[k] = vg_tensor_data(t);
+            continue;
+        }
         if (o->reduce) {
             j.red_of[k] = j.nred++;
             continue;
@@ -213,7 +323,7 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
     if (j.npieces > 0) vg__kctx_parallel_for_slots(ctx, j.npieces, nslots, j.npieces, run_pieces, &j);
     for (int k = 0; k < p->nouts; k++) {
         const vg__ew_out *o = &p->outs[k];
-        if (!o->reduce) continue;
+        if (!o->reduce || o->row) continue;
         vg_tensor *t = NULL;
         if ((rc = vg__kctx_alloc_output(ctx, k, VG_FLOAT, o->dims, o->ndims, &t)) != VG_OK) goto done;
         float *y = vg_tensor_data(t);
@@ -230,6 +340,8 @@ done:
     vg__free(j.out_f);
     vg__free(j.out_b);
     vg__free(j.reg_store);
+    vg__free(j.row_arg);
+    vg__free(j.fill);
     vg__free(j.red_of);
     vg__free(j.scratch);
     vg__free(j.part);
