@@ -82,8 +82,10 @@ static int run_case(const fcase *c, bool fused, bool fetch_conv, vg_tensor **out
         nfused = 0;
         for (int i = 0; i < vg_run_metadata_num_nodes(md); i++) {
             const char *t = vg_run_metadata_node(md, i)->op_type;
-            /* (the element-wise chains of the loss's gradient are fused too: not counted) */
-            if (want ? !strcmp(t, want) : !strncmp(t, "_VigilFused", 11) && strcmp(t, "_VigilFusedElementwise")) nfused++;
+            /* the convolution / pooling kernels of fuse.c (the element-wise chains of the loss
+             * and its gradient are fused too, with forwarding nodes of their own: not counted) */
+            if (want ? !strcmp(t, want) : !strncmp(t, "_VigilFusedConv", 15) || !strncmp(t, "_VigilFusedMaxPool", 18))
+                nfused++;
         }
     }
     for (int i = 0; i < 4; i++) out[i] = outs[i];

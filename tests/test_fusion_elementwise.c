@@ -4,7 +4,8 @@
  *     tf.nn.batch_normalization) and leaky ReLU (tf.where), forward and gradients, match
  *     the unfused plan, and the trace shows fused nodes;
  *   - element-wise values are the separate kernels' bit for bit (NaN included), with
- *     scalar, per-channel and bool inputs, AddN, ZerosLike / OnesLike, Tile broadcasts;
+ *     scalar, per-channel and bool inputs, AddN, ZerosLike / OnesLike, Tile broadcasts,
+ *     Relu / ReluGrad;
  *   - per-channel reductions fused into a chain match a double reference and are the
  *     same bits at 1 and 2 threads;
  *   - layer norm (tf.contrib.layers.layer_norm: row moments, per-row inputs, row sums in
@@ -128,10 +129,11 @@ static void test_ew__values_bitwise(void) {
     vg_output two = vg_const_f32(g, 2.0f, NULL);
     vg_output a = vg_mul(g, x, ch, NULL);                                        /* channel broadcast */
     vg_output b = vg_sub(g, vg_div(g, a, two, NULL), vg_square(g, y, NULL), NULL); /* scalar */
-    vg_output m1 = vg_maximum(g, b, y, NULL), m2 = vg_minimum(g, y, b, NULL);    /* NaN rules */
+    vg_output m1 = vg_maximum(g, vg_relu(g, b, NULL), y, NULL), m2 = vg_minimum(g, y, b, NULL); /* NaN rules */
+    vg_output rg = vg_relu_grad(g, b, vg_sub(g, x, y, NULL), NULL);              /* features x - y */
     vg_output t = vg_tile(g, ch3, vg_const_i32_vec(g, (int32_t[]){3, 7, 1}, 3, NULL), NULL);
     vg_output s = vg_select(g, cond, vg_neg(g, m1, NULL), vg_add(g, m2, t, NULL), NULL);
-    vg_output sum3[3] = {s, vg_squared_difference(g, x, t, NULL), vg_zeros_like(g, b, NULL)};
+    vg_output sum3[3] = {s, vg_squared_difference(g, x, t, NULL), vg_add(g, vg_zeros_like(g, b, NULL), rg, NULL)};
     vg_output an = vg_add_n(g, sum3, 3, NULL);
     vg_output ge = vg_greater_equal(g, an, vg_ones_like(g, an, NULL), NULL);
     vg_output le = vg_less_equal(g, an, x, NULL);

@@ -27,7 +27,7 @@ enum {
     VG__EWI_LESS, VG__EWI_LESS_EQUAL, VG__EWI_GREATER, VG__EWI_GREATER_EQUAL, /* -> bool */
     VG__EWI_SELECT,                                                          /* a ? b : c */
     VG__EWI_NEG, VG__EWI_SQUARE, VG__EWI_RELU, VG__EWI_COPY,
-    VG__EWI_RELU_GRAD,                                                       /* a * (b > 0) */
+    VG__EWI_RELU_GRAD,                                                       /* b > 0 ? a : 0 */
     VG__EWI_ZERO, VG__EWI_ONE,                                               /* no operands */
     VG__EWI_ADDN                                                             /* args[0 .. nargs) */
 };

@@ -6,7 +6,8 @@
  *
  * A cluster is a set of plan nodes, all float32 element-wise ops of one output shape S
  * (AddV2/Add, Sub, Mul, RealDiv/Div, Maximum, Minimum, SquaredDifference, Neg, Square,
- * Identity, AddN, comparisons to bool, Select with a condition of shape S, SelectV2,
+ * Relu, ReluGrad (those fuse.c left: it runs first), Identity, AddN, comparisons to bool,
+ * Select with a condition of shape S, SelectV2,
  * ZerosLike / OnesLike, Tile of a scalar, per-channel or per-row vector up to S), plus
  * Sum / Mean of a member over every axis but the last (per-channel reductions, as
  * batch norm's moments and the gradients of broadcasting ops take them) or over the
@@ -61,7 +62,8 @@ static const struct ew_type {
     {"GreaterEqual", K_CMP, VG__EWI_GREATER_EQUAL}, {"Select", K_SELECT, VG__EWI_SELECT},
     {"SelectV2", K_SELECT2, VG__EWI_SELECT}, {"Neg", K_UN, VG__EWI_NEG}, {"Square", K_UN, VG__EWI_SQUARE},
     {"Identity", K_UN, VG__EWI_COPY}, {"ZerosLike", K_CONST, VG__EWI_ZERO}, {"OnesLike", K_CONST, VG__EWI_ONE},
-    {"AddN", K_ADDN, VG__EWI_ADDN}, {"Tile", K_TILE, VG__EWI_COPY}, {"Sum", K_RED, 0}, {"Mean", K_RED, 0},
+    {"Relu", K_UN, VG__EWI_RELU}, {"ReluGrad", K_BIN, VG__EWI_RELU_GRAD}, {"AddN", K_ADDN, VG__EWI_ADDN},
+    {"Tile", K_TILE, VG__EWI_COPY}, {"Sum", K_RED, 0}, {"Mean", K_RED, 0},
 };
 
 typedef struct cand {

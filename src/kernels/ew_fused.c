@@ -69,6 +69,8 @@ static void eval_ins(int op, int64_t m, float *restrict o, const float *restrict
     case VG__EWI_NEG: for (int64_t i = 0; i < m; i++) o[i] = -a[i]; break;
     case VG__EWI_SQUARE: for (int64_t i = 0; i < m; i++) o[i] = a[i] * a[i]; break;
     case VG__EWI_COPY: for (int64_t i = 0; i < m; i++) o[i] = a[i]; break;
+    case VG__EWI_RELU: for (int64_t i = 0; i < m; i++) o[i] = a[i] < 0.0f ? 0.0f : a[i]; break; /* NaN passes */
+    case VG__EWI_RELU_GRAD: for (int64_t i = 0; i < m; i++) o[i] = b[i] > 0.0f ? a[i] : 0.0f; break;
     case VG__EWI_ZERO: for (int64_t i = 0; i < m; i++) o[i] = 0.0f; break;
     case VG__EWI_ONE: for (int64_t i = 0; i < m; i++) o[i] = 1.0f; break;
     default: break;
