@@ -282,6 +282,14 @@ VG_HIDDEN bool vg__plan_set_fusion(bool on);
 /* Element-wise cluster fusion (fuse_ew.c), run last by vg__plan_fuse; false on OOM.
  * Off when the environment has VG_EW_FUSION=0 (for A/B measurements). */
 VG_HIDDEN bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap);
+/* Helpers of the fusion passes (fuse.c), plan building only: is any output of n fed;
+ * add the edge from -> to unless there is one (false on OOM); per slot, the node producing
+ * it (-1: fed or none; nslots + 1 ints, vg__free them); per node, whether a node of the
+ * plan names its op as a control input (nnodes + 1 bools, vg__free them). NULL on OOM. */
+VG_HIDDEN bool vg__plan_node_fed(const vg__node *n);
+VG_HIDDEN bool vg__plan_add_succ_once(vg__plan *p, int *succ_cap, int from, int to);
+VG_HIDDEN int *vg__plan_slot_producers(const vg__plan *p);
+VG_HIDDEN bool *vg__plan_control_sources(const vg__plan *p);
 /* AddN of MatMuls (an unrolled RNN's weight gradient) into one GEMM (fuse_matmul.c),
  * run by vg__plan_fuse before the element-wise pass; false on OOM. */
 VG_HIDDEN bool vg__plan_fuse_matmul_sum(vg__plan *p, int *succ_cap);

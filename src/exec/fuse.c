@@ -60,11 +60,55 @@ static int sole_consumer(const vg__plan *p, int s) {
     return -1; /* the use is a fetch */
 }
 
-static bool fed(const vg__node *n) {
-    if (!n->out_fed) return false;
-    for (int i = 0; i < n->noutputs; i++)
+bool vg__plan_node_fed(const vg__node *n) {
+    for (int i = 0; n->out_fed && i < n->noutputs; i++)
         if (n->out_fed[i]) return true;
     return false;
+}
+
+bool vg__plan_add_succ_once(vg__plan *p, int *succ_cap, int from, int to) {
+    vg__node *n = &p->nodes[from];
+    for (int e = 0; e < n->nsucc; e++)
+        if (n->succ[e] == to) return true;
+    if (!vg__grow((void **)&n->succ, &succ_cap[from], n->nsucc + 1, sizeof(int))) return false;
+    n->succ[n->nsucc++] = to;
+    return true;
+}
+
+int *vg__plan_slot_producers(const vg__plan *p) {
+    int *prod = vg__malloc(sizeof(int) * (size_t)(p->nslots + 1));
+    if (!prod) return NULL;
+    for (int s = 0; s < p->nslots; s++) prod[s] = -1;
+    for (int i = 0; i < p->nnodes; i++) {
+        const vg__node *n = &p->nodes[i];
+        for (int k = 0; k < n->noutputs; k++)
+            if (n->out_base >= 0 && !(n->out_fed && n->out_fed[k])) prod[n->out_base + k] = i;
+    }
+    return prod;
+}
+
+bool *vg__plan_control_sources(const vg__plan *p) {
+    int maxid = 0;
+    for (int i = 0; i < p->nnodes; i++)
+        if (p->nodes[i].op->id > maxid) maxid = p->nodes[i].op->id;
+    bool *src = vg__calloc((size_t)p->nnodes + 1, sizeof(bool));
+    int *node_of = vg__malloc(sizeof(int) * (size_t)(maxid + 1)); /* op id -> plan node */
+    if (!src || !node_of) {
+        vg__free(src);
+        vg__free(node_of);
+        return NULL;
+    }
+    for (int i = 0; i <= maxid; i++) node_of[i] = -1;
+    for (int i = 0; i < p->nnodes; i++) node_of[p->nodes[i].op->id] = i;
+    for (int i = 0; i < p->nnodes; i++) {
+        const vg_op *op = p->nodes[i].op;
+        for (int k = 0; k < op->ncontrol; k++) {
+            int id = op->control[k]->id;
+            if (id <= maxid && node_of[id] >= 0) src[node_of[id]] = true;
+        }
+    }
+    vg__free(node_of);
+    return src;
 }
 
 /* MaxPoolGrad(x, y, dy) whose only consumer is ReluGrad(it, x), x being the pool's own
@@ -72,13 +116,13 @@ static bool fed(const vg__node *n) {
 static void fuse_pool_relu_grad(vg__plan *p, const vg__op_def *fused, const vg__op_def *fwd) {
     for (int m = 0; m < p->nnodes; m++) {
         vg__node *mn = &p->nodes[m];
-        if (!is_type(mn, "MaxPoolGrad") || mn->ninputs != 3 || mn->noutputs != 1 || mn->in_slot[0] < 0 || fed(mn))
+        if (!is_type(mn, "MaxPoolGrad") || mn->ninputs != 3 || mn->noutputs != 1 || mn->in_slot[0] < 0 || vg__plan_node_fed(mn))
             continue;
         int r = sole_consumer(p, mn->out_base);
         if (r < 0) continue;
         vg__node *rn = &p->nodes[r];
         if (!is_type(rn, "ReluGrad") || rn->ninputs != 2 || rn->in_slot[0] != mn->out_base ||
-            rn->in_slot[1] != mn->in_slot[0] || fed(rn))
+            rn->in_slot[1] != mn->in_slot[0] || vg__plan_node_fed(rn))
             continue;
         mn->def = fused;
         rn->def = fwd;
@@ -134,7 +178,7 @@ static bool fuse_pool_bias_grad(vg__plan *p, const vg__op_def *fpr, const vg__op
         for (int b = 0; b < p->nnodes; b++) {
             vg__node *bn = &p->nodes[b];
             if (!is_type(bn, "BiasAddGrad") || bn->def != bn->op->def || bn->ninputs != 1 || bn->in_slot[0] != dx ||
-                bn->noutputs != 1 || fed(bn))
+                bn->noutputs != 1 || vg__plan_node_fed(bn))
                 continue;
             const char *df;
             size_t dflen;
@@ -163,7 +207,7 @@ static bool fuse_pool_grad_conv_filter(vg__plan *p, int *succ_cap, const vg__op_
                                        const vg__op_def *fpcf, const vg__op_def *noop) {
     for (int m = 0; m < p->nnodes; m++) {
         vg__node *mn = &p->nodes[m];
-        if (mn->def != fprb || mn->noutputs != 2 || mn->ninputs != 3 || fed(mn)) continue;
+        if (mn->def != fprb || mn->noutputs != 2 || mn->ninputs != 3 || vg__plan_node_fed(mn)) continue;
         const char *df;
         size_t dflen;
         if (!attr_2x2(mn->op, "ksize") || !attr_2x2(mn->op, "strides") || !attr_is(mn->op, "padding", "VALID") ||
@@ -178,7 +222,7 @@ static bool fuse_pool_grad_conv_filter(vg__plan *p, int *succ_cap, const vg__op_
         if (c < 0) continue;
         vg__node *cn = &p->nodes[c], *rn = &p->nodes[r];
         if (!is_type(cn, "Conv2DBackpropFilter") || cn->def != cn->op->def || cn->ninputs != 3 || cn->noutputs != 1 ||
-            cn->in_slot[2] != rn->out_base || cn->in_slot[0] < 0 || cn->in_slot[1] < 0 || fed(cn) ||
+            cn->in_slot[2] != rn->out_base || cn->in_slot[0] < 0 || cn->in_slot[1] < 0 || vg__plan_node_fed(cn) ||
             (vg_op_attr_string(cn->op, "data_format", &df, &dflen) && !(dflen == 4 && !memcmp(df, "NHWC", 4))))
             continue;
         int *in_slot = vg__malloc(sizeof(int) * 5);
@@ -248,7 +292,7 @@ static bool fuse_conv_pool(vg__plan *p, const vg__op_def *fbr, const vg__op_def 
         for (int m = 0; m < p->nnodes; m++) {
             vg__node *mn = &p->nodes[m];
             if (!is_type(mn, "MaxPool") || mn->def != mn->op->def || mn->ninputs != 1 ||
-                mn->in_slot[0] != relu_out || mn->noutputs != 1 || fed(mn))
+                mn->in_slot[0] != relu_out || mn->noutputs != 1 || vg__plan_node_fed(mn))
                 continue;
             const char *df;
             size_t dflen;
@@ -283,13 +327,13 @@ static bool fuse_bn_act(vg__plan *p, const vg__op_def *noop, const vg__op_def *f
     for (int b = 0; b < p->nnodes; b++) {
         vg__node *bn = &p->nodes[b];
         if (!is_type(bn, "FusedBatchNormV3") || bn->def != bn->op->def || bn->ninputs != 5 || bn->noutputs != 6 ||
-            fed(bn))
+            vg__plan_node_fed(bn))
             continue;
         int r = sole_consumer(p, bn->out_base);
         if (r < 0) continue;
         vg__node *rn = &p->nodes[r];
         int k = is_type(rn, "Relu") ? 0 : is_type(rn, "Relu6") ? 1 : -1;
-        if (k < 0 || rn->def != rn->op->def || rn->ninputs != 1 || rn->in_slot[0] != bn->out_base || fed(rn))
+        if (k < 0 || rn->def != rn->op->def || rn->ninputs != 1 || rn->in_slot[0] != bn->out_base || vg__plan_node_fed(rn))
             continue;
         bn->def = fdef[k];
         rn->def = fwd;
@@ -298,13 +342,13 @@ static bool fuse_bn_act(vg__plan *p, const vg__op_def *noop, const vg__op_def *f
         vg__node *rn = &p->nodes[r];
         int k = is_type(rn, "ReluGrad") ? 0 : is_type(rn, "Relu6Grad") ? 1 : -1;
         if (k < 0 || rn->def != rn->op->def || rn->ninputs != 2 || rn->noutputs != 1 || rn->in_slot[0] < 0 ||
-            rn->in_slot[1] < 0 || fed(rn))
+            rn->in_slot[1] < 0 || vg__plan_node_fed(rn))
             continue;
         int b = sole_consumer(p, rn->out_base);
         if (b < 0) continue;
         vg__node *bn = &p->nodes[b];
         if (!is_type(bn, "FusedBatchNormGradV3") || bn->def != bn->op->def || bn->ninputs != 6 ||
-            bn->in_slot[0] != rn->out_base || fed(bn))
+            bn->in_slot[0] != rn->out_base || vg__plan_node_fed(bn))
             continue;
         int *in_slot = vg__malloc(sizeof(int) * 7);
         vg__var **in_var = vg__calloc(7, sizeof(vg__var *));
@@ -351,30 +395,25 @@ vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
     int stamp = 0;
     for (int c = 0; c < p->nnodes; c++) {
         vg__node *cn = &p->nodes[c];
-        if (!is_type(cn, "Conv2D") || cn->ninputs != 2 || cn->noutputs != 1 || fed(cn)) continue;
+        if (!is_type(cn, "Conv2D") || cn->ninputs != 2 || cn->noutputs != 1 || vg__plan_node_fed(cn)) continue;
         int b = sole_consumer(p, cn->out_base);
         if (b < 0) continue;
         vg__node *bn = &p->nodes[b];
         if (!is_type(bn, "BiasAdd") || bn->ninputs != 2 || bn->in_slot[0] != cn->out_base || bn->in_slot[1] < 0 ||
-            fed(bn))
+            vg__plan_node_fed(bn))
             continue;
         const char *df;
         size_t dflen;
         if (vg_op_attr_string(bn->op, "data_format", &df, &dflen) && !(dflen == 4 && !memcmp(df, "NHWC", 4))) continue;
         int r = sole_consumer(p, bn->out_base);
         vg__node *rn = r >= 0 ? &p->nodes[r] : NULL;
-        if (rn && (!is_type(rn, "Relu") || rn->in_slot[0] != bn->out_base || fed(rn))) rn = NULL;
+        if (rn && (!is_type(rn, "Relu") || rn->in_slot[0] != bn->out_base || vg__plan_node_fed(rn))) rn = NULL;
         /* the bias's producer must not depend on the convolution (it runs before it now) */
         if (!producer) {
-            producer = vg__malloc(sizeof(int) * (size_t)(p->nslots + 1));
+            producer = vg__plan_slot_producers(p);
             mark = vg__calloc((size_t)p->nnodes + 1, sizeof(int));
             stack = vg__malloc(sizeof(int) * (size_t)(p->nnodes + 1));
             if (!producer || !mark || !stack) goto oom;
-            for (int s = 0; s < p->nslots; s++) producer[s] = -1;
-            for (int i = 0; i < p->nnodes; i++)
-                for (int k = 0; k < p->nodes[i].noutputs; k++)
-                    if (p->nodes[i].out_base >= 0 && !(p->nodes[i].out_fed && p->nodes[i].out_fed[k]))
-                        producer[p->nodes[i].out_base + k] = i;
         }
         int bias_slot = bn->in_slot[1], src = producer[bias_slot];
         if (src == c || (src >= 0 && vg__plan_reaches(p, c, src, mark, ++stamp, stack))) continue;

@@ -116,12 +116,6 @@ static int in_kind(vg_shape s, const cand *c) {
     return -1;
 }
 
-static bool fed_node(const vg__node *n) {
-    for (int i = 0; n->out_fed && i < n->noutputs; i++)
-        if (n->out_fed[i]) return true;
-    return false;
-}
-
 /* The const value behind slot s (a Const node's tensor), or NULL. */
 static const vg_tensor *slot_const(const fctx *f, int s) {
     int q = s >= 0 ? f->prod[s] : -1;
@@ -133,7 +127,7 @@ static bool classify(fctx *f, int i, const bool *ctrl_src) {
     cand *c = &f->c[i];
     c->kind = -1;
     vg_op *op = n->op;
-    if (n->kind != VG__K_KERNEL || n->def != op->def || n->noutputs != 1 || n->out_base < 0 || fed_node(n) ||
+    if (n->kind != VG__K_KERNEL || n->def != op->def || n->noutputs != 1 || n->out_base < 0 || vg__plan_node_fed(n) ||
         op->ncontrol > 0 || ctrl_src[i] || n->ninputs < 1)
         return false;
     const struct ew_type *t = NULL;
@@ -296,14 +290,7 @@ static void drop_succ(vg__node *n, int x) {
         }
 }
 
-static bool add_succ_once(fctx *f, int from, int to) {
-    vg__node *n = &f->p->nodes[from];
-    for (int e = 0; e < n->nsucc; e++)
-        if (n->succ[e] == to) return true;
-    if (!vg__grow((void **)&n->succ, &f->succ_cap[from], n->nsucc + 1, sizeof(int))) return false;
-    n->succ[n->nsucc++] = to;
-    return true;
-}
+static bool add_succ_once(fctx *f, int from, int to) { return vg__plan_add_succ_once(f->p, f->succ_cap, from, to); }
 
 /* The cluster's outside inputs (distinct slots, in member order); members marked with
  * stamp st. Returns the count, -1 on OOM (*ext freed by the caller). */
@@ -517,10 +504,10 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
     int nn = p->nnodes;
     fctx f = {.p = p, .succ_cap = succ_cap};
     bool ok = false;
-    bool *ctrl_src = vg__calloc((size_t)nn + 1, sizeof(bool));
+    bool *ctrl_src = vg__plan_control_sources(p);
     int *indeg = vg__calloc((size_t)nn + 1, sizeof(int)), *order = vg__malloc(sizeof(int) * (size_t)(nn + 1));
     f.c = vg__calloc((size_t)nn + 1, sizeof(cand));
-    f.prod = vg__malloc(sizeof(int) * (size_t)(p->nslots + 1));
+    f.prod = vg__plan_slot_producers(p);
     f.rank = vg__malloc(sizeof(int) * (size_t)(nn + 1));
     f.parent = vg__malloc(sizeof(int) * (size_t)(nn + 1));
     f.mem = vg__calloc((size_t)nn + 1, sizeof(int *));
@@ -533,19 +520,7 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
     if (!f.wreach || !ctrl_src || !indeg || !order || !f.c || !f.prod || !f.rank || !f.parent || !f.mem || !f.nmem || !f.capmem ||
         !f.mark || !f.seen || !f.stack)
         goto done;
-    /* control sources: an op named as a control input of a node in the plan */
-    for (int i = 0; i < nn; i++) {
-        vg_op *op = p->nodes[i].op;
-        for (int k = 0; k < op->ncontrol; k++)
-            for (int j = 0; j < nn; j++)
-                if (p->nodes[j].op == op->control[k]) ctrl_src[j] = true;
-    }
-    for (int s = 0; s < p->nslots; s++) f.prod[s] = -1;
-    for (int i = 0; i < nn; i++) {
-        vg__node *n = &p->nodes[i];
-        for (int k = 0; k < n->noutputs; k++)
-            if (n->out_base >= 0 && !(n->out_fed && n->out_fed[k])) f.prod[n->out_base + k] = i;
-    }
+
     /* topological ranks over succ (data and control edges) */
     for (int i = 0; i < nn; i++)
         for (int e = 0; e < p->nodes[i].nsucc; e++) indeg[p->nodes[i].succ[e]]++;

@@ -16,21 +16,6 @@
 
 static bool is_type(const vg__node *n, const char *t) { return strcmp(n->op->def->type, t) == 0; }
 
-static bool fed_node(const vg__node *n) {
-    for (int i = 0; n->out_fed && i < n->noutputs; i++)
-        if (n->out_fed[i]) return true;
-    return false;
-}
-
-static bool add_succ_once(vg__plan *p, int *succ_cap, int from, int to) {
-    vg__node *n = &p->nodes[from];
-    for (int e = 0; e < n->nsucc; e++)
-        if (n->succ[e] == to) return true;
-    if (!vg__grow((void **)&n->succ, &succ_cap[from], n->nsucc + 1, sizeof(int))) return false;
-    n->succ[n->nsucc++] = to;
-    return true;
-}
-
 static bool static_2d(vg_output o, int64_t d[2]) {
     vg_shape s = vg_output_shape(o);
     if (s.ndims != 2 || s.dims[0] < 0 || s.dims[1] < 0) return false;
@@ -43,22 +28,12 @@ bool vg__plan_fuse_matmul_sum(vg__plan *p, int *succ_cap) {
     const vg__op_def *noop = vg__registry_find("NoOp");
     if (!fdef[0] || !fdef[1] || !noop) return true;
     int nn = p->nnodes;
-    int *prod = vg__malloc(sizeof(int) * (size_t)(p->nslots + 1));
-    bool *ctrl_src = vg__calloc((size_t)nn + 1, sizeof(bool)), ok = false;
+    int *prod = vg__plan_slot_producers(p);
+    bool *ctrl_src = vg__plan_control_sources(p), ok = false;
     if (!prod || !ctrl_src) goto done;
-    for (int s = 0; s < p->nslots; s++) prod[s] = -1;
-    for (int i = 0; i < nn; i++) {
-        vg__node *n = &p->nodes[i];
-        for (int k = 0; k < n->noutputs; k++)
-            if (n->out_base >= 0 && !(n->out_fed && n->out_fed[k])) prod[n->out_base + k] = i;
-        vg_op *op = n->op;
-        for (int k = 0; k < op->ncontrol; k++)
-            for (int j = 0; j < nn; j++)
-                if (p->nodes[j].op == op->control[k]) ctrl_src[j] = true;
-    }
     for (int a = 0; a < nn; a++) {
         vg__node *an = &p->nodes[a];
-        if (!is_type(an, "AddN") || an->def != an->op->def || an->ninputs < 2 || an->noutputs != 1 || fed_node(an))
+        if (!is_type(an, "AddN") || an->def != an->op->def || an->ninputs < 2 || an->noutputs != 1 || vg__plan_node_fed(an))
             continue;
         int T = an->ninputs, ta = -1;
         vg_dtype dt = vg_output_dtype(vg_out(an->op, 0));
@@ -74,7 +49,7 @@ bool vg__plan_fuse_matmul_sum(vg__plan *p, int *succ_cap) {
             vg_op_attr_bool(mn->op, "transpose_b", &mtb);
             int64_t md[2];
             good = is_type(mn, "MatMul") && mn->def == mn->op->def && mn->ninputs == 2 && mn->noutputs == 1 &&
-                   !fed_node(mn) && mn->op->ncontrol == 0 && !ctrl_src[m] && !mtb && (ta < 0 || ta == (int)mta) &&
+                   !vg__plan_node_fed(mn) && mn->op->ncontrol == 0 && !ctrl_src[m] && !mtb && (ta < 0 || ta == (int)mta) &&
                    static_2d(vg_out(mn->op, 0), md) && md[0] == yd[0] && md[1] == yd[1];
             ta = mta;
             for (int k = 0; k < 2 && good; k++) {
@@ -98,7 +73,7 @@ bool vg__plan_fuse_matmul_sum(vg__plan *p, int *succ_cap) {
             in_slot[T + t] = mn->in_slot[1];
             for (int k = 0; k < 2; k++) {
                 int q = prod[mn->in_slot[k]];
-                if (q >= 0 && !add_succ_once(p, succ_cap, q, a)) {
+                if (q >= 0 && !vg__plan_add_succ_once(p, succ_cap, q, a)) {
                     vg__free(in_slot);
                     vg__free(in_var);
                     goto done;
