@@ -761,6 +761,35 @@ static void test_io_bundle__versions_and_slices(void) {
     CHECK_EQ_INT(st.code, VG_DATA_LOSS);
 }
 
+/* Keys are byte strings, names C strings: "a\0x" and "a\0y" would both be named "a",
+ * and a lookup by name could answer with the other entry's dtype (fuzz_bundle found a
+ * string entry returned for a float's name). Such an index is refused as corrupt. */
+static void test_io_bundle__nul_in_name(void) {
+    vg_status st;
+    char p[512], path[512];
+    tmp_path(p, "nul");
+    const float one = 1.0f;
+    snprintf(path, sizeof path, "%s.data-00000-of-00001", p);
+    write_bytes(path, &one, 4);
+    const uint8_t hdr[] = {0x08, 0x01, 0x1a, 0x02, 0x08, 0x01};
+    vg__pb_buf v;
+    entry(&v, VG__DT_FLOAT, 1, 0, 0, 4, &one);
+    vg__sstable_builder *b = vg__sstable_builder_new(NULL, false, &st);
+    vg__sstable_builder_add(b, "", 0, hdr, sizeof hdr, &st);
+    vg__sstable_builder_add(b, "a\0x", 3, v.data, v.len, &st);
+    vg__sstable_builder_add(b, "a\0y", 3, v.data, v.len, &st);
+    CHECK_OK(vg__sstable_builder_finish(b, &st), &st);
+    size_t len;
+    const uint8_t *d = vg__sstable_builder_data(b, &len);
+    snprintf(path, sizeof path, "%s.index", p);
+    write_bytes(path, d, len);
+    vg__sstable_builder_free(b);
+    vg__pb_free(&v);
+    CHECK(vg__bundle_reader_open(p, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_DATA_LOSS);
+    CHECK(strstr(st.msg, "NUL") != NULL);
+}
+
 int main(void) {
     make_tmpdir();
     RUN_TEST(test_io_bundle__tf_half_plus_two_snappy);
@@ -779,6 +808,7 @@ int main(void) {
     RUN_TEST(test_io_bundle__write_error);
     RUN_TEST(test_io_bundle__big_endian_and_shards);
     RUN_TEST(test_io_bundle__versions_and_slices);
+    RUN_TEST(test_io_bundle__nul_in_name);
     remove_tmpdir();
     TEST_MAIN_END();
 }

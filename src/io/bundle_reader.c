@@ -207,6 +207,12 @@ static vg_code load_entries(vg__bundle_reader *r, const char *path, vg_status *s
         if (klen == 0 || key[0] == 0) continue; /* the header, and slice keys (OrderedCode) */
         vg__bundle_entry *e = &r->ents[r->n];
         e->name = (const char *)key;
+        /* names are looked up as C strings: a NUL inside a key would make two keys one
+         * name ("a\0x" and "a\0y"), and a lookup could return another entry's dtype */
+        if (memchr(key, 0, klen)) {
+            c = corrupt_entry(e->name, path, "tensor name contains a NUL byte", st);
+            break;
+        }
         c = parse_entry(e, &offs[r->n], &d, val, vlen, path, st);
         if (!c && e->shard_id < 0) c = corrupt_entry(e->name, path, "bad shard id", st);
         if (!c) c = check_entry_sizes(e, d.v ? d.v + offs[r->n] : NULL, path, st);

@@ -362,8 +362,13 @@ vg_tensor *vg_checkpoint_reader_read(vg_checkpoint_reader *r, const char *name, 
                       e->ndims, VG_MAX_DIMS);
         return NULL;
     }
+    if (e->sliced) { /* refused before a tensor of the (unchecked) full shape is allocated */
+        vg_status_set(st, VG_UNIMPLEMENTED, "tensor %s is partitioned (sliced) in the checkpoint; vigil reads only "
+                      "whole tensors", name);
+        return NULL;
+    }
     /* the index's size must fit the data file before the tensor is allocated */
-    if (!e->sliced && vg__bundle_reader_check_data(r->r, name, st) != VG_OK) return NULL;
+    if (vg__bundle_reader_check_data(r->r, name, st) != VG_OK) return NULL;
     vg_tensor *t = vg_tensor_new((vg_dtype)e->dtype, e->dims, e->ndims, st);
     if (!t) return NULL;
     vg_code c = e->dtype == VG_STRING ? read_strings(r, name, t, st)
