@@ -52,5 +52,6 @@
 #include "npy.h"
 #include "distributed.h"
 #include "flags.h"
+#include "audio.h"
 
 #endif

@@ -1,0 +1,114 @@
+/* vigil/audio.h - files, audio ops and the float32 part of tf.signal.
+ *
+ * Ops (src/kernels/audio_ops.c, TF 1.15's io_ops / audio_ops): ReadFile, WriteFile,
+ * DecodeWav, EncodeWav, AudioSpectrogram, Mfcc. The FFT is kissfft's real transform
+ * (Debian libkissfft-dev, float). tf.signal composites (src/train/signal.c, TF 1.15's
+ * tensorflow/python/ops/signal/): frame, overlap_and_add, hann_window, hamming_window,
+ * linear_to_mel_weight_matrix. Complex dtypes, stft and the FFT ops are not there yet.
+ *
+ * Builders follow the rest of the API: a failed input ({NULL, 0}) propagates, and
+ * build-time errors are recorded on the graph (vg_graph_status) with {NULL, 0}
+ * returned; run-time errors (bad WAV bytes, a missing file) fail vg_session_run with
+ * INVALID_ARGUMENT / NOT_FOUND and TF's messages. name NULL: TF's default name.
+ *
+ *     vg_output wav = vg_io_read_file(g, vg_const_string(g, "a.wav", NULL), NULL);
+ *     vg_output audio = vg_decode_wav(g, wav, 1, 16000, NULL);       // [16000, 1]
+ *     vg_output rate = vg_out(audio.op, 1);                           // int32 scalar
+ *     vg_output spec = vg_audio_spectrogram(g, audio, 480, 160, true, NULL);
+ *     vg_output mfcc = vg_mfcc(g, spec, rate, NULL, NULL);            // [1, 98, 13]
+ */
+#ifndef VIGIL_AUDIO_H
+#define VIGIL_AUDIO_H
+
+#include "vigil/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- files (tf.io.read_file / tf.io.write_file) --------------------------------- */
+/* ReadFile: the whole file named by the string scalar `filename`, as a string scalar.
+ * Run time: NOT_FOUND / PERMISSION_DENIED from the file system; INVALID_ARGUMENT
+ * "Input filename tensor must be scalar, but had shape: [2]". */
+VG_API vg_output vg_io_read_file(vg_graph *g, vg_output filename, const char *name);
+/* WriteFile: writes the string scalar `contents` to `filename` (atomically: a
+ * temporary file renamed), creating the directory when missing; no outputs: run the
+ * returned op as a target. NULL on a build error (recorded on the graph). */
+VG_API vg_op *vg_io_write_file(vg_graph *g, vg_output filename, vg_output contents, const char *name);
+
+/* ---- audio ops (tf.audio / contrib.framework.python.ops.audio_ops) -------------- */
+/* DecodeWav: output 0 float32 [samples, channels] in [-1, 1) (16-bit PCM / 32768),
+ * output 1 (vg_out(result.op, 1)) the int32 sample rate. desired_channels -1: the
+ * file's; more than the file has: the last channel repeated; fewer: the first ones.
+ * desired_samples -1: all; more: zero-padded; fewer: truncated. Only 16-bit PCM WAV
+ * is read (TF: "Can only read 16-bit WAV files, but received 8"); other header errors
+ * are INVALID_ARGUMENT with wav_io.cc's messages. Build time: desired_* < -1. */
+VG_API vg_output vg_decode_wav(vg_graph *g, vg_output contents, int desired_channels, int desired_samples,
+                               const char *name);
+/* EncodeWav: float32 audio [samples, channels] (clipped to [-1, 1), rounded to 16-bit
+ * PCM) and an int32 scalar sample_rate -> the WAV file as a string scalar. Run time
+ * INVALID_ARGUMENT: sample_rate <= 0, 0 or more than 65535 channels, over 4 GiB. */
+VG_API vg_output vg_encode_wav(vg_graph *g, vg_output audio, vg_output sample_rate, const char *name);
+/* AudioSpectrogram: input float32 [samples, channels] -> [channels, frames, fft/2 + 1]
+ * where fft is the next power of two >= window_size and frames = 1 + (samples -
+ * window_size) / stride (0 when samples < window_size). Each frame is multiplied by a
+ * periodic Hann window; values are |X|^2 when magnitude_squared, else |X|. Build time
+ * INVALID_ARGUMENT: window_size <= 1, stride <= 0. No gradient (as TF). */
+VG_API vg_output vg_audio_spectrogram(vg_graph *g, vg_output input, int window_size, int stride,
+                                      bool magnitude_squared, const char *name);
+/* Mfcc attributes; vg_mfcc_options_default(): TF's 4000, 20, 40, 13. */
+typedef struct vg_mfcc_options {
+    float upper_frequency_limit;  /* Hz, highest frequency of the mel filterbank */
+    float lower_frequency_limit;  /* Hz, lowest */
+    int filterbank_channel_count; /* mel channels */
+    int dct_coefficient_count;    /* cepstral coefficients kept (<= the channels) */
+} vg_mfcc_options;
+VG_API vg_mfcc_options vg_mfcc_options_default(void);
+/* Mfcc: spectrogram float32 [channels, frames, bins] (AudioSpectrogram with
+ * magnitude_squared = true) and an int32 scalar sample_rate -> [channels, frames,
+ * dct_coefficient_count]: HTK-style mel filterbank over sqrt(spectrogram) (DC bin
+ * excluded), log (floor 1e-12), DCT-II scaled by sqrt(2 / channels). opts NULL:
+ * defaults. Run time INVALID_ARGUMENT "Mfcc initialization failed for channel count
+ * <bins> and sample rate <rate>" (bins < 2, rate <= 0, lower < 0, upper <= lower,
+ * coefficients above channels). No gradient (as TF). */
+VG_API vg_output vg_mfcc(vg_graph *g, vg_output spectrogram, vg_output sample_rate, const vg_mfcc_options *opts,
+                         const char *name);
+
+/* ---- tf.signal (float32) ------------------------------------------------------- */
+/* tf.signal.frame(signal, frame_length, frame_step, pad_end, pad_value, axis): frames
+ * of frame_length samples every frame_step samples along `axis` (negative counts from
+ * the end): shape [..., frames, frame_length, ...]. frames = 1 + (len - frame_length)
+ * / frame_step (0 when shorter), or with pad_end ceil(len / frame_step) with the end
+ * padded by pad_value. Built from Concat / Reshape / GatherV2 (so differentiable); the
+ * signal's rank and its length along axis must be known at build time
+ * (INVALID_ARGUMENT otherwise, also frame_length or frame_step <= 0). */
+VG_API vg_output vg_signal_frame(vg_graph *g, vg_output signal, int64_t frame_length, int64_t frame_step, bool pad_end,
+                                 float pad_value, int axis, const char *name);
+/* tf.signal.overlap_and_add(signal [..., frames, frame_length], frame_step): the frames
+ * summed at offsets of frame_step: [..., (frames - 1) * frame_step + frame_length].
+ * Built from Pad / Reshape / Transpose / Slice / Sum (differentiable) as TF 1.15; the
+ * rank and the last two dimensions must be known at build time; INVALID_ARGUMENT for
+ * rank < 2, frame_step <= 0 or frame_step > frame_length ("frame_step must be less
+ * than or equal to frame_length"). */
+VG_API vg_output vg_signal_overlap_and_add(vg_graph *g, vg_output signal, int64_t frame_step, const char *name);
+/* hann_window / hamming_window(window_length, periodic): a float32 [window_length]
+ * Const, w[n] = a - b * cos(2 pi n / N) with N = window_length - 1, plus 1 when
+ * periodic and window_length is even (TF's _raised_cosine_window); hann a = b = 0.5,
+ * hamming a = 0.54, b = 0.46; window_length 1 gives [1], 0 gives []. INVALID_ARGUMENT
+ * when window_length < 0. */
+VG_API vg_output vg_signal_hann_window(vg_graph *g, int64_t window_length, bool periodic, const char *name);
+VG_API vg_output vg_signal_hamming_window(vg_graph *g, int64_t window_length, bool periodic, const char *name);
+/* tf.signal.linear_to_mel_weight_matrix (TF 1.15 mel_ops.py, HTK mel scale, DC bin
+ * row zeroed): a float32 Const [num_spectrogram_bins, num_mel_bins] (TF's defaults:
+ * 20, 129, 8000, 125.0, 3800.0). INVALID_ARGUMENT with TF's ValueError messages:
+ * num_mel_bins <= 0, sample_rate <= 0, lower_edge_hertz < 0, lower >= upper, upper
+ * above the Nyquist frequency. */
+VG_API vg_output vg_signal_linear_to_mel_weight_matrix(vg_graph *g, int64_t num_mel_bins, int64_t num_spectrogram_bins,
+                                                       double sample_rate, double lower_edge_hertz,
+                                                       double upper_edge_hertz, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
