@@ -2,7 +2,7 @@
  *
  * Ops (src/kernels/audio_ops.c, TF 1.15's io_ops / audio_ops): ReadFile, WriteFile,
  * DecodeWav, EncodeWav, AudioSpectrogram, Mfcc. The FFT is kissfft's real transform
- * (Debian libkissfft-dev, float). tf.signal composites (src/train/signal.c, TF 1.15's
+ * (Debian libkissfft-dev, float). tf.signal functions (src/train/signal.c, TF 1.15's
  * tensorflow/python/ops/signal/): frame, overlap_and_add, hann_window, hamming_window,
  * linear_to_mel_weight_matrix. Complex dtypes, stft and the FFT ops are not there yet.
  *
@@ -74,38 +74,45 @@ VG_API vg_mfcc_options vg_mfcc_options_default(void);
 VG_API vg_output vg_mfcc(vg_graph *g, vg_output spectrogram, vg_output sample_rate, const vg_mfcc_options *opts,
                          const char *name);
 
-/* ---- tf.signal (float32) ------------------------------------------------------- */
+/* ---- tf.signal ------------------------------------------------------------------ */
 /* tf.signal.frame(signal, frame_length, frame_step, pad_end, pad_value, axis): frames
  * of frame_length samples every frame_step samples along `axis` (negative counts from
- * the end): shape [..., frames, frame_length, ...]. frames = 1 + (len - frame_length)
- * / frame_step (0 when shorter), or with pad_end ceil(len / frame_step) with the end
- * padded by pad_value. Built from Concat / Reshape / GatherV2 (so differentiable); the
- * signal's rank and its length along axis must be known at build time
- * (INVALID_ARGUMENT otherwise, also frame_length or frame_step <= 0). */
+ * the end): shape [..., frames, frame_length, ...]. frames = max(0, 1 + (len -
+ * frame_length) // frame_step), or with pad_end ceil(len / frame_step), the end padded
+ * with pad_value (converted to the signal's dtype). Any numeric dtype; the rank must
+ * be known, the length may be unknown (then the indices are computed in the graph).
+ * Built from GatherV2 (plus Pad, Range, Cast, Mul, Add for pad_end), so differentiable.
+ * INVALID_ARGUMENT: unknown rank or rank 0, axis out of range, frame_length < 0,
+ * frame_step <= 0. */
 VG_API vg_output vg_signal_frame(vg_graph *g, vg_output signal, int64_t frame_length, int64_t frame_step, bool pad_end,
-                                 float pad_value, int axis, const char *name);
+                                 double pad_value, int axis, const char *name);
 /* tf.signal.overlap_and_add(signal [..., frames, frame_length], frame_step): the frames
  * summed at offsets of frame_step: [..., (frames - 1) * frame_step + frame_length].
- * Built from Pad / Reshape / Transpose / Slice / Sum (differentiable) as TF 1.15; the
- * rank and the last two dimensions must be known at build time; INVALID_ARGUMENT for
- * rank < 2, frame_step <= 0 or frame_step > frame_length ("frame_step must be less
- * than or equal to frame_length"). */
+ * TF 1.15's construction from Pad / Reshape / Transpose / Slice / Sum (a Reshape when
+ * frame_step == frame_length), so differentiable; dimensions may be unknown (shapes
+ * are then computed in the graph), the rank must be known. INVALID_ARGUMENT: rank < 2
+ * or unknown, frame_step <= 0. */
 VG_API vg_output vg_signal_overlap_and_add(vg_graph *g, vg_output signal, int64_t frame_step, const char *name);
-/* hann_window / hamming_window(window_length, periodic): a float32 [window_length]
- * Const, w[n] = a - b * cos(2 pi n / N) with N = window_length - 1, plus 1 when
- * periodic and window_length is even (TF's _raised_cosine_window); hann a = b = 0.5,
- * hamming a = 0.54, b = 0.46; window_length 1 gives [1], 0 gives []. INVALID_ARGUMENT
- * when window_length < 0. */
-VG_API vg_output vg_signal_hann_window(vg_graph *g, int64_t window_length, bool periodic, const char *name);
-VG_API vg_output vg_signal_hamming_window(vg_graph *g, int64_t window_length, bool periodic, const char *name);
-/* tf.signal.linear_to_mel_weight_matrix (TF 1.15 mel_ops.py, HTK mel scale, DC bin
- * row zeroed): a float32 Const [num_spectrogram_bins, num_mel_bins] (TF's defaults:
- * 20, 129, 8000, 125.0, 3800.0). INVALID_ARGUMENT with TF's ValueError messages:
- * num_mel_bins <= 0, sample_rate <= 0, lower_edge_hertz < 0, lower >= upper, upper
- * above the Nyquist frequency. */
+/* hann_window / hamming_window(window_length, periodic, dtype): a [window_length] Const
+ * of dtype VG_FLOAT or VG_DOUBLE, w[n] = a - b * cos(2 pi n / N) with N = window_length
+ * - 1, plus 1 when periodic and window_length is even (TF's _raised_cosine_window,
+ * evaluated in dtype); hann a = b = 0.5, hamming a = 0.54, b = 0.46; length 1 gives
+ * [1], 0 gives []. INVALID_ARGUMENT: window_length < 0, another dtype. */
+VG_API vg_output vg_signal_hann_window(vg_graph *g, int64_t window_length, bool periodic, vg_dtype dtype,
+                                       const char *name);
+VG_API vg_output vg_signal_hamming_window(vg_graph *g, int64_t window_length, bool periodic, vg_dtype dtype,
+                                          const char *name);
+/* tf.signal.linear_to_mel_weight_matrix (TF 1.15 mel_ops.py: HTK mel scale 1127 ln(1 +
+ * f / 700), triangular bands between num_mel_bins + 2 edges, the DC bin's row zeroed),
+ * evaluated in dtype (VG_FLOAT or VG_DOUBLE) as TF's ops would: a Const
+ * [num_spectrogram_bins, num_mel_bins]. TF's defaults: 20, 129, 8000, 125.0, 3800.0,
+ * VG_FLOAT. INVALID_ARGUMENT with TF's ValueError messages ("num_mel_bins must be
+ * positive. Got: 0", "lower_edge_hertz 100.0 >= upper_edge_hertz 10.0",
+ * "upper_edge_hertz must not be larger than the Nyquist frequency ..."); also
+ * num_spectrogram_bins <= 0 and another dtype. */
 VG_API vg_output vg_signal_linear_to_mel_weight_matrix(vg_graph *g, int64_t num_mel_bins, int64_t num_spectrogram_bins,
                                                        double sample_rate, double lower_edge_hertz,
-                                                       double upper_edge_hertz, const char *name);
+                                                       double upper_edge_hertz, vg_dtype dtype, const char *name);
 
 #ifdef __cplusplus
 }
