@@ -514,6 +514,72 @@ static void test_wav_to_mfcc_pipeline(void) {
     free(x);
 }
 
+/* tf.data over WAV files, the speech_commands input: ReadFile -> DecodeWav ->
+ * AudioSpectrogram -> Mfcc in a map function, batched; each element equals the same
+ * ops run directly on its file. */
+static vg_code wav_features_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts,
+                               void *payload) {
+    (void)nargs, (void)payload;
+    vg_output audio = vg_decode_wav(fg, vg_io_read_file(fg, args[0], NULL), 1, 1000, NULL);
+    vg_output spec = vg_audio_spectrogram(fg, audio, 256, 128, true, NULL);
+    outs[0] = vg_mfcc(fg, spec, vg_out(audio.op, 1), NULL, NULL);
+    *nouts = 1;
+    return VG_OK;
+}
+
+static void test_dataset_of_wav_files(void) {
+    char dir[256], paths[3][512];
+    tu_mkdtemp(dir, sizeof dir, "audio_ds");
+    CHECK(dir[0]);
+    vg_graph *g = vg_graph_new();
+    vg_op *writes[3];
+    float *x = malloc(900 * sizeof(float));
+    for (int f = 0; f < 3; f++) {
+        snprintf(paths[f], sizeof paths[f], "%s/%d.wav", dir, f);
+        sine(900, 8000, 300.0 * (f + 1), x); /* 900 samples: padded to 1000 by DecodeWav */
+        vg_output wav = vg_encode_wav(g, f32_const(g, x, D(900, 1), 2), vg_const_i32(g, 8000, NULL), NULL);
+        writes[f] = vg_io_write_file(g, vg_const_string(g, paths[f], NULL), wav, NULL);
+    }
+    free(x);
+    vg_tensor *names = vg_tensor_new(VG_STRING, D(3), 1, NULL);
+    for (int f = 0; f < 3; f++) vg_tensor_set_string(names, f, paths[f], strlen(paths[f]), NULL);
+    vg_output files = vg_const(g, names, "files");
+    vg_tensor_free(names);
+    vg_output ds = vg_dataset_from_tensor_slices(g, &files, 1, NULL);
+    ds = vg_dataset_map(g, ds, wav_features_fn, NULL, NULL);
+    ds = vg_dataset_batch(g, ds, 3, false, NULL);
+    vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
+    /* the same features built directly for file 1 */
+    vg_output direct[1];
+    vg_output one = vg_const_string(g, paths[1], NULL);
+    int n1;
+    wav_features_fn(g, &one, 1, direct, &n1, NULL);
+    vg_status st;
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK(s != NULL);
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, writes, 3, NULL, &st), &st);
+    vg_output f[2] = {vg_out(next, 0), direct[0]};
+    vg_tensor *o[2] = {0};
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, o, 2, NULL, 0, NULL, &st), &st);
+    if (o[0] && o[1]) {
+        /* [batch 3, channels 1, frames 1 + (1000 - 256) / 128 = 6, 13 coefficients] */
+        CHECK(vg_tensor_ndims(o[0]) == 4 && vg_tensor_dim(o[0], 0) == 3 && vg_tensor_dim(o[0], 1) == 1 &&
+              vg_tensor_dim(o[0], 2) == 6 && vg_tensor_dim(o[0], 3) == 13);
+        CHECK_EQ_INT(vg_tensor_num_elements(o[1]), 6 * 13);
+        const float *b = vg_tensor_data(o[0]), *d = vg_tensor_data(o[1]);
+        for (int i = 0; i < 6 * 13; i++) CHECK(b[6 * 13 + i] == d[i]);
+        bool differ = false;
+        for (int i = 0; i < 6 * 13; i++) differ |= b[i] != b[6 * 13 + i];
+        CHECK(differ); /* other files, other features */
+    }
+    vg_tensor_free(o[0]);
+    vg_tensor_free(o[1]);
+    vg_session_free(s);
+    vg_graph_free(g);
+    tu_rmrf(dir);
+}
+
 int main(void) {
     RUN_TEST(test_decode_wav);
     RUN_TEST(test_decode_wav_junk_chunk);
@@ -529,5 +595,6 @@ int main(void) {
     RUN_TEST(test_mfcc_zero_input);
     RUN_TEST(test_mfcc_simple_input);
     RUN_TEST(test_wav_to_mfcc_pipeline);
+    RUN_TEST(test_dataset_of_wav_files);
     TEST_MAIN_END();
 }
