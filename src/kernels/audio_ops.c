@@ -283,6 +283,8 @@ static vg_code shape_decode_wav(vg_op *op, vg_status *st) {
     /* TF's shape function: -1 is unknown, other negatives are errors */
     if (ch < -1) return vg_status_set(st, VG_INVALID_ARGUMENT, "channels must be non-negative, got %lld", (long long)ch);
     if (smp < -1) return vg_status_set(st, VG_INVALID_ARGUMENT, "samples must be non-negative, got %lld", (long long)smp);
+    if (ch > INT32_MAX || smp > INT32_MAX) /* int32 attrs in TF */
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "DecodeWav: desired_channels / desired_samples must fit in int32");
     vg__op_set_default_attr_int(op, "desired_channels", -1);
     vg__op_set_default_attr_int(op, "desired_samples", -1);
     int64_t dims[2] = {smp, ch};
@@ -380,6 +382,7 @@ static int64_t next_pow2(int64_t x) {
 static vg_code shape_spectrogram(vg_op *op, vg_status *st) {
     if (check_input(op, 0, VG_FLOAT, 2, "input", st)) return st->code;
     int64_t w = attr_i(op, "window_size", 0), s = attr_i(op, "stride", 0);
+    if (s > INT32_MAX) return vg_status_set(st, VG_INVALID_ARGUMENT, "stride must fit in int32, got %lld", (long long)s);
     if (w <= 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "window_size must be > 1, got %lld", (long long)w);
     if (s <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "stride must be > 0, got %lld", (long long)s);
     if (w > (1 << 24)) return vg_status_set(st, VG_INVALID_ARGUMENT, "AudioSpectrogram: window_size %lld is too large", (long long)w);
@@ -484,8 +487,8 @@ static bool mfcc_plan_init(mfcc_plan *p, int input_length, double rate, int ncha
     double spacing = (mel_hi - mel_low) / (double)(nchan + 1);
     for (int i = 0; i < nchan + 1; i++) centers[i] = mel_low + spacing * (i + 1);
     double hz_per_sbin = 0.5 * rate / (double)(input_length - 1);
-    p->start = (int)(1.5 + lower / hz_per_sbin);
-    double e = upper / hz_per_sbin;
+    double b = 1.5 + lower / hz_per_sbin, e = upper / hz_per_sbin;
+    p->start = b > INT32_MAX ? INT32_MAX : (int)b;
     p->end = e > INT32_MAX ? INT32_MAX : (int)e;
     int channel = 0;
     for (int i = 0; i < input_length; i++) {
