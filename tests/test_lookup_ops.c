@@ -621,6 +621,110 @@ static void test_mutable_hash_table(void) {
     vg_graph_free(g);
 }
 
+/* GraphDef: a table graph exported and imported again runs the same; a GraphDef in
+ * TF 1.15's text form (HashTableV2 with its container / shared_name /
+ * use_node_name_sharing attrs, InitializeTableV2 Tkey/Tval, LookupTableFindV2 Tin/Tout,
+ * as tf.Graph.as_graph_def writes them) imports and runs. */
+static void test_graph_def_round_trip(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    const char *vocab = write_file("vocab_gd.txt", "brain\nsalad\nsurgery\n");
+    vg_index_table_options o = {0};
+    o.num_oov_buckets = 1;
+    vg_lookup_table t = vg_index_table_from_file(g, vocab, &o, NULL);
+    const char *in[] = {"salad", "surgery", "tarkus"};
+    vg_output ids = vg_lookup_table_lookup(g, &t, strings(g, in, 3, "in"), "ids");
+    vg_tables_initializer(g, NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    void *pb = NULL;
+    size_t len = 0;
+    CHECK_OK(vg_graph_to_graphdef(g, &pb, &len, &st), &st);
+    char idname[256];
+    snprintf(idname, sizeof idname, "%s:0", vg_op_name(ids.op));
+    vg_graph *g2 = vg_graph_new();
+    CHECK_OK(vg_graph_import_graph_def(g2, pb, len, NULL, &st), &st);
+    vg_free(pb);
+    vg_output ids2 = vg_graph_output_by_name(g2, idname, &st);
+    vg_op *init = vg_graph_op_by_name(g2, "init_all_tables");
+    CHECK(ids2.op != NULL && init != NULL);
+    if (ids2.op && init) {
+        vg_session *s = vg_session_new(g2, NULL, &st);
+        CHECK_OK(run_op(s, init, &st), &st);
+        vg_tensor *r = fetch(s, ids2, &st);
+        CHECK(i64_are(r, (const int64_t[]){1, 2, 3}, 3));
+        vg_tensor_free(r);
+        vg_session_free(s);
+    }
+    vg_graph_free(g2);
+    vg_graph_free(g);
+
+    static const char *pbtxt =
+        "node { name: \"Const\" op: \"Const\" attr { key: \"dtype\" value { type: DT_STRING } }\n"
+        "  attr { key: \"value\" value { tensor { dtype: DT_STRING tensor_shape { dim { size: 3 } }\n"
+        "    string_val: \"brain\" string_val: \"salad\" string_val: \"surgery\" } } } }\n"
+        "node { name: \"Const_1\" op: \"Const\" attr { key: \"dtype\" value { type: DT_INT64 } }\n"
+        "  attr { key: \"value\" value { tensor { dtype: DT_INT64 tensor_shape { dim { size: 3 } }\n"
+        "    int64_val: 0 int64_val: 1 int64_val: 2 } } } }\n"
+        "node { name: \"hash_table\" op: \"HashTableV2\" attr { key: \"container\" value { s: \"\" } }\n"
+        "  attr { key: \"key_dtype\" value { type: DT_STRING } } attr { key: \"shared_name\" value { s: \"\" } }\n"
+        "  attr { key: \"use_node_name_sharing\" value { b: false } }\n"
+        "  attr { key: \"value_dtype\" value { type: DT_INT64 } } }\n"
+        "node { name: \"key_value_init\" op: \"InitializeTableV2\" input: \"hash_table\" input: \"Const\"\n"
+        "  input: \"Const_1\" attr { key: \"Tkey\" value { type: DT_STRING } }\n"
+        "  attr { key: \"Tval\" value { type: DT_INT64 } } }\n"
+        "node { name: \"Const_2\" op: \"Const\" attr { key: \"dtype\" value { type: DT_INT64 } }\n"
+        "  attr { key: \"value\" value { tensor { dtype: DT_INT64 tensor_shape { } int64_val: -1 } } } }\n"
+        "node { name: \"in\" op: \"Const\" attr { key: \"dtype\" value { type: DT_STRING } }\n"
+        "  attr { key: \"value\" value { tensor { dtype: DT_STRING tensor_shape { dim { size: 2 } }\n"
+        "    string_val: \"salad\" string_val: \"tank\" } } } }\n"
+        "node { name: \"hash_table_Lookup/LookupTableFindV2\" op: \"LookupTableFindV2\"\n"
+        "  input: \"hash_table\" input: \"in\" input: \"Const_2\"\n"
+        "  attr { key: \"Tin\" value { type: DT_STRING } } attr { key: \"Tout\" value { type: DT_INT64 } } }\n"
+        "versions { producer: 134 }\n";
+    g = vg_graph_new();
+    CHECK_OK(vg_graph_import_graph_def(g, pbtxt, strlen(pbtxt), NULL, &st), &st);
+    vg_output f = vg_graph_output_by_name(g, "hash_table_Lookup/LookupTableFindV2:0", &st);
+    vg_op *ki = vg_graph_op_by_name(g, "key_value_init");
+    CHECK(f.op != NULL && ki != NULL);
+    if (f.op && ki) {
+        vg_session *s = vg_session_new(g, NULL, &st);
+        CHECK_OK(run_op(s, ki, &st), &st);
+        vg_tensor *r = fetch(s, f, &st);
+        CHECK(i64_are(r, (const int64_t[]){1, -1}, 2));
+        vg_tensor_free(r);
+        vg_session_free(s);
+    }
+    vg_graph_free(g);
+}
+
+/* LookupTableImportV2 (what a MutableHashTable's saveable restores with): replaces a
+ * mutable table's contents. */
+static void test_mutable_import(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_lookup_table t = vg_mutable_hash_table(g, VG_STRING, VG_INT64, vg_const_i64(g, -1, "d"), NULL);
+    vg_op *ins = vg_lookup_table_insert(g, &t, strings(g, BSS, 3, "k"), i64s(g, (const int64_t[]){0, 1, 2}, 3, "v"), NULL);
+    vg_op_builder *b = vg_op_builder_new(g, "LookupTableImportV2", "import");
+    vg_op_builder_add_input(b, t.handle);
+    vg_op_builder_add_input(b, strings(g, BSS + 1, 1, "k2"));
+    vg_op_builder_add_input(b, i64s(g, (const int64_t[]){9}, 1, "v2"));
+    vg_op *imp = vg_op_builder_finish(b);
+    vg_output out = vg_lookup_table_lookup(g, &t, strings(g, BSS, 3, "in"), NULL);
+    vg_output size = vg_lookup_table_size(g, &t, NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(run_op(s, ins, &st), &st);
+    CHECK_OK(run_op(s, imp, &st), &st);
+    vg_tensor *r = fetch(s, out, &st);
+    CHECK(i64_are(r, (const int64_t[]){-1, 9, -1}, 3));
+    vg_tensor_free(r);
+    r = fetch(s, size, &st);
+    CHECK(i64_are(r, (const int64_t[]){1}, 1));
+    vg_tensor_free(r);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 /* A MonitoredSession's default Scaffold runs tables_initializer in its local_init_op
  * (Scaffold.default_local_init_op), so the table answers on the first run. */
 static void test_monitored_session_initialises_tables(void) {
@@ -664,6 +768,8 @@ int main(void) {
     RUN_TEST(test_oov_buckets_docstring);
     RUN_TEST(test_index_to_string);
     RUN_TEST(test_mutable_hash_table);
+    RUN_TEST(test_graph_def_round_trip);
+    RUN_TEST(test_mutable_import);
     RUN_TEST(test_monitored_session_initialises_tables);
     tu_rmrf(tmpdir);
     TEST_MAIN_END();

@@ -5,7 +5,7 @@
  *   HashTableV2, MutableHashTableV2           the table ops (output: a resource handle)
  *   LookupTableFindV2(table, keys, default)   values of keys' shape
  *   LookupTableInsertV2(table, keys, values)  mutable tables
- *   LookupTableSizeV2, LookupTableExportV2
+ *   LookupTableSizeV2, LookupTableExportV2, LookupTableImportV2
  *   InitializeTableV2(table, keys, values)    static tables, once
  *   InitializeTableFromTextFileV2(table, filename)
  *   StringToHashBucketFast, StringToHashBucketStrong, AsString
@@ -672,6 +672,27 @@ static vg_code kernel_init(vg__kctx *ctx) {
     rc = insert_all(t, keys, values, false, st);
     if (rc) table_clear(t);
     else t->initialized = true;
+    pthread_rwlock_unlock(&t->mu);
+    return rc;
+}
+
+/* LookupTableImportV2: a mutable table's contents are replaced (MutableHashTable::
+ * ImportValues); a static table is initialised as by InitializeTableV2. */
+static vg_code kernel_import(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg__table *t = table_of(ctx);
+    if (!t) return st->code;
+    if (!t->is_mutable) return kernel_init(ctx);
+    const vg_tensor *keys = vg__kctx_input(ctx, 1), *values = vg__kctx_input(ctx, 2);
+    char a[160], b[160];
+    vg_code rc = check_types(t, keys, values, st);
+    if (rc) return rc;
+    if (!same_shape(keys, values))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected shape %s for value, got %s", tshape(keys, a, sizeof a),
+                             tshape(values, b, sizeof b));
+    pthread_rwlock_wrlock(&t->mu);
+    table_clear(t);
+    rc = insert_all(t, keys, values, true, st);
     pthread_rwlock_unlock(&t->mu);
     return rc;
 }
@@ -1599,6 +1620,7 @@ const vg__op_def vg__ops_lookup[] = {
     {"LookupTableSizeV2", 1, 1, TABLE_FLAGS, 0, shape_size, kernel_size, NULL},
     {"LookupTableExportV2", 1, 1, TABLE_FLAGS, 0, shape_export, kernel_export, NULL},
     {"InitializeTableV2", 3, 3, TABLE_FLAGS, 0, shape_init, kernel_init, NULL},
+    {"LookupTableImportV2", 3, 3, TABLE_FLAGS, 0, shape_insert, kernel_import, NULL},
     {"InitializeTableFromTextFileV2", 2, 2, TABLE_FLAGS, 0, shape_init_text, kernel_init_text, NULL},
     {"StringToHashBucketFast", 1, 1, NOGRAD, 0, shape_hash_bucket, kernel_hash_bucket, NULL},
     {"StringToHashBucketStrong", 1, 1, NOGRAD, 0, shape_hash_bucket, kernel_hash_bucket, NULL},
