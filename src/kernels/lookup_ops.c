@@ -456,8 +456,8 @@ static void *table_create(void *arg, vg_status *st) {
     pthread_rwlock_init(&t->mu, NULL);
     table_resource_name(op, nm, sizeof nm);
     t->name = vg__strdup(nm);
-    t->op_type = vg_op_type(op);
-    t->is_mutable = strcmp(t->op_type, "MutableHashTableV2") == 0;
+    t->is_mutable = strcmp(vg_op_type(op), "MutableHashTableV2") == 0;
+    t->op_type = t->is_mutable ? "MutableHashTableV2" : "HashTableV2"; /* outlives the graph's strings */
     attr_type(op, "key_dtype", &t->kdt);
     attr_type(op, "value_dtype", &t->vdt);
     if (!t->name || !rehash(t, 16)) {
@@ -1508,7 +1508,9 @@ vg_output vg_lookup_table_lookup(vg_graph *g, const vg_lookup_table *t, vg_outpu
     snprintf(sc, sizeof sc, "%s_Lookup", base_name(t->name));
     vg_graph_push_scope(g, name ? name : sc);
     vg_output values = keys;
-    if (is_int_key(kd) && kd != VG_INT64 && t->num_oov_buckets > 0) values = vg_cast(g, keys, VG_INT64, "ToInt64");
+    vg_dtype tkd = kd;
+    vg_op_attr_type_(t->handle.op, "key_dtype", &tkd);
+    if (is_int_key(kd) && kd != tkd) values = vg_cast(g, keys, tkd, "ToInt64"); /* int32 keys, int64 table */
     vg_output ids;
     if (t->num_oov_buckets <= 0) {
         ids = find_op(g, t, values);
