@@ -381,6 +381,24 @@ static void test_text_file_errors(void) {
         vg_session_free(s);
         vg_graph_free(g);
     }
+    /* a directory is no vocabulary (docs/untrusted-input.md: FAILED_PRECONDITION, no
+     * blocking); a line past max_record_bytes is RESOURCE_EXHAUSTED */
+    for (int c = 0; c < 2; c++) {
+        vg_graph *g = vg_graph_new();
+        const char *file = c == 0 ? tmpdir : write_file("long.txt", "brain\nsalad_salad_salad_salad_salad\n");
+        vg_table_initializer init = vg_text_file_initializer(file, VG_STRING, VG_TEXT_FILE_WHOLE_LINE, VG_INT64,
+                                                             VG_TEXT_FILE_LINE_NUMBER, 0, 0, NULL);
+        vg_lookup_table t = vg_static_hash_table(g, &init, vg_const_i64(g, -1, "d"), NULL);
+        vg_decode_limits lim = vg_get_decode_limits(), small = lim;
+        small.max_record_bytes = 16;
+        if (c == 1) CHECK_OK(vg_set_decode_limits(&small, &st), &st);
+        vg_session *s = vg_session_new(g, NULL, &st);
+        CHECK_CODE(run_op(s, t.initializer, &st), c == 0 ? VG_FAILED_PRECONDITION : VG_RESOURCE_EXHAUSTED);
+        CHECK_STR_CONTAINS(st.msg, c == 0 ? "is not a regular file" : "line 1 is longer than the limit of 16 bytes");
+        vg_set_decode_limits(&lim, &st);
+        vg_session_free(s);
+        vg_graph_free(g);
+    }
     /* a line-number key needs an int64 key dtype */
     vg_graph *g = vg_graph_new();
     vg_table_initializer init = vg_text_file_initializer(write_file("v.txt", "a\n"), VG_STRING, VG_TEXT_FILE_LINE_NUMBER,

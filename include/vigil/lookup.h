@@ -26,9 +26,11 @@
  *    int64" (at graph build where the dtypes are known);
  *  - text files: key/value index VG_TEXT_FILE_WHOLE_LINE (-2), VG_TEXT_FILE_LINE_NUMBER
  *    (-1) or a column >= 0 of the line split at the delimiter; a missing file is
- *    NOT_FOUND; an empty line, too few columns, a field that does not parse, or a file
- *    shorter than vocab_size is INVALID_ARGUMENT naming the file and line; a longer file
- *    is read up to vocab_size lines.
+ *    NOT_FOUND, a directory, FIFO or device FAILED_PRECONDITION, a line longer than
+ *    max_record_bytes (vg_set_decode_limits) RESOURCE_EXHAUSTED; an empty line, too few
+ *    columns, a field that does not parse, or a file shorter than vocab_size is
+ *    INVALID_ARGUMENT naming the file and line; a longer file is read up to vocab_size
+ *    lines.
  * Values are scalars (no MutableHashTableOfTensors); keys: string, int32, int64; values:
  * string, int32, int64, float, double, bool.
  */

@@ -24,6 +24,7 @@
  * algorithms.
  */
 #include "graph/graph_impl.h"
+#include "io/io.h"
 #include "kernels/kernel.h"
 #include "vigil/lookup.h"
 #include "vigil/ops.h"
@@ -759,6 +760,33 @@ static vg_code text_field(const text_cfg *c, vg_dtype dt, int64_t index, const c
     return VG_OK;
 }
 
+/* Reads one line without its '\n' into (*buf, *cap; NUL-terminated), *len its length,
+ * *used the bytes consumed. 1: a line; 0: end of file; -1: longer than max_record_bytes;
+ * -2: out of memory. */
+static int read_line(FILE *f, char **buf, size_t *cap, size_t *len, size_t *used) {
+    size_t n = 0, limit = (size_t)vg__io_max_record_bytes();
+    int ch = EOF;
+    *used = 0;
+    while ((ch = getc_unlocked(f)) != EOF) {
+        (*used)++;
+        if (ch == '\n') break;
+        if (n >= limit) return -1;
+        if (n + 1 >= *cap) {
+            size_t nc = *cap ? *cap * 2 : 256;
+            char *nb = vg__realloc(*buf, *cap, nc);
+            if (!nb) return -2;
+            *buf = nb;
+            *cap = nc;
+        }
+        (*buf)[n++] = (char)ch;
+    }
+    if (ch == EOF && *used == 0) return 0;
+    if (!*buf && !(*buf = vg__malloc(*cap = 16))) return -2;
+    (*buf)[n] = 0;
+    *len = n;
+    return 1;
+}
+
 /* Reads the file into t (write lock held; t not initialized). */
 static vg_code read_text_file(vg__table *t, const text_cfg *c, FILE *f, vg_status *st) {
     char *line = NULL, **tok = NULL;
@@ -767,11 +795,10 @@ static vg_code read_text_file(vg__table *t, const text_cfg *c, FILE *f, vg_statu
     int64_t need = (c->key_index > c->value_index ? c->key_index : c->value_index) + 1;
     bool split = need > 0;
     vg_code rc = VG_OK;
-    ssize_t got;
-    while ((got = getline(&line, &cap, f)) >= 0) {
-        pos += got;
-        size_t n = (size_t)got;
-        if (n && line[n - 1] == '\n') n--;
+    int got;
+    size_t n = 0, used = 0;
+    while ((got = read_line(f, &line, &cap, &n, &used)) > 0) {
+        pos += (int64_t)used;
         if (n && line[n - 1] == '\r') n--;
         line[n] = 0;
         if (c->vocab_size != -1 && lineno >= c->vocab_size) break; /* truncated at vocab_size */
@@ -825,11 +852,16 @@ static vg_code read_text_file(vg__table *t, const text_cfg *c, FILE *f, vg_statu
         if (rc) break;
         lineno++;
     }
+    if (!rc && got == -1)
+        rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                           "%s: line %lld is longer than the limit of %lld bytes (max_record_bytes, "
+                           "vg_set_decode_limits)", c->file, (long long)lineno, (long long)vg__io_max_record_bytes());
+    if (!rc && got == -2) rc = VG_OOM(st, "vocabulary line");
     if (!rc && ferror(f)) rc = vg_status_set(st, VG_DATA_LOSS, "%s: read error", c->file);
-    if (!rc && got < 0 && c->vocab_size != -1 && lineno != c->vocab_size)
+    if (!rc && got == 0 && c->vocab_size != -1 && lineno != c->vocab_size)
         rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid vocab_size in %s: expected %lld but got %lld", c->file,
                            (long long)c->vocab_size, (long long)lineno);
-    free(line);
+    vg__free(line);
     vg__free(tok);
     vg__free(tlen);
     return rc;
@@ -877,13 +909,9 @@ static vg_code kernel_init_text(vg__kctx *ctx) {
     char *path = dup_bytes(fs, fl);
     if (!path) return VG_OOM(st, "file name");
     c.file = path;
-    FILE *f = fopen(path, "rb");
-    vg_code rc = VG_OK;
-    if (!f) {
-        int e = errno;
-        rc = vg_status_set(st, e == ENOENT ? VG_NOT_FOUND : e == EACCES ? VG_PERMISSION_DENIED : VG_UNKNOWN, "%s; %s",
-                           path, strerror(e));
-    } else {
+    FILE *f = vg__io_fopen_regular(path, st); /* NOT_FOUND; a FIFO or device: FAILED_PRECONDITION */
+    vg_code rc = f ? VG_OK : st->code;
+    if (f) {
         pthread_rwlock_wrlock(&t->mu);
         if (!t->initialized) { /* an initialized table: TF ignores the repeat */
             rc = read_text_file(t, &c, f, st);
