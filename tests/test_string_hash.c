@@ -39,6 +39,45 @@ static void test_fingerprint64_frozen(void) {
     CHECK(vg_fingerprint64("d", 1) == 4470636696479570465ULL);
 }
 
+/* Longer inputs, one per length class of farmhashna (17-32, 33-64, > 64 with one, two
+ * and several 64-byte blocks): the Fingerprint64 (farmhashna::Hash64) values of the
+ * golden table in github.com/dgryski/go-farm's farmhash_test.go, a port checked against
+ * Google's farmhash. */
+static void test_fingerprint64_golden(void) {
+    static const struct {
+        const char *s;
+        uint64_t h;
+    } gold[] = {
+        {"", 0x9ae16a3b2f90404fULL},
+        {"abcdefgh", 0xfee9d22990c82909ULL},
+        {"0123456789'01234", 0x4283d4ef43627f64ULL},
+        {"0123456789=012345", 0x46a7416ed4861e3bULL},
+        {"0123456789^0123456789", 0xdebcba8e6f3eabd1ULL},
+        {"C is as portable as Stonehedge!!", 0xb944f8a16261e414ULL},
+        {"Discard medicine more than two years old.", 0xe8f89ab6df9bdd25ULL},
+        {"The days of the digital watch are numbered.  -Tom Stoppard", 0x2a578b80bb82147cULL},
+        {"For every action there is an equal and opposite government program.", 0x55182f8859eca4ceULL},
+        {"There is no reason for any individual to have a computer in their home. -Ken Olsen, 1977",
+         0x7e85d7b050ed2967ULL},
+        {"The fugacity of a constituent in a mixture of gases at a given temperature is proportional to its mole "
+         "fraction.  Lewis-Randall Rule",
+         0x098eff6958c5e91aULL},
+        {"Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et "
+         "dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip ex "
+         "ea commodo consequat. Duis aute irure dolor in reprehenderit in voluptate velit esse cillum dolore eu "
+         "fugiat nulla pariatur. Excepteur sint occaecat cupidatat non proident, sunt in culpa qui officia deserunt "
+         "mollit anim id est laborum.",
+         0xc3f02c4ffd5d71e6ULL},
+    };
+    for (size_t i = 0; i < sizeof gold / sizeof gold[0]; i++) {
+        uint64_t h = vg_fingerprint64(gold[i].s, strlen(gold[i].s));
+        if (h != gold[i].h)
+            fprintf(stderr, "  Fingerprint64 of %zu bytes: %016llx, expected %016llx\n", strlen(gold[i].s),
+                    (unsigned long long)h, (unsigned long long)gold[i].h);
+        CHECK(h == gold[i].h);
+    }
+}
+
 /* Every length class of farmhashna (0-16, 17-32, 33-64, > 64 with one and several
  * 64-byte blocks) reads only its own bytes: equal contents hash equal wherever they lie,
  * and changing any byte changes the hash. */
@@ -226,6 +265,7 @@ static void test_string_equal(void) {
 
 int main(void) {
     RUN_TEST(test_fingerprint64_frozen);
+    RUN_TEST(test_fingerprint64_golden);
     RUN_TEST(test_fingerprint64_lengths);
     RUN_TEST(test_hash_bucket_fast);
     RUN_TEST(test_hash_bucket_strong);
