@@ -29,8 +29,6 @@
 #include "vigil/lookup.h"
 #include "vigil/ops.h"
 #include <errno.h>
-#include <inttypes.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -736,9 +734,9 @@ typedef struct text_cfg {
     char delim;
 } text_cfg;
 
-/* Sets *out (a key for key==true, else a value) from the line or its tokens. */
-static vg_code text_field(const text_cfg *c, vg_dtype dt, int64_t index, const char *line, size_t linelen,
-                          char **tok, size_t *tlen, int64_t lineno, tentry *out, vg_status *st) {
+/* Sets *out (vi, vd or vs by dt) from the line number, the whole line or a token. */
+static vg_code text_field(vg_dtype dt, int64_t index, const char *line, size_t linelen, char **tok, size_t *tlen,
+                          int64_t lineno, tentry *out, vg_status *st) {
     if (index == VG_TEXT_FILE_LINE_NUMBER) {
         out->vi = lineno;
         return VG_OK;
@@ -756,7 +754,6 @@ static vg_code text_field(const text_cfg *c, vg_dtype dt, int64_t index, const c
     if (n >= sizeof buf || !parse_field(buf, dt, out))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Field %.*s in line %lld is not a valid %s.",
                              (int)(n > 200 ? 200 : n), s, (long long)lineno, vg_dtype_name(dt));
-    (void)c;
     return VG_OK;
 }
 
@@ -839,8 +836,8 @@ static vg_code read_text_file(vg__table *t, const text_cfg *c, FILE *f, vg_statu
             }
         }
         tentry ke = {0}, ve = {0};
-        rc = text_field(c, t->kdt, c->key_index, line, n, tok, tlen, lineno, &ke, st);
-        if (!rc) rc = text_field(c, t->vdt, c->value_index, line, n, tok, tlen, lineno, &ve, st);
+        rc = text_field(t->kdt, c->key_index, line, n, tok, tlen, lineno, &ke, st);
+        if (!rc) rc = text_field(t->vdt, c->value_index, line, n, tok, tlen, lineno, &ve, st);
         if (!rc) {
             tkey k = {ke.vi, ke.vs ? ke.vs : NULL, ke.vn, 0};
             if (t->kdt == VG_STRING && !k.s) k.s = "";
@@ -1111,7 +1108,7 @@ static vg_code kernel_hash_bucket(vg__kctx *ctx) {
     return VG_OK;
 }
 
-/* AsString's printf format (as_string_op.cc); NULL with the status set. */
+/* AsString's printf format (as_string_op.cc) into fmt; INVALID_ARGUMENT for attrs TF refuses. */
 static vg_code as_string_format(const vg_op *op, vg_dtype dt, char *fmt, size_t len, vg_status *st) {
     int64_t precision = -1, width = -1;
     bool scientific = false, shortest = false;
