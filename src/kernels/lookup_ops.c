@@ -410,7 +410,7 @@ static vg_code table_put(vg__table *t, const tkey *k, tentry *val, bool replace,
     e->ks = NULL;
     e->kn = k->n;
     if (k->s && !(e->ks = dup_bytes(k->s, k->n))) {
-        e->vs = NULL;
+        val->vs = e->vs; /* back to the caller, who frees it */
         goto oom;
     }
     t->idx[-(p + 1)] = t->n++;
