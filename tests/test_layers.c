@@ -49,6 +49,7 @@ static const struct { const char *header, *layer; } k_public[] = {
     {"vigil/ops_ext.h", "kernels"},    {"vigil/train_lib.h", "train"},    {"vigil/losses.h", "train"},
     {"vigil/control_flow.h", "kernels"},
     {"vigil/rnn_ops.h", "kernels"},    {"vigil/rnn.h", "train"},
+    {"vigil/lookup.h", "kernels"},
     {"vigil/metrics.h", "train"},
     {"vigil/evaluation.h", "monitored"},
     {"vigil/image_ops.h", "kernels"},  {"vigil/image.h", "train"},

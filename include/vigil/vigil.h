@@ -29,6 +29,7 @@
 #include "coordinator.h"
 #include "queue_ops.h"
 #include "queue.h"
+#include "lookup.h"
 #include "saver.h"
 #include "summary.h"
 #include "graphdef.h"

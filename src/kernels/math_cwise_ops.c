@@ -399,10 +399,15 @@ static bool has_negative(const vg_tensor *t) {
     return false;
 }
 
+/* Equal / NotEqual on strings live in lookup_ops.c. */
+VG_HIDDEN vg_code vg__string_cmp_shape(vg_op *op, vg_status *st);
+VG_HIDDEN vg_code vg__string_cmp_kernel(vg__kctx *ctx, bool not_equal);
+
 static vg_code binary_kernel(vg__kctx *ctx, int bop) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *a = vg__kctx_input(ctx, 0), *b = vg__kctx_input(ctx, 1);
     vg_dtype dt = vg_tensor_dtype(a);
+    if (dt == VG_STRING && (bop == B_EQ || bop == B_NE)) return vg__string_cmp_kernel(ctx, bop == B_NE);
     int slot = vg__math_slot(dt);
     const bin_impl *impl = slot >= 0 ? &bin_tbl[bop][slot] : NULL;
     if (!impl || !impl->vv) return vg__math_check_dtype("input", dt, 0, st);
@@ -437,6 +442,7 @@ static vg_code binary_kernel(vg__kctx *ctx, int bop) {
 
 static vg_code binary_shape(vg_op *op, int bop, vg_status *st) {
     vg_dtype da = vg__op_input_dtype(op, 0), db = vg__op_input_dtype(op, 1);
+    if (da == VG_STRING && (bop == B_EQ || bop == B_NE)) return vg__string_cmp_shape(op, st);
     vg_code c = vg__math_check_dtype("input 'x'", da, bin_info[bop].dtypes, st);
     if (c != VG_OK) return c;
     if (db != da)

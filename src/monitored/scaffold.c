@@ -4,6 +4,7 @@
  * several scaffolds on one graph share them.
  */
 #include "monitored_internal.h"
+#include "vigil/lookup.h"
 #include "vigil/summary.h"
 #include "vigil/variables.h"
 #include <stdio.h>
@@ -92,9 +93,10 @@ static vg_output make_ready_local(vg_graph *g) {
     static const vg_output no_vars[1];
     return vg_report_uninitialized_variables(g, globals ? globals : no_vars, n, NULL);
 }
+/* Scaffold.default_local_init_op: group(local_variables_initializer(), tables_initializer()). */
 static vg_output make_local_init(vg_graph *g) {
-    vg_op *local = vg_local_variables_initializer(g);
-    return vg_out(vg_group(g, &local, 1, "group_deps"), 0);
+    vg_op *ops[2] = {vg_local_variables_initializer(g), vg_tables_initializer(g, NULL)};
+    return vg_out(vg_group(g, ops, 2, "group_deps"), 0);
 }
 static vg_output make_summary(vg_graph *g) { return vg_summary_merge_all(g); }
 
