@@ -56,6 +56,7 @@ extern const vg__op_def vg__ops_space_batch[];
 extern const vg__op_def vg__ops_collective[];
 extern const vg__op_def vg__ops_sparse_to_dense[];
 extern const vg__op_def vg__ops_resource_variable[];
+extern const vg__op_def vg__ops_array_ext[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -106,5 +107,6 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_collective);
     vg__registry_add_family(vg__ops_sparse_to_dense);
     vg__registry_add_family(vg__ops_resource_variable);
+    vg__registry_add_family(vg__ops_array_ext);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }
