@@ -267,8 +267,8 @@ VG_API vg_output vg_boolean_mask_nd(vg_graph *g, vg_output tensor, vg_output mas
  * of each tensor; TF's default is 3, -1 prints all). When x and y are both Consts the
  * check runs at build time: INVALID_ARGUMENT with the data joined by newlines.
  *
- *     vg_output x = vg_const_i32(g, 1, "x"), y = vg_placeholder(g, VG_INT32, NULL, 0, "y");
- *     vg_op *chk = vg_assert_equal(g, x, y, "x must equal y", 3, NULL);
+ *     vg_output a = vg_const_i32(g, 1, "a"), b = vg_placeholder(g, VG_INT32, NULL, 0, "b");
+ *     vg_op *chk = vg_assert_equal(g, a, b, "a must equal b", 3, NULL);
  *     vg_graph_push_control_deps(g, &chk, 1);  // ops built here run after the check
  *     vg_graph_pop_control_deps(g);
  */
