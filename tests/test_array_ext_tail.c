@@ -469,6 +469,97 @@ static void test_boolean_mask_nd(void) {
     vg_graph_free(g);
 }
 
+/* The kernels over the intra-op pool: 4 threads give the values a loop computes here. */
+static void test_threads(void) {
+    vg_graph *g = vg_graph_new();
+    enum { R = 4000, C = 64, NS = 37 };
+    double *x = malloc(sizeof(double) * R * C), *ids = malloc(sizeof(double) * R), *mx = malloc(sizeof(double) * NS * C);
+    for (int i = 0; i < R * C; i++) x[i] = (double)((i * 7919) % 1000) - 500;
+    for (int i = 0; i < R; i++) ids[i] = i % 41 == 0 ? -1 : i % NS;
+    for (int i = 0; i < NS * C; i++) mx[i] = -3.4028234663852886e38;
+    for (int i = 0; i < R; i++)
+        for (int c = 0; ids[i] >= 0 && c < C; c++)
+            if (x[i * C + c] > mx[(int)ids[i] * C + c]) mx[(int)ids[i] * C + c] = x[i * C + c];
+    vg_output data = cst(g, VG_FLOAT, (int64_t[]){R, C}, 2, x);
+    vg_output y = vg_unsorted_segment_max(g, data, cst(g, VG_INT64, (int64_t[]){R}, 1, ids), vg_const_i32(g, NS, NULL),
+                                          NULL);
+    vg_status st;
+    vg_tensor *out = NULL;
+    CHECK_OK(run_threads(g, 4, NULL, NULL, 0, &y, &out, 1, &st), &st);
+    check_values(out, VG_FLOAT, (int64_t[]){NS, C}, 2, mx, 0);
+    vg_tensor_free(out);
+    /* ReverseSequence over [R, C] rows (seq 1, batch 0) and BroadcastTo [C] -> [R, C] */
+    double *len = malloc(sizeof(double) * R), *rv = malloc(sizeof(double) * R * C), *bv = malloc(sizeof(double) * R * C);
+    for (int i = 0; i < R; i++) len[i] = i % (C + 1);
+    for (int i = 0; i < R; i++)
+        for (int c = 0; c < C; c++) {
+            int L = (int)len[i];
+            rv[i * C + c] = x[i * C + (c < L ? L - 1 - c : c)];
+            bv[i * C + c] = x[c];
+        }
+    vg_output r = vg_reverse_sequence(g, data, cst(g, VG_INT32, (int64_t[]){R}, 1, len), 1, 0, NULL);
+    CHECK_OK(run_threads(g, 4, NULL, NULL, 0, &r, &out, 1, &st), &st);
+    check_values(out, VG_FLOAT, (int64_t[]){R, C}, 2, rv, 0);
+    vg_tensor_free(out);
+    vg_output b = vg_broadcast_to_c(g, cst(g, VG_FLOAT, (int64_t[]){C}, 1, x), (int64_t[]){R, C}, 2, NULL);
+    CHECK_OK(run_threads(g, 4, NULL, NULL, 0, &b, &out, 1, &st), &st);
+    check_values(out, VG_FLOAT, (int64_t[]){R, C}, 2, bv, 0);
+    vg_tensor_free(out);
+    free(x);
+    free(ids);
+    free(mx);
+    free(len);
+    free(rv);
+    free(bv);
+    vg_graph_free(g);
+}
+
+/* GraphDef: the new ops export with TF's attrs and import into a graph that computes
+ * the same values. */
+static void test_graphdef_round_trip(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t d[2] = {2, 3};
+    vg_output x = cst(g, VG_FLOAT, d, 2, (double[]){1, 2, 3, 4, 5, 6});
+    vg_output rs = vg_reverse_sequence(g, x, cst(g, VG_INT64, (int64_t[]){2}, 1, (double[]){3, 2}), 1, 0, "rs");
+    vg_output bt = vg_broadcast_to_c(g, cst(g, VG_FLOAT, (int64_t[]){3}, 1, (double[]){7, 8, 9}), d, 2, "bt");
+    vg_output sm = vg_unsorted_segment_max(g, x, cst(g, VG_INT32, (int64_t[]){2}, 1, (double[]){1, 1}),
+                                           vg_const_i32(g, 2, NULL), "sm");
+    vg_status st;
+    char *text = NULL;
+    size_t tlen = 0;
+    CHECK_OK(vg_graph_to_graphdef_text(g, &text, &tlen, &st), &st);
+    if (text) {
+        CHECK_STR_CONTAINS(text, "op: \"ReverseSequence\"");
+        CHECK_STR_CONTAINS(text, "key: \"seq_dim\"");
+        CHECK_STR_CONTAINS(text, "key: \"batch_dim\"");
+        CHECK_STR_CONTAINS(text, "key: \"Tlen\"");
+        CHECK_STR_CONTAINS(text, "op: \"BroadcastTo\"");
+        CHECK_STR_CONTAINS(text, "key: \"Tidx\"");
+        CHECK_STR_CONTAINS(text, "key: \"Tnumsegments\"");
+    }
+    vg_free(text);
+    void *bytes = NULL;
+    size_t len = 0;
+    CHECK_OK(vg_graph_to_graphdef(g, &bytes, &len, &st), &st);
+    vg_graph *h = vg_graph_new();
+    CHECK_OK(vg_graph_import_graph_def(h, bytes, len, NULL, &st), &st);
+    vg_free(bytes);
+    const char *names[3] = {"rs:0", "bt:0", "sm:0"};
+    vg_output outs[3] = {rs, bt, sm};
+    for (int i = 0; i < 3; i++) {
+        vg_tensor *a = run(g, outs[i]);
+        vg_output o = vg_graph_output_by_name(h, names[i], &st);
+        CHECK(o.op != NULL);
+        vg_tensor *b = o.op ? run(h, o) : NULL;
+        if (a && b) check_values(b, vg_tensor_dtype(a), vg_tensor_dims(a), vg_tensor_ndims(a), (double[]){
+            get(a, 0), get(a, 1), get(a, 2), get(a, 3), get(a, 4), get(a, 5)}, 0);
+        vg_tensor_free(a);
+        vg_tensor_free(b);
+    }
+    vg_graph_free(h);
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_sequence_mask);
     RUN_TEST(test_reverse_sequence);
@@ -476,5 +567,7 @@ int main(void) {
     RUN_TEST(test_segments);
     RUN_TEST(test_norm);
     RUN_TEST(test_boolean_mask_nd);
+    RUN_TEST(test_threads);
+    RUN_TEST(test_graphdef_round_trip);
     TEST_MAIN_END();
 }
