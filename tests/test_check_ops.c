@@ -238,7 +238,10 @@ static void test_assert_sign(void) {
     vg_graph *g = vg_graph_new();
     vg_output p = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1}, 1, "p");
     vg_op *chk = vg_assert_positive(g, p, NULL, 3, NULL);
-    CHECK(chk && !strcmp(vg_op_name(chk), "assert_positive/assert_less/Assert/Assert"));
+    /* float data: TF's AssertGuard cond around the Assert; its Merge is the returned op */
+    CHECK(chk && !strcmp(vg_op_name(chk), "assert_positive/assert_less/Assert/AssertGuard/Merge"));
+    CHECK(vg_graph_op_by_name(g, "assert_positive/assert_less/Assert/AssertGuard/Assert") != NULL);
+    CHECK(vg_graph_op_by_name(g, "assert_positive/assert_less/Assert/AssertGuard/NoOp") != NULL);
     CHECK(vg_graph_op_by_name(g, "assert_positive/Const") != NULL);
     CHECK(vg_graph_op_by_name(g, "assert_positive/assert_less/All") != NULL);
     vg_graph_free(g);

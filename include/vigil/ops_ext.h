@@ -259,8 +259,9 @@ VG_API vg_output vg_boolean_mask_nd(vg_graph *g, vg_output tensor, vg_output mas
 /* ---- assertions (src/kernels/check_ops.c; TF's check_ops.py) ----------------------- */
 /* Each returns the Assert op (or a NoOp when the check passed at build time) to use as a
  * control dependency, NULL on a build-time failure (the graph's error). The binary ones
- * build reduce_all(x <op> y) ("All") and an Assert named "<scope>/Assert/Assert" with
- * TF's data: [message (if any), "Condition x == y did not hold element-wise:", "x
+ * build reduce_all(x <op> y) ("All") and an Assert named "<scope>/Assert/Assert" (for
+ * data other than string/int32, inside TF's cond "<scope>/Assert/AssertGuard", whose
+ * Merge op is returned) with TF's data: [message (if any), "Condition x == y did not hold element-wise:", "x
  * (<x's name>) = ", x, "y (<y's name>) = ", y] under the scope "assert_equal" (etc.).
  * A failing run returns INVALID_ARGUMENT "assertion failed: [Condition x == y did not
  * hold element-wise:] [x (x:0) = ] [1 2 3] [y (y:0) = ] [1 2 4]" (summarize elements

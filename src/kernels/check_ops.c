@@ -8,12 +8,12 @@
  * graph's INVALID_ARGUMENT error with the data joined by newlines. assert_rank /
  * assert_rank_at_least check a known rank at build time (TF's ValueError text) and
  * fall back to an Assert on Rank(x); assert_type is a build-time check. No op table:
- * the ops are the existing Equal/Less/All/Assert/NoOp.
- *
- * Unlike TF, the Assert is not wrapped in an "AssertGuard" cond when the data holds
- * tensors other than string/int32; the run fails the same way.
+ * the ops are the existing Equal/Less/All/Assert/NoOp (and a cond, "AssertGuard",
+ * around the Assert when the data holds tensors other than string/int32, as TF's
+ * control_flow_ops.Assert builds it).
  */
 #include "kernels/array_internal.h"
+#include "vigil/control_flow.h"
 #include "vigil/ops_ext.h"
 #include <math.h>
 #include <stdio.h>
@@ -132,18 +132,55 @@ static vg_op *static_fail(vg_graph *g, const datum *d, int nd) {
     return NULL;
 }
 
-/* control_flow_ops.Assert(condition, data, summarize) under the scope "Assert". */
-static vg_op *build_assert(vg_graph *g, vg_output cond, const datum *d, int nd, int summarize) {
+typedef struct guard {
+    vg_output cond;
+    const datum *d;
+    int nd, summarize;
+} guard;
+
+/* The Assert op itself: string data become Consts (in the current scope or branch). */
+static vg_op *assert_op(vg_graph *g, const guard *a) {
     vg_output outs[16];
-    vg_graph_push_scope(g, "Assert");
     int k = 0;
-    for (int i = 0; i < nd && k < 16; i++) {
-        if (d[i].s) outs[k++] = vg_const_string(g, d[i].s, NULL);
-        else outs[k++] = d[i].t;
+    for (int i = 0; i < a->nd && k < 16; i++) outs[k++] = a->d[i].s ? vg_const_string(g, a->d[i].s, NULL) : a->d[i].t;
+    return vg_assert(g, a->cond, outs, k, a->summarize, "Assert");
+}
+
+static vg_code guard_pass(vg_graph *g, void *user, vg_output *outs) {
+    (void)user;
+    vg_op *n = vg_no_op(g, "NoOp");
+    outs[0] = vg_out(n, 0);
+    return n ? VG_OK : vg_graph_status(g, NULL);
+}
+
+static vg_code guard_fail(vg_graph *g, void *user, vg_output *outs) {
+    vg_op *a = assert_op(g, user);
+    outs[0] = vg_out(a, 0);
+    return a ? VG_OK : vg_graph_status(g, NULL);
+}
+
+/* control_flow_ops.Assert(condition, data, summarize) under the scope "Assert": the
+ * Assert op "Assert/Assert" when every data tensor is string or int32, else (as TF,
+ * to keep other tensors off the host) a cond "Assert/AssertGuard" whose true branch is
+ * a NoOp and false branch the Assert; its Merge op is returned. */
+static vg_op *build_assert(vg_graph *g, vg_output cond, const datum *d, int nd, int summarize) {
+    guard a = {cond, d, nd, summarize};
+    bool host = true;
+    for (int i = 0; i < nd; i++)
+        if (!d[i].s && vg_output_dtype(d[i].t) != VG_STRING && vg_output_dtype(d[i].t) != VG_INT32) host = false;
+    vg_graph_push_scope(g, "Assert");
+    vg_op *r = NULL;
+    if (host) {
+        r = assert_op(g, &a);
+    } else {
+        vg_output out = {NULL, 0};
+        vg_status st;
+        if (vg_cond(g, cond, guard_pass, guard_fail, &a, 1, &out, "AssertGuard", &st) != VG_OK)
+            vg_graph_set_error(g, st.code, "%s", st.msg);
+        r = out.op;
     }
-    vg_op *a = vg_assert(g, cond, outs, k, summarize, "Assert");
     vg_graph_pop_scope(g);
-    return a;
+    return r;
 }
 
 /* Static evaluation of all(x c y) for Consts of one shape or with a single-element
