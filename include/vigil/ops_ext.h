@@ -252,21 +252,23 @@ VG_API vg_output vg_norm(vg_graph *g, vg_output x, double ord, const int32_t *ax
  * tensor's dims axis..axis+k-1 reshaped into one, Where(Reshape(mask, [-1])),
  * Squeeze, GatherV2 along axis, under "boolean_mask". Build-time INVALID_ARGUMENT
  * "mask cannot be scalar.", "Number of mask dimensions must be specified, ...",
- * "Shapes [2,3] and [2,4] are incompatible", or a non-bool mask. (vg_boolean_mask in
+ * "Shapes (2, 3) and (2, 4) are incompatible", or a non-bool mask. (vg_boolean_mask in
  * vigil/ops.h is the 1-D, axis-0 case.) */
 VG_API vg_output vg_boolean_mask_nd(vg_graph *g, vg_output tensor, vg_output mask, int axis, const char *name);
 
 /* ---- assertions (src/kernels/check_ops.c; TF's check_ops.py) ----------------------- */
-/* Each returns the Assert op (or a NoOp when the check passed at build time) to use as a
- * control dependency, NULL on a build-time failure (the graph's error). The binary ones
+/* Each returns the Assert op (assert_rank / _type: a NoOp when the check passed at build
+ * time) to use as a control dependency, NULL on a build-time failure (the graph's error). The binary ones
  * build reduce_all(x <op> y) ("All") and an Assert named "<scope>/Assert/Assert" (for
  * data other than string/int32, inside TF's cond "<scope>/Assert/AssertGuard", whose
- * Merge op is returned) with TF's data: [message (if any), "Condition x == y did not hold element-wise:", "x
- * (<x's name>) = ", x, "y (<y's name>) = ", y] under the scope "assert_equal" (etc.).
- * A failing run returns INVALID_ARGUMENT "assertion failed: [Condition x == y did not
- * hold element-wise:] [x (x:0) = ] [1 2 3] [y (y:0) = ] [1 2 4]" (summarize elements
- * of each tensor; TF's default is 3, -1 prints all). When x and y are both Consts the
- * check runs at build time: INVALID_ARGUMENT with the data joined by newlines.
+ * Merge op is returned) under the scope "assert_equal" (etc.), with TF 1.15's data:
+ * [message or "", "Condition x == y did not hold element-wise:", "x (<x's name>) = ", x,
+ * "y (<y's name>) = ", y] (assert_none_equal: "... did not hold for every single
+ * element:"). A failing run returns INVALID_ARGUMENT "assertion failed: [] [Condition
+ * x == y did not hold element-wise:] [x (x:0) = ] [1 2 3] [y (y:0) = ] [1 2 4]"
+ * (summarize elements of each tensor; TF's default is 3, -1 prints all). assert_equal
+ * of two Consts is checked at build time (the others at run time, as in TF 1.15):
+ * INVALID_ARGUMENT with the data joined by newlines.
  *
  *     vg_output a = vg_const_i32(g, 1, "a"), b = vg_placeholder(g, VG_INT32, NULL, 0, "b");
  *     vg_op *chk = vg_assert_equal(g, a, b, "a must equal b", 3, NULL);

@@ -3,9 +3,11 @@
  * Python compositions: reduce_all of the element-wise comparison ("All") feeding an
  * Assert whose data are TF's message strings and the tensors, under the scope
  * "assert_equal/" etc. The unary ones (assert_positive, ...) build "Const" zero and
- * the binary assertion beneath their scope, as TF does. When both operands are Consts
- * the condition is checked at build time (TF's _assert_static): a failure is the
- * graph's INVALID_ARGUMENT error with the data joined by newlines. assert_rank /
+ * the binary assertion beneath their scope, as TF does. The data start with the
+ * message ("" when none), as TF 1.15's (message = message or ''). assert_equal of two
+ * Consts is checked at build time (TF's _assert_static): a failure is the graph's
+ * INVALID_ARGUMENT error with the data joined by newlines; the other assertions check
+ * Consts at run time, as TF 1.15 does. assert_rank /
  * assert_rank_at_least check a known rank at build time (TF's ValueError text) and
  * fall back to an Assert on Rank(x); assert_type is a build-time check. No op table:
  * the ops are the existing Equal/Less/All/Assert/NoOp (and a cond, "AssertGuard",
@@ -200,19 +202,20 @@ static int static_holds(cmpop c, vg_output x, vg_output y) {
     return 1;
 }
 
-/* check_ops._binary_assert. data/nd: the caller's data (NULL: TF's default message),
- * message prepended when given. The scope is already pushed by the caller. */
+/* TF 1.15's assert_equal / assert_less / ...: data/nd the caller's data (NULL: TF's
+ * default data, which starts with message). The scope is already pushed by the caller. */
 static vg_op *binary_assert_in_scope(vg_graph *g, cmpop c, vg_output x, vg_output y, const datum *data, int nd,
                                      const char *message, int summarize) {
-    /* message is only prepended to the default data (the unary callers put theirs in data) */
+    /* message only goes into the default data (the unary callers put theirs in data) */
     char cond_s[96], xs[600], ys[600], xn[512], yn[512];
     datum def[6];
     int n = 0;
     if (!data) {
-        if (message) def[n++] = (datum){message, {NULL, 0}};
+        def[n++] = (datum){message ? message : "", {NULL, 0}};
         out_name(x, xn, sizeof xn);
         out_name(y, yn, sizeof yn);
-        snprintf(cond_s, sizeof cond_s, "Condition x %s y did not hold element-wise:", SYM[c]);
+        snprintf(cond_s, sizeof cond_s, "Condition x %s y did not hold %s", SYM[c],
+                 c == CMP_NE ? "for every single element:" : "element-wise:");
         snprintf(xs, sizeof xs, "x (%s) = ", xn);
         snprintf(ys, sizeof ys, "y (%s) = ", yn);
         def[n++] = (datum){cond_s, {NULL, 0}};
@@ -225,7 +228,7 @@ static vg_op *binary_assert_in_scope(vg_graph *g, cmpop c, vg_output x, vg_outpu
     }
     vg_output cond = vg_reduce_all(g, compare(g, c, x, y), NULL, -1, false, "All");
     if (vg_graph_status(g, NULL) != VG_OK) return NULL;
-    if (static_holds(c, x, y) == 0) return static_fail(g, data, nd);
+    if (c == CMP_EQ && static_holds(c, x, y) == 0) return static_fail(g, data, nd); /* assert_equal only */
     return build_assert(g, cond, data, nd, summarize);
 }
 
@@ -236,9 +239,7 @@ static vg_op *binary_assert(vg_graph *g, cmpop c, vg_output x, vg_output y, cons
         return NULL;
     }
     vg_graph_push_scope(g, name ? name : OPNAME[c]);
-    vg_op *r;
-    if (c == CMP_EQ && x.op == y.op && x.index == y.index) r = vg_no_op(g, "NoOp"); /* x is y */
-    else r = binary_assert_in_scope(g, c, x, y, NULL, 0, message, summarize);
+    vg_op *r = binary_assert_in_scope(g, c, x, y, NULL, 0, message, summarize);
     vg_graph_pop_scope(g);
     return r;
 }
