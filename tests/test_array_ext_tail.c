@@ -50,6 +50,16 @@ static void test_sequence_mask(void) {
     /* int64 lengths with an int32 maxlen (testDtypes): Cast of the lengths */
     vg_output len4 = cst(g, VG_INT64, d3, 1, (double[]){1, 3, 2});
     expect(run(g, vg_sequence_mask(g, len4, vg_const_i32(g, 5, NULL), VG_BOOL, NULL)), VG_BOOL, d35, 2, e1);
+    /* int32 lengths, int64 maxlen: an int64 Range, lengths cast to int64; int32 output */
+    vg_output m64 = vg_sequence_mask(g, len, vg_const_i64(g, 5, NULL), VG_INT32, NULL);
+    expect(run(g, m64), VG_INT32, d35, 2, e1);
+    /* lengths fed at run time, maxlen from them */
+    vg_output pl = vg_placeholder(g, VG_INT64, (int64_t[]){-1}, 1, "pl");
+    vg_tensor *plv = mk(VG_INT64, (int64_t[]){2}, 1, (double[]){2, 0});
+    vg_status st;
+    expect(run_feeds(g, vg_sequence_mask(g, pl, (vg_output){NULL, 0}, VG_BOOL, NULL), &pl, &plv, 1, &st), VG_BOOL,
+           (int64_t[]){2, 2}, 2, (double[]){1, 1, 0, 0});
+    vg_tensor_free(plv);
     /* the graph: the mask op is SequenceMask/Less */
     vg_output m = vg_sequence_mask(g, len, vg_const_i32(g, 5, NULL), VG_BOOL, NULL);
     CHECK(m.op && !strcmp(vg_op_type(m.op), "Less"));

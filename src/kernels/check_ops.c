@@ -335,6 +335,7 @@ static vg_op *rank_assert(vg_graph *g, vg_output x, int rank, bool at_least, con
     if (s.ndims >= 0) {
         if (at_least ? s.ndims >= rank : s.ndims == rank) {
             vg_graph_push_scope(g, name ? name : opname);
+            vg_const_i32(g, rank, "rank"); /* TF converts rank before the static check */
             vg_op *r = vg_no_op(g, "static_checks_determined_all_ok");
             vg_graph_pop_scope(g);
             return r;
