@@ -571,8 +571,7 @@ static vg_output segment_mean_or_sqrt(vg_graph *g, vg_output data, vg_output ids
     vg_graph_push_scope(g, name ? name : scope);
     vg_output n = segment_n(g, data, ids, num);
     vg_output summed = vg_unsorted_segment_sum(g, data, ids, num, NULL);
-    vg_output out = n.op ? vg_div(g, summed, sqrt_n ? vg_sqrt(g, n, NULL) : n, sqrt_n ? "truediv" : "truediv")
-                         : NONE;
+    vg_output out = n.op ? vg_div(g, summed, sqrt_n ? vg_sqrt(g, n, NULL) : n, "truediv") : NONE;
     vg_graph_pop_scope(g);
     return out;
 }
