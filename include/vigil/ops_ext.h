@@ -187,6 +187,126 @@ VG_API vg_output vg_multinomial(vg_graph *g, vg_output logits, int num_samples, 
  * VG_INT64. int32/int64/float/double; no gradient. */
 VG_API vg_op *vg_unique(vg_graph *g, vg_output x, vg_dtype out_idx, const char *name);
 
+/* ---- sequences, broadcasting, segments, norms (src/kernels/array_ext_ops.c) ---- */
+/* tf.sequence_mask(lengths, maxlen, dtype), composed as TF's array_ops.py under the
+ * scope "SequenceMask": Less(Range(0, maxlen, 1), Cast(ExpandDims(lengths, -1))), then a
+ * Cast to dtype unless dtype is VG_BOOL (or VG_DTYPE_INVALID). maxlen {NULL, 0} uses
+ * max(max(lengths), 0). Shape lengths.shape + [maxlen]. Build-time INVALID_ARGUMENT
+ * "maxlen must be scalar for sequence_mask".
+ *
+ *     vg_output len = vg_const_array(g, VG_INT32, (int64_t[]){3}, 1, (int32_t[]){1, 3, 2}, "len");
+ *     vg_output m = vg_sequence_mask(g, len, vg_const_i32(g, 5, "maxlen"), VG_BOOL, NULL);  // [3, 5]
+ */
+VG_API vg_output vg_sequence_mask(vg_graph *g, vg_output lengths, vg_output maxlen, vg_dtype dtype, const char *name);
+/* tf.reverse_sequence(input, seq_lengths, seq_axis, batch_axis) -> ReverseSequence
+ * (attrs seq_dim, batch_dim): for each b, the first seq_lengths[b] slices of input
+ * along seq_axis reversed, the rest copied. Any dtype (strings too); seq_lengths a 1-D
+ * int32/int64 of input.shape[batch_axis]. INVALID_ARGUMENT (build time where the
+ * shapes are known, else run time) "seq_dim must be < input rank", "batch_dim ==
+ * seq_dim == 1", "Length of seq_lengths != input.dims(0), (3 vs. 2)", "seq_lens(1) <
+ * 0", "seq_lens(1) > input.dims(1)". Gradient: ReverseSequence of dy. */
+VG_API vg_output vg_reverse_sequence(vg_graph *g, vg_output input, vg_output seq_lengths, int seq_axis, int batch_axis,
+                                     const char *name);
+/* tf.broadcast_to(input, shape) -> BroadcastTo; shape a 1-D int32/int64 tensor (the _c
+ * form makes a Const "<name>/shape"). NumPy broadcasting from the right. INVALID_ARGUMENT
+ * "Rank of input (3) must be no greater than rank of output shape (2).", "Incompatible
+ * shapes: [3] vs. [2]", "Unable to broadcast tensor of shape [2] to tensor of shape [1]"
+ * (build time: "Dimensions must be equal, but are 3 and 2"). Gradient as TF's
+ * _BroadcastToGrad: dy summed over BroadcastGradientArgs' axes, reshaped. */
+VG_API vg_output vg_broadcast_to(vg_graph *g, vg_output input, vg_output shape, const char *name);
+VG_API vg_output vg_broadcast_to_c(vg_graph *g, vg_output input, const int64_t *dims, int ndims, const char *name);
+/* tf.math.unsorted_segment_max / _min / _prod -> UnsortedSegmentMax / Min / Prod, as
+ * vg_unsorted_segment_sum (vigil/ops.h): output [num_segments] + data.shape[ids.rank:];
+ * an empty segment holds the dtype's lowest value (max), highest (min) or 1 (prod); a
+ * negative id drops its row. float/double/int32/int64. Run-time INVALID_ARGUMENT
+ * "segment_ids[3] = 7 is out of range [0, 5)". Gradients as TF's math_grad.py
+ * (_UnsortedSegmentMinOrMaxGrad: dy shared among the elements equal to the result;
+ * _UnsortedSegmentProdGrad). */
+VG_API vg_output vg_unsorted_segment_max(vg_graph *g, vg_output data, vg_output segment_ids, vg_output num_segments,
+                                         const char *name);
+VG_API vg_output vg_unsorted_segment_min(vg_graph *g, vg_output data, vg_output segment_ids, vg_output num_segments,
+                                         const char *name);
+VG_API vg_output vg_unsorted_segment_prod(vg_graph *g, vg_output data, vg_output segment_ids, vg_output num_segments,
+                                          const char *name);
+/* tf.math.unsorted_segment_mean / _sqrt_n (math_ops.py compositions under the scopes
+ * "UnsortedSegmentMean" / "UnsortedSegmentSqrtN"): UnsortedSegmentSum divided by the
+ * segment size N (or sqrt(N)), N at least 1. data float/double of known rank
+ * (INVALID_ARGUMENT otherwise). */
+VG_API vg_output vg_unsorted_segment_mean(vg_graph *g, vg_output data, vg_output segment_ids, vg_output num_segments,
+                                          const char *name);
+VG_API vg_output vg_unsorted_segment_sqrt_n(vg_graph *g, vg_output data, vg_output segment_ids,
+                                            vg_output num_segments, const char *name);
+/* tf.norm(tensor, ord, axis, keepdims) as TF's linalg_ops.py composes it under "norm":
+ * ord VG_NORM_EUCLIDEAN ('euclidean', and 'fro' over two axes) or 2 for vectors:
+ * sqrt(reduce_sum(x * x)); 1: reduce_sum(abs(x)) (matrices: then max over axes[1]);
+ * INFINITY: reduce_max(abs(x)) (matrices: sum over axes[1] first); another p > 0 for
+ * vectors: pow(reduce_sum(pow(abs(x), p)), 1/p). naxes 0 = all elements (axis=None), 1
+ * = a vector norm over axes[0], 2 = a matrix norm over axes[0..1]. Build-time
+ * INVALID_ARGUMENT with TF's ValueError texts ("'axis' must be None, an integer, or a
+ * tuple of 2 unique integers", "'ord' must be a supported vector norm, got -1");
+ * UNIMPLEMENTED for the matrix 2-norm (ord 2 over two axes, an SVD in TF). */
+#define VG_NORM_EUCLIDEAN 0.0
+VG_API vg_output vg_norm(vg_graph *g, vg_output x, double ord, const int32_t *axes, int naxes, bool keepdims,
+                         const char *name);
+/* tf.boolean_mask(tensor, mask, axis) for a mask of rank k >= 1 (TF's array_ops.py):
+ * tensor's dims axis..axis+k-1 reshaped into one, Where(Reshape(mask, [-1])),
+ * Squeeze, GatherV2 along axis, under "boolean_mask". Build-time INVALID_ARGUMENT
+ * "mask cannot be scalar.", "Number of mask dimensions must be specified, ...",
+ * "Shapes (2, 3) and (2, 4) are incompatible", or a non-bool mask. (vg_boolean_mask in
+ * vigil/ops.h is the 1-D, axis-0 case.) */
+VG_API vg_output vg_boolean_mask_nd(vg_graph *g, vg_output tensor, vg_output mask, int axis, const char *name);
+
+/* ---- assertions (src/kernels/check_ops.c; TF's check_ops.py) ----------------------- */
+/* Each returns the Assert op (assert_rank / _type: a NoOp when the check passed at build
+ * time) to use as a control dependency, NULL on a build-time failure (the graph's error). The binary ones
+ * build reduce_all(x <op> y) ("All") and an Assert named "<scope>/Assert/Assert" (for
+ * data other than string/int32, inside TF's cond "<scope>/Assert/AssertGuard", whose
+ * Merge op is returned) under the scope "assert_equal" (etc.), with TF 1.15's data:
+ * [message or "", "Condition x == y did not hold element-wise:", "x (<x's name>) = ", x,
+ * "y (<y's name>) = ", y] (assert_none_equal: "... did not hold for every single
+ * element:"). A failing run returns INVALID_ARGUMENT "assertion failed: [] [Condition
+ * x == y did not hold element-wise:] [x (x:0) = ] [1 2 3] [y (y:0) = ] [1 2 4]"
+ * (summarize elements of each tensor; TF's default is 3, -1 prints all). assert_equal
+ * of two Consts is checked at build time (the others at run time, as in TF 1.15):
+ * INVALID_ARGUMENT with the data joined by newlines.
+ *
+ *     vg_output a = vg_const_i32(g, 1, "a"), b = vg_placeholder(g, VG_INT32, NULL, 0, "b");
+ *     vg_op *chk = vg_assert_equal(g, a, b, "a must equal b", 3, NULL);
+ *     vg_graph_push_control_deps(g, &chk, 1);  // ops built here run after the check
+ *     vg_graph_pop_control_deps(g);
+ */
+VG_API vg_op *vg_assert_equal(vg_graph *g, vg_output x, vg_output y, const char *message, int summarize,
+                              const char *name);
+VG_API vg_op *vg_assert_none_equal(vg_graph *g, vg_output x, vg_output y, const char *message, int summarize,
+                                   const char *name);
+VG_API vg_op *vg_assert_less(vg_graph *g, vg_output x, vg_output y, const char *message, int summarize,
+                             const char *name);
+VG_API vg_op *vg_assert_less_equal(vg_graph *g, vg_output x, vg_output y, const char *message, int summarize,
+                                   const char *name);
+VG_API vg_op *vg_assert_greater(vg_graph *g, vg_output x, vg_output y, const char *message, int summarize,
+                                const char *name);
+VG_API vg_op *vg_assert_greater_equal(vg_graph *g, vg_output x, vg_output y, const char *message, int summarize,
+                                      const char *name);
+/* x > 0, x < 0, x >= 0, x <= 0 element-wise: data [message or "", "Condition x > 0 did not
+ * hold element-wise:", "x (<name>) = ", x] and assert_less / assert_less_equal against a
+ * Const 0 of x's dtype, nested in the scope ("assert_positive/assert_less/..."). */
+VG_API vg_op *vg_assert_positive(vg_graph *g, vg_output x, const char *message, int summarize, const char *name);
+VG_API vg_op *vg_assert_negative(vg_graph *g, vg_output x, const char *message, int summarize, const char *name);
+VG_API vg_op *vg_assert_non_negative(vg_graph *g, vg_output x, const char *message, int summarize, const char *name);
+VG_API vg_op *vg_assert_non_positive(vg_graph *g, vg_output x, const char *message, int summarize, const char *name);
+/* assert_rank / assert_rank_at_least: with x's rank known at build time, a NoOp
+ * "static_checks_determined_all_ok" or a build failure INVALID_ARGUMENT "<message>.
+ * Tensor x:0 must have rank 2.  Received rank 1, shape (3,)" (TF's ValueError);
+ * otherwise an Assert on Equal(Rank(x), rank) (GreaterEqual) with data [message,
+ * "Tensor x:0 must have rank", rank, "Received shape: ", Shape(x)]. */
+VG_API vg_op *vg_assert_rank(vg_graph *g, vg_output x, int rank, const char *message, int summarize,
+                             const char *name);
+VG_API vg_op *vg_assert_rank_at_least(vg_graph *g, vg_output x, int rank, const char *message, int summarize,
+                                      const char *name);
+/* assert_type: a NoOp "statically_determined_correct_type" when x has dtype dt, else a
+ * build failure INVALID_ARGUMENT "<message>  x:0 must be of type <dtype: 'float32'>". */
+VG_API vg_op *vg_assert_type(vg_graph *g, vg_output x, vg_dtype dt, const char *message, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

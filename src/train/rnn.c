@@ -1045,21 +1045,9 @@ vg_code vg_dynamic_rnn(vg_rnn_cell *cell, vg_graph *g, vg_output inputs, vg_outp
                        outputs, final_state, st);
 }
 
-/* tf.reverse_sequence(x, lengths, seq_axis, batch_axis) for time-major x [T, B, ...]:
- * out[t, b] = x[len_b - 1 - t, b] for t < len_b, else x[t, b] (a GatherNd). */
+/* tf.reverse_sequence(x, lengths, seq_axis=0, batch_axis=1) for time-major x [T, B, ...]. */
 static vg_output reverse_sequence_tm(vg_graph *g, vg_output x, vg_output len) {
-    vg_graph_push_scope(g, "ReverseSequence");
-    vg_output T = dim_scalar(g, x, 0, VG_INT32), B = dim_scalar(g, x, 1, VG_INT32);
-    vg_output t = vg_expand_dims(g, vg_range(g, vg_const_i32(g, 0, NULL), T, vg_const_i32(g, 1, NULL), NULL), 1, NULL);
-    vg_output b = vg_expand_dims(g, vg_range(g, vg_const_i32(g, 0, NULL), B, vg_const_i32(g, 1, NULL), NULL), 0, NULL);
-    vg_output l = vg_expand_dims(g, len, 0, NULL);                           /* [1, B] */
-    vg_output rev = vg_sub(g, vg_sub(g, l, vg_const_i32(g, 1, NULL), NULL), t, NULL); /* [T, B] */
-    vg_output src = vg_select(g, vg_less(g, t, l, NULL), rev, vg_add(g, t, vg_zeros_like(g, rev, NULL), NULL), NULL);
-    vg_output bb = vg_add(g, b, vg_zeros_like(g, src, NULL), NULL);
-    vg_output idx = vg_pack(g, (vg_output[]){src, bb}, 2, 2, "indices");   /* [T, B, 2] */
-    vg_output y = vg_gather_nd(g, x, idx, "GatherNd");
-    vg_graph_pop_scope(g);
-    return y;
+    return vg_reverse_sequence(g, x, len, 0, 1, "ReverseSequence");
 }
 
 vg_code vg_bidirectional_dynamic_rnn(vg_rnn_cell *cell_fw, vg_rnn_cell *cell_bw, vg_graph *g, vg_output inputs,
