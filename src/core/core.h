@@ -30,6 +30,9 @@ VG_HIDDEN void *vg__aligned_alloc(size_t size, size_t align);
 /* Grows/shrinks a block from vg__malloc; old_size bytes are preserved. On failure the
  * old block is untouched and NULL is returned. */
 VG_HIDDEN void *vg__realloc(void *p, size_t old_size, size_t new_size);
+/* The default allocator's cache of large freed blocks (alloc.c): how many blocks and
+ * bytes it holds now (tests). */
+VG_HIDDEN void vg__alloc_cache_stats(int *blocks, size_t *bytes);
 VG_HIDDEN void vg__free(void *p);
 /* Small tensor blocks (alloc.c): vg__small_block_get returns a VG__SMALL_BLOCK-byte
  * block aligned to VG_TENSOR_ALIGN from the calling thread's list, or NULL when the
