@@ -174,6 +174,18 @@ static void float_to_bool(int64_t m, const float *restrict x, uint8_t *restrict 
 static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const float **R, double *part) {
     const vg__ew_prog *p = j->p;
     const int64_t L = j->L, C = p->C;
+    /* The next tile's full inputs (to read) and outputs (to write) are prefetched: the
+     * tile's first instructions stalled on memory (perf: the loads of full inputs took
+     * most of eval_ins), the hardware prefetcher alone kept ~10 GB/s. Measured on the
+     * ResNet's clusters (2-vCPU Xeon, 1 thread): 168 -> 141-149 ms a step; the graph
+     * network's layer norms 11.5 -> 9.6 ms. Two tiles ahead was slower. */
+    int64_t nx = p->n - (t0 + L) < L ? p->n - (t0 + L) : L; /* the next tile's values */
+    for (int i = 0; i < p->ninputs && nx > 0; i++)
+        if (p->in_kind[i] == VG__EWIN_FULL && j->in_f[i])
+            for (int64_t e = 0; e < nx; e += 16) __builtin_prefetch(j->in_f[i] + t0 + L + e, 0, 3);
+    for (int k = 0; k < p->nouts && nx > 0; k++)
+        if (j->out_f[k] && !p->outs[k].reduce)
+            for (int64_t e = 0; e < nx; e += 16) __builtin_prefetch(j->out_f[k] + t0 + L + e, 1, 3);
     for (int i = 0; i < p->ninputs; i++) {
         if (p->in_kind[i] == VG__EWIN_ROW) { /* tiles hold whole rows: t0 is a multiple of C */
             R[i] = NULL;
