@@ -315,6 +315,53 @@ static bool fuse_conv_pool(vg__plan *p, const vg__op_def *fbr, const vg__op_def 
  *     gradient as input 0, the activation's output as input 6), masking on the fly; the
  *     activation-gradient node runs NoOp. Edges producers -> that node -> the batch-norm
  *     gradient stay, so the order holds, and the masked gradient is never written. */
+static bool orig_type(const vg__node *n, const char *t) { return strcmp(vg_op_type(n->op), t) == 0; }
+
+static bool same_float_attr(const vg_op *a, const vg_op *b, const char *name) {
+    float x, y;
+    bool hx = vg_op_attr_float(a, name, &x), hy = vg_op_attr_float(b, name, &y);
+    return hx == hy && (!hx || x == y);
+}
+
+static bool same_bool_attr(const vg_op *a, const vg_op *b, const char *name) {
+    bool x, y;
+    bool hx = vg_op_attr_bool(a, name, &x), hy = vg_op_attr_bool(b, name, &y);
+    return hx == hy && (!hx || x == y);
+}
+
+/* For the batch-norm gradient bn fused with the activation gradient of kind k (0 Relu,
+ * 1 Relu6) whose activation output is slot f: the FusedBatchNormV3 node whose y that
+ * activation (as built, or forwarding after fuse_bn_act) reads, when it normalised the
+ * same x with the same scale, mean, variance (its reserve spaces when training, its
+ * mean / variance inputs when not) and epsilon; else NULL. Then f = act((x - m) * a +
+ * offset) exactly as the kernel computes it, and the gradient can recompute its mask
+ * from x and the forward's offset instead of reading f (nn_norm_ops.c bn_backward). */
+static const vg__node *bn_act_forward(const vg__plan *p, const int *prod, int f, int k, const vg__node *bn) {
+    if (f < 0 || prod[f] < 0) return NULL;
+    const vg__node *an = &p->nodes[prod[f]];
+    if (!orig_type(an, k ? "Relu6" : "Relu") || an->ninputs != 1 || an->noutputs != 1 || an->out_base != f ||
+        an->in_slot[0] < 0 || vg__plan_node_fed(an) || prod[an->in_slot[0]] < 0)
+        return NULL;
+    if (an->def != an->op->def && strcmp(an->def->type, "_VigilFusedForward")) return NULL;
+    const vg__node *fb = &p->nodes[prod[an->in_slot[0]]];
+    if (!orig_type(fb, "FusedBatchNormV3") || fb->ninputs != 5 || fb->noutputs != 6 ||
+        an->in_slot[0] != fb->out_base || vg__plan_node_fed(fb) || fb->in_slot[2] < 0)
+        return NULL;
+    if (strcmp(fb->def->type, "FusedBatchNormV3") && strcmp(fb->def->type, k ? "_VigilFusedBatchNormRelu6"
+                                                                              : "_VigilFusedBatchNormRelu"))
+        return NULL;
+    bool training = true;
+    vg_op_attr_bool(fb->op, "is_training", &training);
+    if (fb->in_slot[0] != bn->in_slot[1] || fb->in_slot[1] != bn->in_slot[2] ||
+        !same_float_attr(fb->op, bn->op, "epsilon") || !same_bool_attr(fb->op, bn->op, "is_training"))
+        return NULL;
+    if (training ? bn->in_slot[3] != fb->out_base + 3 || bn->in_slot[4] != fb->out_base + 4
+                 : bn->in_slot[3] != fb->in_slot[3] || bn->in_slot[4] != fb->in_slot[4] || bn->in_slot[3] < 0 ||
+                       bn->in_slot[4] < 0)
+        return NULL;
+    return fb;
+}
+
 static bool fuse_bn_act(vg__plan *p, const vg__op_def *noop, const vg__op_def *fwd) {
     static const char *const fwd_names[2] = {"_VigilFusedBatchNormRelu", "_VigilFusedBatchNormRelu6"};
     static const char *const grad_names[2] = {"_VigilFusedBatchNormGradReluGrad", "_VigilFusedBatchNormGradRelu6Grad"};
@@ -338,6 +385,8 @@ static bool fuse_bn_act(vg__plan *p, const vg__op_def *noop, const vg__op_def *f
         bn->def = fdef[k];
         rn->def = fwd;
     }
+    int *prod = vg__plan_slot_producers(p);
+    if (!prod) return false;
     for (int r = 0; r < p->nnodes; r++) {
         vg__node *rn = &p->nodes[r];
         int k = is_type(rn, "ReluGrad") ? 0 : is_type(rn, "Relu6Grad") ? 1 : -1;
@@ -355,12 +404,19 @@ static bool fuse_bn_act(vg__plan *p, const vg__op_def *noop, const vg__op_def *f
         if (!in_slot || !in_var) {
             vg__free(in_slot);
             vg__free(in_var);
+            vg__free(prod);
             return false;
         }
         memcpy(in_slot, bn->in_slot, sizeof(int) * 6);
         memcpy(in_var, bn->in_var, sizeof(vg__var *) * 6);
         in_slot[0] = rn->in_slot[0], in_var[0] = rn->in_var[0];
         in_slot[6] = rn->in_slot[1], in_var[6] = rn->in_var[1];
+        const vg__node *fb = bn_act_forward(p, prod, rn->in_slot[1], k, bn);
+        if (fb) { /* the mask from y recomputed: input 6 is the forward's offset [C] */
+            p->slot_uses[rn->in_slot[1]]--;
+            p->slot_uses[fb->in_slot[2]]++;
+            in_slot[6] = fb->in_slot[2], in_var[6] = fb->in_var ? fb->in_var[2] : NULL;
+        }
         p->slot_uses[rn->out_base]--; /* the masked gradient is read by nobody now */
         vg__free(bn->in_slot);
         vg__free(bn->in_var);
@@ -371,6 +427,7 @@ static bool fuse_bn_act(vg__plan *p, const vg__op_def *noop, const vg__op_def *f
         rn->ninputs = 0; /* its inputs' uses move to the batch-norm gradient */
         rn->def = noop;
     }
+    vg__free(prod);
     return true;
 }
 

@@ -151,6 +151,8 @@ typedef struct bn_job {
     const double *shift;  /* stats: per channel */
     const void *m, *a, *b, *off; /* apply: per channel, in T */
     const void *feat;     /* fused gradients: the activation's output, for its mask */
+    const void *fm, *fa, *fo; /* or the forward's m, a and offset, its output recomputed
+                                 (y = (x - m) * a + off, bit for bit: see bn_backward) */
     bool training;
     int act;              /* fused: 0 none, 1 Relu, 2 Relu6 (applied to y / masking dy) */
 } bn_job;
@@ -192,7 +194,21 @@ typedef struct bn_job {
             int64_t r1 = (p + 1) * j->rows_per_piece < j->rows ? (p + 1) * j->rows_per_piece : j->rows;           \
             for (int64_t r = p * j->rows_per_piece; r < r1; r++) {                                                \
                 const T *restrict xr = x + r * ch, *gr = dy + r * ch;                                             \
-                if (j->act) { /* the masked row first (a select GCC vectorizes), then the sums */                 \
+                if (j->act && !j->feat) { /* the mask from y recomputed (see bn_backward) */                    \
+                    const T *restrict fm = j->fm, *restrict fa = j->fa, *restrict fo = j->fo;                     \
+                    T *restrict tmp = (T *)(j->part + j->npieces * 2 * ch + p * ch);                              \
+                    if (j->act == 1)                                                                              \
+                        for (int64_t k = 0; k < ch; k++) {                                                        \
+                            T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                    \
+                            tmp[k] = RELU_MASK(v) ? gv : (T)0;                                                    \
+                        }                                                                                         \
+                    else                                                                                          \
+                        for (int64_t k = 0; k < ch; k++) {                                                        \
+                            T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                    \
+                            tmp[k] = RELU6_MASK(v) ? gv : (T)0;                                                   \
+                        }                                                                                         \
+                    gr = tmp;                                                                                     \
+                } else if (j->act) { /* the masked row first (a select GCC vectorizes), then the sums */          \
                     const T *restrict fr = (const T *)j->feat + r * ch;                                           \
                     T *restrict tmp = (T *)(j->part + j->npieces * 2 * ch + p * ch);                              \
                     if (j->act == 1)                                                                              \
@@ -245,7 +261,29 @@ typedef struct bn_job {
         for (int64_t r = r0; r < r1; r++) {                                                                       \
             const T *restrict xr = (const T *)j->x + r * ch, *restrict gr = (const T *)j->dy + r * ch;            \
             T *restrict dr = (T *)j->out + r * ch;                                                                \
-            if (j->act) {                                                                                         \
+            if (j->act && !j->feat) { /* the mask from y recomputed (see bn_backward) */                        \
+                const T *restrict fm = j->fm, *restrict fa = j->fa, *restrict fo = j->fo;                         \
+                if (j->training && j->act == 1)                                                                   \
+                    for (int64_t k = 0; k < ch; k++) {                                                            \
+                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k], g = RELU_MASK(v) ? gv : (T)0;          \
+                        dr[k] = (g - off[k]) * a[k] - (xr[k] - m[k]) * b[k];                                      \
+                    }                                                                                             \
+                else if (j->training)                                                                             \
+                    for (int64_t k = 0; k < ch; k++) {                                                            \
+                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k], g = RELU6_MASK(v) ? gv : (T)0;         \
+                        dr[k] = (g - off[k]) * a[k] - (xr[k] - m[k]) * b[k];                                      \
+                    }                                                                                             \
+                else if (j->act == 1)                                                                             \
+                    for (int64_t k = 0; k < ch; k++) {                                                            \
+                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                        \
+                        dr[k] = (RELU_MASK(v) ? gv : (T)0) * a[k];                                                \
+                    }                                                                                             \
+                else                                                                                              \
+                    for (int64_t k = 0; k < ch; k++) {                                                            \
+                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                        \
+                        dr[k] = (RELU6_MASK(v) ? gv : (T)0) * a[k];                                               \
+                    }                                                                                             \
+            } else if (j->act) {                                                                                  \
                 const T *restrict fr = (const T *)j->feat + r * ch;                                               \
                 if (j->training && j->act == 1)                                                                   \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
@@ -375,7 +413,10 @@ static vg_code bn_forward(vg__kctx *ctx, int act) {
         vput(vg_tensor_data(r1), dt, k, mean);
         vput(vg_tensor_data(r2), dt, k, var);
         vput(coef, dt, k, mean);
-        vput(coef, dt, ch + k, vat(scale, k) / sqrt(var + a.eps));
+        /* from the variance as stored (reserve_space_2, in T), so that a fused gradient
+         * recomputes this coefficient, and y, bit for bit */
+        double var_t = dt == VG_FLOAT ? (double)(float)var : var;
+        vput(coef, dt, ch + k, vat(scale, k) / sqrt(var_t + a.eps));
     }
     if (rows) vg__kctx_parallel_for(ctx, rows, 3 * ch, dt == VG_FLOAT ? bn_fapply_f32 : bn_fapply_f64, &j);
     vg__free(s), vg__free(coef);
@@ -416,8 +457,30 @@ static vg_code bn_backward(vg__kctx *ctx, int act) {
     bn_job j = {.rows = rows, .ch = ch, .x = vg_tensor_data(x), .dy = vg_tensor_data(dy), .out = vg_tensor_data(dx),
                 .shift = mu, .m = coef, .a = coef + esz * (size_t)ch, .b = coef + 2 * esz * (size_t)ch,
                 .off = coef + 3 * esz * (size_t)ch, .training = a.training, .act = act};
-    if (act) { /* the activation's output, input 6 of the fused op: dy masked by it */
-        const vg_tensor *f = vg__kctx_input(ctx, 6);
+    char *fcoef = NULL;
+    const vg_tensor *f6 = act ? vg__kctx_input(ctx, 6) : NULL;
+    if (act && f6 && vg_tensor_ndims(f6) == 1) {
+        /* input 6 is the forward's offset (the planner checked that the activation's
+         * input is the y of the FusedBatchNormV3 with this x, scale, mean, variance and
+         * epsilon): y = (x - m) * a + offset is recomputed with the forward's m (the
+         * mean in T) and a (scale / sqrt(var + eps) in double from the variance in T,
+         * rounded to T), the same float operations as bn_fapply, so the mask is the one
+         * the activation's output gives, without reading that output (2 of 7 passes) */
+        if ((c = kvec(ctx, f6, "offset", ch, dt)) != VG_OK) {
+            vg__free(s), vg__free(coef);
+            return c;
+        }
+        if (!(fcoef = vg__malloc(esz * (size_t)(2 * ch + 1)))) {
+            vg__free(s), vg__free(coef);
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in %s", vg_op_type(vg__kctx_op(ctx)));
+        }
+        for (int64_t k = 0; k < ch; k++) {
+            vput(fcoef, dt, k, vat(mean, k));
+            vput(fcoef, dt, ch + k, vat(scale, k) / sqrt(vat(var, k) + a.eps));
+        }
+        j.fm = fcoef, j.fa = fcoef + esz * (size_t)ch, j.fo = vg_tensor_data(f6);
+    } else if (act) { /* the activation's output, input 6 of the fused op: dy masked by it */
+        const vg_tensor *f = f6;
         if (!f || vg_tensor_dtype(f) != dt || vg_tensor_ndims(f) != 4 ||
             memcmp(vg_tensor_dims(f), vg_tensor_dims(x), 4 * sizeof(int64_t)) != 0) {
             vg__free(s), vg__free(coef);
@@ -427,7 +490,7 @@ static vg_code bn_backward(vg__kctx *ctx, int act) {
         j.feat = vg_tensor_data(f);
     }
     if ((c = bn_sums(ctx, &j, dt == VG_FLOAT ? bn_gstats_f32 : bn_gstats_f64, s))) {
-        vg__free(s), vg__free(coef);
+        vg__free(s), vg__free(coef), vg__free(fcoef);
         return c;
     }
     for (int64_t k = 0; k < ch; k++) {
@@ -443,7 +506,7 @@ static vg_code bn_backward(vg__kctx *ctx, int act) {
         vput(coef, dt, 3 * ch + k, mdy);
     }
     if (rows) vg__kctx_parallel_for(ctx, rows, 4 * ch, dt == VG_FLOAT ? bn_gapply_f32 : bn_gapply_f64, &j);
-    vg__free(s), vg__free(coef);
+    vg__free(s), vg__free(coef), vg__free(fcoef);
     return VG_OK;
 }
 
