@@ -155,6 +155,7 @@ static int cmp_op(const void *a, const void *b) {
     double x = ((const op_row *)a)->med, y = ((const op_row *)b)->med;
     return x < y ? 1 : x > y ? -1 : 0;
 }
+static const char *g_nodes; /* --nodes TYPE */
 static void profile(const vg_graph *g, vg_session *s, int threads, const bm_built *b, int steps) {
     vg_run_options ro = vg_run_options_default();
     ro.trace_level = VG_TRACE_FULL;
@@ -174,6 +175,25 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
         vg_tensor_free(l);
         step[i] = now_ms() - t0;
         int n = vg_run_metadata_num_nodes(md);
+        if (n < 0) n = 0;
+        if (i == steps - 1 && g_nodes) /* --nodes TYPE: each node of that type, last step */
+            for (int k = 0; k < n; k++) {
+                const vg_node_stats *ns = vg_run_metadata_node(md, k);
+                if (strcmp(ns->op_type, g_nodes)) continue;
+                double fl, by, ms = (double)(ns->end_us - ns->start_us) * 1e-3;
+                node_work(g, ns->node_name, ns->op_type, &fl, &by);
+                vg_op *op = vg_graph_op_by_name(g, ns->node_name);
+                char shp[256] = "";
+                for (int q = 0; op && q < vg_op_num_inputs(op) && q < 3; q++) {
+                    vg_shape sh = vg_output_shape(vg_op_input(op, q));
+                    size_t L = strlen(shp);
+                    vg_shape_str(&sh, shp + L, sizeof shp - L);
+                    L = strlen(shp);
+                    snprintf(shp + L, sizeof shp - L, " ");
+                }
+                fprintf(stderr, "  node %-60s %8.3f ms %7.1f GFLOP/s %6.1f GB/s  %s\n", ns->node_name, ms,
+                        ms > 0 ? fl / ms * 1e-6 : 0, ms > 0 ? by / ms * 1e-6 : 0, shp);
+            }
         if (i == steps - 1) { /* the executed node count and the median node time of one step */
             double *nt = malloc(sizeof(double) * (size_t)(n ? n : 1));
             for (int k = 0; k < n; k++)
@@ -240,7 +260,7 @@ void bm_fill_uniform(vg_tensor *t) {
 static void usage(void) {
     fprintf(stderr, "usage: bench_models [--model");
     for (int i = 0; i < NMODELS; i++) fprintf(stderr, "%s%s", i ? "|" : " ", models[i]->name);
-    fprintf(stderr, "] [--threads N] [--batch B] [--size S] [--steps S] [--rounds R] [--no-peer] [--profile]\n");
+    fprintf(stderr, "] [--threads N] [--batch B] [--size S] [--steps S] [--rounds R] [--no-peer] [--profile] [--nodes OP_TYPE]\n");
 }
 
 int main(int argc, char **argv) {
@@ -256,6 +276,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-peer")) peer = false;
         else if (!strcmp(argv[i], "--profile")) prof = true;
+        else if (!strcmp(argv[i], "--nodes") && i + 1 < argc) prof = true, g_nodes = argv[++i];
         else {
             usage();
             return 2;
