@@ -148,8 +148,6 @@ static void node_work(const vg_graph *g, const char *name, const char *type, dou
     for (int i = 0; i < vg_op_num_inputs(op); i++) /* LSTMBlockCellGrad takes w but does not read it */
         if (i != 3 || strcmp(t, "LSTMBlockCellGrad")) *bytes += 4 * nelem(vg_op_input(op, i));
     for (int i = 0; i < vg_op_num_outputs(op); i++) *bytes += 4 * nelem(vg_out(op, i));
-    /* a fused gradient also reads the activation's output (the same size as x) */
-    if (strstr(type, "_VigilFusedBatchNormGrad")) *bytes += 4 * nelem(vg_op_input(op, 1));
 }
 static int cmp_op(const void *a, const void *b) {
     double x = ((const op_row *)a)->med, y = ((const op_row *)b)->med;
@@ -217,6 +215,9 @@ static void profile(const vg_graph *g, vg_session *s, int threads, const bm_buil
                 node_work(g, ns->node_name, ns->op_type, &fl, &by);
                 /* a fused element-wise cluster: what its kernel read and wrote */
                 if (!strcmp(ns->op_type, "_VigilFusedElementwise")) fl = 0, by = (double)(ns->bytes_allocated + ns->bytes_read);
+                /* a fused batch-norm gradient: what its kernel read (the activation's
+                 * output, or the forward's offset when it recomputes the mask) */
+                if (strstr(ns->op_type, "_VigilFusedBatchNormGrad")) by = (double)(ns->bytes_allocated + ns->bytes_read);
                 rows[r].flops += fl, rows[r].bytes += by;
             }
             double us = (double)(ns->end_us - ns->start_us);
