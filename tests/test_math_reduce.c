@@ -367,8 +367,62 @@ static void test_math__argmax(void) {
     vg_graph_free(g);
 }
 
+/* Per-channel folds of NHWC-like data ([R, K] over axis 0): the rows are added in row
+ * order per column, at widths with a register-resident path (16, 32, 64) and without
+ * (17, 8), for Sum, Max and Mean: at one intra-op thread, the same bits as a
+ * sequential float loop. */
+static void test_math__first_axis_fold_order(void) {
+    const int64_t widths[] = {16, 32, 64, 17, 8};
+    for (int w = 0; w < 5; w++) {
+        int64_t R = 3001, K = widths[w], d[2] = {R, K};
+        float *x = malloc(sizeof(float) * (size_t)(R * K));
+        uint32_t sd = 12345u + (uint32_t)K;
+        for (int64_t i = 0; i < R * K; i++) {
+            sd = sd * 1664525u + 1013904223u;
+            x[i] = (float)((sd >> 8) & 0xffff) / 65536.0f - 0.3f;
+        }
+        vg_graph *g = vg_graph_new();
+        vg_tensor *xt = vg_tensor_new(VG_FLOAT, d, 2, NULL);
+        memcpy(vg_tensor_data(xt), x, sizeof(float) * (size_t)(R * K));
+        vg_output xc = vg_const(g, xt, "x");
+        vg_output ax = vg_const_i32_vec(g, (int32_t[]){0}, 1, NULL);
+        vg_output ys[3] = {vg_sum(g, xc, ax, false, NULL), vg_max(g, xc, ax, false, NULL), vg_mean(g, xc, ax, false, NULL)};
+        vg_session_options so = vg_session_options_default();
+        so.intra_op_threads = 1; /* one thread: the rows in order */
+        so.inter_op_threads = 1;
+        vg_status st;
+        vg_session *sess = vg_session_new(g, &so, &st);
+        CHECK(sess != NULL);
+        for (int k = 0; k < 3 && sess; k++) {
+            vg_tensor *t = NULL;
+            CHECK_OK(vg_session_run1(sess, ys[k], &t, &st), &st);
+            CHECK(t != NULL);
+            for (int64_t c = 0; t && c < K; c++) {
+                float a = k == 1 ? -INFINITY : 0.0f;
+                for (int64_t r = 0; r < R; r++) {
+                    float v = x[r * K + c];
+                    a = k == 1 ? (a < v ? v : a) : a + v;
+                }
+                if (k == 2) a /= (float)R;
+                if (((float *)vg_tensor_data(t))[c] != a) {
+                    fprintf(stderr, "width %lld op %d column %lld: %.9g vs %.9g\n", (long long)K, k, (long long)c,
+                            ((float *)vg_tensor_data(t))[c], a);
+                    vg_test_failures++;
+                    break;
+                }
+            }
+            vg_tensor_free(t);
+        }
+        vg_session_free(sess);
+        vg_tensor_free(xt);
+        vg_graph_free(g);
+        free(x);
+    }
+}
+
 int main(void) {
     RUN_TEST(test_math__sum_axes);
+    RUN_TEST(test_math__first_axis_fold_order);
     RUN_TEST(test_math__mean_max_min_prod);
     RUN_TEST(test_math__all_any);
     RUN_TEST(test_math__int64_axes_and_helpers);

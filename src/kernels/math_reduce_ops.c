@@ -13,6 +13,7 @@
  * outermost kept dim, or by columns ([R,K]).
  */
 #include "kernels/math_internal.h"
+#include "kernels/simd.h"
 #include <math.h>
 #include <stdio.h>
 
@@ -29,6 +30,10 @@ typedef struct red_impl {
     void (*init)(void *out, int64_t n);                 /* out[0..n) = identity */
     void (*row)(const void *x, int64_t n, void *acc);   /* *acc = op(*acc, x[0..n)) */
     void (*accum)(const void *x, int64_t n, void *out); /* out[j] = op(out[j], x[j]) */
+    /* accum over rows of x (rows x n) in row order, one call: a per-channel mean of NHWC
+     * activations folds 131072 rows of 16 (the ResNet's moments: 1.27 ms a call, ~10 ns
+     * a row in call overhead, before) */
+    void (*accum_rows)(const void *x, int64_t rows, int64_t n, void *out);
 } red_impl;
 
 #define RED_INIT(NAME, T, V) \
@@ -38,6 +43,24 @@ typedef struct red_impl {
         const T *restrict xs = x_;                                        \
         T *restrict o = o_;                                               \
         for (int64_t i = 0; i < n; i++) { T a = o[i], x = xs[i]; o[i] = (COMB); } \
+    }                                                                     \
+    VG_SIMD_CLONES static void NAME##_accum_rows(const void *x_, int64_t rows, int64_t n, void *o_) { \
+        const T *restrict xs = x_;                                        \
+        T *restrict o = o_;                                               \
+        /* narrow rows: the running values in registers (a constant width) */ \
+        if (n == 16 || n == 32 || n == 64) {                              \
+            T acc[64];                                                    \
+            for (int64_t i0 = 0; i0 < n; i0 += 16) {                      \
+                for (int i = 0; i < 16; i++) acc[i] = o[i0 + i];          \
+                const T *xr = xs + i0;                                    \
+                for (int64_t r = 0; r < rows; r++, xr += n)               \
+                    for (int i = 0; i < 16; i++) { T a = acc[i], x = xr[i]; acc[i] = (COMB); } \
+                for (int i = 0; i < 16; i++) o[i0 + i] = acc[i];          \
+            }                                                             \
+            return;                                                       \
+        }                                                                 \
+        for (int64_t r = 0; r < rows; r++, xs += n)                       \
+            for (int64_t i = 0; i < n; i++) { T a = o[i], x = xs[i]; o[i] = (COMB); } \
     }
 /* Row fold with 16 independent lanes: vectorizable without reassociation and more
  * accurate for floating-point sums than one running total. */
@@ -55,7 +78,7 @@ typedef struct red_impl {
         *(T *)acc_ = a;                                                    \
     }
 #define RED3(NAME, T, V, COMB) RED_INIT(NAME, T, V) RED_ACCUM(NAME, T, COMB) RED_ROW(NAME, T, V, COMB)
-#define RI(NAME) {NAME##_init, NAME##_row, NAME##_accum}
+#define RI(NAME) {NAME##_init, NAME##_row, NAME##_accum, NAME##_accum_rows}
 
 #define WADD(T, U) ((T)((U)a + (U)x))
 #define WMUL(T, U) ((T)((U)a * (U)x))
@@ -186,6 +209,10 @@ typedef struct red_job {
 static void red_rows(const red_job *j, int64_t row0, int64_t row1) {
     int last = j->nd - 1;
     int64_t inner = j->dims[last];
+    if (j->nd == 2 && j->red[0] && !j->red[1]) { /* [R, K] -> [K]: every row into out */
+        if (row1 > row0) j->impl->accum_rows(j->x + (size_t)(row0 * inner) * j->esz, row1 - row0, inner, j->out);
+        return;
+    }
     int64_t idx[VG_MAX_DIMS], oo = 0, r = row0;
     for (int d = last - 1; d >= 0; d--) {
         idx[d] = r % j->dims[d];
@@ -233,7 +260,7 @@ static void red_rowchunks_run(void *arg, int64_t b, int64_t e) { /* [R, K], K sm
         int64_t r1 = (c + 1) * j->chunk < R ? (c + 1) * j->chunk : R;
         char *p = j->partials + (size_t)(c * K) * j->esz;
         j->impl->init(p, K);
-        for (int64_t r = c * j->chunk; r < r1; r++) j->impl->accum(j->x + (size_t)(r * K) * j->esz, K, p);
+        if (r1 > c * j->chunk) j->impl->accum_rows(j->x + (size_t)(c * j->chunk * K) * j->esz, r1 - c * j->chunk, K, p);
     }
 }
 
