@@ -371,6 +371,11 @@ static void vput(void *dst, vg_dtype dt, int64_t k, double v) {
     else ((double *)dst)[k] = v;
 }
 
+/* The forward's per-channel coefficient a = scale / sqrt(var + eps), in double from the
+ * variance as stored; one function for the forward and the fused gradient that
+ * recomputes y from it, so both round the same value to T. */
+static double bn_coef(double scale, double var, double eps) { return scale / sqrt(var + eps); }
+
 static vg_code bn_forward(vg__kctx *ctx, int act) {
     vg_status *st = vg__kctx_status(ctx);
     bn_attrs a;
@@ -432,7 +437,7 @@ static vg_code bn_forward(vg__kctx *ctx, int act) {
         /* from the variance as stored (reserve_space_2, in T), so that a fused gradient
          * recomputes this coefficient, and y, bit for bit */
         double var_t = dt == VG_FLOAT ? (double)(float)var : var;
-        vput(coef, dt, ch + k, vat(scale, k) / sqrt(var_t + a.eps));
+        vput(coef, dt, ch + k, bn_coef(vat(scale, k), var_t, a.eps));
     }
     if (rows) vg__kctx_parallel_for(ctx, rows, 3 * ch, dt == VG_FLOAT ? bn_fapply_f32 : bn_fapply_f64, &j);
     vg__free(s), vg__free(coef);
@@ -492,7 +497,7 @@ static vg_code bn_backward(vg__kctx *ctx, int act) {
         }
         for (int64_t k = 0; k < ch; k++) {
             vput(fcoef, dt, k, vat(mean, k));
-            vput(fcoef, dt, ch + k, vat(scale, k) / sqrt(vat(var, k) + a.eps));
+            vput(fcoef, dt, ch + k, bn_coef(vat(scale, k), vat(var, k), a.eps));
         }
         j.fm = fcoef, j.fa = fcoef + esz * (size_t)ch, j.fo = vg_tensor_data(f6);
     } else if (act) { /* the activation's output, input 6 of the fused op: dy masked by it */
