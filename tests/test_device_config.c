@@ -104,8 +104,69 @@ static void test_device_strings(void) {
     vg_graph_free(g);
 }
 
+/* tf.train.MonitoredTrainingSession(config=...), SingularMonitoredSession(config=...) and
+ * ChiefSessionCreator(config=...) make their sessions as tf.Session(config=...): an op on
+ * "/gpu:0" fails to place without allow_soft_placement (also with config=None, TF's
+ * default ConfigProto) and runs on the CPU with it. */
+static void test_monitored_sessions_take_config(void) {
+    char dir[256];
+    tu_mkdtemp(dir, sizeof dir, "devcfg");
+    vg_graph *g = vg_graph_new();
+    vg_output gs = vg_get_or_create_global_step(g);
+    vg_output one = vg_const_i64(g, 1, NULL);
+    vg_graph_push_device(g, "/gpu:0");
+    vg_op *train = vg_assign_add(g, gs, one, "train").op;
+    vg_graph_pop_device(g);
+    vg_status st;
+    vg_mts_options mo = VG_MTS_OPTIONS_INIT;
+    mo.checkpoint_dir = dir;
+    mo.log_step_count_steps = 0;
+    mo.save_summaries_steps = 0;
+    mo.save_summaries_secs = 0;
+    CHECK(vg_monitored_training_session_new(g, &mo, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Cannot assign a device for operation train: train was explicitly assigned to /gpu:0");
+    vg_config_proto cfg = vg_config_proto_default();
+    cfg.allow_soft_placement = true;
+    cfg.intra_op_parallelism_threads = cfg.inter_op_parallelism_threads = 1;
+    mo.config = &cfg;
+    vg_monitored_session *ms = vg_monitored_training_session_new(g, &mo, &st);
+    CHECK(ms != NULL);
+    if (ms) {
+        vg_run_args ra = VG_RUN_ARGS_INIT;
+        ra.targets = &train;
+        ra.ntargets = 1;
+        CHECK_EQ_INT(vg_monitored_session_run(ms, &ra, NULL, NULL, &st), VG_OK);
+        vg_monitored_session_free(ms);
+    }
+
+    vg_singular_options so = VG_SINGULAR_OPTIONS_INIT;
+    CHECK(vg_singular_monitored_session_new(g, &so, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    so.config = &cfg;
+    ms = vg_singular_monitored_session_new(g, &so, &st);
+    CHECK(ms != NULL);
+    if (ms) vg_monitored_session_free(ms);
+
+    vg_session_creator_options co = VG_SESSION_CREATOR_OPTIONS_INIT;
+    vg_session_creator cr;
+    CHECK_EQ_INT(vg_chief_session_creator(g, &co, &cr, &st), VG_OK);
+    CHECK(cr.create_session(cr.payload, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    cr.destroy(cr.payload);
+    co.config = &cfg;
+    CHECK_EQ_INT(vg_chief_session_creator(g, &co, &cr, &st), VG_OK);
+    vg_session *s = cr.create_session(cr.payload, &st);
+    CHECK(s != NULL);
+    if (s) vg_session_free(s);
+    cr.destroy(cr.payload);
+    vg_graph_free(g);
+    tu_rmrf(dir);
+}
+
 int main(void) {
     RUN_TEST(test_device_scopes);
     RUN_TEST(test_device_strings);
+    RUN_TEST(test_monitored_sessions_take_config);
     TEST_MAIN_END();
 }
