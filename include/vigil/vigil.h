@@ -55,5 +55,6 @@
 #include "flags.h"
 #include "audio.h"
 #include "keras_datasets.h"
+#include "hparams.h"
 
 #endif
