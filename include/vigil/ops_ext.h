@@ -215,6 +215,14 @@ VG_API vg_output vg_reverse_sequence(vg_graph *g, vg_output input, vg_output seq
  * _BroadcastToGrad: dy summed over BroadcastGradientArgs' axes, reshaped. */
 VG_API vg_output vg_broadcast_to(vg_graph *g, vg_output input, vg_output shape, const char *name);
 VG_API vg_output vg_broadcast_to_c(vg_graph *g, vg_output input, const int64_t *dims, int ndims, const char *name);
+/* tf.bitcast(input, type) -> Bitcast: the same bytes as another dtype (not bool, string
+ * or resource). Equal element sizes keep the shape; a smaller `type` appends a dimension
+ * of size in/out (float32 -> uint8: [n] -> [n, 4]); a larger one needs the last
+ * dimension to be out/in and removes it. INVALID_ARGUMENT "Cannot bitcast due to shape.
+ * 3 does not match 4" (build time) / "Cannot bitcast from uint8 to float: shape [2,3]"
+ * (run time), "Value for attr 'T' of bool is not in the list of allowed values". No
+ * gradient (as TF). */
+VG_API vg_output vg_bitcast(vg_graph *g, vg_output input, vg_dtype type, const char *name);
 /* tf.math.unsorted_segment_max / _min / _prod -> UnsortedSegmentMax / Min / Prod, as
  * vg_unsorted_segment_sum (vigil/ops.h): output [num_segments] + data.shape[ids.rank:];
  * an empty segment holds the dtype's lowest value (max), highest (min) or 1 (prod); a
