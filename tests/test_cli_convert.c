@@ -116,24 +116,19 @@ static void test_convert_errors(void) {
     CHECK_EQ_INT(run_vigil(a4, "out", "err"), 1);
 }
 
-int main(void) {
-    snprintf(vigil, sizeof vigil, "%s/vigil", VG_BINDIR);
-    if (access(vigil, X_OK) != 0) {
-        fprintf(stderr, "SKIP: %s not built\n", vigil);
-        return 0;
-    }
-    strcpy(tmpdir, "/tmp/vg_convert_XXXXXX");
-    if (!mkdtemp(tmpdir)) return 1;
+static int setup(void) {
     for (int i = 0; i < N * ROWS * COLS; i++) g_pix[i] = (uint8_t)(i * 7 + 3);
     for (int i = 0; i < N; i++) g_lab[i] = (uint8_t)(9 - i);
     snprintf(g_img, sizeof g_img, "%s/images-idx3-ubyte", tmpdir);
     snprintf(g_lbl, sizeof g_lbl, "%s/labels-idx1-ubyte", tmpdir);
     write_idx(g_img, 3, (uint32_t[]){N, ROWS, COLS}, g_pix, sizeof g_pix);
     write_idx(g_lbl, 1, (uint32_t[]){N}, g_lab, N);
-    RUN_TEST(test_convert_tfrecord_and_fixed);
-    RUN_TEST(test_convert_errors);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    TEST_MAIN_END();
+    return 0;
 }
+
+static const cli_case cases[] = {
+    CLI_CASE(test_convert_tfrecord_and_fixed),
+    CLI_CASE(test_convert_errors),
+};
+static const cli_suite suite = {.tag = "convert", .setup = setup};
+CLI_TEST_MAIN(suite, cases)

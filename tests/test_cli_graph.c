@@ -206,22 +206,13 @@ static void test_cli_graph__errors(void) {
     CHECK_EQ_INT(run_graph("--bogus"), 2);
 }
 
-int main(void) {
-    snprintf(vigil, sizeof vigil, "%s/vigil", VG_BINDIR);
-    if (access(vigil, X_OK) != 0) {
-        fprintf(stderr, "SKIP: %s not built (configure with -DVIGIL_TOOLS=ON)\n", vigil);
-        return 0;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/vigil_cli_graph_XXXXXX");
-    if (!mkdtemp(tmpdir)) return 1;
-    RUN_TEST(test_cli_graph__graph_def);
-    RUN_TEST(test_cli_graph__saved_model);
-    RUN_TEST(test_cli_graph__errors);
-    RUN_TEST(test_cli_run);
-    RUN_TEST(test_cli_run_npy);
-    RUN_TEST(test_cli_train_meta_graph);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    TEST_MAIN_END();
-}
+static const cli_case cases[] = {
+    CLI_CASE(test_cli_graph__graph_def),
+    CLI_CASE(test_cli_graph__saved_model),
+    CLI_CASE(test_cli_graph__errors),
+    CLI_CASE(test_cli_run),
+    CLI_CASE(test_cli_run_npy),
+    CLI_CASE(test_cli_train_meta_graph),
+};
+static const cli_suite suite = {.tag = "cli_graph"};
+CLI_TEST_MAIN(suite, cases)

@@ -466,33 +466,21 @@ static void test_cli_hostile__kill_loop_leaves_nothing_behind(void) {
     CHECK(nidx <= 6);
 }
 
-int main(void) {
-    snprintf(vigil, sizeof vigil, "%s/vigil", VG_BINDIR);
-    if (access(vigil, X_OK) != 0) {
-        fprintf(stderr, "SKIP: %s not built (configure with -DVIGIL_TOOLS=ON)\n", vigil);
-        return 0;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/vigil_cli_hostile_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+static int setup(void) {
     snprintf(data_dir, sizeof data_dir, "%s/data", tmpdir);
     make_data(data_dir, 512, 100, 28, 28, -1);
-    RUN_TEST(test_cli_hostile__bad_state_file_refuses_to_start_over);
-    RUN_TEST(test_cli_hostile__absurd_numbers);
-    RUN_TEST(test_cli_hostile__nan_loss);
-    RUN_TEST(test_cli_hostile__bad_test_sets);
-    RUN_TEST(test_cli_hostile__plot_non_utf8_tag);
-    RUN_TEST(test_cli_hostile__special_files);
-    RUN_TEST(test_cli_hostile__second_trainer_fails_at_once);
-    RUN_TEST(test_cli_hostile__kill_loop_leaves_nothing_behind);
-    if (!vg_test_failures) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    } else {
-        fprintf(stderr, "outputs kept in %s\n", tmpdir);
-    }
-    TEST_MAIN_END();
+    return 0;
 }
+
+static const cli_case cases[] = {
+    CLI_CASE(test_cli_hostile__bad_state_file_refuses_to_start_over),
+    CLI_CASE(test_cli_hostile__absurd_numbers),
+    CLI_CASE(test_cli_hostile__nan_loss),
+    CLI_CASE(test_cli_hostile__bad_test_sets),
+    CLI_CASE(test_cli_hostile__plot_non_utf8_tag),
+    CLI_CASE(test_cli_hostile__special_files),
+    CLI_CASE(test_cli_hostile__second_trainer_fails_at_once),
+    CLI_CASE(test_cli_hostile__kill_loop_leaves_nothing_behind),
+};
+static const cli_suite suite = {.tag = "cli_hostile", .setup = setup};
+CLI_TEST_MAIN(suite, cases)

@@ -115,30 +115,9 @@ static void test_cli_signal__kill9_then_resume(void) {
     CHECK(indexes <= 5);
 }
 
-int main(void) {
-    snprintf(vigil, sizeof vigil, "%s/vigil", VG_BINDIR);
-    if (access(vigil, X_OK) != 0) {
-        fprintf(stderr, "SKIP: %s not built (configure with -DVIGIL_TOOLS=ON)\n", vigil);
-        return 0;
-    }
-    if (access(DATA_DIR "/train-images-idx3-ubyte.gz", R_OK) != 0 &&
-        access(DATA_DIR "/train-images-idx3-ubyte", R_OK) != 0) {
-        fprintf(stderr, "SKIP: Fashion-MNIST not installed in %s (Debian package dataset-fashion-mnist)\n", DATA_DIR);
-        return 0;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/vigil_cli_signal_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    RUN_TEST(test_cli_signal__sigterm_saves_and_exits_0);
-    RUN_TEST(test_cli_signal__kill9_then_resume);
-    if (!vg_test_failures) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    } else {
-        fprintf(stderr, "outputs kept in %s\n", tmpdir);
-    }
-    TEST_MAIN_END();
-}
+static const cli_case cases[] = {
+    CLI_CASE(test_cli_signal__sigterm_saves_and_exits_0),
+    CLI_CASE(test_cli_signal__kill9_then_resume),
+};
+static const cli_suite suite = {.tag = "cli_signal", .needs_mnist = true};
+CLI_TEST_MAIN(suite, cases)

@@ -287,31 +287,18 @@ static void test_cli_ckpt__half(void) {
     vg_graph_free(g);
 }
 
-int main(void) {
-    snprintf(vigil, sizeof vigil, "%s/vigil", VG_BINDIR);
-    if (access(vigil, X_OK) != 0) {
-        fprintf(stderr, "SKIP: %s not built (configure with -DVIGIL_TOOLS=ON)\n", vigil);
-        return 0;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/vigil_cli_tools_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    RUN_TEST(test_cli__usage);
-    RUN_TEST(test_cli_ckpt__tf_written);
-    RUN_TEST(test_cli_ckpt__errors);
-    RUN_TEST(test_cli_ckpt__half);
-    RUN_TEST(test_cli_events__tf_written);
-    RUN_TEST(test_cli_events__damaged);
-    RUN_TEST(test_cli_plot__svg);
+static void teardown(void) {
     vg_file_writer_cache_clear();
-    if (!vg_test_failures) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    } else {
-        fprintf(stderr, "outputs kept in %s\n", tmpdir);
-    }
-    TEST_MAIN_END();
 }
+
+static const cli_case cases[] = {
+    CLI_CASE(test_cli__usage),
+    CLI_CASE(test_cli_ckpt__tf_written),
+    CLI_CASE(test_cli_ckpt__errors),
+    CLI_CASE(test_cli_ckpt__half),
+    CLI_CASE(test_cli_events__tf_written),
+    CLI_CASE(test_cli_events__damaged),
+    CLI_CASE(test_cli_plot__svg),
+};
+static const cli_suite suite = {.tag = "cli_tools", .teardown = teardown};
+CLI_TEST_MAIN(suite, cases)

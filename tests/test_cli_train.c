@@ -206,31 +206,10 @@ static void test_cli_train__errors(void) {
     CHECK_STR_CONTAINS(slurp("e.err"), "vigil: NOT_FOUND: ");
 }
 
-int main(void) {
-    snprintf(vigil, sizeof vigil, "%s/vigil", VG_BINDIR);
-    if (access(vigil, X_OK) != 0) {
-        fprintf(stderr, "SKIP: %s not built (configure with -DVIGIL_TOOLS=ON)\n", vigil);
-        return 0;
-    }
-    if (access(DATA_DIR "/train-images-idx3-ubyte.gz", R_OK) != 0 &&
-        access(DATA_DIR "/train-images-idx3-ubyte", R_OK) != 0) {
-        fprintf(stderr, "SKIP: Fashion-MNIST not installed in %s (Debian package dataset-fashion-mnist)\n", DATA_DIR);
-        return 0;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/vigil_cli_train_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    RUN_TEST(test_cli_train__short_run);
-    RUN_TEST(test_cli_train__resume);
-    RUN_TEST(test_cli_train__errors);
-    if (!vg_test_failures) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    } else {
-        fprintf(stderr, "outputs kept in %s\n", tmpdir);
-    }
-    TEST_MAIN_END();
-}
+static const cli_case cases[] = {
+    CLI_CASE(test_cli_train__short_run),
+    CLI_CASE(test_cli_train__resume),
+    CLI_CASE(test_cli_train__errors),
+};
+static const cli_suite suite = {.tag = "cli_train", .needs_mnist = true};
+CLI_TEST_MAIN(suite, cases)

@@ -83,30 +83,23 @@ static void test_errors(void) {
     CHECK_STR_CONTAINS(slurp("train.err"), "needs a TFRecord file");
 }
 
-int main(void) {
-    snprintf(vigil, sizeof vigil, "%s/vigil", VG_BINDIR);
-    if (access(vigil, X_OK) != 0) {
-        fprintf(stderr, "SKIP: %s not built (configure with -DVIGIL_TOOLS=ON)\n", vigil);
-        return 0;
-    }
-    if (access(DATA_DIR "/train-images-idx3-ubyte.gz", R_OK) != 0) {
-        fprintf(stderr, "SKIP: Fashion-MNIST not installed in %s\n", DATA_DIR);
-        return 0;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/vigil_cli_input_XXXXXX");
-    if (!mkdtemp(tmpdir)) return 1;
+static const char *skip(void) {
+    return access(DATA_DIR "/train-images-idx3-ubyte.gz", R_OK) != 0 ? "Fashion-MNIST not installed in " DATA_DIR : NULL;
+}
+
+static int setup(void) {
     snprintf(g_rec, sizeof g_rec, "%s/train.tfrecord", tmpdir);
     const char *conv[] = {"convert", "--images", DATA_DIR "/train-images-idx3-ubyte.gz", "--labels",
                           DATA_DIR "/train-labels-idx1-ubyte.gz", "-o", g_rec, "--compression", "GZIP", "--limit", "640",
                           NULL};
     CHECK_EQ_INT(run_vigil(conv, "conv.out", "conv.err"), 0);
-    RUN_TEST(test_tfdata_resume);
-    RUN_TEST(test_queue);
-    RUN_TEST(test_errors);
-    if (!vg_test_failures) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    }
-    TEST_MAIN_END();
+    return 0;
 }
+
+static const cli_case cases[] = {
+    CLI_CASE(test_tfdata_resume),
+    CLI_CASE(test_queue),
+    CLI_CASE(test_errors),
+};
+static const cli_suite suite = {.tag = "cli_input", .skip = skip, .setup = setup};
+CLI_TEST_MAIN(suite, cases)

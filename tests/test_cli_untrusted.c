@@ -373,28 +373,21 @@ static void test_train_input_bad_record(void) {
     }
 }
 
-int main(void) {
-    snprintf(vigil, sizeof vigil, "%s/vigil", VG_BINDIR);
-    if (access(vigil, X_OK) != 0) {
-        fprintf(stderr, "SKIP: %s not built (configure with -DVIGIL_TOOLS=ON)\n", vigil);
-        return 0;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/vigil_cli_untrusted_XXXXXX");
-    if (!mkdtemp(tmpdir)) return 1;
+static int setup(void) {
     char outside[400];
     snprintf(outside, sizeof outside, "%s/outside", tmpdir);
     mkdir(outside, 0755);
-    RUN_TEST(test_run_refuses_file_writes);
-    RUN_TEST(test_run_timeout_and_outputs);
-    RUN_TEST(test_events_escape);
-    RUN_TEST(test_events_escape_utf8);
-    RUN_TEST(test_ckpt_escape);
-    RUN_TEST(test_plot_huge_steps);
-    RUN_TEST(test_train_input_bad_record);
-    if (!vg_test_failures) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    }
-    TEST_MAIN_END();
+    return 0;
 }
+
+static const cli_case cases[] = {
+    CLI_CASE(test_run_refuses_file_writes),
+    CLI_CASE(test_run_timeout_and_outputs),
+    CLI_CASE(test_events_escape),
+    CLI_CASE(test_events_escape_utf8),
+    CLI_CASE(test_ckpt_escape),
+    CLI_CASE(test_plot_huge_steps),
+    CLI_CASE(test_train_input_bad_record),
+};
+static const cli_suite suite = {.tag = "cli_untrusted", .setup = setup};
+CLI_TEST_MAIN(suite, cases)

@@ -292,15 +292,12 @@ static void test_aggregate_metric_map(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/vg_contrib_training_XXXXXX");
-    if (!mkdtemp(dir)) return 1;
+    if (!tu_mkdtemp(dir, sizeof dir, "contrib_training")[0]) return 1;
     RUN_TEST(test_create_train_op_clips_each_gradient);
     RUN_TEST(test_training_train);
     RUN_TEST(test_evaluate_repeatedly);
     RUN_TEST(test_fully_connected);
     RUN_TEST(test_aggregate_metric_map);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    if (tu_rmrf(dir) != 0) fprintf(stderr, "could not remove %s\n", dir);
     TEST_MAIN_END();
 }

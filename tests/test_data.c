@@ -10,10 +10,6 @@
 #include <unistd.h>
 
 static char g_dir[64];
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
 
 /* Drains component 0 (int64 scalars) of a one-shot iterator over ds into v. Returns
  * the count; *end_rc gets the code that ended it. */
@@ -856,8 +852,7 @@ static void test_resumable_iterator(void) {
 }
 
 int main(void) {
-    strcpy(g_dir, "/tmp/vg_data_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "data")[0]) return 1;
     RUN_TEST(test_range_take_skip_repeat);
     RUN_TEST(test_slices_batch);
     RUN_TEST(test_map);
@@ -875,6 +870,6 @@ int main(void) {
     RUN_TEST(test_feedable_iterator);
     RUN_TEST(test_cache);
     RUN_TEST(test_resumable_iterator);
-    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmrf(g_dir);
     TEST_MAIN_END();
 }

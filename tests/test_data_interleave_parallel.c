@@ -84,8 +84,7 @@ static void test_bad_parallelism(void) {
 }
 
 int main(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/vg_pinterleave_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "pinterleave")[0]) return 1;
     vg_status st;
     for (int f = 0; f < 3; f++) { /* file f: 10 * (f+1)^2 records "<f+1><index, 3 digits>" */
         snprintf(g_paths[f], sizeof g_paths[f], "%s/part-%d", g_dir, f);
@@ -100,8 +99,6 @@ int main(void) {
     }
     RUN_TEST(test_parallel_equals_sequential);
     RUN_TEST(test_bad_parallelism);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    if (tu_rmrf(g_dir) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
     TEST_MAIN_END();
 }

@@ -136,8 +136,7 @@ static void test_nothing_matches(void) {
 }
 
 int main(void) {
-    strcpy(g_dir, "/tmp/vg_match_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "match")[0]) return 1;
     RUN_TEST(test_match_then_read);
     RUN_TEST(test_nothing_matches);
     rmdir(g_dir);

@@ -252,8 +252,8 @@ static void test_identity_read_up_to(void) {
 /* The testSerializeRestore sequence on a WholeFileReader (TF 1.15 implements its
  * state the same way): the state after file 0 restores the counters and the file. */
 static void test_whole_file_serialize_restore(void) {
-    char dir[64] = "/tmp/vg_rstate_XXXXXX";
-    if (!mkdtemp(dir)) return;
+    char dir[64];
+    if (!tu_mkdtemp(dir, sizeof dir, "rstate")[0]) return;
     char files[3][128];
     const char *content[3] = {"One\na\nb\n", "Two\nC\nD", "Three x, y, z"};
     for (int i = 0; i < 3; i++) {
@@ -320,8 +320,8 @@ static void test_whole_file_serialize_restore(void) {
 /* TFRecord, fixed-length and text-line readers: UNIMPLEMENTED, as ReaderBase's
  * default; restoring fails the same way and resets the reader. */
 static void test_reader_state_unimplemented(void) {
-    char dir[64] = "/tmp/vg_rstate_XXXXXX";
-    if (!mkdtemp(dir)) return;
+    char dir[64];
+    if (!tu_mkdtemp(dir, sizeof dir, "rstate")[0]) return;
     char path[128];
     snprintf(path, sizeof path, "%s/lines.txt", dir);
     FILE *f = fopen(path, "wb");

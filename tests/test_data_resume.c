@@ -175,12 +175,9 @@ static void test_kill9_resume(void) {
 }
 
 int main(void) {
-    strcpy(g_dir, "/tmp/vg_resume_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "resume")[0]) return 1;
     snprintf(g_log, sizeof g_log, "%s/consumed.log", g_dir);
     RUN_TEST(test_kill9_resume);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (!getenv("VG_KEEP_LOG") && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    if (!getenv("VG_KEEP_LOG") && tu_rmrf(g_dir) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
     TEST_MAIN_END();
 }

@@ -179,8 +179,7 @@ static void test_bad_streams(void) {
 }
 
 int main(void) {
-    strcpy(g_dir, "/tmp/vg_textline_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "textline")[0]) return 1;
     RUN_TEST(test_compression_types);
     RUN_TEST(test_bad_streams);
     char p[300];

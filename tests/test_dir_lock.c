@@ -34,7 +34,7 @@ static void pid_str(char *buf, size_t len, long pid) { snprintf(buf, len, "(pid 
  * regular file is no directory. */
 static void test_dir_lock__api(void) {
     char dir[64], sub[128], pidfile[200], want[64];
-    ht_mkdtemp(dir, sizeof dir, "dirlock");
+    tu_mkdtemp(dir, sizeof dir, "dirlock");
     snprintf(sub, sizeof sub, "%s/a/b", dir);
     vg_status st;
     vg_dir_lock *l = vg_checkpoint_dir_lock_acquire(sub, &st);
@@ -69,7 +69,7 @@ static void test_dir_lock__api(void) {
     CHECK_STR_CONTAINS(st.msg, "not a directory");
     CHECK(vg_checkpoint_dir_lock_acquire("", &st) == NULL);
     CHECK_CODE(st.code, VG_INVALID_ARGUMENT);
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* Two MonitoredTrainingSessions on one directory in one process: the second fails at
@@ -77,7 +77,7 @@ static void test_dir_lock__api(void) {
  * (and restores what the first saved). no_checkpoint_dir_lock turns the guard off. */
 static void test_dir_lock__two_sessions_one_process(void) {
     char dir[64], want[64];
-    ht_mkdtemp(dir, sizeof dir, "dirlock2");
+    tu_mkdtemp(dir, sizeof dir, "dirlock2");
     vg_status st;
     ht_model m = ht_model_make();
     vg_monitored_session *a = mts_on(m.g, dir, false, &st);
@@ -112,13 +112,13 @@ static void test_dir_lock__two_sessions_one_process(void) {
     }
     close_ms(b);
     vg_graph_free(m.g);
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* A worker (is_chief false) never locks: it starts while the chief's lock is held. */
 static void test_dir_lock__worker_does_not_lock(void) {
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "dirlockw");
+    tu_mkdtemp(dir, sizeof dir, "dirlockw");
     vg_status st;
     vg_dir_lock *chief = vg_checkpoint_dir_lock_acquire(dir, &st);
     CHECK(chief != NULL);
@@ -133,7 +133,7 @@ static void test_dir_lock__worker_does_not_lock(void) {
     close_ms(w);
     vg_checkpoint_dir_lock_release(chief);
     vg_graph_free(g);
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* A second process: a child holds the directory through its MonitoredTrainingSession;
@@ -141,7 +141,7 @@ static void test_dir_lock__worker_does_not_lock(void) {
  * no clean-up) the kernel has dropped the lock and a session starts here. */
 static void test_dir_lock__second_process(void) {
     char dir[64], want[64];
-    ht_mkdtemp(dir, sizeof dir, "dirlockp");
+    tu_mkdtemp(dir, sizeof dir, "dirlockp");
     int ready[2];
     CHECK(pipe(ready) == 0);
     fflush(NULL);
@@ -177,7 +177,7 @@ static void test_dir_lock__second_process(void) {
     CHECK(ms != NULL);
     close_ms(ms);
     vg_graph_free(m.g);
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* A "checkpoint" state file that exists but cannot be parsed: creating the session fails
@@ -185,7 +185,7 @@ static void test_dir_lock__second_process(void) {
  * failed creation leaves the directory unlocked. */
 static void test_dir_lock__corrupt_state_file(void) {
     char dir[64], state[128];
-    ht_mkdtemp(dir, sizeof dir, "dirlockc");
+    tu_mkdtemp(dir, sizeof dir, "dirlockc");
     snprintf(state, sizeof state, "%s/checkpoint", dir);
     FILE *f = fopen(state, "wb");
     CHECK(f != NULL);
@@ -214,7 +214,7 @@ static void test_dir_lock__corrupt_state_file(void) {
     CHECK(ms != NULL);
     close_ms(ms);
     vg_graph_free(m.g);
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 int main(void) {

@@ -87,8 +87,8 @@ static bool has_tensor(vg_checkpoint_reader *r, const char *name, int64_t d0, in
 
 static void test_examples_evrnn__train_resume_eval(void) {
     if (!ex_built(PROG)) return;
-    char dir[] = "/tmp/vg_evrnn_test_XXXXXX", cmd[1024];
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64], cmd[1024];
+    CHECK(tu_mkdtemp(dir, sizeof dir, "evrnn_test")[0] != 0);
 
     /* 1. train 100 steps: the loss falls, the accuracy rises */
     snprintf(cmd, sizeof cmd,
@@ -180,8 +180,7 @@ static void test_examples_evrnn__train_resume_eval(void) {
                                             "metrics/perplexity_per_step"};
     for (size_t i = 0; i < sizeof eval_tags / sizeof eval_tags[0]; i++) CHECK(has_scalar_tag(sub, eval_tags[i]));
 
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tu_rmrf(dir) == 0);
 }
 
 static void test_examples_evrnn__bad_flags(void) {

@@ -24,8 +24,8 @@ static int run(const char *cmd) { return ex_run(cmd, out, sizeof out, 0, NULL); 
 
 static void test_examples_horovod__single_process(void) {
     if (!ex_built(VG_BINDIR "/horovod_mnist")) return;
-    char dir[] = "/tmp/vg_hvd_test_XXXXXX", cmd[1024];
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64], cmd[1024];
+    CHECK(tu_mkdtemp(dir, sizeof dir, "hvd_test")[0] != 0);
     /* no mpirun: the launcher's variables are cleared in case ctest itself runs under one */
     snprintf(cmd, sizeof cmd,
              "env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_SIZE -u PMI_RANK -u MPI_LOCALNRANKS " VG_BINDIR
@@ -57,8 +57,7 @@ static void test_examples_horovod__single_process(void) {
         CHECK_EQ_INT(run(cmd), 1);
         CHECK_STR_CONTAINS(out, "VIGIL_MPI");
     }
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tu_rmrf(dir) == 0);
 }
 
 int main(void) {

@@ -8,8 +8,8 @@
 
 
 static void test_examples__monitored_basic_and_resume(void) {
-    char dir[] = "/tmp/vg_ex_XXXXXX", cmd[512], out[4096];
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64], cmd[512], out[4096];
+    CHECK(tu_mkdtemp(dir, sizeof dir, "ex")[0] != 0);
     snprintf(cmd, sizeof cmd, VG_BINDIR "/monitored_basic %s 200", dir);
     CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
     CHECK_STR_CONTAINS(out, "final_step=200");
@@ -21,8 +21,7 @@ static void test_examples__monitored_basic_and_resume(void) {
     CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
     snprintf(cmd, sizeof cmd, "ls %s | grep -c 'events.out.tfevents'", dir);
     CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tu_rmrf(dir) == 0);
 }
 
 static void test_examples__step_fn(void) {

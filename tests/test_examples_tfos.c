@@ -20,8 +20,8 @@ static char out[1 << 16];
 
 static void test_examples_tfos__loss_falls_and_ends_at_data_end(void) {
     if (!ex_built(VG_BINDIR "/tfos_mnist")) return;
-    char dir[] = "/tmp/vg_tfos_test_XXXXXX", cmd[512];
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64], cmd[512];
+    CHECK(tu_mkdtemp(dir, sizeof dir, "tfos_test")[0] != 0);
     snprintf(cmd, sizeof cmd, VG_BINDIR "/tfos_mnist --model %s 2>&1", dir);
     CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
     fputs(out, stderr);
@@ -36,24 +36,22 @@ static void test_examples_tfos__loss_falls_and_ends_at_data_end(void) {
     CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
     snprintf(cmd, sizeof cmd, "ls %s | grep -q 'events.out.tfevents'", dir);
     CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tu_rmrf(dir) == 0);
 }
 
 /* --format csv2: TextLineDataset lines "label|pixels", _parse_csv with StringSplit,
  * a 784-column DecodeCSV, StringToNumber and one_hot */
 static void test_examples_tfos__csv2(void) {
     if (!ex_built(VG_BINDIR "/tfos_mnist")) return;
-    char dir[] = "/tmp/vg_tfos_csv_XXXXXX", cmd[512];
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64], cmd[512];
+    CHECK(tu_mkdtemp(dir, sizeof dir, "tfos_csv")[0] != 0);
     snprintf(cmd, sizeof cmd, VG_BINDIR "/tfos_mnist --format csv2 --model %s 2>&1", dir);
     CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 0);
     CHECK_EQ_INT((int)ex_value_after(out, "\nsteps "), 38);
     double first = ex_value_after(out, "first loss "), last = ex_value_after(out, "final loss ");
     CHECK(isfinite(first) && isfinite(last));
     CHECK(last < 0.8 * first);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tu_rmrf(dir) == 0);
 }
 
 static void test_examples_tfos__stop_at_step_hook(void) {
@@ -71,13 +69,12 @@ static void test_examples_tfos__bad_flags(void) {
     CHECK_EQ_INT(ex_run(VG_BINDIR "/tfos_mnist --format csv 2>&1", out, sizeof out, 0, NULL), 2);
     CHECK_STR_CONTAINS(out, "must be tfr or csv2");
     /* a directory without part-* files: list_files' run-time INVALID_ARGUMENT, exit 1 */
-    char dir[] = "/tmp/vg_tfos_empty_XXXXXX", cmd[512];
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64], cmd[512];
+    CHECK(tu_mkdtemp(dir, sizeof dir, "tfos_empty")[0] != 0);
     snprintf(cmd, sizeof cmd, VG_BINDIR "/tfos_mnist --images_labels %s --model %s 2>&1", dir, dir);
     CHECK_EQ_INT(ex_run(cmd, out, sizeof out, 0, NULL), 1);
     CHECK_STR_CONTAINS(out, "No files matched pattern");
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tu_rmrf(dir) == 0);
 }
 
 int main(void) {

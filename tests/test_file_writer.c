@@ -551,8 +551,7 @@ static void test_file_writer__alloc_failures(void) {
 }
 
 int main(void) {
-    snprintf(g_root, sizeof g_root, "/tmp/vg_file_writer_XXXXXX");
-    if (!mkdtemp(g_root)) {
+    if (!tu_mkdtemp(g_root, sizeof g_root, "file_writer")[0]) {
         perror("mkdtemp");
         return 1;
     }
@@ -568,8 +567,6 @@ int main(void) {
     RUN_TEST(test_file_writer__threads);
     RUN_TEST(test_file_writer__metadata_once);
     RUN_TEST(test_file_writer__alloc_failures);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", g_root);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_root);
+    if (tu_rmrf(g_root) != 0) fprintf(stderr, "could not remove %s\n", g_root);
     TEST_MAIN_END();
 }

@@ -533,8 +533,8 @@ static void test_graphdef__meta_queue_runners(void) {
 }
 
 static void test_graphdef__write_file_atomic(void) {
-    char dir[] = "/tmp/vg_gd_XXXXXX", path[256];
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64], path[256];
+    CHECK(tu_mkdtemp(dir, sizeof dir, "gd")[0] != 0);
     snprintf(path, sizeof path, "%s/g.pb", dir);
     vg_status st;
     CHECK_OK(vg_write_file_atomic(path, "abc", 3, &st), &st);

@@ -103,7 +103,7 @@ static void test_checkpoint_saver__bad_args(void) {
 static void test_checkpoint_saver__saves_when_saver_and_scaffold_both_missing(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ckh");
+    tu_mkdtemp(dir, sizeof dir, "ckh");
     ht_model m = ht_model_make();
     vg_hook h = ht_without_after_create(ckpt_hook(dir, -1, 1, NULL, NULL, 0));
     vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
@@ -115,14 +115,14 @@ static void test_checkpoint_saver__saves_when_saver_and_scaffold_both_missing(vo
     vg_monitored_session_free(ms);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* items 149, 156: save_secs=2 saves in the first step; two runs then end() -> step 2 */
 static void test_checkpoint_saver__save_secs_first_step_and_end(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ckh");
+    tu_mkdtemp(dir, sizeof dir, "ckh");
     ht_clock_mock(1484695987.209386);
     ht_model m = ht_model_make();
     vg_scaffold *sc = vg_scaffold_new(NULL);
@@ -140,14 +140,14 @@ static void test_checkpoint_saver__save_secs_first_step_and_end(void) {
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
     ht_clock_restore();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 150: run, run, end with save_secs=2 -> begin 1, before_save 2, after_save 2, end 1 */
 static void test_checkpoint_saver__save_secs_calls_listeners_at_begin_and_end(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ckh");
+    tu_mkdtemp(dir, sizeof dir, "ckh");
     ht_clock_mock(1484695987.209386);
     ht_model m = ht_model_make();
     vg_scaffold *sc = vg_scaffold_new(NULL);
@@ -168,7 +168,7 @@ static void test_checkpoint_saver__save_secs_calls_listeners_at_begin_and_end(vo
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
     ht_clock_restore();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 151: in a SingularMonitoredSession (after_create_session saves step 0),
@@ -178,7 +178,7 @@ static void test_checkpoint_saver__listener_with_monitored_session(void) {
     vg_status st;
     for (int variant = 0; variant < 2; variant++) {
         char dir[64];
-        ht_mkdtemp(dir, sizeof dir, "ckh");
+        tu_mkdtemp(dir, sizeof dir, "ckh");
         ht_model m = ht_model_make();
         vg_scaffold *sc = vg_scaffold_new(NULL);
         counts c1 = {0}, c2 = {0};
@@ -203,7 +203,7 @@ static void test_checkpoint_saver__listener_with_monitored_session(void) {
         vg_scaffold_free(sc);
         vg_graph_free(m.g);
         vg_file_writer_cache_clear();
-        ht_rmrf(dir);
+        tu_rmrf(dir);
     }
 }
 
@@ -211,7 +211,7 @@ static void test_checkpoint_saver__listener_with_monitored_session(void) {
 static void test_checkpoint_saver__listener_stops_training_in_after_save(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ckh");
+    tu_mkdtemp(dir, sizeof dir, "ckh");
     ht_model m = ht_model_make();
     vg_scaffold *sc = vg_scaffold_new(NULL);
     counts c = {0};
@@ -229,14 +229,14 @@ static void test_checkpoint_saver__listener_stops_training_in_after_save(void) {
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 153: mocked clock, save_secs=2 */
 static void test_checkpoint_saver__save_secs_saves_periodically(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ckh");
+    tu_mkdtemp(dir, sizeof dir, "ckh");
     double t = 1484695987.209386;
     ht_clock_mock(t);
     ht_model m = ht_model_make();
@@ -265,14 +265,14 @@ static void test_checkpoint_saver__save_secs_saves_periodically(void) {
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
     ht_clock_restore();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 154: the listener schedule with a mocked clock */
 static void test_checkpoint_saver__save_secs_calls_listeners_periodically(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ckh");
+    tu_mkdtemp(dir, sizeof dir, "ckh");
     double t = 1484695987.209386;
     ht_clock_mock(t);
     ht_model m = ht_model_make();
@@ -297,14 +297,14 @@ static void test_checkpoint_saver__save_secs_calls_listeners_periodically(void) 
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
     ht_clock_restore();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 155: save_steps=2 without after_create_session: saves at 1, 3, 5 */
 static void test_checkpoint_saver__save_steps_saves_periodically(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ckh");
+    tu_mkdtemp(dir, sizeof dir, "ckh");
     ht_model m = ht_model_make();
     vg_scaffold *sc = vg_scaffold_new(NULL);
     vg_hook h = ht_without_after_create(ckpt_hook(dir, -1, 2, sc, NULL, 0));
@@ -332,7 +332,7 @@ static void test_checkpoint_saver__save_steps_saves_periodically(void) {
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 157: the summary writer gets exactly one graph and one meta graph (holding the
@@ -340,7 +340,7 @@ static void test_checkpoint_saver__save_steps_saves_periodically(void) {
 static void test_checkpoint_saver__summary_writer_defs(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ckh");
+    tu_mkdtemp(dir, sizeof dir, "ckh");
     ht_model m = ht_model_make();
     vg_scaffold *sc = vg_scaffold_new(NULL);
     vg_hook h = ckpt_hook(dir, -1, 100, sc, NULL, 0);
@@ -359,14 +359,14 @@ static void test_checkpoint_saver__summary_writer_defs(void) {
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 158: after_create_session saves step 0 before training */
 static void test_checkpoint_saver__save_checkpoint_before_first_train_step(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ckh");
+    tu_mkdtemp(dir, sizeof dir, "ckh");
     ht_model m = ht_model_make();
     vg_scaffold *sc = vg_scaffold_new(NULL);
     vg_hook h = ckpt_hook(dir, -1, 2, sc, NULL, 0);
@@ -382,7 +382,7 @@ static void test_checkpoint_saver__save_checkpoint_before_first_train_step(void)
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 159 [version]: save_graph_def=true writes graph.pbtxt and the .meta of each
@@ -393,7 +393,7 @@ static void test_checkpoint_saver__save_graph_def(void) {
     vg_status st;
     for (int sgd = 1; sgd >= 0; sgd--) {
         char dir[64];
-        ht_mkdtemp(dir, sizeof dir, "ckh");
+        tu_mkdtemp(dir, sizeof dir, "ckh");
         ht_model m = ht_model_make();
         vg_scaffold *sc = vg_scaffold_new(NULL);
         vg_checkpoint_saver_options o = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
@@ -422,7 +422,7 @@ static void test_checkpoint_saver__save_graph_def(void) {
         vg_scaffold_free(sc);
         vg_graph_free(m.g);
         vg_file_writer_cache_clear();
-        ht_rmrf(dir);
+        tu_rmrf(dir);
     }
 }
 
@@ -431,7 +431,7 @@ static void test_checkpoint_saver__save_graph_def(void) {
 static void test_checkpoint_saver__scaffold_without_saver(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ckh");
+    tu_mkdtemp(dir, sizeof dir, "ckh");
     ht_model m = ht_model_make();
     vg_scaffold *unused = vg_scaffold_new(NULL);
     vg_hook h = ckpt_hook(dir, -1, 1, unused, NULL, 0);
@@ -443,14 +443,14 @@ static void test_checkpoint_saver__scaffold_without_saver(void) {
     vg_scaffold_free(unused);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* §13: CheckpointSaverHook needs a global step */
 static void test_checkpoint_saver__needs_global_step(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ckh");
+    tu_mkdtemp(dir, sizeof dir, "ckh");
     vg_graph *g = vg_graph_new();
     vg_get_variable(g, "v", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
     vg_hook h = ckpt_hook(dir, -1, 1, NULL, NULL, 0);
@@ -459,7 +459,7 @@ static void test_checkpoint_saver__needs_global_step(void) {
     CHECK_STR_CONTAINS(st.msg, "Global step should be created to use CheckpointSaverHook.");
     vg_graph_free(g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -486,7 +486,7 @@ static void test_step_counter__bad_args(void) {
 static void test_step_counter__every_n_steps(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "sch");
+    tu_mkdtemp(dir, sizeof dir, "sch");
     ht_clock_mock(1484695987.209386);
     ht_model m = ht_model_make();
     vg_file_writer *w = vg_file_writer_new(dir, NULL, &st);
@@ -516,14 +516,14 @@ static void test_step_counter__every_n_steps(void) {
     free(e);
     vg_graph_free(m.g);
     ht_clock_restore();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 163: every_n_secs=0.1 with 0.2 s between three steps: summaries at 2 and 3 */
 static void test_step_counter__every_n_secs(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "sch");
+    tu_mkdtemp(dir, sizeof dir, "sch");
     ht_clock_mock(1484695987.209386);
     ht_model m = ht_model_make();
     vg_file_writer *w = vg_file_writer_new(dir, NULL, &st);
@@ -548,14 +548,14 @@ static void test_step_counter__every_n_secs(void) {
     free(e);
     vg_graph_free(m.g);
     ht_clock_restore();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 164: a global step named "bar/foo" -> tag "bar/foo/sec"; every step: step 2 only */
 static void test_step_counter__global_step_name(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "sch");
+    tu_mkdtemp(dir, sizeof dir, "sch");
     ht_clock_mock(1484695987.209386);
     vg_graph *g = vg_graph_new();
     vg_variable_scope_push(g, "bar", NULL); /* with variable_scope('bar') */
@@ -585,7 +585,7 @@ static void test_step_counter__global_step_name(void) {
     free(e);
     vg_graph_free(g);
     ht_clock_restore();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 165: a global step that never increases is warned about (the first 5 times) */
@@ -642,7 +642,7 @@ static vg_hook summary_hook(int64_t steps, double secs, vg_file_writer *w, vg_ou
 static ht_events *run_summary_hook(sum_model *s, int64_t steps, double secs, vg_output op, int runs, double dt) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ssh");
+    tu_mkdtemp(dir, sizeof dir, "ssh");
     ht_clock_mock(1484695987.209386);
     vg_file_writer *w = vg_file_writer_new(dir, NULL, &st);
     vg_hook h = summary_hook(steps, secs, w, op);
@@ -659,7 +659,7 @@ static ht_events *run_summary_hook(sum_model *s, int64_t steps, double secs, vg_
     }
     vg_file_writer_free(w);
     ht_clock_restore();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
     return e;
 }
 
@@ -758,7 +758,7 @@ static void test_summary_saver__save_secs_saving_once_every_three_steps(void) {
 static void test_summary_saver__scaffold_summary_op_and_no_writer(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "ssh");
+    tu_mkdtemp(dir, sizeof dir, "ssh");
     sum_model s = sum_model_make();
     vg_scaffold *sc = vg_scaffold_new(NULL);
     vg_hook hooks[2];
@@ -787,7 +787,7 @@ static void test_summary_saver__scaffold_summary_op_and_no_writer(void) {
     vg_scaffold_free(sc);
     vg_graph_free(s.m.g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -808,7 +808,7 @@ static void test_profiler__bad_args(void) {
 static void run_profiler(int64_t steps, double secs, const double *at, int runs, int *counts, ht_events *ev) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "prh");
+    tu_mkdtemp(dir, sizeof dir, "prh");
     double t = 1484695987.209386;
     ht_clock_mock(t);
     ht_model m = ht_model_make();
@@ -840,7 +840,7 @@ static void run_profiler(int64_t steps, double secs, const double *at, int runs,
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
     ht_clock_restore();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* items 190, 191: save_secs=2, mocked clock: nothing after the first step; files after

@@ -59,7 +59,7 @@ static void read_graph_events(const char *dir, graph_ev *out) {
 static void test_tfedge__graph_events_without_step(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "tfe");
+    tu_mkdtemp(dir, sizeof dir, "tfe");
     ht_model m = ht_model_make();
     vg_checkpoint_saver_options o = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
     o.checkpoint_dir = dir;
@@ -79,7 +79,7 @@ static void test_tfedge__graph_events_without_step(void) {
     CHECK(!e.graph_has_step);
     CHECK(!e.meta_has_step);
     vg_graph_free(m.g);
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* StepCounterHookTest.test_global_step_name's int32 global step "bar/foo"
@@ -90,7 +90,7 @@ static void test_tfedge__graph_events_without_step(void) {
 static void test_tfedge__int32_global_step(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "tfe");
+    tu_mkdtemp(dir, sizeof dir, "tfe");
     ht_clock_mock(1484695987.209386);
     vg_graph *g = vg_graph_new();
     vg_variable_scope_push(g, "bar", NULL); /* with variable_scope('bar') */
@@ -158,7 +158,7 @@ static void test_tfedge__int32_global_step(void) {
     CHECK(ht_count_files(dir, "timeline-", ".json") >= 1);
     vg_graph_free(g);
     ht_clock_restore();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* TF's assert_global_step: a float "global step" is refused by the hooks (TypeError in

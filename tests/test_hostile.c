@@ -22,10 +22,6 @@
 #include <zlib.h>
 
 static char g_dir[64];
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
 
 static void path_in(char *out, size_t n, const char *sub, const char *name) {
     snprintf(out, n, "%s/%s/%s", g_dir, sub, name);
@@ -534,8 +530,7 @@ static void test_hostile__state_file_linear(void) {
 
 int main(void) {
     vg_log_set(NULL, NULL, VG_LOG_ERROR);
-    strcpy(g_dir, "/tmp/vg_hostile_XXXXXX");
-    if (!mkdtemp(g_dir)) {
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "hostile")[0]) {
         perror("mkdtemp");
         return 1;
     }
@@ -551,6 +546,6 @@ int main(void) {
     RUN_TEST(test_hostile__special_files_rejected);
     RUN_TEST(test_hostile__output_index_range_checked);
     RUN_TEST(test_hostile__state_file_linear);
-    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmrf(g_dir);
     TEST_MAIN_END();
 }

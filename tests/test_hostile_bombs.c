@@ -32,10 +32,6 @@
 
 static char g_dir[64];
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
 
 static long maxrss_kb(void) {
     struct rusage ru;
@@ -454,13 +450,12 @@ static void test_special__cli_graph(void) {
 }
 
 int main(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/vg_bombs_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "bombs")[0]) return 1;
     RUN_TEST(test_bombs__progressive_jpeg);
     RUN_TEST(test_bombs__png_chunk_length);
     RUN_TEST(test_bombs__gzip_tfrecord_claimed_length);
     RUN_TEST(test_special__fifo_and_dev_zero_refused);
     RUN_TEST(test_special__cli_graph);
-    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmrf(g_dir);
     TEST_MAIN_END();
 }

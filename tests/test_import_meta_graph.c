@@ -173,8 +173,8 @@ static void test_meta_graph_round_trip(void) {
     CHECK(m2 && n1 == n2 && memcmp(m1, m2, n1) == 0);
 
     /* the imported graph trains, and a checkpoint of the original restores into it */
-    char dir[] = "/tmp/vg_import_mg_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64];
+    CHECK(tu_mkdtemp(dir, sizeof dir, "import_mg")[0] != 0);
     char prefix[300], saved[400];
     snprintf(prefix, sizeof prefix, "%s/model.ckpt", dir);
     vg_op *init = vg_global_variables_initializer(g);
@@ -210,9 +210,7 @@ static void test_meta_graph_round_trip(void) {
     vg_saver_free(hs);
     vg_session_free(s2);
     vg_session_free(s);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tu_rmrf(dir) == 0);
 
     /* import_scope and clear_devices */
     vg_graph *k = vg_graph_new();

@@ -80,8 +80,8 @@ static void test_mts_over_imported_meta_graph(void) {
     void *meta = NULL;
     size_t len = 0;
     export_model(&meta, &len);
-    char dir[] = "/tmp/vg_import_mts_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64];
+    CHECK(tu_mkdtemp(dir, sizeof dir, "import_mts")[0] != 0);
     double loss1 = -1, loss2 = -1;
     CHECK_EQ_INT(run_mts(meta, len, dir, 10, &loss1), 10);
     char buf[512];
@@ -92,9 +92,7 @@ static void test_mts_over_imported_meta_graph(void) {
     CHECK(loss2 < loss1);
     CHECK(vg_latest_checkpoint(dir, buf, sizeof buf) != NULL);
     CHECK_STR_CONTAINS(buf, "model.ckpt-15");
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tu_rmrf(dir) == 0);
     vg_free(meta);
 }
 

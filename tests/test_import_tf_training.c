@@ -115,8 +115,8 @@ static void test_rust_regression_checkpoint_save_restore(void) {
     }
     vg_status st;
     vg_session *s = train(g);
-    char dir[] = "/tmp/vg_import_ckpt_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64];
+    CHECK(tu_mkdtemp(dir, sizeof dir, "import_ckpt")[0] != 0);
     char prefix[256];
     snprintf(prefix, sizeof prefix, "%s/model", dir);
     vg_tensor *fname = vg_tensor_new_string_scalar(prefix, strlen(prefix), &st);
@@ -144,9 +144,7 @@ static void test_rust_regression_checkpoint_save_restore(void) {
     vg_tensor_free(fname);
     vg_session_free(s2);
     vg_session_free(s);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tu_rmrf(dir) == 0);
     vg_graph_free(g);
 }
 

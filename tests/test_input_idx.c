@@ -250,8 +250,7 @@ static void test_idx__fashion_mnist_shuffle_batch(void) {
 }
 
 int main(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/vg_test_idx_XXXXXX");
-    if (!mkdtemp(g_dir)) {
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "test_idx")[0]) {
         perror("mkdtemp");
         return 1;
     }

@@ -231,7 +231,6 @@ static int count_temps(const char *dir) {
     return n;
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) { return remove(p); }
 
 static void test_io_alloc__failure_injection(void) {
     run("bundle_write", op_bundle_write);
@@ -255,9 +254,8 @@ static void test_io_alloc__failure_injection(void) {
 }
 
 int main(void) {
-    strcpy(g_dir, "/tmp/vg_alloc_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "alloc")[0]) return 1;
     RUN_TEST(test_io_alloc__failure_injection);
-    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmrf(g_dir);
     TEST_MAIN_END();
 }

@@ -9,7 +9,6 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
 static char g_dir[64];
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) { return remove(p); }
 
 static char *format(const vg__ckpt_state *s) {
     vg__pb_buf b;
@@ -156,13 +155,12 @@ static void test_io_ckpt_state__negative_zero_round_trip(void) {
 }
 
 int main(void) {
-    strcpy(g_dir, "/tmp/vg_ckst_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "ckst")[0]) return 1;
     RUN_TEST(test_io_ckpt_state__tf_files);
     RUN_TEST(test_io_ckpt_state__format_exact);
     RUN_TEST(test_io_ckpt_state__parse_variants);
     RUN_TEST(test_io_ckpt_state__atomic_write);
     RUN_TEST(test_io_ckpt_state__negative_zero_round_trip);
-    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmrf(g_dir);
     TEST_MAIN_END();
 }

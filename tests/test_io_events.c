@@ -9,7 +9,6 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
 static char g_dir[64];
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) { return remove(p); }
 
 static bool tag_is(const vg__summary_value *v, const char *s) {
     return v->tag_len == strlen(s) && memcmp(v->tag, s, v->tag_len) == 0;
@@ -402,14 +401,13 @@ static void test_io_events__writer(void) {
 }
 
 int main(void) {
-    strcpy(g_dir, "/tmp/vg_events_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "events")[0]) return 1;
     RUN_TEST(test_io_events__tf_end_to_end);
     RUN_TEST(test_io_events__tf_graph_events);
     RUN_TEST(test_io_events__scalar_bytes);
     RUN_TEST(test_io_events__histogram);
     RUN_TEST(test_io_events__tf2_tensor_scalars);
     RUN_TEST(test_io_events__writer);
-    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmrf(g_dir);
     TEST_MAIN_END();
 }

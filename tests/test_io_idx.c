@@ -9,7 +9,6 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
 static char g_dir[64];
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) { return remove(p); }
 static char *tmp_path(char *out, const char *name) {
     snprintf(out, 256, "%s/%s", g_dir, name);
     return out;
@@ -196,13 +195,12 @@ static void test_io_idx__fashion_mnist(void) {
 }
 
 int main(void) {
-    strcpy(g_dir, "/tmp/vg_idx_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "idx")[0]) return 1;
     RUN_TEST(test_io_idx__read_plain_and_gz);
     RUN_TEST(test_io_idx__stream);
     RUN_TEST(test_io_idx__other_types);
     RUN_TEST(test_io_idx__errors);
     RUN_TEST(test_io_idx__fashion_mnist);
-    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmrf(g_dir);
     TEST_MAIN_END();
 }

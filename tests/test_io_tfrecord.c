@@ -7,12 +7,10 @@
 
 static char g_dir[64];
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) { return remove(p); }
 static void make_tmpdir(void) {
-    strcpy(g_dir, "/tmp/vg_tfrecord_XXXXXX");
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); exit(1); }
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "tfrecord")[0]) { perror("mkdtemp"); exit(1); }
 }
-static void remove_tmpdir(void) { nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+static void remove_tmpdir(void) { tu_rmrf(g_dir); }
 static void tmp_path(char *out, const char *name) { snprintf(out, 256, "%s/%s", g_dir, name); }
 
 static void test_io_tfrecord__read_tf_vector(void) {

@@ -75,7 +75,7 @@ static void test_log_limits__step_counter_warns_five_times(void) {
  * lines for 100 evaluations; (7, log_progress): every one (n < 20). */
 static void check_eval_lines(int64_t n, int want) {
     char dir[64], ckpt[256], prefix[128];
-    ht_mkdtemp(dir, sizeof dir, "loglim");
+    tu_mkdtemp(dir, sizeof dir, "loglim");
     vg_status st;
     /* a checkpoint to evaluate: w = 2 */
     vg_graph *g = vg_graph_new();
@@ -106,7 +106,7 @@ static void check_eval_lines(int64_t n, int want) {
     counting_off();
     CHECK_EQ_INT(g_count.evaluation, want);
     vg_graph_free(g);
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 static void test_log_limits__evaluation_progress(void) {

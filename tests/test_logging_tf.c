@@ -43,7 +43,7 @@ static const char *after(const char *hay, const char *needle) {
 static void test_logging__tf_lines_in_order(void) {
     vg_status st;
     char dir[64], line[512];
-    ht_mkdtemp(dir, sizeof dir, "log");
+    tu_mkdtemp(dir, sizeof dir, "log");
     for (int round = 0; round < 2; round++) {
         ht_model m = ht_model_make();
         vg_variable loc = vg_get_variable(m.g, "loc", VG_FLOAT, NULL, 0, vg_init_zeros(), VG_VAR_LOCAL);
@@ -78,7 +78,7 @@ static void test_logging__tf_lines_in_order(void) {
         vg_graph_free(m.g);
         vg_file_writer_cache_clear();
     }
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 int main(void) {

@@ -729,8 +729,8 @@ static void test_monitored__run_step_fn(void) {
 static void test_monitored__restore_and_stop_at_step(void) {
     vg_status st;
     vg_code rc;
-    char dir[] = "/tmp/vg_ms_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64];
+    CHECK(tu_mkdtemp(dir, sizeof dir, "ms")[0] != 0);
     /* 81: last_step = 3 */
     model m = make_model();
     vg_hook hooks[2];
@@ -789,9 +789,7 @@ static void test_monitored__restore_and_stop_at_step(void) {
     vg_monitored_session_end(ms, rc, &st);
     vg_monitored_session_free(ms);
     vg_graph_free(m.g);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tu_rmrf(dir) == 0);
     vg_file_writer_cache_clear();
 }
 

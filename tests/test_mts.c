@@ -74,7 +74,7 @@ static int64_t restart_gs(ht_model *m, const char *dir) {
 static void test_mts__saving_restoring_checkpoint(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "mts");
+    tu_mkdtemp(dir, sizeof dir, "mts");
     ht_model m = ht_model_make();
     vg_mts_options o = VG_MTS_OPTIONS_INIT;
     o.checkpoint_dir = dir;
@@ -90,14 +90,14 @@ static void test_mts__saving_restoring_checkpoint(void) {
     CHECK_EQ_INT(restart_gs(&m, dir), 2);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 132: save_checkpoint_steps=100 over 100 steps -> 100 (saved by the step trigger) */
 static void test_mts__save_checkpoint_steps(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "mts");
+    tu_mkdtemp(dir, sizeof dir, "mts");
     ht_model m = ht_model_make();
     vg_mts_options o = VG_MTS_OPTIONS_INIT;
     o.checkpoint_dir = dir;
@@ -111,14 +111,14 @@ static void test_mts__save_checkpoint_steps(void) {
     CHECK_EQ_INT(restart_gs(&m, dir), 100);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 133: save_checkpoint_secs=0.1, one step, a 0.2 s pause (mocked), ten steps */
 static void test_mts__save_checkpoint_secs(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "mts");
+    tu_mkdtemp(dir, sizeof dir, "mts");
     ht_clock_mock(1484695987.209386);
     ht_model m = ht_model_make();
     vg_mts_options o = VG_MTS_OPTIONS_INIT;
@@ -138,7 +138,7 @@ static void test_mts__save_checkpoint_secs(void) {
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
     ht_clock_restore();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* Builds the user's summary my_summary_tag = 2 * (global_step += 1). */
@@ -153,7 +153,7 @@ static void test_mts__summaries(void) {
     vg_status st;
     for (int secs = 0; secs < 2; secs++) {
         char dir[64];
-        ht_mkdtemp(dir, sizeof dir, "mts");
+        tu_mkdtemp(dir, sizeof dir, "mts");
         ht_clock_mock(1484695987.209386);
         ht_model m = ht_model_make();
         user_summary(&m);
@@ -200,7 +200,7 @@ static void test_mts__summaries(void) {
         free(e);
         vg_graph_free(m.g);
         ht_clock_restore();
-        ht_rmrf(dir);
+        tu_rmrf(dir);
     }
 }
 
@@ -209,7 +209,7 @@ static void test_mts__summaries(void) {
 static void test_mts__custom_saving(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "mts");
+    tu_mkdtemp(dir, sizeof dir, "mts");
     ht_model m = ht_model_make();
     counter c = {0};
     vg_hook h = counting(&c);
@@ -233,7 +233,7 @@ static void test_mts__custom_saving(void) {
     CHECK_EQ_INT(restart_gs(&m, dir), 0); /* nothing to restore */
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 137 (+97): a non-chief worker: only the user's hooks (chief-only hooks are
@@ -242,7 +242,7 @@ static void test_mts__custom_saving(void) {
 static void test_mts__non_chief(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "mts");
+    tu_mkdtemp(dir, sizeof dir, "mts");
     ht_model m = ht_model_make();
     user_summary(&m);
     int64_t zero = 0;
@@ -298,7 +298,7 @@ static void test_mts__non_chief(void) {
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 138: both checkpoint (or both summary) frequencies -> INVALID_ARGUMENT at
@@ -306,7 +306,7 @@ static void test_mts__non_chief(void) {
 static void test_mts__both_frequencies(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "mts");
+    tu_mkdtemp(dir, sizeof dir, "mts");
     ht_model m = ht_model_make();
     for (int which = 0; which < 2; which++) {
         counter u = {0}, c = {0};
@@ -350,7 +350,7 @@ static void test_mts__both_frequencies(void) {
     }
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* §12: hook order (chief-only, step counter, summary saver, checkpoint saver, user),
@@ -358,8 +358,8 @@ static void test_mts__both_frequencies(void) {
 static void test_mts__summary_dir_and_no_step_counter(void) {
     vg_status st;
     char dir[64], sdir[64];
-    ht_mkdtemp(dir, sizeof dir, "mts");
-    ht_mkdtemp(sdir, sizeof sdir, "mts");
+    tu_mkdtemp(dir, sizeof dir, "mts");
+    tu_mkdtemp(sdir, sizeof sdir, "mts");
     ht_clock_mock(1484695987.209386);
     ht_model m = ht_model_make();
     user_summary(&m);
@@ -389,8 +389,8 @@ static void test_mts__summary_dir_and_no_step_counter(void) {
     CHECK_EQ_INT(ht_ckpt_gs(dir), 4);
     vg_graph_free(m.g);
     ht_clock_restore();
-    ht_rmrf(dir);
-    ht_rmrf(sdir);
+    tu_rmrf(dir);
+    tu_rmrf(sdir);
 }
 
 int main(void) {

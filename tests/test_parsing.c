@@ -12,10 +12,6 @@
 #include <zlib.h>
 
 static char g_dir[64];
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
 
 static vg_output strings_const(vg_graph *g, const char *const *s, const size_t *lens, int64_t n, const char *name) {
     vg_status st;
@@ -608,8 +604,7 @@ static void test_mutated_compressed_files(void) {
 }
 
 int main(void) {
-    strcpy(g_dir, "/tmp/vg_parsing_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "parsing")[0]) return 1;
     RUN_TEST(test_example_bytes);
     RUN_TEST(test_example_decode_unpacked_and_last_wins);
     RUN_TEST(test_parse_example_batch);
@@ -623,6 +618,6 @@ int main(void) {
     RUN_TEST(test_decode_csv);
     RUN_TEST(test_tfrecord_writer_compression);
     RUN_TEST(test_mutated_compressed_files);
-    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmrf(g_dir);
     TEST_MAIN_END();
 }

@@ -12,10 +12,6 @@
 #include <unistd.h>
 
 static char g_dir[64];
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
 static void path_of(char *out, const char *name) { snprintf(out, 256, "%s/%s", g_dir, name); }
 
 static vg_output files_const(vg_graph *g, char (*files)[256], int n) {
@@ -379,14 +375,13 @@ static void test_monitored_session_ends_at_data_end(void) {
 }
 
 int main(void) {
-    strcpy(g_dir, "/tmp/vg_readers_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "readers")[0]) return 1;
     RUN_TEST(test_tfrecord_one_epoch);
     RUN_TEST(test_read_up_to_and_reset);
     RUN_TEST(test_fixed_length_hop_bytes);
     RUN_TEST(test_text_line_skip_header);
     RUN_TEST(test_whole_file_and_errors);
     RUN_TEST(test_monitored_session_ends_at_data_end);
-    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmrf(g_dir);
     TEST_MAIN_END();
 }

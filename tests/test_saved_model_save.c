@@ -21,8 +21,8 @@ static void test_save_load_half_plus_two(void) {
     CHECK_OK(vg_graph_status(g, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-    char dir[] = "/tmp/vg_sm_save_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64];
+    CHECK(tu_mkdtemp(dir, sizeof dir, "sm_save")[0] != 0);
     char exp[300];
     snprintf(exp, sizeof exp, "%s/00000123", dir);
     vg_signature_tensor in = {"x", x}, out = {"y", y};
@@ -115,9 +115,7 @@ static void test_save_load_half_plus_two(void) {
     CHECK(access(path, F_OK) == 0);
     snprintf(path, sizeof path, "%s/variables/variables.data-00000-of-00001", exp);
     CHECK(access(path, F_OK) == 0);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tu_rmrf(dir) == 0);
 }
 
 int main(void) {

@@ -45,7 +45,6 @@ static void report(char what, double ms) {
     if (write(g_pipe[1], msg, sizeof msg) < 0) _exit(7);
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) { return remove(p); }
 
 typedef struct model {
     vg_graph *g;
@@ -215,9 +214,8 @@ static void test_saver_crash__kill_anywhere(void) {
 }
 
 int main(void) {
-    strcpy(g_dir, "/tmp/vg_crash_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "crash")[0]) return 1;
     RUN_TEST(test_saver_crash__kill_anywhere);
-    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmrf(g_dir);
     TEST_MAIN_END();
 }

@@ -16,7 +16,6 @@
 #include "oom_util.h"
 
 static char g_dir[64];
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) { return remove(p); }
 
 static int count_temp_files(void) {
     DIR *d = opendir(g_dir);
@@ -230,12 +229,11 @@ static void test_oom__checkpoint_reader(void) {
 }
 
 int main(void) {
-    strcpy(g_dir, "/tmp/vg_saver_oom_XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (!tu_mkdtemp(g_dir, sizeof g_dir, "saver_oom")[0]) return 1;
     RUN_TEST(test_oom__export);
     RUN_TEST(test_oom__saver_new);
     RUN_TEST(test_oom__save_and_restore);
     RUN_TEST(test_oom__checkpoint_reader);
-    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmrf(g_dir);
     TEST_MAIN_END();
 }

@@ -470,7 +470,7 @@ static void test_session_manager__prepare_session_initializes(void) {
 static void test_session_manager__prepare_session_restores(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "sm");
+    tu_mkdtemp(dir, sizeof dir, "sm");
     sm_model m = sm_model_make();
     vg_saver_options so = VG_SAVER_OPTIONS_INIT;
     vg_saver *writer = vg_saver_new(m.g, &so, &st);
@@ -528,7 +528,7 @@ static void test_session_manager__prepare_session_restores(void) {
     vg_saver_free(writer);
     vg_saver_free(reader);
     vg_graph_free(m.g);
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* §8 readiness test: a ready op failing with FAILED_PRECONDITION "...uninitialized..."
@@ -576,7 +576,7 @@ static void test_session_manager__ready_op_failing_uninitialized(void) {
 static void test_session_manager__recover_session_without_checkpoint(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "sm");
+    tu_mkdtemp(dir, sizeof dir, "sm");
     sm_model m = sm_model_make();
     vg_saver *saver = vg_saver_new(m.g, NULL, &st);
     vg_session_manager *sm = sm_new(&m, true, -1);
@@ -609,7 +609,7 @@ static void test_session_manager__recover_session_without_checkpoint(void) {
     vg_session_manager_free(sm);
     vg_saver_free(saver);
     vg_graph_free(m.g);
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 100: no restore and nothing to initialize with */
@@ -722,7 +722,7 @@ static void test_session_manager__wait_for_session_ready(void) {
 static void test_session_creator__chief_restores(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "cr");
+    tu_mkdtemp(dir, sizeof dir, "cr");
     sm_model m = sm_model_make();
     init_probe ip = {&m, 0, 0};
     vg_scaffold_options so = VG_SCAFFOLD_OPTIONS_INIT;
@@ -756,14 +756,14 @@ static void test_session_creator__chief_restores(void) {
     c.destroy(c.payload);
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 96: checkpoint_dir and checkpoint_filename_with_path together */
 static void test_session_creator__chief_dir_and_filename(void) {
     vg_status st;
     char dir[64];
-    ht_mkdtemp(dir, sizeof dir, "cr");
+    tu_mkdtemp(dir, sizeof dir, "cr");
     sm_model m = sm_model_make();
     vg_session_creator c = ht_creator(m.g, NULL, dir, "/tmp/vg_no_such/model.ckpt-1", -1, true);
     CHECK(c.create_session != NULL);
@@ -781,7 +781,7 @@ static void test_session_creator__chief_dir_and_filename(void) {
     CHECK(ms == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     vg_graph_free(m.g);
-    ht_rmrf(dir);
+    tu_rmrf(dir);
 }
 
 /* item 97: MonitoredTrainingSession's max_wait_secs default (7200 s); vigil's
