@@ -1,5 +1,5 @@
 /* test_monitored_extra.c - checklist items of docs/tf1-semantics.md §1-§5 that
- * tests/test_monitored_session.c does not assert (2-6, 10, 24-26, 28, 30, 31, 35, 38,
+ * tests/monitored/test_monitored_session.c does not assert (2-6, 10, 24-26, 28, 30, 31, 35, 38,
  * 39, 44, 52, 70, 72, 76, 77), §5's hook-error table, quirks 27.2/27.8/27.9, and the
  * Coordinator / QueueRunner items no other test asserts (110, 115, 118): the run context,
  * pass-through without hooks, errors and the coordinator, recovery through run_step_fn,

@@ -1,11 +1,11 @@
 /* test_tf_saver.c - graph-mode cases of TF 1.15's tensorflow/python/training/saver_test.py
- * translated to C, those not already in tests/test_saver*.c. Each test names the TF
+ * translated to C, those not already in tests/train/test_saver*.c. Each test names the TF
  * method it translates; the values are the ones TF's assertions give.
  *
  * Already translated elsewhere: SaverTest.testInvalidPath, testSaveToNonexistingPath
- * (tests/test_saver.c: test_saver__value_errors), testSameName
- * (tests/test_saver_map.c), MetaGraphTest.testImportIntoNamescope
- * (tests/test_import_meta_graph.c).
+ * (tests/train/test_saver.c: test_saver__value_errors), testSameName
+ * (tests/train/test_saver_map.c), MetaGraphTest.testImportIntoNamescope
+ * (tests/graph/test_import_meta_graph.c).
  *
  * Not translated (no C form, or vigil has no such feature):
  *   CheckpointedOp parts of every test (saver_test_utils.CheckpointedOp): vigil has no
@@ -33,7 +33,7 @@
  *     (vigil/saver.h: sharded is accepted for parity, the graph is the unsharded one).
  *   CheckpointStateTest.testAbsPath, testRelPath, testAllModelCheckpointPaths,
  *     testUpdateCheckpointState: generate_checkpoint_state_proto / update_checkpoint_state
- *     have no public C API (the saver's state files are tests/test_saver.c's).
+ *     have no public C API (the saver's state files are tests/train/test_saver.c's).
  *   MetaGraphTest.testAddCollectionDef, testAddCollectionDefFails,
  *     testMultiSaverCollection, testClearExtraneousSavers, testStrippedOpListDef,
  *     testStripDefaultValuedAttrs, testImportIntoImplicitNamescope,

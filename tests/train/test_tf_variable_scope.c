@@ -1,6 +1,6 @@
 /* test_tf_variable_scope.c - the rest of TF 1.15's
  * tensorflow/python/kernel_tests/variable_scope_test.py, in graph mode: every case C can
- * express that tests/test_variable_scope.c and tests/test_naming_scopes.c do not already
+ * express that tests/train/test_variable_scope.c and tests/graph/test_naming_scopes.c do not already
  * translate in full. Each test cites the TF test it translates; expected names and
  * values are the ones in TF's assertions.
  *
@@ -20,7 +20,7 @@
  * testGetVariableScope, testVarScopeNameScope, testVarScopeObjectReuse,
  * testVarOpScopeUniqueNamesWithJump, testVarScopeOuterScope, testVarOpScopeReuseError,
  * testNoSideEffectsWithIdentityCustomGetter, testNestedCustomGetters
- * (tests/test_naming_scopes.c, tests/test_variable_scope.c).
+ * (tests/graph/test_naming_scopes.c, tests/train/test_variable_scope.c).
  *
  * Not translated, and why:
  * - Eager only: testGetVariableInGraphNestedUnderEagerContext, testEagerVariableStore,

@@ -11,14 +11,14 @@
  *     kept by vigil (one CPU device).
  *   testVariableDefInitializedInstances, testTrainableInProto: Variable(variable_def=...)
  *     / to_proto() have no C API (the VariableDef round trip through a MetaGraphDef is
- *     tests/test_import_meta_graph.c's).
+ *     tests/graph/test_import_meta_graph.c's).
  *   testInitialization's var._shared_name: a Python property (the VariableV2 op's name
  *     is asserted instead).
  *   ObsoleteIsInitializedTest.testNoVars: assert_variables_initialized() returns None
  *     (nothing is built), nothing to assert in C.
  *   PartitionedVariableTest (all): vigil has no PartitionedVariable / SaveSliceInfo.
  *   VariableContainerTest.testContainer: vigil has no ops.container() scope (VariableV2's
- *     "container" attr is always "": tests/test_state_ops.c).
+ *     "container" attr is always "": tests/kernels/test_state_ops.c).
  *   testCollectionsWithScope: get_collection's scope filter has no C API; the names it
  *     would match and the collections' order are asserted.
  *   "ObjectWithName..." (named in the brief): no such class in TF 1.15's variables_test.py.
