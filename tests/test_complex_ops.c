@@ -104,15 +104,26 @@ static void test_make_errors(void) {
     CHECK_CODE(vg_graph_status(g, NULL), VG_INVALID_ARGUMENT);
     vg_graph_free(g);
     g = vg_graph_new();
-    vg_output f = cst(g, VG_FLOAT, NULL, 0, (const double[]){1});
-    CHECK(vg_real(g, f, NULL).op == NULL); /* the op takes complex only */
+    vg_output f = cst(g, VG_FLOAT, NULL, 0, (const double[]){1.5});
+    CHECK(vg_angle(g, f, NULL).op == NULL); /* the op takes complex only */
     CHECK_CODE(vg_graph_status(g, NULL), VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+    /* math_ops.real / conj of a real tensor: the tensor; imag: zeros */
+    g = vg_graph_new();
+    f = cst(g, VG_FLOAT, NULL, 0, (const double[]){1.5});
+    CHECK(vg_real(g, f, NULL).op == f.op && vg_conj(g, f, NULL).op == f.op);
+    expect(run(g, vg_imag(g, f, NULL)), VG_FLOAT, NULL, 0, (const double[]){0});
     vg_graph_free(g);
     /* Abs, Maximum and Greater take no complex (TF's op defs) */
     const double one[2] = {1, 1};
     g = vg_graph_new();
-    vg_output z = ccst(g, VG_COMPLEX64, NULL, 0, one);
-    CHECK(vg_abs(g, z, NULL).op == NULL);
+    vg_output z = ccst(g, VG_COMPLEX64, NULL, 0, (const double[]){3, -4});
+    vg_output a = vg_abs(g, z, NULL); /* tf.abs on complex: ComplexAbs, real output */
+    CHECK(a.op && !strcmp(vg_op_type(a.op), "ComplexAbs"));
+    expect(run(g, a), VG_FLOAT, NULL, 0, (const double[]){5});
+    vg_op_builder *bd = vg_op_builder_new(g, "Abs", NULL); /* the raw Abs op refuses complex */
+    vg_op_builder_add_input(bd, z);
+    CHECK(vg_op_builder_finish(bd) == NULL);
     vg_graph_free(g);
     g = vg_graph_new();
     z = ccst(g, VG_COMPLEX64, NULL, 0, one);
@@ -230,6 +241,50 @@ static void test_array_ops(void) {
             (const double complex[]){w[4], w[5]}, 0);
     cexpect(run(g, vg_zeros_like(g, x, NULL)), VG_COMPLEX128, 6, (const double complex[]){0, 0, 0, 0, 0, 0}, 0);
     cexpect(run(g, vg_ones_like(g, x, NULL)), VG_COMPLEX128, 6, (const double complex[]){1, 1, 1, 1, 1, 1}, 0);
+    vg_graph_free(g);
+}
+
+/* More array ops on complex128 (16-byte elements): Tile, GatherV2, StridedSlice,
+ * ReverseV2, Pad, ExpandDims, Squeeze, Fill, Select, BroadcastTo, GatherNd, Diag. */
+static void test_array_ops_more(void) {
+    vg_graph *g = vg_graph_new();
+    int64_t d[2] = {2, 3};
+    double v[12];
+    double complex w[6];
+    for (int i = 0; i < 6; i++) v[2 * i] = i + 1, v[2 * i + 1] = 0.5 * i, w[i] = (i + 1) + 0.5 * i * I;
+    vg_output x = ccst(g, VG_COMPLEX128, d, 2, v);
+    cexpect(run(g, vg_tile(g, x, vg_const_i32_vec(g, (const int32_t[]){1, 2}, 2, NULL), NULL)), VG_COMPLEX128, 12,
+            (const double complex[]){w[0], w[1], w[2], w[0], w[1], w[2], w[3], w[4], w[5], w[3], w[4], w[5]}, 0);
+    cexpect(run(g, vg_gather(g, x, vg_const_i32_vec(g, (const int32_t[]){2, 0}, 2, NULL), 1, NULL)), VG_COMPLEX128, 4,
+            (const double complex[]){w[2], w[0], w[5], w[3]}, 0);
+    cexpect(run(g, vg_strided_slice_c(g, x, (const int32_t[]){0, 2}, (const int32_t[]){2, -4}, (const int32_t[]){1, -2},
+                                      2, NULL, NULL)),
+            VG_COMPLEX128, 4, (const double complex[]){w[2], w[0], w[5], w[3]}, 0);
+    cexpect(run(g, vg_reverse_c(g, x, (const int32_t[]){0}, 1, NULL)), VG_COMPLEX128, 6,
+            (const double complex[]){w[3], w[4], w[5], w[0], w[1], w[2]}, 0);
+    vg_output pads = vg_const_array(g, VG_INT32, (const int64_t[]){2, 2}, 2, (const int32_t[]){0, 1, 1, 0}, NULL);
+    cexpect(run(g, vg_pad(g, x, pads, NULL)), VG_COMPLEX128, 12,
+            (const double complex[]){0, w[0], w[1], w[2], 0, w[3], w[4], w[5], 0, 0, 0, 0}, 0);
+    vg_tensor *e = run(g, vg_squeeze(g, vg_expand_dims(g, x, 1, NULL), (const int32_t[]){1}, 1, NULL));
+    CHECK(e && vg_tensor_ndims(e) == 2);
+    cexpect(e, VG_COMPLEX128, 6, w, 0);
+    vg_output one = ccst(g, VG_COMPLEX128, NULL, 0, (const double[]){2, -1});
+    cexpect(run(g, vg_fill(g, vg_const_i32_vec(g, (const int32_t[]){3}, 1, NULL), one, NULL)), VG_COMPLEX128, 3,
+            (const double complex[]){2 - I, 2 - I, 2 - I}, 0);
+    vg_tensor *bt = vg_tensor_new(VG_BOOL, d, 2, NULL);
+    bool *b = vg_tensor_data(bt);
+    for (int i = 0; i < 6; i++) b[i] = i % 2;
+    vg_output cond = vg_const(g, bt, NULL);
+    vg_tensor_free(bt);
+    vg_output zeros = vg_zeros_like(g, x, NULL);
+    cexpect(run(g, vg_select(g, cond, x, zeros, NULL)), VG_COMPLEX128, 6, (const double complex[]){0, w[1], 0, w[3], 0, w[5]},
+            0);
+    cexpect(run(g, vg_broadcast_to_c(g, one, (const int64_t[]){2}, 1, NULL)), VG_COMPLEX128, 2,
+            (const double complex[]){2 - I, 2 - I}, 0);
+    vg_output idx = vg_const_array(g, VG_INT32, (const int64_t[]){2, 2}, 2, (const int32_t[]){1, 2, 0, 1}, NULL);
+    cexpect(run(g, vg_gather_nd(g, x, idx, NULL)), VG_COMPLEX128, 2, (const double complex[]){w[5], w[1]}, 0);
+    vg_output z64 = ccst(g, VG_COMPLEX64, (const int64_t[]){2}, 1, (const double[]){1, 2, 3, 4});
+    cexpect(run(g, vg_diag(g, z64, NULL)), VG_COMPLEX64, 4, (const double complex[]){1 + 2 * I, 0, 0, 3 + 4 * I}, 0);
     vg_graph_free(g);
 }
 
@@ -439,6 +494,7 @@ int main(void) {
     RUN_TEST(test_cast);
     RUN_TEST(test_reductions);
     RUN_TEST(test_array_ops);
+    RUN_TEST(test_array_ops_more);
     RUN_TEST(test_graphdef_roundtrip);
     RUN_TEST(test_checkpoint);
     RUN_TEST(test_gradients);

@@ -310,10 +310,12 @@ VG_API vg_op *vg_assert_type(vg_graph *g, vg_output x, vg_dtype dt, const char *
 /* ---- complex numbers (src/kernels/complex_ops.c) and FFTs (src/kernels/fft_ops.c) -- */
 /* Complex(real, imag): float -> complex64, double -> complex128, NumPy broadcasting.
  * Real, Imag, Angle (atan2(imag, real)), ComplexAbs (|x|): complex -> its real type;
- * Conj: complex -> complex. They take complex inputs only (INVALID_ARGUMENT otherwise;
- * tf.math.real of a real tensor is the tensor itself: don't build the op). Gradients as
- * TF's math_grad.py. Element-wise Add/Sub/Mul/RealDiv/Neg/Square/Sqrt/Rsqrt/Exp/Log/
- * Reciprocal, AddN, Sum/Mean/Prod, Cast and the shape ops also take complex tensors. */
+ * Conj: complex -> complex. As TF's Python wrappers, vg_real and vg_conj of a real
+ * tensor return it unchanged and vg_imag gives zeros_like; Angle and ComplexAbs take
+ * complex only (INVALID_ARGUMENT), and vg_abs of a complex tensor builds ComplexAbs
+ * (tf.abs). Gradients as TF's math_grad.py. Element-wise Add/Sub/Mul/RealDiv/Neg/
+ * Square/Sqrt/Rsqrt/Exp/Log/Reciprocal, Equal/NotEqual, AddN, Sum/Mean/Prod, Cast and
+ * the shape ops also take complex tensors (not Abs/Sign/Maximum/comparisons/Pow). */
 VG_API vg_output vg_complex(vg_graph *g, vg_output real, vg_output imag, const char *name);
 VG_API vg_output vg_real(vg_graph *g, vg_output x, const char *name);
 VG_API vg_output vg_imag(vg_graph *g, vg_output x, const char *name);

@@ -226,9 +226,21 @@ static vg_output build1(vg_graph *g, const char *type, vg_output x, const char *
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
-vg_output vg_real(vg_graph *g, vg_output x, const char *name) { return build1(g, "Real", x, name); }
-vg_output vg_imag(vg_graph *g, vg_output x, const char *name) { return build1(g, "Imag", x, name); }
-vg_output vg_conj(vg_graph *g, vg_output x, const char *name) { return build1(g, "Conj", x, name); }
+/* math_ops.real / imag / conj: on a real (float or integer) tensor real and conj return
+ * x itself and imag zeros_like(x), as TF's Python wrappers. */
+static bool real_numeric(vg_output x) {
+    vg_dtype dt = vg_output_dtype(x);
+    return x.op && (unsigned)dt < 32 && ((VG__M_NUM | VG__M(VG_UINT8) | VG__M(VG_HALF)) & VG__M(dt));
+}
+vg_output vg_real(vg_graph *g, vg_output x, const char *name) {
+    return real_numeric(x) ? x : build1(g, "Real", x, name);
+}
+vg_output vg_imag(vg_graph *g, vg_output x, const char *name) {
+    return real_numeric(x) ? vg_zeros_like(g, x, name) : build1(g, "Imag", x, name);
+}
+vg_output vg_conj(vg_graph *g, vg_output x, const char *name) {
+    return real_numeric(x) ? x : build1(g, "Conj", x, name);
+}
 vg_output vg_angle(vg_graph *g, vg_output x, const char *name) { return build1(g, "Angle", x, name); }
 vg_output vg_complex_abs(vg_graph *g, vg_output x, const char *name) { return build1(g, "ComplexAbs", x, name); }
 

@@ -756,7 +756,11 @@ static vg_code kernel_select(vg__kctx *ctx) {
             memcpy((char *)ov + (size_t)r * row, (const char *)(cv[r] ? tv : ev) + (size_t)r * row, row);
         return VG_OK;
     }
-    if (esz != 1 && esz != 4 && esz != 8) return vg__math_check_dtype("'then'", vg_tensor_dtype(t), VG__M_EQ, st);
+    if (esz != 1 && esz != 4 && esz != 8) { /* half, complex128: element copies */
+        for (int64_t i = 0; i < n; i++)
+            memcpy((char *)ov + (size_t)i * esz, (const char *)(cv[i] ? tv : ev) + (size_t)i * esz, esz);
+        return VG_OK;
+    }
     select_job j = {cv, tv, ev, ov, esz};
     if (n < 32768) select_range(&j, 0, n);
     else vg__kctx_parallel_for(ctx, n, 2, select_range, &j);
@@ -1139,7 +1143,11 @@ vg_output vg_sqrt(vg_graph *g, vg_output x, const char *name) { return build1(g,
 vg_output vg_rsqrt(vg_graph *g, vg_output x, const char *name) { return build1(g, "Rsqrt", x, name); }
 vg_output vg_exp(vg_graph *g, vg_output x, const char *name) { return build1(g, "Exp", x, name); }
 vg_output vg_log(vg_graph *g, vg_output x, const char *name) { return build1(g, "Log", x, name); }
-vg_output vg_abs(vg_graph *g, vg_output x, const char *name) { return build1(g, "Abs", x, name); }
+vg_output vg_abs(vg_graph *g, vg_output x, const char *name) { /* tf.abs: ComplexAbs on complex */
+    vg_dtype dt = x.op ? vg_output_dtype(x) : VG_DTYPE_INVALID;
+    if (dt == VG_COMPLEX64 || dt == VG_COMPLEX128) return vg_complex_abs(g, x, name);
+    return build1(g, "Abs", x, name);
+}
 vg_output vg_sign(vg_graph *g, vg_output x, const char *name) { return build1(g, "Sign", x, name); }
 vg_output vg_reciprocal(vg_graph *g, vg_output x, const char *name) { return build1(g, "Reciprocal", x, name); }
 vg_output vg_is_finite(vg_graph *g, vg_output x, const char *name) { return build1(g, "IsFinite", x, name); }
