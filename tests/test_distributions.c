@@ -536,11 +536,28 @@ static void test_beta(void) {
         CHECK(fabs(v - 1 / 18.0) < 0.002);
     }
     vg_tensor_free(t);
-    vg_output cdf = vg_distribution_cdf(bt, c1d(g, VG_DOUBLE, 3, x), NULL);
+    /* testBetaCdf: I_x(1, b) = 1 - (1 - x)^b, I_x(a, 1) = x^a, I_x(2, 2) = 3x^2 - 2x^3,
+     * x broadcast against the batch */
+    vg_distribution *bc = vg_beta(g, c1d(g, VG_DOUBLE, 3, (double[]){1, 2.5, 2}), c1d(g, VG_DOUBLE, 3, (double[]){2, 1, 2}),
+                                  false, NULL);
+    int64_t d23[2] = {2, 3};
+    double xc[2] = {0.3, 0.75}, ec[6];
+    for (int r = 0; r < 2; r++) {
+        ec[r * 3] = 1 - pow(1 - xc[r], 2);
+        ec[r * 3 + 1] = pow(xc[r], 2.5);
+        ec[r * 3 + 2] = 3 * xc[r] * xc[r] - 2 * pow(xc[r], 3);
+    }
+    int64_t d21[2] = {2, 1};
+    expect_tol(run(g, vg_distribution_cdf(bc, cst(g, VG_DOUBLE, d21, 2, xc), NULL)), VG_DOUBLE, d23, 2, ec, 1e-12);
+    vg_distribution_free(bc);
+    /* Bernoulli has no cdf in TF 1.15: NotImplementedError's text */
+    vg_distribution *bn = vg_bernoulli(g, NONE, vg_const_f64(g, 0.5, NULL), VG_DTYPE_INVALID, false, NULL);
+    vg_output cdf = vg_distribution_cdf(bn, vg_const_i32(g, 1, NULL), NULL);
     vg_status st;
     CHECK(cdf.op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_UNIMPLEMENTED);
-    CHECK_STR_CONTAINS(st.msg, "cdf is not implemented: Beta");
+    CHECK_STR_CONTAINS(st.msg, "cdf is not implemented: Bernoulli");
+    vg_distribution_free(bn);
     vg_distribution_free(bt), vg_distribution_free(b2), vg_distribution_free(bs);
     vg_graph_free(g);
 

@@ -1,10 +1,12 @@
-/* test_gamma_ops.c - Lgamma, Digamma, Polygamma, RandomGamma and RandomGammaGrad
+/* test_gamma_ops.c - Lgamma, Digamma, Polygamma, Betainc, RandomGamma and RandomGammaGrad
  * (src/kernels/gamma_ops.c): values against closed forms (lgamma(1/2) = log sqrt(pi),
  * psi(1) = -Euler's gamma, psi_1(1) = pi^2/6, psi_2(1) = -2 zeta(3), psi_3(1) = pi^4/15,
  * the recurrences psi_n(x + 1) = psi_n(x) + (-1)^(n+1) n! / x^(n+1) and the poles), TF's
  * NaN rules for Polygamma, finite-difference gradients (math_grad.py's _LgammaGrad,
  * _DigammaGrad, _PolygammaGrad), RandomGamma's moments and seeds (TF 1.15's
  * random_gamma_test.py testMomentsFloat32/64, testShape, testPositive, same seeds) and
+ * Betainc (betainc_op_test.py: closed forms and Simpson's rule instead of scipy, the
+ * gradient w.r.t. x), and
  * RandomGammaGrad against the implicit derivative -(dP(alpha, x)/dalpha) / pdf with
  * P computed here by its own series and a central difference in alpha (random_grad_test.py
  * RandomGammaGradTest.testCompareToImplicitDerivative, which uses scipy's gammainc). */
@@ -336,6 +338,63 @@ static void test_random_gamma_grad(void) {
     vg_graph_free(g);
 }
 
+/* I_x(a, b) by composite Simpson on the (smooth for a, b >= 2) integrand. */
+static double betainc_simpson(double a, double b, double x) {
+    const int n = 20000;
+    double h = x / n, sum = 0, lb = lgamma(a) + lgamma(b) - lgamma(a + b);
+    for (int i = 0; i <= n; i++) {
+        double t = i * h, f = (t == 0) ? 0 : exp((a - 1) * log(t) + (b - 1) * log1p(-t) - lb);
+        sum += f * (i == 0 || i == n ? 1 : (i % 2 ? 4 : 2));
+    }
+    return sum * h / 3;
+}
+
+static void test_betainc(void) {
+    /* betainc_op_test.py compares with scipy.special.betainc; here closed forms:
+     * I_x(1, b) = 1 - (1 - x)^b, I_x(a, 1) = x^a, I_x(2, 2) = 3x^2 - 2x^3, I_1/2(a, a) = 1/2,
+     * Simpson's rule for a = 3.5, b = 2.5, the endpoints and Eigen's NaN domain */
+    vg_dtype dts[2] = {VG_FLOAT, VG_DOUBLE};
+    for (int k = 0; k < 2; k++) {
+        double tol = k == 0 ? 3e-6 : 1e-11;
+        vg_graph *g = vg_graph_new();
+        int64_t d[1] = {11};
+        double a[11] = {1, 2.5, 2, 7.3, 3.5, 3.5, 2, 2, -1, 2, 2};
+        double b[11] = {3, 1, 2, 7.3, 2.5, 2.5, 3, 3, 1, 0, 2};
+        double x[11] = {0.4, 0.6, 0.25, 0.5, 0.3, 0.9, 0, 1, 0.5, 0.5, 1.5};
+        double e[11] = {1 - pow(0.6, 3), pow(0.6, 2.5), 3 * 0.0625 - 2 * pow(0.25, 3), 0.5,
+                        betainc_simpson(3.5, 2.5, 0.3), betainc_simpson(3.5, 2.5, 0.9), 0, 1, NAN, NAN, NAN};
+        expect_tol(run(g, vg_betainc(g, cst(g, dts[k], d, 1, a), cst(g, dts[k], d, 1, b), cst(g, dts[k], d, 1, x), NULL)),
+                   dts[k], d, 1, e, tol);
+        vg_graph_free(g);
+    }
+    /* scalars broadcast; differing non-scalar shapes are refused */
+    vg_graph *g = vg_graph_new();
+    int64_t d3[1] = {3}, d2[1] = {2};
+    double bv[3] = {1, 2, 3}, xv[3] = {0.5, 0.5, 0.5}, e[3] = {0.5, 0.75, 0.875};
+    expect_tol(run(g, vg_betainc(g, vg_const_f64(g, 1, NULL), cst(g, VG_DOUBLE, d3, 1, bv), cst(g, VG_DOUBLE, d3, 1, xv),
+                                 NULL)),
+               VG_DOUBLE, d3, 1, e, 1e-12);
+    vg_output bad = vg_betainc(g, cst(g, VG_DOUBLE, d3, 1, bv), cst(g, VG_DOUBLE, d2, 1, bv), vg_const_f64(g, 0.5, NULL), NULL);
+    vg_status st;
+    CHECK(bad.op == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Shapes of a, b, and x must be consistent");
+    vg_graph_free(g);
+    /* testBetaIncGradient: w.r.t. x by finite differences; None for a and b */
+    g = vg_graph_new();
+    double av[3] = {0.5, 1.5, 2.5}, bb[3] = {2.0, 0.7, 3.0}, xx[3] = {0.2, 0.5, 0.8};
+    vg_tensor *tx;
+    vg_output px = ph(g, VG_DOUBLE, d3, 1, xx, &tx);
+    vg_output ca = cst(g, VG_DOUBLE, d3, 1, av), cb = cst(g, VG_DOUBLE, d3, 1, bb);
+    CHECK_EQ_INT(vg_gradcheck(g, &px, &tx, 1, vg_betainc(g, ca, cb, px, NULL), 1e-6, 1e-6), 0);
+    vg_output y = vg_reduce_sum(g, vg_betainc(g, ca, cb, px, NULL), NULL, -1, false, NULL);
+    vg_output wrt[2] = {ca, px}, dx[2];
+    CHECK_OK(vg_gradients(g, &y, 1, wrt, 2, NULL, dx, &st), &st);
+    CHECK(dx[0].op == NULL && dx[1].op != NULL);
+    vg_tensor_free(tx);
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_lgamma_digamma_values);
     RUN_TEST(test_polygamma_values);
@@ -343,5 +402,6 @@ int main(void) {
     RUN_TEST(test_random_gamma_moments);
     RUN_TEST(test_random_gamma_seeds_and_shapes);
     RUN_TEST(test_random_gamma_grad);
+    RUN_TEST(test_betainc);
     TEST_MAIN_END();
 }

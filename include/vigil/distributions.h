@@ -22,7 +22,7 @@
  * output return {NULL, 0}, constructors NULL): VG_INVALID_ARGUMENT for parameters of
  * differing or non-float dtypes, a missing parameter, both or neither of logits/probs
  * ("Must pass probs or logits, but not both."), unknown ranks, or a negative n;
- * VG_UNIMPLEMENTED "cdf is not implemented: Beta" for a method the kind lacks (as TF's
+ * VG_UNIMPLEMENTED "cdf is not implemented: Bernoulli" for a method the kind lacks (as TF's
  * NotImplementedError) and for kl_divergence of an unregistered pair ("No
  * KL(distribution_a || distribution_b) registered for distribution_a type Normal and
  * distribution_b type Uniform"); VG_RESOURCE_EXHAUSTED when out of memory. With
@@ -69,7 +69,7 @@ VG_API vg_distribution *vg_normal(vg_graph *g, vg_output loc, vg_output scale, b
 /* tf.distributions.Bernoulli(logits=, probs=): exactly one of logits / probs ({NULL, 0} =
  * not given); the other is derived (sigmoid(logits), or log(p) - log1p(-p)). Samples
  * have dtype dtype (VG_DTYPE_INVALID = TF's int32). validate_args with probs: probs in
- * [0, 1]. */
+ * [0, 1] (assert_non_negative, assert_less_equal "probs has components greater than 1."). */
 VG_API vg_distribution *vg_bernoulli(vg_graph *g, vg_output logits, vg_output probs, vg_dtype dtype,
                                      bool validate_args, const char *name);
 /* tf.distributions.Categorical(logits=, probs=): [..., K] (event shape [], batch
@@ -99,7 +99,7 @@ VG_API vg_distribution *vg_dirichlet(vg_graph *g, vg_output concentration, bool 
 /* Frees d (the graph and its ops stay). NULL is a no-op. */
 VG_API void vg_distribution_free(vg_distribution *d);
 
-/* ---- properties --------------------------------------------------------------------- */
+/* ---- properties (d NULL: "", VG_DTYPE_INVALID, false, unknown shapes; the kind needs a d) */
 VG_API vg_distribution_kind vg_distribution_get_kind(const vg_distribution *d);
 /* The name scope ("Normal_1"), borrowed from d. */
 VG_API const char *vg_distribution_name(const vg_distribution *d);
@@ -120,8 +120,7 @@ VG_API vg_shape vg_distribution_event_shape(const vg_distribution *d);
 VG_API vg_output vg_distribution_sample(vg_distribution *d, int64_t n, int64_t seed, const char *name);
 VG_API vg_output vg_distribution_log_prob(vg_distribution *d, vg_output x, const char *name);
 VG_API vg_output vg_distribution_prob(vg_distribution *d, vg_output x, const char *name);
-/* Normal and Uniform only (TF's Beta cdf needs Betainc, which vigil lacks; the other
- * kinds have none in TF 1.15): VG_UNIMPLEMENTED otherwise. */
+/* Normal, Uniform and Beta (Betainc) only, as TF 1.15: VG_UNIMPLEMENTED otherwise. */
 VG_API vg_output vg_distribution_cdf(vg_distribution *d, vg_output x, const char *name);
 VG_API vg_output vg_distribution_entropy(vg_distribution *d, const char *name);
 /* mean / variance / stddev: all kinds but Categorical (as TF 1.15). mode: all but Uniform;

@@ -199,6 +199,11 @@ VG_API vg_output vg_polygamma(vg_graph *g, vg_output a, vg_output x, const char 
  * through RandomGammaGrad (implicit reparameterization). */
 VG_API vg_output vg_random_gamma(vg_graph *g, vg_output shape, vg_output alpha, vg_output beta, int64_t seed,
                                  const char *name);
+/* tf.math.betainc(a, b, x): the regularized incomplete beta function I_x(a, b); a, b and x
+ * of one float dtype and one shape, or scalars (else INVALID_ARGUMENT "Shapes of a, b,
+ * and x must be consistent"); NaN outside a, b > 0, 0 <= x <= 1. Gradient w.r.t. x only
+ * (TF's _BetaincGrad). */
+VG_API vg_output vg_betainc(vg_graph *g, vg_output a, vg_output b, vg_output x, const char *name);
 /* The raw RandomGammaGrad(alpha, sample) op: d sample / d alpha for sample ~
  * Gamma(alpha, 1), broadcast; not differentiable itself (as TF). */
 VG_API vg_output vg_random_gamma_grad(vg_graph *g, vg_output alpha, vg_output sample, const char *name);

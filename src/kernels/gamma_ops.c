@@ -23,10 +23,14 @@
  *     computed by forward-mode differentiation of the incomplete-gamma series
  *     (sample <= 1 or sample <= alpha) or continued fraction, with the pdf divided out
  *     analytically (as Eigen's gamma_sample_der_alpha: 0 at sample 0, NaN for
- *     alpha <= 0 or sample < 0). Broadcasting; no gradient (as TF).
+ *     alpha <= 0 or sample < 0). Broadcasting; no gradient (as TF);
+ *   - Betainc(a, b, x): the regularized incomplete beta function I_x(a, b) by its
+ *     continued fraction (NaN outside a, b > 0, 0 <= x <= 1, as Eigen's betainc); a, b
+ *     and x of one shape, or scalars (TF's BetaincOp).
  * Gradients as TF's math_grad.py / random_grad.py:
  *   Lgamma: dy * digamma(x)      Digamma: dy * polygamma(1, x)
  *   Polygamma: (None, sum_rx(dy * polygamma(a + 1, x)))
+ *   Betainc: (None, None, sum_rx(dy * x^(a-1) (1-x)^(b-1) / B(a, b)))
  *   RandomGamma: (None, reduce_sum(dy * RandomGammaGrad(alpha reshaped with leading unit
  *   dims, sample), axes = range(rank of the sample shape))).
  */
@@ -157,6 +161,48 @@ static double gamma_sample_der_alpha(double a, double x) {
     return -(x / a) * (sum.v * (log(x) - digamma_d(a + 1)) + sum.d);
 }
 
+/* Regularized incomplete beta I_x(a, b) (Eigen's betainc rules: NaN for a <= 0, b <= 0,
+ * x outside [0, 1] or NaN; 0 at x = 0, 1 at x = 1): the continued fraction (modified
+ * Lentz) of I_x(a, b), or of 1 - I_(1-x)(b, a) when x > (a + 1) / (a + b + 2). */
+static double betacf(double a, double b, double x) {
+    const double tiny = 1e-300, eps = 1e-16;
+    double qab = a + b, qap = a + 1, qam = a - 1;
+    double c = 1, d = 1 - qab * x / qap;
+    if (fabs(d) < tiny) d = tiny;
+    d = 1 / d;
+    double h = d;
+    for (int m = 1; m <= 3000; m++) {
+        int m2 = 2 * m;
+        double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1 + aa * d;
+        if (fabs(d) < tiny) d = tiny;
+        c = 1 + aa / c;
+        if (fabs(c) < tiny) c = tiny;
+        d = 1 / d;
+        h *= d * c;
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1 + aa * d;
+        if (fabs(d) < tiny) d = tiny;
+        c = 1 + aa / c;
+        if (fabs(c) < tiny) c = tiny;
+        d = 1 / d;
+        double del = d * c;
+        h *= del;
+        if (fabs(del - 1) < eps) break;
+    }
+    return h;
+}
+
+static double betainc_d(double a, double b, double x) {
+    if (isnan(a) || isnan(b) || isnan(x) || a <= 0 || b <= 0 || x < 0 || x > 1) return NAN;
+    if (x == 0) return 0;
+    if (x == 1) return 1;
+    int sg;
+    double lbt = lgamma_r(a + b, &sg) - lgamma_r(a, &sg) - lgamma_r(b, &sg) + a * log(x) + b * log1p(-x);
+    if (x < (a + 1) / (a + b + 2)) return exp(lbt) * betacf(a, b, x) / a;
+    return 1 - exp(lbt) * betacf(b, a, 1 - x) / b;
+}
+
 /* ---- Lgamma, Digamma ------------------------------------------------------------- */
 
 static float lgamma_f(float x) {
@@ -191,6 +237,85 @@ static vg_code shape_polygamma(vg_op *op, vg_status *st) { return vg__ew_bcast_s
 static vg_code kernel_polygamma(vg__kctx *ctx) { return vg__ew_bcast_kernel(ctx, &t_polygamma, false); }
 static vg_code shape_rgg(vg_op *op, vg_status *st) { return vg__ew_bcast_shape(op, &t_rgg, st); }
 static vg_code kernel_rgg(vg__kctx *ctx) { return vg__ew_bcast_kernel(ctx, &t_rgg, false); }
+
+/* ---- Betainc(a, b, x): same shapes, or scalars broadcast (as TF's BetaincOp) ------ */
+
+static vg_code shape_betainc(vg_op *op, vg_status *st) {
+    vg_dtype t = vg__op_input_dtype(op, 0);
+    if (t != VG_FLOAT && t != VG_DOUBLE)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Betainc: a has dtype %s (float or double)", vg_dtype_name(t));
+    for (int i = 1; i < 3; i++)
+        if (vg__op_input_dtype(op, i) != t)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Betainc: a, b and x must have one dtype, got %s and %s",
+                                 vg_dtype_name(t), vg_dtype_name(vg__op_input_dtype(op, i)));
+    vg__op_set_default_attr_type(op, "T", t);
+    vg_shape out = vg_shape_make(NULL, 0);
+    bool unknown = false;
+    for (int i = 0; i < 3; i++) {
+        vg_shape s = vg__op_input_shape(op, i);
+        if (s.ndims < 0) {
+            unknown = true;
+            continue;
+        }
+        if (s.ndims == 0) continue;
+        if (out.ndims == 0) {
+            out = s;
+            continue;
+        }
+        bool ok = out.ndims == s.ndims;
+        for (int k = 0; ok && k < s.ndims; k++)
+            if (out.dims[k] >= 0 && s.dims[k] >= 0 && out.dims[k] != s.dims[k]) ok = false;
+        if (!ok) {
+            char b1[128], b2[128];
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Shapes of a, b, and x must be consistent: %s vs. %s",
+                                 vg_shape_str(&out, b1, sizeof b1), vg_shape_str(&s, b2, sizeof b2));
+        }
+    }
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, t, unknown && out.ndims == 0 ? vg_shape_unknown() : out);
+    return VG_OK;
+}
+
+static vg_code kernel_betainc(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *in[3] = {vg__kctx_input(ctx, 0), vg__kctx_input(ctx, 1), vg__kctx_input(ctx, 2)};
+    const vg_tensor *big = NULL;
+    for (int i = 0; i < 3; i++) {
+        if (vg_tensor_ndims(in[i]) == 0) continue;
+        if (!big) {
+            big = in[i];
+            continue;
+        }
+        bool same = vg_tensor_ndims(big) == vg_tensor_ndims(in[i]);
+        for (int k = 0; same && k < vg_tensor_ndims(big); k++) same = vg_tensor_dim(big, k) == vg_tensor_dim(in[i], k);
+        if (!same) {
+            vg_shape s1 = vg_tensor_shape(in[0]), s2 = vg_tensor_shape(in[1]), s3 = vg_tensor_shape(in[2]);
+            char b1[128], b2[128], b3[128];
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Shapes of a, b, and x are inconsistent: %s vs. %s vs. %s",
+                                 vg_shape_str(&s1, b1, sizeof b1), vg_shape_str(&s2, b2, sizeof b2),
+                                 vg_shape_str(&s3, b3, sizeof b3));
+        }
+    }
+    vg_dtype t = vg_tensor_dtype(in[0]);
+    int64_t dims[VG_MAX_DIMS];
+    int nd = big ? vg_tensor_ndims(big) : 0;
+    for (int k = 0; k < nd; k++) dims[k] = vg_tensor_dim(big, k);
+    vg_tensor *o;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, t, dims, nd, &o);
+    if (c != VG_OK) return c;
+    int64_t n = vg_tensor_num_elements(o);
+    for (int64_t i = 0; i < n; i++) {
+        double v[3];
+        for (int k = 0; k < 3; k++) {
+            int64_t j = vg_tensor_ndims(in[k]) == 0 ? 0 : i;
+            v[k] = t == VG_FLOAT ? ((const float *)vg_tensor_data(in[k]))[j] : ((const double *)vg_tensor_data(in[k]))[j];
+        }
+        double r = betainc_d(v[0], v[1], v[2]);
+        if (t == VG_FLOAT) ((float *)vg_tensor_data(o))[i] = (float)r;
+        else ((double *)vg_tensor_data(o))[i] = r;
+    }
+    return VG_OK;
+}
 
 /* ---- RandomGamma ----------------------------------------------------------------- */
 
@@ -391,12 +516,38 @@ static vg_code grad_random_gamma(vg_graph *g, vg_op *op, const vg_output *dy, vg
     return vg_graph_status(g, NULL);
 }
 
+static vg_code grad_betainc(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    /* math_grad.py _BetaincGrad: w.r.t. x only, exp((b-1) log(1-x) + (a-1) log(x) - lbeta) */
+    vg_output a = vg_op_input(op, 0), b = vg_op_input(op, 1), x = vg_op_input(op, 2);
+    vg_output sa = vg_shape_op(g, a, VG_INT32, "Shape"), sx = vg_shape_op(g, x, VG_INT32, "Shape_1");
+    vg_op *bga = vg_broadcast_gradient_args(g, sa, sx, "BroadcastGradientArgs");
+    if (!bga) return vg_graph_status(g, NULL);
+    vg_output one = vg__ew_scalar_like(g, x, 1.0);
+    vg_output lb = vg_sub(g, vg_add(g, vg_lgamma(g, a, "Lgamma"), vg_lgamma(g, b, "Lgamma_1"), "add"),
+                          vg_lgamma(g, vg_add(g, a, b, "add_1"), "Lgamma_2"), "sub");
+    vg_output t1 = vg_mul(g, vg_sub(g, b, one, "sub_1"), vg_log(g, vg_sub(g, one, x, "sub_2"), "Log"), "mul");
+    vg_output t2 = vg_mul(g, vg_sub(g, a, one, "sub_3"), vg_log(g, x, "Log_1"), "mul_1");
+    vg_output px = vg_exp(g, vg_sub(g, vg_add(g, t1, t2, "add_2"), lb, "sub_4"), "Exp");
+    dx[0] = vg_out(NULL, 0);
+    dx[1] = vg_out(NULL, 0);
+    dx[2] = vg_reshape(g, vg_sum(g, vg_mul(g, px, dy[0], "mul_2"), vg_out(bga, 1), false, "Sum"), sx, "Reshape");
+    return vg_graph_status(g, NULL);
+}
+
 /* ---- builders ------------------------------------------------------------------- */
 
 vg_output vg_lgamma(vg_graph *g, vg_output x, const char *name) { return vg__ew_build1(g, "Lgamma", x, name); }
 vg_output vg_digamma(vg_graph *g, vg_output x, const char *name) { return vg__ew_build1(g, "Digamma", x, name); }
 vg_output vg_polygamma(vg_graph *g, vg_output a, vg_output x, const char *name) {
     return vg__ew_build2(g, "Polygamma", a, x, name);
+}
+vg_output vg_betainc(vg_graph *g, vg_output a, vg_output b, vg_output x, const char *name) {
+    vg_op_builder *bd = vg_op_builder_new(g, "Betainc", name ? name : "Betainc");
+    if (!bd) return vg_out(NULL, 0);
+    vg_op_builder_add_input(bd, a);
+    vg_op_builder_add_input(bd, b);
+    vg_op_builder_add_input(bd, x);
+    return vg_out(vg_op_builder_finish(bd), 0);
 }
 vg_output vg_random_gamma_grad(vg_graph *g, vg_output alpha, vg_output sample, const char *name) {
     return vg__ew_build2(g, "RandomGammaGrad", alpha, sample, name);
@@ -439,5 +590,6 @@ const vg__op_def vg__ops_gamma[] = {
     {"Polygamma", 2, 2, 0, 0, shape_polygamma, kernel_polygamma, grad_polygamma},
     {"RandomGamma", 2, 2, VG__OP_STATEFUL, 0, shape_random_gamma, kernel_random_gamma, grad_random_gamma},
     {"RandomGammaGrad", 2, 2, 0, 0, shape_rgg, kernel_rgg, NULL},
+    {"Betainc", 3, 3, 0, 0, shape_betainc, kernel_betainc, grad_betainc},
     {0},
 };

@@ -309,7 +309,7 @@ static bool logits_probs(vg_distribution *d, vg_output logits, vg_output probs, 
         return true;
     }
     if (d->validate) {
-        chk[nc++] = vg_assert_non_negative(g, probs, "probs has components less than 0.", 3, NULL);
+        chk[nc++] = vg_assert_non_negative(g, probs, NULL, 3, NULL);
         if (!multidim)
             chk[nc++] = vg_assert_less_equal(g, probs, scal(g, d->pdt, 1, "one"), "probs has components greater than 1.", 3,
                                              NULL);
@@ -575,6 +575,15 @@ static vg_output beta_log_prob(vg_distribution *d, vg_output x) {
     return vg_sub(g, vg_add(g, a, b, "add"), beta_log_norm(d), "sub_2");
 }
 
+static vg_output beta_cdf(vg_distribution *d, vg_output x) {
+    /* math_ops.betainc(concentration1, concentration0, x), the three broadcast to one shape */
+    vg_graph *g = d->g;
+    x = as_pdt(d, x);
+    vg_output ones = vg_ones_like(g, vg_add(g, beta_total(d), x, "add"), "ones_like");
+    return vg_betainc(g, vg_mul(g, d->p[0], ones, "mul"), vg_mul(g, d->p[1], ones, "mul_1"), vg_mul(g, x, ones, "mul_2"),
+                      "Betainc");
+}
+
 static vg_output beta_entropy(vg_distribution *d) {
     vg_graph *g = d->g;
     vg_output one = scal(g, d->pdt, 1, "one"), two = scal(g, d->pdt, 2, "two");
@@ -607,7 +616,7 @@ static vg_output beta_mode(vg_distribution *d) {
 }
 
 static const dist_vt beta_vt = {VG_DIST_BETA, "Beta", {"concentration1", "concentration0"}, true, beta_sample,
-                                beta_log_prob, NULL, NULL, beta_entropy, beta_mean, beta_variance, NULL, beta_mode};
+                                beta_log_prob, NULL, beta_cdf, beta_entropy, beta_mean, beta_variance, NULL, beta_mode};
 
 vg_distribution *vg_beta(vg_graph *g, vg_output concentration1, vg_output concentration0, bool validate_args,
                          const char *name) {
@@ -716,11 +725,11 @@ vg_distribution *vg_dirichlet(vg_graph *g, vg_output concentration, bool validat
 
 void vg_distribution_free(vg_distribution *d) { vg_free(d); }
 vg_distribution_kind vg_distribution_get_kind(const vg_distribution *d) { return d->vt->kind; }
-const char *vg_distribution_name(const vg_distribution *d) { return d->name; }
-vg_dtype vg_distribution_dtype(const vg_distribution *d) { return d->dtype; }
-bool vg_distribution_is_reparameterized(const vg_distribution *d) { return d->vt->reparam; }
-vg_shape vg_distribution_batch_shape(const vg_distribution *d) { return d->batch; }
-vg_shape vg_distribution_event_shape(const vg_distribution *d) { return d->event; }
+const char *vg_distribution_name(const vg_distribution *d) { return d ? d->name : ""; }
+vg_dtype vg_distribution_dtype(const vg_distribution *d) { return d ? d->dtype : VG_DTYPE_INVALID; }
+bool vg_distribution_is_reparameterized(const vg_distribution *d) { return d && d->vt->reparam; }
+vg_shape vg_distribution_batch_shape(const vg_distribution *d) { return d ? d->batch : vg_shape_unknown(); }
+vg_shape vg_distribution_event_shape(const vg_distribution *d) { return d ? d->event : vg_shape_unknown(); }
 
 vg_output vg_distribution_param(const vg_distribution *d, const char *param) {
     if (!d || !param) return NONE;
