@@ -141,6 +141,25 @@ static void test_normal_sample_and_grad(void) {
     vg_distribution_free(n);
     vg_graph_free(g);
 
+    /* a batch shape known only at run time: [n] + shape(loc + scale) */
+    g = vg_graph_new();
+    vg_output lu = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1}, 1, "loc");
+    n = vg_normal(g, lu, vg_const_f32(g, 1, NULL), false, NULL);
+    CHECK(vg_distribution_batch_shape(n).ndims == 1 && vg_distribution_batch_shape(n).dims[0] == -1);
+    vg_output s4 = vg_distribution_sample(n, 4, 2, NULL);
+    vg_output s22 = vg_distribution_sample_shape(n, (const int64_t[]){2, 2}, 2, 2, NULL);
+    vg_tensor *tlu = mk(VG_FLOAT, (int64_t[]){3}, 1, (double[]){0, 10, 20});
+    t = run_feeds(g, s4, &lu, &tlu, 1, &st);
+    CHECK(t && vg_tensor_ndims(t) == 2 && vg_tensor_dim(t, 0) == 4 && vg_tensor_dim(t, 1) == 3);
+    vg_tensor_free(t);
+    t = run_feeds(g, s22, &lu, &tlu, 1, &st);
+    CHECK(t && vg_tensor_ndims(t) == 3 && vg_tensor_dim(t, 0) == 2 && vg_tensor_dim(t, 1) == 2 && vg_tensor_dim(t, 2) == 3);
+    if (t && vg_tensor_num_elements(t) == 12) CHECK(fabs(get(t, 5) - 20) < 8); /* column 2 around loc 20 */
+    vg_tensor_free(t);
+    vg_tensor_free(tlu);
+    vg_distribution_free(n);
+    vg_graph_free(g);
+
     /* validate_args: a non-positive scale fails the run (testNormalShape / assert_positive) */
     g = vg_graph_new();
     n = vg_normal(g, vg_const_f32(g, 0, NULL), vg_const_f32(g, -1, NULL), true, NULL);
@@ -649,6 +668,28 @@ static void test_dirichlet(void) {
         }
     }
     vg_tensor_free(t);
+    /* sample(sample_shape): shape [2, 5] + event [3], rows on the simplex; sample() of a
+     * batch-free Normal is a scalar and of a [2]-batch Normal has shape [2], the
+     * static shapes known at build time (distribution.py's _call_sample_n and
+     * _set_sample_static_shape, checked by distribution_test.py testSampleShapeHints) */
+    vg_output s25 = vg_distribution_sample_shape(d, (const int64_t[]){2, 5}, 2, 6, NULL);
+    vg_shape st25 = vg_output_shape(s25);
+    CHECK(st25.ndims == 3 && st25.dims[0] == 2 && st25.dims[1] == 5 && st25.dims[2] == 3);
+    t = run(g, s25);
+    CHECK(t && vg_tensor_ndims(t) == 3 && vg_tensor_dim(t, 0) == 2 && vg_tensor_dim(t, 1) == 5 && vg_tensor_dim(t, 2) == 3);
+    for (int64_t i = 0; t && i < 10; i++) CHECK_NEAR(get(t, i * 3) + get(t, i * 3 + 1) + get(t, i * 3 + 2), 1, 1e-12);
+    vg_tensor_free(t);
+    vg_distribution *n1 = vg_normal(g, vg_const_f32(g, 0, NULL), vg_const_f32(g, 1, NULL), false, NULL);
+    vg_distribution *n2 = vg_normal(g, c1d(g, VG_FLOAT, 2, (double[]){0, 1}), vg_const_f32(g, 1, NULL), false, NULL);
+    vg_output s0 = vg_distribution_sample_shape(n1, NULL, 0, 1, NULL);
+    CHECK(vg_output_shape(s0).ndims == 0);
+    t = run(g, s0);
+    CHECK(t && vg_tensor_ndims(t) == 0);
+    vg_tensor_free(t);
+    t = run(g, vg_distribution_sample_shape(n2, NULL, 0, 1, NULL));
+    CHECK(t && vg_tensor_ndims(t) == 1 && vg_tensor_dim(t, 0) == 2);
+    vg_tensor_free(t);
+    vg_distribution_free(n1), vg_distribution_free(n2);
     vg_distribution_free(d), vg_distribution_free(dm), vg_distribution_free(db);
     vg_graph_free(g);
 

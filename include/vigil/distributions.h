@@ -118,6 +118,12 @@ VG_API vg_shape vg_distribution_event_shape(const vg_distribution *d);
 /* ---- methods (name NULL = the method's name: "sample", "log_prob", ...) ------------- */
 /* n draws, shape [n] + batch + event; seed as TF's op seed (0 = none). */
 VG_API vg_output vg_distribution_sample(vg_distribution *d, int64_t n, int64_t seed, const char *name);
+/* sample(sample_shape, seed): shape sample_shape[0..rank) + batch + event (rank 0: one
+ * draw, TF's sample()); drawn as n = prod(sample_shape) and reshaped as TF's
+ * _call_sample_n. INVALID_ARGUMENT for a negative dim, a rank above VG_MAX_DIMS or more
+ * than 2^31 - 1 draws. */
+VG_API vg_output vg_distribution_sample_shape(vg_distribution *d, const int64_t *sample_shape, int rank, int64_t seed,
+                                              const char *name);
 VG_API vg_output vg_distribution_log_prob(vg_distribution *d, vg_output x, const char *name);
 VG_API vg_output vg_distribution_prob(vg_distribution *d, vg_output x, const char *name);
 /* Normal, Uniform and Beta (Betainc) only, as TF 1.15: VG_UNIMPLEMENTED otherwise. */

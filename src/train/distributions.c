@@ -751,6 +751,48 @@ vg_output vg_distribution_sample(vg_distribution *d, int64_t n, int64_t seed, co
     return r;
 }
 
+vg_output vg_distribution_sample_shape(vg_distribution *d, const int64_t *sample_shape, int rank, int64_t seed,
+                                       const char *name) {
+    if (!d) return NONE;
+    int64_t n = 1;
+    bool ok = rank >= 0 && rank <= VG_MAX_DIMS && (rank == 0 || sample_shape);
+    for (int i = 0; ok && i < rank; i++) {
+        ok = sample_shape[i] >= 0 && sample_shape[i] <= INT32_MAX;
+        n *= ok ? sample_shape[i] : 1;
+        ok = ok && n <= INT32_MAX;
+    }
+    if (!ok) {
+        vg_graph_set_error(d->g, VG_INVALID_ARGUMENT, "%s.sample: sample_shape must have rank 0..%d and dims whose product "
+                           "is in [0, 2^31)", d->vt->type, VG_MAX_DIMS);
+        return NONE;
+    }
+    if (!begin(d, "sample", name)) return NONE;
+    vg_graph *g = d->g;
+    vg_output r = d->vt->sample(d, n, seed);
+    /* TF's _call_sample_n: reshape to concat([sample_shape, shape(samples)[1:]]); a Const
+     * target when batch + event are static (TF's _set_sample_static_shape) */
+    vg_shape rs = vg_output_shape(r);
+    bool known = rs.ndims >= 1 && rank + rs.ndims - 1 <= VG_MAX_DIMS;
+    for (int i = 1; known && i < rs.ndims; i++) known = rs.dims[i] >= 0;
+    int32_t ss[2 * VG_MAX_DIMS + 1];
+    for (int i = 0; i < rank; i++) ss[i] = (int32_t)sample_shape[i];
+    vg_output target;
+    if (known) {
+        for (int i = 1; i < rs.ndims; i++) ss[rank + i - 1] = (int32_t)rs.dims[i];
+        target = vg_const_i32_vec(g, ss, rank + rs.ndims - 1, "final_shape");
+    } else {
+        vg_output head = rank ? vg_const_i32_vec(g, ss, rank, "sample_shape")
+                              : vg_const_fill(g, VG_INT32, (const int64_t[]){0}, 1, 0, "sample_shape");
+        vg_output tail = vg_slice_c(g, vg_shape_op(g, r, VG_INT32, "Shape"), (const int64_t[]){1}, (const int64_t[]){-1}, 1,
+                                    "batch_event_shape");
+        vg_output parts[2] = {head, tail};
+        target = vg_concat_c(g, parts, 2, 0, "concat");
+    }
+    r = vg_reshape(g, r, target, "Reshape");
+    end(d);
+    return r;
+}
+
 vg_output vg_distribution_log_prob(vg_distribution *d, vg_output x, const char *name) {
     if (!d) return NONE;
     if (!begin(d, "log_prob", name)) return NONE;
