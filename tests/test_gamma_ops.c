@@ -99,6 +99,22 @@ static void test_polygamma_values(void) {
             }
     }
     vg_tensor_free(t);
+    /* far below 0: reflection (psi_1(x) + psi_1(1 - x) = pi^2 / sin^2(pi x), psi_2,3 likewise
+     * as the pole's neighbourhood repeats), answered at once; a > 3 there gives NaN */
+    int64_t d5[1] = {5};
+    double nb[5] = {1, 2, 3, 1, 5}, xb[5] = {-1e9 - 0.5, -1e9 - 0.25, -2.5, -0.25, -1e9 - 0.5};
+    double pi2 = M_PI * M_PI;
+    /* psi_1(1e9 + 1.5) ~ 1/(1e9 + 1) and psi_2(1e9 + 1.25) ~ -1/(1e9 + 0.75)^2 */
+    double p11 = 1 / (1e9 + 1.0), p2q = -1 / ((1e9 + 0.75) * (1e9 + 0.75));
+    double eb[5] = {pi2 - p11,
+                    /* psi_2(x) = -2 pi^3 cot(pi x)(1 + cot^2) + psi_2(1 - x), cot(pi * 0.75) = -1 */
+                    4 * pi2 * M_PI + p2q,
+                    /* psi_3(-2.5) = psi_3(0.5) + 6 sum_{k=0..2} 1/(k - 2.5)^4 */
+                    pi2 * pi2 + 6 * (1 / pow(2.5, 4) + 1 / pow(1.5, 4) + 1 / pow(0.5, 4)),
+                    /* psi_1(-0.25) = psi_1(0.75) + 16, psi_1(0.75) = pi^2 - 8 G (Catalan's G) */
+                    pi2 - 8 * 0.915965594177219015 + 16, NAN};
+    expect_tol(run(g, vg_polygamma(g, cst(g, VG_DOUBLE, d5, 1, nb), cst(g, VG_DOUBLE, d5, 1, xb), NULL)), VG_DOUBLE, d5, 1,
+               eb, 1e-9);
     /* mismatched dtypes are refused at build time */
     vg_output bad = vg_polygamma(g, vg_const_f32(g, 1, NULL), vg_const_f64(g, 1, NULL), NULL);
     vg_status st;

@@ -9,7 +9,8 @@
  *   - Polygamma(a, x) = (-1)^(a+1) a! zeta(a + 1, x) through the Hurwitz zeta
  *     (Euler-Maclaurin summation), digamma for a = 0; NaN for a non-integer or negative
  *     a, +-inf at x = 0 and the negative integers (Eigen's polygamma_impl / zeta_impl
- *     rules); a and x broadcast;
+ *     rules); negative x by reflection for a = 1..3, and NaN for a > 3 below x = -1e6
+ *     (where Eigen's summation would run ~|x| terms); a and x broadcast;
  *   - RandomGamma(shape, alpha; seed, seed2): output shape ++ alpha.shape, element
  *     [i, j] a Gamma(alpha[j], 1) draw: alpha == 1 as -log1p(-u); otherwise
  *     Marsaglia-Tsang's transformation-rejection with d = alpha - 1/3, c = 1/(3 sqrt(d)),
@@ -102,6 +103,16 @@ static double polygamma_d(double n, double x) {
     if (isnan(n) || isnan(x)) return NAN;
     if (floor(n) != n) return NAN;
     if (n == 0) return digamma_d(x);
+    if (x < 0 && floor(x) != x && n >= 1 && n <= 3) {
+        /* reflection psi_n(x) = -pi d^n/dx^n cot(pi x) + (-1)^n psi_n(1 - x), so negative
+         * x costs no summation up to 0 */
+        double c = 1 / tan(M_PI * (x - floor(x))), c2 = 1 + c * c, p2 = M_PI * M_PI;
+        double r = polygamma_d(n, 1 - x);
+        if (n == 1) return p2 * c2 - r;
+        if (n == 2) return -2 * p2 * M_PI * c * c2 + r;
+        return 2 * p2 * p2 * c2 * (1 + 3 * c * c) - r;
+    }
+    if (x < -1e6 && floor(x) != x) return NAN; /* would sum ~|x| terms (Eigen loops there) */
     double np1 = n + 1;
     double z = hurwitz_zeta(np1, x); /* NaN for n < 0 */
     if (isnan(z)) return NAN;
