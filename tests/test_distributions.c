@@ -296,6 +296,23 @@ static void test_categorical(void) {
     t = run(g, vg_distribution_log_prob(cp, vg_const_i64(g, 1, NULL), NULL));
     if (t) CHECK_NEAR(get(t, 0), log(0.25), 1e-12);
     vg_tensor_free(t);
+    /* testCDFWithBatch: [[0.1, 0.2, 0.3, 0.25, 0.15], [0.0, 0.75, 0.2, 0.05, 0.0]] at [0, 3]
+     * -> [0.0, 0.95]; testCDFNoBatch: [0.1, 0.2, 0.3, 0.4] at 2 -> 0.3; k outside [0, K)
+     * gives 0 or 1 */
+    int64_t d25[2] = {2, 5};
+    vg_distribution *cc = vg_categorical(g, NONE, cst(g, VG_FLOAT, d25, 2, (double[]){0.1, 0.2, 0.3, 0.25, 0.15, 0.0, 0.75,
+                                                                                        0.2, 0.05, 0.0}),
+                                         VG_DTYPE_INVALID, false, NULL);
+    expect_tol(run(g, vg_distribution_cdf(cc, c1d(g, VG_INT32, 2, (double[]){0, 3}), NULL)), VG_FLOAT, d2, 1,
+               (double[]){0.0, 0.95}, 1e-6);
+    expect_tol(run(g, vg_distribution_cdf(cc, c1d(g, VG_INT32, 2, (double[]){-1, 10}), NULL)), VG_FLOAT, d2, 1,
+               (double[]){0.0, 1.0}, 1e-6);
+    vg_distribution *cn = vg_categorical(g, NONE, c1d(g, VG_FLOAT, 4, (double[]){0.1, 0.2, 0.3, 0.4}), VG_DTYPE_INVALID,
+                                         false, NULL);
+    t = run(g, vg_distribution_cdf(cn, vg_const_i32(g, 2, NULL), NULL));
+    if (t) CHECK_NEAR(get(t, 0), 0.3, 1e-6);
+    vg_tensor_free(t);
+    vg_distribution_free(cc), vg_distribution_free(cn);
     vg_distribution_free(ca), vg_distribution_free(cb), vg_distribution_free(cp);
     /* mean: NotImplementedError("mean is not implemented: Categorical") */
     vg_output m = vg_distribution_mean(c, NULL);

@@ -126,7 +126,8 @@ VG_API vg_output vg_distribution_sample_shape(vg_distribution *d, const int64_t 
                                               const char *name);
 VG_API vg_output vg_distribution_log_prob(vg_distribution *d, vg_output x, const char *name);
 VG_API vg_output vg_distribution_prob(vg_distribution *d, vg_output x, const char *name);
-/* Normal, Uniform and Beta (Betainc) only, as TF 1.15: VG_UNIMPLEMENTED otherwise. */
+/* Normal, Uniform, Beta (Betainc) and Categorical (TF 1.15's: P(X < k), the sum of
+ * probs[j] for j < k) only, as TF 1.15: VG_UNIMPLEMENTED otherwise. */
 VG_API vg_output vg_distribution_cdf(vg_distribution *d, vg_output x, const char *name);
 VG_API vg_output vg_distribution_entropy(vg_distribution *d, const char *name);
 /* mean / variance / stddev: all kinds but Categorical (as TF 1.15). mode: all but Uniform;

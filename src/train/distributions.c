@@ -378,6 +378,16 @@ static vg_output cat_log_prob(vg_distribution *d, vg_output k) {
     return rsum_last(g, vg_mul(g, oh, vg_log_softmax(g, d->p[0], "LogSoftmax"), "mul"), false, "Sum");
 }
 
+static vg_output cat_cdf(vg_distribution *d, vg_output k) {
+    /* TF 1.15's categorical.py _cdf: the sum of probs[j] for j < k (sequence_mask(k, K)),
+     * so k <= 0 gives 0 and k >= K gives 1 */
+    vg_graph *g = d->g;
+    vg_dtype kd = vg_output_dtype(k);
+    if (kd != VG_INT32 && kd != VG_INT64) k = vg_cast(g, k, VG_INT32, "Cast");
+    vg_output mask = vg_sequence_mask(g, k, vg_const_i32(g, (int32_t)cat_k(d), "event_size"), d->pdt, "SequenceMask");
+    return rsum_last(g, vg_mul(g, mask, d->p[1], "mul"), false, "Sum");
+}
+
 static vg_output cat_entropy(vg_distribution *d) {
     vg_graph *g = d->g;
     vg_output t = vg_mul(g, vg_log_softmax(g, d->p[0], "LogSoftmax"), d->p[1], "mul");
@@ -391,7 +401,7 @@ static vg_output cat_mode(vg_distribution *d) {
 }
 
 static const dist_vt cat_vt = {VG_DIST_CATEGORICAL, "Categorical", {"logits", "probs"}, false, cat_sample, cat_log_prob,
-                               NULL, NULL, cat_entropy, NULL, NULL, NULL, cat_mode};
+                               NULL, cat_cdf, cat_entropy, NULL, NULL, NULL, cat_mode};
 
 vg_distribution *vg_categorical(vg_graph *g, vg_output logits, vg_output probs, vg_dtype dtype, bool validate_args,
                                 const char *name) {
