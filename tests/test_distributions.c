@@ -385,9 +385,10 @@ static void test_uniform(void) {
 
     /* testUniformAssertMaxGtMin: validate_args fails the run with TF's message */
     g = vg_graph_new();
-    u = vg_uniform(g, c1d(g, VG_FLOAT, 3, (double[]){1, 1, 1}), c1d(g, VG_FLOAT, 3, (double[]){1, 2, 1}), true, NULL);
+    u = vg_uniform(g, c1d(g, VG_FLOAT, 3, (double[]){1, 1, 1}), c1d(g, VG_FLOAT, 3, (double[]){1, 2, 3}), true, NULL);
     expect_run_error(g, vg_distribution_entropy(u, NULL), NULL, NULL, 0, VG_INVALID_ARGUMENT,
                      "uniform not defined when low >= high.");
+    expect_run_error(g, vg_distribution_param(u, "low"), NULL, NULL, 0, VG_INVALID_ARGUMENT, "x < y");
     vg_distribution_free(u);
     vg_graph_free(g);
 
