@@ -59,6 +59,12 @@ static void test_normal(void) {
     expect_tol(run(g, lpo), VG_DOUBLE, d6, 1, lp, 1e-12);
     expect_tol(run(g, vg_distribution_prob(n, xo, NULL)), VG_DOUBLE, d6, 1, pd, 1e-12);
     expect_tol(run(g, vg_distribution_cdf(n, xo, NULL)), VG_DOUBLE, d6, 1, cd, 1e-12);
+    /* testNormalLogCDF / testNormalSurvivalFunction / testNormalLogSurvivalFunction */
+    double lcd[6], sf[6], lsf[6];
+    for (int i = 0; i < 6; i++) lcd[i] = log(cd[i]), sf[i] = 1 - cd[i], lsf[i] = log1p(-cd[i]);
+    expect_tol(run(g, vg_distribution_log_cdf(n, xo, NULL)), VG_DOUBLE, d6, 1, lcd, 1e-12);
+    expect_tol(run(g, vg_distribution_survival_function(n, xo, NULL)), VG_DOUBLE, d6, 1, sf, 1e-12);
+    expect_tol(run(g, vg_distribution_log_survival_function(n, xo, NULL)), VG_DOUBLE, d6, 1, lsf, 1e-12);
     vg_distribution_free(n);
 
     /* testNormalEntropyWithScalarInputs: 0.5 log(2 pi e sigma^2); testNormalEntropy with
@@ -743,6 +749,11 @@ static void test_dirichlet(void) {
     }
     free_n(out, 2);
     vg_tensor_free(tc);
+    /* no cdf, so no log_cdf (NotImplementedError's text); last, as the error is sticky */
+    vg_output lc = vg_distribution_log_cdf(d, c, NULL);
+    CHECK(lc.op == NULL);
+    CHECK_CODE(vg_graph_status(g, &st), VG_UNIMPLEMENTED);
+    CHECK_STR_CONTAINS(st.msg, "log_cdf is not implemented: Dirichlet");
     vg_distribution_free(d);
     vg_graph_free(g);
 }

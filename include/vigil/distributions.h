@@ -129,6 +129,11 @@ VG_API vg_output vg_distribution_prob(vg_distribution *d, vg_output x, const cha
 /* Normal, Uniform, Beta (Betainc) and Categorical (TF 1.15's: P(X < k), the sum of
  * probs[j] for j < k) only, as TF 1.15: VG_UNIMPLEMENTED otherwise. */
 VG_API vg_output vg_distribution_cdf(vg_distribution *d, vg_output x, const char *name);
+/* TF's fallbacks through cdf: log(cdf), 1 - cdf, log1p(-cdf) (the kinds with a cdf;
+ * VG_UNIMPLEMENTED "log_cdf is not implemented: Dirichlet" otherwise). */
+VG_API vg_output vg_distribution_log_cdf(vg_distribution *d, vg_output x, const char *name);
+VG_API vg_output vg_distribution_survival_function(vg_distribution *d, vg_output x, const char *name);
+VG_API vg_output vg_distribution_log_survival_function(vg_distribution *d, vg_output x, const char *name);
 VG_API vg_output vg_distribution_entropy(vg_distribution *d, const char *name);
 /* mean / variance / stddev: all kinds but Categorical (as TF 1.15). mode: all but Uniform;
  * Beta and Dirichlet modes are NaN where a concentration is <= 1 (allow_nan_stats). */

@@ -828,6 +828,31 @@ vg_output vg_distribution_cdf(vg_distribution *d, vg_output x, const char *name)
     return r;
 }
 
+/* TF's Distribution fallbacks through cdf: log_cdf = log(cdf), survival_function =
+ * 1 - cdf, log_survival_function = log1p(-cdf). */
+static vg_output via_cdf(vg_distribution *d, vg_output x, const char *method, const char *name, int which) {
+    if (!d) return NONE;
+    if (!d->vt->cdf) return unimplemented(d, method);
+    if (!begin(d, method, name)) return NONE;
+    vg_graph *g = d->g;
+    vg_output c = d->vt->cdf(d, x), r;
+    if (which == 0) r = vg_log(g, c, "Log");
+    else if (which == 1) r = vg_sub(g, vg_const_fill(g, vg_output_dtype(c), NULL, 0, 1, "sub/x"), c, "sub");
+    else r = vg_log1p(g, vg_neg(g, c, "Neg"), "Log1p");
+    end(d);
+    return r;
+}
+
+vg_output vg_distribution_log_cdf(vg_distribution *d, vg_output x, const char *name) {
+    return via_cdf(d, x, "log_cdf", name, 0);
+}
+vg_output vg_distribution_survival_function(vg_distribution *d, vg_output x, const char *name) {
+    return via_cdf(d, x, "survival_function", name, 1);
+}
+vg_output vg_distribution_log_survival_function(vg_distribution *d, vg_output x, const char *name) {
+    return via_cdf(d, x, "log_survival_function", name, 2);
+}
+
 /* A no-argument method: fn, or the fallback through `other` (sqrt / square). */
 static vg_output method0(vg_distribution *d, const char *method, const char *name,
                          vg_output (*fn)(vg_distribution *), vg_output (*other)(vg_distribution *), bool sqrt_other) {
