@@ -320,6 +320,15 @@ static void test_categorical(void) {
     vg_tensor_free(t);
     vg_distribution_free(cc), vg_distribution_free(cn);
     vg_distribution_free(ca), vg_distribution_free(cb), vg_distribution_free(cp);
+    /* Normal has no covariance in TF 1.15 (checked on a scratch graph: the error is sticky) */
+    vg_graph *g2 = vg_graph_new();
+    vg_distribution *nn = vg_normal(g2, vg_const_f32(g2, 0, NULL), vg_const_f32(g2, 1, NULL), false, NULL);
+    vg_status st2;
+    CHECK(vg_distribution_covariance(nn, NULL).op == NULL);
+    CHECK_CODE(vg_graph_status(g2, &st2), VG_UNIMPLEMENTED);
+    CHECK_STR_CONTAINS(st2.msg, "covariance is not implemented: Normal");
+    vg_distribution_free(nn);
+    vg_graph_free(g2);
     /* mean: NotImplementedError("mean is not implemented: Categorical") */
     vg_output m = vg_distribution_mean(c, NULL);
     vg_status st;
@@ -449,6 +458,8 @@ static void test_mvn_diag(void) {
     expect_tol(run(g, vg_distribution_mean(m, NULL)), VG_DOUBLE, d2, 1, mu, 0);
     expect_tol(run(g, vg_distribution_stddev(m, NULL)), VG_DOUBLE, d2, 1, (double[]){1, 5}, 0);
     expect_tol(run(g, vg_distribution_variance(m, NULL)), VG_DOUBLE, d2, 1, (double[]){1, 25}, 1e-12);
+    /* testCovariance: diag(scale_diag^2) */
+    expect_tol(run(g, vg_distribution_covariance(m, NULL)), VG_DOUBLE, d22, 2, (double[]){1, 0, 0, 25}, 1e-12);
     /* testSample: mean mu, std |diag| over 50000 draws */
     t = run(g, vg_distribution_sample(m, 50000, 21, NULL));
     if (t) {
@@ -664,6 +675,12 @@ static void test_dirichlet(void) {
     expect_tol(run(g, vg_distribution_mean(d, NULL)), VG_DOUBLE, d3, 1, mn, 1e-12);
     expect_tol(run(g, vg_distribution_variance(d, NULL)), VG_DOUBLE, d3, 1, vr, 1e-12);
     expect_tol(run(g, vg_distribution_mode(d, NULL)), VG_DOUBLE, d3, 1, md, 1e-12);
+    /* testCovarianceFromSampling's closed form: (diag(m) - m m^T) / (1 + total) */
+    double cv[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) cv[i * 3 + j] = ((i == j) * mn[i] - mn[i] * mn[j]) / (1 + s);
+    int64_t d33[2] = {3, 3};
+    expect_tol(run(g, vg_distribution_covariance(d, NULL)), VG_DOUBLE, d33, 2, cv, 1e-12);
     vg_tensor *t = run(g, vg_distribution_entropy(d, NULL));
     if (t) CHECK_NEAR(get(t, 0), ent, 1e-8);
     vg_tensor_free(t);

@@ -141,6 +141,10 @@ VG_API vg_output vg_distribution_mean(vg_distribution *d, const char *name);
 VG_API vg_output vg_distribution_variance(vg_distribution *d, const char *name);
 VG_API vg_output vg_distribution_stddev(vg_distribution *d, const char *name);
 VG_API vg_output vg_distribution_mode(vg_distribution *d, const char *name);
+/* covariance [..., k, k]: MultivariateNormalDiag (diag(scale_diag^2)) and Dirichlet
+ * ((diag(m) - m m^T) / (1 + total)); VG_UNIMPLEMENTED "covariance is not implemented:
+ * Normal" for the others (as TF). */
+VG_API vg_output vg_distribution_covariance(vg_distribution *d, const char *name);
 
 /* tf.distributions.kl_divergence(a, b) under "KullbackLeibler" (name NULL) and TF's
  * kl function scope ("kl_normal_normal", ...): Normal-Normal, Bernoulli-Bernoulli,

@@ -46,6 +46,7 @@ struct dist_vt {
     vg_output (*variance)(vg_distribution *d);
     vg_output (*stddev)(vg_distribution *d);
     vg_output (*mode)(vg_distribution *d);
+    vg_output (*covariance)(vg_distribution *d);
 };
 
 /* ---- small helpers ------------------------------------------------------------------ */
@@ -230,7 +231,8 @@ static vg_output normal_stddev(vg_distribution *d) {
 }
 
 static const dist_vt normal_vt = {VG_DIST_NORMAL, "Normal", {"loc", "scale"}, true, normal_sample, normal_log_prob,
-                                  NULL, normal_cdf, normal_entropy, normal_mean, NULL, normal_stddev, normal_mean};
+                                  NULL, normal_cdf, normal_entropy, normal_mean, NULL, normal_stddev, normal_mean,
+                                  NULL};
 
 vg_distribution *vg_normal(vg_graph *g, vg_output loc, vg_output scale, bool validate_args, const char *name) {
     vg_distribution *d = dist_open(g, &normal_vt, name, validate_args);
@@ -286,7 +288,7 @@ static vg_output bern_mode(vg_distribution *d) {
 }
 
 static const dist_vt bern_vt = {VG_DIST_BERNOULLI, "Bernoulli", {"logits", "probs"}, false, bern_sample, bern_log_prob,
-                                NULL, NULL, bern_entropy, bern_mean, bern_variance, NULL, bern_mode};
+                                NULL, NULL, bern_entropy, bern_mean, bern_variance, NULL, bern_mode, NULL};
 
 /* get_logits_and_probs: the given one (validated) and the derived one. */
 static bool logits_probs(vg_distribution *d, vg_output logits, vg_output probs, bool multidim, vg_output *out) {
@@ -401,7 +403,7 @@ static vg_output cat_mode(vg_distribution *d) {
 }
 
 static const dist_vt cat_vt = {VG_DIST_CATEGORICAL, "Categorical", {"logits", "probs"}, false, cat_sample, cat_log_prob,
-                               NULL, cat_cdf, cat_entropy, NULL, NULL, NULL, cat_mode};
+                               NULL, cat_cdf, cat_entropy, NULL, NULL, NULL, cat_mode, NULL};
 
 vg_distribution *vg_categorical(vg_graph *g, vg_output logits, vg_output probs, vg_dtype dtype, bool validate_args,
                                 const char *name) {
@@ -474,7 +476,7 @@ static vg_output uni_stddev(vg_distribution *d) {
 }
 
 static const dist_vt uni_vt = {VG_DIST_UNIFORM, "Uniform", {"low", "high"}, true, uni_sample, NULL, uni_prob, uni_cdf,
-                               uni_entropy, uni_mean, uni_variance, uni_stddev, NULL};
+                               uni_entropy, uni_mean, uni_variance, uni_stddev, NULL, NULL};
 
 vg_distribution *vg_uniform(vg_graph *g, vg_output low, vg_output high, bool validate_args, const char *name) {
     vg_distribution *d = dist_open(g, &uni_vt, name, validate_args);
@@ -531,8 +533,22 @@ static vg_output mvn_stddev(vg_distribution *d) {
     return vg_add(g, vg_abs(g, d->p[1], "Abs"), vg_zeros_like(g, d->p[0], "zeros_like"), "stddev");
 }
 
+/* x[..., :, None] * x[..., None, :] */
+static vg_output outer_last(vg_graph *g, vg_output x) {
+    vg_shape s = vg_output_shape(x);
+    return vg_mul(g, vg_expand_dims(g, x, s.ndims, "ExpandDims"), vg_expand_dims(g, x, s.ndims - 1, "ExpandDims_1"), "outer");
+}
+
+static vg_output mvn_covariance(vg_distribution *d) {
+    /* scale scale^T of the diagonal scale: diag(scale_diag^2), batch-broadcast */
+    vg_graph *g = d->g;
+    vg_output var = vg_square(g, mvn_stddev(d), "Square");
+    return vg_matrix_set_diag(g, vg_zeros_like(g, outer_last(g, var), "zeros_like"), var, "MatrixSetDiag");
+}
+
 static const dist_vt mvn_vt = {VG_DIST_MVN_DIAG, "MultivariateNormalDiag", {"loc", "scale_diag"}, true, mvn_sample,
-                               mvn_log_prob, NULL, NULL, mvn_entropy, mvn_mean, NULL, mvn_stddev, mvn_mean};
+                               mvn_log_prob, NULL, NULL, mvn_entropy, mvn_mean, NULL, mvn_stddev, mvn_mean,
+                               mvn_covariance};
 
 vg_distribution *vg_mvn_diag(vg_graph *g, vg_output loc, vg_output scale_diag, bool validate_args, const char *name) {
     vg_distribution *d = dist_open(g, &mvn_vt, name, validate_args);
@@ -626,7 +642,8 @@ static vg_output beta_mode(vg_distribution *d) {
 }
 
 static const dist_vt beta_vt = {VG_DIST_BETA, "Beta", {"concentration1", "concentration0"}, true, beta_sample,
-                                beta_log_prob, NULL, beta_cdf, beta_entropy, beta_mean, beta_variance, NULL, beta_mode};
+                                beta_log_prob, NULL, beta_cdf, beta_entropy, beta_mean, beta_variance, NULL, beta_mode,
+                                NULL};
 
 vg_distribution *vg_beta(vg_graph *g, vg_output concentration1, vg_output concentration0, bool validate_args,
                          const char *name) {
@@ -710,8 +727,19 @@ static vg_output dir_mode(vg_distribution *d) {
     return vg_select(g, vg_greater(g, mn, ones, "Greater"), mode, nan, "Select");
 }
 
+static vg_output dir_covariance(vg_distribution *d) {
+    /* (diag(m) - m m^T) / (1 + total), m the mean (dirichlet.py _covariance) */
+    vg_graph *g = d->g;
+    vg_output m = dir_mean(d);
+    vg_output one = scal(g, d->pdt, 1, "one");
+    vg_output c = vg_matrix_set_diag(g, vg_neg(g, outer_last(g, m), "Neg"), vg_mul(g, m, vg_sub(g, one, m, "sub"), "mul"),
+                                     "MatrixSetDiag");
+    vg_output tot = vg_expand_dims(g, rsum_last(g, d->p[0], true, "total_concentration_1"), -1, "ExpandDims_2");
+    return vg_div(g, c, vg_add(g, one, tot, "add"), "truediv_1");
+}
+
 static const dist_vt dir_vt = {VG_DIST_DIRICHLET, "Dirichlet", {"concentration"}, true, dir_sample, dir_log_prob,
-                               NULL, NULL, dir_entropy, dir_mean, dir_variance, NULL, dir_mode};
+                               NULL, NULL, dir_entropy, dir_mean, dir_variance, NULL, dir_mode, dir_covariance};
 
 vg_distribution *vg_dirichlet(vg_graph *g, vg_output concentration, bool validate_args, const char *name) {
     vg_distribution *d = dist_open(g, &dir_vt, name, validate_args);
@@ -875,6 +903,9 @@ vg_output vg_distribution_mean(vg_distribution *d, const char *name) {
 }
 vg_output vg_distribution_mode(vg_distribution *d, const char *name) {
     return method0(d, "mode", name, d ? d->vt->mode : NULL, NULL, false);
+}
+vg_output vg_distribution_covariance(vg_distribution *d, const char *name) {
+    return method0(d, "covariance", name, d ? d->vt->covariance : NULL, NULL, false);
 }
 vg_output vg_distribution_variance(vg_distribution *d, const char *name) {
     return method0(d, "variance", name, d ? d->vt->variance : NULL, d ? d->vt->stddev : NULL, false);
