@@ -24,7 +24,10 @@
  *     vg_hparams_add_int(hp, "num_hidden_units", 100, &st);
  *     const char *acts[2] = {"relu", "tanh"};
  *     vg_hparams_add_string_list(hp, "activations", acts, 2, &st);
- *     if (vg_hparams_parse(hp, "learning_rate=0.3,activations=[elu]", &st) != VG_OK) { ... }
+ *     if (vg_hparams_parse(hp, "learning_rate=0.3,activations=[elu]", &st) != VG_OK) {
+ *         vg_hparams_free(hp);   // st.msg: TF's ValueError text
+ *         return st.code;
+ *     }
  *     double lr;
  *     vg_hparams_get_float(hp, "learning_rate", &lr, &st);        // 0.3
  *     char *json = vg_hparams_to_json(hp, &st);  // {"learning_rate": 0.3, "num_hidden_units": 100, ...}
