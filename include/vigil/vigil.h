@@ -56,5 +56,6 @@
 #include "audio.h"
 #include "keras_datasets.h"
 #include "hparams.h"
+#include "distributions.h"
 
 #endif
