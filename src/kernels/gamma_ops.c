@@ -36,12 +36,11 @@
  *   dims, sample), axes = range(rank of the sample shape))).
  */
 #include "kernels/ew_internal.h"
+#include "kernels/random_internal.h"
 #include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <sys/random.h>
-#include <time.h>
 
 /* ---- the special functions (double; float kernels round the result) ------------- */
 
@@ -330,40 +329,8 @@ static vg_code kernel_betainc(vg__kctx *ctx) {
 
 /* ---- RandomGamma ----------------------------------------------------------------- */
 
-typedef struct rg_state {
-    uint64_t key;
-    _Atomic uint64_t counter;
-} rg_state;
-
-static uint64_t splitmix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
 static void *rg_create(const vg_op *op, vg_status *st) {
-    int64_t seed = 0, seed2 = 0;
-    vg_op_attr_int(op, "seed", &seed);
-    vg_op_attr_int(op, "seed2", &seed2);
-    rg_state *s = vg__malloc(sizeof *s);
-    if (!s) {
-        VG_OOM(st, "RandomGamma state");
-        return NULL;
-    }
-    if (seed == 0 && seed2 == 0) {
-        uint64_t v = 0;
-        if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)(uintptr_t)s;
-        }
-        s->key = splitmix64(v);
-    } else {
-        s->key = splitmix64((uint64_t)seed ^ splitmix64((uint64_t)seed2 + 0x6A09E667F3BCC909ull));
-    }
-    atomic_init(&s->counter, 0);
-    return s;
+    return vg__seed_stream_new(op, 0x6A09E667F3BCC909ull, "RandomGamma state", st);
 }
 
 static void rg_destroy(void *p) { vg__free(p); }
@@ -377,7 +344,7 @@ typedef struct elem_rng {
 } elem_rng;
 
 static double er_uniform(elem_rng *r) {
-    uint64_t bits = splitmix64(r->key + 0x9E3779B97F4A7C15ull * ++r->i);
+    uint64_t bits = vg__splitmix64(r->key + 0x9E3779B97F4A7C15ull * ++r->i);
     return (double)(bits >> 11) * (1.0 / 9007199254740992.0);
 }
 
@@ -476,12 +443,12 @@ static vg_code kernel_random_gamma(vg__kctx *ctx) {
     if (c != VG_OK || n == 0) return c;
     void *p = NULL;
     if ((c = vg__kctx_state(ctx, rg_create, rg_destroy, &p)) != VG_OK) return c;
-    rg_state *rs = p;
+    vg__seed_stream *rs = p;
     uint64_t base = atomic_fetch_add_explicit(&rs->counter, (uint64_t)n, memory_order_relaxed);
     for (int64_t k = 0; k < n; k++) {
         int64_t j = k % nalpha; /* samples[sample * num_alphas + alpha] as random_op.cc */
         double a = t == VG_FLOAT ? ((const float *)vg_tensor_data(al))[j] : ((const double *)vg_tensor_data(al))[j];
-        elem_rng r = {splitmix64(rs->key ^ splitmix64(base + (uint64_t)k)), 0, 0, false};
+        elem_rng r = {vg__splitmix64(rs->key ^ vg__splitmix64(base + (uint64_t)k)), 0, 0, false};
         double v = gamma_draw(&r, a);
         if (t == VG_FLOAT) ((float *)vg_tensor_data(o))[k] = (float)v;
         else ((double *)vg_tensor_data(o))[k] = v;
