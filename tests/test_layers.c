@@ -60,6 +60,7 @@ static int layer_index(const char *name, size_t n) {
     /* src/dist (MPI communication thread, issue 15) sits on core's level: it uses only
      * core, and every layer above may use it. */
     if (n == 4 && strncmp(name, "dist", 4) == 0) return 0;
+    if (n == 4 && strncmp(name, "data", 4) == 0) return 4; /* src/data (tf.data): kernels' level */
     for (int i = 0; i < NLAYERS; i++)
         if (strlen(k_layers[i]) == n && strncmp(k_layers[i], name, n) == 0) return i;
     return -1;
@@ -259,6 +260,8 @@ static int object_layer(const char *srcdir, const char *obj) {
     struct stat sb;
     snprintf(p, sizeof p, "%s/dist/%s", srcdir, base);
     if (stat(p, &sb) == 0) return layer_index("dist", 4);
+    snprintf(p, sizeof p, "%s/data/%s", srcdir, base);
+    if (stat(p, &sb) == 0) return layer_index("data", 4);
     return -1;
 }
 

@@ -6,7 +6,7 @@
  * SaveInternal / RestoreInternal (vg__ds_iter_save / _restore, at the end), and the
  * context the iterators of one top-level iterator share (reshuffle counts).
  */
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 #include "core/threadpool.h"
 #include "io/example_io.h"
 #include "io/io.h"

@@ -11,7 +11,7 @@
  * as TF's IteratorResource); session close cancels it, so a get_next blocked in a
  * prefetch returns CANCELLED.
  */
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 #include "kernels/kernel.h"
 #include "vigil/example.h"
 #include "vigil/ops.h"

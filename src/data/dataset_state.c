@@ -14,7 +14,7 @@
  * rank, dimensions, then its values (numbers in host order, which every supported
  * machine shares: little-endian) or each string as a byte string.
  */
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 #include "graph/registry.h"
 #include "vigil/import.h"
 #include <stdio.h>
