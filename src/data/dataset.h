@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* The dataset kinds. The numbers are written into saved iterator states (keep them). */
 enum {
     VG__DS_SLICES, VG__DS_RANGE, VG__DS_TFRECORD, VG__DS_MAP, VG__DS_BATCH, VG__DS_SHUFFLE,
     VG__DS_REPEAT, VG__DS_TAKE, VG__DS_SKIP, VG__DS_PREFETCH, VG__DS_TEXTLINE, VG__DS_SHARD,
@@ -155,6 +156,7 @@ typedef struct vg__ds_rows vg__ds_rows;
  * resource): the count of iterators made so far over each reshuffling shuffle (its
  * epochs), keyed by the op that made the dataset (by the dataset when restored). */
 typedef struct vg__ds_ctx vg__ds_ctx;
+typedef vg_code (*vg__ds_next_fn)(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st);
 typedef vg_code (*vg__ds_rec_sink)(void *arg, int64_t i, const uint8_t *p, size_t len, vg_status *st);
 struct vg__ds_iter {
     /* VG_OK with out[0..ncomp) set (new references), or VG_OK with *end = true, or an
@@ -210,6 +212,56 @@ VG_HIDDEN void vg__ds_xform_apply(const vg__ds_xform *xf, const uint8_t *src, ui
 VG_HIDDEN void vg__ds_set_rows(bool on);
 /* Whether new map iterators use fn->native (default true; tests compare). */
 VG_HIDDEN void vg__ds_set_native(bool on);
+
+/* ---- dataset kinds: the interface ----------------------------------------
+ * Every kind is one vg__ds_kind, defined next to its iterator: the sources in
+ * dataset_sources.c, the transformations in dataset_iter.c; vg__ds_kind_of maps the
+ * number in vg__dataset.kind (and in saved states) to it. The generic code (making,
+ * saving, restoring an iterator; decoding a description; finding a dataset op's kind)
+ * calls these hooks and never tests a kind. */
+typedef struct vg__ds_wr vg__ds_wr;
+typedef struct vg__ds_rd vg__ds_rd;
+typedef struct vg__ds_kind {
+    const char *name;           /* TF's op name (messages; "MapDataset") */
+    const char *ops[4];         /* the graph op types that make it (dataset_ops.c) */
+    size_t iter_size;           /* its iterator's struct (a vg__ds_iter first) */
+    /* Sets up a new iterator (iter_size zeroed bytes, ds and ctx set): its next() and
+     * other hooks, its input iterators (vg__ds_iter_child). On failure the caller frees
+     * it with vg__ds_iter_free, so it->free must cope with a partial set-up. */
+    vg_code (*iter_init)(vg__ds_iter *it, vg_status *st);
+    /* Its position after the generic tag (vg__ds_iter_save / _restore): see the
+     * format in dataset_state.c. restore may leave r->bad set (reported by the caller). */
+    vg_code (*save)(vg__ds_iter *it, vg__ds_wr *w, vg_status *st);
+    vg_code (*restore)(vg__ds_iter *it, vg__ds_rd *r, vg_status *st);
+    /* Whether a decoded description's parameters and element types are ones its
+     * iterators can rely on (a corrupt state must not crash them). */
+    bool (*valid)(const vg__dataset *d);
+    /* Whether its iterators offer next_records (NULL: never). */
+    bool (*offers_records)(const vg__dataset *d);
+    int inputs;                 /* 0: a source; 1: d->input; 2: d->input and d->more[] */
+    int fn;                     /* its function: VG__DS_FN_NONE, _MAP, _PREDICATE, _DATASET */
+} vg__ds_kind;
+
+enum { VG__DS_FN_NONE, VG__DS_FN_MAP, VG__DS_FN_PREDICATE, VG__DS_FN_DATASET };
+
+/* The kind of number `kind`, or NULL when there is none. */
+VG_HIDDEN const vg__ds_kind *vg__ds_kind_of(int kind);
+/* The kind number a dataset op type makes, or -1. */
+VG_HIDDEN int vg__ds_kind_by_op(const char *op_type);
+
+VG_HIDDEN extern const vg__ds_kind vg__ds_kind_slices, vg__ds_kind_range, vg__ds_kind_tfrecord,
+    vg__ds_kind_textline, vg__ds_kind_from_tensors, vg__ds_kind_fixedlen, vg__ds_kind_map, vg__ds_kind_batch,
+    vg__ds_kind_shuffle, vg__ds_kind_repeat, vg__ds_kind_take, vg__ds_kind_skip, vg__ds_kind_prefetch,
+    vg__ds_kind_shard, vg__ds_kind_interleave, vg__ds_kind_ignore_errors, vg__ds_kind_filter, vg__ds_kind_unbatch,
+    vg__ds_kind_concatenate, vg__ds_kind_zip, vg__ds_kind_padded_batch, vg__ds_kind_cache;
+
+/* Helpers the kinds share. */
+/* Row i of t (dims[1:]) as a new tensor. */
+VG_HIDDEN vg_tensor *vg__ds_slice_row(const vg_tensor *t, int64_t i, vg_status *st);
+/* Frees e[0..n) and clears them. */
+VG_HIDDEN void vg__ds_free_elem(vg_tensor **e, int n);
+/* Whether d's element types are its input's (a transformation that passes them through). */
+VG_HIDDEN bool vg__ds_types_pass(const vg__dataset *d);
 
 /* A new top-level iterator over d (which it references). Fails with RESOURCE_EXHAUSTED
  * or a source's error (e.g. a map function's session). */

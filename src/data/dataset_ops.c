@@ -52,9 +52,8 @@ int vg_dataset_components(vg_output ds, vg_dtype *types, vg_shape *shapes) {
 
 /* Dataset ops without a dataset input. */
 static bool is_source(const char *type) {
-    return !strcmp(type, "TensorSliceDataset") || !strcmp(type, "RangeDataset") || !strcmp(type, "TFRecordDataset") ||
-           !strcmp(type, "TextLineDataset") || !strcmp(type, "TensorDataset") ||
-           !strcmp(type, "FixedLengthRecordDatasetV2");
+    const vg__ds_kind *k = vg__ds_kind_of(vg__ds_kind_by_op(type));
+    return k && k->inputs == 0;
 }
 
 static vg_code shape_dataset(vg_op *op, vg_status *st) {
@@ -112,30 +111,7 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const char *type = vg_op_type(op);
-    int kind = !strcmp(type, "TensorSliceDataset") ? VG__DS_SLICES
-               : !strcmp(type, "RangeDataset")     ? VG__DS_RANGE
-               : !strcmp(type, "TFRecordDataset")  ? VG__DS_TFRECORD
-               : !strcmp(type, "MapDataset") || !strcmp(type, "ParallelMapDataset") ? VG__DS_MAP
-               : !strcmp(type, "BatchDatasetV2")   ? VG__DS_BATCH
-               : !strcmp(type, "ShuffleDataset")   ? VG__DS_SHUFFLE
-               : !strcmp(type, "RepeatDataset")    ? VG__DS_REPEAT
-               : !strcmp(type, "TakeDataset")      ? VG__DS_TAKE
-               : !strcmp(type, "SkipDataset")      ? VG__DS_SKIP
-               : !strcmp(type, "TextLineDataset")  ? VG__DS_TEXTLINE
-               : !strcmp(type, "ShardDataset")     ? VG__DS_SHARD
-               : !strcmp(type, "InterleaveDataset") || !strcmp(type, "FlatMapDataset") ||
-                         !strcmp(type, "ParallelInterleaveDatasetV2")
-                   ? VG__DS_INTERLEAVE
-               : !strcmp(type, "IgnoreErrorsDataset") ? VG__DS_IGNORE_ERRORS
-               : !strcmp(type, "TensorDataset")    ? VG__DS_FROM_TENSORS
-               : !strcmp(type, "FilterDataset")    ? VG__DS_FILTER
-               : !strcmp(type, "UnbatchDataset")   ? VG__DS_UNBATCH
-               : !strcmp(type, "ConcatenateDataset") ? VG__DS_CONCATENATE
-               : !strcmp(type, "ZipDataset")       ? VG__DS_ZIP
-               : !strcmp(type, "FixedLengthRecordDatasetV2") ? VG__DS_FIXEDLEN
-               : !strcmp(type, "PaddedBatchDatasetV2") ? VG__DS_PADDED_BATCH
-               : !strcmp(type, "CacheDataset")     ? VG__DS_CACHE
-                                                   : VG__DS_PREFETCH;
+    int kind = vg__ds_kind_by_op(type); /* one of the ops of the table below */
     vg__dataset *d = vg__dataset_new(kind);
     if (!d) return VG_OOM(st, "dataset");
     d->src = op;
@@ -146,7 +122,7 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
         if (!in) rc = st->code;
         else d->input = vg__dataset_ref(in);
     }
-    if (rc == VG_OK && (kind == VG__DS_ZIP || kind == VG__DS_CONCATENATE)) {
+    if (rc == VG_OK && vg__ds_kind_of(kind)->inputs == 2) {
         int n = vg__kctx_num_inputs(ctx);
         for (int i = 1; i < n && i <= VG_DATASET_MAX_COMPONENTS && rc == VG_OK; i++) {
             vg__dataset *in = vg__dataset_of(vg__kctx_input(ctx, i), st);

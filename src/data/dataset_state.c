@@ -200,21 +200,8 @@ vg_code vg__ds_rd_status(const vg__ds_rd *r, const char *what, vg_status *st) {
 /* dataset descriptions */
 
 const char *vg__ds_kind_name(int kind) {
-    static const char *const names[] = {
-        [VG__DS_SLICES] = "TensorSliceDataset",   [VG__DS_RANGE] = "RangeDataset",
-        [VG__DS_TFRECORD] = "TFRecordDataset",    [VG__DS_MAP] = "MapDataset",
-        [VG__DS_BATCH] = "BatchDatasetV2",        [VG__DS_SHUFFLE] = "ShuffleDataset",
-        [VG__DS_REPEAT] = "RepeatDataset",        [VG__DS_TAKE] = "TakeDataset",
-        [VG__DS_SKIP] = "SkipDataset",            [VG__DS_PREFETCH] = "PrefetchDataset",
-        [VG__DS_TEXTLINE] = "TextLineDataset",    [VG__DS_SHARD] = "ShardDataset",
-        [VG__DS_INTERLEAVE] = "InterleaveDataset", [VG__DS_IGNORE_ERRORS] = "IgnoreErrorsDataset",
-        [VG__DS_FROM_TENSORS] = "TensorDataset",  [VG__DS_FILTER] = "FilterDataset",
-        [VG__DS_UNBATCH] = "UnbatchDataset",      [VG__DS_CONCATENATE] = "ConcatenateDataset",
-        [VG__DS_ZIP] = "ZipDataset",              [VG__DS_FIXEDLEN] = "FixedLengthRecordDatasetV2",
-        [VG__DS_PADDED_BATCH] = "PaddedBatchDatasetV2", [VG__DS_CACHE] = "CacheDataset",
-    };
-    if (kind < 0 || kind >= (int)(sizeof names / sizeof names[0]) || !names[kind]) return "Dataset";
-    return names[kind];
+    const vg__ds_kind *k = vg__ds_kind_of(kind);
+    return k ? k->name : "Dataset";
 }
 
 #define FN_PREFIX "vigil.dataset_fn:"
@@ -429,12 +416,13 @@ static vg_code check_fn(vg__dataset *d, vg_status *st) {
     vg_dtype args[VG_DATASET_MAX_COMPONENTS];
     for (int i = 0; i < fn->nargs; i++) args[i] = vg_output_dtype(fn->args[i]);
     bool ok = in && fn->nargs == in->ncomp && same_types(args, in->types, fn->nargs);
-    if (ok && d->kind == VG__DS_MAP) {
+    int kfn = vg__ds_kind_of(d->kind)->fn;
+    if (ok && kfn == VG__DS_FN_MAP) {
         vg_dtype outs[VG_DATASET_MAX_COMPONENTS];
         for (int i = 0; i < fn->nouts; i++) outs[i] = vg_output_dtype(fn->outs[i]);
         ok = fn->nouts == d->ncomp && same_types(outs, d->types, d->ncomp);
     } else if (ok) {
-        ok = fn->nouts == 1 && (d->kind != VG__DS_FILTER || d->ncomp == in->ncomp);
+        ok = fn->nouts == 1 && (kfn != VG__DS_FN_PREDICATE || d->ncomp == in->ncomp);
     }
     if (!ok)
         return vg_status_set(st, VG_INVALID_ARGUMENT,
@@ -443,77 +431,16 @@ static vg_code check_fn(vg__dataset *d, vg_status *st) {
     return VG_OK;
 }
 
-/* The parameters a kind's iterators rely on (a corrupt state must not crash them). */
-static bool params_ok(const vg__dataset *d) {
-    int64_t n0 = -1;
+bool vg__ds_types_pass(const vg__dataset *d) {
     const vg__dataset *in = d->input;
-    switch (d->kind) { /* element types that pass through */
-    case VG__DS_MAP:
-    case VG__DS_INTERLEAVE:
-    case VG__DS_SLICES:
-    case VG__DS_RANGE:
-    case VG__DS_TFRECORD:
-    case VG__DS_TEXTLINE:
-    case VG__DS_FROM_TENSORS:
-    case VG__DS_FIXEDLEN: break;
-    case VG__DS_ZIP: {
-        int n = in->ncomp;
-        if (n > d->ncomp || !same_types(in->types, d->types, n)) return false;
-        for (int i = 0; i < d->nmore; i++) {
-            const vg__dataset *m = d->more[i];
-            if (n + m->ncomp > d->ncomp || !same_types(m->types, d->types + n, m->ncomp)) return false;
-            n += m->ncomp;
-        }
-        if (n != d->ncomp) return false;
-        break;
-    }
-    case VG__DS_CONCATENATE:
-        if (d->nmore != 1 || d->more[0]->ncomp != d->ncomp || !same_types(d->more[0]->types, d->types, d->ncomp))
-            return false;
-        /* fall through */
-    default:
-        if (in->ncomp != d->ncomp || !same_types(in->types, d->types, d->ncomp)) return false;
-    }
-    switch (d->kind) {
-    case VG__DS_SLICES:
-    case VG__DS_FROM_TENSORS:
-        for (int c = 0; c < d->ncomp; c++) {
-            const vg_tensor *t = d->comps[c];
-            if (!t || vg_tensor_dtype(t) != d->types[c]) return false;
-            if (d->kind == VG__DS_SLICES) {
-                if (vg_tensor_ndims(t) < 1 || (n0 >= 0 && vg_tensor_dim(t, 0) != n0)) return false;
-                n0 = vg_tensor_dim(t, 0);
-            }
-        }
-        return true;
-    case VG__DS_RANGE: return d->c != 0;
-    case VG__DS_TFRECORD:
-    case VG__DS_TEXTLINE:
-        return d->files && vg_tensor_dtype(d->files) == VG_STRING && d->compression >= 0 && d->compression <= 2;
-    case VG__DS_FIXEDLEN:
-        return d->files && vg_tensor_dtype(d->files) == VG_STRING && d->a >= 0 && d->c >= 0 && d->b > 0 &&
-               d->b <= ((int64_t)1 << 31);
-    case VG__DS_MAP: return d->c >= 0 && d->c <= 256;
-    case VG__DS_BATCH: return d->a > 0 && d->a <= ((int64_t)1 << 31);
-    case VG__DS_PADDED_BATCH:
-        if (d->a <= 0 || d->a > ((int64_t)1 << 31)) return false;
-        for (int c = 0; c < d->ncomp; c++)
-            if (!d->comps[c] || vg_tensor_dtype(d->comps[c]) != d->types[c] || vg_tensor_num_elements(d->comps[c]) != 1 ||
-                d->padded[c].ndims < 0 || d->padded[c].ndims + 1 > VG_MAX_DIMS)
-                return false;
-        return true;
-    case VG__DS_SHUFFLE: return d->a > 0;
-    case VG__DS_PREFETCH: return d->a >= 1 && d->a <= (1 << 20);
-    case VG__DS_SHARD: return d->a > 0 && d->b >= 0 && d->b < d->a;
-    case VG__DS_INTERLEAVE: return d->a > 0 && d->a <= 4096 && d->b > 0 && d->c >= 0;
-    case VG__DS_CACHE: return d->cache != NULL;
-    default: return true;
-    }
+    return in->ncomp == d->ncomp && same_types(in->types, d->types, d->ncomp);
 }
 
 static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
     if (depth > MAX_DEPTH || vg__ds_get_i64(r) != DS_TAG) r->bad = true;
-    int kind = (int)vg__ds_get_range(r, VG__DS_SLICES, VG__DS_CACHE);
+    int kind = (int)vg__ds_get_range(r, 0, INT32_MAX);
+    const vg__ds_kind *k = vg__ds_kind_of(kind);
+    if (!k) r->bad = true;
     int nc = (int)vg__ds_get_range(r, 1, VG_DATASET_MAX_COMPONENTS);
     if (r->bad) {
         vg__ds_rd_status(r, "dataset", st);
@@ -550,8 +477,8 @@ static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
     if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK && !(d->files = vg__ds_get_tensor(r, st)) && !r->bad)
         rc = st->code;
     if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK) {
-        if (kind != VG__DS_MAP && kind != VG__DS_FILTER && kind != VG__DS_INTERLEAVE) r->bad = true;
-        else if ((d->own_fn = decode_fn_graph(r, kind != VG__DS_FILTER, depth, st))) d->fn = d->own_fn;
+        if (k->fn == VG__DS_FN_NONE) r->bad = true;
+        else if ((d->own_fn = decode_fn_graph(r, k->fn != VG__DS_FN_PREDICATE, depth, st))) d->fn = d->own_fn;
         else if (!r->bad) rc = st->code;
     }
     if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK) {
@@ -575,13 +502,11 @@ static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
         else d->nmore++;
     }
     if (rc == VG_OK && !r->bad) {
-        bool needs_input = kind != VG__DS_SLICES && kind != VG__DS_RANGE && kind != VG__DS_TFRECORD &&
-                           kind != VG__DS_TEXTLINE && kind != VG__DS_FROM_TENSORS && kind != VG__DS_FIXEDLEN;
-        if (needs_input != (d->input != NULL) || !params_ok(d)) r->bad = true;
+        if ((k->inputs > 0) != (d->input != NULL) || !k->valid(d)) r->bad = true;
         for (int i = 0; i < d->nmore && !r->bad; i++)
             if (d->more[i]->ncomp > VG_DATASET_MAX_COMPONENTS) r->bad = true;
     }
-    if (rc == VG_OK && !r->bad && (kind == VG__DS_MAP || kind == VG__DS_FILTER || kind == VG__DS_INTERLEAVE)) {
+    if (rc == VG_OK && !r->bad && k->fn != VG__DS_FN_NONE) {
         if (!d->fn) r->bad = true;
         else rc = check_fn(d, st);
     }
