@@ -35,7 +35,8 @@ enum {
     VG__DS_SLICES, VG__DS_RANGE, VG__DS_TFRECORD, VG__DS_MAP, VG__DS_BATCH, VG__DS_SHUFFLE,
     VG__DS_REPEAT, VG__DS_TAKE, VG__DS_SKIP, VG__DS_PREFETCH, VG__DS_TEXTLINE, VG__DS_SHARD,
     VG__DS_INTERLEAVE, VG__DS_IGNORE_ERRORS, VG__DS_FROM_TENSORS, VG__DS_FILTER, VG__DS_UNBATCH,
-    VG__DS_CONCATENATE, VG__DS_ZIP, VG__DS_FIXEDLEN, VG__DS_PADDED_BATCH, VG__DS_CACHE
+    VG__DS_CONCATENATE, VG__DS_ZIP, VG__DS_FIXEDLEN, VG__DS_PADDED_BATCH, VG__DS_CACHE,
+    VG__DS_WINDOW, VG__DS_WINDOW_ELEMENTS
 };
 
 /* CACHE: the elements of the first complete pass, shared by later iterators. */
@@ -138,6 +139,9 @@ typedef struct vg__dataset {
     const vg__ds_fn *fn;        /* MAP, INTERLEAVE, FILTER (owned by the graph, or own_fn) */
     vg__ds_fn *own_fn;          /* a function rebuilt from a saved state: the dataset's */
     vg__ds_cache *cache;        /* CACHE */
+    vg_tensor **elems;          /* WINDOW_ELEMENTS: the window's elements (nelems, one component
+                                   each; references) */
+    int64_t nelems;
 } vg__dataset;
 
 /* A new dataset with one reference (zeroed, refs = 1). NULL on OOM. */
@@ -253,9 +257,12 @@ VG_HIDDEN extern const vg__ds_kind vg__ds_kind_slices, vg__ds_kind_range, vg__ds
     vg__ds_kind_textline, vg__ds_kind_from_tensors, vg__ds_kind_fixedlen, vg__ds_kind_map, vg__ds_kind_batch,
     vg__ds_kind_shuffle, vg__ds_kind_repeat, vg__ds_kind_take, vg__ds_kind_skip, vg__ds_kind_prefetch,
     vg__ds_kind_shard, vg__ds_kind_interleave, vg__ds_kind_ignore_errors, vg__ds_kind_filter, vg__ds_kind_unbatch,
-    vg__ds_kind_concatenate, vg__ds_kind_zip, vg__ds_kind_padded_batch, vg__ds_kind_cache;
+    vg__ds_kind_concatenate, vg__ds_kind_zip, vg__ds_kind_padded_batch, vg__ds_kind_cache, vg__ds_kind_window,
+    vg__ds_kind_window_elements;
 
 /* Helpers the kinds share. */
+/* A new input iterator of `parent` over d (sharing its context); NULL with st set. */
+VG_HIDDEN vg__ds_iter *vg__ds_iter_child(const vg__ds_iter *parent, vg__dataset *d, vg_status *st);
 /* Row i of t (dims[1:]) as a new tensor. */
 VG_HIDDEN vg_tensor *vg__ds_slice_row(const vg_tensor *t, int64_t i, vg_status *st);
 /* Frees e[0..n) and clears them. */

@@ -123,6 +123,8 @@ void vg__dataset_unref(vg__dataset *d) {
     vg__dataset_unref(d->input);
     for (int i = 0; i < d->nmore; i++) vg__dataset_unref(d->more[i]);
     if (d->own_fn) vg__ds_fn_free(d->own_fn);
+    for (int64_t i = 0; i < d->nelems; i++) vg_tensor_free(d->elems[i]);
+    vg__free(d->elems);
     if (d->cache) {
         for (int64_t i = 0; i < d->cache->n * d->ncomp; i++) vg_tensor_free(d->cache->elems[i]);
         vg__free(d->cache->elems);
@@ -2357,6 +2359,10 @@ static vg__ds_iter *child_new(const vg__ds_iter *parent, vg__dataset *d, vg_stat
     return iter_make(d, parent->ctx, st);
 }
 
+vg__ds_iter *vg__ds_iter_child(const vg__ds_iter *parent, vg__dataset *d, vg_status *st) {
+    return child_new(parent, d, st);
+}
+
 vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) { return iter_make(d, NULL, st); }
 
 static vg__ds_iter *iter_make(vg__dataset *d, vg__ds_ctx *ctx, vg_status *st) {
@@ -3146,6 +3152,7 @@ static const vg__ds_kind *const g_kinds[] = {
     [VG__DS_UNBATCH] = &vg__ds_kind_unbatch,       [VG__DS_CONCATENATE] = &vg__ds_kind_concatenate,
     [VG__DS_ZIP] = &vg__ds_kind_zip,               [VG__DS_FIXEDLEN] = &vg__ds_kind_fixedlen,
     [VG__DS_PADDED_BATCH] = &vg__ds_kind_padded_batch, [VG__DS_CACHE] = &vg__ds_kind_cache,
+    [VG__DS_WINDOW] = &vg__ds_kind_window,         [VG__DS_WINDOW_ELEMENTS] = &vg__ds_kind_window_elements,
 };
 #define NKINDS ((int)(sizeof g_kinds / sizeof g_kinds[0]))
 
