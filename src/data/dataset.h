@@ -225,10 +225,21 @@ VG_HIDDEN void vg__ds_set_native(bool on);
  * calls these hooks and never tests a kind. */
 typedef struct vg__ds_wr vg__ds_wr;
 typedef struct vg__ds_rd vg__ds_rd;
+/* What a dataset op's kernel hands its kind: the op (attrs; its graph holds the
+ * functions) and its input tensors (a transformation's in[0] is its input dataset). */
+typedef struct vg__ds_op_args {
+    const vg_op *op;
+    vg_tensor *const *in;
+    int nin;
+} vg__ds_op_args;
+
 typedef struct vg__ds_kind {
     const char *name;           /* TF's op name (messages; "MapDataset") */
     const char *ops[4];         /* the graph op types that make it (dataset_ops.c) */
     size_t iter_size;           /* its iterator's struct (a vg__ds_iter first) */
+    /* Sets d's parameters from its op's inputs and attrs (d's types, input and more[]
+     * already set), checking them with TF's messages (INVALID_ARGUMENT); NULL: none. */
+    vg_code (*params)(vg__dataset *d, const vg__ds_op_args *a, vg_status *st);
     /* Sets up a new iterator (iter_size zeroed bytes, ds and ctx set): its next() and
      * other hooks, its input iterators (vg__ds_iter_child). On failure the caller frees
      * it with vg__ds_iter_free, so it->free must cope with a partial set-up. */
@@ -267,6 +278,10 @@ VG_HIDDEN vg__ds_iter *vg__ds_iter_child(const vg__ds_iter *parent, vg__dataset 
 VG_HIDDEN vg_tensor *vg__ds_slice_row(const vg_tensor *t, int64_t i, vg_status *st);
 /* Frees e[0..n) and clears them. */
 VG_HIDDEN void vg__ds_free_elem(vg_tensor **e, int n);
+/* An integer scalar tensor's value, exactly (int64 / int32; others through a double). */
+VG_HIDDEN int64_t vg__ds_scalar_i64(const vg_tensor *t);
+/* A nondeterministic 64-bit value (TF's random::New64), salted. */
+VG_HIDDEN uint64_t vg__ds_random_u64(const void *salt);
 /* Whether d's element types are its input's (a transformation that passes them through). */
 VG_HIDDEN bool vg__ds_types_pass(const vg__dataset *d);
 

@@ -3054,6 +3054,136 @@ vg_code vg__ds_iter_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* the transformations' parameters from their ops */
+
+/* map, filter, interleave, flat_map: the function named by the op's attr (in its graph) */
+static vg_code fn_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    const char *type = vg_op_type(a->op), *key;
+    size_t kl;
+    int kfn = vg__ds_kind_of(d->kind)->fn;
+    bool filter = kfn == VG__DS_FN_PREDICATE, interleave = kfn == VG__DS_FN_DATASET;
+    if (!vg_op_attr_string(a->op, filter ? "predicate" : "f", &key, &kl))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "MapDataset needs attr f");
+    char k[600];
+    snprintf(k, sizeof k, "%.*s", (int)(kl < 590 ? kl : 590), key);
+    d->fn = vg_graph_user_data(vg_op_graph(a->op), k);
+    if (!d->fn) return vg_status_set(st, VG_NOT_FOUND, "%s: function '%s' not found", type, k);
+    if (!strcmp(type, "ParallelMapDataset")) {
+        d->c = vg__ds_scalar_i64(a->in[1]);
+        if (d->c == -1) d->c = 4; /* AUTOTUNE: a fixed width here */
+        if (d->c <= 0 || d->c > 256)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be in [1, 256], got %lld",
+                                 (long long)d->c);
+    }
+    if (interleave && !strcmp(type, "FlatMapDataset")) {
+        d->a = 1, d->b = 1; /* flat_map: interleave with cycle_length 1 (each dataset read to its end) */
+    } else if (interleave) {
+        d->a = vg__ds_scalar_i64(a->in[1]), d->b = vg__ds_scalar_i64(a->in[2]);
+        if (!strcmp(type, "ParallelInterleaveDatasetV2")) {
+            d->c = vg__ds_scalar_i64(a->in[3]);
+            if (d->c == -1) d->c = d->a; /* AUTOTUNE: one per cycle element */
+            if (d->c <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be greater than zero.");
+        }
+        if (d->a <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length must be greater than zero.");
+        if (d->b <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "block_length must be greater than zero.");
+        if (d->a > 4096) return vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length %lld is too large", (long long)d->a);
+    }
+    return VG_OK;
+}
+
+static vg_code shard_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    d->a = vg__ds_scalar_i64(a->in[1]), d->b = vg__ds_scalar_i64(a->in[2]);
+    if (d->a <= 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Number of shards must be greater than zero (currently num_shards = %lld).", (long long)d->a);
+    if (d->b < 0 || d->b >= d->a)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Index must be between 0 and %lld (currently index = %lld).",
+                             (long long)(d->a - 1), (long long)d->b);
+    return VG_OK;
+}
+
+/* inputs: dataset, batch_size, padded_shapes (ncomp int64 vectors), padding_values (ncomp
+ * scalars), drop_remainder */
+static vg_code padded_batch_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    int nc = d->ncomp;
+    if (a->nin != 3 + 2 * nc)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "PaddedBatchDatasetV2 expects %d inputs", 3 + 2 * nc);
+    d->a = vg__ds_scalar_i64(a->in[1]);
+    d->flag = vg_tensor_scalar(a->in[2 + 2 * nc]) != 0;
+    if (d->a <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Batch size must be greater than zero.");
+    for (int c = 0; c < nc; c++) {
+        vg_tensor *ps = a->in[2 + c], *pv = a->in[2 + nc + c];
+        int64_t r = vg_tensor_num_elements(ps);
+        if (vg_tensor_dtype(ps) != VG_INT64 || vg_tensor_ndims(ps) != 1 || r > VG_MAX_DIMS - 1)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "padded_shapes[%d] must be an int64 vector", c);
+        if (vg_tensor_num_elements(pv) != 1 || vg_tensor_dtype(pv) != d->types[c])
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "padding_values[%d] must be a %s scalar", c,
+                                 vg_dtype_name(d->types[c]));
+        d->padded[c] = vg_shape_make(vg_tensor_data(ps), (int)r);
+        d->comps[c] = vg_tensor_ref(pv);
+    }
+    return VG_OK;
+}
+
+static vg_code cache_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    size_t l = 0;
+    const char *fn = vg_tensor_string(a->in[1], 0, &l);
+    if (fn && l && (l > 4000 || memchr(fn, 0, l))) return vg_status_set(st, VG_INVALID_ARGUMENT, "CacheDataset: bad filename");
+    if (!(d->cache = vg__calloc(1, sizeof *d->cache))) return VG_OOM(st, "cache");
+    pthread_mutex_init(&d->cache->mu, NULL);
+    if (fn && l) {
+        if (!(d->cache->file = vg__malloc(l + 1))) return VG_OOM(st, "cache");
+        memcpy(d->cache->file, fn, l);
+        d->cache->file[l] = 0;
+    }
+    return VG_OK;
+}
+
+static vg_code batch_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    d->a = vg__ds_scalar_i64(a->in[1]);
+    d->flag = vg_tensor_scalar(a->in[2]) != 0;
+    if (d->a <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Batch size must be greater than zero.");
+    return VG_OK;
+}
+
+static vg_code shuffle_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    d->a = vg__ds_scalar_i64(a->in[1]), d->seed = vg__ds_scalar_i64(a->in[2]), d->seed2 = vg__ds_scalar_i64(a->in[3]);
+    bool r = true;
+    vg_op_attr_bool(a->op, "reshuffle_each_iteration", &r);
+    d->flag = r;
+    vg_code rc = VG_OK;
+    if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "buffer_size must be greater than zero.");
+    /* ShuffleDatasetOp::MakeDataset: seeds 0 and 0 are drawn at random here, once per
+     * dataset, so every iterator over it (each epoch of a repeat) shares them; with
+     * reshuffle_each_iteration = False the epochs then come in the same order */
+    while (d->seed == 0 && d->seed2 == 0) {
+        d->seed = (int64_t)vg__ds_random_u64(d);
+        d->seed2 = (int64_t)vg__ds_random_u64(a->op);
+    }
+    return rc;
+}
+
+/* repeat, take, skip: a count (-1 = all) */
+static vg_code count_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    (void)st;
+    d->a = vg__ds_scalar_i64(a->in[1]);
+    if (d->a < -1) d->a = -1;
+    return VG_OK;
+}
+
+static vg_code prefetch_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    d->a = vg__ds_scalar_i64(a->in[1]);
+    if (d->a < -1) /* TF's PrefetchDatasetOp: only AUTOTUNE (-1) may be negative */
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "buffer_size must be >= 0 or set buffer_size to be -1 for auto-tuning, got %lld",
+                             (long long)d->a);
+    if (d->a < 1) d->a = 1; /* AUTOTUNE (-1) and 0: one element */
+    else if (d->a > (1 << 20))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "prefetch buffer_size %lld is too large", (long long)d->a);
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
 /* the transformations' kinds */
 
 static bool map_valid(const vg__dataset *d) { return d->c >= 0 && d->c <= 256; }
@@ -3088,56 +3218,197 @@ static bool concatenate_valid(const vg__dataset *d) {
 }
 static bool repeat_records(const vg__dataset *d) { return strings_source(d->input); }
 
-#define UNARY_KIND(kname, ...) .name = kname, .iter_size = sizeof(unary_it), __VA_ARGS__
-const vg__ds_kind vg__ds_kind_map = {UNARY_KIND("MapDataset", .ops = {"MapDataset", "ParallelMapDataset"},
-                                                .iter_init = map_init, .save = map_save, .restore = map_restore,
-                                                .valid = map_valid, .fn = VG__DS_FN_MAP, .inputs = 1)};
-const vg__ds_kind vg__ds_kind_filter = {UNARY_KIND("FilterDataset", .ops = {"FilterDataset"}, .iter_init = filter_init,
-                                                   .save = input_save, .restore = input_restore,
-                                                   .valid = vg__ds_types_pass, .fn = VG__DS_FN_PREDICATE, .inputs = 1)};
+const vg__ds_kind vg__ds_kind_map = {
+    .name = "MapDataset",
+    .ops = {"MapDataset", "ParallelMapDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = fn_params,
+    .iter_init = map_init,
+    .save = map_save,
+    .restore = map_restore,
+    .valid = map_valid,
+    .inputs = 1,
+    .fn = VG__DS_FN_MAP,
+};
+
+const vg__ds_kind vg__ds_kind_filter = {
+    .name = "FilterDataset",
+    .ops = {"FilterDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = fn_params,
+    .iter_init = filter_init,
+    .save = input_save,
+    .restore = input_restore,
+    .valid = vg__ds_types_pass,
+    .inputs = 1,
+    .fn = VG__DS_FN_PREDICATE,
+};
+
 const vg__ds_kind vg__ds_kind_interleave = {
-    UNARY_KIND("InterleaveDataset", .ops = {"InterleaveDataset", "ParallelInterleaveDatasetV2", "FlatMapDataset"},
-               .iter_init = interleave_init, .save = interleave_save_it, .restore = interleave_restore_it,
-               .valid = interleave_valid, .fn = VG__DS_FN_DATASET, .inputs = 1)};
-const vg__ds_kind vg__ds_kind_batch = {UNARY_KIND("BatchDatasetV2", .ops = {"BatchDatasetV2"}, .iter_init = batch_init,
-                                                  .save = input_save, .restore = input_restore, .valid = batch_valid, .inputs = 1)};
-const vg__ds_kind vg__ds_kind_padded_batch = {UNARY_KIND("PaddedBatchDatasetV2", .ops = {"PaddedBatchDatasetV2"},
-                                                         .iter_init = padded_batch_init, .save = input_save,
-                                                         .restore = input_restore, .valid = padded_batch_valid, .inputs = 1)};
-const vg__ds_kind vg__ds_kind_unbatch = {UNARY_KIND("UnbatchDataset", .ops = {"UnbatchDataset"},
-                                                    .iter_init = unbatch_init, .save = unbatch_save,
-                                                    .restore = unbatch_restore, .valid = vg__ds_types_pass, .inputs = 1)};
-const vg__ds_kind vg__ds_kind_shuffle = {UNARY_KIND("ShuffleDataset", .ops = {"ShuffleDataset"},
-                                                    .iter_init = shuffle_init, .save = shuffle_save_it,
-                                                    .restore = shuffle_restore_it, .valid = shuffle_valid, .inputs = 1)};
-const vg__ds_kind vg__ds_kind_repeat = {UNARY_KIND("RepeatDataset", .ops = {"RepeatDataset"}, .iter_init = repeat_init,
-                                                   .save = repeat_save, .restore = repeat_restore,
-                                                   .valid = vg__ds_types_pass, .offers_records = repeat_records, .inputs = 1)};
-const vg__ds_kind vg__ds_kind_take = {UNARY_KIND("TakeDataset", .ops = {"TakeDataset"}, .iter_init = take_init,
-                                                 .save = count_save, .restore = count_restore,
-                                                 .valid = vg__ds_types_pass, .inputs = 1)};
-const vg__ds_kind vg__ds_kind_skip = {UNARY_KIND("SkipDataset", .ops = {"SkipDataset"}, .iter_init = skip_init,
-                                                 .save = count_save, .restore = count_restore,
-                                                 .valid = vg__ds_types_pass, .inputs = 1)};
-const vg__ds_kind vg__ds_kind_shard = {UNARY_KIND("ShardDataset", .ops = {"ShardDataset"}, .iter_init = shard_init,
-                                                  .save = count_save, .restore = count_restore, .valid = shard_valid, .inputs = 1)};
+    .name = "InterleaveDataset",
+    .ops = {"InterleaveDataset", "ParallelInterleaveDatasetV2", "FlatMapDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = fn_params,
+    .iter_init = interleave_init,
+    .save = interleave_save_it,
+    .restore = interleave_restore_it,
+    .valid = interleave_valid,
+    .inputs = 1,
+    .fn = VG__DS_FN_DATASET,
+};
+
+const vg__ds_kind vg__ds_kind_batch = {
+    .name = "BatchDatasetV2",
+    .ops = {"BatchDatasetV2"},
+    .iter_size = sizeof(unary_it),
+    .params = batch_params,
+    .iter_init = batch_init,
+    .save = input_save,
+    .restore = input_restore,
+    .valid = batch_valid,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_padded_batch = {
+    .name = "PaddedBatchDatasetV2",
+    .ops = {"PaddedBatchDatasetV2"},
+    .iter_size = sizeof(unary_it),
+    .params = padded_batch_params,
+    .iter_init = padded_batch_init,
+    .save = input_save,
+    .restore = input_restore,
+    .valid = padded_batch_valid,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_unbatch = {
+    .name = "UnbatchDataset",
+    .ops = {"UnbatchDataset"},
+    .iter_size = sizeof(unary_it),
+    .iter_init = unbatch_init,
+    .save = unbatch_save,
+    .restore = unbatch_restore,
+    .valid = vg__ds_types_pass,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_shuffle = {
+    .name = "ShuffleDataset",
+    .ops = {"ShuffleDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = shuffle_params,
+    .iter_init = shuffle_init,
+    .save = shuffle_save_it,
+    .restore = shuffle_restore_it,
+    .valid = shuffle_valid,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_repeat = {
+    .name = "RepeatDataset",
+    .ops = {"RepeatDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = count_params,
+    .iter_init = repeat_init,
+    .save = repeat_save,
+    .restore = repeat_restore,
+    .valid = vg__ds_types_pass,
+    .offers_records = repeat_records,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_take = {
+    .name = "TakeDataset",
+    .ops = {"TakeDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = count_params,
+    .iter_init = take_init,
+    .save = count_save,
+    .restore = count_restore,
+    .valid = vg__ds_types_pass,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_skip = {
+    .name = "SkipDataset",
+    .ops = {"SkipDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = count_params,
+    .iter_init = skip_init,
+    .save = count_save,
+    .restore = count_restore,
+    .valid = vg__ds_types_pass,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_shard = {
+    .name = "ShardDataset",
+    .ops = {"ShardDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = shard_params,
+    .iter_init = shard_init,
+    .save = count_save,
+    .restore = count_restore,
+    .valid = shard_valid,
+    .inputs = 1,
+};
+
 const vg__ds_kind vg__ds_kind_ignore_errors = {
-    UNARY_KIND("IgnoreErrorsDataset", .ops = {"IgnoreErrorsDataset"}, .iter_init = ignore_errors_init,
-               .save = count_save, .restore = count_restore, .valid = vg__ds_types_pass, .inputs = 1)};
-const vg__ds_kind vg__ds_kind_cache = {UNARY_KIND("CacheDataset", .ops = {"CacheDataset"}, .iter_init = cache_init,
-                                                  .save = cache_save_it, .restore = cache_restore_it,
-                                                  .valid = cache_valid, .inputs = 1)};
-const vg__ds_kind vg__ds_kind_concatenate = {UNARY_KIND("ConcatenateDataset", .ops = {"ConcatenateDataset"},
-                                                        .iter_init = concatenate_init, .save = concatenate_save,
-                                                        .restore = concatenate_restore, .valid = concatenate_valid,
-                                                        .inputs = 2)};
-const vg__ds_kind vg__ds_kind_zip = {UNARY_KIND("ZipDataset", .ops = {"ZipDataset"}, .iter_init = zip_init,
-                                                .save = zip_save, .restore = zip_restore, .valid = zip_valid,
-                                                .inputs = 2)};
-const vg__ds_kind vg__ds_kind_prefetch = {.name = "PrefetchDataset", .ops = {"PrefetchDataset"},
-                                          .iter_size = sizeof(prefetch_it), .inputs = 1, .iter_init = prefetch_init,
-                                          .save = prefetch_save_it, .restore = prefetch_restore_it,
-                                          .valid = prefetch_valid};
+    .name = "IgnoreErrorsDataset",
+    .ops = {"IgnoreErrorsDataset"},
+    .iter_size = sizeof(unary_it),
+    .iter_init = ignore_errors_init,
+    .save = count_save,
+    .restore = count_restore,
+    .valid = vg__ds_types_pass,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_cache = {
+    .name = "CacheDataset",
+    .ops = {"CacheDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = cache_params,
+    .iter_init = cache_init,
+    .save = cache_save_it,
+    .restore = cache_restore_it,
+    .valid = cache_valid,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_concatenate = {
+    .name = "ConcatenateDataset",
+    .ops = {"ConcatenateDataset"},
+    .iter_size = sizeof(unary_it),
+    .iter_init = concatenate_init,
+    .save = concatenate_save,
+    .restore = concatenate_restore,
+    .valid = concatenate_valid,
+    .inputs = 2,
+};
+
+const vg__ds_kind vg__ds_kind_zip = {
+    .name = "ZipDataset",
+    .ops = {"ZipDataset"},
+    .iter_size = sizeof(unary_it),
+    .iter_init = zip_init,
+    .save = zip_save,
+    .restore = zip_restore,
+    .valid = zip_valid,
+    .inputs = 2,
+};
+
+const vg__ds_kind vg__ds_kind_prefetch = {
+    .name = "PrefetchDataset",
+    .ops = {"PrefetchDataset"},
+    .iter_size = sizeof(prefetch_it),
+    .params = prefetch_params,
+    .iter_init = prefetch_init,
+    .save = prefetch_save_it,
+    .restore = prefetch_restore_it,
+    .valid = prefetch_valid,
+    .inputs = 1,
+};
 
 /* The kinds by number (VG__DS_*, the numbers of saved states). */
 static const vg__ds_kind *const g_kinds[] = {

@@ -86,8 +86,7 @@ static void set_types(vg__dataset *d, const vg_op *op) {
 
 /* An integer scalar input, exactly (through a double, int64 values past 2^53, such as
  * range bounds near the limits or 64-bit seeds, lost their low bits). */
-static int64_t scalar_input(vg__kctx *ctx, int i) {
-    const vg_tensor *t = vg__kctx_input(ctx, i);
+int64_t vg__ds_scalar_i64(const vg_tensor *t) {
     if (t && vg_tensor_num_elements(t) >= 1) {
         if (vg_tensor_dtype(t) == VG_INT64) return *(const int64_t *)vg_tensor_data(t);
         if (vg_tensor_dtype(t) == VG_INT32) return *(const int32_t *)vg_tensor_data(t);
@@ -96,7 +95,7 @@ static int64_t scalar_input(vg__kctx *ctx, int i) {
 }
 
 /* A nondeterministic 64-bit value (TF's random::New64). */
-static uint64_t random_u64(const void *salt) {
+uint64_t vg__ds_random_u64(const void *salt) {
     uint64_t v = 0;
     if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v) {
         static _Atomic uint64_t counter;
@@ -113,7 +112,8 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const char *type = vg_op_type(op);
-    int kind = vg__ds_kind_by_op(type); /* one of the ops of the table below */
+    int kind = vg__ds_kind_by_op(type);
+    if (kind < 0) return vg_status_set(st, VG_INTERNAL, "%s is not a dataset kind", type);
     vg__dataset *d = vg__dataset_new(kind);
     if (!d) return VG_OOM(st, "dataset");
     d->src = op;
@@ -132,204 +132,14 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
             else d->more[d->nmore++] = vg__dataset_ref(in);
         }
     }
-    switch (rc == VG_OK ? kind : -1) {
-    case VG__DS_FROM_TENSORS:
-        for (int i = 0; i < vg__kctx_num_inputs(ctx) && rc == VG_OK; i++) {
-            vg_tensor *t = vg__kctx_input(ctx, i);
-            if (vg_tensor_dtype(t) != d->types[i])
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
-                                   vg_dtype_name(vg_tensor_dtype(t)), vg_dtype_name(d->types[i]));
-            d->comps[i] = vg_tensor_ref(t);
-        }
-        break;
-    case VG__DS_FIXEDLEN:
-        d->files = vg_tensor_ref(vg__kctx_input(ctx, 0));
-        d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2), d->c = scalar_input(ctx, 3);
-        if (vg_tensor_ndims(d->files) > 1)
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
-        else if (d->a < 0 || d->c < 0)
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "header_bytes and footer_bytes must be >= 0");
-        else if (d->a > INT64_MAX - d->c) /* the reader adds them */
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "header_bytes + footer_bytes overflows int64");
-        else if (d->b <= 0 || d->b > ((int64_t)1 << 31))
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "record_bytes must be in (0, 2^31]");
-        break;
-    case VG__DS_SLICES: {
-        int n = vg__kctx_num_inputs(ctx);
-        int64_t n0 = -1;
-        for (int i = 0; i < n && rc == VG_OK; i++) {
-            vg_tensor *t = vg__kctx_input(ctx, i);
-            if (vg_tensor_ndims(t) < 1)
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d of from_tensor_slices is a scalar", i);
-            else if (n0 >= 0 && vg_tensor_dim(t, 0) != n0)
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
-                                   "Dimensions of components must agree: component 0 has %lld, component %d has %lld",
-                                   (long long)n0, i, (long long)vg_tensor_dim(t, 0));
-            else if (vg_tensor_dtype(t) != d->types[i])
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
-                                   vg_dtype_name(vg_tensor_dtype(t)), vg_dtype_name(d->types[i]));
-            n0 = vg_tensor_dim(t, 0);
-            d->comps[i] = vg_tensor_ref(t);
-        }
-        break;
-    }
-    case VG__DS_RANGE:
-        d->a = scalar_input(ctx, 0), d->b = scalar_input(ctx, 1), d->c = scalar_input(ctx, 2);
-        if (d->c == 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "step must be a non-zero integer.");
-        break;
-    case VG__DS_TFRECORD:
-    case VG__DS_TEXTLINE: {
-        d->files = vg_tensor_ref(vg__kctx_input(ctx, 0));
-        if (vg_tensor_ndims(d->files) > 1) {
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
-            break;
-        }
-        size_t l;
-        const char *ct = vg_tensor_string(vg__kctx_input(ctx, 1), 0, &l);
-        char buf[16];
-        snprintf(buf, sizeof buf, "%.*s", (int)(l < 15 ? l : 15), ct ? ct : "");
-        vg_compression c = VG_COMPRESSION_NONE;
-        rc = vg_compression_parse(buf, &c, st);
-        d->compression = (int)c;
-        break;
-    }
-    case VG__DS_SHARD:
-        d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2);
-        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Number of shards must be greater than zero (currently num_shards = %lld).", (long long)d->a);
-        else if (d->b < 0 || d->b >= d->a)
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Index must be between 0 and %lld (currently index = %lld).", (long long)(d->a - 1), (long long)d->b);
-        break;
-    case VG__DS_INTERLEAVE:
-    case VG__DS_FILTER:
-    case VG__DS_MAP: {
-        const char *key;
-        size_t kl;
-        if (!vg_op_attr_string(op, kind == VG__DS_FILTER ? "predicate" : "f", &key, &kl)) {
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "MapDataset needs attr f");
-            break;
-        }
-        char k[600];
-        snprintf(k, sizeof k, "%.*s", (int)(kl < 590 ? kl : 590), key);
-        d->fn = vg_graph_user_data(vg_op_graph(op), k);
-        if (!d->fn) rc = vg_status_set(st, VG_NOT_FOUND, "%s: function '%s' not found", type, k);
-        if (rc == VG_OK && !strcmp(type, "ParallelMapDataset")) {
-            d->c = scalar_input(ctx, 1);
-            if (d->c == -1) d->c = 4; /* AUTOTUNE: a fixed width here */
-            if (d->c <= 0 || d->c > 256)
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be in [1, 256], got %lld",
-                                   (long long)d->c);
-        }
-        if (rc == VG_OK && kind == VG__DS_INTERLEAVE && !strcmp(type, "FlatMapDataset")) {
-            d->a = 1, d->b = 1; /* flat_map: interleave with cycle_length 1 (each dataset read to its end) */
-        } else if (rc == VG_OK && kind == VG__DS_INTERLEAVE) {
-            d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2);
-            if (!strcmp(type, "ParallelInterleaveDatasetV2")) {
-                d->c = scalar_input(ctx, 3);
-                if (d->c == -1) d->c = d->a; /* AUTOTUNE: one per cycle element */
-                if (d->c <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be greater than zero.");
-            }
-            if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length must be greater than zero.");
-            else if (d->b <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "block_length must be greater than zero.");
-            else if (d->a > 4096) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length %lld is too large", (long long)d->a);
-        }
-        break;
-    }
-    case VG__DS_PADDED_BATCH: {
-        /* inputs: dataset, batch_size, padded_shapes (ncomp int64 vectors), padding_values
-         * (ncomp scalars), drop_remainder */
-        int nc = d->ncomp;
-        if (vg__kctx_num_inputs(ctx) != 3 + 2 * nc) {
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "PaddedBatchDatasetV2 expects %d inputs", 3 + 2 * nc);
-            break;
-        }
-        d->a = scalar_input(ctx, 1);
-        d->flag = vg_tensor_scalar(vg__kctx_input(ctx, 2 + 2 * nc)) != 0;
-        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Batch size must be greater than zero.");
-        for (int c = 0; c < nc && rc == VG_OK; c++) {
-            vg_tensor *ps = vg__kctx_input(ctx, 2 + c), *pv = vg__kctx_input(ctx, 2 + nc + c);
-            int64_t r = vg_tensor_num_elements(ps);
-            if (vg_tensor_dtype(ps) != VG_INT64 || vg_tensor_ndims(ps) != 1 || r > VG_MAX_DIMS - 1)
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "padded_shapes[%d] must be an int64 vector", c);
-            else if (vg_tensor_num_elements(pv) != 1 || vg_tensor_dtype(pv) != d->types[c])
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "padding_values[%d] must be a %s scalar", c,
-                                   vg_dtype_name(d->types[c]));
-            if (rc != VG_OK) break;
-            d->padded[c] = vg_shape_make(vg_tensor_data(ps), (int)r);
-            d->comps[c] = vg_tensor_ref(pv);
-        }
-        break;
-    }
-    case VG__DS_CACHE: {
-        size_t l = 0;
-        const char *fn = vg_tensor_string(vg__kctx_input(ctx, 1), 0, &l);
-        if (fn && l && (l > 4000 || memchr(fn, 0, l))) {
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "CacheDataset: bad filename");
-            break;
-        }
-        if (!(d->cache = vg__calloc(1, sizeof *d->cache))) {
-            rc = VG_OOM(st, "cache");
-            break;
-        }
-        pthread_mutex_init(&d->cache->mu, NULL);
-        if (fn && l) {
-            if (!(d->cache->file = vg__malloc(l + 1))) {
-                rc = VG_OOM(st, "cache");
-                break;
-            }
-            memcpy(d->cache->file, fn, l);
-            d->cache->file[l] = 0;
-        }
-        break;
-    }
-    case VG__DS_WINDOW: /* WindowDatasetOp::MakeDataset */
-        d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2), d->c = scalar_input(ctx, 3);
-        d->flag = vg_tensor_scalar(vg__kctx_input(ctx, 4)) != 0;
-        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Window size must be greater than zero.");
-        else if (d->b <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Window shift must be greater than zero.");
-        else if (d->c <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Window stride must be greater than zero.");
-        else if ((d->a - 1) > (INT64_MAX - 1) / d->c || (d->a - 1) * d->c + 1 > ((int64_t)1 << 40))
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT,
-                               "Window target buffer size overflow: (window_size=%lld - 1) * window_stride=%lld + 1 "
-                               "is not representable.", (long long)d->a, (long long)d->c);
-        break;
-    case VG__DS_BATCH:
-        d->a = scalar_input(ctx, 1);
-        d->flag = vg_tensor_scalar(vg__kctx_input(ctx, 2)) != 0;
-        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Batch size must be greater than zero.");
-        break;
-    case VG__DS_SHUFFLE: {
-        d->a = scalar_input(ctx, 1), d->seed = scalar_input(ctx, 2), d->seed2 = scalar_input(ctx, 3);
-        bool r = true;
-        vg_op_attr_bool(op, "reshuffle_each_iteration", &r);
-        d->flag = r;
-        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "buffer_size must be greater than zero.");
-        /* ShuffleDatasetOp::MakeDataset: seeds 0 and 0 are drawn at random here, once per
-         * dataset, so every iterator over it (each epoch of a repeat) shares them; with
-         * reshuffle_each_iteration = False the epochs then come in the same order */
-        while (d->seed == 0 && d->seed2 == 0) {
-            d->seed = (int64_t)random_u64(d);
-            d->seed2 = (int64_t)random_u64(op);
-        }
-        break;
-    }
-    case VG__DS_REPEAT:
-    case VG__DS_TAKE:
-    case VG__DS_SKIP:
-        d->a = scalar_input(ctx, 1);
-        if (d->a < -1) d->a = -1;
-        break;
-    case VG__DS_PREFETCH:
-        d->a = scalar_input(ctx, 1);
-        if (d->a < -1) /* TF's PrefetchDatasetOp: only AUTOTUNE (-1) may be negative */
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT,
-                               "buffer_size must be >= 0 or set buffer_size to be -1 for auto-tuning, got %lld",
-                               (long long)d->a);
-        else if (d->a < 1) d->a = 1; /* AUTOTUNE (-1) and 0: one element */
-        else if (d->a > (1 << 20))
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "prefetch buffer_size %lld is too large", (long long)d->a);
-        break;
-    default:
-        break;
+    const vg__ds_kind *k = vg__ds_kind_of(kind);
+    if (rc == VG_OK && k->params) {
+        vg_tensor *in[2 * VG_DATASET_MAX_COMPONENTS + 4];
+        int nin = vg__kctx_num_inputs(ctx);
+        if (nin > (int)(sizeof in / sizeof in[0])) nin = (int)(sizeof in / sizeof in[0]);
+        for (int i = 0; i < nin; i++) in[i] = vg__kctx_input(ctx, i);
+        vg__ds_op_args args = {op, in, nin};
+        rc = k->params(d, &args, st);
     }
     if (rc != VG_OK) {
         vg__dataset_unref(d);

@@ -506,6 +506,76 @@ static vg_code textline_seek(textline_it *t, uint64_t off, vg_status *st) {
 
 
 /* ------------------------------------------------------------------------ */
+/* the kinds' parameters from their ops */
+
+static vg_code from_tensors_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    vg_code rc = VG_OK;
+    for (int i = 0; i < a->nin && rc == VG_OK; i++) {
+        vg_tensor *t = a->in[i];
+        if (vg_tensor_dtype(t) != d->types[i])
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
+                               vg_dtype_name(vg_tensor_dtype(t)), vg_dtype_name(d->types[i]));
+        d->comps[i] = vg_tensor_ref(t);
+    }
+    return rc;
+}
+
+static vg_code fixedlen_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    d->files = vg_tensor_ref(a->in[0]);
+    d->a = vg__ds_scalar_i64(a->in[1]), d->b = vg__ds_scalar_i64(a->in[2]), d->c = vg__ds_scalar_i64(a->in[3]);
+    if (vg_tensor_ndims(d->files) > 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
+    if (d->a < 0 || d->c < 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "header_bytes and footer_bytes must be >= 0");
+    if (d->a > INT64_MAX - d->c) /* the reader adds them */
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "header_bytes + footer_bytes overflows int64");
+    if (d->b <= 0 || d->b > ((int64_t)1 << 31))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "record_bytes must be in (0, 2^31]");
+    return VG_OK;
+}
+
+static vg_code slices_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    vg_code rc = VG_OK;
+    int64_t n0 = -1;
+    for (int i = 0; i < a->nin && rc == VG_OK; i++) {
+        vg_tensor *t = a->in[i];
+        if (vg_tensor_ndims(t) < 1)
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d of from_tensor_slices is a scalar", i);
+        else if (n0 >= 0 && vg_tensor_dim(t, 0) != n0)
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                               "Dimensions of components must agree: component 0 has %lld, component %d has %lld",
+                               (long long)n0, i, (long long)vg_tensor_dim(t, 0));
+        else if (vg_tensor_dtype(t) != d->types[i])
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
+                               vg_dtype_name(vg_tensor_dtype(t)), vg_dtype_name(d->types[i]));
+        n0 = vg_tensor_dim(t, 0);
+        d->comps[i] = vg_tensor_ref(t);
+    }
+    return rc;
+}
+
+static vg_code range_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    d->a = vg__ds_scalar_i64(a->in[0]), d->b = vg__ds_scalar_i64(a->in[1]), d->c = vg__ds_scalar_i64(a->in[2]);
+    if (d->c == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "step must be a non-zero integer.");
+    return VG_OK;
+}
+
+/* TFRecordDataset, TextLineDataset: filenames, compression_type */
+static vg_code compressed_files_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    d->files = vg_tensor_ref(a->in[0]);
+    if (vg_tensor_ndims(d->files) > 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
+    size_t l;
+    const char *ct = vg_tensor_string(a->in[1], 0, &l);
+    char buf[16];
+    snprintf(buf, sizeof buf, "%.*s", (int)(l < 15 ? l : 15), ct ? ct : "");
+    vg_compression c = VG_COMPRESSION_NONE;
+    vg_code rc = vg_compression_parse(buf, &c, st);
+    d->compression = (int)c;
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
 /* the kinds: iterator set-up, positions, parameters */
 
 static bool files_ok(const vg__dataset *d) { return d->files && vg_tensor_dtype(d->files) == VG_STRING; }
@@ -543,8 +613,14 @@ static bool comps_ok(const vg__dataset *d, bool slices) {
 }
 static bool slices_valid(const vg__dataset *d) { return comps_ok(d, true); }
 const vg__ds_kind vg__ds_kind_slices = {
-    .name = "TensorSliceDataset", .ops = {"TensorSliceDataset"}, .iter_size = sizeof(slices_it),
-    .iter_init = slices_init, .save = slices_save, .restore = slices_restore, .valid = slices_valid,
+    .name = "TensorSliceDataset",
+    .ops = {"TensorSliceDataset"},
+    .iter_size = sizeof(slices_it),
+    .params = slices_params,
+    .iter_init = slices_init,
+    .save = slices_save,
+    .restore = slices_restore,
+    .valid = slices_valid,
 };
 
 static vg_code range_init(vg__ds_iter *it, vg_status *st) {
@@ -565,8 +641,14 @@ static vg_code range_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
 }
 static bool range_valid(const vg__dataset *d) { return d->c != 0; }
 const vg__ds_kind vg__ds_kind_range = {
-    .name = "RangeDataset", .ops = {"RangeDataset"}, .iter_size = sizeof(range_it), .iter_init = range_init,
-    .save = range_save, .restore = range_restore, .valid = range_valid,
+    .name = "RangeDataset",
+    .ops = {"RangeDataset"},
+    .iter_size = sizeof(range_it),
+    .params = range_params,
+    .iter_init = range_init,
+    .save = range_save,
+    .restore = range_restore,
+    .valid = range_valid,
 };
 
 static vg_code from_tensors_init(vg__ds_iter *it, vg_status *st) {
@@ -586,8 +668,14 @@ static vg_code from_tensors_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st
 }
 static bool from_tensors_valid(const vg__dataset *d) { return comps_ok(d, false); }
 const vg__ds_kind vg__ds_kind_from_tensors = {
-    .name = "TensorDataset", .ops = {"TensorDataset"}, .iter_size = sizeof(once_it), .iter_init = from_tensors_init,
-    .save = from_tensors_save, .restore = from_tensors_restore, .valid = from_tensors_valid,
+    .name = "TensorDataset",
+    .ops = {"TensorDataset"},
+    .iter_size = sizeof(once_it),
+    .params = from_tensors_params,
+    .iter_init = from_tensors_init,
+    .save = from_tensors_save,
+    .restore = from_tensors_restore,
+    .valid = from_tensors_valid,
 };
 
 static vg_code tfrecord_init(vg__ds_iter *it, vg_status *st) {
@@ -622,8 +710,14 @@ static bool offers_records(const vg__dataset *d) {
     return true;
 }
 const vg__ds_kind vg__ds_kind_tfrecord = {
-    .name = "TFRecordDataset", .ops = {"TFRecordDataset"}, .iter_size = sizeof(tfrecord_it),
-    .iter_init = tfrecord_init, .save = tfrecord_save, .restore = tfrecord_restore, .valid = compressed_files_ok,
+    .name = "TFRecordDataset",
+    .ops = {"TFRecordDataset"},
+    .iter_size = sizeof(tfrecord_it),
+    .params = compressed_files_params,
+    .iter_init = tfrecord_init,
+    .save = tfrecord_save,
+    .restore = tfrecord_restore,
+    .valid = compressed_files_ok,
     .offers_records = offers_records,
 };
 
@@ -651,8 +745,14 @@ static vg_code textline_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
     return !r->bad && open ? textline_seek(t, (uint64_t)off, st) : VG_OK;
 }
 const vg__ds_kind vg__ds_kind_textline = {
-    .name = "TextLineDataset", .ops = {"TextLineDataset"}, .iter_size = sizeof(textline_it),
-    .iter_init = textline_init, .save = textline_save, .restore = textline_restore, .valid = compressed_files_ok,
+    .name = "TextLineDataset",
+    .ops = {"TextLineDataset"},
+    .iter_size = sizeof(textline_it),
+    .params = compressed_files_params,
+    .iter_init = textline_init,
+    .save = textline_save,
+    .restore = textline_restore,
+    .valid = compressed_files_ok,
 };
 
 static vg_code fixedlen_init(vg__ds_iter *it, vg_status *st) {
@@ -694,6 +794,12 @@ static bool fixedlen_valid(const vg__dataset *d) {
     return files_ok(d) && d->a >= 0 && d->c >= 0 && d->b > 0 && d->b <= ((int64_t)1 << 31);
 }
 const vg__ds_kind vg__ds_kind_fixedlen = {
-    .name = "FixedLengthRecordDatasetV2", .ops = {"FixedLengthRecordDatasetV2"}, .iter_size = sizeof(fixedlen_it),
-    .iter_init = fixedlen_init, .save = fixedlen_save, .restore = fixedlen_restore, .valid = fixedlen_valid,
+    .name = "FixedLengthRecordDatasetV2",
+    .ops = {"FixedLengthRecordDatasetV2"},
+    .iter_size = sizeof(fixedlen_it),
+    .params = fixedlen_params,
+    .iter_init = fixedlen_init,
+    .save = fixedlen_save,
+    .restore = fixedlen_restore,
+    .valid = fixedlen_valid,
 };

@@ -63,8 +63,12 @@ static bool never_valid(const vg__dataset *d) {
 }
 
 const vg__ds_kind vg__ds_kind_window_elements = {
-    .name = "WindowElements", .iter_size = sizeof(elems_it), .iter_init = elems_init, .save = no_save,
-    .restore = no_restore, .valid = never_valid,
+    .name = "WindowElements",
+    .iter_size = sizeof(elems_it),
+    .iter_init = elems_init,
+    .save = no_save,
+    .restore = no_restore,
+    .valid = never_valid,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -209,6 +213,20 @@ static vg_code window_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_statu
     return rc;
 }
 
+/* WindowDatasetOp::MakeDataset: size, shift, stride, drop_remainder */
+static vg_code window_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    d->a = vg__ds_scalar_i64(a->in[1]), d->b = vg__ds_scalar_i64(a->in[2]), d->c = vg__ds_scalar_i64(a->in[3]);
+    d->flag = vg_tensor_scalar(a->in[4]) != 0;
+    if (d->a <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Window size must be greater than zero.");
+    if (d->b <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Window shift must be greater than zero.");
+    if (d->c <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Window stride must be greater than zero.");
+    if ((d->a - 1) > (INT64_MAX - 1) / d->c || (d->a - 1) * d->c + 1 > ((int64_t)1 << 40))
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Window target buffer size overflow: (window_size=%lld - 1) * window_stride=%lld + 1 is "
+                             "not representable.", (long long)d->a, (long long)d->c);
+    return VG_OK;
+}
+
 static vg_code window_init(vg__ds_iter *it, vg_status *st) {
     window_it *w = (window_it *)it;
     it->next = window_next;
@@ -219,6 +237,13 @@ static vg_code window_init(vg__ds_iter *it, vg_status *st) {
 }
 
 const vg__ds_kind vg__ds_kind_window = {
-    .name = "WindowDataset", .ops = {"WindowDataset"}, .iter_size = sizeof(window_it), .iter_init = window_init,
-    .save = no_save, .restore = no_restore, .valid = never_valid, .inputs = 1,
+    .name = "WindowDataset",
+    .ops = {"WindowDataset"},
+    .iter_size = sizeof(window_it),
+    .params = window_params,
+    .iter_init = window_init,
+    .save = no_save,
+    .restore = no_restore,
+    .valid = never_valid,
+    .inputs = 1,
 };
