@@ -161,8 +161,9 @@ VG_API vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_f
  * and it returns one dataset. Build error (the graph's sticky status): INVALID_ARGUMENT
  * for an input that is not a dataset; size, shift or stride 0 or less fail when the
  * dataset is made (the iterator's initializer) with INVALID_ARGUMENT "Window size must
- * be greater than zero." (shift, stride: TF's messages). Saving an iterator over
- * windows (vg_make_saveable_from_iterator) fails with UNIMPLEMENTED. */
+ * be greater than zero." (shift, stride: TF's messages). Iterators over windows save
+ * and restore (vg_make_saveable_from_iterator) like the others, except windows of
+ * windows (UNIMPLEMENTED). */
 VG_API vg_output vg_dataset_window(vg_graph *g, vg_output ds, int64_t size, int64_t shift, int64_t stride,
                                    bool drop_remainder, const char *name);
 /* ReduceDataset (Dataset.reduce(initial_state, reduce_fn)): runs ds to its end inside

@@ -254,6 +254,7 @@ typedef struct vg__ds_kind {
     /* Whether its iterators offer next_records (NULL: never). */
     bool (*offers_records)(const vg__dataset *d);
     int inputs;                 /* 0: a source; 1: d->input; 2: d->input and d->more[] */
+    bool dataset_elements;      /* its elements are datasets (VG_RESOURCE components) */
     int fn;                     /* its function: VG__DS_FN_NONE, _MAP, _PREDICATE, _DATASET */
 } vg__ds_kind;
 
@@ -310,10 +311,12 @@ typedef struct vg__ds_rd {
 
 VG_HIDDEN void vg__ds_put_i64(vg__ds_wr *w, int64_t v);
 VG_HIDDEN void vg__ds_put_bytes(vg__ds_wr *w, const void *p, size_t n);
-/* A tensor (dtype, shape, values); VG_RESOURCE (a dataset in an element) is
+/* A tensor (dtype, shape, values); VG_RESOURCE (a dataset in a description) is
  * UNIMPLEMENTED. */
 VG_HIDDEN vg_code vg__ds_put_tensor(vg__ds_wr *w, const vg_tensor *t, vg_status *st);
-/* An element of nc components, or an error (code != OK: msg) or the end (OUT_OF_RANGE). */
+/* An element of nc components, or an error (code != OK: msg) or the end (OUT_OF_RANGE).
+ * A component that is a dataset (a window's) is written as its description and its
+ * values (d->elems); vg__ds_get_item reads it back. */
 VG_HIDDEN vg_code vg__ds_put_item(vg__ds_wr *w, vg_code code, vg_tensor *const *t, int nc, const char *msg,
                                   vg_status *st);
 VG_HIDDEN int64_t vg__ds_get_i64(vg__ds_rd *r);

@@ -61,9 +61,26 @@ void vg__ds_put_bytes(vg__ds_wr *w, const void *p, size_t n) {
     w->len += n;
 }
 
+/* A dataset held in an element: VG_RESOURCE, its description, its own elements. */
+static vg_code put_dataset_value(vg__ds_wr *w, const vg_tensor *t, vg_status *st) {
+    vg_status tmp;
+    const vg__dataset *d = vg_tensor_num_elements(t) == 1 ? vg__dataset_of(t, &tmp) : NULL;
+    if (!d)
+        return vg_status_set(st, VG_UNIMPLEMENTED, "an element holding a %s tensor that is not a dataset cannot be saved",
+                             vg_dtype_name(VG_RESOURCE));
+    vg__ds_put_i64(w, VG_RESOURCE);
+    vg_code rc = vg__ds_encode(d, NULL, w, st);
+    vg__ds_put_i64(w, d->nelems);
+    for (int64_t i = 0; i < d->nelems && rc == VG_OK; i++)
+        rc = vg_tensor_dtype(d->elems[i]) == VG_RESOURCE
+                 ? vg_status_set(st, VG_UNIMPLEMENTED, "a window of datasets cannot be saved")
+                 : vg__ds_put_tensor(w, d->elems[i], st);
+    return rc;
+}
+
 vg_code vg__ds_put_tensor(vg__ds_wr *w, const vg_tensor *t, vg_status *st) {
     vg_dtype dt = vg_tensor_dtype(t);
-    if (dt == VG_RESOURCE)
+    if (dt == VG_RESOURCE) /* in a description (from_tensors of a dataset) */
         return vg_status_set(st, VG_UNIMPLEMENTED, "an element holding a %s tensor (a dataset) cannot be saved",
                              vg_dtype_name(dt));
     int nd = vg_tensor_ndims(t);
@@ -89,8 +106,9 @@ vg_code vg__ds_put_item(vg__ds_wr *w, vg_code code, vg_tensor *const *t, int nc,
         vg__ds_put_bytes(w, msg ? msg : "", msg ? strlen(msg) : 0);
         return w->oom ? VG_OOM(st, "iterator state") : VG_OK;
     }
-    for (int c = 0; c < nc; c++) {
-        vg_code rc = vg__ds_put_tensor(w, t[c], st);
+    for (int c = 0; c < nc; c++) { /* a window's dataset: put_dataset_value (get_value reads it) */
+        vg_code rc = vg_tensor_dtype(t[c]) == VG_RESOURCE ? put_dataset_value(w, t[c], st)
+                                                           : vg__ds_put_tensor(w, t[c], st);
         if (rc != VG_OK) return rc;
     }
     return VG_OK;
@@ -170,6 +188,17 @@ vg_tensor *vg__ds_get_tensor(vg__ds_rd *r, vg_status *st) {
     return t;
 }
 
+static vg_tensor *get_dataset_value(vg__ds_rd *r, vg_status *st);
+
+/* An element's component: a tensor, or a dataset (put_dataset_value; only here, so a
+ * dataset in a dataset's description is not read: the recursion stays bounded). */
+static vg_tensor *get_value(vg__ds_rd *r, vg_status *st) {
+    size_t pos = r->pos;
+    if (vg__ds_get_i64(r) == VG_RESOURCE && !r->bad) return get_dataset_value(r, st);
+    if (!r->bad) r->pos = pos;
+    return vg__ds_get_tensor(r, st);
+}
+
 vg_code vg__ds_get_item(vg__ds_rd *r, int nc, vg_code *code, vg_tensor **t, char **msg, vg_status *st) {
     *code = (vg_code)vg__ds_get_range(r, 0, 64);
     *msg = NULL;
@@ -182,7 +211,7 @@ vg_code vg__ds_get_item(vg__ds_rd *r, int nc, vg_code *code, vg_tensor **t, char
         return VG_OK;
     }
     for (int c = 0; c < nc; c++) {
-        if (!(t[c] = vg__ds_get_tensor(r, st))) {
+        if (!(t[c] = get_value(r, st))) {
             for (int k = 0; k < c; k++) vg_tensor_free(t[k]), t[k] = NULL;
             return r->bad ? vg__ds_rd_status(r, "element", st) : st->code;
         }
@@ -454,7 +483,8 @@ static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
     d->ncomp = nc;
     for (int c = 0; c < nc; c++) {
         int64_t t = vg__ds_get_i64(r);
-        if (t != VG_STRING && (vg_dtype_size((vg_dtype)t) == 0 || t == VG_RESOURCE)) r->bad = true;
+        if (t == VG_RESOURCE ? !k->dataset_elements : t != VG_STRING && vg_dtype_size((vg_dtype)t) == 0)
+            r->bad = true;
         d->types[c] = (vg_dtype)t;
     }
     d->a = vg__ds_get_i64(r);
@@ -519,6 +549,31 @@ static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
 }
 
 vg__dataset *vg__ds_decode(vg__ds_rd *r, vg_status *st) { return decode(r, 0, st); }
+
+/* put_dataset_value's encoding: a new resource tensor, or NULL (r->bad, or st set). The
+ * elements must be of the dataset's one component type. */
+static vg_tensor *get_dataset_value(vg__ds_rd *r, vg_status *st) {
+    vg__dataset *d = decode(r, 1, st);
+    if (!d) return NULL;
+    int64_t n = vg__ds_get_range(r, 0, (int64_t)((r->len - r->pos) / 8));
+    if (!r->bad && n > 0 && (d->ncomp != 1 || !(d->elems = vg__calloc((size_t)n, sizeof(vg_tensor *))))) {
+        if (d->ncomp != 1) r->bad = true;
+        else VG_OOM(st, "iterator state");
+        vg__dataset_unref(d);
+        return NULL;
+    }
+    for (int64_t i = 0; i < n && !r->bad; i++) {
+        vg_tensor *t = vg__ds_get_tensor(r, st);
+        if (!t) break;
+        d->elems[d->nelems++] = t;
+        if (vg_tensor_dtype(t) != d->types[0]) r->bad = true;
+    }
+    if (r->bad || d->nelems != n) {
+        vg__dataset_unref(d);
+        return NULL;
+    }
+    return vg__dataset_tensor(d, st);
+}
 
 /* ------------------------------------------------------------------------ */
 /* whole states */

@@ -12,8 +12,12 @@
  * come out unless drop_remainder.
  *
  * WINDOW_ELEMENTS: a source over d->elems (the window's values of one component).
- * Iterator states of either kind cannot be saved (UNIMPLEMENTED): an element that is a
- * dataset has no saved form (dataset_state.c).
+ *
+ * Saved states (TF's SaveInternal): the window iterator writes whether its input is
+ * still open, the input's position and the buffer (each item's code, message or
+ * tensors); a window element's iterator its index. A window handed out and held by a
+ * flat_map / interleave is saved as an element holding a dataset (dataset_state.c:
+ * its description and its values).
  */
 #include "data/dataset.h"
 #include <stdio.h>
@@ -44,31 +48,28 @@ static vg_code elems_init(vg__ds_iter *it, vg_status *st) {
     return VG_OK;
 }
 
-static vg_code no_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
-    (void)w;
-    return vg_status_set(st, VG_UNIMPLEMENTED, "%s: saving the state of an iterator over windows is not supported",
-                         vg__ds_kind_name(it->ds->kind));
+static vg_code elems_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    (void)st;
+    vg__ds_put_i64(w, ((elems_it *)it)->i);
+    return VG_OK;
 }
 
-static vg_code no_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
-    (void)r;
-    return vg_status_set(st, VG_UNIMPLEMENTED, "%s: iterator states over windows cannot be restored",
-                         vg__ds_kind_name(it->ds->kind));
+static vg_code elems_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    (void)st;
+    ((elems_it *)it)->i = vg__ds_get_range(r, 0, it->ds->nelems);
+    return VG_OK;
 }
 
-/* A saved state never holds these kinds (their saves fail). */
-static bool never_valid(const vg__dataset *d) {
-    (void)d;
-    return false;
-}
+/* one component; its values are checked against it where they are read */
+static bool elems_valid(const vg__dataset *d) { return d->ncomp == 1; }
 
 const vg__ds_kind vg__ds_kind_window_elements = {
     .name = "WindowElements",
     .iter_size = sizeof(elems_it),
     .iter_init = elems_init,
-    .save = no_save,
-    .restore = no_restore,
-    .valid = never_valid,
+    .save = elems_save,
+    .restore = elems_restore,
+    .valid = elems_valid,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -227,6 +228,47 @@ static vg_code window_params(vg__dataset *d, const vg__ds_op_args *a, vg_status 
     return VG_OK;
 }
 
+static vg_code window_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    window_it *wi = (window_it *)it;
+    int nc = it->ds->input->ncomp;
+    vg_code rc = VG_OK;
+    vg__ds_put_i64(w, wi->in != NULL);
+    if (wi->in && (rc = vg__ds_iter_save(wi->in, w, st)) != VG_OK) return rc;
+    vg__ds_put_i64(w, wi->n);
+    for (int64_t i = 0; i < wi->n && rc == VG_OK; i++)
+        rc = vg__ds_put_item(w, wi->buf[i].code, wi->buf[i].t, nc, wi->buf[i].msg, st);
+    return rc;
+}
+
+static vg_code window_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    window_it *wi = (window_it *)it;
+    const vg__dataset *d = it->ds;
+    int nc = d->input->ncomp;
+    vg_code rc = VG_OK;
+    bool open = vg__ds_get_range(r, 0, 1) != 0;
+    if (r->bad) return VG_OK;
+    if (open && (rc = vg__ds_iter_restore(wi->in, r, st)) != VG_OK) return rc;
+    if (!open) input_done(wi);
+    int64_t n = vg__ds_get_range(r, 0, (d->a - 1) * d->c + 1);
+    if (r->bad || n == 0) return VG_OK;
+    if (!(wi->buf = vg__calloc((size_t)n, sizeof(win_item)))) return VG_OOM(st, "window buffer");
+    wi->cap = n;
+    for (int64_t i = 0; i < n && rc == VG_OK; i++) {
+        win_item *b = &wi->buf[i];
+        if ((rc = vg__ds_get_item(r, nc, &b->code, b->t, &b->msg, st)) == VG_OK) wi->n++;
+    }
+    return rc;
+}
+
+/* the element types are datasets, one per input component */
+static bool window_valid(const vg__dataset *d) {
+    if (d->input->ncomp != d->ncomp || d->a <= 0 || d->b <= 0 || d->c <= 0 || (d->a - 1) > (((int64_t)1 << 40) - 1) / d->c)
+        return false;
+    for (int c = 0; c < d->ncomp; c++)
+        if (d->types[c] != VG_RESOURCE) return false;
+    return true;
+}
+
 static vg_code window_init(vg__ds_iter *it, vg_status *st) {
     window_it *w = (window_it *)it;
     it->next = window_next;
@@ -242,8 +284,9 @@ const vg__ds_kind vg__ds_kind_window = {
     .iter_size = sizeof(window_it),
     .params = window_params,
     .iter_init = window_init,
-    .save = no_save,
-    .restore = no_restore,
-    .valid = never_valid,
+    .save = window_save,
+    .restore = window_restore,
+    .valid = window_valid,
     .inputs = 1,
+    .dataset_elements = true,
 };
