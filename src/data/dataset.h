@@ -219,7 +219,8 @@ VG_HIDDEN void vg__ds_set_native(bool on);
 
 /* ---- dataset kinds: the interface ----------------------------------------
  * Every kind is one vg__ds_kind, defined next to its iterator: the sources in
- * dataset_sources.c, the transformations in dataset_iter.c; vg__ds_kind_of maps the
+ * dataset_sources.c, window in dataset_window.c, the other transformations in
+ * dataset_iter.c (whose table lists them all); vg__ds_kind_of maps the
  * number in vg__dataset.kind (and in saved states) to it. The generic code (making,
  * saving, restoring an iterator; decoding a description; finding a dataset op's kind)
  * calls these hooks and never tests a kind. */
