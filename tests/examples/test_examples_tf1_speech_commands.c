@@ -7,9 +7,9 @@
  * steps well above chance), follow the learning-rate schedule, validate and test with
  * confusion matrices, and leave checkpoints holding TF's variable names. Also checks
  * the port's which_set against hashlib.sha1 values computed with Python. */
-#include "test_util.h"
-#include "example_test_util.h"
 #include "../examples/tf1/speech_commands/input_data.c"
+#include "example_test_util.h"
+#include "test_util.h"
 #include <math.h>
 #include <unistd.h>
 
@@ -68,9 +68,12 @@ static int make_dataset(const char *data) {
                 double t = (double)i / RATE, v = 0;
                 if (i >= start && i < start + len) {
                     double env = sin(3.14159 * (i - start) / len);
-                    if (w == 0) v = sin(6.283 * 500 * t + phase);
-                    else if (w == 1) v = sin(6.283 * 2000 * t + phase);
-                    else v = sin(6.283 * (300 * t + 3700 * t * t) + phase); /* 300 Hz -> ~4 kHz */
+                    if (w == 0)
+                        v = sin(6.283 * 500 * t + phase);
+                    else if (w == 1)
+                        v = sin(6.283 * 2000 * t + phase);
+                    else
+                        v = sin(6.283 * (300 * t + 3700 * t * t) + phase); /* 300 Hz -> ~4 kHz */
                     v *= amp * env;
                 }
                 buf[i] = (float)(v + 0.01 * (urand() - 0.5));
@@ -186,8 +189,8 @@ static void test_speech_commands_train(void) {
     vg_checkpoint_reader *r = vg_checkpoint_reader_new(path, &st);
     CHECK(r != NULL);
     if (r) {
-        static const char *expected[] = {"final_fc_bias",  "final_fc_weights", "first_bias",    "first_weights",
-                                         "global_step",    "second_bias",      "second_weights"};
+        static const char *expected[] = {"final_fc_bias", "final_fc_weights", "first_bias",    "first_weights",
+                                         "global_step",   "second_bias",      "second_weights"};
         CHECK_EQ_INT(vg_checkpoint_reader_num_tensors(r), 7);
         for (int i = 0; i < 7 && i < vg_checkpoint_reader_num_tensors(r); i++) {
             vg_dtype dt;

@@ -26,10 +26,14 @@ static void sha1_block(uint32_t h[5], const unsigned char *p) {
     uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
     for (int i = 0; i < 80; i++) {
         uint32_t f, k;
-        if (i < 20) f = (b & c) | (~b & d), k = 0x5A827999u;
-        else if (i < 40) f = b ^ c ^ d, k = 0x6ED9EBA1u;
-        else if (i < 60) f = (b & c) | (b & d) | (c & d), k = 0x8F1BBCDCu;
-        else f = b ^ c ^ d, k = 0xCA62C1D6u;
+        if (i < 20)
+            f = (b & c) | (~b & d), k = 0x5A827999u;
+        else if (i < 40)
+            f = b ^ c ^ d, k = 0x6ED9EBA1u;
+        else if (i < 60)
+            f = (b & c) | (b & d) | (c & d), k = 0x8F1BBCDCu;
+        else
+            f = b ^ c ^ d, k = 0xCA62C1D6u;
         uint32_t t = rol(a, 5) + f + e + k + w[i];
         e = d, d = c, c = rol(b, 30), b = a, a = t;
     }
@@ -295,8 +299,8 @@ static int prepare_processing_graph(audio_processor *ap, vg_graph *g, const mode
     ap->time_shift_offset_placeholder_ = vg_placeholder(g, VG_INT32, d2, 1, "time_shift_offset");
     vg_output padded_foreground = vg_pad(g, scaled_foreground, ap->time_shift_padding_placeholder_, NULL);
     int32_t size[2] = {(int32_t)desired_samples, -1};
-    vg_output sliced_foreground = vg_slice(g, padded_foreground, ap->time_shift_offset_placeholder_,
-                                           vg_const_i32_vec(g, size, 2, NULL), NULL);
+    vg_output sliced_foreground =
+        vg_slice(g, padded_foreground, ap->time_shift_offset_placeholder_, vg_const_i32_vec(g, size, 2, NULL), NULL);
     /* Mix in background noise. */
     int64_t bd[2] = {desired_samples, 1};
     ap->background_data_placeholder_ = vg_placeholder(g, VG_FLOAT, bd, 2, "background_data");
@@ -333,10 +337,10 @@ static int prepare_processing_graph(audio_processor *ap, vg_graph *g, const mode
     return 0;
 }
 
-audio_processor *audio_processor_new(vg_graph *g, const char *data_url, const char *data_dir,
-                                     double silence_percentage, double unknown_percentage, char **wanted_words,
-                                     int nwanted, double validation_percentage, double testing_percentage,
-                                     const model_settings *ms, const char *summaries_dir) {
+audio_processor *audio_processor_new(vg_graph *g, const char *data_url, const char *data_dir, double silence_percentage,
+                                     double unknown_percentage, char **wanted_words, int nwanted,
+                                     double validation_percentage, double testing_percentage, const model_settings *ms,
+                                     const char *summaries_dir) {
     audio_processor *ap = calloc(1, sizeof *ap);
     if (!ap) return NULL;
     ap->np_random.s = (uint64_t)time(NULL); /* np.random is not seeded in the Python */
@@ -347,8 +351,8 @@ audio_processor *audio_processor_new(vg_graph *g, const char *data_url, const ch
             fprintf(stderr, "--data_url: downloading is not supported; pass --data_url= and a --data_dir\n");
             goto fail;
         }
-        if (prepare_data_index(ap, silence_percentage, unknown_percentage, wanted_words, nwanted,
-                               validation_percentage, testing_percentage) ||
+        if (prepare_data_index(ap, silence_percentage, unknown_percentage, wanted_words, nwanted, validation_percentage,
+                               testing_percentage) ||
             prepare_background_data(ap))
             goto fail;
     }
@@ -421,7 +425,8 @@ vg_code audio_processor_get_data(audio_processor *ap, int64_t how_many, int64_t 
     float *bg = vg_tensor_data(background_reshaped);
     for (int64_t i = offset; i < offset + sample_count; i++) {
         /* Pick which audio sample to use. */
-        int64_t sample_index = how_many == -1 || pick_deterministically ? i : rng_randint(&ap->np_random, 0, candidates->n);
+        int64_t sample_index =
+            how_many == -1 || pick_deterministically ? i : rng_randint(&ap->np_random, 0, candidates->n);
         const sc_sample *sample = &candidates->v[sample_index];
         bool silence = !strcmp(sample->label, SILENCE_LABEL);
         /* If we're time shifting, set up the offset for this sample. */
@@ -438,24 +443,28 @@ vg_code audio_processor_get_data(audio_processor *ap, int64_t how_many, int64_t 
         float background_volume;
         if (use_background || silence) {
             if (ap->nbackground == 0) {
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "silence samples need a %s folder", BACKGROUND_NOISE_DIR_NAME);
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "silence samples need a %s folder",
+                                   BACKGROUND_NOISE_DIR_NAME);
                 goto out;
             }
             int64_t background_index = rng_randint(&ap->np_random, 0, ap->nbackground);
             const float *background_samples = ap->background_data[background_index];
             int64_t blen = ap->background_len[background_index];
             if (blen <= desired_samples) {
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
-                                   "Background sample is too short! Need more than %lld samples but only %lld were found",
-                                   (long long)desired_samples, (long long)blen);
+                rc = vg_status_set(
+                    st, VG_INVALID_ARGUMENT,
+                    "Background sample is too short! Need more than %lld samples but only %lld were found",
+                    (long long)desired_samples, (long long)blen);
                 goto out;
             }
             int64_t background_offset = rng_randint(&ap->np_random, 0, blen - desired_samples);
             memcpy(bg, background_samples + background_offset, (size_t)desired_samples * sizeof(float));
-            if (silence) background_volume = (float)rng_uniform(&ap->np_random, 0, 1);
+            if (silence)
+                background_volume = (float)rng_uniform(&ap->np_random, 0, 1);
             else if (rng_uniform(&ap->np_random, 0, 1) < background_frequency)
                 background_volume = (float)rng_uniform(&ap->np_random, 0, background_volume_range);
-            else background_volume = 0;
+            else
+                background_volume = 0;
         } else {
             memset(bg, 0, (size_t)desired_samples * sizeof(float));
             background_volume = 0;
@@ -464,7 +473,7 @@ vg_code audio_processor_get_data(audio_processor *ap, int64_t how_many, int64_t 
         vg_tensor *fname = vg_tensor_new_string_scalar(sample->file, strlen(sample->file), st);
         vg_tensor *bvol = scalar_f32(background_volume, st);
         vg_tensor *fvol = scalar_f32(silence ? 0.0f : 1.0f, st);
-        vg_output feeds[6] = {ap->wav_filename_placeholder_, ap->time_shift_padding_placeholder_,
+        vg_output feeds[6] = {ap->wav_filename_placeholder_,      ap->time_shift_padding_placeholder_,
                               ap->time_shift_offset_placeholder_, ap->background_data_placeholder_,
                               ap->background_volume_placeholder_, ap->foreground_volume_placeholder_};
         vg_tensor *vals[6] = {fname, pad, off, background_reshaped, bvol, fvol};
@@ -472,8 +481,9 @@ vg_code audio_processor_get_data(audio_processor *ap, int64_t how_many, int64_t 
         vg_tensor *outs[2] = {NULL, NULL};
         int nfetch = ap->summary_writer_ && ap->merged_summaries_.op ? 2 : 1;
         /* Run the graph to produce the output audio. */
-        rc = fname && bvol && fvol ? vg_session_run(sess, NULL, feeds, vals, 6, fetches, outs, nfetch, NULL, 0, NULL, st)
-                                   : VG_RESOURCE_EXHAUSTED;
+        rc = fname && bvol && fvol
+                 ? vg_session_run(sess, NULL, feeds, vals, 6, fetches, outs, nfetch, NULL, 0, NULL, st)
+                 : VG_RESOURCE_EXHAUSTED;
         vg_tensor_free(fname);
         vg_tensor_free(bvol);
         vg_tensor_free(fvol);

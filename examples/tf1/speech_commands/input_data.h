@@ -24,7 +24,7 @@ int which_set(const char *filename, double validation_percentage, double testing
 typedef struct sc_rng {
     uint64_t s;
 } sc_rng;
-double rng_uniform(sc_rng *r, double lo, double hi); /* [lo, hi) */
+double rng_uniform(sc_rng *r, double lo, double hi);    /* [lo, hi) */
 int64_t rng_randint(sc_rng *r, int64_t lo, int64_t hi); /* [lo, hi) */
 
 typedef struct sc_sample {
@@ -60,10 +60,10 @@ typedef struct audio_processor {
  * wanted_words, validation_percentage, testing_percentage, model_settings,
  * summaries_dir): the data index, the background data and the processing graph built
  * in g. Returns NULL with a message on stderr (Python's exceptions). */
-audio_processor *audio_processor_new(vg_graph *g, const char *data_url, const char *data_dir,
-                                     double silence_percentage, double unknown_percentage, char **wanted_words,
-                                     int nwanted, double validation_percentage, double testing_percentage,
-                                     const model_settings *ms, const char *summaries_dir);
+audio_processor *audio_processor_new(vg_graph *g, const char *data_url, const char *data_dir, double silence_percentage,
+                                     double unknown_percentage, char **wanted_words, int nwanted,
+                                     double validation_percentage, double testing_percentage, const model_settings *ms,
+                                     const char *summaries_dir);
 /* The summary writer needs the graph complete; train.c calls this after building. */
 vg_code audio_processor_open_writer(audio_processor *ap, vg_graph *g, const char *summaries_dir, vg_status *st);
 void audio_processor_free(audio_processor *ap);

@@ -34,8 +34,7 @@ int prepare_model_settings(int64_t label_count, int64_t sample_rate, int64_t cli
         fingerprint_width = feature_bin_count;
     } else {
         /* 'micro' needs the TF Lite micro frontend op, which vigil does not have */
-        fprintf(stderr, "Unknown preprocess mode \"%s\" (should be \"mfcc\", \"average\", or \"micro\")\n",
-                preprocess);
+        fprintf(stderr, "Unknown preprocess mode \"%s\" (should be \"mfcc\", \"average\", or \"micro\")\n", preprocess);
         return 1;
     }
     out->desired_samples = desired_samples;
@@ -66,8 +65,8 @@ static vg_output create_single_fc_model(vg_graph *g, vg_output fingerprint_input
 }
 
 /* create_conv_model: cnn-trad-fpool3 */
-static vg_output create_conv_model(vg_graph *g, vg_output fingerprint_input, const model_settings *ms,
-                                   bool is_training, vg_output *dropout_prob) {
+static vg_output create_conv_model(vg_graph *g, vg_output fingerprint_input, const model_settings *ms, bool is_training,
+                                   vg_output *dropout_prob) {
     if (is_training) *dropout_prob = vg_placeholder(g, VG_FLOAT, NULL, -1, "dropout_prob");
     int64_t input_frequency_size = ms->fingerprint_width;
     int64_t input_time_size = ms->spectrogram_length;
@@ -78,8 +77,7 @@ static vg_output create_conv_model(vg_graph *g, vg_output fingerprint_input, con
     vg_output first_weights = get_variable(g, "first_weights", fw, 4, vg_init_truncated_normal(0.0, 0.01, 0));
     vg_output first_bias = get_variable(g, "first_bias", &first_filter_count, 1, vg_init_zeros());
     static const int64_t ones[4] = {1, 1, 1, 1}, twos[4] = {1, 2, 2, 1};
-    vg_output first_conv =
-        vg_add(g, vg_conv2d(g, fingerprint_4d, first_weights, ones, "SAME", NULL), first_bias, NULL);
+    vg_output first_conv = vg_add(g, vg_conv2d(g, fingerprint_4d, first_weights, ones, "SAME", NULL), first_bias, NULL);
     vg_output first_relu = vg_relu(g, first_conv, NULL);
     vg_output first_dropout = is_training ? vg_nn_dropout(g, first_relu, *dropout_prob, 0, NULL) : first_relu;
     vg_output max_pool = vg_max_pool(g, first_dropout, twos, twos, "SAME", NULL);

@@ -25,30 +25,63 @@ static int define_flags(vg_status *st) {
     vg_code c = VG_OK;
     /* no network: the default is empty (the Python downloads speech_commands_v0.02.tar.gz) */
     c = c ? c : vg_flags_define_string(f, "data_url", "", "Location of speech training data archive on the web.", st);
-    c = c ? c : vg_flags_define_string(f, "data_dir", "/tmp/speech_dataset/", "Where to download the speech training data to.", st);
-    c = c ? c : vg_flags_define_float(f, "background_volume", 0.1, "How loud the background noise should be, between 0 and 1.", st);
-    c = c ? c : vg_flags_define_float(f, "background_frequency", 0.8, "How many of the training samples have background noise mixed in.", st);
-    c = c ? c : vg_flags_define_float(f, "silence_percentage", 10.0, "How much of the training data should be silence.", st);
-    c = c ? c : vg_flags_define_float(f, "unknown_percentage", 10.0, "How much of the training data should be unknown words.", st);
-    c = c ? c : vg_flags_define_float(f, "time_shift_ms", 100.0, "Range to randomly shift the training audio by in time.", st);
-    c = c ? c : vg_flags_define_integer(f, "testing_percentage", 10, "What percentage of wavs to use as a test set.", st);
-    c = c ? c : vg_flags_define_integer(f, "validation_percentage", 10, "What percentage of wavs to use as a validation set.", st);
+    c = c ? c
+          : vg_flags_define_string(f, "data_dir", "/tmp/speech_dataset/",
+                                   "Where to download the speech training data to.", st);
+    c = c ? c
+          : vg_flags_define_float(f, "background_volume", 0.1,
+                                  "How loud the background noise should be, between 0 and 1.", st);
+    c = c ? c
+          : vg_flags_define_float(f, "background_frequency", 0.8,
+                                  "How many of the training samples have background noise mixed in.", st);
+    c = c ? c
+          : vg_flags_define_float(f, "silence_percentage", 10.0, "How much of the training data should be silence.",
+                                  st);
+    c = c ? c
+          : vg_flags_define_float(f, "unknown_percentage", 10.0,
+                                  "How much of the training data should be unknown words.", st);
+    c = c ? c
+          : vg_flags_define_float(f, "time_shift_ms", 100.0, "Range to randomly shift the training audio by in time.",
+                                  st);
+    c = c ? c
+          : vg_flags_define_integer(f, "testing_percentage", 10, "What percentage of wavs to use as a test set.", st);
+    c = c ? c
+          : vg_flags_define_integer(f, "validation_percentage", 10,
+                                    "What percentage of wavs to use as a validation set.", st);
     c = c ? c : vg_flags_define_integer(f, "sample_rate", 16000, "Expected sample rate of the wavs", st);
-    c = c ? c : vg_flags_define_integer(f, "clip_duration_ms", 1000, "Expected duration in milliseconds of the wavs", st);
+    c = c ? c
+          : vg_flags_define_integer(f, "clip_duration_ms", 1000, "Expected duration in milliseconds of the wavs", st);
     c = c ? c : vg_flags_define_float(f, "window_size_ms", 30.0, "How long each spectrogram timeslice is.", st);
-    c = c ? c : vg_flags_define_float(f, "window_stride_ms", 10.0, "How far to move in time between spectogram timeslices.", st);
-    c = c ? c : vg_flags_define_integer(f, "feature_bin_count", 40, "How many bins to use for the MFCC fingerprint", st);
-    c = c ? c : vg_flags_define_string(f, "how_many_training_steps", "15000,3000", "How many training loops to run", st);
-    c = c ? c : vg_flags_define_integer(f, "eval_step_interval", 400, "How often to evaluate the training results.", st);
-    c = c ? c : vg_flags_define_string(f, "learning_rate", "0.001,0.0001", "How large a learning rate to use when training.", st);
+    c = c ? c
+          : vg_flags_define_float(f, "window_stride_ms", 10.0, "How far to move in time between spectogram timeslices.",
+                                  st);
+    c = c ? c
+          : vg_flags_define_integer(f, "feature_bin_count", 40, "How many bins to use for the MFCC fingerprint", st);
+    c = c ? c
+          : vg_flags_define_string(f, "how_many_training_steps", "15000,3000", "How many training loops to run", st);
+    c = c ? c
+          : vg_flags_define_integer(f, "eval_step_interval", 400, "How often to evaluate the training results.", st);
+    c = c ? c
+          : vg_flags_define_string(f, "learning_rate", "0.001,0.0001",
+                                   "How large a learning rate to use when training.", st);
     c = c ? c : vg_flags_define_integer(f, "batch_size", 100, "How many items to train with at once", st);
-    c = c ? c : vg_flags_define_string(f, "summaries_dir", "/tmp/retrain_logs", "Where to save summary logs for TensorBoard.", st);
-    c = c ? c : vg_flags_define_string(f, "wanted_words", "yes,no,up,down,left,right,on,off,stop,go", "Words to use (others will be added to an unknown label)", st);
-    c = c ? c : vg_flags_define_string(f, "train_dir", "/tmp/speech_commands_train", "Directory to write event logs and checkpoint.", st);
+    c = c ? c
+          : vg_flags_define_string(f, "summaries_dir", "/tmp/retrain_logs",
+                                   "Where to save summary logs for TensorBoard.", st);
+    c = c ? c
+          : vg_flags_define_string(f, "wanted_words", "yes,no,up,down,left,right,on,off,stop,go",
+                                   "Words to use (others will be added to an unknown label)", st);
+    c = c ? c
+          : vg_flags_define_string(f, "train_dir", "/tmp/speech_commands_train",
+                                   "Directory to write event logs and checkpoint.", st);
     c = c ? c : vg_flags_define_integer(f, "save_step_interval", 100, "Save model checkpoint every save_steps.", st);
-    c = c ? c : vg_flags_define_string(f, "start_checkpoint", "", "If specified, restore this pretrained model before any training.", st);
+    c = c ? c
+          : vg_flags_define_string(f, "start_checkpoint", "",
+                                   "If specified, restore this pretrained model before any training.", st);
     c = c ? c : vg_flags_define_string(f, "model_architecture", "conv", "What model architecture to use", st);
-    c = c ? c : vg_flags_define_string(f, "preprocess", "mfcc", "Spectrogram processing mode. Can be \"mfcc\" or \"average\"", st);
+    c = c ? c
+          : vg_flags_define_string(f, "preprocess", "mfcc",
+                                   "Spectrogram processing mode. Can be \"mfcc\" or \"average\"", st);
     return c != VG_OK;
 }
 
@@ -164,7 +197,8 @@ static int train_main(void) {
     vg_output correct_prediction = vg_equal(g, predicted_indices, ground_truth_input, NULL);
     vg_output confusion_matrix =
         vg_confusion_matrix(g, ground_truth_input, predicted_indices, label_count, VG_INT32, NULL);
-    vg_output evaluation_step = vg_reduce_mean(g, vg_cast(g, correct_prediction, VG_FLOAT, NULL), NULL, -1, false, NULL);
+    vg_output evaluation_step =
+        vg_reduce_mean(g, vg_cast(g, correct_prediction, VG_FLOAT, NULL), NULL, -1, false, NULL);
     vg_graph_push_scope(g, "eval");
     vg_output eval_summaries[2] = {vg_summary_scalar(g, "cross_entropy", cross_entropy_mean),
                                    vg_summary_scalar(g, "accuracy", evaluation_step)};
@@ -258,8 +292,8 @@ static int train_main(void) {
         vg_tensor *vals[4] = {train_fingerprints, train_ground_truth, lr_t, dropout_t};
         vg_output fetches[4] = {evaluation_step, cross_entropy_mean, increment_global_step, merged_summaries};
         vg_tensor *outs[4] = {NULL};
-        vg_code c = vg_session_run(sess, NULL, feeds, vals, 4, fetches, outs, summaries ? 4 : 3, &train_step, 1, NULL,
-                                   &st);
+        vg_code c =
+            vg_session_run(sess, NULL, feeds, vals, 4, fetches, outs, summaries ? 4 : 3, &train_step, 1, NULL, &st);
         vg_tensor_free(train_fingerprints);
         vg_tensor_free(train_ground_truth);
         if (c != VG_OK) goto fail_cm;
