@@ -54,6 +54,7 @@
 #include "distributed.h"
 #include "flags.h"
 #include "audio.h"
+#include "math_nn_ops.h"
 #include "keras_datasets.h"
 #include "hparams.h"
 #include "distributions.h"
