@@ -54,5 +54,6 @@
 #include "distributed.h"
 #include "flags.h"
 #include "audio.h"
+#include "slim.h"
 
 #endif
