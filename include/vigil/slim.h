@@ -281,7 +281,8 @@ typedef struct vg_slim_train_opts {
  * MonitoredTrainingSession on logdir) as follows: number_of_steps -> StopAtStepHook(
  * last_step=number_of_steps) (slim's train_step stops once global_step >=
  * number_of_steps: the same step count); log_every_n_steps -> an INFO log "global step
- * N: loss = L (S sec/step)" as slim's train_step writes it; save_interval_secs ->
+ * N: loss = L (S sec/step)" after each step that leaves global_step a multiple of it, as
+ * slim's train_step writes it; save_interval_secs ->
  * save_checkpoint_secs (the CheckpointSaverHook also saves at the end, as slim saves
  * "Finished training! Saving model to disk."); save_summaries_secs ->
  * save_summaries_secs; init_fn -> the Scaffold's init_fn, called only when no checkpoint

@@ -787,7 +787,6 @@ static vg_code ckpt_init_fn(void *payload, vg_scaffold *scaffold, vg_session *se
 vg_code vg_slim_init_fn_run(vg_slim_init_fn *f, vg_session *sess, vg_status *st) {
     if (!f || !f->priv || !sess) return vg_status_set(st, VG_INVALID_ARGUMENT, "init_fn: no callback or session");
     ckpt_fn *c = f->priv;
-    vg_logf(VG_LOG_INFO, "Restoring parameters from %s", c->path);
     return vg_saver_restore(c->saver, sess, c->path, st);
 }
 
@@ -882,7 +881,7 @@ done:
 /* slim's train_step logging: "global step N: loss = L (S sec/step)" every n steps */
 typedef struct log_hook {
     vg_output fetches[2];
-    int64_t every, count;
+    int64_t every;
     double last;
 } log_hook;
 
@@ -892,7 +891,7 @@ static vg_code log_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_st
     log_hook *h = p;
     h->last = vg_hooks_now();
     args->fetches = h->fetches;
-    args->nfetches = h->fetches[1].op ? 2 : 1;
+    args->nfetches = 2;
     return VG_OK;
 }
 
@@ -913,10 +912,13 @@ static vg_code log_after(void *p, vg_run_context *ctx, const vg_run_values *v, v
     (void)st;
     log_hook *h = p;
     double dt = vg_hooks_now() - h->last;
-    if (h->every > 0 && h->count++ % h->every == 0 && v->nresults >= 1) {
+    /* slim's should_log: global_step % log_every_n_steps == 0 after the step (the
+     * fetched read is the value before this step's increment) */
+    if (h->every > 0 && v->nresults >= 2) {
         double loss = scalar_of(v->results[0]);
-        double step = v->nresults > 1 ? scalar_of(v->results[1]) : NAN;
-        vg_logf(VG_LOG_INFO, "global step %lld: loss = %.4f (%.3f sec/step)", (long long)step, loss, dt);
+        long long step = (long long)scalar_of(v->results[1]) + 1;
+        if (step % h->every == 0)
+            vg_logf(VG_LOG_INFO, "global step %lld: loss = %.4f (%.3f sec/step)", step, loss, dt);
     }
     return VG_OK;
 }
@@ -956,6 +958,12 @@ vg_code vg_slim_learning_train(vg_graph *g, vg_output train_op, const char *logd
         }
         lh->fetches[0] = train_op;
         lh->fetches[1] = vg_get_or_create_global_step(g);
+        if (!lh->fetches[1].op) {
+            free(lh);
+            vg_graph_status(g, st);
+            rc = st ? st->code : VG_FAILED_PRECONDITION;
+            goto fail;
+        }
         lh->every = every;
         vg_hook h = {"slim_train_step_log", NULL, NULL, log_before, log_after, NULL, free, lh};
         hooks[k++] = h;
