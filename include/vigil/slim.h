@@ -228,6 +228,27 @@ VG_API int vg_slim_get_variables(const vg_graph *g, const char *scope, vg_output
 VG_API int vg_slim_get_variables_to_restore(const vg_graph *g, const char *const *include, int ninclude,
                                             const char *const *exclude, int nexclude, vg_output *out, int max);
 
+/* slim.assign_from_checkpoint(model_path, var_list, ignore_missing_vars): reads the
+ * checkpoint now and builds, per variable, a Placeholder "placeholder/<var name>" and an
+ * Assign from it, grouped in the returned NoOp ("group_deps"); *feed_dict gets the
+ * placeholders and the checkpoint values to feed when running it (TF's (assign_op,
+ * feed_dict) pair). ckpt_names as below (NULL: the op names). Ownership: the caller
+ * frees feed_dict with vg_slim_feed_dict_free. Fails (NULL, *st, feed_dict empty) with
+ * INVALID_ARGUMENT "Checkpoint is missing variable [<name>]" (without
+ * ignore_missing_vars; with it the variable is skipped with a WARNING), "Total size of
+ * new array must be unchanged for <name> lh_shape: [..], rh_shape: [..]" (shapes
+ * differ), a dtype mismatch, "var_list cannot be empty"; NOT_FOUND / DATA_LOSS reading
+ * the checkpoint; the graph's errors. */
+typedef struct vg_slim_feed_dict {
+    vg_output *feeds;
+    vg_tensor **values;
+    int n;
+} vg_slim_feed_dict;
+VG_API vg_op *vg_slim_assign_from_checkpoint(vg_graph *g, const char *model_path, const vg_output *vars, int n,
+                                             const char *const *ckpt_names, bool ignore_missing_vars,
+                                             vg_slim_feed_dict *feed_dict, vg_status *st);
+VG_API void vg_slim_feed_dict_free(vg_slim_feed_dict *feed_dict);
+
 /* slim.assign_from_checkpoint_fn(model_path, var_list, ignore_missing_vars): builds,
  * now, a Saver (name scope "save", made unique) restoring var_list (ref outputs of
  * VariableV2 ops) from model_path, and returns a callback to run later - typically as

@@ -876,6 +876,111 @@ done:
     return ret;
 }
 
+void vg_slim_feed_dict_free(vg_slim_feed_dict *fd) {
+    if (!fd) return;
+    for (int i = 0; i < fd->n; i++) vg_tensor_free(fd->values[i]);
+    free(fd->feeds);
+    free(fd->values);
+    fd->feeds = NULL;
+    fd->values = NULL;
+    fd->n = 0;
+}
+
+static void shape_str(const int64_t *d, int n, char *buf, size_t len) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? ", " : "", (long long)d[i]);
+}
+
+vg_op *vg_slim_assign_from_checkpoint(vg_graph *g, const char *model_path, const vg_output *vars, int n,
+                                      const char *const *ckpt_names, bool ignore_missing_vars, vg_slim_feed_dict *fd,
+                                      vg_status *st) {
+    if (st) {
+        st->code = VG_OK;
+        st->msg[0] = 0;
+    }
+    if (fd) memset(fd, 0, sizeof *fd);
+    if (!g || !model_path || !fd) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "assign_from_checkpoint: a graph, model_path and feed_dict are required");
+        return NULL;
+    }
+    if (!vars || n <= 0) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "var_list cannot be empty");
+        return NULL;
+    }
+    vg_checkpoint_reader *r = vg_checkpoint_reader_new(model_path, st);
+    if (!r) return NULL;
+    vg_op **assigns = calloc((size_t)n, sizeof *assigns);
+    fd->feeds = calloc((size_t)n, sizeof *fd->feeds);
+    fd->values = calloc((size_t)n, sizeof *fd->values);
+    vg_op *grp = NULL;
+    int na = 0;
+    if (!assigns || !fd->feeds || !fd->values) {
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "assign_from_checkpoint: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!vars[i].op) {
+            vg_status_set(st, VG_INVALID_ARGUMENT, "assign_from_checkpoint: variable %d is missing", i);
+            goto done;
+        }
+        const char *vname = vg_op_name(vars[i].op), *key = ckpt_names ? ckpt_names[i] : vname;
+        vg_dtype cdt = VG_DTYPE_INVALID;
+        vg_shape cs = {0};
+        bool found = false;
+        for (int t = 0; t < vg_checkpoint_reader_num_tensors(r) && !found; t++)
+            if (strcmp(vg_checkpoint_reader_tensor(r, t, &cdt, &cs), key) == 0) found = true;
+        if (!found) {
+            if (ignore_missing_vars) {
+                vg_logf(VG_LOG_WARN, "Checkpoint is missing variable [%s]", key);
+                continue;
+            }
+            vg_status_set(st, VG_INVALID_ARGUMENT, "Checkpoint is missing variable [%s]", key);
+            goto done;
+        }
+        vg_shape vs = vg_output_shape(vars[i]);
+        vg_dtype vdt = vg_output_dtype(vars[i]);
+        bool same = vs.ndims == cs.ndims;
+        for (int d = 0; same && d < vs.ndims; d++) same = vs.dims[d] == cs.dims[d];
+        if (!same) {
+            char a[256], b[256];
+            shape_str(cs.dims, cs.ndims, a, sizeof a);
+            shape_str(vs.dims, vs.ndims, b, sizeof b);
+            vg_status_set(st, VG_INVALID_ARGUMENT,
+                          "Total size of new array must be unchanged for %s lh_shape: [(%s)], rh_shape: [(%s)]", key,
+                          a, b);
+            goto done;
+        }
+        if (cdt != vdt) {
+            vg_status_set(st, VG_INVALID_ARGUMENT, "assign_from_checkpoint: %s has dtype %s in the checkpoint, %s here",
+                          key, vg_dtype_name(cdt), vg_dtype_name(vdt));
+            goto done;
+        }
+        vg_tensor *val = vg_checkpoint_reader_read(r, key, st);
+        if (!val) goto done;
+        char ph[NAME_MAX_ * 2];
+        snprintf(ph, sizeof ph, "placeholder/%s", vname);
+        vg_output p = vg_placeholder(g, vdt, vs.dims, vs.ndims, ph);
+        vg_output as = vg_assign(g, vars[i], p, true, "Assign");
+        if (!p.op || !as.op) {
+            vg_tensor_free(val);
+            vg_graph_status(g, st);
+            goto done;
+        }
+        fd->feeds[fd->n] = p;
+        fd->values[fd->n++] = val;
+        assigns[na++] = as.op;
+    }
+    grp = vg_group(g, assigns, na, "group_deps");
+    if (!grp) vg_graph_status(g, st);
+done:
+    if (!grp) vg_slim_feed_dict_free(fd);
+    free(assigns);
+    vg_checkpoint_reader_free(r);
+    return grp;
+}
+
 /* ---- learning ------------------------------------------------------------- */
 
 /* slim's train_step logging: "global step N: loss = L (S sec/step)" every n steps */
