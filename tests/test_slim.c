@@ -99,6 +99,14 @@ static void test_arg_scope(void) {
     CHECK_NEAR(vg_slim_resolve_args(G, "func1", NULL).keep_prob, 0.8, 0);
     CHECK_NEAR(vg_slim_resolve_args(G, "func2", NULL).keep_prob, 0.8, 0);
     vg_slim_arg_scope_pop(G);
+    /* one Python argument in two fields: a call's is_training=False beats a scope's tensor */
+    vg_slim_args tscope = {.is_training_tensor = vg_placeholder(G, VG_BOOL, NULL, 0, "t")};
+    CHECK_EQ_INT(vg_slim_arg_scope_push(G, (const char *[]){"func1"}, 1, &tscope), VG_OK);
+    r = vg_slim_resolve_args(G, "func1", &(vg_slim_args){.is_training = VG_SLIM_FALSE});
+    CHECK(r.is_training == VG_SLIM_FALSE && r.is_training_tensor.op == NULL);
+    r = vg_slim_resolve_args(G, "func1", NULL);
+    CHECK(r.is_training_tensor.op == tscope.is_training_tensor.op);
+    vg_slim_arg_scope_pop(G);
     /* testNotDecorated: ValueError "... is not decorated with @add_arg_scope" */
     CHECK_EQ_INT(vg_slim_arg_scope_push(G, (const char *[]){"func3"}, 1, &shared), VG_INVALID_ARGUMENT);
     vg_status st;
@@ -541,6 +549,104 @@ static void test_conv_bn_forward(void) {
     vg_session_free(s);
 }
 
+/* atrous conv2d (rate 2, SAME) and the depthwise-only separable_conv2d (VALID, depth
+ * multiplier 2) with constant kernels, against the sums computed here */
+static void test_dilated_and_depthwise_values(void) {
+    fresh();
+    float xv[5 * 5 * 2];
+    for (int i = 0; i < 50; i++) xv[i] = (float)((i * 7) % 13) - 6.0f;
+    vg_output x = vg_const_array(G, VG_FLOAT, (int64_t[]){1, 5, 5, 2}, 4, xv, "x");
+    vg_initializer ones = vg_init_ones();
+    vg_output y = vg_slim_conv2d(G, x, 1, 3, 3, NULL,
+                                 &(vg_slim_args){.rate = {2}, .weights_initializer = &ones,
+                                                 .activation_fn = VG_SLIM_LINEAR});
+    CHECK(vg_graph_op_by_name(G, "Conv/SpaceToBatchND") && vg_graph_op_by_name(G, "Conv/BatchToSpaceND"));
+    vg_output d = vg_slim_separable_conv2d(G, x, 0, 2, 2, NULL,
+                                           &(vg_slim_args){.padding = "VALID", .depth_multiplier = 2,
+                                                           .weights_initializer = &ones,
+                                                           .activation_fn = VG_SLIM_LINEAR});
+    CHECK_SHAPE(vg_output_shape(d), 1, 4, 4, 4);
+    vg_status st;
+    vg_session *s = vg_session_new(G, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(G)}, 1, &st), &st);
+    vg_tensor *o[2] = {NULL, NULL};
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, (vg_output[]){y, d}, o, 2, NULL, 0, NULL, &st), &st);
+    if (o[0] && o[1]) {
+        const float *a = vg_tensor_data(o[0]), *b = vg_tensor_data(o[1]);
+        for (int i = 0; i < 5; i++)
+            for (int j = 0; j < 5; j++) {
+                double want = 0;
+                for (int di = -2; di <= 2; di += 2)
+                    for (int dj = -2; dj <= 2; dj += 2) {
+                        int r = i + di, c = j + dj;
+                        if (r >= 0 && r < 5 && c >= 0 && c < 5) want += xv[(r * 5 + c) * 2] + xv[(r * 5 + c) * 2 + 1];
+                    }
+                CHECK_NEAR(a[i * 5 + j], want, 1e-5);
+            }
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                for (int c = 0; c < 2; c++) {
+                    double want = xv[(i * 5 + j) * 2 + c] + xv[(i * 5 + j + 1) * 2 + c] + xv[((i + 1) * 5 + j) * 2 + c] +
+                                  xv[((i + 1) * 5 + j + 1) * 2 + c];
+                    /* channel c, multiplier m -> output c * 2 + m; biases 0 */
+                    CHECK_NEAR(b[(i * 4 + j) * 4 + c * 2], want, 1e-5);
+                    CHECK_NEAR(b[(i * 4 + j) * 4 + c * 2 + 1], want, 1e-5);
+                }
+    }
+    vg_tensor_free(o[0]);
+    vg_tensor_free(o[1]);
+    vg_session_free(s);
+}
+
+/* batch_norm with a run-time is_training tensor (both branches, updates only when
+ * true), and updates_collections=None (the updates run with the output) */
+static void test_batch_norm_is_training_tensor(void) {
+    fresh();
+    float xv[4] = {1, 2, 3, 6}; /* [4, 1]: mean 3, biased variance 3.5, corrected 14/3 */
+    vg_output x = vg_const_array(G, VG_FLOAT, (int64_t[]){4, 1}, 2, xv, "x");
+    vg_output tr = vg_placeholder(G, VG_BOOL, NULL, 0, "is_training");
+    vg_output y = vg_slim_batch_norm(G, x, NULL, &(vg_slim_args){.is_training_tensor = tr, .decay = 0.5});
+    vg_output y2 = vg_slim_batch_norm(G, x, "NoColl", &(vg_slim_args){.updates_collections = "", .decay = 0.5});
+    CHECK_EQ_INT(coll_size(VG_UPDATE_OPS), 2); /* only the first layer's */
+    int nu = 0;
+    const vg_output *ups = vg_graph_collection(G, VG_UPDATE_OPS, &nu);
+    vg_status st;
+    vg_session *s = vg_session_new(G, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(G)}, 1, &st), &st);
+    vg_op *targets[2] = {ups[0].op, ups[1].op};
+    for (int pass = 0; pass < 2; pass++) {
+        bool training = pass == 0;
+        vg_tensor *tv = vg_tensor_new_scalar_bool(training, NULL);
+        vg_tensor *out = NULL;
+        CHECK_OK(vg_session_run(s, NULL, &tr, &tv, 1, &y, &out, 1, targets, 2, NULL, &st), &st);
+        if (out) {
+            const float *o = vg_tensor_data(out);
+            for (int i = 0; i < 4; i++) {
+                /* training: batch statistics; inference: moving ones after one update
+                 * (mean 0.5 * 3 = 1.5, variance 0.5 + 0.5 * 14 / 3) */
+                double m = training ? 3 : 1.5, v = training ? 3.5 : 0.5 + 0.5 * 14.0 / 3.0;
+                CHECK_NEAR(o[i], (xv[i] - m) / sqrt(v + 0.001), 1e-4);
+            }
+        }
+        vg_tensor_free(out);
+        vg_tensor_free(tv);
+    }
+    /* the false pass left the moving mean as it was */
+    vg_tensor *mm = NULL;
+    vg_session_run1(s, vg_variable_snapshot(vg_graph_op_by_name(G, "BatchNorm/moving_mean")), &mm, &st);
+    if (mm) CHECK_NEAR(((float *)vg_tensor_data(mm))[0], 1.5, 1e-5);
+    vg_tensor_free(mm);
+    /* updates_collections None: fetching the output updates the moving mean */
+    vg_tensor *o2 = NULL;
+    CHECK_OK(vg_session_run1(s, y2, &o2, &st), &st);
+    vg_tensor_free(o2);
+    mm = NULL;
+    vg_session_run1(s, vg_variable_snapshot(vg_graph_op_by_name(G, "NoColl/moving_mean")), &mm, &st);
+    if (mm) CHECK_NEAR(((float *)vg_tensor_data(mm))[0], 1.5, 1e-5);
+    vg_tensor_free(mm);
+    vg_session_free(s);
+}
+
 int main(void) {
     RUN_TEST(test_arg_scope);
     RUN_TEST(test_conv2d);
@@ -553,6 +659,8 @@ int main(void) {
     RUN_TEST(test_repeat_stack);
     RUN_TEST(test_mobilenet_block);
     RUN_TEST(test_conv_bn_forward);
+    RUN_TEST(test_dilated_and_depthwise_values);
+    RUN_TEST(test_batch_norm_is_training_tensor);
     if (G) vg_graph_free(G);
     TEST_MAIN_END();
 }

@@ -95,7 +95,8 @@ typedef struct vg_slim_args {
     const vg_initializer *weights_initializer; /* [xavier_initializer(): glorot uniform] */
     vg_regularizer weights_regularizer;        /* [None] */
     const vg_initializer *biases_initializer;  /* [zeros] */
-    vg_slim_flag no_biases;                    /* TRUE: biases_initializer=None (no biases) */
+    vg_slim_flag no_biases;                    /* TRUE: biases_initializer=None (no biases); with
+                                                  biases_initializer one argument for arg_scope */
     vg_regularizer biases_regularizer;         /* [None] */
     vg_slim_flag trainable;                    /* [TRUE] */
     vg_reuse reuse;                            /* [None] */
@@ -105,7 +106,8 @@ typedef struct vg_slim_args {
     vg_slim_flag scale;            /* [FALSE]: gamma variable (else 1) */
     double epsilon;                /* [0.001] (0 = unset) */
     vg_slim_flag is_training;      /* batch_norm and dropout: [TRUE] */
-    vg_output is_training_tensor;  /* a bool scalar: chooses at run time (overrides is_training) */
+    vg_output is_training_tensor;  /* a bool scalar: chooses at run time (overrides is_training;
+                                      with it one argument for arg_scope) */
     vg_slim_flag fused;            /* [TRUE where possible: rank 2 or 4] */
     const char *updates_collections; /* [VG_UPDATE_OPS]; "" = None: updates run with the output */
     vg_slim_flag zero_debias_moving_mean; /* [FALSE] */

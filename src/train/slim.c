@@ -165,8 +165,12 @@ static void merge_unset(vg_slim_args *d, const vg_slim_args *s) {
     M(normalizer_params);
     M(weights_initializer);
     if (!d->weights_regularizer.fn) d->weights_regularizer = s->weights_regularizer;
-    M(biases_initializer);
-    M(no_biases);
+    /* biases_initializer / no_biases and is_training / is_training_tensor are one
+     * Python argument each: set together */
+    if (!d->biases_initializer && !d->no_biases) {
+        d->biases_initializer = s->biases_initializer;
+        d->no_biases = s->no_biases;
+    }
     if (!d->biases_regularizer.fn) d->biases_regularizer = s->biases_regularizer;
     M(trainable);
     M(reuse);
@@ -174,8 +178,10 @@ static void merge_unset(vg_slim_args *d, const vg_slim_args *s) {
     M(center);
     M(scale);
     M(epsilon);
-    M(is_training);
-    if (!d->is_training_tensor.op) d->is_training_tensor = s->is_training_tensor;
+    if (!d->is_training && !d->is_training_tensor.op) {
+        d->is_training = s->is_training;
+        d->is_training_tensor = s->is_training_tensor;
+    }
     M(fused);
     M(updates_collections);
     M(zero_debias_moving_mean);
