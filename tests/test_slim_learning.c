@@ -380,9 +380,17 @@ static void test_train_warm_start_resume(void) {
     tu_rmrf(logdir);
 }
 
-/* slim.learning.train's argument errors */
+/* slim.learning.train's argument errors; logdir=None trains without saving */
 static void test_train_errors(void) {
     vg_status st;
+    vg_graph *g0 = vg_graph_new();
+    vg_optimizer *opt = vg_optimizer_new_sgd(0.5);
+    vg_output train_op = build_net(g0, 5, opt);
+    double loss = NAN;
+    CHECK_OK(vg_slim_learning_train(g0, train_op, NULL, &(vg_slim_train_opts){.number_of_steps = 3}, &loss, &st), &st);
+    CHECK(isfinite(loss) && loss > 0);
+    vg_optimizer_free(opt);
+    vg_graph_free(g0);
     CHECK_EQ_INT(vg_slim_learning_train(NULL, (vg_output){NULL, 0}, NULL, NULL, NULL, &st), VG_INVALID_ARGUMENT);
     vg_graph *g = vg_graph_new();
     CHECK_EQ_INT(vg_slim_learning_train(g, (vg_output){NULL, 0}, "/tmp", NULL, NULL, &st), VG_INVALID_ARGUMENT);

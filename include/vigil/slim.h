@@ -311,8 +311,8 @@ typedef struct vg_slim_train_opts {
  * save_summaries_secs; init_fn -> the Scaffold's init_fn, called only when no checkpoint
  * of logdir is restored (as the Supervisor). A rerun on the same logdir resumes from its
  * latest checkpoint. Differences: no Supervisor threads (the hooks run in the training
- * thread), no sync_optimizer / trace_every_n_steps / startup_delay_steps; logdir NULL
- * with save frequencies < 0 trains without checkpoints. *loss (may be NULL) gets the
+ * thread), no sync_optimizer / trace_every_n_steps / startup_delay_steps / train_step_fn.
+ * logdir NULL trains without checkpoints or summaries, as slim. *loss (may be NULL) gets the
  * last loss (TF's return value). Fails as vg_training_train (INVALID_ARGUMENT for a
  * NULL graph or train_op, the runs' and the session's errors). */
 VG_API vg_code vg_slim_learning_train(vg_graph *g, vg_output train_op, const char *logdir,
