@@ -322,6 +322,7 @@ static void test_fully_connected(void) {
 
 static void test_batch_norm_names(void) {
     fresh();
+    int before;
     /* testCreateVariables (scale=True), testCreateOp (fused: 'BatchNorm/FusedBatchNorm...') */
     vg_output out = vg_slim_batch_norm(G, images(5, 3, 3, 3), NULL, &(vg_slim_args){.scale = VG_SLIM_TRUE});
     CHECK(strncmp(vg_op_name(out.op), "BatchNorm/FusedBatchNorm", 24) == 0);
@@ -340,8 +341,13 @@ static void test_batch_norm_names(void) {
     /* testCreateOp non-fused: 'BatchNorm/batchnorm...' */
     out = vg_slim_batch_norm(G, images(5, 3, 3, 3), NULL, &(vg_slim_args){.fused = VG_SLIM_FALSE});
     CHECK(out.op && strncmp(vg_op_name(out.op), "BatchNorm_1/batchnorm", 21) == 0);
+    /* zero_debias_moving_mean (contrib's own fused path): the mean's update is debiased */
+    before = coll_size(VG_UPDATE_OPS);
+    out = vg_slim_batch_norm(G, images(5, 3, 3, 3), "zd", &(vg_slim_args){.zero_debias_moving_mean = VG_SLIM_TRUE});
+    CHECK(out.op != NULL);
+    CHECK_EQ_INT(coll_size(VG_UPDATE_OPS), before + 2);
     /* not training: no updates */
-    int before = coll_size(VG_UPDATE_OPS);
+    before = coll_size(VG_UPDATE_OPS);
     vg_slim_batch_norm(G, images(5, 3, 3, 3), NULL, &(vg_slim_args){.is_training = VG_SLIM_FALSE});
     CHECK_EQ_INT(coll_size(VG_UPDATE_OPS), before);
     CHECK_EQ_INT(vg_graph_status(G, NULL), VG_OK);

@@ -380,6 +380,53 @@ static void test_train_warm_start_resume(void) {
     tu_rmrf(logdir);
 }
 
+/* learning_test.py CreateTrainOpTest.testUseUpdateOps: BatchNormClassifier
+ * (batch_norm(decay=0.1, fused=False) -> fully_connected(1, sigmoid)), log_loss,
+ * create_train_op with SGD 1.0; after 10 steps the moving mean and variance are the
+ * inputs' mean and (biased) variance */
+static void test_create_train_op_update_ops(void) {
+    vg_graph *g = vg_graph_new();
+    vg_graph_set_seed(g, 0);
+    float in[16 * 4], lab[16];
+    for (int i = 0; i < 64; i++) in[i] = (float)((i * 29 + 7) % 17) / 17.0f;
+    for (int i = 0; i < 16; i++) lab[i] = (float)(i % 2);
+    vg_output x = vg_const_array(g, VG_FLOAT, (int64_t[]){16, 4}, 2, in, "inputs");
+    vg_output y = vg_const_array(g, VG_FLOAT, (int64_t[]){16, 1}, 2, lab, "labels");
+    vg_output net = vg_slim_batch_norm(g, x, NULL, &(vg_slim_args){.decay = 0.1, .fused = VG_SLIM_FALSE});
+    net = vg_slim_fully_connected(g, net, 1, NULL, &(vg_slim_args){.activation_fn = VG_ACT_SIGMOID});
+    vg_losses_log_loss(g, y, net, 1e-7, NULL);
+    vg_output total = vg_losses_get_total_loss(g, true, NULL);
+    vg_optimizer *opt = vg_optimizer_new_sgd(1.0);
+    vg_output train_op = vg_create_train_op(g, total, opt, NULL);
+    CHECK(train_op.op != NULL);
+    vg_status st;
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    CHECK_NEAR(first_value(s, g, "BatchNorm/moving_mean"), 0, 0);
+    CHECK_NEAR(first_value(s, g, "BatchNorm/moving_variance"), 1, 0);
+    for (int i = 0; i < 10; i++) {
+        vg_tensor *l = NULL;
+        CHECK_OK(vg_session_run1(s, train_op, &l, &st), &st);
+        vg_tensor_free(l);
+    }
+    vg_tensor *mm = NULL, *mv = NULL;
+    vg_session_run1(s, vg_variable_snapshot(vg_graph_op_by_name(g, "BatchNorm/moving_mean")), &mm, &st);
+    vg_session_run1(s, vg_variable_snapshot(vg_graph_op_by_name(g, "BatchNorm/moving_variance")), &mv, &st);
+    CHECK(mm && mv);
+    for (int c = 0; c < 4 && mm && mv; c++) {
+        double mean = 0, var = 0;
+        for (int r = 0; r < 16; r++) mean += in[r * 4 + c] / 16.0;
+        for (int r = 0; r < 16; r++) var += (in[r * 4 + c] - mean) * (in[r * 4 + c] - mean) / 16.0;
+        CHECK_NEAR(((float *)vg_tensor_data(mm))[c], mean, 1e-5);
+        CHECK_NEAR(((float *)vg_tensor_data(mv))[c], var, 1e-5);
+    }
+    vg_tensor_free(mm);
+    vg_tensor_free(mv);
+    vg_session_free(s);
+    vg_optimizer_free(opt);
+    vg_graph_free(g);
+}
+
 /* slim.learning.train's argument errors; logdir=None trains without saving */
 static void test_train_errors(void) {
     vg_status st;
@@ -401,6 +448,7 @@ int main(void) {
     RUN_TEST(test_variables);
     RUN_TEST(test_assign_from_checkpoint_fn);
     RUN_TEST(test_assign_from_checkpoint);
+    RUN_TEST(test_create_train_op_update_ops);
     RUN_TEST(test_train_warm_start_resume);
     RUN_TEST(test_train_errors);
     TEST_MAIN_END();
