@@ -115,6 +115,52 @@ static void test_arg_scope(void) {
     CHECK_EQ_INT(vg_slim_arg_scope_depth(G), 0);
 }
 
+/* arg_scope_test.py testReuseArgScope / testReuseArgScopeNested: a captured scope
+ * entered later holds what was open when it was captured, and replaces the open ones */
+static void test_arg_scope_capture(void) {
+    fresh();
+    vg_slim_add_arg_scope(G, "func1");
+    vg_slim_add_arg_scope(G, "func2");
+    static const vg_slim_args f1 = {.stride = {1, 1}, .padding = "VALID"}, f2 = {.depth_multiplier = 2};
+    vg_slim_arg_scope_push(G, (const char *[]){"func1"}, 1, &f1);
+    vg_slim_arg_scope *scope1 = vg_slim_current_arg_scope(G);
+    vg_slim_arg_scope_push(G, (const char *[]){"func2"}, 1, &f2);
+    vg_slim_arg_scope *scope2 = vg_slim_current_arg_scope(G);
+    vg_slim_arg_scope_pop_to(G, 0);
+    CHECK_EQ_INT(vg_slim_arg_scope_depth(G), 0);
+    CHECK(scope1 && scope2);
+    /* with arg_scope(scope1): func1's args, nothing for func2 */
+    CHECK_EQ_INT(vg_slim_arg_scope_enter(G, scope1), VG_OK);
+    vg_slim_args r = vg_slim_resolve_args(G, "func1", NULL);
+    CHECK(r.padding && strcmp(r.padding, "VALID") == 0 && r.stride[0] == 1);
+    CHECK_EQ_INT(vg_slim_resolve_args(G, "func2", NULL).depth_multiplier, 0);
+    vg_slim_arg_scope_pop(G);
+    /* with arg_scope(scope2): both */
+    CHECK_EQ_INT(vg_slim_arg_scope_enter(G, scope2), VG_OK);
+    CHECK(strcmp(vg_slim_resolve_args(G, "func1", NULL).padding, "VALID") == 0);
+    CHECK_EQ_INT(vg_slim_resolve_args(G, "func2", NULL).depth_multiplier, 2);
+    /* a scope pushed inside merges over it */
+    vg_slim_arg_scope_push(G, (const char *[]){"func2"}, 1, &(vg_slim_args){.depth_multiplier = 3});
+    CHECK_EQ_INT(vg_slim_resolve_args(G, "func2", NULL).depth_multiplier, 3);
+    vg_slim_arg_scope_pop(G);
+    vg_slim_arg_scope_pop(G);
+    /* entering replaces: an open scope for func2 is not seen inside arg_scope(scope1) */
+    vg_slim_arg_scope_push(G, (const char *[]){"func2"}, 1, &f2);
+    vg_slim_arg_scope_enter(G, scope1);
+    CHECK_EQ_INT(vg_slim_resolve_args(G, "func2", NULL).depth_multiplier, 0);
+    /* a capture of a scope that holds an entered one */
+    vg_slim_arg_scope *scope3 = vg_slim_current_arg_scope(G);
+    vg_slim_arg_scope_pop_to(G, 0);
+    vg_slim_arg_scope_enter(G, scope3);
+    CHECK(strcmp(vg_slim_resolve_args(G, "func1", NULL).padding, "VALID") == 0);
+    CHECK_EQ_INT(vg_slim_resolve_args(G, "func2", NULL).depth_multiplier, 0);
+    vg_slim_arg_scope_pop(G);
+    vg_slim_arg_scope_free(scope1);
+    vg_slim_arg_scope_free(scope2);
+    vg_slim_arg_scope_free(scope3);
+    CHECK_EQ_INT(vg_slim_arg_scope_enter(G, NULL), VG_INVALID_ARGUMENT);
+}
+
 /* ---- layers_test.py: Convolution2DTest ------------------------------------ */
 
 static void test_conv2d(void) {
@@ -655,6 +701,7 @@ static void test_batch_norm_is_training_tensor(void) {
 
 int main(void) {
     RUN_TEST(test_arg_scope);
+    RUN_TEST(test_arg_scope_capture);
     RUN_TEST(test_conv2d);
     RUN_TEST(test_conv2d_wd);
     RUN_TEST(test_conv2d_batch_norm);

@@ -140,6 +140,36 @@ VG_API void vg_slim_arg_scope_pop(vg_graph *g);
 /* Depth of the arg_scope stack (0 at the top). */
 VG_API int vg_slim_arg_scope_depth(const vg_graph *g);
 
+/* Leaves arg_scopes until the depth is depth (a function like mobilenet_v1_arg_scope
+ * that pushes several: note the depth before, pop back to it). */
+VG_API void vg_slim_arg_scope_pop_to(vg_graph *g, int depth);
+
+/* A captured arg scope: slim.current_arg_scope(), what `with slim.arg_scope(...) as sc`
+ * and nets' *_arg_scope() functions return, to enter later with arg_scope(sc). The
+ * vg_slim_args pointers in it stay borrowed (give a function that builds one static
+ * storage for them). */
+typedef struct vg_slim_arg_scope vg_slim_arg_scope;
+/* current_arg_scope(): a copy of the open scopes. Ownership: free with
+ * vg_slim_arg_scope_free. NULL when out of memory (graph error RESOURCE_EXHAUSTED). */
+VG_API vg_slim_arg_scope *vg_slim_current_arg_scope(vg_graph *g);
+VG_API void vg_slim_arg_scope_free(vg_slim_arg_scope *sc);
+/* with slim.arg_scope(sc): until the matching vg_slim_arg_scope_pop the captured scope
+ * replaces the open ones (as TF, which swaps the current dict; scopes pushed inside
+ * merge over it). sc is copied. Fails with INVALID_ARGUMENT (NULL sc), RESOURCE_EXHAUSTED.
+ *
+ *     static vg_slim_args conv_defaults = {.padding = "VALID", .activation_fn = VG_ACT_RELU6};
+ *     int d0 = vg_slim_arg_scope_depth(g);
+ *     vg_slim_arg_scope_push(g, (const char *[]){VG_SLIM_CONV2D}, 1, &conv_defaults);
+ *     vg_slim_arg_scope *sc = vg_slim_current_arg_scope(g);  // def my_arg_scope(): ... return sc
+ *     vg_slim_arg_scope_pop_to(g, d0);
+ *     vg_slim_arg_scope_enter(g, sc);                         // with slim.arg_scope(sc):
+ *     vg_slim_args got = vg_slim_resolve_args(g, VG_SLIM_CONV2D, NULL); // .padding "VALID"
+ *     vg_slim_arg_scope_pop(g);
+ *     vg_slim_arg_scope_free(sc);
+ *     (void)got;
+ */
+VG_API vg_code vg_slim_arg_scope_enter(vg_graph *g, const vg_slim_arg_scope *sc);
+
 /* The arguments fn_name sees for a call with args call (NULL: none): each field the
  * call sets, else the innermost open arg_scope's that lists fn_name and sets it, else
  * left zero (the function applies its default). */

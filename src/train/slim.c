@@ -25,7 +25,14 @@ typedef struct entry {
     char **fns;
     int nfns;
     vg_slim_args args;
+    struct vg_slim_arg_scope *saved; /* an entered captured scope (owned): it replaces
+                                        the scopes below it */
 } entry;
+
+struct vg_slim_arg_scope {
+    entry *entries; /* bottom first */
+    int n;
+};
 
 typedef struct slim_state {
     char **registered;
@@ -43,6 +50,48 @@ static void entry_clear(entry *e) {
     free(e->fns);
     e->fns = NULL;
     e->nfns = 0;
+    vg_slim_arg_scope_free(e->saved);
+    e->saved = NULL;
+}
+
+void vg_slim_arg_scope_free(vg_slim_arg_scope *sc) {
+    if (!sc) return;
+    for (int i = 0; i < sc->n; i++) entry_clear(&sc->entries[i]);
+    free(sc->entries);
+    free(sc);
+}
+
+static char *dupstr(const char *s);
+
+/* deep copy of entries [0, n) (names and saved scopes; args as they are) */
+static vg_slim_arg_scope *copy_entries(const entry *src, int n) {
+    vg_slim_arg_scope *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->entries = calloc((size_t)(n ? n : 1), sizeof *c->entries);
+    if (!c->entries) {
+        free(c);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        entry *d = &c->entries[c->n++];
+        d->args = src[i].args;
+        d->fns = calloc((size_t)(src[i].nfns ? src[i].nfns : 1), sizeof(char *));
+        bool ok = d->fns != NULL;
+        for (int j = 0; ok && j < src[i].nfns; j++) {
+            d->fns[j] = dupstr(src[i].fns[j]);
+            ok = d->fns[j] != NULL;
+            if (ok) d->nfns++;
+        }
+        if (ok && src[i].saved) {
+            d->saved = copy_entries(src[i].saved->entries, src[i].saved->n);
+            ok = d->saved != NULL;
+        }
+        if (!ok) {
+            vg_slim_arg_scope_free(c);
+            return NULL;
+        }
+    }
+    return c;
 }
 
 static void state_free(void *p) {
@@ -122,7 +171,7 @@ vg_code vg_slim_arg_scope_push(vg_graph *g, const char *const *fns, int nfns, co
         s->stack = st;
         s->cap = nc;
     }
-    entry e = {calloc((size_t)(nfns ? nfns : 1), sizeof(char *)), 0, *args};
+    entry e = {calloc((size_t)(nfns ? nfns : 1), sizeof(char *)), 0, *args, NULL};
     if (!e.fns) return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "arg_scope: out of memory");
     for (int i = 0; i < nfns; i++) {
         e.fns[i] = dupstr(fns[i]);
@@ -188,21 +237,63 @@ static void merge_unset(vg_slim_args *d, const vg_slim_args *s) {
 #undef M
 }
 
+/* merges the entries [0, n) listing fn into r, the top first; an entered captured
+ * scope stands for everything below it */
+static void resolve_in(const entry *es, int n, const char *fn, vg_slim_args *r) {
+    for (int i = n - 1; i >= 0; i--) {
+        const entry *e = &es[i];
+        if (e->saved) {
+            resolve_in(e->saved->entries, e->saved->n, fn, r);
+            return;
+        }
+        for (int j = 0; j < e->nfns; j++)
+            if (strcmp(e->fns[j], fn) == 0) {
+                merge_unset(r, &e->args);
+                break;
+            }
+    }
+}
+
 vg_slim_args vg_slim_resolve_args(const vg_graph *g, const char *fn, const vg_slim_args *call) {
     vg_slim_args r;
     memset(&r, 0, sizeof r);
     if (call) r = *call;
     slim_state *s = state_peek(g);
     if (!s || !fn) return r;
-    for (int i = s->depth - 1; i >= 0; i--) {
-        const entry *e = &s->stack[i];
-        for (int j = 0; j < e->nfns; j++)
-            if (strcmp(e->fns[j], fn) == 0) {
-                merge_unset(&r, &e->args);
-                break;
-            }
-    }
+    resolve_in(s->stack, s->depth, fn, &r);
     return r;
+}
+
+vg_slim_arg_scope *vg_slim_current_arg_scope(vg_graph *g) {
+    if (!g) return NULL;
+    slim_state *s = state_peek(g);
+    vg_slim_arg_scope *c = copy_entries(s ? s->stack : NULL, s ? s->depth : 0);
+    if (!c) vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "current_arg_scope: out of memory");
+    return c;
+}
+
+vg_code vg_slim_arg_scope_enter(vg_graph *g, const vg_slim_arg_scope *sc) {
+    if (!g) return VG_INVALID_ARGUMENT;
+    if (!sc) return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "arg_scope: a captured scope is required");
+    slim_state *s = state_get(g);
+    if (!s) return VG_RESOURCE_EXHAUSTED;
+    if (s->depth == s->cap) {
+        int nc = s->cap ? 2 * s->cap : 8;
+        entry *st = realloc(s->stack, (size_t)nc * sizeof *st);
+        if (!st) return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "arg_scope: out of memory");
+        s->stack = st;
+        s->cap = nc;
+    }
+    entry e;
+    memset(&e, 0, sizeof e);
+    e.saved = copy_entries(sc->entries, sc->n);
+    if (!e.saved) return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "arg_scope: out of memory");
+    s->stack[s->depth++] = e;
+    return VG_OK;
+}
+
+void vg_slim_arg_scope_pop_to(vg_graph *g, int depth) {
+    while (vg_slim_arg_scope_depth(g) > depth && depth >= 0) vg_slim_arg_scope_pop(g);
 }
 
 /* ---- helpers ------------------------------------------------------------- */
