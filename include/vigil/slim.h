@@ -32,14 +32,17 @@
  * variables (the "model_variables" and "variables" collections; trainable ones also in
  * "trainable_variables"); a normalizer runs inside the layer's scope ("Conv/BatchNorm/").
  * max_pool2d, avg_pool2d, dropout and flatten open name scopes "MaxPool2D", "AvgPool2D",
- * "Dropout", "Flatten". Regularizers add their losses to REGULARIZATION_LOSSES under
- * "<variable>/Regularizer/".
+ * "Dropout", "Flatten". Regularizers add their losses to REGULARIZATION_LOSSES: the
+ * weights of conv2d, fully_connected and separable_conv2d with num_outputs come from a
+ * tf.layers layer in TF, so their losses carry its weight names ("Conv/kernel/
+ * Regularizer/l2_regularizer", ".../bias/...", ".../depthwise_kernel/...",
+ * ".../pointwise_kernel/..."); the others "<variable>/Regularizer/...".
  *
  * Errors: the layers set the graph's sticky error and return {NULL, 0}: INVALID_ARGUMENT
  * for an input of the wrong rank or unknown channel depth, num_outputs / kernel sizes /
  * strides / rates <= 0, a padding other than SAME/VALID, rate > 1 with stride > 1
  * ("strides > 1 not supported in conjunction with rate > 1"), keep_prob outside (0, 1];
- * get_variable's errors (sharing, reuse). Variables are created with tf.get_variable,
+ * UNIMPLEMENTED for rate > 1 with unknown spatial dimensions; get_variable's errors (sharing, reuse). Variables are created with tf.get_variable,
  * so reuse follows the variable scopes (vigil/variable_scope.h) and args.reuse.
  */
 #ifndef VIGIL_SLIM_H
