@@ -397,7 +397,11 @@ static vg_output conv_op(vg_graph *g, kkind k, vg_output x, vg_output w, const i
 /* nn_ops' _WithSpaceToBatch around a VALID conv with rate > 1, as layers.c builds it;
  * stride 1 otherwise the op with strides */
 static vg_output conv_maybe_dilated(vg_graph *g, kkind k, vg_output x, vg_output w, int kh, int kw, const int st[2],
-                                    const int rate[2], const char *pad, const char *opname) {
+                                    const int rate[2], const char *pad, const char *prefix, const char *opname_) {
+    char opname[NAME_MAX_], s2b[NAME_MAX_], b2s[NAME_MAX_];
+    snprintf(opname, sizeof opname, "%s%s", prefix, opname_);
+    snprintf(s2b, sizeof s2b, "%sSpaceToBatchND", prefix);
+    snprintf(b2s, sizeof b2s, "%sBatchToSpaceND", prefix);
     if (rate[0] == 1 && rate[1] == 1) {
         int64_t s4[4] = {1, st[0], st[1], 1};
         return conv_op(g, k, x, w, s4, pad, opname);
@@ -425,16 +429,16 @@ static vg_output conv_maybe_dilated(vg_graph *g, kkind k, vg_output x, vg_output
         crops[2 * i + 1] = (int32_t)extra_end;
     }
     int64_t d2[2] = {2, 2}, one[4] = {1, 1, 1, 1};
-    push_inside(g, "SpaceToBatchND");
+    push_inside(g, s2b);
     vg_output bs = vg_const_i32_vec(g, block, 2, "block_shape");
     vg_output ps = vg_const_array(g, VG_INT32, d2, 2, pads, "paddings");
     vg_graph_pop_scope(g);
-    vg_output sb = vg_space_to_batch_nd(g, x, bs, ps, "SpaceToBatchND");
+    vg_output sb = vg_space_to_batch_nd(g, x, bs, ps, s2b);
     vg_output y = conv_op(g, k, sb, w, one, "VALID", opname);
-    push_inside(g, "BatchToSpaceND");
+    push_inside(g, b2s);
     vg_output cs = vg_const_array(g, VG_INT32, d2, 2, crops, "crops");
     vg_graph_pop_scope(g);
-    return vg_batch_to_space_nd(g, y, bs, cs, "BatchToSpaceND");
+    return vg_batch_to_space_nd(g, y, bs, cs, b2s);
 }
 
 /* checks and defaults of the convolution arguments */
@@ -504,7 +508,7 @@ vg_output vg_slim_conv2d(vg_graph *g, vg_output x, int64_t num_outputs, int kh, 
                               a.trainable != VG_SLIM_FALSE, "kernel");
     vg_output y = none_out();
     if (w.var) {
-        y = conv_maybe_dilated(g, K_CONV, x, w.read, kh, kw, a.stride, a.rate, pad, "Conv2D");
+        y = conv_maybe_dilated(g, K_CONV, x, w.read, kh, kw, a.stride, a.rate, pad, "", "Conv2D");
         y = finish_layer(g, &a, y, num_outputs, VG_ACT_RELU, true);
     }
     vg_variable_scope_pop(g);
@@ -536,22 +540,17 @@ vg_output vg_slim_separable_conv2d(vg_graph *g, vg_output x, int64_t num_outputs
         vg_variable pw = model_var(g, "pointwise_weights", dt, pd, 4, weights_init(&a), a.weights_regularizer, tr,
                                    "pointwise_kernel");
         if (dw.var && pw.var) {
-            /* nn.separable_conv2d: "separable_conv2d/depthwise", then a 1x1 VALID Conv2D
-             * named after the name scope */
-            const char *full = vg_graph_push_scope(g, "separable_conv2d");
-            char opname[NAME_MAX_ * 2];
-            snprintf(opname, sizeof opname, "%s", full ? full : "separable_conv2d");
-            vg_output d = conv_maybe_dilated(g, K_DEPTHWISE, x, dw.read, kh, kw, a.stride, a.rate, pad, "depthwise");
-            vg_graph_pop_scope(g);
-            vg_graph_push_scope(g, "/");
+            /* nn.separable_conv2d: "separable_conv2d/depthwise" (its name scope), then a
+             * 1x1 VALID Conv2D named after that scope, "separable_conv2d" */
+            vg_output d = conv_maybe_dilated(g, K_DEPTHWISE, x, dw.read, kh, kw, a.stride, a.rate, pad,
+                                             "separable_conv2d/", "depthwise");
             int64_t one[4] = {1, 1, 1, 1};
-            y = vg_conv2d(g, d, pw.read, one, "VALID", opname);
-            vg_graph_pop_scope(g);
+            y = vg_conv2d(g, d, pw.read, one, "VALID", "separable_conv2d");
             y = finish_layer(g, &a, y, num_outputs, VG_ACT_RELU, true);
         }
     } else if (dw.var) {
         /* num_outputs=None: nn.depthwise_conv2d only ("depthwise") */
-        y = conv_maybe_dilated(g, K_DEPTHWISE, x, dw.read, kh, kw, a.stride, a.rate, pad, "depthwise");
+        y = conv_maybe_dilated(g, K_DEPTHWISE, x, dw.read, kh, kw, a.stride, a.rate, pad, "", "depthwise");
         y = finish_layer(g, &a, y, in * dm, VG_ACT_RELU, false);
     }
     vg_variable_scope_pop(g);
