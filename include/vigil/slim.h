@@ -219,8 +219,10 @@ VG_API vg_output vg_slim_max_pool2d(vg_graph *g, vg_output x, int kh, int kw, co
 VG_API vg_output vg_slim_avg_pool2d(vg_graph *g, vg_output x, int kh, int kw, const char *scope,
                                     const vg_slim_args *args);
 /* slim.dropout(x, keep_prob [0.5], is_training [TRUE], seed): tf.layers' dropout with
- * rate 1 - keep_prob under the name scope scope (NULL: "Dropout", made unique); not
- * training: the input unchanged. */
+ * rate 1 - keep_prob named scope (NULL: "Dropout"; the name scope made unique): ops
+ * "<scope>/dropout/..." ending in "<scope>/dropout/mul_1"; not training: the Identity
+ * "<scope>/Identity" of the input. (vigil passes a static is_training as a bool Const
+ * "is_training" made in the current scope.) */
 VG_API vg_output vg_slim_dropout(vg_graph *g, vg_output x, const char *scope, const vg_slim_args *args);
 /* slim.flatten: [batch, ...] -> [batch, prod(...)] under the name scope scope (NULL:
  * "Flatten"), op "<scope>/flatten/Reshape". */

@@ -756,15 +756,12 @@ vg_output vg_slim_dropout(vg_graph *g, vg_output x, const char *scope, const vg_
     }
     int tr_static;
     vg_output training = training_of(&a, &tr_static);
-    if (!vg_graph_push_scope(g, scope ? scope : "Dropout")) return none_out();
-    vg_output y;
-    if (tr_static == 0) {
-        y = vg_identity(g, x, "Identity");
-    } else {
-        if (tr_static == 1) training = vg_const_bool(g, true, "Const");
-        y = vg_layers_dropout(g, x, 1.0 - kp, training, a.seed, NULL);
-    }
-    vg_graph_pop_scope(g);
+    /* core_layers.Dropout(name=sc.name) in slim's "Dropout" scope: the tf.layers dropout
+     * named after the scope puts its ops in "<scope>/dropout/..." as TF; the scope name
+     * is made unique as a name scope (dropout has no variables) */
+    if (tr_static == 1) training = vg_const_bool(g, true, "is_training");
+    vg_output y = vg_layers_dropout(g, x, 1.0 - kp, tr_static == 0 ? none_out() : training, a.seed,
+                                    scope ? scope : "Dropout");
     return failed(g) ? none_out() : y;
 }
 
