@@ -119,7 +119,9 @@ int main(int argc, char **argv) {
     sso.save_steps = 100; sso.output_dir = dir; sso.scaffold = scaffold;
     if (vg_summary_saver_hook(&sso, &hooks[5], &st)) die("hook", &st);
     vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
-    o.hooks = hooks; o.nhooks = 6; o.scaffold = scaffold; o.config = &so;
+    vg_config_proto cfg = vg_config_proto_default();
+    cfg.intra_op_parallelism_threads = cfg.inter_op_parallelism_threads = 1;
+    o.hooks = hooks; o.nhooks = 6; o.scaffold = scaffold; o.config = &cfg;
     vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
     if (!ms) die("monitored session", &st);
     vg_session *raw = vg_monitored_session_raw_session(ms);

@@ -1,4 +1,4 @@
-# Distributed tests (issue 15): every tests/test_dist*.c also runs under
+# Distributed tests (issue 15): every tests/dist/test_dist*.c also runs under
 # `mpiexec -np 2` when MPI is built (the plain run above checks the 1-rank world).
 # Open MPI refuses root and more ranks than cores unless told; the variables are
 # ignored by other MPIs. LSan ignores what MPI itself keeps until exit.
@@ -7,7 +7,7 @@ if(VIGIL_MPI AND MPIEXEC_EXECUTABLE)
     "OMPI_ALLOW_RUN_AS_ROOT=1" "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1" "OMPI_MCA_rmaps_base_oversubscribe=1"
     "OMPI_MCA_btl_vader_single_copy_mechanism=none"
     "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp:fast_unwind_on_malloc=0")
-  file(GLOB _vigil_dist_tests CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/test_dist*.c)
+  file(GLOB _vigil_dist_tests CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/test_dist*.c ${PROJECT_SOURCE_DIR}/tests/dist/test_dist*.c)
   foreach(src ${_vigil_dist_tests})
     get_filename_component(name ${src} NAME_WE)
     add_test(NAME ${name}_np2 COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:${name}>)

@@ -1,27 +1,55 @@
-# Tests: one executable per tests/test_*.c, CTest labels, header checks, install test.
+# Tests: one executable per tests/<folder>/test_*.c, CTest labels, header checks, install test.
 #
-# Labels (ctest -L <label>):
-#   unit       self-contained tests of one module (core, graph, kernels, io, train)
-#   io         file formats: readers/writers of TF's files (also labelled unit)
-#   monitored  monitored sessions, hooks, scaffold, coordinator, queue runners
-#   cli        the vigil command (spawns build/vigil)
-#   slow       takes seconds (also in its own group above)
-#   headers    each public header compiles alone, and the examples in header comments
+# Folders, by layer or subsystem (docs/conventions.md): api (the public API as a whole
+# and the layer rule), core, io, graph, exec, kernels (op families), dataset (tf.data,
+# input pipelines), train, monitored, dist, hostile (untrusted inputs), examples, cli.
+# A new test may also sit at the top (tests/test_*.c) until it is given a folder.
+#
+# Labels (ctest -L <label>): the test's folder (api, core, io, ..., cli), and
+#   unit       every test but those of cli/ and monitored/ (and the top-level ones too)
+#   headers    each public header compiles alone (headertest_*), and test_header_examples
+#   slow       takes seconds (VIGIL_SLOW_TESTS)
 #   install    installs into a temporary prefix and builds consumers out of tree
+#   dist       the runs under mpiexec (cmake/VigilDistTests.cmake)
 set(VIGIL_SLOW_TESTS test_cli_signal test_cli_tools test_cli_train test_cli_train_lstm test_cli_hostile test_saver_crash test_file_writer)
 
-function(vigil_test_labels name out)
-  set(l "")
+# The tests that include src/ headers or call vg__* functions: they link the static
+# `vigil_internal`; every other test links `vigil` (shared or static), as a user would.
+# A test that needs the internals is added here (its build fails otherwise).
+set(VIGIL_INTERNAL_TESTS
+  # api/
+  test_layers
+  # core/
+  test_alloc_cache test_core_tensor test_half test_threadpool
+  # io/
+  test_checkpoint test_io_alloc test_io_bundle test_io_ckpt_state test_io_crc32c test_io_events
+  test_io_idx test_io_pb test_io_sstable test_io_tfrecord
+  # graph/
+  test_graphdef
+  # exec/
+  test_conv_fusion test_core_session test_exec_ab test_fusion_elementwise test_fusion_matmul_sum
+  # kernels/
+  test_backend test_cf_tf_while test_conv_winograd test_math_binary test_nn_conv test_nn_depthwise
+  test_parsing
+  # dataset/
+  test_data_rows test_data_saveable_paths test_data_vectorize test_example_fast_decode
+  # train/
+  test_file_writer test_optimizer_apply_ops test_optimizer_basic test_saved_model_assets
+  test_saved_model_save test_saver test_summary_ops test_summary_run_metadata
+  # monitored/
+  test_hooks_tfedge test_monitored_extra test_monitored_session test_scaffold
+  # hostile/
+  test_hostile test_hostile_bombs test_hostile_paths
+  # cli/
+  test_cli_convert test_cli_hostile test_cli_train)
+
+function(vigil_test_labels name folder out)
+  set(l ${folder})
+  if(NOT folder STREQUAL "cli" AND NOT folder STREQUAL "monitored")
+    list(APPEND l unit)
+  endif()
   if(name STREQUAL "test_header_examples")
     list(APPEND l headers)
-  elseif(name MATCHES "^test_cli_")
-    list(APPEND l cli)
-  elseif(name MATCHES "^test_(monitored_|hooks_|mts|scaffold|coord|queue_runner|examples_monitored)")
-    list(APPEND l monitored)
-  elseif(name MATCHES "^test_(io_|checkpoint|saver|file_writer|graphdef|summary_|events_|idx_)")
-    list(APPEND l unit io)
-  else()
-    list(APPEND l unit)
   endif()
   if(name IN_LIST VIGIL_SLOW_TESTS)
     list(APPEND l slow)
@@ -29,9 +57,13 @@ function(vigil_test_labels name out)
   set(${out} "${l}" PARENT_SCOPE)
 endfunction()
 
-file(GLOB VIGIL_TEST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/test_*.c)
+file(GLOB VIGIL_TEST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/test_*.c ${PROJECT_SOURCE_DIR}/tests/*/test_*.c)
+set(_vigil_test_names "")
 foreach(src ${VIGIL_TEST_SOURCES})
   get_filename_component(name ${src} NAME_WE)
+  get_filename_component(_dir ${src} DIRECTORY)
+  file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR}/tests ${_dir})
+  list(APPEND _vigil_test_names ${name})
   add_executable(${name} ${src})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${name} PRIVATE
@@ -43,11 +75,20 @@ foreach(src ${VIGIL_TEST_SOURCES})
     VG_PROJECT_VERSION_MAJOR=${PROJECT_VERSION_MAJOR}
     VG_PROJECT_VERSION_MINOR=${PROJECT_VERSION_MINOR}
     VG_PROJECT_VERSION_PATCH=${PROJECT_VERSION_PATCH})
-  vigil_link_for(${name} ${src})
+  if(name IN_LIST VIGIL_INTERNAL_TESTS)
+    vigil_link(${name} ON)
+  else()
+    vigil_link(${name} OFF)
+  endif()
   target_link_libraries(${name} PRIVATE ZLIB::ZLIB)   # some tests write gzip'd fixtures
   add_test(NAME ${name} COMMAND ${name})
-  vigil_test_labels(${name} labels)
+  vigil_test_labels(${name} "${folder}" labels)
   set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS "${labels}")
+endforeach()
+foreach(name ${VIGIL_INTERNAL_TESTS})
+  if(NOT name IN_LIST _vigil_test_names)
+    message(FATAL_ERROR "VIGIL_INTERNAL_TESTS names ${name}, but there is no tests/.../${name}.c")
+  endif()
 endforeach()
 
 # oneDNN picks its kernels by the CPU's ISA when it runs: the tests of the oneDNN paths

@@ -1,12 +1,28 @@
-/* cli_test_util.h - running the `vigil` binary from the CLI tests: spawn it with its
- * stdout/stderr redirected into files under tmpdir, wait with a timeout. */
+/* cli_test_util.h - the CLI tests' one main() and their helpers: spawn the `vigil`
+ * binary with its stdout/stderr redirected into files under tmpdir, wait with a timeout.
+ *
+ * A CLI test defines its cases and a suite, and ends with CLI_TEST_MAIN:
+ *
+ *     static const cli_case cases[] = {CLI_CASE(test_cli_x__one), CLI_CASE(test_cli_x__two)};
+ *     static const cli_suite suite = {.tag = "cli_x", .needs_mnist = true, .setup = setup};
+ *     CLI_TEST_MAIN(suite, cases)
+ *
+ * main() skips (exit 0) when build/vigil is missing, or Fashion-MNIST when needs_mnist,
+ * or when suite.skip returns a reason; makes tmpdir (/tmp/vg_<tag>_XXXXXX); runs
+ * suite.setup (non-zero: a failure, no cases run), the cases, suite.teardown; removes
+ * tmpdir when every check passed and keeps it (saying where) otherwise. */
 #ifndef VG_CLI_TEST_UTIL_H
 #define VG_CLI_TEST_UTIL_H
+#include "test_util.h"
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* Debian's dataset-fashion-mnist */
+#define CLI_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 
 static char vigil[1024], tmpdir[256];
 
@@ -68,4 +84,60 @@ static int run_vigil(const char *const *args, const char *out_name, const char *
     pid_t pid = spawn_vigil(args, out_name, err_name);
     return pid < 0 ? -1 : wait_vigil(pid, 300);
 }
+
+typedef struct cli_case {
+    void (*fn)(void);
+    const char *name;
+} cli_case;
+#define CLI_CASE(fn) {fn, #fn}
+
+typedef struct cli_suite {
+    const char *tag;            /* tmpdir is /tmp/vg_<tag>_XXXXXX */
+    bool needs_mnist;           /* SKIP without Fashion-MNIST in CLI_MNIST_DIR */
+    const char *(*skip)(void);  /* a reason to skip, or NULL */
+    int (*setup)(void);         /* after tmpdir is made; non-zero fails the test */
+    void (*teardown)(void);     /* after the cases */
+} cli_suite;
+
+static inline int cli_main(const cli_suite *s, const cli_case *cases, size_t n) {
+    snprintf(vigil, sizeof vigil, "%s/vigil", VG_BINDIR);
+    if (access(vigil, X_OK) != 0) {
+        fprintf(stderr, "SKIP: %s not built (configure with -DVIGIL_TOOLS=ON)\n", vigil);
+        return 0;
+    }
+    if (s->needs_mnist && access(CLI_MNIST_DIR "/train-images-idx3-ubyte.gz", R_OK) != 0 &&
+        access(CLI_MNIST_DIR "/train-images-idx3-ubyte", R_OK) != 0) {
+        fprintf(stderr, "SKIP: Fashion-MNIST not installed in %s (Debian package dataset-fashion-mnist)\n",
+                CLI_MNIST_DIR);
+        return 0;
+    }
+    const char *why = s->skip ? s->skip() : NULL;
+    if (why) {
+        fprintf(stderr, "SKIP: %s\n", why);
+        return 0;
+    }
+    if (!tu_mkdtemp(tmpdir, sizeof tmpdir, s->tag)[0]) {
+        perror("mkdtemp");
+        return 1;
+    }
+    if (s->setup && s->setup() != 0) {
+        fprintf(stderr, "setup failed\n");
+        vg_test_failures++;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            int before = vg_test_failures;
+            cases[i].fn();
+            fprintf(stderr, "%s %s\n", vg_test_failures == before ? "ok  " : "FAIL", cases[i].name);
+        }
+    }
+    if (s->teardown) s->teardown();
+    if (!vg_test_failures) {
+        if (tu_rmrf(tmpdir) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    } else {
+        fprintf(stderr, "outputs kept in %s\n", tmpdir);
+    }
+    TEST_MAIN_END();
+}
+#define CLI_TEST_MAIN(suite, cases) \
+    int main(void) { return cli_main(&(suite), (cases), sizeof(cases) / sizeof((cases)[0])); }
 #endif

@@ -173,9 +173,7 @@ static inline vg_session_creator ht_creator(vg_graph *g, vg_scaffold *sc, const 
     return c;
 }
 
-/* ---- temporary directories ---- */
-static inline char *ht_mkdtemp(char *buf, size_t len, const char *tag) { return tu_mkdtemp(buf, len, tag); }
-static inline void ht_rmrf(const char *dir) { tu_rmrf(dir); }
+/* ---- temporary directories (tu_mkdtemp, tu_rmrf of test_util.h) ---- */
 static inline bool ht_exists(const char *dir, const char *name) {
     char p[4200];
     struct stat sb;

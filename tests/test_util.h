@@ -39,7 +39,8 @@ static int vg_test_failures = 0;
 
 /* Temporary directories: tu_mkdtemp makes /tmp/vg_<tag>_XXXXXX in buf (buf[0] == 0 on
  * failure) and returns buf; tu_rmrf removes such a directory with everything in it
- * (refusing any path outside /tmp/vg_). */
+ * (refusing any path outside /tmp/vg_) and returns 0, or -1 if something stayed.
+ * Every test that needs a directory uses these two (no mkdtemp, no rm -rf). */
 static inline int tu_rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb; (void)flag; (void)ftw;
     return remove(p);
@@ -49,9 +50,9 @@ static inline char *tu_mkdtemp(char *buf, size_t len, const char *tag) {
     if (!mkdtemp(buf)) buf[0] = 0;
     return buf;
 }
-static inline void tu_rmrf(const char *dir) {
-    if (!dir || strncmp(dir, "/tmp/vg_", 8) != 0) return;
-    nftw(dir, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+static inline int tu_rmrf(const char *dir) {
+    if (!dir || strncmp(dir, "/tmp/vg_", 8) != 0) return -1;
+    return nftw(dir, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 #endif

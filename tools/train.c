@@ -1081,7 +1081,8 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
         vg_graph_free(tg.g);
         return cli_fail_status(&st);
     }
-    vg_session_options so = {o->threads, o->threads};
+    vg_config_proto so = vg_config_proto_default();
+    so.intra_op_parallelism_threads = so.inter_op_parallelism_threads = o->threads;
     vg_mts_options mo = VG_MTS_OPTIONS_INIT;
     mo.checkpoint_dir = g_rank == 0 ? o->ckpt_dir : NULL; /* the chief restores and saves */
     mo.no_checkpoint_dir_lock = true; /* main() holds the directory's lock for the whole run */

@@ -163,9 +163,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "horovod_mnist: %s\n", st.msg);
         return 1;
     }
-    /* one process per core of the host (the ConfigProto's GPU pinning has no CPU twin) */
+    /* config = tf.ConfigProto(); config.gpu_options.allow_growth = True (accepted, logged
+     * once: vigil runs on the CPU); the GPU pinning (visible_device_list = local_rank) has
+     * no CPU twin: the host's cores are shared among its ranks instead */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN) / vg_dist_local_size();
-    vg_session_options config = {ncpu > 1 ? (int)ncpu : 1, ncpu > 1 ? (int)ncpu : 1};
+    vg_config_proto config = vg_config_proto_default();
+    config.gpu_allow_growth = true;
+    config.intra_op_parallelism_threads = config.inter_op_parallelism_threads = ncpu > 1 ? (int)ncpu : 1;
     /* Horovod: save checkpoints only on worker 0 */
     vg_mts_options mo = VG_MTS_OPTIONS_INIT;
     mo.checkpoint_dir = rank == 0 ? ckpt : NULL;

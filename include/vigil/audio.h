@@ -4,7 +4,8 @@
  * DecodeWav, EncodeWav, AudioSpectrogram, Mfcc. The FFT is kissfft's real transform
  * (Debian libkissfft-dev, float). tf.signal functions (src/train/signal.c, TF 1.15's
  * tensorflow/python/ops/signal/): frame, overlap_and_add, hann_window, hamming_window,
- * linear_to_mel_weight_matrix. Complex dtypes, stft and the FFT ops are not there yet.
+ * linear_to_mel_weight_matrix, stft, inverse_stft, inverse_stft_window_fn,
+ * mfccs_from_log_mel_spectrograms (on the FFT ops of vigil/ops_ext.h, fft_ops.c).
  *
  * Builders follow the rest of the API: a failed input ({NULL, 0}) propagates, and
  * build-time errors are recorded on the graph (vg_graph_status) with {NULL, 0}
@@ -113,6 +114,55 @@ VG_API vg_output vg_signal_hamming_window(vg_graph *g, int64_t window_length, bo
 VG_API vg_output vg_signal_linear_to_mel_weight_matrix(vg_graph *g, int64_t num_mel_bins, int64_t num_spectrogram_bins,
                                                        double sample_rate, double lower_edge_hertz,
                                                        double upper_edge_hertz, vg_dtype dtype, const char *name);
+
+/* ---- tf.signal: stft, inverse_stft, mfccs (src/train/signal.c) ------------------ */
+/* A window_fn (TF's callable window_fn(length, dtype=...)): a [length] window of dtype
+ * (VG_FLOAT / VG_DOUBLE); ctx is what the caller passed alongside the function. */
+typedef vg_output (*vg_signal_window_fn)(vg_graph *g, int64_t length, vg_dtype dtype, const void *ctx);
+/* TF's default window_fn: hann_window(length, periodic=True, dtype); hamming likewise.
+ * ctx unused (NULL). */
+VG_API vg_output vg_signal_hann_window_fn(vg_graph *g, int64_t length, vg_dtype dtype, const void *ctx);
+VG_API vg_output vg_signal_hamming_window_fn(vg_graph *g, int64_t length, vg_dtype dtype, const void *ctx);
+/* tf.signal.inverse_stft_window_fn(frame_step, forward_window_fn): pass
+ * vg_signal_inverse_stft_window_fn as window_fn with a vg_signal_inverse_window as ctx
+ * (forward NULL: hann). The window is forward / denom, denom the squared forward window
+ * summed over its frame_step phases, built from TF's ops (Square, Pad, Reshape, Sum,
+ * Tile, Slice, RealDiv). */
+typedef struct vg_signal_inverse_window {
+    int64_t frame_step;
+    vg_signal_window_fn forward;
+    const void *forward_ctx;
+} vg_signal_inverse_window;
+VG_API vg_output vg_signal_inverse_stft_window_fn(vg_graph *g, int64_t length, vg_dtype dtype, const void *ctx);
+/* tf.signal.stft(signals [..., samples] float32/float64, frame_length, frame_step,
+ * fft_length, window_fn, pad_end): frame, times window_fn(frame_length) (window_fn NULL:
+ * no window, TF's None), zero-padded to fft_length, RFFT: [..., frames, fft_length / 2 +
+ * 1] complex64/complex128. fft_length <= 0: the smallest power of two >= frame_length
+ * (TF's default). Differentiable. INVALID_ARGUMENT: another dtype, frame_length or
+ * frame_step <= 0, the rank unknown (vg_signal_frame's errors).
+ *
+ *     vg_output spec = vg_signal_stft(g, x, 400, 160, 0, vg_signal_hann_window_fn, NULL, false, NULL);
+ *     vg_signal_inverse_window iw = {160, NULL, NULL};
+ *     vg_output back = vg_signal_inverse_stft(g, spec, 400, 160, 0, vg_signal_inverse_stft_window_fn, &iw, NULL);
+ */
+VG_API vg_output vg_signal_stft(vg_graph *g, vg_output signals, int64_t frame_length, int64_t frame_step,
+                                int64_t fft_length, vg_signal_window_fn window_fn, const void *window_ctx,
+                                bool pad_end, const char *name);
+/* tf.signal.inverse_stft(stfts [..., frames, bins] complex, frame_length, frame_step,
+ * fft_length, window_fn): IRFFT (bins padded to fft_length / 2 + 1), frames cropped or
+ * zero-padded to frame_length, times window_fn(frame_length) of the real dtype, then
+ * overlap_and_add: [..., (frames - 1) * frame_step + frame_length]. For a reconstruction
+ * use vg_signal_inverse_stft_window_fn. INVALID_ARGUMENT: a real dtype, rank < 2 or
+ * unknown, frame_length or frame_step <= 0. */
+VG_API vg_output vg_signal_inverse_stft(vg_graph *g, vg_output stfts, int64_t frame_length, int64_t frame_step,
+                                        int64_t fft_length, vg_signal_window_fn window_fn, const void *window_ctx,
+                                        const char *name);
+/* tf.signal.mfccs_from_log_mel_spectrograms: the unnormalized DCT-II of the last dim
+ * (dct_ops.py: through an RFFT of twice its length) times rsqrt(2 * num_mel_bins).
+ * INVALID_ARGUMENT "num_mel_bins must be positive. Got: 0"; the last dim must be known
+ * at build time (TF also takes a dynamic one); float32/float64 only. */
+VG_API vg_output vg_signal_mfccs_from_log_mel_spectrograms(vg_graph *g, vg_output log_mel_spectrograms,
+                                                           const char *name);
 
 #ifdef __cplusplus
 }

@@ -59,7 +59,7 @@ VG_API vg_code vg_summary_at_end_hook(const char *log_dir, vg_file_writer *summa
 typedef struct vg_evaluate_options {
     const char *checkpoint_path;        /* required: the checkpoint prefix to restore */
     vg_scaffold *scaffold;              /* NULL: a default one; a given one stays the caller's */
-    const vg_session_options *config;   /* NULL: defaults */
+    const vg_config_proto *config;      /* tf.ConfigProto; NULL: defaults */
     vg_op *const *eval_ops;             /* run each step with the eval-step increment; */
     int neval_ops;                      /* none: no loop, only the final ops */
     const vg_output *feeds;             /* feed_dict of every eval run */

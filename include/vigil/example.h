@@ -89,6 +89,35 @@ VG_API vg_code vg_tfrecord_writer_flush(vg_tfrecord_writer *w, vg_status *st);
  * is a no-op. */
 VG_API vg_code vg_tfrecord_writer_close(vg_tfrecord_writer *w, vg_status *st);
 
+/* ---- TFRecord iterator (tf.python_io.tf_record_iterator) ---------------- */
+/* Reads the records of one TFRecord file in order, outside any graph (as TF's
+ * tf_record_iterator(path, options)); compression as the file was written.
+ *
+ *     vg_tfrecord_iterator *it = vg_tfrecord_iterator_open("train.tfrecords", VG_COMPRESSION_NONE, &st);
+ *     const void *rec;
+ *     size_t n;
+ *     while (it && vg_tfrecord_iterator_next(it, &rec, &n, &st) == VG_OK) {
+ *         // rec[0..n) is one serialized record, valid until the next call
+ *     }
+ *     vg_tfrecord_iterator_close(it);  // st.code: VG_OUT_OF_RANGE after the last record
+ */
+typedef struct vg_tfrecord_iterator vg_tfrecord_iterator;
+/* Opens path. Fails (NULL, *st set) with NOT_FOUND naming the file, the other errno codes,
+ * INVALID_ARGUMENT (a NULL path, a bad compression), RESOURCE_EXHAUSTED. Ownership: the
+ * caller closes it with vg_tfrecord_iterator_close. */
+VG_API vg_tfrecord_iterator *vg_tfrecord_iterator_open(const char *path, vg_compression compression,
+                                                       vg_status *st);
+/* The next record: *data (borrowed, valid until the next call on it or its close) and
+ * *len. Returns VG_OK; VG_OUT_OF_RANGE after the last record (TF's StopIteration);
+ * VG_DATA_LOSS "truncated record at offset N in F" (the file ends inside a record) or
+ * "corrupted record at offset N in F: ... checksum mismatch" (TF's DataLossError), or a
+ * corrupt compressed stream; RESOURCE_EXHAUSTED for a record over the decode limit
+ * (vg_set_decode_limits); INVALID_ARGUMENT for NULL arguments. After an error other than
+ * OUT_OF_RANGE the iterator stays at the failing record. */
+VG_API vg_code vg_tfrecord_iterator_next(vg_tfrecord_iterator *it, const void **data, size_t *len, vg_status *st);
+/* Closes and frees it (NULL: no-op). */
+VG_API void vg_tfrecord_iterator_close(vg_tfrecord_iterator *it);
+
 /* ---- parsing ops (graph builders; failures are the graph's sticky error) ---- */
 
 /* A FixedLenFeature (dense_shape, dtype, default) or VarLenFeature (dtype) request.

@@ -27,6 +27,7 @@
 
 #include "coordinator.h"
 #include "saver.h"
+#include "config.h"
 #include "session.h"
 
 #ifdef __cplusplus
@@ -135,7 +136,10 @@ typedef struct vg_session_manager_options {
     vg_output ready_op;
     vg_output ready_for_local_init_op;
     double recovery_wait_secs;       /* 30 */
-    const vg_session_options *config;
+    const vg_config_proto *config;   /* tf.ConfigProto (vigil/config.h); NULL: defaults. Every session
+                                        is made by vg_session_new_with_config: its placement check
+                                        (a "/gpu:0" op fails without allow_soft_placement, as TF) and
+                                        its thread counts */
 } vg_session_manager_options;
 
 #define VG_SESSION_MANAGER_OPTIONS_INIT {NULL, {NULL, 0}, {NULL, 0}, 30.0, NULL}
@@ -230,7 +234,8 @@ VG_API void vg_checkpoint_dir_lock_release(vg_dir_lock *lock);
 typedef struct vg_session_creator_options {
     vg_scaffold *scaffold;                     /* NULL: a default one, owned by the creator;
                                                   a given scaffold stays the caller's */
-    const vg_session_options *config;          /* copied; NULL: defaults */
+    const vg_config_proto *config;             /* tf.ConfigProto, copied; NULL: defaults (as
+                                                  vg_session_manager_options.config) */
     const char *checkpoint_dir;                /* chief only */
     const char *checkpoint_filename_with_path; /* chief only */
     double max_wait_secs;                      /* worker only: 1800 (TF's 30 * 60) */
@@ -278,7 +283,7 @@ typedef struct vg_singular_options {
     const vg_hook *hooks;
     int nhooks;
     vg_scaffold *scaffold;                 /* NULL: default scaffold */
-    const vg_session_options *config;
+    const vg_config_proto *config;         /* tf.ConfigProto; NULL: defaults (see vg_session_manager_options) */
     const char *checkpoint_dir;
     double stop_grace_period_secs;         /* 120 */
     const char *checkpoint_filename_with_path;
@@ -369,7 +374,7 @@ typedef struct vg_mts_options {
     double save_checkpoint_secs;         /* 600. For the four frequencies: < 0 = USE_DEFAULT, 0 = None (off) */
     int64_t save_summaries_steps;        /* 100; < 0 = unset */
     double save_summaries_secs;          /* < 0 = unset */
-    const vg_session_options *config;
+    const vg_config_proto *config;       /* tf.ConfigProto; NULL: defaults (see vg_session_manager_options) */
     double stop_grace_period_secs;       /* 120 */
     int64_t log_step_count_steps;        /* 100; 0 = no StepCounterHook */
     double max_wait_secs;                /* 7200 */

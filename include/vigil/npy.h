@@ -51,6 +51,40 @@ VG_API vg_code vg_npy_serialize(const vg_tensor *t, void **bytes, size_t *len, v
 /* Writes t to path (temp file + rename). Fails as vg_npy_serialize, plus I/O codes. */
 VG_API vg_code vg_npy_write(const char *path, const vg_tensor *t, vg_status *st);
 
+/* ---- .npz archives (numpy.savez / savez_compressed, numpy.load) ----------
+ * A ZIP archive of "<key>.npy" members, stored or deflated (read and written with
+ * libzip). Members whose names do not end in ".npy" are skipped, as numpy.load does.
+ *
+ *     vg_npz *z = vg_npz_open("mnist.npz", &st);
+ *     vg_tensor *x = z ? vg_npz_get(z, "x_train", &st) : NULL;   // a new tensor
+ *     vg_tensor_free(x);
+ *     vg_npz_close(z);
+ */
+typedef struct vg_npz vg_npz;
+/* Opens the archive at path (read whole into memory). Fails (NULL) with NOT_FOUND (naming
+ * the path), DATA_LOSS (not a ZIP archive, an inconsistent one), INVALID_ARGUMENT (NULL),
+ * RESOURCE_EXHAUSTED. Ownership: close with vg_npz_close. */
+VG_API vg_npz *vg_npz_open(const char *path, vg_status *st);
+/* The same from bytes[0..len) (copied; name is used in messages, NULL: "npz"). */
+VG_API vg_npz *vg_npz_parse(const void *bytes, size_t len, const char *name, vg_status *st);
+/* Number of arrays; the key of array i ("x_train" for member "x_train.npy"), borrowed
+ * from z, NULL when i is out of range. */
+VG_API int vg_npz_count(const vg_npz *z);
+VG_API const char *vg_npz_key(const vg_npz *z, int i);
+/* A new tensor (the caller frees it) from array key. Fails (NULL) with NOT_FOUND (no such
+ * key, naming it), DATA_LOSS (a corrupt member: CRC, size, .npy header; naming the
+ * member), RESOURCE_EXHAUSTED (a member over max_record_bytes of vg_set_decode_limits,
+ * checked before allocating), UNIMPLEMENTED (an element type vg_npy_parse lacks). */
+VG_API vg_tensor *vg_npz_get(vg_npz *z, const char *key, vg_status *st);
+/* Frees z (NULL: no-op). */
+VG_API void vg_npz_close(vg_npz *z);
+/* numpy.savez(path, key0=t0, ...) (compressed = false) or savez_compressed (true): n
+ * arrays, keys and tensors borrowed. Fails with INVALID_ARGUMENT (NULL or empty key,
+ * VG_RESOURCE tensors), NOT_FOUND (missing directory), RESOURCE_EXHAUSTED (disk full,
+ * memory), UNKNOWN (other I/O). */
+VG_API vg_code vg_npz_write(const char *path, const char *const *keys, const vg_tensor *const *tensors, int n,
+                            bool compressed, vg_status *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -215,6 +215,14 @@ VG_API vg_output vg_reverse_sequence(vg_graph *g, vg_output input, vg_output seq
  * _BroadcastToGrad: dy summed over BroadcastGradientArgs' axes, reshaped. */
 VG_API vg_output vg_broadcast_to(vg_graph *g, vg_output input, vg_output shape, const char *name);
 VG_API vg_output vg_broadcast_to_c(vg_graph *g, vg_output input, const int64_t *dims, int ndims, const char *name);
+/* tf.bitcast(input, type) -> Bitcast: the same bytes as another dtype (not bool, string
+ * or resource). Equal element sizes keep the shape; a smaller `type` appends a dimension
+ * of size in/out (float32 -> uint8: [n] -> [n, 4]); a larger one needs the last
+ * dimension to be out/in and removes it. INVALID_ARGUMENT "Cannot bitcast due to shape.
+ * 3 does not match 4" (build time) / "Cannot bitcast from uint8 to float: shape [2,3]"
+ * (run time), "Value for attr 'T' of bool is not in the list of allowed values". No
+ * gradient (as TF). */
+VG_API vg_output vg_bitcast(vg_graph *g, vg_output input, vg_dtype type, const char *name);
 /* tf.math.unsorted_segment_max / _min / _prod -> UnsortedSegmentMax / Min / Prod, as
  * vg_unsorted_segment_sum (vigil/ops.h): output [num_segments] + data.shape[ids.rank:];
  * an empty segment holds the dtype's lowest value (max), highest (min) or 1 (prod); a
@@ -306,6 +314,35 @@ VG_API vg_op *vg_assert_rank_at_least(vg_graph *g, vg_output x, int rank, const 
 /* assert_type: a NoOp "statically_determined_correct_type" when x has dtype dt, else a
  * build failure INVALID_ARGUMENT "<message>  x:0 must be of type <dtype: 'float32'>". */
 VG_API vg_op *vg_assert_type(vg_graph *g, vg_output x, vg_dtype dt, const char *message, const char *name);
+
+/* ---- complex numbers (src/kernels/complex_ops.c) and FFTs (src/kernels/fft_ops.c) -- */
+/* Complex(real, imag): float -> complex64, double -> complex128, NumPy broadcasting.
+ * Real, Imag, Angle (atan2(imag, real)), ComplexAbs (|x|): complex -> its real type;
+ * Conj: complex -> complex. As TF's Python wrappers, vg_real and vg_conj of a real
+ * tensor return it unchanged and vg_imag gives zeros_like; Angle and ComplexAbs take
+ * complex only (INVALID_ARGUMENT), and vg_abs of a complex tensor builds ComplexAbs
+ * (tf.abs). Gradients as TF's math_grad.py. Element-wise Add/Sub/Mul/RealDiv/Neg/
+ * Square/Sqrt/Rsqrt/Exp/Log/Reciprocal, Equal/NotEqual, AddN, Sum/Mean/Prod, Cast and
+ * the shape ops also take complex tensors (not Abs/Sign/Maximum/comparisons/Pow). */
+VG_API vg_output vg_complex(vg_graph *g, vg_output real, vg_output imag, const char *name);
+VG_API vg_output vg_real(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_imag(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_conj(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_angle(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_complex_abs(vg_graph *g, vg_output x, const char *name);
+/* FFT, IFFT (rank 1), FFT2D/IFFT2D (rank 2), FFT3D/IFFT3D (rank 3) over the innermost
+ * `rank` dims of a complex64/complex128 tensor; the inverse divides by the product of
+ * the transform lengths. rank is 1, 2 or 3 (INVALID_ARGUMENT otherwise). */
+VG_API vg_output vg_fft(vg_graph *g, vg_output x, int rank, const char *name);
+VG_API vg_output vg_ifft(vg_graph *g, vg_output x, int rank, const char *name);
+/* RFFT/RFFT2D/RFFT3D: real float/double input, fft_length an int32 vector of `rank`
+ * lengths; output complex64/complex128 with the innermost dim fft_length[-1] / 2 + 1.
+ * IRFFT/IRFFT2D/IRFFT3D: the inverse (complex in, real out, innermost dim
+ * fft_length[-1]). As TF's kernels, an input dim longer than needed is cropped; a
+ * shorter one is INVALID_ARGUMENT "Input dimension 1 must have length of at least 8 but
+ * got: 5" (tf.signal.rfft pads; vg_rfft does not). */
+VG_API vg_output vg_rfft(vg_graph *g, vg_output x, vg_output fft_length, int rank, const char *name);
+VG_API vg_output vg_irfft(vg_graph *g, vg_output x, vg_output fft_length, int rank, const char *name);
 
 #ifdef __cplusplus
 }

@@ -34,15 +34,17 @@ typedef enum vg_dtype {
     VG_INT32 = 3,
     VG_UINT8 = 4,
     VG_STRING = 7,
+    VG_COMPLEX64 = 8, /* interleaved (re, im) float pairs: C's float _Complex layout */
     VG_INT64 = 9,
     VG_BOOL = 10,
+    VG_COMPLEX128 = 18, /* interleaved (re, im) double pairs: C's double _Complex layout */
     VG_HALF = 19,    /* IEEE-754 binary16 storage (TF's DT_HALF); Cast to/from float to compute */
     VG_RESOURCE = 20 /* internal handles (queues); not feedable from C */
 } vg_dtype;
 
 /* Bytes per element (0 for VG_STRING and invalid dtypes). */
 VG_API size_t vg_dtype_size(vg_dtype dt);
-/* TensorFlow's name: "float", "int64", "string", ... ("invalid" if unknown). */
+/* TensorFlow's name: "float", "int64", "string", "complex64", ... ("invalid" if unknown). */
 VG_API const char *vg_dtype_name(vg_dtype dt);
 /* VG_HALF elements are IEEE-754 binary16 bit patterns (uint16_t). vg_half_to_float is
  * exact; vg_float_to_half rounds to nearest even (subnormals kept, overflow to +-inf,
@@ -135,7 +137,8 @@ VG_API const char *vg_tensor_string(const vg_tensor *t, int64_t i, size_t *len);
 VG_API vg_code vg_tensor_set_string(vg_tensor *t, int64_t i, const char *s, size_t len,
                                     vg_status *st);
 
-/* Scalar convenience: value of element 0 converted to double (numeric/bool dtypes). */
+/* Scalar convenience: value of element 0 converted to double (numeric/bool dtypes; the
+ * real part of a complex one). */
 VG_API double vg_tensor_scalar(const vg_tensor *t);
 
 #ifdef __cplusplus

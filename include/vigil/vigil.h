@@ -54,6 +54,8 @@
 #include "distributed.h"
 #include "flags.h"
 #include "audio.h"
+#include "keras_datasets.h"
+#include "hparams.h"
 #include "slim.h"
 
 #endif

@@ -41,7 +41,10 @@ typedef struct gstate {
 static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_output *xs, int nxs,
                         const vg_output *grad_ys, vg_output *dxs, int base, bool body, vg_status *st);
 
-static bool is_float(vg_dtype dt) { return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_HALF; }
+/* TF's _IsBackpropagatable: floating and complex dtypes. */
+static bool is_float(vg_dtype dt) {
+    return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_HALF || dt == VG_COMPLEX64 || dt == VG_COMPLEX128;
+}
 /* A resource variable's handle takes the gradient of its reads (TF's _IsBackpropagatable). */
 static bool carries_grad(vg_dtype dt) { return is_float(dt) || dt == VG_RESOURCE; }
 

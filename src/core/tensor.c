@@ -35,7 +35,8 @@ _Static_assert(HDR_SIZE < VG__SMALL_BLOCK, "a small tensor block holds the heade
 size_t vg_dtype_size(vg_dtype dt) {
     switch (dt) {
     case VG_FLOAT: case VG_INT32: return 4;
-    case VG_DOUBLE: case VG_INT64: return 8;
+    case VG_DOUBLE: case VG_INT64: case VG_COMPLEX64: return 8;
+    case VG_COMPLEX128: return 16;
     case VG_UINT8: case VG_BOOL: return 1;
     case VG_HALF: return 2;
     case VG_RESOURCE: return sizeof(void *);
@@ -53,6 +54,8 @@ const char *vg_dtype_name(vg_dtype dt) {
     case VG_INT64: return "int64";
     case VG_BOOL: return "bool";
     case VG_HALF: return "half";
+    case VG_COMPLEX64: return "complex64";
+    case VG_COMPLEX128: return "complex128";
     case VG_RESOURCE: return "resource";
     default: return "invalid";
     }
@@ -368,6 +371,8 @@ double vg_tensor_scalar(const vg_tensor *t) {
     case VG_UINT8: return ((const uint8_t *)t->data)[0];
     case VG_BOOL: return ((const bool *)t->data)[0];
     case VG_HALF: return vg__half_to_float(((const uint16_t *)t->data)[0]);
+    case VG_COMPLEX64: return ((const float *)t->data)[0];   /* the real part */
+    case VG_COMPLEX128: return ((const double *)t->data)[0]; /* the real part */
     default: return 0;
     }
 }

@@ -12,7 +12,8 @@
  *
  * Tensors (Const "value") follow TF's Python make_tensor_proto: strings in string_val;
  * a single element in the typed field (float_val, int_val, int64_val, bool_val,
- * double_val, half_val as bit patterns); more elements as tensor_content bytes (bool: bool_val). One deviation:
+ * double_val, half_val as bit patterns, scomplex_val / dcomplex_val as re, im pairs);
+ * more elements as tensor_content bytes (bool: bool_val). One deviation:
  * a multi-element tensor whose elements are all equal is written as one typed value
  * (what make_tensor_proto writes for tf.constant(v, shape=...), tf.zeros, tf.ones);
  * TF readers expand the last value to the full shape, so the meaning is identical.
@@ -96,6 +97,8 @@ static int typed_field(vg_dtype dt) {
     case VG_INT64: return 10;
     case VG_BOOL: return 11;
     case VG_HALF: return 13; /* half_val: the binary16 bit patterns as int32 */
+    case VG_COMPLEX64: return 9;   /* scomplex_val: (re, im) float pairs */
+    case VG_COMPLEX128: return 12; /* dcomplex_val: (re, im) double pairs */
     default: return 0;
     }
 }
@@ -140,8 +143,8 @@ static tplan plan_tensor(const vg_tensor *t) {
     }
     p.kind = TV_TYPED;
     p.n = n;
-    if (dt == VG_FLOAT) p.payload = 4 * (size_t)n;
-    else if (dt == VG_DOUBLE) p.payload = 8 * (size_t)n;
+    if (dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_COMPLEX64 || dt == VG_COMPLEX128)
+        p.payload = vg_dtype_size(dt) * (size_t)n;
     else
         for (int64_t i = 0; i < n; i++) p.payload += vsz((uint64_t)int_elem(t, i));
     return p;
@@ -171,7 +174,8 @@ static void put_tensor(vg__pb_buf *b, const vg_tensor *t, const tplan *p) {
         vg__pb_put_bytes(b, 4, vg_tensor_data(t), p->payload);
     } else if (p->kind == TV_TYPED) {
         put_len_hdr(b, p->field, p->payload);
-        if (dt == VG_FLOAT || dt == VG_DOUBLE) vg__pb_put_raw(b, vg_tensor_data(t), p->payload); /* LE host */
+        if (dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_COMPLEX64 || dt == VG_COMPLEX128)
+            vg__pb_put_raw(b, vg_tensor_data(t), p->payload); /* LE host; complex: packed re, im */
         else
             for (int64_t i = 0; i < p->n; i++) vg__pb_put_varint(b, (uint64_t)int_elem(t, i));
     } else if (p->kind == TV_STRING) {
@@ -804,9 +808,15 @@ static void p_tensor(printer *p, const vg_tensor *t) {
         p_shape(p, "tensor_shape", &s);
         char buf[40];
         static const char *const typed[] = {[5] = "float_val", [6] = "double_val", [7] = "int_val",
-                                            [10] = "int64_val", [11] = "bool_val", [13] = "half_val"};
+                                            [10] = "int64_val", [11] = "bool_val", [13] = "half_val",
+                                            [9] = "scomplex_val", [12] = "dcomplex_val"};
         if (pl.kind == TV_CONTENT) p_bytes(p, "tensor_content", vg_tensor_data(t), pl.payload);
-        for (int64_t i = 0; pl.kind == TV_TYPED && i < pl.n; i++) {
+        for (int64_t i = 0; pl.kind == TV_TYPED && (dt == VG_COMPLEX64 || dt == VG_COMPLEX128) && i < 2 * pl.n; i++) {
+            if (dt == VG_COMPLEX64) fmt_float(((const float *)vg_tensor_data(t))[i], buf, sizeof buf); /* re, im */
+            else fmt_double(((const double *)vg_tensor_data(t))[i], buf, sizeof buf);
+            p_field(p, typed[pl.field], buf);
+        }
+        for (int64_t i = 0; pl.kind == TV_TYPED && dt != VG_COMPLEX64 && dt != VG_COMPLEX128 && i < pl.n; i++) {
             if (dt == VG_FLOAT) fmt_float(((const float *)vg_tensor_data(t))[i], buf, sizeof buf);
             else if (dt == VG_DOUBLE) fmt_double(((const double *)vg_tensor_data(t))[i], buf, sizeof buf);
             else if (dt == VG_BOOL) snprintf(buf, sizeof buf, "%s", int_elem(t, i) ? "true" : "false");

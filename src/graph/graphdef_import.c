@@ -483,7 +483,8 @@ static vg_code attr_err(actx *a, vg_code code, const char *fmt, const char *deta
 static vg_code to_dtype(actx *a, uint64_t v, vg_dtype *dt) {
     int t = (int)(v % 100); /* ref types (DT_FLOAT_REF = 101) as their base */
     if (v >= 200 || (t != VG_FLOAT && t != VG_DOUBLE && t != VG_INT32 && t != VG_UINT8 && t != VG_STRING &&
-                     t != VG_INT64 && t != VG_BOOL && t != VG_HALF && t != VG_RESOURCE)) {
+                     t != VG_INT64 && t != VG_BOOL && t != VG_HALF && t != VG_RESOURCE &&
+                     t != VG_COMPLEX64 && t != VG_COMPLEX128)) {
         const char *nm = vg__pbtxt_dtype_name(t);
         char buf[32];
         snprintf(buf, sizeof buf, "%d", t);
@@ -631,8 +632,12 @@ static vg_code decode_tensor(actx *a, const uint8_t *p, size_t n, vg_tensor **ou
     case VG_INT64: typed = 10; wire = VG__PB_VARINT; break;
     case VG_BOOL: typed = 11; wire = VG__PB_VARINT; break;
     case VG_HALF: typed = 13; wire = VG__PB_VARINT; break;
+    case VG_COMPLEX64: typed = 9; wire = VG__PB_FIXED32; break;   /* scomplex_val: re, im, re, im, ... */
+    case VG_COMPLEX128: typed = 12; wire = VG__PB_FIXED64; break; /* dcomplex_val */
     default: break;
     }
+    /* complex values are counted (and filled) as their real components, two per element */
+    int vpe = dt == VG_COMPLEX64 || dt == VG_COMPLEX128 ? 2 : 1;
     vg__pb_reader_init(&r, p, n);
     while ((k = vg__pb_next(&r, &f, a->c->st)) == VG_OK) {
         if (f.number != typed) continue;
@@ -668,7 +673,7 @@ static vg_code decode_tensor(actx *a, const uint8_t *p, size_t n, vg_tensor **ou
                      vg_dtype_name(dt), (long long)ne * (long long)vg_dtype_size(dt));
             return attr_err(a, VG_INVALID_ARGUMENT, "%s", d);
         }
-    } else if (nvals > ne || (nvals == 0 && ne > 0 && dt == VG_STRING && 0)) {
+    } else if (nvals > ne * vpe || (vpe == 2 && nvals % 2)) {
         char d[200];
         snprintf(d, sizeof d, "%lld values for shape %s", (long long)nvals, sbuf);
         return attr_err(a, VG_INVALID_ARGUMENT, "%s", d);
@@ -697,11 +702,12 @@ static vg_code decode_tensor(actx *a, const uint8_t *p, size_t n, vg_tensor **ou
     } else if (has_content) {
         memcpy(vg_tensor_data(t), content, content_len);
     } else if (nvals > 0) {
-        tfill tf = {dt, vg_tensor_data(t)};
+        tfill tf = {dt == VG_COMPLEX64 ? VG_FLOAT : dt == VG_COMPLEX128 ? VG_DOUBLE : dt, vg_tensor_data(t)};
         int64_t at = 0;
         vg__pb_reader_init(&r, p, n);
         while (vg__pb_next(&r, &f, a->c->st) == VG_OK)
-            if (f.number == typed) at = each_val(&f, wire, at, put_elem, &tf, ne);
+            if (f.number == typed) at = each_val(&f, wire, at, put_elem, &tf, ne * vpe);
+        at /= vpe;
         /* fewer values than elements: the last value repeats (TF's MakeTensorFromProto) */
         size_t esz = vg_dtype_size(dt);
         for (int64_t i = at; i < ne; i++) memcpy(tf.data + (size_t)i * esz, tf.data + (size_t)(at - 1) * esz, esz);

@@ -216,6 +216,48 @@ vg_code vg__zrecord_reader_next(vg__zrecord_reader *r, const uint8_t **data, siz
 }
 
 /* ------------------------------------------------------------------------ */
+/* the public iterator (tf.python_io.tf_record_iterator): the reader above, unchanged */
+
+struct vg_tfrecord_iterator {
+    vg__zrecord_reader *r;
+};
+
+vg_tfrecord_iterator *vg_tfrecord_iterator_open(const char *path, vg_compression compression, vg_status *st) {
+    if (!path) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "tf_record_iterator: path is NULL");
+        return NULL;
+    }
+    vg_tfrecord_iterator *it = vg__calloc(1, sizeof *it);
+    if (!it) {
+        VG_OOM(st, "tf_record_iterator");
+        return NULL;
+    }
+    if (!(it->r = vg__zrecord_reader_open(path, (int)compression, st))) {
+        vg__free(it);
+        return NULL;
+    }
+    return it;
+}
+
+vg_code vg_tfrecord_iterator_next(vg_tfrecord_iterator *it, const void **data, size_t *len, vg_status *st) {
+    if (!it || !data || !len)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "tf_record_iterator: %s is NULL",
+                             !it ? "the iterator" : !data ? "data" : "len");
+    const uint8_t *d = NULL;
+    uint64_t off;
+    vg_code rc = vg__zrecord_reader_next(it->r, &d, len, &off, st);
+    *data = rc == VG_OK ? d : NULL;
+    if (rc != VG_OK) *len = 0;
+    return rc;
+}
+
+void vg_tfrecord_iterator_close(vg_tfrecord_iterator *it) {
+    if (!it) return;
+    vg__zrecord_reader_close(it->r);
+    vg__free(it);
+}
+
+/* ------------------------------------------------------------------------ */
 /* writer */
 
 struct vg_tfrecord_writer {

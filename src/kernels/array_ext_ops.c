@@ -332,6 +332,93 @@ vg_output vg_broadcast_to_c(vg_graph *g, vg_output input, const int64_t *dims, i
 }
 
 /* ------------------------------------------------------------------------ */
+/* Bitcast(input; T, type): the same bytes read as another dtype (bitcast_op.cc, the
+ * shape function of array_ops.cc). Equal sizes keep the shape; a smaller output type
+ * appends a dimension of in/out; a larger one needs a last dimension of out/in, which it
+ * removes. No gradient (TF registers none). The bytes are copied (TF aliases them). */
+
+static vg_code bitcast_types(const vg_op *op, vg_dtype in, vg_dtype *out, size_t *isz, size_t *osz, vg_status *st) {
+    if (!vg_op_attr_type_(op, "type", out)) return vg_status_set(st, VG_INVALID_ARGUMENT, "Bitcast: attr 'type' is required");
+    vg_dtype ts[2] = {in, *out};
+    const char *an[2] = {"T", "type"};
+    for (int k = 0; k < 2; k++)
+        if (ts[k] == VG_BOOL)
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "Value for attr '%s' of bool is not in the list of allowed values (Bitcast %s)", an[k],
+                                 vg_op_name(op));
+    *isz = vg_dtype_size(in);
+    *osz = vg_dtype_size(*out);
+    if (*isz == 0 || *osz == 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Cannot bitcast types %s to %s because one of the type sizes is zero.", vg_dtype_name(in),
+                             vg_dtype_name(*out));
+    return VG_OK;
+}
+
+static vg_code shape_bitcast(vg_op *op, vg_status *st) {
+    if (vg__array_type_attr(op, "T", 0, st) != VG_OK) return st->code;
+    vg_dtype in = vg__op_input_dtype(op, 0), out;
+    size_t isz, osz;
+    if (bitcast_types(op, in, &out, &isz, &osz, st) != VG_OK) return st->code;
+    vg_shape s = vg__op_input_shape(op, 0);
+    if (s.ndims >= 0) {
+        if (isz > osz) {
+            if (s.ndims >= VG_MAX_DIMS)
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "Bitcast: the output would have more than %d dimensions",
+                                     VG_MAX_DIMS);
+            s.dims[s.ndims++] = (int64_t)(isz / osz);
+        } else if (isz < osz) {
+            if (s.ndims < 1)
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be at least rank 1 but is rank 0");
+            int64_t last = s.dims[s.ndims - 1];
+            if (last >= 0 && last != (int64_t)(osz / isz))
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "Cannot bitcast due to shape. %lld does not match %lld",
+                                     (long long)last, (long long)(osz / isz));
+            s.ndims--;
+        }
+    }
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, out, s);
+    return VG_OK;
+}
+
+static vg_code kernel_bitcast(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    vg_tensor *x = vg__kctx_input(ctx, 0), *o;
+    vg_dtype out;
+    size_t isz, osz;
+    if (bitcast_types(vg__kctx_op(ctx), vg_tensor_dtype(x), &out, &isz, &osz, st) != VG_OK) return st->code;
+    int nd = vg_tensor_ndims(x);
+    int64_t dims[VG_MAX_DIMS + 1];
+    for (int i = 0; i < nd; i++) dims[i] = vg_tensor_dim(x, i);
+    if (isz > osz) {
+        if (nd >= VG_MAX_DIMS)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Bitcast: the output would have more than %d dimensions",
+                                 VG_MAX_DIMS);
+        dims[nd++] = (int64_t)(isz / osz);
+    } else if (isz < osz) {
+        if (nd < 1 || dims[nd - 1] != (int64_t)(osz / isz)) {
+            char b[128];
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Cannot bitcast from %s to %s: shape %s",
+                                 vg_dtype_name(vg_tensor_dtype(x)), vg_dtype_name(out), tshape_str(x, b));
+        }
+        nd--;
+    }
+    vg_code c = vg__kctx_alloc_output(ctx, 0, out, dims, nd, &o);
+    if (c != VG_OK) return c;
+    size_t n = (size_t)vg_tensor_num_elements(x) * isz;
+    if (n) memcpy(vg_tensor_data(o), vg_tensor_data(x), n);
+    return VG_OK;
+}
+
+vg_output vg_bitcast(vg_graph *g, vg_output input, vg_dtype type, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "Bitcast", name ? name : "Bitcast");
+    vg_op_builder_add_input(b, input);
+    vg_op_builder_set_attr_type(b, "type", type);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
+/* ------------------------------------------------------------------------ */
 /* UnsortedSegmentMax / Min / Prod */
 
 typedef enum { SEG_MAX, SEG_MIN, SEG_PROD } segmode;
@@ -747,5 +834,6 @@ const vg__op_def vg__ops_array_ext[] = {
     {"UnsortedSegmentMax", 3, 3, 0, 0, shape_segment_reduce, kernel_segment_max, grad_segment_min_max},
     {"UnsortedSegmentMin", 3, 3, 0, 0, shape_segment_reduce, kernel_segment_min, grad_segment_min_max},
     {"UnsortedSegmentProd", 3, 3, 0, 0, shape_segment_reduce, kernel_segment_prod, grad_segment_prod},
+    {"Bitcast", 1, 1, 0, 0, shape_bitcast, kernel_bitcast, NULL},
     {0},
 };

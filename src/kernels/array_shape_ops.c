@@ -524,8 +524,10 @@ static vg_code kernel_like(vg__kctx *ctx, int one) {
         if (n) memset(vg_tensor_data(out), 0, vg_tensor_nbytes(out));
         return VG_OK;
     }
-    union { float f; double d; int32_t i; int64_t l; uint8_t u; uint16_t h; bool b; } v;
+    union { float f; double d; int32_t i; int64_t l; uint8_t u; uint16_t h; bool b; float c[2]; double z[2]; } v;
     switch (dt) {
+    case VG_COMPLEX64: v.c[0] = 1; v.c[1] = 0; break;
+    case VG_COMPLEX128: v.z[0] = 1; v.z[1] = 0; break;
     case VG_FLOAT: v.f = 1; break;
     case VG_DOUBLE: v.d = 1; break;
     case VG_INT32: v.i = 1; break;
@@ -999,8 +1001,10 @@ vg_output vg_const_fill(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndims
         t = NULL;
     }
     if (t) {
-        union { float f; double d; int32_t i; int64_t l; uint8_t u; uint16_t h; bool b; } v;
+        union { float f; double d; int32_t i; int64_t l; uint8_t u; uint16_t h; bool b; float c[2]; double z[2]; } v;
         switch (dt) {
+        case VG_COMPLEX64: v.c[0] = (float)value; v.c[1] = 0; break; /* value + 0i */
+        case VG_COMPLEX128: v.z[0] = value; v.z[1] = 0; break;
         case VG_FLOAT: v.f = (float)value; break;
         case VG_DOUBLE: v.d = value; break;
         case VG_INT32: v.i = (int32_t)value; break;
@@ -1031,6 +1035,8 @@ static void put_value(void *dst, vg_dtype dt, double v) {
     case VG_INT64: *(int64_t *)dst = (int64_t)v; break;
     case VG_BOOL: *(bool *)dst = v != 0; break;
     case VG_HALF: *(uint16_t *)dst = vg_float_to_half((float)v); break;
+    case VG_COMPLEX64: ((float *)dst)[0] = (float)v; ((float *)dst)[1] = 0; break; /* v + 0i */
+    case VG_COMPLEX128: ((double *)dst)[0] = v; ((double *)dst)[1] = 0; break;
     default: *(uint8_t *)dst = (uint8_t)v; break;
     }
 }

@@ -19,6 +19,8 @@
 #include "core/half.h"
 #include "kernels/math_internal.h"
 #include "kernels/simd.h"
+#include "vigil/ops_ext.h"
+#include <complex.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -39,12 +41,15 @@ int vg__math_slot(vg_dtype dt) {
     case VG_INT64: return VG__MS_I64;
     case VG_UINT8: return VG__MS_U8;
     case VG_BOOL: return VG__MS_BOOL;
+    case VG_COMPLEX64: return VG__MS_C64;
+    case VG_COMPLEX128: return VG__MS_C128;
     default: return -1;
     }
 }
 
 vg_code vg__math_check_dtype(const char *what, vg_dtype dt, unsigned mask, vg_status *st) {
-    static const vg_dtype all[] = {VG_FLOAT, VG_DOUBLE, VG_INT32, VG_INT64, VG_UINT8, VG_BOOL, VG_HALF};
+    static const vg_dtype all[] = {VG_FLOAT, VG_DOUBLE, VG_INT32, VG_INT64, VG_UINT8, VG_BOOL, VG_HALF,
+                                   VG_COMPLEX64, VG_COMPLEX128};
     if ((unsigned)dt < 32 && (mask & VG__M(dt))) return VG_OK;
     char allowed[128] = "";
     size_t len = 0;
@@ -221,6 +226,29 @@ BIN3S(sqd_f32, float, float, (x - y) * (x - y))
 BIN3S(sqd_f64, double, double, (x - y) * (x - y))
 BIN3(sqd_i32, int32_t, int32_t, ISQD(int32_t, uint32_t))
 BIN3(sqd_i64, int64_t, int64_t, ISQD(int64_t, uint64_t))
+/* complex64 / complex128 (C's float _Complex / double _Complex: TF's layout) */
+typedef float _Complex cf32;
+typedef double _Complex cf64;
+BIN3(add_c64, cf32, cf32, x + y)
+BIN3(add_c128, cf64, cf64, x + y)
+BIN3(sub_c64, cf32, cf32, x - y)
+BIN3(sub_c128, cf64, cf64, x - y)
+BIN3(mul_c64, cf32, cf32, x * y)
+BIN3(mul_c128, cf64, cf64, x * y)
+BIN3(div_c64, cf32, cf32, x / y)
+BIN3(div_c128, cf64, cf64, x / y)
+BIN3(eq_c64, cf32, uint8_t, x == y)
+BIN3(eq_c128, cf64, uint8_t, x == y)
+BIN3(ne_c64, cf32, uint8_t, x != y)
+BIN3(ne_c128, cf64, uint8_t, x != y)
+/* Eigen's gradient ops on complex use the conjugate of the output: 0.5 dy / conj(y),
+ * -0.5 (dy conj(y)) conj(y)^2, -conj(y)^2 dy. */
+BIN3(sqrtg_c64, cf32, cf32, 0.5f * y / conjf(x))
+BIN3(sqrtg_c128, cf64, cf64, 0.5 * y / conj(x))
+BIN3(rsqrtg_c64, cf32, cf32, -0.5f * (y * conjf(x)) * (conjf(x) * conjf(x)))
+BIN3(rsqrtg_c128, cf64, cf64, -0.5 * (y * conj(x)) * (conj(x) * conj(x)))
+BIN3(recipg_c64, cf32, cf32, -conjf(x) * conjf(x) * y)
+BIN3(recipg_c128, cf64, cf64, -conj(x) * conj(x) * y)
 /* Comparisons write bool as uint8_t 0/1. */
 #define CMP5(OP, EXPR)                         \
     BIN3(OP##_f32, float, uint8_t, EXPR)       \
@@ -255,19 +283,26 @@ enum {
 #define NUM4(OP) {[VG__MS_F32] = BI(OP##_f32), [VG__MS_F64] = BI(OP##_f64), \
                   [VG__MS_I32] = BI(OP##_i32), [VG__MS_I64] = BI(OP##_i64)}
 #define FLT2(OP) {[VG__MS_F32] = BI(OP##_f32), [VG__MS_F64] = BI(OP##_f64)}
+#define NUMC(OP) {[VG__MS_F32] = BI(OP##_f32), [VG__MS_F64] = BI(OP##_f64), \
+                  [VG__MS_I32] = BI(OP##_i32), [VG__MS_I64] = BI(OP##_i64), \
+                  [VG__MS_C64] = BI(OP##_c64), [VG__MS_C128] = BI(OP##_c128)}
+#define FLTC(OP) {[VG__MS_F32] = BI(OP##_f32), [VG__MS_F64] = BI(OP##_f64), \
+                  [VG__MS_C64] = BI(OP##_c64), [VG__MS_C128] = BI(OP##_c128)}
 #define CMPT(OP) {[VG__MS_F32] = BI(OP##_f32), [VG__MS_F64] = BI(OP##_f64), \
                   [VG__MS_I32] = BI(OP##_i32), [VG__MS_I64] = BI(OP##_i64), [VG__MS_U8] = BI(OP##_u8)}
 
 static const bin_impl bin_tbl[B_N][VG__MS_N] = {
-    [B_ADD] = NUM4(add), [B_SUB] = NUM4(sub), [B_MUL] = NUM4(mul), [B_DIV] = FLT2(div),
+    [B_ADD] = NUMC(add), [B_SUB] = NUMC(sub), [B_MUL] = NUMC(mul), [B_DIV] = FLTC(div),
     [B_MAX] = NUM4(max), [B_MIN] = NUM4(min), [B_POW] = NUM4(pow), [B_SQDIFF] = NUM4(sqd),
     [B_GT] = CMPT(gt), [B_GE] = CMPT(ge), [B_LT] = CMPT(lt), [B_LE] = CMPT(le),
     [B_EQ] = {[VG__MS_F32] = BI(eq_f32), [VG__MS_F64] = BI(eq_f64), [VG__MS_I32] = BI(eq_i32),
-              [VG__MS_I64] = BI(eq_i64), [VG__MS_U8] = BI(eq_u8), [VG__MS_BOOL] = BI(eq_b)},
+              [VG__MS_I64] = BI(eq_i64), [VG__MS_U8] = BI(eq_u8), [VG__MS_BOOL] = BI(eq_b),
+              [VG__MS_C64] = BI(eq_c64), [VG__MS_C128] = BI(eq_c128)},
     [B_NE] = {[VG__MS_F32] = BI(ne_f32), [VG__MS_F64] = BI(ne_f64), [VG__MS_I32] = BI(ne_i32),
-              [VG__MS_I64] = BI(ne_i64), [VG__MS_U8] = BI(ne_u8), [VG__MS_BOOL] = BI(ne_b)},
+              [VG__MS_I64] = BI(ne_i64), [VG__MS_U8] = BI(ne_u8), [VG__MS_BOOL] = BI(ne_b),
+              [VG__MS_C64] = BI(ne_c64), [VG__MS_C128] = BI(ne_c128)},
     [B_LAND] = {[VG__MS_BOOL] = BI(land_b)}, [B_LOR] = {[VG__MS_BOOL] = BI(lor_b)},
-    [B_SQRTG] = FLT2(sqrtg), [B_RSQRTG] = FLT2(rsqrtg), [B_RECIPG] = FLT2(recipg),
+    [B_SQRTG] = FLTC(sqrtg), [B_RSQRTG] = FLTC(rsqrtg), [B_RECIPG] = FLTC(recipg),
 };
 
 typedef struct binop_info {
@@ -277,16 +312,16 @@ typedef struct binop_info {
 } binop_info;
 
 static const binop_info bin_info[B_N] = {
-    [B_ADD] = {VG__M_NUM, false, 1}, [B_SUB] = {VG__M_NUM, false, 1},
-    [B_MUL] = {VG__M_NUM, false, 1}, [B_DIV] = {VG__M_FLOAT, false, 4},
+    [B_ADD] = {VG__M_NUM | VG__M_COMPLEX, false, 1}, [B_SUB] = {VG__M_NUM | VG__M_COMPLEX, false, 1},
+    [B_MUL] = {VG__M_NUM | VG__M_COMPLEX, false, 2}, [B_DIV] = {VG__M_FLOAT | VG__M_COMPLEX, false, 4},
     [B_MAX] = {VG__M_NUM, false, 1}, [B_MIN] = {VG__M_NUM, false, 1},
     [B_POW] = {VG__M_NUM, false, 40}, [B_SQDIFF] = {VG__M_NUM, false, 2},
     [B_GT] = {VG__M_CMP, true, 1}, [B_GE] = {VG__M_CMP, true, 1},
     [B_LT] = {VG__M_CMP, true, 1}, [B_LE] = {VG__M_CMP, true, 1},
-    [B_EQ] = {VG__M_EQ, true, 1}, [B_NE] = {VG__M_EQ, true, 1},
+    [B_EQ] = {VG__M_EQ | VG__M_COMPLEX, true, 1}, [B_NE] = {VG__M_EQ | VG__M_COMPLEX, true, 1},
     [B_LAND] = {VG__M_BOOL, true, 1}, [B_LOR] = {VG__M_BOOL, true, 1},
-    [B_SQRTG] = {VG__M_FLOAT, false, 4}, [B_RSQRTG] = {VG__M_FLOAT, false, 4},
-    [B_RECIPG] = {VG__M_FLOAT, false, 2},
+    [B_SQRTG] = {VG__M_FLOAT | VG__M_COMPLEX, false, 4}, [B_RSQRTG] = {VG__M_FLOAT | VG__M_COMPLEX, false, 4},
+    [B_RECIPG] = {VG__M_FLOAT | VG__M_COMPLEX, false, 2},
 };
 
 /* ------------------------------------------------------------------------ */
@@ -521,6 +556,20 @@ UN(sign_i64, int64_t, int64_t, (x > 0) - (x < 0))
 UN(recip_f32, float, float, 1.0f / x)
 UN(recip_f64, double, double, 1.0 / x)
 UN(lnot_b, uint8_t, uint8_t, x == 0)
+UN(neg_c64, cf32, cf32, -x)
+UN(neg_c128, cf64, cf64, -x)
+UN(square_c64, cf32, cf32, x * x)
+UN(square_c128, cf64, cf64, x * x)
+UN(sqrt_c64, cf32, cf32, csqrtf(x))
+UN(sqrt_c128, cf64, cf64, csqrt(x))
+UN(rsqrt_c64, cf32, cf32, 1.0f / csqrtf(x))
+UN(rsqrt_c128, cf64, cf64, 1.0 / csqrt(x))
+UN(exp_c64, cf32, cf32, cexpf(x))
+UN(exp_c128, cf64, cf64, cexp(x))
+UN(log_c64, cf32, cf32, clogf(x))
+UN(log_c128, cf64, cf64, clog(x))
+UN(recip_c64, cf32, cf32, 1.0f / x)
+UN(recip_c128, cf64, cf64, 1.0 / x)
 UN(isfinite_f32, float, uint8_t, isfinite(x))
 UN(isfinite_f64, double, uint8_t, isfinite(x))
 
@@ -529,20 +578,24 @@ enum { U_NEG, U_SQUARE, U_SQRT, U_RSQRT, U_EXP, U_LOG, U_ABS, U_SIGN, U_RECIP, U
 #define UNUM4(OP) {[VG__MS_F32] = OP##_f32, [VG__MS_F64] = OP##_f64, [VG__MS_I32] = OP##_i32, \
                    [VG__MS_I64] = OP##_i64}
 #define UFLT2(OP) {[VG__MS_F32] = OP##_f32, [VG__MS_F64] = OP##_f64}
+#define UNUMC(OP) {[VG__MS_F32] = OP##_f32, [VG__MS_F64] = OP##_f64, [VG__MS_I32] = OP##_i32, \
+                   [VG__MS_I64] = OP##_i64, [VG__MS_C64] = OP##_c64, [VG__MS_C128] = OP##_c128}
+#define UFLTC(OP) {[VG__MS_F32] = OP##_f32, [VG__MS_F64] = OP##_f64, [VG__MS_C64] = OP##_c64, \
+                   [VG__MS_C128] = OP##_c128}
 
 static const un_fn un_tbl[U_N][VG__MS_N] = {
-    [U_NEG] = UNUM4(neg), [U_SQUARE] = UNUM4(square), [U_SQRT] = UFLT2(sqrt),
-    [U_RSQRT] = UFLT2(rsqrt), [U_EXP] = UFLT2(exp), [U_LOG] = UFLT2(log),
-    [U_ABS] = UNUM4(abs), [U_SIGN] = UNUM4(sign), [U_RECIP] = UFLT2(recip),
+    [U_NEG] = UNUMC(neg), [U_SQUARE] = UNUMC(square), [U_SQRT] = UFLTC(sqrt),
+    [U_RSQRT] = UFLTC(rsqrt), [U_EXP] = UFLTC(exp), [U_LOG] = UFLTC(log),
+    [U_ABS] = UNUM4(abs), [U_SIGN] = UNUM4(sign), [U_RECIP] = UFLTC(recip),
     [U_LNOT] = {[VG__MS_BOOL] = lnot_b}, [U_ISFINITE] = UFLT2(isfinite),
 };
 
 static const struct { unsigned dtypes; bool out_bool; int cost; } un_info[U_N] = {
-    [U_NEG] = {VG__M_NUM, false, 1}, [U_SQUARE] = {VG__M_NUM, false, 1},
-    [U_SQRT] = {VG__M_FLOAT, false, 4}, [U_RSQRT] = {VG__M_FLOAT, false, 5},
-    [U_EXP] = {VG__M_FLOAT, false, 20}, [U_LOG] = {VG__M_FLOAT, false, 20},
+    [U_NEG] = {VG__M_NUM | VG__M_COMPLEX, false, 1}, [U_SQUARE] = {VG__M_NUM | VG__M_COMPLEX, false, 1},
+    [U_SQRT] = {VG__M_FLOAT | VG__M_COMPLEX, false, 4}, [U_RSQRT] = {VG__M_FLOAT | VG__M_COMPLEX, false, 5},
+    [U_EXP] = {VG__M_FLOAT | VG__M_COMPLEX, false, 20}, [U_LOG] = {VG__M_FLOAT | VG__M_COMPLEX, false, 20},
     [U_ABS] = {VG__M_NUM, false, 1}, [U_SIGN] = {VG__M_NUM, false, 1},
-    [U_RECIP] = {VG__M_FLOAT, false, 2}, [U_LNOT] = {VG__M_BOOL, true, 1},
+    [U_RECIP] = {VG__M_FLOAT | VG__M_COMPLEX, false, 2}, [U_LNOT] = {VG__M_BOOL, true, 1},
     [U_ISFINITE] = {VG__M_FLOAT, true, 1},
 };
 
@@ -703,7 +756,11 @@ static vg_code kernel_select(vg__kctx *ctx) {
             memcpy((char *)ov + (size_t)r * row, (const char *)(cv[r] ? tv : ev) + (size_t)r * row, row);
         return VG_OK;
     }
-    if (esz != 1 && esz != 4 && esz != 8) return vg__math_check_dtype("'then'", vg_tensor_dtype(t), VG__M_EQ, st);
+    if (esz != 1 && esz != 4 && esz != 8) { /* half, complex128: element copies */
+        for (int64_t i = 0; i < n; i++)
+            memcpy((char *)ov + (size_t)i * esz, (const char *)(cv[i] ? tv : ev) + (size_t)i * esz, esz);
+        return VG_OK;
+    }
     select_job j = {cv, tv, ev, ov, esz};
     if (n < 32768) select_range(&j, 0, n);
     else vg__kctx_parallel_for(ctx, n, 2, select_range, &j);
@@ -716,7 +773,7 @@ static vg_code kernel_select(vg__kctx *ctx) {
 static vg_code shape_add_n(vg_op *op, vg_status *st) {
     int n = vg_op_num_inputs(op);
     vg_dtype dt = vg__op_input_dtype(op, 0);
-    vg_code c = vg__math_check_dtype("inputs", dt, VG__M_NUM, st);
+    vg_code c = vg__math_check_dtype("inputs", dt, VG__M_NUM | VG__M_COMPLEX, st);
     if (c != VG_OK) return c;
     vg_shape s = vg__op_input_shape(op, 0);
     for (int i = 1; i < n; i++) {
@@ -761,6 +818,8 @@ static void addn_run(void *arg, int64_t b, int64_t e) {
     case VG_DOUBLE: ADDN_LOOP(double, double); break;
     case VG_INT32: ADDN_LOOP(int32_t, uint32_t); break;
     case VG_INT64: ADDN_LOOP(int64_t, uint64_t); break;
+    case VG_COMPLEX64: ADDN_LOOP(cf32, cf32); break;
+    case VG_COMPLEX128: ADDN_LOOP(cf64, cf64); break;
     default: break;
     }
 }
@@ -770,7 +829,7 @@ static vg_code kernel_add_n(vg__kctx *ctx) {
     int n = vg__kctx_num_inputs(ctx);
     const vg_tensor *x0 = vg__kctx_input(ctx, 0);
     vg_dtype dt = vg_tensor_dtype(x0);
-    vg_code c = vg__math_check_dtype("inputs", dt, VG__M_NUM, st);
+    vg_code c = vg__math_check_dtype("inputs", dt, VG__M_NUM | VG__M_COMPLEX, st);
     if (c != VG_OK) return c;
     const void *stackp[16];
     const void **in = n <= 16 ? stackp : vg__malloc(sizeof(void *) * (size_t)n);
@@ -844,21 +903,61 @@ CASTFN(c_f64_b, double, uint8_t, x != 0)
 CASTFN(c_i32_b, int32_t, uint8_t, x != 0)
 CASTFN(c_i64_b, int64_t, uint8_t, x != 0)
 CASTFN(c_u8_b, uint8_t, uint8_t, x != 0)
+/* complex: a real value gets imaginary part 0; complex to a real or integer type keeps
+ * the real part (TF's cast_op.h; complex -> bool is real != 0) */
+CASTFN(c_f32_c64, float, cf32, x)
+CASTFN(c_f64_c64, double, cf32, x)
+CASTFN(c_i32_c64, int32_t, cf32, x)
+CASTFN(c_i64_c64, int64_t, cf32, x)
+CASTFN(c_u8_c64, uint8_t, cf32, x)
+CASTFN(c_b_c64, uint8_t, cf32, x != 0)
+CASTFN(c_c128_c64, cf64, cf32, x)
+CASTFN(c_f32_c128, float, cf64, x)
+CASTFN(c_f64_c128, double, cf64, x)
+CASTFN(c_i32_c128, int32_t, cf64, x)
+CASTFN(c_i64_c128, int64_t, cf64, x)
+CASTFN(c_u8_c128, uint8_t, cf64, x)
+CASTFN(c_b_c128, uint8_t, cf64, x != 0)
+CASTFN(c_c64_c128, cf32, cf64, x)
+CASTFN(c_c64_f32, cf32, float, crealf(x))
+CASTFN(c_c64_f64, cf32, double, crealf(x))
+CASTFN(c_c64_i32, cf32, int32_t, f2i32(crealf(x)))
+CASTFN(c_c64_i64, cf32, int64_t, f2i64(crealf(x)))
+CASTFN(c_c64_u8, cf32, uint8_t, (uint32_t)f2i32(crealf(x)))
+CASTFN(c_c64_b, cf32, uint8_t, crealf(x) != 0)
+CASTFN(c_c128_f32, cf64, float, creal(x))
+CASTFN(c_c128_f64, cf64, double, creal(x))
+CASTFN(c_c128_i32, cf64, int32_t, f2i32(creal(x)))
+CASTFN(c_c128_i64, cf64, int64_t, f2i64(creal(x)))
+CASTFN(c_c128_u8, cf64, uint8_t, (uint32_t)f2i32(creal(x)))
+CASTFN(c_c128_b, cf64, uint8_t, creal(x) != 0)
 
 /* [src slot][dst slot]; NULL on the diagonal (the input is forwarded). */
 static const cast_fn cast_tbl[VG__MS_N][VG__MS_N] = {
     [VG__MS_F32] = {[VG__MS_F64] = c_f32_f64, [VG__MS_I32] = c_f32_i32, [VG__MS_I64] = c_f32_i64,
-                    [VG__MS_U8] = c_f32_u8, [VG__MS_BOOL] = c_f32_b},
+                    [VG__MS_U8] = c_f32_u8, [VG__MS_BOOL] = c_f32_b, [VG__MS_C64] = c_f32_c64,
+                    [VG__MS_C128] = c_f32_c128},
     [VG__MS_F64] = {[VG__MS_F32] = c_f64_f32, [VG__MS_I32] = c_f64_i32, [VG__MS_I64] = c_f64_i64,
-                    [VG__MS_U8] = c_f64_u8, [VG__MS_BOOL] = c_f64_b},
+                    [VG__MS_U8] = c_f64_u8, [VG__MS_BOOL] = c_f64_b, [VG__MS_C64] = c_f64_c64,
+                    [VG__MS_C128] = c_f64_c128},
     [VG__MS_I32] = {[VG__MS_F32] = c_i32_f32, [VG__MS_F64] = c_i32_f64, [VG__MS_I64] = c_i32_i64,
-                    [VG__MS_U8] = c_i32_u8, [VG__MS_BOOL] = c_i32_b},
+                    [VG__MS_U8] = c_i32_u8, [VG__MS_BOOL] = c_i32_b, [VG__MS_C64] = c_i32_c64,
+                    [VG__MS_C128] = c_i32_c128},
     [VG__MS_I64] = {[VG__MS_F32] = c_i64_f32, [VG__MS_F64] = c_i64_f64, [VG__MS_I32] = c_i64_i32,
-                    [VG__MS_U8] = c_i64_u8, [VG__MS_BOOL] = c_i64_b},
+                    [VG__MS_U8] = c_i64_u8, [VG__MS_BOOL] = c_i64_b, [VG__MS_C64] = c_i64_c64,
+                    [VG__MS_C128] = c_i64_c128},
     [VG__MS_U8] = {[VG__MS_F32] = c_u8_f32, [VG__MS_F64] = c_u8_f64, [VG__MS_I32] = c_u8_i32,
-                   [VG__MS_I64] = c_u8_i64, [VG__MS_BOOL] = c_u8_b},
+                   [VG__MS_I64] = c_u8_i64, [VG__MS_BOOL] = c_u8_b, [VG__MS_C64] = c_u8_c64,
+                   [VG__MS_C128] = c_u8_c128},
     [VG__MS_BOOL] = {[VG__MS_F32] = c_b_f32, [VG__MS_F64] = c_b_f64, [VG__MS_I32] = c_b_i32,
-                     [VG__MS_I64] = c_b_i64, [VG__MS_U8] = c_b_u8},
+                     [VG__MS_I64] = c_b_i64, [VG__MS_U8] = c_b_u8, [VG__MS_C64] = c_b_c64,
+                     [VG__MS_C128] = c_b_c128},
+    [VG__MS_C64] = {[VG__MS_F32] = c_c64_f32, [VG__MS_F64] = c_c64_f64, [VG__MS_I32] = c_c64_i32,
+                    [VG__MS_I64] = c_c64_i64, [VG__MS_U8] = c_c64_u8, [VG__MS_BOOL] = c_c64_b,
+                    [VG__MS_C128] = c_c64_c128},
+    [VG__MS_C128] = {[VG__MS_F32] = c_c128_f32, [VG__MS_F64] = c_c128_f64, [VG__MS_I32] = c_c128_i32,
+                     [VG__MS_I64] = c_c128_i64, [VG__MS_U8] = c_c128_u8, [VG__MS_BOOL] = c_c128_b,
+                     [VG__MS_C64] = c_c128_c64},
 };
 
 /* half <-> anything: through float in blocks, as Eigen::half does (double and the
@@ -891,7 +990,7 @@ static void half_cast_run(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-#define VG__M_CAST (VG__M_CMP | VG__M(VG_BOOL) | VG__M(VG_HALF))
+#define VG__M_CAST (VG__M_CMP | VG__M(VG_BOOL) | VG__M(VG_HALF) | VG__M_COMPLEX)
 
 static vg_code shape_cast(vg_op *op, vg_status *st) {
     vg_dtype src = vg__op_input_dtype(op, 0), dst;
@@ -1044,7 +1143,11 @@ vg_output vg_sqrt(vg_graph *g, vg_output x, const char *name) { return build1(g,
 vg_output vg_rsqrt(vg_graph *g, vg_output x, const char *name) { return build1(g, "Rsqrt", x, name); }
 vg_output vg_exp(vg_graph *g, vg_output x, const char *name) { return build1(g, "Exp", x, name); }
 vg_output vg_log(vg_graph *g, vg_output x, const char *name) { return build1(g, "Log", x, name); }
-vg_output vg_abs(vg_graph *g, vg_output x, const char *name) { return build1(g, "Abs", x, name); }
+vg_output vg_abs(vg_graph *g, vg_output x, const char *name) { /* tf.abs: ComplexAbs on complex */
+    vg_dtype dt = x.op ? vg_output_dtype(x) : VG_DTYPE_INVALID;
+    if (dt == VG_COMPLEX64 || dt == VG_COMPLEX128) return vg_complex_abs(g, x, name);
+    return build1(g, "Abs", x, name);
+}
 vg_output vg_sign(vg_graph *g, vg_output x, const char *name) { return build1(g, "Sign", x, name); }
 vg_output vg_reciprocal(vg_graph *g, vg_output x, const char *name) { return build1(g, "Reciprocal", x, name); }
 vg_output vg_is_finite(vg_graph *g, vg_output x, const char *name) { return build1(g, "IsFinite", x, name); }
@@ -1094,6 +1197,12 @@ vg_output vg_check_numerics(vg_graph *g, vg_output x, const char *message, const
 /* Gradients (tensorflow/python/ops/math_grad.py) */
 
 static vg_output in_(vg_op *op, int i) { return vg_op_input(op, i); }
+
+/* math_ops.conj: the conjugate of a complex tensor; any other tensor as it is. */
+static vg_output conj_(vg_graph *g, vg_output x) {
+    vg_dtype dt = vg_output_dtype(x);
+    return dt == VG_COMPLEX64 || dt == VG_COMPLEX128 ? vg_conj(g, x, "Conj") : x;
+}
 
 /* Scalar Const of x's dtype. */
 static vg_output scalar_like(vg_graph *g, vg_output x, double v) {
@@ -1177,13 +1286,13 @@ static vg_code grad_sub(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *
 }
 
 static vg_code grad_mul(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
-    vg_output x = in_(op, 0), y = in_(op, 1);
+    vg_output x = conj_(g, in_(op, 0)), y = conj_(g, in_(op, 1));
     bcast_reduce(g, op, vg_mul(g, dy[0], y, "Mul"), vg_mul(g, x, dy[0], "Mul_1"), dx);
     return vg_graph_status(g, NULL);
 }
 
 static vg_code grad_div(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
-    vg_output x = in_(op, 0), y = in_(op, 1);
+    vg_output x = conj_(g, in_(op, 0)), y = conj_(g, in_(op, 1));
     vg_output gx = vg_div(g, dy[0], y, "RealDiv");
     vg_output t = vg_div(g, vg_div(g, vg_neg(g, x, "Neg"), y, "RealDiv_1"), y, "RealDiv_2");
     bcast_reduce(g, op, gx, vg_mul(g, dy[0], t, "mul"), dx);
@@ -1234,7 +1343,7 @@ static vg_code grad_neg(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *
 }
 
 static vg_code grad_square(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
-    vg_output x = in_(op, 0);
+    vg_output x = conj_(g, in_(op, 0));
     dx[0] = vg_mul(g, dy[0], vg_mul(g, x, scalar_like(g, x, 2), "Mul"), "Mul_1");
     return vg_graph_status(g, NULL);
 }
@@ -1259,12 +1368,12 @@ static vg_code grad_reciprocal(vg_graph *g, vg_op *op, const vg_output *dy, vg_o
 }
 
 static vg_code grad_exp(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
-    dx[0] = vg_mul(g, dy[0], vg_out(op, 0), "mul");
+    dx[0] = vg_mul(g, dy[0], conj_(g, vg_out(op, 0)), "mul");
     return vg_graph_status(g, NULL);
 }
 
 static vg_code grad_log(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
-    dx[0] = vg_mul(g, dy[0], vg_reciprocal(g, in_(op, 0), "Reciprocal"), "mul");
+    dx[0] = vg_mul(g, dy[0], vg_reciprocal(g, conj_(g, in_(op, 0)), "Reciprocal"), "mul");
     return vg_graph_status(g, NULL);
 }
 
@@ -1322,8 +1431,8 @@ static vg_code grad_add_n(vg_graph *g, vg_op *op, const vg_output *dy, vg_output
 /* _CastGrad: only between floating dtypes; none for the rest. */
 static vg_code grad_cast(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_dtype src = vg_output_dtype(in_(op, 0)), dst = vg_output_dtype(vg_out(op, 0));
-    bool fs = src == VG_FLOAT || src == VG_DOUBLE || src == VG_HALF,
-         fd = dst == VG_FLOAT || dst == VG_DOUBLE || dst == VG_HALF;
+    unsigned fl = VG__M(VG_FLOAT) | VG__M(VG_DOUBLE) | VG__M(VG_HALF) | VG__M_COMPLEX;
+    bool fs = (unsigned)src < 32 && (fl & VG__M(src)), fd = (unsigned)dst < 32 && (fl & VG__M(dst));
     if (fs && fd) dx[0] = vg_cast(g, dy[0], src, "Cast");
     return vg_graph_status(g, NULL);
 }

@@ -8,7 +8,7 @@
 #include "vigil/ops.h"
 
 /* Kernel tables are indexed by a dtype slot (not by vg_dtype: its numbers are sparse). */
-enum { VG__MS_F32, VG__MS_F64, VG__MS_I32, VG__MS_I64, VG__MS_U8, VG__MS_BOOL, VG__MS_N };
+enum { VG__MS_F32, VG__MS_F64, VG__MS_I32, VG__MS_I64, VG__MS_U8, VG__MS_BOOL, VG__MS_C64, VG__MS_C128, VG__MS_N };
 
 /* dtype -> slot; -1 for dtypes the math kernels never handle. */
 VG_HIDDEN int vg__math_slot(vg_dtype dt);
@@ -21,6 +21,7 @@ VG_HIDDEN int vg__math_slot(vg_dtype dt);
 #define VG__M_EQ (VG__M_CMP | VG__M(VG_BOOL))
 #define VG__M_BOOL VG__M(VG_BOOL)
 #define VG__M_INDEX (VG__M(VG_INT32) | VG__M(VG_INT64))
+#define VG__M_COMPLEX (VG__M(VG_COMPLEX64) | VG__M(VG_COMPLEX128))
 
 /* INVALID_ARGUMENT "<what> has dtype string, which is not supported (allowed: float, ...)"
  * unless dt is in mask. */

@@ -14,6 +14,7 @@
  */
 #include "kernels/math_internal.h"
 #include "kernels/simd.h"
+#include <complex.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -116,13 +117,23 @@ RED3(min_f32, float, INFINITY, x < a ? x : a)
 RED3(min_f64, double, INFINITY, x < a ? x : a)
 RED3(min_i32, int32_t, INT32_MAX, x < a ? x : a)
 RED3(min_i64, int64_t, INT64_MAX, x < a ? x : a)
+typedef float _Complex cf32;
+typedef double _Complex cf64;
+RED3(sum_c64, cf32, 0.0f, a + x)
+RED3(sum_c128, cf64, 0.0, a + x)
+RED3(prod_c64, cf32, 1.0f, a * x)
+RED3(prod_c128, cf64, 1.0, a * x)
 RED3(all_b, uint8_t, 1, (uint8_t)(a & (x != 0)))
 RED3(any_b, uint8_t, 0, (uint8_t)(a | (x != 0)))
 
 #define RNUM4(OP) {[VG__MS_F32] = RI(OP##_f32), [VG__MS_F64] = RI(OP##_f64), [VG__MS_I32] = RI(OP##_i32), \
                    [VG__MS_I64] = RI(OP##_i64)}
 static const red_impl red_tbl[R_N][VG__MS_N] = {
-    [R_SUM] = RNUM4(sum), [R_PROD] = RNUM4(prod), [R_MAX] = RNUM4(max), [R_MIN] = RNUM4(min),
+    [R_SUM] = {[VG__MS_F32] = RI(sum_f32), [VG__MS_F64] = RI(sum_f64), [VG__MS_I32] = RI(sum_i32),
+               [VG__MS_I64] = RI(sum_i64), [VG__MS_C64] = RI(sum_c64), [VG__MS_C128] = RI(sum_c128)},
+    [R_PROD] = {[VG__MS_F32] = RI(prod_f32), [VG__MS_F64] = RI(prod_f64), [VG__MS_I32] = RI(prod_i32),
+                [VG__MS_I64] = RI(prod_i64), [VG__MS_C64] = RI(prod_c64), [VG__MS_C128] = RI(prod_c128)},
+    [R_MAX] = RNUM4(max), [R_MIN] = RNUM4(min),
     [R_ALL] = {[VG__MS_BOOL] = RI(all_b)}, [R_ANY] = {[VG__MS_BOOL] = RI(any_b)},
 };
 
@@ -154,7 +165,10 @@ static bool is_bool_reduction(const char *type) { return !strcmp(type, "All") ||
 
 static vg_code shape_reduce(vg_op *op, vg_status *st) {
     vg_dtype dt = vg__op_input_dtype(op, 0), it = vg__op_input_dtype(op, 1), t;
-    vg_code c = vg__math_check_dtype("input", dt, is_bool_reduction(vg_op_type(op)) ? VG__M_BOOL : VG__M_NUM, st);
+    const char *type = vg_op_type(op);
+    bool cplx = !strcmp(type, "Sum") || !strcmp(type, "Mean") || !strcmp(type, "Prod"); /* also complex */
+    vg_code c = vg__math_check_dtype("input", dt,
+                                     is_bool_reduction(type) ? VG__M_BOOL : VG__M_NUM | (cplx ? VG__M_COMPLEX : 0u), st);
     if (c == VG_OK) c = vg__math_check_dtype("reduction_indices", it, VG__M_INDEX, st);
     if (c != VG_OK) return c;
     if (!is_bool_reduction(vg_op_type(op))) {
@@ -326,6 +340,8 @@ static void mean_finish(void *out, vg_dtype dt, int64_t n, int64_t count) {
     case VG_DOUBLE: { double *o = out, c = (double)count; for (int64_t i = 0; i < n; i++) o[i] /= c; break; }
     case VG_INT32: { int32_t *o = out; for (int64_t i = 0; i < n; i++) o[i] = count ? (int32_t)(o[i] / count) : 0; break; }
     case VG_INT64: { int64_t *o = out; for (int64_t i = 0; i < n; i++) o[i] = count ? o[i] / count : 0; break; }
+    case VG_COMPLEX64: { cf32 *o = out; float c = (float)count; for (int64_t i = 0; i < n; i++) o[i] /= c; break; }
+    case VG_COMPLEX128: { cf64 *o = out; double c = (double)count; for (int64_t i = 0; i < n; i++) o[i] /= c; break; }
     default: break;
     }
 }

@@ -59,6 +59,8 @@ extern const vg__op_def vg__ops_resource_variable[];
 extern const vg__op_def vg__ops_audio[];
 extern const vg__op_def vg__ops_lookup[];
 extern const vg__op_def vg__ops_array_ext[];
+extern const vg__op_def vg__ops_complex[];
+extern const vg__op_def vg__ops_fft[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -112,5 +114,7 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_audio);
     vg__registry_add_family(vg__ops_lookup);
     vg__registry_add_family(vg__ops_array_ext);
+    vg__registry_add_family(vg__ops_complex);
+    vg__registry_add_family(vg__ops_fft);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

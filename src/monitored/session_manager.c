@@ -98,7 +98,7 @@ static vg_code model_ready(vg_session *sess, vg_output op, bool *ready, char *ms
 static vg_session *restore_checkpoint(vg_session_manager *sm, const vg_prepare_options *o, bool *restored,
                                       vg_status *st) {
     *restored = false;
-    vg_session *sess = vg_session_new(sm->g, sm->o.config, st);
+    vg_session *sess = vg_session_new_with_config(sm->g, sm->o.config, st);
     if (!sess) return NULL;
     if (o->checkpoint_dir && o->checkpoint_filename_with_path) {
         vg_status_set(st, VG_INVALID_ARGUMENT,
@@ -255,7 +255,7 @@ vg_session *vg_session_manager_wait_for_session(vg_session_manager *sm, const vg
     if (!o) o = &def;
     double start = mono_now();
     for (;;) {
-        vg_session *sess = vg_session_new(sm->g, sm->o.config, st);
+        vg_session *sess = vg_session_new_with_config(sm->g, sm->o.config, st);
         if (!sess) return NULL;
         bool ok, ready;
         char msg[900];
@@ -289,7 +289,7 @@ typedef struct creator {
     vg_scaffold *scaffold;
     bool own_scaffold;
     bool chief;
-    vg_session_options config;
+    vg_config_proto config;
     bool has_config;
     char *checkpoint_dir;
     char *checkpoint_filename_with_path;
@@ -336,7 +336,7 @@ static vg_session *creator_create(void *p, vg_status *st) {
 }
 
 /* On failure (*st set) the returned creator is empty and a given scaffold is not freed. */
-static vg_session_creator make_creator(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
+static vg_session_creator make_creator(vg_graph *g, vg_scaffold *scaffold, const vg_config_proto *config,
                                        bool chief, const char *dir, const char *path, double max_wait, bool lock,
                                        vg_status *st) {
     vg_session_creator out = {NULL, NULL, NULL};
@@ -372,7 +372,7 @@ static vg_session_creator make_creator(vg_graph *g, vg_scaffold *scaffold, const
     return out;
 }
 
-vg_session_creator vg__session_creator_owning(vg_graph *g, vg_scaffold *scaffold, const vg_session_options *config,
+vg_session_creator vg__session_creator_owning(vg_graph *g, vg_scaffold *scaffold, const vg_config_proto *config,
                                               bool chief, const char *checkpoint_dir, double max_wait_secs,
                                               bool lock_dir, vg_status *st) {
     vg_session_creator c = make_creator(g, scaffold, config, chief, checkpoint_dir, NULL, max_wait_secs, lock_dir, st);

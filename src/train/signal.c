@@ -437,3 +437,191 @@ done:
     free(w);
     return out;
 }
+
+/* ---- stft, inverse_stft (spectral_ops.py), mfccs_from_log_mel_spectrograms ---------- */
+
+vg_output vg_signal_hann_window_fn(vg_graph *g, int64_t length, vg_dtype dtype, const void *ctx) {
+    (void)ctx;
+    return vg_signal_hann_window(g, length, true, dtype, NULL);
+}
+
+vg_output vg_signal_hamming_window_fn(vg_graph *g, int64_t length, vg_dtype dtype, const void *ctx) {
+    (void)ctx;
+    return vg_signal_hamming_window(g, length, true, dtype, NULL);
+}
+
+/* inverse_stft_window_fn's inner function: forward / (the squared forward window summed
+ * over the frame_step phases), TF's ops (Griffin-Lim equation 7). */
+vg_output vg_signal_inverse_stft_window_fn(vg_graph *g, int64_t length, vg_dtype dtype, const void *ctx) {
+    const vg_signal_inverse_window *w = ctx;
+    if (!g || vg_graph_status(g, NULL) != VG_OK) return k_none;
+    if (!w || w->frame_step <= 0 || w->frame_step > INT32_MAX || length < 0 || length > INT32_MAX) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "inverse_stft_window_fn: frame_step must be positive and the length "
+                                                   "non-negative");
+        return k_none;
+    }
+    vg_signal_window_fn fwd = w->forward ? w->forward : vg_signal_hann_window_fn;
+    vg_graph_push_scope(g, "inverse_stft_window_fn");
+    vg_output win = fwd(g, length, dtype, w->forward_ctx), out = k_none;
+    if (ok(g, win)) {
+        int64_t step = w->frame_step, overlaps = (length + step - 1) / step;
+        vg_output denom = vg_square(g, win, "Square");
+        int32_t pads[2] = {0, (int32_t)(overlaps * step - length)};
+        denom = vg_pad(g, denom, vg_const_array(g, VG_INT32, (const int64_t[]){1, 2}, 2, pads, "Pad/paddings"), "Pad");
+        denom = vg_reshape_c(g, denom, (const int64_t[]){overlaps, step}, 2, "Reshape");
+        int32_t ax = 0;
+        denom = vg_reduce_sum(g, denom, &ax, 1, true, "Sum");
+        int32_t mult[2] = {(int32_t)overlaps, 1};
+        denom = vg_tile(g, denom, vg_const_i32_vec(g, mult, 2, "Tile/multiples"), "Tile");
+        denom = vg_reshape_c(g, denom, (const int64_t[]){overlaps * step}, 1, "Reshape_1");
+        denom = vg_slice_c(g, denom, (const int64_t[]){0}, (const int64_t[]){length}, 1, "strided_slice");
+        out = vg_div(g, win, denom, "truediv");
+    }
+    vg_graph_pop_scope(g);
+    return out;
+}
+
+/* _enclosing_power_of_two: 2^ceil(log2(v)) (v >= 1). */
+static int64_t enclosing_pow2(int64_t v) {
+    int64_t p = 1;
+    while (p < v) p <<= 1;
+    return p;
+}
+
+/* x with its last dim (static, `have`) zero-padded to `want` (no-op if have >= want). */
+static vg_output pad_last(vg_graph *g, vg_output x, int rank, int64_t have, int64_t want, const char *name) {
+    if (have < 0 || have >= want) return x;
+    int32_t p[2 * VG_MAX_DIMS] = {0};
+    p[2 * (rank - 1) + 1] = (int32_t)(want - have);
+    return vg_pad(g, x, vg_const_array(g, VG_INT32, (const int64_t[]){rank, 2}, 2, p, "paddings"), name);
+}
+
+static bool lengths_ok(vg_graph *g, const char *fn, int64_t frame_length, int64_t frame_step, int64_t *fft_length) {
+    if (frame_length <= 0 || frame_step <= 0 || frame_length > INT32_MAX / 2 || frame_step > INT32_MAX ||
+        *fft_length > INT32_MAX / 2) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: frame_length (%lld) and frame_step (%lld) must be positive", fn,
+                           (long long)frame_length, (long long)frame_step);
+        return false;
+    }
+    if (*fft_length <= 0) *fft_length = enclosing_pow2(frame_length);
+    return true;
+}
+
+vg_output vg_signal_stft(vg_graph *g, vg_output signals, int64_t frame_length, int64_t frame_step, int64_t fft_length,
+                         vg_signal_window_fn window_fn, const void *window_ctx, bool pad_end, const char *name) {
+    if (!ok(g, signals)) return k_none;
+    vg_dtype dt = vg_output_dtype(signals);
+    if (!float_dtype(g, dt, "stft")) return k_none;
+    if (!lengths_ok(g, "stft", frame_length, frame_step, &fft_length)) return k_none;
+    vg_graph_push_scope(g, name ? name : "stft");
+    vg_output framed = vg_signal_frame(g, signals, frame_length, frame_step, pad_end, 0.0, -1, "frame");
+    vg_output out = k_none;
+    if (ok(g, framed) && window_fn) {
+        vg_output w = window_fn(g, frame_length, dt, window_ctx);
+        framed = ok(g, w) ? vg_mul(g, framed, w, "mul") : k_none;
+    }
+    if (ok(g, framed)) {
+        /* fft_ops.rfft pads the frames to fft_length; the kernel crops longer ones */
+        int rank = vg_output_shape(framed).ndims;
+        framed = pad_last(g, framed, rank, frame_length, fft_length, "rfft/Pad");
+        int32_t fl = (int32_t)fft_length;
+        out = vg_rfft(g, framed, vg_const_i32_vec(g, &fl, 1, "rfft/fft_length"), 1, "rfft");
+    }
+    vg_graph_pop_scope(g);
+    return out;
+}
+
+vg_output vg_signal_inverse_stft(vg_graph *g, vg_output stfts, int64_t frame_length, int64_t frame_step,
+                                 int64_t fft_length, vg_signal_window_fn window_fn, const void *window_ctx,
+                                 const char *name) {
+    if (!ok(g, stfts)) return k_none;
+    vg_dtype dt = vg_output_dtype(stfts);
+    vg_shape s = vg_output_shape(stfts);
+    if (dt != VG_COMPLEX64 && dt != VG_COMPLEX128) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "inverse_stft: stfts must be complex64 or complex128, got %s",
+                           vg_dtype_name(dt));
+        return k_none;
+    }
+    if (s.ndims < 2) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "inverse_stft: stfts must have a known rank of at least 2, got %d",
+                           s.ndims);
+        return k_none;
+    }
+    if (!lengths_ok(g, "inverse_stft", frame_length, frame_step, &fft_length)) return k_none;
+    vg_dtype rt = dt == VG_COMPLEX128 ? VG_DOUBLE : VG_FLOAT;
+    vg_graph_push_scope(g, name ? name : "inverse_stft");
+    /* fft_ops.irfft pads the bins to fft_length / 2 + 1 */
+    vg_output x = pad_last(g, stfts, s.ndims, s.dims[s.ndims - 1], fft_length / 2 + 1, "irfft/Pad");
+    int32_t fl = (int32_t)fft_length;
+    vg_output frames = vg_irfft(g, x, vg_const_i32_vec(g, &fl, 1, "irfft/fft_length"), 1, "irfft");
+    /* pad or truncate the frames to frame_length */
+    if (fft_length > frame_length) {
+        int64_t b[VG_MAX_DIMS] = {0}, sz[VG_MAX_DIMS];
+        for (int i = 0; i < s.ndims; i++) sz[i] = -1;
+        sz[s.ndims - 1] = frame_length;
+        frames = vg_slice_c(g, frames, b, sz, s.ndims, "strided_slice");
+    } else {
+        frames = pad_last(g, frames, s.ndims, fft_length, frame_length, "Pad");
+    }
+    if (ok(g, frames) && window_fn) {
+        vg_output w = window_fn(g, frame_length, rt, window_ctx);
+        frames = ok(g, w) ? vg_mul(g, frames, w, "mul") : k_none;
+    }
+    vg_output out = ok(g, frames) ? vg_signal_overlap_and_add(g, frames, frame_step, "overlap_and_add") : k_none;
+    vg_graph_pop_scope(g);
+    return out;
+}
+
+/* mfcc_ops.py: dct(x, type=2) * rsqrt(2 N), with dct_ops.py's DCT-II through an RFFT of
+ * length 2N: real(rfft(x, [2N])[..., :N] * 2 exp(-i pi k / (2N))). */
+vg_output vg_signal_mfccs_from_log_mel_spectrograms(vg_graph *g, vg_output log_mel_spectrograms, const char *name) {
+    vg_output x = log_mel_spectrograms;
+    if (!ok(g, x)) return k_none;
+    vg_dtype dt = vg_output_dtype(x);
+    if (!float_dtype(g, dt, "mfccs_from_log_mel_spectrograms")) return k_none;
+    vg_shape s = vg_output_shape(x);
+    int64_t n = s.ndims >= 1 ? s.dims[s.ndims - 1] : -1;
+    if (n == 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "num_mel_bins must be positive. Got: 0");
+        return k_none;
+    }
+    if (n < 0 || n > INT32_MAX / 2) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "mfccs_from_log_mel_spectrograms: the number of mel bins (the last dim) must be known");
+        return k_none;
+    }
+    vg_graph_push_scope(g, name ? name : "mfccs_from_log_mel_spectrograms");
+    vg_graph_push_scope(g, "dct");
+    vg_output p = pad_last(g, x, s.ndims, n, 2 * n, "rfft/Pad");
+    int32_t fl = (int32_t)(2 * n);
+    vg_output r = vg_rfft(g, p, vg_const_i32_vec(g, &fl, 1, "rfft/fft_length"), 1, "rfft");
+    int64_t b[VG_MAX_DIMS] = {0}, sz[VG_MAX_DIMS];
+    for (int i = 0; i < s.ndims; i++) sz[i] = -1;
+    sz[s.ndims - 1] = n;
+    r = vg_slice_c(g, r, b, sz, s.ndims, "strided_slice");
+    /* scale = 2 exp(complex(0, -range(N) * pi * 0.5 / N)), each step in dt */
+    vg_dtype ct = dt == VG_DOUBLE ? VG_COMPLEX128 : VG_COMPLEX64;
+    vg_tensor *sc = vg_tensor_new(ct, &n, 1, NULL);
+    vg_output out = k_none;
+    if (!sc) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "mfccs_from_log_mel_spectrograms: out of memory");
+    } else {
+        for (int64_t k = 0; k < n; k++) {
+            double ang = rnd(dt, rnd(dt, rnd(dt, -(double)k * rnd(dt, M_PI)) * 0.5) / (double)n);
+            double re = rnd(dt, 2.0 * rnd(dt, cos(ang))), im = rnd(dt, 2.0 * rnd(dt, sin(ang)));
+            if (dt == VG_DOUBLE) ((double *)vg_tensor_data(sc))[2 * k] = re, ((double *)vg_tensor_data(sc))[2 * k + 1] = im;
+            else ((float *)vg_tensor_data(sc))[2 * k] = (float)re, ((float *)vg_tensor_data(sc))[2 * k + 1] = (float)im;
+        }
+        vg_output scale = vg_const(g, sc, "mul");
+        vg_tensor_free(sc);
+        vg_output dct2 = vg_real(g, vg_mul(g, r, scale, "mul_1"), "Real");
+        vg_graph_pop_scope(g);
+        double f = rnd(dt, 1.0 / sqrt(rnd(dt, (double)n * 2.0)));
+        out = vg_mul(g, dct2, const_of(g, dt, &f, NULL, 0, "Rsqrt"), "mul");
+        vg_graph_pop_scope(g);
+        return out;
+    }
+    vg_graph_pop_scope(g);
+    vg_graph_pop_scope(g);
+    return out;
+}

@@ -55,9 +55,9 @@ static int train(void) {
         return 1;
     }
     /* Start running operations on the Graph (ConfigProto(log_device_placement)). */
-    vg_session_options so = vg_session_options_default();
-    (void)log_device_placement;
-    vg_session *sess = vg_session_new(g, &so, &st);
+    vg_config_proto config = vg_config_proto_default();
+    config.log_device_placement = log_device_placement;
+    vg_session *sess = vg_session_new_with_config(g, &config, &st);
     int rc = 0;
     vg_coord *coord = vg_coord_new(NULL, 0);
     vg_file_writer *summary_writer = NULL;

@@ -166,7 +166,9 @@ static int train(resnet_hparams hps) {
     /* Since we provide a SummarySaverHook, we need to disable default
      * SummarySaverHook. To do that we set save_summaries_steps to 0. */
     mo.save_summaries_steps = 0;
-    /* config=tf.ConfigProto(allow_soft_placement=True): vigil places every op on the CPU */
+    vg_config_proto config = vg_config_proto_default(); /* config=tf.ConfigProto(allow_soft_placement=True) */
+    config.allow_soft_placement = true;
+    mo.config = &config;
     vg_monitored_session *mon_sess = vg_monitored_training_session_new(g, &mo, &st);
     if (!mon_sess) {
         fprintf(stderr, "MonitoredTrainingSession: %s\n", st.msg);

@@ -1,4 +1,4 @@
-# gen_npy.py - writes the .npy test vectors of tests/test_npy.c with NumPy itself
+# gen_npy.py - writes the .npy test vectors of tests/io/test_npy.c with NumPy itself
 # (run with any NumPy >= 1.24: /usr/bin/python3 gen_npy.py; the files here came from 1.24.2).
 import numpy as np
 from numpy.lib import format as npf
