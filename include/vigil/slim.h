@@ -329,7 +329,7 @@ typedef struct vg_slim_train_opts {
     vg_scaffold *scaffold;         /* [NULL: a default one] borrowed; init_fn is ignored when set */
     const vg_hook *hooks;          /* extra hooks, owned by the call (also on failure) */
     int nhooks;
-    const vg_session_options *session_config;
+    const vg_config_proto *session_config; /* tf.ConfigProto (vigil/config.h); NULL: defaults */
     bool no_checkpoint_dir_lock;
 } vg_slim_train_opts;
 
