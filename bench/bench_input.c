@@ -42,7 +42,7 @@
  * + prefetch + map blocks, at the decoded element's size): memory follows the buffers,
  * not the file. */
 #include "io/io.h"
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 #include "vigil/vigil.h"
 #include <dirent.h>
 #include <stdio.h>

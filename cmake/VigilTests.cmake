@@ -20,7 +20,7 @@ set(VIGIL_INTERNAL_TESTS
   # api/
   test_layers
   # core/
-  test_alloc_cache test_core_tensor test_half test_threadpool
+  test_alloc_cache test_bfloat16 test_core_tensor test_half test_threadpool
   # io/
   test_checkpoint test_io_alloc test_io_bundle test_io_ckpt_state test_io_crc32c test_io_events
   test_io_idx test_io_pb test_io_sstable test_io_tfrecord

@@ -1,5 +1,5 @@
 /* fuzz_iterator_state.c - the tf.data iterator state that DeserializeIterator reads from
- * a checkpoint (vg_make_saveable_from_iterator; src/kernels/dataset_state.c): the whole
+ * a checkpoint (vg_make_saveable_from_iterator; src/data/dataset_state.c): the whole
  * input is the state. Every input is decoded (the dataset description with its map,
  * filter and interleave functions as GraphDefs, then each iterator's position); a state
  * that decodes must serialize, decode again and serialize to the same bytes. A decoded
@@ -10,7 +10,7 @@
  * `range -> map -> shuffle -> batch -> prefetch` and `zip(range, range) -> repeat ->
  * skip -> take` at a few positions. */
 #include "fuzz_util.h"
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 
 /* A pipeline that ends soon and touches no file or function. */
 static bool bounded(const vg__dataset *d, int depth) {

@@ -148,6 +148,36 @@ VG_API vg_output vg_dataset_interleave_parallel(vg_graph *g, vg_output ds, vg_da
 /* FlatMapDataset (Dataset.flat_map): fn maps an element to a dataset (its one output);
  * the datasets' elements follow each other in order (interleave with cycle_length 1). */
 VG_API vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name);
+/* WindowDataset (Dataset.window(size, shift, stride, drop_remainder), TF 1.15): a
+ * dataset of windows. Each element has one VG_RESOURCE component per component of ds:
+ * a dataset of that component's values in the window. Window k holds ds's elements
+ * k * shift + i * stride for i = 0 .. size - 1; at ds's end the windows come out
+ * shorter (every stride-th of what is left) unless drop_remainder. shift < 0 means
+ * size (TF's shift=None); stride is 1 for TF's default. A window fails with the error
+ * of the first of its elements whose production failed (elements skipped by the
+ * stride do not count). Read the windows with vg_dataset_flat_map or
+ * vg_dataset_interleave applied directly to this dataset: the function's arguments are
+ * then datasets (one per component) that vg_dataset_batch, vg_dataset_zip, ... take,
+ * and it returns one dataset. Build error (the graph's sticky status): INVALID_ARGUMENT
+ * for an input that is not a dataset; size, shift or stride 0 or less fail when the
+ * dataset is made (the iterator's initializer) with INVALID_ARGUMENT "Window size must
+ * be greater than zero." (shift, stride: TF's messages). Iterators over windows save
+ * and restore (vg_make_saveable_from_iterator) like the others, except windows of
+ * windows (UNIMPLEMENTED). */
+VG_API vg_output vg_dataset_window(vg_graph *g, vg_output ds, int64_t size, int64_t shift, int64_t stride,
+                                   bool drop_remainder, const char *name);
+/* ReduceDataset (Dataset.reduce(initial_state, reduce_fn)): runs ds to its end inside
+ * one session run and returns the final state: outputs[0..n) (set by the call; owned by
+ * the graph) have initial_state's dtypes. reduce_fn is built like a map function over
+ * n + (ds's components) arguments, the state's first, and returns n outputs, the new
+ * state, of the state's dtypes (else INVALID_ARGUMENT "The element types for the new
+ * state must match the initial state. ..." on the graph); where a new state's shape
+ * differs from the initial one the function is built again over that component with an
+ * unknown shape (as TF retraces it). An empty ds gives initial_state. Returns n, or 0
+ * with the graph's sticky error set. At run time an element's error or the function's
+ * error fails the run with that code. */
+VG_API int vg_dataset_reduce(vg_graph *g, vg_output ds, const vg_output *initial_state, int n,
+                             vg_dataset_map_fn reduce_fn, void *payload, vg_output *outputs, const char *name);
 /* FilterDataset: keeps the elements for which predicate (built like a map function,
  * one output: a bool scalar) is true. */
 VG_API vg_output vg_dataset_filter(vg_graph *g, vg_output ds, vg_dataset_map_fn predicate, void *payload,

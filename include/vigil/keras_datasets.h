@@ -1,6 +1,6 @@
 /*
- * vigil/keras_datasets.h - tf.keras.datasets.mnist.load_data and
- * tf.keras.datasets.fashion_mnist.load_data, reading the files Keras downloads, from the
+ * vigil/keras_datasets.h - tf.keras.datasets.mnist.load_data,
+ * tf.keras.datasets.fashion_mnist.load_data and tf.keras.datasets.cifar10.load_data, reading the files Keras downloads, from the
  * place Keras keeps them. vigil never downloads: a missing file is NOT_FOUND with the
  * path looked at and the address Keras fetches it from.
  *
@@ -14,8 +14,13 @@
  *                  t10k-images-idx3-ubyte.gz (IDX files, gzip'd; Debian's
  *                  dataset-fashion-mnist package puts the same four files in
  *                  /usr/share/datasets/fashion-mnist)
- * The arrays come back as Keras returns them: uint8 images [n, 28, 28] and uint8 labels
- * [n].
+ *   cifar10:       the directory "cifar-10-batches-py" (cifar-10-python.tar.gz
+ *                  unpacked) with the pickled batches data_batch_1..5 and test_batch
+ *                  (read by vg_pickle_dict_read, vigil/npy.h)
+ * The arrays come back as Keras returns them: MNIST's uint8 images [n, 28, 28] and uint8
+ * labels [n]; CIFAR-10's uint8 images [n, 32, 32, 3] (channels last, Keras's default
+ * image_data_format) and uint8 labels [n, 1]. Keras assumes 10000 rows per CIFAR batch;
+ * vigil takes each batch's count from the file.
  *
  *     vg_keras_data d;
  *     vg_status st;
@@ -50,6 +55,10 @@ VG_API vg_code vg_keras_mnist_load_data(const char *path, vg_keras_data *out, vg
 /* fashion_mnist.load_data(): dir NULL = $HOME/.keras/datasets/fashion-mnist. Fails as
  * vg_keras_mnist_load_data, naming the IDX file at fault. */
 VG_API vg_code vg_keras_fashion_mnist_load_data(const char *dir, vg_keras_data *out, vg_status *st);
+/* cifar10.load_data(): dir NULL = $HOME/.keras/datasets/cifar-10-batches-py. Fails as
+ * vg_keras_mnist_load_data (DATA_LOSS: a batch without uint8 data [n, 3072] and n
+ * labels), plus UNIMPLEMENTED from the pickle reader for a file it cannot read. */
+VG_API vg_code vg_keras_cifar10_load_data(const char *dir, vg_keras_data *out, vg_status *st);
 /* Frees the four tensors and sets them NULL (d NULL: no-op). */
 VG_API void vg_keras_data_free(vg_keras_data *d);
 

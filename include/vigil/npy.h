@@ -85,6 +85,39 @@ VG_API void vg_npz_close(vg_npz *z);
 VG_API vg_code vg_npz_write(const char *path, const char *const *keys, const vg_tensor *const *tensors, int n,
                             bool compressed, vg_status *st);
 
+/* ---- pickled dicts of arrays (pickle.load of what NumPy programs dump) ------
+ * The top-level dict of a pickle (protocols 2-5, as Python 2's cPickle and Python 3 write
+ * them) whose values are NumPy arrays, lists/tuples of ints, floats or strings, ints and
+ * strings: e.g. the CIFAR-10 "python version" batches. A restricted reader: it builds
+ * data only and calls nothing; the only globals it accepts are NumPy's array
+ * reconstructors and _codecs.encode. Keys are the dict's str/bytes keys.
+ *
+ *     vg_pickle_dict *d = vg_pickle_dict_read("data_batch_1", &st);
+ *     vg_tensor *x = d ? vg_pickle_dict_get(d, "data", &st) : NULL;   // uint8 [10000, 3072]
+ *     vg_tensor_free(x);
+ *     vg_pickle_dict_free(d);
+ */
+typedef struct vg_pickle_dict vg_pickle_dict;
+/* Reads path / parses bytes[0..len) (copied; name for messages, NULL: "pickle"). Fails
+ * (NULL) with NOT_FOUND (path), DATA_LOSS (malformed, naming the offset),
+ * UNIMPLEMENTED (an opcode or global outside the subset, a key that is not a string,
+ * naming it), INVALID_ARGUMENT (NULL; a top-level value that is not a dict),
+ * RESOURCE_EXHAUSTED. Ownership: vg_pickle_dict_free. */
+VG_API vg_pickle_dict *vg_pickle_dict_read(const char *path, vg_status *st);
+VG_API vg_pickle_dict *vg_pickle_dict_parse(const void *bytes, size_t len, const char *name, vg_status *st);
+/* Number of keys and the i-th (borrowed; NULL out of range). */
+VG_API int vg_pickle_dict_count(const vg_pickle_dict *d);
+VG_API const char *vg_pickle_dict_key(const vg_pickle_dict *d, int i);
+/* The value of key as a new tensor (the caller frees it): an array with its NumPy dtype
+ * (float32/64, int32/64, uint8, bool, float16; either byte order, C or Fortran order,
+ * returned row-major), a list of ints -> int64 [n], of floats -> double [n], of strings
+ * -> string [n], an int -> int64 scalar, a string -> string scalar. Fails with NOT_FOUND
+ * (no such key), UNIMPLEMENTED (another kind of value or dtype, naming the key),
+ * DATA_LOSS (an array whose bytes do not fit its shape), RESOURCE_EXHAUSTED. */
+VG_API vg_tensor *vg_pickle_dict_get(const vg_pickle_dict *d, const char *key, vg_status *st);
+/* Frees d (NULL: no-op). */
+VG_API void vg_pickle_dict_free(vg_pickle_dict *d);
+
 #ifdef __cplusplus
 }
 #endif

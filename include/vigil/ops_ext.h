@@ -181,6 +181,33 @@ VG_API vg_output vg_random_uniform_int(vg_graph *g, vg_output shape, vg_output m
 VG_API vg_output vg_multinomial(vg_graph *g, vg_output logits, int num_samples, int64_t seed, vg_dtype output_dtype,
                                 const char *name);
 
+/* ---- gamma family (src/kernels/gamma_ops.c), float/double ------------------------ */
+/* tf.lgamma (log|Gamma(x)|, +inf at 0 and the negative integers), tf.digamma (psi(x),
+ * +inf at the poles) and tf.polygamma(a, x) (the a-th derivative of psi; a and x of
+ * one dtype, broadcast; NaN where a is not a non-negative integer). Gradients as TF's
+ * math_grad.py: dy * digamma(x), dy * polygamma(1, x), and for Polygamma
+ * dy * polygamma(a + 1, x) w.r.t. x only. */
+VG_API vg_output vg_lgamma(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_digamma(vg_graph *g, vg_output x, const char *name);
+VG_API vg_output vg_polygamma(vg_graph *g, vg_output a, vg_output x, const char *name);
+/* tf.random.gamma(shape, alpha, beta, seed) as TF 1.15's random_ops.py composes it under
+ * "random_gamma": Maximum(tiny, RandomGamma(shape, alpha + zeros_like(beta)) / beta);
+ * shape a 1-D int32/int64 tensor, the result shape ++ alpha.shape, each draw
+ * Gamma(alpha, beta) (rate beta; beta {NULL, 0} = 1). alpha float/double (else a build
+ * INVALID_ARGUMENT); alpha <= 0 draws NaN. Seeds as TF's get_seed; the values are
+ * vigil's own stream (the same seeds repeat them). Differentiable w.r.t. alpha (and beta)
+ * through RandomGammaGrad (implicit reparameterization). */
+VG_API vg_output vg_random_gamma(vg_graph *g, vg_output shape, vg_output alpha, vg_output beta, int64_t seed,
+                                 const char *name);
+/* tf.math.betainc(a, b, x): the regularized incomplete beta function I_x(a, b); a, b and x
+ * of one float dtype and one shape, or scalars (else INVALID_ARGUMENT "Shapes of a, b,
+ * and x must be consistent"); NaN outside a, b > 0, 0 <= x <= 1. Gradient w.r.t. x only
+ * (TF's _BetaincGrad). */
+VG_API vg_output vg_betainc(vg_graph *g, vg_output a, vg_output b, vg_output x, const char *name);
+/* The raw RandomGammaGrad(alpha, sample) op: d sample / d alpha for sample ~
+ * Gamma(alpha, 1), broadcast; not differentiable itself (as TF). */
+VG_API vg_output vg_random_gamma_grad(vg_graph *g, vg_output alpha, vg_output sample, const char *name);
+
 /* ---- unique (src/kernels/unique_op.c) ------------------------------------ */
 /* tf.unique(x, out_idx): Unique's output 0 is y (the distinct values of the 1-D x in
  * order of first occurrence), output 1 idx (x[i] == y[idx[i]]), out_idx VG_INT32 or

@@ -38,6 +38,8 @@ typedef enum vg_dtype {
     VG_INT64 = 9,
     VG_BOOL = 10,
     VG_COMPLEX128 = 18, /* interleaved (re, im) double pairs: C's double _Complex layout */
+    VG_BFLOAT16 = 14, /* bfloat16 storage (TF's DT_BFLOAT16: the top 16 bits of a float32); Cast to/from
+                         float to compute */
     VG_HALF = 19,    /* IEEE-754 binary16 storage (TF's DT_HALF); Cast to/from float to compute */
     VG_RESOURCE = 20 /* internal handles (queues); not feedable from C */
 } vg_dtype;
@@ -51,6 +53,12 @@ VG_API const char *vg_dtype_name(vg_dtype dt);
  * NaN stays a quiet NaN), bit-identical to the Cast op and to F16C. */
 VG_API float vg_half_to_float(uint16_t h);
 VG_API uint16_t vg_float_to_half(float f);
+/* VG_BFLOAT16 elements are the high 16 bits of a float32 (uint16_t). vg_bfloat16_to_float
+ * is exact; vg_float_to_bfloat16 rounds to nearest even as TF's bfloat16(float) does
+ * (round_to_bfloat16: overflow to +-inf, subnormals kept), and gives TF's quiet NaN 0x7fc0
+ * for every NaN. Bit-identical to the Cast op. */
+VG_API float vg_bfloat16_to_float(uint16_t b);
+VG_API uint16_t vg_float_to_bfloat16(float f);
 
 /* ------------------------------------------------------------------------ */
 /* Shapes. ndims == -1: unknown rank. dims[i] == -1: unknown dimension. */

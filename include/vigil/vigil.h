@@ -54,8 +54,10 @@
 #include "distributed.h"
 #include "flags.h"
 #include "audio.h"
+#include "math_nn_ops.h"
 #include "keras_datasets.h"
 #include "hparams.h"
 #include "slim.h"
+#include "distributions.h"
 
 #endif

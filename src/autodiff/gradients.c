@@ -43,7 +43,7 @@ static vg_code backprop(vg_graph *g, const vg_output *ys, int nys, const vg_outp
 
 /* TF's _IsBackpropagatable: floating and complex dtypes. */
 static bool is_float(vg_dtype dt) {
-    return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_HALF || dt == VG_COMPLEX64 || dt == VG_COMPLEX128;
+    return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_HALF || dt == VG_BFLOAT16 || dt == VG_COMPLEX64 || dt == VG_COMPLEX128;
 }
 /* A resource variable's handle takes the gradient of its reads (TF's _IsBackpropagatable). */
 static bool carries_grad(vg_dtype dt) { return is_float(dt) || dt == VG_RESOURCE; }

@@ -1,5 +1,6 @@
 /*
- * half.c - binary16 conversions: a portable C version and an F16C one chosen at run time.
+ * half.c - binary16 conversions (a portable C version and an F16C one chosen at run time)
+ * and bfloat16 conversions (portable C; the loops vectorize).
  */
 #include "core/half.h"
 
@@ -102,4 +103,29 @@ void vg__float_to_half_n(const float *f, uint16_t *h, size_t n) {
     if (use_f16c()) { f2h_f16c(f, h, n); return; }
 #endif
     for (size_t i = 0; i < n; i++) h[i] = vg__float_to_half(f[i]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* bfloat16: TF 1.15's bfloat16.h round_to_bfloat16 (add 0x7fff plus the lowest kept bit,
+ * keep the high half; NaN -> 0x7fc0). */
+
+float vg__bf16_to_float(uint16_t b) { return bits_f((uint32_t)b << 16); }
+
+uint16_t vg__float_to_bf16(float f) {
+    if (f != f) return 0x7fc0u;
+    uint32_t u = f_bits(f);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+void vg__bf16_to_float_n(const uint16_t *b, float *f, size_t n) {
+    for (size_t i = 0; i < n; i++) f[i] = vg__bf16_to_float(b[i]);
+}
+
+void vg__float_to_bf16_n(const float *f, uint16_t *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = f_bits(f[i]);
+        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        b[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : r); /* NaN: TF's quiet NaN */
+    }
 }

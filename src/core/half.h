@@ -21,6 +21,13 @@ VG_HIDDEN uint16_t vg__float_to_half(float f);
 VG_HIDDEN void vg__half_to_float_n(const uint16_t *h, float *f, size_t n);
 VG_HIDDEN void vg__float_to_half_n(const float *f, uint16_t *h, size_t n);
 
+/* bfloat16 (TF's DT_BFLOAT16): the high half of a float32. to_float is exact; from float
+ * rounds to nearest even (TF's round_to_bfloat16), every NaN becomes 0x7fc0. */
+VG_HIDDEN float vg__bf16_to_float(uint16_t b);
+VG_HIDDEN uint16_t vg__float_to_bf16(float f);
+VG_HIDDEN void vg__bf16_to_float_n(const uint16_t *b, float *f, size_t n);
+VG_HIDDEN void vg__float_to_bf16_n(const float *f, uint16_t *b, size_t n);
+
 /* Whether the CPU has F16C (and the build can use it). */
 VG_HIDDEN bool vg__half_has_f16c(void);
 /* Force the bulk functions onto the portable path (false) or back to dispatch (true);

@@ -38,7 +38,7 @@ size_t vg_dtype_size(vg_dtype dt) {
     case VG_DOUBLE: case VG_INT64: case VG_COMPLEX64: return 8;
     case VG_COMPLEX128: return 16;
     case VG_UINT8: case VG_BOOL: return 1;
-    case VG_HALF: return 2;
+    case VG_HALF: case VG_BFLOAT16: return 2;
     case VG_RESOURCE: return sizeof(void *);
     default: return 0;
     }
@@ -54,6 +54,7 @@ const char *vg_dtype_name(vg_dtype dt) {
     case VG_INT64: return "int64";
     case VG_BOOL: return "bool";
     case VG_HALF: return "half";
+    case VG_BFLOAT16: return "bfloat16";
     case VG_COMPLEX64: return "complex64";
     case VG_COMPLEX128: return "complex128";
     case VG_RESOURCE: return "resource";
@@ -63,6 +64,8 @@ const char *vg_dtype_name(vg_dtype dt) {
 
 float vg_half_to_float(uint16_t h) { return vg__half_to_float(h); }
 uint16_t vg_float_to_half(float f) { return vg__float_to_half(f); }
+float vg_bfloat16_to_float(uint16_t b) { return vg__bf16_to_float(b); }
+uint16_t vg_float_to_bfloat16(float f) { return vg__float_to_bf16(f); }
 
 vg_shape vg_shape_make(const int64_t *dims, int ndims) {
     vg_shape s;
@@ -371,6 +374,7 @@ double vg_tensor_scalar(const vg_tensor *t) {
     case VG_UINT8: return ((const uint8_t *)t->data)[0];
     case VG_BOOL: return ((const bool *)t->data)[0];
     case VG_HALF: return vg__half_to_float(((const uint16_t *)t->data)[0]);
+    case VG_BFLOAT16: return vg__bf16_to_float(((const uint16_t *)t->data)[0]);
     case VG_COMPLEX64: return ((const float *)t->data)[0];   /* the real part */
     case VG_COMPLEX128: return ((const double *)t->data)[0]; /* the real part */
     default: return 0;

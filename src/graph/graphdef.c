@@ -97,6 +97,7 @@ static int typed_field(vg_dtype dt) {
     case VG_INT64: return 10;
     case VG_BOOL: return 11;
     case VG_HALF: return 13; /* half_val: the binary16 bit patterns as int32 */
+    case VG_BFLOAT16: return 13; /* half_val too (TF keeps DT_BFLOAT16 there) */
     case VG_COMPLEX64: return 9;   /* scomplex_val: (re, im) float pairs */
     case VG_COMPLEX128: return 12; /* dcomplex_val: (re, im) double pairs */
     default: return 0;
@@ -111,7 +112,7 @@ static int64_t int_elem(const vg_tensor *t, int64_t i) {
     case VG_UINT8: return ((const uint8_t *)d)[i];
     case VG_INT64: return ((const int64_t *)d)[i];
     case VG_BOOL: return ((const uint8_t *)d)[i] != 0;
-    case VG_HALF: return ((const uint16_t *)d)[i];
+    case VG_HALF: case VG_BFLOAT16: return ((const uint16_t *)d)[i];
     default: return 0;
     }
 }

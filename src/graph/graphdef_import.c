@@ -483,7 +483,7 @@ static vg_code attr_err(actx *a, vg_code code, const char *fmt, const char *deta
 static vg_code to_dtype(actx *a, uint64_t v, vg_dtype *dt) {
     int t = (int)(v % 100); /* ref types (DT_FLOAT_REF = 101) as their base */
     if (v >= 200 || (t != VG_FLOAT && t != VG_DOUBLE && t != VG_INT32 && t != VG_UINT8 && t != VG_STRING &&
-                     t != VG_INT64 && t != VG_BOOL && t != VG_HALF && t != VG_RESOURCE &&
+                     t != VG_INT64 && t != VG_BOOL && t != VG_HALF && t != VG_BFLOAT16 && t != VG_RESOURCE &&
                      t != VG_COMPLEX64 && t != VG_COMPLEX128)) {
         const char *nm = vg__pbtxt_dtype_name(t);
         char buf[32];
@@ -588,7 +588,8 @@ static void put_elem(void *arg, int64_t i, uint64_t v) {
     case VG_UINT8: t->data[i] = (uint8_t)v; break;
     case VG_INT64: memcpy(t->data + 8 * i, &v, 8); break;
     case VG_BOOL: t->data[i] = v != 0; break;
-    case VG_HALF: { /* half_val: the bit pattern in the low 16 bits of an int32 */
+    case VG_HALF:
+    case VG_BFLOAT16: { /* half_val: the bit pattern in the low 16 bits of an int32 */
         uint16_t h = (uint16_t)v;
         memcpy(t->data + 2 * i, &h, 2);
         break;
@@ -631,7 +632,7 @@ static vg_code decode_tensor(actx *a, const uint8_t *p, size_t n, vg_tensor **ou
     case VG_STRING: typed = 8; wire = VG__PB_LEN; break;
     case VG_INT64: typed = 10; wire = VG__PB_VARINT; break;
     case VG_BOOL: typed = 11; wire = VG__PB_VARINT; break;
-    case VG_HALF: typed = 13; wire = VG__PB_VARINT; break;
+    case VG_HALF: case VG_BFLOAT16: typed = 13; wire = VG__PB_VARINT; break;
     case VG_COMPLEX64: typed = 9; wire = VG__PB_FIXED32; break;   /* scomplex_val: re, im, re, im, ... */
     case VG_COMPLEX128: typed = 12; wire = VG__PB_FIXED64; break; /* dcomplex_val */
     default: break;

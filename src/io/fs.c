@@ -254,7 +254,7 @@ vg_code vg__io_fsync_parent_dir(const char *file_path, vg_status *st) {
     return c;
 }
 
-vg_code vg__io_write_file_atomic(const char *path, const void *data, size_t len, vg_status *st) {
+static vg_code write_file_atomic(const char *path, const void *data, size_t len, bool dirsync, vg_status *st) {
     char *tmp = NULL;
     int fd = -1;
     vg_code c = vg__io_temp_create(path, &tmp, &fd, st);
@@ -264,7 +264,15 @@ vg_code vg__io_write_file_atomic(const char *path, const void *data, size_t len,
     else c = vg__io_fsync_close(fd, tmp, st);
     if (!c) c = vg__io_rename(tmp, path, st);
     if (c) unlink(tmp);
-    else c = vg__io_fsync_parent_dir(path, st);
+    else if (dirsync) c = vg__io_fsync_parent_dir(path, st);
     vg__free(tmp);
     return c;
+}
+
+vg_code vg__io_write_file_atomic(const char *path, const void *data, size_t len, vg_status *st) {
+    return write_file_atomic(path, data, len, true, st);
+}
+
+vg_code vg__io_write_file_atomic_nodirsync(const char *path, const void *data, size_t len, vg_status *st) {
+    return write_file_atomic(path, data, len, false, st);
 }

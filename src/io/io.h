@@ -90,6 +90,9 @@ VG_HIDDEN vg_code vg__io_fsync_parent_dir(const char *file_path, vg_status *st);
 /* Writes data to path atomically: temp file in the same directory, fsync, rename, fsync
  * of the directory. The temp file is removed on failure. */
 VG_HIDDEN vg_code vg__io_write_file_atomic(const char *path, const void *data, size_t len, vg_status *st);
+/* The same without the parent directory's fsync (for a caller that fsyncs the directory
+ * itself after several files, as the Saver does). */
+VG_HIDDEN vg_code vg__io_write_file_atomic_nodirsync(const char *path, const void *data, size_t len, vg_status *st);
 
 /* ------------------------------------------------------------------------ */
 /* crc32c.c: CRC-32C (Castagnoli), as TF's crc32c::Extend/Value/Mask/Unmask. */

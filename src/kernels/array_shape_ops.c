@@ -534,6 +534,7 @@ static vg_code kernel_like(vg__kctx *ctx, int one) {
     case VG_INT64: v.l = 1; break;
     case VG_BOOL: v.b = true; break;
     case VG_HALF: v.h = 0x3c00; break; /* binary16 1.0 */
+    case VG_BFLOAT16: v.h = 0x3f80; break; /* bfloat16 1.0 */
     default: v.u = 1; break;
     }
     fill_bytes(vg_tensor_data(out), &v, vg_dtype_size(dt), n);
@@ -1011,6 +1012,7 @@ vg_output vg_const_fill(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndims
         case VG_INT64: v.l = (int64_t)value; break;
         case VG_BOOL: v.b = value != 0; break;
         case VG_HALF: v.h = vg_float_to_half((float)value); break;
+        case VG_BFLOAT16: v.h = vg_float_to_bfloat16((float)value); break;
         default: v.u = (uint8_t)value; break;
         }
         fill_bytes(vg_tensor_data(t), &v, vg_dtype_size(dt), vg_tensor_num_elements(t));
@@ -1035,6 +1037,7 @@ static void put_value(void *dst, vg_dtype dt, double v) {
     case VG_INT64: *(int64_t *)dst = (int64_t)v; break;
     case VG_BOOL: *(bool *)dst = v != 0; break;
     case VG_HALF: *(uint16_t *)dst = vg_float_to_half((float)v); break;
+    case VG_BFLOAT16: *(uint16_t *)dst = vg_float_to_bfloat16((float)v); break;
     case VG_COMPLEX64: ((float *)dst)[0] = (float)v; ((float *)dst)[1] = 0; break; /* v + 0i */
     case VG_COMPLEX128: ((double *)dst)[0] = v; ((double *)dst)[1] = 0; break;
     default: *(uint8_t *)dst = (uint8_t)v; break;

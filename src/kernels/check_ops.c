@@ -372,6 +372,7 @@ static const char *py_dtype(vg_dtype dt) {
     case VG_FLOAT: return "float32";
     case VG_DOUBLE: return "float64";
     case VG_HALF: return "float16";
+    case VG_BFLOAT16: return "bfloat16";
     default: return vg_dtype_name(dt);
     }
 }

@@ -49,7 +49,7 @@ int vg__math_slot(vg_dtype dt) {
 
 vg_code vg__math_check_dtype(const char *what, vg_dtype dt, unsigned mask, vg_status *st) {
     static const vg_dtype all[] = {VG_FLOAT, VG_DOUBLE, VG_INT32, VG_INT64, VG_UINT8, VG_BOOL, VG_HALF,
-                                   VG_COMPLEX64, VG_COMPLEX128};
+                                   VG_BFLOAT16, VG_COMPLEX64, VG_COMPLEX128};
     if ((unsigned)dt < 32 && (mask & VG__M(dt))) return VG_OK;
     char allowed[128] = "";
     size_t len = 0;
@@ -960,14 +960,16 @@ static const cast_fn cast_tbl[VG__MS_N][VG__MS_N] = {
                      [VG__MS_C64] = c_c128_c64},
 };
 
-/* half <-> anything: through float in blocks, as Eigen::half does (double and the
- * integers convert to float first, then round to nearest-even binary16). */
+/* half / bfloat16 <-> anything: through float in blocks, as Eigen::half and
+ * tensorflow::bfloat16 do (double and the integers convert to float first, then round to
+ * nearest even). */
 typedef struct half_cast_job {
     const void *x;
     void *o;
     size_t isz, osz;
-    cast_fn via; /* src -> float (to half) or float -> dst (from half); NULL: float itself */
-    bool to_half;
+    void (*in16)(const uint16_t *, float *, size_t);  /* the source is 16-bit: to float */
+    void (*out16)(const float *, uint16_t *, size_t); /* the destination is 16-bit: from float */
+    cast_fn in_via, out_via; /* src -> float / float -> dst for the other types; NULL: float itself */
 } half_cast_job;
 
 static void half_cast_run(void *arg, int64_t begin, int64_t end) {
@@ -977,20 +979,16 @@ static void half_cast_run(void *arg, int64_t begin, int64_t end) {
         size_t n = (size_t)(end - i < 256 ? end - i : 256);
         const char *x = (const char *)j->x + (size_t)i * j->isz;
         char *o = (char *)j->o + (size_t)i * j->osz;
-        if (j->to_half) {
-            const float *f = (const float *)(const void *)x;
-            if (j->via) { j->via(x, tmp, (int64_t)n); f = tmp; }
-            vg__float_to_half_n(f, (uint16_t *)(void *)o, n);
-        } else if (j->via) {
-            vg__half_to_float_n((const uint16_t *)(const void *)x, tmp, n);
-            j->via(tmp, o, (int64_t)n);
-        } else {
-            vg__half_to_float_n((const uint16_t *)(const void *)x, (float *)(void *)o, n);
-        }
+        const float *f = (const float *)(const void *)x;
+        if (j->in16) { j->in16((const uint16_t *)(const void *)x, tmp, n); f = tmp; }
+        else if (j->in_via) { j->in_via(x, tmp, (int64_t)n); f = tmp; }
+        if (j->out16) j->out16(f, (uint16_t *)(void *)o, n);
+        else if (j->out_via) j->out_via(f, o, (int64_t)n);
+        else memcpy(o, f, n * sizeof(float));
     }
 }
 
-#define VG__M_CAST (VG__M_CMP | VG__M(VG_BOOL) | VG__M(VG_HALF) | VG__M_COMPLEX)
+#define VG__M_CAST (VG__M_CMP | VG__M(VG_BOOL) | VG__M(VG_HALF) | VG__M(VG_BFLOAT16) | VG__M_COMPLEX)
 
 static vg_code shape_cast(vg_op *op, vg_status *st) {
     vg_dtype src = vg__op_input_dtype(op, 0), dst;
@@ -1015,14 +1013,17 @@ static vg_code kernel_cast(vg__kctx *ctx) {
         vg__kctx_set_output(ctx, 0, vg_tensor_ref(x));
         return VG_OK;
     }
-    if (src == VG_HALF || dst == VG_HALF) {
-        bool to_half = dst == VG_HALF;
-        int other = vg__math_slot(to_half ? src : dst);
-        if (other < 0)
+    bool s16 = src == VG_HALF || src == VG_BFLOAT16, d16 = dst == VG_HALF || dst == VG_BFLOAT16;
+    if (s16 || d16) {
+        int si = s16 ? VG__MS_F32 : vg__math_slot(src), di = d16 ? VG__MS_F32 : vg__math_slot(dst);
+        if (si < 0 || di < 0)
             return vg_status_set(st, VG_UNIMPLEMENTED, "Cast %s to %s is not supported", vg_dtype_name(src),
                                  vg_dtype_name(dst));
         half_cast_job hj = {vg_tensor_data(x), NULL, vg_dtype_size(src), vg_dtype_size(dst),
-                            to_half ? cast_tbl[other][VG__MS_F32] : cast_tbl[VG__MS_F32][other], to_half};
+                            !s16 ? NULL : src == VG_HALF ? vg__half_to_float_n : vg__bf16_to_float_n,
+                            !d16 ? NULL : dst == VG_HALF ? vg__float_to_half_n : vg__float_to_bf16_n,
+                            s16 || si == VG__MS_F32 ? NULL : cast_tbl[si][VG__MS_F32],
+                            d16 || di == VG__MS_F32 ? NULL : cast_tbl[VG__MS_F32][di]};
         vg_tensor *ho;
         vg_code hc = vg__kctx_alloc_output(ctx, 0, dst, vg_tensor_dims(x), vg_tensor_ndims(x), &ho);
         if (hc != VG_OK) return hc;
@@ -1431,7 +1432,7 @@ static vg_code grad_add_n(vg_graph *g, vg_op *op, const vg_output *dy, vg_output
 /* _CastGrad: only between floating dtypes; none for the rest. */
 static vg_code grad_cast(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_dtype src = vg_output_dtype(in_(op, 0)), dst = vg_output_dtype(vg_out(op, 0));
-    unsigned fl = VG__M(VG_FLOAT) | VG__M(VG_DOUBLE) | VG__M(VG_HALF) | VG__M_COMPLEX;
+    unsigned fl = VG__M(VG_FLOAT) | VG__M(VG_DOUBLE) | VG__M(VG_HALF) | VG__M(VG_BFLOAT16) | VG__M_COMPLEX;
     bool fs = (unsigned)src < 32 && (fl & VG__M(src)), fd = (unsigned)dst < 32 && (fl & VG__M(dst));
     if (fs && fd) dx[0] = vg_cast(g, dy[0], src, "Cast");
     return vg_graph_status(g, NULL);

@@ -10,31 +10,20 @@
  * Neither is differentiable (TF: NotDifferentiable).
  */
 #include "kernels/ew_internal.h"
+#include "kernels/random_internal.h"
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/random.h>
 #include <time.h>
 
-typedef struct mn_state {
-    uint64_t key;
-    _Atomic uint64_t counter;
-} mn_state;
-
-static uint64_t splitmix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-static void *mn_create(const vg_op *op, vg_status *st) {
+vg__seed_stream *vg__seed_stream_new(const vg_op *op, uint64_t salt, const char *what, vg_status *st) {
     int64_t seed = 0, seed2 = 0;
     vg_op_attr_int(op, "seed", &seed);
     vg_op_attr_int(op, "seed2", &seed2);
-    mn_state *s = vg__malloc(sizeof *s);
+    vg__seed_stream *s = vg__malloc(sizeof *s);
     if (!s) {
-        VG_OOM(st, "Multinomial state");
+        VG_OOM(st, what);
         return NULL;
     }
     if (seed == 0 && seed2 == 0) {
@@ -44,12 +33,16 @@ static void *mn_create(const vg_op *op, vg_status *st) {
             clock_gettime(CLOCK_MONOTONIC, &ts);
             v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)(uintptr_t)s;
         }
-        s->key = splitmix64(v);
+        s->key = vg__splitmix64(v);
     } else {
-        s->key = splitmix64((uint64_t)seed ^ splitmix64((uint64_t)seed2 + 0x2545F4914F6CDD1Dull));
+        s->key = vg__splitmix64((uint64_t)seed ^ vg__splitmix64((uint64_t)seed2 + salt));
     }
     atomic_init(&s->counter, 0);
     return s;
+}
+
+static void *mn_create(const vg_op *op, vg_status *st) {
+    return vg__seed_stream_new(op, 0x2545F4914F6CDD1Dull, "Multinomial state", st);
 }
 
 static void mn_destroy(void *p) { vg__free(p); }
@@ -100,7 +93,7 @@ static vg_code kernel_multinomial(vg__kctx *ctx) {
     if (c != VG_OK || b * n == 0) return c;
     void *p = NULL;
     if ((c = vg__kctx_state(ctx, mn_create, mn_destroy, &p)) != VG_OK) return c;
-    mn_state *s = p;
+    vg__seed_stream *s = p;
     uint64_t base = atomic_fetch_add_explicit(&s->counter, (uint64_t)(b * n), memory_order_relaxed);
     double *cdf = vg__malloc(sizeof(double) * (size_t)k);
     if (!cdf) return VG_OOM(st, "Multinomial CDF");
@@ -117,7 +110,7 @@ static vg_code kernel_multinomial(vg__kctx *ctx) {
             cdf[j] = total;
         }
         for (int64_t j = 0; j < n; j++) {
-            uint64_t bits = splitmix64(s->key ^ splitmix64(base + (uint64_t)(r * n + j)));
+            uint64_t bits = vg__splitmix64(s->key ^ vg__splitmix64(base + (uint64_t)(r * n + j)));
             double u = (double)(bits >> 11) * (1.0 / 9007199254740992.0); /* [0, 1) */
             double to_find = u * total;
             int64_t lo = 0, hi = k; /* upper_bound: first cdf > to_find */
@@ -208,11 +201,11 @@ static vg_code kernel_uniform_int(vg__kctx *ctx) {
     if (c != VG_OK || n == 0) return c;
     void *p = NULL;
     if ((c = vg__kctx_state(ctx, mn_create, mn_destroy, &p)) != VG_OK) return c;
-    mn_state *rs = p;
+    vg__seed_stream *rs = p;
     uint64_t base = atomic_fetch_add_explicit(&rs->counter, (uint64_t)n, memory_order_relaxed);
     uint64_t range = (uint64_t)mx - (uint64_t)mn; /* > 0 */
     for (int64_t i = 0; i < n; i++) {
-        uint64_t bits = splitmix64(rs->key ^ splitmix64(base + (uint64_t)i));
+        uint64_t bits = vg__splitmix64(rs->key ^ vg__splitmix64(base + (uint64_t)i));
         uint64_t v = (uint64_t)mn + bits % range; /* modulo bias below 2^-32 for ranges < 2^32 */
         if (t == VG_INT32) ((int32_t *)vg_tensor_data(o))[i] = (int32_t)(int64_t)v;
         else ((int64_t *)vg_tensor_data(o))[i] = (int64_t)v;

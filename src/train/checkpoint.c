@@ -327,7 +327,7 @@ const char *vg_checkpoint_reader_tensor(const vg_checkpoint_reader *r, int i, vg
 
 static bool vigil_dtype(int dt) {
     return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_INT32 || dt == VG_UINT8 || dt == VG_INT64 ||
-           dt == VG_BOOL || dt == VG_HALF || dt == VG_STRING || dt == VG_COMPLEX64 || dt == VG_COMPLEX128;
+           dt == VG_BOOL || dt == VG_HALF || dt == VG_BFLOAT16 || dt == VG_STRING || dt == VG_COMPLEX64 || dt == VG_COMPLEX128;
 }
 
 static vg_code read_strings(vg_checkpoint_reader *r, const char *name, vg_tensor *t, vg_status *st) {

@@ -4,6 +4,7 @@
  * zero norm finite, L2Loss for the global norm, the NaN-propagating scale of
  * clip_by_global_norm).
  */
+#include "train_util.h"
 #include "vigil/ops.h"
 #include "vigil/ops_ext.h"
 #include "vigil/train_lib.h"
@@ -11,19 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct clip_scope {
-    char full[1024];
-    const char *base;
-} clip_scope;
-
-static void scope_open(vg_graph *g, const char *name, const char *def, clip_scope *s) {
-    vg_graph_unique_name(g, name ? name : def, s->full, sizeof s->full);
-    char sc[1100];
-    snprintf(sc, sizeof sc, "%s/", s->full);
-    vg_graph_push_scope(g, sc);
-    const char *slash = strrchr(s->full, '/');
-    s->base = slash ? slash + 1 : s->full;
-}
 
 static bool same_shape(const vg_shape *a, const vg_shape *b) {
     if (a->ndims < 0 || b->ndims < 0) return true;
@@ -39,8 +27,8 @@ vg_output vg_clip_by_norm(vg_graph *g, vg_output t, vg_output clip_norm, const i
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "clip_by_norm: t and clip_norm are required");
         return vg_out(NULL, 0);
     }
-    clip_scope s;
-    scope_open(g, name, "clip_by_norm", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, "clip_by_norm", &s);
     vg_output l2sum = vg_reduce_sum(g, vg_mul(g, t, t, "mul"), axes, naxes, true, "Sum");
     vg_output pred = vg_greater(g, l2sum, vg_zeros_like(g, l2sum, "zeros_like"), "Greater");
     vg_output safe = vg_select(g, pred, l2sum, vg_ones_like(g, l2sum, "ones_like"), "Select");
@@ -71,8 +59,8 @@ vg_output vg_global_norm(vg_graph *g, const vg_output *t, int n, const char *nam
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in global_norm");
         return vg_out(NULL, 0);
     }
-    clip_scope s;
-    scope_open(g, name, "global_norm", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, "global_norm", &s);
     k = 0;
     for (int i = 0; i < n; i++)
         if (t[i].op) half[k++] = vg_l2_loss(g, t[i], "L2Loss");
@@ -91,8 +79,8 @@ vg_code vg_clip_by_global_norm(vg_graph *g, const vg_output *t, int n, vg_output
     for (int i = 0; i < n; i++) out[i] = vg_out(NULL, 0);
     if (!use_norm.op) use_norm = vg_global_norm(g, t, n, "global_norm");
     if (!use_norm.op) return vg_graph_status(g, NULL);
-    clip_scope s;
-    scope_open(g, name, "clip_by_global_norm", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, "clip_by_global_norm", &s);
     vg_dtype dt = vg_output_dtype(use_norm);
     vg_output one = vg_const_fill(g, dt, NULL, 0, 1.0, "truediv/x");
     vg_output scale_f = vg_mul(g, clip_norm,

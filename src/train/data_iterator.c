@@ -10,7 +10,7 @@
  *    global variable "<iterator>_position", so a Saver checkpoints how many elements were
  *    handed out (a replay on restore). Creating that variable is train-layer work
  *    (vigil/variables.h), hence this file.
- * The ops' kernels are in src/kernels/dataset_ops.c.
+ * The ops' kernels are in src/data/dataset_ops.c.
  */
 #include "train_util.h"
 #include "vigil/data.h"

@@ -14,6 +14,7 @@
  * below 1e-4 and from 1e16). The JSON reader takes what json.loads takes for an object
  * of scalars and arrays of scalars (NaN, Infinity and -Infinity included).
  */
+#include "train_util.h"
 #include "vigil/hparams.h"
 #include <ctype.h>
 #include <errno.h>
@@ -53,13 +54,6 @@ typedef struct pyval {
     bool b;
     char *s; /* owned by the pyval */
 } pyval;
-
-static char *dupstr(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = vg_malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
 static void hval_clear(hval *v) {
     if (v->s)
@@ -291,7 +285,7 @@ static vg_code cast_into(const char *name, vg_hparam_type t, const pyval *v, hva
     }
     switch (t) {
     case VG_HPARAM_STRING:
-        if (!(dst->s[k] = dupstr(v->s))) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in hparams");
+        if (!(dst->s[k] = vg__train_strdup(v->s))) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in hparams");
         break;
     case VG_HPARAM_BOOL: dst->b[k] = v->b; break;
     case VG_HPARAM_INT: dst->i[k] = v->i; break;
@@ -349,7 +343,7 @@ static vg_code add(vg_hparams *hp, const char *name, vg_hparam_type t, bool is_l
     }
     param *p = &hp->p[hp->n];
     memset(p, 0, sizeof *p);
-    if (!(p->name = dupstr(name)) || !hval_alloc(&p->v, t, is_list, is_list ? n : 1)) {
+    if (!(p->name = vg__train_strdup(name)) || !hval_alloc(&p->v, t, is_list, is_list ? n : 1)) {
         vg_free(p->name);
         hval_clear(&p->v);
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in hparams");

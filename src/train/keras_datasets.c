@@ -1,8 +1,9 @@
 /*
- * keras_datasets.c - tf.keras.datasets.{mnist,fashion_mnist}.load_data
- * (vigil/keras_datasets.h), after TF 1.15's tensorflow/python/keras/datasets/mnist.py
- * and fashion_mnist.py: the same files, names and places as Keras's get_file, without
- * the download (a missing file is NOT_FOUND naming where Keras fetches it).
+ * keras_datasets.c - tf.keras.datasets.{mnist,fashion_mnist,cifar10}.load_data
+ * (vigil/keras_datasets.h), after TF 1.15's tensorflow/python/keras/datasets/mnist.py,
+ * fashion_mnist.py, cifar10.py and cifar.py (load_batch): the same files, names and
+ * places as Keras's get_file, without the download (a missing file is NOT_FOUND naming
+ * where Keras fetches it).
  */
 #include "vigil/idx.h"
 #include "vigil/keras_datasets.h"
@@ -124,6 +125,100 @@ vg_code vg_keras_fashion_mnist_load_data(const char *dir, vg_keras_data *out, vg
         if (!(*slots[i] = read_idx(d, files[i], st))) rc = st->code;
     if (rc == VG_OK) rc = check_pair(out->x_train, out->y_train, d, files[1], files[0], st);
     if (rc == VG_OK) rc = check_pair(out->x_test, out->y_test, d, files[3], files[2], st);
+    if (rc != VG_OK) vg_keras_data_free(out);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* cifar10 */
+
+/* cifar.load_batch: the pickled dict's b'data' (uint8 [n, 3072]) and b'labels' (n ints). */
+static vg_code load_batch(const char *file, vg_tensor **data, vg_tensor **labels, vg_status *st) {
+    *data = *labels = NULL;
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return vg_status_set(st, VG_NOT_FOUND,
+                             "cifar10.load_data: %s not found (vigil does not download: unpack "
+                             "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz there)",
+                             file);
+    fclose(f);
+    vg_pickle_dict *d = vg_pickle_dict_read(file, st);
+    if (!d) return st->code;
+    *data = vg_pickle_dict_get(d, "data", st);
+    if (*data) *labels = vg_pickle_dict_get(d, "labels", st);
+    vg_pickle_dict_free(d);
+    if (!*data || !*labels) {
+        vg_tensor_free(*data);
+        *data = NULL;
+        if (st->code != VG_NOT_FOUND) return st->code;
+        char why[256];
+        memcpy(why, st->msg, sizeof why - 1);
+        why[sizeof why - 1] = 0;
+        return vg_status_set(st, VG_DATA_LOSS, "%s: not a CIFAR-10 batch (%s)", file, why);
+    }
+    if (!is_u8(*data, 2) || vg_tensor_dim(*data, 1) != 3072 || vg_tensor_dtype(*labels) != VG_INT64 ||
+        vg_tensor_dim(*labels, 0) != vg_tensor_dim(*data, 0)) {
+        vg_status_set(st, VG_DATA_LOSS, "%s: data is not uint8 [n, 3072] with n labels", file);
+        vg_tensor_free(*data);
+        vg_tensor_free(*labels);
+        *data = *labels = NULL;
+        return VG_DATA_LOSS;
+    }
+    return VG_OK;
+}
+
+/* Concatenates batches: x uint8 [n, 32, 32, 3] (channels last: Keras's default
+ * image_data_format, x.transpose(0, 2, 3, 1) of the [n, 3, 32, 32] rows), y uint8 [n, 1]. */
+static vg_code cifar_split(const char *dir, const char *const *names, int nb, vg_tensor **x, vg_tensor **y,
+                           vg_status *st) {
+    vg_tensor *data[6] = {0}, *labels[6] = {0};
+    int64_t n = 0;
+    vg_code rc = VG_OK;
+    char file[4200];
+    for (int b = 0; b < nb && rc == VG_OK; b++) {
+        snprintf(file, sizeof file, "%s/%s", dir, names[b]);
+        if ((rc = load_batch(file, &data[b], &labels[b], st)) == VG_OK) n += vg_tensor_dim(data[b], 0);
+    }
+    if (rc == VG_OK) {
+        int64_t xd[4] = {n, 32, 32, 3}, yd[2] = {n, 1};
+        *x = vg_tensor_new(VG_UINT8, xd, 4, st);
+        *y = *x ? vg_tensor_new(VG_UINT8, yd, 2, st) : NULL;
+        if (!*x || !*y) rc = st->code;
+    }
+    for (int b = 0, row = 0; b < nb && rc == VG_OK; b++) {
+        const uint8_t *src = vg_tensor_data(data[b]);
+        const int64_t *lab = vg_tensor_data(labels[b]);
+        uint8_t *xo = vg_tensor_data(*x), *yo = vg_tensor_data(*y);
+        for (int64_t r = 0; r < vg_tensor_dim(data[b], 0); r++, row++) {
+            if (lab[r] < 0 || lab[r] > 255) {
+                rc = vg_status_set(st, VG_DATA_LOSS, "%s/%s: label %lld of row %lld does not fit uint8", dir, names[b],
+                                   (long long)lab[r], (long long)r);
+                break;
+            }
+            yo[row] = (uint8_t)lab[r];
+            const uint8_t *img = src + r * 3072;
+            uint8_t *o = xo + (int64_t)row * 3072;
+            for (int c = 0; c < 3; c++)
+                for (int p = 0; p < 1024; p++) o[p * 3 + c] = img[c * 1024 + p];
+        }
+    }
+    for (int b = 0; b < nb; b++) {
+        vg_tensor_free(data[b]);
+        vg_tensor_free(labels[b]);
+    }
+    return rc;
+}
+
+vg_code vg_keras_cifar10_load_data(const char *dir, vg_keras_data *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "cifar10.load_data: out is NULL");
+    memset(out, 0, sizeof *out);
+    char d[4096];
+    if (keras_path(dir ? dir : "cifar-10-batches-py", d, sizeof d, st) != VG_OK) return st->code;
+    static const char *const train[5] = {"data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4",
+                                         "data_batch_5"};
+    static const char *const test[1] = {"test_batch"};
+    vg_code rc = cifar_split(d, train, 5, &out->x_train, &out->y_train, st);
+    if (rc == VG_OK) rc = cifar_split(d, test, 1, &out->x_test, &out->y_test, st);
     if (rc != VG_OK) vg_keras_data_free(out);
     return rc;
 }

@@ -4,6 +4,7 @@
  * tf.contrib.layers.l1/l2_regularizer, from public builders. div_no_nan is built as
  * Select(den == 0, 0, num / Select(den == 0, 1, den)) so its gradient stays finite.
  */
+#include "train_util.h"
 #include "vigil/losses.h"
 #include "vigil/ops.h"
 #include "vigil/ops_ext.h"
@@ -11,19 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct loss_scope {
-    char full[1024];
-    const char *base;
-} loss_scope;
-
-static void scope_open(vg_graph *g, const char *name, const char *def, loss_scope *s) {
-    vg_graph_unique_name(g, name ? name : def, s->full, sizeof s->full);
-    char sc[1100];
-    snprintf(sc, sizeof sc, "%s/", s->full);
-    vg_graph_push_scope(g, sc);
-    const char *slash = strrchr(s->full, '/');
-    s->base = slash ? slash + 1 : s->full;
-}
 
 static const vg_loss_opts DEFAULTS = {{NULL, 0}, NULL, NULL, VG_REDUCTION_SUM_BY_NONZERO_WEIGHTS};
 
@@ -70,16 +58,16 @@ static vg_output div_no_nan(vg_graph *g, vg_output x, vg_output y, const char *n
 }
 
 static vg_output num_elements(vg_graph *g, vg_output losses) {
-    loss_scope s;
-    scope_open(g, NULL, "num_elements", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, NULL, "num_elements", &s);
     vg_graph_pop_scope(g);
     return vg_cast(g, vg_size(g, losses, s.base), VG_FLOAT, "Cast");
 }
 
 static vg_output num_present(vg_graph *g, vg_output losses, vg_output weights) {
     if (!weights.op) return num_elements(g, losses);
-    loss_scope s;
-    scope_open(g, NULL, "num_present", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, NULL, "num_present", &s);
     vg_output w = to_f32(g, weights, "Cast");
     vg_output present = vg_select(g, vg_equal(g, w, vg_const_f32(g, 0.0f, "Equal/y"), "Equal"),
                                   vg_zeros_like(g, w, "zeros_like"), vg_ones_like(g, w, "ones_like"), "Select");
@@ -126,8 +114,8 @@ vg_output vg_losses_compute_weighted_loss(vg_graph *g, vg_output losses, const v
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "compute_weighted_loss: losses is required");
         return none();
     }
-    loss_scope s;
-    scope_open(g, o->scope, "weighted_loss", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, o->scope, "weighted_loss", &s);
     vg_output r = weighted(g, losses, o);
     vg_graph_pop_scope(g);
     return r;
@@ -145,8 +133,8 @@ static vg_output pair_loss(vg_graph *g, pair_kind k, vg_output labels, vg_output
         return none();
     }
     if (!compatible(g, pred, labels)) return none();
-    loss_scope s;
-    scope_open(g, o->scope, names[k], &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, o->scope, names[k], &s);
     vg_output p = to_f32(g, pred, "ToFloat"), l = to_f32(g, labels, "ToFloat_1"), losses;
     switch (k) {
     case L_ABS: losses = vg_abs(g, vg_sub(g, p, l, "Sub"), "Abs"); break;
@@ -209,8 +197,8 @@ vg_output vg_losses_sigmoid_cross_entropy(vg_graph *g, vg_output labels, vg_outp
         return none();
     }
     if (!compatible(g, logits, labels)) return none();
-    loss_scope s;
-    scope_open(g, o->scope, "sigmoid_cross_entropy_loss", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, o->scope, "sigmoid_cross_entropy_loss", &s);
     vg_output lab = vg_output_dtype(labels) == vg_output_dtype(logits) ? labels
                                                                        : vg_cast(g, labels, vg_output_dtype(logits), "Cast");
     if (label_smoothing > 0) {
@@ -231,8 +219,8 @@ vg_output vg_losses_softmax_cross_entropy(vg_graph *g, vg_output onehot_labels, 
         return none();
     }
     if (!compatible(g, logits, onehot_labels)) return none();
-    loss_scope s;
-    scope_open(g, o->scope, "softmax_cross_entropy_loss", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, o->scope, "softmax_cross_entropy_loss", &s);
     vg_dtype dt = vg_output_dtype(logits);
     vg_output lab = vg_output_dtype(onehot_labels) == dt ? onehot_labels : vg_cast(g, onehot_labels, dt, "Cast");
     if (label_smoothing > 0) {
@@ -257,8 +245,8 @@ vg_output vg_losses_sparse_softmax_cross_entropy(vg_graph *g, vg_output labels, 
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "sparse_softmax_cross_entropy: labels and logits are required");
         return none();
     }
-    loss_scope s;
-    scope_open(g, o->scope, "sparse_softmax_cross_entropy_loss", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, o->scope, "sparse_softmax_cross_entropy_loss", &s);
     vg_op *x = vg_sparse_softmax_xent(g, logits, labels, "xentropy");
     vg_output r = x ? weighted(g, vg_out(x, 0), o) : none();
     vg_graph_pop_scope(g);
@@ -273,8 +261,8 @@ vg_output vg_losses_cosine_distance(vg_graph *g, vg_output labels, vg_output pre
         return none();
     }
     if (!compatible(g, predictions, labels)) return none();
-    loss_scope s;
-    scope_open(g, o->scope, "cosine_distance_loss", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, o->scope, "cosine_distance_loss", &s);
     vg_output p = to_f32(g, predictions, "ToFloat"), l = to_f32(g, labels, "ToFloat_1");
     int32_t ax = axis;
     vg_output sum = vg_reduce_sum(g, vg_mul(g, p, l, "Mul"), &ax, 1, true, "Sum");
@@ -329,8 +317,8 @@ static vg_output regularizer(vg_graph *g, double scale, vg_output w, bool l2) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: weights are required", what);
         return none();
     }
-    loss_scope s;
-    scope_open(g, NULL, what, &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, NULL, what, &s);
     vg_output sc = vg_const_fill(g, vg_output_dtype(w), NULL, 0, scale, "scale");
     vg_output v = l2 ? vg_l2_loss(g, w, "L2Loss") : vg_reduce_sum(g, vg_abs(g, w, "Abs"), NULL, -1, false, "Sum");
     vg_graph_pop_scope(g);

@@ -7,6 +7,7 @@
  * TF's Python-level conds on constants are decided here at build time, its graph
  * conds on tensors become Selects.
  */
+#include "train_util.h"
 #include "vigil/ops.h"
 #include "vigil/ops_ext.h"
 #include "vigil/train_lib.h"
@@ -16,19 +17,6 @@
 #include <string.h>
 
 /* name_scope(name or default) as scope; the result op gets the scope's own name. */
-typedef struct sched_scope {
-    char full[1024];
-    const char *base;
-} sched_scope;
-
-static void scope_open(vg_graph *g, const char *name, const char *def, sched_scope *s) {
-    vg_graph_unique_name(g, name ? name : def, s->full, sizeof s->full);
-    char sc[1100];
-    snprintf(sc, sizeof sc, "%s/", s->full);
-    vg_graph_push_scope(g, sc);
-    const char *slash = strrchr(s->full, '/');
-    s->base = slash ? slash + 1 : s->full;
-}
 
 static vg_output f32(vg_graph *g, double v, const char *name) { return vg_const_f32(g, (float)v, name); }
 
@@ -46,8 +34,8 @@ static bool need_step(vg_graph *g, vg_output step, const char *what) {
 /* ExponentialDecay; decay_rate_t {NULL} makes the Const "Cast_1/x" from decay_rate. */
 static vg_output exp_decay(vg_graph *g, double lr, vg_output step, double decay_steps, double decay_rate,
                            vg_output decay_rate_t, bool staircase, const char *name) {
-    sched_scope s;
-    scope_open(g, name, "ExponentialDecay", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, "ExponentialDecay", &s);
     vg_output ilr = f32(g, lr, "initial_learning_rate");
     vg_output ds = f32(g, decay_steps, "Cast/x");
     if (!decay_rate_t.op) decay_rate_t = f32(g, decay_rate, "Cast_1/x");
@@ -87,8 +75,8 @@ vg_output vg_piecewise_constant(vg_graph *g, vg_output x, const double *boundari
     }
     int nb = n_values - 1;
     vg_dtype xt = vg_output_dtype(x);
-    sched_scope s;
-    scope_open(g, name, "PiecewiseConstant", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, "PiecewiseConstant", &s);
     vg_output *b = calloc((size_t)nb, sizeof(vg_output)), *v = calloc((size_t)n_values, sizeof(vg_output));
     if (!b || !v) {
         free(b), free(v);
@@ -123,8 +111,8 @@ vg_output vg_piecewise_constant(vg_graph *g, vg_output x, const double *boundari
 vg_output vg_polynomial_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
                               double end_learning_rate, double power, bool cycle, const char *name) {
     if (!need_step(g, global_step, "polynomial_decay")) return vg_out(NULL, 0);
-    sched_scope s;
-    scope_open(g, name, "PolynomialDecay", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, "PolynomialDecay", &s);
     vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
     vg_output end = f32(g, end_learning_rate, "Cast/x");
     vg_output pw = f32(g, power, "Cast_1/x");
@@ -148,8 +136,8 @@ vg_output vg_polynomial_decay(vg_graph *g, double learning_rate, vg_output globa
 vg_output vg_inverse_time_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
                                 double decay_rate, bool staircase, const char *name) {
     if (!need_step(g, global_step, "inverse_time_decay")) return vg_out(NULL, 0);
-    sched_scope s;
-    scope_open(g, name, "InverseTimeDecay", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, "InverseTimeDecay", &s);
     vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
     vg_output ds = f32(g, decay_steps, "Cast/x"), dr = f32(g, decay_rate, "Cast_1/x");
     vg_output gs = cast_step(g, global_step, "Cast_2");
@@ -165,8 +153,8 @@ static const double PI = 3.14159265358979323846;
 vg_output vg_cosine_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps, double alpha,
                           const char *name) {
     if (!need_step(g, global_step, "cosine_decay")) return vg_out(NULL, 0);
-    sched_scope s;
-    scope_open(g, name, "CosineDecay", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, "CosineDecay", &s);
     vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
     vg_output ds = f32(g, decay_steps, "Cast/x");
     vg_output gs = vg_minimum(g, cast_step(g, global_step, "Cast_1"), ds, "Minimum");
@@ -184,8 +172,8 @@ vg_output vg_cosine_decay(vg_graph *g, double learning_rate, vg_output global_st
 vg_output vg_cosine_decay_restarts(vg_graph *g, double learning_rate, vg_output global_step, double first_decay_steps,
                                    double t_mul, double m_mul, double alpha, const char *name) {
     if (!need_step(g, global_step, "cosine_decay_restarts")) return vg_out(NULL, 0);
-    sched_scope s;
-    scope_open(g, name, "SGDRDecay", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, "SGDRDecay", &s);
     vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
     vg_output fds = f32(g, first_decay_steps, "Cast/x");
     vg_output gs = cast_step(g, global_step, "Cast_3");
@@ -218,8 +206,8 @@ vg_output vg_cosine_decay_restarts(vg_graph *g, double learning_rate, vg_output 
 vg_output vg_linear_cosine_decay(vg_graph *g, double learning_rate, vg_output global_step, double decay_steps,
                                  double num_periods, double alpha, double beta, const char *name) {
     if (!need_step(g, global_step, "linear_cosine_decay")) return vg_out(NULL, 0);
-    sched_scope s;
-    scope_open(g, name, "LinearCosineDecay", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, "LinearCosineDecay", &s);
     vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
     vg_output ds = f32(g, decay_steps, "Cast/x");
     vg_output gs = vg_minimum(g, cast_step(g, global_step, "Cast_4"), ds, "Minimum");
@@ -243,8 +231,8 @@ vg_output vg_noisy_linear_cosine_decay(vg_graph *g, double learning_rate, vg_out
     if (!need_step(g, global_step, "noisy_linear_cosine_decay")) return vg_out(NULL, 0);
     int64_t s1, s2;
     vg_graph_get_seed(g, seed, &s1, &s2);
-    sched_scope s;
-    scope_open(g, name, "NoisyLinearCosineDecay", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, "NoisyLinearCosineDecay", &s);
     vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
     vg_output ds = f32(g, decay_steps, "Cast/x");
     vg_output gs = vg_minimum(g, cast_step(g, global_step, "Cast_6"), ds, "Minimum");

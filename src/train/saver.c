@@ -552,22 +552,6 @@ static vg_code run_save(vg_saver *s, vg_session *sess, const char *ckpt, char **
     return *written ? VG_OK : VG_OOM(st, "checkpoint path");
 }
 
-/* Writes data to path through a fsync'ed temp file and a rename; the directory is not
- * fsync'ed here (SaveV2's directory fsync, which follows, covers the rename). */
-static vg_code write_file_durable(const char *path, const void *data, size_t len, vg_status *st) {
-    char *tmp = NULL;
-    int fd = -1;
-    vg_code c = vg__io_temp_create(path, &tmp, &fd, st);
-    if (c) return c;
-    c = vg__io_write_all(fd, data, len, tmp, st);
-    if (c) close(fd);
-    else c = vg__io_fsync_close(fd, tmp, st);
-    if (!c) c = vg__io_rename(tmp, path, st);
-    if (c) unlink(tmp);
-    vg_free(tmp);
-    return c;
-}
-
 /* The MetaGraphDef bytes, cached while the graph is finalized and unchanged. */
 static vg_code meta_bytes(vg_saver *s, vg_status *st) {
     if (s->meta && vg_graph_finalized(s->g) && s->meta_nops == vg_graph_num_ops(s->g)) return VG_OK;
@@ -584,7 +568,8 @@ static vg_code meta_bytes(vg_saver *s, vg_status *st) {
 
 static vg_code write_meta(vg_saver *s, const char *meta_path, vg_status *st) {
     vg_code c = meta_bytes(s, st);
-    if (!c) c = write_file_durable(meta_path, s->meta, s->meta_len, st);
+    /* the directory fsync of SaveV2, which follows, covers the rename */
+    if (!c) c = vg__io_write_file_atomic_nodirsync(meta_path, s->meta, s->meta_len, st);
     if (!vg_graph_finalized(s->g)) { /* may change before the next save */
         vg_free(s->meta);
         s->meta = NULL;

@@ -9,25 +9,13 @@
  * with TF's scopes ("random_uniform/min", "random_uniform/max", result
  * "random_uniform") and seeds from vg_graph_get_seed (tf.set_random_seed rules).
  */
+#include "train_util.h"
 #include "vigil/ops.h"
 #include "vigil/ops_ext.h"
 #include "vigil/train_lib.h"
 #include <stdio.h>
 #include <string.h>
 
-typedef struct lib_scope {
-    char full[1024];
-    const char *base;
-} lib_scope;
-
-static void scope_open(vg_graph *g, const char *name, const char *def, lib_scope *s) {
-    vg_graph_unique_name(g, name ? name : def, s->full, sizeof s->full);
-    char sc[1100];
-    snprintf(sc, sizeof sc, "%s/", s->full);
-    vg_graph_push_scope(g, sc);
-    const char *slash = strrchr(s->full, '/');
-    s->base = slash ? slash + 1 : s->full;
-}
 
 static bool check_float(vg_graph *g, vg_dtype dt, const char *what) {
     if (dt == VG_FLOAT || dt == VG_DOUBLE) return true;
@@ -46,8 +34,8 @@ vg_output vg_random_uniform_range(vg_graph *g, vg_output shape, double minval, d
     if (!is_int && !check_float(g, dt, "random_uniform")) return vg_out(NULL, 0);
     int64_t s1, s2;
     vg_graph_get_seed(g, seed, &s1, &s2);
-    lib_scope s;
-    scope_open(g, name, "random_uniform", &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, "random_uniform", &s);
     if (is_int) { /* gen_random_ops.random_uniform_int(shape, min, max, name=name) */
         vg_output mn = vg_const_fill(g, dt, NULL, 0, minval, "min"), mx = vg_const_fill(g, dt, NULL, 0, maxval, "max");
         vg_graph_pop_scope(g);
@@ -71,8 +59,8 @@ static vg_output normal_like(vg_graph *g, bool truncated, vg_output shape, doubl
     if (!check_float(g, dt, what)) return vg_out(NULL, 0);
     int64_t s1, s2;
     vg_graph_get_seed(g, seed, &s1, &s2);
-    lib_scope s;
-    scope_open(g, name, what, &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, what, &s);
     vg_output m = vg_const_fill(g, dt, NULL, 0, mean, "mean");
     vg_output sd = vg_const_fill(g, dt, NULL, 0, stddev, "stddev");
     vg_output rnd = truncated ? vg_truncated_normal(g, shape, dt, s1, s2, "TruncatedNormal")
@@ -97,8 +85,8 @@ static vg_output filled(vg_graph *g, vg_output shape, vg_dtype dt, double v, con
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: shape is required", def);
         return vg_out(NULL, 0);
     }
-    lib_scope s;
-    scope_open(g, name, def, &s);
+    vg__train_scope s;
+    vg__train_scope_open(g, name, def, &s);
     vg_output c = vg_const_fill(g, dt, NULL, 0, v, "Const");
     vg_graph_pop_scope(g);
     return vg_fill(g, shape, c, s.base);

@@ -3,8 +3,10 @@
 #ifndef VG_TRAIN_UTIL_H
 #define VG_TRAIN_UTIL_H
 
+#include "vigil/graph.h"
 #include "vigil/status.h"
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -36,6 +38,23 @@ static inline bool vg__train_grow(void **arr, int *cap, int need, size_t elem) {
     *arr = n;
     *cap = nc;
     return true;
+}
+
+/* TF's `with ops.name_scope(name, default_name) as scope`: full is the unique scope name
+ * ("ExponentialDecay_1"), pushed as the graph's name scope ("<full>/"); base is its last
+ * component (the name TF gives the result op). The caller pops the scope. */
+typedef struct vg__train_scope {
+    char full[1024];
+    const char *base;
+} vg__train_scope;
+
+static inline void vg__train_scope_open(vg_graph *g, const char *name, const char *def, vg__train_scope *s) {
+    vg_graph_unique_name(g, name ? name : def, s->full, sizeof s->full);
+    char sc[1100];
+    snprintf(sc, sizeof sc, "%s/", s->full);
+    vg_graph_push_scope(g, sc);
+    const char *slash = strrchr(s->full, '/');
+    s->base = slash ? slash + 1 : s->full;
 }
 
 /* Monotonic clock in nanoseconds; wall clock in seconds. */

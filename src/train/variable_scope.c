@@ -512,7 +512,9 @@ static char *dims_str(const int64_t *dims, int ndims, char *buf, size_t len) {
     return vg_shape_str(&sh, buf, len);
 }
 
-static bool is_float(vg_dtype dt) { return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_HALF; }
+static bool is_float(vg_dtype dt) {
+    return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_HALF || dt == VG_BFLOAT16;
+}
 
 /* _VarStore._get_single_variable */
 static vg_variable true_getter(vg_graph *g, const vg_getter_args *a, void *ctx) {

@@ -179,8 +179,8 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
             return none;
         }
     }
-    if (dt == VG_HALF) /* float16: the float32 initial value, then a Cast (vigil computes in float32) */
-        return vg_cast(g, vg_initializer_build(g, init, VG_FLOAT, dims, ndims), VG_HALF, "Cast");
+    if (dt == VG_HALF || dt == VG_BFLOAT16) /* the float32 initial value, then a Cast (vigil computes in float32) */
+        return vg_cast(g, vg_initializer_build(g, init, VG_FLOAT, dims, ndims), dt, "Cast");
     bool is_float = dt == VG_FLOAT || dt == VG_DOUBLE;
     if (init.kind == VG_INIT_DEFAULT) init = is_float ? vg_init_glorot_uniform(0) : vg_init_zeros();
     if (!is_float && init.kind != VG_INIT_ZEROS && init.kind != VG_INIT_ONES && init.kind != VG_INIT_CONSTANT &&

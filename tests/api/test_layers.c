@@ -6,7 +6,7 @@
  * vigil's own tree, and on small fake trees (written and compiled into a temporary
  * directory) that break each part of the rule on purpose, so that a checker that
  * stopped seeing violations fails here. It also checks that every op table of
- * src/kernels is on the op-family list.
+ * src/kernels and src/data is on the op-family list.
  */
 #include "layer_check.h"
 #include "test_util.h"
@@ -157,22 +157,15 @@ static void test_fake_violations(void) {
     tu_rmrf(root);
 }
 
-/* Every op table of src/kernels (const vg__op_def vg__ops_<family>[] = ...) is handed to
- * the registry by the one list, src/kernels/op_families.c. */
-static void test_op_families_listed(void) {
-    char dirpath[4096], list[1 << 16];
-    snprintf(dirpath, sizeof dirpath, "%s/src/kernels", VG_SRCDIR);
-    char lpath[4200];
-    snprintf(lpath, sizeof lpath, "%s/op_families.c", dirpath);
-    FILE *lf = fopen(lpath, "r");
-    CHECK(lf != NULL);
-    if (!lf) return;
-    size_t ln = fread(list, 1, sizeof list - 1, lf);
-    list[ln] = 0;
-    fclose(lf);
+/* Every op table (const vg__op_def vg__ops_<family>[] = ...) of the folders that define
+ * ops (src/kernels, src/data) is handed to the registry by the one list,
+ * src/kernels/op_families.c. Returns the number of tables seen in folder `sub`. */
+static int check_tables_listed(const char *sub, const char *list) {
+    char dirpath[4096];
+    snprintf(dirpath, sizeof dirpath, "%s/src/%s", VG_SRCDIR, sub);
     DIR *d = opendir(dirpath);
     CHECK(d != NULL);
-    if (!d) return;
+    if (!d) return 0;
     int tables = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -193,7 +186,7 @@ static void test_op_families_listed(void) {
             snprintf(call, sizeof call, "vg__registry_add_family(%.*s);", (int)(end - p), p);
             tables++;
             if (!strstr(list, call)) {
-                fprintf(stderr, "src/kernels/%s: table %.*s is not listed in src/kernels/op_families.c\n", e->d_name,
+                fprintf(stderr, "src/%s/%s: table %.*s is not listed in src/kernels/op_families.c\n", sub, e->d_name,
                         (int)(end - p), p);
                 vg_test_failures++;
             }
@@ -201,8 +194,23 @@ static void test_op_families_listed(void) {
         fclose(f);
     }
     closedir(d);
-    fprintf(stderr, "checked %d op tables\n", tables);
-    CHECK(tables >= 10);
+    return tables;
+}
+
+static void test_op_families_listed(void) {
+    static char list[1 << 16];
+    char lpath[4200];
+    snprintf(lpath, sizeof lpath, "%s/src/kernels/op_families.c", VG_SRCDIR);
+    FILE *lf = fopen(lpath, "r");
+    CHECK(lf != NULL);
+    if (!lf) return;
+    size_t ln = fread(list, 1, sizeof list - 1, lf);
+    list[ln] = 0;
+    fclose(lf);
+    int k = check_tables_listed("kernels", list), dt = check_tables_listed("data", list);
+    fprintf(stderr, "checked %d op tables in src/kernels, %d in src/data\n", k, dt);
+    CHECK(k >= 10);
+    CHECK(dt >= 1);
 }
 
 int main(void) {

@@ -17,7 +17,7 @@
  * tensors bit for bit, the errors' codes and messages. Then a checkpointed position
  * (vg_iterator_get_next_resumable) restored in a new session continues, with the fast
  * paths, with exactly the batches of the uninterrupted reference run. */
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
 

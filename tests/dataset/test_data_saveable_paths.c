@@ -13,7 +13,7 @@
  * initializer. Every get_next must give the reference's result: tensors bit for bit,
  * error codes and messages. A state saved with the fast paths off restores with them on
  * and the other way round (the state does not depend on the path taken). */
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include <sys/stat.h>

@@ -12,7 +12,7 @@
  * not line up in batched form, a VarLenFeature) or rewrite (an unused argument, an
  * output that is the argument itself) gives the per-element results too, and the test
  * checks which functions got a vectorized form. */
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
 

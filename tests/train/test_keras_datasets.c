@@ -1,7 +1,9 @@
-/* test_keras_datasets.c - .npz archives (vigil/npy.h) and tf.keras.datasets'
- * mnist / fashion_mnist load_data (vigil/keras_datasets.h): archives written as numpy.savez
- * and savez_compressed write them (tests/data/npz, made by Python's zipfile as NumPy
- * does: see its README), write/read round trips, Keras's file places and the errors. */
+/* test_keras_datasets.c - .npz archives and pickled dicts of arrays (vigil/npy.h) and
+ * tf.keras.datasets' mnist / fashion_mnist / cifar10 load_data (vigil/keras_datasets.h):
+ * archives written as numpy.savez and savez_compressed write them (tests/data/npz, made
+ * by Python's zipfile as NumPy does: see its README), pickles written by Python's pickle
+ * module with NumPy's reduce protocol (tests/data/pickle), write/read round trips,
+ * Keras's file places and the errors. */
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
@@ -9,6 +11,7 @@
 
 #define NPZ VG_SRCDIR "/tests/data/npz"
 #define FASHION "/usr/share/datasets/fashion-mnist"
+#define PKL VG_SRCDIR "/tests/data/pickle"
 
 /* the generator's pixel and label formulas (tests/data/npz/make_npz.py) */
 static int check_images(const vg_tensor *x, int64_t n, int seed) {
@@ -214,7 +217,110 @@ static void test_fashion_mnist_load_data(void) {
     tu_rmrf(dir);
 }
 
+/* Every protocol Python writes (2 as Python 2's cPickle and the CIFAR batches, 3, 4 with
+ * frames and MEMOIZE, 5): a big-endian float64 array, a Fortran-order int32 array, a list
+ * of floats, a str and a large int. */
+static void test_pickle_reader(void) {
+    for (int p = 2; p <= 5; p++) {
+        char path[512];
+        snprintf(path, sizeof path, PKL "/misc_p%d.pkl", p);
+        vg_status st;
+        vg_pickle_dict *d = vg_pickle_dict_read(path, &st);
+        CHECK(d != NULL);
+        if (!d) {
+            fprintf(stderr, "%s\n", st.msg);
+            continue;
+        }
+        CHECK_EQ_INT(vg_pickle_dict_count(d), 5);
+        vg_tensor *t = vg_pickle_dict_get(d, "f8_be", &st);
+        CHECK(t && vg_tensor_dtype(t) == VG_DOUBLE && vg_tensor_dim(t, 1) == 2);
+        if (t) {
+            const double *v = vg_tensor_data(t);
+            CHECK(v[0] == 1.5 && v[1] == -2.0 && v[2] == 3.25 && v[3] == 4.0);
+        }
+        vg_tensor_free(t);
+        /* Fortran order [[1,2,3],[4,5,6]] stored column by column: 1 4 2 5 3 6 */
+        t = vg_pickle_dict_get(d, "i4_fortran", &st);
+        CHECK(t && vg_tensor_dtype(t) == VG_INT32 && vg_tensor_dim(t, 0) == 2 && vg_tensor_dim(t, 1) == 3);
+        if (t) {
+            const int32_t *v = vg_tensor_data(t);
+            for (int i = 0; i < 6; i++) CHECK_EQ_INT(v[i], i + 1);
+        }
+        vg_tensor_free(t);
+        t = vg_pickle_dict_get(d, "floats", &st);
+        CHECK(t && vg_tensor_dtype(t) == VG_DOUBLE && ((double *)vg_tensor_data(t))[1] == -1.25);
+        vg_tensor_free(t);
+        t = vg_pickle_dict_get(d, "name", &st);
+        size_t len = 0;
+        CHECK(t && vg_tensor_dtype(t) == VG_STRING);
+        if (t) CHECK(memcmp(vg_tensor_string(t, 0, &len), "caf\xc3\xa9", 5) == 0 && len == 5);
+        vg_tensor_free(t);
+        t = vg_pickle_dict_get(d, "count", &st);
+        CHECK(t && *(int64_t *)vg_tensor_data(t) == 123456789012LL);
+        vg_tensor_free(t);
+        CHECK(vg_pickle_dict_get(d, "nope", &st) == NULL);
+        CHECK_EQ_INT(st.code, VG_NOT_FOUND);
+        vg_pickle_dict_free(d);
+    }
+    /* a pickle that would call something else is refused, not run */
+    static const char evil[] = "\x80\x02" "cos\nsystem\nq\x00U\x05" "touchq\x01\x85q\x02Rq\x03.";
+    vg_status st;
+    CHECK(vg_pickle_dict_parse(evil, sizeof evil - 1, "evil.pkl", &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_UNIMPLEMENTED);
+    CHECK_STR_CONTAINS(st.msg, "os.system");
+    /* truncation anywhere is DATA_LOSS or a clean refusal, never a crash */
+    FILE *f = fopen(PKL "/misc_p2.pkl", "rb");
+    uint8_t buf[4096];
+    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f) fclose(f);
+    CHECK(n > 100);
+    for (size_t cut = 0; cut < n; cut += 7) {
+        vg_pickle_dict *d = vg_pickle_dict_parse(buf, cut, "cut.pkl", &st);
+        CHECK(d == NULL);
+        vg_pickle_dict_free(d);
+    }
+}
+
+/* cifar10.py / cifar.py's load_batch on batches pickled as the distributed files are:
+ * 5 training batches of 2 rows, a test batch of 3; channels last; labels [n, 1]. */
+static void test_cifar10_load_data(void) {
+    vg_keras_data d;
+    vg_status st;
+    CHECK_OK(vg_keras_cifar10_load_data(PKL "/cifar-10-batches-py", &d, &st), &st);
+    if (d.x_train) {
+        CHECK_EQ_INT(vg_tensor_ndims(d.x_train), 4);
+        CHECK_EQ_INT(vg_tensor_dim(d.x_train, 0), 10);
+        CHECK_EQ_INT(vg_tensor_dim(d.x_train, 3), 3);
+        CHECK_EQ_INT(vg_tensor_dim(d.y_train, 1), 1);
+        CHECK_EQ_INT(vg_tensor_dim(d.x_test, 0), 3);
+        /* batch b (seed b), row r: byte i of the row is (3 i + 11 b) mod 256 with i = c*1024 + p,
+         * and pixel p channel c lands at [r, p / 32, p % 32, c] */
+        const uint8_t *x = vg_tensor_data(d.x_train), *y = vg_tensor_data(d.y_train);
+        int bad = 0;
+        for (int b = 1; b <= 5; b++)
+            for (int r = 0; r < 2; r++) {
+                int row = (b - 1) * 2 + r;
+                if (y[row] != (r * 7 + b) % 10) bad++;
+                for (int c = 0; c < 3; c++)
+                    for (int p = 0; p < 1024; p += 97) {
+                        int i = r * 3072 + c * 1024 + p;
+                        if (x[(size_t)row * 3072 + (size_t)p * 3 + (size_t)c] != (uint8_t)((i * 3 + b * 11) % 256)) bad++;
+                    }
+            }
+        CHECK_EQ_INT(bad, 0);
+    }
+    vg_keras_data_free(&d);
+    char dir[256];
+    tu_mkdtemp(dir, sizeof dir, "cifar");
+    CHECK_EQ_INT(vg_keras_cifar10_load_data(dir, &d, &st), VG_NOT_FOUND);
+    CHECK_STR_CONTAINS(st.msg, "data_batch_1 not found");
+    CHECK(d.x_train == NULL);
+    tu_rmrf(dir);
+}
+
 int main(void) {
+    RUN_TEST(test_pickle_reader);
+    RUN_TEST(test_cifar10_load_data);
     RUN_TEST(test_npz_written_by_python);
     RUN_TEST(test_npz_round_trip_and_corruption);
     RUN_TEST(test_mnist_load_data);

@@ -11,7 +11,7 @@
  * as TF's IteratorResource); session close cancels it, so a get_next blocked in a
  * prefetch returns CANCELLED.
  */
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 #include "kernels/kernel.h"
 #include "vigil/example.h"
 #include "vigil/ops.h"
@@ -26,11 +26,13 @@
 #define IT_FLAGS (VG__OP_STATEFUL | VG__OP_BLOCKING | VG__OP_NOT_DIFFERENTIABLE)
 #define FN_KEY_PREFIX "vigil.dataset_fn:"
 
+/* A dataset op, or a function's argument that is a dataset (a window's component: a
+ * VG_RESOURCE Placeholder that carries output_types / output_shapes, see build_fn). */
 static bool is_dataset_op(const vg_op *op) {
     const vg_dtype *t;
     int n;
     return op && vg_op_attr_type_list(op, "output_types", &t, &n) && n > 0 &&
-           strstr(vg_op_type(op), "Dataset") != NULL;
+           (strstr(vg_op_type(op), "Dataset") != NULL || !strcmp(vg_op_type(op), "Placeholder"));
 }
 
 int vg_dataset_components(vg_output ds, vg_dtype *types, vg_shape *shapes) {
@@ -52,9 +54,8 @@ int vg_dataset_components(vg_output ds, vg_dtype *types, vg_shape *shapes) {
 
 /* Dataset ops without a dataset input. */
 static bool is_source(const char *type) {
-    return !strcmp(type, "TensorSliceDataset") || !strcmp(type, "RangeDataset") || !strcmp(type, "TFRecordDataset") ||
-           !strcmp(type, "TextLineDataset") || !strcmp(type, "TensorDataset") ||
-           !strcmp(type, "FixedLengthRecordDatasetV2");
+    const vg__ds_kind *k = vg__ds_kind_of(vg__ds_kind_by_op(type));
+    return k && k->inputs == 0;
 }
 
 static vg_code shape_dataset(vg_op *op, vg_status *st) {
@@ -85,8 +86,7 @@ static void set_types(vg__dataset *d, const vg_op *op) {
 
 /* An integer scalar input, exactly (through a double, int64 values past 2^53, such as
  * range bounds near the limits or 64-bit seeds, lost their low bits). */
-static int64_t scalar_input(vg__kctx *ctx, int i) {
-    const vg_tensor *t = vg__kctx_input(ctx, i);
+int64_t vg__ds_scalar_i64(const vg_tensor *t) {
     if (t && vg_tensor_num_elements(t) >= 1) {
         if (vg_tensor_dtype(t) == VG_INT64) return *(const int64_t *)vg_tensor_data(t);
         if (vg_tensor_dtype(t) == VG_INT32) return *(const int32_t *)vg_tensor_data(t);
@@ -95,7 +95,7 @@ static int64_t scalar_input(vg__kctx *ctx, int i) {
 }
 
 /* A nondeterministic 64-bit value (TF's random::New64). */
-static uint64_t random_u64(const void *salt) {
+uint64_t vg__ds_random_u64(const void *salt) {
     uint64_t v = 0;
     if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v) {
         static _Atomic uint64_t counter;
@@ -112,30 +112,8 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const char *type = vg_op_type(op);
-    int kind = !strcmp(type, "TensorSliceDataset") ? VG__DS_SLICES
-               : !strcmp(type, "RangeDataset")     ? VG__DS_RANGE
-               : !strcmp(type, "TFRecordDataset")  ? VG__DS_TFRECORD
-               : !strcmp(type, "MapDataset") || !strcmp(type, "ParallelMapDataset") ? VG__DS_MAP
-               : !strcmp(type, "BatchDatasetV2")   ? VG__DS_BATCH
-               : !strcmp(type, "ShuffleDataset")   ? VG__DS_SHUFFLE
-               : !strcmp(type, "RepeatDataset")    ? VG__DS_REPEAT
-               : !strcmp(type, "TakeDataset")      ? VG__DS_TAKE
-               : !strcmp(type, "SkipDataset")      ? VG__DS_SKIP
-               : !strcmp(type, "TextLineDataset")  ? VG__DS_TEXTLINE
-               : !strcmp(type, "ShardDataset")     ? VG__DS_SHARD
-               : !strcmp(type, "InterleaveDataset") || !strcmp(type, "FlatMapDataset") ||
-                         !strcmp(type, "ParallelInterleaveDatasetV2")
-                   ? VG__DS_INTERLEAVE
-               : !strcmp(type, "IgnoreErrorsDataset") ? VG__DS_IGNORE_ERRORS
-               : !strcmp(type, "TensorDataset")    ? VG__DS_FROM_TENSORS
-               : !strcmp(type, "FilterDataset")    ? VG__DS_FILTER
-               : !strcmp(type, "UnbatchDataset")   ? VG__DS_UNBATCH
-               : !strcmp(type, "ConcatenateDataset") ? VG__DS_CONCATENATE
-               : !strcmp(type, "ZipDataset")       ? VG__DS_ZIP
-               : !strcmp(type, "FixedLengthRecordDatasetV2") ? VG__DS_FIXEDLEN
-               : !strcmp(type, "PaddedBatchDatasetV2") ? VG__DS_PADDED_BATCH
-               : !strcmp(type, "CacheDataset")     ? VG__DS_CACHE
-                                                   : VG__DS_PREFETCH;
+    int kind = vg__ds_kind_by_op(type);
+    if (kind < 0) return vg_status_set(st, VG_INTERNAL, "%s is not a dataset kind", type);
     vg__dataset *d = vg__dataset_new(kind);
     if (!d) return VG_OOM(st, "dataset");
     d->src = op;
@@ -146,7 +124,7 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
         if (!in) rc = st->code;
         else d->input = vg__dataset_ref(in);
     }
-    if (rc == VG_OK && (kind == VG__DS_ZIP || kind == VG__DS_CONCATENATE)) {
+    if (rc == VG_OK && vg__ds_kind_of(kind)->inputs == 2) {
         int n = vg__kctx_num_inputs(ctx);
         for (int i = 1; i < n && i <= VG_DATASET_MAX_COMPONENTS && rc == VG_OK; i++) {
             vg__dataset *in = vg__dataset_of(vg__kctx_input(ctx, i), st);
@@ -154,193 +132,14 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
             else d->more[d->nmore++] = vg__dataset_ref(in);
         }
     }
-    switch (rc == VG_OK ? kind : -1) {
-    case VG__DS_FROM_TENSORS:
-        for (int i = 0; i < vg__kctx_num_inputs(ctx) && rc == VG_OK; i++) {
-            vg_tensor *t = vg__kctx_input(ctx, i);
-            if (vg_tensor_dtype(t) != d->types[i])
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
-                                   vg_dtype_name(vg_tensor_dtype(t)), vg_dtype_name(d->types[i]));
-            d->comps[i] = vg_tensor_ref(t);
-        }
-        break;
-    case VG__DS_FIXEDLEN:
-        d->files = vg_tensor_ref(vg__kctx_input(ctx, 0));
-        d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2), d->c = scalar_input(ctx, 3);
-        if (vg_tensor_ndims(d->files) > 1)
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
-        else if (d->a < 0 || d->c < 0)
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "header_bytes and footer_bytes must be >= 0");
-        else if (d->a > INT64_MAX - d->c) /* the reader adds them */
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "header_bytes + footer_bytes overflows int64");
-        else if (d->b <= 0 || d->b > ((int64_t)1 << 31))
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "record_bytes must be in (0, 2^31]");
-        break;
-    case VG__DS_SLICES: {
-        int n = vg__kctx_num_inputs(ctx);
-        int64_t n0 = -1;
-        for (int i = 0; i < n && rc == VG_OK; i++) {
-            vg_tensor *t = vg__kctx_input(ctx, i);
-            if (vg_tensor_ndims(t) < 1)
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d of from_tensor_slices is a scalar", i);
-            else if (n0 >= 0 && vg_tensor_dim(t, 0) != n0)
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
-                                   "Dimensions of components must agree: component 0 has %lld, component %d has %lld",
-                                   (long long)n0, i, (long long)vg_tensor_dim(t, 0));
-            else if (vg_tensor_dtype(t) != d->types[i])
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "component %d has dtype %s, expected %s", i,
-                                   vg_dtype_name(vg_tensor_dtype(t)), vg_dtype_name(d->types[i]));
-            n0 = vg_tensor_dim(t, 0);
-            d->comps[i] = vg_tensor_ref(t);
-        }
-        break;
-    }
-    case VG__DS_RANGE:
-        d->a = scalar_input(ctx, 0), d->b = scalar_input(ctx, 1), d->c = scalar_input(ctx, 2);
-        if (d->c == 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "step must be a non-zero integer.");
-        break;
-    case VG__DS_TFRECORD:
-    case VG__DS_TEXTLINE: {
-        d->files = vg_tensor_ref(vg__kctx_input(ctx, 0));
-        if (vg_tensor_ndims(d->files) > 1) {
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`filenames` must be a scalar or a vector.");
-            break;
-        }
-        size_t l;
-        const char *ct = vg_tensor_string(vg__kctx_input(ctx, 1), 0, &l);
-        char buf[16];
-        snprintf(buf, sizeof buf, "%.*s", (int)(l < 15 ? l : 15), ct ? ct : "");
-        vg_compression c = VG_COMPRESSION_NONE;
-        rc = vg_compression_parse(buf, &c, st);
-        d->compression = (int)c;
-        break;
-    }
-    case VG__DS_SHARD:
-        d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2);
-        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Number of shards must be greater than zero (currently num_shards = %lld).", (long long)d->a);
-        else if (d->b < 0 || d->b >= d->a)
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Index must be between 0 and %lld (currently index = %lld).", (long long)(d->a - 1), (long long)d->b);
-        break;
-    case VG__DS_INTERLEAVE:
-    case VG__DS_FILTER:
-    case VG__DS_MAP: {
-        const char *key;
-        size_t kl;
-        if (!vg_op_attr_string(op, kind == VG__DS_FILTER ? "predicate" : "f", &key, &kl)) {
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "MapDataset needs attr f");
-            break;
-        }
-        char k[600];
-        snprintf(k, sizeof k, "%.*s", (int)(kl < 590 ? kl : 590), key);
-        d->fn = vg_graph_user_data(vg_op_graph(op), k);
-        if (!d->fn) rc = vg_status_set(st, VG_NOT_FOUND, "%s: function '%s' not found", type, k);
-        if (rc == VG_OK && !strcmp(type, "ParallelMapDataset")) {
-            d->c = scalar_input(ctx, 1);
-            if (d->c == -1) d->c = 4; /* AUTOTUNE: a fixed width here */
-            if (d->c <= 0 || d->c > 256)
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be in [1, 256], got %lld",
-                                   (long long)d->c);
-        }
-        if (rc == VG_OK && kind == VG__DS_INTERLEAVE && !strcmp(type, "FlatMapDataset")) {
-            d->a = 1, d->b = 1; /* flat_map: interleave with cycle_length 1 (each dataset read to its end) */
-        } else if (rc == VG_OK && kind == VG__DS_INTERLEAVE) {
-            d->a = scalar_input(ctx, 1), d->b = scalar_input(ctx, 2);
-            if (!strcmp(type, "ParallelInterleaveDatasetV2")) {
-                d->c = scalar_input(ctx, 3);
-                if (d->c == -1) d->c = d->a; /* AUTOTUNE: one per cycle element */
-                if (d->c <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be greater than zero.");
-            }
-            if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length must be greater than zero.");
-            else if (d->b <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "block_length must be greater than zero.");
-            else if (d->a > 4096) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length %lld is too large", (long long)d->a);
-        }
-        break;
-    }
-    case VG__DS_PADDED_BATCH: {
-        /* inputs: dataset, batch_size, padded_shapes (ncomp int64 vectors), padding_values
-         * (ncomp scalars), drop_remainder */
-        int nc = d->ncomp;
-        if (vg__kctx_num_inputs(ctx) != 3 + 2 * nc) {
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "PaddedBatchDatasetV2 expects %d inputs", 3 + 2 * nc);
-            break;
-        }
-        d->a = scalar_input(ctx, 1);
-        d->flag = vg_tensor_scalar(vg__kctx_input(ctx, 2 + 2 * nc)) != 0;
-        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Batch size must be greater than zero.");
-        for (int c = 0; c < nc && rc == VG_OK; c++) {
-            vg_tensor *ps = vg__kctx_input(ctx, 2 + c), *pv = vg__kctx_input(ctx, 2 + nc + c);
-            int64_t r = vg_tensor_num_elements(ps);
-            if (vg_tensor_dtype(ps) != VG_INT64 || vg_tensor_ndims(ps) != 1 || r > VG_MAX_DIMS - 1)
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "padded_shapes[%d] must be an int64 vector", c);
-            else if (vg_tensor_num_elements(pv) != 1 || vg_tensor_dtype(pv) != d->types[c])
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT, "padding_values[%d] must be a %s scalar", c,
-                                   vg_dtype_name(d->types[c]));
-            if (rc != VG_OK) break;
-            d->padded[c] = vg_shape_make(vg_tensor_data(ps), (int)r);
-            d->comps[c] = vg_tensor_ref(pv);
-        }
-        break;
-    }
-    case VG__DS_CACHE: {
-        size_t l = 0;
-        const char *fn = vg_tensor_string(vg__kctx_input(ctx, 1), 0, &l);
-        if (fn && l && (l > 4000 || memchr(fn, 0, l))) {
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "CacheDataset: bad filename");
-            break;
-        }
-        if (!(d->cache = vg__calloc(1, sizeof *d->cache))) {
-            rc = VG_OOM(st, "cache");
-            break;
-        }
-        pthread_mutex_init(&d->cache->mu, NULL);
-        if (fn && l) {
-            if (!(d->cache->file = vg__malloc(l + 1))) {
-                rc = VG_OOM(st, "cache");
-                break;
-            }
-            memcpy(d->cache->file, fn, l);
-            d->cache->file[l] = 0;
-        }
-        break;
-    }
-    case VG__DS_BATCH:
-        d->a = scalar_input(ctx, 1);
-        d->flag = vg_tensor_scalar(vg__kctx_input(ctx, 2)) != 0;
-        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "Batch size must be greater than zero.");
-        break;
-    case VG__DS_SHUFFLE: {
-        d->a = scalar_input(ctx, 1), d->seed = scalar_input(ctx, 2), d->seed2 = scalar_input(ctx, 3);
-        bool r = true;
-        vg_op_attr_bool(op, "reshuffle_each_iteration", &r);
-        d->flag = r;
-        if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "buffer_size must be greater than zero.");
-        /* ShuffleDatasetOp::MakeDataset: seeds 0 and 0 are drawn at random here, once per
-         * dataset, so every iterator over it (each epoch of a repeat) shares them; with
-         * reshuffle_each_iteration = False the epochs then come in the same order */
-        while (d->seed == 0 && d->seed2 == 0) {
-            d->seed = (int64_t)random_u64(d);
-            d->seed2 = (int64_t)random_u64(op);
-        }
-        break;
-    }
-    case VG__DS_REPEAT:
-    case VG__DS_TAKE:
-    case VG__DS_SKIP:
-        d->a = scalar_input(ctx, 1);
-        if (d->a < -1) d->a = -1;
-        break;
-    case VG__DS_PREFETCH:
-        d->a = scalar_input(ctx, 1);
-        if (d->a < -1) /* TF's PrefetchDatasetOp: only AUTOTUNE (-1) may be negative */
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT,
-                               "buffer_size must be >= 0 or set buffer_size to be -1 for auto-tuning, got %lld",
-                               (long long)d->a);
-        else if (d->a < 1) d->a = 1; /* AUTOTUNE (-1) and 0: one element */
-        else if (d->a > (1 << 20))
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "prefetch buffer_size %lld is too large", (long long)d->a);
-        break;
-    default:
-        break;
+    const vg__ds_kind *k = vg__ds_kind_of(kind);
+    if (rc == VG_OK && k->params) {
+        vg_tensor *in[2 * VG_DATASET_MAX_COMPONENTS + 4];
+        int nin = vg__kctx_num_inputs(ctx);
+        if (nin > (int)(sizeof in / sizeof in[0])) nin = (int)(sizeof in / sizeof in[0]);
+        for (int i = 0; i < nin; i++) in[i] = vg__kctx_input(ctx, i);
+        vg__ds_op_args args = {op, in, nin};
+        rc = k->params(d, &args, st);
     }
     if (rc != VG_OK) {
         vg__dataset_unref(d);
@@ -900,10 +699,23 @@ static vg__ds_fn *build_fn(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void
         return NULL;
     }
     f->nargs = n;
+    /* a window's elements are datasets, one per component of the window's input */
+    vg_dtype wt[VG_DATASET_MAX_COMPONENTS];
+    vg_shape ws[VG_DATASET_MAX_COMPONENTS];
+    bool window = !strcmp(vg_op_type(ds.op), "WindowDataset") && vg_dataset_components(vg_op_input(ds.op, 0), wt, ws) == n;
     for (int i = 0; i < n; i++) {
         char nm[32];
         snprintf(nm, sizeof nm, "arg%d", i);
-        f->args[i] = vg_placeholder(f->g, t[i], s[i].ndims >= 0 ? s[i].dims : NULL, s[i].ndims, nm);
+        if (window) {
+            vg_op_builder *b = vg_op_builder_new(f->g, "Placeholder", nm);
+            vg_op_builder_set_attr_type(b, "dtype", VG_RESOURCE);
+            vg_op_builder_set_attr_shape(b, "shape", vg_shape_make(NULL, 0));
+            vg_op_builder_set_attr_type_list(b, "output_types", &wt[i], 1);
+            vg_op_builder_set_attr_shape_list(b, "output_shapes", &ws[i], 1);
+            f->args[i] = vg_out(vg_op_builder_finish(b), 0);
+        } else {
+            f->args[i] = vg_placeholder(f->g, t[i], s[i].ndims >= 0 ? s[i].dims : NULL, s[i].ndims, nm);
+        }
     }
     vg_status st;
     vg_code rc = fn(f->g, f->args, n, f->outs, &f->nouts, payload);
@@ -1029,6 +841,202 @@ vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, v
     vg_op_builder_set_attr_string(b, "f", key, strlen(key));
     vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
     return finish(b);
+}
+
+vg_output vg_dataset_window(vg_graph *g, vg_output ds, int64_t size, int64_t shift, int64_t stride,
+                            bool drop_remainder, const char *name) {
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, "window");
+    if (n == 0) return (vg_output){NULL, 0};
+    vg_dtype rt[VG_DATASET_MAX_COMPONENTS];
+    vg_shape rs[VG_DATASET_MAX_COMPONENTS];
+    for (int i = 0; i < n; i++) rt[i] = VG_RESOURCE, rs[i] = vg_shape_make(NULL, 0);
+    vg_output in[4] = {vg_const_i64(g, size, "size"), vg_const_i64(g, shift < 0 ? size : shift, "shift"),
+                       vg_const_i64(g, stride, "stride"), vg_const_bool(g, drop_remainder, "drop_remainder")};
+    vg_op_builder *b = ds_builder(g, "WindowDataset", name, rt, rs, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_inputs(b, in, 4);
+    return finish(b);
+}
+
+/* ---- ReduceDataset ---- */
+
+/* ReduceDataset(input_dataset, initial_state..., f): the final state (one output per
+ * state component, of the initial state's dtypes). */
+static vg_code shape_reduce(vg_op *op, vg_status *st) {
+    const vg_dtype *t;
+    const vg_shape *s;
+    int n = 0, ns = 0;
+    if (!vg_op_attr_type_list(op, "output_types", &t, &n) || !vg_op_attr_shape_list(op, "output_shapes", &s, &ns) ||
+        ns != n || n != vg_op_num_inputs(op) - 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "ReduceDataset needs output_types and output_shapes, one per state");
+    vg_output in = vg_op_input(op, 0);
+    if (vg_output_dtype(in) != VG_RESOURCE || !is_dataset_op(in.op))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "ReduceDataset: input 0 must be a dataset");
+    vg__op_set_num_outputs(op, n);
+    for (int i = 0; i < n; i++) vg__op_set_output(op, i, t[i], s[i]);
+    return VG_OK;
+}
+
+/* Runs the dataset to its end, the function over (state, element) after each element
+ * (TF's ReduceDatasetOp::DoCompute). */
+static vg_code kernel_reduce(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_op *op = vg__kctx_op(ctx);
+    vg__dataset *d = vg__dataset_of(vg__kctx_input(ctx, 0), st);
+    if (!d) return st->code;
+    const char *key;
+    size_t kl;
+    if (!vg_op_attr_string(op, "f", &key, &kl)) return vg_status_set(st, VG_INVALID_ARGUMENT, "ReduceDataset needs attr f");
+    char k[600];
+    snprintf(k, sizeof k, "%.*s", (int)(kl < 590 ? kl : 590), key);
+    const vg__ds_fn *fn = vg_graph_user_data(vg_op_graph(op), k);
+    int ns = vg__kctx_num_inputs(ctx) - 1;
+    if (!fn) return vg_status_set(st, VG_NOT_FOUND, "ReduceDataset: function '%s' not found", k);
+    if (fn->nargs != ns + d->ncomp || fn->nouts != ns)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "ReduceDataset: the function takes %d arguments and returns %d, "
+                             "the state has %d components and the elements %d", fn->nargs, fn->nouts, ns, d->ncomp);
+    vg_tensor *args[2 * VG_DATASET_MAX_COMPONENTS] = {0};
+    for (int i = 0; i < ns; i++) args[i] = vg_tensor_ref(vg__kctx_input(ctx, i + 1));
+    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    so.intra_op_threads = 1;
+    so.inter_op_threads = 1;
+    vg_session *sess = vg_session_new(fn->g, &so, st);
+    vg__ds_iter *it = sess ? vg__ds_iter_new(d, st) : NULL;
+    vg_code rc = it ? VG_OK : st->code;
+    while (rc == VG_OK) {
+        bool end = false;
+        rc = it->next(it, args + ns, &end, st);
+        if (rc != VG_OK || end) break;
+        vg_tensor *next[VG_DATASET_MAX_COMPONENTS] = {0};
+        rc = vg_session_run(sess, NULL, fn->args, args, fn->nargs, fn->outs, next, ns, NULL, 0, NULL, st);
+        vg__ds_free_elem(args + ns, d->ncomp);
+        for (int i = 0; rc == VG_OK && i < ns; i++)
+            if (vg_tensor_dtype(next[i]) != vg_tensor_dtype(args[i]))
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "ReduceDataset: the function's output %d has another dtype than the state", i);
+        if (rc != VG_OK) {
+            vg__ds_free_elem(next, ns);
+            break;
+        }
+        for (int i = 0; i < ns; i++) {
+            vg_tensor_free(args[i]);
+            args[i] = next[i];
+        }
+    }
+    vg__ds_iter_free(it);
+    vg_session_free(sess);
+    for (int i = 0; i < ns; i++) {
+        if (rc == VG_OK) vg__kctx_set_output(ctx, i, args[i]);
+        else vg_tensor_free(args[i]);
+    }
+    return rc;
+}
+
+/* The placeholders of a reduce function: the state's (unknown shapes where `loose`), then
+ * the elements'. */
+static vg__ds_fn *build_reduce_fn(vg_graph *g, const vg_output *state, int ns, const vg_dtype *et, const vg_shape *es,
+                                  int ne, const bool *loose, vg_dataset_map_fn fn, void *payload, vg_status *st) {
+    vg__ds_fn *f = vg__calloc(1, sizeof *f);
+    if (!f || !(f->g = vg_graph_new())) {
+        vg__free(f);
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+        return NULL;
+    }
+    (void)g;
+    f->nargs = ns + ne;
+    for (int i = 0; i < ns + ne; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, i < ns ? "state%d" : "arg%d", i < ns ? i : i - ns);
+        vg_dtype dt = i < ns ? vg_output_dtype(state[i]) : et[i - ns];
+        vg_shape sh = i < ns ? vg_output_shape(state[i]) : es[i - ns];
+        if (i < ns && loose[i]) sh.ndims = -1;
+        f->args[i] = vg_placeholder(f->g, dt, sh.ndims >= 0 ? sh.dims : NULL, sh.ndims, nm);
+    }
+    vg_code rc = fn(f->g, f->args, f->nargs, f->outs, &f->nouts, payload);
+    if (rc == VG_OK) rc = vg_graph_status(f->g, st);
+    else vg_status_set(st, rc, "the function failed");
+    if (rc == VG_OK && f->nouts != ns)
+        rc = vg_status_set(st, VG_INVALID_ARGUMENT, "the function must return the state's %d components, got %d", ns,
+                           f->nouts);
+    for (int i = 0; rc == VG_OK && i < ns; i++) {
+        if (!f->outs[i].op || vg_op_graph(f->outs[i].op) != f->g)
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "function output %d is not in the function graph", i);
+        else if (vg_output_dtype(f->outs[i]) != vg_output_dtype(state[i]))
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                               "The element types for the new state must match the initial state. Expected %s; got %s.",
+                               vg_dtype_name(vg_output_dtype(state[i])), vg_dtype_name(vg_output_dtype(f->outs[i])));
+    }
+    if (rc != VG_OK) {
+        vg__ds_fn_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+static bool same_shape(vg_shape a, vg_shape b) {
+    if (a.ndims != b.ndims) return false;
+    for (int i = 0; i < a.ndims; i++)
+        if (a.dims[i] != b.dims[i]) return false;
+    return true;
+}
+
+int vg_dataset_reduce(vg_graph *g, vg_output ds, const vg_output *initial_state, int n, vg_dataset_map_fn reduce_fn,
+                      void *payload, vg_output *outputs, const char *name) {
+    vg_dtype et[VG_DATASET_MAX_COMPONENTS];
+    vg_shape es[VG_DATASET_MAX_COMPONENTS];
+    int ne = input_components(g, ds, et, es, "reduce");
+    if (ne == 0) return 0;
+    if (n < 1 || n > VG_DATASET_MAX_COMPONENTS || !initial_state || !outputs || !reduce_fn) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "reduce needs 1 to %d state components, outputs and a function",
+                           VG_DATASET_MAX_COMPONENTS);
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (!initial_state[i].op) return 0;
+    /* TF's reduce traces the function, and again with the state's shapes relaxed where
+     * the new state's shape differs from the initial one */
+    bool loose[VG_DATASET_MAX_COMPONENTS] = {0};
+    vg_status st;
+    vg__ds_fn *f = build_reduce_fn(g, initial_state, n, et, es, ne, loose, reduce_fn, payload, &st);
+    bool again = false;
+    for (int i = 0; f && i < n; i++)
+        if (!same_shape(vg_output_shape(f->outs[i]), vg_output_shape(initial_state[i]))) loose[i] = again = true;
+    if (f && again) {
+        vg__ds_fn_free(f);
+        f = build_reduce_fn(g, initial_state, n, et, es, ne, loose, reduce_fn, payload, &st);
+    }
+    if (!f) {
+        vg_graph_set_error(g, st.code, "reduce: %s", st.msg);
+        return 0;
+    }
+    char uniq[512], key[600];
+    vg_graph_unique_name(g, name ? name : "ReduceDataset", uniq, sizeof uniq);
+    snprintf(key, sizeof key, FN_KEY_PREFIX "%s", uniq);
+    snprintf(f->key, sizeof f->key, "%s", key);
+    if (vg_graph_set_user_data(g, key, f, vg__ds_fn_free) != VG_OK) {
+        vg__ds_fn_free(f);
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "reduce: out of memory");
+        return 0;
+    }
+    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
+    vg_shape os[VG_DATASET_MAX_COMPONENTS];
+    for (int i = 0; i < n; i++) {
+        ot[i] = vg_output_dtype(initial_state[i]);
+        os[i] = loose[i] ? vg_shape_make(NULL, -1) : vg_output_shape(initial_state[i]);
+    }
+    vg_op_builder *b = ds_builder(g, "ReduceDataset", name, ot, os, n);
+    vg_op_builder_add_input(b, ds);
+    vg_op_builder_add_inputs(b, initial_state, n);
+    vg_op_builder_set_attr_string(b, "f", key, strlen(key));
+    vg_op_builder_set_attr_type_list(b, "Tstate", ot, n);
+    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
+    vg_op_builder_set_attr_bool(b, "use_inter_op_parallelism", true);
+    vg_op *op = vg_op_builder_finish(b);
+    if (!op) return 0;
+    for (int i = 0; i < n; i++) outputs[i] = vg_out(op, i);
+    return n;
 }
 
 vg_output vg_dataset_filter(vg_graph *g, vg_output ds, vg_dataset_map_fn predicate, void *payload, const char *name) {
@@ -1425,6 +1433,8 @@ const vg__op_def vg__ops_dataset[] = {
     {"ConcatenateDataset", 2, 2, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"ZipDataset", 1, VG_DATASET_MAX_COMPONENTS, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"PaddedBatchDatasetV2", 5, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"WindowDataset", 5, 5, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ReduceDataset", 2, -1, DS_FLAGS, 0, shape_reduce, kernel_reduce, NULL},
     {"IteratorV2", 0, 0, IT_FLAGS, 0, shape_iterator, kernel_iterator, NULL},
     {"OneShotIterator", 1, 1, IT_FLAGS, 0, shape_iterator, kernel_one_shot, NULL},
     {"MakeIterator", 2, 2, IT_FLAGS, 0, shape_make_iterator, kernel_make_iterator, NULL},

@@ -19,7 +19,7 @@
  * The iterator falls back to per-element runs for a block whose batched run fails, so
  * errors (and the elements before them) are exactly those of the per-element map.
  */
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 #include "vigil/ops.h"
 #include <stdio.h>
 

@@ -30,11 +30,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* The dataset kinds. The numbers are written into saved iterator states (keep them). */
 enum {
     VG__DS_SLICES, VG__DS_RANGE, VG__DS_TFRECORD, VG__DS_MAP, VG__DS_BATCH, VG__DS_SHUFFLE,
     VG__DS_REPEAT, VG__DS_TAKE, VG__DS_SKIP, VG__DS_PREFETCH, VG__DS_TEXTLINE, VG__DS_SHARD,
     VG__DS_INTERLEAVE, VG__DS_IGNORE_ERRORS, VG__DS_FROM_TENSORS, VG__DS_FILTER, VG__DS_UNBATCH,
-    VG__DS_CONCATENATE, VG__DS_ZIP, VG__DS_FIXEDLEN, VG__DS_PADDED_BATCH, VG__DS_CACHE
+    VG__DS_CONCATENATE, VG__DS_ZIP, VG__DS_FIXEDLEN, VG__DS_PADDED_BATCH, VG__DS_CACHE,
+    VG__DS_WINDOW, VG__DS_WINDOW_ELEMENTS
 };
 
 /* CACHE: the elements of the first complete pass, shared by later iterators. */
@@ -137,6 +139,9 @@ typedef struct vg__dataset {
     const vg__ds_fn *fn;        /* MAP, INTERLEAVE, FILTER (owned by the graph, or own_fn) */
     vg__ds_fn *own_fn;          /* a function rebuilt from a saved state: the dataset's */
     vg__ds_cache *cache;        /* CACHE */
+    vg_tensor **elems;          /* WINDOW_ELEMENTS: the window's elements (nelems, one component
+                                   each; references) */
+    int64_t nelems;
 } vg__dataset;
 
 /* A new dataset with one reference (zeroed, refs = 1). NULL on OOM. */
@@ -155,6 +160,7 @@ typedef struct vg__ds_rows vg__ds_rows;
  * resource): the count of iterators made so far over each reshuffling shuffle (its
  * epochs), keyed by the op that made the dataset (by the dataset when restored). */
 typedef struct vg__ds_ctx vg__ds_ctx;
+typedef vg_code (*vg__ds_next_fn)(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st);
 typedef vg_code (*vg__ds_rec_sink)(void *arg, int64_t i, const uint8_t *p, size_t len, vg_status *st);
 struct vg__ds_iter {
     /* VG_OK with out[0..ncomp) set (new references), or VG_OK with *end = true, or an
@@ -211,6 +217,76 @@ VG_HIDDEN void vg__ds_set_rows(bool on);
 /* Whether new map iterators use fn->native (default true; tests compare). */
 VG_HIDDEN void vg__ds_set_native(bool on);
 
+/* ---- dataset kinds: the interface ----------------------------------------
+ * Every kind is one vg__ds_kind, defined next to its iterator: the sources in
+ * dataset_sources.c, window in dataset_window.c, the other transformations in
+ * dataset_iter.c (whose table lists them all); vg__ds_kind_of maps the
+ * number in vg__dataset.kind (and in saved states) to it. The generic code (making,
+ * saving, restoring an iterator; decoding a description; finding a dataset op's kind)
+ * calls these hooks and never tests a kind. */
+typedef struct vg__ds_wr vg__ds_wr;
+typedef struct vg__ds_rd vg__ds_rd;
+/* What a dataset op's kernel hands its kind: the op (attrs; its graph holds the
+ * functions) and its input tensors (a transformation's in[0] is its input dataset). */
+typedef struct vg__ds_op_args {
+    const vg_op *op;
+    vg_tensor *const *in;
+    int nin;
+} vg__ds_op_args;
+
+typedef struct vg__ds_kind {
+    const char *name;           /* TF's op name (messages; "MapDataset") */
+    const char *ops[4];         /* the graph op types that make it (dataset_ops.c) */
+    size_t iter_size;           /* its iterator's struct (a vg__ds_iter first) */
+    /* Sets d's parameters from its op's inputs and attrs (d's types, input and more[]
+     * already set), checking them with TF's messages (INVALID_ARGUMENT); NULL: none. */
+    vg_code (*params)(vg__dataset *d, const vg__ds_op_args *a, vg_status *st);
+    /* Sets up a new iterator (iter_size zeroed bytes, ds and ctx set): its next() and
+     * other hooks, its input iterators (vg__ds_iter_child). On failure the caller frees
+     * it with vg__ds_iter_free, so it->free must cope with a partial set-up. */
+    vg_code (*iter_init)(vg__ds_iter *it, vg_status *st);
+    /* Its position after the generic tag (vg__ds_iter_save / _restore): see the
+     * format in dataset_state.c. restore may leave r->bad set (reported by the caller). */
+    vg_code (*save)(vg__ds_iter *it, vg__ds_wr *w, vg_status *st);
+    vg_code (*restore)(vg__ds_iter *it, vg__ds_rd *r, vg_status *st);
+    /* Whether a decoded description's parameters and element types are ones its
+     * iterators can rely on (a corrupt state must not crash them). */
+    bool (*valid)(const vg__dataset *d);
+    /* Whether its iterators offer next_records (NULL: never). */
+    bool (*offers_records)(const vg__dataset *d);
+    int inputs;                 /* 0: a source; 1: d->input; 2: d->input and d->more[] */
+    bool dataset_elements;      /* its elements are datasets (VG_RESOURCE components) */
+    int fn;                     /* its function: VG__DS_FN_NONE, _MAP, _PREDICATE, _DATASET */
+} vg__ds_kind;
+
+enum { VG__DS_FN_NONE, VG__DS_FN_MAP, VG__DS_FN_PREDICATE, VG__DS_FN_DATASET };
+
+/* The kind of number `kind`, or NULL when there is none. */
+VG_HIDDEN const vg__ds_kind *vg__ds_kind_of(int kind);
+/* The kind number a dataset op type makes, or -1. */
+VG_HIDDEN int vg__ds_kind_by_op(const char *op_type);
+
+VG_HIDDEN extern const vg__ds_kind vg__ds_kind_slices, vg__ds_kind_range, vg__ds_kind_tfrecord,
+    vg__ds_kind_textline, vg__ds_kind_from_tensors, vg__ds_kind_fixedlen, vg__ds_kind_map, vg__ds_kind_batch,
+    vg__ds_kind_shuffle, vg__ds_kind_repeat, vg__ds_kind_take, vg__ds_kind_skip, vg__ds_kind_prefetch,
+    vg__ds_kind_shard, vg__ds_kind_interleave, vg__ds_kind_ignore_errors, vg__ds_kind_filter, vg__ds_kind_unbatch,
+    vg__ds_kind_concatenate, vg__ds_kind_zip, vg__ds_kind_padded_batch, vg__ds_kind_cache, vg__ds_kind_window,
+    vg__ds_kind_window_elements;
+
+/* Helpers the kinds share. */
+/* A new input iterator of `parent` over d (sharing its context); NULL with st set. */
+VG_HIDDEN vg__ds_iter *vg__ds_iter_child(const vg__ds_iter *parent, vg__dataset *d, vg_status *st);
+/* Row i of t (dims[1:]) as a new tensor. */
+VG_HIDDEN vg_tensor *vg__ds_slice_row(const vg_tensor *t, int64_t i, vg_status *st);
+/* Frees e[0..n) and clears them. */
+VG_HIDDEN void vg__ds_free_elem(vg_tensor **e, int n);
+/* An integer scalar tensor's value, exactly (int64 / int32; others through a double). */
+VG_HIDDEN int64_t vg__ds_scalar_i64(const vg_tensor *t);
+/* A nondeterministic 64-bit value (TF's random::New64), salted. */
+VG_HIDDEN uint64_t vg__ds_random_u64(const void *salt);
+/* Whether d's element types are its input's (a transformation that passes them through). */
+VG_HIDDEN bool vg__ds_types_pass(const vg__dataset *d);
+
 /* A new top-level iterator over d (which it references). Fails with RESOURCE_EXHAUSTED
  * or a source's error (e.g. a map function's session). */
 VG_HIDDEN vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st);
@@ -236,10 +312,12 @@ typedef struct vg__ds_rd {
 
 VG_HIDDEN void vg__ds_put_i64(vg__ds_wr *w, int64_t v);
 VG_HIDDEN void vg__ds_put_bytes(vg__ds_wr *w, const void *p, size_t n);
-/* A tensor (dtype, shape, values); VG_RESOURCE (a dataset in an element) is
+/* A tensor (dtype, shape, values); VG_RESOURCE (a dataset in a description) is
  * UNIMPLEMENTED. */
 VG_HIDDEN vg_code vg__ds_put_tensor(vg__ds_wr *w, const vg_tensor *t, vg_status *st);
-/* An element of nc components, or an error (code != OK: msg) or the end (OUT_OF_RANGE). */
+/* An element of nc components, or an error (code != OK: msg) or the end (OUT_OF_RANGE).
+ * A component that is a dataset (a window's) is written as its description and its
+ * values (d->elems); vg__ds_get_item reads it back. */
 VG_HIDDEN vg_code vg__ds_put_item(vg__ds_wr *w, vg_code code, vg_tensor *const *t, int nc, const char *msg,
                                   vg_status *st);
 VG_HIDDEN int64_t vg__ds_get_i64(vg__ds_rd *r);

@@ -14,7 +14,7 @@
  * rank, dimensions, then its values (numbers in host order, which every supported
  * machine shares: little-endian) or each string as a byte string.
  */
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 #include "graph/registry.h"
 #include "vigil/import.h"
 #include <stdio.h>
@@ -61,9 +61,26 @@ void vg__ds_put_bytes(vg__ds_wr *w, const void *p, size_t n) {
     w->len += n;
 }
 
+/* A dataset held in an element: VG_RESOURCE, its description, its own elements. */
+static vg_code put_dataset_value(vg__ds_wr *w, const vg_tensor *t, vg_status *st) {
+    vg_status tmp;
+    const vg__dataset *d = vg_tensor_num_elements(t) == 1 ? vg__dataset_of(t, &tmp) : NULL;
+    if (!d)
+        return vg_status_set(st, VG_UNIMPLEMENTED, "an element holding a %s tensor that is not a dataset cannot be saved",
+                             vg_dtype_name(VG_RESOURCE));
+    vg__ds_put_i64(w, VG_RESOURCE);
+    vg_code rc = vg__ds_encode(d, NULL, w, st);
+    vg__ds_put_i64(w, d->nelems);
+    for (int64_t i = 0; i < d->nelems && rc == VG_OK; i++)
+        rc = vg_tensor_dtype(d->elems[i]) == VG_RESOURCE
+                 ? vg_status_set(st, VG_UNIMPLEMENTED, "a window of datasets cannot be saved")
+                 : vg__ds_put_tensor(w, d->elems[i], st);
+    return rc;
+}
+
 vg_code vg__ds_put_tensor(vg__ds_wr *w, const vg_tensor *t, vg_status *st) {
     vg_dtype dt = vg_tensor_dtype(t);
-    if (dt == VG_RESOURCE)
+    if (dt == VG_RESOURCE) /* in a description (from_tensors of a dataset) */
         return vg_status_set(st, VG_UNIMPLEMENTED, "an element holding a %s tensor (a dataset) cannot be saved",
                              vg_dtype_name(dt));
     int nd = vg_tensor_ndims(t);
@@ -89,8 +106,9 @@ vg_code vg__ds_put_item(vg__ds_wr *w, vg_code code, vg_tensor *const *t, int nc,
         vg__ds_put_bytes(w, msg ? msg : "", msg ? strlen(msg) : 0);
         return w->oom ? VG_OOM(st, "iterator state") : VG_OK;
     }
-    for (int c = 0; c < nc; c++) {
-        vg_code rc = vg__ds_put_tensor(w, t[c], st);
+    for (int c = 0; c < nc; c++) { /* a window's dataset: put_dataset_value (get_value reads it) */
+        vg_code rc = vg_tensor_dtype(t[c]) == VG_RESOURCE ? put_dataset_value(w, t[c], st)
+                                                           : vg__ds_put_tensor(w, t[c], st);
         if (rc != VG_OK) return rc;
     }
     return VG_OK;
@@ -170,6 +188,17 @@ vg_tensor *vg__ds_get_tensor(vg__ds_rd *r, vg_status *st) {
     return t;
 }
 
+static vg_tensor *get_dataset_value(vg__ds_rd *r, vg_status *st);
+
+/* An element's component: a tensor, or a dataset (put_dataset_value; only here, so a
+ * dataset in a dataset's description is not read: the recursion stays bounded). */
+static vg_tensor *get_value(vg__ds_rd *r, vg_status *st) {
+    size_t pos = r->pos;
+    if (vg__ds_get_i64(r) == VG_RESOURCE && !r->bad) return get_dataset_value(r, st);
+    if (!r->bad) r->pos = pos;
+    return vg__ds_get_tensor(r, st);
+}
+
 vg_code vg__ds_get_item(vg__ds_rd *r, int nc, vg_code *code, vg_tensor **t, char **msg, vg_status *st) {
     *code = (vg_code)vg__ds_get_range(r, 0, 64);
     *msg = NULL;
@@ -182,7 +211,7 @@ vg_code vg__ds_get_item(vg__ds_rd *r, int nc, vg_code *code, vg_tensor **t, char
         return VG_OK;
     }
     for (int c = 0; c < nc; c++) {
-        if (!(t[c] = vg__ds_get_tensor(r, st))) {
+        if (!(t[c] = get_value(r, st))) {
             for (int k = 0; k < c; k++) vg_tensor_free(t[k]), t[k] = NULL;
             return r->bad ? vg__ds_rd_status(r, "element", st) : st->code;
         }
@@ -200,21 +229,8 @@ vg_code vg__ds_rd_status(const vg__ds_rd *r, const char *what, vg_status *st) {
 /* dataset descriptions */
 
 const char *vg__ds_kind_name(int kind) {
-    static const char *const names[] = {
-        [VG__DS_SLICES] = "TensorSliceDataset",   [VG__DS_RANGE] = "RangeDataset",
-        [VG__DS_TFRECORD] = "TFRecordDataset",    [VG__DS_MAP] = "MapDataset",
-        [VG__DS_BATCH] = "BatchDatasetV2",        [VG__DS_SHUFFLE] = "ShuffleDataset",
-        [VG__DS_REPEAT] = "RepeatDataset",        [VG__DS_TAKE] = "TakeDataset",
-        [VG__DS_SKIP] = "SkipDataset",            [VG__DS_PREFETCH] = "PrefetchDataset",
-        [VG__DS_TEXTLINE] = "TextLineDataset",    [VG__DS_SHARD] = "ShardDataset",
-        [VG__DS_INTERLEAVE] = "InterleaveDataset", [VG__DS_IGNORE_ERRORS] = "IgnoreErrorsDataset",
-        [VG__DS_FROM_TENSORS] = "TensorDataset",  [VG__DS_FILTER] = "FilterDataset",
-        [VG__DS_UNBATCH] = "UnbatchDataset",      [VG__DS_CONCATENATE] = "ConcatenateDataset",
-        [VG__DS_ZIP] = "ZipDataset",              [VG__DS_FIXEDLEN] = "FixedLengthRecordDatasetV2",
-        [VG__DS_PADDED_BATCH] = "PaddedBatchDatasetV2", [VG__DS_CACHE] = "CacheDataset",
-    };
-    if (kind < 0 || kind >= (int)(sizeof names / sizeof names[0]) || !names[kind]) return "Dataset";
-    return names[kind];
+    const vg__ds_kind *k = vg__ds_kind_of(kind);
+    return k ? k->name : "Dataset";
 }
 
 #define FN_PREFIX "vigil.dataset_fn:"
@@ -429,12 +445,13 @@ static vg_code check_fn(vg__dataset *d, vg_status *st) {
     vg_dtype args[VG_DATASET_MAX_COMPONENTS];
     for (int i = 0; i < fn->nargs; i++) args[i] = vg_output_dtype(fn->args[i]);
     bool ok = in && fn->nargs == in->ncomp && same_types(args, in->types, fn->nargs);
-    if (ok && d->kind == VG__DS_MAP) {
+    int kfn = vg__ds_kind_of(d->kind)->fn;
+    if (ok && kfn == VG__DS_FN_MAP) {
         vg_dtype outs[VG_DATASET_MAX_COMPONENTS];
         for (int i = 0; i < fn->nouts; i++) outs[i] = vg_output_dtype(fn->outs[i]);
         ok = fn->nouts == d->ncomp && same_types(outs, d->types, d->ncomp);
     } else if (ok) {
-        ok = fn->nouts == 1 && (d->kind != VG__DS_FILTER || d->ncomp == in->ncomp);
+        ok = fn->nouts == 1 && (kfn != VG__DS_FN_PREDICATE || d->ncomp == in->ncomp);
     }
     if (!ok)
         return vg_status_set(st, VG_INVALID_ARGUMENT,
@@ -443,77 +460,16 @@ static vg_code check_fn(vg__dataset *d, vg_status *st) {
     return VG_OK;
 }
 
-/* The parameters a kind's iterators rely on (a corrupt state must not crash them). */
-static bool params_ok(const vg__dataset *d) {
-    int64_t n0 = -1;
+bool vg__ds_types_pass(const vg__dataset *d) {
     const vg__dataset *in = d->input;
-    switch (d->kind) { /* element types that pass through */
-    case VG__DS_MAP:
-    case VG__DS_INTERLEAVE:
-    case VG__DS_SLICES:
-    case VG__DS_RANGE:
-    case VG__DS_TFRECORD:
-    case VG__DS_TEXTLINE:
-    case VG__DS_FROM_TENSORS:
-    case VG__DS_FIXEDLEN: break;
-    case VG__DS_ZIP: {
-        int n = in->ncomp;
-        if (n > d->ncomp || !same_types(in->types, d->types, n)) return false;
-        for (int i = 0; i < d->nmore; i++) {
-            const vg__dataset *m = d->more[i];
-            if (n + m->ncomp > d->ncomp || !same_types(m->types, d->types + n, m->ncomp)) return false;
-            n += m->ncomp;
-        }
-        if (n != d->ncomp) return false;
-        break;
-    }
-    case VG__DS_CONCATENATE:
-        if (d->nmore != 1 || d->more[0]->ncomp != d->ncomp || !same_types(d->more[0]->types, d->types, d->ncomp))
-            return false;
-        /* fall through */
-    default:
-        if (in->ncomp != d->ncomp || !same_types(in->types, d->types, d->ncomp)) return false;
-    }
-    switch (d->kind) {
-    case VG__DS_SLICES:
-    case VG__DS_FROM_TENSORS:
-        for (int c = 0; c < d->ncomp; c++) {
-            const vg_tensor *t = d->comps[c];
-            if (!t || vg_tensor_dtype(t) != d->types[c]) return false;
-            if (d->kind == VG__DS_SLICES) {
-                if (vg_tensor_ndims(t) < 1 || (n0 >= 0 && vg_tensor_dim(t, 0) != n0)) return false;
-                n0 = vg_tensor_dim(t, 0);
-            }
-        }
-        return true;
-    case VG__DS_RANGE: return d->c != 0;
-    case VG__DS_TFRECORD:
-    case VG__DS_TEXTLINE:
-        return d->files && vg_tensor_dtype(d->files) == VG_STRING && d->compression >= 0 && d->compression <= 2;
-    case VG__DS_FIXEDLEN:
-        return d->files && vg_tensor_dtype(d->files) == VG_STRING && d->a >= 0 && d->c >= 0 && d->b > 0 &&
-               d->b <= ((int64_t)1 << 31);
-    case VG__DS_MAP: return d->c >= 0 && d->c <= 256;
-    case VG__DS_BATCH: return d->a > 0 && d->a <= ((int64_t)1 << 31);
-    case VG__DS_PADDED_BATCH:
-        if (d->a <= 0 || d->a > ((int64_t)1 << 31)) return false;
-        for (int c = 0; c < d->ncomp; c++)
-            if (!d->comps[c] || vg_tensor_dtype(d->comps[c]) != d->types[c] || vg_tensor_num_elements(d->comps[c]) != 1 ||
-                d->padded[c].ndims < 0 || d->padded[c].ndims + 1 > VG_MAX_DIMS)
-                return false;
-        return true;
-    case VG__DS_SHUFFLE: return d->a > 0;
-    case VG__DS_PREFETCH: return d->a >= 1 && d->a <= (1 << 20);
-    case VG__DS_SHARD: return d->a > 0 && d->b >= 0 && d->b < d->a;
-    case VG__DS_INTERLEAVE: return d->a > 0 && d->a <= 4096 && d->b > 0 && d->c >= 0;
-    case VG__DS_CACHE: return d->cache != NULL;
-    default: return true;
-    }
+    return in->ncomp == d->ncomp && same_types(in->types, d->types, d->ncomp);
 }
 
 static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
     if (depth > MAX_DEPTH || vg__ds_get_i64(r) != DS_TAG) r->bad = true;
-    int kind = (int)vg__ds_get_range(r, VG__DS_SLICES, VG__DS_CACHE);
+    int kind = (int)vg__ds_get_range(r, 0, INT32_MAX);
+    const vg__ds_kind *k = vg__ds_kind_of(kind);
+    if (!k) r->bad = true;
     int nc = (int)vg__ds_get_range(r, 1, VG_DATASET_MAX_COMPONENTS);
     if (r->bad) {
         vg__ds_rd_status(r, "dataset", st);
@@ -527,7 +483,8 @@ static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
     d->ncomp = nc;
     for (int c = 0; c < nc; c++) {
         int64_t t = vg__ds_get_i64(r);
-        if (t != VG_STRING && (vg_dtype_size((vg_dtype)t) == 0 || t == VG_RESOURCE)) r->bad = true;
+        if (t == VG_RESOURCE ? !k->dataset_elements : t != VG_STRING && vg_dtype_size((vg_dtype)t) == 0)
+            r->bad = true;
         d->types[c] = (vg_dtype)t;
     }
     d->a = vg__ds_get_i64(r);
@@ -550,8 +507,8 @@ static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
     if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK && !(d->files = vg__ds_get_tensor(r, st)) && !r->bad)
         rc = st->code;
     if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK) {
-        if (kind != VG__DS_MAP && kind != VG__DS_FILTER && kind != VG__DS_INTERLEAVE) r->bad = true;
-        else if ((d->own_fn = decode_fn_graph(r, kind != VG__DS_FILTER, depth, st))) d->fn = d->own_fn;
+        if (k->fn == VG__DS_FN_NONE) r->bad = true;
+        else if ((d->own_fn = decode_fn_graph(r, k->fn != VG__DS_FN_PREDICATE, depth, st))) d->fn = d->own_fn;
         else if (!r->bad) rc = st->code;
     }
     if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK) {
@@ -575,13 +532,11 @@ static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
         else d->nmore++;
     }
     if (rc == VG_OK && !r->bad) {
-        bool needs_input = kind != VG__DS_SLICES && kind != VG__DS_RANGE && kind != VG__DS_TFRECORD &&
-                           kind != VG__DS_TEXTLINE && kind != VG__DS_FROM_TENSORS && kind != VG__DS_FIXEDLEN;
-        if (needs_input != (d->input != NULL) || !params_ok(d)) r->bad = true;
+        if ((k->inputs > 0) != (d->input != NULL) || !k->valid(d)) r->bad = true;
         for (int i = 0; i < d->nmore && !r->bad; i++)
             if (d->more[i]->ncomp > VG_DATASET_MAX_COMPONENTS) r->bad = true;
     }
-    if (rc == VG_OK && !r->bad && (kind == VG__DS_MAP || kind == VG__DS_FILTER || kind == VG__DS_INTERLEAVE)) {
+    if (rc == VG_OK && !r->bad && k->fn != VG__DS_FN_NONE) {
         if (!d->fn) r->bad = true;
         else rc = check_fn(d, st);
     }
@@ -594,6 +549,31 @@ static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
 }
 
 vg__dataset *vg__ds_decode(vg__ds_rd *r, vg_status *st) { return decode(r, 0, st); }
+
+/* put_dataset_value's encoding: a new resource tensor, or NULL (r->bad, or st set). The
+ * elements must be of the dataset's one component type. */
+static vg_tensor *get_dataset_value(vg__ds_rd *r, vg_status *st) {
+    vg__dataset *d = decode(r, 1, st);
+    if (!d) return NULL;
+    int64_t n = vg__ds_get_range(r, 0, (int64_t)((r->len - r->pos) / 8));
+    if (!r->bad && n > 0 && (d->ncomp != 1 || !(d->elems = vg__calloc((size_t)n, sizeof(vg_tensor *))))) {
+        if (d->ncomp != 1) r->bad = true;
+        else VG_OOM(st, "iterator state");
+        vg__dataset_unref(d);
+        return NULL;
+    }
+    for (int64_t i = 0; i < n && !r->bad; i++) {
+        vg_tensor *t = vg__ds_get_tensor(r, st);
+        if (!t) break;
+        d->elems[d->nelems++] = t;
+        if (vg_tensor_dtype(t) != d->types[0]) r->bad = true;
+    }
+    if (r->bad || d->nelems != n) {
+        vg__dataset_unref(d);
+        return NULL;
+    }
+    return vg__dataset_tensor(d, st);
+}
 
 /* ------------------------------------------------------------------------ */
 /* whole states */

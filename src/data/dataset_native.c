@@ -15,7 +15,7 @@
  * without FP contraction, as math_cwise_ops.c), the parsing the same functions
  * (io/example_io.h) in the same order as ParseExample's kernel.
  */
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 #include "kernels/simd.h"
 #include "io/example_io.h"
 #include "vigil/ops.h"

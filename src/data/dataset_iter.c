@@ -1,12 +1,14 @@
 /*
- * dataset_iter.c - tf.data iterators (tensorflow/core/kernels/data/ *_dataset_op.cc
- * semantics): tensor slices, range, TFRecord files, map (a function graph run by a
- * private session), batch, shuffle, repeat, take, skip and prefetch (a producer
- * thread and a bounded buffer), text lines, shard and interleave; each iterator's
- * SaveInternal / RestoreInternal (vg__ds_iter_save / _restore, at the end), and the
- * context the iterators of one top-level iterator share (reshuffle counts).
+ * dataset_iter.c - tf.data's iterators (tensorflow/core/kernels/data/ *_dataset_op.cc
+ * semantics): the generic part (making an iterator through its kind's iter_init,
+ * saving and restoring it, the context the iterators of one top-level iterator share:
+ * reshuffle counts) and the transformations' kinds: map (a function graph run by a
+ * private session; vectorized, native and parallel forms), filter, batch, padded_batch,
+ * unbatch, shuffle, repeat, take, skip, shard, ignore_errors, cache, concatenate, zip,
+ * interleave / flat_map and prefetch (a producer thread and a bounded buffer), each
+ * with its vg__ds_kind table at the end. The sources are in dataset_sources.c.
  */
-#include "kernels/dataset.h"
+#include "data/dataset.h"
 #include "core/threadpool.h"
 #include "io/example_io.h"
 #include "io/io.h"
@@ -121,6 +123,8 @@ void vg__dataset_unref(vg__dataset *d) {
     vg__dataset_unref(d->input);
     for (int i = 0; i < d->nmore; i++) vg__dataset_unref(d->more[i]);
     if (d->own_fn) vg__ds_fn_free(d->own_fn);
+    for (int64_t i = 0; i < d->nelems; i++) vg_tensor_free(d->elems[i]);
+    vg__free(d->elems);
     if (d->cache) {
         for (int64_t i = 0; i < d->cache->n * d->ncomp; i++) vg_tensor_free(d->cache->elems[i]);
         vg__free(d->cache->elems);
@@ -156,7 +160,7 @@ vg__dataset *vg__dataset_of(const vg_tensor *t, vg_status *st) {
 /* tensor helpers */
 
 /* Row i of t (dims[1:]) as a new tensor. */
-static vg_tensor *slice_row(const vg_tensor *t, int64_t i, vg_status *st) {
+vg_tensor *vg__ds_slice_row(const vg_tensor *t, int64_t i, vg_status *st) {
     int nd = vg_tensor_ndims(t);
     const int64_t *dims = vg_tensor_dims(t);
     vg_tensor *o = vg_tensor_new(vg_tensor_dtype(t), dims + 1, nd - 1, st);
@@ -178,450 +182,11 @@ static vg_tensor *slice_row(const vg_tensor *t, int64_t i, vg_status *st) {
     return o;
 }
 
-static void free_elem(vg_tensor **e, int n) {
+void vg__ds_free_elem(vg_tensor **e, int n) {
     for (int i = 0; i < n; i++) {
         vg_tensor_free(e[i]);
         e[i] = NULL;
     }
-}
-
-/* ------------------------------------------------------------------------ */
-/* sources */
-
-typedef struct slices_it {
-    vg__ds_iter base;
-    int64_t i, n;
-} slices_it;
-
-static vg_code slices_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
-    slices_it *s = (slices_it *)it;
-    const vg__dataset *d = it->ds;
-    if (s->i >= s->n) {
-        *end = true;
-        return VG_OK;
-    }
-    for (int c = 0; c < d->ncomp; c++) {
-        if (!(out[c] = slice_row(d->comps[c], s->i, st))) {
-            free_elem(out, c);
-            return st->code;
-        }
-    }
-    s->i++;
-    return VG_OK;
-}
-
-typedef struct range_it {
-    vg__ds_iter base;
-    int64_t cur;
-} range_it;
-
-static vg_code range_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
-    range_it *r = (range_it *)it;
-    const vg__dataset *d = it->ds;
-    if ((d->c > 0 && r->cur >= d->b) || (d->c < 0 && r->cur <= d->b)) {
-        *end = true;
-        return VG_OK;
-    }
-    if (!(out[0] = vg_tensor_new_scalar_i64(r->cur, st))) return st->code;
-    if (__builtin_add_overflow(r->cur, d->c, &r->cur)) r->cur = d->b; /* past the int64 range: the end */
-    return VG_OK;
-}
-
-typedef struct tfrecord_it {
-    vg__ds_iter base;
-    int64_t file;
-    vg__zrecord_reader *r;
-    int64_t nrec;       /* records read from the open file (its position, for saving) */
-} tfrecord_it;
-
-/* Opens the next file when none is open; *none when there is none left. A file that
- * cannot be opened is skipped after its error is returned, as TF does. */
-static vg_code tfrecord_open_next(tfrecord_it *t, bool *none, vg_status *st) {
-    const vg__dataset *d = t->base.ds;
-    if (t->r) return VG_OK;
-    if (t->file >= vg_tensor_num_elements(d->files)) {
-        *none = true;
-        return VG_OK;
-    }
-    size_t l;
-    const char *s = vg_tensor_string(d->files, t->file, &l);
-    char *path = vg__strndup(s, l);
-    if (!path) return VG_OOM(st, "file name");
-    t->r = vg__zrecord_reader_open(path, d->compression, st);
-    vg__free(path);
-    t->nrec = 0;
-    if (!t->r) {
-        t->file++;
-        return st->code;
-    }
-    return VG_OK;
-}
-
-static vg_code tfrecord_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
-    tfrecord_it *t = (tfrecord_it *)it;
-    for (;;) {
-        bool none = false;
-        vg_code oc = tfrecord_open_next(t, &none, st);
-        if (oc != VG_OK) return oc;
-        if (none) {
-            *end = true;
-            return VG_OK;
-        }
-        const uint8_t *data;
-        size_t len;
-        uint64_t off;
-        vg_status e;
-        vg_status_clear(&e);
-        vg_code rc = vg__zrecord_reader_next(t->r, &data, &len, &off, &e);
-        if (rc == VG_OUT_OF_RANGE) {
-            vg__zrecord_reader_close(t->r);
-            t->r = NULL;
-            t->file++;
-            continue;
-        }
-        if (rc != VG_OK) {
-            /* as TF: after an error (DATA_LOSS...) move on to the next file, so that
-             * ignore_errors does not see the same error forever */
-            vg__zrecord_reader_close(t->r);
-            t->r = NULL;
-            t->file++;
-            vg_status_copy(st, &e);
-            return rc;
-        }
-        t->nrec++;
-        if (!(out[0] = vg_tensor_new_string_scalar((const char *)data, len, st))) return st->code;
-        return VG_OK;
-    }
-}
-
-static vg_code tfrecord_next_records(vg__ds_iter *it, vg__ds_rec_sink sink, void *arg, int64_t at, int64_t max,
-                                     int64_t *got, bool *end, vg_status *st) {
-    tfrecord_it *r = (tfrecord_it *)it;
-    *got = 0;
-    while (*got < max) {
-        bool none = false;
-        vg_code oc = tfrecord_open_next(r, &none, st);
-        if (oc != VG_OK) return oc;
-        if (none) {
-            *end = true;
-            return VG_OK;
-        }
-        const uint8_t *data;
-        size_t len;
-        uint64_t off;
-        vg_status e;
-        vg_status_clear(&e);
-        vg_code rc = vg__zrecord_reader_next(r->r, &data, &len, &off, &e);
-        if (rc != VG_OK) { /* the end of this file, or an error: as tfrecord_next */
-            vg__zrecord_reader_close(r->r);
-            r->r = NULL;
-            r->file++;
-            if (rc == VG_OUT_OF_RANGE) continue;
-            vg_status_copy(st, &e);
-            return rc;
-        }
-        r->nrec++;
-        if ((rc = sink(arg, at + *got, data, len, st)) != VG_OK) return rc;
-        (*got)++;
-    }
-    return VG_OK;
-}
-
-static void tfrecord_free(vg__ds_iter *it) { vg__zrecord_reader_close(((tfrecord_it *)it)->r); }
-
-
-/* Text lines of files, as TF's TextLineDataset: compression_type "" reads the bytes
- * as they are (a gzip file is not decompressed), "ZLIB" / "GZIP" inflate a zlib / gzip
- * stream (gzip members may follow each other) and a stream that does not inflate or
- * ends early is DATA_LOSS naming the file, after which the next file is read. Lines
- * end at "\n" (a "\r" before it removed), a last line without newline is kept, and a
- * line may hold NUL bytes. */
-#define TL_CHUNK 65536
-typedef struct textline_it {
-    vg__ds_iter base;
-    int64_t file;
-    FILE *f;
-    bool zinit, zend;   /* inflate initialised; the stream ended (Z_STREAM_END) */
-    z_stream zs;
-    uint8_t *in, *buf;  /* compressed input / bytes to split into lines */
-    size_t pos, len;    /* unread bytes of buf: [pos, len) */
-    char *line;
-    size_t cap;
-    uint64_t boff;      /* offset of buf[0] in the file's (inflated) stream */
-} textline_it;
-
-static void textline_close(textline_it *t) {
-    if (t->f) fclose(t->f);
-    t->f = NULL;
-    if (t->zinit) inflateEnd(&t->zs);
-    t->zinit = t->zend = false;
-    t->pos = t->len = 0;
-    t->boff = 0;
-}
-
-/* Refills t->buf; *got = false at the end of the file's data. */
-static vg_code textline_fill(textline_it *t, int compression, const char *path, size_t plen, bool *got,
-                             vg_status *st) {
-    *got = false;
-    t->boff += t->len;
-    t->pos = t->len = 0;
-    if (compression == VG_COMPRESSION_NONE) {
-        size_t k = fread(t->buf, 1, TL_CHUNK, t->f);
-        if (k == 0 && ferror(t->f)) return vg__io_errno_status(st, errno ? errno : EIO, "cannot read", path);
-        t->len = k;
-        *got = k > 0;
-        return VG_OK;
-    }
-    while (t->len == 0) {
-        if (t->zs.avail_in == 0) {
-            size_t k = fread(t->in, 1, TL_CHUNK, t->f);
-            if (k == 0 && ferror(t->f)) return vg__io_errno_status(st, errno ? errno : EIO, "cannot read", path);
-            if (k == 0) {
-                if (t->zend) return VG_OK; /* the whole stream was read */
-                return vg_status_set(st, VG_DATA_LOSS, "%.*s: truncated %s stream", (int)plen, path,
-                                     compression == VG_COMPRESSION_GZIP ? "GZIP" : "ZLIB");
-            }
-            t->zs.next_in = t->in;
-            t->zs.avail_in = (uInt)k;
-        }
-        if (t->zend) {
-            if (compression != VG_COMPRESSION_GZIP) { /* trailing bytes after a zlib stream: ignored */
-                t->zs.avail_in = 0;
-                continue;
-            }
-            inflateReset(&t->zs); /* another gzip member */
-            t->zend = false;
-        }
-        t->zs.next_out = t->buf;
-        t->zs.avail_out = TL_CHUNK;
-        int z = inflate(&t->zs, Z_NO_FLUSH);
-        if (z == Z_STREAM_END) t->zend = true;
-        else if (z != Z_OK && !(z == Z_BUF_ERROR && t->zs.avail_in == 0))
-            return vg_status_set(st, VG_DATA_LOSS, "%.*s: %s data does not inflate (%s)", (int)plen, path,
-                                 compression == VG_COMPRESSION_GZIP ? "GZIP" : "ZLIB",
-                                 t->zs.msg ? t->zs.msg : "zlib error");
-        t->len = TL_CHUNK - t->zs.avail_out;
-    }
-    *got = true;
-    return VG_OK;
-}
-
-/* Opens file t->file (its buffers made first); a file that cannot be opened is
- * skipped after its error is returned. */
-static vg_code textline_open(textline_it *t, vg_status *st) {
-    const vg__dataset *d = t->base.ds;
-    if (!t->buf && !(t->buf = vg__malloc(TL_CHUNK))) return VG_OOM(st, "text line buffer");
-    if (d->compression != VG_COMPRESSION_NONE && !t->in && !(t->in = vg__malloc(TL_CHUNK)))
-        return VG_OOM(st, "text line buffer");
-    size_t plen;
-    const char *ps = vg_tensor_string(d->files, t->file, &plen);
-    char *path = vg__strndup(ps, plen);
-    if (!path) return VG_OOM(st, "file name");
-    t->f = vg__io_fopen_regular(path, st); /* no FIFO, no /dev/zero */
-    if (!t->f) {
-        vg_code rc = st->code;
-        vg__free(path);
-        t->file++;
-        return rc;
-    }
-    vg__free(path);
-    t->boff = 0;
-    t->pos = t->len = 0;
-    if (d->compression != VG_COMPRESSION_NONE) {
-        memset(&t->zs, 0, sizeof t->zs);
-        int wbits = d->compression == VG_COMPRESSION_GZIP ? 16 + MAX_WBITS : MAX_WBITS;
-        if (inflateInit2(&t->zs, wbits) != Z_OK) {
-            textline_close(t);
-            return VG_OOM(st, "inflate");
-        }
-        t->zinit = true;
-    }
-    return VG_OK;
-}
-
-static vg_code textline_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
-    textline_it *t = (textline_it *)it;
-    const vg__dataset *d = it->ds;
-    for (;;) {
-        if (t->file >= vg_tensor_num_elements(d->files)) {
-            *end = true;
-            return VG_OK;
-        }
-        size_t plen;
-        const char *ps = vg_tensor_string(d->files, t->file, &plen);
-        if (!t->f) {
-            vg_code orc = textline_open(t, st);
-            if (orc != VG_OK) return orc;
-        }
-        size_t n = 0;
-        bool any = false, nl = false;
-        vg_code rc = VG_OK;
-        for (;;) {
-            if (t->pos == t->len) {
-                bool got;
-                if ((rc = textline_fill(t, d->compression, ps, plen, &got, st)) != VG_OK || !got) break;
-            }
-            any = true;
-            const uint8_t *p = t->buf + t->pos;
-            size_t avail = t->len - t->pos;
-            const uint8_t *q = memchr(p, '\n', avail);
-            size_t take = q ? (size_t)(q - p) : avail;
-            if (n + take > (uint64_t)vg__io_max_record_bytes()) { /* a line without end (a bomb) */
-                rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED,
-                                   "%.*s: a line at offset %llu is longer than the limit of %lld bytes "
-                                   "(max_record_bytes, vg_set_decode_limits)",
-                                   (int)plen, ps, (unsigned long long)(t->boff + t->pos - n),
-                                   (long long)vg__io_max_record_bytes());
-                break;
-            }
-            if (n + take + 1 > t->cap) {
-                size_t nc = t->cap ? t->cap : 8192;
-                while (nc < n + take + 1) nc *= 2;
-                char *nb = vg__realloc(t->line, t->cap, nc);
-                if (!nb) return VG_OOM(st, "text line");
-                t->line = nb;
-                t->cap = nc;
-            }
-            memcpy(t->line + n, p, take);
-            n += take;
-            t->pos += take + (q ? 1 : 0);
-            if (q) {
-                nl = true;
-                break;
-            }
-        }
-        if (rc != VG_OK) { /* TF: the file is left after its read error */
-            textline_close(t);
-            t->file++;
-            return rc;
-        }
-        if (!any || (!nl && n == 0)) {
-            textline_close(t);
-            t->file++;
-            continue;
-        }
-        if (n > 0 && t->line[n - 1] == '\r' && nl) n--;
-        if (!(out[0] = vg_tensor_new_string_scalar(t->line ? t->line : "", n, st))) return st->code;
-        return VG_OK;
-    }
-}
-
-static void textline_free(vg__ds_iter *it) {
-    textline_it *t = (textline_it *)it;
-    textline_close(t);
-    vg__free(t->in);
-    vg__free(t->buf);
-    vg__free(t->line);
-}
-
-
-typedef struct once_it {
-    vg__ds_iter base;
-    bool done;
-} once_it;
-
-static vg_code from_tensors_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
-    (void)st;
-    once_it *o = (once_it *)it;
-    if (o->done) {
-        *end = true;
-        return VG_OK;
-    }
-    for (int c = 0; c < it->ds->ncomp; c++) out[c] = vg_tensor_ref(it->ds->comps[c]);
-    o->done = true;
-    return VG_OK;
-}
-
-/* FixedLengthRecordDataset: after header_bytes, records of record_bytes up to the last
- * footer_bytes; the body must be a whole number of records (TF's InvalidArgument). */
-typedef struct fixedlen_it {
-    vg__ds_iter base;
-    int64_t file, pos, limit;
-    int fd;
-} fixedlen_it;
-
-/* Opens file f->file (name s, l bytes), checking its length; a file that cannot be
- * opened or has a partial record is skipped after its error is returned. */
-static vg_code fixedlen_open(fixedlen_it *f, const char *s, size_t l, vg_status *st) {
-    const vg__dataset *d = f->base.ds;
-    char *path = vg__strndup(s, l);
-    if (!path) return VG_OOM(st, "file name");
-    f->fd = vg__io_open_regular(path, st); /* no FIFO, no /dev/zero */
-    struct stat sb;
-    vg_code rc = VG_OK;
-    if (f->fd < 0) {
-        rc = st->code;
-    } else if (fstat(f->fd, &sb) != 0) {
-        rc = vg__io_errno_status(st, errno, "cannot stat", path);
-    } else if (sb.st_size < d->a + d->c || (sb.st_size - d->a - d->c) % d->b != 0) {
-        rc = vg_status_set(st, VG_INVALID_ARGUMENT,
-                           "Excluding the header (%lld bytes) and footer (%lld bytes), input file \"%s\" has "
-                           "body length %lld, which is not an exact multiple of the record length (%lld bytes).",
-                           (long long)d->a, (long long)d->c, path, (long long)(sb.st_size - d->a - d->c),
-                           (long long)d->b);
-    }
-    vg__free(path);
-    if (rc != VG_OK) {
-        if (f->fd >= 0) close(f->fd);
-        f->fd = -1;
-        f->file++;
-        return rc;
-    }
-    f->pos = d->a;
-    f->limit = (int64_t)sb.st_size - d->c;
-    return VG_OK;
-}
-
-static vg_code fixedlen_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
-    fixedlen_it *f = (fixedlen_it *)it;
-    const vg__dataset *d = it->ds;
-    for (;;) {
-        size_t l;
-        const char *s = f->file < vg_tensor_num_elements(d->files) ? vg_tensor_string(d->files, f->file, &l) : NULL;
-        if (f->fd < 0) {
-            if (!s) {
-                *end = true;
-                return VG_OK;
-            }
-            vg_code orc = fixedlen_open(f, s, l, st);
-            if (orc != VG_OK) return orc;
-        }
-        if (f->pos + d->b > f->limit) {
-            close(f->fd);
-            f->fd = -1;
-            f->file++;
-            continue;
-        }
-        vg_tensor *t = vg_tensor_new(VG_STRING, NULL, 0, st);
-        char *buf = t ? vg__malloc((size_t)d->b) : NULL;
-        if (!buf) {
-            vg_tensor_free(t);
-            return t ? VG_OOM(st, "record") : st->code;
-        }
-        size_t got = 0;
-        while (got < (size_t)d->b) {
-            ssize_t k = pread(f->fd, buf + got, (size_t)d->b - got, (off_t)(f->pos + (int64_t)got));
-            if (k < 0 && errno == EINTR) continue;
-            if (k <= 0) break;
-            got += (size_t)k;
-        }
-        vg_code rc = got == (size_t)d->b ? vg_tensor_set_string(t, 0, buf, got, st)
-                                         : vg_status_set(st, VG_DATA_LOSS, "%.*s: short read at offset %lld", (int)l, s,
-                                                         (long long)f->pos);
-        vg__free(buf);
-        if (rc != VG_OK) {
-            vg_tensor_free(t);
-            return rc;
-        }
-        f->pos += d->b;
-        out[0] = t;
-        return VG_OK;
-    }
-}
-
-static void fixedlen_free(vg__ds_iter *it) {
-    fixedlen_it *f = (fixedlen_it *)it;
-    if (f->fd >= 0) close(f->fd);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -651,7 +216,7 @@ typedef struct ds_queue {
 } ds_queue;
 
 static void queue_clear(ds_queue *q) {
-    for (int64_t i = q->pos; i < q->n; i++) free_elem(q->v[i].t, VG_DATASET_MAX_COMPONENTS);
+    for (int64_t i = q->pos; i < q->n; i++) vg__ds_free_elem(q->v[i].t, VG_DATASET_MAX_COMPONENTS);
     for (int64_t i = 0; i < q->n; i++) vg__free(q->v[i].msg);
     q->n = q->pos = 0;
 }
@@ -715,7 +280,7 @@ static vg_code queue_restore(ds_queue *q, vg__ds_rd *r, int nc, vg_status *st) {
         if ((rc = vg__ds_get_item(r, nc, &code, t, &msg, st)) != VG_OK) break;
         if (code == VG_OUT_OF_RANGE) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "corrupt iterator state (queue)");
         else rc = queue_push(q, code, t, nc, msg, st);
-        if (rc != VG_OK) free_elem(t, nc);
+        if (rc != VG_OK) vg__ds_free_elem(t, nc);
         vg__free(msg);
     }
     return rc;
@@ -793,11 +358,11 @@ static void pmap_quiesce(unary_it *u, bool cancel) {
 static void pmap_release(unary_it *u) {
     if (u->pool) vg__pool_free(u->pool);
     for (int b = 0; u->blk && b < 2; b++) {
-        free_elem(u->blk[b].vout, VG_DATASET_MAX_COMPONENTS);
-        free_elem(u->blk[b].nat, VG_DATASET_MAX_COMPONENTS);
+        vg__ds_free_elem(u->blk[b].vout, VG_DATASET_MAX_COMPONENTS);
+        vg__ds_free_elem(u->blk[b].nat, VG_DATASET_MAX_COMPONENTS);
         for (int64_t i = 0; u->blk[b].slots && i <= u->nslots; i++) {
-            free_elem(u->blk[b].slots[i].in, VG_DATASET_MAX_COMPONENTS);
-            free_elem(u->blk[b].slots[i].out, VG_DATASET_MAX_COMPONENTS);
+            vg__ds_free_elem(u->blk[b].slots[i].in, VG_DATASET_MAX_COMPONENTS);
+            vg__ds_free_elem(u->blk[b].slots[i].out, VG_DATASET_MAX_COMPONENTS);
         }
         vg__free(u->blk[b].slots);
     }
@@ -817,7 +382,7 @@ static void unary_free(vg__ds_iter *it) {
     vg__ds_iter_free(u->in);
     if (u->sess) vg_session_free(u->sess);
     if (u->vsess) vg_session_free(u->vsess);
-    if (u->buf) free_elem(u->buf, (int)(u->size * it->ds->ncomp));
+    if (u->buf) vg__ds_free_elem(u->buf, (int)(u->size * it->ds->ncomp));
     vg__free(u->buf);
     if (u->cycle)
         for (int64_t i = 0; i < it->ds->a; i++) vg__ds_iter_free(u->cycle[i]);
@@ -836,11 +401,11 @@ static void unary_free(vg__ds_iter *it) {
     pmap_release(u);
     slab_free(u->slab, it->ds->ncomp);
     vg__free(u->rows);
-    free_elem(u->held, VG_DATASET_MAX_COMPONENTS);
+    vg__ds_free_elem(u->held, VG_DATASET_MAX_COMPONENTS);
     queue_free(&u->rq);
     if (u->cycle_args) {
         int na = it->ds->fn ? it->ds->fn->nargs : 0;
-        free_elem(u->cycle_args, (int)(it->ds->a * na));
+        vg__ds_free_elem(u->cycle_args, (int)(it->ds->a * na));
         vg__free(u->cycle_args);
     }
 }
@@ -853,7 +418,7 @@ static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *
     vg_code rc = u->in->next(u->in, in, end, st);
     if (rc != VG_OK || *end) return rc;
     rc = vg_session_run(u->sess, NULL, fn->args, in, fn->nargs, fn->outs, out, fn->nouts, NULL, 0, NULL, st);
-    free_elem(in, fn->nargs);
+    vg__ds_free_elem(in, fn->nargs);
     return rc;
 }
 
@@ -890,8 +455,8 @@ static vg_code native_batch_map_next(vg__ds_iter *it, vg_tensor **out, bool *end
         s.dims[0] = n;
         if (s.ndims == 2 && s.dims[1] < 0) s.dims[1] = cnt[c]; /* a decode_raw of run-time length */
         if (!(out[c] = vg_tensor_new(vg_output_dtype(fn->outs[c]), s.dims, s.ndims, st))) {
-            free_elem(out, c);
-            free_elem(in, fn->nargs);
+            vg__ds_free_elem(out, c);
+            vg__ds_free_elem(in, fn->nargs);
             return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
         }
         if (xf[c] && raw[c] > rawmax) rawmax = raw[c];
@@ -921,10 +486,10 @@ static vg_code native_batch_map_next(vg__ds_iter *it, vg_tensor **out, bool *end
                                      cnt[c]);
     }
     if (!ok) {
-        free_elem(out, fn->nouts);
+        vg__ds_free_elem(out, fn->nouts);
         rc = vg_session_run(u->sess, NULL, fn->args, in, fn->nargs, fn->outs, out, fn->nouts, NULL, 0, NULL, st);
     }
-    free_elem(in, fn->nargs);
+    vg__ds_free_elem(in, fn->nargs);
     return rc;
 }
 
@@ -961,7 +526,7 @@ static bool vec_run(unary_it *u, const vg__ds_fn *fn, vg_tensor *const *in, pmap
                              NULL, 0, NULL, &st) == VG_OK;
     for (int c = 0; ok && c < fn->nouts; c++) ok = vg_tensor_ndims(out[c]) >= 1 && vg_tensor_dim(out[c], 0) == n;
     if (!ok) {
-        free_elem(out, fn->nouts);
+        vg__ds_free_elem(out, fn->nouts);
         return false;
     }
     for (int64_t i = 0; i < n; i++) {
@@ -969,12 +534,12 @@ static bool vec_run(unary_it *u, const vg__ds_fn *fn, vg_tensor *const *in, pmap
         vg_status_clear(&sl->st);
         sl->rc = VG_OK;
         for (int c = 0; c < fn->nouts && sl->rc == VG_OK; c++)
-            if (!(sl->out[c] = slice_row(out[c], i, &sl->st))) {
+            if (!(sl->out[c] = vg__ds_slice_row(out[c], i, &sl->st))) {
                 sl->rc = sl->st.code ? sl->st.code : VG_RESOURCE_EXHAUSTED;
-                free_elem(sl->out, c);
+                vg__ds_free_elem(sl->out, c);
             }
     }
-    free_elem(out, fn->nouts);
+    vg__ds_free_elem(out, fn->nouts);
     return true;
 }
 
@@ -1020,13 +585,13 @@ static bool vec_chunk(unary_it *u, const vg__ds_fn *fn, pmap_slot *slots, int64_
         }
     }
     if (!ok) {
-        free_elem(in, fn->nargs);
+        vg__ds_free_elem(in, fn->nargs);
         return false;
     }
     ok = vec_run(u, fn, in, slots + begin, n);
-    free_elem(in, fn->nargs);
+    vg__ds_free_elem(in, fn->nargs);
     if (ok)
-        for (int64_t i = begin; i < end; i++) free_elem(slots[i].in, fn->nargs);
+        for (int64_t i = begin; i < end; i++) vg__ds_free_elem(slots[i].in, fn->nargs);
     return ok;
 }
 
@@ -1037,7 +602,7 @@ static void pmap_elems(pmap_job *j, int64_t begin, int64_t end) {
         vg_status_clear(&sl->st);
         sl->rc = vg_session_run(j->u->sess, NULL, j->fn->args, sl->in, j->fn->nargs, j->fn->outs, sl->out,
                                 j->fn->nouts, NULL, 0, NULL, &sl->st);
-        free_elem(sl->in, j->fn->nargs);
+        vg__ds_free_elem(sl->in, j->fn->nargs);
     }
 }
 
@@ -1130,7 +695,7 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
     vg_status_clear(&st);
     vg_code rc = VG_OK;
     b->n = b->pos = 0;
-    free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+    vg__ds_free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
     b->vrows = 0;
     b->native = false;
     if (u->direct) {
@@ -1180,7 +745,7 @@ static void pmap_fill(unary_it *u, pmap_block *b) {
             for (int c = 0; ok && c < fn->nouts; c++)
                 ok = vg_tensor_ndims(b->vout[c]) >= 1 && vg_tensor_dim(b->vout[c], 0) == b->n;
             if (ok) b->vrows = b->n;
-            else free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+            else vg__ds_free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
         }
         if (b->n > 0 && !ok) {
             for (int64_t i = 0; i < b->n; i++) {
@@ -1280,28 +845,28 @@ static vg_code pmap_take(unary_it *u, pmap_block *b, vg_tensor **out, vg_status 
             const vg__ds_xform *xf = vg__ds_native_out(fn->native, c, &raw);
             vg_shape s = vg_output_shape(fn->outs[c]);
             if (!(out[c] = vg_tensor_new(vg_output_dtype(fn->outs[c]), s.dims, s.ndims, st))) {
-                free_elem(out, c);
+                vg__ds_free_elem(out, c);
                 return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
             }
             const uint8_t *src = (const uint8_t *)vg_tensor_data(b->vout[c]) + (size_t)b->pos * raw;
             if (xf) vg__ds_xform_apply(xf, src, vg_tensor_data(out[c]));
             else if (raw) memcpy(vg_tensor_data(out[c]), src, raw);
         }
-        if (++b->pos == b->vrows) free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+        if (++b->pos == b->vrows) vg__ds_free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
         return VG_OK;
     }
     if (b->pos < b->vrows) { /* a row of a batched run */
         for (int c = 0; c < fn->nouts; c++)
-            if (!(out[c] = slice_row(b->vout[c], b->pos, st))) {
-                free_elem(out, c);
+            if (!(out[c] = vg__ds_slice_row(b->vout[c], b->pos, st))) {
+                vg__ds_free_elem(out, c);
                 return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
             }
-        if (++b->pos == b->vrows) free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+        if (++b->pos == b->vrows) vg__ds_free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
         return VG_OK;
     }
     pmap_slot *sl = &b->slots[b->pos++];
     if (sl->rc != VG_OK) {
-        free_elem(sl->out, fn->nouts);
+        vg__ds_free_elem(sl->out, fn->nouts);
         return vg_status_set(st, sl->rc, "%s", sl->st.msg);
     }
     memcpy(out, sl->out, sizeof(vg_tensor *) * (size_t)fn->nouts);
@@ -1336,13 +901,13 @@ static vg_code pmap_drain(unary_it *u, vg_status *st) {
             vg_status e;
             vg_status_clear(&e);
             vg_code c = pmap_take(u, b, out, &e);
-            if ((rc = queue_push(&u->rq, c, out, fn->nouts, e.msg, st)) != VG_OK) free_elem(out, fn->nouts);
+            if ((rc = queue_push(&u->rq, c, out, fn->nouts, e.msg, st)) != VG_OK) vg__ds_free_elem(out, fn->nouts);
         }
     }
     if (rc != VG_OK) return rc;
     for (int k = 0; k < 2; k++) {
         pmap_block *b = &u->blk[k];
-        free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
+        vg__ds_free_elem(b->vout, VG_DATASET_MAX_COMPONENTS);
         b->n = b->pos = b->vrows = 0;
         b->in_end = false;
         b->native = false;
@@ -1380,7 +945,7 @@ static bool rows_spec(vg__ds_rows *r, int c, const vg_tensor *t, bool stacked) {
 static vg_code map_next_rows(vg__ds_iter *it, int64_t max, vg__ds_rows *r, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
     const vg__ds_fn *fn = it->ds->fn;
-    free_elem(u->held, fn->nouts);
+    vg__ds_free_elem(u->held, fn->nouts);
     if (queue_has(&u->rq)) { /* restored read-ahead: views of one */
         vg_code rc = queue_pop(&u->rq, u->held, fn->nouts, st);
         if (rc != VG_OK) return rc;
@@ -1394,7 +959,7 @@ static vg_code map_next_rows(vg__ds_iter *it, int64_t max, vg__ds_rows *r, bool 
         return VG_OK;
     }
     pmap_block *cb = &u->blk[u->bcur];
-    if (cb->vrows && cb->pos == cb->vrows) free_elem(cb->vout, VG_DATASET_MAX_COMPONENTS); /* on this thread */
+    if (cb->vrows && cb->pos == cb->vrows) vg__ds_free_elem(cb->vout, VG_DATASET_MAX_COMPONENTS); /* on this thread */
     if (!pmap_ready(u)) {
         *end = true;
         return VG_OK;
@@ -1433,7 +998,7 @@ static vg_code map_next_rows(vg__ds_iter *it, int64_t max, vg__ds_rows *r, bool 
     }
     pmap_slot *sl = &b->slots[b->pos++];
     if (sl->rc != VG_OK) {
-        free_elem(sl->out, fn->nouts);
+        vg__ds_free_elem(sl->out, fn->nouts);
         return vg_status_set(st, sl->rc, "%s", sl->st.msg);
     }
     memcpy(u->held, sl->out, sizeof(vg_tensor *) * (size_t)fn->nouts);
@@ -1524,8 +1089,8 @@ static vg_code batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status
         }
         out[c] = o;
     }
-    if (rc != VG_OK) free_elem(out, nc);
-    free_elem(rows, (int)(bs * nc));
+    if (rc != VG_OK) vg__ds_free_elem(out, nc);
+    vg__ds_free_elem(rows, (int)(bs * nc));
     vg__free(rows);
     return rc;
 }
@@ -1618,7 +1183,7 @@ static vg_code batch_rows_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
         }
     }
     if (rc != VG_OK || *end) {
-        free_elem(o, nc);
+        vg__ds_free_elem(o, nc);
         return rc;
     }
     memcpy(out, o, sizeof(vg_tensor *) * (size_t)nc);
@@ -1706,13 +1271,13 @@ static bool slot_is_ext(const slab *sb, int64_t slot, int nc) {
 }
 
 static void slab_release(slab *sb, int64_t slot, int nc) {
-    if (slot < sb->ext_cap) free_elem(sb->ext + slot * nc, nc);
+    if (slot < sb->ext_cap) vg__ds_free_elem(sb->ext + slot * nc, nc);
     sb->freel[sb->nfree++] = slot;
 }
 
 static void slab_free(slab *sb, int nc) {
     if (!sb) return;
-    for (int64_t i = 0; i < sb->nslots && i < sb->ext_cap; i++) free_elem(sb->ext + i * nc, nc);
+    for (int64_t i = 0; i < sb->nslots && i < sb->ext_cap; i++) vg__ds_free_elem(sb->ext + i * nc, nc);
     for (int64_t k = 0; k < sb->nchunks; k++) vg__free(sb->chunks[k]);
     vg__free(sb->chunks);
     vg__free(sb->idx);
@@ -1914,7 +1479,7 @@ static vg_code shuffle_next_rows(vg__ds_iter *it, int64_t max, vg__ds_rows *r, b
     int nc = it->ds->ncomp;
     slab *sb = u->slab;
     slab_unpend(sb, nc);
-    free_elem(u->held, nc);
+    vg__ds_free_elem(u->held, nc);
     if (queue_has(&u->rq)) { /* a restored picked element or error: a view of one */
         vg_code rc = queue_pop(&u->rq, u->held, nc, st);
         if (rc != VG_OK) return rc;
@@ -1980,7 +1545,7 @@ static vg_code shuffle_slab_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
     }
     for (int c = 0; c < nc; c++) {
         if (!(out[c] = vg_tensor_new(one.dtype[c], one.dims[c], one.ndims[c], st))) {
-            free_elem(out, c);
+            vg__ds_free_elem(out, c);
             return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
         }
         if (one.xf[c]) vg__ds_xform_apply(one.xf[c], one.data[0][c], vg_tensor_data(out[c]));
@@ -2053,7 +1618,8 @@ static vg_code repeat_next_records(vg__ds_iter *it, vg__ds_rec_sink sink, void *
 
 /* Whether iterators of d have next_records. */
 static bool strings_source(const vg__dataset *d) {
-    return d->kind == VG__DS_TFRECORD || (d->kind == VG__DS_REPEAT && strings_source(d->input));
+    const vg__ds_kind *k = vg__ds_kind_of(d->kind);
+    return k->offers_records && k->offers_records(d);
 }
 
 static vg_code take_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
@@ -2073,7 +1639,7 @@ static vg_code skip_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status 
     while (it->ds->a < 0 || u->count < it->ds->a) {
         vg_code rc = u->in->next(u->in, out, end, st);
         if (rc != VG_OK || *end) return rc;
-        free_elem(out, nc);
+        vg__ds_free_elem(out, nc);
         u->count++;
     }
     return u->in->next(u->in, out, end, st);
@@ -2104,7 +1670,7 @@ static vg_code shard_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status
         if (rc != VG_OK || *end) return rc;
         int64_t i = u->count++;
         if (i % d->a == d->b) return VG_OK;
-        free_elem(out, d->ncomp);
+        vg__ds_free_elem(out, d->ncomp);
     }
 }
 
@@ -2145,7 +1711,7 @@ static vg_code interleave_open(unary_it *u, int64_t slot, vg_tensor *const *args
     vg_tensor_free(dt);
     if (!*cur) return st->code;
     vg_tensor **keep = u->cycle_args + slot * fn->nargs;
-    free_elem(keep, fn->nargs);
+    vg__ds_free_elem(keep, fn->nargs);
     for (int i = 0; i < fn->nargs; i++) keep[i] = vg_tensor_ref(args[i]);
     return VG_OK;
 }
@@ -2154,7 +1720,7 @@ static vg_code interleave_open(unary_it *u, int64_t slot, vg_tensor *const *args
 static void interleave_close(unary_it *u, int64_t slot) {
     vg__ds_iter_free(u->cycle[slot]);
     u->cycle[slot] = NULL;
-    free_elem(u->cycle_args + slot * u->base.ds->fn->nargs, u->base.ds->fn->nargs);
+    vg__ds_free_elem(u->cycle_args + slot * u->base.ds->fn->nargs, u->base.ds->fn->nargs);
 }
 
 /* InterleaveDatasetOp's loop: cycle_length open iterators, block_length elements from
@@ -2186,7 +1752,7 @@ static vg_code interleave_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
             if (rc != VG_OK) return rc;
             if (u->in_end) continue;
             rc = interleave_open(u, u->cycle_index, args, st);
-            free_elem(args, fn->nargs);
+            vg__ds_free_elem(args, fn->nargs);
             if (rc != VG_OK) return rc;
             u->num_open++;
         } else {
@@ -2212,7 +1778,7 @@ static vg_code filter_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_statu
         bool k = rc == VG_OK && *(const bool *)vg_tensor_data(keep);
         vg_tensor_free(keep);
         if (rc == VG_OK && k) return VG_OK;
-        free_elem(out, it->ds->ncomp);
+        vg__ds_free_elem(out, it->ds->ncomp);
         if (rc != VG_OK) return rc;
     }
 }
@@ -2221,22 +1787,22 @@ static vg_code unbatch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_stat
     unary_it *u = (unary_it *)it;
     int nc = it->ds->ncomp;
     while (!u->cur[0] || u->count >= u->cur_n) {
-        free_elem(u->cur, nc);
+        vg__ds_free_elem(u->cur, nc);
         vg_code rc = u->in->next(u->in, u->cur, end, st);
         if (rc != VG_OK || *end) return rc;
         u->count = 0;
         u->cur_n = vg_tensor_ndims(u->cur[0]) > 0 ? vg_tensor_dim(u->cur[0], 0) : -1;
         for (int c = 0; c < nc; c++)
             if (vg_tensor_ndims(u->cur[c]) < 1 || vg_tensor_dim(u->cur[c], 0) != u->cur_n) {
-                free_elem(u->cur, nc);
+                vg__ds_free_elem(u->cur, nc);
                 return vg_status_set(st, VG_INVALID_ARGUMENT,
                                      "Input element must have a non-scalar value in each component, with the same "
                                      "first dimension (component %d)", c);
             }
     }
     for (int c = 0; c < nc; c++) {
-        if (!(out[c] = slice_row(u->cur[c], u->count, st))) {
-            free_elem(out, c);
+        if (!(out[c] = vg__ds_slice_row(u->cur[c], u->count, st))) {
+            vg__ds_free_elem(out, c);
             return st->code;
         }
     }
@@ -2263,7 +1829,7 @@ static vg_code zip_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *
         const vg__dataset *src = k == 0 ? d->input : d->more[k - 1];
         vg_code rc = in->next(in, out + at, end, st);
         if (rc != VG_OK || *end) {
-            free_elem(out, at);
+            vg__ds_free_elem(out, at);
             return rc;
         }
         at += src->ncomp;
@@ -2361,8 +1927,8 @@ static vg_code padded_batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
             }
         }
     }
-    if (rc != VG_OK || *end) free_elem(out, nc);
-    free_elem(rows, (int)(bs * nc));
+    if (rc != VG_OK || *end) vg__ds_free_elem(out, nc);
+    vg__ds_free_elem(rows, (int)(bs * nc));
     vg__free(rows);
     return rc;
 }
@@ -2420,7 +1986,7 @@ static vg_code cache_file_read(unary_it *u, int nc, vg_tensor **out, bool *end, 
         vg__bundle_strings_free(strs, lens, n);
     }
     if (rc != VG_OK) {
-        free_elem(out, nc);
+        vg__ds_free_elem(out, nc);
         return rc;
     }
     u->count++;
@@ -2485,7 +2051,7 @@ static vg_code cache_file_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
         return rc;
     }
     if ((rc = cache_file_add(u, nc, out, st)) != VG_OK) {
-        free_elem(out, nc);
+        vg__ds_free_elem(out, nc);
         cache_stop_writing(u, c);
         return rc;
     }
@@ -2539,7 +2105,7 @@ static vg_code cache_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status
         int64_t nc2 = u->cap ? u->cap * 2 : 64;
         vg_tensor **nb = vg__realloc(u->buf, sizeof(vg_tensor *) * (size_t)(u->cap * nc), sizeof(vg_tensor *) * (size_t)(nc2 * nc));
         if (!nb) {
-            free_elem(out, nc);
+            vg__ds_free_elem(out, nc);
             return VG_OOM(st, "cache");
         }
         u->buf = nb;
@@ -2671,7 +2237,7 @@ static void *prefetch_main(void *arg) {
         __atomic_store_n(&p->cpu[0], sched_getcpu(), __ATOMIC_RELAXED);
         pthread_mutex_lock(&p->mu);
         if (p->stop) {
-            free_elem(it.t, nc);
+            vg__ds_free_elem(it.t, nc);
             break;
         }
         p->ring[(p->head + p->size) % p->rcap] = it;
@@ -2769,7 +2335,7 @@ static void prefetch_free(vg__ds_iter *it) {
     pthread_mutex_unlock(&p->mu);
     vg__ds_iter_cancel(p->in); /* unblocks a producer waiting inside its input */
     if (p->started) pthread_join(p->th, NULL);
-    for (int64_t k = 0; k < p->size; k++) free_elem(p->ring[(p->head + k) % p->rcap].t, it->ds->ncomp);
+    for (int64_t k = 0; k < p->size; k++) vg__ds_free_elem(p->ring[(p->head + k) % p->rcap].t, it->ds->ncomp);
     vg__free(p->ring);
     vg__ds_iter_free(p->in);
     pthread_mutex_destroy(&p->mu);
@@ -2793,18 +2359,15 @@ static vg__ds_iter *child_new(const vg__ds_iter *parent, vg__dataset *d, vg_stat
     return iter_make(d, parent->ctx, st);
 }
 
+vg__ds_iter *vg__ds_iter_child(const vg__ds_iter *parent, vg__dataset *d, vg_status *st) {
+    return child_new(parent, d, st);
+}
+
 vg__ds_iter *vg__ds_iter_new(vg__dataset *d, vg_status *st) { return iter_make(d, NULL, st); }
 
 static vg__ds_iter *iter_make(vg__dataset *d, vg__ds_ctx *ctx, vg_status *st) {
-    size_t size = d->kind == VG__DS_SLICES     ? sizeof(slices_it)
-                  : d->kind == VG__DS_RANGE    ? sizeof(range_it)
-                  : d->kind == VG__DS_TFRECORD ? sizeof(tfrecord_it)
-                  : d->kind == VG__DS_TEXTLINE ? sizeof(textline_it)
-                  : d->kind == VG__DS_PREFETCH ? sizeof(prefetch_it)
-                  : d->kind == VG__DS_FROM_TENSORS ? sizeof(once_it)
-                  : d->kind == VG__DS_FIXEDLEN ? sizeof(fixedlen_it)
-                                               : sizeof(unary_it);
-    vg__ds_iter *it = vg__calloc(1, size);
+    const vg__ds_kind *k = vg__ds_kind_of(d->kind);
+    vg__ds_iter *it = vg__calloc(1, k->iter_size);
     if (it && ctx) atomic_fetch_add(&ctx->refs, 1);
     else if (it && !(ctx = ctx_new())) {
         vg__free(it);
@@ -2816,121 +2379,78 @@ static vg__ds_iter *iter_make(vg__dataset *d, vg__ds_ctx *ctx, vg_status *st) {
     }
     it->ctx = ctx;
     it->ds = vg__dataset_ref(d);
-    switch (d->kind) {
-    case VG__DS_SLICES:
-        it->next = slices_next;
-        ((slices_it *)it)->n = d->ncomp ? vg_tensor_dim(d->comps[0], 0) : 0;
-        return it;
-    case VG__DS_RANGE:
-        it->next = range_next;
-        ((range_it *)it)->cur = d->a;
-        return it;
-    case VG__DS_TFRECORD:
-        it->next = tfrecord_next;
-        it->next_records = tfrecord_next_records;
-        it->free = tfrecord_free;
-        return it;
-    case VG__DS_TEXTLINE:
-        it->next = textline_next;
-        it->free = textline_free;
-        return it;
-    case VG__DS_FROM_TENSORS:
-        it->next = from_tensors_next;
-        return it;
-    case VG__DS_FIXEDLEN:
-        it->next = fixedlen_next;
-        it->free = fixedlen_free;
-        ((fixedlen_it *)it)->fd = -1;
-        return it;
-    case VG__DS_PREFETCH: {
-        prefetch_it *p = (prefetch_it *)it;
-        it->next = prefetch_next;
-        it->free = prefetch_free;
-        it->cancel = prefetch_cancel;
-        pthread_mutex_init(&p->mu, NULL);
-        pthread_cond_init(&p->cv, NULL);
-        pthread_cond_init(&p->space, NULL);
-        p->cap = d->a;
-        p->rcap = p->cap < 16 ? p->cap : 16;
-        p->spin_ns = ds_spin_ns();
-        p->cpu[0] = p->cpu[1] = -1;
-        if (!(p->ring = vg__calloc((size_t)p->rcap, sizeof(pf_item)))) {
-            VG_OOM(st, "prefetch buffer");
-            vg__ds_iter_free(it);
-            return NULL;
-        }
-        if (!(p->in = child_new(it, d->input, st))) {
-            vg__ds_iter_free(it);
-            return NULL;
-        }
-        return it;
+    if (k->iter_init(it, st) != VG_OK) {
+        vg__ds_iter_free(it);
+        return NULL;
     }
-    default:
-        break;
-    }
+    return it;
+}
+
+/* ---- set-up of the transformations' iterators ---- */
+
+static vg_code prefetch_init(vg__ds_iter *it, vg_status *st) {
+    const vg__dataset *d = it->ds;
+    prefetch_it *p = (prefetch_it *)it;
+    it->next = prefetch_next;
+    it->free = prefetch_free;
+    it->cancel = prefetch_cancel;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    pthread_cond_init(&p->space, NULL);
+    p->cap = d->a;
+    p->rcap = p->cap < 16 ? p->cap : 16;
+    p->spin_ns = ds_spin_ns();
+    p->cpu[0] = p->cpu[1] = -1;
+    if (!(p->ring = vg__calloc((size_t)p->rcap, sizeof(pf_item)))) return VG_OOM(st, "prefetch buffer");
+    if (!(p->in = child_new(it, d->input, st))) return st->code;
+    return VG_OK;
+}
+
+/* The common part of a one-input transformation: its free / cancel, next, and (when
+ * `child`) its input's iterator. */
+static vg_code unary_init(vg__ds_iter *it, vg__ds_next_fn next, bool child, vg_status *st) {
     unary_it *u = (unary_it *)it;
     it->free = unary_free;
     it->cancel = unary_cancel;
-    switch (d->kind) {
-    case VG__DS_MAP: it->next = d->c > 1 ? parallel_map_next : map_next; break;
-    case VG__DS_BATCH: it->next = batch_next; break;
-    case VG__DS_SHUFFLE: it->next = shuffle_next; break;
-    case VG__DS_REPEAT:
-        it->next = repeat_next;
-        if (strings_source(d->input)) it->next_records = repeat_next_records;
-        break;
-    case VG__DS_TAKE: it->next = take_next; break;
-    case VG__DS_SHARD: it->next = shard_next; break;
-    case VG__DS_IGNORE_ERRORS: it->next = ignore_errors_next; break;
-    case VG__DS_INTERLEAVE: it->next = interleave_next; break;
-    case VG__DS_FILTER: it->next = filter_next; break;
-    case VG__DS_UNBATCH: it->next = unbatch_next; break;
-    case VG__DS_CONCATENATE: it->next = concatenate_next; break;
-    case VG__DS_ZIP: it->next = zip_next; break;
-    case VG__DS_PADDED_BATCH: it->next = padded_batch_next; break;
-    case VG__DS_CACHE: it->next = cache_next; break;
-    default: it->next = skip_next; break;
-    }
-    if (d->kind == VG__DS_ZIP)
-        for (int k = 0; k < d->nmore; k++)
-            if (!(u->ins[k] = child_new(it, d->more[k], st))) {
-                vg__ds_iter_free(it);
-                return NULL;
-            }
-    if (d->kind != VG__DS_REPEAT && d->kind != VG__DS_CACHE && !(u->in = child_new(it, d->input, st))) {
-        vg__ds_iter_free(it);
-        return NULL;
-    }
-    if (d->kind == VG__DS_INTERLEAVE &&
-        (!(u->cycle = vg__calloc((size_t)d->a, sizeof(vg__ds_iter *))) ||
-         !(u->cycle_args = vg__calloc((size_t)(d->a * (d->fn->nargs ? d->fn->nargs : 1)), sizeof(vg_tensor *))))) {
-        VG_OOM(st, "interleave cycle");
-        vg__ds_iter_free(it);
-        return NULL;
-    }
-    /* A function's session runs its ops inline on the calling thread (one intra-op and
-     * one inter-op thread): its kernels are small, and waking pool threads for them
-     * cost more than the work (and, under a parallel map, fought over the cores with
-     * the map's own threads). */
+    it->next = next;
+    if (child && !(u->in = child_new(it, (vg__dataset *)it->ds->input, st))) return st->code;
+    return VG_OK;
+}
+
+/* A function's session runs its ops inline on the calling thread (one intra-op and
+ * one inter-op thread): its kernels are small, and waking pool threads for them
+ * cost more than the work (and, under a parallel map, fought over the cores with
+ * the map's own threads). */
+static vg_session *fn_session(vg_graph *g, vg_status *st) {
     vg_session_options fn_opts = VG_SESSION_OPTIONS_INIT;
     fn_opts.intra_op_threads = 1;
     fn_opts.inter_op_threads = 1;
-    if ((d->kind == VG__DS_MAP || d->kind == VG__DS_INTERLEAVE || d->kind == VG__DS_FILTER) &&
-        !(u->sess = vg_session_new(d->fn->g, &fn_opts, st))) {
-        vg__ds_iter_free(it);
-        return NULL;
-    }
-    bool vec = d->kind == VG__DS_MAP && d->fn->vec && __atomic_load_n(&vectorize_on, __ATOMIC_RELAXED);
-    if (d->kind == VG__DS_MAP && d->fn->native_b && __atomic_load_n(&native_on, __ATOMIC_RELAXED) &&
+    return vg_session_new(g, &fn_opts, st);
+}
+
+/* A shuffle's or a batch's reading of its input's row views (when offered). */
+static vg_code rows_init(vg__ds_iter *it, vg__ds_next_fn next, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    if (!__atomic_load_n(&rows_on, __ATOMIC_RELAXED) || !u->in->next_rows) return VG_OK;
+    if (!(u->rows = vg__malloc(sizeof *u->rows))) return VG_OOM(st, "row view");
+    it->next = next;
+    return VG_OK;
+}
+
+static vg_code map_init(vg__ds_iter *it, vg_status *st) {
+    const vg__dataset *d = it->ds;
+    unary_it *u = (unary_it *)it;
+    vg_code rc = unary_init(it, d->c > 1 ? parallel_map_next : map_next, true, st);
+    if (rc != VG_OK) return rc;
+    if (!(u->sess = fn_session(d->fn->g, st))) return st->code;
+    bool vec = d->fn->vec && __atomic_load_n(&vectorize_on, __ATOMIC_RELAXED);
+    if (d->fn->native_b && __atomic_load_n(&native_on, __ATOMIC_RELAXED) &&
         __atomic_load_n(&vectorize_on, __ATOMIC_RELAXED)) {
         it->next = native_batch_map_next;
-        return it;
+        return VG_OK;
     }
-    if (vec && !(u->vsess = vg_session_new(d->fn->vec, &fn_opts, st))) {
-        vg__ds_iter_free(it);
-        return NULL;
-    }
-    if (d->kind == VG__DS_MAP && (d->c > 1 || vec)) {
+    if (vec && !(u->vsess = fn_session(d->fn->vec, st))) return st->code;
+    if (d->c > 1 || vec) {
         int64_t par = d->c > 1 ? d->c : 1;
         /* a native function over records read straight from their source costs a
          * fraction of a microsecond a record: a second thread's hand-offs cost more than
@@ -2955,42 +2475,84 @@ static vg__ds_iter *iter_make(vg__dataset *d, vg__ds_ctx *ctx, vg_status *st) {
         if (!(u->blk = vg__calloc(2, sizeof(pmap_block))) ||
             !(u->blk[0].slots = vg__calloc((size_t)u->nslots + 1, sizeof(pmap_slot))) ||
             !(u->blk[1].slots = vg__calloc((size_t)u->nslots + 1, sizeof(pmap_slot))) ||
-            (par > 1 && !(u->pool = vg__pool_new((int)par - 1)))) {
-            VG_OOM(st, "parallel map");
-            vg__ds_iter_free(it);
-            return NULL;
-        }
+            (par > 1 && !(u->pool = vg__pool_new((int)par - 1))))
+            return VG_OOM(st, "parallel map");
     }
-    bool rows = __atomic_load_n(&rows_on, __ATOMIC_RELAXED) && u->in && u->in->next_rows;
-    if ((d->kind == VG__DS_SHUFFLE || d->kind == VG__DS_BATCH) && rows) {
-        if (!(u->rows = vg__malloc(sizeof *u->rows))) {
-            VG_OOM(st, "row view");
-            vg__ds_iter_free(it);
-            return NULL;
-        }
-        if (d->kind == VG__DS_BATCH) {
-            it->next = batch_rows_next;
-        } else {
-            it->next = shuffle_slab_next;
-            it->next_rows = shuffle_next_rows;
-        }
-    }
-    if (d->kind == VG__DS_SHUFFLE) {
-        u->cap = d->a;
-        u->count = 0; /* buffer slots allocated so far */
-        uint64_t x;
-        if (d->seed == 0 && d->seed2 == 0) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)(uintptr_t)it;
-        } else {
-            x = (uint64_t)d->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)d->seed2;
-        }
-        if (d->flag) x += (uint64_t)ctx_take(it->ctx, d) * 0xda942042e4dd58b5ull;
-        for (int i = 0; i < 4; i++) u->rng[i] = splitmix(&x);
-    }
-    return it;
+    return VG_OK;
 }
+
+static vg_code filter_init(vg__ds_iter *it, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    vg_code rc = unary_init(it, filter_next, true, st);
+    if (rc == VG_OK && !(u->sess = fn_session(it->ds->fn->g, st))) rc = st->code;
+    return rc;
+}
+
+static vg_code interleave_init(vg__ds_iter *it, vg_status *st) {
+    const vg__dataset *d = it->ds;
+    unary_it *u = (unary_it *)it;
+    vg_code rc = unary_init(it, interleave_next, true, st);
+    if (rc != VG_OK) return rc;
+    if (!(u->cycle = vg__calloc((size_t)d->a, sizeof(vg__ds_iter *))) ||
+        !(u->cycle_args = vg__calloc((size_t)(d->a * (d->fn->nargs ? d->fn->nargs : 1)), sizeof(vg_tensor *))))
+        return VG_OOM(st, "interleave cycle");
+    if (!(u->sess = fn_session(d->fn->g, st))) return st->code;
+    return VG_OK;
+}
+
+static vg_code batch_init(vg__ds_iter *it, vg_status *st) {
+    vg_code rc = unary_init(it, batch_next, true, st);
+    return rc == VG_OK ? rows_init(it, batch_rows_next, st) : rc;
+}
+
+static vg_code shuffle_init(vg__ds_iter *it, vg_status *st) {
+    const vg__dataset *d = it->ds;
+    unary_it *u = (unary_it *)it;
+    vg_code rc = unary_init(it, shuffle_next, true, st);
+    if (rc == VG_OK) rc = rows_init(it, shuffle_slab_next, st);
+    if (rc != VG_OK) return rc;
+    if (u->rows) it->next_rows = shuffle_next_rows;
+    u->cap = d->a;
+    u->count = 0; /* buffer slots allocated so far */
+    uint64_t x;
+    if (d->seed == 0 && d->seed2 == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)(uintptr_t)it;
+    } else {
+        x = (uint64_t)d->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)d->seed2;
+    }
+    if (d->flag) x += (uint64_t)ctx_take(it->ctx, d) * 0xda942042e4dd58b5ull;
+    for (int i = 0; i < 4; i++) u->rng[i] = splitmix(&x);
+    return VG_OK;
+}
+
+static vg_code repeat_init(vg__ds_iter *it, vg_status *st) {
+    vg_code rc = unary_init(it, repeat_next, false, st);
+    if (strings_source(it->ds->input)) it->next_records = repeat_next_records;
+    return rc;
+}
+
+static vg_code zip_init(vg__ds_iter *it, vg_status *st) {
+    const vg__dataset *d = it->ds;
+    unary_it *u = (unary_it *)it;
+    vg_code rc = unary_init(it, zip_next, false, st);
+    for (int k = 0; k < d->nmore && rc == VG_OK; k++)
+        if (!(u->ins[k] = child_new(it, d->more[k], st))) rc = st->code;
+    if (rc == VG_OK && !(u->in = child_new(it, d->input, st))) rc = st->code;
+    return rc;
+}
+
+#define UNARY_INIT(name, next_fn, child)                                                                               \
+    static vg_code name##_init(vg__ds_iter *it, vg_status *st) { return unary_init(it, next_fn, child, st); }
+UNARY_INIT(take, take_next, true)
+UNARY_INIT(skip, skip_next, true)
+UNARY_INIT(shard, shard_next, true)
+UNARY_INIT(ignore_errors, ignore_errors_next, true)
+UNARY_INIT(unbatch, unbatch_next, true)
+UNARY_INIT(concatenate, concatenate_next, true)
+UNARY_INIT(padded_batch, padded_batch_next, true)
+UNARY_INIT(cache, cache_next, false)
 
 void vg__ds_iter_free(vg__ds_iter *it) {
     if (!it) return;
@@ -3051,7 +2613,7 @@ static vg_code slot_tensors(const slab *sb, int64_t slot, int nc, vg_tensor **t,
     const uint8_t *p = slot_ptr(sb, slot);
     for (int c = 0; c < nc; c++) {
         if (!(t[c] = vg_tensor_new(sb->spec.dtype[c], sb->spec.dims[c], sb->spec.ndims[c], st))) {
-            free_elem(t, c);
+            vg__ds_free_elem(t, c);
             return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
         }
         if (sb->spec.xf[c]) vg__ds_xform_apply(sb->spec.xf[c], p + sb->off[c], vg_tensor_data(t[c]));
@@ -3066,7 +2628,7 @@ static vg_code put_slot(vg__ds_wr *w, const slab *sb, int64_t slot, int nc, vg_s
     vg_code rc = slot_tensors(sb, slot, nc, t, &owned, st);
     if (rc != VG_OK) return rc;
     rc = vg__ds_put_item(w, VG_OK, t, nc, NULL, st);
-    if (owned) free_elem(t, nc);
+    if (owned) vg__ds_free_elem(t, nc);
     return rc;
 }
 
@@ -3140,7 +2702,7 @@ static vg_code shuffle_restore(unary_it *u, vg__ds_rd *r, vg_status *st) {
         if (slabbed) {
             int64_t slot = -1;
             if ((rc = slab_put_tensors(u, u->slab, t, nc, &slot, st)) != VG_OK) {
-                free_elem(t, nc);
+                vg__ds_free_elem(t, nc);
                 return rc;
             }
             u->slab->idx[u->size++] = slot;
@@ -3190,7 +2752,7 @@ static vg_code read_elements(vg__ds_rd *r, const vg__dataset *d, int64_t n, vg_t
         if (rc == VG_OK && code != VG_OK) rc = state_mismatch(d, "an error among the cached elements", st);
     }
     if (rc != VG_OK) {
-        free_elem(a, (int)(n * nc));
+        vg__ds_free_elem(a, (int)(n * nc));
         vg__free(a);
         return rc;
     }
@@ -3218,7 +2780,7 @@ static vg_code cache_restore(unary_it *u, vg__ds_rd *r, vg_status *st) {
     if ((rc = read_elements(r, d, n, &elems, st)) != VG_OK) return rc;
     if (u->epoch == 1) {
         if (u->count > n) {
-            free_elem(elems, (int)(n * nc));
+            vg__ds_free_elem(elems, (int)(n * nc));
             vg__free(elems);
             return state_mismatch(d, "position beyond the cache", st);
         }
@@ -3231,7 +2793,7 @@ static vg_code cache_restore(unary_it *u, vg__ds_rd *r, vg_status *st) {
         }
         pthread_mutex_unlock(&c->mu);
         if (!publish) { /* this dataset's cache is already complete: the same elements */
-            free_elem(elems, (int)(n * nc));
+            vg__ds_free_elem(elems, (int)(n * nc));
             vg__free(elems);
         }
         return VG_OK;
@@ -3324,7 +2886,7 @@ static vg_code interleave_restore(unary_it *u, vg__ds_rd *r, vg_status *st) {
             break;
         }
         rc = interleave_open(u, i, args, st);
-        free_elem(args, na);
+        vg__ds_free_elem(args, na);
         if (rc == VG_OK) rc = vg__ds_iter_restore(u->cycle[i], r, st);
         open++;
     }
@@ -3332,186 +2894,152 @@ static vg_code interleave_restore(unary_it *u, vg__ds_rd *r, vg_status *st) {
     return rc;
 }
 
-static vg_code unary_save(unary_it *u, vg__ds_wr *w, vg_status *st) {
-    const vg__dataset *d = u->base.ds;
-    vg_code rc = VG_OK;
-    switch (d->kind) {
-    case VG__DS_MAP:
-        if (u->blk && (rc = pmap_drain(u, st)) != VG_OK) return rc;
-        if ((rc = queue_save(&u->rq, w, d->fn->nouts, st)) != VG_OK) return rc;
-        vg__ds_put_i64(w, u->blk ? u->blk[u->bcur].in_end : 0);
-        return save_child(u->in, w, st);
-    case VG__DS_SHUFFLE: return shuffle_save(u, w, st);
-    case VG__DS_CACHE: return cache_save(u, w, st);
-    case VG__DS_INTERLEAVE: return interleave_save(u, w, st);
-    case VG__DS_REPEAT:
-        vg__ds_put_i64(w, u->epoch);
-        vg__ds_put_i64(w, u->in_epoch);
-        return save_child(u->in, w, st);
-    case VG__DS_TAKE:
-    case VG__DS_SKIP:
-    case VG__DS_SHARD:
-    case VG__DS_IGNORE_ERRORS:
-        vg__ds_put_i64(w, u->count);
-        return save_child(u->in, w, st);
-    case VG__DS_UNBATCH:
-        vg__ds_put_i64(w, u->cur[0] != NULL);
-        if (u->cur[0] && (rc = vg__ds_put_item(w, VG_OK, u->cur, d->ncomp, NULL, st)) != VG_OK) return rc;
-        vg__ds_put_i64(w, u->count);
-        vg__ds_put_i64(w, u->cur_n);
-        return save_child(u->in, w, st);
-    case VG__DS_CONCATENATE:
-        vg__ds_put_i64(w, u->in_end);
-        if ((rc = save_child(u->in, w, st)) != VG_OK) return rc;
-        return save_child(u->ins[0], w, st);
-    case VG__DS_ZIP:
-        rc = save_child(u->in, w, st);
-        for (int k = 0; k < d->nmore && rc == VG_OK; k++) rc = save_child(u->ins[k], w, st);
-        return rc;
-    default: /* batch, padded_batch, filter: nothing between elements */
-        return save_child(u->in, w, st);
-    }
+/* ---- the transformations' positions ---- */
+
+static vg_code map_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    vg_code rc;
+    if (u->blk && (rc = pmap_drain(u, st)) != VG_OK) return rc;
+    if ((rc = queue_save(&u->rq, w, it->ds->fn->nouts, st)) != VG_OK) return rc;
+    vg__ds_put_i64(w, u->blk ? u->blk[u->bcur].in_end : 0);
+    return save_child(u->in, w, st);
+}
+static vg_code map_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    vg_code rc;
+    if ((rc = queue_restore(&u->rq, r, d->fn->nouts, st)) != VG_OK) return rc;
+    bool in_end = vg__ds_get_range(r, 0, 1) != 0;
+    if (u->blk) u->blk[u->bcur].in_end = in_end;
+    return restore_child(it, &u->in, d->input, true, r, st);
 }
 
-static vg_code unary_restore(unary_it *u, vg__ds_rd *r, vg_status *st) {
-    vg__dataset *d = (vg__dataset *)u->base.ds;
-    vg_code rc = VG_OK;
-    switch (d->kind) {
-    case VG__DS_MAP: {
-        if ((rc = queue_restore(&u->rq, r, d->fn->nouts, st)) != VG_OK) return rc;
-        bool in_end = vg__ds_get_range(r, 0, 1) != 0;
-        if (u->blk) u->blk[u->bcur].in_end = in_end;
-        return restore_child(&u->base, &u->in, d->input, true, r, st);
+static vg_code shuffle_save_it(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    return shuffle_save((unary_it *)it, w, st);
+}
+static vg_code shuffle_restore_it(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    return shuffle_restore((unary_it *)it, r, st);
+}
+static vg_code cache_save_it(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) { return cache_save((unary_it *)it, w, st); }
+static vg_code cache_restore_it(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    return cache_restore((unary_it *)it, r, st);
+}
+static vg_code interleave_save_it(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    return interleave_save((unary_it *)it, w, st);
+}
+static vg_code interleave_restore_it(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    return interleave_restore((unary_it *)it, r, st);
+}
+static vg_code prefetch_save_it(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    return prefetch_save((prefetch_it *)it, w, st);
+}
+static vg_code prefetch_restore_it(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    return prefetch_restore((prefetch_it *)it, r, st);
+}
+
+static vg_code repeat_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    vg__ds_put_i64(w, u->epoch);
+    vg__ds_put_i64(w, u->in_epoch);
+    return save_child(u->in, w, st);
+}
+static vg_code repeat_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    u->epoch = vg__ds_get_range(r, 0, INT64_MAX);
+    u->in_epoch = vg__ds_get_range(r, 0, INT64_MAX);
+    if (d->a >= 0 && u->epoch > d->a) r->bad = true;
+    return restore_child(it, &u->in, d->input, false, r, st);
+}
+
+/* take, skip, shard, ignore_errors: a count */
+static vg_code count_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    vg__ds_put_i64(w, u->count);
+    return save_child(u->in, w, st);
+}
+static vg_code count_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    u->count = vg__ds_get_range(r, 0, INT64_MAX);
+    return restore_child(it, &u->in, it->ds->input, true, r, st);
+}
+
+static vg_code unbatch_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    vg_code rc;
+    vg__ds_put_i64(w, u->cur[0] != NULL);
+    if (u->cur[0] && (rc = vg__ds_put_item(w, VG_OK, u->cur, it->ds->ncomp, NULL, st)) != VG_OK) return rc;
+    vg__ds_put_i64(w, u->count);
+    vg__ds_put_i64(w, u->cur_n);
+    return save_child(u->in, w, st);
+}
+static vg_code unbatch_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    vg_code rc;
+    if (vg__ds_get_range(r, 0, 1)) {
+        vg_code code;
+        char *msg = NULL;
+        if ((rc = vg__ds_get_item(r, d->ncomp, &code, u->cur, &msg, st)) != VG_OK) return rc;
+        vg__free(msg);
+        if (code != VG_OK) return state_mismatch(d, "the element being split", st);
     }
-    case VG__DS_SHUFFLE: return shuffle_restore(u, r, st);
-    case VG__DS_CACHE: return cache_restore(u, r, st);
-    case VG__DS_INTERLEAVE: return interleave_restore(u, r, st);
-    case VG__DS_REPEAT:
-        u->epoch = vg__ds_get_range(r, 0, INT64_MAX);
-        u->in_epoch = vg__ds_get_range(r, 0, INT64_MAX);
-        if (d->a >= 0 && u->epoch > d->a) r->bad = true;
-        return restore_child(&u->base, &u->in, d->input, false, r, st);
-    case VG__DS_TAKE:
-    case VG__DS_SKIP:
-    case VG__DS_SHARD:
-    case VG__DS_IGNORE_ERRORS:
-        u->count = vg__ds_get_range(r, 0, INT64_MAX);
-        return restore_child(&u->base, &u->in, d->input, true, r, st);
-    case VG__DS_UNBATCH:
-        if (vg__ds_get_range(r, 0, 1)) {
-            vg_code code;
-            char *msg = NULL;
-            if ((rc = vg__ds_get_item(r, d->ncomp, &code, u->cur, &msg, st)) != VG_OK) return rc;
-            vg__free(msg);
-            if (code != VG_OK) return state_mismatch(d, "the element being split", st);
-        }
-        u->count = vg__ds_get_range(r, 0, INT64_MAX);
-        u->cur_n = vg__ds_get_range(r, -1, INT64_MAX);
-        if (u->cur[0]) {
-            for (int c = 0; c < d->ncomp; c++)
-                if (vg_tensor_ndims(u->cur[c]) < 1 || vg_tensor_dim(u->cur[c], 0) != u->cur_n) r->bad = true;
-            if (u->count > u->cur_n) r->bad = true;
-        }
-        return restore_child(&u->base, &u->in, d->input, true, r, st);
-    case VG__DS_CONCATENATE:
-        u->in_end = vg__ds_get_range(r, 0, 1) != 0;
-        if ((rc = restore_child(&u->base, &u->in, d->input, true, r, st)) != VG_OK) return rc;
-        return restore_child(&u->base, &u->ins[0], d->more[0], false, r, st);
-    case VG__DS_ZIP:
-        rc = restore_child(&u->base, &u->in, d->input, true, r, st);
-        for (int k = 0; k < d->nmore && rc == VG_OK; k++) rc = restore_child(&u->base, &u->ins[k], d->more[k], true, r, st);
-        return rc;
-    default:
-        return restore_child(&u->base, &u->in, d->input, true, r, st);
+    u->count = vg__ds_get_range(r, 0, INT64_MAX);
+    u->cur_n = vg__ds_get_range(r, -1, INT64_MAX);
+    if (u->cur[0]) {
+        for (int c = 0; c < d->ncomp; c++)
+            if (vg_tensor_ndims(u->cur[c]) < 1 || vg_tensor_dim(u->cur[c], 0) != u->cur_n) r->bad = true;
+        if (u->count > u->cur_n) r->bad = true;
     }
+    return restore_child(it, &u->in, d->input, true, r, st);
+}
+
+static vg_code concatenate_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    vg_code rc;
+    vg__ds_put_i64(w, u->in_end);
+    if ((rc = save_child(u->in, w, st)) != VG_OK) return rc;
+    return save_child(u->ins[0], w, st);
+}
+static vg_code concatenate_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    vg_code rc;
+    u->in_end = vg__ds_get_range(r, 0, 1) != 0;
+    if ((rc = restore_child(it, &u->in, d->input, true, r, st)) != VG_OK) return rc;
+    return restore_child(it, &u->ins[0], d->more[0], false, r, st);
+}
+
+static vg_code zip_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    vg_code rc = save_child(u->in, w, st);
+    for (int k = 0; k < it->ds->nmore && rc == VG_OK; k++) rc = save_child(u->ins[k], w, st);
+    return rc;
+}
+static vg_code zip_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    unary_it *u = (unary_it *)it;
+    const vg__dataset *d = it->ds;
+    vg_code rc = restore_child(it, &u->in, d->input, true, r, st);
+    for (int k = 0; k < d->nmore && rc == VG_OK; k++) rc = restore_child(it, &u->ins[k], d->more[k], true, r, st);
+    return rc;
+}
+
+/* batch, padded_batch, filter: nothing between elements */
+static vg_code input_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
+    return save_child(((unary_it *)it)->in, w, st);
+}
+static vg_code input_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
+    return restore_child(it, &((unary_it *)it)->in, it->ds->input, true, r, st);
 }
 
 vg_code vg__ds_iter_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
     const vg__dataset *d = it->ds;
     vg__ds_put_i64(w, ITER_TAG | d->kind);
-    vg_code rc = VG_OK;
-    switch (d->kind) {
-    case VG__DS_SLICES: vg__ds_put_i64(w, ((slices_it *)it)->i); break;
-    case VG__DS_RANGE: vg__ds_put_i64(w, ((range_it *)it)->cur); break;
-    case VG__DS_FROM_TENSORS: vg__ds_put_i64(w, ((once_it *)it)->done); break;
-    case VG__DS_TFRECORD: {
-        tfrecord_it *t = (tfrecord_it *)it;
-        vg__ds_put_i64(w, t->file);
-        vg__ds_put_i64(w, t->r != NULL);
-        vg__ds_put_i64(w, t->nrec);
-        break;
-    }
-    case VG__DS_TEXTLINE: {
-        textline_it *t = (textline_it *)it;
-        vg__ds_put_i64(w, t->file);
-        vg__ds_put_i64(w, t->f != NULL);
-        vg__ds_put_i64(w, (int64_t)(t->boff + t->pos));
-        break;
-    }
-    case VG__DS_FIXEDLEN: {
-        fixedlen_it *f = (fixedlen_it *)it;
-        vg__ds_put_i64(w, f->file);
-        vg__ds_put_i64(w, f->fd >= 0);
-        vg__ds_put_i64(w, f->pos);
-        break;
-    }
-    case VG__DS_PREFETCH: rc = prefetch_save((prefetch_it *)it, w, st); break;
-    default: rc = unary_save((unary_it *)it, w, st); break;
-    }
+    vg_code rc = vg__ds_kind_of(d->kind)->save(it, w, st);
     if (rc == VG_OK && w->oom) rc = VG_OOM(st, "iterator state");
     if (rc == VG_UNIMPLEMENTED && !strstr(st->msg, "Dataset")) /* name the innermost dataset op */
         vg_status_prefix(st, "%s: ", vg__ds_kind_name(d->kind));
     return rc;
-}
-
-/* Reopens TFRecord file t->file and reads nrec records again. */
-static vg_code tfrecord_seek(tfrecord_it *t, int64_t nrec, vg_status *st) {
-    bool none = false;
-    vg_code rc = tfrecord_open_next(t, &none, st);
-    if (rc != VG_OK || none) return rc;
-    for (int64_t k = 0; k < nrec; k++) {
-        const uint8_t *data;
-        size_t len;
-        uint64_t off;
-        rc = vg__zrecord_reader_next(t->r, &data, &len, &off, st);
-        if (rc == VG_OUT_OF_RANGE) {
-            size_t l;
-            const char *s = vg_tensor_string(t->base.ds->files, t->file, &l);
-            return vg_status_set(st, VG_DATA_LOSS, "%.*s has %lld records, fewer than the saved position %lld", (int)l,
-                                 s, (long long)k, (long long)nrec);
-        }
-        if (rc != VG_OK) return rc;
-    }
-    t->nrec = nrec;
-    return VG_OK;
-}
-
-/* Reopens text file t->file at offset `off` of its (inflated) stream. */
-static vg_code textline_seek(textline_it *t, uint64_t off, vg_status *st) {
-    const vg__dataset *d = t->base.ds;
-    vg_code rc = textline_open(t, st);
-    if (rc != VG_OK) return rc;
-    size_t plen;
-    const char *ps = vg_tensor_string(d->files, t->file, &plen);
-    if (d->compression == VG_COMPRESSION_NONE) {
-        struct stat sb;
-        if (fstat(fileno(t->f), &sb) != 0 || (uint64_t)sb.st_size < off || fseeko(t->f, (off_t)off, SEEK_SET) != 0)
-            return vg_status_set(st, VG_DATA_LOSS, "%.*s is shorter than the saved position %llu", (int)plen, ps,
-                                 (unsigned long long)off);
-        t->boff = off;
-        return VG_OK;
-    }
-    for (;;) {
-        if (off >= t->boff && off <= t->boff + t->len) {
-            t->pos = (size_t)(off - t->boff);
-            return VG_OK;
-        }
-        bool got;
-        if ((rc = textline_fill(t, d->compression, ps, plen, &got, st)) != VG_OK) return rc;
-        if (!got && t->boff != off)
-            return vg_status_set(st, VG_DATA_LOSS, "%.*s is shorter than the saved position %llu", (int)plen, ps,
-                                 (unsigned long long)off);
-    }
 }
 
 vg_code vg__ds_iter_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
@@ -3520,54 +3048,390 @@ vg_code vg__ds_iter_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
         r->bad = true;
         return rd_bad(r, d, st);
     }
-    vg_code rc = VG_OK;
-    switch (d->kind) {
-    case VG__DS_SLICES: {
-        slices_it *s = (slices_it *)it;
-        s->i = vg__ds_get_range(r, 0, s->n);
-        break;
-    }
-    case VG__DS_RANGE: ((range_it *)it)->cur = vg__ds_get_i64(r); break;
-    case VG__DS_FROM_TENSORS: ((once_it *)it)->done = vg__ds_get_range(r, 0, 1) != 0; break;
-    case VG__DS_TFRECORD: {
-        tfrecord_it *t = (tfrecord_it *)it;
-        t->file = vg__ds_get_range(r, 0, vg_tensor_num_elements(d->files));
-        bool open = vg__ds_get_range(r, 0, 1) != 0;
-        int64_t nrec = vg__ds_get_range(r, 0, INT64_MAX);
-        if (open && t->file == vg_tensor_num_elements(d->files)) r->bad = true;
-        if (!r->bad && open) rc = tfrecord_seek(t, nrec, st);
-        break;
-    }
-    case VG__DS_TEXTLINE: {
-        textline_it *t = (textline_it *)it;
-        t->file = vg__ds_get_range(r, 0, vg_tensor_num_elements(d->files));
-        bool open = vg__ds_get_range(r, 0, 1) != 0;
-        int64_t off = vg__ds_get_range(r, 0, INT64_MAX);
-        if (open && t->file == vg_tensor_num_elements(d->files)) r->bad = true;
-        if (!r->bad && open) rc = textline_seek(t, (uint64_t)off, st);
-        break;
-    }
-    case VG__DS_FIXEDLEN: {
-        fixedlen_it *f = (fixedlen_it *)it;
-        f->file = vg__ds_get_range(r, 0, vg_tensor_num_elements(d->files));
-        bool open = vg__ds_get_range(r, 0, 1) != 0;
-        int64_t pos = vg__ds_get_range(r, 0, INT64_MAX);
-        if (open && f->file == vg_tensor_num_elements(d->files)) r->bad = true;
-        if (!r->bad && open) {
-            size_t l;
-            const char *s = vg_tensor_string(d->files, f->file, &l);
-            if ((rc = fixedlen_open(f, s, l, st)) == VG_OK) {
-                if (pos < d->a || pos > f->limit || (pos - d->a) % d->b != 0)
-                    rc = vg_status_set(st, VG_DATA_LOSS, "%.*s: the saved position %lld is not a record boundary of "
-                                       "the file", (int)l, s, (long long)pos);
-                f->pos = pos;
-            }
-        }
-        break;
-    }
-    case VG__DS_PREFETCH: rc = prefetch_restore((prefetch_it *)it, r, st); break;
-    default: rc = unary_restore((unary_it *)it, r, st); break;
-    }
+    vg_code rc = vg__ds_kind_of(d->kind)->restore(it, r, st);
     if (rc == VG_OK) rc = rd_bad(r, d, st);
     return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the transformations' parameters from their ops */
+
+/* map, filter, interleave, flat_map: the function named by the op's attr (in its graph) */
+static vg_code fn_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    const char *type = vg_op_type(a->op), *key;
+    size_t kl;
+    int kfn = vg__ds_kind_of(d->kind)->fn;
+    bool filter = kfn == VG__DS_FN_PREDICATE, interleave = kfn == VG__DS_FN_DATASET;
+    if (!vg_op_attr_string(a->op, filter ? "predicate" : "f", &key, &kl))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "MapDataset needs attr f");
+    char k[600];
+    snprintf(k, sizeof k, "%.*s", (int)(kl < 590 ? kl : 590), key);
+    d->fn = vg_graph_user_data(vg_op_graph(a->op), k);
+    if (!d->fn) return vg_status_set(st, VG_NOT_FOUND, "%s: function '%s' not found", type, k);
+    if (!strcmp(type, "ParallelMapDataset")) {
+        d->c = vg__ds_scalar_i64(a->in[1]);
+        if (d->c == -1) d->c = 4; /* AUTOTUNE: a fixed width here */
+        if (d->c <= 0 || d->c > 256)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be in [1, 256], got %lld",
+                                 (long long)d->c);
+    }
+    if (interleave && !strcmp(type, "FlatMapDataset")) {
+        d->a = 1, d->b = 1; /* flat_map: interleave with cycle_length 1 (each dataset read to its end) */
+    } else if (interleave) {
+        d->a = vg__ds_scalar_i64(a->in[1]), d->b = vg__ds_scalar_i64(a->in[2]);
+        if (!strcmp(type, "ParallelInterleaveDatasetV2")) {
+            d->c = vg__ds_scalar_i64(a->in[3]);
+            if (d->c == -1) d->c = d->a; /* AUTOTUNE: one per cycle element */
+            if (d->c <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_parallel_calls must be greater than zero.");
+        }
+        if (d->a <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length must be greater than zero.");
+        if (d->b <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "block_length must be greater than zero.");
+        if (d->a > 4096) return vg_status_set(st, VG_INVALID_ARGUMENT, "cycle_length %lld is too large", (long long)d->a);
+    }
+    return VG_OK;
+}
+
+static vg_code shard_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    d->a = vg__ds_scalar_i64(a->in[1]), d->b = vg__ds_scalar_i64(a->in[2]);
+    if (d->a <= 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Number of shards must be greater than zero (currently num_shards = %lld).", (long long)d->a);
+    if (d->b < 0 || d->b >= d->a)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Index must be between 0 and %lld (currently index = %lld).",
+                             (long long)(d->a - 1), (long long)d->b);
+    return VG_OK;
+}
+
+/* inputs: dataset, batch_size, padded_shapes (ncomp int64 vectors), padding_values (ncomp
+ * scalars), drop_remainder */
+static vg_code padded_batch_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    int nc = d->ncomp;
+    if (a->nin != 3 + 2 * nc)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "PaddedBatchDatasetV2 expects %d inputs", 3 + 2 * nc);
+    d->a = vg__ds_scalar_i64(a->in[1]);
+    d->flag = vg_tensor_scalar(a->in[2 + 2 * nc]) != 0;
+    if (d->a <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Batch size must be greater than zero.");
+    for (int c = 0; c < nc; c++) {
+        vg_tensor *ps = a->in[2 + c], *pv = a->in[2 + nc + c];
+        int64_t r = vg_tensor_num_elements(ps);
+        if (vg_tensor_dtype(ps) != VG_INT64 || vg_tensor_ndims(ps) != 1 || r > VG_MAX_DIMS - 1)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "padded_shapes[%d] must be an int64 vector", c);
+        if (vg_tensor_num_elements(pv) != 1 || vg_tensor_dtype(pv) != d->types[c])
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "padding_values[%d] must be a %s scalar", c,
+                                 vg_dtype_name(d->types[c]));
+        d->padded[c] = vg_shape_make(vg_tensor_data(ps), (int)r);
+        d->comps[c] = vg_tensor_ref(pv);
+    }
+    return VG_OK;
+}
+
+static vg_code cache_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    size_t l = 0;
+    const char *fn = vg_tensor_string(a->in[1], 0, &l);
+    if (fn && l && (l > 4000 || memchr(fn, 0, l))) return vg_status_set(st, VG_INVALID_ARGUMENT, "CacheDataset: bad filename");
+    if (!(d->cache = vg__calloc(1, sizeof *d->cache))) return VG_OOM(st, "cache");
+    pthread_mutex_init(&d->cache->mu, NULL);
+    if (fn && l) {
+        if (!(d->cache->file = vg__malloc(l + 1))) return VG_OOM(st, "cache");
+        memcpy(d->cache->file, fn, l);
+        d->cache->file[l] = 0;
+    }
+    return VG_OK;
+}
+
+static vg_code batch_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    d->a = vg__ds_scalar_i64(a->in[1]);
+    d->flag = vg_tensor_scalar(a->in[2]) != 0;
+    if (d->a <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Batch size must be greater than zero.");
+    return VG_OK;
+}
+
+static vg_code shuffle_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    d->a = vg__ds_scalar_i64(a->in[1]), d->seed = vg__ds_scalar_i64(a->in[2]), d->seed2 = vg__ds_scalar_i64(a->in[3]);
+    bool r = true;
+    vg_op_attr_bool(a->op, "reshuffle_each_iteration", &r);
+    d->flag = r;
+    vg_code rc = VG_OK;
+    if (d->a <= 0) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "buffer_size must be greater than zero.");
+    /* ShuffleDatasetOp::MakeDataset: seeds 0 and 0 are drawn at random here, once per
+     * dataset, so every iterator over it (each epoch of a repeat) shares them; with
+     * reshuffle_each_iteration = False the epochs then come in the same order */
+    while (d->seed == 0 && d->seed2 == 0) {
+        d->seed = (int64_t)vg__ds_random_u64(d);
+        d->seed2 = (int64_t)vg__ds_random_u64(a->op);
+    }
+    return rc;
+}
+
+/* repeat, take, skip: a count (-1 = all) */
+static vg_code count_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    (void)st;
+    d->a = vg__ds_scalar_i64(a->in[1]);
+    if (d->a < -1) d->a = -1;
+    return VG_OK;
+}
+
+static vg_code prefetch_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st) {
+    d->a = vg__ds_scalar_i64(a->in[1]);
+    if (d->a < -1) /* TF's PrefetchDatasetOp: only AUTOTUNE (-1) may be negative */
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "buffer_size must be >= 0 or set buffer_size to be -1 for auto-tuning, got %lld",
+                             (long long)d->a);
+    if (d->a < 1) d->a = 1; /* AUTOTUNE (-1) and 0: one element */
+    else if (d->a > (1 << 20))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "prefetch buffer_size %lld is too large", (long long)d->a);
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the transformations' kinds */
+
+static bool map_valid(const vg__dataset *d) { return d->c >= 0 && d->c <= 256; }
+static bool interleave_valid(const vg__dataset *d) { return d->a > 0 && d->a <= 4096 && d->b > 0 && d->c >= 0; }
+static bool batch_valid(const vg__dataset *d) { return vg__ds_types_pass(d) && d->a > 0 && d->a <= ((int64_t)1 << 31); }
+static bool padded_batch_valid(const vg__dataset *d) {
+    if (!batch_valid(d)) return false;
+    for (int c = 0; c < d->ncomp; c++)
+        if (!d->comps[c] || vg_tensor_dtype(d->comps[c]) != d->types[c] || vg_tensor_num_elements(d->comps[c]) != 1 ||
+            d->padded[c].ndims < 0 || d->padded[c].ndims + 1 > VG_MAX_DIMS)
+            return false;
+    return true;
+}
+static bool shuffle_valid(const vg__dataset *d) { return vg__ds_types_pass(d) && d->a > 0; }
+static bool prefetch_valid(const vg__dataset *d) { return vg__ds_types_pass(d) && d->a >= 1 && d->a <= (1 << 20); }
+static bool shard_valid(const vg__dataset *d) { return vg__ds_types_pass(d) && d->a > 0 && d->b >= 0 && d->b < d->a; }
+static bool cache_valid(const vg__dataset *d) { return vg__ds_types_pass(d) && d->cache != NULL; }
+static bool zip_valid(const vg__dataset *d) {
+    const vg__dataset *in = d->input;
+    int n = in->ncomp;
+    if (n > d->ncomp || memcmp(in->types, d->types, sizeof(vg_dtype) * (size_t)n)) return false;
+    for (int i = 0; i < d->nmore; i++) {
+        const vg__dataset *m = d->more[i];
+        if (n + m->ncomp > d->ncomp || memcmp(m->types, d->types + n, sizeof(vg_dtype) * (size_t)m->ncomp)) return false;
+        n += m->ncomp;
+    }
+    return n == d->ncomp;
+}
+static bool concatenate_valid(const vg__dataset *d) {
+    return d->nmore == 1 && d->more[0]->ncomp == d->ncomp &&
+           !memcmp(d->more[0]->types, d->types, sizeof(vg_dtype) * (size_t)d->ncomp) && vg__ds_types_pass(d);
+}
+static bool repeat_records(const vg__dataset *d) { return strings_source(d->input); }
+
+const vg__ds_kind vg__ds_kind_map = {
+    .name = "MapDataset",
+    .ops = {"MapDataset", "ParallelMapDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = fn_params,
+    .iter_init = map_init,
+    .save = map_save,
+    .restore = map_restore,
+    .valid = map_valid,
+    .inputs = 1,
+    .fn = VG__DS_FN_MAP,
+};
+
+const vg__ds_kind vg__ds_kind_filter = {
+    .name = "FilterDataset",
+    .ops = {"FilterDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = fn_params,
+    .iter_init = filter_init,
+    .save = input_save,
+    .restore = input_restore,
+    .valid = vg__ds_types_pass,
+    .inputs = 1,
+    .fn = VG__DS_FN_PREDICATE,
+};
+
+const vg__ds_kind vg__ds_kind_interleave = {
+    .name = "InterleaveDataset",
+    .ops = {"InterleaveDataset", "ParallelInterleaveDatasetV2", "FlatMapDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = fn_params,
+    .iter_init = interleave_init,
+    .save = interleave_save_it,
+    .restore = interleave_restore_it,
+    .valid = interleave_valid,
+    .inputs = 1,
+    .fn = VG__DS_FN_DATASET,
+};
+
+const vg__ds_kind vg__ds_kind_batch = {
+    .name = "BatchDatasetV2",
+    .ops = {"BatchDatasetV2"},
+    .iter_size = sizeof(unary_it),
+    .params = batch_params,
+    .iter_init = batch_init,
+    .save = input_save,
+    .restore = input_restore,
+    .valid = batch_valid,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_padded_batch = {
+    .name = "PaddedBatchDatasetV2",
+    .ops = {"PaddedBatchDatasetV2"},
+    .iter_size = sizeof(unary_it),
+    .params = padded_batch_params,
+    .iter_init = padded_batch_init,
+    .save = input_save,
+    .restore = input_restore,
+    .valid = padded_batch_valid,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_unbatch = {
+    .name = "UnbatchDataset",
+    .ops = {"UnbatchDataset"},
+    .iter_size = sizeof(unary_it),
+    .iter_init = unbatch_init,
+    .save = unbatch_save,
+    .restore = unbatch_restore,
+    .valid = vg__ds_types_pass,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_shuffle = {
+    .name = "ShuffleDataset",
+    .ops = {"ShuffleDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = shuffle_params,
+    .iter_init = shuffle_init,
+    .save = shuffle_save_it,
+    .restore = shuffle_restore_it,
+    .valid = shuffle_valid,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_repeat = {
+    .name = "RepeatDataset",
+    .ops = {"RepeatDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = count_params,
+    .iter_init = repeat_init,
+    .save = repeat_save,
+    .restore = repeat_restore,
+    .valid = vg__ds_types_pass,
+    .offers_records = repeat_records,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_take = {
+    .name = "TakeDataset",
+    .ops = {"TakeDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = count_params,
+    .iter_init = take_init,
+    .save = count_save,
+    .restore = count_restore,
+    .valid = vg__ds_types_pass,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_skip = {
+    .name = "SkipDataset",
+    .ops = {"SkipDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = count_params,
+    .iter_init = skip_init,
+    .save = count_save,
+    .restore = count_restore,
+    .valid = vg__ds_types_pass,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_shard = {
+    .name = "ShardDataset",
+    .ops = {"ShardDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = shard_params,
+    .iter_init = shard_init,
+    .save = count_save,
+    .restore = count_restore,
+    .valid = shard_valid,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_ignore_errors = {
+    .name = "IgnoreErrorsDataset",
+    .ops = {"IgnoreErrorsDataset"},
+    .iter_size = sizeof(unary_it),
+    .iter_init = ignore_errors_init,
+    .save = count_save,
+    .restore = count_restore,
+    .valid = vg__ds_types_pass,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_cache = {
+    .name = "CacheDataset",
+    .ops = {"CacheDataset"},
+    .iter_size = sizeof(unary_it),
+    .params = cache_params,
+    .iter_init = cache_init,
+    .save = cache_save_it,
+    .restore = cache_restore_it,
+    .valid = cache_valid,
+    .inputs = 1,
+};
+
+const vg__ds_kind vg__ds_kind_concatenate = {
+    .name = "ConcatenateDataset",
+    .ops = {"ConcatenateDataset"},
+    .iter_size = sizeof(unary_it),
+    .iter_init = concatenate_init,
+    .save = concatenate_save,
+    .restore = concatenate_restore,
+    .valid = concatenate_valid,
+    .inputs = 2,
+};
+
+const vg__ds_kind vg__ds_kind_zip = {
+    .name = "ZipDataset",
+    .ops = {"ZipDataset"},
+    .iter_size = sizeof(unary_it),
+    .iter_init = zip_init,
+    .save = zip_save,
+    .restore = zip_restore,
+    .valid = zip_valid,
+    .inputs = 2,
+};
+
+const vg__ds_kind vg__ds_kind_prefetch = {
+    .name = "PrefetchDataset",
+    .ops = {"PrefetchDataset"},
+    .iter_size = sizeof(prefetch_it),
+    .params = prefetch_params,
+    .iter_init = prefetch_init,
+    .save = prefetch_save_it,
+    .restore = prefetch_restore_it,
+    .valid = prefetch_valid,
+    .inputs = 1,
+};
+
+/* The kinds by number (VG__DS_*, the numbers of saved states). */
+static const vg__ds_kind *const g_kinds[] = {
+    [VG__DS_SLICES] = &vg__ds_kind_slices,         [VG__DS_RANGE] = &vg__ds_kind_range,
+    [VG__DS_TFRECORD] = &vg__ds_kind_tfrecord,     [VG__DS_MAP] = &vg__ds_kind_map,
+    [VG__DS_BATCH] = &vg__ds_kind_batch,           [VG__DS_SHUFFLE] = &vg__ds_kind_shuffle,
+    [VG__DS_REPEAT] = &vg__ds_kind_repeat,         [VG__DS_TAKE] = &vg__ds_kind_take,
+    [VG__DS_SKIP] = &vg__ds_kind_skip,             [VG__DS_PREFETCH] = &vg__ds_kind_prefetch,
+    [VG__DS_TEXTLINE] = &vg__ds_kind_textline,     [VG__DS_SHARD] = &vg__ds_kind_shard,
+    [VG__DS_INTERLEAVE] = &vg__ds_kind_interleave, [VG__DS_IGNORE_ERRORS] = &vg__ds_kind_ignore_errors,
+    [VG__DS_FROM_TENSORS] = &vg__ds_kind_from_tensors, [VG__DS_FILTER] = &vg__ds_kind_filter,
+    [VG__DS_UNBATCH] = &vg__ds_kind_unbatch,       [VG__DS_CONCATENATE] = &vg__ds_kind_concatenate,
+    [VG__DS_ZIP] = &vg__ds_kind_zip,               [VG__DS_FIXEDLEN] = &vg__ds_kind_fixedlen,
+    [VG__DS_PADDED_BATCH] = &vg__ds_kind_padded_batch, [VG__DS_CACHE] = &vg__ds_kind_cache,
+    [VG__DS_WINDOW] = &vg__ds_kind_window,         [VG__DS_WINDOW_ELEMENTS] = &vg__ds_kind_window_elements,
+};
+#define NKINDS ((int)(sizeof g_kinds / sizeof g_kinds[0]))
+
+const vg__ds_kind *vg__ds_kind_of(int kind) { return kind >= 0 && kind < NKINDS ? g_kinds[kind] : NULL; }
+
+int vg__ds_kind_by_op(const char *op_type) {
+    for (int k = 0; k < NKINDS; k++)
+        for (int i = 0; g_kinds[k] && i < 4 && g_kinds[k]->ops[i]; i++)
+            if (!strcmp(g_kinds[k]->ops[i], op_type)) return k;
+    return -1;
 }

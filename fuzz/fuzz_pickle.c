@@ -1,0 +1,20 @@
+/* fuzz_pickle.c - pickled dicts of arrays (vigil/npy.h: vg_pickle_dict_parse, _get): the
+ * restricted unpickler over any bytes, then every key converted to a tensor. No
+ * allocation may exceed what the input can hold (run with -malloc_limit_mb): every
+ * length is checked against the bytes left, memo indices against the input length. */
+#include "fuzz_util.h"
+#include "vigil/npy.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    vg_status st;
+    vg_pickle_dict *d = vg_pickle_dict_parse(data, size, "fuzz.pkl", &st);
+    if (!d) return 0;
+    int n = vg_pickle_dict_count(d);
+    for (int i = 0; i < n; i++) {
+        const char *k = vg_pickle_dict_key(d, i);
+        if (!k) __builtin_trap();
+        vg_tensor_free(vg_pickle_dict_get(d, k, &st));
+    }
+    vg_pickle_dict_free(d);
+    return 0;
+}
