@@ -57,6 +57,7 @@
 #include "math_nn_ops.h"
 #include "keras_datasets.h"
 #include "hparams.h"
+#include "slim.h"
 #include "distributions.h"
 
 #endif
