@@ -1051,6 +1051,13 @@ static vg_code batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status
         int nd = vg_tensor_ndims(first);
         for (int64_t k = 1; k < n && rc == VG_OK; k++) {
             const vg_tensor *e = rows[k * nc + c];
+            if (vg_tensor_dtype(e) != vg_tensor_dtype(first)) { /* only a hostile restored state gets here */
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "Cannot batch tensors with different dtypes in component %d: %s and %s (element %lld)",
+                                   c, vg_dtype_name(vg_tensor_dtype(first)), vg_dtype_name(vg_tensor_dtype(e)),
+                                   (long long)k);
+                break;
+            }
             if (vg_tensor_ndims(e) != nd || memcmp(vg_tensor_dims(e), vg_tensor_dims(first), sizeof(int64_t) * (size_t)nd)) {
                 char a[128], b[128];
                 vg_shape sa = vg_tensor_shape(first), sb = vg_tensor_shape(e);
@@ -1132,6 +1139,12 @@ static vg_code batch_rows_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
             }
             if (rc != VG_OK) break;
         }
+        for (int c = 0; c < nc && rc == VG_OK; c++)
+            if (r->dtype[c] != vg_tensor_dtype(o[c])) /* only a hostile restored state gets here */
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "Cannot batch tensors with different dtypes in component %d: %s and %s", c,
+                                   vg_dtype_name(vg_tensor_dtype(o[c])), vg_dtype_name(r->dtype[c]));
+        if (rc != VG_OK) break;
         for (int c = 0; c < nc; c++) {
             bool same = r->ndims[c] == first_nd[c] &&
                         !memcmp(r->dims[c], first_dims[c], sizeof(int64_t) * (size_t)first_nd[c]);
@@ -1862,6 +1875,14 @@ static vg_code padded_batch_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg
         for (int k = 0; k < r; k++) dims[1 + k] = ps->dims[k] >= 0 ? ps->dims[k] : 0;
         for (int64_t e = 0; e < n && rc == VG_OK; e++) {
             const vg_tensor *x = rows[e * nc + c];
+            if (vg_tensor_dtype(x) != d->types[c] || vg_tensor_dtype(d->comps[c]) != d->types[c]) {
+                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                                   "padded_batch: component %d of element %lld is %s (padding value %s), the dataset's "
+                                   "type is %s",
+                                   c, (long long)e, vg_dtype_name(vg_tensor_dtype(x)),
+                                   vg_dtype_name(vg_tensor_dtype(d->comps[c])), vg_dtype_name(d->types[c]));
+                break;
+            }
             if (vg_tensor_ndims(x) != r) {
                 rc = vg_status_set(st, VG_INVALID_ARGUMENT,
                                    "padded_batch: component %d of element %lld has rank %d, the padded shape rank %d", c,

@@ -222,6 +222,13 @@ static uint32_t utf8_next(const unsigned char **s) {
         }
         c = (c << 6) | (p[k] & 0x3F);
     }
+    /* overlong forms (0xC0 0x80 would be a NUL), surrogates and code points past U+10FFFF
+     * are not UTF-8 either: one replacement character for the lead byte */
+    static const uint32_t min[4] = {0, 0x80, 0x800, 0x10000};
+    if (c < min[extra] || (c >= 0xD800 && c < 0xE000) || c > 0x10FFFF) {
+        *s = p + 1;
+        return 0xFFFD;
+    }
     *s = p + 1 + extra;
     return c;
 }

@@ -216,6 +216,16 @@ static void test_json(void) {
     CHECK(js && strcmp(js, "{\"f\": [0.1, 1e+16, 1.5e-05, 123456.789], \"s\": \"caf\\u00e9 \\\"q\\\"\\n\", \"nan\": NaN}") == 0);
     if (js) printf("to_json: %s\n", js);
     vg_free(js);
+    /* bytes that are not UTF-8 (an overlong NUL, a lone continuation byte) become U+FFFD,
+     * never a \u0000 that parse_json would refuse (fuzz_hparams' round trip) */
+    vg_hparams *h4 = vg_hparams_new();
+    vg_hparams_add_string(h4, "d", "x", &st);
+    CHECK_OK(vg_hparams_parse(h4, "d=l\xc0\x80\xa4", &st), &st);
+    js = vg_hparams_to_json(h4, &st);
+    CHECK(js && strcmp(js, "{\"d\": \"l\\ufffd\\ufffd\\ufffd\"}") == 0);
+    CHECK_OK(vg_hparams_parse_json(h4, js, &st), &st);
+    vg_free(js);
+    vg_hparams_free(h4);
     /* casts as override_from_dict: an int into a float is fine, the rest as TF refuses;
      * a failing entry changes nothing */
     CHECK_OK(vg_hparams_parse_json(hp, "{\"b\": 7}", &st), &st);
