@@ -13,7 +13,6 @@
 #include <string.h>
 
 #define KERAS_ORIGIN "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"
-#define FASHION_ORIGIN "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"
 
 void vg_keras_data_free(vg_keras_data *d) {
     if (!d) return;
@@ -95,7 +94,7 @@ static vg_tensor *read_idx(const char *dir, const char *name, vg_status *st) {
     FILE *f = fopen(file, "rb");
     if (!f) {
         vg_status_set(st, VG_NOT_FOUND,
-                      "fashion_mnist.load_data: %s not found (vigil does not download: fetch " FASHION_ORIGIN
+                      "fashion_mnist.load_data: %s not found (vigil does not download: fetch " KERAS_ORIGIN
                       "%s there, or install Debian's dataset-fashion-mnist and pass /usr/share/datasets/fashion-mnist)",
                       file, name);
         return NULL;

@@ -18,21 +18,6 @@ static vg_output none_out(void) {
     return n;
 }
 
-static vg_output activate(vg_graph *g, vg_output x, vg_activation act) {
-    switch (act) {
-    case VG_ACT_RELU: return vg_relu(g, x, "Relu");
-    case VG_ACT_SIGMOID: return vg_sigmoid(g, x, "Sigmoid");
-    case VG_ACT_TANH: return vg_tanh(g, x, "Tanh");
-    case VG_ACT_RELU6: return vg_relu6(g, x, "Relu6");
-    case VG_ACT_ELU: return vg_elu(g, x, "Elu");
-    case VG_ACT_SELU: return vg_selu(g, x, "Selu");
-    case VG_ACT_SOFTPLUS: return vg_softplus(g, x, "Softplus");
-    case VG_ACT_SOFTSIGN: return vg_softsign(g, x, "Softsign");
-    case VG_ACT_LEAKY_RELU: return vg_leaky_relu(g, x, 0.2f, "LeakyRelu");
-    default: return x;
-    }
-}
-
 static const char *base_name(vg_layer_kind k) {
     switch (k) {
     case VG_LAYER_DENSE: return "dense";
@@ -344,7 +329,7 @@ static bool build(vg_graph *g, vg_layer *l, vg_output x) {
 
 static vg_output bias_act(vg_graph *g, const vg_layer *l, vg_output y) {
     if (l->config.use_bias && l->bias.var) y = vg_bias_add(g, y, l->bias.read, "BiasAdd");
-    return activate(g, y, l->config.activation);
+    return vg__train_activate(g, y, l->config.activation);
 }
 
 static vg_output call_dense(vg_graph *g, vg_layer *l, vg_output x) {
@@ -1012,7 +997,7 @@ vg_output vg_fully_connected(vg_graph *g, vg_output x, int64_t num_outputs, vg_a
                 y = none_out();
             }
         }
-        if (y.op) y = activate(g, y, act);
+        if (y.op) y = vg__train_activate(g, y, act);
     }
     vg_variable_scope_pop(g);
     return vg_graph_status(g, NULL) == VG_OK ? y : none_out();

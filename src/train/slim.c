@@ -5,6 +5,7 @@
  * assign_from_checkpoint(_fn) (contrib/framework/python/ops/variables.py).
  * slim.learning.train is in src/monitored/slim_learning.c.
  */
+#include "train_util.h"
 #include "vigil/losses.h"
 #include "vigil/nn_ext.h"
 #include "vigil/ops_ext.h"
@@ -305,21 +306,6 @@ static vg_output none_out(void) {
 
 static bool failed(vg_graph *g) { return vg_graph_status(g, NULL) != VG_OK; }
 
-static vg_output activate(vg_graph *g, vg_output x, vg_activation act) {
-    switch (act) {
-    case VG_ACT_RELU: return vg_relu(g, x, "Relu");
-    case VG_ACT_SIGMOID: return vg_sigmoid(g, x, "Sigmoid");
-    case VG_ACT_TANH: return vg_tanh(g, x, "Tanh");
-    case VG_ACT_RELU6: return vg_relu6(g, x, "Relu6");
-    case VG_ACT_ELU: return vg_elu(g, x, "Elu");
-    case VG_ACT_SELU: return vg_selu(g, x, "Selu");
-    case VG_ACT_SOFTPLUS: return vg_softplus(g, x, "Softplus");
-    case VG_ACT_SOFTSIGN: return vg_softsign(g, x, "Softsign");
-    case VG_ACT_LEAKY_RELU: return vg_leaky_relu(g, x, 0.2f, "LeakyRelu");
-    default: return x;
-    }
-}
-
 /* a variable of the layer: get_variable + model_variables. keras_name: the variable
  * comes from a tf.layers (Keras) layer whose weight is renamed (kernel -> weights): its
  * regularizer runs after the variable is made, under "<layer>/<keras_name>/Regularizer/"
@@ -476,7 +462,7 @@ static vg_output finish_layer(vg_graph *g, const vg_slim_args *a, vg_output y, i
         y = vg_bias_add(g, y, b.read, "BiasAdd");
     }
     vg_activation act = a->activation_fn ? a->activation_fn : def_act;
-    if (act != VG_SLIM_LINEAR) y = activate(g, y, act);
+    if (act != VG_SLIM_LINEAR) y = vg__train_activate(g, y, act);
     return failed(g) ? none_out() : y;
 }
 
@@ -711,7 +697,7 @@ vg_output vg_slim_batch_norm(vg_graph *g, vg_output x, const char *scope, const 
             }
         }
     }
-    if (a.activation_fn && a.activation_fn != VG_SLIM_LINEAR) y = activate(g, y, a.activation_fn);
+    if (a.activation_fn && a.activation_fn != VG_SLIM_LINEAR) y = vg__train_activate(g, y, a.activation_fn);
 out:
     vg_variable_scope_pop(g);
     return failed(g) ? none_out() : y;

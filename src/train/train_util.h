@@ -4,6 +4,9 @@
 #define VG_TRAIN_UTIL_H
 
 #include "vigil/graph.h"
+#include "vigil/layers.h"
+#include "vigil/ops.h"
+#include "vigil/ops_ext.h"
 #include "vigil/status.h"
 #include <stdbool.h>
 #include <stdio.h>
@@ -55,6 +58,22 @@ static inline void vg__train_scope_open(vg_graph *g, const char *name, const cha
     vg_graph_push_scope(g, sc);
     const char *slash = strrchr(s->full, '/');
     s->base = slash ? slash + 1 : s->full;
+}
+
+/* The activation of tf.layers / slim (VG_ACT_NONE: x itself), with TF's op names. */
+static inline vg_output vg__train_activate(vg_graph *g, vg_output x, vg_activation act) {
+    switch (act) {
+    case VG_ACT_RELU: return vg_relu(g, x, "Relu");
+    case VG_ACT_SIGMOID: return vg_sigmoid(g, x, "Sigmoid");
+    case VG_ACT_TANH: return vg_tanh(g, x, "Tanh");
+    case VG_ACT_RELU6: return vg_relu6(g, x, "Relu6");
+    case VG_ACT_ELU: return vg_elu(g, x, "Elu");
+    case VG_ACT_SELU: return vg_selu(g, x, "Selu");
+    case VG_ACT_SOFTPLUS: return vg_softplus(g, x, "Softplus");
+    case VG_ACT_SOFTSIGN: return vg_softsign(g, x, "Softsign");
+    case VG_ACT_LEAKY_RELU: return vg_leaky_relu(g, x, 0.2f, "LeakyRelu");
+    default: return x;
+    }
 }
 
 /* Monotonic clock in nanoseconds; wall clock in seconds. */
