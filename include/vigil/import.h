@@ -75,6 +75,11 @@ typedef struct vg_import_options {
     int n_return_ops;
     const char *const *return_ops;     /* op names */
     vg_op **return_ops_out;            /* caller array of n_return_ops */
+    /* Function calls (nodes whose op is a function of GraphDef.library, or a
+     * (Stateful)PartitionedCall naming one) are inlined (docs/import.md): at most this
+     * many nodes are added; 0: 4 per NodeDef of the input, at least 4096. More gives
+     * RESOURCE_EXHAUSTED. */
+    int64_t max_inlined_nodes;
 } vg_import_options;
 
 /* Imports a serialized GraphDef (bytes, len) into g. opts may be NULL. The bytes are

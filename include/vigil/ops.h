@@ -50,6 +50,11 @@ VG_API vg_output vg_const_fill(vg_graph *g, vg_dtype dt, const int64_t *dims, in
 VG_API vg_output vg_const_values(vg_graph *g, vg_dtype dt, const double *values, int64_t n, const int64_t *value_dims,
                                  int value_ndims, const int64_t *dims, int ndims, bool verify_shape, const char *name);
 VG_API vg_output vg_identity(vg_graph *g, vg_output x, const char *name);
+/* tf.identity_n: one IdentityN op forwarding xs[0..n) (n >= 1, any dtypes) as its n
+ * outputs; gradients pass through. Returns the op (borrowed; output i is xs[i]'s
+ * value), NULL with the graph's error (INVALID_ARGUMENT for n < 1). name NULL:
+ * "IdentityN". */
+VG_API vg_op *vg_identity_n(vg_graph *g, const vg_output *xs, int n, const char *name);
 /* StopGradient: identity that blocks gradients. */
 VG_API vg_output vg_stop_gradient(vg_graph *g, vg_output x, const char *name);
 VG_API vg_op *vg_no_op(vg_graph *g, const char *name);

@@ -49,6 +49,8 @@ typedef struct inode {
     int *in_node;   /* node index of each input, -1 when mapped */
     int pending;
     uint64_t back;  /* bit j: input j is a loop back edge (NextIteration -> Merge), set after building */
+    uint64_t fn_check; /* bit j: input j names an output of an inlined body by an index vigil assumed */
+    int fn_depth;      /* function-call nesting of an inlined node (0: the GraphDef's own) */
     vg_op *built;
 } inode;
 
@@ -65,6 +67,8 @@ typedef struct ctx {
     const char *omit_scope; /* nodes named "<omit_scope>/..." are skipped (NULL: none) */
     const uint8_t *library; /* GraphDef.library (FunctionDefLibrary), borrowed; NULL: none */
     size_t library_len;
+    uint8_t **owned; /* attr bytes made for inlined function calls */
+    int nowned, owned_cap;
 } ctx;
 
 static vg_code oom(ctx *c, const char *what) {
@@ -86,6 +90,8 @@ static void ctx_free(ctx *c) {
     for (int i = 0; i < c->n; i++) inode_free(&c->nodes[i]);
     vg__free(c->nodes);
     vg__free(c->bad_consumers);
+    for (int i = 0; i < c->nowned; i++) vg__free(c->owned[i]);
+    vg__free(c->owned);
     vg__strmap_free(&c->by_name);
 }
 
@@ -395,6 +401,684 @@ static bool is_library_function(const ctx *c, const char *type) {
     return false;
 }
 
+/* ------------------------------------------------------------------------ */
+/* function calls (GraphDef.library): inlined at import
+ *
+ * FunctionDefLibrary {function = 1 (FunctionDef)}
+ * FunctionDef {signature = 1 (OpDef), node_def = 3 (NodeDef), ret = 4 (map<string,
+ *              string>: output arg -> "node:out_arg:index" or an input arg),
+ *              attr = 5, control_ret = 6 (map<string, string>)}
+ * OpDef       {name = 1, input_arg = 2, output_arg = 3 (ArgDef)}
+ * ArgDef      {name = 1, type = 3, type_attr = 4, number_attr = 5, type_list_attr = 6}
+ * NameAttrList {name = 1, attr = 2 (map<string, AttrValue>)}: the `f` attr of a
+ *              PartitionedCall / StatefulPartitionedCall.
+ *
+ * A node whose op is a library function (or a PartitionedCall naming one) becomes, as
+ * TF's function inliner (common_runtime/function.cc InlineFunctionBody) does it: one
+ * Identity "<call>/<arg>" per input argument, the body's nodes renamed "<call>/<node>"
+ * (attr placeholders replaced by the call's attr values; nodes without inputs wait
+ * on the call's control inputs), and the call's own name for its outputs: an Identity
+ * (one output), an IdentityN (several) or a NoOp (none), which also waits, through
+ * control inputs, on every body node no other body node reads (TF runs the whole body
+ * of a call). Body references "node:out_arg:i" are turned into output indices with the
+ * output argument names of the producer's op; an op whose names vigil does not know
+ * and that has more than one output is refused at build time, never guessed. */
+
+typedef struct fn_arg {
+    const uint8_t *name, *type_attr;
+    size_t name_len, type_attr_len;
+    int type; /* -1: from type_attr */
+    bool list;
+} fn_arg;
+
+typedef struct fn_def {
+    const uint8_t *name;
+    size_t name_len;
+    fn_arg *in, *out;
+    int nin, nout, in_cap, out_cap;
+    const uint8_t **node;
+    size_t *node_len;
+    int nnode, node_cap, node_len_cap;
+    const uint8_t **ret_key, **ret_val;
+    size_t *ret_key_len, *ret_val_len;
+    int nret, ret_cap[4];
+} fn_def;
+
+static void fn_free(fn_def *f) {
+    vg__free(f->in);
+    vg__free(f->out);
+    vg__free(f->node);
+    vg__free(f->node_len);
+    vg__free(f->ret_key);
+    vg__free(f->ret_val);
+    vg__free(f->ret_key_len);
+    vg__free(f->ret_val_len);
+}
+
+static bool bytes_eq(const uint8_t *p, size_t n, const char *s) { return strlen(s) == n && memcmp(p, s, n) == 0; }
+
+static vg_code parse_arg(ctx *c, const uint8_t *p, size_t n, fn_arg *a) {
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg_code k;
+    memset(a, 0, sizeof *a);
+    a->type = -1;
+    vg__pb_reader_init(&r, p, n);
+    while ((k = vg__pb_next(&r, &f, c->st)) == VG_OK) {
+        if (f.number == 1 && f.wiretype == VG__PB_LEN) a->name = f.data, a->name_len = f.len;
+        else if (f.number == 3 && f.wiretype == VG__PB_VARINT) a->type = (int)(f.u % 100);
+        else if (f.number == 4 && f.wiretype == VG__PB_LEN) a->type_attr = f.data, a->type_attr_len = f.len;
+        else if ((f.number == 5 || f.number == 6) && f.wiretype == VG__PB_LEN && f.len) a->list = true;
+    }
+    if (k != VG_OUT_OF_RANGE) return pb_err(c, k, "ArgDef");
+    if (!a->name) return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: a function argument has no name", c->src);
+    if (a->type == 0) a->type = -1;
+    return VG_OK;
+}
+
+static vg_code find_fn_parse(ctx *c, const char *name, fn_def *out);
+
+/* Finds and parses library function `name`; VG_NOT_FOUND (no status) when absent.
+ * *out is to be freed with fn_free on success only. */
+static vg_code find_fn(ctx *c, const char *name, fn_def *out) {
+    vg_code k = find_fn_parse(c, name, out);
+    if (k) fn_free(out);
+    return k;
+}
+
+static vg_code find_fn_parse(ctx *c, const char *name, fn_def *out) {
+    vg__pb_reader r, fr, sr;
+    vg__pb_field f, ff, sf;
+    vg_code k;
+    memset(out, 0, sizeof *out);
+    if (!c->library) return VG_NOT_FOUND;
+    vg__pb_reader_init(&r, c->library, c->library_len);
+    while (vg__pb_next(&r, &f, NULL) == VG_OK) {
+        if (f.number != 1 || f.wiretype != VG__PB_LEN) continue;
+        /* the signature's name first */
+        bool match = false;
+        vg__pb_reader_init(&fr, f.data, f.len);
+        while (!match && vg__pb_next(&fr, &ff, NULL) == VG_OK) {
+            if (ff.number != 1 || ff.wiretype != VG__PB_LEN) continue;
+            vg__pb_reader_init(&sr, ff.data, ff.len);
+            while (vg__pb_next(&sr, &sf, NULL) == VG_OK)
+                if (sf.number == 1 && sf.wiretype == VG__PB_LEN && bytes_eq(sf.data, sf.len, name)) match = true;
+        }
+        if (!match) continue;
+        vg__pb_reader_init(&fr, f.data, f.len);
+        while ((k = vg__pb_next(&fr, &ff, c->st)) == VG_OK) {
+            if (ff.wiretype != VG__PB_LEN) continue;
+            if (ff.number == 1) {
+                vg__pb_reader_init(&sr, ff.data, ff.len);
+                while ((k = vg__pb_next(&sr, &sf, c->st)) == VG_OK) {
+                    if (sf.wiretype != VG__PB_LEN) continue;
+                    if (sf.number == 1) out->name = sf.data, out->name_len = sf.len;
+                    else if (sf.number == 2 || sf.number == 3) {
+                        fn_arg **v = sf.number == 2 ? &out->in : &out->out;
+                        int *nv = sf.number == 2 ? &out->nin : &out->nout;
+                        int *cap = sf.number == 2 ? &out->in_cap : &out->out_cap;
+                        if (!vg__grow((void **)v, cap, *nv + 1, sizeof(fn_arg))) return oom(c, "function arguments");
+                        if ((k = parse_arg(c, sf.data, sf.len, &(*v)[*nv]))) return k;
+                        (*nv)++;
+                    }
+                }
+                if (k != VG_OUT_OF_RANGE) return pb_err(c, k, "OpDef");
+            } else if (ff.number == 3) {
+                int cap2 = out->node_len_cap;
+                if (!vg__grow((void **)&out->node, &out->node_cap, out->nnode + 1, sizeof(uint8_t *)) ||
+                    !vg__grow((void **)&out->node_len, &cap2, out->nnode + 1, sizeof(size_t)))
+                    return oom(c, "function body");
+                out->node_len_cap = cap2;
+                out->node[out->nnode] = ff.data;
+                out->node_len[out->nnode++] = ff.len;
+            } else if (ff.number == 4) {
+                const uint8_t *kk = NULL, *vv = NULL;
+                size_t kl = 0, vl = 0;
+                vg__pb_reader_init(&sr, ff.data, ff.len);
+                while ((k = vg__pb_next(&sr, &sf, c->st)) == VG_OK) {
+                    if (sf.number == 1 && sf.wiretype == VG__PB_LEN) kk = sf.data, kl = sf.len;
+                    else if (sf.number == 2 && sf.wiretype == VG__PB_LEN) vv = sf.data, vl = sf.len;
+                }
+                if (k != VG_OUT_OF_RANGE) return pb_err(c, k, "FunctionDef.ret");
+                int n1 = out->nret + 1;
+                if (!vg__grow((void **)&out->ret_key, &out->ret_cap[0], n1, sizeof(uint8_t *)) ||
+                    !vg__grow((void **)&out->ret_val, &out->ret_cap[1], n1, sizeof(uint8_t *)) ||
+                    !vg__grow((void **)&out->ret_key_len, &out->ret_cap[2], n1, sizeof(size_t)) ||
+                    !vg__grow((void **)&out->ret_val_len, &out->ret_cap[3], n1, sizeof(size_t)))
+                    return oom(c, "function returns");
+                out->ret_key[out->nret] = kk ? kk : (const uint8_t *)"";
+                out->ret_key_len[out->nret] = kl;
+                out->ret_val[out->nret] = vv ? vv : (const uint8_t *)"";
+                out->ret_val_len[out->nret++] = vl;
+            }
+        }
+        if (k != VG_OUT_OF_RANGE) return pb_err(c, k, "FunctionDef");
+        return VG_OK;
+    }
+    return VG_NOT_FOUND;
+}
+
+/* Output argument names of the multi-output ops (TF 1.15's op defs), each argument
+ * one tensor. */
+static const char *const k_out_args[][2] = {
+    {"Switch", "output_false,output_true"}, {"RefSwitch", "output_false,output_true"},
+    {"Merge", "output,value_index"}, {"RefMerge", "output,value_index"},
+    {"Unique", "y,idx"}, {"UniqueV2", "y,idx"}, {"UniqueWithCounts", "y,idx,count"},
+    {"UniqueWithCountsV2", "y,idx,count"}, {"TopK", "values,indices"}, {"TopKV2", "values,indices"},
+    {"FusedBatchNorm", "y,batch_mean,batch_variance,reserve_space_1,reserve_space_2"},
+    {"FusedBatchNormV2", "y,batch_mean,batch_variance,reserve_space_1,reserve_space_2"},
+    {"FusedBatchNormV3", "y,batch_mean,batch_variance,reserve_space_1,reserve_space_2,reserve_space_3"},
+    {"FusedBatchNormGrad", "x_backprop,scale_backprop,offset_backprop,reserve_space_3,reserve_space_4"},
+    {"FusedBatchNormGradV2", "x_backprop,scale_backprop,offset_backprop,reserve_space_3,reserve_space_4"},
+    {"FusedBatchNormGradV3", "x_backprop,scale_backprop,offset_backprop,reserve_space_4,reserve_space_5"},
+    {"BroadcastGradientArgs", "r0,r1"}, {"ListDiff", "out,idx"}, {"MaxPoolWithArgmax", "output,argmax"},
+    {"Qr", "q,r"}, {"SelfAdjointEigV2", "e,v"}, {"Svd", "s,u,v"},
+    {"TensorArrayV3", "handle,flow"}, {"TensorArrayGradV3", "grad_handle,flow_out"},
+    {"TensorArrayConcatV3", "value,lengths"}, {"ReaderReadV2", "key,value"}, {"ReaderReadUpToV2", "keys,values"},
+    {"LookupTableExportV2", "keys,values"}, {"LSTMBlockCell", "i,cs,f,o,ci,co,h"},
+    {"BlockLSTM", "i,cs,f,o,ci,co,h"}, {"GRUBlockCell", "r,u,c,h"},
+    {"LSTMBlockCellGrad", "cs_prev_grad,dicfo,wci_grad,wcf_grad,wco_grad"},
+    {"BlockLSTMGrad", "x_grad,cs_prev_grad,h_prev_grad,w_grad,wci_grad,wcf_grad,wco_grad,b_grad"},
+    {"SoftmaxCrossEntropyWithLogits", "loss,backprop"}, {"SparseSoftmaxCrossEntropyWithLogits", "loss,backprop"},
+    {"CTCLoss", "loss,gradient"}, {"ComputeAccidentalHits", "indices,ids,weights"},
+    {"UniformCandidateSampler", "sampled_candidates,true_expected_count,sampled_expected_count"},
+    {"LogUniformCandidateSampler", "sampled_candidates,true_expected_count,sampled_expected_count"},
+    {"FixedUnigramCandidateSampler", "sampled_candidates,true_expected_count,sampled_expected_count"},
+    {"StringSplit", "indices,values,shape"}, {"StringSplitV2", "indices,values,shape"},
+    {"SparseReshape", "output_indices,output_shape"}, {"SparseReorder", "output_indices,output_values"},
+    {"SparseAdd", "sum_indices,sum_values,sum_shape"}, {"SparseSlice", "output_indices,output_values,output_shape"},
+    {"SparseConcat", "output_indices,output_values,output_shape"}, {"DecodeWav", "audio,sample_rate"},
+    {"NonMaxSuppressionV4", "selected_indices,valid_outputs"}};
+
+/* Ops whose outputs are all one list argument (any count). */
+static const char *const k_list_out[] = {"Split", "SplitV", "Unpack", "IdentityN", "ShapeN", "DynamicPartition",
+                                         "QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2",
+                                         "IteratorGetNext", "IteratorGetNextSync", "DecodeCSV", NULL};
+
+static bool is_list_out_op(const char *type) {
+    for (int i = 0; k_list_out[i]; i++)
+        if (strcmp(type, k_list_out[i]) == 0) return true;
+    return false;
+}
+
+/* Position of argument `arg` in a comma-separated list, -1 if absent. */
+static int arg_pos(const char *list, const char *arg, size_t arg_len) {
+    int pos = 0;
+    for (const char *p = list;; pos++) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == arg_len && memcmp(p, arg, n) == 0) return pos;
+        if (!e) return -1;
+        p = e + 1;
+    }
+}
+
+/* An AttrValue's placeholder name (field 9), or NULL. */
+static const uint8_t *attr_placeholder(const rattr *a, size_t *len) {
+    vg__pb_reader r;
+    vg__pb_field f;
+    if (!a->val) return NULL;
+    vg__pb_reader_init(&r, a->val, a->val_len);
+    while (vg__pb_next(&r, &f, NULL) == VG_OK)
+        if (f.number == 9 && f.wiretype == VG__PB_LEN) {
+            *len = f.len;
+            return f.data;
+        }
+    return NULL;
+}
+
+/* A small byte buffer the context owns until the import ends (synthesised attrs). */
+static uint8_t *ctx_bytes(ctx *c, size_t n) {
+    if (!vg__grow((void **)&c->owned, &c->owned_cap, c->nowned + 1, sizeof(uint8_t *))) return NULL;
+    uint8_t *p = vg__malloc(n ? n : 1);
+    if (p) c->owned[c->nowned++] = p;
+    return p;
+}
+
+/* Appends attr key = AttrValue{type: dt} (or {list {type: dts...}} when list). */
+static vg_code add_type_attr(ctx *c, inode *nd, const char *key, const int *dts, int n, bool list) {
+    uint8_t *p = ctx_bytes(c, (size_t)2 * n + 3);
+    if (!p || !vg__grow((void **)&nd->attrs, &nd->attrs_cap, nd->nattrs + 1, sizeof(rattr)))
+        return oom(c, "an attr");
+    size_t len = 0;
+    if (list) {
+        p[len++] = 0x0a; /* AttrValue.list */
+        p[len++] = (uint8_t)(2 * n);
+        for (int i = 0; i < n; i++) p[len++] = 0x30, p[len++] = (uint8_t)dts[i]; /* ListValue.type */
+    } else {
+        p[len++] = 0x30, p[len++] = (uint8_t)dts[0]; /* AttrValue.type */
+    }
+    nd->attrs[nd->nattrs++] = (rattr){(const uint8_t *)key, strlen(key), p, len};
+    return VG_OK;
+}
+
+static vg_code add_input(ctx *c, inode *nd, const char *spec) {
+    if (!vg__grow((void **)&nd->inputs, &nd->inputs_cap, nd->ninputs + 1, sizeof(char *))) return oom(c, "inputs");
+    if (!(nd->inputs[nd->ninputs] = vg__strdup(spec))) return oom(c, "inputs");
+    nd->ninputs++;
+    return VG_OK;
+}
+
+/* The attr of the call named (p, n): the NodeDef's own, or those of its `f`. */
+static const rattr *call_attr(const rattr *attrs, int nattrs, const uint8_t *p, size_t n) {
+    for (int i = 0; i < nattrs; i++)
+        if (attrs[i].key_len == n && memcmp(attrs[i].key, p, n) == 0) return &attrs[i];
+    return NULL;
+}
+
+/* The dtype of a function argument at a call: its type or the call's type attr. */
+static int arg_dtype(const fn_arg *a, const rattr *attrs, int nattrs) {
+    if (a->type > 0) return a->type;
+    if (!a->type_attr) return -1;
+    const rattr *ra = call_attr(attrs, nattrs, a->type_attr, a->type_attr_len);
+    if (!ra || !ra->val) return -1;
+    vg__pb_reader r;
+    vg__pb_field f;
+    int t = -1;
+    vg__pb_reader_init(&r, ra->val, ra->val_len);
+    while (vg__pb_next(&r, &f, NULL) == VG_OK)
+        if (f.number == 6 && f.wiretype == VG__PB_VARINT) t = (int)(f.u % 100);
+    return t;
+}
+
+typedef struct call_site {
+    int node;          /* index of the call node */
+    const char *fname; /* function name */
+    rattr *attrs;      /* the attrs placeholders take their values from (owned copy) */
+    int nattrs;
+    char *call;        /* the call node's name (owned copy) */
+} call_site;
+
+/* The function a node calls: its op type, or the `f` attr of a PartitionedCall. On a
+ * PartitionedCall *attrs receives f's attrs (allocated). false: not a call. */
+static vg_code call_target(ctx *c, inode *nd, char **fname, rattr **attrs, int *nattrs) {
+    *fname = NULL;
+    *attrs = NULL;
+    *nattrs = 0;
+    const char *t = nd->orig_op;
+    bool pcall = strcmp(t, "PartitionedCall") == 0 || strcmp(t, "StatefulPartitionedCall") == 0;
+    if (!pcall) {
+        if (vg__registry_find(legacy_map(nd)) || !is_library_function(c, t)) return VG_OK;
+        if (!(*fname = vg__strdup(t))) return oom(c, "a function name");
+        if (nd->nattrs) {
+            if (!(*attrs = vg__malloc((size_t)nd->nattrs * sizeof(rattr)))) return oom(c, "attrs");
+            memcpy(*attrs, nd->attrs, (size_t)nd->nattrs * sizeof(rattr));
+            *nattrs = nd->nattrs;
+        }
+        return VG_OK;
+    }
+    const rattr *fa = find_rattr(nd, "f");
+    vg__pb_reader r, nr, er;
+    vg__pb_field f, nf, ef;
+    if (!fa || !fa->val)
+        return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: node '%s' (%s) has no function attr 'f'", c->src,
+                             nd->name, t);
+    vg__pb_reader_init(&r, fa->val, fa->val_len);
+    int cap = 0;
+    while (vg__pb_next(&r, &f, NULL) == VG_OK) {
+        if (f.number != 10 || f.wiretype != VG__PB_LEN) continue;
+        vg__pb_reader_init(&nr, f.data, f.len);
+        while (vg__pb_next(&nr, &nf, NULL) == VG_OK) {
+            if (nf.wiretype != VG__PB_LEN) continue;
+            if (nf.number == 1) {
+                vg__free(*fname);
+                if (memchr(nf.data, 0, nf.len) || !(*fname = vg__strndup((const char *)nf.data, nf.len)))
+                    return oom(c, "a function name");
+            } else if (nf.number == 2) {
+                rattr a = {(const uint8_t *)"", 0, NULL, 0};
+                vg__pb_reader_init(&er, nf.data, nf.len);
+                while (vg__pb_next(&er, &ef, NULL) == VG_OK) {
+                    if (ef.number == 1 && ef.wiretype == VG__PB_LEN) a.key = ef.data, a.key_len = ef.len;
+                    else if (ef.number == 2 && ef.wiretype == VG__PB_LEN) a.val = ef.data, a.val_len = ef.len;
+                }
+                if (!vg__grow((void **)attrs, &cap, *nattrs + 1, sizeof(rattr))) return oom(c, "attrs");
+                (*attrs)[(*nattrs)++] = a;
+            }
+        }
+    }
+    if (!*fname || !is_library_function(c, *fname))
+        return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: node '%s' (%s) calls '%s', which is not in the "
+                             "GraphDef's function library", c->src, nd->name, t, *fname ? *fname : "(no name)");
+    return VG_OK;
+}
+
+/* Turns body reference `ref` ("arg", "node:out_arg:i" or "^node") of function fn called
+ * at `call` into an input spec of the inlined graph. *check: the producer's output
+ * names are unknown (single-output assumed; verified once built). */
+static vg_code body_ref(ctx *c, const fn_def *fn, const char *call, const char *ref, const vg__strmap *local,
+                        char *out, size_t cap, bool *check) {
+    *check = false;
+    bool ctrl = ref[0] == '^';
+    const char *s = ctrl ? ref + 1 : ref;
+    const char *c1 = strchr(s, ':');
+    size_t nl = c1 ? (size_t)(c1 - s) : strlen(s);
+    char name[512];
+    if (nl == 0 || nl >= sizeof name) goto bad;
+    memcpy(name, s, nl);
+    name[nl] = 0;
+    if (ctrl || !c1) {
+        bool is_arg = false;
+        for (int i = 0; i < fn->nin; i++) is_arg |= bytes_eq(fn->in[i].name, fn->in[i].name_len, name);
+        bool found = false;
+        vg__strmap_get(local, name, &found);
+        if (!found && !is_arg) goto bad;
+        if (snprintf(out, cap, "%s%s/%s", ctrl ? "^" : "", call, name) >= (int)cap) goto bad;
+        return VG_OK;
+    }
+    const char *c2 = strchr(c1 + 1, ':');
+    if (!c2 || c2 == c1 + 1 || !c2[1]) goto bad;
+    long idx = 0;
+    for (const char *q = c2 + 1; *q; q++) {
+        if (*q < '0' || *q > '9' || idx > 100000) goto bad;
+        idx = idx * 10 + (*q - '0');
+    }
+    bool found = false;
+    int src = (int)(intptr_t)vg__strmap_get(local, name, &found);
+    if (!found) goto bad;
+    const char *arg = c1 + 1;
+    size_t al = (size_t)(c2 - arg);
+    inode *p = &c->nodes[src];
+    long flat = -1;
+    fn_def sub;
+    vg_code k = is_library_function(c, p->orig_op) && !vg__registry_find(legacy_map(p)) ? find_fn(c, p->orig_op, &sub)
+                                                                                        : VG_NOT_FOUND;
+    if (k == VG_OK) {
+        for (int i = 0; i < sub.nout; i++)
+            if (sub.out[i].name_len == al && memcmp(sub.out[i].name, arg, al) == 0) flat = idx == 0 ? i : -1;
+        fn_free(&sub);
+        if (flat < 0) goto bad;
+    } else if (k != VG_NOT_FOUND) {
+        return k;
+    } else {
+        for (size_t i = 0; i < sizeof k_out_args / sizeof *k_out_args; i++)
+            if (strcmp(p->orig_op, k_out_args[i][0]) == 0) {
+                int pos = arg_pos(k_out_args[i][1], arg, al);
+                if (pos < 0 || idx != 0) goto bad;
+                flat = pos;
+            }
+        if (flat < 0) {
+            flat = idx;
+            *check = !is_list_out_op(p->orig_op);
+        }
+    }
+    if (snprintf(out, cap, "%s/%s:%ld", call, name, flat) >= (int)cap) goto bad;
+    return VG_OK;
+bad:
+    return vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: function '%.*s' (called by node '%s'): bad reference '%s'",
+                         c->src, (int)fn->name_len, (const char *)fn->name, call, ref);
+}
+
+#define MAX_FN_DEPTH 32
+
+/* Inlines the call at node index ci. */
+static vg_code inline_call(ctx *c, int ci, const char *fname, const rattr *cattrs, int ncattrs) {
+    fn_def fn;
+    vg_code k = find_fn(c, fname, &fn);
+    if (k == VG_NOT_FOUND) return vg_status_set(c->st, VG_INTERNAL, "%s: function '%s' vanished", c->src, fname);
+    if (k) return k;
+    vg__strmap local;
+    vg__strmap_init(&local);
+    char *call = vg__strdup(c->nodes[ci].name);
+    int depth = c->nodes[ci].fn_depth + 1;
+    char spec[1100];
+    int first_body = c->n;
+    if (!call) {
+        k = oom(c, "a name");
+        goto out;
+    }
+    if (depth > MAX_FN_DEPTH) {
+        k = vg_status_set(c->st, VG_INVALID_ARGUMENT,
+                          "%s: node '%s': function '%s' calls functions more than %d deep (recursion?)", c->src, call,
+                          fname, MAX_FN_DEPTH);
+        goto out;
+    }
+    for (int i = 0; i < fn.nin + fn.nout; i++) {
+        const fn_arg *a = i < fn.nin ? &fn.in[i] : &fn.out[i - fn.nin];
+        if (a->list) {
+            k = vg_status_set(c->st, VG_UNIMPLEMENTED,
+                              "%s: node '%s': function '%s' has a list argument '%.*s' (number_attr / "
+                              "type_list_attr), which vigil's function inlining does not support yet",
+                              c->src, call, fname, (int)a->name_len, (const char *)a->name);
+            goto out;
+        }
+        if (arg_dtype(a, cattrs, ncattrs) < 0) {
+            k = vg_status_set(c->st, VG_INVALID_ARGUMENT,
+                              "%s: node '%s': the type of argument '%.*s' of function '%s' is not known (attr "
+                              "missing on the call)", c->src, call, (int)a->name_len, (const char *)a->name, fname);
+            goto out;
+        }
+    }
+    int ndata = 0;
+    while (ndata < c->nodes[ci].ninputs && c->nodes[ci].inputs[ndata][0] != '^') ndata++;
+    if (ndata != fn.nin) {
+        k = vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: node '%s' calls function '%s' with %d input(s), it takes %d",
+                          c->src, call, fname, ndata, fn.nin);
+        goto out;
+    }
+    /* argument Identities */
+    for (int i = 0; i < fn.nin; i++) {
+        if (!vg__grow((void **)&c->nodes, &c->cap, c->n + 1, sizeof(inode))) {
+            k = oom(c, "nodes");
+            goto out;
+        }
+        inode *nd = &c->nodes[c->n++];
+        memset(nd, 0, sizeof *nd);
+        nd->fn_depth = depth;
+        int t = arg_dtype(&fn.in[i], cattrs, ncattrs);
+        snprintf(spec, sizeof spec, "%s/%.*s", call, (int)fn.in[i].name_len, (const char *)fn.in[i].name);
+        if (!(nd->name = vg__strdup(spec)) || !(nd->orig_op = vg__strdup("Identity"))) {
+            k = oom(c, "a node");
+            goto out;
+        }
+        if ((k = add_input(c, nd, c->nodes[ci].inputs[i]))) goto out;
+        for (int j = ndata; j < c->nodes[ci].ninputs; j++)
+            if ((k = add_input(c, nd, c->nodes[ci].inputs[j]))) goto out;
+        if ((k = add_type_attr(c, nd, "T", &t, 1, false))) goto out;
+    }
+    /* the body */
+    first_body = c->n;
+    for (int i = 0; i < fn.nnode; i++) {
+        if (!vg__grow((void **)&c->nodes, &c->cap, c->n + 1, sizeof(inode))) {
+            k = oom(c, "nodes");
+            goto out;
+        }
+        inode *nd = &c->nodes[c->n++];
+        memset(nd, 0, sizeof *nd);
+        nd->fn_depth = depth;
+        if ((k = parse_node(c, fn.node[i], fn.node_len[i], nd))) goto out;
+        bool dup = false;
+        vg__strmap_get(&local, nd->name, &dup);
+        if (dup) {
+            k = vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: function '%s' defines node '%s' twice", c->src, fname,
+                              nd->name);
+            goto out;
+        }
+        if (!vg__strmap_put(&local, nd->name, (void *)(intptr_t)(c->n - 1))) {
+            k = oom(c, "a name map");
+            goto out;
+        }
+    }
+    /* references, names, placeholders */
+    for (int b = first_body; b < c->n; b++) {
+        inode *nd = &c->nodes[b];
+        for (int j = 0; j < nd->ninputs; j++) {
+            bool check;
+            if ((k = body_ref(c, &fn, call, nd->inputs[j], &local, spec, sizeof spec, &check))) goto out;
+            char *s = vg__strdup(spec);
+            if (!s) {
+                k = oom(c, "an input");
+                goto out;
+            }
+            vg__free(nd->inputs[j]);
+            nd->inputs[j] = s;
+            if (check) {
+                if (j >= 64) {
+                    k = vg_status_set(c->st, VG_UNIMPLEMENTED, "%s: function '%s': node '%s' has too many inputs",
+                                      c->src, fname, nd->name);
+                    goto out;
+                }
+                nd->fn_check |= 1ull << j;
+            }
+        }
+        if (nd->ninputs == 0)
+            for (int j = ndata; j < c->nodes[ci].ninputs; j++)
+                if ((k = add_input(c, &c->nodes[b], c->nodes[ci].inputs[j]))) goto out;
+        nd = &c->nodes[b];
+        for (int j = 0; j < nd->nattrs; j++) {
+            size_t pl;
+            const uint8_t *ph = attr_placeholder(&nd->attrs[j], &pl);
+            if (!ph) continue;
+            const rattr *v = call_attr(cattrs, ncattrs, ph, pl);
+            if (!v) {
+                k = vg_status_set(c->st, VG_INVALID_ARGUMENT,
+                                  "%s: node '%s': attr '%.*s' of function '%s' is not given by the call", c->src, call,
+                                  (int)pl, (const char *)ph, fname);
+                goto out;
+            }
+            nd->attrs[j].val = v->val;
+            nd->attrs[j].val_len = v->val_len;
+        }
+        snprintf(spec, sizeof spec, "%s/%s", call, nd->name);
+        char *s = vg__strdup(spec);
+        if (!s) {
+            k = oom(c, "a name");
+            goto out;
+        }
+        vg__free(nd->name);
+        nd->name = s;
+    }
+    /* the call node itself: its outputs */
+    {
+        int nout = fn.nout, types[64];
+        if (nout > 64) {
+            k = vg_status_set(c->st, VG_UNIMPLEMENTED, "%s: function '%s' has more than 64 outputs", c->src, fname);
+            goto out;
+        }
+        inode *cn = &c->nodes[ci];
+        char **outs = vg__calloc((size_t)(nout ? nout : 1), sizeof(char *));
+        if (!outs) {
+            k = oom(c, "outputs");
+            goto out;
+        }
+        uint64_t checks = 0;
+        for (int i = 0; i < nout && !k; i++) {
+            types[i] = arg_dtype(&fn.out[i], cattrs, ncattrs);
+            int r = 0;
+            while (r < fn.nret && !(fn.ret_key_len[r] == fn.out[i].name_len &&
+                                    memcmp(fn.ret_key[r], fn.out[i].name, fn.out[i].name_len) == 0))
+                r++;
+            if (r == fn.nret) {
+                k = vg_status_set(c->st, VG_INVALID_ARGUMENT, "%s: function '%s' returns nothing for output '%.*s'",
+                                  c->src, fname, (int)fn.out[i].name_len, (const char *)fn.out[i].name);
+                break;
+            }
+            char ref[600];
+            bool check;
+            snprintf(ref, sizeof ref, "%.*s", (int)fn.ret_val_len[r], (const char *)fn.ret_val[r]);
+            if ((k = body_ref(c, &fn, call, ref, &local, spec, sizeof spec, &check))) break;
+            if (check) checks |= 1ull << i;
+            if (!(outs[i] = vg__strdup(spec))) k = oom(c, "outputs");
+        }
+        /* body nodes no other body node reads: the call waits on them */
+        bool *read = k ? NULL : vg__calloc((size_t)(c->n - first_body + 1), sizeof(bool));
+        if (!k && !read) k = oom(c, "outputs");
+        for (int b = first_body; !k && b < c->n; b++)
+            for (int j = 0; j < c->nodes[b].ninputs; j++) {
+                const char *in = c->nodes[b].inputs[j] + (c->nodes[b].inputs[j][0] == '^');
+                size_t cl = strlen(call);
+                if (strncmp(in, call, cl) != 0 || in[cl] != '/') continue;
+                char nm[600];
+                snprintf(nm, sizeof nm, "%s", in + cl + 1);
+                char *colon = strchr(nm, ':');
+                if (colon) *colon = 0;
+                bool found = false;
+                int src = (int)(intptr_t)vg__strmap_get(&local, nm, &found);
+                if (found) read[src - first_body] = true;
+            }
+        if (!k) {
+            for (int j = 0; j < cn->ninputs; j++) vg__free(cn->inputs[j]);
+            cn->ninputs = 0;
+            cn->nattrs = 0;
+            vg__free(cn->orig_op);
+            cn->orig_op = vg__strdup(nout == 0 ? "NoOp" : nout == 1 ? "Identity" : "IdentityN");
+            if (!cn->orig_op) k = oom(c, "a node");
+        }
+        for (int i = 0; !k && i < nout; i++) {
+            k = add_input(c, &c->nodes[ci], outs[i]);
+        }
+        if (!k) c->nodes[ci].fn_check = checks;
+        for (int b = first_body; !k && b < c->n; b++) {
+            if (read[b - first_body]) continue;
+            snprintf(spec, sizeof spec, "^%s", c->nodes[b].name);
+            k = add_input(c, &c->nodes[ci], spec);
+        }
+        if (!k && nout) k = add_type_attr(c, &c->nodes[ci], "T", types, nout, nout > 1);
+        for (int i = 0; i < nout; i++) vg__free(outs[i]);
+        vg__free(outs);
+        vg__free(read);
+        if (k) goto out;
+    }
+out:
+    vg__free(call);
+    vg__strmap_free(&local);
+    fn_free(&fn);
+    return k;
+}
+
+/* NodeDefs written in the library's function bodies. */
+static int64_t library_node_defs(const ctx *c) {
+    vg__pb_reader r, fr;
+    vg__pb_field f, ff;
+    int64_t n = 0;
+    vg__pb_reader_init(&r, c->library, c->library_len);
+    while (vg__pb_next(&r, &f, NULL) == VG_OK) {
+        if (f.number != 1 || f.wiretype != VG__PB_LEN) continue;
+        vg__pb_reader_init(&fr, f.data, f.len);
+        while (vg__pb_next(&fr, &ff, NULL) == VG_OK) n += ff.number == 3 && ff.wiretype == VG__PB_LEN;
+    }
+    return n;
+}
+
+/* Inlines every function call of the GraphDef (calls inside bodies too) and adds
+ * the new nodes to the name map. Calls nested in calls multiply: the nodes added are
+ * capped (max_inlined_nodes; by default 4 per NodeDef written, at least 4096), so
+ * that a small hostile GraphDef cannot make a huge graph. */
+static vg_code inline_functions(ctx *c, int64_t max_inlined) {
+    if (!c->library) return VG_OK;
+    int64_t written = c->n + library_node_defs(c);
+    if (max_inlined <= 0) max_inlined = written * 4 > 4096 ? written * 4 : 4096;
+    int base = c->n;
+    for (int i = 0; i < c->n; i++) {
+        if (c->n - base > max_inlined)
+            return vg_status_set(c->st, VG_RESOURCE_EXHAUSTED,
+                                 "%s: inlining the GraphDef's function calls would add more than %lld nodes "
+                                 "(vg_import_options.max_inlined_nodes; calls nested in calls multiply)",
+                                 c->src, (long long)max_inlined);
+        char *fname;
+        rattr *attrs;
+        int nattrs;
+        vg_code k = call_target(c, &c->nodes[i], &fname, &attrs, &nattrs);
+        if (!k && fname) {
+            int before = c->n;
+            k = inline_call(c, i, fname, attrs, nattrs);
+            for (int j = before; !k && j < c->n; j++) {
+                bool found = false;
+                vg__strmap_get(&c->by_name, c->nodes[j].name, &found);
+                if (found)
+                    k = vg_status_set(c->st, VG_INVALID_ARGUMENT,
+                                      "%s: node '%s' of an inlined function call clashes with a node of the GraphDef",
+                                      c->src, c->nodes[j].name);
+                else if (!vg__strmap_put(&c->by_name, c->nodes[j].name, (void *)(intptr_t)(j + 1)))
+                    k = oom(c, "name map");
+            }
+        }
+        vg__free(fname);
+        vg__free(attrs);
+        if (k) return k;
+    }
+    return VG_OK;
+}
+
 static vg_code report_missing(ctx *c, const missing *m, int nm) {
     char msg[VG_STATUS_MSG_MAX];
     size_t pos = 0;
@@ -415,9 +1099,6 @@ static vg_code report_missing(ctx *c, const missing *m, int nm) {
             shown++;
         }
         if (pos < sizeof msg) pos += (size_t)snprintf(msg + pos, sizeof msg - pos, ")");
-        if (pos < sizeof msg && is_library_function(c, m[j].type))
-            pos += (size_t)snprintf(msg + pos, sizeof msg - pos, " [a function of the GraphDef's library: "
-                                                                "functions are not supported yet]");
     }
     if (pos >= sizeof msg) memcpy(msg + sizeof msg - 5, "...", 4);
     return vg_status_set(c->st, VG_UNIMPLEMENTED, "%s", msg);
@@ -1041,6 +1722,7 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
     }
     if ((k = parse_graph(&c, bytes, len))) goto done;
     if ((k = check_versions(&c))) goto done;
+    if ((k = inline_functions(&c, o->max_inlined_nodes))) goto done;
 
     /* op types: all missing ones in one message */
     int nmiss = 0;
@@ -1263,6 +1945,17 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
                 int index;
                 split_input(nd->inputs[j], name, sizeof name, &index);
                 in = vg_out(c.nodes[nd->in_node[j]].built, index);
+                if (j < 64 && ((nd->fn_check >> j) & 1) && vg_op_num_outputs(in.op) > 1 &&
+                    !is_list_out_op(c.nodes[nd->in_node[j]].op)) {
+                    vg_op_builder_free(b);
+                    k = vg_status_set(st, VG_UNIMPLEMENTED,
+                                      "%s: node '%s': input '%s' names an output of '%s' (%s) inside an inlined "
+                                      "function by its argument name, and vigil does not know the output "
+                                      "argument names of %s",
+                                      c.src, nd->name, nd->inputs[j], name, c.nodes[nd->in_node[j]].op,
+                                      c.nodes[nd->in_node[j]].op);
+                    goto done;
+                }
                 if (index >= vg_op_num_outputs(in.op)) {
                     vg_op_builder_free(b);
                     k = vg_status_set(st, VG_INVALID_ARGUMENT,
@@ -1398,6 +2091,7 @@ static vg_code op_types(const void *bytes, size_t len, vg_import_format format, 
     missing *m = NULL;
     int nm = 0, cap = 0;
     k = parse_graph(&c, bytes ? bytes : "", len);
+    if (!k && missing_only) k = inline_functions(&c, 0);
     if (!k && missing_only) k = collect_missing(&c, &m, &nm);
     for (int i = 0; !k && !missing_only && i < c.n; i++) {
         int j = 0;

@@ -99,11 +99,25 @@ static const msg_def m_node = {"NodeDef", f_node};
 static const field_def f_versions[] = {F("producer", 1, K_INT), F("min_consumer", 2, K_INT),
                                        F("bad_consumers", 3, K_INT), END};
 static const msg_def m_versions = {"VersionDef", f_versions};
-/* GraphDef.library: only the function names (FunctionDef.signature.name), which the
- * importer uses to say that an unknown op type is a library function */
-static const field_def f_fn_sig[] = {F("name", 1, K_STRING), END};
+/* GraphDef.library (function.proto, op_def.proto): what the importer's function
+ * inlining reads */
+static const field_def f_fn_argdef[] = {F("name", 1, K_STRING),        F("description", 2, K_STRING),
+                                        DT("type", 3),                  F("type_attr", 4, K_STRING),
+                                        F("number_attr", 5, K_STRING),  F("type_list_attr", 6, K_STRING),
+                                        F("is_ref", 16, K_BOOL),        END};
+static const msg_def m_fn_argdef = {"OpDef.ArgDef", f_fn_argdef};
+static const field_def f_fn_attrdef[] = {F("name", 1, K_STRING), F("type", 2, K_STRING),
+                                         M("default_value", 3, m_attr), F("description", 4, K_STRING), END};
+static const msg_def m_fn_attrdef = {"OpDef.AttrDef", f_fn_attrdef};
+static const field_def f_fn_sig[] = {F("name", 1, K_STRING), M("input_arg", 2, m_fn_argdef),
+                                     M("output_arg", 3, m_fn_argdef), M("attr", 4, m_fn_attrdef),
+                                     F("control_output", 20, K_STRING), F("is_stateful", 17, K_BOOL), END};
 static const msg_def m_fn_sig = {"OpDef", f_fn_sig};
-static const field_def f_fn[] = {M("signature", 1, m_fn_sig), END};
+static const field_def f_fn_ret[] = {F("key", 1, K_STRING), F("value", 2, K_STRING), END};
+static const msg_def m_fn_ret = {"FunctionDef.RetEntry", f_fn_ret};
+static const field_def f_fn[] = {M("signature", 1, m_fn_sig), M("attr", 5, m_attr_entry),
+                                 M("node_def", 3, m_node),    M("ret", 4, m_fn_ret),
+                                 M("control_ret", 6, m_fn_ret), END};
 static const msg_def m_fn = {"FunctionDef", f_fn};
 static const field_def f_lib[] = {M("function", 1, m_fn), END};
 static const msg_def m_lib = {"FunctionDefLibrary", f_lib};

@@ -242,6 +242,42 @@ static vg_code grad_identity(vg_graph *g, vg_op *op, const vg_output *dy, vg_out
     return VG_OK;
 }
 
+/* IdentityN (array_ops.cc): N inputs of any types forwarded as N outputs; attr T is
+ * the list of their types. */
+static vg_code shape_identity_n(vg_op *op, vg_status *st) {
+    int n = vg_op_num_inputs(op);
+    if (n < 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "IdentityN needs at least one input");
+    const vg_dtype *ts;
+    int nt;
+    if (vg_op_attr_type_list(op, "T", &ts, &nt)) {
+        if (nt != n)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "IdentityN: attr T lists %d type(s) for %d input(s)", nt, n);
+        for (int i = 0; i < n; i++)
+            if (ts[i] != vg__op_input_dtype(op, i))
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "IdentityN: input %d is %s, attr T says %s", i,
+                                     vg_dtype_name(vg__op_input_dtype(op, i)), vg_dtype_name(ts[i]));
+    }
+    vg__op_set_num_outputs(op, n);
+    for (int i = 0; i < n; i++) vg__op_set_output(op, i, vg__op_input_dtype(op, i), vg__op_input_shape(op, i));
+    return VG_OK;
+}
+
+static vg_code kernel_identity_n(vg__kctx *ctx) {
+    int n = vg__kctx_num_inputs(ctx);
+    for (int i = 0; i < n; i++) {
+        vg_tensor *x = vg__kctx_input(ctx, i);
+        if (!x) return vg_status_set(vg__kctx_status(ctx), VG_FAILED_PRECONDITION, "input %d has no value", i);
+        vg__kctx_set_output(ctx, i, vg_tensor_ref(x));
+    }
+    return VG_OK;
+}
+
+static vg_code grad_identity_n(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    (void)g;
+    for (int i = 0; i < vg_op_num_inputs(op); i++) dx[i] = dy[i];
+    return VG_OK;
+}
+
 static vg_code shape_no_op(vg_op *op, vg_status *st) {
     vg__op_set_num_outputs(op, 0);
     return VG_OK;
@@ -1117,6 +1153,12 @@ vg_output vg_identity(vg_graph *g, vg_output x, const char *name) {
     return unary(g, "Identity", x, name ? name : "Identity");
 }
 
+vg_op *vg_identity_n(vg_graph *g, const vg_output *xs, int n, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "IdentityN", name ? name : "IdentityN");
+    for (int i = 0; i < n; i++) vg_op_builder_add_input(b, xs[i]);
+    return vg_op_builder_finish(b);
+}
+
 vg_output vg_stop_gradient(vg_graph *g, vg_output x, const char *name) {
     return unary(g, "StopGradient", x, name ? name : "StopGradient");
 }
@@ -1318,6 +1360,7 @@ const vg__op_def vg__ops_array_shape[] = {
     {"PlaceholderWithDefault", 1, 1, 0, 0, shape_placeholder_with_default, kernel_identity, grad_identity},
     {"Const", 0, 0, VG__OP_CONST | ND, 0, shape_const, kernel_const, NULL},
     {"Identity", 1, 1, 0, 0, shape_identity, kernel_identity, grad_identity},
+    {"IdentityN", 1, -1, 0, 0, shape_identity_n, kernel_identity_n, grad_identity_n},
     {"StopGradient", 1, 1, ND, 0, shape_identity, kernel_identity, NULL},
     {"NoOp", 0, 0, ND, 0, shape_no_op, kernel_no_op, NULL},
     {"Reshape", 2, 2, 0, 0, shape_reshape, kernel_reshape, grad_reshape_to_input},

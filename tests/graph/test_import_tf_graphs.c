@@ -9,8 +9,8 @@
  *  - while_loop: i = 0, x = ones[2,2]; while i < 10: i += 1, x = concat(x, x, 0):
  *    Exit = 10, Exit_1 = ones of shape [2048, 2];
  *  - simple_function: two calls of the library function MyAdd_55e046a8 (x + y) on
- *    2.0s: until functions exist, UNIMPLEMENTED says the op type is a library function
- *    (binary and text GraphDef alike). */
+ *    2.0s, inlined at import: MyAdd_55e046a8_1 = 2 + (2 + 2), from the text and the
+ *    binary GraphDef alike. */
 #include "test_util.h"
 #include "vigil/vigil.h"
 
@@ -92,32 +92,36 @@ static void test_while_loop(void) {
     vg_graph_free(g);
 }
 
+static void run_simple_function(vg_graph *g) {
+    vg_status st;
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *t = NULL;
+    CHECK_OK(vg_session_run1(s, vg_graph_output_by_name(g, "MyAdd_55e046a8_1", &st), &t, &st), &st);
+    CHECK(t && vg_tensor_num_elements(t) == 2);
+    for (int i = 0; t && i < 2; i++) CHECK_NEAR(((const float *)vg_tensor_data(t))[i], 6.0, 0); /* 2 + (2 + 2) */
+    vg_tensor_free(t);
+    vg_session_free(s);
+}
+
 static void test_simple_function(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    if (import_or_missing(g, TDG "/grappler_simple_function.pbtxt")) {
-        vg_session *s = vg_session_new(g, NULL, &st);
-        vg_tensor *t = NULL;
-        CHECK_OK(vg_session_run1(s, vg_graph_output_by_name(g, "MyAdd_55e046a8_1", &st), &t, &st), &st);
-        for (int i = 0; t && i < 2; i++) CHECK_NEAR(((const float *)vg_tensor_data(t))[i], 6.0, 0); /* 2 + (2 + 2) */
-        vg_tensor_free(t);
-        vg_session_free(s);
-    } else {
-        CHECK_CODE(vg_graph_import_graph_def_file(g, TDG "/grappler_simple_function.pbtxt", NULL, &st), VG_UNIMPLEMENTED);
-        CHECK_STR_CONTAINS(st.msg, "MyAdd_55e046a8 (nodes 'MyAdd_55e046a8', 'MyAdd_55e046a8_1')");
-        CHECK_STR_CONTAINS(st.msg, "a function of the GraphDef's library");
-        /* the same through the binary form */
-        size_t n;
-        uint8_t *txt = slurp(TDG "/grappler_simple_function.pbtxt", &n);
-        void *bin = NULL;
-        size_t blen = 0;
-        CHECK_OK(vg_proto_text_to_binary(txt, n, "GraphDef", &bin, &blen, &st), &st);
-        CHECK_CODE(vg_graph_import_graph_def(g, bin, blen, NULL, &st), VG_UNIMPLEMENTED);
-        CHECK_STR_CONTAINS(st.msg, "a function of the GraphDef's library");
-        vg_free(bin);
-        free(txt);
-    }
+    CHECK(import_or_missing(g, TDG "/grappler_simple_function.pbtxt"));
+    CHECK(vg_graph_op_by_name(g, "MyAdd_55e046a8_1/Add") != NULL);
+    run_simple_function(g);
     vg_graph_free(g);
+    /* the same through the binary form */
+    size_t n;
+    uint8_t *txt = slurp(TDG "/grappler_simple_function.pbtxt", &n);
+    void *bin = NULL;
+    size_t blen = 0;
+    CHECK_OK(vg_proto_text_to_binary(txt, n, "GraphDef", &bin, &blen, &st), &st);
+    g = vg_graph_new();
+    CHECK_OK(vg_graph_import_graph_def(g, bin, blen, NULL, &st), &st);
+    run_simple_function(g);
+    vg_graph_free(g);
+    vg_free(bin);
+    free(txt);
 }
 
 int main(void) {
