@@ -590,8 +590,74 @@ static const char *const k_out_args[][2] = {
     {"SparseConcat", "output_indices,output_values,output_shape"}, {"DecodeWav", "audio,sample_rate"},
     {"NonMaxSuppressionV4", "selected_indices,valid_outputs"}};
 
+/* An int attr's value, or a list attr's length (types or shapes), -1 when absent. */
+static int64_t rattr_count(const inode *nd, const char *key, bool list) {
+    const rattr *a = find_rattr(nd, key);
+    if (!a || !a->val) return -1;
+    vg__pb_reader r, lr;
+    vg__pb_field f, lf;
+    int64_t v = -1;
+    vg__pb_reader_init(&r, a->val, a->val_len);
+    while (vg__pb_next(&r, &f, NULL) == VG_OK) {
+        if (!list && f.number == 3 && f.wiretype == VG__PB_VARINT) v = (int64_t)f.u;
+        if (list && f.number == 1 && f.wiretype == VG__PB_LEN) {
+            v = 0;
+            vg__pb_reader_init(&lr, f.data, f.len);
+            while (vg__pb_next(&lr, &lf, NULL) == VG_OK) {
+                if (lf.number == 6 && lf.wiretype == VG__PB_LEN) { /* packed types */
+                    const uint8_t *q = lf.data, *e = lf.data + lf.len;
+                    uint64_t t;
+                    while (q < e && vg__pb_get_varint(&q, e, &t)) v++;
+                } else if (lf.number == 6 || lf.number == 7) {
+                    v++;
+                }
+            }
+        }
+    }
+    return v;
+}
+
+/* Output arguments that are lists sized by attrs (ParseExample V1/V2): the flat index
+ * of (arg, idx), -1 when the op is not one of them or the reference is bad, -2 when
+ * the sizes are unknown. */
+static long list_arg_index(const inode *p, const char *arg, size_t al, long idx) {
+    const char *names[6];
+    int64_t len[6];
+    int n;
+    if (strcmp(p->orig_op, "ParseExample") == 0) {
+        int64_t ns = rattr_count(p, "Nsparse", false), nd = rattr_count(p, "Ndense", false);
+        if (ns < 0) ns = 0;
+        if (nd < 0) nd = rattr_count(p, "Tdense", true);
+        const char *nm[] = {"sparse_indices", "sparse_values", "sparse_shapes", "dense_values"};
+        int64_t ln[] = {ns, ns, ns, nd};
+        n = 4;
+        memcpy(names, nm, sizeof nm);
+        memcpy(len, ln, sizeof ln);
+    } else if (strcmp(p->orig_op, "ParseExampleV2") == 0) {
+        int64_t ns = rattr_count(p, "num_sparse", false), nd = rattr_count(p, "Tdense", true);
+        int64_t nr = rattr_count(p, "ragged_value_types", true);
+        if (ns < 0) ns = 0;
+        if (nr < 0) nr = 0;
+        const char *nm[] = {"sparse_indices", "sparse_values", "sparse_shapes", "dense_values", "ragged_values",
+                            "ragged_row_splits"};
+        int64_t ln[] = {ns, ns, ns, nd, nr, nr};
+        n = 6;
+        memcpy(names, nm, sizeof nm);
+        memcpy(len, ln, sizeof ln);
+    } else {
+        return -1;
+    }
+    long base = 0;
+    for (int i = 0; i < n; i++) {
+        if (len[i] < 0) return -2;
+        if (strlen(names[i]) == al && memcmp(names[i], arg, al) == 0) return idx < len[i] ? base + idx : -1;
+        base += (long)len[i];
+    }
+    return -1;
+}
+
 /* Ops whose outputs are all one list argument (any count). */
-static const char *const k_list_out[] = {"Split", "SplitV", "Unpack", "IdentityN", "ShapeN", "DynamicPartition",
+static const char *const k_list_out[] = {"Split", "SplitV", "Unpack", "IdentityN", "ShapeN", "DynamicPartition", "RestoreV2",
                                          "QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2",
                                          "IteratorGetNext", "IteratorGetNextSync", "DecodeCSV", NULL};
 
@@ -790,7 +856,11 @@ static vg_code body_ref(ctx *c, const fn_def *fn, const char *call, const char *
     } else if (k != VG_NOT_FOUND) {
         return k;
     } else {
-        for (size_t i = 0; i < sizeof k_out_args / sizeof *k_out_args; i++)
+        long li = list_arg_index(p, arg, al, idx);
+        if (li == -2 || (li == -1 && (!strcmp(p->orig_op, "ParseExample") || !strcmp(p->orig_op, "ParseExampleV2"))))
+            goto bad;
+        if (li >= 0) flat = li;
+        for (size_t i = 0; li < 0 && i < sizeof k_out_args / sizeof *k_out_args; i++)
             if (strcmp(p->orig_op, k_out_args[i][0]) == 0) {
                 int pos = arg_pos(k_out_args[i][1], arg, al);
                 if (pos < 0 || idx != 0) goto bad;
@@ -898,7 +968,25 @@ static vg_code inline_call(ctx *c, int ci, const char *fname, const rattr *cattr
             goto out;
         }
     }
-    /* references, names, placeholders */
+    /* attr placeholders (first: references read the producers' attrs) */
+    for (int b = first_body; b < c->n; b++) {
+        inode *nd = &c->nodes[b];
+        for (int j = 0; j < nd->nattrs; j++) {
+            size_t pl;
+            const uint8_t *ph = attr_placeholder(&nd->attrs[j], &pl);
+            if (!ph) continue;
+            const rattr *v = call_attr(cattrs, ncattrs, ph, pl);
+            if (!v) {
+                k = vg_status_set(c->st, VG_INVALID_ARGUMENT,
+                                  "%s: node '%s': attr '%.*s' of function '%s' is not given by the call", c->src, call,
+                                  (int)pl, (const char *)ph, fname);
+                goto out;
+            }
+            nd->attrs[j].val = v->val;
+            nd->attrs[j].val_len = v->val_len;
+        }
+    }
+    /* references, names */
     for (int b = first_body; b < c->n; b++) {
         inode *nd = &c->nodes[b];
         for (int j = 0; j < nd->ninputs; j++) {
@@ -924,20 +1012,6 @@ static vg_code inline_call(ctx *c, int ci, const char *fname, const rattr *cattr
             for (int j = ndata; j < c->nodes[ci].ninputs; j++)
                 if ((k = add_input(c, &c->nodes[b], c->nodes[ci].inputs[j]))) goto out;
         nd = &c->nodes[b];
-        for (int j = 0; j < nd->nattrs; j++) {
-            size_t pl;
-            const uint8_t *ph = attr_placeholder(&nd->attrs[j], &pl);
-            if (!ph) continue;
-            const rattr *v = call_attr(cattrs, ncattrs, ph, pl);
-            if (!v) {
-                k = vg_status_set(c->st, VG_INVALID_ARGUMENT,
-                                  "%s: node '%s': attr '%.*s' of function '%s' is not given by the call", c->src, call,
-                                  (int)pl, (const char *)ph, fname);
-                goto out;
-            }
-            nd->attrs[j].val = v->val;
-            nd->attrs[j].val_len = v->val_len;
-        }
         snprintf(spec, sizeof spec, "%s/%s", call, nd->name);
         char *s = vg__strdup(spec);
         if (!s) {

@@ -331,7 +331,9 @@ static vg_code signature(mctx *m, vg_meta_graph *mg, const uint8_t *p, size_t n)
                     if (tf.number == 1 && tf.wiretype == VG__PB_LEN) {
                         char what[200];
                         snprintf(what, sizeof what, "signature '%.80s'", s->key);
-                        if ((k = element(m, tf.data, tf.len, false, &out, what))) {
+                        /* TF 2's init op signature names an op (often a NoOp) */
+                        bool op_ok = strcmp(s->key, "__saved_model_init_op") == 0;
+                        if ((k = element(m, tf.data, tf.len, op_ok, &out, what))) {
                             vg__free(tkey);
                             return k;
                         }

@@ -662,7 +662,7 @@ static vg_code shape_select(vg_op *op, vg_status *st) {
     vg_dtype dc = vg__op_input_dtype(op, 0), dt = vg__op_input_dtype(op, 1);
     vg_code c = vg__math_check_dtype("condition", dc, VG__M_BOOL, st);
     if (c != VG_OK) return c;
-    if (vg_dtype_size(dt) == 0) return vg__math_check_dtype("'t'", dt, VG__M_EQ, st);
+    if (vg_dtype_size(dt) == 0 && dt != VG_STRING) return vg__math_check_dtype("'t'", dt, VG__M_EQ, st);
     if (vg__op_input_dtype(op, 2) != dt)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "'e' has dtype %s but 't' has dtype %s",
                              vg_dtype_name(vg__op_input_dtype(op, 2)), vg_dtype_name(dt));
@@ -750,6 +750,15 @@ static vg_code kernel_select(vg__kctx *ctx) {
     const uint8_t *cv = vg_tensor_data(cond);
     const void *tv = vg_tensor_data(t), *ev = vg_tensor_data(e);
     void *ov = vg_tensor_data(out);
+    if (vg_tensor_dtype(t) == VG_STRING) { /* strings: element copies */
+        int64_t per = rows > 0 ? n / rows : 1;
+        for (int64_t i = 0; i < n; i++) {
+            size_t len;
+            const char *sv = vg_tensor_string(cv[rows > 0 ? i / per : i] ? t : e, i, &len);
+            if ((c = vg_tensor_set_string(out, i, sv, len, st)) != VG_OK) return c;
+        }
+        return VG_OK;
+    }
     if (rows > 0) { /* cond is (N,), t is (N, ...): copy whole rows */
         size_t row = (size_t)(n / rows) * esz;
         for (int64_t r = 0; r < rows; r++)

@@ -489,6 +489,98 @@ out:
     return rc;
 }
 
+/* ParseExampleV2 (TF 2.x's tf.io.parse_example): serialized [B] or [] (then no batch
+ * dimension, as ParseSingleExample), names [B] or [0], the keys as 1-D string tensors
+ * (sparse_keys [num_sparse], dense_keys [len(Tdense)], ragged_keys [0]), dense_defaults
+ * x len(Tdense). Ragged features (ragged_value_types) are refused: UNIMPLEMENTED. */
+static vg_code v2_cfg(const vg_op *op, parse_cfg *c, vg_status *st) {
+    vg_code rc = cfg_types(op, c, "num_sparse", st);
+    if (rc != VG_OK) return rc;
+    const vg_dtype *rt;
+    int nr = 0;
+    if (vg_op_attr_type_list(op, "ragged_value_types", &rt, &nr) && nr > 0)
+        return vg_status_set(st, VG_UNIMPLEMENTED, "ParseExampleV2: ragged features (%d) are not supported yet", nr);
+    return VG_OK;
+}
+
+static vg_code shape_parse_example_v2(vg_op *op, vg_status *st) {
+    parse_cfg c = {0};
+    vg_code rc = v2_cfg(op, &c, st);
+    if (rc != VG_OK) return rc;
+    if (vg_op_num_inputs(op) != 5 + c.ndense)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "ParseExampleV2 expects %d inputs, got %d", 5 + c.ndense,
+                             vg_op_num_inputs(op));
+    vg_shape ss = vg__op_input_shape(op, 0);
+    if ((rc = check_string_input(op, 0, -1, "serialized", st)) != VG_OK) return rc;
+    if (ss.ndims > 1)
+        return vg_status_set(st, VG_UNIMPLEMENTED, "ParseExampleV2: serialized of rank %d (vigil: 0 or 1)", ss.ndims);
+    if ((rc = check_string_input(op, 1, -1, "names", st)) != VG_OK) return rc;
+    static const char *const kn[] = {"sparse_keys", "dense_keys", "ragged_keys"};
+    for (int i = 0; i < 3; i++)
+        if ((rc = check_string_input(op, 2 + i, 1, kn[i], st)) != VG_OK) return rc;
+    for (int d = 0; d < c.ndense; d++)
+        if (vg__op_input_dtype(op, 5 + d) != c.dense_types[d])
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "ParseExampleV2: dense_defaults[%d] must be %s, got %s", d,
+                                 vg_dtype_name(c.dense_types[d]), vg_dtype_name(vg__op_input_dtype(op, 5 + d)));
+    bool single = ss.ndims == 0;
+    return set_parse_outputs(op, &c, ss.ndims == 1 ? ss.dims[0] : -1, single, 0);
+}
+
+static vg_code kernel_parse_example_v2(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_op *op = vg__kctx_op(ctx);
+    parse_cfg c = {0};
+    vg_code rc = v2_cfg(op, &c, st);
+    if (rc != VG_OK) return rc;
+    const vg_tensor *ser = vg__kctx_input(ctx, 0), *names = vg__kctx_input(ctx, 1);
+    const vg_tensor *kt[3] = {vg__kctx_input(ctx, 2), vg__kctx_input(ctx, 3), vg__kctx_input(ctx, 4)};
+    int64_t want[3] = {c.nsparse, c.ndense, 0};
+    static const char *const kn[] = {"sparse_keys", "dense_keys", "ragged_keys"};
+    for (int i = 0; i < 3; i++)
+        if (vg_tensor_ndims(kt[i]) != 1 || vg_tensor_num_elements(kt[i]) != want[i])
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "ParseExampleV2: %s must be a vector of %lld keys", kn[i],
+                                 (long long)want[i]);
+    if (vg_tensor_ndims(ser) > 1)
+        return vg_status_set(st, VG_UNIMPLEMENTED, "ParseExampleV2: serialized of rank %d (vigil: 0 or 1)",
+                             vg_tensor_ndims(ser));
+    int nk = c.nsparse + c.ndense;
+    const char **keys = vg__calloc((size_t)(nk ? nk : 1), sizeof(char *));
+    size_t *klen = vg__calloc((size_t)(nk ? nk : 1), sizeof(size_t));
+    vg_tensor **defs = vg__calloc((size_t)(c.ndense ? c.ndense : 1), sizeof(vg_tensor *));
+    char **owned = vg__calloc((size_t)(nk ? nk : 1), sizeof(char *));
+    if (!keys || !klen || !defs || !owned) rc = VG_OOM(st, "ParseExampleV2 keys");
+    for (int i = 0; i < nk && rc == VG_OK; i++) {
+        size_t len = 0;
+        const char *k = vg_tensor_string(i < c.nsparse ? kt[0] : kt[1], i < c.nsparse ? i : i - c.nsparse, &len);
+        if (!(owned[i] = vg__strndup(k ? k : "", len))) rc = VG_OOM(st, "ParseExampleV2 key");
+        keys[i] = owned[i];
+        klen[i] = len;
+    }
+    if (rc == VG_OK) {
+        for (int d = 0; d < c.ndense; d++) defs[d] = vg__kctx_input(ctx, 5 + d);
+        c.sparse_keys = keys;
+        c.sparse_klen = klen;
+        c.dense_keys = keys + c.nsparse;
+        c.dense_klen = klen + c.nsparse;
+        c.defaults = defs;
+        c.single = vg_tensor_ndims(ser) == 0;
+        if (!c.single && vg_tensor_num_elements(names) != 0 &&
+            vg_tensor_num_elements(names) != vg_tensor_num_elements(ser))
+            rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                               "Expected len(names) == len(serialized), but got: %lld vs. %lld",
+                               (long long)vg_tensor_num_elements(names), (long long)vg_tensor_num_elements(ser));
+        else
+            rc = run_parse(ctx, &c, ser, c.single ? NULL : names);
+    }
+    if (owned)
+        for (int i = 0; i < nk; i++) vg__free(owned[i]);
+    vg__free(owned);
+    vg__free(keys);
+    vg__free(klen);
+    vg__free(defs);
+    return rc;
+}
+
 /* ParseSingleExample keys are attrs. */
 static vg_code single_keys(const vg_op *op, parse_cfg *c, const char **keys, size_t *klen, vg_status *st) {
     const char *const *sk = NULL, *const *dk = NULL;
@@ -1382,6 +1474,7 @@ vg_op *vg_parse_single_sequence_example(vg_graph *g, vg_output serialized, const
 
 const vg__op_def vg__ops_parsing[] = {
     {"ParseExample", 2, -1, PARSE_FLAGS, 0, shape_parse_example, kernel_parse_example, NULL},
+    {"ParseExampleV2", 5, -1, PARSE_FLAGS, 0, shape_parse_example_v2, kernel_parse_example_v2, NULL},
     {"ParseSingleExample", 1, -1, PARSE_FLAGS, 0, shape_parse_single, kernel_parse_single, NULL},
     {"ParseSingleSequenceExample", 3, -1, PARSE_FLAGS, 0, shape_parse_sequence, kernel_parse_sequence, NULL},
     {"DecodeRaw", 1, 1, PARSE_FLAGS, 0, shape_decode_raw, kernel_decode_raw, NULL},

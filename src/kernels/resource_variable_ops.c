@@ -445,6 +445,20 @@ static vg_code kernel_destroy(vg__kctx *ctx) {
     return VG_OK;
 }
 
+/* DisableCopyOnRead (TF 2.x resource_variable_ops.cc): turns off a variable's
+ * copy-on-read mode, which only affects how TF shares a variable's buffer with
+ * sparse readers. vigil's reads never alias a variable that a later write changes
+ * (a write replaces the value), so the op only checks its handle. */
+static vg_code shape_disable_copy_on_read(vg_op *op, vg_status *st) {
+    if (check_handle_input(op, st)) return st->code;
+    vg__op_set_num_outputs(op, 0);
+    return VG_OK;
+}
+
+static vg_code kernel_disable_copy_on_read(vg__kctx *ctx) {
+    return var_input(ctx) ? VG_OK : vg__kctx_status(ctx)->code;
+}
+
 static vg_code shape_variable_shape(vg_op *op, vg_status *st) {
     if (check_handle_input(op, st)) return st->code;
     vg__op_set_default_attr_type(op, "out_type", VG_INT32);
@@ -933,6 +947,7 @@ const vg__op_def vg__ops_resource_variable[] = {
     {"AssignSubVariableOp", 2, 2, RV_FLAGS, 0, shape_assign_update, kernel_assign_sub, NULL},
     {"VarIsInitializedOp", 1, 1, RV_FLAGS, 0, shape_is_initialized, kernel_is_initialized, NULL},
     {"DestroyResourceOp", 1, 1, RV_FLAGS, 0, shape_destroy, kernel_destroy, NULL},
+    {"DisableCopyOnRead", 1, 1, RV_FLAGS, 0, shape_disable_copy_on_read, kernel_disable_copy_on_read, NULL},
     {"VariableShape", 1, 1, RV_FLAGS, 0, shape_variable_shape, kernel_variable_shape, NULL},
     {"ResourceGather", 2, 2, VG__OP_STATEFUL, 0, shape_gather, kernel_gather, grad_gather},
     {"ResourceScatterAdd", 3, 3, RV_FLAGS, 0, shape_scatter, kernel_scatter, NULL},

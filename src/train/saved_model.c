@@ -93,6 +93,28 @@ vg_code vg_saved_model_load(const char *export_dir, const char *const *tags, int
     return vg_saved_model_load_ex(export_dir, tags, ntags, &o, out, st);
 }
 
+/* Runs the SavedModel's own restore op (saver_def.restore_op_name) with its filename
+ * tensor fed "<export_dir>/variables/variables", when the graph has both and a
+ * variables index exists. */
+static vg_code run_tf2_restore(vg_saved_model *m, const char *export_dir, const vg_run_options *ro, vg_status *st) {
+    const vg_saver_def *sd = vg_meta_graph_saver_def(m->meta_graph);
+    if (!sd || !sd->restore_op_name || !sd->filename_tensor_name) return VG_OK;
+    vg_op *restore = vg_graph_op_by_name(m->graph, sd->restore_op_name);
+    vg_status es;
+    vg_output fname = vg_graph_output_by_name(m->graph, sd->filename_tensor_name, &es);
+    if (!restore || !fname.op) return VG_OK; /* the TF 1 saver scope the import omitted */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/variables/variables.index", export_dir);
+    if (!file_exists(path)) return VG_OK;
+    snprintf(path, sizeof path, "%s/variables/variables", export_dir);
+    vg_tensor *t = vg_tensor_new_string_scalar(path, strlen(path), st);
+    if (!t) return st->code ? st->code : VG_RESOURCE_EXHAUSTED;
+    vg_code k = vg_session_run(m->session, ro, &fname, &t, 1, NULL, NULL, 0, &restore, 1, NULL, st);
+    vg_tensor_free(t);
+    if (k) vg_status_prefix(st, "SavedModel %s: restoring its variables (%s): ", export_dir, sd->restore_op_name);
+    return k;
+}
+
 vg_code vg_saved_model_load_ex(const char *export_dir, const char *const *tags, int ntags,
                                const vg_saved_model_load_options *options, vg_saved_model **out, vg_status *st) {
     if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_load: out is NULL");
@@ -143,12 +165,21 @@ vg_code vg_saved_model_load_ex(const char *export_dir, const char *const *tags, 
         k = vg_saver_restore(saver, m->session, path, st);
     }
     vg_saver_free(saver);
-    /* main op: saved_model_main_op, else legacy_init_op (TF's get_main_op_tensor) */
+    /* TF 2 SavedModels have no variable collections: their own saver (a restore
+     * function call, kept by the import) restores, fed the variables' path, as TF's
+     * loader does (loader.py restore_variables: run restore_op_name) */
+    if (!k && nvars == 0) k = run_tf2_restore(m, export_dir, options->main_op_run_options, st);
+    /* main op: saved_model_main_op, else legacy_init_op (TF's get_main_op_tensor),
+     * else the op of TF 2's "__saved_model_init_op" signature */
     if (!k) {
         int n = 0;
         const vg_output *mo = vg_graph_collection(m->graph, "saved_model_main_op", &n);
         if (n == 0) mo = vg_graph_collection(m->graph, "legacy_init_op", &n);
         if (n > 0) k = run_main_op(m, export_dir, mo[0].op, options->main_op_run_options, st);
+        int si = n > 0 ? -1 : vg_meta_graph_find_signature(m->meta_graph, "__saved_model_init_op");
+        if (si >= 0 && vg_meta_graph_signature_num_tensors(m->meta_graph, si, true) > 0)
+            k = run_main_op(m, export_dir, vg_meta_graph_signature_tensor(m->meta_graph, si, true, 0).op,
+                            options->main_op_run_options, st);
     }
     if (k) {
         vg_saved_model_free(m);

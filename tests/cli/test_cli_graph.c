@@ -31,10 +31,21 @@ static void test_cli_graph__graph_def(void) {
     CHECK(strstr(out_buf, "cannot run") == NULL);
     CHECK_STR_CONTAINS(out_buf, "assets (1):");
     CHECK_STR_CONTAINS(out_buf, "foo.txt <- Const:0");
-    /* a graph using op types vigil lacks: exit 1 and the list (TF 2 resource variables) */
-    CHECK_EQ_INT(run_graph(TDL "/serving_half_plus_two_tf2_cpu"), 1);
+    /* TF 2.14's SavedModel: its function calls inline, every op type runs: exit 0 */
+    CHECK_EQ_INT(run_graph(TDL "/serving_half_plus_two_tf2_cpu"), 0);
+    CHECK_STR_CONTAINS(out_buf, "StatefulPartitionedCall");
+    CHECK(strstr(out_buf, "cannot run") == NULL);
+    /* a graph using op types vigil lacks: exit 1 and the list */
+    FILE *f = fopen("missing.pbtxt", "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("node { name: 'a' op: 'NoSuchOpAnywhere' }\nnode { name: 'b' op: 'NoOp' }\n", f);
+        fclose(f);
+    }
+    CHECK_EQ_INT(run_graph("missing.pbtxt"), 1);
     CHECK_STR_CONTAINS(out_buf, "op types vigil cannot run");
-    CHECK_STR_CONTAINS(out_buf, "VarHandleOp");
+    CHECK_STR_CONTAINS(out_buf, "NoSuchOpAnywhere");
+    remove("missing.pbtxt");
 }
 
 static void test_cli_graph__saved_model(void) {
@@ -55,6 +66,11 @@ static void test_cli_run(void) {
     CHECK_EQ_INT(run_vigil(a2, "out", "err"), 0);
     read_into("out", out_buf, sizeof out_buf);
     CHECK_STR_CONTAINS(out_buf, "output float []: 2.5");
+    /* TF 2 SavedModels carry their own save function (SaveV2 in the graph): trusted only */
+    const char *a6[] = {"run", TDL "/serving_half_plus_two_tf2_cpu", "--input", "x=3", "--allow-file-writes", NULL};
+    CHECK_EQ_INT(run_vigil(a6, "out", "err"), 0); /* TF 2: y = 0.5 x + 2 */
+    read_into("out", out_buf, sizeof out_buf);
+    CHECK_STR_CONTAINS(out_buf, "y float [1]: 3.5");
     const char *a3[] = {"run", TDL "/serving_counter_tf1.5", "--signature", "nope", NULL};
     CHECK_EQ_INT(run_vigil(a3, "out", "err"), 1);
     read_into("err", err_buf, sizeof err_buf);
