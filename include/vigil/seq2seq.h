@@ -162,6 +162,92 @@ VG_API vg_decoder_helper *vg_sample_embedding_helper_new(vg_graph *g, vg_output 
 VG_API vg_decoder *vg_basic_decoder_new(vg_rnn_cell *cell, vg_decoder_helper *helper, const vg_output *initial_state,
                                         vg_layer *output_layer);
 
+/* ---- attention (attention_wrapper.py) ----------------------------------------------
+ * An attention mechanism holds the memory [batch, max_time, depth] (max_time and depth
+ * must be known: the wrapper's state is a custom cell's, whose shapes are static),
+ * masked past memory_sequence_length (int32/int64 [batch]; op NULL = none) as TF's
+ * _prepare_memory, and the keys = memory_layer(values): a dense layer without bias
+ * named "memory_layer" built in the current variable scope when the mechanism is made
+ * (variable "memory_layer/kernel"; its masking ops under name scope name or
+ * "BaseAttentionMechanismInit"). A call scores a query against the keys in
+ * tf.variable_scope(None, "bahdanau_attention" / "luong_attention") and returns the
+ * alignments softmax(score), with score -inf past memory_sequence_length (TF's
+ * score_mask_value default; the probability_fn is softmax).
+ *  - Bahdanau: score = sum(v * tanh(keys + query_layer(query)), 2); query_layer a dense
+ *    layer without bias ("bahdanau_attention/query_layer/kernel"), v "attention_v"
+ *    [num_units] (glorot_uniform, or the scope's initializer); normalize: v becomes
+ *    g * v / |v| with "attention_g" (scalar, sqrt(1 / num_units)) and a bias
+ *    "attention_b" [num_units] (zeros) is added inside the tanh.
+ *  - Luong: score = query . keys (the query's depth must equal num_units); scale:
+ *    multiplied by "attention_g" (scalar, ones).
+ * Constructors return NULL with a graph error (INVALID_ARGUMENT: num_units <= 0, memory
+ * not rank 3 or with unknown max_time or depth, memory_sequence_length not a vector;
+ * RESOURCE_EXHAUSTED). The caller frees the mechanism after the graph is built, after
+ * the wrappers that use it. */
+typedef struct vg_attention_mechanism vg_attention_mechanism;
+/* tf.contrib.seq2seq.BahdanauAttention(num_units, memory, memory_sequence_length,
+ * normalize, name). */
+VG_API vg_attention_mechanism *vg_bahdanau_attention_new(vg_graph *g, int64_t num_units, vg_output memory,
+                                                         vg_output memory_sequence_length, bool normalize,
+                                                         const char *name);
+/* tf.contrib.seq2seq.LuongAttention(num_units, memory, memory_sequence_length, scale,
+ * name). */
+VG_API vg_attention_mechanism *vg_luong_attention_new(vg_graph *g, int64_t num_units, vg_output memory,
+                                                      vg_output memory_sequence_length, bool scale, const char *name);
+VG_API void vg_attention_mechanism_free(vg_attention_mechanism *m);
+/* The mechanism's keys [batch, max_time, num_units] and (masked) values [batch,
+ * max_time, depth]. */
+VG_API vg_output vg_attention_mechanism_keys(const vg_attention_mechanism *m);
+VG_API vg_output vg_attention_mechanism_values(const vg_attention_mechanism *m);
+/* mechanism(query, state): *alignments [batch, max_time] for query [batch, depth]
+ * (depth known). Variables on the first call, in the current variable scope. Fails
+ * (sticky) with INVALID_ARGUMENT (NULL arguments, a query of unknown depth, a Luong
+ * query whose depth differs from num_units). */
+VG_API vg_code vg_attention_mechanism_call(vg_attention_mechanism *m, vg_graph *g, vg_output query,
+                                           vg_output *alignments);
+
+typedef struct vg_attention_wrapper_options {
+    int64_t attention_layer_size; /* 0: TF's None (the attention is the context vector) */
+    bool alignment_history;       /* must be false: vigil's cell states cannot hold a
+                                     TensorArray (the constructor refuses true) */
+    bool output_attention;        /* true */
+    const char *name;             /* NULL: "attention_wrapper" */
+} vg_attention_wrapper_options;
+#define VG_ATTENTION_WRAPPER_OPTIONS_INIT {0, false, true, NULL}
+
+/* tf.contrib.seq2seq.AttentionWrapper(cell, attention_mechanism, attention_layer_size,
+ * alignment_history=False, cell_input_fn=concat, output_attention, name) with one
+ * mechanism. Its RNN cell (vg_attention_wrapper_cell) has the flat state
+ *     cell_state (the wrapped cell's n tensors), attention [batch, attention_size],
+ *     alignments [batch, max_time], attention_state [batch, max_time]
+ * (TF's AttentionWrapperState without time and alignment_history); a call
+ * concatenates the inputs with the previous attention, calls the wrapped cell, scores
+ * its output with the mechanism, and makes the context (alignments x values), then the
+ * attention = attention_layer([cell_output, context]) (a dense layer without bias,
+ * "attention_layer/kernel") or the context when attention_layer_size is 0. Its output
+ * is the attention (output_attention) or the cell's output. Variables in the wrapper's
+ * variable scope, made unique in the current one at the first call
+ * ("decoder/attention_wrapper/basic_lstm_cell/kernel",
+ * "decoder/attention_wrapper/bahdanau_attention/attention_v",
+ * "decoder/attention_wrapper/attention_layer/kernel"). Takes over cell (also on
+ * failure); borrows m. NULL for a NULL cell or mechanism, alignment_history, or out of
+ * memory. o NULL = defaults. */
+typedef struct vg_attention_wrapper vg_attention_wrapper;
+VG_API vg_attention_wrapper *vg_attention_wrapper_new(vg_rnn_cell *cell, vg_attention_mechanism *m,
+                                                      const vg_attention_wrapper_options *o);
+/* The wrapper as an RNN cell (borrowed: valid until vg_attention_wrapper_free; do not
+ * free it with vg_rnn_cell_free). */
+VG_API vg_rnn_cell *vg_attention_wrapper_cell(vg_attention_wrapper *w);
+/* Frees the wrapper, its cell and the wrapped cell. NULL is ignored. */
+VG_API void vg_attention_wrapper_free(vg_attention_wrapper *w);
+/* zero_state(batch_size, dtype), then .clone(cell_state=cell_state) when cell_state is
+ * not NULL (the wrapped cell's n tensors, e.g. the encoder's final state): fills the
+ * n + 3 state tensors. batch_size < 0: batch_tensor (int32 scalar) gives it. Fails
+ * with INVALID_ARGUMENT (NULL arguments) or the zero state's errors. */
+VG_API vg_code vg_attention_wrapper_zero_state(vg_attention_wrapper *w, vg_graph *g, int64_t batch_size,
+                                               vg_output batch_tensor, vg_dtype dt, const vg_output *cell_state,
+                                               vg_output *state);
+
 /* The GatherTree op (tf.contrib.seq2seq.gather_tree): step_ids, parent_ids [max_time,
  * batch, beam] (int32 or int64), max_sequence_lengths int32 [batch], end_token a scalar
  * of step_ids' dtype; returns the beams [max_time, batch, beam] traced back through the
