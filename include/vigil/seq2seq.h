@@ -53,7 +53,8 @@ extern "C" {
  *    output_count outputs ([batch, output_shapes[i]...] of output_dtypes[i]),
  *    state_count next state tensors, the next inputs and finished.
  *  - finalize(g, user, outputs, final_state, sequence_lengths) (may be NULL): replaces,
- *    in place, the stacked time-major outputs and the final state after the loop.
+ *    in place, the stacked time-major outputs (an array of VG_DECODER_MAX_OUTPUTS;
+ *    final_output_count of them on return) and the final state after the loop.
  * A callback returns VG_OK or an error code (also when it set a graph error). */
 typedef struct vg_decoder {
     int output_count;                                 /* 1 .. VG_DECODER_MAX_OUTPUTS */
@@ -70,6 +71,8 @@ typedef struct vg_decoder {
                         vg_output sequence_lengths);
     void (*free_user)(void *user); /* vg_decoder_free calls it on user; may be NULL */
     void *user;
+    int final_output_count;        /* outputs after finalize: 0 = output_count
+                                      (BeamSearchDecoder: 4), <= VG_DECODER_MAX_OUTPUTS */
 } vg_decoder;
 
 /* Frees a decoder made by a constructor here (its payload; the cell, helper and layer
@@ -95,7 +98,8 @@ typedef struct vg_dynamic_decode_options {
  * all are finished, for at most maximum_iterations steps. Each step's finished is the
  * decoder's, or-ed with the previous unless tracks_own_finished; sequence_lengths
  * become time + 1 for the entries not finished before the step. Writes
- * final_outputs[0 .. output_count) ([batch, time, ...] or time-major), final_state
+ * final_outputs[0 .. final_output_count or output_count) ([batch, time, ...] or
+ * time-major: the first two dimensions of each are swapped), final_state
  * (state_count tensors) and *final_sequence_lengths (int32 [batch...]; may be NULL).
  * o NULL = defaults. Failures (sticky graph error, returned and in st):
  * INVALID_ARGUMENT (NULL arguments, a decoder without callbacks or with bad counts,
@@ -247,6 +251,38 @@ VG_API void vg_attention_wrapper_free(vg_attention_wrapper *w);
 VG_API vg_code vg_attention_wrapper_zero_state(vg_attention_wrapper *w, vg_graph *g, int64_t batch_size,
                                                vg_output batch_tensor, vg_dtype dt, const vg_output *cell_state,
                                                vg_output *state);
+
+/* tf.contrib.seq2seq.tile_batch(t, multiplier): t [batch, ...] (rank known) becomes
+ * [batch * multiplier, ...] with each entry repeated multiplier times in a row (t[0],
+ * t[0], ..., t[1], t[1], ...), ops under name or "tile_batch". {NULL, 0} with graph
+ * error INVALID_ARGUMENT for an unknown rank, rank 0 or multiplier < 1. */
+VG_API vg_output vg_tile_batch(vg_graph *g, vg_output t, int multiplier, const char *name);
+
+/* tf.contrib.seq2seq.BeamSearchDecoder(cell, embedding, start_tokens, end_token,
+ * initial_state, beam_width, output_layer, length_penalty_weight) of TF 1.15, without
+ * coverage_penalty_weight and reorder_tensor_arrays. initial_state: the cell's state
+ * for batch * beam_width entries (tiled with vg_tile_batch; for an AttentionWrapper
+ * tile the memory and its lengths too and make its zero state for batch * beam_width).
+ * Each step runs the cell on the [batch * beam] merged inputs and state, applies
+ * output_layer (NULL: none), takes log_softmax (finished beams put all their mass on
+ * end_token), adds the beams' log probabilities, divides by the length penalty
+ * ((5 + length) / 6) ^ length_penalty_weight (lengths not counting end_token; none when
+ * the weight is 0), keeps the top beam_width of beam x vocab (TopKV2), and gathers
+ * the chosen beams' state, log probabilities, finished and lengths. At the start only
+ * beam 0 is live (log probability 0, the others -inf and finished). tracks_own_finished.
+ * With vg_dynamic_decode: final_outputs (final_output_count 4, TF's
+ * FinalBeamSearchDecoderOutput flattened) = predicted_ids [batch, time, beam] (int32,
+ * traced back by GatherTree with each batch's longest beam length; beams best first),
+ * scores [batch, time, beam], the raw step ids and the parent ids; final_state = the
+ * cell's state [batch, beam, ...], log_probs [batch, beam], finished [batch, beam],
+ * lengths int64 [batch, beam]. cell and output_layer are borrowed; embedding [vocab,
+ * depth]; start_tokens int32 [batch]. NULL with a graph error (INVALID_ARGUMENT: NULL
+ * arguments, beam_width < 1, start_tokens not a vector, an unknown vocabulary size;
+ * RESOURCE_EXHAUSTED). Free with vg_decoder_free. */
+VG_API vg_decoder *vg_beam_search_decoder_new(vg_graph *g, vg_rnn_cell *cell, vg_output embedding,
+                                              vg_output start_tokens, int32_t end_token,
+                                              const vg_output *initial_state, int beam_width, vg_layer *output_layer,
+                                              double length_penalty_weight);
 
 /* The GatherTree op (tf.contrib.seq2seq.gather_tree): step_ids, parent_ids [max_time,
  * batch, beam] (int32 or int64), max_sequence_lengths int32 [batch], end_token a scalar

@@ -123,6 +123,12 @@ vg_code vg_dynamic_decode(vg_graph *g, vg_decoder *d, const vg_dynamic_decode_op
         return fail(g, st);
     }
     int nout = d->output_count, ns = d->state_count, n = 1 + nout + ns + 3;
+    int nfinal = d->final_output_count > 0 ? d->final_output_count : nout;
+    if (nfinal > VG_DECODER_MAX_OUTPUTS) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "dynamic_decode: final_output_count above %d",
+                           VG_DECODER_MAX_OUTPUTS);
+        return fail(g, st);
+    }
     vg_output *vars = calloc((size_t)(2 * n), sizeof(vg_output));
     if (!vars) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "dynamic_decode: out of memory");
@@ -176,31 +182,43 @@ vg_code vg_dynamic_decode(vg_graph *g, vg_decoder *d, const vg_dynamic_decode_op
         vars[n - 2] = finished;
         vars[n - 1] = vg_zeros_like_dtype(g, finished, VG_INT32, "zeros_like");
     }
-    if (vg_graph_status(g, NULL) == VG_OK)
-        vg_while_loop(g, dec_cond, dec_body, &c, vars, n, NULL, o->parallel_iterations > 0 ? o->parallel_iterations : 32,
-                      max_it, "while", exits, NULL);
     if (vg_graph_status(g, NULL) == VG_OK) {
+        vg_status ls;
+        memset(&ls, 0, sizeof ls);
+        rc = vg_while_loop(g, dec_cond, dec_body, &c, vars, n, NULL,
+                           o->parallel_iterations > 0 ? o->parallel_iterations : 32, max_it, "while", exits, &ls);
+        if (rc != VG_OK && vg_graph_status(g, NULL) == VG_OK) vg_graph_set_error(g, rc, "%s", ls.msg);
+    }
+    if (vg_graph_status(g, NULL) == VG_OK) {
+        vg_output fo[VG_DECODER_MAX_OUTPUTS];
+        for (int i = 0; i < VG_DECODER_MAX_OUTPUTS; i++) fo[i] = none();
         for (int i = 0; i < nout; i++) {
             vg_tensor_array ta = {c.handles[i], exits[1 + i], d->output_dtypes[i]};
-            final_outputs[i] = vg_tensor_array_stack(g, ta, "TensorArrayStack");
+            fo[i] = vg_tensor_array_stack(g, ta, "TensorArrayStack");
         }
         memcpy(final_state, exits + 1 + nout, sizeof(vg_output) * (size_t)ns);
         vg_output lengths = exits[n - 1];
         if (d->finalize) {
-            rc = d->finalize(g, d->user, final_outputs, final_state, lengths);
+            rc = d->finalize(g, d->user, fo, final_state, lengths);
             if (rc != VG_OK && vg_graph_status(g, NULL) == VG_OK)
                 vg_graph_set_error(g, rc, "dynamic_decode: the decoder's finalize failed");
         }
-        if (vg_graph_status(g, NULL) == VG_OK && !o->output_time_major)
-            for (int i = 0; i < nout; i++) { /* _transpose_batch_time: swap the first two dims */
-                int r = vg_output_shape(final_outputs[i]).ndims;
-                if (r < 2) r = d->output_shapes[i].ndims + 1 + (d->batch_dims > 1 ? d->batch_dims - 1 : 0);
-                int32_t perm[VG_MAX_DIMS];
-                for (int k = 0; k < r && k < VG_MAX_DIMS; k++) perm[k] = k;
-                perm[0] = 1;
-                perm[1] = 0;
-                final_outputs[i] = vg_transpose_c(g, final_outputs[i], perm, r, "transpose");
+        for (int i = 0; i < nfinal && vg_graph_status(g, NULL) == VG_OK; i++) {
+            final_outputs[i] = fo[i];
+            if (o->output_time_major) continue;
+            /* _transpose_batch_time: swap the first two dims */
+            int r = fo[i].op ? vg_output_shape(fo[i]).ndims : -1;
+            if (r < 2) {
+                vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                                   "dynamic_decode: output %d needs a known rank >= 2 to be made batch-major", i);
+                break;
             }
+            int32_t perm[VG_MAX_DIMS];
+            for (int k = 0; k < r && k < VG_MAX_DIMS; k++) perm[k] = k;
+            perm[0] = 1;
+            perm[1] = 0;
+            final_outputs[i] = vg_transpose_c(g, fo[i], perm, r, "transpose");
+        }
         if (final_sequence_lengths) *final_sequence_lengths = lengths;
     }
     vg_variable_scope_pop(g);

@@ -399,84 +399,130 @@ static void test_attention_errors(void) {
 /* A copy task: an encoder GRU over embedded source tokens gives the memory; a GRU
  * decoder wrapped in Bahdanau attention reads the target shifted right (start token
  * 0) through TrainingHelper / BasicDecoder / dynamic_decode, with a dense output
- * layer; sequence_loss trained with Adam drops from ~ln(6) to near 0, and greedy
- * decoding (GreedyEmbeddingHelper, the same variables) copies the sources. */
+ * layer; sequence_loss trained with Adam drops from ~ln(6) to near 0. The same model is
+ * built again in the re-entered variable scope "model" with reuse (TF's separate
+ * inference model) for greedy decoding (GreedyEmbeddingHelper) and for beam search
+ * (BeamSearchDecoder, width 3, memory and encoder state tiled with tile_batch): both
+ * copy the sources. */
+enum { CN = 8, CL = 4, CV = 6, CE = 8, CH = 16, CK = 3 };
+
+typedef struct copy_model {
+    vg_rnn_cell *enc;
+    vg_attention_mechanism *m;
+    vg_attention_wrapper *w;
+    vg_decoder_helper *h;
+    vg_layer *proj;
+    vg_decoder *d;
+    vg_output outs[4];
+} copy_model;
+
+/* mode 0: training (TrainingHelper), 1: greedy, 2: beam search */
+static void build_copy_model(vg_graph *g, vg_output src, vg_output tgt_in, int mode, copy_model *cm) {
+    vg_status st;
+    memset(cm, 0, sizeof *cm);
+    vg_variable_scope_opts vo;
+    memset(&vo, 0, sizeof vo);
+    vo.reuse = mode ? VG_REUSE_TRUE : VG_REUSE_INHERIT;
+    vg_variable_scope_push(g, "model", &vo);
+    vg_initializer un = vg_init_random_uniform(-0.5, 0.5, 0);
+    vg_variable es = vg_get_variable(g, "embedding_src", VG_FLOAT, (const int64_t[]){CV, CE}, 2, un, VG_VAR_TRAINABLE);
+    vg_variable et = vg_get_variable(g, "embedding_tgt", VG_FLOAT, (const int64_t[]){CV, CE}, 2, un, VG_VAR_TRAINABLE);
+    vg_output lens = vg_const_fill(g, VG_INT32, (const int64_t[]){CN}, 1, CL, "lens");
+    cm->enc = vg_gru_cell_new(CH);
+    vg_output mem, enc_state;
+    CHECK_OK(vg_dynamic_rnn(cm->enc, g, vg_embedding_lookup(g, es.read, src, NULL), lens, NULL, VG_FLOAT, 0, false,
+                            "encoder", &mem, &enc_state, &st),
+             &st);
+    int tile = mode == 2 ? CK : 1;
+    if (tile > 1) {
+        mem = vg_tile_batch(g, mem, tile, NULL);
+        enc_state = vg_tile_batch(g, enc_state, tile, NULL);
+        lens = vg_tile_batch(g, lens, tile, NULL);
+    }
+    cm->m = vg_bahdanau_attention_new(g, CH, mem, lens, false, NULL);
+    vg_attention_wrapper_options o = VG_ATTENTION_WRAPPER_OPTIONS_INIT;
+    o.attention_layer_size = CH;
+    cm->w = vg_attention_wrapper_new(vg_gru_cell_new(CH), cm->m, &o);
+    vg_rnn_cell *cell = vg_attention_wrapper_cell(cm->w);
+    vg_output init[4];
+    CHECK_OK(vg_attention_wrapper_zero_state(cm->w, g, CN * tile, vg_out(NULL, 0), VG_FLOAT, &enc_state, init), &st);
+    vg_layer_config lc = vg_layer_config_default(VG_LAYER_DENSE);
+    lc.units = CV;
+    lc.use_bias = false;
+    lc.name = "output_projection";
+    cm->proj = vg_layer_new(&lc);
+    vg_output start = vg_const_fill(g, VG_INT32, (const int64_t[]){CN}, 1, 0, "start");
+    if (mode == 0) {
+        cm->h = vg_training_helper_new(g, vg_embedding_lookup(g, et.read, tgt_in, NULL), lens, false, NULL);
+        cm->d = vg_basic_decoder_new(cell, cm->h, init, cm->proj);
+    } else if (mode == 1) {
+        cm->h = vg_greedy_embedding_helper_new(g, et.read, start, CV); /* no end token: CV is out of range */
+        cm->d = vg_basic_decoder_new(cell, cm->h, init, cm->proj);
+    } else {
+        cm->d = vg_beam_search_decoder_new(g, cell, et.read, start, CV - 1, init, CK, cm->proj, 0.0);
+    }
+    CHECK(cm->d != NULL);
+    vg_dynamic_decode_options go = VG_DYNAMIC_DECODE_OPTIONS_INIT;
+    if (mode) go.maximum_iterations = vg_const_i32(g, CL, "max_len");
+    vg_output fin[8];
+    if (cm->d) CHECK_OK(vg_dynamic_decode(g, cm->d, &go, cm->outs, fin, NULL, &st), &st);
+    vg_variable_scope_pop(g);
+}
+
+static void free_copy_model(copy_model *cm) {
+    vg_decoder_free(cm->d);
+    vg_decoder_helper_free(cm->h);
+    vg_layer_free(cm->proj);
+    vg_attention_wrapper_free(cm->w);
+    vg_attention_mechanism_free(cm->m);
+    vg_rnn_cell_free(cm->enc);
+}
+
 static void test_copy_task_with_attention(void) {
-    enum { N = 8, L = 4, V = 6, E = 8, HID = 16 };
     vg_graph *g = vg_graph_new();
     vg_status st;
     vg_graph_set_seed(g, 7);
-    int32_t src[N * L], tin[N * L];
+    int32_t src[CN * CL], tin[CN * CL];
     uint32_t r = 12345;
-    for (int i = 0; i < N * L; i++) {
+    for (int i = 0; i < CN * CL; i++) {
         r = r * 1103515245u + 12345u;
-        src[i] = 1 + (int32_t)((r >> 16) % (V - 1));
+        src[i] = 1 + (int32_t)((r >> 16) % (CV - 2)); /* tokens 1 .. CV-2; CV-1 is the beam's end token */
     }
-    for (int b = 0; b < N; b++)
-        for (int t = 0; t < L; t++) tin[b * L + t] = t == 0 ? 0 : src[b * L + t - 1];
-    vg_output s = vg_const_array(g, VG_INT32, (const int64_t[]){N, L}, 2, src, "src");
-    vg_output ti = vg_const_array(g, VG_INT32, (const int64_t[]){N, L}, 2, tin, "tgt_in");
-    vg_output lens = vg_const_fill(g, VG_INT32, (const int64_t[]){N}, 1, L, "lens");
-    vg_initializer un = vg_init_random_uniform(-0.5, 0.5, 0);
-    vg_variable es = vg_get_variable(g, "embedding_src", VG_FLOAT, (const int64_t[]){V, E}, 2, un, VG_VAR_TRAINABLE);
-    vg_variable et = vg_get_variable(g, "embedding_tgt", VG_FLOAT, (const int64_t[]){V, E}, 2, un, VG_VAR_TRAINABLE);
-    vg_rnn_cell *enc = vg_gru_cell_new(HID);
-    vg_output mem, enc_state;
-    CHECK_OK(vg_dynamic_rnn(enc, g, vg_embedding_lookup(g, es.read, s, NULL), lens, NULL, VG_FLOAT, 0, false, "encoder",
-                            &mem, &enc_state, &st),
-             &st);
-    vg_attention_mechanism *m = vg_bahdanau_attention_new(g, HID, mem, lens, false, NULL);
-    vg_attention_wrapper_options o = VG_ATTENTION_WRAPPER_OPTIONS_INIT;
-    o.attention_layer_size = HID;
-    vg_attention_wrapper *w = vg_attention_wrapper_new(vg_gru_cell_new(HID), m, &o);
-    vg_rnn_cell *cell = vg_attention_wrapper_cell(w);
-    vg_output init[4];
-    CHECK_OK(vg_attention_wrapper_zero_state(w, g, N, vg_out(NULL, 0), VG_FLOAT, &enc_state, init), &st);
-    vg_decoder_helper *h = vg_training_helper_new(g, vg_embedding_lookup(g, et.read, ti, NULL), lens, false, NULL);
-    vg_layer_config lc = vg_layer_config_default(VG_LAYER_DENSE);
-    lc.units = V;
-    lc.use_bias = false;
-    lc.name = "output_projection";
-    vg_layer *proj = vg_layer_new(&lc);
-    vg_decoder *d = vg_basic_decoder_new(cell, h, init, proj);
-    vg_output outs[2], fin[4];
-    CHECK_OK(vg_dynamic_decode(g, d, NULL, outs, fin, NULL, &st), &st);
-    const char *names[] = {"embedding_src", "embedding_tgt", "encoder/gru_cell/gates/kernel",
-                           "encoder/gru_cell/gates/bias", "encoder/gru_cell/candidate/kernel",
-                           "encoder/gru_cell/candidate/bias", "memory_layer/kernel",
-                           "decoder/attention_wrapper/gru_cell/gates/kernel",
-                           "decoder/attention_wrapper/gru_cell/gates/bias",
-                           "decoder/attention_wrapper/gru_cell/candidate/kernel",
-                           "decoder/attention_wrapper/gru_cell/candidate/bias",
-                           "decoder/attention_wrapper/bahdanau_attention/query_layer/kernel",
-                           "decoder/attention_wrapper/bahdanau_attention/attention_v",
-                           "decoder/attention_wrapper/attention_layer/kernel", "decoder/output_projection/kernel"};
+    for (int b = 0; b < CN; b++)
+        for (int t = 0; t < CL; t++) tin[b * CL + t] = t == 0 ? 0 : src[b * CL + t - 1];
+    vg_output s = vg_const_array(g, VG_INT32, (const int64_t[]){CN, CL}, 2, src, "src");
+    vg_output ti = vg_const_array(g, VG_INT32, (const int64_t[]){CN, CL}, 2, tin, "tgt_in");
+    copy_model train, greedy, beam;
+    build_copy_model(g, s, ti, 0, &train);
+    const char *names[] = {"model/embedding_src", "model/embedding_tgt", "model/encoder/gru_cell/gates/kernel",
+                           "model/encoder/gru_cell/gates/bias", "model/encoder/gru_cell/candidate/kernel",
+                           "model/encoder/gru_cell/candidate/bias", "model/memory_layer/kernel",
+                           "model/decoder/attention_wrapper/gru_cell/gates/kernel",
+                           "model/decoder/attention_wrapper/gru_cell/gates/bias",
+                           "model/decoder/attention_wrapper/gru_cell/candidate/kernel",
+                           "model/decoder/attention_wrapper/gru_cell/candidate/bias",
+                           "model/decoder/attention_wrapper/bahdanau_attention/query_layer/kernel",
+                           "model/decoder/attention_wrapper/bahdanau_attention/attention_v",
+                           "model/decoder/attention_wrapper/attention_layer/kernel",
+                           "model/decoder/output_projection/kernel"};
     check_names(g, names, 15);
-    vg_output loss = vg_sequence_loss(g, outs[0], s, vg_const_fill(g, VG_FLOAT, (const int64_t[]){N, L}, 2, 1, NULL),
-                                      true, true, NULL);
+    vg_output loss = vg_sequence_loss(g, train.outs[0], s,
+                                      vg_const_fill(g, VG_FLOAT, (const int64_t[]){CN, CL}, 2, 1, NULL), true, true, NULL);
     vg_optimizer *adam = vg_optimizer_new_adam(0.03, 0.9, 0.999, 1e-8);
-    vg_op *train = vg_optimizer_minimize(adam, g, loss, NULL, 0, vg_out(NULL, 0), NULL);
-    CHECK(train != NULL);
-    /* greedy decoding with the trained variables: a second dynamic_decode reusing the
-     * decoder's variable scope */
-    vg_decoder_helper *gh = vg_greedy_embedding_helper_new(g, et.read, vg_const_fill(g, VG_INT32, (const int64_t[]){N},
-                                                                                      1, 0, "start"), V);
-    vg_decoder *gd = vg_basic_decoder_new(cell, gh, init, proj);
-    vg_dynamic_decode_options go = VG_DYNAMIC_DECODE_OPTIONS_INIT;
-    go.maximum_iterations = vg_const_i32(g, L, "max_len");
-    go.scope = "greedy";
-    vg_output gouts[2], gfin[4];
-    CHECK_OK(vg_dynamic_decode(g, gd, &go, gouts, gfin, NULL, &st), &st);
+    vg_op *trainop = vg_optimizer_minimize(adam, g, loss, NULL, 0, vg_out(NULL, 0), NULL);
+    CHECK(trainop != NULL);
+    build_copy_model(g, s, ti, 1, &greedy);
+    build_copy_model(g, s, ti, 2, &beam);
     int nv = 0;
     vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nv);
-    CHECK_EQ_INT(nv, 15); /* the greedy decoder shares the wrapper's and the layer's variables */
+    CHECK_EQ_INT(nv, 15); /* the inference models share every variable */
     vg_op *initop = vg_global_variables_initializer(g);
     vg_session *sess = vg_session_new(g, NULL, &st);
     CHECK_OK(vg_session_run_targets(sess, &initop, 1, &st), &st);
     double first = -1, last = -1;
-    for (int step = 0; step < 300; step++) {
+    for (int step = 0; step < 300 && sess; step++) {
         vg_tensor *lv = NULL;
-        if (vg_session_run(sess, NULL, NULL, NULL, 0, &loss, &lv, 1, &train, 1, NULL, &st) != VG_OK) {
+        if (vg_session_run(sess, NULL, NULL, NULL, 0, &loss, &lv, 1, &trainop, 1, NULL, &st) != VG_OK) {
             CHECK_OK(st.code, &st);
             break;
         }
@@ -488,25 +534,31 @@ static void test_copy_task_with_attention(void) {
     fprintf(stderr, "  copy task loss: %.4f -> %.4f\n", first, last);
     CHECK(first > 1.2);
     CHECK(last < 0.05);
-    vg_tensor *ids = NULL;
-    CHECK_OK(vg_session_run1(sess, gouts[1], &ids, &st), &st);
+    vg_tensor *ids = NULL, *bids = NULL;
+    CHECK_OK(vg_session_run1(sess, greedy.outs[1], &ids, &st), &st);
     if (ids) {
-        CHECK_EQ_INT(vg_tensor_dim(ids, 1), L);
+        CHECK_EQ_INT(vg_tensor_dim(ids, 1), CL);
         int same = 0;
-        for (int i = 0; i < N * L; i++) same += ((const int32_t *)vg_tensor_data(ids))[i] == src[i];
-        CHECK_EQ_INT(same, N * L);
+        for (int i = 0; i < CN * CL; i++) same += ((const int32_t *)vg_tensor_data(ids))[i] == src[i];
+        CHECK_EQ_INT(same, CN * CL);
+    }
+    /* beam search: predicted_ids [batch, time, beam]; the best beam copies */
+    CHECK_OK(vg_session_run1(sess, beam.outs[0], &bids, &st), &st);
+    if (bids) {
+        CHECK_EQ_INT(vg_tensor_dim(bids, 1), CL);
+        CHECK_EQ_INT(vg_tensor_dim(bids, 2), CK);
+        int same = 0;
+        for (int b = 0; b < CN; b++)
+            for (int t = 0; t < CL; t++) same += ((const int32_t *)vg_tensor_data(bids))[(b * CL + t) * CK] == src[b * CL + t];
+        CHECK_EQ_INT(same, CN * CL);
     }
     vg_tensor_free(ids);
+    vg_tensor_free(bids);
     vg_session_free(sess);
     vg_optimizer_free(adam);
-    vg_decoder_free(gd);
-    vg_decoder_helper_free(gh);
-    vg_decoder_free(d);
-    vg_decoder_helper_free(h);
-    vg_layer_free(proj);
-    vg_attention_wrapper_free(w);
-    vg_attention_mechanism_free(m);
-    vg_rnn_cell_free(enc);
+    free_copy_model(&train);
+    free_copy_model(&greedy);
+    free_copy_model(&beam);
     vg_graph_free(g);
 }
 
