@@ -284,6 +284,30 @@ VG_API vg_decoder *vg_beam_search_decoder_new(vg_graph *g, vg_rnn_cell *cell, vg
                                               const vg_output *initial_state, int beam_width, vg_layer *output_layer,
                                               double length_penalty_weight);
 
+/* tf.contrib.seq2seq.sequence_loss(logits, targets, weights, average_across_timesteps,
+ * average_across_batch, sum_over_timesteps, sum_over_batch, name) of TF 1.15 (vigil/rnn.h's
+ * vg_sequence_loss is the form without the sum_over_* flags). The weighted
+ * cross-entropies [batch, time] are, as TF's loss.py: with both average flags summed
+ * and divided by the sum of the weights; else with both sum flags summed and divided by
+ * the number of nonzero weights; else with one average flag summed over its axis
+ * (batch: 0, time: 1) and divided by the weights' sum over it (a sum flag of the other
+ * axis is then ignored, as in TF); else with one sum flag summed over its axis and
+ * divided by the count of nonzero weights over it; else returned as they are. Every
+ * division is div_no_nan (0 where the divisor is 0). o NULL = TF's defaults (average
+ * both). {NULL, 0} with graph error INVALID_ARGUMENT: logits not rank 3, targets or
+ * weights not rank 2, "average_across_timesteps and sum_over_timesteps cannot be set
+ * to True at same time." (and the batch one). */
+typedef struct vg_sequence_loss_options {
+    bool average_across_timesteps; /* true */
+    bool average_across_batch;     /* true */
+    bool sum_over_timesteps;       /* false */
+    bool sum_over_batch;           /* false */
+    const char *name;              /* NULL: "sequence_loss" */
+} vg_sequence_loss_options;
+#define VG_SEQUENCE_LOSS_OPTIONS_INIT {true, true, false, false, NULL}
+VG_API vg_output vg_sequence_loss_ex(vg_graph *g, vg_output logits, vg_output targets, vg_output weights,
+                                     const vg_sequence_loss_options *o);
+
 /* The GatherTree op (tf.contrib.seq2seq.gather_tree): step_ids, parent_ids [max_time,
  * batch, beam] (int32 or int64), max_sequence_lengths int32 [batch], end_token a scalar
  * of step_ids' dtype; returns the beams [max_time, batch, beam] traced back through the

@@ -555,3 +555,74 @@ vg_decoder *vg_basic_decoder_new(vg_rnn_cell *cell, vg_decoder_helper *helper, c
     d->user = b;
     return d;
 }
+
+/* ------------------------------------------------------------------------ */
+/* sequence_loss with sum_over_* (loss.py) */
+
+static vg_output div_no_nan(vg_graph *g, vg_output a, vg_output b) {
+    vg_output is0 = vg_equal(g, b, vg_zeros_like(g, b, NULL), "Equal");
+    vg_output safe = vg_select(g, is0, vg_ones_like(g, b, NULL), b, "Select");
+    vg_output q = vg_div(g, a, safe, "div_no_nan");
+    return vg_select(g, is0, vg_zeros_like(g, q, NULL), q, "Select_1");
+}
+
+/* cast(count_nonzero(weights, axis), dt) */
+static vg_output count_nonzero(vg_graph *g, vg_output w, const int32_t *axis, int naxes, vg_dtype dt) {
+    vg_output nz = vg_not_equal(g, w, vg_zeros_like(g, w, NULL), "NotEqual");
+    return vg_cast(g, vg_reduce_sum(g, vg_cast(g, nz, VG_INT64, "Cast"), axis, naxes, false, "count_nonzero"), dt,
+                   "Cast_1");
+}
+
+vg_output vg_sequence_loss_ex(vg_graph *g, vg_output logits, vg_output targets, vg_output weights,
+                              const vg_sequence_loss_options *o) {
+    vg_sequence_loss_options d = VG_SEQUENCE_LOSS_OPTIONS_INIT;
+    if (!o) o = &d;
+    if (!g || vg_graph_status(g, NULL) != VG_OK) return none();
+    if (!logits.op || !targets.op || !weights.op) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "sequence_loss: NULL logits, targets or weights");
+        return none();
+    }
+    if (vg_output_shape(logits).ndims != 3) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "Logits must be a [batch_size x sequence_length x logits] tensor");
+        return none();
+    }
+    if (vg_output_shape(targets).ndims != 2) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "Targets must be a [batch_size x sequence_length] tensor");
+        return none();
+    }
+    if (vg_output_shape(weights).ndims != 2) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "Weights must be a [batch_size x sequence_length] tensor");
+        return none();
+    }
+    if (o->average_across_timesteps && o->sum_over_timesteps) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "average_across_timesteps and sum_over_timesteps cannot be set to True at same time.");
+        return none();
+    }
+    if (o->average_across_batch && o->sum_over_batch) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "average_across_batch and sum_over_batch cannot be set to True at same time.");
+        return none();
+    }
+    bool avg = o->average_across_timesteps || o->average_across_batch;
+    bool sum = o->sum_over_timesteps || o->sum_over_batch;
+    if (avg || !sum)
+        return vg_sequence_loss(g, logits, targets, weights, o->average_across_timesteps, o->average_across_batch,
+                                o->name);
+    vg_output ce = vg_sequence_loss(g, logits, targets, weights, false, false, o->name);
+    if (!ce.op) return none();
+    vg_dtype dt = vg_output_dtype(ce);
+    char scope[256], ns[260];
+    vg_graph_unique_name(g, o->name && *o->name ? o->name : "sequence_loss", scope, sizeof scope);
+    snprintf(ns, sizeof ns, "%s/", scope);
+    vg_graph_push_scope(g, ns);
+    vg_output out;
+    if (o->sum_over_timesteps && o->sum_over_batch) {
+        out = div_no_nan(g, vg_reduce_sum(g, ce, NULL, -1, false, "Sum"), count_nonzero(g, weights, NULL, -1, dt));
+    } else {
+        int32_t ax = o->sum_over_batch ? 0 : 1;
+        out = div_no_nan(g, vg_reduce_sum(g, ce, &ax, 1, false, "Sum"), count_nonzero(g, weights, &ax, 1, dt));
+    }
+    vg_graph_pop_scope(g);
+    return out;
+}
