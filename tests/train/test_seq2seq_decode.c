@@ -2,7 +2,8 @@
  * helpers (vigil/seq2seq.h), against hand computations: greedy decoding with an
  * identity cell over a shifting embedding (finished handling, impute_finished,
  * maximum_iterations, output_time_major), TrainingHelper with a BasicRNNCell and a
- * dense output layer (values, variable names, sequence lengths), a user-defined
+ * dense output layer (values, variable names, sequence lengths, batch- and time-major
+ * inputs), SampleEmbeddingHelper (argmax-like and two-way draws), a user-defined
  * decoder, and argument errors. */
 #include "test_util.h"
 #include "vigil/vigil.h"
@@ -141,7 +142,7 @@ static void test_greedy_decode_maximum_iterations(void) {
 
 /* TrainingHelper + BasicRNNCell (weights 0.1 from the root scope's initializer, bias 0)
  * + a dense output layer without bias, lengths {3, 2}, impute_finished. */
-static void test_training_helper_basic_rnn(void) {
+static void training_helper_basic_rnn(bool time_major) {
     enum { B = 2, T = 3, D = 2, U = 2, V = 3 };
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -150,8 +151,9 @@ static void test_training_helper_basic_rnn(void) {
     float xs[B * T * D];
     for (int i = 0; i < B * T * D; i++) xs[i] = 0.3f * (float)((i * 7) % 5) - 0.5f;
     vg_output x = vg_const_array(g, VG_FLOAT, (const int64_t[]){B, T, D}, 3, xs, "x");
-    vg_output len = vg_const_array(g, VG_INT32, (const int64_t[]){B}, 1, (const int32_t[]){3, 2}, "len");
-    vg_decoder_helper *h = vg_training_helper_new(g, x, len, false, NULL);
+    if (time_major) x = vg_transpose_c(g, x, (const int32_t[]){1, 0, 2}, 3, "x_tm");
+    vg_output len = vg_const_array(g, VG_INT64, (const int64_t[]){B}, 1, (const int64_t[]){3, 2}, "len");
+    vg_decoder_helper *h = vg_training_helper_new(g, x, len, time_major, NULL);
     CHECK(h != NULL);
     vg_rnn_cell *cell = vg_basic_rnn_cell_new(U, VG_ACT_NONE);
     vg_output init;
@@ -215,6 +217,11 @@ static void test_training_helper_basic_rnn(void) {
     vg_decoder_helper_free(h);
     vg_rnn_cell_free(cell);
     vg_graph_free(g);
+}
+
+static void test_training_helper_basic_rnn(void) {
+    training_helper_basic_rnn(false);
+    training_helper_basic_rnn(true); /* time-major inputs, the same results */
 }
 
 /* A user-defined decoder: counts down from its state, finished at 0; outputs the
@@ -291,12 +298,71 @@ static void test_decode_errors(void) {
     CHECK(vg_basic_decoder_new(NULL, NULL, NULL, NULL) == NULL);
 }
 
+/* SampleEmbeddingHelper: with logits 30 apart (divided by softmax_temperature 0.5) the
+ * draws are the argmax, as greedy; with two equal logits and the others -30 every draw
+ * is one of the two, both appear in 40 draws, and the end token never comes (the loop
+ * runs to maximum_iterations). */
+static vg_tensor *run_sample(const float *emb, double temperature, int max_it) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    vg_graph_set_seed(g, 42);
+    vg_output e = vg_const_array(g, VG_FLOAT, (const int64_t[]){4, 4}, 2, emb, "embedding");
+    vg_output start = vg_const_array(g, VG_INT32, (const int64_t[]){2}, 1, (const int32_t[]){0, 2}, "start_tokens");
+    vg_decoder_helper *h = vg_sample_embedding_helper_new(g, e, start, 3, temperature, 7);
+    vg_rnn_cell *cell = id_cell();
+    vg_output init;
+    vg_rnn_cell_zero_state(cell, g, 2, vg_out(NULL, 0), VG_FLOAT, &init);
+    vg_decoder *d = vg_basic_decoder_new(cell, h, &init, NULL);
+    vg_dynamic_decode_options o = VG_DYNAMIC_DECODE_OPTIONS_INIT;
+    o.maximum_iterations = vg_const_i32(g, max_it, "max_it");
+    vg_output outs[2], fin, len;
+    CHECK_OK(vg_dynamic_decode(g, d, &o, outs, &fin, &len, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *ids = NULL;
+    CHECK_OK(vg_session_run1(s, outs[1], &ids, &st), &st);
+    vg_session_free(s);
+    vg_decoder_free(d);
+    vg_decoder_helper_free(h);
+    vg_rnn_cell_free(cell);
+    vg_graph_free(g);
+    return ids;
+}
+
+static void test_sample_embedding_helper(void) {
+    float emb[16] = {0};
+    for (int i = 0; i < 4; i++) emb[i * 4 + (i + 1) % 4] = 30;
+    vg_tensor *ids = run_sample(emb, 0.5, 10);
+    if (ids) {
+        CHECK_EQ_INT(vg_tensor_dim(ids, 1), 3);
+        const int32_t want[6] = {1, 2, 3, 3, 0, 1};
+        for (int i = 0; i < 6; i++) CHECK_EQ_INT(((const int32_t *)vg_tensor_data(ids))[i], want[i]);
+    }
+    vg_tensor_free(ids);
+    float two[16];
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 4; k++) two[i * 4 + k] = k < 2 ? 0.0f : -30.0f;
+    ids = run_sample(two, 0.0, 20);
+    if (ids) {
+        CHECK_EQ_INT(vg_tensor_dim(ids, 1), 20);
+        int count[4] = {0, 0, 0, 0};
+        for (int i = 0; i < 40; i++) {
+            int32_t v = ((const int32_t *)vg_tensor_data(ids))[i];
+            CHECK(v >= 0 && v < 4);
+            if (v >= 0 && v < 4) count[v]++;
+        }
+        CHECK(count[0] > 0 && count[1] > 0);
+        CHECK_EQ_INT(count[2] + count[3], 0);
+    }
+    vg_tensor_free(ids);
+}
+
 int main(void) {
     RUN_TEST(test_greedy_decode_no_impute);
     RUN_TEST(test_greedy_decode_impute_finished);
     RUN_TEST(test_greedy_decode_maximum_iterations);
     RUN_TEST(test_training_helper_basic_rnn);
     RUN_TEST(test_user_decoder);
+    RUN_TEST(test_sample_embedding_helper);
     RUN_TEST(test_decode_errors);
     TEST_MAIN_END();
 }
