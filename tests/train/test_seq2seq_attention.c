@@ -2,8 +2,9 @@
  * (vigil/seq2seq.h) against hand computations for a [2, 3, 2] memory with lengths
  * {3, 2} (masking, softmax, context, attention layer, cell_input_fn concat,
  * output_attention, the state layout), TF's variable names, finite-difference
- * gradients through dynamic_rnn over the wrapper, and a tiny copy task trained with
- * attention through dynamic_decode to a low loss. */
+ * gradients through dynamic_rnn and dynamic_decode over the wrapper, and a tiny copy
+ * task trained with attention through dynamic_decode to a low loss, then decoded
+ * greedily and by beam search. */
 #include "gradcheck.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
@@ -375,6 +376,56 @@ static void test_attention_gradient(void) {
     vg_graph_free(g);
 }
 
+/* Finite differences through dynamic_decode (TrainingHelper's tf.cond inside the while
+ * loop, impute_finished with lengths {3, 2}) over AttentionWrapper(Luong, scale):
+ * w.r.t. the memory, the decoder inputs and the variables. */
+static void test_attention_decode_gradient(void) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    vg_output mem = vg_placeholder(g, VG_DOUBLE, (const int64_t[]){B, T, D}, 3, "memory");
+    vg_output len = vg_const_array(g, VG_INT32, (const int64_t[]){B}, 1, LEN, "len");
+    vg_attention_mechanism *m = vg_luong_attention_new(g, U, mem, len, true, NULL);
+    inner in = {0};
+    vg_attention_wrapper_options o = VG_ATTENTION_WRAPPER_OPTIONS_INIT;
+    o.attention_layer_size = 2;
+    vg_attention_wrapper *w = vg_attention_wrapper_new(inner_cell(&in), m, &o);
+    vg_output x = vg_placeholder(g, VG_DOUBLE, (const int64_t[]){B, 3, 1}, 3, "x");
+    vg_output init[4], outs[2], fin[4];
+    vg_attention_wrapper_zero_state(w, g, B, vg_out(NULL, 0), VG_DOUBLE, NULL, init);
+    vg_decoder_helper *h = vg_training_helper_new(g, x, len, false, NULL);
+    vg_decoder *d = vg_basic_decoder_new(vg_attention_wrapper_cell(w), h, init, NULL);
+    vg_dynamic_decode_options dopt = VG_DYNAMIC_DECODE_OPTIONS_INIT;
+    dopt.impute_finished = true;
+    CHECK_OK(vg_dynamic_decode(g, d, &dopt, outs, fin, NULL, &st), &st);
+    vg_output y = vg_add(g, vg_reduce_sum(g, outs[0], NULL, -1, false, NULL),
+                         vg_reduce_sum(g, vg_mul(g, fin[1], fin[1], NULL), NULL, -1, false, NULL), NULL);
+    const char *names[] = {"memory_layer/kernel", "decoder/attention_wrapper/luong_attention/attention_g",
+                           "decoder/attention_wrapper/attention_layer/kernel"};
+    check_names(g, names, 3);
+    fed f[3] = {{names[0], 4, {D, U}, 2, {0.6, -0.3, 0.2, 0.9}},
+                {names[1], 1, {0}, 0, {1.3}},
+                {names[2], 8, {H + D, 2}, 2, {0.1, 0.2, -0.3, 0.4, 0.5, -0.6, 0.7, 0.8}}};
+    vg_output xs[5];
+    vg_tensor *xv[5];
+    xs[0] = mem;
+    xv[0] = vg_tensor_new(VG_DOUBLE, (const int64_t[]){B, T, D}, 3, &st);
+    memcpy(vg_tensor_data(xv[0]), MEM, sizeof MEM);
+    xs[1] = x;
+    xv[1] = vg_tensor_new(VG_DOUBLE, (const int64_t[]){B, 3, 1}, 3, &st);
+    for (int i = 0; i < B * 3; i++) ((double *)vg_tensor_data(xv[1]))[i] = 0.3 * i - 0.5;
+    for (int i = 0; i < 3; i++) {
+        xs[2 + i] = read_of(g, f[i].name);
+        xv[2 + i] = fed_tensor(&f[i], VG_DOUBLE);
+    }
+    CHECK_EQ_INT(vg_gradcheck(g, xs, xv, 5, y, 1e-6, 1e-5), 0);
+    for (int i = 0; i < 5; i++) vg_tensor_free(xv[i]);
+    vg_decoder_free(d);
+    vg_decoder_helper_free(h);
+    vg_attention_wrapper_free(w);
+    vg_attention_mechanism_free(m);
+    vg_graph_free(g);
+}
+
 static void test_attention_errors(void) {
     vg_graph *g = vg_graph_new();
     vg_output mem2 = vg_const_fill(g, VG_FLOAT, (const int64_t[]){2, 3}, 2, 0, "m");
@@ -566,6 +617,7 @@ int main(void) {
     RUN_TEST(test_bahdanau_wrapper_step);
     RUN_TEST(test_luong_scale_and_bahdanau_normalize);
     RUN_TEST(test_attention_gradient);
+    RUN_TEST(test_attention_decode_gradient);
     RUN_TEST(test_attention_errors);
     RUN_TEST(test_copy_task_with_attention);
     TEST_MAIN_END();
