@@ -154,6 +154,22 @@ VG_API vg_decoder_helper *vg_greedy_embedding_helper_new(vg_graph *g, vg_output 
 VG_API vg_decoder_helper *vg_sample_embedding_helper_new(vg_graph *g, vg_output embedding, vg_output start_tokens,
                                                          int32_t end_token, double softmax_temperature, int64_t seed);
 
+/* tf.contrib.seq2seq.ScheduledEmbeddingTrainingHelper(inputs, sequence_length,
+ * embedding, sampling_probability, time_major, seed, scheduling_seed, name): a
+ * TrainingHelper (name scope name or "ScheduledEmbeddingSamplingWrapper") whose sample
+ * ids are drawn from Categorical(outputs) (Multinomial, seed) where uniform <
+ * sampling_probability (a float/double scalar or [batch] tensor; RandomUniform with
+ * scheduling_seed), -1 elsewhere; the next inputs are the drawn ids' embeddings there
+ * and the given inputs elsewhere (the given inputs' zeros once all are finished). The
+ * draws are vigil's own random stream. NULL with a graph error (INVALID_ARGUMENT: the
+ * TrainingHelper's, no embedding, sampling_probability not rank 0 or 1 or not
+ * floating). */
+VG_API vg_decoder_helper *vg_scheduled_embedding_training_helper_new(vg_graph *g, vg_output inputs,
+                                                                     vg_output sequence_length, vg_output embedding,
+                                                                     vg_output sampling_probability, bool time_major,
+                                                                     int64_t seed, int64_t scheduling_seed,
+                                                                     const char *name);
+
 /* tf.contrib.seq2seq.BasicDecoder(cell, helper, initial_state, output_layer): outputs
  * (rnn_output [batch, units] of the state's dtype, sample_id [batch] int32); a step
  * (name scope "BasicDecoderStep") calls the cell, then output_layer (a dense vg_layer;

@@ -238,6 +238,9 @@ typedef struct helper_data {
     int32_t end_token;
     double temperature;
     int64_t seed;
+    /* ScheduledEmbeddingTrainingHelper */
+    vg_output sampling_probability;
+    int64_t scheduling_seed;
 } helper_data;
 
 static vg_decoder_helper *helper_alloc(void) {
@@ -468,6 +471,102 @@ vg_decoder_helper *vg_sample_embedding_helper_new(vg_graph *g, vg_output embeddi
     hd->temperature = softmax_temperature;
     hd->seed = seed;
     h->sample = categorical_sample;
+    return h;
+}
+
+/* ScheduledEmbeddingTrainingHelper (helper.py): sample ids drawn from the outputs
+ * where a Bernoulli(sampling_probability) says so, -1 elsewhere; the next inputs are
+ * the sampled ids' embeddings there and TrainingHelper's inputs elsewhere. */
+static vg_code scheduled_sample(vg_graph *g, void *user, vg_output time, vg_output outputs, const vg_output *state,
+                                int nstate, vg_output *ids) {
+    (void)time, (void)state, (void)nstate;
+    helper_data *hd = user;
+    vg_graph_push_scope(g, "ScheduledEmbeddingTrainingHelperSample");
+    vg_output bshape = vg_reshape_c(g, vg_size(g, hd->seq, "Size"), (int64_t[]){1}, 1, "Reshape");
+    int64_t s1 = 0, s2 = 0;
+    vg_graph_get_seed(g, hd->scheduling_seed, &s1, &s2);
+    vg_output u = vg_random_uniform(g, bshape, vg_output_dtype(hd->sampling_probability), s1, s2, "random_uniform");
+    vg_output select = vg_less(g, u, hd->sampling_probability, "Less");
+    vg_output drawn = vg_reshape_c(g, vg_multinomial(g, outputs, 1, hd->seed, VG_INT32, "multinomial"),
+                                   (int64_t[]){-1}, 1, "Reshape_1");
+    vg_output minus1 = vg_fill(g, bshape, vg_const_i32(g, -1, "Fill/value"), "Fill");
+    *ids = vg_select(g, select, drawn, minus1, "Select");
+    vg_graph_pop_scope(g);
+    return vg_graph_status(g, NULL);
+}
+
+typedef struct sched_branch {
+    helper_data *hd;
+    vg_output base, ids;
+} sched_branch;
+
+static vg_code base_branch(vg_graph *g, void *user, vg_output *outs) {
+    sched_branch *sb = user;
+    outs[0] = vg_identity(g, sb->base, "Identity");
+    return vg_graph_status(g, NULL);
+}
+
+static vg_code maybe_sample_branch(vg_graph *g, void *user, vg_output *outs) {
+    sched_branch *sb = user;
+    /* where sample_ids > -1 the embedding of the id, elsewhere the base inputs (TF
+     * gathers and scatters the two sets of rows; the values are the same) */
+    vg_output sampling = vg_greater(g, sb->ids, vg_const_i32(g, -1, "Greater/y"), "Greater");
+    vg_output safe = vg_maximum(g, sb->ids, vg_const_i32(g, 0, "Maximum/y"), "Maximum");
+    vg_output emb = vg_embedding_lookup(g, sb->hd->embedding, safe, NULL);
+    outs[0] = vg_select(g, sampling, emb, sb->base, "Select");
+    return vg_graph_status(g, NULL);
+}
+
+static vg_code scheduled_next(vg_graph *g, void *user, vg_output time, vg_output outputs, const vg_output *state,
+                              int nstate, vg_output ids, vg_output *finished, vg_output *next_inputs,
+                              vg_output *next_state) {
+    helper_data *hd = user;
+    vg_output base = none();
+    vg_code rc = training_next(g, user, time, outputs, state, nstate, ids, finished, &base, next_state);
+    if (rc != VG_OK) return rc;
+    vg_graph_push_scope(g, "ScheduledEmbeddingTrainingHelperNextInputs");
+    vg_output all = vg_reduce_all(g, *finished, NULL, -1, false, "All");
+    sched_branch sb = {hd, base, ids};
+    *next_inputs = none();
+    vg_cond(g, all, base_branch, maybe_sample_branch, &sb, 1, next_inputs, "cond", NULL);
+    vg_shape bs = vg_output_shape(base);
+    if (next_inputs->op && bs.ndims == 2 && bs.dims[1] >= 0)
+        *next_inputs = vg_reshape_c(g, *next_inputs, (int64_t[]){-1, bs.dims[1]}, 2, NULL);
+    vg_graph_pop_scope(g);
+    return vg_graph_status(g, NULL);
+}
+
+vg_decoder_helper *vg_scheduled_embedding_training_helper_new(vg_graph *g, vg_output inputs, vg_output sequence_length,
+                                                              vg_output embedding, vg_output sampling_probability,
+                                                              bool time_major, int64_t seed, int64_t scheduling_seed,
+                                                              const char *name) {
+    if (!g || vg_graph_status(g, NULL) != VG_OK) return NULL;
+    if (!embedding.op || !sampling_probability.op) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "ScheduledEmbeddingTrainingHelper: needs an embedding and a "
+                                                   "sampling_probability");
+        return NULL;
+    }
+    int r = vg_output_shape(sampling_probability).ndims;
+    if (r != 0 && r != 1) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "sampling_probability must be either a scalar or a vector. saw shape: rank %d", r);
+        return NULL;
+    }
+    vg_dtype pd = vg_output_dtype(sampling_probability);
+    if (pd != VG_FLOAT && pd != VG_DOUBLE) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "sampling_probability must be float or double");
+        return NULL;
+    }
+    vg_decoder_helper *h = vg_training_helper_new(g, inputs, sequence_length, time_major,
+                                                  name && *name ? name : "ScheduledEmbeddingSamplingWrapper");
+    if (!h) return NULL;
+    helper_data *hd = h->user;
+    hd->embedding = embedding;
+    hd->sampling_probability = sampling_probability;
+    hd->seed = seed;
+    hd->scheduling_seed = scheduling_seed;
+    h->sample = scheduled_sample;
+    h->next_inputs = scheduled_next;
     return h;
 }
 

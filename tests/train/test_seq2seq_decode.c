@@ -3,7 +3,8 @@
  * identity cell over a shifting embedding (finished handling, impute_finished,
  * maximum_iterations, output_time_major), TrainingHelper with a BasicRNNCell and a
  * dense output layer (values, variable names, sequence lengths, batch- and time-major
- * inputs), SampleEmbeddingHelper (argmax-like and two-way draws), a user-defined
+ * inputs), SampleEmbeddingHelper (argmax-like and two-way draws),
+ * ScheduledEmbeddingTrainingHelper (probability 0 and 1), a user-defined
  * decoder, and argument errors. */
 #include "test_util.h"
 #include "vigil/vigil.h"
@@ -356,6 +357,71 @@ static void test_sample_embedding_helper(void) {
     vg_tensor_free(ids);
 }
 
+/* ScheduledEmbeddingTrainingHelper with the identity cell, inputs 30 * one_hot(k) and
+ * embedding row i = 30 * one_hot((i + 1) % 4): probability 0 never samples (ids -1,
+ * the outputs are the given inputs); probability 1 always does: the first output is
+ * the first input, every later input the embedding of the previous draw (k, k+1, ...). */
+static void run_scheduled(double prob, int32_t ids[2][3], float out[2][3][4]) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    vg_graph_set_seed(g, 3);
+    const int k[2][3] = {{2, 0, 1}, {1, 1, 3}};
+    float xs[2 * 3 * 4] = {0}, emb[16] = {0};
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < 3; t++) xs[(b * 3 + t) * 4 + k[b][t]] = 30;
+    for (int i = 0; i < 4; i++) emb[i * 4 + (i + 1) % 4] = 30;
+    vg_output x = vg_const_array(g, VG_FLOAT, (const int64_t[]){2, 3, 4}, 3, xs, "x");
+    vg_output e = vg_const_array(g, VG_FLOAT, (const int64_t[]){4, 4}, 2, emb, "embedding");
+    vg_output len = vg_const_array(g, VG_INT32, (const int64_t[]){2}, 1, (const int32_t[]){3, 3}, "len");
+    vg_decoder_helper *h = vg_scheduled_embedding_training_helper_new(g, x, len, e, vg_const_f32(g, (float)prob, "p"),
+                                                                      false, 5, 6, NULL);
+    CHECK(h != NULL);
+    vg_rnn_cell *cell = id_cell();
+    vg_output init;
+    vg_rnn_cell_zero_state(cell, g, 2, vg_out(NULL, 0), VG_FLOAT, &init);
+    vg_decoder *d = vg_basic_decoder_new(cell, h, &init, NULL);
+    vg_output outs[2], fin;
+    CHECK_OK(vg_dynamic_decode(g, d, NULL, outs, &fin, NULL, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *v[2] = {NULL, NULL};
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, outs, v, 2, NULL, 0, NULL, &st), &st);
+    if (v[0] && v[1]) {
+        memcpy(out, vg_tensor_data(v[0]), sizeof(float) * 24);
+        memcpy(ids, vg_tensor_data(v[1]), sizeof(int32_t) * 6);
+    }
+    vg_tensor_free(v[0]);
+    vg_tensor_free(v[1]);
+    vg_session_free(s);
+    vg_decoder_free(d);
+    vg_decoder_helper_free(h);
+    vg_rnn_cell_free(cell);
+    vg_graph_free(g);
+}
+
+static void test_scheduled_embedding_training_helper(void) {
+    int32_t ids[2][3];
+    float out[2][3][4];
+    const int k[2][3] = {{2, 0, 1}, {1, 1, 3}};
+    memset(ids, 0, sizeof ids);
+    memset(out, 0, sizeof out);
+    run_scheduled(0.0, ids, out);
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < 3; t++) {
+            CHECK_EQ_INT(ids[b][t], -1);
+            for (int c = 0; c < 4; c++) CHECK_NEAR(out[b][t][c], c == k[b][t] ? 30 : 0, 0);
+        }
+    memset(ids, 0, sizeof ids);
+    run_scheduled(1.0, ids, out);
+    for (int b = 0; b < 2; b++) {
+        int cur = k[b][0];
+        for (int t = 0; t < 3; t++) {
+            CHECK_EQ_INT(ids[b][t], cur);
+            for (int c = 0; c < 4; c++) CHECK_NEAR(out[b][t][c], c == cur ? 30 : 0, 0);
+            cur = (cur + 1) % 4;
+        }
+    }
+}
+
 int main(void) {
     RUN_TEST(test_greedy_decode_no_impute);
     RUN_TEST(test_greedy_decode_impute_finished);
@@ -363,6 +429,7 @@ int main(void) {
     RUN_TEST(test_training_helper_basic_rnn);
     RUN_TEST(test_user_decoder);
     RUN_TEST(test_sample_embedding_helper);
+    RUN_TEST(test_scheduled_embedding_training_helper);
     RUN_TEST(test_decode_errors);
     TEST_MAIN_END();
 }
