@@ -226,22 +226,28 @@ VG_API vg_output vg_attention_mechanism_values(const vg_attention_mechanism *m);
 VG_API vg_code vg_attention_mechanism_call(vg_attention_mechanism *m, vg_graph *g, vg_output query,
                                            vg_output *alignments);
 
+/* cell_input_fn(g, inputs, attention, user): the wrapped cell's input [batch, depth]
+ * from the inputs and the previous attention; depth must be the same at every call. */
+typedef vg_output (*vg_cell_input_fn)(vg_graph *g, vg_output inputs, vg_output attention, void *user);
+
 typedef struct vg_attention_wrapper_options {
     int64_t attention_layer_size; /* 0: TF's None (the attention is the context vector) */
     bool alignment_history;       /* must be false: vigil's cell states cannot hold a
                                      TensorArray (the constructor refuses true) */
     bool output_attention;        /* true */
     const char *name;             /* NULL: "attention_wrapper" */
+    vg_cell_input_fn cell_input_fn; /* NULL: concat([inputs, attention], -1) */
+    void *cell_input_fn_user;       /* borrowed, passed to cell_input_fn */
 } vg_attention_wrapper_options;
-#define VG_ATTENTION_WRAPPER_OPTIONS_INIT {0, false, true, NULL}
+#define VG_ATTENTION_WRAPPER_OPTIONS_INIT {0, false, true, NULL, NULL, NULL}
 
 /* tf.contrib.seq2seq.AttentionWrapper(cell, attention_mechanism, attention_layer_size,
- * alignment_history=False, cell_input_fn=concat, output_attention, name) with one
- * mechanism. Its RNN cell (vg_attention_wrapper_cell) has the flat state
+ * alignment_history=False, cell_input_fn, output_attention, name) with one mechanism. Its RNN cell (vg_attention_wrapper_cell) has the flat state
  *     cell_state (the wrapped cell's n tensors), attention [batch, attention_size],
  *     alignments [batch, max_time], attention_state [batch, max_time]
  * (TF's AttentionWrapperState without time and alignment_history); a call
- * concatenates the inputs with the previous attention, calls the wrapped cell, scores
+ * makes the cell's input with cell_input_fn (default: the inputs concatenated with the
+ * previous attention), calls the wrapped cell, scores
  * its output with the mechanism, and makes the context (alignments x values), then the
  * attention = attention_layer([cell_output, context]) (a dense layer without bias,
  * "attention_layer/kernel") or the context when attention_layer_size is 0. Its output

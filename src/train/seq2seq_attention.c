@@ -198,6 +198,8 @@ struct vg_attention_wrapper {
     int ncell;
     char name[64];
     vg_layer *attention_layer;
+    vg_cell_input_fn cell_input_fn;
+    void *cell_input_fn_user;
     vg_vscope *scope;
     vg_graph *scope_graph;
 };
@@ -224,8 +226,15 @@ static vg_code wrapper_call(vg_graph *g, vg_output inputs, const vg_output *stat
         if (!vg_variable_scope_enter(g, w->scope, &vo)) return vg_graph_status(g, NULL);
     }
     vg_output attention = state[n];
-    /* cell_input_fn: concat([inputs, attention], -1) */
-    vg_output cin = vg_concat_c(g, (vg_output[]){inputs, attention}, 2, 1, "concat");
+    /* cell_input_fn, by default concat([inputs, attention], -1) */
+    vg_output cin = w->cell_input_fn ? w->cell_input_fn(g, inputs, attention, w->cell_input_fn_user)
+                                     : vg_concat_c(g, (vg_output[]){inputs, attention}, 2, 1, "concat");
+    if (!cin.op) {
+        vg_variable_scope_pop(g);
+        return vg_graph_status(g, NULL) != VG_OK
+                   ? vg_graph_status(g, NULL)
+                   : vg_graph_set_error(g, VG_INVALID_ARGUMENT, "AttentionWrapper: cell_input_fn gave no tensor");
+    }
     vg_output cell_out = none();
     vg_code rc = vg_rnn_cell_call(w->cell, g, cin, state, &cell_out, new_state);
     vg_output align = none();
@@ -270,6 +279,8 @@ vg_attention_wrapper *vg_attention_wrapper_new(vg_rnn_cell *cell, vg_attention_m
     w->m = m;
     w->ncell = n;
     w->output_attention = o->output_attention;
+    w->cell_input_fn = o->cell_input_fn;
+    w->cell_input_fn_user = o->cell_input_fn_user;
     w->attention_size = o->attention_layer_size > 0 ? o->attention_layer_size : m->depth;
     snprintf(w->name, sizeof w->name, "%s", o->name && *o->name ? o->name : "attention_wrapper");
     if (o->attention_layer_size > 0) {

@@ -426,6 +426,47 @@ static void test_attention_decode_gradient(void) {
     vg_graph_free(g);
 }
 
+/* cell_input_fn: the wrapped cell sees inputs + attention (added, not concatenated):
+ * with attention_layer_size 1 and inputs of depth 1 the inner cell's C has one row. */
+static vg_output add_input_fn(vg_graph *g, vg_output inputs, vg_output attention, void *user) {
+    int *calls = user;
+    (*calls)++;
+    return vg_add(g, inputs, attention, "add_inputs");
+}
+
+static void test_cell_input_fn(void) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    vg_output mem = cv(g, VG_DOUBLE, MEM, B * T * D, (const int64_t[]){B, T, D}, 3, "memory");
+    vg_attention_mechanism *m = vg_bahdanau_attention_new(g, U, mem, vg_out(NULL, 0), false, NULL);
+    inner in = {0};
+    int calls = 0;
+    vg_attention_wrapper_options o = VG_ATTENTION_WRAPPER_OPTIONS_INIT;
+    o.attention_layer_size = 1;
+    o.cell_input_fn = add_input_fn;
+    o.cell_input_fn_user = &calls;
+    vg_attention_wrapper *w = vg_attention_wrapper_new(inner_cell(&in), m, &o);
+    vg_output state[4], ns[4], out;
+    vg_attention_wrapper_zero_state(w, g, B, vg_out(NULL, 0), VG_DOUBLE, NULL, state);
+    state[1] = cv(g, VG_DOUBLE, (const double[]){0.25, -0.5}, 2, (const int64_t[]){B, 1}, 2, "attention0");
+    vg_output x = cv(g, VG_DOUBLE, (const double[]){0.5, 0.5}, 2, (const int64_t[]){B, 1}, 2, "x");
+    CHECK_OK(vg_rnn_cell_call(vg_attention_wrapper_cell(w), g, x, state, &out, ns), &st);
+    CHECK_EQ_INT(calls, 1);
+    CHECK_EQ_INT(in.in_depth, 1);
+    /* the cell's state' = tanh((x + a) C[0]) + 0.5 * 0 */
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *v = NULL;
+    CHECK_OK(vg_session_run1(s, ns[0], &v, &st), &st);
+    const double xa[B] = {0.75, 0.0};
+    for (int b = 0; b < B && v; b++)
+        for (int k = 0; k < H; k++) CHECK_NEAR(((const double *)vg_tensor_data(v))[b * H + k], tanh(xa[b] * cval(0, k)), 1e-12);
+    vg_tensor_free(v);
+    vg_session_free(s);
+    vg_attention_wrapper_free(w);
+    vg_attention_mechanism_free(m);
+    vg_graph_free(g);
+}
+
 static void test_attention_errors(void) {
     vg_graph *g = vg_graph_new();
     vg_output mem2 = vg_const_fill(g, VG_FLOAT, (const int64_t[]){2, 3}, 2, 0, "m");
@@ -618,6 +659,7 @@ int main(void) {
     RUN_TEST(test_luong_scale_and_bahdanau_normalize);
     RUN_TEST(test_attention_gradient);
     RUN_TEST(test_attention_decode_gradient);
+    RUN_TEST(test_cell_input_fn);
     RUN_TEST(test_attention_errors);
     RUN_TEST(test_copy_task_with_attention);
     TEST_MAIN_END();
