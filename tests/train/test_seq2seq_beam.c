@@ -2,7 +2,8 @@
  * search of width 2 over a fixed bigram table (the cell's output is log P(next | prev)
  * for a one-hot embedding of the previous token), whose beams, scores, parents,
  * lengths and GatherTree'd predicted ids are worked out by hand, with and without a
- * length penalty (which reorders the beams); tile_batch's order. */
+ * length penalty (which reorders the beams), and the same ids from the graph exported
+ * to a GraphDef and imported again; tile_batch's order. */
 #include "test_util.h"
 #include "vigil/vigil.h"
 
@@ -81,6 +82,35 @@ static void run_beam(int B, const int32_t *start, double lp_weight, beam_result 
             }
         }
     }
+    /* the graph round-trips through a GraphDef (while loop, conds, GatherTree): the
+     * imported predicted_ids are the same */
+    void *bytes = NULL;
+    size_t nbytes = 0;
+    CHECK_OK(vg_graph_to_graphdef(g, &bytes, &nbytes, &st), &st);
+    vg_graph *g2 = vg_graph_new();
+    char ret[300];
+    snprintf(ret, sizeof ret, "%s:%d", vg_op_name(outs[0].op), outs[0].index);
+    const char *rets[1] = {ret};
+    vg_output imported = vg_out(NULL, 0);
+    vg_import_options io;
+    memset(&io, 0, sizeof io);
+    io.n_return_tensors = 1;
+    io.return_tensors = rets;
+    io.return_tensors_out = &imported;
+    CHECK_OK(vg_graph_import_graph_def(g2, bytes, nbytes, &io, &st), &st);
+    vg_free(bytes);
+    vg_session *s2 = imported.op ? vg_session_new(g2, NULL, &st) : NULL;
+    vg_tensor *iv = NULL;
+    if (s2) CHECK_OK(vg_session_run1(s2, imported, &iv, &st), &st);
+    CHECK(iv != NULL && v[0] != NULL);
+    if (iv && v[0]) {
+        CHECK_EQ_INT(vg_tensor_num_elements(iv), vg_tensor_num_elements(v[0]));
+        CHECK(memcmp(vg_tensor_data(iv), vg_tensor_data(v[0]), sizeof(int32_t) * (size_t)vg_tensor_num_elements(iv)) ==
+              0);
+    }
+    vg_tensor_free(iv);
+    vg_session_free(s2);
+    vg_graph_free(g2);
     for (int i = 0; i < 8; i++) vg_tensor_free(v[i]);
     vg_session_free(s);
     vg_decoder_free(d);
