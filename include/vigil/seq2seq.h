@@ -226,6 +226,19 @@ VG_API vg_output vg_attention_mechanism_values(const vg_attention_mechanism *m);
 VG_API vg_code vg_attention_mechanism_call(vg_attention_mechanism *m, vg_graph *g, vg_output query,
                                            vg_output *alignments);
 
+/* probability_fn(g, score, user): alignments [batch, max_time] from the (masked)
+ * scores, e.g. vg_hardmax. */
+typedef vg_output (*vg_probability_fn)(vg_graph *g, vg_output score, void *user);
+/* The mechanism's probability_fn (NULL: softmax) and score_mask_value (the score past
+ * memory_sequence_length; TF's None = -inf), as TF's constructor arguments: set them
+ * before the mechanism's first call. */
+VG_API void vg_attention_mechanism_set_probability_fn(vg_attention_mechanism *m, vg_probability_fn fn, void *user);
+VG_API void vg_attention_mechanism_set_score_mask_value(vg_attention_mechanism *m, double value);
+/* tf.contrib.seq2seq.hardmax(logits): one_hot(argmax(logits, -1)) in logits' dtype; the
+ * last dimension must be known. Usable as a probability_fn (user ignored). {NULL, 0}
+ * with a graph error otherwise. */
+VG_API vg_output vg_hardmax(vg_graph *g, vg_output logits, void *user);
+
 /* cell_input_fn(g, inputs, attention, user): the wrapped cell's input [batch, depth]
  * from the inputs and the previous attention; depth must be the same at every call. */
 typedef vg_output (*vg_cell_input_fn)(vg_graph *g, vg_output inputs, vg_output attention, void *user);

@@ -22,7 +22,36 @@ struct vg_attention_mechanism {
     vg_output values, keys, seq; /* seq: memory_sequence_length as int32 or none */
     int64_t max_time, depth;
     vg_layer *query_layer; /* Bahdanau */
+    vg_probability_fn prob_fn;
+    void *prob_user;
+    double mask_value;
 };
+
+void vg_attention_mechanism_set_probability_fn(vg_attention_mechanism *m, vg_probability_fn fn, void *user) {
+    if (!m) return;
+    m->prob_fn = fn;
+    m->prob_user = user;
+}
+
+void vg_attention_mechanism_set_score_mask_value(vg_attention_mechanism *m, double value) {
+    if (m) m->mask_value = value;
+}
+
+vg_output vg_hardmax(vg_graph *g, vg_output logits, void *user) {
+    (void)user;
+    if (!g || vg_graph_status(g, NULL) != VG_OK) return none();
+    vg_shape s = logits.op ? vg_output_shape(logits) : vg_shape_unknown();
+    if (s.ndims < 1 || s.dims[s.ndims - 1] < 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "hardmax: the logits' last dimension must be known");
+        return none();
+    }
+    vg_graph_push_scope(g, "Hardmax");
+    vg_output am = vg_argmax(g, logits, s.ndims - 1, VG_INT32, "ArgMax");
+    vg_output oh = vg_one_hot(g, am, (int)s.dims[s.ndims - 1], 1.0f, 0.0f, "one_hot");
+    if (vg_output_dtype(logits) != VG_FLOAT) oh = vg_cast(g, oh, vg_output_dtype(logits), "Cast");
+    vg_graph_pop_scope(g);
+    return oh;
+}
 
 static vg_attention_mechanism *mechanism_new(vg_graph *g, bool luong, int64_t num_units, vg_output memory,
                                              vg_output memory_sequence_length, bool flag, const char *name) {
@@ -45,6 +74,7 @@ static vg_attention_mechanism *mechanism_new(vg_graph *g, bool luong, int64_t nu
         return NULL;
     }
     m->luong = luong;
+    m->mask_value = -INFINITY;
     m->normalize = !luong && flag;
     m->scale = luong && flag;
     m->num_units = num_units;
@@ -122,9 +152,15 @@ static vg_output probability(vg_graph *g, const vg_attention_mechanism *m, vg_ou
     if (m->seq.op) {
         vg_output mask = vg_sequence_mask(g, m->seq, vg_const_i32(g, (int32_t)m->max_time, "maxlen"), VG_BOOL,
                                           "SequenceMask");
-        vg_output ninf = vg_mul(g, vg_const_fill(g, vg_output_dtype(score), NULL, 0, -INFINITY, "mul/x"),
+        vg_output ninf = vg_mul(g, vg_const_fill(g, vg_output_dtype(score), NULL, 0, m->mask_value, "mul/x"),
                                 vg_ones_like(g, score, "ones_like"), "mul");
         score = vg_select(g, mask, score, ninf, "Select");
+    }
+    if (m->prob_fn) {
+        vg_output a = m->prob_fn(g, score, m->prob_user);
+        if (!a.op && vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "attention mechanism: probability_fn gave no tensor");
+        return a;
     }
     return vg_softmax(g, score, "Softmax");
 }

@@ -467,6 +467,48 @@ static void test_cell_input_fn(void) {
     vg_graph_free(g);
 }
 
+/* probability_fn = hardmax and a finite score_mask_value: with Luong scores against
+ * memory_layer = identity the alignment is one-hot at the best unmasked key; a mask
+ * value above every score makes the masked step the argmax (as TF would). */
+static void test_probability_fn_and_mask_value(void) {
+    vg_graph *g = vg_graph_new();
+    vg_status st;
+    vg_output mem = cv(g, VG_DOUBLE, MEM, B * T * D, (const int64_t[]){B, T, D}, 3, "memory");
+    vg_output len = vg_const_array(g, VG_INT32, (const int64_t[]){B}, 1, LEN, "len");
+    vg_attention_mechanism *m = vg_luong_attention_new(g, U, mem, len, false, NULL);
+    vg_attention_mechanism_set_probability_fn(m, vg_hardmax, NULL);
+    vg_output q = cv(g, VG_DOUBLE, (const double[]){1, 0, 0, 1}, 4, (const int64_t[]){B, 2}, 2, "q");
+    vg_output al;
+    CHECK_OK(vg_attention_mechanism_call(m, g, q, &al), &st);
+    vg_attention_mechanism *m2 = vg_luong_attention_new(g, U, mem, len, false, NULL);
+    vg_attention_mechanism_set_probability_fn(m2, vg_hardmax, NULL);
+    vg_attention_mechanism_set_score_mask_value(m2, 100.0);
+    vg_output al2;
+    CHECK_OK(vg_attention_mechanism_call(m2, g, q, &al2), &st);
+    fed f = {"memory_layer/kernel", 4, {D, U}, 2, {1, 0, 0, 1}};
+    fed f2 = {"memory_layer_1/kernel", 4, {D, U}, 2, {1, 0, 0, 1}};
+    vg_output feeds[2] = {read_of(g, f.name), read_of(g, f2.name)};
+    vg_tensor *fv[2] = {fed_tensor(&f, VG_DOUBLE), fed_tensor(&f2, VG_DOUBLE)};
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *v[2] = {NULL, NULL};
+    vg_output fetch[2] = {al, al2};
+    CHECK_OK(vg_session_run(s, NULL, feeds, fv, 2, fetch, v, 2, NULL, 0, NULL, &st), &st);
+    /* scores: batch 0 (q = e0): keys' first column 0.5, 0.1, -0.3 -> step 0;
+     * batch 1 (q = e1): 0.1, 0.2, (step 2 masked) -> step 1; with mask value 100 the
+     * masked step 2 wins for batch 1 */
+    const double want[2][B * T] = {{1, 0, 0, 0, 1, 0}, {1, 0, 0, 0, 0, 1}};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < B * T && v[k]; i++) CHECK_NEAR(((const double *)vg_tensor_data(v[k]))[i], want[k][i], 0);
+    for (int k = 0; k < 2; k++) {
+        vg_tensor_free(v[k]);
+        vg_tensor_free(fv[k]);
+    }
+    vg_session_free(s);
+    vg_attention_mechanism_free(m);
+    vg_attention_mechanism_free(m2);
+    vg_graph_free(g);
+}
+
 static void test_attention_errors(void) {
     vg_graph *g = vg_graph_new();
     vg_output mem2 = vg_const_fill(g, VG_FLOAT, (const int64_t[]){2, 3}, 2, 0, "m");
@@ -660,6 +702,7 @@ int main(void) {
     RUN_TEST(test_attention_gradient);
     RUN_TEST(test_attention_decode_gradient);
     RUN_TEST(test_cell_input_fn);
+    RUN_TEST(test_probability_fn_and_mask_value);
     RUN_TEST(test_attention_errors);
     RUN_TEST(test_copy_task_with_attention);
     TEST_MAIN_END();
