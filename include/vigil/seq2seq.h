@@ -62,8 +62,9 @@ typedef struct vg_decoder {
     vg_shape output_shapes[VG_DECODER_MAX_OUTPUTS];   /* per-example (no batch dims) */
     int state_count;                                  /* >= 1 */
     bool tracks_own_finished;                         /* BeamSearchDecoder: true */
-    int batch_dims;                                   /* leading batch dims of outputs: 1 ([batch]);
-                                                         BeamSearchDecoder 2 ([batch, beam]) */
+    int batch_dims;                                   /* leading batch dims before output_shapes
+                                                         (0 means 1: [batch]; BeamSearchDecoder: 1,
+                                                         its shapes are [beam]) */
     vg_code (*initialize)(vg_graph *g, void *user, vg_output *finished, vg_output *inputs, vg_output *state);
     vg_code (*step)(vg_graph *g, void *user, vg_output time, vg_output inputs, const vg_output *state,
                     vg_output *outputs, vg_output *next_state, vg_output *next_inputs, vg_output *finished);
