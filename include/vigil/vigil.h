@@ -59,5 +59,6 @@
 #include "hparams.h"
 #include "slim.h"
 #include "distributions.h"
+#include "seq2seq.h"
 
 #endif
