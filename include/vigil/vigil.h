@@ -59,5 +59,6 @@
 #include "hparams.h"
 #include "slim.h"
 #include "distributions.h"
+#include "string_regex.h"
 
 #endif

@@ -62,6 +62,7 @@ extern const vg__op_def vg__ops_array_ext[];
 extern const vg__op_def vg__ops_complex[];
 extern const vg__op_def vg__ops_fft[];
 extern const vg__op_def vg__ops_gamma[];
+extern const vg__op_def vg__ops_regex[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -118,5 +119,6 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_complex);
     vg__registry_add_family(vg__ops_fft);
     vg__registry_add_family(vg__ops_gamma);
+    vg__registry_add_family(vg__ops_regex);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }
