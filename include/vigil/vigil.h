@@ -60,5 +60,6 @@
 #include "slim.h"
 #include "distributions.h"
 #include "string_regex.h"
+#include "gan.h"
 
 #endif
