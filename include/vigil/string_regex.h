@@ -11,8 +11,10 @@
  * counts over 1000) is INVALID_ARGUMENT "Invalid pattern: <pattern>, error: ...", even where
  * the engine underneath (PCRE2) would accept it. Matching is UTF-8, '$' matches only at the
  * end of the text outside (?m), \d \w \s \b are ASCII. A match that exceeds the backtracking
- * limit (1e6 steps; RE2 is linear-time, PCRE2 backtracks) fails the run with
- * RESOURCE_EXHAUSTED naming the pattern instead of hanging.
+ * limit (1e5 steps per start position; RE2 is linear-time, PCRE2 backtracks) fails the run
+ * with RESOURCE_EXHAUSTED naming the pattern instead of hanging; as the limit applies per
+ * start position, an element of n bytes may still cost up to about n * 1e5 steps, and
+ * the run's timeout_in_ms (checked between match attempts) bounds a run.
  *
  * Rewrites use RE2's syntax: \0 the whole match, \1..\9 groups, \\ a backslash; a rewrite
  * naming a group the pattern lacks or holding another escape is INVALID_ARGUMENT (TF's RE2

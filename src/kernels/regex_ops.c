@@ -19,8 +19,12 @@
  *    program never silently means something else;
  *  - every match runs under a match limit (VG__RX_MATCH_LIMIT backtracking steps), a
  *    depth limit and a heap limit: a pattern that exceeds them (catastrophic
- *    backtracking, which RE2 cannot have) is RESOURCE_EXHAUSTED naming the pattern,
- *    never a hang.
+ *    backtracking, which RE2 cannot have) is RESOURCE_EXHAUSTED naming the pattern.
+ *    PCRE2 applies the limit afresh at each start position of an unanchored search, so
+ *    one element of n bytes costs at most about n * 1e5 steps (RE2: linear); searches
+ *    advance in windows of 256 start positions and the run's timeout (timeout_in_ms) is
+ *    checked before each window (DEADLINE_EXCEEDED), so a run with a timeout stops on
+ *    time.
  * RE2's defaults are kept: UTF-8 (invalid UTF-8 in a subject never matches a
  * character instead of failing), '$' only at the end of the text outside (?m),
  * \d \w \s \b ASCII-only, leftmost-first alternation.
@@ -40,10 +44,11 @@
 #include <stdio.h>
 
 #define NOGRAD VG__OP_NOT_DIFFERENTIABLE
-#define VG__RX_MATCH_LIMIT 1000000u  /* backtracking steps per match attempt */
+#define VG__RX_MATCH_LIMIT 100000u   /* backtracking steps per start position of an attempt */
 #define VG__RX_DEPTH_LIMIT 10000u
 #define VG__RX_HEAP_LIMIT_KIB 65536u
 #define VG__RX_MAX_REPEAT 1000       /* RE2's kMaxRepeat */
+#define VG__RX_WINDOW 256            /* start positions per pcre2_match call of a search */
 
 /* ------------------------------------------------------------------------ */
 /* RE2 syntax check */
@@ -183,6 +188,8 @@ typedef struct rx {
     const char *pat;   /* borrowed, for messages */
     size_t patn;
     const char *op;
+    int64_t deadline_ns;  /* the run's timeout (vg__now_ns clock), 0 = none */
+    bool full;
 } rx;
 
 static void rx_free(rx *r) {
@@ -206,6 +213,8 @@ static vg_code rx_compile(const char *p, size_t n, bool full, rx *r, vg_status *
     pcre2_set_max_pattern_length(cc, 1u << 20);
     uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_NEVER_BACKSLASH_C;
     if (full) opts |= PCRE2_ANCHORED | PCRE2_ENDANCHORED;
+    else opts |= PCRE2_USE_OFFSET_LIMIT;   /* searches advance in windows (rx_match) */
+    r->full = full;
     int err = 0;
     PCRE2_SIZE off = 0;
     r->code = pcre2_compile((PCRE2_SPTR)p, n, opts, &err, &off, cc);
@@ -228,22 +237,43 @@ static vg_code rx_compile(const char *p, size_t n, bool full, rx *r, vg_status *
     return VG_OK;
 }
 
-/* One match attempt from offset: 1 matched, 0 none, -1 error (st set). */
+/* One match attempt from offset: 1 matched, 0 none, -1 error (st set). An unanchored
+ * search runs in windows of VG__RX_WINDOW start positions (pcre2_set_offset_limit), so
+ * that the run's timeout is checked every window: PCRE2 restarts its backtracking limit
+ * at each start position, and a long subject can cost its length times the limit. */
 static int rx_match(rx *r, const char *s, size_t n, size_t offset, int64_t elem, vg_status *st) {
-    int rc = pcre2_match(r->code, (PCRE2_SPTR)(s ? s : ""), n, offset, 0, r->md, r->mctx);
-    if (rc >= 0) return 1;
-    if (rc == PCRE2_ERROR_NOMATCH) return 0;
-    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT) {
-        vg_status_set(st, VG_RESOURCE_EXHAUSTED,
-                      "%s: pattern %.*s exceeded the regex backtracking limit (%u steps) on element %lld; RE2 matches "
-                      "such patterns in linear time but vigil's PCRE2 backtracks: simplify the pattern", r->op,
-                      (int)(r->patn > 200 ? 200 : r->patn), r->pat, VG__RX_MATCH_LIMIT, (long long)elem);
+    if (!s) s = "";
+    size_t p = offset;
+    for (;;) {
+        if (r->deadline_ns && vg__now_ns() > r->deadline_ns) {
+            vg_status_set(st, VG_DEADLINE_EXCEEDED, "Timed out: the run exceeded its timeout (at '%s', element %lld)",
+                          r->op, (long long)elem);
+            return -1;
+        }
+        size_t lim = n;
+        if (!r->full && n - p > VG__RX_WINDOW) lim = p + VG__RX_WINDOW;
+        if (!r->full) pcre2_set_offset_limit(r->mctx, lim);
+        int rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, p, 0, r->md, r->mctx);
+        if (rc >= 0) return 1;
+        if (rc == PCRE2_ERROR_NOMATCH) {
+            if (r->full || lim >= n) return 0;
+            p = lim + 1;   /* the next window starts at the next character */
+            while (p < n && ((unsigned char)s[p] & 0xC0) == 0x80) p++;
+            continue;
+        }
+        if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT) {
+            vg_status_set(st, VG_RESOURCE_EXHAUSTED,
+                          "%s: pattern %.*s exceeded the regex backtracking limit (%u steps) on element %lld; RE2 "
+                          "matches such patterns in linear time but vigil's PCRE2 backtracks: simplify the pattern",
+                          r->op, (int)(r->patn > 200 ? 200 : r->patn), r->pat, VG__RX_MATCH_LIMIT, (long long)elem);
+            return -1;
+        }
+        PCRE2_UCHAR msg[256];
+        if (pcre2_get_error_message(rc, msg, sizeof msg) < 0) snprintf((char *)msg, sizeof msg, "error %d", rc);
+        vg_status_set(st, VG_INTERNAL, "%s: matching element %lld failed: %s", r->op, (long long)elem,
+                      (const char *)msg);
         return -1;
     }
-    PCRE2_UCHAR msg[256];
-    if (pcre2_get_error_message(rc, msg, sizeof msg) < 0) snprintf((char *)msg, sizeof msg, "error %d", rc);
-    vg_status_set(st, VG_INTERNAL, "%s: matching element %lld failed: %s", r->op, (long long)elem, (const char *)msg);
-    return -1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -433,6 +463,7 @@ static vg_code kernel_regex(vg__kctx *ctx) {
     rx r;
     c = rx_compile(p, pn, !repl, &r, st, vg_op_type(op));
     if (c) return c;
+    r.deadline_ns = vg__kctx_deadline_ns(ctx);
     if (repl && (c = check_rewrite(w, wn, &r, st)) != VG_OK) {
         rx_free(&r);
         return c;

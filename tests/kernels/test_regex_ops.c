@@ -185,6 +185,25 @@ static void test_re2_semantics(void) {
         /* invalid UTF-8 in the subject: the bad byte matches no character, nothing fails */
         check_replace(s, (const char *[]){"a\xff" "b"}, 1, "[ab]", "_", true, (const char *[]){"_\xff_"});
     }
+    /* searches run in windows of 256 start positions: matches past the first window,
+     * across a window's end, and a 2-byte character at a window's edge */
+    {
+        char *lng = malloc(2001), *want = malloc(2001);
+        memset(lng, 'x', 2000);
+        lng[2000] = 0;
+        memcpy(lng + 1500, "abc", 3);
+        memcpy(lng + 255, "abc", 3);
+        memcpy(lng + 511, "\xc3\xa9", 2);
+        memcpy(want, lng, 2001);
+        memcpy(want + 1500, "AbC", 3);
+        memcpy(want + 255, "AbC", 3);
+        for (int s = 0; s < 2; s++)
+            check_replace(s, (const char *[]){lng}, 1, "a(b)c", "A\\1C", true, (const char *[]){want});
+        free(lng), free(want);
+    }
+    check_replace(true, (const char *[]){"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxy"},
+                  1, "y", "Y", false,
+                  (const char *[]){"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxY"});
     /* rewrites RE2 cannot apply */
     check_replace_refused("(a)", "\\2", "only has 1 parenthesized");
     check_replace_refused("a", "\\x", "invalid rewrite");
@@ -254,6 +273,47 @@ static void test_hostile_pattern(void) {
     }
 }
 
+/* PCRE2 restarts its backtracking limit at each start position, so a long subject can
+ * still cost a lot; the run's timeout_in_ms bounds it (DEADLINE_EXCEEDED, checked every
+ * 256 start positions and between match attempts). Subject: 20000 chunks of 20 'a' and
+ * a '!'; (a|aa)+[bc] never matches and backtracks through ~fib(20) paths from each 'a'
+ * (below the limit): minutes without the timeout; (a|aa)+b|! does the same work before
+ * it matches each '!' in a global replace. */
+static void test_run_timeout(void) {
+    const char *pats[2] = {"(a|aa)+[bc]", "(a|aa)+b|!"};
+    size_t n = 20000 * 21;
+    char *subject = malloc(n + 1);
+    for (size_t i = 0; i < n; i++) subject[i] = i % 21 == 20 ? '!' : 'a';
+    subject[n] = 0;
+    for (int k = 0; k < 2; k++) {
+        vg_status st;
+        vg_graph *g = vg_graph_new();
+        /* fed, not a Const: a constant input would be folded before the run starts */
+        vg_output in = vg_placeholder(g, VG_STRING, NULL, 0, "in");
+        vg_output r = vg_static_regex_replace(g, in, pats[k], "", true, NULL);
+        vg_tensor *v = vg_tensor_new(VG_STRING, NULL, 0, &st);
+        vg_tensor_set_string(v, 0, subject, n, &st);
+        vg_session *s = vg_session_new(g, NULL, &st);
+        vg_run_options ro = VG_RUN_OPTIONS_INIT;
+        ro.timeout_in_ms = 200;
+        vg_tensor *out = NULL;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        vg_code c = vg_session_run(s, &ro, &in, &v, 1, &r, &out, 1, NULL, 0, NULL, &st);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        CHECK_CODE(c, VG_DEADLINE_EXCEEDED);
+        CHECK_STR_CONTAINS(st.msg, "Timed out");
+        CHECK_STR_CONTAINS(st.msg, "StaticRegexReplace");
+        CHECK(secs < 10.0);
+        vg_tensor_free(v);
+        vg_tensor_free(out);
+        vg_session_free(s);
+        vg_graph_free(g);
+    }
+    free(subject);
+}
+
 /* Shapes and dtypes at graph build; a non-scalar pattern tensor at run time. */
 static void test_arguments(void) {
     vg_status st;
@@ -295,6 +355,7 @@ int main(void) {
     RUN_TEST(test_re2_semantics);
     RUN_TEST(test_re2_syntax);
     RUN_TEST(test_hostile_pattern);
+    RUN_TEST(test_run_timeout);
     RUN_TEST(test_arguments);
     TEST_MAIN_END();
 }
