@@ -32,7 +32,7 @@ install(FILES ${PROJECT_BINARY_DIR}/vigilConfig.cmake ${PROJECT_BINARY_DIR}/vigi
 # pkg-config: relocatable (prefix from the .pc file's own place).
 file(RELATIVE_PATH VIGIL_PC_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 string(REGEX REPLACE "/$" "" VIGIL_PC_PREFIX "${VIGIL_PC_PREFIX}")
-set(VIGIL_PC_LIBS_PRIVATE "-lopenblas -lsnappy -lkissfft-float -lzip -lpng16 -ljpeg -lz -lpthread -lm")
+set(VIGIL_PC_LIBS_PRIVATE "-lopenblas -lsnappy -lkissfft-float -lzip -lpcre2-8 -lpng16 -ljpeg -lz -lpthread -lm")
 if(VIGIL_DNNL)
   string(APPEND VIGIL_PC_LIBS_PRIVATE " -ldnnl -lgomp")
 endif()
@@ -71,7 +71,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME vigil-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION science)
 # Runtime dependencies of libvigil (Debian 12 package names).
-set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "libopenblas0 | libopenblas0-pthread, libsnappy1v5, libkissfft-float131, libzip4, libpng16-16, libjpeg62-turbo, zlib1g, libc6")
+set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "libopenblas0 | libopenblas0-pthread, libsnappy1v5, libkissfft-float131, libzip4, libpcre2-8-0, libpng16-16, libjpeg62-turbo, zlib1g, libc6")
 if(VIGIL_DNNL)
   string(APPEND CPACK_DEBIAN_LIB_PACKAGE_DEPENDS ", libdnnl2, libgomp1")
 endif()

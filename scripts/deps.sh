@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages vigil needs (when run as root and something is missing).
 set -euo pipefail
-pkgs="build-essential cmake pkg-config libopenblas-dev libdnnl-dev libsnappy-dev libkissfft-dev libzip-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin"
+pkgs="build-essential cmake pkg-config libopenblas-dev libdnnl-dev libsnappy-dev libkissfft-dev libzip-dev libpcre2-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

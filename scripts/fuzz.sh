@@ -17,7 +17,7 @@ command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (Debian package 
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIGIL_FUZZ=ON -DVIGIL_SANITIZE=ON -DBUILD_SHARED_LIBS=OFF \
   -DVIGIL_TESTS=OFF -DVIGIL_TOOLS=OFF -DVIGIL_EXAMPLES=OFF -DVIGIL_BENCH=OFF >/dev/null
 nice -n "$nicelvl" cmake --build build-fuzz -j"$jobs" >/dev/null
-harnesses="fuzz_sstable fuzz_bundle fuzz_ckpt_state fuzz_events fuzz_idx fuzz_graphdef fuzz_example fuzz_import fuzz_image fuzz_npy fuzz_reader_data fuzz_iterator_state fuzz_flags fuzz_wav fuzz_vocab fuzz_npz fuzz_hparams fuzz_pickle fuzz_cli"
+harnesses="fuzz_sstable fuzz_bundle fuzz_ckpt_state fuzz_events fuzz_idx fuzz_graphdef fuzz_example fuzz_import fuzz_image fuzz_npy fuzz_reader_data fuzz_iterator_state fuzz_flags fuzz_wav fuzz_vocab fuzz_npz fuzz_hparams fuzz_pickle fuzz_cli fuzz_regex"
 [ -n "${FUZZ_ONLY:-}" ] && harnesses="$FUZZ_ONLY"
 mkdir -p build-fuzz/artifacts
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:${ASAN_OPTIONS:-}"

@@ -60,5 +60,7 @@
 #include "slim.h"
 #include "distributions.h"
 #include "seq2seq.h"
+#include "string_regex.h"
+#include "gan.h"
 
 #endif

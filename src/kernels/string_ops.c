@@ -4,8 +4,7 @@
  * subgraph, so that imported graphs run their own save/restore ops:
  *
  *   StringJoin(inputs: N strings, separator)      string_ops.string_join
- *   RegexFullMatch(input, pattern)                 string_ops.regex_full_match
- *   StaticRegexFullMatch(input, pattern attr)      (its constant-pattern form)
+ *   (RegexFullMatch and StaticRegexFullMatch: regex_ops.c)
  *   ShardedFilename(basename, shard, num_shards)   "<basename>-%05d-of-%05d"
  *   ShardedFilespec(basename, num_shards)          "<basename>-?????-of-%05d"
  *   MergeV2Checkpoints(checkpoint_prefixes, destination_prefix, delete_old_dirs)
@@ -17,16 +16,12 @@
  * ShardedFilename(tmp, shard, num_shards); MergeV2Checkpoints merges those bundles into
  * the prefix (io/bundle_merge.c) and removes the temp directories.
  *
- * Patterns: RE2 in TF; here POSIX extended regular expressions (regcomp), which agree
- * on the anchors, classes, alternation and repetition such save graphs use. A pattern
- * that does not compile is INVALID_ARGUMENT naming it.
  */
 #include "graph/graph_impl.h"
 #include "kernels/kernel.h"
 #include "io/io.h"
 #include "vigil/example.h"
 #include "vigil/ops.h"
-#include <regex.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -154,84 +149,6 @@ static vg_code kernel_string_join(vg__kctx *ctx) {
         if (!c) c = vg_tensor_set_string(out, e, b.len ? (const char *)b.data : "", b.len, st);
     }
     vg__pb_free(&b);
-    return c;
-}
-
-/* ------------------------------------------------------------------------ */
-/* RegexFullMatch, StaticRegexFullMatch */
-
-static vg_code compile_full(const char *pat, size_t n, regex_t *re, vg_status *st, const char *opname) {
-    char *full = vg__malloc(n + 5);
-    if (!full) return VG_OOM(st, "regex");
-    full[0] = '^';
-    full[1] = '(';
-    memcpy(full + 2, pat, n);
-    memcpy(full + 2 + n, ")$", 3);
-    int rc = memchr(pat, 0, n) ? REG_BADPAT : regcomp(re, full, REG_EXTENDED | REG_NOSUB);
-    vg__free(full);
-    if (rc != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: invalid pattern: %.*s", opname, (int)(n > 200 ? 200 : n),
-                             pat);
-    return VG_OK;
-}
-
-static vg_code shape_regex(vg_op *op, vg_status *st) {
-    bool is_static = strcmp(vg_op_type(op), "StaticRegexFullMatch") == 0;
-    vg_code c = want_dtype(op, 0, VG_STRING, "input", st);
-    if (!c && !is_static) c = want_dtype(op, 1, VG_STRING, "pattern", st);
-    if (!c && !is_static) c = want_rank(op, 1, 0, "pattern", st);
-    if (!c && is_static) {
-        const char *p;
-        size_t n;
-        if (!vg_op_attr_string(op, "pattern", &p, &n))
-            return vg_status_set(st, VG_INVALID_ARGUMENT, "StaticRegexFullMatch %s needs attr 'pattern'", vg_op_name(op));
-        regex_t re;
-        c = compile_full(p, n, &re, st, vg_op_type(op));
-        if (!c) regfree(&re);
-    }
-    if (c) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_BOOL, vg__op_input_shape(op, 0));
-    return VG_OK;
-}
-
-static vg_code kernel_regex(vg__kctx *ctx) {
-    vg_status *st = vg__kctx_status(ctx);
-    const vg_op *op = vg__kctx_op(ctx);
-    const char *p = NULL;
-    size_t pn = 0;
-    if (strcmp(vg_op_type(op), "StaticRegexFullMatch") == 0) {
-        if (!vg_op_attr_string(op, "pattern", &p, &pn)) return vg_status_set(st, VG_INVALID_ARGUMENT, "no pattern");
-    } else {
-        vg_code c = run_scalar(ctx, 1, "pattern");
-        if (c) return c;
-        p = vg_tensor_string(vg__kctx_input(ctx, 1), 0, &pn);
-        if (!p) p = "", pn = 0;
-    }
-    regex_t re;
-    vg_code c = compile_full(p, pn, &re, st, vg_op_type(op));
-    if (c) return c;
-    const vg_tensor *in = vg__kctx_input(ctx, 0);
-    int64_t dims[VG_MAX_DIMS];
-    int nd = vg_tensor_ndims(in);
-    for (int d = 0; d < nd; d++) dims[d] = vg_tensor_dim(in, d);
-    vg_tensor *out;
-    c = vg__kctx_alloc_output(ctx, 0, VG_BOOL, dims, nd, &out);
-    bool *o = c ? NULL : vg_tensor_data(out);
-    for (int64_t i = 0; !c && i < vg_tensor_num_elements(in); i++) {
-        size_t n = 0;
-        const char *s = vg_tensor_string(in, i, &n);
-        /* regexec needs a NUL-terminated subject; a string holding NUL cannot match a
-         * pattern that spans it in TF either unless the pattern says so: copy. */
-        char *z = vg__strndup(s ? s : "", s ? n : 0);
-        if (!z) {
-            c = VG_OOM(st, "RegexFullMatch");
-            break;
-        }
-        o[i] = strlen(z) == n && regexec(&re, z, 0, NULL, 0) == 0;
-        vg__free(z);
-    }
-    regfree(&re);
     return c;
 }
 
@@ -611,8 +528,6 @@ vg_op *vg_string_split(vg_graph *g, vg_output source, const char *delimiter, boo
 
 const vg__op_def vg__ops_string[] = {
     {"StringJoin", 1, -1, NOGRAD, 0, shape_string_join, kernel_string_join, NULL},
-    {"RegexFullMatch", 2, 2, NOGRAD, 0, shape_regex, kernel_regex, NULL},
-    {"StaticRegexFullMatch", 1, 1, NOGRAD, 0, shape_regex, kernel_regex, NULL},
     {"ShardedFilename", 3, 3, NOGRAD, 0, shape_sharded, kernel_sharded, NULL},
     {"ShardedFilespec", 2, 2, NOGRAD, 0, shape_sharded, kernel_sharded, NULL},
     {"StringSplit", 2, 2, NOGRAD, 0, shape_string_split, kernel_string_split, NULL},

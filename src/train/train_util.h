@@ -52,7 +52,11 @@ typedef struct vg__train_scope {
 } vg__train_scope;
 
 static inline void vg__train_scope_open(vg_graph *g, const char *name, const char *def, vg__train_scope *s) {
-    vg_graph_unique_name(g, name ? name : def, s->full, sizeof s->full);
+    size_t nl = name ? strlen(name) : 0;
+    if (nl && name[nl - 1] == '/') /* TF's name_scope("a/b/"): re-enter that exact scope */
+        snprintf(s->full, sizeof s->full, "%.*s", (int)(nl - 1), name);
+    else
+        vg_graph_unique_name(g, name ? name : def, s->full, sizeof s->full);
     char sc[1100];
     snprintf(sc, sizeof sc, "%s/", s->full);
     vg_graph_push_scope(g, sc);
