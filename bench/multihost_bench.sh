@@ -9,6 +9,8 @@
 #   * MLP and CNN training at 1 host and 2 hosts (one rank, one compute thread per
 #     host, batch 64 per rank): plain (one 64 MB bucket), overlap (--inter 2 and
 #     256 KB buckets: buckets reduce while back-propagation goes on), fp16, both;
+#   * "plain-yield": plain with Open MPI's mpi_yield_when_idle (a waiting rank gives its
+#     core away instead of polling; 4 hosts always run so);
 #   * "pair": two 1-rank trainings at once in two hosts, no allreduce: the compute step
 #     when two ranks share this machine's cores (the model's T_c at 2 hosts);
 #   * DDP: torch_ddp.py at 1 host and one process per host at 2 (init_method tcp://).
@@ -42,7 +44,7 @@ tag() { # PROFILE HOSTS CONFIG: prefixes each JSON line with where it ran
 vrun() { # PROFILE HOSTS CONFIG ARGS... (4 hosts share 2 cores: MPI yields when idle)
   local p="$1" k="$2" c="$3" extra=""
   shift 3
-  [ "$k" -gt 2 ] && extra="--mca mpi_yield_when_idle 1"
+  { [ "$k" -gt 2 ] || [ -n "${YIELD:-}" ]; } && extra="--mca mpi_yield_when_idle 1"
   MULTIHOST_MPIRUN_ARGS="$extra" "$MH" run "$k" --profile "$p" -- "$B" "$@" 2>/dev/null | grep '^{' |
     tag "$p" "$k" "$c"
 }
@@ -82,6 +84,7 @@ for r in $(seq "$rounds"); do
       vrun "$p" 1 plain --mode train --model "$m" --threads 1
       pair "$p" "$m"
       vrun "$p" 2 plain --mode train --model "$m" --threads 1
+      YIELD=1 vrun "$p" 2 plain-yield --mode train --model "$m" --threads 1
       vrun "$p" 2 overlap --mode train --model "$m" --threads 1 --inter 2 --fusion-threshold 262144
       vrun "$p" 2 fp16 --mode train --model "$m" --threads 1 --compression fp16
       vrun "$p" 2 overlap+fp16 --mode train --model "$m" --threads 1 --inter 2 --fusion-threshold 262144 \

@@ -2,13 +2,13 @@
 """The alpha-beta scaling model of docs/distributed.md ("Scaling model"), fitted to
 bench/multihost_bench.sh's JSON lines and checked against them.
 
-Usage: bench/multihost_bench.sh build 1 > m.jsonl; bench/scaling_model.py m.jsonl
+Usage: bench/multihost_bench.sh build 1 > m.jsonl; bench/scaling_model.py m.jsonl [more.jsonl]
+       bench/scaling_model.py --extrapolate      (64 and 1,024 ranks at 25 Gbit/s)
 
 Model. A ring allreduce of S bytes over N ranks:
     T_ring(N, S) = 2 (N - 1) alpha + 2 (N - 1) / N * S / B
-alpha and B are fitted per profile (least squares on T = 2 alpha + S / B) to the bare
-MPI_Allreduce between 2 hosts of 4 B .. 1 MB (the buckets' sizes; larger messages
-through tbf are reported apart). fp16 halves S. A step is
+alpha and B are taken per profile from the bare MPI_Allreduce between 2 hosts (see
+fit(); every size is listed with the model's time beside it). fp16 halves S. A step is
     T_step = T_c + max(0, T_comm - h T_c)
 with T_c the compute step with the machine shared as at 2 hosts (the "pair" control:
 two 1-rank trainings at once), T_comm the fused allreduce predicted for S, and h the
@@ -34,38 +34,72 @@ def med(xs):
 
 
 def fit(rows, profile):
-    pts = [(r["bytes"], r["median_ms"] * 1e-3) for r in rows
-           if r.get("profile") == profile and r.get("bench") == "mpi_allreduce_size" and r["bytes"] <= (1 << 20)]
+    """alpha = half the 2-host allreduce of 4 B (2 alpha: one message each way);
+    B = the best S / (T - 2 alpha) over sizes of 256 KB and more, each size's best round
+    (the link's rate when no stall hits: tbf-shaped TCP stalls some transfers by tens of
+    ms, see the doc)."""
     by = {}
-    for s, t in pts:
-        by.setdefault(s, []).append(t)
-    xs = sorted(by)
-    ts = [med(by[s]) for s in xs]
-    # T = 2 alpha + S * (1 / B): ordinary least squares in (1, S)
-    n = len(xs)
-    mx, mt = sum(xs) / n, sum(ts) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (t - mt) for x, t in zip(xs, ts)) / sxx
-    icpt = mt - slope * mx
-    alpha = max(icpt / 2, min(ts) / 2 if ts else 0)
-    return alpha, 1 / slope
+    for r in rows:
+        if r.get("profile") == profile and r.get("bench") == "mpi_allreduce_size":
+            by.setdefault(r["bytes"], []).append(r["median_ms"] * 1e-3)
+    alpha = med(by[min(by)]) / 2
+    # sizes past tbf's 128 KB bucket (smaller ones pass unshaped), best round of each
+    bw = max(s / (min(t) - 2 * alpha) for s, t in by.items() if s >= (256 << 10))
+    return alpha, bw, by
 
 
 def t_ring(n, s, alpha, bw):
     return 2 * (n - 1) * alpha + 2 * (n - 1) / n * s / bw
 
 
+def extrapolate():
+    """64 and 1,024 ranks on 25 Gbit/s: every combination of fp16 (S / 2 on the wire
+    plus two conversions at 2 G elements/s), buckets (1: no overlap; 4: overlap, up to
+    2/3 of T_c hidden, 4 rings' latencies), hierarchical (G = 8 ranks per node: the ring
+    over N / 8 leaders plus a reduce and a broadcast of S at 10 GB/s in the node); the
+    best one and the plain default (flat, one bucket, float32) side by side."""
+    bw = 3.0e9  # 25 Gbit/s at the 97% of line rate TCP reached on the 10gbit profile
+    models = (("MLP, 1 core/rank", 1077288, 0.457e-3), ("CNN, 1 core/rank", 1819688, 23.7e-3),
+              ("CNN, 16 cores/rank", 1819688, 1.5e-3), ("100M params, 1 core/rank", 400e6, 0.21))
+    print("| model | ranks | alpha | plain: T_comm, efficiency | best: settings, T_comm, efficiency |")
+    print("| --- | --- | --- | --- | --- |")
+    for alpha in (25e-6, 3.2e-6):
+        for name, size, tc in models:
+            for n in (64, 1024):
+                res = []
+                for fp16 in (False, True):
+                    for nb in (1, 4):
+                        for g in (1, 8):
+                            m = n // g
+                            s = size * (0.5 if fp16 else 1)
+                            t = nb * 2 * (m - 1) * alpha + 2 * (m - 1) / m * s / bw
+                            if g > 1:
+                                t += 2 * s / 10e9
+                            if fp16:
+                                t += 2 * (size / 4) / 2e9
+                            h = 2 / 3 if nb > 1 else 0
+                            eff = tc / (tc + max(0.0, t - h * tc))
+                            res.append((eff, fp16, nb, g, t))
+                plain = [r for r in res if not r[1] and r[2] == 1 and r[3] == 1][0]
+                best = max(res, key=lambda r: (round(r[0], 3), -r[4]))
+                st = ", ".join(x for x in ("fp16" if best[1] else "", "overlap (4 buckets)" if best[2] > 1 else "",
+                                           "hierarchical 8/node" if best[3] > 1 else "") if x) or "plain"
+                print(f"| {name} | {n} | {alpha * 1e6:.1f} us | {plain[4] * 1e3:.2f} ms, {plain[0]:.2f} | "
+                      f"{st}: {best[4] * 1e3:.2f} ms, {best[0]:.2f} |")
+
+
 def main():
+    if sys.argv[1:] == ["--extrapolate"]:
+        extrapolate()
+        return
     rows = load(sys.argv[1:])
     S = {"mlp": 1077288, "cnn": 1819688}
     for prof in sorted({r["profile"] for r in rows}):
-        alpha, bw = fit(rows, prof)
-        print(f"## {prof}: alpha = {alpha * 1e6:.1f} us, B = {bw / 1e9:.3f} GB/s (fit on 4 B .. 1 MB)")
-        big = [(r["bytes"], r["median_ms"]) for r in rows if r.get("profile") == prof and
-               r.get("bench") == "mpi_allreduce_size" and r["bytes"] > (1 << 20)]
-        if big:
-            print("   larger messages: " + ", ".join(f"{b >> 20} MB {t:.1f} ms (model {t_ring(2, b, alpha, bw) * 1e3:.1f})"
-                                              for b, t in big))
+        alpha, bw, by = fit(rows, prof)
+        print(f"## {prof}: alpha = {alpha * 1e6:.1f} us, B = {bw / 1e9:.3f} GB/s")
+        print("   bare allreduce, 2 hosts, median [rounds] (model): " +
+              ", ".join(f"{b >> 10} KB {med(t) * 1e3:.2f} ms [{' '.join(f'{x * 1e3:.1f}' for x in t)}] "
+                        f"({t_ring(2, b, alpha, bw) * 1e3:.2f})" for b, t in sorted(by.items()) if b >= 4096))
         print("| model | hosts | wire | allreduce predicted | measured | error |")
         print("| --- | --- | --- | --- | --- | --- |")
         for m in ("mlp", "cnn"):
@@ -92,7 +126,7 @@ def main():
             tc = med([r["median_step_ms"] for r in pair])
             sps1 = 64 / (t1 * 1e-3)
             print(f"| {m} | 1 host | - | - | {t1:.2f} ms | - | {sps1:.0f} | - |")
-            for cfg in ("plain", "overlap", "fp16", "overlap+fp16"):
+            for cfg in ("plain", "plain-yield", "overlap", "fp16", "overlap+fp16"):
                 rs = sel(cfg, 2)
                 if not rs:
                     continue
