@@ -1,15 +1,20 @@
 /* bench_allreduce.c - data-parallel training on MPI (issue 15). One JSON line per
  * measurement, printed by rank 0. Run it alone (1 rank) and under `mpirun -np N`:
  *
- *   bench_allreduce --mode train --model mlp|cnn [--steps S] [--threads T] [--fusion-threshold B]
+ *   bench_allreduce --mode train --model mlp|cnn [--steps S] [--threads T] [--inter T] [--fusion-threshold B]
+ *                   [--compression none|fp16] [--hierarchical 0|1]
  *       training-step throughput, per-rank batch 64, Fashion-MNIST batches sliced
  *       beforehand from this rank's shard, the MLP (784-256-256-10, SGD 0.1) or the CNN
  *       (conv5x5x32, pool, conv5x5x64, pool, dense 128, dense 10, Adam 1e-3) of
  *       bench_train, with the DistributedOptimizer when N > 1; samples/s of the job.
+ *       --inter: inter-op threads (default = --threads): --threads 1 --inter 2 lets a
+ *       bucket's allreduce overlap back-propagation (with a --fusion-threshold below
+ *       the model's gradient bytes); --compression fp16: Compression.fp16 on the ring.
  *   bench_allreduce --mode fused --model mlp|cnn [--reps R]
  *       the model's gradients (as many tensors, of the same shapes) averaged by one
  *       VigilFusedAllreduce op in a session run vs a bare MPI_Allreduce of the same bytes
- *       on a reused buffer; fused_over_bare = bare time / fused time.
+ *       on a reused buffer; fused_over_bare = bare time / fused time (--compression fp16:
+ *       the fused op carries half on the wire, the bare call stays float32).
  *
  *   bench_allreduce --mode sizes [--reps R]
  *       a bare MPI_Allreduce of 4 B .. 64 MB (the scaling model's latency and bandwidth).
@@ -86,6 +91,8 @@ static int64_t load(int rank, int size, float **x, int64_t **y) {
 }
 
 static int64_t fusion_threshold = -1; /* --fusion-threshold BYTES; -1: the default (64 MB) */
+static bool fp16, hierarchical;        /* --compression fp16, --hierarchical 1 */
+static int inter = -1;                 /* --inter T; -1: = --threads */
 
 static int bench_train(bool cnn, int steps, int threads, int rank, int size) {
     vg_status st;
@@ -100,6 +107,8 @@ static int bench_train(bool cnn, int steps, int threads, int rank, int size) {
     vg_output gs = vg_get_or_create_global_step(g);
     vg_dist_options dopt = vg_dist_options_default();
     if (fusion_threshold >= 0) dopt.fusion_threshold_bytes = fusion_threshold;
+    dopt.compression = fp16 ? VG_DIST_COMPRESSION_FP16 : VG_DIST_COMPRESSION_NONE;
+    dopt.hierarchical = hierarchical;
     vg_op *train = size > 1 ? vg_dist_minimize(opt, g, loss, NULL, 0, gs, &dopt, NULL)
                             : vg_optimizer_minimize(opt, g, loss, NULL, 0, gs, NULL);
     vg_op *init = vg_global_variables_initializer(g);
@@ -107,7 +116,7 @@ static int bench_train(bool cnn, int steps, int threads, int rank, int size) {
         fprintf(stderr, "graph: %s\n", st.msg);
         return 1;
     }
-    vg_session_options so = {threads, threads};
+    vg_session_options so = {threads, inter > 0 ? inter : threads};
     vg_session *s = vg_session_new(g, &so, &st);
     vg_session_run_targets(s, &init, 1, &st);
     float *xs;
@@ -143,10 +152,12 @@ static int bench_train(bool cnn, int steps, int threads, int rank, int size) {
     if (rank == 0)
         printf("{\"bench\":\"dist_train\",\"model\":\"%s\",\"ranks\":%d,\"threads\":%d,\"batch_per_rank\":%lld,"
                "\"steps\":%d,\"median_step_ms\":%.3f,\"samples_per_s\":%.1f,\"samples_per_s_at_median\":%.1f,"
-               "\"cpu_s\":%.3f,\"samples_per_cpu_s\":%.1f,\"fusion_threshold\":%lld}\n",
+               "\"cpu_s\":%.3f,\"samples_per_cpu_s\":%.1f,\"fusion_threshold\":%lld,\"inter\":%d,"
+               "\"compression\":\"%s\",\"hierarchical\":%s}\n",
                cnn ? "cnn" : "mlp", size, threads, (long long)B, steps, t[steps / 2] * 1e3,
                (double)steps * (double)B * size / wall, (double)B * size / t[steps / 2], cpu,
-               (double)steps * (double)B * size / cpu, (long long)dopt.fusion_threshold_bytes);
+               (double)steps * (double)B * size / cpu, (long long)dopt.fusion_threshold_bytes, so.inter_op_threads,
+               fp16 ? "fp16" : "none", hierarchical ? "true" : "false");
     free(t);
     free(xs);
     free(ys);
@@ -174,6 +185,18 @@ static int bench_fused(bool cnn, int reps, bool average, int rank, int size) {
         xs[i] = vg_const_fill(g, VG_FLOAT, d, 4, 0.5 + rank, NULL);
     }
     vg_op *op = vg_dist_fused_allreduce(g, xs, n, average, "fused");
+    if (fp16 || hierarchical) { /* the same op with the wire attrs, as the optimizer builds it */
+        vg_output ys[8];
+        vg_dist_options o = vg_dist_options_default();
+        o.average = average;
+        o.compression = fp16 ? VG_DIST_COMPRESSION_FP16 : VG_DIST_COMPRESSION_NONE;
+        o.hierarchical = hierarchical;
+        if (vg_dist_allreduce_gradients(g, xs, n, &o, ys, &st) != VG_OK) {
+            fprintf(stderr, "graph: %s\n", st.msg);
+            return 1;
+        }
+        op = ys[0].op;
+    }
     if (vg_graph_status(g, &st) != VG_OK) {
         fprintf(stderr, "graph: %s\n", st.msg);
         return 1;
@@ -215,9 +238,10 @@ static int bench_fused(bool cnn, int reps, bool average, int rank, int size) {
     if (rank == 0)
         printf("{\"bench\":\"fused_allreduce\",\"model\":\"%s\",\"ranks\":%d,\"tensors\":%d,\"bytes\":%lld,"
                "\"fused_median_ms\":%.4f,\"bare_mpi_allreduce_median_ms\":%.4f,\"fused_over_bare\":%.3f,"
-               "\"fused_gb_per_s\":%.3f,\"average\":%s,\"host_allreduce_median_ms\":%.4f}\n",
+               "\"fused_gb_per_s\":%.3f,\"average\":%s,\"host_allreduce_median_ms\":%.4f,\"compression\":\"%s\"}\n",
                cnn ? "cnn" : "mlp", size, n, (long long)(elems * 4), f * 1e3, b * 1e3, f > 0 ? b / f : 0,
-               f > 0 ? (double)elems * 4 / f / 1e9 : 0, average ? "true" : "false", th[reps / 2] * 1e3);
+               f > 0 ? (double)elems * 4 / f / 1e9 : 0, average ? "true" : "false", th[reps / 2] * 1e3,
+               fp16 ? "fp16" : "none");
     free(tf);
     free(tb);
     free(th);
@@ -231,7 +255,7 @@ static int bench_fused(bool cnn, int reps, bool average, int rank, int size) {
  * bandwidth terms of docs/distributed.md's scaling model. */
 static int bench_sizes(int reps, int rank, int size) {
     vg_status st;
-    static const int64_t bytes[] = {4, 4096, 65536, 1 << 20, 16 << 20, 64 << 20};
+    static const int64_t bytes[] = {4, 4096, 65536, 262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
     float *buf = calloc((size_t)(64 << 20) / 4, 4);
     double *t = malloc((size_t)reps * sizeof(double));
     for (size_t k = 0; k < sizeof bytes / sizeof bytes[0]; k++) {
@@ -268,9 +292,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--average")) average = atoi(argv[i + 1]) != 0;
         else if (!strcmp(argv[i], "--fusion-threshold")) fusion_threshold = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--inter")) inter = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--compression")) fp16 = !strcmp(argv[i + 1], "fp16");
+        else if (!strcmp(argv[i], "--hierarchical")) hierarchical = atoi(argv[i + 1]) != 0;
         else {
             fprintf(stderr, "usage: bench_allreduce [--mode train|fused|sizes] [--model mlp|cnn] [--steps S] [--threads T] "
-                            "[--reps R] [--average 0|1] [--fusion-threshold BYTES]\n");
+                            "[--reps R] [--average 0|1] [--fusion-threshold BYTES] [--inter T] [--compression none|fp16] "
+                            "[--hierarchical 0|1]\n");
             return 2;
         }
     }

@@ -20,6 +20,15 @@ if(VIGIL_MPI AND MPIEXEC_EXECUTABLE)
     set_tests_properties(test_dist_fused_np2_ring PROPERTIES TIMEOUT 120 LABELS "unit;dist"
       ENVIRONMENT "${VIGIL_MPI_TEST_ENV};VIGIL_SHM=0")
   endif()
+  # fp16 compression on the ring; the hierarchical allreduce on two fake nodes of two
+  if(TEST test_dist_wire_np2)
+    add_test(NAME test_dist_wire_np2_ring COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:test_dist_wire>)
+    set_tests_properties(test_dist_wire_np2_ring PROPERTIES TIMEOUT 120 LABELS "unit;dist"
+      ENVIRONMENT "${VIGIL_MPI_TEST_ENV};VIGIL_SHM=0")
+    add_test(NAME test_dist_wire_np4_hier COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 $<TARGET_FILE:test_dist_wire>)
+    set_tests_properties(test_dist_wire_np4_hier PROPERTIES TIMEOUT 240 LABELS "unit;dist"
+      ENVIRONMENT "${VIGIL_MPI_TEST_ENV};VIGIL_TEST_NODE_SIZE=2")
+  endif()
 endif()
 # The tests that start mpiexec themselves: their ranks inherit the environment.
 if(VIGIL_MPI)

@@ -79,6 +79,13 @@ static const char *train_help =
     "                               is written unless ignore\n"
     "  --lr-scale linear|none       under mpirun -np N: linear (default) multiplies the\n"
     "                               learning rate by N (global batch = N x batch-size)\n"
+    "  --compression none|fp16      under mpirun: gradients cross the network as IEEE\n"
+    "                               half (Horovod's Compression.fp16; default none)\n"
+    "  --fusion-threshold-mb X      under mpirun: gradient buckets of at most X MB\n"
+    "                               (default 64, or HOROVOD_FUSION_THRESHOLD bytes;\n"
+    "                               0: one allreduce per gradient)\n"
+    "  --hierarchical               under mpirun: reduce inside each host, ring across\n"
+    "                               hosts (also VIGIL_HIERARCHICAL=1)\n"
     "  --quiet                      no progress output; only the result line\n"
     "  --verbose, -v                debug log lines, including the compute backend\n"
     "                               (oneDNN or OpenBLAS; VG_BACKEND=openblas|dnnl forces one)\n"
@@ -115,6 +122,8 @@ typedef struct train_opts {
     int input;  /* INPUT_* */
     const char *input_path;
     bool lr_scale_none; /* --lr-scale none (default linear under mpirun) */
+    bool fp16, hierarchical; /* --compression fp16, --hierarchical */
+    double fusion_mb;        /* --fusion-threshold-mb; < 0: the default */
 } train_opts;
 
 enum { INPUT_IDX = 0, INPUT_QUEUE = 1, INPUT_TFDATA = 2 };
@@ -132,11 +141,13 @@ static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t *o
 
 static int parse_train_opts(int argc, char **argv, train_opts *o) {
     *o = (train_opts){false, 5, -1, 64, NULL, -1, true, "runs/fmnist", "/usr/share/datasets/fashion-mnist", -1, -1,
-                      100, 100, 0, 1, -1, false, false, ON_NAN_FAIL, false, INPUT_IDX, NULL, false};
+                      100, 100, 0, 1, -1, false, false, ON_NAN_FAIL, false, INPUT_IDX, NULL, false,
+                      false, false, -1};
     static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr", "--lr-decay",
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
-                                       "--threads", "--seed", "--train-limit", "--on-nan", "--input", "--lr-scale"};
+                                       "--threads", "--seed", "--train-limit", "--on-nan", "--input", "--lr-scale",
+                                       "--compression", "--fusion-threshold-mb"};
     bool ck_steps_set = false, ck_secs_set = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL, *name = NULL;
@@ -150,6 +161,10 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
         }
         if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
             o->verbose = true;
+            continue;
+        }
+        if (!strcmp(a, "--hierarchical")) {
+            o->hierarchical = true;
             continue;
         }
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0] && !name; k++) {
@@ -228,6 +243,13 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
             if (!strcmp(v, "linear")) o->lr_scale_none = false;
             else if (!strcmp(v, "none")) o->lr_scale_none = true;
             else rc = cli_usage_error("train", "--lr-scale needs linear or none, got '%s'", v);
+        } else if (!strcmp(name, "--compression")) {
+            if (!strcmp(v, "fp16")) o->fp16 = true;
+            else if (!strcmp(v, "none")) o->fp16 = false;
+            else rc = cli_usage_error("train", "--compression needs none or fp16, got '%s'", v);
+        } else if (!strcmp(name, "--fusion-threshold-mb")) {
+            if (!cli_parse_double(v, &o->fusion_mb) || o->fusion_mb < 0 || o->fusion_mb > 1e6)
+                rc = cli_usage_error("train", "--fusion-threshold-mb needs a number of MB >= 0");
         }
         if (rc) return rc;
     }
@@ -679,7 +701,11 @@ static vg_code build_train_graph(const train_opts *o, const data_files *d, int64
         vg_optimizer_set_learning_rate_tensor(opt, lr);
         vg_summary_scalar(g, "learning_rate", lr);
     }
-    if (g_size > 1) tg->train_op = vg_dist_minimize(opt, g, tg->loss, NULL, 0, gs, NULL, NULL);
+    vg_dist_options dopt = vg_dist_options_default();
+    if (o->fusion_mb >= 0) dopt.fusion_threshold_bytes = (int64_t)(o->fusion_mb * 1024 * 1024);
+    dopt.compression = o->fp16 ? VG_DIST_COMPRESSION_FP16 : VG_DIST_COMPRESSION_NONE;
+    dopt.hierarchical = o->hierarchical;
+    if (g_size > 1) tg->train_op = vg_dist_minimize(opt, g, tg->loss, NULL, 0, gs, &dopt, NULL);
     else tg->train_op = vg_optimizer_minimize(opt, g, tg->loss, NULL, 0, gs, NULL);
     vg_optimizer_free(opt);
     /* the checkpoint guard's checks: every float variable (weights and optimizer slots)

@@ -11,6 +11,11 @@ its own shard of Fashion-MNIST with a per-rank batch of 64 (MLP 784-256-256-10 +
 0.1; CNN conv5x5x32, pool, conv5x5x64, pool, dense 128, dense 10 + Adam 1e-3). DDP
 averages the gradients with bucketed allreduce overlapped with backward. Rank 0 prints
 one JSON line: median step time and the job's samples/s over the timed steps.
+
+Across hosts (bench/multihost_bench.sh: one process per network namespace):
+    ip netns exec HOST /usr/bin/python3 bench/peers/torch_ddp.py --model cnn --ranks 2 \
+        --rank R --init-method tcp://10.77.0.1:29517
+runs this process only, as rank R of --ranks (GLOO_SOCKET_IFNAME=eth0 picks the link).
 """
 import argparse
 import gzip
@@ -28,6 +33,8 @@ def cli():
     ap.add_argument("--steps", type=int, default=None, help="timed steps (mlp 400, cnn 40)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--port", type=int, default=29517)
+    ap.add_argument("--rank", type=int, default=None, help="with --init-method: this process's rank only")
+    ap.add_argument("--init-method", default=None, help="e.g. tcp://10.77.0.1:29517 (one process per host)")
     ap.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
     return ap.parse_args()
 
@@ -52,7 +59,9 @@ def worker(rank, opt):
     torch.set_num_threads(opt.threads)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(opt.port)
-    if opt.ranks > 1:
+    if opt.ranks > 1 and opt.init_method:
+        dist.init_process_group("gloo", init_method=opt.init_method, rank=rank, world_size=opt.ranks)
+    elif opt.ranks > 1:
         dist.init_process_group("gloo", rank=rank, world_size=opt.ranks)
     try:
         x = read_idx(os.path.join(opt.data_dir, "train-images-idx3-ubyte.gz")).astype(np.float32) / 255.0
@@ -113,8 +122,8 @@ def worker(rank, opt):
 
 def main():
     opt = cli()
-    if opt.ranks == 1:
-        worker(0, opt)
+    if opt.ranks == 1 or opt.init_method:
+        worker(opt.rank or 0, opt)
         return
     import torch.multiprocessing as mp
     mp.spawn(worker, args=(opt,), nprocs=opt.ranks, join=True)

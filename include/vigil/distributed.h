@@ -115,15 +115,30 @@ VG_API vg_output vg_dist_broadcast_tensor(vg_graph *g, vg_output x, int root_ran
                                           const char *name);
 /* VigilFusedAllreduce: the sum (average = true: the mean) over ranks of n tensors of
  * one dtype, copied into one reusable fusion buffer and reduced by a single
- * MPI_Allreduce. Output i is input i's reduction. Returns the op (borrowed). */
+ * MPI_Allreduce. Output i is input i's reduction. Returns the op (borrowed). Optional
+ * attrs (set by vg_dist_allreduce_gradients from its options): "compression" (string
+ * "none" or "fp16") and "hierarchical" (bool). */
 VG_API vg_op *vg_dist_fused_allreduce(vg_graph *g, const vg_output *xs, int n, bool average, const char *name);
 
 /* ---- Horovod's DistributedOptimizer (train layer) ---------------------------------- */
 
+/* Gradient compression on the wire (Horovod's hvd.Compression). */
+typedef enum vg_dist_compression {
+    VG_DIST_COMPRESSION_NONE = 0, /* the gradients' own dtype */
+    /* Compression.fp16: float32 gradients cross the network as IEEE half (half the
+     * bytes); every partial sum is added in float32 and the result is float32. Values
+     * carry half's precision (11 significant bits) and range (|x| > 65504 becomes inf).
+     * Applies to the ring (ranks on several hosts, or VIGIL_SHM=0); the shared window
+     * inside one host ignores it (memory is not the bottleneck there). float64
+     * gradients are sent as they are. */
+    VG_DIST_COMPRESSION_FP16 = 1
+} vg_dist_compression;
+
 typedef struct vg_dist_options {
     /* Gradients are fused into buckets of at most this many bytes (Horovod's
      * HOROVOD_FUSION_THRESHOLD, 64 MB); each bucket is one allreduce that starts as soon
-     * as its gradients exist. 0: one allreduce per gradient. */
+     * as its gradients exist. 0: one allreduce per gradient. vg_dist_options_default
+     * takes HOROVOD_FUSION_THRESHOLD (bytes) from the environment when it is set. */
     int64_t fusion_threshold_bytes;
     bool average; /* true: the mean over ranks (Horovod's op=Average); false: the sum */
     /* Horovod's sparse_as_dense. false (default): a Gather's gradient (vigil's
@@ -132,8 +147,18 @@ typedef struct vg_dist_options {
      * sparse apply updates the union of the ranks' rows; true: it is reduced densely
      * with the other gradients. */
     bool sparse_as_dense;
+    vg_dist_compression compression; /* NONE (default) or FP16, see above */
+    /* Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE: on hosts that hold several ranks, sum
+     * inside each host (MPI_Reduce on the host's ranks), ring across one leader rank per
+     * host, then broadcast inside the host, so the network carries the buffer once per
+     * host instead of once per rank. The environment variable VIGIL_HIERARCHICAL=1 (or
+     * HOROVOD_HIERARCHICAL_ALLREDUCE=1) turns it on for every fused allreduce. With one
+     * host, or one rank per host, the flat paths run. */
+    bool hierarchical;
 } vg_dist_options;
-#define VG_DIST_OPTIONS_INIT {64 * 1024 * 1024, true, false}
+#define VG_DIST_OPTIONS_INIT {64 * 1024 * 1024, true, false, VG_DIST_COMPRESSION_NONE, false}
+/* VG_DIST_OPTIONS_INIT, with fusion_threshold_bytes from HOROVOD_FUSION_THRESHOLD
+ * (bytes, a non-negative integer; another value is ignored with a warning) when set. */
 VG_API vg_dist_options vg_dist_options_default(void);
 
 /* out[i] = the average (or sum) over ranks of grads[i]; {NULL, 0} stays {NULL, 0}.
@@ -142,8 +167,8 @@ VG_API vg_dist_options vg_dist_options_default(void);
  * sparse_as_dense) becomes two CollectiveGather ops in that chain and an
  * UnsortedSegmentSum of the gathered rows; it joins the world (vg_dist_init) at build
  * time, as the mean's divisor is the world's size. opts NULL = defaults.
- * Fails with INVALID_ARGUMENT (NULL arrays, a negative threshold), vg_dist_init's
- * errors, the graph's error. */
+ * Fails with INVALID_ARGUMENT (NULL arrays, a negative threshold, an unknown
+ * compression), vg_dist_init's errors, the graph's error. */
 VG_API vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, const vg_dist_options *opts,
                                            vg_output *out, vg_status *st);
 /* hvd.DistributedOptimizer(opt).compute_gradients: vg_optimizer_compute_gradients, then

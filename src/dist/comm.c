@@ -16,6 +16,7 @@
  * started by mpirun, the world has one rank and requests complete on the caller.
  */
 #include "dist/comm.h"
+#include "core/half.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,8 @@ struct vg__comm_req {
     int mismatch;         /* CHECK */
     bool direct;          /* runs on the submitting thread (holds g.busy until done) */
     bool queue_only;      /* never direct */
+    bool fp16;            /* FUSED float32: IEEE half on the wire (ring paths) */
+    bool hier;            /* FUSED: hierarchical when the world spans several nodes */
 #ifdef VIGIL_HAVE_MPI
     MPI_Request barrier;  /* the entry barrier of a direct request handed to the thread */
     bool has_barrier;
@@ -177,6 +180,10 @@ vg__comm_req *vg__comm_req_new(vg__comm_kind kind, void *buf, int64_t count, vg_
 void vg__comm_req_own(vg__comm_req *r, void *p) { r->owned = p; }
 void vg__comm_req_queue_only(vg__comm_req *r) { r->queue_only = true; }
 void vg__comm_req_set_send(vg__comm_req *r, const void *sendbuf) { r->sendbuf = sendbuf; }
+void vg__comm_req_set_wire(vg__comm_req *r, bool fp16, bool hierarchical) {
+    r->fp16 = fp16;
+    r->hier = hierarchical;
+}
 /* p with room for `need` elements (capacity *cap, doubled as needed): p itself, or
  * the moved array; NULL when out of memory (p is then unchanged). */
 static void *grow(void *p, int *cap, int need, size_t elem) {
@@ -347,17 +354,26 @@ typedef struct {
     MPI_Datatype type;
     MPI_Request *reqs;
     int nreqs, capreqs;
+    const vg__comm_part *parts; /* the inputs (r's parts, or one part for a leaders' ring) */
+    int nparts;
+    MPI_Comm comm;         /* the ring's ranks: the world, or one leader per node */
+    int n, me;
+    double k;              /* the mean's factor for parts that scale (1 / world size) */
 } ring_state;
 
 static int64_t chunk_lo(const ring_state *s, int c) {
     int64_t per_line = 64 / (int64_t)s->es;
-    int64_t lo = s->elems * c / g.size;
+    int64_t lo = s->elems * c / s->n;
     lo -= lo % per_line;
     return c == 0 ? 0 : lo;
 }
-static int64_t chunk_hi(const ring_state *s, int c) { return c == g.size - 1 ? s->elems : chunk_lo(s, c + 1); }
+static int64_t chunk_hi(const ring_state *s, int c) { return c == s->n - 1 ? s->elems : chunk_lo(s, c + 1); }
 
+static bool ring_post_type(ring_state *s, bool send, void *p, int64_t n, int peer, MPI_Datatype type);
 static bool ring_post(ring_state *s, bool send, void *p, int64_t n, int peer) {
+    return ring_post_type(s, send, p, n, peer, s->type);
+}
+static bool ring_post_type(ring_state *s, bool send, void *p, int64_t n, int peer, MPI_Datatype type) {
     if (n <= 0) return true;
     MPI_Request *reqs = grow(s->reqs, &s->capreqs, s->nreqs + 1, sizeof *reqs);
     if (!reqs) {
@@ -366,8 +382,8 @@ static bool ring_post(ring_state *s, bool send, void *p, int64_t n, int peer) {
     }
     s->reqs = reqs;
     MPI_Request *q = &s->reqs[s->nreqs++];
-    int rc = send ? MPI_Isend(p, (int)n, s->type, peer, RING_TAG, g.comm, q)
-                  : MPI_Irecv(p, (int)n, s->type, peer, RING_TAG, g.comm, q);
+    int rc = send ? MPI_Isend(p, (int)n, type, peer, RING_TAG, s->comm, q)
+                  : MPI_Irecv(p, (int)n, type, peer, RING_TAG, s->comm, q);
     if (rc != MPI_SUCCESS) s->nreqs--;
     return mpi_ok(s->r, rc, send ? "MPI_Isend" : "MPI_Irecv");
 }
@@ -382,10 +398,9 @@ static bool ring_wait(ring_state *s) {
  * buffer, sent from its input (from_input) or from the buffer, or received into the
  * buffer. */
 static bool ring_pieces(ring_state *s, int64_t lo, int64_t hi, bool send, bool from_input, int peer) {
-    vg__comm_req *r = s->r;
-    char *buf = r->buf;
-    for (int i = 0; i < r->nparts; i++) {
-        const vg__comm_part *q = &r->parts[i];
+    char *buf = s->r->buf;
+    for (int i = 0; i < s->nparts; i++) {
+        const vg__comm_part *q = &s->parts[i];
         int64_t a = ((char *)q->recv - buf) / (int64_t)s->es, b = a + q->count;
         if (b <= lo || a >= hi) continue;
         int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
@@ -437,8 +452,8 @@ RING_CLONES static void add_f64(double *restrict d, const double *restrict s, in
 static void ring_add(ring_state *s, int64_t lo, int64_t hi, double k) {
     vg__comm_req *r = s->r;
     char *buf = r->buf;
-    for (int i = 0; i < r->nparts; i++) {
-        const vg__comm_part *q = &r->parts[i];
+    for (int i = 0; i < s->nparts; i++) {
+        const vg__comm_part *q = &s->parts[i];
         int64_t a = ((char *)q->recv - buf) / (int64_t)s->es, b = a + q->count;
         if (b <= lo || a >= hi) continue;
         int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
@@ -448,41 +463,216 @@ static void ring_add(ring_state *s, int64_t lo, int64_t hi, double k) {
     }
 }
 
-static void exec_fused(vg__comm_req *r) {
-    ring_state s = {r, r->count, dt_size(r->dt), mpi_type(r->dt), NULL, 0, 0};
-    int n = g.size, me = g.rank, right = (me + 1) % n, left = (me + n - 1) % n;
+/* Compression.fp16 on the ring: [lo, hi) of the inputs as half (padding: zeros). */
+static void ring_inputs_half(const ring_state *s, int64_t lo, int64_t hi, uint16_t *h) {
+    memset(h, 0, (size_t)(hi - lo) * sizeof *h);
+    char *buf = s->r->buf;
+    for (int i = 0; i < s->nparts; i++) {
+        const vg__comm_part *q = &s->parts[i];
+        int64_t a = ((char *)q->recv - buf) / (int64_t)s->es, b = a + q->count;
+        if (b <= lo || a >= hi) continue;
+        int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+        vg__float_to_half_n((const float *)q->send + (x - a), h + (x - lo), (size_t)(y - x));
+    }
+}
+
+/* The ring of s->n ranks over s->parts into r->buf. With fp16 (float32 only) every
+ * message is the chunk as IEEE half (two staging buffers of one chunk): the receiver
+ * widens it into the fusion buffer and adds its own float32 input, so each partial sum
+ * is rounded to half once per hop; the owner of a finished chunk rounds it to half
+ * too before the allgather, so every rank ends with the same values. */
+static void ring_run(ring_state *s, bool fp16) {
+    vg__comm_req *r = s->r;
+    int n = s->n, me = s->me, right = (me + 1) % n, left = (me + n - 1) % n;
     /* zero the padding between slices: whole chunks travel in the later steps */
     char *buf = r->buf;
     int64_t end = 0;
-    for (int i = 0; i <= r->nparts; i++) {
-        int64_t a = i < r->nparts ? ((char *)r->parts[i].recv - buf) / (int64_t)s.es : s.elems;
-        if (a > end) memset(buf + end * (int64_t)s.es, 0, (size_t)(a - end) * s.es);
-        if (i < r->nparts) end = a + r->parts[i].count;
+    for (int i = 0; i <= s->nparts; i++) {
+        int64_t a = i < s->nparts ? ((char *)s->parts[i].recv - buf) / (int64_t)s->es : s->elems;
+        if (a > end) memset(buf + end * (int64_t)s->es, 0, (size_t)(a - end) * s->es);
+        if (i < s->nparts) end = a + s->parts[i].count;
     }
+    uint16_t *hs = NULL, *hr = NULL;
+    if (fp16) {
+        int64_t maxc = 0;
+        for (int c = 0; c < n; c++)
+            if (chunk_hi(s, c) - chunk_lo(s, c) > maxc) maxc = chunk_hi(s, c) - chunk_lo(s, c);
+        hs = vg__malloc((size_t)(maxc ? maxc : 1) * 2 * sizeof *hs);
+        if (!hs) {
+            req_fail(r, VG_RESOURCE_EXHAUSTED, "out of memory for the fp16 staging buffers");
+            return;
+        }
+        hr = hs + (maxc ? maxc : 1);
+    }
+    float *fb = (float *)buf;
     /* reduce-scatter: in step t, send chunk me - t, receive chunk me - t - 1 and add
      * this rank's input to it; rank me ends with the sum of chunk me + 1 */
     for (int t = 0; t < n - 1; t++) {
         int sc = (me - t + 2 * n) % n, rc = (me - t - 1 + 2 * n) % n;
-        int64_t rlo = chunk_lo(&s, rc), rhi = chunk_hi(&s, rc), slo = chunk_lo(&s, sc), shi = chunk_hi(&s, sc);
-        bool ok = t == 0 ? ring_pieces(&s, rlo, rhi, false, false, left) && ring_pieces(&s, slo, shi, true, true, right)
-                         : ring_post(&s, false, buf + rlo * (int64_t)s.es, rhi - rlo, left) &&
-                               ring_post(&s, true, buf + slo * (int64_t)s.es, shi - slo, right);
-        if (!ok || !ring_wait(&s)) goto out;
-        ring_add(&s, rlo, rhi, t == n - 2 ? 1.0 / n : 1.0);
+        int64_t rlo = chunk_lo(s, rc), rhi = chunk_hi(s, rc), slo = chunk_lo(s, sc), shi = chunk_hi(s, sc);
+        bool ok;
+        if (fp16) {
+            if (t == 0) ring_inputs_half(s, slo, shi, hs);
+            else vg__float_to_half_n(fb + slo, hs, (size_t)(shi - slo));
+            ok = ring_post_type(s, false, hr, rhi - rlo, left, MPI_UINT16_T) &&
+                 ring_post_type(s, true, hs, shi - slo, right, MPI_UINT16_T);
+        } else {
+            ok = t == 0 ? ring_pieces(s, rlo, rhi, false, false, left) && ring_pieces(s, slo, shi, true, true, right)
+                        : ring_post(s, false, buf + rlo * (int64_t)s->es, rhi - rlo, left) &&
+                              ring_post(s, true, buf + slo * (int64_t)s->es, shi - slo, right);
+        }
+        if (!ok || !ring_wait(s)) goto out;
+        if (fp16) vg__half_to_float_n(hr, fb + rlo, (size_t)(rhi - rlo));
+        ring_add(s, rlo, rhi, t == n - 2 ? s->k : 1.0);
+    }
+    if (fp16) { /* this rank's finished chunk, as the peers will receive it */
+        int64_t lo = chunk_lo(s, (me + 1) % n), hi = chunk_hi(s, (me + 1) % n);
+        vg__float_to_half_n(fb + lo, hs, (size_t)(hi - lo));
+        vg__half_to_float_n(hs, fb + lo, (size_t)(hi - lo));
     }
     /* allgather: in step t, send chunk me + 1 - t, receive chunk me - t */
     for (int t = 0; t < n - 1; t++) {
         int sc = (me + 1 - t + 2 * n) % n, rc = (me - t + 2 * n) % n;
-        int64_t rlo = chunk_lo(&s, rc), rhi = chunk_hi(&s, rc), slo = chunk_lo(&s, sc), shi = chunk_hi(&s, sc);
-        if (!ring_post(&s, false, buf + rlo * (int64_t)s.es, rhi - rlo, left) ||
-            !ring_post(&s, true, buf + slo * (int64_t)s.es, shi - slo, right) || !ring_wait(&s))
+        int64_t rlo = chunk_lo(s, rc), rhi = chunk_hi(s, rc), slo = chunk_lo(s, sc), shi = chunk_hi(s, sc);
+        if (fp16) {
+            vg__float_to_half_n(fb + slo, hs, (size_t)(shi - slo));
+            if (!ring_post_type(s, false, hr, rhi - rlo, left, MPI_UINT16_T) ||
+                !ring_post_type(s, true, hs, shi - slo, right, MPI_UINT16_T) || !ring_wait(s))
+                goto out;
+            vg__half_to_float_n(hr, fb + rlo, (size_t)(rhi - rlo));
+        } else if (!ring_post(s, false, buf + rlo * (int64_t)s->es, rhi - rlo, left) ||
+                   !ring_post(s, true, buf + slo * (int64_t)s->es, shi - slo, right) || !ring_wait(s)) {
             goto out;
+        }
     }
 out:
-    if (s.nreqs) { /* a failed post: finish what was started */
-        MPI_Waitall(s.nreqs, s.reqs, MPI_STATUSES_IGNORE);
+    if (s->nreqs) { /* a failed post: finish what was started */
+        MPI_Waitall(s->nreqs, s->reqs, MPI_STATUSES_IGNORE);
     }
-    vg__free(s.reqs);
+    vg__free(hs);
+    vg__free(s->reqs);
+    s->reqs = NULL;
+}
+
+/* ---- hierarchical allreduce (Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE) ---------------
+ *
+ * The world split into nodes (MPI_COMM_TYPE_SHARED; VIGIL_TEST_NODE_SIZE=k instead
+ * makes fake nodes of k consecutive ranks, to test on one machine) and a communicator
+ * of the nodes' first ranks (the leaders). Built at the first hierarchical request
+ * (every rank reaches it at the same collective). A request then packs its inputs into
+ * the fusion buffer, MPI_Reduce sums them onto the node's leader, the leaders run the
+ * ring (with fp16 when asked) and MPI_Bcast gives the node the result: the network
+ * carries the buffer once per node. */
+static struct {
+    bool tried, on;
+    MPI_Comm node, leaders;
+    int node_rank, node_size, nnodes;
+} H;
+
+static int env_flag(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+static bool hier_wanted(const vg__comm_req *r) {
+    static int env = -1;
+    if (env < 0) env = env_flag("VIGIL_HIERARCHICAL") || env_flag("HOROVOD_HIERARCHICAL_ALLREDUCE");
+    return r->hier || env;
+}
+
+/* Collective over the world (every rank calls it at the same request). */
+static void hier_setup(vg__comm_req *r) {
+    H.tried = true;
+    const char *ns = getenv("VIGIL_TEST_NODE_SIZE");
+    long k = ns ? strtol(ns, NULL, 10) : 0;
+    int rc = k > 0 ? MPI_Comm_split(g.comm, (int)(g.rank / k), g.rank, &H.node)
+                   : MPI_Comm_split_type(g.comm, MPI_COMM_TYPE_SHARED, g.rank, MPI_INFO_NULL, &H.node);
+    if (!mpi_ok(r, rc, "MPI_Comm_split (the node)")) return;
+    MPI_Comm_rank(H.node, &H.node_rank);
+    MPI_Comm_size(H.node, &H.node_size);
+    if (!mpi_ok(r, MPI_Comm_split(g.comm, H.node_rank == 0 ? 0 : MPI_UNDEFINED, g.rank, &H.leaders),
+                "MPI_Comm_split (the leaders)"))
+        return;
+    if (H.leaders != MPI_COMM_NULL) MPI_Comm_size(H.leaders, &H.nnodes);
+    int most = H.node_size;
+    if (!mpi_ok(r, MPI_Bcast(&H.nnodes, 1, MPI_INT, 0, H.node), "MPI_Bcast") ||
+        !mpi_ok(r, MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT, MPI_MAX, g.comm), "MPI_Allreduce"))
+        return;
+    H.on = H.nnodes > 1 && most > 1; /* else the flat ring is the same thing */
+}
+
+static void exec_hier(vg__comm_req *r) {
+    size_t es = dt_size(r->dt);
+    char *buf = r->buf;
+    memset(buf, 0, (size_t)r->count * es); /* the padding between slices */
+    for (int i = 0; i < r->nparts; i++) {
+        const vg__comm_part *q = &r->parts[i];
+        if (q->send && q->send != q->recv && q->count > 0) memcpy(q->recv, q->send, (size_t)q->count * es);
+    }
+    bool leader = H.leaders != MPI_COMM_NULL;
+    void *sum = NULL;
+    if (leader && H.node_size > 1) {
+        sum = vg__malloc((size_t)r->count * es);
+        if (!sum) {
+            req_fail(r, VG_RESOURCE_EXHAUSTED, "out of memory for the node's sum");
+            /* the node's peers are in MPI_Reduce already: finish it with our own data */
+            MPI_Reduce(MPI_IN_PLACE, buf, (int)r->count, mpi_type(r->dt), MPI_SUM, 0, H.node);
+        } else if (!mpi_ok(r, MPI_Reduce(buf, sum, (int)r->count, mpi_type(r->dt), MPI_SUM, 0, H.node),
+                           "MPI_Reduce (the node)")) {
+            vg__free(sum);
+            return;
+        }
+    } else if (H.node_size > 1 &&
+               !mpi_ok(r, MPI_Reduce(buf, NULL, (int)r->count, mpi_type(r->dt), MPI_SUM, 0, H.node),
+                       "MPI_Reduce (the node)")) {
+        return;
+    }
+    if (leader && r->code == VG_OK) {
+        vg__comm_part whole = {sum ? sum : NULL, buf, r->count, false};
+        void *own = NULL;
+        if (!sum) { /* a node of one rank: its packed inputs are the node's sum */
+            own = vg__malloc((size_t)r->count * es);
+            if (own) memcpy(own, buf, (size_t)r->count * es);
+            whole.send = own;
+        }
+        if (!whole.send) {
+            req_fail(r, VG_RESOURCE_EXHAUSTED, "out of memory for the node's sum");
+        } else {
+            int me = 0;
+            MPI_Comm_rank(H.leaders, &me);
+            ring_state s = {r, r->count, es, mpi_type(r->dt), NULL, 0, 0, &whole, 1, H.leaders, H.nnodes, me, 1.0};
+            ring_run(&s, r->fp16 && r->dt == VG_FLOAT);
+        }
+        vg__free(own);
+    }
+    vg__free(sum);
+    /* a leader that failed still broadcasts (whatever it holds) so its node does not hang */
+    if (H.node_size > 1 && !mpi_ok(r, MPI_Bcast(buf, (int)r->count, mpi_type(r->dt), 0, H.node), "MPI_Bcast (the node)"))
+        return;
+    for (int i = 0; i < r->nparts; i++)
+        if (r->parts[i].scale) scale_part(r->parts[i].recv, r->parts[i].count, r->dt, g.size);
+}
+
+typedef struct shm_poll shm_poll;
+static bool shm_usable(const vg__comm_req *r);
+static int shm_fused(vg__comm_req *r, const shm_poll *p);
+
+static void exec_fused(vg__comm_req *r) {
+    if (hier_wanted(r) && r->count < INT32_MAX) {
+        if (!H.tried) hier_setup(r);
+        if (r->code != VG_OK) return;
+        if (H.on) {
+            exec_hier(r);
+            return;
+        }
+        if (shm_usable(r)) { /* one node after all: as every later request */
+            shm_fused(r, NULL);
+            return;
+        }
+    }
+    ring_state s = {r, r->count, dt_size(r->dt), mpi_type(r->dt), NULL, 0, 0, r->parts, r->nparts, g.comm, g.size,
+                    g.rank, 1.0 / g.size};
+    ring_run(&s, r->fp16 && r->dt == VG_FLOAT);
 }
 
 /* ---- the fused allreduce on shared memory (ranks of one node) -----------------------
@@ -547,8 +737,10 @@ static char *shm_slot(uint64_t seq, int rank) {
     return S.slots + i * (S.slot + SLOT_SKEW);
 }
 
+/* (a hierarchical request takes the ring paths until they found one node only) */
 static bool shm_usable(const vg__comm_req *r) {
-    return S.on && r->kind == VG__COMM_FUSED && (size_t)r->count * dt_size(r->dt) <= S.slot;
+    return S.on && r->kind == VG__COMM_FUSED && (size_t)r->count * dt_size(r->dt) <= S.slot &&
+           !(hier_wanted(r) && (!H.tried || H.on));
 }
 
 /* chunk c of the shared-memory allreduce: [lo, hi) elements, cache-line aligned */
@@ -578,11 +770,11 @@ static bool pid_dead(int64_t pid) {
     return e && e[1] == ' ' && (e[2] == 'Z' || e[2] == 'X');
 }
 
-typedef struct {
+struct shm_poll {
     bool (*cancelled)(const void *arg);
     const void *arg;
     int64_t deadline_ns;
-} shm_poll;
+};
 
 enum { SHM_DONE, SHM_CANCEL, SHM_STOP, SHM_LATE };
 

@@ -59,6 +59,12 @@ VG_HIDDEN void vg__comm_req_own(vg__comm_req *r, void *p);
 VG_HIDDEN void vg__comm_req_queue_only(vg__comm_req *r);
 /* ALLREDUCE from sendbuf into buf (not in place): MPI reads sendbuf, writes buf. */
 VG_HIDDEN void vg__comm_req_set_send(vg__comm_req *r, const void *sendbuf);
+/* FUSED: fp16 = float32 sent as IEEE half on the ring (Compression.fp16; the shared
+ * window ignores it); hierarchical = reduce inside each node, ring across the nodes'
+ * leaders, broadcast inside the node (also on for every request with the environment's
+ * VIGIL_HIERARCHICAL=1 / HOROVOD_HIERARCHICAL_ALLREDUCE=1; VIGIL_TEST_NODE_SIZE=k fakes
+ * nodes of k consecutive ranks). Every rank must set the same. */
+VG_HIDDEN void vg__comm_req_set_wire(vg__comm_req *r, bool fp16, bool hierarchical);
 /* The request keeps a reference to t (vg_tensor_ref) until its last reference goes:
  * tensors whose data it reads or writes outlive a cancelled wait. false when out of
  * memory (nothing held). */

@@ -127,6 +127,20 @@ static vg_code reduce_ops(const vg_op *op, vg_reduce_op *merge, bool *div, vg_st
     return VG_OK;
 }
 
+/* VigilFusedAllreduce's "compression" attr: "none" (absent) or "fp16". */
+static vg_code wire_fp16(const vg_op *op, bool *fp16, vg_status *st) {
+    const char *c = NULL;
+    size_t len = 0;
+    *fp16 = false;
+    if (!vg_op_attr_string(op, "compression", &c, &len) || !c || (len == 4 && memcmp(c, "none", 4) == 0)) return VG_OK;
+    if (len == 4 && memcmp(c, "fp16", 4) == 0) {
+        *fp16 = true;
+        return VG_OK;
+    }
+    return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: compression '%.*s' is not one of none, fp16", vg_op_type(op),
+                         (int)len, c);
+}
+
 static vg_code shape_reduce(vg_op *op, vg_status *st) {
     int n = vg_op_num_inputs(op);
     vg_dtype dt = vg__op_input_dtype(op, 0);
@@ -136,8 +150,8 @@ static vg_code shape_reduce(vg_op *op, vg_status *st) {
             return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input %d has dtype %s, input 0 %s", vg_op_type(op), i,
                                  vg_dtype_name(vg__op_input_dtype(op, i)), vg_dtype_name(dt));
     vg_reduce_op m;
-    bool div;
-    if (reduce_ops(op, &m, &div, st) != VG_OK) return st->code;
+    bool div, fp16;
+    if (reduce_ops(op, &m, &div, st) != VG_OK || wire_fp16(op, &fp16, st) != VG_OK) return st->code;
     vg__op_set_default_attr_type(op, "T", dt);
     vg__op_set_default_attr_string(op, "merge_op", "Add");
     vg__op_set_default_attr_string(op, "final_op", "Id");
@@ -214,14 +228,17 @@ static size_t padded(size_t nb) { return (nb + SLICE_ALIGN - 1) & ~(SLICE_ALIGN 
  * straight into their slice by MPI_Allreduce out of place; the small ones are packed
  * (the mean of floats folded into the copy) into one region at the front and reduced
  * in place by one call (a single small one goes directly too). All the calls are one
- * request: one barrier, one hand-off at most. */
+ * request: one barrier, one hand-off at most. The attrs "compression" (fp16) and
+ * "hierarchical" apply to the dist layer's FUSED request only: fusions under
+ * DIRECT_MIN bytes stay one plain MPI_Allreduce. */
 static vg_code kernel_reduce(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     if (prologue(ctx) != VG_OK) return st->code;
     vg_reduce_op merge;
-    bool div;
-    if (reduce_ops(op, &merge, &div, st) != VG_OK) return st->code;
+    bool div, fp16, hier = false;
+    if (reduce_ops(op, &merge, &div, st) != VG_OK || wire_fp16(op, &fp16, st) != VG_OK) return st->code;
+    vg_op_attr_bool(op, "hierarchical", &hier);
     int n = vg__kctx_num_inputs(ctx);
     vg_dtype dt = vg_tensor_dtype(vg__kctx_input(ctx, 0));
     size_t es = vg_dtype_size(dt), small_total = 0, total = 0;
@@ -255,6 +272,7 @@ static vg_code kernel_reduce(vg__kctx *ctx) {
     vg__comm_req *r = vg__comm_req_new(ring ? VG__COMM_FUSED : VG__COMM_ALLREDUCE, fbuf, ring ? (int64_t)(total / es) : 0,
                                        dt, merge, 0);
     vg_code rc = VG_OK;
+    if (r && ring) vg__comm_req_set_wire(r, fp16 && dt == VG_FLOAT, hier);
     placement(ctx, r);
     /* the buffer and the inputs outlive a cancelled wait */
     if (!offs || !r || !vg__comm_req_hold(r, whole)) rc = VG_OOM(st, "a collective request");

@@ -31,12 +31,41 @@
 #include "vigil/ops_ext.h"
 #include "vigil/optimizer.h"
 #include "vigil/variables.h"
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 vg_dist_options vg_dist_options_default(void) {
     vg_dist_options o = VG_DIST_OPTIONS_INIT;
+    /* Horovod reads HOROVOD_FUSION_THRESHOLD (bytes) from the environment */
+    const char *v = getenv("HOROVOD_FUSION_THRESHOLD");
+    if (v && *v) {
+        char *end = NULL;
+        errno = 0;
+        long long b = strtoll(v, &end, 10);
+        if (errno || *end || b < 0)
+            vg_logf(VG_LOG_WARN, "HOROVOD_FUSION_THRESHOLD='%s' is not a byte count >= 0: ignored", v);
+        else
+            o.fusion_threshold_bytes = (int64_t)b;
+    }
     return o;
+}
+
+/* vg_dist_fused_allreduce with the options' wire attrs. */
+static vg_op *fused_allreduce(vg_graph *g, const vg_output *xs, int n, const vg_dist_options *o, const char *name) {
+    if (o->compression == VG_DIST_COMPRESSION_NONE && !o->hierarchical)
+        return vg_dist_fused_allreduce(g, xs, n, o->average, name);
+    vg_op_builder *b = vg_op_builder_new(g, "VigilFusedAllreduce", name);
+    if (!b) return NULL;
+    vg_op_builder_add_inputs(b, xs, n);
+    vg_op_builder_set_attr_int(b, "N", n);
+    vg_op_builder_set_attr_int(b, "group_size", 0);
+    vg_op_builder_set_attr_string(b, "merge_op", "Add", 3);
+    vg_op_builder_set_attr_string(b, "final_op", o->average ? "Div" : "Id", o->average ? 3 : 2);
+    if (o->compression == VG_DIST_COMPRESSION_FP16) vg_op_builder_set_attr_string(b, "compression", "fp16", 4);
+    if (o->hierarchical) vg_op_builder_set_attr_bool(b, "hierarchical", true);
+    return vg_op_builder_finish(b);
 }
 
 static int64_t out_bytes(vg_output o) {
@@ -121,6 +150,9 @@ vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, 
     vg_dist_options o = opts ? *opts : vg_dist_options_default();
     if (!g || (n > 0 && (!grads || !out)))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_dist_allreduce_gradients: NULL graph or arrays");
+    if (o.compression != VG_DIST_COMPRESSION_NONE && o.compression != VG_DIST_COMPRESSION_FP16)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "compression %d is not VG_DIST_COMPRESSION_NONE or _FP16",
+                             (int)o.compression);
     if (o.fusion_threshold_bytes < 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "fusion_threshold_bytes %lld < 0",
                              (long long)o.fusion_threshold_bytes);
@@ -157,7 +189,7 @@ vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, 
         if (nb > 0 && (i < 0 || sparse || (have && !fits))) {
             char name[64];
             snprintf(name, sizeof name, "DistributedAllreduce_%d", nbuckets++);
-            vg_op *op = vg_dist_fused_allreduce(g, bucket, nb, o.average, name);
+            vg_op *op = fused_allreduce(g, bucket, nb, &o, name);
             if (!op) break;
             if (prev) vg_op_add_control_input(op, prev);
             prev = op;

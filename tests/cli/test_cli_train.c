@@ -197,6 +197,12 @@ static void test_cli_train__errors(void) {
     CHECK_EQ_INT(run_vigil(a3, "e.out", "e.err"), 2);
     const char *a4[] = {"train", "--save-checkpoint-steps", "5", "--save-checkpoint-secs", "5", NULL};
     CHECK_EQ_INT(run_vigil(a4, "e.out", "e.err"), 2);
+    const char *a4b[] = {"train", "--compression", "fp8", NULL}; /* issue 33's wire options */
+    CHECK_EQ_INT(run_vigil(a4b, "e.out", "e.err"), 2);
+    CHECK_STR_CONTAINS(slurp("e.err"), "--compression needs none or fp16");
+    const char *a4c[] = {"train", "--fusion-threshold-mb", "-1", NULL};
+    CHECK_EQ_INT(run_vigil(a4c, "e.out", "e.err"), 2);
+    CHECK_STR_CONTAINS(slurp("e.err"), "--fusion-threshold-mb");
     /* a library error is "vigil: <CODE>: <message>", exit 1: a CNN on an MLP checkpoint */
     char prev[300];
     snprintf(prev, sizeof prev, "%s/run1", tmpdir);
