@@ -76,6 +76,10 @@ do_up() { # K RATE
     ip -n "$BR" link set "v$i" up
     ip -n "$PREFIX$i" addr add "10.77.0.$((i + 1))/24" dev eth0
     ip -n "$PREFIX$i" link set eth0 up
+    # TCP gives up on a silent peer after 5 retransmissions (~13 s at the 200 ms
+    # minimum RTO) instead of 15 (~15 min): mpirun's and orted's control connections
+    # then see a cut link in seconds and end the job (see docs/distributed.md)
+    ip netns exec "$PREFIX$i" sysctl -qw net.ipv4.tcp_retries2="${MULTIHOST_TCP_RETRIES2:-5}"
     shape_host "$i" "$rate"
   done
 }
@@ -92,6 +96,8 @@ do_run() { # K RATE SLOTS CMD...
   local k="$1" rate="$2" slots="$3" i hosts="" rc=0
   shift 3
   [ "$#" -gt 0 ] || die "run: no command after --"
+  # mpirun runs in the background: bash runs a trap only once the foreground command
+  # ends, but interrupts `wait` at once (a job hung on a cut link is killed by down)
   trap 'do_down' EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
@@ -103,7 +109,8 @@ do_run() { # K RATE SLOTS CMD...
     mpirun -np $((k * slots)) --host "$hosts" --oversubscribe --bind-to none \
       --mca plm_rsh_agent "$here/multihost-agent.sh" \
       --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
-      ${MULTIHOST_MPIRUN_ARGS:-} "$@" || rc=$?
+      ${MULTIHOST_MPIRUN_ARGS:-} "$@" <&0 &
+  wait $! || rc=$?
   return "$rc"
 }
 

@@ -79,6 +79,10 @@ static const char *train_help =
     "                               is written unless ignore\n"
     "  --lr-scale linear|none       under mpirun -np N: linear (default) multiplies the\n"
     "                               learning rate by N (global batch = N x batch-size)\n"
+    "  --collective-timeout S       under mpirun: a collective that makes no progress for\n"
+    "                               S seconds (default 300; 0 = never) ends the run with\n"
+    "                               DEADLINE_EXCEEDED naming the peer (a dead host, a cut\n"
+    "                               link); the rank exits 1 without finalising MPI\n"
     "  --quiet                      no progress output; only the result line\n"
     "  --verbose, -v                debug log lines, including the compute backend\n"
     "                               (oneDNN or OpenBLAS; VG_BACKEND=openblas|dnnl forces one)\n"
@@ -136,7 +140,8 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
     static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr", "--lr-decay",
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
-                                       "--threads", "--seed", "--train-limit", "--on-nan", "--input", "--lr-scale"};
+                                       "--threads", "--seed", "--train-limit", "--on-nan", "--input", "--lr-scale",
+                                       "--collective-timeout"};
     bool ck_steps_set = false, ck_secs_set = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL, *name = NULL;
@@ -228,6 +233,12 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
             if (!strcmp(v, "linear")) o->lr_scale_none = false;
             else if (!strcmp(v, "none")) o->lr_scale_none = true;
             else rc = cli_usage_error("train", "--lr-scale needs linear or none, got '%s'", v);
+        } else if (!strcmp(name, "--collective-timeout")) {
+            double secs = -1;
+            vg_status tst;
+            if (!cli_parse_double(v, &secs) || secs < 0 || secs > 1e9 ||
+                vg_dist_set_collective_timeout_ms((int64_t)(secs * 1000 + 0.5), &tst) != VG_OK)
+                rc = cli_usage_error("train", "--collective-timeout needs seconds >= 0, got '%s'", v);
         }
         if (rc) return rc;
     }
