@@ -111,7 +111,31 @@ do_run() { # K RATE SLOTS CMD...
       --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
       ${MULTIHOST_MPIRUN_ARGS:-} "$@" <&0 &
   wait $! || rc=$?
+  drain "${MULTIHOST_DRAIN_S:-30}"
   return "$rc"
+}
+
+# After mpirun: waits up to $1 s for every process of the hosts to end on its own (an
+# orted whose mpirun died must notice), then says so, or names what hung (down kills it).
+drain() {
+  local t0 left=1 ns
+  t0=$(date +%s%N)
+  while :; do
+    left=0
+    for ns in $(hosts_now); do left=$((left + $(ip netns pids "$ns" 2>/dev/null | wc -l))); done
+    [ "$left" = 0 ] && break
+    [ $(( ($(date +%s%N) - t0) / 1000000000 )) -ge "$1" ] && break
+    sleep 0.1
+  done
+  if [ "$left" = 0 ]; then
+    echo "multihost: every process gone $(( ($(date +%s%N) - t0) / 1000000 )) ms after mpirun ended" >&2
+  else
+    for ns in $(hosts_now); do
+      for p in $(ip netns pids "$ns" 2>/dev/null); do
+        echo "multihost: HUNG: $ns pid $p ($(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-80)) still running $1 s after mpirun ended" >&2
+      done
+    done
+  fi
 }
 
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces)"
