@@ -432,7 +432,7 @@ static bool ring_post(ring_state *s, bool send, void *p, int64_t n, int peer) {
 
 static bool ring_wait(ring_state *s) {
     bool ok = poll_all(s->r, s->nreqs, s->reqs, "ring allreduce");
-    if (ok) s->nreqs = 0;
+    s->nreqs = 0;
     return ok;
 }
 
@@ -537,8 +537,10 @@ static void exec_fused(vg__comm_req *r) {
             goto out;
     }
 out:
-    if (s.nreqs && r->code != VG_DEADLINE_EXCEEDED) { /* a failed post: finish what was started */
-        MPI_Waitall(s.nreqs, s.reqs, MPI_STATUSES_IGNORE);
+    if (s.nreqs) { /* a failed post: finish what was started (bounded by the timeout) */
+        vg_code c = r->code;
+        poll_all(r, s.nreqs, s.reqs, "ring allreduce");
+        if (c != VG_OK && r->code != VG_DEADLINE_EXCEEDED) r->code = c;
     }
     vg__free(s.reqs);
 }
