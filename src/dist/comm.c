@@ -348,8 +348,8 @@ static void late_fail(vg__comm_req *r, const char *what, int64_t waited_ns) {
     int left = (g.rank + g.size - 1) % (g.size ? g.size : 1);
     r->code = VG_DEADLINE_EXCEEDED;
     snprintf(r->msg, sizeof r->msg,
-             "%s: no progress for %.1f s (collective timeout) waiting on rank %d (host %s): the peer or its link "
-             "is down or too slow",
+             "%s: no progress for %.1f s (collective timeout) waiting on rank %d (host %s), the left neighbour in "
+             "the ring: it, its link or a rank before it is down or too slow",
              what, (double)waited_ns / 1e9, left, g.hosts ? g.hosts[left] : "?");
 }
 
