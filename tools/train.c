@@ -86,6 +86,10 @@ static const char *train_help =
     "                               0: one allreduce per gradient)\n"
     "  --hierarchical               under mpirun: reduce inside each host, ring across\n"
     "                               hosts (also VIGIL_HIERARCHICAL=1)\n"
+    "  --collective-timeout S       under mpirun: a collective that makes no progress for\n"
+    "                               S seconds (default 300; 0 = never) ends the run with\n"
+    "                               DEADLINE_EXCEEDED naming the peer (a dead host, a cut\n"
+    "                               link); the rank exits 1 without finalising MPI\n"
     "  --quiet                      no progress output; only the result line\n"
     "  --verbose, -v                debug log lines, including the compute backend\n"
     "                               (oneDNN or OpenBLAS; VG_BACKEND=openblas|dnnl forces one)\n"
@@ -147,7 +151,7 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
                                        "--threads", "--seed", "--train-limit", "--on-nan", "--input", "--lr-scale",
-                                       "--compression", "--fusion-threshold-mb"};
+                                       "--compression", "--fusion-threshold-mb", "--collective-timeout"};
     bool ck_steps_set = false, ck_secs_set = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL, *name = NULL;
@@ -250,6 +254,12 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
         } else if (!strcmp(name, "--fusion-threshold-mb")) {
             if (!cli_parse_double(v, &o->fusion_mb) || o->fusion_mb < 0 || o->fusion_mb > 1e6)
                 rc = cli_usage_error("train", "--fusion-threshold-mb needs a number of MB >= 0");
+        } else if (!strcmp(name, "--collective-timeout")) {
+            double secs = -1;
+            vg_status tst;
+            if (!cli_parse_double(v, &secs) || secs < 0 || secs > 1e9 ||
+                vg_dist_set_collective_timeout_ms((int64_t)(secs * 1000 + 0.5), &tst) != VG_OK)
+                rc = cli_usage_error("train", "--collective-timeout needs seconds >= 0, got '%s'", v);
         }
         if (rc) return rc;
     }

@@ -46,7 +46,8 @@ VG_API bool vg_dist_mpi_built(void);
  * a 1-rank world otherwise. Idempotent and thread-safe; the first call decides.
  * Fails with UNIMPLEMENTED when the process was started by mpirun but vigil was built
  * without MPI (the message names the VIGIL_MPI build option), UNAVAILABLE when MPI
- * fails to start, RESOURCE_EXHAUSTED. After vg_dist_finalize it fails with
+ * fails to start, INVALID_ARGUMENT for a malformed VIGIL_COLLECTIVE_TIMEOUT_MS,
+ * RESOURCE_EXHAUSTED. After vg_dist_finalize it fails with
  * FAILED_PRECONDITION (MPI cannot be initialised twice). */
 VG_API vg_code vg_dist_init(vg_status *st);
 /* True between a successful vg_dist_init and vg_dist_finalize. */
@@ -61,6 +62,23 @@ VG_API int vg_dist_local_size(void);
 /* Waits for every rank. FAILED_PRECONDITION before init; UNAVAILABLE when a peer is
  * gone or MPI fails. */
 VG_API vg_code vg_dist_barrier(vg_status *st);
+/* The collective timeout (issue 33): a collective (and vg_dist_finalize's final
+ * barrier) that makes no progress for this long fails with DEADLINE_EXCEEDED naming
+ * the peer this rank waits on (its left neighbour in the ring, rank - 1, and that
+ * rank's host from MPI_Get_processor_name), and the world is marked broken: every later
+ * collective fails with UNAVAILABLE, and vg_dist_finalize leaves MPI unfinalized, so the
+ * process should exit non-zero (mpirun then ends the job). Across hosts this is what
+ * ends a job whose peer's link was cut: TCP alone would wait for many minutes. ms = 0:
+ * no timeout. The default, VG_DIST_COLLECTIVE_TIMEOUT_MS_DEFAULT (5 minutes), leaves
+ * room for a chief that checkpoints or evaluates while the others wait in a
+ * collective. The environment variable VIGIL_COLLECTIVE_TIMEOUT_MS sets it at
+ * vg_dist_init unless this setter was called first. May be called at any time (a
+ * collective already waiting keeps the value it started with). INVALID_ARGUMENT for
+ * ms < 0. */
+#define VG_DIST_COLLECTIVE_TIMEOUT_MS_DEFAULT 300000
+VG_API vg_code vg_dist_set_collective_timeout_ms(int64_t ms, vg_status *st);
+/* The collective timeout in milliseconds (0: none). */
+VG_API int64_t vg_dist_collective_timeout_ms(void);
 /* Stops the communication thread and finalises MPI (if vg_dist_init started it).
  * Collectives still waiting fail with CANCELLED. Safe to call when not initialised.
  * Every rank first meets the others in a barrier polled with sleeps (up to 1 ms), so a

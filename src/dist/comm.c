@@ -76,11 +76,14 @@ static struct {
     pthread_t thread;
     vg__comm_req *head, *tail;
     void *bufs[4];          /* reusable buffers */
+    int64_t timeout_ms;     /* the collective timeout (vg_dist_set_collective_timeout_ms); 0 = none */
+    bool timeout_set;       /* by the setter: VIGIL_COLLECTIVE_TIMEOUT_MS no longer applies */
+    char (*hosts)[64];      /* every rank's MPI_Get_processor_name (size entries) */
 #ifdef VIGIL_HAVE_MPI
     MPI_Comm comm;
     bool have_comm;
 #endif
-} g = {0}; /* size and local_size 0 read as 1 */
+} g = {.timeout_ms = VG_DIST_COLLECTIVE_TIMEOUT_MS_DEFAULT}; /* size and local_size 0 read as 1 */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER; /* queue non-empty / request done */
 
@@ -320,6 +323,8 @@ static MPI_Op mpi_op(vg_reduce_op op) {
     }
 }
 
+static void pause_ns(int64_t ns);
+
 static bool mpi_ok(vg__comm_req *r, int rc, const char *what) {
     if (rc == MPI_SUCCESS) return true;
     char es[MPI_MAX_ERROR_STRING];
@@ -328,6 +333,59 @@ static bool mpi_ok(vg__comm_req *r, int rc, const char *what) {
     r->code = VG_UNAVAILABLE;
     snprintf(r->msg, sizeof r->msg, "%s failed: %.*s (a peer rank is gone or MPI failed)", what, len, es);
     return false;
+}
+
+/* ---- the collective timeout (issue 33) ------------------------------------------------
+ * Every wait on peers polls (MPI_Test*) instead of blocking, and gives up when the
+ * collective timeout passes without the request completing: across hosts a cut link
+ * leaves TCP retransmitting for many minutes (tcp_retries2) and a receive from a peer
+ * whose link is down never ends at all. The request then fails with DEADLINE_EXCEEDED
+ * naming the peer this rank receives from in the ring (its left neighbour, rank - 1),
+ * and the world is marked broken: the MPI requests stay pending, so the caller must
+ * exit without MPI_Finalize (mpirun then ends the job). */
+
+static int64_t timeout_ns_now(void) {
+    pthread_mutex_lock(&g_mu);
+    int64_t ms = g.timeout_ms;
+    pthread_mutex_unlock(&g_mu);
+    return ms > 0 ? ms * 1000000 : 0;
+}
+
+static void late_fail(vg__comm_req *r, const char *what, int64_t waited_ns) {
+    int left = (g.rank + g.size - 1) % (g.size ? g.size : 1);
+    r->code = VG_DEADLINE_EXCEEDED;
+    snprintf(r->msg, sizeof r->msg,
+             "%s: no progress for %.1f s (collective timeout) waiting on rank %d (host %s), the left neighbour in "
+             "the ring: it, its link or a rank before it is down or too slow",
+             what, (double)waited_ns / 1e9, left, g.hosts ? g.hosts[left] : "?");
+}
+
+/* Waits for n requests: spins 50 us, then yields the core between polls, then sleeps
+ * 1 ms between polls after 100 ms; fails (r->code) on an MPI error or the timeout. */
+static bool poll_all(vg__comm_req *r, int n, MPI_Request *q, const char *what) {
+    int64_t t0 = 0, tmo = 0;
+    for (unsigned iter = 0;; iter++) {
+        int flag = 0;
+        if (!mpi_ok(r, MPI_Testall(n, q, &flag, MPI_STATUSES_IGNORE), what)) return false;
+        if (flag) return true;
+        if (iter % 64) continue;
+        int64_t now = vg__now_ns();
+        if (!t0) {
+            t0 = now;
+            tmo = timeout_ns_now();
+        }
+        if (tmo > 0 && now - t0 >= tmo) {
+            late_fail(r, what, now - t0);
+            return false;
+        }
+        if (now - t0 > 100000000) pause_ns(1000000);
+        else if (now - t0 > 50000) sched_yield();
+    }
+}
+
+/* A nonblocking MPI call (rc) then its wait, polled. */
+static bool mpi_wait_ok(vg__comm_req *r, int rc, MPI_Request *q, const char *what) {
+    return mpi_ok(r, rc, what) && poll_all(r, 1, q, what);
 }
 
 /* Large messages in chunks MPI's int counts can carry. */
@@ -389,9 +447,9 @@ static bool ring_post_type(ring_state *s, bool send, void *p, int64_t n, int pee
 }
 
 static bool ring_wait(ring_state *s) {
-    int rc = MPI_Waitall(s->nreqs, s->reqs, MPI_STATUSES_IGNORE);
+    bool ok = poll_all(s->r, s->nreqs, s->reqs, "ring allreduce");
     s->nreqs = 0;
-    return mpi_ok(s->r, rc, "MPI_Waitall");
+    return ok;
 }
 
 /* The pieces of chunk [lo, hi) that are tensor data: part i's elements [a, b) of the
@@ -546,8 +604,10 @@ static void ring_run(ring_state *s, bool fp16) {
         }
     }
 out:
-    if (s->nreqs) { /* a failed post: finish what was started */
-        MPI_Waitall(s->nreqs, s->reqs, MPI_STATUSES_IGNORE);
+    if (s->nreqs) { /* a failed post: finish what was started (bounded by the timeout) */
+        vg_code c = s->r->code;
+        poll_all(s->r, s->nreqs, s->reqs, "ring allreduce");
+        if (c != VG_OK && s->r->code != VG_DEADLINE_EXCEEDED) s->r->code = c;
     }
     vg__free(hs);
     vg__free(s->reqs);
@@ -782,7 +842,7 @@ enum { SHM_DONE, SHM_CANCEL, SHM_STOP, SHM_LATE };
  * number. SHM_DONE with r->code set when a peer died; the others when p (NULL: none)
  * says to give up. */
 static int shm_wait(vg__comm_req *r, bool done, const shm_poll *p) {
-    int64_t t0 = 0, checked = 0;
+    int64_t t0 = 0, checked = 0, tmo = 0;
     for (unsigned iter = 0;; iter++) {
         int j = 0;
         for (; j < g.size; j++) {
@@ -805,7 +865,14 @@ static int shm_wait(vg__comm_req *r, bool done, const shm_poll *p) {
             continue;
         }
         int64_t now = vg__now_ns();
-        if (!t0) t0 = checked = now;
+        if (!t0) {
+            t0 = checked = now;
+            tmo = timeout_ns_now();
+        }
+        if (tmo > 0 && now - t0 >= tmo) {
+            late_fail(r, "shared-memory allreduce", now - t0);
+            return SHM_DONE;
+        }
         if (p) {
             pthread_mutex_lock(&g_mu);
             bool stop = g.stop;
@@ -1015,7 +1082,7 @@ static void shm_setup(MPI_Comm local) {
 static bool quiet_barrier(char *msg, size_t len) {
     MPI_Request q;
     int rc = MPI_Ibarrier(g.comm, &q);
-    int64_t sleep_ns = 10000, checked = vg__now_ns();
+    int64_t sleep_ns = 10000, checked = vg__now_ns(), t0 = checked, tmo = timeout_ns_now();
     while (rc == MPI_SUCCESS) {
         int flag = 0;
         rc = MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
@@ -1023,6 +1090,12 @@ static bool quiet_barrier(char *msg, size_t len) {
         pause_ns(sleep_ns);
         if (sleep_ns < 1000000) sleep_ns = sleep_ns * 2 < 1000000 ? sleep_ns * 2 : 1000000;
         int64_t now = vg__now_ns();
+        if (tmo > 0 && now - t0 >= tmo) {
+            int left = (g.rank + g.size - 1) % g.size;
+            snprintf(msg, len, "vg_dist_finalize: no progress for %.1f s (collective timeout) in the final barrier, "
+                     "waiting on rank %d (host %s)", (double)(now - t0) / 1e9, left, g.hosts ? g.hosts[left] : "?");
+            return false;
+        }
         if (S.pid_check && now - checked > 20000000) {
             checked = now;
             for (int k = 0; k < g.size; k++) {
@@ -1054,6 +1127,7 @@ static void shm_teardown(void) {
 
 static void exec_mpi(vg__comm_req *r) {
     r->code = VG_OK;
+    MPI_Request q1; /* every call nonblocking, polled with the collective timeout */
     switch (r->kind) {
     case VG__COMM_ALLREDUCE: {
         size_t es = dt_size(r->dt);
@@ -1065,8 +1139,8 @@ static void exec_mpi(vg__comm_req *r) {
             for (int64_t off = 0; off < q->count; off += step) {
                 int64_t n = q->count - off < step ? q->count - off : step;
                 const void *send = q->send && q->send != q->recv ? (const char *)q->send + off * (int64_t)es : MPI_IN_PLACE;
-                if (!mpi_ok(r, MPI_Allreduce(send, (char *)q->recv + off * (int64_t)es, (int)n, mpi_type(r->dt),
-                                             mpi_op(r->op), g.comm), "MPI_Allreduce"))
+                if (!mpi_wait_ok(r, MPI_Iallreduce(send, (char *)q->recv + off * (int64_t)es, (int)n, mpi_type(r->dt),
+                                                   mpi_op(r->op), g.comm, &q1), &q1, "MPI_Allreduce"))
                     return;
             }
             if (q->scale) scale_part(q->recv, q->count, r->dt, g.size);
@@ -1076,7 +1150,8 @@ static void exec_mpi(vg__comm_req *r) {
     case VG__COMM_BCAST:
         for (int64_t off = 0; off < r->count; off += CHUNK) {
             int64_t n = r->count - off < CHUNK ? r->count - off : CHUNK;
-            if (!mpi_ok(r, MPI_Bcast((char *)r->buf + off, (int)n, MPI_BYTE, r->root, g.comm), "MPI_Bcast")) return;
+            if (!mpi_wait_ok(r, MPI_Ibcast((char *)r->buf + off, (int)n, MPI_BYTE, r->root, g.comm, &q1), &q1, "MPI_Bcast"))
+                return;
         }
         return;
     case VG__COMM_FUSED:
@@ -1084,7 +1159,7 @@ static void exec_mpi(vg__comm_req *r) {
         else exec_fused(r);
         return;
     case VG__COMM_BARRIER:
-        mpi_ok(r, MPI_Barrier(g.comm), "MPI_Barrier");
+        mpi_wait_ok(r, MPI_Ibarrier(g.comm, &q1), &q1, "MPI_Barrier");
         return;
     case VG__COMM_CHECK: {
         /* max of v and max of -v: equal everywhere iff max == -max(-v) */
@@ -1099,7 +1174,8 @@ static void exec_mpi(vg__comm_req *r) {
             both[i] = v[i];
             both[n + i] = v[i] == INT64_MIN ? INT64_MAX : -v[i];
         }
-        if (mpi_ok(r, MPI_Allreduce(MPI_IN_PLACE, both, (int)(2 * n), MPI_INT64_T, MPI_MAX, g.comm), "MPI_Allreduce")) {
+        if (mpi_wait_ok(r, MPI_Iallreduce(MPI_IN_PLACE, both, (int)(2 * n), MPI_INT64_T, MPI_MAX, g.comm, &q1), &q1,
+                        "MPI_Allreduce")) {
             for (int64_t i = 0; i < n; i++)
                 if (both[i] != -both[n + i]) {
                     r->mismatch = (int)i;
@@ -1120,7 +1196,8 @@ static void exec_mpi(vg__comm_req *r) {
             req_fail(r, VG_RESOURCE_EXHAUSTED, "out of memory allocating the gather counts");
             return;
         }
-        if (mpi_ok(r, MPI_Allgather(&mine, 1, MPI_INT64_T, r->counts, 1, MPI_INT64_T, g.comm), "MPI_Allgather")) {
+        if (mpi_wait_ok(r, MPI_Iallgather(&mine, 1, MPI_INT64_T, r->counts, 1, MPI_INT64_T, g.comm, &q1), &q1,
+                        "MPI_Allgather")) {
             int64_t total = 0;
             for (int i = 0; i < size; i++) total += r->counts[i];
             if (total > INT32_MAX) {
@@ -1136,8 +1213,8 @@ static void exec_mpi(vg__comm_req *r) {
                 if (!r->gathered)
                     req_fail(r, VG_RESOURCE_EXHAUSTED, "out of memory allocating the gather result");
                 else
-                    mpi_ok(r, MPI_Allgatherv(r->buf, (int)mine, MPI_BYTE, r->gathered, cnt, disp, MPI_BYTE, g.comm),
-                           "MPI_Allgatherv");
+                    mpi_wait_ok(r, MPI_Iallgatherv(r->buf, (int)mine, MPI_BYTE, r->gathered, cnt, disp, MPI_BYTE, g.comm,
+                                                   &q1), &q1, "MPI_Allgatherv");
             }
         }
         vg__free(cnt);
@@ -1150,7 +1227,7 @@ static void exec_mpi(vg__comm_req *r) {
 /* After the MPI call: marks the world broken on UNAVAILABLE, the request done, MPI
  * free for the next caller. Lock held. */
 static void finish_locked(vg__comm_req *r) {
-    if (r->code == VG_UNAVAILABLE && !g.broken) {
+    if ((r->code == VG_UNAVAILABLE || r->code == VG_DEADLINE_EXCEEDED) && !g.broken) {
         g.broken = true;
         snprintf(g.broken_msg, sizeof g.broken_msg, "an earlier collective failed: %.120s", r->msg);
     }
@@ -1176,7 +1253,7 @@ static void *comm_main(void *arg) {
             req_fail(r, VG_UNAVAILABLE, g.broken_msg);
         } else if (r->has_barrier) { /* a direct request given up by its waiter */
             r->has_barrier = false;
-            if (mpi_ok(r, MPI_Wait(&r->barrier, MPI_STATUS_IGNORE), "MPI_Ibarrier") && r->kind != VG__COMM_BARRIER)
+            if (poll_all(r, 1, &r->barrier, "MPI_Ibarrier") && r->kind != VG__COMM_BARRIER)
                 exec_mpi(r);
         } else {
             exec_mpi(r);
@@ -1234,7 +1311,7 @@ static vg_code run_direct(vg__comm_req *r, bool (*cancelled)(const void *arg), c
     if (cancelled || deadline_ns > 0) {
         MPI_Request q;
         if (!mpi_ok(r, MPI_Ibarrier(g.comm, &q), "MPI_Ibarrier")) goto finish;
-        int64_t t0 = vg__now_ns();
+        int64_t t0 = vg__now_ns(), tmo = timeout_ns_now();
         bool backoff = false;
         for (unsigned iter = 1;; iter++) {
             int flag = 0;
@@ -1245,6 +1322,10 @@ static vg_code run_direct(vg__comm_req *r, bool (*cancelled)(const void *arg), c
             pthread_mutex_lock(&g_mu);
             bool stop = g.stop;
             pthread_mutex_unlock(&g_mu);
+            if (tmo > 0 && now - t0 >= tmo) { /* the collective timeout: the world is broken */
+                late_fail(r, "entering a collective", now - t0);
+                goto finish;
+            }
             bool cancel = stop || (cancelled && cancelled(arg)), late = deadline_ns > 0 && now >= deadline_ns;
             if (cancel || late) {
                 pthread_mutex_lock(&g_mu);
@@ -1370,6 +1451,17 @@ vg_code vg_dist_init(vg_status *st) {
         return vg_status_set(st, VG_FAILED_PRECONDITION, "vg_dist_init after vg_dist_finalize: MPI cannot start twice");
     }
     const char *var = launcher_var();
+    const char *te = getenv("VIGIL_COLLECTIVE_TIMEOUT_MS");
+    if (te && !g.timeout_set) {
+        char *end = NULL;
+        long long ms = strtoll(te, &end, 10);
+        if (end == te || *end || ms < 0) {
+            pthread_mutex_unlock(&g_mu);
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "VIGIL_COLLECTIVE_TIMEOUT_MS='%s': milliseconds >= 0 expected (0: no timeout)", te);
+        }
+        g.timeout_ms = ms;
+    }
     g.rank = 0;
     g.size = 1;
     g.local_rank = 0;
@@ -1406,6 +1498,14 @@ vg_code vg_dist_init(vg_status *st) {
         MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN);
         MPI_Comm_rank(g.comm, &g.rank);
         MPI_Comm_size(g.comm, &g.size);
+        g.hosts = vg__calloc((size_t)g.size, sizeof *g.hosts); /* for the timeout's message */
+        if (g.hosts) {
+            char name[MPI_MAX_PROCESSOR_NAME] = "";
+            int len = 0;
+            MPI_Get_processor_name(name, &len);
+            snprintf(g.hosts[g.rank], sizeof g.hosts[0], "%s", name);
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.hosts, (int)sizeof g.hosts[0], MPI_CHAR, g.comm);
+        }
         MPI_Comm local = MPI_COMM_NULL;
         bool have_local = MPI_Comm_split_type(g.comm, MPI_COMM_TYPE_SHARED, g.rank, MPI_INFO_NULL, &local) == MPI_SUCCESS;
         if (have_local) {
@@ -1494,7 +1594,25 @@ vg_code vg_dist_finalize(vg_status *st) {
     g.have_comm = false;
     if (g.mpi && !g.broken) MPI_Finalize();
 #endif
+    vg__free(g.hosts);
+    g.hosts = NULL;
     return VG_OK;
+}
+
+vg_code vg_dist_set_collective_timeout_ms(int64_t ms, vg_status *st) {
+    if (ms < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "collective timeout %lld ms: must be >= 0", (long long)ms);
+    pthread_mutex_lock(&g_mu);
+    g.timeout_ms = ms;
+    g.timeout_set = true;
+    pthread_mutex_unlock(&g_mu);
+    return VG_OK;
+}
+
+int64_t vg_dist_collective_timeout_ms(void) {
+    pthread_mutex_lock(&g_mu);
+    int64_t ms = g.timeout_ms;
+    pthread_mutex_unlock(&g_mu);
+    return ms;
 }
 
 static vg_code check_buf(const void *buf, int64_t count, vg_status *st) {
