@@ -22,6 +22,7 @@
  * preserves the fetch nodes), nodes without a float32 T attribute (or DstT for Cast).
  */
 #include "exec/exec.h"
+#include "core/bf16_round.h"
 #include "core/core.h"
 #include "vigil/mixed_precision.h"
 #include <stdatomic.h>
@@ -275,7 +276,9 @@ bool vg__amp_paint(vg__plan *p) {
             ok = false;
             break;
         }
-        for (int k = 0; k < nd->ninputs; k++) {
+        /* MatMul rounds its operands itself while converting them to bfloat16 (bf16_dnnl.c) */
+        bool native = !strcmp(nd->def->type, "MatMul");
+        for (int k = 0; k < nd->ninputs && !native; k++) {
             int sl = nd->in_slot[k];
             if (sl < 0 || vg_output_dtype(vg_op_input(nd->op, k)) != VG_FLOAT) continue;
             nd->amp_round[k] = prod[sl] < 0 || !P.white[prod[sl]] || P.black[prod[sl]];
@@ -295,19 +298,7 @@ out:
     return ok;
 }
 
-/* float32 -> bfloat16 -> float32 (TF's round_to_bfloat16: nearest even, NaN kept quiet). */
-static inline float round_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) u = (u & 0x80000000u) | 0x7fc00000u;
-    else u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-void vg__amp_round_f32(const float *src, float *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = round_bf16(src[i]);
-}
+void vg__amp_round_f32(const float *src, float *dst, size_t n) { vg__bf16_round_n(src, dst, n); }
 
 /* A float32 copy of t rounded to bfloat16 values (one reference), NULL on OOM. */
 static vg_tensor *rounded_copy(const vg_tensor *t, vg_status *st) {

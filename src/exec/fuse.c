@@ -47,7 +47,7 @@ bool vg__plan_set_fusion(bool on) {
     return old;
 }
 
-static bool is_type(const vg__node *n, const char *t) { return strcmp(n->def->type, t) == 0; }
+static bool is_type(const vg__node *n, const char *t) { return !n->amp && strcmp(n->def->type, t) == 0; }
 
 /* The node consuming slot s, when exactly one node input (and no fetch) uses it. */
 static int sole_consumer(const vg__plan *p, int s) {
@@ -286,7 +286,7 @@ static bool fuse_conv_pool(vg__plan *p, const vg__op_def *fbr, const vg__op_def 
         if (cn->def != fbr || cn->noutputs != 1) continue;
         int b = sole_consumer(p, cn->out_base);
         int r = b >= 0 && p->nodes[b].def == fwd ? sole_consumer(p, p->nodes[b].out_base) : -1;
-        if (r < 0 || p->nodes[r].def != fwd || strcmp(p->nodes[r].op->def->type, "Relu") != 0)
+        if (r < 0 || p->nodes[r].amp || p->nodes[r].def != fwd || strcmp(p->nodes[r].op->def->type, "Relu") != 0)
             continue;
         int relu_out = p->nodes[r].out_base;
         for (int m = 0; m < p->nnodes; m++) {

@@ -584,9 +584,8 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
             if (src >= 0 && !add_succ(&p->nodes[src], &succ_cap[src], op_node[i])) goto oom;
         }
     }
-    if (!has_cf && vg__amp_session_on(s)) { /* amp.c; painted plans are not fused */
-        if (!vg__amp_paint(p)) goto oom;
-    } else if (!has_cf && (rc = vg__plan_fuse(p, succ_cap, st)) != VG_OK) goto fail; /* fuse.c */
+    if (!has_cf && vg__amp_session_on(s) && !vg__amp_paint(p)) goto oom; /* amp.c; painted nodes are not fused */
+    if (!has_cf && (rc = vg__plan_fuse(p, succ_cap, st)) != VG_OK) goto fail; /* fuse.c */
 
     /* ---- phase 2: edges ---- */
     {

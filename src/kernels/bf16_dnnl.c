@@ -11,6 +11,7 @@
  * the life of the process (at most BF16_CACHE_MAX), and runs on the calling thread with
  * a scratchpad of its own per call.
  */
+#include "core/bf16_round.h"
 #include "core/half.h"
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
@@ -181,12 +182,12 @@ vg_code vg__bf16_matmul(vg__kctx *ctx, const vg_tensor *a, const vg_tensor *b, b
         goto out;
     }
     if (!in16) {
-        vg__float_to_bf16_n(vg_tensor_data(a), a16, na);
-        vg__float_to_bf16_n(vg_tensor_data(b), b16, nb);
+        vg__f32_to_bf16_n(vg_tensor_data(a), a16, na);
+        vg__f32_to_bf16_n(vg_tensor_data(b), b16, nb);
     }
     float *dst = c32 ? c32 : vg_tensor_data(c);
     vg__bf16_gemm(ta, tb, M, N, K, in16 ? vg_tensor_data(a) : a16, in16 ? vg_tensor_data(b) : b16, dst);
-    if (c32) vg__float_to_bf16_n(c32, vg_tensor_data(c), nc);
+    if (c32) vg__f32_to_bf16_n(c32, vg_tensor_data(c), nc);
 out:
     free(a16);
     free(b16);
