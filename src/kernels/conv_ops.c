@@ -1186,12 +1186,13 @@ static vg_code wconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
 static vg_code conv_exec(vg__kctx *ctx, conv_job *j) {
     const conv_geom *cg = &j->g;
     if (j->dt == VG_FLOAT && !j->bias && !j->relu && !j->pool && vg__kctx_amp(ctx) &&
-        (j->mode == CONV_BP_FILTER || cg->ci >= 16) && (j->mode != CONV_BP_INPUT || cg->co >= 16)) {
+        j->mode != CONV_BP_FILTER && cg->ci >= 16 && (j->mode != CONV_BP_INPUT || cg->co >= 16)) {
         /* painted by the mixed-precision rewrite: bfloat16 on oneDNN; else float32 below on
          * the bfloat16 values the executor rounded the inputs to, which gives the same sums
          * (a product of two bfloat16 values is exact in float32; both accumulate in float32):
-         * the float32 kernels stay where oneDNN's bfloat16 ones lose, as its float32 ones do
-         * (few input channels: the CNN's first layer, 11 ms against 1 ms forward) */
+         * the float32 kernels stay where oneDNN 2.6's bfloat16 ones lose: few input channels
+         * (the CNN's first layer, 11 ms against 1 ms forward) and every filter gradient (its
+         * AMX backward-weights kernel: 14.7 ms on the CNN's 14x14x32->64 layer, float32 5.5) */
         bool done = false;
         j->bf16 = true;
         vg_code c = xconv_try(ctx, j, NULL, false, NULL, &done);

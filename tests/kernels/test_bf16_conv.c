@@ -1,6 +1,7 @@
 /* test_bf16_conv.c - Conv2D and its two backprops in bfloat16 (issue 34, item 1): the
  * nodes painted by the mixed-precision rewrite run oneDNN's convolution primitives with
- * bfloat16 operands and float32 accumulation; their values against float32's (the same
+ * bfloat16 operands and float32 accumulation (Conv2D and the input gradient with 16+
+ * channels; the rest float32 on the rounded operands: the same sums); their values against float32's (the same
  * graph without the rewrite) within bfloat16's tolerance, their results rounded to
  * bfloat16, for SAME and VALID padding, strides 1 and 2, a 1x1 filter, and channel counts
  * on and off oneDNN's blocking. */
