@@ -1185,7 +1185,7 @@ static vg_code wconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
  * (backend oneDNN), else the direct kernels when they apply, else im2col + GEMM. */
 static vg_code conv_exec(vg__kctx *ctx, conv_job *j) {
     const conv_geom *cg = &j->g;
-    if (j->dt == VG_FLOAT && !j->bias && !j->relu && !j->pool && vg__kctx_amp(ctx) &&
+    if (j->dt == VG_FLOAT && vg__kctx_amp(ctx) &&
         j->mode != CONV_BP_FILTER && cg->ci >= 16 && (j->mode != CONV_BP_INPUT || cg->co >= 16)) {
         /* painted by the mixed-precision rewrite: bfloat16 on oneDNN; else float32 below on
          * the bfloat16 values the executor rounded the inputs to, which gives the same sums
@@ -1195,9 +1195,13 @@ static vg_code conv_exec(vg__kctx *ctx, conv_job *j) {
          * AMX backward-weights kernel: 14.7 ms on the CNN's 14x14x32->64 layer, float32 5.5) */
         bool done = false;
         j->bf16 = true;
-        vg_code c = xconv_try(ctx, j, NULL, false, NULL, &done);
+        vg_code c = xconv_try(ctx, j, j->bias, j->relu, NULL, &done);
         j->bf16 = false;
-        if (c != VG_OK || done) return c;
+        if (c != VG_OK || done) {
+            j->epi_done = done;
+            j->pool_done = done && j->pool && j->relu;
+            return c;
+        }
     }
     bool wdone = false;
     vg_code wc = wconv_try(ctx, j, &wdone);

@@ -98,7 +98,65 @@ static void test_bf16_conv__against_f32(void) {
     }
 }
 
+/* Conv2D -> BiasAdd -> Relu -> 2x2 MaxPool -> Conv2D, all painted: the planner fuses the
+ * chain (one rounding at its end, on oneDNN's bfloat16 convolution with the bias and ReLU
+ * as post-ops) and the result stays within bfloat16's tolerance of float32. */
+static void run_chain(bool amp, int ci, const float *xv, const float *fv, const float *f2v, const float *bv, vg_tensor **o) {
+    vg_status st = {0};
+    vg_graph *g = vg_graph_new();
+    int64_t xd[4] = {2, 8, 8, ci}, fd[4] = {3, 3, ci, 32}, f2d[4] = {3, 3, 32, 16}, bd[1] = {32};
+    int64_t s1[4] = {1, 1, 1, 1}, k2[4] = {1, 2, 2, 1};
+    vg_tensor *t[4] = {vg_tensor_new_copy(VG_FLOAT, xd, 4, xv, sizeof(float) * 2 * 8 * 8 * (size_t)ci, &st),
+                       vg_tensor_new_copy(VG_FLOAT, fd, 4, fv, sizeof(float) * 9 * 32 * (size_t)ci, &st),
+                       vg_tensor_new_copy(VG_FLOAT, f2d, 4, f2v, sizeof(float) * 9 * 32 * 16, &st),
+                       vg_tensor_new_copy(VG_FLOAT, bd, 1, bv, sizeof(float) * 32, &st)};
+    vg_output c1 = vg_conv2d(g, vg_const(g, t[0], "x"), vg_const(g, t[1], "f"), s1, "SAME", "c1");
+    vg_output r = vg_relu(g, vg_bias_add(g, c1, vg_const(g, t[3], "b"), "ba"), "r");
+    vg_output mp = vg_max_pool(g, r, k2, k2, "VALID", "mp");
+    vg_output c2 = vg_conv2d(g, mp, vg_const(g, t[2], "f2"), s1, "SAME", "c2");
+    vg_output f[2] = {vg_identity(g, mp, "mp_out"), vg_identity(g, c2, "c2_out")};
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_set_auto_mixed_precision(s, amp, &st), &st);
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, o, 2, NULL, 0, NULL, &st), &st);
+    vg_session_free(s);
+    for (int i = 0; i < 4; i++) vg_tensor_free(t[i]);
+    vg_graph_free(g);
+}
+
+static void test_bf16_conv__fused_chain(void) {
+    for (int ci = 3; ci <= 32; ci += 29) { /* 3: float32 kernels on rounded operands; 32: oneDNN bfloat16 */
+        static float xv[2 * 8 * 8 * 32], fv[9 * 32 * 32], f2v[9 * 32 * 16], bv[32];
+        fill(xv, 2 * 8 * 8 * ci, 51), fill(fv, 9 * 32 * ci, 52), fill(f2v, 9 * 32 * 16, 53), fill(bv, 32, 54);
+        vg_tensor *o16[2] = {NULL}, *o32[2] = {NULL};
+        run_chain(true, ci, xv, fv, f2v, bv, o16);
+        run_chain(false, ci, xv, fv, f2v, bv, o32);
+        double red[2] = {9.0 * ci + 1, 9.0 * 32 * 9 * ci}; /* loose bounds on the sums' magnitudes */
+        for (int i = 0; i < 2; i++) {
+            if (!o16[i] || !o32[i]) {
+                CHECK(0);
+                continue;
+            }
+            int64_t n = vg_tensor_num_elements(o32[i]);
+            const float *a = vg_tensor_data(o32[i]), *b = vg_tensor_data(o16[i]);
+            int low = 0, bad = 0;
+            double err = 0, mag = 0;
+            for (int64_t e = 0; e < n; e++) {
+                if (fbits(b[e]) & 0xffffu) low++;
+                if (!(fabs((double)a[e] - b[e]) <= fabs((double)a[e]) / 64.0 + red[i] / 4096.0)) bad++;
+                err += ((double)a[e] - b[e]) * ((double)a[e] - b[e]);
+                mag += (double)a[e] * a[e];
+            }
+            if (bad || low) fprintf(stderr, "chain ci=%d output %d: %d off, %d not bfloat16\n", ci, i, bad, low);
+            CHECK_EQ_INT(bad, 0);
+            CHECK_EQ_INT(low, 0);
+            CHECK(sqrt(err / (mag + 1e-30)) < 2e-2);
+        }
+        for (int i = 0; i < 2; i++) vg_tensor_free(o16[i]), vg_tensor_free(o32[i]);
+    }
+}
+
 int main(void) {
     RUN_TEST(test_bf16_conv__against_f32);
+    RUN_TEST(test_bf16_conv__fused_chain);
     TEST_MAIN_END();
 }
