@@ -48,8 +48,9 @@ bool vg__plan_set_fusion(bool on) {
 }
 
 static bool is_type(const vg__node *n, const char *t) { return !n->amp && strcmp(n->def->type, t) == 0; }
-/* For the Conv2D -> BiasAdd -> Relu -> MaxPool chain, which fuses painted (exec/amp.c) as
- * well: every node painted or none; the fused node rounds once, at its end. */
+/* For the chains that fuse painted (exec/amp.c) as well (Conv2D -> BiasAdd -> Relu ->
+ * MaxPool, MaxPoolGrad -> ReluGrad): every node painted or none; the fused node rounds
+ * once, at its end. */
 static bool is_type_as(const vg__node *n, const char *t, bool amp) { return n->amp == amp && strcmp(n->def->type, t) == 0; }
 
 /* The node consuming slot s, when exactly one node input (and no fetch) uses it. */
@@ -119,16 +120,18 @@ bool *vg__plan_control_sources(const vg__plan *p) {
 static void fuse_pool_relu_grad(vg__plan *p, const vg__op_def *fused, const vg__op_def *fwd) {
     for (int m = 0; m < p->nnodes; m++) {
         vg__node *mn = &p->nodes[m];
-        if (!is_type(mn, "MaxPoolGrad") || mn->ninputs != 3 || mn->noutputs != 1 || mn->in_slot[0] < 0 || vg__plan_node_fed(mn))
+        if (!is_type_as(mn, "MaxPoolGrad", mn->amp) || mn->ninputs != 3 || mn->noutputs != 1 || mn->in_slot[0] < 0 ||
+            vg__plan_node_fed(mn))
             continue;
         int r = sole_consumer(p, mn->out_base);
         if (r < 0) continue;
         vg__node *rn = &p->nodes[r];
-        if (!is_type(rn, "ReluGrad") || rn->ninputs != 2 || rn->in_slot[0] != mn->out_base ||
+        if (!is_type_as(rn, "ReluGrad", mn->amp) || rn->ninputs != 2 || rn->in_slot[0] != mn->out_base ||
             rn->in_slot[1] != mn->in_slot[0] || vg__plan_node_fed(rn))
             continue;
         mn->def = fused;
         rn->def = fwd;
+        rn->amp = false; /* painted pairs too: both only select values, nothing to round between */
     }
 }
 

@@ -114,10 +114,13 @@ static void run_chain(bool amp, int ci, const float *xv, const float *fv, const 
     vg_output r = vg_relu(g, vg_bias_add(g, c1, vg_const(g, t[3], "b"), "ba"), "r");
     vg_output mp = vg_max_pool(g, r, k2, k2, "VALID", "mp");
     vg_output c2 = vg_conv2d(g, mp, vg_const(g, t[2], "f2"), s1, "SAME", "c2");
-    vg_output f[2] = {vg_identity(g, mp, "mp_out"), vg_identity(g, c2, "c2_out")};
+    vg_output xs[2] = {vg_op_input(c1.op, 0), vg_op_input(c1.op, 1)}, dxs[2];
+    CHECK_OK(vg_gradients(g, &c2, 1, xs, 2, NULL, dxs, &st), &st); /* MaxPoolGrad -> ReluGrad -> ... */
+    vg_output f[4] = {vg_identity(g, mp, "mp_out"), vg_identity(g, c2, "c2_out"), vg_identity(g, dxs[0], "dx_out"),
+                      vg_identity(g, dxs[1], "df_out")};
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(vg_session_set_auto_mixed_precision(s, amp, &st), &st);
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, o, 2, NULL, 0, NULL, &st), &st);
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, o, 4, NULL, 0, NULL, &st), &st);
     vg_session_free(s);
     for (int i = 0; i < 4; i++) vg_tensor_free(t[i]);
     vg_graph_free(g);
@@ -127,11 +130,16 @@ static void test_bf16_conv__fused_chain(void) {
     for (int ci = 3; ci <= 32; ci += 29) { /* 3: float32 kernels on rounded operands; 32: oneDNN bfloat16 */
         static float xv[2 * 8 * 8 * 32], fv[9 * 32 * 32], f2v[9 * 32 * 16], bv[32];
         fill(xv, 2 * 8 * 8 * ci, 51), fill(fv, 9 * 32 * ci, 52), fill(f2v, 9 * 32 * 16, 53), fill(bv, 32, 54);
-        vg_tensor *o16[2] = {NULL}, *o32[2] = {NULL};
+        vg_tensor *o16[4] = {NULL}, *o32[4] = {NULL};
         run_chain(true, ci, xv, fv, f2v, bv, o16);
         run_chain(false, ci, xv, fv, f2v, bv, o32);
-        double red[2] = {9.0 * ci + 1, 9.0 * 32 * 9 * ci}; /* loose bounds on the sums' magnitudes */
-        for (int i = 0; i < 2; i++) {
+        /* loose bounds on the sums' magnitudes. The gradients (dx, df) go through
+         * MaxPoolGrad, which routes each window's gradient to its maximum: where two values
+         * of a window round to the same bfloat16 (or swap order) the routing differs from
+         * float32's, so they are held to a relative RMS error only (0.067 seen with 32
+         * channels; garbage gives ~1) */
+        double red[4] = {9.0 * ci + 1, 9.0 * 32 * 9 * ci, 0, 0};
+        for (int i = 0; i < 4; i++) {
             if (!o16[i] || !o32[i]) {
                 CHECK(0);
                 continue;
@@ -142,16 +150,16 @@ static void test_bf16_conv__fused_chain(void) {
             double err = 0, mag = 0;
             for (int64_t e = 0; e < n; e++) {
                 if (fbits(b[e]) & 0xffffu) low++;
-                if (!(fabs((double)a[e] - b[e]) <= fabs((double)a[e]) / 64.0 + red[i] / 4096.0)) bad++;
+                if (i < 2 && !(fabs((double)a[e] - b[e]) <= fabs((double)a[e]) / 64.0 + red[i] / 4096.0)) bad++;
                 err += ((double)a[e] - b[e]) * ((double)a[e] - b[e]);
                 mag += (double)a[e] * a[e];
             }
-            if (bad || low) fprintf(stderr, "chain ci=%d output %d: %d off, %d not bfloat16\n", ci, i, bad, low);
+            if (bad || low) fprintf(stderr, "chain ci=%d output %d: %d off, %d not bfloat16, rms %g\n", ci, i, bad, low, sqrt(err / (mag + 1e-30)));
             CHECK_EQ_INT(bad, 0);
             CHECK_EQ_INT(low, 0);
-            CHECK(sqrt(err / (mag + 1e-30)) < 2e-2);
+            CHECK(sqrt(err / (mag + 1e-30)) < (i < 2 ? 2e-2 : 0.15));
         }
-        for (int i = 0; i < 2; i++) vg_tensor_free(o16[i]), vg_tensor_free(o32[i]);
+        for (int i = 0; i < 4; i++) vg_tensor_free(o16[i]), vg_tensor_free(o32[i]);
     }
 }
 
