@@ -5,7 +5,11 @@
  * PyTorch peer (bench/peers/torch_fmnist.py) in the same run, interleaved.
  *
  * Usage: bench_train [--model mlp|cnn] [--threads N] [--inter N] [--steps S] [--rounds R] [--no-peer]
- *                    [--profile] [--scaling T]
+ *                    [--profile] [--scaling T] [--precision bf16]
+ * (--precision bf16: a second session of the same graph with TF's mixed-precision rewrite
+ * (bfloat16, vigil/mixed_precision.h), timed in rounds interleaved with the float32 one;
+ * its median, rounds, ratio to float32 and final loss go in the JSON line as bf16_*;
+ * --profile then profiles the bfloat16 session)
  * (--inter: inter-op threads when not --threads; --profile: after the rounds, S more
  * steps traced at FULL_TRACE, and each node's median time printed to stderr, slowest
  * first; with VG_BENCH_TIMELINE set also the last traced step node by node, with its
@@ -215,6 +219,7 @@ int main(int argc, char **argv) {
     int threads = 1, inter = -1, steps = -1, rounds = 3, warm = -1;
     bool peer = true, profile = false;
     int scaling = 0;
+    bool bf16 = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -224,6 +229,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-peer")) peer = false;
         else if (!strcmp(argv[i], "--profile")) profile = true;
         else if (!strcmp(argv[i], "--scaling") && i + 1 < argc) scaling = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) bf16 = !strcmp(argv[++i], "bf16");
     }
     bool cnn = !strcmp(model, "cnn");
     if (steps < 0) steps = cnn ? 60 : 1000;
@@ -284,6 +290,13 @@ int main(int argc, char **argv) {
     vg_session_options so = {threads, inter > 0 ? inter : threads};
     vg_session *s = vg_session_new(g, &so, &st);
     if (!s || vg_session_run_targets(s, &init, 1, &st)) die("session", &st);
+    vg_session *sb = NULL; /* --precision bf16 */
+    double br[16], bf16_loss = 0;
+    if (bf16) {
+        sb = vg_session_new(g, &so, &st);
+        if (!sb || vg_session_set_auto_mixed_precision(sb, true, &st) || vg_session_run_targets(sb, &init, 1, &st))
+            die("session (--precision bf16)", &st);
+    }
     vg_output feeds[2] = {x, y};
     double *t = malloc(sizeof(double) * (size_t)steps), vr[16], pr[16], last_loss = 0, peer_rss = -1;
     if (rounds > 16) rounds = 16;
@@ -306,6 +319,10 @@ int main(int argc, char **argv) {
         vr[r] = time_round(s, feeds, xb, yb, &loss, &train, warm, steps, t, &last_loss);
         pr[r] = peer ? run_peer(model, threads, steps, &peer_rss) : -1;
         fprintf(stderr, "round %d: vigil %.4f ms  peer %.4f ms\n", r, vr[r], pr[r]);
+        if (sb) {
+            br[r] = time_round(sb, feeds, xb, yb, &loss, &train, warm, steps, t, &bf16_loss);
+            fprintf(stderr, "round %d: vigil bf16 %.4f ms (%.3fx float32)\n", r, br[r], br[r] / vr[r]);
+        }
         if (s2) {
             double l2;
             sr[r] = time_round(s2, feeds, xb, yb, &loss, &train, warm, steps, t, &l2);
@@ -320,7 +337,7 @@ int main(int argc, char **argv) {
             }
         }
     }
-    if (profile) profile_steps(s, feeds, xb, yb, &loss, &train, steps);
+    if (profile) profile_steps(sb ? sb : s, feeds, xb, yb, &loss, &train, steps);
     double vm = median(vr, rounds), pm = median(pr, rounds);
     double flop = cnn ? rl_cnn_step_flops(B) : rl_mlp_step_flops(B);
     double peak = rl_core_peak(20, 0.01) * threads; /* after the rounds: same clock state */
@@ -342,6 +359,16 @@ int main(int argc, char **argv) {
            flop * 1e-9, peak, limit_ms, flop / vm * 1e-6, peak > 0 ? flop / vm * 1e-6 / peak : 0,
            limit_ms > 0 ? vm / limit_ms : 0, pm > 0 ? flop / pm * 1e-6 : -1,
            pm > 0 && peak > 0 ? flop / pm * 1e-6 / peak : -1);
+    if (sb) {
+        double bq[16];
+        for (int r = 0; r < rounds; r++) bq[r] = br[r] / vr[r];
+        printf(",\"bf16_rounds_ms\":[");
+        for (int r = 0; r < rounds; r++) printf("%s%.4f", r ? "," : "", br[r]);
+        printf("],\"bf16_over_f32_rounds\":[");
+        for (int r = 0; r < rounds; r++) printf("%s%.3f", r ? "," : "", bq[r]);
+        printf("],\"bf16_median_ms\":%.4f,\"bf16_over_f32_median\":%.3f,\"bf16_final_loss\":%.4f", median(br, rounds),
+               median(bq, rounds), bf16_loss);
+    }
     if (s2) {
         printf(",\"scaling_threads\":%d,\"scaling_rounds_ms\":[", scaling);
         for (int r = 0; r < rounds; r++) printf("%s%.4f", r ? "," : "", sr[r]);
@@ -358,6 +385,7 @@ int main(int argc, char **argv) {
     printf(",\"backend\":\"%s\",\"final_loss\":%.4f,\"peer\":\"pytorch %s\",\"peer_status\":\"%s\"}\n",
            vg_backend_name(vg_backend_get()), last_loss, peer_path() ? peer_path() : "unavailable", peer_status);
     vg_session_free(s);
+    vg_session_free(sb);
     vg_session_free(s2);
     for (int k = 0; k < npairs; k++) vg_session_free(ps[k]);
     vg_optimizer_free(opt);

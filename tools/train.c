@@ -90,6 +90,8 @@ static const char *train_help =
     "                               S seconds (default 300; 0 = never) ends the run with\n"
     "                               DEADLINE_EXCEEDED naming the peer (a dead host, a cut\n"
     "                               link); the rank exits 1 without finalising MPI\n"
+    "  --precision fp32|bf16        bf16: TF's mixed-precision graph rewrite with bfloat16\n"
+    "                               (MatMul and Conv2D in bfloat16, variables float32)\n"
     "  --quiet                      no progress output; only the result line\n"
     "  --verbose, -v                debug log lines, including the compute backend\n"
     "                               (oneDNN or OpenBLAS; VG_BACKEND=openblas|dnnl forces one)\n"
@@ -128,6 +130,7 @@ typedef struct train_opts {
     bool lr_scale_none; /* --lr-scale none (default linear under mpirun) */
     bool fp16, hierarchical; /* --compression fp16, --hierarchical */
     double fusion_mb;        /* --fusion-threshold-mb; < 0: the default */
+    bool bf16;          /* --precision bf16: TF's mixed-precision graph rewrite (bfloat16) */
 } train_opts;
 
 enum { INPUT_IDX = 0, INPUT_QUEUE = 1, INPUT_TFDATA = 2 };
@@ -146,12 +149,12 @@ static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t *o
 static int parse_train_opts(int argc, char **argv, train_opts *o) {
     *o = (train_opts){false, 5, -1, 64, NULL, -1, true, "runs/fmnist", "/usr/share/datasets/fashion-mnist", -1, -1,
                       100, 100, 0, 1, -1, false, false, ON_NAN_FAIL, false, INPUT_IDX, NULL, false,
-                      false, false, -1};
+                      false, false, -1, false};
     static const char *with_value[] = {"--model", "--epochs", "--steps", "--batch-size", "--optimizer", "--lr", "--lr-decay",
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
                                        "--threads", "--seed", "--train-limit", "--on-nan", "--input", "--lr-scale",
-                                       "--compression", "--fusion-threshold-mb", "--collective-timeout"};
+                                       "--compression", "--fusion-threshold-mb", "--collective-timeout", "--precision"};
     bool ck_steps_set = false, ck_secs_set = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL, *name = NULL;
@@ -260,6 +263,10 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
             if (!cli_parse_double(v, &secs) || secs < 0 || secs > 1e9 ||
                 vg_dist_set_collective_timeout_ms((int64_t)(secs * 1000 + 0.5), &tst) != VG_OK)
                 rc = cli_usage_error("train", "--collective-timeout needs seconds >= 0, got '%s'", v);
+        } else if (!strcmp(name, "--precision")) {
+            if (!strcmp(v, "fp32") || !strcmp(v, "float32")) o->bf16 = false;
+            else if (!strcmp(v, "bf16") || !strcmp(v, "bfloat16")) o->bf16 = true;
+            else rc = cli_usage_error("train", "--precision needs fp32 or bf16, got '%s'", v);
         }
         if (rc) return rc;
     }
@@ -705,6 +712,7 @@ static vg_code build_train_graph(const train_opts *o, const data_files *d, int64
     vg_output correct = vg_equal(g, vg_argmax(g, logits, 1, VG_INT64, NULL), batch[1], NULL);
     tg->accuracy = vg_reduce_mean(g, vg_cast(g, correct, VG_FLOAT, NULL), NULL, -1, false, "batch_accuracy");
     vg_optimizer *opt = make_optimizer(o);
+    if (opt && o->bf16) opt = vg_enable_mixed_precision_graph_rewrite(opt); /* sessions from now on */
     if (!opt) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory creating the optimizer");
     if (o->lr_decay) {
         vg_output lr = linear_decay(g, o->lr, tg->step, decay_steps);

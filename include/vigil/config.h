@@ -29,6 +29,8 @@ typedef struct vg_config_proto {
     bool log_device_placement;         /* false: true logs "<op>: (<type>): <device>" per op (INFO) */
     double gpu_per_process_memory_fraction; /* gpu_options: accepted, ignored (logged once) */
     bool gpu_allow_growth;                  /* gpu_options: accepted, ignored (logged once) */
+    bool auto_mixed_precision; /* graph_options.rewrite_options.auto_mixed_precision ON: bfloat16
+                                  mixed precision (vigil/mixed_precision.h) */
 } vg_config_proto;
 
 /* TF's defaults (all zero / false). */

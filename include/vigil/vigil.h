@@ -21,6 +21,7 @@
 #include "variables.h"
 #include "resource_variables.h"
 #include "optimizer.h"
+#include "mixed_precision.h"
 #include "train_lib.h"
 #include "losses.h"
 #include "metrics.h"

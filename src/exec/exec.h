@@ -103,6 +103,8 @@ typedef struct vg__node {
     bool collective;     /* VG__OP_COLLECTIVE */
     _Atomic bool splits; /* its kernel split its last run over the intra-op pool */
     _Atomic int64_t cost_ns; /* running average of its kernel's time (0: not measured) */
+    bool amp;            /* painted by the mixed-precision rewrite (amp.c): computes in bfloat16 */
+    bool *amp_round;     /* amp: per input, round it to bfloat16 first (its producer is not painted) */
 } vg__node;
 
 /* A static frame: the root (0) or a while loop's body, named by its Enters. */
@@ -185,6 +187,7 @@ struct vg_session {
     atomic_int inflight; /* runs in progress (incremented under mu) */
     atomic_bool closing;
     bool closed;
+    bool amp;            /* the mixed-precision rewrite paints plans built from now on (amp.c) */
 };
 
 struct vg_run_metadata {
@@ -293,6 +296,17 @@ VG_HIDDEN bool *vg__plan_control_sources(const vg__plan *p);
 /* AddN of MatMuls (an unrolled RNN's weight gradient) into one GEMM (fuse_matmul.c),
  * run by vg__plan_fuse before the element-wise pass; false on OOM. */
 VG_HIDDEN bool vg__plan_fuse_matmul_sum(vg__plan *p, int *succ_cap);
+
+/* Mixed precision (amp.c): is the rewrite on for the session; paint the plan's nodes
+ * (before fusion; false on OOM); TF's list of an op type (0 none, 1 allow, 2 infer,
+ * 3 deny, 4 clear); round a painted node's flagged inputs (replacing vals' slots) and
+ * its float32 outputs to bfloat16 values. RESOURCE_EXHAUSTED. */
+VG_HIDDEN bool vg__amp_session_on(const vg_session *s);
+VG_HIDDEN bool vg__amp_paint(vg__plan *p);
+VG_HIDDEN int vg__amp_list_of(const char *type);
+VG_HIDDEN void vg__amp_round_f32(const float *src, float *dst, size_t n);
+VG_HIDDEN vg_code vg__amp_round_inputs(vg__node *n, vg_tensor **vals, vg_status *st);
+VG_HIDDEN vg_code vg__amp_round_outputs(vg__node *n, vg_tensor **vals, vg_tensor **outs, vg_status *st);
 
 /* Running (executor.c). */
 VG_HIDDEN vg_code vg__plan_run(vg_session *s, vg__plan *p, const vg_run_options *ro, vg_tensor *const *feed_values,

@@ -825,9 +825,11 @@ static inline __attribute__((always_inline)) vg_code run_kernel(vg__run_state *r
             if (!(vals[sl] = deref(vg__val_var(vals[sl]), st))) return st->code;
         }
     if (!n->def->kernel) return vg_status_set(st, VG_UNIMPLEMENTED, "no CPU kernel for op type %s", n->def->type);
+    if (n->amp && vg__amp_round_inputs(n, vals, st)) return st->code;
     vg__kctx ctx = {rs, n, outs, st, vals};
     vg_code rc = n->def->kernel(&ctx);
     if (rc == VG_OK && st->code != VG_OK) rc = st->code;
+    if (rc == VG_OK && n->amp) rc = vg__amp_round_outputs(n, vals, outs, st);
     for (int i = 0; rc == VG_OK && i < n->noutputs; i++)
         if (!outs[i] && n->out_needed && n->out_needed[i])
             rc = vg_status_set(st, VG_INTERNAL, "kernel %s did not produce output %d", n->def->type, i);

@@ -47,7 +47,11 @@ bool vg__plan_set_fusion(bool on) {
     return old;
 }
 
-static bool is_type(const vg__node *n, const char *t) { return strcmp(n->def->type, t) == 0; }
+static bool is_type(const vg__node *n, const char *t) { return !n->amp && strcmp(n->def->type, t) == 0; }
+/* For the chains that fuse painted (exec/amp.c) as well (Conv2D -> BiasAdd -> Relu ->
+ * MaxPool, MaxPoolGrad -> ReluGrad): every node painted or none; the fused node rounds
+ * once, at its end. */
+static bool is_type_as(const vg__node *n, const char *t, bool amp) { return n->amp == amp && strcmp(n->def->type, t) == 0; }
 
 /* The node consuming slot s, when exactly one node input (and no fetch) uses it. */
 static int sole_consumer(const vg__plan *p, int s) {
@@ -116,16 +120,18 @@ bool *vg__plan_control_sources(const vg__plan *p) {
 static void fuse_pool_relu_grad(vg__plan *p, const vg__op_def *fused, const vg__op_def *fwd) {
     for (int m = 0; m < p->nnodes; m++) {
         vg__node *mn = &p->nodes[m];
-        if (!is_type(mn, "MaxPoolGrad") || mn->ninputs != 3 || mn->noutputs != 1 || mn->in_slot[0] < 0 || vg__plan_node_fed(mn))
+        if (!is_type_as(mn, "MaxPoolGrad", mn->amp) || mn->ninputs != 3 || mn->noutputs != 1 || mn->in_slot[0] < 0 ||
+            vg__plan_node_fed(mn))
             continue;
         int r = sole_consumer(p, mn->out_base);
         if (r < 0) continue;
         vg__node *rn = &p->nodes[r];
-        if (!is_type(rn, "ReluGrad") || rn->ninputs != 2 || rn->in_slot[0] != mn->out_base ||
+        if (!is_type_as(rn, "ReluGrad", mn->amp) || rn->ninputs != 2 || rn->in_slot[0] != mn->out_base ||
             rn->in_slot[1] != mn->in_slot[0] || vg__plan_node_fed(rn))
             continue;
         mn->def = fused;
         rn->def = fwd;
+        rn->amp = false; /* painted pairs too: both only select values, nothing to round between */
     }
 }
 
@@ -291,7 +297,7 @@ static bool fuse_conv_pool(vg__plan *p, const vg__op_def *fbr, const vg__op_def 
         int relu_out = p->nodes[r].out_base;
         for (int m = 0; m < p->nnodes; m++) {
             vg__node *mn = &p->nodes[m];
-            if (!is_type(mn, "MaxPool") || mn->def != mn->op->def || mn->ninputs != 1 ||
+            if (!is_type_as(mn, "MaxPool", cn->amp) || mn->def != mn->op->def || mn->ninputs != 1 ||
                 mn->in_slot[0] != relu_out || mn->noutputs != 1 || vg__plan_node_fed(mn))
                 continue;
             const char *df;
@@ -301,6 +307,7 @@ static bool fuse_conv_pool(vg__plan *p, const vg__op_def *fbr, const vg__op_def 
                 continue;
             if (!add_side_output(p, c, m, fwd)) return false;
             cn->def = fbrp;
+            mn->amp = false; /* forwards the fused node's (rounded) output */
             break;
         }
     }
@@ -452,11 +459,12 @@ vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
     int stamp = 0;
     for (int c = 0; c < p->nnodes; c++) {
         vg__node *cn = &p->nodes[c];
-        if (!is_type(cn, "Conv2D") || cn->ninputs != 2 || cn->noutputs != 1 || vg__plan_node_fed(cn)) continue;
+        if (!is_type_as(cn, "Conv2D", cn->amp) || cn->ninputs != 2 || cn->noutputs != 1 || vg__plan_node_fed(cn))
+            continue;
         int b = sole_consumer(p, cn->out_base);
         if (b < 0) continue;
         vg__node *bn = &p->nodes[b];
-        if (!is_type(bn, "BiasAdd") || bn->ninputs != 2 || bn->in_slot[0] != cn->out_base || bn->in_slot[1] < 0 ||
+        if (!is_type_as(bn, "BiasAdd", cn->amp) || bn->ninputs != 2 || bn->in_slot[0] != cn->out_base || bn->in_slot[1] < 0 ||
             vg__plan_node_fed(bn))
             continue;
         const char *df;
@@ -464,7 +472,7 @@ vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
         if (vg_op_attr_string(bn->op, "data_format", &df, &dflen) && !(dflen == 4 && !memcmp(df, "NHWC", 4))) continue;
         int r = sole_consumer(p, bn->out_base);
         vg__node *rn = r >= 0 ? &p->nodes[r] : NULL;
-        if (rn && (!is_type(rn, "Relu") || rn->in_slot[0] != bn->out_base || vg__plan_node_fed(rn))) rn = NULL;
+        if (rn && (!is_type_as(rn, "Relu", cn->amp) || rn->in_slot[0] != bn->out_base || vg__plan_node_fed(rn))) rn = NULL;
         /* the bias's producer must not depend on the convolution (it runs before it now) */
         if (!producer) {
             producer = vg__plan_slot_producers(p);
@@ -502,6 +510,11 @@ vg_code vg__plan_fuse(vg__plan *p, int *succ_cap, vg_status *st) {
         cn->def = rn ? fbr : fb;
         bn->def = fwd;
         if (rn) rn->def = fwd;
+        if (cn->amp) { /* amp_round has ninputs + 1 entries (amp.c): the bias's is BiasAdd's */
+            cn->amp_round[2] = bn->amp_round[1];
+            bn->amp = false;
+            if (rn) rn->amp = false;
+        }
     }
     vg__free(producer);
     vg__free(mark);

@@ -127,7 +127,7 @@ static bool classify(fctx *f, int i, const bool *ctrl_src) {
     cand *c = &f->c[i];
     c->kind = -1;
     vg_op *op = n->op;
-    if (n->kind != VG__K_KERNEL || n->def != op->def || n->noutputs != 1 || n->out_base < 0 || vg__plan_node_fed(n) ||
+    if (n->kind != VG__K_KERNEL || n->amp || n->def != op->def || n->noutputs != 1 || n->out_base < 0 || vg__plan_node_fed(n) ||
         op->ncontrol > 0 || ctrl_src[i] || n->ninputs < 1)
         return false;
     const struct ew_type *t = NULL;

@@ -14,7 +14,7 @@
 #include "exec.h"
 #include <string.h>
 
-static bool is_type(const vg__node *n, const char *t) { return strcmp(n->op->def->type, t) == 0; }
+static bool is_type(const vg__node *n, const char *t) { return !n->amp && strcmp(n->op->def->type, t) == 0; }
 
 static bool static_2d(vg_output o, int64_t d[2]) {
     vg_shape s = vg_output_shape(o);

@@ -129,6 +129,7 @@ void vg__plan_free(vg__plan *p) {
         vg__node *n = &p->nodes[i];
         vg__free(n->in_slot);
         vg__free(n->in_var);
+        vg__free(n->amp_round);
         vg__ew_prog_free(n->ew_prog);
         vg__free(n->succ);
         vg__free(n->out_fed);
@@ -583,6 +584,7 @@ vg_code vg__plan_build(vg_session *s, const vg_output *feeds, int nfeeds, const 
             if (src >= 0 && !add_succ(&p->nodes[src], &succ_cap[src], op_node[i])) goto oom;
         }
     }
+    if (!has_cf && vg__amp_session_on(s) && !vg__amp_paint(p)) goto oom; /* amp.c; painted nodes are not fused */
     if (!has_cf && (rc = vg__plan_fuse(p, succ_cap, st)) != VG_OK) goto fail; /* fuse.c */
 
     /* ---- phase 2: edges ---- */

@@ -3,6 +3,7 @@
  * close/cancel and run metadata.
  */
 #include "exec.h"
+#include "vigil/mixed_precision.h"
 #include <stdio.h>
 #include <unistd.h>
 
@@ -65,6 +66,7 @@ vg_session *vg_session_new(vg_graph *g, const vg_session_options *opts, vg_statu
     s->g = g;
     vg_session_options def = VG_SESSION_OPTIONS_INIT;
     s->opts = opts ? *opts : def;
+    s->amp = vg_mixed_precision_graph_rewrite_enabled();
     int intra = s->opts.intra_op_threads > 0 ? s->opts.intra_op_threads : ncores();
     int inter = s->opts.inter_op_threads > 0 ? s->opts.inter_op_threads : ncores();
     s->intra_threads = intra;

@@ -17,6 +17,7 @@
  */
 #include "kernels/nn_internal.h"
 #include "kernels/dnnl_backend.h"
+#include "core/bf16_round.h"
 #include "kernels/conv_winograd.h"
 #include "kernels/simd.h"
 #include <pthread.h>
@@ -346,6 +347,7 @@ typedef struct conv_job {
     int64_t pool_oh;         /* rows of one pooled image */
     bool pool_done;          /* set when the path pooled each image itself (after its epilogue) */
     int64_t groups;          /* oneDNN only: 0 plain; ci for a depthwise convolution (co = ci * M) */
+    bool bf16;               /* oneDNN only: bfloat16 operands (a node painted by the mixed-precision rewrite) */
 } conv_job;
 
 static void pool_fwd_rows(void *arg, int64_t r0, int64_t r1);
@@ -850,6 +852,7 @@ typedef struct xconv_job {
     size_t unit_stride, scratch_bytes, wpart_bytes;
     int64_t in_img, out_img;        /* floats per image of in and out (FWD, BWD_DATA) / of x and dy */
     int64_t fsz, co;
+    size_t es;                      /* bytes per element of in (and of BWD_WEIGHTS' dy): 2 for bfloat16 */
     atomic_int failed;
 } xconv_job;
 
@@ -864,12 +867,13 @@ static void xconv_unit(xconv_job *j, int64_t u) {
         float *hwio = u == 0 ? j->out : (float *)(mem + j->scratch_bytes + j->wpart_bytes);
         float *db = u == 0 ? j->dbias : hwio + j->fsz;
         bool blocked = vg__dconv_weights_bytes(p) > 0;
-        ok = vg__dconv_exec(p, j->in + i0 * j->in_img, j->w[0] + i0 * j->out_img, NULL, blocked ? wpart : hwio, db,
-                            mem);
+        ok = vg__dconv_exec(p, (const float *)((const char *)j->in + (size_t)(i0 * j->in_img) * j->es),
+                            (const float *)((const char *)j->w[0] + (size_t)(i0 * j->out_img) * j->es), NULL,
+                            blocked ? wpart : hwio, db, mem);
         if (ok && blocked) ok = vg__dconv_reorder_weights(p, wpart, hwio);
     } else {
-        ok = vg__dconv_exec(p, j->in + i0 * j->in_img, j->w[p == j->plan[0] ? 0 : 1], j->bias, j->out + i0 * j->out_img,
-                            NULL, mem);
+        ok = vg__dconv_exec(p, (const float *)((const char *)j->in + (size_t)(i0 * j->in_img) * j->es),
+                            j->w[p == j->plan[0] ? 0 : 1], j->bias, j->out + i0 * j->out_img, NULL, mem);
         if (ok && j->pool) pool_fwd_rows((void *)j->pool, i0 * j->pool_oh, i1 * j->pool_oh);
     }
     if (!ok) atomic_store(&j->failed, 1);
@@ -886,7 +890,8 @@ static vg_code xconv_try(vg__kctx *ctx, const conv_job *cj, const float *bias, b
     const conv_geom *g = &cj->g;
     *done = false;
     int use = atomic_load(&g_dnnl_conv);
-    if (cj->dt != VG_FLOAT || !use || !vg__backend_use_dnnl()) return VG_OK;
+    if (cj->bf16) use = 2; /* bfloat16: oneDNN's primitive is the fast path there is */
+    if (cj->dt != VG_FLOAT || !use || (!cj->bf16 && !vg__backend_use_dnnl())) return VG_OK;
     int mode = cj->mode == CONV_FWD ? VG__DCONV_FWD : cj->mode == CONV_BP_INPUT ? VG__DCONV_BWD_DATA : VG__DCONV_BWD_WEIGHTS;
     /* Where oneDNN wins (measured, 1 thread, AVX-512, batch 64, 5x5 SAME): every filter
      * gradient (28x28x1->32: 0.48 ms vs 0.61 direct; 14x14x32->64: 5.5 vs 6.3), forward
@@ -904,10 +909,11 @@ static vg_code xconv_try(vg__kctx *ctx, const conv_job *cj, const float *bias, b
     const void *pool = mode == VG__DCONV_FWD && relu ? cj->pool : NULL;
     xconv_job j = {.mode = mode, .n = g->n, .units = units, .bias = bias, .dbias = dbias, .co = g->co,
                    .pool = pool, .pool_oh = cj->pool_oh,
-                   .fsz = g->kh * g->kw * g->ci * g->co / groups};
+                   .fsz = g->kh * g->kw * g->ci * g->co / groups, .es = cj->bf16 ? 2 : sizeof(float)};
     vg__dconv_geom dg = {.h = g->h, .w = g->w, .ci = g->ci, .kh = g->kh, .kw = g->kw, .co = g->co, .sh = g->sh,
                          .sw = g->sw, .oh = g->oh, .ow = g->ow, .pt = g->pt, .pl = g->pl, .relu = relu,
-                         .bias = bias != NULL || dbias != NULL, .groups = cj->groups > 1 ? cj->groups : 0};
+                         .bias = bias != NULL || dbias != NULL, .groups = cj->groups > 1 ? cj->groups : 0,
+                         .bf16 = cj->bf16};
     int np = g->n % units ? 2 : 1;
     for (int k = 0; k < np; k++) {
         dg.n = g->n / units + k;
@@ -925,6 +931,11 @@ static vg_code xconv_try(vg__kctx *ctx, const conv_job *cj, const float *bias, b
         shared = wb[0] + wb[1];
         j.unit_stride = j.scratch_bytes;
     }
+    /* bfloat16: the operands converted (x and/or dy), after the weights */
+    size_t nx = (size_t)(g->n * g->h * g->w * g->ci), ndy = (size_t)(g->n * g->oh * g->ow * g->co);
+    size_t cvt = !cj->bf16 ? 0 : mode == VG__DCONV_FWD ? nx : mode == VG__DCONV_BWD_DATA ? ndy : nx + ndy;
+    size_t cvt_bytes = (cvt * 2 + 63) / 64 * 64;
+    shared += cvt_bytes;
     size_t total = shared + j.unit_stride * (size_t)units;
     conv_scratch *held = NULL;
     char *scratch = NULL;
@@ -934,14 +945,18 @@ static vg_code xconv_try(vg__kctx *ctx, const conv_job *cj, const float *bias, b
     }
     j.unit_mem = scratch + shared;
     bool ok = true;
+    uint16_t *cvt16 = cvt ? (uint16_t *)(scratch + shared - cvt_bytes) : NULL;
+    if (cvt16 && mode != VG__DCONV_BWD_DATA) vg__f32_to_bf16_n((const float *)cj->x, cvt16, nx);
+    if (cvt16 && mode != VG__DCONV_FWD)
+        vg__f32_to_bf16_n((const float *)cj->dy, cvt16 + (mode == VG__DCONV_BWD_WEIGHTS ? nx : 0), ndy);
     if (mode == VG__DCONV_BWD_WEIGHTS) {
-        j.in = (const float *)cj->x;
-        j.w[0] = (const float *)cj->dy;
+        j.in = cvt16 ? (const float *)cvt16 : (const float *)cj->x;
+        j.w[0] = cvt16 ? (const float *)(cvt16 + nx) : (const float *)cj->dy;
         j.out = (float *)cj->out;
         j.in_img = g->h * g->w * g->ci;
         j.out_img = g->oh * g->ow * g->co;
     } else {
-        j.in = (const float *)(mode == VG__DCONV_FWD ? cj->x : cj->dy);
+        j.in = cvt16 ? (const float *)cvt16 : (const float *)(mode == VG__DCONV_FWD ? cj->x : cj->dy);
         j.out = (float *)cj->out;
         j.in_img = mode == VG__DCONV_FWD ? g->h * g->w * g->ci : g->oh * g->ow * g->co;
         j.out_img = mode == VG__DCONV_FWD ? g->oh * g->ow * g->co : g->h * g->w * g->ci;
@@ -1169,6 +1184,25 @@ static vg_code wconv_try(vg__kctx *ctx, const conv_job *cj, bool *done) {
 /* Runs a convolution: Winograd where it applies and wins, else oneDNN's primitives
  * (backend oneDNN), else the direct kernels when they apply, else im2col + GEMM. */
 static vg_code conv_exec(vg__kctx *ctx, conv_job *j) {
+    const conv_geom *cg = &j->g;
+    if (j->dt == VG_FLOAT && vg__kctx_amp(ctx) &&
+        j->mode != CONV_BP_FILTER && cg->ci >= 16 && (j->mode != CONV_BP_INPUT || cg->co >= 16)) {
+        /* painted by the mixed-precision rewrite: bfloat16 on oneDNN; else float32 below on
+         * the bfloat16 values the executor rounded the inputs to, which gives the same sums
+         * (a product of two bfloat16 values is exact in float32; both accumulate in float32):
+         * the float32 kernels stay where oneDNN 2.6's bfloat16 ones lose: few input channels
+         * (the CNN's first layer, 11 ms against 1 ms forward) and every filter gradient (its
+         * AMX backward-weights kernel: 14.7 ms on the CNN's 14x14x32->64 layer, float32 5.5) */
+        bool done = false;
+        j->bf16 = true;
+        vg_code c = xconv_try(ctx, j, j->bias, j->relu, NULL, &done);
+        j->bf16 = false;
+        if (c != VG_OK || done) {
+            j->epi_done = done;
+            j->pool_done = done && j->pool && j->relu;
+            return c;
+        }
+    }
     bool wdone = false;
     vg_code wc = wconv_try(ctx, j, &wdone);
     if (wc != VG_OK || wdone) {

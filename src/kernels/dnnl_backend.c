@@ -214,10 +214,15 @@ static bool dconv_build(vg__dconv_plan *p) {
     }
     dnnl_dims_t bd = {g->co}, st = {g->sh, g->sw}, pl = {g->pt, g->pl};
     dnnl_dims_t pr = {(g->oh - 1) * g->sh + g->kh - g->h - g->pt, (g->ow - 1) * g->sw + g->kw - g->w - g->pl};
-    dnnl_memory_desc_t smd, wany, dmd, bmd;
-    if (dnnl_memory_desc_init_by_tag(&smd, 4, sd, dnnl_f32, dnnl_nhwc) ||
-        dnnl_memory_desc_init_by_tag(&dmd, 4, dd, dnnl_f32, dnnl_nhwc) ||
-        dnnl_memory_desc_init_by_tag(&wany, wnd, wd, dnnl_f32, dnnl_format_tag_any) ||
+    dnnl_memory_desc_t smd, wany, dmd, bmd, s16, w16, d16;
+    /* bfloat16 (g->bf16): the operands bfloat16, the results float32 (see the header) */
+    dnnl_data_type_t lo = g->bf16 ? dnnl_bf16 : dnnl_f32;
+    bool fwd = p->mode == VG__DCONV_FWD, bwd_w = p->mode == VG__DCONV_BWD_WEIGHTS;
+    if (dnnl_memory_desc_init_by_tag(&smd, 4, sd, fwd || bwd_w ? lo : dnnl_f32, dnnl_nhwc) ||
+        dnnl_memory_desc_init_by_tag(&dmd, 4, dd, fwd ? dnnl_f32 : lo, dnnl_nhwc) ||
+        dnnl_memory_desc_init_by_tag(&wany, wnd, wd, bwd_w ? dnnl_f32 : lo, dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_tag(&s16, 4, sd, lo, dnnl_nhwc) || dnnl_memory_desc_init_by_tag(&d16, 4, dd, lo, dnnl_nhwc) ||
+        dnnl_memory_desc_init_by_tag(&w16, wnd, wd, lo, dnnl_format_tag_any) ||
         dnnl_memory_desc_init_by_tag(&p->hwio_md, wnd, wd, dnnl_f32, grouped ? dnnl_hwigo : dnnl_hwio) ||
         dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x))
         return false;
@@ -234,8 +239,9 @@ static bool dconv_build(vg__dconv_plan *p) {
             dnnl_primitive_attr_set_post_ops(attr, po))
             goto out;
     }
-    if (dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &smd, &wany,
-                                           p->mode == VG__DCONV_FWD ? bias : &bmd, &dmd, st, pl, pr))
+    /* the backward modes' forward hint: the operand type throughout */
+    if (dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, fwd ? &smd : &s16,
+                                           fwd ? &wany : &w16, fwd ? bias : &bmd, fwd ? &dmd : &d16, st, pl, pr))
         goto out;
     if (p->mode == VG__DCONV_FWD) {
         if (dnnl_primitive_desc_create(&pd, &fd, attr, g_eng, NULL)) goto out;

@@ -39,6 +39,9 @@ typedef struct vg__dconv_geom {
     int bias;             /* FWD: a bias is added; BWD_WEIGHTS: the bias gradient is written too */
     int64_t groups;       /* 0 or 1: a plain convolution; ci (co = ci * M): depthwise, the filter
                              [kh, kw, ci, M] as TF's DepthwiseConv2dNative takes it */
+    int bf16;             /* bfloat16 operands, float32 results: FWD in and the weights, BWD_DATA in (dy)
+                             and the weights, BWD_WEIGHTS in (x) and w (dy) are bfloat16; out, bias,
+                             dbias and the HWIO filter (reordered to bfloat16 by the plan) float32 */
 } vg__dconv_geom;
 
 typedef struct vg__dconv_plan vg__dconv_plan;

@@ -12,6 +12,8 @@ const vg_op *vg__kctx_op(const vg__kctx *ctx) { return ctx->n->op; }
 int vg__kctx_num_inputs(const vg__kctx *ctx) { return ctx->n->ninputs; }
 const struct vg__ew_prog *vg__kctx_fused_prog(const vg__kctx *ctx) { return ctx->n->ew_prog; }
 
+bool vg__kctx_amp(const vg__kctx *ctx) { return ctx->n->amp; }
+
 vg_tensor *vg__kctx_input(const vg__kctx *ctx, int i) {
     vg__node *n = ctx->n;
     if (i < 0 || i >= n->ninputs) return NULL;

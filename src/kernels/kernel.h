@@ -36,6 +36,9 @@ VG_HIDDEN int vg__kctx_num_inputs(const vg__kctx *ctx);
 /* The program the planner gave a fused element-wise node (exec/ewfuse.h; borrowed,
  * lives with the plan), NULL for any other node. */
 VG_HIDDEN const struct vg__ew_prog *vg__kctx_fused_prog(const vg__kctx *ctx);
+/* True when the mixed-precision rewrite painted the node (exec/amp.c): its float32
+ * inputs hold bfloat16 values and it may compute in bfloat16 (MatMul does). */
+VG_HIDDEN bool vg__kctx_amp(const vg__kctx *ctx);
 /* Input i's value, borrowed for the kernel call. For a ref input this is the
  * variable's current value (NULL if uninitialized). */
 VG_HIDDEN vg_tensor *vg__kctx_input(const vg__kctx *ctx, int i);

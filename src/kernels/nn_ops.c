@@ -7,6 +7,7 @@
  * Conv2D and pooling live in conv_ops.c.
  */
 #include "kernels/nn_internal.h"
+#include "kernels/bf16.h"
 #include "kernels/dnnl_backend.h"
 #include "kernels/simd.h"
 #include "kernels/vmath.h"
@@ -227,8 +228,10 @@ void vg__nn_gemm(vg__kctx *ctx, vg_dtype dt, bool ta, bool tb, int64_t M, int64_
 /* MatMul */
 
 static vg_code shape_matmul(vg_op *op, vg_status *st) {
-    vg_dtype dt;
-    if (check_same_real(op, 2, &dt, st)) return st->code;
+    vg_dtype dt = VG_BFLOAT16;
+    if (vg__op_input_dtype(op, 0) == VG_BFLOAT16 && vg__op_input_dtype(op, 1) == VG_BFLOAT16) /* bf16_dnnl.c */
+        vg__op_set_default_attr_type(op, "T", dt);
+    else if (check_same_real(op, 2, &dt, st)) return st->code;
     bool ta = false, tb = false;
     vg_op_attr_bool(op, "transpose_a", &ta);
     vg_op_attr_bool(op, "transpose_b", &tb);
@@ -264,7 +267,8 @@ static vg_code kernel_matmul(vg__kctx *ctx) {
     vg_op_attr_bool(op, "transpose_a", &ta);
     vg_op_attr_bool(op, "transpose_b", &tb);
     vg_dtype dt = vg_tensor_dtype(a);
-    if (kcheck_real(ctx, a, VG_DTYPE_INVALID) || kcheck_real(ctx, b, dt)) return st->code;
+    bool bf16 = dt == VG_BFLOAT16 && vg_tensor_dtype(b) == dt;
+    if (!bf16 && (kcheck_real(ctx, a, VG_DTYPE_INVALID) || kcheck_real(ctx, b, dt))) return st->code;
     char sa[128], sb[128];
     if (vg_tensor_ndims(a) != 2 || vg_tensor_ndims(b) != 2)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "In[0] and In[1] must be matrices: In[0]: %s, In[1]: %s",
@@ -285,6 +289,7 @@ static vg_code kernel_matmul(vg__kctx *ctx) {
         memset(vg_tensor_data(c), 0, vg_tensor_nbytes(c));
         return VG_OK;
     }
+    if (bf16 || (dt == VG_FLOAT && vg__kctx_amp(ctx))) return vg__bf16_matmul(ctx, a, b, ta, tb, M, N, K, c);
     vg__nn_gemm(ctx, dt, ta, tb, M, N, K, vg_tensor_data(a), ta ? M : K, vg_tensor_data(b), tb ? K : N, 0.0,
                 vg_tensor_data(c));
     return VG_OK;

@@ -3,6 +3,7 @@
  * the CPU, device-placement logging; public API only. */
 #include "train_util.h"
 #include "vigil/config.h"
+#include "vigil/mixed_precision.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,5 +121,10 @@ vg_session *vg_session_new_with_config(vg_graph *g, const vg_config_proto *confi
         o.intra_op_threads = config->intra_op_parallelism_threads;
         o.inter_op_threads = config->inter_op_parallelism_threads;
     }
-    return vg_session_new(g, &o, st);
+    vg_session *s = vg_session_new(g, &o, st);
+    if (s && config && config->auto_mixed_precision && vg_session_set_auto_mixed_precision(s, true, st) != VG_OK) {
+        vg_session_free(s);
+        return NULL;
+    }
+    return s;
 }
