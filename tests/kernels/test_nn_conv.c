@@ -12,16 +12,6 @@
 
 /* ---- helpers ----------------------------------------------------------- */
 
-static double *randv(int64_t n, unsigned seed) {
-    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    unsigned s = seed * 2654435761u + 7;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 1103515245u + 12345u;
-        v[i] = ((s >> 8) & 0xffff) / 32768.0 - 1.0;
-    }
-    return v;
-}
-
 /* Compares t with want (n values); prints the first few mismatches. */
 static int compare(const char *what, const vg_tensor *t, const double *want, int64_t n, double tol) {
     if (!t) { fprintf(stderr, "%s: no output\n", what); return 1; }
@@ -34,18 +24,6 @@ static int compare(const char *what, const vg_tensor *t, const double *want, int
         if (!(fabs(get(t, i) - want[i]) <= tol * (1 + fabs(want[i]))) && bad++ < 4)
             fprintf(stderr, "%s[%lld] = %.7g, want %.7g\n", what, (long long)i, get(t, i), want[i]);
     return bad;
-}
-
-/* TF's window arithmetic, written independently of the library. */
-static void win(int64_t in, int64_t k, int64_t s, bool same, int64_t *out, int64_t *pad) {
-    if (same) {
-        *out = (in + s - 1) / s;
-        int64_t t = (*out - 1) * s + k - in;
-        *pad = t > 0 ? t / 2 : 0;
-    } else {
-        *out = (in - k + s) / s;
-        *pad = 0;
-    }
 }
 
 typedef struct cfg {
