@@ -16,12 +16,6 @@
 
 static char tmpdir[256], ckdir[512];
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static const char *base_args[] = {"--checkpoint-dir", NULL, "--train-limit", "4096", "--batch-size", "64",
                                   "--save-checkpoint-steps", "8", "--threads", "1", "--save-summaries-steps", "16",
                                   "--log-step-count-steps", "16", "--quiet", NULL};

@@ -179,12 +179,6 @@ static int die_child(void) {
     _exit(3);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* A rank that dies while its peer waits on the shared window: the job ends within 10 s
  * with a non-zero status (the plain, 1-rank run starts mpiexec -np 2 on itself). */
 static void test_dead_peer__job_ends(void) {

@@ -12,19 +12,10 @@
  *    2.0s: until functions exist, UNIMPLEMENTED says the op type is a library function
  *    (binary and text GraphDef alike). */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 
 #define TDG VG_SRCDIR "/tests/data/tf/graphs"
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    *n = 0;
-    if (!f) return NULL;
-    uint8_t *p = malloc(1 << 16);
-    *n = p ? fread(p, 1, 1 << 16, f) : 0;
-    fclose(f);
-    return p;
-}
 
 /* Imports path; false after checking the missing-op contract when vigil lacks op
  * types (all of them named, graph untouched). */

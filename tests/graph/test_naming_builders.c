@@ -7,31 +7,9 @@
  * training/slot_creator_test.py, kernel_tests/metrics_test.py, variable_scope_test.py)
  * or the TF source. RNN cells: test_naming_rnn.c; scopes: test_naming_scopes.c. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
-
-static const char *vname(vg_output v) { return v.op ? vg_op_name(v.op) : "(null)"; }
-
-static void collection_names(vg_graph *g, const char *key, char *buf, size_t len) {
-    int n;
-    const vg_output *items = vg_graph_collection(g, key, &n);
-    buf[0] = 0;
-    for (int i = 0; i < n; i++) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s", i ? " " : "", vname(items[i]));
-    }
-}
-
-#define CHECK_COLLECTION(g, key, want)                                                                                 \
-    do {                                                                                                               \
-        char _b[4096];                                                                                                 \
-        collection_names((g), (key), _b, sizeof _b);                                                                   \
-        if (strcmp(_b, (want)) != 0) {                                                                                 \
-            fprintf(stderr, "%s:%d: collection %s is \"%s\", expected \"%s\"\n", __FILE__, __LINE__, (key), _b,      \
-                    (want));                                                                                           \
-            vg_test_failures++;                                                                                        \
-        }                                                                                                              \
-    } while (0)
 
 static int count(vg_graph *g, const char *key) {
     int n;

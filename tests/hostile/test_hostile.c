@@ -51,12 +51,6 @@ static void write_ckpt(const char *prefix, float v) {
     vg__bundle_writer_free(w);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* CPU time of the process: bounds on work done (quadratic loops, reads of what a file
  * only claims to hold) that a starved test process on a loaded machine still meets;
  * wall-clock bounds stay for what must not block (FIFOs). */

@@ -39,12 +39,6 @@ static long maxrss_kb(void) {
     return ru.ru_maxrss;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static vg_output str_const(vg_graph *g, const void *p, size_t n, const char *name) {
     vg_tensor *t = vg_tensor_new(VG_STRING, NULL, 0, NULL);
     vg_tensor_set_string(t, 0, p, n, NULL);

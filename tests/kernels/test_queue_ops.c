@@ -10,11 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 static void sleep_ms(int ms) { usleep((useconds_t)ms * 1000); }
 
 /* A float queue of [2] rows with the usual ops around it. */

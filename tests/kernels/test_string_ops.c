@@ -4,6 +4,7 @@
  * subgraphs now run: restore from TF's variables bundle, save again, and compare the
  * written bundle with TF's bytes. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <dirent.h>
 #include <unistd.h>
@@ -17,20 +18,6 @@ static vg_op *build(vg_graph *g, const char *type, const char *name, const vg_ou
 }
 
 static vg_output out0(vg_op *op) { return (vg_output){op, 0}; }
-
-static vg_tensor *run1(vg_graph *g, vg_output o, vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    vg_tensor *t = NULL;
-    if (s) vg_session_run1(s, o, &t, st);
-    vg_session_free(s);
-    return t;
-}
-
-static bool str_is(const vg_tensor *t, int64_t i, const char *want) {
-    size_t n = 0;
-    const char *s = vg_tensor_string(t, i, &n);
-    return s && n == strlen(want) && memcmp(s, want, n) == 0;
-}
 
 static void test_string_join(void) {
     vg_status st;
@@ -250,7 +237,7 @@ static void test_merge_v2_checkpoints(void) {
     tu_rmrf(dir);
 }
 
-static uint8_t *slurp(const char *path, size_t *n) {
+static uint8_t *slurp_file(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     *n = 0;
     if (!f) return NULL;
@@ -266,7 +253,7 @@ static uint8_t *slurp(const char *path, size_t *n) {
 
 static bool same_file(const char *a, const char *b) {
     size_t na, nb;
-    uint8_t *pa = slurp(a, &na), *pb = slurp(b, &nb);
+    uint8_t *pa = slurp_file(a, &na), *pb = slurp_file(b, &nb);
     bool same = pa && pb && na == nb && memcmp(pa, pb, na) == 0;
     free(pa);
     free(pb);

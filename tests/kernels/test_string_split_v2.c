@@ -4,13 +4,8 @@
  * separator), plus the edge cases of TF's SplitV2 (empty input strings, maxsplit 0,
  * whitespace kinds, the empty rest after the last whitespace split) and the errors. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
-
-static bool str_is(const vg_tensor *t, int64_t i, const char *want) {
-    size_t n = 0;
-    const char *s = vg_tensor_string(t, i, &n);
-    return s && n == strlen(want) && memcmp(s, want, n) == 0;
-}
 
 /* Splits strs (n rows) and checks the SparseTensor against the expected tokens:
  * row_counts[r] tokens of row r, in order, in toks; dense_shape {n, cols}. */

@@ -8,12 +8,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void sleep_ms(int ms) { usleep((useconds_t)ms * 1000); }
 
 static vg_status make_err(vg_code code, const char *msg) {

@@ -3,6 +3,7 @@
  * num_epochs * limit elements; errors of enqueue ops reach the coordinator; a stop
  * unblocks producers stuck on a full queue; closing the session ends the threads. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/ops.h"
 #include "vigil/queue.h"
 #include "vigil/session.h"
@@ -11,24 +12,6 @@
 #include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Main-thread dequeues from queues fed by runner threads give up after 20 s instead of
- * hanging the test when the pipeline stalls. */
-static vg_code fetch(vg_session *s, const vg_output *f, vg_tensor **out, int n, vg_status *st) {
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
-    ro.timeout_in_ms = 20000;
-    vg_tensor *tmp[4];
-    vg_code rc = vg_session_run(s, &ro, NULL, NULL, 0, f, out ? out : tmp, n, NULL, 0, NULL, st);
-    if (!out)
-        for (int i = 0; i < n; i++) vg_tensor_free(tmp[i]);
-    return rc;
-}
 
 static vg_session *new_session_with_locals(vg_graph *g) {
     vg_status st;
@@ -55,7 +38,7 @@ static void check_epochs(bool shuffle) {
     for (;;) {
         vg_tensor *out = NULL;
         vg_output f = vg_out(deq, 0);
-        vg_code rc = fetch(s, &f, &out, 1, &st);
+        vg_code rc = fetch_timeout(s, &f, &out, 1, &st);
         if (rc == VG_OUT_OF_RANGE) {
             CHECK_STR_CONTAINS(st.msg, "is closed and has insufficient elements");
             break;
@@ -204,7 +187,7 @@ static void test_qr__two_threads_close_once(void) {
     int counts[50] = {0}, batches = 0;
     for (;;) {
         vg_tensor *b = NULL;
-        vg_code rc = fetch(s, &out1, &b, 1, &st);
+        vg_code rc = fetch_timeout(s, &out1, &b, 1, &st);
         if (rc == VG_OUT_OF_RANGE) break;
         CHECK_OK(rc, &st);
         if (rc) break;

@@ -5,6 +5,7 @@
  * mismatch, corrupt or truncated data, missing directory) leaving variables untouched. */
 #include "io/io.h"
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/graphdef.h"
 #include "vigil/ops.h"
 #include "vigil/saver.h"
@@ -96,13 +97,6 @@ static void model_free(model *m) {
     vg_session_free(m->sess);
     vg_saver_free(m->saver);
     vg_graph_free(m->g);
-}
-
-static vg_tensor *fetch(vg_session *s, vg_output o) {
-    vg_tensor *t = NULL;
-    vg_status st;
-    if (vg_session_run1(s, o, &t, &st) != VG_OK) return NULL;
-    return t;
 }
 
 /* The variables hold the initial values (k_f, 42, k_d, {"hello", ""}). */
