@@ -74,6 +74,42 @@ static inline bool shape_is(vg_output o, const int64_t *dims, int ndims) {
     return true;
 }
 
+/* Whether g has an op called name (of the given type, unless type is NULL); says which
+ * is not so on stderr. */
+static inline bool has_op(vg_graph *g, const char *name, const char *type) {
+    vg_op *op = vg_graph_op_by_name(g, name);
+    if (!op || (type && strcmp(vg_op_type(op), type) != 0)) {
+        fprintf(stderr, "  op %s: %s%s%s\n", name, op ? vg_op_type(op) : "missing", type ? ", expected " : "",
+                type ? type : "");
+        return false;
+    }
+    return true;
+}
+
+/* Whether an output of op is in collection key. */
+static inline bool in_collection(vg_graph *g, const char *key, vg_op *op) {
+    int n;
+    const vg_output *items = vg_graph_collection(g, key, &n);
+    for (int i = 0; i < n; i++)
+        if (items[i].op == op) return true;
+    return false;
+}
+
+/* Runs the global initializer and fetches x, checking both runs succeed (NULL when no
+ * session could be made). */
+static inline vg_tensor *init_and_fetch(vg_graph *g, vg_output x) {
+    vg_status st;
+    vg_op *init = vg_global_variables_initializer(g);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    if (!s) return NULL;
+    vg_tensor *t = NULL;
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    CHECK_OK(vg_session_run1(s, x, &t, &st), &st);
+    vg_session_free(s);
+    return t;
+}
+
 /* The name of o's op ("(null)" for none). */
 static inline const char *vname(vg_output v) { return v.op ? vg_op_name(v.op) : "(null)"; }
 

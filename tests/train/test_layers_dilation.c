@@ -4,13 +4,8 @@
  * differences; conv2d_transpose's missing dilation_rate argument. */
 #include "gradcheck.h"
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
-
-static bool has_op(vg_graph *g, const char *name, const char *type) {
-    vg_op *op = vg_graph_op_by_name(g, name);
-    if (!op) fprintf(stderr, "no op %s\n", name);
-    return op && strcmp(vg_op_type(op), type) == 0;
-}
 
 static vg_tensor *filled(const int64_t *dims, int nd, int mul, int mod) {
     vg_status st;

@@ -4,17 +4,9 @@
  * and the wrong-rank errors naming the layer. (test_layers.c is the architecture test.) */
 #include "gradcheck.h"
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
-
-static bool has_op(vg_graph *g, const char *name, const char *type) {
-    vg_op *op = vg_graph_op_by_name(g, name);
-    if (!op || (type && strcmp(vg_op_type(op), type) != 0)) {
-        fprintf(stderr, "  missing op %s (%s)\n", name, op ? vg_op_type(op) : "none");
-        return false;
-    }
-    return true;
-}
 
 static vg_tensor *tensor_f(const int64_t *dims, int nd, const float *v) {
     vg_status st;

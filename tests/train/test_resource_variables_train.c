@@ -9,13 +9,6 @@
 
 static vg_code run_op(vg_session *s, vg_op *op, vg_status *st) { return vg_session_run_targets(s, &op, 1, st); }
 
-static bool has_op(vg_graph *g, const char *name, const char *type) {
-    vg_op *op = vg_graph_op_by_name(g, name);
-    if (!op) fprintf(stderr, "no op %s\n", name);
-    else if (strcmp(vg_op_type(op), type) != 0) fprintf(stderr, "op %s is a %s\n", name, vg_op_type(op));
-    return op && strcmp(vg_op_type(op), type) == 0;
-}
-
 static int count_type(vg_graph *g, const char *type) {
     int n = 0;
     for (int i = 0; i < vg_graph_num_ops(g); i++) n += strcmp(vg_op_type(vg_graph_op(g, i)), type) == 0;

@@ -4,6 +4,7 @@
  * testVarScopeGetOrCreateReuse, testGetterThatCreatesTwoVariablesAndSumsThem,
  * testVarScopeNameScope, default_name uniquification) plus the errors of issue 11. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include "vigil/variable_scope.h"
 #include <math.h>
@@ -17,19 +18,6 @@ static vg_get_variable_opts shp(const int64_t *dims, int ndims) {
 }
 
 static const char *name_of(vg_variable v) { return v.var ? vg_op_name(v.var) : "(null)"; }
-
-static vg_tensor *init_and_fetch(vg_graph *g, vg_output x) {
-    vg_status st;
-    vg_op *init = vg_global_variables_initializer(g);
-    CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    if (!s) return NULL;
-    vg_tensor *t = NULL;
-    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-    CHECK_OK(vg_session_run1(s, x, &t, &st), &st);
-    vg_session_free(s);
-    return t;
-}
 
 /* testGetVar / testNameExists: a second get_variable without reuse fails. */
 static void test_name_exists(void) {
