@@ -17,6 +17,39 @@ static inline vg_session *new_session(vg_graph *g) {
     return s;
 }
 
+/* A new float32 tensor of shape dims[nd] holding v. */
+static inline vg_tensor *f32(const float *v, const int64_t *dims, int nd) {
+    vg_status st;
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= dims[i];
+    return vg_tensor_new_copy(VG_FLOAT, dims, nd, v, (size_t)n * 4, &st);
+}
+
+/* A session on g with `threads` inter- and intra-op threads; NULL (and the reason on
+ * stderr) on failure. */
+static inline vg_session *threaded_session(vg_graph *g, int threads) {
+    vg_status st;
+    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    o.inter_op_threads = threads;
+    o.intra_op_threads = threads;
+    vg_session *s = vg_session_new(g, &o, &st);
+    if (!s) fprintf(stderr, "session: %s\n", st.msg);
+    return s;
+}
+
+/* g as a binary GraphDef (*bytes, *len; vg_free it) and as text (returned, *tlen its
+ * length; vg_free it), checking both serializations succeed. */
+static inline char *graphdef_and_text(vg_graph *g, void **bytes, size_t *len, size_t *tlen) {
+    vg_status st;
+    *bytes = NULL;
+    *len = 0;
+    CHECK_OK(vg_graph_to_graphdef(g, bytes, len, &st), &st);
+    char *text = NULL;
+    *tlen = 0;
+    CHECK_OK(vg_graph_to_graphdef_text(g, &text, tlen, &st), &st);
+    return text;
+}
+
 /* Fetches o; NULL on failure (st set). */
 static inline vg_tensor *fetch_st(vg_session *s, vg_output o, vg_status *st) {
     vg_tensor *t = NULL;
@@ -45,6 +78,18 @@ static inline vg_tensor *run1(vg_graph *g, vg_output y, vg_status *st) {
     if (s && vg_session_run1(s, y, &t, st) != VG_OK) t = NULL;
     vg_session_free(s);
     return t;
+}
+
+/* Runs y in a fresh session on g, checking the run fails with code and a message that
+ * contains msg. */
+static inline void expect_run1_error(vg_graph *g, vg_output y, vg_code code, const char *msg) {
+    vg_status st;
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *t = NULL;
+    CHECK_CODE(vg_session_run1(s, y, &t, &st), code);
+    CHECK_STR_CONTAINS(st.msg, msg);
+    vg_tensor_free(t);
+    vg_session_free(s);
 }
 
 /* A 1-D string Const of the n strings v. */

@@ -29,8 +29,6 @@
 
 #include "cli_test_util.h"
 
-static void dump(const char *name) { fprintf(stderr, "---- %s:\n%s\n----\n", name, slurp(name)); }
-
 static void put_be32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
 }

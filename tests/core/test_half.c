@@ -440,12 +440,9 @@ static void test_half__graphdef_round_trip(void) {
     vg_cast(g, ca, VG_FLOAT, "cast_many");
     (void)cb; (void)cc;
     vg_tensor_free(a); vg_tensor_free(b); vg_tensor_free(c);
-    void *bytes = NULL;
-    size_t len = 0;
-    CHECK_OK(vg_graph_to_graphdef(g, &bytes, &len, &st), &st);
-    char *text = NULL;
-    size_t tlen = 0;
-    CHECK_OK(vg_graph_to_graphdef_text(g, &text, &tlen, &st), &st);
+    void *bytes;
+    size_t len, tlen;
+    char *text = graphdef_and_text(g, &bytes, &len, &tlen);
     if (text) {
         CHECK_STR_CONTAINS(text, "DT_HALF");
         CHECK_STR_CONTAINS(text, "half_val: 64512"); /* 0xfc00 */

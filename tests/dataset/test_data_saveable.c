@@ -20,6 +20,7 @@
  * function are built with vg_op_builder (the same RangeDataset / RepeatDataset ops);
  * as_string is a gather from a table of the numbers' strings. */
 #include "test_util.h"
+#include "zlib_test_util.h"
 #include "vigil/vigil.h"
 #include <sys/stat.h>
 #include <zlib.h>
@@ -750,20 +751,6 @@ static void write_bytes(const char *path, const void *p, size_t n) {
     if (!f) return;
     CHECK(fwrite(p, 1, n, f) == n);
     fclose(f);
-}
-
-static size_t deflate_to(uint8_t *out, size_t cap, const void *in, size_t n, bool gzip) {
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    deflateInit2(&zs, 6, Z_DEFLATED, gzip ? 16 + MAX_WBITS : MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-    zs.next_in = (Bytef *)(uintptr_t)in;
-    zs.avail_in = (uInt)n;
-    zs.next_out = out;
-    zs.avail_out = (uInt)cap;
-    deflate(&zs, Z_FINISH);
-    size_t got = cap - zs.avail_out;
-    deflateEnd(&zs);
-    return got;
 }
 
 static size_t read_all(const char *path, uint8_t *buf, size_t cap) {

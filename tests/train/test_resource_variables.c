@@ -35,7 +35,7 @@ static void check_i32(const vg_tensor *t, const int32_t *want, int64_t n) {
 }
 
 /* Runs init, then fetches x; returns it (NULL on failure). */
-static vg_tensor *init_and_fetch(vg_session *s, vg_op *init, vg_output x, vg_status *st) {
+static vg_tensor *init_then_fetch(vg_session *s, vg_op *init, vg_output x, vg_status *st) {
     if (init && run_op(s, init, st) != VG_OK) return NULL;
     return fetch_st(s, x, st);
 }
@@ -201,7 +201,7 @@ static void test_rv__create_read(void) {
     vg_op *a = vg_assign_variable_op(g, h, c_i32(g, 1), NULL);
     vg_output r = vg_read_variable_op(g, h, VG_INT32, NULL);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, a, r, &st);
+    vg_tensor *t = init_then_fetch(s, a, r, &st);
     check_i32(t, (int32_t[]){1}, 1);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -386,7 +386,7 @@ static void test_rv__int64(void) {
     CHECK(strcmp(vg_op_name(v.handle_op), "Variable") == 0);
     CHECK_EQ_INT(v.dtype, VG_INT64);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, v.initializer, v.value, &st);
+    vg_tensor *t = init_then_fetch(s, v.initializer, v.value, &st);
     CHECK(t && vg_tensor_dtype(t) == VG_INT64 && *(const int64_t *)vg_tensor_data(t) == 1);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -454,7 +454,7 @@ static void test_rv__init_fn(void) {
     vg_op *init = vg_global_variables_initializer(g);
     CHECK(init != NULL);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, init, v.value, &st);
+    vg_tensor *t = init_then_fetch(s, init, v.value, &st);
     check_f32(t, (float[]){1}, 1);
     vg_tensor_free(t);
     t = fetch_st(s, w.value, &st);
@@ -569,7 +569,7 @@ static void test_rv__shared_name(void) {
     vg_output yr = vg_read_variable_op(g, y, VG_FLOAT, NULL);
     CHECK(v.handle_op != NULL);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, init, wr, &st);
+    vg_tensor *t = init_then_fetch(s, init, wr, &st);
     check_f32(t, (float[]){300}, 1);
     vg_tensor_free(t);
     CHECK(fetch_st(s, xr, &st) == NULL);
@@ -638,7 +638,7 @@ static void test_rv__destroy_resource(void) {
     vg_output never = vg_var_handle_op(g, VG_INT32, NULL, 0, NULL, NULL, NULL);
     vg_op *destroy_never = vg_destroy_resource_op(g, never, true, NULL);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, v.initializer, v.value, &st);
+    vg_tensor *t = init_then_fetch(s, v.initializer, v.value, &st);
     check_f32(t, (float[]){3}, 1);
     vg_tensor_free(t);
     CHECK_OK(run_op(s, destroy, &st), &st);
@@ -648,7 +648,7 @@ static void test_rv__destroy_resource(void) {
     CHECK_CODE(run_op(s, destroy_strict, &st), VG_NOT_FOUND);
     CHECK_STR_CONTAINS(st.msg, "Resource localhost/var0/N10tensorflow3VarE does not exist.");
     /* assigning creates it again */
-    t = init_and_fetch(s, v.initializer, v.value, &st);
+    t = init_then_fetch(s, v.initializer, v.value, &st);
     check_f32(t, (float[]){3}, 1);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -682,7 +682,7 @@ static void test_rv__sparse_read_and_shape(void) {
     CHECK(s3.ndims == 3 && s3.dims[0] == 3 && s3.dims[1] == 20 && s3.dims[2] == 35);
     vg_op *init_op = vg_global_variables_initializer(g);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, init_op, r, &st);
+    vg_tensor *t = init_then_fetch(s, init_op, r, &st);
     int32_t want[64];
     for (int i = 0; i < 4; i++)
         for (int k = 0; k < 16; k++) want[i * 16 + k] = ix[i] * 16 + k;
@@ -768,7 +768,7 @@ static void test_rv__operator_overload(void) {
     vg_output sum = vg_add(g, v.value, v.value, NULL);
     vg_op *init = vg_global_variables_initializer(g);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, init, sum, &st);
+    vg_tensor *t = init_then_fetch(s, init, sum, &st);
     check_f32(t, (float[]){2}, 1);
     vg_tensor_free(t);
     vg_session_free(s);
