@@ -5,6 +5,7 @@
 #ifndef VG_CF_TF_UTIL_H
 #define VG_CF_TF_UTIL_H
 #include "test_util.h"
+#include "cf_callbacks.h"
 #include "vigil/vigil.h"
 
 /* ---- feeds ------------------------------------------------------------------ */

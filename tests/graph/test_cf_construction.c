@@ -4,6 +4,7 @@
  * _BuildCondTensor; ops.init_scope / control_dependencies(None)), checked by what the
  * graphs compute. Regression tests of issue 28's construction items. */
 #include "test_util.h"
+#include "cf_callbacks.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 
@@ -151,11 +152,7 @@ static vg_code branch_assign(vg_graph *g, void *u, vg_output *o) {
     o[0] = vg_out(grp, 0);
     return VG_OK;
 }
-static vg_code branch_noop(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_out(vg_no_op(g, "nothing"), 0);
-    return VG_OK;
-}
+CF_BRANCH1(branch_noop, vg_out(vg_no_op(g, "nothing"), 0))
 static void test_cfc__cond_branch_returns_op(void) {
     vg_graph *g = vg_graph_new();
     assign_ctx c = {vg_variable_new(g, "v", vg_const_f32(g, 0, "zero"), 0)};
@@ -233,11 +230,7 @@ static vg_code cl_true(vg_graph *g, void *u, vg_output *o) {
     vg_graph_pop_control_deps(g);
     return VG_OK;
 }
-static vg_code cl_false(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_const_f32(g, 1, "one");
-    return VG_OK;
-}
+CF_BRANCH1(cl_false, vg_const_f32(g, 1, "one"))
 static vg_code body_cond(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     cl_ctx *c = u;
