@@ -5,6 +5,7 @@
  * TFRecord -> map(parse) -> shuffle -> batch -> prefetch pipeline under a
  * MonitoredSession that ends cleanly at the end of the data. */
 #include "test_util.h"
+#include "cf_callbacks.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <ftw.h>
@@ -212,12 +213,7 @@ static void test_initializable_iterator(void) {
     vg_graph_free(g);
 }
 
-static vg_code decode_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *payload) {
-    (void)nargs, (void)payload;
-    outs[0] = vg_decode_raw(fg, args[0], VG_UINT8, true, NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(decode_fn, vg_decode_raw(fg, args[0], VG_UINT8, true, NULL))
 
 static void test_errors(void) {
     vg_status st;
@@ -387,12 +383,7 @@ static void test_interleave_shard(void) {
     vg_graph_free(g);
 }
 
-static vg_code text_lines_of(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_dataset_text_line(fg, args[0], NULL, NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(text_lines_of, vg_dataset_text_line(fg, args[0], NULL, NULL))
 
 /* list_files -> interleave(TextLineDataset, cycle 2, block 1): lines of two files
  * alternate (TensorFlowOnSpark's mnist_dist input shape). */
@@ -508,12 +499,7 @@ static void test_ignore_errors(void) {
     }
 }
 
-static vg_code less_than_5(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_less(fg, args[0], vg_const_i64(fg, 5, NULL), NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(less_than_5, vg_less(fg, args[0], vg_const_i64(fg, 5, NULL), NULL))
 
 /* from_tensors + unbatch, filter, concatenate, zip, FixedLengthRecordDataset */
 static void test_more_transformations(void) {
@@ -621,12 +607,7 @@ static void test_padded_batch(void) {
     vg_graph_free(g);
 }
 
-static vg_code to_number(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_string_to_number(fg, args[0], VG_INT64, NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(to_number, vg_string_to_number(fg, args[0], VG_INT64, NULL))
 
 /* map_test.testParallelMap-like: num_parallel_calls 4 keeps the input order; an
  * element whose function fails gives its error at its position, and the next elements

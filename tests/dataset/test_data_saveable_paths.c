@@ -15,6 +15,7 @@
  * and the other way round (the state does not depend on the path taken). */
 #include "data/dataset.h"
 #include "test_util.h"
+#include "cf_callbacks.h"
 #include "vigil/vigil.h"
 #include <sys/stat.h>
 
@@ -98,12 +99,7 @@ static vg_code parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg_outpu
     return VG_OK;
 }
 
-static vg_code tfrecord_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_dataset_tfrecord(fg, args[0], "", NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(tfrecord_fn, vg_dataset_tfrecord(fg, args[0], "", NULL))
 
 enum { P_MAP_SHUFFLE_BATCH_PREFETCH, P_MAP_BATCH, P_SHUFFLE_BATCH_PARSE, P_PARALLEL_INTERLEAVE, P_COUNT };
 static const char *const g_pnames[P_COUNT] = {"repeat->map->shuffle->batch->prefetch", "map->batch",

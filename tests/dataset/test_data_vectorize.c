@@ -14,6 +14,7 @@
  * checks which functions got a vectorized form. */
 #include "data/dataset.h"
 #include "test_util.h"
+#include "cf_callbacks.h"
 #include "vigil/vigil.h"
 
 #define NREC 300
@@ -101,12 +102,7 @@ static vg_code pass_through(vg_graph *fg, const vg_output *args, int nargs, vg_o
 }
 
 /* (x, i) -> i + 1: the first argument unused */
-static vg_code unused_arg(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_add(fg, args[1], vg_const_i64(fg, 1, NULL), NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(unused_arg, vg_add(fg, args[1], vg_const_i64(fg, 1, NULL), NULL))
 
 /* The result of one get_next: a code, a message, the tensors. */
 typedef struct item {
