@@ -5,6 +5,7 @@
 #define VG_OOM_UTIL_H
 #include <stdbool.h>
 #include <stdlib.h>
+#include "vigil/status.h"
 
 static long g_count, g_fail_at;
 
@@ -19,6 +20,11 @@ static void *failing_alloc(void *payload, size_t size, size_t align) {
 static void plain_free(void *payload, void *p) {
     (void)payload;
     free(p);
+}
+/* Installs {failing_alloc, plain_free} (disarmed until arm(n)). */
+static inline void oom_install(void) {
+    vg_allocator a = {failing_alloc, plain_free, NULL};
+    vg_allocator_set(&a);
 }
 static void arm(long n) {
     g_count = 0;

@@ -357,19 +357,10 @@ static void test_regularization_losses(void) {
                      "tower/dense/bias/Regularizer/l2_regularizer");
     vg_output total = vg_losses_get_regularization_loss(g, NULL);
     CHECK(strcmp(vname(total), "total_regularization_loss") == 0);
-    vg_status st;
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *t = NULL;
-    CHECK(s != NULL);
-    if (s) {
-        CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-        CHECK_OK(vg_session_run1(s, total, &t, &st), &st);
-    }
+    vg_tensor *t = init_and_fetch(g, total);
     /* l2: 1.0 * sum(k^2)/2 = 3; l1: 0.5 * sum|k| = 3; bias l2: 1.0 * 2/2 = 1 */
     CHECK(t && fabs(((const float *)vg_tensor_data(t))[0] - 7.0f) < 1e-5);
     vg_tensor_free(t);
-    vg_session_free(s);
     vg_graph_free(g);
 }
 

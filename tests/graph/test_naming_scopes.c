@@ -3,6 +3,7 @@
  * per test) and variable_scope.py (VariableScope.get_variable, variable_scope /
  * _pure_variable_scope with a VariableScope argument, _VariableScopeStore). */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
 
@@ -371,18 +372,9 @@ static void test_modify_current_scope(void) {
     vg_variable_scope_pop(g);
     CHECK_NAME(w.var ? vg_op_name(w.var) : "", "tower0/w");
     vg_output sum = vg_add(g, v.read, w.read, "sum");
-    vg_status st;
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *t = NULL;
-    CHECK(s != NULL);
-    if (s) {
-        CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-        CHECK_OK(vg_session_run1(s, sum, &t, &st), &st);
-    }
+    vg_tensor *t = init_and_fetch(g, sum);
     CHECK(t && fabs(((const float *)vg_tensor_data(t))[0] - 0.6f) < 1e-6);
     vg_tensor_free(t);
-    vg_session_free(s);
     vg_graph_free(g);
 }
 

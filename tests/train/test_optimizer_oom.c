@@ -28,8 +28,7 @@ static vg_code build(vg_graph *g, vg_op **train, vg_op **init, vg_output *loss, 
 }
 
 static void test_oom__build(void) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
+    oom_install();
     int bad = 0;
     long n;
     for (n = 1; n < 100000; n++) {
@@ -61,8 +60,7 @@ static void test_oom__build(void) {
 }
 
 static void test_oom__run(void) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
+    oom_install();
     int bad = 0;
     long n;
     for (n = 1; n < 100000; n++) {

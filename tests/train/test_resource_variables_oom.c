@@ -53,8 +53,7 @@ static vg_code build(vg_graph *g, model *m) {
 }
 
 static void test_rv_oom__build(void) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
+    oom_install();
     int bad = 0;
     long n;
     for (n = 1; n < 200000; n++) {
@@ -85,8 +84,7 @@ static void test_rv_oom__build(void) {
 }
 
 static void test_rv_oom__run(void) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
+    oom_install();
     int bad = 0;
     long n;
     for (n = 1; n < 200000; n++) {
