@@ -155,6 +155,18 @@ static inline vg_tensor *init_and_fetch(vg_graph *g, vg_output x) {
     return t;
 }
 
+/* A new layer of kind with units filters, a 2x2 kernel dilated by 2, SAME or VALID
+ * padding and no bias (the dilated-convolution tests); vg_layer_free it. */
+static inline vg_layer *dilated_2x2_layer(vg_layer_kind kind, int units, bool same) {
+    vg_layer_config c = vg_layer_config_default(kind);
+    c.units = units;
+    c.kernel_size[0] = c.kernel_size[1] = 2;
+    c.dilation_rate[0] = c.dilation_rate[1] = 2;
+    c.padding = same ? "same" : "valid";
+    c.use_bias = false;
+    return vg_layer_new(&c);
+}
+
 /* The name of o's op ("(null)" for none). */
 static inline const char *vname(vg_output v) { return v.op ? vg_op_name(v.op) : "(null)"; }
 

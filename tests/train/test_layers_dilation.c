@@ -82,13 +82,7 @@ static void test_dilated_separable_conv2d(void) {
         vg_status st;
         vg_graph *g = vg_graph_new();
         vg_output x = vg_placeholder(g, VG_DOUBLE, (int64_t[]){1, 5, 6, 2}, 4, "x");
-        vg_layer_config c = vg_layer_config_default(VG_LAYER_SEPARABLE_CONV2D);
-        c.units = 3;
-        c.kernel_size[0] = c.kernel_size[1] = 2;
-        c.dilation_rate[0] = c.dilation_rate[1] = 2;
-        c.padding = same ? "same" : "valid";
-        c.use_bias = false;
-        vg_layer *l = vg_layer_new(&c);
+        vg_layer *l = dilated_2x2_layer(VG_LAYER_SEPARABLE_CONV2D, 3, same);
         vg_output y = vg_layer_apply(l, g, x, (vg_output){0});
         CHECK_OK(vg_graph_status(g, &st), &st);
         CHECK(has_op(g, "separable_conv2d/separable_conv2d/SpaceToBatchND", "SpaceToBatchND"));
