@@ -110,6 +110,15 @@ static inline bool str_is(const vg_tensor *t, int64_t i, const char *want) {
     return ok;
 }
 
+/* Appends the serialized example ex to the TFRecord writer w (errors ignored: the
+ * readers' checks find a missing record). */
+static inline void write_example(vg_tfrecord_writer *w, vg_example *ex) {
+    vg_status st;
+    size_t len;
+    const void *b = vg_example_serialize(ex, &len, &st);
+    vg_tfrecord_writer_write(w, b, len, &st);
+}
+
 /* Whether o's static shape is exactly dims[ndims]. */
 static inline bool shape_is(vg_output o, const int64_t *dims, int ndims) {
     vg_shape s = vg_output_shape(o);

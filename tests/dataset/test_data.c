@@ -269,9 +269,7 @@ static void test_tfrecord_pipeline_monitored(void) {
             want_sum += label;
             vg_example_add_int64(ex, "label", &label, 1, &st);
             vg_example_add_float(ex, "x", (float[]){(float)label, -(float)label}, 2, &st);
-            size_t len;
-            const void *b = vg_example_serialize(ex, &len, &st);
-            vg_tfrecord_writer_write(w, b, len, &st);
+            write_example(w, ex);
             vg_example_free(ex);
         }
         vg_tfrecord_writer_close(w, &st);
