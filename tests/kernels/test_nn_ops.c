@@ -5,6 +5,7 @@
  * check for every differentiable op (float64). */
 #include "test_util.h"
 #include "op_test_util.h"
+#include "count_alloc_util.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
 
@@ -651,18 +652,6 @@ static void test_nn__mlp_gradients_run(void) {
 
 /* ---- allocation failures ---------------------------------------------- */
 
-static long alloc_countdown = -1; /* fail when it reaches 0; -1 = never */
-static long alloc_count;          /* allocations so far */
-static void *count_alloc(void *payload, size_t size, size_t align) {
-    (void)payload;
-    alloc_count++;
-    if (alloc_countdown >= 0 && alloc_countdown-- == 0) return NULL;
-    void *p = NULL;
-    if (posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1)) return NULL;
-    return p;
-}
-static void count_free(void *payload, void *p) { (void)payload; free(p); }
-
 /* Fails allocation N = 0, 1, ... of a run (plan cached by a first good run) until it
  * succeeds: every failure is RESOURCE_EXHAUSTED and leaks nothing (ASan). */
 static void test_nn__alloc_failures(void) {
@@ -685,27 +674,7 @@ static void test_nn__alloc_failures(void) {
     o.inter_op_threads = 1;
     vg_session *s = vg_session_new(g, &o, &st);
     CHECK(s != NULL);
-    vg_tensor *out[3] = {NULL, NULL, NULL};
-    if (s) CHECK_OK(vg_session_run(s, NULL, in, vals, 3, d, out, 3, NULL, 0, NULL, &st), &st);
-    for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-    /* count the allocations of one good run, then fail each of them in turn; some
-     * failures are absorbed by design (a parallel_for that cannot queue runs inline) */
-    alloc_count = 0;
-    if (s) CHECK_OK(vg_session_run(s, NULL, in, vals, 3, d, out, 3, NULL, 0, NULL, &st), &st);
-    for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-    long total = alloc_count;
-    int failures = 0;
-    for (long n = 0; s && n < total; n++) {
-        out[0] = out[1] = out[2] = NULL;
-        alloc_countdown = n;
-        vg_code c = vg_session_run(s, NULL, in, vals, 3, d, out, 3, NULL, 0, NULL, &st);
-        alloc_countdown = -1;
-        for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-        if (c == VG_OK) continue;
-        failures++;
-        if (c != VG_RESOURCE_EXHAUSTED) fprintf(stderr, "alloc %ld: %s\n", n, st.msg);
-        CHECK_CODE(c, VG_RESOURCE_EXHAUSTED);
-    }
+    int failures = fail_each_alloc_of_run(s, in, vals, 3, d, 3);
     CHECK(failures > 5);
     vg_session_free(s);
     for (int i = 0; i < 3; i++) vg_tensor_free(vals[i]);
