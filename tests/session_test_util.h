@@ -92,6 +92,33 @@ static inline void expect_run1_error(vg_graph *g, vg_output y, vg_code code, con
     vg_session_free(s);
 }
 
+/* Runs y in a fresh session on g with the scalar string text fed to ph, checking the run
+ * fails with code and a message that contains msg. */
+static inline void expect_string_feed_error(vg_graph *g, vg_output ph, const char *text, vg_output y, vg_code code,
+                                            const char *msg) {
+    vg_status st;
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *feed = vg_tensor_new(VG_STRING, NULL, 0, &st);
+    vg_tensor_set_string(feed, 0, text, strlen(text), &st);
+    vg_tensor *out = NULL;
+    CHECK_CODE(vg_session_run(s, NULL, &ph, &feed, 1, &y, &out, 1, NULL, 0, NULL, &st), code);
+    CHECK_STR_CONTAINS(st.msg, msg);
+    vg_tensor_free(out);
+    vg_tensor_free(feed);
+    vg_session_free(s);
+}
+
+/* Runs the three components of sp (indices, values, dense_shape) in a fresh session on
+ * g into out[3] (checked to succeed; NULLs if not). */
+static inline void run_sparse(vg_graph *g, vg_sparse_output sp, vg_tensor **out) {
+    vg_status st;
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_output f[3] = {sp.indices, sp.values, sp.dense_shape};
+    out[0] = out[1] = out[2] = NULL;
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, out, 3, NULL, 0, NULL, &st), &st);
+    vg_session_free(s);
+}
+
 /* A 1-D string Const of the n strings v. */
 static inline vg_output strings(vg_graph *g, const char *const *v, int n, const char *name) {
     vg_tensor *t = vg_tensor_new(VG_STRING, (int64_t[]){n}, 1, NULL);

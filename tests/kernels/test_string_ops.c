@@ -367,10 +367,8 @@ static void check_split(const char *const *strs, int n, const char *delim, bool 
     vg_op *op = vg_string_split(g, src, delim, skip_empty, &sp, NULL);
     CHECK(op != NULL);
     CHECK(op && strcmp(vg_op_type(op), "StringSplit") == 0);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    vg_output f[3] = {sp.indices, sp.values, sp.dense_shape};
-    vg_tensor *out[3] = {NULL, NULL, NULL};
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, out, 3, NULL, 0, NULL, &st), &st);
+    vg_tensor *out[3];
+    run_sparse(g, sp, out);
     if (out[0] && out[1] && out[2]) {
         CHECK_EQ_INT(vg_tensor_ndims(out[0]), 2);
         CHECK_EQ_INT(vg_tensor_dim(out[0], 0), nwant);
@@ -383,7 +381,6 @@ static void check_split(const char *const *strs, int n, const char *delim, bool 
         CHECK_EQ_INT(shp[1], cols);
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-    vg_session_free(s);
     vg_graph_free(g);
 }
 
@@ -431,15 +428,7 @@ static void test_string_split(void) {
     vg_output ph = vg_placeholder(g, VG_STRING, NULL, -1, "ph");
     vg_sparse_output sp;
     CHECK(vg_string_split(g, ph, " ", true, &sp, NULL) != NULL);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *feed = vg_tensor_new(VG_STRING, NULL, 0, &st);
-    vg_tensor_set_string(feed, 0, "a b", 3, &st);
-    vg_tensor *out = NULL;
-    CHECK_CODE(vg_session_run(s, NULL, &ph, &feed, 1, &sp.values, &out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "input must be a vector");
-    vg_tensor_free(out);
-    vg_tensor_free(feed);
-    vg_session_free(s);
+    expect_string_feed_error(g, ph, "a b", sp.values, VG_INVALID_ARGUMENT, "input must be a vector");
     vg_graph_free(g);
 }
 
