@@ -7,7 +7,7 @@
  * How the Python maps to C:
  * - `with tf.variable_scope(name, default_name, ...)`: vg_variable_scope_push / _pop;
  *   re-entering a captured VariableScope: vg_variable_scope_enter; `with
- *   ops.name_scope(n) as sc`: ns_probe below (push, read, pop).
+ *   ops.name_scope(n) as sc`: ns_probe of scope_test_util.h (push, read, pop).
  * - tf.get_variable(reuse=False) outside any reusing scope: VG_REUSE_INHERIT; the
  *   store's own get_variable with its default reuse=None (testGetVar, testNameExists)
  *   creates or returns without a check, which is get_variable(reuse=tf.AUTO_REUSE).
@@ -73,6 +73,7 @@
  *     bool).
  */
 #include "test_util.h"
+#include "scope_test_util.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 #include "vigil/control_flow.h"
@@ -82,45 +83,11 @@
 /* ------------------------------------------------------------------------ */
 /* helpers */
 
-#define CHECK_NAME(got, want)                                                                                          \
-    do {                                                                                                               \
-        const char *_g = (got), *_w = (want);                                                                          \
-        if (strcmp(_g, _w) != 0) {                                                                                     \
-            fprintf(stderr, "%s:%d: got \"%s\", expected \"%s\"\n", __FILE__, __LINE__, _g, _w);                       \
-            vg_test_failures++;                                                                                        \
-        }                                                                                                              \
-    } while (0)
-
-static vg_get_variable_opts vopts(const int64_t *dims, int ndims) {
-    vg_get_variable_opts o;
-    memset(&o, 0, sizeof o);
-    o.dims = dims;
-    o.ndims = ndims;
-    return o;
-}
-
-static const char *var_name(vg_variable v) { return v.var ? vg_op_name(v.var) : "(failed)"; }
-
-/* get_variable(name, []) */
-static vg_variable getv0(vg_graph *g, const char *name) {
-    vg_get_variable_opts o = vopts(NULL, 0);
-    return vg_get_variable_ex(g, name, &o);
-}
-static const char *gv(vg_graph *g, const char *name) { return var_name(getv0(g, name)); }
-
 /* get_variable(name, [1]) */
 static vg_variable getv1(vg_graph *g, const char *name) {
     static const int64_t one[1] = {1};
     vg_get_variable_opts o = vopts(one, 1);
     return vg_get_variable_ex(g, name, &o);
-}
-
-/* `with ops.name_scope(name) as sc`: the scope string TF gives ("a/b/") */
-static const char *ns_probe(vg_graph *g, const char *name, char *buf, size_t len) {
-    const char *got = vg_graph_push_scope(g, name);
-    snprintf(buf, len, "%s/", got);
-    vg_graph_pop_scope(g);
-    return buf;
 }
 
 /* constant_op.constant([], name=name).name, without ":0" */
