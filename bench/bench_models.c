@@ -30,6 +30,7 @@
  * run once per round after vigil's steps.
  * Prints one JSON line per model: per-round medians and the median of rounds for vigil and
  * both peers, ratio_pytorch / ratio_libtorch = vigil / peer. */
+#include "bench_util.h"
 #include "roofline.h"
 #include "models/models.h"
 #include "vigil/vigil.h"
@@ -38,19 +39,6 @@
 #include <string.h>
 #include <time.h>
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmpd);
-    return v[n / 2];
-}
 static void die(const char *what, const vg_status *st) {
     fprintf(stderr, "bench_models: %s: %s\n", what, st ? st->msg : "");
     exit(1);

@@ -23,6 +23,7 @@
  * GFLOP/s where a kernel does fewer multiplies, as Winograd), the probed per-core FMA
  * peak (AVX-512 where present, else AVX2; best burst), the achieved GFLOP/s and
  * fraction of peak of both, and the FLOP-limit step time at the peak x threads. */
+#include "bench_util.h"
 #include "roofline.h"
 #include "io/io.h"
 #include "vigil/vigil.h"
@@ -35,19 +36,6 @@
 #define B 64
 #define NBATCH 256
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmpd);
-    return v[n / 2];
-}
 static void die(const char *what, const vg_status *st) {
     fprintf(stderr, "bench_train: %s: %s\n", what, st ? st->msg : "");
     exit(1);
