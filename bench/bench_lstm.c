@@ -28,17 +28,9 @@ static double run_peer(int threads, int steps) {
     FILE *t = fopen(p, "r");
     if (!t) return -1;
     fclose(t);
-    char cmd[1024], line[4096];
+    char cmd[1024];
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s --threads %d --steps %d 2>/dev/null", p, threads, steps);
-    FILE *f = popen(cmd, "r");
-    if (!f) return -1;
-    double med = -1;
-    while (fgets(line, sizeof line, f)) {
-        char *m = strstr(line, "\"median_ms\": ");
-        if (m) med = atof(m + 13);
-    }
-    pclose(f);
-    return med;
+    return peer_median_ms(cmd, NULL);
 }
 
 typedef struct model {

@@ -57,20 +57,10 @@ static const char *peer_path(void) {
 static double run_peer(const char *model, int threads, int steps, double *rss_mb) {
     const char *p = peer_path();
     if (!p) return -1;
-    char cmd[1024], line[8192];
+    char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s %s --model %s --threads %d --steps %d --epochs 0 2>/dev/null", bench_python(), p,
              model, threads, steps);
-    FILE *f = popen(cmd, "r");
-    if (!f) return -1;
-    double med = -1;
-    while (fgets(line, sizeof line, f)) {
-        char *m = strstr(line, "\"median_ms\": ");
-        if (m) med = atof(m + 13);
-        char *r = strstr(line, "\"peak_rss_mb\": ");
-        if (r && rss_mb) *rss_mb = atof(r + 15);
-    }
-    pclose(f);
-    return med;
+    return peer_median_ms(cmd, rss_mb);
 }
 
 /* --profile: per-node median wall time over `steps` traced steps, slowest first. */

@@ -1,8 +1,10 @@
-/* bench_util.h - the clocks and the median the benchmark programs share (header-only,
- * static inline). */
+/* bench_util.h - the clocks, the median and the reading of a peer's output that the
+ * benchmark programs share (header-only, static inline). */
 #ifndef VG_BENCH_UTIL_H
 #define VG_BENCH_UTIL_H
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Seconds / milliseconds on the monotonic clock. */
@@ -28,5 +30,23 @@ static inline double median(double *v, int n) {
     if (n <= 0) return -1;
     qsort(v, (size_t)n, sizeof *v, cmpd);
     return v[n / 2];
+}
+
+/* Runs the peer command cmd (popen) and returns the last "median_ms" it printed (-1:
+ * none, or cmd did not start); *rss_mb, when rss_mb is not NULL, gets the last
+ * "peak_rss_mb". */
+static inline double peer_median_ms(const char *cmd, double *rss_mb) {
+    FILE *f = popen(cmd, "r");
+    if (!f) return -1;
+    char line[8192];
+    double med = -1;
+    while (fgets(line, sizeof line, f)) {
+        char *m = strstr(line, "\"median_ms\": ");
+        if (m) med = atof(m + 13);
+        char *r = strstr(line, "\"peak_rss_mb\": ");
+        if (r && rss_mb) *rss_mb = atof(r + 15);
+    }
+    pclose(f);
+    return med;
 }
 #endif
