@@ -694,8 +694,8 @@ static void test_with_ops_dependencies(void) {
     vg_output real_v = with_deps(g, &v.initializer, 1, v.ref, "real_tensor");
     CHECK_OK(cf_run(s, (vg_output[]){c, real_v}, t, 2, NULL, 0, NOFEED, &st), &st);
     if (t[0] && t[1]) {
-        CHECK_EQ_INT(cf_get(t[0], 0), 10);
-        CHECK_NEAR(cf_get(t[1], 0), 0.0, 1e-9);
+        CHECK_EQ_INT(get(t[0], 0), 10);
+        CHECK_NEAR(get(t[1], 0), 0.0, 1e-9);
     }
     vg_tensor_free(t[0]);
     vg_tensor_free(t[1]);

@@ -1219,9 +1219,9 @@ static void test_while_with_refs_with_gradients_1(void) {
     if (grad.op) {
         CHECK_OK(cf_run(s, (vg_output[]){r[0], r[1], grad}, t, 3, NULL, 0, NOFEED, &st), &st);
         if (t[0] && t[1] && t[2]) {
-            CHECK_EQ_INT(cf_get(t[0], 0), 10);
-            CHECK_EQ_INT(cf_get(t[1], 0), 0);
-            CHECK_EQ_INT(cf_get(t[2], 0), 73);
+            CHECK_EQ_INT(get(t[0], 0), 10);
+            CHECK_EQ_INT(get(t[1], 0), 0);
+            CHECK_EQ_INT(get(t[2], 0), 73);
         }
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(t[i]);

@@ -735,8 +735,8 @@ static void test_while_with_refs_1(void) {
     vg_tensor *t[2] = {NULL, NULL};
     CHECK_OK(cf_run(s, r, t, 2, NULL, 0, NOFEED, &st), &st);
     if (t[0] && t[1]) {
-        CHECK_EQ_INT(cf_get(t[0], 0), 100);
-        CHECK_EQ_INT(cf_get(t[1], 0), 0);
+        CHECK_EQ_INT(get(t[0], 0), 100);
+        CHECK_EQ_INT(get(t[1], 0), 0);
     }
     vg_tensor_free(t[0]);
     vg_tensor_free(t[1]);
