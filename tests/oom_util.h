@@ -105,4 +105,22 @@ static inline int oom_run_each(long max, void *m, size_t msize, vg_code (*build)
     *last = n;
     return bad;
 }
+/* For oom_run_each's run: a session (*sp) on g with one intra- and one inter-op thread
+ * runs init, then train, then fetches each of fetches[n] in turn; the first failure's
+ * code (OK when all ran). */
+static inline vg_code oom_session_steps(vg_graph *g, vg_op *init, vg_op *train, const vg_output *fetches, int n,
+                                        vg_session **sp, vg_status *st) {
+    vg_code rc = VG_OK;
+    vg_session_options opts = {1, 1};
+    vg_session *s = *sp = vg_session_new(g, &opts, st);
+    if (!s) rc = st->code;
+    if (rc == VG_OK) rc = vg_session_run_targets(s, &init, 1, st);
+    if (rc == VG_OK) rc = vg_session_run_targets(s, &train, 1, st);
+    for (int i = 0; i < n && rc == VG_OK; i++) {
+        vg_tensor *t = NULL;
+        rc = vg_session_run1(s, fetches[i], &t, st);
+        vg_tensor_free(t);
+    }
+    return rc;
+}
 #endif

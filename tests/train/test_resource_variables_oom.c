@@ -61,19 +61,7 @@ static bool complete(const void *mp) {
 /* init, a training step, a sparse read and the report in a new session (*sp). */
 static vg_code run_steps(vg_graph *g, void *mp, vg_session **sp, vg_status *st) {
     model *m = mp;
-    vg_code rc = VG_OK;
-    vg_session_options opts = {1, 1};
-    vg_session *s = *sp = vg_session_new(g, &opts, st);
-    if (!s) rc = st->code;
-    if (rc == VG_OK) rc = vg_session_run_targets(s, &m->init, 1, st);
-    if (rc == VG_OK) rc = vg_session_run_targets(s, &m->train, 1, st);
-    vg_tensor *t = NULL;
-    if (rc == VG_OK) rc = vg_session_run1(s, m->rows, &t, st);
-    vg_tensor_free(t);
-    t = NULL;
-    if (rc == VG_OK) rc = vg_session_run1(s, m->report, &t, st);
-    vg_tensor_free(t);
-    return rc;
+    return oom_session_steps(g, m->init, m->train, (vg_output[]){m->rows, m->report}, 2, sp, st);
 }
 
 static void test_rv_oom__build(void) {
