@@ -43,7 +43,7 @@ static int vg_test_failures = 0;
  * (refusing any path outside /tmp/vg_) and returns 0, or -1 if something stayed.
  * Every test that needs a directory uses these two (no mkdtemp, no rm -rf). */
 /* Seconds on the monotonic clock. */
-static inline double now_s(void) {
+static inline double tu_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;

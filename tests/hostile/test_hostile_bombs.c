@@ -368,7 +368,7 @@ static void test_special__fifo_and_dev_zero_refused(void) {
     CHECK(mkfifo(fifo, 0644) == 0);
     const char *paths[2] = {fifo, "/dev/zero"};
     long rss0 = maxrss_kb();
-    double t0 = now_s();
+    double t0 = tu_now_s();
     for (int i = 0; i < 2; i++) {
         const char *p = paths[i];
         vg_status st;
@@ -392,7 +392,7 @@ static void test_special__fifo_and_dev_zero_refused(void) {
         int64_t dims[4];
         check_not_regular(vg_idx_header(p, &type, dims, &nd, &st), &st, p);
     }
-    CHECK(now_s() - t0 < 20); /* nothing blocked */
+    CHECK(tu_now_s() - t0 < 20); /* nothing blocked */
     CHECK(maxrss_kb() - rss0 < 100 * 1024);
 }
 
@@ -426,7 +426,7 @@ static void test_special__cli_graph(void) {
     } else {
         printf("  (Fashion-MNIST not installed: vigil train part skipped)\n");
     }
-    double t0 = now_s();
+    double t0 = tu_now_s();
     for (int i = 0; i < nargs; i++) {
         snprintf(cmd, sizeof cmd, "timeout 60 %.300s %.600s >%.300s 2>&1", vigil, args[i], log);
         int rc = system(cmd);
@@ -440,7 +440,7 @@ static void test_special__cli_graph(void) {
         }
         CHECK_STR_CONTAINS(buf, "not a regular file");
     }
-    CHECK(now_s() - t0 < 60);
+    CHECK(tu_now_s() - t0 < 60);
 }
 
 int main(void) {

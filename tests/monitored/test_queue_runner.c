@@ -145,10 +145,10 @@ static void test_qr__stop_unblocks_producers(void) {
     CHECK_OK(vg_session_run1(s, size, &out, &st), &st);
     if (out) CHECK_EQ_INT(*(int32_t *)vg_tensor_data(out), 2);
     vg_tensor_free(out);
-    double t0 = now_s();
+    double t0 = tu_now_s();
     vg_coord_request_stop(c, NULL);
     CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
-    CHECK(now_s() - t0 < 2.0);
+    CHECK(tu_now_s() - t0 < 2.0);
     vg_coord_free(c);
     vg_session_free(s);
     vg_graph_free(g);
@@ -213,14 +213,14 @@ static atomic_long g_progress;
 static void *watchdog(void *arg) {
     atomic_bool *done = arg;
     long last = -1;
-    double since = now_s();
+    double since = tu_now_s();
     while (!atomic_load(done)) {
         usleep(50 * 1000);
         long p = atomic_load(&g_progress);
         if (p != last) {
             last = p;
-            since = now_s();
-        } else if (now_s() - since > 10) {
+            since = tu_now_s();
+        } else if (tu_now_s() - since > 10) {
             fprintf(stderr, "test_qr__blocking_ops_on_pool_threads: no progress for 10 s after %ld batches: "
                             "the executor deadlocked (a pool thread is blocked in a queue op while runs wait "
                             "for helpers queued behind it)\n", p);
