@@ -11,6 +11,7 @@
  *
  * Usage: bench_fmnist [--model mlp|cnn] [--epochs E] [--threads N] [--rounds R] [--no-peer]
  * Prints one JSON line with the medians over the rounds. */
+#include "bench_util.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -27,22 +28,6 @@ typedef struct run_result {
     double wall_s, first_step_s, samples_per_s, rss_mb, test_acc;
     bool ok;
 } run_result;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    if (n <= 0) return -1;
-    qsort(v, (size_t)n, sizeof *v, cmpd);
-    return v[n / 2];
-}
 
 /* Runs argv with stdout+stderr into a temp file; fills wall time and peak RSS; the
  * output is left in *text (malloc'd). */

@@ -8,6 +8,7 @@
  * Usage: bench_lstm [--threads N] [--steps S] [--rounds R] [--no-peer]
  * Prints one JSON line: per thread count the median over rounds of each side's median
  * ms/step and the ratio vigil/torch (target <= 0.8 at 1 thread). */
+#include "bench_util.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,19 +17,6 @@
 
 enum { T = 28, B = 64, IN = 28, H = 128, NB = 16 };
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmpd);
-    return v[n / 2];
-}
 static void die(const char *what, const vg_status *st) {
     fprintf(stderr, "bench_lstm: %s: %s\n", what, st ? st->msg : "");
     exit(1);
@@ -40,17 +28,9 @@ static double run_peer(int threads, int steps) {
     FILE *t = fopen(p, "r");
     if (!t) return -1;
     fclose(t);
-    char cmd[1024], line[4096];
+    char cmd[1024];
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s --threads %d --steps %d 2>/dev/null", p, threads, steps);
-    FILE *f = popen(cmd, "r");
-    if (!f) return -1;
-    double med = -1;
-    while (fgets(line, sizeof line, f)) {
-        char *m = strstr(line, "\"median_ms\": ");
-        if (m) med = atof(m + 13);
-    }
-    pclose(f);
-    return med;
+    return peer_median_ms(cmd, NULL);
 }
 
 typedef struct model {

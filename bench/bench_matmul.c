@@ -21,6 +21,7 @@
  * threads (vigil's kernels call OpenBLAS single-threaded and split the GEMM themselves).
  */
 #define _POSIX_C_SOURCE 200809L
+#include "bench_util.h"
 #include "vigil/vigil.h"
 #include "kernels/dnnl_backend.h"
 #include <cblas.h>
@@ -50,12 +51,6 @@ static const shape shapes[] = {
     {"bwd_dW1", 784, 256, 64, 1, 0}, /* X^T @ dH1 */
 };
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

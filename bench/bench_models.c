@@ -30,6 +30,7 @@
  * run once per round after vigil's steps.
  * Prints one JSON line per model: per-round medians and the median of rounds for vigil and
  * both peers, ratio_pytorch / ratio_libtorch = vigil / peer. */
+#include "bench_util.h"
 #include "roofline.h"
 #include "models/models.h"
 #include "vigil/vigil.h"
@@ -38,19 +39,6 @@
 #include <string.h>
 #include <time.h>
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmpd);
-    return v[n / 2];
-}
 static void die(const char *what, const vg_status *st) {
     fprintf(stderr, "bench_models: %s: %s\n", what, st ? st->msg : "");
     exit(1);
@@ -64,7 +52,7 @@ static void die(const char *what, const vg_status *st) {
 
 /* The Python peer (native = false) or the libtorch one; median ms, -1 when none. */
 static double run_peer(bool native, const char *model, int threads, int batch, int size, int steps) {
-    char cmd[1024], line[4096];
+    char cmd[1024];
     if (native && !VG_LIBTORCH_PEER[0]) return -1;
     if (native)
         snprintf(cmd, sizeof cmd, "%s --model %s --threads %d --batch %d --size %d --steps %d 2>/dev/null",
@@ -72,15 +60,7 @@ static double run_peer(bool native, const char *model, int threads, int batch, i
     else
         snprintf(cmd, sizeof cmd, "%s %s --model %s --threads %d --batch %d --size %d --steps %d 2>/dev/null",
                  bench_python(), VG_SRCDIR "/bench/peers/torch_models.py", model, threads, batch, size, steps);
-    FILE *f = popen(cmd, "r");
-    if (!f) return -1;
-    double med = -1;
-    while (fgets(line, sizeof line, f)) {
-        char *m = strstr(line, "\"median_ms\": ");
-        if (m) med = atof(m + 13);
-    }
-    pclose(f);
-    return med;
+    return peer_median_ms(cmd, NULL);
 }
 
 /* --profile: per op type, the median over steps of the summed time of its nodes, and

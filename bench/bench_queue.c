@@ -10,6 +10,7 @@
  * (records per IdxRecord run, default 256), --capacity N (default 10000), --min-after
  * N (default 5000), --seconds S (measured time, default 3), --data DIR.
  * Runs give up after 30 s (DEADLINE_EXCEEDED) rather than hang if the pipeline stalls. */
+#include "bench_util.h"
 #include "vigil/ops.h"
 #include "vigil/queue.h"
 #include "vigil/session.h"
@@ -19,12 +20,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int die(const char *what, const vg_status *st) {
     fprintf(stderr, "bench_queue: %s: %s: %s\n", what, vg_code_name(st->code), st->msg);

@@ -45,9 +45,9 @@ static void gemm(int be, const shape *s) {
 
 /* Seconds per call of one timed repetition (>= ~10 ms of calls). */
 static double time_rep(int be, const shape *s, int iters) {
-    double t = rl_now();
+    double t = now_s();
     for (int i = 0; i < iters; i++) gemm(be, s);
-    return (rl_now() - t) / iters;
+    return (now_s() - t) / iters;
 }
 
 static int calibrate(int be, const shape *s) {

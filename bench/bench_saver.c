@@ -13,6 +13,7 @@
  * /proc/sys/vm/drop_caches`); when that fails both reads are warm and "cold" is false.
  * MB = 10^6 bytes. Prints one JSON line.
  * Usage: bench_saver [dir=/tmp] [reps=3] [sizes_mb=100,1000] */
+#include "bench_util.h"
 #include "vigil/vigil.h"
 #include <ftw.h>
 #include <stdio.h>
@@ -21,22 +22,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmpd);
-    return v[n / 2];
-}
 
 static void die(const char *what, const vg_status *st) {
     fprintf(stderr, "bench_saver: %s: %s\n", what, st ? st->msg : "");

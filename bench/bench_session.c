@@ -11,6 +11,7 @@
  * Peer: PyTorch's eager dispatch of a 1-element add (torch.add on two 1-element
  * tensors), measured in the same run when /usr/bin/python3 has torch.
  * Prints one JSON line. Usage: bench_session [blocks=41] [runs_per_block=2000] */
+#include "bench_util.h"
 #include "vigil/hooks.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
@@ -23,14 +24,6 @@ static double now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmpd);
-    return v[n / 2];
 }
 
 static void die(const char *what, vg_status *st) {

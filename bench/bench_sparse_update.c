@@ -7,21 +7,12 @@
  *
  * Usage: bench_sparse_update [--rows N] [--dim D] [--batch B] [--steps S]
  * Prints one JSON line with the median step time (ms) of each path. */
+#include "bench_util.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static double run(int64_t rows, int64_t dim, int64_t batch, int steps, bool sparse, bool *took_sparse) {
     vg_status st;

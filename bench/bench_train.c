@@ -27,6 +27,7 @@
  * GFLOP/s where a kernel does fewer multiplies, as Winograd), the probed per-core FMA
  * peak (AVX-512 where present, else AVX2; best burst), the achieved GFLOP/s and
  * fraction of peak of both, and the FLOP-limit step time at the peak x threads. */
+#include "bench_util.h"
 #include "roofline.h"
 #include "io/io.h"
 #include "vigil/vigil.h"
@@ -39,19 +40,6 @@
 #define B 64
 #define NBATCH 256
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmpd);
-    return v[n / 2];
-}
 static void die(const char *what, const vg_status *st) {
     fprintf(stderr, "bench_train: %s: %s\n", what, st ? st->msg : "");
     exit(1);
@@ -73,20 +61,10 @@ static const char *peer_path(void) {
 static double run_peer(const char *model, int threads, int steps, double *rss_mb) {
     const char *p = peer_path();
     if (!p) return -1;
-    char cmd[1024], line[8192];
+    char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s %s --model %s --threads %d --steps %d --epochs 0 2>/dev/null", bench_python(), p,
              model, threads, steps);
-    FILE *f = popen(cmd, "r");
-    if (!f) return -1;
-    double med = -1;
-    while (fgets(line, sizeof line, f)) {
-        char *m = strstr(line, "\"median_ms\": ");
-        if (m) med = atof(m + 13);
-        char *r = strstr(line, "\"peak_rss_mb\": ");
-        if (r && rss_mb) *rss_mb = atof(r + 15);
-    }
-    pclose(f);
-    return med;
+    return peer_median_ms(cmd, rss_mb);
 }
 
 /* --profile: per-node median wall time over `steps` traced steps, slowest first. */

@@ -10,6 +10,7 @@
  * [threads=1]: threads > 1 gives the session that many inter-op threads, so the body's
  * nodes may run concurrently (iterations overlap up to parallel_iterations 10, nodes
  * run under the run's lock; cpu_us_per_iteration is then the calling thread's only). */
+#include "bench_util.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +25,6 @@ static double cpu_us(void) { /* this thread's CPU time: less sensitive to a load
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 typedef struct bench_ctx {

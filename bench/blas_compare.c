@@ -25,6 +25,7 @@
  * Output: one JSON line per library variant on stdout.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "bench_util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,12 +52,6 @@ extern int openblas_get_num_threads(void);
 
 enum { REPS = 7 };
 static const double MIN_REP_S = 0.02;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

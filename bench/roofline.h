@@ -12,12 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
-
-static inline double rl_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -69,9 +64,9 @@ static inline double rl_fma_peak(int width, int bursts, double burst_s) {
     if (width == 8 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return 0;
     int64_t iters = 1 << 16;
     for (;;) { /* calibrate to burst_s */
-        double t = rl_now();
+        double t = now_s();
         rl_sink = width == 16 ? rl_fma512(iters) : rl_fma256(iters);
-        t = rl_now() - t;
+        t = now_s() - t;
         if (t >= burst_s / 4 || iters > ((int64_t)1 << 40)) {
             if (t > 0) iters = (int64_t)((double)iters * burst_s / t) + 1;
             break;
@@ -80,9 +75,9 @@ static inline double rl_fma_peak(int width, int bursts, double burst_s) {
     }
     double best = 0;
     for (int b = 0; b < bursts; b++) {
-        double t = rl_now();
+        double t = now_s();
         rl_sink = width == 16 ? rl_fma512(iters) : rl_fma256(iters);
-        t = rl_now() - t;
+        t = now_s() - t;
         double gf = (double)iters * RL_ACC * width * 2 / t * 1e-9;
         if (gf > best) best = gf;
     }
@@ -115,9 +110,9 @@ static inline double rl_mem_bandwidth(int rounds) {
     for (size_t i = 0; i < n; i++) x[i] = 1.0f, y[i] = 0.5f;
     double best = 0;
     for (int r = 0; r < rounds; r++) {
-        double t0 = rl_now();
+        double t0 = now_s();
         for (size_t i = 0; i < n; i++) y[i] = 0.999f * x[i] + y[i];
-        double t = rl_now() - t0;
+        double t = now_s() - t0;
         double gbs = 3.0 * (double)n * sizeof(float) / t * 1e-9;
         if (gbs > best) best = gbs;
     }

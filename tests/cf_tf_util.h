@@ -5,6 +5,8 @@
 #ifndef VG_CF_TF_UTIL_H
 #define VG_CF_TF_UTIL_H
 #include "test_util.h"
+#include "op_test_util.h"
+#include "cf_callbacks.h"
 #include "vigil/vigil.h"
 
 /* ---- feeds ------------------------------------------------------------------ */
@@ -13,33 +15,11 @@ typedef struct cf_feed {
     vg_tensor *t; /* freed by the cf_* run helpers */
 } cf_feed;
 
-static inline void cf_put(vg_tensor *t, int64_t i, double v) {
-    void *p = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: ((float *)p)[i] = (float)v; break;
-    case VG_DOUBLE: ((double *)p)[i] = v; break;
-    case VG_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case VG_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-    case VG_BOOL: ((bool *)p)[i] = v != 0; break;
-    default: break;
-    }
-}
-static inline double cf_get(const vg_tensor *t, int64_t i) {
-    const void *p = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: return ((const float *)p)[i];
-    case VG_DOUBLE: return ((const double *)p)[i];
-    case VG_INT32: return ((const int32_t *)p)[i];
-    case VG_INT64: return (double)((const int64_t *)p)[i];
-    case VG_BOOL: return ((const bool *)p)[i];
-    default: return NAN;
-    }
-}
 /* A scalar feed of x's dtype (dt when x's dtype is not known). */
 static inline cf_feed fd(vg_output x, double v) {
     vg_status st;
     vg_tensor *t = vg_tensor_new(vg_output_dtype(x), NULL, 0, &st);
-    if (t) cf_put(t, 0, v);
+    if (t) set(t, 0, v);
     return (cf_feed){x, t};
 }
 /* A 1-D feed of x's dtype. */
@@ -47,7 +27,7 @@ static inline cf_feed fdv(vg_output x, const double *v, int n) {
     vg_status st;
     int64_t d = n;
     vg_tensor *t = vg_tensor_new(vg_output_dtype(x), &d, 1, &st);
-    for (int i = 0; t && i < n; i++) cf_put(t, i, v[i]);
+    for (int i = 0; t && i < n; i++) set(t, i, v[i]);
     return (cf_feed){x, t};
 }
 #define FEEDS(...) (cf_feed[]){__VA_ARGS__}, (int)(sizeof((cf_feed[]){__VA_ARGS__}) / sizeof(cf_feed))
@@ -89,12 +69,12 @@ static inline void cf_expect(vg_session *s, vg_output y, const cf_feed *f, int n
         for (int i = 0; !bad && i < ndims; i++) bad |= vg_tensor_dim(t, i) != dims[i];
     }
     for (int64_t i = 0; !bad && i < ne; i++) {
-        double a = cf_get(t, i), b = want[i];
+        double a = get(t, i), b = want[i];
         bad |= !(fabs(a - b) <= tol * (1.0 + fabs(b)));
     }
     if (bad) {
         fprintf(stderr, "%s:%d: %s = [", file, line, vg_op_name(y.op));
-        for (int64_t i = 0; i < ne && i < 16; i++) fprintf(stderr, "%s%.9g", i ? ", " : "", cf_get(t, i));
+        for (int64_t i = 0; i < ne && i < 16; i++) fprintf(stderr, "%s%.9g", i ? ", " : "", get(t, i));
         fprintf(stderr, "] (%lld elements, rank %d), expected [", (long long)ne, vg_tensor_ndims(t));
         for (int i = 0; i < n && i < 16; i++) fprintf(stderr, "%s%.9g", i ? ", " : "", want[i]);
         fprintf(stderr, "]\n");

@@ -138,6 +138,21 @@ static inline int cli_main(const cli_suite *s, const cli_case *cases, size_t n) 
     }
     TEST_MAIN_END();
 }
+/* Prints the file `name` (in the test's directory) to stderr. */
+static inline void dump(const char *name) { fprintf(stderr, "---- %s:\n%s\n----\n", name, slurp(name)); }
+
+/* global_step of the latest checkpoint in dir, via `vigil ckpt --tensor`; -1 on error. */
+static inline long long ckpt_step(const char *dir) {
+    const char *args[] = {"ckpt", dir, "--tensor", "global_step", NULL};
+    if (run_vigil(args, "ckpt.out", "ckpt.err") != 0) {
+        dump("ckpt.err");
+        return -1;
+    }
+    const char *s = slurp("ckpt.out");
+    const char *nl = strchr(s, '\n'); /* skip the "# global_step int64 []" line */
+    return nl ? atoll(nl + 1) : -1;
+}
+
 #define CLI_TEST_MAIN(suite, cases) \
     int main(void) { return cli_main(&(suite), (cases), sizeof(cases) / sizeof((cases)[0])); }
 #endif

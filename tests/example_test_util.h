@@ -1,6 +1,7 @@
 /* example_test_util.h - running the example programs (examples/, examples/tf1/) from the
  * CTest tests: a shell command's output captured into a buffer, its exit status, the
- * number printed after a key, and the skip when an example was not built. */
+ * number printed after a key, the skip when an example was not built, and the check of a
+ * checkpoint's keys. Include after test_util.h. */
 #ifndef VG_EXAMPLE_TEST_UTIL_H
 #define VG_EXAMPLE_TEST_UTIL_H
 #include <math.h>
@@ -10,6 +11,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "test_util.h"
+#include "vigil/vigil.h"
 
 enum {
     EX_STDERR = 1, /* capture stderr too (the command runs with 2>&1) */
@@ -51,5 +54,17 @@ static inline bool ex_built(const char *prog) {
     if (access(prog, X_OK) == 0) return true;
     fprintf(stderr, "SKIP: %s not built (configure with -DVIGIL_EXAMPLES=ON)\n", prog);
     return false;
+}
+/* Checks that the checkpoint r holds exactly the ne tensors expected, in order (each
+ * mismatch printed). */
+static inline void ex_check_ckpt_keys(vg_checkpoint_reader *r, const char *const *expected, int ne) {
+    CHECK_EQ_INT(vg_checkpoint_reader_num_tensors(r), ne);
+    for (int i = 0; i < ne && i < vg_checkpoint_reader_num_tensors(r); i++) {
+        vg_dtype dt;
+        vg_shape sh;
+        const char *name = vg_checkpoint_reader_tensor(r, i, &dt, &sh);
+        if (strcmp(name, expected[i]) != 0) fprintf(stderr, "  key %d: %s, expected %s\n", i, name, expected[i]);
+        CHECK(strcmp(name, expected[i]) == 0);
+    }
 }
 #endif

@@ -114,6 +114,19 @@ static inline vg_code ht_run_nothing(vg_monitored_session *ms, vg_status *st) {
     return vg_monitored_session_run(ms, &a, NULL, NULL, st);
 }
 
+/* Runs the monitored session fetching f: f's scalar value (-1 when nothing came back),
+ * the run's code in *rc. */
+static inline double ht_fetch_scalar(vg_monitored_session *ms, vg_output f, vg_code *rc, vg_status *st) {
+    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_tensor *out[1] = {NULL};
+    a.fetches = &f;
+    a.nfetches = 1;
+    *rc = vg_monitored_session_run(ms, &a, out, NULL, st);
+    double v = out[0] ? vg_tensor_scalar(out[0]) : -1;
+    vg_tensor_free(out[0]);
+    return v;
+}
+
 /* ---- a wrapper hook without after_create_session: TF's hook tests drive a bare
  * _HookedSession, which never calls it. The wrapper owns the inner hook. ---- */
 static inline vg_code nacs_begin(void *p, vg_graph *g, vg_status *st) {

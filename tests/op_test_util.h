@@ -144,4 +144,30 @@ static inline vg_output ph(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd
     return vg_placeholder(g, dt, dims, nd, NULL);
 }
 
+/* n deterministic pseudo-random values in [-1, 1) (an LCG started from seed * 2654435761 + add);
+ * the caller frees them. */
+static inline double *randv_from(int64_t n, unsigned seed, unsigned add) {
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    unsigned s = seed * 2654435761u + add;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 1103515245u + 12345u;
+        v[i] = ((s >> 8) & 0xffff) / 32768.0 - 1.0;
+    }
+    return v;
+}
+static inline double *randv(int64_t n, unsigned seed) { return randv_from(n, seed, 7); }
+
+/* TF's window arithmetic, written independently of the library: the output size of a
+ * window k with stride s over in elements, and the padding before it (SAME or VALID). */
+static inline void win(int64_t in, int64_t k, int64_t s, bool same, int64_t *out, int64_t *pad) {
+    if (same) {
+        *out = (in + s - 1) / s;
+        int64_t t = (*out - 1) * s + k - in;
+        *pad = t > 0 ? t / 2 : 0;
+    } else {
+        *out = (in - k + s) / s;
+        *pad = 0;
+    }
+}
+
 #endif

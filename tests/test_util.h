@@ -8,6 +8,7 @@
 #include <string.h>
 #include <ftw.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int vg_test_failures = 0;
@@ -41,6 +42,13 @@ static int vg_test_failures = 0;
  * failure) and returns buf; tu_rmrf removes such a directory with everything in it
  * (refusing any path outside /tmp/vg_) and returns 0, or -1 if something stayed.
  * Every test that needs a directory uses these two (no mkdtemp, no rm -rf). */
+/* Seconds on the monotonic clock. */
+static inline double tu_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static inline int tu_rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb; (void)flag; (void)ftw;
     return remove(p);

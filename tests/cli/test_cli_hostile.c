@@ -29,14 +29,6 @@
 
 #include "cli_test_util.h"
 
-static void dump(const char *name) { fprintf(stderr, "---- %s:\n%s\n----\n", name, slurp(name)); }
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void put_be32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
 }
@@ -270,9 +262,9 @@ static void test_cli_hostile__bad_test_sets(void) {
     uint8_t cnt[4] = {0xff, 0xff, 0xff, 0xff};
     CHECK(pwrite(fd, cnt, 4, 4) == 4);
     close(fd);
-    double t0 = now_s();
+    double t0 = tu_now_s();
     CHECK_EQ_INT(run_vigil(a1, "b5.out", "b5.err"), 1);
-    CHECK(now_s() - t0 < 20);
+    CHECK(tu_now_s() - t0 < 20);
     CHECK_STR_CONTAINS(slurp("b5.err"), "DATA_LOSS");
     CHECK_STR_CONTAINS(slurp("b5.err"), "train-images-idx3-ubyte: IDX header at offset 4");
 }
@@ -312,7 +304,7 @@ static void test_cli_hostile__plot_non_utf8_tag(void) {
 
 /* ---- #8 ---- */
 static void test_cli_hostile__special_files(void) {
-    double t0 = now_s();
+    double t0 = tu_now_s();
     const char *e[] = {"events", "/dev/zero", NULL};
     int rc = run_vigil(e, "e.out", "e.err");
     CHECK(rc != 0 && rc != -1);
@@ -328,7 +320,7 @@ static void test_cli_hostile__special_files(void) {
     const char *t[] = {TINY(dir), NULL};
     CHECK_EQ_INT(run_vigil(t, "f2.out", "f2.err"), 1);
     CHECK_STR_CONTAINS(slurp("f2.err"), "FIFO");
-    CHECK(now_s() - t0 < 60);
+    CHECK(tu_now_s() - t0 < 60);
 }
 
 /* ---- #11 ---- */
@@ -344,9 +336,9 @@ static void test_cli_hostile__second_trainer_fails_at_once(void) {
     fprintf(f, "%ld\n", (long)getpid());
     fclose(f);
     const char *a[] = {TINY(dir), "--steps", "4", NULL};
-    double t0 = now_s();
+    double t0 = tu_now_s();
     CHECK_EQ_INT(run_vigil(a, "l1.out", "l1.err"), 1);
-    CHECK(now_s() - t0 < 20);
+    CHECK(tu_now_s() - t0 < 20);
     char want[64];
     snprintf(want, sizeof want, "(pid %ld)", (long)getpid());
     const char *err = slurp("l1.err");

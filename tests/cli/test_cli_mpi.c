@@ -16,12 +16,6 @@
 
 static char tmpdir[256], ckdir[512];
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static const char *base_args[] = {"--checkpoint-dir", NULL, "--train-limit", "4096", "--batch-size", "64",
                                   "--save-checkpoint-steps", "8", "--threads", "1", "--save-summaries-steps", "16",
                                   "--log-step-count-steps", "16", "--quiet", NULL};
@@ -59,8 +53,8 @@ static pid_t launch(const char *epochs, const char *out, const char *err) {
 /* Exit status (128 + signal when killed), -1 after timeout_s (then the group is killed). */
 static int wait_for(pid_t pid, double timeout_s) {
     int status;
-    double t0 = now_s();
-    while (now_s() - t0 < timeout_s) {
+    double t0 = tu_now_s();
+    while (tu_now_s() - t0 < timeout_s) {
         if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         usleep(10000);
     }
@@ -190,15 +184,15 @@ static void test_mpi_train__kill_and_resume(void) {
          * training or saving, whatever the machine's load) */
         bool after_ckpt = i % 2 == 1;
         double delay = after_ckpt ? (rand() % 1000) / 1000.0 : 0.3 + (rand() % 2000) / 1000.0;
-        double t0 = now_s(), tc = -1;
+        double t0 = tu_now_s(), tc = -1;
         int rc = -2;
-        while (tc < 0 || now_s() - tc < delay) {
+        while (tc < 0 || tu_now_s() - tc < delay) {
             int st;
             if (waitpid(pid, &st, WNOHANG) == pid) {
                 rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
                 break;
             }
-            if (tc < 0 && (!after_ckpt || ckpt_step() > last || now_s() - t0 > 60)) tc = after_ckpt ? now_s() : t0;
+            if (tc < 0 && (!after_ckpt || ckpt_step() > last || tu_now_s() - t0 > 60)) tc = after_ckpt ? tu_now_s() : t0;
             usleep(10000);
         }
         pid_t ranks[4];
@@ -206,9 +200,9 @@ static void test_mpi_train__kill_and_resume(void) {
         if (rc == -2 && n > 0) {
             pid_t victim = ranks[rand() % n];
             kill(victim, SIGKILL);
-            double tk = now_s();
+            double tk = tu_now_s();
             rc = wait_for(pid, 30);
-            double took = now_s() - tk;
+            double took = tu_now_s() - tk;
             if (took > worst) worst = took;
             CHECK(took <= 10.0);
             /* a kill that lands after the job's last step, checkpoint and evaluation (a

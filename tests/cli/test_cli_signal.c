@@ -19,19 +19,6 @@
 
 #include "cli_test_util.h"
 
-static void dump(const char *name) { fprintf(stderr, "---- %s:\n%s\n----\n", name, slurp(name)); }
-
-static long long ckpt_step(const char *dir) {
-    const char *args[] = {"ckpt", dir, "--tensor", "global_step", NULL};
-    if (run_vigil(args, "ckpt.out", "ckpt.err") != 0) {
-        dump("ckpt.err");
-        return -1;
-    }
-    const char *s = slurp("ckpt.out");
-    const char *nl = strchr(s, '\n');
-    return nl ? atoll(nl + 1) : -1;
-}
-
 /* Waits until dir/checkpoint exists (the first checkpoint, written when the session
  * starts) or the child exits. */
 static bool wait_first_checkpoint(const char *dir, pid_t pid, double timeout_s) {

@@ -20,9 +20,6 @@
 
 #include "cli_test_util.h"
 
-/* Whole file (NUL-terminated) in a static buffer. */
-static void dump(const char *name) { fprintf(stderr, "---- %s:\n%s\n----\n", name, slurp(name)); }
-
 /* The last non-empty line of a file. */
 static void last_line(const char *name, char *line, size_t len) {
     const char *s = slurp(name);
@@ -31,18 +28,6 @@ static void last_line(const char *name, char *line, size_t len) {
     size_t b = n;
     while (b && s[b - 1] != '\n') b--;
     snprintf(line, len, "%.*s", (int)(n - b), s + b);
-}
-
-/* global_step of the latest checkpoint in dir, via `vigil ckpt --tensor`; -1 on error. */
-static long long ckpt_step(const char *dir) {
-    const char *args[] = {"ckpt", dir, "--tensor", "global_step", NULL};
-    if (run_vigil(args, "ckpt.out", "ckpt.err") != 0) {
-        dump("ckpt.err");
-        return -1;
-    }
-    const char *s = slurp("ckpt.out");
-    const char *nl = strchr(s, '\n'); /* skip the "# global_step int64 []" line */
-    return nl ? atoll(nl + 1) : -1;
 }
 
 /* Values of one scalar tag in step order, via `vigil events --tags`. */

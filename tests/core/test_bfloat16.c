@@ -5,6 +5,7 @@
  * Fill / OnesLike, a bfloat16 variable saved and restored with TF's dtype number, GraphDef
  * half_val round trips, and a compute op refusing bfloat16 with a clear status. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "core/half.h"
 #include "io/io.h"
 #include "vigil/vigil.h"
@@ -83,15 +84,6 @@ static void test_bfloat16__against_reference(void) {
         }
     }
     CHECK_EQ_INT(mismatches, 0);
-}
-
-static vg_tensor *run1(vg_graph *g, vg_output y, vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    if (!s) return NULL;
-    vg_tensor *o = NULL;
-    if (vg_session_run(s, NULL, NULL, NULL, 0, &y, &o, 1, NULL, 0, NULL, st) != VG_OK) o = NULL;
-    vg_session_free(s);
-    return o;
 }
 
 /* Cast: float/double/int32/int64/uint8/bool/half -> bfloat16 through float (as

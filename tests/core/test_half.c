@@ -2,6 +2,7 @@
  * exhaustive over all 65,536 halves and on float edge cases), Cast to and from half,
  * its gradient, byte-generic ops on half, and a compute op refusing half. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "core/half.h"
 #include "io/io.h"
 #include "vigil/vigil.h"
@@ -174,15 +175,6 @@ static void test_half__exhaustive(void) {
     }
     CHECK_EQ_INT(bad, 0);
     vg__half_set_f16c(prev);
-}
-
-static vg_tensor *run1(vg_graph *g, vg_output y, vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    if (!s) return NULL;
-    vg_tensor *o = NULL;
-    if (vg_session_run(s, NULL, NULL, NULL, 0, &y, &o, 1, NULL, 0, NULL, st) != VG_OK) o = NULL;
-    vg_session_free(s);
-    return o;
 }
 
 static void test_half__cast(void) {
@@ -448,12 +440,9 @@ static void test_half__graphdef_round_trip(void) {
     vg_cast(g, ca, VG_FLOAT, "cast_many");
     (void)cb; (void)cc;
     vg_tensor_free(a); vg_tensor_free(b); vg_tensor_free(c);
-    void *bytes = NULL;
-    size_t len = 0;
-    CHECK_OK(vg_graph_to_graphdef(g, &bytes, &len, &st), &st);
-    char *text = NULL;
-    size_t tlen = 0;
-    CHECK_OK(vg_graph_to_graphdef_text(g, &text, &tlen, &st), &st);
+    void *bytes;
+    size_t len, tlen;
+    char *text = graphdef_and_text(g, &bytes, &len, &tlen);
     if (text) {
         CHECK_STR_CONTAINS(text, "DT_HALF");
         CHECK_STR_CONTAINS(text, "half_val: 64512"); /* 0xfc00 */

@@ -13,11 +13,6 @@
 #include <stdatomic.h>
 #include <time.h>
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 static double cpu_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -263,7 +258,7 @@ static void test_submit_run_one_free(void) {
         CHECK_EQ_INT(atomic_load(&task_runs), 300);
     }
     /* freed while the workers spin (just after work) and while they sleep */
-    double t0 = now_s();
+    double t0 = tu_now_s();
     for (int round = 0; round < 100; round++) {
         vg__pool *p = vg__pool_new(3);
         cover c;
@@ -273,7 +268,7 @@ static void test_submit_run_one_free(void) {
         free(c.hits);
         vg__pool_free(p);
     }
-    double spin_free = now_s() - t0;
+    double spin_free = tu_now_s() - t0;
     CHECK(spin_free < 20.0); /* 100 pools: joins do not wait out windows or time out */
     vg__pool *p = vg__pool_new(2);
     struct timespec ts = {0, 20 * 1000 * 1000};

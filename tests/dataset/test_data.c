@@ -5,6 +5,8 @@
  * TFRecord -> map(parse) -> shuffle -> batch -> prefetch pipeline under a
  * MonitoredSession that ends cleanly at the end of the data. */
 #include "test_util.h"
+#include "cf_callbacks.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <ftw.h>
 #include <unistd.h>
@@ -211,12 +213,7 @@ static void test_initializable_iterator(void) {
     vg_graph_free(g);
 }
 
-static vg_code decode_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *payload) {
-    (void)nargs, (void)payload;
-    outs[0] = vg_decode_raw(fg, args[0], VG_UINT8, true, NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(decode_fn, vg_decode_raw(fg, args[0], VG_UINT8, true, NULL))
 
 static void test_errors(void) {
     vg_status st;
@@ -232,22 +229,15 @@ static void test_errors(void) {
                                                        decode_fn, NULL, NULL),
                                      2, false, NULL);
     vg_op *rnext = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, rds, NULL), NULL);
-    vg_session *rs = vg_session_new(g, NULL, &st);
-    vg_tensor *rt = NULL;
-    CHECK_CODE(vg_session_run1(rs, vg_out(rnext, 0), &rt, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Cannot batch tensors with different shapes in component 0");
-    vg_session_free(rs);
+    expect_run1_error(g, vg_out(rnext, 0), VG_INVALID_ARGUMENT,
+                      "Cannot batch tensors with different shapes in component 0");
     vg_graph_free(g);
     g = vg_graph_new();
     vg_output files = vg_const_string(g, "/nonexistent/dir/f.tfrecord", "f");
     vg_output ds = vg_dataset_tfrecord(g, files, "", NULL);
     vg_output it = vg_make_one_shot_iterator(g, ds, NULL);
     vg_op *next = vg_iterator_get_next(g, it, NULL);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *t = NULL;
-    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "/nonexistent/dir/f.tfrecord");
-    vg_session_free(s);
+    expect_run1_error(g, vg_out(next, 0), VG_NOT_FOUND, "/nonexistent/dir/f.tfrecord");
     /* not a dataset */
     vg_dataset_batch(g, files, 2, false, NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
@@ -279,9 +269,7 @@ static void test_tfrecord_pipeline_monitored(void) {
             want_sum += label;
             vg_example_add_int64(ex, "label", &label, 1, &st);
             vg_example_add_float(ex, "x", (float[]){(float)label, -(float)label}, 2, &st);
-            size_t len;
-            const void *b = vg_example_serialize(ex, &len, &st);
-            vg_tfrecord_writer_write(w, b, len, &st);
+            write_example(w, ex);
             vg_example_free(ex);
         }
         vg_tfrecord_writer_close(w, &st);
@@ -393,12 +381,7 @@ static void test_interleave_shard(void) {
     vg_graph_free(g);
 }
 
-static vg_code text_lines_of(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_dataset_text_line(fg, args[0], NULL, NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(text_lines_of, vg_dataset_text_line(fg, args[0], NULL, NULL))
 
 /* list_files -> interleave(TextLineDataset, cycle 2, block 1): lines of two files
  * alternate (TensorFlowOnSpark's mnist_dist input shape). */
@@ -514,12 +497,7 @@ static void test_ignore_errors(void) {
     }
 }
 
-static vg_code less_than_5(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_less(fg, args[0], vg_const_i64(fg, 5, NULL), NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(less_than_5, vg_less(fg, args[0], vg_const_i64(fg, 5, NULL), NULL))
 
 /* from_tensors + unbatch, filter, concatenate, zip, FixedLengthRecordDataset */
 static void test_more_transformations(void) {
@@ -627,12 +605,7 @@ static void test_padded_batch(void) {
     vg_graph_free(g);
 }
 
-static vg_code to_number(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_string_to_number(fg, args[0], VG_INT64, NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(to_number, vg_string_to_number(fg, args[0], VG_INT64, NULL))
 
 /* map_test.testParallelMap-like: num_parallel_calls 4 keeps the input order; an
  * element whose function fails gives its error at its position, and the next elements

@@ -3,6 +3,7 @@
  * flat_map'ed to from_tensor_slices), an empty inner dataset is skipped, repeat over
  * it starts again, and a function that does not return a dataset is a build error. */
 #include "test_util.h"
+#include "cf_callbacks.h"
 #include "vigil/vigil.h"
 
 /* x -> from_tensor_slices([x, x + 100]) */
@@ -25,12 +26,7 @@ static vg_code copies_fn(vg_graph *fg, const vg_output *args, int nargs, vg_outp
     return vg_graph_status(fg, NULL);
 }
 
-static vg_code not_a_dataset(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)fg, (void)nargs, (void)p;
-    outs[0] = args[0];
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(not_a_dataset, args[0])
 
 static int drain(vg_graph *g, vg_output ds, int64_t *v, int max) {
     vg_status st;

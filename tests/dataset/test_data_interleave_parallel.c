@@ -4,6 +4,7 @@
  * lengths, for several cycle and block lengths; AUTOTUNE accepted; num_parallel_calls
  * 0 refused. Each cycle element is read ahead by its own thread. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <unistd.h>
 
@@ -73,12 +74,7 @@ static void test_bad_parallelism(void) {
     vg_output src = vg_dataset_from_tensor_slices(g, &names, 1, NULL);
     vg_output ds = vg_dataset_interleave_parallel(g, src, open_file, NULL, 2, 1, 0, NULL);
     vg_op *next = vg_iterator_get_next(g, vg_make_one_shot_iterator(g, ds, NULL), NULL);
-    vg_status st;
-    vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *t = NULL;
-    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "num_parallel_calls must be greater than zero.");
-    vg_session_free(s);
+    expect_run1_error(g, vg_out(next, 0), VG_INVALID_ARGUMENT, "num_parallel_calls must be greater than zero.");
     vg_graph_free(g);
     (void)v, (void)e;
 }

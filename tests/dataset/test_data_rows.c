@@ -19,6 +19,7 @@
  * paths, with exactly the batches of the uninterrupted reference run. */
 #include "data/dataset.h"
 #include "test_util.h"
+#include "ds_items_util.h"
 #include "vigil/vigil.h"
 
 #define NREC 400
@@ -160,12 +161,6 @@ static vg_output pipeline(vg_graph *g, int kind, int par, int epochs, int *nout)
     }
 }
 
-typedef struct item {
-    vg_code rc;
-    char msg[1100];
-    vg_tensor *t[5];
-} item;
-
 #define CAP 1200
 
 static int collect(int kind, int par, item *items) {
@@ -180,34 +175,12 @@ static int collect(int kind, int par, item *items) {
     for (int c = 0; c < nout; c++) fetch[c] = vg_out(next, c);
     int n = 0;
     while (s && n < CAP) {
-        item *it = &items[n];
-        memset(it, 0, sizeof *it);
-        it->rc = vg_session_run(s, NULL, NULL, NULL, 0, fetch, it->t, nout, NULL, 0, NULL, &st);
-        if (it->rc == VG_OUT_OF_RANGE) break;
-        if (it->rc != VG_OK) snprintf(it->msg, sizeof it->msg, "%s", st.msg);
+        if (!item_next(s, fetch, nout, &items[n])) break;
         n++;
     }
     vg_session_free(s);
     vg_graph_free(g);
     return n;
-}
-
-static bool same_tensor(const vg_tensor *a, const vg_tensor *b) {
-    if (!a || !b) return a == b;
-    if (vg_tensor_dtype(a) != vg_tensor_dtype(b) || vg_tensor_ndims(a) != vg_tensor_ndims(b)) return false;
-    if (memcmp(vg_tensor_dims(a), vg_tensor_dims(b), sizeof(int64_t) * (size_t)vg_tensor_ndims(a))) return false;
-    return !memcmp(vg_tensor_data(a), vg_tensor_data(b), vg_tensor_nbytes(a));
-}
-
-static void free_items(item *v, int n) {
-    for (int i = 0; i < n; i++)
-        for (int c = 0; c < 5; c++) vg_tensor_free(v[i].t[c]);
-}
-
-static void set_paths(int level) {
-    vg__ds_set_vectorize(level >= 1);
-    vg__ds_set_rows(level >= 2);
-    vg__ds_set_native(level >= 3);
 }
 
 static item g_ref[CAP], g_got[CAP];
@@ -306,11 +279,7 @@ static int resumed_run(int k, item *out) {
         vg_output fetch[5];
         for (int c = 0; c < nout; c++) fetch[c] = vg_out(next, c);
         for (int i = 0; s && (phase == 1 || i < k) && n < CAP; i++) {
-            item *it = &out[n];
-            memset(it, 0, sizeof *it);
-            it->rc = vg_session_run(s, NULL, NULL, NULL, 0, fetch, it->t, nout, NULL, 0, NULL, &st);
-            if (it->rc == VG_OUT_OF_RANGE) break;
-            if (it->rc != VG_OK) snprintf(it->msg, sizeof it->msg, "%s", st.msg);
+            if (!item_next(s, fetch, nout, &out[n])) break;
             n++;
         }
         if (s && phase == 0) CHECK_OK(vg_saver_save(sv, s, prefix, k, path, sizeof path, &st), &st);

@@ -20,6 +20,8 @@
  * function are built with vg_op_builder (the same RangeDataset / RepeatDataset ops);
  * as_string is a gather from a table of the numbers' strings. */
 #include "test_util.h"
+#include "cf_callbacks.h"
+#include "zlib_test_util.h"
 #include "vigil/vigil.h"
 #include <sys/stat.h>
 #include <zlib.h>
@@ -445,12 +447,7 @@ static vg_output ds_map(vg_graph *g, const void *a) {
     return m->prefetch ? vg_dataset_prefetch(g, ds, 5, NULL) : ds;
 }
 
-static vg_code plus5_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_add(fg, args[0], vg_const_i32(fg, 5, NULL), NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(plus5_fn, vg_add(fg, args[0], vg_const_i32(fg, 5, NULL), NULL))
 
 /* testCaptureConstantInMapFn: from_tensors(0).repeat(10).map(x + 5) [parallel: ,
  * num_parallel_calls=2).prefetch(2)] */
@@ -498,18 +495,9 @@ static vg_code foo_bar_fn(vg_graph *fg, const vg_output *args, int nargs, vg_out
     *nouts = 2;
     return VG_OK;
 }
-static vg_code bar_even_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_equal(fg, vg_floor_mod(fg, args[1], vg_const_i64(fg, 2, NULL), NULL), vg_const_i64(fg, 0, NULL), NULL);
-    *nouts = 1;
-    return VG_OK;
-}
-static vg_code add2_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_add(fg, args[0], args[1], NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(bar_even_fn,
+       vg_equal(fg, vg_floor_mod(fg, args[1], vg_const_i64(fg, 2, NULL), NULL), vg_const_i64(fg, 0, NULL), NULL))
+DS_FN1(add2_fn, vg_add(fg, args[0], args[1], NULL))
 
 /* testFilterDictCore: range(10).map({foo: 2x, bar: x**2}).filter(bar % 2 == 0).map(foo + bar) */
 static vg_output ds_filter_dict(vg_graph *g, const void *a) {
@@ -590,12 +578,7 @@ static vg_output ds_interleave(vg_graph *g, const void *a) {
     return vg_dataset_interleave_parallel(g, ds, repeat_x_fn, NULL, q->cycle, q->block, q->par, NULL);
 }
 
-static vg_code range5_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = range_t(fg, args[0], vg_add(fg, args[0], vg_const_i64(fg, 5, NULL), NULL), vg_const_i64(fg, 1, NULL));
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(range5_fn, range_t(fg, args[0], vg_add(fg, args[0], vg_const_i64(fg, 5, NULL), NULL), vg_const_i64(fg, 1, NULL)))
 
 /* flat_map_dataset_serialization_test.py testCore: range(start, start + 25, 5).flat_map(
  * lambda x: range(x, x + 5)) */
@@ -604,18 +587,9 @@ static vg_output ds_flat_map(vg_graph *g, const void *a) {
     return vg_dataset_flat_map(g, vg_dataset_range(g, start, start + 25, 5, NULL), range5_fn, NULL, NULL);
 }
 
-static vg_code times10_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_mul(fg, vg_const_i32(fg, 10, NULL), vg_cast(fg, args[0], VG_INT32, NULL), NULL);
-    *nouts = 1;
-    return VG_OK;
-}
-static vg_code range100_map_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)args, (void)nargs;
-    outs[0] = vg_dataset_map(fg, vg_dataset_range(fg, 0, 100, 1, NULL), p ? random_fn : times10_fn, NULL, NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(times10_fn, vg_mul(fg, vg_const_i32(fg, 10, NULL), vg_cast(fg, args[0], VG_INT32, NULL), NULL))
+DS_FN1(range100_map_fn,
+       vg_dataset_map(fg, vg_dataset_range(fg, 0, 100, 1, NULL), p ? random_fn : times10_fn, NULL, NULL))
 
 /* testMapThenFlatMap: range(5).flat_map(lambda _: range(100).map(10 * y)) (stateful:
  * testDisallowCapturingStatefulOps, the inner map random) */
@@ -750,20 +724,6 @@ static void write_bytes(const char *path, const void *p, size_t n) {
     if (!f) return;
     CHECK(fwrite(p, 1, n, f) == n);
     fclose(f);
-}
-
-static size_t deflate_to(uint8_t *out, size_t cap, const void *in, size_t n, bool gzip) {
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    deflateInit2(&zs, 6, Z_DEFLATED, gzip ? 16 + MAX_WBITS : MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-    zs.next_in = (Bytef *)(uintptr_t)in;
-    zs.avail_in = (uInt)n;
-    zs.next_out = out;
-    zs.avail_out = (uInt)cap;
-    deflate(&zs, Z_FINISH);
-    size_t got = cap - zs.avail_out;
-    deflateEnd(&zs);
-    return got;
 }
 
 static size_t read_all(const char *path, uint8_t *buf, size_t cap) {
@@ -1527,12 +1487,7 @@ static void test_unseeded_shuffle_epochs(void) {
  * reshuffling) -> repeat(3) -> map(parallel) -> batch -> prefetch; the restored run in
  * a new process-like graph continues with exactly the uninterrupted run's batches (the
  * unseeded seeds travel in the state). */
-static vg_code sq1_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_square(fg, args[0], NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(sq1_fn, vg_square(fg, args[0], NULL))
 static vg_output ds_buffers(vg_graph *g, const void *a) {
     int par = *(const int *)a;
     vg_output ds = vg_dataset_shuffle(g, vg_dataset_range(g, 0, 40, 1, NULL), 16, 0, true, NULL);

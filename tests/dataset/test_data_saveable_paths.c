@@ -15,6 +15,8 @@
  * and the other way round (the state does not depend on the path taken). */
 #include "data/dataset.h"
 #include "test_util.h"
+#include "ds_items_util.h"
+#include "cf_callbacks.h"
 #include "vigil/vigil.h"
 #include <sys/stat.h>
 
@@ -98,12 +100,7 @@ static vg_code parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg_outpu
     return VG_OK;
 }
 
-static vg_code tfrecord_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_dataset_tfrecord(fg, args[0], "", NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(tfrecord_fn, vg_dataset_tfrecord(fg, args[0], "", NULL))
 
 enum { P_MAP_SHUFFLE_BATCH_PREFETCH, P_MAP_BATCH, P_SHUFFLE_BATCH_PARSE, P_PARALLEL_INTERLEAVE, P_COUNT };
 static const char *const g_pnames[P_COUNT] = {"repeat->map->shuffle->batch->prefetch", "map->batch",
@@ -129,12 +126,6 @@ static vg_output pipeline_ds(vg_graph *g, int kind, int par) {
         return vg_dataset_batch(g, vg_dataset_shuffle(g, ds, 30, 9, false, NULL), 4, false, NULL);
     }
 }
-
-typedef struct item {
-    vg_code rc;
-    char msg[1100];
-    vg_tensor *t[3];
-} item;
 
 #define CAP 400
 
@@ -171,19 +162,8 @@ static void run_free(run *r) {
 
 /* One get_next into *it; false at the end. */
 static bool run_next(run *r, item *it) {
-    vg_status st;
     vg_output f[3] = {vg_out(r->next, 0), vg_out(r->next, 1), vg_out(r->next, 2)};
-    memset(it, 0, sizeof *it);
-    it->rc = vg_session_run(r->s, NULL, NULL, NULL, 0, f, it->t, 3, NULL, 0, NULL, &st);
-    if (it->rc == VG_OUT_OF_RANGE) return false;
-    if (it->rc != VG_OK) snprintf(it->msg, sizeof it->msg, "%s", st.msg);
-    return true;
-}
-
-static void set_paths(int level) {
-    vg__ds_set_vectorize(level >= 1);
-    vg__ds_set_rows(level >= 2);
-    vg__ds_set_native(level >= 3);
+    return item_next(r->s, f, 3, it);
 }
 
 /* The items of the pipeline with a checkpoint at each break point (none: nb 0); the
@@ -218,18 +198,6 @@ static int collect(int kind, int par, const int *breaks, int nb, int level_a, in
         if (!more) break;
     }
     return n;
-}
-
-static bool same_tensor(const vg_tensor *a, const vg_tensor *b) {
-    if (!a || !b) return a == b;
-    if (vg_tensor_dtype(a) != vg_tensor_dtype(b) || vg_tensor_ndims(a) != vg_tensor_ndims(b)) return false;
-    if (memcmp(vg_tensor_dims(a), vg_tensor_dims(b), sizeof(int64_t) * (size_t)vg_tensor_ndims(a))) return false;
-    return !memcmp(vg_tensor_data(a), vg_tensor_data(b), vg_tensor_nbytes(a));
-}
-
-static void free_items(item *v, int n) {
-    for (int i = 0; i < n; i++)
-        for (int c = 0; c < 3; c++) vg_tensor_free(v[i].t[c]);
 }
 
 static bool same_items(const item *ref, int nref, const item *got, int n, const char *what) {

@@ -13,6 +13,7 @@
  * (how the ones below were made). The file inputs are written with relative names in
  * a temporary directory the test changes into, so the states hold no absolute path. */
 #include "test_util.h"
+#include "cf_callbacks.h"
 #include "vigil/vigil.h"
 #include <unistd.h>
 
@@ -20,18 +21,9 @@ typedef vg_output (*ds_fn)(vg_graph *g);
 
 /* ---- pipelines ---------------------------------------------------------- */
 
-static vg_code times3_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_mul(fg, args[0], vg_const_i64(fg, 3, NULL), NULL);
-    *nouts = 1;
-    return VG_OK;
-}
-static vg_code even_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_equal(fg, vg_floor_mod(fg, args[0], vg_const_i64(fg, 2, NULL), NULL), vg_const_i64(fg, 0, NULL), NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(times3_fn, vg_mul(fg, args[0], vg_const_i64(fg, 3, NULL), NULL))
+DS_FN1(even_fn,
+       vg_equal(fg, vg_floor_mod(fg, args[0], vg_const_i64(fg, 2, NULL), NULL), vg_const_i64(fg, 0, NULL), NULL))
 /* x -> range(x, x + 4) (RangeDataset with tensor arguments, as TF builds it) */
 static vg_code range4_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
     (void)nargs, (void)p;

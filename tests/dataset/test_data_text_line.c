@@ -6,6 +6,7 @@
  * DATA_LOSS naming the file, the next file is read after it, and ignore_errors drops
  * the error. */
 #include "test_util.h"
+#include "zlib_test_util.h"
 #include "vigil/vigil.h"
 #include <unistd.h>
 #include <zlib.h>
@@ -20,21 +21,6 @@ static void write_file(const char *path, const void *p, size_t n) {
     FILE *f = fopen(path, "wb");
     fwrite(p, 1, n, f);
     fclose(f);
-}
-
-/* zlib stream (compress2) or one gzip member (deflateInit2 with 16 + MAX_WBITS) */
-static size_t deflate_to(uint8_t *out, size_t cap, const void *in, size_t n, bool gzip) {
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    deflateInit2(&zs, 6, Z_DEFLATED, gzip ? 16 + MAX_WBITS : MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-    zs.next_in = (Bytef *)(uintptr_t)in;
-    zs.avail_in = (uInt)n;
-    zs.next_out = out;
-    zs.avail_out = (uInt)cap;
-    deflate(&zs, Z_FINISH);
-    size_t got = cap - zs.avail_out;
-    deflateEnd(&zs);
-    return got;
 }
 
 /* Reads every element of TextLineDataset(files, ct) (ignore_errors when asked): the

@@ -14,6 +14,8 @@
  * checks which functions got a vectorized form. */
 #include "data/dataset.h"
 #include "test_util.h"
+#include "ds_items_util.h"
+#include "cf_callbacks.h"
 #include "vigil/vigil.h"
 
 #define NREC 300
@@ -101,20 +103,9 @@ static vg_code pass_through(vg_graph *fg, const vg_output *args, int nargs, vg_o
 }
 
 /* (x, i) -> i + 1: the first argument unused */
-static vg_code unused_arg(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_add(fg, args[1], vg_const_i64(fg, 1, NULL), NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(unused_arg, vg_add(fg, args[1], vg_const_i64(fg, 1, NULL), NULL))
 
 /* The result of one get_next: a code, a message, the tensors. */
-typedef struct item {
-    vg_code rc;
-    char msg[1100];
-    vg_tensor *t[3];
-} item;
-
 /* Iterates the dataset to its end; returns the number of items (at most cap). */
 static int collect(vg_graph *g, vg_output ds, int nout, item *items, int cap) {
     vg_status st;
@@ -125,28 +116,11 @@ static int collect(vg_graph *g, vg_output ds, int nout, item *items, int cap) {
     vg_output fetch[3];
     for (int c = 0; c < nout; c++) fetch[c] = vg_out(next, c);
     while (s && n < cap) {
-        item *it = &items[n];
-        memset(it, 0, sizeof *it);
-        it->rc = vg_session_run(s, NULL, NULL, NULL, 0, fetch, it->t, nout, NULL, 0, NULL, &st);
-        if (it->rc == VG_OUT_OF_RANGE) break;
-        if (it->rc != VG_OK) snprintf(it->msg, sizeof it->msg, "%s", st.msg);
+        if (!item_next(s, fetch, nout, &items[n])) break;
         n++;
     }
     vg_session_free(s);
     return n;
-}
-
-static bool same_tensor(const vg_tensor *a, const vg_tensor *b) {
-    if (!a || !b) return a == b;
-    if (vg_tensor_dtype(a) != vg_tensor_dtype(b) || vg_tensor_ndims(a) != vg_tensor_ndims(b)) return false;
-    if (memcmp(vg_tensor_dims(a), vg_tensor_dims(b), sizeof(int64_t) * (size_t)vg_tensor_ndims(a))) return false;
-    if (vg_tensor_dtype(a) != VG_STRING) return !memcmp(vg_tensor_data(a), vg_tensor_data(b), vg_tensor_nbytes(a));
-    for (int64_t i = 0; i < vg_tensor_num_elements(a); i++) {
-        size_t la, lb;
-        const char *sa = vg_tensor_string(a, i, &la), *sb = vg_tensor_string(b, i, &lb);
-        if (la != lb || memcmp(sa, sb, la)) return false;
-    }
-    return true;
 }
 
 /* The map's function (through the MapDataset op's "f" attr) got a vectorized form? */

@@ -9,6 +9,7 @@
  * outer-graph placeholder in the function, which vigil's dataset functions cannot (not
  * translated). */
 #include "test_util.h"
+#include "cf_callbacks.h"
 #include "vigil/vigil.h"
 #include <math.h>
 
@@ -83,12 +84,7 @@ static vg_code batch_fn(vg_graph *fg, const vg_output *args, int nargs, vg_outpu
 }
 
 /* x -> x */
-static vg_code identity_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)fg, (void)nargs, (void)p;
-    outs[0] = args[0];
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(identity_fn, args[0])
 
 /* ------------------------------------------------------------------------ */
 /* window_test.py */
@@ -257,12 +253,7 @@ static void test_window_shape_error(void) {
     run_close(&r);
 }
 
-static vg_code check_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_check_numerics(fg, args[0], "message", NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(check_fn, vg_check_numerics(fg, args[0], "message", NULL))
 
 /* Drains a pipeline of one float vector per element into v (row after row); the count
  * of elements, their lengths in len. */
@@ -610,12 +601,7 @@ static void test_reduce_sum_and_count(void) {
     }
 }
 
-static vg_code last_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)fg, (void)nargs, (void)p;
-    outs[0] = args[1];
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(last_fn, args[1])
 
 /* ReduceTest.testSparse, dense: from_tensors(i + 1).reduce(0, lambda _, value: value) */
 static void test_reduce_last_value(void) {
@@ -633,12 +619,7 @@ static void test_reduce_last_value(void) {
     }
 }
 
-static vg_code to_float_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_cast(fg, vg_add(fg, args[0], args[1], NULL), VG_FLOAT, NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(to_float_fn, vg_cast(fg, vg_add(fg, args[0], args[1], NULL), VG_FLOAT, NULL))
 
 /* ReduceTest.testIncorrectStateType (TF 1.15: a TypeError while tracing): a new state
  * of another dtype is a build error */
@@ -708,12 +689,7 @@ static void test_reduce_error(void) {
 /* window + reduce together (TF's idiom for a sliding sum): range(6).window(3, 1,
  * drop).flat_map(batch(3)) then the sum of every window's values: 0+1+2 + 1+2+3 + 2+3+4
  * + 3+4+5 = 30 */
-static vg_code sum_vec_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
-    (void)nargs, (void)p;
-    outs[0] = vg_add(fg, args[0], vg_reduce_sum(fg, args[1], NULL, -1, false, NULL), NULL);
-    *nouts = 1;
-    return VG_OK;
-}
+DS_FN1(sum_vec_fn, vg_add(fg, args[0], vg_reduce_sum(fg, args[1], NULL, -1, false, NULL), NULL))
 
 static void test_window_then_reduce(void) {
     vg_status st;

@@ -1,23 +1,12 @@
 /* test_input_batch.c - tf.train.batch / shuffle_batch: graph layout, shapes, contents,
  * enqueue_many, end of input, build errors. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "pipeline_test_util.h"
 #include "vigil/ops.h"
 #include "vigil/queue.h"
 #include "vigil/session.h"
 #include "vigil/variables.h"
-
-/* Main-thread dequeues from queues fed by runner threads give up after 20 s instead of
- * hanging the test when the pipeline stalls. */
-static vg_code fetch(vg_session *s, const vg_output *f, vg_tensor **out, int n, vg_status *st) {
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
-    ro.timeout_in_ms = 20000;
-    vg_tensor *tmp[4];
-    vg_code rc = vg_session_run(s, &ro, NULL, NULL, 0, f, out ? out : tmp, n, NULL, 0, NULL, st);
-    if (!out)
-        for (int i = 0; i < n; i++) vg_tensor_free(tmp[i]);
-    return rc;
-}
 
 /* batch of (x, 2x) over 0..19 in order, one epoch. */
 static void test_input__batch(void) {
@@ -41,7 +30,7 @@ static void test_input__batch(void) {
     pipe_start(&p);
     for (int b = 0; b < 5; b++) {
         vg_tensor *v[2] = {NULL, NULL};
-        CHECK_OK(fetch(p.s, outs, v, 2, &st), &st);
+        CHECK_OK(fetch_timeout(p.s, outs, v, 2, &st), &st);
         if (!v[0]) break;
         CHECK_EQ_INT(vg_tensor_dim(v[0], 0), 4);
         for (int i = 0; i < 4; i++) {
@@ -52,7 +41,7 @@ static void test_input__batch(void) {
         vg_tensor_free(v[1]);
     }
     vg_tensor *v = NULL;
-    CHECK_CODE(fetch(p.s, outs, &v, 1, &st), VG_OUT_OF_RANGE);
+    CHECK_CODE(fetch_timeout(p.s, outs, &v, 1, &st), VG_OUT_OF_RANGE);
     CHECK_STR_CONTAINS(st.msg, "FIFOQueue '");
     CHECK_STR_CONTAINS(st.msg, "batch/fifo_queue' is closed and has insufficient elements (requested 4");
     pipe_stop(&p);
@@ -72,7 +61,7 @@ static void test_input__batch_enqueue_many(void) {
     pipe_start(&p);
     for (int b = 0; b < 6; b++) {
         vg_tensor *v = NULL;
-        CHECK_OK(fetch(p.s, &out, &v, 1, &st), &st);
+        CHECK_OK(fetch_timeout(p.s, &out, &v, 1, &st), &st);
         if (!v) break;
         const float *f = vg_tensor_data(v);
         for (int i = 0; i < 2; i++) {
@@ -98,7 +87,7 @@ static void test_input__shuffle_batch(void) {
     int seen[100] = {0}, order[100], k = 0;
     for (int b = 0; b < 10; b++) {
         vg_tensor *v = NULL;
-        CHECK_OK(fetch(p.s, &out, &v, 1, &st), &st);
+        CHECK_OK(fetch_timeout(p.s, &out, &v, 1, &st), &st);
         if (!v) break;
         CHECK_EQ_INT(vg_tensor_dim(v, 0), 10);
         for (int i = 0; i < 10; i++) {
@@ -115,7 +104,7 @@ static void test_input__shuffle_batch(void) {
     CHECK_EQ_INT(bad, 0);
     CHECK(inorder < 50);
     vg_tensor *v = NULL;
-    CHECK_CODE(fetch(p.s, &out, &v, 1, &st), VG_OUT_OF_RANGE);
+    CHECK_CODE(fetch_timeout(p.s, &out, &v, 1, &st), VG_OUT_OF_RANGE);
     CHECK_STR_CONTAINS(st.msg, "RandomShuffleQueue '");
     pipe_stop(&p);
 }

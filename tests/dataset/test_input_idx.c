@@ -2,6 +2,7 @@
  * plain), its errors, CountUpTo, and - when the Fashion-MNIST files are installed - a
  * shuffle_batch over the real training set. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/ops.h"
 #include "vigil/queue.h"
 #include "vigil/session.h"
@@ -9,18 +10,6 @@
 #include <stdint.h>
 #include <unistd.h>
 #include <zlib.h>
-
-/* Main-thread dequeues from queues fed by runner threads give up after 20 s instead of
- * hanging the test when the pipeline stalls. */
-static vg_code fetch(vg_session *s, const vg_output *f, vg_tensor **out, int n, vg_status *st) {
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
-    ro.timeout_in_ms = 20000;
-    vg_tensor *tmp[4];
-    vg_code rc = vg_session_run(s, &ro, NULL, NULL, 0, f, out ? out : tmp, n, NULL, 0, NULL, st);
-    if (!out)
-        for (int i = 0; i < n; i++) vg_tensor_free(tmp[i]);
-    return rc;
-}
 
 static char g_dir[256];
 
@@ -221,7 +210,7 @@ static void test_idx__fashion_mnist_shuffle_batch(void) {
     int label_hist[10] = {0};
     for (int b = 0; b < 20; b++) {
         vg_tensor *v[2] = {NULL, NULL};
-        CHECK_OK(fetch(sess, outs, v, 2, &st), &st);
+        CHECK_OK(fetch_timeout(sess, outs, v, 2, &st), &st);
         if (!v[0]) break;
         CHECK(vg_tensor_dtype(v[0]) == VG_UINT8 && vg_tensor_ndims(v[0]) == 3);
         CHECK(vg_tensor_dim(v[0], 0) == 64 && vg_tensor_dim(v[0], 1) == 28 && vg_tensor_dim(v[0], 2) == 28);

@@ -179,12 +179,6 @@ static int die_child(void) {
     _exit(3);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* A rank that dies while its peer waits on the shared window: the job ends within 10 s
  * with a non-zero status (the plain, 1-rank run starts mpiexec -np 2 on itself). */
 static void test_dead_peer__job_ends(void) {
@@ -197,7 +191,7 @@ static void test_dead_peer__job_ends(void) {
     int fd = mkstemp(out);
     CHECK(fd >= 0);
     if (fd < 0) return;
-    double t0 = now_s();
+    double t0 = tu_now_s();
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
@@ -213,14 +207,14 @@ static void test_dead_peer__job_ends(void) {
     }
     close(fd);
     int status = 0, rc = -1;
-    while (now_s() - t0 < 30) {
+    while (tu_now_s() - t0 < 30) {
         if (waitpid(pid, &status, WNOHANG) == pid) {
             rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
             break;
         }
         usleep(10000);
     }
-    double took = now_s() - t0;
+    double took = tu_now_s() - t0;
     if (rc < 0) {
         kill(-pid, SIGKILL);
         waitpid(pid, &status, 0);

@@ -70,14 +70,7 @@ static void test_cifar10_train_and_eval(void) {
     vg_checkpoint_reader *r = vg_checkpoint_reader_new(ckpt, &st);
     CHECK(r != NULL);
     if (r) {
-        CHECK_EQ_INT(vg_checkpoint_reader_num_tensors(r), ne);
-        for (int i = 0; i < ne && i < vg_checkpoint_reader_num_tensors(r); i++) {
-            vg_dtype dt;
-            vg_shape sh;
-            const char *name = vg_checkpoint_reader_tensor(r, i, &dt, &sh);
-            if (strcmp(name, expected[i]) != 0) fprintf(stderr, "  key %d: %s, expected %s\n", i, name, expected[i]);
-            CHECK(strcmp(name, expected[i]) == 0);
-        }
+        ex_check_ckpt_keys(r, expected, ne);
         /* the averages differ from the variables they shadow (a real EMA) */
         vg_tensor *b = vg_checkpoint_reader_read(r, "local4/weights", &st);
         vg_tensor *a = vg_checkpoint_reader_read(r, "local4/weights/ExponentialMovingAverage", &st);

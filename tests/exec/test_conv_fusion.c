@@ -11,16 +11,6 @@
 #include "kernels/nn_internal.h"
 #include "vigil/vigil.h"
 
-static double *randv(int64_t n, unsigned seed) {
-    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    unsigned s = seed * 2654435761u + 7;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 1103515245u + 12345u;
-        v[i] = ((s >> 8) & 0xffff) / 32768.0 - 1.0;
-    }
-    return v;
-}
-
 /* Max relative difference of two tensors of equal size (1e30 when they differ in size). */
 /* The largest difference between a and b relative to b's scale (1 + max |b|): the
  * paths compared sum the same terms in other orders (oneDNN's kernels differ by ISA),

@@ -43,7 +43,7 @@ static double maxrel(const vg_tensor *a, const vg_tensor *b) {
     return m / (1 + s);
 }
 
-static double *randv(int64_t n, unsigned seed) {
+static double *randv_libc(int64_t n, unsigned seed) {
     double *v = malloc(sizeof(double) * (size_t)n);
     srand(seed);
     for (int64_t i = 0; i < n; i++) v[i] = 2.0 * rand() / RAND_MAX - 1.0;
@@ -69,10 +69,10 @@ static void test_matmul_sum__unrolled_rnn(void) {
     vg_status st;
     CHECK_OK(vg_gradients(g, &L, 1, wrt, 2, NULL, d, &st), &st);
     vg_tensor *vals[T + 2];
-    double *wv = randv(I * H, 1), *uv = randv(H * H, 2);
+    double *wv = randv_libc(I * H, 1), *uv = randv_libc(H * H, 2);
     vals[0] = mk(VG_FLOAT, wd, 2, wv), vals[1] = mk(VG_FLOAT, ud, 2, uv);
     for (int t = 0; t < T; t++) {
-        double *xv = randv(B * I, 10 + t);
+        double *xv = randv_libc(B * I, 10 + t);
         vals[2 + t] = mk(VG_FLOAT, xd, 2, xv);
         free(xv);
     }
@@ -103,7 +103,7 @@ static void test_matmul_sum__shapes_and_exclusions(void) {
             feeds[t] = vg_placeholder(g, VG_DOUBLE, ad, 2, NULL);
             feeds[3 + t] = vg_placeholder(g, VG_DOUBLE, bd, 2, NULL);
             prods[t] = vg_matmul(g, feeds[t], feeds[3 + t], false, variant == 2, NULL);
-            double *av = randv(M * K[t], 20 + t), *bv = randv(K[t] * N, 30 + t);
+            double *av = randv_libc(M * K[t], 20 + t), *bv = randv_libc(K[t] * N, 30 + t);
             vals[t] = mk(VG_DOUBLE, ad, 2, av), vals[3 + t] = mk(VG_DOUBLE, bd, 2, bv);
             for (int i = 0; i < M; i++)
                 for (int j = 0; j < N; j++)

@@ -5,6 +5,7 @@
  * the value TF 1.15 computes. Also: a session runs ops added to its graph after it was
  * created, and a fed Placeholder used as a control input is satisfied by its feed. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 
 static double run_scalar(vg_session *s, vg_output o, const vg_output *feeds, vg_tensor *const *vals, int nfeeds) {
@@ -19,16 +20,6 @@ static double run_scalar(vg_session *s, vg_output o, const vg_output *feeds, vg_
     return v;
 }
 
-static vg_session *session(vg_graph *g, int threads) {
-    vg_status st;
-    vg_session_options o = VG_SESSION_OPTIONS_INIT;
-    o.inter_op_threads = threads;
-    o.intra_op_threads = threads;
-    vg_session *s = vg_session_new(g, &o, &st);
-    if (!s) fprintf(stderr, "session: %s\n", st.msg);
-    return s;
-}
-
 /* The issue's first case: assign_add(v, 5), then under control_dependencies([update])
  * identity(v): TF 1.15 reads 5, 10, 15 over three runs (the identity of v's snapshot
  * "v/read" aliases the variable, which the update changed in place). Before: 0, 5, 10. */
@@ -41,7 +32,7 @@ static void test_vsem__read_after_assign_add_under_control_dep(void) {
         vg_output y = vg_identity(g, v.read, "y");
         vg_output z = vg_mul(g, v.read, vg_const_f32(g, 2, "two"), "z"); /* any consumer, not only Identity */
         vg_graph_pop_control_deps(g);
-        vg_session *s = session(g, threads);
+        vg_session *s = threaded_session(g, threads);
         vg_status st;
         CHECK_OK(vg_session_run_targets(s, &v.initializer, 1, &st), &st);
         for (int i = 1; i <= 3; i++) CHECK_NEAR(run_scalar(s, y, NULL, NULL, 0), 5.0 * i, 0);
@@ -60,7 +51,7 @@ static void test_vsem__unordered_read_sees_old_value(void) {
     vg_output before = vg_mul(g, v.read, vg_const_f32(g, 1, "k"), "before");
     vg_output update = vg_assign(g, v.ref, vg_const_f32(g, 7, "seven"), true, "update");
     for (int threads = 1; threads <= 2; threads++) {
-        vg_session *s = session(g, threads);
+        vg_session *s = threaded_session(g, threads);
         vg_status st;
         CHECK_OK(vg_session_run_targets(s, &v.initializer, 1, &st), &st);
         vg_output f[3] = {v.read, before, update};
@@ -95,7 +86,7 @@ static void test_vsem__ema_after_optimizer(void) {
     vg_op *init = vg_global_variables_initializer(g);
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = session(g, 1);
+    vg_session *s = threaded_session(g, 1);
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
     CHECK_OK(vg_session_run_targets(s, &avg, 1, &st), &st);
     CHECK_NEAR(run_scalar(s, w.read, NULL, NULL, 0), 0.5, 1e-7);
@@ -126,7 +117,7 @@ static void test_vsem__normalizer_updated_and_read_in_one_step(void) {
     vg_graph_pop_control_deps(g);
     vg_op *init = vg_global_variables_initializer(g);
     for (int threads = 1; threads <= 2; threads++) {
-        vg_session *s = session(g, threads);
+        vg_session *s = threaded_session(g, threads);
         vg_status st;
         CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
         vg_tensor *xv = vg_tensor_new_scalar_f32(10, NULL);
@@ -176,7 +167,7 @@ static void test_vsem__loop_reads_live_value(void) {
         vg_output lv[2] = {vg_const_i32(g, 0, "i0"), vg_const_f32(g, 0, "acc0")}, out[2];
         vg_status st;
         CHECK_OK(vg_while_loop(g, lt3, body_acc, &c, lv, 2, NULL, 1, vg_out(NULL, 0), "while", out, &st), &st);
-        vg_session *s = session(g, threads);
+        vg_session *s = threaded_session(g, threads);
         CHECK_OK(vg_session_run_targets(s, &c.v.initializer, 1, &st), &st);
         CHECK_NEAR(run_scalar(s, out[1], NULL, NULL, 0), 6, 0);
         CHECK_NEAR(run_scalar(s, c.v.read, NULL, NULL, 0), 3, 0);
@@ -193,7 +184,7 @@ static void test_vsem__fetched_value_is_the_callers(void) {
     int64_t d = 3;
     vg_variable v = vg_variable_new(g, "v", vg_const_array(g, VG_FLOAT, &d, 1, init, "init"), 0);
     vg_output c = vg_const_array(g, VG_FLOAT, &d, 1, init, "c");
-    vg_session *s = session(g, 1);
+    vg_session *s = threaded_session(g, 1);
     vg_status st;
     CHECK_OK(vg_session_run_targets(s, &v.initializer, 1, &st), &st);
     vg_output f[3] = {v.ref, v.read, c};
@@ -221,7 +212,7 @@ static void test_vsem__fetched_value_is_the_callers(void) {
 static void test_vsem__graph_grows(void) {
     vg_graph *g = vg_graph_new();
     vg_output a = vg_const_f32(g, 2, "a");
-    vg_session *s = session(g, 1);
+    vg_session *s = threaded_session(g, 1);
     CHECK_NEAR(run_scalar(s, a, NULL, NULL, 0), 2, 0);
     vg_variable v = vg_variable_new(g, "later", vg_const_f32(g, 3, "three"), 0);
     vg_output prod = vg_mul(g, a, v.read, "prod");
@@ -243,7 +234,7 @@ static void test_vsem__fed_placeholder_control_input(void) {
     vg_graph_push_control_deps(g, &p.op, 1);
     vg_output c = vg_const_f32(g, 4, "c");
     vg_graph_pop_control_deps(g);
-    vg_session *s = session(g, 1);
+    vg_session *s = threaded_session(g, 1);
     vg_tensor *pv = vg_tensor_new_scalar_f32(1, NULL);
     CHECK_NEAR(run_scalar(s, c, &p, &pv, 1), 4, 0);
     vg_tensor *o = NULL;
@@ -260,7 +251,7 @@ static void test_vsem__uninitialized_read_names_variable(void) {
     vg_graph *g = vg_graph_new();
     vg_variable v = vg_variable_new(g, "weights", vg_const_f32(g, 1, "one"), 0);
     vg_output y = vg_mul(g, v.read, vg_const_f32(g, 2, "two"), "y");
-    vg_session *s = session(g, 1);
+    vg_session *s = threaded_session(g, 1);
     vg_tensor *o = NULL;
     vg_status st;
     CHECK_CODE(vg_session_run(s, NULL, NULL, NULL, 0, &y, &o, 1, NULL, 0, NULL, &st), VG_FAILED_PRECONDITION);

@@ -4,17 +4,9 @@
  * _BuildCondTensor; ops.init_scope / control_dependencies(None)), checked by what the
  * graphs compute. Regression tests of issue 28's construction items. */
 #include "test_util.h"
+#include "cf_callbacks.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
-
-static vg_session *session(vg_graph *g, int threads) {
-    vg_status st;
-    vg_session_options o = VG_SESSION_OPTIONS_INIT;
-    o.inter_op_threads = threads;
-    o.intra_op_threads = threads;
-    vg_session *s = vg_session_new(g, &o, &st);
-    if (!s) fprintf(stderr, "session: %s\n", st.msg);
-    return s;
-}
 
 /* Runs fetch with a 10 s timeout (a loop that would not end fails the test, not CI). */
 static double run_scalar(vg_session *s, vg_output o, vg_status *st) {
@@ -63,7 +55,7 @@ static void test_cfc__loop_invariant_op_runs_once_per_iteration(void) {
         /* the AssignAdd waits for the pivot */
         vg_op *bump = vg_graph_op_by_name(g, "while/bump");
         CHECK(bump && vg_op_num_control_inputs(bump) == 1);
-        vg_session *s = session(g, threads);
+        vg_session *s = threaded_session(g, threads);
         CHECK_OK(vg_session_run_targets(s, &c.v.initializer, 1, &st), &st);
         CHECK_NEAR(run_scalar(s, out, &st), 3, 0);
         CHECK_NEAR(run_scalar(s, c.v.read, &st), 3, 0);
@@ -91,7 +83,7 @@ static void test_cfc__body_returns_outer_tensor(void) {
         vg_output lv[2] = {vg_const_i32(g, 0, "i0"), vg_const_f32(g, 0, "x0")}, out[2];
         vg_status st;
         CHECK_OK(vg_while_loop(g, lt3, body_outer, &c, lv, 2, NULL, 10, vg_out(NULL, 0), "while", out, &st), &st);
-        vg_session *s = session(g, threads);
+        vg_session *s = threaded_session(g, threads);
         CHECK_NEAR(run_scalar(s, out[1], &st), 7, 0);
         CHECK_NEAR(run_scalar(s, out[0], &st), 3, 0);
         vg_session_free(s);
@@ -120,7 +112,7 @@ static void test_cfc__model_built_inside_loop(void) {
     CHECK(w != NULL);
     vg_op *init = vg_global_variables_initializer(g);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = session(g, 1);
+    vg_session *s = threaded_session(g, 1);
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
     CHECK_NEAR(run_scalar(s, out[1], &st), 6, 0);
     /* the variable, its initializer and its snapshot run outside the loop: the
@@ -160,11 +152,7 @@ static vg_code branch_assign(vg_graph *g, void *u, vg_output *o) {
     o[0] = vg_out(grp, 0);
     return VG_OK;
 }
-static vg_code branch_noop(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_out(vg_no_op(g, "nothing"), 0);
-    return VG_OK;
-}
+CF_BRANCH1(branch_noop, vg_out(vg_no_op(g, "nothing"), 0))
 static void test_cfc__cond_branch_returns_op(void) {
     vg_graph *g = vg_graph_new();
     assign_ctx c = {vg_variable_new(g, "v", vg_const_f32(g, 0, "zero"), 0)};
@@ -172,7 +160,7 @@ static void test_cfc__cond_branch_returns_op(void) {
     vg_status st;
     CHECK_OK(vg_cond(g, pred, branch_assign, branch_noop, &c, 1, &r, "cond", &st), &st);
     CHECK_EQ_INT(vg_output_dtype(r), VG_BOOL);
-    vg_session *s = session(g, 1);
+    vg_session *s = threaded_session(g, 1);
     CHECK_OK(vg_session_run_targets(s, &c.v.initializer, 1, &st), &st);
     for (int k = 0; k < 2; k++) {
         bool want = k == 1;
@@ -219,7 +207,7 @@ static void test_cfc__outer_control_dependency_pulled_into_loop(void) {
         dep_ctx c2 = {c.w, noop_update};
         vg_output out2[2];
         CHECK_OK(vg_while_loop(g, lt3, body_dep, &c2, lv, 2, NULL, 10, vg_out(NULL, 0), "while2", out2, &st), &st);
-        vg_session *s = session(g, threads);
+        vg_session *s = threaded_session(g, threads);
         CHECK_OK(vg_session_run_targets(s, &c.w.initializer, 1, &st), &st);
         CHECK_NEAR(run_scalar(s, out[1], &st), 3, 0); /* w = 1 in each of 3 iterations */
         CHECK_NEAR(run_scalar(s, out[1], &st), 6, 0); /* the next run: w = 2 */
@@ -242,11 +230,7 @@ static vg_code cl_true(vg_graph *g, void *u, vg_output *o) {
     vg_graph_pop_control_deps(g);
     return VG_OK;
 }
-static vg_code cl_false(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_const_f32(g, 1, "one");
-    return VG_OK;
-}
+CF_BRANCH1(cl_false, vg_const_f32(g, 1, "one"))
 static vg_code body_cond(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     cl_ctx *c = u;
@@ -271,7 +255,7 @@ static void test_cfc__cond_in_loop_drops_outer_control(void) {
     if (ten)
         for (int k = 0; k < vg_op_num_control_inputs(ten); k++)
             CHECK(vg_op_control_input(ten, k) != c.outer);
-    vg_session *s = session(g, 1);
+    vg_session *s = threaded_session(g, 1);
     CHECK_NEAR(run_scalar(s, out[1], &st), 10 + 1 + 10, 0); /* i = 0, 1, 2 */
     vg_session_free(s);
     vg_graph_free(g);
@@ -297,7 +281,7 @@ static void test_cfc__stop_gradient_of_loop_output(void) {
     vg_output dx2 = {NULL, 0};
     CHECK_OK(vg_gradients(g, &out[1], 1, &x, 1, NULL, &dx2, &st), &st);
     CHECK(dx2.op != NULL);
-    vg_session *s = session(g, 1);
+    vg_session *s = threaded_session(g, 1);
     vg_tensor *xv = vg_tensor_new_scalar_f32(1.5f, NULL), *o = NULL;
     CHECK_OK(vg_session_run(s, NULL, &x, &xv, 1, &dx2, &o, 1, NULL, 0, NULL, &st), &st);
     if (o) CHECK_NEAR(vg_tensor_scalar(o), 8, 0);

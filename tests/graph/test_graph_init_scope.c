@@ -131,8 +131,7 @@ static void test_variable_set_parts(void) {
  * RESOURCE_EXHAUSTED (or, once nothing fails, the op has no control inputs), the pops
  * after a failed push are harmless, nothing crashes or leaks (run under ASan in CI). */
 static void test_init_scope__allocation_failures(void) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
+    oom_install();
     for (long n = 1; n < 200; n++) {
         arm(0);
         vg_graph *g = vg_graph_new();

@@ -4,6 +4,7 @@
  * parsed back (saver_def, collections, VariableDefs, QueueRunnerDefs). */
 #include "io/io.h"
 #include "test_util.h"
+#include "pb_test_util.h"
 #include "vigil/graphdef.h"
 #include "vigil/ops.h"
 #include "vigil/saver.h"
@@ -28,12 +29,6 @@ typedef struct tnode {
     tattr attrs[16];
     int nattrs;
 } tnode;
-
-static void copy_str(char *dst, size_t cap, const vg__pb_field *f) {
-    size_t n = f->len < cap - 1 ? f->len : cap - 1;
-    memcpy(dst, f->data, n);
-    dst[n] = 0;
-}
 
 static bool parse_node(const uint8_t *p, size_t n, tnode *nd) {
     vg__pb_reader r, er;

@@ -6,16 +6,10 @@
  * missing node, cycle, truncation, absurd tensor sizes, func attrs, unknown op types
  * reported all at once. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 
 #define TDL VG_SRCDIR "/tests/data/tf"
-
-static vg_tensor *f32(const float *v, const int64_t *dims, int nd) {
-    vg_status st;
-    int64_t n = 1;
-    for (int i = 0; i < nd; i++) n *= dims[i];
-    return vg_tensor_new_copy(VG_FLOAT, dims, nd, v, (size_t)n * 4, &st);
-}
 
 static vg_code import_text(vg_graph *g, const char *text, const vg_import_options *o, vg_status *st) {
     return vg_graph_import_graph_def(g, text, strlen(text), o, st);

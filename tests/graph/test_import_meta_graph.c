@@ -5,17 +5,11 @@
  * (restored variable, four signatures), half_plus_two (ParseExample: rejected with the
  * list of missing op types). */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <unistd.h>
 
 #define TDL VG_SRCDIR "/tests/data/tf"
-
-static vg_tensor *f32(const float *v, const int64_t *dims, int nd) {
-    vg_status st;
-    int64_t n = 1;
-    for (int i = 0; i < nd; i++) n *= dims[i];
-    return vg_tensor_new_copy(VG_FLOAT, dims, nd, v, (size_t)n * 4, &st);
-}
 
 /* serving/batching/testdata/matrix_half_plus_two: y = 0.5 * x + 2, x [-1,3,3]. */
 static void test_saved_model_matrix_half_plus_two(void) {

@@ -12,19 +12,10 @@
  *    2.0s, inlined at import: MyAdd_55e046a8_1 = 2 + (2 + 2), from the text and the
  *    binary GraphDef alike. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 
 #define TDG VG_SRCDIR "/tests/data/tf/graphs"
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    *n = 0;
-    if (!f) return NULL;
-    uint8_t *p = malloc(1 << 16);
-    *n = p ? fread(p, 1, 1 << 16, f) : 0;
-    fclose(f);
-    return p;
-}
 
 /* Imports path; false after checking the missing-op contract when vigil lacks op
  * types (all of them named, graph untouched). */

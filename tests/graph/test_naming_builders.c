@@ -7,31 +7,9 @@
  * training/slot_creator_test.py, kernel_tests/metrics_test.py, variable_scope_test.py)
  * or the TF source. RNN cells: test_naming_rnn.c; scopes: test_naming_scopes.c. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
-
-static const char *vname(vg_output v) { return v.op ? vg_op_name(v.op) : "(null)"; }
-
-static void collection_names(vg_graph *g, const char *key, char *buf, size_t len) {
-    int n;
-    const vg_output *items = vg_graph_collection(g, key, &n);
-    buf[0] = 0;
-    for (int i = 0; i < n; i++) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s", i ? " " : "", vname(items[i]));
-    }
-}
-
-#define CHECK_COLLECTION(g, key, want)                                                                                 \
-    do {                                                                                                               \
-        char _b[4096];                                                                                                 \
-        collection_names((g), (key), _b, sizeof _b);                                                                   \
-        if (strcmp(_b, (want)) != 0) {                                                                                 \
-            fprintf(stderr, "%s:%d: collection %s is \"%s\", expected \"%s\"\n", __FILE__, __LINE__, (key), _b,      \
-                    (want));                                                                                           \
-            vg_test_failures++;                                                                                        \
-        }                                                                                                              \
-    } while (0)
 
 static int count(vg_graph *g, const char *key) {
     int n;
@@ -379,19 +357,10 @@ static void test_regularization_losses(void) {
                      "tower/dense/bias/Regularizer/l2_regularizer");
     vg_output total = vg_losses_get_regularization_loss(g, NULL);
     CHECK(strcmp(vname(total), "total_regularization_loss") == 0);
-    vg_status st;
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *t = NULL;
-    CHECK(s != NULL);
-    if (s) {
-        CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-        CHECK_OK(vg_session_run1(s, total, &t, &st), &st);
-    }
+    vg_tensor *t = init_and_fetch(g, total);
     /* l2: 1.0 * sum(k^2)/2 = 3; l1: 0.5 * sum|k| = 3; bias l2: 1.0 * 2/2 = 1 */
     CHECK(t && fabs(((const float *)vg_tensor_data(t))[0] - 7.0f) < 1e-5);
     vg_tensor_free(t);
-    vg_session_free(s);
     vg_graph_free(g);
 }
 

@@ -6,32 +6,9 @@
  * core_rnn_cell_test.py (contrib/rnn/python/kernel_tests) and rnn_cell_impl.py /
  * rnn.py / base.py as cited per test. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
-
-static const char *vname(vg_output v) { return v.op ? vg_op_name(v.op) : "(null)"; }
-
-/* The names of a collection, in order, joined by ' '. */
-static void collection_names(vg_graph *g, const char *key, char *buf, size_t len) {
-    int n;
-    const vg_output *items = vg_graph_collection(g, key, &n);
-    buf[0] = 0;
-    for (int i = 0; i < n; i++) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s", i ? " " : "", vname(items[i]));
-    }
-}
-
-#define CHECK_COLLECTION(g, key, want)                                                                                 \
-    do {                                                                                                               \
-        char _b[4096];                                                                                                 \
-        collection_names((g), (key), _b, sizeof _b);                                                                   \
-        if (strcmp(_b, (want)) != 0) {                                                                                 \
-            fprintf(stderr, "%s:%d: collection %s is \"%s\", expected \"%s\"\n", __FILE__, __LINE__, (key), _b,      \
-                    (want));                                                                                           \
-            vg_test_failures++;                                                                                        \
-        }                                                                                                              \
-    } while (0)
 
 static vg_output cf(vg_graph *g, const int64_t *dims, int nd, const float *v) {
     return vg_const_array(g, VG_FLOAT, dims, nd, v, NULL);

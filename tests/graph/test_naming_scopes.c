@@ -3,38 +3,10 @@
  * per test) and variable_scope.py (VariableScope.get_variable, variable_scope /
  * _pure_variable_scope with a VariableScope argument, _VariableScopeStore). */
 #include "test_util.h"
+#include "scope_test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
-
-static vg_get_variable_opts shp0(void) {
-    vg_get_variable_opts o;
-    memset(&o, 0, sizeof o);
-    return o; /* a scalar */
-}
-
-static const char *gv(vg_graph *g, const char *name) {
-    vg_get_variable_opts o = shp0();
-    vg_variable v = vg_get_variable_ex(g, name, &o);
-    return v.var ? vg_op_name(v.var) : "(failed)";
-}
-
-/* The name scope a tf.name_scope(name) opened here would get ("<scope>/"), as TF's
- * `with ops.name_scope("scope2") as sc2` reports it. */
-static const char *ns_probe(vg_graph *g, const char *name, char *buf, size_t len) {
-    const char *got = vg_graph_push_scope(g, name);
-    snprintf(buf, len, "%s/", got);
-    vg_graph_pop_scope(g);
-    return buf;
-}
-
-#define CHECK_NAME(got, want)                                                                                          \
-    do {                                                                                                               \
-        const char *_g = (got), *_w = (want);                                                                          \
-        if (strcmp(_g, _w) != 0) {                                                                                     \
-            fprintf(stderr, "%s:%d: got \"%s\", expected \"%s\"\n", __FILE__, __LINE__, _g, _w);                       \
-            vg_test_failures++;                                                                                        \
-        }                                                                                                              \
-    } while (0)
 
 /* Issue 35 item 3 (VariableScope.get_variable: "Variable names only depend on
  * variable_scope (full_name here), not name_scope"): with no variable scope open,
@@ -42,7 +14,7 @@ static const char *ns_probe(vg_graph *g, const char *name, char *buf, size_t len
 static void test_name_scope_does_not_prefix_get_variable(void) {
     vg_graph *g = vg_graph_new();
     vg_graph_push_scope(g, "tower");
-    vg_get_variable_opts o = shp0();
+    vg_get_variable_opts o = vopts(NULL, 0);
     vg_variable w = vg_get_variable_ex(g, "w", &o);
     vg_variable k = vg_get_variable(g, "k", VG_FLOAT, (int64_t[]){2}, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
     vg_output op = vg_identity(g, w.read, "use");
@@ -152,7 +124,7 @@ static void test_var_scope_object_reuse(void) {
  * itself; shape and dtype mismatches are errors. */
 static void test_var_scope_get_var(void) {
     vg_graph *g = vg_graph_new();
-    vg_get_variable_opts o1 = shp0();
+    vg_get_variable_opts o1 = vopts(NULL, 0);
     int64_t one = 1;
     o1.dims = &one;
     o1.ndims = 1;
@@ -347,7 +319,7 @@ static void test_modify_current_scope(void) {
     CHECK(!vg_vscope_initializer(cur, NULL));
     vg_vscope_set_initializer(cur, &c03);
     CHECK_NAME(vg_variable_scope_name(g), "bar");
-    vg_get_variable_opts o = shp0();
+    vg_get_variable_opts o = vopts(NULL, 0);
     vg_variable v = vg_get_variable_ex(g, "v", &o);
     CHECK(vg_graph_op_by_name(g, "bar/v/Initializer/Const") != NULL);
     vg_vscope_reuse_variables(vg_get_variable_scope(g));
@@ -371,18 +343,9 @@ static void test_modify_current_scope(void) {
     vg_variable_scope_pop(g);
     CHECK_NAME(w.var ? vg_op_name(w.var) : "", "tower0/w");
     vg_output sum = vg_add(g, v.read, w.read, "sum");
-    vg_status st;
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *t = NULL;
-    CHECK(s != NULL);
-    if (s) {
-        CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-        CHECK_OK(vg_session_run1(s, sum, &t, &st), &st);
-    }
+    vg_tensor *t = init_and_fetch(g, sum);
     CHECK(t && fabs(((const float *)vg_tensor_data(t))[0] - 0.6f) < 1e-6);
     vg_tensor_free(t);
-    vg_session_free(s);
     vg_graph_free(g);
 }
 
@@ -395,7 +358,7 @@ static void test_set_regularizer(void) {
     vg_vscope *tower = vg_get_variable_scope(g);
     vg_variable_scope_pop(g);
     vg_variable_scope_enter(g, tower, &(vg_variable_scope_opts){.initializer = &c03});
-    vg_get_variable_opts o = shp0();
+    vg_get_variable_opts o = vopts(NULL, 0);
     vg_get_variable_ex(g, "u", &o); /* regularizer1 of the captured scope */
     vg_vscope_set_regularizer(vg_get_variable_scope(g), vg_regularizer_l2(1.0));
     vg_get_variable_ex(g, "w", &o);
@@ -449,7 +412,7 @@ static void test_custom_getter_on_current_scope(void) {
     /* testNoSideEffectsWithIdentityCustomGetter */
     g = vg_graph_new();
     ncalls = 0;
-    vg_get_variable_opts o = shp0();
+    vg_get_variable_opts o = vopts(NULL, 0);
     int64_t one = 1;
     o.dims = &one;
     o.ndims = 1;
@@ -503,7 +466,7 @@ static void test_nested_custom_getters(void) {
     vg_variable_scope_push(g, "prod_scope", &(vg_variable_scope_opts){.custom_getter = prod_getter});
     vg_variable_scope_push(g, "sum_scope", &(vg_variable_scope_opts){.custom_getter = sum_getter});
     vg_variable_scope_push(g, "inner_sum_scope", &(vg_variable_scope_opts){.custom_getter = sum_getter});
-    vg_get_variable_opts o = shp0();
+    vg_get_variable_opts o = vopts(NULL, 0);
     o.dims = (int64_t[]){1, 2, 3};
     o.ndims = 3;
     o.has_init = true;

@@ -51,12 +51,6 @@ static void write_ckpt(const char *prefix, float v) {
     vg__bundle_writer_free(w);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* CPU time of the process: bounds on work done (quadratic loops, reads of what a file
  * only claims to hold) that a starved test process on a loaded machine still meets;
  * wall-clock bounds stay for what must not block (FIFOs). */
@@ -116,10 +110,10 @@ static void test_hostile__unusable_state_file_is_data_loss(void) {
     }
     /* #8: a FIFO named checkpoint: rejected at once, not a blocking open() */
     CHECK(mkfifo(state, 0644) == 0);
-    double t0 = now_s();
+    double t0 = tu_now_s();
     CHECK_CODE(vg_checkpoint_find_latest(dir, buf, sizeof buf, &st), VG_DATA_LOSS);
     CHECK_STR_CONTAINS(st.msg, "FIFO");
-    CHECK(now_s() - t0 < 5);
+    CHECK(tu_now_s() - t0 < 5);
     vg_checkpoint_state *cs = NULL;
     CHECK_CODE(vg_get_checkpoint_state(dir, &cs, &st), VG_FAILED_PRECONDITION);
     unlink(state);
@@ -455,7 +449,7 @@ static void test_hostile__hook_error_without_message(void) {
 
 static void test_hostile__special_files_rejected(void) {
     vg_status st;
-    double t0 = now_s();
+    double t0 = tu_now_s();
     vg__tfrecord_reader *r = vg__tfrecord_reader_open("/dev/zero", &st);
     CHECK(r == NULL);
     CHECK_CODE(st.code, VG_FAILED_PRECONDITION);
@@ -472,7 +466,7 @@ static void test_hostile__special_files_rejected(void) {
     CHECK(vg__idx_reader_open(fifo, 0, &st) == NULL);
     CHECK(vg__sstable_open(fifo, &st) == NULL);
     CHECK(vg__io_read_file(g_dir, &data, &n, &st) == VG_FAILED_PRECONDITION);
-    CHECK(now_s() - t0 < 5);
+    CHECK(tu_now_s() - t0 < 5);
 }
 
 /* ---- #9 ---- */

@@ -39,12 +39,6 @@ static long maxrss_kb(void) {
     return ru.ru_maxrss;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static vg_output str_const(vg_graph *g, const void *p, size_t n, const char *name) {
     vg_tensor *t = vg_tensor_new(VG_STRING, NULL, 0, NULL);
     vg_tensor_set_string(t, 0, p, n, NULL);
@@ -374,7 +368,7 @@ static void test_special__fifo_and_dev_zero_refused(void) {
     CHECK(mkfifo(fifo, 0644) == 0);
     const char *paths[2] = {fifo, "/dev/zero"};
     long rss0 = maxrss_kb();
-    double t0 = now_s();
+    double t0 = tu_now_s();
     for (int i = 0; i < 2; i++) {
         const char *p = paths[i];
         vg_status st;
@@ -398,7 +392,7 @@ static void test_special__fifo_and_dev_zero_refused(void) {
         int64_t dims[4];
         check_not_regular(vg_idx_header(p, &type, dims, &nd, &st), &st, p);
     }
-    CHECK(now_s() - t0 < 20); /* nothing blocked */
+    CHECK(tu_now_s() - t0 < 20); /* nothing blocked */
     CHECK(maxrss_kb() - rss0 < 100 * 1024);
 }
 
@@ -432,7 +426,7 @@ static void test_special__cli_graph(void) {
     } else {
         printf("  (Fashion-MNIST not installed: vigil train part skipped)\n");
     }
-    double t0 = now_s();
+    double t0 = tu_now_s();
     for (int i = 0; i < nargs; i++) {
         snprintf(cmd, sizeof cmd, "timeout 60 %.300s %.600s >%.300s 2>&1", vigil, args[i], log);
         int rc = system(cmd);
@@ -446,7 +440,7 @@ static void test_special__cli_graph(void) {
         }
         CHECK_STR_CONTAINS(buf, "not a regular file");
     }
-    CHECK(now_s() - t0 < 60);
+    CHECK(tu_now_s() - t0 < 60);
 }
 
 int main(void) {

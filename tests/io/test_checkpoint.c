@@ -12,16 +12,8 @@
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
-static char g_dir[64];
-
-static void make_tmpdir(void) {
-    if (!tu_mkdtemp(g_dir, sizeof g_dir, "ckpt")[0]) { perror("mkdtemp"); exit(1); }
-}
-static void remove_tmpdir(void) { tu_rmrf(g_dir); }
-static char *tmp_path(char *out, const char *name) {
-    snprintf(out, 512, "%s/%s", g_dir, name);
-    return out;
-}
+#define TMPDIR_TAG "ckpt"
+#include "tmpdir_util.h"
 
 static void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");

@@ -15,16 +15,8 @@
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
-static char g_dir[64];
-
-static void make_tmpdir(void) {
-    if (!tu_mkdtemp(g_dir, sizeof g_dir, "bundle")[0]) { perror("mkdtemp"); exit(1); }
-}
-static void remove_tmpdir(void) { tu_rmrf(g_dir); }
-static char *tmp_path(char *out, const char *name) {
-    snprintf(out, 512, "%s/%s", g_dir, name);
-    return out;
-}
+#define TMPDIR_TAG "bundle"
+#include "tmpdir_util.h"
 
 static uint8_t *slurp(const char *path, size_t *n) {
     uint8_t *d;

@@ -4,20 +4,11 @@
  * headers, truncated data, absurd shapes and unsupported types fail with a code and a
  * message. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <unistd.h>
 
 #define ND VG_SRCDIR "/tests/data/npy/"
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    *n = 0;
-    if (!f) return NULL;
-    uint8_t *p = malloc(1 << 16);
-    *n = p ? fread(p, 1, 1 << 16, f) : 0;
-    fclose(f);
-    return p;
-}
 
 /* vigil's serialization of t equals NumPy's file byte for byte */
 static void check_same_bytes(const vg_tensor *t, const char *file) {

@@ -6,6 +6,7 @@
  * threads of its own. (TF has no backend test; the MatMul cases follow the shapes of
  * TF 1.15's matmul_op_test.py, which tests transposes and odd sizes.) */
 #include "test_util.h"
+#include "op_test_util.h"
 #include "kernels/cpu_features.h"
 #include "kernels/dnnl_backend.h"
 #include "kernels/nn_internal.h"
@@ -19,28 +20,6 @@ static vg_tensor *ftens(const int64_t *dims, int nd, const double *v) {
     int64_t n = vg_tensor_num_elements(t);
     for (int64_t i = 0; i < n; i++) ((float *)vg_tensor_data(t))[i] = (float)v[i];
     return t;
-}
-
-static double *randv(int64_t n, unsigned seed) {
-    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    unsigned s = seed * 2654435761u + 7;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 1103515245u + 12345u;
-        v[i] = ((s >> 8) & 0xffff) / 32768.0 - 1.0;
-    }
-    return v;
-}
-
-static vg_code run(vg_graph *g, int threads, const vg_output *feeds, vg_tensor *const *vals, int nfeeds,
-                   const vg_output *fetches, vg_tensor **out, int nfetches, vg_status *st) {
-    vg_session_options o = VG_SESSION_OPTIONS_INIT;
-    o.intra_op_threads = threads;
-    o.inter_op_threads = 1;
-    vg_session *s = vg_session_new(g, &o, st);
-    if (!s) return st->code;
-    vg_code c = vg_session_run(s, NULL, feeds, vals, nfeeds, fetches, out, nfetches, NULL, 0, NULL, st);
-    vg_session_free(s);
-    return c;
 }
 
 /* Max relative error of t against want (scaled by the row's magnitude sum). */
@@ -192,7 +171,7 @@ static void test_backend__matmul_all_backends(void) {
                     vg_tensor *vals[2] = {ftens(ad, 2, a), ftens(bd, 2, b)};
                     vg_output feeds[2] = {pa, pb};
                     vg_tensor *out = NULL;
-                    CHECK_OK(run(g, th, feeds, vals, 2, &y, &out, 1, &st), &st);
+                    CHECK_OK(run_threads(g, th, feeds, vals, 2, &y, &out, 1, &st), &st);
                     char what[96];
                     snprintf(what, sizeof what, "matmul %s %lldx%lldx%lld ta=%d tb=%d th=%d",
                              vg_backend_name(backends[bi]), (long long)M, (long long)N, (long long)K, ta, tb, th);
@@ -225,17 +204,6 @@ typedef struct cfg {
     int64_t n, h, w, ci, kh, kw, co, sh, sw;
     bool same;
 } cfg;
-
-static void win(int64_t in, int64_t k, int64_t s, bool same, int64_t *out, int64_t *pad) {
-    if (same) {
-        *out = (in + s - 1) / s;
-        int64_t t = (*out - 1) * s + k - in;
-        *pad = t > 0 ? t / 2 : 0;
-    } else {
-        *out = (in - k + s) / s;
-        *pad = 0;
-    }
-}
 
 /* mode 0: y from x, f; 1: dx from dy, f; 2: df from x, dy. Sums |terms| into sc. */
 static void conv_ref(const cfg *c, int mode, double *x, double *f, double *y, double *sc) {
@@ -302,7 +270,7 @@ static void conv_case(const cfg *c, vg_backend be, int threads, int direct, int 
     vg_tensor *vals[3] = {ftens(xs, 4, x), ftens(fs, 4, f), ftens(ys, 4, dy)};
     vg_output feeds[3] = {xp, fp, dyp};
     vg_tensor *out[3] = {NULL};
-    CHECK_OK(run(g, threads, feeds, vals, 3, fetch, out, 3, &st), &st);
+    CHECK_OK(run_threads(g, threads, feeds, vals, 3, fetch, out, 3, &st), &st);
     char what[160];
     snprintf(what, sizeof what, "conv %s th=%d direct=%d n%lld %lldx%lld ci%lld k%lldx%lld co%lld s%lldx%lld %s",
              vg_backend_name(be), threads, direct, (long long)c->n, (long long)c->h, (long long)c->w,

@@ -208,14 +208,8 @@ static void test_uninitialized_ref_identity(void) {
 }
 
 /* ---- tf.cond ------------------------------------------------------------------- */
-static vg_code br_add1(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_add(g, ((env *)u)->a, vg_const_i32(g, 1, NULL), NULL);
-    return VG_OK;
-}
-static vg_code br_sub1(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_sub(g, ((env *)u)->a, vg_const_i32(g, 1, NULL), NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_add1, vg_add(g, ((env *)u)->a, vg_const_i32(g, 1, NULL), NULL))
+CF_BRANCH1(br_sub1, vg_sub(g, ((env *)u)->a, vg_const_i32(g, 1, NULL), NULL))
 static vg_code br_nested_add1(vg_graph *g, void *u, vg_output *o) {
     env *e = u;
     vg_status st;
@@ -247,14 +241,8 @@ static void test_cond_123(void) {
 }
 
 /* testCondOutputShape */
-static vg_code br_square(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_square(g, ((env *)u)->a, NULL);
-    return VG_OK;
-}
-static vg_code br_sub1f(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_sub(g, ((env *)u)->a, vg_const_f32(g, 1.0f, NULL), NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_square, vg_square(g, ((env *)u)->a, NULL))
+CF_BRANCH1(br_sub1f, vg_sub(g, ((env *)u)->a, vg_const_f32(g, 1.0f, NULL), NULL))
 static void test_cond_output_shape(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -274,11 +262,7 @@ static vg_code br_assign_false(vg_graph *g, void *u, vg_output *o) {
     o[0] = with_dep(g, as, e->b);
     return VG_OK;
 }
-static vg_code br_ret_b(vg_graph *g, void *u, vg_output *o) {
-    (void)g;
-    o[0] = ((env *)u)->b;
-    return VG_OK;
-}
+CF_BRANCH1(br_ret_b, ((env *)u)->b)
 static void test_cond_resource(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -369,11 +353,7 @@ static void test_cond_5(void) {
 }
 
 /* testCond_6: a branch returns a variable */
-static vg_code br_ret_a(vg_graph *g, void *u, vg_output *o) {
-    (void)g;
-    o[0] = ((env *)u)->a;
-    return VG_OK;
-}
+CF_BRANCH1(br_ret_a, ((env *)u)->a)
 static void test_cond_6(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -398,11 +378,7 @@ static vg_code br7_t(vg_graph *g, void *u, vg_output *o) {
     o[1] = vg_add(g, e->a, e->k ? e->b : vg_const_i32(g, 2, NULL), NULL);
     return VG_OK;
 }
-static vg_code br7_f(vg_graph *g, void *u, vg_output *o) {
-    (void)g;
-    o[0] = o[1] = ((env *)u)->b;
-    return VG_OK;
-}
+CF_BRANCH1(br7_f, o[1] = ((env *)u)->b)
 static void test_cond_7_list_output(void) {
     for (int k = 0; k < 2; k++) {
         vg_graph *g = vg_graph_new();
@@ -450,11 +426,7 @@ static vg_code br_ctl_t(vg_graph *g, void *u, vg_output *o) {
     o[0] = vg_add(g, e->a, vg_const_i32(g, 2, NULL), NULL);
     return VG_OK;
 }
-static vg_code br_const1(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_const_i32(g, 1, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_const1, vg_const_i32(g, 1, NULL))
 static void test_cond_with_control(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -471,11 +443,7 @@ static void test_cond_with_control(void) {
 
 /* testCondSwitchIdentity (and testCondRecvIdentity's graph): the untaken branch's
  * Assert(False) never runs */
-static vg_code br_noop(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_out(vg_no_op(g, NULL), 0);
-    return VG_OK;
-}
+CF_BRANCH1(br_noop, vg_out(vg_no_op(g, NULL), 0))
 static vg_code br_assert_false(vg_graph *g, void *u, vg_output *o) {
     (void)u;
     vg_output msg = vg_const_string(g, "Wrong branch!!!", NULL);
@@ -494,11 +462,7 @@ static void test_cond_switch_identity(void) {
 }
 
 /* testCondFeedConstantPredicate, testCondFeedPlaceholderWithDefaultPredicate */
-static vg_code br_const0f(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_const_f32(g, 0.0f, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_const0f, vg_const_f32(g, 0.0f, NULL))
 static void test_cond_feed_predicate(void) {
     for (int k = 0; k < 2; k++) {
         vg_graph *g = vg_graph_new();
@@ -546,11 +510,7 @@ static vg_code branch_fn(vg_graph *g, void *u, vg_output *o) {
     vg_graph_pop_control_deps(g);
     return VG_OK;
 }
-static vg_code br_const0(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_const_i32(g, 0, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_const0, vg_const_i32(g, 0, NULL))
 static vg_code build_cond_fn(vg_graph *g, void *u, vg_output *o) {
     (void)u;
     vg_status st;
@@ -592,14 +552,8 @@ static void test_one_value_cond(void) {
 }
 
 /* testExampleCond */
-static vg_code br_l2(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_sqrt(g, vg_reduce_sum(g, vg_square(g, ((env *)u)->a, NULL), NULL, -1, false, NULL), NULL);
-    return VG_OK;
-}
-static vg_code br_l1(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_reduce_sum(g, vg_abs(g, ((env *)u)->a, NULL), NULL, -1, false, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_l2, vg_sqrt(g, vg_reduce_sum(g, vg_square(g, ((env *)u)->a, NULL), NULL, -1, false, NULL), NULL))
+CF_BRANCH1(br_l1, vg_reduce_sum(g, vg_abs(g, ((env *)u)->a, NULL), NULL, -1, false, NULL))
 static void test_example_cond(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -616,10 +570,7 @@ static void test_example_cond(void) {
 }
 
 /* ---- tf.case --------------------------------------------------------------------- */
-static vg_code k_br(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_const_i32(g, (int32_t)(intptr_t)u, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(k_br, vg_const_i32(g, (int32_t)(intptr_t)u, NULL))
 
 /* testCase */
 static void test_case(void) {
@@ -743,8 +694,8 @@ static void test_with_ops_dependencies(void) {
     vg_output real_v = with_deps(g, &v.initializer, 1, v.ref, "real_tensor");
     CHECK_OK(cf_run(s, (vg_output[]){c, real_v}, t, 2, NULL, 0, NOFEED, &st), &st);
     if (t[0] && t[1]) {
-        CHECK_EQ_INT(cf_get(t[0], 0), 10);
-        CHECK_NEAR(cf_get(t[1], 0), 0.0, 1e-9);
+        CHECK_EQ_INT(get(t[0], 0), 10);
+        CHECK_NEAR(get(t[1], 0), 0.0, 1e-9);
     }
     vg_tensor_free(t[0]);
     vg_tensor_free(t[1]);

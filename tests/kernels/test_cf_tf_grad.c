@@ -52,11 +52,7 @@ typedef struct map_state {
     vg_output n;
     vg_shape elem_shape; /* fn's output shape (TF's inferred element shape) */
 } map_state;
-static vg_code map_cond(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    *p = vg_less(g, v[0], ((map_state *)u)->n, NULL);
-    return VG_OK;
-}
+CF_COND(map_cond, vg_less(g, v[0], ((map_state *)u)->n, NULL))
 static vg_code map_body(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     map_state *m = u;
@@ -107,28 +103,11 @@ static vg_output map_fn(vg_graph *g, map_fn_t fn, void *user, vg_output elems, v
 }
 
 /* ---- cond ----------------------------------------------------------------------------- */
-static vg_code br_add1(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_add(g, ((env *)u)->a, i32c(g, 1), NULL);
-    return VG_OK;
-}
-static vg_code br_sub1(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_sub(g, ((env *)u)->a, i32c(g, 1), NULL);
-    return VG_OK;
-}
-static vg_code br_a(vg_graph *g, void *u, vg_output *o) {
-    (void)g;
-    o[0] = ((env *)u)->a;
-    return VG_OK;
-}
-static vg_code br_b(vg_graph *g, void *u, vg_output *o) {
-    (void)g;
-    o[0] = ((env *)u)->b;
-    return VG_OK;
-}
-static vg_code br_id_a(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_identity(g, ((env *)u)->a, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_add1, vg_add(g, ((env *)u)->a, i32c(g, 1), NULL))
+CF_BRANCH1(br_sub1, vg_sub(g, ((env *)u)->a, i32c(g, 1), NULL))
+CF_BRANCH1(br_a, ((env *)u)->a)
+CF_BRANCH1(br_b, ((env *)u)->b)
+CF_BRANCH1(br_id_a, vg_identity(g, ((env *)u)->a, NULL))
 
 /* testCondInt: no gradient for an int32 tensor */
 static void test_cond_int(void) {
@@ -144,14 +123,8 @@ static void test_cond_int(void) {
 }
 
 /* testCondResourceGradShape */
-static vg_code br_read_a(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_resource_variable_read_value(g, ((env *)u)->a);
-    return VG_OK;
-}
-static vg_code br_read_b(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_resource_variable_read_value(g, ((env *)u)->b);
-    return VG_OK;
-}
+CF_BRANCH1(br_read_a, vg_resource_variable_read_value(g, ((env *)u)->a))
+CF_BRANCH1(br_read_b, vg_resource_variable_read_value(g, ((env *)u)->b))
 static void test_cond_resource_grad_shape(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -188,11 +161,7 @@ static vg_code br_map(vg_graph *g, void *u, vg_output *o) {
     o[0] = map_fn(g, times2, NULL, ((env *)u)->a, VG_FLOAT, 10);
     return o[0].op ? VG_OK : VG_INTERNAL;
 }
-static vg_code br_ones3(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = f32v(g, (float[]){1, 1, 1}, 3, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_ones3, f32v(g, (float[]){1, 1, 1}, 3, NULL))
 static void test_cond_with_tensor_array_grad(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -280,14 +249,8 @@ static void test_cond_compute_grad_after_sess_run(void) {
 }
 
 /* testCondGrad_2 */
-static vg_code br_mul_b(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_mul(g, ((env *)u)->a, ((env *)u)->b, NULL);
-    return VG_OK;
-}
-static vg_code br_mul_c(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_mul(g, ((env *)u)->a, ((env *)u)->c, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_mul_b, vg_mul(g, ((env *)u)->a, ((env *)u)->b, NULL))
+CF_BRANCH1(br_mul_c, vg_mul(g, ((env *)u)->a, ((env *)u)->c, NULL))
 static void test_cond_grad_2(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -313,10 +276,7 @@ static vg_code br_grad_inside(vg_graph *g, void *u, vg_output *o) {
     o[0] = GRAD(g, m, e->a);
     return o[0].op ? VG_OK : VG_INTERNAL;
 }
-static vg_code br_ox3(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_mul(g, ((env *)u)->a, f32c(g, 3.0f), NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_ox3, vg_mul(g, ((env *)u)->a, f32c(g, 3.0f), NULL))
 static void test_cond_grad_3(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -339,11 +299,7 @@ static vg_code br_xy2(vg_graph *g, void *u, vg_output *o) {
     o[0] = vg_mul(g, vg_mul(g, e->a, e->b, NULL), f32c(g, 2.0f), NULL);
     return VG_OK;
 }
-static vg_code br_2f(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = f32c(g, 2.0f);
-    return VG_OK;
-}
+CF_BRANCH1(br_2f, f32c(g, 2.0f))
 static void test_cond_grad_multi_device(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -388,10 +344,7 @@ static void test_nested_cond_simple(void) {
 }
 
 /* testCondGrad_Gather: the gradient of a Gather (IndexedSlices in TF) added to a dense one */
-static vg_code br_gather11(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_gather(g, ((env *)u)->a, vg_const_i32_vec(g, (int32_t[]){1, 1}, 2, NULL), 0, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_gather11, vg_gather(g, ((env *)u)->a, vg_const_i32_vec(g, (int32_t[]){1, 1}, 2, NULL), 0, NULL))
 static void test_cond_grad_gather(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -417,11 +370,7 @@ static vg_code br_sparse_sum(vg_graph *g, void *u, vg_output *o) {
     o[0] = vg_mul(g, e->b, vg_reduce_sum(g, rd, NULL, -1, false, NULL), NULL);
     return VG_OK;
 }
-static vg_code br_zeros23(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_const_fill(g, VG_FLOAT, (int64_t[]){2, 3}, 2, 0.0, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_zeros23, vg_const_fill(g, VG_FLOAT, (int64_t[]){2, 3}, 2, 0.0, NULL))
 static void test_cond_grad_resource_var_sparse_read(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -477,18 +426,8 @@ static void test_cond_grad_multi_gather(void) {
 }
 
 /* ---- while ------------------------------------------------------------------------- */
-static vg_code ltf_100(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], f32c(g, 100.0f), NULL);
-    return VG_OK;
-}
-static vg_code square_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_square(g, v[0], NULL);
-    return VG_OK;
-}
+CF_COND(ltf_100, vg_less(g, v[0], f32c(g, 100.0f), NULL))
+CF_BODY1(square_b, vg_square(g, v[0], NULL))
 static vg_output square_loop(vg_graph *g, vg_output v) { /* while v < 100: v = v^2 */
     vg_status st;
     vg_output r = {NULL, 0};
@@ -528,12 +467,7 @@ static void test_while_grad_multiple_uses_loop_add(void) {
 }
 
 /* testWhileGrad_Shape: x of unknown length */
-static vg_code lt_5(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 5), NULL);
-    return VG_OK;
-}
+CF_COND(lt_5, vg_less(g, v[0], i32c(g, 5), NULL))
 static vg_code mul_x_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
@@ -560,18 +494,8 @@ static void test_while_grad_shape(void) {
 }
 
 /* testWhileGrad_BaseShape: a loop that runs no iteration */
-static vg_code never(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)v;
-    (void)n;
-    (void)u;
-    *p = vg_const_bool(g, false, NULL);
-    return VG_OK;
-}
-static vg_code mul_x1_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_mul(g, v[0], ((env *)u)->x, NULL);
-    return VG_OK;
-}
+CF_COND(never, vg_const_bool(g, false, NULL))
+CF_BODY1(mul_x1_b, vg_mul(g, v[0], ((env *)u)->x, NULL))
 static void test_while_grad_base_shape(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -588,24 +512,9 @@ static void test_while_grad_base_shape(void) {
 }
 
 /* testWhileGradAfterSessionRun, testNestedWhileGradAfterSessionRun */
-static vg_code always(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)v;
-    (void)n;
-    (void)u;
-    *p = vg_const_bool(g, true, NULL);
-    return VG_OK;
-}
-static vg_code vv_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_mul(g, v[0], v[0], NULL);
-    return VG_OK;
-}
-static vg_code x_times_outer(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_mul(g, v[0], *(vg_output *)u, NULL);
-    return VG_OK;
-}
+CF_COND(always, vg_const_bool(g, true, NULL))
+CF_BODY1(vv_b, vg_mul(g, v[0], v[0], NULL))
+CF_BODY1(x_times_outer, vg_mul(g, v[0], *(vg_output *)u, NULL))
 static vg_code nested_pow_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -631,11 +540,7 @@ static void test_while_grad_after_session_run(void) {
 }
 
 /* testWhileGrad_Mul (parallel_iterations 1 and 10) */
-static vg_code mul_a_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_mul(g, v[0], ((env *)u)->a, NULL);
-    return VG_OK;
-}
+CF_BODY1(mul_a_b, vg_mul(g, v[0], ((env *)u)->a, NULL))
 static void test_while_grad_mul(void) {
     int pis[2] = {1, 10};
     for (int k = 0; k < 2; k++) {
@@ -655,12 +560,7 @@ static void test_while_grad_mul(void) {
 }
 
 /* testWhileGradInControlDeps (a tf.function in TF; the same graph) */
-static vg_code lt_2(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 2), NULL);
-    return VG_OK;
-}
+CF_COND(lt_2, vg_less(g, v[0], i32c(g, 2), NULL))
 static vg_code pow2_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -684,12 +584,7 @@ static void test_while_grad_in_control_deps(void) {
 }
 
 /* testNestedWhileCondWhileGrad (and testNestedWhileCondWhileGradGpu: the same on the CPU) */
-static vg_code lt4i(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 4), NULL);
-    return VG_OK;
-}
+CF_COND(lt4i, vg_less(g, v[0], i32c(g, 4), NULL))
 static vg_code i1_x2_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -709,16 +604,8 @@ static vg_code br_sq_inner(vg_graph *g, void *u, vg_output *o) {
     o[0] = vg_square(g, in, NULL);
     return in.op ? VG_OK : VG_INTERNAL;
 }
-static vg_code br_x_times2(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_mul(g, ((env *)u)->a, f32c(g, 2.0f), NULL);
-    return VG_OK;
-}
-static vg_code ltf_128(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], f32c(g, 128.0f), NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_x_times2, vg_mul(g, ((env *)u)->a, f32c(g, 2.0f), NULL))
+CF_COND(ltf_128, vg_less(g, v[0], f32c(g, 128.0f), NULL))
 static vg_code nwcw_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -740,11 +627,7 @@ static void test_nested_while_cond_while_grad(void) {
 }
 
 /* testWhileGrad_Variable, testWhileGrad_ResourceVariable */
-static vg_code mul_resource_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_mul(g, v[0], vg_resource_variable_read_value(g, ((env *)u)->a), NULL);
-    return VG_OK;
-}
+CF_BODY1(mul_resource_b, vg_mul(g, v[0], vg_resource_variable_read_value(g, ((env *)u)->a), NULL))
 static void test_while_grad_variable(void) {
     for (int resource = 0; resource < 2; resource++) {
         vg_graph *g = vg_graph_new();
@@ -773,12 +656,7 @@ static void test_while_grad_variable(void) {
 }
 
 /* testWhileGrad_ResourceVarSparseRead */
-static vg_code lt_3(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 3), NULL);
-    return VG_OK;
-}
+CF_COND(lt_3, vg_less(g, v[0], i32c(g, 3), NULL))
 static vg_code sparse_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     vg_output rd =
@@ -865,17 +743,8 @@ static void test_while_grad_gather(void) {
 }
 
 /* testWhileGradInCond: a loop and its gradient inside a branch */
-static vg_code ltf_10(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], f32c(g, 10.0f), NULL);
-    return VG_OK;
-}
-static vg_code add_x_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, v[0], ((env *)u)->x, NULL);
-    return VG_OK;
-}
+CF_COND(ltf_10, vg_less(g, v[0], f32c(g, 10.0f), NULL))
+CF_BODY1(add_x_b, vg_add(g, v[0], ((env *)u)->x, NULL))
 static vg_code br_loop_grad(vg_graph *g, void *u, vg_output *o) {
     vg_status st;
     env *e = u;
@@ -886,11 +755,7 @@ static vg_code br_loop_grad(vg_graph *g, void *u, vg_output *o) {
     o[0] = GRAD(g, r, e->x);
     return o[0].op ? VG_OK : VG_INTERNAL;
 }
-static vg_code br_x(vg_graph *g, void *u, vg_output *o) {
-    (void)g;
-    o[0] = ((env *)u)->x;
-    return VG_OK;
-}
+CF_BRANCH1(br_x, ((env *)u)->x)
 static void test_while_grad_in_cond(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -936,12 +801,7 @@ static void test_grad_in_while_wrt_initial_loop_val(void) {
 }
 
 /* testWhileGradInWhile: a loop and its gradient inside a loop body */
-static vg_code ltf_6(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], f32c(g, 6.0f), NULL);
-    return VG_OK;
-}
+CF_COND(ltf_6, vg_less(g, v[0], f32c(g, 6.0f), NULL))
 static vg_code loop_grad_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     vg_status st;
@@ -969,15 +829,8 @@ static void test_while_grad_in_while(void) {
 }
 
 /* testCondGradInNestedWhiles: the gradient of a cond inside a loop inside a loop */
-static vg_code br_2x(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_mul(g, f32c(g, 2.0f), *(vg_output *)u, NULL);
-    return VG_OK;
-}
-static vg_code br_same(vg_graph *g, void *u, vg_output *o) {
-    (void)g;
-    o[0] = *(vg_output *)u;
-    return VG_OK;
-}
+CF_BRANCH1(br_2x, vg_mul(g, f32c(g, 2.0f), *(vg_output *)u, NULL))
+CF_BRANCH1(br_same, *(vg_output *)u)
 static vg_code cgnw_inner_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -1031,11 +884,7 @@ static vg_code br_nra_loop(vg_graph *g, void *u, vg_output *o) {
     o[0] = r[1];
     return rc;
 }
-static vg_code br_0f(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = f32c(g, 0.0f);
-    return VG_OK;
-}
+CF_BRANCH1(br_0f, f32c(g, 0.0f))
 static vg_code nra_outer_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     vg_status st;
@@ -1089,12 +938,7 @@ static void test_while_grad_ys_xs(void) {
 }
 
 /* testWhileGrad_Dependency: an int32 loop output among the ys */
-static vg_code lt_10(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 10), NULL);
-    return VG_OK;
-}
+CF_COND(lt_10, vg_less(g, v[0], i32c(g, 10), NULL))
 static vg_code x2_i1_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -1144,12 +988,7 @@ static void test_while_grad_no_dependency(void) {
 }
 
 /* testWhileGrad_Const: the loop replaces the variable by a constant: a zero gradient */
-static vg_code lt_1(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 1), NULL);
-    return VG_OK;
-}
+CF_COND(lt_1, vg_less(g, v[0], i32c(g, 1), NULL))
 static vg_code ret_c1_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
@@ -1219,24 +1058,9 @@ static void test_while_grad_one_output_with_control_dependency(void) {
 }
 
 /* testNestedWhileGrad_Simple */
-static vg_code ltf_4(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], f32c(g, 4.0f), NULL);
-    return VG_OK;
-}
-static vg_code ltf_2(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], f32c(g, 2.0f), NULL);
-    return VG_OK;
-}
-static vg_code times2_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_mul(g, v[0], f32c(g, 2.0f), NULL);
-    return VG_OK;
-}
+CF_COND(ltf_4, vg_less(g, v[0], f32c(g, 4.0f), NULL))
+CF_COND(ltf_2, vg_less(g, v[0], f32c(g, 2.0f), NULL))
+CF_BODY1(times2_b, vg_mul(g, v[0], f32c(g, 2.0f), NULL))
 static vg_code nws_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -1314,19 +1138,9 @@ static void test_nested_while_grad_parallel_iterations(void) {
 }
 
 /* testWhileCondGrad_Simple, testWhileCondGrad_UnknownShape */
-static vg_code lt_n(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    *p = vg_less(g, v[0], ((env *)u)->b, NULL);
-    return VG_OK;
-}
-static vg_code br_sq(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_square(g, ((env *)u)->a, NULL);
-    return VG_OK;
-}
-static vg_code br_minus_one(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_sub(g, ((env *)u)->a, ((env *)u)->c, NULL);
-    return VG_OK;
-}
+CF_COND(lt_n, vg_less(g, v[0], ((env *)u)->b, NULL))
+CF_BRANCH1(br_sq, vg_square(g, ((env *)u)->a, NULL))
+CF_BRANCH1(br_minus_one, vg_sub(g, ((env *)u)->a, ((env *)u)->c, NULL))
 static vg_code wcg_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     vg_status st;
@@ -1405,9 +1219,9 @@ static void test_while_with_refs_with_gradients_1(void) {
     if (grad.op) {
         CHECK_OK(cf_run(s, (vg_output[]){r[0], r[1], grad}, t, 3, NULL, 0, NOFEED, &st), &st);
         if (t[0] && t[1] && t[2]) {
-            CHECK_EQ_INT(cf_get(t[0], 0), 10);
-            CHECK_EQ_INT(cf_get(t[1], 0), 0);
-            CHECK_EQ_INT(cf_get(t[2], 0), 73);
+            CHECK_EQ_INT(get(t[0], 0), 10);
+            CHECK_EQ_INT(get(t[1], 0), 0);
+            CHECK_EQ_INT(get(t[2], 0), 73);
         }
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(t[i]);
@@ -1469,12 +1283,7 @@ static vg_code stop_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output
     o[1] = y1;
     return VG_OK;
 }
-static vg_code sum_lt_100(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, vg_reduce_sum(g, v[0], NULL, -1, false, NULL), f32c(g, 100.0f), NULL);
-    return VG_OK;
-}
+CF_COND(sum_lt_100, vg_less(g, vg_reduce_sum(g, v[0], NULL, -1, false, NULL), f32c(g, 100.0f), NULL))
 
 /* testWhileGrad_StopGrad */
 static void test_while_grad_stop_grad(void) {
@@ -1532,11 +1341,7 @@ static void test_while_grad_stop_grad_inside(void) {
 }
 
 /* testStopGradOnWhileGrad */
-static vg_code mul_y_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_mul(g, v[0], *(vg_output *)u, NULL);
-    return VG_OK;
-}
+CF_BODY1(mul_y_b, vg_mul(g, v[0], *(vg_output *)u, NULL))
 static void test_stop_grad_on_while_grad(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -1556,11 +1361,7 @@ typedef struct path_env {
     vg_output q;
     int which;
 } path_env;
-static vg_code path_c2(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    *p = ((path_env *)u)->which == 2 ? vg_equal(g, v[1], f32c(g, 0.0f), NULL) : vg_const_bool(g, false, NULL);
-    return VG_OK;
-}
+CF_COND(path_c2, ((path_env *)u)->which == 2 ? vg_equal(g, v[1], f32c(g, 0.0f), NULL) : vg_const_bool(g, false, NULL))
 static vg_code path_b2(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     path_env *pe = u;
@@ -1590,12 +1391,8 @@ static void test_while_gradient_with_nontrainable_path(void) {
 typedef struct i16504 {
     vg_output c;
 } i16504;
-static vg_code i16504_c(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_logical_and(g, vg_less(g, v[0], i32c(g, 10), NULL), vg_greater(g, v[2], f32c(g, 1e-3f), NULL), NULL);
-    return VG_OK;
-}
+CF_COND(i16504_c,
+        vg_logical_and(g, vg_less(g, v[0], i32c(g, 10), NULL), vg_greater(g, v[2], f32c(g, 1e-3f), NULL), NULL))
 static vg_code i16504_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     vg_output c = ((i16504 *)u)->c, w = v[1];
@@ -1670,10 +1467,7 @@ static vg_code br_loop_n(vg_graph *g, void *u, vg_output *o) {
     vg_status st;
     return vg_while_loop(g, ltf_10, add_x_b, u, &((env *)u)->a, 1, NULL, 10, vg_out(NULL, 0), NULL, o, &st);
 }
-static vg_code br_n_times2(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_mul(g, ((env *)u)->a, f32c(g, 2.0f), NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_n_times2, vg_mul(g, ((env *)u)->a, f32c(g, 2.0f), NULL))
 static void test_cond_while_3(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -1694,15 +1488,8 @@ static void test_cond_while_3(void) {
 }
 
 /* testWhileCondGradMultiDevice (one CPU) */
-static vg_code br_x2f(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_mul(g, *(vg_output *)u, f32c(g, 2.0f), NULL);
-    return VG_OK;
-}
-static vg_code br_10f(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = f32c(g, 10.0f);
-    return VG_OK;
-}
+CF_BRANCH1(br_x2f, vg_mul(g, *(vg_output *)u, f32c(g, 2.0f), NULL))
+CF_BRANCH1(br_10f, f32c(g, 10.0f))
 static vg_code wcgmd_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     vg_status st;

@@ -125,21 +125,9 @@ static void test_different_frame(void) {
 }
 
 /* ---- basic loops ------------------------------------------------------------------- */
-static vg_code lt_k(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    *p = vg_less(g, v[0], i32c(g, ((env *)u)->k), NULL);
-    return VG_OK;
-}
-static vg_code add_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, v[0], ((env *)u)->b, NULL);
-    return VG_OK;
-}
-static vg_code square_c_plus_i(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, vg_square(g, ((env *)u)->c, NULL), v[0], NULL);
-    return VG_OK;
-}
+CF_COND(lt_k, vg_less(g, v[0], i32c(g, ((env *)u)->k), NULL))
+CF_BODY1(add_b, vg_add(g, v[0], ((env *)u)->b, NULL))
+CF_BODY1(square_c_plus_i, vg_add(g, vg_square(g, ((env *)u)->c, NULL), v[0], NULL))
 
 /* testFeedable: tensors outside the loop may be fed, those inside may not */
 static void test_feedable(void) {
@@ -177,12 +165,7 @@ static void test_while_1(void) {
 }
 
 /* isum(s, maximum_iterations) of TF's test file */
-static vg_code isum_c(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 10), NULL);
-    return VG_OK;
-}
+CF_COND(isum_c, vg_less(g, v[0], i32c(g, 10), NULL))
 static vg_code isum_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -225,11 +208,7 @@ static void test_while_max_iterations_single_argument(void) {
 }
 
 /* testWhile_3: more than 10 parallel iterations */
-static vg_code w3_c(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    *p = vg_less(g, v[0], ((env *)u)->d, NULL);
-    return VG_OK;
-}
+CF_COND(w3_c, vg_less(g, v[0], ((env *)u)->d, NULL))
 static vg_code w3_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -291,11 +270,7 @@ static vg_code w5_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *
     o[2] = vg_concat(g, (vg_output[]){v[2], c}, 2, i32c(g, 0), NULL);
     return VG_OK;
 }
-static vg_code w5_c(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    *p = vg_less(g, v[0], ((env *)u)->d, NULL);
-    return VG_OK;
-}
+CF_COND(w5_c, vg_less(g, v[0], ((env *)u)->d, NULL))
 static void test_while_5(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -314,12 +289,7 @@ static void test_while_5(void) {
 }
 
 /* testWhile_Gpu_1, testWhile_Gpu_2 (on the CPU) */
-static vg_code ltf_10(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], f32c(g, 10.0f), NULL);
-    return VG_OK;
-}
+CF_COND(ltf_10, vg_less(g, v[0], f32c(g, 10.0f), NULL))
 static vg_code addf_1(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     if (u) vg_graph_push_device(g, "/cpu:0");
@@ -463,20 +433,8 @@ static void test_while_shape_inference_bad_shape(void) {
 }
 
 /* testWhileOutputShapeWithShapeInvariantsUnknownRank, testWhileOutputShapeWithShapeInvariantsPartialShape */
-static vg_code never(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)v;
-    (void)n;
-    (void)u;
-    *p = vg_const_bool(g, false, NULL);
-    return VG_OK;
-}
-static vg_code const_1vec(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)v;
-    (void)n;
-    (void)u;
-    o[0] = vg_const_i32_vec(g, (int32_t[]){1}, 1, NULL);
-    return VG_OK;
-}
+CF_COND(never, vg_const_bool(g, false, NULL))
+CF_BODY1(const_1vec, vg_const_i32_vec(g, (int32_t[]){1}, 1, NULL))
 static void test_while_output_shape_with_invariants(void) {
     for (int k = 0; k < 2; k++) {
         vg_graph *g = vg_graph_new();
@@ -539,24 +497,9 @@ static void test_nested_while_1(void) {
 }
 
 /* testNestedWhile_2 */
-static vg_code ltf_20(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], f32c(g, 20.0f), NULL);
-    return VG_OK;
-}
-static vg_code ltf_3000(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], f32c(g, 3000.0f), NULL);
-    return VG_OK;
-}
-static vg_code double_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_add(g, v[0], v[0], NULL);
-    return VG_OK;
-}
+CF_COND(ltf_20, vg_less(g, v[0], f32c(g, 20.0f), NULL))
+CF_COND(ltf_3000, vg_less(g, v[0], f32c(g, 3000.0f), NULL))
+CF_BODY1(double_b, vg_add(g, v[0], v[0], NULL))
 static vg_code nw2_outer_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -607,11 +550,7 @@ static void test_while_with_control_1_2(void) {
     }
 }
 
-static vg_code add_id_c(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, v[0], vg_identity(g, ((env *)u)->c, NULL), NULL);
-    return VG_OK;
-}
+CF_BODY1(add_id_c, vg_add(g, v[0], vg_identity(g, ((env *)u)->c, NULL), NULL))
 static vg_code add_c_under_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     env *e = u;
@@ -620,11 +559,7 @@ static vg_code add_c_under_b(vg_graph *g, const vg_output *v, int n, void *u, vg
     vg_graph_pop_control_deps(g);
     return VG_OK;
 }
-static vg_code add_c(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, v[0], ((env *)u)->c, NULL);
-    return VG_OK;
-}
+CF_BODY1(add_c, vg_add(g, v[0], ((env *)u)->c, NULL))
 /* testWhileWithControl_3, testWhileWithControl_4, testWhileWithControl_5: a loop under (or a body with) a control dependency
  * on a fed placeholder */
 static void test_while_with_control_345(void) {
@@ -649,25 +584,10 @@ static void test_while_with_control_345(void) {
 
 /* testWhileCondWithControl: conds as the loop's condition and body under an outer
  * control dependency */
-static vg_code br_true(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_const_bool(g, true, NULL);
-    return VG_OK;
-}
-static vg_code br_false(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_const_bool(g, false, NULL);
-    return VG_OK;
-}
-static vg_code br_dec(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_sub(g, *(vg_output *)u, i32c(g, 1), NULL);
-    return VG_OK;
-}
-static vg_code br_same(vg_graph *g, void *u, vg_output *o) {
-    (void)g;
-    o[0] = *(vg_output *)u;
-    return VG_OK;
-}
+CF_BRANCH1(br_true, vg_const_bool(g, true, NULL))
+CF_BRANCH1(br_false, vg_const_bool(g, false, NULL))
+CF_BRANCH1(br_dec, vg_sub(g, *(vg_output *)u, i32c(g, 1), NULL))
+CF_BRANCH1(br_same, *(vg_output *)u)
 static vg_code wcc_c(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
     (void)n;
     (void)u;
@@ -701,11 +621,7 @@ static vg_code br_assign_sq(vg_graph *g, void *u, vg_output *o) {
     o[0] = vg_assign(g, v->ref, vg_square(g, v->read, NULL), true, NULL);
     return VG_OK;
 }
-static vg_code br_v(vg_graph *g, void *u, vg_output *o) {
-    (void)g;
-    o[0] = ((vg_variable *)u)->read;
-    return VG_OK;
-}
+CF_BRANCH1(br_v, ((vg_variable *)u)->read)
 static vg_code wcc1_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     vg_status st;
@@ -717,12 +633,7 @@ static vg_code wcc1_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output
     vg_graph_pop_control_deps(g);
     return VG_OK;
 }
-static vg_code lt4(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 4), NULL);
-    return VG_OK;
-}
+CF_COND(lt4, vg_less(g, v[0], i32c(g, 4), NULL))
 static void test_while_cond_with_control_1(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -738,23 +649,14 @@ static void test_while_cond_with_control_1(void) {
 }
 
 /* testWhileCondExitControl: a control edge from a loop's Exit inside a cond branch */
-static vg_code lt100(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 100), NULL);
-    return VG_OK;
-}
+CF_COND(lt100, vg_less(g, v[0], i32c(g, 100), NULL))
 static vg_code assign_i_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     vg_output x = vg_assign(g, ((vg_variable *)u)->ref, v[0], true, NULL);
     o[0] = vg_add(g, x, i32c(g, 1), NULL);
     return VG_OK;
 }
-static vg_code br_const1f(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = f32c(g, 1.0f);
-    return VG_OK;
-}
+CF_BRANCH1(br_const1f, f32c(g, 1.0f))
 static vg_code br_loop_then_6(vg_graph *g, void *u, vg_output *o) {
     vg_status st;
     vg_output i0 = i32c(g, 0), loop;
@@ -781,18 +683,8 @@ static void test_while_cond_exit_control(void) {
 
 /* testWhileExternalControlDependencies, testWhileExternalControlDependenciesNoInput: an assign_add outside the loop that
  * the body depends on runs once */
-static vg_code lt_2(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 2), NULL);
-    return VG_OK;
-}
-static vg_code lt_5(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 5), NULL);
-    return VG_OK;
-}
+CF_COND(lt_2, vg_less(g, v[0], i32c(g, 2), NULL))
+CF_COND(lt_5, vg_less(g, v[0], i32c(g, 5), NULL))
 static vg_code ext_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     env *e = u;
@@ -843,8 +735,8 @@ static void test_while_with_refs_1(void) {
     vg_tensor *t[2] = {NULL, NULL};
     CHECK_OK(cf_run(s, r, t, 2, NULL, 0, NOFEED, &st), &st);
     if (t[0] && t[1]) {
-        CHECK_EQ_INT(cf_get(t[0], 0), 100);
-        CHECK_EQ_INT(cf_get(t[1], 0), 0);
+        CHECK_EQ_INT(get(t[0], 0), 100);
+        CHECK_EQ_INT(get(t[1], 0), 0);
     }
     vg_tensor_free(t[0]);
     vg_tensor_free(t[1]);
@@ -857,12 +749,7 @@ typedef struct upd {
     vg_output h1, h2;
     int which; /* 1, 2, 3 */
 } upd;
-static vg_code lt_3(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 3), NULL);
-    return VG_OK;
-}
+CF_COND(lt_3, vg_less(g, v[0], i32c(g, 3), NULL))
 static vg_code upd_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     upd *d = u;
@@ -919,18 +806,8 @@ static vg_code upd4_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output
     vg_graph_pop_control_deps(g);
     return VG_OK;
 }
-static vg_code lt_10(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 10), NULL);
-    return VG_OK;
-}
-static vg_code upd5_c(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)v;
-    (void)n;
-    *p = vg_less(g, ((ab_vars *)u)->b.read, i32c(g, 10), NULL);
-    return VG_OK;
-}
+CF_COND(lt_10, vg_less(g, v[0], i32c(g, 10), NULL))
+CF_COND(upd5_c, vg_less(g, ((ab_vars *)u)->b.read, i32c(g, 10), NULL))
 static vg_code upd5_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)v;
     (void)n;
@@ -1008,19 +885,8 @@ static void test_while_queue_1(void) {
 }
 
 /* testWhileTimeOut */
-static vg_code always(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)v;
-    (void)n;
-    (void)u;
-    *p = vg_const_bool(g, true, NULL);
-    return VG_OK;
-}
-static vg_code plus1(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
-    return VG_OK;
-}
+CF_COND(always, vg_const_bool(g, true, NULL))
+CF_BODY1(plus1, vg_add(g, v[0], i32c(g, 1), NULL))
 static void test_while_time_out(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -1043,12 +909,7 @@ static vg_code push_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output
     o[0] = with_dep(g, push.op, vg_add(g, v[0], i32c(g, 1), NULL));
     return VG_OK;
 }
-static vg_code gt0(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_greater(g, v[0], i32c(g, 0), NULL);
-    return VG_OK;
-}
+CF_COND(gt0, vg_greater(g, v[0], i32c(g, 0), NULL))
 static vg_code pop_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     o[0] = vg_sub(g, v[0], i32c(g, 1), NULL);
@@ -1074,11 +935,7 @@ static void test_while_stack_1(void) {
 typedef struct ta_env {
     vg_output n, handle;
 } ta_env;
-static vg_code col_le_n(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    *p = vg_less_equal(g, v[1], ((ta_env *)u)->n, NULL);
-    return VG_OK;
-}
+CF_COND(col_le_n, vg_less_equal(g, v[1], ((ta_env *)u)->n, NULL))
 static vg_code inner_ta_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     ta_env *te = u;
@@ -1094,11 +951,7 @@ static vg_code inner_ta_b(vg_graph *g, const vg_output *v, int n, void *u, vg_ou
     o[2] = ta.flow;
     return VG_OK;
 }
-static vg_code row_le_n(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    *p = vg_less_equal(g, v[0], ((ta_env *)u)->n, NULL);
-    return VG_OK;
-}
+CF_COND(row_le_n, vg_less_equal(g, v[0], ((ta_env *)u)->n, NULL))
 static vg_code outer_ta_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     vg_status st;
@@ -1157,12 +1010,7 @@ static void test_while_py_func_basic(void) {
 
 /* testRunLoopTensor: a tensor made in the body cannot be fetched */
 static vg_output escaped;
-static vg_code lt_5c(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 5), NULL);
-    return VG_OK;
-}
+CF_COND(lt_5c, vg_less(g, v[0], i32c(g, 5), NULL))
 static vg_code escape_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)v;
     (void)n;
@@ -1184,11 +1032,7 @@ static void test_run_loop_tensor(void) {
 }
 
 /* ---- cond and while nested ------------------------------------------------------------ */
-static vg_code ltn(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    *p = vg_less(g, v[0], ((env *)u)->d, NULL);
-    return VG_OK;
-}
+CF_COND(ltn, vg_less(g, v[0], ((env *)u)->d, NULL))
 /* testWhileCond_1 adds and subtracts the outer tensor `one`; _2 and _3 a constant made
  * in the branch */
 static vg_code br_add_one(vg_graph *g, void *u, vg_output *o) {
@@ -1201,11 +1045,7 @@ static vg_code br_sub_one(vg_graph *g, void *u, vg_output *o) {
     o[0] = vg_sub(g, e->a, e->k == 1 ? e->c : i32c(g, 1), NULL);
     return VG_OK;
 }
-static vg_code br_ret_n(vg_graph *g, void *u, vg_output *o) {
-    (void)g;
-    o[0] = ((env *)u)->b;
-    return VG_OK;
-}
+CF_BRANCH1(br_ret_n, ((env *)u)->b)
 static vg_code wc_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     vg_status st;
@@ -1233,25 +1073,13 @@ static void test_while_cond_123(void) {
     }
 }
 
-static vg_code lt10(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 10), NULL);
-    return VG_OK;
-}
+CF_COND(lt10, vg_less(g, v[0], i32c(g, 10), NULL))
 static vg_code br_loop(vg_graph *g, void *u, vg_output *o) {
     vg_status st;
     return vg_while_loop(g, lt10, plus1, NULL, (vg_output *)u, 1, NULL, 10, vg_out(NULL, 0), NULL, o, &st);
 }
-static vg_code br_n(vg_graph *g, void *u, vg_output *o) {
-    (void)g;
-    o[0] = *(vg_output *)u;
-    return VG_OK;
-}
-static vg_code br_n_plus1(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_add(g, *(vg_output *)u, i32c(g, 1), NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_n, *(vg_output *)u)
+CF_BRANCH1(br_n_plus1, vg_add(g, *(vg_output *)u, i32c(g, 1), NULL))
 /* testCondWhile_1, testCondWhile_2 */
 static void test_cond_while_12(void) {
     vg_graph *g = vg_graph_new();
@@ -1267,11 +1095,7 @@ static void test_cond_while_12(void) {
 }
 
 /* ---- ControlFlowContextCheckTest (while) --------------------------------------------- */
-static vg_code br_const0(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = i32c(g, 0);
-    return VG_OK;
-}
+CF_BRANCH1(br_const0, i32c(g, 0))
 static vg_output while_tensor;
 static vg_code keep_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
@@ -1287,17 +1111,8 @@ static vg_code get_while_tensor(vg_graph *g) {
     vg_output x = i32c(g, 0), r;
     return vg_while_loop(g, lt10, keep_b, NULL, &x, 1, NULL, 10, vg_out(NULL, 0), NULL, &r, &st);
 }
-static vg_code use_wt_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)v;
-    (void)n;
-    o[0] = u ? while_tensor : vg_add(g, i32c(g, 1), while_tensor, NULL);
-    return VG_OK;
-}
-static vg_code br_add_wt(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_add(g, i32c(g, 1), while_tensor, NULL);
-    return VG_OK;
-}
+CF_BODY1(use_wt_b, u ? while_tensor : vg_add(g, i32c(g, 1), while_tensor, NULL))
+CF_BRANCH1(br_add_wt, vg_add(g, i32c(g, 1), while_tensor, NULL))
 
 /* testInvalidContextInCond */
 static void test_invalid_context_in_cond(void) {
@@ -1336,17 +1151,8 @@ static void test_invalid_context_in_while(void) {
 }
 
 /* testValidWhileContext: a tensor of the outer body used in a nested loop */
-static vg_code plus_c(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, v[0], *(vg_output *)u, NULL);
-    return VG_OK;
-}
-static vg_code lt3c(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], i32c(g, 3), NULL);
-    return VG_OK;
-}
+CF_BODY1(plus_c, vg_add(g, v[0], *(vg_output *)u, NULL))
+CF_COND(lt3c, vg_less(g, v[0], i32c(g, 3), NULL))
 static vg_code valid_outer_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)v;
     (void)n;

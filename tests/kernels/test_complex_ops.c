@@ -5,6 +5,7 @@
  * (ComplexMakeRealImagTest) and math_grad_test.py; expected values are worked by hand
  * or, for transcendental functions, from C99's <complex.h>. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "op_test_util.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
@@ -297,12 +298,9 @@ static void test_graphdef_roundtrip(void) {
     ccst(g, VG_COMPLEX128, d, 1, (const double[]){1, 2, 3, 4});
     ccst(g, VG_COMPLEX128, d, 1, (const double[]){7, 8, 7, 8}); /* all equal: one dcomplex_val pair */
     vg_status st;
-    void *bytes = NULL;
-    size_t len = 0;
-    CHECK_OK(vg_graph_to_graphdef(g, &bytes, &len, &st), &st);
-    char *text = NULL;
-    size_t tlen = 0;
-    CHECK_OK(vg_graph_to_graphdef_text(g, &text, &tlen, &st), &st);
+    void *bytes;
+    size_t len, tlen;
+    char *text = graphdef_and_text(g, &bytes, &len, &tlen);
     if (text) {
         CHECK_STR_CONTAINS(text, "DT_COMPLEX64");
         CHECK_STR_CONTAINS(text, "scomplex_val");

@@ -4,6 +4,7 @@
  * and by closing the session, GraphDef export/import round trip, independent body
  * nodes running at once on the inter-op threads. */
 #include "test_util.h"
+#include "cf_callbacks.h"
 #include "vigil/vigil.h"
 #include <pthread.h>
 #include <time.h>
@@ -21,12 +22,7 @@ static int64_t run_i32(vg_graph *g, vg_output y, vg_status *st) {
 }
 
 /* ---- sum 0..9 ------------------------------------------------------------ */
-static vg_code lt10(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], vg_const_i32(g, 10, "ten"), NULL);
-    return VG_OK;
-}
+CF_COND(lt10, vg_less(g, v[0], vg_const_i32(g, 10, "ten"), NULL))
 static vg_code sum_body(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -63,16 +59,8 @@ static void test_while_sum(void) {
 typedef struct cap {
     vg_output bound, step;
 } cap;
-static vg_code lt_bound(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    *p = vg_less(g, v[0], ((cap *)u)->bound, NULL);
-    return VG_OK;
-}
-static vg_code add_step(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, v[0], ((cap *)u)->step, NULL);
-    return VG_OK;
-}
+CF_COND(lt_bound, vg_less(g, v[0], ((cap *)u)->bound, NULL))
+CF_BODY1(add_step, vg_add(g, v[0], ((cap *)u)->step, NULL))
 
 static void test_while_capture_and_feed(void) {
     vg_graph *g = vg_graph_new();
@@ -104,18 +92,8 @@ static void test_while_capture_and_feed(void) {
 }
 
 /* ---- nested loops: sum over i<3, j<4 of (i*4+j) ------------------------------ */
-static vg_code lt4(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], vg_const_i32(g, 4, NULL), NULL);
-    return VG_OK;
-}
-static vg_code lt3(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], vg_const_i32(g, 3, NULL), NULL);
-    return VG_OK;
-}
+CF_COND(lt4, vg_less(g, v[0], vg_const_i32(g, 4, NULL), NULL))
+CF_COND(lt3, vg_less(g, v[0], vg_const_i32(g, 3, NULL), NULL))
 typedef struct outer_i {
     vg_output i;
 } outer_i;
@@ -154,14 +132,8 @@ static void test_nested_while(void) {
 typedef struct ab {
     vg_output a, b;
 } ab;
-static vg_code br_add(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_add(g, ((ab *)u)->a, ((ab *)u)->b, NULL);
-    return VG_OK;
-}
-static vg_code br_mul(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_mul(g, ((ab *)u)->a, vg_const_i32(g, 10, NULL), NULL);
-    return VG_OK;
-}
+CF_BRANCH1(br_add, vg_add(g, ((ab *)u)->a, ((ab *)u)->b, NULL))
+CF_BRANCH1(br_mul, vg_mul(g, ((ab *)u)->a, vg_const_i32(g, 10, NULL), NULL))
 
 static void test_cond(void) {
     vg_graph *g = vg_graph_new();
@@ -197,16 +169,8 @@ static void test_cond(void) {
 typedef struct ivar {
     vg_output i;
 } ivar;
-static vg_code one_br(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_const_i32(g, 1, NULL);
-    return VG_OK;
-}
-static vg_code two_br(vg_graph *g, void *u, vg_output *o) {
-    (void)u;
-    o[0] = vg_const_i32(g, 2, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(one_br, vg_const_i32(g, 1, NULL))
+CF_BRANCH1(two_br, vg_const_i32(g, 2, NULL))
 static vg_code cond_body(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -258,10 +222,7 @@ static void test_while_in_cond(void) {
 }
 
 /* ---- tf.case ------------------------------------------------------------------ */
-static vg_code k_br(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_const_i32(g, (int32_t)(intptr_t)u, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(k_br, vg_const_i32(g, (int32_t)(intptr_t)u, NULL))
 
 static void test_case(void) {
     vg_graph *g = vg_graph_new();
@@ -306,19 +267,8 @@ static void test_case(void) {
 }
 
 /* ---- maximum_iterations ------------------------------------------------------ */
-static vg_code always(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)v;
-    (void)n;
-    (void)u;
-    *p = vg_const_bool(g, true, NULL);
-    return VG_OK;
-}
-static vg_code inc(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_add(g, v[0], vg_const_i32(g, 2, NULL), NULL);
-    return VG_OK;
-}
+CF_COND(always, vg_const_bool(g, true, NULL))
+CF_BODY1(inc, vg_add(g, v[0], vg_const_i32(g, 2, NULL), NULL))
 
 static void test_max_iterations(void) {
     vg_graph *g = vg_graph_new();
@@ -335,13 +285,8 @@ static void test_max_iterations(void) {
 }
 
 /* ---- shape invariants ---------------------------------------------------------- */
-static vg_code lt_f(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, vg_sum(g, v[0], vg_const_i32_vec(g, (int32_t[]){0}, 1, NULL), false, NULL),
-                 vg_const_f32(g, 100.0f, NULL), NULL);
-    return VG_OK;
-}
+CF_COND(lt_f,
+        vg_less(g, vg_sum(g, v[0], vg_const_i32_vec(g, (int32_t[]){0}, 1, NULL), false, NULL), vg_const_f32(g, 100.0f, NULL), NULL))
 static vg_code grow(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -516,12 +461,7 @@ static vg_code nap_body(vg_graph *g, const vg_output *v, int n, void *u, vg_outp
     o[2] = vg_out(ob, 0);
     return (oa && ob) ? VG_OK : VG_INTERNAL;
 }
-static vg_code lt3_nap(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    (void)u;
-    *p = vg_less(g, v[0], vg_const_i32(g, 3, NULL), NULL);
-    return VG_OK;
-}
+CF_COND(lt3_nap, vg_less(g, v[0], vg_const_i32(g, 3, NULL), NULL))
 
 static int nap_overlaps(int inter_threads) {
     vg_status st;

@@ -2,6 +2,7 @@
  * Switch/Merge gradients for cond, a backward while loop with stacks for while),
  * checked against central finite differences (gradcheck.h) and hand values. */
 #include "test_util.h"
+#include "cf_callbacks.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
 
@@ -59,11 +60,7 @@ typedef struct powc {
     vg_output x;
     int n;
 } powc;
-static vg_code pow_cond(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    *p = vg_less(g, v[0], vg_const_i32(g, ((powc *)u)->n, NULL), NULL);
-    return VG_OK;
-}
+CF_COND(pow_cond, vg_less(g, v[0], vg_const_i32(g, ((powc *)u)->n, NULL), NULL))
 static vg_code pow_body(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     o[0] = vg_add(g, v[0], vg_const_i32(g, 1, NULL), NULL);
@@ -126,11 +123,7 @@ static void test_while_loop_var_grad(void) {
 }
 
 /* ---- nested loops: 3 outer iterations of (2 inner iterations of y *= x), then y += x */
-static vg_code lt_k(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) {
-    (void)n;
-    *p = vg_less(g, v[0], vg_const_i32(g, (int32_t)(intptr_t)u, NULL), NULL);
-    return VG_OK;
-}
+CF_COND(lt_k, vg_less(g, v[0], vg_const_i32(g, (int32_t)(intptr_t)u, NULL), NULL))
 typedef struct nest {
     vg_output x;
 } nest;
@@ -225,14 +218,8 @@ static void test_variable_in_loop_sgd(void) {
 
 /* a cond inside a while body: y = i < 1 ? y * y * w : sin(y) * w, 3 iterations */
 static vg_output g_w;
-static vg_code sq_br(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_mul(g, vg_mul(g, *(vg_output *)u, *(vg_output *)u, NULL), g_w, NULL);
-    return VG_OK;
-}
-static vg_code sin_br(vg_graph *g, void *u, vg_output *o) {
-    o[0] = vg_mul(g, vg_sin(g, *(vg_output *)u, NULL), g_w, NULL);
-    return VG_OK;
-}
+CF_BRANCH1(sq_br, vg_mul(g, vg_mul(g, *(vg_output *)u, *(vg_output *)u, NULL), g_w, NULL))
+CF_BRANCH1(sin_br, vg_mul(g, vg_sin(g, *(vg_output *)u, NULL), g_w, NULL))
 static vg_code cond_body(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;

@@ -12,33 +12,11 @@
 #include "kernels/nn_internal.h"
 #include "vigil/vigil.h"
 
-static double *randv(int64_t n, unsigned seed) {
-    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    unsigned s = seed * 2654435761u + 7;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 1103515245u + 12345u;
-        v[i] = ((s >> 8) & 0xffff) / 32768.0 - 1.0;
-    }
-    return v;
-}
-
 typedef struct wcase {
     int64_t n, h, w, ci, co, k, s;
     bool same, bias, relu, pool;
     int threads;
 } wcase;
-
-/* Output size and padding before, as TF. */
-static void win(int64_t in, int64_t k, int64_t s, bool same, int64_t *out, int64_t *pad) {
-    if (same) {
-        *out = (in + s - 1) / s;
-        int64_t t = (*out - 1) * s + k - in;
-        *pad = t > 0 ? t / 2 : 0;
-    } else {
-        *out = (in - k + s) / s;
-        *pad = 0;
-    }
-}
 
 /* Float64 reference of y = conv(x, f) (+ b) for stride 1. */
 static void ref_conv(const wcase *c, const double *x, const double *f, const double *b, double *y, int64_t oh,

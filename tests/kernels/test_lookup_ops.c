@@ -5,6 +5,7 @@
  * python/kernel_tests/lookup_ops_test.py (test names cited) and lookup_ops.py's
  * docstrings; vocabulary files are written into a temp dir. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 
 static char tmpdir[256];
@@ -22,24 +23,8 @@ static char *write_file(const char *name, const char *content) {
     return p;
 }
 
-static vg_output strings(vg_graph *g, const char *const *v, int n, const char *name) {
-    vg_tensor *t = vg_tensor_new(VG_STRING, (int64_t[]){n}, 1, NULL);
-    for (int i = 0; i < n; i++) vg_tensor_set_string(t, i, v[i], strlen(v[i]), NULL);
-    vg_output o = vg_const(g, t, name);
-    vg_tensor_free(t);
-    return o;
-}
-
 static vg_output i64s(vg_graph *g, const int64_t *v, int n, const char *name) {
     return vg_const_array(g, VG_INT64, (int64_t[]){n}, 1, v, name);
-}
-
-static bool str_is(const vg_tensor *t, int64_t i, const char *want) {
-    size_t n = 0;
-    const char *s = t ? vg_tensor_string(t, i, &n) : NULL;
-    bool ok = s && n == strlen(want) && memcmp(s, want, n) == 0;
-    if (!ok) fprintf(stderr, "  element %lld is \"%.*s\", expected \"%s\"\n", (long long)i, (int)n, s ? s : "", want);
-    return ok;
 }
 
 static bool i64_are(const vg_tensor *t, const int64_t *want, int n) {
@@ -54,12 +39,6 @@ static bool i64_are(const vg_tensor *t, const int64_t *want, int n) {
             return false;
         }
     return true;
-}
-
-static vg_tensor *fetch(vg_session *s, vg_output o, vg_status *st) {
-    vg_tensor *t = NULL;
-    vg_session_run1(s, o, &t, st);
-    return t;
 }
 
 static vg_code run_op(vg_session *s, vg_op *op, vg_status *st) { return vg_session_run_targets(s, &op, 1, st); }
@@ -97,18 +76,18 @@ static void test_hash_table(void) {
     CHECK_EQ_INT(n, 1);
     vg_session *s = vg_session_new(g, NULL, &st);
     /* testNotInitialized */
-    vg_tensor *r = fetch(s, out, &st);
+    vg_tensor *r = fetch_st(s, out, &st);
     CHECK(r == NULL);
     CHECK_CODE(st.code, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Table not initialized.");
     CHECK_OK(run_op(s, init_all, &st), &st);
-    r = fetch(s, size, &st);
+    r = fetch_st(s, size, &st);
     CHECK(i64_are(r, (const int64_t[]){3}, 1));
     vg_tensor_free(r);
-    r = fetch(s, out, &st);
+    r = fetch_st(s, out, &st);
     CHECK(i64_are(r, (const int64_t[]){0, 1, -1}, 3));
     vg_tensor_free(r);
-    r = fetch(s, out2, &st); /* testHashTableFindHighRank */
+    r = fetch_st(s, out2, &st); /* testHashTableFindHighRank */
     CHECK(r && vg_tensor_ndims(r) == 2 && vg_tensor_dim(r, 0) == 2 && vg_tensor_dim(r, 1) == 2);
     CHECK(i64_are(r, (const int64_t[]){0, 1, -1, -1}, 4));
     vg_tensor_free(r);
@@ -148,7 +127,7 @@ static void test_multiple_hash_tables(void) {
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(run_op(s, init_all, &st), &st);
     for (int i = 0; i < 3; i++) {
-        vg_tensor *r = fetch(s, out[i], &st);
+        vg_tensor *r = fetch_st(s, out[i], &st);
         CHECK(i64_are(r, (const int64_t[]){0, 1, -1}, 3));
         vg_tensor_free(r);
     }
@@ -203,7 +182,7 @@ static void test_hash_table_errors(void) {
     s = vg_session_new(g, NULL, &st);
     CHECK_CODE(run_op(s, t.initializer, &st), VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "HashTable has different value for same key. Key brain has 0 and trying to add value 2");
-    vg_tensor *r2 = fetch(s, sz, &st); /* nothing half-inserted */
+    vg_tensor *r2 = fetch_st(s, sz, &st); /* nothing half-inserted */
     CHECK(i64_are(r2, (const int64_t[]){0}, 1));
     vg_tensor_free(r2);
     vg_session_free(s);
@@ -290,10 +269,10 @@ static void test_index_table_from_file(void) {
             CHECK_STR_CONTAINS(st.msg, "expected 4 but got 3");
         } else {
             CHECK_OK(run_op(s, init, &st), &st);
-            vg_tensor *r = fetch(s, ids, &st);
+            vg_tensor *r = fetch_st(s, ids, &st);
             CHECK(i64_are(r, cases[c].want, cases[c].nin));
             vg_tensor_free(r);
-            r = fetch(s, size, &st);
+            r = fetch_st(s, size, &st);
             CHECK(i64_are(r, &cases[c].size, 1));
             vg_tensor_free(r);
         }
@@ -335,7 +314,7 @@ static void test_index_table_from_file_columns(void) {
         CHECK_OK(vg_graph_status(g, &st), &st);
         vg_session *s = vg_session_new(g, NULL, &st);
         CHECK_OK(run_op(s, init, &st), &st);
-        vg_tensor *r = fetch(s, ids, &st);
+        vg_tensor *r = fetch_st(s, ids, &st);
         CHECK_OK(st.code, &st);
         CHECK(i64_are(r, (const int64_t[]){1, 2, 3}, 3));
         vg_tensor_free(r);
@@ -456,7 +435,7 @@ static void test_index_table_from_tensor(void) {
             CHECK_CODE(run_op(s, init, &st), VG_FAILED_PRECONDITION);
         } else {
             CHECK_OK(run_op(s, init, &st), &st);
-            vg_tensor *r = fetch(s, ids, &st);
+            vg_tensor *r = fetch_st(s, ids, &st);
             CHECK_OK(st.code, &st);
             CHECK(i64_are(r, want, 3));
             vg_tensor_free(r);
@@ -487,10 +466,10 @@ static void test_oov_buckets_docstring(void) {
     CHECK_OK(vg_graph_status(g, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(run_op(s, init, &st), &st);
-    vg_tensor *r = fetch(s, ids, &st);
+    vg_tensor *r = fetch_st(s, ids, &st);
     CHECK(i64_are(r, (const int64_t[]){0, 1, 2, 6, 7}, 5));
     vg_tensor_free(r);
-    r = fetch(s, ids2, &st);
+    r = fetch_st(s, ids2, &st);
     CHECK(i64_are(r, (const int64_t[]){2, 3, 5, 6, 6, 4}, 6));
     vg_tensor_free(r);
     vg_session_free(s);
@@ -541,7 +520,7 @@ static void test_index_to_string(void) {
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(run_op(s, init, &st), &st);
     for (int k = 0; k < 7; k++) {
-        vg_tensor *r = fetch(s, o[k], &st);
+        vg_tensor *r = fetch_st(s, o[k], &st);
         CHECK_OK(st.code, &st);
         CHECK(r && vg_tensor_dtype(r) == VG_STRING && vg_tensor_num_elements(r) == n[k]);
         for (int i = 0; r && i < n[k]; i++) CHECK(str_is(r, i, want[k][i]));
@@ -583,17 +562,17 @@ static void test_mutable_hash_table(void) {
     CHECK(strcmp(vg_op_name(ts.handle.op), "MutableHashTable_1") == 0);
     CHECK(t.initializer == NULL);
     vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *r = fetch(s, size, &st); /* empty before any insert; a lookup gives defaults */
+    vg_tensor *r = fetch_st(s, size, &st); /* empty before any insert; a lookup gives defaults */
     CHECK(i64_are(r, (const int64_t[]){0}, 1));
     vg_tensor_free(r);
-    r = fetch(s, out, &st);
+    r = fetch_st(s, out, &st);
     CHECK(i64_are(r, (const int64_t[]){-1, -1, -1}, 3));
     vg_tensor_free(r);
     CHECK_OK(run_op(s, ins, &st), &st);
-    r = fetch(s, size, &st);
+    r = fetch_st(s, size, &st);
     CHECK(i64_are(r, (const int64_t[]){4}, 1));
     vg_tensor_free(r);
-    r = fetch(s, out, &st);
+    r = fetch_st(s, out, &st);
     CHECK(i64_are(r, (const int64_t[]){0, 1, -1}, 3));
     vg_tensor_free(r);
     vg_tensor *eo[2] = {NULL, NULL};
@@ -603,11 +582,11 @@ static void test_mutable_hash_table(void) {
     vg_tensor_free(eo[0]);
     vg_tensor_free(eo[1]);
     CHECK_OK(run_op(s, ins2, &st), &st); /* insert replaces */
-    r = fetch(s, out, &st);
+    r = fetch_st(s, out, &st);
     CHECK(i64_are(r, (const int64_t[]){7, 1, -1}, 3));
     vg_tensor_free(r);
     CHECK_OK(run_op(s, insf, &st), &st);
-    r = fetch(s, outf, &st);
+    r = fetch_st(s, outf, &st);
     CHECK(r && vg_tensor_dtype(r) == VG_FLOAT && vg_tensor_num_elements(r) == 3);
     if (r) {
         const float *f = vg_tensor_data(r);
@@ -615,7 +594,7 @@ static void test_mutable_hash_table(void) {
     }
     vg_tensor_free(r);
     CHECK_OK(run_op(s, inss, &st), &st);
-    r = fetch(s, outs, &st);
+    r = fetch_st(s, outs, &st);
     CHECK(r && str_is(r, 0, "brain") && str_is(r, 1, "salad") && str_is(r, 2, "n/a"));
     vg_tensor_free(r);
     vg_session_free(s);
@@ -668,7 +647,7 @@ static void test_graph_def_round_trip(void) {
     if (ids2.op && init) {
         vg_session *s = vg_session_new(g2, NULL, &st);
         CHECK_OK(run_op(s, init, &st), &st);
-        vg_tensor *r = fetch(s, ids2, &st);
+        vg_tensor *r = fetch_st(s, ids2, &st);
         CHECK(i64_are(r, (const int64_t[]){1, 2, 3}, 3));
         vg_tensor_free(r);
         vg_session_free(s);
@@ -707,7 +686,7 @@ static void test_graph_def_round_trip(void) {
     if (f.op && ki) {
         vg_session *s = vg_session_new(g, NULL, &st);
         CHECK_OK(run_op(s, ki, &st), &st);
-        vg_tensor *r = fetch(s, f, &st);
+        vg_tensor *r = fetch_st(s, f, &st);
         CHECK(i64_are(r, (const int64_t[]){1, -1}, 2));
         vg_tensor_free(r);
         vg_session_free(s);
@@ -733,10 +712,10 @@ static void test_mutable_import(void) {
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(run_op(s, ins, &st), &st);
     CHECK_OK(run_op(s, imp, &st), &st);
-    vg_tensor *r = fetch(s, out, &st);
+    vg_tensor *r = fetch_st(s, out, &st);
     CHECK(i64_are(r, (const int64_t[]){-1, 9, -1}, 3));
     vg_tensor_free(r);
-    r = fetch(s, size, &st);
+    r = fetch_st(s, size, &st);
     CHECK(i64_are(r, (const int64_t[]){1}, 1));
     vg_tensor_free(r);
     vg_session_free(s);

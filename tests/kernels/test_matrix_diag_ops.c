@@ -4,15 +4,8 @@
  * shape errors, and vg_invert_permutation. */
 #include "gradcheck.h"
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
-
-static vg_tensor *run1(vg_graph *g, vg_output y, vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    vg_tensor *t = NULL;
-    if (s) vg_session_run1(s, y, &t, st);
-    vg_session_free(s);
-    return t;
-}
 
 static void test_set_diag_square_and_batched(void) {
     vg_graph *g = vg_graph_new();

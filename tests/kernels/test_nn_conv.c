@@ -5,22 +5,13 @@
  * gradient checks (float64) of every differentiable op. */
 #include "test_util.h"
 #include "op_test_util.h"
+#include "count_alloc_util.h"
 #include "gradcheck.h"
 #include "kernels/nn_internal.h"
 #include "vigil/vigil.h"
 #include <pthread.h>
 
 /* ---- helpers ----------------------------------------------------------- */
-
-static double *randv(int64_t n, unsigned seed) {
-    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    unsigned s = seed * 2654435761u + 7;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 1103515245u + 12345u;
-        v[i] = ((s >> 8) & 0xffff) / 32768.0 - 1.0;
-    }
-    return v;
-}
 
 /* Compares t with want (n values); prints the first few mismatches. */
 static int compare(const char *what, const vg_tensor *t, const double *want, int64_t n, double tol) {
@@ -34,18 +25,6 @@ static int compare(const char *what, const vg_tensor *t, const double *want, int
         if (!(fabs(get(t, i) - want[i]) <= tol * (1 + fabs(want[i]))) && bad++ < 4)
             fprintf(stderr, "%s[%lld] = %.7g, want %.7g\n", what, (long long)i, get(t, i), want[i]);
     return bad;
-}
-
-/* TF's window arithmetic, written independently of the library. */
-static void win(int64_t in, int64_t k, int64_t s, bool same, int64_t *out, int64_t *pad) {
-    if (same) {
-        *out = (in + s - 1) / s;
-        int64_t t = (*out - 1) * s + k - in;
-        *pad = t > 0 ? t / 2 : 0;
-    } else {
-        *out = (in - k + s) / s;
-        *pad = 0;
-    }
 }
 
 typedef struct cfg {
@@ -669,18 +648,6 @@ static void test_nn__conv_concurrent_runs(void) {
 
 /* ---- allocation failures ---------------------------------------------- */
 
-static long alloc_countdown = -1; /* fail when it reaches 0; -1 = never */
-static long alloc_count;          /* allocations so far */
-static void *count_alloc(void *payload, size_t size, size_t align) {
-    (void)payload;
-    alloc_count++;
-    if (alloc_countdown >= 0 && alloc_countdown-- == 0) return NULL;
-    void *p = NULL;
-    if (posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1)) return NULL;
-    return p;
-}
-static void count_free(void *payload, void *p) { (void)payload; free(p); }
-
 /* Fails allocation N = 0, 1, 2, ... of a run of every conv/pool op until the run
  * succeeds: each failure is RESOURCE_EXHAUSTED (ASan checks for leaks). */
 static void conv_alloc_failures(int level) {
@@ -703,31 +670,7 @@ static void conv_alloc_failures(int level) {
     o.inter_op_threads = 1;
     vg_session *s = vg_session_new(g, &o, &st);
     CHECK(s != NULL);
-    /* one good run first: the plan is cached, so the failures below hit the kernels */
-    vg_tensor *warm[2] = {NULL, NULL};
-    if (s) CHECK_OK(vg_session_run(s, NULL, in, vals, 2, d, warm, 2, NULL, 0, NULL, &st), &st);
-    vg_tensor_free(warm[0]);
-    vg_tensor_free(warm[1]);
-    /* count the allocations of one good run, then fail each of them in turn; some
-     * failures are absorbed by design (a parallel_for that cannot queue runs inline) */
-    alloc_count = 0;
-    if (s) CHECK_OK(vg_session_run(s, NULL, in, vals, 2, d, warm, 2, NULL, 0, NULL, &st), &st);
-    vg_tensor_free(warm[0]);
-    vg_tensor_free(warm[1]);
-    long total = alloc_count;
-    int failures = 0;
-    for (long n = 0; s && n < total; n++) {
-        vg_tensor *out[2] = {NULL, NULL};
-        alloc_countdown = n;
-        vg_code c = vg_session_run(s, NULL, in, vals, 2, d, out, 2, NULL, 0, NULL, &st);
-        alloc_countdown = -1;
-        vg_tensor_free(out[0]);
-        vg_tensor_free(out[1]);
-        if (c == VG_OK) continue;
-        failures++;
-        if (c != VG_RESOURCE_EXHAUSTED) fprintf(stderr, "alloc %ld: %s\n", n, st.msg);
-        CHECK_CODE(c, VG_RESOURCE_EXHAUSTED);
-    }
+    int failures = fail_each_alloc_of_run(s, in, vals, 2, d, 2);
     CHECK(failures > 5);
     vg_session_free(s);
     vg_tensor_free(vals[0]);

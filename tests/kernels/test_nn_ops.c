@@ -5,21 +5,14 @@
  * check for every differentiable op (float64). */
 #include "test_util.h"
 #include "op_test_util.h"
+#include "count_alloc_util.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 
-/* Deterministic pseudo-random values in [-1, 1). */
-static double *randv(int64_t n, unsigned seed) {
-    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    unsigned s = seed * 2654435761u + 1;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 1103515245u + 12345u;
-        v[i] = ((s >> 8) & 0xffff) / 32768.0 - 1.0;
-    }
-    return v;
-}
+/* Deterministic pseudo-random values in [-1, 1) (op_test_util.h, the sequence started at + 1). */
+static double *randv1(int64_t n, unsigned seed) { return randv_from(n, seed, 1); }
 
 /* ---- MatMul ------------------------------------------------------------ */
 
@@ -67,7 +60,7 @@ static void test_nn__matmul_threaded(void) {
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
                 int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-                double *A = randv(M * K, 1), *B = randv(K * N, 2);
+                double *A = randv1(M * K, 1), *B = randv1(K * N, 2);
                 vg_graph *g = vg_graph_new();
                 int64_t ad[2] = {ta ? K : M, ta ? M : K}, bd[2] = {tb ? N : K, tb ? K : N};
                 vg_output a = vg_placeholder(g, VG_FLOAT, ad, 2, "a"), b = vg_placeholder(g, VG_FLOAT, bd, 2, "b");
@@ -205,7 +198,7 @@ static void test_nn__bias_add(void) {
     int64_t bx[2] = {5000, 37};
     x = vg_placeholder(g, VG_FLOAT, bx, 2, "x");
     vg_output gsum = vg_bias_add_grad(g, x, NULL);
-    double *xs = randv(5000 * 37, 3);
+    double *xs = randv1(5000 * 37, 3);
     xv = mk(VG_FLOAT, bx, 2, xs);
     vg_tensor *o = NULL;
     CHECK_OK(run_threads(g, 2, &x, &xv, 1, &gsum, &o, 1, &st), &st);
@@ -463,7 +456,7 @@ static void test_nn__grad_matmul(void) {
             int64_t ad[2] = {ta ? 4 : 3, ta ? 3 : 4}, bd[2] = {tb ? 2 : 4, tb ? 4 : 2};
             vg_output xs[2] = {vg_placeholder(g, VG_DOUBLE, ad, 2, "a"), vg_placeholder(g, VG_DOUBLE, bd, 2, "b")};
             vg_output y = vg_matmul(g, xs[0], xs[1], ta, tb, NULL);
-            double *av = randv(12, 5), *bv = randv(8, 6);
+            double *av = randv1(12, 5), *bv = randv1(8, 6);
             vg_tensor *vals[2] = {mk(VG_DOUBLE, ad, 2, av), mk(VG_DOUBLE, bd, 2, bv)};
             CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, y, GC_EPS, GC_TOL), 0);
             vg_tensor_free(vals[0]);
@@ -476,7 +469,7 @@ static void test_nn__grad_matmul(void) {
     vg_graph *g = vg_graph_new();
     int64_t ad[2] = {3, 4}, bd[2] = {4, 2};
     vg_output xs[2] = {vg_placeholder(g, VG_FLOAT, ad, 2, "a"), vg_placeholder(g, VG_FLOAT, bd, 2, "b")};
-    double *av = randv(12, 7), *bv = randv(8, 8);
+    double *av = randv1(12, 7), *bv = randv1(8, 8);
     vg_tensor *vals[2] = {mk(VG_FLOAT, ad, 2, av), mk(VG_FLOAT, bd, 2, bv)};
     CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, vg_matmul(g, xs[0], xs[1], false, false, NULL), 1e-2, 2e-2), 0);
     vg_tensor_free(vals[0]);
@@ -495,7 +488,7 @@ static int gc_unary(build1_fn build, const int64_t *dims, int nd, double scale, 
     vg_output x = vg_placeholder(g, VG_DOUBLE, dims, nd, "x");
     int64_t n = 1;
     for (int i = 0; i < nd; i++) n *= dims[i];
-    double *v = randv(n, seed);
+    double *v = randv1(n, seed);
     for (int64_t i = 0; i < n; i++) {
         v[i] *= scale;
         if (away > 0) v[i] += v[i] >= 0 ? away : -away;
@@ -548,7 +541,7 @@ static void test_nn__grad_bias_add(void) {
     vg_graph *g = vg_graph_new();
     int64_t xd[3] = {2, 3, 4}, bd[1] = {4};
     vg_output xs[2] = {vg_placeholder(g, VG_DOUBLE, xd, 3, "x"), vg_placeholder(g, VG_DOUBLE, bd, 1, "b")};
-    double *xv = randv(24, 21), *bv = randv(4, 22);
+    double *xv = randv1(24, 21), *bv = randv1(4, 22);
     vg_tensor *vals[2] = {mk(VG_DOUBLE, xd, 3, xv), mk(VG_DOUBLE, bd, 1, bv)};
     CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, vg_bias_add(g, xs[0], xs[1], NULL), GC_EPS, GC_TOL), 0);
     vg_tensor_free(vals[0]);
@@ -563,7 +556,7 @@ static void test_nn__grad_xent(void) {
     vg_graph *g = vg_graph_new();
     int64_t xd[2] = {3, 4};
     vg_output xs[2] = {vg_placeholder(g, VG_DOUBLE, xd, 2, "x"), vg_placeholder(g, VG_DOUBLE, xd, 2, "l")};
-    double *xv = randv(12, 31), *lv = randv(12, 32);
+    double *xv = randv1(12, 31), *lv = randv1(12, 32);
     for (int r = 0; r < 3; r++) { /* labels: a probability distribution per row */
         double s = 0;
         for (int c = 0; c < 4; c++) s += (lv[r * 4 + c] = fabs(lv[r * 4 + c]) + 0.1);
@@ -589,7 +582,7 @@ static void test_nn__grad_xent(void) {
     g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_DOUBLE, xd, 2, "x");
     vg_output l = vg_placeholder(g, VG_INT64, (int64_t[]){3}, 1, "l");
-    xv = randv(12, 33);
+    xv = randv1(12, 33);
     vg_tensor *xt = mk(VG_DOUBLE, xd, 2, xv), *lt = mk(VG_INT64, (int64_t[]){3}, 1, (double[]){3, 0, 2});
     op = vg_sparse_softmax_xent(g, x, l, NULL);
     CHECK_EQ_INT(vg_gradcheck_ex(g, &x, &xt, 1, &l, &lt, 1, vg_out(op, 0), GC_EPS, GC_TOL), 0);
@@ -634,7 +627,7 @@ static void test_nn__mlp_gradients_run(void) {
     vg_output ws[3] = {w1, w2, b1}, dws[3];
     vg_status st;
     CHECK_OK(vg_gradients(g, &loss, 1, ws, 3, NULL, dws, &st), &st);
-    double *xv = randv(160, 41), *w1v = randv(320, 42), *w2v = randv(80, 43), *b1v = randv(16, 44);
+    double *xv = randv1(160, 41), *w1v = randv1(320, 42), *w2v = randv1(80, 43), *b1v = randv1(16, 44);
     vg_tensor *vals[5] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, w1d, 2, w1v), mk(VG_FLOAT, w2d, 2, w2v),
                           mk(VG_FLOAT, (int64_t[]){16}, 1, b1v),
                           mk(VG_INT32, (int64_t[]){8}, 1, (double[]){0, 1, 2, 3, 4, 0, 1, 2})};
@@ -659,18 +652,6 @@ static void test_nn__mlp_gradients_run(void) {
 
 /* ---- allocation failures ---------------------------------------------- */
 
-static long alloc_countdown = -1; /* fail when it reaches 0; -1 = never */
-static long alloc_count;          /* allocations so far */
-static void *count_alloc(void *payload, size_t size, size_t align) {
-    (void)payload;
-    alloc_count++;
-    if (alloc_countdown >= 0 && alloc_countdown-- == 0) return NULL;
-    void *p = NULL;
-    if (posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1)) return NULL;
-    return p;
-}
-static void count_free(void *payload, void *p) { (void)payload; free(p); }
-
 /* Fails allocation N = 0, 1, ... of a run (plan cached by a first good run) until it
  * succeeds: every failure is RESOURCE_EXHAUSTED and leaks nothing (ASan). */
 static void test_nn__alloc_failures(void) {
@@ -686,34 +667,14 @@ static void test_nn__alloc_failures(void) {
     vg_output in[3] = {x, w, b}, d[3];
     vg_status st;
     CHECK_OK(vg_gradients(g, &L, 1, in, 3, NULL, d, &st), &st);
-    double *xv = randv(2048 * 40, 1), *wv = randv(1600, 2), *bv = randv(40, 3);
+    double *xv = randv1(2048 * 40, 1), *wv = randv1(1600, 2), *bv = randv1(40, 3);
     vg_tensor *vals[3] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, wd, 2, wv), mk(VG_FLOAT, (int64_t[]){40}, 1, bv)};
     vg_session_options o = VG_SESSION_OPTIONS_INIT;
     o.intra_op_threads = 2;
     o.inter_op_threads = 1;
     vg_session *s = vg_session_new(g, &o, &st);
     CHECK(s != NULL);
-    vg_tensor *out[3] = {NULL, NULL, NULL};
-    if (s) CHECK_OK(vg_session_run(s, NULL, in, vals, 3, d, out, 3, NULL, 0, NULL, &st), &st);
-    for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-    /* count the allocations of one good run, then fail each of them in turn; some
-     * failures are absorbed by design (a parallel_for that cannot queue runs inline) */
-    alloc_count = 0;
-    if (s) CHECK_OK(vg_session_run(s, NULL, in, vals, 3, d, out, 3, NULL, 0, NULL, &st), &st);
-    for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-    long total = alloc_count;
-    int failures = 0;
-    for (long n = 0; s && n < total; n++) {
-        out[0] = out[1] = out[2] = NULL;
-        alloc_countdown = n;
-        vg_code c = vg_session_run(s, NULL, in, vals, 3, d, out, 3, NULL, 0, NULL, &st);
-        alloc_countdown = -1;
-        for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-        if (c == VG_OK) continue;
-        failures++;
-        if (c != VG_RESOURCE_EXHAUSTED) fprintf(stderr, "alloc %ld: %s\n", n, st.msg);
-        CHECK_CODE(c, VG_RESOURCE_EXHAUSTED);
-    }
+    int failures = fail_each_alloc_of_run(s, in, vals, 3, d, 3);
     CHECK(failures > 5);
     vg_session_free(s);
     for (int i = 0; i < 3; i++) vg_tensor_free(vals[i]);

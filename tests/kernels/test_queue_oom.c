@@ -108,8 +108,7 @@ done:
 }
 
 static void test_queue_oom__runs(void) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
+    oom_install();
     int bad = 0;
     long n;
     for (n = 1; n < 100000; n++) {

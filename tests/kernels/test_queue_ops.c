@@ -10,11 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 static void sleep_ms(int ms) { usleep((useconds_t)ms * 1000); }
 
 /* A float queue of [2] rows with the usual ops around it. */
@@ -445,9 +440,9 @@ static void test_queue__timeout(void) {
     vg_run_options ro = VG_RUN_OPTIONS_INIT;
     ro.timeout_in_ms = 100;
     float a;
-    double t0 = now_s();
+    double t0 = tu_now_s();
     CHECK_CODE(dequeue(&t, &ro, &a, &st), VG_DEADLINE_EXCEEDED);
-    double dt = now_s() - t0;
+    double dt = tu_now_s() - t0;
     CHECK(dt >= 0.09 && dt < 2.0);
     CHECK_STR_CONTAINS(st.msg, "Timed out waiting for notification");
     /* blocked enqueue times out too */
@@ -476,10 +471,10 @@ static void test_queue__session_close_cancels(void) {
     bg_start(&e, &t, 0, 7, 0); /* blocks: full */
     sleep_ms(30);
     CHECK(!atomic_load(&e.done));
-    double t0 = now_s();
+    double t0 = tu_now_s();
     vg_session_close(t.s, &st);
     bg_join(&e);
-    CHECK(now_s() - t0 < 2.0);
+    CHECK(tu_now_s() - t0 < 2.0);
     CHECK_CODE(e.rc, VG_CANCELLED);
     CHECK_STR_CONTAINS(e.st.msg, "Enqueue operation was cancelled");
     /* and a dequeue blocked on an empty queue */

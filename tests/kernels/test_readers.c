@@ -7,6 +7,7 @@
  * testReadUpTo, testReadZlibFiles/testReadGzipFiles, FixedLengthRecordReaderTest with
  * hop bytes, TextLineReaderTest.testSkipHeaderLines, WholeFileReaderTest). */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <ftw.h>
 #include <unistd.h>
@@ -318,9 +319,7 @@ static void test_monitored_session_ends_at_data_end(void) {
             vg_example_add_int64(ex, "label", &label, 1, &st);
             uint8_t img[4] = {(uint8_t)i, 1, 2, 3};
             vg_example_add_bytes(ex, "image_raw", (const char *[]){(const char *)img}, (size_t[]){4}, 1, &st);
-            size_t len;
-            const void *b = vg_example_serialize(ex, &len, &st);
-            vg_tfrecord_writer_write(w, b, len, &st);
+            write_example(w, ex);
             vg_example_free(ex);
         }
         vg_tfrecord_writer_close(w, &st);

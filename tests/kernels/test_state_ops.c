@@ -1,24 +1,11 @@
 /* test_state_ops.c - VariableV2, Assign, AssignAdd, AssignSub, IsVariableInitialized,
  * Assert: values, copy-on-write, uninitialized reads and the error paths. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 
 static vg_output const_vec_f(vg_graph *g, const float *v, int64_t n, const char *name) {
     return vg_const_array(g, VG_FLOAT, &n, 1, v, name);
-}
-
-static vg_session *new_session(vg_graph *g) {
-    vg_status st;
-    vg_session *s = vg_session_new(g, NULL, &st);
-    if (!s) fprintf(stderr, "session: %s\n", st.msg);
-    return s;
-}
-
-/* Runs fetch; returns the tensor (NULL on failure, status in *st). */
-static vg_tensor *fetch(vg_session *s, vg_output o, vg_status *st) {
-    vg_tensor *t = NULL;
-    if (vg_session_run1(s, o, &t, st) != VG_OK) return NULL;
-    return t;
 }
 
 static void check_floats(const vg_tensor *t, const float *want, int n) {
@@ -54,7 +41,7 @@ static void test_state__uninitialized_read(void) {
     vg_output r = vg_identity(g, v, "r");
     vg_session *s = new_session(g);
     vg_status st;
-    vg_tensor *t = fetch(s, r, &st);
+    vg_tensor *t = fetch_st(s, r, &st);
     CHECK(t == NULL);
     CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Attempting to use uninitialized value weights");
@@ -75,15 +62,15 @@ static void test_state__assign_and_read(void) {
     CHECK(vg_op_attr_type_(a.op, "T", &dt) && dt == VG_FLOAT);
     vg_session *s = new_session(g);
     vg_status st;
-    vg_tensor *t = fetch(s, a, &st);
+    vg_tensor *t = fetch_st(s, a, &st);
     check_floats(t, (float[]){1, 2}, 2);
     vg_tensor_free(t);
-    t = fetch(s, r, &st);
+    t = fetch_st(s, r, &st);
     check_floats(t, (float[]){1, 2}, 2);
     vg_tensor_free(t);
     /* a second session has its own, uninitialized, slot */
     vg_session *s2 = new_session(g);
-    t = fetch(s2, r, &st);
+    t = fetch_st(s2, r, &st);
     CHECK(t == NULL);
     CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
     vg_session_free(s2);
@@ -133,9 +120,9 @@ static void test_state__assign_no_validate(void) {
     vg_output r = vg_identity(g, v, "r");
     vg_session *s = new_session(g);
     vg_status st;
-    vg_tensor *t = fetch(s, a, &st);
+    vg_tensor *t = fetch_st(s, a, &st);
     vg_tensor_free(t);
-    t = fetch(s, r, &st);
+    t = fetch_st(s, r, &st);
     check_floats(t, (float[]){1, 2, 3}, 3);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -174,23 +161,23 @@ static void test_state__assign_add_sub(void) {
     vg_session *s = new_session(g);
     vg_status st;
     /* uninitialized: FAILED_PRECONDITION naming the variable */
-    vg_tensor *t = fetch(s, add, &st);
+    vg_tensor *t = fetch_st(s, add, &st);
     CHECK(t == NULL);
     CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Attempting to use uninitialized value v");
-    t = fetch(s, init, &st);
+    t = fetch_st(s, init, &st);
     vg_tensor_free(t);
     /* hold the current value: the in-place update must not change it (copy-on-write) */
-    vg_tensor *held = fetch(s, r, &st);
-    t = fetch(s, add, &st);
+    vg_tensor *held = fetch_st(s, r, &st);
+    t = fetch_st(s, add, &st);
     check_floats(t, (float[]){11, 22}, 2);
     vg_tensor_free(t);
     check_floats(held, (float[]){1, 2}, 2);
     vg_tensor_free(held);
-    t = fetch(s, sub, &st);
+    t = fetch_st(s, sub, &st);
     check_floats(t, (float[]){10, 21}, 2);
     vg_tensor_free(t);
-    t = fetch(s, r, &st);
+    t = fetch_st(s, r, &st);
     check_floats(t, (float[]){10, 21}, 2);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -205,14 +192,14 @@ static void test_state__assign_add_int64(void) {
     vg_output dec = vg_assign_sub(g, v, vg_const_i64(g, 3, "three"), "dec");
     vg_session *s = new_session(g);
     vg_status st;
-    vg_tensor *t = fetch(s, init, &st);
+    vg_tensor *t = fetch_st(s, init, &st);
     vg_tensor_free(t);
     for (int i = 0; i < 3; i++) {
-        t = fetch(s, inc, &st);
+        t = fetch_st(s, inc, &st);
         CHECK(t && *(int64_t *)vg_tensor_data(t) == 6 + i);
         vg_tensor_free(t);
     }
-    t = fetch(s, dec, &st);
+    t = fetch_st(s, dec, &st);
     CHECK(t && *(int64_t *)vg_tensor_data(t) == 5);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -235,7 +222,7 @@ static void test_state__assign_add_shape_errors(void) {
     vg_output p = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1}, 1, "p");
     a = vg_assign_sub(g, v, p, NULL);
     vg_session *s = new_session(g);
-    vg_tensor *t = fetch(s, init, &st);
+    vg_tensor *t = fetch_st(s, init, &st);
     vg_tensor_free(t);
     vg_tensor *val = vg_tensor_new_copy(VG_FLOAT, (int64_t[]){3}, 1, (float[]){1, 2, 3}, 12, &st);
     CHECK_CODE(vg_session_run(s, NULL, &p, &val, 1, &a, &t, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
@@ -257,12 +244,12 @@ static void test_state__is_variable_initialized(void) {
     CHECK(vg_op_attr_type_(is.op, "dtype", &dt) && dt == VG_DOUBLE);
     vg_session *s = new_session(g);
     vg_status st;
-    vg_tensor *t = fetch(s, is, &st);
+    vg_tensor *t = fetch_st(s, is, &st);
     CHECK(t && !*(bool *)vg_tensor_data(t));
     vg_tensor_free(t);
-    t = fetch(s, init, &st);
+    t = fetch_st(s, init, &st);
     vg_tensor_free(t);
-    t = fetch(s, is, &st);
+    t = fetch_st(s, is, &st);
     CHECK(t && *(bool *)vg_tensor_data(t));
     vg_tensor_free(t);
     vg_session_free(s);

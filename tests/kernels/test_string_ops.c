@@ -4,6 +4,7 @@
  * subgraphs now run: restore from TF's variables bundle, save again, and compare the
  * written bundle with TF's bytes. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <dirent.h>
 #include <unistd.h>
@@ -17,20 +18,6 @@ static vg_op *build(vg_graph *g, const char *type, const char *name, const vg_ou
 }
 
 static vg_output out0(vg_op *op) { return (vg_output){op, 0}; }
-
-static vg_tensor *run1(vg_graph *g, vg_output o, vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    vg_tensor *t = NULL;
-    if (s) vg_session_run1(s, o, &t, st);
-    vg_session_free(s);
-    return t;
-}
-
-static bool str_is(const vg_tensor *t, int64_t i, const char *want) {
-    size_t n = 0;
-    const char *s = vg_tensor_string(t, i, &n);
-    return s && n == strlen(want) && memcmp(s, want, n) == 0;
-}
 
 static void test_string_join(void) {
     vg_status st;
@@ -250,7 +237,7 @@ static void test_merge_v2_checkpoints(void) {
     tu_rmrf(dir);
 }
 
-static uint8_t *slurp(const char *path, size_t *n) {
+static uint8_t *slurp_file(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     *n = 0;
     if (!f) return NULL;
@@ -266,7 +253,7 @@ static uint8_t *slurp(const char *path, size_t *n) {
 
 static bool same_file(const char *a, const char *b) {
     size_t na, nb;
-    uint8_t *pa = slurp(a, &na), *pb = slurp(b, &nb);
+    uint8_t *pa = slurp_file(a, &na), *pb = slurp_file(b, &nb);
     bool same = pa && pb && na == nb && memcmp(pa, pb, na) == 0;
     free(pa);
     free(pb);
@@ -380,10 +367,8 @@ static void check_split(const char *const *strs, int n, const char *delim, bool 
     vg_op *op = vg_string_split(g, src, delim, skip_empty, &sp, NULL);
     CHECK(op != NULL);
     CHECK(op && strcmp(vg_op_type(op), "StringSplit") == 0);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    vg_output f[3] = {sp.indices, sp.values, sp.dense_shape};
-    vg_tensor *out[3] = {NULL, NULL, NULL};
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, out, 3, NULL, 0, NULL, &st), &st);
+    vg_tensor *out[3];
+    run_sparse(g, sp, out);
     if (out[0] && out[1] && out[2]) {
         CHECK_EQ_INT(vg_tensor_ndims(out[0]), 2);
         CHECK_EQ_INT(vg_tensor_dim(out[0], 0), nwant);
@@ -396,7 +381,6 @@ static void check_split(const char *const *strs, int n, const char *delim, bool 
         CHECK_EQ_INT(shp[1], cols);
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-    vg_session_free(s);
     vg_graph_free(g);
 }
 
@@ -444,15 +428,7 @@ static void test_string_split(void) {
     vg_output ph = vg_placeholder(g, VG_STRING, NULL, -1, "ph");
     vg_sparse_output sp;
     CHECK(vg_string_split(g, ph, " ", true, &sp, NULL) != NULL);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *feed = vg_tensor_new(VG_STRING, NULL, 0, &st);
-    vg_tensor_set_string(feed, 0, "a b", 3, &st);
-    vg_tensor *out = NULL;
-    CHECK_CODE(vg_session_run(s, NULL, &ph, &feed, 1, &sp.values, &out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "input must be a vector");
-    vg_tensor_free(out);
-    vg_tensor_free(feed);
-    vg_session_free(s);
+    expect_string_feed_error(g, ph, "a b", sp.values, VG_INVALID_ARGUMENT, "input must be a vector");
     vg_graph_free(g);
 }
 

@@ -4,24 +4,15 @@
  * separator), plus the edge cases of TF's SplitV2 (empty input strings, maxsplit 0,
  * whitespace kinds, the empty rest after the last whitespace split) and the errors. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
-
-static bool str_is(const vg_tensor *t, int64_t i, const char *want) {
-    size_t n = 0;
-    const char *s = vg_tensor_string(t, i, &n);
-    return s && n == strlen(want) && memcmp(s, want, n) == 0;
-}
 
 /* Splits strs (n rows) and checks the SparseTensor against the expected tokens:
  * row_counts[r] tokens of row r, in order, in toks; dense_shape {n, cols}. */
 static void check(const char *const *strs, int n, const char *sep, int64_t maxsplit, const int *row_counts,
                   const char *const *toks, int64_t cols) {
-    vg_status st;
     vg_graph *g = vg_graph_new();
-    vg_tensor *v = vg_tensor_new(VG_STRING, (int64_t[]){n}, 1, &st);
-    for (int i = 0; i < n; i++) vg_tensor_set_string(v, i, strs[i], strlen(strs[i]), &st);
-    vg_output src = vg_const(g, v, "src");
-    vg_tensor_free(v);
+    vg_output src = strings(g, strs, n, "src");
     vg_sparse_output sp;
     vg_op *op = vg_string_split_v2(g, src, sep, maxsplit, &sp, NULL);
     CHECK(op && strcmp(vg_op_type(op), "StringSplitV2") == 0);
@@ -29,10 +20,8 @@ static void check(const char *const *strs, int n, const char *sep, int64_t maxsp
         vg_graph_free(g);
         return;
     }
-    vg_session *s = vg_session_new(g, NULL, &st);
-    vg_output f[3] = {sp.indices, sp.values, sp.dense_shape};
-    vg_tensor *out[3] = {NULL, NULL, NULL};
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, out, 3, NULL, 0, NULL, &st), &st);
+    vg_tensor *out[3];
+    run_sparse(g, sp, out);
     int64_t total = 0;
     for (int r = 0; r < n; r++) total += row_counts[r];
     if (out[0] && out[1] && out[2]) {
@@ -52,7 +41,6 @@ static void check(const char *const *strs, int n, const char *sep, int64_t maxsp
         CHECK_EQ_INT(shp[1], cols);
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-    vg_session_free(s);
     vg_graph_free(g);
 }
 
@@ -109,15 +97,7 @@ static void test_errors(void) {
     vg_output ph = vg_placeholder(g, VG_STRING, NULL, -1, "ph");
     vg_sparse_output sp;
     CHECK(vg_string_split_v2(g, ph, ",", -1, &sp, NULL) != NULL);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *feed = vg_tensor_new(VG_STRING, NULL, 0, &st);
-    vg_tensor_set_string(feed, 0, "a,b", 3, &st);
-    vg_tensor *out = NULL;
-    CHECK_CODE(vg_session_run(s, NULL, &ph, &feed, 1, &sp.values, &out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "input must be a vector, got shape: []");
-    vg_tensor_free(out);
-    vg_tensor_free(feed);
-    vg_session_free(s);
+    expect_string_feed_error(g, ph, "a,b", sp.values, VG_INVALID_ARGUMENT, "input must be a vector, got shape: []");
     vg_graph_free(g);
     g = vg_graph_new();
     vg_op_builder *b = vg_op_builder_new(g, "StringSplitV2", "bad");

@@ -14,42 +14,15 @@
  *     runs on the CPU only (the dependency the latter checks is translated).
  */
 #include "test_util.h"
+#include "session_test_util.h"
+#include "op_test_util.h"
 #include "vigil/vigil.h"
 #include <pthread.h>
 
-static vg_session *new_session(vg_graph *g) {
-    vg_status st;
-    vg_session *s = vg_session_new(g, NULL, &st);
-    if (!s) fprintf(stderr, "  session: %s\n", st.msg);
-    return s;
-}
-
-static vg_tensor *fetch(vg_session *s, vg_output o) {
-    vg_status st;
-    vg_tensor *t = NULL;
-    if (vg_session_run1(s, o, &t, &st) != VG_OK) {
-        fprintf(stderr, "  fetch %s: %s\n", o.op ? vg_op_name(o.op) : "(null)", st.msg);
-        return NULL;
-    }
-    return t;
-}
-
-static void run_target(vg_session *s, vg_op *op) {
-    vg_status st;
-    CHECK_OK(vg_session_run_targets(s, &op, 1, &st), &st);
-}
-
+/* Element i as a double: op_test_util.h's get, and float16 too. */
 static double elem(const vg_tensor *t, int64_t i) {
-    const void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: return ((const float *)d)[i];
-    case VG_DOUBLE: return ((const double *)d)[i];
-    case VG_INT32: return ((const int32_t *)d)[i];
-    case VG_INT64: return (double)((const int64_t *)d)[i];
-    case VG_HALF: return vg_half_to_float(((const uint16_t *)d)[i]);
-    case VG_BOOL: return ((const bool *)d)[i];
-    default: return NAN;
-    }
+    if (vg_tensor_dtype(t) == VG_HALF) return vg_half_to_float(((const uint16_t *)vg_tensor_data(t))[i]);
+    return get(t, i);
 }
 
 /* t has dtype dt, shape dims and values want (exactly). */
@@ -83,14 +56,6 @@ static vg_output const_of(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndi
 static vg_output fill(vg_graph *g, vg_dtype dt, int32_t d0, int32_t d1, double value) {
     vg_output dims = vg_const_i32_vec(g, (int32_t[]){d0, d1}, 2, NULL);
     return vg_fill(g, dims, vg_const_fill(g, dt, NULL, 0, value, NULL), NULL);
-}
-
-static bool shape_is(vg_output o, const int64_t *dims, int ndims) {
-    vg_shape s = vg_output_shape(o);
-    if (s.ndims != ndims) return false;
-    for (int i = 0; i < ndims; i++)
-        if (s.dims[i] != dims[i]) return false;
-    return true;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -8,12 +8,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void sleep_ms(int ms) { usleep((useconds_t)ms * 1000); }
 
 static vg_status make_err(vg_code code, const char *msg) {
@@ -100,9 +94,9 @@ static void test_coord__threads_join(void) {
     }
     sleep_ms(20);
     vg_coord_request_stop(c, NULL);
-    double t0 = now_s();
+    double t0 = tu_now_s();
     CHECK_CODE(vg_coord_join(c, 10, false, &st), VG_OK);
-    CHECK(now_s() - t0 < 2.0);
+    CHECK(tu_now_s() - t0 < 2.0);
     for (int i = 0; i < 8; i++) CHECK(atomic_load(&iters[i]) > 0);
     vg_coord_free(c);
 }
@@ -150,9 +144,9 @@ static void test_coord__straggler(void) {
     CHECK_OK(vg_coord_start_thread(c, "good", loop_until_stop, NULL, &st), &st);
     CHECK_OK(vg_coord_start_thread(c, "reader", ignore_stop, &s, &st), &st);
     vg_coord_request_stop(c, NULL);
-    double t0 = now_s();
+    double t0 = tu_now_s();
     CHECK_CODE(vg_coord_join(c, 0.2, false, &st), VG_FAILED_PRECONDITION); /* TF: RuntimeError */
-    double dt = now_s() - t0;
+    double dt = tu_now_s() - t0;
     CHECK(dt >= 0.19 && dt < 2.0);
     CHECK_STR_CONTAINS(st.msg, "Coordinator stopped with threads still running: reader");
     CHECK(strstr(st.msg, "good") == NULL);
@@ -191,16 +185,16 @@ static void *stop_later(void *arg) {
 
 static void test_coord__wait_for_stop(void) {
     vg_coord *c = vg_coord_new(NULL, 0);
-    double t0 = now_s();
+    double t0 = tu_now_s();
     CHECK(!vg_coord_wait_for_stop(c, 0.1));
-    double dt = now_s() - t0;
+    double dt = tu_now_s() - t0;
     CHECK(dt >= 0.09 && dt < 1.5);
     CHECK(!vg_coord_wait_for_stop(c, 0));
     pthread_t th;
     pthread_create(&th, NULL, stop_later, c);
-    t0 = now_s();
+    t0 = tu_now_s();
     CHECK(vg_coord_wait_for_stop(c, 10));
-    CHECK(now_s() - t0 < 2.0);
+    CHECK(tu_now_s() - t0 < 2.0);
     pthread_join(th, NULL);
     CHECK(vg_coord_wait_for_stop(c, -1));
     vg_coord_clear_stop(c);

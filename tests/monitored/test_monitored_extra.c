@@ -161,16 +161,6 @@ static gm gm_make(void) {
     m.t5 = vg_const_f32(m.g, 5.0f, "t5");
     return m;
 }
-static double fetch1(vg_monitored_session *ms, vg_output f, vg_code *rc, vg_status *st) {
-    vg_run_args a = VG_RUN_ARGS_INIT;
-    vg_tensor *out[1] = {NULL};
-    a.fetches = &f;
-    a.nfetches = 1;
-    *rc = vg_monitored_session_run(ms, &a, out, NULL, st);
-    double v = out[0] ? vg_tensor_scalar(out[0]) : -1;
-    vg_tensor_free(out[0]);
-    return v;
-}
 
 /* ------------------------------------------------------------------------ */
 /* §1: SessionRunArgs / SessionRunContext / SessionRunValues */
@@ -330,13 +320,13 @@ static void test_monitored__run_error_does_not_stop(void) {
     vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
     if (!ms) return;
     vg_code rc;
-    fetch1(ms, m.y, &rc, &st); /* x not fed */
+    ht_fetch_scalar(ms, m.y, &rc, &st); /* x not fed */
     CHECK_EQ_INT(rc, VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "x");
     CHECK_EQ_INT(h.after, 0);
     CHECK(!vg_coord_should_stop(h.coord));
     CHECK(!vg_monitored_session_should_stop(ms));
-    CHECK_NEAR(fetch1(ms, m.t5, &rc, &st), 5.0, 0);
+    CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
     CHECK_EQ_INT(rc, VG_OK);
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
     vg_monitored_session_free(ms);
@@ -357,8 +347,8 @@ static void test_monitored__coordinator_preemption_substituted(void) {
     vg_hook k = xh(&h);
     vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, &k, 1, &st);
     if (!ms) return;
-    CHECK_NEAR(fetch1(ms, m.t5, &rc, &st), 5.0, 0);
-    fetch1(ms, m.t5, &rc, &st);
+    CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
+    ht_fetch_scalar(ms, m.t5, &rc, &st);
     CHECK_EQ_INT(rc, VG_ABORTED);
     CHECK_STR_CONTAINS(st.msg, "reported to the coordinator");
     vg_monitored_session_end(ms, rc, &st);
@@ -373,8 +363,8 @@ static void test_monitored__coordinator_preemption_substituted(void) {
     ccreator cc = {0};
     ms = vg_monitored_session_new(m.g, &(vg_monitored_options){counting_creator(&cc, m.g), &k, 1, 120}, &st);
     if (!ms) return;
-    CHECK_NEAR(fetch1(ms, m.t5, &rc, &st), 5.0, 0);
-    CHECK_NEAR(fetch1(ms, m.t5, &rc, &st), 5.0, 0);
+    CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
+    CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
     CHECK_EQ_INT(rc, VG_OK);
     CHECK_EQ_INT(cc.created, 2);
     CHECK_EQ_INT(h2.acs, 2);
@@ -398,8 +388,8 @@ static void test_monitored__creator_error_propagates(void) {
     cc.fail_code = VG_INTERNAL;
     vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){counting_creator(&cc, m.g), &k, 1, 120}, &st);
     if (!ms) return;
-    CHECK_NEAR(fetch1(ms, m.t5, &rc, &st), 5.0, 0);
-    fetch1(ms, m.t5, &rc, &st);
+    CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
+    ht_fetch_scalar(ms, m.t5, &rc, &st);
     CHECK_EQ_INT(rc, VG_INTERNAL);
     CHECK_STR_CONTAINS(st.msg, "creator failed on call 2");
     CHECK_EQ_INT(cc.calls, 2);
@@ -422,7 +412,7 @@ static void test_monitored__recovery_from_session_getting_stuck(void) {
     ccreator cc = {0};
     vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){counting_creator(&cc, m.g), ks, 2, 120}, &st);
     if (!ms) return;
-    CHECK_NEAR(fetch1(ms, m.t5, &rc, &st), 5.0, 0);
+    CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
     CHECK_EQ_INT(rc, VG_OK);
     CHECK(!vg_monitored_session_should_stop(ms));
     CHECK_EQ_INT(cc.created, 2);
@@ -594,7 +584,7 @@ static void test_monitored__stop_iteration_in_block(void) {
     vg_code rc = VG_OK;
     int iters = 0;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
-        fetch1(ms, m.t5, &rc, &st);
+        ht_fetch_scalar(ms, m.t5, &rc, &st);
         iters++;
     }
     CHECK_EQ_INT(iters, 3);
@@ -614,7 +604,7 @@ static void test_monitored__singular_initializes(void) {
     gm m = gm_make();
     vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, NULL, 0, &st);
     if (!ms) return;
-    CHECK_NEAR(fetch1(ms, m.v, &rc, &st), 0.0, 0);
+    CHECK_NEAR(ht_fetch_scalar(ms, m.v, &rc, &st), 0.0, 0);
     CHECK_EQ_INT(rc, VG_OK);
     vg_monitored_session_end(ms, VG_OK, &st);
     vg_monitored_session_free(ms);
@@ -697,7 +687,7 @@ static void test_monitored__hook_errors_at_construction(void) {
     CHECK_EQ_INT(c.begin, 1);
     if (ms) {
         vg_code rc;
-        CHECK_NEAR(fetch1(ms, m.t5, &rc, &st), 5.0, 0);
+        CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
         vg_monitored_session_end(ms, VG_OK, &st);
         vg_monitored_session_free(ms);
     }
@@ -753,7 +743,7 @@ static void test_monitored__recovery_resets_hook_stop(void) {
     vg_hook k = xh(&h);
     vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
     if (!ms) return;
-    fetch1(ms, m.t5, &rc, &st);
+    ht_fetch_scalar(ms, m.t5, &rc, &st);
     CHECK(vg_monitored_session_should_stop(ms));
     vg_status err;
     vg_status_set(&err, VG_UNAVAILABLE, "ps went away");

@@ -2,6 +2,7 @@
  * checklist of docs/tf1-semantics.md. Each case names the items it covers.
  * Fault injection: the TestRaise op fails with the code in `raise_code` on chosen runs. */
 #include "test_util.h"
+#include "hook_test_util.h"
 #include "kernels/kernel.h"
 #include "vigil/hooks.h"
 #include "vigil/vigil.h"
@@ -9,21 +10,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
-
-/* ChiefSessionCreator / WorkerSessionCreator as a value (tests only; an empty creator
- * on failure, which makes vg_monitored_session_new use a default one) */
-static inline vg_session_creator ms_creator(vg_graph *g, vg_scaffold *sc, const char *dir, const char *path,
-                                    double max_wait, bool chief) {
-    vg_session_creator_options o = VG_SESSION_CREATOR_OPTIONS_INIT;
-    vg_session_creator c;
-    o.scaffold = sc;
-    o.checkpoint_dir = dir;
-    o.checkpoint_filename_with_path = path;
-    if (max_wait >= 0) o.max_wait_secs = max_wait;
-    if ((chief ? vg_chief_session_creator(g, &o, &c, NULL) : vg_worker_session_creator(g, &o, &c, NULL)) != VG_OK)
-        fprintf(stderr, "session creator failed\n");
-    return c;
-}
 
 /* ---- fault-injection op ---- */
 static atomic_int raise_at_run = -1; /* run index (counted from 0) that fails */
@@ -470,7 +456,7 @@ static void test_monitored__recovery(void) {
     vg_status st;
     vg_code rc;
     model m = make_model();
-    flaky f = {ms_creator(m.g, NULL, NULL, NULL, -1, true), 2, 0};
+    flaky f = {ht_creator(m.g, NULL, NULL, NULL, -1, true), 2, 0};
     vg_session_creator c = {flaky_create, flaky_destroy, &f};
     rec_hook h = {0};
     h.fail_before_at = 4; h.fail_code = VG_ABORTED;
@@ -739,7 +725,7 @@ static void test_monitored__restore_and_stop_at_step(void) {
     co.checkpoint_dir = dir;
     co.save_steps = 1;
     CHECK_OK(vg_checkpoint_saver_hook(&co, &hooks[1], &st), &st);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){ms_creator(m.g, NULL, dir, NULL, -1, true), hooks, 2, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){ht_creator(m.g, NULL, dir, NULL, -1, true), hooks, 2, 120}, &st);
     CHECK(ms != NULL);
     if (!ms) { fprintf(stderr, "%s\n", st.msg); return; }
     int n = 0;
@@ -754,7 +740,7 @@ static void test_monitored__restore_and_stop_at_step(void) {
     vg_monitored_session_free(ms);
     /* 82 / 131: a new session restores 3; num_steps = 4 runs 3 -> 7 */
     CHECK_OK(vg_stop_at_step_hook(4, -1, &hooks[0], &st), &st);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){ms_creator(m.g, NULL, dir, NULL, -1, true), hooks, 1, 120}, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){ht_creator(m.g, NULL, dir, NULL, -1, true), hooks, 1, 120}, &st);
     CHECK_EQ_INT(run_train(ms, &st, &rc), 3);
     n = 1;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
@@ -779,7 +765,7 @@ static void test_monitored__restore_and_stop_at_step(void) {
     h.fail_before_at = 4; h.fail_code = VG_ABORTED;
     CHECK_OK(vg_checkpoint_saver_hook(&co, &hooks[0], &st), &st);
     hooks[1] = hook_of(&h);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){ms_creator(m.g, NULL, dir, NULL, -1, true), hooks, 2, 120}, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){ht_creator(m.g, NULL, dir, NULL, -1, true), hooks, 2, 120}, &st);
     int64_t s0 = run_train(ms, &st, &rc);
     CHECK_EQ_INT(run_train(ms, &st, &rc), s0 + 1);
     CHECK_EQ_INT(run_train(ms, &st, &rc), s0 + 2);

@@ -57,17 +57,6 @@ static void report(vg_coord *c, vg_code code, const char *msg) {
     vg_coord_request_stop(c, &err);
 }
 
-static double run_t(vg_monitored_session *ms, vg_output f, vg_code *rc, vg_status *st) {
-    vg_run_args a = VG_RUN_ARGS_INIT;
-    vg_tensor *out[1] = {NULL};
-    a.fetches = &f;
-    a.nfetches = 1;
-    *rc = vg_monitored_session_run(ms, &a, out, NULL, st);
-    double v = out[0] ? vg_tensor_scalar(out[0]) : -1;
-    vg_tensor_free(out[0]);
-    return v;
-}
-
 /* SingularMonitoredSessionTest.test_regular_exception_reported_to_coord_pass_through_run:
  * an error reported to the coordinator; runs still work; the block body never calls
  * should_stop(), so __exit__(None) calls every hook's end() and close() re-raises the
@@ -83,9 +72,9 @@ static void test_tfedge__singular_coord_error_without_should_stop(void) {
         vg_hook hooks[2] = {eh(&h1), eh(&h2)};
         vg_monitored_session *ms = ht_singular(g, NULL, NULL, hooks, 2, &st);
         if (!ms) return;
-        CHECK_NEAR(run_t(ms, gs, &rc, &st), 0, 0);
+        CHECK_NEAR(ht_fetch_scalar(ms, gs, &rc, &st), 0, 0);
         report(h1.coord, VG_FAILED_PRECONDITION, "a thread wants to stop");
-        CHECK_NEAR(run_t(ms, gs, &rc, &st), 0, 0); /* runs normally */
+        CHECK_NEAR(ht_fetch_scalar(ms, gs, &rc, &st), 0, 0); /* runs normally */
         CHECK_OK(rc, &st);
         if (ask) CHECK(vg_monitored_session_should_stop(ms));
         CHECK_CODE(vg_monitored_session_end(ms, VG_OK, &st), VG_FAILED_PRECONDITION);
@@ -170,10 +159,10 @@ static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     vg_hook k = eh(&h);
     vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
     if (!ms) return;
-    CHECK_NEAR(run_t(ms, gs, &rc, &st), 0, 0);
+    CHECK_NEAR(ht_fetch_scalar(ms, gs, &rc, &st), 0, 0);
     report(h.coord, VG_UNKNOWN, "a thread failed");
     h.before_code = VG_ABORTED;
-    run_t(ms, gs, &rc, &st);
+    ht_fetch_scalar(ms, gs, &rc, &st);
     CHECK_EQ_INT(rc, VG_UNKNOWN);
     CHECK_STR_CONTAINS(st.msg, "a thread failed");
     CHECK_EQ_INT(h.acs, 1); /* not recovered */
@@ -191,7 +180,7 @@ static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k2, 1, 120}, &st);
     if (!ms) return;
     h2.before_code = VG_ABORTED;
-    CHECK_NEAR(run_t(ms, gs, &rc, &st), 0, 0);
+    CHECK_NEAR(ht_fetch_scalar(ms, gs, &rc, &st), 0, 0);
     CHECK_OK(rc, &st);
     CHECK_EQ_INT(h2.acs, 2);
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
@@ -250,7 +239,7 @@ static void test_tfedge__feed_conflicts_are_runtime_errors(void) {
     vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 2, 120}, &st);
     if (!ms) return;
     vg_code rc;
-    run_t(ms, y, &rc, &st);
+    ht_fetch_scalar(ms, y, &rc, &st);
     CHECK_EQ_INT(rc, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Same tensor is fed by two hooks.");
     vg_monitored_session_free(ms);

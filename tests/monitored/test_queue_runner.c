@@ -3,6 +3,7 @@
  * num_epochs * limit elements; errors of enqueue ops reach the coordinator; a stop
  * unblocks producers stuck on a full queue; closing the session ends the threads. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/ops.h"
 #include "vigil/queue.h"
 #include "vigil/session.h"
@@ -11,24 +12,6 @@
 #include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Main-thread dequeues from queues fed by runner threads give up after 20 s instead of
- * hanging the test when the pipeline stalls. */
-static vg_code fetch(vg_session *s, const vg_output *f, vg_tensor **out, int n, vg_status *st) {
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
-    ro.timeout_in_ms = 20000;
-    vg_tensor *tmp[4];
-    vg_code rc = vg_session_run(s, &ro, NULL, NULL, 0, f, out ? out : tmp, n, NULL, 0, NULL, st);
-    if (!out)
-        for (int i = 0; i < n; i++) vg_tensor_free(tmp[i]);
-    return rc;
-}
 
 static vg_session *new_session_with_locals(vg_graph *g) {
     vg_status st;
@@ -55,7 +38,7 @@ static void check_epochs(bool shuffle) {
     for (;;) {
         vg_tensor *out = NULL;
         vg_output f = vg_out(deq, 0);
-        vg_code rc = fetch(s, &f, &out, 1, &st);
+        vg_code rc = fetch_timeout(s, &f, &out, 1, &st);
         if (rc == VG_OUT_OF_RANGE) {
             CHECK_STR_CONTAINS(st.msg, "is closed and has insufficient elements");
             break;
@@ -162,10 +145,10 @@ static void test_qr__stop_unblocks_producers(void) {
     CHECK_OK(vg_session_run1(s, size, &out, &st), &st);
     if (out) CHECK_EQ_INT(*(int32_t *)vg_tensor_data(out), 2);
     vg_tensor_free(out);
-    double t0 = now_s();
+    double t0 = tu_now_s();
     vg_coord_request_stop(c, NULL);
     CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
-    CHECK(now_s() - t0 < 2.0);
+    CHECK(tu_now_s() - t0 < 2.0);
     vg_coord_free(c);
     vg_session_free(s);
     vg_graph_free(g);
@@ -204,7 +187,7 @@ static void test_qr__two_threads_close_once(void) {
     int counts[50] = {0}, batches = 0;
     for (;;) {
         vg_tensor *b = NULL;
-        vg_code rc = fetch(s, &out1, &b, 1, &st);
+        vg_code rc = fetch_timeout(s, &out1, &b, 1, &st);
         if (rc == VG_OUT_OF_RANGE) break;
         CHECK_OK(rc, &st);
         if (rc) break;
@@ -230,14 +213,14 @@ static atomic_long g_progress;
 static void *watchdog(void *arg) {
     atomic_bool *done = arg;
     long last = -1;
-    double since = now_s();
+    double since = tu_now_s();
     while (!atomic_load(done)) {
         usleep(50 * 1000);
         long p = atomic_load(&g_progress);
         if (p != last) {
             last = p;
-            since = now_s();
-        } else if (now_s() - since > 10) {
+            since = tu_now_s();
+        } else if (tu_now_s() - since > 10) {
             fprintf(stderr, "test_qr__blocking_ops_on_pool_threads: no progress for 10 s after %ld batches: "
                             "the executor deadlocked (a pool thread is blocked in a queue op while runs wait "
                             "for helpers queued behind it)\n", p);

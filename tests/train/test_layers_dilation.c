@@ -4,13 +4,8 @@
  * differences; conv2d_transpose's missing dilation_rate argument. */
 #include "gradcheck.h"
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
-
-static bool has_op(vg_graph *g, const char *name, const char *type) {
-    vg_op *op = vg_graph_op_by_name(g, name);
-    if (!op) fprintf(stderr, "no op %s\n", name);
-    return op && strcmp(vg_op_type(op), type) == 0;
-}
 
 static vg_tensor *filled(const int64_t *dims, int nd, int mul, int mod) {
     vg_status st;
@@ -87,13 +82,7 @@ static void test_dilated_separable_conv2d(void) {
         vg_status st;
         vg_graph *g = vg_graph_new();
         vg_output x = vg_placeholder(g, VG_DOUBLE, (int64_t[]){1, 5, 6, 2}, 4, "x");
-        vg_layer_config c = vg_layer_config_default(VG_LAYER_SEPARABLE_CONV2D);
-        c.units = 3;
-        c.kernel_size[0] = c.kernel_size[1] = 2;
-        c.dilation_rate[0] = c.dilation_rate[1] = 2;
-        c.padding = same ? "same" : "valid";
-        c.use_bias = false;
-        vg_layer *l = vg_layer_new(&c);
+        vg_layer *l = dilated_2x2_layer(VG_LAYER_SEPARABLE_CONV2D, 3, same);
         vg_output y = vg_layer_apply(l, g, x, (vg_output){0});
         CHECK_OK(vg_graph_status(g, &st), &st);
         CHECK(has_op(g, "separable_conv2d/separable_conv2d/SpaceToBatchND", "SpaceToBatchND"));

@@ -4,17 +4,9 @@
  * and the wrong-rank errors naming the layer. (test_layers.c is the architecture test.) */
 #include "gradcheck.h"
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
-
-static bool has_op(vg_graph *g, const char *name, const char *type) {
-    vg_op *op = vg_graph_op_by_name(g, name);
-    if (!op || (type && strcmp(vg_op_type(op), type) != 0)) {
-        fprintf(stderr, "  missing op %s (%s)\n", name, op ? vg_op_type(op) : "none");
-        return false;
-    }
-    return true;
-}
 
 static vg_tensor *tensor_f(const int64_t *dims, int nd, const float *v) {
     vg_status st;
@@ -656,13 +648,7 @@ static void test_dilated_conv2d(void) {
     for (int same = 0; same < 2; same++) {
         vg_graph *g = vg_graph_new();
         vg_output x = vg_placeholder(g, VG_DOUBLE, (int64_t[]){1, 5, 6, 1}, 4, "x");
-        vg_layer_config c = vg_layer_config_default(VG_LAYER_CONV2D);
-        c.units = 1;
-        c.kernel_size[0] = c.kernel_size[1] = 2;
-        c.dilation_rate[0] = c.dilation_rate[1] = 2;
-        c.padding = same ? "same" : "valid";
-        c.use_bias = false;
-        vg_layer *l = vg_layer_new(&c);
+        vg_layer *l = dilated_2x2_layer(VG_LAYER_CONV2D, 1, same);
         vg_output y = vg_layer_apply(l, g, x, (vg_output){0});
         CHECK(has_op(g, "conv2d/SpaceToBatchND", "SpaceToBatchND") && has_op(g, "conv2d/BatchToSpaceND", "BatchToSpaceND"));
         CHECK(has_op(g, "conv2d/SpaceToBatchND/paddings", "Const"));

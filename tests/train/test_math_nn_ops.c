@@ -2,6 +2,7 @@
  * tf.math.confusion_matrix (TF 1.15 nn_ops.py / confusion_matrix.py), checked against
  * TF's own tests (named per case) and values computed by hand. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
 #include <string.h>
@@ -90,14 +91,6 @@ static void test_dropout(void) {
     CHECK(y.op == NULL);
     CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     vg_graph_free(g);
-}
-
-static vg_tensor *run1(vg_graph *g, vg_output y, vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    vg_tensor *out = NULL;
-    if (s && vg_session_run1(s, y, &out, st) != VG_OK) out = NULL;
-    vg_session_free(s);
-    return out;
 }
 
 /* confusion_matrix_test.py ConfusionMatrixTest: testExample (labels [1, 2, 4],

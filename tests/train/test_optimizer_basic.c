@@ -3,6 +3,7 @@
  * op names, the global step, the train_op collection, float64 variables, and the
  * error paths. Problem: loss = sum(w * w * c) with c = [1, 2, 3], so dloss/dw = 2cw. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "exec/exec.h"
 #include <pthread.h>
 #include "vigil/vigil.h"
@@ -36,23 +37,6 @@ static problem make_problem(vg_dtype dt, bool global_step) {
     p.loss = vg_reduce_sum(p.g, vg_mul(p.g, vg_mul(p.g, p.w.read, p.w.read, NULL), c, NULL), NULL, -1, false, "loss");
     p.gs = global_step ? vg_get_or_create_global_step(p.g) : (vg_output){NULL, 0};
     return p;
-}
-
-static bool has_op(vg_graph *g, const char *name, const char *type) {
-    vg_op *op = vg_graph_op_by_name(g, name);
-    if (!op || (type && strcmp(vg_op_type(op), type) != 0)) {
-        fprintf(stderr, "  op %s: %s\n", name, op ? vg_op_type(op) : "missing");
-        return false;
-    }
-    return true;
-}
-
-static bool in_collection(vg_graph *g, const char *key, vg_op *op) {
-    int n;
-    const vg_output *items = vg_graph_collection(g, key, &n);
-    for (int i = 0; i < n; i++)
-        if (items[i].op == op) return true;
-    return false;
 }
 
 static double getd(const vg_tensor *t, int i) {

@@ -8,52 +8,47 @@
 
 #include "oom_util.h"
 
+typedef struct model {
+    vg_op *train, *init;
+    vg_output loss, report;
+} model;
+
 /* Builds the model; returns the graph's code. */
-static vg_code build(vg_graph *g, vg_op **train, vg_op **init, vg_output *loss, vg_output *report) {
+static vg_code build(vg_graph *g, void *mp) {
+    model *m = mp;
     float xv[4] = {1, 2, 3, 4};
     vg_output x = vg_const_array(g, VG_FLOAT, (int64_t[]){2, 2}, 2, xv, "x");
     vg_variable w = vg_get_variable(g, "dense/kernel", VG_FLOAT, (int64_t[]){2, 2}, 2, vg_init_glorot_uniform(1),
                                     VG_VAR_TRAINABLE);
     vg_variable b = vg_get_variable(g, "dense/bias", VG_FLOAT, (int64_t[]){2}, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
     vg_output y = vg_bias_add(g, vg_matmul(g, x, w.read, false, false, NULL), b.read, NULL);
-    *loss = vg_reduce_sum(g, vg_mul(g, y, y, NULL), NULL, -1, false, "loss");
+    m->loss = vg_reduce_sum(g, vg_mul(g, y, y, NULL), NULL, -1, false, "loss");
     vg_output gs = vg_get_or_create_global_step(g);
     vg_optimizer *opt = vg_optimizer_new_adam(0.01, 0.9, 0.999, 1e-8);
     if (!opt) return VG_RESOURCE_EXHAUSTED;
-    *train = vg_optimizer_minimize(opt, g, *loss, NULL, 0, gs, NULL);
+    m->train = vg_optimizer_minimize(opt, g, m->loss, NULL, 0, gs, NULL);
     vg_optimizer_free(opt);
-    *init = vg_global_variables_initializer(g);
-    *report = vg_report_uninitialized_variables(g, NULL, 0, NULL);
+    m->init = vg_global_variables_initializer(g);
+    m->report = vg_report_uninitialized_variables(g, NULL, 0, NULL);
     return vg_graph_status(g, NULL);
 }
 
+static bool complete(const void *mp) {
+    const model *m = mp;
+    return m->train && m->init && m->report.op;
+}
+
+/* init, a training step and the report in a new session (*sp). */
+static vg_code run_steps(vg_graph *g, void *mp, vg_session **sp, vg_status *st) {
+    model *m = mp;
+    return oom_session_steps(g, m->init, m->train, &m->report, 1, sp, st);
+}
+
 static void test_oom__build(void) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
-    int bad = 0;
+    oom_install();
+    model m;
     long n;
-    for (n = 1; n < 100000; n++) {
-        arm(n);
-        vg_graph *g = vg_graph_new();
-        if (!g) continue;
-        vg_op *train = NULL, *init = NULL;
-        vg_output loss, report;
-        vg_code rc = build(g, &train, &init, &loss, &report);
-        bool injected = g_count >= n;
-        arm(0);
-        if (rc == VG_OK && (!train || !init || !report.op)) {
-            fprintf(stderr, "  alloc %ld: OK but train %p init %p report %p\n", n, (void *)train, (void *)init, (void *)report.op);
-            bad++;
-        }
-        if (rc != VG_OK && rc != VG_RESOURCE_EXHAUSTED) {
-            vg_status st;
-            vg_graph_status(g, &st);
-            if (bad < 500) fprintf(stderr, "  alloc %ld: code %d: %s\n", n, rc, st.msg);
-            bad++;
-        }
-        vg_graph_free(g);
-        if (!injected) break; /* built without reaching allocation n: done */
-    }
+    int bad = oom_build_each(100000, &m, sizeof m, build, complete, &n);
     vg_allocator_set(NULL);
     CHECK_EQ_INT(bad, 0);
     CHECK(n > 10);
@@ -61,41 +56,10 @@ static void test_oom__build(void) {
 }
 
 static void test_oom__run(void) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
-    int bad = 0;
+    oom_install();
+    model m;
     long n;
-    for (n = 1; n < 100000; n++) {
-        arm(0);
-        vg_graph *g = vg_graph_new();
-        vg_op *train = NULL, *init = NULL;
-        vg_output loss, report;
-        if (build(g, &train, &init, &loss, &report) != VG_OK) {
-            bad++;
-            vg_graph_free(g);
-            break;
-        }
-        arm(n);
-        vg_status st;
-        vg_code rc = VG_OK;
-        vg_session_options opts = {1, 1};
-        vg_session *s = vg_session_new(g, &opts, &st);
-        if (!s) rc = st.code;
-        if (rc == VG_OK) rc = vg_session_run_targets(s, &init, 1, &st);
-        if (rc == VG_OK) rc = vg_session_run_targets(s, &train, 1, &st);
-        vg_tensor *t = NULL;
-        if (rc == VG_OK) rc = vg_session_run1(s, report, &t, &st);
-        vg_tensor_free(t);
-        bool injected = g_count >= n;
-        arm(0);
-        if (rc != VG_OK && rc != VG_RESOURCE_EXHAUSTED) {
-            if (bad < 500) fprintf(stderr, "  alloc %ld: code %d: %s\n", n, rc, st.msg);
-            bad++;
-        }
-        vg_session_free(s);
-        vg_graph_free(g);
-        if (!injected) break;
-    }
+    int bad = oom_run_each(100000, &m, sizeof m, build, run_steps, &n);
     vg_allocator_set(NULL);
     CHECK_EQ_INT(bad, 0);
     fprintf(stderr, "  run: %ld allocations exercised\n", n);

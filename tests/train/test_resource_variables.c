@@ -3,22 +3,10 @@
  * cites its TF test), the read-at-execution / snapshot semantics, the errors with TF's
  * codes and messages, and the gradients of ReadVariableOp and ResourceGather. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 
-static vg_session *new_session(vg_graph *g) {
-    vg_status st;
-    vg_session *s = vg_session_new(g, NULL, &st);
-    if (!s) fprintf(stderr, "session: %s\n", st.msg);
-    return s;
-}
-
 static vg_code run_op(vg_session *s, vg_op *op, vg_status *st) { return vg_session_run_targets(s, &op, 1, st); }
-
-static vg_tensor *fetch(vg_session *s, vg_output o, vg_status *st) {
-    vg_tensor *t = NULL;
-    if (vg_session_run1(s, o, &t, st) != VG_OK) return NULL;
-    return t;
-}
 
 static vg_output c_i32(vg_graph *g, int32_t v) { return vg_const_i32(g, v, "Const"); }
 static vg_output c_i32_mat(vg_graph *g, int32_t v) {
@@ -47,9 +35,9 @@ static void check_i32(const vg_tensor *t, const int32_t *want, int64_t n) {
 }
 
 /* Runs init, then fetches x; returns it (NULL on failure). */
-static vg_tensor *init_and_fetch(vg_session *s, vg_op *init, vg_output x, vg_status *st) {
+static vg_tensor *init_then_fetch(vg_session *s, vg_op *init, vg_output x, vg_status *st) {
     if (init && run_op(s, init, st) != VG_OK) return NULL;
-    return fetch(s, x, st);
+    return fetch_st(s, x, st);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -129,7 +117,7 @@ static void test_rv__fetch_handle(void) {
     vg_graph *g = vg_graph_new();
     vg_output h = vg_var_handle_op(g, VG_INT32, (int64_t[]){1}, 1, NULL, NULL, "foo");
     vg_session *s = new_session(g);
-    vg_tensor *t = fetch(s, h, &st);
+    vg_tensor *t = fetch_st(s, h, &st);
     CHECK(t != NULL);
     CHECK_EQ_INT(vg_tensor_dtype(t), VG_RESOURCE);
     CHECK_EQ_INT(vg_tensor_num_elements(t), 1);
@@ -158,7 +146,7 @@ static void test_rv__read_variable_dtype_mismatch(void) {
     vg_output r = vg_read_variable_op(g, hf, VG_FLOAT, NULL);
     vg_session *s = new_session(g);
     CHECK_OK(run_op(s, a, &st), &st);
-    CHECK(fetch(s, r, &st) == NULL);
+    CHECK(fetch_st(s, r, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Trying to read variable with wrong dtype. Expected float got int32");
     vg_session_free(s);
@@ -195,7 +183,7 @@ static void test_rv__dtype_survives_identity(void) {
     CHECK_EQ_INT(vg_output_shape(r).ndims, 0);
     vg_session *s = new_session(g);
     CHECK_OK(run_op(s, a, &st), &st);
-    vg_tensor *t = fetch(s, r, &st);
+    vg_tensor *t = fetch_st(s, r, &st);
     check_i32(t, (int32_t[]){0}, 1);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -213,7 +201,7 @@ static void test_rv__create_read(void) {
     vg_op *a = vg_assign_variable_op(g, h, c_i32(g, 1), NULL);
     vg_output r = vg_read_variable_op(g, h, VG_INT32, NULL);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, a, r, &st);
+    vg_tensor *t = init_then_fetch(s, a, r, &st);
     check_i32(t, (int32_t[]){1}, 1);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -262,7 +250,7 @@ static void test_rv__assign_add(void) {
     vg_session *s = new_session(g);
     CHECK_OK(run_op(s, a, &st), &st);
     CHECK_OK(run_op(s, add, &st), &st);
-    vg_tensor *t = fetch(s, r, &st);
+    vg_tensor *t = fetch_st(s, r, &st);
     check_i32(t, (int32_t[]){2}, 1);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -286,7 +274,7 @@ static int32_t scatter_once(scatter_fn fn, int32_t init, int32_t upd, bool scala
     if (s && sc) {
         CHECK_OK(run_op(s, a, &st), &st);
         CHECK_OK(run_op(s, sc, &st), &st);
-        vg_tensor *t = fetch(s, r, &st);
+        vg_tensor *t = fetch_st(s, r, &st);
         CHECK(t && vg_tensor_num_elements(t) == 1 && vg_tensor_ndims(t) == 2);
         if (t) got = *(const int32_t *)vg_tensor_data(t);
         vg_tensor_free(t);
@@ -329,12 +317,12 @@ static void test_rv__scatter_rows(void) {
     vg_session *s = new_session(g);
     CHECK_OK(run_op(s, v.initializer, &st), &st);
     CHECK_OK(run_op(s, add, &st), &st);
-    vg_tensor *t = fetch(s, v.value, &st);
+    vg_tensor *t = fetch_st(s, v.value, &st);
     check_f32(t, (float[]){1, 42, 3, 24}, 4);
     vg_tensor_free(t);
     CHECK_CODE(run_op(s, badop, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "indices[1] = 4 is not in [0, 4)");
-    t = fetch(s, v.value, &st);
+    t = fetch_st(s, v.value, &st);
     check_f32(t, (float[]){1, 42, 3, 24}, 4);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -363,7 +351,7 @@ static void test_rv__scatter_update_string(void) {
         vg_session *s = new_session(g);
         CHECK_OK(run_op(s, as, &st), &st);
         CHECK_OK(run_op(s, up, &st), &st);
-        vg_tensor *t = fetch(s, r, &st);
+        vg_tensor *t = fetch_st(s, r, &st);
         CHECK(t != NULL);
         size_t n = 0;
         const char *str = t ? vg_tensor_string(t, 0, &n) : NULL;
@@ -398,7 +386,7 @@ static void test_rv__int64(void) {
     CHECK(strcmp(vg_op_name(v.handle_op), "Variable") == 0);
     CHECK_EQ_INT(v.dtype, VG_INT64);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, v.initializer, v.value, &st);
+    vg_tensor *t = init_then_fetch(s, v.initializer, v.value, &st);
     CHECK(t && vg_tensor_dtype(t) == VG_INT64 && *(const int64_t *)vg_tensor_data(t) == 1);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -466,10 +454,10 @@ static void test_rv__init_fn(void) {
     vg_op *init = vg_global_variables_initializer(g);
     CHECK(init != NULL);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, init, v.value, &st);
+    vg_tensor *t = init_then_fetch(s, init, v.value, &st);
     check_f32(t, (float[]){1}, 1);
     vg_tensor_free(t);
-    t = fetch(s, w.value, &st);
+    t = fetch_st(s, w.value, &st);
     check_f32(t, (float[]){1, 1, 1, 1, 1, 1}, 6);
     CHECK(t && vg_tensor_ndims(t) == 2 && vg_tensor_dim(t, 1) == 3);
     vg_tensor_free(t);
@@ -496,19 +484,19 @@ static void test_rv__assign_methods(void) {
     vg_session *s = new_session(g);
     CHECK_OK(run_op(s, v.initializer, &st), &st);
     CHECK_OK(run_op(s, a2, &st), &st);
-    vg_tensor *t = fetch(s, v.value, &st);
+    vg_tensor *t = fetch_st(s, v.value, &st);
     check_f32(t, (float[]){2}, 1);
     vg_tensor_free(t);
-    t = fetch(s, a3r, &st);
+    t = fetch_st(s, a3r, &st);
     check_f32(t, (float[]){3}, 1);
     vg_tensor_free(t);
-    t = fetch(s, addr, &st);
+    t = fetch_st(s, addr, &st);
     check_f32(t, (float[]){4}, 1);
     vg_tensor_free(t);
-    t = fetch(s, subr, &st);
+    t = fetch_st(s, subr, &st);
     check_f32(t, (float[]){2.5f}, 1);
     vg_tensor_free(t);
-    t = fetch(s, rv, &st);
+    t = fetch_st(s, rv, &st);
     check_f32(t, (float[]){2.5f}, 1);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -549,7 +537,7 @@ static void test_rv__read_ordering_and_snapshots(void) {
         vg_tensor_free(out[1]);
     }
     /* a value fetched earlier is not changed by a later in-place update either */
-    vg_tensor *held = fetch(s, v.value, &st);
+    vg_tensor *held = fetch_st(s, v.value, &st);
     CHECK_OK(run_op(s, add, &st), &st);
     check_f32(held, (float[]){101, 202}, 2);
     vg_tensor_free(held);
@@ -558,7 +546,7 @@ static void test_rv__read_ordering_and_snapshots(void) {
     CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f2, o2, 1, &set, 1, NULL, &st), &st);
     check_f32(o2[0], (float[]){111, 222}, 2);
     vg_tensor_free(o2[0]);
-    vg_tensor *t = fetch(s, v.value, &st);
+    vg_tensor *t = fetch_st(s, v.value, &st);
     check_f32(t, (float[]){-1, -2}, 2);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -581,17 +569,17 @@ static void test_rv__shared_name(void) {
     vg_output yr = vg_read_variable_op(g, y, VG_FLOAT, NULL);
     CHECK(v.handle_op != NULL);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, init, wr, &st);
+    vg_tensor *t = init_then_fetch(s, init, wr, &st);
     check_f32(t, (float[]){300}, 1);
     vg_tensor_free(t);
-    CHECK(fetch(s, xr, &st) == NULL);
+    CHECK(fetch_st(s, xr, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Resource localhost/var5/N10tensorflow3VarE does not exist");
-    CHECK(fetch(s, yr, &st) == NULL);
+    CHECK(fetch_st(s, yr, &st) == NULL);
     CHECK_STR_CONTAINS(st.msg, "Error while reading resource variable var4 from Container: other.");
     /* each session has its own variables */
     vg_session *s2 = new_session(g);
-    CHECK(fetch(s2, wr, &st) == NULL);
+    CHECK(fetch_st(s2, wr, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
     vg_session_free(s2);
     vg_session_free(s);
@@ -609,31 +597,31 @@ static void test_rv__uninitialized_errors(void) {
     vg_output shape = vg_variable_shape(g, v.handle, VG_INT32, NULL);
     vg_output report = vg_report_uninitialized_variables(g, NULL, 0, NULL);
     vg_session *s = new_session(g);
-    CHECK(fetch(s, v.value, &st) == NULL);
+    CHECK(fetch_st(s, v.value, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Error while reading resource variable v from Container: localhost. This could mean "
                                "that the variable was uninitialized. Not found: Resource "
                                "localhost/v/N10tensorflow3VarE does not exist.");
     CHECK_CODE(run_op(s, add, &st), VG_NOT_FOUND);
     CHECK_STR_CONTAINS(st.msg, "Resource localhost/v/N10tensorflow3VarE does not exist.");
-    CHECK(fetch(s, gather, &st) == NULL);
+    CHECK(fetch_st(s, gather, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_NOT_FOUND);
-    CHECK(fetch(s, shape, &st) == NULL);
+    CHECK(fetch_st(s, shape, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_NOT_FOUND);
-    vg_tensor *t = fetch(s, v.is_initialized, &st);
+    vg_tensor *t = fetch_st(s, v.is_initialized, &st);
     CHECK(t && *(const bool *)vg_tensor_data(t) == false);
     vg_tensor_free(t);
-    t = fetch(s, report, &st);
+    t = fetch_st(s, report, &st);
     CHECK(t && vg_tensor_num_elements(t) == 1);
     size_t n = 0;
     const char *name = t ? vg_tensor_string(t, 0, &n) : NULL;
     CHECK(name && n == 1 && name[0] == 'v');
     vg_tensor_free(t);
     CHECK_OK(run_op(s, v.initializer, &st), &st);
-    t = fetch(s, v.is_initialized, &st);
+    t = fetch_st(s, v.is_initialized, &st);
     CHECK(t && *(const bool *)vg_tensor_data(t) == true);
     vg_tensor_free(t);
-    t = fetch(s, report, &st);
+    t = fetch_st(s, report, &st);
     CHECK(t && vg_tensor_num_elements(t) == 0);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -650,17 +638,17 @@ static void test_rv__destroy_resource(void) {
     vg_output never = vg_var_handle_op(g, VG_INT32, NULL, 0, NULL, NULL, NULL);
     vg_op *destroy_never = vg_destroy_resource_op(g, never, true, NULL);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, v.initializer, v.value, &st);
+    vg_tensor *t = init_then_fetch(s, v.initializer, v.value, &st);
     check_f32(t, (float[]){3}, 1);
     vg_tensor_free(t);
     CHECK_OK(run_op(s, destroy, &st), &st);
-    CHECK(fetch(s, v.value, &st) == NULL);
+    CHECK(fetch_st(s, v.value, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
     CHECK_OK(run_op(s, destroy_never, &st), &st);
     CHECK_CODE(run_op(s, destroy_strict, &st), VG_NOT_FOUND);
     CHECK_STR_CONTAINS(st.msg, "Resource localhost/var0/N10tensorflow3VarE does not exist.");
     /* assigning creates it again */
-    t = init_and_fetch(s, v.initializer, v.value, &st);
+    t = init_then_fetch(s, v.initializer, v.value, &st);
     check_f32(t, (float[]){3}, 1);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -694,16 +682,16 @@ static void test_rv__sparse_read_and_shape(void) {
     CHECK(s3.ndims == 3 && s3.dims[0] == 3 && s3.dims[1] == 20 && s3.dims[2] == 35);
     vg_op *init_op = vg_global_variables_initializer(g);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, init_op, r, &st);
+    vg_tensor *t = init_then_fetch(s, init_op, r, &st);
     int32_t want[64];
     for (int i = 0; i < 4; i++)
         for (int k = 0; k < 16; k++) want[i * 16 + k] = ix[i] * 16 + k;
     check_i32(t, want, 64);
     vg_tensor_free(t);
-    t = fetch(s, shp, &st);
+    t = fetch_st(s, shp, &st);
     check_i32(t, (int32_t[]){4, 4, 4}, 3);
     vg_tensor_free(t);
-    t = fetch(s, bigshape, &st);
+    t = fetch_st(s, bigshape, &st);
     CHECK(t && vg_tensor_dtype(t) == VG_INT64 && vg_tensor_num_elements(t) == 3);
     if (t) CHECK(((int64_t *)vg_tensor_data(t))[2] == 35);
     vg_tensor_free(t);
@@ -730,7 +718,7 @@ static void test_rv__set_initial_value(void) {
     vg_session *s = new_session(g);
     vg_tensor *three = vg_tensor_new_scalar_f32(3.0f, &st);
     CHECK_OK(vg_session_run(s, NULL, &v.initial_value, &three, 1, NULL, NULL, 0, &v.initializer, 1, NULL, &st), &st);
-    vg_tensor *t = fetch(s, v.value, &st);
+    vg_tensor *t = fetch_st(s, v.value, &st);
     check_f32(t, (float[]){3}, 1);
     vg_tensor_free(t);
     vg_tensor_free(three);
@@ -764,7 +752,7 @@ static void test_rv__assign_shapes(void) {
     CHECK_STR_CONTAINS(st.msg, "Cannot update variable with shape [1,1] using a Tensor with shape [2,2], shapes "
                                "must be equal.");
     CHECK_OK(vg_session_run(s, NULL, &p, &z, 1, NULL, NULL, 0, &assign, 1, NULL, &st), &st);
-    vg_tensor *t = fetch(s, x.value, &st);
+    vg_tensor *t = fetch_st(s, x.value, &st);
     CHECK(t && vg_tensor_ndims(t) == 2 && vg_tensor_dim(t, 0) == 2 && vg_tensor_dim(t, 1) == 2);
     vg_tensor_free(t);
     vg_tensor_free(z);
@@ -780,7 +768,7 @@ static void test_rv__operator_overload(void) {
     vg_output sum = vg_add(g, v.value, v.value, NULL);
     vg_op *init = vg_global_variables_initializer(g);
     vg_session *s = new_session(g);
-    vg_tensor *t = init_and_fetch(s, init, sum, &st);
+    vg_tensor *t = init_then_fetch(s, init, sum, &st);
     check_f32(t, (float[]){2}, 1);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -876,7 +864,7 @@ static void test_rv__concurrent_updates(void) {
             CHECK(whole);
             vg_tensor_free(out[i]);
         }
-        vg_tensor *t = fetch(s, v.value, &st);
+        vg_tensor *t = fetch_st(s, v.value, &st);
         CHECK(t && ((const float *)vg_tensor_data(t))[999] == (float)((rep + 1) * NW));
         vg_tensor_free(t);
     }

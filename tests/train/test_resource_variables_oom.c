@@ -14,7 +14,8 @@ typedef struct model {
     vg_output report, rows;
 } model;
 
-static vg_code build(vg_graph *g, model *m) {
+static vg_code build(vg_graph *g, void *mp) {
+    model *m = mp;
     float xv[4] = {1, 2, 3, 4};
     vg_output x = vg_const_array(g, VG_FLOAT, (int64_t[]){2, 2}, 2, xv, "x");
     vg_resource_variable w = vg_resource_variable_new_init(g, "dense/kernel", VG_FLOAT, (int64_t[]){2, 2}, 2,
@@ -52,32 +53,22 @@ static vg_code build(vg_graph *g, model *m) {
     return vg_graph_status(g, NULL);
 }
 
+static bool complete(const void *mp) {
+    const model *m = mp;
+    return m->train && m->init && m->report.op && m->rows.op;
+}
+
+/* init, a training step, a sparse read and the report in a new session (*sp). */
+static vg_code run_steps(vg_graph *g, void *mp, vg_session **sp, vg_status *st) {
+    model *m = mp;
+    return oom_session_steps(g, m->init, m->train, (vg_output[]){m->rows, m->report}, 2, sp, st);
+}
+
 static void test_rv_oom__build(void) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
-    int bad = 0;
+    oom_install();
+    model m;
     long n;
-    for (n = 1; n < 200000; n++) {
-        arm(n);
-        vg_graph *g = vg_graph_new();
-        if (!g) continue;
-        model m = {0};
-        vg_code rc = build(g, &m);
-        bool hit = injected(n);
-        arm(0);
-        if (rc == VG_OK && (!m.train || !m.init || !m.report.op || !m.rows.op)) {
-            fprintf(stderr, "  alloc %ld: OK but an op is missing\n", n);
-            bad++;
-        }
-        if (rc != VG_OK && rc != VG_RESOURCE_EXHAUSTED) {
-            vg_status st;
-            vg_graph_status(g, &st);
-            if (bad < 50) fprintf(stderr, "  alloc %ld: code %d: %s\n", n, rc, st.msg);
-            bad++;
-        }
-        vg_graph_free(g);
-        if (!hit) break; /* built without reaching allocation n: done */
-    }
+    int bad = oom_build_each(200000, &m, sizeof m, build, complete, &n);
     vg_allocator_set(NULL);
     CHECK_EQ_INT(bad, 0);
     CHECK(n > 100);
@@ -85,43 +76,10 @@ static void test_rv_oom__build(void) {
 }
 
 static void test_rv_oom__run(void) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
-    int bad = 0;
+    oom_install();
+    model m;
     long n;
-    for (n = 1; n < 200000; n++) {
-        arm(0);
-        vg_graph *g = vg_graph_new();
-        model m = {0};
-        if (build(g, &m) != VG_OK) {
-            bad++;
-            vg_graph_free(g);
-            break;
-        }
-        arm(n);
-        vg_status st;
-        vg_code rc = VG_OK;
-        vg_session_options opts = {1, 1};
-        vg_session *s = vg_session_new(g, &opts, &st);
-        if (!s) rc = st.code;
-        if (rc == VG_OK) rc = vg_session_run_targets(s, &m.init, 1, &st);
-        if (rc == VG_OK) rc = vg_session_run_targets(s, &m.train, 1, &st);
-        vg_tensor *t = NULL;
-        if (rc == VG_OK) rc = vg_session_run1(s, m.rows, &t, &st);
-        vg_tensor_free(t);
-        t = NULL;
-        if (rc == VG_OK) rc = vg_session_run1(s, m.report, &t, &st);
-        vg_tensor_free(t);
-        bool hit = injected(n);
-        arm(0);
-        if (rc != VG_OK && rc != VG_RESOURCE_EXHAUSTED) {
-            if (bad < 50) fprintf(stderr, "  alloc %ld: code %d: %s\n", n, rc, st.msg);
-            bad++;
-        }
-        vg_session_free(s);
-        vg_graph_free(g);
-        if (!hit) break;
-    }
+    int bad = oom_run_each(200000, &m, sizeof m, build, run_steps, &n);
     vg_allocator_set(NULL);
     CHECK_EQ_INT(bad, 0);
     fprintf(stderr, "  run: %ld allocations exercised\n", n);

@@ -4,29 +4,10 @@
  * variables (the kernels are shared), slots are resource variables, and checkpoints
  * round-trip (also into ref variables of the same names, as TF's are interchangeable). */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 
-static vg_session *new_session(vg_graph *g) {
-    vg_status st;
-    vg_session *s = vg_session_new(g, NULL, &st);
-    if (!s) fprintf(stderr, "session: %s\n", st.msg);
-    return s;
-}
-
 static vg_code run_op(vg_session *s, vg_op *op, vg_status *st) { return vg_session_run_targets(s, &op, 1, st); }
-
-static vg_tensor *fetch(vg_session *s, vg_output o, vg_status *st) {
-    vg_tensor *t = NULL;
-    if (vg_session_run1(s, o, &t, st) != VG_OK) return NULL;
-    return t;
-}
-
-static bool has_op(vg_graph *g, const char *name, const char *type) {
-    vg_op *op = vg_graph_op_by_name(g, name);
-    if (!op) fprintf(stderr, "no op %s\n", name);
-    else if (strcmp(vg_op_type(op), type) != 0) fprintf(stderr, "op %s is a %s\n", name, vg_op_type(op));
-    return op && strcmp(vg_op_type(op), type) == 0;
-}
 
 static int count_type(vg_graph *g, const char *type) {
     int n = 0;
@@ -119,7 +100,7 @@ static bool train_regression(regression *r, int steps, float *out) {
     if (!s) return false;
     bool ok = run_op(s, r->init, &st) == VG_OK;
     for (int i = 0; ok && i < steps; i++) {
-        vg_tensor *l = fetch(s, r->loss, &st);
+        vg_tensor *l = fetch_st(s, r->loss, &st);
         ok = l != NULL;
         if (l && i == 0) out[4] = *(const float *)vg_tensor_data(l);
         vg_tensor_free(l);
@@ -200,11 +181,11 @@ static void test_rvt__adam_beta_powers(void) {
     vg_session *s = new_session(r.g);
     CHECK_OK(run_op(s, r.init, &st), &st);
     for (int i = 0; i < 3; i++) CHECK_OK(run_op(s, r.train, &st), &st);
-    vg_tensor *t = fetch(s, b1.value, &st);
+    vg_tensor *t = fetch_st(s, b1.value, &st);
     CHECK(t != NULL);
     if (t) CHECK_NEAR(*(const float *)vg_tensor_data(t), 0.9f * 0.9f * 0.9f * 0.9f, 1e-6);
     vg_tensor_free(t);
-    t = fetch(s, vg_get_global_step(r.g), &st);
+    t = fetch_st(s, vg_get_global_step(r.g), &st);
     CHECK(t && *(const int64_t *)vg_tensor_data(t) == 3);
     vg_tensor_free(t);
     vg_session_free(s);
@@ -387,9 +368,9 @@ static void test_rvt__apply_copy_on_write(void) {
         false, NULL);
     vg_session *s = new_session(g);
     CHECK_OK(run_op(s, v.initializer, &st), &st);
-    vg_tensor *held = fetch(s, v.value, &st);
+    vg_tensor *held = fetch_st(s, v.value, &st);
     CHECK_OK(run_op(s, up, &st), &st);
-    vg_tensor *now = fetch(s, v.value, &st);
+    vg_tensor *now = fetch_st(s, v.value, &st);
     CHECK(held && now);
     if (held && now) {
         CHECK_NEAR(((float *)vg_tensor_data(held))[0], 1, 0);
@@ -444,11 +425,11 @@ static saved_model build_saved(bool w_resource) {
 
 static void check_saved_values(vg_session *s, saved_model *m, const float *w, const float *b) {
     vg_status st;
-    vg_tensor *t = fetch(s, m->w_val, &st);
+    vg_tensor *t = fetch_st(s, m->w_val, &st);
     CHECK(t && vg_tensor_num_elements(t) == 4);
     for (int i = 0; t && i < 4; i++) CHECK_NEAR(((float *)vg_tensor_data(t))[i], w[i], 0);
     vg_tensor_free(t);
-    t = fetch(s, m->b_val, &st);
+    t = fetch_st(s, m->b_val, &st);
     CHECK(t && vg_tensor_num_elements(t) == 2);
     for (int i = 0; t && i < 2; i++) CHECK_NEAR(((float *)vg_tensor_data(t))[i], b[i], 0);
     vg_tensor_free(t);
@@ -527,7 +508,7 @@ static void test_rvt__save_restore(void) {
         vg_session *is = isv ? new_session(ig) : NULL;
         if (is) {
             CHECK_OK(vg_saver_restore(isv, is, path, &st), &st);
-            vg_tensor *t = fetch(is, rw.value, &st);
+            vg_tensor *t = fetch_st(is, rw.value, &st);
             CHECK(t && vg_tensor_num_elements(t) == 4 && ((float *)vg_tensor_data(t))[3] == 4.0f);
             vg_tensor_free(t);
             vg_session_free(is);

@@ -5,6 +5,7 @@
  * mismatch, corrupt or truncated data, missing directory) leaving variables untouched. */
 #include "io/io.h"
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/graphdef.h"
 #include "vigil/ops.h"
 #include "vigil/saver.h"
@@ -19,16 +20,8 @@
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
-static char g_dir[64];
-
-static void make_tmpdir(void) {
-    if (!tu_mkdtemp(g_dir, sizeof g_dir, "saver")[0]) { perror("mkdtemp"); exit(1); }
-}
-static void remove_tmpdir(void) { tu_rmrf(g_dir); }
-static char *tmp_path(char *out, const char *name) {
-    snprintf(out, 512, "%s/%s", g_dir, name);
-    return out;
-}
+#define TMPDIR_TAG "saver"
+#include "tmpdir_util.h"
 static void reset_tmpdir(void) {
     remove_tmpdir();
     mkdir(g_dir, 0755);
@@ -96,13 +89,6 @@ static void model_free(model *m) {
     vg_session_free(m->sess);
     vg_saver_free(m->saver);
     vg_graph_free(m->g);
-}
-
-static vg_tensor *fetch(vg_session *s, vg_output o) {
-    vg_tensor *t = NULL;
-    vg_status st;
-    if (vg_session_run1(s, o, &t, &st) != VG_OK) return NULL;
-    return t;
 }
 
 /* The variables hold the initial values (k_f, 42, k_d, {"hello", ""}). */

@@ -49,8 +49,7 @@ static vg_code build(model *m) {
 /* Every test installs the failing allocator (disarmed) before creating anything and
  * removes it after freeing everything: memory must go back to the hook that made it. */
 static void test_oom__export(void) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
+    oom_install();
     model m;
     CHECK_OK(build(&m), &(vg_status){0});
     int bad = 0;
@@ -86,9 +85,8 @@ static void test_oom__export(void) {
  * with RESOURCE_EXHAUSTED or succeeded), 1 = wrong code, 2 = n was beyond the last
  * allocation; exit() so that LeakSanitizer checks the child too. */
 static void saver_new_child(long n) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
     model m;
-    vg_allocator_set(&a);
+    oom_install();
     if (build(&m)) exit(3);
     arm(n);
     vg_status st;
@@ -138,8 +136,7 @@ static bool values_are(vg_session *sess, model *m, float w, float b) {
 }
 
 static void test_oom__save_and_restore(void) {
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
+    oom_install();
     model m;
     vg_status st;
     CHECK_OK(build(&m), &st);
@@ -200,8 +197,7 @@ static void test_oom__save_and_restore(void) {
 static void test_oom__checkpoint_reader(void) {
     char prefix[512];
     snprintf(prefix, sizeof prefix, VG_TESTDATA "/serving_half_plus_two_tf2_cpu/variables/variables");
-    vg_allocator a = {failing_alloc, plain_free, NULL};
-    vg_allocator_set(&a);
+    oom_install();
     int bad = 0;
     long n;
     for (n = 1; n < 100000; n++) {

@@ -3,6 +3,7 @@
  * the builders (vg_summary_scalar/histogram/merge/merge_all); the error paths. */
 #include "io/io.h"
 #include "test_util.h"
+#include "fail_nth_alloc.h"
 #include "vigil/summary.h"
 #include "vigil/vigil.h"
 #include <float.h>
@@ -336,16 +337,6 @@ static void test_summary__merge_duplicate_and_garbage(void) {
 }
 
 /* ---- allocation failures in the kernels ---- */
-
-static int g_fail_at = -1, g_count;
-
-static void *fail_alloc(void *payload, size_t size, size_t align) {
-    if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
-    void *p = NULL;
-    return posix_memalign(&p, align, size ? size : 1) == 0 ? p : NULL;
-}
-
-static void fail_free(void *payload, void *p) { free(p); }
 
 static void test_summary__alloc_failures(void) {
     /* the hook is installed before any object exists: blocks are freed by their maker */

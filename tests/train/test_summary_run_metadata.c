@@ -3,6 +3,8 @@
  * including allocation failures. */
 #include "io/io.h"
 #include "test_util.h"
+#include "fail_nth_alloc.h"
+#include "pb_test_util.h"
 #include "vigil/summary.h"
 #include "vigil/vigil.h"
 #include <unistd.h>
@@ -33,12 +35,6 @@ typedef struct node {
     int64_t start, op_end, all_end, sched, bytes;
     uint64_t tid;
 } node;
-
-static void copy_str(char *dst, size_t cap, const vg__pb_field *f) {
-    size_t n = f->len < cap - 1 ? f->len : cap - 1;
-    memcpy(dst, f->data, n);
-    dst[n] = 0;
-}
 
 static void decode_node(const vg__pb_field *nf, node *n) {
     vg__pb_reader r, mr;
@@ -223,16 +219,6 @@ static void test_summary__chrome_trace(void) {
 }
 
 /* ---- allocation failures ---- */
-
-static int g_fail_at = -1, g_count;
-
-static void *fail_alloc(void *payload, size_t size, size_t align) {
-    if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
-    void *p = NULL;
-    return posix_memalign(&p, align, size ? size : 1) == 0 ? p : NULL;
-}
-
-static void fail_free(void *payload, void *p) { free(p); }
 
 static void test_summary__run_metadata_alloc_failures(void) {
     /* installed before any object exists: every block is freed by the hook that made it */

@@ -49,6 +49,7 @@
  *     import_meta_graph's Saver-or-None result is Python-side.
  */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <dirent.h>
 #include <sys/stat.h>
@@ -73,18 +74,6 @@ static char *test_dir(char *out, size_t len, const char *name) {
 static bool exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0;
-}
-
-static vg_session *new_session(vg_graph *g) {
-    vg_status st;
-    vg_session *s = vg_session_new(g, NULL, &st);
-    if (!s) fprintf(stderr, "  session: %s\n", st.msg);
-    return s;
-}
-
-static void run_target(vg_session *s, vg_op *op) {
-    vg_status st;
-    CHECK_OK(vg_session_run_targets(s, &op, 1, &st), &st);
 }
 
 static void init_all(vg_graph *g, vg_session *s) { run_target(s, vg_global_variables_initializer(g)); }

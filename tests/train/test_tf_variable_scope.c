@@ -7,7 +7,7 @@
  * How the Python maps to C:
  * - `with tf.variable_scope(name, default_name, ...)`: vg_variable_scope_push / _pop;
  *   re-entering a captured VariableScope: vg_variable_scope_enter; `with
- *   ops.name_scope(n) as sc`: ns_probe below (push, read, pop).
+ *   ops.name_scope(n) as sc`: ns_probe of scope_test_util.h (push, read, pop).
  * - tf.get_variable(reuse=False) outside any reusing scope: VG_REUSE_INHERIT; the
  *   store's own get_variable with its default reuse=None (testGetVar, testNameExists)
  *   creates or returns without a check, which is get_variable(reuse=tf.AUTO_REUSE).
@@ -73,6 +73,8 @@
  *     bool).
  */
 #include "test_util.h"
+#include "scope_test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include "vigil/control_flow.h"
 #include "vigil/variable_scope.h"
@@ -81,45 +83,11 @@
 /* ------------------------------------------------------------------------ */
 /* helpers */
 
-#define CHECK_NAME(got, want)                                                                                          \
-    do {                                                                                                               \
-        const char *_g = (got), *_w = (want);                                                                          \
-        if (strcmp(_g, _w) != 0) {                                                                                     \
-            fprintf(stderr, "%s:%d: got \"%s\", expected \"%s\"\n", __FILE__, __LINE__, _g, _w);                       \
-            vg_test_failures++;                                                                                        \
-        }                                                                                                              \
-    } while (0)
-
-static vg_get_variable_opts vopts(const int64_t *dims, int ndims) {
-    vg_get_variable_opts o;
-    memset(&o, 0, sizeof o);
-    o.dims = dims;
-    o.ndims = ndims;
-    return o;
-}
-
-static const char *vname(vg_variable v) { return v.var ? vg_op_name(v.var) : "(failed)"; }
-
-/* get_variable(name, []) */
-static vg_variable getv0(vg_graph *g, const char *name) {
-    vg_get_variable_opts o = vopts(NULL, 0);
-    return vg_get_variable_ex(g, name, &o);
-}
-static const char *gv(vg_graph *g, const char *name) { return vname(getv0(g, name)); }
-
 /* get_variable(name, [1]) */
 static vg_variable getv1(vg_graph *g, const char *name) {
     static const int64_t one[1] = {1};
     vg_get_variable_opts o = vopts(one, 1);
     return vg_get_variable_ex(g, name, &o);
-}
-
-/* `with ops.name_scope(name) as sc`: the scope string TF gives ("a/b/") */
-static const char *ns_probe(vg_graph *g, const char *name, char *buf, size_t len) {
-    const char *got = vg_graph_push_scope(g, name);
-    snprintf(buf, len, "%s/", got);
-    vg_graph_pop_scope(g);
-    return buf;
 }
 
 /* constant_op.constant([], name=name).name, without ":0" */
@@ -135,7 +103,7 @@ static void check_graph_error(vg_graph *g, vg_code code, const char *needle) {
     if (needle) CHECK_STR_CONTAINS(st.msg, needle);
 }
 
-static vg_session *new_session(vg_graph *g) {
+static vg_session *checked_session(vg_graph *g) {
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
@@ -143,7 +111,7 @@ static vg_session *new_session(vg_graph *g) {
     return s;
 }
 
-static void run_target(vg_session *s, vg_op *op) {
+static void run_target_if(vg_session *s, vg_op *op) {
     vg_status st;
     if (!s) return;
     CHECK_OK(vg_session_run_targets(s, &op, 1, &st), &st);
@@ -171,14 +139,6 @@ static void check_run_fails(vg_session *s, vg_output o, vg_code code, const char
     CHECK_STR_CONTAINS(st.msg, needle);
 }
 
-static bool in_collection(vg_graph *g, const char *key, vg_op *op) {
-    int n;
-    const vg_output *items = vg_graph_collection(g, key, &n);
-    for (int i = 0; i < n; i++)
-        if (items[i].op == op) return true;
-    return false;
-}
-
 /* The names of scope.get_collection(key), joined by ",". */
 static const char *scope_collection(vg_graph *g, const vg_vscope *scope, const char *key, char *buf, size_t len) {
     vg_output items[16];
@@ -204,7 +164,7 @@ static void test_get_var(void) {
     vg_variable v = vg_get_variable_ex(g, "v", &o);
     vg_variable v1 = vg_get_variable_ex(g, "v", &o);
     CHECK(v.var != NULL && v.var == v1.var && v.read.op == v1.read.op);
-    CHECK_NAME(vname(v), "v");
+    CHECK_NAME(var_name(v), "v");
     CHECK_EQ_INT(vg_graph_status(g, NULL), VG_OK);
     vg_graph_free(g);
 }
@@ -219,7 +179,7 @@ static void name_exists_prefix(vg_graph *g, vg_variable *v) {
     vg_variable v1 = vg_get_variable_ex(g, "v", &o);
     CHECK(v->var != NULL && v->var == v1.var);
     vg_get_variable_opts no = vopts(one, 1); /* reuse=False (inherited from the root scope) */
-    CHECK_NAME(vname(vg_get_variable_ex(g, "w", &no)), "w"); /* That's ok. */
+    CHECK_NAME(var_name(vg_get_variable_ex(g, "w", &no)), "w"); /* That's ok. */
 }
 
 static void test_name_exists(void) {
@@ -249,8 +209,8 @@ static void test_nameless_store(void) {
     vg_get_variable_opts o = vopts(two, 1);
     vg_variable v1 = vg_get_variable_ex(g, "v1", &o);
     vg_variable v2 = vg_get_variable_ex(g, "v2", &o);
-    CHECK_NAME(vname(v1), "v1");
-    CHECK_NAME(vname(v2), "v2");
+    CHECK_NAME(var_name(v1), "v1");
+    CHECK_NAME(var_name(v2), "v2");
     CHECK(vg_variable_scope_find(g, "v1").var == v1.var && v1.var != NULL);
     CHECK(vg_variable_scope_find(g, "v2").var == v2.var && v2.var != NULL);
     int n;
@@ -273,7 +233,7 @@ static void test_var_scope_dtype(void) {
     vg_variable_scope_pop(g);
     CHECK_EQ_INT(vg_output_dtype(v.ref), VG_HALF);
     CHECK_EQ_INT(vg_output_dtype(w.ref), VG_HALF);
-    CHECK_NAME(vname(w), "tower2/w");
+    CHECK_NAME(var_name(w), "tower2/w");
     CHECK_EQ_INT(vg_graph_status(g, NULL), VG_OK);
     vg_graph_free(g);
 }
@@ -284,10 +244,10 @@ static void test_string_default_initializer(void) {
     vg_get_variable_opts o = vopts(NULL, 0);
     o.dt = VG_STRING;
     vg_variable v = vg_get_variable_ex(g, "string", &o);
-    CHECK_NAME(vname(v), "string");
+    CHECK_NAME(var_name(v), "string");
     vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = new_session(g);
-    run_target(s, init);
+    vg_session *s = checked_session(g);
+    run_target_if(s, init);
     vg_tensor *t = NULL;
     vg_status st;
     if (s) CHECK_OK(vg_session_run1(s, v.ref, &t, &st), &st);
@@ -311,8 +271,8 @@ static void test_string_default_initializer(void) {
     vg_op *fill = vg_graph_op_by_name(g, "strings/Initializer/zeros");
     CHECK(fill != NULL && strcmp(vg_op_type(fill), "Fill") == 0);
     init = vg_global_variables_initializer(g);
-    s = new_session(g);
-    run_target(s, init);
+    s = checked_session(g);
+    run_target_if(s, init);
     t = NULL;
     if (s) CHECK_OK(vg_session_run1(s, v.ref, &t, &st), &st);
     CHECK(t != NULL && vg_tensor_num_elements(t) == 1200);
@@ -347,8 +307,8 @@ static void test_init_from_non_tensor_value(void) {
     vg_variable w = vg_get_variable_ex(g, "w4", &ow);
     vg_output both[2] = {v.ref, w.ref};
     vg_op *init = vg_variables_initializer(g, both, 2, "init");
-    vg_session *s = new_session(g);
-    run_target(s, init);
+    vg_session *s = checked_session(g);
+    run_target_if(s, init);
     vg_tensor *t[2] = {NULL, NULL};
     vg_status st;
     if (s) CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, both, t, 2, NULL, 0, NULL, &st), &st);
@@ -384,8 +344,8 @@ static void test_init_from_non_initializer(void) {
         y[i] = vg_get_variable_ex(g, yn, &o).ref;
     }
     vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = new_session(g);
-    run_target(s, init);
+    vg_session *s = checked_session(g);
+    run_target_if(s, init);
     for (int i = 0; s && i < 4; i++) {
         vg_output f[2] = {x[i], y[i]};
         vg_tensor *t[2] = {NULL, NULL};
@@ -453,12 +413,12 @@ static void test_var_scope_regularizer(void) {
     vg_variable_scope_pop(g);
     vg_variable_scope_pop(g);
     CHECK(v_again.var == v.var && v.var != NULL);
-    CHECK_NAME(vname(u), "tower3/u");
+    CHECK_NAME(var_name(u), "tower3/u");
     CHECK(x.var && y.var && z.var && w.var);
-    CHECK_NAME(vname(y), "tower3/baz/y");
+    CHECK_NAME(var_name(y), "tower3/baz/y");
     vg_op *initop = vg_global_variables_initializer(g);
-    vg_session *s = new_session(g);
-    run_target(s, initop);
+    vg_session *s = checked_session(g);
+    run_target_if(s, initop);
     if (fetch[2].op) {
         CHECK_NEAR(fetch_f32(s, fetch[0], 0), 0.4, 1e-6);
         CHECK_NEAR(fetch_f32(s, fetch[1], 0), 0.4, 1e-6);
@@ -486,18 +446,18 @@ static void test_control_deps(void) {
     vg_variable v1 = vg_get_variable_ex(g, "v1", &o);
     vg_output add = vg_add(g, v1.read, v0.read, "add");
     vg_graph_pop_control_deps(g);
-    vg_session *s = new_session(g);
+    vg_session *s = checked_session(g);
     /* v0 should be uninitialized. */
     check_run_fails(s, v0.ref, VG_FAILED_PRECONDITION, "uninitialized");
     /* We should be able to initialize and run v1 without initializing v0, even if the
      * variable was created with a control dep on v0. */
-    run_target(s, v1.initializer);
+    run_target_if(s, v1.initializer);
     CHECK_NEAR(fetch_f32(s, v1.ref, 0), 1.0, 0);
     /* v0 should still be uninitialized. */
     check_run_fails(s, v0.ref, VG_FAILED_PRECONDITION, "uninitialized");
     check_run_fails(s, add, VG_FAILED_PRECONDITION, "uninitialized");
     /* If we initialize v0 we should be able to run 'add'. */
-    run_target(s, v0.initializer);
+    run_target_if(s, v0.initializer);
     CHECK_NEAR(fetch_f32(s, add, 0), 1.0, 0);
     vg_session_free(s);
     vg_graph_free(g);
@@ -540,20 +500,20 @@ static void test_control_flow(void) {
     CHECK_OK(vg_cond(g, vg_less(g, v0.read, vg_const_f32(g, 10, NULL), NULL), var_in_then_clause, var_in_else_clause,
                      &c, 1, &add, NULL, &st),
              &st);
-    CHECK_NAME(vname(c.v1), "v1");
-    CHECK_NAME(vname(c.v2), "v2");
-    vg_session *s = new_session(g);
+    CHECK_NAME(var_name(c.v1), "v1");
+    CHECK_NAME(var_name(c.v2), "v2");
+    vg_session *s = checked_session(g);
     if (c.v1.var && c.v2.var) {
-        run_target(s, c.v1.initializer);
+        run_target_if(s, c.v1.initializer);
         CHECK_NEAR(fetch_f32(s, c.v1.ref, 0), 1.0, 0);
-        run_target(s, c.v2.initializer);
+        run_target_if(s, c.v2.initializer);
         CHECK_NEAR(fetch_f32(s, c.v2.ref, 0), 2.0, 0);
         /* v0 should still be uninitialized. */
         check_run_fails(s, v0.ref, VG_FAILED_PRECONDITION, "uninitialized");
         /* We should not be able to run 'add' yet. */
         check_run_fails(s, add, VG_FAILED_PRECONDITION, "uninitialized");
         /* If we initialize v0 we should be able to run 'add'. */
-        run_target(s, v0.initializer);
+        run_target_if(s, v0.initializer);
         CHECK_NEAR(fetch_f32(s, add, 0), 1.0, 0);
     }
     vg_session_free(s);
@@ -644,7 +604,7 @@ static void test_var_scope_get_or_create_reuse(void) {
     int n;
     vg_graph_collection(g, VG_GLOBAL_VARIABLES, &n);
     CHECK_EQ_INT(n, 1);
-    vg_session *s = new_session(g);
+    vg_session *s = checked_session(g);
     for (int i = 0; s && var && i < 3; i++) {
         CHECK_NEAR(fetch_f32(s, xs[i], 0), values[i], 0);
         CHECK_NEAR(fetch_f32(s, assigns[i], 0), values[i], 0);
@@ -722,12 +682,12 @@ static void test_var_op_scope_reuse(void) {
     vg_vscope *outer = vg_get_variable_scope(g);
     vg_variable_scope_push(g, "tower", &dflt);
     vg_variable w1 = getv0(g, "w");
-    CHECK_NAME(vname(w1), "outer/tower/w");
+    CHECK_NAME(var_name(w1), "outer/tower/w");
     CHECK_NAME(ns_probe(g, "scope2", b, sizeof b), "outer/tower/scope2/");
     vg_variable_scope_pop(g);
     vg_variable_scope_push(g, NULL, &dflt);
     vg_variable w2 = getv0(g, "w");
-    CHECK_NAME(vname(w2), "outer/default/w");
+    CHECK_NAME(var_name(w2), "outer/default/w");
     CHECK_NAME(ns_probe(g, "scope2", b, sizeof b), "outer/default/scope2/");
     vg_variable_scope_pop(g);
     vg_variable_scope_pop(g);
@@ -735,12 +695,12 @@ static void test_var_op_scope_reuse(void) {
     vg_variable_scope_enter(g, outer, &(vg_variable_scope_opts){.reuse = VG_REUSE_TRUE});
     vg_variable_scope_push(g, "tower", &dflt);
     vg_variable r1 = getv0(g, "w");
-    CHECK_NAME(vname(r1), "outer/tower/w");
+    CHECK_NAME(var_name(r1), "outer/tower/w");
     CHECK_NAME(ns_probe(g, "scope2", b, sizeof b), "outer_1/tower/scope2/");
     vg_variable_scope_pop(g);
     vg_variable_scope_push(g, NULL, &dflt);
     vg_variable r2 = getv0(g, "w");
-    CHECK_NAME(vname(r2), "outer/default/w");
+    CHECK_NAME(var_name(r2), "outer/default/w");
     CHECK_NAME(ns_probe(g, "scope2", b, sizeof b), "outer_1/default/scope2/");
     vg_variable_scope_pop(g);
     vg_variable_scope_pop(g);
@@ -758,13 +718,13 @@ static void var_scope_get_var_run(int fail_at) {
     vg_variable_scope_push(g, "towerA", NULL);
     vg_vscope *tower_a = vg_get_variable_scope(g);
     vg_variable va = getv1(g, "v");
-    CHECK_NAME(vname(va), "root/towerA/v");
+    CHECK_NAME(var_name(va), "root/towerA/v");
     vg_variable_scope_pop(g);
     vg_variable_scope_enter(g, tower_a, &reuse);
     CHECK(getv1(g, "v").var == va.var);
     vg_variable_scope_pop(g);
     vg_variable_scope_push(g, "towerB", NULL);
-    CHECK_NAME(vname(getv1(g, "v")), "root/towerB/v");
+    CHECK_NAME(var_name(getv1(g, "v")), "root/towerB/v");
     vg_variable_scope_pop(g);
     if (fail_at == 1) {
         vg_variable_scope_push(g, "towerA", NULL);
@@ -778,7 +738,7 @@ static void var_scope_get_var_run(int fail_at) {
     vg_variable_scope_pop(g);
     vg_variable_scope_push(g, "foo", NULL);
     vg_variable_scope_push(g, "bar", NULL);
-    CHECK_NAME(vname(getv1(g, "v")), "root/foo/bar/v");
+    CHECK_NAME(var_name(getv1(g, "v")), "root/foo/bar/v");
     vg_variable_scope_enter(g, tower_a, &reuse);
     CHECK(getv1(g, "v").var == va.var);
     vg_variable_scope_pop(g);
@@ -1067,7 +1027,7 @@ static void test_get_local_var(void) {
     vg_vscope *outer = vg_get_variable_scope(g);
     vg_variable_scope_enter(g, outer, &(vg_variable_scope_opts){.default_name = "default"});
     vg_variable local_var = vg_get_variable_ex(g, "w", &lo);
-    CHECK_NAME(vname(local_var), "outer/w");
+    CHECK_NAME(var_name(local_var), "outer/w");
     vg_variable_scope_pop(g);
     vg_variable_scope_pop(g);
     CHECK(in_collection(g, VG_LOCAL_VARIABLES, local_var.var));
@@ -1076,7 +1036,7 @@ static void test_get_local_var(void) {
     /* Check that local variable respects `reuse`. */
     vg_variable_scope_enter(g, outer, &(vg_variable_scope_opts){.default_name = "default", .reuse = VG_REUSE_TRUE});
     vg_variable again = vg_get_variable_ex(g, "w", &lo);
-    CHECK_NAME(vname(again), "outer/w");
+    CHECK_NAME(var_name(again), "outer/w");
     CHECK(again.var == local_var.var);
     vg_variable_scope_pop(g);
     CHECK_EQ_INT(vg_graph_status(g, NULL), VG_OK);
@@ -1207,7 +1167,7 @@ static void test_get_trainable_variables_with_variable(void) {
     vg_vscope *scope = vg_get_variable_scope(g);
     vg_variable bv = vg_variable_new(g, "testGetTrainableVariables_b", vg_const_f32(g, 1.0f, NULL), VG_VAR_TRAINABLE);
     vg_variable_new(g, "testGetTrainableVariables_c", vg_const_f32(g, 1.0f, NULL), 0);
-    CHECK_NAME(vname(bv), "testGetTrainableVariables_foo/testGetTrainableVariables_b");
+    CHECK_NAME(var_name(bv), "testGetTrainableVariables_foo/testGetTrainableVariables_b");
     CHECK_NAME(scope_collection(g, scope, VG_TRAINABLE_VARIABLES, b, sizeof b),
                "testGetTrainableVariables_foo/testGetTrainableVariables_b");
     vg_variable_scope_pop(g);
@@ -1365,8 +1325,8 @@ static void test_getter_that_creates_two_variables_and_sums_them(void) {
     CHECK_NAME(v.read.op ? vg_op_name(v.read.op) : "", "custom_getter/add");
     vg_output fetch[3] = {true_vars[0], true_vars[1], v.read};
     vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = new_session(g);
-    run_target(s, init);
+    vg_session *s = checked_session(g);
+    run_target_if(s, init);
     vg_tensor *t[3] = {NULL, NULL, NULL};
     vg_status st;
     if (s) CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, fetch, t, 3, NULL, 0, NULL, &st), &st);
@@ -1396,7 +1356,7 @@ static void *thread_fn(void *p) {
     thread_arg *t = p;
     vg_variable_scope_push(t->g, "foo", NULL);
     vg_variable v = getv0(t->g, "v");
-    snprintf(t->name, sizeof t->name, "%s", vname(v));
+    snprintf(t->name, sizeof t->name, "%s", var_name(v));
     t->code = vg_graph_status(t->g, NULL);
     vg_variable_scope_pop(t->g);
     return NULL;

@@ -24,28 +24,8 @@
  *   "ObjectWithName..." (named in the brief): no such class in TF 1.15's variables_test.py.
  */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
-
-static vg_session *new_session(vg_graph *g) {
-    vg_status st;
-    vg_session *s = vg_session_new(g, NULL, &st);
-    if (!s) fprintf(stderr, "  session: %s\n", st.msg);
-    return s;
-}
-
-/* Fetches o; NULL on failure (st set). */
-static vg_tensor *fetch_st(vg_session *s, vg_output o, vg_status *st) {
-    vg_tensor *t = NULL;
-    if (vg_session_run1(s, o, &t, st) != VG_OK) return NULL;
-    return t;
-}
-
-static vg_tensor *fetch(vg_session *s, vg_output o) {
-    vg_status st;
-    vg_tensor *t = fetch_st(s, o, &st);
-    if (!t) fprintf(stderr, "  fetch %s: %s\n", o.op ? vg_op_name(o.op) : "(null)", st.msg);
-    return t;
-}
 
 static double fetch_scalar(vg_session *s, vg_output o) {
     vg_tensor *t = fetch(s, o);
@@ -92,21 +72,8 @@ static void check_fetch_fails(vg_session *s, vg_output o, vg_code code, const ch
     CHECK_STR_CONTAINS(st.msg, msg);
 }
 
-static void run_target(vg_session *s, vg_op *op) {
-    vg_status st;
-    CHECK_OK(vg_session_run_targets(s, &op, 1, &st), &st);
-}
-
 static vg_output const_f32v(vg_graph *g, const float *v, const int64_t *dims, int ndims) {
     return vg_const_array(g, VG_FLOAT, dims, ndims, v, NULL);
-}
-
-static bool shape_is(vg_output o, const int64_t *dims, int ndims) {
-    vg_shape s = vg_output_shape(o);
-    if (s.ndims != ndims) return false;
-    for (int i = 0; i < ndims; i++)
-        if (s.dims[i] != dims[i]) return false;
-    return true;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -4,39 +4,18 @@
  * testVarScopeGetOrCreateReuse, testGetterThatCreatesTwoVariablesAndSumsThem,
  * testVarScopeNameScope, default_name uniquification) plus the errors of issue 11. */
 #include "test_util.h"
+#include "scope_test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include "vigil/variable_scope.h"
 #include <math.h>
 
-static vg_get_variable_opts shp(const int64_t *dims, int ndims) {
-    vg_get_variable_opts o;
-    memset(&o, 0, sizeof o);
-    o.dims = dims;
-    o.ndims = ndims;
-    return o;
-}
-
-static const char *name_of(vg_variable v) { return v.var ? vg_op_name(v.var) : "(null)"; }
-
-static vg_tensor *init_and_fetch(vg_graph *g, vg_output x) {
-    vg_status st;
-    vg_op *init = vg_global_variables_initializer(g);
-    CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    if (!s) return NULL;
-    vg_tensor *t = NULL;
-    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-    CHECK_OK(vg_session_run1(s, x, &t, &st), &st);
-    vg_session_free(s);
-    return t;
-}
-
 /* testGetVar / testNameExists: a second get_variable without reuse fails. */
 static void test_name_exists(void) {
     vg_graph *g = vg_graph_new();
-    vg_get_variable_opts o = shp((int64_t[]){1}, 1);
+    vg_get_variable_opts o = vopts((int64_t[]){1}, 1);
     vg_variable v = vg_get_variable_ex(g, "v", &o);
-    CHECK(v.var && strcmp(name_of(v), "v") == 0);
+    CHECK(v.var && strcmp(var_name(v), "v") == 0);
     vg_variable v2 = vg_get_variable_ex(g, "v", &o);
     vg_status st;
     CHECK(v2.var == NULL);
@@ -48,11 +27,11 @@ static void test_name_exists(void) {
 /* reuse=True shares; shape / dtype mismatches and missing variables are errors. */
 static void test_reuse_and_errors(void) {
     vg_graph *g = vg_graph_new();
-    vg_get_variable_opts o = shp((int64_t[]){2, 3}, 2);
+    vg_get_variable_opts o = vopts((int64_t[]){2, 3}, 2);
     vg_variable_scope_push(g, "foo", NULL);
     vg_variable v = vg_get_variable_ex(g, "v", &o);
     vg_variable_scope_pop(g);
-    CHECK(strcmp(name_of(v), "foo/v") == 0);
+    CHECK(strcmp(var_name(v), "foo/v") == 0);
     vg_variable_scope_opts r = {.reuse = VG_REUSE_TRUE};
     vg_variable_scope_push(g, "foo", &r);
     vg_variable same = vg_get_variable_ex(g, "v", &o);
@@ -70,7 +49,7 @@ static void test_reuse_and_errors(void) {
     vg_get_variable_ex(g, "v", &o);
     vg_variable_scope_pop(g);
     vg_variable_scope_push(g, "foo", &r);
-    vg_get_variable_opts o2 = shp((int64_t[]){3, 3}, 2);
+    vg_get_variable_opts o2 = vopts((int64_t[]){3, 3}, 2);
     vg_variable bad = vg_get_variable_ex(g, "v", &o2);
     vg_variable_scope_pop(g);
     vg_status st;
@@ -96,7 +75,7 @@ static void test_reuse_and_errors(void) {
     vg_variable_new(g, "x", vg_const_f32(g, 1, "c"), 0);
     vg_variable_scope_push(g, "", &(vg_variable_scope_opts){.default_name = "top"});
     vg_variable_scope_pop(g);
-    vg_get_variable_opts o4 = shp(NULL, 0);
+    vg_get_variable_opts o4 = vopts(NULL, 0);
     o4.reuse = VG_REUSE_TRUE;
     bad = vg_get_variable_ex(g, "x", &o4);
     CHECK(bad.var == NULL);
@@ -107,7 +86,7 @@ static void test_reuse_and_errors(void) {
 
     /* a new variable needs a fully defined shape */
     g = vg_graph_new();
-    vg_get_variable_opts o5 = shp((int64_t[]){-1, 2}, 2);
+    vg_get_variable_opts o5 = vopts((int64_t[]){-1, 2}, 2);
     bad = vg_get_variable_ex(g, "u", &o5);
     CHECK(bad.var == NULL);
     CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
@@ -126,7 +105,7 @@ static void test_reuse_and_errors(void) {
 /* testVarScopeGetOrCreateReuse: AUTO_REUSE creates once, then shares; inherited. */
 static void test_auto_reuse(void) {
     vg_graph *g = vg_graph_new();
-    vg_get_variable_opts o = shp(NULL, 0);
+    vg_get_variable_opts o = vopts(NULL, 0);
     vg_variable_scope_opts a = {.reuse = VG_REUSE_AUTO};
     vg_variable first = {0}, second = {0};
     for (int i = 0; i < 2; i++) {
@@ -140,7 +119,7 @@ static void test_auto_reuse(void) {
         else second = v;
     }
     CHECK(first.var && first.var == second.var);
-    CHECK(strcmp(name_of(first), "bar/inner/var") == 0);
+    CHECK(strcmp(var_name(first), "bar/inner/var") == 0);
     /* reuse_variables() on a scope */
     vg_variable_scope_push(g, "bar", NULL);
     vg_variable_scope_reuse_variables(g);
@@ -160,7 +139,7 @@ static void test_initializer_dtype(void) {
     vg_initializer c03 = vg_init_constant(0.3);
     vg_variable_scope_push(g, "tower", &(vg_variable_scope_opts){.initializer = &c03, .dtype = VG_DOUBLE});
     vg_variable_scope_push(g, "nested", NULL);
-    vg_get_variable_opts o = shp((int64_t[]){2}, 1);
+    vg_get_variable_opts o = vopts((int64_t[]){2}, 1);
     vg_variable w = vg_get_variable_ex(g, "w", &o);
     vg_get_variable_opts o1 = o;
     o1.has_init = true;
@@ -168,10 +147,10 @@ static void test_initializer_dtype(void) {
     vg_variable u = vg_get_variable_ex(g, "u", &o1);
     vg_variable_scope_pop(g);
     vg_variable_scope_pop(g);
-    vg_get_variable_opts oi = shp(NULL, 0);
+    vg_get_variable_opts oi = vopts(NULL, 0);
     oi.dt = VG_INT32;
     vg_variable k = vg_get_variable_ex(g, "count", &oi);
-    CHECK(strcmp(name_of(w), "tower/nested/w") == 0);
+    CHECK(strcmp(var_name(w), "tower/nested/w") == 0);
     CHECK_EQ_INT(vg_output_dtype(w.read), VG_DOUBLE);
     CHECK(vg_graph_op_by_name(g, "tower/nested/w/Initializer/Const") != NULL);
     CHECK(vg_graph_op_by_name(g, "count/Initializer/zeros") != NULL);
@@ -188,7 +167,7 @@ static void test_initializer_dtype(void) {
     CHECK(t && vg_tensor_dtype(t) == VG_INT32 && ((const int32_t *)vg_tensor_data(t))[0] == 0);
     vg_tensor_free(t);
     /* float default: glorot_uniform under "<name>/Initializer/random_uniform" */
-    vg_get_variable_opts of = shp((int64_t[]){4, 6}, 2);
+    vg_get_variable_opts of = vopts((int64_t[]){4, 6}, 2);
     vg_get_variable_ex(g, "glorot", &of);
     CHECK(vg_graph_op_by_name(g, "glorot/Initializer/random_uniform/RandomUniform") != NULL);
     vg_graph_free(g);
@@ -199,7 +178,7 @@ static void test_initializer_dtype(void) {
 static void test_regularizer(void) {
     vg_graph *g = vg_graph_new();
     vg_variable_scope_push(g, "tower", &(vg_variable_scope_opts){.regularizer = vg_regularizer_l2(0.5)});
-    vg_get_variable_opts o = shp((int64_t[]){2}, 1);
+    vg_get_variable_opts o = vopts((int64_t[]){2}, 1);
     o.has_init = true;
     o.init = vg_init_constant(3.0);
     vg_get_variable_ex(g, "a", &o);
@@ -229,7 +208,7 @@ static void test_regularizer(void) {
  * (unique) name scope; a name scope alone leaves variable names alone. */
 static void test_naming(void) {
     vg_graph *g = vg_graph_new();
-    vg_get_variable_opts o = shp((int64_t[]){1}, 1);
+    vg_get_variable_opts o = vopts((int64_t[]){1}, 1);
     const char *full = vg_variable_scope_push(g, "tower", NULL);
     CHECK(full && strcmp(full, "tower") == 0);
     vg_variable w = vg_get_variable_ex(g, "w", &o);
@@ -239,8 +218,8 @@ static void test_naming(void) {
     vg_variable w2 = vg_get_variable_ex(g, "w2", &o); /* name scope ignored */
     vg_graph_pop_scope(g);
     vg_variable_scope_pop(g);
-    CHECK(strcmp(name_of(w), "tower/w") == 0 && strcmp(vg_op_name(a.op), "tower/add") == 0);
-    CHECK(strcmp(name_of(w2), "tower/w2") == 0);
+    CHECK(strcmp(var_name(w), "tower/w") == 0 && strcmp(vg_op_name(a.op), "tower/add") == 0);
+    CHECK(strcmp(var_name(w2), "tower/w2") == 0);
     vg_variable_scope_push(g, "tower", &(vg_variable_scope_opts){.reuse = VG_REUSE_TRUE});
     CHECK(strcmp(vg_variable_scope_original_name_scope(g), "tower_1/") == 0);
     vg_variable wr = vg_get_variable_ex(g, "w", &o);
@@ -259,13 +238,13 @@ static void test_naming(void) {
     vg_output xo = vg_identity(g, x.read, "op");
     vg_variable_scope_pop(g);
     vg_graph_pop_scope(g);
-    CHECK(strcmp(name_of(x), "vs/x") == 0 && strcmp(vg_op_name(xo.op), "ns/vs/op") == 0);
+    CHECK(strcmp(var_name(x), "vs/x") == 0 && strcmp(vg_op_name(xo.op), "ns/vs/op") == 0);
     /* no_name_scope (auxiliary_name_scope=False) */
     vg_variable_scope_push(g, "quiet", &(vg_variable_scope_opts){.no_name_scope = true});
     vg_variable q = vg_get_variable_ex(g, "q", &o);
     vg_output qo = vg_identity(g, q.read, "qop");
     vg_variable_scope_pop(g);
-    CHECK(strcmp(name_of(q), "quiet/q") == 0 && strcmp(vg_op_name(qo.op), "qop") == 0);
+    CHECK(strcmp(var_name(q), "quiet/q") == 0 && strcmp(vg_op_name(qo.op), "qop") == 0);
     CHECK_EQ_INT(vg_graph_status(g, NULL), VG_OK);
     vg_graph_free(g);
 }
@@ -323,7 +302,7 @@ static void test_custom_getter(void) {
     int two = 2;
     vg_variable_scope_push(g, "scope", &(vg_variable_scope_opts){.custom_getter = sum_getter});
     vg_variable_scope_push(g, "inner", &(vg_variable_scope_opts){.custom_getter = tag_getter, .custom_getter_arg = &two});
-    vg_get_variable_opts o = shp((int64_t[]){1, 2, 3}, 3);
+    vg_get_variable_opts o = vopts((int64_t[]){1, 2, 3}, 3);
     vg_variable v = vg_get_variable_ex(g, "v", &o);
     vg_variable_scope_pop(g);
     vg_variable_scope_pop(g);
@@ -345,8 +324,8 @@ static void test_get_variable_compat(void) {
     vg_variable a = vg_get_variable(g, "k", VG_FLOAT, (int64_t[]){2}, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
     vg_variable b = vg_get_variable(g, "k", VG_FLOAT, (int64_t[]){2}, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
     vg_variable_scope_pop(g);
-    CHECK(a.var && a.var == b.var && strcmp(name_of(a), "layer/k") == 0);
-    vg_get_variable_opts o = shp((int64_t[]){1}, 1);
+    CHECK(a.var && a.var == b.var && strcmp(var_name(a), "layer/k") == 0);
+    vg_get_variable_opts o = vopts((int64_t[]){1}, 1);
     o.not_trainable = true;
     o.local = true;
     vg_variable l = vg_get_variable_ex(g, "loc", &o);

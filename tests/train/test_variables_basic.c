@@ -2,42 +2,8 @@
  * initializers (values, TF's op names, glorot limits, determinism with a graph seed),
  * the global step, the init ops and report_uninitialized_variables. */
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
-
-static bool has_op(vg_graph *g, const char *name, const char *type) {
-    vg_op *op = vg_graph_op_by_name(g, name);
-    if (!op) {
-        fprintf(stderr, "  missing op %s\n", name);
-        return false;
-    }
-    if (type && strcmp(vg_op_type(op), type) != 0) {
-        fprintf(stderr, "  op %s is %s, expected %s\n", name, vg_op_type(op), type);
-        return false;
-    }
-    return true;
-}
-
-static bool in_collection(vg_graph *g, const char *key, vg_op *op) {
-    int n;
-    const vg_output *items = vg_graph_collection(g, key, &n);
-    for (int i = 0; i < n; i++)
-        if (items[i].op == op) return true;
-    return false;
-}
-
-/* Runs the global initializer and fetches x. */
-static vg_tensor *init_and_fetch(vg_graph *g, vg_output x) {
-    vg_status st;
-    vg_op *init = vg_global_variables_initializer(g);
-    CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    if (!s) return NULL;
-    vg_tensor *t = NULL;
-    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-    CHECK_OK(vg_session_run1(s, x, &t, &st), &st);
-    vg_session_free(s);
-    return t;
-}
 
 static void test_variables__variable_new_layout(void) {
     vg_graph *g = vg_graph_new();

@@ -1,0 +1,52 @@
+/* bench_util.h - the clocks, the median and the reading of a peer's output that the
+ * benchmark programs share (header-only, static inline). */
+#ifndef VG_BENCH_UTIL_H
+#define VG_BENCH_UTIL_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Seconds / milliseconds on the monotonic clock. */
+static inline double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+static inline double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* qsort order of doubles, ascending. */
+static inline int cmpd(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of v[n] (the upper one for even n; v is sorted in place); -1 when n <= 0. */
+static inline double median(double *v, int n) {
+    if (n <= 0) return -1;
+    qsort(v, (size_t)n, sizeof *v, cmpd);
+    return v[n / 2];
+}
+
+/* Runs the peer command cmd (popen) and returns the last "median_ms" it printed (-1:
+ * none, or cmd did not start); *rss_mb, when rss_mb is not NULL, gets the last
+ * "peak_rss_mb". */
+static inline double peer_median_ms(const char *cmd, double *rss_mb) {
+    FILE *f = popen(cmd, "r");
+    if (!f) return -1;
+    char line[8192];
+    double med = -1;
+    while (fgets(line, sizeof line, f)) {
+        char *m = strstr(line, "\"median_ms\": ");
+        if (m) med = atof(m + 13);
+        char *r = strstr(line, "\"peak_rss_mb\": ");
+        if (r && rss_mb) *rss_mb = atof(r + 15);
+    }
+    pclose(f);
+    return med;
+}
+#endif

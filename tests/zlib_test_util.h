@@ -1,0 +1,24 @@
+/* zlib_test_util.h - compressed test inputs written here: deflate_to makes a zlib stream
+ * or one gzip member (deflateInit2 with 16 + MAX_WBITS) of in[n] into out[cap] and
+ * returns its length. */
+#ifndef VG_ZLIB_TEST_UTIL_H
+#define VG_ZLIB_TEST_UTIL_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <zlib.h>
+
+static inline size_t deflate_to(uint8_t *out, size_t cap, const void *in, size_t n, bool gzip) {
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    deflateInit2(&zs, 6, Z_DEFLATED, gzip ? 16 + MAX_WBITS : MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+    zs.next_in = (Bytef *)(uintptr_t)in;
+    zs.avail_in = (uInt)n;
+    zs.next_out = out;
+    zs.avail_out = (uInt)cap;
+    deflate(&zs, Z_FINISH);
+    size_t got = cap - zs.avail_out;
+    deflateEnd(&zs);
+    return got;
+}
+#endif
