@@ -3,7 +3,7 @@
 # run (scripts/multihost.sh, 10gbit profile) with checkpoints every 10 steps. Each
 # fault is one of: kill-host I (SIGKILL of every process of host I, mpirun's host 0
 # included), cut I (host I's cable out), slow I (host I's tbf rate to 8kbit), injected
-# 1.5-4.5 s after the start. Each time the job must end (every process of every host
+# 0-1.5 s after the run's first new checkpoint. Each time the job must end (every process of every host
 # gone, none killed by the clean-up) within BOUND s of the fault; the checkpointed
 # global step must never go back; the next run must resume from the last checkpoint
 # (its log names that step: the restore succeeded, no torn checkpoint). A last run
@@ -48,11 +48,18 @@ fail=0 worst=0 prev=-1
 for ((i = 1; i <= n; i++)); do
   kind="${kinds[RANDOM % ${#kinds[@]}]}"
   host="${kind: -1}"
-  delay="$(awk -v r=$RANDOM 'BEGIN { printf "%.1f", 1.5 + 3 * r / 32768 }')"
+  delay="$(awk -v r=$RANDOM 'BEGIN { printf "%.1f", 1.5 * r / 32768 }')"
   log="$work/run$i.log"
   before="$(ckpt_step)"
   $mh run 2 -- "${train[@]}" >"$log" 2>&1 &
   pid=$!
+  # the fault comes at a random moment once the run has written a checkpoint past the
+  # last one (training is under way, however fast or loaded the machine is)
+  for ((w = 0; w < 600; w++)); do
+    [ "$(ckpt_step)" -gt "$before" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
   sleep "$delay"
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "fault $i: the run ended before the fault (raise EPOCHS)"; fail=1; break
@@ -84,7 +91,7 @@ for ((i = 1; i <= n; i++)); do
   fi
   [ "$rc" != 0 ] || [ "$ended" != 1 ] || { ok="exit 0 after a fault"; fail=1; }
   awk -v d="$dt" -v w="$worst" 'BEGIN { exit !(d > w) }' && worst="$dt"
-  echo "fault $i: $kind at ${delay} s: job ended ${dt} s later (exit $rc), resumed at ${resumed:-0}, checkpoint step $before -> $after${why:+; $why}: $ok"
+  echo "fault $i: $kind ${delay} s after a checkpoint: job ended ${dt} s later (exit $rc), resumed at ${resumed:-0}, checkpoint step $before -> $after${why:+; $why}: $ok"
   [ "$ok" = ok ] || { echo "--- log:"; grep -v '^\[' "$log" | tail -20; }
   prev="$after"
 done
