@@ -439,7 +439,7 @@ static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_
         uses[ns] = uses[old];
         uses[old] = 0;
     }
-    memcpy(fin, ext, sizeof(int) * (size_t)next);
+    if (next > 0) memcpy(fin, ext, sizeof(int) * (size_t)next); /* a cluster of constants has none */
     vg__node *fn = &p->nodes[F];
     vg__free(fn->in_slot);
     vg__free(fn->in_var);
