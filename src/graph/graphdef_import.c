@@ -880,6 +880,16 @@ bad:
 
 #define MAX_FN_DEPTH 32
 
+/* Appends a zeroed node of call depth `depth`; NULL when out of memory. The pointer
+ * lasts until the next append. */
+static inode *new_node(ctx *c, int depth) {
+    if (!vg__grow((void **)&c->nodes, &c->cap, c->n + 1, sizeof(inode))) return NULL;
+    inode *nd = &c->nodes[c->n++];
+    memset(nd, 0, sizeof *nd);
+    nd->fn_depth = depth;
+    return nd;
+}
+
 /* Inlines the call at node index ci. */
 static vg_code inline_call(ctx *c, int ci, const char *fname, const rattr *cattrs, int ncattrs) {
     fn_def fn;
@@ -927,13 +937,11 @@ static vg_code inline_call(ctx *c, int ci, const char *fname, const rattr *cattr
     }
     /* argument Identities */
     for (int i = 0; i < fn.nin; i++) {
-        if (!vg__grow((void **)&c->nodes, &c->cap, c->n + 1, sizeof(inode))) {
+        inode *nd = new_node(c, depth);
+        if (!nd) {
             k = oom(c, "nodes");
             goto out;
         }
-        inode *nd = &c->nodes[c->n++];
-        memset(nd, 0, sizeof *nd);
-        nd->fn_depth = depth;
         int t = arg_dtype(&fn.in[i], cattrs, ncattrs);
         snprintf(spec, sizeof spec, "%s/%.*s", call, (int)fn.in[i].name_len, (const char *)fn.in[i].name);
         if (!(nd->name = vg__strdup(spec)) || !(nd->orig_op = vg__strdup("Identity"))) {
@@ -948,13 +956,11 @@ static vg_code inline_call(ctx *c, int ci, const char *fname, const rattr *cattr
     /* the body */
     first_body = c->n;
     for (int i = 0; i < fn.nnode; i++) {
-        if (!vg__grow((void **)&c->nodes, &c->cap, c->n + 1, sizeof(inode))) {
+        inode *nd = new_node(c, depth);
+        if (!nd) {
             k = oom(c, "nodes");
             goto out;
         }
-        inode *nd = &c->nodes[c->n++];
-        memset(nd, 0, sizeof *nd);
-        nd->fn_depth = depth;
         if ((k = parse_node(c, fn.node[i], fn.node_len[i], nd))) goto out;
         bool dup = false;
         vg__strmap_get(&local, nd->name, &dup);

@@ -437,49 +437,45 @@ static vg_code shape_parse_example(vg_op *op, vg_status *st) {
     return set_parse_outputs(op, &c, ss.ndims == 1 ? ss.dims[0] : -1, false, 0);
 }
 
-static vg_code kernel_parse_example(vg__kctx *ctx) {
+/* Key i of a ParseExample op (NULL: not a string scalar). */
+typedef const char *(*parse_key_fn)(vg__kctx *ctx, const parse_cfg *c, int i, size_t *len);
+
+/* The shared body of ParseExample and ParseExampleV2: copies the keys (key_at), takes
+ * the dense defaults from inputs def_base.., checks names against serialized (batched
+ * form) and parses. */
+static vg_code parse_keyed(vg__kctx *ctx, parse_cfg *c, parse_key_fn key_at, int def_base, const char *opname) {
     vg_status *st = vg__kctx_status(ctx);
-    const vg_op *op = vg__kctx_op(ctx);
-    parse_cfg c = {0};
-    vg_code rc = cfg_types(op, &c, "Nsparse", st);
-    if (rc != VG_OK) return rc;
-    int nk = c.nsparse + c.ndense;
+    vg_code rc = VG_OK;
+    int nk = c->nsparse + c->ndense;
     const char **keys = vg__calloc((size_t)(nk ? nk : 1), sizeof(char *));
     size_t *klen = vg__calloc((size_t)(nk ? nk : 1), sizeof(size_t));
-    vg_tensor **defs = vg__calloc((size_t)(c.ndense ? c.ndense : 1), sizeof(vg_tensor *));
+    vg_tensor **defs = vg__calloc((size_t)(c->ndense ? c->ndense : 1), sizeof(vg_tensor *));
     char **owned = vg__calloc((size_t)(nk ? nk : 1), sizeof(char *));
-    if (!keys || !klen || !defs || !owned) {
-        rc = VG_OOM(st, "ParseExample keys");
-        goto out;
-    }
+    if (!keys || !klen || !defs || !owned) rc = VG_OOM(st, "ParseExample keys");
     for (int i = 0; i < nk && rc == VG_OK; i++) {
-        vg_tensor *t = vg__kctx_input(ctx, 2 + i);
         size_t len = 0;
-        const char *s = vg_tensor_num_elements(t) == 1 ? vg_tensor_string(t, 0, &len) : NULL;
-        if (!s) {
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT, "ParseExample: key %d must be a string scalar", i);
-            break;
-        }
-        if (!(owned[i] = vg__strndup(s, len))) rc = VG_OOM(st, "ParseExample key");
+        const char *k = key_at(ctx, c, i, &len);
+        if (!k) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "%s: key %d must be a string scalar", opname, i);
+        else if (!(owned[i] = vg__strndup(k, len))) rc = VG_OOM(st, "ParseExample key");
         keys[i] = owned[i];
         klen[i] = len;
     }
-    for (int d = 0; d < c.ndense; d++) defs[d] = vg__kctx_input(ctx, 2 + nk + d);
     if (rc == VG_OK) {
-        c.sparse_keys = keys;
-        c.sparse_klen = klen;
-        c.dense_keys = keys + c.nsparse;
-        c.dense_klen = klen + c.nsparse;
-        c.defaults = defs;
+        for (int d = 0; d < c->ndense; d++) defs[d] = vg__kctx_input(ctx, def_base + d);
+        c->sparse_keys = keys;
+        c->sparse_klen = klen;
+        c->dense_keys = keys + c->nsparse;
+        c->dense_klen = klen + c->nsparse;
+        c->defaults = defs;
         const vg_tensor *ser = vg__kctx_input(ctx, 0), *names = vg__kctx_input(ctx, 1);
-        if (vg_tensor_num_elements(names) != 0 && vg_tensor_num_elements(names) != vg_tensor_num_elements(ser))
+        if (!c->single && vg_tensor_num_elements(names) != 0 &&
+            vg_tensor_num_elements(names) != vg_tensor_num_elements(ser))
             rc = vg_status_set(st, VG_INVALID_ARGUMENT,
                                "Expected len(names) == len(serialized), but got: %lld vs. %lld",
                                (long long)vg_tensor_num_elements(names), (long long)vg_tensor_num_elements(ser));
         else
-            rc = run_parse(ctx, &c, ser, names);
+            rc = run_parse(ctx, c, ser, c->single ? NULL : names);
     }
-out:
     if (owned)
         for (int i = 0; i < nk; i++) vg__free(owned[i]);
     vg__free(owned);
@@ -487,6 +483,20 @@ out:
     vg__free(klen);
     vg__free(defs);
     return rc;
+}
+
+/* ParseExample: key i is the scalar input 2 + i. */
+static const char *key_v1(vg__kctx *ctx, const parse_cfg *c, int i, size_t *len) {
+    (void)c;
+    vg_tensor *t = vg__kctx_input(ctx, 2 + i);
+    return vg_tensor_num_elements(t) == 1 ? vg_tensor_string(t, 0, len) : NULL;
+}
+
+static vg_code kernel_parse_example(vg__kctx *ctx) {
+    parse_cfg c = {0};
+    vg_code rc = cfg_types(vg__kctx_op(ctx), &c, "Nsparse", vg__kctx_status(ctx));
+    if (rc != VG_OK) return rc;
+    return parse_keyed(ctx, &c, key_v1, 2 + c.nsparse + c.ndense, "ParseExample");
 }
 
 /* ParseExampleV2 (TF 2.x's tf.io.parse_example): serialized [B] or [] (then no batch
@@ -526,13 +536,19 @@ static vg_code shape_parse_example_v2(vg_op *op, vg_status *st) {
     return set_parse_outputs(op, &c, ss.ndims == 1 ? ss.dims[0] : -1, single, 0);
 }
 
+/* ParseExampleV2: the keys are elements of the vectors sparse_keys (input 2) and
+ * dense_keys (input 3). */
+static const char *key_v2(vg__kctx *ctx, const parse_cfg *c, int i, size_t *len) {
+    return i < c->nsparse ? vg_tensor_string(vg__kctx_input(ctx, 2), i, len)
+                          : vg_tensor_string(vg__kctx_input(ctx, 3), i - c->nsparse, len);
+}
+
 static vg_code kernel_parse_example_v2(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
-    const vg_op *op = vg__kctx_op(ctx);
     parse_cfg c = {0};
-    vg_code rc = v2_cfg(op, &c, st);
+    vg_code rc = v2_cfg(vg__kctx_op(ctx), &c, st);
     if (rc != VG_OK) return rc;
-    const vg_tensor *ser = vg__kctx_input(ctx, 0), *names = vg__kctx_input(ctx, 1);
+    const vg_tensor *ser = vg__kctx_input(ctx, 0);
     const vg_tensor *kt[3] = {vg__kctx_input(ctx, 2), vg__kctx_input(ctx, 3), vg__kctx_input(ctx, 4)};
     int64_t want[3] = {c.nsparse, c.ndense, 0};
     static const char *const kn[] = {"sparse_keys", "dense_keys", "ragged_keys"};
@@ -543,42 +559,8 @@ static vg_code kernel_parse_example_v2(vg__kctx *ctx) {
     if (vg_tensor_ndims(ser) > 1)
         return vg_status_set(st, VG_UNIMPLEMENTED, "ParseExampleV2: serialized of rank %d (vigil: 0 or 1)",
                              vg_tensor_ndims(ser));
-    int nk = c.nsparse + c.ndense;
-    const char **keys = vg__calloc((size_t)(nk ? nk : 1), sizeof(char *));
-    size_t *klen = vg__calloc((size_t)(nk ? nk : 1), sizeof(size_t));
-    vg_tensor **defs = vg__calloc((size_t)(c.ndense ? c.ndense : 1), sizeof(vg_tensor *));
-    char **owned = vg__calloc((size_t)(nk ? nk : 1), sizeof(char *));
-    if (!keys || !klen || !defs || !owned) rc = VG_OOM(st, "ParseExampleV2 keys");
-    for (int i = 0; i < nk && rc == VG_OK; i++) {
-        size_t len = 0;
-        const char *k = vg_tensor_string(i < c.nsparse ? kt[0] : kt[1], i < c.nsparse ? i : i - c.nsparse, &len);
-        if (!(owned[i] = vg__strndup(k ? k : "", len))) rc = VG_OOM(st, "ParseExampleV2 key");
-        keys[i] = owned[i];
-        klen[i] = len;
-    }
-    if (rc == VG_OK) {
-        for (int d = 0; d < c.ndense; d++) defs[d] = vg__kctx_input(ctx, 5 + d);
-        c.sparse_keys = keys;
-        c.sparse_klen = klen;
-        c.dense_keys = keys + c.nsparse;
-        c.dense_klen = klen + c.nsparse;
-        c.defaults = defs;
-        c.single = vg_tensor_ndims(ser) == 0;
-        if (!c.single && vg_tensor_num_elements(names) != 0 &&
-            vg_tensor_num_elements(names) != vg_tensor_num_elements(ser))
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT,
-                               "Expected len(names) == len(serialized), but got: %lld vs. %lld",
-                               (long long)vg_tensor_num_elements(names), (long long)vg_tensor_num_elements(ser));
-        else
-            rc = run_parse(ctx, &c, ser, c.single ? NULL : names);
-    }
-    if (owned)
-        for (int i = 0; i < nk; i++) vg__free(owned[i]);
-    vg__free(owned);
-    vg__free(keys);
-    vg__free(klen);
-    vg__free(defs);
-    return rc;
+    c.single = vg_tensor_ndims(ser) == 0;
+    return parse_keyed(ctx, &c, key_v2, 5, "ParseExampleV2");
 }
 
 /* ParseSingleExample keys are attrs. */
