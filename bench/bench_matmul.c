@@ -23,7 +23,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench_util.h"
 #include "vigil/vigil.h"
-#include "kernels/dnnl_backend.h"
+#include "kernels/backend/dnnl_backend.h"
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@
  * Usage: bench_roofline [reps]. Prints one JSON line. Not part of ctest. */
 #define _POSIX_C_SOURCE 200809L
 #include "roofline.h"
-#include "kernels/cpu_features.h"
-#include "kernels/dnnl_backend.h"
+#include "kernels/backend/cpu_features.h"
+#include "kernels/backend/dnnl_backend.h"
 #include <cblas.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
  *                   primitives (forward, backward data, backward weights)   (-ldnnl)
  *
  * Every build also times vigil's conv algorithm (im2col + GEMM in row chunks of
- * 512 KiB of im2col buffer, as in src/kernels/conv_ops.c) through its GEMM.
+ * 512 KiB of im2col buffer, as in src/kernels/nn/conv_ops.c) through its GEMM.
  *
  * Shapes. MLP: the eight GEMMs of one step (784x256, 256x256, 256x10 forward and backward at batch 64). CNN conv: the
  * GEMMs conv_ops.c issues, i.e. one chunk of nr = 512 KiB / (kd*4) rows, weighted by

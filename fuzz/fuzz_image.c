@@ -1,4 +1,4 @@
-/* fuzz_image.c - the PNG and JPEG decoders of src/kernels/image_codec.h (libpng /
+/* fuzz_image.c - the PNG and JPEG decoders of src/kernels/media/image_codec.h (libpng /
  * libjpeg-turbo behind DecodePng, DecodeJpeg, DecodeImage). Byte 0 picks the decoder
  * and its options (channels, JPEG ratio, truncation recovery); the rest is the file.
  * The decoders are called with a 16 MiB image limit (libjpeg's own memory: twice that), and refuse headers that claim
@@ -8,7 +8,7 @@
  * 61-byte PNG whose zTXt chunk claims 0x7ffffff0 bytes), which exceed scripts/fuzz.sh's
  * -malloc_limit_mb=64 when the checks are missing. */
 #include "fuzz_util.h"
-#include "kernels/image_codec.h"
+#include "kernels/media/image_codec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;

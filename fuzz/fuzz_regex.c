@@ -1,4 +1,4 @@
-/* fuzz_regex.c - the regex string ops (src/kernels/regex_ops.c) on hostile patterns:
+/* fuzz_regex.c - the regex string ops (src/kernels/strings/regex_ops.c) on hostile patterns:
  * byte 0 picks the op (StaticRegexReplace global / first match, StaticRegexFullMatch,
  * RegexReplace with tensor inputs); the rest is pattern NUL rewrite NUL subject. A
  * pattern may be refused (INVALID_ARGUMENT) or exceed the backtracking limit

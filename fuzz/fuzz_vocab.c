@@ -1,4 +1,4 @@
-/* fuzz_vocab.c - InitializeTableFromTextFileV2 (src/kernels/lookup_ops.c): a
+/* fuzz_vocab.c - InitializeTableFromTextFileV2 (src/kernels/state/lookup_ops.c): a
  * vocabulary file of outside bytes read into a lookup table. Byte 0 picks the table:
  *   0: string (whole line) -> int64 (line number), as index_table_from_file;
  *   1: int64 (line number) -> string (whole line), as index_to_string_table_from_file;

@@ -1,10 +1,10 @@
-/* fuzz_wav.c - the WAV reader behind DecodeWav (src/kernels/audio_internal.h:
+/* fuzz_wav.c - the WAV reader behind DecodeWav (src/kernels/media/audio_internal.h:
  * vg__wav_decode, TF's wav_io.cc rules). Byte 0 picks desired_channels (-1, 1, 2, 3)
  * and desired_samples (-1, 0, 1, 100) for the remap into DecodeWav's output; the rest
  * is the file. The reader checks every chunk against the input's length before
  * allocating, so the samples never exceed the input's bytes / 2. */
 #include "fuzz_util.h"
-#include "kernels/audio_internal.h"
+#include "kernels/media/audio_internal.h"
 #include "core/core.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -75,7 +75,7 @@ static int lc_folder_layer(const char *name, size_t n) {
     return -1;
 }
 
-/* The layer of a path relative to src/ ("kernels/nn_ops.c"), -1 if none. */
+/* The layer of a path relative to src/ ("kernels/nn/nn_ops.c"), -1 if none. */
 static int lc_path_layer(const char *rel) {
     const char *slash = strchr(rel, '/');
     return slash ? lc_folder_layer(rel, (size_t)(slash - rel)) : -1;

@@ -1,6 +1,6 @@
 /* vigil/audio.h - files, audio ops and the float32 part of tf.signal.
  *
- * Ops (src/kernels/audio_ops.c, TF 1.15's io_ops / audio_ops): ReadFile, WriteFile,
+ * Ops (src/kernels/media/audio_ops.c, TF 1.15's io_ops / audio_ops): ReadFile, WriteFile,
  * DecodeWav, EncodeWav, AudioSpectrogram, Mfcc. The FFT is kissfft's real transform
  * (Debian libkissfft-dev, float). tf.signal functions (src/train/signal.c, TF 1.15's
  * tensorflow/python/ops/signal/): frame, overlap_and_add, hann_window, hamming_window,

@@ -144,6 +144,8 @@ VG_API vg_code vg_graph_add_to_collection(vg_graph *g, const char *key, vg_outpu
 /* Items of a collection, borrowed (valid until the collection changes); *n gets the
  * count (0 and NULL if none). */
 VG_API const vg_output *vg_graph_collection(const vg_graph *g, const char *key, int *n);
+/* Whether an output of op is an item of collection key (false for NULL arguments). */
+VG_API bool vg_graph_collection_has_op(const vg_graph *g, const char *key, const vg_op *op);
 /* Removes all items of a collection. */
 VG_API void vg_graph_clear_collection(vg_graph *g, const char *key);
 VG_API int vg_graph_num_collections(const vg_graph *g);

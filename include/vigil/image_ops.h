@@ -1,5 +1,5 @@
 /* vigil/image_ops.h - image codec and image op builders (kernel layer:
- * src/kernels/image_codec_ops.c, src/kernels/image_ops.c). TF 1.15's op types, attrs
+ * src/kernels/media/image_codec_ops.c, src/kernels/media/image_ops.c). TF 1.15's op types, attrs
  * and defaults; the tf.image composites built on them are in vigil/image.h.
  *
  * Builders record errors on the graph (vg_graph_status) and return {NULL, 0}; an input

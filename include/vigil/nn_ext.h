@@ -1,6 +1,6 @@
 /*
  * vigil/nn_ext.h - builders of the tf.layers op families (issue 11 §2): batch
- * normalization (src/kernels/nn_norm_ops.c), depthwise convolution. Each op has its CPU kernel and TF's
+ * normalization (src/kernels/nn/nn_norm_ops.c), depthwise convolution. Each op has its CPU kernel and TF's
  * gradient; on failure a builder returns NULL / {NULL, 0} and records the graph's
  * sticky error (vg_graph_status): INVALID_ARGUMENT for bad dtypes or shapes,
  * UNIMPLEMENTED for data formats other than NHWC.
@@ -36,7 +36,7 @@ VG_API vg_op *vg_fused_batch_norm_v3(vg_graph *g, vg_output x, vg_output scale, 
 VG_API vg_output vg_depthwise_conv2d_native(vg_graph *g, vg_output x, vg_output filter, const int64_t strides[4],
                                             const char *padding, const char *name);
 
-/* tf.space_to_batch_nd / tf.batch_to_space_nd (src/kernels/space_batch_ops.c): block_shape
+/* tf.space_to_batch_nd / tf.batch_to_space_nd (src/kernels/array/space_batch_ops.c): block_shape
  * [M] and paddings / crops [M, 2] int32 or int64 (Consts give static shapes). Errors
  * (INVALID_ARGUMENT): a padded size not divisible by its block, a batch not divisible
  * by the product of the blocks, crops larger than the output. Gradient: each other. */

@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-/* ---- array ops (src/kernels/array_shape_ops.c, array_index_ops.c) ------- */
+/* ---- array ops (src/kernels/array/array_shape_ops.c, array_index_ops.c) ------- */
 /* Placeholder(dtype, shape); ndims == -1 for unknown rank, -1 dims unknown. */
 VG_API vg_output vg_placeholder(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndims, const char *name);
 VG_API vg_output vg_placeholder_with_default(vg_graph *g, vg_output def, const int64_t *dims, int ndims, const char *name);
@@ -131,7 +131,7 @@ VG_API vg_output vg_tile(vg_graph *g, vg_output x, vg_output multiples, const ch
 /* BroadcastGradientArgs(s0, s1) -> outputs 0 (r0) and 1 (r1). Returns the op. */
 VG_API vg_op *vg_broadcast_gradient_args(vg_graph *g, vg_output s0, vg_output s1, const char *name);
 
-/* ---- random ops (src/kernels/random_ops.c) ------------------------------ */
+/* ---- random ops (src/kernels/math/random_ops.c) ------------------------------ */
 /* Raw ops; seed/seed2 as TF attrs (use vg_graph_get_seed for TF's rules). */
 VG_API vg_output vg_random_uniform(vg_graph *g, vg_output shape, vg_dtype dt, int64_t seed, int64_t seed2, const char *name);
 VG_API vg_output vg_random_standard_normal(vg_graph *g, vg_output shape, vg_dtype dt, int64_t seed, int64_t seed2, const char *name);
@@ -139,7 +139,7 @@ VG_API vg_output vg_truncated_normal(vg_graph *g, vg_output shape, vg_dtype dt, 
 /* RandomShuffle along the first dimension. */
 VG_API vg_output vg_random_shuffle(vg_graph *g, vg_output x, int64_t seed, int64_t seed2, const char *name);
 
-/* ---- math ops (src/kernels/math_cwise_ops.c, math_reduce_ops.c) -------- */
+/* ---- math ops (src/kernels/math/math_cwise_ops.c, math_reduce_ops.c) -------- */
 /* Binary ops broadcast as NumPy/TF. vg_add emits AddV2; vg_add_legacy emits Add. */
 VG_API vg_output vg_add(vg_graph *g, vg_output a, vg_output b, const char *name);
 VG_API vg_output vg_add_legacy(vg_graph *g, vg_output a, vg_output b, const char *name);
@@ -196,7 +196,7 @@ VG_API vg_output vg_reduce_any(vg_graph *g, vg_output x, const int32_t *axes, in
 VG_API vg_output vg_argmax(vg_graph *g, vg_output x, int axis, vg_dtype output_type, const char *name);
 VG_API vg_output vg_argmin(vg_graph *g, vg_output x, int axis, vg_dtype output_type, const char *name);
 
-/* ---- nn ops (src/kernels/nn_ops.c) -------------------------------------- */
+/* ---- nn ops (src/kernels/nn/nn_ops.c) -------------------------------------- */
 VG_API vg_output vg_matmul(vg_graph *g, vg_output a, vg_output b, bool transpose_a, bool transpose_b, const char *name);
 VG_API vg_output vg_bias_add(vg_graph *g, vg_output x, vg_output bias, const char *name);
 VG_API vg_output vg_relu(vg_graph *g, vg_output x, const char *name);
@@ -222,7 +222,7 @@ VG_API vg_output vg_conv2d_backprop_filter(vg_graph *g, vg_output input, vg_outp
 VG_API vg_output vg_max_pool_grad(vg_graph *g, vg_output x, vg_output y, vg_output dy, const int64_t ksize[4], const int64_t strides[4], const char *padding, const char *name);
 VG_API vg_output vg_avg_pool_grad(vg_graph *g, vg_output input_shape, vg_output dy, const int64_t ksize[4], const int64_t strides[4], const char *padding, const char *name);
 
-/* ---- state ops (src/kernels/state_ops.c) -------------------------------- */
+/* ---- state ops (src/kernels/state/state_ops.c) -------------------------------- */
 /* VariableV2(shape, dtype): a variable that lives in each session. Output 0 is the
  * variable's reference (TF's ref edge): consumers that write (Assign, Apply*) take it
  * as a ref input; Identity and the control-flow ops pass it on; every other consumer
@@ -239,7 +239,7 @@ VG_API vg_output vg_is_variable_initialized(vg_graph *g, vg_output ref, const ch
 /* Assert(condition, data...): a run fails with INVALID_ARGUMENT "assertion failed: [...]". */
 VG_API vg_op *vg_assert(vg_graph *g, vg_output cond, const vg_output *data, int ndata, int summarize, const char *name);
 
-/* ---- training apply ops (src/kernels/training_ops.c) -------------------- */
+/* ---- training apply ops (src/kernels/state/training_ops.c) -------------------- */
 VG_API vg_output vg_apply_gradient_descent(vg_graph *g, vg_output var, vg_output alpha, vg_output delta, bool use_locking, const char *name);
 VG_API vg_output vg_apply_momentum(vg_graph *g, vg_output var, vg_output accum, vg_output lr, vg_output grad, vg_output momentum, bool use_locking, bool use_nesterov, const char *name);
 VG_API vg_output vg_apply_adam(vg_graph *g, vg_output var, vg_output m, vg_output v, vg_output beta1_power, vg_output beta2_power, vg_output lr, vg_output beta1, vg_output beta2, vg_output epsilon, vg_output grad, bool use_locking, bool use_nesterov, const char *name);

@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-/* ---- rounding and division (src/kernels/math_rounding_ops.c) ------------- */
+/* ---- rounding and division (src/kernels/math/math_rounding_ops.c) ------------- */
 /* Floor, Ceil, Rint: float/double. Round: half to even; float/double, int32/int64
  * (identity). None of them has a gradient (TF returns None). */
 VG_API vg_output vg_floor(vg_graph *g, vg_output x, const char *name);
@@ -36,14 +36,14 @@ VG_API vg_output vg_floor_mod(vg_graph *g, vg_output x, vg_output y, const char 
 /* TruncateDiv: C's integer division; int32/int64/uint8 only (as TF's CPU kernels). */
 VG_API vg_output vg_truncate_div(vg_graph *g, vg_output x, vg_output y, const char *name);
 
-/* ---- transcendental (src/kernels/math_special_ops.c), float/double -------- */
+/* ---- transcendental (src/kernels/math/math_special_ops.c), float/double -------- */
 VG_API vg_output vg_sin(vg_graph *g, vg_output x, const char *name);
 VG_API vg_output vg_cos(vg_graph *g, vg_output x, const char *name);
 VG_API vg_output vg_erf(vg_graph *g, vg_output x, const char *name);
 VG_API vg_output vg_log1p(vg_graph *g, vg_output x, const char *name);
 VG_API vg_output vg_expm1(vg_graph *g, vg_output x, const char *name);
 
-/* ---- activations (src/kernels/nn_activation_ops.c), float/double ---------- */
+/* ---- activations (src/kernels/nn/nn_activation_ops.c), float/double ---------- */
 VG_API vg_output vg_softplus(vg_graph *g, vg_output x, const char *name);
 VG_API vg_output vg_softsign(vg_graph *g, vg_output x, const char *name);
 VG_API vg_output vg_elu(vg_graph *g, vg_output x, const char *name);
@@ -52,13 +52,13 @@ VG_API vg_output vg_relu6(vg_graph *g, vg_output x, const char *name);
 /* LeakyRelu with attr alpha (TF's default is 0.2). */
 VG_API vg_output vg_leaky_relu(vg_graph *g, vg_output x, float alpha, const char *name);
 
-/* tf.nn.lrn / local_response_normalization (src/kernels/nn_lrn_ops.c): x 4-D NHWC,
+/* tf.nn.lrn / local_response_normalization (src/kernels/nn/nn_lrn_ops.c): x 4-D NHWC,
  * y = x / (bias + alpha * sum over the depth window of x^2) ^ beta (TF's defaults:
  * depth_radius 5, bias 1, alpha 1, beta 0.5). Gradient through LRNGrad. */
 VG_API vg_output vg_lrn(vg_graph *g, vg_output x, int depth_radius, float bias, float alpha, float beta,
                         const char *name);
 
-/* ---- losses (src/kernels/nn_loss_ops.c) ------------------------------------ */
+/* ---- losses (src/kernels/nn/nn_loss_ops.c) ------------------------------------ */
 /* L2Loss: sum(t^2) / 2, a scalar. */
 VG_API vg_output vg_l2_loss(vg_graph *g, vg_output t, const char *name);
 /* tf.nn.sigmoid_cross_entropy_with_logits(labels, logits): element-wise
@@ -67,7 +67,7 @@ VG_API vg_output vg_l2_loss(vg_graph *g, vg_output t, const char *name);
  * shape ([2,3] vs [3])" or on differing dtypes. */
 VG_API vg_output vg_sigmoid_cross_entropy_with_logits(vg_graph *g, vg_output labels, vg_output logits, const char *name);
 
-/* ---- clipping (src/kernels/clip_ops.c) -------------------------------------- */
+/* ---- clipping (src/kernels/math/clip_ops.c) -------------------------------------- */
 /* tf.clip_by_value: Minimum(t, hi) then Maximum(., lo) named "clip_by_value" (as TF
  * 1.15's Python). INVALID_ARGUMENT when lo/hi would broadcast t to another shape. */
 VG_API vg_output vg_clip_by_value(vg_graph *g, vg_output t, vg_output lo, vg_output hi, const char *name);
@@ -79,7 +79,7 @@ VG_API vg_output vg_clip_by_value_op(vg_graph *g, vg_output t, vg_output lo, vg_
 typedef struct vg_strided_slice_masks {
     int64_t begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask;
 } vg_strided_slice_masks;
-/* StridedSlice(x, begin, end, strides) (src/kernels/strided_slice_ops.c): x[b:e:s, ...]
+/* StridedSlice(x, begin, end, strides) (src/kernels/array/strided_slice_ops.c): x[b:e:s, ...]
  * with TF's mask semantics (masks NULL = all zero). begin/end/strides are 1-D int32 or
  * int64 of one length. Errors (INVALID_ARGUMENT, at build time when the spec is
  * constant, else at run time): "strides[i] must be non-zero", "slice index 5 of
@@ -92,7 +92,7 @@ VG_API vg_output vg_strided_slice_c(vg_graph *g, vg_output x, const int32_t *beg
                                     const int32_t *strides, int n, const vg_strided_slice_masks *masks,
                                     const char *name);
 /* tf.split(value, num_split, axis) -> Split; outputs 0..num_split-1 of the returned op
- * (src/kernels/split_ops.c). INVALID_ARGUMENT "Number of ways to split should evenly
+ * (src/kernels/array/split_ops.c). INVALID_ARGUMENT "Number of ways to split should evenly
  * divide the split dimension, ...". Returns NULL on failure. */
 VG_API vg_op *vg_split(vg_graph *g, vg_output value, int num_split, int axis, const char *name);
 /* tf.split(value, size_splits, axis) -> SplitV; one size may be -1 (inferred). */
@@ -100,16 +100,16 @@ VG_API vg_op *vg_split_v(vg_graph *g, vg_output value, const int32_t *size_split
                          const char *name);
 /* tf.unstack(value, num, axis) -> Unpack; num -1 infers it from the static shape. */
 VG_API vg_op *vg_unpack(vg_graph *g, vg_output value, int num, int axis, const char *name);
-/* ReverseV2(x, axis) (src/kernels/reverse_ops.c), axis a 1-D int32/int64 tensor;
+/* ReverseV2(x, axis) (src/kernels/array/reverse_ops.c), axis a 1-D int32/int64 tensor;
  * INVALID_ARGUMENT for an axis out of range or given twice. */
 VG_API vg_output vg_reverse(vg_graph *g, vg_output x, vg_output axis, const char *name);
 VG_API vg_output vg_reverse_c(vg_graph *g, vg_output x, const int32_t *axes, int naxes, const char *name);
-/* Cumsum / Cumprod(x, axis, exclusive, reverse) (src/kernels/scan_ops.c);
+/* Cumsum / Cumprod(x, axis, exclusive, reverse) (src/kernels/math/scan_ops.c);
  * float/double/int32/int64. */
 VG_API vg_output vg_cumsum(vg_graph *g, vg_output x, int axis, bool exclusive, bool reverse, const char *name);
 VG_API vg_output vg_cumprod(vg_graph *g, vg_output x, int axis, bool exclusive, bool reverse, const char *name);
 
-/* ---- top-k (src/kernels/sort_ops.c) ----------------------------------------- */
+/* ---- top-k (src/kernels/array/sort_ops.c) ----------------------------------------- */
 /* tf.nn.top_k: TopKV2 over the last dim; output 0 values, output 1 int32 indices.
  * INVALID_ARGUMENT "input must have at least k columns. Had 3, needed 5", "Need k >= 0".
  * The gradient needs the last dim known at build time. Returns NULL on failure. */
@@ -118,7 +118,7 @@ VG_API vg_op *vg_top_k(vg_graph *g, vg_output input, int k, bool sorted, const c
  * targets int32/int64 [batch]. Not differentiable. */
 VG_API vg_output vg_in_top_k(vg_graph *g, vg_output predictions, vg_output targets, int k, const char *name);
 
-/* ---- nd gather / scatter (src/kernels/scatter_gather_nd_ops.c) --------------- */
+/* ---- nd gather / scatter (src/kernels/array/scatter_gather_nd_ops.c) --------------- */
 /* GatherNd(params, indices): indices [..., m], int32/int64. An index out of range fails
  * with INVALID_ARGUMENT "indices[1] = [3, 0] does not index into param shape [2,2]". */
 VG_API vg_output vg_gather_nd(vg_graph *g, vg_output params, vg_output indices, const char *name);
@@ -136,15 +136,15 @@ VG_API vg_output vg_tensor_scatter_update(vg_graph *g, vg_output tensor, vg_outp
  * scalar of the values' dtype. Run-time INVALID_ARGUMENT "indices[1] = [3,0] is out of
  * bounds: need 0 <= index < [2,2]", "... is out of order" / "... is repeated" (the
  * last two only with validate_indices). Gradient for values and default_value
- * (src/kernels/sparse_to_dense_ops.c). */
+ * (src/kernels/array/sparse_to_dense_ops.c). */
 VG_API vg_output vg_sparse_to_dense(vg_graph *g, vg_output sparse_indices, vg_output output_shape,
                                     vg_output sparse_values, vg_output default_value, bool validate_indices,
                                     const char *name);
 /* tf.pad(x, paddings) in CONSTANT mode with 0: op Pad; paddings an int32/int64 [rank, 2]
- * tensor (src/kernels/array_index_ops.c; gradient: a Slice of dy). */
+ * tensor (src/kernels/array/array_index_ops.c; gradient: a Slice of dy). */
 VG_API vg_output vg_pad(vg_graph *g, vg_output x, vg_output paddings, const char *name);
 
-/* ---- linear algebra (src/kernels/linalg_ops.c) -------------------------------- */
+/* ---- linear algebra (src/kernels/math/linalg_ops.c) -------------------------------- */
 /* BatchMatMulV2 (tf.matmul of rank >= 2 tensors): x [..., M, K] times y [..., K, N]
  * with the batch dims broadcast; adj_x / adj_y transpose the last two dims.
  * float/double. INVALID_ARGUMENT "In[0] mismatch In[1] shape: ..." or incompatible
@@ -168,7 +168,7 @@ VG_API vg_output vg_matrix_diag_part(vg_graph *g, vg_output input, const char *n
  * differentiable (w.r.t. input and diagonal). */
 VG_API vg_output vg_matrix_set_diag(vg_graph *g, vg_output input, vg_output diagonal, const char *name);
 
-/* ---- sampling (src/kernels/random_sampling_ops.c) -------------------------------- */
+/* ---- sampling (src/kernels/math/random_sampling_ops.c) -------------------------------- */
 /* tf.multinomial(logits [batch, classes], num_samples, seed, output_dtype int32/int64):
  * class indices [batch, num_samples] drawn from softmax(logits) (non-finite logits get
  * probability 0). Seeds as TF's get_seed; the values are vigil's own stream. Not
@@ -181,7 +181,7 @@ VG_API vg_output vg_random_uniform_int(vg_graph *g, vg_output shape, vg_output m
 VG_API vg_output vg_multinomial(vg_graph *g, vg_output logits, int num_samples, int64_t seed, vg_dtype output_dtype,
                                 const char *name);
 
-/* ---- gamma family (src/kernels/gamma_ops.c), float/double ------------------------ */
+/* ---- gamma family (src/kernels/math/gamma_ops.c), float/double ------------------------ */
 /* tf.lgamma (log|Gamma(x)|, +inf at 0 and the negative integers), tf.digamma (psi(x),
  * +inf at the poles) and tf.polygamma(a, x) (the a-th derivative of psi; a and x of
  * one dtype, broadcast; NaN where a is not a non-negative integer). Gradients as TF's
@@ -208,13 +208,13 @@ VG_API vg_output vg_betainc(vg_graph *g, vg_output a, vg_output b, vg_output x, 
  * Gamma(alpha, 1), broadcast; not differentiable itself (as TF). */
 VG_API vg_output vg_random_gamma_grad(vg_graph *g, vg_output alpha, vg_output sample, const char *name);
 
-/* ---- unique (src/kernels/unique_op.c) ------------------------------------ */
+/* ---- unique (src/kernels/array/unique_op.c) ------------------------------------ */
 /* tf.unique(x, out_idx): Unique's output 0 is y (the distinct values of the 1-D x in
  * order of first occurrence), output 1 idx (x[i] == y[idx[i]]), out_idx VG_INT32 or
  * VG_INT64. int32/int64/float/double; no gradient. */
 VG_API vg_op *vg_unique(vg_graph *g, vg_output x, vg_dtype out_idx, const char *name);
 
-/* ---- sequences, broadcasting, segments, norms (src/kernels/array_ext_ops.c) ---- */
+/* ---- sequences, broadcasting, segments, norms (src/kernels/array/array_ext_ops.c) ---- */
 /* tf.sequence_mask(lengths, maxlen, dtype), composed as TF's array_ops.py under the
  * scope "SequenceMask": Less(Range(0, maxlen, 1), Cast(ExpandDims(lengths, -1))), then a
  * Cast to dtype unless dtype is VG_BOOL (or VG_DTYPE_INVALID). maxlen {NULL, 0} uses
@@ -291,7 +291,7 @@ VG_API vg_output vg_norm(vg_graph *g, vg_output x, double ord, const int32_t *ax
  * vigil/ops.h is the 1-D, axis-0 case.) */
 VG_API vg_output vg_boolean_mask_nd(vg_graph *g, vg_output tensor, vg_output mask, int axis, const char *name);
 
-/* ---- assertions (src/kernels/check_ops.c; TF's check_ops.py) ----------------------- */
+/* ---- assertions (src/kernels/math/check_ops.c; TF's check_ops.py) ----------------------- */
 /* Each returns the Assert op (assert_rank / _type: a NoOp when the check passed at build
  * time) to use as a control dependency, NULL on a build-time failure (the graph's error). The binary ones
  * build reduce_all(x <op> y) ("All") and an Assert named "<scope>/Assert/Assert" (for
@@ -342,7 +342,7 @@ VG_API vg_op *vg_assert_rank_at_least(vg_graph *g, vg_output x, int rank, const 
  * build failure INVALID_ARGUMENT "<message>  x:0 must be of type <dtype: 'float32'>". */
 VG_API vg_op *vg_assert_type(vg_graph *g, vg_output x, vg_dtype dt, const char *message, const char *name);
 
-/* ---- complex numbers (src/kernels/complex_ops.c) and FFTs (src/kernels/fft_ops.c) -- */
+/* ---- complex numbers (src/kernels/math/complex_ops.c) and FFTs (src/kernels/math/fft_ops.c) -- */
 /* Complex(real, imag): float -> complex64, double -> complex128, NumPy broadcasting.
  * Real, Imag, Angle (atan2(imag, real)), ComplexAbs (|x|): complex -> its real type;
  * Conj: complex -> complex. As TF's Python wrappers, vg_real and vg_conj of a real

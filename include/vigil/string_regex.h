@@ -1,6 +1,6 @@
 /*
  * vigil/string_regex.h - TF 1.15's regular-expression string ops (tf.strings.regex_replace,
- * tf.strings.regex_full_match) as graph builders (src/kernels/regex_ops.c):
+ * tf.strings.regex_full_match) as graph builders (src/kernels/strings/regex_ops.c):
  *
  *     vg_output s = vg_const_string(g, "a:foo", "s");
  *     vg_output t = vg_static_regex_replace(g, s, "^(a:|b:)", "", false, NULL);   // "foo"

@@ -12,8 +12,8 @@
  * resource variable's reads flows to its handle).
  */
 #include "graph/graph_impl.h"
-#include "kernels/control_flow_internal.h"
-#include "kernels/resource_var.h"
+#include "kernels/control/control_flow_internal.h"
+#include "kernels/state/resource_var.h"
 #include "vigil/gradients.h"
 #include "vigil/resource_variables.h"
 #include "vigil/ops.h"

@@ -67,7 +67,7 @@ bool vg__half_has_f16c(void) {
 #ifdef VG_HALF_X86
     /* cpuid leaf 1: ECX bit 29 F16C, 28 AVX, 27 OSXSAVE; then XCR0 bits 1-2 (the OS
      * saves SSE and AVX state). By hand: clang 14's __builtin_cpu_supports has no "f16c"
-     * (and src/kernels/cpu_features.c is a layer above core). */
+     * (and src/kernels/backend/cpu_features.c is a layer above core). */
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
     if (!(c & (1u << 29)) || !(c & (1u << 28)) || !(c & (1u << 27))) return false;

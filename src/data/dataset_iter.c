@@ -8,6 +8,7 @@
  * interleave / flat_map and prefetch (a producer thread and a bounded buffer), each
  * with its vg__ds_kind table at the end. The sources are in dataset_sources.c.
  */
+#include "core/xoshiro.h"
 #include "data/dataset.h"
 #include "core/threadpool.h"
 #include "io/example_io.h"
@@ -1203,24 +1204,6 @@ static vg_code batch_rows_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
     return VG_OK;
 }
 
-/* xoshiro256** seeded through splitmix64. */
-static uint64_t splitmix(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return r;
-}
 
 static vg_code shuffle_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
@@ -1243,7 +1226,7 @@ static vg_code shuffle_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_stat
         *end = true;
         return VG_OK;
     }
-    int64_t k = (int64_t)(rng_next(u->rng) % (uint64_t)u->size);
+    int64_t k = (int64_t)(vg__xoshiro_next(u->rng) % (uint64_t)u->size);
     memcpy(out, u->buf + k * nc, sizeof(vg_tensor *) * (size_t)nc);
     u->size--;
     if (k != u->size) memcpy(u->buf + k * nc, u->buf + u->size * nc, sizeof(vg_tensor *) * (size_t)nc);
@@ -1433,7 +1416,7 @@ static vg_code slab_fill(unary_it *u, int nc, vg_status *st) {
 static int64_t slab_pick(unary_it *u) {
     slab *sb = u->slab;
     if (u->size == 0) return -1;
-    int64_t k = (int64_t)(rng_next(u->rng) % (uint64_t)u->size);
+    int64_t k = (int64_t)(vg__xoshiro_next(u->rng) % (uint64_t)u->size);
     int64_t slot = sb->idx[k];
     u->size--;
     if (k != u->size) sb->idx[k] = sb->idx[u->size];
@@ -2544,7 +2527,7 @@ static vg_code shuffle_init(vg__ds_iter *it, vg_status *st) {
         x = (uint64_t)d->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)d->seed2;
     }
     if (d->flag) x += (uint64_t)ctx_take(it->ctx, d) * 0xda942042e4dd58b5ull;
-    for (int i = 0; i < 4; i++) u->rng[i] = splitmix(&x);
+    vg__xoshiro_seed(u->rng, x);
     return VG_OK;
 }
 

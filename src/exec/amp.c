@@ -15,7 +15,7 @@
  * to float32 is exact). Values between painted nodes therefore are bfloat16 values held
  * in float32 buffers; feeds, fetches and their dtypes are unchanged, and variables and
  * the optimizer's updates (not on any list) stay float32. MatMul (the allow list's
- * hot op) runs oneDNN's bfloat16 primitive when painted (kernels/bf16_dnnl.c); the other
+ * hot op) runs oneDNN's bfloat16 primitive when painted (kernels/backend/bf16_dnnl.c); the other
  * painted ops compute in float32 and round, as Eigen's bfloat16 arithmetic does.
  *
  * Not painted: plans with control flow (the pass would need frames), fetched nodes (TF

@@ -8,7 +8,7 @@
  * outputs is fed, and the Conv2D output and (with a Relu) the BiasAdd output are not
  * fetched. Rewrite:
  *   - the Conv2D node runs the fused kernel (_VigilFusedConv2DBias or
- *     _VigilFusedConv2DBiasRelu, src/kernels/conv_ops.c) with the bias as a third input
+ *     _VigilFusedConv2DBiasRelu, src/kernels/nn/conv_ops.c) with the bias as a third input
  *     (an edge from the bias's producer to it);
  *   - the BiasAdd and Relu nodes run _VigilFusedForward: output 0 is input 0, shared.
  * Ops downstream see the same values (up to float rounding of the fused kernels), and

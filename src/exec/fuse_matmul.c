@@ -4,7 +4,7 @@
  * transpose_b false, the same dtype (float32 / float64) and the same static output
  * shape [M, N]. That is how a weight shared by the steps of an unrolled RNN gets its
  * gradient (x_t^T d_t summed over t: PTB's LSTMBlockCell kernels, 35 products of K = 20
- * rows). The AddN node runs _VigilFusedMatMulSum[TA] (src/kernels/nn_ops.c) on
+ * rows). The AddN node runs _VigilFusedMatMulSum[TA] (src/kernels/nn/nn_ops.c) on
  * A_1 .. A_T, B_1 .. B_T, one GEMM over the stacked reduction dimension; the MatMul
  * nodes run NoOp with no inputs (their reads move to the AddN node, edges from their
  * inputs' producers with them). Left alone: products with control edges either way, fed

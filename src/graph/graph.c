@@ -395,6 +395,13 @@ const vg_output *vg_graph_collection(const vg_graph *g, const char *key, int *n)
     return c && c->n ? c->items : NULL;
 }
 
+bool vg_graph_collection_has_op(const vg_graph *g, const char *key, const vg_op *op) {
+    vg__collection *c = g && key && op ? find_coll(g, key) : NULL;
+    for (int i = 0; c && i < c->n; i++)
+        if (c->items[i].op == op) return true;
+    return false;
+}
+
 void vg_graph_clear_collection(vg_graph *g, const char *key) {
     vg__collection *c = find_coll(g, key);
     if (c) c->n = 0;

@@ -496,14 +496,6 @@ static void put_tensor_name(vg__pb_buf *b, int field, vg_output o, bool bare) {
     if (k) vg__pb_put_raw(b, d, (size_t)k);
 }
 
-static bool in_collection(const vg_graph *g, const char *key, const vg_op *op) {
-    int n = 0;
-    const vg_output *items = vg_graph_collection(g, key, &n);
-    for (int i = 0; i < n; i++)
-        if (items[i].op == op) return true;
-    return false;
-}
-
 /* VariableDef {variable_name = 1, initializer_name = 2, snapshot_name = 3,
  * is_resource = 5, initial_value_name = 6, trainable = 7}. */
 static void put_variable_def(vg__pb_buf *b, const vg_graph *g, vg_op *var) {
@@ -514,7 +506,7 @@ static void put_variable_def(vg__pb_buf *b, const vg_graph *g, vg_op *var) {
     if (snap.op) put_tensor_name(b, 3, snap, false);
     if (strcmp(var->def->type, "VarHandleOp") == 0) vg__pb_put_bool(b, 5, true);
     if (init && init->ninputs >= 2 && init->inputs[1].op) put_tensor_name(b, 6, init->inputs[1], false);
-    if (in_collection(g, VG_TRAINABLE_VARIABLES, var)) vg__pb_put_bool(b, 7, true);
+    if (vg_graph_collection_has_op(g, VG_TRAINABLE_VARIABLES, var)) vg__pb_put_bool(b, 7, true);
 }
 
 /* QueueRunnerDef {queue_name = 1, enqueue_op_name = 2, close_op_name = 3,

@@ -88,3 +88,25 @@ static const vg__op_def *find_static(const char *type) {
     }
     return NULL;
 }
+
+/* TF's InferenceContext::Merge: two shapes that must describe the same tensor. */
+vg_code vg__shape_merge(const vg_shape *a, const vg_shape *b, vg_shape *out, vg_status *st) {
+    char sa[160], sb[160];
+    if (a->ndims < 0) { *out = *b; return VG_OK; }
+    if (b->ndims < 0) { *out = *a; return VG_OK; }
+    if (a->ndims != b->ndims)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shapes must be equal rank, but are %d and %d", a->ndims,
+                             b->ndims);
+    *out = *a;
+    for (int i = 0; i < a->ndims; i++) {
+        int64_t x = a->dims[i], y = b->dims[i];
+        if (x >= 0 && y >= 0 && x != y)
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "Dimension %d in both shapes must be equal, but are %lld and %lld. Shapes are %s "
+                                 "and %s.",
+                                 i, (long long)x, (long long)y, vg_shape_str(a, sa, sizeof sa),
+                                 vg_shape_str(b, sb, sizeof sb));
+        out->dims[i] = x >= 0 ? x : y;
+    }
+    return VG_OK;
+}

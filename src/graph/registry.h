@@ -93,5 +93,10 @@ VG_HIDDEN vg_shape vg__op_input_shape(const vg_op *op, int i);
 /* NumPy broadcasting of two (possibly partially unknown) shapes. INVALID_ARGUMENT
  * "Incompatible shapes: [2,3] vs. [4]" when they cannot broadcast. */
 VG_HIDDEN vg_code vg__shape_broadcast(const vg_shape *a, const vg_shape *b, vg_shape *out, vg_status *st);
+/* TF's shape-inference Merge of two shapes that must describe the same tensor: unknown
+ * rank or dimensions take the other's. INVALID_ARGUMENT "Shapes must be equal rank, but
+ * are 2 and 3" / "Dimension 0 in both shapes must be equal, but are 2 and 3. Shapes are
+ * [2,4] and [3,4]." otherwise. */
+VG_HIDDEN vg_code vg__shape_merge(const vg_shape *a, const vg_shape *b, vg_shape *out, vg_status *st);
 
 #endif

@@ -64,7 +64,7 @@ VG_HIDDEN int vg__io_open_regular(const char *path, vg_status *st);
 /* The same for stdio: fdopen() over vg__io_open_regular's fd ("rb"). NULL with st set. */
 VG_HIDDEN FILE *vg__io_fopen_regular(const char *path, vg_status *st);
 /* The process-wide decode limits (vg_set_decode_limits in vigil/data.h, defined in
- * src/kernels/image_codec_ops.c), read atomically; defaults equal to data.h's
+ * src/kernels/media/image_codec_ops.c), read atomically; defaults equal to data.h's
  * VG_DEFAULT_MAX_*. The setter takes a value <= 0 as the default. */
 #define VG__DEFAULT_MAX_IMAGE_PIXELS ((int64_t)1 << 28)
 #define VG__DEFAULT_MAX_PNG_CHUNK_BYTES ((int64_t)8 << 20)

@@ -2,7 +2,7 @@
  * image.c - tf.image's Python-level functions (TF 1.15 image_ops_impl.py,
  * random_ops.random_crop) built from public builders: flips are ReverseV2 (random ones
  * a Select on a uniform draw < 0.5), crops a Slice, pads a Pad, brightness an Add,
- * contrast / saturation / hue the kernels of src/kernels/image_ops.c, standardization
+ * contrast / saturation / hue the kernels of src/kernels/media/image_ops.c, standardization
  * a mean / variance composite. Each opens the name scope TF's function opens.
  */
 #include "vigil/image.h"

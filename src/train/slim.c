@@ -795,17 +795,9 @@ vg_output vg_slim_stack(vg_graph *g, vg_output x, vg_slim_layer_fn layer, void *
 
 /* ---- variables ------------------------------------------------------------ */
 
-static bool in_collection(const vg_graph *g, const char *key, const vg_op *op) {
-    int n = 0;
-    const vg_output *items = vg_graph_collection(g, key, &n);
-    for (int i = 0; i < n; i++)
-        if (items[i].op == op) return true;
-    return false;
-}
-
 vg_variable vg_slim_model_variable(vg_graph *g, const char *name, const vg_get_variable_opts *opts) {
     vg_variable v = vg_get_variable_ex(g, name, opts);
-    if (v.var && !in_collection(g, VG_MODEL_VARIABLES, v.var)) vg_graph_add_to_collection(g, VG_MODEL_VARIABLES, v.ref);
+    if (v.var && !vg_graph_collection_has_op(g, VG_MODEL_VARIABLES, v.var)) vg_graph_add_to_collection(g, VG_MODEL_VARIABLES, v.ref);
     return v;
 }
 

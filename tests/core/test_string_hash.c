@@ -1,4 +1,4 @@
-/* test_string_hash.c - the string ops of src/kernels/lookup_ops.c: Fingerprint64
+/* test_string_hash.c - the string ops of src/kernels/state/lookup_ops.c: Fingerprint64
  * (farmhash), StringToHashBucketFast / Strong, AsString, and Equal / NotEqual on
  * strings. Expected values come from TF's own tests (cited per test) or by hand. */
 #include "test_util.h"

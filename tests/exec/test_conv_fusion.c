@@ -1,14 +1,14 @@
 /* test_conv_fusion.c - the executor's plan-time fusion of Conv2D -> BiasAdd [-> Relu]
  * [-> MaxPool] and MaxPoolGrad -> ReluGrad [+ BiasAddGrad] [-> Conv2DBackpropFilter]
  * (src/exec/fuse.c, kernels _VigilFused* in
- * src/kernels/conv_ops.c):
+ * src/kernels/nn/conv_ops.c):
  * forward values and gradients equal the unfused plan's on several shapes (oneDNN,
  * direct-kernel and im2col paths, float64), the trace shows which nodes were fused,
  * and chains whose intermediate values are needed elsewhere are left alone. */
 #include "test_util.h"
 #include "op_test_util.h"
 #include "exec/exec.h"
-#include "kernels/nn_internal.h"
+#include "kernels/nn/nn_internal.h"
 #include "vigil/vigil.h"
 
 /* Max relative difference of two tensors of equal size (1e30 when they differ in size). */

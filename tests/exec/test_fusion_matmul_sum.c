@@ -1,6 +1,6 @@
 /* test_fusion_matmul_sum.c - plan-time fusion of AddN(MatMul, ...) into one GEMM over the
  * stacked reduction dimension (src/exec/fuse_matmul.c, kernel _VigilFusedMatMulSum[TA] in
- * src/kernels/nn_ops.c): the weight gradient of an unrolled RNN (the same W at every
+ * src/kernels/nn/nn_ops.c): the weight gradient of an unrolled RNN (the same W at every
  * step) equals the unfused plan's and runs one fused node; products with different K,
  * transpose_a false, float64; left alone when a product is fetched too or transposes b. */
 #include "test_util.h"

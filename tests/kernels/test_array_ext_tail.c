@@ -1,4 +1,4 @@
-/* test_array_ext_tail.c - the long-tail array ops of issue 31 (src/kernels/array_ext_ops.c):
+/* test_array_ext_tail.c - the long-tail array ops of issue 31 (src/kernels/array/array_ext_ops.c):
  * tf.sequence_mask (array_ops_test.py SequenceMaskTest: testExceptions,
  * testOneDimensionalWithMaxlen, testOneDimensionalDtypeWithoutMaxlen,
  * testOneDimensionalWithoutMaxlen, testTwoDimensional), ReverseSequence

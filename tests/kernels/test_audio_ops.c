@@ -1,5 +1,5 @@
 /* test_audio_ops.c - ReadFile / WriteFile, DecodeWav / EncodeWav, AudioSpectrogram and
- * Mfcc (src/kernels/audio_ops.c). Translated from TF's
+ * Mfcc (src/kernels/media/audio_ops.c). Translated from TF's
  * core/kernels/decode_wav_op_test.cc, core/lib/wav/wav_io_test.cc,
  * core/kernels/spectrogram_test.cc and core/kernels/mfcc_test.cc (each test names
  * its TF test); spectrogram values are compared with a direct double-precision DFT

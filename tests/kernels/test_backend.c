@@ -7,9 +7,9 @@
  * TF 1.15's matmul_op_test.py, which tests transposes and odd sizes.) */
 #include "test_util.h"
 #include "op_test_util.h"
-#include "kernels/cpu_features.h"
-#include "kernels/dnnl_backend.h"
-#include "kernels/nn_internal.h"
+#include "kernels/backend/cpu_features.h"
+#include "kernels/backend/dnnl_backend.h"
+#include "kernels/nn/nn_internal.h"
 #include "vigil/backend.h"
 #include "vigil/vigil.h"
 #include <dirent.h>

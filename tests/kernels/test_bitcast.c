@@ -1,4 +1,4 @@
-/* test_bitcast.c - tf.bitcast (Bitcast, src/kernels/array_ext_ops.c), translated from
+/* test_bitcast.c - tf.bitcast (Bitcast, src/kernels/array/array_ext_ops.c), translated from
  * TF's bitcast_op_test.py (BitcastTest: testSmaller, testLarger, testSameDtype,
  * testSameSize, testErrors, testEmpty, testUnknownShape): the output bytes are the input
  * bytes, with TF's shapes and errors; no gradient. */

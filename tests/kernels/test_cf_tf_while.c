@@ -36,7 +36,7 @@
  * testNestedWhile_2 passes x through Identity where TF has Print (no Print op in vigil).
  */
 #include "cf_tf_util.h"
-#include "kernels/control_flow_internal.h"
+#include "kernels/control/control_flow_internal.h"
 
 typedef struct env {
     vg_output a, b, c, d, e;

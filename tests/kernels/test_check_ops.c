@@ -1,4 +1,4 @@
-/* test_check_ops.c - the check_ops.py assertions (src/kernels/check_ops.c), translated
+/* test_check_ops.c - the check_ops.py assertions (src/kernels/math/check_ops.c), translated
  * from TF 1.15's check_ops_test.py: AssertEqualTest (test_doesnt_raise_when_equal,
  * test_raises_when_greater, test_raises_when_less,
  * test_doesnt_raise_when_equal_and_broadcastable_shapes,

@@ -1,4 +1,4 @@
-/* test_conv_winograd.c - Winograd F(2x2,5x5) float32 convolutions (src/kernels/conv_winograd.c,
+/* test_conv_winograd.c - Winograd F(2x2,5x5) float32 convolutions (src/kernels/nn/conv_winograd.c,
  * dispatched from conv_ops.c): forward (bias / ReLU / max pool fused or not), input
  * gradient and filter gradient with Winograd forced on equal the other paths' results
  * (oneDNN or the direct kernels) and a float64 reference within a tolerance scaled by
@@ -9,7 +9,7 @@
 #include "test_util.h"
 #include "op_test_util.h"
 #include "gradcheck.h"
-#include "kernels/nn_internal.h"
+#include "kernels/nn/nn_internal.h"
 #include "vigil/vigil.h"
 
 typedef struct wcase {

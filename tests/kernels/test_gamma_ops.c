@@ -1,5 +1,5 @@
 /* test_gamma_ops.c - Lgamma, Digamma, Polygamma, Betainc, RandomGamma and RandomGammaGrad
- * (src/kernels/gamma_ops.c): values against closed forms (lgamma(1/2) = log sqrt(pi),
+ * (src/kernels/math/gamma_ops.c): values against closed forms (lgamma(1/2) = log sqrt(pi),
  * psi(1) = -Euler's gamma, psi_1(1) = pi^2/6, psi_2(1) = -2 zeta(3), psi_3(1) = pi^4/15,
  * the recurrences psi_n(x + 1) = psi_n(x) + (-1)^(n+1) n! / x^(n+1) and the poles), TF's
  * NaN rules for Polygamma, finite-difference gradients (math_grad.py's _LgammaGrad,

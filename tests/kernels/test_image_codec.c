@@ -1,5 +1,5 @@
 /* test_image_codec.c - DecodePng / EncodePng / DecodeJpeg / EncodeJpeg / DecodeImage /
- * DecodeCompressed / ImageSummary (src/kernels/image_codec_ops.c) and
+ * DecodeCompressed / ImageSummary (src/kernels/media/image_codec_ops.c) and
  * vg_summary_image: round trips through libpng and libjpeg, channel conversions as TF
  * (gray -> RGB replicates, RGB -> RGBA adds opaque alpha), JPEG ratio and truncation
  * recovery, TF's error messages for data that does not decode, no allocation for a

@@ -1,4 +1,4 @@
-/* test_l2loss_blocks.c - L2Loss's blockwise float32 sum (src/kernels/nn_loss_ops.c) at
+/* test_l2loss_blocks.c - L2Loss's blockwise float32 sum (src/kernels/nn/nn_loss_ops.c) at
  * the shapes of the PTB language model's tf.clip_by_global_norm (bench/models/ptb_lm.c:
  * the gradients of the embedding [10000, 256], the LSTM kernels [768, 2048] and
  * [1024, 2048], softmax_w [512, 10000], the biases [2048] and [10000]) and at sizes around

@@ -1,4 +1,4 @@
-/* test_lookup_ops.c - lookup tables (src/kernels/lookup_ops.c, vigil/lookup.h): static
+/* test_lookup_ops.c - lookup tables (src/kernels/state/lookup_ops.c, vigil/lookup.h): static
  * hash tables from tensors and text files, index tables with OOV buckets, index-to-string
  * tables, mutable tables, tables_initializer, and the default Scaffold of a monitored
  * session initialising a table. Cases translated from TF 1.15's

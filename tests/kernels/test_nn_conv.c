@@ -7,7 +7,7 @@
 #include "op_test_util.h"
 #include "count_alloc_util.h"
 #include "gradcheck.h"
-#include "kernels/nn_internal.h"
+#include "kernels/nn/nn_internal.h"
 #include "vigil/vigil.h"
 #include <pthread.h>
 

@@ -7,7 +7,7 @@
  * differences in float64. */
 #include "gradcheck.h"
 #include "test_util.h"
-#include "kernels/nn_internal.h"
+#include "kernels/nn/nn_internal.h"
 #include "vigil/vigil.h"
 #include <math.h>
 

@@ -1,5 +1,5 @@
 /* test_regex_ops.c - RegexReplace, StaticRegexReplace, RegexFullMatch, StaticRegexFullMatch
- * (src/kernels/regex_ops.c), translated from TF 1.15's regex_replace_op_test.py and
+ * (src/kernels/strings/regex_ops.c), translated from TF 1.15's regex_replace_op_test.py and
  * regex_full_match_op_test.py (each variant test runs on both the tensor and the static
  * form, as TF's parameterized tests), plus RE2's syntax and GlobalReplace rules and the
  * guards against hostile patterns. */

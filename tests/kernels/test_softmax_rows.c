@@ -1,5 +1,5 @@
 /* test_softmax_rows.c - the float32 softmax / log_softmax / cross-entropy rows
- * (src/kernels/nn_ops.c: 16-lane max and exp-sum with kernels/vmath.h's exp, issue 30):
+ * (src/kernels/nn/nn_ops.c: 16-lane max and exp-sum with kernels/vmath.h's exp, issue 30):
  * values against double at the PTB language model's width (10,000 classes) and at row
  * lengths that leave a tail (37), the cross-entropy's backprop (softmax - labels) at the
  * same widths, the same bits at 1 and 2 threads, and NaN kept: a row holding a NaN comes

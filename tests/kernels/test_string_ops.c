@@ -1,4 +1,4 @@
-/* test_string_ops.c - the ops of TF's sharded Saver (src/kernels/string_ops.c):
+/* test_string_ops.c - the ops of TF's sharded Saver (src/kernels/strings/string_ops.c):
  * StringJoin, RegexFullMatch, StaticRegexFullMatch, ShardedFilename, ShardedFilespec,
  * MergeV2Checkpoints, StringSplit; and TF-written SavedModels whose own sharded save/restore
  * subgraphs now run: restore from TF's variables bundle, save again, and compare the

@@ -3,7 +3,7 @@
  * double here, float32 and float64, a large tensor (split over threads), the AVX-512
  * float32 Adam loop against the SSE/scalar one (the same bits), and the error paths (uninitialized slot, shape and dtype mismatches, non-scalar lr). */
 #include "test_util.h"
-#include "kernels/nn_internal.h"
+#include "kernels/nn/nn_internal.h"
 #include "vigil/vigil.h"
 
 #define N 6 /* float32 Adam/RMSProp: 4 lanes of SSE + a scalar tail */
