@@ -29,9 +29,14 @@
  * vg_dataset_* builders fail (the graph's sticky error, INVALID_ARGUMENT) on inputs
  * that are not datasets or have the wrong types. Elements have at most 16 components.
  *
- * Deviations from TF 1.15: a map function is a separate vg_graph built once by a C
- * callback (no captured outer tensors); OneShotIterator takes the dataset as an input
- * and initializes itself on its first run in a session (TF builds it from a function).
+ * A function (map, filter, flat_map, interleave, reduce) is a separate vg_graph built
+ * once by a C callback; it reaches values of the outer graph (a placeholder, a
+ * constant, a lookup table, a resource variable, an iterator) through
+ * vg_dataset_capture, as TF's function captures them.
+ *
+ * Deviations from TF 1.15: captures are explicit (vg_dataset_capture) where TF captures
+ * any outer tensor a function uses; OneShotIterator takes the dataset as an input and
+ * initializes itself on its first run in a session (TF builds it from a function).
  */
 #ifndef VIGIL_DATA_H
 #define VIGIL_DATA_H
@@ -41,6 +46,8 @@ extern "C" {
 #endif
 
 #define VG_DATASET_MAX_COMPONENTS 16
+/* The most values one tf.data function may capture (vg_dataset_capture). */
+#define VG_DATASET_MAX_CAPTURES 32
 
 /* ---- decode limits ---------------------------------------------------------------
  * Bounds that keep a small hostile input from growing large in memory (a decompression
@@ -128,6 +135,41 @@ VG_API vg_output vg_dataset_list_files(vg_graph *g, const char *pattern, bool sh
  * their count to *nouts; return VG_OK (or an error, which fails the builder). */
 typedef vg_code (*vg_dataset_map_fn)(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts,
                                      void *payload);
+/* Inside a tf.data function callback: makes `outer` (an output of the graph that owns
+ * fg, or of an enclosing function graph: a flat_map's inner map may capture the top
+ * graph's values) available in fg and returns fg's output for it, a Placeholder named
+ * `name` (NULL: outer's op name) of outer's dtype and shape. As TF's captured inputs,
+ * the captured outputs become the dataset op's other_arguments (attr Targuments, after
+ * the input dataset; for ReduceDataset after the initial state) and are evaluated when
+ * the op makes the dataset, i.e. when the iterator's initializer runs (a one-shot
+ * iterator: its first run): a placeholder fed to that run is the value every call of
+ * the function sees, until the initializer runs again. Capturing the same output again
+ * returns the same placeholder; an output of fg itself is returned as it is.
+ *
+ * Resource handles pass as they are: a captured lookup table handle (vg_lookup_table's
+ * handle; the placeholder keeps the table's key_dtype / value_dtype) looks up the
+ * session's table, the one tables_initializer filled; a captured resource variable
+ * handle reads or updates the session's variable at each call (read it with
+ * vg_read_variable_op(fg, h, dtype, ...): the placeholder carries no VarHandleOp dtype);
+ * a captured iterator handle (output_types / output_shapes kept) gets the next element
+ * of the session's iterator at each call; a captured dataset is that dataset. A
+ * VariableV2 output (a ref variable) is captured by value: the function sees the
+ * variable's value when the initializer ran (as TF 1.15, whose functions capture the
+ * variable's snapshot); ops that need a variable reference (Assign*) cannot take it
+ * (build error "Input 0 of AssignAdd must be a variable reference").
+ *
+ * Functions with captures run element by element (no vectorized or native fast path).
+ * An iterator state (vg_make_saveable_from_iterator) holds the captured values and a
+ * restore uses them; a captured resource handle cannot be saved (UNIMPLEMENTED naming
+ * the dataset op; a function that uses a table or variable is already refused as
+ * stateful, INVALID_ARGUMENT).
+ *
+ * Errors (fg's sticky status, {NULL, 0} returned): INVALID_ARGUMENT when fg is not a
+ * function graph being built on this thread (called outside the callback), when outer
+ * is {NULL} or in a graph that neither owns the dataset op nor encloses it;
+ * RESOURCE_EXHAUSTED past VG_DATASET_MAX_CAPTURES values per function. Nothing to
+ * free: the placeholder belongs to fg. */
+VG_API vg_output vg_dataset_capture(vg_graph *fg, vg_output outer, const char *name);
 /* MapDataset: fn is called once, now; the function graph belongs to g. Run-time
  * errors of the function fail get_next with the function's message. */
 VG_API vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name);

@@ -64,6 +64,13 @@ typedef struct vg__ds_fn {
     struct vg__ds_native *native; /* fn->vec without a session, or NULL (dataset_native.c) */
     struct vg__ds_native *native_b; /* fn over a vector of records, per record, or NULL */
     char key[600];              /* its key in the graph's user data (saved iterator states name it) */
+    /* captured values (vg_dataset_capture): a placeholder in g per capture, fed with
+     * the dataset's cap[] at every call (TF's captured inputs, after the arguments);
+     * cap_outer: the captured outputs of the enclosing graph (build time only; {NULL}
+     * in a function decoded from a saved state) */
+    int ncap;
+    vg_output caps[VG_DATASET_MAX_CAPTURES];
+    vg_output cap_outer[VG_DATASET_MAX_CAPTURES];
 } vg__ds_fn;
 
 /* The vectorized function run without a session (dataset_native.c): ParseExample of
@@ -142,7 +149,19 @@ typedef struct vg__dataset {
     vg_tensor **elems;          /* WINDOW_ELEMENTS: the window's elements (nelems, one component
                                    each; references) */
     int64_t nelems;
+    /* MAP, INTERLEAVE, FILTER: the captured values (the op's other_arguments, evaluated
+     * when the dataset was made; references), fed to fn->caps[] */
+    int ncap;
+    vg_tensor *cap[VG_DATASET_MAX_CAPTURES];
 } vg__dataset;
+
+/* Runs d's function (d->fn) over in[0..fn->nargs) with d's captured values fed to its
+ * capture placeholders: out[0..nout) = the first nout outputs (new references). */
+VG_HIDDEN vg_code vg__ds_fn_run(vg_session *s, const vg__dataset *d, vg_tensor *const *in, vg_tensor **out, int nout,
+                                vg_status *st);
+/* The same for a function fn and captured values cap[0..fn->ncap) (ReduceDataset). */
+VG_HIDDEN vg_code vg__ds_fn_run_with(vg_session *s, const vg__ds_fn *fn, vg_tensor *const *cap, vg_tensor *const *in,
+                                     vg_tensor **out, int nout, vg_status *st);
 
 /* A new dataset with one reference (zeroed, refs = 1). NULL on OOM. */
 VG_HIDDEN vg__dataset *vg__dataset_new(int kind);
@@ -302,12 +321,14 @@ typedef struct vg__ds_wr {
     uint8_t *buf;
     size_t len, cap;
     bool oom;
+    int version;                /* the state's format: 1 (no captures) or 2 (0: 1) */
 } vg__ds_wr;
 /* A bounded reader; reading past the end (or a malformed value) sets bad and yields 0. */
 typedef struct vg__ds_rd {
     const uint8_t *p;
     size_t len, pos;
     bool bad;
+    int version;                /* the state's format (0: 1) */
 } vg__ds_rd;
 
 VG_HIDDEN void vg__ds_put_i64(vg__ds_wr *w, int64_t v);

@@ -120,6 +120,7 @@ vg__dataset *vg__dataset_ref(vg__dataset *d) {
 void vg__dataset_unref(vg__dataset *d) {
     if (!d || atomic_fetch_sub(&d->refs, 1) != 1) return;
     for (int i = 0; i < VG_DATASET_MAX_COMPONENTS; i++) vg_tensor_free(d->comps[i]);
+    for (int i = 0; i < d->ncap; i++) vg_tensor_free(d->cap[i]);
     vg_tensor_free(d->files);
     vg__dataset_unref(d->input);
     for (int i = 0; i < d->nmore; i++) vg__dataset_unref(d->more[i]);
@@ -418,7 +419,7 @@ static vg_code map_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *
     vg_tensor *in[VG_DATASET_MAX_COMPONENTS] = {0};
     vg_code rc = u->in->next(u->in, in, end, st);
     if (rc != VG_OK || *end) return rc;
-    rc = vg_session_run(u->sess, NULL, fn->args, in, fn->nargs, fn->outs, out, fn->nouts, NULL, 0, NULL, st);
+    rc = vg__ds_fn_run(u->sess, it->ds, in, out, fn->nouts, st);
     vg__ds_free_elem(in, fn->nargs);
     return rc;
 }
@@ -488,7 +489,7 @@ static vg_code native_batch_map_next(vg__ds_iter *it, vg_tensor **out, bool *end
     }
     if (!ok) {
         vg__ds_free_elem(out, fn->nouts);
-        rc = vg_session_run(u->sess, NULL, fn->args, in, fn->nargs, fn->outs, out, fn->nouts, NULL, 0, NULL, st);
+        rc = vg__ds_fn_run(u->sess, it->ds, in, out, fn->nouts, st);
     }
     vg__ds_free_elem(in, fn->nargs);
     return rc;
@@ -601,8 +602,7 @@ static void pmap_elems(pmap_job *j, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; i++) {
         pmap_slot *sl = &j->slots[i];
         vg_status_clear(&sl->st);
-        sl->rc = vg_session_run(j->u->sess, NULL, j->fn->args, sl->in, j->fn->nargs, j->fn->outs, sl->out,
-                                j->fn->nouts, NULL, 0, NULL, &sl->st);
+        sl->rc = vg__ds_fn_run(j->u->sess, j->u->base.ds, sl->in, sl->out, j->fn->nouts, &sl->st);
         vg__ds_free_elem(sl->in, j->fn->nargs);
     }
 }
@@ -1676,8 +1676,7 @@ static vg_code interleave_open(unary_it *u, int64_t slot, vg_tensor *const *args
     const vg__dataset *d = u->base.ds;
     const vg__ds_fn *fn = d->fn;
     vg_tensor *dt = NULL;
-    vg_code rc = vg_session_run(u->sess, NULL, fn->args, (vg_tensor **)args, fn->nargs, fn->outs, &dt, 1, NULL, 0, NULL,
-                                st);
+    vg_code rc = vg__ds_fn_run(u->sess, d, args, &dt, 1, st);
     if (rc != VG_OK) return rc;
     vg__dataset *inner = vg__dataset_of(dt, st);
     if (inner && inner->ncomp != d->ncomp) {
@@ -1763,12 +1762,11 @@ static vg_code interleave_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_s
 
 static vg_code filter_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *st) {
     unary_it *u = (unary_it *)it;
-    const vg__ds_fn *fn = it->ds->fn;
     for (;;) {
         vg_code rc = u->in->next(u->in, out, end, st);
         if (rc != VG_OK || *end) return rc;
         vg_tensor *keep = NULL;
-        rc = vg_session_run(u->sess, NULL, fn->args, out, fn->nargs, fn->outs, &keep, 1, NULL, 0, NULL, st);
+        rc = vg__ds_fn_run(u->sess, it->ds, out, &keep, 1, st);
         if (rc == VG_OK && (vg_tensor_dtype(keep) != VG_BOOL || vg_tensor_num_elements(keep) != 1))
             rc = vg_status_set(st, VG_INVALID_ARGUMENT, "`predicate` must return a scalar boolean tensor.");
         bool k = rc == VG_OK && *(const bool *)vg_tensor_data(keep);
@@ -3072,6 +3070,21 @@ static vg_code fn_params(vg__dataset *d, const vg__ds_op_args *a, vg_status *st)
     snprintf(k, sizeof k, "%.*s", (int)(kl < 590 ? kl : 590), key);
     d->fn = vg_graph_user_data(vg_op_graph(a->op), k);
     if (!d->fn) return vg_status_set(st, VG_NOT_FOUND, "%s: function '%s' not found", type, k);
+    /* other_arguments: the captured values, right after the input dataset (TF's order) */
+    const vg_dtype *targs;
+    int ncap = 0;
+    if (!vg_op_attr_type_list(a->op, "Targuments", &targs, &ncap)) ncap = 0;
+    if (ncap != d->fn->ncap || 1 + ncap > a->nin)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: the function captures %d values, the op passes %d", type,
+                             d->fn->ncap, ncap);
+    for (int i = 0; i < ncap; i++) {
+        vg_tensor *t = a->in[1 + i];
+        if (vg_tensor_dtype(t) != targs[i] || vg_output_dtype(d->fn->caps[i]) != targs[i])
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: captured value %d has dtype %s, expected %s", type, i,
+                                 vg_dtype_name(vg_tensor_dtype(t)), vg_dtype_name(vg_output_dtype(d->fn->caps[i])));
+        d->cap[d->ncap++] = vg_tensor_ref(t);
+    }
+    a = &(vg__ds_op_args){a->op, a->in + ncap, a->nin - ncap}; /* the scalar parameters follow them */
     if (!strcmp(type, "ParallelMapDataset")) {
         d->c = vg__ds_scalar_i64(a->in[1]);
         if (d->c == -1) d->c = 4; /* AUTOTUNE: a fixed width here */

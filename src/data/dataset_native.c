@@ -259,7 +259,8 @@ vg__ds_native *vg__ds_native_compile(const vg__ds_fn *fn) {
 }
 
 vg__ds_native *vg__ds_native_compile_batched(const vg__ds_fn *fn) {
-    if (fn->nargs != 1 || vg_output_dtype(fn->args[0]) != VG_STRING || vg_output_shape(fn->args[0]).ndims != 1)
+    if (fn->ncap > 0 || fn->nargs != 1 || vg_output_dtype(fn->args[0]) != VG_STRING ||
+        vg_output_shape(fn->args[0]).ndims != 1)
         return NULL;
     int64_t b = vg_output_shape(fn->args[0]).dims[0];
     vg_shape shapes[VG_DATASET_MAX_COMPONENTS]; /* per record: the outputs' without the batch */

@@ -134,7 +134,7 @@ static vg_code kernel_dataset(vg__kctx *ctx) {
     }
     const vg__ds_kind *k = vg__ds_kind_of(kind);
     if (rc == VG_OK && k->params) {
-        vg_tensor *in[2 * VG_DATASET_MAX_COMPONENTS + 4];
+        vg_tensor *in[2 * VG_DATASET_MAX_COMPONENTS + VG_DATASET_MAX_CAPTURES + 4];
         int nin = vg__kctx_num_inputs(ctx);
         if (nin > (int)(sizeof in / sizeof in[0])) nin = (int)(sizeof in / sizeof in[0]);
         for (int i = 0; i < nin; i++) in[i] = vg__kctx_input(ctx, i);
@@ -680,6 +680,141 @@ void vg__ds_fn_free(void *p) {
     vg__free(fn);
 }
 
+/* ---- captured values (vg_dataset_capture) ----
+ * While a function callback runs, its graph is on this thread's stack of function
+ * graphs being built (innermost first), with the graph that owns the dataset op (an
+ * enclosing function's graph for a flat_map's inner map). A capture adds a placeholder
+ * to the function graph and records the outer output: the builder then adds the outer
+ * outputs as the dataset op's other_arguments (TF's captured inputs, attr Targuments),
+ * which the op evaluates when it makes the dataset (the iterator's initializer) and the
+ * iterators feed to the placeholders at every call. */
+typedef struct capture_frame {
+    vg_graph *fg, *outer;
+    vg__ds_fn *f;
+    struct capture_frame *up;
+} capture_frame;
+static _Thread_local capture_frame *capture_frames;
+
+static capture_frame *frame_of(const vg_graph *fg) {
+    for (capture_frame *c = capture_frames; c; c = c->up)
+        if (c->fg == fg) return c;
+    return NULL;
+}
+
+static void fn_begin(capture_frame *c, vg_graph *fg, vg_graph *outer, vg__ds_fn *f) {
+    c->fg = fg, c->outer = outer, c->f = f, c->up = capture_frames;
+    capture_frames = c;
+}
+
+static void fn_end(capture_frame *c) { capture_frames = c->up; }
+
+/* Attrs a captured handle keeps (the ops that read them from the handle's producer:
+ * a dataset's or iterator's element spec, a table's key and value dtypes). */
+static void copy_handle_attrs(vg_op_builder *b, const vg_op *src) {
+    const char *t = vg_op_type(src);
+    const vg_dtype *types;
+    const vg_shape *shapes;
+    int n = 0, ns = 0;
+    bool spec = strstr(t, "Dataset") || strstr(t, "Iterator") ||
+                (!strcmp(t, "Placeholder") && vg_op_attr_type_list(src, "output_types", &types, &n));
+    if (spec && vg_op_attr_type_list(src, "output_types", &types, &n) &&
+        vg_op_attr_shape_list(src, "output_shapes", &shapes, &ns) && n == ns && n > 0) {
+        vg_op_builder_set_attr_type_list(b, "output_types", types, n);
+        vg_op_builder_set_attr_shape_list(b, "output_shapes", shapes, n);
+    }
+    vg_dtype kd, vd;
+    if (vg_op_attr_type_(src, "key_dtype", &kd) && vg_op_attr_type_(src, "value_dtype", &vd) &&
+        (strstr(t, "HashTable") || !strcmp(t, "Placeholder"))) {
+        vg_op_builder_set_attr_type(b, "key_dtype", kd);
+        vg_op_builder_set_attr_type(b, "value_dtype", vd);
+    }
+}
+
+vg_output vg_dataset_capture(vg_graph *fg, vg_output outer, const char *name) {
+    const vg_output none = {NULL, 0};
+    if (!fg) return none;
+    if (vg_graph_status(fg, NULL) != VG_OK) return none;
+    if (!outer.op) {
+        vg_graph_set_error(fg, VG_INVALID_ARGUMENT, "vg_dataset_capture: no value to capture (its construction failed?)");
+        return none;
+    }
+    vg_graph *og = vg_op_graph(outer.op);
+    if (og == fg) return outer; /* already a value of the function */
+    capture_frame *c = frame_of(fg);
+    if (!c) {
+        vg_graph_set_error(fg, VG_INVALID_ARGUMENT,
+                           "vg_dataset_capture: the graph is not a tf.data function being built (call it from inside "
+                           "the function callback, with the graph the callback received)");
+        return none;
+    }
+    vg__ds_fn *f = c->f;
+    if (og != c->outer) { /* from a graph further out: capture it into the enclosing function first */
+        if (!frame_of(c->outer)) {
+            vg_graph_set_error(fg, VG_INVALID_ARGUMENT,
+                               "vg_dataset_capture: '%s' is not in the graph that owns the dataset or an enclosing "
+                               "function's graph", vg_op_name(outer.op));
+            return none;
+        }
+        outer = vg_dataset_capture(c->outer, outer, name);
+        if (!outer.op) {
+            vg_status es;
+            vg_graph_status(c->outer, &es);
+            vg_graph_set_error(fg, es.code ? es.code : VG_INVALID_ARGUMENT, "%s", es.msg);
+            return none;
+        }
+    }
+    for (int i = 0; i < f->ncap; i++) /* TF captures a tensor once */
+        if (f->cap_outer[i].op == outer.op && f->cap_outer[i].index == outer.index) return f->caps[i];
+    if (f->ncap >= VG_DATASET_MAX_CAPTURES) {
+        vg_graph_set_error(fg, VG_RESOURCE_EXHAUSTED, "vg_dataset_capture: a function captures at most %d values",
+                           VG_DATASET_MAX_CAPTURES);
+        return none;
+    }
+    vg_dtype dt = vg_output_dtype(outer);
+    vg_shape sh = vg_output_shape(outer);
+    char nm[600];
+    if (!name) snprintf(nm, sizeof nm, "%s", vg_op_name(outer.op));
+    else snprintf(nm, sizeof nm, "%s", name);
+    for (char *p = nm; *p; p++) /* a placeholder of the function graph's top scope */
+        if (*p == '/') *p = '_';
+    vg_op_builder *b = vg_op_builder_new(fg, "Placeholder", nm);
+    vg_op_builder_set_attr_type(b, "dtype", dt);
+    vg_op_builder_set_attr_shape(b, "shape", sh);
+    if (dt == VG_RESOURCE) copy_handle_attrs(b, outer.op);
+    vg_op *ph = vg_op_builder_finish(b);
+    if (!ph) return none;
+    f->cap_outer[f->ncap] = outer;
+    f->caps[f->ncap] = vg_out(ph, 0);
+    return f->caps[f->ncap++];
+}
+
+/* The captured values of f as the dataset op's other_arguments (attr Targuments). */
+static void add_captures(vg_op_builder *b, const vg__ds_fn *f) {
+    vg_dtype t[VG_DATASET_MAX_CAPTURES];
+    for (int i = 0; i < f->ncap; i++) t[i] = vg_output_dtype(f->cap_outer[i]);
+    if (f->ncap) vg_op_builder_add_inputs(b, f->cap_outer, f->ncap);
+    vg_op_builder_set_attr_type_list(b, "Targuments", f->ncap ? t : NULL, f->ncap);
+}
+
+vg_code vg__ds_fn_run_with(vg_session *s, const vg__ds_fn *fn, vg_tensor *const *cap, vg_tensor *const *in,
+                           vg_tensor **out, int nout, vg_status *st) {
+    if (fn->ncap == 0)
+        return vg_session_run(s, NULL, fn->args, in, fn->nargs, fn->outs, out, nout, NULL, 0, NULL, st);
+    vg_output feeds[VG_DATASET_MAX_COMPONENTS + VG_DATASET_MAX_CAPTURES];
+    vg_tensor *vals[VG_DATASET_MAX_COMPONENTS + VG_DATASET_MAX_CAPTURES];
+    for (int i = 0; i < fn->nargs; i++) feeds[i] = fn->args[i], vals[i] = in[i];
+    for (int i = 0; i < fn->ncap; i++) {
+        if (!cap[i]) return vg_status_set(st, VG_INTERNAL, "dataset function: captured value %d missing", i);
+        feeds[fn->nargs + i] = fn->caps[i], vals[fn->nargs + i] = cap[i];
+    }
+    return vg_session_run(s, NULL, feeds, vals, fn->nargs + fn->ncap, fn->outs, out, nout, NULL, 0, NULL, st);
+}
+
+vg_code vg__ds_fn_run(vg_session *s, const vg__dataset *d, vg_tensor *const *in, vg_tensor **out, int nout,
+                      vg_status *st) {
+    return vg__ds_fn_run_with(s, d->fn, d->cap, in, out, nout, st);
+}
+
 /* Builds the function graph of a map / interleave over ds's elements and stores it in
  * g's user data under *key. NULL on failure (the graph's error set). */
 static vg__ds_fn *build_fn(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *what,
@@ -718,7 +853,10 @@ static vg__ds_fn *build_fn(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void
         }
     }
     vg_status st;
+    capture_frame cf;
+    fn_begin(&cf, f->g, g, f);
     vg_code rc = fn(f->g, f->args, n, f->outs, &f->nouts, payload);
+    fn_end(&cf);
     if (rc == VG_OK) rc = vg_graph_status(f->g, &st);
     else vg_status_set(&st, rc, "the function failed");
     if (rc == VG_OK && (f->nouts < 1 || f->nouts > VG_DATASET_MAX_COMPONENTS))
@@ -765,12 +903,12 @@ vg_output vg_dataset_map_parallel(vg_graph *g, vg_output ds, vg_dataset_map_fn f
     }
     vg_op_builder *b = ds_builder(g, par ? "ParallelMapDataset" : "MapDataset", name, ot, os, f->nouts);
     vg_op_builder_add_input(b, ds);
+    add_captures(b, f);
     if (par) {
         vg_op_builder_add_input(b, vg_const_i32(g, num_parallel_calls, "num_parallel_calls"));
         vg_op_builder_set_attr_bool(b, "sloppy", false);
     }
     vg_op_builder_set_attr_string(b, "f", key, strlen(key));
-    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
     return finish(b);
 }
 
@@ -791,9 +929,9 @@ vg_output vg_dataset_interleave(vg_graph *g, vg_output ds, vg_dataset_map_fn fn,
     vg_output in[2] = {vg_const_i64(g, cycle_length, "cycle_length"), vg_const_i64(g, block_length, "block_length")};
     vg_op_builder *b = ds_builder(g, "InterleaveDataset", name, ot, os, n);
     vg_op_builder_add_input(b, ds);
+    add_captures(b, f);
     vg_op_builder_add_inputs(b, in, 2);
     vg_op_builder_set_attr_string(b, "f", key, strlen(key));
-    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
     return finish(b);
 }
 
@@ -816,9 +954,9 @@ vg_output vg_dataset_interleave_parallel(vg_graph *g, vg_output ds, vg_dataset_m
                        vg_const_i64(g, num_parallel_calls, "num_parallel_calls")};
     vg_op_builder *b = ds_builder(g, "ParallelInterleaveDatasetV2", name, ot, os, n);
     vg_op_builder_add_input(b, ds);
+    add_captures(b, f);
     vg_op_builder_add_inputs(b, in, 3);
     vg_op_builder_set_attr_string(b, "f", key, strlen(key));
-    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
     vg_op_builder_set_attr_bool(b, "sloppy", false);
     return finish(b);
 }
@@ -838,8 +976,8 @@ vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, v
     }
     vg_op_builder *b = ds_builder(g, "FlatMapDataset", name, ot, os, n);
     vg_op_builder_add_input(b, ds);
+    add_captures(b, f);
     vg_op_builder_set_attr_string(b, "f", key, strlen(key));
-    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
     return finish(b);
 }
 
@@ -862,14 +1000,21 @@ vg_output vg_dataset_window(vg_graph *g, vg_output ds, int64_t size, int64_t shi
 
 /* ---- ReduceDataset ---- */
 
-/* ReduceDataset(input_dataset, initial_state..., f): the final state (one output per
- * state component, of the initial state's dtypes). */
+/* The number of captured inputs (other_arguments) of a function-taking dataset op. */
+static int num_targuments(const vg_op *op) {
+    const vg_dtype *t;
+    int n = 0;
+    return vg_op_attr_type_list(op, "Targuments", &t, &n) ? n : 0;
+}
+
+/* ReduceDataset(input_dataset, initial_state..., other_arguments..., f): the final state
+ * (one output per state component, of the initial state's dtypes). */
 static vg_code shape_reduce(vg_op *op, vg_status *st) {
     const vg_dtype *t;
     const vg_shape *s;
     int n = 0, ns = 0;
     if (!vg_op_attr_type_list(op, "output_types", &t, &n) || !vg_op_attr_shape_list(op, "output_shapes", &s, &ns) ||
-        ns != n || n != vg_op_num_inputs(op) - 1)
+        ns != n || n != vg_op_num_inputs(op) - 1 - num_targuments(op))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "ReduceDataset needs output_types and output_shapes, one per state");
     vg_output in = vg_op_input(op, 0);
     if (vg_output_dtype(in) != VG_RESOURCE || !is_dataset_op(in.op))
@@ -892,8 +1037,14 @@ static vg_code kernel_reduce(vg__kctx *ctx) {
     char k[600];
     snprintf(k, sizeof k, "%.*s", (int)(kl < 590 ? kl : 590), key);
     const vg__ds_fn *fn = vg_graph_user_data(vg_op_graph(op), k);
-    int ns = vg__kctx_num_inputs(ctx) - 1;
+    int ncap = num_targuments(op);
+    int ns = vg__kctx_num_inputs(ctx) - 1 - ncap;
     if (!fn) return vg_status_set(st, VG_NOT_FOUND, "ReduceDataset: function '%s' not found", k);
+    if (ncap != fn->ncap || ns < 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "ReduceDataset: the function captures %d values, the op has %d",
+                             fn->ncap, ncap);
+    vg_tensor *cap[VG_DATASET_MAX_CAPTURES];
+    for (int i = 0; i < ncap; i++) cap[i] = vg__kctx_input(ctx, 1 + ns + i);
     if (fn->nargs != ns + d->ncomp || fn->nouts != ns)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "ReduceDataset: the function takes %d arguments and returns %d, "
                              "the state has %d components and the elements %d", fn->nargs, fn->nouts, ns, d->ncomp);
@@ -910,7 +1061,7 @@ static vg_code kernel_reduce(vg__kctx *ctx) {
         rc = it->next(it, args + ns, &end, st);
         if (rc != VG_OK || end) break;
         vg_tensor *next[VG_DATASET_MAX_COMPONENTS] = {0};
-        rc = vg_session_run(sess, NULL, fn->args, args, fn->nargs, fn->outs, next, ns, NULL, 0, NULL, st);
+        rc = vg__ds_fn_run_with(sess, fn, cap, args, next, ns, st);
         vg__ds_free_elem(args + ns, d->ncomp);
         for (int i = 0; rc == VG_OK && i < ns; i++)
             if (vg_tensor_dtype(next[i]) != vg_tensor_dtype(args[i]))
@@ -944,7 +1095,6 @@ static vg__ds_fn *build_reduce_fn(vg_graph *g, const vg_output *state, int ns, c
         vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
         return NULL;
     }
-    (void)g;
     f->nargs = ns + ne;
     for (int i = 0; i < ns + ne; i++) {
         char nm[32];
@@ -954,7 +1104,10 @@ static vg__ds_fn *build_reduce_fn(vg_graph *g, const vg_output *state, int ns, c
         if (i < ns && loose[i]) sh.ndims = -1;
         f->args[i] = vg_placeholder(f->g, dt, sh.ndims >= 0 ? sh.dims : NULL, sh.ndims, nm);
     }
+    capture_frame cf;
+    fn_begin(&cf, f->g, g, f);
     vg_code rc = fn(f->g, f->args, f->nargs, f->outs, &f->nouts, payload);
+    fn_end(&cf);
     if (rc == VG_OK) rc = vg_graph_status(f->g, st);
     else vg_status_set(st, rc, "the function failed");
     if (rc == VG_OK && f->nouts != ns)
@@ -1029,9 +1182,9 @@ int vg_dataset_reduce(vg_graph *g, vg_output ds, const vg_output *initial_state,
     vg_op_builder *b = ds_builder(g, "ReduceDataset", name, ot, os, n);
     vg_op_builder_add_input(b, ds);
     vg_op_builder_add_inputs(b, initial_state, n);
+    add_captures(b, f);
     vg_op_builder_set_attr_string(b, "f", key, strlen(key));
     vg_op_builder_set_attr_type_list(b, "Tstate", ot, n);
-    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
     vg_op_builder_set_attr_bool(b, "use_inter_op_parallelism", true);
     vg_op *op = vg_op_builder_finish(b);
     if (!op) return 0;
@@ -1053,8 +1206,8 @@ vg_output vg_dataset_filter(vg_graph *g, vg_output ds, vg_dataset_map_fn predica
     int n = vg_dataset_components(ds, t, s);
     vg_op_builder *b = ds_builder(g, "FilterDataset", name, t, s, n);
     vg_op_builder_add_input(b, ds);
+    add_captures(b, f);
     vg_op_builder_set_attr_string(b, "predicate", key, strlen(key));
-    vg_op_builder_set_attr_type_list(b, "Targuments", NULL, 0);
     return finish(b);
 }
 

@@ -9,7 +9,10 @@
  * into any graph. The iterators' own positions are written by dataset_iter.c.
  *
  * Layout (vigil's own; TF's variant encoding of an iterator state is internal to TF):
- * "VGDSITER", version (int64 1), the dataset description, the iterator state. Integers
+ * "VGDSITER", version (int64: 1, or 2 when a function of the pipeline captures values:
+ * then each function also lists its capture placeholders after its results, and each
+ * dataset with a function its captured values after the function), the dataset
+ * description, the iterator state. Integers
  * are 8 bytes little-endian; byte strings a length then the bytes; a tensor its dtype,
  * rank, dimensions, then its values (numbers in host order, which every supported
  * machine shares: little-endian) or each string as a byte string.
@@ -20,7 +23,7 @@
 #include <stdio.h>
 
 #define STATE_MAGIC "VGDSITER"
-#define STATE_VERSION 1
+#define STATE_VERSION 2 /* 2: with captured values (written only when there are some) */
 #define DS_TAG 0x44534554 /* "DSET" */
 #define MAX_DEPTH 512
 
@@ -294,6 +297,10 @@ static vg_code encode_fn(const vg__ds_fn *fn, vg__ds_wr *w, int depth, vg_status
     vg_free(gd);
     for (int i = 0; i < fn->nargs; i++) put_tensor_name(w, fn->args[i]);
     for (int i = 0; i < fn->nouts; i++) put_tensor_name(w, fn->outs[i]);
+    if (w->version >= 2) { /* its capture placeholders */
+        vg__ds_put_i64(w, fn->ncap);
+        for (int i = 0; i < fn->ncap; i++) put_tensor_name(w, fn->caps[i]);
+    }
     int n = vg_graph_num_ops(fn->g), nn = 0;
     for (int i = 0; i < n; i++) nn += nested_fn(fn->g, vg_graph_op(fn->g, i), NULL) != NULL;
     vg__ds_put_i64(w, nn);
@@ -313,9 +320,11 @@ static vg__ds_fn *decode_fn_graph(vg__ds_rd *r, bool vectorize, int depth, vg_st
     int nargs = (int)vg__ds_get_range(r, 0, VG_DATASET_MAX_COMPONENTS);
     int nouts = (int)vg__ds_get_range(r, 1, VG_DATASET_MAX_COMPONENTS);
     const uint8_t *gd = vg__ds_get_bytes(r, &gl);
-    char names[2 * VG_DATASET_MAX_COMPONENTS][1100];
-    const char *np[2 * VG_DATASET_MAX_COMPONENTS];
-    for (int i = 0; i < nargs + nouts && !r->bad; i++) {
+    enum { MAXN = 2 * VG_DATASET_MAX_COMPONENTS + VG_DATASET_MAX_CAPTURES };
+    static _Thread_local char names[MAXN][1100]; /* (recursion: read before the nested functions) */
+    const char *np[MAXN];
+    int ncap = 0;
+    for (int i = 0; i < nargs + nouts + ncap && !r->bad; i++) {
         size_t l;
         const uint8_t *p = vg__ds_get_bytes(r, &l);
         if (l >= sizeof names[i] || memchr(p, 0, l)) r->bad = true; /* C strings from here on */
@@ -323,6 +332,8 @@ static vg__ds_fn *decode_fn_graph(vg__ds_rd *r, bool vectorize, int depth, vg_st
         memcpy(names[i], p, l);
         names[i][l] = 0;
         np[i] = names[i];
+        if (i == nargs + nouts - 1 && r->version >= 2) /* then the capture placeholders' */
+            ncap = (int)vg__ds_get_range(r, 0, VG_DATASET_MAX_CAPTURES);
     }
     if (depth > MAX_DEPTH || kl >= sizeof ((vg__ds_fn *)0)->key || kl <= sizeof FN_PREFIX - 1 ||
         memcmp(key, FN_PREFIX, sizeof FN_PREFIX - 1) != 0 || memchr(key, 0, kl))
@@ -341,18 +352,20 @@ static vg__ds_fn *decode_fn_graph(vg__ds_rd *r, bool vectorize, int depth, vg_st
     f->key[kl] = 0;
     f->nargs = nargs;
     f->nouts = nouts;
-    vg_output rets[2 * VG_DATASET_MAX_COMPONENTS];
+    f->ncap = ncap;
+    vg_output rets[MAXN];
     vg_import_options io;
     memset(&io, 0, sizeof io);
     io.source = "the function of a saved iterator state";
     io.format = VG_IMPORT_BINARY;
-    io.n_return_tensors = nargs + nouts;
+    io.n_return_tensors = nargs + nouts + ncap;
     io.return_tensors = np;
     io.return_tensors_out = rets;
     vg_code rc = vg_graph_import_graph_def(f->g, gd, gl, &io, st);
-    for (int i = 0; rc == VG_OK && i < nargs + nouts; i++) {
+    for (int i = 0; rc == VG_OK && i < nargs + nouts + ncap; i++) {
         if (i < nargs) f->args[i] = rets[i];
-        else f->outs[i - nargs] = rets[i];
+        else if (i < nargs + nouts) f->outs[i - nargs] = rets[i];
+        else f->caps[i - nargs - nouts] = rets[i];
     }
     int64_t nn = rc == VG_OK ? vg__ds_get_range(r, 0, 4096) : 0;
     if (rc == VG_OK && r->bad) rc = vg__ds_rd_status(r, "function", st);
@@ -414,6 +427,21 @@ static vg_code encode(const vg__dataset *d, vg__ds_ctx *ctx, vg__ds_wr *w, int d
     }
     vg__ds_put_i64(w, d->fn != NULL);
     if (d->fn && (rc = encode_fn(d->fn, w, depth, st)) != VG_OK) return rc;
+    if (w->version >= 2) { /* the captured values (TF serializes the captured inputs) */
+        vg__ds_put_i64(w, d->ncap);
+        for (int i = 0; i < d->ncap && rc == VG_OK; i++) {
+            if (vg_tensor_dtype(d->cap[i]) == VG_RESOURCE) /* a pointer into this session */
+                return vg_status_set(st, VG_UNIMPLEMENTED,
+                                     "%s: its function captures a resource handle (a lookup table, variable, iterator "
+                                     "or dataset), which an iterator state cannot hold",
+                                     d->src ? vg_op_type((const vg_op *)d->src) : vg__ds_kind_name(d->kind));
+            rc = vg__ds_put_tensor(w, d->cap[i], st);
+        }
+        if (rc != VG_OK) {
+            vg_status_prefix(st, "%s: ", vg__ds_kind_name(d->kind));
+            return rc;
+        }
+    }
     vg__ds_put_i64(w, d->cache != NULL);
     if (d->cache) {
         const char *f = d->cache->file ? d->cache->file : "";
@@ -511,6 +539,19 @@ static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
         else if ((d->own_fn = decode_fn_graph(r, k->fn != VG__DS_FN_PREDICATE, depth, st))) d->fn = d->own_fn;
         else if (!r->bad) rc = st->code;
     }
+    if (r->version >= 2 && !r->bad && rc == VG_OK) {
+        int ncap = (int)vg__ds_get_range(r, 0, VG_DATASET_MAX_CAPTURES);
+        if (!r->bad && ncap != (d->fn ? d->fn->ncap : 0)) r->bad = true;
+        for (int i = 0; i < ncap && !r->bad && rc == VG_OK; i++) {
+            vg_tensor *t = vg__ds_get_tensor(r, st);
+            if (!t) {
+                if (!r->bad) rc = st->code;
+                break;
+            }
+            d->cap[d->ncap++] = t;
+            if (vg_tensor_dtype(t) != vg_output_dtype(d->fn->caps[i])) r->bad = true;
+        }
+    }
     if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK) {
         size_t fl;
         const uint8_t *f = vg__ds_get_bytes(r, &fl);
@@ -578,6 +619,27 @@ static vg_tensor *get_dataset_value(vg__ds_rd *r, vg_status *st) {
 /* ------------------------------------------------------------------------ */
 /* whole states */
 
+/* Whether a function of fn (or of the dataset ops inside it) captures values. */
+static bool fn_has_captures(const vg__ds_fn *fn, int depth) {
+    if (fn->ncap > 0) return true;
+    int n = vg_graph_num_ops(fn->g);
+    for (int i = 0; i < n && depth < MAX_DEPTH; i++) {
+        const vg__ds_fn *inner = nested_fn(fn->g, vg_graph_op(fn->g, i), NULL);
+        if (inner && fn_has_captures(inner, depth + 1)) return true;
+    }
+    return false;
+}
+
+/* Whether d's pipeline has a function with captured values (a version 2 state). */
+static bool has_captures(const vg__dataset *d, int depth) {
+    if (!d || depth > MAX_DEPTH) return false;
+    if (d->ncap > 0 || (d->fn && fn_has_captures(d->fn, 0))) return true;
+    if (has_captures(d->input, depth + 1)) return true;
+    for (int i = 0; i < d->nmore; i++)
+        if (has_captures(d->more[i], depth + 1)) return true;
+    return false;
+}
+
 vg_code vg__ds_serialize(vg__ds_iter *it, uint8_t **bytes, size_t *len, vg_status *st) {
     vg__ds_wr w = {0};
     *bytes = NULL;
@@ -586,7 +648,8 @@ vg_code vg__ds_serialize(vg__ds_iter *it, uint8_t **bytes, size_t *len, vg_statu
         memcpy(w.buf, STATE_MAGIC, 8);
         w.len = 8;
     }
-    vg__ds_put_i64(&w, STATE_VERSION);
+    w.version = has_captures(it->ds, 0) ? 2 : 1; /* states without captures keep version 1's bytes */
+    vg__ds_put_i64(&w, w.version);
     vg_code rc = vg__ds_encode(it->ds, it->ctx, &w, st);
     if (rc == VG_OK) rc = vg__ds_iter_save(it, &w, st);
     if (rc == VG_OK && w.oom) rc = VG_OOM(st, "iterator state");
@@ -604,13 +667,14 @@ vg__ds_iter *vg__ds_deserialize(const uint8_t *bytes, size_t len, vg_status *st)
         vg_status_set(st, VG_INVALID_ARGUMENT, "not a vigil iterator state (%zu bytes without its header)", len);
         return NULL;
     }
-    vg__ds_rd r = {bytes, len, 8, false};
+    vg__ds_rd r = {bytes, len, 8, false, 1};
     int64_t version = vg__ds_get_i64(&r);
-    if (version != STATE_VERSION) {
-        vg_status_set(st, VG_INVALID_ARGUMENT, "iterator state of version %lld, this vigil reads version %d",
+    if (version != 1 && version != STATE_VERSION) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "iterator state of version %lld, this vigil reads versions 1 and %d",
                       (long long)version, STATE_VERSION);
         return NULL;
     }
+    r.version = (int)version;
     vg__dataset *d = vg__ds_decode(&r, st);
     if (!d) return NULL;
     vg__ds_iter *it = vg__ds_iter_new(d, st);

@@ -143,6 +143,9 @@ static bool binary_ok(const vnode *m, const vg_op *op) {
 }
 
 bool vg__ds_fn_vectorize(vg__ds_fn *fn) {
+    /* a function with captured values runs element by element (its captures would be
+     * unbatched inputs of the batched form) */
+    if (fn->ncap > 0) return false;
     vg_graph *g = fn->g;
     int nops = vg_graph_num_ops(g);
     vnode *m = vg__calloc((size_t)(nops ? nops : 1), sizeof *m);
