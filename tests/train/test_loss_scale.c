@@ -270,8 +270,10 @@ static void test_optimizer_fixed(void) {
     CHECK_NEAR(get_f32(s, v.read), -3, 1e-6);
     vg_session_free(s);
     /* wrapping twice is refused, as enable_mixed_precision_graph_rewrite refuses */
-    CHECK(vg_mixed_precision_loss_scale_optimizer_new(opt, vg_loss_scale_get(g, "4", &st), &st) == NULL);
+    vg_loss_scale *four = vg_loss_scale_get(g, "4", &st);
+    CHECK(vg_mixed_precision_loss_scale_optimizer_new(opt, four, &st) == NULL);
     CHECK_STR_CONTAINS(st.msg, "must not already be an instance of a MixedPrecisionLossScaleOptimizer");
+    vg_loss_scale_free(four); /* a refused loss scale stays the caller's */
     vg_optimizer_free(opt);
     vg_graph_free(g);
 }
