@@ -3,9 +3,11 @@
  * loss_scale_test.py and loss_scale_optimizer_test.py translated, the float16
  * overflow that dynamic scaling recovers from, the underflow that scaling avoids, the
  * variables' names and a checkpoint round trip, and a small model with float16 casts
- * trained with dynamic scaling against its float32 twin. Values are hand-computed. */
+ * trained with dynamic scaling against its float32 twin, and allocation failures in
+ * the build and the run. Values are hand-computed. */
 #include "test_util.h"
 #include "session_test_util.h"
+#include "oom_util.h"
 #include "vigil/vigil.h"
 #include <float.h>
 #include <math.h>
@@ -559,6 +561,58 @@ static void test_half_model_trains_like_float32(void) {
     CHECK(s16 >= 1 && isfinite(s16));
 }
 
+/* Allocation failures while building a dynamic-scale Adam step (variables, the
+ * update's nested conds, the wrapped apply) and while running it: every build ends OK
+ * and complete or RESOURCE_EXHAUSTED, never another code or a crash. */
+typedef struct oom_model {
+    vg_op *train, *init;
+    vg_output scale;
+} oom_model;
+
+static vg_code oom_build(vg_graph *g, void *mp) {
+    oom_model *m = mp;
+    vg_status st;
+    vg_variable w = vg_variable_new(g, "w", vg_const_fill(g, VG_FLOAT, (int64_t[]){2}, 1, 1, "init"), VG_VAR_TRAINABLE);
+    vg_output h = vg_cast(g, vg_cast(g, w.read, VG_HALF, NULL), VG_FLOAT, NULL);
+    vg_output loss = vg_reduce_sum(g, vg_mul(g, h, h, NULL), NULL, -1, false, "loss");
+    vg_loss_scale *ls = vg_dynamic_loss_scale_new_default(g, &st);
+    if (!ls) return st.code;
+    vg_optimizer *inner = vg_optimizer_new_adam_default();
+    vg_optimizer *opt = inner ? vg_mixed_precision_loss_scale_optimizer_new(inner, ls, &st) : NULL;
+    if (!opt) {
+        vg_optimizer_free(inner);
+        vg_loss_scale_free(ls);
+        return VG_RESOURCE_EXHAUSTED;
+    }
+    m->train = vg_optimizer_minimize(opt, g, loss, NULL, 0, vg_get_or_create_global_step(g), NULL);
+    m->scale = vg_loss_scale_value(ls, g);
+    vg_optimizer_free(opt);
+    m->init = vg_global_variables_initializer(g);
+    return vg_graph_status(g, NULL);
+}
+
+static bool oom_complete(const void *mp) {
+    const oom_model *m = mp;
+    return m->train && m->init && m->scale.op;
+}
+
+static vg_code oom_run(vg_graph *g, void *mp, vg_session **sp, vg_status *st) {
+    oom_model *m = mp;
+    return oom_session_steps(g, m->init, m->train, &m->scale, 1, sp, st);
+}
+
+static void test_allocation_failures(void) {
+    oom_install();
+    oom_model m;
+    long nb = 0, nr = 0;
+    int bad = oom_build_each(200000, &m, sizeof m, oom_build, oom_complete, &nb);
+    bad += oom_run_each(200000, &m, sizeof m, oom_build, oom_run, &nr);
+    vg_allocator_set(NULL);
+    CHECK_EQ_INT(bad, 0);
+    CHECK(nb > 50 && nr > 10);
+    fprintf(stderr, "  %ld build and %ld run allocations failed in turn\n", nb, nr);
+}
+
 int main(void) {
     RUN_TEST(test_fixed_and_get);
     RUN_TEST(test_dynamic_increase);
@@ -574,5 +628,6 @@ int main(void) {
     RUN_TEST(test_resource_variables_dynamic);
     RUN_TEST(test_enable_rewrite_with_loss_scale);
     RUN_TEST(test_half_model_trains_like_float32);
+    RUN_TEST(test_allocation_failures);
     TEST_MAIN_END();
 }
