@@ -33,7 +33,9 @@ typedef struct vg_optimizer vg_optimizer; /* vigil/optimizer.h */
  * for every session created from now on (process-wide, as TF's global switch) and
  * returns opt (the same pointer; ownership stays with the caller). TF also wraps opt in a
  * loss-scale optimizer for float16; bfloat16 has float32's exponent range and needs none,
- * so vigil returns opt unchanged. Never fails. */
+ * so vigil returns opt unchanged. Never fails. TF's two-argument form (opt, loss_scale),
+ * which wraps opt in a MixedPrecisionLossScaleOptimizer, is
+ * vg_enable_mixed_precision_graph_rewrite_with_loss_scale in vigil/loss_scale.h. */
 VG_API vg_optimizer *vg_enable_mixed_precision_graph_rewrite(vg_optimizer *opt);
 /* tf.train.experimental.disable_mixed_precision_graph_rewrite(): sessions created from
  * now on run without it (unless their config asks). */

@@ -63,5 +63,6 @@
 #include "seq2seq.h"
 #include "string_regex.h"
 #include "gan.h"
+#include "loss_scale.h"
 
 #endif

@@ -26,6 +26,7 @@
  * _resource_apply_sparse_duplicate_indices.
  */
 #include "dist_internal.h"
+#include "optimizer_wrap.h"
 #include "train_util.h"
 #include "vigil/gradients.h"
 #include "vigil/ops_ext.h"
@@ -66,7 +67,31 @@ struct vg_optimizer {
     int nslots, slots_cap;
     vg_graph *beta_graph;    /* Adam's non-slot variables live in one graph */
     vg_op *beta1_power, *beta2_power;
+    /* a wrapper (optimizer_wrap.h): compute/apply go to wrap, the rest to inner */
+    const vg__optimizer_wrap_ops *wrap;
+    void *wrap_ctx;
+    vg_optimizer *inner;
 };
+
+vg_optimizer *vg__optimizer_wrap(vg_optimizer *inner, const vg__optimizer_wrap_ops *ops, void *ctx) {
+    if (!inner || !ops) return NULL;
+    vg_optimizer *o = vg_calloc(1, sizeof *o);
+    if (!o) return NULL;
+    o->kind = inner->kind;
+    o->name = inner->name;
+    o->gate = inner->gate;
+    o->wrap = ops;
+    o->wrap_ctx = ctx;
+    o->inner = inner;
+    return o;
+}
+
+const vg__optimizer_wrap_ops *vg__optimizer_wrap_of(const vg_optimizer *opt, void **ctx, vg_optimizer **inner) {
+    if (!opt || !opt->wrap) return NULL;
+    if (ctx) *ctx = opt->wrap_ctx;
+    if (inner) *inner = opt->inner;
+    return opt->wrap;
+}
 
 /* ------------------------------------------------------------------------ */
 /* construction */
@@ -187,19 +212,28 @@ vg_optimizer *vg_optimizer_new_proximal_gd(double learning_rate, double l1, doub
 
 void vg_optimizer_set_gate_gradients(vg_optimizer *opt, vg_gate_gradients gate) {
     if (opt) opt->gate = (int)gate;
+    if (opt && opt->inner) vg_optimizer_set_gate_gradients(opt->inner, gate);
 }
 
 void vg_optimizer_free(vg_optimizer *opt) {
     if (!opt) return;
+    if (opt->wrap) {
+        if (opt->wrap->free_ctx) opt->wrap->free_ctx(opt->wrap_ctx);
+        vg_optimizer_free(opt->inner);
+    }
     vg_free(opt->slots);
     vg_free(opt);
 }
 
 void vg_optimizer_set_learning_rate_tensor(vg_optimizer *opt, vg_output lr) {
     if (opt) opt->lr_tensor = lr;
+    if (opt && opt->inner) vg_optimizer_set_learning_rate_tensor(opt->inner, lr);
 }
 
-const char *vg_optimizer_name(const vg_optimizer *opt) { return opt ? opt->name : ""; }
+const char *vg_optimizer_name(const vg_optimizer *opt) {
+    if (opt && opt->inner) return vg_optimizer_name(opt->inner);
+    return opt ? opt->name : "";
+}
 
 
 static void push_verbatim(vg_graph *g, const char *full) {
@@ -772,6 +806,7 @@ vg_op *vg_optimizer_apply_gradients(vg_optimizer *opt, vg_graph *g, const vg_out
         return NULL;
     }
     if (vg_graph_status(g, NULL) != VG_OK) return NULL;
+    if (opt->wrap) return opt->wrap->apply_gradients(opt->wrap_ctx, opt->inner, g, grads, vars, n, global_step, name);
     if (opt->arg_error[0]) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: %s", opt->name, opt->arg_error);
         return NULL;
@@ -848,6 +883,7 @@ vg_code vg_optimizer_compute_gradients(vg_optimizer *opt, vg_graph *g, vg_output
                                        int nvars, vg_output *grads_out, vg_status *st) {
     if (!opt || !g) return vg_status_set(st, VG_INVALID_ARGUMENT, "compute_gradients: NULL optimizer or graph");
     if (vg_graph_status(g, st) != VG_OK) return st ? st->code : vg_graph_status(g, NULL);
+    if (opt->wrap) return opt->wrap->compute_gradients(opt->wrap_ctx, opt->inner, g, loss, var_list, nvars, grads_out, st);
     vg_dtype ldt = vg_output_dtype(loss);
     if (!loss.op || (ldt != VG_FLOAT && ldt != VG_DOUBLE))
         return vg_status_set(st, VG_INVALID_ARGUMENT,
