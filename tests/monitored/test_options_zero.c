@@ -7,6 +7,7 @@
  * WorkerSessionCreator's 1800 s; and that the explicit "off" flags turn things off. */
 #include "test_util.h"
 #include "hook_test_util.h"
+#include "monitored/monitored_internal.h"
 
 static void user_summary(ht_model *m) {
     vg_output twice = vg_mul(m->g, vg_out(m->train, 0), vg_const_i64(m->g, 2, NULL), "twice");
@@ -86,6 +87,36 @@ static void test_options_zero__mts_defaults(void) {
     run_mts((vg_mts_options){.save_checkpoint_steps = 50}, &x);
     CHECK_EQ_INT(x.nckpt_files, 5); /* 0, 50, 100, 150, 200 kept (max_to_keep 5); 202 at end drops 0 */
     CHECK(x.ckpt_last);
+}
+
+/* vg_mts_options {0} resolves to MonitoredTrainingSession()'s arguments: is_chief=True,
+ * save_checkpoint_secs USE_DEFAULT -> 600 (steps None), save_summaries_steps USE_DEFAULT
+ * -> 100 (secs None), log_step_count_steps=100, stop_grace_period_secs=120,
+ * max_wait_secs=7200 (the worker's wait, too slow to observe). */
+static void test_options_zero__mts_resolution(void) {
+    vg__mts_resolved r;
+    vg__resolve_mts_options(&(vg_mts_options){0}, &r);
+    CHECK(r.is_chief);
+    CHECK_NEAR(r.save_checkpoint_secs, 600, 0);
+    CHECK_EQ_INT(r.save_checkpoint_steps, 0);
+    CHECK_EQ_INT(r.save_summaries_steps, 100);
+    CHECK_NEAR(r.save_summaries_secs, 0, 0);
+    CHECK_EQ_INT(r.log_step_count_steps, 100);
+    CHECK_NEAR(r.stop_grace_period_secs, 120, 0);
+    CHECK_NEAR(r.max_wait_secs, 7200, 0);
+    /* one frequency given: the other USE_DEFAULT becomes None */
+    vg__resolve_mts_options(&(vg_mts_options){.save_checkpoint_steps = 7, .save_summaries_secs = 2.5}, &r);
+    CHECK_NEAR(r.save_checkpoint_secs, 0, 0);
+    CHECK_EQ_INT(r.save_checkpoint_steps, 7);
+    CHECK_EQ_INT(r.save_summaries_steps, 0);
+    CHECK_NEAR(r.save_summaries_secs, 2.5, 0);
+    vg__resolve_mts_options(&(vg_mts_options){.not_chief = true, .no_checkpoints = true, .no_summaries = true,
+                                              .no_step_counter = true, .save_checkpoint_secs = 5},
+                            &r);
+    CHECK(!r.is_chief);
+    CHECK(r.save_checkpoint_secs == 0 && r.save_checkpoint_steps == 0);
+    CHECK(r.save_summaries_secs == 0 && r.save_summaries_steps == 0);
+    CHECK_EQ_INT(r.log_step_count_steps, 0);
 }
 
 /* The "off" flags: TF's None for both frequencies of a hook, log_step_count_steps=None. */
@@ -243,6 +274,7 @@ static void test_options_zero__file_writer(void) {
 }
 
 int main(void) {
+    RUN_TEST(test_options_zero__mts_resolution);
     RUN_TEST(test_options_zero__mts_defaults);
     RUN_TEST(test_options_zero__mts_off_flags);
     RUN_TEST(test_options_zero__saver);

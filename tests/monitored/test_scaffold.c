@@ -784,13 +784,11 @@ static void test_session_creator__chief_dir_and_filename(void) {
     tu_rmrf(dir);
 }
 
-/* item 97: MonitoredTrainingSession's max_wait_secs default (7200 s); vigil's
- * WorkerSessionCreator has no default (C has no default arguments). A worker creator
- * never initialises: on a model nobody initialises it fails with DEADLINE_EXCEEDED. */
+/* item 97: MonitoredTrainingSession's max_wait_secs default (7200 s, its {0}:
+ * test_options_zero__mts_resolution). A worker creator never initialises: on a model
+ * nobody initialises it fails with DEADLINE_EXCEEDED. */
 static void test_session_creator__worker(void) {
     vg_status st;
-    vg_mts_options mo = {0};
-    CHECK_NEAR(mo.max_wait_secs, 7200.0, 0);
     sm_model m = sm_model_make();
     init_probe ip = {&m, 0, 0};
     vg_scaffold_options so = {0};
