@@ -99,7 +99,9 @@ int main(int argc, char **argv) {
     vg_op *train = vg_assign_add(g, gs, vg_const_i64(g, 1, NULL), "train").op;
     vg_hook hooks[6];
     if (vg_stop_at_step_hook(-1, (int64_t)1 << 60, &hooks[0], &st)) die("hook", &st);
-    if (vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = 100, .every_n_secs = -1, .output_dir = dir}, &hooks[1], &st)) die("hook", &st);
+    if (vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = 100, .every_n_secs = -1, .output_dir = dir},
+                             &hooks[1], &st))
+        die("hook", &st);
     if (vg_nan_tensor_hook(loss, true, &hooks[2], &st)) die("hook", &st);
     vg_logging_tensor_options lo = {0};
     lo.tensors = &loss; lo.ntensors = 1; lo.every_n_iter = 100;

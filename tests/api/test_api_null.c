@@ -89,9 +89,15 @@ static void test_null__hooks(void) {
     CHECK_STR_CONTAINS(st.msg, "out");
     CHECK_CODE(vg_nan_tensor_hook(c, true, NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_CODE(vg_global_step_waiter_hook(1, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = 10, .every_n_secs = -1}, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_CODE(vg_final_ops_hook(&(vg_final_ops_options){.final_ops = &c, .nfinal_ops = 1}, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_CODE(vg_profiler_hook(&(vg_profiler_options){.save_steps = 10, .save_secs = -1, .output_dir = "/tmp", .no_show_dataflow = true}, NULL, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = 10, .every_n_secs = -1}, NULL, &st),
+               VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_final_ops_hook(&(vg_final_ops_options){.final_ops = &c, .nfinal_ops = 1}, NULL, &st),
+               VG_INVALID_ARGUMENT);
+    CHECK_CODE(
+        vg_profiler_hook(
+            &(vg_profiler_options){.save_steps = 10, .save_secs = -1, .output_dir = "/tmp", .no_show_dataflow = true},
+            NULL, &st),
+        VG_INVALID_ARGUMENT);
     vg_checkpoint_saver_options co = {0};
     co.checkpoint_dir = "/tmp";
     co.save_steps = 1;

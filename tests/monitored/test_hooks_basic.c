@@ -621,7 +621,11 @@ static void test_final_ops__with_feed_dict(void) {
     vg_output ops[3] = {a, b, c};
     vg_tensor *four = vg_tensor_new_scalar_i32(4, NULL);
     vg_hook h;
-    CHECK_OK(vg_final_ops_hook(&(vg_final_ops_options){.final_ops = ops, .nfinal_ops = 3, .feeds = &b, .feed_values = &four, .nfeeds = 1}, &h, &st), &st);
+    CHECK_OK(
+        vg_final_ops_hook(
+            &(vg_final_ops_options){.final_ops = ops, .nfinal_ops = 3, .feeds = &b, .feed_values = &four, .nfeeds = 1},
+            &h, &st),
+        &st);
     vg_tensor_free(four); /* the hook keeps its own reference */
     vg_hook keep = h;
     vg_monitored_session *ms = ht_singular(g, NULL, NULL, &h, 1, &st);

@@ -468,7 +468,10 @@ static void test_checkpoint_saver__needs_global_step(void) {
 static vg_hook step_counter(int64_t steps, double secs, vg_file_writer *w) {
     vg_status st;
     vg_hook h;
-    if (vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = steps, .every_n_secs = secs, .summary_writer = w}, &h, &st) != VG_OK) fprintf(stderr, "step counter: %s\n", st.msg);
+    if (vg_step_counter_hook(
+            &(vg_step_counter_options){.every_n_steps = steps, .every_n_secs = secs, .summary_writer = w}, &h, &st) !=
+        VG_OK)
+        fprintf(stderr, "step counter: %s\n", st.msg);
     return h;
 }
 
@@ -476,9 +479,11 @@ static vg_hook step_counter(int64_t steps, double secs, vg_file_writer *w) {
 static void test_step_counter__bad_args(void) {
     vg_status st;
     vg_hook h;
-    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = 10, .every_n_secs = 1.0}, &h, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = 10, .every_n_secs = 1.0}, &h, &st),
+               VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "exactly one of every_n_steps and every_n_secs should be provided.");
-    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = -1, .every_n_secs = -1}, &h, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = -1, .every_n_secs = -1}, &h, &st),
+               VG_INVALID_ARGUMENT);
     CHECK(h.payload == NULL);
 }
 
@@ -797,9 +802,13 @@ static void test_summary_saver__scaffold_summary_op_and_no_writer(void) {
 static void test_profiler__bad_args(void) {
     vg_status st;
     vg_hook h;
-    CHECK_CODE(vg_profiler_hook(&(vg_profiler_options){.save_steps = 10, .save_secs = 10, .output_dir = "/tmp/vg_unused"}, &h, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_profiler_hook(
+                   &(vg_profiler_options){.save_steps = 10, .save_secs = 10, .output_dir = "/tmp/vg_unused"}, &h, &st),
+               VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Can not provide both every_secs and every_steps.");
-    CHECK_CODE(vg_profiler_hook(&(vg_profiler_options){.save_steps = -1, .save_secs = -1, .output_dir = "/tmp/vg_unused"}, &h, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_profiler_hook(
+                   &(vg_profiler_options){.save_steps = -1, .save_secs = -1, .output_dir = "/tmp/vg_unused"}, &h, &st),
+               VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Either every_secs or every_steps should be provided.");
     CHECK(h.payload == NULL);
 }
@@ -813,7 +822,9 @@ static void run_profiler(int64_t steps, double secs, const double *at, int runs,
     ht_clock_mock(t);
     ht_model m = ht_model_make();
     vg_hook h;
-    CHECK_OK(vg_profiler_hook(&(vg_profiler_options){.save_steps = steps, .save_secs = secs, .output_dir = dir}, &h, &st), &st);
+    CHECK_OK(
+        vg_profiler_hook(&(vg_profiler_options){.save_steps = steps, .save_secs = secs, .output_dir = dir}, &h, &st),
+        &st);
     vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
     for (int i = 0; i < runs; i++) {

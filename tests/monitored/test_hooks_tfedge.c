@@ -104,7 +104,9 @@ static void test_tfedge__int32_global_step(void) {
 
     vg_hook hooks[6];
     CHECK_OK(vg_stop_at_step_hook(-1, 3, &hooks[0], &st), &st);
-    CHECK_OK(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = 1, .every_n_secs = -1, .output_dir = dir}, &hooks[1], &st), &st);
+    CHECK_OK(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = 1, .every_n_secs = -1, .output_dir = dir},
+                                  &hooks[1], &st),
+             &st);
     vg_checkpoint_saver_options co = {0};
     co.checkpoint_dir = dir;
     co.save_steps = 1;
@@ -115,7 +117,10 @@ static void test_tfedge__int32_global_step(void) {
     so.summary_op = vg_summary_merge_all(g);
     CHECK_OK(vg_summary_saver_hook(&so, &hooks[3], &st), &st);
     CHECK_OK(vg_global_step_waiter_hook(0, &hooks[4], &st), &st);
-    CHECK_OK(vg_profiler_hook(&(vg_profiler_options){.save_steps = 2, .save_secs = -1, .output_dir = dir, .no_show_dataflow = true}, &hooks[5], &st), &st);
+    CHECK_OK(vg_profiler_hook(
+                 &(vg_profiler_options){.save_steps = 2, .save_secs = -1, .output_dir = dir, .no_show_dataflow = true},
+                 &hooks[5], &st),
+             &st);
     vg_monitored_session *ms = ht_singular(g, NULL, NULL, hooks, 6, &st);
     CHECK(ms != NULL);
     if (!ms) return;

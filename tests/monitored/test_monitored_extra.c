@@ -361,7 +361,8 @@ static void test_monitored__coordinator_preemption_substituted(void) {
     h2.fail_code = VG_INTERNAL;
     k = xh(&h2);
     ccreator cc = {0};
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = &k, .nhooks = 1}, &st);
+    ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = &k, .nhooks = 1}, &st);
     if (!ms) return;
     CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
     CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
@@ -386,7 +387,8 @@ static void test_monitored__creator_error_propagates(void) {
     ccreator cc = {0};
     cc.fail_at = 2;
     cc.fail_code = VG_INTERNAL;
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = &k, .nhooks = 1}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = &k, .nhooks = 1}, &st);
     if (!ms) return;
     CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
     ht_fetch_scalar(ms, m.t5, &rc, &st);
@@ -410,7 +412,8 @@ static void test_monitored__recovery_from_session_getting_stuck(void) {
     h2.cancel_if_coord_stopped = true;
     vg_hook ks[2] = {xh(&h1), xh(&h2)};
     ccreator cc = {0};
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = ks, .nhooks = 2}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = ks, .nhooks = 2}, &st);
     if (!ms) return;
     CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
     CHECK_EQ_INT(rc, VG_OK);
@@ -463,7 +466,8 @@ static void test_monitored__step_fn_recovery(void) {
         xhook h = {0};
         vg_hook k = xh(&h);
         ccreator cc = {0};
-        vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = &k, .nhooks = 1}, &st);
+        vg_monitored_session *ms = vg_monitored_session_new(
+            m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = &k, .nhooks = 1}, &st);
         if (!ms) return;
         step s = {&m, 0, 0, raw, 0};
         CHECK_OK(vg_monitored_session_run_step_fn(ms, step_fn, &s, &st), &st);
@@ -481,7 +485,8 @@ static void test_monitored__step_fn_recovery(void) {
         xhook h2 = {0};
         k = xh(&h2);
         ccreator cc2 = {0};
-        ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = counting_creator(&cc2, m.g), .hooks = &k, .nhooks = 1}, &st);
+        ms = vg_monitored_session_new(
+            m.g, &(vg_monitored_options){.creator = counting_creator(&cc2, m.g), .hooks = &k, .nhooks = 1}, &st);
         if (!ms) return;
         vg_status_set(&err, VG_UNKNOWN, "side thread failed");
         vg_coord_request_stop(h2.coord, &err);
@@ -498,7 +503,8 @@ static void test_monitored__step_fn_recovery(void) {
     h2.cancel_if_coord_stopped = true;
     vg_hook ks[2] = {xh(&h1), xh(&h2)};
     ccreator cc = {0};
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = ks, .nhooks = 2}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = ks, .nhooks = 2}, &st);
     if (!ms) return;
     step s = {&m, 0, 0, false, 0};
     CHECK_OK(vg_monitored_session_run_step_fn(ms, step_fn, &s, &st), &st);
@@ -632,8 +638,8 @@ static void test_monitored__retry_initialization_on_aborted_error(void) {
     vg_scaffold *sc = vg_scaffold_new(&so);
     init_fn_calls = 0;
     init_fn_aborts = 1;
-    vg_monitored_session *ms =
-        vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = ht_creator(m.g, sc, NULL, NULL, -1, true)}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = ht_creator(m.g, sc, NULL, NULL, -1, true)}, &st);
     CHECK(ms != NULL);
     if (!ms) return;
     CHECK_EQ_INT(init_fn_calls, 2);
@@ -666,7 +672,8 @@ static void test_monitored__hook_errors_at_construction(void) {
     a.fail_begin = VG_INTERNAL;
     vg_hook ks[2] = {xh(&a), xh(&b)};
     ccreator cc = {0};
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = ks, .nhooks = 2}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = ks, .nhooks = 2}, &st);
     CHECK(ms == NULL);
     CHECK_EQ_INT(st.code, VG_INTERNAL);
     CHECK_STR_CONTAINS(st.msg, "hook failed in begin");
@@ -679,7 +686,8 @@ static void test_monitored__hook_errors_at_construction(void) {
     c.fail_code = VG_ABORTED;
     vg_hook ks2[2] = {xh(&c), xh(&d)};
     ccreator cc2 = {0};
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = counting_creator(&cc2, m.g), .hooks = ks2, .nhooks = 2}, &st);
+    ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = counting_creator(&cc2, m.g), .hooks = ks2, .nhooks = 2}, &st);
     CHECK(ms != NULL);
     CHECK_EQ_INT(cc2.created, 2);
     CHECK_EQ_INT(c.acs, 2);

@@ -461,7 +461,8 @@ static void test_monitored__recovery(void) {
     rec_hook h = {0};
     h.fail_before_at = 4; h.fail_code = VG_ABORTED;
     vg_hook hk = hook_of(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = c, .hooks = &hk, .nhooks = 1}, &st);
+    vg_monitored_session *ms =
+        vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = c, .hooks = &hk, .nhooks = 1}, &st);
     CHECK(ms != NULL);                 /* 33: creation retried */
     CHECK_EQ_INT(f.calls, 3);
     CHECK_EQ_INT(h.after_create, 1);
@@ -725,7 +726,10 @@ static void test_monitored__restore_and_stop_at_step(void) {
     co.checkpoint_dir = dir;
     co.save_steps = 1;
     CHECK_OK(vg_checkpoint_saver_hook(&co, &hooks[1], &st), &st);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = ht_creator(m.g, NULL, dir, NULL, -1, true), .hooks = hooks, .nhooks = 2}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(
+        m.g,
+        &(vg_monitored_options){.creator = ht_creator(m.g, NULL, dir, NULL, -1, true), .hooks = hooks, .nhooks = 2},
+        &st);
     CHECK(ms != NULL);
     if (!ms) { fprintf(stderr, "%s\n", st.msg); return; }
     int n = 0;
@@ -740,7 +744,10 @@ static void test_monitored__restore_and_stop_at_step(void) {
     vg_monitored_session_free(ms);
     /* 82 / 131: a new session restores 3; num_steps = 4 runs 3 -> 7 */
     CHECK_OK(vg_stop_at_step_hook(4, -1, &hooks[0], &st), &st);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = ht_creator(m.g, NULL, dir, NULL, -1, true), .hooks = hooks, .nhooks = 1}, &st);
+    ms = vg_monitored_session_new(
+        m.g,
+        &(vg_monitored_options){.creator = ht_creator(m.g, NULL, dir, NULL, -1, true), .hooks = hooks, .nhooks = 1},
+        &st);
     CHECK_EQ_INT(run_train(ms, &st, &rc), 3);
     n = 1;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
@@ -765,7 +772,10 @@ static void test_monitored__restore_and_stop_at_step(void) {
     h.fail_before_at = 4; h.fail_code = VG_ABORTED;
     CHECK_OK(vg_checkpoint_saver_hook(&co, &hooks[0], &st), &st);
     hooks[1] = hook_of(&h);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = ht_creator(m.g, NULL, dir, NULL, -1, true), .hooks = hooks, .nhooks = 2}, &st);
+    ms = vg_monitored_session_new(
+        m.g,
+        &(vg_monitored_options){.creator = ht_creator(m.g, NULL, dir, NULL, -1, true), .hooks = hooks, .nhooks = 2},
+        &st);
     int64_t s0 = run_train(ms, &st, &rc);
     CHECK_EQ_INT(run_train(ms, &st, &rc), s0 + 1);
     CHECK_EQ_INT(run_train(ms, &st, &rc), s0 + 2);

@@ -121,8 +121,9 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
         ehook h = {0};
         h.end_code = VG_INTERNAL;
         vg_hook k = eh(&h);
-        vg_monitored_session *ms = singular ? ht_singular(g, NULL, NULL, &k, 1, &st)
-                                            : vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
+        vg_monitored_session *ms =
+            singular ? ht_singular(g, NULL, NULL, &k, 1, &st)
+                     : vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
         if (!ms) return;
         report(h.coord, VG_UNKNOWN, "a thread wants to stop");
         CHECK_CODE(vg_monitored_session_close(ms, &st), VG_UNKNOWN);

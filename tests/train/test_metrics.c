@@ -129,7 +129,9 @@ static void test_mean(void) {
     /* variables, collections */
     vg_graph *g = vg_graph_new();
     vg_metric m = vg_metrics_mean(g, vg_const_f32(g, 1.0f, NULL), NULL);
-    vg_metric m2 = vg_metrics_mean(g, vg_const_f32(g, 3.0f, NULL), &(vg_metric_opts){.name = "my_mean", .metrics_collection = "mc", .updates_collection = "uc"});
+    vg_metric m2 =
+        vg_metrics_mean(g, vg_const_f32(g, 3.0f, NULL),
+                        &(vg_metric_opts){.name = "my_mean", .metrics_collection = "mc", .updates_collection = "uc"});
     CHECK(vg_graph_op_by_name(g, "mean/total") && vg_graph_op_by_name(g, "mean/count"));
     CHECK(strcmp(vg_op_type(vg_graph_op_by_name(g, "mean/total")), "VariableV2") == 0);
     CHECK(m2.value.op && strcmp(vg_op_name(m2.value.op), "my_mean/value") == 0);
