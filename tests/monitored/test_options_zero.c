@@ -273,6 +273,57 @@ static void test_options_zero__file_writer(void) {
     tu_rmrf(dir);
 }
 
+/* Ops built from {0} carry TF's attribute defaults: DecodeJpeg(ratio=1,
+ * fancy_upscaling=True, acceptable_fraction=1, dct_method=""), Mfcc(4000, 20, 40, 13);
+ * sequence_loss() averages over both axes (a scalar). */
+static void test_options_zero__op_attrs(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output contents = vg_const_string(g, "", NULL);
+    vg_op *j = vg_decode_jpeg(g, contents, &(vg_decode_jpeg_options){0}, NULL).op;
+    CHECK(j != NULL);
+    if (!j) return;
+    int64_t i = -1;
+    float f = -1;
+    bool b = false;
+    const char *str = NULL;
+    size_t len = 9;
+    CHECK(vg_op_attr_int(j, "channels", &i) && i == 0);
+    CHECK(vg_op_attr_int(j, "ratio", &i) && i == 1);
+    CHECK(vg_op_attr_bool(j, "fancy_upscaling", &b) && b);
+    CHECK(vg_op_attr_bool(j, "try_recover_truncated", &b) && !b);
+    CHECK(vg_op_attr_float(j, "acceptable_fraction", &f) && f == 1.0f);
+    CHECK(vg_op_attr_string(j, "dct_method", &str, &len) && len == 0);
+    j = vg_decode_jpeg(g, contents,
+                       &(vg_decode_jpeg_options){.no_fancy_upscaling = true, .zero_acceptable_fraction = true}, NULL)
+            .op;
+    CHECK(vg_op_attr_bool(j, "fancy_upscaling", &b) && !b);
+    CHECK(vg_op_attr_float(j, "acceptable_fraction", &f) && f == 0.0f);
+    static float zs[2 * 257], lg[2 * 3 * 4], w[6] = {1, 1, 1, 1, 1, 1};
+    static int32_t tg[6];
+    vg_output spec = vg_const_array(g, VG_FLOAT, (const int64_t[]){1, 2, 257}, 3, zs, NULL);
+    vg_output rate = vg_const_i32(g, 16000, NULL);
+    vg_op *m = vg_mfcc(g, spec, rate, &(vg_mfcc_options){0}, NULL).op;
+    CHECK(m != NULL);
+    if (!m) return;
+    CHECK(vg_op_attr_float(m, "upper_frequency_limit", &f) && f == 4000.0f);
+    CHECK(vg_op_attr_float(m, "lower_frequency_limit", &f) && f == 20.0f);
+    CHECK(vg_op_attr_int(m, "filterbank_channel_count", &i) && i == 40);
+    CHECK(vg_op_attr_int(m, "dct_coefficient_count", &i) && i == 13);
+    m = vg_mfcc(g, spec, rate, &(vg_mfcc_options){.zero_lower_frequency_limit = true}, NULL).op;
+    CHECK(vg_op_attr_float(m, "lower_frequency_limit", &f) && f == 0.0f);
+    vg_output logits = vg_const_array(g, VG_FLOAT, (const int64_t[]){2, 3, 4}, 3, lg, NULL);
+    vg_output targets = vg_const_array(g, VG_INT32, (const int64_t[]){2, 3}, 2, tg, NULL);
+    vg_output weights = vg_const_array(g, VG_FLOAT, (const int64_t[]){2, 3}, 2, w, NULL);
+    vg_output l = vg_sequence_loss_ex(g, logits, targets, weights, &(vg_sequence_loss_options){0});
+    CHECK(l.op && vg_output_shape(l).ndims == 0);
+    l = vg_sequence_loss_ex(g, logits, targets, weights,
+                            &(vg_sequence_loss_options){.no_average_across_timesteps = true,
+                                                        .no_average_across_batch = true});
+    CHECK(l.op && vg_output_shape(l).ndims == 2);
+    CHECK_OK(vg_graph_status(g, NULL), &(vg_status){0});
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_options_zero__mts_resolution);
     RUN_TEST(test_options_zero__mts_defaults);
@@ -281,5 +332,6 @@ int main(void) {
     RUN_TEST(test_options_zero__hooks);
     RUN_TEST(test_options_zero__session_manager);
     RUN_TEST(test_options_zero__file_writer);
+    RUN_TEST(test_options_zero__op_attrs);
     TEST_MAIN_END();
 }
