@@ -141,7 +141,7 @@ static int cmp_op(const void *a, const void *b) {
 }
 static const char *g_nodes; /* --nodes TYPE */
 static void profile(const vg_graph *g, vg_session *s, int threads, const bm_built *b, int steps) {
-    vg_run_options ro = vg_run_options_default();
+    vg_run_options ro = {0};
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     op_row rows[256];
@@ -320,7 +320,7 @@ int main(int argc, char **argv) {
     vg_op *local = vg_local_variables_initializer(g);
     vg_op *inits[2] = {init, local};
     if (vg_graph_status(g, &st)) die("graph", &st);
-    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    vg_session_options so = {0};
     so.intra_op_threads = threads;
     so.inter_op_threads = threads;
     vg_session *s = vg_session_new(g, &so, &st);

@@ -75,7 +75,7 @@ static int cmp_row(const void *a, const void *b) {
 }
 static void profile_steps(vg_session *s, const vg_output *feeds, vg_tensor **xb, vg_tensor **yb,
                           const vg_output *loss, vg_op *const *train, int steps) {
-    vg_run_options ro = vg_run_options_default();
+    vg_run_options ro = {0};
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     prof_row *rows = NULL;

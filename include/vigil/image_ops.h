@@ -29,16 +29,17 @@ VG_API vg_output vg_decode_png(vg_graph *g, vg_output contents, int channels, co
 /* DecodeImage (tf.image.decode_image for PNG and JPEG): channels 0, 1, 3, 4. */
 VG_API vg_output vg_decode_image(vg_graph *g, vg_output contents, int channels, const char *name);
 
+/* {0}: TF's defaults. */
 typedef struct vg_decode_jpeg_options {
     int channels;              /* 0, 1, 3 (default 0) */
-    int ratio;                 /* downscaling: 1, 2, 4, 8 (default 1) */
-    bool fancy_upscaling;      /* default true */
+    int ratio;                 /* downscaling: 1, 2, 4, 8 (0: TF's 1) */
+    bool no_fancy_upscaling;   /* false (TF's fancy_upscaling=True) */
     bool try_recover_truncated;/* default false */
-    float acceptable_fraction; /* of rows needed from a truncated file (default 1) */
-    const char *dct_method;    /* "" (INTEGER_FAST), "INTEGER_FAST", "INTEGER_ACCURATE" */
+    float acceptable_fraction; /* of rows needed from a truncated file (0: TF's 1; a fraction
+                                  of 0: zero_acceptable_fraction) */
+    const char *dct_method;    /* NULL or "" (INTEGER_FAST), "INTEGER_FAST", "INTEGER_ACCURATE" */
+    bool zero_acceptable_fraction; /* true: acceptable_fraction 0 (any number of rows) */
 } vg_decode_jpeg_options;
-/* TF's defaults. */
-VG_API vg_decode_jpeg_options vg_decode_jpeg_options_default(void);
 /* DecodeJpeg(contents) -> uint8 [h/ratio, w/ratio, channels]; opts NULL = defaults. */
 VG_API vg_output vg_decode_jpeg(vg_graph *g, vg_output contents, const vg_decode_jpeg_options *opts, const char *name);
 /* EncodePng(image uint8 [h, w, c], c in 1..4) -> string scalar; compression -1..9. */
