@@ -74,23 +74,214 @@ static vg_sync_replicas_optimizer *lookup(int64_t h) {
     return s;
 }
 
-/* ---- messages -------------------------------------------------------------------------- */
+/* ---- gradients in messages ----------------------------------------------------------
+ * The op's inputs after the global step are the gradients in the order of its "layout"
+ * attr: 'd', a dense gradient (one tensor); 's', an IndexedSlices (values [k, ...] and
+ * int64 indices [k]). Its outputs have the same layout. A rank's gradients travel packed
+ * in that order: a dense one as its raw bytes, a sparse one as k, the k indices, the
+ * k rows of values. The chief's update travels packed the same way. */
 
-static int64_t grad_bytes(const vg_tensor *const *g, int n) {
+typedef struct {
+    const char *layout;
+    int n;                    /* gradients (layout's length) */
+    const vg_tensor *const *in; /* the op's inputs after the global step */
+} grads_in;
+
+typedef struct {
+    const char *data; /* dense: the values; sparse: the rows */
+    const int64_t *idx;
+    int64_t k;
+} grad_part;
+
+static int64_t row_elems(const vg_tensor *values) {
+    int64_t r = 1;
+    for (int d = 1; d < vg_tensor_ndims(values); d++) r *= vg_tensor_dims(values)[d];
+    return r;
+}
+
+static size_t esize(const vg_tensor *t) { return vg_dtype_size(vg_tensor_dtype(t)); }
+
+static int64_t pack_size(const grads_in *gi, const vg_tensor *const *t) {
     int64_t b = 0;
-    for (int i = 0; i < n; i++) b += vg_tensor_num_elements(g[i]) * (int64_t)vg_dtype_size(vg_tensor_dtype(g[i]));
+    for (int i = 0, j = 0; i < gi->n; i++) {
+        if (gi->layout[i] == 'd') {
+            b += vg_tensor_num_elements(t[j]) * (int64_t)esize(t[j]);
+            j++;
+        } else {
+            b += 8 + vg_tensor_num_elements(t[j + 1]) * 8 + vg_tensor_num_elements(t[j]) * (int64_t)esize(t[j]);
+            j += 2;
+        }
+    }
     return b;
 }
 
-static void add_into(double *acc, const void *p, vg_dtype dt, int64_t n) {
-    if (dt == VG_FLOAT)
-        for (int64_t i = 0; i < n; i++) acc[i] += ((const float *)p)[i];
-    else
-        for (int64_t i = 0; i < n; i++) acc[i] += ((const double *)p)[i];
+static void pack(const grads_in *gi, const vg_tensor *const *t, char *p) {
+    for (int i = 0, j = 0; i < gi->n; i++) {
+        if (gi->layout[i] == 'd') {
+            size_t b = (size_t)vg_tensor_num_elements(t[j]) * esize(t[j]);
+            memcpy(p, vg_tensor_data(t[j]), b);
+            p += b;
+            j++;
+        } else {
+            int64_t k = vg_tensor_num_elements(t[j + 1]);
+            memcpy(p, &k, 8);
+            memcpy(p + 8, vg_tensor_data(t[j + 1]), (size_t)k * 8);
+            p += 8 + k * 8;
+            size_t b = (size_t)vg_tensor_num_elements(t[j]) * esize(t[j]);
+            memcpy(p, vg_tensor_data(t[j]), b);
+            p += b;
+            j += 2;
+        }
+    }
 }
 
-/* A gradient message's payload bytes for this rank's tensors, or -1 when they do not
- * match (another graph on that rank). */
+/* Splits a packed payload into parts[n] (pointers into p), checking it against this
+ * rank's own gradients (dense sizes, row sizes); false when it does not fit. */
+static bool unpack(const grads_in *gi, const char *p, int64_t bytes, grad_part *parts) {
+    const char *end = p + bytes;
+    for (int i = 0, j = 0; i < gi->n; i++) {
+        const vg_tensor *t = gi->in[j];
+        if (gi->layout[i] == 'd') {
+            int64_t b = vg_tensor_num_elements(t) * (int64_t)esize(t);
+            if (end - p < b) return false;
+            parts[i] = (grad_part){p, NULL, vg_tensor_num_elements(t)};
+            p += b;
+            j++;
+        } else {
+            int64_t k;
+            if (end - p < 8) return false;
+            memcpy(&k, p, 8);
+            int64_t rb = row_elems(t) * (int64_t)esize(t);
+            if (k < 0 || (end - p - 8) / 8 < k || (rb > 0 && (end - p - 8 - k * 8) / rb < k)) return false;
+            parts[i] = (grad_part){p + 8 + k * 8, (const int64_t *)(const void *)(p + 8), k};
+            p += 8 + k * 8 + k * rb;
+            j += 2;
+        }
+    }
+    return p == end;
+}
+
+static double get_el(const char *data, vg_dtype dt, int64_t i) {
+    if (dt == VG_FLOAT) {
+        float f;
+        memcpy(&f, data + i * 4, 4);
+        return f;
+    }
+    double d;
+    memcpy(&d, data + i * 8, 8);
+    return d;
+}
+
+static void put_el(void *data, vg_dtype dt, int64_t i, double v) {
+    if (dt == VG_FLOAT) ((float *)data)[i] = (float)v;
+    else ((double *)data)[i] = v;
+}
+
+typedef struct {
+    int64_t idx;
+    int c;
+    int64_t row;
+} sparse_entry;
+
+static int entry_cmp(const void *a, const void *b) {
+    const sparse_entry *x = a, *y = b;
+    if (x->idx != y->idx) return x->idx < y->idx ? -1 : 1;
+    if (x->c != y->c) return x->c < y->c ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* The mean of R ranks' gradients (parts[c * n + i]) into new output tensors: a dense
+ * gradient's sum over the ranks divided by R; a sparse one's rows merged by index, each
+ * row divided by the number of ranks whose gradient holds it (TF's
+ * SparseConditionalAccumulator averages element-wise), indices ascending. Sums in
+ * double. */
+static vg_code average(const grads_in *gi, const grad_part *parts, int R, vg_tensor **out, vg_status *st) {
+    int n = gi->n;
+    for (int i = 0, j = 0; i < n; i++) {
+        const vg_tensor *t = gi->in[j];
+        vg_dtype dt = vg_tensor_dtype(t);
+        if (gi->layout[i] == 'd') {
+            int64_t e = vg_tensor_num_elements(t);
+            out[j] = vg_tensor_new(dt, vg_tensor_dims(t), vg_tensor_ndims(t), st);
+            if (!out[j]) return st->code;
+            for (int64_t x = 0; x < e; x++) {
+                double acc = 0;
+                for (int c = 0; c < R; c++) acc += get_el(parts[c * n + i].data, dt, x);
+                put_el(vg_tensor_data(out[j]), dt, x, acc / R);
+            }
+            j++;
+            continue;
+        }
+        int64_t total = 0, re = row_elems(t);
+        for (int c = 0; c < R; c++) total += parts[c * n + i].k;
+        sparse_entry *en = vg_malloc((size_t)(total > 0 ? total : 1) * sizeof *en);
+        double *acc = vg_malloc((size_t)(re > 0 ? re : 1) * sizeof *acc);
+        if (!en || !acc) {
+            vg_free(en);
+            vg_free(acc);
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory averaging sparse gradients");
+        }
+        int64_t q = 0;
+        for (int c = 0; c < R; c++)
+            for (int64_t r = 0; r < parts[c * n + i].k; r++) en[q++] = (sparse_entry){parts[c * n + i].idx[r], c, r};
+        qsort(en, (size_t)total, sizeof *en, entry_cmp);
+        int64_t m = 0;
+        for (int64_t x = 0; x < total; x++) m += x == 0 || en[x].idx != en[x - 1].idx;
+        int64_t dims[VG_MAX_DIMS];
+        int nd = vg_tensor_ndims(t);
+        for (int d = 0; d < nd; d++) dims[d] = vg_tensor_dims(t)[d];
+        dims[0] = m;
+        out[j] = vg_tensor_new(dt, dims, nd, st);
+        out[j + 1] = out[j] ? vg_tensor_new(VG_INT64, &m, 1, st) : NULL;
+        if (!out[j] || !out[j + 1]) {
+            vg_free(en);
+            vg_free(acc);
+            return st->code;
+        }
+        int64_t *oi = vg_tensor_data(out[j + 1]);
+        for (int64_t x = 0, u = 0; x < total; u++) {
+            int64_t y = x, ranks = 0;
+            for (int64_t e = 0; e < re; e++) acc[e] = 0;
+            for (; y < total && en[y].idx == en[x].idx; y++) {
+                ranks += y == x || en[y].c != en[y - 1].c; /* a rank's duplicate rows add, count once */
+                const grad_part *gp = &parts[en[y].c * n + i];
+                for (int64_t e = 0; e < re; e++) acc[e] += get_el(gp->data, dt, en[y].row * re + e);
+            }
+            oi[u] = en[x].idx;
+            for (int64_t e = 0; e < re; e++) put_el(vg_tensor_data(out[j]), dt, u * re + e, acc[e] / (double)ranks);
+            x = y;
+        }
+        vg_free(en);
+        vg_free(acc);
+        j += 2;
+    }
+    return VG_OK;
+}
+
+/* Output tensors from a packed update (the worker's side). */
+static vg_code outputs_from_packed(const grads_in *gi, const grad_part *parts, vg_tensor **out, vg_status *st) {
+    for (int i = 0, j = 0; i < gi->n; i++) {
+        const vg_tensor *t = gi->in[j];
+        int64_t dims[VG_MAX_DIMS];
+        int nd = vg_tensor_ndims(t);
+        for (int d = 0; d < nd; d++) dims[d] = vg_tensor_dims(t)[d];
+        if (gi->layout[i] == 's') dims[0] = parts[i].k;
+        out[j] = vg_tensor_new(vg_tensor_dtype(t), dims, nd, st);
+        if (!out[j]) return st->code;
+        int64_t e = gi->layout[i] == 's' ? parts[i].k * row_elems(t) : vg_tensor_num_elements(t);
+        memcpy(vg_tensor_data(out[j]), parts[i].data, (size_t)e * esize(t));
+        if (gi->layout[i] == 's') {
+            out[j + 1] = vg_tensor_new(VG_INT64, &parts[i].k, 1, st);
+            if (!out[j + 1]) return st->code;
+            memcpy(vg_tensor_data(out[j + 1]), parts[i].idx, (size_t)parts[i].k * 8);
+            j += 2;
+        } else {
+            j++;
+        }
+    }
+    return VG_OK;
+}
+
 static vg_code send_msg(int dest, int tag, const int64_t *hdr, int nhdr, const void *payload, int64_t pbytes,
                         vg_status *st) {
     int64_t hb = (int64_t)nhdr * 8;
@@ -103,52 +294,54 @@ static vg_code send_msg(int dest, int tag, const int64_t *hdr, int nhdr, const v
     return rc;
 }
 
-static vg_code fmt_ranks(char *buf, size_t cap, const vg_sync_replicas_optimizer *s, const bool *have) {
+static void fmt_ranks(char *buf, size_t cap, const vg_sync_replicas_optimizer *s, const bool *have) {
     size_t k = 0;
     buf[0] = 0;
     for (int r = 1; r < s->size && k + 12 < cap; r++)
         if (!have[r] && !s->done[r]) k += (size_t)snprintf(buf + k, cap - k, "%s%d", k ? ", " : "", r);
-    return VG_OK;
 }
 
-/* The chief's step: its own gradient and R - 1 fresh ones from the workers. */
-static vg_code chief_step(vg_sync_replicas_optimizer *s, int64_t step, const vg_tensor *const *g, int n, double *acc,
-                          int64_t total_elems, vg_status *st) {
-    int64_t pb = grad_bytes(g, n);
+/* The chief's step: its own gradients and R - 1 fresh ones from the workers, averaged
+ * into out; then the update (header, contributors, packed means) to every worker. */
+static vg_code chief_step(vg_sync_replicas_optimizer *s, int64_t step, const grads_in *gi, vg_tensor **out,
+                          vg_status *st) {
+    int R = s->replicas_to_aggregate, n = gi->n;
+    int64_t own = pack_size(gi, gi->in);
+    char **msgs = vg_calloc((size_t)R, sizeof *msgs);
+    grad_part *parts = vg_calloc((size_t)R * (size_t)(n > 0 ? n : 1), sizeof *parts);
     bool *have = vg_calloc((size_t)s->size, sizeof *have);
-    if (!have) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in SyncReplicas");
-    int64_t off = 0;
-    for (int i = 0; i < n; i++) {
-        add_into(acc + off, vg_tensor_data(g[i]), vg_tensor_dtype(g[i]), vg_tensor_num_elements(g[i]));
-        off += vg_tensor_num_elements(g[i]);
+    vg_code rc = VG_OK;
+    if (!msgs || !parts || !have || !(msgs[0] = vg_malloc((size_t)own + 1))) {
+        rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in SyncReplicas");
+        goto out;
     }
+    pack(gi, gi->in, msgs[0]);
+    unpack(gi, msgs[0], own, parts);
     have[0] = true;
     s->nlast = 0;
     s->last_ranks[s->nlast++] = 0;
     int count = 1;
-    vg_code rc = VG_OK;
-    while (count < s->replicas_to_aggregate) {
+    while (count < R) {
         int live = 1;
         for (int r = 1; r < s->size; r++) live += !s->done[r];
-        if (live < s->replicas_to_aggregate) {
+        if (live < R) {
             rc = vg_status_set(st, VG_FAILED_PRECONDITION,
                                "SyncReplicasOptimizer (chief, global step %lld): only %d rank(s) still train but "
                                "replicas_to_aggregate=%d gradients are needed per step",
-                               (long long)step, live, s->replicas_to_aggregate);
+                               (long long)step, live, R);
             break;
         }
         void *m = NULL;
         int64_t bytes = 0;
         int from = -1;
         if (vg_dist_recv(VG_DIST_ANY_SOURCE, TAG_GRAD, true, &m, &bytes, &from, st) != VG_OK) {
-            char missing[160];
+            char missing[160], why[200];
             fmt_ranks(missing, sizeof missing, s, have);
-            char why[200];
             snprintf(why, sizeof why, "%.190s", st->msg);
             rc = vg_status_set(st, st->code,
                                "SyncReplicasOptimizer (chief, global step %lld): %d of %d gradients arrived; no "
                                "gradient from rank(s) %s: %s",
-                               (long long)step, count, s->replicas_to_aggregate, missing, why);
+                               (long long)step, count, R, missing, why);
             break;
         }
         const int64_t *h = m;
@@ -161,90 +354,71 @@ static vg_code chief_step(vg_sync_replicas_optimizer *s, int64_t step, const vg_
             s->done[from] = true;
             vg_free(m);
             int64_t fin[HDR] = {MSG_FIN, step, 0, 0};
-            if (send_msg(from, TAG_UPD, fin, HDR, NULL, 0, st) != VG_OK) {
-                rc = st->code;
-                break;
-            }
+            if ((rc = send_msg(from, TAG_UPD, fin, HDR, NULL, 0, st)) != VG_OK) break;
             continue;
         }
-        if (h[1] < step) { /* the ConditionalAccumulator's stale gradient */
+        if (h[0] == MSG_GRAD && h[1] < step) { /* the ConditionalAccumulator's stale gradient */
             s->stale_dropped++;
             vg_logf(VG_LOG_INFO, "SyncReplicasOptimizer: dropped rank %d's stale gradient of step %lld (global step %lld)",
                     from, (long long)h[1], (long long)step);
             vg_free(m);
             continue;
         }
-        if (h[0] != MSG_GRAD || h[1] != step || h[3] != pb || bytes != HDR * 8 + pb || have[from]) {
+        if (h[0] != MSG_GRAD || h[1] != step || have[from] || bytes != HDR * 8 + h[3] ||
+            !unpack(gi, (const char *)m + HDR * 8, h[3], parts + (size_t)count * (size_t)n)) {
             rc = vg_status_set(st, VG_INTERNAL,
                                "SyncReplicasOptimizer (chief, global step %lld): rank %d sent a gradient of step "
-                               "%lld with %lld bytes (expected %lld): the ranks run different graphs?",
-                               (long long)step, from, (long long)h[1], (long long)h[3], (long long)pb);
+                               "%lld that does not fit this rank's (%lld bytes): do the ranks run different graphs?",
+                               (long long)step, from, (long long)h[1], (long long)bytes);
             vg_free(m);
             break;
         }
-        const char *p = (const char *)m + HDR * 8;
-        off = 0;
-        for (int i = 0; i < n; i++) {
-            int64_t e = vg_tensor_num_elements(g[i]);
-            add_into(acc + off, p, vg_tensor_dtype(g[i]), e);
-            p += e * (int64_t)vg_dtype_size(vg_tensor_dtype(g[i]));
-            off += e;
-        }
-        vg_free(m);
+        msgs[count++] = m;
         have[from] = true;
         s->last_ranks[s->nlast++] = from;
-        count++;
     }
-    vg_free(have);
-    if (rc != VG_OK) return rc;
-    for (int64_t i = 0; i < total_elems; i++) acc[i] /= s->replicas_to_aggregate;
-    return VG_OK;
-}
-
-/* Builds output tensors from acc (double) in the gradients' dtypes and shapes; when
- * bytes_out is non-NULL also packs them into *bytes_out (the update's payload). */
-static vg_code outputs_from(const double *acc, const vg_tensor *const *g, int n, vg_tensor **out, char *pack,
-                            vg_status *st) {
-    int64_t off = 0;
-    char *p = pack;
-    for (int i = 0; i < n; i++) {
-        vg_dtype dt = vg_tensor_dtype(g[i]);
-        int64_t e = vg_tensor_num_elements(g[i]);
-        out[i] = vg_tensor_new(dt, vg_tensor_dims(g[i]), vg_tensor_ndims(g[i]), st);
-        if (!out[i]) return st->code;
-        void *d = vg_tensor_data(out[i]);
-        if (dt == VG_FLOAT)
-            for (int64_t k = 0; k < e; k++) ((float *)d)[k] = (float)acc[off + k];
-        else
-            for (int64_t k = 0; k < e; k++) ((double *)d)[k] = acc[off + k];
-        size_t b = (size_t)e * vg_dtype_size(dt);
-        if (p) {
-            memcpy(p, d, b);
-            p += b;
+    if (rc == VG_OK) rc = average(gi, parts, R, out, st);
+    if (rc == VG_OK && s->size > 1) {
+        int64_t pb = pack_size(gi, (const vg_tensor *const *)out), hb = (HDR + (int64_t)s->nlast) * 8;
+        char *upd = vg_malloc((size_t)(hb + pb) + 1);
+        if (!upd) {
+            rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in SyncReplicas");
+        } else {
+            int64_t *hdr = (int64_t *)(void *)upd;
+            hdr[0] = MSG_UPD;
+            hdr[1] = step;
+            hdr[2] = s->nlast;
+            hdr[3] = pb;
+            for (int i = 0; i < s->nlast; i++) hdr[HDR + i] = s->last_ranks[i];
+            pack(gi, (const vg_tensor *const *)out, upd + hb);
+            for (int r = 1; r < s->size && rc == VG_OK; r++)
+                if (!s->done[r]) rc = vg_dist_send(upd, hb + pb, r, TAG_UPD, st);
+            vg_free(upd);
         }
-        off += e;
     }
-    return VG_OK;
+out:
+    for (int c = 0; msgs && c < R; c++) vg_free(msgs[c]);
+    vg_free(msgs);
+    vg_free(parts);
+    vg_free(have);
+    return rc;
 }
 
-/* A worker's step: its gradient to the chief (TF's worker pushes to the accumulators
+/* A worker's step: its gradients to the chief (TF's worker pushes to the accumulators
  * even when behind: the chief drops a stale one), then the next update (the token). */
-static vg_code worker_step(vg_sync_replicas_optimizer *s, int64_t step, const vg_tensor *const *g, int n,
-                           vg_tensor **out, vg_status *st) {
-    int64_t pb = grad_bytes(g, n);
+static vg_code worker_step(vg_sync_replicas_optimizer *s, int64_t step, const grads_in *gi, vg_tensor **out,
+                           vg_status *st) {
+    int64_t pb = pack_size(gi, gi->in);
+    char *buf = vg_malloc((size_t)(HDR * 8 + pb) + 1);
+    if (!buf) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in SyncReplicas");
+    int64_t hdr[HDR] = {MSG_GRAD, step, s->rank, pb};
+    memcpy(buf, hdr, sizeof hdr);
+    pack(gi, gi->in, buf + HDR * 8);
+    vg_code rc = vg_dist_send(buf, HDR * 8 + pb, 0, TAG_GRAD, st);
+    vg_free(buf);
+    if (rc != VG_OK) return rc;
     void *m = NULL;
     int64_t bytes = 0;
-    char *buf = vg_malloc((size_t)pb + 1), *p = buf;
-    if (!buf) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in SyncReplicas");
-    for (int i = 0; i < n; i++) {
-        size_t b = (size_t)vg_tensor_num_elements(g[i]) * vg_dtype_size(vg_tensor_dtype(g[i]));
-        memcpy(p, vg_tensor_data(g[i]), b);
-        p += b;
-    }
-    int64_t hdr[HDR] = {MSG_GRAD, step, s->rank, pb};
-    vg_code src = send_msg(0, TAG_GRAD, hdr, HDR, buf, pb, st);
-    vg_free(buf);
-    if (src != VG_OK) return src;
     if (vg_dist_recv(0, TAG_UPD, true, &m, &bytes, NULL, st) != VG_OK) {
         char why[200];
         snprintf(why, sizeof why, "%.190s", st->msg);
@@ -253,31 +427,23 @@ static vg_code worker_step(vg_sync_replicas_optimizer *s, int64_t step, const vg
                              s->rank, (long long)step, why);
     }
     const int64_t *h = m;
-    vg_code rc = VG_OK;
-    if (bytes < HDR * 8 || h[0] == MSG_FIN)
+    grad_part *parts = vg_calloc((size_t)(gi->n > 0 ? gi->n : 1), sizeof *parts);
+    if (!parts) rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in SyncReplicas");
+    else if (bytes < HDR * 8 || h[0] == MSG_FIN)
         rc = vg_status_set(st, VG_OUT_OF_RANGE, "SyncReplicasOptimizer (rank %d): the chief has finished training",
                            s->rank);
-    else if (h[1] != step || h[2] < 1 || h[2] > s->size || bytes != (HDR + h[2]) * 8 + pb)
+    else if (h[0] != MSG_UPD || h[1] != step || h[2] < 1 || h[2] > s->size || bytes != (HDR + h[2]) * 8 + h[3] ||
+             !unpack(gi, (const char *)m + (HDR + h[2]) * 8, h[3], parts))
         rc = vg_status_set(st, VG_INTERNAL,
-                           "SyncReplicasOptimizer (rank %d, global step %lld): the chief's update is of step %lld "
-                           "with %lld bytes (expected %lld): the ranks run different graphs?",
-                           s->rank, (long long)step, (long long)h[1], (long long)bytes,
-                           (long long)((HDR + h[2]) * 8 + pb));
+                           "SyncReplicasOptimizer (rank %d, global step %lld): the chief's update of step %lld (%lld "
+                           "bytes) does not fit this rank's gradients: do the ranks run different graphs?",
+                           s->rank, (long long)step, (long long)h[1], (long long)bytes);
     if (rc == VG_OK) {
         s->nlast = (int)h[2];
         for (int i = 0; i < s->nlast; i++) s->last_ranks[i] = (int)h[HDR + i];
-        const char *p = (const char *)m + (HDR + h[2]) * 8;
-        for (int i = 0; i < n && rc == VG_OK; i++) {
-            out[i] = vg_tensor_new(vg_tensor_dtype(g[i]), vg_tensor_dims(g[i]), vg_tensor_ndims(g[i]), st);
-            if (!out[i]) {
-                rc = st->code;
-                break;
-            }
-            size_t b = (size_t)vg_tensor_num_elements(g[i]) * vg_dtype_size(vg_tensor_dtype(g[i]));
-            memcpy(vg_tensor_data(out[i]), p, b);
-            p += b;
-        }
+        rc = outputs_from_packed(gi, parts, out, st);
     }
+    vg_free(parts);
     vg_free(m);
     return rc;
 }
@@ -285,74 +451,62 @@ static vg_code worker_step(vg_sync_replicas_optimizer *s, int64_t step, const vg
 static vg_code aggregate_kernel(vg_custom_kernel_ctx *ctx, void *user) {
     (void)user;
     vg_status *st = vg_custom_status(ctx);
+    const vg_op *op = vg_custom_kernel_op(ctx);
     int64_t h = -1;
-    vg_op_attr_int(vg_custom_kernel_op(ctx), "handle", &h);
+    const char *layout = NULL;
+    size_t nl = 0;
+    vg_op_attr_int(op, "handle", &h);
+    vg_op_attr_string(op, "layout", &layout, &nl);
     vg_sync_replicas_optimizer *s = lookup(h);
     if (!s) return vg_status_set(st, VG_FAILED_PRECONDITION, "SyncReplicasOptimizer: the optimizer was freed");
-    int n = vg_custom_num_inputs(ctx) - 1;
+    int nin = vg_custom_num_inputs(ctx) - 1;
     const vg_tensor *gs = vg_custom_input(ctx, 0);
     int64_t step = vg_tensor_dtype(gs) == VG_INT32 ? *(const int32_t *)vg_tensor_data(gs)
                                                    : *(const int64_t *)vg_tensor_data(gs);
-    const vg_tensor **g = vg_malloc((size_t)(n > 0 ? n : 1) * sizeof *g);
-    vg_tensor **out = vg_calloc((size_t)(n > 0 ? n : 1), sizeof *out);
-    int64_t elems = 0;
-    for (int i = 0; g && i < n; i++) {
-        g[i] = vg_custom_input(ctx, i + 1);
-        elems += vg_tensor_num_elements(g[i]);
-    }
-    double *acc = vg_calloc((size_t)(elems > 0 ? elems : 1), sizeof *acc);
-    char *pack = NULL;
+    const vg_tensor **in = vg_malloc((size_t)(nin > 0 ? nin : 1) * sizeof *in);
+    vg_tensor **out = vg_calloc((size_t)(nin > 0 ? nin : 1), sizeof *out);
     vg_code rc = VG_OK;
-    if (!g || !out || !acc) rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in SyncReplicas");
+    if (!in || !out) rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in SyncReplicas");
+    for (int i = 0; rc == VG_OK && i < nin; i++) in[i] = vg_custom_input(ctx, i + 1);
+    grads_in gi = {layout, (int)nl, in};
     pthread_mutex_lock(&s->mu);
     if (rc == VG_OK && s->finished)
         rc = vg_status_set(st, VG_FAILED_PRECONDITION, "SyncReplicasOptimizer (rank %d): finished", s->rank);
-    if (rc == VG_OK && s->rank == 0) {
-        rc = chief_step(s, step, g, n, acc, elems, st);
-        int64_t pb = grad_bytes(g, n), hb = (HDR + (int64_t)s->nlast) * 8;
-        if (rc == VG_OK && s->size > 1) {
-            pack = vg_malloc((size_t)(hb + pb) + 1);
-            if (!pack) rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in SyncReplicas");
-        }
-        if (rc == VG_OK) rc = outputs_from(acc, g, n, out, pack ? pack + hb : NULL, st);
-        if (rc == VG_OK && pack) {
-            int64_t *hdr = (int64_t *)(void *)pack;
-            hdr[0] = MSG_UPD;
-            hdr[1] = step;
-            hdr[2] = s->nlast;
-            hdr[3] = pb;
-            for (int i = 0; i < s->nlast; i++) hdr[HDR + i] = s->last_ranks[i];
-            for (int r = 1; r < s->size && rc == VG_OK; r++)
-                if (!s->done[r]) rc = vg_dist_send(pack, hb + pb, r, TAG_UPD, st);
-        }
-    } else if (rc == VG_OK) {
-        rc = worker_step(s, step, g, n, out, st);
-    }
+    if (rc == VG_OK) rc = s->rank == 0 ? chief_step(s, step, &gi, out, st) : worker_step(s, step, &gi, out, st);
     if (rc == VG_OK) {
         s->updates++;
         s->gradients_applied += s->nlast;
         s->last_step = step;
     }
     pthread_mutex_unlock(&s->mu);
-    for (int i = 0; i < n && out; i++) {
+    for (int i = 0; i < nin && out; i++) {
         if (rc == VG_OK) vg_custom_set_output(ctx, i, out[i]);
         else vg_tensor_free(out[i]);
     }
-    vg_free(pack);
-    vg_free(acc);
     vg_free(out);
-    vg_free((void *)g);
+    vg_free((void *)in);
     return rc;
 }
 
 static vg_code aggregate_shape(vg_op *op, vg_status *st, void *user) {
     (void)st;
     (void)user;
+    const char *layout = "";
+    size_t nl = 0;
+    vg_op_attr_string(op, "layout", &layout, &nl);
     int n = vg_op_num_inputs(op) - 1;
     vg_custom_shape_set_num_outputs(op, n);
-    for (int i = 0; i < n; i++) {
-        vg_output in = vg_op_input(op, i + 1);
-        vg_custom_shape_set_output(op, i, vg_output_dtype(in), vg_output_shape(in));
+    for (int i = 0, j = 0; i < (int)nl && j < n; i++) {
+        vg_output in = vg_op_input(op, j + 1);
+        vg_shape sh = vg_output_shape(in);
+        if (layout[i] == 's' && sh.ndims > 0) sh.dims[0] = -1; /* the merged rows */
+        vg_custom_shape_set_output(op, j, vg_output_dtype(in), sh);
+        if (layout[i] == 's' && j + 1 < n) {
+            vg_shape k = vg_shape_make((const int64_t[]){-1}, 1);
+            vg_custom_shape_set_output(op, j + 1, VG_INT64, k);
+            j++;
+        }
+        j++;
     }
     return VG_OK;
 }
@@ -462,6 +616,20 @@ int vg_sync_replicas_optimizer_replicas_to_aggregate(const vg_sync_replicas_opti
 
 bool vg_sync_replicas_optimizer_applied(const vg_sync_replicas_optimizer *s) { return s && s->applied; }
 
+/* The gradient is UnsortedSegmentSum(values [k, ...], indices [k], rows): vigil's graph
+ * form of TF's IndexedSlices (a Gather's gradient). */
+static bool indexed_slices(vg_output grad, vg_output *values, vg_output *indices, vg_output *rows) {
+    if (!grad.op || grad.index != 0 || strcmp(vg_op_type(grad.op), "UnsortedSegmentSum") != 0) return false;
+    vg_output v = vg_op_input(grad.op, 0), ix = vg_op_input(grad.op, 1);
+    vg_shape vs = vg_output_shape(v), is = vg_output_shape(ix);
+    vg_dtype it = vg_output_dtype(ix);
+    if (is.ndims != 1 || vs.ndims < 1 || (it != VG_INT32 && it != VG_INT64)) return false;
+    *values = v;
+    *indices = ix;
+    *rows = vg_op_input(grad.op, 2);
+    return true;
+}
+
 vg_op *vg_sync_replicas_optimizer_apply_gradients(vg_sync_replicas_optimizer *s, vg_graph *g, const vg_output *grads,
                                                   const vg_output *vars, int n, vg_output global_step,
                                                   const char *name) {
@@ -471,57 +639,91 @@ vg_op *vg_sync_replicas_optimizer_apply_gradients(vg_sync_replicas_optimizer *s,
         return NULL;
     }
     if (!global_step.op) {
-        /* TF: "Global step is required to check staleness" */
+        /* TF: ValueError("Global step is required to check staleness") */
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "SyncReplicasOptimizer.apply_gradients: Global step is required "
                                                    "to check staleness");
         return NULL;
     }
-    vg_output *ins = vg_malloc((size_t)(n + 1) * sizeof *ins);
+    vg_output *ins = vg_malloc((size_t)(2 * n + 1) * sizeof *ins), *rows = vg_malloc((size_t)n * sizeof *rows);
     int *idx = vg_malloc((size_t)n * sizeof *idx);
+    char *layout = vg_malloc((size_t)n + 1);
     vg_output *mg = vg_malloc((size_t)n * sizeof *mg), *mv = vg_malloc((size_t)n * sizeof *mv);
     vg_op *train = NULL;
-    if (!ins || !idx || !mg || !mv) {
+    if (!ins || !rows || !idx || !layout || !mg || !mv) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "out of memory in SyncReplicasOptimizer.apply_gradients");
         goto out;
     }
     vg_graph_push_scope(g, name ? name : "sync_replicas");
     ins[0] = vg_identity(g, global_step, "local_step"); /* TF's sync_rep_local_step */
-    int k = 0;
+    int k = 0, nin = 1;
     for (int i = 0; i < n; i++) {
         if (!grads[i].op) continue; /* TF skips (None, var) pairs */
-        vg_dtype dt = vg_output_dtype(grads[i]);
+        vg_output v, ix, r;
+        bool sparse = indexed_slices(grads[i], &v, &ix, &r);
+        vg_dtype dt = vg_output_dtype(sparse ? v : grads[i]);
         if (dt != VG_FLOAT && dt != VG_DOUBLE) {
-            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "SyncReplicasOptimizer: gradient %d is %s: float32 or float64 only",
-                               i, vg_dtype_name(dt));
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                               "SyncReplicasOptimizer: the gradient of '%s' is %s: float32 or float64 only",
+                               vars[i].op ? vg_op_name(vars[i].op) : "?", vg_dtype_name(dt));
             break;
         }
-        ins[1 + k] = grads[i];
+        if (sparse) {
+            ins[nin++] = v;
+            ins[nin++] = vg_output_dtype(ix) == VG_INT64 ? ix : vg_cast(g, ix, VG_INT64, "indices_int64");
+            rows[k] = r;
+        } else {
+            ins[nin++] = grads[i];
+        }
+        layout[k] = sparse ? 's' : 'd';
         idx[k++] = i;
     }
+    layout[k] = 0;
     vg_op *agg = NULL;
     if (vg_graph_status(g, NULL) == VG_OK && k == 0)
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "No gradients provided for any variable");
     if (vg_graph_status(g, NULL) == VG_OK) {
         vg_op_builder *b = vg_op_builder_new(g, "VigilSyncReplicasAggregate", "aggregate");
         if (b) {
-            vg_op_builder_add_inputs(b, ins, k + 1);
+            vg_op_builder_add_inputs(b, ins, nin);
             vg_op_builder_set_attr_int(b, "handle", s->handle);
             vg_op_builder_set_attr_int(b, "replicas_to_aggregate", s->replicas_to_aggregate);
+            vg_op_builder_set_attr_string(b, "layout", layout, (size_t)k);
             agg = vg_op_builder_finish(b);
         }
     }
+    /* a sparse mean is an IndexedSlices again: the optimizer's sparse apply */
+    for (int i = 0, j = 0; agg && i < k; i++) {
+        mv[i] = vars[idx[i]];
+        if (layout[i] == 'd') {
+            mg[i] = vg_out(agg, j++);
+            continue;
+        }
+        vg_op_builder *b = vg_op_builder_new(g, "UnsortedSegmentSum", "mean_slices");
+        if (!b) {
+            agg = NULL;
+            break;
+        }
+        vg_op_builder_add_input(b, vg_out(agg, j));
+        vg_op_builder_add_input(b, vg_out(agg, j + 1));
+        vg_op_builder_add_input(b, rows[i]);
+        vg_op *us = vg_op_builder_finish(b);
+        if (!us) {
+            agg = NULL;
+            break;
+        }
+        mg[i] = vg_out(us, 0);
+        j += 2;
+    }
     vg_graph_pop_scope(g);
     if (agg) {
-        for (int i = 0; i < k; i++) {
-            mg[i] = vg_out(agg, i);
-            mv[i] = vars[idx[i]];
-        }
         train = vg_optimizer_apply_gradients(s->opt, g, mg, mv, k, global_step, name ? name : "sync_replicas");
         if (train) s->applied = true;
     }
 out:
     vg_free(ins);
+    vg_free(rows);
     vg_free(idx);
+    vg_free(layout);
     vg_free(mg);
     vg_free(mv);
     return train;
@@ -575,8 +777,9 @@ vg_code vg_sync_replicas_optimizer_finish(vg_sync_replicas_optimizer *s, vg_stat
     if (!s) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_sync_replicas_optimizer_finish: NULL");
     pthread_mutex_lock(&s->mu);
     vg_code rc = VG_OK;
-    if (s->finished || s->size == 1) goto out;
+    if (s->finished) goto out;
     s->finished = true;
+    if (s->size == 1) goto out;
     if (s->rank != 0) {
         int64_t hdr[HDR] = {MSG_DONE, -1, s->rank, 0};
         if (send_msg(0, TAG_GRAD, hdr, HDR, NULL, 0, st) != VG_OK) {

@@ -270,6 +270,98 @@ static void stall_run(int stall) {
     _Exit(rc == VG_OK ? 0 : 3);
 }
 
+static double fetch1(vg_session *sess, vg_output x, int i) {
+    vg_status st;
+    vg_tensor *t = NULL;
+    double v = NAN;
+    CHECK_OK(vg_session_run1(sess, x, &t, &st), &st);
+    if (t && i < vg_tensor_num_elements(t))
+        v = vg_tensor_dtype(t) == VG_INT64 ? (double)((int64_t *)vg_tensor_data(t))[i] : ((float *)vg_tensor_data(t))[i];
+    vg_tensor_free(t);
+    return v;
+}
+
+/* TF's sync_replicas_optimizer_test.py (test2Workers, test3Workers1Backup): worker w's
+ * gradients are 0.1 + 0.2 w for v0 (0.0), 0.9 + 0.2 w for v1 (1.0) and an IndexedSlices
+ * [[0.1 + 0.2 w]] at row 1 for v_sparse ([[3], [4]]); GradientDescent(2.0). After an
+ * update made of workers S: v0 = 0 - mean_S(0.1 + 0.2 w) * 2.0, and so on. Added:
+ * v_rows ([N] zeros), where worker w's IndexedSlices holds row w only (value w + 1):
+ * TF's SparseConditionalAccumulator averages a row over the gradients that hold it,
+ * so row w moves by -(w + 1) * 2.0 when w is in S (divided by 1, not by R). */
+static void test_sync_replicas__tf_values(void) {
+    const int Ragg = env_int("VIGIL_TEST_SR_R", N);
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output gs = vg_get_or_create_global_step(g);
+    vg_variable v0 = vg_variable_new(g, "v0", vg_const_f32(g, 0.0f, "v0_init"), VG_VAR_TRAINABLE);
+    vg_variable v1 = vg_variable_new(g, "v1", vg_const_f32(g, 1.0f, "v1_init"), VG_VAR_TRAINABLE);
+    float sp[2] = {3.0f, 4.0f};
+    vg_variable vs = vg_variable_new(g, "v_sparse", vg_const_array(g, VG_FLOAT, (int64_t[]){2, 1}, 2, sp, "vs_init"),
+                                     VG_VAR_TRAINABLE);
+    float zeros[VG_SYNC_REPLICAS_MAX_RANKS] = {0};
+    vg_variable vr = vg_variable_new(g, "v_rows", vg_const_array(g, VG_FLOAT, (int64_t[]){N}, 1, zeros, "vr_init"),
+                                     VG_VAR_TRAINABLE);
+    float g0 = 0.1f + (float)RANK * 0.2f, g1 = 0.9f + (float)RANK * 0.2f, gsv = 0.1f + (float)RANK * 0.2f;
+    float gr = (float)RANK + 1.0f;
+    int32_t one = 1, me = RANK, two = 2, nrows = N;
+    vg_output slices[2];
+    for (int k = 0; k < 2; k++) {
+        vg_op_builder *b = vg_op_builder_new(g, "UnsortedSegmentSum", k ? "rows_grad" : "sparse_grad");
+        vg_op_builder_add_input(b, k ? vg_const_array(g, VG_FLOAT, (int64_t[]){1}, 1, &gr, "gr")
+                                     : vg_const_array(g, VG_FLOAT, (int64_t[]){1, 1}, 2, &gsv, "gsv"));
+        vg_op_builder_add_input(b, vg_const_array(g, VG_INT32, (int64_t[]){1}, 1, k ? &me : &one, "idx"));
+        vg_op_builder_add_input(b, vg_const_array(g, VG_INT32, NULL, 0, k ? &nrows : &two, "rows"));
+        slices[k] = vg_out(vg_op_builder_finish(b), 0);
+    }
+    vg_output grads[4] = {vg_const_f32(g, g0, "g0"), vg_const_f32(g, g1, "g1"), slices[0], slices[1]};
+    vg_output vars[4] = {v0.ref, v1.ref, vs.ref, vr.ref};
+    vg_optimizer *opt = vg_optimizer_new_sgd(2.0);
+    vg_sync_replicas_optimizer *sr = vg_sync_replicas_optimizer_new(opt, Ragg, N, &st);
+    CHECK(sr != NULL);
+    if (!sr) return;
+    vg_op *train = vg_sync_replicas_optimizer_apply_gradients(sr, g, grads, vars, 4, gs, NULL);
+    CHECK(train != NULL);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *sess = vg_session_new(g, NULL, &st);
+    vg_op *init = vg_global_variables_initializer(g);
+    CHECK_OK(vg_session_run_targets(sess, &init, 1, &st), &st);
+    CHECK_NEAR(fetch1(sess, gs, 0), 0, 0);
+    double e0 = 0, e1 = 1, es = 4, er[VG_SYNC_REPLICAS_MAX_RANKS] = {0};
+    for (int step = 1; step <= 2; step++) {
+        CHECK_OK(vg_session_run_targets(sess, &train, 1, &st), &st);
+        vg_sync_replicas_stats s;
+        CHECK_OK(vg_sync_replicas_optimizer_stats(sr, &s, &st), &st);
+        CHECK_EQ_INT(s.num_last_ranks, Ragg);
+        double m0 = 0, m1 = 0;
+        for (int i = 0; i < s.num_last_ranks; i++) {
+            int w = s.last_ranks[i];
+            m0 += 0.1 + 0.2 * w;
+            m1 += 0.9 + 0.2 * w;
+            er[w] -= (w + 1) * 2.0;
+        }
+        e0 -= m0 / Ragg * 2.0;
+        e1 -= m1 / Ragg * 2.0;
+        es -= m0 / Ragg * 2.0;
+        CHECK_NEAR(fetch1(sess, gs, 0), step, 0);
+        CHECK_NEAR(fetch1(sess, v0.read, 0), e0, 1e-5);
+        CHECK_NEAR(fetch1(sess, v1.read, 0), e1, 1e-5);
+        CHECK_NEAR(fetch1(sess, vs.read, 0), 3.0, 0);
+        CHECK_NEAR(fetch1(sess, vs.read, 1), es, 1e-5);
+        for (int w = 0; w < N; w++) CHECK_NEAR(fetch1(sess, vr.read, w), er[w], 1e-5);
+    }
+    if (N == 2 && Ragg == 2) { /* test2Workers' values */
+        CHECK_NEAR(e0, 0 - 2 * (0.1 + 0.3) / 2 * 2.0, 1e-9);
+        CHECK_NEAR(e1, 1 - 2 * (0.9 + 1.1) / 2 * 2.0, 1e-9);
+    }
+    CHECK_OK(vg_sync_replicas_optimizer_finish(sr, &st), &st);
+    CHECK_OK(vg_sync_replicas_optimizer_finish(sr, &st), &st); /* again: no-op */
+    CHECK_CODE(vg_session_run_targets(sess, &train, 1, &st), VG_FAILED_PRECONDITION);
+    vg_session_free(sess);
+    vg_sync_replicas_optimizer_free(sr);
+    vg_optimizer_free(opt);
+    vg_graph_free(g);
+}
+
 int main(void) {
     vg_status st;
     CHECK_OK(vg_dist_init(&st), &st);
@@ -279,6 +371,7 @@ int main(void) {
     if (stall >= 0 && N > 1) stall_run(stall);
     RUN_TEST(test_sync_replicas__arguments);
     RUN_TEST(test_sync_replicas__backup_workers);
+    RUN_TEST(test_sync_replicas__tf_values);
     CHECK_OK(vg_dist_finalize(&st), &st);
     TEST_MAIN_END();
 }
