@@ -281,7 +281,8 @@ VG_API vg_code vg_broadcast_global_variables_hook(int root_rank, struct vg_hook 
  * of every rank's gradients once). Joins the world; replicas_to_aggregate and
  * total_num_replicas (<= 0: = replicas_to_aggregate) must equal the world's size:
  * INVALID_ARGUMENT otherwise, naming the cause (a world of another size: start one rank
- * per replica; total > replicas_to_aggregate: backup replicas, not supported;
+ * per replica; total > replicas_to_aggregate: backup replicas, which
+ * vg_sync_replicas_optimizer_new below runs over point-to-point messages;
  * replicas_to_aggregate > total: several batches per replica and update, not
  * supported; replicas_to_aggregate <= 0). opt is borrowed.
  * NULL on failure. Free with vg_sync_replicas_free. */

@@ -116,9 +116,11 @@ static void test_sync_replicas__backup_workers(void) {
     vg_mts_options o = VG_MTS_OPTIONS_INIT;
     o.hooks = &hook;
     o.nhooks = 1;
-    o.is_chief = true;
+    o.is_chief = RANK == 0;
     o.log_step_count_steps = 0;
-    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+    /* TF1's MonitoredTrainingSession(master, is_chief): its check that every update went
+     * through a collective accepts the aggregate op */
+    vg_monitored_session *ms = vg_distributed_training_session_new(g, "mpi://worker/0", &o, &st);
     CHECK(ms != NULL);
     if (!ms) return;
     float wv[2] = {0, 0}, before[2];
