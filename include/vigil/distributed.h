@@ -340,6 +340,15 @@ VG_API bool vg_sync_replicas_optimizer_applied(const vg_sync_replicas_optimizer 
 VG_API vg_op *vg_sync_replicas_optimizer_apply_gradients(vg_sync_replicas_optimizer *s, vg_graph *g,
                                                          const vg_output *grads, const vg_output *vars, int n,
                                                          vg_output global_step, const char *name);
+/* TF's variable_averages / variables_to_average: after each update, ema.apply(vars)
+ * (vars NULL, n 0: the trainable variables), as TF's chief runs it after the update;
+ * here every rank runs it, so the shadows stay identical. The train op is then the
+ * EMA's NoOp, run after the update. Call before apply_gradients / minimize
+ * (FAILED_PRECONDITION after); ema is borrowed (vigil/train_lib.h, vg_ema_new), vars
+ * copied. INVALID_ARGUMENT for NULL s or ema, n < 0, NULL vars with n > 0. */
+typedef struct vg_ema vg_ema; /* vigil/train_lib.h */
+VG_API vg_code vg_sync_replicas_optimizer_set_variable_averages(vg_sync_replicas_optimizer *s, vg_ema *ema,
+                                                                const vg_output *vars, int n, vg_status *st);
 /* minimize over the trainable variables: this rank's gradients (vg_gradients, never
  * averaged by a collective) and apply_gradients. NULL with the graph's error. */
 VG_API vg_op *vg_sync_replicas_optimizer_minimize(vg_sync_replicas_optimizer *s, vg_graph *g, vg_output loss,

@@ -37,6 +37,7 @@
 #include "vigil/gradients.h"
 #include "vigil/ops.h"
 #include "vigil/optimizer.h"
+#include "vigil/train_lib.h"
 #include "vigil/variables.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -59,6 +60,9 @@ struct vg_sync_replicas_optimizer {
     int *last_ranks;          /* its contributors */
     int nlast;
     pthread_mutex_t mu;       /* one step at a time */
+    vg_ema *ema;              /* variable_averages (borrowed) */
+    vg_output *ema_vars;      /* variables_to_average (owned copy; NULL: trainable) */
+    int ema_n;
 };
 
 /* ---- the handle table (an op's attr names its optimizer) ------------------------------ */
@@ -321,10 +325,14 @@ static vg_code chief_step(vg_sync_replicas_optimizer *s, int64_t step, const gra
     s->nlast = 0;
     s->last_ranks[s->nlast++] = 0;
     int count = 1;
-    while (count < R) {
+    /* until R gradients of this step are in; then, without waiting, the messages that
+     * already arrived (surplus gradients of this step would be stale at the next one:
+     * dropped now, so that nothing piles up when R is small) */
+    for (;;) {
+        bool wait = count < R;
         int live = 1;
         for (int r = 1; r < s->size; r++) live += !s->done[r];
-        if (live < R) {
+        if (wait && live < R) {
             rc = vg_status_set(st, VG_FAILED_PRECONDITION,
                                "SyncReplicasOptimizer (chief, global step %lld): only %d rank(s) still train but "
                                "replicas_to_aggregate=%d gradients are needed per step",
@@ -334,7 +342,8 @@ static vg_code chief_step(vg_sync_replicas_optimizer *s, int64_t step, const gra
         void *m = NULL;
         int64_t bytes = 0;
         int from = -1;
-        if (vg_dist_recv(VG_DIST_ANY_SOURCE, TAG_GRAD, true, &m, &bytes, &from, st) != VG_OK) {
+        if (s->size == 1) break;
+        if (vg_dist_recv(VG_DIST_ANY_SOURCE, TAG_GRAD, wait, &m, &bytes, &from, st) != VG_OK) {
             char missing[160], why[200];
             fmt_ranks(missing, sizeof missing, s, have);
             snprintf(why, sizeof why, "%.190s", st->msg);
@@ -344,6 +353,7 @@ static vg_code chief_step(vg_sync_replicas_optimizer *s, int64_t step, const gra
                                (long long)step, count, R, missing, why);
             break;
         }
+        if (!m) break; /* nothing more arrived */
         const int64_t *h = m;
         if (bytes < HDR * 8 || from <= 0 || from >= s->size) {
             vg_free(m);
@@ -357,9 +367,11 @@ static vg_code chief_step(vg_sync_replicas_optimizer *s, int64_t step, const gra
             if ((rc = send_msg(from, TAG_UPD, fin, HDR, NULL, 0, st)) != VG_OK) break;
             continue;
         }
-        if (h[0] == MSG_GRAD && h[1] < step) { /* the ConditionalAccumulator's stale gradient */
+        if (h[0] == MSG_GRAD && (h[1] < step || (h[1] == step && !wait && !have[from]))) {
+            /* the ConditionalAccumulator's stale gradient (or a surplus one of this step,
+             * stale once this update is applied) */
             s->stale_dropped++;
-            vg_logf(VG_LOG_INFO, "SyncReplicasOptimizer: dropped rank %d's stale gradient of step %lld (global step %lld)",
+            vg_logf(VG_LOG_DEBUG, "SyncReplicasOptimizer: dropped rank %d's stale gradient of step %lld (global step %lld)",
                     from, (long long)h[1], (long long)step);
             vg_free(m);
             continue;
@@ -603,7 +615,29 @@ void vg_sync_replicas_optimizer_free(vg_sync_replicas_optimizer *s) {
     pthread_mutex_destroy(&s->mu);
     vg_free(s->done);
     vg_free(s->last_ranks);
+    vg_free(s->ema_vars);
     vg_free(s);
+}
+
+vg_code vg_sync_replicas_optimizer_set_variable_averages(vg_sync_replicas_optimizer *s, vg_ema *ema,
+                                                         const vg_output *vars, int n, vg_status *st) {
+    if (!s || !ema || n < 0 || (n > 0 && !vars))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "set_variable_averages: NULL optimizer or EMA, or bad list");
+    if (s->applied)
+        return vg_status_set(st, VG_FAILED_PRECONDITION,
+                             "set_variable_averages: apply_gradients was already called (TF takes variable_averages "
+                             "in the constructor)");
+    vg_output *copy = NULL;
+    if (n > 0) {
+        copy = vg_malloc((size_t)n * sizeof *copy);
+        if (!copy) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in set_variable_averages");
+        memcpy(copy, vars, (size_t)n * sizeof *copy);
+    }
+    vg_free(s->ema_vars);
+    s->ema = ema;
+    s->ema_vars = copy;
+    s->ema_n = n;
+    return VG_OK;
 }
 
 int vg_sync_replicas_optimizer_total_num_replicas(const vg_sync_replicas_optimizer *s) {
@@ -717,6 +751,11 @@ vg_op *vg_sync_replicas_optimizer_apply_gradients(vg_sync_replicas_optimizer *s,
     vg_graph_pop_scope(g);
     if (agg) {
         train = vg_optimizer_apply_gradients(s->opt, g, mg, mv, k, global_step, name ? name : "sync_replicas");
+        if (train && s->ema) { /* TF's chief: variable_averages.apply after each update */
+            vg_graph_push_control_deps(g, &train, 1);
+            train = vg_ema_apply(s->ema, s->ema_vars, s->ema_n);
+            vg_graph_pop_control_deps(g);
+        }
         if (train) s->applied = true;
     }
 out:

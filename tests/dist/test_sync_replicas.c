@@ -20,7 +20,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static int RANK, N;
 
@@ -109,9 +113,16 @@ static void test_sync_replicas__backup_workers(void) {
     hook.destroy(hook.payload);
     CHECK_CODE(vg_sync_replicas_optimizer_make_session_run_hook(sr, RANK != 0, -1, &hook, &st), VG_INVALID_ARGUMENT);
 
+    /* variable_averages: an EMA (decay 0.5) of w after every update */
+    vg_ema *ema = vg_ema_new(g, 0.5, (vg_output){NULL, 0}, false, NULL);
+    CHECK_OK(vg_sync_replicas_optimizer_set_variable_averages(sr, ema, &w.ref, 1, &st), &st);
     vg_op *train = vg_sync_replicas_optimizer_minimize(sr, g, loss, gs, NULL);
     CHECK(train != NULL);
     CHECK_OK(vg_graph_status(g, &st), &st);
+    CHECK_CODE(vg_sync_replicas_optimizer_set_variable_averages(sr, ema, &w.ref, 1, &st), VG_FAILED_PRECONDITION);
+    vg_output shadow = vg_ema_average(ema, w.ref);
+    CHECK(shadow.op != NULL);
+    double want_shadow[2] = {0, 0};
     CHECK_OK(vg_sync_replicas_optimizer_make_session_run_hook(sr, RANK == 0, -1, &hook, &st), &st);
     vg_mts_options o = VG_MTS_OPTIONS_INIT;
     o.hooks = &hook;
@@ -161,6 +172,16 @@ static void test_sync_replicas__backup_workers(void) {
         CHECK_NEAR(before[0] - wv[0], (double)mask / Ragg, 0);
         CHECK_NEAR(before[1] - wv[1], (double)(prev + 1), 0);
         if (fabs((before[1] - wv[1]) - (double)(prev + 1)) > 0) failures++;
+        for (int i = 0; i < 2; i++) want_shadow[i] = 0.5 * want_shadow[i] + 0.5 * wv[i];
+    }
+    {
+        vg_tensor *t = NULL;
+        vg_run_args a = VG_RUN_ARGS_INIT;
+        a.fetches = &shadow;
+        a.nfetches = 1;
+        CHECK_OK(vg_monitored_session_run(ms, &a, &t, NULL, &st), &st);
+        for (int i = 0; t && i < 2; i++) CHECK_NEAR(((float *)vg_tensor_data(t))[i], want_shadow[i], 1e-4);
+        vg_tensor_free(t);
     }
     CHECK_EQ_INT(step, K);
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st); /* the hook's end: the finish protocol */
@@ -185,6 +206,7 @@ static void test_sync_replicas__backup_workers(void) {
     CHECK_NEAR(wv[1], -(double)K * (K + 1) / 2, 0);
     vg_monitored_session_free(ms);
     vg_sync_replicas_optimizer_free(sr);
+    vg_ema_free(ema);
     vg_optimizer_free(opt);
     vg_graph_free(g);
 }
@@ -364,7 +386,96 @@ static void test_sync_replicas__tf_values(void) {
     vg_graph_free(g);
 }
 
-int main(void) {
+/* --die (under mpiexec -np 2, R = 2): rank 1 SIGKILLs itself at global step 3 while the
+ * chief waits for its gradient; the chief prints what its wait returned (within the
+ * 1 s collective timeout: DEADLINE_EXCEEDED naming rank 1), unless mpirun killed it
+ * first. */
+static int die_child(void) {
+    vg_status st;
+    if (vg_dist_init(&st) != VG_OK || vg_dist_size() != 2) return 2;
+    RANK = vg_dist_rank();
+    N = 2;
+    vg_dist_set_collective_timeout_ms(1000, &st);
+    vg_graph *g = vg_graph_new();
+    vg_output loss, gs;
+    vg_variable w;
+    build(g, false, &loss, &w, &gs);
+    vg_optimizer *opt = vg_optimizer_new_sgd(1.0);
+    vg_sync_replicas_optimizer *sr = vg_sync_replicas_optimizer_new(opt, 2, 2, &st);
+    vg_op *train = sr ? vg_sync_replicas_optimizer_minimize(sr, g, loss, gs, NULL) : NULL;
+    vg_session *sess = train ? vg_session_new(g, NULL, &st) : NULL;
+    vg_op *init = vg_global_variables_initializer(g);
+    if (!sess || vg_session_run_targets(sess, &init, 1, &st) != VG_OK) return 4;
+    vg_code rc = VG_OK;
+    for (int i = 0; i < 8 && rc == VG_OK; i++) {
+        if (RANK == 1 && i == 3) raise(SIGKILL);
+        rc = vg_session_run_targets(sess, &train, 1, &st);
+    }
+    printf("killed-peer: rank %d code %d: %s\n", RANK, (int)rc, rc ? st.msg : "");
+    fflush(stdout);
+    _exit(3);
+}
+
+/* A worker killed mid-training: the job ends (mpiexec non-zero) well within bounds,
+ * never a hang; when the chief gets to report, its status names the dead rank. The
+ * plain (1-rank) run starts mpiexec -np 2 on itself. */
+static void test_sync_replicas__killed_rank_ends_job(void) {
+    if (N != 1 || !vg_dist_mpi_built() || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE")) return;
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return;
+    self[len] = 0;
+    char out[] = "/tmp/vg_sync_replicas_die_XXXXXX";
+    int fd = mkstemp(out);
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    double t0 = tu_now_s();
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        dup2(fd, 1);
+        int fe = open("/dev/null", O_WRONLY);
+        dup2(fe, 2);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+        setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+        setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
+        execlp("mpiexec", "mpiexec", "-np", "2", self, "--die", (char *)NULL);
+        _exit(127);
+    }
+    close(fd);
+    int status = 0, rc = -1;
+    while (tu_now_s() - t0 < 60) {
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            break;
+        }
+        usleep(10000);
+    }
+    double took = tu_now_s() - t0;
+    if (rc < 0) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    char buf[1024] = "";
+    FILE *f = fopen(out, "r");
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = 0;
+        fclose(f);
+    }
+    unlink(out);
+    if (rc == 127) return; /* no mpiexec on the PATH */
+    fprintf(stderr, "killed worker: mpiexec status %d after %.2f s; %s\n", rc, took, buf[0] ? buf : "(killed by mpirun first)\n");
+    CHECK(rc > 0);
+    CHECK(took < 30.0); /* mpiexec's start and a 1 s timeout; a hang would reach 60 s */
+    if (strstr(buf, "killed-peer: rank 0 code")) {
+        CHECK(strstr(buf, "rank(s) 1") || strstr(buf, "a peer rank is gone"));
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--die") == 0) return die_child();
     vg_status st;
     CHECK_OK(vg_dist_init(&st), &st);
     RANK = vg_dist_rank();
@@ -374,6 +485,7 @@ int main(void) {
     RUN_TEST(test_sync_replicas__arguments);
     RUN_TEST(test_sync_replicas__backup_workers);
     RUN_TEST(test_sync_replicas__tf_values);
+    RUN_TEST(test_sync_replicas__killed_rank_ends_job);
     CHECK_OK(vg_dist_finalize(&st), &st);
     TEST_MAIN_END();
 }
