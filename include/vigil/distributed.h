@@ -350,11 +350,19 @@ typedef struct vg_ema vg_ema; /* vigil/train_lib.h */
 VG_API vg_code vg_sync_replicas_optimizer_set_variable_averages(vg_sync_replicas_optimizer *s, vg_ema *ema,
                                                                 const vg_output *vars, int n, vg_status *st);
 /* minimize over the trainable variables: this rank's gradients (vg_gradients, never
- * averaged by a collective) and apply_gradients. NULL with the graph's error. */
+ * averaged by a collective) and apply_gradients. NULL with the graph's error recorded
+ * (INVALID_ARGUMENT "No variables to optimize.", vg_gradients' and apply_gradients'
+ * errors). At run time the train op fails with DEADLINE_EXCEEDED / UNAVAILABLE as
+ * above, FAILED_PRECONDITION (fewer than R ranks still train; after _finish or _free),
+ * OUT_OF_RANGE (a worker whose chief has finished), INTERNAL (ranks whose gradients do
+ * not match: different graphs). A waiting step is not cancelled by closing the session:
+ * the collective timeout bounds it. */
 VG_API vg_op *vg_sync_replicas_optimizer_minimize(vg_sync_replicas_optimizer *s, vg_graph *g, vg_output loss,
                                                   vg_output global_step, const char *name);
-/* What this rank has seen: updates applied, gradients in them, stale gradients the
- * chief dropped (0 on workers), and the last update's step and contributing ranks. */
+/* What this rank has seen: updates applied, gradients in them, gradients the chief
+ * dropped (stale, or surplus once R were in; 0 on workers), and the last update's step
+ * and contributing ranks (the first VG_SYNC_REPLICAS_MAX_RANKS). Fills *out;
+ * INVALID_ARGUMENT for NULL. */
 #define VG_SYNC_REPLICAS_MAX_RANKS 64
 typedef struct vg_sync_replicas_stats {
     int64_t updates, gradients_applied, stale_dropped;
