@@ -170,7 +170,7 @@ const char *vg_replica_device_setter(const vg_cluster_spec *cs, const char *work
 
 /* Ops whose output is the same on every rank (an average, a gather, a broadcast). */
 static bool collective_type(const char *t) {
-    static const char *const types[] = {"VigilFusedAllreduce", "CollectiveReduce",    "CollectiveGather",
+    static const char *const types[] = {"VigilFusedAllreduce", "CollectiveReduce",    "CollectiveGather", "VigilSyncReplicasAggregate",
                                         "HorovodBroadcast",    "CollectiveBcastSend", "CollectiveBcastRecv"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (strcmp(t, types[i]) == 0) return true;
