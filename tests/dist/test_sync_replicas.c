@@ -78,7 +78,7 @@ static void read_state(vg_monitored_session *ms, vg_variable *w, vg_output gs, f
     vg_status st;
     vg_output f[2] = {w->read, gs};
     vg_tensor *t[2] = {NULL, NULL};
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.fetches = f;
     a.nfetches = 2;
     CHECK_OK(vg_monitored_session_run(ms, &a, t, NULL, &st), &st);
@@ -124,11 +124,7 @@ static void test_sync_replicas__backup_workers(void) {
     CHECK(shadow.op != NULL);
     double want_shadow[2] = {0, 0};
     CHECK_OK(vg_sync_replicas_optimizer_make_session_run_hook(sr, RANK == 0, -1, &hook, &st), &st);
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
-    o.hooks = &hook;
-    o.nhooks = 1;
-    o.is_chief = RANK == 0;
-    o.log_step_count_steps = 0;
+    vg_mts_options o = {.hooks = &hook, .nhooks = 1, .not_chief = RANK != 0, .no_step_counter = true};
     /* TF1's MonitoredTrainingSession(master, is_chief): its check that every update went
      * through a collective accepts the aggregate op */
     vg_monitored_session *ms = vg_distributed_training_session_new(g, "mpi://worker/0", &o, &st);
@@ -142,7 +138,7 @@ static void test_sync_replicas__backup_workers(void) {
     while (step < K && failures == 0) {
         memcpy(before, wv, sizeof before);
         prev = step;
-        vg_run_args a = VG_RUN_ARGS_INIT;
+        vg_run_args a = {0};
         a.targets = &train;
         a.ntargets = 1;
         if (vg_monitored_session_run(ms, &a, NULL, NULL, &st) != VG_OK) {
@@ -176,7 +172,7 @@ static void test_sync_replicas__backup_workers(void) {
     }
     {
         vg_tensor *t = NULL;
-        vg_run_args a = VG_RUN_ARGS_INIT;
+        vg_run_args a = {0};
         a.fetches = &shadow;
         a.nfetches = 1;
         CHECK_OK(vg_monitored_session_run(ms, &a, &t, NULL, &st), &st);
