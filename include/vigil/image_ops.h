@@ -104,6 +104,16 @@ VG_API vg_op *vg_sample_distorted_bounding_box_v2(vg_graph *g, vg_output image_s
                                                   vg_output min_object_covered,
                                                   const vg_sample_distorted_bbox_options *opts, const char *name);
 
+/* DrawBoundingBoxes(images float [batch, h, w, depth] (depth 1, 3 or 4), boxes float
+ * [batch, n, 4] (ymin, xmin, ymax, xmax, relative)) -> images with each box's one-pixel
+ * outline at rows / columns floor(coord * (size - 1)), clipped to the image, in colour
+ * k % 10 of TF 1.15's table (yellow, blue, red, lime, purple, olive, maroon, navy,
+ * aqua, fuchsia; grey images: white). Inverted boxes and boxes outside the image are
+ * skipped with a WARNING log, as TF. Not differentiable. Build-time INVALID_ARGUMENT for
+ * non-float inputs, ranks other than 4 / 3 and a depth other than 1, 3, 4; run-time
+ * INVALID_ARGUMENT "The batch sizes should be the same". */
+VG_API vg_output vg_draw_bounding_boxes(vg_graph *g, vg_output images, vg_output boxes, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,8 @@
  *   AdjustContrastv2(images, contrast_factor)   (x - mean_hw) * f + mean_hw
  *   AdjustSaturation(images, scale), AdjustHue(images, delta)  through HSV
  *   RGBToHSV(images), HSVToRGB(images)
+ *   SampleDistortedBoundingBoxV2(image_size, bounding_boxes, min_object_covered) (stateful)
+ *   DrawBoundingBoxes(images, boxes)
  *
  * Interpolation as TF: scale = in/out, or (in-1)/(out-1) with align_corners; source
  * coordinate y*scale (legacy) or (y+0.5)*scale-0.5 (half_pixel_centers; nearest
@@ -726,6 +728,90 @@ static vg_code kernel_sdbb(vg__kctx *ctx) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* DrawBoundingBoxes (TF 1.15's draw_bounding_box_op.cc): float images [b, h, w, d], d in
+ * {1, 3, 4}, boxes float [b, n, 4]; box k is drawn as a one-pixel outline in colour
+ * k % 10 of TF's table (yellow, blue, red, lime, purple, olive, maroon, navy, aqua,
+ * fuchsia; the first channel set to 1 for grey images: white). */
+
+static vg_code shape_draw_bboxes(vg_op *op, vg_status *st) {
+    if (vg__op_input_dtype(op, 0) != VG_FLOAT || vg__op_input_dtype(op, 1) != VG_FLOAT)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "DrawBoundingBoxes: images and boxes must be float (T = float)");
+    vg_shape im = vg__op_input_shape(op, 0), bx = vg__op_input_shape(op, 1);
+    if (im.ndims >= 0 && im.ndims != 4)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 4 but is rank %d for images", im.ndims);
+    if (bx.ndims >= 0 && bx.ndims != 3)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 3 but is rank %d for boxes", bx.ndims);
+    if (im.ndims == 4 && im.dims[3] >= 0 && im.dims[3] != 1 && im.dims[3] != 3 && im.dims[3] != 4)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
+    vg__op_set_default_attr_type(op, "T", VG_FLOAT);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_FLOAT, im);
+    return VG_OK;
+}
+
+static vg_code kernel_draw_bboxes(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *images = vg__kctx_input(ctx, 0), *boxes = vg__kctx_input(ctx, 1);
+    if (vg_tensor_ndims(images) != 4) return vg_status_set(st, VG_INVALID_ARGUMENT, "The rank of the images should be 4");
+    if (vg_tensor_ndims(boxes) != 3)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "The rank of the boxes tensor should be 3");
+    if (vg_tensor_dim(images, 0) != vg_tensor_dim(boxes, 0))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "The batch sizes should be the same");
+    const int64_t batch = vg_tensor_dim(images, 0), height = vg_tensor_dim(images, 1), width = vg_tensor_dim(images, 2),
+                  depth = vg_tensor_dim(images, 3);
+    if (depth != 4 && depth != 1 && depth != 3)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
+    if (vg_tensor_dim(boxes, 2) < 4 && vg_tensor_dim(boxes, 1) > 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "boxes must have 4 coordinates in the last dimension");
+    float table[10][4] = {{1, 1, 0, 1},   {0, 0, 1, 1},   {1, 0, 0, 1},   {0, 1, 0, 1}, {0.5f, 0, 0.5f, 1},
+                          {0.5f, 0.5f, 0, 1}, {0.5f, 0, 0, 1}, {0, 0, 0.5f, 1}, {0, 1, 1, 1}, {1, 0, 1, 1}};
+    if (depth == 1)
+        for (int i = 0; i < 10; i++) table[i][0] = 1;
+    int64_t dims[4] = {batch, height, width, depth};
+    vg_tensor *o;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, VG_FLOAT, dims, 4, &o);
+    if (c != VG_OK) return c;
+    float *canvas = vg_tensor_data(o);
+    memcpy(canvas, vg_tensor_data(images), sizeof(float) * (size_t)vg_tensor_num_elements(images));
+    const int64_t nb = vg_tensor_dim(boxes, 1), bl = vg_tensor_dim(boxes, 2);
+    const float *bd = vg_tensor_data(boxes);
+#define PIX(b, i, j, ch) canvas[(((b) * height + (i)) * width + (j)) * depth + (ch)]
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t k = 0; k < nb; k++) {
+            const float *box = bd + (b * nb + k) * bl, *color = table[k % 10];
+            const int64_t min_row = (int64_t)(box[0] * (float)(height - 1)), max_row = (int64_t)(box[2] * (float)(height - 1));
+            const int64_t min_col = (int64_t)(box[1] * (float)(width - 1)), max_col = (int64_t)(box[3] * (float)(width - 1));
+            const int64_t min_row_c = min_row > 0 ? min_row : 0, max_row_c = max_row < height - 1 ? max_row : height - 1;
+            const int64_t min_col_c = min_col > 0 ? min_col : 0, max_col_c = max_col < width - 1 ? max_col : width - 1;
+            if (min_row > max_row || min_col > max_col) {
+                vg_logf(VG_LOG_WARN, "Bounding box (%lld,%lld,%lld,%lld) is inverted and will not be drawn.",
+                        (long long)min_row, (long long)min_col, (long long)max_row, (long long)max_col);
+                continue;
+            }
+            if (min_row >= height || max_row < 0 || min_col >= width || max_col < 0) {
+                vg_logf(VG_LOG_WARN,
+                        "Bounding box (%lld,%lld,%lld,%lld) is completely outside the image and will not be drawn.",
+                        (long long)min_row, (long long)min_col, (long long)max_row, (long long)max_col);
+                continue;
+            }
+            if (min_row >= 0)
+                for (int64_t j = min_col_c; j <= max_col_c; j++)
+                    for (int64_t ch = 0; ch < depth; ch++) PIX(b, min_row, j, ch) = color[ch];
+            if (max_row < height)
+                for (int64_t j = min_col_c; j <= max_col_c; j++)
+                    for (int64_t ch = 0; ch < depth; ch++) PIX(b, max_row, j, ch) = color[ch];
+            if (min_col >= 0)
+                for (int64_t i = min_row_c; i <= max_row_c; i++)
+                    for (int64_t ch = 0; ch < depth; ch++) PIX(b, i, min_col, ch) = color[ch];
+            if (max_col < width)
+                for (int64_t i = min_row_c; i <= max_row_c; i++)
+                    for (int64_t ch = 0; ch < depth; ch++) PIX(b, i, max_col, ch) = color[ch];
+        }
+#undef PIX
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
 /* builders */
 
 static vg_output resize_op(vg_graph *g, const char *type, vg_output images, vg_output size, bool align, bool hpc,
@@ -812,6 +898,15 @@ vg_op *vg_sample_distorted_bounding_box_v2(vg_graph *g, vg_output image_size, vg
     return vg_op_builder_finish(b);
 }
 
+vg_output vg_draw_bounding_boxes(vg_graph *g, vg_output images, vg_output boxes, const char *name) {
+    if (!g || !images.op || !boxes.op) return vg_out(NULL, 0);
+    vg_op_builder *b = vg_op_builder_new(g, "DrawBoundingBoxes", name ? name : "DrawBoundingBoxes");
+    if (!b) return vg_out(NULL, 0);
+    vg_op_builder_add_input(b, images);
+    vg_op_builder_add_input(b, boxes);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
 const vg__op_def vg__ops_image[] = {
     {"ResizeBilinear", 2, 2, 0, 0, shape_resize_bilinear, kernel_resize_bilinear, grad_resize_bilinear},
     {"ResizeBilinearGrad", 2, 2, VG__OP_NOT_DIFFERENTIABLE, 0, shape_resize_bilinear_grad, kernel_resize_bilinear_grad, NULL},
@@ -822,6 +917,7 @@ const vg__op_def vg__ops_image[] = {
     {"AdjustHue", 2, 2, VG__OP_NOT_DIFFERENTIABLE, 0, shape_color, kernel_adjust_hue, NULL},
     {"RGBToHSV", 1, 1, VG__OP_NOT_DIFFERENTIABLE, 0, shape_color, kernel_rgb_to_hsv, NULL},
     {"HSVToRGB", 1, 1, VG__OP_NOT_DIFFERENTIABLE, 0, shape_color, kernel_hsv_to_rgb, NULL},
+    {"DrawBoundingBoxes", 2, 2, VG__OP_NOT_DIFFERENTIABLE, 0, shape_draw_bboxes, kernel_draw_bboxes, NULL},
     {"SampleDistortedBoundingBoxV2", 3, 3, VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE, 0, shape_sdbb, kernel_sdbb, NULL},
     {0},
 };

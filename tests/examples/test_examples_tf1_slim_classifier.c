@@ -324,6 +324,17 @@ static void test_train_and_warm_start(void) {
     char ev[1200];
     snprintf(ev, sizeof ev, "ls %s/events.out.tfevents.* >/dev/null 2>&1", dir1);
     CHECK_EQ_INT(system(ev), 0);
+    /* the script's summaries: inception_preprocessing's images (draw_bounding_boxes), the
+     * learning rate, the losses, activations, the queues */
+    static const char *tags[] = {"image_with_bounding_boxes/image/0", "images_with_distorted_bounding_box/image/0",
+                                 "final_distorted_image/image/0", "learning_rate", "total_loss", "Losses/clone_loss",
+                                 "sparsity/Conv2d_13_pointwise", "activations/Logits",
+                                 "parallel_read/fraction_of_320_full", "prefetch_queue/fraction_of_2_full"};
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
+        snprintf(ev, sizeof ev, "grep -a -q '%s' %s/events.out.tfevents.*", tags[i], dir1);
+        if (system(ev) != 0) fprintf(stderr, "no summary %s\n", tags[i]);
+        CHECK_EQ_INT(system(ev), 0);
+    }
 
     /* warm start: 4 classes, new logits, the rest restored; only the logits train */
     snprintf(cmd, sizeof cmd,

@@ -8,7 +8,10 @@
  * testSampleDistortedBoundingBoxShape-style outputs (shapes, bboxes = the crop
  * normalised), the min_object_covered tensor input (V2), no boxes with and without
  * use_image_if_no_bounding_boxes, the whole-image fallback when no attempt fits,
- * determinism under seeds, and the kernel's errors. */
+ * determinism under seeds, and the kernel's errors. Also DrawBoundingBoxes
+ * (tf.image.draw_bounding_boxes), after DrawBoundingBoxTest: the border of a whole-image
+ * box in the first colour, the colour cycling over TF's table of 10 (RGB, RGBA, grey),
+ * a partial box, a box partly outside the image, an inverted box (not drawn), errors. */
 #include "op_test_util.h"
 
 #define H 40
@@ -301,6 +304,93 @@ static void test_errors(void) {
     vg_graph_free(g);
 }
 
+/* ---- DrawBoundingBoxes ---- */
+static const float TABLE[10][4] = {{1, 1, 0, 1},      {0, 0, 1, 1},      {1, 0, 0, 1},   {0, 1, 0, 1},
+                                   {0.5f, 0, 0.5f, 1}, {0.5f, 0.5f, 0, 1}, {0.5f, 0, 0, 1}, {0, 0, 0.5f, 1},
+                                   {0, 1, 1, 1},      {1, 0, 1, 1}};
+
+/* draws boxes [1, n, 4] on a zero image [1, h, w, d]; the result (caller frees) */
+static vg_tensor *draw(int h, int w, int d, const float *boxes, int n) {
+    vg_graph *g = vg_graph_new();
+    vg_output im = cst(g, VG_FLOAT, (int64_t[]){1, h, w, d}, 4, NULL);
+    double bx[64];
+    for (int i = 0; i < 4 * n; i++) bx[i] = boxes[i];
+    vg_output b = cst(g, VG_FLOAT, (int64_t[]){1, n, 4}, 3, bx);
+    /* cst(NULL) fills 0, 1, 2, ...: multiply by 0 for a black image */
+    im = vg_mul(g, im, vg_const_f32(g, 0.f, NULL), NULL);
+    vg_tensor *t = run(g, vg_draw_bounding_boxes(g, im, b, NULL));
+    vg_graph_free(g);
+    return t;
+}
+
+/* expects the outline of rows r0..r1, cols c0..c1 (clipped) in colour col, else 0;
+ * top / bottom / left / right drawn as flagged */
+static void expect_outline(const vg_tensor *t, int h, int w, int d, int r0, int r1, int c0, int c1, const float *col,
+                           bool top, bool bottom, bool left, bool right) {
+    if (!t) return;
+    const float *p = vg_tensor_data(t);
+    for (int i = 0; i < h; i++)
+        for (int j = 0; j < w; j++) {
+            bool in_r = i >= (r0 > 0 ? r0 : 0) && i <= (r1 < h - 1 ? r1 : h - 1);
+            bool in_c = j >= (c0 > 0 ? c0 : 0) && j <= (c1 < w - 1 ? c1 : w - 1);
+            bool on = ((top && i == r0) || (bottom && i == r1)) && in_c;
+            on = on || (((left && j == c0) || (right && j == c1)) && in_r);
+            for (int c = 0; c < d; c++) {
+                float want = on ? col[c] : 0.f;
+                if (p[(i * w + j) * d + c] != want) {
+                    fprintf(stderr, "pixel (%d, %d, %d) = %g, want %g\n", i, j, c, p[(i * w + j) * d + c], want);
+                    CHECK(0);
+                    return;
+                }
+            }
+        }
+}
+
+static void test_draw_bounding_boxes(void) {
+    /* the whole image: its border, yellow */
+    vg_tensor *t = draw(4, 5, 3, (const float[]){0, 0, 1, 1}, 1);
+    expect_outline(t, 4, 5, 3, 0, 3, 0, 4, TABLE[0], true, true, true, true);
+    vg_tensor_free(t);
+    /* colour cycling: n boxes on the border, the last drawn (n - 1) % 10 shows */
+    float boxes[48];
+    for (int n = 1; n <= 12; n++) {
+        for (int k = 0; k < n; k++) boxes[4 * k] = 0, boxes[4 * k + 1] = 0, boxes[4 * k + 2] = 1, boxes[4 * k + 3] = 1;
+        t = draw(4, 4, 3, boxes, n);
+        expect_outline(t, 4, 4, 3, 0, 3, 0, 3, TABLE[(n - 1) % 10], true, true, true, true);
+        vg_tensor_free(t);
+        t = draw(4, 4, 4, boxes, n); /* RGBA: alpha 1 */
+        expect_outline(t, 4, 4, 4, 0, 3, 0, 3, TABLE[(n - 1) % 10], true, true, true, true);
+        vg_tensor_free(t);
+        t = draw(4, 4, 1, boxes, n); /* grey: white */
+        expect_outline(t, 4, 4, 1, 0, 3, 0, 3, (const float[]){1}, true, true, true, true);
+        vg_tensor_free(t);
+    }
+    /* a partial box: rows floor(0.5 * 4) = 2 .. 4, cols floor(0.25 * 6) = 1 .. floor(0.9 * 6) = 5 */
+    t = draw(5, 7, 3, (const float[]){0.5f, 0.25f, 1.0f, 0.9f}, 1);
+    expect_outline(t, 5, 7, 3, 2, 4, 1, 5, TABLE[0], true, true, true, true);
+    vg_tensor_free(t);
+    /* partly above the image: no top line, the sides from row 0 */
+    t = draw(5, 5, 3, (const float[]){-0.5f, 0.25f, 0.5f, 0.75f}, 1);
+    expect_outline(t, 5, 5, 3, -2, 2, 1, 3, TABLE[0], false, true, true, true);
+    vg_tensor_free(t);
+    /* inverted: nothing drawn */
+    t = draw(5, 5, 3, (const float[]){1, 0, 0, 1}, 1);
+    expect_outline(t, 5, 5, 3, 0, 0, 0, 0, TABLE[0], false, false, false, false);
+    vg_tensor_free(t);
+    /* errors */
+    vg_graph *g = vg_graph_new();
+    vg_output im = cst(g, VG_FLOAT, (int64_t[]){2, 3, 3, 3}, 4, NULL);
+    vg_output b = cst(g, VG_FLOAT, (int64_t[]){1, 1, 4}, 3, (double[]){0, 0, 1, 1});
+    expect_run_error(g, vg_draw_bounding_boxes(g, im, b, NULL), NULL, NULL, 0, VG_INVALID_ARGUMENT,
+                     "The batch sizes should be the same");
+    vg_output im2 = cst(g, VG_FLOAT, (int64_t[]){1, 3, 3, 2}, 4, NULL);
+    CHECK(vg_draw_bounding_boxes(g, im2, b, NULL).op == NULL);
+    vg_status st;
+    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_whole_image_bounding_box);
     RUN_TEST(test_with_bounding_box);
@@ -308,5 +398,6 @@ int main(void) {
     RUN_TEST(test_fallback_whole_image);
     RUN_TEST(test_determinism);
     RUN_TEST(test_errors);
+    RUN_TEST(test_draw_bounding_boxes);
     TEST_MAIN_END();
 }

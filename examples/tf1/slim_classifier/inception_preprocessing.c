@@ -121,21 +121,23 @@ vg_output inception_preprocess_for_train(vg_graph *g, vg_output image, int heigh
         bbox = vg_const_values(g, VG_FLOAT, b, 4, NULL, 0, (const int64_t[]){1, 1, 4}, 3, false, "Const");
     }
     if (vg_output_dtype(image) != VG_FLOAT) image = vg_image_convert_image_dtype(g, image, VG_FLOAT, false, NULL);
-    /* image_with_box = tf.image.draw_bounding_boxes(tf.expand_dims(image, 0), bbox) and its
-     * summary 'image_with_bounding_boxes': vigil has no DrawBoundingBoxes op (README) */
+    vg_output image_with_box = vg_draw_bounding_boxes(g, vg_expand_dims(g, image, 0, "ExpandDims"), bbox, NULL);
+    vg_summary_image(g, "image_with_bounding_boxes", image_with_box, 3);
     vg_output distorted_bbox;
     vg_output distorted_image = distorted_bounding_box_crop(g, image, bbox, &distorted_bbox);
     /* distorted_image.set_shape([None, None, 3]): vigil has no set_shape; the channel count
-     * is restored after the resize, below. The 'images_with_distorted_bounding_box'
-     * summary needs draw_bounding_boxes too (left out). */
+     * is restored after the resize, below */
+    vg_output image_with_distorted_box =
+        vg_draw_bounding_boxes(g, vg_expand_dims(g, image, 0, "ExpandDims_1"), distorted_bbox, "DrawBoundingBoxes_1");
+    vg_summary_image(g, "images_with_distorted_bounding_box", image_with_distorted_box, 3);
     resize_args ra = {height, width};
     int num_resize_cases = fast_mode ? 1 : 4;
     distorted_image = apply_with_random_selector(g, distorted_image, resize_case, &ra, num_resize_cases);
     distorted_image = vg_reshape_c(g, distorted_image, (const int64_t[]){height, width, 3}, 3, "set_shape");
-    vg_summary_image(g, "cropped_resized_image", vg_expand_dims(g, distorted_image, 0, "ExpandDims"), 3);
+    vg_summary_image(g, "cropped_resized_image", vg_expand_dims(g, distorted_image, 0, "ExpandDims_2"), 3);
     distorted_image = vg_image_random_flip_left_right(g, distorted_image, 0, NULL);
     distorted_image = apply_with_random_selector(g, distorted_image, color_case, &fast_mode, 4);
-    vg_summary_image(g, "final_distorted_image", vg_expand_dims(g, distorted_image, 0, "ExpandDims_1"), 3);
+    vg_summary_image(g, "final_distorted_image", vg_expand_dims(g, distorted_image, 0, "ExpandDims_3"), 3);
     distorted_image = vg_sub(g, distorted_image, vg_const_f32(g, 0.5f, "Sub/y"), "Sub");
     distorted_image = vg_mul(g, distorted_image, vg_const_f32(g, 2.0f, "Mul/y"), "Mul");
     vg_graph_pop_scope(g);
