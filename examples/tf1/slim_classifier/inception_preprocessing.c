@@ -175,14 +175,12 @@ static vg_output inception_fn(vg_graph *g, vg_output image, int height, int widt
     return inception_preprocess_image(g, image, height, width, is_training, (vg_output){NULL, 0}, true);
 }
 
-/* preprocessing_factory.get_preprocessing: preprocessing_fn_map */
+/* preprocessing_factory.get_preprocessing: preprocessing_fn_map (at 0cf9932f) */
 vg_code preprocessing_factory_get(const char *name, preprocessing_fn *out, vg_status *st) {
-    static const char *inception[] = {"inception", "inception_v1", "inception_v2", "inception_v3", "inception_v4",
-                                      "inception_resnet_v2", "mobilenet_v1", "nasnet_mobile", "nasnet_large",
-                                      "pnasnet_large"};
-    static const char *other[] = {"cifarnet", "lenet", "resnet_v1_50", "resnet_v1_101", "resnet_v1_152",
-                                  "resnet_v1_200", "resnet_v2_50", "resnet_v2_101", "resnet_v2_152", "resnet_v2_200",
-                                  "vgg", "vgg_a", "vgg_16", "vgg_19"};
+    static const char *inception[] = {"inception",    "inception_v1",        "inception_v2", "inception_v3",
+                                      "inception_v4", "inception_resnet_v2", "mobilenet_v1"};
+    static const char *other[] = {"cifarnet",      "lenet", "resnet_v1_50", "resnet_v1_101", "resnet_v1_152",
+                                  "vgg",           "vgg_a", "vgg_16",       "vgg_19"};
     for (size_t i = 0; name && i < sizeof inception / sizeof inception[0]; i++)
         if (strcmp(name, inception[i]) == 0) return *out = inception_fn, VG_OK;
     for (size_t i = 0; name && i < sizeof other / sizeof other[0]; i++)
@@ -191,6 +189,6 @@ vg_code preprocessing_factory_get(const char *name, preprocessing_fn *out, vg_st
                                  "Preprocessing [%s] (cifarnet / lenet / vgg_preprocessing) is not ported; use "
                                  "--preprocessing_name=inception",
                                  name);
-    /* mobilenet_v1_025 etc. are not in the map: TF raises this too */
+    /* mobilenet_v1_025, resnet_v1_200, ...: not in the map, TF raises this too */
     return vg_status_set(st, VG_INVALID_ARGUMENT, "Preprocessing name [%s] was not recognized", name ? name : "");
 }
