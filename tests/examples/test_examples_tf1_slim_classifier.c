@@ -364,6 +364,8 @@ static void test_train_and_warm_start(void) {
              prog, common, data, dir2, dir1);
     rc = ex_run(cmd, g_out, sizeof g_out, EX_STDERR, NULL);
     CHECK(rc != 0);
+    CHECK_STR_CONTAINS(g_out, "MobilenetV1/Logits/Conv2d_1c_1x1/");
+    CHECK_STR_CONTAINS(g_out, "Assign requires shapes of both tensors to match");
 
     /* resnet_v1_50 through nets_factory, 2 steps on 32x32 crops (inception preprocessing) */
     snprintf(cmd, sizeof cmd,
