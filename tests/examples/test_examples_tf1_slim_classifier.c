@@ -16,7 +16,10 @@
  *     --checkpoint_exclude_scopes=MobilenetV1/Logits, 4 classes and
  *     --trainable_scopes=MobilenetV1/Logits: new logits of the new shape, the body
  *     restored (a weight equals the first checkpoint's, bit for bit);
- *   - resnet_v1_50 trains 2 steps through the program (tiny images). */
+ *   - resnet_v1_50 trains 2 steps through the program (tiny images);
+ *   - slim.variance_scaling_initializer (vg_init_variance_scaling, new for
+ *     resnet_arg_scope): the spread of resnet_v1_50/conv1/weights and of the uniform
+ *     FAN_AVG and truncated FAN_OUT forms against sqrt(3 f / n) and sqrt(1.3 f / n). */
 #include "../examples/tf1/slim_classifier/inception_preprocessing.c"
 #include "../examples/tf1/slim_classifier/mobilenet_v1.c"
 #include "../examples/tf1/slim_classifier/nets_factory.c"
@@ -159,6 +162,72 @@ static void test_mobilenet_v1_names(void) {
     CHECK(end_points_get(&ep, "Conv2d_13_pointwise").op != NULL);
     CHECK(end_points_get(&ep, "AvgPool_1a").op != NULL);
     CHECK(end_points_get(&ep, "Predictions").op != NULL);
+    vg_graph_free(g);
+}
+
+/* ---- slim.variance_scaling_initializer (resnet_arg_scope's), vg_init_variance_scaling ---- */
+static void moments_of(vg_graph *g, vg_output v, double *sd, double *maxabs, int64_t *n) {
+    vg_status st;
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_op *init = vg_global_variables_initializer(g);
+    vg_tensor *t = NULL;
+    *sd = *maxabs = 0, *n = 0;
+    if (!s || vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &init, 1, NULL, &st) != VG_OK ||
+        vg_session_run(s, NULL, NULL, NULL, 0, &v, &t, 1, NULL, 0, NULL, &st) != VG_OK) {
+        fprintf(stderr, "init failed: %s\n", st.msg);
+        CHECK(0);
+        vg_session_free(s);
+        return;
+    }
+    const float *p = vg_tensor_data(t);
+    double s1 = 0, s2 = 0;
+    *n = vg_tensor_num_elements(t);
+    for (int64_t i = 0; i < *n; i++) {
+        s1 += p[i], s2 += (double)p[i] * p[i];
+        if (fabs(p[i]) > *maxabs) *maxabs = fabs(p[i]);
+    }
+    *sd = sqrt(s2 / (double)*n - (s1 / (double)*n) * (s1 / (double)*n));
+    vg_tensor_free(t);
+    vg_session_free(s);
+}
+
+static void test_variance_scaling(void) {
+    /* resnet_v1_50/conv1/weights [7, 7, 3, 64]: fan_in 147, truncated normal of stddev
+     * sqrt(1.3 * 2 / 147); a normal truncated at 2 sigma has 0.8796 of the stddev */
+    vg_graph *g = vg_graph_new();
+    network_fn fn;
+    vg_status st;
+    CHECK_OK(nets_factory_get_network_fn("resnet_v1_50", 5, 0.0001, true, &fn, &st), &st);
+    vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){1, 32, 32, 3}, 4, "images");
+    network_fn_apply(g, &fn, x, NULL);
+    vg_op *w = vg_graph_op_by_name(g, "resnet_v1_50/conv1/weights");
+    CHECK(w != NULL);
+    double sd, mx;
+    int64_t n;
+    double s = sqrt(2.6 / 147.0);
+    if (w) {
+        moments_of(g, vg_out(w, 0), &sd, &mx, &n);
+        CHECK_EQ_INT(n, 7 * 7 * 3 * 64);
+        CHECK(fabs(sd / (0.8796 * s) - 1) < 0.04); /* relative */
+        CHECK(mx <= 2 * s + 1e-6);
+    }
+    vg_graph_free(g);
+    /* the uniform FAN_AVG and the truncated FAN_OUT forms, by hand */
+    g = vg_graph_new();
+    int64_t d[4] = {3, 3, 64, 128}; /* fan_in 576, fan_out 1152 */
+    vg_get_variable_opts o = {.dt = VG_FLOAT, .dims = d, .ndims = 4, .has_init = true,
+                              .init = vg_init_variance_scaling(1.0, VG_FAN_AVG, true, 0)};
+    vg_variable u = vg_get_variable_ex(g, "u", &o);
+    o.init = vg_init_variance_scaling(2.0, VG_FAN_OUT, false, 0);
+    vg_variable t = vg_get_variable_ex(g, "t", &o);
+    double limit = sqrt(3.0 * 1.0 / 864.0);
+    moments_of(g, u.ref, &sd, &mx, &n);
+    CHECK(mx <= limit + 1e-6 && mx > 0.95 * limit);
+    CHECK(fabs(sd / (limit / sqrt(3.0)) - 1) < 0.03);
+    s = sqrt(1.3 * 2.0 / 1152.0);
+    moments_of(g, t.ref, &sd, &mx, &n);
+    CHECK(fabs(sd / (0.8796 * s) - 1) < 0.03);
+    CHECK(mx <= 2 * s + 1e-6);
     vg_graph_free(g);
 }
 
@@ -387,6 +456,7 @@ int main(void) {
     if (!tu_mkdtemp(g_dir, sizeof g_dir, "slimcls")[0]) return 1;
     RUN_TEST(test_resnet_v1_50_names);
     RUN_TEST(test_mobilenet_v1_names);
+    RUN_TEST(test_variance_scaling);
     RUN_TEST(test_train_and_warm_start);
     if (!getenv("KEEP")) tu_rmrf(g_dir);
     TEST_MAIN_END();

@@ -1,18 +1,7 @@
 /* resnet_utils.c - research/slim/nets/resnet_utils.py: subsample, conv2d_same,
  * stack_blocks_dense, resnet_arg_scope. */
 #include "slim_classifier.h"
-#include <math.h>
 #include <stdio.h>
-
-/* slim.variance_scaling_initializer() (factor 2.0, mode FAN_IN, uniform False): a
- * truncated normal of stddev sqrt(1.3 * 2 / fan_in). vigil has no initializer that
- * reads the fan-in from the variable's shape, so each convolution of the ResNet passes
- * the one for its own fan-in (kh * kw * in_depth): the same distribution. */
-vg_initializer resnet_variance_scaling(int kh, int kw, vg_output x) {
-    vg_shape s = vg_output_shape(x);
-    double fan_in = (double)kh * kw * (s.ndims == 4 && s.dims[3] > 0 ? (double)s.dims[3] : 1.0);
-    return vg_init_truncated_normal(0, sqrt(1.3 * 2.0 / fan_in), 0);
-}
 
 vg_output resnet_subsample(vg_graph *g, vg_output inputs, int factor, const char *scope) {
     if (factor == 1) return inputs;
@@ -21,11 +10,9 @@ vg_output resnet_subsample(vg_graph *g, vg_output inputs, int factor, const char
 
 vg_output resnet_conv2d_same(vg_graph *g, vg_output inputs, int64_t num_outputs, int kernel_size, int stride, int rate,
                              const char *scope) {
-    vg_initializer wi = resnet_variance_scaling(kernel_size, kernel_size, inputs);
     if (stride == 1)
         return vg_slim_conv2d(g, inputs, num_outputs, kernel_size, kernel_size, scope,
-                              &(vg_slim_args){.stride = {1, 1}, .rate = {rate, rate}, .padding = "SAME",
-                                              .weights_initializer = &wi});
+                              &(vg_slim_args){.stride = {1, 1}, .rate = {rate, rate}, .padding = "SAME"});
     int kernel_size_effective = kernel_size + (kernel_size - 1) * (rate - 1);
     int pad_total = kernel_size_effective - 1, pad_beg = pad_total / 2, pad_end = pad_total - pad_beg;
     double p[8] = {0, 0, pad_beg, pad_end, pad_beg, pad_end, 0, 0};
@@ -33,8 +20,7 @@ vg_output resnet_conv2d_same(vg_graph *g, vg_output inputs, int64_t num_outputs,
                                          false, "Pad/paddings");
     inputs = vg_pad(g, inputs, paddings, "Pad");
     return vg_slim_conv2d(g, inputs, num_outputs, kernel_size, kernel_size, scope,
-                          &(vg_slim_args){.stride = {stride, stride}, .rate = {rate, rate}, .padding = "VALID",
-                                          .weights_initializer = &wi});
+                          &(vg_slim_args){.stride = {stride, stride}, .rate = {rate, rate}, .padding = "VALID"});
 }
 
 vg_output resnet_stack_blocks_dense(vg_graph *g, vg_output net, const resnet_block *blocks, int nblocks,
@@ -75,13 +61,14 @@ vg_output resnet_stack_blocks_dense(vg_graph *g, vg_output net, const resnet_blo
 void resnet_arg_scope(vg_graph *g, double weight_decay, double batch_norm_decay, double batch_norm_epsilon,
                       bool batch_norm_scale) {
     static vg_slim_args bn, conv, pool;
+    static vg_initializer weights_init;
+    weights_init = vg_init_variance_scaling(2.0, VG_FAN_IN, false, 0); /* slim.variance_scaling_initializer() */
     /* updates_collections UPDATE_OPS (the default), fused None (fused where possible) */
     bn = (vg_slim_args){.decay = batch_norm_decay,
                         .epsilon = batch_norm_epsilon,
                         .scale = batch_norm_scale ? VG_SLIM_TRUE : VG_SLIM_FALSE};
-    /* weights_initializer=slim.variance_scaling_initializer(): per convolution, see
-     * resnet_variance_scaling */
     conv = (vg_slim_args){.weights_regularizer = vg_regularizer_l2(weight_decay),
+                          .weights_initializer = &weights_init,
                           .activation_fn = VG_ACT_RELU,
                           .normalizer_fn = VG_SLIM_BATCH_NORM,
                           .normalizer_params = &bn};

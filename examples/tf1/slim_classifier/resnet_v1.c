@@ -3,8 +3,6 @@
 #include "slim_classifier.h"
 #include <stdio.h>
 
-vg_initializer resnet_variance_scaling(int kh, int kw, vg_output x);
-
 vg_output resnet_v1_bottleneck(vg_graph *g, vg_output inputs, int depth, int depth_bottleneck, int stride, int rate,
                                end_points *ep) {
     /* with tf.variable_scope(scope, 'bottleneck_v1', [inputs]) as sc */
@@ -22,19 +20,13 @@ vg_output resnet_v1_bottleneck(vg_graph *g, vg_output inputs, int depth, int dep
     if (depth == depth_in) {
         shortcut = resnet_subsample(g, inputs, stride, "shortcut");
     } else {
-        vg_initializer wi = resnet_variance_scaling(1, 1, inputs);
         shortcut = vg_slim_conv2d(g, inputs, depth, 1, 1, "shortcut",
-                                  &(vg_slim_args){.stride = {stride, stride}, .activation_fn = VG_SLIM_LINEAR,
-                                                  .weights_initializer = &wi});
+                                  &(vg_slim_args){.stride = {stride, stride}, .activation_fn = VG_SLIM_LINEAR});
     }
-    vg_initializer w1 = resnet_variance_scaling(1, 1, inputs);
-    vg_output residual = vg_slim_conv2d(g, inputs, depth_bottleneck, 1, 1, "conv1",
-                                        &(vg_slim_args){.stride = {1, 1}, .weights_initializer = &w1});
+    vg_output residual = vg_slim_conv2d(g, inputs, depth_bottleneck, 1, 1, "conv1", &(vg_slim_args){.stride = {1, 1}});
     residual = resnet_conv2d_same(g, residual, depth_bottleneck, 3, stride, rate, "conv2");
-    vg_initializer w3 = resnet_variance_scaling(1, 1, residual);
     residual = vg_slim_conv2d(g, residual, depth, 1, 1, "conv3",
-                              &(vg_slim_args){.stride = {1, 1}, .activation_fn = VG_SLIM_LINEAR,
-                                              .weights_initializer = &w3});
+                              &(vg_slim_args){.stride = {1, 1}, .activation_fn = VG_SLIM_LINEAR});
     vg_output output = vg_relu(g, vg_add(g, shortcut, residual, "add"), "Relu");
     end_points_add(ep, sc_name, output);
     vg_variable_scope_pop(g);
@@ -71,11 +63,8 @@ vg_output resnet_v1(vg_graph *g, vg_output inputs, const resnet_block *blocks, i
         end_points_add(ep, "global_pool", net);
     }
     if (num_classes > 0) {
-        vg_initializer wi = resnet_variance_scaling(1, 1, net);
         net = vg_slim_conv2d(g, net, num_classes, 1, 1, "logits",
-                             &(vg_slim_args){.activation_fn = VG_SLIM_LINEAR,
-                                             .normalizer_fn = VG_SLIM_NO_NORMALIZER,
-                                             .weights_initializer = &wi});
+                             &(vg_slim_args){.activation_fn = VG_SLIM_LINEAR, .normalizer_fn = VG_SLIM_NO_NORMALIZER});
         snprintf(name, sizeof name, "%s/logits", sc_name);
         end_points_add(ep, name, net);
         net = vg_squeeze(g, net, (const int32_t[]){1, 2}, 2, "SpatialSqueeze");
