@@ -71,17 +71,18 @@ VG_API vg_output vg_rgb_to_hsv(vg_graph *g, vg_output images, const char *name);
 VG_API vg_output vg_hsv_to_rgb(vg_graph *g, vg_output images, const char *name);
 
 /* ---- bounding boxes ---------------------------------------------------------- */
-/* Options of tf.image.sample_distorted_bounding_box (TF's defaults from
- * vg_sample_distorted_bbox_options_default). */
+/* Options of tf.image.sample_distorted_bounding_box; zero-initialised: TF's defaults
+ * (the values in brackets). */
 typedef struct vg_sample_distorted_bbox_options {
     int64_t seed;                        /* op seed; 0: the graph's seed rules (vg_graph_get_seed) */
-    float min_object_covered;            /* [0.1]: used when the builder gets no tensor for it */
-    float aspect_ratio_range[2];         /* [0.75, 1.33]: width / height of the crop; both > 0 */
-    float area_range[2];                 /* [0.05, 1.0]: crop area / image area, in (0, 1] */
-    int64_t max_attempts;                /* [100], > 0 */
+    float min_object_covered;            /* [0.1] when the builder gets no tensor for it; 0 reads as
+                                          * 0.1: set zero_min_object_covered for 0 */
+    bool zero_min_object_covered;        /* min_object_covered is 0 */
+    float aspect_ratio_range[2];         /* [0.75, 1.33] (both 0: the default): width / height of the crop */
+    float area_range[2];                 /* [0.05, 1.0] (both 0: the default): crop area / image area, in (0, 1] */
+    int64_t max_attempts;                /* [100] (0: the default); < 0 is an error */
     bool use_image_if_no_bounding_boxes; /* [false] */
 } vg_sample_distorted_bbox_options;
-VG_API vg_sample_distorted_bbox_options vg_sample_distorted_bbox_options_default(void);
 /* SampleDistortedBoundingBoxV2(image_size [3] (uint8/int32/int64: height, width,
  * depth), bounding_boxes float [batch, N, 4] (ymin, xmin, ymax, xmax in [0, 1]),
  * min_object_covered float scalar) -> begin [3], size [3] (image_size's dtype: begin

@@ -1,4 +1,4 @@
-/* test_sample_distorted_bbox.c - SampleDistortedBoundingBoxV2 (src/kernels/image_ops.c,
+/* test_sample_distorted_bbox.c - SampleDistortedBoundingBoxV2 (src/kernels/media/image_ops.c,
  * vg_sample_distorted_bounding_box_v2), after TF 1.15's image_ops_test.py
  * SelectDistortedCropBoxTest: _testSampleDistortedBoundingBox's invariants over many
  * runs of one session (the crop lies in the image; its area ratio lies in area_range;
@@ -44,10 +44,11 @@ static void run_case(const sdbb_case *c, bool min_as_placeholder) {
     vg_tensor_free(img);
     double bb[4] = {c->box[0], c->box[1], c->box[2], c->box[3]};
     vg_output boxes = cst(g, VG_FLOAT, (int64_t[]){1, 1, 4}, 3, bb);
-    vg_sample_distorted_bbox_options o = vg_sample_distorted_bbox_options_default();
+    vg_sample_distorted_bbox_options o = (vg_sample_distorted_bbox_options){0};
     o.aspect_ratio_range[0] = c->ar[0], o.aspect_ratio_range[1] = c->ar[1];
     o.area_range[0] = c->area[0], o.area_range[1] = c->area[1];
     o.min_object_covered = c->min_covered;
+    o.zero_min_object_covered = c->min_covered == 0;
     vg_output mc = {NULL, 0};
     vg_tensor *mcv = NULL;
     if (min_as_placeholder) {
@@ -165,7 +166,7 @@ static vg_op *build(vg_graph *g, const int64_t *size, int nsize, const float *bo
 
 static void test_shapes_and_no_boxes(void) {
     vg_graph *g = vg_graph_new();
-    vg_sample_distorted_bbox_options o = vg_sample_distorted_bbox_options_default();
+    vg_sample_distorted_bbox_options o = (vg_sample_distorted_bbox_options){0};
     o.use_image_if_no_bounding_boxes = true;
     vg_op *op = build(g, (int64_t[]){H, W, 3}, 3, NULL, 0, &o);
     CHECK(op != NULL);
@@ -196,7 +197,7 @@ static void test_shapes_and_no_boxes(void) {
  * fails and the op returns the whole image. */
 static void test_fallback_whole_image(void) {
     vg_graph *g = vg_graph_new();
-    vg_sample_distorted_bbox_options o = vg_sample_distorted_bbox_options_default();
+    vg_sample_distorted_bbox_options o = (vg_sample_distorted_bbox_options){0};
     o.area_range[0] = 0.05f, o.area_range[1] = 0.1f, o.min_object_covered = 1.0f, o.seed = 3;
     vg_op *op = build(g, (int64_t[]){H, W, 1}, 3, (const float[]){0, 0, 1, 1}, 1, &o);
     vg_tensor *out[3] = {0};
@@ -216,7 +217,7 @@ static void test_fallback_whole_image(void) {
 static void sequence(int64_t graph_seed, int64_t op_seed, int32_t *seq) {
     vg_graph *g = vg_graph_new();
     vg_graph_set_seed(g, graph_seed);
-    vg_sample_distorted_bbox_options o = vg_sample_distorted_bbox_options_default();
+    vg_sample_distorted_bbox_options o = (vg_sample_distorted_bbox_options){0};
     o.seed = op_seed;
     vg_op *op = build(g, (int64_t[]){100, 120, 3}, 3, (const float[]){0.1f, 0.1f, 0.9f, 0.8f}, 1, &o);
     vg_status st;
@@ -256,14 +257,15 @@ static void expect_build_error(vg_sample_distorted_bbox_options o, const char *m
 }
 
 static void test_errors(void) {
-    vg_sample_distorted_bbox_options d = vg_sample_distorted_bbox_options_default(), o;
-    o = d, o.area_range[0] = 0;
+    /* TF's defaults spelled out: a field left 0 would read as its default */
+    vg_sample_distorted_bbox_options d = {.aspect_ratio_range = {0.75f, 1.33f}, .area_range = {0.05f, 1.0f}}, o;
+    o = d, o.area_range[0] = 0, o.area_range[1] = 1.0f;
     expect_build_error(o, "Area range must be non-negative");
     o = d, o.area_range[1] = 1.5f;
     expect_build_error(o, "Area range must be less then or equal to 1.0");
-    o = d, o.aspect_ratio_range[0] = -1;
+    o = d, o.aspect_ratio_range[0] = -1;  /* with the other bound 1.33 */
     expect_build_error(o, "Aspect ratio range must be non-negative");
-    o = d, o.max_attempts = 0;
+    o = d, o.max_attempts = -1;
     expect_build_error(o, "Max attempts must be non-negative");
     /* rank and dtype errors of the shape function */
     vg_graph *g = vg_graph_new();

@@ -80,9 +80,7 @@ static vg_output distorted_bounding_box_crop(vg_graph *g, vg_output image, vg_ou
     vg_graph_unique_name(g, "distorted_bounding_box_crop", sc, sizeof sc - 1);
     strcat(sc, "/");
     vg_graph_push_scope(g, sc);
-    vg_sample_distorted_bbox_options o = vg_sample_distorted_bbox_options_default();
-    o.min_object_covered = 0.1f;
-    o.use_image_if_no_bounding_boxes = true;
+    vg_sample_distorted_bbox_options o = {.min_object_covered = 0.1f, .use_image_if_no_bounding_boxes = true};
     vg_op *s = vg_sample_distorted_bounding_box_v2(g, vg_shape_op(g, image, VG_INT32, "Shape"), bbox,
                                                    (vg_output){NULL, 0}, &o, "sample_distorted_bounding_box");
     vg_output cropped = {NULL, 0};

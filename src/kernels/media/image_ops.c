@@ -22,7 +22,7 @@
  * standardization, convert_image_dtype) are in src/train/image.c.
  */
 #include "kernels/ew_internal.h"
-#include "kernels/random_internal.h"
+#include "kernels/math/random_internal.h"
 #include "vigil/image_ops.h"
 #include <math.h>
 #include <stdatomic.h>
@@ -864,20 +864,22 @@ vg_output vg_hsv_to_rgb(vg_graph *g, vg_output images, const char *name) {
     return color_op(g, "HSVToRGB", images, vg_out(NULL, 0), name);
 }
 
-vg_sample_distorted_bbox_options vg_sample_distorted_bbox_options_default(void) {
-    return (vg_sample_distorted_bbox_options){.seed = 0,
-                                              .min_object_covered = 0.1f,
-                                              .aspect_ratio_range = {0.75f, 1.33f},
-                                              .area_range = {0.05f, 1.0f},
-                                              .max_attempts = 100,
-                                              .use_image_if_no_bounding_boxes = false};
+/* TF's defaults for the zero fields of o. */
+static vg_sample_distorted_bbox_options resolve_bbox_options(const vg_sample_distorted_bbox_options *opts) {
+    vg_sample_distorted_bbox_options o = opts ? *opts : (vg_sample_distorted_bbox_options){0};
+    if (o.min_object_covered == 0 && !o.zero_min_object_covered) o.min_object_covered = 0.1f;
+    if (o.aspect_ratio_range[0] == 0 && o.aspect_ratio_range[1] == 0)
+        o.aspect_ratio_range[0] = 0.75f, o.aspect_ratio_range[1] = 1.33f;
+    if (o.area_range[0] == 0 && o.area_range[1] == 0) o.area_range[0] = 0.05f, o.area_range[1] = 1.0f;
+    if (o.max_attempts == 0) o.max_attempts = 100;
+    return o;
 }
 
 vg_op *vg_sample_distorted_bounding_box_v2(vg_graph *g, vg_output image_size, vg_output bounding_boxes,
                                            vg_output min_object_covered, const vg_sample_distorted_bbox_options *opts,
                                            const char *name) {
     if (!g || !image_size.op || !bounding_boxes.op) return NULL;
-    vg_sample_distorted_bbox_options o = opts ? *opts : vg_sample_distorted_bbox_options_default();
+    vg_sample_distorted_bbox_options o = resolve_bbox_options(opts);
     if (!min_object_covered.op) {
         min_object_covered = vg_const_f32(g, o.min_object_covered, "min_object_covered");
         if (!min_object_covered.op) return NULL;
