@@ -67,3 +67,13 @@ if(VIGIL_MPI AND MPIEXEC_EXECUTABLE AND TEST test_sync_replicas)
     ENVIRONMENT "${VIGIL_MPI_TEST_ENV};VIGIL_TEST_SR_STALL=0"
     PASS_REGULAR_EXPRESSION "SYNC_REPLICAS_STALL_NAMED: rank 1 failed after")
 endif()
+# Heartbeats (tests/dist/test_dist_heartbeat.c; its np2 run above: a peer busy past the
+# collective timeout is waited for): a rank that stops itself (SIGSTOP) is named by the
+# other within the 1.5 s heartbeat timeout; the survivor then exits non-zero (MPI left
+# unfinalized), so its printed line is the verdict.
+if(VIGIL_MPI AND MPIEXEC_EXECUTABLE AND TEST test_dist_heartbeat_np2)
+  add_test(NAME test_dist_heartbeat_np2_silent COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:test_dist_heartbeat>)
+  set_tests_properties(test_dist_heartbeat_np2_silent PROPERTIES TIMEOUT 120 LABELS "unit;dist"
+    ENVIRONMENT "${VIGIL_MPI_TEST_ENV};VIGIL_TEST_HB_CASE=silent"
+    PASS_REGULAR_EXPRESSION "HEARTBEAT_SILENT_NAMED after")
+endif()

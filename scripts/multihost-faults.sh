@@ -12,7 +12,9 @@
 #   scripts/multihost-faults.sh [N=10] [BUILD_DIR=build]
 # Environment: MULTIHOST_SKIP_OK=1: exit 0 with a message where network namespaces
 # cannot be made (CI); EPOCHS (default 30), TIMEOUT_S (the collective timeout, default 5),
-# BOUND (default TIMEOUT_S + 40), FAULTS (the kinds to draw from, default
+# HEARTBEAT_S (the heartbeat timeout, default 20: off when TIMEOUT_S is shorter, which it
+# is by default; set HEARTBEAT_S=3 TIMEOUT_S=60 to see the heartbeats end the job),
+# BOUND (default the shorter of the two + 40), FAULTS (the kinds to draw from, default
 # "kill0 kill1 cut0 cut1 slow0 slow1").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +22,9 @@ n="${1:-10}"
 build="${2:-build}"
 epochs="${EPOCHS:-30}"
 tmo="${TIMEOUT_S:-5}"
-bound="${BOUND:-$((tmo + 40))}"
+hb="${HEARTBEAT_S:-20}"
+first=$(( hb > 0 && hb < tmo ? hb : tmo ))
+bound="${BOUND:-$((first + 40))}"
 kinds=(${FAULTS:-kill0 kill1 cut0 cut1 slow0 slow1})
 # MULTIHOST_SKIP_OK=1 (CI): where hosts cannot be made, say why and exit 0
 skip() { echo "multihost-faults: SKIPPED: $*"; [ "${MULTIHOST_SKIP_OK:-0}" = 1 ] && exit 0; exit 1; }
@@ -34,7 +38,7 @@ work="$(mktemp -d /tmp/vg_mhfaults_XXXXXX)"
 ck="$work/ck"
 trap '$mh down 2>/dev/null || true' EXIT
 train=("$build/vigil" train --epochs "$epochs" --train-limit 6000 --batch-size 64 --threads 1
-       --save-checkpoint-steps 10 --save-summaries-steps 50 --collective-timeout "$tmo" --checkpoint-dir "$ck")
+       --save-checkpoint-steps 10 --save-summaries-steps 50 --collective-timeout "$tmo" --heartbeat-timeout "$hb" --checkpoint-dir "$ck")
 
 ckpt_step() { # the step of the checkpoint the state file names (-1: none)
   local f="$ck/checkpoint" s
@@ -81,7 +85,7 @@ for ((i = 1; i <= n; i++)); do
   dt="$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')"
   after="$(ckpt_step)"
   resumed="$(sed -n 's/.*resuming from checkpoint .* at global step \([0-9]*\).*/\1/p' "$log" | head -1)"
-  why="$(grep -o 'DEADLINE_EXCEEDED[^(]*([^)]*)' "$log" | head -1 || true)"
+  why="$(grep -o -e 'DEADLINE_EXCEEDED[^(]*([^)]*)' -e 'UNAVAILABLE: [^:]*: no heartbeat from rank [0-9]* ([^)]*) for [0-9.]* s' "$log" | head -1 || true)"
   ok=ok
   [ "$ended" = 1 ] || { ok="HUNG (still running $bound s after the fault)"; fail=1; }
   grep -q "every process gone" "$log" || { ok="HUNG: $(grep -m1 HUNG "$log" || echo 'processes left')"; fail=1; }
@@ -106,6 +110,6 @@ if [ "$rc" = 0 ] && [ -n "$acc" ] && { [ "$before" -lt 0 ] || [ "${resumed:-x}" 
 else
   echo "final run FAILED (exit $rc, resumed ${resumed:-none} vs checkpoint $before)"; grep -v '^\[' "$log" | tail -20; fail=1
 fi
-echo "worst time from fault to end of job: ${worst} s (bound ${bound} s; collective timeout ${tmo} s)"
+echo "worst time from fault to end of job: ${worst} s (bound ${bound} s; collective timeout ${tmo} s, heartbeat timeout ${hb} s)"
 [ "$fail" = 0 ] && rm -rf "$work" && echo "multihost-faults: $n faults, all ended, no hang, step never went back, every rerun resumed"
 exit "$fail"

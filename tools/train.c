@@ -90,6 +90,10 @@ static const char *train_help =
     "                               S seconds (default 300; 0 = never) ends the run with\n"
     "                               DEADLINE_EXCEEDED naming the peer (a dead host, a cut\n"
     "                               link); the rank exits 1 without finalising MPI\n"
+    "  --heartbeat-timeout S        under mpirun: a peer whose heartbeats (UDP, outside\n"
+    "                               MPI) stop for S seconds (default 20; 0 = none) ends\n"
+    "                               the run with UNAVAILABLE naming it; a peer that\n"
+    "                               still beats is waited for at the end however long\n"
     "  --precision fp32|bf16        bf16: TF's mixed-precision graph rewrite with bfloat16\n"
     "                               (MatMul and Conv2D in bfloat16, variables float32)\n"
     "  --quiet                      no progress output; only the result line\n"
@@ -154,7 +158,7 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
                                        "--checkpoint-dir", "--data-dir", "--save-checkpoint-steps",
                                        "--save-checkpoint-secs", "--save-summaries-steps", "--log-step-count-steps",
                                        "--threads", "--seed", "--train-limit", "--on-nan", "--input", "--lr-scale",
-                                       "--compression", "--fusion-threshold-mb", "--collective-timeout", "--precision"};
+                                       "--compression", "--fusion-threshold-mb", "--collective-timeout", "--heartbeat-timeout", "--precision"};
     bool ck_steps_set = false, ck_secs_set = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL, *name = NULL;
@@ -263,6 +267,10 @@ static int parse_train_opts(int argc, char **argv, train_opts *o) {
             if (!cli_parse_double(v, &secs) || secs < 0 || secs > 1e9 ||
                 vg_dist_set_collective_timeout_ms((int64_t)(secs * 1000 + 0.5), &tst) != VG_OK)
                 rc = cli_usage_error("train", "--collective-timeout needs seconds >= 0, got '%s'", v);
+        } else if (!strcmp(name, "--heartbeat-timeout")) { /* set before the world starts (cli_train) */
+            double secs = -1;
+            if (!cli_parse_double(v, &secs) || secs < 0 || secs > 1e9)
+                rc = cli_usage_error("train", "--heartbeat-timeout needs seconds >= 0, got '%s'", v);
         } else if (!strcmp(name, "--precision")) {
             if (!strcmp(v, "fp32") || !strcmp(v, "float32")) o->bf16 = false;
             else if (!strcmp(v, "bf16") || !strcmp(v, "bfloat16")) o->bf16 = true;
@@ -1198,6 +1206,16 @@ static int train_main(int argc, char **argv);
 /* Under mpirun every rank runs this; the world is joined first and left last. */
 int cli_train(int argc, char **argv) {
     vg_status st;
+    /* --heartbeat-timeout takes effect when the world starts: read it first (a bad value
+     * is reported by the option parser below) */
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--heartbeat-timeout") && i + 1 < argc) v = argv[i + 1];
+        else if (!strncmp(argv[i], "--heartbeat-timeout=", 20)) v = argv[i] + 20;
+        double secs = -1;
+        if (v && cli_parse_double(v, &secs) && secs >= 0 && secs <= 1e9)
+            vg_dist_set_heartbeat_timeout_ms((int64_t)(secs * 1000 + 0.5), &st);
+    }
     if (vg_dist_init(&st) != VG_OK) return cli_fail_status(&st);
     g_rank = vg_dist_rank();
     g_size = vg_dist_size();

@@ -63,7 +63,8 @@ VG_API int vg_dist_local_size(void);
  * gone or MPI fails. */
 VG_API vg_code vg_dist_barrier(vg_status *st);
 /* The collective timeout (issue 33): a collective (and vg_dist_finalize's final
- * barrier) that makes no progress for this long fails with DEADLINE_EXCEEDED naming
+ * barrier when heartbeats are off, see below) that makes no progress for this long fails
+ * with DEADLINE_EXCEEDED naming
  * the peer this rank waits on (its left neighbour in the ring, rank - 1, and that
  * rank's host from MPI_Get_processor_name), and the world is marked broken: every later
  * collective fails with UNAVAILABLE, and vg_dist_finalize leaves MPI unfinalized, so the
@@ -79,6 +80,33 @@ VG_API vg_code vg_dist_barrier(vg_status *st);
 VG_API vg_code vg_dist_set_collective_timeout_ms(int64_t ms, vg_status *st);
 /* The collective timeout in milliseconds (0: none). */
 VG_API int64_t vg_dist_collective_timeout_ms(void);
+/* Heartbeats (issue 33): every rank's small thread sends a UDP datagram to its peers
+ * (all of them in worlds up to 256 ranks, else its ring neighbours) every tenth of the
+ * heartbeat timeout (at most 1 s), outside MPI, to every IPv4 address of their hosts
+ * exchanged at vg_dist_init. A rank waiting on its peers (a collective, entering one,
+ * the final barrier) fails with UNAVAILABLE naming the peer and its host once a peer
+ * has been silent for the heartbeat timeout: its process or host is gone or the link
+ * to it is cut. That ends a job with a dead host or a cut link within about that time
+ * instead of the collective timeout. In the final barrier of vg_dist_finalize, while
+ * heartbeats run, the collective timeout does not apply: a peer that still beats is
+ * finishing its own work (the chief's final checkpoint or evaluation) and the others
+ * wait for it however long it takes. Heartbeats run only where every rank could open a
+ * UDP socket (otherwise the collective timeout alone bounds the waits), and need the
+ * hosts to reach each other over UDP on some IPv4 address (a firewall that drops it
+ * makes every peer look gone: turn them off with 0).
+ * Set before vg_dist_init (FAILED_PRECONDITION afterwards; INVALID_ARGUMENT for ms < 0);
+ * the environment variable VIGIL_HEARTBEAT_TIMEOUT_MS sets it at vg_dist_init unless
+ * this setter was called. ms = 0: no heartbeats. */
+#define VG_DIST_HEARTBEAT_TIMEOUT_MS_DEFAULT 20000
+VG_API vg_code vg_dist_set_heartbeat_timeout_ms(int64_t ms, vg_status *st);
+/* Whether heartbeats run (after vg_dist_init in a world of several ranks). */
+VG_API bool vg_dist_heartbeats_on(void);
+/* Whether the world is broken: a collective failed because a peer is gone, silent or
+ * too slow (UNAVAILABLE, DEADLINE_EXCEEDED), after which every collective fails with
+ * UNAVAILABLE until the process exits. MPI cannot take a rank back, so a monitored
+ * session does not treat such an UNAVAILABLE as a preemption to recover from (TF would
+ * recreate its session and wait for the parameter server to return): it ends. */
+VG_API bool vg_dist_world_broken(void);
 /* Stops the communication thread and finalises MPI (if vg_dist_init started it).
  * Collectives still waiting fail with CANCELLED. Safe to call when not initialised.
  * Every rank first meets the others in a barrier polled with sleeps (up to 1 ms), so a

@@ -17,6 +17,7 @@
  */
 #include "dist/comm.h"
 #include "core/half.h"
+#include "dist/heartbeat.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,8 @@ static struct {
     void *bufs[4];          /* reusable buffers */
     int64_t timeout_ms;     /* the collective timeout (vg_dist_set_collective_timeout_ms); 0 = none */
     bool timeout_set;       /* by the setter: VIGIL_COLLECTIVE_TIMEOUT_MS no longer applies */
+    int64_t hb_timeout_ms;  /* heartbeats (heartbeat.h): a peer silent this long is gone; 0 = off */
+    bool hb_timeout_set;    /* by the setter: VIGIL_HEARTBEAT_TIMEOUT_MS no longer applies */
     char (*hosts)[64];      /* every rank's MPI_Get_processor_name (size entries) */
 #ifdef VIGIL_HAVE_MPI
     MPI_Comm comm;
@@ -91,7 +94,8 @@ static struct {
     int *pdest;
     int npend, cappend;
 #endif
-} g = {.timeout_ms = VG_DIST_COLLECTIVE_TIMEOUT_MS_DEFAULT}; /* size and local_size 0 read as 1 */
+} g = {.timeout_ms = VG_DIST_COLLECTIVE_TIMEOUT_MS_DEFAULT,
+       .hb_timeout_ms = VG_DIST_HEARTBEAT_TIMEOUT_MS_DEFAULT}; /* size and local_size 0 read as 1 */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER; /* queue non-empty / request done */
 
@@ -374,6 +378,23 @@ static void late_fail(vg__comm_req *r, const char *what, int64_t waited_ns) {
              what, (double)waited_ns / 1e9, left, g.hosts ? g.hosts[left] : "?");
 }
 
+/* The heartbeat check of a wait (heartbeat.h): true, with msg set, when a peer has been
+ * silent for longer than the heartbeat timeout: its process or host is gone or the
+ * link to it is cut, so no wait on it can end. Cheap (a few atomic loads). */
+static bool peer_silent(char *msg, size_t len, const char *what) {
+    int p = vg__hb_first_stale();
+    if (p < 0) return false;
+    snprintf(msg, len, "%s: no heartbeat from rank %d (host %s) for %.1f s: its process or host is gone, or the link "
+             "to it is cut", what, p, g.hosts ? g.hosts[p] : "?", (double)vg__hb_age_ns(p) / 1e9);
+    return true;
+}
+
+static bool silent_fail(vg__comm_req *r, const char *what) {
+    if (!peer_silent(r->msg, sizeof r->msg, what)) return false;
+    r->code = VG_UNAVAILABLE;
+    return true;
+}
+
 /* Waits for n requests: spins 50 us, then yields the core between polls, then sleeps
  * 1 ms between polls after 100 ms; fails (r->code) on an MPI error or the timeout. */
 static bool poll_all(vg__comm_req *r, int n, MPI_Request *q, const char *what) {
@@ -392,6 +413,7 @@ static bool poll_all(vg__comm_req *r, int n, MPI_Request *q, const char *what) {
             late_fail(r, what, now - t0);
             return false;
         }
+        if (now - t0 > 100000000 && silent_fail(r, what)) return false;
         if (now - t0 > 100000000) pause_ns(1000000);
         else if (now - t0 > 50000) sched_yield();
     }
@@ -887,6 +909,7 @@ static int shm_wait(vg__comm_req *r, bool done, const shm_poll *p) {
             late_fail(r, "shared-memory allreduce", now - t0);
             return SHM_DONE;
         }
+        if (now - t0 > 100000000 && silent_fail(r, "shared-memory allreduce")) return SHM_DONE;
         if (p) {
             pthread_mutex_lock(&g_mu);
             bool stop = g.stop;
@@ -1092,7 +1115,10 @@ static void shm_setup(MPI_Comm local) {
  * almost idle, where MPI_Win_free's own wait spun (1.9-2.0 CPU-seconds of a 3 s wait).
  * Once the barrier completes every rank is in the teardown, whose collectives then
  * wait for nobody. A peer that died (its pid gone, on one node) ends the wait with
- * UNAVAILABLE. False with *msg set on failure. */
+ * UNAVAILABLE, as does a peer whose heartbeats stopped (any host). While heartbeats run,
+ * the collective timeout does not apply here: a peer that still beats is alive and
+ * finishing its own work (the chief's last checkpoint or a long final evaluation), and
+ * waiting for it is right. False with *msg set on failure. */
 static bool quiet_barrier(char *msg, size_t len) {
     MPI_Request q;
     int rc = MPI_Ibarrier(g.comm, &q);
@@ -1104,7 +1130,8 @@ static bool quiet_barrier(char *msg, size_t len) {
         pause_ns(sleep_ns);
         if (sleep_ns < 1000000) sleep_ns = sleep_ns * 2 < 1000000 ? sleep_ns * 2 : 1000000;
         int64_t now = vg__now_ns();
-        if (tmo > 0 && now - t0 >= tmo) {
+        if (now - t0 > 100000000 && peer_silent(msg, len, "vg_dist_finalize (the final barrier)")) return false;
+        if (tmo > 0 && now - t0 >= tmo && !vg__hb_on()) {
             int left = (g.rank + g.size - 1) % g.size;
             snprintf(msg, len, "vg_dist_finalize: no progress for %.1f s (collective timeout) in the final barrier, "
                      "waiting on rank %d (host %s)", (double)(now - t0) / 1e9, left, g.hosts ? g.hosts[left] : "?");
@@ -1237,6 +1264,7 @@ static void exec_recv(vg__comm_req *r) {
             p2p_late(r, "receiving a message", r->root, now - t0);
             return;
         }
+        if (now - t0 > 100000000 && silent_fail(r, "receiving a message")) return;
         if (now - t0 > 2000000) pause_ns(200000); /* a peer still computing: sleep between polls */
         else sched_yield();
     }
@@ -1251,6 +1279,7 @@ static void exec_flush(vg__comm_req *r) {
             p2p_late(r, "waiting for a sent message to be received", g.pdest[0], now - t0);
             return;
         }
+        if (now - t0 > 100000000 && silent_fail(r, "waiting for a sent message to be received")) return;
         pause_ns(200000);
     }
 }
@@ -1465,6 +1494,7 @@ static vg_code run_direct(vg__comm_req *r, bool (*cancelled)(const void *arg), c
                 late_fail(r, "entering a collective", now - t0);
                 goto finish;
             }
+            if (now - t0 > 100000000 && silent_fail(r, "entering a collective")) goto finish;
             bool cancel = stop || (cancelled && cancelled(arg)), late = deadline_ns > 0 && now >= deadline_ns;
             if (cancel || late) {
                 pthread_mutex_lock(&g_mu);
@@ -1579,6 +1609,24 @@ vg_code vg__comm_run(vg__comm_kind kind, void *buf, int64_t count, vg_dtype dt, 
 
 /* ---- the world ------------------------------------------------------------------- */
 
+#ifdef VIGIL_HAVE_MPI
+/* Every rank's heartbeat entry through one MPI_Allgather; heartbeats run only when
+ * every rank could open its socket (otherwise a rank that cannot beat would look gone
+ * to the others), and every rank decides the same. */
+static void heartbeat_setup(void) {
+    vg__hb_entry me;
+    bool ok = vg__hb_prepare(g.hb_timeout_ms, &me);
+    vg__hb_entry *all = vg__calloc((size_t)g.size, sizeof *all);
+    int mine = ok && all ? 1 : 0, every = 0;
+    if (MPI_Allreduce(&mine, &every, 1, MPI_INT, MPI_MIN, g.comm) != MPI_SUCCESS) every = 0;
+    if (every && MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, g.comm) == MPI_SUCCESS)
+        vg__hb_start(g.rank, g.size, all);
+    else
+        vg__hb_stop();
+    vg__free(all);
+}
+#endif
+
 vg_code vg_dist_init(vg_status *st) {
     pthread_mutex_lock(&g_mu);
     if (g.state == ST_UP) {
@@ -1600,6 +1648,17 @@ vg_code vg_dist_init(vg_status *st) {
                                  "VIGIL_COLLECTIVE_TIMEOUT_MS='%s': milliseconds >= 0 expected (0: no timeout)", te);
         }
         g.timeout_ms = ms;
+    }
+    const char *he = getenv("VIGIL_HEARTBEAT_TIMEOUT_MS");
+    if (he && !g.hb_timeout_set) {
+        char *end = NULL;
+        long long ms = strtoll(he, &end, 10);
+        if (end == he || *end || ms < 0) {
+            pthread_mutex_unlock(&g_mu);
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "VIGIL_HEARTBEAT_TIMEOUT_MS='%s': milliseconds >= 0 expected (0: no heartbeats)", he);
+        }
+        g.hb_timeout_ms = ms;
     }
     g.rank = 0;
     g.size = 1;
@@ -1645,6 +1704,7 @@ vg_code vg_dist_init(vg_status *st) {
             snprintf(g.hosts[g.rank], sizeof g.hosts[0], "%s", name);
             MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.hosts, (int)sizeof g.hosts[0], MPI_CHAR, g.comm);
         }
+        if (g.size > 1) heartbeat_setup();
         MPI_Comm local = MPI_COMM_NULL;
         bool have_local = MPI_Comm_split_type(g.comm, MPI_COMM_TYPE_SHARED, g.rank, MPI_INFO_NULL, &local) == MPI_SUCCESS;
         if (have_local) {
@@ -1733,9 +1793,33 @@ vg_code vg_dist_finalize(vg_status *st) {
     g.have_comm = false;
     if (g.mpi && !g.broken) MPI_Finalize();
 #endif
+    vg__hb_stop();
     vg__free(g.hosts);
     g.hosts = NULL;
     return VG_OK;
+}
+
+vg_code vg_dist_set_heartbeat_timeout_ms(int64_t ms, vg_status *st) {
+    if (ms < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "heartbeat timeout %lld ms: must be >= 0", (long long)ms);
+    pthread_mutex_lock(&g_mu);
+    if (g.state != ST_NONE) {
+        pthread_mutex_unlock(&g_mu);
+        return vg_status_set(st, VG_FAILED_PRECONDITION,
+                             "vg_dist_set_heartbeat_timeout_ms: call it before vg_dist_init (heartbeats start there)");
+    }
+    g.hb_timeout_ms = ms;
+    g.hb_timeout_set = true;
+    pthread_mutex_unlock(&g_mu);
+    return VG_OK;
+}
+
+bool vg_dist_heartbeats_on(void) { return vg__hb_on(); }
+
+bool vg_dist_world_broken(void) {
+    pthread_mutex_lock(&g_mu);
+    bool b = g.broken;
+    pthread_mutex_unlock(&g_mu);
+    return b;
 }
 
 vg_code vg_dist_set_collective_timeout_ms(int64_t ms, vg_status *st) {

@@ -14,6 +14,7 @@
  * Per-run scratch arrays (merged fetches, feeds, targets, results) live in the
  * monitored session and grow once, so a steady-state run allocates nothing.
  */
+#include "vigil/distributed.h"
 #include "vigil/monitored.h"
 #include "vigil/queue.h"
 #include <stdio.h>
@@ -90,7 +91,12 @@ static inline vg_code hook_rc(vg_code rc, const vg_hook *hk, int index, const ch
     return rc == VG_OK ? rc : hook_rc_slow(rc, hk, index, cb, st);
 }
 
-static bool is_preemption(vg_code c) { return c == VG_ABORTED || c == VG_UNAVAILABLE; }
+/* TF's _PREEMPTION_ERRORS (AbortedError, UnavailableError), recovered by recreating the
+ * session; except where the MPI world is broken (a peer is gone for good: MPI cannot take
+ * it back, every recreation would fail again and the retries would never end). */
+static bool is_preemption(vg_code c) {
+    return (c == VG_ABORTED || c == VG_UNAVAILABLE) && !vg_dist_world_broken();
+}
 
 /* ------------------------------------------------------------------------ */
 /* run context */
