@@ -90,6 +90,34 @@ static void add_rows(int64_t rows, int64_t C, const float *restrict x, float *re
     for (int64_t c = 0; c < C; c++) part[c] += (double)acc[c];
 }
 
+/* A moments variance (ewfuse.h: var): the tile's per-channel mean and squared deviations
+ * (double, x read twice while in L1) folded into the piece's running mean and M2, of na
+ * rows so far, by Chan et al.'s pairwise update. */
+VG_SIMD_CLONES
+static void var_tile(int64_t rows, int64_t C, const float *restrict x, double *restrict s, double *restrict q,
+                     double *restrict mean, double *restrict m2, int64_t na) {
+    for (int64_t c = 0; c < C; c++) s[c] = 0.0, q[c] = 0.0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < C; c++) s[c] += (double)x[r * C + c];
+    const double inv = 1.0 / (double)rows;
+    for (int64_t c = 0; c < C; c++) s[c] *= inv;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < C; c++) {
+            double d = (double)x[r * C + c] - s[c];
+            q[c] += d * d;
+        }
+    if (na == 0) {
+        for (int64_t c = 0; c < C; c++) mean[c] = s[c], m2[c] = q[c];
+        return;
+    }
+    const double nb = (double)rows, n = (double)na + nb, wb = nb / n, wab = (double)na * nb / n;
+    for (int64_t c = 0; c < C; c++) {
+        double delta = s[c] - mean[c];
+        mean[c] += delta * wb;
+        m2[c] += q[c] + delta * delta * wab;
+    }
+}
+
 /* y[r] = scale * sum of row r of x (rows x C), in a fixed order (see the top) */
 VG_SIMD_CLONES
 static void sum_rows(int64_t rows, int64_t C, const float *restrict x, float *restrict y, double scale) {
@@ -171,7 +199,8 @@ static void float_to_bool(int64_t m, const float *restrict x, uint8_t *restrict 
     for (int64_t i = 0; i < m; i++) o[i] = x[i] != 0.0f;
 }
 
-static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const float **R, double *part) {
+static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const float **R, double *part,
+                     int64_t rows_before) {
     const vg__ew_prog *p = j->p;
     const int64_t L = j->L, C = p->C;
     /* The next tile's full inputs (to read) and outputs (to write) are prefetched: the
@@ -219,6 +248,11 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
     for (int k = 0; k < p->nouts; k++) {
         const vg__ew_out *o = &p->outs[k];
         if (o->reduce && o->row) sum_rows(m / C, C, R[o->reg], j->out_f[k] + t0 / C, o->scale);
+        else if (o->reduce && o->var) {
+            double *ds = (double *)(((uintptr_t)(acc + C + 16) + 7) & ~(uintptr_t)7);
+            double *pm = part + (int64_t)j->red_of[k] * C;
+            var_tile(m / C, C, R[o->reg], ds, ds + C, pm, pm + C, rows_before);
+        }
         else if (o->reduce) add_rows(m / C, C, R[o->reg], acc, part + (int64_t)j->red_of[k] * C);
         else if (o->is_bool) float_to_bool(m, R[o->reg], j->out_b[k] + t0);
     }
@@ -234,7 +268,7 @@ static void run_pieces(void *arg, int64_t begin, int64_t end, int slot) {
         int64_t t_end = (pc + 1) * EW_PIECE_TILES < j->ntiles ? (pc + 1) * EW_PIECE_TILES : j->ntiles;
         for (int64_t t = pc * EW_PIECE_TILES; t < t_end; t++) {
             int64_t t0 = t * j->L, m = j->p->n - t0 < j->L ? j->p->n - t0 : j->L;
-            run_tile(j, t0, m, scr, R, part);
+            run_tile(j, t0, m, scr, R, part, (t0 - pc * EW_PIECE_TILES * j->L) / j->p->C);
         }
     }
 }
@@ -251,7 +285,7 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
     j.npieces = (j.ntiles + EW_PIECE_TILES - 1) / EW_PIECE_TILES;
     int nslots = vg__kctx_num_threads(ctx);
     if (nslots > j.npieces) nslots = (int)(j.npieces > 0 ? j.npieces : 1);
-    j.scratch_per = (int64_t)j.nregs * L + C + 16;
+    j.scratch_per = (int64_t)j.nregs * L + C + 16 + 4 * C + 8; /* + 2C doubles for var_tile */
     size_t ni = (size_t)p->ninputs + 1, no = (size_t)p->nouts + 1, nr = (size_t)j.nregs + 1;
     j.in_f = vg__calloc(ni, sizeof(float *));
     j.in_b = vg__calloc(ni, sizeof(uint8_t *));
@@ -319,7 +353,8 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
             continue;
         }
         if (o->reduce) {
-            j.red_of[k] = j.nred++;
+            j.red_of[k] = j.nred;
+            j.nred += o->var ? 2 : 1; /* a variance: running mean and M2 */
             continue;
         }
         if ((rc = vg__kctx_alloc_output(ctx, k, o->is_bool ? VG_BOOL : VG_FLOAT, p->dims, p->ndims, &t)) != VG_OK)
@@ -341,6 +376,22 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
         vg_tensor *t = NULL;
         if ((rc = vg__kctx_alloc_output(ctx, k, VG_FLOAT, o->dims, o->ndims, &t)) != VG_OK) goto done;
         float *y = vg_tensor_data(t);
+        if (o->var) { /* the pieces' (rows, mean, M2) combined in piece order */
+            for (int64_t c = 0; c < C; c++) {
+                double mean = 0, m2 = 0, na = 0;
+                for (int64_t pc = 0; pc < j.npieces; pc++) {
+                    int64_t e0 = pc * EW_PIECE_TILES * L, e1 = (pc + 1) * EW_PIECE_TILES * L;
+                    double nb = (double)((e1 < n ? e1 : n) - e0) / (double)C, nn = na + nb;
+                    const double *pm = j.part + (pc * j.nred + j.red_of[k]) * C;
+                    double delta = pm[c] - mean;
+                    mean += delta * (nb / nn);
+                    m2 += pm[C + c] + delta * delta * (na * nb / nn);
+                    na = nn;
+                }
+                y[c] = (float)(m2 * o->scale);
+            }
+            continue;
+        }
         for (int64_t c = 0; c < C; c++) {
             double s = 0;
             for (int64_t pc = 0; pc < j.npieces; pc++) s += j.part[(pc * j.nred + j.red_of[k]) * C + c];
