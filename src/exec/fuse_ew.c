@@ -593,14 +593,16 @@ static bool fuse_moments(fctx *f, const bool *ctrl_src, const vg__op_def *noop) 
 
 
 /* Recomputation instead of a round trip through memory (issue 30): where a cluster C
- * reads a value P of another fused cluster A, and only C reads it (no other node, no
- * fetch), C may compute P itself from A's inputs (the members of A that P depends on,
- * its "cone", joined to C's program as recomputed members); A then no longer writes P
- * and C no longer reads it. Done when the full inputs C must read in addition weigh at
- * most 1.5 of P (a bool counts a quarter): P's write and read are two passes. The
- * ResNet's batch-norm gradient: the first gradient cluster wrote dy * rsqrt(var) for
- * the second, which now recomputes it from the upstream gradient and the leaky ReLU's
- * mask. The cone holds no reduction (members never read their own) and no variable
+ * reads a value P of another fused cluster A, C may compute P itself from A's inputs
+ * (the members of A that P depends on, its "cone", joined to C's program as recomputed
+ * members) and no longer read it. Where only C reads P (no other node, no fetch), A
+ * then no longer writes P: done when the full inputs C must read in addition weigh at
+ * most 1.5 of P (a bool counts a quarter; P's write and read are two passes). Where
+ * others read P too, only when C reads nothing more (each reader deciding alone; when
+ * all do, P is not written). The ResNet's batch norm: the first gradient cluster wrote
+ * dy * rsqrt(var) for the second, which now recomputes it from the upstream gradient
+ * and the leaky ReLU's mask; and that mask (x * a + b < 0, a bool the forward wrote for
+ * both gradient passes) is recomputed from x, which both read anyway. The cone holds no reduction (members never read their own) and no variable
  * read; C's fused node gains edges from the cone's producers, which run before A, so
  * no cycle appears. VG_EW_REMAT=0 turns this off. */
 static int cluster_of(fctx *f, int i) {
@@ -645,12 +647,13 @@ static bool remat(fctx *f, int nn) {
                 int P = f->prod[ext[e]], A = cluster_of(f, P);
                 if (A < 0 || A == C || is_red(f->c[P].kind) || f->c[P].rv) continue;
                 if (!same_dims(f->c[P].nd, f->c[P].dims, cc->nd, cc->dims)) continue;
-                int reads = 0; /* every use of P's slot is a read by C's own members */
-                for (int k = 0; k < f->nmem[C]; k++) {
-                    const vg__node *n = &p->nodes[f->mem[C][k]];
-                    for (int q = 0; q < n->ninputs; q++) reads += n->in_slot[q] == ext[e];
-                }
-                if (reads != p->slot_uses[ext[e]]) continue;
+                int reads = 0; /* the uses of P's slot by C's and A's own members */
+                for (int r = 0; r < 2; r++)
+                    for (int k = 0; k < f->nmem[r ? A : C]; k++) {
+                        const vg__node *n = &p->nodes[f->mem[r ? A : C][k]];
+                        for (int q = 0; q < n->ninputs; q++) reads += n->in_slot[q] == ext[e];
+                    }
+                bool sole = reads == p->slot_uses[ext[e]]; /* else P stays written: only free recomputation */
                 /* the cone: A's members P depends on */
                 int nc = 0, cst = ++f->stamp, sp = 0;
                 bool bad = false;
@@ -689,7 +692,7 @@ static bool remat(fctx *f, int nn) {
                             extra += vg_output_dtype(in) == VG_BOOL ? 0.25 : 1.0;
                     }
                 }
-                if (extra > 1.5) continue;
+                if (extra > (sole ? 1.5 : 0.0)) continue;
                 if (!vg__grow((void **)&f->vmem[C], &f->capvmem[C], f->nvmem[C] + nc, sizeof(int))) goto out;
                 for (int k = 0; k < nc; k++) {
                     int x = cone[k];
