@@ -593,18 +593,20 @@ static bool fuse_moments(fctx *f, const bool *ctrl_src, const vg__op_def *noop) 
 
 
 /* Recomputation instead of a round trip through memory (issue 30): where a cluster C
- * reads a value P of another fused cluster A, C may compute P itself from A's inputs
- * (the members of A that P depends on, its "cone", joined to C's program as recomputed
- * members) and no longer read it. Where only C reads P (no other node, no fetch), A
- * then no longer writes P: done when the full inputs C must read in addition weigh at
- * most 1.5 of P (a bool counts a quarter; P's write and read are two passes). Where
- * others read P too, only when C reads nothing more (each reader deciding alone; when
- * all do, P is not written). The ResNet's batch norm: the first gradient cluster wrote
- * dy * rsqrt(var) for the second, which now recomputes it from the upstream gradient
- * and the leaky ReLU's mask; and that mask (x * a + b < 0, a bool the forward wrote for
- * both gradient passes) is recomputed from x, which both read anyway. The cone holds no reduction (members never read their own) and no variable
- * read; C's fused node gains edges from the cone's producers, which run before A, so
- * no cycle appears. VG_EW_REMAT=0 turns this off. */
+ * reads a value P of another fused cluster A and P can be computed from inputs C reads
+ * anyway (scalars and channel vectors are free), C computes P itself (the members of A
+ * that P depends on, its "cone", join C's program as recomputed members) and no longer
+ * reads it; when every reader does so, A no longer writes it. The ResNet's batch norm:
+ * the leaky ReLU's mask (x * a + b < 0, a bool the forward wrote for both gradient
+ * passes) is recomputed from x in both. The cone holds no reduction (members never read
+ * their own) and no variable read; C's fused node gains edges from the cone's
+ * producers, which run before A, so no cycle appears.
+ * Recomputing where it costs an extra full input does not pay with this kernel, which
+ * runs one instruction at a time over L1 tiles: the gradient's dy * rsqrt(var) (6
+ * instructions from the upstream gradient and the mask; written by the reduction pass,
+ * read by the dx pass) recomputed in the dx pass made the two passes 3.1 + 2.5 ms ->
+ * 6.6 + 5.1 ms ([128,32,32,16], 1 thread, loaded 2-vCPU host); so the rule is "no
+ * extra input". VG_EW_REMAT=0 (or vg__ew_set_remat(false)) turns this off. */
 static int cluster_of(fctx *f, int i) {
     if (i < 0 || f->c[i].kind < 0) return -1;
     int r = find(f, i);
@@ -647,13 +649,6 @@ static bool remat(fctx *f, int nn) {
                 int P = f->prod[ext[e]], A = cluster_of(f, P);
                 if (A < 0 || A == C || is_red(f->c[P].kind) || f->c[P].rv) continue;
                 if (!same_dims(f->c[P].nd, f->c[P].dims, cc->nd, cc->dims)) continue;
-                int reads = 0; /* the uses of P's slot by C's and A's own members */
-                for (int r = 0; r < 2; r++)
-                    for (int k = 0; k < f->nmem[r ? A : C]; k++) {
-                        const vg__node *n = &p->nodes[f->mem[r ? A : C][k]];
-                        for (int q = 0; q < n->ninputs; q++) reads += n->in_slot[q] == ext[e];
-                    }
-                bool sole = reads == p->slot_uses[ext[e]]; /* else P stays written: only free recomputation */
                 /* the cone: A's members P depends on */
                 int nc = 0, cst = ++f->stamp, sp = 0;
                 bool bad = false;
@@ -692,7 +687,7 @@ static bool remat(fctx *f, int nn) {
                             extra += vg_output_dtype(in) == VG_BOOL ? 0.25 : 1.0;
                     }
                 }
-                if (extra > (sole ? 1.5 : 0.0)) continue;
+                if (extra > 0.0) continue;
                 if (!vg__grow((void **)&f->vmem[C], &f->capvmem[C], f->nvmem[C] + nc, sizeof(int))) goto out;
                 for (int k = 0; k < nc; k++) {
                     int x = cone[k];

@@ -10,10 +10,9 @@
  *     SquaredDifference node runs NoOp and the variance node reads the fused node;
  *   - the fused variance against a double reference, including data far from zero
  *     (mean 100, spread 1e-2), where E[x^2] - E[x]^2 would lose every digit;
- *   - the gradient's second pass recomputes dy * rsqrt(var) (from the upstream gradient
- *     and the activation's mask) instead of reading it: the node that forwarded it runs
- *     NoOp (leaky ReLU; after a plain ReLU it would read two full tensors and is not
- *     done), and values match with the recomputation off;
+ *   - the leaky ReLU's mask (x * a + b < 0) is recomputed from x by both gradient passes
+ *     instead of being written by the forward and read back: its node runs NoOp, and
+ *     values match with the recomputation off;
  *   - gradients against central finite differences on a small case. */
 #include "test_util.h"
 #include "op_test_util.h"
@@ -103,7 +102,7 @@ enum { NFETCH = 8 };
 /* Runs the fetches {act, mean, var, d x1, d beta, d gamma, moving mean, moving variance}
  * on a fresh session; returns the trace's node stats count of fused nodes, -1 on error.
  * *sqd_noop: the moments' SquaredDifference ran as NoOp. */
-static bool g_remat_noop; /* the last run_bn: gradients/bn/batchnorm/mul_1_grad/Mul ran NoOp */
+static bool g_remat_noop; /* the last run_bn: the leaky ReLU's mask (node Less) ran NoOp */
 
 static int run_bn(const bn_graph *b, vg_tensor **vals, vg_tensor **outs, int threads, bool fused, bool *sqd_noop) {
     bool old = vg__plan_set_fusion(fused);
@@ -131,7 +130,7 @@ static int run_bn(const bn_graph *b, vg_tensor **vals, vg_tensor **outs, int thr
                 n += !strcmp(ns->op_type, "_VigilFusedElementwise");
                 if (sqd_noop && !strcmp(ns->node_name, "bn/moments/SquaredDifference"))
                     *sqd_noop = !strcmp(ns->op_type, "NoOp");
-                if (!strcmp(ns->node_name, "gradients/bn/batchnorm/mul_1_grad/Mul"))
+                if (!strcmp(ns->node_name, "Less"))
                     g_remat_noop = !strcmp(ns->op_type, "NoOp");
             }
         }
@@ -154,8 +153,6 @@ static void bn_case(const int64_t xd[4], bool leaky, double lo, double hi) {
     vg_tensor *a[NFETCH], *u[NFETCH], *c[NFETCH];
     bool noop = false, noop_u = true;
     int nf = run_bn(&b, vals, a, 1, true, &noop);
-    /* leaky: the recomputation reads the upstream gradient and the bool mask (1.25 of
-     * the value saved); ReLU's gradient reads the float activation (2: not done) */
     CHECK(g_remat_noop == leaky);
     int nu = run_bn(&b, vals, u, 1, false, &noop_u);
     int n2 = run_bn(&b, vals, c, 2, true, NULL);
@@ -165,7 +162,7 @@ static void bn_case(const int64_t xd[4], bool leaky, double lo, double hi) {
     vg__ew_set_moments(old);
     bool old_r = vg__ew_set_remat(false);
     vg_tensor *r[NFETCH];
-    int nr = run_bn(&b, vals, r, 1, true, NULL); /* fused, dy * rsqrt(var) written and read */
+    int nr = run_bn(&b, vals, r, 1, true, NULL); /* fused, the mask written and read */
     CHECK(!g_remat_noop);
     vg__ew_set_remat(old_r);
     CHECK(old_r);
