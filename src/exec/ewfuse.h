@@ -51,7 +51,7 @@ typedef struct vg__ew_out {
     bool is_bool; /* full outputs: stored as bool */
     bool var;     /* reduce (not row): the biased variance of the register over every axis
                      but the last (tf.nn.moments' variance, one pass: per tile mean and
-                     squared deviations in double, tiles and pieces combined with Chan's
+                     squared deviations in float, tiles and pieces combined in double by Chan's
                      formula), times scale / (C/n) = 1 */
     double scale;
     int ndims;
@@ -76,8 +76,8 @@ typedef struct vg__ew_prog {
  * returns the previous setting (first: the environment's VG_EW_MOMENTS, 0 = off). For
  * tests comparing the two. */
 VG_HIDDEN bool vg__ew_set_moments(bool on);
-/* The same for the recomputation of values read by one other cluster (fuse_ew.c remat;
- * environment VG_EW_REMAT). */
+/* The same for the recomputation of other clusters' values (fuse_ew.c remat; off
+ * unless the environment's VG_EW_REMAT is 1: measured slower with this kernel). */
 VG_HIDDEN bool vg__ew_set_remat(bool on);
 
 /* Frees a program (NULL: nothing). Defined in fuse_ew.c. */

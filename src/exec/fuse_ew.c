@@ -592,21 +592,22 @@ static bool fuse_moments(fctx *f, const bool *ctrl_src, const vg__op_def *noop) 
 }
 
 
-/* Recomputation instead of a round trip through memory (issue 30): where a cluster C
- * reads a value P of another fused cluster A and P can be computed from inputs C reads
- * anyway (scalars and channel vectors are free), C computes P itself (the members of A
- * that P depends on, its "cone", join C's program as recomputed members) and no longer
- * reads it; when every reader does so, A no longer writes it. The ResNet's batch norm:
- * the leaky ReLU's mask (x * a + b < 0, a bool the forward wrote for both gradient
- * passes) is recomputed from x in both. The cone holds no reduction (members never read
- * their own) and no variable read; C's fused node gains edges from the cone's
- * producers, which run before A, so no cycle appears.
- * Recomputing where it costs an extra full input does not pay with this kernel, which
- * runs one instruction at a time over L1 tiles: the gradient's dy * rsqrt(var) (6
- * instructions from the upstream gradient and the mask; written by the reduction pass,
- * read by the dx pass) recomputed in the dx pass made the two passes 3.1 + 2.5 ms ->
- * 6.6 + 5.1 ms ([128,32,32,16], 1 thread, loaded 2-vCPU host); so the rule is "no
- * extra input". VG_EW_REMAT=0 (or vg__ew_set_remat(false)) turns this off. */
+/* Recomputation instead of a round trip through memory (issue 30; OFF by default, see
+ * below): where a cluster C reads a value P of another fused cluster A and P can be
+ * computed from inputs C reads anyway (scalars and channel vectors are free), C computes
+ * P itself (the members of A that P depends on, its "cone", join C's program as
+ * recomputed members) and no longer reads it; when every reader does so, A no longer
+ * writes it. The ResNet's batch norm: the leaky ReLU's mask (x * a + b < 0, a bool the
+ * forward writes for both gradient passes) is recomputed from x in both. The cone holds
+ * no reduction (members never read their own) and no variable read; C's fused node
+ * gains edges from the cone's producers, which run before A, so no cycle appears.
+ * Measured, it does not pay with this kernel, which runs one instruction at a time over
+ * L1 tiles (per-node minimum over 25 steps, [128,32,32,16], 1 thread, loaded 2-vCPU
+ * host): the mask recomputed made the gradient's reduction pass 2.1-2.4 -> 3.1-3.7 ms
+ * while the forward saved ~0.2 ms; recomputing the gradient's dy * rsqrt(var) (6
+ * instructions, reading the upstream gradient) in the dx pass made the two gradient
+ * passes 3.1 + 2.5 -> 6.6 + 5.1 ms. So it only runs with VG_EW_REMAT=1 (or
+ * vg__ew_set_remat(true)), for a kernel that evaluates chains in registers. */
 static int cluster_of(fctx *f, int i) {
     if (i < 0 || f->c[i].kind < 0) return -1;
     int r = find(f, i);
@@ -615,14 +616,19 @@ static int cluster_of(fctx *f, int i) {
 
 static atomic_int g_remat = -1; /* -1: VG_EW_REMAT not read yet */
 
+static bool remat_env(void) { /* off unless VG_EW_REMAT starts with 1 */
+    const char *e = getenv("VG_EW_REMAT");
+    return e && e[0] == '1';
+}
+
 bool vg__ew_set_remat(bool on) {
     int old = atomic_exchange(&g_remat, on ? 1 : 0);
-    return old < 0 ? env_on("VG_EW_REMAT") : old != 0;
+    return old < 0 ? remat_env() : old != 0;
 }
 
 static bool remat_on(void) {
     int unread = -1;
-    atomic_compare_exchange_strong(&g_remat, &unread, env_on("VG_EW_REMAT") ? 1 : 0);
+    atomic_compare_exchange_strong(&g_remat, &unread, remat_env() ? 1 : 0);
     return atomic_load(&g_remat) != 0;
 }
 

@@ -84,37 +84,57 @@ static void add_into(int64_t m, float *restrict o, const float *restrict b) {
 
 VG_SIMD_CLONES
 static void add_rows(int64_t rows, int64_t C, const float *restrict x, float *restrict acc, double *restrict part) {
+    int64_t r4 = rows & ~(int64_t)3; /* four rows per step, as var_tile */
     for (int64_t c = 0; c < C; c++) acc[c] = 0.0f;
-    for (int64_t r = 0; r < rows; r++)
+    for (int64_t r = 0; r < r4; r += 4) {
+        const float *x0 = x + r * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
+        for (int64_t c = 0; c < C; c++) acc[c] += (x0[c] + x1[c]) + (x2[c] + x3[c]);
+    }
+    for (int64_t r = r4; r < rows; r++)
         for (int64_t c = 0; c < C; c++) acc[c] += x[r * C + c];
     for (int64_t c = 0; c < C; c++) part[c] += (double)acc[c];
 }
 
 /* A moments variance (ewfuse.h: var): the tile's per-channel mean and squared deviations
- * (double, x read twice while in L1) folded into the piece's running mean and M2, of na
- * rows so far, by Chan et al.'s pairwise update. */
+ * (float, x read twice while in L1; a tile holds at most EW_TILE / C rows) folded in
+ * double into the piece's running mean and M2, of na rows so far, by Chan et al.'s
+ * pairwise update. */
 VG_SIMD_CLONES
-static void var_tile(int64_t rows, int64_t C, const float *restrict x, double *restrict s, double *restrict q,
+static void var_tile(int64_t rows, int64_t C, const float *restrict x, float *restrict s, float *restrict q,
                      double *restrict mean, double *restrict m2, int64_t na) {
-    for (int64_t c = 0; c < C; c++) s[c] = 0.0, q[c] = 0.0;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < C; c++) s[c] += (double)x[r * C + c];
-    const double inv = 1.0 / (double)rows;
+    /* four rows per step: a short channel row (C = 16: one vector) otherwise waits on
+     * the previous row's add through s / q (store-to-load latency per row) */
+    int64_t r4 = rows & ~(int64_t)3;
+    for (int64_t c = 0; c < C; c++) s[c] = 0.0f, q[c] = 0.0f;
+    for (int64_t r = 0; r < r4; r += 4) {
+        const float *x0 = x + r * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
+        for (int64_t c = 0; c < C; c++) s[c] += (x0[c] + x1[c]) + (x2[c] + x3[c]);
+    }
+    for (int64_t r = r4; r < rows; r++)
+        for (int64_t c = 0; c < C; c++) s[c] += x[r * C + c];
+    const float inv = 1.0f / (float)rows;
     for (int64_t c = 0; c < C; c++) s[c] *= inv;
-    for (int64_t r = 0; r < rows; r++)
+    for (int64_t r = 0; r < r4; r += 4) {
+        const float *x0 = x + r * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
         for (int64_t c = 0; c < C; c++) {
-            double d = (double)x[r * C + c] - s[c];
+            float d0 = x0[c] - s[c], d1 = x1[c] - s[c], d2 = x2[c] - s[c], d3 = x3[c] - s[c];
+            q[c] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+        }
+    }
+    for (int64_t r = r4; r < rows; r++)
+        for (int64_t c = 0; c < C; c++) {
+            float d = x[r * C + c] - s[c];
             q[c] += d * d;
         }
     if (na == 0) {
-        for (int64_t c = 0; c < C; c++) mean[c] = s[c], m2[c] = q[c];
+        for (int64_t c = 0; c < C; c++) mean[c] = (double)s[c], m2[c] = (double)q[c];
         return;
     }
     const double nb = (double)rows, n = (double)na + nb, wb = nb / n, wab = (double)na * nb / n;
     for (int64_t c = 0; c < C; c++) {
-        double delta = s[c] - mean[c];
+        double delta = (double)s[c] - mean[c];
         mean[c] += delta * wb;
-        m2[c] += q[c] + delta * delta * wab;
+        m2[c] += (double)q[c] + delta * delta * wab;
     }
 }
 
@@ -249,9 +269,8 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
         const vg__ew_out *o = &p->outs[k];
         if (o->reduce && o->row) sum_rows(m / C, C, R[o->reg], j->out_f[k] + t0 / C, o->scale);
         else if (o->reduce && o->var) {
-            double *ds = (double *)(((uintptr_t)(acc + C + 16) + 7) & ~(uintptr_t)7);
             double *pm = part + (int64_t)j->red_of[k] * C;
-            var_tile(m / C, C, R[o->reg], ds, ds + C, pm, pm + C, rows_before);
+            var_tile(m / C, C, R[o->reg], acc + C + 16, acc + 2 * C + 16, pm, pm + C, rows_before);
         }
         else if (o->reduce) add_rows(m / C, C, R[o->reg], acc, part + (int64_t)j->red_of[k] * C);
         else if (o->is_bool) float_to_bool(m, R[o->reg], j->out_b[k] + t0);
@@ -285,7 +304,7 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
     j.npieces = (j.ntiles + EW_PIECE_TILES - 1) / EW_PIECE_TILES;
     int nslots = vg__kctx_num_threads(ctx);
     if (nslots > j.npieces) nslots = (int)(j.npieces > 0 ? j.npieces : 1);
-    j.scratch_per = (int64_t)j.nregs * L + C + 16 + 4 * C + 8; /* + 2C doubles for var_tile */
+    j.scratch_per = (int64_t)j.nregs * L + 3 * C + 16; /* acc, and 2C floats for var_tile */
     size_t ni = (size_t)p->ninputs + 1, no = (size_t)p->nouts + 1, nr = (size_t)j.nregs + 1;
     j.in_f = vg__calloc(ni, sizeof(float *));
     j.in_b = vg__calloc(ni, sizeof(uint8_t *));
