@@ -73,8 +73,8 @@ typedef struct vg__ew_prog {
 
 /* Turns the moments-variance rewrite (fuse_ew.c fuse_moments: the variance of
  * tf.nn.moments summed in its mean's pass) on or off for plans built afterwards;
- * returns the previous setting (first: the environment's VG_EW_MOMENTS, 0 = off). For
- * tests comparing the two. */
+ * returns the previous setting (first: the environment's VG_EW_MOMENTS). For
+ * tests comparing the two. Off unless VG_EW_MOMENTS is 1 (measured: see fuse_ew.c). */
 VG_HIDDEN bool vg__ew_set_moments(bool on);
 /* The same for the recomputation of other clusters' values (fuse_ew.c remat; off
  * unless the environment's VG_EW_REMAT is 1: measured slower with this kernel). */

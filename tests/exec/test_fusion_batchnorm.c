@@ -6,8 +6,9 @@
  *     ReLU (tf.where) or a plain ReLU: the forward values, every gradient (x, beta, gamma)
  *     and the moving averages match the unfused plan within float32 tolerance at 1 and 2
  *     threads, on the model's channel counts (16 / 32 / 64, batch 8) and odd sizes;
- *   - the moments' variance is computed in the pass that sums the mean: the
- *     SquaredDifference node runs NoOp and the variance node reads the fused node;
+ *   - with the (opt-in) moments rewrite on, the variance is computed in the pass that
+ *     sums the mean: one fused node fewer, the SquaredDifference node runs NoOp, values
+ *     match the unfused plan and the rewrite off;
  *   - the fused variance against a double reference, including data far from zero
  *     (mean 100, spread 1e-2), where E[x^2] - E[x]^2 would lose every digit;
  *   - with the (opt-in) recomputation on, the leaky ReLU's mask (x * a + b < 0) is
