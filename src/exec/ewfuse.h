@@ -49,6 +49,10 @@ typedef struct vg__ew_out {
     bool reduce;
     bool row;     /* reduce over the last axis (one value per row of S) */
     bool is_bool; /* full outputs: stored as bool */
+    bool var;     /* reduce (not row): the biased variance of the register over every axis
+                     but the last (tf.nn.moments' variance, one pass: per tile mean and
+                     squared deviations in float, tiles and pieces combined in double by Chan's
+                     formula), times scale / (C/n) = 1 */
     double scale;
     int ndims;
     int64_t dims[8];
@@ -66,6 +70,15 @@ typedef struct vg__ew_prog {
     int64_t dims[8];
     int64_t n, C;   /* elements of S, its last dimension */
 } vg__ew_prog;
+
+/* Turns the moments-variance rewrite (fuse_ew.c fuse_moments: the variance of
+ * tf.nn.moments summed in its mean's pass) on or off for plans built afterwards;
+ * returns the previous setting (first: the environment's VG_EW_MOMENTS). For
+ * tests comparing the two. Off unless VG_EW_MOMENTS is 1 (measured: see fuse_ew.c). */
+VG_HIDDEN bool vg__ew_set_moments(bool on);
+/* The same for the recomputation of other clusters' values (fuse_ew.c remat; off
+ * unless the environment's VG_EW_REMAT is 1: measured slower with this kernel). */
+VG_HIDDEN bool vg__ew_set_remat(bool on);
 
 /* Frees a program (NULL: nothing). Defined in fuse_ew.c. */
 VG_HIDDEN void vg__ew_prog_free(vg__ew_prog *p);

@@ -32,6 +32,10 @@
  * run NoOp with no inputs. Consumers keep reading the members' slots, traces still list
  * every node. Values are the separate kernels' per element; reductions are summed in a
  * fixed order (see ew_fused.c).
+ *
+ * Two opt-in rewrites (issue 30, measured not to pay on the ResNet yet, see each):
+ * fuse_moments (tf.nn.moments' variance in its mean's pass, VG_EW_MOMENTS=1) and remat
+ * (a value of another cluster recomputed instead of read, VG_EW_REMAT=1).
  */
 #include "exec.h"
 #include "ewfuse.h"
@@ -48,7 +52,16 @@ void vg__ew_prog_free(vg__ew_prog *p) {
     vg__free(p);
 }
 
-enum { K_BIN, K_CMP, K_SELECT, K_SELECT2, K_UN, K_CONST, K_ADDN, K_TILE, K_RED };
+enum { K_BIN, K_CMP, K_SELECT, K_SELECT2, K_UN, K_CONST, K_ADDN, K_TILE, K_RED, K_VAR };
+
+/* A per-channel reduction: Sum / Mean, or a moments variance read straight from x (fuse_moments) */
+static bool is_red(int kind) { return kind == K_RED || kind == K_VAR; }
+
+/* an opt-in switch from the environment: on when it starts with 1 */
+static bool env_is_1(const char *name) {
+    const char *e = getenv(name);
+    return e && e[0] == '1';
+}
 
 static const struct ew_type {
     const char *type;
@@ -74,6 +87,7 @@ typedef struct cand {
     bool mean;
     bool row;        /* K_RED over the last axis */
     bool rv;         /* reads a variable through an Identity */
+    int pair;        /* K_VAR: the moments' mean node (same x), which it joins */
 } cand;
 
 typedef struct fctx {
@@ -88,7 +102,18 @@ typedef struct fctx {
     int *mark, *seen, *stack;
     bool *wreach;    /* per node: reachable from a node that may write a variable */
     int stamp;
+    int **vmem;      /* per root: members of other clusters recomputed here (remat) */
+    int *nvmem, *capvmem;
+    int **vin;       /* per node recomputed somewhere: its data input slots, kept current
+                        while the clusters are rewritten (its own cluster's rewrite
+                        changes its in_slot) */
+    int *vmark;      /* per node: stamp of the cluster rewrite that recomputes it */
 } fctx;
+
+/* Data input q of node x; vst: the stamp of a rewrite recomputing x (its saved slots) */
+static int din(const fctx *f, int x, int q, int vst) {
+    return vst && f->vmark[x] == vst ? f->vin[x][q] : f->p->nodes[x].in_slot[q];
+}
 
 static bool same_dims(int na, const int64_t *a, int nb, const int64_t *b) {
     if (na != nb) return false;
@@ -247,7 +272,7 @@ static bool can_merge(fctx *f, const int *roots, int nr) {
             const cand *c = &f->c[m];
             for (int q = 0; q < c->ndata; q++) { /* a member reading a member's reduction */
                 int src = f->prod[p->nodes[m].in_slot[q]];
-                if (src >= 0 && f->mark[src] == st && f->c[src].kind == K_RED) return false;
+                if (src >= 0 && f->mark[src] == st && is_red(f->c[src].kind)) return false;
             }
             for (int e = 0; e < p->nodes[m].nsucc; e++) {
                 int y = p->nodes[m].succ[e];
@@ -294,14 +319,13 @@ static bool add_succ_once(fctx *f, int from, int to) { return vg__plan_add_succ_
 
 /* The cluster's outside inputs (distinct slots, in member order); members marked with
  * stamp st. Returns the count, -1 on OOM (*ext freed by the caller). */
-static int ext_inputs(const fctx *f, const int *m, int nm, int st, int **ext) {
-    const vg__plan *p = f->p;
+static int ext_inputs(const fctx *f, const int *m, int nm, int st, int vst, int **ext) {
     int next = 0, cap = 0;
     *ext = NULL;
     for (int k = 0; k < nm; k++) {
         const cand *c = &f->c[m[k]];
         for (int q = 0; q < c->ndata; q++) {
-            int s = p->nodes[m[k]].in_slot[q], src = f->prod[s];
+            int s = din(f, m[k], q, vst), src = f->prod[s];
             if (src >= 0 && f->mark[src] == st) continue;
             int e = 0;
             while (e < next && (*ext)[e] != s) e++;
@@ -321,13 +345,19 @@ static int mark_cluster(fctx *f, const int *m, int nm) {
 
 /* Rewrites one cluster (members sorted by rank; slot_uses count only reads from
  * outside the members, F's included). Returns false on OOM. */
-static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_def *fwd, const vg__op_def *noop) {
+static bool rewrite(fctx *f, int *m, int nm, int vst, const vg__op_def *ew, const vg__op_def *fwd,
+                    const vg__op_def *noop) {
     vg__plan *p = f->p;
     int st = mark_cluster(f, m, nm), F = m[nm - 1];
+    for (int k = nm - 1; k >= 0; k--) /* the last member of its own (a recomputed one never is) */
+        if (!vst || f->vmark[m[k]] != vst) {
+            F = m[k];
+            break;
+        }
     int *ext = NULL, *reg = NULL, *outk = NULL, *fin = NULL;
     vg__var **fvar = NULL;
     vg__ew_prog *pr = vg__calloc(1, sizeof *pr);
-    int next = ext_inputs(f, m, nm, st, &ext);
+    int next = ext_inputs(f, m, nm, st, vst, &ext);
     reg = vg__malloc(sizeof(int) * (size_t)(nm + 1));
     outk = vg__malloc(sizeof(int) * (size_t)(nm + 1));
     if (!pr || next < 0 || !reg || !outk) goto oom;
@@ -348,7 +378,7 @@ static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_
     for (int k = 0; k < nm; k++) {
         const cand *c = &f->c[m[k]];
         for (int q = 0; q < c->ndata; q++) {
-            int s = p->nodes[m[k]].in_slot[q];
+            int s = din(f, m[k], q, vst);
             for (int e = 0; e < next; e++)
                 if (ext[e] == s) {
                     vg_output in = vg_op_input(p->nodes[m[k]].op, q);
@@ -360,15 +390,14 @@ static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_
     /* instructions in rank order; reg[k]: member k's register */
     for (int k = 0; k < nm; k++) {
         const cand *c = &f->c[m[k]];
-        vg__node *n = &p->nodes[m[k]];
         reg[k] = -1;
-        if (c->kind == K_RED) continue;
+        if (is_red(c->kind)) continue;
         vg__ew_ins *in = &pr->ins[pr->nins];
         in->op = c->code;
         in->nargs = c->ndata;
         if (c->ndata && !(in->args = vg__malloc(sizeof(int) * (size_t)c->ndata))) goto oom;
         for (int q = 0; q < c->ndata; q++) {
-            int s = n->in_slot[q], src = f->prod[s], r = -1;
+            int s = din(f, m[k], q, vst), src = f->prod[s], r = -1;
             if (src >= 0 && f->mark[src] == st) {
                 for (int j = 0; j < k; j++)
                     if (m[j] == src) r = reg[j];
@@ -386,14 +415,19 @@ static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_
         vg__node *n = &p->nodes[m[k]];
         const cand *c = &f->c[m[k]];
         outk[k] = -1;
-        if (c->kind != K_RED && p->slot_uses[n->out_base] <= 0) continue;
+        if (vst && f->vmark[m[k]] == vst) continue; /* recomputed: its own cluster outputs it */
+        if (!is_red(c->kind) && p->slot_uses[n->out_base] <= 0) continue;
         vg__ew_out *o = &pr->outs[nout];
         outk[k] = nout++;
-        if (c->kind == K_RED) {
+        if (is_red(c->kind)) {
             int src = f->prod[n->in_slot[0]];
+            o->reg = -1;
             for (int j = 0; j < k; j++)
                 if (m[j] == src) o->reg = reg[j];
+            for (int e = 0; e < next && o->reg < 0; e++) /* x from outside (a moments pair) */
+                if (ext[e] == n->in_slot[0]) o->reg = e;
             o->reduce = true;
+            o->var = c->kind == K_VAR;
             o->row = c->row;
             o->scale = !c->mean ? 1.0 : c->row ? 1.0 / (double)pr->C : (double)pr->C / (double)pr->n;
             vg_shape ys = vg_output_shape(vg_out(n->op, 0));
@@ -418,6 +452,7 @@ static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_
     /* edges: members lose their incoming data edges; outside producers feed F */
     for (int k = 0; k < nm; k++) {
         vg__node *n = &p->nodes[m[k]];
+        if (vst && f->vmark[m[k]] == vst) continue;
         for (int q = 0; q < n->ninputs; q++) {
             int src = n->in_slot[q] >= 0 ? prod[n->in_slot[q]] : -1;
             if (src >= 0) drop_succ(&p->nodes[src], m[k]);
@@ -434,6 +469,9 @@ static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_
         for (int i = 0; i < p->nnodes; i++)
             for (int q = 0; q < p->nodes[i].ninputs; q++)
                 if (p->nodes[i].in_slot[q] == old) p->nodes[i].in_slot[q] = ns;
+        for (int i = 0; i < p->nnodes; i++) /* the saved slots of recomputed nodes */
+            for (int q = 0; f->vin[i] && q < f->c[i].ndata; q++)
+                if (f->vin[i][q] == old) f->vin[i][q] = ns;
         for (int fi = 0; fi < p->nfetches; fi++)
             if (p->fetch_slot[fi] == old) p->fetch_slot[fi] = ns;
         uses[ns] = uses[old];
@@ -453,7 +491,7 @@ static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_
     fn->nsucc = 0;
     /* the other members forward an output of F, or do nothing */
     for (int k = 0; k < nm; k++) {
-        if (m[k] == F) continue;
+        if (m[k] == F || (vst && f->vmark[m[k]] == vst)) continue;
         vg__node *n = &p->nodes[m[k]];
         n->nsucc = 0;
         if (outk[k] >= 0) {
@@ -490,6 +528,203 @@ oom:
     return false;
 }
 
+
+/* tf.nn.moments' variance, Mean(SquaredDifference(x, StopGradient(mean)), axes) with
+ * mean = Mean(x, axes) over every axis but the last (OFF by default, see below): the
+ * variance node (V) reads x itself and becomes K_VAR, computed in the pass that sums the
+ * mean (one read of x instead of two); the SquaredDifference node (read by V alone)
+ * runs NoOp. The mean's value and the StopGradient's other readers (the gradient) are
+ * unchanged. V's value is the same biased variance up to float rounding: per tile, the
+ * channel's mean and squared deviations (float, from the tile in L1), combined across
+ * tiles and pieces in double (Chan et al.) in a fixed order.
+ * Measured (the batch norm + leaky ReLU forward and gradient at batch 128, 1 thread,
+ * median of 5-7 alternating runs on a loaded 2-vCPU host): the moments alone get faster
+ * at every size (forward-only 1.55 -> 1.33 ms at [128,32,32,16], 0.37 -> 0.24 ms at
+ * [128,16,16,32] read straight from a conv), but the whole step got slower at 16 and 32
+ * channels (8.8 -> 9.3 ms, 4.0 -> 4.15 ms; the unchanged gradient passes slowed, not
+ * understood) and faster at 64 (2.0 -> 1.77 ms). So it runs only with
+ * VG_EW_MOMENTS=1 (or vg__ew_set_moments(true)). */
+static atomic_int g_moments = -1; /* -1: VG_EW_MOMENTS not read yet */
+
+bool vg__ew_set_moments(bool on) {
+    int old = atomic_exchange(&g_moments, on ? 1 : 0);
+    return old < 0 ? env_is_1("VG_EW_MOMENTS") : old != 0;
+}
+
+static bool fuse_moments(fctx *f, const bool *ctrl_src, const vg__op_def *noop) {
+    int unread = -1;
+    atomic_compare_exchange_strong(&g_moments, &unread, env_is_1("VG_EW_MOMENTS") ? 1 : 0);
+    if (!atomic_load(&g_moments)) return true;
+    vg__plan *p = f->p;
+    for (int v = 0; v < p->nnodes; v++) {
+        cand *cv = &f->c[v];
+        vg__node *vn = &p->nodes[v];
+        if (cv->kind != K_RED || cv->row || !cv->mean) continue;
+        int sq = f->prod[vn->in_slot[0]];
+        if (sq < 0) continue;
+        vg__node *sn = &p->nodes[sq];
+        if (sn->kind != VG__K_KERNEL || sn->amp || sn->def != sn->op->def || strcmp(sn->def->type, "SquaredDifference") ||
+            sn->ninputs != 2 || sn->noutputs != 1 || sn->out_base != vn->in_slot[0] || vg__plan_node_fed(sn) ||
+            sn->op->ncontrol > 0 || ctrl_src[sq] || p->slot_uses[sn->out_base] != 1 || sn->in_slot[0] < 0 ||
+            sn->in_slot[1] < 0 || sn->in_var[0] || sn->in_var[1])
+            continue;
+        int mi = -1, xs = -1;
+        for (int k = 0; k < 2 && mi < 0; k++) { /* x and StopGradient(mean), either order */
+            int g = f->prod[sn->in_slot[1 - k]];
+            if (g < 0) continue;
+            const vg__node *gn = &p->nodes[g];
+            if (strcmp(gn->op->def->type, "StopGradient") && strcmp(gn->op->def->type, "Identity")) continue;
+            if (gn->ninputs != 1 || gn->in_slot[0] < 0 || gn->in_var[0] || vg__plan_node_fed(gn)) continue;
+            int m = f->prod[gn->in_slot[0]];
+            if (m < 0 || m == v || f->c[m].kind != K_RED || f->c[m].row || !f->c[m].mean) continue;
+            if (p->nodes[m].in_slot[0] != sn->in_slot[k] || p->nodes[m].out_base != gn->in_slot[0]) continue;
+            if (!same_dims(f->c[m].nd, f->c[m].dims, cv->nd, cv->dims)) continue;
+            mi = m, xs = sn->in_slot[k];
+        }
+        if (mi < 0) continue;
+        if (f->prod[xs] >= 0 && !add_succ_once(f, f->prod[xs], v)) return false;
+        /* V reads x; the SquaredDifference reads and writes nothing */
+        p->slot_uses[vn->in_slot[0]]--;
+        vn->in_slot[0] = xs;
+        p->slot_uses[xs]++;
+        for (int k = 0; k < 2; k++) {
+            int src = f->prod[sn->in_slot[k]];
+            p->slot_uses[sn->in_slot[k]]--;
+            if (src >= 0) drop_succ(&p->nodes[src], sq);
+        }
+        drop_succ(sn, v);
+        sn->ninputs = 0;
+        sn->def = noop;
+        f->c[sq].kind = -1;
+        cv->kind = K_VAR;
+        cv->pair = mi;
+    }
+    return true;
+}
+
+
+/* Recomputation instead of a round trip through memory (issue 30; OFF by default, see
+ * below): where a cluster C reads a value P of another fused cluster A and P can be
+ * computed from inputs C reads anyway (scalars and channel vectors are free), C computes
+ * P itself (the members of A that P depends on, its "cone", join C's program as
+ * recomputed members) and no longer reads it; when every reader does so, A no longer
+ * writes it. The ResNet's batch norm: the leaky ReLU's mask (x * a + b < 0, a bool the
+ * forward writes for both gradient passes) is recomputed from x in both. The cone holds
+ * no reduction (members never read their own) and no variable read; C's fused node
+ * gains edges from the cone's producers, which run before A, so no cycle appears.
+ * Measured, it does not pay with this kernel, which runs one instruction at a time over
+ * L1 tiles (per-node minimum over 25 steps, [128,32,32,16], 1 thread, loaded 2-vCPU
+ * host): the mask recomputed made the gradient's reduction pass 2.1-2.4 -> 3.1-3.7 ms
+ * while the forward saved ~0.2 ms; recomputing the gradient's dy * rsqrt(var) (6
+ * instructions, reading the upstream gradient) in the dx pass made the two gradient
+ * passes 3.1 + 2.5 -> 6.6 + 5.1 ms. So it only runs with VG_EW_REMAT=1 (or
+ * vg__ew_set_remat(true)), for a kernel that evaluates chains in registers. */
+static int cluster_of(fctx *f, int i) {
+    if (i < 0 || f->c[i].kind < 0) return -1;
+    int r = find(f, i);
+    return f->nmem[r] >= 2 ? r : -1;
+}
+
+static atomic_int g_remat = -1; /* -1: VG_EW_REMAT not read yet */
+
+bool vg__ew_set_remat(bool on) {
+    int old = atomic_exchange(&g_remat, on ? 1 : 0);
+    return old < 0 ? env_is_1("VG_EW_REMAT") : old != 0;
+}
+
+static bool remat_on(void) {
+    int unread = -1;
+    atomic_compare_exchange_strong(&g_remat, &unread, env_is_1("VG_EW_REMAT") ? 1 : 0);
+    return atomic_load(&g_remat) != 0;
+}
+
+static bool remat(fctx *f, int nn) {
+    vg__plan *p = f->p;
+    int *cone = vg__malloc(sizeof(int) * (size_t)(nn + 1)), *ext = NULL;
+    int *list = vg__malloc(sizeof(int) * (size_t)(nn + 1));
+    bool ok = false;
+    if (!cone || !list) goto out;
+    for (int C = 0; C < nn; C++) {
+        if (f->parent[C] != C || f->nmem[C] < 2 || f->c[C].kind < 0) continue;
+        const cand *cc = &f->c[f->mem[C][0]];
+        for (int pass = 0; pass < 8; pass++) { /* a few values per cluster */
+            int nl = 0;
+            for (int k = 0; k < f->nmem[C]; k++) list[nl++] = f->mem[C][k];
+            for (int k = 0; k < f->nvmem[C]; k++) list[nl++] = f->vmem[C][k];
+            int st = mark_cluster(f, list, nl), vst = ++f->stamp;
+            for (int k = f->nmem[C]; k < nl; k++) f->vmark[list[k]] = vst;
+            vg__free(ext);
+            int next = ext_inputs(f, list, nl, st, vst, &ext);
+            if (next < 0) goto out;
+            bool added = false;
+            for (int e = 0; e < next && !added; e++) {
+                int P = f->prod[ext[e]], A = cluster_of(f, P);
+                if (A < 0 || A == C || is_red(f->c[P].kind) || f->c[P].rv) continue;
+                if (!same_dims(f->c[P].nd, f->c[P].dims, cc->nd, cc->dims)) continue;
+                /* the cone: A's members P depends on */
+                int nc = 0, cst = ++f->stamp, sp = 0;
+                bool bad = false;
+                f->stack[sp++] = P;
+                f->seen[P] = cst;
+                while (sp && !bad) {
+                    int x = f->stack[--sp];
+                    cone[nc++] = x;
+                    if (f->c[x].rv || is_red(f->c[x].kind) || f->mark[x] == st) bad = true;
+                    for (int q = 0; q < f->c[x].ndata && !bad; q++) {
+                        int y = f->prod[p->nodes[x].in_slot[q]];
+                        if (y >= 0 && f->seen[y] != cst && cluster_of(f, y) == A) {
+                            f->seen[y] = cst;
+                            f->stack[sp++] = y;
+                        }
+                    }
+                }
+                if (bad) continue;
+                /* the full inputs C would read in addition */
+                double extra = 0;
+                int ast = ++f->stamp;
+                for (int k = 0; k < nc; k++) f->seen[cone[k]] = ast;
+                for (int k = 0; k < nc && extra <= 1.5; k++) {
+                    const vg__node *n = &p->nodes[cone[k]];
+                    for (int q = 0; q < f->c[cone[k]].ndata; q++) {
+                        int t = n->in_slot[q], y = f->prod[t];
+                        if (y >= 0 && (f->seen[y] == ast || f->mark[y] == st)) continue;
+                        bool dup = false;
+                        for (int j = 0; j < next && !dup; j++) dup = ext[j] == t;
+                        for (int j = 0; j < k && !dup; j++) /* an earlier cone member's read */
+                            for (int r = 0; r < f->c[cone[j]].ndata; r++) dup |= p->nodes[cone[j]].in_slot[r] == t;
+                        for (int r = 0; r < q && !dup; r++) dup = n->in_slot[r] == t;
+                        if (dup) continue;
+                        vg_output in = vg_op_input(n->op, q);
+                        if (in_kind(vg_output_shape(in), cc) == VG__EWIN_FULL)
+                            extra += vg_output_dtype(in) == VG_BOOL ? 0.25 : 1.0;
+                    }
+                }
+                if (extra > 0.0) continue;
+                if (!vg__grow((void **)&f->vmem[C], &f->capvmem[C], f->nvmem[C] + nc, sizeof(int))) goto out;
+                for (int k = 0; k < nc; k++) {
+                    int x = cone[k];
+                    bool dup = false;
+                    for (int j = 0; j < f->nvmem[C] && !dup; j++) dup = f->vmem[C][j] == x;
+                    if (dup) continue;
+                    if (!f->vin[x]) {
+                        if (!(f->vin[x] = vg__malloc(sizeof(int) * (size_t)(f->c[x].ndata + 1)))) goto out;
+                        for (int q = 0; q < f->c[x].ndata; q++) f->vin[x][q] = p->nodes[x].in_slot[q];
+                    }
+                    f->vmem[C][f->nvmem[C]++] = x;
+                }
+                added = true;
+            }
+            if (!added) break;
+        }
+    }
+    ok = true;
+out:
+    vg__free(cone);
+    vg__free(list);
+    vg__free(ext);
+    return ok;
+}
+
 bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
     const vg__op_def *ew = vg__registry_find("_VigilFusedElementwise");
     const vg__op_def *fwd = vg__registry_find("_VigilFusedForward");
@@ -517,7 +752,12 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
     f.seen = vg__calloc((size_t)nn + 1, sizeof(int));
     f.stack = vg__malloc(sizeof(int) * (size_t)(nn + 1) * 2);
     f.wreach = vg__calloc((size_t)nn + 1, sizeof(bool));
-    if (!f.wreach || !ctrl_src || !indeg || !order || !f.c || !f.prod || !f.rank || !f.parent || !f.mem || !f.nmem || !f.capmem ||
+    f.vmem = vg__calloc((size_t)nn + 1, sizeof(int *));
+    f.nvmem = vg__calloc((size_t)nn + 1, sizeof(int));
+    f.capvmem = vg__calloc((size_t)nn + 1, sizeof(int));
+    f.vin = vg__calloc((size_t)nn + 1, sizeof(int *));
+    f.vmark = vg__calloc((size_t)nn + 1, sizeof(int));
+    if (!f.vmem || !f.nvmem || !f.capvmem || !f.vin || !f.vmark || !f.wreach || !ctrl_src || !indeg || !order || !f.c || !f.prod || !f.rank || !f.parent || !f.mem || !f.nmem || !f.capmem ||
         !f.mark || !f.seen || !f.stack)
         goto done;
 
@@ -566,19 +806,23 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
         ok = true;
         goto done;
     }
+    if (!fuse_moments(&f, ctrl_src, noop)) goto done;
     for (int t = 0; t < nn; t++) {
         int i = order[t];
         if (f.c[i].kind < 0) continue;
         if (!vg__grow((void **)&f.mem[i], &f.capmem[i], 1, sizeof(int))) goto done;
         f.mem[i][0] = i;
         f.nmem[i] = 1;
+        /* a moments variance joins its mean's cluster: both read x only, so the union
+         * of a convex cluster holding the mean and this node stays convex */
+        if (f.c[i].kind == K_VAR && !merge(&f, find(&f, f.c[i].pair), find(&f, i))) goto done;
         /* the producers' clusters: all together when the union stays convex (a node
          * reading two chains joins both), else one by one */
         int roots[16], nr = 0;
-        roots[nr++] = i;
+        roots[nr++] = find(&f, i);
         for (int q = 0; q < f.c[i].ndata; q++) {
             int src = f.prod[p->nodes[i].in_slot[q]];
-            if (src < 0 || f.c[src].kind < 0 || f.c[src].kind == K_RED) continue;
+            if (src < 0 || f.c[src].kind < 0 || is_red(f.c[src].kind)) continue;
             if (!same_dims(f.c[src].nd, f.c[src].dims, f.c[i].nd, f.c[i].dims)) continue;
             int a = find(&f, src), dup = 0;
             for (int r = 0; r < nr; r++) dup |= roots[r] == a;
@@ -595,6 +839,7 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
             if (!merge(&f, pair[0], pair[1])) goto done;
         }
     }
+    if (remat_on() && !remat(&f, nn)) goto done;
     /* the members' reads of each other are no longer uses of their slots */
     for (int i = 0; i < nn; i++) {
         if (f.c[i].kind < 0 || f.nmem[find(&f, i)] < 2) continue;
@@ -606,14 +851,22 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
      * so that a cluster sees the reads of clusters rewritten after it) */
     for (int i = 0; i < nn; i++) {
         if (f.parent[i] != i || f.nmem[i] < 2) continue;
-        int *ext = NULL, next = ext_inputs(&f, f.mem[i], f.nmem[i], mark_cluster(&f, f.mem[i], f.nmem[i]), &ext);
+        int nl = f.nmem[i] + f.nvmem[i];
+        if (!vg__grow((void **)&f.mem[i], &f.capmem[i], nl, sizeof(int))) goto done;
+        memcpy(f.mem[i] + f.nmem[i], f.vmem[i], sizeof(int) * (size_t)f.nvmem[i]); /* past nmem: scratch */
+        int st = mark_cluster(&f, f.mem[i], nl), vst = ++f.stamp;
+        for (int k = f.nmem[i]; k < nl; k++) f.vmark[f.mem[i][k]] = vst;
+        int *ext = NULL, next = ext_inputs(&f, f.mem[i], nl, st, vst, &ext);
         for (int e = 0; e < next; e++) p->slot_uses[ext[e]]++;
         vg__free(ext);
         if (next < 0) goto done;
     }
     for (int i = 0; i < nn; i++) {
         if (f.parent[i] != i || f.nmem[i] < 2) continue;
-        int *m = f.mem[i], nm = f.nmem[i];
+        int *m = f.mem[i], nm = f.nmem[i] + f.nvmem[i]; /* the recomputed members were copied past nmem */
+        memcpy(m + f.nmem[i], f.vmem[i], sizeof(int) * (size_t)f.nvmem[i]);
+        int vst = f.nvmem[i] ? ++f.stamp : 0;
+        for (int k = f.nmem[i]; k < nm; k++) f.vmark[m[k]] = vst;
         for (int a = 1; a < nm; a++) { /* by rank */
             int x = m[a], b = a - 1;
             while (b >= 0 && f.rank[m[b]] > f.rank[x]) {
@@ -622,11 +875,18 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
             }
             m[b + 1] = x;
         }
-        if (!rewrite(&f, m, nm, ew, fwd, noop)) goto done;
+        if (!rewrite(&f, m, nm, vst, ew, fwd, noop)) goto done;
     }
     ok = true;
 done:
     for (int i = 0; f.mem && i < nn; i++) vg__free(f.mem[i]);
+    for (int i = 0; f.vmem && i < nn; i++) vg__free(f.vmem[i]);
+    for (int i = 0; f.vin && i < nn; i++) vg__free(f.vin[i]);
+    vg__free(f.vmem);
+    vg__free(f.nvmem);
+    vg__free(f.capvmem);
+    vg__free(f.vin);
+    vg__free(f.vmark);
     vg__free(ctrl_src);
     vg__free(indeg);
     vg__free(order);

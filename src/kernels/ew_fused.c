@@ -84,10 +84,58 @@ static void add_into(int64_t m, float *restrict o, const float *restrict b) {
 
 VG_SIMD_CLONES
 static void add_rows(int64_t rows, int64_t C, const float *restrict x, float *restrict acc, double *restrict part) {
+    int64_t r4 = rows & ~(int64_t)3; /* four rows per step, as var_tile */
     for (int64_t c = 0; c < C; c++) acc[c] = 0.0f;
-    for (int64_t r = 0; r < rows; r++)
+    for (int64_t r = 0; r < r4; r += 4) {
+        const float *x0 = x + r * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
+        for (int64_t c = 0; c < C; c++) acc[c] += (x0[c] + x1[c]) + (x2[c] + x3[c]);
+    }
+    for (int64_t r = r4; r < rows; r++)
         for (int64_t c = 0; c < C; c++) acc[c] += x[r * C + c];
     for (int64_t c = 0; c < C; c++) part[c] += (double)acc[c];
+}
+
+/* A moments variance (ewfuse.h: var): the tile's per-channel mean and squared deviations
+ * (float, x read twice while in L1; a tile holds at most EW_TILE / C rows) folded in
+ * double into the piece's running mean and M2, of na rows so far, by Chan et al.'s
+ * pairwise update. */
+VG_SIMD_CLONES
+static void var_tile(int64_t rows, int64_t C, const float *restrict x, float *restrict s, float *restrict q,
+                     double *restrict mean, double *restrict m2, int64_t na) {
+    /* four rows per step: a short channel row (C = 16: one vector) otherwise waits on
+     * the previous row's add through s / q (store-to-load latency per row) */
+    int64_t r4 = rows & ~(int64_t)3;
+    for (int64_t c = 0; c < C; c++) s[c] = 0.0f, q[c] = 0.0f;
+    for (int64_t r = 0; r < r4; r += 4) {
+        const float *x0 = x + r * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
+        for (int64_t c = 0; c < C; c++) s[c] += (x0[c] + x1[c]) + (x2[c] + x3[c]);
+    }
+    for (int64_t r = r4; r < rows; r++)
+        for (int64_t c = 0; c < C; c++) s[c] += x[r * C + c];
+    const float inv = 1.0f / (float)rows;
+    for (int64_t c = 0; c < C; c++) s[c] *= inv;
+    for (int64_t r = 0; r < r4; r += 4) {
+        const float *x0 = x + r * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
+        for (int64_t c = 0; c < C; c++) {
+            float d0 = x0[c] - s[c], d1 = x1[c] - s[c], d2 = x2[c] - s[c], d3 = x3[c] - s[c];
+            q[c] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+        }
+    }
+    for (int64_t r = r4; r < rows; r++)
+        for (int64_t c = 0; c < C; c++) {
+            float d = x[r * C + c] - s[c];
+            q[c] += d * d;
+        }
+    if (na == 0) {
+        for (int64_t c = 0; c < C; c++) mean[c] = (double)s[c], m2[c] = (double)q[c];
+        return;
+    }
+    const double nb = (double)rows, n = (double)na + nb, wb = nb / n, wab = (double)na * nb / n;
+    for (int64_t c = 0; c < C; c++) {
+        double delta = (double)s[c] - mean[c];
+        mean[c] += delta * wb;
+        m2[c] += (double)q[c] + delta * delta * wab;
+    }
 }
 
 /* y[r] = scale * sum of row r of x (rows x C), in a fixed order (see the top) */
@@ -171,7 +219,8 @@ static void float_to_bool(int64_t m, const float *restrict x, uint8_t *restrict 
     for (int64_t i = 0; i < m; i++) o[i] = x[i] != 0.0f;
 }
 
-static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const float **R, double *part) {
+static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const float **R, double *part,
+                     int64_t rows_before) {
     const vg__ew_prog *p = j->p;
     const int64_t L = j->L, C = p->C;
     /* The next tile's full inputs (to read) and outputs (to write) are prefetched: the
@@ -219,6 +268,10 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
     for (int k = 0; k < p->nouts; k++) {
         const vg__ew_out *o = &p->outs[k];
         if (o->reduce && o->row) sum_rows(m / C, C, R[o->reg], j->out_f[k] + t0 / C, o->scale);
+        else if (o->reduce && o->var) {
+            double *pm = part + (int64_t)j->red_of[k] * C;
+            var_tile(m / C, C, R[o->reg], acc + C + 16, acc + 2 * C + 16, pm, pm + C, rows_before);
+        }
         else if (o->reduce) add_rows(m / C, C, R[o->reg], acc, part + (int64_t)j->red_of[k] * C);
         else if (o->is_bool) float_to_bool(m, R[o->reg], j->out_b[k] + t0);
     }
@@ -234,7 +287,7 @@ static void run_pieces(void *arg, int64_t begin, int64_t end, int slot) {
         int64_t t_end = (pc + 1) * EW_PIECE_TILES < j->ntiles ? (pc + 1) * EW_PIECE_TILES : j->ntiles;
         for (int64_t t = pc * EW_PIECE_TILES; t < t_end; t++) {
             int64_t t0 = t * j->L, m = j->p->n - t0 < j->L ? j->p->n - t0 : j->L;
-            run_tile(j, t0, m, scr, R, part);
+            run_tile(j, t0, m, scr, R, part, (t0 - pc * EW_PIECE_TILES * j->L) / j->p->C);
         }
     }
 }
@@ -251,7 +304,7 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
     j.npieces = (j.ntiles + EW_PIECE_TILES - 1) / EW_PIECE_TILES;
     int nslots = vg__kctx_num_threads(ctx);
     if (nslots > j.npieces) nslots = (int)(j.npieces > 0 ? j.npieces : 1);
-    j.scratch_per = (int64_t)j.nregs * L + C + 16;
+    j.scratch_per = (int64_t)j.nregs * L + 3 * C + 16; /* acc, and 2C floats for var_tile */
     size_t ni = (size_t)p->ninputs + 1, no = (size_t)p->nouts + 1, nr = (size_t)j.nregs + 1;
     j.in_f = vg__calloc(ni, sizeof(float *));
     j.in_b = vg__calloc(ni, sizeof(uint8_t *));
@@ -319,7 +372,8 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
             continue;
         }
         if (o->reduce) {
-            j.red_of[k] = j.nred++;
+            j.red_of[k] = j.nred;
+            j.nred += o->var ? 2 : 1; /* a variance: running mean and M2 */
             continue;
         }
         if ((rc = vg__kctx_alloc_output(ctx, k, o->is_bool ? VG_BOOL : VG_FLOAT, p->dims, p->ndims, &t)) != VG_OK)
@@ -341,6 +395,22 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
         vg_tensor *t = NULL;
         if ((rc = vg__kctx_alloc_output(ctx, k, VG_FLOAT, o->dims, o->ndims, &t)) != VG_OK) goto done;
         float *y = vg_tensor_data(t);
+        if (o->var) { /* the pieces' (rows, mean, M2) combined in piece order */
+            for (int64_t c = 0; c < C; c++) {
+                double mean = 0, m2 = 0, na = 0;
+                for (int64_t pc = 0; pc < j.npieces; pc++) {
+                    int64_t e0 = pc * EW_PIECE_TILES * L, e1 = (pc + 1) * EW_PIECE_TILES * L;
+                    double nb = (double)((e1 < n ? e1 : n) - e0) / (double)C, nn = na + nb;
+                    const double *pm = j.part + (pc * j.nred + j.red_of[k]) * C;
+                    double delta = pm[c] - mean;
+                    mean += delta * (nb / nn);
+                    m2 += pm[C + c] + delta * delta * (na * nb / nn);
+                    na = nn;
+                }
+                y[c] = (float)(m2 * o->scale);
+            }
+            continue;
+        }
         for (int64_t c = 0; c < C; c++) {
             double s = 0;
             for (int64_t pc = 0; pc < j.npieces; pc++) s += j.part[(pc * j.nred + j.red_of[k]) * C + c];
