@@ -108,12 +108,9 @@ static bool g_remat_noop; /* the last run_bn: the leaky ReLU's mask (node Less) 
 static int run_bn(const bn_graph *b, vg_tensor **vals, vg_tensor **outs, int threads, bool fused, bool *sqd_noop) {
     bool old = vg__plan_set_fusion(fused);
     vg_status st;
-    vg_session_options so = VG_SESSION_OPTIONS_INIT;
-    so.intra_op_threads = threads;
-    so.inter_op_threads = threads;
+    vg_session_options so = {.intra_op_threads = threads, .inter_op_threads = threads};
     vg_session *s = vg_session_new(b->g, &so, &st);
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
-    ro.trace_level = VG_TRACE_FULL;
+    vg_run_options ro = {.trace_level = VG_TRACE_FULL};
     vg_run_metadata *md = vg_run_metadata_new();
     vg_output feeds[3] = {b->x1, b->x2, b->w};
     vg_output fetch[NFETCH] = {b->act, b->mean, b->var, b->d[0], b->d[1], b->d[2], b->mm, b->mv};
