@@ -1,0 +1,150 @@
+/*
+ * vigil/cudnn_rnn.h - tf.contrib.cudnn_rnn on the CPU: the cuDNN RNN ops (CudnnRNN and
+ * its gradient CudnnRNNBackprop, CudnnRNNParamsSize, CudnnRNNParamsToCanonical,
+ * CudnnRNNCanonicalToParams), the CudnnLSTM layer with its one opaque parameter
+ * variable, and CudnnCompatibleLSTMCell, so that checkpoints written by GPU runs of TF
+ * restore here and checkpoints move between the fused layer and the cell.
+ *
+ * The opaque buffer has cuDNN's layout (TF keeps it as cuDNN lays it out):
+ *   all weight matrices first, pseudo-layer by pseudo-layer (layer 0 forward, layer 0
+ *   backward, layer 1 forward, ...), each pseudo-layer's 8 matrices in the order
+ *   W_i, W_f, W_c, W_o ([num_units, in_l] row-major, applied to the layer's input;
+ *   in_0 = input_size, in_l = dirs * num_units) then R_i, R_f, R_c, R_o ([num_units,
+ *   num_units], applied to h); then all biases in the same order, 8 vectors
+ *   bW_i..bW_o, bR_i..bR_o [num_units] per pseudo-layer.
+ *   i = sigmoid(W_i x + R_i h + bW_i + bR_i), f, o alike, c' = tanh(W_c x + R_c h + ...),
+ *   c = f * c_prev + i * c', h = o * tanh(c) (no forget bias, no clipping).
+ * Inputs are time-major [time, batch, input_size]; h and c [num_layers * dirs, batch,
+ * num_units]; the output [time, batch, dirs * num_units] (forward units first).
+ *
+ * What vigil leaves out (clear errors, never another computation): rnn_mode "gru",
+ * "rnn_tanh", "rnn_relu" and input_mode "skip_input" (also "auto_select" with
+ * input_size == num_units, which means skip_input) fail with UNIMPLEMENTED; so does a
+ * nonzero dropout between layers in training (cuDNN's dropout stream cannot be
+ * reproduced; at inference dropout is ignored, as in cuDNN); float16/float64 too.
+ * Sequence lengths (CudnnRNNV3) are not offered.
+ *
+ *     vg_cudnn_lstm_options o = {.num_layers = 2, .num_units = 64};
+ *     vg_cudnn_lstm *lstm = vg_cudnn_lstm_new(&o);       // "cudnn_lstm/opaque_kernel"
+ *     vg_output y, hc[2];
+ *     vg_cudnn_lstm_call(lstm, g, x, NULL, true, &y, hc, NULL);  // x [time, batch, depth]
+ *     vg_saver *saver = vg_saver_new(g, NULL, NULL);    // + the canonical tensors
+ *     vg_cudnn_lstm_free(lstm);
+ */
+#ifndef VIGIL_CUDNN_RNN_H
+#define VIGIL_CUDNN_RNN_H
+
+#include "ops.h"
+#include "variables.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vg_rnn_cell vg_rnn_cell;
+
+/* The attributes the cuDNN ops share (zero = TF's defaults). */
+typedef struct vg_cudnn_rnn_attrs {
+    const char *rnn_mode;   /* NULL: "lstm" */
+    const char *input_mode; /* NULL: "linear_input" */
+    const char *direction;  /* NULL: "unidirectional"; or "bidirectional" */
+    float dropout;          /* 0 */
+    int64_t seed, seed2;    /* 0 */
+    bool inference;         /* false: TF's is_training = true (CudnnRNN only) */
+} vg_cudnn_rnn_attrs;
+
+/* CudnnRNN(input [time, batch, input_size], input_h, input_c [num_layers * dirs, batch,
+ * num_units], params (the opaque buffer [params_size]); a may be NULL): outputs
+ * output [time, batch, dirs * num_units], output_h, output_c, reserve_space (vigil's
+ * float32 buffer of activations for CudnnRNNBackprop). num_layers is input_h's first
+ * dimension / dirs. Builder (sticky graph error, NULL) and run-time failures:
+ * INVALID_ARGUMENT naming the input (rank, dtype, shape mismatch, "params size
+ * mismatch: N vs. M"), UNIMPLEMENTED as at the top. Differentiable w.r.t. input,
+ * input_h, input_c and params (CudnnRNNBackprop). */
+VG_API vg_op *vg_cudnn_rnn(vg_graph *g, vg_output input, vg_output input_h, vg_output input_c, vg_output params,
+                           const vg_cudnn_rnn_attrs *a, const char *name);
+/* CudnnRNNParamsSize(num_layers, num_units, input_size: int32 scalars): the opaque
+ * buffer's number of elements, [1] of S (VG_INT32 or VG_INT64; 0 = int32). */
+VG_API vg_output vg_cudnn_rnn_params_size(vg_graph *g, vg_output num_layers, vg_output num_units, vg_output input_size,
+                                          vg_dtype S, const vg_cudnn_rnn_attrs *a, const char *name);
+/* CudnnRNNParamsToCanonical(num_layers, num_units, input_size, params; num_params =
+ * num_layers * dirs * 8): outputs 0..num_params-1 the weights ([num_units, in] each, in
+ * the layout's order), then num_params biases [num_units]. */
+VG_API vg_op *vg_cudnn_rnn_params_to_canonical(vg_graph *g, vg_output num_layers, vg_output num_units,
+                                               vg_output input_size, vg_output params, int num_params,
+                                               const vg_cudnn_rnn_attrs *a, const char *name);
+/* CudnnRNNCanonicalToParams(num_layers, num_units, input_size, weights[num_params],
+ * biases[num_params]): the opaque buffer. Each weight and bias may have any shape with
+ * the right number of elements; a wrong one fails with INVALID_ARGUMENT naming it
+ * ("weights 9 (layer 0 backward, input) must be float32 with 12 elements ..."). */
+VG_API vg_output vg_cudnn_rnn_canonical_to_params(vg_graph *g, vg_output num_layers, vg_output num_units,
+                                                  vg_output input_size, const vg_output *weights,
+                                                  const vg_output *biases, int num_params,
+                                                  const vg_cudnn_rnn_attrs *a, const char *name);
+
+/* ---- the CudnnLSTM layer ------------------------------------------------ */
+
+typedef struct vg_cudnn_lstm_options {
+    int num_layers;                            /* >= 1 */
+    int64_t num_units;                         /* >= 1 */
+    const char *input_mode;                    /* NULL: "linear_input" */
+    const char *direction;                     /* NULL: "unidirectional" */
+    float dropout;                             /* 0 */
+    int64_t seed;                              /* op seed of the initializers; 0 = none */
+    const vg_initializer *kernel_initializer;  /* NULL: glorot_uniform(seed); copied */
+    const vg_initializer *bias_initializer;    /* NULL: zeros; copied */
+    const char *name;                          /* NULL: "cudnn_lstm" (made unique) */
+} vg_cudnn_lstm_options;
+
+typedef struct vg_cudnn_lstm vg_cudnn_lstm;
+
+/* tf.contrib.cudnn_rnn.CudnnLSTM(num_layers, num_units, input_mode, direction, dropout,
+ * seed, dtype=float32, kernel_initializer, bias_initializer, name). NULL for NULL o,
+ * num_layers < 1, num_units < 1, an unknown direction or input_mode, or out of memory.
+ * Owned by the caller (vg_cudnn_lstm_free). */
+VG_API vg_cudnn_lstm *vg_cudnn_lstm_new(const vg_cudnn_lstm_options *o);
+/* Frees the layer (the graph keeps its variable and saveables). NULL is ignored. */
+VG_API void vg_cudnn_lstm_free(vg_cudnn_lstm *l);
+
+/* outputs, (h, c) = layer(inputs, initial_state, training): inputs [time, batch,
+ * depth] (time-major, depth known). The first call builds the layer as TF's build does:
+ * a variable scope named after the layer, made unique ("cudnn_lstm", "cudnn_lstm_1"),
+ * holding the variable "opaque_kernel" (trainable, shape [params_size]) whose initial
+ * value is CudnnRNNCanonicalToParams of the canonical weights (each drawn by
+ * kernel_initializer with its canonical shape [num_units, in]) and biases
+ * (bias_initializer); and the saveable objects (TF's CudnnLSTMSaveable): every Saver made
+ * afterwards without a var_list saves, besides "<scope>/opaque_kernel", per layer (and
+ * direction) the CudnnCompatibleLSTMCell's kernel [in + num_units, 4 * num_units] (gates
+ * i, c, f, o; transposed) and bias [4 * num_units] (bW + bR) under
+ *   "<scope>/rnn/multi_rnn_cell/cell_<l>/cudnn_compatible_lstm_cell/{kernel,bias}"
+ *   "<scope>/stack_bidirectional_rnn/cell_<l>/bidirectional_rnn/{fw,bw}/cudnn_compatible_lstm_cell/{kernel,bias}"
+ * and restores them into the opaque buffer (halving each bias into bW and bR, as TF),
+ * after the opaque variable's own restore when both are in the checkpoint. A Saver given
+ * a var_list must list all of vg_cudnn_lstm_saveable's tensors (the restore is built
+ * when the last one is). Later calls reuse the variable. initial_state NULL: zeros, else
+ * {h, c} [num_layers * dirs, batch, num_units]. training false passes is_training =
+ * false. Writes *outputs [time, batch, dirs * num_units] and final_state[0] = h,
+ * final_state[1] = c. Failures (returned, in st and the graph's sticky error):
+ * INVALID_ARGUMENT (NULL arguments, inputs not rank 3 or of unknown depth, another
+ * depth than the first call's, a call in another graph), the op's errors. */
+VG_API vg_code vg_cudnn_lstm_call(vg_cudnn_lstm *l, vg_graph *g, vg_output inputs, const vg_output *initial_state,
+                                 bool training, vg_output *outputs, vg_output *final_state, vg_status *st);
+/* The opaque_kernel variable's ref output ({NULL, 0} before the first call). */
+VG_API vg_output vg_cudnn_lstm_opaque_kernel(const vg_cudnn_lstm *l);
+/* The layer's saveable tensors (2 per layer and direction: kernel, bias; key:
+ * vg_saveable_key of vigil/data.h), for a Saver's var_list; 0 / {NULL, 0} before the
+ * first call or out of range. */
+VG_API int vg_cudnn_lstm_num_saveables(const vg_cudnn_lstm *l);
+VG_API vg_output vg_cudnn_lstm_saveable(const vg_cudnn_lstm *l, int i);
+
+/* tf.contrib.cudnn_rnn.CudnnCompatibleLSTMCell(num_units): LSTMBlockCell with
+ * forget_bias 0, no cell clipping, no peepholes, named "cudnn_compatible_lstm_cell"
+ * (variables ".../cudnn_compatible_lstm_cell/{kernel,bias}"); use it in
+ * vg_dynamic_rnn / MultiRNNCell (vigil/rnn.h) with time_major inputs to run a
+ * CudnnLSTM's checkpoint without cuDNN. NULL for num_units < 1 or out of memory. */
+VG_API vg_rnn_cell *vg_cudnn_compatible_lstm_cell_new(int64_t num_units);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
