@@ -26,9 +26,10 @@
  *
  *     vg_cudnn_lstm_options o = {.num_layers = 2, .num_units = 64};
  *     vg_cudnn_lstm *lstm = vg_cudnn_lstm_new(&o);       // "cudnn_lstm/opaque_kernel"
- *     vg_output y, hc[2];
- *     vg_cudnn_lstm_call(lstm, g, x, NULL, true, &y, hc, NULL);  // x [time, batch, depth]
+ *     vg_output outputs, hc[2];                         // hc: h, c
+ *     vg_cudnn_lstm_call(lstm, g, x, NULL, true, &outputs, hc, NULL); // x [time, batch, depth]
  *     vg_saver *saver = vg_saver_new(g, NULL, NULL);    // + the canonical tensors
+ *     vg_saver_free(saver);
  *     vg_cudnn_lstm_free(lstm);
  */
 #ifndef VIGIL_CUDNN_RNN_H

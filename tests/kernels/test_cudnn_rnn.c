@@ -24,17 +24,18 @@ static vg_tensor *rnd(const int64_t *d, int nd, unsigned seed, double scale) {
 static float at(const vg_tensor *t, int64_t i) { return ((const float *)vg_tensor_data(t))[i]; }
 
 /* the opaque size counted by hand from cuDNN's layout */
-static int64_t hand_size(int L, int D, int64_t H, int64_t I) {
+static int64_t hand_size_g(int NG, int L, int D, int64_t H, int64_t I) {
     int64_t n = 0;
-    for (int l = 0; l < L; l++) n += D * (4 * H * (l ? D * H : I) + 4 * H * H + 8 * H);
+    for (int l = 0; l < L; l++) n += D * (NG * H * (l ? D * H : I) + NG * H * H + 2 * NG * H);
     return n;
 }
+static int64_t hand_size(int L, int D, int64_t H, int64_t I) { return hand_size_g(4, L, D, H, I); }
 
 /* A cuDNN LSTM in double, straight from the equations (cuDNN's user guide). */
-static void ref_lstm(int L, int D, int64_t H, int64_t I, int64_t T, int64_t B, const float *x, const float *h0,
-                     const float *c0, const float *P, double *y, double *hn, double *cn) {
-    int64_t DH = D * H, wtot = 0;
-    for (int l = 0; l < L; l++) wtot += D * 4 * H * ((l ? DH : I) + H);
+static void ref_rnn(bool gru, int L, int D, int64_t H, int64_t I, int64_t T, int64_t B, const float *x, const float *h0,
+                    const float *c0, const float *P, double *y, double *hn, double *cn) {
+    int64_t DH = D * H, wtot = 0, NG = gru ? 3 : 4;
+    for (int l = 0; l < L; l++) wtot += D * NG * H * ((l ? DH : I) + H);
     double *in = malloc(sizeof(double) * (size_t)(T * B * (I > DH ? I : DH)));
     double *out = malloc(sizeof(double) * (size_t)(T * B * DH));
     for (int64_t i = 0; i < T * B * I; i++) in[i] = x[i];
@@ -43,15 +44,28 @@ static void ref_lstm(int L, int D, int64_t H, int64_t I, int64_t T, int64_t B, c
         int64_t n_in = l ? DH : I;
         for (int d = 0; d < D; d++) {
             int p = l * D + d;
-            const float *W = P + woff, *R = W + 4 * H * n_in, *bW = P + wtot + p * 8 * H, *bR = bW + 4 * H;
-            woff += 4 * H * (n_in + H);
+            const float *W = P + woff, *R = W + NG * H * n_in, *bW = P + wtot + p * 2 * NG * H, *bR = bW + NG * H;
+            woff += NG * H * (n_in + H);
             double *h = malloc(sizeof(double) * (size_t)(B * H)), *c = malloc(sizeof(double) * (size_t)(B * H));
-            for (int64_t i = 0; i < B * H; i++) h[i] = h0[p * B * H + i], c[i] = c0[p * B * H + i];
+            for (int64_t i = 0; i < B * H; i++) h[i] = h0[p * B * H + i], c[i] = gru ? 0 : c0[p * B * H + i];
             for (int64_t s = 0; s < T; s++) {
                 int64_t t = d ? T - 1 - s : s;
                 double *hnew = malloc(sizeof(double) * (size_t)(B * H));
                 for (int64_t b = 0; b < B; b++)
                     for (int64_t k = 0; k < H; k++) {
+                        if (gru) { /* r, u, h' = tanh(W_h x + bW_h + r (R_h h + bR_h)) */
+                            double wx[3], rh[3];
+                            for (int q = 0; q < 3; q++) {
+                                wx[q] = bW[q * H + k], rh[q] = bR[q * H + k];
+                                for (int64_t j = 0; j < n_in; j++) wx[q] += W[(q * H + k) * n_in + j] * in[(t * B + b) * n_in + j];
+                                for (int64_t j = 0; j < H; j++) rh[q] += R[(q * H + k) * H + j] * h[b * H + j];
+                            }
+                            double r = 1 / (1 + exp(-(wx[0] + rh[0]))), u = 1 / (1 + exp(-(wx[1] + rh[1])));
+                            double nn = tanh(wx[2] + r * rh[2]);
+                            hnew[b * H + k] = (1 - u) * nn + u * h[b * H + k];
+                            out[(t * B + b) * DH + d * H + k] = hnew[b * H + k];
+                            continue;
+                        }
                         double gate[4];
                         for (int q = 0; q < 4; q++) { /* i, f, c', o */
                             double v = bW[q * H + k] + bR[q * H + k];
@@ -132,11 +146,12 @@ typedef struct cfg {
 } cfg;
 
 static void test_forward_matches_reference(void) {
-    const cfg cs[3] = {{1, 1}, {2, 1}, {2, 2}};
+    const cfg cs[6] = {{1, 1}, {2, 1}, {2, 2}, {1, 1}, {2, 1}, {2, 2}};
     const int64_t T = 5, B = 3, I = 4, H = 3;
-    for (int ci = 0; ci < 3; ci++) {
+    for (int ci = 0; ci < 6; ci++) {
         int L = cs[ci].L, D = cs[ci].D;
-        int64_t N = hand_size(L, D, H, I);
+        bool gru = ci >= 3;
+        int64_t N = hand_size_g(gru ? 3 : 4, L, D, H, I);
         vg_graph *g = vg_graph_new();
         vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){T, B, I}, 3, "x");
         vg_output h = vg_placeholder(g, VG_FLOAT, (int64_t[]){L * D, B, H}, 3, "h");
@@ -144,6 +159,7 @@ static void test_forward_matches_reference(void) {
         vg_output p = vg_placeholder(g, VG_FLOAT, (int64_t[]){N}, 1, "p");
         vg_cudnn_rnn_attrs a = {0};
         a.direction = D == 2 ? "bidirectional" : NULL;
+        a.rnn_mode = gru ? "gru" : NULL;
         vg_op *op = vg_cudnn_rnn(g, x, h, c, p, &a, NULL);
         CHECK(op != NULL);
         if (!op) { vg_graph_free(g); continue; }
@@ -158,12 +174,13 @@ static void test_forward_matches_reference(void) {
         CHECK_OK(vg_session_run(s, NULL, feeds, v, 4, f, out, 3, NULL, 0, NULL, &st), &st);
         double *ry = malloc(sizeof(double) * (size_t)(T * B * D * H)), *rh = malloc(sizeof(double) * (size_t)(L * D * B * H)),
                *rc = malloc(sizeof(double) * (size_t)(L * D * B * H));
-        ref_lstm(L, D, H, I, T, B, vg_tensor_data(v[0]), vg_tensor_data(v[1]), vg_tensor_data(v[2]), vg_tensor_data(v[3]), ry, rh, rc);
+        ref_rnn(gru, L, D, H, I, T, B, vg_tensor_data(v[0]), vg_tensor_data(v[1]), vg_tensor_data(v[2]), vg_tensor_data(v[3]), ry, rh, rc);
         if (out[0]) {
             int bad = 0;
             for (int64_t i = 0; i < T * B * D * H; i++) bad += fabs(at(out[0], i) - ry[i]) > 1e-5;
             for (int64_t i = 0; i < L * D * B * H; i++) bad += fabs(at(out[1], i) - rh[i]) > 1e-5;
-            for (int64_t i = 0; i < L * D * B * H; i++) bad += fabs(at(out[2], i) - rc[i]) > 1e-5;
+            for (int64_t i = 0; i < L * D * B * H && !gru; i++) bad += fabs(at(out[2], i) - rc[i]) > 1e-5;
+            if (gru) CHECK_EQ_INT(vg_tensor_ndims(out[2]), 0); /* TF's dummy output_c */
             CHECK_EQ_INT(bad, 0);
             /* the backward direction's final h is its state after time step 0 */
             if (D == 2) CHECK_NEAR(at(out[1], (L * D - 1) * B * H), at(out[0], D * H - H), 1e-6);
@@ -177,12 +194,13 @@ static void test_forward_matches_reference(void) {
 }
 
 static void test_gradients(void) {
-    const cfg cs[2] = {{2, 1}, {2, 2}};
+    const cfg cs[4] = {{2, 1}, {2, 2}, {1, 1}, {2, 2}};
     const int64_t T = 3, B = 2, I = 3, H = 2;
-    for (int ci = 0; ci < 2; ci++) {
+    for (int ci = 0; ci < 4; ci++) {
         int L = cs[ci].L, D = cs[ci].D;
-        int64_t N = hand_size(L, D, H, I);
-        for (int which = 0; which < 3; which++) {
+        bool gru = ci >= 2;
+        int64_t N = hand_size_g(gru ? 3 : 4, L, D, H, I);
+        for (int which = 0; which < (gru ? 2 : 3); which++) {
             vg_graph *g = vg_graph_new();
             vg_output xs[4] = {vg_placeholder(g, VG_FLOAT, (int64_t[]){T, B, I}, 3, "x"),
                                vg_placeholder(g, VG_FLOAT, (int64_t[]){L * D, B, H}, 3, "h"),
@@ -190,11 +208,17 @@ static void test_gradients(void) {
                                vg_placeholder(g, VG_FLOAT, (int64_t[]){N}, 1, "p")};
             vg_cudnn_rnn_attrs a = {0};
             a.direction = D == 2 ? "bidirectional" : NULL;
+            a.rnn_mode = gru ? "gru" : NULL;
             vg_op *op = vg_cudnn_rnn(g, xs[0], xs[1], xs[2], xs[3], &a, NULL);
             vg_tensor *v[4] = {rnd((int64_t[]){T, B, I}, 3, 11, 2), rnd((int64_t[]){L * D, B, H}, 3, 12, 1.5),
                                rnd((int64_t[]){L * D, B, H}, 3, 13, 2), rnd((int64_t[]){N}, 1, 14, 1.6)};
-            int bad = op ? vg_gradcheck(g, xs, v, 4, vg_out(op, which), 2e-3, 1e-2) : 1;
-            if (bad) fprintf(stderr, "layers %d dirs %d output %d: %d mismatches\n", L, D, which, bad);
+            /* GRU: input_c is not an input of the computation (no gradient is checked) */
+            vg_output xg[3] = {xs[0], xs[1], xs[3]};
+            vg_tensor *vgru[3] = {v[0], v[1], v[3]};
+            int bad = !op ? 1
+                      : gru ? vg_gradcheck_ex(g, xg, vgru, 3, &xs[2], &v[2], 1, vg_out(op, which), 2e-3, 1e-2)
+                            : vg_gradcheck(g, xs, v, 4, vg_out(op, which), 2e-3, 1e-2);
+            if (bad) fprintf(stderr, "%s layers %d dirs %d output %d: %d mismatches\n", gru ? "gru" : "lstm", L, D, which, bad);
             CHECK_EQ_INT(bad, 0);
             for (int k = 0; k < 4; k++) vg_tensor_free(v[k]);
             vg_graph_free(g);
@@ -452,9 +476,9 @@ static void test_bad_input(void) {
     CHECK_STR_CONTAINS(st.msg, "input_h's batch size");
     vg_graph_free(g);
 
-    const char *modes[3][3] = {{"gru", NULL, NULL}, {NULL, "skip_input", NULL}, {NULL, NULL, "sideways"}};
+    const char *modes[3][3] = {{"rnn_tanh", NULL, NULL}, {NULL, "skip_input", NULL}, {NULL, NULL, "sideways"}};
     const vg_code want[3] = {VG_UNIMPLEMENTED, VG_UNIMPLEMENTED, VG_INVALID_ARGUMENT};
-    const char *msg[3] = {"rnn_mode 'gru'", "skip_input", "direction 'sideways'"};
+    const char *msg[3] = {"rnn_mode 'rnn_tanh'", "skip_input", "direction 'sideways'"};
     for (int k = 0; k < 3; k++) {
         g = vg_graph_new();
         x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3, 4}, 3, "x");

@@ -38,6 +38,7 @@
 
 typedef struct model {
     int64_t L, D, H, I; /* layers, directions, units, input size */
+    int64_t NG;         /* gates: 4 (lstm), 3 (gru); 2 * NG canonical params per pseudo-layer */
     float dropout;
     bool training;
 } model;
@@ -58,10 +59,11 @@ static vg_code parse_attrs(const vg_op *op, model *m, vg_status *st) {
     char buf[64];
     const char *t = vg_op_type(op);
     const char *mode = attr_s(op, "rnn_mode", "lstm", buf, sizeof buf);
-    if (strcmp(mode, "lstm")) {
-        if (!strcmp(mode, "gru") || !strcmp(mode, "rnn_tanh") || !strcmp(mode, "rnn_relu"))
-            return vg_status_set(st, VG_UNIMPLEMENTED, "%s: rnn_mode '%s' is not implemented on the CPU (only 'lstm')",
-                                 t, mode);
+    m->NG = !strcmp(mode, "gru") ? 3 : 4;
+    if (strcmp(mode, "lstm") && strcmp(mode, "gru")) {
+        if (!strcmp(mode, "rnn_tanh") || !strcmp(mode, "rnn_relu"))
+            return vg_status_set(st, VG_UNIMPLEMENTED,
+                                 "%s: rnn_mode '%s' is not implemented on the CPU (only 'lstm' and 'gru')", t, mode);
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: invalid rnn_mode '%s'", t, mode);
     }
     const char *im = attr_s(op, "input_mode", "linear_input", buf, sizeof buf);
@@ -100,20 +102,21 @@ static vg_code check_input_mode(const vg_op *op, const model *m, vg_status *st) 
 }
 
 static int64_t in_size(const model *m, int64_t l) { return l == 0 ? m->I : m->D * m->H; }
-static int64_t weights_of(const model *m, int64_t p) { return 4 * m->H * (in_size(m, p / m->D) + m->H); }
+static int64_t weights_of(const model *m, int64_t p) { return m->NG * m->H * (in_size(m, p / m->D) + m->H); }
 static int64_t weights_total(const model *m) {
     int64_t n = 0;
     for (int64_t p = 0; p < m->L * m->D; p++) n += weights_of(m, p);
     return n;
 }
-static int64_t params_size(const model *m) { return weights_total(m) + m->L * m->D * 8 * m->H; }
+static int64_t params_size(const model *m) { return weights_total(m) + m->L * m->D * 2 * m->NG * m->H; }
 /* offset of pseudo-layer p's first weight matrix (W_i) */
 static int64_t w_offset(const model *m, int64_t p) {
     int64_t n = 0;
     for (int64_t q = 0; q < p; q++) n += weights_of(m, q);
     return n;
 }
-static int64_t b_offset(const model *m, int64_t p) { return weights_total(m) + p * 8 * m->H; }
+static int64_t b_offset(const model *m, int64_t p) { return weights_total(m) + p * 2 * m->NG * m->H; }
+static bool is_lstm(const model *m) { return m->NG == 4; }
 
 /* ------------------------------------------------------------------------ */
 /* shape functions */
@@ -147,8 +150,9 @@ static vg_code forward_shapes(vg_op *op, int first, model *m, vg_shape s[4], vg_
     static const int ranks[4] = {3, 3, 3, 1};
     if (parse_attrs(op, m, st)) return st->code;
     for (int k = 0; k < 4; k++)
-        if (in_rank(op, first + k, ranks[k], names[k], &s[k], st)) return st->code;
-    for (int j = 0; j < 3; j++) {
+        if ((k != 2 || is_lstm(m)) && in_rank(op, first + k, ranks[k], names[k], &s[k], st)) return st->code;
+    if (!is_lstm(m)) s[2] = vg__op_input_shape(op, first + 2);
+    for (int j = 0; j < 3 && is_lstm(m); j++) {
         int64_t a = dim_of(&s[1], j), b = dim_of(&s[2], j);
         if (a >= 0 && b >= 0 && a != b)
             return vg_status_set(st, VG_INVALID_ARGUMENT,
@@ -188,7 +192,7 @@ static vg_code shape_rnn(vg_op *op, vg_status *st) {
     vg__op_set_num_outputs(op, 4);
     vg__op_set_output(op, 0, VG_FLOAT, vg_shape_make(y, 3));
     vg__op_set_output(op, 1, VG_FLOAT, s[1]);
-    vg__op_set_output(op, 2, VG_FLOAT, s[1]);
+    vg__op_set_output(op, 2, VG_FLOAT, is_lstm(&m) ? s[1] : vg_shape_make(NULL, 0)); /* GRU: a dummy scalar */
     vg__op_set_output(op, 3, VG_FLOAT, vg_shape_make(r, 1));
     return VG_OK;
 }
@@ -269,12 +273,13 @@ static vg_code shape_to_canonical(vg_op *op, vg_status *st) {
     const_sizes(op, v);
     m.L = v[0], m.H = v[1], m.I = v[2];
     bool known = m.L > 0 && m.H > 0 && m.I > 0;
-    if (known && n != m.L * m.D * 8)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: num_params (%lld) must be num_layers * dirs * 8 = %lld",
-                             vg_op_type(op), (long long)n, (long long)(m.L * m.D * 8));
+    int64_t NW = 2 * m.NG;
+    if (known && n != m.L * m.D * NW)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: num_params (%lld) must be num_layers * dirs * %lld = %lld",
+                             vg_op_type(op), (long long)n, (long long)NW, (long long)(m.L * m.D * NW));
     vg__op_set_num_outputs(op, (int)(2 * n));
     for (int64_t k = 0; k < n; k++) {
-        int64_t p = k / 8, w[2] = {known ? m.H : -1, known ? (k % 8 < 4 ? in_size(&m, p / m.D) : m.H) : -1},
+        int64_t p = k / NW, w[2] = {known ? m.H : -1, known ? (k % NW < m.NG ? in_size(&m, p / m.D) : m.H) : -1},
                 b[1] = {known ? m.H : -1};
         vg__op_set_output(op, (int)k, VG_FLOAT, vg_shape_make(w, 2));
         vg__op_set_output(op, (int)(n + k), VG_FLOAT, vg_shape_make(b, 1));
@@ -305,9 +310,9 @@ static vg_code shape_to_params(vg_op *op, vg_status *st) {
     const_sizes(op, v);
     m.L = v[0], m.H = v[1], m.I = v[2];
     int64_t d[1] = {m.L > 0 && m.H > 0 && m.I > 0 ? params_size(&m) : -1};
-    if (d[0] >= 0 && n != m.L * m.D * 8)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: num_params (%lld) must be num_layers * dirs * 8 = %lld",
-                             vg_op_type(op), (long long)n, (long long)(m.L * m.D * 8));
+    if (d[0] >= 0 && n != m.L * m.D * 2 * m.NG)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: num_params (%lld) must be num_layers * dirs * %lld = %lld",
+                             vg_op_type(op), (long long)n, (long long)(2 * m.NG), (long long)(m.L * m.D * 2 * m.NG));
     vg__op_set_num_outputs(op, 1);
     vg__op_set_output(op, 0, VG_FLOAT, vg_shape_make(d, 1));
     return VG_OK;
@@ -327,7 +332,7 @@ static vg_code check_forward(vg__kctx *ctx, model *m, int64_t *T, int64_t *B) {
     if (parse_attrs(op, m, st)) return st->code;
     static const char *const names[4] = {"input", "input_h", "input_c", "params"};
     for (int k = 0; k < 4; k++)
-        if (vg_tensor_dtype(vg__kctx_input(ctx, k)) != VG_FLOAT)
+        if ((k != 2 || is_lstm(m)) && vg_tensor_dtype(vg__kctx_input(ctx, k)) != VG_FLOAT)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "RNN %s must be float32, got %s", names[k],
                                  vg_dtype_name(vg_tensor_dtype(vg__kctx_input(ctx, k))));
     const vg_tensor *x = vg__kctx_input(ctx, 0), *h = vg__kctx_input(ctx, 1), *c = vg__kctx_input(ctx, 2),
@@ -346,7 +351,7 @@ static vg_code check_forward(vg__kctx *ctx, model *m, int64_t *T, int64_t *B) {
     if (vg_tensor_dim(h, 1) != *B)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid input_h shape: batch size %lld, input's is %lld",
                              (long long)vg_tensor_dim(h, 1), (long long)*B);
-    if (!has_dims3(c, m->L * m->D, *B, m->H))
+    if (is_lstm(m) && !has_dims3(c, m->L * m->D, *B, m->H))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid input_c shape: it must equal input_h's [%lld,%lld,%lld]",
                              (long long)(m->L * m->D), (long long)*B, (long long)m->H);
     if (m->H <= 0 || m->I <= 0)
@@ -381,22 +386,65 @@ static float *rs_gates(float *rs, const model *m, int64_t T, int64_t B, int64_t 
 /* ------------------------------------------------------------------------ */
 /* CudnnRNN */
 
+/* One LSTM step for rows of pseudo-layer output: g holds x W^T + h R^T (pre-activations,
+ * i f c' o), overwritten by the activations. */
+static void lstm_step(int64_t B, int64_t H, int64_t DH, int64_t d, float *g, const float *bsum, const float *cprev,
+                      float *ct, float *y, float *hcur) {
+    int64_t G = 4 * H;
+    for (int64_t b = 0; b < B; b++) {
+        float *gr = g + b * G;
+        for (int64_t k = 0; k < H; k++) {
+            float i = sigm(gr[k] + bsum[k]), f = sigm(gr[H + k] + bsum[H + k]);
+            float cc = tanhf(gr[2 * H + k] + bsum[2 * H + k]), o = sigm(gr[3 * H + k] + bsum[3 * H + k]);
+            float cv = f * cprev[b * H + k] + i * cc, hv = o * tanhf(cv);
+            gr[k] = i, gr[H + k] = f, gr[2 * H + k] = cc, gr[3 * H + k] = o;
+            ct[b * H + k] = cv;
+            y[b * DH + d * H + k] = hv;
+            hcur[b * H + k] = hv;
+        }
+    }
+}
+
+/* One GRU step (cuDNN's: h' = tanh(W_h x + bW_h + r * (R_h h + bR_h))): g holds x W^T
+ * (r u h'), gh h R^T; g gets the activations r, u, h', ghn R_h h + bR_h. */
+static void gru_step(int64_t B, int64_t H, int64_t DH, int64_t d, float *g, const float *gh, const float *bw,
+                     const float *br, float *ghn, float *y, float *hcur) {
+    int64_t G = 3 * H;
+    for (int64_t b = 0; b < B; b++) {
+        float *gr = g + b * G;
+        const float *hr = gh + b * G;
+        for (int64_t k = 0; k < H; k++) {
+            float r = sigm(gr[k] + bw[k] + hr[k] + br[k]), u = sigm(gr[H + k] + bw[H + k] + hr[H + k] + br[H + k]);
+            float hn = hr[2 * H + k] + br[2 * H + k];
+            float n = tanhf(gr[2 * H + k] + bw[2 * H + k] + r * hn);
+            float hv = (1.0f - u) * n + u * hcur[b * H + k];
+            gr[k] = r, gr[H + k] = u, gr[2 * H + k] = n;
+            ghn[b * H + k] = hn;
+            y[b * DH + d * H + k] = hv;
+            hcur[b * H + k] = hv;
+        }
+    }
+}
+
 static vg_code kernel_rnn(vg__kctx *ctx) {
     model m;
     int64_t T, B;
     vg_code c = check_forward(ctx, &m, &T, &B);
     if (c != VG_OK) return c;
-    int64_t H = m.H, D = m.D, G = 4 * H, BH = B * H, DH = D * H;
+    bool lstm = is_lstm(&m);
+    int64_t H = m.H, D = m.D, G = m.NG * H, BH = B * H, DH = D * H;
     int64_t yd[3] = {T, B, DH}, hd[3] = {m.L * D, B, H}, rd[1] = {reserve_size(&m, T, B)};
     vg_tensor *yt, *hnt, *cnt, *rst;
     if ((c = vg__kctx_alloc_output(ctx, 0, VG_FLOAT, yd, 3, &yt)) || (c = vg__kctx_alloc_output(ctx, 1, VG_FLOAT, hd, 3, &hnt)) ||
-        (c = vg__kctx_alloc_output(ctx, 2, VG_FLOAT, hd, 3, &cnt)) || (c = vg__kctx_alloc_output(ctx, 3, VG_FLOAT, rd, 1, &rst)))
+        (c = vg__kctx_alloc_output(ctx, 2, VG_FLOAT, hd, lstm ? 3 : 0, &cnt)) ||
+        (c = vg__kctx_alloc_output(ctx, 3, VG_FLOAT, rd, 1, &rst)))
         return c;
     float *y = vg_tensor_data(yt), *hn = vg_tensor_data(hnt), *cn = vg_tensor_data(cnt), *rs = vg_tensor_data(rst);
-    const float *x = fin(ctx, 0), *h0 = fin(ctx, 1), *c0 = fin(ctx, 2), *params = fin(ctx, 3);
-    float *tmp = vg_malloc(sizeof(float) * (size_t)(BH + G + 1));
+    if (!lstm) cn[0] = 0.0f;
+    const float *x = fin(ctx, 0), *h0 = fin(ctx, 1), *c0 = lstm ? fin(ctx, 2) : NULL, *params = fin(ctx, 3);
+    float *tmp = vg_malloc(sizeof(float) * (size_t)(BH + G + B * G + 1));
     if (!tmp) return vg_status_set(vg__kctx_status(ctx), VG_RESOURCE_EXHAUSTED, "CudnnRNN: out of memory");
-    float *hcur = tmp, *bsum = tmp + BH;
+    float *hcur = tmp, *bsum = tmp + BH, *gh = bsum + G;
     for (int64_t l = 0; l < m.L; l++) {
         int64_t in = in_size(&m, l);
         const float *X = l == 0 ? x : rs_y(rs, &m, T, B, l - 1);
@@ -409,27 +457,21 @@ static vg_code kernel_rnn(vg__kctx *ctx) {
             /* every step's input projection at once: [T*B, in] x W^T */
             if (T * B > 0) vg__nn_gemm(ctx, VG_FLOAT, false, true, T * B, G, in, X, in, W, in, 0.0, gates);
             memcpy(hcur, h0 + p * BH, sizeof(float) * (size_t)BH);
-            const float *cprev = c0 + p * BH;
+            const float *cprev = lstm ? c0 + p * BH : NULL;
             for (int64_t s = 0; s < T; s++) {
                 int64_t t = d ? T - 1 - s : s;
                 float *g = gates + t * B * G, *ct = C + t * BH;
-                vg__nn_gemm(ctx, VG_FLOAT, false, true, B, G, H, hcur, H, R, H, 1.0, g);
-                for (int64_t b = 0; b < B; b++) {
-                    float *gr = g + b * G;
-                    for (int64_t k = 0; k < H; k++) {
-                        float i = sigm(gr[k] + bsum[k]), f = sigm(gr[H + k] + bsum[H + k]);
-                        float cc = tanhf(gr[2 * H + k] + bsum[2 * H + k]), o = sigm(gr[3 * H + k] + bsum[3 * H + k]);
-                        float cv = f * cprev[b * H + k] + i * cc, hv = o * tanhf(cv);
-                        gr[k] = i, gr[H + k] = f, gr[2 * H + k] = cc, gr[3 * H + k] = o;
-                        ct[b * H + k] = cv;
-                        Y[(t * B + b) * DH + d * H + k] = hv;
-                        hcur[b * H + k] = hv;
-                    }
+                if (lstm) {
+                    vg__nn_gemm(ctx, VG_FLOAT, false, true, B, G, H, hcur, H, R, H, 1.0, g);
+                    lstm_step(B, H, DH, d, g, bsum, cprev, ct, Y + t * B * DH, hcur);
+                    cprev = ct;
+                } else {
+                    vg__nn_gemm(ctx, VG_FLOAT, false, true, B, G, H, hcur, H, R, H, 0.0, gh);
+                    gru_step(B, H, DH, d, g, gh, bw, br, ct, Y + t * B * DH, hcur);
                 }
-                cprev = ct;
             }
             memcpy(hn + p * BH, hcur, sizeof(float) * (size_t)BH);
-            memcpy(cn + p * BH, cprev, sizeof(float) * (size_t)BH);
+            if (lstm) memcpy(cn + p * BH, cprev, sizeof(float) * (size_t)BH);
         }
     }
     memcpy(y, rs_y(rs, &m, T, B, m.L - 1), sizeof(float) * (size_t)(T * B * DH));
@@ -446,13 +488,15 @@ static vg_code kernel_backprop(vg__kctx *ctx) {
     vg_code c = check_forward(ctx, &m, &T, &B);
     if (c != VG_OK) return c;
     vg_status *st = vg__kctx_status(ctx);
-    int64_t H = m.H, D = m.D, G = 4 * H, BH = B * H, DH = D * H, I = m.I;
+    bool lstm = is_lstm(&m);
+    int64_t H = m.H, D = m.D, G = m.NG * H, BH = B * H, DH = D * H, I = m.I;
     static const char *const names[7] = {"output", "output_h", "output_c", "output_backprop", "output_h_backprop",
                                          "output_c_backprop", "reserve_space"};
     for (int k = 4; k < 11; k++) {
         const vg_tensor *t = vg__kctx_input(ctx, k);
         bool ok = vg_tensor_dtype(t) == VG_FLOAT;
         if (k == 4 || k == 7) ok = ok && has_dims3(t, T, B, DH);
+        else if (k == 6 || k == 9) ok = ok && (!lstm || has_dims3(t, m.L * D, B, H));
         else if (k < 10) ok = ok && has_dims3(t, m.L * D, B, H);
         else ok = ok && vg_tensor_ndims(t) == 1 && vg_tensor_dim(t, 0) == reserve_size(&m, T, B);
         if (!ok)
@@ -461,20 +505,26 @@ static vg_code kernel_backprop(vg__kctx *ctx) {
                                  "reserve_space must come from a CudnnRNN of the same configuration)",
                                  names[k - 4]);
     }
-    int64_t xd[3] = {T, B, I}, hd[3] = {m.L * D, B, H}, pd[1] = {params_size(&m)};
+    const vg_tensor *cin = vg__kctx_input(ctx, 2);
+    int64_t xd[3] = {T, B, I}, hd[3] = {m.L * D, B, H}, pd[1] = {params_size(&m)}, cd[VG_MAX_DIMS];
+    for (int i = 0; !lstm && i < vg_tensor_ndims(cin); i++) cd[i] = vg_tensor_dim(cin, i);
     vg_tensor *dxt, *dht, *dct, *dpt;
     if ((c = vg__kctx_alloc_output(ctx, 0, VG_FLOAT, xd, 3, &dxt)) || (c = vg__kctx_alloc_output(ctx, 1, VG_FLOAT, hd, 3, &dht)) ||
-        (c = vg__kctx_alloc_output(ctx, 2, VG_FLOAT, hd, 3, &dct)) || (c = vg__kctx_alloc_output(ctx, 3, VG_FLOAT, pd, 1, &dpt)))
+        (c = vg__kctx_alloc_output(ctx, 2, VG_FLOAT, lstm ? hd : cd, lstm ? 3 : vg_tensor_ndims(cin), &dct)) ||
+        (c = vg__kctx_alloc_output(ctx, 3, VG_FLOAT, pd, 1, &dpt)))
         return c;
     float *dx = vg_tensor_data(dxt), *dh0 = vg_tensor_data(dht), *dc0 = vg_tensor_data(dct), *dp = vg_tensor_data(dpt);
-    const float *x = fin(ctx, 0), *h0 = fin(ctx, 1), *c0 = fin(ctx, 2), *params = fin(ctx, 3), *dy = fin(ctx, 7),
-                *dhn = fin(ctx, 8), *dcn = fin(ctx, 9);
+    if (!lstm) memset(dc0, 0, sizeof(float) * (size_t)vg_tensor_num_elements(dct));
+    const float *x = fin(ctx, 0), *h0 = fin(ctx, 1), *c0 = lstm ? fin(ctx, 2) : NULL, *params = fin(ctx, 3),
+                *dy = fin(ctx, 7), *dhn = fin(ctx, 8), *dcn = lstm ? fin(ctx, 9) : NULL;
     float *rs = (float *)fin(ctx, 10);
     int64_t TB = T * B;
-    size_t nbuf = (size_t)(2 * TB * DH + TB * G + TB * H + 2 * BH + 1);
+    size_t nbuf = (size_t)(2 * TB * DH + 2 * TB * G + TB * H + 2 * BH + 1);
     float *buf = vg_malloc(sizeof(float) * nbuf);
     if (!buf) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "CudnnRNNBackprop: out of memory");
-    float *dY = buf, *dXl = dY + TB * DH, *dG = dXl + TB * DH, *Hp = dG + TB * G, *dh = Hp + TB * H, *dc = dh + BH;
+    float *dY = buf, *dXl = dY + TB * DH, *dG = dXl + TB * DH, *dGh = dG + TB * G, *Hp = dGh + TB * G,
+          *dh = Hp + TB * H, *dc = dh + BH;
+    if (lstm) dGh = dG; /* the same pre-activations take x W^T and h R^T */
     memset(dp, 0, sizeof(float) * (size_t)pd[0]);
     memcpy(dY, dy, sizeof(float) * (size_t)(TB * DH));
     for (int64_t l = m.L - 1; l >= 0; l--) {
@@ -487,37 +537,52 @@ static vg_code kernel_backprop(vg__kctx *ctx) {
             const float *W = params + w_offset(&m, p), *R = W + G * in;
             const float *gates = rs_gates(rs, &m, T, B, p), *C = gates + TB * G;
             memcpy(dh, dhn + p * BH, sizeof(float) * (size_t)BH);
-            memcpy(dc, dcn + p * BH, sizeof(float) * (size_t)BH);
+            if (lstm) memcpy(dc, dcn + p * BH, sizeof(float) * (size_t)BH);
             for (int64_t s = T - 1; s >= 0; s--) {
                 int64_t t = d ? T - 1 - s : s, tp = d ? t + 1 : t - 1;
-                const float *cp = s ? C + tp * BH : c0 + p * BH;
+                const float *cp = lstm ? (s ? C + tp * BH : c0 + p * BH) : NULL;
                 for (int64_t b = 0; b < B; b++) {
                     const float *gr = gates + (t * B + b) * G;
-                    float *dg = dG + (t * B + b) * G;
+                    float *dg = dG + (t * B + b) * G, *dgh = dGh + (t * B + b) * G;
                     for (int64_t k = 0; k < H; k++) {
-                        float i = gr[k], f = gr[H + k], cc = gr[2 * H + k], o = gr[3 * H + k];
-                        float tc = tanhf(C[t * BH + b * H + k]);
+                        float hp = s ? Y[(tp * B + b) * DH + d * H + k] : h0[p * BH + b * H + k];
                         float dhv = dh[b * H + k] + dY[(t * B + b) * DH + d * H + k];
-                        float dcv = dc[b * H + k] + dhv * o * (1.0f - tc * tc);
-                        dg[k] = dcv * cc * i * (1.0f - i);
-                        dg[H + k] = dcv * cp[b * H + k] * f * (1.0f - f);
-                        dg[2 * H + k] = dcv * i * (1.0f - cc * cc);
-                        dg[3 * H + k] = dhv * tc * o * (1.0f - o);
-                        dc[b * H + k] = dcv * f;
-                        Hp[t * BH + b * H + k] = s ? Y[(tp * B + b) * DH + d * H + k] : h0[p * BH + b * H + k];
+                        Hp[t * BH + b * H + k] = hp;
+                        if (lstm) {
+                            float i = gr[k], f = gr[H + k], cc = gr[2 * H + k], o = gr[3 * H + k];
+                            float tc = tanhf(C[t * BH + b * H + k]);
+                            float dcv = dc[b * H + k] + dhv * o * (1.0f - tc * tc);
+                            dg[k] = dcv * cc * i * (1.0f - i);
+                            dg[H + k] = dcv * cp[b * H + k] * f * (1.0f - f);
+                            dg[2 * H + k] = dcv * i * (1.0f - cc * cc);
+                            dg[3 * H + k] = dhv * tc * o * (1.0f - o);
+                            dc[b * H + k] = dcv * f;
+                        } else {
+                            float r = gr[k], u = gr[H + k], n = gr[2 * H + k], ghn = C[t * BH + b * H + k];
+                            float dn = dhv * (1.0f - u) * (1.0f - n * n);
+                            float dr = dn * ghn * r * (1.0f - r);
+                            float du = dhv * (hp - n) * u * (1.0f - u);
+                            dg[k] = dgh[k] = dr;
+                            dg[H + k] = dgh[H + k] = du;
+                            dg[2 * H + k] = dn;
+                            dgh[2 * H + k] = dn * r;
+                            dc[b * H + k] = dhv * u; /* h_prev's direct part */
+                        }
                     }
                 }
-                vg__nn_gemm(ctx, VG_FLOAT, false, false, B, H, G, dG + t * B * G, G, R, H, 0.0, dh);
+                /* dh = (GRU: u * dh +) dGh_t R */
+                vg__nn_gemm(ctx, VG_FLOAT, false, false, B, H, G, dGh + t * B * G, G, R, H, 0.0, dh);
+                if (!lstm)
+                    for (int64_t i = 0; i < BH; i++) dh[i] += dc[i];
             }
             memcpy(dh0 + p * BH, dh, sizeof(float) * (size_t)BH);
-            memcpy(dc0 + p * BH, dc, sizeof(float) * (size_t)BH);
+            if (lstm) memcpy(dc0 + p * BH, dc, sizeof(float) * (size_t)BH);
             if (TB == 0) continue;
             float *dW = dp + w_offset(&m, p), *dR = dW + G * in, *dbw = dp + b_offset(&m, p), *dbr = dbw + G;
             vg__nn_gemm(ctx, VG_FLOAT, true, false, G, in, TB, dG, G, X, in, 0.0, dW);
-            vg__nn_gemm(ctx, VG_FLOAT, true, false, G, H, TB, dG, G, Hp, H, 0.0, dR);
+            vg__nn_gemm(ctx, VG_FLOAT, true, false, G, H, TB, dGh, G, Hp, H, 0.0, dR);
             for (int64_t r = 0; r < TB; r++)
-                for (int64_t k = 0; k < G; k++) dbw[k] += dG[r * G + k];
-            memcpy(dbr, dbw, sizeof(float) * (size_t)G);
+                for (int64_t k = 0; k < G; k++) dbw[k] += dG[r * G + k], dbr[k] += dGh[r * G + k];
             vg__nn_gemm(ctx, VG_FLOAT, false, false, TB, in, G, dG, G, W, in, 1.0, dX);
         }
         if (l > 0) memcpy(dY, dXl, sizeof(float) * (size_t)(TB * DH));
@@ -565,12 +630,12 @@ static vg_code kernel_params_size(vg__kctx *ctx) {
 /* rows x cols of canonical weight k (0..num_params) */
 static void weight_dims(const model *m, int64_t k, int64_t *rows, int64_t *cols) {
     *rows = m->H;
-    *cols = k % 8 < 4 ? in_size(m, k / 8 / m->D) : m->H;
+    *cols = k % (2 * m->NG) < m->NG ? in_size(m, k / (2 * m->NG) / m->D) : m->H;
 }
 /* offset of canonical weight k in the opaque buffer */
 static int64_t weight_offset(const model *m, int64_t k) {
-    int64_t p = k / 8, j = k % 8, in = in_size(m, p / m->D), off = w_offset(m, p);
-    return j < 4 ? off + j * m->H * in : off + 4 * m->H * in + (j - 4) * m->H * m->H;
+    int64_t NW = 2 * m->NG, p = k / NW, j = k % NW, in = in_size(m, p / m->D), off = w_offset(m, p);
+    return j < m->NG ? off + j * m->H * in : off + m->NG * m->H * in + (j - m->NG) * m->H * m->H;
 }
 
 static vg_code kernel_to_canonical(vg__kctx *ctx) {
@@ -579,9 +644,9 @@ static vg_code kernel_to_canonical(vg__kctx *ctx) {
     const vg_op *op = vg__kctx_op(ctx);
     if (parse_attrs(op, &m, st) || read_sizes(ctx, &m)) return st->code;
     int64_t n = num_params_attr(op, -1);
-    if (n != m.L * m.D * 8)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "num_params (%lld) must be num_layers * dirs * 8 = %lld", (long long)n,
-                             (long long)(m.L * m.D * 8));
+    if (n != m.L * m.D * 2 * m.NG)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "num_params (%lld) must be num_layers * dirs * %lld = %lld",
+                             (long long)n, (long long)(2 * m.NG), (long long)(m.L * m.D * 2 * m.NG));
     const vg_tensor *p = vg__kctx_input(ctx, 3);
     if (vg_tensor_dtype(p) != VG_FLOAT || vg_tensor_ndims(p) != 1 || vg_tensor_dim(p, 0) != params_size(&m))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "params size mismatch: %lld vs. %lld (or not float32)",
@@ -595,7 +660,7 @@ static vg_code kernel_to_canonical(vg__kctx *ctx) {
         if (c != VG_OK) return c;
         memcpy(vg_tensor_data(t), src + weight_offset(&m, k), sizeof(float) * (size_t)(d[0] * d[1]));
         if ((c = vg__kctx_alloc_output(ctx, (int)(n + k), VG_FLOAT, d, 1, &t)) != VG_OK) return c;
-        memcpy(vg_tensor_data(t), src + b_offset(&m, k / 8) + (k % 8) * m.H, sizeof(float) * (size_t)m.H);
+        memcpy(vg_tensor_data(t), src + b_offset(&m, k / (2 * m.NG)) + (k % (2 * m.NG)) * m.H, sizeof(float) * (size_t)m.H);
     }
     return VG_OK;
 }
@@ -606,14 +671,15 @@ static vg_code kernel_to_params(vg__kctx *ctx) {
     const vg_op *op = vg__kctx_op(ctx);
     if (parse_attrs(op, &m, st) || read_sizes(ctx, &m)) return st->code;
     int64_t n = (vg__kctx_num_inputs(ctx) - 3) / 2;
-    if (n != m.L * m.D * 8)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "num_params (%lld) must be num_layers * dirs * 8 = %lld", (long long)n,
-                             (long long)(m.L * m.D * 8));
+    if (n != m.L * m.D * 2 * m.NG)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "num_params (%lld) must be num_layers * dirs * %lld = %lld",
+                             (long long)n, (long long)(2 * m.NG), (long long)(m.L * m.D * 2 * m.NG));
     int64_t d[1] = {params_size(&m)};
     vg_tensor *t;
     vg_code c = vg__kctx_alloc_output(ctx, 0, VG_FLOAT, d, 1, &t);
     if (c != VG_OK) return c;
     float *dst = vg_tensor_data(t);
+    int64_t NW = 2 * m.NG;
     for (int64_t k = 0; k < 2 * n; k++) {
         const vg_tensor *w = vg__kctx_input(ctx, (int)(3 + k));
         int64_t rows = m.H, cols = 1;
@@ -622,11 +688,11 @@ static vg_code kernel_to_params(vg__kctx *ctx) {
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "CudnnRNNCanonicalToParams: %s %lld (layer %lld%s, %s) must be float32 with %lld "
                                  "elements ([%lld, %lld]), got %lld",
-                                 k < n ? "weights" : "biases", (long long)(k % n), (long long)((k % n) / 8 / m.D),
-                                 m.D == 2 ? ((k % n) / 8 % 2 ? " backward" : " forward") : "",
-                                 (k % n) % 8 < 4 ? "input" : "recurrent", (long long)(rows * cols), (long long)rows,
+                                 k < n ? "weights" : "biases", (long long)(k % n), (long long)((k % n) / NW / m.D),
+                                 m.D == 2 ? ((k % n) / NW % 2 ? " backward" : " forward") : "",
+                                 (k % n) % NW < m.NG ? "input" : "recurrent", (long long)(rows * cols), (long long)rows,
                                  (long long)cols, (long long)vg_tensor_num_elements(w));
-        float *o = k < n ? dst + weight_offset(&m, k) : dst + b_offset(&m, (k - n) / 8) + ((k - n) % 8) * m.H;
+        float *o = k < n ? dst + weight_offset(&m, k) : dst + b_offset(&m, (k - n) / NW) + ((k - n) % NW) * m.H;
         memcpy(o, vg_tensor_data(w), sizeof(float) * (size_t)(rows * cols));
     }
     return VG_OK;
