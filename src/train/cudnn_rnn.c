@@ -90,14 +90,15 @@ vg_output vg_cudnn_rnn_canonical_to_params(vg_graph *g, vg_output num_layers, vg
 /* ------------------------------------------------------------------------ */
 /* the saveable: canonical tensors <-> opaque buffer */
 
-#define MAX_PARTS 256
+#define MAX_PARTS 384
 
 typedef struct cudnn_saveable {
     vg_op *var;              /* the opaque VariableV2 */
-    int L, D;
+    int L, D, NG;            /* NG: 4 (lstm), 3 (gru) */
     int64_t H, I;
     char input_mode[16];
-    int nparts;              /* 2 per pseudo-layer: kernel, bias (TF's order: weights then biases) */
+    int nparts;              /* TF's order: all weights, then all biases; per pseudo-layer
+                                1 (lstm: kernel) or 3 (gru: gates, input / hidden projection) */
     vg_op *parts[MAX_PARTS]; /* the saved tensors' ops */
     vg_output restored[MAX_PARTS];
     int seen;
@@ -105,34 +106,55 @@ typedef struct cudnn_saveable {
 
 static vg_cudnn_rnn_attrs attrs_of(const cudnn_saveable *s) {
     vg_cudnn_rnn_attrs a = {0};
+    a.rnn_mode = s->NG == 3 ? "gru" : "lstm";
     a.input_mode = s->input_mode;
     a.direction = s->D == 2 ? "bidirectional" : "unidirectional";
     return a;
 }
 
 static int64_t in_size(const cudnn_saveable *s, int l) { return l == 0 ? s->I : s->D * s->H; }
+static int per_layer(const cudnn_saveable *s) { return s->NG == 3 ? 3 : 1; }
 
 /* cuDNN gate j (i, f, c, o) for TF position k (i, c, f, o) and back: the same swap */
 static const int k_swap[4] = {0, 2, 1, 3};
 
-/* The reverse of the saved form: cuDNN's 8 weights and 8 biases of pseudo-layer p from
- * the TF kernel [in + H, 4H] and bias [4H]. */
-static void tf_to_cudnn(vg_graph *g, const cudnn_saveable *s, int p, vg_output kernel, vg_output bias, vg_output *w,
-                        vg_output *b) {
+static vg_output transpose2(vg_graph *g, vg_output x) { return vg_transpose_c(g, x, (int32_t[]){1, 0}, 2, NULL); }
+
+/* The reverse of the saved form (_tf_to_cudnn_weights / _tf_to_cudnn_biases): cuDNN's
+ * 2 * NG weights and biases of pseudo-layer p from the TF tensors tw[0..n), tb[0..n). */
+static void tf_to_cudnn(vg_graph *g, const cudnn_saveable *s, int p, const vg_output *tw, const vg_output *tb,
+                        vg_output *w, vg_output *b) {
     int32_t in = (int32_t)in_size(s, p / s->D), H = (int32_t)s->H;
-    vg_output wt = vg_transpose_c(g, kernel, (int32_t[]){1, 0}, 2, NULL);
-    vg_op *gates = vg_split_v(g, wt, (int32_t[]){H, H, H, H}, 4, 0, NULL);
-    vg_op *bs = vg_split_v(g, bias, (int32_t[]){H, H, H, H}, 4, 0, NULL);
-    if (!gates || !bs) return;
     vg_output half = vg_const_f32(g, 0.5f, NULL);
-    for (int k = 0; k < 4; k++) {
-        int j = k_swap[k];
-        vg_op *wr = vg_split_v(g, vg_out(gates, k), (int32_t[]){in, H}, 2, 1, NULL);
+    if (s->NG == 4) {
+        vg_op *gates = vg_split_v(g, transpose2(g, tw[0]), (int32_t[]){H, H, H, H}, 4, 0, NULL);
+        vg_op *bs = vg_split_v(g, tb[0], (int32_t[]){H, H, H, H}, 4, 0, NULL);
+        if (!gates || !bs) return;
+        for (int k = 0; k < 4; k++) {
+            int j = k_swap[k];
+            vg_op *wr = vg_split_v(g, vg_out(gates, k), (int32_t[]){in, H}, 2, 1, NULL);
+            if (!wr) return;
+            w[j] = vg_out(wr, 0);
+            w[4 + j] = vg_out(wr, 1);
+            b[j] = b[4 + j] = vg_mul(g, vg_out(bs, k), half, NULL);
+        }
+        return;
+    }
+    /* GRU: gates kernel [in + H, 2H] (r, u), candidate input / hidden projections */
+    vg_op *gates = vg_split_v(g, transpose2(g, tw[0]), (int32_t[]){H, H}, 2, 0, NULL);
+    vg_op *bs = vg_split_v(g, vg_mul(g, tb[0], half, NULL), (int32_t[]){H, H}, 2, 0, NULL);
+    if (!gates || !bs) return;
+    for (int j = 0; j < 2; j++) {
+        vg_op *wr = vg_split_v(g, vg_out(gates, j), (int32_t[]){in, H}, 2, 1, NULL);
         if (!wr) return;
         w[j] = vg_out(wr, 0);
-        w[4 + j] = vg_out(wr, 1);
-        b[j] = b[4 + j] = vg_mul(g, vg_out(bs, k), half, NULL);
+        w[3 + j] = vg_out(wr, 1);
+        b[j] = b[3 + j] = vg_out(bs, j);
     }
+    w[2] = transpose2(g, tw[1]);
+    w[5] = transpose2(g, tw[2]);
+    b[2] = tb[1];
+    b[5] = tb[2];
 }
 
 static vg_output i32(vg_graph *g, int64_t v) { return vg_const_i32(g, (int32_t)v, NULL); }
@@ -149,16 +171,19 @@ static vg_op *saveable_restore(vg_graph *g, vg_output t, vg_output restored, voi
     s->restored[k] = restored;
     if (s->seen < s->nparts) return vg_identity(g, restored, NULL).op;
     /* the last part: CudnnOpaqueParamsSaveable.restore */
-    int P = s->L * s->D, n = 8 * P;
+    int P = s->L * s->D, NW = 2 * s->NG, n = NW * P, q = per_layer(s);
     vg_output *w = vg_calloc((size_t)(2 * n), sizeof *w), *b = w ? w + n : NULL;
     vg_op *assign = NULL;
     if (!w) {
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "cudnn saveable: out of memory");
         return NULL;
     }
-    for (int p = 0; p < P; p++) tf_to_cudnn(g, s, p, s->restored[p], s->restored[P + p], w + 8 * p, b + 8 * p);
+    for (int p = 0; p < P; p++)
+        tf_to_cudnn(g, s, p, s->restored + q * p, s->restored + q * (P + p), w + NW * p, b + NW * p);
     vg_cudnn_rnn_attrs a = attrs_of(s);
-    vg_output params = vg_cudnn_rnn_canonical_to_params(g, i32(g, s->L), i32(g, s->H), i32(g, s->I), w, b, n, &a, NULL);
+    vg_output params = vg_graph_status(g, NULL) == VG_OK
+                           ? vg_cudnn_rnn_canonical_to_params(g, i32(g, s->L), i32(g, s->H), i32(g, s->I), w, b, n, &a, NULL)
+                           : (vg_output){NULL, 0};
     vg_free(w);
     if (params.op) {
         /* TF's Saver restores saveable objects after variables: order this after the
@@ -180,49 +205,66 @@ static vg_op *saveable_restore(vg_graph *g, vg_output t, vg_output restored, voi
     return assign;
 }
 
-/* Builds the saved tensors from the variable's value and registers them. */
+static vg_code add_part(vg_graph *g, cudnn_saveable *s, int idx, vg_output t, const char *prefix, const char *suffix) {
+    char key[1024];
+    if (vg_graph_status(g, NULL) != VG_OK) return vg_graph_status(g, NULL);
+    s->parts[idx] = t.op;
+    snprintf(key, sizeof key, "%s/%s", prefix, suffix);
+    return vg__register_saveable(g, t, key, saveable_restore, s);
+}
+
+/* Builds the saved tensors from the variable's value (_TransformCanonical) and
+ * registers them. */
 static vg_code make_saveable(vg_graph *g, cudnn_saveable *s, vg_output value, const char *scope, vg_op **parts) {
-    int P = s->L * s->D, n = 8 * P;
+    int P = s->L * s->D, NW = 2 * s->NG, n = NW * P, q = per_layer(s);
+    const char *cell = s->NG == 3 ? "cudnn_compatible_gru_cell" : "cudnn_compatible_lstm_cell";
     vg_cudnn_rnn_attrs a = attrs_of(s);
     vg_op *can = vg_cudnn_rnn_params_to_canonical(g, i32(g, s->L), i32(g, s->H), i32(g, s->I), value, n, &a, NULL);
     if (!can) return vg_graph_status(g, NULL);
-    char key[1024];
     for (int p = 0; p < P; p++) {
-        vg_output wg[4], bg[4];
-        for (int k = 0; k < 4; k++) {
-            int j = k_swap[k];
-            wg[k] = vg_concat_c(g, (vg_output[]){vg_out(can, 8 * p + j), vg_out(can, 8 * p + 4 + j)}, 2, 1, NULL);
-            bg[k] = vg_add(g, vg_out(can, n + 8 * p + j), vg_out(can, n + 8 * p + 4 + j), NULL);
-        }
-        vg_output kernel = vg_transpose_c(g, vg_concat_c(g, wg, 4, 0, NULL), (int32_t[]){1, 0}, 2, NULL);
-        vg_output bias = vg_concat_c(g, bg, 4, 0, NULL);
-        if (vg_graph_status(g, NULL) != VG_OK) return vg_graph_status(g, NULL);
-        s->parts[p] = kernel.op;
-        s->parts[P + p] = bias.op;
         int l = p / s->D;
         char prefix[600];
         if (s->D == 1)
-            snprintf(prefix, sizeof prefix, "%s%srnn/multi_rnn_cell/cell_%d/cudnn_compatible_lstm_cell", scope,
-                     *scope ? "/" : "", l);
+            snprintf(prefix, sizeof prefix, "%s%srnn/multi_rnn_cell/cell_%d/%s", scope, *scope ? "/" : "", l, cell);
         else
-            snprintf(prefix, sizeof prefix,
-                     "%s%sstack_bidirectional_rnn/cell_%d/bidirectional_rnn/%s/cudnn_compatible_lstm_cell", scope,
-                     *scope ? "/" : "", l, p % 2 ? "bw" : "fw");
-        snprintf(key, sizeof key, "%s/kernel", prefix);
-        if (vg__register_saveable(g, kernel, key, saveable_restore, s)) return vg_graph_status(g, NULL);
-        snprintf(key, sizeof key, "%s/bias", prefix);
-        if (vg__register_saveable(g, bias, key, saveable_restore, s)) return vg_graph_status(g, NULL);
+            snprintf(prefix, sizeof prefix, "%s%sstack_bidirectional_rnn/cell_%d/bidirectional_rnn/%s/%s", scope,
+                     *scope ? "/" : "", l, p % 2 ? "bw" : "fw", cell);
+        vg_output cw[8], cb[8];
+        for (int j = 0; j < NW; j++) cw[j] = vg_out(can, NW * p + j), cb[j] = vg_out(can, n + NW * p + j);
+        if (s->NG == 4) {
+            vg_output wg[4], bg[4];
+            for (int k = 0; k < 4; k++) {
+                int j = k_swap[k];
+                wg[k] = vg_concat_c(g, (vg_output[]){cw[j], cw[4 + j]}, 2, 1, NULL);
+                bg[k] = vg_add(g, cb[j], cb[4 + j], NULL);
+            }
+            if (add_part(g, s, p, transpose2(g, vg_concat_c(g, wg, 4, 0, NULL)), prefix, "kernel") ||
+                add_part(g, s, P + p, vg_concat_c(g, bg, 4, 0, NULL), prefix, "bias"))
+                return vg_graph_status(g, NULL);
+        } else {
+            vg_output wir[2] = {vg_concat_c(g, (vg_output[]){cw[0], cw[3]}, 2, 1, NULL),
+                                vg_concat_c(g, (vg_output[]){cw[1], cw[4]}, 2, 1, NULL)};
+            vg_output bir = vg_add(g, vg_concat_c(g, (vg_output[]){cb[0], cb[1]}, 2, 0, NULL),
+                                   vg_concat_c(g, (vg_output[]){cb[3], cb[4]}, 2, 0, NULL), NULL);
+            if (add_part(g, s, q * p, transpose2(g, vg_concat_c(g, wir, 2, 0, NULL)), prefix, "gates/kernel") ||
+                add_part(g, s, q * p + 1, transpose2(g, cw[2]), prefix, "candidate/input_projection/kernel") ||
+                add_part(g, s, q * p + 2, transpose2(g, cw[5]), prefix, "candidate/hidden_projection/kernel") ||
+                add_part(g, s, q * (P + p), bir, prefix, "gates/bias") ||
+                add_part(g, s, q * (P + p) + 1, vg_identity(g, cb[2], NULL), prefix, "candidate/input_projection/bias") ||
+                add_part(g, s, q * (P + p) + 2, vg_identity(g, cb[5], NULL), prefix, "candidate/hidden_projection/bias"))
+                return vg_graph_status(g, NULL);
+        }
     }
-    s->nparts = 2 * P;
+    s->nparts = 2 * q * P;
     for (int i = 0; i < s->nparts; i++) parts[i] = s->parts[i];
     return VG_OK;
 }
 
 /* ------------------------------------------------------------------------ */
-/* the layer */
+/* the layers */
 
-struct vg_cudnn_lstm {
-    int L, D;
+struct vg_cudnn_layer {
+    int L, D, NG;
     int64_t H, I;
     char input_mode[16];
     float dropout;
@@ -236,19 +278,20 @@ struct vg_cudnn_lstm {
     vg_op *parts[MAX_PARTS];
 };
 
-vg_cudnn_lstm *vg_cudnn_lstm_new(const vg_cudnn_lstm_options *o) {
-    if (!o || o->num_layers < 1 || o->num_units < 1 || o->num_layers * 2 * 2 > MAX_PARTS) return NULL;
+static vg_cudnn_layer *layer_new(const vg_cudnn_rnn_options *o, int NG, const char *dflt_name) {
+    if (!o || o->num_layers < 1 || o->num_units < 1 || o->num_layers * 2 * 6 > MAX_PARTS) return NULL;
     const char *dir = o->direction ? o->direction : "unidirectional";
     const char *im = o->input_mode ? o->input_mode : "linear_input";
     if (strcmp(dir, "unidirectional") && strcmp(dir, "bidirectional")) return NULL;
     if (strcmp(im, "linear_input") && strcmp(im, "skip_input") && strcmp(im, "auto_select")) return NULL;
-    vg_cudnn_lstm *l = vg_calloc(1, sizeof *l);
-    if (!l || !(l->name = vg__train_strdup(o->name ? o->name : "cudnn_lstm"))) {
+    vg_cudnn_layer *l = vg_calloc(1, sizeof *l);
+    if (!l || !(l->name = vg__train_strdup(o->name ? o->name : dflt_name))) {
         vg_free(l);
         return NULL;
     }
     l->L = o->num_layers;
     l->D = strcmp(dir, "bidirectional") ? 1 : 2;
+    l->NG = NG;
     l->H = o->num_units;
     snprintf(l->input_mode, sizeof l->input_mode, "%s", im);
     l->dropout = o->dropout;
@@ -258,20 +301,24 @@ vg_cudnn_lstm *vg_cudnn_lstm_new(const vg_cudnn_lstm_options *o) {
     return l;
 }
 
-void vg_cudnn_lstm_free(vg_cudnn_lstm *l) {
+vg_cudnn_layer *vg_cudnn_lstm_new(const vg_cudnn_rnn_options *o) { return layer_new(o, 4, "cudnn_lstm"); }
+vg_cudnn_layer *vg_cudnn_gru_new(const vg_cudnn_rnn_options *o) { return layer_new(o, 3, "cudnn_gru"); }
+
+void vg_cudnn_layer_free(vg_cudnn_layer *l) {
     if (!l) return;
     vg_free(l->name);
     vg_free(l);
 }
 
-vg_output vg_cudnn_lstm_opaque_kernel(const vg_cudnn_lstm *l) { return l && l->var.var ? l->var.ref : (vg_output){NULL, 0}; }
-int vg_cudnn_lstm_num_saveables(const vg_cudnn_lstm *l) { return l ? l->nparts : 0; }
-vg_output vg_cudnn_lstm_saveable(const vg_cudnn_lstm *l, int i) {
+vg_output vg_cudnn_layer_opaque_kernel(const vg_cudnn_layer *l) { return l && l->var.var ? l->var.ref : (vg_output){NULL, 0}; }
+int vg_cudnn_layer_num_saveables(const vg_cudnn_layer *l) { return l ? l->nparts : 0; }
+vg_output vg_cudnn_layer_saveable(const vg_cudnn_layer *l, int i) {
     return l && i >= 0 && i < l->nparts ? vg_out(l->parts[i], 0) : (vg_output){NULL, 0};
 }
 
-static vg_cudnn_rnn_attrs layer_attrs(const vg_cudnn_lstm *l, bool training) {
+static vg_cudnn_rnn_attrs layer_attrs(const vg_cudnn_layer *l, bool training) {
     vg_cudnn_rnn_attrs a = {0};
+    a.rnn_mode = l->NG == 3 ? "gru" : "lstm";
     a.input_mode = l->input_mode;
     a.direction = l->D == 2 ? "bidirectional" : "unidirectional";
     a.dropout = l->dropout;
@@ -283,18 +330,20 @@ static vg_cudnn_rnn_attrs layer_attrs(const vg_cudnn_lstm *l, bool training) {
 static void saveable_free(void *p) { vg_free(p); }
 
 /* build(): in the layer's variable scope (entered by the caller) */
-static vg_code build(vg_cudnn_lstm *l, vg_graph *g) {
-    int P = l->L * l->D, n = 8 * P;
+static vg_code build(vg_cudnn_layer *l, vg_graph *g) {
+    int P = l->L * l->D, NW = 2 * l->NG, n = NW * P;
     vg_output *w = vg_calloc((size_t)(2 * n), sizeof *w), *b = w ? w + n : NULL;
-    if (!w) return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "CudnnLSTM: out of memory");
+    if (!w) return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "CudnnRNN layer: out of memory");
     /* canonical_weight_shapes / canonical_bias_shapes, each drawn by its initializer */
     for (int k = 0; k < n; k++) {
-        int64_t wd[2] = {l->H, k % 8 < 4 ? (k / 8 / l->D == 0 ? l->I : l->D * l->H) : l->H}, bd[1] = {l->H};
+        int64_t wd[2] = {l->H, k % NW < l->NG ? (k / NW / l->D == 0 ? l->I : l->D * l->H) : l->H}, bd[1] = {l->H};
         w[k] = vg_initializer_build(g, l->kinit, VG_FLOAT, wd, 2);
         b[k] = vg_initializer_build(g, l->binit, VG_FLOAT, bd, 1);
     }
     vg_cudnn_rnn_attrs a = layer_attrs(l, true);
-    vg_output opaque = vg_cudnn_rnn_canonical_to_params(g, i32(g, l->L), i32(g, l->H), i32(g, l->I), w, b, n, &a, NULL);
+    vg_output opaque = vg_graph_status(g, NULL) == VG_OK
+                           ? vg_cudnn_rnn_canonical_to_params(g, i32(g, l->L), i32(g, l->H), i32(g, l->I), w, b, n, &a, NULL)
+                           : (vg_output){NULL, 0};
     vg_free(w);
     if (!opaque.op) return vg_graph_status(g, NULL);
     l->var = vg_variable_new(g, "opaque_kernel", opaque, VG_VAR_TRAINABLE);
@@ -305,41 +354,39 @@ static vg_code build(vg_cudnn_lstm *l, vg_graph *g) {
     snprintf(key, sizeof key, "vigil.cudnn_saveable.%s", vg_op_name(l->var.var));
     if (!s || vg_graph_set_user_data(g, key, s, saveable_free) != VG_OK) {
         vg_free(s);
-        return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "CudnnLSTM: out of memory");
+        return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "CudnnRNN layer: out of memory");
     }
     s->var = l->var.var;
-    s->L = l->L, s->D = l->D, s->H = l->H, s->I = l->I;
+    s->L = l->L, s->D = l->D, s->NG = l->NG, s->H = l->H, s->I = l->I;
     memcpy(s->input_mode, l->input_mode, sizeof s->input_mode);
     if (make_saveable(g, s, l->var.read, vg_variable_scope_name(g), l->parts)) return vg_graph_status(g, NULL);
     l->nparts = s->nparts;
     return VG_OK;
 }
 
-static vg_code fail(vg_graph *g, vg_status *st) {
-    vg_code c = vg_graph_status(g, st);
-    return c;
-}
+static vg_code fail(vg_graph *g, vg_status *st) { return vg_graph_status(g, st); }
 
-vg_code vg_cudnn_lstm_call(vg_cudnn_lstm *l, vg_graph *g, vg_output inputs, const vg_output *initial_state,
-                          bool training, vg_output *outputs, vg_output *final_state, vg_status *st) {
-    if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "CudnnLSTM: NULL graph");
+vg_code vg_cudnn_layer_call(vg_cudnn_layer *l, vg_graph *g, vg_output inputs, const vg_output *initial_state,
+                            bool training, vg_output *outputs, vg_output *final_state, vg_status *st) {
+    if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "CudnnRNN layer: NULL graph");
     if (vg_graph_status(g, NULL) != VG_OK) return fail(g, st);
     if (!l || !inputs.op || !outputs || !final_state) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "CudnnLSTM: NULL layer, inputs, outputs or final_state");
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "CudnnRNN layer: NULL layer, inputs, outputs or final_state");
         return fail(g, st);
     }
     vg_shape xs = vg_output_shape(inputs);
     if (xs.ndims != 3 || xs.dims[2] < 0) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "CudnnLSTM: inputs must be rank 3 [time, batch, depth] with a known depth");
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "%s: inputs must be rank 3 [time, batch, depth] with a known depth", l->name);
         return fail(g, st);
     }
     if (l->g && l->g != g) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "CudnnLSTM %s: called in another graph than its first call's", l->name);
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: called in another graph than its first call's", l->name);
         return fail(g, st);
     }
     if (l->g && xs.dims[2] != l->I) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "CudnnLSTM %s: inputs depth %lld, but the layer was built for %lld",
-                           l->name, (long long)xs.dims[2], (long long)l->I);
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: inputs depth %lld, but the layer was built for %lld", l->name,
+                           (long long)xs.dims[2], (long long)l->I);
         return fail(g, st);
     }
     /* Layer.__call__'s scopes: capture tf.variable_scope(None, default_name=name) */
@@ -366,12 +413,13 @@ vg_code vg_cudnn_lstm_call(vg_cudnn_lstm *l, vg_graph *g, vg_output inputs, cons
     vg_output h, c;
     if (initial_state) {
         h = initial_state[0];
-        c = initial_state[1];
+        c = l->NG == 4 ? initial_state[1] : vg_const_fill(g, VG_FLOAT, (int64_t[]){0}, 1, 0.0, "Const");
     } else {
         /* zeros [num_layers * dirs, batch, num_units] */
         vg_output batch = vg_gather(g, vg_shape_op(g, inputs, VG_INT32, NULL), i32(g, 1), 0, NULL);
         vg_output dims = vg_pack(g, (vg_output[]){i32(g, l->L * l->D), batch, i32(g, l->H)}, 3, 0, NULL);
         h = c = vg_fill(g, dims, vg_const_f32(g, 0.0f, NULL), "zeros");
+        if (l->NG == 3) c = vg_const_fill(g, VG_FLOAT, (int64_t[]){0}, 1, 0.0, "Const"); /* TF's constant([]) */
     }
     vg_op *op = NULL;
     if (vg_graph_status(g, NULL) == VG_OK) {
@@ -383,7 +431,7 @@ vg_code vg_cudnn_lstm_call(vg_cudnn_lstm *l, vg_graph *g, vg_output inputs, cons
     if (!op) return fail(g, st);
     *outputs = vg_out(op, 0);
     final_state[0] = vg_out(op, 1);
-    final_state[1] = vg_out(op, 2);
+    if (l->NG == 4) final_state[1] = vg_out(op, 2);
     return VG_OK;
 }
 
@@ -395,4 +443,105 @@ vg_rnn_cell *vg_cudnn_compatible_lstm_cell_new(int64_t num_units) {
     vg_rnn_cell *c = vg_lstm_block_cell_new(num_units, 0.0f, 0.0f, false);
     if (c) vg_rnn_cell_set_name(c, "cudnn_compatible_lstm_cell");
     return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* CudnnCompatibleGRUCell: a user-defined cell (vigil/rnn.h). Its variables' reads live in
+ * the graph's user data under the variable scope its build and calls run in (the
+ * driver's), so the cell itself holds nothing but num_units. */
+
+typedef struct gru_vars {
+    vg_output gk, gb, ik, ib, hk, hb; /* gates, input_projection, hidden_projection */
+} gru_vars;
+
+static void gru_vars_free(void *p) { vg_free(p); }
+
+static void gru_key(vg_graph *g, char *key, size_t n) {
+    snprintf(key, n, "vigil.cudnn_compatible_gru_cell:%s", vg_variable_scope_name(g));
+}
+
+static vg_output gru_var(vg_graph *g, const char *name, int64_t d0, int64_t d1, vg_initializer init, vg_dtype dt) {
+    int64_t dims[2] = {d0, d1};
+    vg_variable v = vg_get_variable(g, name, dt, dims, d1 > 0 ? 2 : 1, init, VG_VAR_TRAINABLE);
+    return v.var ? v.read : (vg_output){NULL, 0};
+}
+
+static vg_code gru_build(vg_graph *g, int64_t depth, vg_dtype dt, void *user) {
+    int64_t H = (int64_t)(intptr_t)user;
+    char key[700];
+    gru_key(g, key, sizeof key);
+    if (vg_graph_user_data(g, key))
+        return vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                                  "CudnnCompatibleGRUCell: a second one built in variable scope '%s'; give each its "
+                                  "own variable scope (MultiRNNCell and the RNN drivers do)",
+                                  vg_variable_scope_name(g));
+    gru_vars *v = vg_calloc(1, sizeof *v);
+    if (!v || vg_graph_set_user_data(g, key, v, gru_vars_free) != VG_OK) {
+        vg_free(v);
+        return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "CudnnCompatibleGRUCell: out of memory");
+    }
+    /* Layer naming: tf.variable_scope(None, default_name="cudnn_compatible_gru_cell") */
+    vg_variable_scope_opts o = {0};
+    o.default_name = "cudnn_compatible_gru_cell";
+    if (!vg_variable_scope_push(g, NULL, &o)) return vg_graph_status(g, NULL);
+    if (vg_variable_scope_push(g, "gates", NULL)) { /* bias: ones, "not to reset and not update" */
+        v->gk = gru_var(g, "kernel", depth + H, 2 * H, vg_init_default(), dt);
+        v->gb = gru_var(g, "bias", 2 * H, 0, vg_init_constant(1.0), dt);
+        vg_variable_scope_pop(g);
+    }
+    if (vg_variable_scope_push(g, "candidate", NULL)) {
+        if (vg_variable_scope_push(g, "input_projection", NULL)) {
+            v->ik = gru_var(g, "kernel", depth, H, vg_init_default(), dt);
+            v->ib = gru_var(g, "bias", H, 0, vg_init_constant(0.0), dt);
+            vg_variable_scope_pop(g);
+        }
+        if (vg_variable_scope_push(g, "hidden_projection", NULL)) {
+            v->hk = gru_var(g, "kernel", H, H, vg_init_default(), dt);
+            v->hb = gru_var(g, "bias", H, 0, vg_init_constant(0.0), dt);
+            vg_variable_scope_pop(g);
+        }
+        vg_variable_scope_pop(g);
+    }
+    vg_variable_scope_pop(g);
+    return vg_graph_status(g, NULL);
+}
+
+static vg_code gru_call(vg_graph *g, vg_output input, const vg_output *state, vg_output *output, vg_output *new_state,
+                        void *user) {
+    int64_t H = (int64_t)(intptr_t)user;
+    char key[700];
+    gru_key(g, key, sizeof key);
+    const gru_vars *v = vg_graph_user_data(g, key);
+    if (!v) return vg_graph_set_error(g, VG_INTERNAL, "CudnnCompatibleGRUCell: no variables in scope '%s'", vg_variable_scope_name(g));
+    vg_output h = state[0];
+    /* gates: sigmoid([x, h] W + b), r and u */
+    vg_output xh = vg_concat_c(g, (vg_output[]){input, h}, 2, 1, NULL);
+    vg_output value = vg_sigmoid(g, vg_bias_add(g, vg_matmul(g, xh, v->gk, false, false, NULL), v->gb, NULL), NULL);
+    vg_op *ru = vg_split_v(g, value, (int32_t[]){(int32_t)H, (int32_t)H}, 2, 1, NULL);
+    if (!ru) return vg_graph_status(g, NULL);
+    vg_output r = vg_out(ru, 0), u = vg_out(ru, 1);
+    /* candidate: tanh(x W_i + b_i + r * (h W_h + b_h)) */
+    vg_output hi = vg_bias_add(g, vg_matmul(g, input, v->ik, false, false, NULL), v->ib, NULL);
+    vg_output hh = vg_mul(g, r, vg_bias_add(g, vg_matmul(g, h, v->hk, false, false, NULL), v->hb, NULL), NULL);
+    vg_output c = vg_tanh(g, vg_add(g, hi, hh, NULL), NULL);
+    /* new_h = u * h + (1 - u) * c */
+    vg_output one_minus_u = vg_sub(g, vg_const_f32(g, 1.0f, NULL), u, NULL);
+    vg_output nh = vg_add(g, vg_mul(g, u, h, NULL), vg_mul(g, one_minus_u, c, NULL), NULL);
+    *output = nh;
+    new_state[0] = nh;
+    return vg_graph_status(g, NULL);
+}
+
+vg_rnn_cell *vg_cudnn_compatible_gru_cell_new(int64_t num_units) {
+    if (num_units < 1) return NULL;
+    vg_shape sh = vg_shape_make((int64_t[]){num_units}, 1);
+    vg_rnn_cell_def def = {0};
+    def.name = "cudnn_compatible_gru_cell";
+    def.state_count = 1;
+    def.state_shapes = &sh;
+    def.output_size = num_units;
+    def.build = gru_build;
+    def.call = gru_call;
+    def.user = (void *)(intptr_t)num_units;
+    return vg_custom_rnn_cell_new(&def);
 }

@@ -250,18 +250,26 @@ static int count_diff(const vg_tensor *a, const vg_tensor *b, int64_t n, double 
  * dynamic_rnn (uni), or stack_bidirectional_dynamic_rnn written out (bi), inside
  * variable scope "cudnn_lstm". *y [T, B, D*H]; hc[2 * p] = h, hc[2 * p + 1] = c of
  * pseudo-layer p. */
-static vg_code compat_graph(vg_graph *g, int L, int D, vg_output x, vg_output *y, vg_output *hc, vg_rnn_cell **keep) {
+static vg_rnn_cell *compat_cell(bool gru) {
+    return gru ? vg_cudnn_compatible_gru_cell_new(CH) : vg_cudnn_compatible_lstm_cell_new(CH);
+}
+
+static vg_code compat_graph(bool gru, int L, int D, vg_graph *g, vg_output x, vg_output *y, vg_output *hc,
+                            vg_rnn_cell **keep) {
     vg_status st;
-    vg_variable_scope_push(g, "cudnn_lstm", NULL);
+    vg_variable_scope_push(g, gru ? "cudnn_gru" : "cudnn_lstm", NULL);
     vg_code rc = VG_OK;
     if (D == 1) {
         vg_rnn_cell *cells[4];
-        for (int l = 0; l < L; l++) cells[l] = vg_cudnn_compatible_lstm_cell_new(CH);
+        for (int l = 0; l < L; l++) cells[l] = compat_cell(gru);
         vg_rnn_cell *m = vg_multi_rnn_cell_new(cells, L);
         keep[0] = m;
         vg_output fs[8];
         rc = vg_dynamic_rnn(m, g, x, (vg_output){NULL, 0}, NULL, VG_FLOAT, 0, true, NULL, y, fs, &st);
-        for (int l = 0; l < L && !rc; l++) hc[2 * l] = fs[2 * l + 1], hc[2 * l + 1] = fs[2 * l]; /* (c, h) */
+        for (int l = 0; l < L && !rc; l++) {
+            if (gru) hc[l] = fs[l];
+            else hc[2 * l] = fs[2 * l + 1], hc[2 * l + 1] = fs[2 * l]; /* (c, h) */
+        }
     } else {
         vg_variable_scope_push(g, "stack_bidirectional_rnn", NULL);
         vg_output in = x;
@@ -269,7 +277,7 @@ static vg_code compat_graph(vg_graph *g, int L, int D, vg_output x, vg_output *y
             char nm[16];
             snprintf(nm, sizeof nm, "cell_%d", l);
             vg_variable_scope_push(g, nm, NULL);
-            vg_rnn_cell *fw = vg_cudnn_compatible_lstm_cell_new(CH), *bw = vg_cudnn_compatible_lstm_cell_new(CH);
+            vg_rnn_cell *fw = compat_cell(gru), *bw = compat_cell(gru);
             keep[2 * l] = fw, keep[2 * l + 1] = bw;
             vg_output o[2], sf[2], sb[2];
             rc = vg_bidirectional_dynamic_rnn(fw, bw, g, in, (vg_output){NULL, 0}, NULL, NULL, VG_FLOAT, 0, true, NULL,
@@ -277,7 +285,8 @@ static vg_code compat_graph(vg_graph *g, int L, int D, vg_output x, vg_output *y
             vg_variable_scope_pop(g);
             if (rc) break;
             in = vg_concat_c(g, o, 2, 2, NULL);
-            hc[4 * l] = sf[1], hc[4 * l + 1] = sf[0], hc[4 * l + 2] = sb[1], hc[4 * l + 3] = sb[0];
+            if (gru) hc[2 * l] = sf[0], hc[2 * l + 1] = sb[0];
+            else hc[4 * l] = sf[1], hc[4 * l + 1] = sf[0], hc[4 * l + 2] = sb[1], hc[4 * l + 3] = sb[0];
         }
         *y = in;
         vg_variable_scope_pop(g);
@@ -289,9 +298,12 @@ static vg_code compat_graph(vg_graph *g, int L, int D, vg_output x, vg_output *y
 
 static void test_checkpoints(void) {
     char prefix[512], prefix2[512];
-    for (int ci = 0; ci < 3; ci++) {
-        const cfg cs[3] = {{1, 1}, {2, 1}, {2, 2}};
+    for (int ci = 0; ci < 6; ci++) {
+        const cfg cs[6] = {{1, 1}, {2, 1}, {2, 2}, {1, 1}, {2, 1}, {2, 2}};
         int L = cs[ci].L, D = cs[ci].D, P = L * D;
+        bool gru = ci >= 3;
+        int q = gru ? 3 : 1, ns = gru ? 1 : 2; /* saved tensors per weight / bias; states per cell */
+        const char *lname = gru ? "cudnn_gru" : "cudnn_lstm", *cname = gru ? "cudnn_compatible_gru_cell" : "cudnn_compatible_lstm_cell";
         snprintf(prefix, sizeof prefix, "%s/cudnn_%d", g_dir, ci);
         snprintf(prefix2, sizeof prefix2, "%s/compat_%d", g_dir, ci);
         vg_status st;
@@ -302,19 +314,22 @@ static void test_checkpoints(void) {
         vg_graph *g = vg_graph_new();
         vg_graph_set_seed(g, 5);
         vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){CT, CB, CI}, 3, "x");
-        vg_cudnn_lstm_options o = {.num_layers = L, .num_units = CH, .direction = D == 2 ? "bidirectional" : NULL};
-        vg_cudnn_lstm *lstm = vg_cudnn_lstm_new(&o);
-        vg_output y, hc[2];
-        CHECK_OK(vg_cudnn_lstm_call(lstm, g, x, NULL, true, &y, hc, &st), &st);
-        vg_output ker = vg_cudnn_lstm_opaque_kernel(lstm);
-        CHECK(ker.op && strcmp(vg_op_name(ker.op), "cudnn_lstm/opaque_kernel") == 0);
-        CHECK_EQ_INT(vg_cudnn_lstm_num_saveables(lstm), 2 * P);
-        const char *k0 = vg_saveable_key(vg_cudnn_lstm_saveable(lstm, 0));
-        CHECK(k0 != NULL);
-        if (k0)
-            CHECK_STR_CONTAINS(k0, D == 1 ? "cudnn_lstm/rnn/multi_rnn_cell/cell_0/cudnn_compatible_lstm_cell/kernel"
-                                          : "cudnn_lstm/stack_bidirectional_rnn/cell_0/bidirectional_rnn/fw/cudnn_compatible_lstm_cell/kernel");
-        int64_t N = hand_size(L, D, CH, CI);
+        vg_cudnn_rnn_options o = {.num_layers = L, .num_units = CH, .direction = D == 2 ? "bidirectional" : NULL};
+        vg_cudnn_layer *lstm = gru ? vg_cudnn_gru_new(&o) : vg_cudnn_lstm_new(&o);
+        vg_output y, hc[2] = {{0}};
+        CHECK_OK(vg_cudnn_layer_call(lstm, g, x, NULL, true, &y, hc, &st), &st);
+        if (gru) hc[1] = hc[0];
+        vg_output ker = vg_cudnn_layer_opaque_kernel(lstm);
+        char want[300];
+        snprintf(want, sizeof want, "%s/opaque_kernel", lname);
+        CHECK(ker.op && strcmp(vg_op_name(ker.op), want) == 0);
+        CHECK_EQ_INT(vg_cudnn_layer_num_saveables(lstm), 2 * q * P);
+        const char *k0 = vg_saveable_key(vg_cudnn_layer_saveable(lstm, 0));
+        snprintf(want, sizeof want, "%s/%s/%s/%s", lname,
+                 D == 1 ? "rnn/multi_rnn_cell/cell_0" : "stack_bidirectional_rnn/cell_0/bidirectional_rnn/fw", cname,
+                 gru ? "gates/kernel" : "kernel");
+        CHECK(k0 && strcmp(k0, want) == 0);
+        int64_t N = hand_size_g(gru ? 3 : 4, L, D, CH, CI);
         vg_tensor *pv = rnd((int64_t[]){N}, 1, 22, 1.2);
         vg_output setp = vg_assign(g, ker, vg_const(g, pv, NULL), true, NULL);
         vg_saver *sv = vg_saver_new(g, NULL, &st);
@@ -330,32 +345,47 @@ static void test_checkpoints(void) {
         CHECK_OK(vg_saver_save(sv, s, prefix, -1, NULL, 0, &st), &st);
         vg_saver_free(sv);
         vg_session_free(s);
-        vg_cudnn_lstm_free(lstm);
+        vg_cudnn_layer_free(lstm);
         vg_graph_free(g);
         /* the checkpoint: opaque_kernel and the canonical kernel / bias of each pseudo-layer */
         vg_checkpoint_reader *r = vg_checkpoint_reader_new(prefix, &st);
         CHECK(r != NULL);
         if (r) {
-            CHECK_EQ_INT(vg_checkpoint_reader_num_tensors(r), 1 + 2 * P);
+            CHECK_EQ_INT(vg_checkpoint_reader_num_tensors(r), 1 + 2 * q * P);
             char key[300];
-            snprintf(key, sizeof key, "cudnn_lstm/%s/cudnn_compatible_lstm_cell/kernel",
-                     D == 1 ? "rnn/multi_rnn_cell/cell_1" : "stack_bidirectional_rnn/cell_1/bidirectional_rnn/bw");
+            snprintf(key, sizeof key, "%s/%s/%s/%s", lname,
+                     D == 1 ? "rnn/multi_rnn_cell/cell_1" : "stack_bidirectional_rnn/cell_1/bidirectional_rnn/bw", cname,
+                     gru ? "gates/kernel" : "kernel");
             if (L == 2) {
                 vg_tensor *k = vg_checkpoint_reader_read(r, key, &st);
-                CHECK(k && vg_tensor_ndims(k) == 2 && vg_tensor_dim(k, 0) == D * CH + CH && vg_tensor_dim(k, 1) == 4 * CH);
+                CHECK(k && vg_tensor_ndims(k) == 2 && vg_tensor_dim(k, 0) == D * CH + CH &&
+                      vg_tensor_dim(k, 1) == (gru ? 2 : 4) * CH);
                 vg_tensor_free(k);
             }
-            /* bias of layer 0 (fw) = bW + bR in the order i, c, f, o */
-            snprintf(key, sizeof key, "cudnn_lstm/%s/cudnn_compatible_lstm_cell/bias",
-                     D == 1 ? "rnn/multi_rnn_cell/cell_0" : "stack_bidirectional_rnn/cell_0/bidirectional_rnn/fw");
+            /* the bias of layer 0 (fw) = bW + bR, LSTM in the order i, c, f, o (cuDNN's
+             * i, f, c, o), GRU r, u; GRU's hidden projection bias is bR_h alone */
+            snprintf(key, sizeof key, "%s/%s/%s/%s", lname,
+                     D == 1 ? "rnn/multi_rnn_cell/cell_0" : "stack_bidirectional_rnn/cell_0/bidirectional_rnn/fw", cname,
+                     gru ? "gates/bias" : "bias");
             vg_tensor *bt = vg_checkpoint_reader_read(r, key, &st);
-            CHECK(bt && vg_tensor_num_elements(bt) == 4 * CH);
-            int64_t wtot = N - P * 8 * CH;
+            int NG = gru ? 3 : 4, nb = gru ? 2 : 4;
+            CHECK(bt && vg_tensor_num_elements(bt) == nb * CH);
+            int64_t wtot = N - P * 2 * NG * CH;
             static const int cu[4] = {0, 2, 1, 3};
-            for (int q = 0; bt && q < 4; q++)
-                for (int64_t k = 0; k < CH; k++)
-                    CHECK_NEAR(at(bt, q * CH + k), at(pv, wtot + cu[q] * CH + k) + at(pv, wtot + (4 + cu[q]) * CH + k), 1e-6);
+            for (int j = 0; bt && j < nb; j++)
+                for (int64_t k = 0; k < CH; k++) {
+                    int c = gru ? j : cu[j];
+                    CHECK_NEAR(at(bt, j * CH + k), at(pv, wtot + c * CH + k) + at(pv, wtot + (NG + c) * CH + k), 1e-6);
+                }
             vg_tensor_free(bt);
+            if (gru) {
+                snprintf(key, sizeof key, "%s/%s/%s/candidate/hidden_projection/bias", lname,
+                         D == 1 ? "rnn/multi_rnn_cell/cell_0" : "stack_bidirectional_rnn/cell_0/bidirectional_rnn/fw", cname);
+                bt = vg_checkpoint_reader_read(r, key, &st);
+                for (int64_t k = 0; bt && k < CH; k++) CHECK(at(bt, k) == at(pv, wtot + 5 * CH + k));
+                CHECK(bt != NULL);
+                vg_tensor_free(bt);
+            }
             vg_checkpoint_reader_free(r);
         }
         /* 2. restore into CudnnCompatibleLSTMCell: the same outputs and final states */
@@ -363,24 +393,26 @@ static void test_checkpoints(void) {
         x = vg_placeholder(g, VG_FLOAT, (int64_t[]){CT, CB, CI}, 3, "x");
         vg_output yb, hcb[8];
         vg_rnn_cell *keep[8] = {0};
-        CHECK_OK(compat_graph(g, L, D, x, &yb, hcb, keep), &st);
-        CHECK(vg_graph_op_by_name(g, D == 1 ? "cudnn_lstm/rnn/multi_rnn_cell/cell_0/cudnn_compatible_lstm_cell/kernel"
-                                            : "cudnn_lstm/stack_bidirectional_rnn/cell_0/bidirectional_rnn/bw/cudnn_compatible_lstm_cell/bias") != NULL);
+        CHECK_OK(compat_graph(gru, L, D, g, x, &yb, hcb, keep), &st);
+        snprintf(want, sizeof want, "%s/%s/%s/%s", lname,
+                 D == 1 ? "rnn/multi_rnn_cell/cell_0" : "stack_bidirectional_rnn/cell_0/bidirectional_rnn/bw", cname,
+                 gru ? "candidate/hidden_projection/bias" : "bias");
+        CHECK(vg_graph_op_by_name(g, want) != NULL);
         sv = vg_saver_new(g, NULL, &st);
         CHECK(sv != NULL);
         s = vg_session_new(g, NULL, &st);
         CHECK_OK(vg_saver_restore(sv, s, prefix, &st), &st);
         vg_tensor *yc[9] = {0};
         vg_output fc[9] = {yb};
-        for (int k = 0; k < 2 * P; k++) fc[1 + k] = hcb[k];
-        CHECK_OK(run1(g, s, x, xv, fc, 1 + 2 * P, yc), &st);
+        for (int k = 0; k < ns * P; k++) fc[1 + k] = hcb[k];
+        CHECK_OK(run1(g, s, x, xv, fc, 1 + ns * P, yc), &st);
         CHECK_EQ_INT(count_diff(ya[0], yc[0], ny, 2e-5), 0);
         for (int p = 0; p < P; p++) {
             vg_tensor *ha = ya[1], *ca = ya[2];
             int bad = 0;
-            for (int64_t i = 0; yc[1 + 2 * p] && i < nh; i++) {
-                bad += fabs(at(ha, p * nh + i) - at(yc[1 + 2 * p], i)) > 2e-5;
-                bad += fabs(at(ca, p * nh + i) - at(yc[2 + 2 * p], i)) > 2e-5;
+            for (int64_t i = 0; yc[1 + ns * p] && i < nh; i++) {
+                bad += fabs(at(ha, p * nh + i) - at(yc[1 + ns * p], i)) > 2e-5;
+                if (!gru) bad += fabs(at(ca, p * nh + i) - at(yc[2 + 2 * p], i)) > 2e-5;
             }
             CHECK_EQ_INT(bad, 0);
         }
@@ -398,11 +430,12 @@ static void test_checkpoints(void) {
             g = vg_graph_new();
             vg_graph_set_seed(g, 77);
             x = vg_placeholder(g, VG_FLOAT, (int64_t[]){CT, CB, CI}, 3, "x");
-            lstm = vg_cudnn_lstm_new(&o);
-            CHECK_OK(vg_cudnn_lstm_call(lstm, g, x, NULL, false, &y, hc, &st), &st);
-            vg_output parts[16];
-            int n = vg_cudnn_lstm_num_saveables(lstm);
-            for (int i = 0; i < n; i++) parts[i] = vg_cudnn_lstm_saveable(lstm, i);
+            lstm = gru ? vg_cudnn_gru_new(&o) : vg_cudnn_lstm_new(&o);
+            CHECK_OK(vg_cudnn_layer_call(lstm, g, x, NULL, false, &y, hc, &st), &st);
+            if (gru) hc[1] = hc[0];
+            vg_output parts[32];
+            int n = vg_cudnn_layer_num_saveables(lstm);
+            for (int i = 0; i < n; i++) parts[i] = vg_cudnn_layer_saveable(lstm, i);
             vg_saver_options so = vg_saver_options_default();
             if (from == 0) so.var_list = parts, so.nvars = n;
             sv = vg_saver_new(g, &so, &st);
@@ -414,11 +447,11 @@ static void test_checkpoints(void) {
             CHECK_OK(run1(g, s, x, xv, fd, 3, yd), &st);
             CHECK_EQ_INT(count_diff(ya[0], yd[0], ny, 2e-5), 0);
             CHECK_EQ_INT(count_diff(ya[1], yd[1], P * nh, 2e-5), 0);
-            CHECK_EQ_INT(count_diff(ya[2], yd[2], P * nh, 2e-5), 0);
+            if (!gru) CHECK_EQ_INT(count_diff(ya[2], yd[2], P * nh, 2e-5), 0);
             for (int k = 0; k < 3; k++) vg_tensor_free(yd[k]);
             vg_saver_free(sv);
             vg_session_free(s);
-            vg_cudnn_lstm_free(lstm);
+            vg_cudnn_layer_free(lstm);
             vg_graph_free(g);
         }
         for (int k = 0; k < 3; k++) vg_tensor_free(ya[k]);
@@ -433,13 +466,13 @@ static void test_layer_trains(void) {
     vg_graph *g = vg_graph_new();
     vg_graph_set_seed(g, 3);
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){CT, CB, CI}, 3, "x");
-    vg_cudnn_lstm_options o = {.num_layers = 2, .num_units = CH, .direction = "bidirectional"};
-    vg_cudnn_lstm *lstm = vg_cudnn_lstm_new(&o);
+    vg_cudnn_rnn_options o = {.num_layers = 2, .num_units = CH, .direction = "bidirectional"};
+    vg_cudnn_layer *lstm = vg_cudnn_lstm_new(&o);
     vg_output y, hc[2];
     vg_status st;
-    CHECK_OK(vg_cudnn_lstm_call(lstm, g, x, NULL, true, &y, hc, &st), &st);
+    CHECK_OK(vg_cudnn_layer_call(lstm, g, x, NULL, true, &y, hc, &st), &st);
     vg_output loss = vg_reduce_sum(g, vg_square(g, vg_sub(g, y, vg_const_f32(g, 0.5f, NULL), NULL), NULL), NULL, -1, false, NULL);
-    vg_output ker = vg_cudnn_lstm_opaque_kernel(lstm), grad;
+    vg_output ker = vg_cudnn_layer_opaque_kernel(lstm), grad;
     CHECK_OK(vg_gradients(g, &loss, 1, &ker, 1, NULL, &grad, &st), &st);
     vg_output step = vg_assign_sub(g, ker, vg_mul(g, grad, vg_const_f32(g, 0.05f, NULL), NULL), NULL);
     vg_session *s = vg_session_new(g, NULL, &st);
@@ -451,7 +484,7 @@ static void test_layer_trains(void) {
     if (l0 && l1) CHECK(vg_tensor_scalar(l1) < vg_tensor_scalar(l0));
     vg_tensor_free(xv), vg_tensor_free(l0), vg_tensor_free(l1), vg_tensor_free(sv);
     vg_session_free(s);
-    vg_cudnn_lstm_free(lstm);
+    vg_cudnn_layer_free(lstm);
     vg_graph_free(g);
 }
 
@@ -540,12 +573,12 @@ static void test_bad_input(void) {
     /* the layer: inputs of unknown depth */
     g = vg_graph_new();
     x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3, -1}, 3, "x");
-    vg_cudnn_lstm_options o = {.num_layers = 1, .num_units = 4};
-    vg_cudnn_lstm *l = vg_cudnn_lstm_new(&o);
+    vg_cudnn_rnn_options o = {.num_layers = 1, .num_units = 4};
+    vg_cudnn_layer *l = vg_cudnn_lstm_new(&o);
     vg_output yy, hc[2];
-    CHECK_CODE(vg_cudnn_lstm_call(l, g, x, NULL, true, &yy, hc, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_cudnn_layer_call(l, g, x, NULL, true, &yy, hc, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "known depth");
-    vg_cudnn_lstm_free(l);
+    vg_cudnn_layer_free(l);
     vg_graph_free(g);
     o.direction = "sideways";
     CHECK(vg_cudnn_lstm_new(&o) == NULL);
