@@ -101,6 +101,7 @@ typedef struct cudnn_saveable {
                                 1 (lstm: kernel) or 3 (gru: gates, input / hidden projection) */
     vg_op *parts[MAX_PARTS]; /* the saved tensors' ops */
     vg_output restored[MAX_PARTS];
+    vg_op *restore_op;       /* the RestoreV2 the collected parts come from */
     int seen;
 } cudnn_saveable;
 
@@ -167,6 +168,11 @@ static vg_op *saveable_restore(vg_graph *g, vg_output t, vg_output restored, voi
         vg_graph_set_error(g, VG_INTERNAL, "cudnn saveable: %s is not one of its tensors", vg_op_name(t.op));
         return NULL;
     }
+    if (restored.op != s->restore_op) { /* another saver's restore: start over */
+        for (int i = 0; i < s->nparts; i++) s->restored[i] = (vg_output){NULL, 0};
+        s->seen = 0;
+        s->restore_op = restored.op;
+    }
     if (!s->restored[k].op) s->seen++;
     s->restored[k] = restored;
     if (s->seen < s->nparts) return vg_identity(g, restored, NULL).op;
@@ -202,6 +208,7 @@ static vg_op *saveable_restore(vg_graph *g, vg_output t, vg_output restored, voi
     }
     for (int i = 0; i < s->nparts; i++) s->restored[i] = (vg_output){NULL, 0};
     s->seen = 0;
+    s->restore_op = NULL;
     return assign;
 }
 
