@@ -582,6 +582,23 @@ static void test_bad_input(void) {
     vg_graph_free(g);
     o.direction = "sideways";
     CHECK(vg_cudnn_lstm_new(&o) == NULL);
+
+    /* the layer with dropout between layers: refused in training (at build: the shapes
+     * are known), allowed at inference (where cuDNN ignores it too) */
+    for (int training = 0; training < 2; training++) {
+        g = vg_graph_new();
+        x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3, 4}, 3, "x");
+        vg_cudnn_rnn_options od = {.num_layers = 2, .num_units = 4, .dropout = 0.3f};
+        l = vg_cudnn_gru_new(&od);
+        if (training) {
+            CHECK_CODE(vg_cudnn_layer_call(l, g, x, NULL, true, &yy, hc, &st), VG_UNIMPLEMENTED);
+            CHECK_STR_CONTAINS(st.msg, "dropout 0.3 between layers in training");
+        } else {
+            CHECK_OK(vg_cudnn_layer_call(l, g, x, NULL, false, &yy, hc, &st), &st);
+        }
+        vg_cudnn_layer_free(l);
+        vg_graph_free(g);
+    }
 }
 
 int main(void) {

@@ -168,7 +168,12 @@ static vg_code forward_shapes(vg_op *op, int first, model *m, vg_shape s[4], vg_
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input_h's first dimension (%lld) must be num_layers * %lld",
                              vg_op_type(op), (long long)l, (long long)m->D);
     m->L = l >= 0 ? l / m->D : -1;
-    m->H = dim_of(&s[1], 2) >= 0 ? dim_of(&s[1], 2) : dim_of(&s[2], 2);
+    if (m->L > 1 && m->dropout > 0.0f && m->training && !strcmp(vg_op_type(op), "CudnnRNN"))
+        return vg_status_set(st, VG_UNIMPLEMENTED,
+                             "%s: dropout %g between layers in training is not implemented on the CPU (cuDNN's "
+                             "dropout stream cannot be reproduced); use dropout 0 or is_training false",
+                             vg_op_type(op), (double)m->dropout);
+    m->H = dim_of(&s[1], 2) >= 0 ? dim_of(&s[1], 2) : (is_lstm(m) ? dim_of(&s[2], 2) : -1);
     m->I = dim_of(&s[0], 2);
     if (m->L > 0 && m->H > 0 && m->I > 0) {
         if (check_input_mode(op, m, st)) return st->code;
@@ -361,7 +366,7 @@ static vg_code check_forward(vg__kctx *ctx, model *m, int64_t *T, int64_t *B) {
     if (vg_tensor_ndims(p) != 1 || vg_tensor_dim(p, 0) != params_size(m))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "params size mismatch: %lld vs. %lld",
                              (long long)vg_tensor_num_elements(p), (long long)params_size(m));
-    if (m->dropout > 0.0f && m->training && m->L > 1)
+    if (m->dropout > 0.0f && m->training && m->L > 1 && !strcmp(vg_op_type(op), "CudnnRNN"))
         return vg_status_set(st, VG_UNIMPLEMENTED,
                              "%s: dropout %g between layers in training is not implemented on the CPU (cuDNN's "
                              "dropout stream cannot be reproduced); use dropout 0 or is_training false",
