@@ -1,10 +1,11 @@
 /* test_cudnn_rnn.c - tf.contrib.cudnn_rnn on the CPU (vigil/cudnn_rnn.h): the params size
- * (hand-counted), the canonical <-> opaque round trip and cuDNN's layout, CudnnRNN
- * against an LSTM written out here in double precision (1 and 2 layers, uni- and
- * bidirectional), its gradient by finite differences, CudnnLSTM saved and restored into
- * CudnnCompatibleLSTMCell (MultiRNNCell under dynamic_rnn, and the stacked
- * bidirectional form) with the same outputs, and back, as TF's cudnn_rnn_test.py does;
- * bad shapes and attributes. */
+ * (hand-counted, and TF's _MinLSTMParamSize), the canonical <-> opaque round trip and
+ * cuDNN's layout, CudnnRNN (LSTM and GRU) against the equations written out here in
+ * double precision (1 and 2 layers, uni- and bidirectional) and TF's testSimpleInference
+ * sums, its gradient by finite differences, CudnnLSTM / CudnnGRU saved and restored into
+ * CudnnCompatibleLSTMCell / CudnnCompatibleGRUCell (MultiRNNCell under dynamic_rnn, and
+ * the stacked bidirectional form) with the same outputs, and back, as TF's
+ * cudnn_rnn_test.py does; a training step; bad shapes and attributes. */
 #include "test_util.h"
 #define TMPDIR_TAG "cudnn_rnn"
 #include "tmpdir_util.h"
@@ -139,6 +140,27 @@ static void test_params_size_and_round_trip(void) {
         vg_session_free(s);
         vg_graph_free(g);
     }
+}
+
+/* cudnn_rnn_ops_test.py testLSTMParamsSize: TF's _MinLSTMParamSize, 4 H (H + I) +
+ * 8 (L - 1) H^2 + 8 L H, is a lower bound on GPUs (cuDNN may pad); vigil has no padding. */
+static void test_tf_lstm_params_size(void) {
+    static const int cfgs[6][3] = {{4, 200, 200}, {4, 200, 300}, {4, 200, 100}, {1, 100, 200}, {2, 200, 100}, {3, 200, 400}};
+    vg_graph *g = vg_graph_new();
+    vg_output sz[6];
+    for (int k = 0; k < 6; k++)
+        sz[k] = vg_cudnn_rnn_params_size(g, i32c(g, cfgs[k][0]), i32c(g, cfgs[k][1]), i32c(g, cfgs[k][2]), VG_INT64, NULL, NULL);
+    vg_status st;
+    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_tensor *out[6] = {0};
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, sz, out, 6, NULL, 0, NULL, &st), &st);
+    for (int k = 0; k < 6 && out[k]; k++) {
+        int64_t L = cfgs[k][0], H = cfgs[k][1], I = cfgs[k][2];
+        CHECK_EQ_INT(((const int64_t *)vg_tensor_data(out[k]))[0], 4 * H * (H + I) + 8 * (L - 1) * H * H + 8 * L * H);
+        vg_tensor_free(out[k]);
+    }
+    vg_session_free(s);
+    vg_graph_free(g);
 }
 
 typedef struct cfg {
@@ -601,11 +623,49 @@ static void test_bad_input(void) {
     }
 }
 
+/* cudnn_rnn_ops_test.py CudnnRNNTestInference.testSimpleInference: inputs, h, c and
+ * every parameter 1, is_training false, 4 layers of 200 units over 10 steps of batch 20;
+ * sum(output) + sum(output_h) (+ sum(output_c)) is 231833.22 for LSTM and 56000 for GRU
+ * (hand check: LSTM saturates, c_t = t + 1, 4000 * sum tanh(2..11) + 16000 * tanh(11) +
+ * 16000 * 11; GRU keeps h = 1), whatever the dropout (0, 0.5, 1: ignored at inference).
+ * TF builds the model with input_mode auto_select, which is skip_input here (input_size
+ * == num_units); vigil runs it with linear_input, which gives the same saturated sums. */
+static void test_tf_simple_inference(void) {
+    const int L = 4, H = 200, I = 200, B = 20, T = 10;
+    const float dropouts[3] = {0.0f, 0.5f, 1.0f};
+    for (int gru = 0; gru < 2; gru++)
+        for (int k = 0; k < 3; k++) {
+            vg_graph *g = vg_graph_new();
+            vg_cudnn_rnn_attrs a = {.rnn_mode = gru ? "gru" : "lstm", .dropout = dropouts[k], .inference = true};
+            vg_output n = vg_cudnn_rnn_params_size(g, i32c(g, L), i32c(g, H), i32c(g, I), VG_INT32, &a, NULL);
+            vg_output ones_p = vg_fill(g, n, vg_const_f32(g, 1.0f, NULL), NULL);
+            vg_output x = vg_const_fill(g, VG_FLOAT, (int64_t[]){T, B, I}, 3, 1.0, NULL);
+            vg_output h = vg_const_fill(g, VG_FLOAT, (int64_t[]){L, B, H}, 3, 1.0, NULL);
+            vg_op *op = vg_cudnn_rnn(g, x, h, h, ones_p, &a, NULL);
+            CHECK(op != NULL);
+            if (!op) { vg_graph_free(g); continue; }
+            vg_output total = vg_add(g, vg_reduce_sum(g, vg_out(op, 0), NULL, -1, false, NULL),
+                                     vg_reduce_sum(g, vg_out(op, 1), NULL, -1, false, NULL), NULL);
+            if (!gru) total = vg_add(g, total, vg_reduce_sum(g, vg_out(op, 2), NULL, -1, false, NULL), NULL);
+            vg_status st;
+            vg_session *s = vg_session_new(g, NULL, &st);
+            vg_tensor *out = NULL;
+            CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &total, &out, 1, NULL, 0, NULL, &st), &st);
+            double want = gru ? 56000 : 231833.22;
+            if (out) CHECK_NEAR(vg_tensor_scalar(out), want, 0.5); /* TF allows 1e-2 + 1e-2 * want */
+            vg_tensor_free(out);
+            vg_session_free(s);
+            vg_graph_free(g);
+        }
+}
+
 int main(void) {
     make_tmpdir();
     RUN_TEST(test_params_size_and_round_trip);
+    RUN_TEST(test_tf_lstm_params_size);
     RUN_TEST(test_forward_matches_reference);
     RUN_TEST(test_gradients);
+    RUN_TEST(test_tf_simple_inference);
     RUN_TEST(test_checkpoints);
     RUN_TEST(test_layer_trains);
     RUN_TEST(test_bad_input);

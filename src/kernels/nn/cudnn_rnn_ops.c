@@ -81,8 +81,8 @@ static vg_code parse_attrs(const vg_op *op, model *m, vg_status *st) {
     bool b;
     m->dropout = vg_op_attr_float(op, "dropout", &f) ? f : 0.0f;
     m->training = vg_op_attr_bool(op, "is_training", &b) ? b : true;
-    if (!(m->dropout >= 0.0f && m->dropout < 1.0f))
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: dropout must be in [0, 1), got %g", t, (double)m->dropout);
+    if (!(m->dropout >= 0.0f && m->dropout <= 1.0f))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: dropout must be in [0, 1], got %g", t, (double)m->dropout);
     vg_dtype T;
     if (vg_op_attr_type_(op, "T", &T) && T != VG_FLOAT)
         return vg_status_set(st, VG_UNIMPLEMENTED, "%s: T=%s is not implemented on the CPU (only float32)", t,
