@@ -33,9 +33,14 @@ static int64_t hand_size_g(int NG, int L, int D, int64_t H, int64_t I) {
 static int64_t hand_size(int L, int D, int64_t H, int64_t I) { return hand_size_g(4, L, D, H, I); }
 
 /* A cuDNN LSTM in double, straight from the equations (cuDNN's user guide). */
-static void ref_rnn(bool gru, int L, int D, int64_t H, int64_t I, int64_t T, int64_t B, const float *x, const float *h0,
+enum { M_LSTM, M_GRU, M_TANH, M_RELU };
+static const char *const mode_names[4] = {"lstm", "gru", "rnn_tanh", "rnn_relu"};
+static int ngates(int mode) { return mode == M_LSTM ? 4 : mode == M_GRU ? 3 : 1; }
+
+static void ref_rnn(int mode, int L, int D, int64_t H, int64_t I, int64_t T, int64_t B, const float *x, const float *h0,
                     const float *c0, const float *P, double *y, double *hn, double *cn) {
-    int64_t DH = D * H, wtot = 0, NG = gru ? 3 : 4;
+    bool gru = mode == M_GRU;
+    int64_t DH = D * H, wtot = 0, NG = ngates(mode);
     for (int l = 0; l < L; l++) wtot += D * NG * H * ((l ? DH : I) + H);
     double *in = malloc(sizeof(double) * (size_t)(T * B * (I > DH ? I : DH)));
     double *out = malloc(sizeof(double) * (size_t)(T * B * DH));
@@ -48,12 +53,20 @@ static void ref_rnn(bool gru, int L, int D, int64_t H, int64_t I, int64_t T, int
             const float *W = P + woff, *R = W + NG * H * n_in, *bW = P + wtot + p * 2 * NG * H, *bR = bW + NG * H;
             woff += NG * H * (n_in + H);
             double *h = malloc(sizeof(double) * (size_t)(B * H)), *c = malloc(sizeof(double) * (size_t)(B * H));
-            for (int64_t i = 0; i < B * H; i++) h[i] = h0[p * B * H + i], c[i] = gru ? 0 : c0[p * B * H + i];
+            for (int64_t i = 0; i < B * H; i++) h[i] = h0[p * B * H + i], c[i] = NG != 4 ? 0 : c0[p * B * H + i];
             for (int64_t s = 0; s < T; s++) {
                 int64_t t = d ? T - 1 - s : s;
                 double *hnew = malloc(sizeof(double) * (size_t)(B * H));
                 for (int64_t b = 0; b < B; b++)
                     for (int64_t k = 0; k < H; k++) {
+                        if (NG == 1) { /* h = tanh / relu(W x + R h + bW + bR) */
+                            double v = bW[k] + bR[k];
+                            for (int64_t j = 0; j < n_in; j++) v += W[k * n_in + j] * in[(t * B + b) * n_in + j];
+                            for (int64_t j = 0; j < H; j++) v += R[k * H + j] * h[b * H + j];
+                            hnew[b * H + k] = mode == M_RELU ? (v > 0 ? v : 0) : tanh(v);
+                            out[(t * B + b) * DH + d * H + k] = hnew[b * H + k];
+                            continue;
+                        }
                         if (gru) { /* r, u, h' = tanh(W_h x + bW_h + r (R_h h + bR_h)) */
                             double wx[3], rh[3];
                             for (int q = 0; q < 3; q++) {
@@ -168,12 +181,12 @@ typedef struct cfg {
 } cfg;
 
 static void test_forward_matches_reference(void) {
-    const cfg cs[6] = {{1, 1}, {2, 1}, {2, 2}, {1, 1}, {2, 1}, {2, 2}};
+    const cfg cs[3] = {{1, 1}, {2, 1}, {2, 2}};
     const int64_t T = 5, B = 3, I = 4, H = 3;
-    for (int ci = 0; ci < 6; ci++) {
-        int L = cs[ci].L, D = cs[ci].D;
-        bool gru = ci >= 3;
-        int64_t N = hand_size_g(gru ? 3 : 4, L, D, H, I);
+    for (int ci = 0; ci < 12; ci++) {
+        int L = cs[ci % 3].L, D = cs[ci % 3].D, mode = ci / 3;
+        bool gru = mode != M_LSTM; /* no c */
+        int64_t N = hand_size_g(ngates(mode), L, D, H, I);
         vg_graph *g = vg_graph_new();
         vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){T, B, I}, 3, "x");
         vg_output h = vg_placeholder(g, VG_FLOAT, (int64_t[]){L * D, B, H}, 3, "h");
@@ -181,7 +194,7 @@ static void test_forward_matches_reference(void) {
         vg_output p = vg_placeholder(g, VG_FLOAT, (int64_t[]){N}, 1, "p");
         vg_cudnn_rnn_attrs a = {0};
         a.direction = D == 2 ? "bidirectional" : NULL;
-        a.rnn_mode = gru ? "gru" : NULL;
+        a.rnn_mode = mode_names[mode];
         vg_op *op = vg_cudnn_rnn(g, x, h, c, p, &a, NULL);
         CHECK(op != NULL);
         if (!op) { vg_graph_free(g); continue; }
@@ -196,7 +209,7 @@ static void test_forward_matches_reference(void) {
         CHECK_OK(vg_session_run(s, NULL, feeds, v, 4, f, out, 3, NULL, 0, NULL, &st), &st);
         double *ry = malloc(sizeof(double) * (size_t)(T * B * D * H)), *rh = malloc(sizeof(double) * (size_t)(L * D * B * H)),
                *rc = malloc(sizeof(double) * (size_t)(L * D * B * H));
-        ref_rnn(gru, L, D, H, I, T, B, vg_tensor_data(v[0]), vg_tensor_data(v[1]), vg_tensor_data(v[2]), vg_tensor_data(v[3]), ry, rh, rc);
+        ref_rnn(mode, L, D, H, I, T, B, vg_tensor_data(v[0]), vg_tensor_data(v[1]), vg_tensor_data(v[2]), vg_tensor_data(v[3]), ry, rh, rc);
         if (out[0]) {
             int bad = 0;
             for (int64_t i = 0; i < T * B * D * H; i++) bad += fabs(at(out[0], i) - ry[i]) > 1e-5;
@@ -216,12 +229,13 @@ static void test_forward_matches_reference(void) {
 }
 
 static void test_gradients(void) {
-    const cfg cs[4] = {{2, 1}, {2, 2}, {1, 1}, {2, 2}};
+    const cfg cs[8] = {{2, 1}, {2, 2}, {1, 1}, {2, 2}, {2, 1}, {2, 2}, {2, 1}, {2, 2}};
+    const int modes[8] = {M_LSTM, M_LSTM, M_GRU, M_GRU, M_TANH, M_TANH, M_RELU, M_RELU};
     const int64_t T = 3, B = 2, I = 3, H = 2;
-    for (int ci = 0; ci < 4; ci++) {
-        int L = cs[ci].L, D = cs[ci].D;
-        bool gru = ci >= 2;
-        int64_t N = hand_size_g(gru ? 3 : 4, L, D, H, I);
+    for (int ci = 0; ci < 8; ci++) {
+        int L = cs[ci].L, D = cs[ci].D, mode = modes[ci];
+        bool gru = mode != M_LSTM; /* no c */
+        int64_t N = hand_size_g(ngates(mode), L, D, H, I);
         for (int which = 0; which < (gru ? 2 : 3); which++) {
             vg_graph *g = vg_graph_new();
             vg_output xs[4] = {vg_placeholder(g, VG_FLOAT, (int64_t[]){T, B, I}, 3, "x"),
@@ -230,7 +244,7 @@ static void test_gradients(void) {
                                vg_placeholder(g, VG_FLOAT, (int64_t[]){N}, 1, "p")};
             vg_cudnn_rnn_attrs a = {0};
             a.direction = D == 2 ? "bidirectional" : NULL;
-            a.rnn_mode = gru ? "gru" : NULL;
+            a.rnn_mode = mode_names[mode];
             vg_op *op = vg_cudnn_rnn(g, xs[0], xs[1], xs[2], xs[3], &a, NULL);
             vg_tensor *v[4] = {rnd((int64_t[]){T, B, I}, 3, 11, 2), rnd((int64_t[]){L * D, B, H}, 3, 12, 1.5),
                                rnd((int64_t[]){L * D, B, H}, 3, 13, 2), rnd((int64_t[]){N}, 1, 14, 1.6)};
@@ -240,7 +254,7 @@ static void test_gradients(void) {
             int bad = !op ? 1
                       : gru ? vg_gradcheck_ex(g, xg, vgru, 3, &xs[2], &v[2], 1, vg_out(op, which), 2e-3, 1e-2)
                             : vg_gradcheck(g, xs, v, 4, vg_out(op, which), 2e-3, 1e-2);
-            if (bad) fprintf(stderr, "%s layers %d dirs %d output %d: %d mismatches\n", gru ? "gru" : "lstm", L, D, which, bad);
+            if (bad) fprintf(stderr, "%s layers %d dirs %d output %d: %d mismatches\n", mode_names[mode], L, D, which, bad);
             CHECK_EQ_INT(bad, 0);
             for (int k = 0; k < 4; k++) vg_tensor_free(v[k]);
             vg_graph_free(g);
@@ -531,9 +545,9 @@ static void test_bad_input(void) {
     CHECK_STR_CONTAINS(st.msg, "input_h's batch size");
     vg_graph_free(g);
 
-    const char *modes[3][3] = {{"rnn_tanh", NULL, NULL}, {NULL, "skip_input", NULL}, {NULL, NULL, "sideways"}};
-    const vg_code want[3] = {VG_UNIMPLEMENTED, VG_UNIMPLEMENTED, VG_INVALID_ARGUMENT};
-    const char *msg[3] = {"rnn_mode 'rnn_tanh'", "skip_input", "direction 'sideways'"};
+    const char *modes[3][3] = {{"rnn_sigmoid", NULL, NULL}, {NULL, "skip_input", NULL}, {NULL, NULL, "sideways"}};
+    const vg_code want[3] = {VG_INVALID_ARGUMENT, VG_UNIMPLEMENTED, VG_INVALID_ARGUMENT};
+    const char *msg[3] = {"invalid rnn_mode 'rnn_sigmoid'", "skip_input", "direction 'sideways'"};
     for (int k = 0; k < 3; k++) {
         g = vg_graph_new();
         x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3, 4}, 3, "x");
@@ -626,17 +640,21 @@ static void test_bad_input(void) {
 /* cudnn_rnn_ops_test.py CudnnRNNTestInference.testSimpleInference: inputs, h, c and
  * every parameter 1, is_training false, 4 layers of 200 units over 10 steps of batch 20;
  * sum(output) + sum(output_h) (+ sum(output_c)) is 231833.22 for LSTM and 56000 for GRU
- * (hand check: LSTM saturates, c_t = t + 1, 4000 * sum tanh(2..11) + 16000 * tanh(11) +
- * 16000 * 11; GRU keeps h = 1), whatever the dropout (0, 0.5, 1: ignored at inference).
+ * and rnn_tanh (hand check: LSTM saturates, c_t = t + 1, 4000 * sum tanh(2..11) + 16000 *
+ * tanh(11) + 16000 * 11; GRU keeps h = 1, tanh gives 1), and 130688 for rnn_relu on 2
+ * layers of 8 units, input 4, batch 4, 2 steps (14, 118; 122, 1922: 32 * 2044 + 32 *
+ * 2040), whatever the dropout (0, 0.5, 1: ignored at inference).
  * TF builds the model with input_mode auto_select, which is skip_input here (input_size
  * == num_units); vigil runs it with linear_input, which gives the same saturated sums. */
 static void test_tf_simple_inference(void) {
-    const int L = 4, H = 200, I = 200, B = 20, T = 10;
     const float dropouts[3] = {0.0f, 0.5f, 1.0f};
-    for (int gru = 0; gru < 2; gru++)
+    for (int mode = 0; mode < 4; mode++)
         for (int k = 0; k < 3; k++) {
+            bool gru = mode != M_LSTM; /* no c */
+            int L = 4, H = 200, I = 200, B = 20, T = 10;
+            if (mode == M_RELU) L = 2, H = 8, I = 4, B = 4, T = 2;
             vg_graph *g = vg_graph_new();
-            vg_cudnn_rnn_attrs a = {.rnn_mode = gru ? "gru" : "lstm", .dropout = dropouts[k], .inference = true};
+            vg_cudnn_rnn_attrs a = {.rnn_mode = mode_names[mode], .dropout = dropouts[k], .inference = true};
             vg_output n = vg_cudnn_rnn_params_size(g, i32c(g, L), i32c(g, H), i32c(g, I), VG_INT32, &a, NULL);
             vg_output ones_p = vg_fill(g, n, vg_const_f32(g, 1.0f, NULL), NULL);
             vg_output x = vg_const_fill(g, VG_FLOAT, (int64_t[]){T, B, I}, 3, 1.0, NULL);
@@ -651,7 +669,7 @@ static void test_tf_simple_inference(void) {
             vg_session *s = vg_session_new(g, NULL, &st);
             vg_tensor *out = NULL;
             CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &total, &out, 1, NULL, 0, NULL, &st), &st);
-            double want = gru ? 56000 : 231833.22;
+            double want = mode == M_LSTM ? 231833.22 : mode == M_RELU ? 130688 : 56000;
             if (out) CHECK_NEAR(vg_tensor_scalar(out), want, 0.5); /* TF allows 1e-2 + 1e-2 * want */
             vg_tensor_free(out);
             vg_session_free(s);

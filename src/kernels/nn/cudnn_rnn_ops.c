@@ -38,7 +38,9 @@
 
 typedef struct model {
     int64_t L, D, H, I; /* layers, directions, units, input size */
-    int64_t NG;         /* gates: 4 (lstm), 3 (gru); 2 * NG canonical params per pseudo-layer */
+    int64_t NG;         /* gates: 4 (lstm), 3 (gru), 1 (rnn_tanh, rnn_relu); 2 * NG canonical
+                           params per pseudo-layer */
+    bool relu;          /* rnn_relu */
     float dropout;
     bool training;
 } model;
@@ -59,11 +61,9 @@ static vg_code parse_attrs(const vg_op *op, model *m, vg_status *st) {
     char buf[64];
     const char *t = vg_op_type(op);
     const char *mode = attr_s(op, "rnn_mode", "lstm", buf, sizeof buf);
-    m->NG = !strcmp(mode, "gru") ? 3 : 4;
-    if (strcmp(mode, "lstm") && strcmp(mode, "gru")) {
-        if (!strcmp(mode, "rnn_tanh") || !strcmp(mode, "rnn_relu"))
-            return vg_status_set(st, VG_UNIMPLEMENTED,
-                                 "%s: rnn_mode '%s' is not implemented on the CPU (only 'lstm' and 'gru')", t, mode);
+    m->NG = !strcmp(mode, "gru") ? 3 : !strcmp(mode, "rnn_tanh") || !strcmp(mode, "rnn_relu") ? 1 : 4;
+    m->relu = !strcmp(mode, "rnn_relu");
+    if (strcmp(mode, "lstm") && strcmp(mode, "gru") && m->NG != 1) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: invalid rnn_mode '%s'", t, mode);
     }
     const char *im = attr_s(op, "input_mode", "linear_input", buf, sizeof buf);
@@ -470,9 +470,19 @@ static vg_code kernel_rnn(vg__kctx *ctx) {
                     vg__nn_gemm(ctx, VG_FLOAT, false, true, B, G, H, hcur, H, R, H, 1.0, g);
                     lstm_step(B, H, DH, d, g, bsum, cprev, ct, Y + t * B * DH, hcur);
                     cprev = ct;
-                } else {
+                } else if (m.NG == 3) {
                     vg__nn_gemm(ctx, VG_FLOAT, false, true, B, G, H, hcur, H, R, H, 0.0, gh);
                     gru_step(B, H, DH, d, g, gh, bw, br, ct, Y + t * B * DH, hcur);
+                } else { /* h = tanh / relu(W x + R h + bW + bR); g keeps h */
+                    vg__nn_gemm(ctx, VG_FLOAT, false, true, B, G, H, hcur, H, R, H, 1.0, g);
+                    for (int64_t b = 0; b < B; b++)
+                        for (int64_t k = 0; k < H; k++) {
+                            float v = g[b * H + k] + bsum[k];
+                            float hv = m.relu ? (v > 0.0f ? v : 0.0f) : tanhf(v);
+                            g[b * H + k] = hv;
+                            Y[(t * B + b) * DH + d * H + k] = hv;
+                            hcur[b * H + k] = hv;
+                        }
                 }
             }
             memcpy(hn + p * BH, hcur, sizeof(float) * (size_t)BH);
@@ -529,7 +539,7 @@ static vg_code kernel_backprop(vg__kctx *ctx) {
     if (!buf) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "CudnnRNNBackprop: out of memory");
     float *dY = buf, *dXl = dY + TB * DH, *dG = dXl + TB * DH, *dGh = dG + TB * G, *Hp = dGh + TB * G,
           *dh = Hp + TB * H, *dc = dh + BH;
-    if (lstm) dGh = dG; /* the same pre-activations take x W^T and h R^T */
+    if (m.NG != 3) dGh = dG; /* the same pre-activations take x W^T and h R^T */
     memset(dp, 0, sizeof(float) * (size_t)pd[0]);
     memcpy(dY, dy, sizeof(float) * (size_t)(TB * DH));
     for (int64_t l = m.L - 1; l >= 0; l--) {
@@ -562,6 +572,9 @@ static vg_code kernel_backprop(vg__kctx *ctx) {
                             dg[2 * H + k] = dcv * i * (1.0f - cc * cc);
                             dg[3 * H + k] = dhv * tc * o * (1.0f - o);
                             dc[b * H + k] = dcv * f;
+                        } else if (m.NG == 1) {
+                            float hv = gr[k];
+                            dg[k] = m.relu ? (hv > 0.0f ? dhv : 0.0f) : dhv * (1.0f - hv * hv);
                         } else {
                             float r = gr[k], u = gr[H + k], n = gr[2 * H + k], ghn = C[t * BH + b * H + k];
                             float dn = dhv * (1.0f - u) * (1.0f - n * n);
@@ -577,7 +590,7 @@ static vg_code kernel_backprop(vg__kctx *ctx) {
                 }
                 /* dh = (GRU: u * dh +) dGh_t R */
                 vg__nn_gemm(ctx, VG_FLOAT, false, false, B, H, G, dGh + t * B * G, G, R, H, 0.0, dh);
-                if (!lstm)
+                if (m.NG == 3)
                     for (int64_t i = 0; i < BH; i++) dh[i] += dc[i];
             }
             memcpy(dh0 + p * BH, dh, sizeof(float) * (size_t)BH);
