@@ -16,14 +16,15 @@
  *   c = f * c_prev + i * c', h = o * tanh(c) (no forget bias, no clipping).
  * GRU ("gru"): 6 matrices per pseudo-layer, W_r, W_u, W_h, R_r, R_u, R_h, and 6 biases:
  *   r = sigmoid(W_r x + R_r h + bW_r + bR_r), u alike,
- *   h' = tanh(W_h x + bW_h + r * (R_h h + bR_h)), h = (1 - u) * h' + u * h_prev;
- *   input_c is ignored and output_c is a dummy scalar, as in TF.
+ *   h' = tanh(W_h x + bW_h + r * (R_h h + bR_h)), h = (1 - u) * h' + u * h_prev.
+ * "rnn_tanh", "rnn_relu": W, R and bW, bR; h = tanh / relu(W x + R h + bW + bR).
+ * For all but LSTM input_c is ignored and output_c is a dummy scalar, as in TF.
  * Inputs are time-major [time, batch, input_size]; h and c [num_layers * dirs, batch,
  * num_units]; the output [time, batch, dirs * num_units] (forward units first).
  *
- * What vigil leaves out (clear errors, never another computation): rnn_mode
- * "rnn_tanh", "rnn_relu" and input_mode "skip_input" (also "auto_select" with
- * input_size == num_units, which means skip_input) fail with UNIMPLEMENTED; so does a
+ * What vigil leaves out (clear errors, never another computation): input_mode
+ * "skip_input" (also "auto_select" with input_size == num_units, which means
+ * skip_input) fails with UNIMPLEMENTED; so does a
  * nonzero dropout between layers in training (cuDNN's dropout stream cannot be
  * reproduced; at inference dropout is ignored, as in cuDNN); float16/float64 too.
  * Sequence lengths (CudnnRNNV3) are not offered.
@@ -103,12 +104,17 @@ typedef struct vg_cudnn_rnn_options {
 
 typedef struct vg_cudnn_layer vg_cudnn_layer;
 
-/* tf.contrib.cudnn_rnn.CudnnLSTM / CudnnGRU(num_layers, num_units, input_mode,
+/* tf.contrib.cudnn_rnn.CudnnLSTM / CudnnGRU / ...(num_layers, num_units, input_mode,
  * direction, dropout, seed, dtype=float32, kernel_initializer, bias_initializer, name).
  * NULL for NULL o, num_layers < 1 (or > 32), num_units < 1, an unknown direction or
  * input_mode, or out of memory. Owned by the caller (vg_cudnn_layer_free). */
 VG_API vg_cudnn_layer *vg_cudnn_lstm_new(const vg_cudnn_rnn_options *o);
 VG_API vg_cudnn_layer *vg_cudnn_gru_new(const vg_cudnn_rnn_options *o);
+/* tf.contrib.cudnn_rnn.CudnnRNNTanh / CudnnRNNRelu (layer names "cudnn_rnn_tanh",
+ * "cudnn_rnn_relu"); their compatible cell is BasicRNNCell (vigil/rnn.h,
+ * vg_basic_rnn_cell_new with VG_ACT_NONE = tanh or VG_ACT_RELU). */
+VG_API vg_cudnn_layer *vg_cudnn_rnn_tanh_new(const vg_cudnn_rnn_options *o);
+VG_API vg_cudnn_layer *vg_cudnn_rnn_relu_new(const vg_cudnn_rnn_options *o);
 /* Frees the layer (the graph keeps its variable and saveables). NULL is ignored. */
 VG_API void vg_cudnn_layer_free(vg_cudnn_layer *l);
 
@@ -130,12 +136,13 @@ VG_API void vg_cudnn_layer_free(vg_cudnn_layer *l);
  * i, c, f, o) and "bias" [4 * units] (bW + bR). GRU: "cudnn_compatible_gru_cell",
  * "gates/kernel" [in + units, 2 * units] (r, u), "gates/bias" (bW + bR),
  * "candidate/input_projection/{kernel,bias}" (W_h transposed, bW_h) and
- * "candidate/hidden_projection/{kernel,bias}" (R_h transposed, bR_h). The restore puts
+ * "candidate/hidden_projection/{kernel,bias}" (R_h transposed, bR_h). rnn_tanh / relu:
+ * "basic_rnn_cell", "kernel" [in + units, units] and "bias" (bW + bR). The restore puts
  * them back into the opaque buffer (a summed bias is halved into bW and bR, as TF does),
  * after the opaque variable's own restore when both are in the checkpoint. A Saver given
  * a var_list must list all of vg_cudnn_layer_saveable's tensors (the restore is built
  * when the last one is). Later calls reuse the variable. initial_state NULL: zeros,
- * else {h, c} (LSTM) or {h} (GRU), each [num_layers * dirs, batch, num_units].
+ * else {h, c} (LSTM) or {h} (the others), each [num_layers * dirs, batch, num_units].
  * training false passes is_training = false. Writes *outputs [time, batch, dirs *
  * num_units], final_state[0] = h and (LSTM) final_state[1] = c. Failures (returned, in
  * st and the graph's sticky error): INVALID_ARGUMENT (NULL arguments, inputs not rank 3

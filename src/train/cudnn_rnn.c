@@ -94,7 +94,8 @@ vg_output vg_cudnn_rnn_canonical_to_params(vg_graph *g, vg_output num_layers, vg
 
 typedef struct cudnn_saveable {
     vg_op *var;              /* the opaque VariableV2 */
-    int L, D, NG;            /* NG: 4 (lstm), 3 (gru) */
+    int L, D, NG;            /* NG: 4 (lstm), 3 (gru), 1 (rnn_tanh, rnn_relu) */
+    bool relu;
     int64_t H, I;
     char input_mode[16];
     int nparts;              /* TF's order: all weights, then all biases; per pseudo-layer
@@ -107,7 +108,7 @@ typedef struct cudnn_saveable {
 
 static vg_cudnn_rnn_attrs attrs_of(const cudnn_saveable *s) {
     vg_cudnn_rnn_attrs a = {0};
-    a.rnn_mode = s->NG == 3 ? "gru" : "lstm";
+    a.rnn_mode = s->NG == 3 ? "gru" : s->NG == 1 ? (s->relu ? "rnn_relu" : "rnn_tanh") : "lstm";
     a.input_mode = s->input_mode;
     a.direction = s->D == 2 ? "bidirectional" : "unidirectional";
     return a;
@@ -127,6 +128,14 @@ static void tf_to_cudnn(vg_graph *g, const cudnn_saveable *s, int p, const vg_ou
                         vg_output *w, vg_output *b) {
     int32_t in = (int32_t)in_size(s, p / s->D), H = (int32_t)s->H;
     vg_output half = vg_const_f32(g, 0.5f, NULL);
+    if (s->NG == 1) { /* CudnnRNNSimpleSaveable: kernel [in + H, H], bias bW + bR */
+        vg_op *wr = vg_split_v(g, transpose2(g, tw[0]), (int32_t[]){in, H}, 2, 1, NULL);
+        if (!wr) return;
+        w[0] = vg_out(wr, 0);
+        w[1] = vg_out(wr, 1);
+        b[0] = b[1] = vg_mul(g, tb[0], half, NULL);
+        return;
+    }
     if (s->NG == 4) {
         vg_op *gates = vg_split_v(g, transpose2(g, tw[0]), (int32_t[]){H, H, H, H}, 4, 0, NULL);
         vg_op *bs = vg_split_v(g, tb[0], (int32_t[]){H, H, H, H}, 4, 0, NULL);
@@ -224,7 +233,7 @@ static vg_code add_part(vg_graph *g, cudnn_saveable *s, int idx, vg_output t, co
  * registers them. */
 static vg_code make_saveable(vg_graph *g, cudnn_saveable *s, vg_output value, const char *scope, vg_op **parts) {
     int P = s->L * s->D, NW = 2 * s->NG, n = NW * P, q = per_layer(s);
-    const char *cell = s->NG == 3 ? "cudnn_compatible_gru_cell" : "cudnn_compatible_lstm_cell";
+    const char *cell = s->NG == 3 ? "cudnn_compatible_gru_cell" : s->NG == 1 ? "basic_rnn_cell" : "cudnn_compatible_lstm_cell";
     vg_cudnn_rnn_attrs a = attrs_of(s);
     vg_op *can = vg_cudnn_rnn_params_to_canonical(g, i32(g, s->L), i32(g, s->H), i32(g, s->I), value, n, &a, NULL);
     if (!can) return vg_graph_status(g, NULL);
@@ -238,7 +247,12 @@ static vg_code make_saveable(vg_graph *g, cudnn_saveable *s, vg_output value, co
                      *scope ? "/" : "", l, p % 2 ? "bw" : "fw", cell);
         vg_output cw[8], cb[8];
         for (int j = 0; j < NW; j++) cw[j] = vg_out(can, NW * p + j), cb[j] = vg_out(can, n + NW * p + j);
-        if (s->NG == 4) {
+        if (s->NG == 1) {
+            vg_output wr = vg_concat_c(g, (vg_output[]){cw[0], cw[1]}, 2, 1, NULL);
+            if (add_part(g, s, p, transpose2(g, wr), prefix, "kernel") ||
+                add_part(g, s, P + p, vg_add(g, cb[0], cb[1], NULL), prefix, "bias"))
+                return vg_graph_status(g, NULL);
+        } else if (s->NG == 4) {
             vg_output wg[4], bg[4];
             for (int k = 0; k < 4; k++) {
                 int j = k_swap[k];
@@ -272,6 +286,7 @@ static vg_code make_saveable(vg_graph *g, cudnn_saveable *s, vg_output value, co
 
 struct vg_cudnn_layer {
     int L, D, NG;
+    bool relu;
     int64_t H, I;
     char input_mode[16];
     float dropout;
@@ -285,7 +300,7 @@ struct vg_cudnn_layer {
     vg_op *parts[MAX_PARTS];
 };
 
-static vg_cudnn_layer *layer_new(const vg_cudnn_rnn_options *o, int NG, const char *dflt_name) {
+static vg_cudnn_layer *layer_new(const vg_cudnn_rnn_options *o, int NG, bool relu, const char *dflt_name) {
     if (!o || o->num_layers < 1 || o->num_units < 1 || o->num_layers * 2 * 6 > MAX_PARTS) return NULL;
     const char *dir = o->direction ? o->direction : "unidirectional";
     const char *im = o->input_mode ? o->input_mode : "linear_input";
@@ -299,6 +314,7 @@ static vg_cudnn_layer *layer_new(const vg_cudnn_rnn_options *o, int NG, const ch
     l->L = o->num_layers;
     l->D = strcmp(dir, "bidirectional") ? 1 : 2;
     l->NG = NG;
+    l->relu = relu;
     l->H = o->num_units;
     snprintf(l->input_mode, sizeof l->input_mode, "%s", im);
     l->dropout = o->dropout;
@@ -308,8 +324,10 @@ static vg_cudnn_layer *layer_new(const vg_cudnn_rnn_options *o, int NG, const ch
     return l;
 }
 
-vg_cudnn_layer *vg_cudnn_lstm_new(const vg_cudnn_rnn_options *o) { return layer_new(o, 4, "cudnn_lstm"); }
-vg_cudnn_layer *vg_cudnn_gru_new(const vg_cudnn_rnn_options *o) { return layer_new(o, 3, "cudnn_gru"); }
+vg_cudnn_layer *vg_cudnn_lstm_new(const vg_cudnn_rnn_options *o) { return layer_new(o, 4, false, "cudnn_lstm"); }
+vg_cudnn_layer *vg_cudnn_gru_new(const vg_cudnn_rnn_options *o) { return layer_new(o, 3, false, "cudnn_gru"); }
+vg_cudnn_layer *vg_cudnn_rnn_tanh_new(const vg_cudnn_rnn_options *o) { return layer_new(o, 1, false, "cudnn_rnn_tanh"); }
+vg_cudnn_layer *vg_cudnn_rnn_relu_new(const vg_cudnn_rnn_options *o) { return layer_new(o, 1, true, "cudnn_rnn_relu"); }
 
 void vg_cudnn_layer_free(vg_cudnn_layer *l) {
     if (!l) return;
@@ -325,7 +343,7 @@ vg_output vg_cudnn_layer_saveable(const vg_cudnn_layer *l, int i) {
 
 static vg_cudnn_rnn_attrs layer_attrs(const vg_cudnn_layer *l, bool training) {
     vg_cudnn_rnn_attrs a = {0};
-    a.rnn_mode = l->NG == 3 ? "gru" : "lstm";
+    a.rnn_mode = l->NG == 3 ? "gru" : l->NG == 1 ? (l->relu ? "rnn_relu" : "rnn_tanh") : "lstm";
     a.input_mode = l->input_mode;
     a.direction = l->D == 2 ? "bidirectional" : "unidirectional";
     a.dropout = l->dropout;
@@ -364,7 +382,7 @@ static vg_code build(vg_cudnn_layer *l, vg_graph *g) {
         return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "CudnnRNN layer: out of memory");
     }
     s->var = l->var.var;
-    s->L = l->L, s->D = l->D, s->NG = l->NG, s->H = l->H, s->I = l->I;
+    s->L = l->L, s->D = l->D, s->NG = l->NG, s->relu = l->relu, s->H = l->H, s->I = l->I;
     memcpy(s->input_mode, l->input_mode, sizeof s->input_mode);
     if (make_saveable(g, s, l->var.read, vg_variable_scope_name(g), l->parts)) return vg_graph_status(g, NULL);
     l->nparts = s->nparts;
@@ -426,7 +444,7 @@ vg_code vg_cudnn_layer_call(vg_cudnn_layer *l, vg_graph *g, vg_output inputs, co
         vg_output batch = vg_gather(g, vg_shape_op(g, inputs, VG_INT32, NULL), i32(g, 1), 0, NULL);
         vg_output dims = vg_pack(g, (vg_output[]){i32(g, l->L * l->D), batch, i32(g, l->H)}, 3, 0, NULL);
         h = c = vg_fill(g, dims, vg_const_f32(g, 0.0f, NULL), "zeros");
-        if (l->NG == 3) c = vg_const_fill(g, VG_FLOAT, (int64_t[]){0}, 1, 0.0, "Const"); /* TF's constant([]) */
+        if (l->NG != 4) c = vg_const_fill(g, VG_FLOAT, (int64_t[]){0}, 1, 0.0, "Const"); /* TF's constant([]) */
     }
     vg_op *op = NULL;
     if (vg_graph_status(g, NULL) == VG_OK) {

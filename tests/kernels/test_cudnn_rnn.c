@@ -286,18 +286,35 @@ static int count_diff(const vg_tensor *a, const vg_tensor *b, int64_t n, double 
  * dynamic_rnn (uni), or stack_bidirectional_dynamic_rnn written out (bi), inside
  * variable scope "cudnn_lstm". *y [T, B, D*H]; hc[2 * p] = h, hc[2 * p + 1] = c of
  * pseudo-layer p. */
-static vg_rnn_cell *compat_cell(bool gru) {
-    return gru ? vg_cudnn_compatible_gru_cell_new(CH) : vg_cudnn_compatible_lstm_cell_new(CH);
+static vg_rnn_cell *compat_cell(int mode) {
+    switch (mode) {
+    case M_LSTM: return vg_cudnn_compatible_lstm_cell_new(CH);
+    case M_GRU: return vg_cudnn_compatible_gru_cell_new(CH);
+    case M_TANH: return vg_basic_rnn_cell_new(CH, VG_ACT_NONE);
+    default: return vg_basic_rnn_cell_new(CH, VG_ACT_RELU);
+    }
+}
+static const char *const layer_names[4] = {"cudnn_lstm", "cudnn_gru", "cudnn_rnn_tanh", "cudnn_rnn_relu"};
+static const char *const cell_names[4] = {"cudnn_compatible_lstm_cell", "cudnn_compatible_gru_cell", "basic_rnn_cell",
+                                          "basic_rnn_cell"};
+static vg_cudnn_layer *new_layer(int mode, const vg_cudnn_rnn_options *o) {
+    switch (mode) {
+    case M_LSTM: return vg_cudnn_lstm_new(o);
+    case M_GRU: return vg_cudnn_gru_new(o);
+    case M_TANH: return vg_cudnn_rnn_tanh_new(o);
+    default: return vg_cudnn_rnn_relu_new(o);
+    }
 }
 
-static vg_code compat_graph(bool gru, int L, int D, vg_graph *g, vg_output x, vg_output *y, vg_output *hc,
+static vg_code compat_graph(int mode, int L, int D, vg_graph *g, vg_output x, vg_output *y, vg_output *hc,
                             vg_rnn_cell **keep) {
     vg_status st;
-    vg_variable_scope_push(g, gru ? "cudnn_gru" : "cudnn_lstm", NULL);
+    bool gru = mode != M_LSTM; /* one state */
+    vg_variable_scope_push(g, layer_names[mode], NULL);
     vg_code rc = VG_OK;
     if (D == 1) {
         vg_rnn_cell *cells[4];
-        for (int l = 0; l < L; l++) cells[l] = compat_cell(gru);
+        for (int l = 0; l < L; l++) cells[l] = compat_cell(mode);
         vg_rnn_cell *m = vg_multi_rnn_cell_new(cells, L);
         keep[0] = m;
         vg_output fs[8];
@@ -313,7 +330,7 @@ static vg_code compat_graph(bool gru, int L, int D, vg_graph *g, vg_output x, vg
             char nm[16];
             snprintf(nm, sizeof nm, "cell_%d", l);
             vg_variable_scope_push(g, nm, NULL);
-            vg_rnn_cell *fw = compat_cell(gru), *bw = compat_cell(gru);
+            vg_rnn_cell *fw = compat_cell(mode), *bw = compat_cell(mode);
             keep[2 * l] = fw, keep[2 * l + 1] = bw;
             vg_output o[2], sf[2], sb[2];
             rc = vg_bidirectional_dynamic_rnn(fw, bw, g, in, (vg_output){NULL, 0}, NULL, NULL, VG_FLOAT, 0, true, NULL,
@@ -334,12 +351,12 @@ static vg_code compat_graph(bool gru, int L, int D, vg_graph *g, vg_output x, vg
 
 static void test_checkpoints(void) {
     char prefix[512], prefix2[512];
-    for (int ci = 0; ci < 6; ci++) {
-        const cfg cs[6] = {{1, 1}, {2, 1}, {2, 2}, {1, 1}, {2, 1}, {2, 2}};
-        int L = cs[ci].L, D = cs[ci].D, P = L * D;
-        bool gru = ci >= 3;
-        int q = gru ? 3 : 1, ns = gru ? 1 : 2; /* saved tensors per weight / bias; states per cell */
-        const char *lname = gru ? "cudnn_gru" : "cudnn_lstm", *cname = gru ? "cudnn_compatible_gru_cell" : "cudnn_compatible_lstm_cell";
+    for (int ci = 0; ci < 12; ci++) {
+        const cfg cs[3] = {{1, 1}, {2, 1}, {2, 2}};
+        int L = cs[ci % 3].L, D = cs[ci % 3].D, P = L * D, mode = ci / 3;
+        bool gru = mode == M_GRU, lstm_mode = mode == M_LSTM;
+        int q = gru ? 3 : 1, ns = lstm_mode ? 2 : 1; /* saved tensors per weight / bias; states per cell */
+        const char *lname = layer_names[mode], *cname = cell_names[mode];
         snprintf(prefix, sizeof prefix, "%s/cudnn_%d", g_dir, ci);
         snprintf(prefix2, sizeof prefix2, "%s/compat_%d", g_dir, ci);
         vg_status st;
@@ -351,10 +368,10 @@ static void test_checkpoints(void) {
         vg_graph_set_seed(g, 5);
         vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){CT, CB, CI}, 3, "x");
         vg_cudnn_rnn_options o = {.num_layers = L, .num_units = CH, .direction = D == 2 ? "bidirectional" : NULL};
-        vg_cudnn_layer *lstm = gru ? vg_cudnn_gru_new(&o) : vg_cudnn_lstm_new(&o);
+        vg_cudnn_layer *lstm = new_layer(mode, &o);
         vg_output y, hc[2] = {{0}};
         CHECK_OK(vg_cudnn_layer_call(lstm, g, x, NULL, true, &y, hc, &st), &st);
-        if (gru) hc[1] = hc[0];
+        if (!lstm_mode) hc[1] = hc[0];
         vg_output ker = vg_cudnn_layer_opaque_kernel(lstm);
         char want[300];
         snprintf(want, sizeof want, "%s/opaque_kernel", lname);
@@ -365,7 +382,7 @@ static void test_checkpoints(void) {
                  D == 1 ? "rnn/multi_rnn_cell/cell_0" : "stack_bidirectional_rnn/cell_0/bidirectional_rnn/fw", cname,
                  gru ? "gates/kernel" : "kernel");
         CHECK(k0 && strcmp(k0, want) == 0);
-        int64_t N = hand_size_g(gru ? 3 : 4, L, D, CH, CI);
+        int64_t N = hand_size_g(ngates(mode), L, D, CH, CI);
         vg_tensor *pv = rnd((int64_t[]){N}, 1, 22, 1.2);
         vg_output setp = vg_assign(g, ker, vg_const(g, pv, NULL), true, NULL);
         vg_saver *sv = vg_saver_new(g, NULL, &st);
@@ -395,7 +412,7 @@ static void test_checkpoints(void) {
             if (L == 2) {
                 vg_tensor *k = vg_checkpoint_reader_read(r, key, &st);
                 CHECK(k && vg_tensor_ndims(k) == 2 && vg_tensor_dim(k, 0) == D * CH + CH &&
-                      vg_tensor_dim(k, 1) == (gru ? 2 : 4) * CH);
+                      vg_tensor_dim(k, 1) == (gru ? 2 : lstm_mode ? 4 : 1) * CH);
                 vg_tensor_free(k);
             }
             /* the bias of layer 0 (fw) = bW + bR, LSTM in the order i, c, f, o (cuDNN's
@@ -404,13 +421,13 @@ static void test_checkpoints(void) {
                      D == 1 ? "rnn/multi_rnn_cell/cell_0" : "stack_bidirectional_rnn/cell_0/bidirectional_rnn/fw", cname,
                      gru ? "gates/bias" : "bias");
             vg_tensor *bt = vg_checkpoint_reader_read(r, key, &st);
-            int NG = gru ? 3 : 4, nb = gru ? 2 : 4;
+            int NG = ngates(mode), nb = gru ? 2 : lstm_mode ? 4 : 1;
             CHECK(bt && vg_tensor_num_elements(bt) == nb * CH);
             int64_t wtot = N - P * 2 * NG * CH;
             static const int cu[4] = {0, 2, 1, 3};
             for (int j = 0; bt && j < nb; j++)
                 for (int64_t k = 0; k < CH; k++) {
-                    int c = gru ? j : cu[j];
+                    int c = lstm_mode ? cu[j] : j;
                     CHECK_NEAR(at(bt, j * CH + k), at(pv, wtot + c * CH + k) + at(pv, wtot + (NG + c) * CH + k), 1e-6);
                 }
             vg_tensor_free(bt);
@@ -429,7 +446,7 @@ static void test_checkpoints(void) {
         x = vg_placeholder(g, VG_FLOAT, (int64_t[]){CT, CB, CI}, 3, "x");
         vg_output yb, hcb[8];
         vg_rnn_cell *keep[8] = {0};
-        CHECK_OK(compat_graph(gru, L, D, g, x, &yb, hcb, keep), &st);
+        CHECK_OK(compat_graph(mode, L, D, g, x, &yb, hcb, keep), &st);
         snprintf(want, sizeof want, "%s/%s/%s/%s", lname,
                  D == 1 ? "rnn/multi_rnn_cell/cell_0" : "stack_bidirectional_rnn/cell_0/bidirectional_rnn/bw", cname,
                  gru ? "candidate/hidden_projection/bias" : "bias");
@@ -448,7 +465,7 @@ static void test_checkpoints(void) {
             int bad = 0;
             for (int64_t i = 0; yc[1 + ns * p] && i < nh; i++) {
                 bad += fabs(at(ha, p * nh + i) - at(yc[1 + ns * p], i)) > 2e-5;
-                if (!gru) bad += fabs(at(ca, p * nh + i) - at(yc[2 + 2 * p], i)) > 2e-5;
+                if (lstm_mode) bad += fabs(at(ca, p * nh + i) - at(yc[2 + 2 * p], i)) > 2e-5;
             }
             CHECK_EQ_INT(bad, 0);
         }
@@ -466,9 +483,9 @@ static void test_checkpoints(void) {
             g = vg_graph_new();
             vg_graph_set_seed(g, 77);
             x = vg_placeholder(g, VG_FLOAT, (int64_t[]){CT, CB, CI}, 3, "x");
-            lstm = gru ? vg_cudnn_gru_new(&o) : vg_cudnn_lstm_new(&o);
+            lstm = new_layer(mode, &o);
             CHECK_OK(vg_cudnn_layer_call(lstm, g, x, NULL, false, &y, hc, &st), &st);
-            if (gru) hc[1] = hc[0];
+            if (!lstm_mode) hc[1] = hc[0];
             vg_output parts[32];
             int n = vg_cudnn_layer_num_saveables(lstm);
             for (int i = 0; i < n; i++) parts[i] = vg_cudnn_layer_saveable(lstm, i);
@@ -483,7 +500,7 @@ static void test_checkpoints(void) {
             CHECK_OK(run1(g, s, x, xv, fd, 3, yd), &st);
             CHECK_EQ_INT(count_diff(ya[0], yd[0], ny, 2e-5), 0);
             CHECK_EQ_INT(count_diff(ya[1], yd[1], P * nh, 2e-5), 0);
-            if (!gru) CHECK_EQ_INT(count_diff(ya[2], yd[2], P * nh, 2e-5), 0);
+            if (lstm_mode) CHECK_EQ_INT(count_diff(ya[2], yd[2], P * nh, 2e-5), 0);
             for (int k = 0; k < 3; k++) vg_tensor_free(yd[k]);
             vg_saver_free(sv);
             vg_session_free(s);

@@ -2,11 +2,12 @@
  * cudnn_rnn_ops.c - TF 1.15's cuDNN RNN op family (core/ops/cudnn_rnn_ops.cc, kernels
  * cudnn_rnn_ops.cc; gradient python/ops/cudnn_rnn_grad.py) run on the CPU: CudnnRNN,
  * CudnnRNNBackprop, CudnnRNNParamsSize, CudnnRNNParamsToCanonical and
- * CudnnRNNCanonicalToParams, float32, rnn_mode "lstm", input_mode "linear_input"
- * (and "auto_select" when input_size != num_units, which is the same), unidirectional
- * or bidirectional. TF has no CPU kernel for these ops; vigil gives them one that
- * reads and writes cuDNN's opaque parameter buffer in cuDNN's layout, so a buffer a GPU
- * run of TF saved means the same here:
+ * CudnnRNNCanonicalToParams, float32, rnn_mode "lstm", "gru", "rnn_tanh", "rnn_relu",
+ * input_mode "linear_input" (and "auto_select" when input_size != num_units, which is
+ * the same), unidirectional or bidirectional. TF has no CPU kernel for these ops; vigil
+ * gives them one that reads and writes cuDNN's opaque parameter buffer in cuDNN's
+ * layout, so a buffer a GPU run of TF saved means the same here (LSTM shown; GRU has 6
+ * matrices W_r W_u W_h R_r R_u R_h and 6 biases, rnn_tanh / rnn_relu 2 and 2):
  *
  *   weights: for each layer l, for each direction d (forward first), pseudo-layer
  *     p = l * dirs + d, the 8 matrices W_i, W_f, W_c, W_o (applied to the layer's input,
@@ -23,8 +24,8 @@
  * own float32 buffer (the layers' outputs, the gate activations and the cell states)
  * that CudnnRNNBackprop reads; only a CudnnRNN of the same attributes can fill it.
  * Dropout between layers with is_training is refused (UNIMPLEMENTED: cuDNN's dropout
- * stream cannot be reproduced); it is ignored at inference, as cuDNN does. rnn_mode
- * "gru", "rnn_tanh", "rnn_relu" and input_mode "skip_input" are UNIMPLEMENTED.
+ * stream cannot be reproduced); it is ignored at inference, as cuDNN does. input_mode
+ * "skip_input" is UNIMPLEMENTED.
  */
 #include "kernels/kernel.h"
 #include "kernels/nn/nn_internal.h"
