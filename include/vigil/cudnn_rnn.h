@@ -1,9 +1,10 @@
 /*
  * vigil/cudnn_rnn.h - tf.contrib.cudnn_rnn on the CPU: the cuDNN RNN ops (CudnnRNN and
  * its gradient CudnnRNNBackprop, CudnnRNNParamsSize, CudnnRNNParamsToCanonical,
- * CudnnRNNCanonicalToParams), the CudnnLSTM layer with its one opaque parameter
- * variable, and CudnnCompatibleLSTMCell, so that checkpoints written by GPU runs of TF
- * restore here and checkpoints move between the fused layer and the cell.
+ * CudnnRNNCanonicalToParams) for LSTM, GRU, tanh and relu RNNs, the layers CudnnLSTM,
+ * CudnnGRU, CudnnRNNTanh, CudnnRNNRelu with their one opaque parameter variable, and
+ * CudnnCompatibleLSTMCell / CudnnCompatibleGRUCell, so that checkpoints written by GPU
+ * runs of TF restore here and checkpoints move between the fused layers and the cells.
  *
  * The opaque buffer has cuDNN's layout (TF keeps it as cuDNN lays it out):
  *   all weight matrices first, pseudo-layer by pseudo-layer (layer 0 forward, layer 0
@@ -24,9 +25,9 @@
  *
  * What vigil leaves out (clear errors, never another computation): input_mode
  * "skip_input" (also "auto_select" with input_size == num_units, which means
- * skip_input) fails with UNIMPLEMENTED; so does a
- * nonzero dropout between layers in training (cuDNN's dropout stream cannot be
- * reproduced; at inference dropout is ignored, as in cuDNN); float16/float64 too.
+ * skip_input) fails with UNIMPLEMENTED; so does a nonzero dropout between layers in
+ * training (cuDNN's dropout stream cannot be reproduced; at inference dropout is
+ * ignored, as in cuDNN); float16/float64 too.
  * Sequence lengths (CudnnRNNV3) are not offered.
  *
  *     vg_cudnn_rnn_options o = {.num_layers = 2, .num_units = 64};
