@@ -348,7 +348,8 @@ VG_API vg_output vg_make_saveable_from_iterator(vg_graph *g, vg_output iterator,
 VG_API int vg_graph_num_saveables(const vg_graph *g);
 VG_API vg_output vg_graph_saveable(const vg_graph *g, int i);
 /* The checkpoint key of saveable t (borrowed from its graph), or NULL when t is not a
- * saveable made by vg_make_saveable_from_iterator. */
+ * saveable made by vg_make_saveable_from_iterator (or by the cuDNN RNN layers,
+ * vigil/cudnn_rnn.h, whose saveables restore into their opaque buffer). */
 VG_API const char *vg_saveable_key(vg_output t);
 /* The op restoring saveable t from `restored` (e.g. a RestoreV2 output):
  * DeserializeIterator(iterator, restored). NULL (and the graph's sticky

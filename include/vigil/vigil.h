@@ -51,6 +51,7 @@
 #include "control_flow.h"
 #include "rnn_ops.h"
 #include "rnn.h"
+#include "cudnn_rnn.h"
 #include "npy.h"
 #include "distributed.h"
 #include "flags.h"

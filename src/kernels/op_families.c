@@ -64,6 +64,7 @@ extern const vg__op_def vg__ops_fft[];
 extern const vg__op_def vg__ops_gamma[];
 extern const vg__op_def vg__ops_beam_search[];
 extern const vg__op_def vg__ops_regex[];
+extern const vg__op_def vg__ops_cudnn_rnn[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
 
 void vg__op_families_register(void) {
@@ -122,5 +123,6 @@ void vg__op_families_register(void) {
     vg__registry_add_family(vg__ops_gamma);
     vg__registry_add_family(vg__ops_beam_search);
     vg__registry_add_family(vg__ops_regex);
+    vg__registry_add_family(vg__ops_cudnn_rnn);
     vg__registry_add_family(vg__ops_test); /* NULL unless a test defines it */
 }

@@ -21,8 +21,10 @@
 #define SAVEABLES_KEY "vigil.saveable_objects"
 
 typedef struct saveable {
-    vg_op *op;          /* SerializeIterator */
+    vg_op *op;          /* SerializeIterator (or another module's tensor: restore set) */
     char *key;          /* "<iterator tensor>-state" */
+    vg__saveable_restore_fn restore; /* NULL: DeserializeIterator */
+    void *user;
 } saveable;
 
 typedef struct saveables {
@@ -79,8 +81,36 @@ vg_output vg_make_saveable_from_iterator(vg_graph *g, vg_output iterator, const 
         return none;
     }
     s->v[s->n].op = op;
+    s->v[s->n].restore = NULL;
+    s->v[s->n].user = NULL;
     s->v[s->n++].key = k;
     return vg_out(op, 0);
+}
+
+vg_code vg__register_saveable(vg_graph *g, vg_output t, const char *key, vg__saveable_restore_fn restore, void *user) {
+    if (!g || vg_graph_status(g, NULL) != VG_OK) return g ? vg_graph_status(g, NULL) : VG_INVALID_ARGUMENT;
+    if (!t.op || t.index != 0 || !key || !restore)
+        return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "register_saveable: needs output 0 of an op, a key, a restore");
+    saveables *s = vg_graph_user_data(g, SAVEABLES_KEY);
+    if (!s) {
+        if (!(s = vg_calloc(1, sizeof *s)) || vg_graph_set_user_data(g, SAVEABLES_KEY, s, saveables_free) != VG_OK) {
+            vg_free(s);
+            return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "register_saveable: out of memory");
+        }
+    }
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i].key, key) || s->v[i].op == t.op)
+            return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "register_saveable: a saveable named %s already exists", key);
+    char *k = vg__train_strdup(key);
+    if (!k || !vg__train_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) {
+        vg_free(k);
+        return vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "register_saveable: out of memory");
+    }
+    s->v[s->n].op = t.op;
+    s->v[s->n].restore = restore;
+    s->v[s->n].user = user;
+    s->v[s->n++].key = k;
+    return VG_OK;
 }
 
 int vg_graph_num_saveables(const vg_graph *g) {
@@ -108,6 +138,9 @@ vg_op *vg_saveable_restore(vg_graph *g, vg_output t, vg_output restored, const c
                                t.op ? vg_op_name(t.op) : "NULL");
         return NULL;
     }
+    const saveables *s = vg_graph_user_data(vg_op_graph(t.op), SAVEABLES_KEY);
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i].op == t.op && s->v[i].restore) return s->v[i].restore(g, t, restored, s->v[i].user);
     /* _Saveable.restore: deserialize_iterator(resource, restored_tensors[0]) */
     vg_op_builder *b = vg_op_builder_new(g, "DeserializeIterator", name ? name : "DeserializeIterator");
     vg_op_builder_add_input(b, vg_op_input(t.op, 0));

@@ -92,4 +92,12 @@ static inline double vg__train_wall_secs(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Registers t (output 0 of its op) as a saveable object of g (src/train/data_iterator.c's
+ * list, TF's SAVEABLE_OBJECTS): savers made afterwards without a var_list save t under
+ * key and restore it with restore(g, t, restored, user), whose op joins restore_all.
+ * user is borrowed (keep it alive as long as g, e.g. in g's user data). Graph error
+ * INVALID_ARGUMENT for a duplicate key or op, RESOURCE_EXHAUSTED. */
+typedef vg_op *(*vg__saveable_restore_fn)(vg_graph *g, vg_output t, vg_output restored, void *user);
+vg_code vg__register_saveable(vg_graph *g, vg_output t, const char *key, vg__saveable_restore_fn restore, void *user);
+
 #endif
