@@ -141,8 +141,8 @@ VG_API void vg_cudnn_layer_free(vg_cudnn_layer *l);
  * "basic_rnn_cell", "kernel" [in + units, units] and "bias" (bW + bR). The restore puts
  * them back into the opaque buffer (a summed bias is halved into bW and bR, as TF does),
  * after the opaque variable's own restore when both are in the checkpoint. A Saver given
- * a var_list must list all of vg_cudnn_layer_saveable's tensors (the restore is built
- * when the last one is). Later calls reuse the variable. initial_state NULL: zeros,
+ * a var_list must list all of vg_cudnn_layer_saveable's tensors or none (vg_saver_new
+ * fails with INVALID_ARGUMENT naming a listed and an absent one otherwise). Later calls reuse the variable. initial_state NULL: zeros,
  * else {h, c} (LSTM) or {h} (the others), each [num_layers * dirs, batch, num_units].
  * training false passes is_training = false. Writes *outputs [time, batch, dirs *
  * num_units], final_state[0] = h and (LSTM) final_state[1] = c. Failures (returned, in

@@ -113,6 +113,29 @@ vg_code vg__register_saveable(vg_graph *g, vg_output t, const char *key, vg__sav
     return VG_OK;
 }
 
+bool vg__saveables_complete(const vg_graph *g, const vg_output *list, int n, const char **missing,
+                            const char **present) {
+    const saveables *s = g ? vg_graph_user_data(g, SAVEABLES_KEY) : NULL;
+    for (int i = 0; s && i < s->n; i++) {
+        const saveable *a = &s->v[i];
+        if (!a->restore || !a->user) continue; /* an object of one tensor */
+        bool listed = false;
+        for (int k = 0; k < n && !listed; k++) listed = list[k].op == a->op;
+        if (listed) continue;
+        for (int j = 0; j < s->n; j++) { /* a listed sibling of this absent part? */
+            const saveable *b = &s->v[j];
+            if (b->restore != a->restore || b->user != a->user) continue;
+            for (int k = 0; k < n; k++)
+                if (list[k].op == b->op) {
+                    *missing = a->key;
+                    *present = b->key;
+                    return false;
+                }
+        }
+    }
+    return true;
+}
+
 int vg_graph_num_saveables(const vg_graph *g) {
     const saveables *s = g ? vg_graph_user_data(g, SAVEABLES_KEY) : NULL;
     return s ? s->n : 0;

@@ -260,6 +260,12 @@ static vg_code collect_vars(vg_saver *s, const vg_saver_options *o, vg_status *s
         nsav = vg_graph_num_saveables(s->g);
         if (!list) n = 0;
     }
+    const char *absent = NULL, *listed = NULL;
+    if (o->var_list && !vg__saveables_complete(s->g, list, n, &absent, &listed))
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "Saver: var_list holds %s but not %s: the tensors of one saveable object (a cuDNN "
+                             "layer's canonical weights) are saved and restored together; list all of them",
+                             listed, absent);
     if (n + nsav <= 0 && o->allow_empty) return VG_OK; /* empty saver (nvars 0) */
     if (n + nsav <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "No variables to save");
     if (!(s->vars = vg_malloc((size_t)(n + nsav) * sizeof *s->vars))) return VG_OOM(st, "saver");

@@ -99,5 +99,11 @@ static inline double vg__train_wall_secs(void) {
  * INVALID_ARGUMENT for a duplicate key or op, RESOURCE_EXHAUSTED. */
 typedef vg_op *(*vg__saveable_restore_fn)(vg_graph *g, vg_output t, vg_output restored, void *user);
 vg_code vg__register_saveable(vg_graph *g, vg_output t, const char *key, vg__saveable_restore_fn restore, void *user);
+/* Saveables registered with the same restore and user are the parts of one object (a
+ * cuDNN layer's canonical weights), restored together: true when every part of each
+ * object that has a part in list[0..n) is in it; otherwise false with *missing the key of
+ * an absent part and *present that of a listed one. */
+bool vg__saveables_complete(const vg_graph *g, const vg_output *list, int n, const char **missing,
+                            const char **present);
 
 #endif

@@ -489,7 +489,7 @@ static void test_checkpoints(void) {
             vg_output parts[32];
             int n = vg_cudnn_layer_num_saveables(lstm);
             for (int i = 0; i < n; i++) parts[i] = vg_cudnn_layer_saveable(lstm, i);
-            vg_saver_options so = vg_saver_options_default();
+            vg_saver_options so = {0};
             if (from == 0) so.var_list = parts, so.nvars = n;
             sv = vg_saver_new(g, &so, &st);
             CHECK(sv != NULL);
@@ -537,6 +537,32 @@ static void test_layer_trains(void) {
     if (l0 && l1) CHECK(vg_tensor_scalar(l1) < vg_tensor_scalar(l0));
     vg_tensor_free(xv), vg_tensor_free(l0), vg_tensor_free(l1), vg_tensor_free(sv);
     vg_session_free(s);
+    vg_cudnn_layer_free(lstm);
+    vg_graph_free(g);
+}
+
+/* A Saver over some of a layer's saveable tensors would restore nothing into the opaque
+ * buffer: it is refused, naming a listed and an absent tensor. */
+static void test_partial_var_list_refused(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){CT, CB, CI}, 3, "x");
+    vg_cudnn_rnn_options o = {.num_layers = 1, .num_units = CH};
+    vg_cudnn_layer *lstm = vg_cudnn_lstm_new(&o);
+    vg_output y, hc[2];
+    vg_status st;
+    CHECK_OK(vg_cudnn_layer_call(lstm, g, x, NULL, true, &y, hc, &st), &st);
+    int n = vg_cudnn_layer_num_saveables(lstm);
+    CHECK(n >= 2);
+    vg_output parts[32];
+    for (int i = 0; i < n && i < 32; i++) parts[i] = vg_cudnn_layer_saveable(lstm, i);
+    vg_saver_options so = {.var_list = parts, .nvars = n - 1};
+    CHECK(vg_saver_new(g, &so, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(st.msg, "are saved and restored together");
+    so.nvars = n; /* all of them: fine */
+    vg_saver *sv = vg_saver_new(g, &so, &st);
+    CHECK(sv != NULL);
+    vg_saver_free(sv);
     vg_cudnn_layer_free(lstm);
     vg_graph_free(g);
 }
@@ -703,6 +729,7 @@ int main(void) {
     RUN_TEST(test_tf_simple_inference);
     RUN_TEST(test_checkpoints);
     RUN_TEST(test_layer_trains);
+    RUN_TEST(test_partial_var_list_refused);
     RUN_TEST(test_bad_input);
     remove_tmpdir();
     TEST_MAIN_END();
