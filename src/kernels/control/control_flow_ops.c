@@ -928,8 +928,13 @@ vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_body_fn bo
             goto done;
         }
         vg_shape want = vg_output_shape(mv[i]), got = vg_output_shape(bo[i]);
-        bool ok = want.ndims < 0 || (got.ndims == want.ndims);
-        for (int d = 0; ok && want.ndims > 0 && d < want.ndims; d++)
+        /* TF builds a gradient loop's back edges without enforcing the shape invariants
+         * (_AddNextAndBackEdge(..., enforce_shape_invariant=False)): a gradient may leave
+         * the body with less static shape than it entered, e.g. [?, 32] -> [?, ?] when
+         * the forward loop ran on a batch known only at run time */
+        bool grad_loop = ci->ctx[c].forward >= 0;
+        bool ok = grad_loop || want.ndims < 0 || (got.ndims == want.ndims);
+        for (int d = 0; !grad_loop && ok && want.ndims > 0 && d < want.ndims; d++)
             ok = want.dims[d] < 0 || want.dims[d] == got.dims[d];
         if (!ok) {
             char a[128], b[128];
@@ -1173,19 +1178,8 @@ vg_code vg__cf_grad_while(vg_graph *g, int forward, vg_while_cond_fn cond_fn, vg
                           const vg_output *loop_vars, int n, vg_output *outs, vg_status *st) {
     vg__cf_info *ci = vg__cf_info_get(g, true);
     if (!ci) return VG_OOM(st, "while gradient");
-    /* TF builds the gradient loop's back edges without enforcing shape invariants
-     * (_AddNextAndBackEdge(..., enforce_shape_invariant=False)): a gradient that leaves
-     * the body with less static shape than it entered (e.g. [?, 32] -> [?, ?] when the
-     * forward loop ran on a dynamic batch) is allowed. Each variable keeps its rank. */
-    vg_shape *inv = n > 0 ? vg__calloc((size_t)n, sizeof *inv) : NULL;
-    if (n > 0 && !inv) return VG_OOM(st, "while gradient");
-    for (int i = 0; i < n; i++) {
-        inv[i] = vg_output_shape(loop_vars[i]);
-        for (int d = 0; d < inv[i].ndims; d++) inv[i].dims[d] = -1;
-    }
     grad_forward_pending = forward;
-    vg_code rc = vg_while_loop(g, cond_fn, body_fn, user, loop_vars, n, inv, 1, vg_out(NULL, 0), "while", outs, st);
+    vg_code rc = vg_while_loop(g, cond_fn, body_fn, user, loop_vars, n, NULL, 1, vg_out(NULL, 0), "while", outs, st);
     grad_forward_pending = -1;
-    vg__free(inv);
     return rc;
 }
