@@ -129,9 +129,7 @@ vg_code nmt_get_iterator(vg_graph *g, vg_output src_dataset, vg_output tgt_datas
                          const vg_lookup_table *tgt_table, int64_t batch_size, int64_t random_seed,
                          int64_t num_buckets, int64_t src_max_len, int64_t tgt_max_len, int64_t output_buffer_size,
                          int64_t src_pad_len, nmt_batched_input *out) {
-    static pipe_ctx ctxs[4];
-    static int nctx;
-    pipe_ctx *c = &ctxs[nctx++ % 4]; /* lives as long as the function graphs need it: they are built now */
+    pipe_ctx ctx = {0}, *c = &ctx; /* the map functions are built now (vg_dataset_map calls them at once) */
     if (num_buckets > 1)
         return vg_graph_set_error(g, VG_UNIMPLEMENTED,
                                   "num_buckets %lld: bucketing by length (tf.contrib.data.group_by_window) is not in "
@@ -197,10 +195,7 @@ static vg_code map_src_len(vg_graph *fg, const vg_output *a, int na, vg_output *
 
 vg_code nmt_get_infer_iterator(vg_graph *g, vg_output src_dataset, const vg_lookup_table *src_table,
                                int64_t batch_size, int64_t src_max_len, int64_t src_pad_len, nmt_batched_input *out) {
-    static pipe_ctx ctxs[4];
-    static int nctx;
-    pipe_ctx *c = &ctxs[nctx++ % 4];
-    memset(c, 0, sizeof *c);
+    pipe_ctx ctx = {0}, *c = &ctx;
     c->src_table = src_table, c->src_max_len = src_max_len;
     vg_output src_eos_id = eos_id(g, src_table);
     vg_output ds = vg_dataset_map(g, src_dataset, map_split1, NULL, NULL);

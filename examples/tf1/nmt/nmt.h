@@ -39,14 +39,13 @@ typedef struct nmt_hparams {
     const char *init_op; /* uniform | glorot_normal | glorot_uniform */
     const char *warmup_scheme, *decay_scheme;
     int64_t warmup_steps, num_train_steps, batch_size, num_buckets, steps_per_stats, num_keep_ckpts;
-    int64_t steps_per_eval, steps_per_external_eval;
+    int64_t steps_per_external_eval;
     /* inference */
     const char *infer_mode; /* greedy | beam_search */
     int64_t beam_width, num_translations_per_input, infer_batch_size;
     double length_penalty_weight, decoding_length_factor;
     const char *metrics; /* "bleu", "accuracy", comma-separated */
     int64_t random_seed;
-    bool alignment_history_refused; /* set by the attention model: see README */
 } nmt_hparams;
 
 /* iterator_utils.BatchedInput */
