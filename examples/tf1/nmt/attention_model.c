@@ -2,6 +2,7 @@
  * create_attention_mechanism; with hp->attention "" the plain Model._build_decoder_cell
  * of model.py. Runs inside variable scope dynamic_seq2seq/decoder. */
 #include "nmt.h"
+#include <math.h>
 #include <string.h>
 
 #define MAX_STATE 32
@@ -80,11 +81,16 @@ vg_code nmt_build_decoder_cell(vg_graph *g, const nmt_hparams *hp, nmt_mode mode
         vg_rnn_cell_free(cell);
         return vg_graph_status(g, NULL);
     }
-    /* alignment_history = (mode == INFER and beam_width == 0) in the Python: vigil's
-     * AttentionWrapper has no alignment history, and the port passes False (README) */
+    /* alignment_history = (mode == INFER and beam_width == 0); vigil's history is a
+     * buffer in the state, as long as the most steps decoding can take:
+     * tgt_max_len_infer, else round(decoding_length_factor * the padded source length),
+     * which bounds _get_infer_maximum_iterations */
     vg_attention_wrapper_options wo = {0};
     wo.attention_layer_size = hp->num_units;
-    wo.alignment_history = false;
+    wo.alignment_history = mode == NMT_INFER && hp->beam_width == 0;
+    wo.alignment_history_max_steps = hp->tgt_max_len_infer > 0
+                                         ? hp->tgt_max_len_infer
+                                         : (int64_t)llround((double)max_time * hp->decoding_length_factor);
     wo.output_attention = hp->output_attention;
     wo.name = "attention";
     dc->wrapper = vg_attention_wrapper_new(cell, dc->mechanism, &wo);

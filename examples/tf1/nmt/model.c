@@ -238,6 +238,15 @@ vg_code nmt_model_build(vg_graph *g, const nmt_hparams *hp, nmt_mode mode, const
                       vg_cast(g, m->batch_size, VG_FLOAT, NULL), NULL);
     }
     vg_variable_scope_pop(g); /* dynamic_seq2seq */
+    /* AttentionModel._get_infer_summary: _create_attention_images_summary of the greedy
+     * decoder's final alignment_history (stack() [time, batch, src] -> [batch, src, time, 1] * 255) */
+    vg_output infer_summary = {0};
+    if (rc == VG_OK && mode == NMT_INFER && dc.wrapper && hp->beam_width == 0) {
+        vg_output images = vg_attention_wrapper_alignment_history(dc.wrapper, g, fstate, NULL);
+        images = vg_expand_dims(g, vg_transpose_c(g, images, (const int32_t[]){1, 2, 0}, 3, NULL), -1, NULL);
+        images = vg_mul(g, images, vg_const_f32(g, 255.0f, NULL), NULL);
+        infer_summary = vg_summary_image(g, "attention_images", images, 3);
+    }
     nmt_decoder_cell_free(&dc);
     for (int i = 0; i < 2; i++) vg_rnn_cell_free(enc_cells[i]);
     vg_layer_free(output_layer);
@@ -255,6 +264,7 @@ vg_code nmt_model_build(vg_graph *g, const nmt_hparams *hp, nmt_mode mode, const
         m->eval_loss = loss;
     } else {
         m->sample_words = vg_lookup_table_lookup(g, reverse_tgt_table, vg_cast(g, m->sample_id, VG_INT64, NULL), NULL);
+        m->infer_summary = infer_summary;
     }
     if (mode != NMT_INFER) m->predict_count = vg_reduce_sum(g, it->target_sequence_length, NULL, -1, false, NULL);
     int nparams = 0;

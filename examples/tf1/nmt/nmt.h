@@ -80,6 +80,7 @@ typedef struct nmt_model {
     vg_output learning_rate, grad_norm;
     vg_op *update;
     vg_output sample_id, sample_words; /* infer: [time, batch] or [time, batch, beam] */
+    vg_output infer_summary;           /* greedy attention model: the attention images */
     vg_saver *saver;
 } nmt_model;
 

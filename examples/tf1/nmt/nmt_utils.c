@@ -124,9 +124,15 @@ vg_code nmt_decode_and_evaluate(nmt_infer_model *im, vg_session *sess, const nmt
     bool beam = !strcmp(hp->infer_mode, "beam_search");
     int num_sentences = 0;
     for (;;) {
-        /* model.decode(sess): sample_words [time, batch] or [time, batch, beam] (time major) */
-        vg_tensor *w = NULL;
-        rc = vg_session_run1(sess, im->model.sample_words, &w, st);
+        /* model.decode(sess) = infer(): sample_words [time, batch] or [time, batch, beam]
+         * (time major) and infer_summary (the attention images of a greedy attention
+         * model; decode_and_evaluate does not write it) */
+        vg_tensor *w = NULL, *outs[2] = {NULL, NULL};
+        vg_output fetch[2] = {im->model.sample_words, im->model.infer_summary};
+        rc = vg_session_run(sess, NULL, NULL, NULL, 0, fetch, outs, im->model.infer_summary.op ? 2 : 1, NULL, 0, NULL,
+                            st);
+        w = outs[0];
+        vg_tensor_free(outs[1]);
         if (rc == VG_OUT_OF_RANGE) {
             rc = VG_OK;
             break;
