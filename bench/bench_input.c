@@ -179,7 +179,7 @@ static double measure(vg_session *s, const run_spec *r, int warm, double seconds
 }
 
 static vg_session *session_for(vg_graph *g, int threads, vg_status *st) {
-    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    vg_session_options so = {0};
     so.intra_op_threads = threads;
     so.inter_op_threads = threads;
     return vg_graph_status(g, st) == VG_OK ? vg_session_new(g, &so, st) : NULL;

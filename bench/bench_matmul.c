@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
         vg_op *mms[NOPS];
         for (int i = 0; i < NOPS; i++) mms[i] = vg_matmul(gn, an, bn, s->ta, s->tb, NULL).op;
         vg_op *group = vg_group(gn, mms, NOPS, "all");
-        vg_session_options o = VG_SESSION_OPTIONS_INIT;
+        vg_session_options o = {0};
         o.intra_op_threads = g_threads;
         o.inter_op_threads = 1;
         vg_session *s1 = vg_session_new(g1, &o, &st), *sn = s1 ? vg_session_new(gn, &o, &st) : NULL;

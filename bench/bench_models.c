@@ -22,7 +22,10 @@
  *              curriculum), dynamic_rnn's while loop forward and backward
  *
  * Usage: bench_models [--model NAME] [--threads N] [--batch B] [--size S] [--steps S]
- *                     [--rounds R] [--no-peer] [--profile]
+ *                     [--rounds R] [--no-peer] [--profile] [--precision bf16]
+ * --precision bf16: a second session of the same graph with TF's mixed-precision rewrite
+ * (vigil/mixed_precision.h: bfloat16 MatMul / convolutions on oneDNN), timed in the same
+ * rounds, and the Python peer under bfloat16 autocast; JSON bf16_* fields.
  * --profile: after the rounds, the steps again at VG_TRACE_FULL and, per op type, the
  * median per step of its nodes' summed time and its share of the summed step (stderr).
  * Peers: PyTorch in Python (bench/peers/torch_models.py) and libtorch, PyTorch's C++ API
@@ -50,16 +53,19 @@ static void die(const char *what, const vg_status *st) {
 #define VG_LIBTORCH_PEER "" /* libtorch-dev not found when configured */
 #endif
 
-/* The Python peer (native = false) or the libtorch one; median ms, -1 when none. */
-static double run_peer(bool native, const char *model, int threads, int batch, int size, int steps) {
+/* The Python peer (native = false) or the libtorch one; median ms, -1 when none.
+ * bf16: the Python peer under torch.cpu.amp.autocast(bfloat16) (no libtorch form). */
+static double run_peer(bool native, const char *model, int threads, int batch, int size, int steps, bool bf16) {
     char cmd[1024];
-    if (native && !VG_LIBTORCH_PEER[0]) return -1;
+    if (native && (bf16 || !VG_LIBTORCH_PEER[0])) return -1;
     if (native)
         snprintf(cmd, sizeof cmd, "%s --model %s --threads %d --batch %d --size %d --steps %d 2>/dev/null",
                  VG_LIBTORCH_PEER, model, threads, batch, size, steps);
     else
-        snprintf(cmd, sizeof cmd, "%s %s --model %s --threads %d --batch %d --size %d --steps %d 2>/dev/null",
-                 bench_python(), VG_SRCDIR "/bench/peers/torch_models.py", model, threads, batch, size, steps);
+        snprintf(cmd, sizeof cmd,
+                 "%s %s --model %s --threads %d --batch %d --size %d --steps %d --precision %s 2>/dev/null",
+                 bench_python(), VG_SRCDIR "/bench/peers/torch_models.py", model, threads, batch, size, steps,
+                 bf16 ? "bf16" : "fp32");
     return peer_median_ms(cmd, NULL);
 }
 
@@ -135,7 +141,7 @@ static int cmp_op(const void *a, const void *b) {
 }
 static const char *g_nodes; /* --nodes TYPE */
 static void profile(const vg_graph *g, vg_session *s, int threads, const bm_built *b, int steps) {
-    vg_run_options ro = vg_run_options_default();
+    vg_run_options ro = {0};
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     op_row rows[256];
@@ -238,16 +244,33 @@ void bm_fill_uniform(vg_tensor *t) {
     for (int64_t i = 0, n = vg_tensor_num_elements(t); i < n; i++) p[i] = (float)rand() / RAND_MAX;
 }
 
+/* One round: a warm-up step and `steps` timed ones; the median ms (t: scratch). */
+static double time_steps(vg_session *s, const bm_built *b, int steps, double *t, double *last_loss, vg_status *st) {
+    for (int i = -1; i < steps; i++) {
+        vg_tensor *l = NULL;
+        double t0 = now_ms();
+        vg_op *train_op = b->train_op;
+        if (vg_session_run(s, NULL, b->feeds, b->fv, b->nfeeds, &b->train, &l, 1, &train_op, train_op ? 1 : 0, NULL,
+                           st))
+            die("step", st);
+        if (i >= 0) t[i] = now_ms() - t0;
+        *last_loss = *(const float *)vg_tensor_data(l);
+        vg_tensor_free(l);
+    }
+    return median(t, steps);
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: bench_models [--model");
     for (int i = 0; i < NMODELS; i++) fprintf(stderr, "%s%s", i ? "|" : " ", models[i]->name);
-    fprintf(stderr, "] [--threads N] [--batch B] [--size S] [--steps S] [--rounds R] [--no-peer] [--profile] [--nodes OP_TYPE]\n");
+    fprintf(stderr, "] [--threads N] [--batch B] [--size S] [--steps S] [--rounds R] [--no-peer] [--profile] [--nodes OP_TYPE] "
+                    "[--precision bf16]\n");
 }
 
 int main(int argc, char **argv) {
     const char *model = "mobilenet";
     int threads = 1, batch = 0, size = 0, steps = 5, rounds = 3;
-    bool peer = true, prof = false;
+    bool peer = true, prof = false, bf16 = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -258,6 +281,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-peer")) peer = false;
         else if (!strcmp(argv[i], "--profile")) prof = true;
         else if (!strcmp(argv[i], "--nodes") && i + 1 < argc) prof = true, g_nodes = argv[++i];
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
+            const char *p = argv[++i];
+            if (strcmp(p, "bf16") && strcmp(p, "fp32")) {
+                usage();
+                return 2;
+            }
+            bf16 = !strcmp(p, "bf16");
+        }
         else {
             usage();
             return 2;
@@ -289,7 +320,7 @@ int main(int argc, char **argv) {
     vg_op *local = vg_local_variables_initializer(g);
     vg_op *inits[2] = {init, local};
     if (vg_graph_status(g, &st)) die("graph", &st);
-    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    vg_session_options so = {0};
     so.intra_op_threads = threads;
     so.inter_op_threads = threads;
     vg_session *s = vg_session_new(g, &so, &st);
@@ -297,22 +328,25 @@ int main(int argc, char **argv) {
     const char *peer_status = "disabled (--no-peer)";
     bool npeer = peer && VG_LIBTORCH_PEER[0]; /* the libtorch peer needs no Python */
     if (peer && !bench_torch_probe(&peer_status)) peer = false;
-    double vr[16], pr[16], lr[16], *t = malloc(sizeof(double) * (size_t)steps), last_loss = 0;
+    vg_session *sb = NULL; /* --precision bf16: the same graph, TF's mixed-precision rewrite */
+    if (bf16) {
+        sb = vg_session_new(g, &so, &st);
+        if (!sb || vg_session_set_auto_mixed_precision(sb, true, &st) || vg_session_run_targets(sb, inits, 2, &st))
+            die("session (--precision bf16)", &st);
+    }
+    double vr[16], pr[16], lr[16], br[16], pbr[16], *t = malloc(sizeof(double) * (size_t)steps), last_loss = 0,
+                                                     bf16_loss = 0;
     for (int r = 0; r < rounds; r++) {
-        for (int i = -1; i < steps; i++) { /* one warm-up step */
-            vg_tensor *l = NULL;
-            double t0 = now_ms();
-            if (vg_session_run(s, NULL, b.feeds, b.fv, b.nfeeds, &b.train, &l, 1, &b.train_op, b.train_op ? 1 : 0, NULL,
-                               &st))
-                die("step", &st);
-            if (i >= 0) t[i] = now_ms() - t0;
-            last_loss = *(const float *)vg_tensor_data(l);
-            vg_tensor_free(l);
-        }
-        vr[r] = median(t, steps);
-        pr[r] = peer ? run_peer(false, model, threads, batch, size, steps) : -1;
-        lr[r] = npeer ? run_peer(true, model, threads, batch, size, steps) : -1;
+        vr[r] = time_steps(s, &b, steps, t, &last_loss, &st);
+        pr[r] = peer ? run_peer(false, model, threads, batch, size, steps, false) : -1;
+        lr[r] = npeer ? run_peer(true, model, threads, batch, size, steps, false) : -1;
         fprintf(stderr, "round %d: vigil %.2f ms  pytorch %.2f ms  libtorch %.2f ms\n", r, vr[r], pr[r], lr[r]);
+        if (sb) {
+            br[r] = time_steps(sb, &b, steps, t, &bf16_loss, &st);
+            pbr[r] = peer ? run_peer(false, model, threads, batch, size, steps, true) : -1;
+            fprintf(stderr, "round %d: vigil bf16 %.2f ms (%.3fx float32)  pytorch bf16 autocast %.2f ms\n", r, br[r],
+                    br[r] / vr[r], pbr[r]);
+        }
     }
     if (prof) profile(g, s, threads, &b, steps);
     double vm = median(vr, rounds), pm = median(pr, rounds), lm = median(lr, rounds);
@@ -326,10 +360,20 @@ int main(int argc, char **argv) {
     for (int r = 0; r < rounds; r++) printf("%s%.2f", r ? "," : "", pr[r]);
     printf("],\"libtorch_rounds_ms\":[");
     for (int r = 0; r < rounds; r++) printf("%s%.2f", r ? "," : "", lr[r]);
+    if (sb) {
+        double bm = median(br, rounds), pbm = median(pbr, rounds);
+        printf("],\"bf16_median_ms\":%.2f,\"bf16_over_f32\":%.3f,\"pytorch_bf16_median_ms\":%.2f,"
+               "\"bf16_ratio_pytorch_bf16\":%.3f,\"bf16_final_loss\":%.4f,\"bf16_rounds_ms\":[",
+               bm, bm / vm, pbm, pbm > 0 ? bm / pbm : -1.0, bf16_loss);
+        for (int r = 0; r < rounds; r++) printf("%s%.2f", r ? "," : "", br[r]);
+        printf("],\"pytorch_bf16_rounds_ms\":[");
+        for (int r = 0; r < rounds; r++) printf("%s%.2f", r ? "," : "", pbr[r]);
+    }
     printf("],\"backend\":\"%s\",\"peer_status\":\"%s\",\"libtorch_peer\":\"%s\"}\n",
            vg_backend_name(vg_backend_get()), peer_status, VG_LIBTORCH_PEER[0] ? VG_LIBTORCH_PEER : "not built (no libtorch-dev)");
     for (int i = 0; i < b.nfeeds; i++) vg_tensor_free(b.fv[i]);
     free(t);
+    vg_session_free(sb);
     vg_session_free(s);
     vg_graph_free(g);
     if (b.cleanup) b.cleanup(b.state);

@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
     if (vg_start_queue_runners(s, c, &st) != VG_OK) return die("queue runners", &st);
 
     vg_tensor *out[2];
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.timeout_in_ms = 30000; /* a stalled pipeline fails instead of hanging */
     /* warm-up: file loading and filling the shuffle buffer above min_after_dequeue */
     double t0 = now_s();

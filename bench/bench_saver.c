@@ -65,7 +65,7 @@ static result bench_size(const char *dir, int64_t mb, int reps) {
         vg_get_variable(g, name, VG_FLOAT, &per, 1, vg_init_random_uniform(-1, 1, i + 1), VG_VAR_TRAINABLE);
     }
     vg_op *init = vg_global_variables_initializer(g);
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options so = {0};
     so.max_to_keep = 1;
     vg_saver *saver = vg_saver_new(g, &so, &st);
     if (!saver) die("saver", &st);

@@ -99,26 +99,28 @@ int main(int argc, char **argv) {
     vg_op *train = vg_assign_add(g, gs, vg_const_i64(g, 1, NULL), "train").op;
     vg_hook hooks[6];
     if (vg_stop_at_step_hook(-1, (int64_t)1 << 60, &hooks[0], &st)) die("hook", &st);
-    if (vg_step_counter_hook(&(vg_step_counter_options){100, -1, dir, NULL}, &hooks[1], &st)) die("hook", &st);
+    if (vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = 100, .every_n_secs = -1, .output_dir = dir},
+                             &hooks[1], &st))
+        die("hook", &st);
     if (vg_nan_tensor_hook(loss, true, &hooks[2], &st)) die("hook", &st);
-    vg_logging_tensor_options lo = VG_LOGGING_TENSOR_OPTIONS_INIT;
+    vg_logging_tensor_options lo = {0};
     lo.tensors = &loss; lo.ntensors = 1; lo.every_n_iter = 100;
     if (vg_logging_tensor_hook(&lo, &hooks[3], &st)) die("hook", &st);
     vg_scaffold *scaffold = vg_scaffold_new(NULL);
-    vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+    vg_checkpoint_saver_options co = {0};
     co.checkpoint_dir = dir; co.save_secs = 600; co.scaffold = scaffold;
     if (vg_checkpoint_saver_hook(&co, &hooks[4], &st)) die("hook", &st);
-    vg_summary_saver_options sso = VG_SUMMARY_SAVER_OPTIONS_INIT;
+    vg_summary_saver_options sso = {0};
     sso.save_steps = 100; sso.output_dir = dir; sso.scaffold = scaffold;
     if (vg_summary_saver_hook(&sso, &hooks[5], &st)) die("hook", &st);
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
-    vg_config_proto cfg = vg_config_proto_default();
+    vg_singular_options o = {0};
+    vg_config_proto cfg = {0};
     cfg.intra_op_parallelism_threads = cfg.inter_op_parallelism_threads = 1;
     o.hooks = hooks; o.nhooks = 6; o.scaffold = scaffold; o.config = &cfg;
     vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
     if (!ms) die("monitored session", &st);
     vg_session *raw = vg_monitored_session_raw_session(ms);
-    vg_run_args ra = VG_RUN_ARGS_INIT;
+    vg_run_args ra = {0};
     ra.fetches = &loss; ra.nfetches = 1; ra.targets = &train; ra.ntargets = 1;
     double *tm = malloc(sizeof(double) * (size_t)blocks), *tr = malloc(sizeof(double) * (size_t)blocks);
     for (int k = 0; k < blocks; k++) { /* interleave raw and monitored blocks */

@@ -58,12 +58,12 @@ static const char *peer_path(void) {
     return NULL;
 }
 
-static double run_peer(const char *model, int threads, int steps, double *rss_mb) {
+static double run_peer(const char *model, int threads, int steps, const char *precision, double *rss_mb) {
     const char *p = peer_path();
     if (!p) return -1;
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s --model %s --threads %d --steps %d --epochs 0 2>/dev/null", bench_python(), p,
-             model, threads, steps);
+    snprintf(cmd, sizeof cmd, "%s %s --model %s --threads %d --steps %d --epochs 0 --precision %s 2>/dev/null",
+             bench_python(), p, model, threads, steps, precision);
     return peer_median_ms(cmd, rss_mb);
 }
 
@@ -75,7 +75,7 @@ static int cmp_row(const void *a, const void *b) {
 }
 static void profile_steps(vg_session *s, const vg_output *feeds, vg_tensor **xb, vg_tensor **yb,
                           const vg_output *loss, vg_op *const *train, int steps) {
-    vg_run_options ro = vg_run_options_default();
+    vg_run_options ro = {0};
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     prof_row *rows = NULL;
@@ -269,7 +269,7 @@ int main(int argc, char **argv) {
     vg_session *s = vg_session_new(g, &so, &st);
     if (!s || vg_session_run_targets(s, &init, 1, &st)) die("session", &st);
     vg_session *sb = NULL; /* --precision bf16 */
-    double br[16], bf16_loss = 0;
+    double br[16], pbr[16], bf16_loss = 0;
     if (bf16) {
         sb = vg_session_new(g, &so, &st);
         if (!sb || vg_session_set_auto_mixed_precision(sb, true, &st) || vg_session_run_targets(sb, &init, 1, &st))
@@ -295,11 +295,13 @@ int main(int argc, char **argv) {
     }
     for (int r = 0; r < rounds; r++) {
         vr[r] = time_round(s, feeds, xb, yb, &loss, &train, warm, steps, t, &last_loss);
-        pr[r] = peer ? run_peer(model, threads, steps, &peer_rss) : -1;
+        pr[r] = peer ? run_peer(model, threads, steps, "fp32", &peer_rss) : -1;
         fprintf(stderr, "round %d: vigil %.4f ms  peer %.4f ms\n", r, vr[r], pr[r]);
         if (sb) {
             br[r] = time_round(sb, feeds, xb, yb, &loss, &train, warm, steps, t, &bf16_loss);
-            fprintf(stderr, "round %d: vigil bf16 %.4f ms (%.3fx float32)\n", r, br[r], br[r] / vr[r]);
+            pbr[r] = peer ? run_peer(model, threads, steps, "bf16", NULL) : -1;
+            fprintf(stderr, "round %d: vigil bf16 %.4f ms (%.3fx float32)  peer bf16 autocast %.4f ms\n", r, br[r],
+                    br[r] / vr[r], pbr[r]);
         }
         if (s2) {
             double l2;
@@ -346,6 +348,10 @@ int main(int argc, char **argv) {
         for (int r = 0; r < rounds; r++) printf("%s%.3f", r ? "," : "", bq[r]);
         printf("],\"bf16_median_ms\":%.4f,\"bf16_over_f32_median\":%.3f,\"bf16_final_loss\":%.4f", median(br, rounds),
                median(bq, rounds), bf16_loss);
+        printf(",\"peer_bf16_rounds_ms\":[");
+        for (int r = 0; r < rounds; r++) printf("%s%.4f", r ? "," : "", pbr[r]);
+        double pbm = median(pbr, rounds);
+        printf("],\"peer_bf16_median_ms\":%.4f,\"bf16_over_peer_bf16\":%.3f", pbm, pbm > 0 ? median(br, rounds) / pbm : -1.0);
     }
     if (s2) {
         printf(",\"scaling_threads\":%d,\"scaling_rounds_ms\":[", scaling);

@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_while: %s\n", st.msg);
         return 1;
     }
-    vg_session_options so = vg_session_options_default();
+    vg_session_options so = {0};
     so.inter_op_threads = threads;
     so.intra_op_threads = 1;
     vg_session *s = vg_session_new(g, &so, &st);

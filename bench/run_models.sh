@@ -7,7 +7,9 @@
 #   BUILD_DIR  the build with benches (default build); ROUNDS (default 3) and STEPS (default 5)
 #   are bench_models' --rounds and --steps; OUT (default models) names OUT.jsonl.
 # Set MODELS="resnet dnc" to run some of them, THREADS="1" for one thread count, PROFILE=1 to
-# add each model's census at 1 thread (on stderr, into OUT.census.txt).
+# add each model's census at 1 thread (on stderr, into OUT.census.txt), BF16=1 to add the
+# bfloat16 columns (vigil's mixed-precision rewrite and PyTorch's bfloat16 autocast, timed in
+# the same rounds; issue 34).
 set -eu
 BUILD=${1:-build}
 ROUNDS=${2:-3}
@@ -21,7 +23,9 @@ BIN="$BUILD/bench_models"
 for m in $MODELS; do
     for t in $THREADS; do
         echo "run_models.sh: $m, $t thread(s)" >&2
-        "$BIN" --model "$m" --threads "$t" --rounds "$ROUNDS" --steps "$STEPS" 2>/dev/null >> "$OUT.jsonl"
+        if [ "${BF16:-0}" = 1 ]; then PREC="--precision bf16"; else PREC=""; fi
+        # shellcheck disable=SC2086
+        "$BIN" --model "$m" --threads "$t" --rounds "$ROUNDS" --steps "$STEPS" $PREC 2>/dev/null >> "$OUT.jsonl"
     done
     if [ "${PROFILE:-0}" = 1 ]; then
         echo "== $m" >> "$OUT.census.txt"
@@ -35,13 +39,19 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 one = {r["model"]: r["vigil_median_ms"] for r in rows if r["threads"] == 1}
 print("CPU: %s; vigil's backend: %s" % (sys.argv[2], rows[0]["backend"] if rows else "?"))
 print()
-print("| model | threads | vigil ms | PyTorch ms | libtorch ms | vigil / PyTorch | vigil / libtorch | 2-thread speed-up |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+bf = any("bf16_median_ms" in r for r in rows)
+extra = " vigil bf16 ms | bf16 / float32 | PyTorch bf16 ms | vigil bf16 / PyTorch bf16 |" if bf else ""
+print("| model | threads | vigil ms | PyTorch ms | libtorch ms | vigil / PyTorch | vigil / libtorch | 2-thread speed-up |" + extra)
+print("| --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- | --- | --- |" if bf else ""))
 f = lambda v: "%.3g" % v if v >= 0 else "-"
 for r in rows:
     up = ""
     if r["threads"] > 1 and r["model"] in one:
         up = "%.2fx" % (one[r["model"]] / r["vigil_median_ms"])
+    tail = ""
+    if bf:
+        tail = " %s | %s | %s | %s |" % (f(r.get("bf16_median_ms", -1)), f(r.get("bf16_over_f32", -1)),
+                                          f(r.get("pytorch_bf16_median_ms", -1)), f(r.get("bf16_ratio_pytorch_bf16", -1)))
     print("| %s | %d | %s | %s | %s | %s | %s | %s |" % (r["model"], r["threads"], f(r["vigil_median_ms"]),
-          f(r["pytorch_median_ms"]), f(r["libtorch_median_ms"]), f(r["ratio_pytorch"]), f(r["ratio_libtorch"]), up))
+          f(r["pytorch_median_ms"]), f(r["libtorch_median_ms"]), f(r["ratio_pytorch"]), f(r["ratio_libtorch"]), up) + tail)
 PY

@@ -43,3 +43,27 @@ if(VIGIL_MPI)
     endif()
   endforeach()
 endif()
+# SyncReplicasOptimizer with backup workers (tests/dist/test_sync_replicas.c): R = N on
+# 2 ranks; R = 1 on 2 ranks (every worker gradient dropped); R = 2 of 3 ranks with rank 2 slow (its stale gradients dropped); a stalled
+# worker named by the chief, and a stalled chief named by the worker, within the 1 s
+# collective timeout (the world then breaks and mpiexec fails: one rank's line is the verdict).
+if(VIGIL_MPI AND MPIEXEC_EXECUTABLE AND TEST test_sync_replicas)
+  set_tests_properties(test_sync_replicas PROPERTIES ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp:fast_unwind_on_malloc=0")
+  add_test(NAME test_sync_replicas_np2 COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:test_sync_replicas>)
+  set_tests_properties(test_sync_replicas_np2 PROPERTIES TIMEOUT 120 LABELS "unit;dist"
+    ENVIRONMENT "${VIGIL_MPI_TEST_ENV};VIGIL_TEST_SR_R=2")
+  add_test(NAME test_sync_replicas_np3_backup COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 3 $<TARGET_FILE:test_sync_replicas>)
+  set_tests_properties(test_sync_replicas_np3_backup PROPERTIES TIMEOUT 180 LABELS "unit;dist"
+    ENVIRONMENT "${VIGIL_MPI_TEST_ENV};VIGIL_TEST_SR_R=2;VIGIL_TEST_SR_SLOW=2")
+  add_test(NAME test_sync_replicas_np2_r1 COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:test_sync_replicas>)
+  set_tests_properties(test_sync_replicas_np2_r1 PROPERTIES TIMEOUT 120 LABELS "unit;dist"
+    ENVIRONMENT "${VIGIL_MPI_TEST_ENV};VIGIL_TEST_SR_R=1")
+  add_test(NAME test_sync_replicas_np2_stall COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:test_sync_replicas>)
+  set_tests_properties(test_sync_replicas_np2_stall PROPERTIES TIMEOUT 120 LABELS "unit;dist"
+    ENVIRONMENT "${VIGIL_MPI_TEST_ENV};VIGIL_TEST_SR_STALL=1"
+    PASS_REGULAR_EXPRESSION "SYNC_REPLICAS_STALL_NAMED: rank 0 failed after")
+  add_test(NAME test_sync_replicas_np2_chief_stall COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:test_sync_replicas>)
+  set_tests_properties(test_sync_replicas_np2_chief_stall PROPERTIES TIMEOUT 120 LABELS "unit;dist"
+    ENVIRONMENT "${VIGIL_MPI_TEST_ENV};VIGIL_TEST_SR_STALL=0"
+    PASS_REGULAR_EXPRESSION "SYNC_REPLICAS_STALL_NAMED: rank 1 failed after")
+endif()

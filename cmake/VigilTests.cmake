@@ -38,6 +38,7 @@ set(VIGIL_INTERNAL_TESTS
   test_saved_model_save test_saver test_summary_ops test_summary_run_metadata
   # monitored/
   test_hooks_tfedge test_monitored_extra test_monitored_session test_scaffold
+  test_options_zero
   # hostile/
   test_hostile test_hostile_bombs test_hostile_paths
   # cli/

@@ -53,20 +53,20 @@ int main(int argc, char **argv) {
     feeder f = {{x, y}, {vg_tensor_new(VG_FLOAT, d, 2, &st), vg_tensor_new(VG_FLOAT, d, 2, &st)}, 7};
     vg_scaffold *scaffold = vg_scaffold_new(NULL);
     vg_hook hooks[4];
-    vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+    vg_checkpoint_saver_options co = {0};
     co.checkpoint_dir = argv[1]; co.save_steps = 50; co.scaffold = scaffold;
-    vg_summary_saver_options so = VG_SUMMARY_SAVER_OPTIONS_INIT;
+    vg_summary_saver_options so = {0};
     so.save_steps = 10; so.output_dir = argv[1]; so.scaffold = scaffold;
     if (vg_checkpoint_saver_hook(&co, &hooks[0], &st) || vg_summary_saver_hook(&so, &hooks[1], &st) ||
         vg_feed_fn_hook(next_batch, &f, &hooks[2], &st) || vg_stop_at_step_hook(steps, -1, &hooks[3], &st)) {
         fprintf(stderr, "hooks: %s\n", st.msg);
         return 1;
     }
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options o = {0};
     o.hooks = hooks; o.nhooks = 4; o.scaffold = scaffold; o.checkpoint_dir = argv[1];
     vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
     if (!ms) { fprintf(stderr, "session: %s\n", st.msg); return 1; }
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     vg_output fetches[2] = {loss, gs};
     vg_tensor *out[2] = {NULL, NULL};
     double last_loss = -1;

@@ -27,7 +27,7 @@ static vg_code step_fn(vg_step_context *sc, void *payload, vg_status *st) {
     vg_tensor_free(out);
     if (v > 4.5) return VG_OK;
     vg_tensor *tenth = vg_tensor_new_scalar_f32(0.1f, st);
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.fetches = &x->w; a.nfetches = 1; a.feeds = &x->c; a.feed_values = &tenth; a.nfeeds = 1;
     rc = vg_step_context_run_with_hooks(sc, &a, &out, NULL, st);
     vg_tensor_free(tenth);
@@ -46,7 +46,7 @@ int main(void) {
     x.w = vg_add(g, x.c, vg_const_f32(g, 0.5f, NULL), "w");
     x.result = -1;
     vg_hook counter = {"counter", NULL, NULL, NULL, count_after, NULL, NULL, NULL};
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options o = {0};
     o.hooks = &counter; o.nhooks = 1;
     vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
     if (!ms) { fprintf(stderr, "%s\n", st.msg); return 1; }

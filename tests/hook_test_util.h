@@ -103,21 +103,21 @@ static inline int64_t ht_get_gs(vg_session *sess, const ht_model *m) {
 
 /* One monitored run of the train op (no fetches). */
 static inline vg_code ht_run_train(vg_monitored_session *ms, const ht_model *m, vg_status *st) {
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.targets = (vg_op *const *)&m->train;
     a.ntargets = 1;
     return vg_monitored_session_run(ms, &a, NULL, NULL, st);
 }
 /* One monitored run with nothing of the caller's (the hooks' fetches only). */
 static inline vg_code ht_run_nothing(vg_monitored_session *ms, vg_status *st) {
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     return vg_monitored_session_run(ms, &a, NULL, NULL, st);
 }
 
 /* Runs the monitored session fetching f: f's scalar value (-1 when nothing came back),
  * the run's code in *rc. */
 static inline double ht_fetch_scalar(vg_monitored_session *ms, vg_output f, vg_code *rc, vg_status *st) {
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     vg_tensor *out[1] = {NULL};
     a.fetches = &f;
     a.nfetches = 1;
@@ -160,7 +160,7 @@ static inline vg_hook ht_without_after_create(vg_hook inner) {
 /* A SingularMonitoredSession with a scaffold and hooks (owned by the session). */
 static inline vg_monitored_session *ht_singular(vg_graph *g, vg_scaffold *sc, const char *ckpt_dir,
                                                 vg_hook *hooks, int n, vg_status *st) {
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options o = {0};
     o.hooks = hooks;
     o.nhooks = n;
     o.scaffold = sc;
@@ -175,7 +175,7 @@ static inline vg_monitored_session *ht_singular(vg_graph *g, vg_scaffold *sc, co
  * on failure, which makes vg_monitored_session_new use a default one) */
 static inline vg_session_creator ht_creator(vg_graph *g, vg_scaffold *sc, const char *dir, const char *path,
                                     double max_wait, bool chief) {
-    vg_session_creator_options o = VG_SESSION_CREATOR_OPTIONS_INIT;
+    vg_session_creator_options o = {0};
     vg_session_creator c;
     o.scaffold = sc;
     o.checkpoint_dir = dir;

@@ -111,7 +111,7 @@ static inline int oom_run_each(long max, void *m, size_t msize, vg_code (*build)
 static inline vg_code oom_session_steps(vg_graph *g, vg_op *init, vg_op *train, const vg_output *fetches, int n,
                                         vg_session **sp, vg_status *st) {
     vg_code rc = VG_OK;
-    vg_session_options opts = {1, 1};
+    vg_session_options opts = {.intra_op_threads = 1, .inter_op_threads = 1};
     vg_session *s = *sp = vg_session_new(g, &opts, st);
     if (!s) rc = st->code;
     if (rc == VG_OK) rc = vg_session_run_targets(s, &init, 1, st);

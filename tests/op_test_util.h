@@ -54,7 +54,7 @@ static inline vg_output cst(vg_graph *g, vg_dtype dt, const int64_t *dims, int n
  * inter-op thread). */
 static inline vg_code run_threads(vg_graph *g, int threads, const vg_output *feeds, vg_tensor *const *vals,
                                   int nfeeds, const vg_output *fetches, vg_tensor **out, int nfetches, vg_status *st) {
-    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    vg_session_options o = {0};
     o.intra_op_threads = threads;
     o.inter_op_threads = 1;
     vg_session *s = vg_session_new(g, &o, st);

@@ -29,7 +29,7 @@ static inline vg_tensor *f32(const float *v, const int64_t *dims, int nd) {
  * stderr) on failure. */
 static inline vg_session *threaded_session(vg_graph *g, int threads) {
     vg_status st;
-    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    vg_session_options o = {0};
     o.inter_op_threads = threads;
     o.intra_op_threads = threads;
     vg_session *s = vg_session_new(g, &o, &st);
@@ -243,7 +243,7 @@ static inline uint8_t *slurp(const char *path, size_t *n) {
  * hanging the test when the pipeline stalls: runs the n fetches f into out (out NULL:
  * the values are freed). */
 static inline vg_code fetch_timeout(vg_session *s, const vg_output *f, vg_tensor **out, int n, vg_status *st) {
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.timeout_in_ms = 20000;
     vg_tensor *tmp[4];
     vg_code rc = vg_session_run(s, &ro, NULL, NULL, 0, f, out ? out : tmp, n, NULL, 0, NULL, st);

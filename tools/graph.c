@@ -602,11 +602,11 @@ int cli_run(int argc, char **argv) {
     vg_saved_model *m = NULL;
     int rc = 0;
     vg_tensor *ins[16] = {0}, *outs[16] = {0};
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.timeout_in_ms = (int64_t)ceil(timeout_s * 1000);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    vg_saved_model_load_options lo = VG_SAVED_MODEL_LOAD_OPTIONS_INIT;
+    vg_saved_model_load_options lo = {0};
     lo.refuse_file_writes = !allow_writes;
     lo.main_op_run_options = &ro;
     if (vg_saved_model_load_ex(dir, (const char *const *)tags, ntags, &lo, &m, &st) != VG_OK) {
@@ -740,7 +740,7 @@ int cli_train_meta(int argc, char **argv) {
         vg_graph_free(g);
         return cli_fail_status(&st);
     }
-    vg_mts_options mo = VG_MTS_OPTIONS_INIT;
+    vg_mts_options mo = {0};
     mo.checkpoint_dir = dir;
     mo.hooks = &stop;
     mo.nhooks = 1;

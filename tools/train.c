@@ -936,8 +936,8 @@ static vg_code evaluate(const train_opts *o, const data_files *d, const char *pr
         g, vg_cast(g, vg_equal(g, vg_argmax(g, logits, 1, VG_INT64, NULL), y, NULL), VG_FLOAT, NULL), NULL, -1,
         false, "correct");
     if ((rc = vg_graph_status(g, st)) != VG_OK) goto done;
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
-    so.write_meta_graph = false;
+    vg_saver_options so = {0};
+    so.no_meta_graph = true;
     if (!(saver = vg_saver_new(g, &so, st))) {
         rc = st->code;
         goto done;
@@ -1084,7 +1084,7 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
         if (rc == VG_OK) nh++;
     }
     if (rc == VG_OK && g_rank == 0) {
-        vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+        vg_checkpoint_saver_options co = {0};
         co.checkpoint_dir = o->ckpt_dir;
         co.scaffold = scaffold;
         if (o->save_ckpt_steps > 0) co.save_steps = o->save_ckpt_steps;
@@ -1111,7 +1111,7 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     } else if (rc == VG_OK && !o->quiet && o->log_steps > 0) {
         vg_output t[3] = {tg.loss, tg.accuracy, tg.step};
         const char *names[3] = {"loss", "accuracy", "step"};
-        vg_logging_tensor_options lo = VG_LOGGING_TENSOR_OPTIONS_INIT;
+        vg_logging_tensor_options lo = {0};
         lo.tensors = t;
         lo.names = names;
         lo.ntensors = 3;
@@ -1125,19 +1125,19 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
         vg_graph_free(tg.g);
         return cli_fail_status(&st);
     }
-    vg_config_proto so = vg_config_proto_default();
+    vg_config_proto so = {0};
     so.intra_op_parallelism_threads = so.inter_op_parallelism_threads = o->threads;
-    vg_mts_options mo = VG_MTS_OPTIONS_INIT;
+    vg_mts_options mo = {0};
     mo.checkpoint_dir = g_rank == 0 ? o->ckpt_dir : NULL; /* the chief restores and saves */
     mo.no_checkpoint_dir_lock = true; /* main() holds the directory's lock for the whole run */
     mo.hooks = hooks;
     mo.nhooks = nh;
     mo.config = &so;
-    mo.save_summaries_steps = o->save_summaries_steps;
-    if (o->save_summaries_steps == 0) mo.save_summaries_secs = 0; /* both off: no SummarySaverHook */
+    mo.save_summaries_steps = o->save_summaries_steps;          /* < 0: TF's default (100) */
+    mo.no_summaries = o->save_summaries_steps == 0;             /* no SummarySaverHook */
     mo.log_step_count_steps = o->log_steps;
-    mo.save_checkpoint_secs = 0; /* the hook above saves */
-    mo.save_checkpoint_steps = -1;
+    mo.no_step_counter = o->log_steps <= 0;
+    mo.no_checkpoints = true; /* the hook above saves */
     mo.scaffold = scaffold;
     vg_monitored_session *ms = vg_monitored_training_session_new(tg.g, &mo, &st);
     if (!ms) {
@@ -1150,7 +1150,7 @@ static int run_training(const train_opts *o, const data_files *d, int64_t n_trai
     }
     note("training from step %lld to step %lld (session ready %.2f s after start)", (long long)start_step,
          (long long)last_step, now_s() - t_start);
-    vg_run_args args = VG_RUN_ARGS_INIT;
+    vg_run_args args = {0};
     args.targets = &tg.train_op;
     args.ntargets = 1;
     rc = VG_OK;

@@ -88,7 +88,7 @@ static int build(vg_graph *g, int batch, int size, bm_built *b, vg_status *st) {
     vg_get_or_create_global_step(g);
     /* slim.learning.create_train_op: the batch-norm moving averages (UPDATE_OPS) first,
      * then the gradients and the update; running its tensor trains one step */
-    vg_create_train_op_opts to = vg_create_train_op_opts_default();
+    vg_create_train_op_opts to = {0};
     b->train = vg_create_train_op(g, loss, opt, &to);
     b->cleanup = free_opt, b->state = opt;
     b->feeds[0] = x, b->feeds[1] = y, b->nfeeds = 2;

@@ -10,6 +10,10 @@ Models (batch 64 by default):
   cnn  conv 5x5x32 same, ReLU, maxpool 2, conv 5x5x64 same, ReLU, maxpool 2,
        dense 3136 -> 128, ReLU, dense 10; Adam (lr 1e-3)
 
+--precision bf16 runs forward and loss under torch.cpu.amp.autocast(dtype=torch.bfloat16)
+(PyTorch's CPU mixed precision: bfloat16 matmuls and convolutions through its bundled
+oneDNN, float32 weights and optimizer), the peer of vigil's `--precision bf16`.
+
 --steps N > 0 times N single training steps (after a warm-up) on batches sliced
 beforehand; --epochs E > 0 trains a fresh model E epochs over shuffled data and
 evaluates test accuracy after each.  Output: one JSON object on one line, with
@@ -42,6 +46,8 @@ def cli():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=None, help="mlp 0.1 (SGD), cnn 1e-3 (Adam)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                    help="bf16: torch.cpu.amp.autocast(dtype=torch.bfloat16) around forward and loss")
     ap.add_argument("--data-dir", default=DEFAULT_DATA)
     return ap.parse_args()
 
@@ -124,7 +130,11 @@ def accuracy(net, x, y):
 
 def train_step(net, opt, loss_fn, xb, yb):
     opt.zero_grad(set_to_none=True)
-    loss = loss_fn(net(xb), yb)
+    if OPT.precision == "bf16":
+        with torch.cpu.amp.autocast(dtype=torch.bfloat16):
+            loss = loss_fn(net(xb), yb)
+    else:
+        loss = loss_fn(net(xb), yb)
     loss.backward()
     opt.step()
     return loss
@@ -190,7 +200,7 @@ def main():
         "impl": "pytorch", "torch_version": torch.__version__, "model": OPT.model, "threads": OPT.threads,
         "torch_num_threads": torch.get_num_threads(),
         "openblas_num_threads": int(os.environ["OPENBLAS_NUM_THREADS"]), "seed": OPT.seed,
-        "batch": OPT.batch, "mkldnn": torch.backends.mkldnn.is_available(),
+        "batch": OPT.batch, "precision": OPT.precision, "mkldnn": torch.backends.mkldnn.is_available(),
         "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
         "openblas_l2_size": os.environ.get("OPENBLAS_L2_SIZE"),
         "flops_per_step": step_flops(OPT.model, OPT.batch),

@@ -38,10 +38,21 @@ backward, update), timed the same way. Prints one JSON line with median_ms.
   bench/models/dnc.c feeds; gradients clipped to global norm 50, RMSprop (lr 1e-4,
   alpha 0.9, eps 1e-10; TF's RMSProp starts its mean square at 1 and adds epsilon
   inside the square root: the same work).
+--precision bf16: forward and loss under torch.cpu.amp.autocast(dtype=torch.bfloat16)
+(PyTorch's CPU mixed precision), the peer of bench_models --precision bf16.
 """
-import argparse, json, time
+import argparse, contextlib, json, time
 import torch
 import torch.nn as nn
+
+PRECISION = "fp32"
+
+
+def amp():
+    """The autocast context of --precision (a no-op for fp32)."""
+    if PRECISION == "bf16":
+        return torch.cpu.amp.autocast(dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 DEFS = [(1, 64), (2, 128), (1, 128), (2, 256), (1, 256), (2, 512), (1, 512),
         (1, 512), (1, 512), (1, 512), (1, 512), (2, 1024), (1, 1024)]
@@ -186,7 +197,8 @@ def graph_net_main(a):
     for i in range(a.steps + 1):
         t0 = time.perf_counter()
         opt.zero_grad()
-        loss = lossf(model(nodes, edges, senders, receivers), targets)
+        with amp():
+            loss = lossf(model(nodes, edges, senders, receivers), targets)
         loss.backward()
         opt.step()
         if i > 0:
@@ -357,9 +369,10 @@ def run_dnc(a):
     for i in range(a.steps + 1):
         t0 = time.perf_counter()
         opt.zero_grad()
-        logits = model(obs)
-        xent = nn.functional.binary_cross_entropy_with_logits(logits, targ, reduction="none")
-        loss = ((xent.sum(2) * mask).sum(0)).sum() / a.batch  # masked_sigmoid_cross_entropy
+        with amp():
+            logits = model(obs)
+            xent = nn.functional.binary_cross_entropy_with_logits(logits, targ, reduction="none")
+            loss = ((xent.sum(2) * mask).sum(0)).sum() / a.batch  # masked_sigmoid_cross_entropy
         loss.backward()
         nn.utils.clip_grad_norm_(params, 50.0)
         opt.step()
@@ -375,7 +388,10 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--size", type=int, default=128)
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     a = ap.parse_args()
+    global PRECISION
+    PRECISION = a.precision
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     if a.model == "dnc":
@@ -411,7 +427,8 @@ def main():
             t0 = time.perf_counter()
             opt.zero_grad()
             # sequence_loss averaged across the batch, summed over the steps
-            loss = nn.functional.cross_entropy(model(x), y, reduction="sum") / a.batch
+            with amp():
+                loss = nn.functional.cross_entropy(model(x), y, reduction="sum") / a.batch
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             opt.step()
@@ -432,9 +449,10 @@ def main():
     for i in range(a.steps + 1):
         t0 = time.perf_counter()
         opt.zero_grad()
-        loss = lossf(model(x), y)
-        if a.model != "mobilenet":
-            loss = loss + model.decay()
+        with amp():
+            loss = lossf(model(x), y)
+            if a.model != "mobilenet":
+                loss = loss + model.decay()
         loss.backward()
         opt.step()
         if ema is not None:  # tf.train.ExponentialMovingAverage(0.9999, global_step)

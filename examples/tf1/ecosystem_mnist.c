@@ -221,17 +221,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "graph: %s\n", st.msg);
         return 1;
     }
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
-    o.is_chief = fl.task_index <= 0; /* is_chief=(FLAGS.task_index == 0) */
+    vg_mts_options o = {0};
+    o.not_chief = fl.task_index > 0; /* is_chief=(FLAGS.task_index == 0) */
     o.checkpoint_dir = fl.train_dir;
-    o.log_step_count_steps = 0;
+    o.no_step_counter = true;
     vg_monitored_session *sess = fl.job_name ? vg_distributed_training_session_new(g, target, &o, &st)
                                              : vg_monitored_training_session_new(g, &o, &st);
     if (!sess) {
         fprintf(stderr, "session: %s\n", st.msg);
         return 1;
     }
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.fetches = &loss;
     a.nfetches = 1;
     a.targets = &train_op;

@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
     if (rc == VG_OK) rc = vg_stop_at_step_hook(-1, steps / size, &hooks[nh++], &st);
     vg_output logged[2] = {global_step, loss};
     const char *names[2] = {"step", "loss"};
-    vg_logging_tensor_options lo = VG_LOGGING_TENSOR_OPTIONS_INIT;
+    vg_logging_tensor_options lo = {0};
     lo.tensors = logged;
     lo.names = names;
     lo.ntensors = 2;
@@ -167,11 +167,11 @@ int main(int argc, char **argv) {
      * once: vigil runs on the CPU); the GPU pinning (visible_device_list = local_rank) has
      * no CPU twin: the host's cores are shared among its ranks instead */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN) / vg_dist_local_size();
-    vg_config_proto config = vg_config_proto_default();
+    vg_config_proto config = {0};
     config.gpu_allow_growth = true;
     config.intra_op_parallelism_threads = config.inter_op_parallelism_threads = ncpu > 1 ? (int)ncpu : 1;
     /* Horovod: save checkpoints only on worker 0 */
-    vg_mts_options mo = VG_MTS_OPTIONS_INIT;
+    vg_mts_options mo = {0};
     mo.checkpoint_dir = rank == 0 ? ckpt : NULL;
     mo.hooks = hooks;
     mo.nhooks = nh;
@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
     vg_tensor *yi = vg_tensor_new(VG_FLOAT, (int64_t[]){batch}, 1, &st);
     vg_output feeds[2] = {image, label};
     vg_tensor *vals[2] = {xi, yi};
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.feeds = feeds;
     a.feed_values = vals;
     a.nfeeds = 2;

@@ -195,7 +195,7 @@ static void build_graph(vg_graph *g, bool train, const hparams *h, const char *f
         vg_optimizer *opt = vg_optimizer_new_adam(h->learning_rate, 0.9, 0.999, 1e-8);
         *opt_out = opt;
         /* tf.contrib.slim.learning.create_train_op(loss, optimizer, clip_gradient_norm) */
-        vg_create_train_op_opts to = VG_CREATE_TRAIN_OP_OPTS_INIT;
+        vg_create_train_op_opts to = {0};
         to.clip_gradient_norm = h->clip_norm;
         vg_create_train_op(g, loss, opt, &to); /* adds itself to the 'train_op' collection */
 
@@ -285,7 +285,7 @@ static int run_training(vg_graph *g, const char *train_dir, int64_t num_training
     vg_hook hooks[4];
     int nhooks = 0;
     vg_nan_tensor_hook(loss, true, &hooks[nhooks++], &st);
-    vg_logging_tensor_options lo = VG_LOGGING_TENSOR_OPTIONS_INIT;
+    vg_logging_tensor_options lo = {0};
     lo.tensors = logging;
     lo.names = k_log_names;
     lo.ntensors = 4;
@@ -295,24 +295,24 @@ static int run_training(vg_graph *g, const char *train_dir, int64_t num_training
     lo.formatter_payload = &last;
     lo.sink = print_line;
     vg_logging_tensor_hook(&lo, &hooks[nhooks++], &st);
-    vg_step_counter_options so = VG_STEP_COUNTER_OPTIONS_INIT;
+    vg_step_counter_options so = {0};
     so.output_dir = train_dir;
     so.every_n_steps = summary_frequency;
     vg_step_counter_hook(&so, &hooks[nhooks++], &st);
     if (num_training_steps) vg_stop_at_step_hook(num_training_steps, -1, &hooks[nhooks++], &st);
 
     /* scaffold = tf.train.Scaffold(saver=tf.train.Saver(max_to_keep=checkpoints_to_keep)) */
-    vg_saver_options svo = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options svo = {0};
     svo.max_to_keep = checkpoints_to_keep;
     vg_saver *saver = vg_saver_new(g, &svo, &st);
-    vg_scaffold_options sco = VG_SCAFFOLD_OPTIONS_INIT;
+    vg_scaffold_options sco = {0};
     sco.saver = saver;
     vg_scaffold *scaffold = vg_scaffold_new(&sco);
 
     fprintf(stderr, "Starting training loop...\n");
     /* tf.contrib.training.train(train_op, logdir, scaffold, hooks, save_checkpoint_secs,
      * save_summaries_steps) */
-    vg_mts_options mo = VG_MTS_OPTIONS_INIT;
+    vg_mts_options mo = {0};
     mo.checkpoint_dir = train_dir;
     mo.scaffold = scaffold;
     mo.hooks = hooks;
@@ -405,7 +405,7 @@ static int run_eval(vg_graph *g, const char *train_dir, const char *eval_dir, in
 
     /* tf.contrib.training.evaluate_repeatedly(train_dir, eval_ops, hooks,
      * eval_interval_secs=60, timeout=timeout_secs) */
-    vg_evaluate_options o = VG_EVALUATE_OPTIONS_INIT;
+    vg_evaluate_options o = {0};
     o.eval_ops = ops;
     o.neval_ops = n < 8 ? n : 8;
     o.hooks = hooks;

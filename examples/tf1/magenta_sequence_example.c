@@ -84,12 +84,12 @@ int main(int argc, char **argv) {
     vg_optimizer *opt = vg_optimizer_new_adam(0.05, 0.9, 0.999, 1e-8);
     vg_op *train_op = vg_optimizer_minimize(opt, g, loss, NULL, 0, gs, NULL);
     if (vg_graph_status(g, &st) != VG_OK) return fprintf(stderr, "graph: %s\n", st.msg), 1;
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.checkpoint_dir = train_dir;
-    o.log_step_count_steps = 0;
+    o.no_step_counter = true;
     vg_monitored_session *sess = vg_monitored_training_session_new(g, &o, &st);
     if (!sess) return fprintf(stderr, "session: %s\n", st.msg), 1;
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     vg_output fetch[2] = {loss, batch[0]};
     a.fetches = fetch;
     a.nfetches = 2;

@@ -309,7 +309,7 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    vg_scaffold_options so = VG_SCAFFOLD_OPTIONS_INIT;
+    vg_scaffold_options so = {0};
     so.init_op = init_op;
     so.summary_op = summary_op;
     so.saver = saver;
@@ -318,13 +318,13 @@ int main(int argc, char **argv) {
     vg_code rc = vg_stop_at_step_hook(-1, a.steps, &hook, &st);
     vg_monitored_session *sess = NULL;
     if (rc == VG_OK && scaffold) {
-        vg_mts_options o = VG_MTS_OPTIONS_INIT;
-        o.is_chief = task_index == 0;
+        vg_mts_options o = {0};
+        o.not_chief = task_index != 0;
         o.scaffold = scaffold;
         o.checkpoint_dir = a.model;
         o.hooks = &hook;
         o.nhooks = 1;
-        o.log_step_count_steps = 0;
+        o.no_step_counter = true;
         sess = vg_monitored_training_session_new(g, &o, &st);
     }
     if (!sess) {
@@ -344,7 +344,7 @@ int main(int argc, char **argv) {
     rc = VG_OK;
     while (rc == VG_OK && !vg_monitored_session_should_stop(sess)) {
         vg_tensor *out[4] = {NULL};
-        vg_run_args ra = VG_RUN_ARGS_INIT;
+        vg_run_args ra = {0};
         if (step % 100 == 0) { /* sess.run(accuracy) */
             ra.fetches = &accuracy;
             ra.nfetches = 1;

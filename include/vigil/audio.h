@@ -57,14 +57,14 @@ VG_API vg_output vg_encode_wav(vg_graph *g, vg_output audio, vg_output sample_ra
  * INVALID_ARGUMENT: window_size <= 1, stride <= 0. No gradient (as TF). */
 VG_API vg_output vg_audio_spectrogram(vg_graph *g, vg_output input, int window_size, int stride,
                                       bool magnitude_squared, const char *name);
-/* Mfcc attributes; vg_mfcc_options_default(): TF's 4000, 20, 40, 13. */
+/* Mfcc attributes; {0}: TF's 4000, 20, 40, 13. */
 typedef struct vg_mfcc_options {
-    float upper_frequency_limit;  /* Hz, highest frequency of the mel filterbank */
-    float lower_frequency_limit;  /* Hz, lowest */
-    int filterbank_channel_count; /* mel channels */
-    int dct_coefficient_count;    /* cepstral coefficients kept (<= the channels) */
+    float upper_frequency_limit;  /* Hz, highest frequency of the mel filterbank (0: 4000) */
+    float lower_frequency_limit;  /* Hz, lowest (0: 20; 0 Hz: zero_lower_frequency_limit) */
+    int filterbank_channel_count; /* mel channels (0: 40) */
+    int dct_coefficient_count;    /* cepstral coefficients kept, <= the channels (0: 13) */
+    bool zero_lower_frequency_limit; /* true: lower_frequency_limit 0 Hz */
 } vg_mfcc_options;
-VG_API vg_mfcc_options vg_mfcc_options_default(void);
 /* Mfcc: spectrogram float32 [channels, frames, bins] (AudioSpectrogram with
  * magnitude_squared = true) and an int32 scalar sample_rate -> [channels, frames,
  * dct_coefficient_count]: HTK-style mel filterbank over sqrt(spectrogram) (DC bin

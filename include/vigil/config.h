@@ -7,8 +7,7 @@
  *     vg_graph_push_device(g, "/gpu:0");
  *     vg_output c = vg_const_f32(g, 1, "c");      // device "/gpu:0"
  *     vg_graph_pop_device(g);
- *     vg_config_proto cfg = vg_config_proto_default();
- *     cfg.allow_soft_placement = true;           // without it: INVALID_ARGUMENT, as TF
+ *     vg_config_proto cfg = {.allow_soft_placement = true}; // without it: INVALID_ARGUMENT, as TF
  *     vg_session *sess = vg_session_new_with_config(g, &cfg, &st);
  *     vg_session_free(sess);
  *     (void)c;
@@ -33,8 +32,6 @@ typedef struct vg_config_proto {
                                   mixed precision (vigil/mixed_precision.h) */
 } vg_config_proto;
 
-/* TF's defaults (all zero / false). */
-VG_API vg_config_proto vg_config_proto_default(void);
 
 /* The placer's check: every op's device (empty, or a CPU:0 of /job:localhost, replica 0,
  * task 0, in any of TF's spellings: "/cpu:0", "/device:CPU:0", "CPU",

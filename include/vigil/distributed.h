@@ -100,6 +100,31 @@ VG_API vg_code vg_dist_allreduce(void *buf, int64_t count, vg_dtype dt, vg_reduc
  * for a root outside [0, size). */
 VG_API vg_code vg_dist_broadcast(void *buf, int64_t bytes, int root, vg_status *st);
 
+/* Point-to-point messages between two ranks (dist layer; SyncReplicasOptimizer's
+ * protocol, vg_sync_replicas_optimizer_new). Tags are in [0, VG_DIST_MAX_TAG]; messages
+ * from one rank with one tag arrive in the order sent. They run on the same
+ * communication thread as the collectives.
+ * vg_dist_send copies bytes and returns: the message is delivered in the background
+ * (MPI_Isend), so a sender never waits for a receiver that is busy elsewhere.
+ * vg_dist_recv takes the next message with tag from source (VG_DIST_ANY_SOURCE: from
+ * any rank, MPI_ANY_SOURCE). wait = false: returns VG_OK with *out NULL and *from -1
+ * when none has arrived; wait = true: waits for one, at most the collective timeout,
+ * then fails with DEADLINE_EXCEEDED naming the rank waited on (and the world is broken
+ * as for a collective). On success *out (owned by the caller, vg_free), *bytes and
+ * *from (the sender) are set (each may be NULL but out).
+ * vg_dist_flush_sends waits until every message this rank sent was received
+ * (DEADLINE_EXCEEDED naming a receiver after the collective timeout): call it before
+ * vg_dist_finalize when the peers may still be receiving.
+ * They fail with FAILED_PRECONDITION (before init; a world of one rank has no peer),
+ * INVALID_ARGUMENT (a tag outside the range, a peer outside the world or this rank
+ * itself, a negative size or over 2^31 - 1 bytes, NULL buffers), UNAVAILABLE (MPI
+ * failed, or the world is broken by an earlier failure), RESOURCE_EXHAUSTED. */
+#define VG_DIST_ANY_SOURCE (-1)
+#define VG_DIST_MAX_TAG 999
+VG_API vg_code vg_dist_send(const void *buf, int64_t bytes, int dest, int tag, vg_status *st);
+VG_API vg_code vg_dist_recv(int source, int tag, bool wait, void **out, int64_t *bytes, int *from, vg_status *st);
+VG_API vg_code vg_dist_flush_sends(vg_status *st);
+
 /* ---- collective graph ops (kernel layer) --------------------------------------
  * TF's collective ops over the world: group_size must be the world's size (0 = the
  * world's size, whatever it is), group_key and instance_key are kept as attrs. The
@@ -256,7 +281,8 @@ VG_API vg_code vg_broadcast_global_variables_hook(int root_rank, struct vg_hook 
  * of every rank's gradients once). Joins the world; replicas_to_aggregate and
  * total_num_replicas (<= 0: = replicas_to_aggregate) must equal the world's size:
  * INVALID_ARGUMENT otherwise, naming the cause (a world of another size: start one rank
- * per replica; total > replicas_to_aggregate: backup replicas, not supported;
+ * per replica; total > replicas_to_aggregate: backup replicas, which
+ * vg_sync_replicas_optimizer_new below runs over point-to-point messages;
  * replicas_to_aggregate > total: several batches per replica and update, not
  * supported; replicas_to_aggregate <= 0). opt is borrowed.
  * NULL on failure. Free with vg_sync_replicas_free. */
@@ -271,6 +297,97 @@ VG_API vg_op *vg_sync_replicas_minimize(vg_sync_replicas *s, vg_graph *g, vg_out
  * (rank 0's) variables, after each session creation. INVALID_ARGUMENT for NULL. */
 VG_API vg_code vg_sync_replicas_make_session_run_hook(vg_sync_replicas *s, bool is_chief, struct vg_hook *out,
                                                       vg_status *st);
+
+/* ---- SyncReplicasOptimizer with backup workers (train layer; the hook: monitored) ----
+ * tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate, total_num_replicas) as TF
+ * runs it, over MPI point-to-point messages: rank 0 (the chief) holds the
+ * accumulators. Each step every rank computes its own gradient at its global step; the
+ * chief averages its own and the first replicas_to_aggregate - 1 workers' gradients of
+ * the current global step that arrive (MPI_ANY_SOURCE), drops a gradient of an older
+ * step (TF's ConditionalAccumulator: "stale"), and sends the mean to every worker;
+ * every worker blocks until that update (TF's token) and every rank applies it with opt,
+ * so variables, slots and the global step (once per update) stay identical on all
+ * ranks. With replicas_to_aggregate R < N ranks the N - R slowest are backup workers:
+ * which R gradients make an update may vary between runs, as in TF. A worker that is
+ * behind applies one waiting update per run (its gradients of an older step are
+ * dropped), as TF's worker takes one token per step. Waits are bounded by the collective timeout
+ * (vg_dist_set_collective_timeout_ms): the run fails with DEADLINE_EXCEEDED naming the
+ * ranks waited on (the chief: the workers that sent nothing; a worker: rank 0). See
+ * docs/distributed.md.
+ *
+ * _new joins the world. total_num_replicas <= 0 means replicas_to_aggregate (TF's
+ * None) and must equal the world's size (each worker is one rank); 1 <= R <= N.
+ * INVALID_ARGUMENT names the cause otherwise (R > N: TF lets a worker push several
+ * gradients per update; vigil refuses). opt is borrowed and must outlive this object.
+ * NULL on failure. Free with vg_sync_replicas_optimizer_free (after the session that
+ * runs its ops is closed; a run after that fails with FAILED_PRECONDITION). */
+typedef struct vg_sync_replicas_optimizer vg_sync_replicas_optimizer;
+VG_API vg_sync_replicas_optimizer *vg_sync_replicas_optimizer_new(vg_optimizer *opt, int replicas_to_aggregate,
+                                                                  int total_num_replicas, vg_status *st);
+VG_API void vg_sync_replicas_optimizer_free(vg_sync_replicas_optimizer *s);
+/* total_num_replicas and replicas_to_aggregate as resolved by _new (0 for NULL). */
+VG_API int vg_sync_replicas_optimizer_total_num_replicas(const vg_sync_replicas_optimizer *s);
+VG_API int vg_sync_replicas_optimizer_replicas_to_aggregate(const vg_sync_replicas_optimizer *s);
+/* True once apply_gradients (or minimize) built the update (TF's _gradients_applied). */
+VG_API bool vg_sync_replicas_optimizer_applied(const vg_sync_replicas_optimizer *s);
+/* apply_gradients(grads_and_vars, global_step): the op VigilSyncReplicasAggregate
+ * "<name>/aggregate" (inputs: the global step, the gradients; outputs: the means), then
+ * opt's apply_gradients of the means (pairs with grads[i].op NULL skipped). The train op
+ * (borrowed), NULL with the graph's error recorded: INVALID_ARGUMENT (no global step:
+ * "Global step is required to check staleness"; a gradient not float32/float64; no
+ * gradients), opt's errors. Every rank must build the same graph. name NULL:
+ * "sync_replicas". */
+VG_API vg_op *vg_sync_replicas_optimizer_apply_gradients(vg_sync_replicas_optimizer *s, vg_graph *g,
+                                                         const vg_output *grads, const vg_output *vars, int n,
+                                                         vg_output global_step, const char *name);
+/* TF's variable_averages / variables_to_average: after each update, ema.apply(vars)
+ * (vars NULL, n 0: the trainable variables), as TF's chief runs it after the update;
+ * here every rank runs it, so the shadows stay identical. The train op is then the
+ * EMA's NoOp, run after the update. Call before apply_gradients / minimize
+ * (FAILED_PRECONDITION after); ema is borrowed (vigil/train_lib.h, vg_ema_new), vars
+ * copied. INVALID_ARGUMENT for NULL s or ema, n < 0, NULL vars with n > 0. */
+typedef struct vg_ema vg_ema; /* vigil/train_lib.h */
+VG_API vg_code vg_sync_replicas_optimizer_set_variable_averages(vg_sync_replicas_optimizer *s, vg_ema *ema,
+                                                                const vg_output *vars, int n, vg_status *st);
+/* minimize over the trainable variables: this rank's gradients (vg_gradients, never
+ * averaged by a collective) and apply_gradients. NULL with the graph's error recorded
+ * (INVALID_ARGUMENT "No variables to optimize.", vg_gradients' and apply_gradients'
+ * errors). At run time the train op fails with DEADLINE_EXCEEDED / UNAVAILABLE as
+ * above, FAILED_PRECONDITION (fewer than R ranks still train; after _finish or _free),
+ * OUT_OF_RANGE (a worker whose chief has finished), INTERNAL (ranks whose gradients do
+ * not match: different graphs). A waiting step is not cancelled by closing the session:
+ * the collective timeout bounds it. */
+VG_API vg_op *vg_sync_replicas_optimizer_minimize(vg_sync_replicas_optimizer *s, vg_graph *g, vg_output loss,
+                                                  vg_output global_step, const char *name);
+/* What this rank has seen: updates applied, gradients in them, gradients the chief
+ * dropped (stale, or surplus once R were in; 0 on workers), and the last update's step
+ * and contributing ranks (the first VG_SYNC_REPLICAS_MAX_RANKS). Fills *out;
+ * INVALID_ARGUMENT for NULL. */
+#define VG_SYNC_REPLICAS_MAX_RANKS 64
+typedef struct vg_sync_replicas_stats {
+    int64_t updates, gradients_applied, stale_dropped;
+    int64_t last_step; /* the global step the last update's gradients were computed at; -1: none */
+    int num_last_ranks;
+    int last_ranks[VG_SYNC_REPLICAS_MAX_RANKS];
+} vg_sync_replicas_stats;
+VG_API vg_code vg_sync_replicas_optimizer_stats(const vg_sync_replicas_optimizer *s, vg_sync_replicas_stats *out,
+                                                vg_status *st);
+/* Ends this rank's part (the hook's end() calls it): a worker tells the chief it is done
+ * and takes the updates still sent to it until the chief's reply; the chief takes the
+ * messages still coming until every worker is done. Then waits until everything this
+ * rank sent was received, so vg_dist_finalize finds no message in flight. Every rank
+ * must call it once after its last step (again: no-op). DEADLINE_EXCEEDED naming the
+ * rank(s) waited on after the collective timeout; UNAVAILABLE. */
+VG_API vg_code vg_sync_replicas_optimizer_finish(vg_sync_replicas_optimizer *s, vg_status *st);
+/* make_session_run_hook(is_chief, num_tokens) (monitored layer): begin() fails with
+ * FAILED_PRECONDITION when apply_gradients / minimize was not called yet (TF's
+ * ValueError); after each session creation every rank takes the chief's variables (a
+ * broadcast, as TF's workers wait on the chief's init); end() calls _finish. num_tokens:
+ * -1 (TF's default) or >= 0; every worker waits for the update after each gradient
+ * (TF with num_tokens = 0), so the initial tokens TF would queue are not used.
+ * INVALID_ARGUMENT for NULL, num_tokens < -1, or is_chief != (rank == 0). */
+VG_API vg_code vg_sync_replicas_optimizer_make_session_run_hook(vg_sync_replicas_optimizer *s, bool is_chief,
+                                                                int num_tokens, struct vg_hook *out, vg_status *st);
 
 /* ---- TF1's ClusterSpec / Server / replica_device_setter (monitored layer) ------------
  * A ps/worker program becomes synchronous data-parallel training: each "worker" task

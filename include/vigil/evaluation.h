@@ -9,7 +9,7 @@
  *     vg_metric acc = vg_metrics_accuracy(g, y, vg_argmax(g, x, 1, VG_INT64, NULL), NULL);
  *     vg_hook stop;
  *     vg_stop_after_n_evals_hook(10, true, &stop, &st);
- *     vg_evaluate_options o = vg_evaluate_options_default();
+ *     vg_evaluate_options o = {0};
  *     o.checkpoint_path = "runs/model.ckpt-1000";
  *     o.eval_ops = &acc.update.op;
  *     o.neval_ops = 1;
@@ -74,8 +74,6 @@ typedef struct vg_evaluate_options {
     int nhooks;
 } vg_evaluate_options;
 
-#define VG_EVALUATE_OPTIONS_INIT {NULL, NULL, NULL, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, NULL, 0, NULL, 0}
-VG_API vg_evaluate_options vg_evaluate_options_default(void);
 
 /* _evaluate_once: adds "eval_step" and its AssignAdd (use_locking) to the eval ops,
  * hands _StopAfterNEvalsHook hooks the incremented counter, creates a MonitoredSession

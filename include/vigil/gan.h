@@ -26,7 +26,7 @@
  *         vg_code c = vg_gan_train_ops_build(g, &m, &l, go, dopt, NULL, &ops, &st);
  *         vg_hook stop;
  *         if (!c) c = vg_stop_at_step_hook(200, -1, &stop, &st);
- *         vg_mts_options o = VG_MTS_OPTIONS_INIT;
+ *         vg_mts_options o = {0};
  *         o.checkpoint_dir = logdir; o.hooks = &stop; o.nhooks = 1;
  *         if (!c) c = vg_gan_train(g, &ops, NULL, &o, NULL, &st);
  *         vg_optimizer_free(go), vg_optimizer_free(dopt), vg_gan_model_free(&m);

@@ -67,34 +67,34 @@ typedef struct vg_checkpoint_listener {
 
 typedef struct vg_checkpoint_saver_options {
     const char *checkpoint_dir;
-    double save_secs;                 /* exactly one of save_secs / save_steps > 0 */
+    double save_secs;                 /* exactly one of save_secs / save_steps > 0 (TF has no
+                                         default: 0 is TF's None) */
     int64_t save_steps;
     vg_saver *saver;                  /* saver or scaffold, not both (INVALID_ARGUMENT) */
     vg_scaffold *scaffold;            /* neither: the graph's "savers" collection / a new Saver */
-    const char *checkpoint_basename;  /* "model.ckpt" */
+    const char *checkpoint_basename;  /* NULL: "model.ckpt" */
     const vg_checkpoint_listener *listeners; /* owned by the hook */
     int nlisteners;
-    bool save_graph_def;              /* true: graph.pbtxt and the graph/meta events */
+    bool no_save_graph_def;           /* false (TF's save_graph_def=True): graph.pbtxt and the
+                                         graph/meta events are written; true: not */
 } vg_checkpoint_saver_options;
-
-#define VG_CHECKPOINT_SAVER_OPTIONS_INIT {NULL, -1.0, -1, NULL, NULL, "model.ckpt", NULL, 0, true}
-VG_API vg_checkpoint_saver_options vg_checkpoint_saver_options_default(void);
 
 VG_API vg_code vg_checkpoint_saver_hook(const vg_checkpoint_saver_options *o, vg_hook *out, vg_status *st);
 
 /* StepCounterHook(every_n_steps = 100, every_n_secs, output_dir, summary_writer):
  * writes "global_step/sec" summaries (and logs steps/sec). */
 typedef struct vg_step_counter_options {
-    int64_t every_n_steps;            /* 100; <= 0 unset */
-    double every_n_secs;              /* <= 0 unset */
+    int64_t every_n_steps;            /* 0: TF's 100 when every_n_secs is 0 too, else unset
+                                         (TF's None); < 0: None even then (INVALID_ARGUMENT
+                                         without every_n_secs, as TF) */
+    double every_n_secs;              /* 0 (or < 0): unset (TF's None) */
     const char *output_dir;           /* NULL: no summaries unless summary_writer */
     vg_file_writer *summary_writer;   /* borrowed */
 } vg_step_counter_options;
 
-#define VG_STEP_COUNTER_OPTIONS_INIT {100, -1.0, NULL, NULL}
-VG_API vg_step_counter_options vg_step_counter_options_default(void);
-
-/* o NULL: defaults. INVALID_ARGUMENT unless exactly one frequency is set. */
+/* o NULL or {0}: TF's defaults (every 100 steps). INVALID_ARGUMENT when both
+ * frequencies are set (TF: "exactly one of every_n_steps and every_n_secs should be
+ * provided."). */
 VG_API vg_code vg_step_counter_hook(const vg_step_counter_options *o, vg_hook *out, vg_status *st);
 
 /* LoggingTensorHook(tensors, every_n_iter | every_n_secs, at_end, formatter). */
@@ -104,8 +104,8 @@ typedef struct vg_logging_tensor_options {
     const vg_output *tensors;
     const char *const *names;         /* display names (NULL: tensor names "loss:0") */
     int ntensors;
-    int64_t every_n_iter;             /* <= 0 unset */
-    double every_n_secs;              /* <= 0 unset */
+    int64_t every_n_iter;             /* 0: unset (TF's None); < 0: INVALID_ARGUMENT */
+    double every_n_secs;              /* <= 0: unset (TF's None) */
     bool at_end;
     vg_tensor_formatter formatter;    /* NULL: "loss = 0.25, step = 10 (0.3 sec)" */
     void *formatter_payload;
@@ -114,8 +114,6 @@ typedef struct vg_logging_tensor_options {
     void *sink_payload;
 } vg_logging_tensor_options;
 
-#define VG_LOGGING_TENSOR_OPTIONS_INIT {NULL, NULL, 0, -1, -1.0, false, NULL, NULL, NULL, NULL}
-VG_API vg_logging_tensor_options vg_logging_tensor_options_default(void);
 
 VG_API vg_code vg_logging_tensor_hook(const vg_logging_tensor_options *o, vg_hook *out, vg_status *st);
 
@@ -127,16 +125,13 @@ VG_API vg_code vg_nan_tensor_hook(vg_output loss, bool fail_on_nan_loss, vg_hook
 /* SummarySaverHook(save_steps | save_secs, output_dir | summary_writer,
  * scaffold | summary_op). */
 typedef struct vg_summary_saver_options {
-    int64_t save_steps;
-    double save_secs;
+    int64_t save_steps;               /* exactly one of save_steps / save_secs > 0 (TF has no */
+    double save_secs;                 /* default: 0 is TF's None) */
     const char *output_dir;
     vg_file_writer *summary_writer;   /* borrowed */
     vg_scaffold *scaffold;
     vg_output summary_op;
 } vg_summary_saver_options;
-
-#define VG_SUMMARY_SAVER_OPTIONS_INIT {-1, -1.0, NULL, NULL, NULL, {NULL, 0}}
-VG_API vg_summary_saver_options vg_summary_saver_options_default(void);
 
 VG_API vg_code vg_summary_saver_hook(const vg_summary_saver_options *o, vg_hook *out, vg_status *st);
 
@@ -155,8 +150,6 @@ typedef struct vg_final_ops_options {
     int nfeeds;
 } vg_final_ops_options;
 
-#define VG_FINAL_OPS_OPTIONS_INIT {NULL, 0, NULL, NULL, 0}
-VG_API vg_final_ops_options vg_final_ops_options_default(void);
 
 /* Fails with INVALID_ARGUMENT (o or out NULL, a NULL array with a count > 0). */
 VG_API vg_code vg_final_ops_hook(const vg_final_ops_options *o, vg_hook *out, vg_status *st);
@@ -174,15 +167,12 @@ VG_API vg_code vg_feed_fn_hook(vg_feed_fn fn, void *payload, vg_hook *out, vg_st
  * Chrome trace files "timeline-<step>.json" from full traces, and the run metadata to
  * the output dir's event file with tag "step_<step>". */
 typedef struct vg_profiler_options {
-    int64_t save_steps;               /* exactly one of save_steps / save_secs > 0 */
+    int64_t save_steps;               /* exactly one of save_steps / save_secs > 0 (0: TF's None) */
     double save_secs;
-    const char *output_dir;           /* "" (TF): the current directory */
-    bool show_dataflow;               /* true */
+    const char *output_dir;           /* NULL or "" (TF's ""): the current directory */
+    bool no_show_dataflow;            /* false (TF's show_dataflow=True); true: hidden */
     bool show_memory;                 /* false */
 } vg_profiler_options;
-
-#define VG_PROFILER_OPTIONS_INIT {-1, -1.0, "", true, false}
-VG_API vg_profiler_options vg_profiler_options_default(void);
 
 VG_API vg_code vg_profiler_hook(const vg_profiler_options *o, vg_hook *out, vg_status *st);
 

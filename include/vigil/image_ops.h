@@ -29,16 +29,17 @@ VG_API vg_output vg_decode_png(vg_graph *g, vg_output contents, int channels, co
 /* DecodeImage (tf.image.decode_image for PNG and JPEG): channels 0, 1, 3, 4. */
 VG_API vg_output vg_decode_image(vg_graph *g, vg_output contents, int channels, const char *name);
 
+/* {0}: TF's defaults. */
 typedef struct vg_decode_jpeg_options {
     int channels;              /* 0, 1, 3 (default 0) */
-    int ratio;                 /* downscaling: 1, 2, 4, 8 (default 1) */
-    bool fancy_upscaling;      /* default true */
+    int ratio;                 /* downscaling: 1, 2, 4, 8 (0: TF's 1) */
+    bool no_fancy_upscaling;   /* false (TF's fancy_upscaling=True) */
     bool try_recover_truncated;/* default false */
-    float acceptable_fraction; /* of rows needed from a truncated file (default 1) */
-    const char *dct_method;    /* "" (INTEGER_FAST), "INTEGER_FAST", "INTEGER_ACCURATE" */
+    float acceptable_fraction; /* of rows needed from a truncated file (0: TF's 1; a fraction
+                                  of 0: zero_acceptable_fraction) */
+    const char *dct_method;    /* NULL or "" (INTEGER_FAST), "INTEGER_FAST", "INTEGER_ACCURATE" */
+    bool zero_acceptable_fraction; /* true: acceptable_fraction 0 (any number of rows) */
 } vg_decode_jpeg_options;
-/* TF's defaults. */
-VG_API vg_decode_jpeg_options vg_decode_jpeg_options_default(void);
 /* DecodeJpeg(contents) -> uint8 [h/ratio, w/ratio, channels]; opts NULL = defaults. */
 VG_API vg_output vg_decode_jpeg(vg_graph *g, vg_output contents, const vg_decode_jpeg_options *opts, const char *name);
 /* EncodePng(image uint8 [h, w, c], c in 1..4) -> string scalar; compression -1..9. */
@@ -68,6 +69,52 @@ VG_API vg_output vg_adjust_hue_op(vg_graph *g, vg_output images, vg_output delta
 /* RGBToHSV / HSVToRGB (tf.image.rgb_to_hsv / hsv_to_rgb): float, last dim 3, h in [0, 1). */
 VG_API vg_output vg_rgb_to_hsv(vg_graph *g, vg_output images, const char *name);
 VG_API vg_output vg_hsv_to_rgb(vg_graph *g, vg_output images, const char *name);
+
+/* ---- bounding boxes ---------------------------------------------------------- */
+/* Options of tf.image.sample_distorted_bounding_box; zero-initialised: TF's defaults
+ * (the values in brackets). */
+typedef struct vg_sample_distorted_bbox_options {
+    int64_t seed;                        /* op seed; 0: the graph's seed rules (vg_graph_get_seed) */
+    float min_object_covered;            /* [0.1] when the builder gets no tensor for it; 0 reads as
+                                          * 0.1: set zero_min_object_covered for 0 */
+    bool zero_min_object_covered;        /* min_object_covered is 0 */
+    float aspect_ratio_range[2];         /* [0.75, 1.33] (both 0: the default): width / height of the crop */
+    float area_range[2];                 /* [0.05, 1.0] (both 0: the default): crop area / image area, in (0, 1] */
+    int64_t max_attempts;                /* [100] (0: the default); < 0 is an error */
+    bool use_image_if_no_bounding_boxes; /* [false] */
+} vg_sample_distorted_bbox_options;
+/* SampleDistortedBoundingBoxV2(image_size [3] (uint8/int32/int64: height, width,
+ * depth), bounding_boxes float [batch, N, 4] (ymin, xmin, ymax, xmax in [0, 1]),
+ * min_object_covered float scalar) -> begin [3], size [3] (image_size's dtype: begin
+ * {y, x, 0}, size {h, w, -1}, for tf.slice) and bboxes float [1, 1, 4] (the crop,
+ * normalised, for draw_bounding_boxes): outputs 0, 1, 2 of the returned op. A stateful
+ * random op as TF 1.15's sample_distorted_bounding_box_op.cc: up to max_attempts times,
+ * an aspect ratio uniform in aspect_ratio_range, a height uniform over the heights whose
+ * crop area lies in area_range * image area, a uniform position; the first crop that
+ * covers at least min_object_covered of some box (of >= 1 pixel) wins, else the whole
+ * image. min_object_covered {NULL, 0}: a Const of opts->min_object_covered. opts NULL:
+ * defaults. Draws come from vigil's seeded stream (random_internal.h): same seeds, same
+ * boxes per session (each run draws anew); the values differ from TF's Philox draws.
+ * Build-time errors (graph status, NULL): INVALID_ARGUMENT for dtypes, ranks,
+ * "Aspect ratio range must be non-negative: [a, b]", "Area range must be non-negative:
+ * [...]", "Area range must be less then or equal to 1.0: [...]", "Max attempts must be
+ * non-negative: N". Run-time: INVALID_ARGUMENT "Min object covered must be
+ * non-negative: x", "image_size must contain 3 elements", "All bounding box coordinates
+ * must be in [0.0, 1.0]: v", "No bounding boxes provided as input. One must enable
+ * use_image_if_no_bounding_boxes ...", "image height cannot be >= int32 max". */
+VG_API vg_op *vg_sample_distorted_bounding_box_v2(vg_graph *g, vg_output image_size, vg_output bounding_boxes,
+                                                  vg_output min_object_covered,
+                                                  const vg_sample_distorted_bbox_options *opts, const char *name);
+
+/* DrawBoundingBoxes(images float [batch, h, w, depth] (depth 1, 3 or 4), boxes float
+ * [batch, n, 4] (ymin, xmin, ymax, xmax, relative)) -> images with each box's one-pixel
+ * outline at rows / columns floor(coord * (size - 1)), clipped to the image, in colour
+ * k % 10 of TF 1.15's table (yellow, blue, red, lime, purple, olive, maroon, navy,
+ * aqua, fuchsia; grey images: white). Inverted boxes and boxes outside the image are
+ * skipped with a WARNING log, as TF. Not differentiable. Build-time INVALID_ARGUMENT for
+ * non-float inputs, ranks other than 4 / 3 and a depth other than 1, 3, 4; run-time
+ * INVALID_ARGUMENT "The batch sizes should be the same". */
+VG_API vg_output vg_draw_bounding_boxes(vg_graph *g, vg_output images, vg_output boxes, const char *name);
 
 #ifdef __cplusplus
 }

@@ -10,11 +10,11 @@
  * function asked to stop), calls the hooks' end() in those cases and when the loop
  * ended normally, closes the session and returns anything else:
  *
- *     vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+ *     vg_singular_options o = {0};
  *     o.hooks = hooks; o.nhooks = 2; o.checkpoint_dir = "runs/m";
  *     vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
  *     if (!ms) return st.code;
- *     vg_run_args args = VG_RUN_ARGS_INIT;
+ *     vg_run_args args = {0};
  *     args.targets = &train_op; args.ntargets = 1;
  *     vg_code rc = VG_OK;
  *     while (rc == VG_OK && !vg_monitored_session_should_stop(ms))
@@ -47,8 +47,6 @@ typedef struct vg_run_args {
     const vg_run_options *options; /* NULL = none */
 } vg_run_args;
 
-#define VG_RUN_ARGS_INIT {NULL, 0, NULL, NULL, 0, NULL, 0, NULL}
-VG_API vg_run_args vg_run_args_default(void);
 
 /* SessionRunContext: one per run() call, shared by every hook's before_run and
  * after_run. */
@@ -108,8 +106,6 @@ typedef struct vg_scaffold_options {
     const vg_scaffold *copy_from_scaffold; /* unset fields are copied from it */
 } vg_scaffold_options;
 
-#define VG_SCAFFOLD_OPTIONS_INIT {NULL, NULL, NULL, 0, NULL, NULL, {NULL, 0}, {NULL, 0}, NULL, {NULL, 0}, NULL, NULL}
-VG_API vg_scaffold_options vg_scaffold_options_default(void);
 
 /* New scaffold (nothing created until finalize). NULL on allocation failure. */
 VG_API vg_scaffold *vg_scaffold_new(const vg_scaffold_options *opts);
@@ -135,15 +131,13 @@ typedef struct vg_session_manager_options {
     vg_op *local_init_op;
     vg_output ready_op;
     vg_output ready_for_local_init_op;
-    double recovery_wait_secs;       /* 30 */
+    double recovery_wait_secs;       /* 0: TF's 30 */
     const vg_config_proto *config;   /* tf.ConfigProto (vigil/config.h); NULL: defaults. Every session
                                         is made by vg_session_new_with_config: its placement check
                                         (a "/gpu:0" op fails without allow_soft_placement, as TF) and
                                         its thread counts */
 } vg_session_manager_options;
 
-#define VG_SESSION_MANAGER_OPTIONS_INIT {NULL, {NULL, 0}, {NULL, 0}, 30.0, NULL}
-VG_API vg_session_manager_options vg_session_manager_options_default(void);
 
 /* New session manager (free with vg_session_manager_free); opts NULL: defaults. Fails
  * (NULL, *st set) with INVALID_ARGUMENT for a NULL graph or a ready_for_local_init_op
@@ -158,7 +152,7 @@ typedef struct vg_prepare_options {
     const char *checkpoint_dir;
     const char *checkpoint_filename_with_path;
     bool wait_for_checkpoint;
-    double max_wait_secs;            /* 7200 */
+    double max_wait_secs;            /* 0: TF's 7200 */
     const vg_output *init_feeds;
     vg_tensor *const *init_feed_values;
     int ninit_feeds;
@@ -167,8 +161,6 @@ typedef struct vg_prepare_options {
     vg_scaffold *scaffold;           /* passed to init_fn */
 } vg_prepare_options;
 
-#define VG_PREPARE_OPTIONS_INIT {NULL, NULL, NULL, NULL, false, 7200.0, NULL, NULL, 0, NULL, NULL, NULL}
-VG_API vg_prepare_options vg_prepare_options_default(void);
 
 /* prepare_session: restore from the checkpoint (or run init_op / init_fn), then
  * local_init_op, then the ready check. Returns a new session (caller frees). Fails with
@@ -202,7 +194,7 @@ typedef struct vg_session_creator {
  * when it is destroyed (vg_monitored_session_free), so two trainers never interleave
  * checkpoints in one directory; a second one fails at once with FAILED_PRECONDITION
  * (TF's RuntimeError mapping), whether it runs in another process or in this one.
- * Workers (is_chief false) never lock. A program that must share a directory (or holds
+ * Workers (not_chief) never lock. A program that must share a directory (or holds
  * the lock itself with vg_checkpoint_dir_lock_acquire, as `vigil train` does for its
  * whole run) sets the options' no_checkpoint_dir_lock. */
 typedef struct vg_dir_lock vg_dir_lock;
@@ -238,12 +230,10 @@ typedef struct vg_session_creator_options {
                                                   vg_session_manager_options.config) */
     const char *checkpoint_dir;                /* chief only */
     const char *checkpoint_filename_with_path; /* chief only */
-    double max_wait_secs;                      /* worker only: 1800 (TF's 30 * 60) */
+    double max_wait_secs;                      /* worker only: 0 = TF's 1800 (30 * 60) */
     bool no_checkpoint_dir_lock;               /* chief: true = do not lock checkpoint_dir (above) */
 } vg_session_creator_options;
 
-#define VG_SESSION_CREATOR_OPTIONS_INIT {NULL, NULL, NULL, NULL, 1800.0, false}
-VG_API vg_session_creator_options vg_session_creator_options_default(void);
 
 /* ChiefSessionCreator / WorkerSessionCreator: fill *out (its destroy releases it; a
  * monitored session given it takes it over). o NULL: defaults. A chief creator with a
@@ -265,11 +255,8 @@ typedef struct vg_monitored_options {
     vg_session_creator creator;      /* {NULL}: ChiefSessionCreator with a default scaffold */
     const vg_hook *hooks;            /* owned by the session (also when creation fails) */
     int nhooks;
-    double stop_grace_period_secs;   /* 120 */
+    double stop_grace_period_secs;   /* 0: TF's 120 */
 } vg_monitored_options;
-
-#define VG_MONITORED_OPTIONS_INIT {{NULL, NULL, NULL}, NULL, 0, 120.0}
-VG_API vg_monitored_options vg_monitored_options_default(void);
 
 /* MonitoredSession: recovers from ABORTED/UNAVAILABLE by creating a new session. The
  * graph is finalized by the creator's scaffold; it is un-finalized again at close if it
@@ -285,13 +272,10 @@ typedef struct vg_singular_options {
     vg_scaffold *scaffold;                 /* NULL: default scaffold */
     const vg_config_proto *config;         /* tf.ConfigProto; NULL: defaults (see vg_session_manager_options) */
     const char *checkpoint_dir;
-    double stop_grace_period_secs;         /* 120 */
+    double stop_grace_period_secs;         /* 0: TF's 120 */
     const char *checkpoint_filename_with_path;
     bool no_checkpoint_dir_lock;           /* true: do not lock checkpoint_dir (vg_checkpoint_dir_lock_acquire) */
 } vg_singular_options;
-
-#define VG_SINGULAR_OPTIONS_INIT {NULL, 0, NULL, NULL, NULL, 120.0, NULL, false}
-VG_API vg_singular_options vg_singular_options_default(void);
 
 /* SingularMonitoredSession: no recovery; raw_session() available. Takes ownership of
  * the hooks. With a checkpoint_dir it locks the directory until freed (see
@@ -363,29 +347,35 @@ VG_API void vg_monitored_session_free(vg_monitored_session *ms);
 
 /* ------------------------------------------------------------------------ */
 /* MonitoredTrainingSession */
+/* {0} is MonitoredTrainingSession() with no arguments: every field's zero stands for TF
+ * 1.15's default. The four frequencies: 0 = TF's USE_DEFAULT (resolved as TF: with
+ * both checkpoint frequencies unset, every 600 s; with both summary frequencies unset,
+ * every 100 steps; setting one leaves the other None). "None for both" (no hook) is
+ * spelled with the no_* flags. */
 typedef struct vg_mts_options {
-    bool is_chief;                       /* true */
+    bool not_chief;                      /* false: the chief (TF's is_chief=True); true: a worker */
     const char *checkpoint_dir;          /* NULL: no checkpoints, no summaries unless summary_dir */
     vg_scaffold *scaffold;
     const vg_hook *hooks;                /* owned by the session */
     int nhooks;
     const vg_hook *chief_only_hooks;     /* owned; destroyed at once on a non-chief */
     int nchief_only_hooks;
-    double save_checkpoint_secs;         /* 600. For the four frequencies: < 0 = USE_DEFAULT, 0 = None (off) */
-    int64_t save_summaries_steps;        /* 100; < 0 = unset */
-    double save_summaries_secs;          /* < 0 = unset */
+    double save_checkpoint_secs;         /* 0 (or < 0): USE_DEFAULT (600 when save_checkpoint_steps is unset too) */
+    int64_t save_summaries_steps;        /* 0 (or < 0): USE_DEFAULT (100 when save_summaries_secs is unset too) */
+    double save_summaries_secs;          /* 0 (or < 0): USE_DEFAULT */
     const vg_config_proto *config;       /* tf.ConfigProto; NULL: defaults (see vg_session_manager_options) */
-    double stop_grace_period_secs;       /* 120 */
-    int64_t log_step_count_steps;        /* 100; 0 = no StepCounterHook */
-    double max_wait_secs;                /* 7200 */
-    int64_t save_checkpoint_steps;       /* < 0 = unset */
+    double stop_grace_period_secs;       /* 0: TF's 120 */
+    int64_t log_step_count_steps;        /* 0: TF's 100 */
+    double max_wait_secs;                /* 0: TF's 7200 */
+    int64_t save_checkpoint_steps;       /* 0 (or < 0): USE_DEFAULT */
     const char *summary_dir;             /* NULL: checkpoint_dir */
     bool no_checkpoint_dir_lock;         /* chief: true = do not lock checkpoint_dir (vg_checkpoint_dir_lock_acquire) */
+    bool no_checkpoints;                 /* true: no CheckpointSaverHook (TF: save_checkpoint_secs=None
+                                            and save_checkpoint_steps=None) */
+    bool no_summaries;                   /* true: no SummarySaverHook (TF: save_summaries_steps=None
+                                            and save_summaries_secs=None) */
+    bool no_step_counter;                /* true: no StepCounterHook (TF: log_step_count_steps=None or 0) */
 } vg_mts_options;
-
-#define VG_MTS_OPTIONS_INIT \
-    {true, NULL, NULL, NULL, 0, NULL, 0, -1.0, -1, -1.0, NULL, 120.0, 100, 7200.0, -1, NULL, false}
-VG_API vg_mts_options vg_mts_options_default(void);
 
 /* tf.train.MonitoredTrainingSession: a MonitoredSession with TF's default hooks for the
  * chief (StepCounterHook, SummarySaverHook, CheckpointSaverHook) resolved from the

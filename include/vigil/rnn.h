@@ -65,12 +65,12 @@ typedef struct vg_lstm_cell_options {
     float cell_clip;     /* <= 0: none */
     int64_t num_proj;    /* 0: no projection */
     float proj_clip;     /* <= 0: none */
-    float forget_bias;   /* 1.0 */
-    bool state_is_tuple; /* true */
+    float forget_bias;   /* 0: TF's 1.0 (a bias of 0.0: zero_forget_bias) */
+    bool concat_state;   /* false (TF's state_is_tuple=True); true: state_is_tuple=False */
     const vg_initializer *initializer; /* NULL: TF's None (the variable scope's, else
                                           glorot_uniform); copied at construction */
+    bool zero_forget_bias; /* true: forget_bias 0.0 (zero in forget_bias stands for 1.0) */
 } vg_lstm_cell_options;
-#define VG_LSTM_CELL_OPTIONS_INIT {false, 0.0f, 0, 0.0f, 1.0f, true, NULL}
 /* tf.nn.rnn_cell.LSTMCell(num_units, use_peepholes, cell_clip, initializer, num_proj,
  * proj_clip, forget_bias, state_is_tuple): initializer for the kernel, the peepholes
  * and the projection; o NULL = defaults. */

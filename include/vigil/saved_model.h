@@ -66,13 +66,12 @@ typedef struct vg_saved_model_load_options {
      * DEADLINE_EXCEEDED) */
     const vg_run_options *main_op_run_options;
 } vg_saved_model_load_options;
-#define VG_SAVED_MODEL_LOAD_OPTIONS_INIT {NULL, false, NULL}
 
-/* vg_saved_model_load with options (NULL: VG_SAVED_MODEL_LOAD_OPTIONS_INIT). Fails with
+/* vg_saved_model_load with options (NULL: (vg_saved_model_load_options){0}). Fails with
  * vg_saved_model_load's codes, PERMISSION_DENIED (refuse_file_writes), INVALID_ARGUMENT
  * (NULL out).
  *
- *     vg_saved_model_load_options lo = VG_SAVED_MODEL_LOAD_OPTIONS_INIT;
+ *     vg_saved_model_load_options lo = {0};
  *     lo.refuse_file_writes = true;  // a model downloaded from somewhere
  *     vg_saved_model *m;
  *     if (vg_saved_model_load_ex("half_plus_two/00000123", (const char *[]){"serve"}, 1, &lo, &m, &st))

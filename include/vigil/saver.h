@@ -53,16 +53,16 @@ typedef struct vg_saver_options {
     const vg_output *var_list;  /* variables (ref outputs, or resource variables' handles) to save; NULL = all
                                    global variables */
     int nvars;
-    int max_to_keep;            /* 5; 0 or less keeps every checkpoint (the state file then
-                                   lists only the newest) */
-    double keep_checkpoint_every_n_hours; /* 10000: as TF, a checkpoint leaving the
+    int max_to_keep;            /* 0: TF's 5; < 0 as keep_all_checkpoints */
+    double keep_checkpoint_every_n_hours; /* 0: TF's 10000. As TF, a checkpoint leaving the
                                    max_to_keep window stays on disk (out of the list) if it
                                    was written after the keep deadline (creation + N h,
                                    moved by N h each time one is kept) */
-    bool write_meta_graph;      /* true: write <prefix>.meta */
+    bool no_meta_graph;         /* false (TF's write_meta_graph=True): write <prefix>.meta;
+                                   true: not */
     bool sharded;               /* accepted for parity; vigil always writes one shard (and
                                    its SaverDef says sharded: false) */
-    const char *name;           /* name scope of the saver's ops: "save" */
+    const char *name;           /* name scope of the saver's ops; NULL: "save" */
     bool allow_empty;           /* false. true: no variables makes an empty saver (TF's
                                    allow_empty): its only op is a NoOp "<name>/restore_all",
                                    save writes no checkpoint and no state file (path_out "")
@@ -75,11 +75,9 @@ typedef struct vg_saver_options {
                                    vg_ema_variables_to_restore: var_list = map.vars,
                                    var_names = map.names). Duplicate keys, or one variable
                                    under two keys, fail with INVALID_ARGUMENT. */
+    bool keep_all_checkpoints;  /* true: TF's max_to_keep=None or 0, every checkpoint stays
+                                   (the state file then lists only the newest) */
 } vg_saver_options;
-
-#define VG_SAVER_OPTIONS_INIT {NULL, 0, 5, 10000.0, true, false, "save", false, NULL}
-/* The same values as the _INIT macro. */
-VG_API vg_saver_options vg_saver_options_default(void);
 
 /* Creates the saver and its ops in g. Ownership: free with vg_saver_free (the ops stay
  * in the graph). Fails with the graph's error, INVALID_ARGUMENT (no variables without

@@ -17,7 +17,7 @@
  *         c.use_bias = false;
  *         vg_layer *proj = vg_layer_new(&c);
  *         vg_decoder *d = vg_basic_decoder_new(cell, h, encoder_state, proj);
- *         vg_dynamic_decode_options o = VG_DYNAMIC_DECODE_OPTIONS_INIT;
+ *         vg_dynamic_decode_options o = {0};
  *         o.maximum_iterations = vg_const_i32(g, 20, "maximum_iterations");
  *         vg_output outs[2], state[2], lengths;
  *         vg_dynamic_decode(g, d, &o, outs, state, &lengths, NULL);
@@ -89,7 +89,6 @@ typedef struct vg_dynamic_decode_options {
     bool swap_memory;             /* ignored (vigil keeps loop values in host memory) */
     const char *scope;            /* NULL: "decoder" */
 } vg_dynamic_decode_options;
-#define VG_DYNAMIC_DECODE_OPTIONS_INIT {false, false, {NULL, 0}, 32, false, NULL}
 
 /* tf.contrib.seq2seq.dynamic_decode(decoder, output_time_major, impute_finished,
  * maximum_iterations, parallel_iterations, swap_memory, scope), as TF 1.15's
@@ -248,7 +247,8 @@ typedef struct vg_attention_wrapper_options {
     int64_t attention_layer_size; /* 0: TF's None (the attention is the context vector) */
     bool alignment_history;       /* false; true: the state records every step's
                                      alignments (see alignment_history_max_steps) */
-    bool output_attention;        /* true */
+    bool no_output_attention;     /* false (TF's output_attention=True): the output is the
+                                     attention; true: the cell's output */
     const char *name;             /* NULL: "attention_wrapper" */
     vg_cell_input_fn cell_input_fn; /* NULL: concat([inputs, attention], -1) */
     void *cell_input_fn_user;       /* borrowed, passed to cell_input_fn */
@@ -257,7 +257,6 @@ typedef struct vg_attention_wrapper_options {
                                             decoding, e.g. maximum_iterations); a run
                                             past it fails INVALID_ARGUMENT (an Assert) */
 } vg_attention_wrapper_options;
-#define VG_ATTENTION_WRAPPER_OPTIONS_INIT {0, false, true, NULL, NULL, NULL, 0}
 
 /* tf.contrib.seq2seq.AttentionWrapper(cell, attention_mechanism, attention_layer_size,
  * alignment_history, cell_input_fn, output_attention, name) with one mechanism. Its RNN cell (vg_attention_wrapper_cell) has the flat state
@@ -350,13 +349,12 @@ VG_API vg_decoder *vg_beam_search_decoder_new(vg_graph *g, vg_rnn_cell *cell, vg
  * weights not rank 2, "average_across_timesteps and sum_over_timesteps cannot be set
  * to True at same time." (and the batch one). */
 typedef struct vg_sequence_loss_options {
-    bool average_across_timesteps; /* true */
-    bool average_across_batch;     /* true */
-    bool sum_over_timesteps;       /* false */
-    bool sum_over_batch;           /* false */
-    const char *name;              /* NULL: "sequence_loss" */
+    bool no_average_across_timesteps; /* false (TF's average_across_timesteps=True) */
+    bool no_average_across_batch;     /* false (TF's average_across_batch=True) */
+    bool sum_over_timesteps;          /* false */
+    bool sum_over_batch;              /* false */
+    const char *name;                 /* NULL: "sequence_loss" */
 } vg_sequence_loss_options;
-#define VG_SEQUENCE_LOSS_OPTIONS_INIT {true, true, false, false, NULL}
 VG_API vg_output vg_sequence_loss_ex(vg_graph *g, vg_output logits, vg_output targets, vg_output weights,
                                      const vg_sequence_loss_options *o);
 

@@ -40,9 +40,6 @@ typedef struct vg_session_options {
     int inter_op_threads; /* ops run concurrently in one step; 0 = number of cores */
 } vg_session_options;
 
-#define VG_SESSION_OPTIONS_INIT {0, 0}
-/* The same values as the _INIT macro (for bindings and callers without macros). */
-VG_API vg_session_options vg_session_options_default(void);
 
 /* ------------------------------------------------------------------------ */
 /* RunOptions / RunMetadata. */
@@ -64,8 +61,6 @@ typedef struct vg_run_options {
     const char *const *debug_watches;
 } vg_run_options;
 
-#define VG_RUN_OPTIONS_INIT {VG_TRACE_NONE, 0, 0, false, false, 0, NULL}
-VG_API vg_run_options vg_run_options_default(void);
 
 /* Per-op timing recorded when trace_level == VG_TRACE_FULL (TF's NodeExecStats). */
 typedef struct vg_node_stats {

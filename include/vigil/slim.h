@@ -321,9 +321,9 @@ VG_API void vg_slim_init_fn_free(vg_slim_init_fn *f);
 /* Options of slim.learning.train; zero fields take slim's defaults (in brackets). */
 typedef struct vg_slim_train_opts {
     int64_t number_of_steps;       /* [0: None, until a hook or the input stops] */
-    int64_t log_every_n_steps;     /* [1]; < 0: no logging */
-    double save_summaries_secs;    /* [600]; < 0: none */
-    double save_interval_secs;     /* [600] checkpoints; < 0: none */
+    int64_t log_every_n_steps;     /* [0: slim's 1]; no logging: no_logging */
+    double save_summaries_secs;    /* [0: slim's 600]; none: no_summaries */
+    double save_interval_secs;     /* [0: slim's 600] checkpoints; none: no_checkpoints */
     vg_init_fn init_fn;            /* [None]: after the init op, when nothing is restored */
     void *init_fn_payload;
     vg_scaffold *scaffold;         /* [NULL: a default one] borrowed; init_fn is ignored when set */
@@ -331,6 +331,12 @@ typedef struct vg_slim_train_opts {
     int nhooks;
     const vg_config_proto *session_config; /* tf.ConfigProto (vigil/config.h); NULL: defaults */
     bool no_checkpoint_dir_lock;
+    bool no_logging;               /* true: no loss log lines (slim: log_every_n_steps=None);
+                                      a negative log_every_n_steps is still read as this */
+    bool no_summaries;             /* true: no SummarySaverHook (save_summaries_secs=None; also
+                                      a negative save_summaries_secs) */
+    bool no_checkpoints;           /* true: no checkpoints (save_interval_secs=None; also a
+                                      negative save_interval_secs) */
 } vg_slim_train_opts;
 
 /* slim.learning.train(train_op, logdir, log_every_n_steps, number_of_steps, init_fn,

@@ -86,14 +86,11 @@ VG_API vg_output vg_summary_merge_all(vg_graph *g);
 typedef struct vg_file_writer vg_file_writer;
 
 typedef struct vg_file_writer_options {
-    int max_queue;               /* 10: most events queued before an add blocks to write them (> 0) */
-    double flush_secs;           /* 120: queued events reach the disk at least this often (>= 0) */
-    const char *filename_suffix; /* "": appended to the event file name */
+    int max_queue;               /* 0: TF's 10. Most events queued before an add blocks to write them */
+    double flush_secs;           /* 0: TF's 120. Queued events reach the disk at least this often */
+    const char *filename_suffix; /* NULL or "": appended to the event file name */
+    bool flush_every_add;        /* true: flush_secs 0 (every event is flushed at once) */
 } vg_file_writer_options;
-
-#define VG_FILE_WRITER_OPTIONS_INIT {10, 120.0, ""}
-/* The same values as the _INIT macro. */
-VG_API vg_file_writer_options vg_file_writer_options_default(void);
 
 /* Creates dir (recursively) and a new event file in it (its first record written and
  * flushed) and starts the writer thread. opts may be NULL (defaults). If this second's

@@ -84,8 +84,7 @@ VG_API vg_code vg_clip_by_global_norm(vg_graph *g, const vg_output *t, int n, vg
                                       vg_output *out, vg_output *norm_out, const char *name);
 
 /* ---- tf.contrib.training.create_train_op (src/train/train_op.c) ----------- */
-/* Options of vg_create_train_op; VG_CREATE_TRAIN_OP_OPTS_INIT (or NULL) gives TF's
- * defaults. */
+/* Options of vg_create_train_op; {0} (or NULL) gives TF's defaults. */
 typedef struct vg_create_train_op_opts {
     vg_output global_step;               /* {NULL, 0}: get_or_create_global_step() */
     const vg_output *variables_to_train; /* NULL: tf.trainable_variables() */
@@ -94,8 +93,6 @@ typedef struct vg_create_train_op_opts {
                                             clip_by_norm'ed under "clip_grads"; 0: none */
     bool no_check_numerics;              /* false: CheckNumerics "LossTensor is inf or nan" */
 } vg_create_train_op_opts;
-#define VG_CREATE_TRAIN_OP_OPTS_INIT {{NULL, 0}, NULL, 0, 0.0, false}
-VG_API vg_create_train_op_opts vg_create_train_op_opts_default(void);
 
 /* tf.contrib.training.create_train_op(total_loss, optimizer, global_step, update_ops
  * = UPDATE_OPS collection, variables_to_train, transform_grads_fn, check_numerics) as

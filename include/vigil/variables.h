@@ -54,7 +54,9 @@ typedef enum vg_init_kind {
     VG_INIT_GLOROT_UNIFORM,    /* seed; limit sqrt(6/(fan_in+fan_out)) as TF computes fans */
     VG_INIT_UNIFORM_UNIT_SCALING, /* value = factor, seed; see vg_init_uniform_unit_scaling */
     VG_INIT_CONSTANT_ARRAY,       /* array; see vg_init_constant_array */
-    VG_INIT_DEFAULT               /* TF's initializer=None: see vg_init_default */
+    VG_INIT_DEFAULT,              /* TF's initializer=None: see vg_init_default */
+    VG_INIT_VARIANCE_SCALING      /* value = factor, minval = mode, maxval = uniform, seed;
+                                     see vg_init_variance_scaling */
 } vg_init_kind;
 
 /* The value of tf.constant_initializer(list / array): values[0..n) row-major, of shape
@@ -86,6 +88,15 @@ VG_API vg_initializer vg_init_glorot_uniform(int64_t seed);
  * every dimension but the last (at least 1.0); built as "random_uniform" like
  * vg_init_random_uniform. TF's default factor is 1.0. */
 VG_API vg_initializer vg_init_uniform_unit_scaling(double factor, int64_t seed);
+/* tf.contrib.layers.variance_scaling_initializer(factor, mode, uniform, seed) (slim's
+ * variance_scaling_initializer; TF 1.15 contrib/layers/python/layers/initializers.py):
+ * n = fan_in (mode VG_FAN_IN), fan_out (VG_FAN_OUT) or their mean (VG_FAN_AVG), the fans
+ * of the variable's shape as TF computes them (a conv kernel [..., in, out] times its
+ * receptive field); uniform: U[-sqrt(3 factor / n), +sqrt(3 factor / n)], else a
+ * truncated normal of stddev sqrt(1.3 factor / n). TF's defaults: factor 2.0, VG_FAN_IN,
+ * uniform false (He initialisation). Random: float and double variables only. */
+typedef enum vg_fan_mode { VG_FAN_IN = 0, VG_FAN_OUT = 1, VG_FAN_AVG = 2 } vg_fan_mode;
+VG_API vg_initializer vg_init_variance_scaling(double factor, vg_fan_mode mode, bool uniform, int64_t seed);
 /* tf.constant_initializer(value) for a list or array value (TF 1.15 init_ops.Constant):
  * builds vg_const_values(dtype, values, shape, verify_shape) as a "Const" (vigil/ops.h):
  * fewer values than the variable's elements: the last value fills the rest; more:

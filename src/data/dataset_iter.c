@@ -2424,7 +2424,7 @@ static vg_code unary_init(vg__ds_iter *it, vg__ds_next_fn next, bool child, vg_s
  * cost more than the work (and, under a parallel map, fought over the cores with
  * the map's own threads). */
 static vg_session *fn_session(vg_graph *g, vg_status *st) {
-    vg_session_options fn_opts = VG_SESSION_OPTIONS_INIT;
+    vg_session_options fn_opts = {0};
     fn_opts.intra_op_threads = 1;
     fn_opts.inter_op_threads = 1;
     return vg_session_new(g, &fn_opts, st);

@@ -1050,7 +1050,7 @@ static vg_code kernel_reduce(vg__kctx *ctx) {
                              "the state has %d components and the elements %d", fn->nargs, fn->nouts, ns, d->ncomp);
     vg_tensor *args[2 * VG_DATASET_MAX_COMPONENTS] = {0};
     for (int i = 0; i < ns; i++) args[i] = vg_tensor_ref(vg__kctx_input(ctx, i + 1));
-    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    vg_session_options so = {0};
     so.intra_op_threads = 1;
     so.inter_op_threads = 1;
     vg_session *sess = vg_session_new(fn->g, &so, st);

@@ -51,7 +51,9 @@ struct vg__comm_req {
     void *gathered;       /* ALLGATHER result (vg__malloc) */
     int64_t *counts;      /* ALLGATHER per-rank byte counts */
     int64_t total;
-    int mismatch;         /* CHECK */
+    int mismatch;         /* CHECK; RECV: the sender (-1: no message) */
+    int tag;              /* SEND / RECV: the caller's tag */
+    bool wait;            /* RECV: wait (with the collective timeout) for a message */
     bool direct;          /* runs on the submitting thread (holds g.busy until done) */
     bool queue_only;      /* never direct */
     bool fp16;            /* FUSED float32: IEEE half on the wire (ring paths) */
@@ -82,6 +84,12 @@ static struct {
 #ifdef VIGIL_HAVE_MPI
     MPI_Comm comm;
     bool have_comm;
+    /* point-to-point sends not yet received (vg_dist_send): touched only by the one
+     * MPI caller */
+    MPI_Request *psend;
+    void **pbuf;
+    int *pdest;
+    int npend, cappend;
 #endif
 } g = {.timeout_ms = VG_DIST_COLLECTIVE_TIMEOUT_MS_DEFAULT}; /* size and local_size 0 read as 1 */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -223,6 +231,7 @@ const void *vg__comm_req_gathered(const vg__comm_req *r, const int64_t **counts,
 int vg__comm_req_check_mismatch(const vg__comm_req *r) { return r->mismatch; }
 
 static void req_destroy(vg__comm_req *r) {
+    if (r->kind == VG__COMM_SEND) vg__free(r->buf); /* a copy, unless MPI took it */
     vg__comm_buffer_put(r->owned);
     for (int i = 0; i < r->nheld; i++) vg_tensor_free(r->held[i]);
     vg__free(r->held);
@@ -285,6 +294,11 @@ static void scale_part(void *p, int64_t n, vg_dtype dt, int size) {
 /* A world of one rank. */
 static void exec_local(vg__comm_req *r) {
     r->code = VG_OK;
+    if (r->kind == VG__COMM_SEND || r->kind == VG__COMM_RECV || r->kind == VG__COMM_FLUSH) {
+        /* vg_dist_send / vg_dist_recv refuse a world of one rank before this */
+        if (r->kind == VG__COMM_RECV && r->wait) req_fail(r, VG_FAILED_PRECONDITION, "no peer rank to receive from");
+        return;
+    }
     for (int i = 0; i < r->nparts; i++) {
         const vg__comm_part *q = &r->parts[i];
         if (q->send && q->send != q->recv && q->count > 0) memcpy(q->recv, q->send, (size_t)q->count * dt_size(r->dt));
@@ -1125,6 +1139,122 @@ static void shm_teardown(void) {
     S.have_win = S.have_local = S.on = false;
 }
 
+/* ---- point-to-point messages (vg_dist_send / vg_dist_recv) ---------------------------
+ * A send copies the caller's bytes and starts an MPI_Isend that completes whenever the
+ * receiver takes the message: a sender never waits on a slow peer (SyncReplicas' chief
+ * sending to a backup worker that is still computing). Pending sends are tested on
+ * every later point-to-point call (MPI progresses them there) and waited for by FLUSH.
+ * A receive polls MPI_Iprobe (any source, or one), then takes the probed message. Tags
+ * are offset so that they never meet the ring's. */
+enum { P2P_TAG_BASE = 20000 };
+
+static bool progress_sends(vg__comm_req *r) {
+    int k = 0;
+    for (int i = 0; i < g.npend; i++) {
+        int flag = 0;
+        if (!mpi_ok(r, MPI_Test(&g.psend[i], &flag, MPI_STATUS_IGNORE), "MPI_Isend")) return false;
+        if (flag) {
+            vg__free(g.pbuf[i]);
+            continue;
+        }
+        g.psend[k] = g.psend[i];
+        g.pbuf[k] = g.pbuf[i];
+        g.pdest[k++] = g.pdest[i];
+    }
+    g.npend = k;
+    return true;
+}
+
+static void exec_send(vg__comm_req *r) {
+    if (!progress_sends(r)) return;
+    if (g.npend == g.cappend) {
+        int cap = g.cappend ? 2 * g.cappend : 16;
+        MPI_Request *q = vg__realloc(g.psend, (size_t)g.cappend * sizeof *q, (size_t)cap * sizeof *q);
+        if (q) g.psend = q;
+        void **b = vg__realloc(g.pbuf, (size_t)g.cappend * sizeof *b, (size_t)cap * sizeof *b);
+        if (b) g.pbuf = b;
+        int *d = vg__realloc(g.pdest, (size_t)g.cappend * sizeof *d, (size_t)cap * sizeof *d);
+        if (d) g.pdest = d;
+        if (!q || !b || !d) {
+            req_fail(r, VG_RESOURCE_EXHAUSTED, "out of memory queueing a send");
+            return;
+        }
+        g.cappend = cap;
+    }
+    MPI_Request q;
+    if (!mpi_ok(r, MPI_Isend(r->buf, (int)r->count, MPI_BYTE, r->root, P2P_TAG_BASE + r->tag, g.comm, &q), "MPI_Isend"))
+        return;
+    g.psend[g.npend] = q;
+    g.pbuf[g.npend] = r->buf; /* MPI reads it until the send completes */
+    g.pdest[g.npend++] = r->root;
+    r->buf = NULL;
+}
+
+static void p2p_late(vg__comm_req *r, const char *what, int peer, int64_t waited_ns) {
+    r->code = VG_DEADLINE_EXCEEDED;
+    if (peer >= 0)
+        snprintf(r->msg, sizeof r->msg,
+                 "%s: no progress for %.1f s (collective timeout) waiting on rank %d (host %s): it or its link is "
+                 "down or too slow",
+                 what, (double)waited_ns / 1e9, peer, g.hosts ? g.hosts[peer] : "?");
+    else
+        snprintf(r->msg, sizeof r->msg,
+                 "%s: no progress for %.1f s (collective timeout) waiting for a message from any rank", what,
+                 (double)waited_ns / 1e9);
+}
+
+static void exec_recv(vg__comm_req *r) {
+    int src = r->root < 0 ? MPI_ANY_SOURCE : r->root, tag = P2P_TAG_BASE + r->tag;
+    int64_t t0 = 0, tmo = 0;
+    for (unsigned iter = 0;; iter++) {
+        if (!progress_sends(r)) return;
+        int flag = 0;
+        MPI_Status ms;
+        if (!mpi_ok(r, MPI_Iprobe(src, tag, g.comm, &flag, &ms), "MPI_Iprobe")) return;
+        if (flag) {
+            int n = 0;
+            MPI_Get_count(&ms, MPI_BYTE, &n);
+            r->gathered = vg__malloc(n > 0 ? (size_t)n : 1);
+            if (!r->gathered) {
+                req_fail(r, VG_RESOURCE_EXHAUSTED, "out of memory receiving a message");
+                return;
+            }
+            MPI_Request q;
+            if (!mpi_wait_ok(r, MPI_Irecv(r->gathered, n, MPI_BYTE, ms.MPI_SOURCE, tag, g.comm, &q), &q, "MPI_Recv"))
+                return;
+            r->total = n;
+            r->mismatch = ms.MPI_SOURCE;
+            return;
+        }
+        if (!r->wait) return;
+        if (iter % 16) continue;
+        int64_t now = vg__now_ns();
+        if (!t0) {
+            t0 = now;
+            tmo = timeout_ns_now();
+        }
+        if (tmo > 0 && now - t0 >= tmo) {
+            p2p_late(r, "receiving a message", r->root, now - t0);
+            return;
+        }
+        if (now - t0 > 2000000) pause_ns(200000); /* a peer still computing: sleep between polls */
+        else sched_yield();
+    }
+}
+
+static void exec_flush(vg__comm_req *r) {
+    int64_t t0 = vg__now_ns(), tmo = timeout_ns_now();
+    while (g.npend > 0) {
+        if (!progress_sends(r) || g.npend == 0) return;
+        int64_t now = vg__now_ns();
+        if (tmo > 0 && now - t0 >= tmo) {
+            p2p_late(r, "waiting for a sent message to be received", g.pdest[0], now - t0);
+            return;
+        }
+        pause_ns(200000);
+    }
+}
+
 static void exec_mpi(vg__comm_req *r) {
     r->code = VG_OK;
     MPI_Request q1; /* every call nonblocking, polled with the collective timeout */
@@ -1160,6 +1290,15 @@ static void exec_mpi(vg__comm_req *r) {
         return;
     case VG__COMM_BARRIER:
         mpi_wait_ok(r, MPI_Ibarrier(g.comm, &q1), &q1, "MPI_Barrier");
+        return;
+    case VG__COMM_SEND:
+        exec_send(r);
+        return;
+    case VG__COMM_RECV:
+        exec_recv(r);
+        return;
+    case VG__COMM_FLUSH:
+        exec_flush(r);
         return;
     case VG__COMM_CHECK: {
         /* max of v and max of -v: equal everywhere iff max == -max(-v) */
@@ -1635,4 +1774,66 @@ vg_code vg_dist_broadcast(void *buf, int64_t bytes, int root, vg_status *st) {
     if (root < 0 || root >= vg_dist_size())
         return vg_status_set(st, VG_INVALID_ARGUMENT, "broadcast root %d outside [0, %d)", root, vg_dist_size());
     return vg__comm_run(VG__COMM_BCAST, buf, bytes, VG_UINT8, VG_REDUCE_SUM, root, st);
+}
+
+/* ---- point-to-point (vigil/distributed.h) ------------------------------------------- */
+
+static vg_code p2p_check(int peer, bool any_ok, int tag, const char *what, vg_status *st) {
+    if (!vg_dist_initialized()) return vg_status_set(st, VG_FAILED_PRECONDITION, "%s: vg_dist_init has not been called", what);
+    if (tag < 0 || tag > VG_DIST_MAX_TAG)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: tag %d outside [0, %d]", what, tag, VG_DIST_MAX_TAG);
+    if (vg_dist_size() < 2)
+        return vg_status_set(st, VG_FAILED_PRECONDITION, "%s: a world of one rank has no peer", what);
+    if ((peer < 0 && !(any_ok && peer == VG_DIST_ANY_SOURCE)) || peer >= vg_dist_size() || peer == vg_dist_rank())
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: rank %d is not a peer of rank %d in a world of %d", what, peer,
+                             vg_dist_rank(), vg_dist_size());
+    return VG_OK;
+}
+
+vg_code vg_dist_send(const void *buf, int64_t bytes, int dest, int tag, vg_status *st) {
+    if (p2p_check(dest, false, tag, "vg_dist_send", st) != VG_OK) return st->code;
+    if (bytes < 0 || bytes > INT32_MAX || (!buf && bytes > 0))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_dist_send: %lld bytes from %p (0 to 2^31-1 bytes)",
+                             (long long)bytes, buf);
+    void *copy = vg__malloc(bytes > 0 ? (size_t)bytes : 1);
+    if (!copy) return VG_OOM(st, "a message");
+    if (bytes) memcpy(copy, buf, (size_t)bytes);
+    vg__comm_req *r = vg__comm_req_new(VG__COMM_SEND, copy, bytes, VG_UINT8, VG_REDUCE_SUM, dest);
+    if (!r) {
+        vg__free(copy);
+        return VG_OOM(st, "a send request");
+    }
+    r->tag = tag;
+    vg_code rc = vg__comm_submit(r, st);
+    if (rc == VG_OK) rc = vg__comm_wait(r, NULL, NULL, 0, st);
+    vg__comm_req_free(r);
+    return rc;
+}
+
+vg_code vg_dist_recv(int source, int tag, bool wait, void **out, int64_t *bytes, int *from, vg_status *st) {
+    if (out) *out = NULL;
+    if (bytes) *bytes = 0;
+    if (from) *from = -1;
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_dist_recv: NULL out");
+    if (p2p_check(source, true, tag, "vg_dist_recv", st) != VG_OK) return st->code;
+    vg__comm_req *r = vg__comm_req_new(VG__COMM_RECV, NULL, 0, VG_UINT8, VG_REDUCE_SUM, source);
+    if (!r) return VG_OOM(st, "a receive request");
+    r->tag = tag;
+    r->wait = wait;
+    vg_code rc = vg__comm_submit(r, st);
+    if (rc == VG_OK) rc = vg__comm_wait(r, NULL, NULL, 0, st);
+    if (rc == VG_OK && r->mismatch >= 0) {
+        *out = r->gathered;
+        r->gathered = NULL;
+        if (bytes) *bytes = r->total;
+        if (from) *from = r->mismatch;
+    }
+    vg__comm_req_free(r);
+    return rc;
+}
+
+vg_code vg_dist_flush_sends(vg_status *st) {
+    if (!vg_dist_initialized()) return vg_status_set(st, VG_FAILED_PRECONDITION, "vg_dist_flush_sends: vg_dist_init has not been called");
+    if (vg_dist_size() < 2) return VG_OK;
+    return vg__comm_run(VG__COMM_FLUSH, NULL, 0, VG_UINT8, VG_REDUCE_SUM, 0, st);
 }

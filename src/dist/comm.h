@@ -24,6 +24,11 @@ typedef enum vg__comm_kind {
     VG__COMM_ALLGATHER, /* sendbuf: count bytes (may differ per rank); recv: filled */
     VG__COMM_BARRIER,
     VG__COMM_CHECK,     /* buf: count int64, every rank must hold the same values */
+    VG__COMM_SEND,      /* point-to-point: buf (owned by the request, vg__malloc), count
+                         * bytes to rank root with tag op (vg_dist_send) */
+    VG__COMM_RECV,      /* point-to-point: the next message with tag op from rank root
+                         * (-1: any), waiting when dt is nonzero (vg_dist_recv) */
+    VG__COMM_FLUSH,     /* waits until every send of this rank was received */
     VG__COMM_FUSED      /* sum (float32/float64) of many tensors into one buffer: buf, count
                          * elements; parts: send = an input, recv = its slice of buf (in
                          * order, non-overlapping), scale: the mean. Ranks all on one

@@ -64,7 +64,7 @@ vg_session *vg_session_new(vg_graph *g, const vg_session_options *opts, vg_statu
     vg_session *s = vg__calloc(1, sizeof *s);
     if (!s) { VG_OOM(st, "session"); return NULL; }
     s->g = g;
-    vg_session_options def = VG_SESSION_OPTIONS_INIT;
+    vg_session_options def = {0};
     s->opts = opts ? *opts : def;
     s->amp = vg_mixed_precision_graph_rewrite_enabled();
     int intra = s->opts.intra_op_threads > 0 ? s->opts.intra_op_threads : ncores();

@@ -170,7 +170,7 @@ const char *vg_replica_device_setter(const vg_cluster_spec *cs, const char *work
 
 /* Ops whose output is the same on every rank (an average, a gather, a broadcast). */
 static bool collective_type(const char *t) {
-    static const char *const types[] = {"VigilFusedAllreduce", "CollectiveReduce",    "CollectiveGather",
+    static const char *const types[] = {"VigilFusedAllreduce", "CollectiveReduce",    "CollectiveGather", "VigilSyncReplicasAggregate",
                                         "HorovodBroadcast",    "CollectiveBcastSend", "CollectiveBcastRecv"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (strcmp(t, types[i]) == 0) return true;
@@ -224,14 +224,14 @@ static vg_code check_updates_averaged(vg_graph *g, vg_status *st) {
 
 vg_monitored_session *vg_distributed_training_session_new(vg_graph *g, const char *master, const vg_mts_options *o,
                                                           vg_status *st) {
-    vg_mts_options m = o ? *o : vg_mts_options_default();
+    vg_mts_options m = o ? *o : (vg_mts_options){0};
     (void)master; /* the MPI world is the cluster */
     vg_hook *all = NULL;
     if (vg_dist_init(st) != VG_OK) goto fail;
-    if (m.is_chief != (vg_dist_rank() == 0)) {
+    if (!m.not_chief != (vg_dist_rank() == 0)) {
         vg_status_set(st, VG_INVALID_ARGUMENT,
                       "MonitoredTrainingSession: is_chief=%s on MPI rank %d: the chief must be worker 0 = rank 0",
-                      m.is_chief ? "true" : "false", vg_dist_rank());
+                      !m.not_chief ? "true" : "false", vg_dist_rank());
         goto fail;
     }
     if (g && vg_dist_size() > 1 && check_updates_averaged(g, st) != VG_OK) goto fail;
@@ -255,8 +255,8 @@ vg_monitored_session *vg_distributed_training_session_new(vg_graph *g, const cha
         m.nchief_only_hooks = 0;
         m.checkpoint_dir = NULL;
         m.summary_dir = NULL;
-        m.log_step_count_steps = 0;
-        m.is_chief = true; /* ChiefSessionCreator: initialise, do not wait on a ready op */
+        m.no_step_counter = true;
+        m.not_chief = false; /* ChiefSessionCreator: initialise, do not wait on a ready op */
     }
     vg_monitored_session *ms = vg_monitored_training_session_new(g, &m, st);
     vg_free(all);

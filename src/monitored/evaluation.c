@@ -179,11 +179,6 @@ vg_code vg_summary_at_end_hook(const char *log_dir, vg_file_writer *writer, vg_o
 /* ------------------------------------------------------------------------ */
 /* _evaluate_once */
 
-vg_evaluate_options vg_evaluate_options_default(void) {
-    vg_evaluate_options o = VG_EVALUATE_OPTIONS_INIT;
-    return o;
-}
-
 static void free_hooks(const vg_hook *hooks, int n) {
     for (int i = 0; i < n; i++) {
         vg_hook h = hooks[i];
@@ -269,17 +264,17 @@ static vg_code run_eval(vg_graph *g, const vg_evaluate_options *o, const char *c
     }
     int nhooks = nuser;
     log_time("Starting");
-    vg_session_creator_options co = vg_session_creator_options_default();
+    vg_session_creator_options co = {0};
     co.scaffold = o->scaffold;
     co.config = o->config;
     co.checkpoint_filename_with_path = checkpoint_path;
-    vg_monitored_options mo = vg_monitored_options_default();
+    vg_monitored_options mo = {0};
     vg_code rc = vg_chief_session_creator(g, &co, &mo.creator, st);
     if (rc != VG_OK) {
         vg_free(hooks);
         return rc;
     }
-    vg_final_ops_options fo = vg_final_ops_options_default();
+    vg_final_ops_options fo = {0};
     fo.final_ops = o->final_ops;
     fo.nfinal_ops = o->nfinal_ops;
     fo.feeds = o->final_feeds;
@@ -299,7 +294,7 @@ static vg_code run_eval(vg_graph *g, const vg_evaluate_options *o, const char *c
     if (!ms) return st ? st->code : VG_INTERNAL;
     vg_code loop = VG_OK;
     if (ntargets > 0) {
-        vg_run_args a = vg_run_args_default();
+        vg_run_args a = {0};
         a.targets = targets;
         a.ntargets = ntargets;
         a.feeds = o->feeds;

@@ -107,7 +107,7 @@ vg_code vg_gan_joint_train_hooks(const vg_gan_train_ops *ops, const vg_gan_train
 
 vg_code vg_gan_train(vg_graph *g, const vg_gan_train_ops *ops, const vg_gan_train_steps *steps,
                      const vg_mts_options *o, double *global_step, vg_status *st) {
-    vg_mts_options mo = o ? *o : vg_mts_options_default();
+    vg_mts_options mo = o ? *o : (vg_mts_options){0};
     int nuser = mo.hooks ? mo.nhooks : 0;
     vg_hook *all = calloc((size_t)nuser + 2, sizeof *all);
     vg_code c = VG_OK;

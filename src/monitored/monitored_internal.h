@@ -16,4 +16,12 @@ VG_HIDDEN vg_session_creator vg__session_creator_owning(vg_graph *g, vg_scaffold
                                                             const char *checkpoint_dir, double max_wait_secs,
                                                             bool lock_dir, vg_status *st);
 
+/* vg_mts_options with TF's defaults resolved (mts.c): frequencies > 0 or 0 = None. */
+typedef struct vg__mts_resolved {
+    int64_t save_summaries_steps, save_checkpoint_steps, log_step_count_steps;
+    double save_summaries_secs, save_checkpoint_secs, stop_grace_period_secs, max_wait_secs;
+    bool is_chief;
+} vg__mts_resolved;
+VG_HIDDEN void vg__resolve_mts_options(const vg_mts_options *o, vg__mts_resolved *r);
+
 #endif

@@ -233,7 +233,7 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
     ctx.original = *a;
     ctx.original.options = NULL;
     ctx.session = ms->sess;
-    vg_run_options opts = VG_RUN_OPTIONS_INIT;
+    vg_run_options opts = {0};
     int nwatch = 0;
     if (a->options) {
         opts = *a->options;
@@ -252,7 +252,7 @@ static vg_code hooked_run(vg_monitored_session *ms, const vg_run_args *a, vg_ten
     for (int h = 0; h < ms->nhooks; h++) {
         hook_slot *sl = &ms->slots[h];
         vg_run_args *r = &sl->args;
-        *r = (vg_run_args)VG_RUN_ARGS_INIT;
+        *r = (vg_run_args){0};
         sl->fetch_off = -1;
         vg_hook *hk = &ms->hooks[h];
         if (!hk->before_run) continue;
@@ -415,13 +415,11 @@ static vg_monitored_session *ms_start(vg_monitored_session *ms, vg_status *st) {
     return ms;
 }
 
-vg_monitored_options vg_monitored_options_default(void) {
-    vg_monitored_options o = VG_MONITORED_OPTIONS_INIT;
-    return o;
-}
+/* stop_grace_period_secs of vg_monitored_options / vg_singular_options: 0 = TF's 120. */
+static double resolve_stop_grace(double secs) { return secs > 0 ? secs : 120.0; }
 
 vg_monitored_session *vg_monitored_session_new(vg_graph *g, const vg_monitored_options *o, vg_status *st) {
-    vg_monitored_options def = VG_MONITORED_OPTIONS_INIT;
+    vg_monitored_options def = {0};
     if (!o) o = &def;
     vg_session_creator creator = o->creator;
     if (!creator.create_session && g) {
@@ -431,26 +429,17 @@ vg_monitored_session *vg_monitored_session_new(vg_graph *g, const vg_monitored_o
             return NULL;
         }
     }
-    vg_monitored_session *ms = ms_new(g, creator, o->hooks, o->nhooks, o->stop_grace_period_secs, true, st);
+    vg_monitored_session *ms = ms_new(g, creator, o->hooks, o->nhooks, resolve_stop_grace(o->stop_grace_period_secs),
+                                      true, st);
     return ms ? ms_start(ms, st) : NULL;
 }
 
-vg_singular_options vg_singular_options_default(void) {
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
-    return o;
-}
-
-vg_run_args vg_run_args_default(void) {
-    vg_run_args a = VG_RUN_ARGS_INIT;
-    return a;
-}
-
 vg_monitored_session *vg_singular_monitored_session_new(vg_graph *g, const vg_singular_options *o, vg_status *st) {
-    vg_singular_options def = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options def = {0};
     if (!o) o = &def;
     vg_session_creator c = {NULL, NULL, NULL};
     if (g) {
-        vg_session_creator_options co = VG_SESSION_CREATOR_OPTIONS_INIT;
+        vg_session_creator_options co = {0};
         co.scaffold = o->scaffold;
         co.config = o->config;
         co.checkpoint_dir = o->checkpoint_dir;
@@ -462,7 +451,8 @@ vg_monitored_session *vg_singular_monitored_session_new(vg_graph *g, const vg_si
             return NULL;
         }
     }
-    vg_monitored_session *ms = ms_new(g, c, o->hooks, o->nhooks, o->stop_grace_period_secs, false, st);
+    vg_monitored_session *ms = ms_new(g, c, o->hooks, o->nhooks, resolve_stop_grace(o->stop_grace_period_secs), false,
+                                      st);
     return ms ? ms_start(ms, st) : NULL;
 }
 
@@ -485,7 +475,7 @@ static vg_code check_run_args(const vg_run_args *a, vg_tensor **out, vg_status *
 
 vg_code vg_monitored_session_run(vg_monitored_session *ms, const vg_run_args *args, vg_tensor **out,
                                  vg_run_metadata *md, vg_status *st) {
-    vg_run_args none = VG_RUN_ARGS_INIT;
+    vg_run_args none = {0};
     if (!args) args = &none;
     vg_code rc = check_run_args(args, out, st);
     if (rc != VG_OK) return rc;
@@ -508,7 +498,7 @@ vg_session *vg_step_context_session(const vg_step_context *sc) { return sc ? sc-
 
 vg_code vg_step_context_run_with_hooks(vg_step_context *sc, const vg_run_args *args, vg_tensor **out,
                                        vg_run_metadata *md, vg_status *st) {
-    vg_run_args none = VG_RUN_ARGS_INIT;
+    vg_run_args none = {0};
     if (!args) args = &none;
     vg_code rc = check_run_args(args, out, st);
     if (rc != VG_OK) return rc;

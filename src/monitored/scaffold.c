@@ -17,13 +17,8 @@ struct vg_scaffold {
     bool finalized;
 };
 
-vg_scaffold_options vg_scaffold_options_default(void) {
-    vg_scaffold_options o = VG_SCAFFOLD_OPTIONS_INIT;
-    return o;
-}
-
 vg_scaffold *vg_scaffold_new(const vg_scaffold_options *opts) {
-    vg_scaffold_options def = VG_SCAFFOLD_OPTIONS_INIT;
+    vg_scaffold_options def = {0};
     vg_scaffold *s = vg_calloc(1, sizeof *s);
     if (!s) return NULL;
     s->o = opts ? *opts : def;
@@ -122,7 +117,7 @@ static vg_code saver_or_default(vg_graph *g, vg_saver **out, vg_status *st) {
         if (!*out) return vg_status_set(st, VG_FAILED_PRECONDITION, "the \"savers\" collection holds an unknown saver");
         return VG_OK;
     }
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options so = {0};
     so.sharded = true;
     so.allow_empty = true; /* Saver(sharded=True, allow_empty=True) */
     vg_saver *sv = vg_saver_new(g, &so, st);

@@ -17,18 +17,21 @@ struct vg_session_manager {
     vg_session_manager_options o;
 };
 
-vg_session_manager_options vg_session_manager_options_default(void) {
-    vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
+/* TF's defaults for the zero fields. */
+static vg_session_manager_options resolve_session_manager_options(vg_session_manager_options o) {
+    if (o.recovery_wait_secs <= 0) o.recovery_wait_secs = 30;
     return o;
 }
 
-vg_prepare_options vg_prepare_options_default(void) {
-    vg_prepare_options o = VG_PREPARE_OPTIONS_INIT;
+static vg_prepare_options resolve_prepare_options(const vg_prepare_options *in) {
+    vg_prepare_options o = {0};
+    if (in) o = *in;
+    if (o.max_wait_secs <= 0) o.max_wait_secs = 7200;
     return o;
 }
 
 vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager_options *opts, vg_status *st) {
-    vg_session_manager_options def = VG_SESSION_MANAGER_OPTIONS_INIT;
+    vg_session_manager_options def = {0};
     if (!g) {
         vg_status_set(st, VG_INVALID_ARGUMENT, "SessionManager: graph is NULL");
         return NULL;
@@ -48,7 +51,7 @@ vg_session_manager *vg_session_manager_new(vg_graph *g, const vg_session_manager
     }
     vg_status_clear(st);
     sm->g = g;
-    sm->o = opts ? *opts : def;
+    sm->o = resolve_session_manager_options(opts ? *opts : def);
     return sm;
 }
 
@@ -168,8 +171,8 @@ vg_session *vg_session_manager_prepare_session(vg_session_manager *sm, const vg_
         vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
         return NULL;
     }
-    vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
-    if (!o) o = &def;
+    vg_prepare_options resolved = resolve_prepare_options(o);
+    o = &resolved;
     bool restored;
     char msg[900];
     vg_session *sess = restore_checkpoint(sm, o, &restored, st);
@@ -212,8 +215,8 @@ fail:
 
 vg_session *vg_session_manager_recover_session(vg_session_manager *sm, const vg_prepare_options *o, bool *initialized,
                                                vg_status *st) {
-    vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
-    if (!o) o = &def;
+    vg_prepare_options resolved = resolve_prepare_options(o);
+    o = &resolved;
     bool restored, ok, ready, init_tmp;
     char msg[900];
     if (!initialized) initialized = &init_tmp; /* optional */
@@ -251,8 +254,8 @@ vg_session *vg_session_manager_wait_for_session(vg_session_manager *sm, const vg
         vg_status_set(st, VG_INVALID_ARGUMENT, "session manager is NULL");
         return NULL;
     }
-    vg_prepare_options def = VG_PREPARE_OPTIONS_INIT;
-    if (!o) o = &def;
+    vg_prepare_options resolved = resolve_prepare_options(o);
+    o = &resolved;
     double start = mono_now();
     for (;;) {
         vg_session *sess = vg_session_new_with_config(sm->g, sm->o.config, st);
@@ -318,13 +321,13 @@ static void creator_destroy(void *p) {
 static vg_session *creator_create(void *p, vg_status *st) {
     creator *c = p;
     if (vg_scaffold_finalize(c->scaffold, c->g, st) != VG_OK) return NULL;
-    vg_session_manager_options smo = VG_SESSION_MANAGER_OPTIONS_INIT;
+    vg_session_manager_options smo = {0};
     smo.local_init_op = vg_scaffold_local_init_op(c->scaffold);
     smo.ready_op = vg_scaffold_ready_op(c->scaffold);
     smo.ready_for_local_init_op = vg_scaffold_ready_for_local_init_op(c->scaffold);
     smo.config = c->has_config ? &c->config : NULL;
-    vg_session_manager sm = {c->g, smo};
-    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg_session_manager sm = {c->g, resolve_session_manager_options(smo)};
+    vg_prepare_options po = {0};
     vg__scaffold_prepare_options(c->scaffold, &po);
     if (!c->chief) {
         po.max_wait_secs = c->max_wait_secs;
@@ -380,21 +383,17 @@ vg_session_creator vg__session_creator_owning(vg_graph *g, vg_scaffold *scaffold
     return c;
 }
 
-vg_session_creator_options vg_session_creator_options_default(void) {
-    vg_session_creator_options o = VG_SESSION_CREATOR_OPTIONS_INIT;
-    return o;
-}
-
 static vg_code public_creator(vg_graph *g, const vg_session_creator_options *o, bool chief, vg_session_creator *out,
                               vg_status *st) {
-    vg_session_creator_options def = VG_SESSION_CREATOR_OPTIONS_INIT;
+    vg_session_creator_options def = {0};
     if (!o) o = &def;
     if (out) memset(out, 0, sizeof *out);
     if (!g || !out)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s session creator: %s is NULL", chief ? "chief" : "worker",
                              g ? "out" : "graph");
     *out = make_creator(g, o->scaffold, o->config, chief, chief ? o->checkpoint_dir : NULL,
-                        chief ? o->checkpoint_filename_with_path : NULL, o->max_wait_secs, !o->no_checkpoint_dir_lock,
+                        chief ? o->checkpoint_filename_with_path : NULL,
+                        o->max_wait_secs > 0 ? o->max_wait_secs : 1800 /* TF's 30 * 60 */, !o->no_checkpoint_dir_lock,
                         st);
     if (!out->create_session) return st ? st->code : VG_RESOURCE_EXHAUSTED;
     vg_status_clear(st);

@@ -82,7 +82,7 @@ vg_code vg_slim_learning_train(vg_graph *g, vg_output train_op, const char *logd
         }
         k++;
     }
-    int64_t every = o.log_every_n_steps ? o.log_every_n_steps : 1;
+    int64_t every = o.no_logging ? 0 : o.log_every_n_steps ? o.log_every_n_steps : 1;
     if (every > 0) {
         log_hook *lh = calloc(1, sizeof *lh);
         if (!lh) {
@@ -103,7 +103,7 @@ vg_code vg_slim_learning_train(vg_graph *g, vg_output train_op, const char *logd
     }
     vg_scaffold *scaffold = o.scaffold;
     if (!scaffold && o.init_fn) {
-        vg_scaffold_options so = vg_scaffold_options_default();
+        vg_scaffold_options so = {0};
         so.init_fn = o.init_fn;
         so.init_fn_payload = o.init_fn_payload;
         own = scaffold = vg_scaffold_new(&so);
@@ -112,22 +112,23 @@ vg_code vg_slim_learning_train(vg_graph *g, vg_output train_op, const char *logd
             goto fail;
         }
     }
-    vg_mts_options m = vg_mts_options_default();
+    vg_mts_options m = {0};
     m.checkpoint_dir = logdir;
     m.scaffold = scaffold;
     m.hooks = hooks;
     m.nhooks = k;
     m.config = o.session_config;
     m.no_checkpoint_dir_lock = o.no_checkpoint_dir_lock;
-    m.save_checkpoint_secs = o.save_interval_secs < 0 ? 0 : o.save_interval_secs ? o.save_interval_secs : 600;
-    m.save_summaries_steps = -1;
-    m.save_summaries_secs = o.save_summaries_secs < 0 ? 0 : o.save_summaries_secs ? o.save_summaries_secs : 600;
+    /* slim's intervals: 0 its default 600 s; None: the no_* flags (or < 0) */
+    m.no_checkpoints = o.no_checkpoints || o.save_interval_secs < 0;
+    m.save_checkpoint_secs = o.save_interval_secs > 0 ? o.save_interval_secs : 600;
+    m.no_summaries = o.no_summaries || o.save_summaries_secs < 0;
+    m.save_summaries_secs = o.save_summaries_secs > 0 ? o.save_summaries_secs : 600;
     if (!logdir) {
         /* slim: logdir=None trains without saving anything */
-        m.log_step_count_steps = 0;
-        m.save_checkpoint_secs = 0;
-        m.save_summaries_secs = 0;
-        m.save_summaries_steps = 0;
+        m.no_step_counter = true;
+        m.no_checkpoints = true;
+        m.no_summaries = true;
     }
     rc = vg_training_train(g, train_op, &m, loss, st);
     free(hooks);

@@ -11,14 +11,14 @@
 
 vg_code vg_training_train(vg_graph *g, vg_output train_op, const vg_mts_options *o, double *loss, vg_status *st) {
     if (loss) *loss = NAN;
-    vg_mts_options d = VG_MTS_OPTIONS_INIT;
+    vg_mts_options d = {0};
     if (!o) o = &d;
     const char *bad = NULL;
     if (!g) bad = "g is NULL";
     else if (!train_op.op) bad = "train_op cannot be None.";
-    else if (!o->checkpoint_dir && o->is_chief && o->save_summaries_steps != 0)
+    else if (!o->checkpoint_dir && !o->not_chief && !o->no_summaries)
         bad = "logdir cannot be None when save_summaries_steps is not None";
-    else if (!o->checkpoint_dir && o->is_chief && o->save_checkpoint_secs != 0)
+    else if (!o->checkpoint_dir && !o->not_chief && !o->no_checkpoints)
         bad = "logdir cannot be None when save_checkpoint_secs is not None";
     if (bad) {
         for (int i = 0; o->hooks && i < o->nhooks; i++) {
@@ -33,7 +33,7 @@ vg_code vg_training_train(vg_graph *g, vg_output train_op, const vg_mts_options 
     }
     vg_monitored_session *ms = vg_monitored_training_session_new(g, o, st); /* owns the hooks */
     if (!ms) return st ? st->code : VG_INTERNAL;
-    vg_run_args a = vg_run_args_default();
+    vg_run_args a = {0};
     a.fetches = &train_op;
     a.nfetches = 1;
     vg_code rc = VG_OK;

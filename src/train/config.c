@@ -10,12 +10,6 @@
 
 #define CPU_DEVICE "/job:localhost/replica:0/task:0/device:CPU:0"
 
-vg_config_proto vg_config_proto_default(void) {
-    vg_config_proto c;
-    memset(&c, 0, sizeof c);
-    return c;
-}
-
 typedef enum { DEV_CPU0, DEV_OTHER, DEV_BAD } dev_kind;
 
 static bool eq_ci(const char *a, size_t n, const char *b) {
@@ -86,7 +80,7 @@ vg_code vg_config_check_placement(const vg_graph *g, const vg_config_proto *conf
     vg_status local;
     if (!st) st = &local;
     if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "config: graph is NULL");
-    vg_config_proto def = vg_config_proto_default();
+    vg_config_proto def = {0};
     if (!config) config = &def;
     if (config->gpu_per_process_memory_fraction != 0 || config->gpu_allow_growth)
         vg_logf(VG_LOG_INFO, "ConfigProto gpu_options are ignored: vigil runs on the CPU");
@@ -116,7 +110,7 @@ vg_code vg_config_check_placement(const vg_graph *g, const vg_config_proto *conf
 
 vg_session *vg_session_new_with_config(vg_graph *g, const vg_config_proto *config, vg_status *st) {
     if (vg_config_check_placement(g, config, st) != VG_OK) return NULL;
-    vg_session_options o = vg_session_options_default();
+    vg_session_options o = {0};
     if (config) {
         o.intra_op_threads = config->intra_op_parallelism_threads;
         o.inter_op_threads = config->inter_op_parallelism_threads;

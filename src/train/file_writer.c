@@ -324,9 +324,20 @@ static void destroy_sync(vg_file_writer *w) {
     pthread_mutex_destroy(&w->mu);
 }
 
-vg_file_writer *vg_file_writer_new(const char *dir, const vg_file_writer_options *opts, vg_status *st) {
-    vg_file_writer_options def = VG_FILE_WRITER_OPTIONS_INIT;
-    if (!opts) opts = &def;
+/* TF's defaults for the zero fields (max_queue 10, flush_secs 120). */
+static vg_file_writer_options resolve_file_writer_options(const vg_file_writer_options *in) {
+    vg_file_writer_options o = {0};
+    if (in) o = *in;
+    if (o.max_queue == 0) o.max_queue = 10;
+    if (o.flush_every_add) o.flush_secs = 0;
+    else if (o.flush_secs == 0) o.flush_secs = 120;
+    if (!o.filename_suffix) o.filename_suffix = "";
+    return o;
+}
+
+vg_file_writer *vg_file_writer_new(const char *dir, const vg_file_writer_options *in, vg_status *st) {
+    vg_file_writer_options resolved = resolve_file_writer_options(in);
+    const vg_file_writer_options *opts = &resolved;
     if (!dir || !*dir) {
         vg_status_set(st, VG_INVALID_ARGUMENT, "FileWriter: logdir must be a non-empty path");
         return NULL;

@@ -49,7 +49,7 @@ static bool compatible(vg_graph *g, vg_output a, vg_output b) {
 
 static vg_output weighted(vg_graph *g, vg_output losses, vg_output weights, const char *scope, const char *collection,
                           vg_reduction reduction) {
-    vg_loss_opts lo = {weights, scope, collection, reduction};
+    vg_loss_opts lo = {.weights = weights, .scope = scope, .loss_collection = collection, .reduction = reduction};
     return vg_losses_compute_weighted_loss(g, losses, &lo);
 }
 
@@ -108,8 +108,8 @@ static vg_output minimax_d(vg_graph *g, vg_output real, vg_output gen, double la
     vg_gan_loss_opts o = opts_or_default(po);
     char sc[512];
     open_scope(g, o.scope, dflt, sc, sizeof sc);
-    vg_loss_opts lr = {o.real_weights, sc, "", o.reduction};
-    vg_loss_opts lg = {o.generated_weights, sc, "", o.reduction};
+    vg_loss_opts lr = {.weights = o.real_weights, .scope = sc, .loss_collection = "", .reduction = o.reduction};
+    vg_loss_opts lg = {.weights = o.generated_weights, .scope = sc, .loss_collection = "", .reduction = o.reduction};
     vg_output on_real =
         vg_losses_sigmoid_cross_entropy(g, vg_ones_like(g, real, "ones_like"), real, label_smoothing, &lr);
     vg_output on_gen = vg_losses_sigmoid_cross_entropy(g, vg_zeros_like(g, gen, "zeros_like"), gen, 0.0, &lg);
@@ -155,7 +155,8 @@ vg_output vg_gan_modified_generator_loss(vg_graph *g, vg_output gen, double labe
     vg_gan_loss_opts o = opts_or_default(po);
     char sc[512];
     open_scope(g, o.scope, "generator_modified_loss", sc, sizeof sc);
-    vg_loss_opts lo = {o.weights, sc, o.loss_collection, o.reduction};
+    vg_loss_opts lo = {.weights = o.weights, .scope = sc, .loss_collection = o.loss_collection,
+                       .reduction = o.reduction};
     vg_output loss = vg_losses_sigmoid_cross_entropy(g, vg_ones_like(g, gen, "ones_like"), gen, label_smoothing, &lo);
     summary(g, o.add_summaries, "generator_modified_loss", loss);
     return finish(g, loss);

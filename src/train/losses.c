@@ -13,7 +13,7 @@
 #include <string.h>
 
 
-static const vg_loss_opts DEFAULTS = {{NULL, 0}, NULL, NULL, VG_REDUCTION_SUM_BY_NONZERO_WEIGHTS};
+static const vg_loss_opts DEFAULTS = {0}; /* TF's defaults (SUM_BY_NONZERO_WEIGHTS) */
 
 static vg_output none(void) { return vg_out(NULL, 0); }
 

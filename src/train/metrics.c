@@ -26,7 +26,7 @@
 static vg_output none(void) { return vg_out(NULL, 0); }
 static vg_metric fail(void) { return (vg_metric){{NULL, 0}, {NULL, 0}}; }
 
-static const vg_metric_opts DEFAULTS = {{NULL, 0}, NULL, NULL, NULL};
+static const vg_metric_opts DEFAULTS = {0};
 
 /* variable_scope(name, default): pushes the name made unique (and marked used, so the
  * next metric gets "<name>_1"); full gets it. */
@@ -234,7 +234,7 @@ vg_metric vg_metrics_mean_absolute_error(vg_graph *g, vg_output labels, vg_outpu
 vg_metric vg_metrics_root_mean_squared_error(vg_graph *g, vg_output labels, vg_output predictions,
                                              const vg_metric_opts *opts) {
     const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    vg_metric_opts inner = {o->weights, o->name ? o->name : "root_mean_squared_error", NULL, NULL};
+    vg_metric_opts inner = {.weights = o->weights, .name = o->name ? o->name : "root_mean_squared_error"};
     vg_metric m = error_metric(g, labels, predictions, &inner, "root_mean_squared_error", true);
     if (!m.value.op) return m;
     vg_output value = vg_sqrt(g, m.value, "Sqrt");
@@ -287,7 +287,7 @@ vg_metric vg_metrics_mean_cosine_distance(vg_graph *g, vg_output labels, vg_outp
     vg_output prod = vg_mul(g, cast_to(g, predictions, VG_FLOAT, NULL), cast_to(g, labels, VG_FLOAT, NULL), "Mul");
     int32_t ax = dim;
     vg_output radial = vg_reduce_sum(g, prod, &ax, 1, true, "Sum");
-    vg_metric_opts inner = {o->weights, o->name ? o->name : def, NULL, NULL};
+    vg_metric_opts inner = {.weights = o->weights, .name = o->name ? o->name : def};
     vg_metric mm = scoped_mean(g, radial, &inner, def);
     if (!mm.value.op) return fail();
     vg_output one = vg_const_f32(g, 1.0f, "sub/x");
@@ -488,7 +488,7 @@ static vg_metric pr_metric(vg_graph *g, vg_output labels, vg_output predictions,
     predictions = to_bool(g, predictions);
     labels = to_bool(g, labels);
     if (prepare_pair(g, def, &labels, &predictions)) {
-        vg_metric_opts inner = {o->weights, NULL, NULL, NULL};
+        vg_metric_opts inner = {.weights = o->weights};
         vg_metric tp = count_metric(g, TP, labels, predictions, &inner);
         vg_metric ot = count_metric(g, other, labels, predictions, &inner);
         if (tp.value.op && ot.value.op) {

@@ -89,7 +89,7 @@ vg_rnn_cell *vg_basic_lstm_cell_new(int64_t num_units, float forget_bias, bool s
 }
 
 vg_rnn_cell *vg_lstm_cell_new(int64_t num_units, const vg_lstm_cell_options *o) {
-    vg_lstm_cell_options d = VG_LSTM_CELL_OPTIONS_INIT;
+    vg_lstm_cell_options d = {0};
     if (!o) o = &d;
     if (o->num_proj < 0) return NULL;
     vg_rnn_cell *c = cell_new(K_LSTM, "lstm_cell", num_units);
@@ -98,8 +98,8 @@ vg_rnn_cell *vg_lstm_cell_new(int64_t num_units, const vg_lstm_cell_options *o) 
     c->cell_clip = o->cell_clip;
     c->num_proj = o->num_proj;
     c->proj_clip = o->proj_clip;
-    c->forget_bias = o->forget_bias;
-    c->tuple = o->state_is_tuple;
+    c->forget_bias = o->zero_forget_bias ? 0.0f : o->forget_bias != 0.0f ? o->forget_bias : 1.0f; /* TF's 1.0 */
+    c->tuple = !o->concat_state;
     if (o->initializer) c->kinit = *o->initializer;
     return c;
 }

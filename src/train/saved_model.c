@@ -88,7 +88,7 @@ static vg_op *file_writer(const vg_graph *g) {
 
 vg_code vg_saved_model_load(const char *export_dir, const char *const *tags, int ntags,
                             const vg_session_options *session_options, vg_saved_model **out, vg_status *st) {
-    vg_saved_model_load_options o = VG_SAVED_MODEL_LOAD_OPTIONS_INIT;
+    vg_saved_model_load_options o = {0};
     o.session_options = session_options;
     return vg_saved_model_load_ex(export_dir, tags, ntags, &o, out, st);
 }
@@ -119,7 +119,7 @@ vg_code vg_saved_model_load_ex(const char *export_dir, const char *const *tags, 
                                const vg_saved_model_load_options *options, vg_saved_model **out, vg_status *st) {
     if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_load: out is NULL");
     *out = NULL;
-    vg_saved_model_load_options defaults = VG_SAVED_MODEL_LOAD_OPTIONS_INIT;
+    vg_saved_model_load_options defaults = {0};
     if (!options) options = &defaults;
     const vg_session_options *session_options = options->session_options;
     if (!export_dir) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_saved_model_load: NULL export_dir");
@@ -151,10 +151,10 @@ vg_code vg_saved_model_load_ex(const char *export_dir, const char *const *tags, 
     const vg_output *vars = k ? NULL : vg_graph_collection(m->graph, VG_GLOBAL_VARIABLES, &nvars);
     vg_saver *saver = NULL;
     if (!k && nvars > 0) {
-        vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+        vg_saver_options so = {0};
         so.var_list = vars;
         so.nvars = nvars;
-        so.write_meta_graph = false;
+        so.no_meta_graph = true;
         so.name = "vigil_restore";
         saver = vg_saver_new(m->graph, &so, st);
         if (!saver) k = st->code ? st->code : VG_INTERNAL;

@@ -478,11 +478,21 @@ static vg_code build(vg_saver *s, const char *scope, vg_status *st) {
     return VG_OK;
 }
 
+/* TF's defaults for the zero fields of vg_saver_options; max_to_keep 0 = keep all. */
+static vg_saver_options resolve_saver_options(const vg_saver_options *in) {
+    vg_saver_options o = {0};
+    if (in) o = *in;
+    if (o.keep_all_checkpoints || o.max_to_keep < 0) o.keep_all_checkpoints = true;
+    else if (o.max_to_keep == 0) o.max_to_keep = 5;
+    if (!(o.keep_checkpoint_every_n_hours > 0)) o.keep_checkpoint_every_n_hours = 10000.0;
+    if (!o.name || !*o.name) o.name = "save";
+    return o;
+}
+
 vg_saver *vg_saver_new(vg_graph *g, const vg_saver_options *opts, vg_status *st) {
     vg_status local;
     if (!st) st = &local; /* callees report through it */
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
-    if (opts) o = *opts;
+    vg_saver_options o = resolve_saver_options(opts);
     if (!g) {
         vg_status_set(st, VG_INVALID_ARGUMENT, "graph is NULL");
         return NULL;
@@ -498,12 +508,12 @@ vg_saver *vg_saver_new(vg_graph *g, const vg_saver_options *opts, vg_status *st)
         return NULL;
     }
     s->g = g;
-    s->max_to_keep = o.max_to_keep > 0 ? o.max_to_keep : 0;
+    s->max_to_keep = o.max_to_keep;
     s->keep_hours = o.keep_checkpoint_every_n_hours;
     s->next_keep_time = now_secs() + s->keep_hours * 3600.0;
-    s->write_meta = o.write_meta_graph;
+    s->write_meta = !o.no_meta_graph;
     s->sharded = o.sharded;
-    if (collect_vars(s, &o, st) || build(s, o.name && *o.name ? o.name : "save", st)) {
+    if (collect_vars(s, &o, st) || build(s, o.name, st)) {
         vg_saver_free(s);
         return NULL;
     }

@@ -108,7 +108,7 @@ vg_code vg_dynamic_decode(vg_graph *g, vg_decoder *d, const vg_dynamic_decode_op
                           vg_output *final_state, vg_output *final_sequence_lengths, vg_status *st) {
     if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "dynamic_decode: NULL graph");
     if (vg_graph_status(g, NULL) != VG_OK) return fail(g, st);
-    vg_dynamic_decode_options defaults = VG_DYNAMIC_DECODE_OPTIONS_INIT;
+    vg_dynamic_decode_options defaults = {0};
     if (!o) o = &defaults;
     if (!d || !final_outputs || !final_state || !d->initialize || !d->step || d->output_count < 1 ||
         d->output_count > VG_DECODER_MAX_OUTPUTS || d->state_count < 1) {
@@ -674,8 +674,9 @@ static vg_output count_nonzero(vg_graph *g, vg_output w, const int32_t *axis, in
 
 vg_output vg_sequence_loss_ex(vg_graph *g, vg_output logits, vg_output targets, vg_output weights,
                               const vg_sequence_loss_options *o) {
-    vg_sequence_loss_options d = VG_SEQUENCE_LOSS_OPTIONS_INIT;
+    vg_sequence_loss_options d = {0};
     if (!o) o = &d;
+    bool avg_time = !o->no_average_across_timesteps, avg_batch = !o->no_average_across_batch;
     if (!g || vg_graph_status(g, NULL) != VG_OK) return none();
     if (!logits.op || !targets.op || !weights.op) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "sequence_loss: NULL logits, targets or weights");
@@ -693,20 +694,20 @@ vg_output vg_sequence_loss_ex(vg_graph *g, vg_output logits, vg_output targets, 
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "Weights must be a [batch_size x sequence_length] tensor");
         return none();
     }
-    if (o->average_across_timesteps && o->sum_over_timesteps) {
+    if (avg_time && o->sum_over_timesteps) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT,
                            "average_across_timesteps and sum_over_timesteps cannot be set to True at same time.");
         return none();
     }
-    if (o->average_across_batch && o->sum_over_batch) {
+    if (avg_batch && o->sum_over_batch) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT,
                            "average_across_batch and sum_over_batch cannot be set to True at same time.");
         return none();
     }
-    bool avg = o->average_across_timesteps || o->average_across_batch;
+    bool avg = avg_time || avg_batch;
     bool sum = o->sum_over_timesteps || o->sum_over_batch;
     if (avg || !sum)
-        return vg_sequence_loss(g, logits, targets, weights, o->average_across_timesteps, o->average_across_batch,
+        return vg_sequence_loss(g, logits, targets, weights, avg_time, avg_batch,
                                 o->name);
     vg_output ce = vg_sequence_loss(g, logits, targets, weights, false, false, o->name);
     if (!ce.op) return none();

@@ -320,7 +320,7 @@ static vg_code wrapper_call(vg_graph *g, vg_output inputs, const vg_output *stat
 
 vg_attention_wrapper *vg_attention_wrapper_new(vg_rnn_cell *cell, vg_attention_mechanism *m,
                                                const vg_attention_wrapper_options *o) {
-    vg_attention_wrapper_options d = VG_ATTENTION_WRAPPER_OPTIONS_INIT;
+    vg_attention_wrapper_options d = {0};
     if (!o) o = &d;
     if (!cell) return NULL;
     if (!m || o->attention_layer_size < 0 || (o->alignment_history && o->alignment_history_max_steps <= 0)) {
@@ -339,7 +339,7 @@ vg_attention_wrapper *vg_attention_wrapper_new(vg_rnn_cell *cell, vg_attention_m
     w->cell = cell;
     w->m = m;
     w->ncell = n;
-    w->output_attention = o->output_attention;
+    w->output_attention = !o->no_output_attention;
     w->cell_input_fn = o->cell_input_fn;
     w->cell_input_fn_user = o->cell_input_fn_user;
     w->attention_size = o->attention_layer_size > 0 ? o->attention_layer_size : m->depth;

@@ -922,11 +922,11 @@ vg_slim_init_fn *vg_slim_assign_from_checkpoint_fn(vg_graph *g, const char *mode
         vg_logf(VG_LOG_WARN, "No Variables to restore");
         goto done;
     }
-    vg_saver_options so = vg_saver_options_default();
+    vg_saver_options so = {0};
     so.var_list = keep;
     so.nvars = k;
     so.var_names = names;
-    so.write_meta_graph = false;
+    so.no_meta_graph = true;
     c->saver = vg_saver_new(g, &so, st);
     if (!c->saver) goto done;
     snprintf(c->path, sizeof c->path, "%s", path);

@@ -11,11 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-vg_create_train_op_opts vg_create_train_op_opts_default(void) {
-    vg_create_train_op_opts o = VG_CREATE_TRAIN_OP_OPTS_INIT;
-    return o;
-}
-
 /* control_flow_ops.with_dependencies(deps, t): Identity "control_dependency" (made
  * unique) under the current scope with control inputs on deps */
 static vg_output with_dependencies(vg_graph *g, vg_op *const *deps, int n, vg_output t) {
@@ -33,7 +28,7 @@ vg_output vg_create_train_op(vg_graph *g, vg_output total_loss, vg_optimizer *op
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "create_train_op: total_loss and optimizer are required");
         return none;
     }
-    vg_create_train_op_opts d = VG_CREATE_TRAIN_OP_OPTS_INIT;
+    vg_create_train_op_opts d = {0};
     if (!o) o = &d;
     if (o->clip_gradient_norm < 0) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "create_train_op: clip_gradient_norm %g is negative",

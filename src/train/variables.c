@@ -67,6 +67,11 @@ vg_initializer vg_init_uniform_unit_scaling(double factor, int64_t seed) {
     return i;
 }
 
+vg_initializer vg_init_variance_scaling(double factor, vg_fan_mode mode, bool uniform, int64_t seed) {
+    vg_initializer i = {VG_INIT_VARIANCE_SCALING, factor, (double)mode, uniform ? 1.0 : 0.0, 0, 0, seed, NULL};
+    return i;
+}
+
 vg_initializer vg_init_constant_array(const vg_constant_array *a) {
     vg_initializer i = {VG_INIT_CONSTANT_ARRAY, 0, 0, 0, 0, 0, 0, a};
     return i;
@@ -212,6 +217,19 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
         return random_value(g, RND_UNIFORM, -limit, limit, init.seed, dt, dims, ndims);
     }
     case VG_INIT_DEFAULT: break; /* resolved above */
+    case VG_INIT_VARIANCE_SCALING: {
+        /* contrib initializers.variance_scaling_initializer's _initializer */
+        double fan_in, fan_out;
+        compute_fans(dims, ndims, &fan_in, &fan_out);
+        double n = init.minval == (double)VG_FAN_OUT ? fan_out
+                   : init.minval == (double)VG_FAN_AVG ? (fan_in + fan_out) / 2.0
+                                                        : fan_in;
+        if (init.maxval != 0) {
+            double limit = sqrt(3.0 * init.value / n);
+            return random_value(g, RND_UNIFORM, -limit, limit, init.seed, dt, dims, ndims);
+        }
+        return random_value(g, RND_TRUNCATED, 0.0, sqrt(1.3 * init.value / n), init.seed, dt, dims, ndims);
+    }
     case VG_INIT_UNIFORM_UNIT_SCALING: {
         /* UniformUnitScaling.__call__: input_size = prod(shape[:-1]), at least 1.0 */
         double input_size = 1.0;

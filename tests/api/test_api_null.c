@@ -8,7 +8,7 @@
 
 static vg_code step_null_out(vg_step_context *sc, void *payload, vg_status *st) {
     const vg_output *f = payload;
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.fetches = f;
     a.nfetches = 1;
     return vg_step_context_run_with_hooks(sc, &a, NULL, NULL, st);
@@ -47,10 +47,10 @@ static void test_null__monitored(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_output c = vg_const_f32(g, 2.0f, "c");
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 1}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.stop_grace_period_secs = 1}, &st);
     CHECK(ms != NULL);
     if (!ms) return;
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.fetches = &c;
     a.nfetches = 1;
     CHECK_CODE(vg_monitored_session_run(ms, &a, NULL, NULL, &st), VG_INVALID_ARGUMENT);
@@ -72,9 +72,9 @@ static void test_null__monitored(void) {
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, NULL), &st);
     vg_monitored_session_free(ms);
     /* NULL graph, NULL hooks with a count */
-    CHECK(vg_monitored_session_new(NULL, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 1}, &st) == NULL);
+    CHECK(vg_monitored_session_new(NULL, &(vg_monitored_options){.stop_grace_period_secs = 1}, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK(vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 2, 1}, &st) == NULL);
+    CHECK(vg_monitored_session_new(g, &(vg_monitored_options){.nhooks = 2, .stop_grace_period_secs = 1}, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     CHECK(vg_singular_monitored_session_new(NULL, NULL, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
@@ -89,25 +89,31 @@ static void test_null__hooks(void) {
     CHECK_STR_CONTAINS(st.msg, "out");
     CHECK_CODE(vg_nan_tensor_hook(c, true, NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_CODE(vg_global_step_waiter_hook(1, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){10, -1, NULL, NULL}, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_CODE(vg_final_ops_hook(&(vg_final_ops_options){&c, 1, NULL, NULL, 0}, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_CODE(vg_profiler_hook(&(vg_profiler_options){10, -1, "/tmp", false, false}, NULL, &st), VG_INVALID_ARGUMENT);
-    vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = 10, .every_n_secs = -1}, NULL, &st),
+               VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_final_ops_hook(&(vg_final_ops_options){.final_ops = &c, .nfinal_ops = 1}, NULL, &st),
+               VG_INVALID_ARGUMENT);
+    CHECK_CODE(
+        vg_profiler_hook(
+            &(vg_profiler_options){.save_steps = 10, .save_secs = -1, .output_dir = "/tmp", .no_show_dataflow = true},
+            NULL, &st),
+        VG_INVALID_ARGUMENT);
+    vg_checkpoint_saver_options co = {0};
     co.checkpoint_dir = "/tmp";
     co.save_steps = 1;
     CHECK_CODE(vg_checkpoint_saver_hook(&co, NULL, &st), VG_INVALID_ARGUMENT);
     vg_hook h;
     CHECK_CODE(vg_checkpoint_saver_hook(NULL, &h, &st), VG_INVALID_ARGUMENT);
     CHECK(h.payload == NULL);
-    vg_summary_saver_options so = VG_SUMMARY_SAVER_OPTIONS_INIT;
+    vg_summary_saver_options so = {0};
     CHECK_CODE(vg_summary_saver_hook(&so, NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_CODE(vg_summary_saver_hook(NULL, &h, &st), VG_INVALID_ARGUMENT);
-    vg_logging_tensor_options lo = VG_LOGGING_TENSOR_OPTIONS_INIT;
+    vg_logging_tensor_options lo = {0};
     CHECK_CODE(vg_logging_tensor_hook(&lo, NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_CODE(vg_logging_tensor_hook(NULL, &h, &st), VG_INVALID_ARGUMENT);
     CHECK_CODE(vg_timer_init(NULL, 1, -1, &st), VG_INVALID_ARGUMENT);
     /* final ops values: n optional; a hook without payload gives nothing */
-    CHECK_OK(vg_final_ops_hook(&(vg_final_ops_options){&c, 1, NULL, NULL, 0}, &h, &st), &st);
+    CHECK_OK(vg_final_ops_hook(&(vg_final_ops_options){.final_ops = &c, .nfinal_ops = 1}, &h, &st), &st);
     CHECK(vg_final_ops_hook_values(&h, NULL) == NULL);
     vg_hook_free(&h);
     int n = 7;

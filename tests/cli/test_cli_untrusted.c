@@ -84,7 +84,7 @@ static void test_run_refuses_file_writes(void) {
     /* the loader option: the same refusal, with its code */
     vg_status st;
     vg_saved_model *m = (vg_saved_model *)1;
-    vg_saved_model_load_options lo = VG_SAVED_MODEL_LOAD_OPTIONS_INIT;
+    vg_saved_model_load_options lo = {0};
     lo.refuse_file_writes = true;
     CHECK_EQ_INT(vg_saved_model_load_ex(dir, (const char *[]){"serve"}, 1, &lo, &m, &st), VG_PERMISSION_DENIED);
     CHECK(m == NULL);
@@ -176,7 +176,7 @@ static void test_run_timeout_and_outputs(void) {
     vg_saved_model *m = NULL;
     CHECK_OK(vg_saved_model_load(dir, (const char *[]){"serve"}, 1, NULL, &m, &st), &st);
     if (m) {
-        vg_run_options ro = VG_RUN_OPTIONS_INIT;
+        vg_run_options ro = {0};
         ro.timeout_in_ms = 300;
         vg_tensor *n = vg_tensor_new_scalar_i32(0, &st), *out = NULL;
         CHECK_EQ_INT(vg_saved_model_run_ex(m, &ro, "serving_default", (const char *[]){"n"}, &n, 1,
@@ -222,12 +222,12 @@ static void test_ckpt_escape(void) {
     vg_graph *g = vg_graph_new();
     vg_variable v = vg_get_variable(g, "v", VG_FLOAT, (const int64_t[]){2}, 1, vg_init_constant(0.5), 0);
     vg_op *ini = vg_global_variables_initializer(g);
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options so = {0};
     const char *keys[1] = {EVIL};
     so.var_list = &v.ref;
     so.nvars = 1;
     so.var_names = keys;
-    so.write_meta_graph = false;
+    so.no_meta_graph = true;
     vg_saver *sv = vg_saver_new(g, &so, &st);
     vg_session *s = sv ? vg_session_new(g, NULL, &st) : NULL;
     CHECK(sv && s);

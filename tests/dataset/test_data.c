@@ -289,7 +289,7 @@ static void test_tfrecord_pipeline_monitored(void) {
     vg_output it = vg_make_one_shot_iterator(g, ds, NULL);
     vg_op *next = vg_iterator_get_next(g, it, NULL);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options o = {0};
     vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
     CHECK(ms != NULL);
     if (!ms) {
@@ -299,7 +299,7 @@ static void test_tfrecord_pipeline_monitored(void) {
     int64_t sum = 0, rows = 0, steps = 0;
     vg_code rc;
     for (;;) {
-        vg_run_args a = VG_RUN_ARGS_INIT;
+        vg_run_args a = {0};
         vg_output f[2] = {vg_out(next, 0), vg_out(next, 1)};
         a.fetches = f;
         a.nfetches = 2;
@@ -779,8 +779,8 @@ static void test_resumable_iterator(void) {
     snprintf(prefix, sizeof prefix, "%s/input.ckpt", g_dir);
     g = resumable_graph(&next, &pos);
     init = vg_global_variables_initializer(g);
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
-    so.write_meta_graph = false;
+    vg_saver_options so = {0};
+    so.no_meta_graph = true;
     vg_saver *sv = vg_saver_new(g, &so, &st);
     CHECK(sv != NULL);
     s = vg_session_new(g, NULL, &st);

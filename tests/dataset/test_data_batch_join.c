@@ -8,7 +8,7 @@
 #include "vigil/vigil.h"
 
 static vg_code fetch(vg_session *s, const vg_output *f, vg_tensor **out, int n, vg_status *st) {
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.timeout_in_ms = 20000;
     return vg_session_run(s, &ro, NULL, NULL, 0, f, out, n, NULL, 0, NULL, st);
 }

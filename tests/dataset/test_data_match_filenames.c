@@ -121,7 +121,7 @@ static void test_nothing_matches(void) {
     vg_status e;
     CHECK_CODE(vg_coord_raise_requested_exception(coord, &e), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(e.msg, "string_input_producer requires a non-null input tensor");
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.timeout_in_ms = 200;
     vg_code rc = vg_session_run(s, &ro, NULL, NULL, 0, (vg_output[]){vg_out(read, 1)}, &t, 1, NULL, 0, NULL, &st);
     CHECK(rc != VG_OK);

@@ -44,8 +44,8 @@ static int child(void) {
     vg_output pos;
     vg_graph *g = build(&next, &pos);
     vg_op *init = vg_global_variables_initializer(g);
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
-    so.write_meta_graph = false;
+    vg_saver_options so = {0};
+    so.no_meta_graph = true;
     so.max_to_keep = 2;
     vg_saver *sv = vg_saver_new(g, &so, &st);
     vg_session *s = sv ? vg_session_new(g, NULL, &st) : NULL;

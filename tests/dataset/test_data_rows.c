@@ -269,8 +269,8 @@ static int resumed_run(int k, item *out) {
         vg_output ds = pipeline(g, P_SHUFFLE_BATCH, 0, 2, &nout), pos;
         vg_op *next = vg_iterator_get_next_resumable(g, vg_make_one_shot_iterator(g, ds, NULL), &pos, NULL);
         vg_op *init = vg_global_variables_initializer(g);
-        vg_saver_options so = VG_SAVER_OPTIONS_INIT;
-        so.write_meta_graph = false;
+        vg_saver_options so = {0};
+        so.no_meta_graph = true;
         vg_saver *sv = vg_saver_new(g, &so, &st);
         vg_session *s = sv ? vg_session_new(g, NULL, &st) : NULL;
         CHECK(s != NULL);

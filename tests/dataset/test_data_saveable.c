@@ -144,9 +144,9 @@ static bool pipe_build(pipeline *p, ds_fn fn, const void *arg, bool empty) {
     p->restore = vg_saveable_restore(p->g, p->saveable, p->state, NULL);
     p->next = vg_iterator_get_next(p->g, p->it, NULL);
     p->nout = p->next ? vg_op_num_outputs(p->next) : 0;
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options so = {0};
     so.allow_empty = true;
-    so.write_meta_graph = false;
+    so.no_meta_graph = true;
     if (vg_graph_status(p->g, &st) == VG_OK) p->sv = vg_saver_new(p->g, &so, &st);
     if (p->sv) p->s = vg_session_new(p->g, NULL, &st);
     if (!p->s) fprintf(stderr, "%s: building the graph: %s\n", g_case, st.msg);
@@ -905,9 +905,9 @@ static void test_shuffle_multiple_iterators(void) {
             vg_output f[2] = {vg_out(vg_iterator_get_next(g, its[0], NULL), 0),
                               vg_out(vg_iterator_get_next(g, its[1], NULL), 0)};
             for (int i = 0; i < 2; i++) vg_make_saveable_from_iterator(g, its[i], NULL);
-            vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+            vg_saver_options so = {0};
             so.allow_empty = true;
-            so.write_meta_graph = false;
+            so.no_meta_graph = true;
             pipeline p = {0};
             p.g = g;
             p.sv = vg_saver_new(g, &so, &st);
@@ -1412,8 +1412,8 @@ static void test_checkpoint_keys(void) {
     vg_make_saveable_from_iterator(g, it, NULL);
     vg_op *next = vg_iterator_get_next(g, it, NULL);
     vg_op *vinit = vg_global_variables_initializer(g);
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
-    so.write_meta_graph = false;
+    vg_saver_options so = {0};
+    so.no_meta_graph = true;
     vg_saver *sv = vg_saver_new(g, &so, &st);
     CHECK(sv != NULL);
     vg_session *s = sv ? vg_session_new(g, NULL, &st) : NULL;
@@ -1568,16 +1568,16 @@ static void test_monitored_training_session(void) {
         g = mts_graph(&step, &value);
         vg_hook hooks[1];
         CHECK_OK(vg_stop_at_step_hook(-1, round == 0 ? 7 : 1000, &hooks[0], &st), &st);
-        vg_mts_options o = vg_mts_options_default();
+        vg_mts_options o = {0};
         o.checkpoint_dir = dir;
         o.hooks = hooks;
         o.nhooks = 1;
-        o.log_step_count_steps = 0;
+        o.no_step_counter = true;
         vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
         CHECK(ms != NULL);
         vg_code rc = ms ? VG_OK : st.code;
         while (ms && rc == VG_OK && !vg_monitored_session_should_stop(ms) && n < 70) {
-            vg_run_args args = vg_run_args_default();
+            vg_run_args args = {0};
             args.fetches = &value;
             args.nfetches = 1;
             args.targets = &step;

@@ -143,9 +143,9 @@ static bool run_new(run *r, int kind, int par) {
     vg_output it = vg_make_initializable_iterator(r->g, pipeline_ds(r->g, kind, par), &r->init, "Iterator");
     vg_make_saveable_from_iterator(r->g, it, NULL);
     r->next = vg_iterator_get_next(r->g, it, NULL);
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options so = {0};
     so.allow_empty = true;
-    so.write_meta_graph = false;
+    so.no_meta_graph = true;
     so.max_to_keep = 1;
     if (vg_graph_status(r->g, &st) == VG_OK) r->sv = vg_saver_new(r->g, &so, &st);
     if (r->sv) r->s = vg_session_new(r->g, NULL, &st);

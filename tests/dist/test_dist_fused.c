@@ -20,7 +20,8 @@
 static int R, N; /* rank, size */
 
 /* {intra, inter}: a single-threaded session and one with a helper thread */
-static const vg_session_options configs[2] = {{1, 1}, {1, 2}};
+static const vg_session_options configs[2] = {{.intra_op_threads = 1, .inter_op_threads = 1},
+                                              {.intra_op_threads = 1, .inter_op_threads = 2}};
 
 static int64_t now_us(void) {
     struct timespec ts;
@@ -156,7 +157,7 @@ static void timeout_in(const vg_session_options *so) {
     vg_output f[2] = {vg_out(op, 0), vg_out(op, 1)};
     vg_tensor *out[2] = {0};
     if (R == 0) {
-        vg_run_options ro = vg_run_options_default();
+        vg_run_options ro = {0};
         ro.timeout_in_ms = 100;
         int64_t t0 = now_us();
         CHECK_CODE(vg_session_run(s, &ro, NULL, NULL, 0, f, out, 2, NULL, 0, NULL, &st), VG_DEADLINE_EXCEEDED);

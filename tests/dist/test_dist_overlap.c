@@ -59,12 +59,13 @@ static void test_overlap__first_bucket_before_last_gradient(void) {
     }
     CHECK(strcmp(bucket[2 * L - 1], "DistributedAllreduce_0") == 0);
     vg_op *init = vg_global_variables_initializer(g);
-    vg_session_options so = {1, 2}; /* one intra-op thread, two inter-op threads */
+    /* one intra-op thread, two inter-op threads */
+    vg_session_options so = {.intra_op_threads = 1, .inter_op_threads = 2};
     vg_session *s = vg_session_new(g, &so, &st);
     CHECK(s != NULL);
     if (!s) return;
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     int overlapped = 0, steps = 5;

@@ -178,17 +178,17 @@ static void ps_worker_port(bool split) {
 
     vg_hook hooks[2];
     CHECK_OK(vg_stop_at_step_hook(-1, STEPS, &hooks[0], &st), &st);
-    vg_final_ops_options fo = VG_FINAL_OPS_OPTIONS_INIT;
+    vg_final_ops_options fo = {0};
     vg_output finals[4] = {w.read, b.read, gs, counter.read};
     fo.final_ops = finals;
     fo.nfinal_ops = 4;
     CHECK_OK(vg_final_ops_hook(&fo, &hooks[1], &st), &st);
     vg_hook final_hook = hooks[1];
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
-    o.is_chief = R == 0; /* is_chief=(task_index == 0) */
+    vg_mts_options o = {0};
+    o.not_chief = R != 0; /* is_chief=(task_index == 0) */
     o.hooks = hooks;
     o.nhooks = 2;
-    o.log_step_count_steps = 0;
+    o.no_step_counter = true;
     vg_monitored_session *sess = vg_distributed_training_session_new(g, vg_server_target(server), &o, &st);
     CHECK(sess != NULL);
     if (!sess) {
@@ -198,7 +198,7 @@ static void ps_worker_port(bool split) {
     vg_code rc = VG_OK;
     int step = 0;
     while (rc == VG_OK && !vg_monitored_session_should_stop(sess)) {
-        vg_run_args a = VG_RUN_ARGS_INIT;
+        vg_run_args a = {0};
         if (R == 0) { /* a write only the chief makes */
             a.targets = &inc.op;
             a.ntargets = 1;
@@ -286,9 +286,9 @@ static void test_ps_worker__refuses_train_op_built_before_init(void) {
     vg_cluster_spec *cs = cluster(n);
     vg_server *server = vg_server_new(cs, "worker", r, &st);
     CHECK(server != NULL);
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
-    o.is_chief = r == 0;
-    o.log_step_count_steps = 0;
+    vg_mts_options o = {0};
+    o.not_chief = r != 0;
+    o.no_step_counter = true;
     vg_monitored_session *ms = vg_distributed_training_session_new(g, vg_server_target(server), &o, &st);
     if (n > 1) {
         CHECK(ms == NULL);
@@ -300,7 +300,7 @@ static void test_ps_worker__refuses_train_op_built_before_init(void) {
         CHECK_STR_CONTAINS(st.msg, "SyncReplicasOptimizer");
     } else { /* one rank: nothing to average, the session trains */
         CHECK(ms != NULL);
-        vg_run_args a = VG_RUN_ARGS_INIT;
+        vg_run_args a = {0};
         a.targets = &train;
         a.ntargets = 1;
         if (ms) CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);
@@ -319,7 +319,7 @@ static void test_ps_worker__refuses_train_op_built_before_init(void) {
     ms = vg_distributed_training_session_new(g2, vg_server_target(server), &o, &st);
     CHECK(ms != NULL);
     if (ms) {
-        vg_run_args a = VG_RUN_ARGS_INIT;
+        vg_run_args a = {0};
         a.targets = &train;
         a.ntargets = 1;
         CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);
@@ -374,7 +374,7 @@ static void test_ps_worker__device_setter_passes_placement(void) {
         vg_add(g, v.read, v.read, NULL);
         vg_graph_pop_device(g);
     }
-    vg_config_proto c = vg_config_proto_default(); /* allow_soft_placement = false */
+    vg_config_proto c = {0}; /* allow_soft_placement = false */
     CHECK_OK(vg_config_check_placement(g, &c, &st), &st);
     vg_session *s = vg_session_new_with_config(g, &c, &st);
     CHECK(s != NULL);

@@ -64,7 +64,7 @@ static void check_against_mpi(vg_dtype dt, const int64_t *sizes, int n) {
     vg_op_add_control_input(mean, sum);
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = vg_session_new(g, &(vg_session_options){1, 1}, &st);
+    vg_session *s = vg_session_new(g, &(vg_session_options){.intra_op_threads = 1, .inter_op_threads = 1}, &st);
     vg_output f[16];
     for (int k = 0; k < n; k++) {
         f[k] = vg_out(sum, k);
@@ -136,7 +136,7 @@ static void test_shm__mismatched_sizes(void) {
     free(p);
     vg_op *op = vg_dist_fused_allreduce(g, &x, 1, false, "sum");
     vg_status st;
-    vg_session *s = vg_session_new(g, &(vg_session_options){1, 1}, &st);
+    vg_session *s = vg_session_new(g, &(vg_session_options){.intra_op_threads = 1, .inter_op_threads = 1}, &st);
     vg_tensor *out = NULL;
     vg_output f = vg_out(op, 0);
     CHECK_CODE(vg_session_run(s, NULL, NULL, NULL, 0, &f, &out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
@@ -163,7 +163,7 @@ static int die_child(void) {
     vg_output x = vg_const_array(g, VG_FLOAT, (int64_t[]){30001}, 1, p, "x");
     free(p);
     vg_op *op = vg_dist_fused_allreduce(g, &x, 1, false, "sum");
-    vg_session *s = vg_session_new(g, &(vg_session_options){1, 1}, &st);
+    vg_session *s = vg_session_new(g, &(vg_session_options){.intra_op_threads = 1, .inter_op_threads = 1}, &st);
     vg_output f = vg_out(op, 0);
     vg_tensor *out = NULL;
     if (vg_session_run(s, NULL, NULL, NULL, 0, &f, &out, 1, NULL, 0, NULL, &st) != VG_OK) return 4; /* both alive */

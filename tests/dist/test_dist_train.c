@@ -38,16 +38,16 @@ static void test_dist_optimizer__averaged_step(void) {
     CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 1);
     vg_hook hooks[1];
     CHECK_OK(vg_broadcast_global_variables_hook(0, &hooks[0], &st), &st);
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.hooks = hooks;
     o.nhooks = 1;
-    o.is_chief = true; /* Horovod: every rank creates its session as a chief; checkpoints on rank 0 only */
-    o.log_step_count_steps = 0;
+    o.not_chief = false; /* Horovod: every rank creates its session as a chief; checkpoints on rank 0 only */
+    o.no_step_counter = true;
     vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
     CHECK(ms != NULL);
     if (!ms) return;
     vg_tensor *wv = NULL;
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.fetches = &w.read;
     a.nfetches = 1;
     CHECK_OK(vg_monitored_session_run(ms, &a, &wv, NULL, &st), &st);
@@ -227,10 +227,10 @@ static void test_broadcast_hook__mismatch(void) {
     build(g, R == 1 ? 3 : 2, &loss, &w); /* rank 1 has w of shape [3] */
     vg_hook hooks[1];
     CHECK_OK(vg_broadcast_global_variables_hook(0, &hooks[0], &st), &st);
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.hooks = hooks;
     o.nhooks = 1;
-    o.log_step_count_steps = 0;
+    o.no_step_counter = true;
     vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
     CHECK(ms == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
@@ -255,14 +255,14 @@ static void test_sync_replicas__api(void) {
     CHECK(train != NULL);
     vg_hook hook;
     CHECK_OK(vg_sync_replicas_make_session_run_hook(sr, R == 0, &hook, &st), &st);
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.hooks = &hook;
     o.nhooks = 1;
-    o.is_chief = true; /* Horovod: every rank creates its session as a chief; checkpoints on rank 0 only */
-    o.log_step_count_steps = 0;
+    o.not_chief = false; /* Horovod: every rank creates its session as a chief; checkpoints on rank 0 only */
+    o.no_step_counter = true;
     vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
     CHECK(ms != NULL);
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.targets = &train;
     a.ntargets = 1;
     CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);

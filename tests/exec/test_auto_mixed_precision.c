@@ -123,7 +123,7 @@ static void test_amp__choices(void) {
     vg_session_free(s);
     for (int i = 0; i < 8; i++) CHECK(!all_bf16(f32v[i]));
     /* the rewrite through the config: rewrite_options.auto_mixed_precision */
-    vg_config_proto cfg = vg_config_proto_default();
+    vg_config_proto cfg = {0};
     CHECK(!cfg.auto_mixed_precision);
     cfg.auto_mixed_precision = true;
     s = vg_session_new_with_config(n.g, &cfg, &st);

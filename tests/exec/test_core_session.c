@@ -276,7 +276,7 @@ static void test_core__close_cancels(void) {
     vg_graph *g = vg_graph_new();
     vg_output blk = test_op(g, "TestBlock", NULL, 0, "blk");
     vg_output c = vg_const_f32(g, 1.0f, "c");
-    vg_session_options two = {2, 2};
+    vg_session_options two = {.intra_op_threads = 2, .inter_op_threads = 2};
     vg_session *s = vg_session_new(g, &two, &st);
     block_arg a = {s, blk, VG_OK};
     pthread_t t;
@@ -305,9 +305,9 @@ static void test_core__parallel_and_trace(void) {
     vg_output a = test_op(g, "TestSleep", NULL, 0, "a");
     vg_output b = test_op(g, "TestSleep", NULL, 0, "b");
     vg_output sum = vg_add(g, a, b, "sum");
-    vg_session_options opts = {1, 2};
+    vg_session_options opts = {.intra_op_threads = 1, .inter_op_threads = 2};
     vg_session *s = vg_session_new(g, &opts, &st);
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     vg_tensor *o;
@@ -415,14 +415,14 @@ static void test_core__split_nodes_one_at_a_time(void) {
     vg_output y = vg_const_fill(g, VG_FLOAT, d, 2, 0.25, "y");
     vg_output a = vg_matmul(g, x, y, false, false, "a"), b = vg_matmul(g, y, x, false, false, "b");
     vg_output sum = vg_add(g, vg_add(g, a, b, NULL), s1, "sum");
-    vg_session_options opts = {2, 2};
+    vg_session_options opts = {.intra_op_threads = 2, .inter_op_threads = 2};
     vg_session *s = vg_session_new(g, &opts, &st);
     vg_tensor *o;
     for (int i = 0; i < 3; i++) {
         CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &sum, &o, 1, NULL, 0, NULL, &st), &st);
         vg_tensor_free(o);
     }
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     for (int r = 0; r < 5; r++) {
@@ -452,14 +452,14 @@ static void test_core__split_node_beside_long_node(void) {
     vg_output y = vg_const_fill(g, VG_FLOAT, d, 2, 0.25, "y");
     vg_output m = vg_matmul(g, x, y, false, false, "m");
     vg_output fetch[2] = {s1, m};
-    vg_session_options opts = {2, 2};
+    vg_session_options opts = {.intra_op_threads = 2, .inter_op_threads = 2};
     vg_session *s = vg_session_new(g, &opts, &st);
     vg_tensor *o[2];
     for (int i = 0; i < 3; i++) {
         CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, fetch, o, 2, NULL, 0, NULL, &st), &st);
         vg_tensor_free(o[0]), vg_tensor_free(o[1]);
     }
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     for (int r = 0; r < 5; r++) {
@@ -490,9 +490,9 @@ static void test_core__blocking_caller_split_node(void) {
     vg_op *enq = vg_queue_enqueue(g, q, &m, 1, "enq");
     vg_op *deq = vg_queue_dequeue(g, q, "deq");
     vg_output got = vg_out(deq, 0);
-    vg_session_options opts = {2, 2};
+    vg_session_options opts = {.intra_op_threads = 2, .inter_op_threads = 2};
     vg_session *s = vg_session_new(g, &opts, &st);
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.timeout_in_ms = 10000;
     for (int i = 0; i < 50; i++) {
         vg_tensor *o = NULL;

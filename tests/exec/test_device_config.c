@@ -37,7 +37,7 @@ static void test_device_scopes(void) {
     CHECK(strcmp(vg_graph_device(g), "") == 0);
 
     vg_status st;
-    vg_config_proto cfg = vg_config_proto_default();
+    vg_config_proto cfg = {0};
     CHECK(vg_session_new_with_config(g, &cfg, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Cannot assign a device for operation b: b was explicitly assigned to /device:GPU:0 "
@@ -98,7 +98,7 @@ static void test_device_strings(void) {
     vg_status st;
     CHECK_EQ_INT(vg_config_check_placement(g, NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Malformed device specification '/bogus' in node x");
-    vg_config_proto soft = vg_config_proto_default();
+    vg_config_proto soft = {0};
     soft.allow_soft_placement = true;
     CHECK_EQ_INT(vg_config_check_placement(g, &soft, &st), VG_INVALID_ARGUMENT); /* malformed stays an error */
     vg_graph_free(g);
@@ -118,29 +118,28 @@ static void test_monitored_sessions_take_config(void) {
     vg_op *train = vg_assign_add(g, gs, one, "train").op;
     vg_graph_pop_device(g);
     vg_status st;
-    vg_mts_options mo = VG_MTS_OPTIONS_INIT;
+    vg_mts_options mo = {0};
     mo.checkpoint_dir = dir;
-    mo.log_step_count_steps = 0;
-    mo.save_summaries_steps = 0;
-    mo.save_summaries_secs = 0;
+    mo.no_step_counter = true;
+    mo.no_summaries = true;
     CHECK(vg_monitored_training_session_new(g, &mo, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Cannot assign a device for operation train: train was explicitly assigned to /gpu:0");
-    vg_config_proto cfg = vg_config_proto_default();
+    vg_config_proto cfg = {0};
     cfg.allow_soft_placement = true;
     cfg.intra_op_parallelism_threads = cfg.inter_op_parallelism_threads = 1;
     mo.config = &cfg;
     vg_monitored_session *ms = vg_monitored_training_session_new(g, &mo, &st);
     CHECK(ms != NULL);
     if (ms) {
-        vg_run_args ra = VG_RUN_ARGS_INIT;
+        vg_run_args ra = {0};
         ra.targets = &train;
         ra.ntargets = 1;
         CHECK_EQ_INT(vg_monitored_session_run(ms, &ra, NULL, NULL, &st), VG_OK);
         vg_monitored_session_free(ms);
     }
 
-    vg_singular_options so = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options so = {0};
     CHECK(vg_singular_monitored_session_new(g, &so, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     so.config = &cfg;
@@ -148,7 +147,7 @@ static void test_monitored_sessions_take_config(void) {
     CHECK(ms != NULL);
     if (ms) vg_monitored_session_free(ms);
 
-    vg_session_creator_options co = VG_SESSION_CREATOR_OPTIONS_INIT;
+    vg_session_creator_options co = {0};
     vg_session_creator cr;
     CHECK_EQ_INT(vg_chief_session_creator(g, &co, &cr, &st), VG_OK);
     CHECK(cr.create_session(cr.payload, &st) == NULL);

@@ -18,7 +18,7 @@ static void test_ab__tiny_nodes_decide_and_agree(void) {
         b = vg_mul(g, b, vg_const_f32(g, 1.01f, NULL), NULL);
     }
     vg_output y = vg_add(g, a, b, "y");
-    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    vg_session_options so = {0};
     so.intra_op_threads = so.inter_op_threads = 2;
     vg_status st;
     vg_session *s = vg_session_new(g, &so, &st);
@@ -52,7 +52,7 @@ static void test_ab__blocking_plan_stays_parallel(void) {
     vg_op *enq = vg_queue_enqueue(g, q, &v, 1, "enq");
     vg_op *deq = vg_queue_dequeue(g, q, "deq");
     vg_output y = vg_add(g, vg_mul(g, vg_out(deq, 0), vg_out(deq, 0), NULL), vg_out(deq, 0), "y");
-    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    vg_session_options so = {0};
     so.intra_op_threads = so.inter_op_threads = 2;
     vg_status st;
     vg_session *s = vg_session_new(g, &so, &st);

@@ -32,11 +32,11 @@ static int run_g(vg_graph *g, const vg_output *feeds, vg_tensor **vals, int nfee
                vg_tensor **outs, int threads, bool fused) {
     bool old = vg__plan_set_fusion(fused);
     vg_status st;
-    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    vg_session_options so = {0};
     so.intra_op_threads = threads;
     so.inter_op_threads = threads;
     vg_session *s = vg_session_new(g, &so, &st);
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     int n = -1;
@@ -198,11 +198,11 @@ static int run_ln(vg_graph *g, vg_op *const *init, int ninit, const vg_output *f
                   const vg_output *fetch, int nfetch, vg_tensor **outs, int threads, bool fused) {
     bool old = vg__plan_set_fusion(fused);
     vg_status st;
-    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    vg_session_options so = {0};
     so.intra_op_threads = threads;
     so.inter_op_threads = threads;
     vg_session *s = vg_session_new(g, &so, &st);
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     int n = -1;

@@ -19,7 +19,7 @@ static int run_g(vg_graph *g, const vg_output *feeds, vg_tensor **vals, int nfee
     bool old = vg__plan_set_fusion(fused);
     vg_status st;
     vg_session *s = vg_session_new(g, NULL, &st);
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.trace_level = VG_TRACE_FULL;
     vg_run_metadata *md = vg_run_metadata_new();
     int n = -1;

@@ -10,7 +10,7 @@
 
 /* Runs fetch with a 10 s timeout (a loop that would not end fails the test, not CI). */
 static double run_scalar(vg_session *s, vg_output o, vg_status *st) {
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.timeout_in_ms = 10000;
     vg_tensor *t = NULL;
     if (vg_session_run(s, &ro, NULL, NULL, 0, &o, &t, 1, NULL, 0, NULL, st) != VG_OK) {

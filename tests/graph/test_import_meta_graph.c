@@ -219,7 +219,11 @@ static void test_meta_graph_round_trip(void) {
     vg_tensor *w0 = NULL, *w1 = NULL;
     CHECK_OK(vg_session_run1(s, vg_graph_output_by_name(g, "w:0", &st), &w0, &st), &st);
 
-    vg_saver *hs = vg_saver_new(h, &(vg_saver_options){NULL, 0, 5, 10000.0, false, false, "restore", false, NULL}, &st);
+    vg_saver *hs = vg_saver_new(
+        h,
+        &(vg_saver_options){
+            .max_to_keep = 5, .keep_checkpoint_every_n_hours = 10000.0, .no_meta_graph = true, .name = "restore"},
+        &st);
     vg_session *s2 = vg_session_new(h, NULL, &st);
     CHECK(hs != NULL);
     CHECK_OK(vg_saver_restore(hs, s2, saved, &st), &st);

@@ -40,9 +40,9 @@ static int64_t run_mts(const void *meta, size_t len, const char *dir, int steps,
     int ntr = 0;
     const vg_output *tr = vg_graph_collection(g, VG_TRAIN_OP, &ntr);
     CHECK_EQ_INT(ntr, 1);
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.checkpoint_dir = dir;
-    o.log_step_count_steps = 0;
+    o.no_step_counter = true;
     vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
     CHECK(ms != NULL);
     int64_t step = -1;
@@ -56,7 +56,8 @@ static int64_t run_mts(const void *meta, size_t len, const char *dir, int steps,
         vg_output feeds[2] = {vg_graph_output_by_name(g, "x", &st), vg_graph_output_by_name(g, "y", &st)};
         vg_output fetch[2] = {vg_graph_output_by_name(g, "loss", &st), vg_get_global_step(g)};
         vg_op *top = tr[0].op;
-        vg_run_args args = {fetch, 2, feeds, fv, 2, &top, 1, NULL};
+        vg_run_args args = {.fetches = fetch, .nfetches = 2, .feeds = feeds, .feed_values = fv, .nfeeds = 2,
+                            .targets = &top, .ntargets = 1};
         vg_code rc = VG_OK;
         for (int i = 0; i < steps && rc == VG_OK && !vg_monitored_session_should_stop(ms); i++) {
             vg_tensor *out[2] = {NULL, NULL};

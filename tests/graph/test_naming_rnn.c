@@ -213,9 +213,9 @@ static void test_lstm_cell_variables_and_initializer(void) {
     vg_graph *g = vg_graph_new();
     vg_initializer half = vg_init_constant(0.5), quarter = vg_init_constant(0.25);
     vg_variable_scope_push(g, "root", &(vg_variable_scope_opts){.initializer = &half});
-    vg_lstm_cell_options o = VG_LSTM_CELL_OPTIONS_INIT;
+    vg_lstm_cell_options o = {0};
     o.num_proj = 6;
-    o.state_is_tuple = false;
+    o.concat_state = true;
     vg_rnn_cell *cell = vg_lstm_cell_new(8, &o);
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){3, 2}, 2, "x");
     vg_output m = vg_placeholder(g, VG_FLOAT, (int64_t[]){3, 14}, 2, "m"), out, ns;
@@ -224,7 +224,7 @@ static void test_lstm_cell_variables_and_initializer(void) {
     vg_variable_scope_pop(g);
     CHECK_COLLECTION(g, VG_GLOBAL_VARIABLES, "root/lstm_cell/kernel root/lstm_cell/bias root/lstm_cell/projection/kernel");
     /* initializer=constant(0.25) under a scope initializer of 0.5 */
-    vg_lstm_cell_options p = VG_LSTM_CELL_OPTIONS_INIT;
+    vg_lstm_cell_options p = {0};
     p.use_peepholes = true;
     p.num_proj = 2;
     p.initializer = &quarter;

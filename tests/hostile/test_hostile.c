@@ -363,8 +363,8 @@ static void test_hostile__saver_removes_temporaries_and_orphans(void) {
     vg_saver_free(sv);
     /* max_to_keep = 0 (keep everything): orphans stay */
     write_ckpt(pre[0], 0.0f);
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
-    o.max_to_keep = 0;
+    vg_saver_options o = {0};
+    o.keep_all_checkpoints = true;
     sv = vg_saver_new(g, &o, &st);
     vg_saver_recover_last_checkpoints(sv, listed, 2);
     snprintf(p, sizeof p, "%s.index", pre[0]);
@@ -426,10 +426,10 @@ static void test_hostile__hook_error_without_message(void) {
     h.name = "SilentHook";
     h.after_run = silent_fail;
     vg_status st;
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &h, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &h, .nhooks = 1}, &st);
     CHECK(ms != NULL);
     if (ms) {
-        vg_run_args a = VG_RUN_ARGS_INIT;
+        vg_run_args a = {0};
         a.targets = &inc.op;
         a.ntargets = 1;
         vg_status_clear(&st);

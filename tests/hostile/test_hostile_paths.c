@@ -96,7 +96,7 @@ static void model_build(model *m, int max_to_keep) {
     vg_get_variable(m->g, "v", VG_FLOAT, &one, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
     vg_op *init = vg_global_variables_initializer(m->g);
     vg_status st;
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options o = {0};
     o.max_to_keep = max_to_keep;
     m->saver = vg_saver_new(m->g, &o, &st);
     CHECK(m->saver != NULL);
@@ -308,7 +308,7 @@ static void test_hostile_paths__event_file_never_follows_or_truncates(void) {
     CHECK(holds(victim, "victim"));
     CHECK(holds(old, "old events"));
     /* the public writer (a summary writer reopened in the same second) likewise */
-    vg_file_writer_options o = VG_FILE_WRITER_OPTIONS_INIT;
+    vg_file_writer_options o = {0};
     o.filename_suffix = ".v2";
     now = (long long)time(NULL);
     for (int k = 0; k < 3; k++) {

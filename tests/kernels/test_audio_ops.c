@@ -468,7 +468,8 @@ static void test_mfcc_zero_input(void) {
 static void test_mfcc_simple_input(void) {
     float in[129] = {0};
     in[10] = 1.0f;
-    vg_mfcc_options opt = {3800.0f, 125.0f, 40, 40};
+    vg_mfcc_options opt = {.upper_frequency_limit = 3800.0f, .lower_frequency_limit = 125.0f,
+                           .filterbank_channel_count = 40, .dct_coefficient_count = 40};
     vg_status st;
     vg_code c;
     vg_tensor *o = mfcc_run(in, 129, 8000, &opt, &c, &st);

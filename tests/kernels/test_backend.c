@@ -387,7 +387,7 @@ static void test_backend__dnnl_starts_no_threads(void) {
     int64_t d[2] = {512, 512};
     double *v = randv(512 * 512, 5);
     vg_tensor *t = ftens(d, 2, v);
-    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    vg_session_options o = {0};
     o.intra_op_threads = 2;
     o.inter_op_threads = 1;
     vg_session *s = vg_session_new(g, &o, &st);

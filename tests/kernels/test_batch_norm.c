@@ -201,7 +201,7 @@ static void test_float_large_threads(void) {
         vg_output y = vg_out(bn, 0), xs[3] = {xo, so, oo}, d[3];
         vg_status st;
         CHECK_OK(vg_gradients(g, &y, 1, xs, 3, &dyo, d, &st), &st);
-        vg_session_options opt = VG_SESSION_OPTIONS_INIT;
+        vg_session_options opt = {0};
         opt.intra_op_threads = threads;
         opt.inter_op_threads = 1;
         vg_session *s = vg_session_new(g, &opt, &st);

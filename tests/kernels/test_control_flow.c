@@ -468,7 +468,7 @@ static int nap_overlaps(int inter_threads) {
     vg_graph *g = vg_graph_new();
     vg_output v[3] = {vg_const_i32(g, 0, "i"), vg_const_f32(g, 0.0f, "a"), vg_const_f32(g, 10.0f, "b")}, o[3];
     CHECK_OK(vg_while_loop(g, lt3_nap, nap_body, NULL, v, 3, NULL, 10, vg_out(NULL, 0), NULL, o, &st), &st);
-    vg_session_options so = vg_session_options_default();
+    vg_session_options so = {0};
     so.inter_op_threads = inter_threads;
     so.intra_op_threads = 1;
     vg_session *s = vg_session_new(g, &so, &st);

@@ -281,14 +281,14 @@ static void test_loop_under_mts(void) {
         CHECK(train != NULL);
         vg_hook hooks[1];
         CHECK_OK(vg_stop_at_step_hook(-1, 4 * (round + 1), &hooks[0], &st), &st);
-        vg_mts_options o = vg_mts_options_default();
+        vg_mts_options o = {0};
         o.checkpoint_dir = dir;
         o.hooks = hooks;
         o.nhooks = 1;
-        o.log_step_count_steps = 0;
+        o.no_step_counter = true;
         vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
         CHECK(ms != NULL);
-        vg_run_args a = vg_run_args_default();
+        vg_run_args a = {0};
         a.targets = &train;
         a.ntargets = 1;
         vg_code rc = VG_OK;
@@ -311,13 +311,13 @@ static void test_loop_under_mts(void) {
     vg_op *train = NULL;
     vg_variable w;
     vg_graph *g = mts_model(&train, &w);
-    vg_mts_options o = vg_mts_options_default();
+    vg_mts_options o = {0};
     o.checkpoint_dir = dir;
-    o.log_step_count_steps = 0;
+    o.no_step_counter = true;
     vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
     CHECK(ms != NULL);
     if (ms) {
-        vg_run_args r = vg_run_args_default();
+        vg_run_args r = {0};
         r.fetches = &w.read;
         r.nfetches = 1;
         vg_tensor *t = NULL;

@@ -33,7 +33,7 @@ static vg_tensor *rand_tensor(vg_dtype dt, const int64_t *dims, int nd) {
 /* Runs y with feeds at the given intra-op thread count; the result or NULL. */
 static vg_tensor *run_at(vg_graph *g, int threads, const vg_output *feeds, vg_tensor *const *fv, int nf, vg_output y) {
     vg_status st;
-    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    vg_session_options so = {0};
     so.intra_op_threads = threads;
     so.inter_op_threads = 1;
     vg_session *s = vg_session_new(g, &so, &st);

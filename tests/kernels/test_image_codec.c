@@ -41,8 +41,7 @@ static vg_tensor *encode(vg_tensor *img, bool jpeg, int quality) {
 static vg_tensor *decode_bytes(const void *p, size_t n, int channels, int which, vg_status *st) {
     vg_graph *g = vg_graph_new();
     vg_output s = str_const(g, p, n);
-    vg_decode_jpeg_options o = vg_decode_jpeg_options_default();
-    o.channels = channels;
+    vg_decode_jpeg_options o = {.channels = channels};
     vg_output d = which == 0   ? vg_decode_png(g, s, channels, NULL)
                   : which == 1 ? vg_decode_image(g, s, channels, NULL)
                                : vg_decode_jpeg(g, s, &o, NULL);
@@ -176,8 +175,7 @@ static void test_jpeg(void) {
     vg_tensor_free(back);
     /* ratio 2 halves each side */
     vg_graph *g = vg_graph_new();
-    vg_decode_jpeg_options o = vg_decode_jpeg_options_default();
-    o.ratio = 2;
+    vg_decode_jpeg_options o = {.ratio = 2};
     vg_tensor *half = run(g, vg_decode_jpeg(g, str_const(g, b, n), &o, NULL));
     CHECK(half && vg_tensor_dim(half, 0) == 16 && vg_tensor_dim(half, 1) == 12);
     vg_tensor_free(half);
@@ -191,8 +189,7 @@ static void test_jpeg(void) {
     snprintf(want, sizeof want, "Invalid JPEG data or crop window, data size %zu", cut);
     CHECK_STR_CONTAINS(st.msg, want);
     g = vg_graph_new();
-    o = vg_decode_jpeg_options_default();
-    o.try_recover_truncated = true, o.acceptable_fraction = 0.0f;
+    o = (vg_decode_jpeg_options){.try_recover_truncated = true, .zero_acceptable_fraction = true};
     vg_tensor *rec = run(g, vg_decode_jpeg(g, str_const(g, b, cut), &o, NULL));
     CHECK(rec && vg_tensor_dim(rec, 0) == 32);
     vg_tensor_free(rec);

@@ -27,7 +27,7 @@ static float run_l2(const vg_tensor *xv, int threads, vg_tensor **grad) {
     vg_output l = vg_l2_loss(g, x, "L2Loss");
     vg_output dx = {NULL, 0};
     if (grad) CHECK_OK(vg_gradients(g, &l, 1, &x, 1, NULL, &dx, &st), &st);
-    vg_session_options so = VG_SESSION_OPTIONS_INIT;
+    vg_session_options so = {0};
     so.intra_op_threads = threads;
     so.inter_op_threads = 1;
     vg_session *sess = vg_session_new(g, &so, &st);

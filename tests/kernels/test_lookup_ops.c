@@ -734,11 +734,11 @@ static void test_monitored_session_initialises_tables(void) {
     const char *in[] = {"surgery", "brain", "tarkus"};
     vg_output ids = vg_lookup_table_lookup(g, &t, strings(g, in, 3, "in"), NULL);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_singular_options so = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options so = {0};
     vg_monitored_session *ms = vg_singular_monitored_session_new(g, &so, &st);
     CHECK(ms != NULL);
     if (ms) {
-        vg_run_args a = VG_RUN_ARGS_INIT;
+        vg_run_args a = {0};
         a.fetches = &ids;
         a.nfetches = 1;
         vg_tensor *r = NULL;

@@ -387,7 +387,7 @@ static void test_math__first_axis_fold_order(void) {
         vg_output xc = vg_const(g, xt, "x");
         vg_output ax = vg_const_i32_vec(g, (int32_t[]){0}, 1, NULL);
         vg_output ys[3] = {vg_sum(g, xc, ax, false, NULL), vg_max(g, xc, ax, false, NULL), vg_mean(g, xc, ax, false, NULL)};
-        vg_session_options so = vg_session_options_default();
+        vg_session_options so = {0};
         so.intra_op_threads = 1; /* one thread: the rows in order */
         so.inter_op_threads = 1;
         vg_status st;

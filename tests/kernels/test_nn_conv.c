@@ -624,7 +624,7 @@ static void test_nn__conv_concurrent_runs(void) {
     conc_arg a[3];
     vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 4, xv), mk(VG_FLOAT, fd, 4, fv)}, *want[2] = {NULL, NULL};
     CHECK_OK(run_threads(g, 2, in, vals, 2, d, want, 2, &st), &st); /* same split as below: same sums */
-    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    vg_session_options o = {0};
     o.intra_op_threads = 2;
     vg_session *s = vg_session_new(g, &o, &st);
     pthread_t th[3];
@@ -665,7 +665,7 @@ static void conv_alloc_failures(int level) {
     CHECK_OK(vg_gradients(g, &L, 1, in, 2, NULL, d, &st), &st);
     double *xv = randv(3 * 36 * 16, 101), *fv = randv(9 * 256, 102);
     vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 4, xv), mk(VG_FLOAT, fd, 4, fv)};
-    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    vg_session_options o = {0};
     o.intra_op_threads = 2;
     o.inter_op_threads = 1;
     vg_session *s = vg_session_new(g, &o, &st);

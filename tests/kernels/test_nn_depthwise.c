@@ -92,7 +92,7 @@ static void values_mobilenet_shapes(bool dnnl) {
             vg_output xs[2] = {xo, fo}, d[2]; /* the backprop ops, through tf.gradients with grad_ys = dy */
             CHECK_OK(vg_gradients(g, &y, 1, xs, 2, &dyo, d, &st), &st);
             vg_output bi = d[0], bf = d[1];
-            vg_session_options so = VG_SESSION_OPTIONS_INIT;
+            vg_session_options so = {0};
             so.intra_op_threads = threads;
             so.inter_op_threads = 1;
             vg_session *s = vg_session_new(g, &so, &st);

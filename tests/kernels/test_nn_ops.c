@@ -669,7 +669,7 @@ static void test_nn__alloc_failures(void) {
     CHECK_OK(vg_gradients(g, &L, 1, in, 3, NULL, d, &st), &st);
     double *xv = randv1(2048 * 40, 1), *wv = randv1(1600, 2), *bv = randv1(40, 3);
     vg_tensor *vals[3] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, wd, 2, wv), mk(VG_FLOAT, (int64_t[]){40}, 1, bv)};
-    vg_session_options o = VG_SESSION_OPTIONS_INIT;
+    vg_session_options o = {0};
     o.intra_op_threads = 2;
     o.inter_op_threads = 1;
     vg_session *s = vg_session_new(g, &o, &st);

@@ -437,7 +437,7 @@ static void test_queue__timeout(void) {
     qgraph t;
     qgraph_init(&t, false, 1, 0, 0);
     vg_status st;
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.timeout_in_ms = 100;
     float a;
     double t0 = tu_now_s();
@@ -532,7 +532,7 @@ static void test_queue__shuffle_min_after_dequeue(void) {
     qgraph t;
     qgraph_init(&t, true, 20, 5, 7);
     vg_status st;
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.timeout_in_ms = 50;
     CHECK_OK(enqueue_many(&t, 0, 7, &st), &st);
     float a;

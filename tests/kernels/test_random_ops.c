@@ -126,7 +126,8 @@ static void test_random__thread_split_independent(void) {
     vg_graph *g = vg_graph_new();
     vg_output u = vg_random_uniform(g, shape_const(g, D(1000, 1001), 2), VG_FLOAT, 3, 4, NULL);
     vg_output t = vg_truncated_normal(g, shape_const(g, D(200001), 1), VG_DOUBLE, 3, 4, NULL);
-    vg_session_options one = {1, 1}, many = {4, 2};
+    vg_session_options one = {.intra_op_threads = 1, .inter_op_threads = 1};
+    vg_session_options many = {.intra_op_threads = 4, .inter_op_threads = 2};
     vg_tensor *a[1], *b[1], *c[1], *d[1];
     run_n(g, &one, u, 1, a);
     run_n(g, &many, u, 1, b);

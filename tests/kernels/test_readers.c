@@ -337,7 +337,7 @@ static void test_monitored_session_ends_at_data_end(void) {
     vg_output batch[2];
     CHECK_OK(vg_batch(g, (vg_output[]){dense[0], img}, 2, 4, 1, 32, false, NULL, batch), &st);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options o = {0};
     vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
     CHECK(ms != NULL);
     if (!ms) fprintf(stderr, "monitored session: %s\n", st.msg);
@@ -348,7 +348,7 @@ static void test_monitored_session_ends_at_data_end(void) {
     int64_t sum = 0, steps = 0;
     vg_code rc;
     for (;;) {
-        vg_run_args a = VG_RUN_ARGS_INIT;
+        vg_run_args a = {0};
         a.fetches = batch;
         a.nfetches = 2;
         vg_tensor *out[2] = {0};

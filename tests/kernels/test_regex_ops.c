@@ -294,7 +294,7 @@ static void test_run_timeout(void) {
         vg_tensor *v = vg_tensor_new(VG_STRING, NULL, 0, &st);
         vg_tensor_set_string(v, 0, subject, n, &st);
         vg_session *s = vg_session_new(g, NULL, &st);
-        vg_run_options ro = VG_RUN_OPTIONS_INIT;
+        vg_run_options ro = {0};
         ro.timeout_in_ms = 200;
         vg_tensor *out = NULL;
         struct timespec t0, t1;

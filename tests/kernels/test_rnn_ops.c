@@ -41,7 +41,7 @@ static void test_block_cell_matches_cells(void) {
         vg_rnn_cell *blk = vg_lstm_block_cell_new(U, 0.75f, clip, peep);
         vg_rnn_cell *ref;
         if (peep) {
-            vg_lstm_cell_options o = VG_LSTM_CELL_OPTIONS_INIT;
+            vg_lstm_cell_options o = {0};
             o.use_peepholes = true;
             o.cell_clip = clip;
             o.forget_bias = 0.75f;

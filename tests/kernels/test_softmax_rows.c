@@ -24,7 +24,7 @@ static void check_width(int64_t R, int64_t C, bool with_nan) {
     vg_tensor *o1[4], *o2[4];
     vg_status st;
     for (int t = 1; t <= 2; t++) {
-        vg_session_options so = VG_SESSION_OPTIONS_INIT;
+        vg_session_options so = {0};
         so.intra_op_threads = so.inter_op_threads = t;
         vg_session *s = vg_session_new(g, &so, &st);
         CHECK_OK(vg_session_run(s, NULL, feeds, vals, 2, fetch, t == 1 ? o1 : o2, 4, NULL, 0, NULL, &st), &st);

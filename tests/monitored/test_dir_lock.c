@@ -11,11 +11,10 @@
 #include <sys/wait.h>
 
 static vg_monitored_session *mts_on(vg_graph *g, const char *dir, bool no_lock, vg_status *st) {
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.checkpoint_dir = dir;
-    o.save_summaries_steps = 0;
-    o.save_summaries_secs = 0;
-    o.log_step_count_steps = 0;
+    o.no_summaries = true;
+    o.no_step_counter = true;
     o.no_checkpoint_dir_lock = no_lock;
     return vg_monitored_training_session_new(g, &o, st);
 }
@@ -90,7 +89,7 @@ static void test_dir_lock__two_sessions_one_process(void) {
     pid_str(want, sizeof want, (long)getpid());
     CHECK_STR_CONTAINS(st.msg, want);
     /* SingularMonitoredSession is refused the same way */
-    vg_singular_options so = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options so = {0};
     so.checkpoint_dir = dir;
     CHECK(vg_singular_monitored_session_new(m.g, &so, &st) == NULL);
     CHECK_CODE(st.code, VG_FAILED_PRECONDITION);
@@ -102,7 +101,7 @@ static void test_dir_lock__two_sessions_one_process(void) {
     b = mts_on(m.g, dir, false, &st);
     CHECK(b != NULL);
     if (b) {
-        vg_run_args ra = VG_RUN_ARGS_INIT;
+        vg_run_args ra = {0};
         vg_tensor *out[1] = {NULL};
         ra.fetches = &m.gs;
         ra.nfetches = 1;
@@ -124,8 +123,8 @@ static void test_dir_lock__worker_does_not_lock(void) {
     CHECK(chief != NULL);
     vg_graph *g = vg_graph_new();
     vg_const_f32(g, 1.0f, "c"); /* no variables: a worker finds the model ready at once */
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
-    o.is_chief = false;
+    vg_mts_options o = {0};
+    o.not_chief = true;
     o.checkpoint_dir = dir;
     vg_monitored_session *w = vg_monitored_training_session_new(g, &o, &st);
     if (!w) fprintf(stderr, "worker: %s\n", st.msg);
@@ -199,7 +198,7 @@ static void test_dir_lock__corrupt_state_file(void) {
     CHECK(ms == NULL);
     CHECK_CODE(st.code, VG_DATA_LOSS);
     CHECK_STR_CONTAINS(st.msg, state);
-    vg_singular_options so = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options so = {0};
     so.checkpoint_dir = dir;
     CHECK(vg_singular_monitored_session_new(m.g, &so, &st) == NULL);
     CHECK_CODE(st.code, VG_DATA_LOSS);

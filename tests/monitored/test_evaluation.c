@@ -60,7 +60,7 @@ static void test_evaluate_once(void) {
     CHECK(eval_step.op && strcmp(vg_op_name(eval_step.op), "eval_step") == 0);
     CHECK(vg_get_or_create_eval_step(e.g).op == eval_step.op); /* the one in the collection */
     vg_output finals[2] = {e.m.value, eval_step};
-    vg_evaluate_options o = vg_evaluate_options_default();
+    vg_evaluate_options o = {0};
     o.checkpoint_path = ckpt;
     o.eval_ops = &e.m.update.op;
     o.neval_ops = 1;
@@ -79,7 +79,7 @@ static void test_evaluate_once(void) {
 
     /* no eval ops: only the final ops run, on the restored weights */
     e = eval_model();
-    o = vg_evaluate_options_default();
+    o = (vg_evaluate_options){0};
     o.checkpoint_path = ckpt;
     vg_output wread = vg_graph_output_by_name(e.g, "w/read", &st);
     o.final_ops = &wread;
@@ -106,12 +106,12 @@ static void test_evaluate_until_out_of_range(void) {
     vg_output one = vg_const_f32(e.g, 1.0f, NULL);
     vg_op *deq = vg_queue_dequeue(e.g, q, NULL);
     CHECK(deq != NULL);
-    vg_metric cnt = vg_metrics_mean(e.g, vg_out(deq, 0), &(vg_metric_opts){{0}, "count_mean", NULL, NULL});
+    vg_metric cnt = vg_metrics_mean(e.g, vg_out(deq, 0), &(vg_metric_opts){.name = "count_mean"});
     vg_hook stop;
     CHECK_OK(vg_stop_after_n_evals_hook(-1, false, &stop, &st), &st);
     vg_op *evals[2] = {e.m.update.op, cnt.update.op};
     vg_output eval_step = vg_get_or_create_eval_step(e.g);
-    vg_evaluate_options o = vg_evaluate_options_default();
+    vg_evaluate_options o = {0};
     o.checkpoint_path = ckpt;
     o.eval_ops = evals;
     o.neval_ops = 2;
@@ -134,7 +134,7 @@ static void test_evaluate_until_out_of_range(void) {
     vg_graph_pop_control_deps(e.g);
     vg_op *local_init = vg_local_variables_initializer(e.g);
     vg_op *both[2] = {local_init, closed};
-    vg_scaffold_options so = vg_scaffold_options_default();
+    vg_scaffold_options so = {0};
     so.local_init_op = vg_group(e.g, both, 2, "local_init");
     vg_scaffold *sc = vg_scaffold_new(&so);
     o.scaffold = sc;
@@ -162,7 +162,7 @@ static void test_summary_at_end(void) {
     vg_hook hooks[2];
     CHECK_OK(vg_stop_after_n_evals_hook(3, false, &hooks[0], &st), &st);
     CHECK_OK(vg_summary_at_end_hook(logdir, NULL, vg_out(NULL, 0), &hooks[1], &st), &st);
-    vg_evaluate_options o = vg_evaluate_options_default();
+    vg_evaluate_options o = {0};
     o.checkpoint_path = ckpt;
     o.eval_ops = &e.m.update.op;
     o.neval_ops = 1;
@@ -207,7 +207,7 @@ static void test_errors(void) {
     /* a missing checkpoint: NOT_FOUND; the hooks are released */
     eval_graph e = eval_model();
     CHECK_OK(vg_stop_after_n_evals_hook(1, true, &h, &st), &st);
-    vg_evaluate_options o = vg_evaluate_options_default();
+    vg_evaluate_options o = {0};
     char missing[300];
     snprintf(missing, sizeof missing, "%s/nothing-here", dir);
     o.checkpoint_path = missing;

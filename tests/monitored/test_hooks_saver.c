@@ -53,7 +53,7 @@ static vg_hook ckpt_hook(const char *dir, double secs, int64_t steps, vg_scaffol
                          int nls) {
     vg_status st;
     vg_hook h;
-    vg_checkpoint_saver_options o = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+    vg_checkpoint_saver_options o = {0};
     o.checkpoint_dir = dir;
     o.save_secs = secs;
     o.save_steps = steps;
@@ -73,7 +73,7 @@ static void test_checkpoint_saver__bad_args(void) {
     counts c = {0};
     vg_checkpoint_listener l = listener(&c);
     vg_hook h;
-    vg_checkpoint_saver_options o = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+    vg_checkpoint_saver_options o = {0};
     o.checkpoint_dir = "/tmp/vg_unused";
     o.save_steps = 1;
     o.saver = saver;
@@ -396,11 +396,11 @@ static void test_checkpoint_saver__save_graph_def(void) {
         tu_mkdtemp(dir, sizeof dir, "ckh");
         ht_model m = ht_model_make();
         vg_scaffold *sc = vg_scaffold_new(NULL);
-        vg_checkpoint_saver_options o = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+        vg_checkpoint_saver_options o = {0};
         o.checkpoint_dir = dir;
         o.save_steps = 1;
         o.scaffold = sc;
-        o.save_graph_def = sgd;
+        o.no_save_graph_def = !sgd;
         vg_hook h;
         CHECK_OK(vg_checkpoint_saver_hook(&o, &h, &st), &st);
         vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
@@ -454,7 +454,7 @@ static void test_checkpoint_saver__needs_global_step(void) {
     vg_graph *g = vg_graph_new();
     vg_get_variable(g, "v", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
     vg_hook h = ckpt_hook(dir, -1, 1, NULL, NULL, 0);
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &h, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &h, .nhooks = 1}, &st);
     CHECK(ms == NULL);
     CHECK_STR_CONTAINS(st.msg, "Global step should be created to use CheckpointSaverHook.");
     vg_graph_free(g);
@@ -468,7 +468,10 @@ static void test_checkpoint_saver__needs_global_step(void) {
 static vg_hook step_counter(int64_t steps, double secs, vg_file_writer *w) {
     vg_status st;
     vg_hook h;
-    if (vg_step_counter_hook(&(vg_step_counter_options){steps, secs, NULL, w}, &h, &st) != VG_OK) fprintf(stderr, "step counter: %s\n", st.msg);
+    if (vg_step_counter_hook(
+            &(vg_step_counter_options){.every_n_steps = steps, .every_n_secs = secs, .summary_writer = w}, &h, &st) !=
+        VG_OK)
+        fprintf(stderr, "step counter: %s\n", st.msg);
     return h;
 }
 
@@ -476,9 +479,11 @@ static vg_hook step_counter(int64_t steps, double secs, vg_file_writer *w) {
 static void test_step_counter__bad_args(void) {
     vg_status st;
     vg_hook h;
-    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){10, 1.0, NULL, NULL}, &h, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = 10, .every_n_secs = 1.0}, &h, &st),
+               VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "exactly one of every_n_steps and every_n_secs should be provided.");
-    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){-1, -1, NULL, NULL}, &h, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = -1, .every_n_secs = -1}, &h, &st),
+               VG_INVALID_ARGUMENT);
     CHECK(h.payload == NULL);
 }
 
@@ -628,7 +633,7 @@ static sum_model sum_model_make(void) {
 static vg_hook summary_hook(int64_t steps, double secs, vg_file_writer *w, vg_output op) {
     vg_status st;
     vg_hook h;
-    vg_summary_saver_options o = VG_SUMMARY_SAVER_OPTIONS_INIT;
+    vg_summary_saver_options o = {0};
     o.save_steps = steps;
     o.save_secs = secs;
     o.summary_writer = w;
@@ -680,7 +685,7 @@ static void test_summary_saver__bad_args(void) {
     sum_model s = sum_model_make();
     vg_scaffold *sc = vg_scaffold_new(NULL);
     vg_hook h;
-    vg_summary_saver_options o = VG_SUMMARY_SAVER_OPTIONS_INIT;
+    vg_summary_saver_options o = {0};
     o.save_steps = 10;
     CHECK_CODE(vg_summary_saver_hook(&o, &h, &st), VG_INVALID_ARGUMENT); /* neither */
     CHECK_STR_CONTAINS(st.msg, "Exactly one of scaffold or summary_op must be provided.");
@@ -762,7 +767,7 @@ static void test_summary_saver__scaffold_summary_op_and_no_writer(void) {
     sum_model s = sum_model_make();
     vg_scaffold *sc = vg_scaffold_new(NULL);
     vg_hook hooks[2];
-    vg_summary_saver_options o = VG_SUMMARY_SAVER_OPTIONS_INIT;
+    vg_summary_saver_options o = {0};
     o.save_steps = 2;
     o.scaffold = sc;
     o.output_dir = dir;
@@ -797,9 +802,13 @@ static void test_summary_saver__scaffold_summary_op_and_no_writer(void) {
 static void test_profiler__bad_args(void) {
     vg_status st;
     vg_hook h;
-    CHECK_CODE(vg_profiler_hook(&(vg_profiler_options){10, 10, "/tmp/vg_unused", true, false}, &h, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_profiler_hook(
+                   &(vg_profiler_options){.save_steps = 10, .save_secs = 10, .output_dir = "/tmp/vg_unused"}, &h, &st),
+               VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Can not provide both every_secs and every_steps.");
-    CHECK_CODE(vg_profiler_hook(&(vg_profiler_options){-1, -1, "/tmp/vg_unused", true, false}, &h, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_profiler_hook(
+                   &(vg_profiler_options){.save_steps = -1, .save_secs = -1, .output_dir = "/tmp/vg_unused"}, &h, &st),
+               VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Either every_secs or every_steps should be provided.");
     CHECK(h.payload == NULL);
 }
@@ -813,7 +822,9 @@ static void run_profiler(int64_t steps, double secs, const double *at, int runs,
     ht_clock_mock(t);
     ht_model m = ht_model_make();
     vg_hook h;
-    CHECK_OK(vg_profiler_hook(&(vg_profiler_options){steps, secs, dir, true, false}, &h, &st), &st);
+    CHECK_OK(
+        vg_profiler_hook(&(vg_profiler_options){.save_steps = steps, .save_secs = secs, .output_dir = dir}, &h, &st),
+        &st);
     vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
     for (int i = 0; i < runs; i++) {

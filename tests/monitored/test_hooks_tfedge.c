@@ -61,7 +61,7 @@ static void test_tfedge__graph_events_without_step(void) {
     char dir[64];
     tu_mkdtemp(dir, sizeof dir, "tfe");
     ht_model m = ht_model_make();
-    vg_checkpoint_saver_options o = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+    vg_checkpoint_saver_options o = {0};
     o.checkpoint_dir = dir;
     o.save_steps = 100;
     vg_hook h;
@@ -104,22 +104,27 @@ static void test_tfedge__int32_global_step(void) {
 
     vg_hook hooks[6];
     CHECK_OK(vg_stop_at_step_hook(-1, 3, &hooks[0], &st), &st);
-    CHECK_OK(vg_step_counter_hook(&(vg_step_counter_options){1, -1, dir, NULL}, &hooks[1], &st), &st);
-    vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+    CHECK_OK(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = 1, .every_n_secs = -1, .output_dir = dir},
+                                  &hooks[1], &st),
+             &st);
+    vg_checkpoint_saver_options co = {0};
     co.checkpoint_dir = dir;
     co.save_steps = 1;
     CHECK_OK(vg_checkpoint_saver_hook(&co, &hooks[2], &st), &st);
-    vg_summary_saver_options so = VG_SUMMARY_SAVER_OPTIONS_INIT;
+    vg_summary_saver_options so = {0};
     so.save_steps = 1;
     so.output_dir = dir;
     so.summary_op = vg_summary_merge_all(g);
     CHECK_OK(vg_summary_saver_hook(&so, &hooks[3], &st), &st);
     CHECK_OK(vg_global_step_waiter_hook(0, &hooks[4], &st), &st);
-    CHECK_OK(vg_profiler_hook(&(vg_profiler_options){2, -1, dir, false, false}, &hooks[5], &st), &st);
+    CHECK_OK(vg_profiler_hook(
+                 &(vg_profiler_options){.save_steps = 2, .save_secs = -1, .output_dir = dir, .no_show_dataflow = true},
+                 &hooks[5], &st),
+             &st);
     vg_monitored_session *ms = ht_singular(g, NULL, NULL, hooks, 6, &st);
     CHECK(ms != NULL);
     if (!ms) return;
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.targets = &train;
     a.ntargets = 1;
     int steps = 0;

@@ -32,7 +32,7 @@ static void counting_off(void) { vg_log_set(NULL, NULL, VG_LOG_WARN); }
 static vg_hook step_counter_every(int64_t n) {
     vg_hook h;
     vg_status st;
-    vg_step_counter_options o = VG_STEP_COUNTER_OPTIONS_INIT;
+    vg_step_counter_options o = {0};
     o.every_n_steps = n;
     if (vg_step_counter_hook(&o, &h, &st) != VG_OK) fprintf(stderr, "step counter: %s\n", st.msg);
     return h;
@@ -95,7 +95,7 @@ static void check_eval_lines(int64_t n, int want) {
     vg_metric mean = vg_metrics_mean(g, w.read, NULL);
     vg_hook stop;
     CHECK_OK(vg_stop_after_n_evals_hook(n, true, &stop, &st), &st);
-    vg_evaluate_options o = vg_evaluate_options_default();
+    vg_evaluate_options o = {0};
     o.checkpoint_path = ckpt;
     o.eval_ops = &mean.update.op;
     o.neval_ops = 1;

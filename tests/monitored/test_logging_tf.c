@@ -48,7 +48,7 @@ static void test_logging__tf_lines_in_order(void) {
         ht_model m = ht_model_make();
         vg_variable loc = vg_get_variable(m.g, "loc", VG_FLOAT, NULL, 0, vg_init_zeros(), VG_VAR_LOCAL);
         (void)loc;
-        vg_checkpoint_saver_options o = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+        vg_checkpoint_saver_options o = {0};
         o.checkpoint_dir = dir;
         o.save_steps = 100;
         vg_hook h;

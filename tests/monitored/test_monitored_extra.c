@@ -103,7 +103,7 @@ static vg_code x_acs(void *p, vg_session *s, vg_coord *c, vg_status *st) {
         vg_tensor_free(t);
     }
     if (h->probe_dequeue) {
-        vg_run_options o = VG_RUN_OPTIONS_INIT;
+        vg_run_options o = {0};
         o.timeout_in_ms = 5000;
         vg_output out0 = vg_out(h->probe_dequeue, 0);
         vg_tensor *t = NULL;
@@ -227,7 +227,7 @@ static vg_code cb_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg
 /* items 2, 3, 4, 5, 10 (and 7: one before/after per run) */
 static void test_monitored__run_context(void) {
     vg_status st;
-    vg_run_args init = VG_RUN_ARGS_INIT; /* 2: SessionRunArgs(x): no feeds, no options */
+    vg_run_args init = {0}; /* 2: SessionRunArgs(x): no feeds, no options */
     CHECK(zeroed(&init));
     gm m = gm_make();
     ctx_hook h = {0};
@@ -237,8 +237,8 @@ static void test_monitored__run_context(void) {
     vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, hooks, 2, &st);
     if (!ms) return;
     vg_tensor *one = vg_tensor_new_scalar_f32(1.0f, NULL), *out[1] = {NULL};
-    vg_run_options opts = VG_RUN_OPTIONS_INIT;
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_options opts = {0};
+    vg_run_args a = {0};
     a.fetches = &m.y;
     a.nfetches = 1;
     a.feeds = &m.x;
@@ -280,16 +280,16 @@ static void test_monitored__run_context(void) {
 static void test_monitored__no_hooks_pass_through(void) {
     vg_status st;
     gm m = gm_make();
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){0}, &st);
     if (!ms) return;
     CHECK(vg_monitored_session_graph(ms) == m.g); /* 24 */
     CHECK(!vg_monitored_session_should_stop(ms));  /* 26 */
     vg_tensor *three = vg_tensor_new_scalar_f32(3.0f, NULL), *out[1] = {NULL};
-    vg_run_options o = VG_RUN_OPTIONS_INIT;
+    vg_run_options o = {0};
     o.trace_level = VG_TRACE_FULL;
     o.output_partition_graphs = true;
     vg_run_metadata *md = vg_run_metadata_new();
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.fetches = &m.y;
     a.nfetches = 1;
     a.feeds = &m.x;
@@ -317,7 +317,7 @@ static void test_monitored__run_error_does_not_stop(void) {
     gm m = gm_make();
     xhook h = {0};
     vg_hook k = xh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
     if (!ms) return;
     vg_code rc;
     ht_fetch_scalar(ms, m.y, &rc, &st); /* x not fed */
@@ -361,7 +361,8 @@ static void test_monitored__coordinator_preemption_substituted(void) {
     h2.fail_code = VG_INTERNAL;
     k = xh(&h2);
     ccreator cc = {0};
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){counting_creator(&cc, m.g), &k, 1, 120}, &st);
+    ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = &k, .nhooks = 1}, &st);
     if (!ms) return;
     CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
     CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
@@ -386,7 +387,8 @@ static void test_monitored__creator_error_propagates(void) {
     ccreator cc = {0};
     cc.fail_at = 2;
     cc.fail_code = VG_INTERNAL;
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){counting_creator(&cc, m.g), &k, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = &k, .nhooks = 1}, &st);
     if (!ms) return;
     CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
     ht_fetch_scalar(ms, m.t5, &rc, &st);
@@ -410,7 +412,8 @@ static void test_monitored__recovery_from_session_getting_stuck(void) {
     h2.cancel_if_coord_stopped = true;
     vg_hook ks[2] = {xh(&h1), xh(&h2)};
     ccreator cc = {0};
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){counting_creator(&cc, m.g), ks, 2, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = ks, .nhooks = 2}, &st);
     if (!ms) return;
     CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
     CHECK_EQ_INT(rc, VG_OK);
@@ -442,7 +445,7 @@ static vg_code step_fn(vg_step_context *sc, void *p, vg_status *st) {
     if (s->raw) {
         rc = vg_session_run1(vg_step_context_session(sc), s->m->t5, &out, st);
     } else {
-        vg_run_args a = VG_RUN_ARGS_INIT;
+        vg_run_args a = {0};
         a.fetches = &s->m->t5;
         a.nfetches = 1;
         rc = vg_step_context_run_with_hooks(sc, &a, &out, NULL, st);
@@ -463,7 +466,8 @@ static void test_monitored__step_fn_recovery(void) {
         xhook h = {0};
         vg_hook k = xh(&h);
         ccreator cc = {0};
-        vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){counting_creator(&cc, m.g), &k, 1, 120}, &st);
+        vg_monitored_session *ms = vg_monitored_session_new(
+            m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = &k, .nhooks = 1}, &st);
         if (!ms) return;
         step s = {&m, 0, 0, raw, 0};
         CHECK_OK(vg_monitored_session_run_step_fn(ms, step_fn, &s, &st), &st);
@@ -481,7 +485,8 @@ static void test_monitored__step_fn_recovery(void) {
         xhook h2 = {0};
         k = xh(&h2);
         ccreator cc2 = {0};
-        ms = vg_monitored_session_new(m.g, &(vg_monitored_options){counting_creator(&cc2, m.g), &k, 1, 120}, &st);
+        ms = vg_monitored_session_new(
+            m.g, &(vg_monitored_options){.creator = counting_creator(&cc2, m.g), .hooks = &k, .nhooks = 1}, &st);
         if (!ms) return;
         vg_status_set(&err, VG_UNKNOWN, "side thread failed");
         vg_coord_request_stop(h2.coord, &err);
@@ -498,7 +503,8 @@ static void test_monitored__step_fn_recovery(void) {
     h2.cancel_if_coord_stopped = true;
     vg_hook ks[2] = {xh(&h1), xh(&h2)};
     ccreator cc = {0};
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){counting_creator(&cc, m.g), ks, 2, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = ks, .nhooks = 2}, &st);
     if (!ms) return;
     step s = {&m, 0, 0, false, 0};
     CHECK_OK(vg_monitored_session_run_step_fn(ms, step_fn, &s, &st), &st);
@@ -531,7 +537,7 @@ static void test_monitored__step_fn_recovery(void) {
     h3.fail_code = VG_ABORTED;
     h3.fetch = m.t5;
     vg_hook k3 = xh(&h3);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &k3, 1, 120}, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &k3, .nhooks = 1}, &st);
     if (!ms) return;
     step s3 = {&m, 0, 0, false, 0};
     CHECK_OK(vg_monitored_session_run_step_fn(ms, step_fn, &s3, &st), &st);
@@ -559,7 +565,7 @@ static void test_monitored__construction_order(void) {
     h.probe_var = m.v;
     h.probe_dequeue = vg_queue_dequeue(m.g, q, "dequeue");
     vg_hook k = xh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
     if (!ms) return;
     CHECK(!h.graph_finalized_at_begin);
     CHECK(h.graph_finalized_at_acs);
@@ -579,7 +585,7 @@ static void test_monitored__stop_iteration_in_block(void) {
     h.fail_before_at = 3;
     h.fail_code = VG_STOP_ITERATION;
     vg_hook k = xh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
     if (!ms) return;
     vg_code rc = VG_OK;
     int iters = 0;
@@ -627,18 +633,18 @@ static void test_monitored__retry_initialization_on_aborted_error(void) {
     vg_status st;
     vg_code rc;
     ht_model m = ht_model_make();
-    vg_scaffold_options so = VG_SCAFFOLD_OPTIONS_INIT;
+    vg_scaffold_options so = {0};
     so.init_fn = aborting_init_fn;
     vg_scaffold *sc = vg_scaffold_new(&so);
     init_fn_calls = 0;
     init_fn_aborts = 1;
-    vg_monitored_session *ms =
-        vg_monitored_session_new(m.g, &(vg_monitored_options){ht_creator(m.g, sc, NULL, NULL, -1, true), NULL, 0, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = ht_creator(m.g, sc, NULL, NULL, -1, true)}, &st);
     CHECK(ms != NULL);
     if (!ms) return;
     CHECK_EQ_INT(init_fn_calls, 2);
     CHECK(!vg_monitored_session_should_stop(ms));
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     vg_tensor *out[1] = {NULL};
     a.fetches = &m.gs;
     a.nfetches = 1;
@@ -666,7 +672,8 @@ static void test_monitored__hook_errors_at_construction(void) {
     a.fail_begin = VG_INTERNAL;
     vg_hook ks[2] = {xh(&a), xh(&b)};
     ccreator cc = {0};
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){counting_creator(&cc, m.g), ks, 2, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = ks, .nhooks = 2}, &st);
     CHECK(ms == NULL);
     CHECK_EQ_INT(st.code, VG_INTERNAL);
     CHECK_STR_CONTAINS(st.msg, "hook failed in begin");
@@ -679,7 +686,8 @@ static void test_monitored__hook_errors_at_construction(void) {
     c.fail_code = VG_ABORTED;
     vg_hook ks2[2] = {xh(&c), xh(&d)};
     ccreator cc2 = {0};
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){counting_creator(&cc2, m.g), ks2, 2, 120}, &st);
+    ms = vg_monitored_session_new(
+        m.g, &(vg_monitored_options){.creator = counting_creator(&cc2, m.g), .hooks = ks2, .nhooks = 2}, &st);
     CHECK(ms != NULL);
     CHECK_EQ_INT(cc2.created, 2);
     CHECK_EQ_INT(c.acs, 2);
@@ -705,7 +713,7 @@ static void test_monitored__hook_errors_at_construction(void) {
     f.fail_code = VG_INTERNAL;
     vg_hook kf = xh(&f);
     vg_graph_unfinalize(m.g);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &kf, 1, 120}, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &kf, .nhooks = 1}, &st);
     CHECK(ms == NULL);
     CHECK_EQ_INT(st.code, VG_INTERNAL);
     CHECK_EQ_INT(f.acs, 1);
@@ -741,7 +749,7 @@ static void test_monitored__recovery_resets_hook_stop(void) {
     xhook h = {0};
     h.stop_in_after = true;
     vg_hook k = xh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
     if (!ms) return;
     ht_fetch_scalar(ms, m.t5, &rc, &st);
     CHECK(vg_monitored_session_should_stop(ms));

@@ -142,7 +142,7 @@ static model make_model(void) {
 }
 
 static int64_t run_train(vg_monitored_session *ms, vg_status *st, vg_code *rc) {
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     vg_output f[1];
     f[0] = vg_get_global_step(vg_monitored_session_graph(ms));
     vg_tensor *out[1];
@@ -158,7 +158,7 @@ static int64_t run_train(vg_monitored_session *ms, vg_status *st, vg_code *rc) {
 }
 
 static double run_fetch(vg_monitored_session *ms, vg_output f, vg_status *st, vg_code *rc) {
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     vg_tensor *out[1];
     a.fetches = &f;
     a.nfetches = 1;
@@ -178,7 +178,7 @@ static void test_monitored__defaults_and_order(void) {
     vg_hook hk = hook_of(&h);
     vg_hook empty = {0};
     vg_hook hooks[2] = {hk, empty};
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 2, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = hooks, .nhooks = 2}, &st);
     CHECK(ms != NULL);
     if (!ms) { fprintf(stderr, "%s\n", st.msg); return; }
     CHECK(strcmp(h.log, "BC") == 0);
@@ -209,7 +209,7 @@ static void test_monitored__finalized_graph_stays_finalized(void) {
     model m = make_model();
     vg_scaffold *sc = vg_scaffold_new(NULL);
     CHECK_OK(vg_scaffold_finalize(sc, m.g, &st), &st);
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options o = {0};
     o.scaffold = sc;
     vg_monitored_session *ms = vg_singular_monitored_session_new(m.g, &o, &st);
     CHECK(ms != NULL);
@@ -237,7 +237,7 @@ static void test_monitored__hooks_fetch_and_feed(void) {
     h3.fetch = t5;
     vg_hook hooks[3] = {hook_of(&h1), hook_of(&h2), hook_of(&h3)};
     order_log[0] = 0;
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 3, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = hooks, .nhooks = 3}, &st);
     CHECK(ms != NULL);
     order_log[0] = 0;
     vg_code rc;
@@ -249,7 +249,7 @@ static void test_monitored__hooks_fetch_and_feed(void) {
     CHECK(h1.seen_md != NULL && h1.seen_opts != NULL);
     /* user feeds c, hooks feed a and b: 5 + 10 + 20 = 35 (13) */
     vg_tensor *cv = vg_tensor_new_scalar_f32(20, NULL);
-    vg_run_args ra = VG_RUN_ARGS_INIT;
+    vg_run_args ra = {0};
     vg_tensor *out[1];
     ra.fetches = &abc; ra.nfetches = 1; ra.feeds = &c; ra.feed_values = &cv; ra.nfeeds = 1;
     CHECK_OK(vg_monitored_session_run(ms, &ra, out, NULL, &st), &st);
@@ -283,7 +283,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     h1.tag = "1"; h2.tag = "2";
     h1.stop_in_after = true;
     vg_hook hooks[2] = {hook_of(&h1), hook_of(&h2)};
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 2, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = hooks, .nhooks = 2}, &st);
     vg_code rc;
     int64_t step = run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_OK); /* 16: the call still returns its result */
@@ -303,7 +303,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     rec_hook h3 = {0};
     h3.stop_in_before = true;
     vg_hook hk = hook_of(&h3);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &hk, 1, 120}, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
     CHECK(!vg_monitored_session_should_stop(ms));
     run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_OK);
@@ -319,7 +319,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     e1.fail_before_at = 2; e1.fail_code = VG_INTERNAL;
     e2.stop_in_after = false;
     vg_hook hooks2[2] = {hook_of(&e1), hook_of(&e2)};
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks2, 2, 120}, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = hooks2, .nhooks = 2}, &st);
     run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_OK);
     int64_t s2 = run_train(ms, &st, &rc);
@@ -347,7 +347,7 @@ static void test_monitored__merge_run_options(void) {
     vg_status st;
     model m = make_model();
     const char *w1[1] = {"a:0"}, *w2[1] = {"b:0"}, *wc[1] = {"c:0"};
-    vg_run_options o1 = VG_RUN_OPTIONS_INIT, o2 = VG_RUN_OPTIONS_INIT, oc = VG_RUN_OPTIONS_INIT;
+    vg_run_options o1 = {0}, o2 = {0}, oc = {0};
     o1.trace_level = VG_TRACE_FULL; o1.timeout_in_ms = 60000; o1.ndebug_watches = 1; o1.debug_watches = w1;
     o2.trace_level = VG_TRACE_SOFTWARE; o2.timeout_in_ms = 30000; o2.output_partition_graphs = true;
     o2.report_tensor_allocations_upon_oom = true; o2.ndebug_watches = 1; o2.debug_watches = w2;
@@ -355,9 +355,9 @@ static void test_monitored__merge_run_options(void) {
     h1.opts = &o1;
     h2.opts = &o2;
     vg_hook hooks[2] = {hook_of(&h1), hook_of(&h2)};
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 2, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = hooks, .nhooks = 2}, &st);
     oc.trace_level = VG_TRACE_HARDWARE; oc.timeout_in_ms = 10; oc.ndebug_watches = 1; oc.debug_watches = wc;
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.targets = &m.train; a.ntargets = 1; a.options = &oc;
     vg_run_metadata *md = vg_run_metadata_new();
     CHECK_OK(vg_monitored_session_run(ms, &a, NULL, md, &st), &st);
@@ -386,7 +386,7 @@ static void test_monitored__end_semantics(void) {
     rec_hook h = {0};
     h.fail_before_at = 2; h.fail_code = VG_OUT_OF_RANGE;
     vg_hook hk = hook_of(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &hk, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
     rc = VG_OK;
     int steps = 0;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
@@ -412,7 +412,7 @@ static void test_monitored__end_semantics(void) {
     rec_hook h2 = {0};
     h2.fail_before_at = 4; h2.fail_code = VG_INTERNAL;
     hk = hook_of(&h2);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &hk, 1, 120}, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
     rc = VG_OK;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) run_train(ms, &st, &rc);
     CHECK_CODE(vg_monitored_session_end(ms, rc, &st), VG_INTERNAL);
@@ -424,7 +424,7 @@ static void test_monitored__end_semantics(void) {
 
     /* 58: close inside the block, then the block's end fails */
     m = make_model();
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 120}, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){0}, &st);
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
     CHECK_CODE(vg_monitored_session_end(ms, VG_OK, &st), VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Session is already closed");
@@ -461,7 +461,8 @@ static void test_monitored__recovery(void) {
     rec_hook h = {0};
     h.fail_before_at = 4; h.fail_code = VG_ABORTED;
     vg_hook hk = hook_of(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){c, &hk, 1, 120}, &st);
+    vg_monitored_session *ms =
+        vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = c, .hooks = &hk, .nhooks = 1}, &st);
     CHECK(ms != NULL);                 /* 33: creation retried */
     CHECK_EQ_INT(f.calls, 3);
     CHECK_EQ_INT(h.after_create, 1);
@@ -489,7 +490,7 @@ static void test_monitored__recovery(void) {
     atomic_store(&raise_runs, 0);
     atomic_store(&raise_at_run, 1);
     raise_code = VG_UNAVAILABLE;
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 120}, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){0}, &st);
     for (int i = 0; i < 3; i++) {
         CHECK_NEAR(run_fetch(ms, r, &st, &rc), 1.0, 0);
         CHECK_EQ_INT(rc, VG_OK);
@@ -509,7 +510,7 @@ static void test_monitored__singular_no_recovery(void) {
     rec_hook h = {0};
     h.fail_before_at = 2; h.fail_code = VG_ABORTED;
     vg_hook hk = hook_of(&h);
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options o = {0};
     o.hooks = &hk; o.nhooks = 1;
     vg_monitored_session *ms = vg_singular_monitored_session_new(m.g, &o, &st);
     CHECK(vg_monitored_session_raw_session(ms) != NULL); /* 74 */
@@ -537,7 +538,7 @@ static void test_monitored__coordinator(void) {
     model m = make_model();
     rec_hook h = {0};
     vg_hook hk = hook_of(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &hk, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
     atomic_int alive = 0;
     vg_coord_start_thread(h.coord, "worker", thread_fn, &alive, &st);
     while (!atomic_load(&alive)) usleep(1000);
@@ -562,7 +563,7 @@ static void test_monitored__coordinator(void) {
     m = make_model();
     rec_hook h2 = {0};
     hk = hook_of(&h2);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){{NULL, NULL, NULL}, &hk, 1, 120}, &st);
+    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
     vg_status_set(&err, VG_ABORTED, "x");
     vg_coord_request_stop(h2.coord, &err);
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
@@ -573,7 +574,7 @@ static void test_monitored__coordinator(void) {
     m = make_model();
     rec_hook h3 = {0};
     hk = hook_of(&h3);
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options o = {0};
     o.hooks = &hk; o.nhooks = 1;
     ms = vg_singular_monitored_session_new(m.g, &o, &st);
     vg_coord_request_stop(h3.coord, NULL);
@@ -606,7 +607,7 @@ static vg_code seed_step(vg_step_context *sc, void *p, vg_status *st) {
         double v = vg_tensor_scalar(out);
         vg_tensor_free(out);
         if (v <= 4.5) {
-            vg_run_args ra = VG_RUN_ARGS_INIT;
+            vg_run_args ra = {0};
             ra.fetches = &a->w; ra.nfetches = 1; ra.feeds = &a->c; ra.feed_values = &tenth; ra.nfeeds = 1;
             rc = vg_step_context_run_with_hooks(sc, &ra, &out, NULL, st);
             if (rc == VG_OK) {
@@ -632,7 +633,7 @@ static vg_code abort_then_run(vg_step_context *sc, void *p, vg_status *st) {
     step_arg *a = p;
     a->calls++;
     vg_tensor *tenth = vg_tensor_new_scalar_f32(0.1f, NULL), *out = NULL;
-    vg_run_args ra = VG_RUN_ARGS_INIT;
+    vg_run_args ra = {0};
     ra.fetches = &a->w; ra.nfetches = 1; ra.feeds = &a->c; ra.feed_values = &tenth; ra.nfeeds = 1;
     vg_code rc = vg_step_context_run_with_hooks(sc, &ra, &out, NULL, st);
     if (rc == VG_OK) a->result = vg_tensor_scalar(out);
@@ -655,7 +656,7 @@ static void test_monitored__run_step_fn(void) {
     rec_hook h = {0};
     a.hook = &h;
     vg_hook hk = hook_of(&h);
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options o = {0};
     o.hooks = &hk; o.nhooks = 1;
     vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
     vg_code rc = VG_OK;
@@ -690,7 +691,7 @@ static void test_monitored__run_step_fn(void) {
     hk = hook_of(&h3);
     a.calls = 0;
     abort_left = 1;
-    ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &hk, 1, 120}, &st);
+    ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
     rc = vg_monitored_session_run_step_fn(ms, abort_then_run, &a, &st);
     CHECK_EQ_INT(rc, VG_OK);
     CHECK_EQ_INT(a.calls, 2);
@@ -721,11 +722,14 @@ static void test_monitored__restore_and_stop_at_step(void) {
     model m = make_model();
     vg_hook hooks[2];
     CHECK_OK(vg_stop_at_step_hook(-1, 3, &hooks[0], &st), &st);
-    vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+    vg_checkpoint_saver_options co = {0};
     co.checkpoint_dir = dir;
     co.save_steps = 1;
     CHECK_OK(vg_checkpoint_saver_hook(&co, &hooks[1], &st), &st);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){ht_creator(m.g, NULL, dir, NULL, -1, true), hooks, 2, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(
+        m.g,
+        &(vg_monitored_options){.creator = ht_creator(m.g, NULL, dir, NULL, -1, true), .hooks = hooks, .nhooks = 2},
+        &st);
     CHECK(ms != NULL);
     if (!ms) { fprintf(stderr, "%s\n", st.msg); return; }
     int n = 0;
@@ -740,7 +744,10 @@ static void test_monitored__restore_and_stop_at_step(void) {
     vg_monitored_session_free(ms);
     /* 82 / 131: a new session restores 3; num_steps = 4 runs 3 -> 7 */
     CHECK_OK(vg_stop_at_step_hook(4, -1, &hooks[0], &st), &st);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){ht_creator(m.g, NULL, dir, NULL, -1, true), hooks, 1, 120}, &st);
+    ms = vg_monitored_session_new(
+        m.g,
+        &(vg_monitored_options){.creator = ht_creator(m.g, NULL, dir, NULL, -1, true), .hooks = hooks, .nhooks = 1},
+        &st);
     CHECK_EQ_INT(run_train(ms, &st, &rc), 3);
     n = 1;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
@@ -753,7 +760,7 @@ static void test_monitored__restore_and_stop_at_step(void) {
     /* 80: checkpoint_filename_with_path restores too */
     char last[4096];
     CHECK(vg_latest_checkpoint(dir, last, sizeof last) != NULL);
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options o = {0};
     o.checkpoint_filename_with_path = last;
     ms = vg_singular_monitored_session_new(m.g, &o, &st);
     CHECK(ms != NULL);
@@ -765,7 +772,10 @@ static void test_monitored__restore_and_stop_at_step(void) {
     h.fail_before_at = 4; h.fail_code = VG_ABORTED;
     CHECK_OK(vg_checkpoint_saver_hook(&co, &hooks[0], &st), &st);
     hooks[1] = hook_of(&h);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){ht_creator(m.g, NULL, dir, NULL, -1, true), hooks, 2, 120}, &st);
+    ms = vg_monitored_session_new(
+        m.g,
+        &(vg_monitored_options){.creator = ht_creator(m.g, NULL, dir, NULL, -1, true), .hooks = hooks, .nhooks = 2},
+        &st);
     int64_t s0 = run_train(ms, &st, &rc);
     CHECK_EQ_INT(run_train(ms, &st, &rc), s0 + 1);
     CHECK_EQ_INT(run_train(ms, &st, &rc), s0 + 2);

@@ -96,7 +96,7 @@ static void test_tfedge__second_close_hook_end_fails(void) {
     vg_get_or_create_global_step(g);
     ehook h = {0};
     vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
     if (!ms) return;
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
     CHECK_EQ_INT(h.end, 1);
@@ -121,8 +121,9 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
         ehook h = {0};
         h.end_code = VG_INTERNAL;
         vg_hook k = eh(&h);
-        vg_monitored_session *ms = singular ? ht_singular(g, NULL, NULL, &k, 1, &st)
-                                            : vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
+        vg_monitored_session *ms =
+            singular ? ht_singular(g, NULL, NULL, &k, 1, &st)
+                     : vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
         if (!ms) return;
         report(h.coord, VG_UNKNOWN, "a thread wants to stop");
         CHECK_CODE(vg_monitored_session_close(ms, &st), VG_UNKNOWN);
@@ -137,7 +138,7 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
     ehook h = {0};
     h.end_code = VG_INTERNAL;
     vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
     if (!ms) return;
     CHECK_CODE(vg_monitored_session_close(ms, &st), VG_INTERNAL);
     CHECK_STR_CONTAINS(st.msg, "hook failed in end");
@@ -157,7 +158,7 @@ static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     vg_output gs = vg_get_or_create_global_step(g);
     ehook h = {0};
     vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
     if (!ms) return;
     CHECK_NEAR(ht_fetch_scalar(ms, gs, &rc, &st), 0, 0);
     report(h.coord, VG_UNKNOWN, "a thread failed");
@@ -177,7 +178,7 @@ static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     gs = vg_get_or_create_global_step(g);
     ehook h2 = {0};
     vg_hook k2 = eh(&h2);
-    ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k2, 1, 120}, &st);
+    ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k2, .nhooks = 1}, &st);
     if (!ms) return;
     h2.before_code = VG_ABORTED;
     CHECK_NEAR(ht_fetch_scalar(ms, gs, &rc, &st), 0, 0);
@@ -202,7 +203,7 @@ static void test_tfedge__step_fn_preemption_with_stored_error(void) {
     vg_get_or_create_global_step(g);
     ehook h = {0};
     vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, &k, 1, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
     if (!ms) return;
     report(h.coord, VG_UNKNOWN, "a thread failed");
     int calls = 0;
@@ -236,16 +237,16 @@ static void test_tfedge__feed_conflicts_are_runtime_errors(void) {
     vg_output y = vg_add(g, x, vg_const_f32(g, 1.0f, NULL), "y");
     fhook a = {x, vg_tensor_new_scalar_f32(1, NULL)}, b = {x, vg_tensor_new_scalar_f32(2, NULL)};
     vg_hook hooks[2] = {{"a", NULL, NULL, f_before, NULL, NULL, NULL, &a}, {"b", NULL, NULL, f_before, NULL, NULL, NULL, &b}};
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 2, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = hooks, .nhooks = 2}, &st);
     if (!ms) return;
     vg_code rc;
     ht_fetch_scalar(ms, y, &rc, &st);
     CHECK_EQ_INT(rc, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Same tensor is fed by two hooks.");
     vg_monitored_session_free(ms);
-    ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, hooks, 1, 120}, &st);
+    ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = hooks, .nhooks = 1}, &st);
     if (!ms) return;
-    vg_run_args ra = VG_RUN_ARGS_INIT;
+    vg_run_args ra = {0};
     vg_tensor *out[1] = {NULL};
     ra.fetches = &y;
     ra.nfetches = 1;
@@ -266,7 +267,7 @@ static void test_tfedge__ready_for_local_init_op_needs_local_init_op(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_variable v = vg_get_variable(g, "v", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
-    vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
+    vg_session_manager_options o = {0};
     o.ready_for_local_init_op = vg_report_uninitialized_variables(g, &v.ref, 1, "ready_local");
     CHECK(vg_session_manager_new(g, &o, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);

@@ -36,7 +36,7 @@ static vg_code train(vg_monitored_session *ms, const ht_model *m, vg_status *st)
 /* The global step seen by a new session of the same graph (restart). */
 static int64_t gs_of(vg_monitored_session *ms, const ht_model *m) {
     vg_status st;
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     vg_tensor *out[1] = {NULL};
     a.fetches = &m->gs;
     a.nfetches = 1;
@@ -59,7 +59,7 @@ static vg_monitored_session *mts(vg_graph *g, const vg_mts_options *o) {
 /* Restarts on dir (defaults) and returns the global step it reads. */
 static int64_t restart_gs(ht_model *m, const char *dir) {
     vg_status st;
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.checkpoint_dir = dir;
     vg_monitored_session *ms = mts(m->g, &o);
     if (!ms) return -1;
@@ -76,7 +76,7 @@ static void test_mts__saving_restoring_checkpoint(void) {
     char dir[64];
     tu_mkdtemp(dir, sizeof dir, "mts");
     ht_model m = ht_model_make();
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.checkpoint_dir = dir;
     vg_monitored_session *ms = mts(m.g, &o);
     if (!ms) return;
@@ -99,7 +99,7 @@ static void test_mts__save_checkpoint_steps(void) {
     char dir[64];
     tu_mkdtemp(dir, sizeof dir, "mts");
     ht_model m = ht_model_make();
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.checkpoint_dir = dir;
     o.save_checkpoint_steps = 100;
     vg_monitored_session *ms = mts(m.g, &o);
@@ -121,7 +121,7 @@ static void test_mts__save_checkpoint_secs(void) {
     tu_mkdtemp(dir, sizeof dir, "mts");
     ht_clock_mock(1484695987.209386);
     ht_model m = ht_model_make();
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.checkpoint_dir = dir;
     o.save_checkpoint_secs = 0.1;
     o.log_step_count_steps = 10;
@@ -157,12 +157,11 @@ static void test_mts__summaries(void) {
         ht_clock_mock(1484695987.209386);
         ht_model m = ht_model_make();
         user_summary(&m);
-        vg_mts_options o = VG_MTS_OPTIONS_INIT;
+        vg_mts_options o = {0};
         o.checkpoint_dir = dir;
         o.log_step_count_steps = 10;
         if (secs) {
-            o.save_summaries_steps = 0; /* None */
-            o.save_summaries_secs = 0.1;
+            o.save_summaries_secs = 0.1; /* save_summaries_steps USE_DEFAULT: None */
         }
         vg_monitored_session *ms = mts(m.g, &o);
         if (!ms) return;
@@ -204,7 +203,7 @@ static void test_mts__summaries(void) {
     }
 }
 
-/* item 136: save_checkpoint_secs=0 disables the checkpoint hook; the chief-only hook is
+/* item 136: save_checkpoint_secs=0 (no_checkpoints) disables the checkpoint hook; the chief-only hook is
  * begun once */
 static void test_mts__custom_saving(void) {
     vg_status st;
@@ -213,11 +212,11 @@ static void test_mts__custom_saving(void) {
     ht_model m = ht_model_make();
     counter c = {0};
     vg_hook h = counting(&c);
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.checkpoint_dir = dir;
     o.chief_only_hooks = &h;
     o.nchief_only_hooks = 1;
-    o.save_checkpoint_secs = 0;
+    o.no_checkpoints = true; /* TF: save_checkpoint_secs=0 */
     vg_monitored_session *ms = mts(m.g, &o);
     if (!ms) return;
     CHECK_OK(train(ms, &m, &st), &st);
@@ -247,15 +246,15 @@ static void test_mts__non_chief(void) {
     user_summary(&m);
     int64_t zero = 0;
     vg_tensor *empty = vg_tensor_new(VG_STRING, &zero, 1, &st);
-    vg_scaffold_options so = VG_SCAFFOLD_OPTIONS_INIT;
+    vg_scaffold_options so = {0};
     so.local_init_op = vg_global_variables_initializer(m.g);
     so.ready_for_local_init_op = vg_const(m.g, empty, "nothing_to_wait_for");
     vg_tensor_free(empty);
     vg_scaffold *sc = vg_scaffold_new(&so);
     counter chief = {0}, user = {0};
     vg_hook ch = counting(&chief), uh = counting(&user);
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
-    o.is_chief = false;
+    vg_mts_options o = {0};
+    o.not_chief = true;
     o.checkpoint_dir = dir;
     o.scaffold = sc;
     o.hooks = &uh;
@@ -282,8 +281,8 @@ static void test_mts__non_chief(void) {
     vg_graph_unfinalize(m.g);
     counter user2 = {0};
     uh = counting(&user2);
-    vg_mts_options o2 = VG_MTS_OPTIONS_INIT;
-    o2.is_chief = false;
+    vg_mts_options o2 = {0};
+    o2.not_chief = true;
     o2.scaffold = plain;
     o2.hooks = &uh;
     o2.nhooks = 1;
@@ -311,7 +310,7 @@ static void test_mts__both_frequencies(void) {
     for (int which = 0; which < 2; which++) {
         counter u = {0}, c = {0};
         vg_hook uh = counting(&u), ch = counting(&c);
-        vg_mts_options o = VG_MTS_OPTIONS_INIT;
+        vg_mts_options o = {0};
         o.checkpoint_dir = dir;
         o.hooks = &uh;
         o.nhooks = 1;
@@ -335,10 +334,9 @@ static void test_mts__both_frequencies(void) {
     }
     CHECK(!vg_graph_finalized(m.g));
     CHECK(!ht_exists(dir, "checkpoint"));
-    /* one of them 0 (None) with the other positive is fine */
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    /* one of them unset (USE_DEFAULT, then None) with the other positive is fine */
+    vg_mts_options o = {0};
     o.checkpoint_dir = dir;
-    o.save_checkpoint_secs = 0;
     o.save_checkpoint_steps = 5;
     vg_monitored_session *ms = mts(m.g, &o);
     CHECK(ms != NULL);
@@ -363,10 +361,10 @@ static void test_mts__summary_dir_and_no_step_counter(void) {
     ht_clock_mock(1484695987.209386);
     ht_model m = ht_model_make();
     user_summary(&m);
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.checkpoint_dir = dir;
     o.summary_dir = sdir;
-    o.log_step_count_steps = 0;
+    o.no_step_counter = true;
     o.save_summaries_steps = 2;
     vg_monitored_session *ms = mts(m.g, &o);
     if (!ms) return;

@@ -96,7 +96,7 @@ static void test_scaffold__nothing_created_before_finalize(void) {
     CHECK(vg_scaffold_local_init_op(s) == NULL);
     CHECK(vg_scaffold_summary_op(s).op == NULL);
     CHECK(vg_scaffold_saver(s) == NULL);
-    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg_prepare_options po = {0};
     vg__scaffold_prepare_options(s, &po);
     CHECK(po.init_fn == NULL && po.ninit_feeds == 0 && po.init_feeds == NULL);
     CHECK_EQ_INT(vg_graph_num_ops(g), nops);
@@ -187,7 +187,7 @@ static void test_scaffold__defaults_no_variables(void) {
     vg_session_free(sess);
     /* a monitored session over it works (no saver needed) */
     vg_graph_unfinalize(g);
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){{NULL, NULL, NULL}, NULL, 0, 120}, &st);
+    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){0}, &st);
     CHECK(ms != NULL);
     if (ms) {
         CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
@@ -226,7 +226,7 @@ static void test_scaffold__raise_error_if_more_than_one_cached_item(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_get_variable(g, "my_var", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options so = {0};
     vg_saver *s1 = vg_saver_new(g, &so, &st);
     so.name = "save_2";
     vg_saver *s2 = vg_saver_new(g, &so, &st);
@@ -270,7 +270,7 @@ static void test_scaffold__uses_passed_values(void) {
     vg_saver *saver = vg_saver_new(g, NULL, &st);
     vg_output feed = vg_placeholder(g, VG_FLOAT, NULL, 0, "feed");
     vg_tensor *fv = vg_tensor_new_scalar_f32(3.0f, NULL);
-    vg_scaffold_options o = VG_SCAFFOLD_OPTIONS_INIT;
+    vg_scaffold_options o = {0};
     o.init_op = init;
     o.init_feeds = &feed;
     o.init_feed_values = &fv;
@@ -296,7 +296,7 @@ static void test_scaffold__uses_passed_values(void) {
     CHECK_EQ_INT(n, 0);
     vg_graph_collection(g, VG_SAVERS, &n);
     CHECK_EQ_INT(n, 0);
-    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg_prepare_options po = {0};
     vg__scaffold_prepare_options(s, &po);
     CHECK(po.init_fn == count_init_fn);
     CHECK_EQ_INT(po.ninit_feeds, 1);
@@ -321,7 +321,7 @@ static void test_scaffold__new_scaffold_from_scaffold(void) {
     vg_saver *saver = vg_saver_new(g, NULL, &st);
     /* from an empty scaffold: the explicit args */
     vg_scaffold *empty = vg_scaffold_new(NULL);
-    vg_scaffold_options o = VG_SCAFFOLD_OPTIONS_INIT;
+    vg_scaffold_options o = {0};
     o.init_op = init;
     o.ready_op = ready;
     o.copy_from_scaffold = empty;
@@ -331,14 +331,14 @@ static void test_scaffold__new_scaffold_from_scaffold(void) {
     CHECK(vg_scaffold_local_init_op(a) == NULL);
     CHECK(vg_scaffold_saver(a) == NULL);
     /* from an existing one: explicit args win, the rest (init_fn too) is copied */
-    vg_scaffold_options base = VG_SCAFFOLD_OPTIONS_INIT;
+    vg_scaffold_options base = {0};
     base.init_op = init;
     base.init_fn = count_init_fn;
     base.ready_op = ready;
     base.local_init_op = local;
     base.saver = saver;
     vg_scaffold *src = vg_scaffold_new(&base);
-    vg_scaffold_options o2 = VG_SCAFFOLD_OPTIONS_INIT;
+    vg_scaffold_options o2 = {0};
     o2.init_op = init2;
     o2.ready_op = ready2;
     o2.copy_from_scaffold = src;
@@ -347,7 +347,7 @@ static void test_scaffold__new_scaffold_from_scaffold(void) {
     CHECK(vg_scaffold_ready_op(b).op == ready2.op);
     CHECK(vg_scaffold_local_init_op(b) == local);
     CHECK(vg_scaffold_saver(b) == saver);
-    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg_prepare_options po = {0};
     vg__scaffold_prepare_options(b, &po);
     CHECK(po.init_fn == count_init_fn);
     vg_scaffold_free(a);
@@ -397,7 +397,7 @@ static sm_model sm_model_make(void) {
 }
 
 static vg_session_manager *sm_new(sm_model *m, bool local, double recovery_wait) {
-    vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
+    vg_session_manager_options o = {0};
     if (local) {
         o.local_init_op = m->local_init;
         o.ready_for_local_init_op = m->ready_local;
@@ -444,7 +444,7 @@ static void test_session_manager__prepare_session_initializes(void) {
     vg_graph_pop_control_deps(m.g);
     vg_tensor *three = vg_tensor_new_scalar_f32(3.0f, NULL);
     init_probe ip = {&m, 0, 0};
-    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg_prepare_options po = {0};
     po.init_op = init_then_set;
     po.init_feeds = &m.p;
     po.init_feed_values = &three;
@@ -472,7 +472,7 @@ static void test_session_manager__prepare_session_restores(void) {
     char dir[64];
     tu_mkdtemp(dir, sizeof dir, "sm");
     sm_model m = sm_model_make();
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options so = {0};
     vg_saver *writer = vg_saver_new(m.g, &so, &st);
     so.name = "save_b";
     vg_saver *reader = vg_saver_new(m.g, &so, &st);
@@ -485,7 +485,7 @@ static void test_session_manager__prepare_session_restores(void) {
     CHECK_EQ_INT(vg_saver_num_last_checkpoints(reader), 0);
     vg_session_manager *sm = sm_new(&m, true, -1);
     init_probe ip = {&m, 0, 0};
-    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg_prepare_options po = {0};
     po.init_op = m.init_all;
     po.init_fn = probe_init_fn;
     po.init_fn_payload = &ip;
@@ -539,11 +539,11 @@ static void test_session_manager__ready_op_failing_uninitialized(void) {
     sm_model m = sm_model_make();
     vg_op_builder *b = vg_op_builder_new(m.g, "TestUninitialized", "uninit_ready");
     vg_output ready = vg_out(vg_op_builder_finish(b), 0);
-    vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
+    vg_session_manager_options o = {0};
     o.ready_op = ready;
     o.recovery_wait_secs = 0.02;
     vg_session_manager *sm = vg_session_manager_new(m.g, &o, NULL);
-    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg_prepare_options po = {0};
     po.max_wait_secs = 5;
     other_error = false;
     atomic_store(&uninit_left, 2);
@@ -580,7 +580,7 @@ static void test_session_manager__recover_session_without_checkpoint(void) {
     sm_model m = sm_model_make();
     vg_saver *saver = vg_saver_new(m.g, NULL, &st);
     vg_session_manager *sm = sm_new(&m, true, -1);
-    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg_prepare_options po = {0};
     po.init_op = m.init_all;
     po.saver = saver;
     po.checkpoint_dir = dir;
@@ -596,7 +596,7 @@ static void test_session_manager__recover_session_without_checkpoint(void) {
     vg_session_manager_free(sm);
     /* a local init op that is ready to run (no ready_for_local_init_op) runs */
     vg_variable l2 = vg_get_variable(m.g, "l2", VG_FLOAT, NULL, 0, vg_init_constant(2.0), VG_VAR_LOCAL);
-    vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
+    vg_session_manager_options o = {0};
     o.local_init_op = vg_variables_initializer(m.g, &l2.ref, 1, "init_l2");
     o.ready_op = m.ready;
     sm = vg_session_manager_new(m.g, &o, NULL);
@@ -617,7 +617,7 @@ static void test_session_manager__prepare_session_without_init(void) {
     vg_status st;
     sm_model m = sm_model_make();
     vg_session_manager *sm = sm_new(&m, false, -1);
-    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg_prepare_options po = {0};
     CHECK(vg_session_manager_prepare_session(sm, &po, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Model is not initialized and no init_op or init_fn or local_init_op was given");
@@ -630,11 +630,11 @@ static void test_session_manager__prepare_session_without_init(void) {
 static void test_session_manager__prepare_session_not_ready(void) {
     vg_status st;
     sm_model m = sm_model_make();
-    vg_session_manager_options smo = VG_SESSION_MANAGER_OPTIONS_INIT;
+    vg_session_manager_options smo = {0};
     vg_output vw[2] = {m.v, m.w};
     smo.ready_op = vg_report_uninitialized_variables(m.g, vw, 2, "ready_vw");
     vg_session_manager *sm = vg_session_manager_new(m.g, &smo, NULL);
-    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg_prepare_options po = {0};
     po.init_op = m.init_v; /* w stays uninitialized */
     CHECK(vg_session_manager_prepare_session(sm, &po, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
@@ -658,7 +658,7 @@ static void test_session_manager__wait_for_session_deadline(void) {
     vg_status st;
     sm_model m = sm_model_make();
     vg_session_manager *sm = sm_new(&m, false, 30.0);
-    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg_prepare_options po = {0};
     po.max_wait_secs = 1.0;
     double t0 = ht_wall();
     CHECK(vg_session_manager_wait_for_session(sm, &po, &st) == NULL);
@@ -683,14 +683,14 @@ static void test_session_manager__wait_for_session_ready(void) {
     vg_status st;
     sm_model m = sm_model_make();
     vg_output nr = not_ready_op(m.g);
-    vg_session_manager_options o = VG_SESSION_MANAGER_OPTIONS_INIT;
+    vg_session_manager_options o = {0};
     o.local_init_op = m.init_all; /* a worker's local init: here the globals */
     o.ready_op = nr;
     o.recovery_wait_secs = 0.05;
     vg_session_manager *sm = vg_session_manager_new(m.g, &o, NULL);
     atomic_store(&not_ready_left, 2);
     atomic_store(&not_ready_runs, 0);
-    vg_prepare_options po = VG_PREPARE_OPTIONS_INIT;
+    vg_prepare_options po = {0};
     po.max_wait_secs = 5;
     double t0 = ht_wall();
     vg_session *s = vg_session_manager_wait_for_session(sm, &po, &st);
@@ -725,7 +725,7 @@ static void test_session_creator__chief_restores(void) {
     tu_mkdtemp(dir, sizeof dir, "cr");
     sm_model m = sm_model_make();
     init_probe ip = {&m, 0, 0};
-    vg_scaffold_options so = VG_SCAFFOLD_OPTIONS_INIT;
+    vg_scaffold_options so = {0};
     so.init_fn = probe_init_fn;
     so.init_fn_payload = &ip;
     vg_scaffold *sc = vg_scaffold_new(&so);
@@ -774,7 +774,7 @@ static void test_session_creator__chief_dir_and_filename(void) {
     c.destroy(c.payload);
     /* through a SingularMonitoredSession: fails at construction */
     vg_graph_unfinalize(m.g);
-    vg_singular_options o = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options o = {0};
     o.checkpoint_dir = dir;
     o.checkpoint_filename_with_path = "/tmp/vg_no_such/model.ckpt-1";
     vg_monitored_session *ms = vg_singular_monitored_session_new(m.g, &o, &st);
@@ -784,16 +784,14 @@ static void test_session_creator__chief_dir_and_filename(void) {
     tu_rmrf(dir);
 }
 
-/* item 97: MonitoredTrainingSession's max_wait_secs default (7200 s); vigil's
- * WorkerSessionCreator has no default (C has no default arguments). A worker creator
- * never initialises: on a model nobody initialises it fails with DEADLINE_EXCEEDED. */
+/* item 97: MonitoredTrainingSession's max_wait_secs default (7200 s, its {0}:
+ * test_options_zero__mts_resolution). A worker creator never initialises: on a model
+ * nobody initialises it fails with DEADLINE_EXCEEDED. */
 static void test_session_creator__worker(void) {
     vg_status st;
-    vg_mts_options mo = VG_MTS_OPTIONS_INIT;
-    CHECK_NEAR(mo.max_wait_secs, 7200.0, 0);
     sm_model m = sm_model_make();
     init_probe ip = {&m, 0, 0};
-    vg_scaffold_options so = VG_SCAFFOLD_OPTIONS_INIT;
+    vg_scaffold_options so = {0};
     so.init_fn = probe_init_fn;
     so.init_fn_payload = &ip;
     vg_scaffold *sc = vg_scaffold_new(&so);

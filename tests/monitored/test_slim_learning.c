@@ -273,7 +273,7 @@ static void test_train_warm_start_resume(void) {
     vg_optimizer *opt = vg_optimizer_new_sgd(0.5);
     vg_output train_op = build_net(g, 5, opt);
     double loss0 = NAN;
-    vg_slim_train_opts o = {.number_of_steps = 5, .save_summaries_secs = -1, .log_every_n_steps = -1};
+    vg_slim_train_opts o = {.number_of_steps = 5, .no_summaries = true, .no_logging = true};
     CHECK_OK(vg_slim_learning_train(g, train_op, pre, &o, &loss0, &st), &st);
     char latest[600];
     CHECK(vg_latest_checkpoint(pre, latest, sizeof latest) != NULL);
@@ -294,11 +294,11 @@ static void test_train_warm_start_resume(void) {
         int nr = vg_slim_get_variables_to_restore(g2, NULL, 0, (const char *[]){"Net/Logits", "global_step"}, 2, rv,
                                                   32);
         vg_slim_init_fn *f2 = vg_slim_assign_from_checkpoint_fn(g2, pre_latest, rv, nr, NULL, false, &st);
-        vg_scaffold_options so = vg_scaffold_options_default();
+        vg_scaffold_options so = {0};
         so.init_fn = f2 ? f2->fn : NULL;
         so.init_fn_payload = f2;
         vg_scaffold *scf = vg_scaffold_new(&so);
-        vg_singular_options smo = vg_singular_options_default();
+        vg_singular_options smo = {0};
         smo.scaffold = scf;
         vg_monitored_session *ms = vg_singular_monitored_session_new(g2, &smo, &st);
         CHECK(ms && r0);
@@ -343,7 +343,7 @@ static void test_train_warm_start_resume(void) {
     CHECK(ci.f != NULL);
     step_count sc1 = {0};
     vg_hook counter = {"count", NULL, NULL, NULL, count_after, NULL, NULL, &sc1};
-    o = (vg_slim_train_opts){.number_of_steps = 1, .save_summaries_secs = -1, .init_fn = counted_init_fn,
+    o = (vg_slim_train_opts){.number_of_steps = 1, .no_summaries = true, .init_fn = counted_init_fn,
                              .init_fn_payload = &ci, .hooks = &counter, .nhooks = 1};
     double loss1 = NAN;
     CHECK_OK(vg_slim_learning_train(g, train_op, logdir, &o, &loss1, &st), &st);
@@ -363,7 +363,7 @@ static void test_train_warm_start_resume(void) {
     ci = (counted_init){vg_slim_assign_from_checkpoint_fn(g, pre, vars, n, NULL, true, &st), 0};
     step_count sc2 = {0};
     vg_hook counter2 = {"count", NULL, NULL, NULL, count_after, NULL, NULL, &sc2};
-    o = (vg_slim_train_opts){.number_of_steps = 40, .save_summaries_secs = -1, .log_every_n_steps = 10,
+    o = (vg_slim_train_opts){.number_of_steps = 40, .no_summaries = true, .log_every_n_steps = 10,
                              .init_fn = counted_init_fn, .init_fn_payload = &ci, .hooks = &counter2, .nhooks = 1};
     double loss2 = NAN;
     CHECK_OK(vg_slim_learning_train(g, train_op, logdir, &o, &loss2, &st), &st);

@@ -40,7 +40,7 @@ static void test_create_train_op_clips_each_gradient(void) {
     vg_variable cnt = vg_variable_new(m.g, "cnt", vg_const_f32(m.g, 0, NULL), 0);
     vg_output inc = vg_assign_add(m.g, cnt.ref, vg_const_f32(m.g, 1, NULL), "inc");
     vg_graph_add_to_collection(m.g, VG_UPDATE_OPS, inc);
-    vg_create_train_op_opts o = vg_create_train_op_opts_default();
+    vg_create_train_op_opts o = {0};
     o.clip_gradient_norm = 1.0;
     vg_output train = vg_create_train_op(m.g, m.loss, opt, &o);
     vg_status st;
@@ -98,7 +98,7 @@ out:
     /* bad arguments: a sticky INVALID_ARGUMENT */
     m = make_model(1.0);
     opt = vg_optimizer_new_sgd(1.0);
-    o = vg_create_train_op_opts_default();
+    o = (vg_create_train_op_opts){0};
     o.clip_gradient_norm = -1;
     CHECK(vg_create_train_op(m.g, m.loss, opt, &o).op == NULL);
     CHECK_CODE(vg_graph_status(m.g, &st), VG_INVALID_ARGUMENT);
@@ -122,11 +122,11 @@ static void test_training_train(void) {
     CHECK_OK(vg_stop_at_step_hook(-1, 5, &stop, &st), &st);
     char logdir[300];
     snprintf(logdir, sizeof logdir, "%s/train", dir);
-    vg_mts_options o = vg_mts_options_default();
+    vg_mts_options o = {0};
     o.checkpoint_dir = logdir;
     o.hooks = &stop;
     o.nhooks = 1;
-    o.log_step_count_steps = 0;
+    o.no_step_counter = true;
     double loss = 0;
     CHECK_OK(vg_training_train(m.g, train, &o, &loss, &st), &st);
     /* SGD 0.01 on a linear loss: each step lowers it by 0.01 * |grad|^2 = 0.01 * 25.25;
@@ -144,7 +144,7 @@ static void test_training_train(void) {
     opt = vg_optimizer_new_sgd(0.01);
     train = vg_create_train_op(m.g, m.loss, opt, NULL);
     CHECK_OK(vg_stop_at_step_hook(-1, 5, &stop, &st), &st);
-    o = vg_mts_options_default();
+    o = (vg_mts_options){0};
     o.hooks = &stop;
     o.nhooks = 1;
     CHECK_CODE(vg_training_train(m.g, train, &o, &loss, &st), VG_INVALID_ARGUMENT);
@@ -182,7 +182,7 @@ static void test_evaluate_repeatedly(void) {
         memset(&hooks[1], 0, sizeof hooks[1]);
         hooks[1].begin = count_begin;
         hooks[1].payload = &cnt;
-        vg_evaluate_options o = vg_evaluate_options_default();
+        vg_evaluate_options o = {0};
         o.eval_ops = &mean.update.op;
         o.neval_ops = 1;
         o.final_ops = &mean.value;
@@ -210,7 +210,7 @@ static void test_evaluate_repeatedly(void) {
     /* no checkpoint in the directory: the timeout ends the loop without an evaluation */
     model m = make_model(1.0);
     vg_status st;
-    vg_evaluate_options o = vg_evaluate_options_default();
+    vg_evaluate_options o = {0};
     int64_t nevals = -1;
     char empty[300];
     snprintf(empty, sizeof empty, "%s/empty", dir);

@@ -204,8 +204,8 @@ static void test_ema_checkpoint_names(void) {
     double twenty[4] = {20, 20, 20, 20};
     vg_output set20 = vg_assign(g, v0.ref, cst(g, VG_FLOAT, d, 1, twenty), true, NULL);
     vg_op *init = vg_global_variables_initializer(g);
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
-    so.write_meta_graph = false;
+    vg_saver_options so = {0};
+    so.no_meta_graph = true;
     vg_status st;
     vg_saver *saver = vg_saver_new(g, &so, &st);
     CHECK(saver != NULL);

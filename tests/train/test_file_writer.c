@@ -91,7 +91,7 @@ static char *make_dir(const char *name, char *buf, size_t len) {
 }
 
 static vg_file_writer *new_writer(const char *dir, int max_queue, double flush_secs) {
-    vg_file_writer_options o = VG_FILE_WRITER_OPTIONS_INIT;
+    vg_file_writer_options o = {0};
     o.max_queue = max_queue;
     o.flush_secs = flush_secs;
     vg_status st;
@@ -140,7 +140,7 @@ static void test_file_writer__name_and_first_record(void) {
     vg_file_writer_free(w);
 
     /* filename_suffix */
-    vg_file_writer_options o = VG_FILE_WRITER_OPTIONS_INIT;
+    vg_file_writer_options o = {0};
     o.filename_suffix = ".eval";
     w = vg_file_writer_new(make_dir("suffix", dir, sizeof dir), &o, &st);
     CHECK(w != NULL);
@@ -368,8 +368,8 @@ static void test_file_writer__bad_dirs_and_options(void) {
     CHECK(vg_file_writer_new("/proc/vigil_file_writer_test", NULL, &st) == NULL);
     CHECK(st.code != VG_OK);
 
-    vg_file_writer_options o = VG_FILE_WRITER_OPTIONS_INIT;
-    o.max_queue = 0;
+    vg_file_writer_options o = {0};
+    o.max_queue = -1;
     CHECK(vg_file_writer_new(g_root, &o, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     o.max_queue = 1;

@@ -371,11 +371,11 @@ static void test_hooks_and_gan_train(void) {
         memset(&hooks[1], 0, sizeof hooks[1]);
         hooks[1].end = read_counters;
         hooks[1].payload = &c;
-        vg_mts_options o = VG_MTS_OPTIONS_INIT;
+        vg_mts_options o = {0};
         o.checkpoint_dir = dir;
         o.hooks = hooks;
         o.nhooks = 2;
-        o.log_step_count_steps = 0;
+        o.no_step_counter = true;
         double last = 0;
         if (!joint) {
             CHECK_OK(vg_gan_train(g, &ops, &steps, &o, &last, &st), &st);
@@ -471,11 +471,11 @@ static void test_gaussian_gan(void) {
     hooks[1].after_create_session = read_first_mean;
     hooks[1].end = read_mean;
     hooks[1].payload = &gm;
-    vg_mts_options o = VG_MTS_OPTIONS_INIT;
+    vg_mts_options o = {0};
     o.checkpoint_dir = dir;
     o.hooks = hooks;
     o.nhooks = 2;
-    o.log_step_count_steps = 0;
+    o.no_step_counter = true;
     double step = 0;
     CHECK_OK(vg_gan_train(g, &ops, NULL, &o, &step, &st), &st);
     CHECK_NEAR(step, 300.0, 0);

@@ -26,7 +26,7 @@ static void test_absolute_difference_and_weights(void) {
     CHECK(loss.op && strcmp(vg_op_name(loss.op), "absolute_difference/value") == 0);
     CHECK_NEAR(run_scalar(g, loss), 5.5, 1e-6);
     CHECK_NEAR(run_scalar(g, vg_losses_absolute_difference(g, p, p, NULL)), 0.0, 0);
-    vg_loss_opts o = {vg_const_f32(g, 2.3f, NULL), NULL, NULL, VG_REDUCTION_SUM_BY_NONZERO_WEIGHTS};
+    vg_loss_opts o = {.weights = vg_const_f32(g, 2.3f, NULL), .reduction = VG_REDUCTION_SUM_BY_NONZERO_WEIGHTS};
     CHECK_NEAR(run_scalar(g, vg_losses_absolute_difference(g, l, p, &o)), 5.5 * 2.3, 1e-5);
     int64_t d21[2] = {2, 1};
     double bw[2] = {1.2, 0.0};

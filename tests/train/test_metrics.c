@@ -129,7 +129,9 @@ static void test_mean(void) {
     /* variables, collections */
     vg_graph *g = vg_graph_new();
     vg_metric m = vg_metrics_mean(g, vg_const_f32(g, 1.0f, NULL), NULL);
-    vg_metric m2 = vg_metrics_mean(g, vg_const_f32(g, 3.0f, NULL), &(vg_metric_opts){{0}, "my_mean", "mc", "uc"});
+    vg_metric m2 =
+        vg_metrics_mean(g, vg_const_f32(g, 3.0f, NULL),
+                        &(vg_metric_opts){.name = "my_mean", .metrics_collection = "mc", .updates_collection = "uc"});
     CHECK(vg_graph_op_by_name(g, "mean/total") && vg_graph_op_by_name(g, "mean/count"));
     CHECK(strcmp(vg_op_type(vg_graph_op_by_name(g, "mean/total")), "VariableV2") == 0);
     CHECK(m2.value.op && strcmp(vg_op_name(m2.value.op), "my_mean/value") == 0);
@@ -191,7 +193,7 @@ static void test_accuracy(void) {
     g = vg_graph_new();
     int64_t d3 = 3;
     m = vg_metrics_accuracy(g, vg_const_fill(g, VG_FLOAT, d103, 2, 1, NULL), vg_const_fill(g, VG_FLOAT, d103, 2, 1, NULL),
-                            &(vg_metric_opts){vg_const_fill(g, VG_FLOAT, &d3, 1, 1, NULL), NULL, NULL, NULL});
+                            &(vg_metric_opts){.weights = vg_const_fill(g, VG_FLOAT, &d3, 1, 1, NULL)});
     /* [3] broadcasts against [10, 3]? TF requires equal rank or a scalar */
     CHECK(m.value.op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);

@@ -847,7 +847,7 @@ static void test_rv__concurrent_updates(void) {
     vg_output reads[NR];
     for (int i = 0; i < NW; i++) writers[i] = vg_assign_add_variable_op(g, v.handle, one, NULL);
     for (int i = 0; i < NR; i++) reads[i] = vg_read_variable_op(g, v.handle, VG_FLOAT, NULL);
-    vg_session_options so = vg_session_options_default();
+    vg_session_options so = {0};
     so.inter_op_threads = 4;
     vg_session *s = vg_session_new(g, &so, &st);
     CHECK(s != NULL);

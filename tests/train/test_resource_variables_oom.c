@@ -47,7 +47,7 @@ static vg_code build(vg_graph *g, void *mp) {
     m->init = vg_global_variables_initializer(g);
     m->report = vg_report_uninitialized_variables(g, NULL, 0, NULL);
     vg_status st;
-    vg_saver_options so = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options so = {0};
     vg_saver *sv = vg_graph_status(g, NULL) == VG_OK ? vg_saver_new(g, &so, &st) : NULL;
     vg_saver_free(sv);
     return vg_graph_status(g, NULL);

@@ -417,7 +417,7 @@ static saved_model build_saved(bool w_resource) {
     m.b_val = b.read;
     m.set_b = vg_assign(g, b.ref, b2, true, NULL).op;
     m.init = vg_global_variables_initializer(g);
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options o = {0};
     m.saver = vg_saver_new(g, &o, &st);
     if (!m.saver) fprintf(stderr, "saver: %s\n", st.msg);
     return m;
@@ -502,7 +502,7 @@ static void test_rvt__save_restore(void) {
         vg_resource_variable rw = vg_resource_variable_from_handle(vg_out(iw, 0));
         CHECK(rw.value.op && strcmp(vg_op_name(rw.value.op), "w/Read/ReadVariableOp") == 0);
         CHECK(rw.initializer && strcmp(vg_op_name(rw.initializer), "w/Assign") == 0);
-        vg_saver_options io = VG_SAVER_OPTIONS_INIT;
+        vg_saver_options io = {0};
         vg_saver *isv = vg_saver_new(ig, &io, &st);
         CHECK(isv != NULL);
         vg_session *is = isv ? new_session(ig) : NULL;
@@ -545,7 +545,7 @@ static void test_rvt__save_restore(void) {
     vg_saver_free(refm.saver);
     vg_graph_free(refm.g);
     saved_model back = build_saved(true);
-    vg_saver_options wo = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options wo = {0};
     wo.var_list = &back.w_var;
     wo.nvars = 1;
     wo.name = "save_w";
@@ -591,10 +591,10 @@ static void test_rvt__monitored_training_session(void) {
         vg_op *train;
         vg_graph *g = build_mts_graph(&w_val, &train);
         CHECK(train != NULL);
-        vg_mts_options o = VG_MTS_OPTIONS_INIT;
+        vg_mts_options o = {0};
         o.checkpoint_dir = dir;
-        o.log_step_count_steps = 0;
-        o.save_summaries_steps = 0;
+        o.no_step_counter = true;
+        o.no_summaries = true;
         vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
         CHECK(ms != NULL);
         if (!ms) {
@@ -602,7 +602,7 @@ static void test_rvt__monitored_training_session(void) {
             vg_graph_free(g);
             break;
         }
-        vg_run_args a = VG_RUN_ARGS_INIT;
+        vg_run_args a = {0};
         vg_output gs = vg_get_global_step(g);
         vg_output f[2] = {w_val, gs};
         a.fetches = f;
@@ -622,7 +622,7 @@ static void test_rvt__monitored_training_session(void) {
         vg_tensor_free(out[0]);
         vg_tensor_free(out[1]);
         if (round == 0) {
-            vg_run_args t = VG_RUN_ARGS_INIT;
+            vg_run_args t = {0};
             t.targets = &train;
             t.ntargets = 1;
             for (int i = 0; i < 4; i++) CHECK_OK(vg_monitored_session_run(ms, &t, NULL, NULL, &st), &st);

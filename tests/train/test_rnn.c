@@ -84,11 +84,12 @@ static vg_rnn_cell *make_cell(const spec *s) {
     case C_BASIC_LSTM: return vg_basic_lstm_cell_new(s->U, (float)s->fb, true);
     case C_GRU: return vg_gru_cell_new(s->U);
     default: {
-        vg_lstm_cell_options o = VG_LSTM_CELL_OPTIONS_INIT;
+        vg_lstm_cell_options o = {0};
         o.use_peepholes = s->peep;
         o.cell_clip = (float)s->clip;
         o.num_proj = s->P;
         o.forget_bias = (float)s->fb;
+        o.zero_forget_bias = s->fb == 0; /* {0} would be TF's 1.0 */
         return vg_lstm_cell_new(s->U, &o);
     }
     }

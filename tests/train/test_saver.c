@@ -113,7 +113,7 @@ static void check_model_values(model *m) {
 static void test_saver__round_trip_all_dtypes(void) {
     reset_tmpdir();
     model m;
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options o = {0};
     model_build(&m, &o);
     vg_op *init = vg_global_variables_initializer(m.g);
     vg_session_free(m.sess);
@@ -230,7 +230,7 @@ static void small_free(small *m) {
 static void test_saver__checkpoint_file_absolute(void) {
     reset_tmpdir();
     small m;
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options o = {0};
     o.max_to_keep = 2;
     small_build(&m, &o);
     char prefix[512], path[512], p[600];
@@ -289,7 +289,7 @@ static void test_saver__checkpoint_file_relative(void) {
     mkdir("runs", 0755);
     mkdir("runs/m", 0755);
     small m;
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options o = {0};
     o.max_to_keep = 2;
     small_build(&m, &o);
     char path[512], buf[600], p[600];
@@ -335,8 +335,8 @@ static void test_saver__checkpoint_file_relative(void) {
 static void test_saver__max_to_keep_zero(void) {
     reset_tmpdir();
     small m;
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
-    o.max_to_keep = 0;
+    vg_saver_options o = {0};
+    o.keep_all_checkpoints = true;
     small_build(&m, &o);
     char prefix[512], path[512], p[600];
     vg_status st;
@@ -361,7 +361,7 @@ static void test_saver__max_to_keep_zero(void) {
 static void test_saver__keep_every_n_hours(void) {
     reset_tmpdir();
     small m;
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options o = {0};
     o.max_to_keep = 1;
     o.keep_checkpoint_every_n_hours = 1e-3 / 3600.0; /* 1 ms */
     small_build(&m, &o);
@@ -396,7 +396,7 @@ static void test_saver__keep_every_n_hours(void) {
 static void test_saver__recover_last_checkpoints(void) {
     reset_tmpdir();
     small m;
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options o = {0};
     o.max_to_keep = 2;
     small_build(&m, &o);
     char prefix[512], path[512], p[3][600];
@@ -661,7 +661,7 @@ static void test_saver__constructor_errors(void) {
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "No variables to save");
     vg_output x = vg_placeholder(g, VG_FLOAT, NULL, 0, "x");
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options o = {0};
     o.var_list = &x;
     o.nvars = 1;
     CHECK(vg_saver_new(g, &o, &st) == NULL);
@@ -695,7 +695,7 @@ static void test_saver__var_list(void) {
     vg_status st;
     twovar m;
     twovar_build(&m, VG_FLOAT, 1, false);
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options o = {0};
     o.var_list = &m.b.ref;
     o.nvars = 1;
     o.name = "only_b";

@@ -67,7 +67,7 @@ static int model_build(model *m) {
                    vg_assign(m->g, m->step.ref, m->step_in, true, NULL).op};
     m->set = vg_group(m->g, a, 2, "set");
     m->init = vg_global_variables_initializer(m->g);
-    vg_saver_options o = VG_SAVER_OPTIONS_INIT;
+    vg_saver_options o = {0};
     o.max_to_keep = 3;
     m->saver = vg_saver_new(m->g, &o, &st);
     m->sess = m->saver ? vg_session_new(m->g, NULL, &st) : NULL;

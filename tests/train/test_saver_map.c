@@ -47,7 +47,7 @@ static void test_map_save_restore(void) {
     vg_variable w = var_const(g, "a/w", wv, 3), b = var_const(g, "b", bv, 2);
     vg_output list[2] = {w.ref, b.ref};
     const char *names[2] = {"zz/renamed_w", "bias"};
-    vg_saver_options o = vg_saver_options_default();
+    vg_saver_options o = {0};
     o.var_list = list;
     o.var_names = names;
     o.nvars = 2;
@@ -149,7 +149,7 @@ static void test_ema_variables_to_restore(void) {
     CHECK_OK(vg_ema_variables_to_restore(e, NULL, 0, &m, &st), &st);
     CHECK_EQ_INT(m.n, 1);
     if (m.n == 1) CHECK(strcmp(m.names[0], "v/ExponentialMovingAverage") == 0);
-    vg_saver_options o = vg_saver_options_default();
+    vg_saver_options o = {0};
     o.var_list = m.vars;
     o.var_names = (const char *const *)m.names;
     o.nvars = m.n;

@@ -148,7 +148,7 @@ static void test_bahdanau_wrapper_step(void) {
     vg_attention_mechanism *m = vg_bahdanau_attention_new(g, U, mem, len, false, NULL);
     CHECK(m != NULL);
     inner in = {0};
-    vg_attention_wrapper_options o = VG_ATTENTION_WRAPPER_OPTIONS_INIT;
+    vg_attention_wrapper_options o = {0};
     o.attention_layer_size = 2;
     vg_attention_wrapper *w = vg_attention_wrapper_new(inner_cell(&in), m, &o);
     CHECK(w != NULL);
@@ -227,8 +227,8 @@ static void test_luong_scale_and_bahdanau_normalize(void) {
     vg_output len = vg_const_array(g, VG_INT32, (const int64_t[]){B}, 1, LEN, "len");
     vg_attention_mechanism *m = vg_luong_attention_new(g, U, mem, len, true, NULL);
     inner in = {0};
-    vg_attention_wrapper_options o = VG_ATTENTION_WRAPPER_OPTIONS_INIT;
-    o.output_attention = false;
+    vg_attention_wrapper_options o = {0};
+    o.no_output_attention = true;
     vg_attention_wrapper *w = vg_attention_wrapper_new(inner_cell(&in), m, &o);
     vg_rnn_cell *cell = vg_attention_wrapper_cell(w);
     CHECK_EQ_INT(vg_rnn_cell_output_size(cell), H);
@@ -332,7 +332,7 @@ static void test_attention_gradient(void) {
     vg_output len = vg_const_array(g, VG_INT32, (const int64_t[]){B}, 1, LEN, "len");
     vg_attention_mechanism *m = vg_bahdanau_attention_new(g, U, mem, len, true, NULL);
     inner in = {0};
-    vg_attention_wrapper_options o = VG_ATTENTION_WRAPPER_OPTIONS_INIT;
+    vg_attention_wrapper_options o = {0};
     o.attention_layer_size = 2;
     vg_attention_wrapper *w = vg_attention_wrapper_new(inner_cell(&in), m, &o);
     vg_output x = vg_placeholder(g, VG_DOUBLE, (const int64_t[]){B, 3, 1}, 3, "x");
@@ -386,7 +386,7 @@ static void test_attention_decode_gradient(void) {
     vg_output len = vg_const_array(g, VG_INT32, (const int64_t[]){B}, 1, LEN, "len");
     vg_attention_mechanism *m = vg_luong_attention_new(g, U, mem, len, true, NULL);
     inner in = {0};
-    vg_attention_wrapper_options o = VG_ATTENTION_WRAPPER_OPTIONS_INIT;
+    vg_attention_wrapper_options o = {0};
     o.attention_layer_size = 2;
     vg_attention_wrapper *w = vg_attention_wrapper_new(inner_cell(&in), m, &o);
     vg_output x = vg_placeholder(g, VG_DOUBLE, (const int64_t[]){B, 3, 1}, 3, "x");
@@ -394,7 +394,7 @@ static void test_attention_decode_gradient(void) {
     vg_attention_wrapper_zero_state(w, g, B, vg_out(NULL, 0), VG_DOUBLE, NULL, init);
     vg_decoder_helper *h = vg_training_helper_new(g, x, len, false, NULL);
     vg_decoder *d = vg_basic_decoder_new(vg_attention_wrapper_cell(w), h, init, NULL);
-    vg_dynamic_decode_options dopt = VG_DYNAMIC_DECODE_OPTIONS_INIT;
+    vg_dynamic_decode_options dopt = {0};
     dopt.impute_finished = true;
     CHECK_OK(vg_dynamic_decode(g, d, &dopt, outs, fin, NULL, &st), &st);
     vg_output y = vg_add(g, vg_reduce_sum(g, outs[0], NULL, -1, false, NULL),
@@ -441,7 +441,7 @@ static void test_cell_input_fn(void) {
     vg_attention_mechanism *m = vg_bahdanau_attention_new(g, U, mem, vg_out(NULL, 0), false, NULL);
     inner in = {0};
     int calls = 0;
-    vg_attention_wrapper_options o = VG_ATTENTION_WRAPPER_OPTIONS_INIT;
+    vg_attention_wrapper_options o = {0};
     o.attention_layer_size = 1;
     o.cell_input_fn = add_input_fn;
     o.cell_input_fn_user = &calls;
@@ -523,7 +523,7 @@ static void test_attention_errors(void) {
     /* Luong needs query depth == num_units */
     CHECK_CODE(vg_attention_mechanism_call(m, g, vg_const_fill(g, VG_FLOAT, (const int64_t[]){2, 3}, 2, 0, "q"), &al),
                VG_INVALID_ARGUMENT);
-    vg_attention_wrapper_options o = VG_ATTENTION_WRAPPER_OPTIONS_INIT;
+    vg_attention_wrapper_options o = {0};
     o.alignment_history = true;
     CHECK(vg_attention_wrapper_new(vg_gru_cell_new(2), m, &o) == NULL);
     vg_attention_mechanism_free(m);
@@ -574,7 +574,7 @@ static void build_copy_model(vg_graph *g, vg_output src, vg_output tgt_in, int m
         lens = vg_tile_batch(g, lens, tile, NULL);
     }
     cm->m = vg_bahdanau_attention_new(g, CH, mem, lens, false, NULL);
-    vg_attention_wrapper_options o = VG_ATTENTION_WRAPPER_OPTIONS_INIT;
+    vg_attention_wrapper_options o = {0};
     o.attention_layer_size = CH;
     cm->w = vg_attention_wrapper_new(vg_gru_cell_new(CH), cm->m, &o);
     vg_rnn_cell *cell = vg_attention_wrapper_cell(cm->w);
@@ -596,7 +596,7 @@ static void build_copy_model(vg_graph *g, vg_output src, vg_output tgt_in, int m
         cm->d = vg_beam_search_decoder_new(g, cell, et.read, start, CV - 1, init, CK, cm->proj, 0.0);
     }
     CHECK(cm->d != NULL);
-    vg_dynamic_decode_options go = VG_DYNAMIC_DECODE_OPTIONS_INIT;
+    vg_dynamic_decode_options go = {0};
     if (mode) go.maximum_iterations = vg_const_i32(g, CL, "max_len");
     vg_output fin[8];
     if (cm->d) CHECK_OK(vg_dynamic_decode(g, cm->d, &go, cm->outs, fin, NULL, &st), &st);

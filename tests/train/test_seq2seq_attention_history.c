@@ -34,7 +34,6 @@ static void build(built *b, int64_t max_steps) {
     vg_vscope_set_initializer(vg_get_variable_scope(g), &init);
     b->m = vg_luong_attention_new(g, D, b->mem, b->len, false, NULL);
     vg_attention_wrapper_options o = {0};
-    o.output_attention = true;
     o.alignment_history = true;
     o.alignment_history_max_steps = max_steps;
     b->w = vg_attention_wrapper_new(vg_basic_rnn_cell_new(D, VG_ACT_TANH), b->m, &o);
@@ -149,7 +148,6 @@ static void test_history_needs_a_bound(void) {
     vg_output mem = vg_placeholder(g, VG_FLOAT, (const int64_t[]){B, T, D}, 3, "memory");
     vg_attention_mechanism *m = vg_luong_attention_new(g, D, mem, (vg_output){0}, false, NULL);
     vg_attention_wrapper_options o = {0};
-    o.output_attention = true;
     o.alignment_history = true;
     CHECK(vg_attention_wrapper_new(vg_basic_rnn_cell_new(D, VG_ACT_TANH), m, &o) == NULL);
     vg_attention_mechanism_free(m);

@@ -51,7 +51,7 @@ static void run_beam(int B, const int32_t *start, double lp_weight, beam_result 
     CHECK_EQ_INT(vg_output_shape(init).dims[0], B * K);
     vg_decoder *d = vg_beam_search_decoder_new(g, cell, emb, starts, EOS, &init, K, NULL, lp_weight);
     CHECK(d != NULL);
-    vg_dynamic_decode_options o = VG_DYNAMIC_DECODE_OPTIONS_INIT;
+    vg_dynamic_decode_options o = {0};
     o.maximum_iterations = vg_const_i32(g, 4, "max_it");
     vg_output outs[4], fin[4], len;
     CHECK_OK(vg_dynamic_decode(g, d, &o, outs, fin, &len, &st), &st);

@@ -47,7 +47,7 @@ static void run_greedy(bool impute, int max_it, bool time_major, greedy_result *
     CHECK_EQ_INT(vg_rnn_cell_zero_state(cell, g, 2, vg_out(NULL, 0), VG_FLOAT, &init), VG_OK);
     vg_decoder *d = vg_basic_decoder_new(cell, h, &init, NULL);
     CHECK(d != NULL);
-    vg_dynamic_decode_options o = VG_DYNAMIC_DECODE_OPTIONS_INIT;
+    vg_dynamic_decode_options o = {0};
     o.impute_finished = impute;
     o.output_time_major = time_major;
     if (max_it >= 0) o.maximum_iterations = vg_const_i32(g, max_it, "max_it");
@@ -167,7 +167,7 @@ static void training_helper_basic_rnn(bool time_major) {
     lc.kernel_initializer = vg_init_constant_array(&ka);
     vg_layer *proj = vg_layer_new(&lc);
     vg_decoder *d = vg_basic_decoder_new(cell, h, &init, proj);
-    vg_dynamic_decode_options o = VG_DYNAMIC_DECODE_OPTIONS_INIT;
+    vg_dynamic_decode_options o = {0};
     o.impute_finished = true;
     vg_output outs[2], fin, flen;
     CHECK_OK(vg_dynamic_decode(g, d, &o, outs, &fin, &flen, &st), &st);
@@ -257,7 +257,7 @@ static void test_user_decoder(void) {
     d.batch_dims = 1;
     d.initialize = cd_init;
     d.step = cd_step;
-    vg_dynamic_decode_options o = VG_DYNAMIC_DECODE_OPTIONS_INIT;
+    vg_dynamic_decode_options o = {0};
     o.impute_finished = true;
     o.scope = "countdown";
     vg_output out, fin, len;
@@ -314,7 +314,7 @@ static vg_tensor *run_sample(const float *emb, double temperature, int max_it) {
     vg_output init;
     vg_rnn_cell_zero_state(cell, g, 2, vg_out(NULL, 0), VG_FLOAT, &init);
     vg_decoder *d = vg_basic_decoder_new(cell, h, &init, NULL);
-    vg_dynamic_decode_options o = VG_DYNAMIC_DECODE_OPTIONS_INIT;
+    vg_dynamic_decode_options o = {0};
     o.maximum_iterations = vg_const_i32(g, max_it, "max_it");
     vg_output outs[2], fin, len;
     CHECK_OK(vg_dynamic_decode(g, d, &o, outs, &fin, &len, &st), &st);

@@ -23,7 +23,8 @@ static vg_tensor *run_loss(const float *w, bool avg_t, bool avg_b, bool sum_t, b
     vg_output logits = vg_const_array(g, VG_FLOAT, (const int64_t[]){B, T, C}, 3, lg, "logits");
     vg_output targets = vg_const_array(g, VG_INT32, (const int64_t[]){B, T}, 2, tg, "targets");
     vg_output weights = vg_const_array(g, VG_FLOAT, (const int64_t[]){B, T}, 2, w, "weights");
-    vg_sequence_loss_options o = {avg_t, avg_b, sum_t, sum_b, NULL};
+    vg_sequence_loss_options o = {.no_average_across_timesteps = !avg_t, .no_average_across_batch = !avg_b,
+                                  .sum_over_timesteps = sum_t, .sum_over_batch = sum_b};
     vg_output l = vg_sequence_loss_ex(g, logits, targets, weights, &o);
     *code = vg_graph_status(g, NULL);
     vg_tensor *out = NULL;

@@ -18,7 +18,7 @@ static vg_graph *traced_run(vg_run_metadata *md, bool partition_graphs) {
     vg_status st;
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK(s != NULL);
-    vg_run_options ro = VG_RUN_OPTIONS_INIT;
+    vg_run_options ro = {0};
     ro.trace_level = VG_TRACE_FULL;
     ro.output_partition_graphs = partition_graphs;
     vg_tensor *out = NULL;

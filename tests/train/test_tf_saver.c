@@ -125,7 +125,7 @@ static tvar make_f32(vg_graph *g, bool resource, const char *name, float x) {
 static vg_saver *saver_of(vg_graph *g, const tvar *vars, const char *const *names, int n, vg_saver_options *base) {
     vg_output list[8];
     for (int i = 0; i < n; i++) list[i] = vars[i].var;
-    vg_saver_options o = base ? *base : vg_saver_options_default();
+    vg_saver_options o = base ? *base : (vg_saver_options){0};
     o.var_list = list;
     o.nvars = n;
     o.var_names = names;
@@ -241,7 +241,7 @@ static void test_tfsaver__no_ops_outside_save_scope(void) {
     vg_graph_pop_scope(g);
     vg_graph_push_scope(g, "saver2");
     const char *name = "name";
-    vg_saver_options o = vg_saver_options_default();
+    vg_saver_options o = {0};
     o.var_list = &v.handle;
     o.var_names = &name;
     o.nvars = 1;
@@ -395,7 +395,7 @@ static void test_tfsaver__allow_empty(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_const_i32(g, 1, NULL);
-    vg_saver_options o = vg_saver_options_default();
+    vg_saver_options o = {0};
     o.allow_empty = true;
     vg_saver *save = vg_saver_new(g, &o, &st);
     CHECK(save != NULL);
@@ -544,7 +544,7 @@ static void test_tfsaver__sharded_basics(void) {
     char save_path[512], val[512], meta[600], buf[600];
     tmp_path(save_path, sizeof save_path, "sharded_basics");
     const char *names[2] = {"v0", "v1"};
-    vg_saver_options o = vg_saver_options_default();
+    vg_saver_options o = {0};
     o.sharded = true;
     vg_status st;
     {
@@ -633,7 +633,7 @@ static void test_tfsaver__max_to_keep_non_sharded(void) {
     vg_graph *g = vg_graph_new();
     tvar v = make_f32(g, false, "v", 10.0f);
     const char *name = "v";
-    vg_saver_options o = vg_saver_options_default();
+    vg_saver_options o = {0};
     o.max_to_keep = 2;
     vg_saver *save = saver_of(g, &v, &name, 1, &o);
     vg_saver *save2 = saver_of(g, &v, &name, 1, &o), *save3 = saver_of(g, &v, &name, 1, &o);
@@ -735,7 +735,7 @@ static void test_tfsaver__max_to_keep_sharded(void) {
     tvar v[2] = {make_var(g, false, "v0", vg_const_i32(g, 111, NULL)),
                  make_var(g, false, "v1", vg_const_i32(g, 222, NULL))};
     const char *names[2] = {"v0", "v1"};
-    vg_saver_options o = vg_saver_options_default();
+    vg_saver_options o = {0};
     o.sharded = true;
     o.max_to_keep = 2;
     vg_saver *save = saver_of(g, v, names, 2, &o);
@@ -774,8 +774,8 @@ static void test_tfsaver__no_max_to_keep(void) {
     const char *name = "v";
     vg_session *s = new_session(g);
     init_all(g, s);
-    vg_saver_options o = vg_saver_options_default();
-    o.max_to_keep = 0;
+    vg_saver_options o = {0};
+    o.keep_all_checkpoints = true;
     for (int k = 0; k < 2; k++) {
         vg_saver *save = saver_of(g, &v, &name, 1, &o);
         CHECK_EQ_INT(vg_saver_num_last_checkpoints(save), 0);
@@ -800,8 +800,8 @@ static void test_tfsaver__no_meta_graph(void) {
     vg_graph *g = vg_graph_new();
     tvar v = make_f32(g, false, "v", 10.0f);
     const char *name = "v";
-    vg_saver_options o = vg_saver_options_default();
-    o.write_meta_graph = false;
+    vg_saver_options o = {0};
+    o.no_meta_graph = true;
     vg_saver *save = saver_of(g, &v, &name, 1, &o);
     vg_session *s = new_session(g);
     init_all(g, s);
@@ -825,7 +825,7 @@ static void test_tfsaver__keep_checkpoint_every_n_hours(void) {
     const char *name = "v";
     vg_session *s = new_session(g);
     init_all(g, s);
-    vg_saver_options o = vg_saver_options_default();
+    vg_saver_options o = {0};
     o.max_to_keep = 2;
     o.keep_checkpoint_every_n_hours = 1.0 / 3600;
     vg_saver *save = saver_of(g, &v, &name, 1, &o);
@@ -914,7 +914,7 @@ static void test_tfsaver__name_collision(void) {
     vg_session *s = new_session(g);
     run_target(s, init);
     vg_status st;
-    vg_saver_options o = vg_saver_options_default();
+    vg_saver_options o = {0};
     vg_saver *saver = vg_saver_new(g, &o, &st);
     CHECK_CODE(vg_saver_save(saver, s, filepath, -1, NULL, 0, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "collides with");
@@ -1081,7 +1081,7 @@ static void test_tfsaver__import_into_namescope_without_variables(void) {
     vg_graph *g1 = vg_graph_new();
     vg_const_array(g1, VG_INT32, (int64_t[]){3}, 1, (int32_t[]){1, 2, 3}, "x");
     vg_const_array(g1, VG_INT32, (int64_t[]){3}, 1, (int32_t[]){1, 2, 3}, "y");
-    vg_saver_options o = vg_saver_options_default();
+    vg_saver_options o = {0};
     o.allow_empty = true;
     vg_saver *saver = vg_saver_new(g1, &o, &st);
     vg_session *s = new_session(g1);

@@ -107,7 +107,7 @@ static int evaluate(void) {
     vg_saver *saver = NULL;
     if (vg_graph_status(g, &st) == VG_OK &&
         vg_ema_variables_to_restore(variable_averages, NULL, 0, &variables_to_restore, &st) == VG_OK) {
-        vg_saver_options o = vg_saver_options_default();
+        vg_saver_options o = {0};
         o.var_list = variables_to_restore.vars;
         o.var_names = (const char *const *)variables_to_restore.names;
         o.nvars = variables_to_restore.n;

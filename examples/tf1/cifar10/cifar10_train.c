@@ -55,7 +55,7 @@ static int train(void) {
         return 1;
     }
     /* Start running operations on the Graph (ConfigProto(log_device_placement)). */
-    vg_config_proto config = vg_config_proto_default();
+    vg_config_proto config = {0};
     config.log_device_placement = log_device_placement;
     vg_session *sess = vg_session_new_with_config(g, &config, &st);
     int rc = 0;

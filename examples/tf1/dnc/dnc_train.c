@@ -97,7 +97,7 @@ static int train(int64_t num_training_iterations, int64_t report_interval) {
     vg_hook hooks[1];
     int nhooks = 0;
     if (FLAGS.checkpoint_interval > 0) {
-        vg_checkpoint_saver_options co = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
+        vg_checkpoint_saver_options co = {0};
         co.checkpoint_dir = FLAGS.checkpoint_dir;
         co.save_steps = FLAGS.checkpoint_interval;
         co.saver = saver;
@@ -105,13 +105,13 @@ static int train(int64_t num_training_iterations, int64_t report_interval) {
         nhooks = 1;
     }
     /* train */
-    vg_singular_options so = VG_SINGULAR_OPTIONS_INIT;
+    vg_singular_options so = {0};
     so.hooks = hooks;
     so.nhooks = nhooks;
     so.checkpoint_dir = FLAGS.checkpoint_dir;
     sess = vg_singular_monitored_session_new(g, &so, &st);
     if (!sess) goto done;
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     vg_tensor *gs = NULL;
     a.fetches = &global_step;
     a.nfetches = 1;
@@ -129,7 +129,7 @@ static int train(int64_t num_training_iterations, int64_t report_interval) {
     double *recent = calloc((size_t)report_interval, sizeof(double));
     for (; it < num_training_iterations && c == VG_OK && !vg_monitored_session_should_stop(sess); it++) {
         vg_tensor *loss = NULL;
-        vg_run_args ra = VG_RUN_ARGS_INIT;
+        vg_run_args ra = {0};
         ra.fetches = fetch;
         ra.nfetches = 1;
         ra.targets = &train_step;
@@ -145,7 +145,7 @@ static int train(int64_t num_training_iterations, int64_t report_interval) {
         if ((it + 1) % report_interval == 0) {
             vg_output f3[4] = {observations, target, mask, output};
             vg_tensor *v[4] = {NULL, NULL, NULL, NULL};
-            vg_run_args rb = VG_RUN_ARGS_INIT;
+            vg_run_args rb = {0};
             rb.fetches = f3;
             rb.nfetches = 4;
             c = vg_monitored_session_run(sess, &rb, v, NULL, &st);

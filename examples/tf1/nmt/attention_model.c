@@ -91,7 +91,7 @@ vg_code nmt_build_decoder_cell(vg_graph *g, const nmt_hparams *hp, nmt_mode mode
     wo.alignment_history_max_steps = hp->tgt_max_len_infer > 0
                                          ? hp->tgt_max_len_infer
                                          : (int64_t)llround((double)max_time * hp->decoding_length_factor);
-    wo.output_attention = hp->output_attention;
+    wo.no_output_attention = !hp->output_attention;
     wo.name = "attention";
     dc->wrapper = vg_attention_wrapper_new(cell, dc->mechanism, &wo);
     if (!dc->wrapper) return vg_graph_set_error(g, VG_INVALID_ARGUMENT, "AttentionWrapper");

@@ -313,10 +313,9 @@ vg_code nmt_model_build(vg_graph *g, const nmt_hparams *hp, nmt_mode mode, const
         vg_optimizer_free(opt);
     }
     /* self.saver = tf.train.Saver(tf.global_variables(), max_to_keep=num_keep_ckpts) */
-    vg_saver_options so = {0};
+    vg_saver_options so = {0}; /* keep_checkpoint_every_n_hours 10000, meta graph written */
     so.max_to_keep = (int)hp->num_keep_ckpts;
-    so.keep_checkpoint_every_n_hours = 10000;
-    so.write_meta_graph = true;
+    so.keep_all_checkpoints = hp->num_keep_ckpts <= 0;
     if (vg_graph_status(g, st) != VG_OK) return st->code;
     m->saver = vg_saver_new(g, &so, st);
     return m->saver ? VG_OK : st->code;

@@ -121,7 +121,7 @@ static int train(resnet_hparams hps) {
 
     vg_hook hooks[3], chief_only_hooks[1];
     int nh = 0;
-    vg_summary_saver_options so = VG_SUMMARY_SAVER_OPTIONS_INIT;
+    vg_summary_saver_options so = {0};
     so.save_steps = 100;
     so.output_dir = FLAGS.train_dir;
     so.summary_op = summary_op;
@@ -131,7 +131,7 @@ static int train(resnet_hparams hps) {
      * logs a dict's tensors in sorted key order */
     vg_output log_tensors[3] = {model.cost, precision, model.global_step};
     const char *log_names[3] = {"loss", "precision", "step"};
-    vg_logging_tensor_options lo = VG_LOGGING_TENSOR_OPTIONS_INIT;
+    vg_logging_tensor_options lo = {0};
     lo.tensors = log_tensors;
     lo.names = log_names;
     lo.ntensors = 3;
@@ -157,7 +157,7 @@ static int train(resnet_hparams hps) {
         return 1;
     }
 
-    vg_mts_options mo = VG_MTS_OPTIONS_INIT;
+    vg_mts_options mo = {0};
     mo.checkpoint_dir = FLAGS.log_root;
     mo.hooks = hooks;
     mo.nhooks = nh;
@@ -165,8 +165,8 @@ static int train(resnet_hparams hps) {
     mo.nchief_only_hooks = 1;
     /* Since we provide a SummarySaverHook, we need to disable default
      * SummarySaverHook. To do that we set save_summaries_steps to 0. */
-    mo.save_summaries_steps = 0;
-    vg_config_proto config = vg_config_proto_default(); /* config=tf.ConfigProto(allow_soft_placement=True) */
+    mo.no_summaries = true; /* TF: save_summaries_steps=0 */
+    vg_config_proto config = {0}; /* config=tf.ConfigProto(allow_soft_placement=True) */
     config.allow_soft_placement = true;
     mo.config = &config;
     vg_monitored_session *mon_sess = vg_monitored_training_session_new(g, &mo, &st);
@@ -176,7 +176,7 @@ static int train(resnet_hparams hps) {
         vg_graph_free(g);
         return 1;
     }
-    vg_run_args a = VG_RUN_ARGS_INIT;
+    vg_run_args a = {0};
     a.targets = &model.train_op;
     a.ntargets = 1;
     rc = VG_OK;
@@ -211,7 +211,7 @@ static int evaluate(resnet_hparams hps) {
     vg_graph_pop_device(g);
     vg_saver *saver = vg_graph_status(g, &st) == VG_OK ? vg_saver_new(g, NULL, &st) : NULL;
     vg_file_writer *summary_writer = saver ? vg_file_writer_new(FLAGS.eval_dir, NULL, &st) : NULL;
-    vg_config_proto cfg = vg_config_proto_default();
+    vg_config_proto cfg = {0};
     cfg.allow_soft_placement = true;
     vg_session *sess = summary_writer ? vg_session_new_with_config(g, &cfg, &st) : NULL;
     vg_coord *coord = vg_coord_new(NULL, 0);

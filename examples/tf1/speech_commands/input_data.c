@@ -321,8 +321,7 @@ static int prepare_processing_graph(audio_processor *ap, vg_graph *g, const mode
         ap->output_ = vg_avg_pool(g, vg_expand_dims(g, spectrogram, -1, NULL), k, k, "SAME", NULL);
         summaries[nsum++] = vg_summary_image(g, "shrunk_spectrogram", ap->output_, 1);
     } else {
-        vg_mfcc_options mo = vg_mfcc_options_default();
-        mo.dct_coefficient_count = (int)ms->fingerprint_width;
+        vg_mfcc_options mo = {.dct_coefficient_count = (int)ms->fingerprint_width};
         ap->output_ = vg_mfcc(g, spectrogram, vg_out(wav_decoder.op, 1), &mo, NULL);
         summaries[nsum++] = vg_summary_image(g, "mfcc", vg_expand_dims(g, ap->output_, -1, NULL), 1);
     }

@@ -635,14 +635,16 @@ vg_output vg_audio_spectrogram(vg_graph *g, vg_output input, int window_size, in
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
-vg_mfcc_options vg_mfcc_options_default(void) {
-    vg_mfcc_options o = {4000.0f, 20.0f, 40, 13};
-    return o;
-}
-
 vg_output vg_mfcc(vg_graph *g, vg_output spectrogram, vg_output sample_rate, const vg_mfcc_options *opts,
                   const char *name) {
-    vg_mfcc_options o = opts ? *opts : vg_mfcc_options_default();
+    vg_mfcc_options o = {0};
+    if (opts) o = *opts;
+    /* TF's defaults for the zero fields */
+    if (o.upper_frequency_limit == 0.0f) o.upper_frequency_limit = 4000.0f;
+    if (o.zero_lower_frequency_limit) o.lower_frequency_limit = 0.0f;
+    else if (o.lower_frequency_limit == 0.0f) o.lower_frequency_limit = 20.0f;
+    if (o.filterbank_channel_count == 0) o.filterbank_channel_count = 40;
+    if (o.dct_coefficient_count == 0) o.dct_coefficient_count = 13;
     vg_output in[2] = {spectrogram, sample_rate};
     vg_op_builder *b = bnew(g, "Mfcc", in, 2, name);
     if (!b) return vg_out(NULL, 0);

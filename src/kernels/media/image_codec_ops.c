@@ -926,18 +926,18 @@ vg_output vg_decode_image(vg_graph *g, vg_output contents, int channels, const c
     return fin(b);
 }
 
-vg_decode_jpeg_options vg_decode_jpeg_options_default(void) {
-    vg_decode_jpeg_options o = {0, 1, true, false, 1.0f, ""};
-    return o;
-}
-
 vg_output vg_decode_jpeg(vg_graph *g, vg_output contents, const vg_decode_jpeg_options *opts, const char *name) {
-    vg_decode_jpeg_options o = opts ? *opts : vg_decode_jpeg_options_default();
+    vg_decode_jpeg_options o = {0};
+    if (opts) o = *opts;
+    /* TF's defaults for the zero fields */
+    if (o.ratio == 0) o.ratio = 1;
+    if (o.zero_acceptable_fraction) o.acceptable_fraction = 0.0f;
+    else if (o.acceptable_fraction == 0.0f) o.acceptable_fraction = 1.0f;
     vg_op_builder *b = b1(g, "DecodeJpeg", contents, name);
     if (!b) return vg_out(NULL, 0);
     vg_op_builder_set_attr_int(b, "channels", o.channels);
     vg_op_builder_set_attr_int(b, "ratio", o.ratio);
-    vg_op_builder_set_attr_bool(b, "fancy_upscaling", o.fancy_upscaling);
+    vg_op_builder_set_attr_bool(b, "fancy_upscaling", !o.no_fancy_upscaling);
     vg_op_builder_set_attr_bool(b, "try_recover_truncated", o.try_recover_truncated);
     vg_op_builder_set_attr_float(b, "acceptable_fraction", o.acceptable_fraction);
     const char *dm = o.dct_method ? o.dct_method : "";

@@ -10,6 +10,8 @@
  *   AdjustContrastv2(images, contrast_factor)   (x - mean_hw) * f + mean_hw
  *   AdjustSaturation(images, scale), AdjustHue(images, delta)  through HSV
  *   RGBToHSV(images), HSVToRGB(images)
+ *   SampleDistortedBoundingBoxV2(image_size, bounding_boxes, min_object_covered) (stateful)
+ *   DrawBoundingBoxes(images, boxes)
  *
  * Interpolation as TF: scale = in/out, or (in-1)/(out-1) with align_corners; source
  * coordinate y*scale (legacy) or (y+0.5)*scale-0.5 (half_pixel_centers; nearest
@@ -20,8 +22,11 @@
  * standardization, convert_image_dtype) are in src/train/image.c.
  */
 #include "kernels/ew_internal.h"
+#include "kernels/math/random_internal.h"
 #include "vigil/image_ops.h"
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
@@ -478,6 +483,335 @@ static vg_code kernel_rgb_to_hsv(vg__kctx *ctx) { return color_kernel(ctx, COL_T
 static vg_code kernel_hsv_to_rgb(vg__kctx *ctx) { return color_kernel(ctx, COL_TO_RGB); }
 
 /* ------------------------------------------------------------------------ */
+/* SampleDistortedBoundingBoxV2 (TF 1.15's sample_distorted_bounding_box_op.cc) */
+
+/* TF's Rectangle: [min_x, max_x) x [min_y, max_y) in pixels. */
+typedef struct sdbb_rect { int min_x, min_y, max_x, max_y; } sdbb_rect;
+
+static bool sdbb_empty(sdbb_rect r) { return r.min_x > r.max_x || r.min_y > r.max_y; }
+static float sdbb_area(sdbb_rect r) { return (float)((r.max_x - r.min_x) * (r.max_y - r.min_y)); }
+static sdbb_rect sdbb_intersect(sdbb_rect a, sdbb_rect b) {
+    sdbb_rect r = {a.min_x > b.min_x ? a.min_x : b.min_x, a.min_y > b.min_y ? a.min_y : b.min_y,
+                   a.max_x < b.max_x ? a.max_x : b.max_x, a.max_y < b.max_y ? a.max_y : b.max_y};
+    if (sdbb_empty(r)) return (sdbb_rect){0, 0, 0, 0};
+    return r;
+}
+
+/* The op's draws: 32-bit values of the per-(session, op) seed stream (random_internal.h),
+ * used as SimplePhilox uses its Philox words (RandFloat: 23 mantissa bits in [0, 1);
+ * Uniform(n): bits % n). */
+typedef struct sdbb_rng { const vg__seed_stream *s; uint64_t pos; } sdbb_rng;
+static uint32_t sdbb_bits(sdbb_rng *r) { return (uint32_t)(vg__splitmix64(r->s->key ^ vg__splitmix64(r->pos++)) >> 32); }
+static float sdbb_rand_float(sdbb_rng *r) { return (float)(sdbb_bits(r) & 0x7fffffu) * (1.0f / 8388608.0f); }
+static int sdbb_uniform(sdbb_rng *r, int n) { return (int)(sdbb_bits(r) % (uint32_t)n); }
+
+/* GenerateRandomCrop: a crop of the aspect ratio with an area in [min, max] * the image
+ * area, placed uniformly; false when the constraints cannot be met. */
+static bool sdbb_random_crop(int ow, int oh, float min_rel, float max_rel, float aspect, sdbb_rng *rng, sdbb_rect *crop) {
+    if (max_rel <= 0.0f || aspect <= 0.0f || ow <= 0 || oh <= 0 || min_rel > max_rel) return false;
+    const float min_area = min_rel * (float)ow * (float)oh, max_area = max_rel * (float)ow * (float)oh;
+    int height = (int)lrintf(sqrtf(min_area / aspect));
+    int max_height = (int)lrintf(sqrtf(max_area / aspect));
+    if (lrintf((float)max_height * aspect) > ow) {
+        const float eps = 0.0000001f;
+        max_height = (int)(((float)ow + 0.5f - eps) / aspect);
+    }
+    if (max_height > oh) max_height = oh;
+    if (height >= max_height) height = max_height;
+    if (height < max_height) height += sdbb_uniform(rng, max_height - height + 1);
+    int width = (int)lrintf((float)height * aspect);
+    float area = (float)(width * height);
+    if (area < min_area) {
+        height += 1;
+        width = (int)lrintf((float)height * aspect);
+        area = (float)(width * height);
+    }
+    if (area > max_area) {
+        height -= 1;
+        width = (int)lrintf((float)height * aspect);
+        area = (float)(width * height);
+    }
+    if (area < min_area || area > max_area || width > ow || height > oh || width <= 0 || height <= 0) return false;
+    int y = height < oh ? sdbb_uniform(rng, oh - height) : 0;
+    int x = width < ow ? sdbb_uniform(rng, ow - width) : 0;
+    *crop = (sdbb_rect){x, y, x + width, y + height};
+    return true;
+}
+
+/* SatisfiesOverlapConstraints: some box of area >= 1 is covered at least min_covered. */
+static bool sdbb_overlap_ok(sdbb_rect crop, float min_covered, const sdbb_rect *boxes, int64_t n) {
+    if (sdbb_area(crop) < 1.0f) return false;
+    for (int64_t i = 0; i < n; i++) {
+        float a = sdbb_area(boxes[i]);
+        if (a < 1.0f) continue;
+        if (sdbb_area(sdbb_intersect(crop, boxes[i])) / a >= min_covered) return true;
+    }
+    return false;
+}
+
+static bool sdbb_int_dtype(vg_dtype dt) {
+    return dt == VG_UINT8 || dt == VG_INT32 || dt == VG_INT64; /* vigil has no int8 / int16 */
+}
+
+/* The attrs as the kernel's constructor checks them (TF: at kernel creation, here at
+ * graph building and again at run time). */
+static vg_code sdbb_attrs(const vg_op *op, float ar[2], float area[2], int64_t *max_attempts, bool *use_image,
+                          vg_status *st) {
+    const float *v;
+    int n;
+    ar[0] = 0.75f, ar[1] = 1.33f, area[0] = 0.05f, area[1] = 1.0f, *max_attempts = 100, *use_image = false;
+    if (vg_op_attr_float_list(op, "aspect_ratio_range", &v, &n)) {
+        if (n != 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "Aspect ratio range field must specify 2 dimensions");
+        ar[0] = v[0], ar[1] = v[1];
+    }
+    if (!(ar[0] > 0 && ar[1] > 0))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Aspect ratio range must be non-negative: [%g, %g]", ar[0], ar[1]);
+    if (vg_op_attr_float_list(op, "area_range", &v, &n)) {
+        if (n != 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "Area range field must specify 2 dimensions");
+        area[0] = v[0], area[1] = v[1];
+    }
+    if (!(area[0] > 0 && area[1] > 0))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Area range must be non-negative: [%g, %g]", area[0], area[1]);
+    if (!(area[0] <= 1 && area[1] <= 1))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Area range must be less then or equal to 1.0: [%g, %g]", area[0],
+                             area[1]);
+    vg_op_attr_int(op, "max_attempts", max_attempts);
+    if (*max_attempts <= 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Max attempts must be non-negative: %lld", (long long)*max_attempts);
+    vg_op_attr_bool(op, "use_image_if_no_bounding_boxes", use_image);
+    return VG_OK;
+}
+
+static vg_code shape_sdbb(vg_op *op, vg_status *st) {
+    vg_dtype t = vg__op_input_dtype(op, 0);
+    if (!sdbb_int_dtype(t))
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "SampleDistortedBoundingBoxV2: image_size has dtype %s (uint8, int32 or int64)",
+                             vg_dtype_name(t));
+    if (vg__op_input_dtype(op, 1) != VG_FLOAT || vg__op_input_dtype(op, 2) != VG_FLOAT)
+        return vg_status_set(st, VG_INVALID_ARGUMENT,
+                             "SampleDistortedBoundingBoxV2: bounding_boxes and min_object_covered must be float");
+    float ar[2], area[2];
+    int64_t ma;
+    bool ui;
+    vg_code c = sdbb_attrs(op, ar, area, &ma, &ui, st);
+    if (c != VG_OK) return c;
+    vg_shape is = vg__op_input_shape(op, 0), bb = vg__op_input_shape(op, 1), mc = vg__op_input_shape(op, 2);
+    if (is.ndims >= 0 && is.ndims != 1)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d for image_size", is.ndims);
+    if (is.ndims == 1 && is.dims[0] >= 0 && is.dims[0] != 3)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Dimension must be 3 but is %lld for image_size",
+                             (long long)is.dims[0]);
+    if (bb.ndims >= 0 && bb.ndims != 3)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 3 but is rank %d for bounding_boxes", bb.ndims);
+    if (bb.ndims == 3 && bb.dims[2] >= 0 && bb.dims[2] != 4)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Dimension must be 4 but is %lld for bounding_boxes",
+                             (long long)bb.dims[2]);
+    if (mc.ndims > 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 0 but is rank %d for min_object_covered",
+                             mc.ndims);
+    vg__op_set_default_attr_type(op, "T", t);
+    vg__op_set_default_attr_int(op, "seed", 0);
+    vg__op_set_default_attr_int(op, "seed2", 0);
+    vg__op_set_num_outputs(op, 3);
+    int64_t three = 3, box[3] = {1, 1, 4};
+    vg__op_set_output(op, 0, t, vg_shape_make(&three, 1));
+    vg__op_set_output(op, 1, t, vg_shape_make(&three, 1));
+    vg__op_set_output(op, 2, VG_FLOAT, vg_shape_make(box, 3));
+    return VG_OK;
+}
+
+static void *sdbb_create(const vg_op *op, vg_status *st) {
+    return vg__seed_stream_new(op, 0x5DB0B0C5A3E1D2F7ull, "SampleDistortedBoundingBox state", st);
+}
+static void sdbb_destroy(void *p) { vg__free(p); }
+
+static void sdbb_put(vg_tensor *t, int i, int64_t v) {
+    void *d = vg_tensor_data(t);
+    switch (vg_tensor_dtype(t)) {
+    case VG_UINT8: ((uint8_t *)d)[i] = (uint8_t)v; break;
+    case VG_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
+    default: ((int64_t *)d)[i] = v; break;
+    }
+}
+
+static int64_t sdbb_get_int(const vg_tensor *t, int64_t i) {
+    const void *d = vg_tensor_data(t);
+    switch (vg_tensor_dtype(t)) {
+    case VG_UINT8: return ((const uint8_t *)d)[i];
+    case VG_INT32: return ((const int32_t *)d)[i];
+    default: return ((const int64_t *)d)[i];
+    }
+}
+
+static vg_code kernel_sdbb(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_op *op = vg__kctx_op(ctx);
+    float ar[2], area[2];
+    int64_t max_attempts;
+    bool use_image;
+    vg_code c = sdbb_attrs(op, ar, area, &max_attempts, &use_image, st);
+    if (c != VG_OK) return c;
+    const vg_tensor *is = vg__kctx_input(ctx, 0), *ib = vg__kctx_input(ctx, 1), *mc = vg__kctx_input(ctx, 2);
+    if (vg_tensor_ndims(mc) != 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "min_object_covered must be 0-D");
+    float min_covered = *(const float *)vg_tensor_data(mc);
+    if (!(min_covered >= 0))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Min object covered must be non-negative: %g", min_covered);
+    if (vg_tensor_ndims(is) != 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "image_size must be 1-dimensional");
+    if (vg_tensor_dim(is, 0) != 3) return vg_status_set(st, VG_INVALID_ARGUMENT, "image_size must contain 3 elements");
+    /* TF reads them as uint64: a negative size is a huge one */
+    uint64_t h_raw = (uint64_t)sdbb_get_int(is, 0), w_raw = (uint64_t)sdbb_get_int(is, 1);
+    if (h_raw >= (uint64_t)INT32_MAX) return vg_status_set(st, VG_INVALID_ARGUMENT, "image height cannot be >= int32 max");
+    if (w_raw >= (uint64_t)INT32_MAX) return vg_status_set(st, VG_INVALID_ARGUMENT, "image width cannot be >= int32 max");
+    const int height = (int)h_raw, width = (int)w_raw;
+    if (vg_tensor_ndims(ib) != 3)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "input boxes must be 3-dimensional [batch, num_boxes, coords]: rank %d",
+                             vg_tensor_ndims(ib));
+    if (vg_tensor_dim(ib, 2) != 4)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "bounding boxes must have shape [4] or [*, 4], got last dimension %lld",
+                             (long long)vg_tensor_dim(ib, 2));
+    int64_t nb = vg_tensor_num_elements(ib) / 4;
+    sdbb_rect *boxes = vg__malloc(sizeof *boxes * (size_t)(nb + 1));
+    if (!boxes) return VG_OOM(st, "SampleDistortedBoundingBox boxes");
+    const float *bd = vg_tensor_data(ib);
+    for (int64_t b = 0; b < nb; b++) {
+        for (int i = 0; i < 4; i++)
+            if (!(bd[4 * b + i] >= 0.0f && bd[4 * b + i] <= 1.0f)) {
+                vg__free(boxes);
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "All bounding box coordinates must be in [0.0, 1.0]: %g",
+                                     bd[4 * b + i]);
+            }
+        boxes[b] = (sdbb_rect){(int)(bd[4 * b + 1] * (float)width), (int)(bd[4 * b] * (float)height),
+                               (int)(bd[4 * b + 3] * (float)width), (int)(bd[4 * b + 2] * (float)height)};
+    }
+    const sdbb_rect image_rect = {0, 0, width, height};
+    if (nb < 1) {
+        if (!use_image) {
+            vg__free(boxes);
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "No bounding boxes provided as input. One must enable use_image_if_no_bounding_boxes if "
+                                 "you wish to not provide any bounding boxes.");
+        }
+        boxes[nb++] = image_rect;
+    }
+    void *p = NULL;
+    if ((c = vg__kctx_state(ctx, sdbb_create, sdbb_destroy, &p)) != VG_OK) {
+        vg__free(boxes);
+        return c;
+    }
+    vg__seed_stream *s = p;
+    /* TF reserves 4 * max_attempts samples per run */
+    sdbb_rng rng = {s, atomic_fetch_add_explicit(&s->counter, (uint64_t)(4 * max_attempts), memory_order_relaxed)};
+    sdbb_rect crop = image_rect;
+    bool found = false;
+    for (int64_t i = 0; i < max_attempts && !found; i++) {
+        float aspect = sdbb_rand_float(&rng) * (ar[1] - ar[0]) + ar[0];
+        sdbb_rect r;
+        if (sdbb_random_crop(width, height, area[0], area[1], aspect, &rng, &r) && sdbb_overlap_ok(r, min_covered, boxes, nb))
+            crop = r, found = true;
+    }
+    vg__free(boxes);
+    if (!found) crop = image_rect;
+    const int tw = crop.max_x - crop.min_x, th = crop.max_y - crop.min_y;
+    vg_dtype t = vg_tensor_dtype(is);
+    int64_t three = 3, bdims[3] = {1, 1, 4};
+    vg_tensor *ob, *os, *obox;
+    if ((c = vg__kctx_alloc_output(ctx, 0, t, &three, 1, &ob)) != VG_OK) return c;
+    if ((c = vg__kctx_alloc_output(ctx, 1, t, &three, 1, &os)) != VG_OK) return c;
+    if ((c = vg__kctx_alloc_output(ctx, 2, VG_FLOAT, bdims, 3, &obox)) != VG_OK) return c;
+    sdbb_put(ob, 0, crop.min_y), sdbb_put(ob, 1, crop.min_x), sdbb_put(ob, 2, 0);
+    sdbb_put(os, 0, th), sdbb_put(os, 1, tw), sdbb_put(os, 2, -1);
+    float *o = vg_tensor_data(obox);
+    o[0] = (float)crop.min_y / (float)height, o[1] = (float)crop.min_x / (float)width;
+    o[2] = (float)crop.max_y / (float)height, o[3] = (float)crop.max_x / (float)width;
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* DrawBoundingBoxes (TF 1.15's draw_bounding_box_op.cc): float images [b, h, w, d], d in
+ * {1, 3, 4}, boxes float [b, n, 4]; box k is drawn as a one-pixel outline in colour
+ * k % 10 of TF's table (yellow, blue, red, lime, purple, olive, maroon, navy, aqua,
+ * fuchsia; the first channel set to 1 for grey images: white). */
+
+static vg_code shape_draw_bboxes(vg_op *op, vg_status *st) {
+    if (vg__op_input_dtype(op, 0) != VG_FLOAT || vg__op_input_dtype(op, 1) != VG_FLOAT)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "DrawBoundingBoxes: images and boxes must be float (T = float)");
+    vg_shape im = vg__op_input_shape(op, 0), bx = vg__op_input_shape(op, 1);
+    if (im.ndims >= 0 && im.ndims != 4)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 4 but is rank %d for images", im.ndims);
+    if (bx.ndims >= 0 && bx.ndims != 3)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 3 but is rank %d for boxes", bx.ndims);
+    if (im.ndims == 4 && im.dims[3] >= 0 && im.dims[3] != 1 && im.dims[3] != 3 && im.dims[3] != 4)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
+    vg__op_set_default_attr_type(op, "T", VG_FLOAT);
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, VG_FLOAT, im);
+    return VG_OK;
+}
+
+static vg_code kernel_draw_bboxes(vg__kctx *ctx) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *images = vg__kctx_input(ctx, 0), *boxes = vg__kctx_input(ctx, 1);
+    if (vg_tensor_ndims(images) != 4) return vg_status_set(st, VG_INVALID_ARGUMENT, "The rank of the images should be 4");
+    if (vg_tensor_ndims(boxes) != 3)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "The rank of the boxes tensor should be 3");
+    if (vg_tensor_dim(images, 0) != vg_tensor_dim(boxes, 0))
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "The batch sizes should be the same");
+    const int64_t batch = vg_tensor_dim(images, 0), height = vg_tensor_dim(images, 1), width = vg_tensor_dim(images, 2),
+                  depth = vg_tensor_dim(images, 3);
+    if (depth != 4 && depth != 1 && depth != 3)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
+    if (vg_tensor_dim(boxes, 2) < 4 && vg_tensor_dim(boxes, 1) > 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "boxes must have 4 coordinates in the last dimension");
+    float table[10][4] = {{1, 1, 0, 1},   {0, 0, 1, 1},   {1, 0, 0, 1},   {0, 1, 0, 1}, {0.5f, 0, 0.5f, 1},
+                          {0.5f, 0.5f, 0, 1}, {0.5f, 0, 0, 1}, {0, 0, 0.5f, 1}, {0, 1, 1, 1}, {1, 0, 1, 1}};
+    if (depth == 1)
+        for (int i = 0; i < 10; i++) table[i][0] = 1;
+    int64_t dims[4] = {batch, height, width, depth};
+    vg_tensor *o;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, VG_FLOAT, dims, 4, &o);
+    if (c != VG_OK) return c;
+    float *canvas = vg_tensor_data(o);
+    memcpy(canvas, vg_tensor_data(images), sizeof(float) * (size_t)vg_tensor_num_elements(images));
+    const int64_t nb = vg_tensor_dim(boxes, 1), bl = vg_tensor_dim(boxes, 2);
+    const float *bd = vg_tensor_data(boxes);
+#define PIX(b, i, j, ch) canvas[(((b) * height + (i)) * width + (j)) * depth + (ch)]
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t k = 0; k < nb; k++) {
+            const float *box = bd + (b * nb + k) * bl, *color = table[k % 10];
+            const int64_t min_row = (int64_t)(box[0] * (float)(height - 1)), max_row = (int64_t)(box[2] * (float)(height - 1));
+            const int64_t min_col = (int64_t)(box[1] * (float)(width - 1)), max_col = (int64_t)(box[3] * (float)(width - 1));
+            const int64_t min_row_c = min_row > 0 ? min_row : 0, max_row_c = max_row < height - 1 ? max_row : height - 1;
+            const int64_t min_col_c = min_col > 0 ? min_col : 0, max_col_c = max_col < width - 1 ? max_col : width - 1;
+            if (min_row > max_row || min_col > max_col) {
+                vg_logf(VG_LOG_WARN, "Bounding box (%lld,%lld,%lld,%lld) is inverted and will not be drawn.",
+                        (long long)min_row, (long long)min_col, (long long)max_row, (long long)max_col);
+                continue;
+            }
+            if (min_row >= height || max_row < 0 || min_col >= width || max_col < 0) {
+                vg_logf(VG_LOG_WARN,
+                        "Bounding box (%lld,%lld,%lld,%lld) is completely outside the image and will not be drawn.",
+                        (long long)min_row, (long long)min_col, (long long)max_row, (long long)max_col);
+                continue;
+            }
+            if (min_row >= 0)
+                for (int64_t j = min_col_c; j <= max_col_c; j++)
+                    for (int64_t ch = 0; ch < depth; ch++) PIX(b, min_row, j, ch) = color[ch];
+            if (max_row < height)
+                for (int64_t j = min_col_c; j <= max_col_c; j++)
+                    for (int64_t ch = 0; ch < depth; ch++) PIX(b, max_row, j, ch) = color[ch];
+            if (min_col >= 0)
+                for (int64_t i = min_row_c; i <= max_row_c; i++)
+                    for (int64_t ch = 0; ch < depth; ch++) PIX(b, i, min_col, ch) = color[ch];
+            if (max_col < width)
+                for (int64_t i = min_row_c; i <= max_row_c; i++)
+                    for (int64_t ch = 0; ch < depth; ch++) PIX(b, i, max_col, ch) = color[ch];
+        }
+#undef PIX
+    return VG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
 /* builders */
 
 static vg_output resize_op(vg_graph *g, const char *type, vg_output images, vg_output size, bool align, bool hpc,
@@ -530,6 +864,51 @@ vg_output vg_hsv_to_rgb(vg_graph *g, vg_output images, const char *name) {
     return color_op(g, "HSVToRGB", images, vg_out(NULL, 0), name);
 }
 
+/* TF's defaults for the zero fields of o. */
+static vg_sample_distorted_bbox_options resolve_bbox_options(const vg_sample_distorted_bbox_options *opts) {
+    vg_sample_distorted_bbox_options o = opts ? *opts : (vg_sample_distorted_bbox_options){0};
+    if (o.min_object_covered == 0 && !o.zero_min_object_covered) o.min_object_covered = 0.1f;
+    if (o.aspect_ratio_range[0] == 0 && o.aspect_ratio_range[1] == 0)
+        o.aspect_ratio_range[0] = 0.75f, o.aspect_ratio_range[1] = 1.33f;
+    if (o.area_range[0] == 0 && o.area_range[1] == 0) o.area_range[0] = 0.05f, o.area_range[1] = 1.0f;
+    if (o.max_attempts == 0) o.max_attempts = 100;
+    return o;
+}
+
+vg_op *vg_sample_distorted_bounding_box_v2(vg_graph *g, vg_output image_size, vg_output bounding_boxes,
+                                           vg_output min_object_covered, const vg_sample_distorted_bbox_options *opts,
+                                           const char *name) {
+    if (!g || !image_size.op || !bounding_boxes.op) return NULL;
+    vg_sample_distorted_bbox_options o = resolve_bbox_options(opts);
+    if (!min_object_covered.op) {
+        min_object_covered = vg_const_f32(g, o.min_object_covered, "min_object_covered");
+        if (!min_object_covered.op) return NULL;
+    }
+    int64_t s1, s2;
+    vg_graph_get_seed(g, o.seed, &s1, &s2);
+    vg_op_builder *b = vg_op_builder_new(g, "SampleDistortedBoundingBoxV2", name ? name : "SampleDistortedBoundingBoxV2");
+    if (!b) return NULL;
+    vg_op_builder_add_input(b, image_size);
+    vg_op_builder_add_input(b, bounding_boxes);
+    vg_op_builder_add_input(b, min_object_covered);
+    vg_op_builder_set_attr_int(b, "seed", s1);
+    vg_op_builder_set_attr_int(b, "seed2", s2);
+    vg_op_builder_set_attr_float_list(b, "aspect_ratio_range", o.aspect_ratio_range, 2);
+    vg_op_builder_set_attr_float_list(b, "area_range", o.area_range, 2);
+    vg_op_builder_set_attr_int(b, "max_attempts", o.max_attempts);
+    vg_op_builder_set_attr_bool(b, "use_image_if_no_bounding_boxes", o.use_image_if_no_bounding_boxes);
+    return vg_op_builder_finish(b);
+}
+
+vg_output vg_draw_bounding_boxes(vg_graph *g, vg_output images, vg_output boxes, const char *name) {
+    if (!g || !images.op || !boxes.op) return vg_out(NULL, 0);
+    vg_op_builder *b = vg_op_builder_new(g, "DrawBoundingBoxes", name ? name : "DrawBoundingBoxes");
+    if (!b) return vg_out(NULL, 0);
+    vg_op_builder_add_input(b, images);
+    vg_op_builder_add_input(b, boxes);
+    return vg_out(vg_op_builder_finish(b), 0);
+}
+
 const vg__op_def vg__ops_image[] = {
     {"ResizeBilinear", 2, 2, 0, 0, shape_resize_bilinear, kernel_resize_bilinear, grad_resize_bilinear},
     {"ResizeBilinearGrad", 2, 2, VG__OP_NOT_DIFFERENTIABLE, 0, shape_resize_bilinear_grad, kernel_resize_bilinear_grad, NULL},
@@ -540,5 +919,7 @@ const vg__op_def vg__ops_image[] = {
     {"AdjustHue", 2, 2, VG__OP_NOT_DIFFERENTIABLE, 0, shape_color, kernel_adjust_hue, NULL},
     {"RGBToHSV", 1, 1, VG__OP_NOT_DIFFERENTIABLE, 0, shape_color, kernel_rgb_to_hsv, NULL},
     {"HSVToRGB", 1, 1, VG__OP_NOT_DIFFERENTIABLE, 0, shape_color, kernel_hsv_to_rgb, NULL},
+    {"DrawBoundingBoxes", 2, 2, VG__OP_NOT_DIFFERENTIABLE, 0, shape_draw_bboxes, kernel_draw_bboxes, NULL},
+    {"SampleDistortedBoundingBoxV2", 3, 3, VG__OP_STATEFUL | VG__OP_NOT_DIFFERENTIABLE, 0, shape_sdbb, kernel_sdbb, NULL},
     {0},
 };

@@ -171,11 +171,6 @@ static vg_code fo_end(void *p, vg_session *sess, vg_status *st) {
     return VG_OK;
 }
 
-vg_final_ops_options vg_final_ops_options_default(void) {
-    vg_final_ops_options o = VG_FINAL_OPS_OPTIONS_INIT;
-    return o;
-}
-
 vg_code vg_final_ops_hook(const vg_final_ops_options *o, vg_hook *out, vg_status *st) {
     if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);

@@ -82,9 +82,9 @@ vg_sync_replicas *vg_sync_replicas_new(vg_optimizer *opt, int replicas_to_aggreg
     if (replicas_to_aggregate < total_num_replicas) {
         vg_status_set(st, VG_INVALID_ARGUMENT,
                       "SyncReplicasOptimizer: total_num_replicas=%d > replicas_to_aggregate=%d asks for %d backup "
-                      "replica(s) whose gradients a step drops; vigil averages every rank's gradient at every step "
-                      "and has no backup replicas: pass replicas_to_aggregate = total_num_replicas = the number of "
-                      "MPI ranks (%d here)",
+                      "replica(s) whose gradients a step drops; vg_sync_replicas averages every rank's gradient at every "
+                      "step (an allreduce): use vg_sync_replicas_optimizer_new for backup replicas, or pass "
+                      "replicas_to_aggregate = total_num_replicas = the number of MPI ranks (%d here)",
                       total_num_replicas, replicas_to_aggregate, total_num_replicas - replicas_to_aggregate, size);
         return NULL;
     }

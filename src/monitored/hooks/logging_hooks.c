@@ -120,12 +120,13 @@ vg_code vg_logging_tensor_hook(const vg_logging_tensor_options *o, vg_hook *out,
     if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
     if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "logging tensor options are NULL");
-    bool iter = o->every_n_iter != -1, secs = o->every_n_secs > 0;
-    bool only_end = o->every_n_iter == -1 && o->every_n_secs <= 0 && o->at_end;
+    /* every_n_iter 0 / every_n_secs <= 0: TF's None */
+    bool iter = o->every_n_iter != 0, secs = o->every_n_secs > 0;
+    bool only_end = o->every_n_iter == 0 && o->every_n_secs <= 0 && o->at_end;
     if (!only_end && (iter == secs))
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "either at_end and/or exactly one of every_n_iter and every_n_secs must be provided.");
-    if (o->every_n_iter != -1 && o->every_n_iter <= 0)
+    if (o->every_n_iter < 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "invalid every_n_iter=%lld.", (long long)o->every_n_iter);
     if (o->ntensors <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "LoggingTensorHook needs tensors");
     log_hook *h = vg_calloc(1, sizeof *h);
@@ -229,23 +230,16 @@ static vg_code sc_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg
     return VG_OK;
 }
 
-vg_step_counter_options vg_step_counter_options_default(void) {
-    vg_step_counter_options o = VG_STEP_COUNTER_OPTIONS_INIT;
-    return o;
-}
-
-vg_logging_tensor_options vg_logging_tensor_options_default(void) {
-    vg_logging_tensor_options o = VG_LOGGING_TENSOR_OPTIONS_INIT;
-    return o;
-}
-
 vg_code vg_step_counter_hook(const vg_step_counter_options *o, vg_hook *out, vg_status *st) {
     if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
-    vg_step_counter_options def = VG_STEP_COUNTER_OPTIONS_INIT;
+    vg_step_counter_options def = {0};
     if (!o) o = &def;
+    /* TF's every_n_steps=100 stands when every_n_steps is 0 and no every_n_secs is
+     * given; a negative every_n_steps is an explicit None */
     int64_t every_n_steps = o->every_n_steps;
     double every_n_secs = o->every_n_secs;
+    if (every_n_steps == 0 && every_n_secs <= 0) every_n_steps = 100;
     const char *output_dir = o->output_dir;
     vg_file_writer *summary_writer = o->summary_writer;
     if ((every_n_steps > 0) == (every_n_secs > 0))

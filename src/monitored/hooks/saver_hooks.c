@@ -145,7 +145,7 @@ static vg_code ck_after_create(void *p, vg_session *sess, vg_coord *coord, vg_st
     ckpt_hook *h = p;
     int64_t step;
     vg_code rc = vg__global_step_value(sess, h->g, &step, st);
-    if (rc == VG_OK && h->o.save_graph_def) rc = write_graph_files(h, st);
+    if (rc == VG_OK && !h->o.no_save_graph_def) rc = write_graph_files(h, st);
     bool stop;
     if (rc == VG_OK) rc = ck_save(h, sess, step, &stop, st);
     if (rc == VG_OK) vg_timer_update_last_triggered_step(&h->timer, step, NULL, NULL);
@@ -357,7 +357,7 @@ static vg_code ph_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_sta
     args->fetches = &h->read;
     args->nfetches = 1;
     if (h->request) {
-        vg_run_options o = VG_RUN_OPTIONS_INIT;
+        vg_run_options o = {0};
         o.trace_level = VG_TRACE_FULL;
         h->opts = o;
         args->options = &h->opts;
@@ -393,21 +393,6 @@ static vg_code ph_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg
     return rc;
 }
 
-vg_profiler_options vg_profiler_options_default(void) {
-    vg_profiler_options o = VG_PROFILER_OPTIONS_INIT;
-    return o;
-}
-
-vg_checkpoint_saver_options vg_checkpoint_saver_options_default(void) {
-    vg_checkpoint_saver_options o = VG_CHECKPOINT_SAVER_OPTIONS_INIT;
-    return o;
-}
-
-vg_summary_saver_options vg_summary_saver_options_default(void) {
-    vg_summary_saver_options o = VG_SUMMARY_SAVER_OPTIONS_INIT;
-    return o;
-}
-
 vg_code vg_profiler_hook(const vg_profiler_options *o, vg_hook *out, vg_status *st) {
     if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
@@ -415,7 +400,7 @@ vg_code vg_profiler_hook(const vg_profiler_options *o, vg_hook *out, vg_status *
     int64_t save_steps = o->save_steps;
     double save_secs = o->save_secs;
     const char *output_dir = o->output_dir && *o->output_dir ? o->output_dir : NULL;
-    bool show_dataflow = o->show_dataflow, show_memory = o->show_memory;
+    bool show_dataflow = !o->no_show_dataflow, show_memory = o->show_memory;
     vg_timer t;
     vg_code rc = vg_timer_init(&t, save_secs, save_steps, st);
     if (rc != VG_OK) return rc;

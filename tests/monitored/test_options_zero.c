@@ -1,0 +1,337 @@
+/* test_options_zero.c - a zero-initialised options struct means TensorFlow 1.15's
+ * defaults (docs/conventions.md, "Option structs"; issue 32 item 2). Each test builds the
+ * object from `{0}` and observes TF's default where it shows: the hooks and periods of
+ * MonitoredTrainingSession(), Saver(max_to_keep=5, write_meta_graph=True, name "save"),
+ * CheckpointSaverHook's "model.ckpt" and graph.pbtxt, StepCounterHook's 100 steps,
+ * SessionManager's 30 s recovery wait and 7200 s max wait, FileWriter's max_queue 10,
+ * WorkerSessionCreator's 1800 s; and that the explicit "off" flags turn things off. */
+#include "test_util.h"
+#include "hook_test_util.h"
+#include "monitored/monitored_internal.h"
+
+static void user_summary(ht_model *m) {
+    vg_output twice = vg_mul(m->g, vg_out(m->train, 0), vg_const_i64(m->g, 2, NULL), "twice");
+    vg_summary_scalar(m->g, "my_summary_tag", twice);
+}
+
+typedef struct mts_seen {
+    int nsummary, nstep_counter, nckpt_files;
+    int64_t summary_steps[8], counter_steps[8];
+    bool ckpt0, ckpt_last, graph_pbtxt;
+} mts_seen;
+
+/* 1 + 201 train steps on a mocked clock that moves 0.01 s per step (2 s in all, far
+ * below 600 s), then end(); what the default hooks left in dir. */
+static void run_mts(vg_mts_options o, mts_seen *seen) {
+    vg_status st;
+    char dir[64];
+    memset(seen, 0, sizeof *seen);
+    tu_mkdtemp(dir, sizeof dir, "optz");
+    ht_clock_mock(1484695987.209386);
+    ht_model m = ht_model_make();
+    user_summary(&m);
+    o.checkpoint_dir = dir;
+    vg_monitored_session *ms = vg_monitored_training_session_new(m.g, &o, &st);
+    CHECK_OK(ms ? VG_OK : st.code, &st);
+    if (ms) {
+        for (int i = 0; i < 202; i++) {
+            CHECK_OK(ht_run_train(ms, &m, &st), &st);
+            ht_now_value += 0.01;
+        }
+        CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
+        vg_monitored_session_free(ms);
+        vg_file_writer_cache_clear();
+        ht_events *e = malloc(sizeof *e);
+        ht_read_events(dir, e);
+        seen->nsummary = ht_steps_of(e, "my_summary_tag", seen->summary_steps, NULL, 8);
+        seen->nstep_counter = ht_steps_of(e, "global_step/sec", seen->counter_steps, NULL, 8);
+        free(e);
+        seen->nckpt_files = ht_count_files(dir, "model.ckpt-", ".index");
+        seen->ckpt0 = ht_exists(dir, "model.ckpt-0.index");
+        seen->ckpt_last = ht_exists(dir, "model.ckpt-202.index");
+        seen->graph_pbtxt = ht_exists(dir, "graph.pbtxt");
+    }
+    vg_graph_free(m.g);
+    ht_clock_restore();
+    tu_rmrf(dir);
+}
+
+/* MonitoredTrainingSession() with no arguments: StepCounterHook every 100 steps,
+ * SummarySaverHook every 100 steps (first at step 1), CheckpointSaverHook every 600 s
+ * (saves after session creation and at end only, here) with graph.pbtxt; the same as
+ * the values spelled out. */
+static void test_options_zero__mts_defaults(void) {
+    mts_seen z, x;
+    run_mts((vg_mts_options){0}, &z);
+    CHECK_EQ_INT(z.nsummary, 3);
+    if (z.nsummary == 3) {
+        CHECK_EQ_INT(z.summary_steps[0], 1);
+        CHECK_EQ_INT(z.summary_steps[1], 101);
+        CHECK_EQ_INT(z.summary_steps[2], 201);
+    }
+    CHECK_EQ_INT(z.nstep_counter, 2); /* every 100 steps: 101 and 201 */
+    if (z.nstep_counter == 2) {
+        CHECK_EQ_INT(z.counter_steps[0], 101);
+        CHECK_EQ_INT(z.counter_steps[1], 201);
+    }
+    CHECK_EQ_INT(z.nckpt_files, 2); /* 600 s never pass: step 0 and the end */
+    CHECK(z.ckpt0 && z.ckpt_last);
+    CHECK(z.graph_pbtxt);
+    run_mts((vg_mts_options){.save_checkpoint_secs = 600, .save_summaries_steps = 100, .log_step_count_steps = 100,
+                             .stop_grace_period_secs = 120, .max_wait_secs = 7200},
+            &x);
+    CHECK_EQ_INT(x.nsummary, z.nsummary);
+    CHECK_EQ_INT(x.nstep_counter, z.nstep_counter);
+    CHECK_EQ_INT(x.nckpt_files, z.nckpt_files);
+    /* a checkpoint every 50 steps instead: USE_DEFAULT secs becomes None */
+    run_mts((vg_mts_options){.save_checkpoint_steps = 50}, &x);
+    CHECK_EQ_INT(x.nckpt_files, 5); /* 0, 50, 100, 150, 200 kept (max_to_keep 5); 202 at end drops 0 */
+    CHECK(x.ckpt_last);
+}
+
+/* vg_mts_options {0} resolves to MonitoredTrainingSession()'s arguments: is_chief=True,
+ * save_checkpoint_secs USE_DEFAULT -> 600 (steps None), save_summaries_steps USE_DEFAULT
+ * -> 100 (secs None), log_step_count_steps=100, stop_grace_period_secs=120,
+ * max_wait_secs=7200 (the worker's wait, too slow to observe). */
+static void test_options_zero__mts_resolution(void) {
+    vg__mts_resolved r;
+    vg__resolve_mts_options(&(vg_mts_options){0}, &r);
+    CHECK(r.is_chief);
+    CHECK_NEAR(r.save_checkpoint_secs, 600, 0);
+    CHECK_EQ_INT(r.save_checkpoint_steps, 0);
+    CHECK_EQ_INT(r.save_summaries_steps, 100);
+    CHECK_NEAR(r.save_summaries_secs, 0, 0);
+    CHECK_EQ_INT(r.log_step_count_steps, 100);
+    CHECK_NEAR(r.stop_grace_period_secs, 120, 0);
+    CHECK_NEAR(r.max_wait_secs, 7200, 0);
+    /* one frequency given: the other USE_DEFAULT becomes None */
+    vg__resolve_mts_options(&(vg_mts_options){.save_checkpoint_steps = 7, .save_summaries_secs = 2.5}, &r);
+    CHECK_NEAR(r.save_checkpoint_secs, 0, 0);
+    CHECK_EQ_INT(r.save_checkpoint_steps, 7);
+    CHECK_EQ_INT(r.save_summaries_steps, 0);
+    CHECK_NEAR(r.save_summaries_secs, 2.5, 0);
+    vg__resolve_mts_options(&(vg_mts_options){.not_chief = true, .no_checkpoints = true, .no_summaries = true,
+                                              .no_step_counter = true, .save_checkpoint_secs = 5},
+                            &r);
+    CHECK(!r.is_chief);
+    CHECK(r.save_checkpoint_secs == 0 && r.save_checkpoint_steps == 0);
+    CHECK(r.save_summaries_secs == 0 && r.save_summaries_steps == 0);
+    CHECK_EQ_INT(r.log_step_count_steps, 0);
+}
+
+/* The "off" flags: TF's None for both frequencies of a hook, log_step_count_steps=None. */
+static void test_options_zero__mts_off_flags(void) {
+    mts_seen s;
+    run_mts((vg_mts_options){.no_checkpoints = true}, &s);
+    CHECK_EQ_INT(s.nckpt_files, 0);
+    CHECK(!s.graph_pbtxt);
+    CHECK_EQ_INT(s.nsummary, 3);
+    run_mts((vg_mts_options){.no_summaries = true}, &s);
+    CHECK_EQ_INT(s.nsummary, 0);
+    CHECK_EQ_INT(s.nstep_counter, 2);
+    CHECK_EQ_INT(s.nckpt_files, 2);
+    run_mts((vg_mts_options){.no_step_counter = true}, &s);
+    CHECK_EQ_INT(s.nstep_counter, 0);
+    CHECK_EQ_INT(s.nsummary, 3);
+    /* not_chief (is_chief=False) with a chief-only hook: the hook is destroyed unused */
+    vg_status st;
+    ht_model m = ht_model_make();
+    vg_monitored_session *ms = vg_monitored_training_session_new(
+        m.g, &(vg_mts_options){.not_chief = true, .max_wait_secs = 0.2}, &st);
+    /* a worker waits for a chief that never initialises: DEADLINE_EXCEEDED after 0.2 s */
+    CHECK(ms == NULL);
+    CHECK_EQ_INT(st.code, VG_DEADLINE_EXCEEDED);
+    vg_graph_free(m.g);
+}
+
+/* Saver(): max_to_keep=5, the .meta written, ops under "save/"; keep_all_checkpoints is
+ * max_to_keep=None. */
+static void test_options_zero__saver(void) {
+    vg_status st;
+    char dir[64], prefix[128], p[200];
+    tu_mkdtemp(dir, sizeof dir, "optz");
+    snprintf(prefix, sizeof prefix, "%s/m", dir);
+    for (int keep_all = 0; keep_all < 2; keep_all++) {
+        vg_graph *g = vg_graph_new();
+        vg_get_variable(g, "v", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
+        vg_op *init = vg_global_variables_initializer(g);
+        vg_saver *s = vg_saver_new(g, &(vg_saver_options){.keep_all_checkpoints = keep_all}, &st);
+        CHECK(s != NULL);
+        if (!s) return;
+        CHECK(vg_graph_op_by_name(g, "save/restore_all") == vg_saver_restore_op(s));
+        vg_session *sess = vg_session_new(g, NULL, &st);
+        CHECK_OK(vg_session_run_targets(sess, &init, 1, &st), &st);
+        for (int step = 1; step <= 7; step++)
+            CHECK_OK(vg_saver_save(s, sess, prefix, step, p, sizeof p, &st), &st);
+        CHECK_EQ_INT(vg_saver_num_last_checkpoints(s), keep_all ? 0 : 5);
+        for (int step = 1; step <= 7; step++) {
+            snprintf(p, sizeof p, "m-%d.index", step);
+            CHECK(ht_exists(dir, p) == (keep_all || step > 2));
+            snprintf(p, sizeof p, "m-%d.meta", step);
+            CHECK(ht_exists(dir, p) == (keep_all || step > 2));
+        }
+        vg_session_free(sess);
+        vg_saver_free(s);
+        vg_graph_free(g);
+        tu_rmrf(dir);
+        tu_mkdtemp(dir, sizeof dir, "optz");
+        snprintf(prefix, sizeof prefix, "%s/m", dir);
+    }
+    tu_rmrf(dir);
+}
+
+/* CheckpointSaverHook(dir, save_steps=1): "model.ckpt" and graph.pbtxt (save_graph_def
+ * True); no_save_graph_def drops graph.pbtxt. StepCounterHook(): every 100 steps. */
+static void test_options_zero__hooks(void) {
+    vg_status st;
+    for (int no_graph = 0; no_graph < 2; no_graph++) {
+        char dir[64];
+        tu_mkdtemp(dir, sizeof dir, "optz");
+        ht_model m = ht_model_make();
+        vg_scaffold *sc = vg_scaffold_new(NULL);
+        vg_hook h[2];
+        CHECK_OK(vg_checkpoint_saver_hook(&(vg_checkpoint_saver_options){.checkpoint_dir = dir, .save_steps = 1,
+                                                                         .scaffold = sc,
+                                                                         .no_save_graph_def = no_graph},
+                                          &h[0], &st),
+                 &st);
+        CHECK_OK(vg_step_counter_hook(&(vg_step_counter_options){.output_dir = dir}, &h[1], &st), &st);
+        vg_monitored_session *ms = ht_singular(m.g, sc, NULL, h, 2, &st);
+        if (!ms) return;
+        for (int i = 0; i < 201; i++) CHECK_OK(ht_run_train(ms, &m, &st), &st);
+        CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
+        vg_monitored_session_free(ms);
+        vg_scaffold_free(sc);
+        vg_file_writer_cache_clear();
+        CHECK(ht_exists(dir, "model.ckpt-201.index"));
+        CHECK(ht_exists(dir, "graph.pbtxt") == !no_graph);
+        ht_events *e = malloc(sizeof *e);
+        ht_read_events(dir, e);
+        int64_t steps[8];
+        int n = ht_steps_of(e, "global_step/sec", steps, NULL, 8);
+        CHECK_EQ_INT(n, 2);
+        if (n == 2) CHECK(steps[0] == 101 && steps[1] == 201);
+        free(e);
+        vg_graph_free(m.g);
+        tu_rmrf(dir);
+    }
+    /* StepCounterHook(every_n_steps=None, every_n_secs=None): a negative every_n_steps */
+    vg_hook h;
+    CHECK_CODE(vg_step_counter_hook(&(vg_step_counter_options){.every_n_steps = -1}, &h, &st), VG_INVALID_ARGUMENT);
+    /* CheckpointSaverHook / SummarySaverHook have no default frequency (TF: ValueError) */
+    CHECK_CODE(vg_checkpoint_saver_hook(&(vg_checkpoint_saver_options){.checkpoint_dir = "/tmp"}, &h, &st),
+               VG_INVALID_ARGUMENT);
+}
+
+/* SessionManager(): recovery_wait_secs 30 (a 10 s wait_for_session gives up at once, as
+ * 10 - 30 < 0); prepare's max_wait_secs 7200 (named in the message). */
+static void test_options_zero__session_manager(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_get_variable(g, "v", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
+    vg_output ready = vg_report_uninitialized_variables(g, NULL, 0, NULL);
+    vg_session_manager *sm = vg_session_manager_new(g, &(vg_session_manager_options){.ready_op = ready}, &st);
+    double t0 = ht_wall();
+    CHECK(vg_session_manager_wait_for_session(sm, &(vg_prepare_options){.max_wait_secs = 10}, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_DEADLINE_EXCEEDED);
+    CHECK(ht_wall() - t0 < 5);
+    vg_session_manager_free(sm);
+    /* recovery_wait_secs 7201 > 7200: the default max wait gives up at once too */
+    sm = vg_session_manager_new(g, &(vg_session_manager_options){.ready_op = ready, .recovery_wait_secs = 7201}, &st);
+    CHECK(vg_session_manager_wait_for_session(sm, &(vg_prepare_options){0}, &st) == NULL);
+    CHECK_EQ_INT(st.code, VG_DEADLINE_EXCEEDED);
+    CHECK_STR_CONTAINS(st.msg, "after waiting 7200 secs");
+    vg_session_manager_free(sm);
+    /* 7199 < 7200: it would wait; with 29 < 30 on a 30 s max wait, likewise. Not run. */
+    vg_graph_free(g);
+}
+
+/* FileWriter(): max_queue 10 (the tenth event writes the queue), flush_secs 120, no
+ * filename suffix. */
+static void test_options_zero__file_writer(void) {
+    vg_status st;
+    char dir[64];
+    tu_mkdtemp(dir, sizeof dir, "optz");
+    vg_file_writer *w = vg_file_writer_new(dir, &(vg_file_writer_options){0}, &st);
+    CHECK(w != NULL);
+    if (!w) return;
+    for (int i = 0; i < 9; i++) CHECK_OK(vg_file_writer_add_scalar(w, "x", (float)i, i, &st), &st);
+    ht_events *e = malloc(sizeof *e);
+    ht_read_events(dir, e);
+    CHECK_EQ_INT(ht_steps_of(e, "x", NULL, NULL, 0), 0); /* 9 < 10 queued, 120 s away */
+    CHECK_OK(vg_file_writer_add_scalar(w, "x", 9.0f, 9, &st), &st);
+    double t0 = ht_wall();
+    int n = 0;
+    while (n < 10 && ht_wall() - t0 < 10) {
+        ht_read_events(dir, e);
+        n = ht_steps_of(e, "x", NULL, NULL, 0);
+        if (n < 10) ht_sleep(0.01);
+    }
+    CHECK_EQ_INT(n, 10);
+    free(e);
+    vg_file_writer_free(w);
+    tu_rmrf(dir);
+}
+
+/* Ops built from {0} carry TF's attribute defaults: DecodeJpeg(ratio=1,
+ * fancy_upscaling=True, acceptable_fraction=1, dct_method=""), Mfcc(4000, 20, 40, 13);
+ * sequence_loss() averages over both axes (a scalar). */
+static void test_options_zero__op_attrs(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output contents = vg_const_string(g, "", NULL);
+    vg_op *j = vg_decode_jpeg(g, contents, &(vg_decode_jpeg_options){0}, NULL).op;
+    CHECK(j != NULL);
+    if (!j) return;
+    int64_t i = -1;
+    float f = -1;
+    bool b = false;
+    const char *str = NULL;
+    size_t len = 9;
+    CHECK(vg_op_attr_int(j, "channels", &i) && i == 0);
+    CHECK(vg_op_attr_int(j, "ratio", &i) && i == 1);
+    CHECK(vg_op_attr_bool(j, "fancy_upscaling", &b) && b);
+    CHECK(vg_op_attr_bool(j, "try_recover_truncated", &b) && !b);
+    CHECK(vg_op_attr_float(j, "acceptable_fraction", &f) && f == 1.0f);
+    CHECK(vg_op_attr_string(j, "dct_method", &str, &len) && len == 0);
+    j = vg_decode_jpeg(g, contents,
+                       &(vg_decode_jpeg_options){.no_fancy_upscaling = true, .zero_acceptable_fraction = true}, NULL)
+            .op;
+    CHECK(vg_op_attr_bool(j, "fancy_upscaling", &b) && !b);
+    CHECK(vg_op_attr_float(j, "acceptable_fraction", &f) && f == 0.0f);
+    static float zs[2 * 257], lg[2 * 3 * 4], w[6] = {1, 1, 1, 1, 1, 1};
+    static int32_t tg[6];
+    vg_output spec = vg_const_array(g, VG_FLOAT, (const int64_t[]){1, 2, 257}, 3, zs, NULL);
+    vg_output rate = vg_const_i32(g, 16000, NULL);
+    vg_op *m = vg_mfcc(g, spec, rate, &(vg_mfcc_options){0}, NULL).op;
+    CHECK(m != NULL);
+    if (!m) return;
+    CHECK(vg_op_attr_float(m, "upper_frequency_limit", &f) && f == 4000.0f);
+    CHECK(vg_op_attr_float(m, "lower_frequency_limit", &f) && f == 20.0f);
+    CHECK(vg_op_attr_int(m, "filterbank_channel_count", &i) && i == 40);
+    CHECK(vg_op_attr_int(m, "dct_coefficient_count", &i) && i == 13);
+    m = vg_mfcc(g, spec, rate, &(vg_mfcc_options){.zero_lower_frequency_limit = true}, NULL).op;
+    CHECK(vg_op_attr_float(m, "lower_frequency_limit", &f) && f == 0.0f);
+    vg_output logits = vg_const_array(g, VG_FLOAT, (const int64_t[]){2, 3, 4}, 3, lg, NULL);
+    vg_output targets = vg_const_array(g, VG_INT32, (const int64_t[]){2, 3}, 2, tg, NULL);
+    vg_output weights = vg_const_array(g, VG_FLOAT, (const int64_t[]){2, 3}, 2, w, NULL);
+    vg_output l = vg_sequence_loss_ex(g, logits, targets, weights, &(vg_sequence_loss_options){0});
+    CHECK(l.op && vg_output_shape(l).ndims == 0);
+    l = vg_sequence_loss_ex(g, logits, targets, weights,
+                            &(vg_sequence_loss_options){.no_average_across_timesteps = true,
+                                                        .no_average_across_batch = true});
+    CHECK(l.op && vg_output_shape(l).ndims == 2);
+    CHECK_OK(vg_graph_status(g, NULL), &(vg_status){0});
+    vg_graph_free(g);
+}
+
+int main(void) {
+    RUN_TEST(test_options_zero__mts_resolution);
+    RUN_TEST(test_options_zero__mts_defaults);
+    RUN_TEST(test_options_zero__mts_off_flags);
+    RUN_TEST(test_options_zero__saver);
+    RUN_TEST(test_options_zero__hooks);
+    RUN_TEST(test_options_zero__session_manager);
+    RUN_TEST(test_options_zero__file_writer);
+    RUN_TEST(test_options_zero__op_attrs);
+    TEST_MAIN_END();
+}
