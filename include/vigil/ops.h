@@ -208,6 +208,15 @@ VG_API vg_output vg_log_softmax(vg_graph *g, vg_output logits, const char *name)
 VG_API vg_op *vg_softmax_xent(vg_graph *g, vg_output logits, vg_output labels, const char *name);
 /* SparseSoftmaxCrossEntropyWithLogits(features, labels int32/int64): same outputs. */
 VG_API vg_op *vg_sparse_softmax_xent(vg_graph *g, vg_output logits, vg_output labels, const char *name);
+/* tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits, name): labels [d0..dn-1]
+ * int32/int64, logits [d0..dn-1, classes]; the cost [d0..dn-1]. Rank 2 logits: the op
+ * itself (named name or "SparseSoftmaxCrossEntropyWithLogits"); other ranks: reshaped to
+ * [-1, classes] and back to the labels' shape in that name scope, as TF's nn_ops.py.
+ * {NULL, 0} with graph error INVALID_ARGUMENT for NULL inputs, logits of rank 0 or
+ * unknown rank (other than 2), "Rank mismatch: Rank of labels (received 1) should equal
+ * rank of logits minus 1 (received 3)." */
+VG_API vg_output vg_sparse_softmax_cross_entropy_with_logits(vg_graph *g, vg_output labels, vg_output logits,
+                                                             const char *name);
 /* Conv2D NHWC; strides[4]; padding "SAME" or "VALID". filter is [kh, kw, in, out]. */
 VG_API vg_output vg_conv2d(vg_graph *g, vg_output x, vg_output filter, const int64_t strides[4], const char *padding, const char *name);
 VG_API vg_output vg_max_pool(vg_graph *g, vg_output x, const int64_t ksize[4], const int64_t strides[4], const char *padding, const char *name);

@@ -245,20 +245,28 @@ typedef vg_output (*vg_cell_input_fn)(vg_graph *g, vg_output inputs, vg_output a
 
 typedef struct vg_attention_wrapper_options {
     int64_t attention_layer_size; /* 0: TF's None (the attention is the context vector) */
-    bool alignment_history;       /* must be false: vigil's cell states cannot hold a
-                                     TensorArray (the constructor refuses true) */
+    bool alignment_history;       /* false; true: the state records every step's
+                                     alignments (see alignment_history_max_steps) */
     bool no_output_attention;     /* false (TF's output_attention=True): the output is the
                                      attention; true: the cell's output */
     const char *name;             /* NULL: "attention_wrapper" */
     vg_cell_input_fn cell_input_fn; /* NULL: concat([inputs, attention], -1) */
     void *cell_input_fn_user;       /* borrowed, passed to cell_input_fn */
+    int64_t alignment_history_max_steps; /* with alignment_history (then > 0): the steps the
+                                            state's history holds (a static bound on
+                                            decoding, e.g. maximum_iterations); a run
+                                            past it fails INVALID_ARGUMENT (an Assert) */
 } vg_attention_wrapper_options;
 
 /* tf.contrib.seq2seq.AttentionWrapper(cell, attention_mechanism, attention_layer_size,
- * alignment_history=False, cell_input_fn, output_attention, name) with one mechanism. Its RNN cell (vg_attention_wrapper_cell) has the flat state
+ * alignment_history, cell_input_fn, output_attention, name) with one mechanism. Its RNN cell (vg_attention_wrapper_cell) has the flat state
  *     cell_state (the wrapped cell's n tensors), attention [batch, attention_size],
  *     alignments [batch, max_time], attention_state [batch, max_time]
- * (TF's AttentionWrapperState without time and alignment_history); a call
+ * (TF's AttentionWrapperState without time and alignment_history), and with
+ * alignment_history two more, time [batch] (the steps taken, in the state's dtype; TF's
+ * scalar time) and alignment_history [batch, alignment_history_max_steps, max_time]
+ * (TF's TensorArray of alignments as a buffer: row t holds step t's alignments, the
+ * rows not yet written are zeros; vg_attention_wrapper_alignment_history stacks it); a call
  * makes the cell's input with cell_input_fn (default: the inputs concatenated with the
  * previous attention), calls the wrapped cell, scores
  * its output with the mechanism, and makes the context (alignments x values), then the
@@ -269,11 +277,18 @@ typedef struct vg_attention_wrapper_options {
  * ("decoder/attention_wrapper/basic_lstm_cell/kernel",
  * "decoder/attention_wrapper/bahdanau_attention/attention_v",
  * "decoder/attention_wrapper/attention_layer/kernel"). Takes over cell (also on
- * failure); borrows m. NULL for a NULL cell or mechanism, alignment_history, or out of
- * memory. o NULL = defaults. */
+ * failure); borrows m. NULL for a NULL cell or mechanism, alignment_history with
+ * alignment_history_max_steps <= 0, or out of memory. o NULL = defaults. */
 typedef struct vg_attention_wrapper vg_attention_wrapper;
 VG_API vg_attention_wrapper *vg_attention_wrapper_new(vg_rnn_cell *cell, vg_attention_mechanism *m,
                                                       const vg_attention_wrapper_options *o);
+/* TF's final_state.alignment_history.stack(): [time, batch, max_time], the alignments
+ * of the steps taken (time = the largest `time` of state), from a state of a wrapper
+ * made with alignment_history (state: its n + 5 tensors, e.g. dynamic_decode's final
+ * state). Ops under name scope name or "alignment_history". {NULL, 0} with graph error
+ * INVALID_ARGUMENT for NULL arguments or a wrapper without alignment_history. */
+VG_API vg_output vg_attention_wrapper_alignment_history(vg_attention_wrapper *w, vg_graph *g, const vg_output *state,
+                                                        const char *name);
 /* The wrapper as an RNN cell (borrowed: valid until vg_attention_wrapper_free; do not
  * free it with vg_rnn_cell_free). */
 VG_API vg_rnn_cell *vg_attention_wrapper_cell(vg_attention_wrapper *w);
@@ -281,7 +296,8 @@ VG_API vg_rnn_cell *vg_attention_wrapper_cell(vg_attention_wrapper *w);
 VG_API void vg_attention_wrapper_free(vg_attention_wrapper *w);
 /* zero_state(batch_size, dtype), then .clone(cell_state=cell_state) when cell_state is
  * not NULL (the wrapped cell's n tensors, e.g. the encoder's final state): fills the
- * n + 3 state tensors. batch_size < 0: batch_tensor (int32 scalar) gives it. Fails
+ * n + 3 (n + 5 with alignment_history) state tensors. batch_size < 0: batch_tensor
+ * (int32 scalar) gives it. Fails
  * with INVALID_ARGUMENT (NULL arguments) or the zero state's errors. */
 VG_API vg_code vg_attention_wrapper_zero_state(vg_attention_wrapper *w, vg_graph *g, int64_t batch_size,
                                                vg_output batch_tensor, vg_dtype dt, const vg_output *cell_state,

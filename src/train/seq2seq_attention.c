@@ -238,6 +238,7 @@ struct vg_attention_wrapper {
     void *cell_input_fn_user;
     vg_vscope *scope;
     vg_graph *scope_graph;
+    int64_t history_steps; /* alignment_history: > 0, the buffer's steps */
 };
 
 static vg_code wrapper_call(vg_graph *g, vg_output inputs, const vg_output *state, vg_output *output,
@@ -287,6 +288,30 @@ static vg_code wrapper_call(vg_graph *g, vg_output inputs, const vg_output *stat
         new_state[n] = att;
         new_state[n + 1] = align;
         new_state[n + 2] = align; /* attention_state: the alignments (Bahdanau, Luong) */
+        if (w->history_steps > 0) {
+            /* time + 1, and alignment_history.write(time, alignments): row `time` of the
+             * [batch, steps, max_time] buffer; a step past the buffer fails (Assert) */
+            vg_output t = state[n + 3], hist = state[n + 4];
+            vg_dtype dt = vg_output_dtype(align);
+            vg_output ti = vg_cast(g, t, VG_INT32, "history_time");
+            vg_output lim = vg_const_i32(g, (int32_t)w->history_steps, "history_steps");
+            vg_op *chk = vg_assert(
+                g, vg_reduce_all(g, vg_less(g, ti, lim, "Less"), NULL, -1, false, "All"),
+                (vg_output[]){vg_const_string(g, "AttentionWrapper alignment_history: more decoding steps than "
+                                                 "alignment_history_max_steps",
+                                              "history_msg")},
+                1, 3, "history_assert");
+            vg_graph_push_control_deps(g, &chk, 1);
+            vg_output oh = vg_cast(g, vg_one_hot(g, ti, (int)w->history_steps, 1.0f, 0.0f, "history_one_hot"), dt,
+                                   "history_cast");
+            new_state[n + 4] = vg_add(g, hist,
+                                      vg_mul(g, vg_expand_dims(g, oh, 2, "history_expand"),
+                                             vg_expand_dims(g, align, 1, "history_expand_1"), "history_mul"),
+                                      "history_add");
+            vg_graph_pop_control_deps(g);
+            new_state[n + 3] = vg_add(g, t, vg_cast(g, vg_const_f32(g, 1.0f, "one"), vg_output_dtype(t), NULL),
+                                      "time_add");
+        }
         *output = w->output_attention ? att : cell_out;
     }
     vg_variable_scope_pop(g);
@@ -298,13 +323,13 @@ vg_attention_wrapper *vg_attention_wrapper_new(vg_rnn_cell *cell, vg_attention_m
     vg_attention_wrapper_options d = {0};
     if (!o) o = &d;
     if (!cell) return NULL;
-    if (!m || o->attention_layer_size < 0 || o->alignment_history) {
+    if (!m || o->attention_layer_size < 0 || (o->alignment_history && o->alignment_history_max_steps <= 0)) {
         vg_rnn_cell_free(cell);
         return NULL;
     }
     vg_attention_wrapper *w = calloc(1, sizeof *w);
     int n = vg_rnn_cell_state_count(cell);
-    vg_shape *shapes = calloc((size_t)n + 3, sizeof(vg_shape));
+    vg_shape *shapes = calloc((size_t)n + 5, sizeof(vg_shape));
     if (!w || !shapes) {
         free(w);
         free(shapes);
@@ -330,7 +355,12 @@ vg_attention_wrapper *vg_attention_wrapper_new(vg_rnn_cell *cell, vg_attention_m
     shapes[n] = vg_shape_make(&w->attention_size, 1);
     shapes[n + 1] = vg_shape_make(&m->max_time, 1);
     shapes[n + 2] = vg_shape_make(&m->max_time, 1);
-    vg_rnn_cell_def def = {w->name, n + 3, shapes,
+    if (o->alignment_history) { /* time [], alignment_history [steps, max_time] per example */
+        w->history_steps = o->alignment_history_max_steps;
+        shapes[n + 3] = vg_shape_make(NULL, 0);
+        shapes[n + 4] = vg_shape_make((const int64_t[]){w->history_steps, m->max_time}, 2);
+    }
+    vg_rnn_cell_def def = {w->name, n + (o->alignment_history ? 5 : 3), shapes,
                            w->output_attention ? w->attention_size : vg_rnn_cell_output_size(cell),
                            NULL, wrapper_call, w};
     w->self = (o->attention_layer_size > 0 && !w->attention_layer) ? NULL : vg_custom_rnn_cell_new(&def);
@@ -363,4 +393,28 @@ vg_code vg_attention_wrapper_zero_state(vg_attention_wrapper *w, vg_graph *g, in
     if (rc == VG_OK && cell_state) /* .clone(cell_state=...) */
         for (int i = 0; i < w->ncell; i++) state[i] = cell_state[i];
     return rc != VG_OK ? rc : vg_graph_status(g, NULL);
+}
+
+vg_output vg_attention_wrapper_alignment_history(vg_attention_wrapper *w, vg_graph *g, const vg_output *state,
+                                                 const char *name) {
+    if (!g) return none();
+    if (!w || !state || w->history_steps <= 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "AttentionWrapper alignment_history: %s",
+                           !w || !state ? "NULL argument" : "the wrapper was made without alignment_history");
+        return none();
+    }
+    int n = w->ncell;
+    vg_graph_push_scope(g, name ? name : "alignment_history");
+    /* alignment_history.stack(): rows 0 .. time of the buffer, time major */
+    vg_output steps = vg_cast(g, vg_reduce_max(g, state[n + 3], NULL, -1, false, "Max"), VG_INT32, "steps");
+    vg_output size = vg_concat_c(g,
+                                 (vg_output[]){vg_const_i32_vec(g, (const int32_t[]){-1}, 1, NULL),
+                                               vg_reshape_c(g, steps, (const int64_t[]){1}, 1, NULL),
+                                               vg_const_i32_vec(g, (const int32_t[]){-1}, 1, NULL)},
+                                 3, 0, "size");
+    vg_output rows = vg_slice(g, state[n + 4], vg_const_i32_vec(g, (const int32_t[]){0, 0, 0}, 3, NULL), size, "Slice");
+    vg_output out = vg_transpose_c(g, rows, (const int32_t[]){1, 0, 2}, 3, "stack");
+    vg_graph_pop_scope(g);
+    return out;
 }

@@ -239,6 +239,28 @@ static vg_code kernel_strided_slice(vg__kctx *ctx) {
     vg_tensor *o;
     if ((c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(x), p.final_dims, p.final_rank, &o)) != VG_OK) return c;
     size_t esz = vg_dtype_size(vg_tensor_dtype(x));
+    if (vg_tensor_dtype(x) == VG_STRING) {
+        /* strings (TF's StridedSlice takes every dtype, e.g. nmt's src[:src_max_len] on
+         * words): walk element indices, then copy the chosen strings */
+        int64_t nin = vg_tensor_num_elements(x), nout = vg_tensor_num_elements(o);
+        int64_t *src = vg__calloc((size_t)(nin > 0 ? nin : 1), sizeof *src);
+        int64_t *dst = vg__calloc((size_t)(nout > 0 ? nout : 1), sizeof *dst);
+        vg_status *st = vg__kctx_status(ctx);
+        if (!src || !dst) {
+            vg__free(src), vg__free(dst);
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "StridedSlice: out of memory");
+        }
+        for (int64_t i = 0; i < nin; i++) src[i] = i;
+        ss_walk(&p, vg_tensor_dims(x), (char *)dst, (const char *)src, sizeof *src, false);
+        c = VG_OK;
+        for (int64_t i = 0; i < nout && c == VG_OK; i++) {
+            size_t len;
+            const char *sv = vg_tensor_string(x, dst[i], &len);
+            c = vg_tensor_set_string(o, i, sv, len, st);
+        }
+        vg__free(src), vg__free(dst);
+        return c;
+    }
     if (esz == 0) return vg_status_set(vg__kctx_status(ctx), VG_UNIMPLEMENTED, "StridedSlice of dtype %s",
                                        vg_dtype_name(vg_tensor_dtype(x)));
     ss_walk(&p, vg_tensor_dims(x), vg_tensor_data(o), vg_tensor_data(x), esz, false);

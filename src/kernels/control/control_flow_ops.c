@@ -928,8 +928,13 @@ vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_body_fn bo
             goto done;
         }
         vg_shape want = vg_output_shape(mv[i]), got = vg_output_shape(bo[i]);
-        bool ok = want.ndims < 0 || (got.ndims == want.ndims);
-        for (int d = 0; ok && want.ndims > 0 && d < want.ndims; d++)
+        /* TF builds a gradient loop's back edges without enforcing the shape invariants
+         * (_AddNextAndBackEdge(..., enforce_shape_invariant=False)): a gradient may leave
+         * the body with less static shape than it entered, e.g. [?, 32] -> [?, ?] when
+         * the forward loop ran on a batch known only at run time */
+        bool grad_loop = ci->ctx[c].forward >= 0;
+        bool ok = grad_loop || want.ndims < 0 || (got.ndims == want.ndims);
+        for (int d = 0; !grad_loop && ok && want.ndims > 0 && d < want.ndims; d++)
             ok = want.dims[d] < 0 || want.dims[d] == got.dims[d];
         if (!ok) {
             char a[128], b[128];

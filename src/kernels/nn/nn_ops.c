@@ -1086,6 +1086,52 @@ vg_op *vg_softmax_xent(vg_graph *g, vg_output logits, vg_output labels, const ch
 vg_op *vg_sparse_softmax_xent(vg_graph *g, vg_output logits, vg_output labels, const char *name) {
     return build2(g, "SparseSoftmaxCrossEntropyWithLogits", logits, labels, name);
 }
+/* tf.nn.sparse_softmax_cross_entropy_with_logits (nn_ops.py): the op itself for rank-2
+ * logits; otherwise logits reshaped to [-1, num_classes], labels to [-1], and the cost
+ * reshaped back to the labels' shape, in name scope name or
+ * "SparseSoftmaxCrossEntropyWithLogits". */
+vg_output vg_sparse_softmax_cross_entropy_with_logits(vg_graph *g, vg_output labels, vg_output logits,
+                                                      const char *name) {
+    if (!labels.op || !logits.op) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "sparse_softmax_cross_entropy_with_logits: NULL labels or logits");
+        return (vg_output){0};
+    }
+    vg_shape ls = vg_output_shape(labels), xs = vg_output_shape(logits);
+    if (ls.ndims >= 0 && xs.ndims >= 0 && ls.ndims != xs.ndims - 1) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "Rank mismatch: Rank of labels (received %d) should equal rank of logits minus 1 "
+                           "(received %d).",
+                           ls.ndims, xs.ndims);
+        return (vg_output){0};
+    }
+    if (xs.ndims == 2) {
+        vg_op *op = vg_sparse_softmax_xent(g, logits, labels, name ? name : "SparseSoftmaxCrossEntropyWithLogits");
+        return op ? vg_out(op, 0) : (vg_output){0};
+    }
+    if (xs.ndims < 1) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "sparse_softmax_cross_entropy_with_logits: logits of unknown rank or rank 0");
+        return (vg_output){0};
+    }
+    vg_graph_push_scope(g, name ? name : "SparseSoftmaxCrossEntropyWithLogits");
+    vg_output labels_shape = vg_shape_op(g, labels, VG_INT32, NULL);
+    int64_t classes = xs.dims[xs.ndims - 1];
+    vg_output flat_logits;
+    if (classes >= 0) {
+        flat_logits = vg_reshape_c(g, logits, (const int64_t[]){-1, classes}, 2, NULL);
+    } else { /* num_classes = array_ops.shape(logits)[-1] */
+        vg_output n = vg_slice_c(g, vg_shape_op(g, logits, VG_INT32, NULL), (const int64_t[]){xs.ndims - 1},
+                                 (const int64_t[]){1}, 1, NULL);
+        flat_logits = vg_reshape(
+            g, logits, vg_concat_c(g, (vg_output[]){vg_const_i32_vec(g, (const int32_t[]){-1}, 1, NULL), n}, 2, 0, NULL),
+            NULL);
+    }
+    vg_output flat_labels = vg_reshape_c(g, labels, (const int64_t[]){-1}, 1, NULL);
+    vg_op *op = vg_sparse_softmax_xent(g, flat_logits, flat_labels, NULL);
+    vg_output cost = op ? vg_reshape(g, vg_out(op, 0), labels_shape, NULL) : (vg_output){0};
+    vg_graph_pop_scope(g);
+    return cost;
+}
 vg_output vg_relu_grad(vg_graph *g, vg_output dy, vg_output features, const char *name) {
     return vg_out(build2(g, "ReluGrad", dy, features, name), 0);
 }
