@@ -160,7 +160,8 @@ static void test_matmul_paths__direct(void) {
 }
 
 /* The choice: the PTB LSTM's per-step gradient product takes the matmul primitive when
- * oneDNN is the backend; tiny products and beta != 0 stay on dnnl_sgemm; with the
+ * oneDNN is the backend (and so does the graph network's weight gradient); the 10000-column
+ * softmax, small products and beta != 0 stay on dnnl_sgemm; with the
  * OpenBLAS backend everything goes to BLAS. */
 static void test_matmul_paths__choice(void) {
     vg_status st;
@@ -168,7 +169,13 @@ static void test_matmul_paths__choice(void) {
     if (was == VG_BACKEND_DNNL) {
         CHECK_EQ_INT(vg__dnnl_gemm_path(false, true, 20, 768, 2048, 0.0f), VG__GEMM_DNNL_MATMUL);
         CHECK_EQ_INT(vg__dnnl_gemm_path(false, true, 20, 768, 2048, 1.0f), VG__GEMM_DNNL_SGEMM);
+        CHECK_EQ_INT(vg__dnnl_gemm_path(false, true, 20, 384, 2048, 0.0f), VG__GEMM_DNNL_MATMUL); /* 2-thread half */
+        CHECK_EQ_INT(vg__dnnl_gemm_path(true, false, 384, 128, 12288, 0.0f), VG__GEMM_DNNL_MATMUL);
+        CHECK_EQ_INT(vg__dnnl_gemm_path(false, false, 700, 10000, 512, 0.0f), VG__GEMM_DNNL_SGEMM);
         CHECK_EQ_INT(vg__dnnl_gemm_path(false, false, 4, 4, 4, 0.0f), VG__GEMM_DNNL_SGEMM);
+        CHECK_EQ_INT(vg__dnnl_gemm_path(false, false, 64, 256, 784, 0.0f), VG__GEMM_DNNL_SGEMM); /* MLP */
+        int w = vg__dnnl_gemm_path(true, false, 512, 10000, 700, 0.0f); /* BLAS where it runs AVX-512 kernels */
+        CHECK(w == VG__GEMM_BLAS || w == VG__GEMM_DNNL_SGEMM);
     }
     CHECK_OK(vg_backend_set(VG_BACKEND_OPENBLAS, &st), &st);
     CHECK_EQ_INT(vg__dnnl_gemm_path(false, true, 20, 768, 2048, 0.0f), VG__GEMM_BLAS);

@@ -174,7 +174,7 @@ bool vg__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const flo
  *    (the PTB LSTM's per-step input/state gradients): oneDNN's matmul primitive
  *    (brgemm) 88-89 GFLOP/s, dnnl_sgemm 72-78, OpenBLAS 56-58; computing C^T instead
  *    (the weight as the non-transposed left operand) 80 / 65. The primitive wins.
- *  - a plain left operand and a product of <= 1024 columns (graph network's
+ *  - a product of <= 1024 columns (graph network's
  *    [12288, 384] x [384, 128] 147-150 vs dnnl_sgemm 127-138, its [12288, 128] x
  *    [384, 128]^T 142-150 vs 133-134, the PTB softmax's dlogits [700, 10000] x
  *    [512, 10000]^T 147-148 vs 128-132; the graph network's 2048-row products within
@@ -185,12 +185,14 @@ bool vg__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const flo
  *    (the softmax weight): OpenBLAS (SkylakeX kernels) 145-149, dnnl_sgemm 126-132, the
  *    primitive 105-113: OpenBLAS, where it runs AVX-512 kernels (on an AVX2-only CPU or
  *    with OpenBLAS's generic kernels nothing was measured ahead of dnnl_sgemm). With
- *    fewer columns ([384, 12288]^T x [12288, 128] and the like) dnnl_sgemm, the primitive
- *    and OpenBLAS were within noise (104-152 each): dnnl_sgemm stays.
+ *    <= 1024 columns the primitive: [384, 12288]^T x [12288, 128] 114-121 vs dnnl_sgemm
+ *    104-108; [128, 12288]^T x [12288, 128] and [256, 2048]^T x [2048, 128] within noise.
  * The primitive costs a stream and four memory objects per call (a few microseconds)
- * and one creation per shape (cached), so it is used only on products of >= 4 MFLOP. */
+ * and one creation per shape (cached), so it is used only on products of >= 28 MFLOP:
+ * on the MLP shapes of bench_matmul (8-26 MFLOP) it was 2-4% behind dnnl_sgemm, and half
+ * of the PTB per-step product (what a 2-thread split gives each thread) is 31.5. */
 
-#define GEMM_MATMUL_MIN_FLOPS 4.0e6
+#define GEMM_MATMUL_MIN_FLOPS 28.0e6
 
 /* OpenBLAS runs AVX-512 kernels (SkylakeX or newer) and not below the CPU: the one case
  * its sgemm was measured ahead of oneDNN's (0: not resolved yet, 1 yes, 2 no). */
@@ -214,9 +216,9 @@ int vg__dnnl_gemm_path(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
     /* a transposed left operand and a wide product: OpenBLAS's own AVX-512 kernels */
     if (ta && N >= 4096 && blas_avx512()) return VG__GEMM_BLAS;
     if (beta != 0.0f) return VG__GEMM_DNNL_SGEMM; /* the primitive is built for beta 0 */
-    /* a plain left operand and up to 1024 columns: the matmul primitive (brgemm); wider
-     * (the 10000-word softmax) dnnl_sgemm, which packs the wide right operand */
-    if (!ta && N <= 1024) return VG__GEMM_DNNL_MATMUL;
+    /* up to 1024 columns: the matmul primitive (brgemm); wider (the 10000-word softmax)
+     * dnnl_sgemm, which packs the wide right operand */
+    if (N <= 1024) return VG__GEMM_DNNL_MATMUL;
     return VG__GEMM_DNNL_SGEMM;
 }
 
