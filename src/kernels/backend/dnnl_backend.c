@@ -187,6 +187,11 @@ bool vg__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const flo
  *    with OpenBLAS's generic kernels nothing was measured ahead of dnnl_sgemm). With
  *    <= 1024 columns the primitive: [384, 12288]^T x [12288, 128] 114-121 vs dnnl_sgemm
  *    104-108; [128, 12288]^T x [12288, 128] and [256, 2048]^T x [2048, 128] within noise.
+ * Without AVX-512 (measured with DNNL_MAX_CPU_ISA=AVX2) oneDNN 2.6's matmul primitive is
+ * its gemm:jit implementation, the kernel dnnl_sgemm runs: 72 vs 73 and 84 vs 87 GFLOP/s
+ * on the per-step and graph-network products, so the choice costs an AVX2 CPU nothing.
+ * Packed weights were not tried: OpenBLAS has no sgemm_pack and oneDNN 2.6's C API no
+ * packed sgemm; a blocked-weight primitive would reorder the weight at every call.
  * The primitive costs a stream and four memory objects per call (a few microseconds)
  * and one creation per shape (cached), so it is used only on products of >= 28 MFLOP:
  * on the MLP shapes of bench_matmul (8-26 MFLOP) it was 2-4% behind dnnl_sgemm, and half
