@@ -32,6 +32,7 @@ set(VIGIL_INTERNAL_TESTS
   # kernels/
   test_backend test_cf_tf_while test_conv_winograd test_math_binary test_nn_conv test_nn_depthwise
   test_parsing
+  test_matmul_paths
   # dataset/
   test_data_rows test_data_saveable_paths test_data_vectorize test_example_fast_decode
   # train/
@@ -98,7 +99,7 @@ endforeach()
 # AVX-512 run on machines that have it (an AVX2-only bug hid in them: see
 # test_backend__dnnl_conv_scratch_alignment).
 if(VIGIL_DNNL)
-  foreach(t test_backend test_nn_conv test_conv_fusion)
+  foreach(t test_backend test_nn_conv test_conv_fusion test_matmul_paths)
     foreach(isa AVX2 AVX SSE41)
       add_test(NAME ${t}_dnnl_${isa} COMMAND ${t})
       set_tests_properties(${t}_dnnl_${isa} PROPERTIES TIMEOUT 300 LABELS unit ENVIRONMENT "DNNL_MAX_CPU_ISA=${isa}")

@@ -167,6 +167,249 @@ bool vg__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const flo
 }
 
 /* ------------------------------------------------------------------------ */
+/* GEMM path choice (vg__dnnl_gemm). Measured per shape on the model suite's GEMMs
+ * (bench_matmul --suite; Intel Xeon with AVX-512, oneDNN 2.6.3, OpenBLAS 0.3.21, one
+ * thread, CPU time, machine loaded; see bench/README.md):
+ *  - a skinny product with a transposed weight, C[20, 768] = A[20, 2048] B[768, 2048]^T
+ *    (the PTB LSTM's per-step input/state gradients): oneDNN's matmul primitive
+ *    (brgemm) 88-89 GFLOP/s, dnnl_sgemm 72-78, OpenBLAS 56-58; computing C^T instead
+ *    (the weight as the non-transposed left operand) 80 / 65. The primitive wins.
+ *  - a product of <= 1024 columns (graph network's
+ *    [12288, 384] x [384, 128] 147-150 vs dnnl_sgemm 127-138, its [12288, 128] x
+ *    [384, 128]^T 142-150 vs 133-134, the PTB softmax's dlogits [700, 10000] x
+ *    [512, 10000]^T 147-148 vs 128-132; the graph network's 2048-row products within
+ *    noise of each other): the primitive.
+ *  - the PTB softmax forward [700, 512] x [512, 10000] (10000 columns): dnnl_sgemm
+ *    171-172, the primitive 140-142, OpenBLAS 145-154: dnnl_sgemm.
+ *  - a transposed left operand: the weight gradients X^T dY. [512, 700]^T x [700, 10000]
+ *    (the softmax weight): OpenBLAS (SkylakeX kernels) 145-149, dnnl_sgemm 126-132, the
+ *    primitive 105-113: OpenBLAS, where it runs AVX-512 kernels (on an AVX2-only CPU or
+ *    with OpenBLAS's generic kernels nothing was measured ahead of dnnl_sgemm). With
+ *    <= 1024 columns the primitive: [384, 12288]^T x [12288, 128] 114-121 vs dnnl_sgemm
+ *    104-108; [128, 12288]^T x [12288, 128] and [256, 2048]^T x [2048, 128] within noise.
+ * Without AVX-512 (measured with DNNL_MAX_CPU_ISA=AVX2) oneDNN 2.6's matmul primitive is
+ * its gemm:jit implementation, the kernel dnnl_sgemm runs: 72 vs 73 and 84 vs 87 GFLOP/s
+ * on the per-step and graph-network products, so the choice costs an AVX2 CPU nothing.
+ * Packed weights were not tried: OpenBLAS has no sgemm_pack and oneDNN 2.6's C API no
+ * packed sgemm; a blocked-weight primitive would reorder the weight at every call.
+ * The primitive costs a stream and four memory objects per call (a few microseconds)
+ * and one creation per shape (cached), so it is used only on products of >= 28 MFLOP:
+ * on the MLP shapes of bench_matmul (8-26 MFLOP) it was 2-4% behind dnnl_sgemm, and half
+ * of the PTB per-step product (what a 2-thread split gives each thread) is 31.5. */
+
+#define GEMM_MATMUL_MIN_FLOPS 28.0e6
+
+/* OpenBLAS runs AVX-512 kernels (SkylakeX or newer) and not below the CPU: the one case
+ * its sgemm was measured ahead of oneDNN's (0: not resolved yet, 1 yes, 2 no). */
+static atomic_int g_blas_avx512;
+
+static bool blas_avx512(void) {
+    int v = atomic_load_explicit(&g_blas_avx512, memory_order_relaxed);
+    if (!v) {
+        const char *core = vg__blas_corename();
+        v = vg__blas_core_level(core) >= VG__ISA_AVX512 && !vg__blas_below_cpu(vg__cpu_get(), core) ? 1 : 2;
+        atomic_store_explicit(&g_blas_avx512, v, memory_order_relaxed);
+    }
+    return v == 1;
+}
+
+int vg__dnnl_gemm_path(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float beta) {
+    (void)tb;
+    if (!HAVE_DNNL || !vg__backend_use_dnnl()) return VG__GEMM_BLAS;
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    if (flops < GEMM_MATMUL_MIN_FLOPS) return VG__GEMM_DNNL_SGEMM;
+    /* a transposed left operand and a wide product: OpenBLAS's own AVX-512 kernels */
+    if (ta && N >= 4096 && blas_avx512()) return VG__GEMM_BLAS;
+    if (beta != 0.0f) return VG__GEMM_DNNL_SGEMM; /* the primitive is built for beta 0 */
+    /* up to 1024 columns: the matmul primitive (brgemm); wider (the 10000-word softmax)
+     * dnnl_sgemm, which packs the wide right operand */
+    if (N <= 1024) return VG__GEMM_DNNL_MATMUL;
+    return VG__GEMM_DNNL_SGEMM;
+}
+
+bool vg__dnnl_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                   const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    switch (vg__dnnl_gemm_path(ta, tb, M, N, K, beta)) {
+    case VG__GEMM_DNNL_MATMUL:
+        if (vg__dnnl_matmul(ta, tb, M, N, K, A, lda, B, ldb, C, ldc)) return true;
+        return vg__dnnl_sgemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    case VG__GEMM_DNNL_SGEMM: return vg__dnnl_sgemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    default: return false;
+    }
+}
+
+#ifdef VIGIL_HAVE_DNNL
+static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
+
+/* oneDNN lays out a user scratchpad assuming its base is aligned to 128 bytes (its
+ * memory_tracking default alignment) and aligns each buffer inside it up from there;
+ * from a base that is only 64-aligned its AVX2 1x1 filter gradient wrote 36 bytes past
+ * the scratchpad's size (seen with 2.6.3 and DNNL_MAX_CPU_ISA=AVX2: the partial
+ * gradient placed after it came back wrong). The plan books this much slack and
+ * vg__dconv_exec aligns the caller's pointer up. */
+#define DNNL_SCRATCH_ALIGN 128
+
+static dnnl_engine_t g_gemm_eng;
+static pthread_mutex_t g_gemm_eng_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The CPU engine, created once. */
+static dnnl_engine_t engine(void) {
+    pthread_mutex_lock(&g_gemm_eng_mu);
+    if (!g_gemm_eng && dnnl_engine_create(&g_gemm_eng, dnnl_cpu, 0)) g_gemm_eng = NULL;
+    dnnl_engine_t e = g_gemm_eng;
+    pthread_mutex_unlock(&g_gemm_eng_mu);
+    return e;
+}
+
+/* A cached matmul primitive for one shape and layout. Published into the table with
+ * release stores and never changed or freed after, so lookups take no lock. */
+typedef struct gemm_key {
+    int64_t M, N, K, lda, ldb, ldc;
+    int ta, tb;
+} gemm_key;
+
+typedef struct gemm_plan {
+    gemm_key key;
+    bool failed; /* no primitive for this key: cached so it is not retried */
+    dnnl_primitive_t prim;
+    dnnl_memory_desc_t a_md, b_md, c_md, scratch_md;
+    size_t scratch_bytes; /* 0: none; else with DNNL_SCRATCH_ALIGN slack */
+} gemm_plan;
+
+#define GEMM_CACHE_SLOTS 512 /* open addressing; at most half filled */
+static _Atomic(gemm_plan *) g_gemm_cache[GEMM_CACHE_SLOTS];
+static int g_gemm_n;
+static pthread_mutex_t g_gemm_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t gemm_hash(const gemm_key *k) {
+    uint64_t h = 1469598103934665603ull;
+    const int64_t v[8] = {k->M, k->N, k->K, k->lda, k->ldb, k->ldc, k->ta, k->tb};
+    for (int i = 0; i < 8; i++) h = (h ^ (uint64_t)v[i]) * 1099511628211ull;
+    return (size_t)(h ^ (h >> 29)) % GEMM_CACHE_SLOTS;
+}
+
+static bool gemm_key_eq(const gemm_key *a, const gemm_key *b) {
+    return a->M == b->M && a->N == b->N && a->K == b->K && a->lda == b->lda && a->ldb == b->ldb &&
+           a->ldc == b->ldc && a->ta == b->ta && a->tb == b->tb;
+}
+
+/* Builds p's primitive with one OpenMP thread (so that oneDNN blocks for one). */
+static bool gemm_build(gemm_plan *p, dnnl_engine_t eng) {
+    const gemm_key *k = &p->key;
+    dnnl_dims_t ad = {k->M, k->K}, bd = {k->K, k->N}, cd = {k->M, k->N};
+    dnnl_dims_t as = {k->ta ? 1 : k->lda, k->ta ? k->lda : 1}, bs = {k->tb ? 1 : k->ldb, k->tb ? k->ldb : 1};
+    dnnl_dims_t cs = {k->ldc, 1};
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_matmul_desc_t md;
+    bool ok = false;
+    if (dnnl_memory_desc_init_by_strides(&p->a_md, 2, ad, dnnl_f32, as) ||
+        dnnl_memory_desc_init_by_strides(&p->b_md, 2, bd, dnnl_f32, bs) ||
+        dnnl_memory_desc_init_by_strides(&p->c_md, 2, cd, dnnl_f32, cs) ||
+        dnnl_matmul_desc_init(&md, &p->a_md, &p->b_md, NULL, &p->c_md) || dnnl_primitive_attr_create(&attr) ||
+        dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ||
+        dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL))
+        goto out;
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sp_bytes = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    if (sp) p->scratch_md = *sp;
+    p->scratch_bytes = sp_bytes ? round64(sp_bytes) + DNNL_SCRATCH_ALIGN : 0;
+    if (dnnl_primitive_create(&p->prim, pd)) goto out;
+    ok = true;
+out:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return ok;
+}
+
+static const gemm_plan *gemm_plan_get(const gemm_key *key) {
+    size_t h = gemm_hash(key);
+    for (size_t i = 0; i < GEMM_CACHE_SLOTS; i++) { /* lock-free lookup */
+        gemm_plan *p = atomic_load_explicit(&g_gemm_cache[(h + i) % GEMM_CACHE_SLOTS], memory_order_acquire);
+        if (!p) break;
+        if (gemm_key_eq(&p->key, key)) return p->failed ? NULL : p;
+    }
+    dnnl_engine_t eng = engine();
+    if (!eng) return NULL;
+    pthread_mutex_lock(&g_gemm_mu);
+    gemm_plan *found = NULL;
+    size_t slot = GEMM_CACHE_SLOTS;
+    for (size_t i = 0; i < GEMM_CACHE_SLOTS; i++) {
+        size_t s = (h + i) % GEMM_CACHE_SLOTS;
+        gemm_plan *p = atomic_load_explicit(&g_gemm_cache[s], memory_order_relaxed);
+        if (!p) {
+            slot = s;
+            break;
+        }
+        if (gemm_key_eq(&p->key, key)) {
+            found = p;
+            break;
+        }
+    }
+    if (!found && slot < GEMM_CACHE_SLOTS && g_gemm_n < GEMM_CACHE_SLOTS / 2) {
+        gemm_plan *p = calloc(1, sizeof *p);
+        if (p) {
+            p->key = *key;
+            int old = omp_get_max_threads();
+            if (old != 1) omp_set_num_threads(1);
+            p->failed = !gemm_build(p, eng);
+            if (old != 1) omp_set_num_threads(old);
+            if (p->failed)
+                vg_logf(VG_LOG_DEBUG, "oneDNN has no matmul for %lldx%lldx%lld (ta %d, tb %d): dnnl_sgemm runs it",
+                        (long long)key->M, (long long)key->N, (long long)key->K, key->ta, key->tb);
+            atomic_store_explicit(&g_gemm_cache[slot], p, memory_order_release);
+            g_gemm_n++;
+            found = p;
+        }
+    }
+    pthread_mutex_unlock(&g_gemm_mu);
+    return found && !found->failed ? found : NULL;
+}
+#endif
+
+bool vg__dnnl_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                     const float *B, int64_t ldb, float *C, int64_t ldc) {
+#ifdef VIGIL_HAVE_DNNL
+    gemm_key key;
+    memset(&key, 0, sizeof key);
+    key.M = M, key.N = N, key.K = K, key.lda = lda, key.ldb = ldb, key.ldc = ldc, key.ta = ta, key.tb = tb;
+    if (M <= 0 || N <= 0 || K <= 0 || lda < (ta ? M : K) || ldb < (tb ? K : N) || ldc < N) return false;
+    const gemm_plan *p = gemm_plan_get(&key);
+    if (!p) return false;
+    void *scratch = NULL;
+    if (p->scratch_bytes && !(scratch = vg__malloc(p->scratch_bytes))) return false;
+    dnnl_engine_t eng = engine();
+    dnnl_memory_t m[4] = {NULL, NULL, NULL, NULL};
+    dnnl_stream_t s = NULL;
+    bool ok = false;
+    if (dnnl_memory_create(&m[0], &p->a_md, eng, (void *)A) || dnnl_memory_create(&m[1], &p->b_md, eng, (void *)B) ||
+        dnnl_memory_create(&m[2], &p->c_md, eng, C))
+        goto out;
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DST, m[2]}, {0, NULL}};
+    int n = 3;
+    if (scratch) {
+        uintptr_t a = ((uintptr_t)scratch + DNNL_SCRATCH_ALIGN - 1) & ~(uintptr_t)(DNNL_SCRATCH_ALIGN - 1);
+        if (dnnl_memory_create(&m[3], &p->scratch_md, eng, (void *)a)) goto out;
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m[3]};
+    }
+    if (dnnl_stream_create(&s, eng, dnnl_stream_default_flags)) goto out;
+    int old = omp_get_max_threads();
+    if (old != 1) omp_set_num_threads(1);
+    ok = dnnl_primitive_execute(p->prim, s, n, args) == dnnl_success;
+    if (old != 1) omp_set_num_threads(old);
+out:
+    if (s) dnnl_stream_destroy(s);
+    for (int i = 0; i < 4; i++)
+        if (m[i]) dnnl_memory_destroy(m[i]);
+    vg__free(scratch);
+    return ok;
+#else
+    (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
+    return false;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
 /* oneDNN convolutions (see dnnl_backend.h). Measured on the CNN benchmark's conv2
  * (batch 64, 14x14x32 -> 64, 5x5 SAME), 1 thread, AMD EPYC (Zen 5, AVX-512): forward
  * (brgconv:avx512_core) 231 GFLOP/s, backward data and weights (jit:avx512_core)
@@ -191,15 +434,6 @@ static vg__dconv_plan *g_dconv_cache[DCONV_CACHE_MAX];
 static int g_dconv_n;
 static dnnl_engine_t g_eng;
 
-static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
-
-/* oneDNN lays out a user scratchpad assuming its base is aligned to 128 bytes (its
- * memory_tracking default alignment) and aligns each buffer inside it up from there;
- * from a base that is only 64-aligned its AVX2 1x1 filter gradient wrote 36 bytes past
- * the scratchpad's size (seen with 2.6.3 and DNNL_MAX_CPU_ISA=AVX2: the partial
- * gradient placed after it came back wrong). The plan books this much slack and
- * vg__dconv_exec aligns the caller's pointer up. */
-#define DNNL_SCRATCH_ALIGN 128
 
 /* Builds the primitive(s) of p (p->mode, p->g set); false when oneDNN has none. Runs
  * with one OpenMP thread so that oneDNN sizes its scratchpad and blocking for one. */

@@ -22,6 +22,26 @@ VG_HIDDEN bool vg__backend_use_dnnl(void);
 VG_HIDDEN bool vg__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                               const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* Row-major C = op(A) op(B) + beta C (float32) by the path measured fastest for the
+ * shape (dnnl_backend.c, "GEMM path choice"): a cached oneDNN matmul primitive, dnnl_sgemm,
+ * or none. Runs on the calling thread only, like vg__dnnl_sgemm. Returns false (C
+ * untouched) when the caller should use BLAS: oneDNN not built in, the backend is
+ * OpenBLAS, the shape is one where OpenBLAS's own kernels measured faster, or oneDNN
+ * refused the call. Thread-safe; primitives are created at the first use of a shape and
+ * kept for the life of the process. */
+VG_HIDDEN bool vg__dnnl_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                             const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* The path vg__dnnl_gemm takes for a shape (for tests and the benchmark). */
+enum { VG__GEMM_BLAS, VG__GEMM_DNNL_SGEMM, VG__GEMM_DNNL_MATMUL };
+VG_HIDDEN int vg__dnnl_gemm_path(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float beta);
+
+/* C = op(A) op(B) (beta 0) through a cached oneDNN matmul primitive for this shape and
+ * these leading dimensions, whatever vg__dnnl_gemm would choose. False (C untouched)
+ * when oneDNN is not built in or has no primitive for it. */
+VG_HIDDEN bool vg__dnnl_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                               const float *B, int64_t ldb, float *C, int64_t ldc);
+
 /* ---- oneDNN convolutions (float32, input NHWC, filter HWIO as TF) ----
  * A plan is a cached oneDNN primitive for one mode and geometry (batch included):
  * created at the first use of a shape, kept for the life of the process, so steady-state

@@ -116,7 +116,7 @@ void vg__nn_gemm1(vg_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K
                   int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     if (dt != VG_DOUBLE && vg__backend_use_dnnl() &&
-        vg__dnnl_sgemm(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C, ldc))
+        vg__dnnl_gemm(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C, ldc))
         return;
     if (dt == VG_DOUBLE)
         cblas_dgemm(CblasRowMajor, TA, TB, (blasint)M, (blasint)N, (blasint)K, 1.0, A, (blasint)lda, B,
