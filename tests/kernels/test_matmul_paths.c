@@ -207,9 +207,7 @@ static void test_matmul_paths__session(void) {
                 vg_output pa = vg_placeholder(g, VG_FLOAT, ad, 2, "a"), pb = vg_placeholder(g, VG_FLOAT, bd, 2, "b");
                 vg_output y = vg_matmul(g, pa, pb, ta, tb, "mm");
                 for (int threads = 1; threads <= 2; threads++) {
-                    vg_session_options opt = VG_SESSION_OPTIONS_INIT;
-                    opt.intra_op_threads = threads;
-                    opt.inter_op_threads = 1;
+                    vg_session_options opt = {.intra_op_threads = threads, .inter_op_threads = 1};
                     vg_session *sess = vg_session_new(g, &opt, &st);
                     CHECK(sess != NULL);
                     vg_output feeds[2] = {pa, pb};
