@@ -13,6 +13,7 @@
  * hand-over to the communication thread: test_dist_fused, whose fusions also take
  * this path.) Under mpirun -np 2 by
  * CTest; it passes under -np 3 and 4 as well. */
+#include "mpi_self_util.h"
 #include "test_util.h"
 #include <vigil/vigil.h>
 #include <fcntl.h>
@@ -183,50 +184,9 @@ static int die_child(void) {
  * with a non-zero status (the plain, 1-rank run starts mpiexec -np 2 on itself). */
 static void test_dead_peer__job_ends(void) {
     if (N != 1 || !vg_dist_mpi_built() || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE")) return;
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return;
-    self[len] = 0;
-    char out[] = "/tmp/vg_dist_shm_die_XXXXXX";
-    int fd = mkstemp(out);
-    CHECK(fd >= 0);
-    if (fd < 0) return;
-    double t0 = tu_now_s();
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        dup2(fd, 1);
-        int fe = open("/dev/null", O_WRONLY);
-        dup2(fe, 2);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-        setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-        setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
-        execlp("mpiexec", "mpiexec", "-np", "2", self, "--die", (char *)NULL);
-        _exit(127);
-    }
-    close(fd);
-    int status = 0, rc = -1;
-    while (tu_now_s() - t0 < 30) {
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            break;
-        }
-        usleep(10000);
-    }
-    double took = tu_now_s() - t0;
-    if (rc < 0) {
-        kill(-pid, SIGKILL);
-        waitpid(pid, &status, 0);
-    }
-    char buf[512] = "";
-    FILE *f = fopen(out, "r");
-    if (f) {
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        buf[n] = 0;
-        fclose(f);
-    }
-    unlink(out);
+    char buf[512];
+    double took = 0;
+    int rc = tu_mpiexec_self(2, "--die", 30, buf, sizeof buf, &took);
     if (rc == 127) return; /* no mpiexec on the PATH */
     fprintf(stderr, "dead peer: mpiexec status %d after %.2f s; rank 0: %s\n", rc, took, buf[0] ? buf : "(killed by mpirun first)\n");
     CHECK(rc > 0);

@@ -14,6 +14,7 @@
  * step s moves w by -[sum_{r in S} 2^r / R, s + 1]: the first component names the set
  * (a sum of distinct powers of two), the second proves that every gradient in it was
  * computed at the current step (a stale one would give a smaller value). */
+#include "mpi_self_util.h"
 #include "test_util.h"
 #include <vigil/vigil.h>
 #include <math.h>
@@ -420,50 +421,9 @@ static int die_child(void) {
  * plain (1-rank) run starts mpiexec -np 2 on itself. */
 static void test_sync_replicas__killed_rank_ends_job(void) {
     if (N != 1 || !vg_dist_mpi_built() || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE")) return;
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return;
-    self[len] = 0;
-    char out[] = "/tmp/vg_sync_replicas_die_XXXXXX";
-    int fd = mkstemp(out);
-    CHECK(fd >= 0);
-    if (fd < 0) return;
-    double t0 = tu_now_s();
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        dup2(fd, 1);
-        int fe = open("/dev/null", O_WRONLY);
-        dup2(fe, 2);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-        setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-        setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
-        execlp("mpiexec", "mpiexec", "-np", "2", self, "--die", (char *)NULL);
-        _exit(127);
-    }
-    close(fd);
-    int status = 0, rc = -1;
-    while (tu_now_s() - t0 < 60) {
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            break;
-        }
-        usleep(10000);
-    }
-    double took = tu_now_s() - t0;
-    if (rc < 0) {
-        kill(-pid, SIGKILL);
-        waitpid(pid, &status, 0);
-    }
-    char buf[1024] = "";
-    FILE *f = fopen(out, "r");
-    if (f) {
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        buf[n] = 0;
-        fclose(f);
-    }
-    unlink(out);
+    char buf[1024];
+    double took = 0;
+    int rc = tu_mpiexec_self(2, "--die", 60, buf, sizeof buf, &took);
     if (rc == 127) return; /* no mpiexec on the PATH */
     fprintf(stderr, "killed worker: mpiexec status %d after %.2f s; %s\n", rc, took, buf[0] ? buf : "(killed by mpirun first)\n");
     CHECK(rc > 0);
