@@ -853,7 +853,8 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
         if (f.parent[i] != i || f.nmem[i] < 2) continue;
         int nl = f.nmem[i] + f.nvmem[i];
         if (!vg__grow((void **)&f.mem[i], &f.capmem[i], nl, sizeof(int))) goto done;
-        memcpy(f.mem[i] + f.nmem[i], f.vmem[i], sizeof(int) * (size_t)f.nvmem[i]); /* past nmem: scratch */
+        if (f.nvmem[i]) /* vmem is NULL when there are none (memcpy's source must not be) */
+            memcpy(f.mem[i] + f.nmem[i], f.vmem[i], sizeof(int) * (size_t)f.nvmem[i]); /* past nmem: scratch */
         int st = mark_cluster(&f, f.mem[i], nl), vst = ++f.stamp;
         for (int k = f.nmem[i]; k < nl; k++) f.vmark[f.mem[i][k]] = vst;
         int *ext = NULL, next = ext_inputs(&f, f.mem[i], nl, st, vst, &ext);
@@ -864,7 +865,7 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
     for (int i = 0; i < nn; i++) {
         if (f.parent[i] != i || f.nmem[i] < 2) continue;
         int *m = f.mem[i], nm = f.nmem[i] + f.nvmem[i]; /* the recomputed members were copied past nmem */
-        memcpy(m + f.nmem[i], f.vmem[i], sizeof(int) * (size_t)f.nvmem[i]);
+        if (f.nvmem[i]) memcpy(m + f.nmem[i], f.vmem[i], sizeof(int) * (size_t)f.nvmem[i]);
         int vst = f.nvmem[i] ? ++f.stamp : 0;
         for (int k = f.nmem[i]; k < nm; k++) f.vmark[m[k]] = vst;
         for (int a = 1; a < nm; a++) { /* by rank */
