@@ -93,7 +93,7 @@ typedef struct {
 
 typedef struct {
     const char *data; /* dense: the values; sparse: the rows */
-    const int64_t *idx;
+    const char *idx;     /* k int64 row ids (native order), at any alignment: read with memcpy */
     int64_t k;
 } grad_part;
 
@@ -157,7 +157,7 @@ static bool unpack(const grads_in *gi, const char *p, int64_t bytes, grad_part *
             memcpy(&k, p, 8);
             int64_t rb = row_elems(t) * (int64_t)esize(t);
             if (k < 0 || (end - p - 8) / 8 < k || (rb > 0 && (end - p - 8 - k * 8) / rb < k)) return false;
-            parts[i] = (grad_part){p + 8 + k * 8, (const int64_t *)(const void *)(p + 8), k};
+            parts[i] = (grad_part){p + 8 + k * 8, p + 8, k};
             p += 8 + k * 8 + k * rb;
             j += 2;
         }
@@ -227,7 +227,11 @@ static vg_code average(const grads_in *gi, const grad_part *parts, int R, vg_ten
         }
         int64_t q = 0;
         for (int c = 0; c < R; c++)
-            for (int64_t r = 0; r < parts[c * n + i].k; r++) en[q++] = (sparse_entry){parts[c * n + i].idx[r], c, r};
+            for (int64_t r = 0; r < parts[c * n + i].k; r++) {
+                int64_t ix; /* a message's ids need not be 8-byte aligned */
+                memcpy(&ix, parts[c * n + i].idx + r * 8, sizeof ix);
+                en[q++] = (sparse_entry){ix, c, r};
+            }
         qsort(en, (size_t)total, sizeof *en, entry_cmp);
         int64_t m = 0;
         for (int64_t x = 0; x < total; x++) m += x == 0 || en[x].idx != en[x - 1].idx;
