@@ -347,4 +347,39 @@ static inline void ht_flush_dir(const char *dir) {
     if (w) vg_file_writer_flush(w, &st);
 }
 
+/* Test fixtures shared by the tests of tests/monitored. */
+
+/* The start of a test that writes into a fresh directory on the mocked clock: makes dir
+ * (n bytes; /tmp/vg_<tag>_XXXXXX, dir[0] == 0 on failure) and sets the clock to the
+ * start time of TF's hook tests. End the test with ht_end_dir. */
+static inline void ht_begin_dir(char *dir, size_t n, const char *tag) {
+    tu_mkdtemp(dir, n, tag);
+    ht_clock_mock(1484695987.209386);
+}
+/* The end of such a test: the real clock again, and dir removed. */
+static inline void ht_end_dir(const char *dir) {
+    ht_clock_restore();
+    tu_rmrf(dir);
+}
+
+/* Ends ms as a with-block that exits normally does (end(VG_OK); its status is not
+ * checked here) and frees it. */
+static inline void ht_close_session(vg_monitored_session *ms) {
+    vg_status st;
+    vg_monitored_session_end(ms, VG_OK, &st);
+    vg_monitored_session_free(ms);
+}
+
+/* TF's StepCounterHookTest.test_global_step_name graph: a new graph whose global step is
+ * get_variable('foo', dtype, initializer=0) under variable_scope('bar') ("bar/foo"),
+ * added to GLOBAL_STEP; *gs receives the variable. */
+static inline vg_graph *ht_graph_with_bar_foo_step(vg_dtype dtype, vg_variable *gs) {
+    vg_graph *g = vg_graph_new();
+    vg_variable_scope_push(g, "bar", NULL); /* with variable_scope('bar') */
+    *gs = vg_get_variable(g, "foo", dtype, NULL, 0, vg_init_zeros(), 0);
+    vg_variable_scope_pop(g);
+    vg_graph_add_to_collection(g, VG_GLOBAL_STEP, gs->ref);
+    return g;
+}
+
 #endif

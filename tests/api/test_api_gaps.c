@@ -10,6 +10,7 @@
  *   testNDimConstantInitializer, testNDimConstantInitializerLessValues,
  *   testNDimConstantInitializerMoreValues). */
 #include "op_test_util.h"
+#include "train_fixture.h"
 
 static vg_tensor *run1(vg_graph *g, vg_output o, const vg_output *feeds, vg_tensor *const *vals, int nf) {
     vg_status st;
@@ -229,9 +230,7 @@ static void test_constant_initializer(void) {
     vg_variable v = vg_get_variable(g, "v", VG_FLOAT, (int64_t[]){8}, 1, vg_init_constant_array(&flat), 0);
     CHECK(v.var != NULL);
     CHECK(vg_graph_op_by_name(g, "v/Initializer/Const") != NULL);
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     t = NULL;
     CHECK_OK(vg_session_run1(s, v.ref, &t, &st), &st);
     if (t) {

@@ -96,16 +96,24 @@ static int check_tree(const char *root, char **report, lc_result *r) {
     return v;
 }
 
-static void test_fake_clean(void) {
-    char root[256];
-    tu_mkdtemp(root, sizeof root, "layers");
+/* A fresh directory (root, len bytes) holding the clean tree: false (and nothing left
+ * behind) when no directory could be made (a failed check) or the tree cannot be
+ * compiled here (a skip). */
+static bool fake_tree_root(char *root, size_t len) {
+    tu_mkdtemp(root, len, "layers");
     CHECK(root[0] != 0);
-    if (!root[0]) return;
+    if (!root[0]) return false;
     if (!make_tree(root)) {
         fprintf(stderr, "SKIP fake trees: cannot compile with %s\n", VG_C_COMPILER);
         tu_rmrf(root);
-        return;
+        return false;
     }
+    return true;
+}
+
+static void test_fake_clean(void) {
+    char root[256];
+    if (!fake_tree_root(root, sizeof root)) return;
     char *rep = NULL;
     lc_result r;
     CHECK_EQ_INT(check_tree(root, &rep, &r), 0);
@@ -118,14 +126,7 @@ static void test_fake_clean(void) {
 
 static void test_fake_violations(void) {
     char root[256];
-    tu_mkdtemp(root, sizeof root, "layers");
-    CHECK(root[0] != 0);
-    if (!root[0]) return;
-    if (!make_tree(root)) {
-        fprintf(stderr, "SKIP fake trees: cannot compile with %s\n", VG_C_COMPILER);
-        tu_rmrf(root);
-        return;
-    }
+    if (!fake_tree_root(root, sizeof root)) return;
     /* core includes a public header whose function kernels defines, and calls it;
      * graph includes an internal header of exec; monitored one of exec too; an unranked
      * folder; a header that only includes a kernels header is kernels' too. */

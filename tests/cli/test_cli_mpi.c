@@ -5,6 +5,7 @@
  * from the last checkpoint, the global step never goes backwards, and the last run
  * finishes with a sane accuracy. Skips without MPI, mpiexec or the dataset. */
 #include "test_util.h"
+#include "cli_mpi_fixture.h"
 #include <vigil/vigil.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -36,14 +37,7 @@ static pid_t launch(const char *epochs, const char *out, const char *err) {
     argv[n] = NULL;
     pid_t pid = fork();
     if (pid == 0) {
-        setpgid(0, 0);
-        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-        setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-        setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
+        mpi_child_setup(out, err);
         execvp("mpiexec", (char *const *)argv);
         _exit(127);
     }

@@ -8,6 +8,7 @@
  * needed (scripts/multihost-faults.sh does the same across hosts). Skips without MPI
  * or mpiexec. */
 #include "test_util.h"
+#include "cli_mpi_fixture.h"
 #include <vigil/vigil.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -96,14 +97,7 @@ static void test_timeout__peer_stops_participating(void) {
     double t0 = now_s();
     pid_t pid = fork();
     if (pid == 0) {
-        setpgid(0, 0);
-        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-        setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-        setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
+        mpi_child_setup(out, err);
         setenv("VIGIL_COLLECTIVE_TIMEOUT_MS", "1000", 1);
         setenv("VIGIL_SHM", "0", 1); /* the MPI path, as across hosts */
         setenv("LSAN_OPTIONS", "detect_leaks=0", 1); /* ranks that exit unfinalized keep MPI's memory */

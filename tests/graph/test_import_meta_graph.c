@@ -5,6 +5,8 @@
  * (restored variable, four signatures), half_plus_two (ParseExample: rejected with the
  * list of missing op types). */
 #include "test_util.h"
+#include "train_fixture.h"
+#include "graph_fixture.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <unistd.h>
@@ -147,22 +149,15 @@ static void test_saved_model_tf2(void) {
 static vg_graph *build_model(vg_saver **saver_out) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 1}, 2, "x");
-    vg_output y = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 1}, 2, "y");
-    vg_variable w = vg_get_variable(g, "w", VG_FLOAT, (int64_t[]){1, 1}, 2, vg_init_random_uniform(-1, 1, 3),
-                                    VG_VAR_TRAINABLE);
-    vg_variable b = vg_get_variable(g, "b", VG_FLOAT, (int64_t[]){1}, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
-    vg_output gs = vg_get_or_create_global_step(g);
-    vg_output yhat = vg_add(g, vg_matmul(g, x, w.read, false, false, NULL), b.read, "y_hat");
-    vg_output loss = vg_reduce_mean(g, vg_square(g, vg_sub(g, yhat, y, NULL), NULL), NULL, -1, false, "loss");
-    vg_graph_add_to_collection(g, VG_LOSSES, loss);
-    vg_summary_scalar(g, "loss", loss);
+    linreg_model lr = linreg_model_build(g, 3);
+    vg_graph_add_to_collection(g, VG_LOSSES, lr.loss);
+    vg_summary_scalar(g, "loss", lr.loss);
     vg_optimizer *opt = vg_optimizer_new_sgd(0.5);
-    vg_op *train = vg_optimizer_minimize(opt, g, loss, NULL, 0, gs, "train"); /* into train_op */
+    vg_op *train = vg_optimizer_minimize(opt, g, lr.loss, NULL, 0, lr.gs, "train"); /* into train_op */
     vg_optimizer_free(opt);
     CHECK(train != NULL);
     vg_output q = vg_fifo_queue(g, (vg_dtype[]){VG_FLOAT}, NULL, 1, 10, "fifo");
-    vg_op *enq = vg_queue_enqueue(g, q, &loss, 1, "enq");
+    vg_op *enq = vg_queue_enqueue(g, q, &lr.loss, 1, "enq");
     vg_add_queue_runner(g, q, &enq, 1);
     *saver_out = vg_saver_new(g, NULL, &st);
     CHECK_OK(vg_graph_status(g, &st), &st);
@@ -212,9 +207,7 @@ static void test_meta_graph_round_trip(void) {
     CHECK(tu_mkdtemp(dir, sizeof dir, "import_mg")[0] != 0);
     char prefix[300], saved[400];
     snprintf(prefix, sizeof prefix, "%s/model.ckpt", dir);
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     CHECK_OK(vg_saver_save(saver, s, prefix, 7, saved, sizeof saved, &st), &st);
     vg_tensor *w0 = NULL, *w1 = NULL;
     CHECK_OK(vg_session_run1(s, vg_graph_output_by_name(g, "w:0", &st), &w0, &st), &st);

@@ -3,6 +3,7 @@
  * global step, variables, summaries through the collections): trains, checkpoints,
  * and a second run over a fresh import resumes from the checkpoint. */
 #include "test_util.h"
+#include "graph_fixture.h"
 #include "vigil/vigil.h"
 #include <unistd.h>
 
@@ -16,17 +17,10 @@ static vg_tensor *f32(const float *v, int64_t n) {
 static void export_model(void **meta, size_t *len) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 1}, 2, "x");
-    vg_output y = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 1}, 2, "y");
-    vg_variable w = vg_get_variable(g, "w", VG_FLOAT, (int64_t[]){1, 1}, 2, vg_init_random_uniform(-1, 1, 5),
-                                    VG_VAR_TRAINABLE);
-    vg_variable b = vg_get_variable(g, "b", VG_FLOAT, (int64_t[]){1}, 1, vg_init_zeros(), VG_VAR_TRAINABLE);
-    vg_output gs = vg_get_or_create_global_step(g);
-    vg_output yhat = vg_add(g, vg_matmul(g, x, w.read, false, false, NULL), b.read, "y_hat");
-    vg_output loss = vg_reduce_mean(g, vg_square(g, vg_sub(g, yhat, y, NULL), NULL), NULL, -1, false, "loss");
-    vg_summary_scalar(g, "loss", loss);
+    linreg_model lr = linreg_model_build(g, 5);
+    vg_summary_scalar(g, "loss", lr.loss);
     vg_optimizer *opt = vg_optimizer_new_sgd(0.5);
-    vg_optimizer_minimize(opt, g, loss, NULL, 0, gs, "train");
+    vg_optimizer_minimize(opt, g, lr.loss, NULL, 0, lr.gs, "train");
     vg_optimizer_free(opt);
     CHECK_OK(vg_graph_to_meta_graph(g, NULL, meta, len, &st), &st);
     vg_graph_free(g);

@@ -3,6 +3,7 @@
  * per test) and variable_scope.py (VariableScope.get_variable, variable_scope /
  * _pure_variable_scope with a VariableScope argument, _VariableScopeStore). */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "scope_test_util.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
@@ -27,10 +28,8 @@ static void test_name_scope_does_not_prefix_get_variable(void) {
     vg_graph_push_scope(g, "tower2");
     vg_variable again = vg_get_variable_ex(g, "w", &o);
     vg_graph_pop_scope(g);
-    vg_status st;
     CHECK(again.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Variable w already exists, disallowed. Did you mean to set reuse=True or "
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Variable w already exists, disallowed. Did you mean to set reuse=True or "
                                "reuse=tf.AUTO_REUSE in VarScope?");
     vg_graph_free(g);
 }
@@ -151,10 +150,8 @@ static void test_var_scope_get_var(void) {
     vg_variable_scope_pop(g);
     vg_variable_scope_pop(g);
     vg_variable_scope_pop(g);
-    vg_status st;
     CHECK(bad.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Variable root/towerA/baz/v does not exist");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Variable root/towerA/baz/v does not exist");
     CHECK_NAME(vg_variable_scope_name(g), "");
     vg_graph_free(g);
 }
@@ -511,10 +508,8 @@ static void test_nested_custom_getters(void) {
  * without a name is a ValueError (INVALID_ARGUMENT); re-entering a NULL object too. */
 static void test_reuse_without_name(void) {
     vg_graph *g = vg_graph_new();
-    vg_status st;
     CHECK(vg_variable_scope_push(g, NULL, &(vg_variable_scope_opts){.default_name = "d", .reuse = VG_REUSE_AUTO}) == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "reuse=True cannot be used without a name_or_scope");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "reuse=True cannot be used without a name_or_scope");
     vg_graph_free(g);
     g = vg_graph_new();
     CHECK(vg_variable_scope_enter(g, NULL, NULL) == NULL);

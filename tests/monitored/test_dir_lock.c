@@ -20,10 +20,8 @@ static vg_monitored_session *mts_on(vg_graph *g, const char *dir, bool no_lock, 
 }
 
 static void close_ms(vg_monitored_session *ms) {
-    vg_status st;
     if (!ms) return;
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
 }
 
 static void pid_str(char *buf, size_t len, long pid) { snprintf(buf, len, "(pid %ld", pid); }

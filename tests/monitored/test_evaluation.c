@@ -5,6 +5,7 @@
  * an input that runs out (OUT_OF_RANGE ends the loop cleanly), a missing checkpoint,
  * and argument errors. */
 #include "op_test_util.h"
+#include "status_fixture.h"
 
 static char dir[256];
 
@@ -232,8 +233,7 @@ static void test_errors(void) {
     vg_graph_add_to_collection(g, VG_EVAL_STEP, vg_const_i64(g, 0, NULL));
     vg_graph_add_to_collection(g, VG_EVAL_STEP, vg_const_i64(g, 0, NULL));
     CHECK(vg_get_or_create_eval_step(g).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Multiple tensors added to tf.GraphKeys.EVAL_STEP");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Multiple tensors added to tf.GraphKeys.EVAL_STEP");
     vg_graph_free(g);
 }
 

@@ -58,8 +58,7 @@ static void test_stop_at_step__last_step(void) {
     ht_set_gs(vg_monitored_session_raw_session(ms), &m, 11);
     CHECK_OK(ht_run_nothing(ms, &st), &st);
     CHECK(vg_monitored_session_should_stop(ms));
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 }
 
@@ -99,8 +98,7 @@ static void test_stop_at_step__num_steps(void) {
     ht_set_gs(raw, &m, 15);
     CHECK_OK(ht_run_nothing(ms, &st), &st);
     CHECK(vg_monitored_session_should_stop(ms));
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     /* 16: stops as well (a fresh hook, created at 5 again) */
     CHECK_OK(vg_stop_at_step_hook(10, -1, &h, &st), &st);
     ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
@@ -108,8 +106,7 @@ static void test_stop_at_step__num_steps(void) {
     ht_set_gs(vg_monitored_session_raw_session(ms), &m, 16);
     CHECK_OK(ht_run_nothing(ms, &st), &st);
     CHECK(vg_monitored_session_should_stop(ms));
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
 }
@@ -134,8 +131,7 @@ static void test_stop_at_step__last_step_after_restore(void) {
     CHECK_OK(ht_run_train(ms, &m, &st), &st);
     CHECK(vg_monitored_session_should_stop(ms));
     CHECK_EQ_INT(ht_get_gs(vg_monitored_session_raw_session(ms), &m), 5);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
 }
@@ -156,8 +152,7 @@ static void test_stop_at_step__multiple_steps(void) {
     ht_set_gs(vg_monitored_session_raw_session(ms), &m, 15);
     CHECK_OK(ht_run_nothing(ms, &st), &st);
     CHECK(vg_monitored_session_should_stop(ms));
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     /* the train op: 5 -> 15 in ten runs, the tenth stops */
     CHECK_OK(vg_stop_at_step_hook(10, -1, &h, &st), &st);
     ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
@@ -347,8 +342,7 @@ static void test_logging_tensor__print_first_step(void) {
     CHECK_OK(run_fetch(ms, l.train, &st), &st);
     CHECK_EQ_INT(s.n, 2);
     CHECK_STR_CONTAINS(s.last, " sec)");
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(l.g);
 }
 
@@ -417,8 +411,7 @@ static void test_logging_tensor__print_formatter(void) {
     CHECK_OK(run_fetch(ms, l.train, &st), &st);
     CHECK_EQ_INT(s.n, 1);
     CHECK(!strcmp(s.last, "qqq=42.0"));
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(l.g);
 }
 
@@ -512,8 +505,7 @@ static void test_global_step_waiter__not_wait_for_step_zero(void) {
     double t0 = ht_wall();
     CHECK_OK(ht_run_nothing(ms, &st), &st);
     CHECK(ht_wall() - t0 < 0.4); /* no 0.5 s poll */
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     /* no global step -> begin() fails */
     vg_graph *g = vg_graph_new();
     vg_const_f32(g, 1.0f, "c");
@@ -569,8 +561,7 @@ static void test_global_step_waiter__wait_for_step(void) {
     double t0 = ht_wall();
     CHECK_OK(ht_run_nothing(ms, &st), &st);
     CHECK(ht_wall() - t0 < 0.4);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 }
 
@@ -713,8 +704,7 @@ static void test_feed_fn__feeding_placeholder(void) {
         vg_tensor_free(out[0]);
     }
     CHECK_EQ_INT(f.calls, 2); /* feed_fn is called every step */
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_tensor_free(f.one);
     vg_graph_free(g);
 }

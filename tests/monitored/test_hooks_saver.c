@@ -111,8 +111,7 @@ static void test_checkpoint_saver__saves_when_saver_and_scaffold_both_missing(vo
     CHECK_EQ_INT(ht_ckpt_gs(dir), -1);
     CHECK_OK(ht_run_train(ms, &m, &st), &st);
     CHECK_EQ_INT(ht_ckpt_gs(dir), 1);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
     tu_rmrf(dir);
@@ -122,8 +121,7 @@ static void test_checkpoint_saver__saves_when_saver_and_scaffold_both_missing(vo
 static void test_checkpoint_saver__save_secs_first_step_and_end(void) {
     vg_status st;
     char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "ckh");
-    ht_clock_mock(1484695987.209386);
+    ht_begin_dir(dir, sizeof dir, "ckh");
     ht_model m = ht_model_make();
     vg_scaffold *sc = vg_scaffold_new(NULL);
     vg_hook h = ht_without_after_create(ckpt_hook(dir, 2, -1, sc, NULL, 0));
@@ -139,16 +137,14 @@ static void test_checkpoint_saver__save_secs_first_step_and_end(void) {
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
 }
 
 /* item 150: run, run, end with save_secs=2 -> begin 1, before_save 2, after_save 2, end 1 */
 static void test_checkpoint_saver__save_secs_calls_listeners_at_begin_and_end(void) {
     vg_status st;
     char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "ckh");
-    ht_clock_mock(1484695987.209386);
+    ht_begin_dir(dir, sizeof dir, "ckh");
     ht_model m = ht_model_make();
     vg_scaffold *sc = vg_scaffold_new(NULL);
     counts c = {0};
@@ -167,8 +163,7 @@ static void test_checkpoint_saver__save_secs_calls_listeners_at_begin_and_end(vo
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
 }
 
 /* item 151: in a SingularMonitoredSession (after_create_session saves step 0),
@@ -198,8 +193,7 @@ static void test_checkpoint_saver__listener_with_monitored_session(void) {
         ms = ht_singular(m.g, sc, dir, NULL, 0, &st);
         if (!ms) return;
         CHECK_EQ_INT(ht_get_gs(vg_monitored_session_raw_session(ms), &m), 2);
-        vg_monitored_session_end(ms, VG_OK, &st);
-        vg_monitored_session_free(ms);
+        ht_close_session(ms);
         vg_scaffold_free(sc);
         vg_graph_free(m.g);
         vg_file_writer_cache_clear();
@@ -224,8 +218,7 @@ static void test_checkpoint_saver__listener_stops_training_in_after_save(void) {
     CHECK(!vg_monitored_session_should_stop(ms));
     CHECK_OK(ht_run_train(ms, &m, &st), &st);
     CHECK(vg_monitored_session_should_stop(ms));
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
@@ -259,13 +252,11 @@ static void test_checkpoint_saver__save_secs_saves_periodically(void) {
     ht_now_value = t + 10;
     CHECK_OK(ht_run_train(ms, &m, &st), &st); /* saved */
     CHECK_EQ_INT(ht_ckpt_gs(dir), 6);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
 }
 
 /* item 154: the listener schedule with a mocked clock */
@@ -296,8 +287,7 @@ static void test_checkpoint_saver__save_secs_calls_listeners_periodically(void) 
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
 }
 
 /* item 155: save_steps=2 without after_create_session: saves at 1, 3, 5 */
@@ -354,8 +344,7 @@ static void test_checkpoint_saver__summary_writer_defs(void) {
     CHECK_EQ_INT(e->nmeta, 1);
     CHECK(e->meta_has_saver);
     free(e);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
@@ -377,8 +366,7 @@ static void test_checkpoint_saver__save_checkpoint_before_first_train_step(void)
     CHECK_EQ_INT(ht_ckpt_gs(dir), 0);
     CHECK_OK(ht_run_train(ms, &m, &st), &st);
     CHECK_EQ_INT(ht_ckpt_gs(dir), 2);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
@@ -417,8 +405,7 @@ static void test_checkpoint_saver__save_graph_def(void) {
         CHECK_EQ_INT(e->nmeta, sgd);
         CHECK_EQ_INT(e->nckpt, 2); /* steps 0 and 1 */
         free(e);
-        vg_monitored_session_end(ms, VG_OK, &st);
-        vg_monitored_session_free(ms);
+        ht_close_session(ms);
         vg_scaffold_free(sc);
         vg_graph_free(m.g);
         vg_file_writer_cache_clear();
@@ -491,8 +478,7 @@ static void test_step_counter__bad_args(void) {
 static void test_step_counter__every_n_steps(void) {
     vg_status st;
     char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "sch");
-    ht_clock_mock(1484695987.209386);
+    ht_begin_dir(dir, sizeof dir, "sch");
     ht_model m = ht_model_make();
     vg_file_writer *w = vg_file_writer_new(dir, NULL, &st);
     vg_hook h = step_counter(10, -1, w);
@@ -505,8 +491,7 @@ static void test_step_counter__every_n_steps(void) {
     }
     CHECK_EQ_INT(ht_log_warnings, 0);
     ht_log_release();
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_file_writer_free(w);
     ht_events *e = malloc(sizeof *e);
     ht_read_events(dir, e);
@@ -520,16 +505,14 @@ static void test_step_counter__every_n_steps(void) {
     CHECK_NEAR(vals[0], 100.0, 1e-3); /* 10 steps in 0.1 mocked seconds */
     free(e);
     vg_graph_free(m.g);
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
 }
 
 /* item 163: every_n_secs=0.1 with 0.2 s between three steps: summaries at 2 and 3 */
 static void test_step_counter__every_n_secs(void) {
     vg_status st;
     char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "sch");
-    ht_clock_mock(1484695987.209386);
+    ht_begin_dir(dir, sizeof dir, "sch");
     ht_model m = ht_model_make();
     vg_file_writer *w = vg_file_writer_new(dir, NULL, &st);
     vg_hook h = step_counter(-1, 0.1, w);
@@ -539,8 +522,7 @@ static void test_step_counter__every_n_secs(void) {
         CHECK_OK(ht_run_train(ms, &m, &st), &st);
         ht_now_value += 0.2;
     }
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_file_writer_free(w);
     ht_events *e = malloc(sizeof *e);
     ht_read_events(dir, e);
@@ -552,22 +534,17 @@ static void test_step_counter__every_n_secs(void) {
     CHECK_NEAR(vals[0], 5.0, 1e-6);
     free(e);
     vg_graph_free(m.g);
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
 }
 
 /* item 164: a global step named "bar/foo" -> tag "bar/foo/sec"; every step: step 2 only */
 static void test_step_counter__global_step_name(void) {
     vg_status st;
     char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "sch");
-    ht_clock_mock(1484695987.209386);
-    vg_graph *g = vg_graph_new();
-    vg_variable_scope_push(g, "bar", NULL); /* with variable_scope('bar') */
-    vg_variable gs = vg_get_variable(g, "foo", VG_INT64, NULL, 0, vg_init_zeros(), 0);
-    vg_variable_scope_pop(g);
+    ht_begin_dir(dir, sizeof dir, "sch");
+    vg_variable gs;
+    vg_graph *g = ht_graph_with_bar_foo_step(VG_INT64, &gs);
     CHECK(gs.var && !strcmp(vg_op_name(gs.var), "bar/foo"));
-    vg_graph_add_to_collection(g, VG_GLOBAL_STEP, gs.ref);
     ht_model m = ht_model_make_on(g);
     CHECK(m.gs.op == gs.var);
     vg_file_writer *w = vg_file_writer_new(dir, NULL, &st);
@@ -578,8 +555,7 @@ static void test_step_counter__global_step_name(void) {
         ht_now_value += 0.5;
         CHECK_OK(ht_run_train(ms, &m, &st), &st);
     }
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_file_writer_free(w);
     ht_events *e = malloc(sizeof *e);
     ht_read_events(dir, e);
@@ -589,8 +565,7 @@ static void test_step_counter__global_step_name(void) {
     CHECK_EQ_INT(steps[0], 2);
     free(e);
     vg_graph_free(g);
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
 }
 
 /* item 165: a global step that never increases is warned about (the first 5 times) */
@@ -607,8 +582,7 @@ static void test_step_counter__log_warning_if_global_step_not_increased(void) {
     CHECK_STR_CONTAINS(ht_log_buf, "has not been increased");
     CHECK_EQ_INT(ht_log_warnings, 5);
     ht_log_release();
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 }
 
@@ -647,8 +621,7 @@ static vg_hook summary_hook(int64_t steps, double secs, vg_file_writer *w, vg_ou
 static ht_events *run_summary_hook(sum_model *s, int64_t steps, double secs, vg_output op, int runs, double dt) {
     vg_status st;
     char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "ssh");
-    ht_clock_mock(1484695987.209386);
+    ht_begin_dir(dir, sizeof dir, "ssh");
     vg_file_writer *w = vg_file_writer_new(dir, NULL, &st);
     vg_hook h = summary_hook(steps, secs, w, op);
     ht_events *e = calloc(1, sizeof *e);
@@ -663,8 +636,7 @@ static ht_events *run_summary_hook(sum_model *s, int64_t steps, double secs, vg_
         vg_monitored_session_free(ms);
     }
     vg_file_writer_free(w);
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
     return e;
 }
 
@@ -846,12 +818,10 @@ static void run_profiler(int64_t steps, double secs, const double *at, int runs,
             fclose(f);
         }
     }
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
 }
 
 /* items 190, 191: save_secs=2, mocked clock: nothing after the first step; files after

@@ -90,13 +90,9 @@ static void test_tfedge__graph_events_without_step(void) {
 static void test_tfedge__int32_global_step(void) {
     vg_status st;
     char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "tfe");
-    ht_clock_mock(1484695987.209386);
-    vg_graph *g = vg_graph_new();
-    vg_variable_scope_push(g, "bar", NULL); /* with variable_scope('bar') */
-    vg_variable gs = vg_get_variable(g, "foo", VG_INT32, NULL, 0, vg_init_zeros(), 0);
-    vg_variable_scope_pop(g);
-    vg_graph_add_to_collection(g, VG_GLOBAL_STEP, gs.ref);
+    ht_begin_dir(dir, sizeof dir, "tfe");
+    vg_variable gs;
+    vg_graph *g = ht_graph_with_bar_foo_step(VG_INT32, &gs);
     CHECK(vg_get_global_step(g).op == gs.var);
     vg_op *train = vg_assign_add(g, gs.ref, vg_const_i32(g, 1, "one"), "train").op;
     vg_output loss = vg_const_f32(g, 0.5f, "loss_value");
@@ -162,8 +158,7 @@ static void test_tfedge__int32_global_step(void) {
     free(e);
     CHECK(ht_count_files(dir, "timeline-", ".json") >= 1);
     vg_graph_free(g);
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
 }
 
 /* TF's assert_global_step: a float "global step" is refused by the hooks (TypeError in

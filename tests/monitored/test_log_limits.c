@@ -51,8 +51,7 @@ static void test_log_limits__step_counter_warns_five_times(void) {
     for (int i = 0; ms && i < 300; i++) CHECK_OK(ht_run_nothing(ms, &st), &st);
     CHECK_EQ_INT(g_count.warn_not_increased, 5);
     if (ms) {
-        vg_monitored_session_end(ms, VG_OK, &st);
-        vg_monitored_session_free(ms);
+        ht_close_session(ms);
     }
     h = step_counter_every(1);
     ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
@@ -64,8 +63,7 @@ static void test_log_limits__step_counter_warns_five_times(void) {
     CHECK_EQ_INT(g_count.warn_not_increased, 5);
     CHECK_EQ_INT(g_count.warn_total, 5);
     if (ms) {
-        vg_monitored_session_end(ms, VG_OK, &st);
-        vg_monitored_session_free(ms);
+        ht_close_session(ms);
     }
     counting_off();
     vg_graph_free(m.g);
@@ -134,8 +132,7 @@ static void test_log_limits__nan_warns_once(void) {
     CHECK_EQ_INT(runs, 1);
     CHECK_EQ_INT(g_count.diverged, 1);
     if (ms) {
-        vg_monitored_session_end(ms, VG_OK, &st);
-        vg_monitored_session_free(ms);
+        ht_close_session(ms);
     }
     vg_graph_free(m.g);
 }

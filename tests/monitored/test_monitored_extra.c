@@ -269,8 +269,7 @@ static void test_monitored__run_context(void) {
     CHECK_EQ_INT(h.after, 2);
     CHECK_EQ_INT(h.other_after, 2);
     CHECK(vg_monitored_session_should_stop(ms));
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_tensor_free(one);
     vg_graph_free(m.g);
 }
@@ -370,8 +369,7 @@ static void test_monitored__coordinator_preemption_substituted(void) {
     CHECK_EQ_INT(cc.created, 2);
     CHECK_EQ_INT(h2.acs, 2);
     CHECK(!vg_monitored_session_should_stop(ms));
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 }
 
@@ -420,8 +418,7 @@ static void test_monitored__recovery_from_session_getting_stuck(void) {
     CHECK(!vg_monitored_session_should_stop(ms));
     CHECK_EQ_INT(cc.created, 2);
     CHECK_EQ_INT(h1.before, 2); /* the whole call ran twice */
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 }
 
@@ -479,8 +476,7 @@ static void test_monitored__step_fn_recovery(void) {
         CHECK(!vg_monitored_session_should_stop(ms));
         CHECK_EQ_INT(cc.created, 2);
         CHECK_EQ_INT(h.before, raw ? 0 : 2);
-        vg_monitored_session_end(ms, VG_OK, &st);
-        vg_monitored_session_free(ms);
+        ht_close_session(ms);
         /* 37: UNKNOWN reported -> should_stop, no new session, end returns it */
         xhook h2 = {0};
         k = xh(&h2);
@@ -529,8 +525,7 @@ static void test_monitored__step_fn_recovery(void) {
     CHECK_EQ_INT(s.calls, 2);
     CHECK_NEAR(s.result, 5.0, 0);
     CHECK_EQ_INT(cc.created, 4);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     /* 72: a hook's before_run raises ABORTED inside run_with_hooks */
     xhook h3 = {0};
     h3.fail_before_at = 1;
@@ -547,8 +542,7 @@ static void test_monitored__step_fn_recovery(void) {
     CHECK_EQ_INT(h3.nresults, 1);
     CHECK_NEAR(h3.last, 5.0, 0);
     CHECK_EQ_INT(h3.acs, 2);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 }
 
@@ -612,8 +606,7 @@ static void test_monitored__singular_initializes(void) {
     if (!ms) return;
     CHECK_NEAR(ht_fetch_scalar(ms, m.v, &rc, &st), 0.0, 0);
     CHECK_EQ_INT(rc, VG_OK);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 }
 
@@ -652,8 +645,7 @@ static void test_monitored__retry_initialization_on_aborted_error(void) {
     CHECK_EQ_INT(rc, VG_OK);
     CHECK(out[0] && *(const int64_t *)vg_tensor_data(out[0]) == 0);
     vg_tensor_free(out[0]);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     init_fn_aborts = 1;
     ms = ht_singular(m.g, sc, NULL, NULL, 0, &st);
     CHECK(ms == NULL);
@@ -696,8 +688,7 @@ static void test_monitored__hook_errors_at_construction(void) {
     if (ms) {
         vg_code rc;
         CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
-        vg_monitored_session_end(ms, VG_OK, &st);
-        vg_monitored_session_free(ms);
+        ht_close_session(ms);
     }
     /* Singular: the ABORTED escapes; another error escapes MonitoredSession too */
     xhook e = {0};
@@ -758,8 +749,7 @@ static void test_monitored__recovery_resets_hook_stop(void) {
     vg_coord_request_stop(h.coord, &err);
     CHECK(!vg_monitored_session_should_stop(ms)); /* recovered: the old stop request is gone */
     CHECK_EQ_INT(h.acs, 2);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 }
 

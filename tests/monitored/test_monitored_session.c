@@ -213,8 +213,7 @@ static void test_monitored__finalized_graph_stays_finalized(void) {
     o.scaffold = sc;
     vg_monitored_session *ms = vg_singular_monitored_session_new(m.g, &o, &st);
     CHECK(ms != NULL);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     CHECK(vg_graph_finalized(m.g));
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
@@ -267,8 +266,7 @@ static void test_monitored__hooks_fetch_and_feed(void) {
     h2.feed = a;
     CHECK_CODE(run_fetch(ms, ab, &st, &rc) < 0 ? rc : VG_OK, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Same tensor is fed by two hooks.");
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_tensor_free(cv);
     vg_tensor_free(h1.feed_val);
     vg_tensor_free(h2.feed_val);
@@ -294,8 +292,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     CHECK_EQ_INT(rc, VG_FAILED_PRECONDITION); /* 18 */
     CHECK_STR_CONTAINS(st.msg, "Run called even after should_stop requested.");
     CHECK_EQ_INT(h1.before, b1);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 
     /* 17: a stop requested in before_run takes effect after the step */
@@ -308,8 +305,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_OK);
     CHECK(vg_monitored_session_should_stop(ms));
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 
     /* 22: before_run error stops later hooks and the run; 23: after_run error discards
@@ -337,8 +333,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_INTERNAL);
     CHECK(!vg_monitored_session_should_stop(ms));
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 }
 
@@ -372,8 +367,7 @@ static void test_monitored__merge_run_options(void) {
     CHECK_EQ_INT(vg_run_metadata_num_partition_graphs(md), 1); /* 83 */
     CHECK(vg_run_metadata_num_nodes(md) > 0);                  /* full trace recorded */
     vg_run_metadata_free(md);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 }
 
@@ -477,8 +471,7 @@ static void test_monitored__recovery(void) {
     CHECK_EQ_INT(h.after_create, 2);   /* 43 */
     CHECK_EQ_INT(f.calls, 4);
     /* 34: sessions aborting in the run itself (TestRaise) */
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 
     m = make_model();
@@ -497,8 +490,7 @@ static void test_monitored__recovery(void) {
     }
     CHECK_EQ_INT(atomic_load(&raise_runs), 4); /* one retried run */
     atomic_store(&raise_at_run, -1);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 }
 
@@ -581,8 +573,7 @@ static void test_monitored__coordinator(void) {
     CHECK(vg_monitored_session_should_stop(ms)); /* 27 */
     run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_OK); /* 27.7: a plain coordinator stop does not block run */
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     vg_graph_free(m.g);
 }
 

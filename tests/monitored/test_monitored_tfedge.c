@@ -50,6 +50,14 @@ static vg_hook eh(ehook *h) {
     vg_hook k = {"e", NULL, e_acs, e_before, NULL, e_end, NULL, h};
     return k;
 }
+/* A new graph (*g, the caller frees it) with a global step, and a MonitoredSession on it
+ * whose one hook is eh(h) (the session copies the hook). */
+static vg_monitored_session *eh_session(vg_graph **g, ehook *h, vg_status *st) {
+    *g = vg_graph_new();
+    vg_get_or_create_global_step(*g);
+    vg_hook k = eh(h);
+    return vg_monitored_session_new(*g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, st);
+}
 
 static void report(vg_coord *c, vg_code code, const char *msg) {
     vg_status err;
@@ -92,11 +100,9 @@ static void test_tfedge__singular_coord_error_without_should_stop(void) {
  * closed." from the `finally`, replacing the hook's own error. */
 static void test_tfedge__second_close_hook_end_fails(void) {
     vg_status st;
-    vg_graph *g = vg_graph_new();
-    vg_get_or_create_global_step(g);
+    vg_graph *g;
     ehook h = {0};
-    vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
+    vg_monitored_session *ms = eh_session(&g, &h, &st);
     if (!ms) return;
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
     CHECK_EQ_INT(h.end, 1);
@@ -133,12 +139,9 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
         vg_monitored_session_free(ms);
         vg_graph_free(g);
     }
-    vg_graph *g = vg_graph_new();
-    vg_get_or_create_global_step(g);
-    ehook h = {0};
-    h.end_code = VG_INTERNAL;
-    vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
+    vg_graph *g;
+    ehook h = {.end_code = VG_INTERNAL};
+    vg_monitored_session *ms = eh_session(&g, &h, &st);
     if (!ms) return;
     CHECK_CODE(vg_monitored_session_close(ms, &st), VG_INTERNAL);
     CHECK_STR_CONTAINS(st.msg, "hook failed in end");
@@ -154,11 +157,10 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
 static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     vg_status st;
     vg_code rc;
-    vg_graph *g = vg_graph_new();
-    vg_output gs = vg_get_or_create_global_step(g);
+    vg_graph *g;
     ehook h = {0};
-    vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
+    vg_monitored_session *ms = eh_session(&g, &h, &st);
+    vg_output gs = vg_get_global_step(g);
     if (!ms) return;
     CHECK_NEAR(ht_fetch_scalar(ms, gs, &rc, &st), 0, 0);
     report(h.coord, VG_UNKNOWN, "a thread failed");
@@ -199,11 +201,9 @@ static vg_code step_aborted(vg_step_context *sc, void *payload, vg_status *st) {
 }
 static void test_tfedge__step_fn_preemption_with_stored_error(void) {
     vg_status st;
-    vg_graph *g = vg_graph_new();
-    vg_get_or_create_global_step(g);
+    vg_graph *g;
     ehook h = {0};
-    vg_hook k = eh(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
+    vg_monitored_session *ms = eh_session(&g, &h, &st);
     if (!ms) return;
     report(h.coord, VG_UNKNOWN, "a thread failed");
     int calls = 0;

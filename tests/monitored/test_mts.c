@@ -58,14 +58,12 @@ static vg_monitored_session *mts(vg_graph *g, const vg_mts_options *o) {
 
 /* Restarts on dir (defaults) and returns the global step it reads. */
 static int64_t restart_gs(ht_model *m, const char *dir) {
-    vg_status st;
     vg_mts_options o = {0};
     o.checkpoint_dir = dir;
     vg_monitored_session *ms = mts(m->g, &o);
     if (!ms) return -1;
     int64_t v = gs_of(ms, m);
-    vg_monitored_session_end(ms, VG_OK, &st);
-    vg_monitored_session_free(ms);
+    ht_close_session(ms);
     return v;
 }
 
@@ -118,8 +116,7 @@ static void test_mts__save_checkpoint_steps(void) {
 static void test_mts__save_checkpoint_secs(void) {
     vg_status st;
     char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "mts");
-    ht_clock_mock(1484695987.209386);
+    ht_begin_dir(dir, sizeof dir, "mts");
     ht_model m = ht_model_make();
     vg_mts_options o = {0};
     o.checkpoint_dir = dir;
@@ -137,8 +134,7 @@ static void test_mts__save_checkpoint_secs(void) {
     CHECK_EQ_INT(restart_gs(&m, dir), 11);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
 }
 
 /* Builds the user's summary my_summary_tag = 2 * (global_step += 1). */
@@ -153,8 +149,7 @@ static void test_mts__summaries(void) {
     vg_status st;
     for (int secs = 0; secs < 2; secs++) {
         char dir[64];
-        tu_mkdtemp(dir, sizeof dir, "mts");
-        ht_clock_mock(1484695987.209386);
+        ht_begin_dir(dir, sizeof dir, "mts");
         ht_model m = ht_model_make();
         user_summary(&m);
         vg_mts_options o = {0};
@@ -198,8 +193,7 @@ static void test_mts__summaries(void) {
         CHECK_EQ_INT(e->nstart, 1);
         free(e);
         vg_graph_free(m.g);
-        ht_clock_restore();
-        tu_rmrf(dir);
+        ht_end_dir(dir);
     }
 }
 
@@ -343,8 +337,7 @@ static void test_mts__both_frequencies(void) {
     if (ms) {
         for (int i = 0; i < 5; i++) CHECK_OK(train(ms, &m, &st), &st);
         CHECK_EQ_INT(ht_ckpt_gs(dir), 5);
-        vg_monitored_session_end(ms, VG_OK, &st);
-        vg_monitored_session_free(ms);
+        ht_close_session(ms);
     }
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
@@ -357,8 +350,7 @@ static void test_mts__summary_dir_and_no_step_counter(void) {
     vg_status st;
     char dir[64], sdir[64];
     tu_mkdtemp(dir, sizeof dir, "mts");
-    tu_mkdtemp(sdir, sizeof sdir, "mts");
-    ht_clock_mock(1484695987.209386);
+    ht_begin_dir(sdir, sizeof sdir, "mts");
     ht_model m = ht_model_make();
     user_summary(&m);
     vg_mts_options o = {0};
@@ -386,8 +378,7 @@ static void test_mts__summary_dir_and_no_step_counter(void) {
     free(e);
     CHECK_EQ_INT(ht_ckpt_gs(dir), 4);
     vg_graph_free(m.g);
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
     tu_rmrf(sdir);
 }
 

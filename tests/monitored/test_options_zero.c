@@ -26,8 +26,7 @@ static void run_mts(vg_mts_options o, mts_seen *seen) {
     vg_status st;
     char dir[64];
     memset(seen, 0, sizeof *seen);
-    tu_mkdtemp(dir, sizeof dir, "optz");
-    ht_clock_mock(1484695987.209386);
+    ht_begin_dir(dir, sizeof dir, "optz");
     ht_model m = ht_model_make();
     user_summary(&m);
     o.checkpoint_dir = dir;
@@ -52,8 +51,7 @@ static void run_mts(vg_mts_options o, mts_seen *seen) {
         seen->graph_pbtxt = ht_exists(dir, "graph.pbtxt");
     }
     vg_graph_free(m.g);
-    ht_clock_restore();
-    tu_rmrf(dir);
+    ht_end_dir(dir);
 }
 
 /* MonitoredTrainingSession() with no arguments: StepCounterHook every 100 steps,

@@ -3,6 +3,7 @@
  * session_manager behaviour. TestNotReady (a test op) reports an uninitialized variable
  * for its first `not_ready_left` runs, to drive wait_for_session's polling. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "kernels/kernel.h"
 #include "hook_test_util.h"
 #include "monitored/monitored_internal.h"
@@ -146,8 +147,7 @@ static void test_scaffold__defaults_empty_graph(void) {
     vg_session_free(sess);
     /* 92: adding an op now fails */
     CHECK(vg_const_f32(g, 1.0f, "late").op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Graph is finalized and cannot be modified");
+    EXPECT_GRAPH_ERROR(g, VG_FAILED_PRECONDITION, "Graph is finalized and cannot be modified");
     vg_scaffold_free(s);
     vg_graph_free(g);
 }

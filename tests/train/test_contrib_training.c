@@ -5,6 +5,8 @@
  * max_number_of_evaluations, the same hooks across evaluations),
  * tf.contrib.layers.fully_connected and aggregate_metric_map; values computed by hand. */
 #include "op_test_util.h"
+#include "train_fixture.h"
+#include "status_fixture.h"
 #include <math.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -242,9 +244,7 @@ static void test_fully_connected(void) {
     vg_graph_collection(g, "model_variables", &n);
     CHECK_EQ_INT(n, 4);
     vg_output w = vg_graph_output_by_name(g, "fully_connected/weights/read", &st);
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *sess = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(sess, &init, 1, &st), &st);
+    vg_session *sess = initialized_session(g);
     vg_output f[2] = {y, w};
     vg_tensor *v[2] = {NULL, NULL};
     CHECK_OK(vg_session_run(sess, NULL, NULL, NULL, 0, f, v, 2, NULL, 0, NULL, &st), &st);
@@ -268,8 +268,7 @@ static void test_fully_connected(void) {
     g = vg_graph_new();
     int64_t d1 = 3;
     CHECK(vg_fully_connected(g, cst(g, VG_FLOAT, &d1, 1, xv), 2, VG_ACT_NONE, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "fully_connected");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "fully_connected");
     vg_graph_free(g);
 }
 

@@ -5,6 +5,8 @@
  * (decay = min(0.25, (1 + n) / (10 + n))), testAverageVariablesNames /
  * variables_to_restore ({v0/foo: v0, v1/foo: v1, v2: v2}), and the dtype error. */
 #include "op_test_util.h"
+#include "train_fixture.h"
+#include "status_fixture.h"
 
 static vg_variable var_of(vg_graph *g, const char *name, double v, unsigned flags) {
     int64_t d[1] = {4};
@@ -64,9 +66,7 @@ static void check_decay(double decay, bool with_num_updates, double actual) {
     int64_t d[1] = {4};
     double twenty[4] = {20, 20, 20, 20};
     vg_output set20 = vg_assign(g, v0.ref, cst(g, VG_FLOAT, d, 1, twenty), true, NULL);
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    run_op(s, init);
+    vg_session *s = initialized_session(g);
     CHECK_NEAR(val(s, a0), 10, 1e-6);
     CHECK_NEAR(val(s, a1), 30, 1e-6);
     run_op(s, set20.op);
@@ -132,10 +132,8 @@ static void test_ema_errors(void) {
     vg_graph *g = vg_graph_new();
     vg_variable iv = vg_variable_new(g, "steps", vg_const_i32(g, 0, NULL), 0);
     vg_ema *ema = vg_ema_new(g, 0.9, vg_out(NULL, 0), false, NULL);
-    vg_status st;
     CHECK(vg_ema_apply(ema, &iv.ref, 1) == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "The variables must be half, float, or double: steps");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "The variables must be half, float, or double: steps");
     vg_ema_free(ema);
     vg_graph_free(g);
     g = vg_graph_new();
@@ -143,8 +141,7 @@ static void test_ema_errors(void) {
     int64_t unk[1] = {-1};
     vg_output t = vg_placeholder(g, VG_FLOAT, unk, 1, "p");
     CHECK(vg_ema_apply(ema, &t, 1) == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "must be fully defined");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "must be fully defined");
     vg_ema_free(ema);
     vg_graph_free(g);
 }
@@ -168,9 +165,7 @@ static void check_tensor(bool zero_debias) {
         CHECK(vg_graph_op_by_name(g, "add/ExponentialMovingAverage/biased") != NULL);
         CHECK(vg_graph_op_by_name(g, "add/ExponentialMovingAverage/local_step") != NULL);
     }
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    run_op(s, init);
+    vg_session *s = initialized_session(g);
     CHECK_NEAR(val(s, a2), 0.0, 0);
     double dk = 0.25;
     run_op(s, update);
@@ -331,9 +326,7 @@ static void check_names_scope(bool zero_debias) {
     CHECK(strcmp(vg_ema_average_name(ema, t2, b2, sizeof b2), "scope2/scope1/add/foo") == 0);
     vg_variable_scope_pop(g);
     /* the averages still work under the scoped names */
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    run_op(s, init);
+    vg_session *s = initialized_session(g);
     run_op(s, up);
     CHECK_NEAR(val(s, vg_ema_average(ema, v0.ref)), 10.0, 1e-6);
     CHECK_NEAR(val(s, vg_ema_average(ema, t2)), zero_debias ? 40.0 : 40.0 * 0.75, 1e-6);
@@ -430,9 +423,7 @@ static void test_ema_apply_twice(void) {
     int nma = 0;
     vg_graph_collection(g, VG_MOVING_AVERAGE_VARIABLES, &nma);
     CHECK_EQ_INT(nma, 2);
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    run_op(s, init);
+    vg_session *s = initialized_session(g);
     run_op(s, op);
     run_op(s, s0.op);
     run_op(s, s1.op);

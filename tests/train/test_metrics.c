@@ -9,6 +9,7 @@
  * variables' names and collections, resetting through local_variables_initializer, and
  * the bad-input errors. */
 #include "op_test_util.h"
+#include "status_fixture.h"
 
 typedef struct sess_t {
     vg_graph *g;
@@ -196,8 +197,7 @@ static void test_accuracy(void) {
                             &(vg_metric_opts){.weights = vg_const_fill(g, VG_FLOAT, &d3, 1, 1, NULL)});
     /* [3] broadcasts against [10, 3]? TF requires equal rank or a scalar */
     CHECK(m.value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "weights can not be broadcast");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "weights can not be broadcast");
     vg_graph_free(g);
 }
 
@@ -222,10 +222,8 @@ static void test_errors_mse_mae(void) {
     check_metric(g, m, sqrt((9 + 1 + 100 + 169) / 4.0), 1e-6);
     g = vg_graph_new();
     m = vg_metrics_mean_absolute_error(g, cst(g, VG_FLOAT, D14, 2, l), cst(g, VG_FLOAT, D41, 2, p), NULL);
-    vg_status st;
     CHECK(m.value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "mean_absolute_error");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "mean_absolute_error");
     vg_graph_free(g);
 }
 
@@ -427,8 +425,7 @@ static void test_auc(void) {
     vg_status st;
     vg_output l = cst(g, VG_INT64, D14, 2, l4), p = cst(g, VG_FLOAT, D14, 2, p4);
     CHECK(vg_metrics_auc(g, l, p, 200, "XY", NULL, NULL).value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "curve must be either ROC or PR");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "curve must be either ROC or PR");
     vg_graph_free(g);
     g = vg_graph_new();
     l = cst(g, VG_INT64, D14, 2, l4), p = cst(g, VG_FLOAT, D14, 2, p4);
@@ -438,8 +435,7 @@ static void test_auc(void) {
     g = vg_graph_new();
     l = cst(g, VG_INT64, D14, 2, l4), p = cst(g, VG_FLOAT, D24, 2, NULL);
     CHECK(vg_metrics_auc(g, l, p, 200, NULL, NULL, NULL).value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "incompatible");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "incompatible");
     vg_graph_free(g);
 }
 
@@ -592,8 +588,7 @@ static void test_top_k(void) {
     int64_t d3 = 3;
     CHECK(vg_metrics_recall_at_k(g, cst(g, VG_INT64, &d3, 1, NULL), cst(g, VG_FLOAT, D24, 2, NULL), 1, -1, NULL)
               .value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "recall_at_k");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "recall_at_k");
     vg_graph_free(g);
     g = vg_graph_new();
     CHECK(vg_metrics_precision_at_k(g, cst(g, VG_FLOAT, &d2, 1, NULL), cst(g, VG_FLOAT, D24, 2, NULL), 1, -1, NULL)
@@ -761,12 +756,10 @@ static void test_rates_at(void) {
     CHECK_NEAR(rate_of(false, ls, 0.4, w10, 10), 8.0 / 15.0, 1e-6);
     vg_graph *g = vg_graph_new();
     int64_t d4 = 4;
-    vg_status st;
     CHECK(vg_metrics_sensitivity_at_specificity(g, cst(g, VG_INT64, &d4, 1, NULL), cst(g, VG_FLOAT, &d4, 1, NULL), 1.5,
                                                 200, NULL)
               .value.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "`specificity` must be in the range [0, 1].");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "`specificity` must be in the range [0, 1].");
     vg_graph_free(g);
 
     /* testExtremeThresholds */

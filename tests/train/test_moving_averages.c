@@ -6,6 +6,8 @@
  * differences), tf.pad and tf.nn.xw_plus_b. */
 #include "gradcheck.h"
 #include "test_util.h"
+#include "train_fixture.h"
+#include "status_fixture.h"
 #include "vigil/vigil.h"
 
 static vg_tensor *f32(const float *v, const int64_t *dims, int nd) {
@@ -93,8 +95,7 @@ static void test_assign_moving_average_plain(void) {
     /* a value of another shape is INVALID_ARGUMENT naming the variable */
     vg_output bad = vg_placeholder(g, VG_FLOAT, (int64_t[]){3}, 1, "bad");
     CHECK(vg_assign_moving_average(g, v.ref, bad, 0.9, false, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "s/v");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "s/v");
     vg_graph_free(g);
 }
 
@@ -139,9 +140,7 @@ static void test_assign_moving_average_zero_debias(void) {
     CHECK(vg_graph_op_by_name(g, "scope1/scope2/AssignMovingAvg/Pow") != NULL);
     CHECK(vg_graph_op_by_name(g, "scope1/scope2/AssignMovingAvg/truediv") != NULL);
 
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     vg_tensor *xv = f32((float[]){3.0f, -2.0f}, (int64_t[]){2}, 1);
     vg_tensor *out = NULL;
     /* step 1: biased = 0.3, factor 1 - 0.9 = 0.1 -> exactly the value (debiased) */
@@ -165,8 +164,7 @@ static void test_assign_moving_average_zero_debias(void) {
     vg_output c = vg_const_f32(g2, 1.0f, "c");
     vg_output r = vg_assign_moving_average(g2, c, c, 0.9, true, NULL);
     CHECK(r.op == NULL);
-    CHECK_CODE(vg_graph_status(g2, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "c is not a variable");
+    EXPECT_GRAPH_ERROR(g2, VG_INVALID_ARGUMENT, "c is not a variable");
     vg_graph_free(g2);
     vg_graph_free(g);
 }
@@ -200,9 +198,7 @@ static void test_uniform_unit_scaling(void) {
     vg_variable v2 = vg_get_variable_ex(g2, "DW", &o);
     o.init = vg_init_uniform_unit_scaling(2.0, 5);
     vg_variable v3 = vg_get_variable_ex(g2, "DW2", &o);
-    vg_op *init2 = vg_global_variables_initializer(g2);
-    vg_session *s2 = vg_session_new(g2, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s2, &init2, 1, &st), &st);
+    vg_session *s2 = initialized_session(g2);
     vg_tensor *t2 = NULL, *t3 = NULL;
     CHECK_OK(vg_session_run1(s2, v2.read, &t2, &st), &st);
     CHECK_OK(vg_session_run1(s2, v3.read, &t3, &st), &st);
@@ -372,9 +368,7 @@ static void test_weighted_moving_average(void) {
     vg_graph_collection(g, VG_GLOBAL_VARIABLES, &ng);
     CHECK_EQ_INT(nt, 0);
     CHECK_EQ_INT(ng, 2);
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     vg_output feeds[2] = {val, weight};
     double val_1 = 3.0, weight_1 = 4.0;
     vg_tensor *vals[2] = {f32((float[]){(float)val_1}, NULL, 0), f32((float[]){(float)weight_1}, NULL, 0)};

@@ -8,6 +8,7 @@
  * arguments; constructor argument errors; compute_gradients/apply_gradients with
  * GATE_GRAPH. */
 #include "op_test_util.h"
+#include "train_fixture.h"
 
 typedef struct setup {
     vg_graph *g;
@@ -36,15 +37,6 @@ static setup build(vg_optimizer *opt, vg_dtype dt, const double init[4], const d
     return s;
 }
 
-static vg_session *start(vg_graph *g) {
-    vg_status st;
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *sess = vg_session_new(g, NULL, &st);
-    CHECK(sess != NULL);
-    if (sess) CHECK_OK(vg_session_run_targets(sess, &init, 1, &st), &st);
-    return sess;
-}
-
 static void fetch2(vg_session *sess, vg_output x, double out[2]) {
     vg_status st;
     vg_tensor *t = NULL;
@@ -71,7 +63,7 @@ static void run_case(vg_optimizer *opt, vg_dtype dt, const double init[4], const
         CHECK(0);
         return;
     }
-    vg_session *sess = start(s.g);
+    vg_session *sess = initialized_session(s.g);
     double a[2];
     fetch2(sess, s.v0.read, a);
     CHECK_NEAR(a[0], init[0], 0);
@@ -101,7 +93,7 @@ static void test_adagrad(void) {
     vg_op *apply = vg_graph_op_by_name(s.g, "Adagrad/update_var0/ApplyAdagrad");
     CHECK(apply && strcmp(vg_op_type(apply), "ApplyAdagrad") == 0);
     CHECK(s.train && strcmp(vg_op_name(s.train), "Adagrad") == 0);
-    vg_session *sess = start(s.g);
+    vg_session *sess = initialized_session(s.g);
     double acc[2];
     fetch2(sess, vg_out(vg_graph_op_by_name(s.g, "var0/Adagrad"), 0), acc);
     CHECK_NEAR(acc[0], 0.1, 1e-7);
@@ -126,7 +118,7 @@ static void test_adagrad_gather_minimize(void) {
     vg_op *train = vg_optimizer_minimize(opt, g, loss, NULL, 0, vg_out(NULL, 0), NULL);
     vg_optimizer_free(opt);
     CHECK(train != NULL);
-    vg_session *sess = start(g);
+    vg_session *sess = initialized_session(g);
     step(sess, train);
     double out[2];
     fetch2(sess, var0.read, out);
@@ -159,7 +151,7 @@ static void test_adadelta(void) {
                 CHECK(vg_graph_op_by_name(s.g, "Adadelta/lr") && vg_graph_op_by_name(s.g, "Adadelta/rho"));
                 CHECK(vg_graph_op_by_name(s.g, "Adadelta/update_var1/ApplyAdadelta") != NULL);
             }
-            vg_session *sess = start(s.g);
+            vg_session *sess = initialized_session(s.g);
             vg_output accum = vg_out(vg_graph_op_by_name(s.g, "var0/Adadelta"), 0);
             vg_output accum_update = vg_out(vg_graph_op_by_name(s.g, "var0/Adadelta_1"), 0);
             double acc = 0, accu = 0, tot = 0;
@@ -247,7 +239,7 @@ static void test_ftrl_kernel_checks(void) {
     vg_output up = vg_apply_ftrl(g, v.ref, a.ref, l.ref, vec(g, VG_FLOAT, 0.1, 0.2), lr, vg_const_f32(g, 0, NULL),
                                  vg_const_f32(g, 0, NULL), vg_const_f32(g, -0.5f, NULL), false, NULL);
     CHECK(up.op != NULL);
-    vg_session *sess = start(g);
+    vg_session *sess = initialized_session(g);
     vg_status st;
     double bad = -1;
     vg_tensor *lv = mk(VG_FLOAT, NULL, 0, &bad), *out = NULL;
@@ -313,7 +305,7 @@ static void test_defaults_and_gating(void) {
     vg_op *train = vg_optimizer_apply_gradients(opt, g, grads, vars, 2, gs, "train");
     vg_optimizer_free(opt);
     CHECK(train && strcmp(vg_op_name(train), "train") == 0);
-    vg_session *sess = start(g);
+    vg_session *sess = initialized_session(g);
     step(sess, train);
     double wv[2], bv[2];
     fetch2(sess, w.read, wv);
@@ -373,7 +365,7 @@ static void test_sparse_apply_kernels(void) {
     vg_output u1 = vg_sparse_apply_adagrad(g, v1.ref, a1.ref, lr, cst(g, VG_FLOAT, d11, 2, g1),
                                            cst(g, VG_INT64, &d1, 1, ix1), false, true, NULL);
     CHECK(u0.op && u1.op);
-    vg_session *sess = start(g);
+    vg_session *sess = initialized_session(g);
     for (int k = 0; k < 3; k++) {
         step(sess, u0.op);
         step(sess, u1.op);
@@ -398,7 +390,7 @@ static void test_sparse_apply_kernels(void) {
     vg_output up = vg_sparse_apply_proximal_gradient_descent(g, v.ref, vg_const_f64(g, 0.5, NULL),
                                                              vg_const_f64(g, 0, NULL), vg_const_f64(g, 1.0, NULL),
                                                              cst(g, VG_DOUBLE, d22, 2, gv), ixp, false, NULL);
-    sess = start(g);
+    sess = initialized_session(g);
     vg_tensor *ixv = mk(VG_INT32, &d2, 1, ix), *out = NULL;
     vg_status st;
     CHECK_OK(vg_session_run(sess, NULL, &ixp, &ixv, 1, &up, &out, 1, NULL, 0, NULL, &st), &st);
@@ -482,7 +474,7 @@ static void sparse_vs_dense(mk_opt make, const char *opname, int nslots, bool lo
         vg_graph_free(gb);
         return;
     }
-    vg_session *sa = start(ga), *sb = start(gb);
+    vg_session *sa = initialized_session(ga), *sb = initialized_session(gb);
     for (int k = 0; k < 3; k++) {
         step(sa, ta);
         step(sb, tb);

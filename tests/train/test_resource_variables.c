@@ -3,6 +3,7 @@
  * cites its TF test), the read-at-execution / snapshot semantics, the errors with TF's
  * codes and messages, and the gradients of ReadVariableOp and ResourceGather. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 
@@ -49,16 +50,14 @@ static void test_rv__handle_dtype_shape_match(void) {
     vg_graph *g = vg_graph_new();
     vg_output h = vg_var_handle_op(g, VG_INT32, NULL, 0, NULL, NULL, NULL);
     CHECK(vg_assign_variable_op(g, h, vg_const_f32(g, 0.0f, "f"), NULL) == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Trying to read variable with wrong dtype. Expected int32 got float");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Trying to read variable with wrong dtype. Expected int32 got float");
     vg_graph_free(g);
 
     g = vg_graph_new();
     h = vg_var_handle_op(g, VG_INT32, NULL, 0, NULL, NULL, NULL);
     int32_t zero = 0;
     CHECK(vg_assign_variable_op(g, h, vg_const_array(g, VG_INT32, (int64_t[]){1}, 1, &zero, "c"), NULL) == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Shapes must be equal rank, but are 0 and 1");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Shapes must be equal rank, but are 0 and 1");
     vg_graph_free(g);
 
     g = vg_graph_new();
@@ -134,8 +133,7 @@ static void test_rv__read_variable_dtype_mismatch(void) {
     vg_graph *g = vg_graph_new();
     vg_output h = vg_var_handle_op(g, VG_INT32, (int64_t[]){1}, 1, NULL, NULL, "foo");
     CHECK(vg_read_variable_op(g, h, VG_FLOAT, NULL).op == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Trying to read variable with wrong dtype. Expected int32 got float");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Trying to read variable with wrong dtype. Expected int32 got float");
     vg_graph_free(g);
 
     g = vg_graph_new();
@@ -188,8 +186,7 @@ static void test_rv__dtype_survives_identity(void) {
     vg_tensor_free(t);
     vg_session_free(s);
     CHECK(vg_assign_variable_op(g, id, vg_const_f32(g, 0, "f"), NULL) == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Expected int32 got float");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Expected int32 got float");
     vg_graph_free(g);
 }
 
@@ -364,7 +361,6 @@ static void test_rv__scatter_update_string(void) {
 
 /* TF: testScatterUpdateInvalidArgs - updates [3] for indices [2] fail at build time. */
 static void test_rv__scatter_update_invalid_args(void) {
-    vg_status st;
     vg_graph *g = vg_graph_new();
     int32_t init[4] = {0, 1, 2, 3}, ix[2] = {0, 1}, up[3] = {0, 1, 2};
     vg_resource_variable v = vg_resource_variable_new(
@@ -373,8 +369,7 @@ static void test_rv__scatter_update_invalid_args(void) {
     vg_op *op = vg_resource_scatter_update(g, v.handle, vg_const_array(g, VG_INT32, (int64_t[]){2}, 1, ix, "ix"),
                                            vg_const_array(g, VG_INT32, (int64_t[]){3}, 1, up, "up"), NULL);
     CHECK(op == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Dimension 0 in both shapes must be equal, but are 3 and 2. Shapes are [3] and [2].");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Dimension 0 in both shapes must be equal, but are 3 and 2. Shapes are [3] and [2].");
     vg_graph_free(g);
 }
 
@@ -736,8 +731,7 @@ static void test_rv__assign_shapes(void) {
     vg_resource_variable v = vg_resource_variable_new(
         g, "v", vg_const_array(g, VG_INT32, (int64_t[]){4}, 1, init, "init"), 0);
     CHECK(vg_resource_variable_assign_add(g, v.handle, c_i32(g, 1), NULL) == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Shapes must be equal rank, but are 1 and 0");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Shapes must be equal rank, but are 1 and 0");
     vg_graph_free(g);
 
     g = vg_graph_new();
@@ -777,16 +771,13 @@ static void test_rv__operator_overload(void) {
 
 /* A handle that is not a variable's fails at build time. */
 static void test_rv__not_a_handle(void) {
-    vg_status st;
     vg_graph *g = vg_graph_new();
     CHECK(vg_read_variable_op(g, vg_const_f32(g, 1, "c"), VG_FLOAT, NULL).op == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Input 'resource' of 'ReadVariableOp' Op has type float");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Input 'resource' of 'ReadVariableOp' Op has type float");
     vg_graph_free(g);
     g = vg_graph_new();
     CHECK(vg_resource_variable_read_value(g, vg_const_f32(g, 1, "c")).op == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "is not a resource variable handle");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "is not a resource variable handle");
     vg_graph_free(g);
 }
 

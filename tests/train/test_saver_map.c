@@ -3,6 +3,7 @@
  * ExponentialMovingAverage.variables_to_restore (the cifar10_eval.py pattern), and
  * tf.train.init_from_checkpoint (name and scope assignment maps, errors). */
 #include "test_util.h"
+#include "train_fixture.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,15 +18,6 @@ static vg_variable var_const(vg_graph *g, const char *name, const float *v, int6
     return vg_variable_new(g, name, c, VG_VAR_TRAINABLE);
 }
 
-static vg_session *init_session(vg_graph *g) {
-    vg_status st;
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK(s != NULL);
-    if (s) CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-    return s;
-}
-
 static float fetch0(vg_session *s, vg_output x, int i) {
     vg_status st;
     vg_tensor *t = NULL;
@@ -36,12 +28,18 @@ static float fetch0(vg_session *s, vg_output x, int i) {
     return v;
 }
 
+/* Makes the directory g_dir/sub (into dir, dlen bytes) and writes the checkpoint prefix
+ * dir/model.ckpt into prefix (plen bytes). */
+static void ckpt_dir_prefix(const char *sub, char *dir, size_t dlen, char *prefix, size_t plen) {
+    snprintf(dir, dlen, "%s/%s", g_dir, sub);
+    tu_mkdir_p(dir);
+    snprintf(prefix, plen, "%s/model.ckpt", dir);
+}
+
 static void test_map_save_restore(void) {
     vg_status st;
     char prefix[800], path[700];
-    snprintf(prefix, sizeof prefix, "%s/map/model.ckpt", g_dir);
-    snprintf(path, sizeof path, "%s/map", g_dir);
-    tu_mkdir_p(path);
+    ckpt_dir_prefix("map", path, sizeof path, prefix, sizeof prefix);
     vg_graph *g = vg_graph_new();
     float wv[3] = {1, 2, 3}, bv[2] = {-1, -2};
     vg_variable w = var_const(g, "a/w", wv, 3), b = var_const(g, "b", bv, 2);
@@ -53,7 +51,7 @@ static void test_map_save_restore(void) {
     o.nvars = 2;
     vg_saver *sv = vg_saver_new(g, &o, &st);
     CHECK(sv != NULL);
-    vg_session *s = init_session(g);
+    vg_session *s = initialized_session(g);
     char out[900];
     if (sv && s) CHECK_OK(vg_saver_save(sv, s, prefix, 1, out, sizeof out, &st), &st);
     vg_session_free(s);
@@ -79,7 +77,7 @@ static void test_map_save_restore(void) {
     o.var_list = l2;
     o.var_names = n2;
     sv = vg_saver_new(g, &o, &st);
-    s = init_session(g);
+    s = initialized_session(g);
     if (sv && s) {
         CHECK_OK(vg_saver_restore(sv, s, out, &st), &st);
         CHECK_NEAR(fetch0(s, x.read, 2), 3, 0);
@@ -91,7 +89,7 @@ static void test_map_save_restore(void) {
     const char *n3[2] = {"bias", "nope"};
     o.var_names = n3;
     sv = vg_saver_new(g, &o, &st);
-    s = init_session(g);
+    s = initialized_session(g);
     if (sv && s) {
         CHECK_EQ_INT(vg_saver_restore(sv, s, out, &st), VG_NOT_FOUND);
         CHECK_STR_CONTAINS(st.msg, "Key nope not found in checkpoint");
@@ -118,9 +116,7 @@ static void test_map_save_restore(void) {
 static void test_ema_variables_to_restore(void) {
     vg_status st;
     char prefix[800], path[700], out[900];
-    snprintf(path, sizeof path, "%s/ema", g_dir);
-    tu_mkdir_p(path);
-    snprintf(prefix, sizeof prefix, "%s/model.ckpt", path);
+    ckpt_dir_prefix("ema", path, sizeof path, prefix, sizeof prefix);
     vg_graph *g = vg_graph_new();
     float v0[2] = {10, 20};
     vg_variable v = var_const(g, "v", v0, 2);
@@ -129,7 +125,7 @@ static void test_ema_variables_to_restore(void) {
     float nv[2] = {0, 0};
     vg_output assign = vg_assign(g, v.ref, vg_const_array(g, VG_FLOAT, (int64_t[]){2}, 1, nv, NULL), true, "set");
     vg_saver *sv = vg_saver_new(g, NULL, &st);
-    vg_session *s = init_session(g);
+    vg_session *s = initialized_session(g);
     if (sv && s) {
         /* v = 0, then shadow = 0.5 * 10 + 0.5 * 0 = 5 */
         CHECK_OK(vg_session_run_targets(s, &assign.op, 1, &st), &st);
@@ -154,7 +150,7 @@ static void test_ema_variables_to_restore(void) {
     o.var_names = (const char *const *)m.names;
     o.nvars = m.n;
     sv = vg_saver_new(g, &o, &st);
-    s = init_session(g);
+    s = initialized_session(g);
     if (sv && s) {
         CHECK_OK(vg_saver_restore(sv, s, out, &st), &st);
         CHECK_NEAR(fetch0(s, v.read, 0), 5, 1e-6);
@@ -170,16 +166,14 @@ static void test_ema_variables_to_restore(void) {
 static void test_init_from_checkpoint(void) {
     vg_status st;
     char dir[600], prefix[700], out[900];
-    snprintf(dir, sizeof dir, "%s/warm", g_dir);
-    tu_mkdir_p(dir);
-    snprintf(prefix, sizeof prefix, "%s/model.ckpt", dir);
+    ckpt_dir_prefix("warm", dir, sizeof dir, prefix, sizeof prefix);
     vg_graph *g = vg_graph_new();
     float a[3] = {1, 2, 3}, b[2] = {4, 5}, c[1] = {6};
     var_const(g, "old/layer/w", a, 3);
     var_const(g, "old/layer/b", b, 2);
     var_const(g, "other", c, 1);
     vg_saver *sv = vg_saver_new(g, NULL, &st);
-    vg_session *s = init_session(g);
+    vg_session *s = initialized_session(g);
     if (sv && s) CHECK_OK(vg_saver_save(sv, s, prefix, 3, out, sizeof out, &st), &st);
     vg_session_free(s);
     vg_saver_free(sv);
@@ -193,7 +187,7 @@ static void test_init_from_checkpoint(void) {
     CHECK_OK(vg_init_from_checkpoint(g, dir, ck, cur, 2, &st), &st); /* a directory: its latest */
     CHECK(vg_graph_op_by_name(g, "checkpoint_initializer") != NULL);
     CHECK(strcmp(vg_op_type(vg_variable_initializer(w.var)), "Assign") == 0);
-    s = init_session(g);
+    s = initialized_session(g);
     if (s) {
         CHECK_NEAR(fetch0(s, w.read, 2), 3, 0);
         CHECK_NEAR(fetch0(s, bb.read, 1), 5, 0);

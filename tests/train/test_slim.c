@@ -4,6 +4,7 @@
  * variable list (tensorflow/models research/slim/nets/mobilenet_v1.py), and a conv +
  * batch_norm forward computed by hand. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "vigil/vigil.h"
 
 static vg_graph *G;
@@ -201,9 +202,7 @@ static void test_conv2d(void) {
     /* rate > 1 with stride > 1 */
     out = vg_slim_conv2d(G, images(5, 10, 12, 3), 32, 3, 3, NULL, &(vg_slim_args){.rate = {2}, .stride = {2}});
     CHECK(out.op == NULL);
-    vg_status st;
-    CHECK_EQ_INT(vg_graph_status(G, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "rate > 1");
+    EXPECT_GRAPH_ERROR(G, VG_INVALID_ARGUMENT, "rate > 1");
 
     /* testReuseVars: twice with scope 'conv1', reuse=True: 2 variables */
     fresh();

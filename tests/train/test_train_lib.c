@@ -7,6 +7,7 @@
  * testClipByGlobalNorm*, the zero-norm gradient). */
 #include "gradcheck.h"
 #include "op_test_util.h"
+#include "status_fixture.h"
 
 static const double PI = 3.14159265358979323846;
 
@@ -58,10 +59,8 @@ static void test_exponential_decay(void) {
     vg_graph_free(g);
     /* no global step: INVALID_ARGUMENT as TF's ValueError */
     g = vg_graph_new();
-    vg_status s;
     CHECK(vg_exponential_decay(g, 0.1, vg_out(NULL, 0), 3, 0.9, false, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &s), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(s.msg, "global_step is required for exponential_decay.");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "global_step is required for exponential_decay.");
     vg_graph_free(g);
 }
 
@@ -78,10 +77,8 @@ static void test_piecewise_constant(void) {
     vg_output pc1 = vg_piecewise_constant(g, x, b, v, 2, NULL);
     CHECK_NEAR(lr_at(g, x, pc1, 100), 1.0, 1e-7);
     CHECK_NEAR(lr_at(g, x, pc1, 101), 0.1, 1e-7);
-    vg_status s;
     CHECK(vg_piecewise_constant(g, x, b, v, 1, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &s), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(s.msg, "The length of boundaries should be 1 less than the length of values");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "The length of boundaries should be 1 less than the length of values");
     vg_graph_free(g);
 }
 

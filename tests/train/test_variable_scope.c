@@ -4,6 +4,7 @@
  * testVarScopeGetOrCreateReuse, testGetterThatCreatesTwoVariablesAndSumsThem,
  * testVarScopeNameScope, default_name uniquification) plus the errors of issue 11. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "scope_test_util.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
@@ -17,10 +18,8 @@ static void test_name_exists(void) {
     vg_variable v = vg_get_variable_ex(g, "v", &o);
     CHECK(v.var && strcmp(var_name(v), "v") == 0);
     vg_variable v2 = vg_get_variable_ex(g, "v", &o);
-    vg_status st;
     CHECK(v2.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Variable v already exists, disallowed. Did you mean to set reuse=True");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Variable v already exists, disallowed. Did you mean to set reuse=True");
     vg_graph_free(g);
 }
 
@@ -52,10 +51,8 @@ static void test_reuse_and_errors(void) {
     vg_get_variable_opts o2 = vopts((int64_t[]){3, 3}, 2);
     vg_variable bad = vg_get_variable_ex(g, "v", &o2);
     vg_variable_scope_pop(g);
-    vg_status st;
     CHECK(bad.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Trying to share variable foo/v, but specified shape [3,3] and found shape [2,3].");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Trying to share variable foo/v, but specified shape [3,3] and found shape [2,3].");
     vg_graph_free(g);
 
     /* dtype mismatch */
@@ -66,8 +63,7 @@ static void test_reuse_and_errors(void) {
     o3.reuse = VG_REUSE_TRUE;
     bad = vg_get_variable_ex(g, "w", &o3);
     CHECK(bad.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Trying to share variable w, but specified dtype double and found dtype float.");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Trying to share variable w, but specified dtype double and found dtype float.");
     vg_graph_free(g);
 
     /* reuse=True of a variable that does not exist (or was made by tf.Variable) */
@@ -79,8 +75,7 @@ static void test_reuse_and_errors(void) {
     o4.reuse = VG_REUSE_TRUE;
     bad = vg_get_variable_ex(g, "x", &o4);
     CHECK(bad.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Variable x does not exist, or was not created with tf.get_variable(). Did you mean "
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Variable x does not exist, or was not created with tf.get_variable(). Did you mean "
                                "to set reuse=tf.AUTO_REUSE in VarScope?");
     vg_graph_free(g);
 
@@ -89,16 +84,14 @@ static void test_reuse_and_errors(void) {
     vg_get_variable_opts o5 = vopts((int64_t[]){-1, 2}, 2);
     bad = vg_get_variable_ex(g, "u", &o5);
     CHECK(bad.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Shape of a new variable (u) must be fully defined");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Shape of a new variable (u) must be fully defined");
     vg_graph_free(g);
 
     /* reuse=True without a name */
     g = vg_graph_new();
     CHECK(vg_variable_scope_push(g, NULL, &(vg_variable_scope_opts){.reuse = VG_REUSE_TRUE, .default_name = "d"}) ==
           NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "reuse=True cannot be used without a name_or_scope");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "reuse=True cannot be used without a name_or_scope");
     vg_graph_free(g);
 }
 

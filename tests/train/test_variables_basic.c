@@ -2,6 +2,8 @@
  * initializers (values, TF's op names, glorot limits, determinism with a graph seed),
  * the global step, the init ops and report_uninitialized_variables. */
 #include "test_util.h"
+#include "train_fixture.h"
+#include "status_fixture.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 
@@ -47,10 +49,8 @@ static void test_variables__variable_new_errors(void) {
     vg_graph *g = vg_graph_new();
     vg_output p = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1}, 1, "p");
     vg_variable v = vg_variable_new(g, "v", p, 0);
-    vg_status st;
     CHECK(v.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "initial_value must have a shape specified");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "initial_value must have a shape specified");
     vg_graph_free(g);
 }
 
@@ -80,10 +80,8 @@ static void test_variables__get_variable_layout(void) {
     CHECK(has_op(g, "dense_1/bias/Initializer/zeros", "Const"));
     /* a clash is an error (no reuse) */
     vg_variable again = vg_get_variable(g, "dense/kernel", VG_FLOAT, (int64_t[]){4, 3}, 2, vg_init_zeros(), 0);
-    vg_status st;
     CHECK(again.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Variable dense/kernel already exists");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Variable dense/kernel already exists");
     vg_graph_free(g);
 }
 
@@ -110,9 +108,7 @@ static void test_variables__glorot_limits(void) {
     vg_op *minop = vg_graph_op_by_name(g, "c/Initializer/random_uniform/min");
     if (minop && vg_op_attr_tensor(minop, "value", &lim)) CHECK_NEAR(vg_tensor_scalar(lim), -sqrt(6.0 / 108), 1e-6);
     vg_status st;
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     vg_tensor *ta = NULL, *tc = NULL;
     CHECK_OK(vg_session_run1(s, a.read, &ta, &st), &st);
     CHECK_OK(vg_session_run1(s, c.read, &tc, &st), &st);
@@ -252,9 +248,7 @@ static void test_variables__global_step(void) {
     vg_graph_free(g2);
     vg_output inc = vg_assign_add(g, gs, vg_const_i64(g, 1, "one"), "inc");
     vg_status st;
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     vg_tensor *t = NULL;
     CHECK_OK(vg_session_run1(s, vg_variable_snapshot(gs.op), &t, &st), &st);
     CHECK(t && *(int64_t *)vg_tensor_data(t) == 0);
@@ -379,8 +373,7 @@ static void test_variables__bad_initializer(void) {
     g = vg_graph_new();
     v = vg_get_variable(g, "v", VG_FLOAT, (int64_t[]){-1, 2}, 2, vg_init_zeros(), 0);
     CHECK(v.var == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "fully defined");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "fully defined");
     vg_graph_free(g);
 }
 

@@ -1,0 +1,25 @@
+/* status_fixture.h - checks of a graph's recorded status shared by the tests of several
+ * folders (train, monitored, api, graph, io, core, cli). A failing check prints the
+ * caller's file:line. Include after test_util.h. */
+#ifndef VG_STATUS_FIXTURE_H
+#define VG_STATUS_FIXTURE_H
+#include "test_util.h"
+#include "vigil/vigil.h"
+
+/* Checks that g's recorded status has code and (msg != NULL) a message that contains msg.
+ * Use through EXPECT_GRAPH_ERROR so that a failure names the calling line. */
+static inline void expect_graph_error_at(const char *file, int line, vg_graph *g, vg_code code, const char *msg) {
+    vg_status st;
+    memset(&st, 0, sizeof st);
+    int got = (int)vg_graph_status(g, &st);
+    if (got != (int)code) {
+        fprintf(stderr, "%s:%d: graph status %d (%s), expected %d\n", file, line, got, st.msg, (int)code);
+        vg_test_failures++;
+    } else if (msg && !strstr(st.msg, msg)) {
+        fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", file, line, st.msg, msg);
+        vg_test_failures++;
+    }
+}
+#define EXPECT_GRAPH_ERROR(g, code, msg) expect_graph_error_at(__FILE__, __LINE__, (g), (code), (msg))
+
+#endif
