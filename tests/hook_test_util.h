@@ -382,4 +382,37 @@ static inline vg_graph *ht_graph_with_bar_foo_step(vg_dtype dtype, vg_variable *
     return g;
 }
 
+/* The usual end of a test on a graph g: frees ms (may be NULL), then g. */
+static inline void ht_free_session_graph(vg_monitored_session *ms, vg_graph *g) {
+    vg_monitored_session_free(ms);
+    vg_graph_free(g);
+}
+/* ht_close_session(ms), then frees g. */
+static inline void ht_close_session_graph(vg_monitored_session *ms, vg_graph *g) {
+    ht_close_session(ms);
+    vg_graph_free(g);
+}
+
+/* The events of dir's event files (ht_read_events) in a new ht_events; the caller frees
+ * it (free). NULL when out of memory. */
+static inline ht_events *ht_events_of(const char *dir) {
+    ht_events *e = malloc(sizeof *e);
+    if (e) ht_read_events(dir, e);
+    return e;
+}
+
+/* Ends ms with VG_OK, frees it, and returns end()'s code (*st set by it). */
+static inline vg_code ht_end_free(vg_monitored_session *ms, vg_status *st) {
+    vg_code rc = vg_monitored_session_end(ms, VG_OK, st);
+    vg_monitored_session_free(ms);
+    return rc;
+}
+
+/* The user's summary of TF's MonitoredTrainingSession tests: my_summary_tag = 2 *
+ * (global_step += 1), on m's train op. */
+static inline void ht_user_summary(ht_model *m) {
+    vg_output twice = vg_mul(m->g, vg_out(m->train, 0), vg_const_i64(m->g, 2, NULL), "twice");
+    vg_summary_scalar(m->g, "my_summary_tag", twice);
+}
+
 #endif

@@ -6,6 +6,7 @@
 #define VG_OOM_UTIL_H
 #include <stdbool.h>
 #include <stdlib.h>
+#include "test_util.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
 #include <string.h>
@@ -122,5 +123,30 @@ static inline vg_code oom_session_steps(vg_graph *g, vg_op *init, vg_op *train, 
         vg_tensor_free(t);
     }
     return rc;
+}
+/* An OOM test's build drill over one model (m, msize bytes; build and complete as for
+ * oom_build_each, up to max allocations): installs the failing allocator, checks that
+ * every failure surfaced cleanly and that more than min_n allocations were exercised,
+ * and restores the default allocator. */
+static inline void oom_check_build(long max, void *m, size_t msize, vg_code (*build)(vg_graph *g, void *m),
+                                   bool (*complete)(const void *m), long min_n) {
+    oom_install();
+    long n;
+    int bad = oom_build_each(max, m, msize, build, complete, &n);
+    vg_allocator_set(NULL);
+    CHECK_EQ_INT(bad, 0);
+    CHECK(n > min_n);
+    fprintf(stderr, "  build: %ld allocations exercised\n", n);
+}
+
+/* The run drill likewise (oom_run_each over build and run, up to max allocations). */
+static inline void oom_check_run(long max, void *m, size_t msize, vg_code (*build)(vg_graph *g, void *m),
+                                 vg_code (*run)(vg_graph *g, void *m, vg_session **s, vg_status *st)) {
+    oom_install();
+    long n;
+    int bad = oom_run_each(max, m, msize, build, run, &n);
+    vg_allocator_set(NULL);
+    CHECK_EQ_INT(bad, 0);
+    fprintf(stderr, "  run: %ld allocations exercised\n", n);
 }
 #endif

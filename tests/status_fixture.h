@@ -1,6 +1,7 @@
-/* status_fixture.h - checks of a graph's recorded status shared by the tests of several
- * folders (train, monitored, api, graph, io, core, cli). A failing check prints the
- * caller's file:line. Include after test_util.h. */
+/* status_fixture.h - per-test helpers shared by the tests of several folders (train,
+ * monitored, api, graph, io, core, cli): checks of a graph's recorded status (a failing
+ * check prints the caller's file:line) and the usual teardown. Include after
+ * test_util.h. */
 #ifndef VG_STATUS_FIXTURE_H
 #define VG_STATUS_FIXTURE_H
 #include "test_util.h"
@@ -21,5 +22,12 @@ static inline void expect_graph_error_at(const char *file, int line, vg_graph *g
     }
 }
 #define EXPECT_GRAPH_ERROR(g, code, msg) expect_graph_error_at(__FILE__, __LINE__, (g), (code), (msg))
+
+/* The usual end of a test that ran its graph in a session: frees s (may be NULL), then
+ * g. */
+static inline void free_session_graph(vg_session *s, vg_graph *g) {
+    vg_session_free(s);
+    vg_graph_free(g);
+}
 
 #endif

@@ -5,6 +5,9 @@
 #define VG_TRAIN_FIXTURE_H
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include <stdarg.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 
 /* A session on g (default options) in which tf.global_variables_initializer() has run;
  * both steps are checked. NULL (a failed check) when the session cannot be made. The
@@ -16,6 +19,24 @@ static inline vg_session *initialized_session(vg_graph *g) {
     CHECK(s != NULL);
     if (s) CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
     return s;
+}
+
+/* Whether a file or directory exists at path. */
+static inline bool path_exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* Whether a file or directory exists at the path printf(fmt, ...) makes (paths up to
+ * 1023 bytes; a longer one does not exist). */
+static inline bool path_existsf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline bool path_existsf(const char *fmt, ...) {
+    char p[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(p, sizeof p, fmt, ap);
+    va_end(ap);
+    return n >= 0 && (size_t)n < sizeof p && path_exists(p);
 }
 
 #endif

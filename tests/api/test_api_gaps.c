@@ -10,6 +10,7 @@
  *   testNDimConstantInitializer, testNDimConstantInitializerLessValues,
  *   testNDimConstantInitializerMoreValues). */
 #include "op_test_util.h"
+#include "status_fixture.h"
 #include "train_fixture.h"
 
 static vg_tensor *run1(vg_graph *g, vg_output o, const vg_output *feeds, vg_tensor *const *vals, int nf) {
@@ -239,8 +240,7 @@ static void test_constant_initializer(void) {
         CHECK_NEAR(get(t, 7), 5.0, 0);
     }
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 int main(void) {

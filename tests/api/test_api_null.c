@@ -3,6 +3,7 @@
  * optional and ignored), never a crash. Issue 8: vg_session_run /
  * vg_monitored_session_run with nfetches > 0 and out == NULL crashed in memset. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "vigil/hooks.h"
 #include "vigil/vigil.h"
 
@@ -39,8 +40,7 @@ static void test_null__session_run(void) {
     CHECK_NEAR(vg_tensor_scalar(out[0]), 2.0, 0);
     vg_tensor_free(out[0]);
     CHECK_OK(vg_session_run1(s, c, NULL, &st), &st); /* out optional there (documented) */
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_null__monitored(void) {

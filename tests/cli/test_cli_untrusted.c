@@ -11,6 +11,7 @@
  * --input tfdata|queue` (plain and GZIP): the error names the file, record 70 and its
  * byte offset. Skips (passes) when the vigil binary was not built. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "vigil/vigil.h"
 #include <float.h>
 #include <stdlib.h>
@@ -64,8 +65,7 @@ static void write_saving_model(const char *dir, const char *target) {
     vg_signature_tensor in = {"x", x}, out = {"y", y};
     vg_signature_def sig = {"serving_default", NULL, &in, 1, &out, 1};
     CHECK_OK(vg_saved_model_save(g, s, NULL, dir, (const char *[]){"serve"}, 1, &sig, 1, save, &st), &st);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_run_refuses_file_writes(void) {
@@ -133,8 +133,7 @@ static void write_loop_model(const char *dir) {
     vg_signature_tensor in = {"n", n}, outs[3] = {{"out", out}, {"s", s}, {"u\x1b[2J", u}};
     vg_signature_def sig = {"serving_default", NULL, &in, 1, outs, 3};
     CHECK_OK(vg_saved_model_save(g, sess, NULL, dir, (const char *[]){"serve"}, 1, &sig, 1, NULL, &st), &st);
-    vg_session_free(sess);
-    vg_graph_free(g);
+    free_session_graph(sess, g);
 }
 
 static void test_run_timeout_and_outputs(void) {
@@ -193,12 +192,20 @@ static void test_run_timeout_and_outputs(void) {
 #define EVIL "evil\ttag\nforged\t1\t2\x1b[2J\x7f"
 #define EVIL_ESCAPED "evil\\ttag\\nforged\\t1\\t2\\x1b[2J\\x7f"
 
-static void test_events_escape(void) {
-    char dir[400];
-    snprintf(dir, sizeof dir, "%s/ev_evil", tmpdir);
+/* A file writer on the directory tmpdir/sub (its path into dir, len bytes); NULL (a
+ * failed check) when it cannot be made. */
+static vg_file_writer *writer_in(const char *sub, char *dir, size_t len) {
     vg_status st;
+    snprintf(dir, len, "%s/%s", tmpdir, sub);
     vg_file_writer *w = vg_file_writer_new(dir, NULL, &st);
     CHECK(w != NULL);
+    return w;
+}
+
+static void test_events_escape(void) {
+    char dir[400];
+    vg_status st;
+    vg_file_writer *w = writer_in("ev_evil", dir, sizeof dir);
     if (!w) return;
     CHECK_OK(vg_file_writer_add_scalar(w, EVIL, 1.5, 7, &st), &st);
     CHECK_OK(vg_file_writer_add_scalar(w, "loss", 0.25, 7, &st), &st);
@@ -261,10 +268,8 @@ static void test_ckpt_escape(void) {
 /* The escaping of bytes beyond ASCII: valid UTF-8 kept, the rest \xNN. */
 static void test_events_escape_utf8(void) {
     char dir[400];
-    snprintf(dir, sizeof dir, "%s/ev_utf8", tmpdir);
     vg_status st;
-    vg_file_writer *w = vg_file_writer_new(dir, NULL, &st);
-    CHECK(w != NULL);
+    vg_file_writer *w = writer_in("ev_utf8", dir, sizeof dir);
     if (!w) return;
     /* "é" kept; a lone 0xff, a truncated sequence and U+009B (C1 CSI) escaped */
     CHECK_OK(vg_file_writer_add_scalar(w, "caf\xc3\xa9|\xff|\xe2\x82|\xc2\x9b", 1, 1, &st), &st);
@@ -279,11 +284,9 @@ static void test_events_escape_utf8(void) {
 
 static void test_plot_huge_steps(void) {
     char dir[400], svg[400];
-    snprintf(dir, sizeof dir, "%s/ev_huge", tmpdir);
     snprintf(svg, sizeof svg, "%s/huge.svg", tmpdir);
     vg_status st;
-    vg_file_writer *w = vg_file_writer_new(dir, NULL, &st);
-    CHECK(w != NULL);
+    vg_file_writer *w = writer_in("ev_huge", dir, sizeof dir);
     if (!w) return;
     /* one point at INT64_MAX (a degenerate x range whose +1 a double cannot hold), a
      * series across the whole int64 range, one whose 1000-step range is below a

@@ -2,6 +2,7 @@
  * exhaustive over all 65,536 halves and on float edge cases), Cast to and from half,
  * its gradient, byte-generic ops on half, and a compute op refusing half. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "session_test_util.h"
 #include "core/half.h"
 #include "io/io.h"
@@ -524,8 +525,7 @@ static void test_half__variables_and_storage_getter(void) {
         }
         for (int i = 0; i < 4; i++) vg_tensor_free(o[i]);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 int main(void) {

@@ -4,6 +4,7 @@
  * _BuildCondTensor; ops.init_scope / control_dependencies(None)), checked by what the
  * graphs compute. Regression tests of issue 28's construction items. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "cf_callbacks.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
@@ -59,8 +60,7 @@ static void test_cfc__loop_invariant_op_runs_once_per_iteration(void) {
         CHECK_OK(vg_session_run_targets(s, &c.v.initializer, 1, &st), &st);
         CHECK_NEAR(run_scalar(s, out, &st), 3, 0);
         CHECK_NEAR(run_scalar(s, c.v.read, &st), 3, 0);
-        vg_session_free(s);
-        vg_graph_free(g);
+        free_session_graph(s, g);
     }
 }
 
@@ -86,8 +86,7 @@ static void test_cfc__body_returns_outer_tensor(void) {
         vg_session *s = threaded_session(g, threads);
         CHECK_NEAR(run_scalar(s, out[1], &st), 7, 0);
         CHECK_NEAR(run_scalar(s, out[0], &st), 3, 0);
-        vg_session_free(s);
-        vg_graph_free(g);
+        free_session_graph(s, g);
     }
 }
 
@@ -118,8 +117,7 @@ static void test_cfc__model_built_inside_loop(void) {
     /* the variable, its initializer and its snapshot run outside the loop: the
      * initializer ran above without the loop, and w is fetched directly */
     CHECK_NEAR(run_scalar(s, vg_out(w, 0), &st), 2, 0);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF's ValueError: a tf.Variable whose initial value is computed inside the loop. */
@@ -172,8 +170,7 @@ static void test_cfc__cond_branch_returns_op(void) {
         vg_tensor_free(pv);
         CHECK_NEAR(run_scalar(s, c.v.read, &st), want ? 1 : 0, 0);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* A body op with a control dependency on an op outside the loop: TF pulls it into the
@@ -212,8 +209,7 @@ static void test_cfc__outer_control_dependency_pulled_into_loop(void) {
         CHECK_NEAR(run_scalar(s, out[1], &st), 3, 0); /* w = 1 in each of 3 iterations */
         CHECK_NEAR(run_scalar(s, out[1], &st), 6, 0); /* the next run: w = 2 */
         CHECK_NEAR(run_scalar(s, out2[1], &st), 9, 0); /* through a group without outputs: w = 3 */
-        vg_session_free(s);
-        vg_graph_free(g);
+        free_session_graph(s, g);
     }
 }
 
@@ -257,8 +253,7 @@ static void test_cfc__cond_in_loop_drops_outer_control(void) {
             CHECK(vg_op_control_input(ten, k) != c.outer);
     vg_session *s = threaded_session(g, 1);
     CHECK_NEAR(run_scalar(s, out[1], &st), 10 + 1 + 10, 0); /* i = 0, 1, 2 */
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* tf.gradients through stop_gradient of a loop's output is None, as without a loop. */
@@ -287,8 +282,7 @@ static void test_cfc__stop_gradient_of_loop_output(void) {
     if (o) CHECK_NEAR(vg_tensor_scalar(o), 8, 0);
     vg_tensor_free(o);
     vg_tensor_free(xv);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 int main(void) {

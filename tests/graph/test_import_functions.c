@@ -10,6 +10,7 @@
  *    with the inlined node names.
  * TF's own file, grappler's simple_function.pbtxt, is in test_import_tf_graphs. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "vigil/vigil.h"
 
 static const char *k_lib =
@@ -94,8 +95,7 @@ static void test_nested_polymorphic_multi_output(void) {
     for (int i = 0; o[2] && i < 4; i++) CHECK_EQ_INT(((const int32_t *)vg_tensor_data(o[2]))[i], want_i[i]);
     for (int i = 0; i < 3; i++) vg_tensor_free(o[i]);
     vg_tensor_free(x);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_partitioned_call(void) {
@@ -123,8 +123,7 @@ static void test_partitioned_call(void) {
     vg_tensor_free(o[0]);
     vg_tensor_free(o[1]);
     vg_tensor_free(x);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_gradient_through_call(void) {
@@ -145,8 +144,7 @@ static void test_gradient_through_call(void) {
     vg_tensor_free(o[0]);
     vg_tensor_free(o[1]);
     vg_tensor_free(x);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_call_without_outputs_runs_body(void) {
@@ -162,8 +160,7 @@ static void test_call_without_outputs_runs_body(void) {
     CHECK_STR_CONTAINS(st.msg, "assertion failed");
     vg_tensor_free(ok);
     vg_tensor_free(bad);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void check_refused(const char *extra_lib, const char *nodes, vg_code want, const char *msg) {

@@ -6,6 +6,7 @@
  * missing node, cycle, truncation, absurd tensor sizes, func attrs, unknown op types
  * reported all at once. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 
@@ -47,8 +48,7 @@ static void test_rust_multiplication(void) {
     vg_tensor_free(out);
     vg_tensor_free(in[0]);
     vg_tensor_free(in[1]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* tensorflow/rust examples/addition/model.pb (TF 2.x, producer 1882): z = AddV2(x, y) int32. */
@@ -68,8 +68,7 @@ static void test_rust_addition(void) {
     vg_tensor_free(out);
     vg_tensor_free(in[0]);
     vg_tensor_free(in[1]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Every TF-written GraphDef in the test data either imports, or fails with
@@ -209,8 +208,7 @@ static void test_text_legacy_prefix_input_map(void) {
     }
     vg_tensor_free(out);
     vg_tensor_free(xt);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Legacy BatchMatMul (TF < 1.14 graphs) runs as BatchMatMulV2 (same adj_x/adj_y attrs)

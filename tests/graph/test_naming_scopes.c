@@ -500,8 +500,7 @@ static void test_nested_custom_getters(void) {
         }
     }
     for (int i = 0; i < 9; i++) vg_tensor_free(r[i]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* variable_scope.__init__/_enter_scope_uncached: reuse (True or AUTO_REUSE, both truthy)

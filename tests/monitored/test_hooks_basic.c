@@ -49,8 +49,7 @@ static void test_stop_at_step__last_step(void) {
     ht_set_gs(raw, &m, 10);
     CHECK_OK(ht_run_nothing(ms, &st), &st);
     CHECK(vg_monitored_session_should_stop(ms));
-    CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    vg_monitored_session_free(ms);
+    CHECK_OK(ht_end_free(ms, &st), &st);
     /* TF resets the hooked session's flag and runs at 11: a new session does the same */
     CHECK_OK(vg_stop_at_step_hook(-1, 10, &h, &st), &st);
     ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
@@ -58,8 +57,7 @@ static void test_stop_at_step__last_step(void) {
     ht_set_gs(vg_monitored_session_raw_session(ms), &m, 11);
     CHECK_OK(ht_run_nothing(ms, &st), &st);
     CHECK(vg_monitored_session_should_stop(ms));
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 }
 
 /* init_fn of the scaffold: the session starts at global step *(int64_t*)payload */
@@ -259,8 +257,7 @@ static void test_logging_tensor__print_at_end_only(void) {
     CHECK_EQ_INT(s.n, 1);
     CHECK_STR_CONTAINS(s.last, "foo:0 = 42");
     CHECK(strstr(s.last, "sec") == NULL);
-    vg_monitored_session_free(ms);
-    vg_graph_free(l.g);
+    ht_free_session_graph(ms, l.g);
 }
 
 /* Runs TF's _validate_print_every_n_steps on a session holding hook h. */
@@ -311,8 +308,7 @@ static void test_logging_tensor__print_every_n_steps(void) {
         ms = ht_singular(l.g, NULL, NULL, &h, 1, &st);
         if (!ms) return;
         validate_every_n_steps(ms, &l, &s, at_end); /* proper reset */
-        vg_monitored_session_free(ms);
-        vg_graph_free(l.g);
+        ht_free_session_graph(ms, l.g);
     }
 }
 
@@ -342,8 +338,7 @@ static void test_logging_tensor__print_first_step(void) {
     CHECK_OK(run_fetch(ms, l.train, &st), &st);
     CHECK_EQ_INT(s.n, 2);
     CHECK_STR_CONTAINS(s.last, " sec)");
-    ht_close_session(ms);
-    vg_graph_free(l.g);
+    ht_close_session_graph(ms, l.g);
 }
 
 /* item 171: every_n_secs=1.0 with a mocked clock (with and without at_end) */
@@ -376,8 +371,7 @@ static void test_logging_tensor__print_every_n_secs(void) {
         CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
         CHECK_EQ_INT(s.n, at_end ? 3 : 2);
         if (at_end) CHECK_STR_CONTAINS(s.last, "foo:0 = 42 (0.000 sec)"); /* the timer is updated */
-        vg_monitored_session_free(ms);
-        vg_graph_free(l.g);
+        ht_free_session_graph(ms, l.g);
         ht_clock_restore();
     }
 }
@@ -411,8 +405,7 @@ static void test_logging_tensor__print_formatter(void) {
     CHECK_OK(run_fetch(ms, l.train, &st), &st);
     CHECK_EQ_INT(s.n, 1);
     CHECK(!strcmp(s.last, "qqq=42.0"));
-    ht_close_session(ms);
-    vg_graph_free(l.g);
+    ht_close_session_graph(ms, l.g);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -561,8 +554,7 @@ static void test_global_step_waiter__wait_for_step(void) {
     double t0 = ht_wall();
     CHECK_OK(ht_run_nothing(ms, &st), &st);
     CHECK(ht_wall() - t0 < 0.4);
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -598,8 +590,7 @@ static void test_final_ops__scalar_and_tensor(void) {
         CHECK_EQ_INT(vg_tensor_dim(v[1], 1), 3);
         CHECK(!memcmp(vg_tensor_data(v[1]), vals, sizeof vals));
     }
-    vg_monitored_session_free(ms);
-    vg_graph_free(g);
+    ht_free_session_graph(ms, g);
 }
 
 /* item 186: final ops with a feed dict */
@@ -630,8 +621,7 @@ static void test_final_ops__with_feed_dict(void) {
         CHECK_EQ_INT(*(const int32_t *)vg_tensor_data(v[1]), 4);
         CHECK_EQ_INT(*(const int32_t *)vg_tensor_data(v[2]), 7);
     }
-    vg_monitored_session_free(ms);
-    vg_graph_free(g);
+    ht_free_session_graph(ms, g);
 }
 
 /* item 187: a final op reading an exhausted input: end() fails with OUT_OF_RANGE and
@@ -662,8 +652,7 @@ static void test_final_ops__triggers_out_of_range(void) {
     CHECK(vg_monitored_session_should_stop(ms)); /* but the session is closed */
     int n;
     CHECK(vg_final_ops_hook_values(&keep, &n) == NULL);
-    vg_monitored_session_free(ms);
-    vg_graph_free(g);
+    ht_free_session_graph(ms, g);
 }
 
 /* ------------------------------------------------------------------------ */

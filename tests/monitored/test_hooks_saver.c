@@ -111,8 +111,7 @@ static void test_checkpoint_saver__saves_when_saver_and_scaffold_both_missing(vo
     CHECK_EQ_INT(ht_ckpt_gs(dir), -1);
     CHECK_OK(ht_run_train(ms, &m, &st), &st);
     CHECK_EQ_INT(ht_ckpt_gs(dir), 1);
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
     vg_file_writer_cache_clear();
     tu_rmrf(dir);
 }
@@ -184,8 +183,7 @@ static void test_checkpoint_saver__listener_with_monitored_session(void) {
         CHECK_OK(ht_run_train(ms, &m, &st), &st);
         CHECK_OK(ht_run_train(ms, &m, &st), &st);
         CHECK_EQ_INT(ht_get_gs(vg_monitored_session_raw_session(ms), &m), 2);
-        CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-        vg_monitored_session_free(ms);
+        CHECK_OK(ht_end_free(ms, &st), &st);
         expect_counts(&c1, 1, 3, 3, 1);
         if (variant) expect_counts(&c2, 1, 3, 3, 1);
         CHECK_EQ_INT(ht_ckpt_gs(dir), 2);
@@ -310,8 +308,7 @@ static void test_checkpoint_saver__save_steps_saves_periodically(void) {
     vg_monitored_session_free(ms);
     vg_file_writer_cache_clear(); /* flushes the hook's (cached) writer */
     /* the CHECKPOINT session logs of the summary writer name the saves' steps */
-    ht_events *e = malloc(sizeof *e);
-    ht_read_events(dir, e);
+    ht_events *e = ht_events_of(dir);
     CHECK_EQ_INT(e->nckpt, 3);
     if (e->nckpt == 3) {
         CHECK_EQ_INT(e->ckpt_steps[0], 1);
@@ -338,8 +335,7 @@ static void test_checkpoint_saver__summary_writer_defs(void) {
     if (!ms) return;
     CHECK_OK(ht_run_train(ms, &m, &st), &st);
     ht_flush_dir(dir);
-    ht_events *e = malloc(sizeof *e);
-    ht_read_events(dir, e);
+    ht_events *e = ht_events_of(dir);
     CHECK_EQ_INT(e->ngraph, 1);
     CHECK_EQ_INT(e->nmeta, 1);
     CHECK(e->meta_has_saver);
@@ -399,8 +395,7 @@ static void test_checkpoint_saver__save_graph_def(void) {
         if (sgd) CHECK_EQ_INT(ht_count_files(dir, "model.ckpt-", ".meta"), 2);
         CHECK(ht_exists(dir, "graph.pbtxt") == (bool)sgd);
         ht_flush_dir(dir);
-        ht_events *e = malloc(sizeof *e);
-        ht_read_events(dir, e);
+        ht_events *e = ht_events_of(dir);
         CHECK_EQ_INT(e->ngraph, sgd);
         CHECK_EQ_INT(e->nmeta, sgd);
         CHECK_EQ_INT(e->nckpt, 2); /* steps 0 and 1 */
@@ -493,8 +488,7 @@ static void test_step_counter__every_n_steps(void) {
     ht_log_release();
     ht_close_session(ms);
     vg_file_writer_free(w);
-    ht_events *e = malloc(sizeof *e);
-    ht_read_events(dir, e);
+    ht_events *e = ht_events_of(dir);
     int64_t steps[8];
     double vals[8];
     CHECK_EQ_INT(ht_steps_of(e, "global_step/sec", steps, vals, 8), 2);
@@ -524,8 +518,7 @@ static void test_step_counter__every_n_secs(void) {
     }
     ht_close_session(ms);
     vg_file_writer_free(w);
-    ht_events *e = malloc(sizeof *e);
-    ht_read_events(dir, e);
+    ht_events *e = ht_events_of(dir);
     int64_t steps[8];
     double vals[8];
     CHECK_EQ_INT(ht_steps_of(e, "global_step/sec", steps, vals, 8), 2);
@@ -557,8 +550,7 @@ static void test_step_counter__global_step_name(void) {
     }
     ht_close_session(ms);
     vg_file_writer_free(w);
-    ht_events *e = malloc(sizeof *e);
-    ht_read_events(dir, e);
+    ht_events *e = ht_events_of(dir);
     int64_t steps[8];
     CHECK_EQ_INT(e->nv, 1);
     CHECK_EQ_INT(ht_steps_of(e, "bar/foo/sec", steps, NULL, 8), 1);
@@ -582,8 +574,7 @@ static void test_step_counter__log_warning_if_global_step_not_increased(void) {
     CHECK_STR_CONTAINS(ht_log_buf, "has not been increased");
     CHECK_EQ_INT(ht_log_warnings, 5);
     ht_log_release();
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -749,10 +740,8 @@ static void test_summary_saver__scaffold_summary_op_and_no_writer(void) {
     vg_monitored_session *ms = ht_singular(s.m.g, sc, NULL, hooks, 2, &st);
     if (!ms) return;
     for (int i = 0; i < 3; i++) CHECK_OK(ht_run_train(ms, &s.m, &st), &st);
-    CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    vg_monitored_session_free(ms);
-    ht_events *e = malloc(sizeof *e);
-    ht_read_events(dir, e);
+    CHECK_OK(ht_end_free(ms, &st), &st);
+    ht_events *e = ht_events_of(dir);
     /* The writer-less hook returns from after_run before recording its next step (TF
      * does the same), so it asks for the summary op in every run: the op (var += 1) runs
      * in every step, the other hook records it at steps 1 and 3 -> values 1 and 3. */
@@ -818,8 +807,7 @@ static void run_profiler(int64_t steps, double secs, const double *at, int runs,
             fclose(f);
         }
     }
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
     vg_file_writer_cache_clear();
     ht_end_dir(dir);
 }

@@ -69,8 +69,7 @@ static void test_tfedge__graph_events_without_step(void) {
     vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
     CHECK_OK(ht_run_train(ms, &m, &st), &st);
-    CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    vg_monitored_session_free(ms);
+    CHECK_OK(ht_end_free(ms, &st), &st);
     vg_file_writer_cache_clear();
     graph_ev e;
     read_graph_events(dir, &e);
@@ -148,8 +147,7 @@ static void test_tfedge__int32_global_step(void) {
         vg_tensor_free(t);
         vg_checkpoint_reader_free(r);
     }
-    ht_events *e = malloc(sizeof *e);
-    ht_read_events(dir, e);
+    ht_events *e = ht_events_of(dir);
     int64_t st_steps[8];
     CHECK(ht_steps_of(e, "bar/foo/sec", st_steps, NULL, 8) >= 1);
     CHECK_EQ_INT(ht_steps_of(e, "loss", st_steps, NULL, 8), 3);

@@ -57,8 +57,7 @@ static void test_logging__tf_lines_in_order(void) {
         vg_monitored_session *ms = ht_singular(m.g, NULL, dir, &h, 1, &st);
         if (!ms) return;
         for (int i = 0; i < 3; i++) CHECK_OK(ht_run_train(ms, &m, &st), &st);
-        CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-        vg_monitored_session_free(ms);
+        CHECK_OK(ht_end_free(ms, &st), &st);
         const char *p = ht_log_buf;
         p = after(p, "Graph was finalized.\n");
         if (round == 1) {

@@ -5,6 +5,7 @@
  * pass-through without hooks, errors and the coordinator, recovery through run_step_fn,
  * the construction order, StopIteration. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "kernels/kernel.h"
 #include "hook_test_util.h"
 #include <stdatomic.h>
@@ -328,8 +329,7 @@ static void test_monitored__run_error_does_not_stop(void) {
     CHECK_NEAR(ht_fetch_scalar(ms, m.t5, &rc, &st), 5.0, 0);
     CHECK_EQ_INT(rc, VG_OK);
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    vg_monitored_session_free(ms);
-    vg_graph_free(m.g);
+    ht_free_session_graph(ms, m.g);
 }
 
 /* item 31: the coordinator holds ABORTED and the run fails with something else: the
@@ -369,8 +369,7 @@ static void test_monitored__coordinator_preemption_substituted(void) {
     CHECK_EQ_INT(cc.created, 2);
     CHECK_EQ_INT(h2.acs, 2);
     CHECK(!vg_monitored_session_should_stop(ms));
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 }
 
 /* item 35: a non-preemption error of the creator (when recreating) propagates from run */
@@ -394,8 +393,7 @@ static void test_monitored__creator_error_propagates(void) {
     CHECK_STR_CONTAINS(st.msg, "creator failed on call 2");
     CHECK_EQ_INT(cc.calls, 2);
     vg_monitored_session_end(ms, rc, &st);
-    vg_monitored_session_free(ms);
-    vg_graph_free(m.g);
+    ht_free_session_graph(ms, m.g);
 }
 
 /* item 38: the coordinator stores ABORTED and a hook then fails with CANCELLED in
@@ -418,8 +416,7 @@ static void test_monitored__recovery_from_session_getting_stuck(void) {
     CHECK(!vg_monitored_session_should_stop(ms));
     CHECK_EQ_INT(cc.created, 2);
     CHECK_EQ_INT(h1.before, 2); /* the whole call ran twice */
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 }
 
 /* ---- step functions ---- */
@@ -542,8 +539,7 @@ static void test_monitored__step_fn_recovery(void) {
     CHECK_EQ_INT(h3.nresults, 1);
     CHECK_NEAR(h3.last, 5.0, 0);
     CHECK_EQ_INT(h3.acs, 2);
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 }
 
 /* item 44: begin (graph not finalized) -> finalize -> create -> init -> queue runners ->
@@ -566,8 +562,7 @@ static void test_monitored__construction_order(void) {
     CHECK(h.var_ready_at_acs);
     CHECK(h.queue_fed_at_acs);
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    vg_monitored_session_free(ms);
-    vg_graph_free(m.g);
+    ht_free_session_graph(ms, m.g);
 }
 
 /* item 52: StopIteration (VG_STOP_ITERATION) from a hook inside the block: suppressed,
@@ -593,8 +588,7 @@ static void test_monitored__stop_iteration_in_block(void) {
     CHECK_OK(vg_monitored_session_end(ms, rc, &st), &st);
     CHECK_EQ_INT(h.end, 1);
     CHECK(vg_monitored_session_should_stop(ms));
-    vg_monitored_session_free(ms);
-    vg_graph_free(m.g);
+    ht_free_session_graph(ms, m.g);
 }
 
 /* item 76: SingularMonitoredSession initializes the variables */
@@ -606,8 +600,7 @@ static void test_monitored__singular_initializes(void) {
     if (!ms) return;
     CHECK_NEAR(ht_fetch_scalar(ms, m.v, &rc, &st), 0.0, 0);
     CHECK_EQ_INT(rc, VG_OK);
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 }
 
 static int init_fn_calls, init_fn_aborts;
@@ -728,8 +721,7 @@ static void test_monitored__singular_stored_preemption(void) {
     CHECK_CODE(vg_monitored_session_end(ms, VG_OK, &st), VG_ABORTED);
     CHECK_STR_CONTAINS(st.msg, "side thread aborted");
     CHECK_EQ_INT(h.end, 0);
-    vg_monitored_session_free(ms);
-    vg_graph_free(m.g);
+    ht_free_session_graph(ms, m.g);
 }
 
 /* quirk 27.9: a recovery makes a new hooked layer whose stop flag is False again */
@@ -749,8 +741,7 @@ static void test_monitored__recovery_resets_hook_stop(void) {
     vg_coord_request_stop(h.coord, &err);
     CHECK(!vg_monitored_session_should_stop(ms)); /* recovered: the old stop request is gone */
     CHECK_EQ_INT(h.acs, 2);
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 }
 
 /* items 115, 118 (QueueRunner.create_threads): one thread per enqueue op; starting the
@@ -780,8 +771,7 @@ static void test_monitored__queue_runner_threads(void) {
         CHECK(atomic_load(&enq_calls) > 2);
         CHECK_EQ_INT(atomic_load(&enq_max), nops);
         vg_coord_free(c);
-        vg_session_free(s);
-        vg_graph_free(g);
+        free_session_graph(s, g);
     }
 }
 

@@ -292,8 +292,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     CHECK_EQ_INT(rc, VG_FAILED_PRECONDITION); /* 18 */
     CHECK_STR_CONTAINS(st.msg, "Run called even after should_stop requested.");
     CHECK_EQ_INT(h1.before, b1);
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 
     /* 17: a stop requested in before_run takes effect after the step */
     m = make_model();
@@ -305,8 +304,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_OK);
     CHECK(vg_monitored_session_should_stop(ms));
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 
     /* 22: before_run error stops later hooks and the run; 23: after_run error discards
      * the stop request of that step */
@@ -333,8 +331,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_INTERNAL);
     CHECK(!vg_monitored_session_should_stop(ms));
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 }
 
 /* items 19, 21, 83, 84 */
@@ -367,8 +364,7 @@ static void test_monitored__merge_run_options(void) {
     CHECK_EQ_INT(vg_run_metadata_num_partition_graphs(md), 1); /* 83 */
     CHECK(vg_run_metadata_num_nodes(md) > 0);                  /* full trace recorded */
     vg_run_metadata_free(md);
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 }
 
 /* items 50, 51, 53, 54, 55, 58, 59 */
@@ -398,8 +394,7 @@ static void test_monitored__end_semantics(void) {
     CHECK_EQ_INT(h.end, 2);
     CHECK(h.last_sess == NULL);
     CHECK_CODE(vg_monitored_session_run(ms, NULL, NULL, NULL, &st), VG_FAILED_PRECONDITION);
-    vg_monitored_session_free(ms);
-    vg_graph_free(m.g);
+    ht_free_session_graph(ms, m.g);
 
     /* other error (54, 55, 50): end() not called, error returned, closed */
     m = make_model();
@@ -413,8 +408,7 @@ static void test_monitored__end_semantics(void) {
     CHECK_STR_CONTAINS(st.msg, "failed in before_run");
     CHECK_EQ_INT(h2.end, 0);
     CHECK(vg_monitored_session_should_stop(ms));
-    vg_monitored_session_free(ms);
-    vg_graph_free(m.g);
+    ht_free_session_graph(ms, m.g);
 
     /* 58: close inside the block, then the block's end fails */
     m = make_model();
@@ -422,8 +416,7 @@ static void test_monitored__end_semantics(void) {
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
     CHECK_CODE(vg_monitored_session_end(ms, VG_OK, &st), VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Session is already closed");
-    vg_monitored_session_free(ms);
-    vg_graph_free(m.g);
+    ht_free_session_graph(ms, m.g);
 }
 
 /* A creator wrapping the chief creator that fails with ABORTED the first `fail` times. */
@@ -471,8 +464,7 @@ static void test_monitored__recovery(void) {
     CHECK_EQ_INT(h.after_create, 2);   /* 43 */
     CHECK_EQ_INT(f.calls, 4);
     /* 34: sessions aborting in the run itself (TestRaise) */
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 
     m = make_model();
     vg_output r = vg_const_f32(m.g, 0, NULL);
@@ -490,8 +482,7 @@ static void test_monitored__recovery(void) {
     }
     CHECK_EQ_INT(atomic_load(&raise_runs), 4); /* one retried run */
     atomic_store(&raise_at_run, -1);
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 }
 
 /* items 73, 75: Singular does not recover */
@@ -512,8 +503,7 @@ static void test_monitored__singular_no_recovery(void) {
     CHECK_EQ_INT(h.after_create, 1);
     CHECK_CODE(vg_monitored_session_end(ms, rc, &st), VG_ABORTED);
     CHECK(vg_monitored_session_raw_session(ms) == NULL); /* 74 */
-    vg_monitored_session_free(ms);
-    vg_graph_free(m.g);
+    ht_free_session_graph(ms, m.g);
 }
 
 /* coordinator items 27, 29, 32, 36, 37, 40, 56, 57 */
@@ -548,8 +538,7 @@ static void test_monitored__coordinator(void) {
     CHECK_EQ_INT(h.after_create, 2);
     CHECK_CODE(vg_monitored_session_end(ms, VG_OK, &st), VG_UNKNOWN);
     CHECK_STR_CONTAINS(st.msg, "side thread failed");
-    vg_monitored_session_free(ms);
-    vg_graph_free(m.g);
+    ht_free_session_graph(ms, m.g);
 
     /* 40: close with a stored Aborted does not fail (MonitoredSession) */
     m = make_model();
@@ -559,8 +548,7 @@ static void test_monitored__coordinator(void) {
     vg_status_set(&err, VG_ABORTED, "x");
     vg_coord_request_stop(h2.coord, &err);
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
-    vg_monitored_session_free(ms);
-    vg_graph_free(m.g);
+    ht_free_session_graph(ms, m.g);
 
     /* Singular: a stored error surfaces at end, hooks' end not called (27.8) */
     m = make_model();
@@ -573,8 +561,7 @@ static void test_monitored__coordinator(void) {
     CHECK(vg_monitored_session_should_stop(ms)); /* 27 */
     run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_OK); /* 27.7: a plain coordinator stop does not block run */
-    ht_close_session(ms);
-    vg_graph_free(m.g);
+    ht_close_session_graph(ms, m.g);
 }
 
 /* ---- run_step_fn: items 61, 62, 63, 64, 65, 68, 69, 70, 71, 8(b) of the issue ---- */
@@ -699,8 +686,7 @@ static void test_monitored__run_step_fn(void) {
     CHECK_EQ_INT(rc, VG_ABORTED);
     CHECK_EQ_INT(a.calls, 1);
     vg_monitored_session_end(ms, rc, &st);
-    vg_monitored_session_free(ms);
-    vg_graph_free(g);
+    ht_free_session_graph(ms, g);
 }
 
 /* items 79, 80, 81, 82, 95, 131 (restore across sessions through a checkpoint dir) */
@@ -774,8 +760,7 @@ static void test_monitored__restore_and_stop_at_step(void) {
     CHECK_EQ_INT(rc, VG_OK);
     CHECK_EQ_INT(h.after_create, 2);
     vg_monitored_session_end(ms, rc, &st);
-    vg_monitored_session_free(ms);
-    vg_graph_free(m.g);
+    ht_free_session_graph(ms, m.g);
     CHECK(tu_rmrf(dir) == 0);
     vg_file_writer_cache_clear();
 }

@@ -90,8 +90,7 @@ static void test_tfedge__singular_coord_error_without_should_stop(void) {
         CHECK_EQ_INT(h1.end, ask ? 0 : 1);
         CHECK_EQ_INT(h2.end, ask ? 0 : 1);
         CHECK(vg_monitored_session_graph(ms) == NULL); /* closed */
-        vg_monitored_session_free(ms);
-        vg_graph_free(g);
+        ht_free_session_graph(ms, g);
     }
 }
 
@@ -111,8 +110,7 @@ static void test_tfedge__second_close_hook_end_fails(void) {
     CHECK_STR_CONTAINS(st.msg, "Session is already closed.");
     CHECK_EQ_INT(h.end, 2);
     CHECK_EQ_INT(h.end_null, 1);
-    vg_monitored_session_free(ms);
-    vg_graph_free(g);
+    ht_free_session_graph(ms, g);
 }
 
 /* MonitoredSessionTest.test_regular_exception_reported_to_coord_pass_through_return
@@ -136,8 +134,7 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
         CHECK_STR_CONTAINS(st.msg, "a thread wants to stop");
         CHECK_EQ_INT(h.end, 1);
         /* no thread error: the hook's error comes out */
-        vg_monitored_session_free(ms);
-        vg_graph_free(g);
+        ht_free_session_graph(ms, g);
     }
     vg_graph *g;
     ehook h = {.end_code = VG_INTERNAL};
@@ -145,8 +142,7 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
     if (!ms) return;
     CHECK_CODE(vg_monitored_session_close(ms, &st), VG_INTERNAL);
     CHECK_STR_CONTAINS(st.msg, "hook failed in end");
-    vg_monitored_session_free(ms);
-    vg_graph_free(g);
+    ht_free_session_graph(ms, g);
 }
 
 /* RecoverableSessionTest.test_recovery_from_non_preemption_in_coordinator, with the run
@@ -173,8 +169,7 @@ static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     /* the `with` exit of the failing block: no end(), close does not raise again */
     CHECK_CODE(vg_monitored_session_end(ms, rc, &st), VG_UNKNOWN);
     CHECK_EQ_INT(h.end, 0);
-    vg_monitored_session_free(ms);
-    vg_graph_free(g);
+    ht_free_session_graph(ms, g);
     /* a plain preemption (nothing stored) still recovers */
     g = vg_graph_new();
     gs = vg_get_or_create_global_step(g);
@@ -187,8 +182,7 @@ static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     CHECK_OK(rc, &st);
     CHECK_EQ_INT(h2.acs, 2);
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    vg_monitored_session_free(ms);
-    vg_graph_free(g);
+    ht_free_session_graph(ms, g);
 }
 
 /* the same through run_step_fn (RecoverableSessionTest's step_fn variants:
@@ -211,8 +205,7 @@ static void test_tfedge__step_fn_preemption_with_stored_error(void) {
     CHECK_STR_CONTAINS(st.msg, "a thread failed");
     CHECK_EQ_INT(calls, 1);
     CHECK_EQ_INT(h.acs, 1);
-    vg_monitored_session_free(ms);
-    vg_graph_free(g);
+    ht_free_session_graph(ms, g);
 }
 
 /* HookedSessionTest.testHooksFeedConflicts / testHooksAndUserFeedConflicts: RuntimeError

@@ -83,8 +83,7 @@ static void test_mts__saving_restoring_checkpoint(void) {
     CHECK_OK(train(ms, &m, &st), &st);
     CHECK_EQ_INT(gs_of(ms, &m), 2);
     CHECK_EQ_INT(ht_ckpt_gs(dir), 0); /* saved at creation only, so far */
-    CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    vg_monitored_session_free(ms);
+    CHECK_OK(ht_end_free(ms, &st), &st);
     CHECK_EQ_INT(restart_gs(&m, dir), 2);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
@@ -104,8 +103,7 @@ static void test_mts__save_checkpoint_steps(void) {
     if (!ms) return;
     for (int i = 0; i < 100; i++) CHECK_OK(train(ms, &m, &st), &st);
     CHECK_EQ_INT(ht_ckpt_gs(dir), 100);
-    CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    vg_monitored_session_free(ms);
+    CHECK_OK(ht_end_free(ms, &st), &st);
     CHECK_EQ_INT(restart_gs(&m, dir), 100);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
@@ -129,18 +127,11 @@ static void test_mts__save_checkpoint_secs(void) {
     ht_now_value += 0.2;
     for (int i = 0; i < 10; i++) CHECK_OK(train(ms, &m, &st), &st);
     CHECK_EQ_INT(ht_ckpt_gs(dir), 2); /* the first step after the pause saved */
-    CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    vg_monitored_session_free(ms);
+    CHECK_OK(ht_end_free(ms, &st), &st);
     CHECK_EQ_INT(restart_gs(&m, dir), 11);
     vg_graph_free(m.g);
     vg_file_writer_cache_clear();
     ht_end_dir(dir);
-}
-
-/* Builds the user's summary my_summary_tag = 2 * (global_step += 1). */
-static void user_summary(ht_model *m) {
-    vg_output twice = vg_mul(m->g, vg_out(m->train, 0), vg_const_i64(m->g, 2, NULL), "twice");
-    vg_summary_scalar(m->g, "my_summary_tag", twice);
 }
 
 /* items 134 (summary defaults: every 100 steps) and 135 (save_summaries_steps None +
@@ -151,7 +142,7 @@ static void test_mts__summaries(void) {
         char dir[64];
         ht_begin_dir(dir, sizeof dir, "mts");
         ht_model m = ht_model_make();
-        user_summary(&m);
+        ht_user_summary(&m);
         vg_mts_options o = {0};
         o.checkpoint_dir = dir;
         o.log_step_count_steps = 10;
@@ -166,11 +157,9 @@ static void test_mts__summaries(void) {
             CHECK_OK(train(ms, &m, &st), &st);
             ht_now_value += 0.01;
         }
-        CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-        vg_monitored_session_free(ms);
+        CHECK_OK(ht_end_free(ms, &st), &st);
         vg_file_writer_cache_clear();
-        ht_events *e = malloc(sizeof *e);
-        ht_read_events(dir, e);
+        ht_events *e = ht_events_of(dir);
         CHECK(ht_has_tag(e, "my_summary_tag"));
         CHECK(ht_has_tag(e, "global_step/sec"));
         int64_t steps[64];
@@ -214,8 +203,7 @@ static void test_mts__custom_saving(void) {
     vg_monitored_session *ms = mts(m.g, &o);
     if (!ms) return;
     CHECK_OK(train(ms, &m, &st), &st);
-    CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    vg_monitored_session_free(ms);
+    CHECK_OK(ht_end_free(ms, &st), &st);
     CHECK_EQ_INT(c.begin, 1);
     CHECK_EQ_INT(c.after_create, 1);
     CHECK_EQ_INT(c.before, 1);
@@ -237,7 +225,7 @@ static void test_mts__non_chief(void) {
     char dir[64];
     tu_mkdtemp(dir, sizeof dir, "mts");
     ht_model m = ht_model_make();
-    user_summary(&m);
+    ht_user_summary(&m);
     int64_t zero = 0;
     vg_tensor *empty = vg_tensor_new(VG_STRING, &zero, 1, &st);
     vg_scaffold_options so = {0};
@@ -263,8 +251,7 @@ static void test_mts__non_chief(void) {
     if (!ms) return;
     for (int i = 0; i < 3; i++) CHECK_OK(train(ms, &m, &st), &st);
     CHECK_EQ_INT(gs_of(ms, &m), 3);
-    CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    vg_monitored_session_free(ms);
+    CHECK_OK(ht_end_free(ms, &st), &st);
     CHECK_EQ_INT(chief.begin + chief.after_create + chief.before + chief.end, 0);
     CHECK_EQ_INT(user.begin, 1);
     CHECK_EQ_INT(user.before, 4);
@@ -352,7 +339,7 @@ static void test_mts__summary_dir_and_no_step_counter(void) {
     tu_mkdtemp(dir, sizeof dir, "mts");
     ht_begin_dir(sdir, sizeof sdir, "mts");
     ht_model m = ht_model_make();
-    user_summary(&m);
+    ht_user_summary(&m);
     vg_mts_options o = {0};
     o.checkpoint_dir = dir;
     o.summary_dir = sdir;
@@ -364,11 +351,9 @@ static void test_mts__summary_dir_and_no_step_counter(void) {
         CHECK_OK(train(ms, &m, &st), &st);
         ht_now_value += 0.5;
     }
-    CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    vg_monitored_session_free(ms);
+    CHECK_OK(ht_end_free(ms, &st), &st);
     vg_file_writer_cache_clear();
-    ht_events *e = malloc(sizeof *e);
-    ht_read_events(sdir, e);
+    ht_events *e = ht_events_of(sdir);
     int64_t steps[8];
     CHECK_EQ_INT(ht_steps_of(e, "my_summary_tag", steps, NULL, 8), 2);
     CHECK(!ht_has_tag(e, "global_step/sec"));

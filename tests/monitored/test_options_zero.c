@@ -9,11 +9,6 @@
 #include "hook_test_util.h"
 #include "monitored/monitored_internal.h"
 
-static void user_summary(ht_model *m) {
-    vg_output twice = vg_mul(m->g, vg_out(m->train, 0), vg_const_i64(m->g, 2, NULL), "twice");
-    vg_summary_scalar(m->g, "my_summary_tag", twice);
-}
-
 typedef struct mts_seen {
     int nsummary, nstep_counter, nckpt_files;
     int64_t summary_steps[8], counter_steps[8];
@@ -28,7 +23,7 @@ static void run_mts(vg_mts_options o, mts_seen *seen) {
     memset(seen, 0, sizeof *seen);
     ht_begin_dir(dir, sizeof dir, "optz");
     ht_model m = ht_model_make();
-    user_summary(&m);
+    ht_user_summary(&m);
     o.checkpoint_dir = dir;
     vg_monitored_session *ms = vg_monitored_training_session_new(m.g, &o, &st);
     CHECK_OK(ms ? VG_OK : st.code, &st);
@@ -37,11 +32,9 @@ static void run_mts(vg_mts_options o, mts_seen *seen) {
             CHECK_OK(ht_run_train(ms, &m, &st), &st);
             ht_now_value += 0.01;
         }
-        CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-        vg_monitored_session_free(ms);
+        CHECK_OK(ht_end_free(ms, &st), &st);
         vg_file_writer_cache_clear();
-        ht_events *e = malloc(sizeof *e);
-        ht_read_events(dir, e);
+        ht_events *e = ht_events_of(dir);
         seen->nsummary = ht_steps_of(e, "my_summary_tag", seen->summary_steps, NULL, 8);
         seen->nstep_counter = ht_steps_of(e, "global_step/sec", seen->counter_steps, NULL, 8);
         free(e);
@@ -197,14 +190,12 @@ static void test_options_zero__hooks(void) {
         vg_monitored_session *ms = ht_singular(m.g, sc, NULL, h, 2, &st);
         if (!ms) return;
         for (int i = 0; i < 201; i++) CHECK_OK(ht_run_train(ms, &m, &st), &st);
-        CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-        vg_monitored_session_free(ms);
+        CHECK_OK(ht_end_free(ms, &st), &st);
         vg_scaffold_free(sc);
         vg_file_writer_cache_clear();
         CHECK(ht_exists(dir, "model.ckpt-201.index"));
         CHECK(ht_exists(dir, "graph.pbtxt") == !no_graph);
-        ht_events *e = malloc(sizeof *e);
-        ht_read_events(dir, e);
+        ht_events *e = ht_events_of(dir);
         int64_t steps[8];
         int n = ht_steps_of(e, "global_step/sec", steps, NULL, 8);
         CHECK_EQ_INT(n, 2);
@@ -254,8 +245,7 @@ static void test_options_zero__file_writer(void) {
     CHECK(w != NULL);
     if (!w) return;
     for (int i = 0; i < 9; i++) CHECK_OK(vg_file_writer_add_scalar(w, "x", (float)i, i, &st), &st);
-    ht_events *e = malloc(sizeof *e);
-    ht_read_events(dir, e);
+    ht_events *e = ht_events_of(dir);
     CHECK_EQ_INT(ht_steps_of(e, "x", NULL, NULL, 0), 0); /* 9 < 10 queued, 120 s away */
     CHECK_OK(vg_file_writer_add_scalar(w, "x", 9.0f, 9, &st), &st);
     double t0 = ht_wall();

@@ -3,6 +3,7 @@
  * num_epochs * limit elements; errors of enqueue ops reach the coordinator; a stop
  * unblocks producers stuck on a full queue; closing the session ends the threads. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "session_test_util.h"
 #include "vigil/ops.h"
 #include "vigil/queue.h"
@@ -60,8 +61,7 @@ static void check_epochs(bool shuffle) {
     vg_coord_request_stop(c, NULL);
     CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
     vg_coord_free(c);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_qr__epochs_in_order(void) { check_epochs(false); }
@@ -119,8 +119,7 @@ static void test_qr__error_reaches_coord(void) {
     CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "uninitialized value v");
     vg_coord_free(c);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Producers blocked on a full queue end promptly on a stop (the cancel op). */
@@ -150,8 +149,7 @@ static void test_qr__stop_unblocks_producers(void) {
     CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
     CHECK(tu_now_s() - t0 < 2.0);
     vg_coord_free(c);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Closing the session under running runners: threads end, join is clean. */
@@ -168,8 +166,7 @@ static void test_qr__session_close(void) {
     CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
     CHECK(vg_coord_should_stop(c));
     vg_coord_free(c);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Two enqueue threads over an epoch-limited input: the batch queue is closed once
@@ -200,8 +197,7 @@ static void test_qr__two_threads_close_once(void) {
     vg_coord_request_stop(c, NULL);
     CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
     vg_coord_free(c);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Regression test for the executor: queue kernels block, so a pool thread running
@@ -265,8 +261,7 @@ static void test_qr__blocking_ops_on_pool_threads(void) {
     atomic_store(&done, true);
     pthread_join(wd, NULL);
     vg_coord_free(c);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_qr__bad_args(void) {

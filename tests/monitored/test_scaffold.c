@@ -190,8 +190,7 @@ static void test_scaffold__defaults_no_variables(void) {
     vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){0}, &st);
     CHECK(ms != NULL);
     if (ms) {
-        CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-        vg_monitored_session_free(ms);
+        CHECK_OK(ht_end_free(ms, &st), &st);
     }
     vg_scaffold_free(s);
     vg_graph_free(g);

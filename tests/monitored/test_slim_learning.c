@@ -6,6 +6,7 @@
  * (slim/python/slim/learning_test.py: testTrainWithNoInitAssignCanAchieveZeroLoss,
  * testResumeTrainAchievesRoughlyTheSameLoss). */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "vigil/vigil.h"
 
 static bool same_list(const vg_output *got, int n, const char *const *want, int nw) {
@@ -202,8 +203,7 @@ static void test_assign_from_checkpoint(void) {
     vg_variable w3 = vg_get_variable_ex(g, "w3", &o3);
     CHECK(vg_slim_assign_from_checkpoint(g, prefix, &w3.ref, 1, (const char *[]){"var0"}, false, &fd, &st) == NULL);
     CHECK_STR_CONTAINS(st.msg, "Total size of new array must be unchanged for var0");
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
     tu_rmrf(dir);
 }
 

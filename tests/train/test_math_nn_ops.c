@@ -2,6 +2,7 @@
  * tf.math.confusion_matrix (TF 1.15 nn_ops.py / confusion_matrix.py), checked against
  * TF's own tests (named per case) and values computed by hand. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
@@ -75,8 +76,7 @@ static void test_dropout(void) {
     vg_tensor_free(out);
     vg_tensor_free(one);
     vg_tensor_free(xv);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 
     /* build errors: an integer x, a vector keep_prob */
     g = vg_graph_new();

@@ -206,11 +206,9 @@ static void test_uniform_unit_scaling(void) {
     CHECK(t3 && memcmp(vg_tensor_data(t2), vg_tensor_data(t3), vg_tensor_nbytes(t2)) != 0);
     vg_tensor_free(t2);
     vg_tensor_free(t3);
-    vg_session_free(s2);
-    vg_graph_free(g2);
+    free_session_graph(s2, g2);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_sparse_to_dense(void) {

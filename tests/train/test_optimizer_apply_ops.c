@@ -218,8 +218,7 @@ static void test_apply__large_adam(void) {
         CHECK_EQ_INT(bad, 0);
     }
     vg_tensor_free(out);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_apply__errors(void) {
@@ -235,8 +234,7 @@ static void test_apply__errors(void) {
     vg_tensor *out = NULL;
     CHECK_CODE(vg_session_run1(s, step, &out, &st), VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "Attempting to use uninitialized value w/Momentum");
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 
     /* build time: dtype, shape and scalar checks */
     g = vg_graph_new();
@@ -298,8 +296,7 @@ static void test_apply__errors(void) {
     vg_tensor_free(gok);
     vg_tensor_free(lr);
     vg_tensor_free(lrbad);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* The same variable as var and slot: distinct-slot locking must not deadlock. */
@@ -351,8 +348,7 @@ static void adam_run(bool nesterov, float *out, int64_t n) {
     for (int k = 0; k < 3; k++)
         if (outs[k]) memcpy(out + k * n, vg_tensor_data(outs[k]), sizeof(float) * (size_t)n);
     for (int k = 0; k < 3; k++) vg_tensor_free(outs[k]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_apply__adam_avx512_same_bits(void) {

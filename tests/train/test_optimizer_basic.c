@@ -240,8 +240,7 @@ static void test_optimizer__global_step_increments(void) {
     CHECK_OK(vg_session_run1(s, vg_variable_snapshot(p.gs.op), &t, &st), &st);
     CHECK(t && *(int64_t *)vg_tensor_data(t) == 3);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(p.g);
+    free_session_graph(s, p.g);
 }
 
 /* compute_gradients + apply_gradients with an explicit name, a learning-rate tensor,
@@ -399,8 +398,7 @@ static void test_optimizer__updates_in_place(void) {
         CHECK(data_of(s, w.read) == pw);
         CHECK(data_of(s, m) == pm);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Several threads run the train op on one session: the variable locks keep every
@@ -447,8 +445,7 @@ static void test_optimizer__concurrent_steps(void) {
     CHECK_OK(vg_session_run1(s, p.w.read, &t, &st), &st);
     if (t) for (int i = 0; i < N; i++) CHECK(fabs(getd(t, i)) < fabs(W0[i])); /* it still descends */
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(p.g);
+    free_session_graph(s, p.g);
 }
 
 int main(void) {

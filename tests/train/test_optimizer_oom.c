@@ -45,24 +45,13 @@ static vg_code run_steps(vg_graph *g, void *mp, vg_session **sp, vg_status *st) 
 }
 
 static void test_oom__build(void) {
-    oom_install();
     model m;
-    long n;
-    int bad = oom_build_each(100000, &m, sizeof m, build, complete, &n);
-    vg_allocator_set(NULL);
-    CHECK_EQ_INT(bad, 0);
-    CHECK(n > 10);
-    fprintf(stderr, "  build: %ld allocations exercised\n", n);
+    oom_check_build(100000, &m, sizeof m, build, complete, 10);
 }
 
 static void test_oom__run(void) {
-    oom_install();
     model m;
-    long n;
-    int bad = oom_run_each(100000, &m, sizeof m, build, run_steps, &n);
-    vg_allocator_set(NULL);
-    CHECK_EQ_INT(bad, 0);
-    fprintf(stderr, "  run: %ld allocations exercised\n", n);
+    oom_check_run(100000, &m, sizeof m, build, run_steps);
 }
 
 int main(void) {

@@ -8,6 +8,7 @@
  * arguments; constructor argument errors; compute_gradients/apply_gradients with
  * GATE_GRAPH. */
 #include "op_test_util.h"
+#include "status_fixture.h"
 #include "train_fixture.h"
 
 typedef struct setup {
@@ -75,8 +76,7 @@ static void run_case(vg_optimizer *opt, vg_dtype dt, const double init[4], const
         CHECK_NEAR(v0[i], want[i], tol);
         CHECK_NEAR(v1[i], want[2 + i], tol);
     }
-    vg_session_free(sess);
-    vg_graph_free(s.g);
+    free_session_graph(sess, s.g);
 }
 
 static const double G_SMALL[4] = {0.1, 0.1, 0.01, 0.01}, G_FTRL[4] = {0.1, 0.2, 0.01, 0.02};
@@ -100,8 +100,7 @@ static void test_adagrad(void) {
     step(sess, s.train);
     fetch2(sess, vg_out(vg_graph_op_by_name(s.g, "var0/Adagrad"), 0), acc);
     CHECK_NEAR(acc[0], 0.1 + 0.01, 1e-6);
-    vg_session_free(sess);
-    vg_graph_free(s.g);
+    free_session_graph(sess, s.g);
 }
 
 /* testMinimizeSparseResourceVariable: loss = (embedding_lookup([var0], [0]) x)^2 through
@@ -128,8 +127,7 @@ static void test_adagrad_gather_minimize(void) {
     CHECK_NEAR(out[1], 2 - g1 / sqrt(0.1 + g1 * g1), 1e-6);
     CHECK_NEAR(out[0], 0, 0.01);
     CHECK_NEAR(out[1], 1, 0.01);
-    vg_session_free(sess);
-    vg_graph_free(g);
+    free_session_graph(sess, g);
 }
 
 /* adadelta_test.doTestBasic */
@@ -172,8 +170,7 @@ static void test_adadelta(void) {
                 CHECK_NEAR(v0[1], 2 - tot, 1e-3);
                 CHECK_NEAR(v1[0], 3 - tot, 1e-3);
             }
-            vg_session_free(sess);
-            vg_graph_free(s.g);
+            free_session_graph(sess, s.g);
         }
     /* TF's defaults: lr 0.001, rho 0.95, epsilon 1e-8, one step from zero slots:
      * update = sqrt(eps) / sqrt(0.05 g^2 + eps) * g */
@@ -247,8 +244,7 @@ static void test_ftrl_kernel_checks(void) {
     CHECK_STR_CONTAINS(st.msg, "lr is not a positive scalar");
     vg_tensor_free(lv);
     vg_tensor_free(out);
-    vg_session_free(sess);
-    vg_graph_free(g);
+    free_session_graph(sess, g);
     /* shape mismatch of a slot at build time */
     g = vg_graph_new();
     v = vg_variable_new(g, "v", vec(g, VG_FLOAT, 1, 2), 0);
@@ -318,8 +314,7 @@ static void test_defaults_and_gating(void) {
     CHECK_OK(vg_session_run1(sess, gs, &t, &st), &st);
     CHECK(t && get(t, 0) == 1);
     vg_tensor_free(t);
-    vg_session_free(sess);
-    vg_graph_free(g);
+    free_session_graph(sess, g);
 }
 
 /* Unique: TF's doc example, int64 out_idx, floats (-0.0 == 0.0), errors */
@@ -377,8 +372,7 @@ static void test_sparse_apply_kernels(void) {
     CHECK_NEAR(r0[1], 2.0, 0);
     CHECK_NEAR(r1[0], 3.0, 0);
     CHECK_NEAR(r1[1], 3.715679168701172, 1e-6);
-    vg_session_free(sess);
-    vg_graph_free(g);
+    free_session_graph(sess, g);
 
     /* a repeated index: ProximalGD on row 1 twice, in order; an index out of range
      * changes nothing */
@@ -512,8 +506,7 @@ static void sparse_vs_dense(mk_opt make, const char *opname, int nslots, bool lo
         vg_tensor_free(t);
     }
     vg_session_free(sa);
-    vg_session_free(sb);
-    vg_graph_free(ga);
+    free_session_graph(sb, ga);
     vg_graph_free(gb);
 }
 

@@ -67,8 +67,7 @@ static void test_rv__handle_dtype_shape_match(void) {
     CHECK_EQ_INT(vg_op_num_outputs(a), 0);
     vg_session *s = new_session(g);
     CHECK_OK(run_op(s, a, &st), &st);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* The ops' TF attrs: VarHandleOp's shared_name defaults to its name (as TF's Python
@@ -121,8 +120,7 @@ static void test_rv__fetch_handle(void) {
     CHECK_EQ_INT(vg_tensor_dtype(t), VG_RESOURCE);
     CHECK_EQ_INT(vg_tensor_num_elements(t), 1);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testReadVariableDtypeMismatchEager, in graph mode: at build time against the
@@ -147,8 +145,7 @@ static void test_rv__read_variable_dtype_mismatch(void) {
     CHECK(fetch_st(s, r, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Trying to read variable with wrong dtype. Expected float got int32");
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testAssignVariableDtypeMismatchEager, in graph mode through a second handle. */
@@ -164,8 +161,7 @@ static void test_rv__assign_variable_dtype_mismatch(void) {
     CHECK_OK(run_op(s, a, &st), &st);
     CHECK_CODE(run_op(s, af, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Trying to assign variable with wrong dtype. Expected int32 got float");
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testDtypeSurvivesIdentity - the handle's dtype and shape are known through an
@@ -201,8 +197,7 @@ static void test_rv__create_read(void) {
     vg_tensor *t = init_then_fetch(s, a, r, &st);
     check_i32(t, (int32_t[]){1}, 1);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testManyAssigns - reads ordered by control dependencies see the writes before
@@ -231,8 +226,7 @@ static void test_rv__many_assigns(void) {
         vg_tensor_free(out[0]);
         vg_tensor_free(out[1]);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testAssignAdd */
@@ -250,8 +244,7 @@ static void test_rv__assign_add(void) {
     vg_tensor *t = fetch_st(s, r, &st);
     check_i32(t, (int32_t[]){2}, 1);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* One scatter op on a [1, 1] int32 variable holding init; returns the value after. */
@@ -276,8 +269,7 @@ static int32_t scatter_once(scatter_fn fn, int32_t init, int32_t upd, bool scala
         if (t) got = *(const int32_t *)vg_tensor_data(t);
         vg_tensor_free(t);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
     return got;
 }
 
@@ -322,8 +314,7 @@ static void test_rv__scatter_rows(void) {
     t = fetch_st(s, v.value, &st);
     check_f32(t, (float[]){1, 42, 3, 24}, 4);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testScatterUpdateString, testScatterUpdateStringScalar */
@@ -354,8 +345,7 @@ static void test_rv__scatter_update_string(void) {
         const char *str = t ? vg_tensor_string(t, 0, &n) : NULL;
         CHECK(str && n == 1 && str[0] == 'b');
         vg_tensor_free(t);
-        vg_session_free(s);
-        vg_graph_free(g);
+        free_session_graph(s, g);
     }
 }
 
@@ -384,8 +374,7 @@ static void test_rv__int64(void) {
     vg_tensor *t = init_then_fetch(s, v.initializer, v.value, &st);
     CHECK(t && vg_tensor_dtype(t) == VG_INT64 && *(const int64_t *)vg_tensor_data(t) == 1);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* ResourceVariable's ops as TF names them, in its collections; from_handle finds the
@@ -456,8 +445,7 @@ static void test_rv__init_fn(void) {
     check_f32(t, (float[]){1, 1, 1, 1, 1, 1}, 6);
     CHECK(t && vg_tensor_ndims(t) == 2 && vg_tensor_dim(t, 1) == 3);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testAssignMethod, testAssignAddMethod, testAssignSubMethod (read_value=True is a
@@ -494,8 +482,7 @@ static void test_rv__assign_methods(void) {
     t = fetch_st(s, rv, &st);
     check_f32(t, (float[]){2.5f}, 1);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* The brief's ordering cases: a read under control_dependencies([assign_add]) sees the
@@ -544,8 +531,7 @@ static void test_rv__read_ordering_and_snapshots(void) {
     vg_tensor *t = fetch_st(s, v.value, &st);
     check_f32(t, (float[]){-1, -2}, 2);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testSharedName - a second handle with the variable's shared_name reads it; an
@@ -577,8 +563,7 @@ static void test_rv__shared_name(void) {
     CHECK(fetch_st(s2, wr, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
     vg_session_free(s2);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Reading or updating a variable that does not exist yet: TF 1.15's codes and
@@ -619,8 +604,7 @@ static void test_rv__uninitialized_errors(void) {
     t = fetch_st(s, report, &st);
     CHECK(t && vg_tensor_num_elements(t) == 0);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testDestroyResource, testDestruction */
@@ -646,8 +630,7 @@ static void test_rv__destroy_resource(void) {
     t = init_then_fetch(s, v.initializer, v.value, &st);
     check_f32(t, (float[]){3}, 1);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testSparseRead, testShape, testVariableShape */
@@ -701,8 +684,7 @@ static void test_rv__sparse_read_and_shape(void) {
     CHECK(out && vg_tensor_ndims(out) == 2 && ((int32_t *)vg_tensor_data(out))[0] == 16);
     vg_tensor_free(out);
     vg_tensor_free(i1);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testSetInitialValue - the initializer run with another initial value fed. */
@@ -717,8 +699,7 @@ static void test_rv__set_initial_value(void) {
     check_f32(t, (float[]){3}, 1);
     vg_tensor_free(t);
     vg_tensor_free(three);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testAssignIncompatibleShape (build time) and testAssignDifferentShapes (an
@@ -750,8 +731,7 @@ static void test_rv__assign_shapes(void) {
     CHECK(t && vg_tensor_ndims(t) == 2 && vg_tensor_dim(t, 0) == 2 && vg_tensor_dim(t, 1) == 2);
     vg_tensor_free(t);
     vg_tensor_free(z);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* TF: testOperatorOverload - a read is an ordinary tensor. */
@@ -765,8 +745,7 @@ static void test_rv__operator_overload(void) {
     vg_tensor *t = init_then_fetch(s, init, sum, &st);
     check_f32(t, (float[]){2}, 1);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* A handle that is not a variable's fails at build time. */
@@ -820,8 +799,7 @@ static void test_rv__gradients(void) {
     check_f32(out[1], (float[]){1, 10, 0, 0, 2, 20, 0, 0}, 8);
     vg_tensor_free(out[0]);
     vg_tensor_free(out[1]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Unordered writers and readers in one run (the inter-op threads run them at once):
@@ -859,8 +837,7 @@ static void test_rv__concurrent_updates(void) {
         CHECK(t && ((const float *)vg_tensor_data(t))[999] == (float)((rep + 1) * NW));
         vg_tensor_free(t);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 int main(void) {

@@ -189,8 +189,7 @@ static void test_rvt__adam_beta_powers(void) {
     t = fetch_st(s, vg_get_global_step(r.g), &st);
     CHECK(t && *(const int64_t *)vg_tensor_data(t) == 3);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(r.g);
+    free_session_graph(s, r.g);
 }
 
 /* An embedding read with sparse_read (resource) or Gather (ref) under each optimizer:
@@ -316,8 +315,7 @@ static void test_rvt__mixed_variables(void) {
     }
     vg_tensor_free(t[0]);
     vg_tensor_free(t[1]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* compute_gradients over a resource variable checks its dtype (an int32 one is not
@@ -352,8 +350,7 @@ static void test_rvt__errors(void) {
     vg_session *s = new_session(g);
     CHECK_CODE(run_op(s, up, &st), VG_NOT_FOUND);
     CHECK_STR_CONTAINS(st.msg, "Resource localhost/nv/N10tensorflow3VarE does not exist.");
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* The update ops copy a value somebody still holds before changing it: a read fetched
@@ -380,8 +377,7 @@ static void test_rvt__apply_copy_on_write(void) {
     }
     vg_tensor_free(held);
     vg_tensor_free(now);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* A graph with resource variable "w" [2, 2] and ref variable "b" [2]. */

@@ -10,6 +10,7 @@
  *    "saved_model_assets" collection (AnyList of AssetFileDefs). */
 #include "io/io.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include "vigil/vigil.h"
 #include <sys/stat.h>
 #include <unistd.h>
@@ -172,8 +173,7 @@ static void test_vigil_assets_roundtrip(void) {
     snprintf(p, sizeof p, "%s/export/2", dir);
     CHECK_CODE(vg_saved_model_save(g, s, NULL, p, (const char *[]){"serve"}, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "x");
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
     tu_rmrf(dir);
 }
 

@@ -5,6 +5,7 @@
  * mismatch, corrupt or truncated data, missing directory) leaving variables untouched. */
 #include "io/io.h"
 #include "test_util.h"
+#include "train_fixture.h"
 #include "session_test_util.h"
 #include "vigil/graphdef.h"
 #include "vigil/ops.h"
@@ -27,19 +28,15 @@ static void reset_tmpdir(void) {
     mkdir(g_dir, 0755);
 }
 
-static bool exists(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0;
-}
 
 static bool ckpt_files_exist(const char *prefix) {
     char p[600];
     snprintf(p, sizeof p, "%s.index", prefix);
-    bool a = exists(p);
+    bool a = path_exists(p);
     snprintf(p, sizeof p, "%s.data-00000-of-00001", prefix);
-    bool b = exists(p);
+    bool b = path_exists(p);
     snprintf(p, sizeof p, "%s.meta", prefix);
-    bool c = exists(p);
+    bool c = path_exists(p);
     if (a != b || b != c) fprintf(stderr, "  %s: index %d data %d meta %d\n", prefix, a, b, c);
     return a && b && c;
 }
@@ -127,7 +124,7 @@ static void test_saver__round_trip_all_dtypes(void) {
     CHECK(strcmp(path, expect) == 0);
     CHECK(ckpt_files_exist(expect));
     char cp[512];
-    CHECK(exists(tmp_path(cp, "checkpoint")));
+    CHECK(path_exists(tmp_path(cp, "checkpoint")));
     /* a fresh session: variables uninitialized until restored */
     vg_session *s2 = vg_session_new(m.g, NULL, &st);
     CHECK(fetch(s2, m.f.ref) == NULL);
@@ -175,8 +172,7 @@ static void test_saver__meta_file(void) {
     vg_free(expect);
     /* the second save reuses the cached bytes */
     CHECK_OK(vg_saver_save(m.saver, m.sess, prefix, 2, path, sizeof path, &st), &st);
-    snprintf(meta, sizeof meta, "%s.meta", path);
-    CHECK(exists(meta));
+    CHECK(path_existsf("%s.meta", path));
     model_free(&m);
 }
 
@@ -248,12 +244,9 @@ static void test_saver__checkpoint_file_absolute(void) {
     CHECK(text && strcmp(text, expect) == 0);
     if (text && strcmp(text, expect)) fprintf(stderr, "got:\n%s\nexpected:\n%s\n", text, expect);
     vg__free(text);
-    snprintf(p, sizeof p, "%s-1.index", prefix);
-    CHECK(!exists(p));
-    snprintf(p, sizeof p, "%s-1.data-00000-of-00001", prefix);
-    CHECK(!exists(p));
-    snprintf(p, sizeof p, "%s-1.meta", prefix);
-    CHECK(!exists(p));
+    CHECK(!path_existsf("%s-1.index", prefix));
+    CHECK(!path_existsf("%s-1.data-00000-of-00001", prefix));
+    CHECK(!path_existsf("%s-1.meta", prefix));
     snprintf(p, sizeof p, "%s-2", prefix);
     CHECK(ckpt_files_exist(p));
     snprintf(p, sizeof p, "%s-3", prefix);
@@ -302,7 +295,7 @@ static void test_saver__checkpoint_file_relative(void) {
                          "all_model_checkpoint_paths: \"model.ckpt-3\"\n";
     CHECK(text && strcmp(text, expect) == 0);
     vg__free(text);
-    CHECK(!exists("runs/m/model.ckpt-1.index"));
+    CHECK(!path_exists("runs/m/model.ckpt-1.index"));
     const char *latest = vg_latest_checkpoint("runs/m", buf, sizeof buf);
     CHECK(latest && strcmp(latest, "runs/m/model.ckpt-3") == 0);
     snprintf(p, sizeof p, "%s/runs/m", g_dir);
@@ -384,10 +377,8 @@ static void test_saver__keep_every_n_hours(void) {
     small_build(&m, &o);
     for (int step = 1; step <= 3; step++)
         CHECK_OK(vg_saver_save(m.saver, m.sess, prefix, step, path, sizeof path, &st), &st);
-    snprintf(p, sizeof p, "%s-1.index", prefix);
-    CHECK(!exists(p));
-    snprintf(p, sizeof p, "%s-2.index", prefix);
-    CHECK(!exists(p));
+    CHECK(!path_existsf("%s-1.index", prefix));
+    CHECK(!path_existsf("%s-2.index", prefix));
     small_free(&m);
 }
 
@@ -618,9 +609,9 @@ static void test_saver__save_errors(void) {
     CHECK_STR_CONTAINS(st.msg, "uninitialized");
     vg_session_free(fresh);
     char p[600];
-    CHECK(!exists(tmp_path(p, "checkpoint")));
-    CHECK(!exists(tmp_path(p, "model.ckpt-1.meta"))); /* removed with the failed save */
-    CHECK(!exists(tmp_path(p, "model.ckpt-1.index")));
+    CHECK(!path_exists(tmp_path(p, "checkpoint")));
+    CHECK(!path_exists(tmp_path(p, "model.ckpt-1.meta"))); /* removed with the failed save */
+    CHECK(!path_exists(tmp_path(p, "model.ckpt-1.index")));
     /* path_out too small: still saved, reported */
     char tiny[4];
     CHECK_CODE(vg_saver_save(m.saver, m.sess, prefix, 1, tiny, sizeof tiny, &st), VG_INVALID_ARGUMENT);

@@ -369,8 +369,7 @@ static void test_summary__alloc_failures(void) {
         vg_tensor_free(t);
     }
     CHECK(ok);
-    vg_session_free(sess);
-    vg_graph_free(g);
+    free_session_graph(sess, g);
     vg_allocator_set(NULL);
 }
 

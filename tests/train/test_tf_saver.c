@@ -49,6 +49,8 @@
  *     import_meta_graph's Saver-or-None result is Python-side.
  */
 #include "test_util.h"
+#include "train_fixture.h"
+#include "status_fixture.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <dirent.h>
@@ -71,10 +73,6 @@ static char *test_dir(char *out, size_t len, const char *name) {
     return out;
 }
 
-static bool exists(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0;
-}
 
 static void init_all(vg_graph *g, vg_session *s) { run_target(s, vg_global_variables_initializer(g)); }
 
@@ -166,8 +164,7 @@ static void basic_save_restore(bool resource) {
         CHECK_OK(vg_saver_save(save, s, save_path, -1, val, sizeof val, &st), &st);
         CHECK(strcmp(val, save_path) == 0);
         vg_saver_free(save);
-        vg_session_free(s);
-        vg_graph_free(g);
+        free_session_graph(s, g);
     }
     {
         vg_graph *g = vg_graph_new();
@@ -179,8 +176,7 @@ static void basic_save_restore(bool resource) {
         CHECK_NEAR(fetch_scalar(s, v[0].value), 10.0, 0);
         CHECK_NEAR(fetch_scalar(s, v[1].value), 20.0, 0);
         vg_saver_free(save);
-        vg_session_free(s);
-        vg_graph_free(g);
+        free_session_graph(s, g);
     }
     {
         vg_graph *g = vg_graph_new();
@@ -194,8 +190,7 @@ static void basic_save_restore(bool resource) {
         CHECK_NEAR(fetch_scalar(s, v[0].value), 10.0, 0);
         CHECK_NEAR(fetch_scalar(s, v[1].value), 20.0, 0);
         vg_saver_free(save2);
-        vg_session_free(s);
-        vg_graph_free(g);
+        free_session_graph(s, g);
     }
 }
 static void test_tfsaver__basic(void) { basic_save_restore(false); }          /* SaverTest.testBasic */
@@ -405,13 +400,9 @@ static void test_tfsaver__allow_empty(void) {
     CHECK(val[0] == 0);
     /* no checkpoint and no state file; the MetaGraphDef is still exported (saver.py's
      * save() writes it whether or not the saver is empty) */
-    char p[600];
-    snprintf(p, sizeof p, "%s.index", save_path);
-    CHECK(!exists(p));
-    snprintf(p, sizeof p, "%s/checkpoint", dir);
-    CHECK(!exists(p));
-    snprintf(p, sizeof p, "%s.meta", save_path);
-    CHECK(exists(p));
+    CHECK(!path_existsf("%s.index", save_path));
+    CHECK(!path_existsf("%s/checkpoint", dir));
+    CHECK(path_existsf("%s.meta", save_path));
     vg_saver *save2 = vg_saver_new(g, &o, &st);
     CHECK(save2 != NULL);
     CHECK_OK(vg_saver_restore(save2, s, save_path, &st), &st);
@@ -541,7 +532,7 @@ static void test_tfsaver__validate_variable_dtype(void) {
  * dropped): the sharded saver's path is the prefix, its .meta "<prefix>.meta", and
  * latest_checkpoint names it. */
 static void test_tfsaver__sharded_basics(void) {
-    char save_path[512], val[512], meta[600], buf[600];
+    char save_path[512], val[512], buf[600];
     tmp_path(save_path, sizeof save_path, "sharded_basics");
     const char *names[2] = {"v0", "v1"};
     vg_saver_options o = {0};
@@ -556,8 +547,7 @@ static void test_tfsaver__sharded_basics(void) {
         init_all(g, s);
         CHECK_OK(vg_saver_save(save, s, save_path, -1, val, sizeof val, &st), &st);
         CHECK(strcmp(val, save_path) == 0);
-        snprintf(meta, sizeof meta, "%s.meta", save_path);
-        CHECK(exists(meta));
+        CHECK(path_existsf("%s.meta", save_path));
         vg_session_free(s);
         vg_saver_free(save);
         vg_graph_free(g);
@@ -729,7 +719,7 @@ static int count_files(const char *path_prefix) {
 /* MaxToKeepTest.testSharded on one device: each sharded V2 checkpoint is an index, one
  * data shard and a .meta (TF: 4 files with two devices' shards). */
 static void test_tfsaver__max_to_keep_sharded(void) {
-    char save_dir[512], meta[600];
+    char save_dir[512];
     test_dir(save_dir, sizeof save_dir, "max_to_keep_sharded");
     vg_graph *g = vg_graph_new();
     tvar v[2] = {make_var(g, false, "v0", vg_const_i32(g, 111, NULL)),
@@ -746,8 +736,7 @@ static void test_tfsaver__max_to_keep_sharded(void) {
     save_as(save, s, save_dir, "s1", s1);
     check_last(save, (const char *[]){s1}, 1);
     CHECK_EQ_INT(count_files(s1), 3);
-    snprintf(meta, sizeof meta, "%s.meta", s1);
-    CHECK(exists(meta));
+    CHECK(path_existsf("%s.meta", s1));
     save_as(save, s, save_dir, "s2", s2);
     check_last(save, (const char *[]){s1, s2}, 2);
     CHECK_EQ_INT(count_files(s1), 3);
@@ -755,8 +744,7 @@ static void test_tfsaver__max_to_keep_sharded(void) {
     save_as(save, s, save_dir, "s3", s3);
     check_last(save, (const char *[]){s2, s3}, 2);
     CHECK_EQ_INT(count_files(s1), 0);
-    snprintf(meta, sizeof meta, "%s.meta", s1);
-    CHECK(!exists(meta));
+    CHECK(!path_existsf("%s.meta", s1));
     CHECK_EQ_INT(count_files(s2), 3);
     CHECK_EQ_INT(count_files(s3), 3);
     vg_session_free(s);
@@ -789,13 +777,12 @@ static void test_tfsaver__no_max_to_keep(void) {
         CHECK(vg_checkpoint_exists(s2));
         vg_saver_free(save);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* MaxToKeepTest.testNoMetaGraph (write_meta_graph=False: a saver option in C) */
 static void test_tfsaver__no_meta_graph(void) {
-    char save_dir[512], s1[600], meta[700];
+    char save_dir[512], s1[600];
     test_dir(save_dir, sizeof save_dir, "no_meta_graph");
     vg_graph *g = vg_graph_new();
     tvar v = make_f32(g, false, "v", 10.0f);
@@ -807,8 +794,7 @@ static void test_tfsaver__no_meta_graph(void) {
     init_all(g, s);
     save_as(save, s, save_dir, "s1", s1);
     CHECK(vg_checkpoint_exists(s1));
-    snprintf(meta, sizeof meta, "%s.meta", s1);
-    CHECK(!exists(meta));
+    CHECK(!path_existsf("%s.meta", s1));
     vg_session_free(s);
     vg_saver_free(save);
     vg_graph_free(g);
@@ -930,8 +916,7 @@ static void test_tfsaver__name_collision(void) {
     CHECK_OK(vg_saver_save(saver, s, filepath, 1, NULL, 0, &st), &st);
     CHECK(vg_latest_checkpoint("train/", buf, sizeof buf) != NULL);
     vg_saver_free(saver);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
     CHECK(chdir(cwd) == 0);
 }
 

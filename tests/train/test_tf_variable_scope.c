@@ -73,6 +73,7 @@
  *     bool).
  */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "scope_test_util.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
@@ -259,8 +260,7 @@ static void test_string_default_initializer(void) {
         CHECK_EQ_INT(len, 0);
     }
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 
     /* from 1000 elements on, zeros is a Fill of "" (array_ops.zeros: _constant_if_small) */
     g = vg_graph_new();
@@ -282,8 +282,7 @@ static void test_string_default_initializer(void) {
         CHECK_EQ_INT(len, 0);
     }
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* testInitFromNonTensorValue: get_variable("v4", initializer=4, dtype=int32) and
@@ -321,8 +320,7 @@ static void test_init_from_non_tensor_value(void) {
     }
     vg_tensor_free(t[0]);
     vg_tensor_free(t[1]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* testInitFromNonInitializer: without an initializer, integer and bool variables equal
@@ -363,8 +361,7 @@ static void test_init_from_non_initializer(void) {
         vg_tensor_free(t[0]);
         vg_tensor_free(t[1]);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* testVarScopeRegularizer: regularizer1(v) = reduce_mean(v) + 0.1, regularizer2 + 0.2
@@ -427,8 +424,7 @@ static void test_var_scope_regularizer(void) {
         CHECK_STR_CONTAINS(vg_op_name(fetch[1].op), "tower3/u/Regularizer/");
         CHECK_STR_CONTAINS(vg_op_name(fetch[2].op), "tower3/w/Regularizer/");
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* testControlDeps: a variable made inside control_dependencies([v0.value()]) does not
@@ -459,8 +455,7 @@ static void test_control_deps(void) {
     /* If we initialize v0 we should be able to run 'add'. */
     run_target_if(s, v0.initializer);
     CHECK_NEAR(fetch_f32(s, add, 0), 1.0, 0);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* testControlFlow: get_variable in each branch of a cond: the variables live (and are
@@ -516,8 +511,7 @@ static void test_control_flow(void) {
         run_target_if(s, v0.initializer);
         CHECK_NEAR(fetch_f32(s, add, 0), 1.0, 0);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* testVarScope: scope names and the name scopes inside them. */
@@ -610,8 +604,7 @@ static void test_var_scope_get_or_create_reuse(void) {
         CHECK_NEAR(fetch_f32(s, assigns[i], 0), values[i], 0);
         CHECK_NEAR(fetch_f32(s, vg_out(var, 0), 0), values[i], 0);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* testVarOpScope: variable_scope("tower", "default", []) twice (the second's
@@ -1336,8 +1329,7 @@ static void test_getter_that_creates_two_variables_and_sums_them(void) {
         CHECK(a[0] != c[0]); /* two glorot draws */
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(t[i]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -24,6 +24,7 @@
  *   "ObjectWithName..." (named in the brief): no such class in TF 1.15's variables_test.py.
  */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 
@@ -94,8 +95,7 @@ static void test_tfvar__initialization(void) {
     run_target(s, vg_global_variables_initializer(g));
     CHECK_NEAR(fetch_scalar(s, var0.ref), 0.0, 1e-6);
     CHECK_NEAR(fetch_scalar(s, var1.ref), 1.1, 1e-6);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* VariablesTestCase.testInitializationOrder: initial values that read other variables
@@ -130,8 +130,7 @@ static void test_tfvar__initialization_order(void) {
         }
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(o[i]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* VariablesTestCase.testAssignments */
@@ -151,8 +150,7 @@ static void test_tfvar__assignments(void) {
     CHECK_NEAR(fetch_scalar(s, var.ref), -1.0, 0);
     CHECK_NEAR(fetch_scalar(s, four), 4.0, 0);
     CHECK_NEAR(fetch_scalar(s, var.ref), 4.0, 0);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* VariablesTestCase.testResourceAssignments */
@@ -174,8 +172,7 @@ static void test_tfvar__resource_assignments(void) {
     CHECK_NEAR(fetch_scalar(s, var.value), -1.0, 0);
     run_target(s, four);
     CHECK_NEAR(fetch_scalar(s, var.value), 4.0, 0);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* VariablesTestCase.testZeroSizeStringAssign: a local string variable of shape [0]
@@ -196,8 +193,7 @@ static void test_tfvar__zero_size_string_assign(void) {
     vg_tensor *t = fetch(s, copy_op);
     CHECK(t && vg_tensor_dtype(t) == VG_STRING && vg_tensor_ndims(t) == 1 && vg_tensor_num_elements(t) == 0);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* var.count_up_to(limit): state_ops.count_up_to builds CountUpTo(ref, limit). */
@@ -229,8 +225,7 @@ static void count_up_to_test(vg_dtype dt) {
         check_fetch_fails(s, cnt, VG_OUT_OF_RANGE, "Reached limit of 3");
         CHECK_NEAR(fetch_scalar(s, var.ref), 3, 0);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_tfvar__count_up_to_int32(void) { count_up_to_test(VG_INT32); } /* testCountUpToInt32 */
@@ -300,8 +295,7 @@ static void test_tfvar__control_flow(void) {
     check_fetch_fails(s, add, VG_FAILED_PRECONDITION, "uninitialized");
     run_target(s, c.v0.initializer);
     CHECK_NEAR(fetch_scalar(s, add), 1, 0); /* 0 < 10: v1 + v0 */
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* VariablesTestCase.testControlFlowInitialization: an initial value computed inside a
@@ -343,8 +337,7 @@ static void test_tfvar__use_variable_as_tensor(void) {
     CHECK_NEAR(fetch_scalar(s, x.ref), 2.0, 0);
     CHECK_NEAR(fetch_scalar(s, y.ref), 3.0, 0);
     CHECK_NEAR(fetch_scalar(s, sum), 5.0, 0);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* VariablesTestCase.testZeroSizeVarSameAsConst */
@@ -365,8 +358,7 @@ static void test_tfvar__zero_size_var_same_as_const(void) {
     CHECK(v && vg_tensor_ndims(v) == 2 && vg_tensor_dim(v, 0) == 2 && vg_tensor_dim(v, 1) == 2);
     vg_tensor_free(v);
     vg_tensor_free(c);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static bool collection_is(vg_graph *g, const char *key, const vg_op *const *ops, int n) {
@@ -473,8 +465,7 @@ static void test_tfvar__operators(void) {
     vg_tensor_free(sl);
     check_fetch(s, matmul, (double[]){80}, 1, 0);
     check_fetch(s, rmatmul, (double[]){20, 30, 40, 60}, 4, 0);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* VariablesTestCase.testSession */
@@ -486,8 +477,7 @@ static void test_tfvar__session(void) {
     vg_session *s = new_session(g);
     run_target(s, init);
     check_fetch(s, var.ref, (double[]){1, 12}, 2, 0);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* VariablesTestCase.testInitializerFunction (the lambda's constant built by the
@@ -513,8 +503,7 @@ static void test_tfvar__initializer_function(void) {
     check_fetch_fails(s, v2.ref, VG_FAILED_PRECONDITION, "uninitialized");
     run_target(s, vg_global_variables_initializer(g));
     check_fetch(s, v2.ref, (double[]){42.0, -133.7}, 2, 1e-6);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* VariablesTestCase.testNoRefDataRace */
@@ -529,8 +518,7 @@ static void test_tfvar__no_ref_data_race(void) {
     check_fetch(s, a.ref, (double[]){1, 2, 3}, 3, 0);
     check_fetch(s, b.ref, (double[]){3, 4, 5}, 3, 0);
     check_fetch(s, c.ref, (double[]){5, 6, 7}, 3, 0);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* VariablesTestCase.testLoad: var.load(value) runs the initializer with its initial
@@ -551,8 +539,7 @@ static void test_tfvar__load(void) {
     double want[25];
     for (int i = 0; i < 25; i++) want[i] = 1;
     check_fetch(s, var.ref, want, 25, 0);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -577,8 +564,7 @@ static void test_tfvar__is_initialized_no_vars(void) {
     vg_tensor *t = fetch(s, uninited);
     CHECK(t && vg_tensor_num_elements(t) == 0);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* IsInitializedTest.testAssertVariablesInitialized */
@@ -596,8 +582,7 @@ static void test_tfvar__is_initialized_assert(void) {
     t = fetch(s, uninited);
     CHECK(t && vg_tensor_num_elements(t) == 0);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* IsInitializedTest.testVariableList */
@@ -620,8 +605,7 @@ static void test_tfvar__is_initialized_variable_list(void) {
     t = fetch(s, uninited);
     CHECK(t && vg_tensor_num_elements(t) == 0);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* IsInitializedTest.testZeroSizeVarInitialized */
@@ -635,8 +619,7 @@ static void test_tfvar__is_initialized_zero_size_var(void) {
     vg_tensor *t = fetch(s, uninited);
     CHECK(t && vg_tensor_num_elements(t) == 0);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* IsInitializedTest.testTrainingWithZeroSizeVar: b - 0.1 * d(sum(b + a^T a))/db = 0.9 */
@@ -658,8 +641,7 @@ static void test_tfvar__training_with_zero_size_var(void) {
     CHECK_OK(vg_graph_status(g, &st), &st);
     if (do_opt) run_target(s, do_opt);
     check_fetch(s, b.ref, (double[]){0.9, 0.9, 0.9, 0.9}, 4, 1e-6);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -685,8 +667,7 @@ static void test_tfvar__obsolete_assert_variables(void) {
     check_fetch_fails(s, inited, VG_FAILED_PRECONDITION, "Attempting to use uninitialized value");
     run_target(s, init);
     check_fetch(s, inited, (double[]){1, 1}, 2, 0);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* ObsoleteIsInitializedTest.testVariableList */
@@ -706,8 +687,7 @@ static void test_tfvar__obsolete_assert_variable_list(void) {
     CHECK_STR_CONTAINS(st.msg, "Attempting to use uninitialized value");
     run_target(s, v.initializer);
     run_target(s, inited.op);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 int main(void) {

@@ -176,8 +176,7 @@ static void test_noisy_linear_cosine(void) {
     CHECK_NEAR(sum / n, 0.0, 0.1);
     CHECK_NEAR(sqrt(sq / n), 1.0, 0.1);
     vg_tensor_free(v);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_clip_by_norm(void) {
@@ -210,8 +209,7 @@ static void test_clip_by_norm(void) {
     CHECK_OK(vg_session_run(s, NULL, &px, &tz, 1, &dx, &out, 1, NULL, 0, NULL, &st), &st);
     expect_tol(out, VG_FLOAT, d3, 1, ones, 0);
     vg_tensor_free(tz);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
     /* finite differences, clipped and per-axis */
     g = vg_graph_new();
     double xv[6] = {-3.0, 1.0, 0.5, 4.0, -2.0, 0.25};

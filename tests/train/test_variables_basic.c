@@ -124,8 +124,7 @@ static void test_variables__glorot_limits(void) {
     }
     vg_tensor_free(ta);
     vg_tensor_free(tc);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Two graphs built the same way with the same graph seed give the same values; a
@@ -220,8 +219,7 @@ static void test_variables__initializer_values(void) {
     }
     if (t[8]) CHECK(((int32_t *)vg_tensor_data(t[8]))[1] == 7);
     for (int k = 0; k < 9; k++) vg_tensor_free(t[k]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_variables__global_step(void) {
@@ -257,8 +255,7 @@ static void test_variables__global_step(void) {
     CHECK_OK(vg_session_run1(s, inc, &t, &st), &st);
     CHECK(t && *(int64_t *)vg_tensor_data(t) == 1);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_variables__init_ops(void) {
@@ -289,8 +286,7 @@ static void test_variables__init_ops(void) {
     CHECK_CODE(vg_session_run1(s, a.read, &t, &st), VG_FAILED_PRECONDITION);
     CHECK_OK(vg_session_run1(s, l.read, &t, &st), &st);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Variables made under control_dependencies do not inherit them (init_scope). */
@@ -359,8 +355,7 @@ static void test_variables__report_uninitialized(void) {
     CHECK_OK(vg_session_run1(s, empty, &t, &st), &st);
     if (t) CHECK_EQ_INT(vg_tensor_num_elements(t), 0);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_variables__bad_initializer(void) {

@@ -6,6 +6,7 @@
  * times out with "Session was not ready after waiting N secs.") and
  * testPrepareSessionWithReadyForLocalInitOp's model (v = 1, w = Variable(v) local). */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "vigil/vigil.h"
 
 static double value_of(vg_session *s, vg_output o, vg_status *st) {
@@ -33,8 +34,7 @@ static void test_guard__initializer_before_dependency(void) {
     CHECK_CODE(vg_session_run1(s, v.ref, &t, &st), VG_FAILED_PRECONDITION); /* v still is */
     CHECK_OK(vg_session_run_targets(s, &v.initializer, 1, &st), &st);
     CHECK_NEAR(value_of(s, v.ref, &st), 1, 0);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
     /* reads deeper in an expression are guarded too (TF copies the ops in between:
      * "x/..._<name>") */
     g = vg_graph_new();
@@ -48,8 +48,7 @@ static void test_guard__initializer_before_dependency(void) {
     CHECK_OK(vg_session_run_targets(s, &d.initializer, 1, &st), &st);
     CHECK_NEAR(value_of(s, d.ref, &st), 6.0, 0);
     CHECK_CODE(vg_session_run1(s, x, &t, &st), VG_FAILED_PRECONDITION); /* the original still reads v */
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
     /* the guard reads the live value when v is initialized */
     g = vg_graph_new();
     v = vg_variable_new(g, "v", vg_const_i32(g, 1, "one"), VG_VAR_TRAINABLE);
@@ -59,8 +58,7 @@ static void test_guard__initializer_before_dependency(void) {
     CHECK_OK(vg_session_run_targets(s, &set7, 1, &st), &st);
     CHECK_OK(vg_session_run_targets(s, &w.initializer, 1, &st), &st);
     CHECK_NEAR(value_of(s, w.ref, &st), 7, 0);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* testWaitForSessionInsufficientReadyForLocalInitCheck: ready_for_local_init_op None,
