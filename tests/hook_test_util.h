@@ -415,4 +415,13 @@ static inline void ht_user_summary(ht_model *m) {
     vg_summary_scalar(m->g, "my_summary_tag", twice);
 }
 
+/* The usual end of a hook test that wrote into dir: frees sc (may be NULL) and g, drops
+ * the cached file writers (closing their event files) and removes dir. */
+static inline void ht_cleanup(vg_scaffold *sc, vg_graph *g, const char *dir) {
+    vg_scaffold_free(sc);
+    vg_graph_free(g);
+    vg_file_writer_cache_clear();
+    tu_rmrf(dir);
+}
+
 #endif

@@ -39,4 +39,11 @@ static inline bool path_existsf(const char *fmt, ...) {
     return n >= 0 && (size_t)n < sizeof p && path_exists(p);
 }
 
+/* The usual end of a saver test: frees s (may be NULL), then sv (may be NULL), then g. */
+static inline void free_session_saver_graph(vg_session *s, vg_saver *sv, vg_graph *g) {
+    vg_session_free(s);
+    vg_saver_free(sv);
+    vg_graph_free(g);
+}
+
 #endif

@@ -4,6 +4,7 @@
  * corrupt event files (reported, never a crash, exit 0), SVG output, usage errors.
  * Skips (passes) when the vigil binary was not built. */
 #include "test_util.h"
+#include "train_fixture.h"
 #include "vigil/vigil.h"
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -282,9 +283,7 @@ static void test_cli_ckpt__half(void) {
         CHECK_STR_CONTAINS(out_text(), "half");
         CHECK_NEAR(tensor_value(path, "h16"), 0.0999755859375, 1e-5); /* 0.1 rounded to binary16, printed %.5g */
     }
-    vg_session_free(s);
-    vg_saver_free(sv);
-    vg_graph_free(g);
+    free_session_saver_graph(s, sv, g);
 }
 
 static void teardown(void) {

@@ -11,6 +11,7 @@
  * --input tfdata|queue` (plain and GZIP): the error names the file, record 70 and its
  * byte offset. Skips (passes) when the vigil binary was not built. */
 #include "test_util.h"
+#include "train_fixture.h"
 #include "status_fixture.h"
 #include "vigil/vigil.h"
 #include <float.h>
@@ -260,9 +261,7 @@ static void test_ckpt_escape(void) {
         CHECK_STR_CONTAINS(slurp("err"), "  " EVIL_ESCAPED "\n");
         CHECK(no_raw_controls(slurp("err")));
     }
-    vg_session_free(s);
-    vg_saver_free(sv);
-    vg_graph_free(g);
+    free_session_saver_graph(s, sv, g);
 }
 
 /* The escaping of bytes beyond ASCII: valid UTF-8 kept, the rest \xNN. */

@@ -5,6 +5,8 @@
  * Fill / OnesLike, a bfloat16 variable saved and restored with TF's dtype number, GraphDef
  * half_val round trips, and a compute op refusing bfloat16 with a clear status. */
 #include "test_util.h"
+#include "core_fixture.h"
+#include "train_fixture.h"
 #include "status_fixture.h"
 #include "session_test_util.h"
 #include "core/half.h"
@@ -167,10 +169,8 @@ static void test_bfloat16__cast_gradient(void) {
  * saved with TF's dtype number 14 and restored bit for bit. */
 static void test_bfloat16__checkpoint_round_trip(void) {
     vg_status st;
-    char dir[256];
-    tu_mkdtemp(dir, sizeof dir, "bf16");
-    char prefix[300];
-    snprintf(prefix, sizeof prefix, "%s/model.ckpt", dir);
+    char dir[256], prefix[300];
+    ckpt_tmp_prefix(dir, prefix, "bf16");
     vg_graph *g = vg_graph_new();
     int64_t dims[2] = {3, 5};
     vg_variable w = vg_get_variable(g, "w", VG_BFLOAT16, dims, 2, vg_init_random_uniform(-4, 4, 7), VG_VAR_TRAINABLE);
@@ -181,11 +181,8 @@ static void test_bfloat16__checkpoint_round_trip(void) {
     if (!sv || !w.var) { vg_graph_free(g); tu_rmrf(dir); return; }
     CHECK_EQ_INT(vg_output_dtype(w.read), VG_BFLOAT16);
     vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &ini, 1, NULL, &st), &st);
-    vg_tensor *v0 = NULL;
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &w.read, &v0, 1, NULL, 0, NULL, &st), &st);
     char path[400];
-    CHECK_OK(vg_saver_save(sv, s, prefix, -1, path, sizeof path, &st), &st);
+    vg_tensor *v0 = init_fetch_save(s, ini, sv, w.read, prefix, path, sizeof path);
     vg_checkpoint_reader *r = vg_checkpoint_reader_new(path, &st);
     CHECK(r != NULL);
     if (r && v0) {
@@ -203,16 +200,8 @@ static void test_bfloat16__checkpoint_round_trip(void) {
         vg_tensor_free(raw);
     }
     vg_checkpoint_reader_free(r);
-    vg_session_free(s);
-    s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_saver_restore(sv, s, path, &st), &st);
-    vg_tensor *v1 = NULL;
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &w.read, &v1, 1, NULL, 0, NULL, &st), &st);
-    CHECK(v0 && v1 && vg_tensor_dtype(v1) == VG_BFLOAT16 && memcmp(vg_tensor_data(v0), vg_tensor_data(v1), 30) == 0);
-    vg_tensor_free(v0); vg_tensor_free(v1);
-    vg_session_free(s);
-    vg_saver_free(sv);
-    vg_graph_free(g);
+    check_restored(g, sv, &s, path, w.read, v0, VG_BFLOAT16, 30);
+    free_session_saver_graph(s, sv, g);
     tu_rmrf(dir);
 }
 

@@ -2,6 +2,8 @@
  * exhaustive over all 65,536 halves and on float edge cases), Cast to and from half,
  * its gradient, byte-generic ops on half, and a compute op refusing half. */
 #include "test_util.h"
+#include "core_fixture.h"
+#include "train_fixture.h"
 #include "status_fixture.h"
 #include "session_test_util.h"
 #include "core/half.h"
@@ -360,10 +362,8 @@ static void test_half__generic_ops_and_refusal(void) {
  * saves to a V2 bundle with dtype 19, 2 little-endian bytes per element, and restores. */
 static void test_half__checkpoint_round_trip(void) {
     vg_status st;
-    char dir[256];
-    tu_mkdtemp(dir, sizeof dir, "half");
-    char prefix[300];
-    snprintf(prefix, sizeof prefix, "%s/model.ckpt", dir);
+    char dir[256], prefix[300];
+    ckpt_tmp_prefix(dir, prefix, "half");
     vg_graph *g = vg_graph_new();
     int64_t dims[2] = {3, 5};
     vg_output init = vg_initializer_build(g, vg_init_random_uniform(-4, 4, 7), VG_FLOAT, dims, 2);
@@ -376,11 +376,8 @@ static void test_half__checkpoint_round_trip(void) {
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK(s != NULL);
     if (!s || !sv) { vg_graph_free(g); tu_rmrf(dir); return; }
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &ini, 1, NULL, &st), &st);
-    vg_tensor *v0 = NULL;
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &w.read, &v0, 1, NULL, 0, NULL, &st), &st);
     char path[400];
-    CHECK_OK(vg_saver_save(sv, s, prefix, -1, path, sizeof path, &st), &st);
+    vg_tensor *v0 = init_fetch_save(s, ini, sv, w.read, prefix, path, sizeof path);
     vg__bundle_reader *r = vg__bundle_reader_open(path, &st);
     CHECK(r != NULL);
     if (r && v0) {
@@ -404,16 +401,8 @@ static void test_half__checkpoint_round_trip(void) {
     }
     if (r) vg__bundle_reader_free(r);
     /* overwrite, then restore */
-    vg_session_free(s);
-    s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_saver_restore(sv, s, path, &st), &st);
-    vg_tensor *v1 = NULL;
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &w.read, &v1, 1, NULL, 0, NULL, &st), &st);
-    CHECK(v0 && v1 && vg_tensor_dtype(v1) == VG_HALF && memcmp(vg_tensor_data(v0), vg_tensor_data(v1), 30) == 0);
-    vg_tensor_free(v0); vg_tensor_free(v1);
-    vg_session_free(s);
-    vg_saver_free(sv);
-    vg_graph_free(g);
+    check_restored(g, sv, &s, path, w.read, v0, VG_HALF, 30);
+    free_session_saver_graph(s, sv, g);
     tu_rmrf(dir);
 }
 

@@ -34,10 +34,18 @@ static void copy_file(const char *src, const char *dst) {
     vg__free(d);
 }
 
+/* A checkpoint reader on prefix (checked to open; the reason on stderr when not). */
+static vg_checkpoint_reader *open_ckpt(const char *prefix) {
+    vg_status st;
+    vg_checkpoint_reader *r = vg_checkpoint_reader_new(prefix, &st);
+    CHECK(r != NULL);
+    if (!r) fprintf(stderr, "  %s: %s\n", prefix, st.msg);
+    return r;
+}
+
 static void test_checkpoint__reader_tf_bundle(void) {
     vg_status st;
-    vg_checkpoint_reader *r = vg_checkpoint_reader_new(TD "/rust_regression_model_tf1.2/variables/variables", &st);
-    CHECK(r != NULL);
+    vg_checkpoint_reader *r = open_ckpt(TD "/rust_regression_model_tf1.2/variables/variables");
     if (!r) return;
     CHECK_EQ_INT(vg_checkpoint_reader_num_tensors(r), 2);
     vg_dtype dt;
@@ -59,8 +67,7 @@ static void test_checkpoint__reader_tf_bundle(void) {
 /* TF 2.14: Snappy index, a 613-byte string tensor. */
 static void test_checkpoint__reader_strings_snappy(void) {
     vg_status st;
-    vg_checkpoint_reader *r = vg_checkpoint_reader_new(TD "/serving_half_plus_two_tf2_cpu/variables/variables", &st);
-    CHECK(r != NULL);
+    vg_checkpoint_reader *r = open_ckpt(TD "/serving_half_plus_two_tf2_cpu/variables/variables");
     if (!r) return;
     CHECK_EQ_INT(vg_checkpoint_reader_num_tensors(r), 4);
     vg_tensor *t = vg_checkpoint_reader_read(r, "_CHECKPOINTABLE_OBJECT_GRAPH", &st);
@@ -91,8 +98,7 @@ static void test_checkpoint__reader_unsupported_dtype(void) {
     CHECK_OK(vg__bundle_writer_add(w, "f", VG__DT_FLOAT, NULL, 0, &f, 4, &st), &st);
     CHECK_OK(vg__bundle_writer_finish(w, &st), &st);
     vg__bundle_writer_free(w);
-    vg_checkpoint_reader *r = vg_checkpoint_reader_new(prefix, &st);
-    CHECK(r != NULL);
+    vg_checkpoint_reader *r = open_ckpt(prefix);
     vg_dtype dt;
     CHECK(r && strcmp(vg_checkpoint_reader_tensor(r, 1, &dt, NULL), "h") == 0 && (int)dt == VG__DT_BFLOAT16);
     vg_tensor *tb = vg_checkpoint_reader_read(r, "h", &st); /* DT_BFLOAT16 is VG_BFLOAT16 now */

@@ -32,11 +32,19 @@ static void spit(const char *path, const uint8_t *buf, size_t n) {
 
 /* TensorBoard's end_to_end.tfevents (TF1): file_version + 24 scalar events, value 0.0,
  * no step; first tag train_begin. */
-static void test_tf_written_scalars(void) {
-    const char *path = VG_TESTDATA "/events/tb_end_to_end_a.tfevents";
+/* An event reader on the file path (checked to open; the reason on stderr when not). */
+static vg_event_reader *open_events(const char *path) {
     vg_status st;
     vg_event_reader *r = vg_event_reader_open(path, &st);
     CHECK(r != NULL);
+    if (!r) fprintf(stderr, "  %s: %s\n", path, st.msg);
+    return r;
+}
+
+static void test_tf_written_scalars(void) {
+    const char *path = VG_TESTDATA "/events/tb_end_to_end_a.tfevents";
+    vg_status st;
+    vg_event_reader *r = open_events(path);
     if (!r) return;
     vg_event ev;
     int n = 0, nsummary = 0;
@@ -75,8 +83,7 @@ static void test_tf_written_scalars(void) {
 /* TF 1.3 FileWriter(dir, graph): file_version, graph_def, meta_graph_def. */
 static void test_tf_written_graph(void) {
     vg_status st;
-    vg_event_reader *r = vg_event_reader_open(VG_TESTDATA "/events/yehoon_ex/events.out.tfevents.1525783349.santo", &st);
-    CHECK(r != NULL);
+    vg_event_reader *r = open_events(VG_TESTDATA "/events/yehoon_ex/events.out.tfevents.1525783349.santo");
     if (!r) return;
     vg_event ev;
     vg_event_kind kinds[3] = {VG_EVENT_NONE, VG_EVENT_NONE, VG_EVENT_NONE};
@@ -106,8 +113,7 @@ static void test_own_file_and_damage(void) {
     char path[1024];
     vg_status st;
     CHECK_OK(write_run(tmpdir, path, sizeof path), &st);
-    vg_event_reader *r = vg_event_reader_open(path, &st);
-    CHECK(r != NULL);
+    vg_event_reader *r = open_events(path);
     if (!r) return;
     vg_event ev;
     double got[4] = {0};
@@ -150,8 +156,7 @@ static void test_own_file_and_damage(void) {
     buf[rec1 + 12 + 1] ^= 0x40;
     spit(bad, buf, n);
     buf[rec1 + 12 + 1] ^= 0x40;
-    r = vg_event_reader_open(bad, &st);
-    CHECK(r != NULL);
+    r = open_events(bad);
     if (r) {
         CHECK_CODE(vg_event_reader_next(r, &ev, &st), VG_OK);
         CHECK_CODE(vg_event_reader_next(r, &ev, &st), VG_DATA_LOSS);
@@ -170,8 +175,7 @@ static void test_own_file_and_damage(void) {
     /* 2. a torn tail: TORN, and the position stays at the torn record. */
     snprintf(bad, sizeof bad, "%s/torn.tfevents", tmpdir);
     spit(bad, buf, n - 3);
-    r = vg_event_reader_open(bad, &st);
-    CHECK(r != NULL);
+    r = open_events(bad);
     if (r) {
         vg_code c;
         int good = 0;
@@ -185,8 +189,7 @@ static void test_own_file_and_damage(void) {
         vg_event_reader_close(r);
     }
     /* 3. a valid TFRecord that is not an Event (rust_expected.tfrecord holds text). */
-    r = vg_event_reader_open(VG_TESTDATA "/tfrecord/rust_expected.tfrecord", &st);
-    CHECK(r != NULL);
+    r = open_events(VG_TESTDATA "/tfrecord/rust_expected.tfrecord");
     if (r) {
         CHECK_CODE(vg_event_reader_next(r, &ev, &st), VG_DATA_LOSS);
         CHECK(vg_event_reader_damage(r) == VG_EVENT_DAMAGE_MALFORMED);

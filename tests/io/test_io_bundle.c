@@ -53,11 +53,18 @@ static float read_scalar_f(vg__bundle_reader *r, const char *name) {
 
 /* ---- TF-written checkpoints ---- */
 
-static void test_io_bundle__tf_half_plus_two_snappy(void) {
+/* The tensor bundle at prefix (checked to open; the reason on stderr when not). */
+static vg__bundle_reader *open_bundle(const char *prefix) {
     vg_status st;
-    vg__bundle_reader *r = vg__bundle_reader_open(TD "/serving_half_plus_two_cpu_tf1.14/variables/variables", &st);
+    vg__bundle_reader *r = vg__bundle_reader_open(prefix, &st);
     CHECK(r != NULL);
-    if (!r) { fprintf(stderr, "%s\n", st.msg); return; }
+    if (!r) fprintf(stderr, "  %s: %s\n", prefix, st.msg);
+    return r;
+}
+
+static void test_io_bundle__tf_half_plus_two_snappy(void) {
+    vg__bundle_reader *r = open_bundle(TD "/serving_half_plus_two_cpu_tf1.14/variables/variables");
+    if (!r) return;
     CHECK_EQ_INT(vg__bundle_reader_num_entries(r), 5);
     const char *names[] = {"a", "a2", "b", "c", "c2"};
     float vals[] = {0.5f, 0.5f, 2.0f, 3.0f, 3.0f};
@@ -73,8 +80,7 @@ static void test_io_bundle__tf_half_plus_two_snappy(void) {
 
 static void test_io_bundle__tf_half_plus_three_and_counter(void) {
     vg_status st;
-    vg__bundle_reader *r = vg__bundle_reader_open(TD "/serving_half_plus_three_tf1.0/variables/variables", &st);
-    CHECK(r != NULL);
+    vg__bundle_reader *r = open_bundle(TD "/serving_half_plus_three_tf1.0/variables/variables");
     if (r) {
         CHECK_EQ_INT(vg__bundle_reader_num_entries(r), 3);
         CHECK(read_scalar_f(r, "a") == 0.5f);
@@ -82,8 +88,7 @@ static void test_io_bundle__tf_half_plus_three_and_counter(void) {
         CHECK(read_scalar_f(r, "c") == 3.0f);
         vg__bundle_reader_free(r);
     }
-    r = vg__bundle_reader_open(TD "/serving_counter_tf1.5/variables/variables", &st);
-    CHECK(r != NULL);
+    r = open_bundle(TD "/serving_counter_tf1.5/variables/variables");
     if (r) {
         CHECK_EQ_INT(vg__bundle_reader_num_entries(r), 1);
         CHECK(read_scalar_f(r, "counter") == 0.0f);
@@ -100,8 +105,7 @@ static void test_io_bundle__tf_half_plus_three_and_counter(void) {
 
 static void test_io_bundle__tf2_strings(void) {
     vg_status st;
-    vg__bundle_reader *r = vg__bundle_reader_open(TD "/serving_half_plus_two_tf2_cpu/variables/variables", &st);
-    CHECK(r != NULL);
+    vg__bundle_reader *r = open_bundle(TD "/serving_half_plus_two_tf2_cpu/variables/variables");
     if (!r) return;
     CHECK_EQ_INT(vg__bundle_reader_num_entries(r), 4);
     const vg__bundle_entry *e = vg__bundle_reader_entry(r, 0);
@@ -124,8 +128,7 @@ static void test_io_bundle__tf2_strings(void) {
 
 static void test_io_bundle__tf_rust_regression(void) {
     vg_status st;
-    vg__bundle_reader *r = vg__bundle_reader_open(TD "/rust_regression_model_tf1.2/variables/variables", &st);
-    CHECK(r != NULL);
+    vg__bundle_reader *r = open_bundle(TD "/rust_regression_model_tf1.2/variables/variables");
     if (!r) return;
     int dtype, nd;
     int64_t dims[VG__IO_MAX_DIMS];
@@ -148,8 +151,7 @@ static void test_io_bundle__index_only(void) {
     t = vg__sstable_open(TD "/index_only/style.index", &st);
     CHECK(t && vg__sstable_count(t) == 93);
     vg__sstable_free(t);
-    vg__bundle_reader *r = vg__bundle_reader_open(TD "/index_only/minigo", &st);
-    CHECK(r != NULL);
+    vg__bundle_reader *r = open_bundle(TD "/index_only/minigo");
     if (r) {
         CHECK_EQ_INT(vg__bundle_reader_num_entries(r), 333);
         const vg__bundle_entry *g = vg__bundle_reader_find(r, "global_step");
@@ -163,8 +165,7 @@ static void test_io_bundle__index_only(void) {
         CHECK_STR_CONTAINS(st.msg, "minigo.data-00000-of-00001");
         vg__bundle_reader_free(r);
     }
-    r = vg__bundle_reader_open(TD "/index_only/style", &st);
-    CHECK(r != NULL);
+    r = open_bundle(TD "/index_only/style");
     if (r) {
         CHECK_EQ_INT(vg__bundle_reader_num_entries(r), 92);
         const vg__bundle_entry *e = vg__bundle_reader_find(r, "conv1.conv2d.weight");
@@ -395,9 +396,8 @@ static void test_io_bundle__round_trip_all_dtypes(void) {
     CHECK_CODE(vg__bundle_writer_finish(w, &st), VG_FAILED_PRECONDITION);
     vg__bundle_writer_free(w);
 
-    vg__bundle_reader *r = vg__bundle_reader_open(p, &st);
-    CHECK(r != NULL);
-    if (!r) { fprintf(stderr, "%s\n", st.msg); return; }
+    vg__bundle_reader *r = open_bundle(p);
+    if (!r) return;
     CHECK_EQ_INT(vg__bundle_reader_num_entries(r), nc + 4);
     for (size_t i = 1; i < vg__bundle_reader_num_entries(r); i++)
         CHECK(strcmp(vg__bundle_reader_entry(r, i - 1)->name, vg__bundle_reader_entry(r, i)->name) < 0);
@@ -467,8 +467,7 @@ static void test_io_bundle__corruption(void) {
     snprintf(index, sizeof index, "%s.index", p);
     write_small(p);
     flip_byte(data, 5); /* inside tensor a */
-    vg__bundle_reader *r = vg__bundle_reader_open(p, &st);
-    CHECK(r != NULL);
+    vg__bundle_reader *r = open_bundle(p);
     if (r) {
         float a[4], b;
         CHECK_CODE(vg__bundle_reader_read(r, "a", a, sizeof a, &st), VG_DATA_LOSS);
@@ -542,8 +541,7 @@ static void test_io_bundle__missing(void) {
     char data[512];
     snprintf(data, sizeof data, "%s.data-00000-of-00001", p);
     unlink(data);
-    vg__bundle_reader *r = vg__bundle_reader_open(p, &st);
-    CHECK(r != NULL);
+    vg__bundle_reader *r = open_bundle(p);
     if (r) {
         float b;
         CHECK_CODE(vg__bundle_reader_read(r, "b", &b, 4, &st), VG_NOT_FOUND);
@@ -702,8 +700,7 @@ static void test_io_bundle__big_endian_and_shards(void) {
     entry(&v[1], VG__DT_DOUBLE, 1, 1, 0, 8, s1);
     const char *names[] = {"i", "j"};
     craft(p, hdr, sizeof hdr, names, v, 2);
-    vg__bundle_reader *r = vg__bundle_reader_open(p, &st);
-    CHECK(r != NULL);
+    vg__bundle_reader *r = open_bundle(p);
     if (r) {
         int32_t iv[2] = {0, 0};
         double dv = 0;
@@ -739,8 +736,7 @@ static void test_io_bundle__versions_and_slices(void) {
     const char *names[] = {"part"};
     craft(p, ok_future, sizeof ok_future, names, &v, 1);
     vg__pb_free(&v);
-    vg__bundle_reader *r = vg__bundle_reader_open(p, &st);
-    CHECK(r != NULL);
+    vg__bundle_reader *r = open_bundle(p);
     if (r) {
         CHECK(vg__bundle_reader_find(r, "part") && vg__bundle_reader_find(r, "part")->sliced);
         float f[4];

@@ -5,6 +5,7 @@
  * an input that runs out (OUT_OF_RANGE ends the loop cleanly), a missing checkpoint,
  * and argument errors. */
 #include "op_test_util.h"
+#include "train_fixture.h"
 #include "status_fixture.h"
 
 static char dir[256];
@@ -28,9 +29,7 @@ static void save_model(char *path, size_t len) {
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s/model.ckpt", dir);
     CHECK_OK(vg_saver_save(saver, s, prefix, 7, path, len, &st), &st);
-    vg_session_free(s);
-    vg_saver_free(saver);
-    vg_graph_free(g);
+    free_session_saver_graph(s, saver, g);
 }
 
 /* The eval graph: w (initialized to 100 so that a restore shows), mean(w * x) over a

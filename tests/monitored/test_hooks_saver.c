@@ -192,10 +192,7 @@ static void test_checkpoint_saver__listener_with_monitored_session(void) {
         if (!ms) return;
         CHECK_EQ_INT(ht_get_gs(vg_monitored_session_raw_session(ms), &m), 2);
         ht_close_session(ms);
-        vg_scaffold_free(sc);
-        vg_graph_free(m.g);
-        vg_file_writer_cache_clear();
-        tu_rmrf(dir);
+        ht_cleanup(sc, m.g, dir);
     }
 }
 
@@ -217,10 +214,7 @@ static void test_checkpoint_saver__listener_stops_training_in_after_save(void) {
     CHECK_OK(ht_run_train(ms, &m, &st), &st);
     CHECK(vg_monitored_session_should_stop(ms));
     ht_close_session(ms);
-    vg_scaffold_free(sc);
-    vg_graph_free(m.g);
-    vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    ht_cleanup(sc, m.g, dir);
 }
 
 /* item 153: mocked clock, save_secs=2 */
@@ -316,10 +310,7 @@ static void test_checkpoint_saver__save_steps_saves_periodically(void) {
         CHECK_EQ_INT(e->ckpt_steps[2], 5);
     }
     free(e);
-    vg_scaffold_free(sc);
-    vg_graph_free(m.g);
-    vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    ht_cleanup(sc, m.g, dir);
 }
 
 /* item 157: the summary writer gets exactly one graph and one meta graph (holding the
@@ -341,10 +332,7 @@ static void test_checkpoint_saver__summary_writer_defs(void) {
     CHECK(e->meta_has_saver);
     free(e);
     ht_close_session(ms);
-    vg_scaffold_free(sc);
-    vg_graph_free(m.g);
-    vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    ht_cleanup(sc, m.g, dir);
 }
 
 /* item 158: after_create_session saves step 0 before training */
@@ -363,10 +351,7 @@ static void test_checkpoint_saver__save_checkpoint_before_first_train_step(void)
     CHECK_OK(ht_run_train(ms, &m, &st), &st);
     CHECK_EQ_INT(ht_ckpt_gs(dir), 2);
     ht_close_session(ms);
-    vg_scaffold_free(sc);
-    vg_graph_free(m.g);
-    vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    ht_cleanup(sc, m.g, dir);
 }
 
 /* item 159 [version]: save_graph_def=true writes graph.pbtxt and the .meta of each
@@ -401,10 +386,7 @@ static void test_checkpoint_saver__save_graph_def(void) {
         CHECK_EQ_INT(e->nckpt, 2); /* steps 0 and 1 */
         free(e);
         ht_close_session(ms);
-        vg_scaffold_free(sc);
-        vg_graph_free(m.g);
-        vg_file_writer_cache_clear();
-        tu_rmrf(dir);
+        ht_cleanup(sc, m.g, dir);
     }
 }
 
@@ -422,10 +404,7 @@ static void test_checkpoint_saver__scaffold_without_saver(void) {
     CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
     CHECK_STR_CONTAINS(st.msg, "the scaffold has no saver");
     CHECK(!ht_exists(dir, "checkpoint"));
-    vg_scaffold_free(unused);
-    vg_graph_free(m.g);
-    vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    ht_cleanup(unused, m.g, dir);
 }
 
 /* §13: CheckpointSaverHook needs a global step */
@@ -439,9 +418,7 @@ static void test_checkpoint_saver__needs_global_step(void) {
     vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &h, .nhooks = 1}, &st);
     CHECK(ms == NULL);
     CHECK_STR_CONTAINS(st.msg, "Global step should be created to use CheckpointSaverHook.");
-    vg_graph_free(g);
-    vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    ht_cleanup(NULL, g, dir);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -750,10 +727,7 @@ static void test_summary_saver__scaffold_summary_op_and_no_writer(void) {
     expect_summaries(e, "my_summary", steps, v1, 2);
     expect_summaries(e, "my_summary2", steps, v2, 2);
     free(e);
-    vg_scaffold_free(sc);
-    vg_graph_free(s.m.g);
-    vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    ht_cleanup(sc, s.m.g, dir);
 }
 
 /* ------------------------------------------------------------------------ */

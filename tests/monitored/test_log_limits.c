@@ -8,6 +8,7 @@
  * - NanTensorHook(fail_on_nan_loss=False) warns once and stops.
  * Its own executable: log_first_n's counter lives as long as the process. */
 #include "test_util.h"
+#include "train_fixture.h"
 #include "hook_test_util.h"
 
 typedef struct log_count {
@@ -84,9 +85,7 @@ static void check_eval_lines(int64_t n, int want) {
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
     snprintf(prefix, sizeof prefix, "%s/model.ckpt", dir);
     CHECK_OK(vg_saver_save(saver, s, prefix, 1, ckpt, sizeof ckpt, &st), &st);
-    vg_session_free(s);
-    vg_saver_free(saver);
-    vg_graph_free(g);
+    free_session_saver_graph(s, saver, g);
     /* the eval graph: a streaming mean of w */
     g = vg_graph_new();
     w = vg_variable_new(g, "w", vg_const_f32(g, 0.0f, NULL), VG_VAR_TRAINABLE);

@@ -85,9 +85,7 @@ static void test_mts__saving_restoring_checkpoint(void) {
     CHECK_EQ_INT(ht_ckpt_gs(dir), 0); /* saved at creation only, so far */
     CHECK_OK(ht_end_free(ms, &st), &st);
     CHECK_EQ_INT(restart_gs(&m, dir), 2);
-    vg_graph_free(m.g);
-    vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    ht_cleanup(NULL, m.g, dir);
 }
 
 /* item 132: save_checkpoint_steps=100 over 100 steps -> 100 (saved by the step trigger) */
@@ -105,9 +103,7 @@ static void test_mts__save_checkpoint_steps(void) {
     CHECK_EQ_INT(ht_ckpt_gs(dir), 100);
     CHECK_OK(ht_end_free(ms, &st), &st);
     CHECK_EQ_INT(restart_gs(&m, dir), 100);
-    vg_graph_free(m.g);
-    vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    ht_cleanup(NULL, m.g, dir);
 }
 
 /* item 133: save_checkpoint_secs=0.1, one step, a 0.2 s pause (mocked), ten steps */
@@ -212,9 +208,7 @@ static void test_mts__custom_saving(void) {
     CHECK(!ht_exists(dir, "checkpoint"));
     CHECK_EQ_INT(ht_count_files(dir, "model.ckpt", ""), 0);
     CHECK_EQ_INT(restart_gs(&m, dir), 0); /* nothing to restore */
-    vg_graph_free(m.g);
-    vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    ht_cleanup(NULL, m.g, dir);
 }
 
 /* item 137 (+97): a non-chief worker: only the user's hooks (chief-only hooks are
@@ -275,10 +269,7 @@ static void test_mts__non_chief(void) {
     CHECK(ht_wall() - t0 < 5.0);
     CHECK_EQ_INT(user2.destroyed, 1);
     vg_scaffold_free(plain);
-    vg_scaffold_free(sc);
-    vg_graph_free(m.g);
-    vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    ht_cleanup(sc, m.g, dir);
 }
 
 /* item 138: both checkpoint (or both summary) frequencies -> INVALID_ARGUMENT at
@@ -326,9 +317,7 @@ static void test_mts__both_frequencies(void) {
         CHECK_EQ_INT(ht_ckpt_gs(dir), 5);
         ht_close_session(ms);
     }
-    vg_graph_free(m.g);
-    vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    ht_cleanup(NULL, m.g, dir);
 }
 
 /* §12: hook order (chief-only, step counter, summary saver, checkpoint saver, user),

@@ -6,6 +6,7 @@
  * SessionManager's 30 s recovery wait and 7200 s max wait, FileWriter's max_queue 10,
  * WorkerSessionCreator's 1800 s; and that the explicit "off" flags turn things off. */
 #include "test_util.h"
+#include "train_fixture.h"
 #include "hook_test_util.h"
 #include "monitored/monitored_internal.h"
 
@@ -161,9 +162,7 @@ static void test_options_zero__saver(void) {
             snprintf(p, sizeof p, "m-%d.meta", step);
             CHECK(ht_exists(dir, p) == (keep_all || step > 2));
         }
-        vg_session_free(sess);
-        vg_saver_free(s);
-        vg_graph_free(g);
+        free_session_saver_graph(sess, s, g);
         tu_rmrf(dir);
         tu_mkdtemp(dir, sizeof dir, "optz");
         snprintf(prefix, sizeof prefix, "%s/m", dir);

@@ -6,6 +6,7 @@
  * (slim/python/slim/learning_test.py: testTrainWithNoInitAssignCanAchieveZeroLoss,
  * testResumeTrainAchievesRoughlyTheSameLoss). */
 #include "test_util.h"
+#include "train_fixture.h"
 #include "status_fixture.h"
 #include "vigil/vigil.h"
 
@@ -83,9 +84,7 @@ static void write_checkpoint(const char *prefix) {
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
     CHECK_OK(vg_saver_save(sv, s, prefix, -1, NULL, 0, &st), &st);
-    vg_session_free(s);
-    vg_saver_free(sv);
-    vg_graph_free(g);
+    free_session_saver_graph(s, sv, g);
 }
 
 /* AssignFromCheckpointFnTest: testLoadExistingVariables, testNotFound,

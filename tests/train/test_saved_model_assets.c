@@ -10,6 +10,7 @@
  *    "saved_model_assets" collection (AnyList of AssetFileDefs). */
 #include "io/io.h"
 #include "test_util.h"
+#include "train_fixture.h"
 #include "status_fixture.h"
 #include "vigil/vigil.h"
 #include <sys/stat.h>
@@ -126,9 +127,7 @@ static void test_vigil_assets_roundtrip(void) {
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
     CHECK_OK(vg_saved_model_save(g, s, saver, exp, (const char *[]){"serve"}, 1, NULL, 0, main_op, &st), &st);
-    vg_session_free(s);
-    vg_saver_free(saver);
-    vg_graph_free(g);
+    free_session_saver_graph(s, saver, g);
     CHECK_OK(vg_saved_model_add_assets_extra(exp, (const char *[]){extra}, 1, &st), &st);
     CHECK_CODE(vg_saved_model_add_assets_extra(exp, (const char *[]){"/nonexistent/x"}, 1, &st), VG_NOT_FOUND);
 

@@ -5,6 +5,7 @@
  * wire-format reader. */
 #include "io/io.h"
 #include "test_util.h"
+#include "train_fixture.h"
 #include "vigil/vigil.h"
 #include <unistd.h>
 
@@ -29,9 +30,7 @@ static void test_save_load_half_plus_two(void) {
     vg_signature_def sig = {"serving_default", NULL, &in, 1, &out, 1};
     CHECK_OK(vg_saved_model_save(g, s, saver, exp, (const char *[]){"serve"}, 1, &sig, 1, main_op, &st), &st);
     CHECK_CODE(vg_saved_model_save(g, s, saver, exp, (const char *[]){"serve"}, 1, &sig, 1, NULL, &st), VG_ALREADY_EXISTS);
-    vg_session_free(s);
-    vg_saver_free(saver);
-    vg_graph_free(g);
+    free_session_saver_graph(s, saver, g);
 
     /* load it back and run the signature */
     vg_saved_model *m = NULL;

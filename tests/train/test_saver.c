@@ -427,9 +427,7 @@ static void test_saver__restore_tf_checkpoints(void) {
         CHECK(tb && *(float *)vg_tensor_data(tb) == 0.0f);
         vg_tensor_free(tw);
         vg_tensor_free(tb);
-        vg_session_free(s);
-        vg_saver_free(sv);
-        vg_graph_free(g);
+        free_session_saver_graph(s, sv, g);
     }
     {
         /* TF 1.14, Snappy-compressed index */
@@ -446,9 +444,7 @@ static void test_saver__restore_tf_checkpoints(void) {
             CHECK(t && vg_tensor_ndims(t) == 0 && *(float *)vg_tensor_data(t) == want[i]);
             vg_tensor_free(t);
         }
-        vg_session_free(s);
-        vg_saver_free(sv);
-        vg_graph_free(g);
+        free_session_saver_graph(s, sv, g);
     }
 }
 
@@ -755,9 +751,7 @@ static void test_saver__big_tensor_chunked(void) {
     CHECK(fetch(s3, big.ref) == NULL && fetch(s3, small.ref) == NULL);
     vg_session_free(s3);
     vg_session_free(s2);
-    vg_session_free(s);
-    vg_saver_free(sv);
-    vg_graph_free(g);
+    free_session_saver_graph(s, sv, g);
     free(v);
 }
 

@@ -54,9 +54,7 @@ static void test_map_save_restore(void) {
     vg_session *s = initialized_session(g);
     char out[900];
     if (sv && s) CHECK_OK(vg_saver_save(sv, s, prefix, 1, out, sizeof out, &st), &st);
-    vg_session_free(s);
-    vg_saver_free(sv);
-    vg_graph_free(g);
+    free_session_saver_graph(s, sv, g);
     /* the checkpoint holds the map's keys */
     vg_checkpoint_reader *r = vg_checkpoint_reader_new(out, &st);
     CHECK(r != NULL);
@@ -175,9 +173,7 @@ static void test_init_from_checkpoint(void) {
     vg_saver *sv = vg_saver_new(g, NULL, &st);
     vg_session *s = initialized_session(g);
     if (sv && s) CHECK_OK(vg_saver_save(sv, s, prefix, 3, out, sizeof out, &st), &st);
-    vg_session_free(s);
-    vg_saver_free(sv);
-    vg_graph_free(g);
+    free_session_saver_graph(s, sv, g);
 
     g = vg_graph_new();
     float z3[3] = {0}, z2[2] = {0}, z1[1] = {0};

@@ -4,6 +4,7 @@
  * must be RESOURCE_EXHAUSTED, with no crash, no leak (ASan), no temp file left behind
  * and, for restore, no variable changed. */
 #include "test_util.h"
+#include "train_fixture.h"
 #include "vigil/vigil.h"
 #include <dirent.h>
 #include <ftw.h>
@@ -188,9 +189,7 @@ static void test_oom__save_and_restore(void) {
     CHECK(n > 10);
     CHECK_EQ_INT(bad, 0);
     vg_session_free(s2);
-    vg_session_free(sess);
-    vg_saver_free(s);
-    vg_graph_free(m.g);
+    free_session_saver_graph(sess, s, m.g);
     vg_allocator_set(NULL);
 }
 

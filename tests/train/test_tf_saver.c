@@ -286,12 +286,8 @@ static void test_tfsaver__int64(void) {
     CHECK_OK(vg_session_run1(s2, v2.value, &t, &st), &st);
     CHECK(t && vg_tensor_dtype(t) == VG_INT64 && *(int64_t *)vg_tensor_data(t) == 15);
     vg_tensor_free(t);
-    vg_session_free(s2);
-    vg_saver_free(save2);
-    vg_graph_free(g2);
-    vg_session_free(s);
-    vg_saver_free(save);
-    vg_graph_free(g);
+    free_session_saver_graph(s2, save2, g2);
+    free_session_saver_graph(s, save, g);
 }
 
 /* SaverTest.testBasicsWithListOfVariables */
@@ -309,9 +305,7 @@ static void test_tfsaver__basics_with_list_of_variables(void) {
         CHECK_NEAR(fetch_scalar(s, v[1].value), 20.0, 0);
         CHECK_OK(vg_saver_save(save, s, save_path, -1, val, sizeof val, &st), &st);
         CHECK(strcmp(val, save_path) == 0);
-        vg_session_free(s);
-        vg_saver_free(save);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save, g);
     }
     {
         vg_graph *g = vg_graph_new();
@@ -323,9 +317,7 @@ static void test_tfsaver__basics_with_list_of_variables(void) {
         CHECK_OK(vg_saver_restore(save, s, save_path, &st), &st);
         CHECK_NEAR(fetch_scalar(s, v[0].value), 10.0, 0);
         CHECK_NEAR(fetch_scalar(s, v[1].value), 20.0, 0);
-        vg_session_free(s);
-        vg_saver_free(save);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save, g);
     }
     {
         vg_graph *g = vg_graph_new();
@@ -338,9 +330,7 @@ static void test_tfsaver__basics_with_list_of_variables(void) {
         CHECK_OK(vg_saver_restore(save2, s, save_path, &st), &st);
         CHECK_NEAR(fetch_scalar(s, v[0].value), 10.0, 0);
         CHECK_NEAR(fetch_scalar(s, v[1].value), 20.0, 0);
-        vg_session_free(s);
-        vg_saver_free(save2);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save2, g);
     }
 }
 
@@ -357,9 +347,7 @@ static void save_and_load(const char *var_name, float var_value, float other_val
         run_target(s, var.initializer);
         CHECK_OK(vg_saver_save(save, s, save_path, -1, val, sizeof val, &st), &st);
         CHECK(strcmp(val, save_path) == 0);
-        vg_session_free(s);
-        vg_saver_free(save);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save, g);
     }
     {
         vg_graph *g = vg_graph_new();
@@ -368,9 +356,7 @@ static void save_and_load(const char *var_name, float var_value, float other_val
         vg_session *s = new_session(g);
         CHECK_OK(vg_saver_restore(save, s, save_path, &st), &st);
         CHECK_NEAR(fetch_scalar(s, var.value), var_value, 1e-6);
-        vg_session_free(s);
-        vg_saver_free(save);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save, g);
     }
 }
 
@@ -407,9 +393,7 @@ static void test_tfsaver__allow_empty(void) {
     CHECK(save2 != NULL);
     CHECK_OK(vg_saver_restore(save2, s, save_path, &st), &st);
     vg_saver_free(save2);
-    vg_session_free(s);
-    vg_saver_free(save);
-    vg_graph_free(g);
+    free_session_saver_graph(s, save, g);
 }
 
 /* SaverTest.testVariables: Saver() saves all global variables. */
@@ -427,9 +411,7 @@ static void test_tfsaver__variables(void) {
         vg_session *s = new_session(g);
         run_target(s, init);
         CHECK_OK(vg_saver_save(save, s, save_path, -1, NULL, 0, &st), &st);
-        vg_session_free(s);
-        vg_saver_free(save);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save, g);
     }
     vg_graph *g = vg_graph_new();
     vg_variable one = vg_variable_new(g, NULL, vg_const_f32(g, 0.0f, NULL), VG_VAR_TRAINABLE);
@@ -443,9 +425,7 @@ static void test_tfsaver__variables(void) {
     CHECK(t && vg_tensor_num_elements(t) == 3);
     for (int i = 0; t && i < 3; i++) CHECK_NEAR(((float *)vg_tensor_data(t))[i], 2.0, 0);
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_saver_free(save);
-    vg_graph_free(g);
+    free_session_saver_graph(s, save, g);
 }
 
 /* SaverTest.testReshape (reshape=False): a [2,3] checkpoint into a [3,2] variable is
@@ -463,9 +443,7 @@ static void test_tfsaver__reshape(void) {
         vg_session *s = new_session(g);
         run_target(s, init);
         CHECK_OK(vg_saver_save(save, s, save_path, -1, NULL, 0, &st), &st);
-        vg_session_free(s);
-        vg_saver_free(save);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save, g);
     }
     vg_graph *g = vg_graph_new();
     vg_variable_new(g, NULL, vg_const_fill(g, VG_FLOAT, (int64_t[]){3, 2}, 2, 0.0, NULL), VG_VAR_TRAINABLE);
@@ -473,9 +451,7 @@ static void test_tfsaver__reshape(void) {
     vg_session *s = new_session(g);
     CHECK_CODE(vg_saver_restore(save, s, save_path, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "Assign requires shapes of both tensors to match.");
-    vg_session_free(s);
-    vg_saver_free(save);
-    vg_graph_free(g);
+    free_session_saver_graph(s, save, g);
 }
 
 /* SaverTest.testSaveWithGlobalStep (an int global step): "<save_path>-5". */
@@ -493,9 +469,7 @@ static void test_tfsaver__save_with_global_step(void) {
     CHECK_OK(vg_saver_save(save, s, save_path, 5, val, sizeof val, &st), &st);
     snprintf(want, sizeof want, "%s-5", save_path);
     CHECK(strcmp(val, want) == 0);
-    vg_session_free(s);
-    vg_saver_free(save);
-    vg_graph_free(g);
+    free_session_saver_graph(s, save, g);
 }
 
 /* SaverTest.testSaveRestoreAndValidateVariableDtype: a float checkpoint into an int32
@@ -512,18 +486,14 @@ static void test_tfsaver__validate_variable_dtype(void) {
         init_all(g, s);
         vg_saver *save = saver_of(g, &v0, &name, 1, NULL);
         CHECK_OK(vg_saver_save(save, s, save_path, -1, NULL, 0, &st), &st);
-        vg_session_free(s);
-        vg_saver_free(save);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save, g);
         g = vg_graph_new();
         tvar wrong = make_var(g, resource, "v0", vg_const_i32(g, 1, NULL));
         save = saver_of(g, &wrong, &name, 1, NULL);
         s = new_session(g);
         CHECK_CODE(vg_saver_restore(save, s, save_path, &st), VG_INVALID_ARGUMENT);
         CHECK_STR_CONTAINS(st.msg, "original dtype");
-        vg_session_free(s);
-        vg_saver_free(save);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save, g);
     }
 }
 
@@ -548,9 +518,7 @@ static void test_tfsaver__sharded_basics(void) {
         CHECK_OK(vg_saver_save(save, s, save_path, -1, val, sizeof val, &st), &st);
         CHECK(strcmp(val, save_path) == 0);
         CHECK(path_existsf("%s.meta", save_path));
-        vg_session_free(s);
-        vg_saver_free(save);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save, g);
     }
     vg_graph *g = vg_graph_new();
     tvar v[2] = {make_var(g, false, "v0", vg_const_i32(g, 111, NULL)),
@@ -565,9 +533,7 @@ static void test_tfsaver__sharded_basics(void) {
     CHECK_NEAR(fetch_scalar(s, v[1].value), 20, 0);
     const char *latest = vg_latest_checkpoint(g_tmp, buf, sizeof buf);
     CHECK(latest && strcmp(latest, save_path) == 0);
-    vg_session_free(s);
-    vg_saver_free(save);
-    vg_graph_free(g);
+    free_session_saver_graph(s, save, g);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -747,9 +713,7 @@ static void test_tfsaver__max_to_keep_sharded(void) {
     CHECK(!path_existsf("%s.meta", s1));
     CHECK_EQ_INT(count_files(s2), 3);
     CHECK_EQ_INT(count_files(s3), 3);
-    vg_session_free(s);
-    vg_saver_free(save);
-    vg_graph_free(g);
+    free_session_saver_graph(s, save, g);
 }
 
 /* MaxToKeepTest.testNoMaxToKeep (None and 0 are the same in C: max_to_keep 0) */
@@ -795,9 +759,7 @@ static void test_tfsaver__no_meta_graph(void) {
     save_as(save, s, save_dir, "s1", s1);
     CHECK(vg_checkpoint_exists(s1));
     CHECK(!path_existsf("%s.meta", s1));
-    vg_session_free(s);
-    vg_saver_free(save);
-    vg_graph_free(g);
+    free_session_saver_graph(s, save, g);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -832,9 +794,7 @@ static void test_tfsaver__keep_checkpoint_every_n_hours(void) {
     CHECK(!vg_checkpoint_exists(s2));
     CHECK(vg_checkpoint_exists(s3));
     CHECK(vg_checkpoint_exists(s4));
-    vg_session_free(s);
-    vg_saver_free(save);
-    vg_graph_free(g);
+    free_session_saver_graph(s, save, g);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -860,9 +820,7 @@ static void non_reshape(bool resource) {
         CHECK_CODE(vg_saver_restore(save_plain, s, save_path, &st), VG_NOT_FOUND);
         CHECK_STR_CONTAINS(st.msg, "not found in checkpoint");
         vg_saver_free(save_plain);
-        vg_session_free(s);
-        vg_saver_free(save);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save, g);
     }
     const char *var_names[2][2] = {{"v0", "v1"}, {"restore_prefix/v0", "restore_prefix/v1"}};
     for (int k = 0; k < 2; k++) {
@@ -875,9 +833,7 @@ static void non_reshape(bool resource) {
         CHECK_OK(vg_saver_restore(save, s, save_path, &st), &st);
         CHECK_NEAR(fetch_scalar(s, v[0].value), 10.0, 0);
         CHECK_NEAR(fetch_scalar(s, v[1].value), 20.0, 0);
-        vg_session_free(s);
-        vg_saver_free(save);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save, g);
     }
 }
 static void test_tfsaver__non_reshape_variable(void) { non_reshape(false); }
@@ -943,9 +899,7 @@ static void test_tfsaver__relative_path(void) {
         CHECK_OK(vg_saver_save(save, s, filepath, 1, NULL, 0, &st), &st);
         run_target(s, inc);
         CHECK_OK(vg_saver_save(save, s, filepath, 2, NULL, 0, &st), &st);
-        vg_session_free(s);
-        vg_saver_free(save);
-        vg_graph_free(g);
+        free_session_saver_graph(s, save, g);
     }
     vg_graph *g = vg_graph_new();
     vg_variable v0 = vg_variable_new(g, NULL, vg_const_f32(g, -1.0f, NULL), VG_VAR_TRAINABLE);
@@ -957,9 +911,7 @@ static void test_tfsaver__relative_path(void) {
     CHECK(latest != NULL);
     if (latest) CHECK_OK(vg_saver_restore(save, s, latest, &st), &st);
     CHECK_NEAR(fetch_scalar(s, v0.ref), 2.0, 0);
-    vg_session_free(s);
-    vg_saver_free(save);
-    vg_graph_free(g);
+    free_session_saver_graph(s, save, g);
     CHECK(chdir(cwd) == 0);
 }
 
@@ -1071,9 +1023,7 @@ static void test_tfsaver__import_into_namescope_without_variables(void) {
     vg_saver *saver = vg_saver_new(g1, &o, &st);
     vg_session *s = new_session(g1);
     CHECK_OK(vg_saver_save(saver, s, filename, -1, NULL, 0, &st), &st);
-    vg_session_free(s);
-    vg_saver_free(saver);
-    vg_graph_free(g1);
+    free_session_saver_graph(s, saver, g1);
     snprintf(meta, sizeof meta, "%s.meta", filename);
     vg_graph *g2 = vg_graph_new();
     vg_meta_import_options io = {"subgraph_1", false, false, NULL, 0};
@@ -1125,9 +1075,7 @@ static void test_tfsaver__checkpoint_reader(void) {
         CHECK_STR_CONTAINS(st.msg, "v3 not found in checkpoint");
         vg_checkpoint_reader_free(r);
     }
-    vg_session_free(s);
-    vg_saver_free(save);
-    vg_graph_free(g);
+    free_session_saver_graph(s, save, g);
     /* testNonexistentPath */
     CHECK(vg_checkpoint_reader_new("non-existent", &st) == NULL);
     CHECK_EQ_INT(st.code, VG_NOT_FOUND);
