@@ -221,15 +221,23 @@ static void test_gradient_penalty(void) {
     vg_graph_free(g);
 }
 
+/* In g: real [8, 2] = 1, noise [8, 3] = 0.5 and the GANModel of dense_gen and dense_disc
+ * over them (default scopes; checked to build). */
+static void dense_gan_build(vg_graph *g, vg_output *real, vg_output *noise, vg_gan_model *m) {
+    vg_status st;
+    *real = vg_const_fill(g, VG_FLOAT, (int64_t[]){8, 2}, 2, 1.0, "real");
+    *noise = vg_const_fill(g, VG_FLOAT, (int64_t[]){8, 3}, 2, 0.5, "noise");
+    CHECK_OK(vg_gan_model_build(g, dense_gen, NULL, dense_disc, NULL, *real, noise, 1, NULL, m, &st), &st);
+}
+
 /* GANModelTest (train_test.py): scopes "Generator"/"Discriminator", the discriminator
  * built once and reused on the real data, variables split by scope; shape check. */
 static void test_gan_model(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    vg_output real = vg_const_fill(g, VG_FLOAT, (int64_t[]){8, 2}, 2, 1.0, "real");
-    vg_output noise = vg_const_fill(g, VG_FLOAT, (int64_t[]){8, 3}, 2, 0.5, "noise");
+    vg_output real, noise;
     vg_gan_model m;
-    CHECK_OK(vg_gan_model_build(g, dense_gen, NULL, dense_disc, NULL, real, &noise, 1, NULL, &m, &st), &st);
+    dense_gan_build(g, &real, &noise, &m);
     CHECK_EQ_INT(m.ngenerator_variables, 2);
     CHECK_EQ_INT(m.ndiscriminator_variables, 4);
     const char *gv[] = {"Generator/dense/kernel", "Generator/dense/bias"};
@@ -272,10 +280,9 @@ static void test_gan_model(void) {
 static void test_train_ops(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    vg_output real = vg_const_fill(g, VG_FLOAT, (int64_t[]){8, 2}, 2, 1.0, "real");
-    vg_output noise = vg_const_fill(g, VG_FLOAT, (int64_t[]){8, 3}, 2, 0.5, "noise");
+    vg_output real, noise;
     vg_gan_model m;
-    CHECK_OK(vg_gan_model_build(g, dense_gen, NULL, dense_disc, NULL, real, &noise, 1, NULL, &m, &st), &st);
+    dense_gan_build(g, &real, &noise, &m);
     vg_gan_loss l = vg_gan_loss_build(g, &m, VG_GAN_LOSS_MODIFIED, VG_GAN_LOSS_MODIFIED, NULL);
     CHECK(l.generator_loss.op && l.discriminator_loss.op);
     vg_optimizer *go = vg_optimizer_new_sgd(0.1), *dopt = vg_optimizer_new_adam(0.01, 0.9, 0.999, 1e-8);
