@@ -61,6 +61,19 @@ static void run_and_check(vg_graph *g, vg_op **inits, int ninit, vg_output step,
     vg_session_free(s);
 }
 
+/* run_and_check over the variables vars[n] (at most 3): their initializers, and each
+ * read through an Identity named read_names[k]. */
+static void run_and_check_vars(vg_graph *g, const var_t *vars, const char *const *read_names, int n, vg_output step,
+                               double want[][N], double tol) {
+    vg_op *inits[3];
+    vg_output reads[3];
+    for (int k = 0; k < n && k < 3; k++) {
+        inits[k] = vars[k].init;
+        reads[k] = vg_identity(g, vars[k].ref, read_names[k]);
+    }
+    run_and_check(g, inits, n, step, reads, want, n, tol);
+}
+
 static const double W0[N] = {1.0, -2.0, 0.5, 0.0, 3.0, -0.25};
 static const double G[N] = {0.1, -0.3, 0.7, 0.0, -1.5, 0.05};
 
@@ -101,9 +114,7 @@ static void check_momentum(vg_dtype dt, bool nesterov) {
         want[0][i] = wv;
         want[1][i] = av;
     }
-    vg_op *inits[2] = {w.init, a.init};
-    vg_output reads[2] = {vg_identity(g, w.ref, "rw"), vg_identity(g, a.ref, "ra")};
-    run_and_check(g, inits, 2, step, reads, want, 2, dt == VG_FLOAT ? 1e-6 : 1e-12);
+    run_and_check_vars(g, (var_t[]){w, a}, (const char *[]){"rw", "ra"}, 2, step, want, dt == VG_FLOAT ? 1e-6 : 1e-12);
     vg_graph_free(g);
 }
 
@@ -137,9 +148,8 @@ static void check_adam(vg_dtype dt, bool nesterov) {
         want[1][i] = mv;
         want[2][i] = vv;
     }
-    vg_op *inits[3] = {w.init, m.init, v.init};
-    vg_output reads[3] = {vg_identity(g, w.ref, "rw"), vg_identity(g, m.ref, "rm"), vg_identity(g, v.ref, "rv")};
-    run_and_check(g, inits, 3, step, reads, want, 3, dt == VG_FLOAT ? 2e-6 : 1e-12);
+    run_and_check_vars(g, (var_t[]){w, m, v}, (const char *[]){"rw", "rm", "rv"}, 3, step, want,
+                       dt == VG_FLOAT ? 2e-6 : 1e-12);
     vg_graph_free(g);
 }
 
@@ -171,9 +181,8 @@ static void check_rmsprop(vg_dtype dt) {
         want[1][i] = msv;
         want[2][i] = mov;
     }
-    vg_op *inits[3] = {w.init, ms.init, mo.init};
-    vg_output reads[3] = {vg_identity(g, w.ref, "rw"), vg_identity(g, ms.ref, "rms"), vg_identity(g, mo.ref, "rmo")};
-    run_and_check(g, inits, 3, step, reads, want, 3, dt == VG_FLOAT ? 1e-6 : 1e-12);
+    run_and_check_vars(g, (var_t[]){w, ms, mo}, (const char *[]){"rw", "rms", "rmo"}, 3, step, want,
+                       dt == VG_FLOAT ? 1e-6 : 1e-12);
     vg_graph_free(g);
 }
 
