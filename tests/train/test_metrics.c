@@ -69,6 +69,46 @@ static void check_metric(vg_graph *g, vg_metric m, double want, double tol) {
     close_sess(&s);
 }
 
+/* update once (its value dropped), then value must be want (and, unless before is NaN,
+ * value must be before first); frees g. */
+static void check_value_after_update(vg_graph *g, vg_metric m, double before, double want, double tol) {
+    CHECK(m.value.op && m.update.op);
+    if (!m.value.op || !m.update.op) {
+        vg_graph_free(g);
+        return;
+    }
+    sess_t s = open_sess(g);
+    if (!isnan(before)) CHECK_NEAR(eval_scalar(&s, m.value), before, 0);
+    vg_tensor_free(eval(&s, m.update, vg_out(NULL, 0), NULL));
+    CHECK_NEAR(eval_scalar(&s, m.value), want, tol);
+    close_sess(&s);
+}
+
+/* Running update fails with INVALID_ARGUMENT (a value out of range); frees g. */
+static void check_update_invalid(vg_graph *g, vg_metric m) {
+    CHECK(m.update.op != NULL);
+    if (!m.update.op) {
+        vg_graph_free(g);
+        return;
+    }
+    sess_t s = open_sess(g);
+    vg_status st;
+    vg_tensor *out = NULL;
+    CHECK(vg_session_run(s.s, NULL, NULL, NULL, 0, &m.update, &out, 1, NULL, 0, NULL, &st) == VG_INVALID_ARGUMENT);
+    vg_tensor_free(out);
+    close_sess(&s);
+}
+
+/* One update in a new session on g (freed here): its result must equal the value read
+ * after it, which is returned. */
+static double update_equals_value(vg_graph *g, vg_metric m) {
+    sess_t s = open_sess(g);
+    double u = eval_scalar(&s, m.update), v = eval_scalar(&s, m.value);
+    CHECK_NEAR(u, v, 1e-6);
+    close_sess(&s);
+    return v;
+}
+
 static void check_vector_metric(vg_graph *g, vg_metric m, const double *want, int n) {
     CHECK(m.value.op && m.update.op);
     if (!m.value.op) {
@@ -362,11 +402,7 @@ static double auc_of(const double *p, const double *l, int n, const double *w, c
     CHECK(strcmp(vg_op_name(m.value.op), "auc/value") == 0);
     CHECK(vg_graph_op_by_name(g, "auc/true_positives") && vg_graph_op_by_name(g, "auc/false_negatives") &&
           vg_graph_op_by_name(g, "auc/true_negatives") && vg_graph_op_by_name(g, "auc/false_positives"));
-    sess_t s = open_sess(g);
-    double u = eval_scalar(&s, m.update), v = eval_scalar(&s, m.value);
-    CHECK_NEAR(u, v, 1e-6);
-    close_sess(&s);
-    return v;
+    return update_equals_value(g, m);
 }
 
 static void test_auc(void) {
@@ -463,45 +499,19 @@ static void test_mean_iou(void) {
     /* a class that never appears is left out of the mean */
     g = vg_graph_new();
     m = vg_metrics_mean_iou(g, cst(g, VG_INT32, &d5, 1, l), cst(g, VG_INT32, &d5, 1, p), 3, NULL);
-    if (m.value.op) {
-        sess_t s = open_sess(g);
-        CHECK_NEAR(eval_scalar(&s, m.value), 0.0, 0); /* no classes yet */
-        vg_tensor_free(eval(&s, m.update, vg_out(NULL, 0), NULL));
-        CHECK_NEAR(eval_scalar(&s, m.value), 0.625, 1e-6);
-        close_sess(&s);
-    } else {
-        CHECK(0);
-        vg_graph_free(g);
-    }
+    check_value_after_update(g, m, 0.0 /* no classes yet */, 0.625, 1e-6);
     /* weights drop the wrong prediction: cm [[1, 0], [0, 3]] -> 1 */
     g = vg_graph_new();
     double w[5] = {1, 1, 1, 0, 1};
     vg_metric_opts o = {cst(g, VG_FLOAT, &d5, 1, w), NULL, NULL, NULL};
     m = vg_metrics_mean_iou(g, cst(g, VG_INT64, &d5, 1, l), cst(g, VG_INT64, &d5, 1, p), 2, &o);
-    if (m.value.op) {
-        sess_t s = open_sess(g);
-        vg_tensor_free(eval(&s, m.update, vg_out(NULL, 0), NULL));
-        CHECK_NEAR(eval_scalar(&s, m.value), 1.0, 1e-6);
-        close_sess(&s);
-    } else {
-        CHECK(0);
-        vg_graph_free(g);
-    }
+    check_value_after_update(g, m, NAN, 1.0, 1e-6);
     /* out-of-range class ids fail at run time, bad arguments at build time */
     g = vg_graph_new();
     double bad[5] = {0, 1, 2, 0, 1};
     m = vg_metrics_mean_iou(g, cst(g, VG_INT64, &d5, 1, bad), cst(g, VG_INT64, &d5, 1, p), 2, NULL);
+    check_update_invalid(g, m);
     vg_status st;
-    if (m.update.op) {
-        sess_t s = open_sess(g);
-        vg_tensor *out = NULL;
-        CHECK(vg_session_run(s.s, NULL, NULL, NULL, 0, &m.update, &out, 1, NULL, 0, NULL, &st) == VG_INVALID_ARGUMENT);
-        vg_tensor_free(out);
-        close_sess(&s);
-    } else {
-        CHECK(0);
-        vg_graph_free(g);
-    }
     g = vg_graph_new();
     int64_t d4 = 4;
     CHECK(vg_metrics_mean_iou(g, cst(g, VG_INT64, &d5, 1, l), cst(g, VG_INT64, &d4, 1, p), 2, NULL).value.op == NULL);
@@ -692,17 +702,7 @@ static void test_other_means(void) {
     g = vg_graph_new();
     double bad[5] = {0, 0, 1, 1, 3};
     m = vg_metrics_mean_per_class_accuracy(g, cst(g, VG_INT64, &d5, 1, bad), cst(g, VG_INT64, &d5, 1, pp), 3, NULL);
-    if (m.update.op) {
-        sess_t s = open_sess(g);
-        vg_status st;
-        vg_tensor *out = NULL;
-        CHECK(vg_session_run(s.s, NULL, NULL, NULL, 0, &m.update, &out, 1, NULL, 0, NULL, &st) == VG_INVALID_ARGUMENT);
-        vg_tensor_free(out);
-        close_sess(&s);
-    } else {
-        CHECK(0);
-        vg_graph_free(g);
-    }
+    check_update_invalid(g, m);
     /* shape errors */
     vg_status st;
     g = vg_graph_new();
@@ -734,11 +734,7 @@ static double rate_of(bool sens_at_spec, const double *p, double target, const d
     }
     CHECK(vg_graph_op_by_name(g, sens_at_spec ? "sensitivity_at_specificity/true_positives"
                                               : "specificity_at_sensitivity/false_positives") != NULL);
-    sess_t s = open_sess(g);
-    double u = eval_scalar(&s, m.update), v = eval_scalar(&s, m.value);
-    CHECK_NEAR(u, v, 1e-6);
-    close_sess(&s);
-    return v;
+    return update_equals_value(g, m);
 }
 
 static void test_rates_at(void) {
