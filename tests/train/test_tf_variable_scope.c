@@ -97,13 +97,6 @@ static const char *const_name(vg_graph *g, const char *name) {
     return c.op ? vg_op_name(c.op) : "(failed)";
 }
 
-static void check_graph_error(vg_graph *g, vg_code code, const char *needle) {
-    vg_status st;
-    memset(&st, 0, sizeof st);
-    CHECK_EQ_INT(vg_graph_status(g, &st), code);
-    if (needle) CHECK_STR_CONTAINS(st.msg, needle);
-}
-
 static vg_session *checked_session(vg_graph *g) {
     vg_status st;
     CHECK_OK(vg_graph_status(g, &st), &st);
@@ -190,7 +183,7 @@ static void test_name_exists(void) {
     name_exists_prefix(g, &v);
     vg_get_variable_opts no = vopts(one, 1);
     CHECK(vg_get_variable_ex(g, "v", &no).var == NULL); /* That fails. */
-    check_graph_error(g, VG_INVALID_ARGUMENT, "Variable v already exists, disallowed.");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Variable v already exists, disallowed.");
     vg_graph_free(g);
 
     g = vg_graph_new();
@@ -199,7 +192,7 @@ static void test_name_exists(void) {
     yes.reuse = VG_REUSE_TRUE;
     CHECK(vg_get_variable_ex(g, "v", &yes).var == v.var); /* That's ok. */
     CHECK(vg_get_variable_ex(g, "u", &yes).var == NULL); /* That fails. */
-    check_graph_error(g, VG_INVALID_ARGUMENT, "Variable u does not exist, or was not created with tf.get_variable().");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Variable u does not exist, or was not created with tf.get_variable().");
     vg_graph_free(g);
 }
 
@@ -622,7 +615,7 @@ static void var_op_scope_run(bool with_error) {
     vg_variable_scope_push(g, "tower", &dflt);
     if (with_error) {
         CHECK(getv0(g, "w").var == NULL);
-        check_graph_error(g, VG_INVALID_ARGUMENT, "Variable tower/w already exists, disallowed.");
+        EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Variable tower/w already exists, disallowed.");
         vg_graph_free(g);
         return;
     }
@@ -722,7 +715,7 @@ static void var_scope_get_var_run(int fail_at) {
     if (fail_at == 1) {
         vg_variable_scope_push(g, "towerA", NULL);
         CHECK(getv1(g, "v").var == NULL);
-        check_graph_error(g, VG_INVALID_ARGUMENT, "Variable root/towerA/v already exists, disallowed.");
+        EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Variable root/towerA/v already exists, disallowed.");
         vg_graph_free(g);
         return;
     }
@@ -742,13 +735,13 @@ static void var_scope_get_var_run(int fail_at) {
         if (fail_at == 2) {
             vg_variable_scope_push(g, "baz", NULL);
             CHECK(getv1(g, "v").var == NULL);
-            check_graph_error(g, VG_INVALID_ARGUMENT, "Variable root/towerA/baz/v does not exist");
+            EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Variable root/towerA/baz/v does not exist");
         } else {
             static const int64_t two[1] = {2}, one[1] = {1};
             vg_get_variable_opts o = vopts(fail_at == 3 ? two : one, 1); /* Different shape. */
             if (fail_at == 4) o.dt = VG_INT32;
             CHECK(vg_get_variable_ex(g, "v", &o).var == NULL);
-            check_graph_error(g, VG_INVALID_ARGUMENT, fail_at == 3 ? "shape" : "dtype");
+            EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, fail_at == 3 ? "shape" : "dtype");
         }
     }
     CHECK_EQ_INT(vg_graph_status(g, NULL), fail_at ? VG_INVALID_ARGUMENT : VG_OK);
@@ -1221,7 +1214,7 @@ static void test_two_graphs(void) {
     vg_graph *g1 = vg_graph_new();
     vg_graph *g2 = vg_graph_new();
     CHECK(vg_variable_scope_push(g2, "_", NULL) == NULL);
-    check_graph_error(g2, VG_INVALID_ARGUMENT, "'_' is not a valid scope name");
+    EXPECT_GRAPH_ERROR(g2, VG_INVALID_ARGUMENT, "'_' is not a valid scope name");
     CHECK_EQ_INT(vg_graph_status(g1, NULL), VG_OK);
     CHECK_NAME(vg_variable_scope_name(g2), "");
     vg_graph_free(g2);
@@ -1229,7 +1222,7 @@ static void test_two_graphs(void) {
 
     vg_graph *g = vg_graph_new();
     CHECK(vg_variable_scope_push(g, NULL, &(vg_variable_scope_opts){.default_name = "a b"}) == NULL);
-    check_graph_error(g, VG_INVALID_ARGUMENT, "'a b' is not a valid scope name");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "'a b' is not a valid scope name");
     vg_graph_free(g);
 
     g = vg_graph_new();
@@ -1366,7 +1359,7 @@ static void test_two_threads_disjoint_scope_entry(void) {
     CHECK_EQ_INT(args[0].code, VG_OK);
     CHECK_NAME(args[1].name, "(failed)");
     CHECK_EQ_INT(args[1].code, VG_INVALID_ARGUMENT);
-    check_graph_error(g, VG_INVALID_ARGUMENT, "Variable foo/v already exists, disallowed.");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Variable foo/v already exists, disallowed.");
     vg_graph_free(g);
 }
 
