@@ -680,7 +680,7 @@ static int64_t rattr_count(const inode *nd, const char *key, bool list) {
     return v;
 }
 
-/* Output arguments that are lists sized by attrs (ParseExample V1/V2): the flat index
+/* Output arguments that are lists sized by attrs (ParseExample V1/V2, ParseSingleExample): the flat index
  * of (arg, idx), -1 when the op is not one of them or the reference is bad, -2 when
  * the sizes are unknown. */
 static long list_arg_index(const inode *p, const char *arg, size_t al, long idx) {
@@ -691,6 +691,15 @@ static long list_arg_index(const inode *p, const char *arg, size_t al, long idx)
         int64_t ns = rattr_count(p, "Nsparse", false), nd = rattr_count(p, "Ndense", false);
         if (ns < 0) ns = 0;
         if (nd < 0) nd = rattr_count(p, "Tdense", true);
+        const char *nm[] = {"sparse_indices", "sparse_values", "sparse_shapes", "dense_values"};
+        int64_t ln[] = {ns, ns, ns, nd};
+        n = 4;
+        memcpy(names, nm, sizeof nm);
+        memcpy(len, ln, sizeof ln);
+    } else if (strcmp(p->orig_op, "ParseSingleExample") == 0) {
+        int64_t ns = rattr_count(p, "num_sparse", false), nd = rattr_count(p, "Tdense", true);
+        if (ns < 0) ns = 0;
+        if (nd < 0) nd = 0;
         const char *nm[] = {"sparse_indices", "sparse_values", "sparse_shapes", "dense_values"};
         int64_t ln[] = {ns, ns, ns, nd};
         n = 4;
@@ -920,7 +929,8 @@ static vg_code body_ref(ctx *c, const fn_def *fn, const char *call, const char *
         return k;
     } else {
         long li = list_arg_index(p, arg, al, idx);
-        if (li == -2 || (li == -1 && (!strcmp(p->orig_op, "ParseExample") || !strcmp(p->orig_op, "ParseExampleV2"))))
+        if (li == -2 || (li == -1 && (!strcmp(p->orig_op, "ParseExample") || !strcmp(p->orig_op, "ParseExampleV2") ||
+                                      !strcmp(p->orig_op, "ParseSingleExample"))))
             goto bad;
         if (li >= 0) flat = li;
         for (size_t i = 0; li < 0 && i < sizeof k_out_args / sizeof *k_out_args; i++)

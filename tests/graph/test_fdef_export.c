@@ -5,7 +5,8 @@
  *    MetaGraphDef, imported into a fresh graph: its iterator yields the same elements
  *    (computed by hand), in binary and in text form;
  *  - a flat_map whose function holds a map capturing the flat_map's argument (a
- *    function inside a function, nested FunctionDefs); interleave and reduce;
+ *    function inside a function, nested FunctionDefs); interleave and reduce; a
+ *    parse_single_example map (list outputs named by argument);
  *  - the FunctionDef's fields against what TF 1.15 writes for
  *    Dataset.range(10).map(lambda x: x * x) (signature args_0 / identity, node_def
  *    inputs "node:out_arg:index", ret; MapDataset's f = AttrValue.func);
@@ -398,10 +399,63 @@ static void test_interleave_reduce(void) {
     vg_graph_free(g);
 }
 
+/* record -> x + sum(v), x a FixedLenFeature, v a VarLenFeature (ParseSingleExample's
+ * sparse and dense outputs named by argument: sparse_values, dense_values) */
+static vg_code parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs, (void)p;
+    vg_feature_spec specs[2] = {{"v", VG_INT64, true, vg_shape_make(NULL, 0), {NULL, 0}},
+                                {"x", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}}};
+    vg_output dense[2] = {{0}};
+    vg_sparse_output sparse[2];
+    memset(sparse, 0, sizeof sparse);
+    vg_parse_single_example(fg, args[0], specs, 2, dense, sparse, "parse");
+    outs[0] = vg_add(fg, dense[1], vg_reduce_sum(fg, sparse[0].values, (const int32_t[]){0}, 1, false, "vsum"), "total");
+    *nouts = 1;
+    return VG_OK;
+}
+
+static vg_output example_ds(vg_graph *g, int64_t x, int64_t v0, int64_t v1, vg_status *st) {
+    vg_example *ex = vg_example_new();
+    int64_t vs[2] = {v0, v1};
+    vg_example_add_int64(ex, "x", &x, 1, st);
+    vg_example_add_int64(ex, "v", vs, 2, st);
+    size_t len = 0;
+    const void *bytes = vg_example_serialize(ex, &len, st);
+    vg_tensor *t = vg_tensor_new_string_scalar(bytes, len, st);
+    vg_output c = vg_const(g, t, NULL);
+    vg_tensor_free(t);
+    vg_example_free(ex);
+    return vg_dataset_from_tensors(g, &c, 1, NULL);
+}
+
+static void test_parse_example(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output ds = vg_dataset_concatenate(g, example_ds(g, 1, 10, 20, &st), example_ds(g, 2, 5, 6, &st), NULL);
+    vg_dataset_map(g, ds, parse_fn, NULL, "parsed");
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    char *txt = NULL;
+    size_t tl = 0;
+    CHECK_OK(vg_graph_to_graphdef_text(g, &txt, &tl, &st), &st);
+    if (txt) {
+        CHECK_STR_CONTAINS(txt, "input: \"parse:dense_values:0\"");
+        CHECK_STR_CONTAINS(txt, "input: \"parse:sparse_values:0\"");
+    }
+    vg_free(txt);
+    void *meta = NULL;
+    size_t ml = 0;
+    CHECK_OK(vg_graph_to_meta_graph(g, NULL, &meta, &ml, &st), &st);
+    const double want[] = {31, 13}; /* 1 + 10 + 20, 2 + 5 + 6 */
+    if (meta) import_and_run(meta, ml, true, "parsed", want, 2);
+    vg_free(meta);
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_roundtrip);
     RUN_TEST(test_nested);
     RUN_TEST(test_interleave_reduce);
+    RUN_TEST(test_parse_example);
     RUN_TEST(test_golden_fields);
     RUN_TEST(test_tf_written);
     RUN_TEST(test_unimplemented);
