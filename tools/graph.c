@@ -21,7 +21,8 @@ static const char *graph_help =
     "Summarizes a TensorFlow graph: FILE is a GraphDef (.pb, .pbtxt), a MetaGraphDef\n"
     "(.meta) or a SavedModel directory (saved_model.pb; --tags picks the MetaGraphDef,\n"
     "default the first). Prints nodes, op types, the op types vigil cannot run (exit\n"
-    "status 1 when there are any), collections and signatures.\n";
+    "status 1 when there are any), the functions of its library (tf.data functions,\n"
+    "Defuns), collections and signatures.\n";
 
 /* The whole file in a new malloc'd buffer. Regular files only (vg_read_file): a FIFO
  * or a device is refused with st set, never read or waited on. */
@@ -130,6 +131,86 @@ static void print_meta(vg_graph *g, vg_meta_graph *mg, const char *export_dir) {
     }
 }
 
+/* ---- the function library (GraphDef.library = 2: FunctionDefLibrary {function = 1:
+ * FunctionDef {signature = 1: OpDef {name = 1, input_arg = 2, output_arg = 3},
+ * node_def = 3}}), read with a minimal protobuf walker */
+
+typedef struct pbf {
+    int field, wire;
+    uint64_t v;
+    const uint8_t *p;
+    size_t n;
+} pbf;
+
+static bool pb_varint(const uint8_t **p, const uint8_t *e, uint64_t *v) {
+    *v = 0;
+    for (int sh = 0; *p < e && sh < 64; sh += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
+/* The next field of [*p, e); false at the end or on malformed bytes. */
+static bool pb_field(const uint8_t **p, const uint8_t *e, pbf *f) {
+    uint64_t tag;
+    if (*p >= e || !pb_varint(p, e, &tag)) return false;
+    f->field = (int)(tag >> 3);
+    f->wire = (int)(tag & 7);
+    switch (f->wire) {
+    case 0: return pb_varint(p, e, &f->v);
+    case 1: if (e - *p < 8) return false; *p += 8; return true;
+    case 5: if (e - *p < 4) return false; *p += 4; return true;
+    case 2:
+        if (!pb_varint(p, e, &f->v) || f->v > (uint64_t)(e - *p)) return false;
+        f->p = *p;
+        f->n = (size_t)f->v;
+        *p += f->n;
+        return true;
+    default: return false;
+    }
+}
+
+/* Prints "functions (N):" and one line per FunctionDef of a binary GraphDef. */
+static void print_functions(const uint8_t *gd, size_t len) {
+    int nf = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const uint8_t *p = gd, *e = gd + len;
+        pbf f, ff, sf, gf;
+        if (pass && nf) printf("functions (%d):\n", nf);
+        while (pb_field(&p, e, &gf)) {
+            if (gf.field != 2 || gf.wire != 2) continue;
+            const uint8_t *lp = gf.p, *le = gf.p + gf.n;
+            while (pb_field(&lp, le, &f)) {
+                if (f.field != 1 || f.wire != 2) continue;
+                if (!pass) {
+                    nf++;
+                    continue;
+                }
+                const uint8_t *fp = f.p, *fe = f.p + f.n;
+                char name[256] = "?";
+                int nin = 0, nout = 0, nodes = 0;
+                while (pb_field(&fp, fe, &ff)) {
+                    if (ff.field == 3 && ff.wire == 2) nodes++;
+                    if (ff.field != 1 || ff.wire != 2) continue;
+                    const uint8_t *sp = ff.p, *se = ff.p + ff.n;
+                    while (pb_field(&sp, se, &sf)) {
+                        if (sf.wire != 2) continue;
+                        if (sf.field == 1) snprintf(name, sizeof name, "%.*s", (int)(sf.n < 255 ? sf.n : 255), (const char *)sf.p);
+                        nin += sf.field == 2;
+                        nout += sf.field == 3;
+                    }
+                }
+                printf("  ");
+                put(name);
+                printf(": %d input%s, %d output%s, %d node%s\n", nin, nin == 1 ? "" : "s", nout, nout == 1 ? "" : "s",
+                       nodes, nodes == 1 ? "" : "s");
+            }
+        }
+    }
+}
+
 int cli_graph(int argc, char **argv) {
     const char *path = NULL, *tags_arg = NULL;
     for (int i = 1; i < argc; i++) {
@@ -225,6 +306,16 @@ int cli_graph(int argc, char **argv) {
             printf(" %d node%s\n", mcounts[i], mcounts[i] > 1 ? "s" : "");
         }
         rc = 1;
+    }
+    {
+        void *bin = NULL;
+        size_t blen = 0;
+        vg_status tst;
+        if (fmt != VG_IMPORT_BINARY && vg_proto_text_to_binary(gd, gd_len, "GraphDef", &bin, &blen, &tst) == VG_OK)
+            print_functions(bin, blen);
+        else
+            print_functions(gd, gd_len);
+        vg_free(bin);
     }
     if (saved_model || meta) {
         /* collections and signatures of the graph as vigil imports it (the saver's own

@@ -378,4 +378,9 @@ VG_HIDDEN vg_code vg__ds_serialize(vg__ds_iter *it, uint8_t **bytes, size_t *len
 /* A new iterator from vg__ds_serialize's bytes. */
 VG_HIDDEN vg__ds_iter *vg__ds_deserialize(const uint8_t *bytes, size_t len, vg_status *st);
 
+/* Installs the hooks that write dataset functions as FunctionDefs on GraphDef export and
+ * build them from a GraphDef's library on import (dataset_fdef.c, graph/fn_hooks.h);
+ * called once by the op-family list. */
+VG_HIDDEN void vg__dataset_fdef_install(void);
+
 #endif

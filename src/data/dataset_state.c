@@ -18,6 +18,7 @@
  * machine shares: little-endian) or each string as a byte string.
  */
 #include "data/dataset.h"
+#include "graph/fn_hooks.h"
 #include "graph/registry.h"
 #include "vigil/import.h"
 #include <stdio.h>
@@ -288,7 +289,7 @@ static vg_code encode_fn(const vg__ds_fn *fn, vg__ds_wr *w, int depth, vg_status
     if (depth > MAX_DEPTH) return vg_status_set(st, VG_UNIMPLEMENTED, "dataset functions nested too deep to save");
     void *gd = NULL;
     size_t gl = 0;
-    vg_code rc = vg_graph_to_graphdef(fn->g, &gd, &gl, st);
+    vg_code rc = vg__graph_to_graphdef_plain(fn->g, &gd, &gl, st); /* nested functions by key, below */
     if (rc != VG_OK) return rc;
     put_str(w, fn->key);
     vg__ds_put_i64(w, fn->nargs);

@@ -25,10 +25,13 @@
  * The MetaGraphDef's GraphDef carries "_output_shapes" on every node (as TF's
  * export_meta_graph uses as_graph_def(add_shapes=True)); vg_graph_to_graphdef does not.
  */
+#include "graph/fn_hooks.h"
 #include "graph/graph_impl.h"
+#include "graph/registry.h"
 #include "io/io.h"
 #include "vigil/graphdef.h"
 #include <float.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,8 +264,13 @@ static void put_list(vg__pb_buf *b, const vg__attr *a) {
 
 static bool is_list(vg_attr_type t) { return t >= VG_ATTR_INT_LIST && t <= VG_ATTR_STRING_LIST; }
 
+/* A function attr (AttrValue.func = NameAttrList {name = 1}): a copy of a dataset op's
+ * string attr naming its function, this type, the function's name in u.s. */
+#define ATTR_FUNC ((vg_attr_type)0x7f)
+
 /* p: the tensor's plan (VG_ATTR_TENSOR with a tensor), else unused. */
 static size_t attr_sz(const vg__attr *a, const tplan *p) {
+    if ((int)a->type == (int)ATTR_FUNC) return len_fld(10, len_fld(1, a->u.s.n));
     switch (a->type) {
     case VG_ATTR_INT: return var_fld(3, (uint64_t)a->u.i);
     case VG_ATTR_FLOAT: return tag_sz(4) + 4;
@@ -276,6 +284,11 @@ static size_t attr_sz(const vg__attr *a, const tplan *p) {
 }
 
 static void put_attr(vg__pb_buf *b, const vg__attr *a, const tplan *p) {
+    if ((int)a->type == (int)ATTR_FUNC) {
+        put_len_hdr(b, 10, len_fld(1, a->u.s.n));
+        vg__pb_put_bytes(b, 1, a->u.s.p, a->u.s.n);
+        return;
+    }
     switch (a->type) {
     case VG_ATTR_INT: vg__pb_put_int64(b, 3, a->u.i); return;
     case VG_ATTR_FLOAT: vg__pb_put_float(b, 4, a->u.f); return;
@@ -311,7 +324,40 @@ typedef struct node_attrs {
     const vg__attr *local[32];
     tplan local_plans[32];
     vg__attr shapes; /* _output_shapes */
+    vg__attr funcs[4]; /* function attrs (ATTR_FUNC) in place of the op's string attrs */
 } node_attrs;
+
+/* ------------------------------------------------------------------------ */
+/* The function library of an export: the dataset functions that ops' string attrs
+ * name (fn_hooks.h), each with its FunctionDef's names worked out. */
+
+typedef struct xfn {
+    const vg_graph *owner; /* the graph whose op names it */
+    const char *key;       /* the attr value (owner's user data key) */
+    char *name;            /* FunctionDef name */
+    vg__fn_body body;
+    char **in;             /* input arg names: args then caps */
+    int *in_type, *out_type; /* DataType numbers */
+} xfn;
+
+typedef struct xlib {
+    const vg__fn_hooks *h;
+    xfn *v;
+    int n, cap;
+    char **strs; /* owned strings */
+    int nstrs, strs_cap;
+    void **blocks;
+    int nblocks, blocks_cap;
+    vg__pb_buf bytes; /* FunctionDefLibrary */
+} xlib;
+
+static const char *xlib_func_name(const xlib *l, const vg_graph *g, const vg__attr *a) {
+    if (!l || a->type != VG_ATTR_STRING) return NULL;
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i].owner == g && strlen(l->v[i].key) == a->u.s.n && memcmp(l->v[i].key, a->u.s.p, a->u.s.n) == 0)
+            return l->v[i].name;
+    return NULL;
+}
 
 static int cmp_attr(const void *a, const void *b) {
     return strcmp((*(const vg__attr *const *)a)->name, (*(const vg__attr *const *)b)->name);
@@ -322,7 +368,7 @@ static void node_attrs_free(node_attrs *na) {
     if (na->plans != na->local_plans) vg__free(na->plans);
 }
 
-static bool node_attrs_init(node_attrs *na, const vg_op *op, bool add_shapes) {
+static bool node_attrs_init_lib(node_attrs *na, const vg_op *op, bool add_shapes, const xlib *lib) {
     int n = op->nattrs + (add_shapes ? 1 : 0);
     na->v = n <= 32 ? na->local : vg__malloc((size_t)n * sizeof *na->v);
     na->plans = n <= 32 ? na->local_plans : vg__malloc((size_t)n * sizeof *na->plans);
@@ -331,8 +377,20 @@ static bool node_attrs_init(node_attrs *na, const vg_op *op, bool add_shapes) {
         return false;
     }
     na->n = 0;
+    int nf = 0;
     for (int i = 0; i < op->nattrs; i++) {
         if (add_shapes && strcmp(op->attrs[i].name, "_output_shapes") == 0) continue;
+        const char *fname = xlib_func_name(lib, op->graph, &op->attrs[i]);
+        if (fname && nf < 4) {
+            vg__attr *f = &na->funcs[nf++];
+            memset(f, 0, sizeof *f);
+            f->name = op->attrs[i].name;
+            f->type = ATTR_FUNC;
+            f->u.s.p = (char *)fname;
+            f->u.s.n = strlen(fname);
+            na->v[na->n++] = f;
+            continue;
+        }
         na->v[na->n++] = &op->attrs[i];
     }
     if (add_shapes) {
@@ -400,16 +458,353 @@ static void put_node(vg__pb_buf *b, const vg_op *op, const node_attrs *na) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* FunctionDefs of dataset functions (fn_hooks.h)
+ * FunctionDefLibrary {function = 1}
+ * FunctionDef {signature = 1 OpDef, node_def = 3 NodeDef, ret = 4 map<string, string>}
+ * OpDef {name = 1, input_arg = 2, output_arg = 3}  ArgDef {name = 1, type = 3}
+ * Written as TF 1.15's tf.data does (StructuredFunctionWrapper): the element's
+ * components are arguments args_0, args_1, ...; the captured values follow, named as
+ * their placeholders; outputs identity, identity_1, ...; body inputs
+ * "node:out_arg:index" with TF's output argument names. */
+
+static const vg__fn_hooks *g_fn_hooks;
+
+void vg__graph_set_fn_hooks(const vg__fn_hooks *h) { g_fn_hooks = h; }
+
+const vg__fn_hooks *vg__graph_fn_hooks(void) {
+    vg__registry_find("NoOp"); /* loads the op families, which install the hooks */
+    return g_fn_hooks;
+}
+
+static void xlib_free(xlib *l) {
+    for (int i = 0; i < l->nstrs; i++) vg__free(l->strs[i]);
+    for (int i = 0; i < l->nblocks; i++) vg__free(l->blocks[i]);
+    vg__free(l->strs);
+    vg__free(l->blocks);
+    vg__free(l->v);
+    vg__pb_free(&l->bytes);
+    memset(l, 0, sizeof *l);
+}
+
+/* A new string printf'd into l's arena; NULL on OOM. */
+static char *xstr(xlib *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *xstr(xlib *l, const char *fmt, ...) {
+    char buf[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (!vg__grow((void **)&l->strs, &l->strs_cap, l->nstrs + 1, sizeof *l->strs)) return NULL;
+    char *r = vg__strdup(buf);
+    if (r) l->strs[l->nstrs++] = r;
+    return r;
+}
+
+static void *xblock(xlib *l, size_t n) {
+    if (!vg__grow((void **)&l->blocks, &l->blocks_cap, l->nblocks + 1, sizeof *l->blocks)) return NULL;
+    void *r = vg__calloc(1, n ? n : 1);
+    if (r) l->blocks[l->nblocks++] = r;
+    return r;
+}
+
+static bool ends_with(const char *s, const char *suf) {
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+/* TF's DataType of a function argument or output: a dataset (vigil's resource handle
+ * of a dataset op) is a DT_VARIANT. */
+static int fn_dtype(vg_output o) {
+    vg_dtype dt = vg_output_dtype(o);
+    if (dt == VG_RESOURCE && ends_with(o.op->def->type, "Dataset")) return 21;
+    return (int)dt;
+}
+
+/* The argument index of o in f (args, then caps), -1 when o is not an argument. */
+static int fn_arg_of(const xfn *f, vg_output o) {
+    for (int i = 0; i < f->body.nargs; i++)
+        if (f->body.args[i].op == o.op) return i;
+    for (int i = 0; i < f->body.ncap; i++)
+        if (f->body.caps[i].op == o.op) return f->body.nargs + i;
+    return -1;
+}
+
+/* ParseExample / ParseSingleExample: output i as (argument, index in it). */
+static const char *parse_out_arg(const vg_op *op, int i, int *idx) {
+    int64_t ns = 0, nd = 0;
+    const vg_dtype *t;
+    int ntd = 0;
+    if (strcmp(op->def->type, "ParseExample") == 0) {
+        if (!vg_op_attr_int(op, "Nsparse", &ns)) ns = 0;
+        if (!vg_op_attr_int(op, "Ndense", &nd)) nd = vg_op_attr_type_list(op, "Tdense", &t, &ntd) ? ntd : 0;
+    } else if (strcmp(op->def->type, "ParseSingleExample") == 0) {
+        if (!vg_op_attr_int(op, "num_sparse", &ns)) ns = 0;
+        nd = vg_op_attr_type_list(op, "Tdense", &t, &ntd) ? ntd : 0;
+    } else {
+        return NULL;
+    }
+    static const char *const names[] = {"sparse_indices", "sparse_values", "sparse_shapes", "dense_values"};
+    int64_t len[] = {ns, ns, ns, nd}, base = 0;
+    for (int k = 0; k < 4; k++) {
+        if (i < base + len[k]) {
+            *idx = (int)(i - base);
+            return names[k];
+        }
+        base += len[k];
+    }
+    return NULL;
+}
+
+/* Output `o` as a FunctionDef body names it; NULL with st set (UNIMPLEMENTED) when
+ * vigil does not know the producer's output argument names. */
+static char *fn_ref(xlib *l, const xfn *f, vg_output o, vg_status *st) {
+    int a = fn_arg_of(f, o);
+    if (a >= 0) return f->in[a];
+    const char *type = o.op->def->type;
+    int idx = o.index;
+    bool list = false;
+    const char *arg = parse_out_arg(o.op, o.index, &idx);
+    char one[64];
+    if (!arg) {
+        const char *names = vg__op_output_args(type, &list);
+        if (names && !list && strchr(names, ',')) {
+            const char *p = names;
+            for (int k = 0; p && k < o.index; k++) p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+            if (!p) names = NULL;
+            else {
+                size_t n = strcspn(p, ",");
+                snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), p);
+                arg = one;
+                idx = 0;
+            }
+        } else if (names) {
+            arg = names;
+        } else if (o.op->noutputs == 1) {
+            arg = "output"; /* TF's name of most single-output ops' output */
+        }
+    }
+    if (!arg) {
+        vg_status_set(st, VG_UNIMPLEMENTED,
+                      "dataset function '%s' cannot be written as a FunctionDef: node '%s' (%s) has %d outputs and "
+                      "vigil does not know their argument names", f->name, o.op->name, type, o.op->noutputs);
+        return NULL;
+    }
+    char *r = xstr(l, "%s:%s:%d", o.op->name, arg, idx);
+    if (!r) vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory writing function '%s'", f->name);
+    return r;
+}
+
+/* The transformation's name in TF's function names (__inference_Dataset_map_...). */
+static const char *transformation(const char *type) {
+    if (strstr(type, "FlatMap")) return "flat_map";
+    if (strstr(type, "Map")) return "map";
+    if (strstr(type, "Filter")) return "filter";
+    if (strstr(type, "Interleave")) return "interleave";
+    if (strstr(type, "Reduce")) return "reduce";
+    return type;
+}
+
+static vg_code xlib_collect(xlib *l, const vg_graph *g, int depth, vg_status *st);
+
+/* Adds the function `key` names (an attr of op) and those inside it. */
+static vg_code xlib_add(xlib *l, const vg_op *op, const vg__attr *a, int depth, vg_status *st) {
+    char key[700];
+    snprintf(key, sizeof key, "%.*s", (int)(a->u.s.n < sizeof key ? a->u.s.n : sizeof key - 1), a->u.s.p);
+    if (xlib_func_name(l, op->graph, a)) return VG_OK;
+    vg__fn_body body;
+    if (!l->h->find(op->graph, key, &body))
+        return vg_status_set(st, VG_UNIMPLEMENTED,
+                             "node '%s' (%s): its function '%s' (attr '%s') is not in the graph (a graph imported "
+                             "with the function's key only?), so it cannot be written as a FunctionDef",
+                             op->name, op->def->type, key, a->name);
+    if (depth > 32)
+        return vg_status_set(st, VG_UNIMPLEMENTED, "node '%s': dataset functions nested more than 32 deep", op->name);
+    if (!vg__grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) return VG_OOM(st, "function library");
+    int fi = l->n++;
+    xfn *f = &l->v[fi];
+    memset(f, 0, sizeof *f);
+    f->owner = op->graph;
+    f->key = xstr(l, "%s", key);
+    char nm[300];
+    snprintf(nm, sizeof nm, "%s", op->name);
+    for (char *p = nm; *p; p++)
+        if (*p == '/') *p = '_';
+    f->name = xstr(l, "__inference_Dataset_%s_%s_%d", transformation(op->def->type), nm, fi);
+    f->body = body;
+    int nin = body.nargs + body.ncap;
+    f->in = xblock(l, (size_t)(nin ? nin : 1) * sizeof *f->in);
+    f->in_type = xblock(l, (size_t)(nin ? nin : 1) * sizeof *f->in_type);
+    f->out_type = xblock(l, (size_t)(body.nouts ? body.nouts : 1) * sizeof *f->out_type);
+    if (!f->key || !f->name || !f->in || !f->in_type || !f->out_type) return VG_OOM(st, "function library");
+    for (int i = 0; i < nin; i++) {
+        vg_output o = i < body.nargs ? body.args[i] : body.caps[i - body.nargs];
+        if (i < body.nargs && vg_output_dtype(o) == VG_RESOURCE)
+            return vg_status_set(st, VG_UNIMPLEMENTED,
+                                 "node '%s' (%s): its function '%s' takes datasets as arguments (a window's "
+                                 "elements), which vigil cannot write as a FunctionDef yet",
+                                 op->name, op->def->type, key);
+        f->in[i] = i < body.nargs ? xstr(l, "args_%d", i) : xstr(l, "%s", o.op->name);
+        f->in_type[i] = (int)vg_output_dtype(o);
+        if (!f->in[i]) return VG_OOM(st, "function library");
+        const vg_op *clash = vg_graph_op_by_name(body.g, f->in[i]);
+        if (clash && clash != o.op)
+            return vg_status_set(st, VG_UNIMPLEMENTED,
+                                 "node '%s': function '%s' has a node named '%s', the name of its argument %d",
+                                 op->name, key, f->in[i], i);
+    }
+    for (int i = 0; i < body.nouts; i++) f->out_type[i] = fn_dtype(body.outs[i]);
+    return xlib_collect(l, body.g, depth + 1, st);
+}
+
+static vg_code xlib_collect(xlib *l, const vg_graph *g, int depth, vg_status *st) {
+    size_t pl = strlen(l->h->key_prefix);
+    for (int i = 0; i < g->nops; i++) {
+        const vg_op *op = g->ops[i];
+        for (int j = 0; j < op->nattrs; j++) {
+            const vg__attr *a = &op->attrs[j];
+            if (a->type != VG_ATTR_STRING || a->u.s.n <= pl || memcmp(a->u.s.p, l->h->key_prefix, pl) != 0) continue;
+            vg_code c = xlib_add(l, op, a, depth, st);
+            if (c) return c;
+        }
+    }
+    return VG_OK;
+}
+
+/* The ret entries of f: "identity", "identity_1", ... sorted (map order). */
+static int cmp_ret(const void *a, const void *b) { return strcmp(((char *const *)a)[0], ((char *const *)b)[0]); }
+
+static char *out_name(xlib *l, int i) { return i ? xstr(l, "identity_%d", i) : xstr(l, "identity"); }
+
+/* One body NodeDef (attrs sorted, nested functions as func attrs, no _output_shapes). */
+static vg_code put_fnode(xlib *l, const xfn *f, vg__pb_buf *b, const vg_op *op, vg_status *st) {
+    node_attrs na;
+    if (!node_attrs_init_lib(&na, op, false, l)) return VG_OOM(st, "FunctionDef");
+    vg__pb_put_string(b, 1, op->name);
+    vg__pb_put_string(b, 2, op->def->type);
+    for (int i = 0; i < op->ninputs; i++) {
+        char *r = fn_ref(l, f, op->inputs[i], st);
+        if (!r) {
+            node_attrs_free(&na);
+            return st && st->code ? st->code : VG_UNIMPLEMENTED;
+        }
+        vg__pb_put_string(b, 3, r);
+    }
+    for (int i = 0; i < op->ncontrol; i++) {
+        char *r = xstr(l, "^%s", op->control[i]->name);
+        if (!r) {
+            node_attrs_free(&na);
+            return VG_OOM(st, "FunctionDef");
+        }
+        vg__pb_put_string(b, 3, r);
+    }
+    if (op->device && *op->device) vg__pb_put_string(b, 4, op->device);
+    for (int i = 0; i < na.n; i++) {
+        const vg__attr *a = na.v[i];
+        const tplan *p = &na.plans[i];
+        put_len_hdr(b, 5, entry_sz(a, p));
+        vg__pb_put_string(b, 1, a->name);
+        put_len_hdr(b, 2, attr_sz(a, p));
+        put_attr(b, a, p);
+    }
+    node_attrs_free(&na);
+    return VG_OK;
+}
+
+static void put_argdef(vg__pb_buf *b, int field, const char *name, int type, vg__pb_buf *tmp) {
+    vg__pb_reset(tmp);
+    vg__pb_put_string(tmp, 1, name);
+    vg__pb_put_uint64(tmp, 3, (uint64_t)type);
+    vg__pb_put_message(b, field, tmp);
+}
+
+/* The ret entries (name, tensor) of f, sorted by name; NULL with st set on failure. */
+static char **fn_rets(xlib *l, const xfn *f, vg_status *st) {
+    char **rets = xblock(l, (size_t)(2 * (f->body.nouts ? f->body.nouts : 1)) * sizeof *rets);
+    if (!rets) {
+        VG_OOM(st, "FunctionDef");
+        return NULL;
+    }
+    for (int i = 0; i < f->body.nouts; i++) {
+        rets[2 * i] = out_name(l, i);
+        rets[2 * i + 1] = fn_ref(l, f, f->body.outs[i], st);
+        if (!rets[2 * i]) VG_OOM(st, "FunctionDef");
+        if (!rets[2 * i] || !rets[2 * i + 1]) return NULL;
+    }
+    qsort(rets, (size_t)f->body.nouts, 2 * sizeof *rets, cmp_ret);
+    return rets;
+}
+
+/* Whether op is one of f's argument placeholders (written as input_args, not nodes). */
+static bool is_fn_arg_op(const xfn *f, const vg_op *op) { return fn_arg_of(f, (vg_output){(vg_op *)op, 0}) >= 0; }
+
+static vg_code put_fdef(xlib *l, const xfn *f, vg__pb_buf *fd, vg_status *st) {
+    vg__pb_buf sig, tmp, nd;
+    vg__pb_init(&sig);
+    vg__pb_init(&tmp);
+    vg__pb_init(&nd);
+    vg_code c = VG_OK;
+    vg__pb_put_string(&sig, 1, f->name);
+    for (int i = 0; i < f->body.nargs + f->body.ncap; i++) put_argdef(&sig, 2, f->in[i], f->in_type[i], &tmp);
+    for (int i = 0; i < f->body.nouts; i++) {
+        char *on = out_name(l, i);
+        if (!on) c = VG_OOM(st, "FunctionDef");
+        else put_argdef(&sig, 3, on, f->out_type[i], &tmp);
+    }
+    vg__pb_put_message(fd, 1, &sig);
+    const vg_graph *g = f->body.g;
+    for (int i = 0; !c && i < g->nops; i++) {
+        if (is_fn_arg_op(f, g->ops[i])) continue;
+        vg__pb_reset(&nd);
+        c = put_fnode(l, f, &nd, g->ops[i], st);
+        if (!c) vg__pb_put_message(fd, 3, &nd);
+    }
+    char **rets = c ? NULL : fn_rets(l, f, st);
+    if (!c && !rets) c = st && st->code ? st->code : VG_UNIMPLEMENTED;
+    for (int i = 0; !c && i < f->body.nouts; i++) {
+        vg__pb_reset(&tmp);
+        vg__pb_put_string(&tmp, 1, rets[2 * i]);
+        vg__pb_put_string(&tmp, 2, rets[2 * i + 1]);
+        vg__pb_put_message(fd, 4, &tmp);
+    }
+    if (!c && (sig.oom || tmp.oom || nd.oom)) c = VG_OOM(st, "FunctionDef");
+    vg__pb_free(&sig);
+    vg__pb_free(&tmp);
+    vg__pb_free(&nd);
+    return c;
+}
+
+/* The library of g's dataset functions into l (l->bytes empty when there are none). */
+static vg_code xlib_build(xlib *l, const vg_graph *g, vg_status *st) {
+    memset(l, 0, sizeof *l);
+    vg__pb_init(&l->bytes);
+    l->h = vg__graph_fn_hooks();
+    if (!l->h) return VG_OK;
+    vg_code c = xlib_collect(l, g, 0, st);
+    vg__pb_buf fd;
+    vg__pb_init(&fd);
+    for (int i = 0; !c && i < l->n; i++) {
+        vg__pb_reset(&fd);
+        c = put_fdef(l, &l->v[i], &fd, st);
+        if (!c) vg__pb_put_message(&l->bytes, 1, &fd);
+    }
+    if (!c && (fd.oom || l->bytes.oom)) c = VG_OOM(st, "FunctionDefLibrary");
+    vg__pb_free(&fd);
+    if (c) xlib_free(l);
+    return c;
+}
+
+/* ------------------------------------------------------------------------ */
 /* GraphDef {node = 1, library = 2, versions = 4 {producer = 1, min_consumer = 2}} */
 
 static size_t versions_sz(void) { return var_fld(1, VG__GRAPHDEF_PRODUCER); }
 
 /* Size of the GraphDef body; false on allocation failure. */
-static bool graph_sz(const vg_graph *g, bool add_shapes, size_t *out) {
+static bool graph_sz(const vg_graph *g, bool add_shapes, const xlib *lib, size_t *out) {
     size_t n = len_fld(4, versions_sz());
+    if (lib && lib->bytes.len) n += len_fld(2, lib->bytes.len);
     for (int i = 0; i < g->nops; i++) {
         node_attrs na;
-        if (!node_attrs_init(&na, g->ops[i], add_shapes)) return false;
+        if (!node_attrs_init_lib(&na, g->ops[i], add_shapes, lib)) return false;
         n += len_fld(1, node_sz(g->ops[i], &na));
         node_attrs_free(&na);
     }
@@ -418,16 +813,18 @@ static bool graph_sz(const vg_graph *g, bool add_shapes, size_t *out) {
 }
 
 /* Appends the GraphDef body (size from graph_sz) to b. */
-static vg_code put_graph(vg__pb_buf *b, const vg_graph *g, bool add_shapes, size_t expect, vg_status *st) {
+static vg_code put_graph(vg__pb_buf *b, const vg_graph *g, bool add_shapes, const xlib *lib, size_t expect,
+                         vg_status *st) {
     size_t start = b->len;
     if (!vg__pb_reserve(b, expect)) return VG_OOM(st, "GraphDef");
     for (int i = 0; i < g->nops; i++) {
         node_attrs na;
-        if (!node_attrs_init(&na, g->ops[i], add_shapes)) return VG_OOM(st, "GraphDef");
+        if (!node_attrs_init_lib(&na, g->ops[i], add_shapes, lib)) return VG_OOM(st, "GraphDef");
         put_len_hdr(b, 1, node_sz(g->ops[i], &na));
         put_node(b, g->ops[i], &na);
         node_attrs_free(&na);
     }
+    if (lib && lib->bytes.len) vg__pb_put_bytes(b, 2, lib->bytes.data, lib->bytes.len);
     put_len_hdr(b, 4, versions_sz());
     vg__pb_put_uint64(b, 1, VG__GRAPHDEF_PRODUCER);
     vg_code c = vg__pb_buf_status(b, "GraphDef", st);
@@ -446,16 +843,23 @@ static void take_bytes(vg__pb_buf *b, void **bytes, size_t *len) {
     vg__pb_init(b);
 }
 
-vg_code vg_graph_to_graphdef(const vg_graph *g, void **bytes, size_t *len, vg_status *st) {
+static vg_code to_graphdef(const vg_graph *g, bool functions, void **bytes, size_t *len, vg_status *st) {
     if (!bytes || !len) return vg_status_set(st, VG_INVALID_ARGUMENT, "bytes or len is NULL");
     *bytes = NULL;
     *len = 0;
     if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "graph is NULL");
+    xlib lib;
+    vg_code c = functions ? xlib_build(&lib, g, st) : VG_OK;
+    if (c) return c;
     size_t n;
-    if (!graph_sz(g, false, &n)) return VG_OOM(st, "GraphDef");
+    if (!graph_sz(g, false, functions ? &lib : NULL, &n)) {
+        if (functions) xlib_free(&lib);
+        return VG_OOM(st, "GraphDef");
+    }
     vg__pb_buf b;
     vg__pb_init(&b);
-    vg_code c = put_graph(&b, g, false, n, st);
+    c = put_graph(&b, g, false, functions ? &lib : NULL, n, st);
+    if (functions) xlib_free(&lib);
     if (c) {
         vg__pb_free(&b);
         return c;
@@ -464,6 +868,14 @@ vg_code vg_graph_to_graphdef(const vg_graph *g, void **bytes, size_t *len, vg_st
     if (!*bytes) return VG_OOM(st, "GraphDef");
     vg_status_clear(st);
     return VG_OK;
+}
+
+vg_code vg_graph_to_graphdef(const vg_graph *g, void **bytes, size_t *len, vg_status *st) {
+    return to_graphdef(g, true, bytes, len, st);
+}
+
+vg_code vg__graph_to_graphdef_plain(const vg_graph *g, void **bytes, size_t *len, vg_status *st) {
+    return to_graphdef(g, false, bytes, len, st);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -632,13 +1044,15 @@ vg_code vg_graph_to_meta_graph(const vg_graph *g, const vg_saver_def *saver_def,
     vg__pb_put_string(&sub, 5, VG__TF_VERSION);
     vg__pb_put_string(&sub, 6, VG__TF_GIT_VERSION);
     vg__pb_put_message(&b, 1, &sub);
-    vg_code c = VG_OK;
+    xlib lib;
+    vg_code c = xlib_build(&lib, g, st);
     size_t gn;
-    if (!graph_sz(g, true, &gn)) c = VG_OOM(st, "MetaGraphDef");
+    if (!c && !graph_sz(g, true, &lib, &gn)) c = VG_OOM(st, "MetaGraphDef");
     if (!c) {
         put_len_hdr(&b, 2, gn);
-        c = put_graph(&b, g, true, gn, st);
+        c = put_graph(&b, g, true, &lib, gn, st);
     }
+    xlib_free(&lib);
     if (!c && saver_def) {
         vg__pb_reset(&sub);
         put_saver_def(&sub, saver_def);
@@ -853,6 +1267,11 @@ static void p_attr(printer *p, const vg__attr *a) {
     p_open(p, "attr");
     p_bytes(p, "key", a->name, strlen(a->name));
     p_open(p, "value");
+    if ((int)a->type == (int)ATTR_FUNC) {
+        p_open(p, "func");
+        p_bytes(p, "name", a->u.s.p, a->u.s.n);
+        p_close(p);
+    }
     switch (a->type) {
     case VG_ATTR_INT: p_int(p, "i", a->u.i); break;
     case VG_ATTR_FLOAT:
@@ -886,13 +1305,22 @@ static void p_input(printer *p, const char *prefix, const char *name, int index)
     if (s != local) vg__free(s);
 }
 
-static vg_code p_node(printer *p, const vg_op *op, vg_status *st) {
+/* A node, or (f set) a function body's node_def. */
+static vg_code p_node(printer *p, const vg_op *op, xlib *lib, const xfn *f, vg_status *st) {
     node_attrs na;
-    if (!node_attrs_init(&na, op, false)) return VG_OOM(st, "GraphDef text");
-    p_open(p, "node");
+    if (!node_attrs_init_lib(&na, op, false, lib)) return VG_OOM(st, "GraphDef text");
+    p_open(p, f ? "node_def" : "node");
     p_bytes(p, "name", op->name, strlen(op->name));
     p_bytes(p, "op", op->def->type, strlen(op->def->type));
-    for (int i = 0; i < op->ninputs; i++) p_input(p, "", op->inputs[i].op->name, op->inputs[i].index);
+    for (int i = 0; f && i < op->ninputs; i++) {
+        char *r = fn_ref(lib, f, op->inputs[i], st);
+        if (!r) {
+            node_attrs_free(&na);
+            return st && st->code ? st->code : VG_UNIMPLEMENTED;
+        }
+        p_bytes(p, "input", r, strlen(r));
+    }
+    for (int i = 0; !f && i < op->ninputs; i++) p_input(p, "", op->inputs[i].op->name, op->inputs[i].index);
     for (int i = 0; i < op->ncontrol; i++) p_input(p, "^", op->control[i]->name, 0);
     if (op->device && *op->device) p_bytes(p, "device", op->device, strlen(op->device));
     for (int i = 0; i < na.n; i++) p_attr(p, na.v[i]);
@@ -901,16 +1329,61 @@ static vg_code p_node(printer *p, const vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
+static void p_argdef(printer *p, const char *field, const char *name, int type) {
+    p_open(p, field);
+    p_bytes(p, "name", name, strlen(name));
+    p_dtype(p, "type", type);
+    p_close(p);
+}
+
+/* library { function { signature {...} node_def {...} ret {...} } ... } */
+static vg_code p_library(printer *p, xlib *l, vg_status *st) {
+    p_open(p, "library");
+    for (int k = 0; k < l->n; k++) {
+        const xfn *f = &l->v[k];
+        p_open(p, "function");
+        p_open(p, "signature");
+        p_bytes(p, "name", f->name, strlen(f->name));
+        for (int i = 0; i < f->body.nargs + f->body.ncap; i++) p_argdef(p, "input_arg", f->in[i], f->in_type[i]);
+        for (int i = 0; i < f->body.nouts; i++) {
+            char *on = out_name(l, i);
+            if (!on) return VG_OOM(st, "GraphDef text");
+            p_argdef(p, "output_arg", on, f->out_type[i]);
+        }
+        p_close(p);
+        for (int i = 0; i < f->body.g->nops; i++) {
+            if (is_fn_arg_op(f, f->body.g->ops[i])) continue;
+            vg_code c = p_node(p, f->body.g->ops[i], l, f, st);
+            if (c) return c;
+        }
+        char **rets = fn_rets(l, f, st);
+        if (!rets) return st && st->code ? st->code : VG_UNIMPLEMENTED;
+        for (int i = 0; i < f->body.nouts; i++) {
+            p_open(p, "ret");
+            p_bytes(p, "key", rets[2 * i], strlen(rets[2 * i]));
+            p_bytes(p, "value", rets[2 * i + 1], strlen(rets[2 * i + 1]));
+            p_close(p);
+        }
+        p_close(p);
+    }
+    p_close(p);
+    return VG_OK;
+}
+
 vg_code vg_graph_to_graphdef_text(const vg_graph *g, char **text, size_t *len, vg_status *st) {
     if (!text || !len) return vg_status_set(st, VG_INVALID_ARGUMENT, "text or len is NULL");
     *text = NULL;
     *len = 0;
     if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "graph is NULL");
+    xlib lib;
+    vg_code c = xlib_build(&lib, g, st);
+    if (c) return c;
     vg__pb_buf b;
     vg__pb_init(&b);
     printer p = {&b, 0};
-    vg_code c = VG_OK;
-    for (int i = 0; !c && i < g->nops; i++) c = p_node(&p, g->ops[i], st);
+    for (int i = 0; !c && i < g->nops; i++) c = p_node(&p, g->ops[i], &lib, NULL, st);
+    if (!c && lib.n) c = p_library(&p, &lib, st);
+    xlib_free(&lib);
     if (!c) {
         p_open(&p, "versions");
         p_int(&p, "producer", VG__GRAPHDEF_PRODUCER);

@@ -19,6 +19,7 @@
  * Repeated numeric fields are accepted packed or not, as protobuf parsers do.
  */
 #include "graph/graph_impl.h"
+#include "graph/fn_hooks.h"
 #include "graph/import_internal.h"
 #include "graph/pbtxt.h"
 #include "io/io.h"
@@ -69,6 +70,7 @@ typedef struct ctx {
     size_t library_len;
     uint8_t **owned; /* attr bytes made for inlined function calls */
     int nowned, owned_cap;
+    vg_graph *g;     /* the graph being built into */
 } ctx;
 
 static vg_code oom(ctx *c, const char *what) {
@@ -590,6 +592,67 @@ static const char *const k_out_args[][2] = {
     {"SparseConcat", "output_indices,output_values,output_shape"}, {"DecodeWav", "audio,sample_rate"},
     {"NonMaxSuppressionV4", "selected_indices,valid_outputs"}};
 
+/* TF 1.15's output argument names of the single-output ops a tf.data function commonly
+ * holds, by name: {names, op types separated by spaces}. */
+static const char *const k_one_out[][2] = {
+    {"z", " Add AddV2 Sub Mul Div RealDiv FloorDiv FloorMod TruncateDiv TruncateMod Mod Maximum Minimum Pow "
+          "SquaredDifference Less LessEqual Greater GreaterEqual Equal NotEqual LogicalAnd LogicalOr BitwiseAnd "
+          "BitwiseOr BitwiseXor Atan2 DivNoNan MulNoNan Xdivy Xlogy LeftShift RightShift ApproximateEqual "},
+    {"y", " Neg Abs Square Sqrt Rsqrt Exp Log Log1p Expm1 Sin Cos Tan Asin Acos Atan Sinh Cosh Tanh Sigmoid Sign "
+          "Floor Ceil Round Rint Reciprocal Inv IsNan IsInf IsFinite LogicalNot Erf Erfc Lgamma Digamma Cast "
+          "Transpose Invert ZerosLike OnesLike InvertPermutation ComplexAbs "},
+    {"activations", " Relu Relu6 Elu Selu Softplus Softsign LeakyRelu "},
+    {"softmax", " Softmax "},
+    {"logsoftmax", " LogSoftmax "},
+    {"product", " MatMul "},
+    {"out", " Cumsum Cumprod Complex "},
+    {"index", " Where "},
+    {"image", " DecodeJpeg DecodePng DecodeImage DecodeGif DecodeBmp DecodeAndCropJpeg "},
+    {"contents", " EncodeJpeg EncodePng ReadFile "},
+    {"resized_images", " ResizeBilinear ResizeNearestNeighbor ResizeBicubic ResizeArea "},
+    {"crops", " CropAndResize "},
+    {"values", " LookupTableFindV2 "},
+    {"value", " ReadVariableOp "},
+    {"dense", " SparseToDense "},
+    {"serialized", " SerializeTensor "},
+    {"image_shape", " ExtractJpegShape "},
+    {"output", " Identity Const Placeholder PlaceholderWithDefault Reshape ExpandDims Squeeze Shape Size Rank Fill "
+               "Pack ConcatV2 Concat Slice StridedSlice Tile Pad PadV2 MirrorPad GatherV2 Gather GatherNd OneHot "
+               "Select SelectV2 Sum Mean Max Min Prod All Any ArgMax ArgMin Reverse ReverseV2 BroadcastTo "
+               "BatchMatMul BatchMatMulV2 StringToNumber DecodeRaw AsString StringJoin Substr StringLength "
+               "RegexReplace StaticRegexReplace ReduceJoin StringToHashBucketFast StringToHashBucketStrong "
+               "StringToHashBucket DecodeBase64 EncodeBase64 AdjustContrastv2 AdjustSaturation AdjustHue RGBToHSV "
+               "HSVToRGB ClipByValue RandomUniform RandomStandardNormal RandomUniformInt TruncatedNormal "
+               "RandomShuffle StatelessRandomUniform StatelessRandomNormal Range LinSpace StopGradient "
+               "PreventGradient CheckNumerics EnsureShape DecodeCompressed ParseTensor ScatterNd Bitcast RandomCrop "
+               "Real Imag Conj Angle Bucketize Snapshot "}};
+
+/* Ops whose outputs are one list argument, with its name. */
+static const char *const k_list_names[][2] = {
+    {"Split", "output"}, {"SplitV", "output"}, {"Unpack", "output"}, {"IdentityN", "output"}, {"ShapeN", "output"},
+    {"DynamicPartition", "outputs"}, {"RestoreV2", "tensors"}, {"QueueDequeueV2", "components"},
+    {"QueueDequeueManyV2", "components"}, {"QueueDequeueUpToV2", "components"}, {"IteratorGetNext", "components"},
+    {"IteratorGetNextSync", "components"}, {"DecodeCSV", "output"}, {"ReduceDataset", "components"}};
+
+const char *vg__op_output_args(const char *type, bool *list) {
+    *list = false;
+    for (size_t i = 0; i < sizeof k_out_args / sizeof *k_out_args; i++)
+        if (strcmp(type, k_out_args[i][0]) == 0) return k_out_args[i][1];
+    for (size_t i = 0; i < sizeof k_list_names / sizeof *k_list_names; i++)
+        if (strcmp(type, k_list_names[i][0]) == 0) {
+            *list = true;
+            return k_list_names[i][1];
+        }
+    size_t n = strlen(type);
+    if (n > 7 && strcmp(type + n - 7, "Dataset") == 0) return "handle";
+    char pat[160];
+    if (n + 3 > sizeof pat) return NULL;
+    snprintf(pat, sizeof pat, " %s ", type);
+    for (size_t i = 0; i < sizeof k_one_out / sizeof *k_one_out; i++)
+        if (strstr(k_one_out[i][1], pat)) return k_one_out[i][0];
+    return NULL;
+}
+
 /* An int attr's value, or a list attr's length (types or shapes), -1 when absent. */
 static int64_t rattr_count(const inode *nd, const char *key, bool list) {
     const rattr *a = find_rattr(nd, key);
@@ -617,7 +680,7 @@ static int64_t rattr_count(const inode *nd, const char *key, bool list) {
     return v;
 }
 
-/* Output arguments that are lists sized by attrs (ParseExample V1/V2): the flat index
+/* Output arguments that are lists sized by attrs (ParseExample V1/V2, ParseSingleExample): the flat index
  * of (arg, idx), -1 when the op is not one of them or the reference is bad, -2 when
  * the sizes are unknown. */
 static long list_arg_index(const inode *p, const char *arg, size_t al, long idx) {
@@ -628,6 +691,15 @@ static long list_arg_index(const inode *p, const char *arg, size_t al, long idx)
         int64_t ns = rattr_count(p, "Nsparse", false), nd = rattr_count(p, "Ndense", false);
         if (ns < 0) ns = 0;
         if (nd < 0) nd = rattr_count(p, "Tdense", true);
+        const char *nm[] = {"sparse_indices", "sparse_values", "sparse_shapes", "dense_values"};
+        int64_t ln[] = {ns, ns, ns, nd};
+        n = 4;
+        memcpy(names, nm, sizeof nm);
+        memcpy(len, ln, sizeof ln);
+    } else if (strcmp(p->orig_op, "ParseSingleExample") == 0) {
+        int64_t ns = rattr_count(p, "num_sparse", false), nd = rattr_count(p, "Tdense", true);
+        if (ns < 0) ns = 0;
+        if (nd < 0) nd = 0;
         const char *nm[] = {"sparse_indices", "sparse_values", "sparse_shapes", "dense_values"};
         int64_t ln[] = {ns, ns, ns, nd};
         n = 4;
@@ -857,7 +929,8 @@ static vg_code body_ref(ctx *c, const fn_def *fn, const char *call, const char *
         return k;
     } else {
         long li = list_arg_index(p, arg, al, idx);
-        if (li == -2 || (li == -1 && (!strcmp(p->orig_op, "ParseExample") || !strcmp(p->orig_op, "ParseExampleV2"))))
+        if (li == -2 || (li == -1 && (!strcmp(p->orig_op, "ParseExample") || !strcmp(p->orig_op, "ParseExampleV2") ||
+                                      !strcmp(p->orig_op, "ParseSingleExample"))))
             goto bad;
         if (li >= 0) flat = li;
         for (size_t i = 0; li < 0 && i < sizeof k_out_args / sizeof *k_out_args; i++)
@@ -1233,6 +1306,7 @@ typedef struct actx {
     char attr[128];
     int64_t max_bytes;
     bool scalar_shape_is_unknown; /* Placeholder of a GraphDef producer <= 21 */
+    const inode *nd; /* the node (func attrs of dataset ops) */
 } actx;
 
 static vg_code attr_err(actx *a, vg_code code, const char *fmt, const char *detail) {
@@ -1654,6 +1728,48 @@ static vg_code apply_class(actx *a, const uint8_t *p, size_t n, const char *pref
     return k;
 }
 
+/* A func attr (NameAttrList {name = 1, attr = 2}): a dataset op's function in the
+ * library, built by the data layer's hook into a function graph named by a string
+ * attr (fn_hooks.h). Other ops' func attrs are refused. */
+static vg_code apply_func(actx *a, const uint8_t *p, size_t n, vg_op_builder *b) {
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg_code k;
+    char fname[512] = "";
+    bool attrs = false;
+    vg__pb_reader_init(&r, p, n);
+    while ((k = vg__pb_next(&r, &f, a->c->st)) == VG_OK) {
+        if (f.number == 1 && f.wiretype == VG__PB_LEN && f.len < sizeof fname) {
+            memcpy(fname, f.data, f.len);
+            fname[f.len] = 0;
+        } else if (f.number == 2) {
+            attrs = true;
+        }
+    }
+    if (k != VG_OUT_OF_RANGE) return pb_err(a->c, k, "NameAttrList");
+    const vg__fn_hooks *h = vg__graph_fn_hooks();
+    if (!h || !a->nd || !*fname || !a->c->library || !is_library_function(a->c, fname))
+        return attr_err(a, VG_UNIMPLEMENTED,
+                        "func attrs are supported only for tf.data ops naming a function of the GraphDef's "
+                        "library (function '%s')", fname);
+    if (attrs)
+        return attr_err(a, VG_UNIMPLEMENTED, "function '%s' is instantiated with attrs (polymorphic), which "
+                        "vigil's dataset functions do not support", fname);
+    if (!b) return VG_OK; /* checked again when built */
+    int64_t ncap = rattr_count(a->nd, "Targuments", true);
+    char key[600];
+    k = h->import(a->c->g, a->nd->op, a->c->library, a->c->library_len, fname, ncap < 0 ? 0 : (int)ncap, key,
+                  sizeof key, a->c->st);
+    if (k == VG_NOT_FOUND)
+        return attr_err(a, VG_UNIMPLEMENTED, "func attrs of this op type are not supported (function '%s')", fname);
+    if (k) {
+        vg_status_prefix(a->c->st, "%s: node '%s' attr '%s' (function '%s'): ", a->c->src, a->node, a->attr, fname);
+        return k;
+    }
+    vg_op_builder_set_attr_string(b, a->attr, key, strlen(key));
+    return VG_OK;
+}
+
 static vg_code apply_attr(actx *a, const rattr *ra, const char *prefix, vg_op_builder *b) {
     if (ra->key_len == 0 || ra->key_len >= sizeof a->attr || memchr(ra->key, 0, ra->key_len))
         return vg_status_set(a->c->st, VG_INVALID_ARGUMENT, "%s: node '%s' has an attr with an invalid name",
@@ -1715,7 +1831,7 @@ static vg_code apply_attr(actx *a, const rattr *ra, const char *prefix, vg_op_bu
         return VG_OK;
     }
     case 9: return attr_err(a, VG_UNIMPLEMENTED, "placeholder attrs (function bodies) are not supported%s", "");
-    default: return attr_err(a, VG_UNIMPLEMENTED, "func attrs are not supported (vigil has no functions)%s", "");
+    default: return apply_func(a, last.data, last.len, b);
     }
 }
 
@@ -1787,6 +1903,7 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
     c.omit_scope = omit_scope;
     c.src = o->source ? o->source : "GraphDef";
     c.st = st;
+    c.g = g;
     vg__strmap_init(&c.by_name);
     imap *maps = NULL;
     missing *miss = NULL;
@@ -1965,7 +2082,7 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
     /* every attr decodes (kinds, dtypes, tensor sizes) before anything is built */
     for (int i = 0; i < c.n; i++) {
         inode *nd = &c.nodes[i];
-        actx a = {&c, nd->name, "", max_bytes, false};
+        actx a = {&c, nd->name, "", max_bytes, false, nd};
         for (int j = 0; j < nd->nattrs; j++)
             if ((k = apply_attr(&a, &nd->attrs[j], prefix, NULL))) goto done;
     }
@@ -2052,7 +2169,8 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
             vg_op_builder_add_control_input(b, dep);
         }
         actx a = {&c, nd->name, "", max_bytes,
-                  c.producer <= 21 && (strcmp(nd->op, "Placeholder") == 0 || strcmp(nd->op, "PlaceholderV2") == 0)};
+                  c.producer <= 21 && (strcmp(nd->op, "Placeholder") == 0 || strcmp(nd->op, "PlaceholderV2") == 0),
+                  nd};
         for (int j = 0; j < nd->nattrs; j++) {
             if ((k = apply_attr(&a, &nd->attrs[j], prefix, b))) {
                 vg_op_builder_free(b);
@@ -2230,4 +2348,219 @@ void vg_import_free_strings(char **strs, int n) {
     if (!strs) return;
     for (int i = 0; i < n; i++) vg_free(strs[i]);
     vg_free(strs);
+}
+
+/* ------------------------------------------------------------------------ */
+/* one library function as a graph of its own (tf.data functions, fn_hooks.h) */
+
+/* ArgDef {name = 1, type = 3, type_attr = 4, number_attr = 5, type_list_attr = 6} */
+static vg_code sig_arg(const uint8_t *p, size_t n, char *name, size_t cap, uint64_t *type, bool *typed,
+                       vg_status *st) {
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg_code k;
+    *name = 0;
+    *type = 0;
+    *typed = true;
+    vg__pb_reader_init(&r, p, n);
+    while ((k = vg__pb_next(&r, &f, st)) == VG_OK) {
+        if (f.number == 1 && f.wiretype == VG__PB_LEN) {
+            if (f.len == 0 || f.len >= cap || memchr(f.data, 0, f.len))
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "a function argument has an invalid name");
+            memcpy(name, f.data, f.len);
+            name[f.len] = 0;
+        } else if (f.number == 3 && f.wiretype == VG__PB_VARINT) {
+            *type = f.u;
+        } else if (f.number >= 4 && f.number <= 6 && f.wiretype == VG__PB_LEN && f.len) {
+            *typed = false;
+        }
+    }
+    if (k != VG_OUT_OF_RANGE) return k;
+    if (!*name) return vg_status_set(st, VG_INVALID_ARGUMENT, "a function argument has no name");
+    return VG_OK;
+}
+
+/* Copies message p[0..n) into b with its length-delimited field `field` replaced by
+ * fix(field's bytes) (others as they are). */
+static void copy_fixing(vg__pb_buf *b, const uint8_t *p, size_t n, int field,
+                        void (*fix)(vg__pb_buf *, const uint8_t *, size_t, const char *), const char *arg) {
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg__pb_reader_init(&r, p, n);
+    const uint8_t *at = p;
+    while (vg__pb_next(&r, &f, NULL) == VG_OK) {
+        const uint8_t *end = r.p;
+        if (f.number == field && f.wiretype == VG__PB_LEN) {
+            vg__pb_buf sub;
+            vg__pb_init(&sub);
+            fix(&sub, f.data, f.len, arg);
+            vg__pb_put_message(b, field, &sub);
+            if (sub.oom) b->oom = true;
+            vg__pb_free(&sub);
+        } else {
+            vg__pb_put_raw(b, at, (size_t)(end - at));
+        }
+        at = end;
+    }
+}
+
+/* ArgDef: DT_VARIANT (a dataset) -> DT_RESOURCE, vigil's dataset handle. */
+static void fix_argdef(vg__pb_buf *b, const uint8_t *p, size_t n, const char *arg) {
+    (void)arg;
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg__pb_reader_init(&r, p, n);
+    const uint8_t *at = p;
+    while (vg__pb_next(&r, &f, NULL) == VG_OK) {
+        const uint8_t *end = r.p;
+        if (f.number == 3 && f.wiretype == VG__PB_VARINT && f.u == 21) vg__pb_put_uint64(b, 3, 20);
+        else vg__pb_put_raw(b, at, (size_t)(end - at));
+        at = end;
+    }
+}
+
+static void fix_sig(vg__pb_buf *b, const uint8_t *p, size_t n, const char *arg) {
+    copy_fixing(b, p, n, 3, fix_argdef, arg); /* output_arg */
+}
+
+static void fix_fdef(vg__pb_buf *b, const uint8_t *p, size_t n, const char *arg) {
+    copy_fixing(b, p, n, 1, fix_sig, arg); /* signature */
+}
+
+/* FunctionDefLibrary with function fname's DT_VARIANT outputs made DT_RESOURCE. */
+static void fix_library(vg__pb_buf *b, const uint8_t *lib, size_t lib_len, const uint8_t *fdef, size_t fdef_len) {
+    vg__pb_reader r;
+    vg__pb_field f;
+    vg__pb_reader_init(&r, lib, lib_len);
+    const uint8_t *at = lib;
+    while (vg__pb_next(&r, &f, NULL) == VG_OK) {
+        const uint8_t *end = r.p;
+        if (f.number == 1 && f.wiretype == VG__PB_LEN && f.data == fdef && f.len == fdef_len) {
+            vg__pb_buf sub;
+            vg__pb_init(&sub);
+            fix_fdef(&sub, f.data, f.len, NULL);
+            vg__pb_put_message(b, 1, &sub);
+            if (sub.oom) b->oom = true;
+            vg__pb_free(&sub);
+        } else {
+            vg__pb_put_raw(b, at, (size_t)(end - at));
+        }
+        at = end;
+    }
+}
+
+vg_code vg__graph_import_function(vg_graph *fg, const uint8_t *lib, size_t lib_len, const char *fname,
+                                  vg_output *args, int *nargs, int max_args, vg_output *outs, int *nouts,
+                                  int max_outs, vg_status *st) {
+    *nargs = *nouts = 0;
+    vg__pb_reader r, fr, sr;
+    vg__pb_field f, ff, sf;
+    vg_code k;
+    const uint8_t *sig = NULL;
+    size_t sig_len = 0;
+    const uint8_t *fdef = NULL;
+    size_t fdef_len = 0;
+    vg__pb_reader_init(&r, lib, lib_len);
+    while (!sig && (k = vg__pb_next(&r, &f, st)) == VG_OK) {
+        if (f.number != 1 || f.wiretype != VG__PB_LEN) continue;
+        vg__pb_reader_init(&fr, f.data, f.len);
+        while ((k = vg__pb_next(&fr, &ff, st)) == VG_OK)
+            if (ff.number == 1 && ff.wiretype == VG__PB_LEN) {
+                vg__pb_reader_init(&sr, ff.data, ff.len);
+                while (vg__pb_next(&sr, &sf, NULL) == VG_OK)
+                    if (sf.number == 1 && sf.wiretype == VG__PB_LEN && bytes_eq(sf.data, sf.len, fname)) {
+                        sig = ff.data;
+                        sig_len = ff.len;
+                        fdef = f.data;
+                        fdef_len = f.len;
+                    }
+            }
+    }
+    if (!sig) return vg_status_set(st, VG_NOT_FOUND, "function '%s' is not in the GraphDef's library", fname);
+    /* the GraphDef: a Placeholder per input argument, one call node, the library */
+    vg__pb_buf gd, node, attr, val;
+    vg__pb_init(&gd);
+    vg__pb_init(&node);
+    vg__pb_init(&attr);
+    vg__pb_init(&val);
+    static const char call[] = "vigil_function_call";
+    char names[64][128];
+    k = VG_OK;
+    vg__pb_reader_init(&sr, sig, sig_len);
+    while (!k && vg__pb_next(&sr, &sf, NULL) == VG_OK) {
+        if (sf.wiretype != VG__PB_LEN || (sf.number != 2 && sf.number != 3)) continue;
+        uint64_t type;
+        bool typed;
+        char nm[128];
+        if ((k = sig_arg(sf.data, sf.len, nm, sizeof nm, &type, &typed, st))) break;
+        if (!typed) {
+            k = vg_status_set(st, VG_UNIMPLEMENTED, "function '%s': argument '%s' is typed by an attr or a list, "
+                              "which vigil's dataset functions do not support", fname, nm);
+            break;
+        }
+        if (sf.number == 3) {
+            if (++*nouts > max_outs)
+                k = vg_status_set(st, VG_INVALID_ARGUMENT, "function '%s' has more than %d outputs", fname, max_outs);
+            continue;
+        }
+        if (*nargs >= max_args || *nargs >= 64) {
+            k = vg_status_set(st, VG_INVALID_ARGUMENT, "function '%s' has more than %d arguments", fname, max_args);
+            break;
+        }
+        snprintf(names[(*nargs)++], sizeof names[0], "%s", nm);
+        vg__pb_reset(&node);
+        vg__pb_put_string(&node, 1, nm);
+        vg__pb_put_string(&node, 2, "Placeholder");
+        vg__pb_reset(&val);
+        vg__pb_put_uint64(&val, 6, type);
+        vg__pb_reset(&attr);
+        vg__pb_put_string(&attr, 1, "dtype");
+        vg__pb_put_message(&attr, 2, &val);
+        vg__pb_put_message(&node, 5, &attr);
+        vg__pb_reset(&val);
+        vg__pb_put_raw(&val, "\x3a\x02\x18\x01", 4); /* shape {unknown_rank: true} */
+        vg__pb_reset(&attr);
+        vg__pb_put_string(&attr, 1, "shape");
+        vg__pb_put_message(&attr, 2, &val);
+        vg__pb_put_message(&node, 5, &attr);
+        vg__pb_put_message(&gd, 1, &node);
+    }
+    if (!k) {
+        vg__pb_reset(&node);
+        vg__pb_put_string(&node, 1, call);
+        vg__pb_put_string(&node, 2, fname);
+        for (int i = 0; i < *nargs; i++) vg__pb_put_string(&node, 3, names[i]);
+        vg__pb_put_message(&gd, 1, &node);
+        vg__pb_reset(&val);
+        fix_library(&val, lib, lib_len, fdef, fdef_len); /* its datasets: vigil's resource handles */
+        vg__pb_put_message(&gd, 2, &val);
+        vg__pb_reset(&val);
+        vg__pb_put_uint64(&val, 1, 27);
+        vg__pb_put_message(&gd, 4, &val);
+        if (gd.oom || node.oom || attr.oom || val.oom) k = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    if (!k) {
+        vg_import_options o = {0};
+        o.format = VG_IMPORT_BINARY;
+        char src[600];
+        snprintf(src, sizeof src, "function '%s'", fname);
+        o.source = src;
+        k = vg_graph_import_graph_def(fg, gd.data ? gd.data : (const uint8_t *)"", gd.len, &o, st);
+    }
+    for (int i = 0; !k && i < *nargs; i++) {
+        vg_op *op = vg_graph_op_by_name(fg, names[i]);
+        if (!op) k = vg_status_set(st, VG_INTERNAL, "function '%s': argument '%s' missing", fname, names[i]);
+        else args[i] = vg_out(op, 0);
+    }
+    if (!k) {
+        vg_op *c = vg_graph_op_by_name(fg, call);
+        if (!c || vg_op_num_outputs(c) != *nouts)
+            k = vg_status_set(st, VG_INTERNAL, "function '%s': its call did not build", fname);
+        for (int i = 0; !k && i < *nouts; i++) outs[i] = vg_out(c, i);
+    }
+    vg__pb_free(&gd);
+    vg__pb_free(&node);
+    vg__pb_free(&attr);
+    vg__pb_free(&val);
+    return k;
 }

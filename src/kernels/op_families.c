@@ -66,8 +66,10 @@ extern const vg__op_def vg__ops_beam_search[];
 extern const vg__op_def vg__ops_regex[];
 extern const vg__op_def vg__ops_cudnn_rnn[];
 extern const vg__op_def vg__ops_test[] __attribute__((weak));
+VG_HIDDEN void vg__dataset_fdef_install(void); /* src/data: dataset functions as FunctionDefs */
 
 void vg__op_families_register(void) {
+    vg__dataset_fdef_install();
     vg__registry_add_family(vg__ops_array_shape);
     vg__registry_add_family(vg__ops_array_index);
     vg__registry_add_family(vg__ops_math_cwise);

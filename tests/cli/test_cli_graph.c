@@ -222,10 +222,38 @@ static void test_cli_graph__errors(void) {
     CHECK_EQ_INT(run_graph("--bogus"), 2);
 }
 
+/* x -> x * 2 (a tf.data map function) */
+static vg_code cli_double(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs, (void)p;
+    outs[0] = vg_mul(fg, args[0], vg_const_i64(fg, 2, "two"), "mul");
+    *nouts = 1;
+    return VG_OK;
+}
+
+/* a .meta of a tf.data pipeline: its map function is listed (and it imports) */
+static void test_cli_graph__dataset_functions(void) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_dataset_map(g, vg_dataset_range(g, 0, 4, 1, NULL), cli_double, NULL, "doubled");
+    void *meta = NULL;
+    size_t ml = 0;
+    CHECK_OK(vg_graph_to_meta_graph(g, NULL, &meta, &ml, &st), &st);
+    char path[512];
+    snprintf(path, sizeof path, "%s/pipeline.meta", tmpdir);
+    CHECK_OK(vg_write_file_atomic(path, meta, ml, &st), &st);
+    CHECK_EQ_INT(run_graph(path), 0);
+    CHECK_STR_CONTAINS(out_buf, "functions (1):");
+    CHECK_STR_CONTAINS(out_buf, "__inference_Dataset_map_doubled_0: 1 input, 1 output, 2 nodes");
+    CHECK(strstr(out_buf, "not importable") == NULL);
+    vg_free(meta);
+    vg_graph_free(g);
+}
+
 static const cli_case cases[] = {
     CLI_CASE(test_cli_graph__graph_def),
     CLI_CASE(test_cli_graph__saved_model),
     CLI_CASE(test_cli_graph__errors),
+    CLI_CASE(test_cli_graph__dataset_functions),
     CLI_CASE(test_cli_run),
     CLI_CASE(test_cli_run_npy),
     CLI_CASE(test_cli_train_meta_graph),
