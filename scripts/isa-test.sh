@@ -10,7 +10,9 @@
 #   Haswell-v4  AVX2 + FMA, no AVX-512: the x86-64-v3 clones, vigil's AVX2 direct
 #               convolutions (Winograd is off), oneDNN's AVX2 kernels.
 # A machine with AVX-512 runs none of these natively. Each suite must pass as it does
-# natively. Needs qemu-user (Debian: apt-get install qemu-user, 7.2 or later for AVX2).
+# natively. The suites run with VIGIL_TEST_EMULATED=1 (tests/test_util.h tu_emulated):
+# they skip 2-thread repeats of kernels already run at 1 thread, whose emulated FMAs
+# made test_backend alone take 8 minutes as Haswell-v4. Needs qemu-user (Debian: apt-get install qemu-user, 7.2 or later for AVX2).
 # Usage: scripts/isa-test.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +31,7 @@ run_cpu() {
   for t in $suites; do
     start=$(date +%s)
     # TCG warns about CPU model features it lacks (pcid, x2apic, ...): not instructions
-    if (cd "$build" && timeout 900 qemu-x86_64 -cpu "$cpu" "./$t") > "$logdir/$cpu.$t.log" 2>&1; then
+    if (cd "$build" && VIGIL_TEST_EMULATED=1 timeout 900 qemu-x86_64 -cpu "$cpu" "./$t") > "$logdir/$cpu.$t.log" 2>&1; then
       echo "isa-test: $cpu $t ok ($(( $(date +%s) - start )) s)"
     else
       echo "isa-test: $cpu $t FAILED:"

@@ -49,6 +49,15 @@ static inline double tu_now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* True under scripts/isa-test.sh, which runs suites in QEMU as older CPUs and sets
+ * VIGIL_TEST_EMULATED=1: there every vector instruction is emulated (an FMA costs
+ * hundreds of host instructions), so suites may drop repeats that exercise no
+ * ISA-specific code (the same kernel again at 2 threads) to keep CI's time. */
+static inline int tu_emulated(void) {
+    const char *e = getenv("VIGIL_TEST_EMULATED");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
 static inline int tu_rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb; (void)flag; (void)ftw;
     return remove(p);
