@@ -516,31 +516,24 @@ static bool ring_pieces(ring_state *s, int64_t lo, int64_t hi, bool send, bool f
 typedef float ring_f32v __attribute__((vector_size(64)));
 typedef double ring_f64v __attribute__((vector_size(64)));
 
-RING_CLONES static void add_f32(float *restrict d, const float *restrict s, int64_t n, float k, bool scale) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        ring_f32v a, b;
-        memcpy(&a, d + i, sizeof a);
-        memcpy(&b, s + i, sizeof b);
-        a += b;
-        if (scale) a *= k;
-        memcpy(d + i, &a, sizeof a);
+/* One definition for both element types: NAME(d, s, n, k, scale) over T, W elements of
+ * the 64-byte vector type VT at a time. */
+#define RING_ADD_DEFINE(NAME, T, VT, W)                                                          \
+    RING_CLONES static void NAME(T *restrict d, const T *restrict s, int64_t n, T k, bool scale) { \
+        int64_t i = 0;                                                                           \
+        for (; i + (W) <= n; i += (W)) {                                                         \
+            VT a, b;                                                                             \
+            memcpy(&a, d + i, sizeof a);                                                         \
+            memcpy(&b, s + i, sizeof b);                                                         \
+            a += b;                                                                              \
+            if (scale) a *= k;                                                                   \
+            memcpy(d + i, &a, sizeof a);                                                         \
+        }                                                                                        \
+        for (; i < n; i++) d[i] = scale ? (d[i] + s[i]) * k : d[i] + s[i];                       \
     }
-    for (; i < n; i++) d[i] = scale ? (d[i] + s[i]) * k : d[i] + s[i];
-}
-
-RING_CLONES static void add_f64(double *restrict d, const double *restrict s, int64_t n, double k, bool scale) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        ring_f64v a, b;
-        memcpy(&a, d + i, sizeof a);
-        memcpy(&b, s + i, sizeof b);
-        a += b;
-        if (scale) a *= k;
-        memcpy(d + i, &a, sizeof a);
-    }
-    for (; i < n; i++) d[i] = scale ? (d[i] + s[i]) * k : d[i] + s[i];
-}
+RING_ADD_DEFINE(add_f32, float, ring_f32v, 16)
+RING_ADD_DEFINE(add_f64, double, ring_f64v, 8)
+#undef RING_ADD_DEFINE
 
 /* buf[x] += input[x] over chunk [lo, hi), times k (the mean) in the parts that scale. */
 static void ring_add(ring_state *s, int64_t lo, int64_t hi, double k) {
@@ -1627,6 +1620,22 @@ static void heartbeat_setup(void) {
 }
 #endif
 
+/* The milliseconds in the environment variable name into *ms, unless it is unset or a
+ * setter has set *ms (set). false with st INVALID_ARGUMENT when it is not a whole number
+ * >= 0 (the message says what 0 means: zero_means). */
+static bool env_ms(const char *name, bool set, int64_t *ms, const char *zero_means, vg_status *st) {
+    const char *e = getenv(name);
+    if (!e || set) return true;
+    char *end = NULL;
+    long long v = strtoll(e, &end, 10);
+    if (end == e || *end || v < 0) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "%s='%s': milliseconds >= 0 expected (0: %s)", name, e, zero_means);
+        return false;
+    }
+    *ms = v;
+    return true;
+}
+
 vg_code vg_dist_init(vg_status *st) {
     pthread_mutex_lock(&g_mu);
     if (g.state == ST_UP) {
@@ -1638,27 +1647,10 @@ vg_code vg_dist_init(vg_status *st) {
         return vg_status_set(st, VG_FAILED_PRECONDITION, "vg_dist_init after vg_dist_finalize: MPI cannot start twice");
     }
     const char *var = launcher_var();
-    const char *te = getenv("VIGIL_COLLECTIVE_TIMEOUT_MS");
-    if (te && !g.timeout_set) {
-        char *end = NULL;
-        long long ms = strtoll(te, &end, 10);
-        if (end == te || *end || ms < 0) {
-            pthread_mutex_unlock(&g_mu);
-            return vg_status_set(st, VG_INVALID_ARGUMENT,
-                                 "VIGIL_COLLECTIVE_TIMEOUT_MS='%s': milliseconds >= 0 expected (0: no timeout)", te);
-        }
-        g.timeout_ms = ms;
-    }
-    const char *he = getenv("VIGIL_HEARTBEAT_TIMEOUT_MS");
-    if (he && !g.hb_timeout_set) {
-        char *end = NULL;
-        long long ms = strtoll(he, &end, 10);
-        if (end == he || *end || ms < 0) {
-            pthread_mutex_unlock(&g_mu);
-            return vg_status_set(st, VG_INVALID_ARGUMENT,
-                                 "VIGIL_HEARTBEAT_TIMEOUT_MS='%s': milliseconds >= 0 expected (0: no heartbeats)", he);
-        }
-        g.hb_timeout_ms = ms;
+    if (!env_ms("VIGIL_COLLECTIVE_TIMEOUT_MS", g.timeout_set, &g.timeout_ms, "no timeout", st) ||
+        !env_ms("VIGIL_HEARTBEAT_TIMEOUT_MS", g.hb_timeout_set, &g.hb_timeout_ms, "no heartbeats", st)) {
+        pthread_mutex_unlock(&g_mu);
+        return VG_INVALID_ARGUMENT;
     }
     g.rank = 0;
     g.size = 1;

@@ -44,6 +44,11 @@ VG_HIDDEN size_t vg__io_dtype_size(int dtype);
 /* Most dimensions a bundle entry or IDX file may have in vigil. */
 #define VG__IO_MAX_DIMS 32
 
+/* Grows a dynamic array *arr of *cap elements of elem bytes to hold at least need:
+ * *cap becomes first (when 0) or twice *cap, doubled until it holds need; the new part
+ * is not zeroed. Returns false (array untouched) on allocation failure. In fs.c. */
+VG_HIDDEN bool vg__io_grow(void **arr, size_t *cap, size_t need, size_t first, size_t elem);
+
 /* ------------------------------------------------------------------------ */
 /* fs.c: small POSIX file helpers shared by the writers. */
 

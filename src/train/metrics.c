@@ -577,12 +577,18 @@ static bool confusion_at_thresholds(vg_graph *g, vg_output labels, vg_output pre
     return ok(g);
 }
 
-static vg_metric at_thresholds(vg_graph *g, cond_kind k, vg_output labels, vg_output predictions,
-                               const double *thresholds, int nt, const vg_metric_opts *opts) {
-    const char *what = COND_NAME[k];
+typedef vg_metric (*thresholds_finish_fn)(vg_graph *g, const vg_metric_opts *o, const vg_output values[4],
+                                          const vg_output updates[4], int arg);
+
+/* The *_at_thresholds metrics: the checks (errors named "<what><suffix>"), the scope
+ * o->name or what, the confusion counts in includes, then fin(..., arg) makes the
+ * metric of them. */
+static vg_metric thresholds_metric(vg_graph *g, const char *what, const char *suffix, vg_output labels,
+                                   vg_output predictions, const double *thresholds, int nt,
+                                   const vg_metric_opts *opts, unsigned includes, thresholds_finish_fn fin, int arg) {
     if (!have_graph(g, what, labels, predictions, true)) return fail();
     if (!thresholds || nt < 1) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s_at_thresholds: needs at least one threshold, got %d", what, nt);
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s%s: needs at least one threshold, got %d", what, suffix, nt);
         return fail();
     }
     const vg_metric_opts *o = opts ? opts : &DEFAULTS;
@@ -590,10 +596,22 @@ static vg_metric at_thresholds(vg_graph *g, cond_kind k, vg_output labels, vg_ou
     scope_open(g, o->name, what, full, sizeof full);
     vg_output values[4] = {{0}}, updates[4] = {{0}};
     vg_metric m = fail();
-    if (confusion_at_thresholds(g, labels, predictions, thresholds, nt, o->weights, 1u << k, values, updates))
-        m = finish(g, o, vg_identity(g, values[k], "Identity"), updates[k]);
+    if (confusion_at_thresholds(g, labels, predictions, thresholds, nt, o->weights, includes, values, updates))
+        m = fin(g, o, values, updates, arg);
     vg_graph_pop_scope(g);
     return m;
+}
+
+/* true_positives_at_thresholds and the like: the count of kind k. */
+static vg_metric count_finish(vg_graph *g, const vg_metric_opts *o, const vg_output values[4],
+                              const vg_output updates[4], int k) {
+    return finish(g, o, vg_identity(g, values[k], "Identity"), updates[k]);
+}
+
+static vg_metric at_thresholds(vg_graph *g, cond_kind k, vg_output labels, vg_output predictions,
+                               const double *thresholds, int nt, const vg_metric_opts *opts) {
+    return thresholds_metric(g, COND_NAME[k], "_at_thresholds", labels, predictions, thresholds, nt, opts, 1u << k,
+                             count_finish, (int)k);
 }
 
 vg_metric vg_metrics_true_positives_at_thresholds(vg_graph *g, vg_output labels, vg_output predictions,
@@ -619,34 +637,25 @@ vg_metric vg_metrics_false_negatives_at_thresholds(vg_graph *g, vg_output labels
 
 /* precision_at_thresholds / recall_at_thresholds: tp / (1e-7 + tp + other), named
  * "precision_value" / "precision_update_op" (recall_...). */
+static vg_metric pr_finish(vg_graph *g, const vg_metric_opts *o, const vg_output values[4],
+                           const vg_output updates[4], int recall) {
+    cond_kind other = recall ? FN : FP;
+    const char *pre = recall ? "recall" : "precision";
+    char vn[64], un[64];
+    snprintf(vn, sizeof vn, "%s_value", pre);
+    snprintf(un, sizeof un, "%s_update_op", pre);
+    vg_output eps = vg_const_f32(g, 1e-7f, "add/x");
+    vg_output value = vg_div(g, values[TP], vg_add(g, vg_add(g, eps, values[TP], "add"), values[other], "add_1"), vn);
+    vg_output update =
+        vg_div(g, updates[TP], vg_add(g, vg_add(g, eps, updates[TP], "add_2"), updates[other], "add_3"), un);
+    return finish(g, o, value, update);
+}
+
 static vg_metric pr_at_thresholds(vg_graph *g, vg_output labels, vg_output predictions, const double *thresholds,
                                   int nt, const vg_metric_opts *opts, bool recall) {
     const char *what = recall ? "recall_at_thresholds" : "precision_at_thresholds";
-    if (!have_graph(g, what, labels, predictions, true)) return fail();
-    if (!thresholds || nt < 1) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: needs at least one threshold, got %d", what, nt);
-        return fail();
-    }
-    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    char full[NAME_LEN];
-    scope_open(g, o->name, what, full, sizeof full);
-    vg_output values[4] = {{0}}, updates[4] = {{0}};
-    vg_metric m = fail();
-    cond_kind other = recall ? FN : FP;
-    if (confusion_at_thresholds(g, labels, predictions, thresholds, nt, o->weights, (1u << TP) | (1u << other),
-                                values, updates)) {
-        const char *pre = recall ? "recall" : "precision";
-        char vn[64], un[64];
-        snprintf(vn, sizeof vn, "%s_value", pre);
-        snprintf(un, sizeof un, "%s_update_op", pre);
-        vg_output eps = vg_const_f32(g, 1e-7f, "add/x");
-        vg_output value = vg_div(g, values[TP], vg_add(g, vg_add(g, eps, values[TP], "add"), values[other], "add_1"), vn);
-        vg_output update =
-            vg_div(g, updates[TP], vg_add(g, vg_add(g, eps, updates[TP], "add_2"), updates[other], "add_3"), un);
-        m = finish(g, o, value, update);
-    }
-    vg_graph_pop_scope(g);
-    return m;
+    return thresholds_metric(g, what, "", labels, predictions, thresholds, nt, opts,
+                             (1u << TP) | (1u << (recall ? FN : FP)), pr_finish, recall);
 }
 
 vg_metric vg_metrics_precision_at_thresholds(vg_graph *g, vg_output labels, vg_output predictions,
