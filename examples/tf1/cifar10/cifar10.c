@@ -45,6 +45,21 @@ int cifar10_parse_flag(const char *arg, const char *next, bool *handled, bool *u
     return 0;
 }
 
+int cifar10_parse_args(int argc, char **argv, int (*own)(const char *arg, const char *value, bool eq, bool *used_next)) {
+    for (int i = 1; i < argc; i++) {
+        bool handled, used_next = false;
+        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (cifar10_parse_flag(a, next, &handled, &used_next)) return 2;
+        if (!handled) {
+            const char *eq = strchr(a, '=');
+            int rc = own(a, eq ? eq + 1 : next, eq != NULL, &used_next);
+            if (rc) return rc;
+        }
+        i += used_next;
+    }
+    return 0;
+}
+
 /* _activation_summary(x): histogram and sparsity (tf.nn.zero_fraction) summaries,
  * named after the op without the tower prefix. */
 static void activation_summary(vg_graph *g, vg_output x) {

@@ -137,36 +137,32 @@ static int evaluate(void) {
     return rc;
 }
 
-int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        bool handled, used_next;
-        if (cifar10_parse_flag(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &handled, &used_next)) return 2;
-        if (handled) {
-            i += used_next;
-            continue;
-        }
-        const char *a = argv[i];
-        bool eq = strchr(a, '=') != NULL;
-        const char *v = eq ? strchr(a, '=') + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
-        if (!strncmp(a, "--run_once", 10)) {
-            run_once = true;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, "flag %s needs a value\n", a);
-            return 2;
-        }
-        if (!strncmp(a, "--eval_dir", 10)) eval_dir = v;
-        else if (!strncmp(a, "--eval_data", 11)) eval_data = v;
-        else if (!strncmp(a, "--checkpoint_dir", 16)) checkpoint_dir = v;
-        else if (!strncmp(a, "--eval_interval_secs", 20)) eval_interval_secs = atoi(v);
-        else if (!strncmp(a, "--num_examples", 14)) num_examples = atoi(v);
-        else {
-            fprintf(stderr, "unknown flag %s\n", a);
-            return 2;
-        }
-        if (!eq) i++;
+/* This program's own flags (cifar10_parse_args). */
+static int eval_flag(const char *a, const char *v, bool eq, bool *used_next) {
+    if (!strncmp(a, "--run_once", 10)) {
+        run_once = true;
+        return 0;
     }
+    if (!v) {
+        fprintf(stderr, "flag %s needs a value\n", a);
+        return 2;
+    }
+    if (!strncmp(a, "--eval_dir", 10)) eval_dir = v;
+    else if (!strncmp(a, "--eval_data", 11)) eval_data = v;
+    else if (!strncmp(a, "--checkpoint_dir", 16)) checkpoint_dir = v;
+    else if (!strncmp(a, "--eval_interval_secs", 20)) eval_interval_secs = atoi(v);
+    else if (!strncmp(a, "--num_examples", 14)) num_examples = atoi(v);
+    else {
+        fprintf(stderr, "unknown flag %s\n", a);
+        return 2;
+    }
+    *used_next = !eq;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int rc = cifar10_parse_args(argc, argv, eval_flag);
+    if (rc) return rc;
     if (cifar10_maybe_download_and_extract()) return 1;
     mkdir(eval_dir, 0755);
     return evaluate();

@@ -128,28 +128,24 @@ done:
     return rc;
 }
 
-int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        bool handled, used_next;
-        if (cifar10_parse_flag(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &handled, &used_next)) return 2;
-        if (handled) {
-            i += used_next;
-            continue;
-        }
-        const char *a = argv[i];
-        const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
-        bool eq = strchr(a, '=') != NULL;
-        if (!strncmp(a, "--train_dir", 11) && v) train_dir = v;
-        else if (!strncmp(a, "--max_steps", 11) && v) max_steps = atol(v);
-        else if (!strncmp(a, "--log_device_placement", 22)) {
-            log_device_placement = true;
-            eq = true;
-        } else {
-            fprintf(stderr, "unknown flag %s\n", a);
-            return 2;
-        }
-        if (!eq) i++;
+/* This program's own flags (cifar10_parse_args). */
+static int train_flag(const char *a, const char *v, bool eq, bool *used_next) {
+    if (!strncmp(a, "--train_dir", 11) && v) train_dir = v;
+    else if (!strncmp(a, "--max_steps", 11) && v) max_steps = atol(v);
+    else if (!strncmp(a, "--log_device_placement", 22)) {
+        log_device_placement = true;
+        eq = true;
+    } else {
+        fprintf(stderr, "unknown flag %s\n", a);
+        return 2;
     }
+    *used_next = !eq;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int rc = cifar10_parse_args(argc, argv, train_flag);
+    if (rc) return rc;
     if (cifar10_maybe_download_and_extract()) return 1;
     struct stat sb;
     if (stat(train_dir, &sb) == 0) nftw(train_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
