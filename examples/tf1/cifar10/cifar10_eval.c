@@ -152,10 +152,7 @@ static int eval_flag(const char *a, const char *v, bool eq, bool *used_next) {
     else if (!strncmp(a, "--checkpoint_dir", 16)) checkpoint_dir = v;
     else if (!strncmp(a, "--eval_interval_secs", 20)) eval_interval_secs = atoi(v);
     else if (!strncmp(a, "--num_examples", 14)) num_examples = atoi(v);
-    else {
-        fprintf(stderr, "unknown flag %s\n", a);
-        return 2;
-    }
+    else return -1;
     *used_next = !eq;
     return 0;
 }

@@ -136,8 +136,7 @@ static int train_flag(const char *a, const char *v, bool eq, bool *used_next) {
         log_device_placement = true;
         eq = true;
     } else {
-        fprintf(stderr, "unknown flag %s\n", a);
-        return 2;
+        return -1;
     }
     *used_next = !eq;
     return 0;
