@@ -3,6 +3,7 @@
  * averages and the training op with ExponentialMovingAverage of the variables. The
  * data preparation replaces maybe_download_and_extract (see README). */
 #include "cifar10.h"
+#include "../tf1_util.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,21 +283,6 @@ static int write_batch(const char *path, const uint8_t *images, const uint8_t *l
     return fclose(f) == 0 ? 0 : 1;
 }
 
-static int load_idx(const char *file, uint8_t **data, int64_t *n) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/%s", FLAGS.fmnist_dir, file);
-    int64_t dims[4];
-    int nd;
-    size_t nb;
-    vg_status st;
-    if (vg_idx_read(path, VG_IDX_ANY, dims, &nd, (void **)data, &nb, &st) != VG_OK) {
-        fprintf(stderr, "%s\n", st.msg);
-        return 1;
-    }
-    *n = dims[0];
-    return 0;
-}
-
 int cifar10_maybe_download_and_extract(void) {
     char dir[1100], path[1200];
     snprintf(dir, sizeof dir, "%s/cifar-10-batches-bin", FLAGS.data_dir);
@@ -318,8 +304,8 @@ int cifar10_maybe_download_and_extract(void) {
     mkdir(dir, 0755);
     uint8_t *ti = NULL, *tl = NULL, *ei = NULL, *el = NULL;
     int64_t nti, ntl, nei, nel;
-    int rc = load_idx("train-images-idx3-ubyte.gz", &ti, &nti) || load_idx("train-labels-idx1-ubyte.gz", &tl, &ntl) ||
-             load_idx("t10k-images-idx3-ubyte.gz", &ei, &nei) || load_idx("t10k-labels-idx1-ubyte.gz", &el, &nel);
+    int rc = tf1_load_idx(FLAGS.fmnist_dir, "train-images-idx3-ubyte.gz", &ti, &nti) || tf1_load_idx(FLAGS.fmnist_dir, "train-labels-idx1-ubyte.gz", &tl, &ntl) ||
+             tf1_load_idx(FLAGS.fmnist_dir, "t10k-images-idx3-ubyte.gz", &ei, &nei) || tf1_load_idx(FLAGS.fmnist_dir, "t10k-labels-idx1-ubyte.gz", &el, &nel);
     if (!rc) {
         int64_t n = nti < ntl ? nti : ntl, ne = nei < nel ? nei : nel;
         if (FLAGS.limit > 0 && FLAGS.limit < n) n = FLAGS.limit;

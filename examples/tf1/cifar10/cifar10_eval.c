@@ -2,6 +2,7 @@
  * cifar10_train with the moving-average versions of the variables
  * (ExponentialMovingAverage.variables_to_restore), precision @ 1 with in_top_k. */
 #include "cifar10.h"
+#include "../tf1_util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,11 +83,7 @@ static int eval_once(vg_saver *saver, vg_file_writer *summary_writer, vg_output 
         vg_coord_request_stop(coord, &st);
         rc = 1;
     }
-    vg_coord_request_stop(coord, NULL);
-    vg_session_close(sess, NULL);
-    vg_coord_join(coord, 10, true, NULL);
-    vg_coord_free(coord);
-    vg_session_free(sess);
+    tf1_close_training(coord, sess, NULL);
     return rc;
 }
 

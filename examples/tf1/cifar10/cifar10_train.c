@@ -3,6 +3,7 @@
  * (and at the last step). See README.md for the line-by-line map. */
 #define _XOPEN_SOURCE 700
 #include "cifar10.h"
+#include "../tf1_util.h"
 #include <ftw.h>
 #include <math.h>
 #include <stdio.h>
@@ -115,13 +116,7 @@ fail:
     fprintf(stderr, "cifar10_train: %s\n", st.msg);
     rc = 1;
 done:
-    vg_coord_request_stop(coord, NULL);
-    if (sess) vg_session_close(sess, NULL);
-    vg_coord_join(coord, 10, true, NULL);
-    vg_coord_free(coord);
-    if (summary_writer) vg_file_writer_close(summary_writer, NULL);
-    vg_file_writer_free(summary_writer);
-    vg_session_free(sess);
+    tf1_close_training(coord, sess, summary_writer);
     vg_saver_free(saver);
     cifar10_free_averages();
     vg_graph_free(g);
