@@ -106,6 +106,13 @@ static inline void vg__train_push_verbatim(vg_graph *g, const char *full) {
  * Defined in train_op.c; gan.c's train ops clip the same way. */
 void vg__train_clip_gradients(vg_graph *g, vg_output *grads, int n, double clip_norm);
 
+/* The next inputs of an embedding-fed decoder step (GreedyEmbeddingHelper and
+ * BeamSearchDecoder): cond(reduce_all(finished) "All", start_inputs,
+ * embedding_lookup(embedding, ids)) named "cond"; a NULL op on a graph error. In
+ * seq2seq.c. */
+vg_output vg__train_embedding_next_inputs(vg_graph *g, vg_output finished, vg_output start_inputs, vg_output embedding,
+                                          vg_output ids);
+
 /* Registers t (output 0 of its op) as a saveable object of g (src/train/data_iterator.c's
  * list, TF's SAVEABLE_OBJECTS): savers made afterwards without a var_list save t under
  * key and restore it with restore(g, t, restored, user), whose op joins restore_all.
