@@ -151,6 +151,15 @@ vg_code vg__io_read_file(const char *path, uint8_t **data, size_t *len, vg_statu
     return c;
 }
 
+vg_code vg__io_read_path(const char *fn, const char *path, uint8_t **data, size_t *len, vg_status *st) {
+    if (!path) {
+        *data = NULL;
+        *len = 0;
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: NULL path", fn);
+    }
+    return vg__io_read_file(path, data, len, st);
+}
+
 FILE *vg__io_fopen_regular(const char *path, vg_status *st) {
     vg_status tmp;
     if (!st) st = &tmp;

@@ -82,6 +82,9 @@ VG_HIDDEN void vg__io_set_decode_limits(int64_t max_image_pixels, int64_t max_pn
 /* Reads a whole file into a new buffer (*data, free with vg__free; NUL-terminated one
  * past *len). Fails with NOT_FOUND (naming the file), RESOURCE_EXHAUSTED, errno codes. */
 VG_HIDDEN vg_code vg__io_read_file(const char *path, uint8_t **data, size_t *len, vg_status *st);
+/* The same for a public reader fn (named in the message): INVALID_ARGUMENT "<fn>: NULL
+ * path" for a NULL path first. */
+VG_HIDDEN vg_code vg__io_read_path(const char *fn, const char *path, uint8_t **data, size_t *len, vg_status *st);
 /* Creates "<final>.tempstate<16 hex>" with O_EXCL. *tmp_path is new (vg__free). */
 VG_HIDDEN vg_code vg__io_temp_create(const char *final_path, char **tmp_path, int *fd, vg_status *st);
 /* write() loop; errors name path. */
