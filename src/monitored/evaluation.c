@@ -5,6 +5,7 @@
  * stops it, a FinalOpsHook for the results) and contrib's evaluate_repeatedly (the same
  * over checkpoints_iterator's new checkpoints).
  */
+#include "monitored/hooks/hooks_internal.h"
 #include "vigil/evaluation.h"
 #include "vigil/hooks.h"
 #include "vigil/saver.h"
@@ -76,17 +77,14 @@ vg_code vg_stop_after_n_evals_hook(int64_t num_evals, bool log_progress, vg_hook
     if (num_evals < -1)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "_StopAfterNEvalsHook: num_evals must be >= 0 or -1 (None), got %lld",
                              (long long)num_evals);
-    stop_evals *h = vg_calloc(1, sizeof *h);
-    if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+    stop_evals *h = vg__hk_new(out, "_StopAfterNEvalsHook", sizeof *h, vg_free, st);
+    if (!h) return VG_RESOURCE_EXHAUSTED;
     h->num_evals = num_evals;
     h->log_progress = log_progress;
     /* Reduce logging frequency if there are 20 or more evaluations. */
     h->log_frequency = num_evals < 20 ? 1 : (int64_t)floor((double)num_evals / 10.0);
-    out->name = "_StopAfterNEvalsHook";
     out->before_run = se_before;
     out->after_run = se_after;
-    out->destroy = vg_free;
-    out->payload = h;
     return VG_OK;
 }
 
