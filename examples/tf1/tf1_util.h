@@ -81,6 +81,14 @@ static inline int tf1_load_idx(const char *dir, const char *file, uint8_t **data
     return 0;
 }
 
+/* Removes the self-test's temporary directory tmp (rm -rf; nothing when tmp is ""). */
+static inline void tf1_remove_tmpdir(const char *tmp) {
+    if (!tmp[0]) return;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+}
+
 /* The end of a training loop fed by queue runners: stop the coordinator, close the
  * session, join the runners (10 s), close the summary writer; frees all three (each may
  * be NULL). */

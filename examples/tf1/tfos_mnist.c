@@ -363,10 +363,6 @@ int main(int argc, char **argv) {
     vg_optimizer_free(opt);
     vg_file_writer_cache_clear();
     vg_graph_free(g);
-    if (tmp[0]) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
-    }
+    tf1_remove_tmpdir(tmp);
     return rc == VG_OK ? 0 : 1;
 }
