@@ -44,6 +44,7 @@
 #include "io/io.h"
 #include "data/dataset.h"
 #include "vigil/vigil.h"
+#include "bench_util.h"
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,12 +53,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 #ifndef VG_SRCDIR
 #define VG_SRCDIR "."
@@ -421,11 +416,9 @@ static int run_big(const uint8_t *images, const uint8_t *labels, int64_t n, int6
     return rc == VG_OUT_OF_RANGE && rows > 0 ? 0 : 1;
 }
 
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(const double *v, int n) {
+/* The median of the rounds v[n] (n <= 16; the mean of the middle two for even n), v
+ * left as it is (bench_util.h's median sorts in place and takes the upper one). */
+static double rounds_median(const double *v, int n) {
     double t[16];
     memcpy(t, v, sizeof(double) * (size_t)n);
     qsort(t, (size_t)n, sizeof(double), cmpd);
@@ -440,11 +433,11 @@ static void print_rounds(const double *v, int n) {
 /* One line per pipeline case: medians over the rounds, and the MLP's median. */
 static void print_case(const char *name, int threads, const double *bps, const double *cpu, const double *mlp,
                        int rounds) {
-    double b = median(bps, rounds), m = median(mlp, rounds);
+    double b = rounds_median(bps, rounds), m = rounds_median(mlp, rounds);
     printf("{\"bench\":\"input\",\"case\":\"%s\",\"threads\":%d,\"batch\":%d,\"batches_per_s\":%.1f,"
            "\"cpu_us_per_batch\":%.1f,\"mlp_steps_per_s\":%.1f,\"over_mlp_step_rate\":%.2f,\"ge_10x_mlp\":%s,"
            "\"rounds_batches_per_s\":",
-           name, threads, BATCH, b, median(cpu, rounds), m, m > 0 && b > 0 ? b / m : -1.0,
+           name, threads, BATCH, b, rounds_median(cpu, rounds), m, m > 0 && b > 0 ? b / m : -1.0,
            m > 0 && b >= 10 * m ? "true" : "false");
     print_rounds(bps, rounds);
     printf("}\n");
@@ -488,13 +481,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     char img[1024], lab[1024];
-    snprintf(img, sizeof img, "%s/train-images-idx3-ubyte.gz", dir);
-    snprintf(lab, sizeof lab, "%s/train-labels-idx1-ubyte.gz", dir);
-    if (access(img, R_OK) != 0 || access(lab, R_OK) != 0) {
-        fprintf(stderr, "bench_input: %s not found; skipping\n", img);
-        printf("{\"bench\":\"input\",\"skipped\":true}\n");
-        return 0;
-    }
+    if (!bench_mnist_files(dir, "bench_input", "input", img, lab, sizeof img)) return 0;
     vg_status st;
     int64_t idims[4], ldims[4];
     int ind, lnd;
@@ -541,13 +528,13 @@ int main(int argc, char **argv) {
             cq[r] = want_case(only, "queue") ? g_cpu_us_per_run : 0;
         }
         printf("{\"bench\":\"input\",\"case\":\"mlp_train_step\",\"threads\":%d,\"batch\":%d,\"steps_per_s\":%.1f,"
-               "\"model\":\"784-256-256-10 relu, sgd 0.1\",\"rounds_steps_per_s\":", t, BATCH, median(mlp, rounds));
+               "\"model\":\"784-256-256-10 relu, sgd 0.1\",\"rounds_steps_per_s\":", t, BATCH, rounds_median(mlp, rounds));
         print_rounds(mlp, rounds);
         printf("}\n");
         print_case("tfdata", t, a, ca, mlp, rounds);
         print_case("tfdata_batch_then_parse", t, b, cb, mlp, rounds);
         print_case("queue", t, q, cq, mlp, rounds);
-        tf[t] = median(a, rounds);
+        tf[t] = rounds_median(a, rounds);
     }
     vg__free(images);
     vg__free(labels);

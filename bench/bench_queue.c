@@ -45,13 +45,7 @@ int main(int argc, char **argv) {
         }
     }
     char img[1024], lab[1024];
-    snprintf(img, sizeof img, "%s/train-images-idx3-ubyte.gz", dir);
-    snprintf(lab, sizeof lab, "%s/train-labels-idx1-ubyte.gz", dir);
-    if (access(img, R_OK) != 0 || access(lab, R_OK) != 0) {
-        fprintf(stderr, "bench_queue: %s not found; skipping\n", img);
-        printf("{\"bench\":\"queue_shuffle_batch\",\"skipped\":true}\n");
-        return 0;
-    }
+    if (!bench_mnist_files(dir, "bench_queue", "queue_shuffle_batch", img, lab, sizeof img)) return 0;
 
     vg_status st;
     vg_graph *g = vg_graph_new();

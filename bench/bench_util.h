@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Seconds / milliseconds on the monotonic clock. */
 static inline double now_s(void) {
@@ -49,4 +50,18 @@ static inline double peer_median_ms(const char *cmd, double *rss_mb) {
     pclose(f);
     return med;
 }
+/* The Fashion-MNIST training files of dir into img and lab (n bytes each):
+ * "<dir>/train-images-idx3-ubyte.gz" and the labels' file. When either is unreadable,
+ * prints "<prog>: <img> not found; skipping" on stderr and {"bench":"<bench>","skipped":true}
+ * on stdout and returns 0 (the benchmark then exits 0); 1 when both are there. */
+static inline int bench_mnist_files(const char *dir, const char *prog, const char *bench, char *img, char *lab,
+                                    size_t n) {
+    snprintf(img, n, "%s/train-images-idx3-ubyte.gz", dir);
+    snprintf(lab, n, "%s/train-labels-idx1-ubyte.gz", dir);
+    if (access(img, R_OK) == 0 && access(lab, R_OK) == 0) return 1;
+    fprintf(stderr, "%s: %s not found; skipping\n", prog, img);
+    printf("{\"bench\":\"%s\",\"skipped\":true}\n", bench);
+    return 0;
+}
+
 #endif

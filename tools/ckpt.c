@@ -307,20 +307,14 @@ int cli_ckpt(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         bool missing = false;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(ckpt_help, stdout);
-            return 0;
-        } else if (cli_opt(argc, argv, &i, "--tensor", &v, &missing)) {
+        if (cli_opt(argc, argv, &i, "--tensor", &v, &missing)) {
             if (missing) return cli_usage_error("ckpt", "--tensor needs a tensor name");
             tensor = v;
         } else if (!strcmp(argv[i], "--stats")) {
             with_stats = true;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage_error("ckpt", "unknown option '%s'", argv[i]);
-        } else if (!path) {
-            path = argv[i];
         } else {
-            return cli_usage_error("ckpt", "unexpected argument '%s'", argv[i]);
+            int rc = cli_other_arg("ckpt", ckpt_help, argv[i], &path);
+            if (rc >= 0) return rc;
         }
     }
     if (!path) return cli_usage_error("ckpt", "missing <dir|prefix>");

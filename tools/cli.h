@@ -10,6 +10,7 @@
 #define VIGIL_CLI_H
 
 #include "vigil/vigil.h"
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,8 @@ int cli_convert(int argc, char **argv);
 int cli_fail_status(const vg_status *st);
 /* "vigil: <printf message>" on stderr; returns 1. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same line from a va_list (for a command's own notes): "vigil: <message>\n". */
+void cli_vmessage(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* Prints "vigil <cmd>: <message>" and the hint to run --help; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -51,6 +54,11 @@ char *cli_escape(const char *s, size_t len);
  * value in *val, advances *i past a separate value and returns true. A missing value
  * sets *missing. */
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val, bool *missing);
+/* The end of a subcommand's option loop, for an argument arg that matched none of its
+ * options: "--help" / "-h" prints help and returns 0; another "-..." is an unknown
+ * option (usage error, 2); the first other argument goes into *path (returns -1: the
+ * loop goes on), a second one is unexpected (usage error, 2). cmd names the command. */
+int cli_other_arg(const char *cmd, const char *help, const char *arg, const char **path);
 /* Strict number parsing: the whole string must be a number (in range). */
 bool cli_parse_i64(const char *s, int64_t *out);
 bool cli_parse_double(const char *s, double *out);

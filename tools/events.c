@@ -160,18 +160,12 @@ int cli_events(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         bool missing = false;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(events_help, stdout);
-            return 0;
-        } else if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
+        if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
             if (missing) return cli_usage_error("events", "--tags needs a comma-separated list");
             tags = v;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage_error("events", "unknown option '%s'", argv[i]);
-        } else if (!path) {
-            path = argv[i];
         } else {
-            return cli_usage_error("events", "unexpected argument '%s'", argv[i]);
+            int rc = cli_other_arg("events", events_help, argv[i], &path);
+            if (rc >= 0) return rc;
         }
     }
     if (!path) return cli_usage_error("events", "missing <dir|file>");

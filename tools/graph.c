@@ -216,18 +216,12 @@ int cli_graph(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         bool missing = false;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(graph_help, stdout);
-            return 0;
-        } else if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
+        if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
             if (missing) return cli_usage_error("graph", "--tags needs a comma-separated tag list");
             tags_arg = v;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage_error("graph", "unknown option '%s'", argv[i]);
-        } else if (!path) {
-            path = argv[i];
         } else {
-            return cli_usage_error("graph", "unexpected argument '%s'", argv[i]);
+            int rc = cli_other_arg("graph", graph_help, argv[i], &path);
+            if (rc >= 0) return rc;
         }
     }
     if (!path) return cli_usage_error("graph", "missing FILE");
@@ -641,10 +635,7 @@ int cli_run(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         bool missing = false;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(run_help, stdout);
-            return 0;
-        } else if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
+        if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
             if (missing) return cli_usage_error("run", "--tags needs a tag list");
             tags_arg = v;
         } else if (cli_opt(argc, argv, &i, "--signature", &v, &missing)) {
@@ -678,12 +669,9 @@ int cli_run(int argc, char **argv) {
         } else if (cli_opt(argc, argv, &i, "--timeout", &v, &missing)) {
             if (missing || !cli_parse_double(v, &timeout_s) || !(timeout_s > 0) || timeout_s > 1e9)
                 return cli_usage_error("run", "--timeout needs a number of seconds > 0");
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage_error("run", "unknown option '%s'", argv[i]);
-        } else if (!dir) {
-            dir = argv[i];
         } else {
-            return cli_usage_error("run", "unexpected argument '%s'", argv[i]);
+            int rc = cli_other_arg("run", run_help, argv[i], &dir);
+            if (rc >= 0) return rc;
         }
     }
     if (!dir) return cli_usage_error("run", "missing SavedModel DIR");

@@ -41,12 +41,16 @@ int cli_fail_status(const vg_status *st) {
     return 1;
 }
 
-int cli_fail(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
+void cli_vmessage(const char *fmt, va_list ap) {
     fputs("vigil: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+}
+
+int cli_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vmessage(fmt, ap);
     va_end(ap);
     return 1;
 }
@@ -130,6 +134,17 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val, 
     }
     *val = argv[++*i];
     return true;
+}
+
+int cli_other_arg(const char *cmd, const char *help, const char *arg, const char **path) {
+    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+        fputs(help, stdout);
+        return 0;
+    }
+    if (arg[0] == '-' && arg[1]) return cli_usage_error(cmd, "unknown option '%s'", arg);
+    if (*path) return cli_usage_error(cmd, "unexpected argument '%s'", arg);
+    *path = arg;
+    return -1;
 }
 
 bool cli_parse_i64(const char *s, int64_t *out) {

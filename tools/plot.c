@@ -345,10 +345,7 @@ int cli_plot(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         bool missing = false;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(plot_help, stdout);
-            return 0;
-        } else if (cli_opt(argc, argv, &i, "-o", &v, &missing) || cli_opt(argc, argv, &i, "--output", &v, &missing)) {
+        if (cli_opt(argc, argv, &i, "-o", &v, &missing) || cli_opt(argc, argv, &i, "--output", &v, &missing)) {
             if (missing) return cli_usage_error("plot", "-o needs a file name");
             out = v;
         } else if (cli_opt(argc, argv, &i, "--tags", &v, &missing)) {
@@ -360,12 +357,9 @@ int cli_plot(int argc, char **argv) {
         } else if (cli_opt(argc, argv, &i, "--panel-height", &v, &missing)) {
             if (missing || !cli_parse_double(v, &panel_h) || panel_h < 120 || panel_h > 5000)
                 return cli_usage_error("plot", "--panel-height needs a number of pixels in [120, 5000]");
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage_error("plot", "unknown option '%s'", argv[i]);
-        } else if (!path) {
-            path = argv[i];
         } else {
-            return cli_usage_error("plot", "unexpected argument '%s'", argv[i]);
+            int rc = cli_other_arg("plot", plot_help, argv[i], &path);
+            if (rc >= 0) return rc;
         }
     }
     if (!path) return cli_usage_error("plot", "missing <dir|file>");

@@ -366,9 +366,7 @@ static void note(const char *fmt, ...) {
     if (g_quiet) return;
     va_list ap;
     va_start(ap, fmt);
-    fputs("vigil: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    cli_vmessage(fmt, ap);
     va_end(ap);
 }
 

@@ -186,6 +186,34 @@ class GraphNet(nn.Module):
         return self.decoder(self.node_model(torch.cat([agg, nodes], -1)))
 
 
+def time_steps(a, opt, loss_fn, after_backward=None, after_step=None):
+    """a.steps + 1 training steps: zero_grad, loss_fn() under amp(), backward,
+    after_backward(), opt.step(), after_step(i). The step times in ms but the first's
+    (the warm-up), and the last loss."""
+    t = []
+    for i in range(a.steps + 1):
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        with amp():
+            loss = loss_fn()
+        loss.backward()
+        if after_backward is not None:
+            after_backward()
+        opt.step()
+        if after_step is not None:
+            after_step(i)
+        if i > 0:
+            t.append((time.perf_counter() - t0) * 1e3)
+    return t, loss
+
+
+def report(a, t, loss):
+    """The result line: the median step time of t (ms) and the last loss, as JSON."""
+    t.sort()
+    print(json.dumps({"model": a.model, "threads": a.threads, "batch": a.batch, "median_ms": t[len(t) // 2],
+                      "loss": float(loss)}))
+
+
 def graph_net_main(a):
     nn_, ne = 2048, 12288
     model = GraphNet(a.size)
@@ -193,19 +221,7 @@ def graph_net_main(a):
     nodes, edges, targets = torch.rand(nn_, a.size), torch.rand(ne, a.size), torch.rand(nn_, 2)
     senders, receivers = torch.randint(0, nn_, (ne,)), torch.randint(0, nn_, (ne,))
     lossf = nn.MSELoss()
-    t = []
-    for i in range(a.steps + 1):
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        with amp():
-            loss = lossf(model(nodes, edges, senders, receivers), targets)
-        loss.backward()
-        opt.step()
-        if i > 0:
-            t.append((time.perf_counter() - t0) * 1e3)
-    t.sort()
-    print(json.dumps({"model": a.model, "threads": a.threads, "batch": a.batch, "median_ms": t[len(t) // 2],
-                      "loss": float(loss)}))
+    report(a, *time_steps(a, opt, lambda: lossf(model(nodes, edges, senders, receivers), targets)))
 
 
 EPS = 1e-6
@@ -365,20 +381,12 @@ def run_dnc(a):
     model = DNC(obs.shape[2], targ.shape[2])
     params = list(model.parameters())
     opt = torch.optim.RMSprop(params, lr=1e-4, alpha=0.9, eps=1e-10)
-    t = []
-    for i in range(a.steps + 1):
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        with amp():
-            logits = model(obs)
-            xent = nn.functional.binary_cross_entropy_with_logits(logits, targ, reduction="none")
-            loss = ((xent.sum(2) * mask).sum(0)).sum() / a.batch  # masked_sigmoid_cross_entropy
-        loss.backward()
-        nn.utils.clip_grad_norm_(params, 50.0)
-        opt.step()
-        if i > 0:
-            t.append((time.perf_counter() - t0) * 1e3)
-    return t, loss
+
+    def loss_fn():
+        logits = model(obs)
+        xent = nn.functional.binary_cross_entropy_with_logits(logits, targ, reduction="none")
+        return ((xent.sum(2) * mask).sum(0)).sum() / a.batch  # masked_sigmoid_cross_entropy
+    return time_steps(a, opt, loss_fn, lambda: nn.utils.clip_grad_norm_(params, 50.0))
 
 
 def main():
@@ -395,10 +403,7 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     if a.model == "dnc":
-        t, loss = run_dnc(a)
-        t.sort()
-        print(json.dumps({"model": a.model, "threads": a.threads, "batch": a.batch, "median_ms": t[len(t) // 2],
-                          "loss": float(loss)}))
+        report(a, *run_dnc(a))
         return
     if a.model == "graph_net":
         return graph_net_main(a)
@@ -422,21 +427,9 @@ def main():
         opt = torch.optim.SGD(model.parameters(), lr=1.0)
         x = torch.randint(0, 10000, (a.batch, a.size))
         y = torch.randint(0, 10000, (a.batch, a.size)).view(-1)
-        t = []
-        for i in range(a.steps + 1):
-            t0 = time.perf_counter()
-            opt.zero_grad()
-            # sequence_loss averaged across the batch, summed over the steps
-            with amp():
-                loss = nn.functional.cross_entropy(model(x), y, reduction="sum") / a.batch
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            opt.step()
-            if i > 0:
-                t.append((time.perf_counter() - t0) * 1e3)
-        t.sort()
-        print(json.dumps({"model": a.model, "threads": a.threads, "batch": a.batch, "median_ms": t[len(t) // 2],
-                          "loss": float(loss)}))
+        # sequence_loss averaged across the batch, summed over the steps
+        report(a, *time_steps(a, opt, lambda: nn.functional.cross_entropy(model(x), y, reduction="sum") / a.batch,
+                              lambda: nn.utils.clip_grad_norm_(model.parameters(), 5.0)))
         return
     else:
         raise SystemExit("unknown model " + a.model)
@@ -445,26 +438,20 @@ def main():
     model = model.to(memory_format=torch.channels_last)
     y = torch.randint(0, classes, (a.batch,))
     lossf = nn.CrossEntropyLoss()
-    t = []
-    for i in range(a.steps + 1):
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        with amp():
-            loss = lossf(model(x), y)
-            if a.model != "mobilenet":
-                loss = loss + model.decay()
-        loss.backward()
-        opt.step()
+
+    def loss_fn():
+        loss = lossf(model(x), y)
+        if a.model != "mobilenet":
+            loss = loss + model.decay()
+        return loss
+
+    def after_step(i):
         if ema is not None:  # tf.train.ExponentialMovingAverage(0.9999, global_step)
             d = min(0.9999, (1.0 + i) / (10.0 + i))
             with torch.no_grad():
                 for e, p in zip(ema, model.parameters()):
                     e.mul_(d).add_(p, alpha=1 - d)
-        if i > 0:
-            t.append((time.perf_counter() - t0) * 1e3)
-    t.sort()
-    print(json.dumps({"model": a.model, "threads": a.threads, "batch": a.batch, "median_ms": t[len(t) // 2],
-                      "loss": float(loss)}))
+    report(a, *time_steps(a, opt, loss_fn, after_step=after_step))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@
  * convert_to_records.py: height, width, depth, label, image_raw) into a temporary
  * directory and trains 3 epochs on it. Prints "final loss <x>"; exits 0 when training
  * ended cleanly (at the end of the epochs). */
+#include "tf1_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
 #include <stdio.h>
@@ -134,24 +135,15 @@ static int make_data(const char *dir, int n) {
 
 int main(int argc, char **argv) {
     flags fl = {NULL, "", "", -1, NULL, NULL, 0, 100, 128, 128, 0.01};
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const char *k = argv[i], *v = argv[i + 1];
-        if (!strcmp(k, "--job_name")) fl.job_name = v;
-        else if (!strcmp(k, "--task_index")) fl.task_index = atoi(v);
-        else if (!strcmp(k, "--ps_hosts")) fl.ps_hosts = v;
-        else if (!strcmp(k, "--worker_hosts")) fl.worker_hosts = v;
-        else if (!strcmp(k, "--data_dir")) fl.data_dir = v;
-        else if (!strcmp(k, "--train_dir")) fl.train_dir = v;
-        else if (!strcmp(k, "--num_epochs")) fl.num_epochs = atoll(v);
-        else if (!strcmp(k, "--batch_size")) fl.batch_size = atoll(v);
-        else if (!strcmp(k, "--learning_rate")) fl.learning_rate = atof(v);
-        else if (!strcmp(k, "--hidden1")) fl.hidden1 = atoll(v);
-        else if (!strcmp(k, "--hidden2")) fl.hidden2 = atoll(v);
-        else {
-            fprintf(stderr, "unknown flag %s\n", k);
-            return 2;
-        }
-    }
+    const tf1_flag flag_table[] = {
+        {"--job_name", 's', &fl.job_name},       {"--task_index", 'i', &fl.task_index},
+        {"--ps_hosts", 's', &fl.ps_hosts},       {"--worker_hosts", 's', &fl.worker_hosts},
+        {"--data_dir", 's', &fl.data_dir},       {"--train_dir", 's', &fl.train_dir},
+        {"--num_epochs", 'l', &fl.num_epochs},   {"--batch_size", 'l', &fl.batch_size},
+        {"--learning_rate", 'd', &fl.learning_rate}, {"--hidden1", 'l', &fl.hidden1},
+        {"--hidden2", 'l', &fl.hidden2},
+    };
+    if (tf1_parse_flag_pairs(argc, argv, flag_table, (int)(sizeof flag_table / sizeof flag_table[0]))) return 2;
     char tmp[64] = "";
     if (!fl.data_dir) { /* self-test mode: synthetic data, 3 epochs */
         strcpy(tmp, "/tmp/vg_ecosystem_mnist_XXXXXX");
@@ -257,11 +249,7 @@ int main(int argc, char **argv) {
     vg_optimizer_free(opt);
     vg_file_writer_cache_clear();
     vg_graph_free(g);
-    if (tmp[0]) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
-    }
+    tf1_remove_tmpdir(tmp);
     vg_dist_finalize(&st);
     return rc == VG_OK ? 0 : 1;
 }

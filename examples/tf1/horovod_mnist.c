@@ -10,6 +10,7 @@
  * The data are Fashion-MNIST's IDX files (same layout as MNIST's; Debian's
  * dataset-fashion-mnist); without them (or with --synthetic) 2000 synthetic images are
  * made. Rank 0 prints "final loss <x>". */
+#include "tf1_util.h"
 #include "vigil/vigil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,22 +43,9 @@ static void conv_model(vg_graph *g, vg_output feature, vg_output target, vg_outp
 
 /* The data: x [n, 784] in [0, 1], y [n] as float (the original's placeholder dtype). */
 static int64_t load(const char *dir, int64_t limit, float **x, float **y) {
-    char ip[4096], lp[4096];
-    vg_status st;
     int64_t di[4], dl[4];
-    int ni, nl;
-    uint8_t *pix = NULL, *lab = NULL;
-    size_t nb;
-    for (int gz = 0; gz < 2 && dir; gz++) {
-        snprintf(ip, sizeof ip, "%s/train-images-idx3-ubyte%s", dir, gz ? ".gz" : "");
-        snprintf(lp, sizeof lp, "%s/train-labels-idx1-ubyte%s", dir, gz ? ".gz" : "");
-        if (access(ip, R_OK) == 0 && vg_idx_read(ip, VG_IDX_U8, di, &ni, (void **)&pix, &nb, &st) == VG_OK &&
-            vg_idx_read(lp, VG_IDX_U8, dl, &nl, (void **)&lab, &nb, &st) == VG_OK)
-            break;
-        vg_free(pix);
-        vg_free(lab);
-        pix = lab = NULL;
-    }
+    uint8_t *pix, *lab;
+    tf1_read_mnist_train(dir, &pix, &lab, di, dl);
     int64_t n;
     if (pix && lab) {
         n = di[0] < dl[0] ? di[0] : dl[0];

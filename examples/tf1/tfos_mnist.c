@@ -19,6 +19,7 @@
  * epochs with 2 readers. Prints "step <n> loss <x>" per step and "first loss" /
  * "final loss" (the means of the first and last 10 steps); exits 0 when training
  * ended cleanly (at the end of the data or at the last step). */
+#include "tf1_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
 #include <stdio.h>
@@ -135,20 +136,8 @@ static void build_model(vg_graph *g, vg_output x, vg_output *y, vg_output *predi
 static int write_data(const args_t *a, const char *dir, int nparts, bool csv) {
     vg_status st;
     int64_t di[4], dl[4];
-    int ni, nl;
-    uint8_t *pix = NULL, *lab = NULL;
-    size_t nb;
-    char ip[4096], lp[4096];
-    for (int gz = 0; gz < 2 && a->idx_dir; gz++) {
-        snprintf(ip, sizeof ip, "%s/train-images-idx3-ubyte%s", a->idx_dir, gz ? ".gz" : "");
-        snprintf(lp, sizeof lp, "%s/train-labels-idx1-ubyte%s", a->idx_dir, gz ? ".gz" : "");
-        if (access(ip, R_OK) == 0 && vg_idx_read(ip, VG_IDX_U8, di, &ni, (void **)&pix, &nb, &st) == VG_OK &&
-            vg_idx_read(lp, VG_IDX_U8, dl, &nl, (void **)&lab, &nb, &st) == VG_OK)
-            break;
-        vg_free(pix);
-        vg_free(lab);
-        pix = lab = NULL;
-    }
+    uint8_t *pix, *lab;
+    tf1_read_mnist_train(a->idx_dir, &pix, &lab, di, dl);
     int64_t n = a->num_images;
     if (pix && lab) {
         int64_t avail = di[0] < dl[0] ? di[0] : dl[0];
@@ -220,23 +209,14 @@ static int write_data(const args_t *a, const char *dir, int nparts, bool csv) {
 
 int main(int argc, char **argv) {
     args_t a = {NULL, NULL, "tfr", "/usr/share/datasets/fashion-mnist", 1, 100, 1000, 1000, 1, 2000};
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const char *k = argv[i], *v = argv[i + 1];
-        if (!strcmp(k, "--images_labels")) a.images_labels = v;
-        else if (!strcmp(k, "--model")) a.model = v;
-        else if (!strcmp(k, "--format")) a.format = v;
-        else if (!strcmp(k, "--idx_dir")) a.idx_dir = v;
-        else if (!strcmp(k, "--epochs")) a.epochs = atoll(v);
-        else if (!strcmp(k, "--batch_size")) a.batch_size = atoll(v);
-        else if (!strcmp(k, "--steps")) a.steps = atoll(v);
-        else if (!strcmp(k, "--shuffle_size")) a.shuffle_size = atoll(v);
-        else if (!strcmp(k, "--readers")) a.readers = atoll(v);
-        else if (!strcmp(k, "--num_images")) a.num_images = atoll(v);
-        else {
-            fprintf(stderr, "unknown flag %s\n", k);
-            return 2;
-        }
-    }
+    const tf1_flag flag_table[] = {
+        {"--images_labels", 's', &a.images_labels}, {"--model", 's', &a.model},
+        {"--format", 's', &a.format},               {"--idx_dir", 's', &a.idx_dir},
+        {"--epochs", 'l', &a.epochs},               {"--batch_size", 'l', &a.batch_size},
+        {"--steps", 'l', &a.steps},                 {"--shuffle_size", 'l', &a.shuffle_size},
+        {"--readers", 'l', &a.readers},             {"--num_images", 'l', &a.num_images},
+    };
+    if (tf1_parse_flag_pairs(argc, argv, flag_table, (int)(sizeof flag_table / sizeof flag_table[0]))) return 2;
     bool csv = strcmp(a.format, "csv2") == 0;
     if (!csv && strcmp(a.format, "tfr") != 0) {
         fprintf(stderr, "--format %s: must be tfr or csv2\n", a.format);
@@ -383,10 +363,6 @@ int main(int argc, char **argv) {
     vg_optimizer_free(opt);
     vg_file_writer_cache_clear();
     vg_graph_free(g);
-    if (tmp[0]) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
-    }
+    tf1_remove_tmpdir(tmp);
     return rc == VG_OK ? 0 : 1;
 }

@@ -395,6 +395,28 @@ static bool silent_fail(vg__comm_req *r, const char *what) {
     return true;
 }
 
+static void p2p_late(vg__comm_req *r, const char *what, int peer, int64_t waited_ns);
+
+/* One look of a polling wait at its clock: *t0 is when it began (0: now, and *tmo, the
+ * collective timeout in ns or 0, is read then). False, r failed, when the timeout has
+ * passed (late_fail, or p2p_late on peer for a point-to-point wait) or a peer went
+ * silent after 100 ms; otherwise true with *waited the ns since *t0. */
+static bool poll_in_time(vg__comm_req *r, const char *what, bool p2p, int peer, int64_t *t0, int64_t *tmo,
+                         int64_t *waited) {
+    int64_t now = vg__now_ns();
+    if (!*t0) {
+        *t0 = now;
+        *tmo = timeout_ns_now();
+    }
+    int64_t el = *waited = now - *t0;
+    if (*tmo > 0 && el >= *tmo) {
+        if (p2p) p2p_late(r, what, peer, el);
+        else late_fail(r, what, el);
+        return false;
+    }
+    return !(el > 100000000 && silent_fail(r, what));
+}
+
 /* Waits for n requests: spins 50 us, then yields the core between polls, then sleeps
  * 1 ms between polls after 100 ms; fails (r->code) on an MPI error or the timeout. */
 static bool poll_all(vg__comm_req *r, int n, MPI_Request *q, const char *what) {
@@ -404,18 +426,10 @@ static bool poll_all(vg__comm_req *r, int n, MPI_Request *q, const char *what) {
         if (!mpi_ok(r, MPI_Testall(n, q, &flag, MPI_STATUSES_IGNORE), what)) return false;
         if (flag) return true;
         if (iter % 64) continue;
-        int64_t now = vg__now_ns();
-        if (!t0) {
-            t0 = now;
-            tmo = timeout_ns_now();
-        }
-        if (tmo > 0 && now - t0 >= tmo) {
-            late_fail(r, what, now - t0);
-            return false;
-        }
-        if (now - t0 > 100000000 && silent_fail(r, what)) return false;
-        if (now - t0 > 100000000) pause_ns(1000000);
-        else if (now - t0 > 50000) sched_yield();
+        int64_t waited;
+        if (!poll_in_time(r, what, false, 0, &t0, &tmo, &waited)) return false;
+        if (waited > 100000000) pause_ns(1000000);
+        else if (waited > 50000) sched_yield();
     }
 }
 
@@ -488,6 +502,18 @@ static bool ring_wait(ring_state *s) {
     return ok;
 }
 
+/* Where part q lies in the buffer: its elements [a, a + count); false when that misses
+ * chunk [lo, hi), otherwise true with [x, y) the overlap. */
+static bool part_overlap(const ring_state *s, const vg__comm_part *q, int64_t lo, int64_t hi, int64_t *a, int64_t *x,
+                         int64_t *y) {
+    *a = ((char *)q->recv - (char *)s->r->buf) / (int64_t)s->es;
+    int64_t b = *a + q->count;
+    if (b <= lo || *a >= hi) return false;
+    *x = *a > lo ? *a : lo;
+    *y = b < hi ? b : hi;
+    return true;
+}
+
 /* The pieces of chunk [lo, hi) that are tensor data: part i's elements [a, b) of the
  * buffer, sent from its input (from_input) or from the buffer, or received into the
  * buffer. */
@@ -495,9 +521,8 @@ static bool ring_pieces(ring_state *s, int64_t lo, int64_t hi, bool send, bool f
     char *buf = s->r->buf;
     for (int i = 0; i < s->nparts; i++) {
         const vg__comm_part *q = &s->parts[i];
-        int64_t a = ((char *)q->recv - buf) / (int64_t)s->es, b = a + q->count;
-        if (b <= lo || a >= hi) continue;
-        int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+        int64_t a, x, y;
+        if (!part_overlap(s, q, lo, hi, &a, &x, &y)) continue;
         void *p = from_input ? (void *)((const char *)q->send + (x - a) * (int64_t)s->es) : buf + x * (int64_t)s->es;
         if (!ring_post(s, send, p, y - x, peer)) return false;
     }
@@ -516,31 +541,24 @@ static bool ring_pieces(ring_state *s, int64_t lo, int64_t hi, bool send, bool f
 typedef float ring_f32v __attribute__((vector_size(64)));
 typedef double ring_f64v __attribute__((vector_size(64)));
 
-RING_CLONES static void add_f32(float *restrict d, const float *restrict s, int64_t n, float k, bool scale) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        ring_f32v a, b;
-        memcpy(&a, d + i, sizeof a);
-        memcpy(&b, s + i, sizeof b);
-        a += b;
-        if (scale) a *= k;
-        memcpy(d + i, &a, sizeof a);
+/* One definition for both element types: NAME(d, s, n, k, scale) over T, W elements of
+ * the 64-byte vector type VT at a time. */
+#define RING_ADD_DEFINE(NAME, T, VT, W)                                                          \
+    RING_CLONES static void NAME(T *restrict d, const T *restrict s, int64_t n, T k, bool scale) { \
+        int64_t i = 0;                                                                           \
+        for (; i + (W) <= n; i += (W)) {                                                         \
+            VT a, b;                                                                             \
+            memcpy(&a, d + i, sizeof a);                                                         \
+            memcpy(&b, s + i, sizeof b);                                                         \
+            a += b;                                                                              \
+            if (scale) a *= k;                                                                   \
+            memcpy(d + i, &a, sizeof a);                                                         \
+        }                                                                                        \
+        for (; i < n; i++) d[i] = scale ? (d[i] + s[i]) * k : d[i] + s[i];                       \
     }
-    for (; i < n; i++) d[i] = scale ? (d[i] + s[i]) * k : d[i] + s[i];
-}
-
-RING_CLONES static void add_f64(double *restrict d, const double *restrict s, int64_t n, double k, bool scale) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        ring_f64v a, b;
-        memcpy(&a, d + i, sizeof a);
-        memcpy(&b, s + i, sizeof b);
-        a += b;
-        if (scale) a *= k;
-        memcpy(d + i, &a, sizeof a);
-    }
-    for (; i < n; i++) d[i] = scale ? (d[i] + s[i]) * k : d[i] + s[i];
-}
+RING_ADD_DEFINE(add_f32, float, ring_f32v, 16)
+RING_ADD_DEFINE(add_f64, double, ring_f64v, 8)
+#undef RING_ADD_DEFINE
 
 /* buf[x] += input[x] over chunk [lo, hi), times k (the mean) in the parts that scale. */
 static void ring_add(ring_state *s, int64_t lo, int64_t hi, double k) {
@@ -548,9 +566,8 @@ static void ring_add(ring_state *s, int64_t lo, int64_t hi, double k) {
     char *buf = r->buf;
     for (int i = 0; i < s->nparts; i++) {
         const vg__comm_part *q = &s->parts[i];
-        int64_t a = ((char *)q->recv - buf) / (int64_t)s->es, b = a + q->count;
-        if (b <= lo || a >= hi) continue;
-        int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+        int64_t a, x, y;
+        if (!part_overlap(s, q, lo, hi, &a, &x, &y)) continue;
         bool scale = q->scale && k != 1.0;
         if (r->dt == VG_FLOAT) add_f32((float *)buf + x, (const float *)q->send + (x - a), y - x, (float)k, scale);
         else add_f64((double *)buf + x, (const double *)q->send + (x - a), y - x, k, scale);
@@ -560,12 +577,10 @@ static void ring_add(ring_state *s, int64_t lo, int64_t hi, double k) {
 /* Compression.fp16 on the ring: [lo, hi) of the inputs as half (padding: zeros). */
 static void ring_inputs_half(const ring_state *s, int64_t lo, int64_t hi, uint16_t *h) {
     memset(h, 0, (size_t)(hi - lo) * sizeof *h);
-    char *buf = s->r->buf;
     for (int i = 0; i < s->nparts; i++) {
         const vg__comm_part *q = &s->parts[i];
-        int64_t a = ((char *)q->recv - buf) / (int64_t)s->es, b = a + q->count;
-        if (b <= lo || a >= hi) continue;
-        int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+        int64_t a, x, y;
+        if (!part_overlap(s, q, lo, hi, &a, &x, &y)) continue;
         vg__float_to_half_n((const float *)q->send + (x - a), h + (x - lo), (size_t)(y - x));
     }
 }
@@ -1255,17 +1270,9 @@ static void exec_recv(vg__comm_req *r) {
         }
         if (!r->wait) return;
         if (iter % 16) continue;
-        int64_t now = vg__now_ns();
-        if (!t0) {
-            t0 = now;
-            tmo = timeout_ns_now();
-        }
-        if (tmo > 0 && now - t0 >= tmo) {
-            p2p_late(r, "receiving a message", r->root, now - t0);
-            return;
-        }
-        if (now - t0 > 100000000 && silent_fail(r, "receiving a message")) return;
-        if (now - t0 > 2000000) pause_ns(200000); /* a peer still computing: sleep between polls */
+        int64_t waited;
+        if (!poll_in_time(r, "receiving a message", true, r->root, &t0, &tmo, &waited)) return;
+        if (waited > 2000000) pause_ns(200000); /* a peer still computing: sleep between polls */
         else sched_yield();
     }
 }
@@ -1274,12 +1281,9 @@ static void exec_flush(vg__comm_req *r) {
     int64_t t0 = vg__now_ns(), tmo = timeout_ns_now();
     while (g.npend > 0) {
         if (!progress_sends(r) || g.npend == 0) return;
-        int64_t now = vg__now_ns();
-        if (tmo > 0 && now - t0 >= tmo) {
-            p2p_late(r, "waiting for a sent message to be received", g.pdest[0], now - t0);
+        int64_t waited;
+        if (!poll_in_time(r, "waiting for a sent message to be received", true, g.pdest[0], &t0, &tmo, &waited))
             return;
-        }
-        if (now - t0 > 100000000 && silent_fail(r, "waiting for a sent message to be received")) return;
         pause_ns(200000);
     }
 }
@@ -1627,6 +1631,22 @@ static void heartbeat_setup(void) {
 }
 #endif
 
+/* The milliseconds in the environment variable name into *ms, unless it is unset or a
+ * setter has set *ms (set). false with st INVALID_ARGUMENT when it is not a whole number
+ * >= 0 (the message says what 0 means: zero_means). */
+static bool env_ms(const char *name, bool set, int64_t *ms, const char *zero_means, vg_status *st) {
+    const char *e = getenv(name);
+    if (!e || set) return true;
+    char *end = NULL;
+    long long v = strtoll(e, &end, 10);
+    if (end == e || *end || v < 0) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "%s='%s': milliseconds >= 0 expected (0: %s)", name, e, zero_means);
+        return false;
+    }
+    *ms = v;
+    return true;
+}
+
 vg_code vg_dist_init(vg_status *st) {
     pthread_mutex_lock(&g_mu);
     if (g.state == ST_UP) {
@@ -1638,27 +1658,10 @@ vg_code vg_dist_init(vg_status *st) {
         return vg_status_set(st, VG_FAILED_PRECONDITION, "vg_dist_init after vg_dist_finalize: MPI cannot start twice");
     }
     const char *var = launcher_var();
-    const char *te = getenv("VIGIL_COLLECTIVE_TIMEOUT_MS");
-    if (te && !g.timeout_set) {
-        char *end = NULL;
-        long long ms = strtoll(te, &end, 10);
-        if (end == te || *end || ms < 0) {
-            pthread_mutex_unlock(&g_mu);
-            return vg_status_set(st, VG_INVALID_ARGUMENT,
-                                 "VIGIL_COLLECTIVE_TIMEOUT_MS='%s': milliseconds >= 0 expected (0: no timeout)", te);
-        }
-        g.timeout_ms = ms;
-    }
-    const char *he = getenv("VIGIL_HEARTBEAT_TIMEOUT_MS");
-    if (he && !g.hb_timeout_set) {
-        char *end = NULL;
-        long long ms = strtoll(he, &end, 10);
-        if (end == he || *end || ms < 0) {
-            pthread_mutex_unlock(&g_mu);
-            return vg_status_set(st, VG_INVALID_ARGUMENT,
-                                 "VIGIL_HEARTBEAT_TIMEOUT_MS='%s': milliseconds >= 0 expected (0: no heartbeats)", he);
-        }
-        g.hb_timeout_ms = ms;
+    if (!env_ms("VIGIL_COLLECTIVE_TIMEOUT_MS", g.timeout_set, &g.timeout_ms, "no timeout", st) ||
+        !env_ms("VIGIL_HEARTBEAT_TIMEOUT_MS", g.hb_timeout_set, &g.hb_timeout_ms, "no heartbeats", st)) {
+        pthread_mutex_unlock(&g_mu);
+        return VG_INVALID_ARGUMENT;
     }
     g.rank = 0;
     g.size = 1;

@@ -95,13 +95,7 @@ typedef struct dims_buf {
 } dims_buf;
 
 static bool dims_push(dims_buf *d, int64_t x) {
-    if (d->n == d->cap) {
-        size_t nc = d->cap ? d->cap * 2 : 64;
-        int64_t *nv = vg__realloc(d->v, d->cap * sizeof *nv, nc * sizeof *nv);
-        if (!nv) return false;
-        d->v = nv;
-        d->cap = nc;
-    }
+    if (!vg__io_grow((void **)&d->v, &d->cap, d->n + 1, 64, sizeof *d->v)) return false;
     d->v[d->n++] = x;
     return true;
 }
@@ -355,12 +349,8 @@ vg_code vg__bundle_reader_check_data(vg__bundle_reader *r, const char *name, vg_
 /* Reads the entry's stored bytes into dst (size e->nbytes) and checks the size. */
 static vg_code read_bytes(vg__bundle_reader *r, const vg__bundle_entry *e, void *dst, char *path, size_t pn,
                           vg_status *st) {
-    if (e->shard_id >= r->num_shards)
-        return vg_status_set(st, VG_DATA_LOSS, "tensor %s: shard %d of %d in checkpoint %s", e->name, e->shard_id,
-                             r->num_shards, r->prefix);
-    vg_code c = shard_path(r, e->shard_id, path, pn, st);
+    vg_code c = check_in_shard(r, e, path, pn, st); /* the shard's path into path, its bounds */
     if (c) return c;
-    if ((c = check_in_shard(r, e, path, pn, st))) return c;
     int *fd = &r->fds[e->shard_id];
     uint8_t *p = dst;
     uint64_t got = 0;

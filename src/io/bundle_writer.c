@@ -220,13 +220,7 @@ static int64_t numel_of(const int64_t *dims, int ndims) {
 static vg_code push_entry(vg__bundle_writer *w, const char *name, int dtype, const int64_t *dims, int ndims,
                           uint64_t offset, uint32_t crc, vg_status *st) {
     if ((w->n + 1) * 2 > w->nslots && !rehash(w)) goto oom;
-    if (w->n == w->cap) {
-        size_t nc = w->cap ? w->cap * 2 : 16;
-        wentry *ne = vg__realloc(w->ents, w->cap * sizeof *ne, nc * sizeof *ne);
-        if (!ne) goto oom;
-        w->ents = ne;
-        w->cap = nc;
-    }
+    if (!vg__io_grow((void **)&w->ents, &w->cap, w->n + 1, 16, sizeof *w->ents)) goto oom;
     wentry *e = &w->ents[w->n];
     memset(e, 0, sizeof *e);
     e->name = vg__strdup(name);

@@ -72,13 +72,7 @@ vg_code vg__features_decode(const uint8_t *p, size_t n, vg__features *fs, vg_sta
         size_t vlen;
         if ((rc = map_entry(fd.data, fd.len, &f.key, &f.klen, &val, &vlen, st)) != VG_OK) return rc;
         if ((rc = vg__feature_decode(val, vlen, &f, st)) != VG_OK) return rc;
-        if (fs->n == fs->cap) {
-            size_t nc = fs->cap ? fs->cap * 2 : 16;
-            vg__feature *nv = vg__realloc(fs->v, fs->cap * sizeof *nv, nc * sizeof *nv);
-            if (!nv) return VG_OOM(st, "Example features");
-            fs->v = nv;
-            fs->cap = nc;
-        }
+        if (!vg__io_grow((void **)&fs->v, &fs->cap, fs->n + 1, 16, sizeof *fs->v)) return VG_OOM(st, "Example features");
         fs->v[fs->n++] = f;
     }
     return rc == VG_OUT_OF_RANGE ? VG_OK : rc;
@@ -134,15 +128,9 @@ static int fast_example(const uint8_t *p, size_t n, vg__features *fs, vg_status 
                 f.list_len = l;
                 q += l;
             }
-            if (fs->n == fs->cap) {
-                size_t nc = fs->cap ? fs->cap * 2 : 16;
-                vg__feature *nv = vg__realloc(fs->v, fs->cap * sizeof *nv, nc * sizeof *nv);
-                if (!nv) {
-                    VG_OOM(st, "Example features");
-                    return -1;
-                }
-                fs->v = nv;
-                fs->cap = nc;
+            if (!vg__io_grow((void **)&fs->v, &fs->cap, fs->n + 1, 16, sizeof *fs->v)) {
+                VG_OOM(st, "Example features");
+                return -1;
             }
             fs->v[fs->n++] = f;
         }
@@ -286,13 +274,8 @@ vg_code vg__seq_example_decode(const uint8_t *p, size_t n, vg__seq_example *se, 
             if (fd2.wiretype != VG__PB_LEN) return bad(st, "FeatureLists");
             vg__feature_list fl;
             if ((rc = map_entry(fd2.data, fd2.len, &fl.key, &fl.klen, &fl.data, &fl.len, st)) != VG_OK) return rc;
-            if (se->nlists == se->cap) {
-                size_t nc = se->cap ? se->cap * 2 : 8;
-                vg__feature_list *nv = vg__realloc(se->lists, se->cap * sizeof *nv, nc * sizeof *nv);
-                if (!nv) return VG_OOM(st, "SequenceExample feature lists");
-                se->lists = nv;
-                se->cap = nc;
-            }
+            if (!vg__io_grow((void **)&se->lists, &se->cap, se->nlists + 1, 8, sizeof *se->lists))
+                return VG_OOM(st, "SequenceExample feature lists");
             se->lists[se->nlists++] = fl;
         }
         if (rc != VG_OUT_OF_RANGE) return rc;
@@ -412,13 +395,7 @@ static vg_code example_add(vg_example *ex, const char *key, int kind, const void
     for (size_t i = 0; i < ex->n; i++)
         if (strcmp(ex->f[i].key, key) == 0)
             return vg_status_set(st, VG_ALREADY_EXISTS, "feature '%s' was already added", key);
-    if (ex->n == ex->cap) {
-        size_t nc = ex->cap ? ex->cap * 2 : 8;
-        built_feature *nf = vg__realloc(ex->f, ex->cap * sizeof *nf, nc * sizeof *nf);
-        if (!nf) return VG_OOM(st, "example feature");
-        ex->f = nf;
-        ex->cap = nc;
-    }
+    if (!vg__io_grow((void **)&ex->f, &ex->cap, ex->n + 1, 8, sizeof *ex->f)) return VG_OOM(st, "example feature");
     built_feature *f = &ex->f[ex->n];
     f->kind = kind;
     vg__pb_init(&f->list);
@@ -504,13 +481,8 @@ static vg_code seq_append(vg_sequence_example *se, const char *key, int kind, co
     if (f && f->kind != kind)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "feature list '%s' holds another kind of feature", key);
     if (!f) {
-        if (se->nlists == se->cap) {
-            size_t nc = se->cap ? se->cap * 2 : 8;
-            built_feature *nf = vg__realloc(se->lists, se->cap * sizeof *nf, nc * sizeof *nf);
-            if (!nf) return VG_OOM(st, "feature list");
-            se->lists = nf;
-            se->cap = nc;
-        }
+        if (!vg__io_grow((void **)&se->lists, &se->cap, se->nlists + 1, 8, sizeof *se->lists))
+            return VG_OOM(st, "feature list");
         f = &se->lists[se->nlists];
         f->kind = kind;
         vg__pb_init(&f->list);

@@ -45,6 +45,17 @@ vg_code vg__io_errno_code(int err) {
     }
 }
 
+bool vg__io_grow(void **arr, size_t *cap, size_t need, size_t first, size_t elem) {
+    if (need <= *cap) return true;
+    size_t nc = *cap ? *cap * 2 : first;
+    while (nc < need) nc *= 2;
+    void *n = vg__realloc(*arr, *cap * elem, nc * elem);
+    if (!n) return false;
+    *arr = n;
+    *cap = nc;
+    return true;
+}
+
 vg_code vg__io_errno_status(vg_status *st, int err, const char *what, const char *path) {
     return vg_status_set(st, vg__io_errno_code(err), "%s %s: %s", what, path, strerror(err));
 }
@@ -138,6 +149,15 @@ vg_code vg__io_read_file(const char *path, uint8_t **data, size_t *len, vg_statu
     vg_code c = read_fd(fd, path, data, len, st);
     close(fd);
     return c;
+}
+
+vg_code vg__io_read_path(const char *fn, const char *path, uint8_t **data, size_t *len, vg_status *st) {
+    if (!path) {
+        *data = NULL;
+        *len = 0;
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: NULL path", fn);
+    }
+    return vg__io_read_file(path, data, len, st);
 }
 
 FILE *vg__io_fopen_regular(const char *path, vg_status *st) {

@@ -44,6 +44,11 @@ VG_HIDDEN size_t vg__io_dtype_size(int dtype);
 /* Most dimensions a bundle entry or IDX file may have in vigil. */
 #define VG__IO_MAX_DIMS 32
 
+/* Grows a dynamic array *arr of *cap elements of elem bytes to hold at least need:
+ * *cap becomes first (when 0) or twice *cap, doubled until it holds need; the new part
+ * is not zeroed. Returns false (array untouched) on allocation failure. In fs.c. */
+VG_HIDDEN bool vg__io_grow(void **arr, size_t *cap, size_t need, size_t first, size_t elem);
+
 /* ------------------------------------------------------------------------ */
 /* fs.c: small POSIX file helpers shared by the writers. */
 
@@ -77,6 +82,9 @@ VG_HIDDEN void vg__io_set_decode_limits(int64_t max_image_pixels, int64_t max_pn
 /* Reads a whole file into a new buffer (*data, free with vg__free; NUL-terminated one
  * past *len). Fails with NOT_FOUND (naming the file), RESOURCE_EXHAUSTED, errno codes. */
 VG_HIDDEN vg_code vg__io_read_file(const char *path, uint8_t **data, size_t *len, vg_status *st);
+/* The same for a public reader fn (named in the message): INVALID_ARGUMENT "<fn>: NULL
+ * path" for a NULL path first. */
+VG_HIDDEN vg_code vg__io_read_path(const char *fn, const char *path, uint8_t **data, size_t *len, vg_status *st);
 /* Creates "<final>.tempstate<16 hex>" with O_EXCL. *tmp_path is new (vg__free). */
 VG_HIDDEN vg_code vg__io_temp_create(const char *final_path, char **tmp_path, int *fd, vg_status *st);
 /* write() loop; errors name path. */

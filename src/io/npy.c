@@ -276,13 +276,9 @@ vg_tensor *vg_npy_parse(const void *bytes, size_t len, const char *name, vg_stat
 }
 
 vg_tensor *vg_npy_read(const char *path, vg_status *st) {
-    if (!path) {
-        vg_status_set(st, VG_INVALID_ARGUMENT, "vg_npy_read: NULL path");
-        return NULL;
-    }
-    uint8_t *data = NULL;
-    size_t len = 0;
-    if (vg__io_read_file(path, &data, &len, st)) return NULL;
+    uint8_t *data;
+    size_t len;
+    if (vg__io_read_path("vg_npy_read", path, &data, &len, st)) return NULL;
     vg_tensor *t = vg_npy_parse(data, len, path, st);
     vg__free(data);
     return t;

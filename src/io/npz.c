@@ -101,13 +101,9 @@ vg_npz *vg_npz_parse(const void *bytes, size_t len, const char *name, vg_status 
 }
 
 vg_npz *vg_npz_open(const char *path, vg_status *st) {
-    if (!path) {
-        vg_status_set(st, VG_INVALID_ARGUMENT, "vg_npz_open: NULL path");
-        return NULL;
-    }
-    uint8_t *data = NULL;
-    size_t len = 0;
-    if (vg__io_read_file(path, &data, &len, st)) return NULL;
+    uint8_t *data;
+    size_t len;
+    if (vg__io_read_path("vg_npz_open", path, &data, &len, st)) return NULL;
     return npz_from(data, len, path, st);
 }
 

@@ -493,13 +493,9 @@ vg_pickle_dict *vg_pickle_dict_parse(const void *bytes, size_t len, const char *
 }
 
 vg_pickle_dict *vg_pickle_dict_read(const char *path, vg_status *st) {
-    if (!path) {
-        vg_status_set(st, VG_INVALID_ARGUMENT, "vg_pickle_dict_read: NULL path");
-        return NULL;
-    }
-    uint8_t *data = NULL;
-    size_t len = 0;
-    if (vg__io_read_file(path, &data, &len, st)) return NULL;
+    uint8_t *data;
+    size_t len;
+    if (vg__io_read_path("vg_pickle_dict_read", path, &data, &len, st)) return NULL;
     vg_pickle_dict *d = vg_pickle_dict_parse(data, len, path, st);
     vg__free(data);
     return d;

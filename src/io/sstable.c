@@ -313,17 +313,6 @@ static vg_code corrupt(const vg__sstable *t, vg_status *st, const char *what) {
     return vg_status_set(st, VG_DATA_LOSS, "corrupted table %s: %s", t->name, what);
 }
 
-static bool grow(void **arr, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return true;
-    size_t nc = *cap ? *cap * 2 : 16;
-    while (nc < need) nc *= 2;
-    void *n = vg__realloc(*arr, *cap * elem, nc * elem);
-    if (!n) return false;
-    *arr = n;
-    *cap = nc;
-    return true;
-}
-
 /* Reads the block at (off, size): checks the trailer, decompresses type 1. */
 static vg_code read_block(vg__sstable *t, uint64_t off, uint64_t size, const uint8_t **p, size_t *n,
                           vg_status *st) {
@@ -339,7 +328,7 @@ static vg_code read_block(vg__sstable *t, uint64_t off, uint64_t size, const uin
         return VG_OK;
     }
     if (type != 1) return corrupt(t, st, "unknown block compression type");
-    if (!grow((void **)&t->blocks, &t->cap_blocks, t->nblocks + 1, sizeof *t->blocks)) return VG_OOM(st, "table");
+    if (!vg__io_grow((void **)&t->blocks, &t->cap_blocks, t->nblocks + 1, 16, sizeof *t->blocks)) return VG_OOM(st, "table");
     uint8_t *raw;
     size_t rn;
     vg_code c = vg__snappy_uncompress(blk, (size_t)size, MAX_BLOCK_RAW, &raw, &rn, st);
@@ -387,7 +376,7 @@ static vg_code add_entry(vg__sstable *t, const uint8_t *key, size_t klen, const 
         if (key_cmp(t->keys.data + prev->key_off, prev->klen, key, klen) >= 0)
             return corrupt(t, st, "keys out of order");
     }
-    if (!grow((void **)&t->ents, &t->cap, t->n + 1, sizeof *t->ents)) return VG_OOM(st, "table entries");
+    if (!vg__io_grow((void **)&t->ents, &t->cap, t->n + 1, 16, sizeof *t->ents)) return VG_OOM(st, "table entries");
     entry *e = &t->ents[t->n];
     e->key_off = t->keys.len;
     e->klen = klen;

@@ -5,6 +5,7 @@
  * stops it, a FinalOpsHook for the results) and contrib's evaluate_repeatedly (the same
  * over checkpoints_iterator's new checkpoints).
  */
+#include "monitored/hooks/hooks_internal.h"
 #include "vigil/evaluation.h"
 #include "vigil/hooks.h"
 #include "vigil/saver.h"
@@ -76,17 +77,14 @@ vg_code vg_stop_after_n_evals_hook(int64_t num_evals, bool log_progress, vg_hook
     if (num_evals < -1)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "_StopAfterNEvalsHook: num_evals must be >= 0 or -1 (None), got %lld",
                              (long long)num_evals);
-    stop_evals *h = vg_calloc(1, sizeof *h);
-    if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+    stop_evals *h = vg__hk_new(out, "_StopAfterNEvalsHook", sizeof *h, vg_free, st);
+    if (!h) return VG_RESOURCE_EXHAUSTED;
     h->num_evals = num_evals;
     h->log_progress = log_progress;
     /* Reduce logging frequency if there are 20 or more evaluations. */
     h->log_frequency = num_evals < 20 ? 1 : (int64_t)floor((double)num_evals / 10.0);
-    out->name = "_StopAfterNEvalsHook";
     out->before_run = se_before;
     out->after_run = se_after;
-    out->destroy = vg_free;
-    out->payload = h;
     return VG_OK;
 }
 
@@ -316,19 +314,33 @@ static vg_code run_eval(vg_graph *g, const vg_evaluate_options *o, const char *c
     return rc;
 }
 
-vg_code vg_evaluate_once(vg_graph *g, const vg_evaluate_options *o, vg_tensor **final_values, vg_status *st) {
-    if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "evaluate_once: options are NULL");
-    const vg_hook *user_hooks = o->nhooks > 0 ? o->hooks : NULL;
-    int nuser = user_hooks ? o->nhooks : 0;
-    const char *bad = bad_options(g, o, final_values, true);
+/* The checks evaluate_once and evaluate_repeatedly (what; once for the first) begin
+ * with: INVALID_ARGUMENT for NULL options, or bad ones (the user's hooks then freed;
+ * no_dir: repeatedly's NULL checkpoint_dir). Otherwise the user's hooks in *user_hooks,
+ * *nuser, and final_values cleared. */
+static vg_code eval_begin(vg_graph *g, const char *what, const vg_evaluate_options *o, bool once, bool no_dir,
+                          vg_tensor **final_values, const vg_hook **user_hooks, int *nuser, vg_status *st) {
+    if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: options are NULL", what);
+    *user_hooks = o->nhooks > 0 ? o->hooks : NULL;
+    *nuser = *user_hooks ? o->nhooks : 0;
+    const char *bad = bad_options(g, o, final_values, once);
+    if (!bad && no_dir) bad = "checkpoint_dir is NULL";
     if (bad) {
-        free_hooks(user_hooks, nuser);
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "evaluate_once: %s", bad);
+        free_hooks(*user_hooks, *nuser);
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: %s", what, bad);
     }
     for (int i = 0; i < o->nfinal_ops; i++) final_values[i] = NULL;
+    return VG_OK;
+}
+
+vg_code vg_evaluate_once(vg_graph *g, const vg_evaluate_options *o, vg_tensor **final_values, vg_status *st) {
+    const vg_hook *user_hooks;
+    int nuser;
+    vg_code rc = eval_begin(g, "evaluate_once", o, true, false, final_values, &user_hooks, &nuser, st);
+    if (rc != VG_OK) return rc;
     vg_op **targets = NULL;
     int ntargets = 0;
-    vg_code rc = prepare_eval(g, o, user_hooks, nuser, &targets, &ntargets, st);
+    rc = prepare_eval(g, o, user_hooks, nuser, &targets, &ntargets, st);
     if (rc == VG_OK) rc = run_eval(g, o, o->checkpoint_path, user_hooks, nuser, targets, ntargets, final_values, st);
     free_hooks(user_hooks, nuser);
     vg_free(targets);
@@ -368,19 +380,14 @@ vg_code vg_evaluate_repeatedly(vg_graph *g, const char *checkpoint_dir, const vg
                                double eval_interval_secs, int64_t max_number_of_evaluations, double timeout,
                                vg_tensor **final_values, int64_t *num_evaluations, vg_status *st) {
     if (num_evaluations) *num_evaluations = 0;
-    if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "evaluate_repeatedly: options are NULL");
-    const vg_hook *user_hooks = o->nhooks > 0 ? o->hooks : NULL;
-    int nuser = user_hooks ? o->nhooks : 0;
-    const char *bad = bad_options(g, o, final_values, false);
-    if (!bad && !checkpoint_dir) bad = "checkpoint_dir is NULL";
-    if (bad) {
-        free_hooks(user_hooks, nuser);
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "evaluate_repeatedly: %s", bad);
-    }
-    for (int i = 0; i < o->nfinal_ops; i++) final_values[i] = NULL;
+    const vg_hook *user_hooks;
+    int nuser;
+    vg_code rc = eval_begin(g, "evaluate_repeatedly", o, false, !checkpoint_dir, final_values, &user_hooks, &nuser,
+                            st);
+    if (rc != VG_OK) return rc;
     vg_op **targets = NULL;
     int ntargets = 0;
-    vg_code rc = prepare_eval(g, o, user_hooks, nuser, &targets, &ntargets, st);
+    rc = prepare_eval(g, o, user_hooks, nuser, &targets, &ntargets, st);
     char last[4096] = "", path[4096];
     int64_t n = 0;
     while (rc == VG_OK) {

@@ -64,21 +64,25 @@ vg_code vg_gan_run_train_ops_hook(const vg_output *train_ops, int ntrain_ops, in
     return VG_OK;
 }
 
-static vg_code check_ops(const vg_gan_train_ops *ops, const vg_gan_train_steps *steps, vg_status *st) {
+/* What get_sequential_train_hooks and get_joint_train_hooks (what) check first: out
+ * (n hooks, zeroed here), the ops and the steps; *s the steps (1 and 1 by default). */
+static vg_code check_ops(const char *what, const vg_gan_train_ops *ops, const vg_gan_train_steps *steps,
+                         vg_hook *out, int n, vg_gan_train_steps *s, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: out is NULL", what);
+    memset(out, 0, (size_t)n * sizeof *out);
     if (!ops || !ops->generator_train_op.op || !ops->discriminator_train_op.op)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "GAN train hooks: built GAN train ops are required");
     if (steps && (steps->generator_train_steps < 0 || steps->discriminator_train_steps < 0))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "GANTrainSteps must not be negative");
+    *s = steps ? *steps : (vg_gan_train_steps){1, 1};
     return VG_OK;
 }
 
 vg_code vg_gan_sequential_train_hooks(const vg_gan_train_ops *ops, const vg_gan_train_steps *steps, vg_hook out[2],
                                       vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "get_sequential_train_hooks: out is NULL");
-    memset(out, 0, 2 * sizeof *out);
-    vg_code c = check_ops(ops, steps, st);
+    vg_gan_train_steps s;
+    vg_code c = check_ops("get_sequential_train_hooks", ops, steps, out, 2, &s, st);
     if (c) return c;
-    vg_gan_train_steps s = steps ? *steps : (vg_gan_train_steps){1, 1};
     c = vg_gan_run_train_ops_hook(&ops->generator_train_op, 1, s.generator_train_steps, &out[0], st);
     if (!c) c = vg_gan_run_train_ops_hook(&ops->discriminator_train_op, 1, s.discriminator_train_steps, &out[1], st);
     if (c) vg_hook_free(&out[0]);
@@ -87,11 +91,9 @@ vg_code vg_gan_sequential_train_hooks(const vg_gan_train_ops *ops, const vg_gan_
 
 vg_code vg_gan_joint_train_hooks(const vg_gan_train_ops *ops, const vg_gan_train_steps *steps, vg_hook out[3],
                                  vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "get_joint_train_hooks: out is NULL");
-    memset(out, 0, 3 * sizeof *out);
-    vg_code c = check_ops(ops, steps, st);
+    vg_gan_train_steps s;
+    vg_code c = check_ops("get_joint_train_hooks", ops, steps, out, 3, &s, st);
     if (c) return c;
-    vg_gan_train_steps s = steps ? *steps : (vg_gan_train_steps){1, 1};
     int both = s.generator_train_steps < s.discriminator_train_steps ? s.generator_train_steps
                                                                      : s.discriminator_train_steps;
     vg_output gd[2] = {ops->generator_train_op, ops->discriminator_train_op};

@@ -4,6 +4,7 @@
  * tuple-loss defaults of tuple_losses_impl.py), gan_loss and gan_train_ops. The hooks and
  * gan_train are src/monitored/gan_train.c.
  */
+#include "train_util.h"
 #include "vigil/gan.h"
 #include "vigil/ops.h"
 #include "vigil/gradients.h"
@@ -503,15 +504,7 @@ static vg_output create_train_op(vg_graph *g, vg_output loss, vg_optimizer *opt,
         free(grads);
         return NONE;
     }
-    if (o->clip_gradient_norm > 0) {
-        vg_graph_push_scope(g, "clip_grads");
-        for (int i = 0; i < nvars; i++) {
-            if (!grads[i].op) continue;
-            vg_output c = vg_const_fill(g, vg_output_dtype(grads[i]), NULL, 0, o->clip_gradient_norm, "clip_norm");
-            grads[i] = vg_clip_by_norm(g, grads[i], c, NULL, -1, NULL);
-        }
-        vg_graph_pop_scope(g);
-    }
+    if (o->clip_gradient_norm > 0) vg__train_clip_gradients(g, grads, nvars, o->clip_gradient_norm);
     vg_op *apply = vg_optimizer_apply_gradients(opt, g, grads, vars, nvars, NONE, NULL);
     free(grads);
     if (!apply) {

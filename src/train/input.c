@@ -24,9 +24,7 @@
  * component, the name to give that op from the enclosing scope. */
 static void open_scope(vg_graph *g, const char *name, char *full, size_t len, const char **base) {
     vg_graph_unique_name(g, name, full, len);
-    char s[1100];
-    snprintf(s, sizeof s, "%s/", full);
-    vg_graph_push_scope(g, s);
+    vg__train_push_verbatim(g, full);
     const char *slash = strrchr(full, '/');
     *base = slash ? slash + 1 : full;
 }
@@ -49,6 +47,27 @@ static vg_output limit_epochs(vg_graph *g, vg_output tensor, int64_t num_epochs)
     vg_output out = vg_identity(g, tensor, base);
     vg_graph_pop_control_deps(g);
     return out;
+}
+
+/* The rest of TF's input_producer, inside the producer's scope full (pushed; popped
+ * here): x (dtype dt) shuffled, limited to num_epochs, then enqueue_many'd into a
+ * FIFOQueue named base (a queue runner added for it). The queue, or a NULL op. */
+static vg_output input_producer(vg_graph *g, vg_output x, vg_dtype dt, bool shuffle, int64_t seed,
+                                int64_t num_epochs, int capacity, const char *full, const char *base) {
+    if (shuffle) {
+        int64_t s1, s2;
+        vg_graph_get_seed(g, seed, &s1, &s2);
+        x = vg_random_shuffle(g, x, s1, s2, "RandomShuffle");
+    }
+    if (num_epochs > 0) x = limit_epochs(g, x, num_epochs);
+    vg_graph_pop_scope(g);
+    vg_shape elem = vg_shape_make(NULL, 0);
+    vg_output q = vg_fifo_queue(g, &dt, &elem, 1, capacity, base);
+    vg__train_push_verbatim(g, full);
+    vg_op *enq = vg_queue_enqueue_many(g, q, &x, 1, NULL);
+    if (enq) vg_add_queue_runner(g, q, &enq, 1);
+    vg_graph_pop_scope(g);
+    return enq ? q : (vg_output){NULL, 0};
 }
 
 vg_output vg_range_input_producer(vg_graph *g, int64_t limit, int64_t num_epochs, bool shuffle, int64_t seed,
@@ -76,21 +95,7 @@ vg_output vg_range_input_producer(vg_graph *g, int64_t limit, int64_t num_epochs
     vg_output delta = vg_const_fill(g, dt, NULL, 0, 1, "delta");
     vg_graph_pop_scope(g);
     vg_output x = vg_range(g, start, lim, delta, "range");
-    if (shuffle) {
-        int64_t s1, s2;
-        vg_graph_get_seed(g, seed, &s1, &s2);
-        x = vg_random_shuffle(g, x, s1, s2, "RandomShuffle");
-    }
-    if (num_epochs > 0) x = limit_epochs(g, x, num_epochs);
-    vg_graph_pop_scope(g);
-    vg_shape elem = vg_shape_make(NULL, 0);
-    vg_output q = vg_fifo_queue(g, &dt, &elem, 1, capacity, base);
-    snprintf(rng, sizeof rng, "%s/", full);
-    vg_graph_push_scope(g, rng);
-    vg_op *enq = vg_queue_enqueue_many(g, q, &x, 1, NULL);
-    if (enq) vg_add_queue_runner(g, q, &enq, 1);
-    vg_graph_pop_scope(g);
-    return enq ? q : fail;
+    return input_producer(g, x, dt, shuffle, seed, num_epochs, capacity, full, base);
 }
 
 /* _shapes(): every tensor's shape (without the batch dim for enqueue_many) must be
@@ -251,7 +256,7 @@ vg_output vg_string_input_producer(vg_graph *g, vg_output string_tensor, int64_t
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "num_epochs must be > 0 not %lld.", (long long)num_epochs);
         return fail;
     }
-    char full[1024], sc[1100];
+    char full[1024];
     const char *base;
     open_scope(g, name ? name : "input_producer", full, sizeof full, &base);
     vg_output size = vg_size(g, string_tensor, "Size");
@@ -266,22 +271,7 @@ vg_output vg_string_input_producer(vg_graph *g, vg_output string_tensor, int64_t
         x = vg_identity(g, string_tensor, "Identity");
         vg_graph_pop_control_deps(g);
     }
-    if (shuffle) {
-        int64_t s1, s2;
-        vg_graph_get_seed(g, seed, &s1, &s2);
-        x = vg_random_shuffle(g, x, s1, s2, "RandomShuffle");
-    }
-    if (num_epochs > 0) x = limit_epochs(g, x, num_epochs);
-    vg_graph_pop_scope(g);
-    vg_dtype dt = VG_STRING;
-    vg_shape elem = vg_shape_make(NULL, 0);
-    vg_output q = vg_fifo_queue(g, &dt, &elem, 1, capacity, base);
-    snprintf(sc, sizeof sc, "%s/", full);
-    vg_graph_push_scope(g, sc);
-    vg_op *enq = vg_queue_enqueue_many(g, q, &x, 1, NULL);
-    if (enq) vg_add_queue_runner(g, q, &enq, 1);
-    vg_graph_pop_scope(g);
-    return enq ? q : fail;
+    return input_producer(g, x, VG_STRING, shuffle, seed, num_epochs, capacity, full, base);
 }
 
 vg_code vg_batch_ex(vg_graph *g, const vg_output *tensors, int n, int batch_size, int num_threads, int capacity,

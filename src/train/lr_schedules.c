@@ -31,12 +31,19 @@ static bool need_step(vg_graph *g, vg_output step, const char *what) {
     return false;
 }
 
+/* The start of a decay schedule: TF's name_scope(name, def) opened into *s (the caller
+ * pops it), and the schedule's "initial_learning_rate" constant, which it returns. */
+static vg_output schedule_open(vg_graph *g, const char *name, const char *def, double learning_rate,
+                               vg__train_scope *s) {
+    vg__train_scope_open(g, name, def, s);
+    return f32(g, learning_rate, "initial_learning_rate");
+}
+
 /* ExponentialDecay; decay_rate_t {NULL} makes the Const "Cast_1/x" from decay_rate. */
 static vg_output exp_decay(vg_graph *g, double lr, vg_output step, double decay_steps, double decay_rate,
                            vg_output decay_rate_t, bool staircase, const char *name) {
     vg__train_scope s;
-    vg__train_scope_open(g, name, "ExponentialDecay", &s);
-    vg_output ilr = f32(g, lr, "initial_learning_rate");
+    vg_output ilr = schedule_open(g, name, "ExponentialDecay", lr, &s);
     vg_output ds = f32(g, decay_steps, "Cast/x");
     if (!decay_rate_t.op) decay_rate_t = f32(g, decay_rate, "Cast_1/x");
     vg_output gs = cast_step(g, step, "Cast_2");
@@ -112,8 +119,7 @@ vg_output vg_polynomial_decay(vg_graph *g, double learning_rate, vg_output globa
                               double end_learning_rate, double power, bool cycle, const char *name) {
     if (!need_step(g, global_step, "polynomial_decay")) return vg_out(NULL, 0);
     vg__train_scope s;
-    vg__train_scope_open(g, name, "PolynomialDecay", &s);
-    vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
+    vg_output ilr = schedule_open(g, name, "PolynomialDecay", learning_rate, &s);
     vg_output end = f32(g, end_learning_rate, "Cast/x");
     vg_output pw = f32(g, power, "Cast_1/x");
     vg_output gs = cast_step(g, global_step, "Cast_2");
@@ -137,8 +143,7 @@ vg_output vg_inverse_time_decay(vg_graph *g, double learning_rate, vg_output glo
                                 double decay_rate, bool staircase, const char *name) {
     if (!need_step(g, global_step, "inverse_time_decay")) return vg_out(NULL, 0);
     vg__train_scope s;
-    vg__train_scope_open(g, name, "InverseTimeDecay", &s);
-    vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
+    vg_output ilr = schedule_open(g, name, "InverseTimeDecay", learning_rate, &s);
     vg_output ds = f32(g, decay_steps, "Cast/x"), dr = f32(g, decay_rate, "Cast_1/x");
     vg_output gs = cast_step(g, global_step, "Cast_2");
     vg_output p = vg_div(g, gs, ds, "truediv");
@@ -154,8 +159,7 @@ vg_output vg_cosine_decay(vg_graph *g, double learning_rate, vg_output global_st
                           const char *name) {
     if (!need_step(g, global_step, "cosine_decay")) return vg_out(NULL, 0);
     vg__train_scope s;
-    vg__train_scope_open(g, name, "CosineDecay", &s);
-    vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
+    vg_output ilr = schedule_open(g, name, "CosineDecay", learning_rate, &s);
     vg_output ds = f32(g, decay_steps, "Cast/x");
     vg_output gs = vg_minimum(g, cast_step(g, global_step, "Cast_1"), ds, "Minimum");
     vg_output frac = vg_div(g, gs, ds, "truediv");
@@ -173,8 +177,7 @@ vg_output vg_cosine_decay_restarts(vg_graph *g, double learning_rate, vg_output 
                                    double t_mul, double m_mul, double alpha, const char *name) {
     if (!need_step(g, global_step, "cosine_decay_restarts")) return vg_out(NULL, 0);
     vg__train_scope s;
-    vg__train_scope_open(g, name, "SGDRDecay", &s);
-    vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
+    vg_output ilr = schedule_open(g, name, "SGDRDecay", learning_rate, &s);
     vg_output fds = f32(g, first_decay_steps, "Cast/x");
     vg_output gs = cast_step(g, global_step, "Cast_3");
     vg_output frac = vg_div(g, gs, fds, "truediv");
@@ -207,8 +210,7 @@ vg_output vg_linear_cosine_decay(vg_graph *g, double learning_rate, vg_output gl
                                  double num_periods, double alpha, double beta, const char *name) {
     if (!need_step(g, global_step, "linear_cosine_decay")) return vg_out(NULL, 0);
     vg__train_scope s;
-    vg__train_scope_open(g, name, "LinearCosineDecay", &s);
-    vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
+    vg_output ilr = schedule_open(g, name, "LinearCosineDecay", learning_rate, &s);
     vg_output ds = f32(g, decay_steps, "Cast/x");
     vg_output gs = vg_minimum(g, cast_step(g, global_step, "Cast_4"), ds, "Minimum");
     vg_output linear = vg_div(g, vg_sub(g, ds, gs, "sub"), ds, "truediv");
@@ -232,8 +234,7 @@ vg_output vg_noisy_linear_cosine_decay(vg_graph *g, double learning_rate, vg_out
     int64_t s1, s2;
     vg_graph_get_seed(g, seed, &s1, &s2);
     vg__train_scope s;
-    vg__train_scope_open(g, name, "NoisyLinearCosineDecay", &s);
-    vg_output ilr = f32(g, learning_rate, "initial_learning_rate");
+    vg_output ilr = schedule_open(g, name, "NoisyLinearCosineDecay", learning_rate, &s);
     vg_output ds = f32(g, decay_steps, "Cast/x");
     vg_output gs = vg_minimum(g, cast_step(g, global_step, "Cast_6"), ds, "Minimum");
     vg_output linear = vg_div(g, vg_sub(g, ds, gs, "sub"), ds, "truediv");

@@ -29,9 +29,15 @@ static vg_metric fail(void) { return (vg_metric){{NULL, 0}, {NULL, 0}}; }
 static const vg_metric_opts DEFAULTS = {0};
 
 /* variable_scope(name, default): pushes the name made unique (and marked used, so the
- * next metric gets "<name>_1"); full gets it. */
-static void scope_open(vg_graph *g, const char *name, const char *def, char *full, size_t len) {
-    snprintf(full, len, "%s", vg_graph_push_scope(g, name ? name : def));
+ * next metric gets "<name>_1"). */
+static void scope_open(vg_graph *g, const char *name, const char *def) { vg_graph_push_scope(g, name ? name : def); }
+
+/* A metric's options (opts, or the defaults), its variable scope (o->name, else def)
+ * opened by scope_open; the caller pops it. */
+static const vg_metric_opts *metric_scope(vg_graph *g, const vg_metric_opts *opts, const char *def) {
+    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
+    scope_open(g, o->name, def);
+    return o;
 }
 
 static bool ok(vg_graph *g) { return vg_graph_status(g, NULL) == VG_OK; }
@@ -167,8 +173,7 @@ static vg_metric mean_body(vg_graph *g, vg_output values, const vg_metric_opts *
 }
 
 static vg_metric scoped_mean(vg_graph *g, vg_output values, const vg_metric_opts *o, const char *def) {
-    char full[NAME_LEN];
-    scope_open(g, o->name, def, full, sizeof full);
+    scope_open(g, o->name, def);
     vg_metric m = mean_body(g, values, o);
     vg_graph_pop_scope(g);
     return m;
@@ -188,9 +193,7 @@ static bool prepare_pair(vg_graph *g, const char *what, vg_output *labels, vg_ou
 
 vg_metric vg_metrics_accuracy(vg_graph *g, vg_output labels, vg_output predictions, const vg_metric_opts *opts) {
     if (!have_graph(g, "accuracy", labels, predictions, true)) return fail();
-    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    char full[NAME_LEN];
-    scope_open(g, o->name, "accuracy", full, sizeof full);
+    const vg_metric_opts *o = metric_scope(g, opts, "accuracy");
     vg_metric m = fail();
     if (prepare_pair(g, "accuracy", &labels, &predictions)) {
         predictions = cast_to(g, predictions, vg_output_dtype(labels), NULL);
@@ -204,9 +207,7 @@ vg_metric vg_metrics_accuracy(vg_graph *g, vg_output labels, vg_output predictio
 static vg_metric error_metric(vg_graph *g, vg_output labels, vg_output predictions, const vg_metric_opts *opts,
                               const char *def, bool squared) {
     if (!have_graph(g, def, labels, predictions, true)) return fail();
-    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    char full[NAME_LEN];
-    scope_open(g, o->name, def, full, sizeof full);
+    const vg_metric_opts *o = metric_scope(g, opts, def);
     vg_metric m = fail();
     if (prepare_pair(g, def, &labels, &predictions)) {
         predictions = cast_to(g, predictions, VG_FLOAT, NULL);
@@ -252,9 +253,7 @@ vg_metric vg_metrics_mean_relative_error(vg_graph *g, vg_output labels, vg_outpu
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: normalizer is NULL", def);
         return fail();
     }
-    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    char full[NAME_LEN];
-    scope_open(g, o->name, def, full, sizeof full);
+    const vg_metric_opts *o = metric_scope(g, opts, def);
     vg_metric m = fail();
     if (prepare_pair(g, def, &labels, &predictions) && check_compatible(g, def, normalizer, predictions)) {
         predictions = cast_to(g, predictions, VG_FLOAT, NULL);
@@ -320,8 +319,7 @@ vg_metric vg_metrics_mean_tensor(vg_graph *g, vg_output values, const vg_metric_
                            vg_shape_str(&sv, b, sizeof b));
         return fail();
     }
-    char full[NAME_LEN];
-    scope_open(g, o->name, def, full, sizeof full);
+    scope_open(g, o->name, def);
     vg_metric m = fail();
     vg_output v = cast_to(g, values, VG_FLOAT, NULL);
     vg_variable total = metric_var(g, "total_tensor", VG_FLOAT, sv.dims, sv.ndims);
@@ -357,9 +355,7 @@ vg_metric vg_metrics_mean_per_class_accuracy(vg_graph *g, vg_output labels, vg_o
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: num_classes must be positive, got %d", what, num_classes);
         return fail();
     }
-    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    char full[NAME_LEN];
-    scope_open(g, o->name, "mean_accuracy", full, sizeof full);
+    const vg_metric_opts *o = metric_scope(g, opts, "mean_accuracy");
     vg_metric m = fail();
     int64_t flat = -1, nc = num_classes;
     vg_output l = cast_to(g, labels, VG_INT64, NULL), p = predictions;
@@ -443,9 +439,7 @@ static vg_metric count_metric(vg_graph *g, cond_kind k, vg_output labels, vg_out
                               const vg_metric_opts *opts) {
     const char *what = COND_NAME[k];
     if (!have_graph(g, what, labels, predictions, true)) return fail();
-    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    char full[NAME_LEN];
-    scope_open(g, o->name, what, full, sizeof full);
+    const vg_metric_opts *o = metric_scope(g, opts, what);
     vg_metric m = fail();
     predictions = to_bool(g, predictions);
     labels = to_bool(g, labels);
@@ -481,9 +475,7 @@ static vg_output ratio_or_zero(vg_graph *g, vg_output tp, vg_output other, const
 static vg_metric pr_metric(vg_graph *g, vg_output labels, vg_output predictions, const vg_metric_opts *opts,
                            const char *def, cond_kind other) {
     if (!have_graph(g, def, labels, predictions, true)) return fail();
-    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    char full[NAME_LEN];
-    scope_open(g, o->name, def, full, sizeof full);
+    const vg_metric_opts *o = metric_scope(g, opts, def);
     vg_metric m = fail();
     predictions = to_bool(g, predictions);
     labels = to_bool(g, labels);
@@ -577,23 +569,39 @@ static bool confusion_at_thresholds(vg_graph *g, vg_output labels, vg_output pre
     return ok(g);
 }
 
-static vg_metric at_thresholds(vg_graph *g, cond_kind k, vg_output labels, vg_output predictions,
-                               const double *thresholds, int nt, const vg_metric_opts *opts) {
-    const char *what = COND_NAME[k];
+typedef vg_metric (*thresholds_finish_fn)(vg_graph *g, const vg_metric_opts *o, const vg_output values[4],
+                                          const vg_output updates[4], int arg);
+
+/* The *_at_thresholds metrics: the checks (errors named "<what><suffix>"), the scope
+ * o->name or what, the confusion counts in includes, then fin(..., arg) makes the
+ * metric of them. */
+static vg_metric thresholds_metric(vg_graph *g, const char *what, const char *suffix, vg_output labels,
+                                   vg_output predictions, const double *thresholds, int nt,
+                                   const vg_metric_opts *opts, unsigned includes, thresholds_finish_fn fin, int arg) {
     if (!have_graph(g, what, labels, predictions, true)) return fail();
     if (!thresholds || nt < 1) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s_at_thresholds: needs at least one threshold, got %d", what, nt);
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s%s: needs at least one threshold, got %d", what, suffix, nt);
         return fail();
     }
-    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    char full[NAME_LEN];
-    scope_open(g, o->name, what, full, sizeof full);
+    const vg_metric_opts *o = metric_scope(g, opts, what);
     vg_output values[4] = {{0}}, updates[4] = {{0}};
     vg_metric m = fail();
-    if (confusion_at_thresholds(g, labels, predictions, thresholds, nt, o->weights, 1u << k, values, updates))
-        m = finish(g, o, vg_identity(g, values[k], "Identity"), updates[k]);
+    if (confusion_at_thresholds(g, labels, predictions, thresholds, nt, o->weights, includes, values, updates))
+        m = fin(g, o, values, updates, arg);
     vg_graph_pop_scope(g);
     return m;
+}
+
+/* true_positives_at_thresholds and the like: the count of kind k. */
+static vg_metric count_finish(vg_graph *g, const vg_metric_opts *o, const vg_output values[4],
+                              const vg_output updates[4], int k) {
+    return finish(g, o, vg_identity(g, values[k], "Identity"), updates[k]);
+}
+
+static vg_metric at_thresholds(vg_graph *g, cond_kind k, vg_output labels, vg_output predictions,
+                               const double *thresholds, int nt, const vg_metric_opts *opts) {
+    return thresholds_metric(g, COND_NAME[k], "_at_thresholds", labels, predictions, thresholds, nt, opts, 1u << k,
+                             count_finish, (int)k);
 }
 
 vg_metric vg_metrics_true_positives_at_thresholds(vg_graph *g, vg_output labels, vg_output predictions,
@@ -619,34 +627,25 @@ vg_metric vg_metrics_false_negatives_at_thresholds(vg_graph *g, vg_output labels
 
 /* precision_at_thresholds / recall_at_thresholds: tp / (1e-7 + tp + other), named
  * "precision_value" / "precision_update_op" (recall_...). */
+static vg_metric pr_finish(vg_graph *g, const vg_metric_opts *o, const vg_output values[4],
+                           const vg_output updates[4], int recall) {
+    cond_kind other = recall ? FN : FP;
+    const char *pre = recall ? "recall" : "precision";
+    char vn[64], un[64];
+    snprintf(vn, sizeof vn, "%s_value", pre);
+    snprintf(un, sizeof un, "%s_update_op", pre);
+    vg_output eps = vg_const_f32(g, 1e-7f, "add/x");
+    vg_output value = vg_div(g, values[TP], vg_add(g, vg_add(g, eps, values[TP], "add"), values[other], "add_1"), vn);
+    vg_output update =
+        vg_div(g, updates[TP], vg_add(g, vg_add(g, eps, updates[TP], "add_2"), updates[other], "add_3"), un);
+    return finish(g, o, value, update);
+}
+
 static vg_metric pr_at_thresholds(vg_graph *g, vg_output labels, vg_output predictions, const double *thresholds,
                                   int nt, const vg_metric_opts *opts, bool recall) {
     const char *what = recall ? "recall_at_thresholds" : "precision_at_thresholds";
-    if (!have_graph(g, what, labels, predictions, true)) return fail();
-    if (!thresholds || nt < 1) {
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s: needs at least one threshold, got %d", what, nt);
-        return fail();
-    }
-    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    char full[NAME_LEN];
-    scope_open(g, o->name, what, full, sizeof full);
-    vg_output values[4] = {{0}}, updates[4] = {{0}};
-    vg_metric m = fail();
-    cond_kind other = recall ? FN : FP;
-    if (confusion_at_thresholds(g, labels, predictions, thresholds, nt, o->weights, (1u << TP) | (1u << other),
-                                values, updates)) {
-        const char *pre = recall ? "recall" : "precision";
-        char vn[64], un[64];
-        snprintf(vn, sizeof vn, "%s_value", pre);
-        snprintf(un, sizeof un, "%s_update_op", pre);
-        vg_output eps = vg_const_f32(g, 1e-7f, "add/x");
-        vg_output value = vg_div(g, values[TP], vg_add(g, vg_add(g, eps, values[TP], "add"), values[other], "add_1"), vn);
-        vg_output update =
-            vg_div(g, updates[TP], vg_add(g, vg_add(g, eps, updates[TP], "add_2"), updates[other], "add_3"), un);
-        m = finish(g, o, value, update);
-    }
-    vg_graph_pop_scope(g);
-    return m;
+    return thresholds_metric(g, what, "", labels, predictions, thresholds, nt, opts,
+                             (1u << TP) | (1u << (recall ? FN : FP)), pr_finish, recall);
 }
 
 vg_metric vg_metrics_precision_at_thresholds(vg_graph *g, vg_output labels, vg_output predictions,
@@ -722,9 +721,7 @@ vg_metric vg_metrics_auc(vg_graph *g, vg_output labels, vg_output predictions, i
     thr[0] = 0.0 - kepsilon;
     for (int i = 0; i < num_thresholds - 2; i++) thr[i + 1] = (i + 1) * 1.0 / (num_thresholds - 1);
     thr[num_thresholds - 1] = 1.0 + kepsilon;
-    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    char full[NAME_LEN];
-    scope_open(g, o->name, "auc", full, sizeof full);
+    const vg_metric_opts *o = metric_scope(g, opts, "auc");
     vg_output values[4] = {{0}}, updates[4] = {{0}};
     vg_metric m = fail();
     if (confusion_at_thresholds(g, labels, predictions, thr, num_thresholds, o->weights, 0xFu, values, updates)) {
@@ -785,9 +782,7 @@ static vg_metric rate_metric(vg_graph *g, vg_output labels, vg_output prediction
     thr[0] = 0.0 - kepsilon;
     for (int i = 0; i < num_thresholds - 2; i++) thr[i + 1] = (i + 1) * 1.0 / (num_thresholds - 1);
     thr[num_thresholds - 1] = 1.0 + kepsilon;
-    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    char full[NAME_LEN];
-    scope_open(g, o->name, what, full, sizeof full);
+    const vg_metric_opts *o = metric_scope(g, opts, what);
     vg_output values[4] = {{0}}, updates[4] = {{0}};
     vg_metric m = fail();
     if (confusion_at_thresholds(g, labels, predictions, thr, num_thresholds, o->weights, 0xFu, values, updates)) {
@@ -820,9 +815,7 @@ vg_metric vg_metrics_mean_iou(vg_graph *g, vg_output labels, vg_output predictio
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "mean_iou: num_classes must be positive, got %d", num_classes);
         return fail();
     }
-    const vg_metric_opts *o = opts ? opts : &DEFAULTS;
-    char full[NAME_LEN];
-    scope_open(g, o->name, "mean_iou", full, sizeof full);
+    const vg_metric_opts *o = metric_scope(g, opts, "mean_iou");
     vg_metric m = fail();
     if (!check_compatible(g, "mean_iou", predictions, labels)) goto done;
     int64_t nc = num_classes, dims[2] = {nc, nc};

@@ -235,13 +235,6 @@ const char *vg_optimizer_name(const vg_optimizer *opt) {
     return opt ? opt->name : "";
 }
 
-
-static void push_verbatim(vg_graph *g, const char *full) {
-    char buf[NAME_MAX_LEN + 2];
-    snprintf(buf, sizeof buf, "%s/", full);
-    vg_graph_push_scope(g, buf);
-}
-
 /* ------------------------------------------------------------------------ */
 /* resource variables: dtype and shape from the handle's VarHandleOp */
 
@@ -328,7 +321,7 @@ static vg_op *make_slot(vg_optimizer *o, vg_graph *g, vg_op *var, int which, vg_
 static vg_op *make_power(vg_graph *g, const char *name, double initial, bool resource) {
     char full[NAME_MAX_LEN];
     vg_graph_unique_name(g, name, full, sizeof full);
-    push_verbatim(g, full);
+    vg__train_push_verbatim(g, full);
     if (resource) vg_graph_push_scope(g, "Initializer");
     vg_output c = vg_const_f32(g, (float)initial, "initial_value");
     if (resource) vg_graph_pop_scope(g);
@@ -751,7 +744,7 @@ static vg_op *apply_pairs(vg_optimizer *o, vg_graph *g, const vg_output *grads, 
     const char *base = name ? name : o->name;
     char full[NAME_MAX_LEN];
     vg_graph_unique_name(g, base, full, sizeof full);
-    push_verbatim(g, full);
+    vg__train_push_verbatim(g, full);
     hyper h = prepare(o, g);
     int nupd = 0;
     for (int i = 0; i < n; i++) {

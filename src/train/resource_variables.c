@@ -23,12 +23,6 @@
 
 #define NAME_MAX_LEN 1024
 
-static void push_verbatim(vg_graph *g, const char *full) {
-    char buf[NAME_MAX_LEN + 2];
-    snprintf(buf, sizeof buf, "%s/", full);
-    vg_graph_push_scope(g, buf);
-}
-
 static vg_op *op_named(vg_graph *g, const char *full, const char *suffix) {
     char buf[2 * NAME_MAX_LEN];
     snprintf(buf, sizeof buf, "%s/%s", full, suffix);
@@ -102,11 +96,7 @@ static vg_resource_variable build(vg_graph *g, const char *full, const rv_spec *
     memset(&v, 0, sizeof v);
     vg_output initial = sp->initial;
     if (sp->use_init) {
-        push_verbatim(g, full);
-        vg_graph_push_scope(g, "Initializer");
-        initial = vg_initializer_build(g, sp->init, sp->dt, sp->dims, sp->ndims);
-        vg_graph_pop_scope(g);
-        vg_graph_pop_scope(g);
+        initial = vg__train_initializer_value(g, full, sp->init, sp->dt, sp->dims, sp->ndims);
         if (!initial.op) return v;
     }
     vg_output h = vg_var_handle_op(g, sp->dt, sp->dims, sp->ndims, "", full, full);
@@ -116,7 +106,7 @@ static vg_resource_variable build(vg_graph *g, const char *full, const rv_spec *
         return v;
     }
     if (!sp->use_init) initial = vg__train_guard_initial_value(g, full, initial);
-    push_verbatim(g, full);
+    vg__train_push_verbatim(g, full);
     vg_graph_push_scope(g, "IsInitialized");
     vg_output isinit = vg_var_is_initialized_op(g, h, NULL);
     vg_graph_pop_scope(g);
@@ -158,19 +148,8 @@ vg_resource_variable vg_resource_variable_new(vg_graph *g, const char *name, vg_
                                               unsigned flags) {
     vg_resource_variable none;
     memset(&none, 0, sizeof none);
-    if (!g) return none;
-    if (!initial_value.op) {
-        if (vg_graph_status(g, NULL) == VG_OK)
-            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "ResourceVariable %s: invalid initial value", name ? name : "");
-        return none;
-    }
-    vg_shape s = vg_output_shape(initial_value);
-    if (!vg_shape_is_fully_defined(&s)) {
-        char buf[128];
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "initial_value must have a shape specified: %s (variable %s)",
-                           vg_shape_str(&s, buf, sizeof buf), name ? name : "Variable");
-        return none;
-    }
+    vg_shape s;
+    if (!vg__train_check_initial_value(g, "ResourceVariable", name, initial_value, &s)) return none;
     rv_spec sp = {vg_output_dtype(initial_value), s.dims, s.ndims, initial_value, false, vg_init_zeros(), flags};
     return make(g, name, &sp);
 }
@@ -236,7 +215,7 @@ vg_output vg_resource_variable_sparse_read(vg_graph *g, vg_output handle, vg_out
     /* with ops.name_scope(name or "Gather") as name: resource_gather(..., name=name) */
     char full[NAME_MAX_LEN];
     vg_graph_unique_name(g, name ? name : "Gather", full, sizeof full);
-    push_verbatim(g, full);
+    vg__train_push_verbatim(g, full);
     vg_graph_push_scope(g, "/");
     vg_output r = vg_resource_gather(g, handle, indices, dt, full);
     vg_graph_pop_scope(g);

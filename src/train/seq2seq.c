@@ -3,6 +3,7 @@
  * (basic_decoder.py) and the helpers (helper.py) of TF 1.15 on the public API.
  * Semantics and names in vigil/seq2seq.h.
  */
+#include "train_util.h"
 #include "vigil/seq2seq.h"
 #include "vigil/ops_ext.h"
 #include "vigil/variable_scope.h"
@@ -266,29 +267,50 @@ static vg_code argmax_sample(vg_graph *g, void *user, vg_output time, vg_output 
     return vg_graph_status(g, NULL);
 }
 
-typedef struct read_branch {
-    helper_data *hd;
-    vg_output index;
-} read_branch;
+/* A built helper with its callbacks (argmax sampling), or NULL (h freed) when the graph
+ * has an error. */
+static vg_decoder_helper *helper_done(vg_graph *g, vg_decoder_helper *h,
+                                      vg_code (*initialize)(vg_graph *, void *, vg_output *, vg_output *),
+                                      vg_code (*next_inputs)(vg_graph *, void *, vg_output, vg_output,
+                                                             const vg_output *, int, vg_output, vg_output *,
+                                                             vg_output *, vg_output *)) {
+    h->initialize = initialize;
+    h->sample = argmax_sample;
+    h->next_inputs = next_inputs;
+    if (vg_graph_status(g, NULL) != VG_OK) {
+        vg_decoder_helper_free(h);
+        return NULL;
+    }
+    return h;
+}
 
-static vg_code zero_branch(vg_graph *g, void *user, vg_output *outs) {
-    read_branch *rb = user;
-    outs[0] = vg_identity(g, rb->hd->zero_inputs, "Identity");
+/* The true branch of this file's conds: Identity of the tensor its user data begins
+ * with (the first member of helper_branch and emb_branch). */
+static vg_code pass_branch(vg_graph *g, void *user, vg_output *outs) {
+    outs[0] = vg_identity(g, *(const vg_output *)user, "Identity");
     return vg_graph_status(g, NULL);
 }
 
+/* The user data of a helper's cond: pass (pass_branch's), the helper's data and the
+ * other branch's tensor (the TensorArray read's index, or the sampled ids). */
+typedef struct helper_branch {
+    vg_output pass;
+    helper_data *hd;
+    vg_output x;
+} helper_branch;
+
 static vg_code read_ta_branch(vg_graph *g, void *user, vg_output *outs) {
-    read_branch *rb = user;
-    outs[0] = vg_tensor_array_read(g, rb->hd->in_ta, rb->index, "TensorArrayReadV3");
+    helper_branch *rb = user;
+    outs[0] = vg_tensor_array_read(g, rb->hd->in_ta, rb->x, "TensorArrayReadV3");
     return vg_graph_status(g, NULL);
 }
 
 /* cond(all(finished), zero_inputs, input_tas.read(index)) */
 static vg_output training_inputs(vg_graph *g, helper_data *hd, vg_output finished, vg_output index) {
     vg_output all = vg_reduce_all(g, finished, NULL, -1, false, "All");
-    read_branch rb = {hd, index};
+    helper_branch rb = {hd->zero_inputs, hd, index};
     vg_output out = none();
-    vg_cond(g, all, zero_branch, read_ta_branch, &rb, 1, &out, "cond", NULL);
+    vg_cond(g, all, pass_branch, read_ta_branch, &rb, 1, &out, "cond", NULL);
     vg_shape zs = vg_output_shape(hd->zero_inputs);
     if (out.op && zs.ndims == 2 && zs.dims[1] >= 0) out = vg_reshape_c(g, out, (int64_t[]){-1, zs.dims[1]}, 2, NULL);
     return out;
@@ -359,14 +381,7 @@ vg_decoder_helper *vg_training_helper_new(vg_graph *g, vg_output inputs, vg_outp
                                 (int64_t[]){-1, xs.dims[2]}, 2, "Reshape");
     hd->zero_inputs = vg_zeros_like(g, x0, "zeros_like");
     vg_graph_pop_scope(g);
-    h->initialize = training_initialize;
-    h->sample = argmax_sample;
-    h->next_inputs = training_next;
-    if (vg_graph_status(g, NULL) != VG_OK) {
-        vg_decoder_helper_free(h);
-        return NULL;
-    }
-    return h;
+    return helper_done(g, h, training_initialize, training_next);
 }
 
 static vg_code embedding_initialize(vg_graph *g, void *user, vg_output *finished, vg_output *next_inputs) {
@@ -380,20 +395,23 @@ static vg_code embedding_initialize(vg_graph *g, void *user, vg_output *finished
 }
 
 typedef struct emb_branch {
-    helper_data *hd;
-    vg_output ids;
+    vg_output start_inputs; /* first: pass_branch's */
+    vg_output embedding, ids;
 } emb_branch;
-
-static vg_code start_branch(vg_graph *g, void *user, vg_output *outs) {
-    emb_branch *eb = user;
-    outs[0] = vg_identity(g, eb->hd->start_inputs, "Identity");
-    return vg_graph_status(g, NULL);
-}
 
 static vg_code lookup_branch(vg_graph *g, void *user, vg_output *outs) {
     emb_branch *eb = user;
-    outs[0] = vg_embedding_lookup(g, eb->hd->embedding, eb->ids, NULL);
+    outs[0] = vg_embedding_lookup(g, eb->embedding, eb->ids, NULL);
     return vg_graph_status(g, NULL);
+}
+
+vg_output vg__train_embedding_next_inputs(vg_graph *g, vg_output finished, vg_output start_inputs, vg_output embedding,
+                                          vg_output ids) {
+    vg_output all = vg_reduce_all(g, finished, NULL, -1, false, "All");
+    emb_branch eb = {start_inputs, embedding, ids};
+    vg_output next = none();
+    vg_cond(g, all, pass_branch, lookup_branch, &eb, 1, &next, "cond", NULL);
+    return next;
 }
 
 static vg_code embedding_next(vg_graph *g, void *user, vg_output time, vg_output outputs, const vg_output *state,
@@ -402,10 +420,7 @@ static vg_code embedding_next(vg_graph *g, void *user, vg_output time, vg_output
     (void)time, (void)outputs;
     helper_data *hd = user;
     *finished = vg_equal(g, ids, vg_const_i32(g, hd->end_token, "end_token"), "Equal");
-    vg_output all = vg_reduce_all(g, *finished, NULL, -1, false, "All");
-    emb_branch eb = {hd, ids};
-    *next_inputs = none();
-    vg_cond(g, all, start_branch, lookup_branch, &eb, 1, next_inputs, "cond", NULL);
+    *next_inputs = vg__train_embedding_next_inputs(g, *finished, hd->start_inputs, hd->embedding, ids);
     vg_shape ss = vg_output_shape(hd->start_inputs);
     if (next_inputs->op && ss.ndims == 2 && ss.dims[1] >= 0)
         *next_inputs = vg_reshape_c(g, *next_inputs, (int64_t[]){-1, ss.dims[1]}, 2, NULL);
@@ -448,14 +463,7 @@ static vg_decoder_helper *embedding_helper(vg_graph *g, vg_output embedding, vg_
                                                         : vg_cast(g, start_tokens, VG_INT32, "start_tokens");
     hd->end_token = end_token;
     hd->start_inputs = vg_embedding_lookup(g, embedding, hd->seq, NULL);
-    h->initialize = embedding_initialize;
-    h->sample = argmax_sample;
-    h->next_inputs = embedding_next;
-    if (vg_graph_status(g, NULL) != VG_OK) {
-        vg_decoder_helper_free(h);
-        return NULL;
-    }
-    return h;
+    return helper_done(g, h, embedding_initialize, embedding_next);
 }
 
 vg_decoder_helper *vg_greedy_embedding_helper_new(vg_graph *g, vg_output embedding, vg_output start_tokens,
@@ -495,25 +503,14 @@ static vg_code scheduled_sample(vg_graph *g, void *user, vg_output time, vg_outp
     return vg_graph_status(g, NULL);
 }
 
-typedef struct sched_branch {
-    helper_data *hd;
-    vg_output base, ids;
-} sched_branch;
-
-static vg_code base_branch(vg_graph *g, void *user, vg_output *outs) {
-    sched_branch *sb = user;
-    outs[0] = vg_identity(g, sb->base, "Identity");
-    return vg_graph_status(g, NULL);
-}
-
 static vg_code maybe_sample_branch(vg_graph *g, void *user, vg_output *outs) {
-    sched_branch *sb = user;
+    helper_branch *sb = user; /* pass: the base inputs, x: the sampled ids */
     /* where sample_ids > -1 the embedding of the id, elsewhere the base inputs (TF
      * gathers and scatters the two sets of rows; the values are the same) */
-    vg_output sampling = vg_greater(g, sb->ids, vg_const_i32(g, -1, "Greater/y"), "Greater");
-    vg_output safe = vg_maximum(g, sb->ids, vg_const_i32(g, 0, "Maximum/y"), "Maximum");
+    vg_output sampling = vg_greater(g, sb->x, vg_const_i32(g, -1, "Greater/y"), "Greater");
+    vg_output safe = vg_maximum(g, sb->x, vg_const_i32(g, 0, "Maximum/y"), "Maximum");
     vg_output emb = vg_embedding_lookup(g, sb->hd->embedding, safe, NULL);
-    outs[0] = vg_select(g, sampling, emb, sb->base, "Select");
+    outs[0] = vg_select(g, sampling, emb, sb->pass, "Select");
     return vg_graph_status(g, NULL);
 }
 
@@ -526,9 +523,9 @@ static vg_code scheduled_next(vg_graph *g, void *user, vg_output time, vg_output
     if (rc != VG_OK) return rc;
     vg_graph_push_scope(g, "ScheduledEmbeddingTrainingHelperNextInputs");
     vg_output all = vg_reduce_all(g, *finished, NULL, -1, false, "All");
-    sched_branch sb = {hd, base, ids};
+    helper_branch sb = {base, hd, ids};
     *next_inputs = none();
-    vg_cond(g, all, base_branch, maybe_sample_branch, &sb, 1, next_inputs, "cond", NULL);
+    vg_cond(g, all, pass_branch, maybe_sample_branch, &sb, 1, next_inputs, "cond", NULL);
     vg_shape bs = vg_output_shape(base);
     if (next_inputs->op && bs.ndims == 2 && bs.dims[1] >= 0)
         *next_inputs = vg_reshape_c(g, *next_inputs, (int64_t[]){-1, bs.dims[1]}, 2, NULL);

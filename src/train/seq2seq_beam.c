@@ -3,6 +3,7 @@
  * beam_search_decoder.py) on the public API, without the coverage penalty and the
  * TensorArray reordering. Semantics in vigil/seq2seq.h.
  */
+#include "train_util.h"
 #include "vigil/seq2seq.h"
 #include "vigil/ops_ext.h"
 #include "vigil/variable_scope.h"
@@ -135,23 +136,6 @@ static vg_output gather_helper(vg_graph *g, beam_dec *b, vg_output indices, vg_o
     return out;
 }
 
-typedef struct next_branch {
-    beam_dec *b;
-    vg_output ids;
-} next_branch;
-
-static vg_code start_branch(vg_graph *g, void *user, vg_output *outs) {
-    next_branch *nb = user;
-    outs[0] = vg_identity(g, nb->b->start_inputs, "Identity");
-    return vg_graph_status(g, NULL);
-}
-
-static vg_code embed_branch(vg_graph *g, void *user, vg_output *outs) {
-    next_branch *nb = user;
-    outs[0] = vg_embedding_lookup(g, nb->b->embedding, nb->ids, NULL);
-    return vg_graph_status(g, NULL);
-}
-
 static vg_code beam_step(vg_graph *g, void *user, vg_output time, vg_output inputs, const vg_output *state,
                          vg_output *outputs, vg_output *next_state, vg_output *next_inputs, vg_output *finished) {
     (void)time;
@@ -248,10 +232,7 @@ static vg_code beam_step(vg_graph *g, void *user, vg_output time, vg_output inpu
     outputs[1] = word_ids;
     outputs[2] = beam_ids;
     *finished = next_fin;
-    next_branch nb = {b, word_ids};
-    vg_output all = vg_reduce_all(g, next_fin, NULL, -1, false, "All");
-    *next_inputs = none();
-    vg_cond(g, all, start_branch, embed_branch, &nb, 1, next_inputs, "cond", NULL);
+    *next_inputs = vg__train_embedding_next_inputs(g, next_fin, b->start_inputs, b->embedding, word_ids);
     vg_shape ss = vg_output_shape(b->start_inputs);
     if (next_inputs->op && ss.ndims == 3 && ss.dims[2] >= 0)
         *next_inputs = vg_reshape_c(g, *next_inputs, (int64_t[]){b->Bs, K, ss.dims[2]}, 3, NULL);

@@ -4,6 +4,7 @@
  * tf.contrib.slim.learning.create_train_op (clip_gradient_norm: each gradient
  * clip_by_norm'ed on its own under the name scope "clip_grads"), from public builders.
  */
+#include "train_util.h"
 #include "vigil/ops.h"
 #include "vigil/optimizer.h"
 #include "vigil/train_lib.h"
@@ -77,15 +78,7 @@ vg_output vg_create_train_op(vg_graph *g, vg_output total_loss, vg_optimizer *op
         free(grads), free(vcopy);
         return none;
     }
-    if (o->clip_gradient_norm > 0) {
-        vg_graph_push_scope(g, "clip_grads");
-        for (int i = 0; i < nvars; i++) {
-            if (!grads[i].op) continue;
-            vg_output c = vg_const_fill(g, vg_output_dtype(grads[i]), NULL, 0, o->clip_gradient_norm, "clip_norm");
-            grads[i] = vg_clip_by_norm(g, grads[i], c, NULL, -1, NULL);
-        }
-        vg_graph_pop_scope(g);
-    }
+    if (o->clip_gradient_norm > 0) vg__train_clip_gradients(g, grads, nvars, o->clip_gradient_norm);
     vg_op *grad_updates = vg_optimizer_apply_gradients(opt, g, grads, vcopy, nvars, global_step, NULL);
     free(grads), free(vcopy);
     if (!grad_updates) return none;
@@ -98,4 +91,14 @@ vg_output vg_create_train_op(vg_graph *g, vg_output total_loss, vg_optimizer *op
     if (vg_graph_status(g, NULL) != VG_OK) return none;
     vg_graph_add_to_collection(g, "train_op", train_op);
     return train_op;
+}
+
+void vg__train_clip_gradients(vg_graph *g, vg_output *grads, int n, double clip_norm) {
+    vg_graph_push_scope(g, "clip_grads");
+    for (int i = 0; i < n; i++) {
+        if (!grads[i].op) continue;
+        vg_output c = vg_const_fill(g, vg_output_dtype(grads[i]), NULL, 0, clip_norm, "clip_norm");
+        grads[i] = vg_clip_by_norm(g, grads[i], c, NULL, -1, NULL);
+    }
+    vg_graph_pop_scope(g);
 }

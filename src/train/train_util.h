@@ -92,6 +92,27 @@ static inline double vg__train_wall_secs(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Pushes the verbatim scope "<full>/" (full: a unique or absolute name of < 1024 chars;
+ * reserves nothing). */
+static inline void vg__train_push_verbatim(vg_graph *g, const char *full) {
+    char buf[1026];
+    snprintf(buf, sizeof buf, "%s/", full);
+    vg_graph_push_scope(g, buf);
+}
+
+/* tf.contrib.training.create_train_op's clip_gradient_norm: under the scope "clip_grads",
+ * each gradient grads[i] that is there (op not NULL) becomes clip_by_norm(grads[i],
+ * clip_norm) (a "clip_norm" constant of its dtype). Graph errors as vg_clip_by_norm.
+ * Defined in train_op.c; gan.c's train ops clip the same way. */
+void vg__train_clip_gradients(vg_graph *g, vg_output *grads, int n, double clip_norm);
+
+/* The next inputs of an embedding-fed decoder step (GreedyEmbeddingHelper and
+ * BeamSearchDecoder): cond(reduce_all(finished) "All", start_inputs,
+ * embedding_lookup(embedding, ids)) named "cond"; a NULL op on a graph error. In
+ * seq2seq.c. */
+vg_output vg__train_embedding_next_inputs(vg_graph *g, vg_output finished, vg_output start_inputs, vg_output embedding,
+                                          vg_output ids);
+
 /* Registers t (output 0 of its op) as a saveable object of g (src/train/data_iterator.c's
  * list, TF's SAVEABLE_OBJECTS): savers made afterwards without a var_list save t under
  * key and restore it with restore(g, t, restored, user), whose op joins restore_all.

@@ -21,4 +21,17 @@ uint64_t vg__train_scope_store_serial(vg_graph *g);
  * resource_variables.c too. */
 vg_output vg__train_guard_initial_value(vg_graph *g, const char *var_name, vg_output initial);
 
+/* The initial value that init makes for the variable named full (absolute; call with the
+ * root scope pushed), built under "<full>/Initializer/" as TF builds it. A NULL op on a
+ * graph error. Used by resource_variables.c too. */
+vg_output vg__train_initializer_value(vg_graph *g, const char *full, vg_initializer init, vg_dtype dt,
+                                      const int64_t *dims, int ndims);
+
+/* The checks tf.Variable and ResourceVariable make of an initial value: false (and no
+ * error) when g is NULL; false with the graph error INVALID_ARGUMENT ("<what> <name>:
+ * invalid initial value", set only while g has none) when initial has no op, or when
+ * its shape (*s) is not fully defined; true with *s its shape. */
+bool vg__train_check_initial_value(vg_graph *g, const char *what, const char *name, vg_output initial,
+                                   vg_shape *s);
+
 #endif

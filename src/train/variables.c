@@ -23,13 +23,6 @@
 
 #define NAME_MAX_LEN 1024
 
-/* Pushes the verbatim scope "<full>/". */
-static void push_verbatim(vg_graph *g, const char *full) {
-    char buf[NAME_MAX_LEN + 2];
-    snprintf(buf, sizeof buf, "%s/", full);
-    vg_graph_push_scope(g, buf);
-}
-
 /* ------------------------------------------------------------------------ */
 /* initializers */
 
@@ -128,7 +121,7 @@ static vg_output fill_value(vg_graph *g, const char *base, double value, vg_dtyp
     if (n < 1000) return vg_const_fill(g, dt, dims, ndims, value, base);
     char full[NAME_MAX_LEN];
     vg_graph_unique_name(g, base, full, sizeof full);
-    push_verbatim(g, full);
+    vg__train_push_verbatim(g, full);
     int32_t v[VG_MAX_DIMS];
     int64_t nd = ndims;
     for (int i = 0; i < ndims && i < VG_MAX_DIMS; i++) v[i] = (int32_t)dims[i];
@@ -151,7 +144,7 @@ static vg_output random_value(vg_graph *g, rnd_kind kind, double a, double b, in
     char full[NAME_MAX_LEN];
     int64_t seed, seed2;
     vg_graph_unique_name(g, base, full, sizeof full);
-    push_verbatim(g, full);
+    vg__train_push_verbatim(g, full);
     vg_output shape = shape_const(g, dims, ndims);
     vg_output ca = vg_const_fill(g, dt, NULL, 0, a, kind == RND_UNIFORM ? "min" : "mean");
     vg_output cb = vg_const_fill(g, dt, NULL, 0, b, kind == RND_UNIFORM ? "max" : "stddev");
@@ -355,6 +348,34 @@ vg_output vg__train_guard_initial_value(vg_graph *g, const char *var_name, vg_ou
     return r ? vg_out(r, initial.index) : initial;
 }
 
+vg_output vg__train_initializer_value(vg_graph *g, const char *full, vg_initializer init, vg_dtype dt,
+                                      const int64_t *dims, int ndims) {
+    vg__train_push_verbatim(g, full);
+    vg_graph_push_scope(g, "Initializer");
+    vg_output initial = vg_initializer_build(g, init, dt, dims, ndims);
+    vg_graph_pop_scope(g);
+    vg_graph_pop_scope(g);
+    return initial;
+}
+
+bool vg__train_check_initial_value(vg_graph *g, const char *what, const char *name, vg_output initial,
+                                   vg_shape *s) {
+    if (!g) return false;
+    if (!initial.op) {
+        if (vg_graph_status(g, NULL) == VG_OK)
+            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "%s %s: invalid initial value", what, name ? name : "");
+        return false;
+    }
+    *s = vg_output_shape(initial);
+    if (!vg_shape_is_fully_defined(s)) {
+        char buf[128];
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "initial_value must have a shape specified: %s (variable %s)",
+                           vg_shape_str(s, buf, sizeof buf), name ? name : "Variable");
+        return false;
+    }
+    return true;
+}
+
 /* Builds the variable named `full` (absolute). Call with the root scope pushed and
  * the control dependencies set aside. */
 static vg_variable build_variable(vg_graph *g, const char *full, const var_spec *sp) {
@@ -362,11 +383,7 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
     memset(&v, 0, sizeof v);
     vg_output initial = sp->initial;
     if (sp->use_init) {
-        push_verbatim(g, full);
-        vg_graph_push_scope(g, "Initializer");
-        initial = vg_initializer_build(g, sp->init, sp->dt, sp->dims, sp->ndims);
-        vg_graph_pop_scope(g);
-        vg_graph_pop_scope(g);
+        initial = vg__train_initializer_value(g, full, sp->init, sp->dt, sp->dims, sp->ndims);
         if (!initial.op) return v;
     }
     vg_output var = vg_variable_op(g, sp->dt, sp->dims, sp->ndims, full);
@@ -376,7 +393,7 @@ static vg_variable build_variable(vg_graph *g, const char *full, const var_spec 
         return v;
     }
     if (!sp->use_init) initial = vg__train_guard_initial_value(g, full, initial); /* absolute names (root scope) */
-    push_verbatim(g, full);
+    vg__train_push_verbatim(g, full);
     vg_output assign = vg_assign(g, var, initial, true, "Assign");
     vg_output read = vg_identity(g, var, "read");
     vg_graph_pop_scope(g);
@@ -404,19 +421,8 @@ static vg_variable make_variable(vg_graph *g, const char *full, const var_spec *
 vg_variable vg_variable_new(vg_graph *g, const char *name, vg_output initial_value, unsigned flags) {
     vg_variable none;
     memset(&none, 0, sizeof none);
-    if (!g || !initial_value.op) {
-        if (g && vg_graph_status(g, NULL) == VG_OK)
-            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "tf.Variable %s: invalid initial value", name ? name : "");
-        return none;
-    }
-    vg_shape s = vg_output_shape(initial_value);
-    if (!vg_shape_is_fully_defined(&s)) {
-        char buf[128];
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
-                           "initial_value must have a shape specified: %s (variable %s)",
-                           vg_shape_str(&s, buf, sizeof buf), name ? name : "Variable");
-        return none;
-    }
+    vg_shape s;
+    if (!vg__train_check_initial_value(g, "tf.Variable", name, initial_value, &s)) return none;
     /* tf.Variable: name_scope(name, "Variable") relative to the current scope. */
     char full[NAME_MAX_LEN];
     vg_graph_unique_name(g, name && *name ? name : "Variable", full, sizeof full);

@@ -3,6 +3,7 @@
  * averages and the training op with ExponentialMovingAverage of the variables. The
  * data preparation replaces maybe_download_and_extract (see README). */
 #include "cifar10.h"
+#include "../tf1_util.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,22 @@ int cifar10_parse_flag(const char *arg, const char *next, bool *handled, bool *u
             else FLAGS.num_preprocess_threads = x;
         }
         return 0;
+    }
+    return 0;
+}
+
+int cifar10_parse_args(int argc, char **argv, int (*own)(const char *arg, const char *value, bool eq, bool *used_next)) {
+    for (int i = 1; i < argc; i++) {
+        bool handled, used_next = false;
+        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (cifar10_parse_flag(a, next, &handled, &used_next)) return 2;
+        if (!handled) {
+            const char *eq = strchr(a, '=');
+            int rc = own(a, eq ? eq + 1 : next, eq != NULL, &used_next);
+            if (rc < 0) fprintf(stderr, "unknown flag %s\n", a);
+            if (rc) return rc < 0 ? 2 : rc;
+        }
+        i += used_next;
     }
     return 0;
 }
@@ -92,60 +109,59 @@ void cifar10_inputs(vg_graph *g, bool eval_data, vg_output *images, vg_output *l
     cifar10_input_inputs(g, eval_data, data_dir, FLAGS.batch_size, images, labels);
 }
 
-vg_output cifar10_inference(vg_graph *g, vg_output images) {
-    static const double wd0 = 0.0, wd004 = 0.004;
+static const double wd0 = 0.0, wd004 = 0.004;
+
+/* conv1 / conv2: relu(conv2d(x, 5x5 kernel of in -> 64 channels, stddev, no weight decay)
+ * + biases (bias_init)) under the variable scope name, the ReLU named after the scope. */
+static vg_output conv_layer(vg_graph *g, const char *name, vg_output x, int64_t in, double stddev, double bias_init) {
     int64_t s1[4] = {1, 1, 1, 1};
-    /* conv1 */
-    vg_variable_scope_push(g, "conv1", NULL);
+    vg_variable_scope_push(g, name, NULL);
     const char *scope = vg_variable_scope_name(g);
-    vg_variable kernel = variable_with_weight_decay(g, "weights", (int64_t[]){5, 5, 3, 64}, 4, 1e-4, &wd0);
-    vg_output conv = vg_conv2d(g, images, kernel.read, s1, "SAME", NULL);
-    vg_variable biases = variable_on_cpu(g, "biases", (int64_t[]){64}, 1, vg_init_constant(0.0));
+    vg_variable kernel = variable_with_weight_decay(g, "weights", (int64_t[]){5, 5, in, 64}, 4, stddev, &wd0);
+    vg_output conv = vg_conv2d(g, x, kernel.read, s1, "SAME", NULL);
+    vg_variable biases = variable_on_cpu(g, "biases", (int64_t[]){64}, 1, vg_init_constant(bias_init));
     vg_output bias = vg_bias_add(g, conv, biases.read, NULL);
-    vg_output conv1 = vg_relu(g, bias, scope);
-    activation_summary(g, conv1);
+    vg_output out = vg_relu(g, bias, scope);
+    activation_summary(g, out);
     vg_variable_scope_pop(g);
+    return out;
+}
+
+/* local3 / local4: relu(x W + b) under the variable scope name, W [in, out] (stddev 0.04,
+ * weight decay 0.004), b 0.1; flatten: x is first reshaped to [batch_size, -1] (in: its
+ * second dimension). */
+static vg_output local_layer(vg_graph *g, const char *name, vg_output x, bool flatten, int64_t in, int64_t out) {
+    vg_variable_scope_push(g, name, NULL);
+    const char *scope = vg_variable_scope_name(g);
+    if (flatten) {
+        x = vg_reshape_c(g, x, (int64_t[]){FLAGS.batch_size, -1}, 2, NULL);
+        in = vg_output_shape(x).dims[1];
+    }
+    vg_variable weights = variable_with_weight_decay(g, "weights", (int64_t[]){in, out}, 2, 0.04, &wd004);
+    vg_variable biases = variable_on_cpu(g, "biases", (int64_t[]){out}, 1, vg_init_constant(0.1));
+    vg_output local = vg_relu(g, vg_add(g, vg_matmul(g, x, weights.read, false, false, NULL), biases.read, NULL),
+                              scope);
+    activation_summary(g, local);
+    vg_variable_scope_pop(g);
+    return local;
+}
+
+vg_output cifar10_inference(vg_graph *g, vg_output images) {
+    vg_output conv1 = conv_layer(g, "conv1", images, 3, 1e-4, 0.0);
     /* pool1, norm1 */
     vg_output pool1 = vg_max_pool(g, conv1, (int64_t[]){1, 3, 3, 1}, (int64_t[]){1, 2, 2, 1}, "SAME", "pool1");
     vg_output norm1 = vg_lrn(g, pool1, 4, 1.0f, 0.001f / 9.0f, 0.75f, "norm1");
-    /* conv2 */
-    vg_variable_scope_push(g, "conv2", NULL);
-    scope = vg_variable_scope_name(g);
-    kernel = variable_with_weight_decay(g, "weights", (int64_t[]){5, 5, 64, 64}, 4, 1e-2, &wd0);
-    conv = vg_conv2d(g, norm1, kernel.read, s1, "SAME", NULL);
-    biases = variable_on_cpu(g, "biases", (int64_t[]){64}, 1, vg_init_constant(0.1));
-    bias = vg_bias_add(g, conv, biases.read, NULL);
-    vg_output conv2 = vg_relu(g, bias, scope);
-    activation_summary(g, conv2);
-    vg_variable_scope_pop(g);
+    vg_output conv2 = conv_layer(g, "conv2", norm1, 64, 1e-2, 0.1);
     /* norm2, pool2 */
     vg_output norm2 = vg_lrn(g, conv2, 4, 1.0f, 0.001f / 9.0f, 0.75f, "norm2");
     vg_output pool2 = vg_max_pool(g, norm2, (int64_t[]){1, 3, 3, 1}, (int64_t[]){1, 2, 2, 1}, "SAME", "pool2");
-    /* local3 */
-    vg_variable_scope_push(g, "local3", NULL);
-    scope = vg_variable_scope_name(g);
-    vg_output reshape = vg_reshape_c(g, pool2, (int64_t[]){FLAGS.batch_size, -1}, 2, NULL);
-    int64_t dim = vg_output_shape(reshape).dims[1];
-    vg_variable weights = variable_with_weight_decay(g, "weights", (int64_t[]){dim, 384}, 2, 0.04, &wd004);
-    biases = variable_on_cpu(g, "biases", (int64_t[]){384}, 1, vg_init_constant(0.1));
-    vg_output local3 = vg_relu(g, vg_add(g, vg_matmul(g, reshape, weights.read, false, false, NULL), biases.read, NULL),
-                               scope);
-    activation_summary(g, local3);
-    vg_variable_scope_pop(g);
-    /* local4 */
-    vg_variable_scope_push(g, "local4", NULL);
-    scope = vg_variable_scope_name(g);
-    weights = variable_with_weight_decay(g, "weights", (int64_t[]){384, 192}, 2, 0.04, &wd004);
-    biases = variable_on_cpu(g, "biases", (int64_t[]){192}, 1, vg_init_constant(0.1));
-    vg_output local4 = vg_relu(g, vg_add(g, vg_matmul(g, local3, weights.read, false, false, NULL), biases.read, NULL),
-                               scope);
-    activation_summary(g, local4);
-    vg_variable_scope_pop(g);
+    vg_output local3 = local_layer(g, "local3", pool2, true, 0, 384);
+    vg_output local4 = local_layer(g, "local4", local3, false, 384, 192);
     /* softmax, i.e. softmax(WX + b) */
     vg_variable_scope_push(g, "softmax_linear", NULL);
-    scope = vg_variable_scope_name(g);
-    weights = variable_with_weight_decay(g, "weights", (int64_t[]){192, NUM_CLASSES}, 2, 1 / 192.0, &wd0);
-    biases = variable_on_cpu(g, "biases", (int64_t[]){NUM_CLASSES}, 1, vg_init_constant(0.0));
+    const char *scope = vg_variable_scope_name(g);
+    vg_variable weights = variable_with_weight_decay(g, "weights", (int64_t[]){192, NUM_CLASSES}, 2, 1 / 192.0, &wd0);
+    vg_variable biases = variable_on_cpu(g, "biases", (int64_t[]){NUM_CLASSES}, 1, vg_init_constant(0.0));
     vg_output softmax_linear = vg_add(g, vg_matmul(g, local4, weights.read, false, false, NULL), biases.read, scope);
     activation_summary(g, softmax_linear);
     vg_variable_scope_pop(g);
@@ -267,21 +283,6 @@ static int write_batch(const char *path, const uint8_t *images, const uint8_t *l
     return fclose(f) == 0 ? 0 : 1;
 }
 
-static int load_idx(const char *file, uint8_t **data, int64_t *n) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/%s", FLAGS.fmnist_dir, file);
-    int64_t dims[4];
-    int nd;
-    size_t nb;
-    vg_status st;
-    if (vg_idx_read(path, VG_IDX_ANY, dims, &nd, (void **)data, &nb, &st) != VG_OK) {
-        fprintf(stderr, "%s\n", st.msg);
-        return 1;
-    }
-    *n = dims[0];
-    return 0;
-}
-
 int cifar10_maybe_download_and_extract(void) {
     char dir[1100], path[1200];
     snprintf(dir, sizeof dir, "%s/cifar-10-batches-bin", FLAGS.data_dir);
@@ -303,8 +304,8 @@ int cifar10_maybe_download_and_extract(void) {
     mkdir(dir, 0755);
     uint8_t *ti = NULL, *tl = NULL, *ei = NULL, *el = NULL;
     int64_t nti, ntl, nei, nel;
-    int rc = load_idx("train-images-idx3-ubyte.gz", &ti, &nti) || load_idx("train-labels-idx1-ubyte.gz", &tl, &ntl) ||
-             load_idx("t10k-images-idx3-ubyte.gz", &ei, &nei) || load_idx("t10k-labels-idx1-ubyte.gz", &el, &nel);
+    int rc = tf1_load_idx(FLAGS.fmnist_dir, "train-images-idx3-ubyte.gz", &ti, &nti) || tf1_load_idx(FLAGS.fmnist_dir, "train-labels-idx1-ubyte.gz", &tl, &ntl) ||
+             tf1_load_idx(FLAGS.fmnist_dir, "t10k-images-idx3-ubyte.gz", &ei, &nei) || tf1_load_idx(FLAGS.fmnist_dir, "t10k-labels-idx1-ubyte.gz", &el, &nel);
     if (!rc) {
         int64_t n = nti < ntl ? nti : ntl, ne = nei < nel ? nei : nel;
         if (FLAGS.limit > 0 && FLAGS.limit < n) n = FLAGS.limit;

@@ -41,5 +41,11 @@ int cifar10_maybe_download_and_extract(void);
 /* Parses --name=value / --name value for the cifar10.py flags; returns 0 or prints the
  * problem and returns 2. Unknown flags are left for the program (*handled false). */
 int cifar10_parse_flag(const char *arg, const char *next, bool *handled, bool *used_next);
+/* A program's flags: the cifar10.py ones (cifar10_parse_flag), the others through
+ * own(arg, value, eq, &used_next): value is what follows '=' in "--name=value" (eq true),
+ * else the next argument (NULL at the end; own sets *used_next when it takes it). own
+ * returns 0, -1 for a flag it does not know ("unknown flag <arg>" is printed, status 2),
+ * or an exit status after printing the problem. Returns 0 or that status. */
+int cifar10_parse_args(int argc, char **argv, int (*own)(const char *arg, const char *value, bool eq, bool *used_next));
 
 #endif

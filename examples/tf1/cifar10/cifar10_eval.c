@@ -2,6 +2,7 @@
  * cifar10_train with the moving-average versions of the variables
  * (ExponentialMovingAverage.variables_to_restore), precision @ 1 with in_top_k. */
 #include "cifar10.h"
+#include "../tf1_util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,11 +83,7 @@ static int eval_once(vg_saver *saver, vg_file_writer *summary_writer, vg_output 
         vg_coord_request_stop(coord, &st);
         rc = 1;
     }
-    vg_coord_request_stop(coord, NULL);
-    vg_session_close(sess, NULL);
-    vg_coord_join(coord, 10, true, NULL);
-    vg_coord_free(coord);
-    vg_session_free(sess);
+    tf1_close_training(coord, sess, NULL);
     return rc;
 }
 
@@ -137,36 +134,29 @@ static int evaluate(void) {
     return rc;
 }
 
-int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        bool handled, used_next;
-        if (cifar10_parse_flag(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &handled, &used_next)) return 2;
-        if (handled) {
-            i += used_next;
-            continue;
-        }
-        const char *a = argv[i];
-        bool eq = strchr(a, '=') != NULL;
-        const char *v = eq ? strchr(a, '=') + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
-        if (!strncmp(a, "--run_once", 10)) {
-            run_once = true;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, "flag %s needs a value\n", a);
-            return 2;
-        }
-        if (!strncmp(a, "--eval_dir", 10)) eval_dir = v;
-        else if (!strncmp(a, "--eval_data", 11)) eval_data = v;
-        else if (!strncmp(a, "--checkpoint_dir", 16)) checkpoint_dir = v;
-        else if (!strncmp(a, "--eval_interval_secs", 20)) eval_interval_secs = atoi(v);
-        else if (!strncmp(a, "--num_examples", 14)) num_examples = atoi(v);
-        else {
-            fprintf(stderr, "unknown flag %s\n", a);
-            return 2;
-        }
-        if (!eq) i++;
+/* This program's own flags (cifar10_parse_args). */
+static int eval_flag(const char *a, const char *v, bool eq, bool *used_next) {
+    if (!strncmp(a, "--run_once", 10)) {
+        run_once = true;
+        return 0;
     }
+    if (!v) {
+        fprintf(stderr, "flag %s needs a value\n", a);
+        return 2;
+    }
+    if (!strncmp(a, "--eval_dir", 10)) eval_dir = v;
+    else if (!strncmp(a, "--eval_data", 11)) eval_data = v;
+    else if (!strncmp(a, "--checkpoint_dir", 16)) checkpoint_dir = v;
+    else if (!strncmp(a, "--eval_interval_secs", 20)) eval_interval_secs = atoi(v);
+    else if (!strncmp(a, "--num_examples", 14)) num_examples = atoi(v);
+    else return -1;
+    *used_next = !eq;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int rc = cifar10_parse_args(argc, argv, eval_flag);
+    if (rc) return rc;
     if (cifar10_maybe_download_and_extract()) return 1;
     mkdir(eval_dir, 0755);
     return evaluate();

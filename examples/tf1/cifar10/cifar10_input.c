@@ -84,12 +84,39 @@ static vg_output filenames_tensor(vg_graph *g, const char *data_dir, bool train)
     return c;
 }
 
+/* The first steps of both input functions: the files' queue, one record (*rec) and its
+ * image as float32. */
+static vg_output read_float_image(vg_graph *g, const char *data_dir, bool train, cifar10_record *rec) {
+    vg_output filenames = filenames_tensor(g, data_dir, train);
+    vg_output filename_queue = vg_string_input_producer(g, filenames, 0, true, 0, 32, NULL);
+    *rec = read_cifar10(g, filename_queue);
+    return vg_cast(g, rec->uint8image, VG_FLOAT, NULL);
+}
+
+/* Ensure that the random shuffling has good mixing properties: the queue holds
+ * min_fraction_of_examples_in_queue (0.4) of an epoch's examples. */
+static int min_queue_examples_of(int num_examples_per_epoch) {
+    float min_fraction_of_examples_in_queue = 0.4f;
+    return (int)(num_examples_per_epoch * min_fraction_of_examples_in_queue);
+}
+
+#ifndef CIFAR10_HAVE_TF_IMAGE
+/* The centre height x width crop of a 32x32x3 image, whitened as
+ * tf.image.per_image_standardization does: (x - mean) / max(stddev, 1/sqrt(N)). */
+static vg_output centre_crop_standardized(vg_graph *g, vg_output image, int height, int width) {
+    vg_output cropped = vg_slice_c(g, image, (int64_t[]){4, 4, 0}, (int64_t[]){height, width, 3}, 3, NULL);
+    vg_output mean = vg_reduce_mean(g, cropped, NULL, -1, false, NULL);
+    vg_output centered = vg_sub(g, cropped, mean, NULL);
+    vg_output sd = vg_sqrt(g, vg_reduce_mean(g, vg_square(g, centered, NULL), NULL, -1, false, NULL), NULL);
+    vg_output adj = vg_maximum(g, sd, vg_const_f32(g, 1.0f / 41.569219f, NULL), NULL);
+    return vg_div(g, centered, adj, NULL);
+}
+#endif
+
 void cifar10_input_distorted_inputs(vg_graph *g, const char *data_dir, int batch_size, vg_output *images,
                                     vg_output *labels) {
-    vg_output filenames = filenames_tensor(g, data_dir, true);
-    vg_output filename_queue = vg_string_input_producer(g, filenames, 0, true, 0, 32, NULL);
-    cifar10_record read_input = read_cifar10(g, filename_queue);
-    vg_output reshaped_image = vg_cast(g, read_input.uint8image, VG_FLOAT, NULL);
+    cifar10_record read_input;
+    vg_output reshaped_image = read_float_image(g, data_dir, true, &read_input);
     int height = IMAGE_SIZE, width = IMAGE_SIZE;
     vg_output float_image;
 #ifdef CIFAR10_HAVE_TF_IMAGE
@@ -101,16 +128,9 @@ void cifar10_input_distorted_inputs(vg_graph *g, const char *data_dir, int batch
 #else
     /* Before tf.image: the centre crop of inputs() and the same whitening formula
      * (mean 0, stddev max(std, 1/sqrt(N))) -- see README. */
-    vg_output cropped = vg_slice_c(g, reshaped_image, (int64_t[]){4, 4, 0}, (int64_t[]){height, width, 3}, 3, NULL);
-    vg_output mean = vg_reduce_mean(g, cropped, NULL, -1, false, NULL);
-    vg_output centered = vg_sub(g, cropped, mean, NULL);
-    vg_output sd = vg_sqrt(g, vg_reduce_mean(g, vg_square(g, centered, NULL), NULL, -1, false, NULL), NULL);
-    vg_output adj = vg_maximum(g, sd, vg_const_f32(g, 1.0f / 41.569219f, NULL),
-                               NULL);
-    float_image = vg_div(g, centered, adj, NULL);
+    float_image = centre_crop_standardized(g, reshaped_image, height, width);
 #endif
-    float min_fraction_of_examples_in_queue = 0.4f;
-    int min_queue_examples = (int)(NUM_EXAMPLES_PER_EPOCH_FOR_TRAIN * min_fraction_of_examples_in_queue);
+    int min_queue_examples = min_queue_examples_of(NUM_EXAMPLES_PER_EPOCH_FOR_TRAIN);
     printf("Filling queue with %d CIFAR images before starting to train. This will take a few minutes.\n",
            min_queue_examples);
     generate_image_and_label_batch(g, float_image, read_input.label, min_queue_examples, batch_size, true, images,
@@ -119,26 +139,18 @@ void cifar10_input_distorted_inputs(vg_graph *g, const char *data_dir, int batch
 
 void cifar10_input_inputs(vg_graph *g, bool eval_data, const char *data_dir, int batch_size, vg_output *images,
                           vg_output *labels) {
-    vg_output filenames = filenames_tensor(g, data_dir, !eval_data);
     int num_examples_per_epoch = eval_data ? NUM_EXAMPLES_PER_EPOCH_FOR_EVAL : NUM_EXAMPLES_PER_EPOCH_FOR_TRAIN;
-    vg_output filename_queue = vg_string_input_producer(g, filenames, 0, true, 0, 32, NULL);
-    cifar10_record read_input = read_cifar10(g, filename_queue);
-    vg_output reshaped_image = vg_cast(g, read_input.uint8image, VG_FLOAT, NULL);
+    cifar10_record read_input;
+    vg_output reshaped_image = read_float_image(g, data_dir, !eval_data, &read_input);
     int height = IMAGE_SIZE, width = IMAGE_SIZE;
     vg_output float_image;
 #ifdef CIFAR10_HAVE_TF_IMAGE
     vg_output resized_image = vg_image_resize_with_crop_or_pad(g, reshaped_image, width, height, NULL);
     float_image = vg_image_per_image_standardization(g, resized_image, NULL);
 #else
-    vg_output cropped = vg_slice_c(g, reshaped_image, (int64_t[]){4, 4, 0}, (int64_t[]){height, width, 3}, 3, NULL);
-    vg_output mean = vg_reduce_mean(g, cropped, NULL, -1, false, NULL);
-    vg_output centered = vg_sub(g, cropped, mean, NULL);
-    vg_output sd = vg_sqrt(g, vg_reduce_mean(g, vg_square(g, centered, NULL), NULL, -1, false, NULL), NULL);
-    vg_output adj = vg_maximum(g, sd, vg_const_f32(g, 1.0f / 41.569219f, NULL), NULL);
-    float_image = vg_div(g, centered, adj, NULL);
+    float_image = centre_crop_standardized(g, reshaped_image, height, width);
 #endif
-    float min_fraction_of_examples_in_queue = 0.4f;
-    int min_queue_examples = (int)(num_examples_per_epoch * min_fraction_of_examples_in_queue);
+    int min_queue_examples = min_queue_examples_of(num_examples_per_epoch);
     generate_image_and_label_batch(g, float_image, read_input.label, min_queue_examples, batch_size, false, images,
                                    labels);
 }

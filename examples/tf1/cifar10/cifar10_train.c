@@ -3,6 +3,7 @@
  * (and at the last step). See README.md for the line-by-line map. */
 #define _XOPEN_SOURCE 700
 #include "cifar10.h"
+#include "../tf1_util.h"
 #include <ftw.h>
 #include <math.h>
 #include <stdio.h>
@@ -115,41 +116,30 @@ fail:
     fprintf(stderr, "cifar10_train: %s\n", st.msg);
     rc = 1;
 done:
-    vg_coord_request_stop(coord, NULL);
-    if (sess) vg_session_close(sess, NULL);
-    vg_coord_join(coord, 10, true, NULL);
-    vg_coord_free(coord);
-    if (summary_writer) vg_file_writer_close(summary_writer, NULL);
-    vg_file_writer_free(summary_writer);
-    vg_session_free(sess);
+    tf1_close_training(coord, sess, summary_writer);
     vg_saver_free(saver);
     cifar10_free_averages();
     vg_graph_free(g);
     return rc;
 }
 
-int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        bool handled, used_next;
-        if (cifar10_parse_flag(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &handled, &used_next)) return 2;
-        if (handled) {
-            i += used_next;
-            continue;
-        }
-        const char *a = argv[i];
-        const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
-        bool eq = strchr(a, '=') != NULL;
-        if (!strncmp(a, "--train_dir", 11) && v) train_dir = v;
-        else if (!strncmp(a, "--max_steps", 11) && v) max_steps = atol(v);
-        else if (!strncmp(a, "--log_device_placement", 22)) {
-            log_device_placement = true;
-            eq = true;
-        } else {
-            fprintf(stderr, "unknown flag %s\n", a);
-            return 2;
-        }
-        if (!eq) i++;
+/* This program's own flags (cifar10_parse_args). */
+static int train_flag(const char *a, const char *v, bool eq, bool *used_next) {
+    if (!strncmp(a, "--train_dir", 11) && v) train_dir = v;
+    else if (!strncmp(a, "--max_steps", 11) && v) max_steps = atol(v);
+    else if (!strncmp(a, "--log_device_placement", 22)) {
+        log_device_placement = true;
+        eq = true;
+    } else {
+        return -1;
     }
+    *used_next = !eq;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int rc = cifar10_parse_args(argc, argv, train_flag);
+    if (rc) return rc;
     if (cifar10_maybe_download_and_extract()) return 1;
     struct stat sb;
     if (stat(train_dir, &sb) == 0) nftw(train_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

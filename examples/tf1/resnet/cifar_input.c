@@ -5,6 +5,7 @@
  * FIFOQueue (eval, 1 thread) fed by a QueueRunner, dequeue_many and one-hot labels by
  * sparse_to_dense. Plus the Fashion-MNIST writer that stands in for the download. */
 #include "resnet_model.h"
+#include "../tf1_util.h"
 #include <errno.h>
 #include <glob.h>
 #include <stdio.h>
@@ -124,21 +125,6 @@ vg_code cifar_input_build_input(vg_graph *g, const char *dataset, const char *da
 
 /* ---- not in the Python: the data, written from Fashion-MNIST ------------------- */
 
-static int load_idx(const char *dir, const char *file, uint8_t **data, int64_t *n) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    int64_t dims[4];
-    int nd;
-    size_t nb;
-    vg_status st;
-    if (vg_idx_read(path, VG_IDX_ANY, dims, &nd, (void **)data, &nb, &st) != VG_OK) {
-        fprintf(stderr, "%s\n", st.msg);
-        return 1;
-    }
-    *n = dims[0];
-    return 0;
-}
-
 /* One record: the label byte, then image_size^2 bytes per channel (R, G, B planes): the
  * grey image (nearest-neighbour scaled to 7/8 of the side) centred, in all channels. */
 static int write_batch(const char *path, const uint8_t *images, const uint8_t *labels, int64_t from, int64_t to,
@@ -182,10 +168,10 @@ int cifar_input_write_from_fashion_mnist(const char *fmnist_dir, const char *dir
     mkdir(dir, 0755);
     uint8_t *ti = NULL, *tl = NULL, *ei = NULL, *el = NULL;
     int64_t nti, ntl, nei, nel;
-    int rc = load_idx(fmnist_dir, "train-images-idx3-ubyte.gz", &ti, &nti) ||
-             load_idx(fmnist_dir, "train-labels-idx1-ubyte.gz", &tl, &ntl) ||
-             load_idx(fmnist_dir, "t10k-images-idx3-ubyte.gz", &ei, &nei) ||
-             load_idx(fmnist_dir, "t10k-labels-idx1-ubyte.gz", &el, &nel);
+    int rc = tf1_load_idx(fmnist_dir, "train-images-idx3-ubyte.gz", &ti, &nti) ||
+             tf1_load_idx(fmnist_dir, "train-labels-idx1-ubyte.gz", &tl, &ntl) ||
+             tf1_load_idx(fmnist_dir, "t10k-images-idx3-ubyte.gz", &ei, &nei) ||
+             tf1_load_idx(fmnist_dir, "t10k-labels-idx1-ubyte.gz", &el, &nel);
     if (!rc) {
         int64_t n = nti < ntl ? nti : ntl, ne = nei < nel ? nei : nel;
         if (limit > 0 && limit < n) n = limit;

@@ -5,6 +5,7 @@
  * for the line-by-line map and the flags vigil adds. */
 #define _POSIX_C_SOURCE 200809L
 #include "resnet_model.h"
+#include "../tf1_util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,13 +284,7 @@ static int evaluate(resnet_hparams hps) {
         sleep(60);
     }
 done:
-    vg_coord_request_stop(coord, NULL);
-    if (sess) vg_session_close(sess, NULL);
-    vg_coord_join(coord, 10, true, NULL);
-    vg_coord_free(coord);
-    if (summary_writer) vg_file_writer_close(summary_writer, NULL);
-    vg_file_writer_free(summary_writer);
-    vg_session_free(sess);
+    tf1_close_training(coord, sess, summary_writer);
     vg_saver_free(saver);
     resnet_model_free(&model);
     vg_graph_free(g);

@@ -108,34 +108,44 @@ static vg_output conv(vg_graph *g, const char *name, vg_output x, int filter_siz
     return y;
 }
 
+/* The start both residual units share: batch norm "init_bn" and ReLU, under the variable
+ * scope scope_before when activate_before_residual (the shortcut *orig_x is then the
+ * activated x), else under scope_residual (the shortcut is x itself). */
+static vg_output pre_activation(vg_graph *g, resnet_model *m, vg_output x, bool activate_before_residual,
+                                const char *scope_before, const char *scope_residual, vg_output *orig_x) {
+    vg_variable_scope_push(g, activate_before_residual ? scope_before : scope_residual, NULL);
+    if (!activate_before_residual) *orig_x = x;
+    x = batch_norm(g, m, "init_bn", x);
+    x = relu(g, x, m->hps.relu_leakiness);
+    if (activate_before_residual) *orig_x = x;
+    vg_variable_scope_pop(g);
+    return x;
+}
+
+/* A unit's inner step under the variable scope sub: batch norm bn, ReLU, then the
+ * convolution conv (filter_size, in -> out filters, strides). */
+static vg_output bn_relu_conv(vg_graph *g, resnet_model *m, const char *sub, const char *bn, const char *conv_name,
+                              vg_output x, int filter_size, int in_filters, int out_filters, const int64_t strides[4]) {
+    vg_variable_scope_push(g, sub, NULL);
+    x = batch_norm(g, m, bn, x);
+    x = relu(g, x, m->hps.relu_leakiness);
+    x = conv(g, conv_name, x, filter_size, in_filters, out_filters, strides);
+    vg_variable_scope_pop(g);
+    return x;
+}
+
 /* _residual(x, in_filter, out_filter, stride, activate_before_residual) */
 static vg_output residual(vg_graph *g, resnet_model *m, vg_output x, int in_filter, int out_filter,
                           const int64_t stride[4], bool activate_before_residual) {
     vg_output orig_x;
-    if (activate_before_residual) {
-        vg_variable_scope_push(g, "shared_activation", NULL);
-        x = batch_norm(g, m, "init_bn", x);
-        x = relu(g, x, m->hps.relu_leakiness);
-        orig_x = x;
-        vg_variable_scope_pop(g);
-    } else {
-        vg_variable_scope_push(g, "residual_only_activation", NULL);
-        orig_x = x;
-        x = batch_norm(g, m, "init_bn", x);
-        x = relu(g, x, m->hps.relu_leakiness);
-        vg_variable_scope_pop(g);
-    }
+    x = pre_activation(g, m, x, activate_before_residual, "shared_activation", "residual_only_activation", &orig_x);
     vg_variable_scope_push(g, "sub1", NULL);
     x = conv(g, "conv1", x, 3, in_filter, out_filter, stride);
     vg_variable_scope_pop(g);
 
-    vg_variable_scope_push(g, "sub2", NULL);
-    x = batch_norm(g, m, "bn2", x);
-    x = relu(g, x, m->hps.relu_leakiness);
     int64_t s1[4];
     stride_arr(1, s1);
-    x = conv(g, "conv2", x, 3, out_filter, out_filter, s1);
-    vg_variable_scope_pop(g);
+    x = bn_relu_conv(g, m, "sub2", "bn2", "conv2", x, 3, out_filter, out_filter, s1);
 
     vg_variable_scope_push(g, "sub_add", NULL);
     if (in_filter != out_filter) {
@@ -153,36 +163,15 @@ static vg_output residual(vg_graph *g, resnet_model *m, vg_output x, int in_filt
 static vg_output bottleneck_residual(vg_graph *g, resnet_model *m, vg_output x, int in_filter, int out_filter,
                                      const int64_t stride[4], bool activate_before_residual) {
     vg_output orig_x;
-    if (activate_before_residual) {
-        vg_variable_scope_push(g, "common_bn_relu", NULL);
-        x = batch_norm(g, m, "init_bn", x);
-        x = relu(g, x, m->hps.relu_leakiness);
-        orig_x = x;
-        vg_variable_scope_pop(g);
-    } else {
-        vg_variable_scope_push(g, "residual_bn_relu", NULL);
-        orig_x = x;
-        x = batch_norm(g, m, "init_bn", x);
-        x = relu(g, x, m->hps.relu_leakiness);
-        vg_variable_scope_pop(g);
-    }
+    x = pre_activation(g, m, x, activate_before_residual, "common_bn_relu", "residual_bn_relu", &orig_x);
     int64_t s1[4];
     stride_arr(1, s1);
     vg_variable_scope_push(g, "sub1", NULL);
     x = conv(g, "conv1", x, 1, in_filter, out_filter / 4, stride);
     vg_variable_scope_pop(g);
 
-    vg_variable_scope_push(g, "sub2", NULL);
-    x = batch_norm(g, m, "bn2", x);
-    x = relu(g, x, m->hps.relu_leakiness);
-    x = conv(g, "conv2", x, 3, out_filter / 4, out_filter / 4, s1);
-    vg_variable_scope_pop(g);
-
-    vg_variable_scope_push(g, "sub3", NULL);
-    x = batch_norm(g, m, "bn3", x);
-    x = relu(g, x, m->hps.relu_leakiness);
-    x = conv(g, "conv3", x, 1, out_filter / 4, out_filter, s1);
-    vg_variable_scope_pop(g);
+    x = bn_relu_conv(g, m, "sub2", "bn2", "conv2", x, 3, out_filter / 4, out_filter / 4, s1);
+    x = bn_relu_conv(g, m, "sub3", "bn3", "conv3", x, 1, out_filter / 4, out_filter, s1);
 
     vg_variable_scope_push(g, "sub_add", NULL);
     if (in_filter != out_filter) orig_x = conv(g, "project", orig_x, 1, in_filter, out_filter, stride);

@@ -50,11 +50,10 @@ vg_code vg_stop_at_step_hook(int64_t num_steps, int64_t last_step, vg_hook *out,
         return vg_status_set(st, VG_INVALID_ARGUMENT, "One of num_steps or last_step must be specified.");
     if (num_steps >= 0 && last_step >= 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Only one of num_steps or last_step can be specified.");
-    stop_at_step *h = vg_calloc(1, sizeof *h);
-    if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+    stop_at_step *h = vg__hk_new(out, "StopAtStepHook", sizeof *h, vg_free, st);
+    if (!h) return VG_RESOURCE_EXHAUSTED;
     h->num_steps = num_steps;
     h->last_step = last_step;
-    *out = vg__hk_make("StopAtStepHook", h, vg_free);
     out->begin = sas_begin;
     out->after_create_session = sas_after_create;
     out->before_run = sas_before;
@@ -91,11 +90,10 @@ vg_code vg_nan_tensor_hook(vg_output loss, bool fail_on_nan_loss, vg_hook *out, 
     if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
     if (!loss.op) return vg_status_set(st, VG_INVALID_ARGUMENT, "NanTensorHook needs a loss tensor");
-    nan_hook *h = vg_calloc(1, sizeof *h);
-    if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+    nan_hook *h = vg__hk_new(out, "NanTensorHook", sizeof *h, vg_free, st);
+    if (!h) return VG_RESOURCE_EXHAUSTED;
     h->loss = loss;
     h->fail = fail_on_nan_loss;
-    *out = vg__hk_make("NanTensorHook", h, vg_free);
     out->before_run = nan_before;
     out->after_run = nan_after;
     return VG_OK;
@@ -117,11 +115,10 @@ vg_code vg_feed_fn_hook(vg_feed_fn fn, void *payload, vg_hook *out, vg_status *s
     if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
     if (!fn) return vg_status_set(st, VG_INVALID_ARGUMENT, "FeedFnHook needs a feed function");
-    feed_fn_hook *h = vg_calloc(1, sizeof *h);
-    if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+    feed_fn_hook *h = vg__hk_new(out, "FeedFnHook", sizeof *h, vg_free, st);
+    if (!h) return VG_RESOURCE_EXHAUSTED;
     h->fn = fn;
     h->payload = payload;
-    *out = vg__hk_make("FeedFnHook", h, vg_free);
     out->before_run = ff_before;
     return VG_OK;
 }
@@ -258,10 +255,9 @@ static vg_code gw_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_sta
 vg_code vg_global_step_waiter_hook(int64_t wait_until_step, vg_hook *out, vg_status *st) {
     if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
     memset(out, 0, sizeof *out);
-    waiter *h = vg_calloc(1, sizeof *h);
-    if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+    waiter *h = vg__hk_new(out, "GlobalStepWaiterHook", sizeof *h, vg_free, st);
+    if (!h) return VG_RESOURCE_EXHAUSTED;
     h->wait_until = wait_until_step;
-    *out = vg__hk_make("GlobalStepWaiterHook", h, vg_free);
     out->begin = gw_begin;
     out->before_run = gw_before;
     return VG_OK;

@@ -20,4 +20,8 @@ VG_HIDDEN int64_t vg__tensor_i64(const vg_tensor *t);
 VG_HIDDEN char *vg__hk_strdup(const char *s);
 /* An empty hook with a name, a payload and its destructor; callbacks set by the caller. */
 VG_HIDDEN vg_hook vg__hk_make(const char *name, void *payload, void (*destroy)(void *));
+/* A new hook's payload: size zeroed bytes, and *out = vg__hk_make(name, payload,
+ * destroy). NULL (st RESOURCE_EXHAUSTED "out of memory", *out untouched) when out of
+ * memory. */
+VG_HIDDEN void *vg__hk_new(vg_hook *out, const char *name, size_t size, void (*destroy)(void *), vg_status *st);
 #endif

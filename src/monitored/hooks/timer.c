@@ -145,3 +145,13 @@ vg_hook vg__hk_make(const char *name, void *payload, void (*destroy)(void *)) {
     h.destroy = destroy;
     return h;
 }
+
+void *vg__hk_new(vg_hook *out, const char *name, size_t size, void (*destroy)(void *), vg_status *st) {
+    void *p = vg_calloc(1, size);
+    if (!p) {
+        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+        return NULL;
+    }
+    *out = vg__hk_make(name, p, destroy);
+    return p;
+}
