@@ -47,9 +47,7 @@ vg_code vg__ew_unary_shape(vg_op *op, const vg__ew_un_tbl *tbl, vg_status *st) {
     }
     vg_code c = check_type_attr(op, dt, st);
     if (c != VG_OK) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 typedef struct un_job {
@@ -121,9 +119,7 @@ vg_code vg__ew_binary_same_shape(vg_op *op, vg_status *st) {
     }
     vg_code c = check_type_attr(op, d0, st);
     if (c != VG_OK) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, d0, o);
-    return VG_OK;
+    return vg__op_set_single_output(op, d0, o);
 }
 
 vg_code vg__ew_binary_same_kernel(vg__kctx *ctx, const vg__ew_bin_tbl *tbl, const char *attr_name,
@@ -183,9 +179,7 @@ vg_code vg__ew_bcast_shape(vg_op *op, const vg__ew_elem_tbl *tbl, vg_status *st)
     if (c != VG_OK) return c;
     vg_shape sa = vg__op_input_shape(op, 0), sb = vg__op_input_shape(op, 1), so;
     if ((c = vg__shape_broadcast(&sa, &sb, &so, st)) != VG_OK) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, da, so);
-    return VG_OK;
+    return vg__op_set_single_output(op, da, so);
 }
 
 static bool has_zero(const vg_tensor *t) {

@@ -110,4 +110,70 @@ VG_HIDDEN vg_code vg__session_resource(vg_session *s, const char *name, const vg
 /* True once vg_session_close started. */
 VG_HIDDEN bool vg__session_closing(const vg_session *s);
 
+/* ---- small helpers shared by the op families ----------------------------- */
+/* True when a and b have the same rank and dimensions. */
+static inline bool vg__same_dims(const vg_tensor *a, const vg_tensor *b) {
+    int n = vg_tensor_ndims(a);
+    if (n != vg_tensor_ndims(b)) return false;
+    for (int i = 0; i < n; i++)
+        if (vg_tensor_dim(a, i) != vg_tensor_dim(b, i)) return false;
+    return true;
+}
+
+/* t's shape as vg_shape_str writes it ("[2,3]") into buf (len bytes); returns buf. */
+static inline char *vg__tshape_str(const vg_tensor *t, char *buf, size_t len) {
+    vg_shape s = vg_tensor_shape(t);
+    return vg_shape_str(&s, buf, len);
+}
+
+/* Element i of an int32 or int64 tensor (any other dtype is read as int32). */
+static inline int64_t vg__int_at(const vg_tensor *t, int64_t i) {
+    return vg_tensor_dtype(t) == VG_INT64 ? ((const int64_t *)vg_tensor_data(t))[i]
+                                          : ((const int32_t *)vg_tensor_data(t))[i];
+}
+
+/* Element i of t read as real-number dtype dt (float, double, int32, int64 or uint8) as
+ * a double; dflt for any other dtype. */
+static inline double vg__real_at(const vg_tensor *t, vg_dtype dt, int64_t i, double dflt) {
+    const void *d = vg_tensor_data(t);
+    switch (dt) {
+    case VG_FLOAT: return ((const float *)d)[i];
+    case VG_DOUBLE: return ((const double *)d)[i];
+    case VG_INT32: return ((const int32_t *)d)[i];
+    case VG_INT64: return (double)((const int64_t *)d)[i];
+    case VG_UINT8: return ((const uint8_t *)d)[i];
+    default: return dflt;
+    }
+}
+
+/* Attribute name of op, or def when op has no such attribute (of that type). */
+static inline int64_t vg__attr_int_or(const vg_op *op, const char *name, int64_t def) {
+    int64_t v;
+    return vg_op_attr_int(op, name, &v) ? v : def;
+}
+static inline bool vg__attr_bool_or(const vg_op *op, const char *name, bool def) {
+    bool v;
+    return vg_op_attr_bool(op, name, &v) ? v : def;
+}
+static inline float vg__attr_float_or(const vg_op *op, const char *name, float def) {
+    float v;
+    return vg_op_attr_float(op, name, &v) ? v : def;
+}
+
+/* Gives op one output of dtype dt and shape s (how most shape functions end); VG_OK. */
+static inline vg_code vg__op_set_single_output(vg_op *op, vg_dtype dt, vg_shape s) {
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, s);
+    return VG_OK;
+}
+
+/* The builder of a node of type `type` named name (dflt when name is NULL) with the n
+ * inputs in[0..n) added; the caller sets attributes and finishes it. */
+VG_HIDDEN vg_op_builder *vg__builder_with_inputs(vg_graph *g, const char *type, const char *name, const char *dflt,
+                                                 const vg_output *in, int n);
+/* Output 0 of a node of type `type` named name (dflt when NULL) with inputs in[0..n)
+ * and no attributes (the builders of the simple ops). */
+VG_HIDDEN vg_output vg__build_simple(vg_graph *g, const char *type, const char *name, const char *dflt,
+                                     const vg_output *in, int n);
+
 #endif

@@ -207,9 +207,7 @@ static vg_code shape_in_topk(vg_op *op, vg_status *st) {
         b = t.dims[0];
     }
     vg__op_set_default_attr_type(op, "T", tt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_BOOL, vg_shape_make(&b, 1));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_BOOL, vg_shape_make(&b, 1));
 }
 
 static vg_code kernel_in_topk(vg__kctx *ctx) {

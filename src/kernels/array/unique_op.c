@@ -131,8 +131,7 @@ done:
 }
 
 vg_op *vg_unique(vg_graph *g, vg_output x, vg_dtype out_idx, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Unique", name);
-    vg_op_builder_add_input(b, x);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Unique", name, NULL, (vg_output[]){x}, 1);
     if (x.op) vg_op_builder_set_attr_type(b, "T", vg_output_dtype(x));
     vg_op_builder_set_attr_type(b, "out_idx", out_idx);
     return vg_op_builder_finish(b);

@@ -325,9 +325,7 @@ static vg_code shape_bcast_send(vg_op *op, vg_status *st) {
     vg_dtype dt = vg__op_input_dtype(op, 0);
     if (check_dtype(op, dt, st) != VG_OK) return st->code;
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 static vg_code shape_bcast_recv(vg_op *op, vg_status *st) {
@@ -339,9 +337,7 @@ static vg_code shape_bcast_recv(vg_op *op, vg_status *st) {
     for (int i = 0; i < s.ndims; i++)
         if (s.dims[i] < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "CollectiveBcastRecv: shape must be fully defined");
     if (s.ndims < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "CollectiveBcastRecv: shape must be fully defined");
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, s);
 }
 
 /* Broadcast of data (dims known on this rank) from root; is_root says whether this
@@ -414,9 +410,7 @@ static vg_code shape_gather(vg_op *op, vg_status *st) {
     if (s.ndims == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "CollectiveGather: input must have rank >= 1");
     if (s.ndims > 0) s.dims[0] = -1;
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, s);
 }
 
 static vg_code kernel_gather(vg__kctx *ctx) {

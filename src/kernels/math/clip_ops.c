@@ -34,9 +34,7 @@ static vg_code shape_clip(vg_op *op, vg_status *st) {
                              vg_shape_str(&hi, c, sizeof c));
     }
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, t);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, t);
 }
 
 #define CLIP_LOOP(T)                                                                          \

@@ -43,9 +43,7 @@ static vg_code shape_complex(vg_op *op, vg_status *st) {
     if ((c = type_attr(op, "T", a, st)) != VG_OK || (c = type_attr(op, "Tout", complex_of(a), st)) != VG_OK) return c;
     vg_shape sa = vg__op_input_shape(op, 0), sb = vg__op_input_shape(op, 1), so;
     if ((c = vg__shape_broadcast(&sa, &sb, &so, st)) != VG_OK) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, complex_of(a), so);
-    return VG_OK;
+    return vg__op_set_single_output(op, complex_of(a), so);
 }
 
 static vg_code kernel_complex(vg__kctx *ctx) {
@@ -117,9 +115,7 @@ static vg_code unary_shape(vg_op *op, int kind, vg_status *st) {
     if (c == VG_OK) c = type_attr(op, "T", dt, st);
     if (c == VG_OK && kind != K_CONJ) c = type_attr(op, "Tout", real_of(dt), st);
     if (c != VG_OK) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, kind == K_CONJ ? dt : real_of(dt), vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, kind == K_CONJ ? dt : real_of(dt), vg__op_input_shape(op, 0));
 }
 
 #define CLOOP(T, R, ATAN2, HYPOT)                                                     \

@@ -257,9 +257,7 @@ static vg_code shape_fft(vg_op *op, vg_status *st) {
             }
         }
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, odt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, odt, s);
 }
 
 /* Copies the leading block of a (dims ad, element esz) into b (dims bd; b's extra

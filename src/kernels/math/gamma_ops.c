@@ -281,9 +281,7 @@ static vg_code shape_betainc(vg_op *op, vg_status *st) {
                                  vg_shape_str(&out, b1, sizeof b1), vg_shape_str(&s, b2, sizeof b2));
         }
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, t, unknown && out.ndims == 0 ? vg_shape_unknown() : out);
-    return VG_OK;
+    return vg__op_set_single_output(op, t, unknown && out.ndims == 0 ? vg_shape_unknown() : out);
 }
 
 static vg_code kernel_betainc(vg__kctx *ctx) {
@@ -413,9 +411,7 @@ static vg_code shape_random_gamma(vg_op *op, vg_status *st) {
         for (int i = 0; i < as.ndims; i++) dims[nd + i] = as.dims[i];
         out = vg_shape_make(dims, nd + as.ndims);
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, t, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, t, out);
 }
 
 static vg_code kernel_random_gamma(vg__kctx *ctx) {

@@ -319,9 +319,7 @@ static vg_code shape_band(vg_op *op, vg_status *st) {
     if (vg_dtype_size(dt) == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "MatrixBandPart: unsupported dtype %s", vg_dtype_name(dt));
     vg__op_set_default_attr_type(op, "T", dt);
     vg__op_set_default_attr_type(op, "Tindex", it);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, in);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, in);
 }
 
 static vg_code kernel_band(vg__kctx *ctx) {
@@ -386,9 +384,7 @@ static vg_code shape_diag(vg_op *op, vg_status *st) {
         for (int i = 0; i < in.ndims; i++) o.dims[i] = o.dims[i + in.ndims] = in.dims[i];
     }
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, o);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, o);
 }
 
 static vg_code kernel_diag(vg__kctx *ctx) {
@@ -425,9 +421,7 @@ static vg_code shape_diag_part(vg_op *op, vg_status *st) {
         }
     }
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, o);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, o);
 }
 
 static vg_code kernel_diag_part(vg__kctx *ctx) {
@@ -486,9 +480,7 @@ static vg_code shape_mdiag_part(vg_op *op, vg_status *st) {
         o.dims[o.ndims - 1] = m >= 0 && n >= 0 ? (m < n ? m : n) : -1;
     }
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, o);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, o);
 }
 
 static vg_code kernel_mdiag_part(vg__kctx *ctx) {
@@ -534,9 +526,7 @@ static vg_code shape_mset_diag(vg_op *op, vg_status *st) {
         }
     }
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, in);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, in);
 }
 
 static vg_code kernel_mset_diag(vg__kctx *ctx) {

@@ -197,9 +197,7 @@ static vg_code shape_reduce(vg_op *op, vg_status *st) {
         out.ndims = xs.ndims;
         for (int i = 0; i < xs.ndims; i++) out.dims[i] = -1;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, out);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -501,9 +499,7 @@ static vg_code shape_argmax(vg_op *op, vg_status *st) {
         out.ndims = xs.ndims - 1;
         for (int i = 0; i < out.ndims; i++) out.dims[i] = -1;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, ot, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, ot, out);
 }
 
 typedef struct arg_job {

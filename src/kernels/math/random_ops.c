@@ -215,9 +215,7 @@ static vg_code shape_random(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_type(op, "T", sdt);
     vg__op_set_default_attr_int(op, "seed", 0);
     vg__op_set_default_attr_int(op, "seed2", 0);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, shape_from_input(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, shape_from_input(op, 0));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -359,9 +357,7 @@ static vg_code shape_random_shuffle(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_type(op, "T", dt);
     vg__op_set_default_attr_int(op, "seed", 0);
     vg__op_set_default_attr_int(op, "seed2", 0);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 /* Sequential uniform integers in [0, m) from reserved Philox blocks. */
@@ -439,8 +435,7 @@ static vg_code kernel_random_shuffle(vg__kctx *ctx) {
 
 static vg_output build_random(vg_graph *g, const char *type, vg_output shape, vg_dtype dt, int64_t seed,
                               int64_t seed2, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
-    vg_op_builder_add_input(b, shape);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, type, (vg_output[]){shape}, 1);
     vg_op_builder_set_attr_type(b, "dtype", dt);
     vg_op_builder_set_attr_int(b, "seed", seed);
     vg_op_builder_set_attr_int(b, "seed2", seed2);
@@ -463,8 +458,7 @@ vg_output vg_truncated_normal(vg_graph *g, vg_output shape, vg_dtype dt, int64_t
 }
 
 vg_output vg_random_shuffle(vg_graph *g, vg_output x, int64_t seed, int64_t seed2, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "RandomShuffle", name ? name : "RandomShuffle");
-    vg_op_builder_add_input(b, x);
+    vg_op_builder *b = vg__builder_with_inputs(g, "RandomShuffle", name, "RandomShuffle", (vg_output[]){x}, 1);
     vg_op_builder_set_attr_int(b, "seed", seed);
     vg_op_builder_set_attr_int(b, "seed2", seed2);
     return vg_out(vg_op_builder_finish(b), 0);

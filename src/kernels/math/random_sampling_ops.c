@@ -70,9 +70,7 @@ static vg_code shape_multinomial(vg_op *op, vg_status *st) {
         if (n < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_samples should be nonnegative, got %d", n);
         dims[1] = n;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, ot, vg_shape_make(dims, 2));
-    return VG_OK;
+    return vg__op_set_single_output(op, ot, vg_shape_make(dims, 2));
 }
 
 static vg_code kernel_multinomial(vg__kctx *ctx) {
@@ -172,9 +170,7 @@ static vg_code shape_uniform_int(vg_op *op, vg_status *st) {
         for (int i = 0; i < out.ndims; i++)
             out.dims[i] = st_ == VG_INT32 ? ((const int32_t *)vg_tensor_data(s))[i] : ((const int64_t *)vg_tensor_data(s))[i];
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, t, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, t, out);
 }
 
 static vg_code kernel_uniform_int(vg__kctx *ctx) {

@@ -19,9 +19,7 @@ static vg_code scan_shape(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_type(op, "Tidx", at);
     vg__op_set_default_attr_bool(op, "exclusive", false);
     vg__op_set_default_attr_bool(op, "reverse", false);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 /* The scan runs along the axis one row of `inner` elements at a time: each row is the

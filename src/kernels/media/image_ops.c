@@ -32,17 +32,7 @@
 /* ------------------------------------------------------------------------ */
 /* helpers */
 
-static double get(const vg_tensor *t, int64_t i) {
-    const void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: return ((const float *)d)[i];
-    case VG_DOUBLE: return ((const double *)d)[i];
-    case VG_INT32: return ((const int32_t *)d)[i];
-    case VG_INT64: return (double)((const int64_t *)d)[i];
-    case VG_UINT8: return ((const uint8_t *)d)[i];
-    default: return 0;
-    }
-}
+static double get(const vg_tensor *t, int64_t i) { return vg__real_at(t, vg_tensor_dtype(t), i, 0); }
 
 static bool resize_dtype_ok(vg_dtype dt) {
     return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_INT32 || dt == VG_INT64 || dt == VG_UINT8;
@@ -89,9 +79,7 @@ static vg_code resize_shape(vg_op *op, bool float_out, vg_status *st) {
     vg__op_set_default_attr_type(op, "T", dt);
     vg__op_set_default_attr_bool(op, "align_corners", false);
     vg__op_set_default_attr_bool(op, "half_pixel_centers", false);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, float_out ? VG_FLOAT : dt, vg_shape_make(dims, 4));
-    return VG_OK;
+    return vg__op_set_single_output(op, float_out ? VG_FLOAT : dt, vg_shape_make(dims, 4));
 }
 static vg_code shape_resize_bilinear(vg_op *op, vg_status *st) { return resize_shape(op, true, st); }
 static vg_code shape_resize_nn(vg_op *op, vg_status *st) { return resize_shape(op, false, st); }
@@ -184,9 +172,7 @@ static vg_code shape_resize_bilinear_grad(vg_op *op, vg_status *st) {
     if (align && hpc)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "If half_pixel_centers is True, align_corners must be False.");
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 1));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 1));
 }
 
 static vg_code kernel_resize_bilinear_grad(vg__kctx *ctx) {
@@ -366,9 +352,7 @@ static vg_code shape_color(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: the factor must be float, got %s", vg_op_type(op),
                              vg_dtype_name(vg__op_input_dtype(op, 1)));
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, s);
 }
 
 static void put(vg_tensor *t, int64_t i, double v) {
@@ -744,9 +728,7 @@ static vg_code shape_draw_bboxes(vg_op *op, vg_status *st) {
     if (im.ndims == 4 && im.dims[3] >= 0 && im.dims[3] != 1 && im.dims[3] != 3 && im.dims[3] != 4)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
     vg__op_set_default_attr_type(op, "T", VG_FLOAT);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_FLOAT, im);
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_FLOAT, im);
 }
 
 static vg_code kernel_draw_bboxes(vg__kctx *ctx) {

@@ -187,11 +187,6 @@ static bool dims_eq(const vg_tensor *t, const int64_t d[4]) {
     return true;
 }
 
-static char *tshape_str(const vg_tensor *t, char *buf, size_t len) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, len);
-}
-
 static char *dstr(const int64_t d[4], char *buf, size_t len) {
     snprintf(buf, len, "[%lld,%lld,%lld,%lld]", (long long)d[0], (long long)d[1], (long long)d[2], (long long)d[3]);
     return buf;
@@ -1250,9 +1245,7 @@ static vg_code shape_conv2d(vg_op *op, vg_status *st) {
     if (window_out(xd[1], fd[0], w.strides[1], w.same, &od[1], &pad, st) ||
         window_out(xd[2], fd[1], w.strides[2], w.same, &od[2], &pad, st))
         return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg_shape_make(od, 4));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg_shape_make(od, 4));
 }
 
 /* Checks a kernel input tensor: real dtype (== want if given) and rank 4. */
@@ -1347,7 +1340,7 @@ static vg_code kernel_fused_conv2d(vg__kctx *ctx, bool relu, bool pool) {
     if (vg_tensor_dtype(b) != dt || vg_tensor_ndims(b) != 1 || vg_tensor_dim(b, 0) != j.g.co)
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "Must provide as many biases as the last dimension of the input tensor: %s (%s) vs. %lld",
-                             tshape_str(b, sb, sizeof sb), vg_dtype_name(vg_tensor_dtype(b)), (long long)j.g.co);
+                             vg__tshape_str(b, sb, sizeof sb), vg_dtype_name(vg_tensor_dtype(b)), (long long)j.g.co);
     int64_t od[4] = {j.g.n, j.g.oh, j.g.ow, j.g.co};
     if (vg__kctx_alloc_output(ctx, 0, dt, od, 4, &y)) return st->code;
     if (vg_tensor_num_elements(y) == 0) return VG_OK;
@@ -1409,9 +1402,7 @@ static vg_code shape_fused_conv2d(vg_op *op, vg_status *st) {
 
 static vg_code shape_fused_forward(vg_op *op, vg_status *st) {
     (void)st;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), vg__op_input_shape(op, 0));
 }
 
 /* TF's _Conv2DGrad: Conv2DBackpropInput(Shape(x), f, dy), Conv2DBackpropFilter(x, Shape(f), dy). */
@@ -1473,9 +1464,7 @@ static vg_code shape_conv2d_bp_input(vg_op *op, vg_status *st) {
     if (f.ndims == 4 && x.dims[3] >= 0 && f.dims[2] >= 0 && x.dims[3] != f.dims[2])
         return vg_status_set(st, VG_INVALID_ARGUMENT, "input and filter must have the same depth: %lld vs %lld",
                              (long long)x.dims[3], (long long)f.dims[2]);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, x);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, x);
 }
 
 /* Checks dy against the geometry at run time. */
@@ -1484,7 +1473,7 @@ static vg_code kcheck_dy(vg__kctx *ctx, const vg_tensor *dy, const conv_geom *g,
     char a[128], b[128];
     if (!dims_eq(dy, want))
         return vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "%s has shape %s, expected %s", what,
-                             tshape_str(dy, a, sizeof a), dstr(want, b, sizeof b));
+                             vg__tshape_str(dy, a, sizeof a), dstr(want, b, sizeof b));
     return VG_OK;
 }
 
@@ -1537,9 +1526,7 @@ static vg_code shape_conv2d_bp_filter(vg_op *op, vg_status *st) {
     if (x.ndims == 4 && x.dims[3] >= 0 && f.dims[2] >= 0 && x.dims[3] != f.dims[2])
         return vg_status_set(st, VG_INVALID_ARGUMENT, "input and filter must have the same depth: %lld vs %lld",
                              (long long)x.dims[3], (long long)f.dims[2]);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, f);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, f);
 }
 
 static vg_code kernel_conv2d_bp_filter(vg__kctx *ctx) {
@@ -2093,9 +2080,7 @@ static vg_code shape_pool(vg_op *op, vg_status *st) {
             window_out(x.dims[2], w.ksize[2], w.strides[2], w.same, &od[2], &pad, st))
             return st->code;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg_shape_make(od, 4));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg_shape_make(od, 4));
 }
 
 static vg_code run_pool(vg__kctx *ctx, int kind) {
@@ -2204,9 +2189,7 @@ static vg_code shape_max_pool_grad(vg_op *op, vg_status *st) {
     if (check_rank4(&x, "orig_input", st) || check_rank4(&y, "orig_output", st) || check_rank4(&dy, "grad", st) ||
         check_dy_shape(op, &x, NULL, &y, true, st) || check_dy_shape(op, &x, NULL, &dy, true, st))
         return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, x);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, x);
 }
 
 static vg_code max_pool_grad(vg__kctx *ctx, bool relu_mask, bool bias_grad) {
@@ -2317,9 +2300,7 @@ static vg_code shape_avg_pool_grad(vg_op *op, vg_status *st) {
     if (shape_from_tensor_input(op, 0, "orig_input_shape", &x, st) || check_rank4(&dy, "grad", st) ||
         check_dy_shape(op, &x, NULL, &dy, true, st))
         return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, x);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, x);
 }
 
 static vg_code kernel_avg_pool_grad(vg__kctx *ctx) {
@@ -2397,29 +2378,23 @@ static void set_conv_attrs(vg_op_builder *b, const int64_t strides[4], const cha
 
 vg_output vg_conv2d(vg_graph *g, vg_output x, vg_output filter, const int64_t strides[4], const char *padding,
                     const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Conv2D", name);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, filter);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Conv2D", name, NULL, (vg_output[]){x, filter}, 2);
     set_conv_attrs(b, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_conv2d_backprop_input(vg_graph *g, vg_output input_sizes, vg_output filter, vg_output dy,
                                    const int64_t strides[4], const char *padding, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Conv2DBackpropInput", name);
-    vg_op_builder_add_input(b, input_sizes);
-    vg_op_builder_add_input(b, filter);
-    vg_op_builder_add_input(b, dy);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "Conv2DBackpropInput", name, NULL, (vg_output[]){input_sizes, filter, dy}, 3);
     set_conv_attrs(b, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_conv2d_backprop_filter(vg_graph *g, vg_output input, vg_output filter_sizes, vg_output dy,
                                     const int64_t strides[4], const char *padding, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Conv2DBackpropFilter", name);
-    vg_op_builder_add_input(b, input);
-    vg_op_builder_add_input(b, filter_sizes);
-    vg_op_builder_add_input(b, dy);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "Conv2DBackpropFilter", name, NULL, (vg_output[]){input, filter_sizes, dy}, 3);
     set_conv_attrs(b, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -2427,8 +2402,7 @@ vg_output vg_conv2d_backprop_filter(vg_graph *g, vg_output input, vg_output filt
 static vg_output build_pool(vg_graph *g, const char *type, vg_output x, const int64_t ksize[4],
                             const int64_t strides[4], const char *padding, const char *name) {
     static const int64_t ones[4] = {1, 1, 1, 1};
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    vg_op_builder_add_input(b, x);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){x}, 1);
     set_window(b, ksize ? ksize : ones, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -2446,10 +2420,7 @@ vg_output vg_avg_pool(vg_graph *g, vg_output x, const int64_t ksize[4], const in
 vg_output vg_max_pool_grad(vg_graph *g, vg_output x, vg_output y, vg_output dy, const int64_t ksize[4],
                            const int64_t strides[4], const char *padding, const char *name) {
     static const int64_t ones[4] = {1, 1, 1, 1};
-    vg_op_builder *b = vg_op_builder_new(g, "MaxPoolGrad", name);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, y);
-    vg_op_builder_add_input(b, dy);
+    vg_op_builder *b = vg__builder_with_inputs(g, "MaxPoolGrad", name, NULL, (vg_output[]){x, y, dy}, 3);
     set_window(b, ksize ? ksize : ones, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -2457,9 +2428,7 @@ vg_output vg_max_pool_grad(vg_graph *g, vg_output x, vg_output y, vg_output dy, 
 vg_output vg_avg_pool_grad(vg_graph *g, vg_output input_shape, vg_output dy, const int64_t ksize[4],
                            const int64_t strides[4], const char *padding, const char *name) {
     static const int64_t ones[4] = {1, 1, 1, 1};
-    vg_op_builder *b = vg_op_builder_new(g, "AvgPoolGrad", name);
-    vg_op_builder_add_input(b, input_shape);
-    vg_op_builder_add_input(b, dy);
+    vg_op_builder *b = vg__builder_with_inputs(g, "AvgPoolGrad", name, NULL, (vg_output[]){input_shape, dy}, 2);
     set_window(b, ksize ? ksize : ones, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }

@@ -50,9 +50,7 @@ static vg_code lrn_shape(vg_op *op, int n, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: depth_radius = %lld out of range", vg_op_type(op), (long long)r);
     vg__op_set_default_attr_type(op, "T", dt);
     vg__op_set_default_attr_int(op, "depth_radius", 5);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, n == 3 ? 1 : 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, n == 3 ? 1 : 0));
 }
 static vg_code shape_lrn(vg_op *op, vg_status *st) { return lrn_shape(op, 1, st); }
 static vg_code shape_lrn_grad(vg_op *op, vg_status *st) { return lrn_shape(op, 3, st); }

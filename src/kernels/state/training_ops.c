@@ -257,19 +257,6 @@ static vg_code acquire(vg__kctx *ctx, int nrefs, lockset *ls, vg_tensor **vals) 
     return VG_OK;
 }
 
-static bool same_dims(const vg_tensor *a, const vg_tensor *b) {
-    int n = vg_tensor_ndims(a);
-    if (n != vg_tensor_ndims(b)) return false;
-    for (int i = 0; i < n; i++)
-        if (vg_tensor_dim(a, i) != vg_tensor_dim(b, i)) return false;
-    return true;
-}
-
-static char *dims_str(const vg_tensor *t, char *buf, size_t len) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, len);
-}
-
 /* Reads the hyper-parameters (TF's IsLegacyScalar: rank 0, or [1]) and checks that
  * the tensors in vals (0..n-1, refs then grad at sig index) match var's shape. */
 static vg_code check_inputs(vg__kctx *ctx, const apply_sig *sig, vg_tensor *const *vals, double *scal) {
@@ -284,11 +271,11 @@ static vg_code check_inputs(vg__kctx *ctx, const apply_sig *sig, vg_tensor *cons
         if (sig->scalar[i]) {
             if (vg_tensor_ndims(x) > 1 || vg_tensor_num_elements(x) != 1)
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "%s is not a scalar: %s", sig->names[i],
-                                     dims_str(x, a, sizeof a));
+                                     vg__tshape_str(x, a, sizeof a));
             scal[i] = t == VG_FLOAT ? (double)*(const float *)vg_tensor_data(x) : *(const double *)vg_tensor_data(x);
-        } else if (!same_dims(vals[0], x)) {
+        } else if (!vg__same_dims(vals[0], x)) {
             return vg_status_set(st, VG_INVALID_ARGUMENT, "var and %s do not have the same shape%s %s", sig->names[i],
-                                 dims_str(vals[0], a, sizeof a), dims_str(x, b, sizeof b));
+                                 vg__tshape_str(vals[0], a, sizeof a), vg__tshape_str(x, b, sizeof b));
         }
     }
     return VG_OK;
@@ -855,7 +842,7 @@ static vg_code check_sparse(vg__kctx *ctx, const sparse_sig *sp, vg_tensor *cons
             vg_dtype d = vg_tensor_dtype(x);
             if ((d != VG_INT32 && d != VG_INT64) || vg_tensor_ndims(x) != 1)
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "indices must be a vector of int32 or int64: %s %s",
-                                     vg_dtype_name(d), dims_str(x, a, sizeof a));
+                                     vg_dtype_name(d), vg__tshape_str(x, a, sizeof a));
             continue;
         }
         if (vg_tensor_dtype(x) != t)
@@ -864,7 +851,7 @@ static vg_code check_sparse(vg__kctx *ctx, const sparse_sig *sp, vg_tensor *cons
         if (sig->scalar[i]) {
             if (vg_tensor_ndims(x) > 1 || vg_tensor_num_elements(x) != 1)
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "%s is not a scalar: %s", sig->names[i],
-                                     dims_str(x, a, sizeof a));
+                                     vg__tshape_str(x, a, sizeof a));
             scal[i] = t == VG_FLOAT ? (double)*(const float *)vg_tensor_data(x) : *(const double *)vg_tensor_data(x);
             continue;
         }
@@ -875,14 +862,14 @@ static vg_code check_sparse(vg__kctx *ctx, const sparse_sig *sp, vg_tensor *cons
             if (!good)
                 return vg_status_set(st, VG_INVALID_ARGUMENT,
                                      "var and grad do not have the same shape except the first dimension%s %s",
-                                     dims_str(vals[0], a, sizeof a), dims_str(x, b, sizeof b));
+                                     vg__tshape_str(vals[0], a, sizeof a), vg__tshape_str(x, b, sizeof b));
             if (vg_tensor_dim(x, 0) != vg_tensor_dim(vals[sp->indices], 0))
                 return vg_status_set(st, VG_INVALID_ARGUMENT,
                                      "grad must be the same size as indices in the first dimension: %s %s",
-                                     dims_str(x, a, sizeof a), dims_str(vals[sp->indices], b, sizeof b));
-        } else if (!same_dims(vals[0], x)) {
+                                     vg__tshape_str(x, a, sizeof a), vg__tshape_str(vals[sp->indices], b, sizeof b));
+        } else if (!vg__same_dims(vals[0], x)) {
             return vg_status_set(st, VG_INVALID_ARGUMENT, "var and %s do not have the same shape%s %s", sig->names[i],
-                                 dims_str(vals[0], a, sizeof a), dims_str(x, b, sizeof b));
+                                 vg__tshape_str(vals[0], a, sizeof a), vg__tshape_str(x, b, sizeof b));
         }
     }
     return VG_OK;

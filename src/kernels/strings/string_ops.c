@@ -100,9 +100,7 @@ static vg_code shape_string_join(vg_op *op, vg_status *st) {
     }
     vg__op_set_default_attr_string(op, "separator", "");
     vg__op_set_default_attr_int(op, "N", n);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, unknown && !have ? vg_shape_unknown() : out);
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_STRING, unknown && !have ? vg_shape_unknown() : out);
 }
 
 static vg_code kernel_string_join(vg__kctx *ctx) {
@@ -165,9 +163,7 @@ static vg_code shape_sharded(vg_op *op, vg_status *st) {
         if (!c) c = want_rank(op, i, 0, arg, st);
         if (c) return c;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_STRING, vg_shape_make(NULL, 0));
 }
 
 static vg_code kernel_sharded(vg__kctx *ctx) {
@@ -493,9 +489,7 @@ static vg_op_builder *split_builder(vg_graph *g, const char *type, vg_output sou
     vg_tensor_set_string(d, 0, sep, strlen(sep), NULL);
     vg_output sc = vg_const(g, d, "Const");
     vg_tensor_free(d);
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
-    vg_op_builder_add_input(b, source);
-    vg_op_builder_add_input(b, sc);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, type, (vg_output[]){source, sc}, 2);
     return b;
 }
 
