@@ -260,16 +260,9 @@ vg_output vg__ew_scalar_like(vg_graph *g, vg_output x, double v) {
 }
 
 vg_output vg__ew_build1(vg_graph *g, const char *type, vg_output x, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, NULL, (vg_output[]){x}, 1);
 }
 
 vg_output vg__ew_build2(vg_graph *g, const char *type, vg_output x, vg_output y, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, y);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, NULL, (vg_output[]){x, y}, 2);
 }

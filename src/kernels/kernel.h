@@ -167,6 +167,14 @@ static inline vg_code vg__op_set_single_output(vg_op *op, vg_dtype dt, vg_shape 
     return VG_OK;
 }
 
+/* Gives op two outputs: dtype dt0 shape s0, dtype dt1 shape s1; VG_OK. */
+static inline vg_code vg__op_set_two_outputs(vg_op *op, vg_dtype dt0, vg_shape s0, vg_dtype dt1, vg_shape s1) {
+    vg__op_set_num_outputs(op, 2);
+    vg__op_set_output(op, 0, dt0, s0);
+    vg__op_set_output(op, 1, dt1, s1);
+    return VG_OK;
+}
+
 /* The builder of a node of type `type` named name (dflt when name is NULL) with the n
  * inputs in[0..n) added; the caller sets attributes and finishes it. */
 VG_HIDDEN vg_op_builder *vg__builder_with_inputs(vg_graph *g, const char *type, const char *name, const char *dflt,

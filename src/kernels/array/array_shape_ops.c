@@ -833,10 +833,7 @@ static vg_code shape_bcast_args(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "s0 and s1 must have the same type, got %s and %s",
                              vg_dtype_name(vg__op_input_dtype(op, 0)), vg_dtype_name(vg__op_input_dtype(op, 1)));
     vg_dtype dt = vg__op_input_dtype(op, 0);
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, vg_shape_make(NULL, 1));
-    vg__op_set_output(op, 1, dt, vg_shape_make(NULL, 1));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, vg_shape_make(NULL, 1), dt, vg_shape_make(NULL, 1));
 }
 
 /* r0/r1: the axes of the broadcast result along which x0/x1 were stretched (TF's

@@ -343,9 +343,8 @@ static vg_code grad_strided_slice(vg_graph *g, vg_op *op, const vg_output *dy, v
 
 /* _StridedSliceGradGrad: strided_slice(grad, begin, end, strides) for dy. */
 static vg_code grad_strided_slice_grad(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
-    vg_op_builder *b = vg_op_builder_new(g, "StridedSlice", "StridedSlice");
+    vg_op_builder *b = vg__builder_with_inputs(g, "StridedSlice", "StridedSlice", NULL, (vg_output[]){dy[0]}, 1);
     if (!b) return vg_graph_status(g, NULL);
-    vg_op_builder_add_input(b, dy[0]);
     for (int i = 1; i < 4; i++) vg_op_builder_add_input(b, vg_op_input(op, i));
     copy_masks(b, op);
     dx[4] = vg_out(vg_op_builder_finish(b), 0);
@@ -354,12 +353,8 @@ static vg_code grad_strided_slice_grad(vg_graph *g, vg_op *op, const vg_output *
 
 vg_output vg_strided_slice(vg_graph *g, vg_output x, vg_output begin, vg_output end, vg_output strides,
                            const vg_strided_slice_masks *masks, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "StridedSlice", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "StridedSlice", name, NULL, (vg_output[]){x, begin, end, strides}, 4);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, begin);
-    vg_op_builder_add_input(b, end);
-    vg_op_builder_add_input(b, strides);
     vg_strided_slice_masks z = {0, 0, 0, 0, 0};
     if (!masks) masks = &z;
     vg_op_builder_set_attr_int(b, "begin_mask", masks->begin_mask);

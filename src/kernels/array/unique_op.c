@@ -27,10 +27,7 @@ static vg_code shape_unique(vg_op *op, vg_status *st) {
                              vg_dtype_name(oi));
     vg__op_set_default_attr_type(op, "T", t);
     int64_t unk = -1;
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, t, vg_shape_make(&unk, 1));
-    vg__op_set_output(op, 1, oi, s.ndims == 1 ? s : vg_shape_make(&unk, 1));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, t, vg_shape_make(&unk, 1), oi, s.ndims == 1 ? s : vg_shape_make(&unk, 1));
 }
 
 typedef struct item {

@@ -372,10 +372,7 @@ static vg_code shape_switch(vg_op *op, vg_status *st) {
     vg_dtype dt = vg__op_input_dtype(op, 0);
     vg_shape s = vg__op_input_shape(op, 0);
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, s);
-    vg__op_set_output(op, 1, dt, s);
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, s, dt, s);
 }
 
 static vg_code shape_merge(vg_op *op, vg_status *st) {
@@ -396,10 +393,7 @@ static vg_code shape_merge(vg_op *op, vg_status *st) {
     }
     vg__op_set_default_attr_type(op, "T", dt);
     vg__op_set_default_attr_int(op, "N", op->ninputs);
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, s);
-    vg__op_set_output(op, 1, VG_INT32, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, s, VG_INT32, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_forward(vg_op *op, vg_status *st) {

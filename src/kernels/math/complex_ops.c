@@ -208,18 +208,11 @@ static vg_code grad_complex_abs(vg_graph *g, vg_op *op, const vg_output *dy, vg_
 /* Builders */
 
 vg_output vg_complex(vg_graph *g, vg_output real, vg_output imag, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Complex", name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, real);
-    vg_op_builder_add_input(b, imag);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "Complex", name, NULL, (vg_output[]){real, imag}, 2);
 }
 
 static vg_output build1(vg_graph *g, const char *type, vg_output x, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, NULL, (vg_output[]){x}, 1);
 }
 
 /* math_ops.real / imag / conj: on a real (float or integer) tensor real and conj return

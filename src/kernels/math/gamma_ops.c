@@ -516,12 +516,7 @@ vg_output vg_polygamma(vg_graph *g, vg_output a, vg_output x, const char *name) 
     return vg__ew_build2(g, "Polygamma", a, x, name);
 }
 vg_output vg_betainc(vg_graph *g, vg_output a, vg_output b, vg_output x, const char *name) {
-    vg_op_builder *bd = vg_op_builder_new(g, "Betainc", name ? name : "Betainc");
-    if (!bd) return vg_out(NULL, 0);
-    vg_op_builder_add_input(bd, a);
-    vg_op_builder_add_input(bd, b);
-    vg_op_builder_add_input(bd, x);
-    return vg_out(vg_op_builder_finish(bd), 0);
+    return vg__build_simple(g, "Betainc", name, "Betainc", (vg_output[]){a, b, x}, 3);
 }
 vg_output vg_random_gamma_grad(vg_graph *g, vg_output alpha, vg_output sample, const char *name) {
     return vg__ew_build2(g, "RandomGammaGrad", alpha, sample, name);

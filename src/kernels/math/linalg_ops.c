@@ -289,10 +289,8 @@ static vg_code grad_bmm(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *
 }
 
 vg_output vg_batch_matmul(vg_graph *g, vg_output x, vg_output y, bool adj_x, bool adj_y, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "BatchMatMulV2", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "BatchMatMulV2", name, NULL, (vg_output[]){x, y}, 2);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, y);
     vg_op_builder_set_attr_bool(b, "adj_x", adj_x);
     vg_op_builder_set_attr_bool(b, "adj_y", adj_y);
     return vg_out(vg_op_builder_finish(b), 0);
@@ -357,12 +355,7 @@ static vg_code grad_band(vg_graph *g, vg_op *op, const vg_output *dy, vg_output 
 }
 
 vg_output vg_matrix_band_part(vg_graph *g, vg_output x, vg_output num_lower, vg_output num_upper, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "MatrixBandPart", name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, num_lower);
-    vg_op_builder_add_input(b, num_upper);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "MatrixBandPart", name, NULL, (vg_output[]){x, num_lower, num_upper}, 3);
 }
 
 vg_output vg_matrix_band_part_c(vg_graph *g, vg_output x, int64_t num_lower, int64_t num_upper, const char *name) {
@@ -568,11 +561,7 @@ vg_output vg_matrix_diag_part(vg_graph *g, vg_output input, const char *name) {
 }
 
 vg_output vg_matrix_set_diag(vg_graph *g, vg_output input, vg_output diagonal, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "MatrixSetDiag", name ? name : "MatrixSetDiag");
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, input);
-    vg_op_builder_add_input(b, diagonal);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "MatrixSetDiag", name, "MatrixSetDiag", (vg_output[]){input, diagonal}, 2);
 }
 
 const vg__op_def vg__ops_linalg[] = {

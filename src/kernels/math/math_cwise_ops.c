@@ -1081,18 +1081,11 @@ static vg_code kernel_check_numerics(vg__kctx *ctx) {
 /* Builders */
 
 static vg_output build1(vg_graph *g, const char *type, vg_output x, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, NULL, (vg_output[]){x}, 1);
 }
 
 static vg_output build2(vg_graph *g, const char *type, vg_output x, vg_output y, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, y);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, NULL, (vg_output[]){x, y}, 2);
 }
 
 vg_output vg_add(vg_graph *g, vg_output a, vg_output b, const char *name) { return build2(g, "AddV2", a, b, name); }
@@ -1141,12 +1134,7 @@ vg_output vg_reciprocal(vg_graph *g, vg_output x, const char *name) { return bui
 vg_output vg_is_finite(vg_graph *g, vg_output x, const char *name) { return build1(g, "IsFinite", x, name); }
 
 vg_output vg_select(vg_graph *g, vg_output cond, vg_output t, vg_output e, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Select", name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, cond);
-    vg_op_builder_add_input(b, t);
-    vg_op_builder_add_input(b, e);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "Select", name, NULL, (vg_output[]){cond, t, e}, 3);
 }
 
 vg_output vg_add_n(vg_graph *g, const vg_output *inputs, int n, const char *name) {
@@ -1164,18 +1152,16 @@ vg_output vg_add_n(vg_graph *g, const vg_output *inputs, int n, const char *name
 }
 
 vg_output vg_cast(vg_graph *g, vg_output x, vg_dtype dt, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Cast", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Cast", name, NULL, (vg_output[]){x}, 1);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
     vg_op_builder_set_attr_type(b, "DstT", dt);
     vg_op_builder_set_attr_bool(b, "Truncate", false);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_check_numerics(vg_graph *g, vg_output x, const char *message, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "CheckNumerics", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "CheckNumerics", name, NULL, (vg_output[]){x}, 1);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
     if (!message) message = "";
     vg_op_builder_set_attr_string(b, "message", message, strlen(message));
     return vg_out(vg_op_builder_finish(b), 0);

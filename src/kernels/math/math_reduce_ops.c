@@ -664,10 +664,8 @@ static vg_code grad_min_max(vg_graph *g, vg_op *op, const vg_output *dy, vg_outp
 
 static vg_output build_reduce(vg_graph *g, const char *type, vg_output x, vg_output axes, bool keep,
                               const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){x, axes}, 2);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, axes);
     vg_op_builder_set_attr_bool(b, "keep_dims", keep);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -733,10 +731,8 @@ REDUCE_BUILDER(vg_reduce_any, "Any")
 
 static vg_output build_arg(vg_graph *g, const char *type, vg_output x, int axis, vg_dtype ot, const char *name) {
     vg_output dim = vg_const_i32(g, axis, "dimension");
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){x, dim}, 2);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, dim);
     vg_op_builder_set_attr_type(b, "output_type", ot);
     return vg_out(vg_op_builder_finish(b), 0);
 }

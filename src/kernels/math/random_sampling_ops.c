@@ -211,11 +211,9 @@ static vg_code kernel_uniform_int(vg__kctx *ctx) {
 
 vg_output vg_random_uniform_int(vg_graph *g, vg_output shape, vg_output minval, vg_output maxval, int64_t s1, int64_t s2,
                                 const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "RandomUniformInt", name);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "RandomUniformInt", name, NULL, (vg_output[]){shape, minval, maxval}, 3);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, shape);
-    vg_op_builder_add_input(b, minval);
-    vg_op_builder_add_input(b, maxval);
     vg_op_builder_set_attr_int(b, "seed", s1);
     vg_op_builder_set_attr_int(b, "seed2", s2);
     return vg_out(vg_op_builder_finish(b), 0);

@@ -86,10 +86,8 @@ static vg_code kernel_cumprod(vg__kctx *ctx) { return scan_kernel(ctx, true); }
 
 static vg_output scan_build(vg_graph *g, const char *type, vg_output x, vg_output axis, bool exclusive, bool reverse,
                             const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){x, axis}, 2);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, axis);
     vg_op_builder_set_attr_bool(b, "exclusive", exclusive);
     vg_op_builder_set_attr_bool(b, "reverse", reverse);
     return vg_out(vg_op_builder_finish(b), 0);

@@ -273,10 +273,7 @@ static vg_code shape_decode_wav(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_int(op, "desired_channels", -1);
     vg__op_set_default_attr_int(op, "desired_samples", -1);
     int64_t dims[2] = {smp, ch};
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, VG_FLOAT, vg_shape_make(dims, 2));
-    vg__op_set_output(op, 1, VG_INT32, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, VG_FLOAT, vg_shape_make(dims, 2), VG_INT32, vg_shape_make(NULL, 0));
 }
 
 static vg_code kernel_decode_wav(vg__kctx *ctx) {

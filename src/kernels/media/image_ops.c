@@ -235,10 +235,9 @@ static vg_code grad_resize_bilinear(vg_graph *g, vg_op *op, const vg_output *dy,
     vg_output x = vg_op_input(op, 0);
     vg_dtype dt = vg_output_dtype(x);
     if (dt == VG_FLOAT || dt == VG_DOUBLE) { /* image_grad.py: no gradient for integer images */
-        vg_op_builder *b = vg_op_builder_new(g, "ResizeBilinearGrad", "ResizeBilinearGrad");
+        vg_op_builder *b =
+            vg__builder_with_inputs(g, "ResizeBilinearGrad", "ResizeBilinearGrad", NULL, (vg_output[]){dy[0], x}, 2);
         if (!b) return vg_graph_status(g, NULL);
-        vg_op_builder_add_input(b, dy[0]);
-        vg_op_builder_add_input(b, x);
         copy_resize_attrs(b, op);
         dx[0] = vg_out(vg_op_builder_finish(b), 0);
     }
@@ -322,10 +321,9 @@ static vg_code grad_resize_nn(vg_graph *g, vg_op *op, const vg_output *dy, vg_ou
     } else {
         size = vg_slice_c(g, vg_shape_op(g, x, VG_INT32, "Shape"), (const int64_t[]){1}, (const int64_t[]){2}, 1, "Slice");
     }
-    vg_op_builder *b = vg_op_builder_new(g, "ResizeNearestNeighborGrad", "ResizeNearestNeighborGrad");
+    vg_op_builder *b = vg__builder_with_inputs(g, "ResizeNearestNeighborGrad", "ResizeNearestNeighborGrad", NULL,
+                                               (vg_output[]){dy[0], size}, 2);
     if (!b) return vg_graph_status(g, NULL);
-    vg_op_builder_add_input(b, dy[0]);
-    vg_op_builder_add_input(b, size);
     copy_resize_attrs(b, op);
     dx[0] = vg_out(vg_op_builder_finish(b), 0);
     return vg_graph_status(g, NULL);
@@ -799,10 +797,8 @@ static vg_code kernel_draw_bboxes(vg__kctx *ctx) {
 static vg_output resize_op(vg_graph *g, const char *type, vg_output images, vg_output size, bool align, bool hpc,
                            const char *name) {
     if (!g || !images.op || !size.op) return vg_out(NULL, 0);
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, type, (vg_output[]){images, size}, 2);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, images);
-    vg_op_builder_add_input(b, size);
     vg_op_builder_set_attr_bool(b, "align_corners", align);
     vg_op_builder_set_attr_bool(b, "half_pixel_centers", hpc);
     return vg_out(vg_op_builder_finish(b), 0);
@@ -820,9 +816,8 @@ vg_output vg_resize_nearest_neighbor(vg_graph *g, vg_output images, vg_output si
 
 static vg_output color_op(vg_graph *g, const char *type, vg_output images, vg_output factor, const char *name) {
     if (!g || !images.op) return vg_out(NULL, 0);
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, type, (vg_output[]){images}, 1);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, images);
     if (factor.op) vg_op_builder_add_input(b, factor);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -868,11 +863,9 @@ vg_op *vg_sample_distorted_bounding_box_v2(vg_graph *g, vg_output image_size, vg
     }
     int64_t s1, s2;
     vg_graph_get_seed(g, o.seed, &s1, &s2);
-    vg_op_builder *b = vg_op_builder_new(g, "SampleDistortedBoundingBoxV2", name ? name : "SampleDistortedBoundingBoxV2");
+    vg_op_builder *b = vg__builder_with_inputs(g, "SampleDistortedBoundingBoxV2", name, "SampleDistortedBoundingBoxV2",
+                                               (vg_output[]){image_size, bounding_boxes, min_object_covered}, 3);
     if (!b) return NULL;
-    vg_op_builder_add_input(b, image_size);
-    vg_op_builder_add_input(b, bounding_boxes);
-    vg_op_builder_add_input(b, min_object_covered);
     vg_op_builder_set_attr_int(b, "seed", s1);
     vg_op_builder_set_attr_int(b, "seed2", s2);
     vg_op_builder_set_attr_float_list(b, "aspect_ratio_range", o.aspect_ratio_range, 2);
@@ -884,11 +877,7 @@ vg_op *vg_sample_distorted_bounding_box_v2(vg_graph *g, vg_output image_size, vg
 
 vg_output vg_draw_bounding_boxes(vg_graph *g, vg_output images, vg_output boxes, const char *name) {
     if (!g || !images.op || !boxes.op) return vg_out(NULL, 0);
-    vg_op_builder *b = vg_op_builder_new(g, "DrawBoundingBoxes", name ? name : "DrawBoundingBoxes");
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, images);
-    vg_op_builder_add_input(b, boxes);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "DrawBoundingBoxes", name, "DrawBoundingBoxes", (vg_output[]){images, boxes}, 2);
 }
 
 const vg__op_def vg__ops_image[] = {

@@ -2238,10 +2238,7 @@ static vg_code shape_fused_pool_grad_conv_filter(vg_op *op, vg_status *st) {
     vg_shape f;
     if (shape_from_tensor_input(op, 1, "filter_sizes", &f, st)) return st->code;
     int64_t co = f.ndims == 4 ? f.dims[3] : -1;
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, VG_FLOAT, f);
-    vg__op_set_output(op, 1, VG_FLOAT, vg_shape_make(&co, 1));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, VG_FLOAT, f, VG_FLOAT, vg_shape_make(&co, 1));
 }
 
 /* _VigilFusedMaxPoolGradConv2DBackpropFilter(input, filter_sizes, orig_input,

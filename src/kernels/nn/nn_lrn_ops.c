@@ -258,20 +258,17 @@ static void copy_attrs(vg_op_builder *b, const vg_op *op) {
 }
 
 static vg_code grad_lrn(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
-    vg_op_builder *b = vg_op_builder_new(g, "LRNGrad", "LRNGrad");
+    vg_op_builder *b = vg__builder_with_inputs(g, "LRNGrad", "LRNGrad", NULL,
+                                               (vg_output[]){dy[0], vg_op_input(op, 0), vg_out(op, 0)}, 3);
     if (!b) return vg_graph_status(g, NULL);
-    vg_op_builder_add_input(b, dy[0]);
-    vg_op_builder_add_input(b, vg_op_input(op, 0));
-    vg_op_builder_add_input(b, vg_out(op, 0));
     copy_attrs(b, op);
     dx[0] = vg_out(vg_op_builder_finish(b), 0);
     return vg_graph_status(g, NULL);
 }
 
 vg_output vg_lrn(vg_graph *g, vg_output x, int depth_radius, float bias, float alpha, float beta, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "LRN", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "LRN", name, NULL, (vg_output[]){x}, 1);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
     vg_op_builder_set_attr_int(b, "depth_radius", depth_radius);
     vg_op_builder_set_attr_float(b, "bias", bias);
     vg_op_builder_set_attr_float(b, "alpha", alpha);

@@ -865,10 +865,7 @@ static vg_code shape_xent(vg_op *op, vg_status *st) {
         int64_t unk[2] = {-1, -1};
         m = vg_shape_make(unk, 2);
     }
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, vg_shape_make(m.dims, 1));
-    vg__op_set_output(op, 1, dt, m);
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, vg_shape_make(m.dims, 1), dt, m);
 }
 
 static vg_code shape_sparse_xent(vg_op *op, vg_status *st) {
@@ -893,10 +890,7 @@ static vg_code shape_sparse_xent(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "logits and labels must have the same first dimension, got logits shape %s and labels shape %s",
                              vg_shape_str(&x, sx, sizeof sx), vg_shape_str(&l, sl, sizeof sl));
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, vg_shape_make(dims, 1));
-    vg__op_set_output(op, 1, dt, vg_shape_make(dims, 2));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, vg_shape_make(dims, 1), dt, vg_shape_make(dims, 2));
 }
 
 static vg_code kernel_xent(vg__kctx *ctx) {

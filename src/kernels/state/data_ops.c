@@ -160,10 +160,7 @@ static vg_code shape_idx_record(vg_op *op, vg_status *st) {
     } else {
         is = vg_shape_unknown();
     }
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, VG_UINT8, is);
-    vg__op_set_output(op, 1, VG_INT64, s);
-    return VG_OK;
+    return vg__op_set_two_outputs(op, VG_UINT8, is, VG_INT64, s);
 }
 
 vg_op *vg_idx_record(vg_graph *g, const char *images_path, const char *labels_path, vg_output indices,

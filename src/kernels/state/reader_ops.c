@@ -415,6 +415,20 @@ static vg_code kernel_read(vg__kctx *ctx) {
     return rc;
 }
 
+/* Copies the first n strings of keys and vals into ko and vo. */
+static vg_code copy_records(vg_tensor *ko, vg_tensor *vo, const vg_tensor *keys, const vg_tensor *vals, int64_t n,
+                            vg_status *st) {
+    vg_code rc = VG_OK;
+    for (int64_t i = 0; i < n && rc == VG_OK; i++) {
+        size_t l;
+        const char *s = vg_tensor_string(keys, i, &l);
+        rc = vg_tensor_set_string(ko, i, s, l, st);
+        s = vg_tensor_string(vals, i, &l);
+        if (rc == VG_OK) rc = vg_tensor_set_string(vo, i, s, l, st);
+    }
+    return rc;
+}
+
 static vg_code kernel_read_up_to(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__reader *r = reader_of(ctx);
@@ -452,13 +466,7 @@ static vg_code kernel_read_up_to(vg__kctx *ctx) {
                 rc = st->code;
                 break;
             }
-            for (int64_t i = 0; i < got && rc == VG_OK; i++) {
-                size_t l;
-                const char *s = vg_tensor_string(keys, i, &l);
-                rc = vg_tensor_set_string(nk, i, s, l, st);
-                s = vg_tensor_string(vals, i, &l);
-                if (rc == VG_OK) rc = vg_tensor_set_string(nv, i, s, l, st);
-            }
+            rc = copy_records(nk, nv, keys, vals, got, st);
             vg_tensor_free(keys);
             vg_tensor_free(vals);
             keys = nk;
@@ -474,13 +482,7 @@ static vg_code kernel_read_up_to(vg__kctx *ctx) {
     vg_tensor *ko, *vo;
     if (rc == VG_OK) rc = vg__kctx_alloc_output(ctx, 0, VG_STRING, &got, 1, &ko);
     if (rc == VG_OK) rc = vg__kctx_alloc_output(ctx, 1, VG_STRING, &got, 1, &vo);
-    for (int64_t i = 0; i < got && rc == VG_OK; i++) {
-        size_t l;
-        const char *s = vg_tensor_string(keys, i, &l);
-        rc = vg_tensor_set_string(ko, i, s, l, st);
-        s = vg_tensor_string(vals, i, &l);
-        if (rc == VG_OK) rc = vg_tensor_set_string(vo, i, s, l, st);
-    }
+    if (rc == VG_OK) rc = copy_records(ko, vo, keys, vals, got, st);
     vg_tensor_free(keys);
     vg_tensor_free(vals);
     vg__free(o);

@@ -536,19 +536,13 @@ static vg_code shape_ta(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_bool(op, "clear_after_read", true);
     vg__op_set_default_attr_bool(op, "identical_element_shapes", false);
     vg__op_set_default_attr_string(op, "tensor_array_name", "");
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make((int64_t[]){2}, 1));
-    vg__op_set_output(op, 1, VG_FLOAT, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, VG_RESOURCE, vg_shape_make((int64_t[]){2}, 1), VG_FLOAT, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_ta_grad(vg_op *op, vg_status *st) {
     vg_code rc = need_handle(op, st);
     if (rc != VG_OK) return rc;
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make((int64_t[]){2}, 1));
-    vg__op_set_output(op, 1, VG_FLOAT, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, VG_RESOURCE, vg_shape_make((int64_t[]){2}, 1), VG_FLOAT, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_flow_out(vg_op *op, vg_status *st) {
@@ -585,10 +579,7 @@ static vg_code shape_concat(vg_op *op, vg_status *st) {
     if (rc != VG_OK) return rc;
     vg_dtype dt;
     if (!vg_op_attr_type_(op, "dtype", &dt)) return vg_status_set(st, VG_INVALID_ARGUMENT, "TensorArrayConcatV3: no dtype");
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, vg_shape_unknown());
-    vg__op_set_output(op, 1, VG_INT64, vg_shape_make((int64_t[]){-1}, 1));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, vg_shape_unknown(), VG_INT64, vg_shape_make((int64_t[]){-1}, 1));
 }
 
 static vg_code shape_size(vg_op *op, vg_status *st) {
