@@ -216,11 +216,7 @@ vg_code vg__ew_bcast_kernel(vg__kctx *ctx, const vg__ew_elem_tbl *tbl, bool int_
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
                                  vg_shape_str(&s1, x1, sizeof x1), vg_shape_str(&s2, x2, sizeof x2));
         }
-        od[i] = xa == 1 ? xb : xa;
-        sa[i] = xa == 1 ? 0 : stra;
-        sb[i] = xb == 1 ? 0 : strb;
-        stra *= xa;
-        strb *= xb;
+        vg__bcast2_dim(i, xa, xb, od, sa, sb, &stra, &strb);
         n *= od[i];
     }
     vg_tensor *o;
@@ -232,14 +228,7 @@ vg_code vg__ew_bcast_kernel(vg__kctx *ctx, const vg__ew_elem_tbl *tbl, bool int_
     int64_t idx[VG_MAX_DIMS] = {0}, oa = 0, ob = 0;
     for (int64_t k = 0; k < n; k++) {
         fn(pa + (size_t)oa * esz, pb + (size_t)ob * esz, po + (size_t)k * esz);
-        for (int d = r - 1; d >= 0; d--) {
-            oa += sa[d];
-            ob += sb[d];
-            if (++idx[d] < od[d]) break;
-            oa -= sa[d] * od[d];
-            ob -= sb[d] * od[d];
-            idx[d] = 0;
-        }
+        vg__bcast2_next(r, od, sa, sb, idx, &oa, &ob);
     }
     return VG_OK;
 }

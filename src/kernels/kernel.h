@@ -146,6 +146,33 @@ static inline double vg__real_at(const vg_tensor *t, vg_dtype dt, int64_t i, dou
     }
 }
 
+/* Dimension i of a two-operand broadcast (walk i from the last dimension down): sets
+ * od[i], the result's size, and sa[i] / sb[i], each operand's element stride there (0
+ * where its size 1 is stretched), and moves the running strides *stra / *strb on. The
+ * caller has checked that xa and xb are equal or that one of them is 1. */
+static inline void vg__bcast2_dim(int i, int64_t xa, int64_t xb, int64_t *od, int64_t *sa, int64_t *sb, int64_t *stra,
+                                  int64_t *strb) {
+    od[i] = xa == 1 ? xb : xa;
+    sa[i] = xa == 1 ? 0 : *stra;
+    sb[i] = xb == 1 ? 0 : *strb;
+    *stra *= xa;
+    *strb *= xb;
+}
+
+/* Steps the odometer idx over the broadcast result's dims od[0..r) by one element and
+ * the operands' element offsets *oa / *ob with it (strides sa / sb from vg__bcast2_dim). */
+static inline void vg__bcast2_next(int r, const int64_t *od, const int64_t *sa, const int64_t *sb, int64_t *idx,
+                                   int64_t *oa, int64_t *ob) {
+    for (int d = r - 1; d >= 0; d--) {
+        *oa += sa[d];
+        *ob += sb[d];
+        if (++idx[d] < od[d]) break;
+        *oa -= sa[d] * od[d];
+        *ob -= sb[d] * od[d];
+        idx[d] = 0;
+    }
+}
+
 /* Attribute name of op, or def when op has no such attribute (of that type). */
 static inline int64_t vg__attr_int_or(const vg_op *op, const char *name, int64_t def) {
     int64_t v;

@@ -195,11 +195,7 @@ static vg_code kernel_bmm(vg__kctx *ctx) {
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "In[0] and In[1] must have compatible batch dimensions: batch dim %d is %lld vs. %lld", i,
                                  (long long)da, (long long)db);
-        od[i] = da == 1 ? db : da;
-        sa[i] = da == 1 ? 0 : stra;
-        sb[i] = db == 1 ? 0 : strb;
-        stra *= da;
-        strb *= db;
+        vg__bcast2_dim(i, da, db, od, sa, sb, &stra, &strb);
         nb *= od[i];
     }
     od[br] = m;
@@ -231,14 +227,7 @@ static vg_code kernel_bmm(vg__kctx *ctx) {
         else
             cblas_dgemm(CblasRowMajor, ax ? CblasTrans : CblasNoTrans, ay ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
                         1.0, (const double *)pa, (int)xc, (const double *)pb, (int)yc, 0.0, (double *)po, (int)n);
-        for (int d = br - 1; d >= 0; d--) {
-            oa += sa[d];
-            ob += sb[d];
-            if (++idx[d] < od[d]) break;
-            oa -= sa[d] * od[d];
-            ob -= sb[d] * od[d];
-            idx[d] = 0;
-        }
+        vg__bcast2_next(br, od, sa, sb, idx, &oa, &ob);
     }
     return VG_OK;
 }

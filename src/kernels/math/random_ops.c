@@ -240,54 +240,50 @@ static inline philox_out batch_block(uint32_t o[4][PB], int i) {
 }
 
 /* Uniform: block b fills elements [b*per, b*per+per). float: 4 per block, double: 2. */
-static void fill_uniform(void *arg, int64_t b0, int64_t b1) {
-    const fill_job *j = arg;
-    uint32_t o[4][PB];
-    for (int64_t bb = b0; bb < b1; bb += PB) {
-        philox_batch(j->key, j->base + (uint64_t)bb, o);
-        for (int i = 0; i < PB && bb + i < b1; i++) {
-            philox_out r = batch_block(o, i);
-            int64_t e = (bb + i) * j->per_block;
-            if (!j->dbl) {
-                float *out = (float *)j->out + e;
-                if (e + 4 <= j->n)
-                    for (int k = 0; k < 4; k++) out[k] = u32_to_float(r.v[k]);
-                else
-                    for (int k = 0; e + k < j->n; k++) out[k] = u32_to_float(r.v[k]);
-            } else {
-                double *out = (double *)j->out + e;
-                out[0] = u64_to_double(r.v[0], r.v[1]);
-                if (e + 1 < j->n) out[1] = u64_to_double(r.v[2], r.v[3]);
-            }
-        }
+static inline void uniform_block(const fill_job *j, philox_out r, int64_t e) {
+    if (!j->dbl) {
+        float *out = (float *)j->out + e;
+        if (e + 4 <= j->n)
+            for (int k = 0; k < 4; k++) out[k] = u32_to_float(r.v[k]);
+        else
+            for (int k = 0; e + k < j->n; k++) out[k] = u32_to_float(r.v[k]);
+    } else {
+        double *out = (double *)j->out + e;
+        out[0] = u64_to_double(r.v[0], r.v[1]);
+        if (e + 1 < j->n) out[1] = u64_to_double(r.v[2], r.v[3]);
     }
 }
 
 /* Normal: Box-Muller; float 4 per block (two pairs), double 2 per block. */
-static void fill_normal(void *arg, int64_t b0, int64_t b1) {
-    const fill_job *j = arg;
+static inline void normal_block(const fill_job *j, philox_out r, int64_t e) {
+    if (!j->dbl) {
+        float z[4];
+        box_muller_f(r.v[0], r.v[1], &z[0], &z[1]);
+        box_muller_f(r.v[2], r.v[3], &z[2], &z[3]);
+        float *out = (float *)j->out + e;
+        for (int k = 0; k < 4 && e + k < j->n; k++) out[k] = z[k];
+    } else {
+        double z0, z1;
+        box_muller_d(u64_to_double(r.v[0], r.v[1]), u64_to_double(r.v[2], r.v[3]), &z0, &z1);
+        double *out = (double *)j->out + e;
+        out[0] = z0;
+        if (e + 1 < j->n) out[1] = z1;
+    }
+}
+
+/* Counter blocks [b0, b1) in batches of PB: put(j, words of block b, first element of
+ * block b). Always inlined with a constant put, so each caller's loop stays direct. */
+static inline __attribute__((always_inline)) void fill_blocks(const fill_job *j, int64_t b0, int64_t b1,
+                                                              void (*put)(const fill_job *, philox_out, int64_t)) {
     uint32_t o[4][PB];
     for (int64_t bb = b0; bb < b1; bb += PB) {
         philox_batch(j->key, j->base + (uint64_t)bb, o);
-        for (int i = 0; i < PB && bb + i < b1; i++) {
-            philox_out r = batch_block(o, i);
-            int64_t e = (bb + i) * j->per_block;
-            if (!j->dbl) {
-                float z[4];
-                box_muller_f(r.v[0], r.v[1], &z[0], &z[1]);
-                box_muller_f(r.v[2], r.v[3], &z[2], &z[3]);
-                float *out = (float *)j->out + e;
-                for (int k = 0; k < 4 && e + k < j->n; k++) out[k] = z[k];
-            } else {
-                double z0, z1;
-                box_muller_d(u64_to_double(r.v[0], r.v[1]), u64_to_double(r.v[2], r.v[3]), &z0, &z1);
-                double *out = (double *)j->out + e;
-                out[0] = z0;
-                if (e + 1 < j->n) out[1] = z1;
-            }
-        }
+        for (int i = 0; i < PB && bb + i < b1; i++) put(j, batch_block(o, i), (bb + i) * j->per_block);
     }
 }
+
+static void fill_uniform(void *arg, int64_t b0, int64_t b1) { fill_blocks(arg, b0, b1, uniform_block); }
+static void fill_normal(void *arg, int64_t b0, int64_t b1) { fill_blocks(arg, b0, b1, normal_block); }
 
 /* Truncated normal: chunk u (per_block elements: 4 float / 2 double) owns counter
  * block base + u; attempt a uses counter word 2 = a and yields 4 (float) or 2 (double)

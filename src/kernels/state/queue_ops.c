@@ -270,37 +270,22 @@ static bool restore(vg__queue *q, uint8_t *const *dst, int64_t n) {
 
 /* ---- the four blocking operations ------------------------------------------ */
 
-/* Inserts n rows (src[c] row k = element k) behind earlier enqueue attempts. *done
- * gets how many went in (a cancelled EnqueueMany may leave a prefix, as in TF). */
-static vg_code q_enqueue(vg__queue *q, uint8_t *const *src, int64_t n, int64_t deadline, int64_t *done,
-                         vg_status *st) {
+/* One enqueue attempt (Enqueue, EnqueueMany, a plain Close), in line behind earlier
+ * ones (q->mu held; released here): waits for its turn at the head of the enqueue
+ * line, then calls step(q, arg, st, &rc) each time it holds the head until step
+ * returns true (done; rc as step left it); a cancelled queue or attempt (CANCELLED) or
+ * the deadline ends it too. Leaves the line and wakes the next enqueuer. */
+typedef bool (*enqueue_step)(vg__queue *q, void *arg, vg_status *st, vg_code *rc);
+static vg_code enqueue_attempt(vg__queue *q, int64_t deadline, enqueue_step step, void *arg, vg_status *st) {
     waiter w = {0};
     vg_code rc = VG_OK;
-    *done = 0;
-    pthread_mutex_lock(&q->mu);
     wl_push(&q->enq, &w);
     for (;;) {
         if (q->cancelled || w.cancelled) {
             rc = vg_status_set(st, VG_CANCELLED, "Enqueue operation was cancelled");
             break;
         }
-        if (q->enq.head == &w) {
-            if (q->closed) {
-                rc = vg_status_set(st, VG_CANCELLED, "%s '%s' is closed.", q->kind, q->name);
-                break;
-            }
-            int64_t room = q->capacity - q->size, k = n - *done < room ? n - *done : room;
-            if (k > 0) {
-                if (!ring_reserve(q, q->size + k)) {
-                    rc = VG_OOM(st, "queue storage");
-                    break;
-                }
-                push_back(q, src, *done, k);
-                *done += k;
-                wake(&q->deq_cv, &q->deq);
-            }
-            if (*done == n) break;
-        }
+        if (q->enq.head == &w && step(q, arg, st, &rc)) break;
         if ((rc = wait_on(q, &q->enq_cv, &q->enq, deadline, st)) != VG_OK) break;
     }
     bool was_head = q->enq.head == &w;
@@ -308,6 +293,40 @@ static vg_code q_enqueue(vg__queue *q, uint8_t *const *src, int64_t n, int64_t d
     if (was_head) wake(&q->enq_cv, &q->enq);
     pthread_mutex_unlock(&q->mu);
     return rc;
+}
+
+typedef struct enq_rows {
+    uint8_t *const *src;
+    int64_t n, *done;
+} enq_rows;
+
+/* Enqueue's turn: as many rows as there is room for; done when all are in. */
+static bool enqueue_rows_step(vg__queue *q, void *arg, vg_status *st, vg_code *rc) {
+    enq_rows *e = arg;
+    if (q->closed) {
+        *rc = vg_status_set(st, VG_CANCELLED, "%s '%s' is closed.", q->kind, q->name);
+        return true;
+    }
+    int64_t room = q->capacity - q->size, k = e->n - *e->done < room ? e->n - *e->done : room;
+    if (k > 0) {
+        if (!ring_reserve(q, q->size + k)) {
+            *rc = VG_OOM(st, "queue storage");
+            return true;
+        }
+        push_back(q, e->src, *e->done, k);
+        *e->done += k;
+        wake(&q->deq_cv, &q->deq);
+    }
+    return *e->done == e->n;
+}
+
+/* Inserts n rows (src[c] row k = element k) behind earlier enqueue attempts. *done
+ * gets how many went in (a cancelled EnqueueMany may leave a prefix, as in TF). */
+static vg_code q_enqueue(vg__queue *q, uint8_t *const *src, int64_t n, int64_t deadline, int64_t *done, vg_status *st) {
+    *done = 0;
+    enq_rows e = {src, n, done};
+    pthread_mutex_lock(&q->mu);
+    return enqueue_attempt(q, deadline, enqueue_rows_step, &e, st);
 }
 
 /* Takes n elements into dst rows, in arrival order of dequeue attempts. With
@@ -366,8 +385,18 @@ static vg_code q_dequeue(vg__queue *q, uint8_t *const *dst, int64_t n, bool allo
     return rc;
 }
 
+/* A plain close's turn: closes the queue (wakes the dequeuers); a closed one fails. */
+static bool close_step(vg__queue *q, void *arg, vg_status *st, vg_code *rc) {
+    if (q->closed) {
+        *rc = vg_status_set(st, VG_CANCELLED, "Queue '%s' is already closed.", q->name);
+    } else {
+        q->closed = true;
+        wake(&q->deq_cv, &q->deq);
+    }
+    return true;
+}
+
 static vg_code q_close(vg__queue *q, bool cancel_pending, int64_t deadline, vg_status *st) {
-    vg_code rc = VG_OK;
     pthread_mutex_lock(&q->mu);
     if (cancel_pending) {
         q->closed = true;
@@ -378,29 +407,7 @@ static vg_code q_close(vg__queue *q, bool cancel_pending, int64_t deadline, vg_s
         return VG_OK;
     }
     /* A plain close is an enqueue attempt: it takes effect after earlier enqueues. */
-    waiter w = {0};
-    wl_push(&q->enq, &w);
-    for (;;) {
-        if (q->cancelled || w.cancelled) {
-            rc = vg_status_set(st, VG_CANCELLED, "Enqueue operation was cancelled");
-            break;
-        }
-        if (q->enq.head == &w) {
-            if (q->closed) {
-                rc = vg_status_set(st, VG_CANCELLED, "Queue '%s' is already closed.", q->name);
-            } else {
-                q->closed = true;
-                wake(&q->deq_cv, &q->deq);
-            }
-            break;
-        }
-        if ((rc = wait_on(q, &q->enq_cv, &q->enq, deadline, st)) != VG_OK) break;
-    }
-    bool was_head = q->enq.head == &w;
-    wl_remove(&q->enq, &w);
-    if (was_head) wake(&q->enq_cv, &q->enq);
-    pthread_mutex_unlock(&q->mu);
-    return rc;
+    return enqueue_attempt(q, deadline, close_step, NULL, st);
 }
 
 /* ---- resource callbacks ----------------------------------------------------- */
