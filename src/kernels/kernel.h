@@ -211,4 +211,10 @@ VG_HIDDEN vg_op_builder *vg__builder_with_inputs(vg_graph *g, const char *type, 
 VG_HIDDEN vg_output vg__build_simple(vg_graph *g, const char *type, const char *name, const char *dflt,
                                      const vg_output *in, int n);
 
+/* Sets the "seed" and "seed2" attributes of a random op's builder b (NULL: nothing). */
+static inline void vg__builder_set_seeds(vg_op_builder *b, int64_t seed, int64_t seed2) {
+    vg_op_builder_set_attr_int(b, "seed", seed);
+    vg_op_builder_set_attr_int(b, "seed2", seed2);
+}
+
 #endif

@@ -865,13 +865,22 @@ static vg_code op_kernel_pad(vg__kctx *ctx) {
     return mover_end(&m, ctx, VG_OK);
 }
 
+/* For the gradients of Pad and Tile (x, an int argument): dx[1] = none, *xs = x's
+ * static shape, and the argument's Const value when it has one and *xs is fully
+ * defined (the static path), else NULL. */
+static const vg_tensor *grad_static_arg(vg_op *op, vg_output *dx, vg_shape *xs) {
+    *xs = vg_output_shape(vg_op_input(op, 0));
+    const vg_tensor *c = const_of(vg_op_input(op, 1));
+    dx[1] = NONE;
+    return c && vg_shape_is_fully_defined(xs) ? c : NULL;
+}
+
 /* TF's _PadGrad: Slice(dy, paddings[:, 0], shape(x)). */
 static vg_code op_grad_pad(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output x = vg_op_input(op, 0), p = vg_op_input(op, 1);
-    vg_shape xs = vg_output_shape(x);
-    const vg_tensor *pc = const_of(p);
-    dx[1] = NONE;
-    if (pc && vg_shape_is_fully_defined(&xs)) {
+    vg_shape xs;
+    const vg_tensor *pc = grad_static_arg(op, dx, &xs);
+    if (pc) {
         int64_t begin[VG_MAX_DIMS];
         for (int i = 0; i < xs.ndims; i++) begin[i] = vg__int_at(pc, 2 * i);
         dx[0] = vg_slice_c(g, dy[0], begin, xs.dims, xs.ndims, NULL);
@@ -1599,10 +1608,9 @@ static vg_code op_kernel_tile(vg__kctx *ctx) {
  * untiled dims (keeping the rank small); otherwise TF's dynamic formula. */
 static vg_code op_grad_tile(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output x = vg_op_input(op, 0), mult = vg_op_input(op, 1);
-    vg_shape xs = vg_output_shape(x);
-    const vg_tensor *mc = const_of(mult);
-    dx[1] = NONE;
-    if (mc && vg_shape_is_fully_defined(&xs)) {
+    vg_shape xs;
+    const vg_tensor *mc = grad_static_arg(op, dx, &xs);
+    if (mc) {
         int64_t split[2 * VG_MAX_DIMS];
         int32_t axes[VG_MAX_DIMS];
         int ns = 0, na = 0;

@@ -174,12 +174,20 @@ static vg_code check_spec_inputs(vg_op *op, int first, vg_status *st) {
     return VG_OK;
 }
 
-static vg_code shape_strided_slice(vg_op *op, vg_status *st) {
+/* The start of StridedSlice's and StridedSliceGrad's shape functions: checks begin,
+ * end, strides (inputs 1..3), sets "T" to input t's dtype and gives the op one output. */
+static vg_code slice_shape_begin(vg_op *op, int t, vg_status *st) {
     vg_code c = check_spec_inputs(op, 1, st);
     if (c != VG_OK) return c;
-    vg_dtype dt = vg__op_input_dtype(op, 0);
-    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_default_attr_type(op, "T", vg__op_input_dtype(op, t));
     vg__op_set_num_outputs(op, 1);
+    return VG_OK;
+}
+
+static vg_code shape_strided_slice(vg_op *op, vg_status *st) {
+    vg_code c = slice_shape_begin(op, 0, st);
+    if (c != VG_OK) return c;
+    vg_dtype dt = vg__op_input_dtype(op, 0);
     vg_shape in = vg__op_input_shape(op, 0);
     int64_t b[VG_MAX_DIMS], e[VG_MAX_DIMS], s[VG_MAX_DIMS];
     int nb, ne, ns;
@@ -269,11 +277,9 @@ static vg_code kernel_strided_slice(vg__kctx *ctx) {
 
 /* StridedSliceGrad(shape, begin, end, strides, dy) */
 static vg_code shape_strided_slice_grad(vg_op *op, vg_status *st) {
-    vg_code c = check_spec_inputs(op, 1, st);
+    vg_code c = slice_shape_begin(op, 4, st);
     if (c != VG_OK) return c;
     vg_dtype dt = vg__op_input_dtype(op, 4);
-    vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
     const vg_tensor *sh = vg__op_const_input(op, 0);
     int64_t dims[VG_MAX_DIMS];
     int n;

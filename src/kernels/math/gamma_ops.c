@@ -536,15 +536,9 @@ vg_output vg_random_gamma(vg_graph *g, vg_output shape, vg_output alpha, vg_outp
     vg_output ab = vg_add(g, alpha, vg_zeros_like(g, beta, "zeros_like"), "add");
     int64_t s1, s2;
     vg_graph_get_seed(g, seed, &s1, &s2);
-    vg_op_builder *b = vg_op_builder_new(g, "RandomGamma", "RandomGamma");
-    vg_output r = vg_out(NULL, 0);
-    if (b) {
-        vg_op_builder_add_input(b, shape);
-        vg_op_builder_add_input(b, ab);
-        vg_op_builder_set_attr_int(b, "seed", s1);
-        vg_op_builder_set_attr_int(b, "seed2", s2);
-        r = vg_out(vg_op_builder_finish(b), 0);
-    }
+    vg_op_builder *b = vg__builder_with_inputs(g, "RandomGamma", "RandomGamma", NULL, (vg_output[]){shape, ab}, 2);
+    vg__builder_set_seeds(b, s1, s2); /* NULL-safe, as finish is: r is then NULL */
+    vg_output r = vg_out(vg_op_builder_finish(b), 0);
     if (r.op) {
         vg_output tiny = vg_const_fill(g, dt, NULL, 0, dt == VG_FLOAT ? (double)FLT_MIN : DBL_MIN, "Maximum/x");
         r = vg_maximum(g, tiny, vg_div(g, r, beta, "truediv"), "Maximum");

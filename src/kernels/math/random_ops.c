@@ -433,8 +433,7 @@ static vg_output build_random(vg_graph *g, const char *type, vg_output shape, vg
                               int64_t seed2, const char *name) {
     vg_op_builder *b = vg__builder_with_inputs(g, type, name, type, (vg_output[]){shape}, 1);
     vg_op_builder_set_attr_type(b, "dtype", dt);
-    vg_op_builder_set_attr_int(b, "seed", seed);
-    vg_op_builder_set_attr_int(b, "seed2", seed2);
+    vg__builder_set_seeds(b, seed, seed2);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
@@ -455,8 +454,7 @@ vg_output vg_truncated_normal(vg_graph *g, vg_output shape, vg_dtype dt, int64_t
 
 vg_output vg_random_shuffle(vg_graph *g, vg_output x, int64_t seed, int64_t seed2, const char *name) {
     vg_op_builder *b = vg__builder_with_inputs(g, "RandomShuffle", name, "RandomShuffle", (vg_output[]){x}, 1);
-    vg_op_builder_set_attr_int(b, "seed", seed);
-    vg_op_builder_set_attr_int(b, "seed2", seed2);
+    vg__builder_set_seeds(b, seed, seed2);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 

@@ -134,16 +134,10 @@ vg_output vg_multinomial(vg_graph *g, vg_output logits, int num_samples, int64_t
     snprintf(sc, sizeof sc, "%s/", full);
     vg_graph_push_scope(g, sc);
     vg_output ns = vg_const_i32(g, num_samples, "num_samples");
-    vg_op_builder *b = vg_op_builder_new(g, "Multinomial", "Multinomial");
-    vg_output r = vg_out(NULL, 0);
-    if (b) {
-        vg_op_builder_add_input(b, logits);
-        vg_op_builder_add_input(b, ns);
-        vg_op_builder_set_attr_int(b, "seed", s1);
-        vg_op_builder_set_attr_int(b, "seed2", s2);
-        vg_op_builder_set_attr_type(b, "output_dtype", output_dtype);
-        r = vg_out(vg_op_builder_finish(b), 0);
-    }
+    vg_op_builder *b = vg__builder_with_inputs(g, "Multinomial", "Multinomial", NULL, (vg_output[]){logits, ns}, 2);
+    vg__builder_set_seeds(b, s1, s2); /* NULL-safe, as finish is: r is then NULL */
+    vg_op_builder_set_attr_type(b, "output_dtype", output_dtype);
+    vg_output r = vg_out(vg_op_builder_finish(b), 0);
     vg_graph_pop_scope(g);
     return r;
 }
@@ -214,8 +208,7 @@ vg_output vg_random_uniform_int(vg_graph *g, vg_output shape, vg_output minval, 
     vg_op_builder *b =
         vg__builder_with_inputs(g, "RandomUniformInt", name, NULL, (vg_output[]){shape, minval, maxval}, 3);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_set_attr_int(b, "seed", s1);
-    vg_op_builder_set_attr_int(b, "seed2", s2);
+    vg__builder_set_seeds(b, s1, s2);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 

@@ -189,6 +189,13 @@ static const char *shape_str(const vg_tensor *t, char *buf, size_t len) {
     return buf;
 }
 
+/* INVALID_ARGUMENT with message msg (its one %s: t's shape) unless t has rank `rank`. */
+static vg_code need_rank(vg_status *st, const vg_tensor *t, int rank, const char *msg) {
+    char sb[64];
+    if (vg_tensor_ndims(t) == rank) return VG_OK;
+    return vg_status_set(st, VG_INVALID_ARGUMENT, msg, shape_str(t, sb, sizeof sb));
+}
+
 static vg_code string_output(vg__kctx *ctx, const void *p, size_t len) {
     vg_tensor *out;
     vg_code c = vg__kctx_alloc_output(ctx, 0, VG_STRING, NULL, 0, &out);
@@ -207,10 +214,7 @@ static vg_code shape_read_file(vg_op *op, vg_status *st) {
 static vg_code kernel_read_file(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *f = vg__kctx_input(ctx, 0);
-    char sb[64];
-    if (vg_tensor_ndims(f) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input filename tensor must be scalar, but had shape: %s",
-                             shape_str(f, sb, sizeof sb));
+    if (need_rank(st, f, 0, "Input filename tensor must be scalar, but had shape: %s")) return st->code;
     size_t n;
     const char *name = vg_tensor_string(f, 0, &n);
     if (memchr(name, 0, n)) return vg_status_set(st, VG_INVALID_ARGUMENT, "ReadFile: filename contains a NUL byte");
@@ -233,13 +237,8 @@ static vg_code shape_write_file(vg_op *op, vg_status *st) {
 static vg_code kernel_write_file(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *f = vg__kctx_input(ctx, 0), *contents = vg__kctx_input(ctx, 1);
-    char sb[64];
-    if (vg_tensor_ndims(f) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input filename tensor must be scalar, but had shape: %s",
-                             shape_str(f, sb, sizeof sb));
-    if (vg_tensor_ndims(contents) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Contents tensor must be scalar, but had shape: %s",
-                             shape_str(contents, sb, sizeof sb));
+    if (need_rank(st, f, 0, "Input filename tensor must be scalar, but had shape: %s")) return st->code;
+    if (need_rank(st, contents, 0, "Contents tensor must be scalar, but had shape: %s")) return st->code;
     size_t n, len;
     const char *name = vg_tensor_string(f, 0, &n);
     if (memchr(name, 0, n)) return vg_status_set(st, VG_INVALID_ARGUMENT, "WriteFile: filename contains a NUL byte");
@@ -280,9 +279,7 @@ static vg_code kernel_decode_wav(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const vg_tensor *in = vg__kctx_input(ctx, 0);
-    char sb[64];
-    if (vg_tensor_ndims(in) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "contents must be scalar, got shape %s", shape_str(in, sb, sizeof sb));
+    if (need_rank(st, in, 0, "contents must be scalar, got shape %s")) return st->code;
     size_t n;
     const uint8_t *d = (const uint8_t *)vg_tensor_string(in, 0, &n);
     if (n > INT32_MAX) return vg_status_set(st, VG_INVALID_ARGUMENT, "WAV contents are too large for int: %zu", n);
@@ -311,12 +308,8 @@ static vg_code shape_encode_wav(vg_op *op, vg_status *st) {
 static vg_code kernel_encode_wav(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *audio = vg__kctx_input(ctx, 0), *srt = vg__kctx_input(ctx, 1);
-    char sb[64];
-    if (vg_tensor_ndims(audio) != 2)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "audio must be 2-dimensional%s", shape_str(audio, sb, sizeof sb));
-    if (vg_tensor_ndims(srt) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input sample_rate should be a scalar tensor, got %s instead.",
-                             shape_str(srt, sb, sizeof sb));
+    if (need_rank(st, audio, 2, "audio must be 2-dimensional%s")) return st->code;
+    if (need_rank(st, srt, 0, "Input sample_rate should be a scalar tensor, got %s instead.")) return st->code;
     if (vg_tensor_num_elements(audio) >= INT32_MAX)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Cannot encode audio with >= max int32 elements");
     int32_t rate = *(const int32_t *)vg_tensor_data(srt);
@@ -381,9 +374,7 @@ static vg_code kernel_spectrogram(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const vg_tensor *in = vg__kctx_input(ctx, 0);
-    char sb[64];
-    if (vg_tensor_ndims(in) != 2)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be 2-dimensional%s", shape_str(in, sb, sizeof sb));
+    if (need_rank(st, in, 2, "input must be 2-dimensional%s")) return st->code;
     int64_t w = vg__attr_int_or(op, "window_size", 0), stride = vg__attr_int_or(op, "stride", 0);
     bool squared = vg__attr_bool_or(op, "magnitude_squared", false);
     int64_t n = vg_tensor_dim(in, 0), ch = vg_tensor_dim(in, 1);
@@ -531,12 +522,8 @@ static vg_code kernel_mfcc(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const vg_tensor *spec = vg__kctx_input(ctx, 0), *srt = vg__kctx_input(ctx, 1);
-    char sb[64];
-    if (vg_tensor_ndims(spec) != 3)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "spectrogram must be 3-dimensional%s", shape_str(spec, sb, sizeof sb));
-    if (vg_tensor_ndims(srt) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input sample_rate should be a scalar tensor, got %s instead.",
-                             shape_str(srt, sb, sizeof sb));
+    if (need_rank(st, spec, 3, "spectrogram must be 3-dimensional%s")) return st->code;
+    if (need_rank(st, srt, 0, "Input sample_rate should be a scalar tensor, got %s instead.")) return st->code;
     int32_t rate = *(const int32_t *)vg_tensor_data(srt);
     int64_t ach = vg_tensor_dim(spec, 0), frames = vg_tensor_dim(spec, 1), bins = vg_tensor_dim(spec, 2);
     int64_t nchan = vg__attr_int_or(op, "filterbank_channel_count", 40),

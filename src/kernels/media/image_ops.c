@@ -866,8 +866,7 @@ vg_op *vg_sample_distorted_bounding_box_v2(vg_graph *g, vg_output image_size, vg
     vg_op_builder *b = vg__builder_with_inputs(g, "SampleDistortedBoundingBoxV2", name, "SampleDistortedBoundingBoxV2",
                                                (vg_output[]){image_size, bounding_boxes, min_object_covered}, 3);
     if (!b) return NULL;
-    vg_op_builder_set_attr_int(b, "seed", s1);
-    vg_op_builder_set_attr_int(b, "seed2", s2);
+    vg__builder_set_seeds(b, s1, s2);
     vg_op_builder_set_attr_float_list(b, "aspect_ratio_range", o.aspect_ratio_range, 2);
     vg_op_builder_set_attr_float_list(b, "area_range", o.area_range, 2);
     vg_op_builder_set_attr_int(b, "max_attempts", o.max_attempts);

@@ -209,6 +209,17 @@ static vg_code lrn_run(vg__kctx *ctx, lrn_job *j, int64_t rows, bool grad) {
     return VG_OK;
 }
 
+/* Reads the op's attributes into j, allocates the output (x's shape and dtype) and runs
+ * the job over x's pixels: LRN (grad false) or LRNGrad. */
+static vg_code lrn_start(vg__kctx *ctx, lrn_job *j, const vg_tensor *x, bool grad) {
+    get_attrs(vg__kctx_op(ctx), &j->a);
+    vg_tensor *o;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(x), vg_tensor_dims(x), 4, &o);
+    if (c != VG_OK) return c;
+    j->out = vg_tensor_data(o);
+    return lrn_run(ctx, j, j->depth ? vg_tensor_num_elements(x) / j->depth : 0, grad);
+}
+
 static vg_code kernel_lrn(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *x = vg__kctx_input(ctx, 0);
@@ -217,12 +228,7 @@ static vg_code kernel_lrn(vg__kctx *ctx) {
     if (dt != VG_FLOAT && dt != VG_DOUBLE)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "LRN: dtype %s is not supported (float double)", vg_dtype_name(dt));
     lrn_job j = {.depth = vg_tensor_dim(x, 3), .f32 = dt == VG_FLOAT, .x = vg_tensor_data(x)};
-    get_attrs(vg__kctx_op(ctx), &j.a);
-    vg_tensor *o;
-    vg_code c = vg__kctx_alloc_output(ctx, 0, dt, vg_tensor_dims(x), 4, &o);
-    if (c != VG_OK) return c;
-    j.out = vg_tensor_data(o);
-    return lrn_run(ctx, &j, j.depth ? vg_tensor_num_elements(x) / j.depth : 0, false);
+    return lrn_start(ctx, &j, x, false);
 }
 
 /* LRNGrad(input_grads, input_image, output_image) */
@@ -240,12 +246,7 @@ static vg_code kernel_lrn_grad(vg__kctx *ctx) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "LRNGrad: the three inputs must be all float32 or all float64");
     lrn_job j = {.depth = vg_tensor_dim(in, 3), .f32 = dt == VG_FLOAT, .x = vg_tensor_data(in), .g = vg_tensor_data(gr),
                  .y = vg_tensor_data(out)};
-    get_attrs(vg__kctx_op(ctx), &j.a);
-    vg_tensor *o;
-    vg_code c = vg__kctx_alloc_output(ctx, 0, dt, vg_tensor_dims(in), 4, &o);
-    if (c != VG_OK) return c;
-    j.out = vg_tensor_data(o);
-    return lrn_run(ctx, &j, j.depth ? vg_tensor_num_elements(in) / j.depth : 0, true);
+    return lrn_start(ctx, &j, in, true);
 }
 
 static void copy_attrs(vg_op_builder *b, const vg_op *op) {

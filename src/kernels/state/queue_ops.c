@@ -1083,8 +1083,7 @@ vg_output vg_random_shuffle_queue(vg_graph *g, const vg_dtype *types, const vg_s
     vg_op_builder *b = build_queue(g, "RandomShuffleQueueV2", types, shapes, ncomponents, capacity,
                                    name ? name : "random_shuffle_queue");
     vg_op_builder_set_attr_int(b, "min_after_dequeue", min_after_dequeue);
-    vg_op_builder_set_attr_int(b, "seed", seed);
-    vg_op_builder_set_attr_int(b, "seed2", seed2);
+    vg__builder_set_seeds(b, seed, seed2);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
