@@ -217,4 +217,11 @@ static inline void vg__builder_set_seeds(vg_op_builder *b, int64_t seed, int64_t
     vg_op_builder_set_attr_int(b, "seed2", seed2);
 }
 
+/* INVALID_ARGUMENT with message msg (its one %d: the rank) when the static shape s has a
+ * known rank other than `rank`; VG_OK otherwise (shape functions). */
+static inline vg_code vg__shape_need_rank(const vg_shape *s, int rank, const char *msg, vg_status *st) {
+    if (s->ndims < 0 || s->ndims == rank) return VG_OK;
+    return vg_status_set(st, VG_INVALID_ARGUMENT, msg, s->ndims);
+}
+
 #endif

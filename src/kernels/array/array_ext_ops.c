@@ -46,8 +46,7 @@ static vg_code shape_reverse_sequence(vg_op *op, vg_status *st) {
     if (bd < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid batch_dim %lld", (long long)bd);
     if (sd < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid seq_dim %lld", (long long)sd);
     vg_shape in = vg__op_input_shape(op, 0), ls = vg__op_input_shape(op, 1);
-    if (ls.ndims >= 0 && ls.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d", ls.ndims);
+    if (vg__shape_need_rank(&ls, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
     if (in.ndims >= 0) {
         if (bd >= in.ndims)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "batch_dim must be < input rank: %lld vs. %d",
@@ -179,8 +178,7 @@ static vg_code shape_broadcast_to(vg_op *op, vg_status *st) {
     if (vg__array_type_attr(op, "T", 0, st) != VG_OK || vg__array_index_attr(op, "Tidx", 1, "shape", st) != VG_OK)
         return st->code;
     vg_shape ss = vg__op_input_shape(op, 1), in = vg__op_input_shape(op, 0);
-    if (ss.ndims >= 0 && ss.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d", ss.ndims);
+    if (vg__shape_need_rank(&ss, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
     vg_shape out = vg__array_shape_value(op, 1);
     if (out.ndims >= 0 && in.ndims >= 0) {
         if (in.ndims > out.ndims)

@@ -145,8 +145,7 @@ static vg_code shape_transpose(vg_op *op, vg_status *st) {
     if (vg__array_type_attr(op, "T", 0, st) != VG_OK || vg__array_index_attr(op, "Tperm", 1, "perm", st) != VG_OK)
         return st->code;
     vg_shape in = vg__op_input_shape(op, 0), ps = vg__op_input_shape(op, 1), out = vg_shape_unknown();
-    if (ps.ndims >= 0 && ps.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "perm must be a vector, got rank %d", ps.ndims);
+    if (vg__shape_need_rank(&ps, 1, "perm must be a vector, got rank %d", st)) return st->code;
     const vg_tensor *p = vg__op_const_input(op, 1);
     if (p) {
         int64_t n = vg_tensor_num_elements(p);
@@ -1486,8 +1485,7 @@ static vg_code op_shape_tile(vg_op *op, vg_status *st) {
         vg__array_index_attr(op, "Tmultiples", 1, "multiples", st) != VG_OK)
         return st->code;
     vg_shape in = vg__op_input_shape(op, 0), ms = vg__op_input_shape(op, 1);
-    if (ms.ndims >= 0 && ms.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "multiples must be a vector, got rank %d", ms.ndims);
+    if (vg__shape_need_rank(&ms, 1, "multiples must be a vector, got rank %d", st)) return st->code;
     int rank = in.ndims;
     if (rank < 0 && ms.ndims == 1 && ms.dims[0] >= 0 && ms.dims[0] <= VG_MAX_DIMS) rank = (int)ms.dims[0];
     if (rank >= 0 && ms.ndims == 1 && ms.dims[0] >= 0 && ms.dims[0] != rank)

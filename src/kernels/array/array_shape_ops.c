@@ -277,8 +277,7 @@ static vg_code shape_reshape(vg_op *op, vg_status *st) {
         return st->code;
     vg_shape sh = vg__op_input_shape(op, 1);
     char b1[128];
-    if (sh.ndims >= 0 && sh.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d", sh.ndims);
+    if (vg__shape_need_rank(&sh, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
     vg_shape out = vg__array_shape_value(op, 1), in = vg__op_input_shape(op, 0);
     if (out.ndims < 0 && sh.ndims == 1 && sh.dims[0] >= 0 && sh.dims[0] <= VG_MAX_DIMS)
         out = vg_shape_make(NULL, (int)sh.dims[0]);
@@ -447,8 +446,7 @@ static vg_code shape_fill(vg_op *op, vg_status *st) {
         vg__array_type_attr(op, "T", 1, st) != VG_OK)
         return st->code;
     vg_shape ds = vg__op_input_shape(op, 0), vs = vg__op_input_shape(op, 1);
-    if (ds.ndims >= 0 && ds.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "dims must be a vector, got a tensor of rank %d", ds.ndims);
+    if (vg__shape_need_rank(&ds, 1, "dims must be a vector, got a tensor of rank %d", st)) return st->code;
     if (vs.ndims > 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "value must be a scalar, got a tensor of rank %d", vs.ndims);
     vg_shape out = vg__array_shape_value(op, 0);
@@ -879,8 +877,7 @@ static vg_code kernel_bcast_args(vg__kctx *ctx) {
 static vg_code shape_invert_permutation(vg_op *op, vg_status *st) {
     if (vg__array_index_attr(op, "T", 0, "x", st) != VG_OK) return st->code;
     vg_shape in = vg__op_input_shape(op, 0);
-    if (in.ndims >= 0 && in.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d", in.ndims);
+    if (vg__shape_need_rank(&in, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
     return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), in.ndims < 0 ? vg_shape_make(NULL, 1) : in);
 }
 

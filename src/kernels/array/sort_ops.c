@@ -192,10 +192,8 @@ static vg_code shape_in_topk(vg_op *op, vg_status *st) {
     if ((tt != VG_INT32 && tt != VG_INT64) || kt != tt)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "InTopKV2: targets and k must be int32 or int64 of one dtype");
     vg_shape p = vg__op_input_shape(op, 0), t = vg__op_input_shape(op, 1);
-    if (p.ndims >= 0 && p.ndims != 2)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "predictions must be 2-dimensional, got rank %d", p.ndims);
-    if (t.ndims >= 0 && t.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "targets must be 1-dimensional, got rank %d", t.ndims);
+    if (vg__shape_need_rank(&p, 2, "predictions must be 2-dimensional, got rank %d", st)) return st->code;
+    if (vg__shape_need_rank(&t, 1, "targets must be 1-dimensional, got rank %d", st)) return st->code;
     int64_t b = p.ndims == 2 ? p.dims[0] : -1;
     if (t.ndims == 1 && t.dims[0] >= 0) {
         if (b >= 0 && b != t.dims[0])

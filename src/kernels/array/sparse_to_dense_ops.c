@@ -38,8 +38,7 @@ static vg_code shape_std(vg_op *op, vg_status *st) {
     if (is.ndims > 2)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "SparseToDense: sparse_indices should be a scalar, vector, or matrix, got rank %d",
                              is.ndims);
-    if (ss.ndims >= 0 && ss.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "SparseToDense: output_shape should be a vector, got rank %d", ss.ndims);
+    if (vg__shape_need_rank(&ss, 1, "SparseToDense: output_shape should be a vector, got rank %d", st)) return st->code;
     if (vs.ndims > 1)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "SparseToDense: sparse_values should be a scalar or vector, got rank %d",
                              vs.ndims);

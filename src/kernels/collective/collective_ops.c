@@ -509,9 +509,8 @@ vg_op *vg_dist_fused_allreduce(vg_graph *g, const vg_output *xs, int n, bool ave
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "vg_dist_fused_allreduce: no tensors");
         return NULL;
     }
-    vg_op_builder *b = vg_op_builder_new(g, "VigilFusedAllreduce", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "VigilFusedAllreduce", name, NULL, xs, n);
     if (!b) return NULL;
-    vg_op_builder_add_inputs(b, xs, n);
     vg_op_builder_set_attr_int(b, "N", n);
     vg_op_builder_set_attr_int(b, "group_size", 0);
     vg_op_builder_set_attr_string(b, "merge_op", "Add", 3);

@@ -397,8 +397,7 @@ static vg_code shape_random_gamma(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "RandomGamma: alpha has dtype %s (float or double)",
                              vg_dtype_name(t));
     vg_shape sv = vg__op_input_shape(op, 0), as = vg__op_input_shape(op, 1);
-    if (sv.ndims >= 0 && sv.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d", sv.ndims);
+    if (vg__shape_need_rank(&sv, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
     vg__op_set_default_attr_type(op, "S", sdt);
     vg__op_set_default_attr_type(op, "T", t);
     vg__op_set_default_attr_int(op, "seed", 0);

@@ -207,8 +207,7 @@ static vg_code shape_random(vg_op *op, vg_status *st) {
     if (sdt != VG_INT32 && sdt != VG_INT64)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "shape must be int32 or int64, got %s", vg_dtype_name(sdt));
     vg_shape ss = vg__op_input_shape(op, 0);
-    if (ss.ndims >= 0 && ss.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d", ss.ndims);
+    if (vg__shape_need_rank(&ss, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
     vg_dtype dt = VG_DTYPE_INVALID;
     if (!vg_op_attr_type_(op, "dtype", &dt) || (dt != VG_FLOAT && dt != VG_DOUBLE))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "dtype must be float or double, got %s", vg_dtype_name(dt));

@@ -61,8 +61,7 @@ static vg_code shape_multinomial(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_int(op, "seed", 0);
     vg__op_set_default_attr_int(op, "seed2", 0);
     vg_shape l = vg__op_input_shape(op, 0);
-    if (l.ndims >= 0 && l.ndims != 2)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "logits should be a matrix, got shape rank %d", l.ndims);
+    if (vg__shape_need_rank(&l, 2, "logits should be a matrix, got shape rank %d", st)) return st->code;
     int64_t dims[2] = {l.ndims == 2 ? l.dims[0] : -1, -1};
     const vg_tensor *ns = vg__op_const_input(op, 1);
     if (ns && vg_tensor_ndims(ns) == 0) {

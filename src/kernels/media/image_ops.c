@@ -579,13 +579,11 @@ static vg_code shape_sdbb(vg_op *op, vg_status *st) {
     vg_code c = sdbb_attrs(op, ar, area, &ma, &ui, st);
     if (c != VG_OK) return c;
     vg_shape is = vg__op_input_shape(op, 0), bb = vg__op_input_shape(op, 1), mc = vg__op_input_shape(op, 2);
-    if (is.ndims >= 0 && is.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d for image_size", is.ndims);
+    if (vg__shape_need_rank(&is, 1, "Shape must be rank 1 but is rank %d for image_size", st)) return st->code;
     if (is.ndims == 1 && is.dims[0] >= 0 && is.dims[0] != 3)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Dimension must be 3 but is %lld for image_size",
                              (long long)is.dims[0]);
-    if (bb.ndims >= 0 && bb.ndims != 3)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 3 but is rank %d for bounding_boxes", bb.ndims);
+    if (vg__shape_need_rank(&bb, 3, "Shape must be rank 3 but is rank %d for bounding_boxes", st)) return st->code;
     if (bb.ndims == 3 && bb.dims[2] >= 0 && bb.dims[2] != 4)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Dimension must be 4 but is %lld for bounding_boxes",
                              (long long)bb.dims[2]);
@@ -719,10 +717,8 @@ static vg_code shape_draw_bboxes(vg_op *op, vg_status *st) {
     if (vg__op_input_dtype(op, 0) != VG_FLOAT || vg__op_input_dtype(op, 1) != VG_FLOAT)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "DrawBoundingBoxes: images and boxes must be float (T = float)");
     vg_shape im = vg__op_input_shape(op, 0), bx = vg__op_input_shape(op, 1);
-    if (im.ndims >= 0 && im.ndims != 4)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 4 but is rank %d for images", im.ndims);
-    if (bx.ndims >= 0 && bx.ndims != 3)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 3 but is rank %d for boxes", bx.ndims);
+    if (vg__shape_need_rank(&im, 4, "Shape must be rank 4 but is rank %d for images", st)) return st->code;
+    if (vg__shape_need_rank(&bx, 3, "Shape must be rank 3 but is rank %d for boxes", st)) return st->code;
     if (im.ndims == 4 && im.dims[3] >= 0 && im.dims[3] != 1 && im.dims[3] != 3 && im.dims[3] != 4)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
     vg__op_set_default_attr_type(op, "T", VG_FLOAT);
