@@ -1453,19 +1453,29 @@ static vg_code check_dy_shape(const vg_op *op, const vg_shape *x, const vg_shape
     return VG_OK;
 }
 
-static vg_code shape_conv2d_bp_input(vg_op *op, vg_status *st) {
-    vg_dtype dt = vg__op_input_dtype(op, 1);
-    if (check_real(op, 1, "filter", VG_DTYPE_INVALID, st) || check_real(op, 2, "out_backprop", dt, st)) return st->code;
+/* Shape function of Conv2DBackpropInput (sizes = 0: input_sizes, T from the filter)
+ * and Conv2DBackpropFilter (sizes = 1: filter_sizes, T from the input); the output has
+ * the shape the sizes give. */
+static vg_code shape_conv2d_bp(vg_op *op, int sizes, vg_status *st) {
+    int t = sizes == 0 ? 1 : 0;
+    const char *tname = sizes == 0 ? "filter" : "input";
+    vg_dtype dt = vg__op_input_dtype(op, t);
+    if (check_real(op, t, tname, VG_DTYPE_INVALID, st) || check_real(op, 2, "out_backprop", dt, st)) return st->code;
     set_conv_defaults(op, dt);
-    vg_shape x, f = vg__op_input_shape(op, 1), dy = vg__op_input_shape(op, 2);
-    if (shape_from_tensor_input(op, 0, "input_sizes", &x, st) || check_rank4(&f, "filter", st) ||
-        check_rank4(&dy, "out_backprop", st) || check_dy_shape(op, &x, &f, &dy, false, st))
+    vg_shape x, f, dy = vg__op_input_shape(op, 2);
+    vg_shape *given = sizes == 0 ? &x : &f, *known = sizes == 0 ? &f : &x;
+    *known = vg__op_input_shape(op, t);
+    if (shape_from_tensor_input(op, sizes, sizes == 0 ? "input_sizes" : "filter_sizes", given, st) ||
+        check_rank4(known, tname, st) || check_rank4(&dy, "out_backprop", st) ||
+        check_dy_shape(op, &x, &f, &dy, false, st))
         return st->code;
-    if (f.ndims == 4 && x.dims[3] >= 0 && f.dims[2] >= 0 && x.dims[3] != f.dims[2])
+    if (known->ndims == 4 && x.dims[3] >= 0 && f.dims[2] >= 0 && x.dims[3] != f.dims[2])
         return vg_status_set(st, VG_INVALID_ARGUMENT, "input and filter must have the same depth: %lld vs %lld",
                              (long long)x.dims[3], (long long)f.dims[2]);
-    return vg__op_set_single_output(op, dt, x);
+    return vg__op_set_single_output(op, dt, *given);
 }
+
+static vg_code shape_conv2d_bp_input(vg_op *op, vg_status *st) { return shape_conv2d_bp(op, 0, st); }
 
 /* Checks dy against the geometry at run time. */
 static vg_code kcheck_dy(vg__kctx *ctx, const vg_tensor *dy, const conv_geom *g, const char *what) {
@@ -1477,29 +1487,40 @@ static vg_code kcheck_dy(vg__kctx *ctx, const vg_tensor *dy, const conv_geom *g,
     return VG_OK;
 }
 
-static vg_code kernel_conv2d_bp_input(vg__kctx *ctx) {
+/* Kernel of Conv2DBackpropInput (sizes = 0: input_sizes, filter, out_backprop) and
+ * Conv2DBackpropFilter (sizes = 1: input, filter_sizes, out_backprop), TF's checks in
+ * TF's order. The output (the shape the sizes give) is zero-filled when nothing
+ * accumulates into it. */
+static vg_code kernel_conv2d_bp(vg__kctx *ctx, int sizes) {
     vg_status *st = vg__kctx_status(ctx);
-    vg_tensor *f = vg__kctx_input(ctx, 1), *dy = vg__kctx_input(ctx, 2), *dx;
-    vg_dtype dt = vg_tensor_dtype(f);
-    int64_t xd[4];
-    if (kread_sizes(ctx, 0, "input_sizes", xd) || kcheck4(ctx, f, "filter", VG_DTYPE_INVALID) ||
-        kcheck4(ctx, dy, "out_backprop", dt))
-        return st->code;
-    conv_job j = {.mode = CONV_BP_INPUT, .dt = dt};
-    if (make_geom(vg__kctx_op(ctx), xd, vg_tensor_dims(f), &j.g, st) || kcheck_dy(ctx, dy, &j.g, "out_backprop"))
-        return st->code;
-    // dy is (N, OH, OW, Co); f is (KH, KW, Ci, Co); dx is (N, H, W, Ci)
-    if (vg__kctx_alloc_output(ctx, 0, dt, xd, 4, &dx)) return st->code;
-    if (vg_tensor_num_elements(dx) == 0) return VG_OK;
-    if (vg_tensor_num_elements(dy) == 0 || j.g.kh * j.g.kw == 0) {
-        memset(vg_tensor_data(dx), 0, vg_tensor_nbytes(dx));
+    bool bp_input = sizes == 0;
+    const char *tname = bp_input ? "filter" : "input";
+    vg_tensor *in = vg__kctx_input(ctx, bp_input ? 1 : 0), *dy = vg__kctx_input(ctx, 2), *out;
+    vg_dtype dt = vg_tensor_dtype(in);
+    int64_t od[4];
+    bool bad = bp_input ? kread_sizes(ctx, 0, "input_sizes", od) || kcheck4(ctx, in, tname, VG_DTYPE_INVALID)
+                        : kcheck4(ctx, in, tname, VG_DTYPE_INVALID) || kread_sizes(ctx, 1, "filter_sizes", od);
+    if (bad || kcheck4(ctx, dy, "out_backprop", dt)) return st->code;
+    conv_job j = {.mode = bp_input ? CONV_BP_INPUT : CONV_BP_FILTER, .dt = dt};
+    const int64_t *xd = bp_input ? od : vg_tensor_dims(in), *fd = bp_input ? vg_tensor_dims(in) : od;
+    if (make_geom(vg__kctx_op(ctx), xd, fd, &j.g, st) || kcheck_dy(ctx, dy, &j.g, "out_backprop")) return st->code;
+    // dy is (N, OH, OW, Co); f is (KH, KW, Ci, Co); x and dx are (N, H, W, Ci); df is like f
+    if (vg__kctx_alloc_output(ctx, 0, dt, od, 4, &out)) return st->code;
+    if (vg_tensor_num_elements(out) == 0) return VG_OK;
+    if (vg_tensor_num_elements(dy) == 0 || (bp_input && j.g.kh * j.g.kw == 0)) {
+        memset(vg_tensor_data(out), 0, vg_tensor_nbytes(out));
         return VG_OK;
     }
-    j.f = vg_tensor_data(f);
+    if (bp_input)
+        j.f = vg_tensor_data(in);
+    else
+        j.x = vg_tensor_data(in);
     j.dy = vg_tensor_data(dy);
-    j.out = vg_tensor_data(dx);
+    j.out = vg_tensor_data(out);
     return conv_exec(ctx, &j);
 }
+
+static vg_code kernel_conv2d_bp_input(vg__kctx *ctx) { return kernel_conv2d_bp(ctx, 0); }
 
 /* _Conv2DBackpropInputGrad: (none, Conv2DBackpropFilter(grad, Shape(f), dy), Conv2D(grad, f)). */
 static vg_code grad_conv2d_bp_input(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
@@ -1515,43 +1536,9 @@ static vg_code grad_conv2d_bp_input(vg_graph *g, vg_op *op, const vg_output *dy,
 
 /* -- Conv2DBackpropFilter(input, filter_sizes, out_backprop) -- */
 
-static vg_code shape_conv2d_bp_filter(vg_op *op, vg_status *st) {
-    vg_dtype dt = vg__op_input_dtype(op, 0);
-    if (check_real(op, 0, "input", VG_DTYPE_INVALID, st) || check_real(op, 2, "out_backprop", dt, st)) return st->code;
-    set_conv_defaults(op, dt);
-    vg_shape x = vg__op_input_shape(op, 0), f, dy = vg__op_input_shape(op, 2);
-    if (shape_from_tensor_input(op, 1, "filter_sizes", &f, st) || check_rank4(&x, "input", st) ||
-        check_rank4(&dy, "out_backprop", st) || check_dy_shape(op, &x, &f, &dy, false, st))
-        return st->code;
-    if (x.ndims == 4 && x.dims[3] >= 0 && f.dims[2] >= 0 && x.dims[3] != f.dims[2])
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "input and filter must have the same depth: %lld vs %lld",
-                             (long long)x.dims[3], (long long)f.dims[2]);
-    return vg__op_set_single_output(op, dt, f);
-}
+static vg_code shape_conv2d_bp_filter(vg_op *op, vg_status *st) { return shape_conv2d_bp(op, 1, st); }
 
-static vg_code kernel_conv2d_bp_filter(vg__kctx *ctx) {
-    vg_status *st = vg__kctx_status(ctx);
-    vg_tensor *x = vg__kctx_input(ctx, 0), *dy = vg__kctx_input(ctx, 2), *df;
-    vg_dtype dt = vg_tensor_dtype(x);
-    int64_t fd[4];
-    if (kcheck4(ctx, x, "input", VG_DTYPE_INVALID) || kread_sizes(ctx, 1, "filter_sizes", fd) ||
-        kcheck4(ctx, dy, "out_backprop", dt))
-        return st->code;
-    conv_job j = {.mode = CONV_BP_FILTER, .dt = dt};
-    if (make_geom(vg__kctx_op(ctx), vg_tensor_dims(x), fd, &j.g, st) || kcheck_dy(ctx, dy, &j.g, "out_backprop"))
-        return st->code;
-    // x is (N, H, W, Ci); dy is (N, OH, OW, Co); df is (KH, KW, Ci, Co)
-    if (vg__kctx_alloc_output(ctx, 0, dt, fd, 4, &df)) return st->code;
-    if (vg_tensor_num_elements(df) == 0) return VG_OK;
-    if (vg_tensor_num_elements(dy) == 0) {
-        memset(vg_tensor_data(df), 0, vg_tensor_nbytes(df));
-        return VG_OK;
-    }
-    j.x = vg_tensor_data(x);
-    j.dy = vg_tensor_data(dy);
-    j.out = vg_tensor_data(df);
-    return conv_exec(ctx, &j);
-}
+static vg_code kernel_conv2d_bp_filter(vg__kctx *ctx) { return kernel_conv2d_bp(ctx, 1); }
 
 /* _Conv2DBackpropFilterGrad: (Conv2DBackpropInput(Shape(x), grad, dy), none, Conv2D(x, grad)). */
 static vg_code grad_conv2d_bp_filter(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
