@@ -47,9 +47,7 @@ vg_code vg__ew_unary_shape(vg_op *op, const vg__ew_un_tbl *tbl, vg_status *st) {
     }
     vg_code c = check_type_attr(op, dt, st);
     if (c != VG_OK) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 typedef struct un_job {
@@ -121,9 +119,7 @@ vg_code vg__ew_binary_same_shape(vg_op *op, vg_status *st) {
     }
     vg_code c = check_type_attr(op, d0, st);
     if (c != VG_OK) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, d0, o);
-    return VG_OK;
+    return vg__op_set_single_output(op, d0, o);
 }
 
 vg_code vg__ew_binary_same_kernel(vg__kctx *ctx, const vg__ew_bin_tbl *tbl, const char *attr_name,
@@ -183,9 +179,7 @@ vg_code vg__ew_bcast_shape(vg_op *op, const vg__ew_elem_tbl *tbl, vg_status *st)
     if (c != VG_OK) return c;
     vg_shape sa = vg__op_input_shape(op, 0), sb = vg__op_input_shape(op, 1), so;
     if ((c = vg__shape_broadcast(&sa, &sb, &so, st)) != VG_OK) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, da, so);
-    return VG_OK;
+    return vg__op_set_single_output(op, da, so);
 }
 
 static bool has_zero(const vg_tensor *t) {
@@ -222,11 +216,7 @@ vg_code vg__ew_bcast_kernel(vg__kctx *ctx, const vg__ew_elem_tbl *tbl, bool int_
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
                                  vg_shape_str(&s1, x1, sizeof x1), vg_shape_str(&s2, x2, sizeof x2));
         }
-        od[i] = xa == 1 ? xb : xa;
-        sa[i] = xa == 1 ? 0 : stra;
-        sb[i] = xb == 1 ? 0 : strb;
-        stra *= xa;
-        strb *= xb;
+        vg__bcast2_dim(i, xa, xb, od, sa, sb, &stra, &strb);
         n *= od[i];
     }
     vg_tensor *o;
@@ -238,14 +228,7 @@ vg_code vg__ew_bcast_kernel(vg__kctx *ctx, const vg__ew_elem_tbl *tbl, bool int_
     int64_t idx[VG_MAX_DIMS] = {0}, oa = 0, ob = 0;
     for (int64_t k = 0; k < n; k++) {
         fn(pa + (size_t)oa * esz, pb + (size_t)ob * esz, po + (size_t)k * esz);
-        for (int d = r - 1; d >= 0; d--) {
-            oa += sa[d];
-            ob += sb[d];
-            if (++idx[d] < od[d]) break;
-            oa -= sa[d] * od[d];
-            ob -= sb[d] * od[d];
-            idx[d] = 0;
-        }
+        vg__bcast2_next(r, od, sa, sb, idx, &oa, &ob);
     }
     return VG_OK;
 }
@@ -266,16 +249,9 @@ vg_output vg__ew_scalar_like(vg_graph *g, vg_output x, double v) {
 }
 
 vg_output vg__ew_build1(vg_graph *g, const char *type, vg_output x, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, NULL, (vg_output[]){x}, 1);
 }
 
 vg_output vg__ew_build2(vg_graph *g, const char *type, vg_output x, vg_output y, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, y);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, NULL, (vg_output[]){x, y}, 2);
 }

@@ -179,3 +179,14 @@ vg_code vg__session_resource(vg_session *s, const char *name, const vg__resource
     return VG_OK;
 }
 
+vg_op_builder *vg__builder_with_inputs(vg_graph *g, const char *type, const char *name, const char *dflt,
+                                       const vg_output *in, int n) {
+    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : dflt);
+    for (int i = 0; i < n; i++) vg_op_builder_add_input(b, in[i]);
+    return b;
+}
+
+vg_output vg__build_simple(vg_graph *g, const char *type, const char *name, const char *dflt, const vg_output *in,
+                           int n) {
+    return vg_out(vg_op_builder_finish(vg__builder_with_inputs(g, type, name, dflt, in, n)), 0);
+}

@@ -110,4 +110,118 @@ VG_HIDDEN vg_code vg__session_resource(vg_session *s, const char *name, const vg
 /* True once vg_session_close started. */
 VG_HIDDEN bool vg__session_closing(const vg_session *s);
 
+/* ---- small helpers shared by the op families ----------------------------- */
+/* True when a and b have the same rank and dimensions. */
+static inline bool vg__same_dims(const vg_tensor *a, const vg_tensor *b) {
+    int n = vg_tensor_ndims(a);
+    if (n != vg_tensor_ndims(b)) return false;
+    for (int i = 0; i < n; i++)
+        if (vg_tensor_dim(a, i) != vg_tensor_dim(b, i)) return false;
+    return true;
+}
+
+/* t's shape as vg_shape_str writes it ("[2,3]") into buf (len bytes); returns buf. */
+static inline char *vg__tshape_str(const vg_tensor *t, char *buf, size_t len) {
+    vg_shape s = vg_tensor_shape(t);
+    return vg_shape_str(&s, buf, len);
+}
+
+/* Element i of an int32 or int64 tensor (any other dtype is read as int32). */
+static inline int64_t vg__int_at(const vg_tensor *t, int64_t i) {
+    return vg_tensor_dtype(t) == VG_INT64 ? ((const int64_t *)vg_tensor_data(t))[i]
+                                          : ((const int32_t *)vg_tensor_data(t))[i];
+}
+
+/* Element i of t read as real-number dtype dt (float, double, int32, int64 or uint8) as
+ * a double; dflt for any other dtype. */
+static inline double vg__real_at(const vg_tensor *t, vg_dtype dt, int64_t i, double dflt) {
+    const void *d = vg_tensor_data(t);
+    switch (dt) {
+    case VG_FLOAT: return ((const float *)d)[i];
+    case VG_DOUBLE: return ((const double *)d)[i];
+    case VG_INT32: return ((const int32_t *)d)[i];
+    case VG_INT64: return (double)((const int64_t *)d)[i];
+    case VG_UINT8: return ((const uint8_t *)d)[i];
+    default: return dflt;
+    }
+}
+
+/* Dimension i of a two-operand broadcast (walk i from the last dimension down): sets
+ * od[i], the result's size, and sa[i] / sb[i], each operand's element stride there (0
+ * where its size 1 is stretched), and moves the running strides *stra / *strb on. The
+ * caller has checked that xa and xb are equal or that one of them is 1. */
+static inline void vg__bcast2_dim(int i, int64_t xa, int64_t xb, int64_t *od, int64_t *sa, int64_t *sb, int64_t *stra,
+                                  int64_t *strb) {
+    od[i] = xa == 1 ? xb : xa;
+    sa[i] = xa == 1 ? 0 : *stra;
+    sb[i] = xb == 1 ? 0 : *strb;
+    *stra *= xa;
+    *strb *= xb;
+}
+
+/* Steps the odometer idx over the broadcast result's dims od[0..r) by one element and
+ * the operands' element offsets *oa / *ob with it (strides sa / sb from vg__bcast2_dim). */
+static inline void vg__bcast2_next(int r, const int64_t *od, const int64_t *sa, const int64_t *sb, int64_t *idx,
+                                   int64_t *oa, int64_t *ob) {
+    for (int d = r - 1; d >= 0; d--) {
+        *oa += sa[d];
+        *ob += sb[d];
+        if (++idx[d] < od[d]) break;
+        *oa -= sa[d] * od[d];
+        *ob -= sb[d] * od[d];
+        idx[d] = 0;
+    }
+}
+
+/* Attribute name of op, or def when op has no such attribute (of that type). */
+static inline int64_t vg__attr_int_or(const vg_op *op, const char *name, int64_t def) {
+    int64_t v;
+    return vg_op_attr_int(op, name, &v) ? v : def;
+}
+static inline bool vg__attr_bool_or(const vg_op *op, const char *name, bool def) {
+    bool v;
+    return vg_op_attr_bool(op, name, &v) ? v : def;
+}
+static inline float vg__attr_float_or(const vg_op *op, const char *name, float def) {
+    float v;
+    return vg_op_attr_float(op, name, &v) ? v : def;
+}
+
+/* Gives op one output of dtype dt and shape s (how most shape functions end); VG_OK. */
+static inline vg_code vg__op_set_single_output(vg_op *op, vg_dtype dt, vg_shape s) {
+    vg__op_set_num_outputs(op, 1);
+    vg__op_set_output(op, 0, dt, s);
+    return VG_OK;
+}
+
+/* Gives op two outputs: dtype dt0 shape s0, dtype dt1 shape s1; VG_OK. */
+static inline vg_code vg__op_set_two_outputs(vg_op *op, vg_dtype dt0, vg_shape s0, vg_dtype dt1, vg_shape s1) {
+    vg__op_set_num_outputs(op, 2);
+    vg__op_set_output(op, 0, dt0, s0);
+    vg__op_set_output(op, 1, dt1, s1);
+    return VG_OK;
+}
+
+/* The builder of a node of type `type` named name (dflt when name is NULL) with the n
+ * inputs in[0..n) added; the caller sets attributes and finishes it. */
+VG_HIDDEN vg_op_builder *vg__builder_with_inputs(vg_graph *g, const char *type, const char *name, const char *dflt,
+                                                 const vg_output *in, int n);
+/* Output 0 of a node of type `type` named name (dflt when NULL) with inputs in[0..n)
+ * and no attributes (the builders of the simple ops). */
+VG_HIDDEN vg_output vg__build_simple(vg_graph *g, const char *type, const char *name, const char *dflt,
+                                     const vg_output *in, int n);
+
+/* Sets the "seed" and "seed2" attributes of a random op's builder b (NULL: nothing). */
+static inline void vg__builder_set_seeds(vg_op_builder *b, int64_t seed, int64_t seed2) {
+    vg_op_builder_set_attr_int(b, "seed", seed);
+    vg_op_builder_set_attr_int(b, "seed2", seed2);
+}
+
+/* INVALID_ARGUMENT with message msg (its one %d: the rank) when the static shape s has a
+ * known rank other than `rank`; VG_OK otherwise (shape functions). */
+static inline vg_code vg__shape_need_rank(const vg_shape *s, int rank, const char *msg, vg_status *st) {
+    if (s->ndims < 0 || s->ndims == rank) return VG_OK;
+    return vg_status_set(st, VG_INVALID_ARGUMENT, msg, s->ndims);
+}
+
 #endif

@@ -15,16 +15,6 @@
 
 #define NONE ((vg_output){NULL, 0})
 
-static inline int64_t int_at(const vg_tensor *t, int64_t i) {
-    return vg_tensor_dtype(t) == VG_INT64 ? ((const int64_t *)vg_tensor_data(t))[i]
-                                          : ((const int32_t *)vg_tensor_data(t))[i];
-}
-
-static char *tshape_str(const vg_tensor *t, char *buf) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, 128);
-}
-
 /* TF1's TensorShape str, as Python's ValueErrors print it: "(2, 3)", "(3,)", "(?, 3)". */
 static char *py_shape(const vg_shape *s, char *buf, size_t n) {
     size_t pos = (size_t)snprintf(buf, n, "(");
@@ -56,8 +46,7 @@ static vg_code shape_reverse_sequence(vg_op *op, vg_status *st) {
     if (bd < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid batch_dim %lld", (long long)bd);
     if (sd < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Invalid seq_dim %lld", (long long)sd);
     vg_shape in = vg__op_input_shape(op, 0), ls = vg__op_input_shape(op, 1);
-    if (ls.ndims >= 0 && ls.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d", ls.ndims);
+    if (vg__shape_need_rank(&ls, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
     if (in.ndims >= 0) {
         if (bd >= in.ndims)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "batch_dim must be < input rank: %lld vs. %d",
@@ -71,9 +60,7 @@ static vg_code shape_reverse_sequence(vg_op *op, vg_status *st) {
                                  (long long)a, (long long)b);
         if (a < 0) in.dims[bd] = b;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), in);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), in);
 }
 
 typedef struct rsjob {
@@ -94,7 +81,7 @@ static int64_t rs_src_row(const rsjob *j, int64_t r) {
         idx[d] = rem % j->dims[d];
         rem /= j->dims[d];
     }
-    int64_t L = int_at(j->len, idx[j->bd]);
+    int64_t L = vg__int_at(j->len, idx[j->bd]);
     if (idx[j->sd] < L) idx[j->sd] = L - 1 - idx[j->sd];
     int64_t s = 0;
     for (int d = 0; d <= j->m; d++) s = s * j->dims[d] + idx[d];
@@ -130,8 +117,8 @@ static vg_code kernel_reverse_sequence(vg__kctx *ctx) {
                              (long long)bd, (long long)vg_tensor_num_elements(len),
                              (long long)vg_tensor_dim(x, (int)bd));
     for (int64_t d = 0; d < vg_tensor_num_elements(len); d++) {
-        if (int_at(len, d) < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "seq_lens(%lld) < 0", (long long)d);
-        if (int_at(len, d) > vg_tensor_dim(x, (int)sd))
+        if (vg__int_at(len, d) < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "seq_lens(%lld) < 0", (long long)d);
+        if (vg__int_at(len, d) > vg_tensor_dim(x, (int)sd))
             return vg_status_set(st, VG_INVALID_ARGUMENT, "seq_lens(%lld) > input.dims(%lld)", (long long)d,
                                  (long long)sd);
     }
@@ -177,9 +164,8 @@ static vg_code grad_reverse_sequence(vg_graph *g, vg_op *op, const vg_output *dy
 
 vg_output vg_reverse_sequence(vg_graph *g, vg_output input, vg_output seq_lengths, int seq_axis, int batch_axis,
                               const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "ReverseSequence", name ? name : "ReverseSequence");
-    vg_op_builder_add_input(b, input);
-    vg_op_builder_add_input(b, seq_lengths);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "ReverseSequence", name, "ReverseSequence", (vg_output[]){input, seq_lengths}, 2);
     vg_op_builder_set_attr_int(b, "seq_dim", seq_axis);
     vg_op_builder_set_attr_int(b, "batch_dim", batch_axis);
     return vg_out(vg_op_builder_finish(b), 0);
@@ -192,8 +178,7 @@ static vg_code shape_broadcast_to(vg_op *op, vg_status *st) {
     if (vg__array_type_attr(op, "T", 0, st) != VG_OK || vg__array_index_attr(op, "Tidx", 1, "shape", st) != VG_OK)
         return st->code;
     vg_shape ss = vg__op_input_shape(op, 1), in = vg__op_input_shape(op, 0);
-    if (ss.ndims >= 0 && ss.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d", ss.ndims);
+    if (vg__shape_need_rank(&ss, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
     vg_shape out = vg__array_shape_value(op, 1);
     if (out.ndims >= 0 && in.ndims >= 0) {
         if (in.ndims > out.ndims)
@@ -209,9 +194,7 @@ static vg_code shape_broadcast_to(vg_op *op, vg_status *st) {
             }
         }
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), out);
 }
 
 typedef struct btjob {
@@ -245,7 +228,7 @@ static vg_code kernel_broadcast_to(vg__kctx *ctx) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "BroadcastTo: shape of rank %d exceeds %d", n, VG_MAX_DIMS);
     int64_t od[VG_MAX_DIMS];
     for (int i = 0; i < n; i++) {
-        od[i] = int_at(sh, i);
+        od[i] = vg__int_at(sh, i);
         if (od[i] < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Dimension %lld must be >= 0", (long long)od[i]);
     }
     if (r > n)
@@ -257,10 +240,11 @@ static vg_code kernel_broadcast_to(vg__kctx *ctx) {
     for (int i = 0; i < n; i++) {
         if (id[i] == od[i] || id[i] == 1) continue;
         if (od[i] == 1)
-            return vg_status_set(st, VG_INVALID_ARGUMENT, "Unable to broadcast tensor of shape %s to tensor of shape %s",
-                                 tshape_str(x, b1), dims_str(od, n, b2));
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s", tshape_str(x, b1),
-                             dims_str(od, n, b2));
+            return vg_status_set(st, VG_INVALID_ARGUMENT,
+                                 "Unable to broadcast tensor of shape %s to tensor of shape %s",
+                                 vg__tshape_str(x, b1, sizeof b1), dims_str(od, n, b2));
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
+                             vg__tshape_str(x, b1, sizeof b1), dims_str(od, n, b2));
     }
     vg_dtype dt = vg_tensor_dtype(x);
     vg_code c = vg__kctx_alloc_output(ctx, 0, dt, od, n, &o);
@@ -313,10 +297,7 @@ static vg_code grad_broadcast_to(vg_graph *g, vg_op *op, const vg_output *dy, vg
 }
 
 vg_output vg_broadcast_to(vg_graph *g, vg_output input, vg_output shape, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "BroadcastTo", name ? name : "BroadcastTo");
-    vg_op_builder_add_input(b, input);
-    vg_op_builder_add_input(b, shape);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "BroadcastTo", name, "BroadcastTo", (vg_output[]){input, shape}, 2);
 }
 
 vg_output vg_broadcast_to_c(vg_graph *g, vg_output input, const int64_t *dims, int ndims, const char *name) {
@@ -377,9 +358,7 @@ static vg_code shape_bitcast(vg_op *op, vg_status *st) {
             s.ndims--;
         }
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, out, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, out, s);
 }
 
 static vg_code kernel_bitcast(vg__kctx *ctx) {
@@ -400,7 +379,7 @@ static vg_code kernel_bitcast(vg__kctx *ctx) {
         if (nd < 1 || dims[nd - 1] != (int64_t)(osz / isz)) {
             char b[128];
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Cannot bitcast from %s to %s: shape %s",
-                                 vg_dtype_name(vg_tensor_dtype(x)), vg_dtype_name(out), tshape_str(x, b));
+                                 vg_dtype_name(vg_tensor_dtype(x)), vg_dtype_name(out), vg__tshape_str(x, b, sizeof b));
         }
         nd--;
     }
@@ -412,8 +391,7 @@ static vg_code kernel_bitcast(vg__kctx *ctx) {
 }
 
 vg_output vg_bitcast(vg_graph *g, vg_output input, vg_dtype type, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Bitcast", name ? name : "Bitcast");
-    vg_op_builder_add_input(b, input);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Bitcast", name, "Bitcast", (vg_output[]){input}, 1);
     vg_op_builder_set_attr_type(b, "type", type);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -423,36 +401,7 @@ vg_output vg_bitcast(vg_graph *g, vg_output input, vg_dtype type, const char *na
 
 typedef enum { SEG_MAX, SEG_MIN, SEG_PROD } segmode;
 
-static vg_code shape_segment_reduce(vg_op *op, vg_status *st) {
-    if (vg__array_type_attr(op, "T", 0, st) != VG_OK ||
-        vg__array_index_attr(op, "Tindices", 1, "segment_ids", st) != VG_OK ||
-        vg__array_index_attr(op, "Tnumsegments", 2, "num_segments", st) != VG_OK)
-        return st->code;
-    vg_dtype dt = vg__op_input_dtype(op, 0);
-    if (dt != VG_FLOAT && dt != VG_DOUBLE && dt != VG_INT32 && dt != VG_INT64)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: T must be float, double, int32 or int64, got %s",
-                             vg_op_type(op), vg_dtype_name(dt));
-    vg_shape ds = vg__op_input_shape(op, 0), is = vg__op_input_shape(op, 1), ns = vg__op_input_shape(op, 2),
-             out = vg_shape_unknown();
-    if (ns.ndims > 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 0 but is rank %d", ns.ndims);
-    if (ds.ndims >= 0 && is.ndims >= 0) {
-        if (is.ndims > ds.ndims)
-            return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be at least rank %d but is rank %d", is.ndims,
-                                 ds.ndims);
-        for (int i = 0; i < is.ndims; i++)
-            if (is.dims[i] >= 0 && ds.dims[i] >= 0 && is.dims[i] != ds.dims[i])
-                return vg_status_set(st, VG_INVALID_ARGUMENT, "Dimensions must be equal, but are %lld and %lld",
-                                     (long long)ds.dims[i], (long long)is.dims[i]);
-        out.ndims = ds.ndims - is.ndims + 1;
-        const vg_tensor *n = vg__op_const_input(op, 2);
-        out.dims[0] = n ? int_at(n, 0) : -1;
-        for (int i = is.ndims; i < ds.ndims; i++) out.dims[i - is.ndims + 1] = ds.dims[i];
-    }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, out);
-    return VG_OK;
-}
+static vg_code shape_segment_reduce(vg_op *op, vg_status *st) { return vg__array_segment_shape(op, true, st); }
 
 typedef struct segrjob {
     const vg_tensor *ids;
@@ -499,49 +448,22 @@ static void segr_units(void *arg, int64_t u0, int64_t u1) {
 }
 
 static vg_code segment_reduce(vg__kctx *ctx, segmode mode) {
-    vg_status *st = vg__kctx_status(ctx);
-    vg_tensor *data = vg__kctx_input(ctx, 0), *ids = vg__kctx_input(ctx, 1), *ns = vg__kctx_input(ctx, 2), *out;
-    char b1[128], b2[128];
-    if (vg_tensor_ndims(ns) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "num_segments should be a scalar, not shape %s",
-                             tshape_str(ns, b1));
-    int64_t num = int_at(ns, 0), nids = vg_tensor_num_elements(ids);
-    int dr = vg_tensor_ndims(data), ir = vg_tensor_ndims(ids);
-    bool prefix = ir <= dr;
-    for (int i = 0; prefix && i < ir; i++) prefix = vg_tensor_dim(ids, i) == vg_tensor_dim(data, i);
-    if (!prefix)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "data.shape = %s does not start with segment_ids.shape = %s",
-                             tshape_str(data, b1), tshape_str(ids, b2));
-    if (num < 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "num_segments must be non-negative, got %lld", (long long)num);
-    for (int64_t k = 0; k < nids; k++)
-        if (int_at(ids, k) >= num) { /* TF's SliceDebugString: the id's coordinates */
-            char at[VG_MAX_DIMS * 24 + 4];
-            size_t pos = 0;
-            int64_t rem = k, co[VG_MAX_DIMS];
-            for (int i = ir - 1; i >= 0; i--) {
-                co[i] = rem % vg_tensor_dim(ids, i);
-                rem /= vg_tensor_dim(ids, i);
-            }
-            for (int i = 0; i < ir; i++)
-                pos += (size_t)snprintf(at + pos, sizeof at - pos, "%s%lld", i ? "," : "", (long long)co[i]);
-            if (ir == 0) at[0] = 0;
-            return vg_status_set(st, VG_INVALID_ARGUMENT, "segment_ids[%s] = %lld is out of range [0, %lld)", at,
-                                 (long long)int_at(ids, k), (long long)num);
-        }
-    int64_t dims[VG_MAX_DIMS], inner = 1;
-    for (int i = ir; i < dr; i++) inner *= vg_tensor_dim(data, i);
-    dims[0] = num;
-    for (int i = ir; i < dr; i++) dims[i - ir + 1] = vg_tensor_dim(data, i);
-    vg_code c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(data), dims, dr - ir + 1, &out);
-    if (c != VG_OK || vg_tensor_num_elements(out) == 0) return c;
-    int64_t units = vg__kctx_num_threads(ctx), work = nids * inner;
-    if (units > work / 65536) units = work / 65536;
-    if (units > num) units = num;
-    if (units < 1) units = 1;
-    segrjob j = {ids, vg_tensor_data(data), vg_tensor_data(out), nids, num, inner, units, vg_tensor_dtype(data), mode};
-    if (units == 1) segr_units(&j, 0, 1);
-    else vg__kctx_parallel_for(ctx, units, INT64_C(1) << 20, segr_units, &j);
+    vg__array_segment sg;
+    vg_code c = vg__array_segment_prepare(ctx, true, &sg);
+    if (c != VG_OK || sg.units == 0) return c;
+    segrjob j = {sg.ids,
+                 vg_tensor_data(sg.data),
+                 vg_tensor_data(sg.out),
+                 sg.nids,
+                 sg.num,
+                 sg.inner,
+                 sg.units,
+                 vg_tensor_dtype(sg.data),
+                 mode};
+    if (sg.units == 1)
+        segr_units(&j, 0, 1);
+    else
+        vg__kctx_parallel_for(ctx, sg.units, INT64_C(1) << 20, segr_units, &j);
     return VG_OK;
 }
 
@@ -551,11 +473,7 @@ static vg_code kernel_segment_prod(vg__kctx *ctx) { return segment_reduce(ctx, S
 
 static vg_output segment_op(vg_graph *g, const char *type, vg_output data, vg_output ids, vg_output num,
                             const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
-    vg_op_builder_add_input(b, data);
-    vg_op_builder_add_input(b, ids);
-    vg_op_builder_add_input(b, num);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, type, (vg_output[]){data, ids, num}, 3);
 }
 
 vg_output vg_unsorted_segment_max(vg_graph *g, vg_output data, vg_output segment_ids, vg_output num_segments,

@@ -19,16 +19,6 @@
 #define TAG_SHIFT 40
 #define TAG_MASK ((INT64_C(1) << TAG_SHIFT) - 1)
 
-static inline int64_t int_at(const vg_tensor *t, int64_t i) {
-    return vg_tensor_dtype(t) == VG_INT64 ? ((const int64_t *)vg_tensor_data(t))[i]
-                                          : ((const int32_t *)vg_tensor_data(t))[i];
-}
-
-static char *tshape_str(const vg_tensor *t, char *buf) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, 128);
-}
-
 /* The value of o if it is a Const output (borrowed), else NULL. */
 static const vg_tensor *const_of(vg_output o) {
     const vg_tensor *t;
@@ -155,8 +145,7 @@ static vg_code shape_transpose(vg_op *op, vg_status *st) {
     if (vg__array_type_attr(op, "T", 0, st) != VG_OK || vg__array_index_attr(op, "Tperm", 1, "perm", st) != VG_OK)
         return st->code;
     vg_shape in = vg__op_input_shape(op, 0), ps = vg__op_input_shape(op, 1), out = vg_shape_unknown();
-    if (ps.ndims >= 0 && ps.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "perm must be a vector, got rank %d", ps.ndims);
+    if (vg__shape_need_rank(&ps, 1, "perm must be a vector, got rank %d", st)) return st->code;
     const vg_tensor *p = vg__op_const_input(op, 1);
     if (p) {
         int64_t n = vg_tensor_num_elements(p);
@@ -165,7 +154,7 @@ static vg_code shape_transpose(vg_op *op, vg_status *st) {
                                  "vector of size %lld", in.ndims, (long long)n);
         bool seen[VG_MAX_DIMS] = {false};
         for (int64_t i = 0; i < n; i++) {
-            int64_t d = int_at(p, i);
+            int64_t d = vg__int_at(p, i);
             if (d < 0 || d >= n || seen[d])
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "perm is not a permutation: perm[%lld] = %lld",
                                      (long long)i, (long long)d);
@@ -173,15 +162,13 @@ static vg_code shape_transpose(vg_op *op, vg_status *st) {
         }
         out = vg_shape_make(NULL, (int)n);
         if (in.ndims >= 0)
-            for (int64_t i = 0; i < n; i++) out.dims[i] = in.dims[int_at(p, i)];
+            for (int64_t i = 0; i < n; i++) out.dims[i] = in.dims[vg__int_at(p, i)];
     } else if (in.ndims >= 0) {
         out = vg_shape_make(NULL, in.ndims);
     } else if (ps.ndims == 1 && ps.dims[0] >= 0 && ps.dims[0] <= VG_MAX_DIMS) {
         out = vg_shape_make(NULL, (int)ps.dims[0]);
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), out);
 }
 
 /* Drops size-1 dims and merges input dims that stay adjacent under perm. Writes the
@@ -295,7 +282,7 @@ static vg_code read_perm(vg__kctx *ctx, const vg_tensor *p, int r, int *perm) {
                              (long long)vg_tensor_num_elements(p));
     bool seen[VG_MAX_DIMS] = {false};
     for (int i = 0; i < r; i++) {
-        int64_t d = int_at(p, i);
+        int64_t d = vg__int_at(p, i);
         perm[i] = (int)d;
         if (d >= 0 && d < r) seen[d] = true;
     }
@@ -304,7 +291,7 @@ static vg_code read_perm(vg__kctx *ctx, const vg_tensor *p, int r, int *perm) {
         char list[128];
         size_t o = 0;
         for (int i = 0; i < r && o < sizeof list; i++)
-            o += (size_t)snprintf(list + o, sizeof list - o, "%s%lld", i ? "," : "", (long long)int_at(p, i));
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s%lld", i ? "," : "", (long long)vg__int_at(p, i));
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%d is missing from {%s}.", d, list);
     }
     return VG_OK;
@@ -352,9 +339,7 @@ static vg_code op_kernel_transpose(vg__kctx *ctx) {
 }
 
 static vg_output invert_permutation(vg_graph *g, vg_output p) {
-    vg_op_builder *b = vg_op_builder_new(g, "InvertPermutation", "InvertPermutation");
-    vg_op_builder_add_input(b, p);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "InvertPermutation", "InvertPermutation", NULL, (vg_output[]){p}, 1);
 }
 
 /* TF: transpose(dy, invert_permutation(perm)); the inverse is computed here when perm is a Const. */
@@ -365,7 +350,7 @@ static vg_code op_grad_transpose(vg_graph *g, vg_op *op, const vg_output *dy, vg
     if (pc && vg_tensor_num_elements(pc) <= VG_MAX_DIMS) {
         int32_t inv[VG_MAX_DIMS];
         int n = (int)vg_tensor_num_elements(pc);
-        for (int i = 0; i < n; i++) inv[int_at(pc, i)] = i;
+        for (int i = 0; i < n; i++) inv[vg__int_at(pc, i)] = i;
         dx[0] = vg_transpose_c(g, dy[0], inv, n, NULL);
     } else {
         dx[0] = vg_transpose(g, dy[0], invert_permutation(g, p), NULL);
@@ -437,7 +422,7 @@ static vg_code shape_concat(vg_op *op, vg_status *st) {
     vg_shape out = vg_shape_make(NULL, rank);
     const vg_tensor *ax = vg__op_const_input(op, n);
     if (ax && rank >= 0) {
-        int64_t a = int_at(ax, 0);
+        int64_t a = vg__int_at(ax, 0);
         if (vg_tensor_num_elements(ax) != 1 || a < -rank || a >= rank)
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "ConcatOp : Expected concatenating dimensions in the range [%d, %d), but got %lld",
@@ -461,9 +446,7 @@ static vg_code shape_concat(vg_op *op, vg_status *st) {
         out = acc.ndims >= 0 ? acc : vg_shape_make(NULL, rank);
         out.dims[a] = sum;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, out);
 }
 
 static vg_code op_shape_concat(vg_op *op, vg_status *st) { return shape_concat(op, st); }
@@ -475,9 +458,9 @@ static vg_code op_kernel_concat(vg__kctx *ctx) {
     char b1[128], b2[128];
     if (vg_tensor_num_elements(ax) != 1)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Concat dim tensor should be a scalar integer, but got shape %s",
-                             tshape_str(ax, b1));
+                             vg__tshape_str(ax, b1, sizeof b1));
     int r = vg_tensor_ndims(x0);
-    int64_t a = int_at(ax, 0);
+    int64_t a = vg__int_at(ax, 0);
     if (a < -r || a >= r)
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "ConcatOp : Expected concatenating dimensions in the range [%d, %d), but got %lld", -r, r,
@@ -498,14 +481,14 @@ static vg_code op_kernel_concat(vg__kctx *ctx) {
         if (vg_tensor_ndims(x) != r) {
             c = vg_status_set(st, VG_INVALID_ARGUMENT,
                               "ConcatOp : Ranks of all input tensors should match: shape[0] = %s vs. shape[%d] = %s",
-                              tshape_str(x0, b1), i, tshape_str(x, b2));
+                              vg__tshape_str(x0, b1, sizeof b1), i, vg__tshape_str(x, b2, sizeof b2));
             break;
         }
         for (int d = 0; d < r; d++)
             if (d != a && vg_tensor_dim(x, d) != vg_tensor_dim(x0, d)) {
                 c = vg_status_set(st, VG_INVALID_ARGUMENT,
                                   "ConcatOp : Dimensions of inputs should match: shape[0] = %s vs. shape[%d] = %s",
-                                  tshape_str(x0, b1), i, tshape_str(x, b2));
+                                  vg__tshape_str(x0, b1, sizeof b1), i, vg__tshape_str(x, b2, sizeof b2));
                 break;
             }
         if (vg_tensor_dtype(x) != vg_tensor_dtype(x0))
@@ -522,8 +505,7 @@ static vg_code op_kernel_concat(vg__kctx *ctx) {
 }
 
 static vg_output concat_offset(vg_graph *g, vg_output axis, const vg_output *shapes, int n, vg_op **op) {
-    vg_op_builder *b = vg_op_builder_new(g, "ConcatOffset", "ConcatOffset");
-    vg_op_builder_add_input(b, axis);
+    vg_op_builder *b = vg__builder_with_inputs(g, "ConcatOffset", "ConcatOffset", NULL, (vg_output[]){axis}, 1);
     vg_op_builder_add_inputs(b, shapes, n);
     *op = vg_op_builder_finish(b);
     return vg_out(*op, 0);
@@ -544,7 +526,7 @@ static vg_code op_grad_concat(vg_graph *g, vg_op *op, const vg_output *dy, vg_ou
     if (known) {
         vg_shape s0 = vg_output_shape(vg_op_input(op, 0));
         int r = s0.ndims;
-        int64_t a = int_at(ac, 0), off = 0, begin[VG_MAX_DIMS] = {0};
+        int64_t a = vg__int_at(ac, 0), off = 0, begin[VG_MAX_DIMS] = {0};
         if (a < 0) a += r;
         for (int i = 0; i < n; i++) {
             vg_shape s = vg_output_shape(vg_op_input(op, i));
@@ -591,7 +573,7 @@ static vg_code op_kernel_concat_offset(vg__kctx *ctx) {
     if (vg_tensor_num_elements(cd) != 1)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Concat dim tensor should be a scalar integer");
     if (vg_tensor_ndims(s0) != 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "input 0 should be a vector");
-    int64_t r = vg_tensor_dim(s0, 0), a = int_at(cd, 0);
+    int64_t r = vg_tensor_dim(s0, 0), a = vg__int_at(cd, 0);
     if (a < -r || a >= r)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Concat dim is out of range: %lld vs. %lld", (long long)a,
                              (long long)r);
@@ -603,16 +585,17 @@ static vg_code op_kernel_concat_offset(vg__kctx *ctx) {
             return vg_status_set(st, VG_INVALID_ARGUMENT, "input %d should contain %lld elements, but got %lld", i,
                                  (long long)r, (long long)vg_tensor_num_elements(s));
         for (int64_t d = 0; d < r; d++)
-            if (d != a && int_at(s, d) != int_at(s0, d))
+            if (d != a && vg__int_at(s, d) != vg__int_at(s0, d))
                 return vg_status_set(st, VG_INVALID_ARGUMENT,
                                      "All dimensions except %lld must match. Input %d has dimension %lld of size %lld "
-                                     "but input 0 has %lld", (long long)a, i, (long long)d, (long long)int_at(s, d),
-                                     (long long)int_at(s0, d));
+                                     "but input 0 has %lld",
+                                     (long long)a, i, (long long)d, (long long)vg__int_at(s, d),
+                                     (long long)vg__int_at(s0, d));
         vg_code c = vg__kctx_alloc_output(ctx, i, VG_INT32, &r, 1, &o);
         if (c != VG_OK) return c;
         int32_t *p = vg_tensor_data(o);
         for (int64_t d = 0; d < r; d++) p[d] = d == a ? (int32_t)off : 0;
-        off += int_at(s, a);
+        off += vg__int_at(s, a);
     }
     return VG_OK;
 }
@@ -639,7 +622,7 @@ static vg_code op_shape_slice(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected begin and size arguments to be 1-D tensors of size %d",
                              rank);
     for (int i = 0; s && i < rank; i++) {
-        int64_t sz = int_at(s, i), bg = b ? int_at(b, i) : -1, dim = in.ndims >= 0 ? in.dims[i] : -1;
+        int64_t sz = vg__int_at(s, i), bg = b ? vg__int_at(b, i) : -1, dim = in.ndims >= 0 ? in.dims[i] : -1;
         if (bg >= 0 && dim >= 0 && bg > dim)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected begin[%d] in [0, %lld], but got %lld", i,
                                  (long long)dim, (long long)bg);
@@ -652,9 +635,7 @@ static vg_code op_shape_slice(vg_op *op, vg_status *st) {
             out.dims[i] = dim - bg;
         }
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), out);
 }
 
 /* A strided block copy: `rows` runs of `run` elements; run k starts in the source at
@@ -707,13 +688,14 @@ static vg_code op_kernel_slice(vg__kctx *ctx) {
     if (vg_tensor_ndims(b) != 1 || vg_tensor_ndims(s) != 1 || vg_tensor_dim(b, 0) != r || vg_tensor_dim(s, 0) != r)
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "Expected begin and size arguments to be 1-D tensors of size %d, but got shapes %s and %s "
-                             "instead.", r, tshape_str(b, b1), tshape_str(s, b2));
+                             "instead.",
+                             r, vg__tshape_str(b, b1, sizeof b1), vg__tshape_str(s, b2, sizeof b2));
     int64_t begin[VG_MAX_DIMS], size[VG_MAX_DIMS];
     bool whole = true;
     for (int i = 0; i < r; i++) {
         int64_t dim = vg_tensor_dim(x, i);
-        begin[i] = int_at(b, i);
-        size[i] = int_at(s, i);
+        begin[i] = vg__int_at(b, i);
+        size[i] = vg__int_at(s, i);
         if (size[i] == -1) size[i] = dim - begin[i];
         if (begin[i] < 0 || begin[i] > dim)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected begin[%d] in [0, %lld], but got %lld", i,
@@ -749,10 +731,7 @@ static vg_code op_kernel_slice(vg__kctx *ctx) {
 }
 
 static vg_output pad_op(vg_graph *g, vg_output x, vg_output paddings, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Pad", name);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, paddings);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "Pad", name, NULL, (vg_output[]){x, paddings}, 2);
 }
 
 vg_output vg_pad(vg_graph *g, vg_output x, vg_output paddings, const char *name) {
@@ -777,8 +756,8 @@ static vg_code op_grad_slice(vg_graph *g, vg_op *op, const vg_output *dy, vg_out
     if (bc && vg_shape_is_fully_defined(&xs) && vg_shape_is_fully_defined(&ys)) {
         int64_t pads[2 * VG_MAX_DIMS], dims[2] = {xs.ndims, 2};
         for (int i = 0; i < xs.ndims; i++) {
-            pads[2 * i] = int_at(bc, i);
-            pads[2 * i + 1] = xs.dims[i] - ys.dims[i] - int_at(bc, i);
+            pads[2 * i] = vg__int_at(bc, i);
+            pads[2 * i + 1] = xs.dims[i] - ys.dims[i] - vg__int_at(bc, i);
         }
         vg_status st;
         vg_tensor *t = vg_tensor_new(VG_INT32, dims, 2, &st);
@@ -823,7 +802,7 @@ static vg_code op_shape_pad(vg_op *op, vg_status *st) {
     const vg_tensor *p = vg__op_const_input(op, 1);
     if (p && in.ndims >= 0)
         for (int i = 0; i < rank; i++) {
-            int64_t lo = int_at(p, 2 * i), hi = int_at(p, 2 * i + 1);
+            int64_t lo = vg__int_at(p, 2 * i), hi = vg__int_at(p, 2 * i + 1);
             if (lo < 0 || hi < 0)
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "Paddings must be non-negative: %lld %lld", (long long)lo,
                                      (long long)hi);
@@ -833,9 +812,7 @@ static vg_code op_shape_pad(vg_op *op, vg_status *st) {
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "Pad: dimension %d + paddings %lld, %lld overflows int64",
                                      i, (long long)lo, (long long)hi);
         }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), out);
 }
 
 static vg_code op_kernel_pad(vg__kctx *ctx) {
@@ -844,13 +821,15 @@ static vg_code op_kernel_pad(vg__kctx *ctx) {
     int r = vg_tensor_ndims(x);
     char b1[128];
     if (vg_tensor_ndims(p) != 2 || vg_tensor_dim(p, 1) != 2)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "paddings must be a matrix with 2 columns: %s", tshape_str(p, b1));
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "paddings must be a matrix with 2 columns: %s",
+                             vg__tshape_str(p, b1, sizeof b1));
     if (vg_tensor_dim(p, 0) != r)
         return vg_status_set(st, VG_INVALID_ARGUMENT,
-                             "The first dimension of paddings must be the rank of inputs[%d,2], %s", r, tshape_str(p, b1));
+                             "The first dimension of paddings must be the rank of inputs[%d,2], %s", r,
+                             vg__tshape_str(p, b1, sizeof b1));
     int64_t dims[VG_MAX_DIMS], lo[VG_MAX_DIMS];
     for (int i = 0; i < r; i++) {
-        int64_t a = int_at(p, 2 * i), b = int_at(p, 2 * i + 1);
+        int64_t a = vg__int_at(p, 2 * i), b = vg__int_at(p, 2 * i + 1);
         if (a < 0 || b < 0)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Paddings must be non-negative: %lld %lld", (long long)a,
                                  (long long)b);
@@ -885,15 +864,24 @@ static vg_code op_kernel_pad(vg__kctx *ctx) {
     return mover_end(&m, ctx, VG_OK);
 }
 
+/* For the gradients of Pad and Tile (x, an int argument): dx[1] = none, *xs = x's
+ * static shape, and the argument's Const value when it has one and *xs is fully
+ * defined (the static path), else NULL. */
+static const vg_tensor *grad_static_arg(vg_op *op, vg_output *dx, vg_shape *xs) {
+    *xs = vg_output_shape(vg_op_input(op, 0));
+    const vg_tensor *c = const_of(vg_op_input(op, 1));
+    dx[1] = NONE;
+    return c && vg_shape_is_fully_defined(xs) ? c : NULL;
+}
+
 /* TF's _PadGrad: Slice(dy, paddings[:, 0], shape(x)). */
 static vg_code op_grad_pad(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output x = vg_op_input(op, 0), p = vg_op_input(op, 1);
-    vg_shape xs = vg_output_shape(x);
-    const vg_tensor *pc = const_of(p);
-    dx[1] = NONE;
-    if (pc && vg_shape_is_fully_defined(&xs)) {
+    vg_shape xs;
+    const vg_tensor *pc = grad_static_arg(op, dx, &xs);
+    if (pc) {
         int64_t begin[VG_MAX_DIMS];
-        for (int i = 0; i < xs.ndims; i++) begin[i] = int_at(pc, 2 * i);
+        for (int i = 0; i < xs.ndims; i++) begin[i] = vg__int_at(pc, 2 * i);
         dx[0] = vg_slice_c(g, dy[0], begin, xs.dims, xs.ndims, NULL);
         return vg_graph_status(g, NULL);
     }
@@ -941,9 +929,7 @@ static vg_code op_shape_pack(vg_op *op, vg_status *st) {
         out.ndims = r + 1;
         for (int i = 0, k = 0; i <= r; i++) out.dims[i] = i == axis ? n : acc.dims[k++];
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), out);
 }
 
 static vg_code op_kernel_pack(vg__kctx *ctx) {
@@ -982,8 +968,7 @@ static vg_code op_kernel_pack(vg__kctx *ctx) {
 }
 
 static vg_op *unpack_op(vg_graph *g, vg_output x, int num, int64_t axis) {
-    vg_op_builder *b = vg_op_builder_new(g, "Unpack", "unstack");
-    vg_op_builder_add_input(b, x);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Unpack", "unstack", NULL, (vg_output[]){x}, 1);
     vg_op_builder_set_attr_int(b, "num", num);
     vg_op_builder_set_attr_int(b, "axis", axis);
     return vg_op_builder_finish(b);
@@ -1038,7 +1023,7 @@ static vg_code op_kernel_unpack(vg__kctx *ctx) {
     if (axis < 0) axis += r;
     if (vg_tensor_dim(x, (int)axis) != num)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Input shape axis %lld must equal %lld, got shape %s",
-                             (long long)axis, (long long)num, tshape_str(x, b1));
+                             (long long)axis, (long long)num, vg__tshape_str(x, b1, sizeof b1));
     int64_t dims[VG_MAX_DIMS], outer = prod(vg_tensor_dims(x), 0, (int)axis);
     int64_t inner = prod(vg_tensor_dims(x), (int)axis + 1, r);
     for (int i = 0, k = 0; i < r; i++)
@@ -1081,7 +1066,7 @@ static vg_code op_shape_gather(vg_op *op, vg_status *st) {
     vg_shape ps = vg__op_input_shape(op, 0), is = vg__op_input_shape(op, 1), out = vg_shape_unknown();
     const vg_tensor *ax = vg__op_const_input(op, 2);
     if (ax && ps.ndims >= 0) {
-        int64_t a = int_at(ax, 0);
+        int64_t a = vg__int_at(ax, 0);
         if (ps.ndims < 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "params must be at least 1 dimensional");
         if (a < -ps.ndims || a >= ps.ndims)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected axis in the range [%d, %d), but got %lld", -ps.ndims,
@@ -1096,9 +1081,7 @@ static vg_code op_shape_gather(vg_op *op, vg_status *st) {
             for (int i = (int)a + 1; i < ps.ndims; i++) out.dims[out.ndims++] = ps.dims[i];
         }
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), out);
 }
 
 typedef struct gjob {
@@ -1126,9 +1109,7 @@ static void gather_units(void *arg, int64_t u0, int64_t u1) {
     }
 }
 
-/* TF's message names the bad index by its coordinates: "indices[1,0] = 7 is not in [0, 3)". */
-static vg_code bad_index(vg_status *st, const vg_tensor *ind, int64_t k, int64_t v, int64_t limit) {
-    char pos[160];
+char *vg__array_index_coords(const vg_tensor *ind, int64_t k, char *buf, size_t len) {
     size_t o = 0;
     int r = vg_tensor_ndims(ind);
     int64_t c[VG_MAX_DIMS], rem = k;
@@ -1136,10 +1117,17 @@ static vg_code bad_index(vg_status *st, const vg_tensor *ind, int64_t k, int64_t
         c[d] = rem % vg_tensor_dim(ind, d);
         rem /= vg_tensor_dim(ind, d);
     }
-    for (int d = 0; d < r && o < sizeof pos; d++) o += (size_t)snprintf(pos + o, sizeof pos - o, "%s%lld", d ? "," : "", (long long)c[d]);
-    if (r == 0) pos[0] = 0;
-    return vg_status_set(st, VG_INVALID_ARGUMENT, "indices[%s] = %lld is not in [0, %lld)", pos, (long long)v,
-                         (long long)limit);
+    for (int d = 0; d < r && o < len; d++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%lld", d ? "," : "", (long long)c[d]);
+    if (r == 0) buf[0] = 0;
+    return buf;
+}
+
+/* TF's message names the bad index by its coordinates: "indices[1,0] = 7 is not in [0, 3)". */
+static vg_code bad_index(vg_status *st, const vg_tensor *ind, int64_t k, int64_t v, int64_t limit) {
+    char pos[160];
+    return vg_status_set(st, VG_INVALID_ARGUMENT, "indices[%s] = %lld is not in [0, %lld)",
+                         vg__array_index_coords(ind, k, pos, sizeof pos), (long long)v, (long long)limit);
 }
 
 static vg_code op_kernel_gather(vg__kctx *ctx) {
@@ -1148,7 +1136,7 @@ static vg_code op_kernel_gather(vg__kctx *ctx) {
     int pr = vg_tensor_ndims(p), ir = vg_tensor_ndims(ind);
     if (vg_tensor_num_elements(ax) != 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "axis must be scalar");
     if (pr < 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "params must be at least 1 dimensional");
-    int64_t a = int_at(ax, 0);
+    int64_t a = vg__int_at(ax, 0);
     if (a < -pr || a >= pr)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected axis in the range [%d, %d), but got %lld", -pr, pr,
                              (long long)a);
@@ -1177,11 +1165,7 @@ static vg_code op_kernel_gather(vg__kctx *ctx) {
 }
 
 static vg_output segment_sum(vg_graph *g, vg_output data, vg_output ids, vg_output num) {
-    vg_op_builder *b = vg_op_builder_new(g, "UnsortedSegmentSum", "UnsortedSegmentSum");
-    vg_op_builder_add_input(b, data);
-    vg_op_builder_add_input(b, ids);
-    vg_op_builder_add_input(b, num);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "UnsortedSegmentSum", "UnsortedSegmentSum", NULL, (vg_output[]){data, ids, num}, 3);
 }
 
 /* Slice [begin, begin+size) of a 1-D int32 shape vector (size -1 = rest); computed
@@ -1192,7 +1176,7 @@ static vg_output shape_part(vg_graph *g, vg_output shape, int64_t begin, int64_t
     if (c) {
         int64_t n = vg_tensor_num_elements(c), v[VG_MAX_DIMS];
         if (size < 0) size = n - begin;
-        for (int64_t i = 0; i < size; i++) v[i] = int_at(c, begin + i);
+        for (int64_t i = 0; i < size; i++) v[i] = vg__int_at(c, begin + i);
         return vg__array_const_ints(g, vg_tensor_dtype(c), v, (int)size, scalar, "strided_slice");
     }
     vg_output s = vg_slice_c(g, shape, &begin, &size, 1, NULL);
@@ -1207,7 +1191,7 @@ static vg_output concat_ints(vg_graph *g, const vg_output *parts, int n) {
     for (int i = 0; i < n && all; i++) {
         const vg_tensor *c = const_of(parts[i]);
         all = c && vg_tensor_dtype(c) == VG_INT32 && k + vg_tensor_num_elements(c) <= VG_MAX_DIMS;
-        for (int64_t j = 0; all && j < vg_tensor_num_elements(c); j++) v[k++] = int_at(c, j);
+        for (int64_t j = 0; all && j < vg_tensor_num_elements(c); j++) v[k++] = vg__int_at(c, j);
     }
     if (all) return vg__array_const_ints(g, VG_INT32, v, k, false, "concat");
     return vg_concat_c(g, parts, n, 0, NULL);
@@ -1226,7 +1210,7 @@ static vg_code op_grad_gather(vg_graph *g, vg_op *op, const vg_output *dy, vg_ou
                                   "GatherV2 gradient needs a constant axis and params of known rank (op '%s')",
                                   vg_op_name(op));
     int r = ps.ndims;
-    int64_t a = int_at(ac, 0);
+    int64_t a = vg__int_at(ac, 0);
     if (a < 0) a += r;
     vg_output params_shape = vg__array_shape_of(g, params, VG_INT32, NULL);
     vg_output indices_size;
@@ -1261,27 +1245,38 @@ static vg_code op_grad_gather(vg_graph *g, vg_op *op, const vg_output *dy, vg_ou
 /* ------------------------------------------------------------------------ */
 /* UnsortedSegmentSum */
 
-static vg_code op_shape_segment_sum(vg_op *op, vg_status *st) {
+vg_code vg__array_segment_shape(vg_op *op, bool strict, vg_status *st) {
     if (vg__array_type_attr(op, "T", 0, st) != VG_OK ||
         vg__array_index_attr(op, "Tindices", 1, "segment_ids", st) != VG_OK ||
         vg__array_index_attr(op, "Tnumsegments", 2, "num_segments", st) != VG_OK)
         return st->code;
     vg_dtype dt = vg__op_input_dtype(op, 0);
     if (dt != VG_FLOAT && dt != VG_DOUBLE && dt != VG_INT32 && dt != VG_INT64)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "T must be float, double, int32 or int64, got %s", vg_dtype_name(dt));
-    vg_shape ds = vg__op_input_shape(op, 0), is = vg__op_input_shape(op, 1), out = vg_shape_unknown();
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s%sT must be float, double, int32 or int64, got %s",
+                             strict ? vg_op_type(op) : "", strict ? ": " : "", vg_dtype_name(dt));
+    vg_shape ds = vg__op_input_shape(op, 0), is = vg__op_input_shape(op, 1), ns = vg__op_input_shape(op, 2),
+             out = vg_shape_unknown();
+    if (strict && ns.ndims > 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 0 but is rank %d", ns.ndims);
     if (ds.ndims >= 0 && is.ndims >= 0) {
-        if (is.ndims > ds.ndims)
+        if (is.ndims > ds.ndims && !strict)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "segment_ids has more dimensions than data");
+        if (is.ndims > ds.ndims)
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be at least rank %d but is rank %d", is.ndims,
+                                 ds.ndims);
+        for (int i = 0; strict && i < is.ndims; i++)
+            if (is.dims[i] >= 0 && ds.dims[i] >= 0 && is.dims[i] != ds.dims[i])
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "Dimensions must be equal, but are %lld and %lld",
+                                     (long long)ds.dims[i], (long long)is.dims[i]);
         out.ndims = ds.ndims - is.ndims + 1;
         const vg_tensor *n = vg__op_const_input(op, 2);
-        out.dims[0] = n ? int_at(n, 0) : -1;
+        out.dims[0] = n ? vg__int_at(n, 0) : -1;
         for (int i = is.ndims; i < ds.ndims; i++) out.dims[i - is.ndims + 1] = ds.dims[i];
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, out);
 }
+
+static vg_code op_shape_segment_sum(vg_op *op, vg_status *st) { return vg__array_segment_shape(op, false, st); }
 
 /* The rows of data added to their segments' output rows in row order (reads stream
  * through data; the output, num * inner, is the smaller side). In parallel, each of
@@ -1344,34 +1339,55 @@ static void segsum_units(void *arg, int64_t u0, int64_t u1) {
     }
 }
 
-static vg_code op_kernel_segment_sum(vg__kctx *ctx) {
+vg_code vg__array_segment_prepare(vg__kctx *ctx, bool strict, vg__array_segment *sg) {
     vg_status *st = vg__kctx_status(ctx);
-    vg_tensor *data = vg__kctx_input(ctx, 0), *ids = vg__kctx_input(ctx, 1), *ns = vg__kctx_input(ctx, 2), *out;
-    char b1[128], b2[128];
+    vg_tensor *data = vg__kctx_input(ctx, 0), *ids = vg__kctx_input(ctx, 1), *ns = vg__kctx_input(ctx, 2);
+    char b1[128], b2[128], at[VG_MAX_DIMS * 24 + 4];
+    if (strict && vg_tensor_ndims(ns) != 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "num_segments should be a scalar, not shape %s",
+                             vg__tshape_str(ns, b1, sizeof b1));
     if (vg_tensor_num_elements(ns) != 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_segments should be a scalar");
-    int64_t num = int_at(ns, 0), nids = vg_tensor_num_elements(ids);
+    int64_t num = vg__int_at(ns, 0), nids = vg_tensor_num_elements(ids);
     int dr = vg_tensor_ndims(data), ir = vg_tensor_ndims(ids);
     bool prefix = ir <= dr;
     for (int i = 0; prefix && i < ir; i++) prefix = vg_tensor_dim(ids, i) == vg_tensor_dim(data, i);
     if (!prefix)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "data.shape = %s does not start with segment_ids.shape = %s",
-                             tshape_str(data, b1), tshape_str(ids, b2));
+                             vg__tshape_str(data, b1, sizeof b1), vg__tshape_str(ids, b2, sizeof b2));
     if (num < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_segments must be non-negative, got %lld", (long long)num);
     for (int64_t k = 0; k < nids; k++)
-        if (int_at(ids, k) >= num) return bad_index(st, ids, k, int_at(ids, k), num);
+        if (vg__int_at(ids, k) >= num) {
+            if (!strict) return bad_index(st, ids, k, vg__int_at(ids, k), num);
+            /* TF's SliceDebugString: the id's coordinates */
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "segment_ids[%s] = %lld is out of range [0, %lld)",
+                                 vg__array_index_coords(ids, k, at, sizeof at), (long long)vg__int_at(ids, k),
+                                 (long long)num);
+        }
     int64_t dims[VG_MAX_DIMS], inner = prod(vg_tensor_dims(data), ir, dr);
     dims[0] = num;
     for (int i = ir; i < dr; i++) dims[i - ir + 1] = vg_tensor_dim(data, i);
-    vg_code c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(data), dims, dr - ir + 1, &out);
-    if (c != VG_OK || vg_tensor_num_elements(out) == 0) return c;
-    /* one unit per thread, each worth at least 64k element additions */
+    *sg = (vg__array_segment){data, ids, NULL, num, nids, inner, 0};
+    vg_code c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(data), dims, dr - ir + 1, &sg->out);
+    if (c != VG_OK || vg_tensor_num_elements(sg->out) == 0) return c;
+    /* one unit per thread, each worth at least 64k element updates */
     int64_t units = vg__kctx_num_threads(ctx), work = nids * inner;
     if (units > work / 65536) units = work / 65536;
     if (units > num) units = num;
     if (units < 1) units = 1;
-    segjob j = {ids, vg_tensor_data(data), vg_tensor_data(out), nids, num, inner, units, vg_tensor_dtype(data)};
-    if (units == 1) segsum_units(&j, 0, 1);
-    else vg__kctx_parallel_for(ctx, units, INT64_C(1) << 20, segsum_units, &j);
+    sg->units = units;
+    return VG_OK;
+}
+
+static vg_code op_kernel_segment_sum(vg__kctx *ctx) {
+    vg__array_segment sg;
+    vg_code c = vg__array_segment_prepare(ctx, false, &sg);
+    if (c != VG_OK || sg.units == 0) return c;
+    segjob j = {sg.ids,   vg_tensor_data(sg.data), vg_tensor_data(sg.out), sg.nids, sg.num, sg.inner,
+                sg.units, vg_tensor_dtype(sg.data)};
+    if (sg.units == 1)
+        segsum_units(&j, 0, 1);
+    else
+        vg__kctx_parallel_for(ctx, sg.units, INT64_C(1) << 20, segsum_units, &j);
     return VG_OK;
 }
 
@@ -1419,11 +1435,9 @@ static vg_code op_shape_one_hot(vg_op *op, vg_status *st) {
         if (axis < 0) axis = in.ndims;
         const vg_tensor *d = vg__op_const_input(op, 1);
         out.ndims = in.ndims + 1;
-        for (int i = 0, k = 0; i < out.ndims; i++) out.dims[i] = i == axis ? (d ? int_at(d, 0) : -1) : in.dims[k++];
+        for (int i = 0, k = 0; i < out.ndims; i++) out.dims[i] = i == axis ? (d ? vg__int_at(d, 0) : -1) : in.dims[k++];
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, t, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, t, out);
 }
 
 static vg_code op_kernel_one_hot(vg__kctx *ctx) {
@@ -1433,7 +1447,7 @@ static vg_code op_kernel_one_hot(vg__kctx *ctx) {
     if (vg_tensor_ndims(dt) != 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "depth must be a scalar");
     if (vg_tensor_ndims(on) != 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "on_value must be a scalar");
     if (vg_tensor_ndims(off) != 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "off_value must be a scalar");
-    int64_t depth = int_at(dt, 0), axis = -1;
+    int64_t depth = vg__int_at(dt, 0), axis = -1;
     if (depth < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "depth must be non-negative, got: %lld", (long long)depth);
     vg_op_attr_int(vg__kctx_op(ctx), "axis", &axis);
     int r = vg_tensor_ndims(ind);
@@ -1471,8 +1485,7 @@ static vg_code op_shape_tile(vg_op *op, vg_status *st) {
         vg__array_index_attr(op, "Tmultiples", 1, "multiples", st) != VG_OK)
         return st->code;
     vg_shape in = vg__op_input_shape(op, 0), ms = vg__op_input_shape(op, 1);
-    if (ms.ndims >= 0 && ms.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "multiples must be a vector, got rank %d", ms.ndims);
+    if (vg__shape_need_rank(&ms, 1, "multiples must be a vector, got rank %d", st)) return st->code;
     int rank = in.ndims;
     if (rank < 0 && ms.ndims == 1 && ms.dims[0] >= 0 && ms.dims[0] <= VG_MAX_DIMS) rank = (int)ms.dims[0];
     if (rank >= 0 && ms.ndims == 1 && ms.dims[0] >= 0 && ms.dims[0] != rank)
@@ -1489,9 +1502,7 @@ static vg_code op_shape_tile(vg_op *op, vg_status *st) {
                                      "Tile: dimension %d (%lld) times multiples[%d] (%lld) overflows int64", i,
                                      (long long)in.dims[i], i, (long long)mv.dims[i]);
         }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), out);
 }
 
 /* dst[blk .. m * blk) = m - 1 copies of dst[0 .. blk): one 4-byte element repeated is
@@ -1569,7 +1580,7 @@ static vg_code op_kernel_tile(vg__kctx *ctx) {
     int64_t m[VG_MAX_DIMS], dims[VG_MAX_DIMS];
     bool ones = true;
     for (int i = 0; i < r; i++) {
-        m[i] = int_at(mt, i);
+        m[i] = vg__int_at(mt, i);
         if (m[i] < 0)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected multiples[%d] >= 0, but got %lld", i, (long long)m[i]);
         if (__builtin_mul_overflow(vg_tensor_dim(x, i), m[i], &dims[i]))
@@ -1595,16 +1606,15 @@ static vg_code op_kernel_tile(vg__kctx *ctx) {
  * untiled dims (keeping the rank small); otherwise TF's dynamic formula. */
 static vg_code op_grad_tile(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
     vg_output x = vg_op_input(op, 0), mult = vg_op_input(op, 1);
-    vg_shape xs = vg_output_shape(x);
-    const vg_tensor *mc = const_of(mult);
-    dx[1] = NONE;
-    if (mc && vg_shape_is_fully_defined(&xs)) {
+    vg_shape xs;
+    const vg_tensor *mc = grad_static_arg(op, dx, &xs);
+    if (mc) {
         int64_t split[2 * VG_MAX_DIMS];
         int32_t axes[VG_MAX_DIMS];
         int ns = 0, na = 0;
         bool prev_data = false;
         for (int i = 0; i < xs.ndims; i++) {
-            int64_t mi = int_at(mc, i);
+            int64_t mi = vg__int_at(mc, i);
             if (mi == 1) {
                 if (prev_data) split[ns - 1] *= xs.dims[i]; /* merge untiled neighbours */
                 else split[ns++] = xs.dims[i];
@@ -1647,10 +1657,7 @@ static vg_code op_grad_tile(vg_graph *g, vg_op *op, const vg_output *dy, vg_outp
 /* builders */
 
 vg_output vg_transpose(vg_graph *g, vg_output x, vg_output perm, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Transpose", name ? name : "transpose");
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, perm);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "Transpose", name, "transpose", (vg_output[]){x, perm}, 2);
 }
 
 vg_output vg_transpose_c(vg_graph *g, vg_output x, const int32_t *perm, int n, const char *name) {
@@ -1686,11 +1693,7 @@ vg_output vg_concat_c(vg_graph *g, const vg_output *values, int n, int axis, con
 }
 
 vg_output vg_slice(vg_graph *g, vg_output x, vg_output begin, vg_output size, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Slice", name ? name : "Slice");
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, begin);
-    vg_op_builder_add_input(b, size);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "Slice", name, "Slice", (vg_output[]){x, begin, size}, 3);
 }
 
 vg_output vg_slice_c(vg_graph *g, vg_output x, const int64_t *begin, const int64_t *size, int n, const char *name) {
@@ -1717,20 +1720,13 @@ vg_output vg_gather(vg_graph *g, vg_output params, vg_output indices, int axis, 
     vg__array_name_push(g, name ? name : "GatherV2", rel, sizeof rel);
     vg_output ac = vg__array_const_ints(g, VG_INT32, &a, 1, true, "axis");
     vg_graph_pop_scope(g);
-    vg_op_builder *b = vg_op_builder_new(g, "GatherV2", rel);
-    vg_op_builder_add_input(b, params);
-    vg_op_builder_add_input(b, indices);
-    vg_op_builder_add_input(b, ac);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "GatherV2", rel, NULL, (vg_output[]){params, indices, ac}, 3);
 }
 
 vg_output vg_unsorted_segment_sum(vg_graph *g, vg_output data, vg_output segment_ids, vg_output num_segments,
                                   const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "UnsortedSegmentSum", name ? name : "UnsortedSegmentSum");
-    vg_op_builder_add_input(b, data);
-    vg_op_builder_add_input(b, segment_ids);
-    vg_op_builder_add_input(b, num_segments);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "UnsortedSegmentSum", name, "UnsortedSegmentSum",
+                            (vg_output[]){data, segment_ids, num_segments}, 3);
 }
 
 vg_output vg_one_hot(vg_graph *g, vg_output indices, int depth, float on, float off, const char *name) {
@@ -1740,20 +1736,13 @@ vg_output vg_one_hot(vg_graph *g, vg_output indices, int depth, float on, float 
     vg_output onv = vg_const_f32(g, on, "on_value");
     vg_output offv = vg_const_f32(g, off, "off_value");
     vg_graph_pop_scope(g);
-    vg_op_builder *b = vg_op_builder_new(g, "OneHot", rel);
-    vg_op_builder_add_input(b, indices);
-    vg_op_builder_add_input(b, d);
-    vg_op_builder_add_input(b, onv);
-    vg_op_builder_add_input(b, offv);
+    vg_op_builder *b = vg__builder_with_inputs(g, "OneHot", rel, NULL, (vg_output[]){indices, d, onv, offv}, 4);
     vg_op_builder_set_attr_int(b, "axis", -1);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_tile(vg_graph *g, vg_output x, vg_output multiples, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Tile", name ? name : "Tile");
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, multiples);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "Tile", name, "Tile", (vg_output[]){x, multiples}, 2);
 }
 
 /* ------------------------------------------------------------------------ */

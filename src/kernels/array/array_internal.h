@@ -31,4 +31,25 @@ VG_HIDDEN vg_output vg__array_const_ints(vg_graph *g, vg_dtype dt, const int64_t
  * build time (what TF's constant folding would leave). Errors go to the graph. */
 VG_HIDDEN vg_output vg__array_shape_of(vg_graph *g, vg_output x, vg_dtype dt, const char *name);
 
+/* Shape function of the unsorted segment ops: output [num_segments (its constant value
+ * or -1), data.shape[rank(segment_ids):]]. strict (UnsortedSegmentMax / Min / Prod, TF's
+ * UnsortedSegmentReductionShapeFn): num_segments must be a scalar and segment_ids'
+ * dimensions must agree with data's, with TF's messages; otherwise (UnsortedSegmentSum)
+ * segment_ids may only not have more dimensions than data. */
+VG_HIDDEN vg_code vg__array_segment_shape(vg_op *op, bool strict, vg_status *st);
+
+/* What an unsorted segment kernel works on, from vg__array_segment_prepare. */
+typedef struct vg__array_segment {
+    vg_tensor *data, *ids, *out;
+    int64_t num, nids, inner; /* segments, ids, elements per row */
+    int64_t units;            /* segment ranges to split the work in (0: empty output) */
+} vg__array_segment;
+/* Checks the inputs of an unsorted segment kernel (strict: the messages of TF's
+ * UnsortedSegmentReductionOp, else UnsortedSegmentSum's), allocates output 0
+ * [num, data.shape[rank(ids):]] and picks the number of units (one per thread, each
+ * worth at least 64k element updates, at most num). INVALID_ARGUMENT, RESOURCE_EXHAUSTED. */
+VG_HIDDEN vg_code vg__array_segment_prepare(vg__kctx *ctx, bool strict, vg__array_segment *sg);
+/* Writes the coordinates of flat element k of ind ("1,2"; "" for a scalar) into buf. */
+VG_HIDDEN char *vg__array_index_coords(const vg_tensor *ind, int64_t k, char *buf, size_t len);
+
 #endif

@@ -16,16 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 
-static inline int64_t int_at(const vg_tensor *t, int64_t i) {
-    return vg_tensor_dtype(t) == VG_INT64 ? ((const int64_t *)vg_tensor_data(t))[i]
-                                          : ((const int32_t *)vg_tensor_data(t))[i];
-}
-
 static char *shape_str(const vg_shape *s, char *buf) { return vg_shape_str(s, buf, 128); }
-static char *tshape_str(const vg_tensor *t, char *buf) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, 128);
-}
 
 /* ------------------------------------------------------------------------ */
 /* shared helpers */
@@ -63,7 +54,7 @@ static vg_shape shape_value_of(vg_output o, int depth) {
         if (vg_tensor_ndims(c) != 1 || (dt != VG_INT32 && dt != VG_INT64) || vg_tensor_dim(c, 0) > VG_MAX_DIMS)
             return unk;
         vg_shape s = vg_shape_make(NULL, (int)vg_tensor_dim(c, 0));
-        for (int k = 0; k < s.ndims; k++) s.dims[k] = int_at(c, k) < 0 ? -1 : int_at(c, k);
+        for (int k = 0; k < s.ndims; k++) s.dims[k] = vg__int_at(c, k) < 0 ? -1 : vg__int_at(c, k);
         return s;
     }
     if (strcmp(type, "Shape") == 0) return vg__op_input_shape(p, 0);
@@ -75,15 +66,15 @@ static vg_shape shape_value_of(vg_output o, int depth) {
         for (int k = 0; k < s.ndims; k++) {
             const vg_tensor *e = vg__op_const_input(p, k);
             vg_dtype dt = e ? vg_tensor_dtype(e) : VG_DTYPE_INVALID;
-            if (e && vg_tensor_ndims(e) == 0 && (dt == VG_INT32 || dt == VG_INT64) && int_at(e, 0) >= 0)
-                s.dims[k] = int_at(e, 0);
+            if (e && vg_tensor_ndims(e) == 0 && (dt == VG_INT32 || dt == VG_INT64) && vg__int_at(e, 0) >= 0)
+                s.dims[k] = vg__int_at(e, 0);
         }
         return s;
     }
     if (strcmp(type, "ConcatV2") == 0) {
         int n = vg_op_num_inputs(p) - 1;
         const vg_tensor *ax = vg__op_const_input(p, n);
-        if (ax && vg_tensor_num_elements(ax) == 1 && (int_at(ax, 0) == 0 || int_at(ax, 0) == -1)) {
+        if (ax && vg_tensor_num_elements(ax) == 1 && (vg__int_at(ax, 0) == 0 || vg__int_at(ax, 0) == -1)) {
             vg_shape s = vg_shape_make(NULL, 0);
             for (int k = 0; k < n; k++) {
                 vg_shape part = shape_value_of(vg_op_input(p, k), depth + 1);
@@ -153,9 +144,7 @@ static vg_code shape_placeholder(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "attr dtype must be a valid type, got %s", vg_dtype_name(dt));
     vg_shape s = vg_shape_unknown();
     vg_op_attr_shape(op, "shape", &s);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, s);
 }
 
 /* Runs only when the placeholder is not fed. */
@@ -192,9 +181,7 @@ static vg_code shape_placeholder_with_default(vg_op *op, vg_status *st) {
     if (!shapes_compatible(&in, &s))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "default value of shape %s is not compatible with shape %s",
                              shape_str(&in, b1), shape_str(&s, b2));
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), s);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), s);
 }
 
 static vg_code shape_const(vg_op *op, vg_status *st) {
@@ -206,9 +193,7 @@ static vg_code shape_const(vg_op *op, vg_status *st) {
     if (dt != vg_tensor_dtype(v))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "attr dtype %s does not match the value's type %s",
                              vg_dtype_name(dt), vg_dtype_name(vg_tensor_dtype(v)));
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg_tensor_shape(v));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg_tensor_shape(v));
 }
 
 static vg_code kernel_const(vg__kctx *ctx) {
@@ -225,9 +210,7 @@ static vg_code kernel_const(vg__kctx *ctx) {
 
 static vg_code shape_identity(vg_op *op, vg_status *st) {
     if (vg__array_type_attr(op, "T", 0, st) != VG_OK) return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), vg__op_input_shape(op, 0));
 }
 
 static vg_code kernel_identity(vg__kctx *ctx) {
@@ -294,8 +277,7 @@ static vg_code shape_reshape(vg_op *op, vg_status *st) {
         return st->code;
     vg_shape sh = vg__op_input_shape(op, 1);
     char b1[128];
-    if (sh.ndims >= 0 && sh.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d", sh.ndims);
+    if (vg__shape_need_rank(&sh, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
     vg_shape out = vg__array_shape_value(op, 1), in = vg__op_input_shape(op, 0);
     if (out.ndims < 0 && sh.ndims == 1 && sh.dims[0] >= 0 && sh.dims[0] <= VG_MAX_DIMS)
         out = vg_shape_make(NULL, (int)sh.dims[0]);
@@ -321,9 +303,7 @@ static vg_code shape_reshape(vg_op *op, vg_status *st) {
             out.dims[unknown] = nin / prod;
         }
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), out);
 }
 
 static vg_code kernel_reshape(vg__kctx *ctx) {
@@ -331,7 +311,8 @@ static vg_code kernel_reshape(vg__kctx *ctx) {
     vg_tensor *x = vg__kctx_input(ctx, 0), *sizes = vg__kctx_input(ctx, 1);
     char buf[128];
     if (vg_tensor_ndims(sizes) != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "sizes input must be 1-D, not shape %s", tshape_str(sizes, buf));
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "sizes input must be 1-D, not shape %s",
+                             vg__tshape_str(sizes, buf, sizeof buf));
     int64_t nd = vg_tensor_dim(sizes, 0);
     if (nd > VG_MAX_DIMS)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Reshape to %lld dimensions: at most %d are supported",
@@ -341,7 +322,7 @@ static vg_code kernel_reshape(vg__kctx *ctx) {
     int unknown = -1;
     bool sizes_zero = false;
     for (int i = 0; i < nd; i++) {
-        int64_t d = int_at(sizes, i);
+        int64_t d = vg__int_at(sizes, i);
         dims[i] = d;
         if (d == -1) {
             if (unknown >= 0)
@@ -413,9 +394,7 @@ static vg_code shape_shape_ops(vg_op *op, vg_status *st, int kind /* 0 Shape, 1 
     vg_shape in = vg__op_input_shape(op, 0);
     vg_shape out = vg_shape_make(NULL, 0);
     if (kind == 0) out = in.ndims >= 0 ? vg_shape_make((int64_t[]){in.ndims}, 1) : vg_shape_make(NULL, 1);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, ot, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, ot, out);
 }
 static vg_code shape_shape(vg_op *op, vg_status *st) { return shape_shape_ops(op, st, 0); }
 static vg_code shape_size(vg_op *op, vg_status *st) { return shape_shape_ops(op, st, 1); }
@@ -467,19 +446,17 @@ static vg_code shape_fill(vg_op *op, vg_status *st) {
         vg__array_type_attr(op, "T", 1, st) != VG_OK)
         return st->code;
     vg_shape ds = vg__op_input_shape(op, 0), vs = vg__op_input_shape(op, 1);
-    if (ds.ndims >= 0 && ds.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "dims must be a vector, got a tensor of rank %d", ds.ndims);
+    if (vg__shape_need_rank(&ds, 1, "dims must be a vector, got a tensor of rank %d", st)) return st->code;
     if (vs.ndims > 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "value must be a scalar, got a tensor of rank %d", vs.ndims);
     vg_shape out = vg__array_shape_value(op, 0);
     const vg_tensor *c = vg__op_const_input(op, 0);
     if (c)
         for (int64_t i = 0; i < vg_tensor_num_elements(c); i++)
-            if (int_at(c, i) < 0)
-                return vg_status_set(st, VG_INVALID_ARGUMENT, "Dimension %lld must be >= 0", (long long)int_at(c, i));
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 1), out);
-    return VG_OK;
+            if (vg__int_at(c, i) < 0)
+                return vg_status_set(st, VG_INVALID_ARGUMENT, "Dimension %lld must be >= 0",
+                                     (long long)vg__int_at(c, i));
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 1), out);
 }
 
 /* Fills n elements of esz bytes at dst with the element at v. */
@@ -508,15 +485,17 @@ static vg_code kernel_fill(vg__kctx *ctx) {
     vg_tensor *d = vg__kctx_input(ctx, 0), *v = vg__kctx_input(ctx, 1), *out;
     char buf[128];
     if (vg_tensor_ndims(d) != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "dims must be a vector, got shape %s", tshape_str(d, buf));
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "dims must be a vector, got shape %s",
+                             vg__tshape_str(d, buf, sizeof buf));
     if (vg_tensor_ndims(v) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "value must be a scalar, got shape %s", tshape_str(v, buf));
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "value must be a scalar, got shape %s",
+                             vg__tshape_str(v, buf, sizeof buf));
     int64_t nd = vg_tensor_dim(d, 0), dims[VG_MAX_DIMS];
     if (nd > VG_MAX_DIMS)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Fill with %lld dimensions: at most %d are supported",
                              (long long)nd, VG_MAX_DIMS);
     for (int i = 0; i < nd; i++)
-        if ((dims[i] = int_at(d, i)) < 0)
+        if ((dims[i] = vg__int_at(d, i)) < 0)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Dimension %lld must be >= 0", (long long)dims[i]);
     vg_dtype dt = vg_tensor_dtype(v);
     vg_code c = vg__kctx_alloc_output(ctx, 0, dt, dims, (int)nd, &out);
@@ -545,9 +524,7 @@ static vg_code shape_like(vg_op *op, vg_status *st) {
     vg_dtype dt = vg__op_input_dtype(op, 0);
     if (dt == VG_STRING || dt == VG_RESOURCE)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "T must be a numeric or bool type, got %s", vg_dtype_name(dt));
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 static vg_code kernel_like(vg__kctx *ctx, int one) {
@@ -593,7 +570,7 @@ static vg_code shape_expand_dims(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "ExpandDims of a rank-%d tensor: at most %d dimensions",
                              in.ndims, VG_MAX_DIMS);
     if (in.ndims >= 0 && d) {
-        int64_t dim = int_at(d, 0);
+        int64_t dim = vg__int_at(d, 0);
         if (dim < -1 - in.ndims || dim > in.ndims)
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Tried to expand dim index %lld for tensor with %d dimensions.",
                                  (long long)dim, in.ndims);
@@ -603,9 +580,7 @@ static vg_code shape_expand_dims(vg_op *op, vg_status *st) {
     } else if (in.ndims >= 0) {
         out = vg_shape_make(NULL, in.ndims + 1);
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), out);
 }
 
 static vg_code kernel_expand_dims(vg__kctx *ctx) {
@@ -614,7 +589,7 @@ static vg_code kernel_expand_dims(vg__kctx *ctx) {
     if (vg_tensor_num_elements(d) != 1)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "'dim' must be a tensor with a single value");
     int r = vg_tensor_ndims(x);
-    int64_t dim = int_at(d, 0);
+    int64_t dim = vg__int_at(d, 0);
     if (dim < -1 - r || dim > r)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Tried to expand dim index %lld for tensor with %d dimensions.",
                              (long long)dim, r);
@@ -670,9 +645,7 @@ static vg_code shape_squeeze(vg_op *op, vg_status *st) {
                 if (!sq[i]) out.dims[out.ndims++] = in.dims[i];
         }
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), out);
 }
 
 static vg_code kernel_squeeze(vg__kctx *ctx) {
@@ -701,7 +674,11 @@ static int64_t range_size(vg_dtype dt, const vg_tensor *s, const vg_tensor *l, c
     bool is_int = dt == VG_INT32 || dt == VG_INT64;
     int64_t si = 0, li = 0, di = 0;
     double sf = scalar_as_double(s), lf = scalar_as_double(l), df = scalar_as_double(d);
-    if (is_int) { si = int_at(s, 0); li = int_at(l, 0); di = int_at(d, 0); }
+    if (is_int) {
+        si = vg__int_at(s, 0);
+        li = vg__int_at(l, 0);
+        di = vg__int_at(d, 0);
+    }
     bool dpos = is_int ? di > 0 : df > 0, dzero = is_int ? di == 0 : df == 0;
     bool le = is_int ? si <= li : sf <= lf, ge = is_int ? si >= li : sf >= lf;
     char a[64], b[64];
@@ -754,9 +731,7 @@ static vg_code shape_range(vg_op *op, vg_status *st) {
         if (n < 0) return st->code;
         out.dims[0] = n;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, out);
 }
 
 #define RANGE_FILL(ctype)                                                                          \
@@ -784,7 +759,8 @@ static vg_code kernel_range(vg__kctx *ctx) {
     for (int i = 0; i < 3; i++) {
         vg_tensor *t = vg__kctx_input(ctx, i);
         if (vg_tensor_ndims(t) != 0)
-            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s must be a scalar, not shape %s", names[i], tshape_str(t, buf));
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s must be a scalar, not shape %s", names[i],
+                                 vg__tshape_str(t, buf, sizeof buf));
     }
     vg_dtype dt = vg_tensor_dtype(s);
     int64_t n = range_size(dt, s, l, d, st);
@@ -809,9 +785,7 @@ static vg_code shape_where(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be bool or numeric, got %s", vg_dtype_name(dt));
     if (vg__array_type_attr(op, "T", 0, st) != VG_OK) return st->code;
     vg_shape in = vg__op_input_shape(op, 0);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_INT64, vg_shape_make((int64_t[]){-1, in.ndims}, 2));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_INT64, vg_shape_make((int64_t[]){-1, in.ndims}, 2));
 }
 
 /* Element i of x is nonzero (bool/numeric). */
@@ -857,10 +831,7 @@ static vg_code shape_bcast_args(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "s0 and s1 must have the same type, got %s and %s",
                              vg_dtype_name(vg__op_input_dtype(op, 0)), vg_dtype_name(vg__op_input_dtype(op, 1)));
     vg_dtype dt = vg__op_input_dtype(op, 0);
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, vg_shape_make(NULL, 1));
-    vg__op_set_output(op, 1, dt, vg_shape_make(NULL, 1));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, vg_shape_make(NULL, 1), dt, vg_shape_make(NULL, 1));
 }
 
 /* r0/r1: the axes of the broadcast result along which x0/x1 were stretched (TF's
@@ -871,13 +842,13 @@ static vg_code kernel_bcast_args(vg__kctx *ctx) {
     char b0[128], b1[128];
     if (vg_tensor_ndims(s0) != 1 || vg_tensor_ndims(s1) != 1)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "s0 and s1 must be vectors, got shapes %s and %s",
-                             tshape_str(s0, b0), tshape_str(s1, b1));
+                             vg__tshape_str(s0, b0, sizeof b0), vg__tshape_str(s1, b1, sizeof b1));
     int64_t n0 = vg_tensor_dim(s0, 0), n1 = vg_tensor_dim(s1, 0), n = n0 > n1 ? n0 : n1;
     int64_t *ia = vg__malloc(sizeof(int64_t) * (size_t)(2 * n + 1)), *ib = ia + n, k0 = 0, k1 = 0;
     if (!ia) return VG_OOM(st, "BroadcastGradientArgs");
     for (int64_t i = 0; i < n; i++) {
-        int64_t a = i - (n - n0) >= 0 ? int_at(s0, i - (n - n0)) : 1;
-        int64_t b = i - (n - n1) >= 0 ? int_at(s1, i - (n - n1)) : 1;
+        int64_t a = i - (n - n0) >= 0 ? vg__int_at(s0, i - (n - n0)) : 1;
+        int64_t b = i - (n - n1) >= 0 ? vg__int_at(s1, i - (n - n1)) : 1;
         if (a == b) continue;
         if (a == 1) ia[k0++] = i;
         else if (b == 1) ib[k1++] = i;
@@ -886,8 +857,8 @@ static vg_code kernel_bcast_args(vg__kctx *ctx) {
             vg_shape x = vg_shape_make(NULL, 0), y = vg_shape_make(NULL, 0);
             x.ndims = (int)(n0 < VG_MAX_DIMS ? n0 : VG_MAX_DIMS);
             y.ndims = (int)(n1 < VG_MAX_DIMS ? n1 : VG_MAX_DIMS);
-            for (int j = 0; j < x.ndims; j++) x.dims[j] = int_at(s0, j);
-            for (int j = 0; j < y.ndims; j++) y.dims[j] = int_at(s1, j);
+            for (int j = 0; j < x.ndims; j++) x.dims[j] = vg__int_at(s0, j);
+            for (int j = 0; j < y.ndims; j++) y.dims[j] = vg__int_at(s1, j);
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s", shape_str(&x, b0),
                                  shape_str(&y, b1));
         }
@@ -906,11 +877,8 @@ static vg_code kernel_bcast_args(vg__kctx *ctx) {
 static vg_code shape_invert_permutation(vg_op *op, vg_status *st) {
     if (vg__array_index_attr(op, "T", 0, "x", st) != VG_OK) return st->code;
     vg_shape in = vg__op_input_shape(op, 0);
-    if (in.ndims >= 0 && in.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d", in.ndims);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), in.ndims < 0 ? vg_shape_make(NULL, 1) : in);
-    return VG_OK;
+    if (vg__shape_need_rank(&in, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), in.ndims < 0 ? vg_shape_make(NULL, 1) : in);
 }
 
 static vg_code kernel_invert_permutation(vg__kctx *ctx) {
@@ -924,7 +892,7 @@ static vg_code kernel_invert_permutation(vg__kctx *ctx) {
     if (!inv) return VG_OOM(st, "InvertPermutation");
     for (int64_t i = 0; i < n; i++) inv[i] = -1;
     for (int64_t i = 0; i < n; i++) {
-        int64_t d = int_at(x, i);
+        int64_t d = vg__int_at(x, i);
         if (d < 0 || d >= n) c = vg_status_set(st, VG_INVALID_ARGUMENT, "%lld is not between 0 and %lld", (long long)d, (long long)n);
         else if (inv[d] != -1) c = vg_status_set(st, VG_INVALID_ARGUMENT, "%lld is duplicated in the input.", (long long)d);
         if (c != VG_OK) break;
@@ -951,8 +919,8 @@ vg_output vg_placeholder(vg_graph *g, vg_dtype dt, const int64_t *dims, int ndim
 }
 
 vg_output vg_placeholder_with_default(vg_graph *g, vg_output def, const int64_t *dims, int ndims, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "PlaceholderWithDefault", name ? name : "PlaceholderWithDefault");
-    vg_op_builder_add_input(b, def);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "PlaceholderWithDefault", name, "PlaceholderWithDefault", (vg_output[]){def}, 1);
     if (def.op) vg_op_builder_set_attr_type(b, "dtype", vg_output_dtype(def));
     vg_op_builder_set_attr_shape(b, "shape", vg_shape_make(dims, ndims));
     return vg_out(vg_op_builder_finish(b), 0);
@@ -1144,9 +1112,7 @@ vg_output vg_const_values(vg_graph *g, vg_dtype dt, const double *values, int64_
 }
 
 static vg_output unary(vg_graph *g, const char *type, vg_output x, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    vg_op_builder_add_input(b, x);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, NULL, (vg_output[]){x}, 1);
 }
 
 vg_output vg_identity(vg_graph *g, vg_output x, const char *name) {
@@ -1174,10 +1140,7 @@ vg_op *vg_group(vg_graph *g, vg_op *const *ops, int n, const char *name) {
 }
 
 vg_output vg_reshape(vg_graph *g, vg_output x, vg_output shape, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Reshape", name ? name : "Reshape");
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, shape);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "Reshape", name, "Reshape", (vg_output[]){x, shape}, 2);
 }
 
 vg_output vg_reshape_c(vg_graph *g, vg_output x, const int64_t *dims, int ndims, const char *name) {
@@ -1191,8 +1154,7 @@ vg_output vg_reshape_c(vg_graph *g, vg_output x, const int64_t *dims, int ndims,
 }
 
 vg_output vg_shape_op(vg_graph *g, vg_output x, vg_dtype out_type, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Shape", name ? name : "Shape");
-    vg_op_builder_add_input(b, x);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Shape", name, "Shape", (vg_output[]){x}, 1);
     vg_op_builder_set_attr_type(b, "out_type", out_type);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -1201,10 +1163,7 @@ vg_output vg_size(vg_graph *g, vg_output x, const char *name) { return unary(g, 
 vg_output vg_rank(vg_graph *g, vg_output x, const char *name) { return unary(g, "Rank", x, name ? name : "Rank"); }
 
 vg_output vg_fill(vg_graph *g, vg_output dims, vg_output value, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Fill", name ? name : "Fill");
-    vg_op_builder_add_input(b, dims);
-    vg_op_builder_add_input(b, value);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "Fill", name, "Fill", (vg_output[]){dims, value}, 2);
 }
 
 vg_output vg_zeros_like(vg_graph *g, vg_output x, const char *name) {
@@ -1308,10 +1267,7 @@ vg_output vg_expand_dims(vg_graph *g, vg_output x, int axis, const char *name) {
     vg__array_name_push(g, name ? name : "ExpandDims", rel, sizeof rel);
     vg_output d = vg__array_const_ints(g, VG_INT32, &a, 1, true, "dim");
     vg_graph_pop_scope(g);
-    vg_op_builder *b = vg_op_builder_new(g, "ExpandDims", rel);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, d);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "ExpandDims", rel, NULL, (vg_output[]){x, d}, 2);
 }
 
 vg_output vg_squeeze(vg_graph *g, vg_output x, const int32_t *axes, int naxes, const char *name) {
@@ -1321,18 +1277,13 @@ vg_output vg_squeeze(vg_graph *g, vg_output x, const int32_t *axes, int naxes, c
         return (vg_output){NULL, 0};
     }
     for (int i = 0; i < naxes; i++) ax[i] = axes[i];
-    vg_op_builder *b = vg_op_builder_new(g, "Squeeze", name ? name : "Squeeze");
-    vg_op_builder_add_input(b, x);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Squeeze", name, "Squeeze", (vg_output[]){x}, 1);
     vg_op_builder_set_attr_int_list(b, "squeeze_dims", ax, naxes < 0 ? 0 : naxes);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_range(vg_graph *g, vg_output start, vg_output limit, vg_output delta, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Range", name ? name : "range");
-    vg_op_builder_add_input(b, start);
-    vg_op_builder_add_input(b, limit);
-    vg_op_builder_add_input(b, delta);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "Range", name, "range", (vg_output[]){start, limit, delta}, 3);
 }
 
 vg_output vg_invert_permutation(vg_graph *g, vg_output x, const char *name) {
@@ -1344,9 +1295,8 @@ vg_output vg_where(vg_graph *g, vg_output cond, const char *name) {
 }
 
 vg_op *vg_broadcast_gradient_args(vg_graph *g, vg_output s0, vg_output s1, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "BroadcastGradientArgs", name ? name : "BroadcastGradientArgs");
-    vg_op_builder_add_input(b, s0);
-    vg_op_builder_add_input(b, s1);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "BroadcastGradientArgs", name, "BroadcastGradientArgs", (vg_output[]){s0, s1}, 2);
     return vg_op_builder_finish(b);
 }
 

@@ -58,9 +58,7 @@ static vg_code shape_stitch(vg_op *op, vg_status *st) {
         out.dims[0] = all_const ? max_index + 1 : -1;
         for (int k = i0.ndims; k < d0.ndims; k++) out.dims[1 + k - i0.ndims] = d0.dims[k];
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, out);
 }
 
 static vg_code kernel_stitch(vg__kctx *ctx) {

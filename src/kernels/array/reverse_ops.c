@@ -38,9 +38,7 @@ static vg_code shape_reverse(vg_op *op, vg_status *st) {
     }
     vg__op_set_default_attr_type(op, "T", vg__op_input_dtype(op, 0));
     vg__op_set_default_attr_type(op, "Tidx", at);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), in);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), in);
 }
 
 static vg_code kernel_reverse(vg__kctx *ctx) {

@@ -296,21 +296,11 @@ vg_output vg_gather_nd(vg_graph *g, vg_output params, vg_output indices, const c
 }
 
 vg_output vg_scatter_nd(vg_graph *g, vg_output indices, vg_output updates, vg_output shape, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "ScatterNd", name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, indices);
-    vg_op_builder_add_input(b, updates);
-    vg_op_builder_add_input(b, shape);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "ScatterNd", name, NULL, (vg_output[]){indices, updates, shape}, 3);
 }
 
 vg_output vg_tensor_scatter_update(vg_graph *g, vg_output tensor, vg_output indices, vg_output updates, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "TensorScatterUpdate", name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, tensor);
-    vg_op_builder_add_input(b, indices);
-    vg_op_builder_add_input(b, updates);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "TensorScatterUpdate", name, NULL, (vg_output[]){tensor, indices, updates}, 3);
 }
 
 const vg__op_def vg__ops_scatter_gather_nd[] = {

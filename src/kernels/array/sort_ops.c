@@ -43,10 +43,7 @@ static vg_code shape_topk(vg_op *op, vg_status *st) {
             out.dims[in.ndims - 1] = -1;
         }
     }
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, out);
-    vg__op_set_output(op, 1, VG_INT32, out);
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, out, VG_INT32, out);
 }
 
 /* Row order: descending by value, then ascending by index; NaN sorts as TF's
@@ -195,10 +192,8 @@ static vg_code shape_in_topk(vg_op *op, vg_status *st) {
     if ((tt != VG_INT32 && tt != VG_INT64) || kt != tt)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "InTopKV2: targets and k must be int32 or int64 of one dtype");
     vg_shape p = vg__op_input_shape(op, 0), t = vg__op_input_shape(op, 1);
-    if (p.ndims >= 0 && p.ndims != 2)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "predictions must be 2-dimensional, got rank %d", p.ndims);
-    if (t.ndims >= 0 && t.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "targets must be 1-dimensional, got rank %d", t.ndims);
+    if (vg__shape_need_rank(&p, 2, "predictions must be 2-dimensional, got rank %d", st)) return st->code;
+    if (vg__shape_need_rank(&t, 1, "targets must be 1-dimensional, got rank %d", st)) return st->code;
     int64_t b = p.ndims == 2 ? p.dims[0] : -1;
     if (t.ndims == 1 && t.dims[0] >= 0) {
         if (b >= 0 && b != t.dims[0])
@@ -207,9 +202,7 @@ static vg_code shape_in_topk(vg_op *op, vg_status *st) {
         b = t.dims[0];
     }
     vg__op_set_default_attr_type(op, "T", tt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_BOOL, vg_shape_make(&b, 1));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_BOOL, vg_shape_make(&b, 1));
 }
 
 static vg_code kernel_in_topk(vg__kctx *ctx) {
@@ -246,10 +239,8 @@ static vg_code kernel_in_topk(vg__kctx *ctx) {
 
 vg_op *vg_top_k(vg_graph *g, vg_output input, int k, bool sorted, const char *name) {
     vg_output kc = vg_const_i32(g, k, "TopKV2/k");
-    vg_op_builder *b = vg_op_builder_new(g, "TopKV2", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "TopKV2", name, NULL, (vg_output[]){input, kc}, 2);
     if (!b) return NULL;
-    vg_op_builder_add_input(b, input);
-    vg_op_builder_add_input(b, kc);
     vg_op_builder_set_attr_bool(b, "sorted", sorted);
     return vg_op_builder_finish(b);
 }
@@ -257,12 +248,7 @@ vg_op *vg_top_k(vg_graph *g, vg_output input, int k, bool sorted, const char *na
 vg_output vg_in_top_k(vg_graph *g, vg_output predictions, vg_output targets, int k, const char *name) {
     vg_output kc = vg_output_dtype(targets) == VG_INT64 ? vg_const_i64(g, k, "in_top_k/InTopKV2/k")
                                                         : vg_const_i32(g, k, "in_top_k/InTopKV2/k");
-    vg_op_builder *b = vg_op_builder_new(g, "InTopKV2", name ? name : "in_top_k/InTopKV2");
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, predictions);
-    vg_op_builder_add_input(b, targets);
-    vg_op_builder_add_input(b, kc);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "InTopKV2", name, "in_top_k/InTopKV2", (vg_output[]){predictions, targets, kc}, 3);
 }
 
 const vg__op_def vg__ops_sort[] = {

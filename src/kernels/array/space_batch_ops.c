@@ -162,12 +162,7 @@ static vg_code kernel_s2b(vg__kctx *ctx) { return sb_run(ctx, true); }
 static vg_code kernel_b2s(vg__kctx *ctx) { return sb_run(ctx, false); }
 
 static vg_output build(vg_graph *g, const char *type, vg_output x, vg_output block, vg_output pads, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, block);
-    vg_op_builder_add_input(b, pads);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, type, (vg_output[]){x, block, pads}, 3);
 }
 
 static vg_code grad_s2b(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {

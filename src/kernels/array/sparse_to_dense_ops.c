@@ -38,8 +38,7 @@ static vg_code shape_std(vg_op *op, vg_status *st) {
     if (is.ndims > 2)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "SparseToDense: sparse_indices should be a scalar, vector, or matrix, got rank %d",
                              is.ndims);
-    if (ss.ndims >= 0 && ss.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "SparseToDense: output_shape should be a vector, got rank %d", ss.ndims);
+    if (vg__shape_need_rank(&ss, 1, "SparseToDense: output_shape should be a vector, got rank %d", st)) return st->code;
     if (vs.ndims > 1)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "SparseToDense: sparse_values should be a scalar or vector, got rank %d",
                              vs.ndims);
@@ -57,9 +56,7 @@ static vg_code shape_std(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_type(op, "T", vt);
     vg__op_set_default_attr_type(op, "Tindices", it);
     vg__op_set_default_attr_bool(op, "validate_indices", true);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vt, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, vt, out);
 }
 
 static void fmt_index(char *buf, size_t len, const int64_t *v, int n) {
@@ -154,11 +151,8 @@ static vg_code grad_std(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *
 
 vg_output vg_sparse_to_dense(vg_graph *g, vg_output sparse_indices, vg_output output_shape, vg_output sparse_values,
                              vg_output default_value, bool validate_indices, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "SparseToDense", name);
-    vg_op_builder_add_input(b, sparse_indices);
-    vg_op_builder_add_input(b, output_shape);
-    vg_op_builder_add_input(b, sparse_values);
-    vg_op_builder_add_input(b, default_value);
+    vg_op_builder *b = vg__builder_with_inputs(
+        g, "SparseToDense", name, NULL, (vg_output[]){sparse_indices, output_shape, sparse_values, default_value}, 4);
     vg_op_builder_set_attr_bool(b, "validate_indices", validate_indices);
     return vg_out(vg_op_builder_finish(b), 0);
 }

@@ -218,10 +218,8 @@ vg_op *vg_split(vg_graph *g, vg_output value, int num_split, int axis, const cha
     open_op_scope(g, name ? name : "split", full, sizeof full, &base);
     vg_output dim = vg_const_i32(g, axis, "split_dim");
     vg_graph_pop_scope(g);
-    vg_op_builder *b = vg_op_builder_new(g, "Split", base);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Split", base, NULL, (vg_output[]){dim, value}, 2);
     if (!b) return NULL;
-    vg_op_builder_add_input(b, dim);
-    vg_op_builder_add_input(b, value);
     vg_op_builder_set_attr_int(b, "num_split", num_split);
     return vg_op_builder_finish(b);
 }
@@ -237,19 +235,15 @@ vg_op *vg_split_v(vg_graph *g, vg_output value, const int32_t *size_splits, int 
     open_op_scope(g, name ? name : "split", full, sizeof full, &base);
     vg_output dim = vg_const_i32(g, axis, "split_dim");
     vg_graph_pop_scope(g);
-    vg_op_builder *b = vg_op_builder_new(g, "SplitV", base);
+    vg_op_builder *b = vg__builder_with_inputs(g, "SplitV", base, NULL, (vg_output[]){value, sizes, dim}, 3);
     if (!b) return NULL;
-    vg_op_builder_add_input(b, value);
-    vg_op_builder_add_input(b, sizes);
-    vg_op_builder_add_input(b, dim);
     vg_op_builder_set_attr_int(b, "num_split", num_split);
     return vg_op_builder_finish(b);
 }
 
 vg_op *vg_unpack(vg_graph *g, vg_output value, int num, int axis, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Unpack", name ? name : "unstack");
+    vg_op_builder *b = vg__builder_with_inputs(g, "Unpack", name, "unstack", (vg_output[]){value}, 1);
     if (!b) return NULL;
-    vg_op_builder_add_input(b, value);
     if (num >= 0) vg_op_builder_set_attr_int(b, "num", num);
     vg_op_builder_set_attr_int(b, "axis", axis);
     return vg_op_builder_finish(b);

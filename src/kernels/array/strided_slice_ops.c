@@ -174,12 +174,20 @@ static vg_code check_spec_inputs(vg_op *op, int first, vg_status *st) {
     return VG_OK;
 }
 
-static vg_code shape_strided_slice(vg_op *op, vg_status *st) {
+/* The start of StridedSlice's and StridedSliceGrad's shape functions: checks begin,
+ * end, strides (inputs 1..3), sets "T" to input t's dtype and gives the op one output. */
+static vg_code slice_shape_begin(vg_op *op, int t, vg_status *st) {
     vg_code c = check_spec_inputs(op, 1, st);
     if (c != VG_OK) return c;
-    vg_dtype dt = vg__op_input_dtype(op, 0);
-    vg__op_set_default_attr_type(op, "T", dt);
+    vg__op_set_default_attr_type(op, "T", vg__op_input_dtype(op, t));
     vg__op_set_num_outputs(op, 1);
+    return VG_OK;
+}
+
+static vg_code shape_strided_slice(vg_op *op, vg_status *st) {
+    vg_code c = slice_shape_begin(op, 0, st);
+    if (c != VG_OK) return c;
+    vg_dtype dt = vg__op_input_dtype(op, 0);
     vg_shape in = vg__op_input_shape(op, 0);
     int64_t b[VG_MAX_DIMS], e[VG_MAX_DIMS], s[VG_MAX_DIMS];
     int nb, ne, ns;
@@ -269,11 +277,9 @@ static vg_code kernel_strided_slice(vg__kctx *ctx) {
 
 /* StridedSliceGrad(shape, begin, end, strides, dy) */
 static vg_code shape_strided_slice_grad(vg_op *op, vg_status *st) {
-    vg_code c = check_spec_inputs(op, 1, st);
+    vg_code c = slice_shape_begin(op, 4, st);
     if (c != VG_OK) return c;
     vg_dtype dt = vg__op_input_dtype(op, 4);
-    vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
     const vg_tensor *sh = vg__op_const_input(op, 0);
     int64_t dims[VG_MAX_DIMS];
     int n;
@@ -343,9 +349,8 @@ static vg_code grad_strided_slice(vg_graph *g, vg_op *op, const vg_output *dy, v
 
 /* _StridedSliceGradGrad: strided_slice(grad, begin, end, strides) for dy. */
 static vg_code grad_strided_slice_grad(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
-    vg_op_builder *b = vg_op_builder_new(g, "StridedSlice", "StridedSlice");
+    vg_op_builder *b = vg__builder_with_inputs(g, "StridedSlice", "StridedSlice", NULL, (vg_output[]){dy[0]}, 1);
     if (!b) return vg_graph_status(g, NULL);
-    vg_op_builder_add_input(b, dy[0]);
     for (int i = 1; i < 4; i++) vg_op_builder_add_input(b, vg_op_input(op, i));
     copy_masks(b, op);
     dx[4] = vg_out(vg_op_builder_finish(b), 0);
@@ -354,12 +359,8 @@ static vg_code grad_strided_slice_grad(vg_graph *g, vg_op *op, const vg_output *
 
 vg_output vg_strided_slice(vg_graph *g, vg_output x, vg_output begin, vg_output end, vg_output strides,
                            const vg_strided_slice_masks *masks, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "StridedSlice", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "StridedSlice", name, NULL, (vg_output[]){x, begin, end, strides}, 4);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, begin);
-    vg_op_builder_add_input(b, end);
-    vg_op_builder_add_input(b, strides);
     vg_strided_slice_masks z = {0, 0, 0, 0, 0};
     if (!masks) masks = &z;
     vg_op_builder_set_attr_int(b, "begin_mask", masks->begin_mask);

@@ -27,10 +27,7 @@ static vg_code shape_unique(vg_op *op, vg_status *st) {
                              vg_dtype_name(oi));
     vg__op_set_default_attr_type(op, "T", t);
     int64_t unk = -1;
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, t, vg_shape_make(&unk, 1));
-    vg__op_set_output(op, 1, oi, s.ndims == 1 ? s : vg_shape_make(&unk, 1));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, t, vg_shape_make(&unk, 1), oi, s.ndims == 1 ? s : vg_shape_make(&unk, 1));
 }
 
 typedef struct item {
@@ -131,8 +128,7 @@ done:
 }
 
 vg_op *vg_unique(vg_graph *g, vg_output x, vg_dtype out_idx, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Unique", name);
-    vg_op_builder_add_input(b, x);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Unique", name, NULL, (vg_output[]){x}, 1);
     if (x.op) vg_op_builder_set_attr_type(b, "T", vg_output_dtype(x));
     vg_op_builder_set_attr_type(b, "out_idx", out_idx);
     return vg_op_builder_finish(b);

@@ -325,9 +325,7 @@ static vg_code shape_bcast_send(vg_op *op, vg_status *st) {
     vg_dtype dt = vg__op_input_dtype(op, 0);
     if (check_dtype(op, dt, st) != VG_OK) return st->code;
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 static vg_code shape_bcast_recv(vg_op *op, vg_status *st) {
@@ -339,9 +337,7 @@ static vg_code shape_bcast_recv(vg_op *op, vg_status *st) {
     for (int i = 0; i < s.ndims; i++)
         if (s.dims[i] < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "CollectiveBcastRecv: shape must be fully defined");
     if (s.ndims < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "CollectiveBcastRecv: shape must be fully defined");
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, s);
 }
 
 /* Broadcast of data (dims known on this rank) from root; is_root says whether this
@@ -414,9 +410,7 @@ static vg_code shape_gather(vg_op *op, vg_status *st) {
     if (s.ndims == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "CollectiveGather: input must have rank >= 1");
     if (s.ndims > 0) s.dims[0] = -1;
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, s);
 }
 
 static vg_code kernel_gather(vg__kctx *ctx) {
@@ -462,9 +456,8 @@ static void set_group(vg_op_builder *b, int group_size, int group_key, int insta
 
 vg_output vg_collective_reduce(vg_graph *g, vg_output x, int group_size, int group_key, int instance_key,
                                const char *merge_op, const char *final_op, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "CollectiveReduce", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "CollectiveReduce", name, NULL, (vg_output[]){x}, 1);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
     set_group(b, group_size, group_key, instance_key);
     vg_op_builder_set_attr_string(b, "merge_op", merge_op ? merge_op : "Add", strlen(merge_op ? merge_op : "Add"));
     vg_op_builder_set_attr_string(b, "final_op", final_op ? final_op : "Id", strlen(final_op ? final_op : "Id"));
@@ -472,14 +465,20 @@ vg_output vg_collective_reduce(vg_graph *g, vg_output x, int group_size, int gro
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
-vg_output vg_collective_bcast_send(vg_graph *g, vg_output x, int group_size, int group_key, int instance_key,
-                                   const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "CollectiveBcastSend", name);
+/* A collective op of type `type` on x with x's static shape as its "shape" attribute
+ * (CollectiveBcastSend, CollectiveGather). */
+static vg_output collective_shaped(vg_graph *g, const char *type, vg_output x, int group_size, int group_key,
+                                   int instance_key, const char *name) {
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){x}, 1);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
     set_group(b, group_size, group_key, instance_key);
     vg_op_builder_set_attr_shape(b, "shape", vg_output_shape(x));
     return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_collective_bcast_send(vg_graph *g, vg_output x, int group_size, int group_key, int instance_key,
+                                   const char *name) {
+    return collective_shaped(g, "CollectiveBcastSend", x, group_size, group_key, instance_key, name);
 }
 
 vg_output vg_collective_bcast_recv(vg_graph *g, vg_dtype dt, vg_shape shape, int group_size, int group_key,
@@ -494,18 +493,12 @@ vg_output vg_collective_bcast_recv(vg_graph *g, vg_dtype dt, vg_shape shape, int
 
 vg_output vg_collective_gather(vg_graph *g, vg_output x, int group_size, int group_key, int instance_key,
                                const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "CollectiveGather", name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    set_group(b, group_size, group_key, instance_key);
-    vg_op_builder_set_attr_shape(b, "shape", vg_output_shape(x));
-    return vg_out(vg_op_builder_finish(b), 0);
+    return collective_shaped(g, "CollectiveGather", x, group_size, group_key, instance_key, name);
 }
 
 vg_output vg_dist_broadcast_tensor(vg_graph *g, vg_output x, int root_rank, const char *tensor_name, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "HorovodBroadcast", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "HorovodBroadcast", name, NULL, (vg_output[]){x}, 1);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
     vg_op_builder_set_attr_int(b, "root_rank", root_rank);
     if (tensor_name) vg_op_builder_set_attr_string(b, "tensor_name", tensor_name, strlen(tensor_name));
     return vg_out(vg_op_builder_finish(b), 0);
@@ -516,9 +509,8 @@ vg_op *vg_dist_fused_allreduce(vg_graph *g, const vg_output *xs, int n, bool ave
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "vg_dist_fused_allreduce: no tensors");
         return NULL;
     }
-    vg_op_builder *b = vg_op_builder_new(g, "VigilFusedAllreduce", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "VigilFusedAllreduce", name, NULL, xs, n);
     if (!b) return NULL;
-    vg_op_builder_add_inputs(b, xs, n);
     vg_op_builder_set_attr_int(b, "N", n);
     vg_op_builder_set_attr_int(b, "group_size", 0);
     vg_op_builder_set_attr_string(b, "merge_op", "Add", 3);

@@ -372,10 +372,7 @@ static vg_code shape_switch(vg_op *op, vg_status *st) {
     vg_dtype dt = vg__op_input_dtype(op, 0);
     vg_shape s = vg__op_input_shape(op, 0);
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, s);
-    vg__op_set_output(op, 1, dt, s);
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, s, dt, s);
 }
 
 static vg_code shape_merge(vg_op *op, vg_status *st) {
@@ -396,10 +393,7 @@ static vg_code shape_merge(vg_op *op, vg_status *st) {
     }
     vg__op_set_default_attr_type(op, "T", dt);
     vg__op_set_default_attr_int(op, "N", op->ninputs);
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, s);
-    vg__op_set_output(op, 1, VG_INT32, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, s, VG_INT32, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_forward(vg_op *op, vg_status *st) {
@@ -416,18 +410,14 @@ static vg_code shape_forward(vg_op *op, vg_status *st) {
         bool cst = false;
         if (!vg_op_attr_bool(op, "is_constant", &cst) || !cst) s = vg_shape_unknown();
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, s);
 }
 
 static vg_code shape_loop_cond(vg_op *op, vg_status *st) {
     vg_shape s = vg__op_input_shape(op, 0);
     if (vg__op_input_dtype(op, 0) != VG_BOOL || s.ndims > 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "LoopCond: input must be a scalar bool");
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_BOOL, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_BOOL, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_trigger(vg_op *op, vg_status *st) {
@@ -498,9 +488,7 @@ const vg__op_def vg__ops_control_flow[] = {
 /* primitive builders */
 
 vg_op *vg_switch(vg_graph *g, vg_output data, vg_output pred, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Switch", name ? name : "Switch");
-    vg_op_builder_add_input(b, data);
-    vg_op_builder_add_input(b, pred);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Switch", name, "Switch", (vg_output[]){data, pred}, 2);
     return vg_op_builder_finish(b);
 }
 
@@ -520,8 +508,7 @@ vg_output vg_enter(vg_graph *g, vg_output data, const char *frame_name, bool is_
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "enter: empty frame_name");
         return vg_out(NULL, 0);
     }
-    vg_op_builder *b = vg_op_builder_new(g, "Enter", name ? name : "Enter");
-    vg_op_builder_add_input(b, data);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Enter", name, "Enter", (vg_output[]){data}, 1);
     vg_op_builder_set_attr_string(b, "frame_name", frame_name, strlen(frame_name));
     vg_op_builder_set_attr_bool(b, "is_constant", is_constant);
     vg_op_builder_set_attr_int(b, "parallel_iterations", parallel_iterations > 0 ? parallel_iterations : 10);
@@ -529,9 +516,7 @@ vg_output vg_enter(vg_graph *g, vg_output data, const char *frame_name, bool is_
 }
 
 static vg_output unary(vg_graph *g, const char *type, vg_output x, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
-    vg_op_builder_add_input(b, x);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, type, (vg_output[]){x}, 1);
 }
 
 vg_output vg_exit(vg_graph *g, vg_output data, const char *name) { return unary(g, "Exit", data, name); }

@@ -50,15 +50,8 @@ static bool holds(cmpop c, double a, double b) {
 }
 
 static double num_at(const vg_tensor *t, int64_t i) {
-    const void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: return ((const float *)d)[i];
-    case VG_DOUBLE: return ((const double *)d)[i];
-    case VG_INT32: return ((const int32_t *)d)[i];
-    case VG_INT64: return (double)((const int64_t *)d)[i];
-    case VG_UINT8: case VG_BOOL: return ((const uint8_t *)d)[i];
-    default: return NAN;
-    }
+    vg_dtype dt = vg_tensor_dtype(t);
+    return dt == VG_BOOL ? ((const uint8_t *)vg_tensor_data(t))[i] : vg__real_at(t, dt, i, NAN);
 }
 
 static bool numeric(vg_dtype dt) {

@@ -34,9 +34,7 @@ static vg_code shape_clip(vg_op *op, vg_status *st) {
                              vg_shape_str(&hi, c, sizeof c));
     }
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, t);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, t);
 }
 
 #define CLIP_LOOP(T)                                                                          \
@@ -100,12 +98,7 @@ static vg_code grad_clip(vg_graph *g, vg_op *op, const vg_output *dy, vg_output 
 }
 
 vg_output vg_clip_by_value_op(vg_graph *g, vg_output t, vg_output lo, vg_output hi, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "ClipByValue", name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, t);
-    vg_op_builder_add_input(b, lo);
-    vg_op_builder_add_input(b, hi);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "ClipByValue", name, NULL, (vg_output[]){t, lo, hi}, 3);
 }
 
 vg_output vg_clip_by_value(vg_graph *g, vg_output t, vg_output lo, vg_output hi, const char *name) {

@@ -43,9 +43,7 @@ static vg_code shape_complex(vg_op *op, vg_status *st) {
     if ((c = type_attr(op, "T", a, st)) != VG_OK || (c = type_attr(op, "Tout", complex_of(a), st)) != VG_OK) return c;
     vg_shape sa = vg__op_input_shape(op, 0), sb = vg__op_input_shape(op, 1), so;
     if ((c = vg__shape_broadcast(&sa, &sb, &so, st)) != VG_OK) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, complex_of(a), so);
-    return VG_OK;
+    return vg__op_set_single_output(op, complex_of(a), so);
 }
 
 static vg_code kernel_complex(vg__kctx *ctx) {
@@ -117,9 +115,7 @@ static vg_code unary_shape(vg_op *op, int kind, vg_status *st) {
     if (c == VG_OK) c = type_attr(op, "T", dt, st);
     if (c == VG_OK && kind != K_CONJ) c = type_attr(op, "Tout", real_of(dt), st);
     if (c != VG_OK) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, kind == K_CONJ ? dt : real_of(dt), vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, kind == K_CONJ ? dt : real_of(dt), vg__op_input_shape(op, 0));
 }
 
 #define CLOOP(T, R, ATAN2, HYPOT)                                                     \
@@ -212,18 +208,11 @@ static vg_code grad_complex_abs(vg_graph *g, vg_op *op, const vg_output *dy, vg_
 /* Builders */
 
 vg_output vg_complex(vg_graph *g, vg_output real, vg_output imag, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Complex", name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, real);
-    vg_op_builder_add_input(b, imag);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "Complex", name, NULL, (vg_output[]){real, imag}, 2);
 }
 
 static vg_output build1(vg_graph *g, const char *type, vg_output x, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, NULL, (vg_output[]){x}, 1);
 }
 
 /* math_ops.real / imag / conj: on a real (float or integer) tensor real and conj return

@@ -257,9 +257,7 @@ static vg_code shape_fft(vg_op *op, vg_status *st) {
             }
         }
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, odt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, odt, s);
 }
 
 /* Copies the leading block of a (dims ad, element esz) into b (dims bd; b's extra
@@ -405,10 +403,7 @@ static vg_output build_c(vg_graph *g, vg_output x, int rank, bool inverse, const
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "FFT rank must be 1, 2 or 3, got %d", rank);
         return vg_out(NULL, 0);
     }
-    vg_op_builder *b = vg_op_builder_new(g, cnames[inverse][rank - 1], name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, cnames[inverse][rank - 1], name, NULL, (vg_output[]){x}, 1);
 }
 
 static vg_output build_r(vg_graph *g, vg_output x, vg_output len, int rank, bool inverse, const char *name) {
@@ -416,11 +411,7 @@ static vg_output build_r(vg_graph *g, vg_output x, vg_output len, int rank, bool
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "FFT rank must be 1, 2 or 3, got %d", rank);
         return vg_out(NULL, 0);
     }
-    vg_op_builder *b = vg_op_builder_new(g, rnames[inverse][rank - 1], name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, len);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, rnames[inverse][rank - 1], name, NULL, (vg_output[]){x, len}, 2);
 }
 
 vg_output vg_fft(vg_graph *g, vg_output x, int rank, const char *name) { return build_c(g, x, rank, false, name); }

@@ -281,9 +281,7 @@ static vg_code shape_betainc(vg_op *op, vg_status *st) {
                                  vg_shape_str(&out, b1, sizeof b1), vg_shape_str(&s, b2, sizeof b2));
         }
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, t, unknown && out.ndims == 0 ? vg_shape_unknown() : out);
-    return VG_OK;
+    return vg__op_set_single_output(op, t, unknown && out.ndims == 0 ? vg_shape_unknown() : out);
 }
 
 static vg_code kernel_betainc(vg__kctx *ctx) {
@@ -399,8 +397,7 @@ static vg_code shape_random_gamma(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "RandomGamma: alpha has dtype %s (float or double)",
                              vg_dtype_name(t));
     vg_shape sv = vg__op_input_shape(op, 0), as = vg__op_input_shape(op, 1);
-    if (sv.ndims >= 0 && sv.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d", sv.ndims);
+    if (vg__shape_need_rank(&sv, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
     vg__op_set_default_attr_type(op, "S", sdt);
     vg__op_set_default_attr_type(op, "T", t);
     vg__op_set_default_attr_int(op, "seed", 0);
@@ -413,9 +410,7 @@ static vg_code shape_random_gamma(vg_op *op, vg_status *st) {
         for (int i = 0; i < as.ndims; i++) dims[nd + i] = as.dims[i];
         out = vg_shape_make(dims, nd + as.ndims);
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, t, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, t, out);
 }
 
 static vg_code kernel_random_gamma(vg__kctx *ctx) {
@@ -520,12 +515,7 @@ vg_output vg_polygamma(vg_graph *g, vg_output a, vg_output x, const char *name) 
     return vg__ew_build2(g, "Polygamma", a, x, name);
 }
 vg_output vg_betainc(vg_graph *g, vg_output a, vg_output b, vg_output x, const char *name) {
-    vg_op_builder *bd = vg_op_builder_new(g, "Betainc", name ? name : "Betainc");
-    if (!bd) return vg_out(NULL, 0);
-    vg_op_builder_add_input(bd, a);
-    vg_op_builder_add_input(bd, b);
-    vg_op_builder_add_input(bd, x);
-    return vg_out(vg_op_builder_finish(bd), 0);
+    return vg__build_simple(g, "Betainc", name, "Betainc", (vg_output[]){a, b, x}, 3);
 }
 vg_output vg_random_gamma_grad(vg_graph *g, vg_output alpha, vg_output sample, const char *name) {
     return vg__ew_build2(g, "RandomGammaGrad", alpha, sample, name);
@@ -545,15 +535,9 @@ vg_output vg_random_gamma(vg_graph *g, vg_output shape, vg_output alpha, vg_outp
     vg_output ab = vg_add(g, alpha, vg_zeros_like(g, beta, "zeros_like"), "add");
     int64_t s1, s2;
     vg_graph_get_seed(g, seed, &s1, &s2);
-    vg_op_builder *b = vg_op_builder_new(g, "RandomGamma", "RandomGamma");
-    vg_output r = vg_out(NULL, 0);
-    if (b) {
-        vg_op_builder_add_input(b, shape);
-        vg_op_builder_add_input(b, ab);
-        vg_op_builder_set_attr_int(b, "seed", s1);
-        vg_op_builder_set_attr_int(b, "seed2", s2);
-        r = vg_out(vg_op_builder_finish(b), 0);
-    }
+    vg_op_builder *b = vg__builder_with_inputs(g, "RandomGamma", "RandomGamma", NULL, (vg_output[]){shape, ab}, 2);
+    vg__builder_set_seeds(b, s1, s2); /* NULL-safe, as finish is: r is then NULL */
+    vg_output r = vg_out(vg_op_builder_finish(b), 0);
     if (r.op) {
         vg_output tiny = vg_const_fill(g, dt, NULL, 0, dt == VG_FLOAT ? (double)FLT_MIN : DBL_MIN, "Maximum/x");
         r = vg_maximum(g, tiny, vg_div(g, r, beta, "truediv"), "Maximum");

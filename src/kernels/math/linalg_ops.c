@@ -195,11 +195,7 @@ static vg_code kernel_bmm(vg__kctx *ctx) {
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "In[0] and In[1] must have compatible batch dimensions: batch dim %d is %lld vs. %lld", i,
                                  (long long)da, (long long)db);
-        od[i] = da == 1 ? db : da;
-        sa[i] = da == 1 ? 0 : stra;
-        sb[i] = db == 1 ? 0 : strb;
-        stra *= da;
-        strb *= db;
+        vg__bcast2_dim(i, da, db, od, sa, sb, &stra, &strb);
         nb *= od[i];
     }
     od[br] = m;
@@ -231,14 +227,7 @@ static vg_code kernel_bmm(vg__kctx *ctx) {
         else
             cblas_dgemm(CblasRowMajor, ax ? CblasTrans : CblasNoTrans, ay ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
                         1.0, (const double *)pa, (int)xc, (const double *)pb, (int)yc, 0.0, (double *)po, (int)n);
-        for (int d = br - 1; d >= 0; d--) {
-            oa += sa[d];
-            ob += sb[d];
-            if (++idx[d] < od[d]) break;
-            oa -= sa[d] * od[d];
-            ob -= sb[d] * od[d];
-            idx[d] = 0;
-        }
+        vg__bcast2_next(br, od, sa, sb, idx, &oa, &ob);
     }
     return VG_OK;
 }
@@ -289,10 +278,8 @@ static vg_code grad_bmm(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *
 }
 
 vg_output vg_batch_matmul(vg_graph *g, vg_output x, vg_output y, bool adj_x, bool adj_y, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "BatchMatMulV2", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "BatchMatMulV2", name, NULL, (vg_output[]){x, y}, 2);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, y);
     vg_op_builder_set_attr_bool(b, "adj_x", adj_x);
     vg_op_builder_set_attr_bool(b, "adj_y", adj_y);
     return vg_out(vg_op_builder_finish(b), 0);
@@ -319,9 +306,7 @@ static vg_code shape_band(vg_op *op, vg_status *st) {
     if (vg_dtype_size(dt) == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "MatrixBandPart: unsupported dtype %s", vg_dtype_name(dt));
     vg__op_set_default_attr_type(op, "T", dt);
     vg__op_set_default_attr_type(op, "Tindex", it);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, in);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, in);
 }
 
 static vg_code kernel_band(vg__kctx *ctx) {
@@ -359,12 +344,7 @@ static vg_code grad_band(vg_graph *g, vg_op *op, const vg_output *dy, vg_output 
 }
 
 vg_output vg_matrix_band_part(vg_graph *g, vg_output x, vg_output num_lower, vg_output num_upper, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "MatrixBandPart", name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, num_lower);
-    vg_op_builder_add_input(b, num_upper);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "MatrixBandPart", name, NULL, (vg_output[]){x, num_lower, num_upper}, 3);
 }
 
 vg_output vg_matrix_band_part_c(vg_graph *g, vg_output x, int64_t num_lower, int64_t num_upper, const char *name) {
@@ -386,9 +366,7 @@ static vg_code shape_diag(vg_op *op, vg_status *st) {
         for (int i = 0; i < in.ndims; i++) o.dims[i] = o.dims[i + in.ndims] = in.dims[i];
     }
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, o);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, o);
 }
 
 static vg_code kernel_diag(vg__kctx *ctx) {
@@ -425,9 +403,7 @@ static vg_code shape_diag_part(vg_op *op, vg_status *st) {
         }
     }
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, o);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, o);
 }
 
 static vg_code kernel_diag_part(vg__kctx *ctx) {
@@ -486,9 +462,7 @@ static vg_code shape_mdiag_part(vg_op *op, vg_status *st) {
         o.dims[o.ndims - 1] = m >= 0 && n >= 0 ? (m < n ? m : n) : -1;
     }
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, o);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, o);
 }
 
 static vg_code kernel_mdiag_part(vg__kctx *ctx) {
@@ -534,9 +508,7 @@ static vg_code shape_mset_diag(vg_op *op, vg_status *st) {
         }
     }
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, in);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, in);
 }
 
 static vg_code kernel_mset_diag(vg__kctx *ctx) {
@@ -578,11 +550,7 @@ vg_output vg_matrix_diag_part(vg_graph *g, vg_output input, const char *name) {
 }
 
 vg_output vg_matrix_set_diag(vg_graph *g, vg_output input, vg_output diagonal, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "MatrixSetDiag", name ? name : "MatrixSetDiag");
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, input);
-    vg_op_builder_add_input(b, diagonal);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "MatrixSetDiag", name, "MatrixSetDiag", (vg_output[]){input, diagonal}, 2);
 }
 
 const vg__op_def vg__ops_linalg[] = {

@@ -133,17 +133,6 @@ static vg_code merge_shapes(const vg_shape *a, const vg_shape *b, vg_shape *out,
     return VG_OK;
 }
 
-static bool same_dims(const vg_tensor *a, const vg_tensor *b) {
-    int n = vg_tensor_ndims(a);
-    if (n != vg_tensor_ndims(b)) return false;
-    return n == 0 || memcmp(vg_tensor_dims(a), vg_tensor_dims(b), sizeof(int64_t) * (size_t)n) == 0;
-}
-
-static char *tensor_shape_str(const vg_tensor *t, char *buf, size_t len) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, len);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Binary inner loops. Each op/dtype gets three loops over n elements: vv (both
  * operands vectors), sv (a is one scalar), vs (b is one scalar). The expression sees
@@ -351,7 +340,7 @@ static vg_code bcast_plan_make(const vg_tensor *a, const vg_tensor *b, bcast_pla
         if (xa != xb && xa != 1 && xb != 1) {
             char sa[128], sb[128];
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
-                                 tensor_shape_str(a, sa, sizeof sa), tensor_shape_str(b, sb, sizeof sb));
+                                 vg__tshape_str(a, sa, sizeof sa), vg__tshape_str(b, sb, sizeof sb));
         }
         int64_t d = xa == 1 ? xb : xa;
         p->odims[i] = d;
@@ -487,9 +476,7 @@ static vg_code binary_shape(vg_op *op, int bop, vg_status *st) {
     if (bop != B_LAND && bop != B_LOR && (c = check_type_attr(op, "T", da, st)) != VG_OK) return c;
     vg_shape sa = vg__op_input_shape(op, 0), sb = vg__op_input_shape(op, 1), so;
     if ((c = vg__shape_broadcast(&sa, &sb, &so, st)) != VG_OK) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, bin_info[bop].out_bool ? VG_BOOL : da, so);
-    return VG_OK;
+    return vg__op_set_single_output(op, bin_info[bop].out_bool ? VG_BOOL : da, so);
 }
 
 #define BINARY_OP(name, bop)                                                                      \
@@ -634,9 +621,7 @@ static vg_code unary_shape(vg_op *op, int uop, vg_status *st) {
     vg_code c = vg__math_check_dtype("input 'x'", dt, un_info[uop].dtypes, st);
     if (c == VG_OK && uop != U_LNOT) c = check_type_attr(op, "T", dt, st);
     if (c != VG_OK) return c;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, un_info[uop].out_bool ? VG_BOOL : dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, un_info[uop].out_bool ? VG_BOOL : dt, vg__op_input_shape(op, 0));
 }
 
 #define UNARY_OP(name, uop)                                                                     \
@@ -682,9 +667,7 @@ static vg_code shape_select(vg_op *op, vg_status *st) {
                                  vg_shape_str(&sc, a, sizeof a), vg_shape_str(&so, b, sizeof b));
         }
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, so);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, so);
 }
 
 /* Both branches are loaded unconditionally, so the loop is a vector blend instead of a
@@ -727,21 +710,21 @@ static vg_code kernel_select(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg_tensor *cond = vg__kctx_input(ctx, 0), *t = vg__kctx_input(ctx, 1), *e = vg__kctx_input(ctx, 2);
     char a[128], b[128];
-    if (!same_dims(t, e))
+    if (!vg__same_dims(t, e))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "'then' and 'else' must have the same size.  but are %s and %s",
-                             tensor_shape_str(t, a, sizeof a), tensor_shape_str(e, b, sizeof b));
+                             vg__tshape_str(t, a, sizeof a), vg__tshape_str(e, b, sizeof b));
     if (vg_tensor_ndims(cond) == 0) { /* scalar condition: forward one of the branches */
         vg__kctx_set_output(ctx, 0, vg_tensor_ref(*(const uint8_t *)vg_tensor_data(cond) ? t : e));
         return VG_OK;
     }
     size_t esz = vg_dtype_size(vg_tensor_dtype(t));
     int64_t n = vg_tensor_num_elements(t), rows = 0;
-    if (!same_dims(cond, t)) {
+    if (!vg__same_dims(cond, t)) {
         if (vg_tensor_ndims(cond) != 1 || vg_tensor_ndims(t) < 1 || vg_tensor_dim(cond, 0) != vg_tensor_dim(t, 0))
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "'condition' must be a scalar, a vector matching the first dimension of 'then', "
                                  "or the shape of 'then'; got %s and %s",
-                                 tensor_shape_str(cond, a, sizeof a), tensor_shape_str(t, b, sizeof b));
+                                 vg__tshape_str(cond, a, sizeof a), vg__tshape_str(t, b, sizeof b));
         rows = vg_tensor_dim(t, 0);
     }
     vg_tensor *out;
@@ -794,9 +777,7 @@ static vg_code shape_add_n(vg_op *op, vg_status *st) {
     }
     if ((c = check_type_attr(op, "T", dt, st)) != VG_OK) return c;
     vg__op_set_default_attr_int(op, "N", n);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, s);
 }
 
 typedef struct addn_job {
@@ -846,10 +827,11 @@ static vg_code kernel_add_n(vg__kctx *ctx) {
     for (int i = 0; i < n && c == VG_OK; i++) {
         const vg_tensor *xi = vg__kctx_input(ctx, i);
         char a[128], b[128];
-        if (vg_tensor_dtype(xi) != dt || !same_dims(xi, x0))
-            c = vg_status_set(st, VG_INVALID_ARGUMENT, "Inputs to operation AddN must have the same size and shape.  "
-                              "Input 0: %s != input %d: %s", tensor_shape_str(x0, a, sizeof a), i,
-                              tensor_shape_str(xi, b, sizeof b));
+        if (vg_tensor_dtype(xi) != dt || !vg__same_dims(xi, x0))
+            c = vg_status_set(st, VG_INVALID_ARGUMENT,
+                              "Inputs to operation AddN must have the same size and shape.  "
+                              "Input 0: %s != input %d: %s",
+                              vg__tshape_str(x0, a, sizeof a), i, vg__tshape_str(xi, b, sizeof b));
         in[i] = vg_tensor_data(xi);
     }
     vg_tensor *o;
@@ -1008,9 +990,7 @@ static vg_code shape_cast(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "attr 'DstT' is required");
     if ((c = vg__math_check_dtype("DstT", dst, VG__M_CAST, st)) != VG_OK) return c;
     vg__op_set_default_attr_bool(op, "Truncate", false);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dst, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dst, vg__op_input_shape(op, 0));
 }
 
 static vg_code kernel_cast(vg__kctx *ctx) {
@@ -1066,9 +1046,7 @@ static vg_code shape_check_numerics(vg_op *op, vg_status *st) {
     if (c == VG_OK) c = check_type_attr(op, "T", dt, st);
     if (c != VG_OK) return c;
     vg__op_set_default_attr_string(op, "message", "");
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 static vg_code kernel_check_numerics(vg__kctx *ctx) {
@@ -1103,18 +1081,11 @@ static vg_code kernel_check_numerics(vg__kctx *ctx) {
 /* Builders */
 
 static vg_output build1(vg_graph *g, const char *type, vg_output x, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, NULL, (vg_output[]){x}, 1);
 }
 
 static vg_output build2(vg_graph *g, const char *type, vg_output x, vg_output y, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, y);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, NULL, (vg_output[]){x, y}, 2);
 }
 
 vg_output vg_add(vg_graph *g, vg_output a, vg_output b, const char *name) { return build2(g, "AddV2", a, b, name); }
@@ -1163,12 +1134,7 @@ vg_output vg_reciprocal(vg_graph *g, vg_output x, const char *name) { return bui
 vg_output vg_is_finite(vg_graph *g, vg_output x, const char *name) { return build1(g, "IsFinite", x, name); }
 
 vg_output vg_select(vg_graph *g, vg_output cond, vg_output t, vg_output e, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Select", name);
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, cond);
-    vg_op_builder_add_input(b, t);
-    vg_op_builder_add_input(b, e);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "Select", name, NULL, (vg_output[]){cond, t, e}, 3);
 }
 
 vg_output vg_add_n(vg_graph *g, const vg_output *inputs, int n, const char *name) {
@@ -1186,18 +1152,16 @@ vg_output vg_add_n(vg_graph *g, const vg_output *inputs, int n, const char *name
 }
 
 vg_output vg_cast(vg_graph *g, vg_output x, vg_dtype dt, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Cast", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Cast", name, NULL, (vg_output[]){x}, 1);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
     vg_op_builder_set_attr_type(b, "DstT", dt);
     vg_op_builder_set_attr_bool(b, "Truncate", false);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_check_numerics(vg_graph *g, vg_output x, const char *message, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "CheckNumerics", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "CheckNumerics", name, NULL, (vg_output[]){x}, 1);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
     if (!message) message = "";
     vg_op_builder_set_attr_string(b, "message", message, strlen(message));
     return vg_out(vg_op_builder_finish(b), 0);

@@ -197,9 +197,7 @@ static vg_code shape_reduce(vg_op *op, vg_status *st) {
         out.ndims = xs.ndims;
         for (int i = 0; i < xs.ndims; i++) out.dims[i] = -1;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, out);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -501,9 +499,7 @@ static vg_code shape_argmax(vg_op *op, vg_status *st) {
         out.ndims = xs.ndims - 1;
         for (int i = 0; i < out.ndims; i++) out.dims[i] = -1;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, ot, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, ot, out);
 }
 
 typedef struct arg_job {
@@ -668,10 +664,8 @@ static vg_code grad_min_max(vg_graph *g, vg_op *op, const vg_output *dy, vg_outp
 
 static vg_output build_reduce(vg_graph *g, const char *type, vg_output x, vg_output axes, bool keep,
                               const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){x, axes}, 2);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, axes);
     vg_op_builder_set_attr_bool(b, "keep_dims", keep);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -737,10 +731,8 @@ REDUCE_BUILDER(vg_reduce_any, "Any")
 
 static vg_output build_arg(vg_graph *g, const char *type, vg_output x, int axis, vg_dtype ot, const char *name) {
     vg_output dim = vg_const_i32(g, axis, "dimension");
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){x, dim}, 2);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, dim);
     vg_op_builder_set_attr_type(b, "output_type", ot);
     return vg_out(vg_op_builder_finish(b), 0);
 }

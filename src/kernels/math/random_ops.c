@@ -207,17 +207,14 @@ static vg_code shape_random(vg_op *op, vg_status *st) {
     if (sdt != VG_INT32 && sdt != VG_INT64)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "shape must be int32 or int64, got %s", vg_dtype_name(sdt));
     vg_shape ss = vg__op_input_shape(op, 0);
-    if (ss.ndims >= 0 && ss.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d", ss.ndims);
+    if (vg__shape_need_rank(&ss, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
     vg_dtype dt = VG_DTYPE_INVALID;
     if (!vg_op_attr_type_(op, "dtype", &dt) || (dt != VG_FLOAT && dt != VG_DOUBLE))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "dtype must be float or double, got %s", vg_dtype_name(dt));
     vg__op_set_default_attr_type(op, "T", sdt);
     vg__op_set_default_attr_int(op, "seed", 0);
     vg__op_set_default_attr_int(op, "seed2", 0);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, shape_from_input(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, shape_from_input(op, 0));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -242,54 +239,50 @@ static inline philox_out batch_block(uint32_t o[4][PB], int i) {
 }
 
 /* Uniform: block b fills elements [b*per, b*per+per). float: 4 per block, double: 2. */
-static void fill_uniform(void *arg, int64_t b0, int64_t b1) {
-    const fill_job *j = arg;
-    uint32_t o[4][PB];
-    for (int64_t bb = b0; bb < b1; bb += PB) {
-        philox_batch(j->key, j->base + (uint64_t)bb, o);
-        for (int i = 0; i < PB && bb + i < b1; i++) {
-            philox_out r = batch_block(o, i);
-            int64_t e = (bb + i) * j->per_block;
-            if (!j->dbl) {
-                float *out = (float *)j->out + e;
-                if (e + 4 <= j->n)
-                    for (int k = 0; k < 4; k++) out[k] = u32_to_float(r.v[k]);
-                else
-                    for (int k = 0; e + k < j->n; k++) out[k] = u32_to_float(r.v[k]);
-            } else {
-                double *out = (double *)j->out + e;
-                out[0] = u64_to_double(r.v[0], r.v[1]);
-                if (e + 1 < j->n) out[1] = u64_to_double(r.v[2], r.v[3]);
-            }
-        }
+static inline void uniform_block(const fill_job *j, philox_out r, int64_t e) {
+    if (!j->dbl) {
+        float *out = (float *)j->out + e;
+        if (e + 4 <= j->n)
+            for (int k = 0; k < 4; k++) out[k] = u32_to_float(r.v[k]);
+        else
+            for (int k = 0; e + k < j->n; k++) out[k] = u32_to_float(r.v[k]);
+    } else {
+        double *out = (double *)j->out + e;
+        out[0] = u64_to_double(r.v[0], r.v[1]);
+        if (e + 1 < j->n) out[1] = u64_to_double(r.v[2], r.v[3]);
     }
 }
 
 /* Normal: Box-Muller; float 4 per block (two pairs), double 2 per block. */
-static void fill_normal(void *arg, int64_t b0, int64_t b1) {
-    const fill_job *j = arg;
+static inline void normal_block(const fill_job *j, philox_out r, int64_t e) {
+    if (!j->dbl) {
+        float z[4];
+        box_muller_f(r.v[0], r.v[1], &z[0], &z[1]);
+        box_muller_f(r.v[2], r.v[3], &z[2], &z[3]);
+        float *out = (float *)j->out + e;
+        for (int k = 0; k < 4 && e + k < j->n; k++) out[k] = z[k];
+    } else {
+        double z0, z1;
+        box_muller_d(u64_to_double(r.v[0], r.v[1]), u64_to_double(r.v[2], r.v[3]), &z0, &z1);
+        double *out = (double *)j->out + e;
+        out[0] = z0;
+        if (e + 1 < j->n) out[1] = z1;
+    }
+}
+
+/* Counter blocks [b0, b1) in batches of PB: put(j, words of block b, first element of
+ * block b). Always inlined with a constant put, so each caller's loop stays direct. */
+static inline __attribute__((always_inline)) void fill_blocks(const fill_job *j, int64_t b0, int64_t b1,
+                                                              void (*put)(const fill_job *, philox_out, int64_t)) {
     uint32_t o[4][PB];
     for (int64_t bb = b0; bb < b1; bb += PB) {
         philox_batch(j->key, j->base + (uint64_t)bb, o);
-        for (int i = 0; i < PB && bb + i < b1; i++) {
-            philox_out r = batch_block(o, i);
-            int64_t e = (bb + i) * j->per_block;
-            if (!j->dbl) {
-                float z[4];
-                box_muller_f(r.v[0], r.v[1], &z[0], &z[1]);
-                box_muller_f(r.v[2], r.v[3], &z[2], &z[3]);
-                float *out = (float *)j->out + e;
-                for (int k = 0; k < 4 && e + k < j->n; k++) out[k] = z[k];
-            } else {
-                double z0, z1;
-                box_muller_d(u64_to_double(r.v[0], r.v[1]), u64_to_double(r.v[2], r.v[3]), &z0, &z1);
-                double *out = (double *)j->out + e;
-                out[0] = z0;
-                if (e + 1 < j->n) out[1] = z1;
-            }
-        }
+        for (int i = 0; i < PB && bb + i < b1; i++) put(j, batch_block(o, i), (bb + i) * j->per_block);
     }
 }
+
+static void fill_uniform(void *arg, int64_t b0, int64_t b1) { fill_blocks(arg, b0, b1, uniform_block); }
+static void fill_normal(void *arg, int64_t b0, int64_t b1) { fill_blocks(arg, b0, b1, normal_block); }
 
 /* Truncated normal: chunk u (per_block elements: 4 float / 2 double) owns counter
  * block base + u; attempt a uses counter word 2 = a and yields 4 (float) or 2 (double)
@@ -359,9 +352,7 @@ static vg_code shape_random_shuffle(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_type(op, "T", dt);
     vg__op_set_default_attr_int(op, "seed", 0);
     vg__op_set_default_attr_int(op, "seed2", 0);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 /* Sequential uniform integers in [0, m) from reserved Philox blocks. */
@@ -439,11 +430,9 @@ static vg_code kernel_random_shuffle(vg__kctx *ctx) {
 
 static vg_output build_random(vg_graph *g, const char *type, vg_output shape, vg_dtype dt, int64_t seed,
                               int64_t seed2, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
-    vg_op_builder_add_input(b, shape);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, type, (vg_output[]){shape}, 1);
     vg_op_builder_set_attr_type(b, "dtype", dt);
-    vg_op_builder_set_attr_int(b, "seed", seed);
-    vg_op_builder_set_attr_int(b, "seed2", seed2);
+    vg__builder_set_seeds(b, seed, seed2);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
@@ -463,10 +452,8 @@ vg_output vg_truncated_normal(vg_graph *g, vg_output shape, vg_dtype dt, int64_t
 }
 
 vg_output vg_random_shuffle(vg_graph *g, vg_output x, int64_t seed, int64_t seed2, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "RandomShuffle", name ? name : "RandomShuffle");
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_set_attr_int(b, "seed", seed);
-    vg_op_builder_set_attr_int(b, "seed2", seed2);
+    vg_op_builder *b = vg__builder_with_inputs(g, "RandomShuffle", name, "RandomShuffle", (vg_output[]){x}, 1);
+    vg__builder_set_seeds(b, seed, seed2);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 

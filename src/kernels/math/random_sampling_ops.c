@@ -61,8 +61,7 @@ static vg_code shape_multinomial(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_int(op, "seed", 0);
     vg__op_set_default_attr_int(op, "seed2", 0);
     vg_shape l = vg__op_input_shape(op, 0);
-    if (l.ndims >= 0 && l.ndims != 2)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "logits should be a matrix, got shape rank %d", l.ndims);
+    if (vg__shape_need_rank(&l, 2, "logits should be a matrix, got shape rank %d", st)) return st->code;
     int64_t dims[2] = {l.ndims == 2 ? l.dims[0] : -1, -1};
     const vg_tensor *ns = vg__op_const_input(op, 1);
     if (ns && vg_tensor_ndims(ns) == 0) {
@@ -70,9 +69,7 @@ static vg_code shape_multinomial(vg_op *op, vg_status *st) {
         if (n < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_samples should be nonnegative, got %d", n);
         dims[1] = n;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, ot, vg_shape_make(dims, 2));
-    return VG_OK;
+    return vg__op_set_single_output(op, ot, vg_shape_make(dims, 2));
 }
 
 static vg_code kernel_multinomial(vg__kctx *ctx) {
@@ -136,16 +133,10 @@ vg_output vg_multinomial(vg_graph *g, vg_output logits, int num_samples, int64_t
     snprintf(sc, sizeof sc, "%s/", full);
     vg_graph_push_scope(g, sc);
     vg_output ns = vg_const_i32(g, num_samples, "num_samples");
-    vg_op_builder *b = vg_op_builder_new(g, "Multinomial", "Multinomial");
-    vg_output r = vg_out(NULL, 0);
-    if (b) {
-        vg_op_builder_add_input(b, logits);
-        vg_op_builder_add_input(b, ns);
-        vg_op_builder_set_attr_int(b, "seed", s1);
-        vg_op_builder_set_attr_int(b, "seed2", s2);
-        vg_op_builder_set_attr_type(b, "output_dtype", output_dtype);
-        r = vg_out(vg_op_builder_finish(b), 0);
-    }
+    vg_op_builder *b = vg__builder_with_inputs(g, "Multinomial", "Multinomial", NULL, (vg_output[]){logits, ns}, 2);
+    vg__builder_set_seeds(b, s1, s2); /* NULL-safe, as finish is: r is then NULL */
+    vg_op_builder_set_attr_type(b, "output_dtype", output_dtype);
+    vg_output r = vg_out(vg_op_builder_finish(b), 0);
     vg_graph_pop_scope(g);
     return r;
 }
@@ -172,9 +163,7 @@ static vg_code shape_uniform_int(vg_op *op, vg_status *st) {
         for (int i = 0; i < out.ndims; i++)
             out.dims[i] = st_ == VG_INT32 ? ((const int32_t *)vg_tensor_data(s))[i] : ((const int64_t *)vg_tensor_data(s))[i];
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, t, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, t, out);
 }
 
 static vg_code kernel_uniform_int(vg__kctx *ctx) {
@@ -215,13 +204,10 @@ static vg_code kernel_uniform_int(vg__kctx *ctx) {
 
 vg_output vg_random_uniform_int(vg_graph *g, vg_output shape, vg_output minval, vg_output maxval, int64_t s1, int64_t s2,
                                 const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "RandomUniformInt", name);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "RandomUniformInt", name, NULL, (vg_output[]){shape, minval, maxval}, 3);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, shape);
-    vg_op_builder_add_input(b, minval);
-    vg_op_builder_add_input(b, maxval);
-    vg_op_builder_set_attr_int(b, "seed", s1);
-    vg_op_builder_set_attr_int(b, "seed2", s2);
+    vg__builder_set_seeds(b, s1, s2);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 

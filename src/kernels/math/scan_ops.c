@@ -19,9 +19,7 @@ static vg_code scan_shape(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_type(op, "Tidx", at);
     vg__op_set_default_attr_bool(op, "exclusive", false);
     vg__op_set_default_attr_bool(op, "reverse", false);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 /* The scan runs along the axis one row of `inner` elements at a time: each row is the
@@ -88,10 +86,8 @@ static vg_code kernel_cumprod(vg__kctx *ctx) { return scan_kernel(ctx, true); }
 
 static vg_output scan_build(vg_graph *g, const char *type, vg_output x, vg_output axis, bool exclusive, bool reverse,
                             const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){x, axis}, 2);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, axis);
     vg_op_builder_set_attr_bool(b, "exclusive", exclusive);
     vg_op_builder_set_attr_bool(b, "reverse", reverse);
     return vg_out(vg_op_builder_finish(b), 0);

@@ -168,19 +168,6 @@ static int16_t float_to_s16(float x) {
 /* ------------------------------------------------------------------------ */
 /* helpers */
 
-static int64_t attr_i(const vg_op *op, const char *name, int64_t def) {
-    int64_t v;
-    return vg_op_attr_int(op, name, &v) ? v : def;
-}
-static bool attr_b(const vg_op *op, const char *name, bool def) {
-    bool v;
-    return vg_op_attr_bool(op, name, &v) ? v : def;
-}
-static float attr_f(const vg_op *op, const char *name, float def) {
-    float v;
-    return vg_op_attr_float(op, name, &v) ? v : def;
-}
-
 static vg_code check_input(vg_op *op, int i, vg_dtype dt, int rank, const char *what, vg_status *st) {
     if (vg__op_input_dtype(op, i) != dt)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: %s must be %s, got %s", vg_op_type(op), what, vg_dtype_name(dt),
@@ -202,6 +189,13 @@ static const char *shape_str(const vg_tensor *t, char *buf, size_t len) {
     return buf;
 }
 
+/* INVALID_ARGUMENT with message msg (its one %s: t's shape) unless t has rank `rank`. */
+static vg_code need_rank(vg_status *st, const vg_tensor *t, int rank, const char *msg) {
+    char sb[64];
+    if (vg_tensor_ndims(t) == rank) return VG_OK;
+    return vg_status_set(st, VG_INVALID_ARGUMENT, msg, shape_str(t, sb, sizeof sb));
+}
+
 static vg_code string_output(vg__kctx *ctx, const void *p, size_t len) {
     vg_tensor *out;
     vg_code c = vg__kctx_alloc_output(ctx, 0, VG_STRING, NULL, 0, &out);
@@ -214,18 +208,13 @@ static vg_code string_output(vg__kctx *ctx, const void *p, size_t len) {
 
 static vg_code shape_read_file(vg_op *op, vg_status *st) {
     if (check_input(op, 0, VG_STRING, 0, "filename", st)) return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_STRING, vg_shape_make(NULL, 0));
 }
 
 static vg_code kernel_read_file(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *f = vg__kctx_input(ctx, 0);
-    char sb[64];
-    if (vg_tensor_ndims(f) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input filename tensor must be scalar, but had shape: %s",
-                             shape_str(f, sb, sizeof sb));
+    if (need_rank(st, f, 0, "Input filename tensor must be scalar, but had shape: %s")) return st->code;
     size_t n;
     const char *name = vg_tensor_string(f, 0, &n);
     if (memchr(name, 0, n)) return vg_status_set(st, VG_INVALID_ARGUMENT, "ReadFile: filename contains a NUL byte");
@@ -248,13 +237,8 @@ static vg_code shape_write_file(vg_op *op, vg_status *st) {
 static vg_code kernel_write_file(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *f = vg__kctx_input(ctx, 0), *contents = vg__kctx_input(ctx, 1);
-    char sb[64];
-    if (vg_tensor_ndims(f) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input filename tensor must be scalar, but had shape: %s",
-                             shape_str(f, sb, sizeof sb));
-    if (vg_tensor_ndims(contents) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Contents tensor must be scalar, but had shape: %s",
-                             shape_str(contents, sb, sizeof sb));
+    if (need_rank(st, f, 0, "Input filename tensor must be scalar, but had shape: %s")) return st->code;
+    if (need_rank(st, contents, 0, "Contents tensor must be scalar, but had shape: %s")) return st->code;
     size_t n, len;
     const char *name = vg_tensor_string(f, 0, &n);
     if (memchr(name, 0, n)) return vg_status_set(st, VG_INVALID_ARGUMENT, "WriteFile: filename contains a NUL byte");
@@ -279,7 +263,7 @@ static vg_code kernel_write_file(vg__kctx *ctx) {
 
 static vg_code shape_decode_wav(vg_op *op, vg_status *st) {
     if (check_input(op, 0, VG_STRING, 0, "contents", st)) return st->code;
-    int64_t ch = attr_i(op, "desired_channels", -1), smp = attr_i(op, "desired_samples", -1);
+    int64_t ch = vg__attr_int_or(op, "desired_channels", -1), smp = vg__attr_int_or(op, "desired_samples", -1);
     /* TF's shape function: -1 is unknown, other negatives are errors */
     if (ch < -1) return vg_status_set(st, VG_INVALID_ARGUMENT, "channels must be non-negative, got %lld", (long long)ch);
     if (smp < -1) return vg_status_set(st, VG_INVALID_ARGUMENT, "samples must be non-negative, got %lld", (long long)smp);
@@ -288,19 +272,14 @@ static vg_code shape_decode_wav(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_int(op, "desired_channels", -1);
     vg__op_set_default_attr_int(op, "desired_samples", -1);
     int64_t dims[2] = {smp, ch};
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, VG_FLOAT, vg_shape_make(dims, 2));
-    vg__op_set_output(op, 1, VG_INT32, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, VG_FLOAT, vg_shape_make(dims, 2), VG_INT32, vg_shape_make(NULL, 0));
 }
 
 static vg_code kernel_decode_wav(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const vg_tensor *in = vg__kctx_input(ctx, 0);
-    char sb[64];
-    if (vg_tensor_ndims(in) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "contents must be scalar, got shape %s", shape_str(in, sb, sizeof sb));
+    if (need_rank(st, in, 0, "contents must be scalar, got shape %s")) return st->code;
     size_t n;
     const uint8_t *d = (const uint8_t *)vg_tensor_string(in, 0, &n);
     if (n > INT32_MAX) return vg_status_set(st, VG_INVALID_ARGUMENT, "WAV contents are too large for int: %zu", n);
@@ -308,7 +287,7 @@ static vg_code kernel_decode_wav(vg__kctx *ctx) {
     uint32_t frames, rate;
     uint16_t channels;
     if (vg__wav_decode(d, n, &samples, &frames, &channels, &rate, st) != VG_OK) return st->code;
-    int64_t want_ch = attr_i(op, "desired_channels", -1), want_s = attr_i(op, "desired_samples", -1);
+    int64_t want_ch = vg__attr_int_or(op, "desired_channels", -1), want_s = vg__attr_int_or(op, "desired_samples", -1);
     int64_t out_s = want_s == -1 ? (int64_t)frames : want_s, out_c = want_ch == -1 ? (int64_t)channels : want_ch;
     vg_code c = VG_OK;
     vg_tensor *out, *sr;
@@ -323,20 +302,14 @@ static vg_code kernel_decode_wav(vg__kctx *ctx) {
 
 static vg_code shape_encode_wav(vg_op *op, vg_status *st) {
     if (check_input(op, 0, VG_FLOAT, 2, "audio", st) || check_input(op, 1, VG_INT32, 0, "sample_rate", st)) return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_STRING, vg_shape_make(NULL, 0));
 }
 
 static vg_code kernel_encode_wav(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *audio = vg__kctx_input(ctx, 0), *srt = vg__kctx_input(ctx, 1);
-    char sb[64];
-    if (vg_tensor_ndims(audio) != 2)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "audio must be 2-dimensional%s", shape_str(audio, sb, sizeof sb));
-    if (vg_tensor_ndims(srt) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input sample_rate should be a scalar tensor, got %s instead.",
-                             shape_str(srt, sb, sizeof sb));
+    if (need_rank(st, audio, 2, "audio must be 2-dimensional%s")) return st->code;
+    if (need_rank(st, srt, 0, "Input sample_rate should be a scalar tensor, got %s instead.")) return st->code;
     if (vg_tensor_num_elements(audio) >= INT32_MAX)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Cannot encode audio with >= max int32 elements");
     int32_t rate = *(const int32_t *)vg_tensor_data(srt);
@@ -381,7 +354,7 @@ static int64_t next_pow2(int64_t x) {
 
 static vg_code shape_spectrogram(vg_op *op, vg_status *st) {
     if (check_input(op, 0, VG_FLOAT, 2, "input", st)) return st->code;
-    int64_t w = attr_i(op, "window_size", 0), s = attr_i(op, "stride", 0);
+    int64_t w = vg__attr_int_or(op, "window_size", 0), s = vg__attr_int_or(op, "stride", 0);
     if (s > INT32_MAX) return vg_status_set(st, VG_INVALID_ARGUMENT, "stride must fit in int32, got %lld", (long long)s);
     if (w <= 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "window_size must be > 1, got %lld", (long long)w);
     if (s <= 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "stride must be > 0, got %lld", (long long)s);
@@ -394,20 +367,16 @@ static vg_code shape_spectrogram(vg_op *op, vg_status *st) {
         if (in.dims[0] >= 0) frames = in.dims[0] < w ? 0 : 1 + (in.dims[0] - w) / s;
     }
     int64_t dims[3] = {ch, frames, next_pow2(w) / 2 + 1};
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_FLOAT, vg_shape_make(dims, 3));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_FLOAT, vg_shape_make(dims, 3));
 }
 
 static vg_code kernel_spectrogram(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const vg_tensor *in = vg__kctx_input(ctx, 0);
-    char sb[64];
-    if (vg_tensor_ndims(in) != 2)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be 2-dimensional%s", shape_str(in, sb, sizeof sb));
-    int64_t w = attr_i(op, "window_size", 0), stride = attr_i(op, "stride", 0);
-    bool squared = attr_b(op, "magnitude_squared", false);
+    if (need_rank(st, in, 2, "input must be 2-dimensional%s")) return st->code;
+    int64_t w = vg__attr_int_or(op, "window_size", 0), stride = vg__attr_int_or(op, "stride", 0);
+    bool squared = vg__attr_bool_or(op, "magnitude_squared", false);
     int64_t n = vg_tensor_dim(in, 0), ch = vg_tensor_dim(in, 1);
     int64_t fft = next_pow2(w), bins = fft / 2 + 1;
     int64_t frames = n < w ? 0 : 1 + (n - w) / stride;
@@ -543,32 +512,27 @@ static vg_code shape_mfcc(vg_op *op, vg_status *st) {
         return st->code;
     vg__op_set_default_attr_int(op, "filterbank_channel_count", 40);
     vg__op_set_default_attr_int(op, "dct_coefficient_count", 13);
-    int64_t ncoef = attr_i(op, "dct_coefficient_count", 13);
+    int64_t ncoef = vg__attr_int_or(op, "dct_coefficient_count", 13);
     vg_shape in = vg__op_input_shape(op, 0);
     int64_t dims[3] = {in.ndims == 3 ? in.dims[0] : -1, in.ndims == 3 ? in.dims[1] : -1, ncoef};
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_FLOAT, vg_shape_make(dims, 3));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_FLOAT, vg_shape_make(dims, 3));
 }
 
 static vg_code kernel_mfcc(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const vg_tensor *spec = vg__kctx_input(ctx, 0), *srt = vg__kctx_input(ctx, 1);
-    char sb[64];
-    if (vg_tensor_ndims(spec) != 3)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "spectrogram must be 3-dimensional%s", shape_str(spec, sb, sizeof sb));
-    if (vg_tensor_ndims(srt) != 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input sample_rate should be a scalar tensor, got %s instead.",
-                             shape_str(srt, sb, sizeof sb));
+    if (need_rank(st, spec, 3, "spectrogram must be 3-dimensional%s")) return st->code;
+    if (need_rank(st, srt, 0, "Input sample_rate should be a scalar tensor, got %s instead.")) return st->code;
     int32_t rate = *(const int32_t *)vg_tensor_data(srt);
     int64_t ach = vg_tensor_dim(spec, 0), frames = vg_tensor_dim(spec, 1), bins = vg_tensor_dim(spec, 2);
-    int64_t nchan = attr_i(op, "filterbank_channel_count", 40), ncoef = attr_i(op, "dct_coefficient_count", 13);
+    int64_t nchan = vg__attr_int_or(op, "filterbank_channel_count", 40),
+            ncoef = vg__attr_int_or(op, "dct_coefficient_count", 13);
     mfcc_plan p;
     st->code = VG_OK;
     if (bins > INT32_MAX || nchan > (1 << 20) || ncoef > (1 << 20) ||
-        !mfcc_plan_init(&p, (int)bins, rate, (int)nchan, attr_f(op, "lower_frequency_limit", 20.0f),
-                        attr_f(op, "upper_frequency_limit", 4000.0f), (int)ncoef, st)) {
+        !mfcc_plan_init(&p, (int)bins, rate, (int)nchan, vg__attr_float_or(op, "lower_frequency_limit", 20.0f),
+                        vg__attr_float_or(op, "upper_frequency_limit", 4000.0f), (int)ncoef, st)) {
         if (st->code != VG_OK) return st->code;
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Mfcc initialization failed for channel count %lld and sample rate %d",
                              (long long)bins, rate);

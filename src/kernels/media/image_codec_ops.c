@@ -554,14 +554,6 @@ static vg_code check_string(vg_op *op, int i, vg_status *st) {
     return VG_OK;
 }
 
-static int64_t attr_i(const vg_op *op, const char *name, int64_t def) {
-    int64_t v;
-    return vg_op_attr_int(op, name, &v) ? v : def;
-}
-static bool attr_b(const vg_op *op, const char *name, bool def) {
-    bool v;
-    return vg_op_attr_bool(op, name, &v) ? v : def;
-}
 static const char *attr_s(const vg_op *op, const char *name, const char *def) {
     const char *v;
     size_t len;
@@ -573,7 +565,7 @@ static vg_code shape_decode(vg_op *op, vg_status *st) {
     vg_shape s = vg__op_input_shape(op, 0);
     if (s.ndims > 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: contents must be a scalar, got rank %d", vg_op_type(op), s.ndims);
-    int64_t ch = attr_i(op, "channels", 0);
+    int64_t ch = vg__attr_int_or(op, "channels", 0);
     bool jpeg = strcmp(vg_op_type(op), "DecodeJpeg") == 0;
     if (jpeg ? (ch != 0 && ch != 1 && ch != 3) : (ch != 0 && ch != 1 && ch != 3 && ch != 4))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: channels must be 0, 1, 3%s, got %lld", vg_op_type(op),
@@ -585,9 +577,7 @@ static vg_code shape_decode(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_int(op, "channels", 0);
     if (!jpeg) vg__op_set_default_attr_type(op, "dtype", VG_UINT8);
     int64_t dims[3] = {-1, -1, ch ? ch : -1};
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_UINT8, vg_shape_make(dims, 3));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_UINT8, vg_shape_make(dims, 3));
 }
 
 static vg_code kernel_decode(vg__kctx *ctx) {
@@ -599,7 +589,7 @@ static vg_code kernel_decode(vg__kctx *ctx) {
                              (long long)vg_tensor_num_elements(in));
     size_t n;
     const uint8_t *d = (const uint8_t *)vg_tensor_string(in, 0, &n);
-    int ch = (int)attr_i(op, "channels", 0);
+    int ch = (int)vg__attr_int_or(op, "channels", 0);
     vg_tensor *img = NULL;
     vg_code c;
     switch (vg__image_format(d, n)) {
@@ -608,8 +598,12 @@ static vg_code kernel_decode(vg__kctx *ctx) {
         if (ch == 4) return vg_status_set(st, VG_INVALID_ARGUMENT, "channels must be 0, 1, or 3 for a JPEG, got 4");
         float af = 1.0f;
         vg_op_attr_float(op, "acceptable_fraction", &af);
-        vg__jpeg_opts o = {ch, (int)attr_i(op, "ratio", 1), attr_b(op, "fancy_upscaling", true),
-                           attr_b(op, "try_recover_truncated", false), af, attr_s(op, "dct_method", "")};
+        vg__jpeg_opts o = {ch,
+                           (int)vg__attr_int_or(op, "ratio", 1),
+                           vg__attr_bool_or(op, "fancy_upscaling", true),
+                           vg__attr_bool_or(op, "try_recover_truncated", false),
+                           af,
+                           attr_s(op, "dct_method", "")};
         c = vg__jpeg_decode(d, n, &o, VG__IMAGE_MAX_BYTES, &img, st);
         break;
     }
@@ -632,13 +626,11 @@ static vg_code check_image3(vg_op *op, vg_status *st) {
     vg_shape s = vg__op_input_shape(op, 0);
     if (s.ndims >= 0 && s.ndims != 3)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: image must be 3-dimensional, got rank %d", vg_op_type(op), s.ndims);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_STRING, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_encode_png(vg_op *op, vg_status *st) {
-    int64_t lvl = attr_i(op, "compression", -1);
+    int64_t lvl = vg__attr_int_or(op, "compression", -1);
     if (lvl < -1 || lvl > 9)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "EncodePng: compression should be in [-1,9], got %lld", (long long)lvl);
     vg__op_set_default_attr_int(op, "compression", -1);
@@ -658,8 +650,9 @@ static vg_code kernel_encode_png(vg__kctx *ctx) {
     if (check_image_tensor(img, st)) return st->code;
     uint8_t *buf;
     size_t len;
-    vg_code c = vg__png_encode(vg_tensor_data(img), vg_tensor_dim(img, 0), vg_tensor_dim(img, 1), (int)vg_tensor_dim(img, 2),
-                               (int)attr_i(vg__kctx_op(ctx), "compression", -1), &buf, &len, st);
+    vg_code c =
+        vg__png_encode(vg_tensor_data(img), vg_tensor_dim(img, 0), vg_tensor_dim(img, 1), (int)vg_tensor_dim(img, 2),
+                       (int)vg__attr_int_or(vg__kctx_op(ctx), "compression", -1), &buf, &len, st);
     if (c != VG_OK) return c;
     vg_tensor *out;
     if ((c = vg__kctx_alloc_output(ctx, 0, VG_STRING, NULL, 0, &out)) == VG_OK)
@@ -683,10 +676,15 @@ static vg_code kernel_encode_jpeg(vg__kctx *ctx) {
     const vg_op *op = vg__kctx_op(ctx);
     const vg_tensor *img = vg__kctx_input(ctx, 0);
     if (check_image_tensor(img, st)) return st->code;
-    jpeg_enc_opts o = {attr_s(op, "format", ""),        attr_s(op, "density_unit", "in"), attr_s(op, "xmp_metadata", ""),
-                       attr_i(op, "quality", 95),        attr_i(op, "x_density", 300),    attr_i(op, "y_density", 300),
-                       attr_b(op, "progressive", false), attr_b(op, "optimize_size", false),
-                       attr_b(op, "chroma_downsampling", true)};
+    jpeg_enc_opts o = {attr_s(op, "format", ""),
+                       attr_s(op, "density_unit", "in"),
+                       attr_s(op, "xmp_metadata", ""),
+                       vg__attr_int_or(op, "quality", 95),
+                       vg__attr_int_or(op, "x_density", 300),
+                       vg__attr_int_or(op, "y_density", 300),
+                       vg__attr_bool_or(op, "progressive", false),
+                       vg__attr_bool_or(op, "optimize_size", false),
+                       vg__attr_bool_or(op, "chroma_downsampling", true)};
     vg_tensor *out;
     vg_code c = vg__kctx_alloc_output(ctx, 0, VG_STRING, NULL, 0, &out);
     if (c != VG_OK) return c;
@@ -700,9 +698,7 @@ static vg_code shape_decode_compressed(vg_op *op, vg_status *st) {
     const char *t = attr_s(op, "compression_type", "");
     if (strcmp(t, "") && strcmp(t, "ZLIB") && strcmp(t, "GZIP"))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Only ZLIB, GZIP or NONE are supported compressions, got '%s'", t);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_STRING, vg__op_input_shape(op, 0));
 }
 
 static vg_code inflate_one(const uint8_t *d, size_t n, bool gzip, vg_tensor *out, int64_t i, vg_status *st) {
@@ -778,14 +774,12 @@ static vg_code shape_image_summary(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Tensor must be 4-D with last dim 1, 3, or 4, not %s",
                              vg_shape_str(&s, b, sizeof b));
     }
-    int64_t m = attr_i(op, "max_images", 3);
+    int64_t m = vg__attr_int_or(op, "max_images", 3);
     if (m < 1 || m >= (1LL << 31))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "ImageSummary: max_images must be in [1, 2^31), got %lld", (long long)m);
     vg__op_set_default_attr_type(op, "T", dt);
     vg__op_set_default_attr_int(op, "max_images", 3);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_STRING, vg_shape_make(NULL, 0));
 }
 
 /* TF's NormalizeFloatImage: finite pixels scaled into [0, 255] (all >= 0: by 255/max;
@@ -846,7 +840,7 @@ static vg_code kernel_image_summary(vg__kctx *ctx) {
         char b[128];
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Tensor too large for summary %s", vg_shape_str(&s, b, sizeof b));
     }
-    int64_t max_images = attr_i(op, "max_images", 3);
+    int64_t max_images = vg__attr_int_or(op, "max_images", 3);
     uint8_t bad[4] = {255, 0, 0, 255};
     const vg_tensor *bc;
     if (vg_op_attr_tensor(op, "bad_color", &bc)) {

@@ -32,17 +32,7 @@
 /* ------------------------------------------------------------------------ */
 /* helpers */
 
-static double get(const vg_tensor *t, int64_t i) {
-    const void *d = vg_tensor_data(t);
-    switch (vg_tensor_dtype(t)) {
-    case VG_FLOAT: return ((const float *)d)[i];
-    case VG_DOUBLE: return ((const double *)d)[i];
-    case VG_INT32: return ((const int32_t *)d)[i];
-    case VG_INT64: return (double)((const int64_t *)d)[i];
-    case VG_UINT8: return ((const uint8_t *)d)[i];
-    default: return 0;
-    }
-}
+static double get(const vg_tensor *t, int64_t i) { return vg__real_at(t, vg_tensor_dtype(t), i, 0); }
 
 static bool resize_dtype_ok(vg_dtype dt) {
     return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_INT32 || dt == VG_INT64 || dt == VG_UINT8;
@@ -89,9 +79,7 @@ static vg_code resize_shape(vg_op *op, bool float_out, vg_status *st) {
     vg__op_set_default_attr_type(op, "T", dt);
     vg__op_set_default_attr_bool(op, "align_corners", false);
     vg__op_set_default_attr_bool(op, "half_pixel_centers", false);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, float_out ? VG_FLOAT : dt, vg_shape_make(dims, 4));
-    return VG_OK;
+    return vg__op_set_single_output(op, float_out ? VG_FLOAT : dt, vg_shape_make(dims, 4));
 }
 static vg_code shape_resize_bilinear(vg_op *op, vg_status *st) { return resize_shape(op, true, st); }
 static vg_code shape_resize_nn(vg_op *op, vg_status *st) { return resize_shape(op, false, st); }
@@ -184,9 +172,7 @@ static vg_code shape_resize_bilinear_grad(vg_op *op, vg_status *st) {
     if (align && hpc)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "If half_pixel_centers is True, align_corners must be False.");
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 1));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 1));
 }
 
 static vg_code kernel_resize_bilinear_grad(vg__kctx *ctx) {
@@ -249,10 +235,9 @@ static vg_code grad_resize_bilinear(vg_graph *g, vg_op *op, const vg_output *dy,
     vg_output x = vg_op_input(op, 0);
     vg_dtype dt = vg_output_dtype(x);
     if (dt == VG_FLOAT || dt == VG_DOUBLE) { /* image_grad.py: no gradient for integer images */
-        vg_op_builder *b = vg_op_builder_new(g, "ResizeBilinearGrad", "ResizeBilinearGrad");
+        vg_op_builder *b =
+            vg__builder_with_inputs(g, "ResizeBilinearGrad", "ResizeBilinearGrad", NULL, (vg_output[]){dy[0], x}, 2);
         if (!b) return vg_graph_status(g, NULL);
-        vg_op_builder_add_input(b, dy[0]);
-        vg_op_builder_add_input(b, x);
         copy_resize_attrs(b, op);
         dx[0] = vg_out(vg_op_builder_finish(b), 0);
     }
@@ -336,10 +321,9 @@ static vg_code grad_resize_nn(vg_graph *g, vg_op *op, const vg_output *dy, vg_ou
     } else {
         size = vg_slice_c(g, vg_shape_op(g, x, VG_INT32, "Shape"), (const int64_t[]){1}, (const int64_t[]){2}, 1, "Slice");
     }
-    vg_op_builder *b = vg_op_builder_new(g, "ResizeNearestNeighborGrad", "ResizeNearestNeighborGrad");
+    vg_op_builder *b = vg__builder_with_inputs(g, "ResizeNearestNeighborGrad", "ResizeNearestNeighborGrad", NULL,
+                                               (vg_output[]){dy[0], size}, 2);
     if (!b) return vg_graph_status(g, NULL);
-    vg_op_builder_add_input(b, dy[0]);
-    vg_op_builder_add_input(b, size);
     copy_resize_attrs(b, op);
     dx[0] = vg_out(vg_op_builder_finish(b), 0);
     return vg_graph_status(g, NULL);
@@ -366,9 +350,7 @@ static vg_code shape_color(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: the factor must be float, got %s", vg_op_type(op),
                              vg_dtype_name(vg__op_input_dtype(op, 1)));
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, s);
 }
 
 static void put(vg_tensor *t, int64_t i, double v) {
@@ -597,13 +579,11 @@ static vg_code shape_sdbb(vg_op *op, vg_status *st) {
     vg_code c = sdbb_attrs(op, ar, area, &ma, &ui, st);
     if (c != VG_OK) return c;
     vg_shape is = vg__op_input_shape(op, 0), bb = vg__op_input_shape(op, 1), mc = vg__op_input_shape(op, 2);
-    if (is.ndims >= 0 && is.ndims != 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 1 but is rank %d for image_size", is.ndims);
+    if (vg__shape_need_rank(&is, 1, "Shape must be rank 1 but is rank %d for image_size", st)) return st->code;
     if (is.ndims == 1 && is.dims[0] >= 0 && is.dims[0] != 3)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Dimension must be 3 but is %lld for image_size",
                              (long long)is.dims[0]);
-    if (bb.ndims >= 0 && bb.ndims != 3)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 3 but is rank %d for bounding_boxes", bb.ndims);
+    if (vg__shape_need_rank(&bb, 3, "Shape must be rank 3 but is rank %d for bounding_boxes", st)) return st->code;
     if (bb.ndims == 3 && bb.dims[2] >= 0 && bb.dims[2] != 4)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Dimension must be 4 but is %lld for bounding_boxes",
                              (long long)bb.dims[2]);
@@ -737,16 +717,12 @@ static vg_code shape_draw_bboxes(vg_op *op, vg_status *st) {
     if (vg__op_input_dtype(op, 0) != VG_FLOAT || vg__op_input_dtype(op, 1) != VG_FLOAT)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "DrawBoundingBoxes: images and boxes must be float (T = float)");
     vg_shape im = vg__op_input_shape(op, 0), bx = vg__op_input_shape(op, 1);
-    if (im.ndims >= 0 && im.ndims != 4)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 4 but is rank %d for images", im.ndims);
-    if (bx.ndims >= 0 && bx.ndims != 3)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 3 but is rank %d for boxes", bx.ndims);
+    if (vg__shape_need_rank(&im, 4, "Shape must be rank 4 but is rank %d for images", st)) return st->code;
+    if (vg__shape_need_rank(&bx, 3, "Shape must be rank 3 but is rank %d for boxes", st)) return st->code;
     if (im.ndims == 4 && im.dims[3] >= 0 && im.dims[3] != 1 && im.dims[3] != 3 && im.dims[3] != 4)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
     vg__op_set_default_attr_type(op, "T", VG_FLOAT);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_FLOAT, im);
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_FLOAT, im);
 }
 
 static vg_code kernel_draw_bboxes(vg__kctx *ctx) {
@@ -817,10 +793,8 @@ static vg_code kernel_draw_bboxes(vg__kctx *ctx) {
 static vg_output resize_op(vg_graph *g, const char *type, vg_output images, vg_output size, bool align, bool hpc,
                            const char *name) {
     if (!g || !images.op || !size.op) return vg_out(NULL, 0);
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, type, (vg_output[]){images, size}, 2);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, images);
-    vg_op_builder_add_input(b, size);
     vg_op_builder_set_attr_bool(b, "align_corners", align);
     vg_op_builder_set_attr_bool(b, "half_pixel_centers", hpc);
     return vg_out(vg_op_builder_finish(b), 0);
@@ -838,9 +812,8 @@ vg_output vg_resize_nearest_neighbor(vg_graph *g, vg_output images, vg_output si
 
 static vg_output color_op(vg_graph *g, const char *type, vg_output images, vg_output factor, const char *name) {
     if (!g || !images.op) return vg_out(NULL, 0);
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, type, (vg_output[]){images}, 1);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, images);
     if (factor.op) vg_op_builder_add_input(b, factor);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -886,13 +859,10 @@ vg_op *vg_sample_distorted_bounding_box_v2(vg_graph *g, vg_output image_size, vg
     }
     int64_t s1, s2;
     vg_graph_get_seed(g, o.seed, &s1, &s2);
-    vg_op_builder *b = vg_op_builder_new(g, "SampleDistortedBoundingBoxV2", name ? name : "SampleDistortedBoundingBoxV2");
+    vg_op_builder *b = vg__builder_with_inputs(g, "SampleDistortedBoundingBoxV2", name, "SampleDistortedBoundingBoxV2",
+                                               (vg_output[]){image_size, bounding_boxes, min_object_covered}, 3);
     if (!b) return NULL;
-    vg_op_builder_add_input(b, image_size);
-    vg_op_builder_add_input(b, bounding_boxes);
-    vg_op_builder_add_input(b, min_object_covered);
-    vg_op_builder_set_attr_int(b, "seed", s1);
-    vg_op_builder_set_attr_int(b, "seed2", s2);
+    vg__builder_set_seeds(b, s1, s2);
     vg_op_builder_set_attr_float_list(b, "aspect_ratio_range", o.aspect_ratio_range, 2);
     vg_op_builder_set_attr_float_list(b, "area_range", o.area_range, 2);
     vg_op_builder_set_attr_int(b, "max_attempts", o.max_attempts);
@@ -902,11 +872,7 @@ vg_op *vg_sample_distorted_bounding_box_v2(vg_graph *g, vg_output image_size, vg
 
 vg_output vg_draw_bounding_boxes(vg_graph *g, vg_output images, vg_output boxes, const char *name) {
     if (!g || !images.op || !boxes.op) return vg_out(NULL, 0);
-    vg_op_builder *b = vg_op_builder_new(g, "DrawBoundingBoxes", name ? name : "DrawBoundingBoxes");
-    if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, images);
-    vg_op_builder_add_input(b, boxes);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "DrawBoundingBoxes", name, "DrawBoundingBoxes", (vg_output[]){images, boxes}, 2);
 }
 
 const vg__op_def vg__ops_image[] = {

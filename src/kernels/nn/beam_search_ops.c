@@ -55,9 +55,7 @@ static vg_code shape_gather_tree(vg_op *op, vg_status *st) {
         if (out.dims[1] < 0) out.dims[1] = l.dims[0];
     }
     vg__op_set_default_attr_type(op, "T", t);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, t, out.ndims == 3 ? out : vg_shape_unknown());
-    return VG_OK;
+    return vg__op_set_single_output(op, t, out.ndims == 3 ? out : vg_shape_unknown());
 }
 
 static int64_t get(const vg_tensor *t, int64_t i) {
@@ -122,11 +120,8 @@ static vg_code kernel_gather_tree(vg__kctx *ctx) {
 
 vg_output vg_gather_tree(vg_graph *g, vg_output step_ids, vg_output parent_ids, vg_output max_sequence_lengths,
                          vg_output end_token, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "GatherTree", name);
-    vg_op_builder_add_input(b, step_ids);
-    vg_op_builder_add_input(b, parent_ids);
-    vg_op_builder_add_input(b, max_sequence_lengths);
-    vg_op_builder_add_input(b, end_token);
+    vg_op_builder *b = vg__builder_with_inputs(g, "GatherTree", name, NULL,
+                                               (vg_output[]){step_ids, parent_ids, max_sequence_lengths, end_token}, 4);
     if (step_ids.op) vg_op_builder_set_attr_type(b, "T", vg_output_dtype(step_ids));
     vg_op *op = vg_op_builder_finish(b);
     return (vg_output){op, 0};

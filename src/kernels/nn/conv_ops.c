@@ -187,11 +187,6 @@ static bool dims_eq(const vg_tensor *t, const int64_t d[4]) {
     return true;
 }
 
-static char *tshape_str(const vg_tensor *t, char *buf, size_t len) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, len);
-}
-
 static char *dstr(const int64_t d[4], char *buf, size_t len) {
     snprintf(buf, len, "[%lld,%lld,%lld,%lld]", (long long)d[0], (long long)d[1], (long long)d[2], (long long)d[3]);
     return buf;
@@ -1250,9 +1245,7 @@ static vg_code shape_conv2d(vg_op *op, vg_status *st) {
     if (window_out(xd[1], fd[0], w.strides[1], w.same, &od[1], &pad, st) ||
         window_out(xd[2], fd[1], w.strides[2], w.same, &od[2], &pad, st))
         return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg_shape_make(od, 4));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg_shape_make(od, 4));
 }
 
 /* Checks a kernel input tensor: real dtype (== want if given) and rank 4. */
@@ -1347,7 +1340,7 @@ static vg_code kernel_fused_conv2d(vg__kctx *ctx, bool relu, bool pool) {
     if (vg_tensor_dtype(b) != dt || vg_tensor_ndims(b) != 1 || vg_tensor_dim(b, 0) != j.g.co)
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "Must provide as many biases as the last dimension of the input tensor: %s (%s) vs. %lld",
-                             tshape_str(b, sb, sizeof sb), vg_dtype_name(vg_tensor_dtype(b)), (long long)j.g.co);
+                             vg__tshape_str(b, sb, sizeof sb), vg_dtype_name(vg_tensor_dtype(b)), (long long)j.g.co);
     int64_t od[4] = {j.g.n, j.g.oh, j.g.ow, j.g.co};
     if (vg__kctx_alloc_output(ctx, 0, dt, od, 4, &y)) return st->code;
     if (vg_tensor_num_elements(y) == 0) return VG_OK;
@@ -1409,9 +1402,7 @@ static vg_code shape_fused_conv2d(vg_op *op, vg_status *st) {
 
 static vg_code shape_fused_forward(vg_op *op, vg_status *st) {
     (void)st;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), vg__op_input_shape(op, 0));
 }
 
 /* TF's _Conv2DGrad: Conv2DBackpropInput(Shape(x), f, dy), Conv2DBackpropFilter(x, Shape(f), dy). */
@@ -1462,21 +1453,29 @@ static vg_code check_dy_shape(const vg_op *op, const vg_shape *x, const vg_shape
     return VG_OK;
 }
 
-static vg_code shape_conv2d_bp_input(vg_op *op, vg_status *st) {
-    vg_dtype dt = vg__op_input_dtype(op, 1);
-    if (check_real(op, 1, "filter", VG_DTYPE_INVALID, st) || check_real(op, 2, "out_backprop", dt, st)) return st->code;
+/* Shape function of Conv2DBackpropInput (sizes = 0: input_sizes, T from the filter)
+ * and Conv2DBackpropFilter (sizes = 1: filter_sizes, T from the input); the output has
+ * the shape the sizes give. */
+static vg_code shape_conv2d_bp(vg_op *op, int sizes, vg_status *st) {
+    int t = sizes == 0 ? 1 : 0;
+    const char *tname = sizes == 0 ? "filter" : "input";
+    vg_dtype dt = vg__op_input_dtype(op, t);
+    if (check_real(op, t, tname, VG_DTYPE_INVALID, st) || check_real(op, 2, "out_backprop", dt, st)) return st->code;
     set_conv_defaults(op, dt);
-    vg_shape x, f = vg__op_input_shape(op, 1), dy = vg__op_input_shape(op, 2);
-    if (shape_from_tensor_input(op, 0, "input_sizes", &x, st) || check_rank4(&f, "filter", st) ||
-        check_rank4(&dy, "out_backprop", st) || check_dy_shape(op, &x, &f, &dy, false, st))
+    vg_shape x, f, dy = vg__op_input_shape(op, 2);
+    vg_shape *given = sizes == 0 ? &x : &f, *known = sizes == 0 ? &f : &x;
+    *known = vg__op_input_shape(op, t);
+    if (shape_from_tensor_input(op, sizes, sizes == 0 ? "input_sizes" : "filter_sizes", given, st) ||
+        check_rank4(known, tname, st) || check_rank4(&dy, "out_backprop", st) ||
+        check_dy_shape(op, &x, &f, &dy, false, st))
         return st->code;
-    if (f.ndims == 4 && x.dims[3] >= 0 && f.dims[2] >= 0 && x.dims[3] != f.dims[2])
+    if (known->ndims == 4 && x.dims[3] >= 0 && f.dims[2] >= 0 && x.dims[3] != f.dims[2])
         return vg_status_set(st, VG_INVALID_ARGUMENT, "input and filter must have the same depth: %lld vs %lld",
                              (long long)x.dims[3], (long long)f.dims[2]);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, x);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, *given);
 }
+
+static vg_code shape_conv2d_bp_input(vg_op *op, vg_status *st) { return shape_conv2d_bp(op, 0, st); }
 
 /* Checks dy against the geometry at run time. */
 static vg_code kcheck_dy(vg__kctx *ctx, const vg_tensor *dy, const conv_geom *g, const char *what) {
@@ -1484,33 +1483,44 @@ static vg_code kcheck_dy(vg__kctx *ctx, const vg_tensor *dy, const conv_geom *g,
     char a[128], b[128];
     if (!dims_eq(dy, want))
         return vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "%s has shape %s, expected %s", what,
-                             tshape_str(dy, a, sizeof a), dstr(want, b, sizeof b));
+                             vg__tshape_str(dy, a, sizeof a), dstr(want, b, sizeof b));
     return VG_OK;
 }
 
-static vg_code kernel_conv2d_bp_input(vg__kctx *ctx) {
+/* Kernel of Conv2DBackpropInput (sizes = 0: input_sizes, filter, out_backprop) and
+ * Conv2DBackpropFilter (sizes = 1: input, filter_sizes, out_backprop), TF's checks in
+ * TF's order. The output (the shape the sizes give) is zero-filled when nothing
+ * accumulates into it. */
+static vg_code kernel_conv2d_bp(vg__kctx *ctx, int sizes) {
     vg_status *st = vg__kctx_status(ctx);
-    vg_tensor *f = vg__kctx_input(ctx, 1), *dy = vg__kctx_input(ctx, 2), *dx;
-    vg_dtype dt = vg_tensor_dtype(f);
-    int64_t xd[4];
-    if (kread_sizes(ctx, 0, "input_sizes", xd) || kcheck4(ctx, f, "filter", VG_DTYPE_INVALID) ||
-        kcheck4(ctx, dy, "out_backprop", dt))
-        return st->code;
-    conv_job j = {.mode = CONV_BP_INPUT, .dt = dt};
-    if (make_geom(vg__kctx_op(ctx), xd, vg_tensor_dims(f), &j.g, st) || kcheck_dy(ctx, dy, &j.g, "out_backprop"))
-        return st->code;
-    // dy is (N, OH, OW, Co); f is (KH, KW, Ci, Co); dx is (N, H, W, Ci)
-    if (vg__kctx_alloc_output(ctx, 0, dt, xd, 4, &dx)) return st->code;
-    if (vg_tensor_num_elements(dx) == 0) return VG_OK;
-    if (vg_tensor_num_elements(dy) == 0 || j.g.kh * j.g.kw == 0) {
-        memset(vg_tensor_data(dx), 0, vg_tensor_nbytes(dx));
+    bool bp_input = sizes == 0;
+    const char *tname = bp_input ? "filter" : "input";
+    vg_tensor *in = vg__kctx_input(ctx, bp_input ? 1 : 0), *dy = vg__kctx_input(ctx, 2), *out;
+    vg_dtype dt = vg_tensor_dtype(in);
+    int64_t od[4];
+    bool bad = bp_input ? kread_sizes(ctx, 0, "input_sizes", od) || kcheck4(ctx, in, tname, VG_DTYPE_INVALID)
+                        : kcheck4(ctx, in, tname, VG_DTYPE_INVALID) || kread_sizes(ctx, 1, "filter_sizes", od);
+    if (bad || kcheck4(ctx, dy, "out_backprop", dt)) return st->code;
+    conv_job j = {.mode = bp_input ? CONV_BP_INPUT : CONV_BP_FILTER, .dt = dt};
+    const int64_t *xd = bp_input ? od : vg_tensor_dims(in), *fd = bp_input ? vg_tensor_dims(in) : od;
+    if (make_geom(vg__kctx_op(ctx), xd, fd, &j.g, st) || kcheck_dy(ctx, dy, &j.g, "out_backprop")) return st->code;
+    // dy is (N, OH, OW, Co); f is (KH, KW, Ci, Co); x and dx are (N, H, W, Ci); df is like f
+    if (vg__kctx_alloc_output(ctx, 0, dt, od, 4, &out)) return st->code;
+    if (vg_tensor_num_elements(out) == 0) return VG_OK;
+    if (vg_tensor_num_elements(dy) == 0 || (bp_input && j.g.kh * j.g.kw == 0)) {
+        memset(vg_tensor_data(out), 0, vg_tensor_nbytes(out));
         return VG_OK;
     }
-    j.f = vg_tensor_data(f);
+    if (bp_input)
+        j.f = vg_tensor_data(in);
+    else
+        j.x = vg_tensor_data(in);
     j.dy = vg_tensor_data(dy);
-    j.out = vg_tensor_data(dx);
+    j.out = vg_tensor_data(out);
     return conv_exec(ctx, &j);
 }
+
+static vg_code kernel_conv2d_bp_input(vg__kctx *ctx) { return kernel_conv2d_bp(ctx, 0); }
 
 /* _Conv2DBackpropInputGrad: (none, Conv2DBackpropFilter(grad, Shape(f), dy), Conv2D(grad, f)). */
 static vg_code grad_conv2d_bp_input(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
@@ -1526,45 +1536,9 @@ static vg_code grad_conv2d_bp_input(vg_graph *g, vg_op *op, const vg_output *dy,
 
 /* -- Conv2DBackpropFilter(input, filter_sizes, out_backprop) -- */
 
-static vg_code shape_conv2d_bp_filter(vg_op *op, vg_status *st) {
-    vg_dtype dt = vg__op_input_dtype(op, 0);
-    if (check_real(op, 0, "input", VG_DTYPE_INVALID, st) || check_real(op, 2, "out_backprop", dt, st)) return st->code;
-    set_conv_defaults(op, dt);
-    vg_shape x = vg__op_input_shape(op, 0), f, dy = vg__op_input_shape(op, 2);
-    if (shape_from_tensor_input(op, 1, "filter_sizes", &f, st) || check_rank4(&x, "input", st) ||
-        check_rank4(&dy, "out_backprop", st) || check_dy_shape(op, &x, &f, &dy, false, st))
-        return st->code;
-    if (x.ndims == 4 && x.dims[3] >= 0 && f.dims[2] >= 0 && x.dims[3] != f.dims[2])
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "input and filter must have the same depth: %lld vs %lld",
-                             (long long)x.dims[3], (long long)f.dims[2]);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, f);
-    return VG_OK;
-}
+static vg_code shape_conv2d_bp_filter(vg_op *op, vg_status *st) { return shape_conv2d_bp(op, 1, st); }
 
-static vg_code kernel_conv2d_bp_filter(vg__kctx *ctx) {
-    vg_status *st = vg__kctx_status(ctx);
-    vg_tensor *x = vg__kctx_input(ctx, 0), *dy = vg__kctx_input(ctx, 2), *df;
-    vg_dtype dt = vg_tensor_dtype(x);
-    int64_t fd[4];
-    if (kcheck4(ctx, x, "input", VG_DTYPE_INVALID) || kread_sizes(ctx, 1, "filter_sizes", fd) ||
-        kcheck4(ctx, dy, "out_backprop", dt))
-        return st->code;
-    conv_job j = {.mode = CONV_BP_FILTER, .dt = dt};
-    if (make_geom(vg__kctx_op(ctx), vg_tensor_dims(x), fd, &j.g, st) || kcheck_dy(ctx, dy, &j.g, "out_backprop"))
-        return st->code;
-    // x is (N, H, W, Ci); dy is (N, OH, OW, Co); df is (KH, KW, Ci, Co)
-    if (vg__kctx_alloc_output(ctx, 0, dt, fd, 4, &df)) return st->code;
-    if (vg_tensor_num_elements(df) == 0) return VG_OK;
-    if (vg_tensor_num_elements(dy) == 0) {
-        memset(vg_tensor_data(df), 0, vg_tensor_nbytes(df));
-        return VG_OK;
-    }
-    j.x = vg_tensor_data(x);
-    j.dy = vg_tensor_data(dy);
-    j.out = vg_tensor_data(df);
-    return conv_exec(ctx, &j);
-}
+static vg_code kernel_conv2d_bp_filter(vg__kctx *ctx) { return kernel_conv2d_bp(ctx, 1); }
 
 /* _Conv2DBackpropFilterGrad: (Conv2DBackpropInput(Shape(x), grad, dy), none, Conv2D(x, grad)). */
 static vg_code grad_conv2d_bp_filter(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
@@ -2093,9 +2067,7 @@ static vg_code shape_pool(vg_op *op, vg_status *st) {
             window_out(x.dims[2], w.ksize[2], w.strides[2], w.same, &od[2], &pad, st))
             return st->code;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg_shape_make(od, 4));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg_shape_make(od, 4));
 }
 
 static vg_code run_pool(vg__kctx *ctx, int kind) {
@@ -2204,9 +2176,7 @@ static vg_code shape_max_pool_grad(vg_op *op, vg_status *st) {
     if (check_rank4(&x, "orig_input", st) || check_rank4(&y, "orig_output", st) || check_rank4(&dy, "grad", st) ||
         check_dy_shape(op, &x, NULL, &y, true, st) || check_dy_shape(op, &x, NULL, &dy, true, st))
         return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, x);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, x);
 }
 
 static vg_code max_pool_grad(vg__kctx *ctx, bool relu_mask, bool bias_grad) {
@@ -2255,10 +2225,7 @@ static vg_code shape_fused_pool_grad_conv_filter(vg_op *op, vg_status *st) {
     vg_shape f;
     if (shape_from_tensor_input(op, 1, "filter_sizes", &f, st)) return st->code;
     int64_t co = f.ndims == 4 ? f.dims[3] : -1;
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, VG_FLOAT, f);
-    vg__op_set_output(op, 1, VG_FLOAT, vg_shape_make(&co, 1));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, VG_FLOAT, f, VG_FLOAT, vg_shape_make(&co, 1));
 }
 
 /* _VigilFusedMaxPoolGradConv2DBackpropFilter(input, filter_sizes, orig_input,
@@ -2317,9 +2284,7 @@ static vg_code shape_avg_pool_grad(vg_op *op, vg_status *st) {
     if (shape_from_tensor_input(op, 0, "orig_input_shape", &x, st) || check_rank4(&dy, "grad", st) ||
         check_dy_shape(op, &x, NULL, &dy, true, st))
         return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, x);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, x);
 }
 
 static vg_code kernel_avg_pool_grad(vg__kctx *ctx) {
@@ -2397,29 +2362,23 @@ static void set_conv_attrs(vg_op_builder *b, const int64_t strides[4], const cha
 
 vg_output vg_conv2d(vg_graph *g, vg_output x, vg_output filter, const int64_t strides[4], const char *padding,
                     const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Conv2D", name);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, filter);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Conv2D", name, NULL, (vg_output[]){x, filter}, 2);
     set_conv_attrs(b, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_conv2d_backprop_input(vg_graph *g, vg_output input_sizes, vg_output filter, vg_output dy,
                                    const int64_t strides[4], const char *padding, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Conv2DBackpropInput", name);
-    vg_op_builder_add_input(b, input_sizes);
-    vg_op_builder_add_input(b, filter);
-    vg_op_builder_add_input(b, dy);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "Conv2DBackpropInput", name, NULL, (vg_output[]){input_sizes, filter, dy}, 3);
     set_conv_attrs(b, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_conv2d_backprop_filter(vg_graph *g, vg_output input, vg_output filter_sizes, vg_output dy,
                                     const int64_t strides[4], const char *padding, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Conv2DBackpropFilter", name);
-    vg_op_builder_add_input(b, input);
-    vg_op_builder_add_input(b, filter_sizes);
-    vg_op_builder_add_input(b, dy);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "Conv2DBackpropFilter", name, NULL, (vg_output[]){input, filter_sizes, dy}, 3);
     set_conv_attrs(b, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -2427,8 +2386,7 @@ vg_output vg_conv2d_backprop_filter(vg_graph *g, vg_output input, vg_output filt
 static vg_output build_pool(vg_graph *g, const char *type, vg_output x, const int64_t ksize[4],
                             const int64_t strides[4], const char *padding, const char *name) {
     static const int64_t ones[4] = {1, 1, 1, 1};
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    vg_op_builder_add_input(b, x);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){x}, 1);
     set_window(b, ksize ? ksize : ones, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -2446,10 +2404,7 @@ vg_output vg_avg_pool(vg_graph *g, vg_output x, const int64_t ksize[4], const in
 vg_output vg_max_pool_grad(vg_graph *g, vg_output x, vg_output y, vg_output dy, const int64_t ksize[4],
                            const int64_t strides[4], const char *padding, const char *name) {
     static const int64_t ones[4] = {1, 1, 1, 1};
-    vg_op_builder *b = vg_op_builder_new(g, "MaxPoolGrad", name);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, y);
-    vg_op_builder_add_input(b, dy);
+    vg_op_builder *b = vg__builder_with_inputs(g, "MaxPoolGrad", name, NULL, (vg_output[]){x, y, dy}, 3);
     set_window(b, ksize ? ksize : ones, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -2457,9 +2412,7 @@ vg_output vg_max_pool_grad(vg_graph *g, vg_output x, vg_output y, vg_output dy, 
 vg_output vg_avg_pool_grad(vg_graph *g, vg_output input_shape, vg_output dy, const int64_t ksize[4],
                            const int64_t strides[4], const char *padding, const char *name) {
     static const int64_t ones[4] = {1, 1, 1, 1};
-    vg_op_builder *b = vg_op_builder_new(g, "AvgPoolGrad", name);
-    vg_op_builder_add_input(b, input_shape);
-    vg_op_builder_add_input(b, dy);
+    vg_op_builder *b = vg__builder_with_inputs(g, "AvgPoolGrad", name, NULL, (vg_output[]){input_shape, dy}, 2);
     set_window(b, ksize ? ksize : ones, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }

@@ -256,9 +256,7 @@ static vg_code shape_params_size(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: S must be int32 or int64, got %s", vg_op_type(op),
                              vg_dtype_name(S));
     int64_t one[1] = {1};
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, S, vg_shape_make(one, 1));
-    return VG_OK;
+    return vg__op_set_single_output(op, S, vg_shape_make(one, 1));
 }
 
 static int64_t num_params_attr(const vg_op *op, int64_t dflt) {
@@ -319,9 +317,7 @@ static vg_code shape_to_params(vg_op *op, vg_status *st) {
     if (d[0] >= 0 && n != m.L * m.D * 2 * m.NG)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: num_params (%lld) must be num_layers * dirs * %lld = %lld",
                              vg_op_type(op), (long long)n, (long long)(2 * m.NG), (long long)(m.L * m.D * 2 * m.NG));
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_FLOAT, vg_shape_make(d, 1));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_FLOAT, vg_shape_make(d, 1));
 }
 
 /* ------------------------------------------------------------------------ */

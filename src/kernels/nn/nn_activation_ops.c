@@ -87,10 +87,8 @@ static vg_code shape_grad_op(vg_op *op, vg_status *st) { return vg__ew_binary_sa
 /* ---- gradients (nn_grad.py) ---------------------------------------------------- */
 
 static vg_output grad_op(vg_graph *g, const char *type, vg_output dy, vg_output x, const vg_op *fwd) {
-    vg_op_builder *b = vg_op_builder_new(g, type, type);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, type, NULL, (vg_output[]){dy, x}, 2);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, dy);
-    vg_op_builder_add_input(b, x);
     float alpha;
     if (fwd && vg_op_attr_float(fwd, "alpha", &alpha)) vg_op_builder_set_attr_float(b, "alpha", alpha);
     return vg_out(vg_op_builder_finish(b), 0);
@@ -116,9 +114,8 @@ vg_output vg_elu(vg_graph *g, vg_output x, const char *name) { return vg__ew_bui
 vg_output vg_selu(vg_graph *g, vg_output x, const char *name) { return vg__ew_build1(g, "Selu", x, name); }
 vg_output vg_relu6(vg_graph *g, vg_output x, const char *name) { return vg__ew_build1(g, "Relu6", x, name); }
 vg_output vg_leaky_relu(vg_graph *g, vg_output x, float alpha, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "LeakyRelu", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "LeakyRelu", name, NULL, (vg_output[]){x}, 1);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
     vg_op_builder_set_attr_float(b, "alpha", alpha);
     return vg_out(vg_op_builder_finish(b), 0);
 }

@@ -50,9 +50,7 @@ static vg_code lrn_shape(vg_op *op, int n, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: depth_radius = %lld out of range", vg_op_type(op), (long long)r);
     vg__op_set_default_attr_type(op, "T", dt);
     vg__op_set_default_attr_int(op, "depth_radius", 5);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, n == 3 ? 1 : 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, n == 3 ? 1 : 0));
 }
 static vg_code shape_lrn(vg_op *op, vg_status *st) { return lrn_shape(op, 1, st); }
 static vg_code shape_lrn_grad(vg_op *op, vg_status *st) { return lrn_shape(op, 3, st); }
@@ -211,6 +209,17 @@ static vg_code lrn_run(vg__kctx *ctx, lrn_job *j, int64_t rows, bool grad) {
     return VG_OK;
 }
 
+/* Reads the op's attributes into j, allocates the output (x's shape and dtype) and runs
+ * the job over x's pixels: LRN (grad false) or LRNGrad. */
+static vg_code lrn_start(vg__kctx *ctx, lrn_job *j, const vg_tensor *x, bool grad) {
+    get_attrs(vg__kctx_op(ctx), &j->a);
+    vg_tensor *o;
+    vg_code c = vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(x), vg_tensor_dims(x), 4, &o);
+    if (c != VG_OK) return c;
+    j->out = vg_tensor_data(o);
+    return lrn_run(ctx, j, j->depth ? vg_tensor_num_elements(x) / j->depth : 0, grad);
+}
+
 static vg_code kernel_lrn(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *x = vg__kctx_input(ctx, 0);
@@ -219,12 +228,7 @@ static vg_code kernel_lrn(vg__kctx *ctx) {
     if (dt != VG_FLOAT && dt != VG_DOUBLE)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "LRN: dtype %s is not supported (float double)", vg_dtype_name(dt));
     lrn_job j = {.depth = vg_tensor_dim(x, 3), .f32 = dt == VG_FLOAT, .x = vg_tensor_data(x)};
-    get_attrs(vg__kctx_op(ctx), &j.a);
-    vg_tensor *o;
-    vg_code c = vg__kctx_alloc_output(ctx, 0, dt, vg_tensor_dims(x), 4, &o);
-    if (c != VG_OK) return c;
-    j.out = vg_tensor_data(o);
-    return lrn_run(ctx, &j, j.depth ? vg_tensor_num_elements(x) / j.depth : 0, false);
+    return lrn_start(ctx, &j, x, false);
 }
 
 /* LRNGrad(input_grads, input_image, output_image) */
@@ -242,12 +246,7 @@ static vg_code kernel_lrn_grad(vg__kctx *ctx) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "LRNGrad: the three inputs must be all float32 or all float64");
     lrn_job j = {.depth = vg_tensor_dim(in, 3), .f32 = dt == VG_FLOAT, .x = vg_tensor_data(in), .g = vg_tensor_data(gr),
                  .y = vg_tensor_data(out)};
-    get_attrs(vg__kctx_op(ctx), &j.a);
-    vg_tensor *o;
-    vg_code c = vg__kctx_alloc_output(ctx, 0, dt, vg_tensor_dims(in), 4, &o);
-    if (c != VG_OK) return c;
-    j.out = vg_tensor_data(o);
-    return lrn_run(ctx, &j, j.depth ? vg_tensor_num_elements(in) / j.depth : 0, true);
+    return lrn_start(ctx, &j, in, true);
 }
 
 static void copy_attrs(vg_op_builder *b, const vg_op *op) {
@@ -260,20 +259,17 @@ static void copy_attrs(vg_op_builder *b, const vg_op *op) {
 }
 
 static vg_code grad_lrn(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
-    vg_op_builder *b = vg_op_builder_new(g, "LRNGrad", "LRNGrad");
+    vg_op_builder *b = vg__builder_with_inputs(g, "LRNGrad", "LRNGrad", NULL,
+                                               (vg_output[]){dy[0], vg_op_input(op, 0), vg_out(op, 0)}, 3);
     if (!b) return vg_graph_status(g, NULL);
-    vg_op_builder_add_input(b, dy[0]);
-    vg_op_builder_add_input(b, vg_op_input(op, 0));
-    vg_op_builder_add_input(b, vg_out(op, 0));
     copy_attrs(b, op);
     dx[0] = vg_out(vg_op_builder_finish(b), 0);
     return vg_graph_status(g, NULL);
 }
 
 vg_output vg_lrn(vg_graph *g, vg_output x, int depth_radius, float bias, float alpha, float beta, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "LRN", name);
+    vg_op_builder *b = vg__builder_with_inputs(g, "LRN", name, NULL, (vg_output[]){x}, 1);
     if (!b) return vg_out(NULL, 0);
-    vg_op_builder_add_input(b, x);
     vg_op_builder_set_attr_int(b, "depth_radius", depth_radius);
     vg_op_builder_set_attr_float(b, "bias", bias);
     vg_op_builder_set_attr_float(b, "alpha", alpha);

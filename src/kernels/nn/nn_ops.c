@@ -81,18 +81,6 @@ bad:
                          vg_shape_str(a, sa, sizeof sa), vg_shape_str(b, sb, sizeof sb));
 }
 
-static bool same_dims(const vg_tensor *a, const vg_tensor *b) {
-    if (vg_tensor_ndims(a) != vg_tensor_ndims(b)) return false;
-    for (int i = 0; i < vg_tensor_ndims(a); i++)
-        if (vg_tensor_dim(a, i) != vg_tensor_dim(b, i)) return false;
-    return true;
-}
-
-static char *tshape(const vg_tensor *t, char *buf, size_t len) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, len);
-}
-
 /* Runtime dtype check of a kernel input. */
 static vg_code kcheck_real(vg__kctx *ctx, const vg_tensor *t, vg_dtype want) {
     vg_dtype dt = vg_tensor_dtype(t);
@@ -254,9 +242,7 @@ static vg_code shape_matmul(vg_op *op, vg_status *st) {
                              vg_shape_str(&b, sb, sizeof sb));
     int64_t dims[2] = {m, n};
     out = vg_shape_make(dims, 2);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, out);
 }
 
 static vg_code kernel_matmul(vg__kctx *ctx) {
@@ -272,16 +258,16 @@ static vg_code kernel_matmul(vg__kctx *ctx) {
     char sa[128], sb[128];
     if (vg_tensor_ndims(a) != 2 || vg_tensor_ndims(b) != 2)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "In[0] and In[1] must be matrices: In[0]: %s, In[1]: %s",
-                             tshape(a, sa, sizeof sa), tshape(b, sb, sizeof sb));
+                             vg__tshape_str(a, sa, sizeof sa), vg__tshape_str(b, sb, sizeof sb));
     // a is (M, K) or (K, M) when ta; b is (K, N) or (N, K) when tb; c is (M, N)
     int64_t M = vg_tensor_dim(a, ta ? 1 : 0), K = vg_tensor_dim(a, ta ? 0 : 1);
     int64_t N = vg_tensor_dim(b, tb ? 0 : 1), Kb = vg_tensor_dim(b, tb ? 1 : 0);
     if (K != Kb)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Matrix size-incompatible: In[0]: %s, In[1]: %s",
-                             tshape(a, sa, sizeof sa), tshape(b, sb, sizeof sb));
+                             vg__tshape_str(a, sa, sizeof sa), vg__tshape_str(b, sb, sizeof sb));
     if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "MatMul dimensions too large for BLAS: %s, %s",
-                             tshape(a, sa, sizeof sa), tshape(b, sb, sizeof sb));
+                             vg__tshape_str(a, sa, sizeof sa), vg__tshape_str(b, sb, sizeof sb));
     int64_t dims[2] = {M, N};
     if (vg__kctx_alloc_output(ctx, 0, dt, dims, 2, &c)) return st->code;
     if (M == 0 || N == 0) return VG_OK;
@@ -318,7 +304,7 @@ static vg_code fused_matmul_sum(vg__kctx *ctx, bool ta) {
             vg_tensor_ndims(b) != 2 || vg_tensor_dim(a, ta ? 1 : 0) != M || vg_tensor_dim(b, 1) != N ||
             vg_tensor_dim(a, ta ? 0 : 1) != vg_tensor_dim(b, 0))
             return vg_status_set(st, VG_INVALID_ARGUMENT, "Matrix size-incompatible: In[0]: %s, In[1]: %s (product %d)",
-                                 tshape(a, sa, sizeof sa), tshape(b, sb, sizeof sb), t);
+                                 vg__tshape_str(a, sa, sizeof sa), vg__tshape_str(b, sb, sizeof sb), t);
         K += vg_tensor_dim(b, 0);
     }
     int64_t dims[2] = {M, N};
@@ -582,9 +568,7 @@ static void run_rows(vg__kctx *ctx, row_job *j, int64_t rows) {
 static vg_code shape_unary(vg_op *op, vg_status *st) {
     vg_dtype dt;
     if (check_same_real(op, 1, &dt, st)) return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 static vg_code shape_binary_same(vg_op *op, vg_status *st) {
@@ -592,9 +576,7 @@ static vg_code shape_binary_same(vg_op *op, vg_status *st) {
     if (check_same_real(op, 2, &dt, st)) return st->code;
     vg_shape a = vg__op_input_shape(op, 0), b = vg__op_input_shape(op, 1), out;
     if (merge_shapes(&a, &b, &out, st)) return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, out);
 }
 
 static vg_code run_elementwise(vg__kctx *ctx, int kind, int nin) {
@@ -603,9 +585,9 @@ static vg_code run_elementwise(vg__kctx *ctx, int kind, int nin) {
     vg_dtype dt = vg_tensor_dtype(a);
     if (kcheck_real(ctx, a, VG_DTYPE_INVALID) || (b && kcheck_real(ctx, b, dt))) return st->code;
     char sa[128], sb[128];
-    if (b && !same_dims(a, b))
+    if (b && !vg__same_dims(a, b))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Inputs must have the same shape: %s != %s",
-                             tshape(a, sa, sizeof sa), tshape(b, sb, sizeof sb));
+                             vg__tshape_str(a, sa, sizeof sa), vg__tshape_str(b, sb, sizeof sb));
     if (vg__kctx_alloc_output(ctx, 0, dt, vg_tensor_dims(a), vg_tensor_ndims(a), &y)) return st->code;
     row_job j = {kind, dt, 1, vg_tensor_data(a), b ? vg_tensor_data(b) : NULL, vg_tensor_data(y), NULL,
                  VG_DTYPE_INVALID};
@@ -689,9 +671,7 @@ static vg_code shape_bias_add(vg_op *op, vg_status *st) {
                                  vg_shape_str(&b, sb, sizeof sb), vg_shape_str(&x, sx, sizeof sx));
         x.dims[x.ndims - 1] = c;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, x);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, x);
 }
 
 static vg_code kernel_bias_add(vg__kctx *ctx) {
@@ -701,12 +681,13 @@ static vg_code kernel_bias_add(vg__kctx *ctx) {
     if (kcheck_real(ctx, x, VG_DTYPE_INVALID) || kcheck_real(ctx, b, dt)) return st->code;
     char sx[128], sb[128];
     int nd = vg_tensor_ndims(x);
-    if (nd < 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
-                                     tshape(x, sx, sizeof sx));
+    if (nd < 2)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
+                             vg__tshape_str(x, sx, sizeof sx));
     if (vg_tensor_ndims(b) != 1 || vg_tensor_dim(b, 0) != vg_tensor_dim(x, nd - 1))
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "Must provide as many biases as the last dimension of the input tensor: %s vs. %s",
-                             tshape(b, sb, sizeof sb), tshape(x, sx, sizeof sx));
+                             vg__tshape_str(b, sb, sizeof sb), vg__tshape_str(x, sx, sizeof sx));
     if (vg__kctx_alloc_output(ctx, 0, dt, vg_tensor_dims(x), nd, &y)) return st->code;
     // x, y are (rows, C); bias is (C)
     int64_t C = vg_tensor_dim(x, nd - 1);
@@ -732,9 +713,7 @@ static vg_code shape_bias_add_grad(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
                              vg_shape_str(&x, sx, sizeof sx));
     int64_t c = x.ndims >= 2 ? x.dims[x.ndims - 1] : -1;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg_shape_make(&c, 1));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg_shape_make(&c, 1));
 }
 
 typedef struct colsum_job {
@@ -772,8 +751,9 @@ static vg_code kernel_bias_add_grad(vg__kctx *ctx) {
     if (kcheck_real(ctx, x, VG_DTYPE_INVALID)) return st->code;
     int nd = vg_tensor_ndims(x);
     char sx[128];
-    if (nd < 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
-                                     tshape(x, sx, sizeof sx));
+    if (nd < 2)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
+                             vg__tshape_str(x, sx, sizeof sx));
     // x is (rows, C); y is (C)
     int64_t C = vg_tensor_dim(x, nd - 1);
     if (vg__kctx_alloc_output(ctx, 0, dt, &C, 1, &y)) return st->code;
@@ -820,9 +800,7 @@ static vg_code shape_softmax(vg_op *op, vg_status *st) {
     if (check_same_real(op, 1, &dt, st)) return st->code;
     vg_shape x = vg__op_input_shape(op, 0);
     if (x.ndims == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "logits must have >= 1 dimension, got []");
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, x);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, x);
 }
 
 static vg_code run_softmax(vg__kctx *ctx, bool log_) {
@@ -887,10 +865,7 @@ static vg_code shape_xent(vg_op *op, vg_status *st) {
         int64_t unk[2] = {-1, -1};
         m = vg_shape_make(unk, 2);
     }
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, vg_shape_make(m.dims, 1));
-    vg__op_set_output(op, 1, dt, m);
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, vg_shape_make(m.dims, 1), dt, m);
 }
 
 static vg_code shape_sparse_xent(vg_op *op, vg_status *st) {
@@ -915,10 +890,7 @@ static vg_code shape_sparse_xent(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "logits and labels must have the same first dimension, got logits shape %s and labels shape %s",
                              vg_shape_str(&x, sx, sizeof sx), vg_shape_str(&l, sl, sizeof sl));
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, vg_shape_make(dims, 1));
-    vg__op_set_output(op, 1, dt, vg_shape_make(dims, 2));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, vg_shape_make(dims, 1), dt, vg_shape_make(dims, 2));
 }
 
 static vg_code kernel_xent(vg__kctx *ctx) {
@@ -927,10 +899,10 @@ static vg_code kernel_xent(vg__kctx *ctx) {
     vg_dtype dt = vg_tensor_dtype(x);
     if (kcheck_real(ctx, x, VG_DTYPE_INVALID) || kcheck_real(ctx, l, dt)) return st->code;
     char sx[128], sl[128];
-    if (vg_tensor_ndims(x) != 2 || !same_dims(x, l))
+    if (vg_tensor_ndims(x) != 2 || !vg__same_dims(x, l))
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "logits and labels must be 2-D and the same size: logits_size=%s labels_size=%s",
-                             tshape(x, sx, sizeof sx), tshape(l, sl, sizeof sl));
+                             vg__tshape_str(x, sx, sizeof sx), vg__tshape_str(l, sl, sizeof sl));
     // x, l, back are (B, C); loss is (B)
     int64_t B = vg_tensor_dim(x, 0), C = vg_tensor_dim(x, 1);
     if (vg__kctx_alloc_output(ctx, 0, dt, &B, 1, &loss) ||
@@ -955,9 +927,10 @@ static vg_code kernel_sparse_xent(vg__kctx *ctx) {
     if (ldt != VG_INT32 && ldt != VG_INT64)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "labels must be int32 or int64, got %s", vg_dtype_name(ldt));
     if (vg_tensor_ndims(x) != 2 || vg_tensor_ndims(l) != 1 || vg_tensor_dim(l, 0) != vg_tensor_dim(x, 0))
-        return vg_status_set(st, VG_INVALID_ARGUMENT,
-                             "logits must be 2-D and labels 1-D with the same first dimension, got logits shape %s and labels shape %s",
-                             tshape(x, sx, sizeof sx), tshape(l, sl, sizeof sl));
+        return vg_status_set(
+            st, VG_INVALID_ARGUMENT,
+            "logits must be 2-D and labels 1-D with the same first dimension, got logits shape %s and labels shape %s",
+            vg__tshape_str(x, sx, sizeof sx), vg__tshape_str(l, sl, sizeof sl));
     // x, back are (B, C); labels, loss are (B)
     int64_t B = vg_tensor_dim(x, 0), C = vg_tensor_dim(x, 1);
     const void *lab = vg_tensor_data(l);
@@ -1046,22 +1019,16 @@ static vg_code grad_sparse_xent(vg_graph *g, vg_op *op, const vg_output *dy, vg_
 /* Builders */
 
 static vg_output build1(vg_graph *g, const char *type, vg_output x, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    vg_op_builder_add_input(b, x);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, type, name, NULL, (vg_output[]){x}, 1);
 }
 
 static vg_op *build2(vg_graph *g, const char *type, vg_output x, vg_output y, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    vg_op_builder_add_input(b, x);
-    vg_op_builder_add_input(b, y);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){x, y}, 2);
     return vg_op_builder_finish(b);
 }
 
 vg_output vg_matmul(vg_graph *g, vg_output a, vg_output b, bool transpose_a, bool transpose_b, const char *name) {
-    vg_op_builder *bl = vg_op_builder_new(g, "MatMul", name);
-    vg_op_builder_add_input(bl, a);
-    vg_op_builder_add_input(bl, b);
+    vg_op_builder *bl = vg__builder_with_inputs(g, "MatMul", name, NULL, (vg_output[]){a, b}, 2);
     vg_op_builder_set_attr_bool(bl, "transpose_a", transpose_a);
     vg_op_builder_set_attr_bool(bl, "transpose_b", transpose_b);
     return vg_out(vg_op_builder_finish(bl), 0);

@@ -160,16 +160,12 @@ static vg_code shape_idx_record(vg_op *op, vg_status *st) {
     } else {
         is = vg_shape_unknown();
     }
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, VG_UINT8, is);
-    vg__op_set_output(op, 1, VG_INT64, s);
-    return VG_OK;
+    return vg__op_set_two_outputs(op, VG_UINT8, is, VG_INT64, s);
 }
 
 vg_op *vg_idx_record(vg_graph *g, const char *images_path, const char *labels_path, vg_output indices,
                      const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "IdxRecord", name ? name : "IdxRecord");
-    vg_op_builder_add_input(b, indices);
+    vg_op_builder *b = vg__builder_with_inputs(g, "IdxRecord", name, "IdxRecord", (vg_output[]){indices}, 1);
     vg_op_builder_set_attr_string(b, "images_path", images_path ? images_path : "",
                                   images_path ? strlen(images_path) : 0);
     vg_op_builder_set_attr_string(b, "labels_path", labels_path ? labels_path : "",
@@ -194,9 +190,7 @@ static vg_code shape_count_up_to(vg_op *op, vg_status *st) {
     int64_t limit;
     if (!vg_op_attr_int(op, "limit", &limit)) return vg_status_set(st, VG_INVALID_ARGUMENT, "CountUpTo needs 'limit'");
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg_shape_make(NULL, 0));
 }
 
 static vg_code kernel_count_up_to(vg__kctx *ctx) {

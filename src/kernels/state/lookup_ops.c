@@ -507,11 +507,6 @@ static vg__table *table_of(vg__kctx *ctx) {
     return t;
 }
 
-static char *tshape(const vg_tensor *t, char *buf, size_t len) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, len);
-}
-
 /* LookupInterface::CheckKeyAndValueTypes */
 static vg_code check_types(const vg__table *t, const vg_tensor *keys, const vg_tensor *values, vg_status *st) {
     if (vg_tensor_dtype(keys) != t->kdt)
@@ -554,7 +549,7 @@ static vg_code kernel_find(vg__kctx *ctx) {
     if (rc) return rc;
     if (vg_tensor_ndims(def) != 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected shape [] for default value, got %s",
-                             tshape(def, a, sizeof a));
+                             vg__tshape_str(def, a, sizeof a));
     vg_tensor *o;
     if ((rc = vg__kctx_alloc_output(ctx, 0, t->vdt, vg_tensor_dims(keys), vg_tensor_ndims(keys), &o))) return rc;
     pthread_rwlock_rdlock(&t->mu);
@@ -601,8 +596,8 @@ static vg_code kernel_insert(vg__kctx *ctx) {
     vg_code rc = check_types(t, keys, values, st);
     if (rc) return rc;
     if (!same_shape(keys, values))
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected shape %s for value, got %s", tshape(keys, a, sizeof a),
-                             tshape(values, b, sizeof b));
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected shape %s for value, got %s",
+                             vg__tshape_str(keys, a, sizeof a), vg__tshape_str(values, b, sizeof b));
     pthread_rwlock_wrlock(&t->mu);
     rc = insert_all(t, keys, values, true, st);
     pthread_rwlock_unlock(&t->mu);
@@ -657,10 +652,10 @@ static vg_code kernel_init(vg__kctx *ctx) {
     if (rc) return rc;
     if (vg_tensor_ndims(keys) != 1)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Keys must be a vector, but received shape%s",
-                             tshape(keys, a, sizeof a));
+                             vg__tshape_str(keys, a, sizeof a));
     if (!same_shape(keys, values))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Keys and values must have the same size %s vs %s",
-                             tshape(keys, a, sizeof a), tshape(values, b, sizeof b));
+                             vg__tshape_str(keys, a, sizeof a), vg__tshape_str(values, b, sizeof b));
     pthread_rwlock_wrlock(&t->mu);
     if (t->initialized) {
         bool same = vg_tensor_num_elements(keys) == t->n;
@@ -687,8 +682,8 @@ static vg_code kernel_import(vg__kctx *ctx) {
     vg_code rc = check_types(t, keys, values, st);
     if (rc) return rc;
     if (!same_shape(keys, values))
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected shape %s for value, got %s", tshape(keys, a, sizeof a),
-                             tshape(values, b, sizeof b));
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "Expected shape %s for value, got %s",
+                             vg__tshape_str(keys, a, sizeof a), vg__tshape_str(values, b, sizeof b));
     pthread_rwlock_wrlock(&t->mu);
     table_clear(t);
     rc = insert_all(t, keys, values, true, st);
@@ -874,7 +869,7 @@ static vg_code kernel_init_text(vg__kctx *ctx) {
     char a[160];
     if (vg_tensor_dtype(fn) != VG_STRING || vg_tensor_ndims(fn) != 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "filename should be a single string, but got %s",
-                             tshape(fn, a, sizeof a));
+                             vg__tshape_str(fn, a, sizeof a));
     size_t fl = 0;
     const char *fs = vg_tensor_string(fn, 0, &fl);
     if (!fs || fl == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "filename cannot be empty.");
@@ -969,9 +964,7 @@ static vg_code shape_table(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_string(op, "container", "");
     vg__op_set_default_attr_string(op, "shared_name", "");
     vg__op_set_default_attr_bool(op, "use_node_name_sharing", false);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_RESOURCE, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_find(vg_op *op, vg_status *st) {
@@ -982,9 +975,7 @@ static vg_code shape_find(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "default_value must be a scalar (tables hold scalar values)");
     vg__op_set_default_attr_type(op, "Tin", vg__op_input_dtype(op, 1));
     vg__op_set_default_attr_type(op, "Tout", vg__op_input_dtype(op, 2));
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 2), vg__op_input_shape(op, 1));
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 2), vg__op_input_shape(op, 1));
 }
 
 static vg_code shape_insert(vg_op *op, vg_status *st) {
@@ -1022,9 +1013,7 @@ static vg_code shape_init_text(vg_op *op, vg_status *st) {
 static vg_code shape_size(vg_op *op, vg_status *st) {
     vg_code rc = want_handle(op, st);
     if (rc) return rc;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_INT64, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_INT64, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_export(vg_op *op, vg_status *st) {
@@ -1080,9 +1069,7 @@ static vg_code shape_hash_bucket(vg_op *op, vg_status *st) {
     if (!rc) rc = check_buckets(op, &nb, st);
     if (!rc && strcmp(vg_op_type(op), "StringToHashBucketStrong") == 0) rc = check_strong_key(op, key, st);
     if (rc) return rc;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_INT64, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_INT64, vg__op_input_shape(op, 0));
 }
 
 static vg_code kernel_hash_bucket(vg__kctx *ctx) {
@@ -1145,9 +1132,7 @@ static vg_code shape_as_string(vg_op *op, vg_status *st) {
     vg_code rc = as_string_format(op, vg__op_input_dtype(op, 0), fmt, sizeof fmt, st);
     if (rc) return rc;
     vg__op_set_default_attr_type(op, "T", vg__op_input_dtype(op, 0));
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_STRING, vg__op_input_shape(op, 0));
 }
 
 static vg_code kernel_as_string(vg__kctx *ctx) {
@@ -1191,9 +1176,7 @@ vg_code vg__string_cmp_shape(vg_op *op, vg_status *st) {
     vg_code rc = vg__shape_broadcast(&sa, &sb, &so, st);
     if (rc) return rc;
     vg__op_set_default_attr_type(op, "T", VG_STRING);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_BOOL, so);
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_BOOL, so);
 }
 
 vg_code vg__string_cmp_kernel(vg__kctx *ctx, bool not_equal) {
@@ -1210,8 +1193,8 @@ vg_code vg__string_cmp_kernel(vg__kctx *ctx, bool not_equal) {
         int64_t da = ia >= 0 ? vg_tensor_dim(a, ia) : 1, db = ib >= 0 ? vg_tensor_dim(b, ib) : 1;
         if (da != db && da != 1 && db != 1) {
             char x[160], y[160];
-            return vg_status_set(st, VG_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s", tshape(a, x, sizeof x),
-                                 tshape(b, y, sizeof y));
+            return vg_status_set(st, VG_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
+                                 vg__tshape_str(a, x, sizeof x), vg__tshape_str(b, y, sizeof y));
         }
         od[d] = da == 1 ? db : da;
         sa[d] = da == 1 ? 0 : stra;
@@ -1504,17 +1487,12 @@ static bool table_ok(vg_graph *g, const vg_lookup_table *t, const char *what) {
 }
 
 static vg_output find_op(vg_graph *g, const vg_lookup_table *t, vg_output keys) {
-    vg_op_builder *b = vg_op_builder_new(g, "LookupTableFindV2", "LookupTableFindV2");
-    vg_op_builder_add_input(b, t->handle);
-    vg_op_builder_add_input(b, keys);
-    vg_op_builder_add_input(b, t->default_value);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "LookupTableFindV2", "LookupTableFindV2", NULL,
+                            (vg_output[]){t->handle, keys, t->default_value}, 3);
 }
 
 static vg_output size_op(vg_graph *g, const vg_lookup_table *t) {
-    vg_op_builder *b = vg_op_builder_new(g, "LookupTableSizeV2", "LookupTableSizeV2");
-    vg_op_builder_add_input(b, t->handle);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "LookupTableSizeV2", "LookupTableSizeV2", NULL, (vg_output[]){t->handle}, 1);
 }
 
 vg_output vg_lookup_table_lookup(vg_graph *g, const vg_lookup_table *t, vg_output keys, const char *name) {
@@ -1576,10 +1554,8 @@ vg_op *vg_lookup_table_insert(vg_graph *g, const vg_lookup_table *t, vg_output k
     char sc[1100];
     snprintf(sc, sizeof sc, "%s_lookup_table_insert", base_name(t->name));
     vg_graph_push_scope(g, name ? name : sc);
-    vg_op_builder *b = vg_op_builder_new(g, "LookupTableInsertV2", "LookupTableInsertV2");
-    vg_op_builder_add_input(b, t->handle);
-    vg_op_builder_add_input(b, keys);
-    vg_op_builder_add_input(b, values);
+    vg_op_builder *b = vg__builder_with_inputs(g, "LookupTableInsertV2", "LookupTableInsertV2", NULL,
+                                               (vg_output[]){t->handle, keys, values}, 3);
     vg_op *op = vg_op_builder_finish(b);
     vg_graph_pop_scope(g);
     return op;
@@ -1590,8 +1566,8 @@ vg_op *vg_lookup_table_export(vg_graph *g, const vg_lookup_table *t, vg_output o
     char sc[1100];
     snprintf(sc, sizeof sc, "%s_lookup_table_export_values", base_name(t->name));
     vg_graph_push_scope(g, name ? name : sc);
-    vg_op_builder *b = vg_op_builder_new(g, "LookupTableExportV2", "LookupTableExportV2");
-    vg_op_builder_add_input(b, t->handle);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "LookupTableExportV2", "LookupTableExportV2", NULL, (vg_output[]){t->handle}, 1);
     vg_dtype kd = t->key_dtype, vd = t->value_dtype;
     if (t->handle.op) { /* the table's own dtypes (an index table may look up int32 keys) */
         vg_op_attr_type_(t->handle.op, "key_dtype", &kd);
@@ -1609,16 +1585,16 @@ vg_op *vg_lookup_table_export(vg_graph *g, const vg_lookup_table *t, vg_output o
 }
 
 vg_output vg_string_to_hash_bucket_fast(vg_graph *g, vg_output input, int64_t num_buckets, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "StringToHashBucketFast", name ? name : "StringToHashBucketFast");
-    vg_op_builder_add_input(b, input);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "StringToHashBucketFast", name, "StringToHashBucketFast", (vg_output[]){input}, 1);
     vg_op_builder_set_attr_int(b, "num_buckets", num_buckets);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_string_to_hash_bucket_strong(vg_graph *g, vg_output input, int64_t num_buckets, const uint64_t key[2],
                                           const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "StringToHashBucketStrong", name ? name : "StringToHashBucketStrong");
-    vg_op_builder_add_input(b, input);
+    vg_op_builder *b = vg__builder_with_inputs(g, "StringToHashBucketStrong", name, "StringToHashBucketStrong",
+                                               (vg_output[]){input}, 1);
     vg_op_builder_set_attr_int(b, "num_buckets", num_buckets);
     int64_t k[2] = {key ? (int64_t)key[0] : 0, key ? (int64_t)key[1] : 0};
     vg_op_builder_set_attr_int_list(b, "key", k, key ? 2 : 0);
@@ -1629,8 +1605,7 @@ vg_output vg_as_string(vg_graph *g, vg_output input, const vg_as_string_options 
     vg_as_string_options o;
     if (opts) o = *opts;
     else memset(&o, 0, sizeof o);
-    vg_op_builder *b = vg_op_builder_new(g, "AsString", name ? name : "AsString");
-    vg_op_builder_add_input(b, input);
+    vg_op_builder *b = vg__builder_with_inputs(g, "AsString", name, "AsString", (vg_output[]){input}, 1);
     vg_op_builder_set_attr_int(b, "precision", o.has_precision ? o.precision : -1);
     vg_op_builder_set_attr_bool(b, "scientific", o.scientific);
     vg_op_builder_set_attr_bool(b, "shortest", o.shortest);

@@ -270,37 +270,22 @@ static bool restore(vg__queue *q, uint8_t *const *dst, int64_t n) {
 
 /* ---- the four blocking operations ------------------------------------------ */
 
-/* Inserts n rows (src[c] row k = element k) behind earlier enqueue attempts. *done
- * gets how many went in (a cancelled EnqueueMany may leave a prefix, as in TF). */
-static vg_code q_enqueue(vg__queue *q, uint8_t *const *src, int64_t n, int64_t deadline, int64_t *done,
-                         vg_status *st) {
+/* One enqueue attempt (Enqueue, EnqueueMany, a plain Close), in line behind earlier
+ * ones (q->mu held; released here): waits for its turn at the head of the enqueue
+ * line, then calls step(q, arg, st, &rc) each time it holds the head until step
+ * returns true (done; rc as step left it); a cancelled queue or attempt (CANCELLED) or
+ * the deadline ends it too. Leaves the line and wakes the next enqueuer. */
+typedef bool (*enqueue_step)(vg__queue *q, void *arg, vg_status *st, vg_code *rc);
+static vg_code enqueue_attempt(vg__queue *q, int64_t deadline, enqueue_step step, void *arg, vg_status *st) {
     waiter w = {0};
     vg_code rc = VG_OK;
-    *done = 0;
-    pthread_mutex_lock(&q->mu);
     wl_push(&q->enq, &w);
     for (;;) {
         if (q->cancelled || w.cancelled) {
             rc = vg_status_set(st, VG_CANCELLED, "Enqueue operation was cancelled");
             break;
         }
-        if (q->enq.head == &w) {
-            if (q->closed) {
-                rc = vg_status_set(st, VG_CANCELLED, "%s '%s' is closed.", q->kind, q->name);
-                break;
-            }
-            int64_t room = q->capacity - q->size, k = n - *done < room ? n - *done : room;
-            if (k > 0) {
-                if (!ring_reserve(q, q->size + k)) {
-                    rc = VG_OOM(st, "queue storage");
-                    break;
-                }
-                push_back(q, src, *done, k);
-                *done += k;
-                wake(&q->deq_cv, &q->deq);
-            }
-            if (*done == n) break;
-        }
+        if (q->enq.head == &w && step(q, arg, st, &rc)) break;
         if ((rc = wait_on(q, &q->enq_cv, &q->enq, deadline, st)) != VG_OK) break;
     }
     bool was_head = q->enq.head == &w;
@@ -308,6 +293,40 @@ static vg_code q_enqueue(vg__queue *q, uint8_t *const *src, int64_t n, int64_t d
     if (was_head) wake(&q->enq_cv, &q->enq);
     pthread_mutex_unlock(&q->mu);
     return rc;
+}
+
+typedef struct enq_rows {
+    uint8_t *const *src;
+    int64_t n, *done;
+} enq_rows;
+
+/* Enqueue's turn: as many rows as there is room for; done when all are in. */
+static bool enqueue_rows_step(vg__queue *q, void *arg, vg_status *st, vg_code *rc) {
+    enq_rows *e = arg;
+    if (q->closed) {
+        *rc = vg_status_set(st, VG_CANCELLED, "%s '%s' is closed.", q->kind, q->name);
+        return true;
+    }
+    int64_t room = q->capacity - q->size, k = e->n - *e->done < room ? e->n - *e->done : room;
+    if (k > 0) {
+        if (!ring_reserve(q, q->size + k)) {
+            *rc = VG_OOM(st, "queue storage");
+            return true;
+        }
+        push_back(q, e->src, *e->done, k);
+        *e->done += k;
+        wake(&q->deq_cv, &q->deq);
+    }
+    return *e->done == e->n;
+}
+
+/* Inserts n rows (src[c] row k = element k) behind earlier enqueue attempts. *done
+ * gets how many went in (a cancelled EnqueueMany may leave a prefix, as in TF). */
+static vg_code q_enqueue(vg__queue *q, uint8_t *const *src, int64_t n, int64_t deadline, int64_t *done, vg_status *st) {
+    *done = 0;
+    enq_rows e = {src, n, done};
+    pthread_mutex_lock(&q->mu);
+    return enqueue_attempt(q, deadline, enqueue_rows_step, &e, st);
 }
 
 /* Takes n elements into dst rows, in arrival order of dequeue attempts. With
@@ -366,8 +385,18 @@ static vg_code q_dequeue(vg__queue *q, uint8_t *const *dst, int64_t n, bool allo
     return rc;
 }
 
+/* A plain close's turn: closes the queue (wakes the dequeuers); a closed one fails. */
+static bool close_step(vg__queue *q, void *arg, vg_status *st, vg_code *rc) {
+    if (q->closed) {
+        *rc = vg_status_set(st, VG_CANCELLED, "Queue '%s' is already closed.", q->name);
+    } else {
+        q->closed = true;
+        wake(&q->deq_cv, &q->deq);
+    }
+    return true;
+}
+
 static vg_code q_close(vg__queue *q, bool cancel_pending, int64_t deadline, vg_status *st) {
-    vg_code rc = VG_OK;
     pthread_mutex_lock(&q->mu);
     if (cancel_pending) {
         q->closed = true;
@@ -378,29 +407,7 @@ static vg_code q_close(vg__queue *q, bool cancel_pending, int64_t deadline, vg_s
         return VG_OK;
     }
     /* A plain close is an enqueue attempt: it takes effect after earlier enqueues. */
-    waiter w = {0};
-    wl_push(&q->enq, &w);
-    for (;;) {
-        if (q->cancelled || w.cancelled) {
-            rc = vg_status_set(st, VG_CANCELLED, "Enqueue operation was cancelled");
-            break;
-        }
-        if (q->enq.head == &w) {
-            if (q->closed) {
-                rc = vg_status_set(st, VG_CANCELLED, "Queue '%s' is already closed.", q->name);
-            } else {
-                q->closed = true;
-                wake(&q->deq_cv, &q->deq);
-            }
-            break;
-        }
-        if ((rc = wait_on(q, &q->enq_cv, &q->enq, deadline, st)) != VG_OK) break;
-    }
-    bool was_head = q->enq.head == &w;
-    wl_remove(&q->enq, &w);
-    if (was_head) wake(&q->enq_cv, &q->enq);
-    pthread_mutex_unlock(&q->mu);
-    return rc;
+    return enqueue_attempt(q, deadline, close_step, NULL, st);
 }
 
 /* ---- resource callbacks ----------------------------------------------------- */
@@ -441,11 +448,6 @@ static void queue_destroy(void *r) {
 
 static const vg__resource_ops queue_resource_ops = {queue_cancel, queue_destroy};
 
-static int64_t attr_int(const vg_op *op, const char *name, int64_t def) {
-    int64_t v;
-    return vg_op_attr_int(op, name, &v) ? v : def;
-}
-
 /* Creates the queue for a queue op (called under the session's resource lock). */
 static void *queue_create(void *arg, vg_status *st) {
     const vg_op *op = arg;
@@ -472,11 +474,11 @@ static void *queue_create(void *arg, vg_status *st) {
     q->padding = strcmp(q->op_type, "PaddingFIFOQueueV2") == 0;
     q->kind = q->shuffle ? "RandomShuffleQueue" : q->padding ? "PaddingFIFOQueue" : "FIFOQueue";
     q->ncomp = n;
-    int64_t cap = attr_int(op, "capacity", -1);
+    int64_t cap = vg__attr_int_or(op, "capacity", -1);
     q->capacity = cap < 0 ? INT_MAX : cap; /* TF's kUnbounded */
-    q->min_after = q->shuffle ? attr_int(op, "min_after_dequeue", 0) : 0;
+    q->min_after = q->shuffle ? vg__attr_int_or(op, "min_after_dequeue", 0) : 0;
     if (q->min_after < 0) q->min_after = 0;
-    rng_seed(q->rng, attr_int(op, "seed", 0), attr_int(op, "seed2", 0));
+    rng_seed(q->rng, vg__attr_int_or(op, "seed", 0), vg__attr_int_or(op, "seed2", 0));
     const char *shared;
     size_t slen = 0;
     char nm[1100];
@@ -522,11 +524,6 @@ oom:
 /* ------------------------------------------------------------------------ */
 /* kernels */
 
-static char *tshape_str(const vg_tensor *t, char *buf, size_t len) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, len);
-}
-
 static vg_code kernel_queue(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
@@ -545,7 +542,7 @@ static vg_code kernel_queue(vg__kctx *ctx) {
         const vg_dtype *types;
         int n = 0;
         vg_op_attr_type_list(op, "component_types", &types, &n);
-        int64_t cap = attr_int(op, "capacity", -1);
+        int64_t cap = vg__attr_int_or(op, "capacity", -1);
         bool same = strcmp(q->op_type, vg_op_type(op)) == 0 && n == q->ncomp &&
                     memcmp(types, q->types, sizeof(vg_dtype) * (size_t)n) == 0 &&
                     (cap < 0 ? INT_MAX : cap) == q->capacity;
@@ -590,7 +587,7 @@ static vg_code validate_tuple(vg__kctx *ctx, const vg__queue *q, bool many, int6
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "EnqueueMany requires components to have at least one dimension; component %d "
                                  "has shape %s",
-                                 c, tshape_str(t, a, sizeof a));
+                                 c, vg__tshape_str(t, a, sizeof a));
         if (many && c == 0) *batch = vg_tensor_dim(t, 0);
         if (q->padding) { /* the rank, and the dims the queue fixes */
             vg_shape want = q->shapes[c], got = vg_tensor_shape(t);
@@ -901,9 +898,7 @@ static vg_code shape_queue(vg_op *op, vg_status *st) {
         vg__op_set_default_attr_int(op, "seed", 0);
         vg__op_set_default_attr_int(op, "seed2", 0);
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_RESOURCE, vg_shape_make(NULL, 0));
 }
 
 /* The queue op behind a handle input (NULL if the handle comes from elsewhere). */
@@ -1045,9 +1040,7 @@ static vg_code shape_close(vg_op *op, vg_status *st) {
 static vg_code shape_size(vg_op *op, vg_status *st) {
     vg_code rc = check_handle(op, st);
     if (rc) return rc;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_INT32, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_INT32, vg_shape_make(NULL, 0));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1090,16 +1083,15 @@ vg_output vg_random_shuffle_queue(vg_graph *g, const vg_dtype *types, const vg_s
     vg_op_builder *b = build_queue(g, "RandomShuffleQueueV2", types, shapes, ncomponents, capacity,
                                    name ? name : "random_shuffle_queue");
     vg_op_builder_set_attr_int(b, "min_after_dequeue", min_after_dequeue);
-    vg_op_builder_set_attr_int(b, "seed", seed);
-    vg_op_builder_set_attr_int(b, "seed2", seed2);
+    vg__builder_set_seeds(b, seed, seed2);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 static vg_op *build_enqueue(vg_graph *g, const char *type, vg_output queue, const vg_output *components, int n,
                             const char *name, const char *suffix) {
     char nb[512];
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : default_name(queue, suffix, nb, sizeof nb));
-    vg_op_builder_add_input(b, queue);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, type, name, default_name(queue, suffix, nb, sizeof nb), (vg_output[]){queue}, 1);
     vg_op_builder_add_inputs(b, components, n);
     return vg_op_builder_finish(b);
 }
@@ -1123,9 +1115,8 @@ vg_op *vg_queue_dequeue(vg_graph *g, vg_output queue, const char *name) {
 static vg_op *build_dequeue_n(vg_graph *g, const char *type, vg_output queue, vg_output n, const char *name,
                               const char *suffix) {
     char nb[512];
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : default_name(queue, suffix, nb, sizeof nb));
-    vg_op_builder_add_input(b, queue);
-    vg_op_builder_add_input(b, n);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, type, name, default_name(queue, suffix, nb, sizeof nb), (vg_output[]){queue, n}, 2);
     return vg_op_builder_finish(b);
 }
 
@@ -1139,17 +1130,16 @@ vg_op *vg_queue_dequeue_up_to(vg_graph *g, vg_output queue, vg_output n, const c
 
 vg_op *vg_queue_close(vg_graph *g, vg_output queue, bool cancel_pending_enqueues, const char *name) {
     char nb[512];
-    vg_op_builder *b = vg_op_builder_new(g, "QueueCloseV2", name ? name : default_name(queue, "_Close", nb, sizeof nb));
-    vg_op_builder_add_input(b, queue);
+    vg_op_builder *b = vg__builder_with_inputs(g, "QueueCloseV2", name, default_name(queue, "_Close", nb, sizeof nb),
+                                               (vg_output[]){queue}, 1);
     vg_op_builder_set_attr_bool(b, "cancel_pending_enqueues", cancel_pending_enqueues);
     return vg_op_builder_finish(b);
 }
 
 vg_output vg_queue_size(vg_graph *g, vg_output queue, const char *name) {
     char nb[512];
-    vg_op_builder *b = vg_op_builder_new(g, "QueueSizeV2", name ? name : default_name(queue, "_Size", nb, sizeof nb));
-    vg_op_builder_add_input(b, queue);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "QueueSizeV2", name, default_name(queue, "_Size", nb, sizeof nb), (vg_output[]){queue},
+                            1);
 }
 
 /* ------------------------------------------------------------------------ */

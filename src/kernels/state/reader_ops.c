@@ -115,11 +115,6 @@ static void reader_destroy(void *p) {
 
 static const vg__resource_ops reader_resource_ops = {NULL, reader_destroy};
 
-static int64_t attr_int(const vg_op *op, const char *name, int64_t def) {
-    int64_t v;
-    return vg_op_attr_int(op, name, &v) ? v : def;
-}
-
 static int kind_of_op(const char *type) {
     if (strcmp(type, "TFRecordReaderV2") == 0) return R_TFRECORD;
     if (strcmp(type, "FixedLengthRecordReaderV2") == 0) return R_FIXED;
@@ -151,11 +146,11 @@ static void *reader_create(void *arg, vg_status *st) {
         }
         r->compression = (int)c;
     }
-    r->header = attr_int(op, "header_bytes", 0);
-    r->record = attr_int(op, "record_bytes", 0);
-    r->footer = attr_int(op, "footer_bytes", 0);
-    r->hop = attr_int(op, "hop_bytes", 0);
-    r->skip_lines = attr_int(op, "skip_header_lines", 0);
+    r->header = vg__attr_int_or(op, "header_bytes", 0);
+    r->record = vg__attr_int_or(op, "record_bytes", 0);
+    r->footer = vg__attr_int_or(op, "footer_bytes", 0);
+    r->hop = vg__attr_int_or(op, "hop_bytes", 0);
+    r->skip_lines = vg__attr_int_or(op, "skip_header_lines", 0);
     return r;
 }
 
@@ -420,6 +415,20 @@ static vg_code kernel_read(vg__kctx *ctx) {
     return rc;
 }
 
+/* Copies the first n strings of keys and vals into ko and vo. */
+static vg_code copy_records(vg_tensor *ko, vg_tensor *vo, const vg_tensor *keys, const vg_tensor *vals, int64_t n,
+                            vg_status *st) {
+    vg_code rc = VG_OK;
+    for (int64_t i = 0; i < n && rc == VG_OK; i++) {
+        size_t l;
+        const char *s = vg_tensor_string(keys, i, &l);
+        rc = vg_tensor_set_string(ko, i, s, l, st);
+        s = vg_tensor_string(vals, i, &l);
+        if (rc == VG_OK) rc = vg_tensor_set_string(vo, i, s, l, st);
+    }
+    return rc;
+}
+
 static vg_code kernel_read_up_to(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__reader *r = reader_of(ctx);
@@ -457,13 +466,7 @@ static vg_code kernel_read_up_to(vg__kctx *ctx) {
                 rc = st->code;
                 break;
             }
-            for (int64_t i = 0; i < got && rc == VG_OK; i++) {
-                size_t l;
-                const char *s = vg_tensor_string(keys, i, &l);
-                rc = vg_tensor_set_string(nk, i, s, l, st);
-                s = vg_tensor_string(vals, i, &l);
-                if (rc == VG_OK) rc = vg_tensor_set_string(nv, i, s, l, st);
-            }
+            rc = copy_records(nk, nv, keys, vals, got, st);
             vg_tensor_free(keys);
             vg_tensor_free(vals);
             keys = nk;
@@ -479,13 +482,7 @@ static vg_code kernel_read_up_to(vg__kctx *ctx) {
     vg_tensor *ko, *vo;
     if (rc == VG_OK) rc = vg__kctx_alloc_output(ctx, 0, VG_STRING, &got, 1, &ko);
     if (rc == VG_OK) rc = vg__kctx_alloc_output(ctx, 1, VG_STRING, &got, 1, &vo);
-    for (int64_t i = 0; i < got && rc == VG_OK; i++) {
-        size_t l;
-        const char *s = vg_tensor_string(keys, i, &l);
-        rc = vg_tensor_set_string(ko, i, s, l, st);
-        s = vg_tensor_string(vals, i, &l);
-        if (rc == VG_OK) rc = vg_tensor_set_string(vo, i, s, l, st);
-    }
+    if (rc == VG_OK) rc = copy_records(ko, vo, keys, vals, got, st);
     vg_tensor_free(keys);
     vg_tensor_free(vals);
     vg__free(o);
@@ -650,8 +647,8 @@ static vg_code shape_reader(vg_op *op, vg_status *st) {
     const char *type = vg_op_type(op);
     int kind = kind_of_op(type);
     if (kind == R_FIXED) {
-        int64_t rb = attr_int(op, "record_bytes", 0), hb = attr_int(op, "header_bytes", 0),
-                fb = attr_int(op, "footer_bytes", 0), hop = attr_int(op, "hop_bytes", 0);
+        int64_t rb = vg__attr_int_or(op, "record_bytes", 0), hb = vg__attr_int_or(op, "header_bytes", 0),
+                fb = vg__attr_int_or(op, "footer_bytes", 0), hop = vg__attr_int_or(op, "hop_bytes", 0);
         if (rb <= 0 || rb > (int64_t)1 << 31 || hb < 0 || fb < 0 || hop < 0)
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "FixedLengthRecordReader: record_bytes must be in (0, 2^31], header_bytes, "
@@ -663,7 +660,7 @@ static vg_code shape_reader(vg_op *op, vg_status *st) {
             return vg_status_set(st, VG_UNIMPLEMENTED, "FixedLengthRecordReader: encoding '%.*s' is not supported",
                                  (int)el, enc);
     }
-    if (kind == R_TEXT && attr_int(op, "skip_header_lines", 0) < 0)
+    if (kind == R_TEXT && vg__attr_int_or(op, "skip_header_lines", 0) < 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "skip_header_lines must be >= 0");
     if (kind == R_TFRECORD) {
         const char *ct;
@@ -676,9 +673,7 @@ static vg_code shape_reader(vg_op *op, vg_status *st) {
             if (rc != VG_OK) return rc;
         }
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_RESOURCE, vg_shape_make(NULL, 0));
 }
 
 static bool is_reader_op(const vg_op *op) {
@@ -717,17 +712,13 @@ static vg_code shape_read(vg_op *op, vg_status *st) {
 static vg_code shape_counter(vg_op *op, vg_status *st) {
     vg_code rc = check_reader_input(op, st);
     if (rc != VG_OK) return rc;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_INT64, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_INT64, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_serialize_state(vg_op *op, vg_status *st) {
     vg_code rc = check_reader_input(op, st);
     if (rc != VG_OK) return rc;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_STRING, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_restore_state(vg_op *op, vg_status *st) {
@@ -799,23 +790,19 @@ bool vg_reader_supports_serialize(vg_output reader) {
 }
 
 vg_op *vg_reader_read(vg_graph *g, vg_output reader, vg_output queue, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "ReaderReadV2", name ? name : "ReaderReadV2");
-    vg_op_builder_add_input(b, reader);
-    vg_op_builder_add_input(b, queue);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "ReaderReadV2", name, "ReaderReadV2", (vg_output[]){reader, queue}, 2);
     return vg_op_builder_finish(b);
 }
 
 vg_op *vg_reader_read_up_to(vg_graph *g, vg_output reader, vg_output queue, vg_output num_records, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "ReaderReadUpToV2", name ? name : "ReaderReadUpToV2");
-    vg_op_builder_add_input(b, reader);
-    vg_op_builder_add_input(b, queue);
-    vg_op_builder_add_input(b, num_records);
+    vg_op_builder *b = vg__builder_with_inputs(g, "ReaderReadUpToV2", name, "ReaderReadUpToV2",
+                                               (vg_output[]){reader, queue, num_records}, 3);
     return vg_op_builder_finish(b);
 }
 
 static vg_op *unary(vg_graph *g, const char *type, vg_output reader, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
-    vg_op_builder_add_input(b, reader);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, type, (vg_output[]){reader}, 1);
     return vg_op_builder_finish(b);
 }
 
@@ -832,9 +819,8 @@ vg_output vg_reader_serialize_state(vg_graph *g, vg_output reader, const char *n
     return vg_out(unary(g, "ReaderSerializeStateV2", reader, name), 0);
 }
 vg_op *vg_reader_restore_state(vg_graph *g, vg_output reader, vg_output state, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "ReaderRestoreStateV2", name ? name : "ReaderRestoreStateV2");
-    vg_op_builder_add_input(b, reader);
-    vg_op_builder_add_input(b, state);
+    vg_op_builder *b = vg__builder_with_inputs(g, "ReaderRestoreStateV2", name, "ReaderRestoreStateV2",
+                                               (vg_output[]){reader, state}, 2);
     return vg_op_builder_finish(b);
 }
 
@@ -846,9 +832,7 @@ static vg_code shape_matching_files(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "MatchingFiles: pattern must be a string tensor");
     vg_shape s = vg__op_input_shape(op, 0);
     if (s.ndims > 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "MatchingFiles: pattern must be a scalar or vector");
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, vg_shape_make((int64_t[]){-1}, 1));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_STRING, vg_shape_make((int64_t[]){-1}, 1));
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -882,9 +866,7 @@ static vg_code kernel_matching_files(vg__kctx *ctx) {
 }
 
 vg_output vg_matching_files(vg_graph *g, vg_output pattern, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "MatchingFiles", name ? name : "MatchingFiles");
-    vg_op_builder_add_input(b, pattern);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "MatchingFiles", name, "MatchingFiles", (vg_output[]){pattern}, 1);
 }
 
 /* ------------------------------------------------------------------------ */

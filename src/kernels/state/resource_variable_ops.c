@@ -187,9 +187,7 @@ static vg_code shape_var_handle(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "VarHandleOp needs a valid 'dtype' attr");
     vg__op_set_default_attr_string(op, "container", "");
     vg__op_set_default_attr_string(op, "shared_name", vg_op_name(op));
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_RESOURCE, vg_shape_make(NULL, 0));
 }
 
 static void attr_str(const vg_op *op, const char *attr, const char *dflt, char *buf, size_t len) {
@@ -223,9 +221,7 @@ static vg_code shape_read(vg_op *op, vg_status *st) {
     vg_dtype dt;
     vg_shape hs;
     if (validate_handle(op, -1, &dt, &hs, st)) return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, hs);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, hs);
 }
 
 static vg__rvar *var_input(vg__kctx *ctx) { return vg__rvar_of(vg__kctx_input(ctx, 0), vg__kctx_status(ctx)); }
@@ -314,19 +310,6 @@ static vg_code kernel_assign(vg__kctx *ctx) {
     return VG_OK;
 }
 
-static bool same_dims(const vg_tensor *a, const vg_tensor *b) {
-    int n = vg_tensor_ndims(a);
-    if (n != vg_tensor_ndims(b)) return false;
-    for (int i = 0; i < n; i++)
-        if (vg_tensor_dim(a, i) != vg_tensor_dim(b, i)) return false;
-    return true;
-}
-
-static char *tshape(const vg_tensor *t, char *buf, size_t len) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, len);
-}
-
 #define UPDATE_LOOP(T, OP)                                  \
     do {                                                    \
         T *x_ = (T *)vg_tensor_data(cur);                   \
@@ -351,12 +334,12 @@ static vg_code assign_update(vg__kctx *ctx, bool add) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Trying to update variable with wrong dtype. Expected %s got %s",
                              vg_dtype_name(have), vg_dtype_name(vg_tensor_dtype(val)));
     }
-    if (!same_dims(v->value, val)) {
+    if (!vg__same_dims(v->value, val)) {
         vg__rvar_unlock(v);
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "Cannot update variable with shape %s using a Tensor with shape %s, shapes must be "
                              "equal.",
-                             tshape(v->value, sa, sizeof sa), tshape(val, sb, sizeof sb));
+                             vg__tshape_str(v->value, sa, sizeof sa), vg__tshape_str(val, sb, sizeof sb));
     }
     vg_tensor *cur = vg__rvar_mutable(v, st);
     if (!cur) {
@@ -386,9 +369,7 @@ static vg_code kernel_assign_sub(vg__kctx *ctx) { return assign_update(ctx, fals
 
 static vg_code shape_is_initialized(vg_op *op, vg_status *st) {
     if (check_handle_input(op, st)) return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_BOOL, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_BOOL, vg_shape_make(NULL, 0));
 }
 
 static vg_code kernel_is_initialized(vg__kctx *ctx) {
@@ -449,9 +430,7 @@ static vg_code shape_variable_shape(vg_op *op, vg_status *st) {
     if (!vg__rvar_handle_info(op, 0, &hd, &hs))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Handle doesn't have shape information.");
     int64_t r = hs.ndims;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, ot, hs.ndims >= 0 ? vg_shape_make(&r, 1) : vg_shape_make((int64_t[]){-1}, 1));
-    return VG_OK;
+    return vg__op_set_single_output(op, ot, hs.ndims >= 0 ? vg_shape_make(&r, 1) : vg_shape_make((int64_t[]){-1}, 1));
 }
 
 static vg_code kernel_variable_shape(vg__kctx *ctx) {
@@ -517,9 +496,7 @@ static vg_code shape_gather(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be at least rank 1 but is rank 0");
     vg_shape out = vg__op_input_shape(op, 1);
     if (concat_tail(&out, &hs, st)) return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, out);
 }
 
 static int64_t index_at(const vg_tensor *ix, int64_t i) {
@@ -645,10 +622,8 @@ static vg_code grad_gather(vg_graph *g, vg_op *op, const vg_output *dy, vg_outpu
     vg_output parts[2] = {size, rest};
     vg_output values = vg_reshape(g, dy[0], vg_concat_c(g, parts, 2, 0, "concat"), NULL);
     vg_output flat = vg_reshape(g, indices, size, NULL);
-    vg_op_builder *b = vg_op_builder_new(g, "UnsortedSegmentSum", "UnsortedSegmentSum");
-    vg_op_builder_add_input(b, values);
-    vg_op_builder_add_input(b, flat);
-    vg_op_builder_add_input(b, num);
+    vg_op_builder *b = vg__builder_with_inputs(g, "UnsortedSegmentSum", "UnsortedSegmentSum", NULL,
+                                               (vg_output[]){values, flat, num}, 3);
     dx[0] = vg_out(vg_op_builder_finish(b), 0);
     return vg_graph_status(g, NULL);
 }
@@ -748,7 +723,8 @@ static vg_code kernel_scatter(vg__kctx *ctx) {
         rc = vg_status_set(st, VG_INVALID_ARGUMENT,
                            "Must have updates.shape = indices.shape + params.shape[1:] or updates.shape = [], got "
                            "updates.shape %s, indices.shape %s, params.shape %s",
-                           tshape(upd, a, sizeof a), tshape(ix, b, sizeof b), tshape(params, c, sizeof c));
+                           vg__tshape_str(upd, a, sizeof a), vg__tshape_str(ix, b, sizeof b),
+                           vg__tshape_str(params, c, sizeof c));
         goto done;
     }
     int64_t n = vg_tensor_num_elements(ix), rows = vg_tensor_dim(params, 0);
@@ -757,7 +733,7 @@ static vg_code kernel_scatter(vg__kctx *ctx) {
     if (!scalar && vg_tensor_num_elements(upd) != n * row) {
         rc = vg_status_set(st, VG_INVALID_ARGUMENT,
                            "shape of indices (%s) is not compatible with the shape of updates (%s)",
-                           tshape(ix, a, sizeof a), tshape(upd, b, sizeof b));
+                           vg__tshape_str(ix, a, sizeof a), vg__tshape_str(upd, b, sizeof b));
         goto done;
     }
     for (int64_t i = 0; i < n; i++) {
@@ -825,16 +801,13 @@ vg_output vg_var_handle_op(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd
 }
 
 vg_output vg_read_variable_op(vg_graph *g, vg_output handle, vg_dtype dt, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "ReadVariableOp", name);
-    vg_op_builder_add_input(b, handle);
+    vg_op_builder *b = vg__builder_with_inputs(g, "ReadVariableOp", name, NULL, (vg_output[]){handle}, 1);
     vg_op_builder_set_attr_type(b, "dtype", dt);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 static vg_op *build_assign(vg_graph *g, const char *type, vg_output handle, vg_output value, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    vg_op_builder_add_input(b, handle);
-    vg_op_builder_add_input(b, value);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){handle, value}, 2);
     if (value.op) vg_op_builder_set_attr_type(b, "dtype", vg_output_dtype(value));
     return vg_op_builder_finish(b);
 }
@@ -850,29 +823,23 @@ vg_op *vg_assign_sub_variable_op(vg_graph *g, vg_output handle, vg_output value,
 }
 
 vg_output vg_var_is_initialized_op(vg_graph *g, vg_output handle, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "VarIsInitializedOp", name);
-    vg_op_builder_add_input(b, handle);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "VarIsInitializedOp", name, NULL, (vg_output[]){handle}, 1);
 }
 
 vg_op *vg_destroy_resource_op(vg_graph *g, vg_output handle, bool ignore_lookup_error, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "DestroyResourceOp", name);
-    vg_op_builder_add_input(b, handle);
+    vg_op_builder *b = vg__builder_with_inputs(g, "DestroyResourceOp", name, NULL, (vg_output[]){handle}, 1);
     vg_op_builder_set_attr_bool(b, "ignore_lookup_error", ignore_lookup_error);
     return vg_op_builder_finish(b);
 }
 
 vg_output vg_variable_shape(vg_graph *g, vg_output handle, vg_dtype out_type, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "VariableShape", name);
-    vg_op_builder_add_input(b, handle);
+    vg_op_builder *b = vg__builder_with_inputs(g, "VariableShape", name, NULL, (vg_output[]){handle}, 1);
     vg_op_builder_set_attr_type(b, "out_type", out_type);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_resource_gather(vg_graph *g, vg_output handle, vg_output indices, vg_dtype dt, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "ResourceGather", name);
-    vg_op_builder_add_input(b, handle);
-    vg_op_builder_add_input(b, indices);
+    vg_op_builder *b = vg__builder_with_inputs(g, "ResourceGather", name, NULL, (vg_output[]){handle, indices}, 2);
     vg_op_builder_set_attr_type(b, "dtype", dt);
     if (indices.op) vg_op_builder_set_attr_type(b, "Tindices", vg_output_dtype(indices));
     vg_op_builder_set_attr_int(b, "batch_dims", 0);
@@ -882,10 +849,7 @@ vg_output vg_resource_gather(vg_graph *g, vg_output handle, vg_output indices, v
 
 static vg_op *build_scatter(vg_graph *g, const char *type, vg_output handle, vg_output indices, vg_output updates,
                             const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    vg_op_builder_add_input(b, handle);
-    vg_op_builder_add_input(b, indices);
-    vg_op_builder_add_input(b, updates);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){handle, indices, updates}, 3);
     if (updates.op) vg_op_builder_set_attr_type(b, "dtype", vg_output_dtype(updates));
     if (indices.op) vg_op_builder_set_attr_type(b, "Tindices", vg_output_dtype(indices));
     return vg_op_builder_finish(b);

@@ -110,9 +110,7 @@ static vg_code shape_stack(vg_op *op, vg_status *st) {
     if (vg__op_input_dtype(op, 0) != VG_INT32)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "StackV2: max_size must be int32");
     vg__op_set_default_attr_string(op, "stack_name", "");
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_RESOURCE, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_push(vg_op *op, vg_status *st) {
@@ -120,9 +118,7 @@ static vg_code shape_push(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "StackPushV2: input 0 must be a stack handle");
     vg__op_set_default_attr_type(op, "T", vg__op_input_dtype(op, 1));
     vg__op_set_default_attr_bool(op, "swap_memory", false);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 1), vg__op_input_shape(op, 1));
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 1), vg__op_input_shape(op, 1));
 }
 
 static vg_code shape_pop(vg_op *op, vg_status *st) {
@@ -130,9 +126,7 @@ static vg_code shape_pop(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "StackPopV2: input 0 must be a stack handle");
     vg_dtype et = VG_FLOAT;
     if (!vg_op_attr_type_(op, "elem_type", &et)) return vg_status_set(st, VG_INVALID_ARGUMENT, "StackPopV2: no elem_type");
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, et, vg_shape_unknown());
-    return VG_OK;
+    return vg__op_set_single_output(op, et, vg_shape_unknown());
 }
 
 static vg_code shape_close(vg_op *op, vg_status *st) {
@@ -162,29 +156,23 @@ const vg__op_def vg__ops_stack[] = {
 vg_output vg_stack(vg_graph *g, vg_dtype elem_type, const char *stack_name, const char *name) {
     if (!g) return vg_out(NULL, 0);
     vg_output ms = vg_const_i32(g, -1, "max_size");
-    vg_op_builder *b = vg_op_builder_new(g, "StackV2", name ? name : "Stack");
-    vg_op_builder_add_input(b, ms);
+    vg_op_builder *b = vg__builder_with_inputs(g, "StackV2", name, "Stack", (vg_output[]){ms}, 1);
     vg_op_builder_set_attr_type(b, "elem_type", elem_type);
     if (stack_name) vg_op_builder_set_attr_string(b, "stack_name", stack_name, strlen(stack_name));
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_stack_push(vg_graph *g, vg_output handle, vg_output elem, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "StackPushV2", name ? name : "StackPush");
-    vg_op_builder_add_input(b, handle);
-    vg_op_builder_add_input(b, elem);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "StackPushV2", name, "StackPush", (vg_output[]){handle, elem}, 2);
 }
 
 vg_output vg_stack_pop(vg_graph *g, vg_output handle, vg_dtype elem_type, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "StackPopV2", name ? name : "StackPop");
-    vg_op_builder_add_input(b, handle);
+    vg_op_builder *b = vg__builder_with_inputs(g, "StackPopV2", name, "StackPop", (vg_output[]){handle}, 1);
     vg_op_builder_set_attr_type(b, "elem_type", elem_type);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_op *vg_stack_close(vg_graph *g, vg_output handle, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "StackCloseV2", name ? name : "StackClose");
-    vg_op_builder_add_input(b, handle);
+    vg_op_builder *b = vg__builder_with_inputs(g, "StackCloseV2", name, "StackClose", (vg_output[]){handle}, 1);
     return vg_op_builder_finish(b);
 }

@@ -20,21 +20,6 @@
 /* ------------------------------------------------------------------------ */
 /* shared helpers */
 
-static bool same_dims(const vg_tensor *a, const vg_tensor *b) {
-    int n = vg_tensor_ndims(a);
-    if (n != vg_tensor_ndims(b)) return false;
-    const int64_t *da = vg_tensor_dims(a), *db = vg_tensor_dims(b);
-    for (int i = 0; i < n; i++)
-        if (da[i] != db[i]) return false;
-    return true;
-}
-
-/* TensorShape::DebugString: "[2,3]", "[]" for scalars. */
-static char *dims_str(const vg_tensor *t, char *buf, size_t len) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, len);
-}
-
 /* Checks that input 1 ("value") has the dtype of the ref input 0; sets "T". */
 static vg_code check_ref_value_types(vg_op *op, vg_status *st) {
     vg_dtype rt = vg__op_input_dtype(op, 0), vt = vg__op_input_dtype(op, 1);
@@ -57,9 +42,7 @@ static vg_code shape_variable(vg_op *op, vg_status *st) {
     if (!vg_op_attr_shape(op, "shape", &shape)) shape = vg_shape_unknown();
     vg__op_set_default_attr_string(op, "container", "");
     vg__op_set_default_attr_string(op, "shared_name", "");
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, shape);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, shape);
 }
 
 /* Hands out a new reference of the slot's current value. (The executor normally
@@ -102,9 +85,7 @@ static vg_code shape_assign(vg_op *op, vg_status *st) {
     vg_op_attr_bool(op, "validate_shape", &validate);
     vg_shape ref = vg__op_input_shape(op, 0), val = vg__op_input_shape(op, 1), out = val;
     if (validate && vg__shape_merge(&ref, &val, &out, st)) return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, vg__op_input_dtype(op, 0), out);
-    return VG_OK;
+    return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), out);
 }
 
 static vg_code kernel_assign(vg__kctx *ctx) {
@@ -121,8 +102,8 @@ static vg_code kernel_assign(vg__kctx *ctx) {
         /* An uninitialized variable has its declared shape (as TF's LegacyVar). */
         bool ok;
         if (old) {
-            ok = same_dims(old, rhs);
-            dims_str(old, sa, sizeof sa);
+            ok = vg__same_dims(old, rhs);
+            vg__tshape_str(old, sa, sizeof sa);
         } else {
             vg_shape decl = vg__op_input_shape(op, 0), got = vg_tensor_shape(rhs);
             vg_shape_str(&decl, sa, sizeof sa);
@@ -134,7 +115,7 @@ static vg_code kernel_assign(vg__kctx *ctx) {
             vg__var_unlock(v);
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "Assign requires shapes of both tensors to match. lhs shape= %s rhs shape= %s", sa,
-                                 dims_str(rhs, sb, sizeof sb));
+                                 vg__tshape_str(rhs, sb, sizeof sb));
         }
     }
     vg__var_set(v, vg_tensor_ref(rhs));
@@ -144,9 +125,7 @@ static vg_code kernel_assign(vg__kctx *ctx) {
 }
 
 vg_output vg_assign(vg_graph *g, vg_output ref, vg_output value, bool validate_shape, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "Assign", name);
-    vg_op_builder_add_input(b, ref);
-    vg_op_builder_add_input(b, value);
+    vg_op_builder *b = vg__builder_with_inputs(g, "Assign", name, NULL, (vg_output[]){ref, value}, 2);
     vg_op_builder_set_attr_bool(b, "validate_shape", validate_shape);
     vg_op_builder_set_attr_bool(b, "use_locking", true);
     return vg_out(vg_op_builder_finish(b), 0);
@@ -164,9 +143,7 @@ static vg_code shape_assign_update(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_bool(op, "use_locking", false);
     vg_shape ref = vg__op_input_shape(op, 0), val = vg__op_input_shape(op, 1), out;
     if (vg__shape_merge(&ref, &val, &out, st)) return st->code;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, out);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, out);
 }
 
 #define ADD_SUB_LOOP(T, sign)                                  \
@@ -187,10 +164,10 @@ static vg_code assign_update(vg__kctx *ctx, bool add) {
         vg__var_unlock(v);
         return st->code;
     }
-    if (!same_dims(cur, val)) {
+    if (!vg__same_dims(cur, val)) {
         vg__var_unlock(v);
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Parameters and update must be the same size: %s vs %s",
-                             dims_str(cur, sa, sizeof sa), dims_str(val, sb, sizeof sb));
+                             vg__tshape_str(cur, sa, sizeof sa), vg__tshape_str(val, sb, sizeof sb));
     }
     int64_t n = vg_tensor_num_elements(cur);
     switch (vg_tensor_dtype(cur)) {
@@ -213,9 +190,7 @@ static vg_code kernel_assign_add(vg__kctx *ctx) { return assign_update(ctx, true
 static vg_code kernel_assign_sub(vg__kctx *ctx) { return assign_update(ctx, false); }
 
 static vg_output build_update(vg_graph *g, const char *type, vg_output ref, vg_output value, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, type, name);
-    vg_op_builder_add_input(b, ref);
-    vg_op_builder_add_input(b, value);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){ref, value}, 2);
     vg_op_builder_set_attr_bool(b, "use_locking", false);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -232,9 +207,7 @@ vg_output vg_assign_sub(vg_graph *g, vg_output ref, vg_output value, const char 
 
 static vg_code shape_is_initialized(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_type(op, "dtype", vg__op_input_dtype(op, 0));
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_BOOL, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_BOOL, vg_shape_make(NULL, 0));
 }
 
 static vg_code kernel_is_initialized(vg__kctx *ctx) {
@@ -248,8 +221,7 @@ static vg_code kernel_is_initialized(vg__kctx *ctx) {
 }
 
 vg_output vg_is_variable_initialized(vg_graph *g, vg_output ref, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "IsVariableInitialized", name);
-    vg_op_builder_add_input(b, ref);
+    vg_op_builder *b = vg__builder_with_inputs(g, "IsVariableInitialized", name, NULL, (vg_output[]){ref}, 1);
     if (ref.op) vg_op_builder_set_attr_type(b, "dtype", vg_output_dtype(ref));
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -271,9 +243,7 @@ static vg_code shape_initialized_value_or(vg_op *op, vg_status *st) {
     vg_code rc = vg__shape_merge(&a, &b, &s, st);
     if (rc != VG_OK) return rc;
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, s);
 }
 
 static vg_code kernel_initialized_value_or(vg__kctx *ctx) {
@@ -402,7 +372,8 @@ static vg_code kernel_assert(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     char sh[128];
     if (vg_tensor_num_elements(cond) != 1 || vg_tensor_ndims(cond) > 1)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "In[0] should be a scalar: %s", dims_str(cond, sh, sizeof sh));
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "In[0] should be a scalar: %s",
+                             vg__tshape_str(cond, sh, sizeof sh));
     if (*(const bool *)vg_tensor_data(cond)) return VG_OK;
     int64_t summ = 3;
     vg_op_attr_int(vg__kctx_op(ctx), "summarize", &summ);

@@ -536,19 +536,13 @@ static vg_code shape_ta(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_bool(op, "clear_after_read", true);
     vg__op_set_default_attr_bool(op, "identical_element_shapes", false);
     vg__op_set_default_attr_string(op, "tensor_array_name", "");
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make((int64_t[]){2}, 1));
-    vg__op_set_output(op, 1, VG_FLOAT, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, VG_RESOURCE, vg_shape_make((int64_t[]){2}, 1), VG_FLOAT, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_ta_grad(vg_op *op, vg_status *st) {
     vg_code rc = need_handle(op, st);
     if (rc != VG_OK) return rc;
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, VG_RESOURCE, vg_shape_make((int64_t[]){2}, 1));
-    vg__op_set_output(op, 1, VG_FLOAT, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, VG_RESOURCE, vg_shape_make((int64_t[]){2}, 1), VG_FLOAT, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_flow_out(vg_op *op, vg_status *st) {
@@ -557,9 +551,7 @@ static vg_code shape_flow_out(vg_op *op, vg_status *st) {
     /* T: the value's dtype (Split: input 1; Write, Scatter: input 2) */
     if (op->ninputs >= 3)
         vg__op_set_default_attr_type(op, "T", vg__op_input_dtype(op, strcmp(op->def->type, "TensorArraySplitV3") == 0 ? 1 : 2));
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_FLOAT, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_FLOAT, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_read(vg_op *op, vg_status *st) {
@@ -587,18 +579,13 @@ static vg_code shape_concat(vg_op *op, vg_status *st) {
     if (rc != VG_OK) return rc;
     vg_dtype dt;
     if (!vg_op_attr_type_(op, "dtype", &dt)) return vg_status_set(st, VG_INVALID_ARGUMENT, "TensorArrayConcatV3: no dtype");
-    vg__op_set_num_outputs(op, 2);
-    vg__op_set_output(op, 0, dt, vg_shape_unknown());
-    vg__op_set_output(op, 1, VG_INT64, vg_shape_make((int64_t[]){-1}, 1));
-    return VG_OK;
+    return vg__op_set_two_outputs(op, dt, vg_shape_unknown(), VG_INT64, vg_shape_make((int64_t[]){-1}, 1));
 }
 
 static vg_code shape_size(vg_op *op, vg_status *st) {
     vg_code rc = need_handle(op, st);
     if (rc != VG_OK) return rc;
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_INT32, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_INT32, vg_shape_make(NULL, 0));
 }
 
 static vg_code shape_close(vg_op *op, vg_status *st) {
@@ -699,8 +686,7 @@ static const vg_tensor_array k_bad = {{NULL, 0}, {NULL, 0}, VG_FLOAT};
 
 vg_tensor_array vg_tensor_array_new(vg_graph *g, vg_dtype dtype, vg_output size, bool dynamic_size,
                                     bool clear_after_read, const vg_shape *element_shape, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "TensorArrayV3", name ? name : "TensorArray");
-    vg_op_builder_add_input(b, size);
+    vg_op_builder *b = vg__builder_with_inputs(g, "TensorArrayV3", name, "TensorArray", (vg_output[]){size}, 1);
     vg_op_builder_set_attr_type(b, "dtype", dtype);
     vg_op_builder_set_attr_bool(b, "dynamic_size", dynamic_size);
     vg_op_builder_set_attr_bool(b, "clear_after_read", clear_after_read);
@@ -711,9 +697,8 @@ vg_tensor_array vg_tensor_array_new(vg_graph *g, vg_dtype dtype, vg_output size,
 }
 
 vg_tensor_array vg_tensor_array_grad(vg_graph *g, vg_tensor_array ta, const char *source, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "TensorArrayGradV3", name ? name : "TensorArrayGrad/TensorArrayGradV3");
-    vg_op_builder_add_input(b, ta.handle);
-    vg_op_builder_add_input(b, ta.flow);
+    vg_op_builder *b = vg__builder_with_inputs(g, "TensorArrayGradV3", name, "TensorArrayGrad/TensorArrayGradV3",
+                                               (vg_output[]){ta.handle, ta.flow}, 2);
     vg_op_builder_set_attr_string(b, "source", source ? source : "", source ? strlen(source) : 0);
     vg_op *op = vg_op_builder_finish(b);
     if (!op) return k_bad;
@@ -722,11 +707,8 @@ vg_tensor_array vg_tensor_array_grad(vg_graph *g, vg_tensor_array ta, const char
 
 vg_tensor_array vg_tensor_array_write(vg_graph *g, vg_tensor_array ta, vg_output index, vg_output value,
                                       const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "TensorArrayWriteV3", name ? name : "TensorArrayWrite");
-    vg_op_builder_add_input(b, ta.handle);
-    vg_op_builder_add_input(b, index);
-    vg_op_builder_add_input(b, value);
-    vg_op_builder_add_input(b, ta.flow);
+    vg_op_builder *b = vg__builder_with_inputs(g, "TensorArrayWriteV3", name, "TensorArrayWrite",
+                                               (vg_output[]){ta.handle, index, value, ta.flow}, 4);
     vg_op *op = vg_op_builder_finish(b);
     if (!op) return k_bad;
     return (vg_tensor_array){ta.handle, vg_out(op, 0), ta.dtype};
@@ -767,20 +749,16 @@ vg_output vg_tensor_array_gather(vg_graph *g, vg_tensor_array ta, vg_output indi
 
 vg_tensor_array vg_tensor_array_scatter(vg_graph *g, vg_tensor_array ta, vg_output indices, vg_output value,
                                         const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "TensorArrayScatterV3", name ? name : "TensorArrayScatter");
-    vg_op_builder_add_input(b, ta.handle);
-    vg_op_builder_add_input(b, indices);
-    vg_op_builder_add_input(b, value);
-    vg_op_builder_add_input(b, ta.flow);
+    vg_op_builder *b = vg__builder_with_inputs(g, "TensorArrayScatterV3", name, "TensorArrayScatter",
+                                               (vg_output[]){ta.handle, indices, value, ta.flow}, 4);
     vg_op *op = vg_op_builder_finish(b);
     if (!op) return k_bad;
     return (vg_tensor_array){ta.handle, vg_out(op, 0), ta.dtype};
 }
 
 vg_output vg_tensor_array_concat(vg_graph *g, vg_tensor_array ta, vg_output *lengths, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "TensorArrayConcatV3", name ? name : "TensorArrayConcat");
-    vg_op_builder_add_input(b, ta.handle);
-    vg_op_builder_add_input(b, ta.flow);
+    vg_op_builder *b = vg__builder_with_inputs(g, "TensorArrayConcatV3", name, "TensorArrayConcat",
+                                               (vg_output[]){ta.handle, ta.flow}, 2);
     vg_op_builder_set_attr_type(b, "dtype", ta.dtype);
     vg_op *op = vg_op_builder_finish(b);
     if (lengths) *lengths = vg_out(op, 1);
@@ -789,26 +767,20 @@ vg_output vg_tensor_array_concat(vg_graph *g, vg_tensor_array ta, vg_output *len
 
 vg_tensor_array vg_tensor_array_split(vg_graph *g, vg_tensor_array ta, vg_output value, vg_output lengths,
                                       const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "TensorArraySplitV3", name ? name : "TensorArraySplit");
-    vg_op_builder_add_input(b, ta.handle);
-    vg_op_builder_add_input(b, value);
-    vg_op_builder_add_input(b, lengths);
-    vg_op_builder_add_input(b, ta.flow);
+    vg_op_builder *b = vg__builder_with_inputs(g, "TensorArraySplitV3", name, "TensorArraySplit",
+                                               (vg_output[]){ta.handle, value, lengths, ta.flow}, 4);
     vg_op *op = vg_op_builder_finish(b);
     if (!op) return k_bad;
     return (vg_tensor_array){ta.handle, vg_out(op, 0), ta.dtype};
 }
 
 vg_output vg_tensor_array_size(vg_graph *g, vg_tensor_array ta, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "TensorArraySizeV3", name ? name : "TensorArraySize");
-    vg_op_builder_add_input(b, ta.handle);
-    vg_op_builder_add_input(b, ta.flow);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "TensorArraySizeV3", name, "TensorArraySize", (vg_output[]){ta.handle, ta.flow}, 2);
 }
 
 vg_op *vg_tensor_array_close(vg_graph *g, vg_tensor_array ta, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "TensorArrayCloseV3", name ? name : "TensorArrayClose");
-    vg_op_builder_add_input(b, ta.handle);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "TensorArrayCloseV3", name, "TensorArrayClose", (vg_output[]){ta.handle}, 1);
     return vg_op_builder_finish(b);
 }
 

@@ -116,30 +116,56 @@ static void set_outputs(vg_op *op, vg_dtype t, vg_shape s) {
     vg__op_set_output(op, 0, t, s);
 }
 
+/* var_type_shape for the apply ops, which take float or double only. */
+static vg_code var_float_type_shape(vg_op *op, int n, vg_dtype *t, vg_shape *s, vg_status *st) {
+    if (var_type_shape(op, n, t, s, st)) return st->code;
+    if (*t != VG_FLOAT && *t != VG_DOUBLE)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s supports float and double, not %s", vg_op_type(op),
+                             vg_dtype_name(*t));
+    return VG_OK;
+}
+
+/* Build-time check of input i (dtype d, shape *si) of an apply op against var's dtype
+ * t: -1 (status set) when its dtype differs or a hyper-parameter is not a scalar, 1
+ * for a checked hyper-parameter (sig->scalar[i]), 0 for a tensor input. */
+static int check_hyper_input(vg_op *op, const apply_sig *sig, int i, vg_dtype d, vg_dtype t, const vg_shape *si,
+                             vg_status *st) {
+    if (d != t) {
+        vg_status_set(st, VG_INVALID_ARGUMENT,
+                      "Input '%s' of '%s' Op has type %s that does not match type %s of argument 'var'.", sig->names[i],
+                      vg_op_type(op), vg_dtype_name(d), vg_dtype_name(t));
+        return -1;
+    }
+    if (!sig->scalar[i]) return 0;
+    if (si->ndims > 0) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 0 but is rank %d (input '%s')", si->ndims,
+                      sig->names[i]);
+        return -1;
+    }
+    return 1;
+}
+
+/* The end of an apply op's shape function: T and use_locking defaults, output 0. */
+static vg_code apply_shape_end(vg_op *op, vg_dtype t, vg_shape s) {
+    vg__op_set_default_attr_type(op, "T", t);
+    vg__op_set_default_attr_bool(op, "use_locking", false);
+    set_outputs(op, t, s);
+    return VG_OK;
+}
+
 /* Checks dtypes (all T, float or double), scalar ranks and that every tensor input
  * has var's shape; sets T/use_locking defaults and output 0. */
 static vg_code shape_apply(vg_op *op, const apply_sig *sig, vg_status *st) {
-    const char *type = vg_op_type(op);
     vg_dtype t;
     vg_shape s;
-    if (var_type_shape(op, sig->n, &t, &s, st)) return st->code;
-    if (t != VG_FLOAT && t != VG_DOUBLE)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s supports float and double, not %s", type,
-                             vg_dtype_name(t));
+    if (var_float_type_shape(op, sig->n, &t, &s, st)) return st->code;
     for (int i = 1; i < sig->n; i++) {
         vg_dtype d;
         vg_shape si;
         if (!input_info(op, i, &d, &si)) continue;
-        if (d != t)
-            return vg_status_set(st, VG_INVALID_ARGUMENT,
-                                 "Input '%s' of '%s' Op has type %s that does not match type %s of argument 'var'.",
-                                 sig->names[i], type, vg_dtype_name(d), vg_dtype_name(t));
-        if (sig->scalar[i]) {
-            if (si.ndims > 0)
-                return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 0 but is rank %d (input '%s')",
-                                     si.ndims, sig->names[i]);
-            continue;
-        }
+        int sc = check_hyper_input(op, sig, i, d, t, &si, st);
+        if (sc < 0) return st->code;
+        if (sc) continue;
         if (s.ndims < 0) { s = si; continue; }
         if (si.ndims < 0) continue;
         char a[128], b[128];
@@ -156,10 +182,7 @@ static vg_code shape_apply(vg_op *op, const apply_sig *sig, vg_status *st) {
             if (s.dims[k] < 0) s.dims[k] = si.dims[k];
         }
     }
-    vg__op_set_default_attr_type(op, "T", t);
-    vg__op_set_default_attr_bool(op, "use_locking", false);
-    set_outputs(op, t, s);
-    return VG_OK;
+    return apply_shape_end(op, t, s);
 }
 
 static vg_code shape_gd(vg_op *op, vg_status *st) { return shape_apply(op, &SIG_GD, st); }
@@ -257,17 +280,24 @@ static vg_code acquire(vg__kctx *ctx, int nrefs, lockset *ls, vg_tensor **vals) 
     return VG_OK;
 }
 
-static bool same_dims(const vg_tensor *a, const vg_tensor *b) {
-    int n = vg_tensor_ndims(a);
-    if (n != vg_tensor_ndims(b)) return false;
-    for (int i = 0; i < n; i++)
-        if (vg_tensor_dim(a, i) != vg_tensor_dim(b, i)) return false;
-    return true;
-}
-
-static char *dims_str(const vg_tensor *t, char *buf, size_t len) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, len);
+/* Run-time check of input x = vals[i] of an apply op against var's dtype t: -1 (status
+ * set) when its dtype differs or a hyper-parameter is not a scalar (TF's
+ * IsLegacyScalar: rank 0 or [1]), 1 for a hyper-parameter (its value read into
+ * scal[i]), 0 for a tensor input. */
+static int run_hyper_input(vg_status *st, const apply_sig *sig, int i, const vg_tensor *x, vg_dtype t, double *scal) {
+    char a[128];
+    if (vg_tensor_dtype(x) != t) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "%s has dtype %s, var has %s", sig->names[i],
+                      vg_dtype_name(vg_tensor_dtype(x)), vg_dtype_name(t));
+        return -1;
+    }
+    if (!sig->scalar[i]) return 0;
+    if (vg_tensor_ndims(x) > 1 || vg_tensor_num_elements(x) != 1) {
+        vg_status_set(st, VG_INVALID_ARGUMENT, "%s is not a scalar: %s", sig->names[i], vg__tshape_str(x, a, sizeof a));
+        return -1;
+    }
+    scal[i] = t == VG_FLOAT ? (double)*(const float *)vg_tensor_data(x) : *(const double *)vg_tensor_data(x);
+    return 1;
 }
 
 /* Reads the hyper-parameters (TF's IsLegacyScalar: rank 0, or [1]) and checks that
@@ -278,17 +308,11 @@ static vg_code check_inputs(vg__kctx *ctx, const apply_sig *sig, vg_tensor *cons
     char a[128], b[128];
     for (int i = 1; i < sig->n; i++) {
         const vg_tensor *x = vals[i];
-        if (vg_tensor_dtype(x) != t)
-            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s has dtype %s, var has %s", sig->names[i],
-                                 vg_dtype_name(vg_tensor_dtype(x)), vg_dtype_name(t));
-        if (sig->scalar[i]) {
-            if (vg_tensor_ndims(x) > 1 || vg_tensor_num_elements(x) != 1)
-                return vg_status_set(st, VG_INVALID_ARGUMENT, "%s is not a scalar: %s", sig->names[i],
-                                     dims_str(x, a, sizeof a));
-            scal[i] = t == VG_FLOAT ? (double)*(const float *)vg_tensor_data(x) : *(const double *)vg_tensor_data(x);
-        } else if (!same_dims(vals[0], x)) {
+        int sc = run_hyper_input(st, sig, i, x, t, scal);
+        if (sc < 0) return st->code;
+        if (!sc && !vg__same_dims(vals[0], x)) {
             return vg_status_set(st, VG_INVALID_ARGUMENT, "var and %s do not have the same shape%s %s", sig->names[i],
-                                 dims_str(vals[0], a, sizeof a), dims_str(x, b, sizeof b));
+                                 vg__tshape_str(vals[0], a, sizeof a), vg__tshape_str(x, b, sizeof b));
         }
     }
     return VG_OK;
@@ -778,10 +802,7 @@ static vg_code shape_sparse(vg_op *op, const sparse_sig *sp, vg_status *st) {
     const char *type = vg_op_type(op);
     vg_dtype t;
     vg_shape s;
-    if (var_type_shape(op, sig->n, &t, &s, st)) return st->code;
-    if (t != VG_FLOAT && t != VG_DOUBLE)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s supports float and double, not %s", type,
-                             vg_dtype_name(t));
+    if (var_float_type_shape(op, sig->n, &t, &s, st)) return st->code;
     char a[128], b[128];
     for (int i = 1; i < sig->n; i++) {
         vg_dtype d;
@@ -796,16 +817,9 @@ static vg_code shape_sparse(vg_op *op, const sparse_sig *sp, vg_status *st) {
                                      type, si.ndims);
             continue;
         }
-        if (d != t)
-            return vg_status_set(st, VG_INVALID_ARGUMENT,
-                                 "Input '%s' of '%s' Op has type %s that does not match type %s of argument 'var'.",
-                                 sig->names[i], type, vg_dtype_name(d), vg_dtype_name(t));
-        if (sig->scalar[i]) {
-            if (si.ndims > 0)
-                return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 0 but is rank %d (input '%s')",
-                                     si.ndims, sig->names[i]);
-            continue;
-        }
+        int sc = check_hyper_input(op, sig, i, d, t, &si, st);
+        if (sc < 0) return st->code;
+        if (sc) continue;
         if (s.ndims < 0 || si.ndims < 0) continue;
         bool grad = i == sp->grad;
         bool good = si.ndims == s.ndims && s.ndims >= 1;
@@ -820,11 +834,8 @@ static vg_code shape_sparse(vg_op *op, const sparse_sig *sp, vg_status *st) {
     if (g.ndims >= 1 && ix.ndims == 1 && g.dims[0] >= 0 && ix.dims[0] >= 0 && g.dims[0] != ix.dims[0])
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: grad has %lld rows but indices %lld", type,
                              (long long)g.dims[0], (long long)ix.dims[0]);
-    vg__op_set_default_attr_type(op, "T", t);
     vg__op_set_default_attr_type(op, "Tindices", vg__op_input_dtype(op, sp->indices));
-    vg__op_set_default_attr_bool(op, "use_locking", false);
-    set_outputs(op, t, s);
-    return VG_OK;
+    return apply_shape_end(op, t, s);
 }
 
 static vg_code shape_sp_adagrad(vg_op *op, vg_status *st) {
@@ -855,19 +866,12 @@ static vg_code check_sparse(vg__kctx *ctx, const sparse_sig *sp, vg_tensor *cons
             vg_dtype d = vg_tensor_dtype(x);
             if ((d != VG_INT32 && d != VG_INT64) || vg_tensor_ndims(x) != 1)
                 return vg_status_set(st, VG_INVALID_ARGUMENT, "indices must be a vector of int32 or int64: %s %s",
-                                     vg_dtype_name(d), dims_str(x, a, sizeof a));
+                                     vg_dtype_name(d), vg__tshape_str(x, a, sizeof a));
             continue;
         }
-        if (vg_tensor_dtype(x) != t)
-            return vg_status_set(st, VG_INVALID_ARGUMENT, "%s has dtype %s, var has %s", sig->names[i],
-                                 vg_dtype_name(vg_tensor_dtype(x)), vg_dtype_name(t));
-        if (sig->scalar[i]) {
-            if (vg_tensor_ndims(x) > 1 || vg_tensor_num_elements(x) != 1)
-                return vg_status_set(st, VG_INVALID_ARGUMENT, "%s is not a scalar: %s", sig->names[i],
-                                     dims_str(x, a, sizeof a));
-            scal[i] = t == VG_FLOAT ? (double)*(const float *)vg_tensor_data(x) : *(const double *)vg_tensor_data(x);
-            continue;
-        }
+        int sc = run_hyper_input(st, sig, i, x, t, scal);
+        if (sc < 0) return st->code;
+        if (sc) continue;
         if (i == sp->grad) {
             bool good = vg_tensor_ndims(x) == vg_tensor_ndims(vals[0]);
             for (int k = 1; good && k < vg_tensor_ndims(x); k++)
@@ -875,14 +879,14 @@ static vg_code check_sparse(vg__kctx *ctx, const sparse_sig *sp, vg_tensor *cons
             if (!good)
                 return vg_status_set(st, VG_INVALID_ARGUMENT,
                                      "var and grad do not have the same shape except the first dimension%s %s",
-                                     dims_str(vals[0], a, sizeof a), dims_str(x, b, sizeof b));
+                                     vg__tshape_str(vals[0], a, sizeof a), vg__tshape_str(x, b, sizeof b));
             if (vg_tensor_dim(x, 0) != vg_tensor_dim(vals[sp->indices], 0))
                 return vg_status_set(st, VG_INVALID_ARGUMENT,
                                      "grad must be the same size as indices in the first dimension: %s %s",
-                                     dims_str(x, a, sizeof a), dims_str(vals[sp->indices], b, sizeof b));
-        } else if (!same_dims(vals[0], x)) {
+                                     vg__tshape_str(x, a, sizeof a), vg__tshape_str(vals[sp->indices], b, sizeof b));
+        } else if (!vg__same_dims(vals[0], x)) {
             return vg_status_set(st, VG_INVALID_ARGUMENT, "var and %s do not have the same shape%s %s", sig->names[i],
-                                 dims_str(vals[0], a, sizeof a), dims_str(x, b, sizeof b));
+                                 vg__tshape_str(vals[0], a, sizeof a), vg__tshape_str(x, b, sizeof b));
         }
     }
     return VG_OK;

@@ -647,9 +647,7 @@ static vg_code shape_decode_raw(vg_op *op, vg_status *st) {
     vg_shape s = vg__op_input_shape(op, 0);
     if (s.ndims >= 0 && s.ndims < VG_MAX_DIMS) s.dims[s.ndims++] = -1;
     else s = vg_shape_unknown();
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, s);
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, s);
 }
 
 static vg_code kernel_decode_raw(vg__kctx *ctx) {
@@ -748,9 +746,7 @@ static vg_code shape_string_to_number(vg_op *op, vg_status *st) {
     vg_op_attr_type_(op, "out_type", &dt);
     if (dt != VG_FLOAT && dt != VG_DOUBLE && dt != VG_INT32 && dt != VG_INT64)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "StringToNumber: out_type must be float, double, int32 or int64");
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, dt, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 static vg_code kernel_string_to_number(vg__kctx *ctx) {
@@ -1064,16 +1060,14 @@ vg_op *vg_parse_single_example(vg_graph *g, vg_output serialized, const vg_featu
 }
 
 vg_output vg_decode_raw(vg_graph *g, vg_output bytes, vg_dtype out_type, bool little_endian, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "DecodeRaw", name ? name : "DecodeRaw");
-    vg_op_builder_add_input(b, bytes);
+    vg_op_builder *b = vg__builder_with_inputs(g, "DecodeRaw", name, "DecodeRaw", (vg_output[]){bytes}, 1);
     vg_op_builder_set_attr_type(b, "out_type", out_type);
     vg_op_builder_set_attr_bool(b, "little_endian", little_endian);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_string_to_number(vg_graph *g, vg_output strings, vg_dtype out_type, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "StringToNumber", name ? name : "StringToNumber");
-    vg_op_builder_add_input(b, strings);
+    vg_op_builder *b = vg__builder_with_inputs(g, "StringToNumber", name, "StringToNumber", (vg_output[]){strings}, 1);
     vg_op_builder_set_attr_type(b, "out_type", out_type);
     return vg_out(vg_op_builder_finish(b), 0);
 }
@@ -1084,8 +1078,7 @@ vg_op *vg_decode_csv(vg_graph *g, vg_output records, const vg_output *record_def
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "decode_csv needs at least one record default");
         return NULL;
     }
-    vg_op_builder *b = vg_op_builder_new(g, "DecodeCSV", name ? name : "DecodeCSV");
-    vg_op_builder_add_input(b, records);
+    vg_op_builder *b = vg__builder_with_inputs(g, "DecodeCSV", name, "DecodeCSV", (vg_output[]){records}, 1);
     vg_op_builder_add_inputs(b, record_defaults, n);
     vg_dtype *types = vg__malloc((size_t)n * sizeof *types); /* TFoS's MNIST CSV has 784 columns */
     for (int i = 0; types && i < n; i++)

@@ -427,9 +427,7 @@ static vg_code shape_regex(vg_op *op, vg_status *st) {
         rx_free(&r);
         if (c) return c;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, repl ? VG_STRING : VG_BOOL, vg__op_input_shape(op, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, repl ? VG_STRING : VG_BOOL, vg__op_input_shape(op, 0));
 }
 
 /* A scalar string input of the kernel (pattern, rewrite). */
@@ -506,18 +504,16 @@ static vg_code kernel_regex(vg__kctx *ctx) {
 
 vg_output vg_regex_replace(vg_graph *g, vg_output input, vg_output pattern, vg_output rewrite, bool replace_global,
                            const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "RegexReplace", name ? name : "RegexReplace");
-    vg_op_builder_add_input(b, input);
-    vg_op_builder_add_input(b, pattern);
-    vg_op_builder_add_input(b, rewrite);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "RegexReplace", name, "RegexReplace", (vg_output[]){input, pattern, rewrite}, 3);
     vg_op_builder_set_attr_bool(b, "replace_global", replace_global);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_static_regex_replace(vg_graph *g, vg_output input, const char *pattern, const char *rewrite,
                                   bool replace_global, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "StaticRegexReplace", name ? name : "StaticRegexReplace");
-    vg_op_builder_add_input(b, input);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "StaticRegexReplace", name, "StaticRegexReplace", (vg_output[]){input}, 1);
     vg_op_builder_set_attr_string(b, "pattern", pattern ? pattern : "", pattern ? strlen(pattern) : 0);
     vg_op_builder_set_attr_string(b, "rewrite", rewrite ? rewrite : "", rewrite ? strlen(rewrite) : 0);
     vg_op_builder_set_attr_bool(b, "replace_global", replace_global);
@@ -525,15 +521,12 @@ vg_output vg_static_regex_replace(vg_graph *g, vg_output input, const char *patt
 }
 
 vg_output vg_regex_full_match(vg_graph *g, vg_output input, vg_output pattern, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "RegexFullMatch", name ? name : "RegexFullMatch");
-    vg_op_builder_add_input(b, input);
-    vg_op_builder_add_input(b, pattern);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return vg__build_simple(g, "RegexFullMatch", name, "RegexFullMatch", (vg_output[]){input, pattern}, 2);
 }
 
 vg_output vg_static_regex_full_match(vg_graph *g, vg_output input, const char *pattern, const char *name) {
-    vg_op_builder *b = vg_op_builder_new(g, "StaticRegexFullMatch", name ? name : "StaticRegexFullMatch");
-    vg_op_builder_add_input(b, input);
+    vg_op_builder *b =
+        vg__builder_with_inputs(g, "StaticRegexFullMatch", name, "StaticRegexFullMatch", (vg_output[]){input}, 1);
     vg_op_builder_set_attr_string(b, "pattern", pattern ? pattern : "", pattern ? strlen(pattern) : 0);
     return vg_out(vg_op_builder_finish(b), 0);
 }

@@ -100,9 +100,7 @@ static vg_code shape_string_join(vg_op *op, vg_status *st) {
     }
     vg__op_set_default_attr_string(op, "separator", "");
     vg__op_set_default_attr_int(op, "N", n);
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, unknown && !have ? vg_shape_unknown() : out);
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_STRING, unknown && !have ? vg_shape_unknown() : out);
 }
 
 static vg_code kernel_string_join(vg__kctx *ctx) {
@@ -165,9 +163,7 @@ static vg_code shape_sharded(vg_op *op, vg_status *st) {
         if (!c) c = want_rank(op, i, 0, arg, st);
         if (c) return c;
     }
-    vg__op_set_num_outputs(op, 1);
-    vg__op_set_output(op, 0, VG_STRING, vg_shape_make(NULL, 0));
-    return VG_OK;
+    return vg__op_set_single_output(op, VG_STRING, vg_shape_make(NULL, 0));
 }
 
 static vg_code kernel_sharded(vg__kctx *ctx) {
@@ -262,17 +258,26 @@ static vg_code kernel_merge(vg__kctx *ctx) {
  * indices int64 [T, 2] (row, position in row), values string [T], shape int64 [2]
  * = {N, the largest token count of a row}. */
 
-static vg_code shape_string_split(vg_op *op, vg_status *st) {
+/* StringSplit's and StringSplitV2's shape function but for their attributes: input a
+ * string vector, input 1 (named sep) a string scalar; the SparseTensor outputs indices
+ * int64 [?, 2], values string [?], dense shape int64 [2]. */
+static vg_code split_shape(vg_op *op, const char *sep, vg_status *st) {
     vg_code c = want_dtype(op, 0, VG_STRING, "input", st);
-    if (!c) c = want_dtype(op, 1, VG_STRING, "delimiter", st);
+    if (!c) c = want_dtype(op, 1, VG_STRING, sep, st);
     if (!c) c = want_rank(op, 0, 1, "input", st);
-    if (!c) c = want_rank(op, 1, 0, "delimiter", st);
+    if (!c) c = want_rank(op, 1, 0, sep, st);
     if (c) return c;
-    vg__op_set_default_attr_bool(op, "skip_empty", true);
     vg__op_set_num_outputs(op, 3);
     vg__op_set_output(op, 0, VG_INT64, vg_shape_make((int64_t[]){-1, 2}, 2));
     vg__op_set_output(op, 1, VG_STRING, vg_shape_make((int64_t[]){-1}, 1));
     vg__op_set_output(op, 2, VG_INT64, vg_shape_make((int64_t[]){2}, 1));
+    return VG_OK;
+}
+
+static vg_code shape_string_split(vg_op *op, vg_status *st) {
+    vg_code c = split_shape(op, "delimiter", st);
+    if (c) return c;
+    vg__op_set_default_attr_bool(op, "skip_empty", true);
     return VG_OK;
 }
 
@@ -362,16 +367,9 @@ static vg_code kernel_string_split(vg__kctx *ctx) {
  * whitespace that follows the last token, so it may be "" ('a ' maxsplit 1 -> 'a', ''). */
 
 static vg_code shape_string_split_v2(vg_op *op, vg_status *st) {
-    vg_code c = want_dtype(op, 0, VG_STRING, "input", st);
-    if (!c) c = want_dtype(op, 1, VG_STRING, "sep", st);
-    if (!c) c = want_rank(op, 0, 1, "input", st);
-    if (!c) c = want_rank(op, 1, 0, "sep", st);
+    vg_code c = split_shape(op, "sep", st);
     if (c) return c;
     vg__op_set_default_attr_int(op, "maxsplit", -1);
-    vg__op_set_num_outputs(op, 3);
-    vg__op_set_output(op, 0, VG_INT64, vg_shape_make((int64_t[]){-1, 2}, 2));
-    vg__op_set_output(op, 1, VG_STRING, vg_shape_make((int64_t[]){-1}, 1));
-    vg__op_set_output(op, 2, VG_INT64, vg_shape_make((int64_t[]){2}, 1));
     return VG_OK;
 }
 
@@ -493,9 +491,7 @@ static vg_op_builder *split_builder(vg_graph *g, const char *type, vg_output sou
     vg_tensor_set_string(d, 0, sep, strlen(sep), NULL);
     vg_output sc = vg_const(g, d, "Const");
     vg_tensor_free(d);
-    vg_op_builder *b = vg_op_builder_new(g, type, name ? name : type);
-    vg_op_builder_add_input(b, source);
-    vg_op_builder_add_input(b, sc);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, type, (vg_output[]){source, sc}, 2);
     return b;
 }
 

@@ -24,19 +24,6 @@ static bool is_real_number_type(vg_dtype dt) {
     return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_INT32 || dt == VG_INT64 || dt == VG_UINT8;
 }
 
-/* Element i of a real-number tensor as a double. */
-static double real_at(const vg_tensor *t, vg_dtype dt, int64_t i) {
-    const void *d = vg_tensor_data(t);
-    switch (dt) {
-    case VG_FLOAT: return ((const float *)d)[i];
-    case VG_DOUBLE: return ((const double *)d)[i];
-    case VG_INT32: return ((const int32_t *)d)[i];
-    case VG_INT64: return (double)((const int64_t *)d)[i];
-    case VG_UINT8: return ((const uint8_t *)d)[i];
-    default: return 0.0;
-    }
-}
-
 /* Checks that input i is a string tensor (build time). */
 static vg_code check_string_input(vg_op *op, int i, const char *arg, vg_status *st) {
     vg_dtype dt = vg__op_input_dtype(op, i);
@@ -80,12 +67,6 @@ static vg_code output_summary(vg__kctx *ctx, const vg__pb_buf *b) {
     return vg_tensor_set_string(out, 0, b->len ? (const char *)b->data : "", b->len, st);
 }
 
-/* TensorShape::DebugString of a tensor: "[2,3]", "[]". */
-static char *dims_str(const vg_tensor *t, char *buf, size_t len) {
-    vg_shape s = vg_tensor_shape(t);
-    return vg_shape_str(&s, buf, len);
-}
-
 /* ------------------------------------------------------------------------ */
 /* ScalarSummary */
 
@@ -95,25 +76,17 @@ static vg_code shape_scalar_summary(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-static bool same_dims(const vg_tensor *a, const vg_tensor *b) {
-    int n = vg_tensor_ndims(a);
-    if (n != vg_tensor_ndims(b)) return false;
-    for (int i = 0; i < n; i++)
-        if (vg_tensor_dim(a, i) != vg_tensor_dim(b, i)) return false;
-    return true;
-}
-
 static vg_code kernel_scalar_summary(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *tags = vg__kctx_input(ctx, 0), *values = vg__kctx_input(ctx, 1);
     // tags and values have the same shape (both scalars in tf.summary.scalar)
-    if (!same_dims(tags, values)) {
+    if (!vg__same_dims(tags, values)) {
         char a[128], b[128], one[300] = "";
         size_t tl;
         const char *t0 = vg_tensor_num_elements(tags) == 1 ? vg_tensor_string(tags, 0, &tl) : NULL;
         if (t0) snprintf(one, sizeof one, " (tag '%.*s')", (int)(tl > 256 ? 256 : tl), t0);
         return vg_status_set(st, VG_INVALID_ARGUMENT, "tags and values not the same shape: %s != %s%s",
-                             dims_str(tags, a, sizeof a), dims_str(values, b, sizeof b), one);
+                             vg__tshape_str(tags, a, sizeof a), vg__tshape_str(values, b, sizeof b), one);
     }
     vg_dtype dt = vg_tensor_dtype(values);
     vg__pb_buf b;
@@ -123,7 +96,7 @@ static vg_code kernel_scalar_summary(vg__kctx *ctx) {
         size_t tl;
         const char *tag = vg_tensor_string(tags, i, &tl);
         put_value_head(&b, tag, tl, 5);
-        vg__pb_put_float(&b, 2, (float)real_at(values, dt, i)); /* oneof: written even when 0 */
+        vg__pb_put_float(&b, 2, (float)vg__real_at(values, dt, i, 0.0)); /* oneof: written even when 0 */
     }
     vg_code c = output_summary(ctx, &b);
     vg__pb_free(&b);
@@ -151,7 +124,7 @@ static vg_code encode_histo(vg__pb_buf *h, const vg_tensor *values, const char *
     if (dt == VG_DOUBLE) return vg__histogram_encode_doubles(h, vg_tensor_data(values), (size_t)n, name, st);
     double *tmp = vg__malloc((size_t)(n ? n : 1) * sizeof(double));
     if (!tmp) return VG_OOM(st, "histogram values");
-    for (int64_t i = 0; i < n; i++) tmp[i] = real_at(values, dt, i);
+    for (int64_t i = 0; i < n; i++) tmp[i] = vg__real_at(values, dt, i, 0.0);
     vg_code c = vg__histogram_encode_doubles(h, tmp, (size_t)n, name, st);
     vg__free(tmp);
     return c;
@@ -162,7 +135,7 @@ static vg_code kernel_histogram_summary(vg__kctx *ctx) {
     const vg_tensor *tag = vg__kctx_input(ctx, 0), *values = vg__kctx_input(ctx, 1);
     if (vg_tensor_ndims(tag) != 0) {
         char a[128];
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "tags must be scalar: %s", dims_str(tag, a, sizeof a));
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "tags must be scalar: %s", vg__tshape_str(tag, a, sizeof a));
     }
     vg__pb_buf h, b;
     vg__pb_init(&h);
