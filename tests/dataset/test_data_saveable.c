@@ -23,6 +23,7 @@
 #include "cf_callbacks.h"
 #include "zlib_test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -1421,8 +1422,8 @@ static void test_checkpoint_keys(void) {
     snprintf(prefix, sizeof prefix, "%s/model.ckpt", g_ckdir);
     if (s) {
         CHECK_OK(vg_session_run_targets(s, &vinit, 1, &st), &st);
-        CHECK_CODE(vg_saver_save(sv, s, prefix, 1, path, sizeof path, &st), VG_FAILED_PRECONDITION);
-        CHECK_STR_CONTAINS(st.msg, "the iterator has not been initialized");
+        CHECK_STATUS(vg_saver_save(sv, s, prefix, 1, path, sizeof path, &st), &st, VG_FAILED_PRECONDITION,
+            "the iterator has not been initialized");
         CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
         CHECK_OK(vg_session_run1(s, vg_out(next, 0), NULL, &st), &st);
         CHECK_OK(vg_saver_save(sv, s, prefix, 1, path, sizeof path, &st), &st);
@@ -1623,8 +1624,7 @@ static void test_bad_states(void) {
     range_arg r = {0, 10, 1};
     if (raw_build(&a, ds_range, &r, false)) {
         write_bytes(g_state_file, "not a state", 11);
-        CHECK_CODE(raw_restore(&a, &st), VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, "not a vigil iterator state");
+        CHECK_STATUS(raw_restore(&a, &st), &st, VG_INVALID_ARGUMENT, "not a vigil iterator state");
         CHECK_OK(pipe_init(&a.p, &st), &st);
         expect_range(&a.p, 0, 3);
         CHECK_OK(raw_save(&a, &st), &st);

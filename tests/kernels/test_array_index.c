@@ -6,14 +6,14 @@
 #include "test_util.h"
 #include "op_test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
 static void expect_build_error(vg_graph *g, vg_output o, const char *msg) {
     vg_status st;
     CHECK(o.op == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, msg);
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, msg);
 }
 
 static void expect_shape(vg_output o, const int64_t *dims, int nd) {

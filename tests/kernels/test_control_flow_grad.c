@@ -5,6 +5,7 @@
 #include "cf_callbacks.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 static vg_tensor *vec(const double *v, int n) {
     vg_status st;
@@ -177,8 +178,7 @@ static void test_imported_loop_grad(void) {
     vg_graph *h = vg_graph_new();
     CHECK_OK(vg_graph_import_graph_def(h, bytes, len, NULL, &st), &st);
     vg_output y = vg_graph_output_by_name(h, vg_op_name(o[1].op), &st), x = vg_graph_output_by_name(h, "x", &st), dx;
-    CHECK_CODE(vg_gradients(h, &y, 1, &x, 1, NULL, &dx, &st), VG_UNIMPLEMENTED);
-    CHECK_STR_CONTAINS(st.msg, "vg_while_loop");
+    CHECK_STATUS(vg_gradients(h, &y, 1, &x, 1, NULL, &dx, &st), &st, VG_UNIMPLEMENTED, "vg_while_loop");
     vg_free(bytes);
     vg_graph_free(h);
     vg_graph_free(g);

@@ -4,6 +4,7 @@
 #include "test_util.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -398,8 +399,7 @@ static void test_math__grad_prod_undefined(void) {
     vg_output x = vg_placeholder(g, VG_DOUBLE, (int64_t[]){3}, 1, "x");
     vg_output y = vg_prod(g, x, vg_const_i32(g, 0, NULL), false, NULL), dx;
     vg_status st;
-    CHECK_CODE(vg_gradients(g, &y, 1, &x, 1, NULL, &dx, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Prod");
+    CHECK_STATUS(vg_gradients(g, &y, 1, &x, 1, NULL, &dx, &st), &st, VG_INVALID_ARGUMENT, "Prod");
     vg_graph_free(g);
 }
 

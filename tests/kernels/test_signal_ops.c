@@ -8,6 +8,7 @@
 #include "gradcheck.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <math.h>
 
 #define D(...) ((const int64_t[]){__VA_ARGS__})
@@ -555,8 +556,7 @@ static void expect_mel_error(int nm, int nb, double rate, double lo, double hi, 
     vg_graph *g = vg_graph_new();
     CHECK(vg_signal_linear_to_mel_weight_matrix(g, nm, nb, rate, lo, hi, dt, NULL).op == NULL);
     vg_status st;
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, msg);
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, msg);
     vg_graph_free(g);
 }
 
