@@ -27,4 +27,14 @@ static inline void check_status_at(const char *file, int line, const char *expr,
 #define CHECK_STATUS(expr, st, code, msg) \
     check_status_at(__FILE__, __LINE__, #expr, (int)(expr), (st), (int)(code), (msg))
 
+/* The end of a test: frees the nt tensors ts, the nb malloc'd buffers bufs, then the
+ * session s and the graph g (any of them may be NULL; ts / bufs may be NULL when their
+ * count is 0). One call where a test ended with a line per thing it made. */
+static inline void kt_teardown(vg_graph *g, vg_session *s, vg_tensor *const *ts, int nt, void *const *bufs, int nb) {
+    for (int i = 0; i < nt; i++) vg_tensor_free(ts[i]);
+    for (int i = 0; i < nb; i++) free(bufs[i]);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 #endif

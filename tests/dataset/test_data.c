@@ -208,9 +208,7 @@ static void test_initializable_iterator(void) {
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st); /* restart */
     CHECK_OK(vg_session_run1(s, vg_out(next, 0), &t, &st), &st);
     if (t) CHECK(*(int64_t *)vg_tensor_data(t) == 0);
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 DS_FN1(decode_fn, vg_decode_raw(fg, args[0], VG_UINT8, true, NULL))
@@ -345,9 +343,7 @@ static void test_prefetch_order_and_close(void) {
     vg_session *s = vg_session_new(g, NULL, &st);
     vg_tensor *t = NULL;
     CHECK_OK(vg_session_run1(s, vg_out(next, 0), &t, &st), &st);
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 
@@ -681,11 +677,7 @@ static void test_feedable_iterator(void) {
     vg_tensor *bogus = vg_tensor_new_string_scalar("iterator:nope", 13, &st);
     CHECK_CODE(vg_session_run(s, NULL, &handle, &bogus, 1, (vg_output[]){vg_out(next, 0)}, &o, 1, NULL, 0, NULL, &st),
                VG_NOT_FOUND);
-    vg_tensor_free(bogus);
-    vg_tensor_free(hs[0]);
-    vg_tensor_free(hs[1]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){bogus, hs[0], hs[1]}, 3, NULL, 0);
 }
 
 /* cache_test (memory cache): the second epoch of cache().repeat(2) replays the first

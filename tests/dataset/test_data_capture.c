@@ -127,10 +127,7 @@ static void test_capture_placeholder_at_init(void) {
     check_seq(got, n, (double[]){0, 10, 20, 30, 40}, 5);
     /* not fed: the initializer fails (the dataset op evaluates its captured input) */
     CHECK_CODE(run_init(s, init, (vg_output){0}, NULL, &st), VG_INVALID_ARGUMENT);
-    vg_tensor_free(two);
-    vg_tensor_free(ten);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){two, ten}, 2, NULL, 0);
 }
 
 /* a parallel map with a captured value: the same elements in order */
@@ -151,9 +148,7 @@ static void test_capture_parallel_map(void) {
     CHECK_CODE(drain(s, next, 0, got, 128, &n, &st), VG_OUT_OF_RANGE);
     for (int i = 0; i < 100; i++) want[i] = 1000 + i;
     check_seq(got, n, want, 100);
-    vg_tensor_free(v);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){v}, 1, NULL, 0);
 }
 
 /* ---- testCaptureHashTable ------------------------------------------------- */
@@ -228,10 +223,7 @@ static void test_capture_hash_table(void) {
     s = vg_session_new(g, NULL, &st);
     CHECK_OK(run_init(s, init, (vg_output){0}, NULL, &st), &st);
     CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_FAILED_PRECONDITION);
-    vg_session_free(s);
-    vg_tensor_free(kt);
-    vg_tensor_free(stt);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){kt, stt}, 2, NULL, 0);
 }
 
 /* a MutableHashTable (the session's instance: an insert after the initializer is seen
@@ -286,10 +278,7 @@ static void test_capture_mutable_and_tensor_tables(void) {
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
     CHECK_CODE(drain(s, next, 0, got, 8, &n, &st), VG_OUT_OF_RANGE);
     check_seq(got, n, (double[]){1, 2, 0}, 3); /* "zz": size 2 + the one bucket 0 */
-    vg_session_free(s);
-    vg_tensor_free(vt);
-    vg_tensor_free(wt);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){vt, wt}, 2, NULL, 0);
 }
 
 /* ---- testCaptureIterator --------------------------------------------------- */
@@ -458,10 +447,7 @@ static void test_capture_filter(void) {
     CHECK_OK(run_init(s, init, m, four, &st), &st);
     CHECK_CODE(drain(s, next, 0, got, 16, &n, &st), VG_OUT_OF_RANGE);
     check_seq(got, n, (double[]){0, 4, 8}, 3);
-    vg_tensor_free(three);
-    vg_tensor_free(four);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){three, four}, 2, NULL, 0);
 }
 
 /* x -> from_tensor_slices(captured_vector + x) */
@@ -592,10 +578,7 @@ static void test_capture_reduce(void) {
     vg_tensor *two = vg_tensor_new_scalar_i64(2, &st), *t = NULL;
     CHECK_OK(vg_session_run(s, NULL, &k, &two, 1, &out, &t, 1, NULL, 0, NULL, &st), &st);
     if (t) CHECK_EQ_INT(vg_tensor_scalar(t), 20); /* 2 * (0+1+2+3+4) */
-    vg_tensor_free(t);
-    vg_tensor_free(two);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t, two}, 2, NULL, 0);
 }
 
 /* ---- tensorflow/nmt: src_dataset.map(lambda src: tf.cast(src_vocab_table.lookup(src), tf.int32)) */

@@ -94,9 +94,7 @@ static void test_string_padding_and_drop_remainder(void) {
         vg_tensor_string(t, 4 * 5 + 1, &l); /* row "k", second word: padding */
         CHECK_EQ_INT(l, 0);
     }
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 static void test_shape_errors(void) {

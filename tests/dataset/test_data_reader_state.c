@@ -176,9 +176,7 @@ static void test_identity_serialize_restore(void) {
     CHECK_OK(restore_bytes(s, restore, fed, "", 0, &st), &st);
     CHECK_EQ_INT(run_i64(s, produced), 0);
     CHECK_EQ_INT(run_i64(s, nwork), 0);
-    vg_tensor_free(state);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){state}, 1, NULL, 0);
 }
 
 /* reader_ops_test.py IdentityReaderTest.testReset. */

@@ -680,9 +680,7 @@ static void test_reduce_error(void) {
     vg_tensor *t = NULL;
     if (s) CHECK_CODE(vg_session_run(s, NULL, NULL, NULL, 0, &out, &t, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "message");
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 /* window + reduce together (TF's idiom for a sliding sum): range(6).window(3, 1,

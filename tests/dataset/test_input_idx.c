@@ -83,10 +83,7 @@ static void check_record(const char *img, const char *lab, vg_dtype idt) {
     vg_tensor_free(o[1]);
     /* a second run reuses the loaded files */
     CHECK_OK(vg_session_run(sess, NULL, NULL, NULL, 0, f, o, 2, NULL, 0, NULL, &st), &st);
-    vg_tensor_free(o[0]);
-    vg_tensor_free(o[1]);
-    vg_session_free(sess);
-    vg_graph_free(g);
+    kt_teardown(g, sess, (vg_tensor *[]){o[0], o[1]}, 2, NULL, 0);
 }
 
 static void test_idx__records(void) {

@@ -133,10 +133,7 @@ static void test_core__feeds_fetches_targets(void) {
     /* not feeding the placeholder */
     CHECK_STATUS(vg_session_run(s, NULL, NULL, NULL, 0, &z, out, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT, "x");
     CHECK(out[0] == NULL);
-    vg_tensor_free(xv);
-    vg_tensor_free(yv);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){xv, yv}, 2, NULL, 0);
 }
 
 static void test_core__pruning_and_cache(void) {
@@ -218,9 +215,7 @@ static void test_core__concurrent_runs(void) {
     vg_tensor *o;
     CHECK_OK(vg_session_run1(s, v, &o, &st), &st);
     CHECK_NEAR(vg_tensor_scalar(o), 4000.0, 0);
-    vg_tensor_free(o);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){o}, 1, NULL, 0);
 }
 
 static void test_core__bad_feeds_and_names(void) {

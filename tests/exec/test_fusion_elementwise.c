@@ -19,6 +19,7 @@
 #include "op_test_util.h"
 #include "exec/exec.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 static int nfused_in(vg_run_metadata *md) {
     int n = 0;
@@ -384,9 +385,7 @@ static void test_ew__variable_reads(void) {
         }
         vg_tensor_free(o[0]), vg_tensor_free(o[1]);
     }
-    vg_tensor_free(vals[0]);
-    free(xv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){vals[0]}, 1, (void *[]){xv}, 1);
 }
 
 /* a = x * y is read by b = a + z and fetched; c = a + transpose(a) (the value leaves the

@@ -241,9 +241,7 @@ static void test_vsem__fed_placeholder_control_input(void) {
     vg_tensor *o = NULL;
     vg_status st;
     CHECK_STATUS(vg_session_run(s, NULL, NULL, NULL, 0, &c, &o, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT, "p");
-    vg_tensor_free(pv);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){pv}, 1, NULL, 0);
 }
 
 /* Reading an uninitialized variable fails at the consumer with TF's message. */

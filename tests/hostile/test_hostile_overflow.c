@@ -184,10 +184,7 @@ static void test_reshape_product_overflow(void) {
     vg_tensor *vals[2] = {ev, sv};
     CHECK_OK(run_fed(g, r, feeds, vals, 2, &o, &st), &st);
     CHECK(o && vg_tensor_ndims(o) == 2 && vg_tensor_dim(o, 0) == 0 && vg_tensor_dim(o, 1) == INT64_C(1) << 62);
-    vg_tensor_free(o);
-    vg_tensor_free(ev);
-    vg_tensor_free(sv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){o, ev, sv}, 3, NULL, 0);
 }
 
 /* Tile's dim * multiple and Pad's dim + before + after past INT64_MAX. */
@@ -225,9 +222,7 @@ static void test_tile_pad_overflow(void) {
     ((int64_t *)vg_tensor_data(pv))[0] = 1;
     ((int64_t *)vg_tensor_data(pv))[1] = INT64_MAX;
     CHECK_STATUS(run_fed(g, p, &pp, &pv, 1, &o, &st), &st, VG_INVALID_ARGUMENT, "overflows int64");
-    vg_tensor_free(pv);
-    vg_tensor_free(o);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){pv, o}, 2, NULL, 0);
 }
 
 /* Fill and RandomUniform with shape inputs whose product overflows: an error before
@@ -298,9 +293,7 @@ static void test_scatter_sparse_space_batch_overflow(void) {
         vg_tensor_free(o);
         vg_tensor_free(bv);
     }
-    vg_tensor_free(xv);
-    vg_tensor_free(pv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv, pv}, 2, NULL, 0);
 }
 
 static int drain_i64(vg_graph *g, vg_output ds, int64_t *v, int max, vg_code *end, vg_status *st) {

@@ -162,9 +162,7 @@ static void test_array__reshape_shares_buffer(void) {
     vg_status st;
     vg_tensor *o = run_feeds(g, e, &p, &pv, 1, &st);
     CHECK(o && vg_tensor_ndims(o) == 2 && vg_tensor_dim(o, 1) == 6 && get(o, 5) == 5);
-    vg_tensor_free(o);
-    vg_tensor_free(pv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){o, pv}, 2, NULL, 0);
 }
 
 static void test_array__shape_size_rank(void) {

@@ -166,9 +166,7 @@ static void test_strided_slice_errors(void) {
         CHECK(get(out, 1) == 5); /* x[:, 1][0][1] = 0*12 + 1*4 + 1 */
         vg_tensor_free(out);
     }
-    vg_tensor_free(tb);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){tb}, 1, NULL, 0);
 }
 
 static void test_strided_slice_grad(void) {

@@ -18,6 +18,7 @@
 #include "gradcheck.h"
 #include "op_test_util.h"
 #include "vigil/ops_ext.h"
+#include "kernels_fixture.h"
 
 static void expect_build_error(vg_graph *g, vg_code code, const char *msg) {
     vg_status st;
@@ -516,14 +517,7 @@ static void test_threads(void) {
     vg_output b = vg_broadcast_to_c(g, cst(g, VG_FLOAT, (int64_t[]){C}, 1, x), (int64_t[]){R, C}, 2, NULL);
     CHECK_OK(run_threads(g, 4, NULL, NULL, 0, &b, &out, 1, &st), &st);
     check_values(out, VG_FLOAT, (int64_t[]){R, C}, 2, bv, 0);
-    vg_tensor_free(out);
-    free(x);
-    free(ids);
-    free(mx);
-    free(len);
-    free(rv);
-    free(bv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){out}, 1, (void *[]){x, ids, mx, len, rv, bv}, 6);
 }
 
 /* GraphDef: the new ops export with TF's attrs and import into a graph that computes

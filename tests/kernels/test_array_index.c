@@ -298,9 +298,7 @@ static void test_array__gather(void) {
     int bad = 0;
     for (int64_t i = 0; o && i < rows * 64; i++) bad += get(o, i) != (double)(((i / 64) * 7) % 100 * 64 + i % 64);
     CHECK_EQ_INT(bad, 0);
-    vg_tensor_free(o);
-    vg_tensor_free(idx);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){o, idx}, 2, NULL, 0);
 }
 
 static vg_output segsum(vg_graph *g, vg_output d, vg_output ids, vg_output n) {

@@ -65,9 +65,7 @@ static void test_decode_wav(void) {
     vg_status st;
     CHECK_OK(run(g, f, 2, out, &st), &st);
     if (out[0]) check_decoded_k_wav(out[0], out[1]);
-    vg_tensor_free(out[0]);
-    vg_tensor_free(out[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){out[0], out[1]}, 2, NULL, 0);
 }
 
 /* TF: DecodeWavOpTest.DecodeWavWithJunkChunkTest (a 28-byte JUNK chunk before "fmt ") */
@@ -86,9 +84,7 @@ static void test_decode_wav_junk_chunk(void) {
     vg_status st;
     CHECK_OK(run(g, f, 2, out, &st), &st);
     if (out[0]) check_decoded_k_wav(out[0], out[1]);
-    vg_tensor_free(out[0]);
-    vg_tensor_free(out[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){out[0], out[1]}, 2, NULL, 0);
 }
 
 /* TF: DecodeWavOpTest.DecodeWav_ShapeFn */
@@ -385,10 +381,7 @@ static void check_spectrogram_values(int window, int stride, int64_t n) {
         CHECK_EQ_INT(bad, 0);
         CHECK(maxv > 100); /* the sine's peak is there: not comparing zeros */
     }
-    vg_tensor_free(o[0]);
-    vg_tensor_free(o[1]);
-    vg_graph_free(g);
-    free(x);
+    kt_teardown(g, NULL, (vg_tensor *[]){o[0], o[1]}, 2, (void *[]){x}, 1);
 }
 
 /* TF: SpectrogramTest.ComputedSquaredMagnitudeDataAgreeWithMatlab and
@@ -506,9 +499,7 @@ static void test_wav_to_mfcc_pipeline(void) {
         for (int64_t i = 0; i < vg_tensor_num_elements(o); i++) CHECK(isfinite(v[i]));
         CHECK(fabsf(v[0] - v[13]) < 1e-2f); /* a steady tone: frames alike */
     }
-    vg_tensor_free(o);
-    vg_graph_free(g);
-    free(x);
+    kt_teardown(g, NULL, (vg_tensor *[]){o}, 1, (void *[]){x}, 1);
 }
 
 /* tf.data over WAV files, the speech_commands input: ReadFile -> DecodeWav ->

@@ -51,9 +51,7 @@ static void test_forward_training(void) {
         }
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(outs[i]);
-    vg_tensor_free(xv);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){xv}, 1, NULL, 0);
 }
 
 static void test_forward_inference(void) {
@@ -80,10 +78,7 @@ static void test_forward_inference(void) {
         CHECK_NEAR(o[2], 2 * (3 - 1) / 2.0 + 0, 1e-6);   /* x=3, c0 */
         CHECK_NEAR(o[3], 1 * (4 - 2) / 0.5 + 1, 1e-6);   /* x=4, c1 */
     }
-    vg_tensor_free(out);
-    vg_tensor_free(in);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){out, in}, 2, NULL, 0);
 }
 
 static void gradcheck_mode(bool training) {
@@ -157,10 +152,7 @@ static void test_errors(void) {
     vg_output f = vg_out(bn, 0);
     CHECK_STATUS(vg_session_run(s, NULL, feeds, fv, 2, &f, &out, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT,
         "scale must be a 1-D tensor of 3 elements");
-    vg_tensor_free(xv);
-    vg_tensor_free(sv);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){xv, sv}, 2, NULL, 0);
 }
 
 /* float32 at a MobileNet block's shape ([8,50,48,32], offset mean 3 so a naive

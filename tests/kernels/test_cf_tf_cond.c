@@ -697,10 +697,7 @@ static void test_with_ops_dependencies(void) {
         CHECK_EQ_INT(get(t[0], 0), 10);
         CHECK_NEAR(get(t[1], 0), 0.0, 1e-9);
     }
-    vg_tensor_free(t[0]);
-    vg_tensor_free(t[1]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t[0], t[1]}, 2, NULL, 0);
 }
 
 /* testWithTensorDependencies */

@@ -739,10 +739,7 @@ static void test_while_with_refs_1(void) {
         CHECK_EQ_INT(get(t[0], 0), 100);
         CHECK_EQ_INT(get(t[1], 0), 0);
     }
-    vg_tensor_free(t[0]);
-    vg_tensor_free(t[1]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t[0], t[1]}, 2, NULL, 0);
 }
 
 /* testWhileUpdateVariable_1, testWhileUpdateVariable_2, testWhileUpdateVariable_3 (ResourceScatterUpdate for state_ops.scatter_update) */
@@ -898,9 +895,7 @@ static void test_while_time_out(void) {
     ro.timeout_in_ms = 1;
     vg_tensor *t = NULL;
     CHECK_CODE(vg_session_run(s, &ro, NULL, NULL, 0, &r, &t, 1, NULL, 0, NULL, &st), VG_DEADLINE_EXCEEDED);
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 /* testWhileStack_1: one loop pushes, a second pops */

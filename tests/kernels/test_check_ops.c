@@ -110,9 +110,7 @@ static void test_assert_equal(void) {
     CHECK_STR_CONTAINS(st.msg, "assertion failed: [fail] [Condition x == y did not hold element-wise:] [x (x:0) = ] "
                                "[1...] [y (y:0) = ] [7...]");
     CHECK(!strcmp(vg_op_name(chk), "eq/Assert/Assert"));
-    vg_tensor_free(fv[0]);
-    vg_tensor_free(fv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){fv[0], fv[1]}, 2, NULL, 0);
 }
 
 static void test_assert_none_equal(void) {
@@ -170,9 +168,7 @@ static void order_case(binfn fn, const char *sym, const double *a, const double 
         CHECK_STATUS(c, &st, VG_INVALID_ARGUMENT, cond);
         CHECK_STR_CONTAINS(st.msg, "[x (px:0) = ]");
     }
-    vg_tensor_free(fv[0]);
-    vg_tensor_free(fv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){fv[0], fv[1]}, 2, NULL, 0);
 }
 
 static void test_assert_order(void) {

@@ -9,6 +9,7 @@
 #include "op_test_util.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <complex.h>
 
 /* A complex tensor from n (re, im) pairs. */
@@ -450,9 +451,7 @@ static void test_cast_gradient(void) {
     vg_tensor *xv = mk(VG_FLOAT, d, 1, (const double[]){1, 1});
     vg_tensor *gv = run_feeds(g, dx, &x, &xv, 1, &st);
     check_values(gv, VG_FLOAT, d, 1, (const double[]){2, -3}, 1e-6);
-    vg_tensor_free(gv);
-    vg_tensor_free(xv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){gv, xv}, 2, NULL, 0);
 }
 
 /* The fused element-wise planner takes float32 chains only: a complex chain of the

@@ -404,9 +404,7 @@ static void test_while_under_control_deps(void) {
     vg_tensor_free(t);
     CHECK_OK(vg_session_run1(s, c.read, &t, &st), &st);
     if (t) CHECK_EQ_INT(*(int32_t *)vg_tensor_data(t), 5);
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 /* ---- independent nodes of a loop body run at once (inter-op threads >= 2) --------

@@ -118,9 +118,7 @@ static void test_while_loop_var_grad(void) {
     vg_tensor *xv[2] = {vec((double[]){0.7, -1.1}, 2), vec((double[]){1.3, 0.4}, 2)};
     vg_output xs[2] = {y0, pc.x};
     CHECK_EQ_INT(vg_gradcheck(g, xs, xv, 2, o[1], 1e-6, 1e-6), 0);
-    vg_tensor_free(xv[0]);
-    vg_tensor_free(xv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv[0], xv[1]}, 2, NULL, 0);
 }
 
 /* ---- nested loops: 3 outer iterations of (2 inner iterations of y *= x), then y += x */
@@ -159,9 +157,7 @@ static void test_nested_while_grad(void) {
     vg_tensor *xv[2] = {vec((double[]){0.9, -1.2}, 2), vec((double[]){0.5, 1.1}, 2)};
     vg_output xs[2] = {g_nest.x, y0};
     CHECK_EQ_INT(vg_gradcheck(g, xs, xv, 2, o[1], 1e-6, 1e-6), 0);
-    vg_tensor_free(xv[0]);
-    vg_tensor_free(xv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv[0], xv[1]}, 2, NULL, 0);
 }
 
 /* a loop imported from a GraphDef has no while context: a clear error, not a silent
@@ -247,9 +243,7 @@ static void test_cond_in_while_grad(void) {
     }
     vg_output xs[2] = {pc.x, g_w};
     CHECK_EQ_INT(vg_gradcheck(g, xs, xv, 2, o[1], 1e-6, 1e-6), 0);
-    vg_tensor_free(xv[0]);
-    vg_tensor_free(xv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv[0], xv[1]}, 2, NULL, 0);
 }
 
 /* the same model under MonitoredTrainingSession: StopAtStepHook ends it, the

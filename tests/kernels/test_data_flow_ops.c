@@ -89,10 +89,7 @@ static void test_two_dimensional_and_repeats(void) {
         CHECK_NEAR(((const float *)vg_tensor_data(out[1]))[0], 1, 0);
         CHECK_NEAR(((const float *)vg_tensor_data(out[1]))[1], 9, 0);
     }
-    vg_tensor_free(out[0]);
-    vg_tensor_free(out[1]);
-    vg_session_free(sess);
-    vg_graph_free(g);
+    kt_teardown(g, sess, (vg_tensor *[]){out[0], out[1]}, 2, NULL, 0);
 }
 
 static void test_errors(void) {
@@ -145,9 +142,7 @@ static void test_gradient(void) {
     for (int i = 0; i < 6; i++) ((double *)vg_tensor_data(v1))[i] = 1.1 - 0.2 * i;
     vg_tensor *vals[2] = {v0, v1};
     CHECK_EQ_INT(vg_gradcheck(g, data, vals, 2, y, 1e-6, 1e-6), 0);
-    vg_tensor_free(v0);
-    vg_tensor_free(v1);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){v0, v1}, 2, NULL, 0);
 }
 
 int main(void) {

@@ -8,6 +8,7 @@
  * central differences (float64, a sample of elements) through vg_gradients. */
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 #define NODES 2048
 #define EDGES 12288
@@ -168,9 +169,7 @@ static void test_segment_sum_grad(void) {
     vg_output y = vg_unsorted_segment_sum(g, x, ids_const(g, ids, EDGES), vg_const_i32(g, NODES, "n"), NULL);
     vg_tensor *xv = rand_tensor(VG_DOUBLE, ed, 2);
     CHECK_EQ_INT(fd_check(g, x, xv, y, 48, 1e-3, 1e-6), 0);
-    vg_tensor_free(xv);
-    free(ids);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv}, 1, (void *[]){ids}, 1);
 }
 
 /* Tile as the layer norm's Mean gradient builds it: [12288, 1] x [1, 128]; a

@@ -216,9 +216,7 @@ static void test_zeros_ones_dynamic(void) {
     CHECK_OK(vg_session_run(s, NULL, &x, &tx, 1, f, outs, 2, NULL, 0, NULL, &st), &st);
     expect_tol(outs[0], VG_FLOAT, d, 2, zs, 0);
     expect_tol(outs[1], VG_INT64, d, 2, os, 0);
-    vg_tensor_free(tx);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){tx}, 1, NULL, 0);
 }
 
 /* multinomial_op_test.py: testSmallEntropy (one dominant logit), testLargeLogits,

@@ -183,9 +183,7 @@ static void test_hash_table_errors(void) {
         "HashTable has different value for same key. Key brain has 0 and trying to add value 2");
     vg_tensor *r2 = fetch_st(s, sz, &st); /* nothing half-inserted */
     CHECK(i64_are(r2, (const int64_t[]){0}, 1));
-    vg_tensor_free(r2);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){r2}, 1, NULL, 0);
 }
 
 /* A second initializer with other data for a table already filled (shared name):
@@ -469,9 +467,7 @@ static void test_oov_buckets_docstring(void) {
     vg_tensor_free(r);
     r = fetch_st(s, ids2, &st);
     CHECK(i64_are(r, (const int64_t[]){2, 3, 5, 6, 6, 4}, 6));
-    vg_tensor_free(r);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){r}, 1, NULL, 0);
 }
 
 /* IndexToStringTableFromFileTest.test_index_to_string_table,
@@ -714,9 +710,7 @@ static void test_mutable_import(void) {
     vg_tensor_free(r);
     r = fetch_st(s, size, &st);
     CHECK(i64_are(r, (const int64_t[]){1}, 1));
-    vg_tensor_free(r);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){r}, 1, NULL, 0);
 }
 
 /* A MonitoredSession's default Scaffold runs tables_initializer in its local_init_op

@@ -191,10 +191,7 @@ static void test_math__large_parallel(void) {
         CHECK_EQ_INT(bad, 0);
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-    vg_session_free(s);
-    vg_graph_free(g);
-    vg_tensor_free(a);
-    vg_tensor_free(b);
+    kt_teardown(g, s, (vg_tensor *[]){a, b}, 2, NULL, 0);
 }
 
 static void test_math__shape_inference(void) {
@@ -270,9 +267,7 @@ static void test_math__runtime_incompatible(void) {
     CHECK(run_feeds(g, y, f, fv, 2, &st) == NULL);
     CHECK_STATUS(st.code, &st, VG_INVALID_ARGUMENT, "Incompatible shapes: [2,3] vs. [4]");
     CHECK_STR_CONTAINS(st.msg, "sum");
-    vg_tensor_free(ta);
-    vg_tensor_free(tb);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){ta, tb}, 2, NULL, 0);
 }
 
 int main(void) {

@@ -133,10 +133,7 @@ static void test_math__grad_pow_nonpositive_base(void) {
         CHECK_NEAR(ge[1], 0, 1e-12);
         CHECK_NEAR(ge[2], 9 * log(3.0), 1e-12);
     }
-    vg_tensor_free(out[0]);
-    vg_tensor_free(out[1]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){out[0], out[1]}, 2, NULL, 0);
 }
 
 static void test_math__grad_unary(void) {
@@ -193,9 +190,7 @@ static void test_math__grad_select(void) {
     bool rv[2] = {false, true};
     vg_output y2 = vg_select(g, vg_const_array(g, VG_BOOL, (int64_t[]){2}, 1, rv, "r"), xs[0], xs[1], NULL);
     CHECK_EQ_INT(vg_gradcheck(g, xs, xv, 2, y2, 1e-6, 1e-5), 0);
-    vg_tensor_free(xv[0]);
-    vg_tensor_free(xv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv[0], xv[1]}, 2, NULL, 0);
 }
 
 static void test_math__grad_add_n(void) {
@@ -206,9 +201,7 @@ static void test_math__grad_add_n(void) {
     vg_output in[3] = {xs[0], vg_square(g, xs[1], NULL), xs[0]};
     vg_output y = vg_add_n(g, in, 3, NULL);
     CHECK_EQ_INT(vg_gradcheck(g, xs, xv, 2, y, 1e-6, 1e-5), 0);
-    vg_tensor_free(xv[0]);
-    vg_tensor_free(xv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv[0], xv[1]}, 2, NULL, 0);
 }
 
 static void test_math__grad_cast(void) {
@@ -309,9 +302,7 @@ static void test_math__grad_max_ties(void) {
         CHECK_NEAR(v[2], 0.5, 1e-12);
         CHECK_NEAR(v[3], 0, 0);
     }
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 /* Unknown rank and axes fed at run time: the fully dynamic reduced-shape path. */
@@ -329,9 +320,7 @@ static void test_math__grad_reduce_dynamic_axes(void) {
         if (bad) fprintf(stderr, "  reduction %d\n", i);
         CHECK_EQ_INT(bad, 0);
     }
-    vg_tensor_free(xv);
-    vg_tensor_free(av);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv, av}, 2, NULL, 0);
 }
 
 /* Partially known shapes: the reduction axes are still decided at build time when

@@ -184,10 +184,7 @@ static void test_math__dynamic(void) {
     fv[1] = bad;
     CHECK(run_feeds(g, some, f, fv, 2, &st) == NULL);
     CHECK_STATUS(st.code, &st, VG_INVALID_ARGUMENT, "duplicate dimension: 1");
-    vg_tensor_free(bad);
-    vg_tensor_free(tx);
-    vg_tensor_free(ta);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){bad, tx, ta}, 3, NULL, 0);
 }
 
 static void test_math__build_errors(void) {
@@ -283,9 +280,7 @@ static void test_math__large(void) {
         CHECK_EQ_INT(bad, 0);
     }
     for (int i = 0; i < 6; i++) vg_tensor_free(out[i]);
-    vg_session_free(s);
-    vg_graph_free(g);
-    vg_tensor_free(x);
+    kt_teardown(g, s, (vg_tensor *[]){x}, 1, NULL, 0);
 }
 
 /* [R, K] with a narrow K (row-chunk partials) and a wide K (column split). */

@@ -165,10 +165,7 @@ static void test_math__add_n_runtime_mismatch(void) {
     vg_tensor *out = NULL;
     CHECK_STATUS(vg_session_run(s, NULL, p, fv, 2, &y, &out, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT,
         "same size and shape");
-    vg_session_free(s);
-    vg_tensor_free(fv[0]);
-    vg_tensor_free(fv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){fv[0], fv[1]}, 2, NULL, 0);
 }
 
 static void check_cast(vg_dtype src, vg_dtype dst, int n, const double *x, const double *e) {
@@ -255,9 +252,7 @@ static void test_math__large(void) {
         CHECK_EQ_INT(bad, 0);
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-    vg_session_free(s);
-    vg_graph_free(g);
-    vg_tensor_free(x);
+    kt_teardown(g, s, (vg_tensor *[]){x}, 1, NULL, 0);
 }
 
 int main(void) {

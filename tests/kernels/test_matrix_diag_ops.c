@@ -74,9 +74,7 @@ static void test_set_diag_gradients(void) {
     for (int i = 0; i < 6; i++) ((double *)vg_tensor_data(dv))[i] = 0.2 * i - 0.5;
     vg_tensor *vals[2] = {xv, dv};
     CHECK_EQ_INT(vg_gradcheck(g, (const vg_output[]){x, d}, vals, 2, y, 1e-6, 1e-6), 0);
-    vg_tensor_free(xv);
-    vg_tensor_free(dv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv, dv}, 2, NULL, 0);
 }
 
 static void test_invert_permutation(void) {

@@ -101,9 +101,7 @@ static void test_relu6_grad_uses_output(void) {
     vg_tensor *tx = mk(VG_DOUBLE, d, 1, x), *out = NULL;
     CHECK_OK(vg_session_run(s, NULL, &px, &tx, 1, &dx, &out, 1, NULL, 0, NULL, &st), &st);
     expect_tol(out, VG_DOUBLE, d, 1, eg, 0);
-    vg_tensor_free(tx);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){tx}, 1, NULL, 0);
 }
 
 static void test_l2_loss(void) {

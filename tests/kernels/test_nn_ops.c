@@ -108,12 +108,7 @@ static void test_nn__matmul_empty(void) {
     static const double z[6] = {0, 0, 0, 0, 0, 0};
     check_elems(out[0], z, 6, 0);
     CHECK(out[1] && vg_tensor_num_elements(out[1]) == 0);
-    vg_tensor_free(out[0]);
-    vg_tensor_free(out[1]);
-    vg_tensor_free(av);
-    vg_tensor_free(bv);
-    vg_tensor_free(ev);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){out[0], out[1], av, bv, ev}, 5, NULL, 0);
 }
 
 static void test_nn__matmul_errors(void) {
@@ -159,9 +154,7 @@ static void test_nn__matmul_errors(void) {
         "Matrix size-incompatible: In[0]: [2,3], In[1]: [4,5]");
     CHECK_STR_CONTAINS(st.msg, "mm");
     CHECK(out == NULL);
-    vg_tensor_free(av);
-    vg_tensor_free(bv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){av, bv}, 2, NULL, 0);
 }
 
 /* ---- BiasAdd, activations ---------------------------------------------- */
@@ -234,9 +227,7 @@ static void test_nn__bias_add(void) {
     o = NULL;
     CHECK_STATUS(run_threads(g, 1, feeds, vals, 2, &y, &o, 1, &st), &st, VG_INVALID_ARGUMENT,
         "Must provide as many biases");
-    vg_tensor_free(xv);
-    vg_tensor_free(bv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv, bv}, 2, NULL, 0);
 }
 
 static void test_nn__activations(void) {
@@ -463,11 +454,7 @@ static void test_nn__grad_matmul(void) {
     double *av = randv1(12, 7), *bv = randv1(8, 8);
     vg_tensor *vals[2] = {mk(VG_FLOAT, ad, 2, av), mk(VG_FLOAT, bd, 2, bv)};
     CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, vg_matmul(g, xs[0], xs[1], false, false, NULL), 1e-2, 2e-2), 0);
-    vg_tensor_free(vals[0]);
-    vg_tensor_free(vals[1]);
-    free(av);
-    free(bv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){vals[0], vals[1]}, 2, (void *[]){av, bv}, 2);
 }
 
 /* One-input gradient check of y = build(x) for x of the given dims (values from randv
@@ -535,11 +522,7 @@ static void test_nn__grad_bias_add(void) {
     double *xv = randv1(24, 21), *bv = randv1(4, 22);
     vg_tensor *vals[2] = {mk(VG_DOUBLE, xd, 3, xv), mk(VG_DOUBLE, bd, 1, bv)};
     CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, vg_bias_add(g, xs[0], xs[1], NULL), GC_EPS, GC_TOL), 0);
-    vg_tensor_free(vals[0]);
-    vg_tensor_free(vals[1]);
-    free(xv);
-    free(bv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){vals[0], vals[1]}, 2, (void *[]){xv, bv}, 2);
 }
 
 static void test_nn__grad_xent(void) {
@@ -582,10 +565,7 @@ static void test_nn__grad_xent(void) {
     vg_status st;
     CHECK_OK(vg_gradients(g, &loss, 1, &l, 1, NULL, &dl, &st), &st);
     CHECK(dl.op == NULL);
-    vg_tensor_free(xt);
-    vg_tensor_free(lt);
-    free(xv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xt, lt}, 2, (void *[]){xv}, 1);
 }
 
 /* Gradients built while the shapes are unknown (rank -1): axes come from run time. */
@@ -598,9 +578,7 @@ static void test_nn__grad_unknown_shapes(void) {
     vg_tensor *xt = mk(VG_DOUBLE, (int64_t[]){2, 3}, 2, (double[]){0.1, 0.5, -0.3, 1.2, 0.7, -1});
     vg_tensor *lt = mk(VG_DOUBLE, (int64_t[]){2, 3}, 2, (double[]){0.2, 0.3, 0.5, 1, 0, 0});
     CHECK_EQ_INT(vg_gradcheck_ex(g, &x, &xt, 1, &l, &lt, 1, y, GC_EPS, GC_TOL), 0);
-    vg_tensor_free(xt);
-    vg_tensor_free(lt);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xt, lt}, 2, NULL, 0);
 }
 
 /* The MLP's forward + backward through the gradient builders, 2 threads, float32:
@@ -634,11 +612,7 @@ static void test_nn__mlp_gradients_run(void) {
         vg_tensor_free(out[i]);
     }
     for (int i = 0; i < 5; i++) vg_tensor_free(vals[i]);
-    free(xv);
-    free(w1v);
-    free(w2v);
-    free(b1v);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, NULL, 0, (void *[]){xv, w1v, w2v, b1v}, 4);
 }
 
 /* ---- allocation failures ---------------------------------------------- */

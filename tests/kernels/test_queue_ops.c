@@ -203,9 +203,7 @@ static void test_queue__runtime_shape_check(void) {
     vg_tensor_free(v);
     v = vg_tensor_new_zeros(VG_FLOAT, NULL, 0, &st);
     CHECK_CODE(vg_session_run(s, NULL, &x, &v, 1, NULL, NULL, 0, &enqm, 1, NULL, &st), VG_INVALID_ARGUMENT);
-    vg_tensor_free(v);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){v}, 1, NULL, 0);
 }
 
 /* The fed tensor is only borrowed: changing it after the run must not change the queue. */
@@ -715,9 +713,7 @@ static void test_queue__components_and_element_mode(void) {
     /* an element left in the queue is freed with the session */
     a = vg_tensor_new_copy(VG_FLOAT, (int64_t[]){1}, 1, (float[]){5}, 4, &st);
     CHECK_OK(vg_session_run(s, NULL, &ux, &a, 1, NULL, NULL, 0, &uenq, 1, NULL, &st), &st);
-    vg_tensor_free(a);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){a}, 1, NULL, 0);
 }
 
 /* Producers and consumers in parallel: every element comes out exactly once. */

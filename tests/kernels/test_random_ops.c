@@ -188,9 +188,7 @@ static void test_random__concurrent_runs(void) {
     int dups = 0;
     for (int i = 1; i < n; i++) dups += all[i] == all[i - 1];
     CHECK(dups < 40); /* 23-bit floats: ~4 chance collisions expected; a repeated block gives 256 */
-    vg_session_free(s);
-    free(all);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, (void *[]){all}, 1);
 }
 
 static void test_random__shapes_and_errors(void) {

@@ -337,10 +337,7 @@ static void test_arguments(void) {
     vg_tensor *out = NULL;
     vg_code c = vg_session_run(s, NULL, &p, &pv, 1, &m, &out, 1, NULL, 0, NULL, &st);
     CHECK_STATUS(c, &st, VG_INVALID_ARGUMENT, "Pattern must be scalar");
-    vg_tensor_free(pv);
-    vg_tensor_free(out);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){pv, out}, 2, NULL, 0);
 }
 
 int main(void) {

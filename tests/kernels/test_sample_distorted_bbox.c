@@ -123,9 +123,7 @@ static void run_case(const sdbb_case *c, bool min_as_placeholder) {
     CHECK(min_cov >= c->min_covered - 1e-6);
     /* it is random: the runs of one session differ */
     CHECK(distinct > c->iters / 4);
-    vg_session_free(s);
-    vg_tensor_free(mcv);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){mcv}, 1, NULL, 0);
 }
 
 static void test_whole_image_bounding_box(void) {

@@ -92,9 +92,7 @@ static void test_frame_mapping_of_indices(void) {
     for (int i = 0; i < 53; i++)
         for (int j = 0; j < 512; j++) want[i * 512 + j] = i * 192 + j >= 10000 ? 0 : i * 192 + j;
     expect(t, D(1, 53, 512), 3, want, 0, "with padding");
-    vg_tensor_free(t);
-    vg_graph_free(g);
-    free(want);
+    kt_teardown(g, NULL, (vg_tensor *[]){t}, 1, (void *[]){want}, 1);
 }
 
 /* TF: FrameTest.test_basic_mono (ranks 0..4 of leading 1s) and test_basic_stereo */
@@ -241,9 +239,7 @@ static void test_frame_dynamic(void) {
     t = eval(g, fp, x, in);
     expect(t, D(3, 2, 3), 3, (const double[]){0, 1, 2, 2, 3, 99, 10, 11, 12, 12, 13, 99, 20, 21, 22, 22, 23, 99}, 0,
            "dynamic pad_end");
-    vg_tensor_free(t);
-    vg_tensor_free(in);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){t, in}, 2, NULL, 0);
 }
 
 /* TF: FrameTest.test_invalid_inputs (rank 0) */

@@ -106,10 +106,7 @@ static void test_state__assign_shape_mismatch(void) {
     vg_tensor_free(out);
     CHECK_STATUS(vg_session_run(s, NULL, &p, &val, 1, &a, &out, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT,
         "lhs shape= [2] rhs shape= [3]");
-    vg_tensor_free(ok);
-    vg_tensor_free(val);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){ok, val}, 2, NULL, 0);
 }
 
 static void test_state__assign_no_validate(void) {
@@ -123,9 +120,7 @@ static void test_state__assign_no_validate(void) {
     vg_tensor_free(t);
     t = fetch_st(s, r, &st);
     check_floats(t, (float[]){1, 2, 3}, 3);
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 static void test_state__assign_dtype_mismatch(void) {
@@ -177,9 +172,7 @@ static void test_state__assign_add_sub(void) {
     vg_tensor_free(t);
     t = fetch_st(s, r, &st);
     check_floats(t, (float[]){10, 21}, 2);
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 static void test_state__assign_add_int64(void) {
@@ -199,9 +192,7 @@ static void test_state__assign_add_int64(void) {
     }
     t = fetch_st(s, dec, &st);
     CHECK(t && *(int64_t *)vg_tensor_data(t) == 5);
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 static void test_state__assign_add_shape_errors(void) {
@@ -224,9 +215,7 @@ static void test_state__assign_add_shape_errors(void) {
     vg_tensor *val = vg_tensor_new_copy(VG_FLOAT, (int64_t[]){3}, 1, (float[]){1, 2, 3}, 12, &st);
     CHECK_STATUS(vg_session_run(s, NULL, &p, &val, 1, &a, &t, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT,
         "must be the same size");
-    vg_tensor_free(val);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){val}, 1, NULL, 0);
 }
 
 static void test_state__is_variable_initialized(void) {
@@ -248,9 +237,7 @@ static void test_state__is_variable_initialized(void) {
     vg_tensor_free(t);
     t = fetch_st(s, is, &st);
     CHECK(t && *(bool *)vg_tensor_data(t));
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 static void test_state__assert(void) {
@@ -273,9 +260,7 @@ static void test_state__assert(void) {
     c = vg_tensor_new_scalar_bool(false, &st);
     CHECK_STATUS(vg_session_run(s, NULL, &cond, &c, 1, NULL, NULL, 0, &as, 1, NULL, &st), &st, VG_INVALID_ARGUMENT,
         "assertion failed: [x is] [1 2 3...] [1.5]");
-    vg_tensor_free(c);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){c}, 1, NULL, 0);
 }
 
 static void test_state__assert_matrix_and_bad_condition(void) {

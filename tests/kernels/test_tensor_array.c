@@ -108,9 +108,7 @@ static void test_scatter_gather_split_concat(void) {
     vg_tensor_array sp2 = vg_tensor_array_new(g, VG_DOUBLE, vg_const_i32(g, 2, NULL), false, true, NULL, NULL);
     sp2 = vg_tensor_array_split(g, sp2, x, vg_const(g, lv, "lens2"), NULL);
     CHECK_CODE(run1(g, sp2.flow, &t, &st), VG_INVALID_ARGUMENT);
-    vg_tensor_free(lv);
-    vg_tensor_free(xv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){lv, xv}, 2, NULL, 0);
 }
 
 static void test_grads(void) {

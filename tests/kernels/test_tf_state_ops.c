@@ -122,9 +122,7 @@ static void test_tfstate__assign_non_strict_shape_checking(void) {
     run_target(s, a2.op);
     t = fetch(s, p.ref);
     check_tensor(t, VG_INT32, (int64_t[]){10, 10}, 2, want);
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 /* AssignOpTest.testInitRequiredAssignAdd / testInitRequiredAssignSub */
@@ -202,9 +200,7 @@ static void parallel_update(bool locking) {
         for (int i = 0; i < 1024 * 1024; i++) ok &= locking ? v[i] == 20.0f : (v[i] >= 1.0f && v[i] <= 20.0f);
         CHECK(ok);
     }
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 static void test_tfstate__parallel_update_with_locking(void) { parallel_update(true); }
 static void test_tfstate__parallel_update_without_locking(void) { parallel_update(false); }
@@ -234,9 +230,7 @@ static void parallel_assign(bool locking) {
         for (int i = 0; i < 1024 * 1024; i++) ok &= v[i] > 0.0f && v[i] <= 20.0f && (!locking || v[i] == v[0]);
         CHECK(ok);
     }
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 static void test_tfstate__parallel_assign_with_locking(void) { parallel_assign(true); }
 static void test_tfstate__parallel_assign_without_locking(void) { parallel_assign(false); }
@@ -343,9 +337,7 @@ static void test_tfvarop__assign_dependency(void) {
     run_target(s, set.op);
     vg_tensor *t = fetch(s, result);
     check_tensor(t, VG_FLOAT, (int64_t[]){1}, 1, (double[]){4});
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 /* VariableOpTest.testIsVariableInitialized */
@@ -363,9 +355,7 @@ static void test_tfvarop__is_variable_initialized(void) {
     vg_tensor_free(t);
     t = fetch(s, is);
     check_tensor(t, VG_BOOL, NULL, 0, (double[]){1});
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 int main(void) {
