@@ -342,10 +342,7 @@ static vg_tensor *ckpt_read(const char *dir, const char *name, vg_status *st) {
 static void test_train_and_warm_start(void) {
     char prog[1024], cmd[8192], data[700], dir1[700], dir2[700], dir3[700];
     snprintf(prog, sizeof prog, "%s/train_image_classifier_main", VG_BINDIR);
-    if (access(prog, X_OK) != 0) {
-        fprintf(stderr, "SKIP: train_image_classifier_main not built (-DVIGIL_EXAMPLES=ON)\n");
-        return;
-    }
+    if (!ex_built(prog)) return;
     snprintf(data, sizeof data, "%s/data", g_dir);
     snprintf(dir1, sizeof dir1, "%s/train1", g_dir);
     snprintf(dir2, sizeof dir2, "%s/train2", g_dir);
