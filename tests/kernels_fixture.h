@@ -37,4 +37,49 @@ static inline void kt_teardown(vg_graph *g, vg_session *s, vg_tensor *const *ts,
     vg_graph_free(g);
 }
 
+/* A unary op builder of the public API (vg_floor, vg_lgamma, ...). */
+typedef vg_output (*kt_unary_op)(vg_graph *g, vg_output x, const char *name);
+
+/* Checks that op has no int32 kernel: built on an int32 Const in a fresh graph, it
+ * returns no op and the graph fails with INVALID_ARGUMENT naming op_name and int32. */
+static inline void kt_expect_no_int32_kernel(kt_unary_op op, const char *op_name) {
+    vg_graph *g = vg_graph_new();
+    vg_output r = op(g, vg_const_i32(g, 3, NULL), NULL);
+    vg_status st;
+    CHECK(r.op == NULL);
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, op_name);
+    CHECK_STR_CONTAINS(st.msg, "int32");
+    vg_graph_free(g);
+}
+
+/* A float32 tensor of shape d[nd] holding deterministic pseudo-random values in
+ * [-scale / 2, scale / 2) (an LCG from seed); the caller frees it. */
+static inline vg_tensor *kt_rand_f32(const int64_t *d, int nd, unsigned seed, double scale) {
+    vg_tensor *t = vg_tensor_new(VG_FLOAT, d, nd, NULL);
+    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) {
+        seed = seed * 1103515245u + 12345u;
+        ((float *)vg_tensor_data(t))[i] = (float)((((seed >> 8) & 0xffff) / 65535.0 - 0.5) * scale);
+    }
+    return t;
+}
+
+/* Fills v[n] from the LCG seed = seed * 1664525 + 1013904223: each step's bits 8..31 over
+ * 2^shift, minus offset (shift 24, offset 0.5: values in [-0.5, 0.5)). */
+static inline void kt_fill_lcg(float *v, int64_t n, uint32_t seed, int shift, float offset) {
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        v[i] = (float)((seed >> 8) & 0xffffff) / (float)(1 << shift) - offset;
+    }
+}
+
+/* Runs the n fetches f of g into o (checked to succeed) in a fresh session with automatic
+ * mixed precision set to amp. */
+static inline void kt_run_amp(vg_graph *g, bool amp, const vg_output *f, vg_tensor **o, int n) {
+    vg_status st;
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_session_set_auto_mixed_precision(s, amp, &st), &st);
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, o, n, NULL, 0, NULL, &st), &st);
+    vg_session_free(s);
+}
+
 #endif

@@ -177,6 +177,20 @@ static vg_op *assign_add_locking(vg_graph *g, vg_output ref, vg_output value, bo
     return vg_op_builder_finish(b);
 }
 
+/* Initializes p, runs the 20 ops on 20 threads at once in a session on g, and returns p's
+ * value (checked to hold 1024 x 1024 elements; the caller frees it); frees g. */
+static vg_tensor *run_ops_in_threads(vg_graph *g, vg_variable p, vg_op **ops) {
+    vg_status st;
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = new_session(g);
+    run_target(s, p.initializer);
+    run_in_threads(s, ops, 20);
+    vg_tensor *t = fetch(s, p.ref);
+    CHECK(t && vg_tensor_num_elements(t) == 1024 * 1024);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
+    return t;
+}
+
 /* AssignOpTest.testParallelUpdateWithLocking (dense_update_ops_test.py) and
  * testParallelUpdateWithoutLocking (dense_update_ops_no_tsan_test.py): 20 threads each
  * add ones. With locking every element is 20; without, TF only promises 1 <= x <= 20
@@ -187,20 +201,14 @@ static void parallel_update(bool locking) {
     vg_variable p = vg_variable_new(g, NULL, fill(g, VG_FLOAT, 1024, 1024, 0.0), VG_VAR_TRAINABLE);
     vg_op *adds[20];
     for (int i = 0; i < 20; i++) adds[i] = assign_add_locking(g, p.ref, ones_t, locking);
-    vg_status st;
-    CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = new_session(g);
-    run_target(s, p.initializer);
-    run_in_threads(s, adds, 20);
-    vg_tensor *t = fetch(s, p.ref);
-    CHECK(t && vg_tensor_num_elements(t) == 1024 * 1024);
+    vg_tensor *t = run_ops_in_threads(g, p, adds);
     if (t) {
         const float *v = vg_tensor_data(t);
         bool ok = true;
         for (int i = 0; i < 1024 * 1024; i++) ok &= locking ? v[i] == 20.0f : (v[i] >= 1.0f && v[i] <= 20.0f);
         CHECK(ok);
     }
-    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
+    vg_tensor_free(t);
 }
 static void test_tfstate__parallel_update_with_locking(void) { parallel_update(true); }
 static void test_tfstate__parallel_update_without_locking(void) { parallel_update(false); }
@@ -217,20 +225,14 @@ static void parallel_assign(bool locking) {
     vg_op *assigns[20];
     for (int i = 1; i <= 20; i++)
         assigns[i - 1] = vg_assign(g, p.ref, vg_mul(g, ones_t, vg_const_f32(g, (float)i, NULL), NULL), locking, NULL).op;
-    vg_status st;
-    CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = new_session(g);
-    run_target(s, p.initializer);
-    run_in_threads(s, assigns, 20);
-    vg_tensor *t = fetch(s, p.ref);
-    CHECK(t && vg_tensor_num_elements(t) == 1024 * 1024);
+    vg_tensor *t = run_ops_in_threads(g, p, assigns);
     if (t) {
         const float *v = vg_tensor_data(t);
         bool ok = true;
         for (int i = 0; i < 1024 * 1024; i++) ok &= v[i] > 0.0f && v[i] <= 20.0f && (!locking || v[i] == v[0]);
         CHECK(ok);
     }
-    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
+    vg_tensor_free(t);
 }
 static void test_tfstate__parallel_assign_with_locking(void) { parallel_assign(true); }
 static void test_tfstate__parallel_assign_without_locking(void) { parallel_assign(false); }
