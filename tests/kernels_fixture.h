@@ -82,4 +82,28 @@ static inline void kt_run_amp(vg_graph *g, bool amp, const vg_output *f, vg_tens
     vg_session_free(s);
 }
 
+/* Runs the n fetches f of g in a fresh session (default options) into out; the run's
+ * code (the session's when it cannot start), with *st set. */
+static inline vg_code kt_run(vg_graph *g, const vg_output *f, int n, vg_tensor **out, vg_status *st) {
+    vg_session *s = vg_session_new(g, NULL, st);
+    if (!s) return st->code;
+    vg_code c = vg_session_run(s, NULL, NULL, NULL, 0, f, out, n, NULL, 0, NULL, st);
+    vg_session_free(s);
+    return c;
+}
+
+/* A Const (named name, NULL: the default) holding t, which it takes: t is freed. */
+static inline vg_output kt_const_take(vg_graph *g, vg_tensor *t, const char *name) {
+    vg_output o = vg_const(g, t, name);
+    vg_tensor_free(t);
+    return o;
+}
+
+/* A vg_cond / vg_case branch whose one output is the int32 Const (int32_t)(intptr_t)u
+ * (tests pass the value a branch should produce as its user pointer). */
+static inline vg_code kt_i32_branch(vg_graph *g, void *u, vg_output *o) {
+    o[0] = vg_const_i32(g, (int32_t)(intptr_t)u, NULL);
+    return VG_OK;
+}
+
 #endif

@@ -22,15 +22,6 @@ static vg_output f32_const(vg_graph *g, const float *v, const int64_t *dims, int
     return vg_const_array(g, VG_FLOAT, dims, nd, v, NULL);
 }
 
-/* Runs fetches (n) on a fresh session; returns the run's code, outputs in out. */
-static vg_code run(vg_graph *g, const vg_output *fetch, int n, vg_tensor **out, vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    if (!s) return st->code;
-    vg_code c = vg_session_run(s, NULL, NULL, NULL, 0, fetch, out, n, NULL, 0, NULL, st);
-    vg_session_free(s);
-    return c;
-}
-
 /* The WAV of TF's DecodeWavOpTest.DecodeWavTest: mono, 14099 Hz, 4 samples. */
 static const uint8_t k_wav[] = {
     'R', 'I', 'F', 'F', 44, 0, 0, 0, 'W', 'A', 'V', 'E', 'f', 'm', 't', ' ', 16, 0, 0, 0,
@@ -64,7 +55,7 @@ static void decode_wav_is_k_wav(const uint8_t *wav, size_t n, const char *const_
     vg_output f[2] = {a, vg_out(a.op, 1)};
     vg_tensor *out[2] = {0};
     vg_status st;
-    CHECK_OK(run(g, f, 2, out, &st), &st);
+    CHECK_OK(kt_run(g, f, 2, out, &st), &st);
     if (out[0]) check_decoded_k_wav(out[0], out[1]);
     kt_teardown(g, NULL, (vg_tensor *[]){out[0], out[1]}, 2, NULL, 0);
 }
@@ -124,7 +115,7 @@ static vg_tensor *encode(const float *audio, int64_t frames, int64_t ch, int32_t
     vg_graph *g = vg_graph_new();
     vg_output e = vg_encode_wav(g, f32_const(g, audio, D(frames, ch), 2), vg_const_i32(g, rate, NULL), NULL);
     vg_tensor *out = NULL;
-    *code = run(g, &e, 1, &out, st);
+    *code = kt_run(g, &e, 1, &out, st);
     vg_graph_free(g);
     return out;
 }
@@ -191,7 +182,7 @@ static void test_encode_then_decode(void) {
     vg_output f[4] = {all, vg_out(all.op, 1), mono, three};
     vg_tensor *o[4] = {0};
     vg_status st;
-    CHECK_OK(run(g, f, 4, o, &st), &st);
+    CHECK_OK(kt_run(g, f, 4, o, &st), &st);
     if (o[0]) {
         CHECK(vg_tensor_dim(o[0], 0) == 3 && vg_tensor_dim(o[0], 1) == 2);
         for (int i = 0; i < 6; i++) CHECK_NEAR(((float *)vg_tensor_data(o[0]))[i], audio[i], 1e-4);
@@ -216,7 +207,7 @@ static void expect_decode_error(const uint8_t *w, size_t n, const char *msg) {
     vg_output a = vg_decode_wav(g, bytes_const(g, w, n, NULL), -1, -1, NULL);
     vg_tensor *out = NULL;
     vg_status st;
-    CHECK_STATUS(run(g, &a, 1, &out, &st), &st, VG_INVALID_ARGUMENT, msg);
+    CHECK_STATUS(kt_run(g, &a, 1, &out, &st), &st, VG_INVALID_ARGUMENT, msg);
     CHECK(out == NULL);
     vg_graph_free(g);
 }
@@ -291,7 +282,7 @@ static void test_read_write_file(void) {
     snprintf(path, sizeof path, "%s/missing.wav", dir);
     rd = vg_io_read_file(g, vg_const_string(g, path, NULL), NULL);
     vg_tensor *out = NULL;
-    CHECK_CODE(run(g, &rd, 1, &out, &st), VG_NOT_FOUND);
+    CHECK_CODE(kt_run(g, &rd, 1, &out, &st), VG_NOT_FOUND);
     vg_graph_free(g);
     tu_rmrf(dir);
 }
@@ -311,7 +302,7 @@ static int64_t spectrogram_frames(int64_t n, int window, int stride) {
     vg_tensor *out = NULL;
     vg_status st;
     int64_t frames = -1;
-    if (run(g, &sp, 1, &out, &st) == VG_OK) {
+    if (kt_run(g, &sp, 1, &out, &st) == VG_OK) {
         frames = vg_tensor_dim(out, 1);
         CHECK_EQ_INT(vg_output_shape(sp).dims[1], frames); /* build-time shape agrees */
     } else {
@@ -349,7 +340,7 @@ static void check_spectrogram_values(int window, int stride, int64_t n) {
                       vg_audio_spectrogram(g, in, window, stride, false, NULL)};
     vg_tensor *o[2] = {0};
     vg_status st;
-    CHECK_OK(run(g, f, 2, o, &st), &st);
+    CHECK_OK(kt_run(g, f, 2, o, &st), &st);
     int fft = 1;
     while (fft < window) fft <<= 1;
     int64_t bins = fft / 2 + 1, frames = 1 + (n - window) / stride;
@@ -412,7 +403,7 @@ static vg_tensor *mfcc_run(const float *spec, int64_t bins, int32_t rate, const 
     vg_graph *g = vg_graph_new();
     vg_output m = vg_mfcc(g, f32_const(g, spec, D(1, 1, bins), 3), vg_const_i32(g, rate, NULL), o, NULL);
     vg_tensor *out = NULL;
-    *code = run(g, &m, 1, &out, st);
+    *code = kt_run(g, &m, 1, &out, st);
     vg_graph_free(g);
     return out;
 }
@@ -491,7 +482,7 @@ static void test_wav_to_mfcc_pipeline(void) {
     CHECK(s.ndims == 3 && s.dims[0] == 1 && s.dims[1] == 98 && s.dims[2] == 13);
     vg_tensor *o = NULL;
     vg_status st;
-    CHECK_OK(run(g, &m, 1, &o, &st), &st);
+    CHECK_OK(kt_run(g, &m, 1, &o, &st), &st);
     if (o) {
         CHECK(vg_tensor_dim(o, 0) == 1 && vg_tensor_dim(o, 1) == 98 && vg_tensor_dim(o, 2) == 13);
         const float *v = vg_tensor_data(o);

@@ -119,14 +119,21 @@ static vg_code outer_body(vg_graph *g, const vg_output *v, int n, void *u, vg_ou
     return VG_OK;
 }
 
-static void test_nested_while(void) {
+/* Builds a while loop over (i = 0, acc = 0) named acc_name with cond c, body b and
+ * parallel_iterations par, and checks acc's final value and that the graph has op_name. */
+static void check_while_acc(vg_while_cond_fn c, vg_while_body_fn b, const char *acc_name, int par, int want,
+                            const char *op_name) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_i32(g, 0, "acc")}, o[2];
-    CHECK_OK(vg_while_loop(g, lt3, outer_body, NULL, v, 2, NULL, 10, vg_out(NULL, 0), NULL, o, &st), &st);
-    CHECK_EQ_INT(run_i32(g, o[1], &st), 66); /* 0 + 1 + ... + 11 */
-    CHECK(vg_graph_op_by_name(g, "while/inner/Enter") != NULL);
+    vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_i32(g, 0, acc_name)}, o[2];
+    CHECK_OK(vg_while_loop(g, c, b, NULL, v, 2, NULL, par, vg_out(NULL, 0), NULL, o, &st), &st);
+    CHECK_EQ_INT(run_i32(g, o[1], &st), want);
+    CHECK(vg_graph_op_by_name(g, op_name) != NULL);
     vg_graph_free(g);
+}
+
+static void test_nested_while(void) {
+    check_while_acc(lt3, outer_body, "acc", 10, 66, "while/inner/Enter"); /* 0 + 1 + ... + 11 */
 }
 
 /* ---- cond ------------------------------------------------------------------ */
@@ -184,15 +191,7 @@ static vg_code cond_body(vg_graph *g, const vg_output *v, int n, void *u, vg_out
     return VG_OK;
 }
 
-static void test_cond_in_while(void) {
-    vg_graph *g = vg_graph_new();
-    vg_status st;
-    vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_i32(g, 0, "s")}, o[2];
-    CHECK_OK(vg_while_loop(g, lt10, cond_body, NULL, v, 2, NULL, 4, vg_out(NULL, 0), NULL, o, &st), &st);
-    CHECK_EQ_INT(run_i32(g, o[1], &st), 15);
-    CHECK(vg_graph_op_by_name(g, "while/cond/Merge") != NULL);
-    vg_graph_free(g);
-}
+static void test_cond_in_while(void) { check_while_acc(lt10, cond_body, "s", 4, 15, "while/cond/Merge"); }
 
 /* ---- a while loop on the untaken side of a cond ---------------------------------- */
 static vg_code loop_br(vg_graph *g, void *u, vg_output *o) {
@@ -223,7 +222,6 @@ static void test_while_in_cond(void) {
 }
 
 /* ---- tf.case ------------------------------------------------------------------ */
-CF_BRANCH1(k_br, vg_const_i32(g, (int32_t)(intptr_t)u, NULL))
 
 static void test_case(void) {
     vg_graph *g = vg_graph_new();
@@ -231,9 +229,9 @@ static void test_case(void) {
     vg_output x = vg_placeholder(g, VG_INT32, NULL, 0, "x"), o;
     vg_output preds[2] = {vg_less(g, x, vg_const_i32(g, 0, NULL), NULL),
                           vg_less(g, x, vg_const_i32(g, 10, NULL), NULL)};
-    vg_cond_branch_fn fns[2] = {k_br, k_br};
+    vg_cond_branch_fn fns[2] = {kt_i32_branch, kt_i32_branch};
     void *users[2] = {(void *)(intptr_t)100, (void *)(intptr_t)200};
-    CHECK_OK(vg_case(g, preds, fns, users, 2, k_br, (void *)(intptr_t)300, 1, &o, NULL, &st), &st);
+    CHECK_OK(vg_case(g, preds, fns, users, 2, kt_i32_branch, (void *)(intptr_t)300, 1, &o, NULL, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
     int32_t xs[3] = {-5, 5, 50}, want[3] = {100, 200, 300};
     for (int k = 0; k < 3; k++) {
@@ -247,7 +245,7 @@ static void test_case(void) {
     vg_session_free(s);
     /* exclusive: two true preds fail the run */
     vg_output oe;
-    CHECK_OK(vg_case_exclusive(g, preds, fns, users, 2, k_br, (void *)(intptr_t)300, 1, &oe, NULL, &st), &st);
+    CHECK_OK(vg_case_exclusive(g, preds, fns, users, 2, kt_i32_branch, (void *)(intptr_t)300, 1, &oe, NULL, &st), &st);
     s = vg_session_new(g, NULL, &st);
     for (int k = 0; k < 3; k++) {
         vg_tensor *xv = vg_tensor_new(VG_INT32, NULL, 0, &st), *t = NULL;
