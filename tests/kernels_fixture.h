@@ -106,4 +106,12 @@ static inline vg_code kt_i32_branch(vg_graph *g, void *u, vg_output *o) {
     return VG_OK;
 }
 
+/* n doubles uniform in [lo, hi] from rand() after srand(seed); the caller frees them. */
+static inline double *kt_randv_range(int64_t n, unsigned seed, double lo, double hi) {
+    double *v = malloc(sizeof(double) * (size_t)n);
+    srand(seed);
+    for (int64_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * rand() / (double)RAND_MAX;
+    return v;
+}
+
 #endif
