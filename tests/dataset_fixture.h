@@ -8,6 +8,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* XORs the byte back bytes before the end of the file at path with mask (checking the
+ * file opens): a record there fails its CRC. */
+static inline void ds_flip_byte(const char *path, long back, int mask) {
+    FILE *fp = fopen(path, "r+b");
+    CHECK(fp != NULL);
+    if (fp) {
+        fseek(fp, -back, SEEK_END);
+        int c = fgetc(fp);
+        fseek(fp, -back, SEEK_END);
+        fputc(c ^ mask, fp);
+        fclose(fp);
+    }
+}
+
 /* Writes nrec Example records into files[0] (rows 0 .. nrec/2 - 1) and files[1] (the
  * rest), both "<dir>/part<f>.tfrecord". Row i, from an LCG started at seed: image,
  * 16 bytes; label int64 (missing when r % 9 == 1), w float[3] (missing when r % 4 == 0).
@@ -46,15 +60,24 @@ static inline void ds_write_example_files(char files[2][512], const char *dir, i
         if (w) CHECK_OK(vg_tfrecord_writer_close(w, &st), &st);
     }
     vg_example_free(ex);
-    FILE *fp = fopen(files[1], "r+b");
-    CHECK(fp != NULL);
-    if (fp) {
-        fseek(fp, -corrupt_back, SEEK_END);
-        int c = fgetc(fp);
-        fseek(fp, -corrupt_back, SEEK_END);
-        fputc(c ^ 0x21, fp);
-        fclose(fp);
-    }
+    ds_flip_byte(files[1], corrupt_back, 0x21);
+}
+
+/* The three features of ds_write_example_files' rows, as parse specs: image (a string),
+ * label (int64), w (float[3]); none has a default. */
+static inline void ds_example_specs(vg_feature_spec specs[3]) {
+    specs[0] = (vg_feature_spec){"image", VG_STRING, false, vg_shape_make(NULL, 0), {NULL, 0}};
+    specs[1] = (vg_feature_spec){"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}};
+    specs[2] = (vg_feature_spec){"w", VG_FLOAT, false, vg_shape_make((int64_t[]){3}, 1), {NULL, 0}};
+}
+
+/* A [2] string Const "files" holding the two paths files[0], files[1]. */
+static inline vg_output ds_files_const(vg_graph *g, char files[2][512]) {
+    vg_tensor *f = vg_tensor_new(VG_STRING, (int64_t[]){2}, 1, NULL);
+    for (int i = 0; i < 2; i++) vg_tensor_set_string(f, i, files[i], strlen(files[i]), NULL);
+    vg_output c = vg_const(g, f, "files");
+    vg_tensor_free(f);
+    return c;
 }
 
 #endif

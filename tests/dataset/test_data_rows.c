@@ -278,9 +278,7 @@ static void test_resume(void) {
 }
 
 int main(void) {
-    g_specs[0] = (vg_feature_spec){"image", VG_STRING, false, vg_shape_make(NULL, 0), {NULL, 0}};
-    g_specs[1] = (vg_feature_spec){"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}};
-    g_specs[2] = (vg_feature_spec){"w", VG_FLOAT, false, vg_shape_make((int64_t[]){3}, 1), {NULL, 0}};
+    ds_example_specs(g_specs);
     if (!*tu_mkdtemp(g_dir, sizeof g_dir, "rows")) {
         CHECK(false);
         TEST_MAIN_END();

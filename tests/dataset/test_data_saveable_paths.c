@@ -27,14 +27,7 @@ static vg_feature_spec g_specs[3];
 static char g_dir[256], g_ckdir[300], g_files[2][512];
 
 
-static vg_output file_names(vg_graph *g) {
-    vg_status st;
-    vg_tensor *f = vg_tensor_new(VG_STRING, (int64_t[]){2}, 1, &st);
-    for (int i = 0; i < 2; i++) vg_tensor_set_string(f, i, g_files[i], strlen(g_files[i]), &st);
-    vg_output c = vg_const(g, f, "files");
-    vg_tensor_free(f);
-    return c;
-}
+static vg_output file_names(vg_graph *g) { return ds_files_const(g, g_files); }
 
 static void parse3(vg_graph *fg, vg_output rec, vg_output *d, bool batched) {
     vg_feature_spec specs[3] = {g_specs[0], g_specs[1], g_specs[2]};
@@ -215,9 +208,7 @@ static void test_breaks(void) {
 
 int main(void) {
     vg_log_set(vg_log_stderr, NULL, VG_LOG_WARN);
-    g_specs[0] = (vg_feature_spec){"image", VG_STRING, false, vg_shape_make(NULL, 0), {NULL, 0}};
-    g_specs[1] = (vg_feature_spec){"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}};
-    g_specs[2] = (vg_feature_spec){"w", VG_FLOAT, false, vg_shape_make((int64_t[]){3}, 1), {NULL, 0}};
+    ds_example_specs(g_specs);
     if (!*tu_mkdtemp(g_dir, sizeof g_dir, "saveable_paths")) {
         CHECK(false);
         TEST_MAIN_END();
