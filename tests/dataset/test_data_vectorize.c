@@ -181,22 +181,23 @@ static vg_output records(vg_graph *g) {
     return vg_dataset_from_tensor_slices(g, &c, 1, NULL);
 }
 
-static vg_output build_parse(vg_graph *g, int par, bool *vec) {
-    vg_output ds = vg_dataset_map_parallel(g, records(g), parse_fn, NULL, par, NULL);
+/* src mapped by fn with parallelism par; *vec: whether the map was vectorized. */
+static vg_output map_vec(vg_graph *g, vg_output src, vg_dataset_map_fn fn, int par, bool *vec) {
+    vg_output ds = vg_dataset_map_parallel(g, src, fn, NULL, par, NULL);
     *vec = has_vec(g, ds);
     return ds;
+}
+
+static vg_output build_parse(vg_graph *g, int par, bool *vec) {
+    return map_vec(g, records(g), parse_fn, par, vec);
 }
 
 static vg_output build_scalar_vector(vg_graph *g, int par, bool *vec) {
-    vg_output ds = vg_dataset_map_parallel(g, records(g), scalar_times_vector, NULL, par, NULL);
-    *vec = has_vec(g, ds);
-    return ds;
+    return map_vec(g, records(g), scalar_times_vector, par, vec);
 }
 
 static vg_output build_var_len(vg_graph *g, int par, bool *vec) {
-    vg_output ds = vg_dataset_map_parallel(g, records(g), var_len, NULL, par, NULL);
-    *vec = has_vec(g, ds);
-    return ds;
+    return map_vec(g, records(g), var_len, par, vec);
 }
 
 static vg_output two_components(vg_graph *g) {
@@ -209,15 +210,11 @@ static vg_output two_components(vg_graph *g) {
 }
 
 static vg_output build_pass_through(vg_graph *g, int par, bool *vec) {
-    vg_output ds = vg_dataset_map_parallel(g, two_components(g), pass_through, NULL, par, NULL);
-    *vec = has_vec(g, ds);
-    return ds;
+    return map_vec(g, two_components(g), pass_through, par, vec);
 }
 
 static vg_output build_unused_arg(vg_graph *g, int par, bool *vec) {
-    vg_output ds = vg_dataset_map_parallel(g, two_components(g), unused_arg, NULL, par, NULL);
-    *vec = has_vec(g, ds);
-    return ds;
+    return map_vec(g, two_components(g), unused_arg, par, vec);
 }
 
 static void test_parse_pipeline(void) {
@@ -252,9 +249,7 @@ static vg_output tfrecord_files(vg_graph *g) {
 }
 
 static vg_output build_tfrecord(vg_graph *g, int par, bool *vec) {
-    vg_output ds = vg_dataset_map_parallel(g, tfrecord_files(g), parse_fn, NULL, par, NULL);
-    *vec = has_vec(g, ds);
-    return ds;
+    return map_vec(g, tfrecord_files(g), parse_fn, par, vec);
 }
 
 static void test_tfrecord_source(void) {
