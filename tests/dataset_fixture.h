@@ -80,4 +80,18 @@ static inline vg_output ds_files_const(vg_graph *g, char files[2][512]) {
     return c;
 }
 
+/* Writes a TFRecord file at path (uncompressed) of n records, record r the text fmt
+ * formats from (r, f) (f: the file's number); each write checked. */
+static inline void ds_write_text_records(const char *path, int n, const char *fmt, int f) {
+    vg_status st;
+    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
+    CHECK(w != NULL);
+    for (int r = 0; w && r < n; r++) {
+        char rec[64];
+        int len = snprintf(rec, sizeof rec, fmt, r, f);
+        CHECK_OK(vg_tfrecord_writer_write(w, rec, (size_t)len, &st), &st);
+    }
+    if (w) CHECK_OK(vg_tfrecord_writer_close(w, &st), &st);
+}
+
 #endif

@@ -24,6 +24,7 @@
 #include "zlib_test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "dataset_fixture.h"
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -741,7 +742,6 @@ static size_t read_all(const char *path, uint8_t *buf, size_t cap) {
  * FixedLengthRecordDatasetTestBase files (header "HHHHH", records str(f * 2 + r) * 3,
  * footer "FF"; 2 files of 7 records). */
 static void write_files(void) {
-    vg_status st;
     static uint8_t plain[4096], z[8192];
     for (int c = 0; c < 3; c++)
         for (int f = 0; f < 5; f++) {
@@ -756,14 +756,7 @@ static void write_files(void) {
         }
     for (int f = 0; f < 2; f++) {
         snprintf(g_records[0][f], sizeof g_records[0][f], "%s/tf_record.%d.txt", g_dir, f);
-        vg_tfrecord_writer *w = vg_tfrecord_writer_open(g_records[0][f], VG_COMPRESSION_NONE, &st);
-        CHECK(w != NULL);
-        for (int r = 0; w && r < 7; r++) {
-            char rec[64];
-            int n = snprintf(rec, sizeof rec, "Record %d of file %d", r, f);
-            CHECK_OK(vg_tfrecord_writer_write(w, rec, (size_t)n, &st), &st);
-        }
-        if (w) CHECK_OK(vg_tfrecord_writer_close(w, &st), &st);
+        ds_write_text_records(g_records[0][f], 7, "Record %d of file %d", f);
         size_t n = read_all(g_records[0][f], plain, sizeof plain);
         snprintf(g_records[1][f], sizeof g_records[1][f], "%s/tfrecord_%d.z", g_dir, f);
         write_bytes(g_records[1][f], z, deflate_to(z, sizeof z, plain, n, false));
