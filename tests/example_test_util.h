@@ -67,4 +67,14 @@ static inline void ex_check_ckpt_keys(vg_checkpoint_reader *r, const char *const
         CHECK(strcmp(name, expected[i]) == 0);
     }
 }
+/* Opens the checkpoint dir/rel (a prefix such as "train/model.ckpt-59") for reading,
+ * checking it opens; NULL (a failed check, the reason in *st) when it does not. */
+static inline vg_checkpoint_reader *ex_open_ckpt(const char *dir, const char *rel, vg_status *st) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    vg_checkpoint_reader *r = vg_checkpoint_reader_new(path, st);
+    if (!r) fprintf(stderr, "  checkpoint %s: %s\n", path, st->msg);
+    CHECK(r != NULL);
+    return r;
+}
 #endif

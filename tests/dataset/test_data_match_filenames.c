@@ -6,6 +6,7 @@
  * before the local initializer is FAILED_PRECONDITION. */
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <unistd.h>
 
 static char g_dir[64];
@@ -119,8 +120,8 @@ static void test_nothing_matches(void) {
     /* the producer's queue runner fails on TF's Assert and stops the coordinator */
     CHECK(vg_coord_wait_for_stop(coord, 20));
     vg_status e;
-    CHECK_CODE(vg_coord_raise_requested_exception(coord, &e), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(e.msg, "string_input_producer requires a non-null input tensor");
+    CHECK_STATUS(vg_coord_raise_requested_exception(coord, &e), &e, VG_INVALID_ARGUMENT,
+        "string_input_producer requires a non-null input tensor");
     vg_run_options ro = {0};
     ro.timeout_in_ms = 200;
     vg_code rc = vg_session_run(s, &ro, NULL, NULL, 0, (vg_output[]){vg_out(read, 1)}, &t, 1, NULL, 0, NULL, &st);

@@ -7,6 +7,7 @@
  * states give TF's errors. */
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <unistd.h>
 
 static vg_output strings_const(vg_graph *g, const char *const *s, int n, const char *name) {
@@ -68,8 +69,7 @@ static void expect_closed(vg_session *s, vg_op *read) {
 static void expect_restore_fails(vg_session *s, vg_op *restore, vg_output fed, const void *bytes, size_t n,
                                  const char *msg) {
     vg_status st;
-    CHECK_CODE(restore_bytes(s, restore, fed, bytes, n, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, msg);
+    CHECK_STATUS(restore_bytes(s, restore, fed, bytes, n, &st), &st, VG_INVALID_ARGUMENT, msg);
 }
 
 /* reader_ops_test.py IdentityReaderTest.testSerializeRestore. */
@@ -124,15 +124,14 @@ static void test_identity_serialize_restore(void) {
     vg_graph *g2 = vg_graph_new();
     vg_output rd2 = vg_identity_reader(g2, "r");
     vg_reader_restore_state(g2, rd2, strings_const(g2, (const char *const[]){"a", "b"}, 2, NULL), NULL);
-    CHECK_CODE(vg_graph_status(g2, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "rank 0");
+    CHECK_STATUS(vg_graph_status(g2, &st), &st, VG_INVALID_ARGUMENT, "rank 0");
     vg_graph_free(g2);
     /* fed with a vector: the kernel's check */
     {
         int64_t two = 2;
         vg_tensor *v = vg_tensor_new(VG_STRING, &two, 1, &st);
-        CHECK_CODE(vg_session_run(s, NULL, &any, &v, 1, NULL, NULL, 0, &restore_any, 1, NULL, &st), VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, "Reader state must be scalar, but had shape: [2]");
+        CHECK_STATUS(vg_session_run(s, NULL, &any, &v, 1, NULL, NULL, 0, &restore_any, 1, NULL, &st), &st, VG_INVALID_ARGUMENT,
+            "Reader state must be scalar, but had shape: [2]");
         vg_tensor_free(v);
     }
 
@@ -177,9 +176,7 @@ static void test_identity_serialize_restore(void) {
     CHECK_OK(restore_bytes(s, restore, fed, "", 0, &st), &st);
     CHECK_EQ_INT(run_i64(s, produced), 0);
     CHECK_EQ_INT(run_i64(s, nwork), 0);
-    vg_tensor_free(state);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){state}, 1, NULL, 0);
 }
 
 /* reader_ops_test.py IdentityReaderTest.testReset. */
@@ -307,8 +304,8 @@ static void test_whole_file_serialize_restore(void) {
     expect_read(s, read, files[2], content[2]);
     expect_closed(s, read);
     CHECK_EQ_INT(run_i64(s, produced), 3);
-    CHECK_CODE(restore_bytes(s, restore, fed, "\x01", 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Could not parse state for WholeFileReader 'test_reader': \\001");
+    CHECK_STATUS(restore_bytes(s, restore, fed, "\x01", 1, &st), &st, VG_INVALID_ARGUMENT,
+        "Could not parse state for WholeFileReader 'test_reader': \\001");
     CHECK_EQ_INT(run_i64(s, produced), 0);
     vg_tensor_free(state);
     vg_session_free(s);
@@ -366,8 +363,7 @@ static void test_reader_state_unimplemented(void) {
     expect_read(s, read, key, "a");
     vg_session_free(s);
     vg_reader_restore_state(g, readers[0], vg_const_i32(g, 1, NULL), NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "state must be a string");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "state must be a string");
     vg_graph_free(g);
     remove(path);
     rmdir(dir);

@@ -20,6 +20,7 @@
 #include "data/dataset.h"
 #include "test_util.h"
 #include "ds_items_util.h"
+#include "dataset_fixture.h"
 #include "vigil/vigil.h"
 
 #define NREC 400
@@ -27,49 +28,6 @@
 static vg_feature_spec g_specs[3];
 static char g_dir[256], g_files[2][512];
 
-/* Record i: image of 16 bytes (sometimes 20), label int64 (sometimes missing, sometimes
- * float), w float[3] (sometimes missing), sometimes not an Example. */
-static void write_files(void) {
-    vg_status st;
-    vg_example *ex = vg_example_new();
-    uint64_t x = 99;
-    for (int f = 0; f < 2; f++) {
-        snprintf(g_files[f], sizeof g_files[f], "%s/part%d.tfrecord", g_dir, f);
-        vg_tfrecord_writer *w = vg_tfrecord_writer_open(g_files[f], VG_COMPRESSION_NONE, &st);
-        CHECK(w != NULL);
-        for (int i = f * NREC / 2; w && i < (f + 1) * NREC / 2; i++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            unsigned r = (unsigned)(x >> 33);
-            vg_example_clear(ex);
-            char img[20];
-            for (int k = 0; k < 20; k++) img[k] = (char)((r >> (k % 24)) + (unsigned)(k * 13 + i));
-            bool bad = i >= 130; /* the first blocks are plain */
-            size_t ilen = bad && r % 37 == 3 ? 20 : 16;
-            vg_example_add_bytes(ex, "image", (const char *[]){img}, &ilen, 1, &st);
-            int64_t label = (int64_t)(r % 10) - 3;
-            float flabel = (float)label;
-            if (bad && r % 41 == 7) vg_example_add_float(ex, "label", &flabel, 1, &st);
-            else if (r % 9 != 1) vg_example_add_int64(ex, "label", &label, 1, &st);
-            float wv[3] = {(float)(r % 5) * 0.37f, 0.5f, -(float)i / 3.0f};
-            if (r % 4) vg_example_add_float(ex, "w", wv, 3, &st);
-            size_t len;
-            const void *b = vg_example_serialize(ex, &len, &st);
-            if (bad && r % 43 == 11) CHECK_OK(vg_tfrecord_writer_write(w, "\xff\xfe no Example", 13, &st), &st);
-            else CHECK_OK(vg_tfrecord_writer_write(w, b, len, &st), &st);
-        }
-        if (w) CHECK_OK(vg_tfrecord_writer_close(w, &st), &st);
-    }
-    vg_example_free(ex);
-    FILE *fp = fopen(g_files[1], "r+b"); /* a corrupted record near the end of file 1 */
-    CHECK(fp != NULL);
-    if (fp) {
-        fseek(fp, -500, SEEK_END);
-        int c = fgetc(fp);
-        fseek(fp, -500, SEEK_END);
-        fputc(c ^ 0x21, fp);
-        fclose(fp);
-    }
-}
 
 static vg_output files_ds(vg_graph *g, int epochs) {
     vg_status st;
@@ -320,14 +278,12 @@ static void test_resume(void) {
 }
 
 int main(void) {
-    g_specs[0] = (vg_feature_spec){"image", VG_STRING, false, vg_shape_make(NULL, 0), {NULL, 0}};
-    g_specs[1] = (vg_feature_spec){"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}};
-    g_specs[2] = (vg_feature_spec){"w", VG_FLOAT, false, vg_shape_make((int64_t[]){3}, 1), {NULL, 0}};
+    ds_example_specs(g_specs);
     if (!*tu_mkdtemp(g_dir, sizeof g_dir, "rows")) {
         CHECK(false);
         TEST_MAIN_END();
     }
-    write_files();
+    ds_write_example_files(g_files, g_dir, NREC, 99, 130, true, 500);
     RUN_TEST(test_native_form);
     RUN_TEST(test_same_results);
     RUN_TEST(test_resume);

@@ -23,6 +23,8 @@
 #include "cf_callbacks.h"
 #include "zlib_test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
+#include "dataset_fixture.h"
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -740,7 +742,6 @@ static size_t read_all(const char *path, uint8_t *buf, size_t cap) {
  * FixedLengthRecordDatasetTestBase files (header "HHHHH", records str(f * 2 + r) * 3,
  * footer "FF"; 2 files of 7 records). */
 static void write_files(void) {
-    vg_status st;
     static uint8_t plain[4096], z[8192];
     for (int c = 0; c < 3; c++)
         for (int f = 0; f < 5; f++) {
@@ -755,14 +756,7 @@ static void write_files(void) {
         }
     for (int f = 0; f < 2; f++) {
         snprintf(g_records[0][f], sizeof g_records[0][f], "%s/tf_record.%d.txt", g_dir, f);
-        vg_tfrecord_writer *w = vg_tfrecord_writer_open(g_records[0][f], VG_COMPRESSION_NONE, &st);
-        CHECK(w != NULL);
-        for (int r = 0; w && r < 7; r++) {
-            char rec[64];
-            int n = snprintf(rec, sizeof rec, "Record %d of file %d", r, f);
-            CHECK_OK(vg_tfrecord_writer_write(w, rec, (size_t)n, &st), &st);
-        }
-        if (w) CHECK_OK(vg_tfrecord_writer_close(w, &st), &st);
+        ds_write_text_records(g_records[0][f], 7, "Record %d of file %d", f);
         size_t n = read_all(g_records[0][f], plain, sizeof plain);
         snprintf(g_records[1][f], sizeof g_records[1][f], "%s/tfrecord_%d.z", g_dir, f);
         write_bytes(g_records[1][f], z, deflate_to(z, sizeof z, plain, n, false));
@@ -1421,8 +1415,8 @@ static void test_checkpoint_keys(void) {
     snprintf(prefix, sizeof prefix, "%s/model.ckpt", g_ckdir);
     if (s) {
         CHECK_OK(vg_session_run_targets(s, &vinit, 1, &st), &st);
-        CHECK_CODE(vg_saver_save(sv, s, prefix, 1, path, sizeof path, &st), VG_FAILED_PRECONDITION);
-        CHECK_STR_CONTAINS(st.msg, "the iterator has not been initialized");
+        CHECK_STATUS(vg_saver_save(sv, s, prefix, 1, path, sizeof path, &st), &st, VG_FAILED_PRECONDITION,
+            "the iterator has not been initialized");
         CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
         CHECK_OK(vg_session_run1(s, vg_out(next, 0), NULL, &st), &st);
         CHECK_OK(vg_saver_save(sv, s, prefix, 1, path, sizeof path, &st), &st);
@@ -1623,8 +1617,7 @@ static void test_bad_states(void) {
     range_arg r = {0, 10, 1};
     if (raw_build(&a, ds_range, &r, false)) {
         write_bytes(g_state_file, "not a state", 11);
-        CHECK_CODE(raw_restore(&a, &st), VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, "not a vigil iterator state");
+        CHECK_STATUS(raw_restore(&a, &st), &st, VG_INVALID_ARGUMENT, "not a vigil iterator state");
         CHECK_OK(pipe_init(&a.p, &st), &st);
         expect_range(&a.p, 0, 3);
         CHECK_OK(raw_save(&a, &st), &st);

@@ -16,6 +16,7 @@
 #include "data/dataset.h"
 #include "test_util.h"
 #include "ds_items_util.h"
+#include "dataset_fixture.h"
 #include "cf_callbacks.h"
 #include "vigil/vigil.h"
 #include <sys/stat.h>
@@ -25,56 +26,8 @@
 static vg_feature_spec g_specs[3];
 static char g_dir[256], g_ckdir[300], g_files[2][512];
 
-static void write_files(void) {
-    vg_status st;
-    vg_example *ex = vg_example_new();
-    uint64_t x = 7;
-    for (int f = 0; f < 2; f++) {
-        snprintf(g_files[f], sizeof g_files[f], "%s/part%d.tfrecord", g_dir, f);
-        vg_tfrecord_writer *w = vg_tfrecord_writer_open(g_files[f], VG_COMPRESSION_NONE, &st);
-        CHECK(w != NULL);
-        for (int i = f * NREC / 2; w && i < (f + 1) * NREC / 2; i++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            unsigned r = (unsigned)(x >> 33);
-            vg_example_clear(ex);
-            char img[16];
-            for (int k = 0; k < 16; k++) img[k] = (char)((r >> (k % 24)) + (unsigned)(k * 13 + i));
-            size_t ilen = 16;
-            vg_example_add_bytes(ex, "image", (const char *[]){img}, &ilen, 1, &st);
-            int64_t label = (int64_t)(r % 10) - 3;
-            float flabel = (float)label;
-            bool bad = i >= 100;
-            if (bad && r % 41 == 7) vg_example_add_float(ex, "label", &flabel, 1, &st); /* a type error */
-            else if (r % 9 != 1) vg_example_add_int64(ex, "label", &label, 1, &st);
-            float wv[3] = {(float)(r % 5) * 0.37f, 0.5f, -(float)i / 3.0f};
-            if (r % 4) vg_example_add_float(ex, "w", wv, 3, &st);
-            size_t len;
-            const void *b = vg_example_serialize(ex, &len, &st);
-            if (bad && r % 43 == 11) CHECK_OK(vg_tfrecord_writer_write(w, "\xff\xfe no Example", 13, &st), &st);
-            else CHECK_OK(vg_tfrecord_writer_write(w, b, len, &st), &st);
-        }
-        if (w) CHECK_OK(vg_tfrecord_writer_close(w, &st), &st);
-    }
-    vg_example_free(ex);
-    FILE *fp = fopen(g_files[1], "r+b"); /* a corrupted record near the end of file 1 */
-    CHECK(fp != NULL);
-    if (fp) {
-        fseek(fp, -400, SEEK_END);
-        int c = fgetc(fp);
-        fseek(fp, -400, SEEK_END);
-        fputc(c ^ 0x21, fp);
-        fclose(fp);
-    }
-}
 
-static vg_output file_names(vg_graph *g) {
-    vg_status st;
-    vg_tensor *f = vg_tensor_new(VG_STRING, (int64_t[]){2}, 1, &st);
-    for (int i = 0; i < 2; i++) vg_tensor_set_string(f, i, g_files[i], strlen(g_files[i]), &st);
-    vg_output c = vg_const(g, f, "files");
-    vg_tensor_free(f);
-    return c;
-}
+static vg_output file_names(vg_graph *g) { return ds_files_const(g, g_files); }
 
 static void parse3(vg_graph *fg, vg_output rec, vg_output *d, bool batched) {
     vg_feature_spec specs[3] = {g_specs[0], g_specs[1], g_specs[2]};
@@ -255,15 +208,13 @@ static void test_breaks(void) {
 
 int main(void) {
     vg_log_set(vg_log_stderr, NULL, VG_LOG_WARN);
-    g_specs[0] = (vg_feature_spec){"image", VG_STRING, false, vg_shape_make(NULL, 0), {NULL, 0}};
-    g_specs[1] = (vg_feature_spec){"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}};
-    g_specs[2] = (vg_feature_spec){"w", VG_FLOAT, false, vg_shape_make((int64_t[]){3}, 1), {NULL, 0}};
+    ds_example_specs(g_specs);
     if (!*tu_mkdtemp(g_dir, sizeof g_dir, "saveable_paths")) {
         CHECK(false);
         TEST_MAIN_END();
     }
     snprintf(g_ckdir, sizeof g_ckdir, "%s/ckpt", g_dir);
-    write_files();
+    ds_write_example_files(g_files, g_dir, NREC, 7, 100, false, 400);
     RUN_TEST(test_breaks);
     tu_rmrf(g_dir);
     TEST_MAIN_END();

@@ -15,6 +15,7 @@
 #include "test_util.h"
 #include "cf_callbacks.h"
 #include "vigil/vigil.h"
+#include "dataset_fixture.h"
 #include <unistd.h>
 
 typedef vg_output (*ds_fn)(vg_graph *g);
@@ -105,18 +106,10 @@ static vg_output ds_c(vg_graph *g) {
 }
 
 static void write_files(void) {
-    vg_status st;
     for (int f = 0; f < 2; f++) {
         char name[32];
         snprintf(name, sizeof name, "r%d.tfrecord", f);
-        vg_tfrecord_writer *w = vg_tfrecord_writer_open(name, VG_COMPRESSION_NONE, &st);
-        CHECK(w != NULL);
-        for (int r = 0; w && r < 4; r++) {
-            char b[32];
-            int n = snprintf(b, sizeof b, "record %d of %d", r, f);
-            CHECK_OK(vg_tfrecord_writer_write(w, b, (size_t)n, &st), &st);
-        }
-        if (w) CHECK_OK(vg_tfrecord_writer_close(w, &st), &st);
+        ds_write_text_records(name, 4, "record %d of %d", f);
         snprintf(name, sizeof name, "t%d.txt", f);
         FILE *fp = fopen(name, "w");
         CHECK(fp != NULL);

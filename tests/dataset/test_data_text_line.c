@@ -8,6 +8,7 @@
 #include "test_util.h"
 #include "zlib_test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <unistd.h>
 #include <zlib.h>
 
@@ -125,15 +126,13 @@ static void test_bad_streams(void) {
     memcpy(two[0], files[0], 256);
     memcpy(two[1], files[2], 256);
     int n = read_lines(two, 2, "GZIP", false, vals, lens, 16, &err, &est);
-    CHECK_CODE(err, VG_DATA_LOSS);
-    CHECK_STR_CONTAINS(est.msg, files[0]);
+    CHECK_STATUS(err, &est, VG_DATA_LOSS, files[0]);
     CHECK_EQ_INT(n, 5);
     if (n == 5) check_k_lines(vals, lens, 0);
     /* a truncated gzip file: DATA_LOSS after the lines it holds, then the next file */
     memcpy(two[0], files[1], 256);
     n = read_lines(two, 2, "GZIP", false, vals, lens, 16, &err, &est);
-    CHECK_CODE(err, VG_DATA_LOSS);
-    CHECK_STR_CONTAINS(est.msg, files[1]);
+    CHECK_STATUS(err, &est, VG_DATA_LOSS, files[1]);
     CHECK_STR_CONTAINS(est.msg, "truncated");
     CHECK(n >= 5);
     if (n >= 5) check_k_lines(vals, lens, n - 5);
@@ -146,8 +145,7 @@ static void test_bad_streams(void) {
     snprintf(missing[0], 256, "%s/none.txt", g_dir);
     n = read_lines(missing, 1, "ZLIB", false, vals, lens, 16, &err, &est);
     CHECK_EQ_INT(n, 0);
-    CHECK_CODE(err, VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(est.msg, "none.txt");
+    CHECK_STATUS(err, &est, VG_NOT_FOUND, "none.txt");
     /* an unknown compression type is refused */
     vg_status st;
     vg_graph *g = vg_graph_new();

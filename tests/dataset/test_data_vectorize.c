@@ -17,6 +17,7 @@
 #include "ds_items_util.h"
 #include "cf_callbacks.h"
 #include "vigil/vigil.h"
+#include "dataset_fixture.h"
 
 #define NREC 300
 
@@ -180,22 +181,23 @@ static vg_output records(vg_graph *g) {
     return vg_dataset_from_tensor_slices(g, &c, 1, NULL);
 }
 
-static vg_output build_parse(vg_graph *g, int par, bool *vec) {
-    vg_output ds = vg_dataset_map_parallel(g, records(g), parse_fn, NULL, par, NULL);
+/* src mapped by fn with parallelism par; *vec: whether the map was vectorized. */
+static vg_output map_vec(vg_graph *g, vg_output src, vg_dataset_map_fn fn, int par, bool *vec) {
+    vg_output ds = vg_dataset_map_parallel(g, src, fn, NULL, par, NULL);
     *vec = has_vec(g, ds);
     return ds;
+}
+
+static vg_output build_parse(vg_graph *g, int par, bool *vec) {
+    return map_vec(g, records(g), parse_fn, par, vec);
 }
 
 static vg_output build_scalar_vector(vg_graph *g, int par, bool *vec) {
-    vg_output ds = vg_dataset_map_parallel(g, records(g), scalar_times_vector, NULL, par, NULL);
-    *vec = has_vec(g, ds);
-    return ds;
+    return map_vec(g, records(g), scalar_times_vector, par, vec);
 }
 
 static vg_output build_var_len(vg_graph *g, int par, bool *vec) {
-    vg_output ds = vg_dataset_map_parallel(g, records(g), var_len, NULL, par, NULL);
-    *vec = has_vec(g, ds);
-    return ds;
+    return map_vec(g, records(g), var_len, par, vec);
 }
 
 static vg_output two_components(vg_graph *g) {
@@ -208,15 +210,11 @@ static vg_output two_components(vg_graph *g) {
 }
 
 static vg_output build_pass_through(vg_graph *g, int par, bool *vec) {
-    vg_output ds = vg_dataset_map_parallel(g, two_components(g), pass_through, NULL, par, NULL);
-    *vec = has_vec(g, ds);
-    return ds;
+    return map_vec(g, two_components(g), pass_through, par, vec);
 }
 
 static vg_output build_unused_arg(vg_graph *g, int par, bool *vec) {
-    vg_output ds = vg_dataset_map_parallel(g, two_components(g), unused_arg, NULL, par, NULL);
-    *vec = has_vec(g, ds);
-    return ds;
+    return map_vec(g, two_components(g), unused_arg, par, vec);
 }
 
 static void test_parse_pipeline(void) {
@@ -247,18 +245,11 @@ static void test_refused_and_edge_functions(void) {
 static char g_files[2][512];
 
 static vg_output tfrecord_files(vg_graph *g) {
-    vg_status st;
-    vg_tensor *f = vg_tensor_new(VG_STRING, (int64_t[]){2}, 1, &st);
-    for (int i = 0; i < 2; i++) vg_tensor_set_string(f, i, g_files[i], strlen(g_files[i]), &st);
-    vg_output c = vg_const(g, f, "files");
-    vg_tensor_free(f);
-    return vg_dataset_repeat(g, vg_dataset_tfrecord(g, c, "", NULL), 2, NULL);
+    return vg_dataset_repeat(g, vg_dataset_tfrecord(g, ds_files_const(g, g_files), "", NULL), 2, NULL);
 }
 
 static vg_output build_tfrecord(vg_graph *g, int par, bool *vec) {
-    vg_output ds = vg_dataset_map_parallel(g, tfrecord_files(g), parse_fn, NULL, par, NULL);
-    *vec = has_vec(g, ds);
-    return ds;
+    return map_vec(g, tfrecord_files(g), parse_fn, par, vec);
 }
 
 static void test_tfrecord_source(void) {
@@ -284,15 +275,7 @@ static void test_tfrecord_source(void) {
     }
     vg_tensor_free(recs);
     /* corrupt a byte in the data of a record near the end of file 1 */
-    FILE *fp = fopen(g_files[1], "r+b");
-    CHECK(fp != NULL);
-    if (fp) {
-        fseek(fp, -300, SEEK_END);
-        int c = fgetc(fp);
-        fseek(fp, -300, SEEK_END);
-        fputc(c ^ 0x55, fp);
-        fclose(fp);
-    }
+    ds_flip_byte(g_files[1], 300, 0x55);
     for (int par = 0; par <= 3; par++) {
         if (par == 1) continue;
         int n, errors = compare(build_tfrecord, 3, par, true, &n);

@@ -11,6 +11,7 @@
 #include "test_util.h"
 #include "cf_callbacks.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <math.h>
 
 /* ------------------------------------------------------------------------ */
@@ -193,8 +194,7 @@ static void test_window_dataset_invalid(void) {
         ds = vg_dataset_flat_map(g, ds, batch_fn, &size, NULL);
         run r;
         if (!run_open(&r, g, ds)) continue;
-        CHECK_CODE(run_init(&r, &st), VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, msgs[i]);
+        CHECK_STATUS(run_init(&r, &st), &st, VG_INVALID_ARGUMENT, msgs[i]);
         run_close(&r);
     }
 }
@@ -314,8 +314,7 @@ static void test_window_error_in_window(void) {
     CHECK_OK(run_next(&r, t, &st), &st); /* [1, 2] */
     if (t[0]) CHECK(((const float *)vg_tensor_data(t[0]))[1] == 2);
     vg_tensor_free(t[0]);
-    CHECK_CODE(run_next(&r, t, &st), VG_INVALID_ARGUMENT); /* [2, nan] */
-    CHECK_STR_CONTAINS(st.msg, "message");
+    CHECK_STATUS(run_next(&r, t, &st), &st, VG_INVALID_ARGUMENT, "message"); /* [2, nan] */
     CHECK_CODE(run_next(&r, t, &st), VG_INVALID_ARGUMENT); /* [nan, 4] */
     CHECK_CODE(run_next(&r, t, &st), VG_OUT_OF_RANGE);
     run_close(&r);
@@ -628,8 +627,8 @@ static void test_reduce_incorrect_state_type(void) {
     vg_graph *g = vg_graph_new();
     vg_output init = vg_const_i64(g, 0, NULL), out = {0};
     CHECK_EQ_INT(vg_dataset_reduce(g, vg_dataset_range(g, 0, 3, 1, NULL), &init, 1, to_float_fn, NULL, &out, NULL), 0);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "The element types for the new state must match the initial state.");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT,
+        "The element types for the new state must match the initial state.");
     vg_graph_free(g);
 }
 
@@ -681,9 +680,7 @@ static void test_reduce_error(void) {
     vg_tensor *t = NULL;
     if (s) CHECK_CODE(vg_session_run(s, NULL, NULL, NULL, 0, &out, &t, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(st.msg, "message");
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 /* window + reduce together (TF's idiom for a sliding sum): range(6).window(3, 1,

@@ -64,11 +64,8 @@ static void test_cifar10_train_and_eval(void) {
         "total_loss/avg",
     };
     int ne = (int)(sizeof expected / sizeof expected[0]);
-    char ckpt[1200];
-    snprintf(ckpt, sizeof ckpt, "%s/train/model.ckpt-59", g_dir);
     vg_status st;
-    vg_checkpoint_reader *r = vg_checkpoint_reader_new(ckpt, &st);
-    CHECK(r != NULL);
+    vg_checkpoint_reader *r = ex_open_ckpt(g_dir, "train/model.ckpt-59", &st);
     if (r) {
         ex_check_ckpt_keys(r, expected, ne);
         /* the averages differ from the variables they shadow (a real EMA) */

@@ -24,10 +24,7 @@ static int run(const char *cmd) { return ex_run(cmd, g_out, sizeof g_out, EX_STD
 static void test_dnc_train_and_resume(void) {
     char prog[1024], cmd[4096];
     snprintf(prog, sizeof prog, "%s/dnc_train", VG_BINDIR);
-    if (access(prog, X_OK) != 0) {
-        fprintf(stderr, "SKIP: dnc_train not built (-DVIGIL_EXAMPLES=ON)\n");
-        return;
-    }
+    if (!ex_built(prog)) return;
     const char *flags = "--memory_size 16 --word_size 16 --num_read_heads 4 --num_write_heads 1 --hidden_size 32 "
                         "--batch_size 8 --learning_rate 1e-2 --seed 1 --quiet 1 --checkpoint_interval 40";
     snprintf(cmd, sizeof cmd, "'%s' %s --checkpoint_dir %s/ckpt --num_training_iterations 120 --report_interval 40", prog,
@@ -57,11 +54,8 @@ static void test_dnc_train_and_resume(void) {
         "dnc/output_linear/b", "dnc/output_linear/w",
     };
     int nt = (int)(sizeof trainable / sizeof trainable[0]);
-    char ckpt[1200];
-    snprintf(ckpt, sizeof ckpt, "%s/ckpt/model.ckpt-120", g_dir);
     vg_status st;
-    vg_checkpoint_reader *r = vg_checkpoint_reader_new(ckpt, &st);
-    CHECK(r != NULL);
+    vg_checkpoint_reader *r = ex_open_ckpt(g_dir, "ckpt/model.ckpt-120", &st);
     if (r) {
         CHECK_EQ_INT(vg_checkpoint_reader_num_tensors(r), 3 * nt + 1);
         int i = 0;
@@ -101,6 +95,7 @@ static void test_dnc_train_and_resume(void) {
     double resumed = ex_value_after(g_out, "first block loss ");
     fprintf(stderr, "dnc_train resumed: first 10 steps %g\n", resumed);
     CHECK(resumed < first); /* trained weights, not a fresh start */
+    char ckpt[1200];
     snprintf(ckpt, sizeof ckpt, "%s/ckpt/model.ckpt-130.index", g_dir);
     CHECK(access(ckpt, R_OK) == 0);
 

@@ -113,11 +113,8 @@ static void test_examples_evrnn__train_resume_eval(void) {
     CHECK_STR_CONTAINS(out, "final loss ");
 
     /* 2. the checkpoint: TF's names and shapes (input 38 one-hot + 32 recurrent) */
-    char ckpt[1200];
-    snprintf(ckpt, sizeof ckpt, "%s/train/model.ckpt-100", dir);
     vg_status st;
-    vg_checkpoint_reader *r = vg_checkpoint_reader_new(ckpt, &st);
-    CHECK(r != NULL);
+    vg_checkpoint_reader *r = ex_open_ckpt(dir, "train/model.ckpt-100", &st);
     if (r) {
         CHECK(has_tensor(r, "rnn/multi_rnn_cell/cell_0/basic_lstm_cell/kernel", 38 + 32, 4 * 32));
         CHECK(has_tensor(r, "rnn/multi_rnn_cell/cell_0/basic_lstm_cell/bias", 4 * 32, -1));

@@ -79,10 +79,7 @@ static float read_f(vg_checkpoint_reader *r, const char *name, int i) {
 static void test_resnet_train_and_eval(void) {
     char prog[1024], cmd[4096];
     snprintf(prog, sizeof prog, "%s/resnet_main", VG_BINDIR);
-    if (access(prog, X_OK) != 0) {
-        fprintf(stderr, "SKIP: resnet_main not built (-DVIGIL_EXAMPLES=ON)\n");
-        return;
-    }
+    if (!ex_built(prog)) return;
     if (access(DATA_DIR "/train-images-idx3-ubyte.gz", R_OK) != 0) {
         fprintf(stderr, "SKIP: Fashion-MNIST not installed in %s (Debian package dataset-fashion-mnist)\n", DATA_DIR);
         return;

@@ -27,6 +27,7 @@
 #include "../examples/tf1/slim_classifier/resnet_v1.c"
 #include "example_test_util.h"
 #include "test_util.h"
+#include "kernels_fixture.h"
 #include <math.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -111,8 +112,8 @@ static void test_resnet_v1_50_names(void) {
     free(mv);
     vg_graph_free(g);
     /* unknown names: TF's ValueError */
-    CHECK_CODE(nets_factory_get_network_fn("vgg_16", 5, 0, true, &fn, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Name of network unknown vgg_16");
+    CHECK_STATUS(nets_factory_get_network_fn("vgg_16", 5, 0, true, &fn, &st), &st, VG_INVALID_ARGUMENT,
+        "Name of network unknown vgg_16");
     preprocessing_fn pf;
     CHECK_CODE(preprocessing_factory_get("resnet_v1_50", &pf, &st), VG_UNIMPLEMENTED);
     CHECK_CODE(preprocessing_factory_get("bogus", &pf, &st), VG_INVALID_ARGUMENT);
@@ -341,10 +342,7 @@ static vg_tensor *ckpt_read(const char *dir, const char *name, vg_status *st) {
 static void test_train_and_warm_start(void) {
     char prog[1024], cmd[8192], data[700], dir1[700], dir2[700], dir3[700];
     snprintf(prog, sizeof prog, "%s/train_image_classifier_main", VG_BINDIR);
-    if (access(prog, X_OK) != 0) {
-        fprintf(stderr, "SKIP: train_image_classifier_main not built (-DVIGIL_EXAMPLES=ON)\n");
-        return;
-    }
+    if (!ex_built(prog)) return;
     snprintf(data, sizeof data, "%s/data", g_dir);
     snprintf(dir1, sizeof dir1, "%s/train1", g_dir);
     snprintf(dir2, sizeof dir2, "%s/train2", g_dir);

@@ -127,10 +127,7 @@ static void test_which_set(void) {
 static void test_speech_commands_train(void) {
     char prog[1024], cmd[8192], data[700], train_dir[700], sum_dir[700];
     snprintf(prog, sizeof prog, "%s/speech_commands_train", VG_BINDIR);
-    if (access(prog, X_OK) != 0) {
-        fprintf(stderr, "SKIP: speech_commands_train not built (-DVIGIL_EXAMPLES=ON)\n");
-        return;
-    }
+    if (!ex_built(prog)) return;
     snprintf(data, sizeof data, "%s/data", g_dir);
     snprintf(train_dir, sizeof train_dir, "%s/train", g_dir);
     snprintf(sum_dir, sizeof sum_dir, "%s/logs", g_dir);

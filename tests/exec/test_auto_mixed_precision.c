@@ -10,6 +10,7 @@
  * loss tracks float32's, with float32 variables (master weights). */
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -73,9 +74,7 @@ static void run(net *n, vg_session *s, const float *xv, float out[8][R * C]) {
 }
 
 static void free_net(net *n) {
-    vg_tensor_free(n->w);
-    vg_tensor_free(n->c);
-    vg_graph_free(n->g);
+    kt_teardown(n->g, NULL, (vg_tensor *[]){n->w, n->c}, 2, NULL, 0);
 }
 
 /* y = op(a) @ b in float32 on given values */

@@ -10,6 +10,7 @@
 #include "exec/exec.h"
 #include "kernels/nn/nn_internal.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 /* Max relative difference of two tensors of equal size (1e30 when they differ in size). */
 /* The largest difference between a and b relative to b's scale (1 + max |b|): the
@@ -528,9 +529,7 @@ static void test_fusion__by_hand(void) {
     vg_status st;
     CHECK_OK(run_threads(g, 1, &x, &xv, 1, &y, &out, 1, &st), &st);
     for (int i = 0; i < 4 && out; i++) CHECK_NEAR(get(out, i), ((double[]){0, 0, 1, 3})[i], 1e-6);
-    vg_tensor_free(out);
-    vg_tensor_free(xv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){out, xv}, 2, NULL, 0);
 }
 
 /* FusedBatchNormV3 -> Relu / Relu6 and FusedBatchNormGradV3 <- ReluGrad / Relu6Grad

@@ -6,6 +6,7 @@
 #include "test_util.h"
 #include "exec/exec.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 static vg__plan *only_plan(vg_session *s) { return s->nplans >= 1 ? s->plans[s->nplans - 1] : NULL; }
 
@@ -39,9 +40,7 @@ static void test_ab__tiny_nodes_decide_and_agree(void) {
     vg__plan *p = only_plan(s);
     CHECK(p && p->parallel);
     CHECK(p && atomic_load(&p->ab_seq) != 0); /* decided (which way depends on the machine) */
-    vg_tensor_free(xv);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){xv}, 1, NULL, 0);
 }
 
 static void test_ab__blocking_plan_stays_parallel(void) {
@@ -71,9 +70,7 @@ static void test_ab__blocking_plan_stays_parallel(void) {
     }
     CHECK(dp && dp->parallel);
     if (dp) CHECK_EQ_INT(atomic_load(&dp->ab_seq), 2);
-    vg_tensor_free(vv);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){vv}, 1, NULL, 0);
 }
 
 int main(void) {

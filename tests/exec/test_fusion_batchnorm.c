@@ -20,13 +20,7 @@
 #include "exec/exec.h"
 #include "exec/ewfuse.h"
 #include "vigil/vigil.h"
-
-static double *randv_range(int64_t n, unsigned seed, double lo, double hi) {
-    double *v = malloc(sizeof(double) * (size_t)n);
-    srand(seed);
-    for (int64_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * rand() / (double)RAND_MAX;
-    return v;
-}
+#include "kernels_fixture.h"
 
 static double rel_diff(const vg_tensor *a, const vg_tensor *b) {
     double m = 0, s = 0;
@@ -147,7 +141,7 @@ static void bn_case(const int64_t xd[4], bool leaky, double lo, double hi) {
     bn_graph b;
     build(&b, xd, leaky);
     int64_t n = numel(xd), C = xd[3];
-    double *x1 = randv_range(n, 21, lo, hi), *x2 = randv_range(n, 22, -0.25, 0.25), *wv = randv_range(n, 23, -0.5, 0.5);
+    double *x1 = kt_randv_range(n, 21, lo, hi), *x2 = kt_randv_range(n, 22, -0.25, 0.25), *wv = kt_randv_range(n, 23, -0.5, 0.5);
     vg_tensor *vals[3] = {mk(VG_FLOAT, xd, 4, x1), mk(VG_FLOAT, xd, 4, x2), mk(VG_FLOAT, xd, 4, wv)};
     vg_tensor *a[NFETCH], *u[NFETCH], *c[NFETCH];
     bool noop = false, noop_u = true;
@@ -250,7 +244,7 @@ static void fd_case(bool leaky) {
     int64_t n = numel(xd);
     bn_graph b;
     build(&b, xd, leaky);
-    double *x1 = randv_range(n, 31, -1, 2), *x2 = randv_range(n, 32, -0.25, 0.25), *wv = randv_range(n, 33, -1, 1);
+    double *x1 = kt_randv_range(n, 31, -1, 2), *x2 = kt_randv_range(n, 32, -0.25, 0.25), *wv = kt_randv_range(n, 33, -1, 1);
     vg_tensor *vals[3] = {mk(VG_FLOAT, xd, 4, x1), mk(VG_FLOAT, xd, 4, x2), mk(VG_FLOAT, xd, 4, wv)};
     vg_tensor *a[NFETCH];
     bool noop = false;

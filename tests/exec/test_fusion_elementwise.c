@@ -19,6 +19,7 @@
 #include "op_test_util.h"
 #include "exec/exec.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 static int nfused_in(vg_run_metadata *md) {
     int n = 0;
@@ -51,13 +52,6 @@ static int run_g(vg_graph *g, const vg_output *feeds, vg_tensor **vals, int nfee
     return n;
 }
 
-static double *randv_range(int64_t n, unsigned seed, double lo, double hi) {
-    double *v = malloc(sizeof(double) * (size_t)n);
-    srand(seed);
-    for (int64_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * rand() / (double)RAND_MAX;
-    return v;
-}
-
 static bool same_bits(const vg_tensor *a, const vg_tensor *b) {
     return a && b && vg_tensor_dtype(a) == vg_tensor_dtype(b) && vg_tensor_nbytes(a) == vg_tensor_nbytes(b) &&
            !memcmp(vg_tensor_data(a), vg_tensor_data(b), vg_tensor_nbytes(a));
@@ -88,7 +82,7 @@ static void bn_case(const int64_t xd[4]) {
     vg_output wrt[3] = {x, beta, gamma}, d[3];
     vg_status st;
     CHECK_OK(vg_gradients(g, &L, 1, wrt, 3, NULL, d, &st), &st);
-    double *xv = randv_range(n, 5, -1, 2), *wv = randv_range(n, 6, -0.5, 0.5), bv[64], gv[64];
+    double *xv = kt_randv_range(n, 5, -1, 2), *wv = kt_randv_range(n, 6, -0.5, 0.5), bv[64], gv[64];
     for (int k = 0; k < C; k++) bv[k] = 0.1 * k - 0.3, gv[k] = 1 + 0.05 * k;
     vg_tensor *vals[4] = {mk(VG_FLOAT, xd, 4, xv), mk(VG_FLOAT, xd, 4, wv), mk(VG_FLOAT, cd, 1, bv),
                           mk(VG_FLOAT, cd, 1, gv)};
@@ -139,7 +133,7 @@ static void test_ew__values_bitwise(void) {
     vg_output le = vg_less_equal(g, an, x, NULL);
     vg_output gt = vg_greater(g, an, y, NULL);
     vg_output z = vg_select(g, ge, an, vg_identity(g, x, NULL), "z");
-    double *xv = randv_range(n, 1, -3, 3), *yv = randv_range(n, 2, -3, 3), cv[5] = {0.5, -1, 2, 0, 3}, bv[105];
+    double *xv = kt_randv_range(n, 1, -3, 3), *yv = kt_randv_range(n, 2, -3, 3), cv[5] = {0.5, -1, 2, 0, 3}, bv[105];
     xv[4] = NAN, yv[9] = NAN, yv[17] = INFINITY;
     for (int i = 0; i < n; i++) bv[i] = (i * 7) % 3 == 0;
     vg_tensor *vals[5] = {mk(VG_FLOAT, xd, 3, xv), mk(VG_FLOAT, xd, 3, yv), mk(VG_FLOAT, cd, 1, cv),
@@ -167,7 +161,7 @@ static void test_ew__reductions(void) {
     vg_output p = vg_add(g, vg_mul(g, x, y, NULL), x, NULL);
     vg_output s = vg_reduce_sum(g, p, (int32_t[]){0, 1, 2}, 3, false, "s");
     vg_output m = vg_reduce_mean(g, vg_square(g, p, NULL), (int32_t[]){-4, 2, 1}, 3, true, "m");
-    double *xv = randv_range(n, 3, -1, 1), *yv = randv_range(n, 4, 0, 2);
+    double *xv = kt_randv_range(n, 3, -1, 1), *yv = kt_randv_range(n, 4, 0, 2);
     vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 4, xv), mk(VG_FLOAT, xd, 4, yv)};
     vg_output feeds[2] = {x, y}, fetch[2] = {s, m};
     vg_tensor *o1[2], *o2[2];
@@ -234,10 +228,10 @@ static void ln_case(int64_t R, int64_t C) {
     vg_output wrt[3] = {x, vg_variable_snapshot(vars[0].op), vg_variable_snapshot(vars[1].op)}, d[3];
     vg_status st;
     CHECK_OK(vg_gradients(g, &L, 1, wrt, 3, NULL, d, &st), &st);
-    double *gb[2] = {randv_range(C, 11, -0.5, 0.5), randv_range(C, 12, 0.5, 1.5)};
+    double *gb[2] = {kt_randv_range(C, 11, -0.5, 0.5), kt_randv_range(C, 12, 0.5, 1.5)};
     vg_op *init[3] = {vg_global_variables_initializer(g), NULL, NULL};
     for (int i = 0; i < 2; i++) init[1 + i] = vg_assign(g, vars[i], cst(g, VG_FLOAT, cd, 1, gb[i]), true, NULL).op;
-    double *xv = randv_range(n, 9, -2, 3), *wv = randv_range(n, 10, -1, 1);
+    double *xv = kt_randv_range(n, 9, -2, 3), *wv = kt_randv_range(n, 10, -1, 1);
     for (int64_t c = 0; c < C; c++) xv[C + c] = 0.25; /* a constant row: variance 0 */
     vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, xd, 2, wv)};
     vg_output feeds[2] = {x, w}, fetch[4] = {h, d[0], d[1], d[2]};
@@ -284,7 +278,7 @@ static void row_case(const int64_t *xd, int nd) {
     vg_output m1 = vg_reduce_mean(g, b, (int32_t[]){nd - 1}, 1, true, "m1");
     vg_output m2 = vg_reduce_mean(g, vg_square(g, a, NULL), (int32_t[]){-1}, 1, false, "m2");
     vg_output e = vg_maximum(g, vg_div(g, r, vg_add(g, x, vg_const_f32(g, 3.0f, NULL), NULL), NULL), a, "e"); /* row first */
-    double *xv = randv_range(n, 13, -1, 2), *rv = randv_range(R, 14, -1, 1);
+    double *xv = kt_randv_range(n, 13, -1, 2), *rv = kt_randv_range(R, 14, -1, 1);
     vg_tensor *vals[2] = {mk(VG_FLOAT, xd, nd, xv), mk(VG_FLOAT, rd, nd, rv)};
     vg_output feeds[2] = {x, r}, fetch[6] = {s1, s2, m1, m2, b, e};
     vg_tensor *o1[6], *o2[6], *u[6];
@@ -333,7 +327,7 @@ static void test_ew__last_dim_one(void) {
     vg_output s = vg_reduce_sum(g, a, (int32_t[]){-1}, 1, true, "s");
     vg_output m = vg_reduce_mean(g, a, (int32_t[]){1}, 1, false, "m");
     vg_output c = vg_reduce_sum(g, a, (int32_t[]){0}, 1, false, "c"); /* per channel: one value */
-    double *xv = randv_range(50, 15, -1, 1), *yv = randv_range(50, 16, -1, 1);
+    double *xv = kt_randv_range(50, 15, -1, 1), *yv = kt_randv_range(50, 16, -1, 1);
     vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, xd, 2, yv)};
     vg_output feeds[2] = {x, y}, fetch[3] = {s, m, c};
     vg_tensor *o[3];
@@ -369,7 +363,7 @@ static void test_ew__variable_reads(void) {
     vg_output a = vg_add(g, vg_mul(g, x, v.read, NULL), x, "a");
     vg_output upd = vg_assign_add(g, v.ref, cst(g, VG_FLOAT, cd, 1, ten), "upd");
     vg_output c = vg_add(g, vg_mul(g, x, v.read, "c0"), vg_mul(g, x, upd, "c1"), "c");
-    double *xv = randv_range(16 * 8, 17, -2, 2);
+    double *xv = kt_randv_range(16 * 8, 17, -2, 2);
     vg_tensor *vals[1] = {mk(VG_FLOAT, xd, 2, xv)};
     vg_output feeds[1] = {x}, fetch[2] = {a, c};
     vg_op *init = vg_global_variables_initializer(g);
@@ -384,9 +378,7 @@ static void test_ew__variable_reads(void) {
         }
         vg_tensor_free(o[0]), vg_tensor_free(o[1]);
     }
-    vg_tensor_free(vals[0]);
-    free(xv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){vals[0]}, 1, (void *[]){xv}, 1);
 }
 
 /* a = x * y is read by b = a + z and fetched; c = a + transpose(a) (the value leaves the
@@ -404,7 +396,7 @@ static void test_ew__outputs_cycles_feeds_control(void) {
     vg_output d = vg_mul(g, a, vg_const_f32(g, 2.0f, NULL), "d");
     vg_graph_pop_control_deps(g);
     vg_output e = vg_add(g, d, b, "e");
-    double *xv = randv_range(36, 7, -2, 2), *yv = randv_range(36, 8, -2, 2);
+    double *xv = kt_randv_range(36, 7, -2, 2), *yv = kt_randv_range(36, 8, -2, 2);
     vg_tensor *vals[3] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, xd, 2, yv), mk(VG_FLOAT, xd, 2, NULL)};
     vg_output feeds[3] = {x, y, a}, fetch[4] = {a, b, c, e};
     vg_tensor *f[4], *u[4];

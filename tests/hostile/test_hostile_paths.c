@@ -63,6 +63,13 @@ static void make_dirs(const char *sub, char *ck, char *out, size_t len) {
     CHECK(mkdir(out, 0755) == 0);
 }
 
+/* make_dirs, then a file "victim" (holding "victim") in out: *victim its path. */
+static void make_victim_dirs(const char *sub, char *ck, char *out, size_t len, char *victim, size_t vlen) {
+    make_dirs(sub, ck, out, len);
+    snprintf(victim, vlen, "%s/victim", out);
+    write_text(victim, "victim");
+}
+
 /* The three files of a (fake) checkpoint "<dir>/<name>", each holding "victim". */
 static void plant_victim_ckpt(const char *dir, const char *name) {
     static const char *const suf[] = {".index", ".meta", ".data-00000-of-00001"};
@@ -128,11 +135,27 @@ static void adopt_state(model *m, const char *ck, const char *const *paths, int 
     vg_checkpoint_state_free(cs);
 }
 
+/* model_build(m, max_to_keep), then adopt_state(m, ck, paths, n). */
+static void model_adopting(model *m, int max_to_keep, const char *ck, const char *const *paths, int n) {
+    model_build(m, max_to_keep);
+    adopt_state(m, ck, paths, n);
+}
+
 static void save_step(model *m, const char *ck, int step) {
     char prefix[600];
     vg_status st;
     snprintf(prefix, sizeof prefix, "%s/model.ckpt", ck);
     CHECK_OK(vg_saver_save(m->saver, m->sess, prefix, step, NULL, 0, &st), &st);
+}
+
+/* A model (max_to_keep 1) that adopts the n checkpoint paths as its saver's state in ck,
+ * then saves steps step and step + 1 there (pruning what falls out) and is freed. */
+static void adopt_and_save_two(const char *ck, const char *const *paths, int n, int step) {
+    model m;
+    model_adopting(&m, 1, ck, paths, n);
+    save_step(&m, ck, step);
+    save_step(&m, ck, step + 1);
+    model_free(&m);
 }
 
 /* ---- #1 ---- */
@@ -145,9 +168,7 @@ static void test_hostile_paths__prune_absolute_path_outside(void) {
     plant_victim_ckpt(out, "model.ckpt-1");
     snprintf(abs_name, sizeof abs_name, "%s/model.ckpt-1", out);
     model m;
-    model_build(&m, 1);
-    const char *paths[1] = {abs_name};
-    adopt_state(&m, ck, paths, 1);
+    model_adopting(&m, 1, ck, (const char *[]){abs_name}, 1);
     CHECK_EQ_INT(vg_saver_num_last_checkpoints(m.saver), 1); /* adopted, as TF does */
     save_step(&m, ck, 2);                                     /* max_to_keep 1: -1 falls out */
     save_step(&m, ck, 3);                                     /* and -2 (our own) is pruned */
@@ -166,17 +187,11 @@ static void test_hostile_paths__prune_dotdot_path(void) {
     make_dirs("dotdot", ck, out, sizeof ck);
     plant_victim_ckpt(out, "model.ckpt-1");
     plant_victim_ckpt(ck, "model.ckpt-1"); /* a real one of the same name inside stays ours */
-    model m;
-    model_build(&m, 1);
-    const char *paths[2] = {"../outside/model.ckpt-1", "model.ckpt-1"};
-    adopt_state(&m, ck, paths, 2);
-    save_step(&m, ck, 2);
-    save_step(&m, ck, 3);
+    adopt_and_save_two(ck, (const char *[]){"../outside/model.ckpt-1", "model.ckpt-1"}, 2, 2);
     CHECK(victim_ckpt_intact(out, "model.ckpt-1"));
     char p[700];
     snprintf(p, sizeof p, "%s/model.ckpt-1.index", ck);
     CHECK(!exists_l(p)); /* the listed one inside the directory is pruned as before */
-    model_free(&m);
 }
 
 /* A symlinked directory planted inside the checkpoint directory, pointing outside, and a
@@ -193,16 +208,10 @@ static void test_hostile_paths__prune_through_planted_symlinks(void) {
     write_text(q, "victim");
     snprintf(p, sizeof p, "%s/model.ckpt-2.index", ck);
     CHECK(symlink(q, p) == 0);
-    model m;
-    model_build(&m, 1);
-    const char *paths[2] = {"sub/model.ckpt-1", "model.ckpt-2"};
-    adopt_state(&m, ck, paths, 2);
-    save_step(&m, ck, 3);
-    save_step(&m, ck, 4);
+    adopt_and_save_two(ck, (const char *[]){"sub/model.ckpt-1", "model.ckpt-2"}, 2, 3);
     CHECK(victim_ckpt_intact(out, "model.ckpt-1"));
     CHECK(holds(q, "victim"));
     CHECK(!exists_l(p)); /* the planted link itself is gone (it was named like ours) */
-    model_free(&m);
 }
 
 /* The crash clean-up on recovery (issue 9 #5) runs in the newest listed checkpoint's
@@ -217,9 +226,7 @@ static void test_hostile_paths__recover_cleanup_stays_inside(void) {
     write_text(p, "victim");
     snprintf(newest, sizeof newest, "%s/model.ckpt-100", out);
     model m;
-    model_build(&m, 5);
-    const char *paths[1] = {newest};
-    adopt_state(&m, ck, paths, 1);
+    model_adopting(&m, 5, ck, (const char *[]){newest}, 1);
     CHECK(victim_ckpt_intact(out, "model.ckpt-50"));
     CHECK(victim_ckpt_intact(out, "model.ckpt-100"));
     CHECK(holds(p, "victim"));
@@ -252,14 +259,8 @@ static void test_hostile_paths__prune_only_own_names(void) {
     char ck[400], out[400];
     make_dirs("names", ck, out, sizeof ck);
     plant_victim_ckpt(ck, "notes");
-    model m;
-    model_build(&m, 1);
-    const char *paths[1] = {"notes"};
-    adopt_state(&m, ck, paths, 1);
-    save_step(&m, ck, 1);
-    save_step(&m, ck, 2);
+    adopt_and_save_two(ck, (const char *[]){"notes"}, 1, 1);
     CHECK(victim_ckpt_intact(ck, "notes"));
-    model_free(&m);
 }
 
 /* ---- #4 ---- */
@@ -282,9 +283,7 @@ static void event_name(char *buf, size_t len, const char *dir, long long secs, c
  * takes a free name, follows no link and leaves the old file's bytes alone. */
 static void test_hostile_paths__event_file_never_follows_or_truncates(void) {
     char ck[400], out[400], victim[600], name[800];
-    make_dirs("events", ck, out, sizeof ck);
-    snprintf(victim, sizeof victim, "%s/victim", out);
-    write_text(victim, "victim");
+    make_victim_dirs("events", ck, out, sizeof ck, victim, sizeof victim);
     long long now = (long long)time(NULL);
     for (int k = 0; k < 5; k++) {
         event_name(name, sizeof name, ck, now + k, "");
@@ -327,9 +326,7 @@ static void test_hostile_paths__event_file_never_follows_or_truncates(void) {
  * through. */
 static void test_hostile_paths__saver_replaces_planted_symlinks(void) {
     char ck[400], out[400], victim[600], p[700];
-    make_dirs("saver_names", ck, out, sizeof ck);
-    snprintf(victim, sizeof victim, "%s/victim", out);
-    write_text(victim, "victim");
+    make_victim_dirs("saver_names", ck, out, sizeof ck, victim, sizeof victim);
     const char *names[] = {"model.ckpt-1.index", "model.ckpt-1.meta", "model.ckpt-1.data-00000-of-00001", "checkpoint"};
     for (int i = 0; i < 4; i++) {
         snprintf(p, sizeof p, "%s/%s", ck, names[i]);
@@ -353,9 +350,7 @@ static void test_hostile_paths__saver_replaces_planted_symlinks(void) {
  * replaced by a new file; neither target changes. */
 static void test_hostile_paths__dir_lock_pid_file(void) {
     char ck[400], out[400], victim[600], pid[700], want[32];
-    make_dirs("lock", ck, out, sizeof ck);
-    snprintf(victim, sizeof victim, "%s/victim", out);
-    write_text(victim, "victim");
+    make_victim_dirs("lock", ck, out, sizeof ck, victim, sizeof victim);
     snprintf(pid, sizeof pid, "%s/.vigil-train.pid", ck);
     snprintf(want, sizeof want, "%ld\n", (long)getpid());
     for (int kind = 0; kind < 2; kind++) {
@@ -374,6 +369,13 @@ static void test_hostile_paths__dir_lock_pid_file(void) {
 /* ---- the command line ---- */
 
 static char g_vigil[600];
+
+/* True when the vigil CLI (g_vigil) is built; otherwise prints SKIP. */
+static bool vigil_built(void) {
+    if (access(g_vigil, X_OK) == 0) return true;
+    fprintf(stderr, "SKIP: %s not built\n", g_vigil);
+    return false;
+}
 
 static int run_cli(const char *const *args) {
     const char *argv[32];
@@ -433,14 +435,9 @@ static void write_idx(const char *path, uint32_t n, bool labels) { write_idx_siz
  * name. Now every output is a new temporary renamed over the name. */
 static void test_hostile_paths__cli_outputs_never_follow_symlinks(void) {
     snprintf(g_vigil, sizeof g_vigil, "%s/vigil", VG_BINDIR);
-    if (access(g_vigil, X_OK) != 0) {
-        fprintf(stderr, "SKIP: %s not built\n", g_vigil);
-        return;
-    }
+    if (!vigil_built()) return;
     char ck[400], out[400], victim[600], p[700], q[700];
-    make_dirs("cli", ck, out, sizeof ck);
-    snprintf(victim, sizeof victim, "%s/victim", out);
-    write_text(victim, "victim");
+    make_victim_dirs("cli", ck, out, sizeof ck, victim, sizeof victim);
     /* an event file with a scalar to plot */
     vg_status st;
     vg_file_writer *fw = vg_file_writer_new(ck, NULL, &st);
@@ -491,14 +488,9 @@ static void test_hostile_paths__cli_outputs_never_follow_symlinks(void) {
  * checkpoint files there): the victim and the outside checkpoints survive both runs
  * while max_to_keep keeps rotating the run's own checkpoints. */
 static void test_hostile_paths__cli_train_stays_inside(void) {
-    if (access(g_vigil, X_OK) != 0) {
-        fprintf(stderr, "SKIP: %s not built\n", g_vigil);
-        return;
-    }
+    if (!vigil_built()) return;
     char ck[400], out[400], victim[600], p[800], data[500];
-    make_dirs("train", ck, out, sizeof ck);
-    snprintf(victim, sizeof victim, "%s/victim", out);
-    write_text(victim, "victim");
+    make_victim_dirs("train", ck, out, sizeof ck, victim, sizeof victim);
     snprintf(data, sizeof data, "%s/data", out);
     mkdir(data, 0755);
     const char *files[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",

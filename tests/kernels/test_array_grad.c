@@ -6,6 +6,7 @@
  * StopGradient and the TF names of the gradient ops. */
 #include "gradcheck.h"
 #include "test_util.h"
+#include "kernels_fixture.h"
 
 #define D(...) ((const int64_t[]){__VA_ARGS__})
 #define V(...) ((const double[]){__VA_ARGS__})
@@ -31,10 +32,7 @@ static vg_tensor *ints(vg_dtype dt, const int64_t *dims, int nd, const double *v
 }
 
 static vg_output icst(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v) {
-    vg_tensor *t = ints(dt, dims, nd, v);
-    vg_output o = vg_const(g, t, NULL);
-    vg_tensor_free(t);
-    return o;
+    return kt_const_take(g, ints(dt, dims, nd, v), NULL);
 }
 
 static vg_output ph(vg_graph *g, const int64_t *dims, int nd, const char *name) {

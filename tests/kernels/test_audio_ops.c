@@ -6,6 +6,7 @@
  * written here. */
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <math.h>
 
 #define D(...) ((const int64_t[]){__VA_ARGS__})
@@ -19,15 +20,6 @@ static vg_output bytes_const(vg_graph *g, const void *p, size_t n, const char *n
 
 static vg_output f32_const(vg_graph *g, const float *v, const int64_t *dims, int nd) {
     return vg_const_array(g, VG_FLOAT, dims, nd, v, NULL);
-}
-
-/* Runs fetches (n) on a fresh session; returns the run's code, outputs in out. */
-static vg_code run(vg_graph *g, const vg_output *fetch, int n, vg_tensor **out, vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    if (!s) return st->code;
-    vg_code c = vg_session_run(s, NULL, NULL, NULL, 0, fetch, out, n, NULL, 0, NULL, st);
-    vg_session_free(s);
-    return c;
 }
 
 /* The WAV of TF's DecodeWavOpTest.DecodeWavTest: mono, 14099 Hz, 4 samples. */
@@ -55,18 +47,22 @@ static void check_decoded_k_wav(vg_tensor *audio, vg_tensor *rate) {
     CHECK_EQ_INT(*(int32_t *)vg_tensor_data(rate), 14099);
 }
 
-/* TF: DecodeWavOpTest.DecodeWavTest */
-static void test_decode_wav(void) {
+/* Decodes the n bytes wav (a Const named const_name) with DecodeWav (named op_name, the
+ * file's own channels and samples) and checks it is k_wav's audio. */
+static void decode_wav_is_k_wav(const uint8_t *wav, size_t n, const char *const_name, const char *op_name) {
     vg_graph *g = vg_graph_new();
-    vg_output a = vg_decode_wav(g, bytes_const(g, k_wav, sizeof k_wav, "content_op"), -1, -1, "decode_wav_op");
+    vg_output a = vg_decode_wav(g, bytes_const(g, wav, n, const_name), -1, -1, op_name);
     vg_output f[2] = {a, vg_out(a.op, 1)};
     vg_tensor *out[2] = {0};
     vg_status st;
-    CHECK_OK(run(g, f, 2, out, &st), &st);
+    CHECK_OK(kt_run(g, f, 2, out, &st), &st);
     if (out[0]) check_decoded_k_wav(out[0], out[1]);
-    vg_tensor_free(out[0]);
-    vg_tensor_free(out[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){out[0], out[1]}, 2, NULL, 0);
+}
+
+/* TF: DecodeWavOpTest.DecodeWavTest */
+static void test_decode_wav(void) {
+    decode_wav_is_k_wav(k_wav, sizeof k_wav, "content_op", "decode_wav_op");
 }
 
 /* TF: DecodeWavOpTest.DecodeWavWithJunkChunkTest (a 28-byte JUNK chunk before "fmt ") */
@@ -78,16 +74,7 @@ static void test_decode_wav_junk_chunk(void) {
     memset(w + 20, 0, 28);
     memcpy(w + 48, k_wav + 12, sizeof k_wav - 12);
     w[4] = 76;
-    vg_graph *g = vg_graph_new();
-    vg_output a = vg_decode_wav(g, bytes_const(g, w, sizeof w, NULL), -1, -1, NULL);
-    vg_output f[2] = {a, vg_out(a.op, 1)};
-    vg_tensor *out[2] = {0};
-    vg_status st;
-    CHECK_OK(run(g, f, 2, out, &st), &st);
-    if (out[0]) check_decoded_k_wav(out[0], out[1]);
-    vg_tensor_free(out[0]);
-    vg_tensor_free(out[1]);
-    vg_graph_free(g);
+    decode_wav_is_k_wav(w, sizeof w, NULL, NULL);
 }
 
 /* TF: DecodeWavOpTest.DecodeWav_ShapeFn */
@@ -108,13 +95,11 @@ static void test_decode_wav_shape_fn(void) {
 
     g = vg_graph_new();
     CHECK(vg_decode_wav(g, bytes_const(g, k_wav, sizeof k_wav, NULL), -1, -2, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "samples must be non-negative, got -2");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "samples must be non-negative, got -2");
     vg_graph_free(g);
     g = vg_graph_new();
     CHECK(vg_decode_wav(g, bytes_const(g, k_wav, sizeof k_wav, NULL), -2, -1, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "channels must be non-negative, got -2");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "channels must be non-negative, got -2");
     vg_graph_free(g);
     /* "Shape must be rank 0 but is rank 1" in TF */
     g = vg_graph_new();
@@ -130,7 +115,7 @@ static vg_tensor *encode(const float *audio, int64_t frames, int64_t ch, int32_t
     vg_graph *g = vg_graph_new();
     vg_output e = vg_encode_wav(g, f32_const(g, audio, D(frames, ch), 2), vg_const_i32(g, rate, NULL), NULL);
     vg_tensor *out = NULL;
-    *code = run(g, &e, 1, &out, st);
+    *code = kt_run(g, &e, 1, &out, st);
     vg_graph_free(g);
     return out;
 }
@@ -197,7 +182,7 @@ static void test_encode_then_decode(void) {
     vg_output f[4] = {all, vg_out(all.op, 1), mono, three};
     vg_tensor *o[4] = {0};
     vg_status st;
-    CHECK_OK(run(g, f, 4, o, &st), &st);
+    CHECK_OK(kt_run(g, f, 4, o, &st), &st);
     if (o[0]) {
         CHECK(vg_tensor_dim(o[0], 0) == 3 && vg_tensor_dim(o[0], 1) == 2);
         for (int i = 0; i < 6; i++) CHECK_NEAR(((float *)vg_tensor_data(o[0]))[i], audio[i], 1e-4);
@@ -222,8 +207,7 @@ static void expect_decode_error(const uint8_t *w, size_t n, const char *msg) {
     vg_output a = vg_decode_wav(g, bytes_const(g, w, n, NULL), -1, -1, NULL);
     vg_tensor *out = NULL;
     vg_status st;
-    CHECK_CODE(run(g, &a, 1, &out, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, msg);
+    CHECK_STATUS(kt_run(g, &a, 1, &out, &st), &st, VG_INVALID_ARGUMENT, msg);
     CHECK(out == NULL);
     vg_graph_free(g);
 }
@@ -298,7 +282,7 @@ static void test_read_write_file(void) {
     snprintf(path, sizeof path, "%s/missing.wav", dir);
     rd = vg_io_read_file(g, vg_const_string(g, path, NULL), NULL);
     vg_tensor *out = NULL;
-    CHECK_CODE(run(g, &rd, 1, &out, &st), VG_NOT_FOUND);
+    CHECK_CODE(kt_run(g, &rd, 1, &out, &st), VG_NOT_FOUND);
     vg_graph_free(g);
     tu_rmrf(dir);
 }
@@ -318,7 +302,7 @@ static int64_t spectrogram_frames(int64_t n, int window, int stride) {
     vg_tensor *out = NULL;
     vg_status st;
     int64_t frames = -1;
-    if (run(g, &sp, 1, &out, &st) == VG_OK) {
+    if (kt_run(g, &sp, 1, &out, &st) == VG_OK) {
         frames = vg_tensor_dim(out, 1);
         CHECK_EQ_INT(vg_output_shape(sp).dims[1], frames); /* build-time shape agrees */
     } else {
@@ -356,7 +340,7 @@ static void check_spectrogram_values(int window, int stride, int64_t n) {
                       vg_audio_spectrogram(g, in, window, stride, false, NULL)};
     vg_tensor *o[2] = {0};
     vg_status st;
-    CHECK_OK(run(g, f, 2, o, &st), &st);
+    CHECK_OK(kt_run(g, f, 2, o, &st), &st);
     int fft = 1;
     while (fft < window) fft <<= 1;
     int64_t bins = fft / 2 + 1, frames = 1 + (n - window) / stride;
@@ -387,10 +371,7 @@ static void check_spectrogram_values(int window, int stride, int64_t n) {
         CHECK_EQ_INT(bad, 0);
         CHECK(maxv > 100); /* the sine's peak is there: not comparing zeros */
     }
-    vg_tensor_free(o[0]);
-    vg_tensor_free(o[1]);
-    vg_graph_free(g);
-    free(x);
+    kt_teardown(g, NULL, (vg_tensor *[]){o[0], o[1]}, 2, (void *[]){x}, 1);
 }
 
 /* TF: SpectrogramTest.ComputedSquaredMagnitudeDataAgreeWithMatlab and
@@ -406,14 +387,12 @@ static void test_spectrogram_errors(void) {
     vg_output in = vg_placeholder(g, VG_FLOAT, D(-1, 1), 2, "x");
     CHECK(vg_audio_spectrogram(g, in, 1, 1, false, NULL).op == NULL);
     vg_status st;
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "window_size must be > 1, got 1");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "window_size must be > 1, got 1");
     vg_graph_free(g);
     g = vg_graph_new();
     in = vg_placeholder(g, VG_FLOAT, D(-1, 1), 2, "x");
     CHECK(vg_audio_spectrogram(g, in, 4, 0, false, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "stride must be > 0, got 0");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "stride must be > 0, got 0");
     vg_graph_free(g);
 }
 
@@ -424,7 +403,7 @@ static vg_tensor *mfcc_run(const float *spec, int64_t bins, int32_t rate, const 
     vg_graph *g = vg_graph_new();
     vg_output m = vg_mfcc(g, f32_const(g, spec, D(1, 1, bins), 3), vg_const_i32(g, rate, NULL), o, NULL);
     vg_tensor *out = NULL;
-    *code = run(g, &m, 1, &out, st);
+    *code = kt_run(g, &m, 1, &out, st);
     vg_graph_free(g);
     return out;
 }
@@ -503,16 +482,14 @@ static void test_wav_to_mfcc_pipeline(void) {
     CHECK(s.ndims == 3 && s.dims[0] == 1 && s.dims[1] == 98 && s.dims[2] == 13);
     vg_tensor *o = NULL;
     vg_status st;
-    CHECK_OK(run(g, &m, 1, &o, &st), &st);
+    CHECK_OK(kt_run(g, &m, 1, &o, &st), &st);
     if (o) {
         CHECK(vg_tensor_dim(o, 0) == 1 && vg_tensor_dim(o, 1) == 98 && vg_tensor_dim(o, 2) == 13);
         const float *v = vg_tensor_data(o);
         for (int64_t i = 0; i < vg_tensor_num_elements(o); i++) CHECK(isfinite(v[i]));
         CHECK(fabsf(v[0] - v[13]) < 1e-2f); /* a steady tone: frames alike */
     }
-    vg_tensor_free(o);
-    vg_graph_free(g);
-    free(x);
+    kt_teardown(g, NULL, (vg_tensor *[]){o}, 1, (void *[]){x}, 1);
 }
 
 /* tf.data over WAV files, the speech_commands input: ReadFile -> DecodeWav ->

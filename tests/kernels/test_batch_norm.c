@@ -5,6 +5,7 @@
 #include "gradcheck.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <math.h>
 
 static vg_tensor *tensor_d(const int64_t *dims, int nd, const double *v) {
@@ -50,9 +51,7 @@ static void test_forward_training(void) {
         }
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(outs[i]);
-    vg_tensor_free(xv);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){xv}, 1, NULL, 0);
 }
 
 static void test_forward_inference(void) {
@@ -79,10 +78,7 @@ static void test_forward_inference(void) {
         CHECK_NEAR(o[2], 2 * (3 - 1) / 2.0 + 0, 1e-6);   /* x=3, c0 */
         CHECK_NEAR(o[3], 1 * (4 - 2) / 0.5 + 1, 1e-6);   /* x=4, c1 */
     }
-    vg_tensor_free(out);
-    vg_tensor_free(in);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){out, in}, 2, NULL, 0);
 }
 
 static void gradcheck_mode(bool training) {
@@ -113,16 +109,14 @@ static void test_errors(void) {
     vg_output x3 = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3, 4}, 3, "x");
     vg_output c4 = vg_const_fill(g, VG_FLOAT, (int64_t[]){4}, 1, 1, "c");
     CHECK(vg_fused_batch_norm_v3(g, x3, c4, c4, c4, c4, 0.001f, false, NULL) == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "x must be 4-dimensional");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "x must be 4-dimensional");
     vg_graph_free(g);
 
     g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3, 3, 5}, 4, "x");
     c4 = vg_const_fill(g, VG_FLOAT, (int64_t[]){4}, 1, 1, "c");
     CHECK(vg_fused_batch_norm_v3(g, x, c4, c4, c4, c4, 0.001f, false, NULL) == NULL);
-    CHECK_EQ_INT(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "scale must have 5 elements");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "scale must have 5 elements");
     vg_graph_free(g);
 
     g = vg_graph_new();
@@ -156,12 +150,9 @@ static void test_errors(void) {
     vg_output feeds[2] = {x, sc};
     vg_tensor *fv[2] = {xv, sv}, *out = NULL;
     vg_output f = vg_out(bn, 0);
-    CHECK_EQ_INT(vg_session_run(s, NULL, feeds, fv, 2, &f, &out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "scale must be a 1-D tensor of 3 elements");
-    vg_tensor_free(xv);
-    vg_tensor_free(sv);
-    vg_session_free(s);
-    vg_graph_free(g);
+    CHECK_STATUS(vg_session_run(s, NULL, feeds, fv, 2, &f, &out, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT,
+        "scale must be a 1-D tensor of 3 elements");
+    kt_teardown(g, s, (vg_tensor *[]){xv, sv}, 2, NULL, 0);
 }
 
 /* float32 at a MobileNet block's shape ([8,50,48,32], offset mean 3 so a naive

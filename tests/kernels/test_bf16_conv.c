@@ -7,18 +7,14 @@
  * on and off oneDNN's blocking. */
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
-static void fill(float *v, int64_t n, uint32_t seed) {
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        v[i] = (float)((seed >> 8) & 0xffffff) / (float)(1 << 23) - 1.0f;
-    }
-}
+static void fill(float *v, int64_t n, uint32_t seed) { kt_fill_lcg(v, n, seed, 23, 1.0f); }
 
 typedef struct ccase {
     int64_t n, h, w, ci, kh, kw, co, s;
@@ -42,10 +38,7 @@ static void run_case(const ccase *c, bool amp, const float *xv, const float *fv,
     vg_output dy = vg_const(g, tg, "dy"), xs[2] = {x, f}, dxs[2];
     CHECK_OK(vg_gradients(g, &y, 1, xs, 2, &dy, dxs, &st), &st);
     vg_output fetch[3] = {vg_identity(g, y, "y_out"), vg_identity(g, dxs[0], "dx_out"), vg_identity(g, dxs[1], "df_out")};
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_set_auto_mixed_precision(s, amp, &st), &st);
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, fetch, o, 3, NULL, 0, NULL, &st), &st);
-    vg_session_free(s);
+    kt_run_amp(g, amp, fetch, o, 3);
     vg_tensor_free(tx), vg_tensor_free(tf), vg_tensor_free(tg);
     vg_graph_free(g);
 }
@@ -118,10 +111,7 @@ static void run_chain(bool amp, int ci, const float *xv, const float *fv, const 
     CHECK_OK(vg_gradients(g, &c2, 1, xs, 2, NULL, dxs, &st), &st); /* MaxPoolGrad -> ReluGrad -> ... */
     vg_output f[4] = {vg_identity(g, mp, "mp_out"), vg_identity(g, c2, "c2_out"), vg_identity(g, dxs[0], "dx_out"),
                       vg_identity(g, dxs[1], "df_out")};
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_set_auto_mixed_precision(s, amp, &st), &st);
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, o, 4, NULL, 0, NULL, &st), &st);
-    vg_session_free(s);
+    kt_run_amp(g, amp, f, o, 4);
     for (int i = 0; i < 4; i++) vg_tensor_free(t[i]);
     vg_graph_free(g);
 }

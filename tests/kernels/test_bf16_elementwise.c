@@ -6,6 +6,7 @@
  * rounded, and (b) the float32 graph, within bfloat16's tolerance. */
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -15,12 +16,7 @@ enum { R = 8, C = 16 };
 static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float rb(float f) { return vg_bfloat16_to_float(vg_float_to_bfloat16(f)); }
 
-static void fill(float *v, int n, uint32_t seed) {
-    for (int i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        v[i] = (float)((seed >> 8) & 0xffffff) / (float)(1 << 24) - 0.5f;
-    }
-}
+static void fill(float *v, int n, uint32_t seed) { kt_fill_lcg(v, n, seed, 24, 0.5f); }
 
 enum { OP_ADD, OP_ADDV2, OP_SUB, OP_MUL, OP_RELU, OP_RELUGRAD, OP_BIASADD, OP_TANH, OP_SIGMOID, OP_BIASADDGRAD, NOPS };
 static const char *const op_names[NOPS] = {"Add", "AddV2", "Sub", "Mul", "Relu", "ReluGrad", "BiasAdd", "Tanh", "Sigmoid",
@@ -89,10 +85,7 @@ static void run(int op, bool amp, vg_tensor **o) {
     vg_output f[4] = {vg_identity(g, a, "a_out"), vg_identity(g, b, "b_out"), vg_identity(g, c, "c_out"),
                       vg_identity(g, d, "d_out")};
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_set_auto_mixed_precision(s, amp, &st), &st);
-    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, o, 4, NULL, 0, NULL, &st), &st);
-    vg_session_free(s);
+    kt_run_amp(g, amp, f, o, 4);
     for (int i = 0; i < 5; i++) vg_tensor_free(t[i]);
     vg_graph_free(g);
 }

@@ -6,6 +6,7 @@
  * float32 kernels, and the log says so once (WARN). */
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,12 +21,7 @@ static void on_log(void *payload, vg_log_level level, const char *msg) {
 static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float rb(float f) { return vg_bfloat16_to_float(vg_float_to_bfloat16(f)); }
 
-static void fill(float *v, int n, uint32_t seed) {
-    for (int i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        v[i] = (float)((seed >> 8) & 0xffffff) / (float)(1 << 22) - 2.0f;
-    }
-}
+static void fill(float *v, int n, uint32_t seed) { kt_fill_lcg(v, n, seed, 22, 2.0f); }
 
 enum { M = 12, K = 40, N = 20 };
 

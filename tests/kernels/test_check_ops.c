@@ -14,6 +14,7 @@
  * only assert_equal checks Consts at build time. */
 #include "op_test_util.h"
 #include "vigil/ops_ext.h"
+#include "kernels_fixture.h"
 
 static vg_output named(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *v, const char *name) {
     vg_tensor *t = mk(dt, dims, nd, v);
@@ -37,8 +38,7 @@ static vg_code run_guarded(vg_graph *g, vg_op *chk, vg_output x, const vg_output
 static void expect_static_fail(vg_graph *g, vg_op *chk, const char *m1, const char *m2) {
     vg_status st;
     CHECK(chk == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, m1);
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, m1);
     if (m2) CHECK_STR_CONTAINS(st.msg, m2);
 }
 
@@ -90,8 +90,7 @@ static void test_assert_equal(void) {
     vg_output s2 = named(g, VG_INT32, d2, 1, (double[]){1, 1}, "small_2");
     CHECK(vg_assert_equal(g, s3, s2, NULL, 3, NULL) == NULL);
     vg_status st;
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Incompatible shapes");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "Incompatible shapes");
     vg_graph_free(g);
     /* dynamic: fed values fail the run with TF's Assert message */
     g = vg_graph_new();
@@ -111,9 +110,7 @@ static void test_assert_equal(void) {
     CHECK_STR_CONTAINS(st.msg, "assertion failed: [fail] [Condition x == y did not hold element-wise:] [x (x:0) = ] "
                                "[1...] [y (y:0) = ] [7...]");
     CHECK(!strcmp(vg_op_name(chk), "eq/Assert/Assert"));
-    vg_tensor_free(fv[0]);
-    vg_tensor_free(fv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){fv[0], fv[1]}, 2, NULL, 0);
 }
 
 static void test_assert_none_equal(void) {
@@ -130,8 +127,7 @@ static void test_assert_none_equal(void) {
     /* one equal pair is enough */
     vg_output small2 = named(g, VG_INT32, d2, 1, (double[]){3, 2}, "small_2");
     chk = vg_assert_none_equal(g, small, small2, "fail", 3, NULL);
-    CHECK_CODE(run_guarded(g, chk, small, NULL, NULL, 0, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "[fail] [Condition x != y");
+    CHECK_STATUS(run_guarded(g, chk, small, NULL, NULL, 0, &st), &st, VG_INVALID_ARGUMENT, "[fail] [Condition x != y");
     vg_graph_free(g);
     /* test_doesnt_raise_when_not_equal */
     g = vg_graph_new();
@@ -156,8 +152,7 @@ static void order_case(binfn fn, const char *sym, const double *a, const double 
     if (ok) expect_ok(g, chk, x);
     else { /* Consts too fail at run time ("failure message.*\n*.* x < y") */
         CHECK(chk != NULL);
-        CHECK_CODE(run_guarded(g, chk, x, NULL, NULL, 0, &st), VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, "[failure message] [");
+        CHECK_STATUS(run_guarded(g, chk, x, NULL, NULL, 0, &st), &st, VG_INVALID_ARGUMENT, "[failure message] [");
         CHECK_STR_CONTAINS(st.msg, cond);
     }
     vg_graph_free(g);
@@ -170,13 +165,10 @@ static void order_case(binfn fn, const char *sym, const double *a, const double 
     vg_code c = run_guarded(g, chk, px, f, fv, 2, &st);
     if (ok) CHECK_OK(c, &st);
     else {
-        CHECK_CODE(c, VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, cond);
+        CHECK_STATUS(c, &st, VG_INVALID_ARGUMENT, cond);
         CHECK_STR_CONTAINS(st.msg, "[x (px:0) = ]");
     }
-    vg_tensor_free(fv[0]);
-    vg_tensor_free(fv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){fv[0], fv[1]}, 2, NULL, 0);
 }
 
 static void test_assert_order(void) {
@@ -216,8 +208,8 @@ static void sign_case(unfn fn, const char *text, const double *v, int n, bool ok
     if (ok) expect_ok(g, chk, x);
     else { /* "fail.*doug" at run time */
         CHECK(chk != NULL);
-        CHECK_CODE(run_guarded(g, chk, x, NULL, NULL, 0, &st), VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, "assertion failed: [fail] [");
+        CHECK_STATUS(run_guarded(g, chk, x, NULL, NULL, 0, &st), &st, VG_INVALID_ARGUMENT,
+            "assertion failed: [fail] [");
         CHECK_STR_CONTAINS(st.msg, text);
         CHECK_STR_CONTAINS(st.msg, "x (doug:0) = ");
     }
@@ -229,8 +221,7 @@ static void sign_case(unfn fn, const char *text, const double *v, int n, bool ok
     vg_code c = run_guarded(g, chk, p, &p, &pv, 1, &st);
     if (ok) CHECK_OK(c, &st);
     else {
-        CHECK_CODE(c, VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, "assertion failed: [] [");
+        CHECK_STATUS(c, &st, VG_INVALID_ARGUMENT, "assertion failed: [] [");
         CHECK_STR_CONTAINS(st.msg, text);
     }
     vg_tensor_free(pv);
@@ -274,15 +265,15 @@ static void test_assert_rank(void) {
     vg_output t = vg_const_i32(g, 1, "my_tensor");
     CHECK(vg_assert_rank(g, t, 1, "fail", 3, NULL) == NULL);
     vg_status st;
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "fail.  Tensor my_tensor:0 must have rank 1.  Received rank 0, shape ()");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT,
+        "fail.  Tensor my_tensor:0 must have rank 1.  Received rank 0, shape ()");
     vg_graph_free(g);
     /* test_rank_one_tensor_raises_if_rank_too_large_static_rank */
     g = vg_graph_new();
     t = vg_const_i32_vec(g, (int32_t[]){1, 2}, 2, "my_tensor");
     CHECK(vg_assert_rank(g, t, 0, NULL, 3, NULL) == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, ".  Tensor my_tensor:0 must have rank 0.  Received rank 1, shape (2,)");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT,
+        ".  Tensor my_tensor:0 must have rank 0.  Received rank 1, shape (2,)");
     vg_graph_free(g);
     /* test_rank_zero_tensor_doesnt_raise_if_rank_just_right_static_rank */
     g = vg_graph_new();
@@ -297,8 +288,8 @@ static void test_assert_rank(void) {
     chk = vg_assert_rank(g, p, 1, "fail", 3, NULL);
     CHECK(chk && !strcmp(vg_op_type(chk), "Assert"));
     vg_tensor *v = vg_tensor_new(VG_FLOAT, NULL, 0, NULL);
-    CHECK_CODE(run_guarded(g, chk, p, &p, &v, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "assertion failed: [fail] [Tensor my_tensor:0 must have rank] [1] [Received shape: ] []");
+    CHECK_STATUS(run_guarded(g, chk, p, &p, &v, 1, &st), &st, VG_INVALID_ARGUMENT,
+        "assertion failed: [fail] [Tensor my_tensor:0 must have rank] [1] [Received shape: ] []");
     vg_tensor_free(v);
     v = vg_tensor_new(VG_FLOAT, (int64_t[]){3}, 1, NULL);
     CHECK_OK(run_guarded(g, chk, p, &p, &v, 1, &st), &st);
@@ -308,8 +299,8 @@ static void test_assert_rank(void) {
     g = vg_graph_new();
     t = vg_const_i32(g, 1, "my_tensor");
     CHECK(vg_assert_rank_at_least(g, t, 1, "fail", 3, NULL) == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "fail.  Tensor my_tensor:0 must have rank at least 1.  Received rank 0, shape ()");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT,
+        "fail.  Tensor my_tensor:0 must have rank at least 1.  Received rank 0, shape ()");
     vg_graph_free(g);
     g = vg_graph_new();
     t = vg_const_i32_vec(g, (int32_t[]){1, 2}, 2, "my_tensor");
@@ -317,8 +308,8 @@ static void test_assert_rank(void) {
     p = vg_placeholder(g, VG_FLOAT, NULL, -1, "my_tensor_1");
     chk = vg_assert_rank_at_least(g, p, 1, NULL, 3, NULL);
     v = vg_tensor_new(VG_FLOAT, NULL, 0, NULL);
-    CHECK_CODE(run_guarded(g, chk, p, &p, &v, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "[Tensor my_tensor_1:0 must have rank at least] [1]");
+    CHECK_STATUS(run_guarded(g, chk, p, &p, &v, 1, &st), &st, VG_INVALID_ARGUMENT,
+        "[Tensor my_tensor_1:0 must have rank at least] [1]");
     vg_tensor_free(v);
     v = vg_tensor_new(VG_FLOAT, (int64_t[]){2, 2}, 2, NULL);
     CHECK_OK(run_guarded(g, chk, p, &p, &v, 1, &st), &st);
@@ -337,8 +328,7 @@ static void test_assert_type(void) {
     vg_output floats = named(g, VG_FLOAT, (int64_t[]){2}, 1, (double[]){1, 2}, "floats");
     CHECK(vg_assert_type(g, floats, VG_INT32, "fail", NULL) == NULL);
     vg_status st;
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "fail  floats:0 must be of type <dtype: 'int32'>");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "fail  floats:0 must be of type <dtype: 'int32'>");
     vg_graph_free(g);
 }
 

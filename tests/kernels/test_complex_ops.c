@@ -9,6 +9,7 @@
 #include "op_test_util.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <complex.h>
 
 /* A complex tensor from n (re, im) pairs. */
@@ -21,10 +22,7 @@ static vg_tensor *cmk(vg_dtype dt, const int64_t *dims, int nd, const double *ri
     return t;
 }
 static vg_output ccst(vg_graph *g, vg_dtype dt, const int64_t *dims, int nd, const double *ri) {
-    vg_tensor *t = cmk(dt, dims, nd, ri);
-    vg_output o = vg_const(g, t, NULL);
-    vg_tensor_free(t);
-    return o;
+    return kt_const_take(g, cmk(dt, dims, nd, ri), NULL);
 }
 static double complex cget(const vg_tensor *t, int64_t i) {
     if (vg_tensor_dtype(t) == VG_COMPLEX64) {
@@ -220,14 +218,18 @@ static void test_reductions(void) {
     }
 }
 
+/* A [2, 3] complex128 Const of w[i] = (re0 + i) + (im_step * i) i, i = 0..5 (w filled too). */
+static vg_output c128_2x3(vg_graph *g, double re0, double im_step, double complex *w) {
+    double v[12];
+    for (int i = 0; i < 6; i++) v[2 * i] = re0 + i, v[2 * i + 1] = im_step * i, w[i] = (re0 + i) + im_step * i * I;
+    return ccst(g, VG_COMPLEX128, (const int64_t[]){2, 3}, 2, v);
+}
+
 /* Shape and array ops move complex elements as 8- / 16-byte units. */
 static void test_array_ops(void) {
     vg_graph *g = vg_graph_new();
-    int64_t d[2] = {2, 3};
-    double v[12];
     double complex w[6];
-    for (int i = 0; i < 6; i++) v[2 * i] = i, v[2 * i + 1] = -10 * i, w[i] = i - 10 * i * I;
-    vg_output x = ccst(g, VG_COMPLEX128, d, 2, v);
+    vg_output x = c128_2x3(g, 0, -10, w);
     cexpect(run(g, vg_reshape_c(g, x, (const int64_t[]){3, 2}, 2, NULL)), VG_COMPLEX128, 6, w, 0);
     const double complex tw[6] = {w[0], w[3], w[1], w[4], w[2], w[5]};
     cexpect(run(g, vg_transpose_c(g, x, (const int32_t[]){1, 0}, 2, NULL)), VG_COMPLEX128, 6, tw, 0);
@@ -250,10 +252,8 @@ static void test_array_ops(void) {
 static void test_array_ops_more(void) {
     vg_graph *g = vg_graph_new();
     int64_t d[2] = {2, 3};
-    double v[12];
     double complex w[6];
-    for (int i = 0; i < 6; i++) v[2 * i] = i + 1, v[2 * i + 1] = 0.5 * i, w[i] = (i + 1) + 0.5 * i * I;
-    vg_output x = ccst(g, VG_COMPLEX128, d, 2, v);
+    vg_output x = c128_2x3(g, 1, 0.5, w);
     cexpect(run(g, vg_tile(g, x, vg_const_i32_vec(g, (const int32_t[]){1, 2}, 2, NULL), NULL)), VG_COMPLEX128, 12,
             (const double complex[]){w[0], w[1], w[2], w[0], w[1], w[2], w[3], w[4], w[5], w[3], w[4], w[5]}, 0);
     cexpect(run(g, vg_gather(g, x, vg_const_i32_vec(g, (const int32_t[]){2, 0}, 2, NULL), 1, NULL)), VG_COMPLEX128, 4,
@@ -450,9 +450,7 @@ static void test_cast_gradient(void) {
     vg_tensor *xv = mk(VG_FLOAT, d, 1, (const double[]){1, 1});
     vg_tensor *gv = run_feeds(g, dx, &x, &xv, 1, &st);
     check_values(gv, VG_FLOAT, d, 1, (const double[]){2, -3}, 1e-6);
-    vg_tensor_free(gv);
-    vg_tensor_free(xv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){gv, xv}, 2, NULL, 0);
 }
 
 /* The fused element-wise planner takes float32 chains only: a complex chain of the

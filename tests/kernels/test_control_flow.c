@@ -6,6 +6,7 @@
 #include "test_util.h"
 #include "cf_callbacks.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,14 +119,21 @@ static vg_code outer_body(vg_graph *g, const vg_output *v, int n, void *u, vg_ou
     return VG_OK;
 }
 
-static void test_nested_while(void) {
+/* Builds a while loop over (i = 0, acc = 0) named acc_name with cond c, body b and
+ * parallel_iterations par, and checks acc's final value and that the graph has op_name. */
+static void check_while_acc(vg_while_cond_fn c, vg_while_body_fn b, const char *acc_name, int par, int want,
+                            const char *op_name) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_i32(g, 0, "acc")}, o[2];
-    CHECK_OK(vg_while_loop(g, lt3, outer_body, NULL, v, 2, NULL, 10, vg_out(NULL, 0), NULL, o, &st), &st);
-    CHECK_EQ_INT(run_i32(g, o[1], &st), 66); /* 0 + 1 + ... + 11 */
-    CHECK(vg_graph_op_by_name(g, "while/inner/Enter") != NULL);
+    vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_i32(g, 0, acc_name)}, o[2];
+    CHECK_OK(vg_while_loop(g, c, b, NULL, v, 2, NULL, par, vg_out(NULL, 0), NULL, o, &st), &st);
+    CHECK_EQ_INT(run_i32(g, o[1], &st), want);
+    CHECK(vg_graph_op_by_name(g, op_name) != NULL);
     vg_graph_free(g);
+}
+
+static void test_nested_while(void) {
+    check_while_acc(lt3, outer_body, "acc", 10, 66, "while/inner/Enter"); /* 0 + 1 + ... + 11 */
 }
 
 /* ---- cond ------------------------------------------------------------------ */
@@ -155,8 +163,8 @@ static void test_cond(void) {
         /* fetching a tensor of the untaken branch: an error, not a crash */
         vg_output inner = vg_graph_output_by_name(g, k == 1 ? "cond/Mul:0" : "cond/AddV2:0", &st);
         CHECK(inner.op != NULL);
-        CHECK_CODE(vg_session_run(s, NULL, &p, &pv, 1, &inner, &t, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, "dead");
+        CHECK_STATUS(vg_session_run(s, NULL, &p, &pv, 1, &inner, &t, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT,
+            "dead");
         vg_tensor_free(pv);
     }
     vg_session_free(s);
@@ -183,15 +191,7 @@ static vg_code cond_body(vg_graph *g, const vg_output *v, int n, void *u, vg_out
     return VG_OK;
 }
 
-static void test_cond_in_while(void) {
-    vg_graph *g = vg_graph_new();
-    vg_status st;
-    vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_i32(g, 0, "s")}, o[2];
-    CHECK_OK(vg_while_loop(g, lt10, cond_body, NULL, v, 2, NULL, 4, vg_out(NULL, 0), NULL, o, &st), &st);
-    CHECK_EQ_INT(run_i32(g, o[1], &st), 15);
-    CHECK(vg_graph_op_by_name(g, "while/cond/Merge") != NULL);
-    vg_graph_free(g);
-}
+static void test_cond_in_while(void) { check_while_acc(lt10, cond_body, "s", 4, 15, "while/cond/Merge"); }
 
 /* ---- a while loop on the untaken side of a cond ---------------------------------- */
 static vg_code loop_br(vg_graph *g, void *u, vg_output *o) {
@@ -222,7 +222,6 @@ static void test_while_in_cond(void) {
 }
 
 /* ---- tf.case ------------------------------------------------------------------ */
-CF_BRANCH1(k_br, vg_const_i32(g, (int32_t)(intptr_t)u, NULL))
 
 static void test_case(void) {
     vg_graph *g = vg_graph_new();
@@ -230,9 +229,9 @@ static void test_case(void) {
     vg_output x = vg_placeholder(g, VG_INT32, NULL, 0, "x"), o;
     vg_output preds[2] = {vg_less(g, x, vg_const_i32(g, 0, NULL), NULL),
                           vg_less(g, x, vg_const_i32(g, 10, NULL), NULL)};
-    vg_cond_branch_fn fns[2] = {k_br, k_br};
+    vg_cond_branch_fn fns[2] = {kt_i32_branch, kt_i32_branch};
     void *users[2] = {(void *)(intptr_t)100, (void *)(intptr_t)200};
-    CHECK_OK(vg_case(g, preds, fns, users, 2, k_br, (void *)(intptr_t)300, 1, &o, NULL, &st), &st);
+    CHECK_OK(vg_case(g, preds, fns, users, 2, kt_i32_branch, (void *)(intptr_t)300, 1, &o, NULL, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
     int32_t xs[3] = {-5, 5, 50}, want[3] = {100, 200, 300};
     for (int k = 0; k < 3; k++) {
@@ -246,15 +245,14 @@ static void test_case(void) {
     vg_session_free(s);
     /* exclusive: two true preds fail the run */
     vg_output oe;
-    CHECK_OK(vg_case_exclusive(g, preds, fns, users, 2, k_br, (void *)(intptr_t)300, 1, &oe, NULL, &st), &st);
+    CHECK_OK(vg_case_exclusive(g, preds, fns, users, 2, kt_i32_branch, (void *)(intptr_t)300, 1, &oe, NULL, &st), &st);
     s = vg_session_new(g, NULL, &st);
     for (int k = 0; k < 3; k++) {
         vg_tensor *xv = vg_tensor_new(VG_INT32, NULL, 0, &st), *t = NULL;
         *(int32_t *)vg_tensor_data(xv) = xs[k];
         vg_code rc = vg_session_run(s, NULL, &x, &xv, 1, &oe, &t, 1, NULL, 0, NULL, &st);
         if (k == 0) { /* -5 < 0 and -5 < 10 */
-            CHECK_CODE(rc, VG_INVALID_ARGUMENT);
-            CHECK_STR_CONTAINS(st.msg, "assertion failed");
+            CHECK_STATUS(rc, &st, VG_INVALID_ARGUMENT, "assertion failed");
         } else {
             CHECK_OK(rc, &st);
             if (t) CHECK_EQ_INT(*(int32_t *)vg_tensor_data(t), want[k]);
@@ -404,9 +402,7 @@ static void test_while_under_control_deps(void) {
     vg_tensor_free(t);
     CHECK_OK(vg_session_run1(s, c.read, &t, &st), &st);
     if (t) CHECK_EQ_INT(*(int32_t *)vg_tensor_data(t), 5);
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 /* ---- independent nodes of a loop body run at once (inter-op threads >= 2) --------

@@ -5,6 +5,7 @@
 #include "cf_callbacks.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 static vg_tensor *vec(const double *v, int n) {
     vg_status st;
@@ -117,9 +118,7 @@ static void test_while_loop_var_grad(void) {
     vg_tensor *xv[2] = {vec((double[]){0.7, -1.1}, 2), vec((double[]){1.3, 0.4}, 2)};
     vg_output xs[2] = {y0, pc.x};
     CHECK_EQ_INT(vg_gradcheck(g, xs, xv, 2, o[1], 1e-6, 1e-6), 0);
-    vg_tensor_free(xv[0]);
-    vg_tensor_free(xv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv[0], xv[1]}, 2, NULL, 0);
 }
 
 /* ---- nested loops: 3 outer iterations of (2 inner iterations of y *= x), then y += x */
@@ -158,9 +157,7 @@ static void test_nested_while_grad(void) {
     vg_tensor *xv[2] = {vec((double[]){0.9, -1.2}, 2), vec((double[]){0.5, 1.1}, 2)};
     vg_output xs[2] = {g_nest.x, y0};
     CHECK_EQ_INT(vg_gradcheck(g, xs, xv, 2, o[1], 1e-6, 1e-6), 0);
-    vg_tensor_free(xv[0]);
-    vg_tensor_free(xv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv[0], xv[1]}, 2, NULL, 0);
 }
 
 /* a loop imported from a GraphDef has no while context: a clear error, not a silent
@@ -177,8 +174,7 @@ static void test_imported_loop_grad(void) {
     vg_graph *h = vg_graph_new();
     CHECK_OK(vg_graph_import_graph_def(h, bytes, len, NULL, &st), &st);
     vg_output y = vg_graph_output_by_name(h, vg_op_name(o[1].op), &st), x = vg_graph_output_by_name(h, "x", &st), dx;
-    CHECK_CODE(vg_gradients(h, &y, 1, &x, 1, NULL, &dx, &st), VG_UNIMPLEMENTED);
-    CHECK_STR_CONTAINS(st.msg, "vg_while_loop");
+    CHECK_STATUS(vg_gradients(h, &y, 1, &x, 1, NULL, &dx, &st), &st, VG_UNIMPLEMENTED, "vg_while_loop");
     vg_free(bytes);
     vg_graph_free(h);
     vg_graph_free(g);
@@ -247,9 +243,7 @@ static void test_cond_in_while_grad(void) {
     }
     vg_output xs[2] = {pc.x, g_w};
     CHECK_EQ_INT(vg_gradcheck(g, xs, xv, 2, o[1], 1e-6, 1e-6), 0);
-    vg_tensor_free(xv[0]);
-    vg_tensor_free(xv[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv[0], xv[1]}, 2, NULL, 0);
 }
 
 /* the same model under MonitoredTrainingSession: StopAtStepHook ends it, the

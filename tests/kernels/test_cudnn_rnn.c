@@ -11,17 +11,10 @@
 #include "tmpdir_util.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <math.h>
 #include <string.h>
 
-static vg_tensor *rnd(const int64_t *d, int nd, unsigned seed, double scale) {
-    vg_tensor *t = vg_tensor_new(VG_FLOAT, d, nd, NULL);
-    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) {
-        seed = seed * 1103515245u + 12345u;
-        ((float *)vg_tensor_data(t))[i] = (float)((((seed >> 8) & 0xffff) / 65535.0 - 0.5) * scale);
-    }
-    return t;
-}
 static float at(const vg_tensor *t, int64_t i) { return ((const float *)vg_tensor_data(t))[i]; }
 
 /* the opaque size counted by hand from cuDNN's layout */
@@ -134,7 +127,7 @@ static void test_params_size_and_round_trip(void) {
         vg_output back = vg_cudnn_rnn_canonical_to_params(g, i32c(g, L), i32c(g, (int32_t)H), i32c(g, (int32_t)I), w, b, np, &a, NULL);
         vg_status st;
         vg_session *s = vg_session_new(g, NULL, &st);
-        vg_tensor *pv = rnd((int64_t[]){N}, 1, 7, 2), *out[6] = {0};
+        vg_tensor *pv = kt_rand_f32((int64_t[]){N}, 1, 7, 2), *out[6] = {0};
         vg_output f[6] = {sz, back, vg_out(can, 0), vg_out(can, 4), vg_out(can, np), vg_out(can, np + 8 * D + 5)};
         CHECK_OK(vg_session_run(s, NULL, &p, &pv, 1, f, out, 6, NULL, 0, NULL, &st), &st);
         if (out[0]) {
@@ -200,8 +193,8 @@ static void test_forward_matches_reference(void) {
         if (!op) { vg_graph_free(g); continue; }
         vg_shape ys = vg_output_shape(vg_out(op, 0));
         CHECK(ys.ndims == 3 && ys.dims[0] == T && ys.dims[1] == B && ys.dims[2] == D * H);
-        vg_tensor *v[4] = {rnd((int64_t[]){T, B, I}, 3, 1, 2), rnd((int64_t[]){L * D, B, H}, 3, 2, 1.5),
-                           rnd((int64_t[]){L * D, B, H}, 3, 3, 2), rnd((int64_t[]){N}, 1, 4, 1.6)};
+        vg_tensor *v[4] = {kt_rand_f32((int64_t[]){T, B, I}, 3, 1, 2), kt_rand_f32((int64_t[]){L * D, B, H}, 3, 2, 1.5),
+                           kt_rand_f32((int64_t[]){L * D, B, H}, 3, 3, 2), kt_rand_f32((int64_t[]){N}, 1, 4, 1.6)};
         vg_output feeds[4] = {x, h, c, p}, f[3] = {vg_out(op, 0), vg_out(op, 1), vg_out(op, 2)};
         vg_tensor *out[3] = {0};
         vg_status st;
@@ -246,8 +239,8 @@ static void test_gradients(void) {
             a.direction = D == 2 ? "bidirectional" : NULL;
             a.rnn_mode = mode_names[mode];
             vg_op *op = vg_cudnn_rnn(g, xs[0], xs[1], xs[2], xs[3], &a, NULL);
-            vg_tensor *v[4] = {rnd((int64_t[]){T, B, I}, 3, 11, 2), rnd((int64_t[]){L * D, B, H}, 3, 12, 1.5),
-                               rnd((int64_t[]){L * D, B, H}, 3, 13, 2), rnd((int64_t[]){N}, 1, 14, 1.6)};
+            vg_tensor *v[4] = {kt_rand_f32((int64_t[]){T, B, I}, 3, 11, 2), kt_rand_f32((int64_t[]){L * D, B, H}, 3, 12, 1.5),
+                               kt_rand_f32((int64_t[]){L * D, B, H}, 3, 13, 2), kt_rand_f32((int64_t[]){N}, 1, 14, 1.6)};
             /* GRU: input_c is not an input of the computation (no gradient is checked) */
             vg_output xg[3] = {xs[0], xs[1], xs[3]};
             vg_tensor *vgru[3] = {v[0], v[1], v[3]};
@@ -360,7 +353,7 @@ static void test_checkpoints(void) {
         snprintf(prefix, sizeof prefix, "%s/cudnn_%d", g_dir, ci);
         snprintf(prefix2, sizeof prefix2, "%s/compat_%d", g_dir, ci);
         vg_status st;
-        vg_tensor *xv = rnd((int64_t[]){CT, CB, CI}, 3, 21, 2);
+        vg_tensor *xv = kt_rand_f32((int64_t[]){CT, CB, CI}, 3, 21, 2);
         int64_t ny = CT * CB * D * CH, nh = CB * CH;
         /* 1. CudnnLSTM, initialized by its own initializers (glorot, zero biases) but
          *    with random biases assigned so that bW != bR; saved. */
@@ -383,7 +376,7 @@ static void test_checkpoints(void) {
                  gru ? "gates/kernel" : "kernel");
         CHECK(k0 && strcmp(k0, want) == 0);
         int64_t N = hand_size_g(ngates(mode), L, D, CH, CI);
-        vg_tensor *pv = rnd((int64_t[]){N}, 1, 22, 1.2);
+        vg_tensor *pv = kt_rand_f32((int64_t[]){N}, 1, 22, 1.2);
         vg_output setp = vg_assign(g, ker, vg_const(g, pv, NULL), true, NULL);
         vg_saver *sv = vg_saver_new(g, NULL, &st);
         CHECK(sv != NULL);
@@ -530,7 +523,7 @@ static void test_layer_trains(void) {
     vg_output step = vg_assign_sub(g, ker, vg_mul(g, grad, vg_const_f32(g, 0.05f, NULL), NULL), NULL);
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, (vg_op *[]){vg_global_variables_initializer(g)}, 1, NULL, &st), &st);
-    vg_tensor *xv = rnd((int64_t[]){CT, CB, CI}, 3, 5, 2), *l0 = NULL, *l1 = NULL, *sv = NULL;
+    vg_tensor *xv = kt_rand_f32((int64_t[]){CT, CB, CI}, 3, 5, 2), *l0 = NULL, *l1 = NULL, *sv = NULL;
     CHECK_OK(vg_session_run(s, NULL, &x, &xv, 1, &loss, &l0, 1, NULL, 0, NULL, &st), &st);
     CHECK_OK(vg_session_run(s, NULL, &x, &xv, 1, &step, &sv, 1, NULL, 0, NULL, &st), &st);
     CHECK_OK(vg_session_run(s, NULL, &x, &xv, 1, &loss, &l1, 1, NULL, 0, NULL, &st), &st);
@@ -557,8 +550,7 @@ static void test_partial_var_list_refused(void) {
     for (int i = 0; i < n && i < 32; i++) parts[i] = vg_cudnn_layer_saveable(lstm, i);
     vg_saver_options so = {.var_list = parts, .nvars = n - 1};
     CHECK(vg_saver_new(g, &so, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "are saved and restored together");
+    CHECK_STATUS(st.code, &st, VG_INVALID_ARGUMENT, "are saved and restored together");
     so.nvars = n; /* all of them: fine */
     vg_saver *sv = vg_saver_new(g, &so, &st);
     CHECK(sv != NULL);
@@ -575,8 +567,7 @@ static void test_bad_input(void) {
     vg_output h = vg_placeholder(g, VG_FLOAT, (int64_t[]){1, 3, 5}, 3, "h");
     vg_output p = vg_placeholder(g, VG_FLOAT, (int64_t[]){99}, 1, "p");
     CHECK(vg_cudnn_rnn(g, x, h, h, p, NULL, NULL) == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "params size mismatch: 99 vs. 220");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "params size mismatch: 99 vs. 220");
     vg_graph_free(g);
 
     g = vg_graph_new();
@@ -584,8 +575,7 @@ static void test_bad_input(void) {
     h = vg_placeholder(g, VG_FLOAT, (int64_t[]){1, 2, 5}, 3, "h");
     p = vg_placeholder(g, VG_FLOAT, NULL, -1, "p");
     CHECK(vg_cudnn_rnn(g, x, h, h, p, NULL, NULL) == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "input_h's batch size");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "input_h's batch size");
     vg_graph_free(g);
 
     const char *modes[3][3] = {{"rnn_sigmoid", NULL, NULL}, {NULL, "skip_input", NULL}, {NULL, NULL, "sideways"}};
@@ -616,18 +606,18 @@ static void test_bad_input(void) {
     CHECK(op && op_inf);
     vg_session *s = vg_session_new(g, NULL, &st);
     int64_t N = hand_size(2, 1, 5, 4);
-    vg_tensor *v[3] = {rnd((int64_t[]){2, 3, 4}, 3, 1, 1), rnd((int64_t[]){2, 3, 5}, 3, 2, 1), rnd((int64_t[]){N}, 1, 3, 1)};
+    vg_tensor *v[3] = {kt_rand_f32((int64_t[]){2, 3, 4}, 3, 1, 1), kt_rand_f32((int64_t[]){2, 3, 5}, 3, 2, 1), kt_rand_f32((int64_t[]){N}, 1, 3, 1)};
     vg_output feeds[3] = {x, h, p}, y = vg_out(op, 0), yi = vg_out(op_inf, 0);
     vg_tensor *out = NULL;
-    CHECK_CODE(vg_session_run(s, NULL, feeds, v, 3, &y, &out, 1, NULL, 0, NULL, &st), VG_UNIMPLEMENTED);
-    CHECK_STR_CONTAINS(st.msg, "dropout");
+    CHECK_STATUS(vg_session_run(s, NULL, feeds, v, 3, &y, &out, 1, NULL, 0, NULL, &st), &st, VG_UNIMPLEMENTED,
+        "dropout");
     vg_tensor_free(out), out = NULL;
     CHECK_OK(vg_session_run(s, NULL, feeds, v, 3, &yi, &out, 1, NULL, 0, NULL, &st), &st); /* ignored at inference */
     vg_tensor_free(out), out = NULL;
     vg_tensor_free(v[2]);
-    v[2] = rnd((int64_t[]){N + 1}, 1, 3, 1);
-    CHECK_CODE(vg_session_run(s, NULL, feeds, v, 3, &yi, &out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "params size mismatch");
+    v[2] = kt_rand_f32((int64_t[]){N + 1}, 1, 3, 1);
+    CHECK_STATUS(vg_session_run(s, NULL, feeds, v, 3, &yi, &out, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT,
+        "params size mismatch");
     vg_tensor_free(out), out = NULL;
     for (int k = 0; k < 3; k++) vg_tensor_free(v[k]);
     vg_session_free(s);
@@ -643,8 +633,8 @@ static void test_bad_input(void) {
     w[5] = vg_const_fill(g, VG_FLOAT, (int64_t[]){5, 4}, 2, 0.5, NULL); /* R_f must be [5, 5] */
     vg_output pp = vg_cudnn_rnn_canonical_to_params(g, i32c(g, 1), i32c(g, 5), i32c(g, 4), w, b, 8, NULL, NULL);
     s = vg_session_new(g, NULL, &st);
-    CHECK_CODE(vg_session_run(s, NULL, NULL, NULL, 0, &pp, &out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "weights 5 (layer 0, recurrent)");
+    CHECK_STATUS(vg_session_run(s, NULL, NULL, NULL, 0, &pp, &out, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT,
+        "weights 5 (layer 0, recurrent)");
     vg_tensor_free(out);
     vg_session_free(s);
     vg_graph_free(g);
@@ -655,8 +645,7 @@ static void test_bad_input(void) {
     vg_cudnn_rnn_options o = {.num_layers = 1, .num_units = 4};
     vg_cudnn_layer *l = vg_cudnn_lstm_new(&o);
     vg_output yy, hc[2];
-    CHECK_CODE(vg_cudnn_layer_call(l, g, x, NULL, true, &yy, hc, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "known depth");
+    CHECK_STATUS(vg_cudnn_layer_call(l, g, x, NULL, true, &yy, hc, &st), &st, VG_INVALID_ARGUMENT, "known depth");
     vg_cudnn_layer_free(l);
     vg_graph_free(g);
     o.direction = "sideways";
@@ -670,8 +659,8 @@ static void test_bad_input(void) {
         vg_cudnn_rnn_options od = {.num_layers = 2, .num_units = 4, .dropout = 0.3f};
         l = vg_cudnn_gru_new(&od);
         if (training) {
-            CHECK_CODE(vg_cudnn_layer_call(l, g, x, NULL, true, &yy, hc, &st), VG_UNIMPLEMENTED);
-            CHECK_STR_CONTAINS(st.msg, "dropout 0.3 between layers in training");
+            CHECK_STATUS(vg_cudnn_layer_call(l, g, x, NULL, true, &yy, hc, &st), &st, VG_UNIMPLEMENTED,
+                "dropout 0.3 between layers in training");
         } else {
             CHECK_OK(vg_cudnn_layer_call(l, g, x, NULL, false, &yy, hc, &st), &st);
         }

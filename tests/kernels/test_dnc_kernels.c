@@ -14,6 +14,7 @@
  * finite differences. */
 #include "gradcheck.h"
 #include "op_test_util.h"
+#include "kernels_fixture.h"
 
 static unsigned seed_ = 12345;
 static double urand(void) {
@@ -65,11 +66,7 @@ static void check_topk(vg_dtype dt, int64_t rows, int64_t n, int k, const double
     }
     if (bad) fprintf(stderr, "top_k dtype %d [%lld, %lld] k %d: %d mismatches\n", dt, (long long)rows, (long long)n, k, bad);
     CHECK_EQ_INT(bad, 0);
-    vg_tensor_free(o[0]);
-    vg_tensor_free(o[1]);
-    free(wv);
-    free(wi);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){o[0], o[1]}, 2, (void *[]){wv, wi}, 2);
 }
 
 static void test_top_k_values(void) {
@@ -267,12 +264,7 @@ static void check_bmm(const int64_t *xd, int xr, const int64_t *yd, int yr, bool
     if (bad) fprintf(stderr, "bmm x rank %d [.., %lld, %lld] ax %d ay %d: %d wrong\n", xr, (long long)xd[xr - 2],
                      (long long)xd[xr - 1], ax, ay, bad);
     CHECK_EQ_INT(bad, 0);
-    free(want);
-    vg_tensor_free(o1);
-    vg_tensor_free(o2);
-    vg_tensor_free(tx);
-    vg_tensor_free(ty);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){o1, o2, tx, ty}, 4, (void *[]){want}, 1);
 }
 
 static void test_batch_matmul(void) {

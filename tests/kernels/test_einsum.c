@@ -4,6 +4,7 @@
 #include "gradcheck.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 static vg_tensor *rnd(const int64_t *dims, int nd, unsigned *seed) {
     vg_status st;
@@ -159,11 +160,7 @@ static void test_implicit_and_unknown_dims(void) {
     CHECK_OK(vg_session_run(s, NULL, &b, &bv, 1, &z, &out, 1, NULL, 0, NULL, &st), &st);
     float et[6] = {1, 0, 2, 0, 1, 2};
     for (int i = 0; out && i < 6; i++) CHECK_NEAR(((float *)vg_tensor_data(out))[i], et[i], 0);
-    vg_tensor_free(out);
-    vg_session_free(s);
-    vg_tensor_free(av);
-    vg_tensor_free(bv);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){out, av, bv}, 3, NULL, 0);
 }
 
 static void test_errors(void) {

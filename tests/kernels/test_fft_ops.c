@@ -7,6 +7,7 @@
 #include "op_test_util.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <complex.h>
 
 typedef long double complex lcx;
@@ -156,9 +157,7 @@ static void test_fft_basic(void) {
         const float want[8] = {10, 0, -2, 2, -2, 0, -2, -2};
         for (int i = 0; i < 8; i++) CHECK_NEAR(v[i], want[i], 1e-6);
     }
-    vg_tensor_free(f);
-    vg_tensor_free(x);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){f, x}, 2, NULL, 0);
 }
 
 /* TF: RFFTOpsTest.testBasic / testRandom: ranks 1-3, even and odd fft lengths, input
@@ -232,9 +231,7 @@ static void test_irfft_hermitian(void) {
         }
         CHECK_NEAR(((double *)vg_tensor_data(y))[t], (double)creall(s) / 6, 1e-12);
     }
-    vg_tensor_free(y);
-    vg_tensor_free(x);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){y, x}, 2, NULL, 0);
 }
 
 /* TF: FFTOpsTest.testEmpty / RFFTOpsTest.testEmpty: zero-sized inputs pass through. */
@@ -250,9 +247,7 @@ static void test_empty(void) {
     const int32_t n = 4;
     f = run1(g, vg_rfft(g, vg_const(g, r, NULL), vg_const_i32_vec(g, &n, 1, NULL), 1, NULL));
     CHECK(f && vg_tensor_num_elements(f) == 0 && vg_tensor_dim(f, 1) == 3 && vg_tensor_dtype(f) == VG_COMPLEX64);
-    vg_tensor_free(f);
-    vg_tensor_free(r);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){f, r}, 2, NULL, 0);
 }
 
 /* TF: FFTOpsTest.testError / RFFTOpsTest.testError. */
@@ -316,9 +311,7 @@ static void grad_c(int rank, bool inverse) {
     vg_tensor *v[2] = {crand(VG_DOUBLE, d, 3), crand(VG_DOUBLE, d, 3)};
     vg_output xs[2] = {re, im};
     CHECK_EQ_INT(vg_gradcheck(g, xs, v, 2, y, 1e-6, 1e-6), 0);
-    vg_tensor_free(v[0]);
-    vg_tensor_free(v[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){v[0], v[1]}, 2, NULL, 0);
 }
 
 /* TF: RFFTOpsTest.testGrad_Simple / testGrad_Random (RFFT, IRFFT, 1-3D; even and odd

@@ -8,6 +8,7 @@
  * central differences (float64, a sample of elements) through vg_gradients. */
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 #define NODES 2048
 #define EDGES 12288
@@ -168,9 +169,19 @@ static void test_segment_sum_grad(void) {
     vg_output y = vg_unsorted_segment_sum(g, x, ids_const(g, ids, EDGES), vg_const_i32(g, NODES, "n"), NULL);
     vg_tensor *xv = rand_tensor(VG_DOUBLE, ed, 2);
     CHECK_EQ_INT(fd_check(g, x, xv, y, 48, 1e-3, 1e-6), 0);
-    vg_tensor_free(xv);
-    free(ids);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv}, 1, (void *[]){ids}, 1);
+}
+
+/* The layer norm's Tile at graph_net's shape: *x a placeholder "x" of dt and shape
+ * [EDGES, 1], tiled by the int32 multiples [1, LATENT]. */
+static vg_output tile_latent(vg_graph *g, vg_dtype dt, vg_output *x) {
+    int64_t xd[2] = {EDGES, 1}, md[1] = {2};
+    *x = vg_placeholder(g, dt, xd, 2, "x");
+    vg_tensor *mt = vg_tensor_new(VG_INT32, md, 1, NULL);
+    ((int32_t *)vg_tensor_data(mt))[0] = 1, ((int32_t *)vg_tensor_data(mt))[1] = LATENT;
+    vg_output y = vg_tile(g, *x, vg_const(g, mt, "m"), NULL);
+    vg_tensor_free(mt);
+    return y;
 }
 
 /* Tile as the layer norm's Mean gradient builds it: [12288, 1] x [1, 128]; a
@@ -178,13 +189,9 @@ static void test_segment_sum_grad(void) {
  * element checked against its source index); 1 and 4 threads give the same bits. */
 static void test_tile_values(void) {
     vg_graph *g = vg_graph_new();
-    int64_t xd[2] = {EDGES, 1}, md[1] = {2};
+    int64_t xd[2] = {EDGES, 1};
     vg_status st;
-    vg_output x = vg_placeholder(g, VG_FLOAT, xd, 2, "x");
-    vg_tensor *mt = vg_tensor_new(VG_INT32, md, 1, &st);
-    ((int32_t *)vg_tensor_data(mt))[0] = 1, ((int32_t *)vg_tensor_data(mt))[1] = LATENT;
-    vg_output y = vg_tile(g, x, vg_const(g, mt, "m"), NULL);
-    vg_tensor_free(mt);
+    vg_output x, y = tile_latent(g, VG_FLOAT, &x);
     vg_tensor *xv = rand_tensor(VG_FLOAT, xd, 2);
     vg_tensor *y1 = run_at(g, 1, &x, &xv, 1, y), *y4 = run_at(g, 4, &x, &xv, 1, y);
     CHECK(y1 && y4 && vg_tensor_num_elements(y1) == (int64_t)EDGES * LATENT);
@@ -224,13 +231,8 @@ static void test_tile_values(void) {
  * sum(C * tile(x, [1, 128])) for x [12288, 1] is the row sums of C. */
 static void test_tile_grad(void) {
     vg_graph *g = vg_graph_new();
-    int64_t xd[2] = {EDGES, 1}, md[1] = {2};
-    vg_status st;
-    vg_output x = vg_placeholder(g, VG_DOUBLE, xd, 2, "x");
-    vg_tensor *mt = vg_tensor_new(VG_INT32, md, 1, &st);
-    ((int32_t *)vg_tensor_data(mt))[0] = 1, ((int32_t *)vg_tensor_data(mt))[1] = LATENT;
-    vg_output y = vg_tile(g, x, vg_const(g, mt, "m"), NULL);
-    vg_tensor_free(mt);
+    int64_t xd[2] = {EDGES, 1};
+    vg_output x, y = tile_latent(g, VG_DOUBLE, &x);
     vg_tensor *xv = rand_tensor(VG_DOUBLE, xd, 2);
     CHECK_EQ_INT(fd_check(g, x, xv, y, 48, 1e-3, 1e-6), 0);
     vg_tensor_free(xv);

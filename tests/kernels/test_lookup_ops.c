@@ -7,6 +7,7 @@
 #include "test_util.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 static char tmpdir[256];
 
@@ -78,8 +79,7 @@ static void test_hash_table(void) {
     /* testNotInitialized */
     vg_tensor *r = fetch_st(s, out, &st);
     CHECK(r == NULL);
-    CHECK_CODE(st.code, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Table not initialized.");
+    CHECK_STATUS(st.code, &st, VG_FAILED_PRECONDITION, "Table not initialized.");
     CHECK_OK(run_op(s, init_all, &st), &st);
     r = fetch_st(s, size, &st);
     CHECK(i64_are(r, (const int64_t[]){3}, 1));
@@ -167,8 +167,7 @@ static void test_hash_table_errors(void) {
     t = vg_static_hash_table(g, &init, vg_const_i64(g, -1, "default"), NULL);
     CHECK_OK(vg_graph_status(g, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_CODE(run_op(s, t.initializer, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Keys and values must have the same size");
+    CHECK_STATUS(run_op(s, t.initializer, &st), &st, VG_INVALID_ARGUMENT, "Keys and values must have the same size");
     vg_session_free(s);
     vg_graph_free(g);
     /* one key, two values */
@@ -180,13 +179,11 @@ static void test_hash_table_errors(void) {
     t = vg_static_hash_table(g, &init, vg_const_i64(g, -1, "default"), NULL);
     vg_output sz = vg_lookup_table_size(g, &t, NULL);
     s = vg_session_new(g, NULL, &st);
-    CHECK_CODE(run_op(s, t.initializer, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "HashTable has different value for same key. Key brain has 0 and trying to add value 2");
+    CHECK_STATUS(run_op(s, t.initializer, &st), &st, VG_FAILED_PRECONDITION,
+        "HashTable has different value for same key. Key brain has 0 and trying to add value 2");
     vg_tensor *r2 = fetch_st(s, sz, &st); /* nothing half-inserted */
     CHECK(i64_are(r2, (const int64_t[]){0}, 1));
-    vg_tensor_free(r2);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){r2}, 1, NULL, 0);
 }
 
 /* A second initializer with other data for a table already filled (shared name):
@@ -205,8 +202,8 @@ static void test_reinit_different_data(void) {
     CHECK_OK(vg_graph_status(g, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(run_op(s, t.initializer, &st), &st);
-    CHECK_CODE(run_op(s, again, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Table was already initialized with different data.");
+    CHECK_STATUS(run_op(s, again, &st), &st, VG_FAILED_PRECONDITION,
+        "Table was already initialized with different data.");
     vg_session_free(s);
     /* a new session has a new, empty table */
     s = vg_session_new(g, NULL, &st);
@@ -264,8 +261,7 @@ static void test_index_table_from_file(void) {
         }
         vg_session *s = vg_session_new(g, NULL, &st);
         if (c == 5) {
-            CHECK_CODE(run_op(s, init, &st), VG_INVALID_ARGUMENT);
-            CHECK_STR_CONTAINS(st.msg, "Invalid vocab_size");
+            CHECK_STATUS(run_op(s, init, &st), &st, VG_INVALID_ARGUMENT, "Invalid vocab_size");
             CHECK_STR_CONTAINS(st.msg, "expected 4 but got 3");
         } else {
             CHECK_OK(run_op(s, init, &st), &st);
@@ -384,8 +380,8 @@ static void test_text_file_errors(void) {
                                                          VG_STRING, VG_TEXT_FILE_WHOLE_LINE, 0, 0, NULL);
     vg_lookup_table t = vg_static_hash_table(g, &init, vg_const_string(g, "", "d"), NULL);
     vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_CODE(run_op(s, t.initializer, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Key index for line number requires table key dtype of int64, got string");
+    CHECK_STATUS(run_op(s, t.initializer, &st), &st, VG_INVALID_ARGUMENT,
+        "Key index for line number requires table key dtype of int64, got string");
     vg_session_free(s);
     vg_graph_free(g);
     /* index_table_from_file: empty file name */
@@ -471,9 +467,7 @@ static void test_oov_buckets_docstring(void) {
     vg_tensor_free(r);
     r = fetch_st(s, ids2, &st);
     CHECK(i64_are(r, (const int64_t[]){2, 3, 5, 6, 6, 4}, 6));
-    vg_tensor_free(r);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){r}, 1, NULL, 0);
 }
 
 /* IndexToStringTableFromFileTest.test_index_to_string_table,
@@ -612,8 +606,7 @@ static void test_mutable_hash_table(void) {
     s = vg_session_new(g, NULL, &st);
     CHECK_OK(run_op(s, st_t.initializer, &st), &st);
     CHECK_CODE(run_op(s, bad, &st), VG_UNIMPLEMENTED);
-    CHECK_CODE(run_op(s, bad2, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Expected shape [3] for value, got [2]");
+    CHECK_STATUS(run_op(s, bad2, &st), &st, VG_INVALID_ARGUMENT, "Expected shape [3] for value, got [2]");
     vg_session_free(s);
     vg_graph_free(g);
 }
@@ -717,9 +710,7 @@ static void test_mutable_import(void) {
     vg_tensor_free(r);
     r = fetch_st(s, size, &st);
     CHECK(i64_are(r, (const int64_t[]){1}, 1));
-    vg_tensor_free(r);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){r}, 1, NULL, 0);
 }
 
 /* A MonitoredSession's default Scaffold runs tables_initializer in its local_init_op

@@ -5,6 +5,7 @@
 #include "op_test_util.h"
 #include "vigil/vigil.h"
 #include "kernels/kernel.h"
+#include "kernels_fixture.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -87,26 +88,54 @@ static void test_math__general_nd(void) {
     check_bin(vg_sub, VG_INT64, da, 4, a, db, 3, b, VG_INT64, dout, 4, e);
 }
 
+/* One row of a table of check_bin cases on 4-element vectors: a of dt with b of dt (shape
+ * db[nb]: [4], [1] or a scalar) gives e of odt, shape [4]. */
+typedef struct bin4_row {
+    const char *name;
+    binop_builder fn;
+    vg_dtype dt;
+    const double *a;
+    const int64_t *db;
+    int nb;
+    const double *b;
+    vg_dtype odt;
+    const double *e;
+} bin4_row;
+
+/* check_bin on each of the n rows; a failing row is named on stderr. */
+static void check_bin4_rows(const bin4_row *rows, int n) {
+    static const int64_t d4[1] = {4};
+    for (int i = 0; i < n; i++) {
+        int before = vg_test_failures;
+        check_bin(rows[i].fn, rows[i].dt, d4, 1, rows[i].a, rows[i].db, rows[i].nb, rows[i].b, rows[i].odt, d4, 1,
+                  rows[i].e);
+        if (vg_test_failures != before) fprintf(stderr, "  case %s (row %d) failed\n", rows[i].name, i);
+    }
+}
+
 static void test_math__arith_ops(void) {
     int64_t d[1] = {4};
     double a[4] = {1, -2, 3, 0.5}, b[4] = {2, 4, -1, 0.25};
     double div[4] = {0.5, -0.5, -3, 2}, mx[4] = {2, 4, 3, 0.5}, mn[4] = {1, -2, -1, 0.25};
     double sq[4] = {1, 36, 16, 0.0625}, pw[4] = {1, 16, 1.0 / 3, 0.84089641525371450};
-    check_bin(vg_div, VG_FLOAT, d, 1, a, d, 1, b, VG_FLOAT, d, 1, div);
-    check_bin(vg_div, VG_DOUBLE, d, 1, a, d, 1, b, VG_DOUBLE, d, 1, div);
-    check_bin(vg_maximum, VG_FLOAT, d, 1, a, d, 1, b, VG_FLOAT, d, 1, mx);
-    check_bin(vg_minimum, VG_DOUBLE, d, 1, a, d, 1, b, VG_DOUBLE, d, 1, mn);
-    check_bin(vg_squared_difference, VG_FLOAT, d, 1, a, d, 1, b, VG_FLOAT, d, 1, sq);
-    check_bin(vg_pow, VG_DOUBLE, d, 1, a, d, 1, b, VG_DOUBLE, d, 1, pw);
     double ia[4] = {3, -7, 5, 0}, ib[4] = {2, 3, -9, 0};
     double imx[4] = {3, 3, 5, 0}, imn[4] = {2, -7, -9, 0}, isq[4] = {1, 100, 196, 0}, imul[4] = {6, -21, -45, 0};
-    check_bin(vg_maximum, VG_INT32, d, 1, ia, d, 1, ib, VG_INT32, d, 1, imx);
-    check_bin(vg_minimum, VG_INT64, d, 1, ia, d, 1, ib, VG_INT64, d, 1, imn);
-    check_bin(vg_squared_difference, VG_INT32, d, 1, ia, d, 1, ib, VG_INT32, d, 1, isq);
-    check_bin(vg_mul, VG_INT32, d, 1, ia, d, 1, ib, VG_INT32, d, 1, imul);
     double pb[4] = {2, 3, 0, 5}, ipw[4] = {9, -343, 1, 0};
-    check_bin(vg_pow, VG_INT32, d, 1, ia, d, 1, pb, VG_INT32, d, 1, ipw);
-    check_bin(vg_pow, VG_INT64, d, 1, ia, d, 1, pb, VG_INT64, d, 1, ipw);
+    const bin4_row rows[] = {
+        {"div f32", vg_div, VG_FLOAT, a, d, 1, b, VG_FLOAT, div},
+        {"div f64", vg_div, VG_DOUBLE, a, d, 1, b, VG_DOUBLE, div},
+        {"maximum f32", vg_maximum, VG_FLOAT, a, d, 1, b, VG_FLOAT, mx},
+        {"minimum f64", vg_minimum, VG_DOUBLE, a, d, 1, b, VG_DOUBLE, mn},
+        {"squared_difference f32", vg_squared_difference, VG_FLOAT, a, d, 1, b, VG_FLOAT, sq},
+        {"pow f64", vg_pow, VG_DOUBLE, a, d, 1, b, VG_DOUBLE, pw},
+        {"maximum i32", vg_maximum, VG_INT32, ia, d, 1, ib, VG_INT32, imx},
+        {"minimum i64", vg_minimum, VG_INT64, ia, d, 1, ib, VG_INT64, imn},
+        {"squared_difference i32", vg_squared_difference, VG_INT32, ia, d, 1, ib, VG_INT32, isq},
+        {"mul i32", vg_mul, VG_INT32, ia, d, 1, ib, VG_INT32, imul},
+        {"pow i32", vg_pow, VG_INT32, ia, d, 1, pb, VG_INT32, ipw},
+        {"pow i64", vg_pow, VG_INT64, ia, d, 1, pb, VG_INT64, ipw},
+    };
+    check_bin4_rows(rows, (int)(sizeof rows / sizeof rows[0]));
 }
 
 static void test_math__int_wraps(void) {
@@ -120,8 +149,7 @@ static void test_math__int_pow_negative_exponent(void) {
     vg_output y = vg_pow(g, vg_const_i32(g, 2, NULL), vg_const_i32(g, -1, NULL), NULL);
     vg_status st;
     CHECK(run_feeds(g, y, NULL, NULL, 0, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "negative integer powers");
+    CHECK_STATUS(st.code, &st, VG_INVALID_ARGUMENT, "negative integer powers");
     vg_graph_free(g);
 }
 
@@ -130,18 +158,21 @@ static void test_math__comparisons(void) {
     double a[4] = {1, 2, 3, 4}, b[4] = {2, 2, 2, 2}, s[1] = {2};
     double gt[4] = {0, 0, 1, 1}, ge[4] = {0, 1, 1, 1}, lt[4] = {1, 0, 0, 0}, le[4] = {1, 1, 0, 0};
     double eq[4] = {0, 1, 0, 0}, ne[4] = {1, 0, 1, 1};
-    check_bin(vg_greater, VG_FLOAT, d, 1, a, d, 1, b, VG_BOOL, d, 1, gt);
-    check_bin(vg_greater_equal, VG_DOUBLE, d, 1, a, ds, 1, s, VG_BOOL, d, 1, ge);
-    check_bin(vg_less, VG_INT32, d, 1, a, NULL, 0, s, VG_BOOL, d, 1, lt);
-    check_bin(vg_less_equal, VG_INT64, d, 1, a, d, 1, b, VG_BOOL, d, 1, le);
-    check_bin(vg_equal, VG_FLOAT, d, 1, a, d, 1, b, VG_BOOL, d, 1, eq);
-    check_bin(vg_not_equal, VG_INT32, d, 1, a, d, 1, b, VG_BOOL, d, 1, ne);
-    check_bin(vg_equal, VG_UINT8, d, 1, a, d, 1, b, VG_BOOL, d, 1, eq);
     double ba[4] = {0, 0, 1, 1}, bb[4] = {0, 1, 0, 1};
     double band[4] = {0, 0, 0, 1}, bor[4] = {0, 1, 1, 1}, beq[4] = {1, 0, 0, 1};
-    check_bin(vg_logical_and, VG_BOOL, d, 1, ba, d, 1, bb, VG_BOOL, d, 1, band);
-    check_bin(vg_logical_or, VG_BOOL, d, 1, ba, d, 1, bb, VG_BOOL, d, 1, bor);
-    check_bin(vg_equal, VG_BOOL, d, 1, ba, d, 1, bb, VG_BOOL, d, 1, beq);
+    const bin4_row rows[] = {
+        {"greater f32", vg_greater, VG_FLOAT, a, d, 1, b, VG_BOOL, gt},
+        {"greater_equal f64 [1]", vg_greater_equal, VG_DOUBLE, a, ds, 1, s, VG_BOOL, ge},
+        {"less i32 scalar", vg_less, VG_INT32, a, NULL, 0, s, VG_BOOL, lt},
+        {"less_equal i64", vg_less_equal, VG_INT64, a, d, 1, b, VG_BOOL, le},
+        {"equal f32", vg_equal, VG_FLOAT, a, d, 1, b, VG_BOOL, eq},
+        {"not_equal i32", vg_not_equal, VG_INT32, a, d, 1, b, VG_BOOL, ne},
+        {"equal u8", vg_equal, VG_UINT8, a, d, 1, b, VG_BOOL, eq},
+        {"logical_and", vg_logical_and, VG_BOOL, ba, d, 1, bb, VG_BOOL, band},
+        {"logical_or", vg_logical_or, VG_BOOL, ba, d, 1, bb, VG_BOOL, bor},
+        {"equal bool", vg_equal, VG_BOOL, ba, d, 1, bb, VG_BOOL, beq},
+    };
+    check_bin4_rows(rows, (int)(sizeof rows / sizeof rows[0]));
     /* TF's attrs: comparisons carry T, logical ops none */
     vg_graph *g = vg_graph_new();
     vg_output t = vg_const_bool(g, true, NULL);
@@ -191,10 +222,7 @@ static void test_math__large_parallel(void) {
         CHECK_EQ_INT(bad, 0);
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-    vg_session_free(s);
-    vg_graph_free(g);
-    vg_tensor_free(a);
-    vg_tensor_free(b);
+    kt_teardown(g, s, (vg_tensor *[]){a, b}, 2, NULL, 0);
 }
 
 static void test_math__shape_inference(void) {
@@ -214,8 +242,7 @@ static void test_math__shape_inference(void) {
     CHECK_OK(vg_graph_status(g, &st), &st);
     /* the helper itself */
     vg_shape x = vg_shape_make((int64_t[]){2, 3}, 2), y = vg_shape_make((int64_t[]){4}, 1), o;
-    CHECK_CODE(vg__shape_broadcast(&x, &y, &o, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Incompatible shapes: [2,3] vs. [4]");
+    CHECK_STATUS(vg__shape_broadcast(&x, &y, &o, &st), &st, VG_INVALID_ARGUMENT, "Incompatible shapes: [2,3] vs. [4]");
     vg_shape u = vg_shape_make((int64_t[]){-1, 0}, 2), v = vg_shape_make((int64_t[]){-1}, 1);
     CHECK_OK(vg__shape_broadcast(&u, &v, &o, &st), &st);
     CHECK_EQ_INT(o.ndims, 2);
@@ -231,8 +258,7 @@ static void test_math__build_errors(void) {
     vg_output b = vg_placeholder(g, VG_FLOAT, (int64_t[]){4}, 1, "b");
     vg_output y = vg_add(g, a, b, NULL);
     CHECK(y.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "AddV2");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "AddV2");
     CHECK_STR_CONTAINS(st.msg, "Incompatible shapes: [2,3] vs. [4]");
     /* later builders just pass the failure along */
     CHECK(vg_mul(g, y, a, NULL).op == NULL);
@@ -242,23 +268,20 @@ static void test_math__build_errors(void) {
     a = vg_placeholder(g, VG_FLOAT, (int64_t[]){2}, 1, "a");
     b = vg_placeholder(g, VG_INT32, (int64_t[]){2}, 1, "b");
     CHECK(vg_sub(g, a, b, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Sub");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "Sub");
     CHECK_STR_CONTAINS(st.msg, "int32");
     vg_graph_free(g);
 
     g = vg_graph_new();
     b = vg_placeholder(g, VG_INT32, (int64_t[]){2}, 1, "b");
     CHECK(vg_div(g, b, b, NULL).op == NULL); /* RealDiv is floating-point only */
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "RealDiv");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "RealDiv");
     vg_graph_free(g);
 
     g = vg_graph_new();
     a = vg_placeholder(g, VG_FLOAT, (int64_t[]){2}, 1, "a");
     CHECK(vg_logical_and(g, a, a, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "LogicalAnd");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "LogicalAnd");
     vg_graph_free(g);
 }
 
@@ -273,12 +296,9 @@ static void test_math__runtime_incompatible(void) {
     vg_tensor *fv[2] = {ta, tb};
     vg_status st;
     CHECK(run_feeds(g, y, f, fv, 2, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Incompatible shapes: [2,3] vs. [4]");
+    CHECK_STATUS(st.code, &st, VG_INVALID_ARGUMENT, "Incompatible shapes: [2,3] vs. [4]");
     CHECK_STR_CONTAINS(st.msg, "sum");
-    vg_tensor_free(ta);
-    vg_tensor_free(tb);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){ta, tb}, 2, NULL, 0);
 }
 
 int main(void) {

@@ -9,6 +9,7 @@
 #include "gradcheck.h"
 #include "kernels/nn/nn_internal.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <pthread.h>
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -326,9 +327,7 @@ static void test_nn__max_pool_grad_ties(void) {
     vg_status st;
     CHECK_OK(run_threads(g, 1, &x, &xv, 1, &d, &out, 1, &st), &st);
     CHECK_EQ_INT(compare("ties", out, (double[]){5, 0, 0, 0}, 4, 0), 0);
-    vg_tensor_free(out);
-    vg_tensor_free(xv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){out, xv}, 2, NULL, 0);
 }
 
 /* ---- errors ------------------------------------------------------------ */
@@ -336,8 +335,7 @@ static void test_nn__max_pool_grad_ties(void) {
 static void expect_build_error(vg_graph *g, vg_output o, const char *a, const char *b) {
     vg_status st;
     CHECK(o.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, a);
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, a);
     if (b) CHECK_STR_CONTAINS(st.msg, b);
     vg_graph_free(g);
 }
@@ -392,16 +390,11 @@ static void test_nn__conv_errors(void) {
     vg_tensor *sv = mk(VG_INT32, (int64_t[]){4}, 1, (double[]){1, 3, 3, 2});
     vg_output feeds[3] = {x, f, sz};
     vg_tensor *vals[3] = {xv, fv, sv}, *out = NULL;
-    CHECK_CODE(run_threads(g, 1, feeds, vals, 2, &y, &out, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "same depth: 3 vs 2");
+    CHECK_STATUS(run_threads(g, 1, feeds, vals, 2, &y, &out, 1, &st), &st, VG_INVALID_ARGUMENT, "same depth: 3 vs 2");
     CHECK_STR_CONTAINS(st.msg, "conv");
-    CHECK_CODE(run_threads(g, 1, feeds, vals, 3, &bi, &out, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "out_backprop");
+    CHECK_STATUS(run_threads(g, 1, feeds, vals, 3, &bi, &out, 1, &st), &st, VG_INVALID_ARGUMENT, "out_backprop");
     CHECK(out == NULL);
-    vg_tensor_free(xv);
-    vg_tensor_free(fv);
-    vg_tensor_free(sv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xv, fv, sv}, 3, NULL, 0);
 }
 
 /* ---- gradients --------------------------------------------------------- */
@@ -472,12 +465,7 @@ static void test_nn__grad_conv2d_backprops(void) {
     vals[1] = mk(VG_DOUBLE, yd, 4, dy);
     y = vg_conv2d_backprop_filter(g, in[0], vg_const_i32_vec(g, fs32, 4, NULL), in[1], s, "SAME", NULL);
     CHECK_EQ_INT(vg_gradcheck(g, in, vals, 2, y, GC_EPS, GC_TOL), 0);
-    vg_tensor_free(vals[0]);
-    vg_tensor_free(vals[1]);
-    vg_graph_free(g);
-    free(x);
-    free(f);
-    free(dy);
+    kt_teardown(g, NULL, (vg_tensor *[]){vals[0], vals[1]}, 2, (void *[]){x, f, dy}, 3);
 }
 
 static void test_nn__grad_pools(void) {
@@ -535,11 +523,7 @@ static void test_nn__grad_unknown_shapes(void) {
     vg_output c = vg_conv2d(g, xs[0], xs[1], s2, "SAME", NULL);
     c = vg_add(g, vg_max_pool(g, c, k2, k2, "SAME", NULL), vg_avg_pool(g, c, k2, k2, "SAME", NULL), NULL);
     CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, c, GC_EPS, GC_TOL), 0);
-    vg_tensor_free(vals[0]);
-    vg_tensor_free(vals[1]);
-    free(x);
-    free(f);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){vals[0], vals[1]}, 2, (void *[]){x, f}, 2);
 }
 
 /* The CNN of the benchmark, small: conv-relu-pool twice, dense, xent; gradients run
@@ -641,9 +625,7 @@ static void test_nn__conv_concurrent_runs(void) {
         vg_tensor_free(vals[k]);
         vg_tensor_free(want[k]);
     }
-    free(xv);
-    free(fv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, NULL, 0, (void *[]){xv, fv}, 2);
 }
 
 /* ---- allocation failures ---------------------------------------------- */

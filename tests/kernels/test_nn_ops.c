@@ -8,6 +8,7 @@
 #include "count_alloc_util.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -107,12 +108,7 @@ static void test_nn__matmul_empty(void) {
     static const double z[6] = {0, 0, 0, 0, 0, 0};
     check_elems(out[0], z, 6, 0);
     CHECK(out[1] && vg_tensor_num_elements(out[1]) == 0);
-    vg_tensor_free(out[0]);
-    vg_tensor_free(out[1]);
-    vg_tensor_free(av);
-    vg_tensor_free(bv);
-    vg_tensor_free(ev);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){out[0], out[1], av, bv, ev}, 5, NULL, 0);
 }
 
 static void test_nn__matmul_errors(void) {
@@ -123,8 +119,7 @@ static void test_nn__matmul_errors(void) {
     vg_output a = vg_placeholder(g, VG_FLOAT, ad, 2, "a"), b = vg_placeholder(g, VG_FLOAT, bd, 2, "b");
     vg_output c = vg_matmul(g, a, b, false, false, "mm");
     CHECK(c.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "MatMul");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "MatMul");
     CHECK_STR_CONTAINS(st.msg, "[2,3]");
     vg_graph_free(g);
     /* dtype mismatch and non-float dtype */
@@ -132,8 +127,7 @@ static void test_nn__matmul_errors(void) {
     a = vg_placeholder(g, VG_FLOAT, ad, 2, "a");
     b = vg_placeholder(g, VG_DOUBLE, (int64_t[]){3, 2}, 2, "b");
     CHECK(vg_matmul(g, a, b, false, false, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "MatMul");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "MatMul");
     vg_graph_free(g);
     g = vg_graph_new();
     a = vg_placeholder(g, VG_STRING, ad, 2, "a");
@@ -144,8 +138,7 @@ static void test_nn__matmul_errors(void) {
     g = vg_graph_new();
     a = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3, 4}, 3, "a");
     CHECK(vg_matmul(g, a, a, false, false, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "rank 2");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "rank 2");
     vg_graph_free(g);
     /* run time: unknown dims at build time */
     g = vg_graph_new();
@@ -157,13 +150,11 @@ static void test_nn__matmul_errors(void) {
     vg_tensor *bv = mk(VG_FLOAT, bd, 2, (double[]){0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
     vg_output feeds[2] = {a, b};
     vg_tensor *vals[2] = {av, bv}, *out = NULL;
-    CHECK_CODE(run_threads(g, 1, feeds, vals, 2, &c, &out, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Matrix size-incompatible: In[0]: [2,3], In[1]: [4,5]");
+    CHECK_STATUS(run_threads(g, 1, feeds, vals, 2, &c, &out, 1, &st), &st, VG_INVALID_ARGUMENT,
+        "Matrix size-incompatible: In[0]: [2,3], In[1]: [4,5]");
     CHECK_STR_CONTAINS(st.msg, "mm");
     CHECK(out == NULL);
-    vg_tensor_free(av);
-    vg_tensor_free(bv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){av, bv}, 2, NULL, 0);
 }
 
 /* ---- BiasAdd, activations ---------------------------------------------- */
@@ -216,16 +207,14 @@ static void test_nn__bias_add(void) {
     x = vg_placeholder(g, VG_FLOAT, xd, 3, "x");
     b = vg_placeholder(g, VG_FLOAT, (int64_t[]){4}, 1, "b");
     CHECK(vg_bias_add(g, x, b, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "BiasAdd");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "BiasAdd");
     CHECK_STR_CONTAINS(st.msg, "Must provide as many biases as the last dimension of the input tensor");
     vg_graph_free(g);
     g = vg_graph_new();
     x = vg_placeholder(g, VG_FLOAT, (int64_t[]){3}, 1, "x");
     b = vg_placeholder(g, VG_FLOAT, (int64_t[]){3}, 1, "b");
     CHECK(vg_bias_add(g, x, b, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "at least 2D");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "at least 2D");
     vg_graph_free(g);
     /* run time: unknown bias size */
     g = vg_graph_new();
@@ -236,11 +225,9 @@ static void test_nn__bias_add(void) {
     bv = mk(VG_FLOAT, (int64_t[]){3}, 1, (double[]){1, 2, 3});
     feeds[0] = x; feeds[1] = b; vals[0] = xv; vals[1] = bv;
     o = NULL;
-    CHECK_CODE(run_threads(g, 1, feeds, vals, 2, &y, &o, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Must provide as many biases");
-    vg_tensor_free(xv);
-    vg_tensor_free(bv);
-    vg_graph_free(g);
+    CHECK_STATUS(run_threads(g, 1, feeds, vals, 2, &y, &o, 1, &st), &st, VG_INVALID_ARGUMENT,
+        "Must provide as many biases");
+    kt_teardown(g, NULL, (vg_tensor *[]){xv, bv}, 2, NULL, 0);
 }
 
 static void test_nn__activations(void) {
@@ -282,14 +269,12 @@ static void test_nn__activations(void) {
     vg_output a = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3}, 2, "a");
     vg_output b = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 4}, 2, "b");
     CHECK(vg_relu_grad(g, a, b, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "ReluGrad");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "ReluGrad");
     vg_graph_free(g);
     g = vg_graph_new();
     a = vg_placeholder(g, VG_INT32, (int64_t[]){2}, 1, "a");
     CHECK(vg_relu(g, a, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Relu");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "Relu");
     vg_graph_free(g);
 }
 
@@ -330,8 +315,7 @@ static void test_nn__softmax(void) {
     vg_status st;
     vg_output s = vg_placeholder(g, VG_FLOAT, NULL, 0, "s");
     CHECK(vg_softmax(g, s, NULL).op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Softmax");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "Softmax");
     vg_graph_free(g);
 }
 
@@ -373,8 +357,7 @@ static void test_nn__xent(void) {
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3}, 2, "x");
     vg_output l = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 4}, 2, "l");
     CHECK(vg_softmax_xent(g, x, l, NULL) == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "SoftmaxCrossEntropyWithLogits");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "SoftmaxCrossEntropyWithLogits");
     CHECK_STR_CONTAINS(st.msg, "logits and labels must be same size");
     vg_graph_free(g);
 }
@@ -421,14 +404,14 @@ static void test_nn__sparse_xent(void) {
         double zeros[20] = {0};
         xv = mk(VG_FLOAT, xd10, 2, zeros);
         feeds[0] = x; feeds[1] = l; vals[0] = xv;
-        CHECK_CODE(run_threads(g, 1, feeds, vals, 2, f, out, 1, &st), VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, "Received a label value of 12 which is outside the valid range of [0, 10)");
+        CHECK_STATUS(run_threads(g, 1, feeds, vals, 2, f, out, 1, &st), &st, VG_INVALID_ARGUMENT,
+            "Received a label value of 12 which is outside the valid range of [0, 10)");
         CHECK(out[0] == NULL);
         vg_tensor_free(lv);
         lv = mk(ldts[d], ld, 1, (double[]){-1, 0});
         vals[1] = lv;
-        CHECK_CODE(run_threads(g, 1, feeds, vals, 2, f, out, 1, &st), VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, "Received a label value of -1");
+        CHECK_STATUS(run_threads(g, 1, feeds, vals, 2, f, out, 1, &st), &st, VG_INVALID_ARGUMENT,
+            "Received a label value of -1");
         vg_tensor_free(lv);
         vg_tensor_free(xv);
         vg_graph_free(g);
@@ -439,8 +422,7 @@ static void test_nn__sparse_xent(void) {
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3}, 2, "x");
     vg_output l = vg_placeholder(g, VG_FLOAT, (int64_t[]){2}, 1, "l");
     CHECK(vg_sparse_softmax_xent(g, x, l, NULL) == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "SparseSoftmaxCrossEntropyWithLogits");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "SparseSoftmaxCrossEntropyWithLogits");
     vg_graph_free(g);
 }
 
@@ -472,11 +454,7 @@ static void test_nn__grad_matmul(void) {
     double *av = randv1(12, 7), *bv = randv1(8, 8);
     vg_tensor *vals[2] = {mk(VG_FLOAT, ad, 2, av), mk(VG_FLOAT, bd, 2, bv)};
     CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, vg_matmul(g, xs[0], xs[1], false, false, NULL), 1e-2, 2e-2), 0);
-    vg_tensor_free(vals[0]);
-    vg_tensor_free(vals[1]);
-    free(av);
-    free(bv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){vals[0], vals[1]}, 2, (void *[]){av, bv}, 2);
 }
 
 /* One-input gradient check of y = build(x) for x of the given dims (values from randv
@@ -544,11 +522,7 @@ static void test_nn__grad_bias_add(void) {
     double *xv = randv1(24, 21), *bv = randv1(4, 22);
     vg_tensor *vals[2] = {mk(VG_DOUBLE, xd, 3, xv), mk(VG_DOUBLE, bd, 1, bv)};
     CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, vg_bias_add(g, xs[0], xs[1], NULL), GC_EPS, GC_TOL), 0);
-    vg_tensor_free(vals[0]);
-    vg_tensor_free(vals[1]);
-    free(xv);
-    free(bv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){vals[0], vals[1]}, 2, (void *[]){xv, bv}, 2);
 }
 
 static void test_nn__grad_xent(void) {
@@ -591,10 +565,7 @@ static void test_nn__grad_xent(void) {
     vg_status st;
     CHECK_OK(vg_gradients(g, &loss, 1, &l, 1, NULL, &dl, &st), &st);
     CHECK(dl.op == NULL);
-    vg_tensor_free(xt);
-    vg_tensor_free(lt);
-    free(xv);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xt, lt}, 2, (void *[]){xv}, 1);
 }
 
 /* Gradients built while the shapes are unknown (rank -1): axes come from run time. */
@@ -607,9 +578,7 @@ static void test_nn__grad_unknown_shapes(void) {
     vg_tensor *xt = mk(VG_DOUBLE, (int64_t[]){2, 3}, 2, (double[]){0.1, 0.5, -0.3, 1.2, 0.7, -1});
     vg_tensor *lt = mk(VG_DOUBLE, (int64_t[]){2, 3}, 2, (double[]){0.2, 0.3, 0.5, 1, 0, 0});
     CHECK_EQ_INT(vg_gradcheck_ex(g, &x, &xt, 1, &l, &lt, 1, y, GC_EPS, GC_TOL), 0);
-    vg_tensor_free(xt);
-    vg_tensor_free(lt);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){xt, lt}, 2, NULL, 0);
 }
 
 /* The MLP's forward + backward through the gradient builders, 2 threads, float32:
@@ -643,11 +612,7 @@ static void test_nn__mlp_gradients_run(void) {
         vg_tensor_free(out[i]);
     }
     for (int i = 0; i < 5; i++) vg_tensor_free(vals[i]);
-    free(xv);
-    free(w1v);
-    free(w2v);
-    free(b1v);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, NULL, 0, (void *[]){xv, w1v, w2v, b1v}, 4);
 }
 
 /* ---- allocation failures ---------------------------------------------- */

@@ -5,6 +5,7 @@
  * string tensor (x[:n] on words, as tensorflow/nmt's src[:src_max_len]). */
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <math.h>
 #include <string.h>
 
@@ -117,9 +118,7 @@ static void test_strided_slice_strings(void) {
         }
         vg_tensor_free(o[k]);
     }
-    vg_tensor_free(wv);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){wv}, 1, NULL, 0);
 }
 
 int main(void) {

@@ -7,6 +7,7 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include "vigil/example.h"
+#include "kernels_fixture.h"
 #include <ftw.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -20,15 +21,6 @@ static vg_output strings_const(vg_graph *g, const char *const *s, const size_t *
     vg_output o = vg_const(g, t, name);
     vg_tensor_free(t);
     return o;
-}
-
-/* Runs fetches; returns the code (outputs in out). */
-static vg_code run(vg_graph *g, const vg_output *f, int n, vg_tensor **out, vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    if (!s) return st->code;
-    vg_code rc = vg_session_run(s, NULL, NULL, NULL, 0, f, out, n, NULL, 0, NULL, st);
-    vg_session_free(s);
-    return rc;
 }
 
 /* Example{features{feature{key:"a" value{int64_list{value:[1, 300]}}}}} as protobuf's
@@ -86,7 +78,14 @@ static void test_example_decode_unpacked_and_last_wins(void) {
 }
 
 /* Three records (parsing_ops_test.testSerializedContainingSparseAndDense-like). */
-static void make_records(char *bufs[3], size_t lens[3]) {
+/* Three serialized Examples (made by make_records; free_records frees them). */
+typedef struct records {
+    char *bufs[3];
+    size_t lens[3];
+} records;
+
+static records make_records(void) {
+    records r;
     vg_status st;
     for (int i = 0; i < 3; i++) {
         vg_example *ex = vg_example_new();
@@ -100,20 +99,28 @@ static void make_records(char *bufs[3], size_t lens[3]) {
         vg_example_add_bytes(ex, "name", (const char *[]){name}, (size_t[]){strlen(name)}, 1, &st);
         size_t len;
         const void *b = vg_example_serialize(ex, &len, &st);
-        bufs[i] = malloc(len);
-        memcpy(bufs[i], b, len);
-        lens[i] = len;
+        r.bufs[i] = malloc(len);
+        memcpy(r.bufs[i], b, len);
+        r.lens[i] = len;
         vg_example_free(ex);
     }
+    return r;
+}
+
+static void free_records(records *r) {
+    for (int i = 0; i < 3; i++) free(r->bufs[i]);
+}
+
+/* The first n of r as a string Const "serialized". */
+static vg_output records_const(vg_graph *g, const records *r, int n) {
+    return strings_const(g, (const char *const *)r->bufs, r->lens, n, "serialized");
 }
 
 static void test_parse_example_batch(void) {
     vg_status st;
-    char *recs[3];
-    size_t lens[3];
-    make_records(recs, lens);
+    records recs = make_records();
     vg_graph *g = vg_graph_new();
-    vg_output ser = strings_const(g, (const char *const *)recs, lens, 3, "serialized");
+    vg_output ser = records_const(g, &recs, 3);
     vg_feature_spec specs[4] = {
         {"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}},
         {"xy", VG_FLOAT, false, vg_shape_make((int64_t[]){2}, 1),
@@ -132,7 +139,7 @@ static void test_parse_example_batch(void) {
     CHECK(s.ndims == 2 && s.dims[0] == 3 && s.dims[1] == 2);
     vg_output f[6] = {dense[0], dense[1], sparse[2].indices, sparse[2].values, sparse[2].dense_shape, dense[3]};
     vg_tensor *out[6] = {0};
-    CHECK_OK(run(g, f, 6, out, &st), &st);
+    CHECK_OK(kt_run(g, f, 6, out, &st), &st);
     if (!out[0]) goto done;
     const int64_t *lab = vg_tensor_data(out[0]);
     CHECK(lab[0] == 10 && lab[1] == 11 && lab[2] == 12);
@@ -150,49 +157,44 @@ static void test_parse_example_batch(void) {
     for (int i = 0; i < 6; i++) vg_tensor_free(out[i]);
 done:
     vg_graph_free(g);
-    for (int i = 0; i < 3; i++) free(recs[i]);
+    free_records(&recs);
 }
 
 static void test_parse_example_errors(void) {
     vg_status st;
-    char *recs[3];
-    size_t lens[3];
-    make_records(recs, lens);
+    records recs = make_records();
     /* xy is required now; record 1 lacks it */
     vg_graph *g = vg_graph_new();
-    vg_output ser = strings_const(g, (const char *const *)recs, lens, 3, "serialized");
+    vg_output ser = records_const(g, &recs, 3);
     vg_output names = strings_const(g, (const char *[]){"r0", "r1", "r2"}, NULL, 3, "names");
     vg_feature_spec spec = {"xy", VG_FLOAT, false, vg_shape_make((int64_t[]){2}, 1), {NULL, 0}};
     vg_output dense;
     vg_parse_example(g, ser, names, &spec, 1, &dense, NULL, NULL);
     vg_tensor *out = NULL;
-    CHECK_CODE(run(g, &dense, 1, &out, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Name: r1, Feature: xy is required but could not be found.");
+    CHECK_STATUS(kt_run(g, &dense, 1, &out, &st), &st, VG_INVALID_ARGUMENT,
+        "Name: r1, Feature: xy is required but could not be found.");
     vg_graph_free(g);
     /* wrong type: label is int64, asked as float */
     g = vg_graph_new();
-    ser = strings_const(g, (const char *const *)recs, lens, 3, "serialized");
+    ser = records_const(g, &recs, 3);
     vg_feature_spec spec2 = {"label", VG_FLOAT, false, vg_shape_make(NULL, 0), {NULL, 0}};
     vg_parse_example(g, ser, (vg_output){NULL, 0}, &spec2, 1, &dense, NULL, NULL);
-    CHECK_CODE(run(g, &dense, 1, &out, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Data types don't match");
+    CHECK_STATUS(kt_run(g, &dense, 1, &out, &st), &st, VG_INVALID_ARGUMENT, "Data types don't match");
     vg_graph_free(g);
     /* wrong count: xy asked with shape [3] */
     g = vg_graph_new();
-    ser = strings_const(g, (const char *const *)recs, lens, 1, "serialized");
+    ser = records_const(g, &recs, 1);
     vg_feature_spec spec3 = {"xy", VG_FLOAT, false, vg_shape_make((int64_t[]){3}, 1), {NULL, 0}};
     vg_parse_example(g, ser, (vg_output){NULL, 0}, &spec3, 1, &dense, NULL, NULL);
-    CHECK_CODE(run(g, &dense, 1, &out, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Number of float values != expected");
+    CHECK_STATUS(kt_run(g, &dense, 1, &out, &st), &st, VG_INVALID_ARGUMENT, "Number of float values != expected");
     vg_graph_free(g);
     /* garbage record */
     g = vg_graph_new();
     ser = strings_const(g, (const char *[]){"\x0a\x7f"}, (size_t[]){2}, 1, "serialized");
     vg_parse_example(g, ser, (vg_output){NULL, 0}, &spec3, 1, &dense, NULL, NULL);
-    CHECK_CODE(run(g, &dense, 1, &out, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Could not parse example input");
+    CHECK_STATUS(kt_run(g, &dense, 1, &out, &st), &st, VG_INVALID_ARGUMENT, "Could not parse example input");
     vg_graph_free(g);
-    for (int i = 0; i < 3; i++) free(recs[i]);
+    free_records(&recs);
 }
 
 static void test_parse_single_example(void) {
@@ -211,7 +213,7 @@ static void test_parse_single_example(void) {
     CHECK(op != NULL);
     vg_output f[4] = {sp[0].indices, sp[0].values, sp[0].dense_shape, dense[1]};
     vg_tensor *out[4] = {0};
-    CHECK_OK(run(g, f, 4, out, &st), &st);
+    CHECK_OK(kt_run(g, f, 4, out, &st), &st);
     if (out[0]) {
         const int64_t *ind = vg_tensor_data(out[0]), *val = vg_tensor_data(out[1]), *sh = vg_tensor_data(out[2]);
         CHECK(vg_tensor_dim(out[0], 0) == 2 && vg_tensor_dim(out[0], 1) == 1);
@@ -294,7 +296,7 @@ static void test_parse_single_sequence_example(void) {
     CHECK(sh.ndims == 2 && sh.dims[0] == -1 && sh.dims[1] == 2);
     vg_output f[7] = {cd[0], sd[0], sd[1], ss[2].indices, ss[2].values, ss[2].dense_shape, sd[3]};
     vg_tensor *out[7] = {0};
-    CHECK_OK(run(g, f, 7, out, &st), &st);
+    CHECK_OK(kt_run(g, f, 7, out, &st), &st);
     if (out[0]) {
         CHECK(*(int64_t *)vg_tensor_data(out[0]) == 3);
         const float *in = vg_tensor_data(out[1]);
@@ -315,12 +317,11 @@ static void test_parse_single_sequence_example(void) {
     vg_output o1;
     vg_parse_single_sequence_example(g, ser, NULL, 0, &req, 1, NULL, NULL, &o1, NULL, NULL);
     vg_tensor *x = NULL;
-    CHECK_CODE(run(g, &o1, 1, &x, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Feature list 'absent' is required but could not be found");
+    CHECK_STATUS(kt_run(g, &o1, 1, &x, &st), &st, VG_INVALID_ARGUMENT,
+        "Feature list 'absent' is required but could not be found");
     vg_sequence_feature_spec wrong = {"inputs", VG_FLOAT, false, vg_shape_make((int64_t[]){3}, 1), false};
     vg_parse_single_sequence_example(g, ser, NULL, 0, &wrong, 1, NULL, NULL, &o1, NULL, NULL);
-    CHECK_CODE(run(g, &o1, 1, &x, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Number of float values != expected");
+    CHECK_STATUS(kt_run(g, &o1, 1, &x, &st), &st, VG_INVALID_ARGUMENT, "Number of float values != expected");
     vg_graph_free(g);
 }
 
@@ -331,9 +332,7 @@ static void test_parse_single_sequence_example(void) {
  * length field that claims more than the record holds is rejected, not allocated. */
 static void test_mutated_records(void) {
     vg_status st;
-    char *recs[3];
-    size_t lens[3];
-    make_records(recs, lens);
+    records recs = make_records();
     vg_sequence_example *se = vg_sequence_example_new();
     vg_sequence_example_append_float(se, "f", (float[]){1, 2}, 2, &st);
     vg_sequence_example_append_bytes(se, "b", (const char *[]){"xyz"}, (size_t[]){3}, 1, &st);
@@ -345,8 +344,8 @@ static void test_mutated_records(void) {
     vg__features fs = {0};
     vg__seq_example sq = {0};
     for (int it = 0; it < 3000; it++) {
-        const uint8_t *src = it % 4 == 3 ? sbytes : (const uint8_t *)recs[it % 3];
-        size_t n = it % 4 == 3 ? slen : lens[it % 3];
+        const uint8_t *src = it % 4 == 3 ? sbytes : (const uint8_t *)recs.bufs[it % 3];
+        size_t n = it % 4 == 3 ? slen : recs.lens[it % 3];
         if (n > sizeof buf - 8) continue;
         memcpy(buf, src, n);
         int kind = rand_r(&seed) % 3;
@@ -382,7 +381,7 @@ static void test_mutated_records(void) {
             vg_sparse_output sp[2];
             vg_parse_example(g, ser, (vg_output){NULL, 0}, specs, 2, dense, sp, NULL);
             vg_tensor *out[2] = {0};
-            vg_code r3 = run(g, (vg_output[]){dense[0], sp[1].values}, 2, out, &st);
+            vg_code r3 = kt_run(g, (vg_output[]){dense[0], sp[1].values}, 2, out, &st);
             CHECK(r3 == VG_OK || r3 == VG_INVALID_ARGUMENT);
             vg_tensor_free(out[0]);
             vg_tensor_free(out[1]);
@@ -393,7 +392,7 @@ static void test_mutated_records(void) {
     vg__features_free(&fs);
     vg__seq_example_free(&sq);
     vg_sequence_example_free(se);
-    for (int i = 0; i < 3; i++) free(recs[i]);
+    free_records(&recs);
 }
 
 static void test_decode_raw(void) {
@@ -409,7 +408,7 @@ static void test_decode_raw(void) {
     vg_output three = strings_const(g, (const char *[]){"abc"}, NULL, 1, "three");
     vg_output bad2 = vg_decode_raw(g, three, VG_INT32, true, "bad2");
     vg_tensor *out[3] = {0};
-    CHECK_OK(run(g, (vg_output[]){le, be, u8}, 3, out, &st), &st);
+    CHECK_OK(kt_run(g, (vg_output[]){le, be, u8}, 3, out, &st), &st);
     if (out[0]) {
         const int32_t *a = vg_tensor_data(out[0]), *b = vg_tensor_data(out[1]);
         CHECK(vg_tensor_ndims(out[0]) == 2 && vg_tensor_dim(out[0], 1) == 2);
@@ -419,10 +418,8 @@ static void test_decode_raw(void) {
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
     vg_tensor *o = NULL;
-    CHECK_CODE(run(g, &bad, 1, &o, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "same size");
-    CHECK_CODE(run(g, &bad2, 1, &o, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "not a multiple of 4");
+    CHECK_STATUS(kt_run(g, &bad, 1, &o, &st), &st, VG_INVALID_ARGUMENT, "same size");
+    CHECK_STATUS(kt_run(g, &bad2, 1, &o, &st), &st, VG_INVALID_ARGUMENT, "not a multiple of 4");
     vg_graph_free(g);
 }
 
@@ -439,7 +436,7 @@ static void test_string_to_number(void) {
     vg_output junk = strings_const(g, (const char *[]){"2.9x"}, NULL, 1, "junk");
     vg_output bad2 = vg_string_to_number(g, junk, VG_FLOAT, NULL);
     vg_tensor *out[2] = {0};
-    CHECK_OK(run(g, (vg_output[]){f, i32}, 2, out, &st), &st);
+    CHECK_OK(kt_run(g, (vg_output[]){f, i32}, 2, out, &st), &st);
     if (out[0]) {
         const float *x = vg_tensor_data(out[0]);
         CHECK(x[0] == 0 && x[1] == 3 && x[2] == -1 && x[3] == 1.12f && x[4] == 15 && x[5] == -10.5f);
@@ -448,9 +445,9 @@ static void test_string_to_number(void) {
     }
     for (int i = 0; i < 2; i++) vg_tensor_free(out[i]);
     vg_tensor *o = NULL;
-    CHECK_CODE(run(g, &bad, 1, &o, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "StringToNumberOp could not correctly convert string: 2147483648");
-    CHECK_CODE(run(g, &bad2, 1, &o, &st), VG_INVALID_ARGUMENT);
+    CHECK_STATUS(kt_run(g, &bad, 1, &o, &st), &st, VG_INVALID_ARGUMENT,
+        "StringToNumberOp could not correctly convert string: 2147483648");
+    CHECK_CODE(kt_run(g, &bad2, 1, &o, &st), VG_INVALID_ARGUMENT);
     vg_graph_free(g);
 }
 
@@ -465,7 +462,7 @@ static void test_decode_csv(void) {
     vg_op *op = vg_decode_csv(g, recs, defs, 3, NULL, true, NULL, outs, NULL);
     CHECK(op != NULL);
     vg_tensor *out[3] = {0};
-    CHECK_OK(run(g, outs, 3, out, &st), &st);
+    CHECK_OK(kt_run(g, outs, 3, out, &st), &st);
     if (out[0]) {
         const int32_t *a = vg_tensor_data(out[0]);
         CHECK(a[0] == 1 && a[1] == -9 && a[2] == 7);
@@ -492,8 +489,7 @@ static void test_decode_csv(void) {
         vg_output o2[2];
         vg_decode_csv(g, r, (vg_output[]){req, req}, 2, NULL, true, NULL, o2, NULL);
         vg_tensor *o = NULL;
-        CHECK_CODE(run(g, o2, 1, &o, &st), VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, want[i]);
+        CHECK_STATUS(kt_run(g, o2, 1, &o, &st), &st, VG_INVALID_ARGUMENT, want[i]);
     }
     vg_graph_free(g);
 }
@@ -545,8 +541,7 @@ static void test_tfrecord_writer_compression(void) {
     size_t n;
     uint64_t off;
     CHECK_OK(vg__zrecord_reader_next(r, &d, &n, &off, &st), &st);
-    CHECK_CODE(vg__zrecord_reader_next(r, &d, &n, &off, &st), VG_DATA_LOSS);
-    CHECK_STR_CONTAINS(st.msg, "offset 21");
+    CHECK_STATUS(vg__zrecord_reader_next(r, &d, &n, &off, &st), &st, VG_DATA_LOSS, "offset 21");
     CHECK_STR_CONTAINS(st.msg, path);
     vg__zrecord_reader_close(r);
     /* truncated GZIP file: DATA_LOSS, not a crash */
@@ -558,8 +553,7 @@ static void test_tfrecord_writer_compression(void) {
     CHECK_CODE(rc, VG_DATA_LOSS);
     vg__zrecord_reader_close(r);
     CHECK(vg__zrecord_reader_open("/nonexistent/x.tfrecord", 0, &st) == NULL);
-    CHECK_CODE(st.code, VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "/nonexistent/x.tfrecord");
+    CHECK_STATUS(st.code, &st, VG_NOT_FOUND, "/nonexistent/x.tfrecord");
 }
 
 /* Mutated GZIP/ZLIB TFRecord files: every read ends with OK records, OUT_OF_RANGE or

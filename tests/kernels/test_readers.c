@@ -9,6 +9,7 @@
 #include "test_util.h"
 #include "session_test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <ftw.h>
 #include <unistd.h>
 
@@ -102,8 +103,8 @@ static void test_tfrecord_one_epoch(void) {
             }
         }
         vg_tensor *o = NULL;
-        CHECK_CODE(vg_session_run1(p.s, vg_out(read, 0), &o, &st), VG_OUT_OF_RANGE);
-        CHECK_STR_CONTAINS(st.msg, "is closed and has insufficient elements");
+        CHECK_STATUS(vg_session_run1(p.s, vg_out(read, 0), &o, &st), &st, VG_OUT_OF_RANGE,
+            "is closed and has insufficient elements");
         vg_tensor *cnt[2] = {0};
         CHECK_OK(vg_session_run(p.s, NULL, NULL, NULL, 0, (vg_output[]){nrec, nwork}, cnt, 2, NULL, 0, NULL, &st), &st);
         if (cnt[0]) CHECK(vg_tensor_scalar(cnt[0]) == 14 && vg_tensor_scalar(cnt[1]) == 2);
@@ -274,8 +275,7 @@ static void test_whole_file_and_errors(void) {
     int n = read_all(g, read, keys, vals, 4, &end, &st);
     CHECK_EQ_INT(n, 1);
     CHECK(n >= 1 && strcmp(keys[0], files[0]) == 0 && strcmp(vals[0], "contents\nof w0") == 0);
-    CHECK_CODE(end, VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, files[1]);
+    CHECK_STATUS(end, &st, VG_NOT_FOUND, files[1]);
     vg_graph_free(g);
     /* corrupt TFRecord: DATA_LOSS naming the file and the record's offset */
     write_records(files[2], 0, 3, VG_COMPRESSION_NONE);
@@ -289,8 +289,7 @@ static void test_whole_file_and_errors(void) {
     read = vg_reader_read(g, rd, q, NULL);
     n = read_all(g, read, keys, vals, 4, &end, &st);
     CHECK_EQ_INT(n, 1);
-    CHECK_CODE(end, VG_DATA_LOSS);
-    CHECK_STR_CONTAINS(st.msg, "offset 34");
+    CHECK_STATUS(end, &st, VG_DATA_LOSS, "offset 34");
     CHECK_STR_CONTAINS(st.msg, files[2]);
     vg_graph_free(g);
     /* bad compression type: graph error */

@@ -13,6 +13,7 @@
  * box in the first colour, the colour cycling over TF's table of 10 (RGB, RGBA, grey),
  * a partial box, a box partly outside the image, an inverted box (not drawn), errors. */
 #include "op_test_util.h"
+#include "kernels_fixture.h"
 
 #define H 40
 #define W 50
@@ -122,9 +123,7 @@ static void run_case(const sdbb_case *c, bool min_as_placeholder) {
     CHECK(min_cov >= c->min_covered - 1e-6);
     /* it is random: the runs of one session differ */
     CHECK(distinct > c->iters / 4);
-    vg_session_free(s);
-    vg_tensor_free(mcv);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){mcv}, 1, NULL, 0);
 }
 
 static void test_whole_image_bounding_box(void) {
@@ -188,8 +187,7 @@ static void test_shapes_and_no_boxes(void) {
     /* no boxes without use_image_if_no_bounding_boxes */
     g = vg_graph_new();
     op = build(g, (int64_t[]){H, W, 3}, 3, NULL, 0, NULL);
-    CHECK_CODE(run3(g, op, out, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "No bounding boxes provided as input");
+    CHECK_STATUS(run3(g, op, out, &st), &st, VG_INVALID_ARGUMENT, "No bounding boxes provided as input");
     vg_graph_free(g);
 }
 
@@ -251,8 +249,7 @@ static void expect_build_error(vg_sample_distorted_bbox_options o, const char *m
     vg_op *op = build(g, (int64_t[]){H, W, 3}, 3, (const float[]){0, 0, 1, 1}, 1, &o);
     CHECK(op == NULL);
     vg_status st;
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, msg);
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, msg);
     vg_graph_free(g);
 }
 
@@ -286,13 +283,11 @@ static void test_errors(void) {
     g = vg_graph_new();
     o = d, o.min_object_covered = -0.1f;
     vg_op *op = build(g, (int64_t[]){H, W, 3}, 3, (const float[]){0, 0, 1, 1}, 1, &o);
-    CHECK_CODE(run3(g, op, out, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Min object covered must be non-negative");
+    CHECK_STATUS(run3(g, op, out, &st), &st, VG_INVALID_ARGUMENT, "Min object covered must be non-negative");
     vg_graph_free(g);
     g = vg_graph_new();
     op = build(g, (int64_t[]){H, W, 3}, 3, (const float[]){0, 0, 1.5f, 1}, 1, NULL);
-    CHECK_CODE(run3(g, op, out, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "All bounding box coordinates must be in [0.0, 1.0]");
+    CHECK_STATUS(run3(g, op, out, &st), &st, VG_INVALID_ARGUMENT, "All bounding box coordinates must be in [0.0, 1.0]");
     vg_graph_free(g);
     /* image_size of unknown length, fed with 2 elements */
     g = vg_graph_new();
@@ -388,8 +383,8 @@ static void test_draw_bounding_boxes(void) {
     vg_output im2 = cst(g, VG_FLOAT, (int64_t[]){1, 3, 3, 2}, 4, NULL);
     CHECK(vg_draw_bounding_boxes(g, im2, b, NULL).op == NULL);
     vg_status st;
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT,
+        "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
     vg_graph_free(g);
 }
 

@@ -8,6 +8,7 @@
 #include "gradcheck.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <math.h>
 
 #define D(...) ((const int64_t[]){__VA_ARGS__})
@@ -91,9 +92,7 @@ static void test_frame_mapping_of_indices(void) {
     for (int i = 0; i < 53; i++)
         for (int j = 0; j < 512; j++) want[i * 512 + j] = i * 192 + j >= 10000 ? 0 : i * 192 + j;
     expect(t, D(1, 53, 512), 3, want, 0, "with padding");
-    vg_tensor_free(t);
-    vg_graph_free(g);
-    free(want);
+    kt_teardown(g, NULL, (vg_tensor *[]){t}, 1, (void *[]){want}, 1);
 }
 
 /* TF: FrameTest.test_basic_mono (ranks 0..4 of leading 1s) and test_basic_stereo */
@@ -240,9 +239,7 @@ static void test_frame_dynamic(void) {
     t = eval(g, fp, x, in);
     expect(t, D(3, 2, 3), 3, (const double[]){0, 1, 2, 2, 3, 99, 10, 11, 12, 12, 13, 99, 20, 21, 22, 22, 23, 99}, 0,
            "dynamic pad_end");
-    vg_tensor_free(t);
-    vg_tensor_free(in);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){t, in}, 2, NULL, 0);
 }
 
 /* TF: FrameTest.test_invalid_inputs (rank 0) */
@@ -555,8 +552,7 @@ static void expect_mel_error(int nm, int nb, double rate, double lo, double hi, 
     vg_graph *g = vg_graph_new();
     CHECK(vg_signal_linear_to_mel_weight_matrix(g, nm, nb, rate, lo, hi, dt, NULL).op == NULL);
     vg_status st;
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, msg);
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, msg);
     vg_graph_free(g);
 }
 

@@ -9,6 +9,7 @@
 #include "op_test_util.h"
 #include "gradcheck.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <complex.h>
 
 typedef long double complex lcx;
@@ -123,11 +124,7 @@ static void compare(int64_t len, int64_t fl, int64_t step, int64_t fft, vg_dtype
                          (long long)step, (long long)fft, vg_dtype_name(dt));
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
-    vg_tensor_free(sv);
-    vg_graph_free(g);
-    free(es);
-    free(ei);
-    free(sig);
+    kt_teardown(g, NULL, (vg_tensor *[]){sv}, 1, (void *[]){es, ei, sig}, 3);
 }
 
 static void test_stft_and_inverse_stft(void) {
@@ -171,10 +168,7 @@ static void round_trip(int64_t len, int64_t fl, int64_t step, int64_t fft, vg_dt
         CHECK(sd2 < corrected);
         if (!(sd2 < corrected)) fprintf(stderr, "  round trip %lld/%lld: std %g\n", (long long)fl, (long long)step, sd2);
     }
-    vg_tensor_free(out[0]);
-    vg_tensor_free(out[1]);
-    vg_graph_free(g);
-    free(sig);
+    kt_teardown(g, NULL, (vg_tensor *[]){out[0], out[1]}, 2, (void *[]){sig}, 1);
 }
 
 static void test_stft_round_trip(void) {
@@ -267,9 +261,7 @@ static void grad_numerical(int64_t len, int64_t fl, int64_t step, int64_t fft) {
         for (int64_t i = 0; i < d[0] * d[1]; i++) ((double *)vg_tensor_data(vals[k]))[i] = urand() * 2 - 1;
     vg_output xs[2] = {re, im};
     CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, y, 1e-6, 1e-6), 0);
-    vg_tensor_free(vals[0]);
-    vg_tensor_free(vals[1]);
-    vg_graph_free(g);
+    kt_teardown(g, NULL, (vg_tensor *[]){vals[0], vals[1]}, 2, NULL, 0);
 }
 
 static void test_gradients_numerical(void) {
@@ -289,8 +281,7 @@ static void test_mfcc_error(void) {
     vg_tensor_free(z);
     CHECK(m.op == NULL);
     vg_status st;
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "num_mel_bins must be positive");
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "num_mel_bins must be positive");
     vg_graph_free(g);
 }
 

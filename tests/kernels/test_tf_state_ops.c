@@ -17,6 +17,7 @@
 #include "session_test_util.h"
 #include "op_test_util.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <pthread.h>
 
 /* Element i as a double: op_test_util.h's get, and float16 too. */
@@ -121,9 +122,7 @@ static void test_tfstate__assign_non_strict_shape_checking(void) {
     run_target(s, a2.op);
     t = fetch(s, p.ref);
     check_tensor(t, VG_INT32, (int64_t[]){10, 10}, 2, want);
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 /* AssignOpTest.testInitRequiredAssignAdd / testInitRequiredAssignSub */
@@ -134,8 +133,7 @@ static void init_required(bool add) {
     vg_output a = add ? vg_assign_add(g, p.ref, zero, NULL) : vg_assign_sub(g, p.ref, zero, NULL);
     vg_session *s = new_session(g);
     vg_status st;
-    CHECK_CODE(vg_session_run_targets(s, &a.op, 1, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "use uninitialized");
+    CHECK_STATUS(vg_session_run_targets(s, &a.op, 1, &st), &st, VG_FAILED_PRECONDITION, "use uninitialized");
     vg_session_free(s);
     vg_graph_free(g);
 }
@@ -179,6 +177,20 @@ static vg_op *assign_add_locking(vg_graph *g, vg_output ref, vg_output value, bo
     return vg_op_builder_finish(b);
 }
 
+/* Initializes p, runs the 20 ops on 20 threads at once in a session on g, and returns p's
+ * value (checked to hold 1024 x 1024 elements; the caller frees it); frees g. */
+static vg_tensor *run_ops_in_threads(vg_graph *g, vg_variable p, vg_op **ops) {
+    vg_status st;
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = new_session(g);
+    run_target(s, p.initializer);
+    run_in_threads(s, ops, 20);
+    vg_tensor *t = fetch(s, p.ref);
+    CHECK(t && vg_tensor_num_elements(t) == 1024 * 1024);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
+    return t;
+}
+
 /* AssignOpTest.testParallelUpdateWithLocking (dense_update_ops_test.py) and
  * testParallelUpdateWithoutLocking (dense_update_ops_no_tsan_test.py): 20 threads each
  * add ones. With locking every element is 20; without, TF only promises 1 <= x <= 20
@@ -189,13 +201,7 @@ static void parallel_update(bool locking) {
     vg_variable p = vg_variable_new(g, NULL, fill(g, VG_FLOAT, 1024, 1024, 0.0), VG_VAR_TRAINABLE);
     vg_op *adds[20];
     for (int i = 0; i < 20; i++) adds[i] = assign_add_locking(g, p.ref, ones_t, locking);
-    vg_status st;
-    CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = new_session(g);
-    run_target(s, p.initializer);
-    run_in_threads(s, adds, 20);
-    vg_tensor *t = fetch(s, p.ref);
-    CHECK(t && vg_tensor_num_elements(t) == 1024 * 1024);
+    vg_tensor *t = run_ops_in_threads(g, p, adds);
     if (t) {
         const float *v = vg_tensor_data(t);
         bool ok = true;
@@ -203,8 +209,6 @@ static void parallel_update(bool locking) {
         CHECK(ok);
     }
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
 }
 static void test_tfstate__parallel_update_with_locking(void) { parallel_update(true); }
 static void test_tfstate__parallel_update_without_locking(void) { parallel_update(false); }
@@ -221,13 +225,7 @@ static void parallel_assign(bool locking) {
     vg_op *assigns[20];
     for (int i = 1; i <= 20; i++)
         assigns[i - 1] = vg_assign(g, p.ref, vg_mul(g, ones_t, vg_const_f32(g, (float)i, NULL), NULL), locking, NULL).op;
-    vg_status st;
-    CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_session *s = new_session(g);
-    run_target(s, p.initializer);
-    run_in_threads(s, assigns, 20);
-    vg_tensor *t = fetch(s, p.ref);
-    CHECK(t && vg_tensor_num_elements(t) == 1024 * 1024);
+    vg_tensor *t = run_ops_in_threads(g, p, assigns);
     if (t) {
         const float *v = vg_tensor_data(t);
         bool ok = true;
@@ -235,8 +233,6 @@ static void parallel_assign(bool locking) {
         CHECK(ok);
     }
     vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
 }
 static void test_tfstate__parallel_assign_with_locking(void) { parallel_assign(true); }
 static void test_tfstate__parallel_assign_without_locking(void) { parallel_assign(false); }
@@ -343,9 +339,7 @@ static void test_tfvarop__assign_dependency(void) {
     run_target(s, set.op);
     vg_tensor *t = fetch(s, result);
     check_tensor(t, VG_FLOAT, (int64_t[]){1}, 1, (double[]){4});
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 /* VariableOpTest.testIsVariableInitialized */
@@ -363,9 +357,7 @@ static void test_tfvarop__is_variable_initialized(void) {
     vg_tensor_free(t);
     t = fetch(s, is);
     check_tensor(t, VG_BOOL, NULL, 0, (double[]){1});
-    vg_tensor_free(t);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){t}, 1, NULL, 0);
 }
 
 int main(void) {

@@ -1,0 +1,97 @@
+/* dataset_fixture.h - input files shared by the tests in tests/dataset: two TFRecord
+ * files of tf.Example rows with every kind of bad row the parsing paths must survive.
+ * Include after test_util.h; every helper is static inline. */
+#ifndef VG_DATASET_FIXTURE_H
+#define VG_DATASET_FIXTURE_H
+#include "test_util.h"
+#include "vigil/vigil.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+/* XORs the byte back bytes before the end of the file at path with mask (checking the
+ * file opens): a record there fails its CRC. */
+static inline void ds_flip_byte(const char *path, long back, int mask) {
+    FILE *fp = fopen(path, "r+b");
+    CHECK(fp != NULL);
+    if (fp) {
+        fseek(fp, -back, SEEK_END);
+        int c = fgetc(fp);
+        fseek(fp, -back, SEEK_END);
+        fputc(c ^ mask, fp);
+        fclose(fp);
+    }
+}
+
+/* Writes nrec Example records into files[0] (rows 0 .. nrec/2 - 1) and files[1] (the
+ * rest), both "<dir>/part<f>.tfrecord". Row i, from an LCG started at seed: image,
+ * 16 bytes; label int64 (missing when r % 9 == 1), w float[3] (missing when r % 4 == 0).
+ * Rows i >= bad_from are sometimes bad: label a float (r % 41 == 7), not an Example at
+ * all (r % 43 == 11), and with long_images a 20-byte image (r % 37 == 3). Then one byte
+ * corrupt_back bytes before the end of files[1] is flipped (a record failing its CRC). */
+static inline void ds_write_example_files(char files[2][512], const char *dir, int nrec, uint64_t seed,
+                                          int bad_from, bool long_images, long corrupt_back) {
+    vg_status st;
+    vg_example *ex = vg_example_new();
+    uint64_t x = seed;
+    for (int f = 0; f < 2; f++) {
+        snprintf(files[f], 512, "%s/part%d.tfrecord", dir, f);
+        vg_tfrecord_writer *w = vg_tfrecord_writer_open(files[f], VG_COMPRESSION_NONE, &st);
+        CHECK(w != NULL);
+        for (int i = f * nrec / 2; w && i < (f + 1) * nrec / 2; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned r = (unsigned)(x >> 33);
+            vg_example_clear(ex);
+            char img[20];
+            for (int k = 0; k < 20; k++) img[k] = (char)((r >> (k % 24)) + (unsigned)(k * 13 + i));
+            bool bad = i >= bad_from;
+            size_t ilen = long_images && bad && r % 37 == 3 ? 20 : 16;
+            vg_example_add_bytes(ex, "image", (const char *[]){img}, &ilen, 1, &st);
+            int64_t label = (int64_t)(r % 10) - 3;
+            float flabel = (float)label;
+            if (bad && r % 41 == 7) vg_example_add_float(ex, "label", &flabel, 1, &st); /* a type error */
+            else if (r % 9 != 1) vg_example_add_int64(ex, "label", &label, 1, &st);
+            float wv[3] = {(float)(r % 5) * 0.37f, 0.5f, -(float)i / 3.0f};
+            if (r % 4) vg_example_add_float(ex, "w", wv, 3, &st);
+            size_t len;
+            const void *b = vg_example_serialize(ex, &len, &st);
+            if (bad && r % 43 == 11) CHECK_OK(vg_tfrecord_writer_write(w, "\xff\xfe no Example", 13, &st), &st);
+            else CHECK_OK(vg_tfrecord_writer_write(w, b, len, &st), &st);
+        }
+        if (w) CHECK_OK(vg_tfrecord_writer_close(w, &st), &st);
+    }
+    vg_example_free(ex);
+    ds_flip_byte(files[1], corrupt_back, 0x21);
+}
+
+/* The three features of ds_write_example_files' rows, as parse specs: image (a string),
+ * label (int64), w (float[3]); none has a default. */
+static inline void ds_example_specs(vg_feature_spec specs[3]) {
+    specs[0] = (vg_feature_spec){"image", VG_STRING, false, vg_shape_make(NULL, 0), {NULL, 0}};
+    specs[1] = (vg_feature_spec){"label", VG_INT64, false, vg_shape_make(NULL, 0), {NULL, 0}};
+    specs[2] = (vg_feature_spec){"w", VG_FLOAT, false, vg_shape_make((int64_t[]){3}, 1), {NULL, 0}};
+}
+
+/* A [2] string Const "files" holding the two paths files[0], files[1]. */
+static inline vg_output ds_files_const(vg_graph *g, char files[2][512]) {
+    vg_tensor *f = vg_tensor_new(VG_STRING, (int64_t[]){2}, 1, NULL);
+    for (int i = 0; i < 2; i++) vg_tensor_set_string(f, i, files[i], strlen(files[i]), NULL);
+    vg_output c = vg_const(g, f, "files");
+    vg_tensor_free(f);
+    return c;
+}
+
+/* Writes a TFRecord file at path (uncompressed) of n records, record r the text fmt
+ * formats from (r, f) (f: the file's number); each write checked. */
+static inline void ds_write_text_records(const char *path, int n, const char *fmt, int f) {
+    vg_status st;
+    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
+    CHECK(w != NULL);
+    for (int r = 0; w && r < n; r++) {
+        char rec[64];
+        int len = snprintf(rec, sizeof rec, fmt, r, f);
+        CHECK_OK(vg_tfrecord_writer_write(w, rec, (size_t)len, &st), &st);
+    }
+    if (w) CHECK_OK(vg_tfrecord_writer_close(w, &st), &st);
+}
+
+#endif
