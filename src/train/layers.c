@@ -260,14 +260,15 @@ static void add_update(vg_graph *g, vg_layer *l, vg_op *op) {
 
 static bool build(vg_graph *g, vg_layer *l, vg_output x) {
     const vg_layer_config *c = &l->config;
+    const bool trainable = !c->not_trainable;
     vg_shape s = vg_output_shape(x);
     vg_dtype dt = vg_output_dtype(x);
     int64_t in = s.ndims > 0 ? s.dims[s.ndims - 1] : -1;
     switch (c->kind) {
     case VG_LAYER_DENSE: {
         int64_t kd[2] = {in, c->units}, bd[1] = {c->units};
-        l->kernel = add_weight(g, l, "kernel", dt, kd, 2, c->kernel_initializer, c->kernel_regularizer, !c->not_trainable);
-        if (!c->no_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, !c->not_trainable);
+        l->kernel = add_weight(g, l, "kernel", dt, kd, 2, c->kernel_initializer, c->kernel_regularizer, trainable);
+        if (!c->no_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, trainable);
         break;
     }
     case VG_LAYER_CONV1D:
@@ -282,25 +283,25 @@ static bool build(vg_graph *g, vg_layer *l, vg_output x) {
         } else {
             kd[0] = c->kernel_size[0], kd[1] = c->kernel_size[1], kd[2] = c->units, kd[3] = in, nd = 4;
         }
-        l->kernel = add_weight(g, l, "kernel", dt, kd, nd, c->kernel_initializer, c->kernel_regularizer, !c->not_trainable);
-        if (!c->no_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, !c->not_trainable);
+        l->kernel = add_weight(g, l, "kernel", dt, kd, nd, c->kernel_initializer, c->kernel_regularizer, trainable);
+        if (!c->no_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, trainable);
         break;
     }
     case VG_LAYER_SEPARABLE_CONV2D: {
         int64_t dd[4] = {c->kernel_size[0], c->kernel_size[1], in, c->depth_multiplier},
                 pd[4] = {1, 1, in * c->depth_multiplier, c->units}, bd[1] = {c->units};
         l->depthwise_kernel =
-            add_weight(g, l, "depthwise_kernel", dt, dd, 4, c->kernel_initializer, c->kernel_regularizer, !c->not_trainable);
+            add_weight(g, l, "depthwise_kernel", dt, dd, 4, c->kernel_initializer, c->kernel_regularizer, trainable);
         l->pointwise_kernel =
-            add_weight(g, l, "pointwise_kernel", dt, pd, 4, c->kernel_initializer, c->kernel_regularizer, !c->not_trainable);
+            add_weight(g, l, "pointwise_kernel", dt, pd, 4, c->kernel_initializer, c->kernel_regularizer, trainable);
         l->kernel = l->depthwise_kernel;
-        if (!c->no_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, !c->not_trainable);
+        if (!c->no_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, trainable);
         break;
     }
     case VG_LAYER_BATCH_NORMALIZATION: {
         int64_t pd[1] = {in};
-        if (!c->no_scale) l->gamma = add_weight(g, l, "gamma", dt, pd, 1, c->gamma_initializer, c->gamma_regularizer, !c->not_trainable);
-        if (!c->no_center) l->beta = add_weight(g, l, "beta", dt, pd, 1, c->beta_initializer, c->beta_regularizer, !c->not_trainable);
+        if (!c->no_scale) l->gamma = add_weight(g, l, "gamma", dt, pd, 1, c->gamma_initializer, c->gamma_regularizer, trainable);
+        if (!c->no_center) l->beta = add_weight(g, l, "beta", dt, pd, 1, c->beta_initializer, c->beta_regularizer, trainable);
         vg_regularizer none = {0};
         l->moving_mean = add_weight(g, l, "moving_mean", dt, pd, 1, c->moving_mean_initializer, none, false);
         l->moving_variance = add_weight(g, l, "moving_variance", dt, pd, 1, c->moving_variance_initializer, none, false);
@@ -318,8 +319,8 @@ static bool build(vg_graph *g, vg_layer *l, vg_output x) {
             }
             pd[np++] = s.dims[i];
         }
-        if (!c->no_center) l->beta = add_weight(g, l, "beta", dt, pd, np, c->beta_initializer, c->beta_regularizer, !c->not_trainable);
-        if (!c->no_scale) l->gamma = add_weight(g, l, "gamma", dt, pd, np, c->gamma_initializer, c->gamma_regularizer, !c->not_trainable);
+        if (!c->no_center) l->beta = add_weight(g, l, "beta", dt, pd, np, c->beta_initializer, c->beta_regularizer, trainable);
+        if (!c->no_scale) l->gamma = add_weight(g, l, "gamma", dt, pd, np, c->gamma_initializer, c->gamma_regularizer, trainable);
         break;
     }
     default: break;

@@ -90,7 +90,8 @@ static void test_dist_optimizer__fusion_buckets(void) {
     vg_dist_options o = {.no_fusion = true}; /* one allreduce per gradient */
     CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
     CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 4);
-    o = (vg_dist_options){.fusion_threshold_bytes = 40}; /* reverse order: [bias 8 + kernel 24], [bias 12], [kernel 48] */
+    /* reverse order: [bias 8 + kernel 24], [bias 12], [kernel 48] */
+    o = (vg_dist_options){.fusion_threshold_bytes = 40};
     CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
     CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 4 + 3);
     CHECK(grads[2].op == grads[3].op);
