@@ -105,8 +105,9 @@ static int bench_train(bool cnn, int steps, int threads, int rank, int size) {
     vg_output loss = vg_reduce_mean(g, vg_out(vg_sparse_softmax_xent(g, logits, y, NULL), 0), NULL, -1, false, "loss");
     vg_optimizer *opt = cnn ? vg_optimizer_new_adam(1e-3, 0.9, 0.999, 1e-8) : vg_optimizer_new_sgd(0.1);
     vg_output gs = vg_get_or_create_global_step(g);
-    vg_dist_options dopt = vg_dist_options_default();
+    vg_dist_options dopt = {0};
     if (fusion_threshold >= 0) dopt.fusion_threshold_bytes = fusion_threshold;
+    dopt.no_fusion = fusion_threshold == 0;
     dopt.compression = fp16 ? VG_DIST_COMPRESSION_FP16 : VG_DIST_COMPRESSION_NONE;
     dopt.hierarchical = hierarchical;
     vg_op *train = size > 1 ? vg_dist_minimize(opt, g, loss, NULL, 0, gs, &dopt, NULL)
@@ -187,8 +188,7 @@ static int bench_fused(bool cnn, int reps, bool average, int rank, int size) {
     vg_op *op = vg_dist_fused_allreduce(g, xs, n, average, "fused");
     if (fp16 || hierarchical) { /* the same op with the wire attrs, as the optimizer builds it */
         vg_output ys[8];
-        vg_dist_options o = vg_dist_options_default();
-        o.average = average;
+        vg_dist_options o = {.sum = !average};
         o.compression = fp16 ? VG_DIST_COMPRESSION_FP16 : VG_DIST_COMPRESSION_NONE;
         o.hierarchical = hierarchical;
         if (vg_dist_allreduce_gradients(g, xs, n, &o, ys, &st) != VG_OK) {

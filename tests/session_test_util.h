@@ -194,12 +194,12 @@ static inline vg_tensor *init_and_fetch(vg_graph *g, vg_output x) {
 /* A new layer of kind with units filters, a 2x2 kernel dilated by 2, SAME or VALID
  * padding and no bias (the dilated-convolution tests); vg_layer_free it. */
 static inline vg_layer *dilated_2x2_layer(vg_layer_kind kind, int units, bool same) {
-    vg_layer_config c = vg_layer_config_default(kind);
+    vg_layer_config c = {.kind = kind};
     c.units = units;
     c.kernel_size[0] = c.kernel_size[1] = 2;
     c.dilation_rate[0] = c.dilation_rate[1] = 2;
     c.padding = same ? "same" : "valid";
-    c.use_bias = false;
+    c.no_bias = true;
     return vg_layer_new(&c);
 }
 

@@ -725,8 +725,9 @@ static vg_code build_train_graph(const train_opts *o, const data_files *d, int64
         vg_optimizer_set_learning_rate_tensor(opt, lr);
         vg_summary_scalar(g, "learning_rate", lr);
     }
-    vg_dist_options dopt = vg_dist_options_default();
+    vg_dist_options dopt = {0}; /* Horovod's defaults (HOROVOD_FUSION_THRESHOLD, else 64 MB) */
     if (o->fusion_mb >= 0) dopt.fusion_threshold_bytes = (int64_t)(o->fusion_mb * 1024 * 1024);
+    dopt.no_fusion = o->fusion_mb >= 0 && dopt.fusion_threshold_bytes == 0;
     dopt.compression = o->fp16 ? VG_DIST_COMPRESSION_FP16 : VG_DIST_COMPRESSION_NONE;
     dopt.hierarchical = o->hierarchical;
     if (g_size > 1) tg->train_op = vg_dist_minimize(opt, g, tg->loss, NULL, 0, gs, &dopt, NULL);

@@ -11,22 +11,22 @@
 #include <stdlib.h>
 
 static vg_output bn_relu6(vg_graph *g, vg_output x, vg_output training) {
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_BATCH_NORMALIZATION);
+    vg_layer_config c = {.kind = VG_LAYER_BATCH_NORMALIZATION};
     c.name = "BatchNorm";
     c.momentum = 0.9997;
     c.epsilon = 0.001;
-    c.scale = false;
+    c.no_scale = true;
     return vg_relu6(g, vg_layers_apply(g, &c, x, training), NULL);
 }
 
 static vg_output conv(vg_graph *g, vg_output x, int64_t filters, int k, int stride) {
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_CONV2D);
+    vg_layer_config c = {.kind = VG_LAYER_CONV2D};
     c.name = "Conv2d";
     c.units = filters;
     c.kernel_size[0] = c.kernel_size[1] = k;
     c.strides[0] = c.strides[1] = stride;
     c.padding = "same";
-    c.use_bias = false;
+    c.no_bias = true;
     c.kernel_initializer = vg_init_truncated_normal(0, 0.09, 0);
     return vg_layers_apply(g, &c, x, (vg_output){NULL, 0});
 }
@@ -62,7 +62,7 @@ static vg_output mobilenet_v1(vg_graph *g, vg_output x, vg_output training, int 
     }
     vg_variable_scope_push(g, "Logits", NULL);
     h = vg_reduce_mean(g, h, (int32_t[]){1, 2}, 2, true, "AvgPool_1a");
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_CONV2D);
+    vg_layer_config c = {.kind = VG_LAYER_CONV2D};
     c.name = "Conv2d_1c_1x1";
     c.units = classes;
     c.kernel_size[0] = c.kernel_size[1] = 1;

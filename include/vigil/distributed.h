@@ -205,13 +205,19 @@ typedef enum vg_dist_compression {
     VG_DIST_COMPRESSION_FP16 = 1
 } vg_dist_compression;
 
+/* Options of hvd.DistributedOptimizer. A zero-initialised struct (or NULL) is
+ * Horovod's defaults (docs/conventions.md, "Option structs"): fused buckets of 64 MB,
+ * the mean over ranks, IndexedSlices allgathered, no compression, flat allreduce. */
 typedef struct vg_dist_options {
-    /* Gradients are fused into buckets of at most this many bytes (Horovod's
-     * HOROVOD_FUSION_THRESHOLD, 64 MB); each bucket is one allreduce that starts as soon
-     * as its gradients exist. 0: one allreduce per gradient. vg_dist_options_default
-     * takes HOROVOD_FUSION_THRESHOLD (bytes) from the environment when it is set. */
+    /* Gradients are fused into buckets of at most this many bytes; each bucket is one
+     * allreduce that starts as soon as its gradients exist. 0: Horovod's
+     * HOROVOD_FUSION_THRESHOLD, read from the environment when set (bytes, a
+     * non-negative integer; 0 there turns fusion off as in Horovod; another value is
+     * ignored with a warning), else 64 MB. < 0: INVALID_ARGUMENT. */
     int64_t fusion_threshold_bytes;
-    bool average; /* true: the mean over ranks (Horovod's op=Average); false: the sum */
+    bool no_fusion; /* true: one allreduce per gradient (a threshold of 0 bytes) */
+    bool sum;       /* true: the sum over ranks (Horovod's op=Sum, average=False);
+                       false (default): the mean (op=Average) */
     /* Horovod's sparse_as_dense. false (default): a Gather's gradient (vigil's
      * IndexedSlices, UnsortedSegmentSum(values, indices, rows)) is allgathered (values
      * and indices, any number of rows per rank) and stays sparse, so the optimizer's
@@ -227,10 +233,6 @@ typedef struct vg_dist_options {
      * host, or one rank per host, the flat paths run. */
     bool hierarchical;
 } vg_dist_options;
-#define VG_DIST_OPTIONS_INIT {64 * 1024 * 1024, true, false, VG_DIST_COMPRESSION_NONE, false}
-/* VG_DIST_OPTIONS_INIT, with fusion_threshold_bytes from HOROVOD_FUSION_THRESHOLD
- * (bytes, a non-negative integer; another value is ignored with a warning) when set. */
-VG_API vg_dist_options vg_dist_options_default(void);
 
 /* out[i] = the average (or sum) over ranks of grads[i]; {NULL, 0} stays {NULL, 0}.
  * grads may alias out. Buckets are built in reverse order (back-propagation's) and

@@ -58,7 +58,7 @@ VG_API vg_output vg_layers_flatten(vg_graph *g, vg_output x, const char *name);
  * ...) and the object form (vg_layer_new / vg_layer_apply, as tf.layers.Dense ...) whose
  * variables are exposed after the first call.
  *
- *     vg_layer_config c = vg_layer_config_default(VG_LAYER_BATCH_NORMALIZATION);
+ *     vg_layer_config c = {.kind = VG_LAYER_BATCH_NORMALIZATION};
  *     vg_output img = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 8, 8, 3}, 4, "img");
  *     vg_output is_training = vg_placeholder(g, VG_BOOL, NULL, 0, "is_training");
  *     vg_layer *bn = vg_layer_new(&c);
@@ -108,52 +108,63 @@ typedef enum vg_layer_kind {
     VG_LAYER_SEPARABLE_CONV2D
 } vg_layer_kind;
 
+/* A zero-initialised config is TF 1.15's defaults for its kind (docs/conventions.md,
+ * "Option structs"): set kind, units / kernel_size / ... with designated initialisers,
+ *     vg_layer_config c = {.kind = VG_LAYER_CONV2D, .units = 32, .kernel_size = {3, 3}};
+ * Each field's zero value is in brackets; TF's True defaults are no_* / not_* flags and
+ * an explicit zero where zero stands for another default is a zero_* flag. The library
+ * fills the defaults in once (vg_layer_new; the object's config copy holds them). */
 typedef struct vg_layer_config {
-    vg_layer_kind kind;
-    const char *name;            /* NULL: the base name made unique (see above) */
-    int64_t units;               /* dense units, convolution filters */
-    int kernel_size[2];          /* convolutions: [h, w] (conv1d: [w, -]) */
-    int strides[2];              /* convolutions: 1; pooling: pool_size */
-    int dilation_rate[2];        /* 1 */
-    int pool_size[2];            /* pooling (pool1d: [w, -]) */
-    const char *padding;         /* "valid" (default) or "same", any case */
-    vg_activation activation;    /* none */
-    bool use_bias;               /* true */
-    vg_initializer kernel_initializer; /* vg_init_default(): TF's None, the variable scope's
-                                          initializer, else glorot_uniform */
-    vg_initializer bias_initializer;   /* zeros */
-    vg_regularizer kernel_regularizer; /* none */
-    vg_regularizer bias_regularizer;   /* none */
-    bool trainable;              /* true */
-    vg_reuse reuse;              /* functional form: tf.layers.dense(..., reuse=) */
+    vg_layer_kind kind;          /* [DENSE] */
+    const char *name;            /* [NULL: the base name made unique (see above)] */
+    int64_t units;               /* dense units, convolution filters (required, > 0) */
+    int kernel_size[2];          /* convolutions: [h, w] (conv1d: [w, -]) [0: 1] */
+    int strides[2];              /* [0: 1 for convolutions; pooling: pool_size (Keras's
+                                    strides=None)] */
+    int dilation_rate[2];        /* [0: 1] */
+    int pool_size[2];            /* pooling (pool1d: [w, -]) [0: 2] */
+    const char *padding;         /* [NULL: "valid"] or "same", any case */
+    vg_activation activation;    /* [none] */
+    bool no_bias;                /* TF's use_bias=False [false: use_bias=True] */
+    vg_initializer kernel_initializer; /* [{0}: TF's None, the variable scope's initializer,
+                                          else glorot_uniform] (vg_init_default() too) */
+    vg_initializer bias_initializer;   /* [{0}: zeros]; vg_init_default(): TF's None */
+    vg_regularizer kernel_regularizer; /* [none] */
+    vg_regularizer bias_regularizer;   /* [none] */
+    bool not_trainable;          /* TF's trainable=False [false: trainable] */
+    vg_reuse reuse;              /* functional form: tf.layers.dense(..., reuse=) [INHERIT] */
     /* dropout */
-    double rate;                 /* 0.5 */
-    const int64_t *noise_shape;  /* NULL: the input's shape; -1 entries: the input's dim */
+    double rate;                 /* [0: 0.5]; a rate of 0 (the identity): zero_rate */
+    bool zero_rate;
+    const int64_t *noise_shape;  /* [NULL: the input's shape]; -1 entries: the input's dim */
     int noise_ndims;
-    int64_t seed;                /* op seed, 0 = none */
+    int64_t seed;                /* op seed [0: none] */
     /* batch_normalization, layer_norm */
-    int axis;                    /* -1 (only the last axis is supported) */
-    double momentum;             /* 0.99 */
-    double epsilon;              /* 0.001 (layer_norm: 1e-12, the variance_epsilon TF's
-                                    contrib layer_norm fixes; another value is used as given) */
-    bool center, scale;          /* true, true */
-    vg_initializer beta_initializer, gamma_initializer;                    /* zeros, ones */
-    vg_initializer moving_mean_initializer, moving_variance_initializer;  /* zeros, ones */
+    int axis;                    /* [0: -1] (only the last axis is supported) */
+    double momentum;             /* [0: 0.99]; a momentum of 0: zero_momentum */
+    bool zero_momentum;
+    double epsilon;              /* [0: 0.001; layer_norm: 1e-12, the variance_epsilon TF's
+                                    contrib layer_norm fixes; another value is used as
+                                    given]; an epsilon of 0: zero_epsilon */
+    bool zero_epsilon;
+    bool no_center, no_scale;    /* TF's center=False / scale=False [false: True] */
+    vg_initializer beta_initializer, gamma_initializer;                    /* [{0}: zeros, ones] */
+    vg_initializer moving_mean_initializer, moving_variance_initializer;  /* [{0}: zeros, ones] */
     vg_regularizer beta_regularizer, gamma_regularizer;
-    int begin_norm_axis, begin_params_axis; /* layer_norm: 1, -1 */
-    int depth_multiplier;        /* separable_conv2d: 1 (its depthwise and pointwise kernels
-                                    use kernel_initializer / kernel_regularizer) */
+    int begin_norm_axis, begin_params_axis; /* layer_norm [0: 1, -1]; an axis of 0:
+                                               zero_begin_norm_axis / zero_begin_params_axis */
+    bool zero_begin_norm_axis, zero_begin_params_axis;
+    int depth_multiplier;        /* separable_conv2d [0: 1] (its depthwise and pointwise
+                                    kernels use kernel_initializer / kernel_regularizer) */
 } vg_layer_config;
-
-/* TF's defaults for a kind (units and filters 0: set them). */
-VG_API vg_layer_config vg_layer_config_default(vg_layer_kind kind);
 
 #define VG_LAYER_NAME_MAX 512
 
 /* A layer object. Its variables are set by the first vg_layer_apply. Fields other
  * than those documented are private. */
 typedef struct vg_layer {
-    vg_layer_config config;      /* copy; config.name points to name_given */
+    vg_layer_config config;      /* copy with TF's defaults filled in (strides, rate,
+                                    initializers, ...); config.name points to name_given */
     char name_given[VG_LAYER_NAME_MAX];
     char name[VG_LAYER_NAME_MAX];        /* variable scope ("dense_1"), once built */
     char name_scope[VG_LAYER_NAME_MAX];  /* first name scope ("dense_1/"), once built */

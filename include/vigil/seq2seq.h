@@ -12,9 +12,9 @@
  *     vg_output decode(vg_graph *g, vg_rnn_cell *cell, vg_output embedding,
  *                      vg_output start_tokens, const vg_output *encoder_state) {
  *         vg_decoder_helper *h = vg_greedy_embedding_helper_new(g, embedding, start_tokens, 1);
- *         vg_layer_config c = vg_layer_config_default(VG_LAYER_DENSE);
+ *         vg_layer_config c = {.kind = VG_LAYER_DENSE};
  *         c.units = 32;
- *         c.use_bias = false;
+ *         c.no_bias = true;
  *         vg_layer *proj = vg_layer_new(&c);
  *         vg_decoder *d = vg_basic_decoder_new(cell, h, encoder_state, proj);
  *         vg_dynamic_decode_options o = {0};

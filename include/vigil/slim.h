@@ -318,7 +318,9 @@ VG_API void vg_slim_init_fn_free(vg_slim_init_fn *f);
  * variables_to_train, clip_gradient_norm, check_numerics) is vg_create_train_op
  * (vigil/train_lib.h) with its vg_create_train_op_opts. */
 
-/* Options of slim.learning.train; zero fields take slim's defaults (in brackets). */
+/* Options of slim.learning.train; a zero-initialised struct (or NULL) is slim's defaults
+ * (in brackets; docs/conventions.md, "Option structs"). slim's None for an interval is
+ * its no_* flag; a negative interval is INVALID_ARGUMENT. */
 typedef struct vg_slim_train_opts {
     int64_t number_of_steps;       /* [0: None, until a hook or the input stops] */
     int64_t log_every_n_steps;     /* [0: slim's 1]; no logging: no_logging */
@@ -331,12 +333,9 @@ typedef struct vg_slim_train_opts {
     int nhooks;
     const vg_config_proto *session_config; /* tf.ConfigProto (vigil/config.h); NULL: defaults */
     bool no_checkpoint_dir_lock;
-    bool no_logging;               /* true: no loss log lines (slim: log_every_n_steps=None);
-                                      a negative log_every_n_steps is still read as this */
-    bool no_summaries;             /* true: no SummarySaverHook (save_summaries_secs=None; also
-                                      a negative save_summaries_secs) */
-    bool no_checkpoints;           /* true: no checkpoints (save_interval_secs=None; also a
-                                      negative save_interval_secs) */
+    bool no_logging;               /* true: no loss log lines (slim: log_every_n_steps=None) */
+    bool no_summaries;             /* true: no SummarySaverHook (save_summaries_secs=None) */
+    bool no_checkpoints;           /* true: no checkpoints (save_interval_secs=None) */
 } vg_slim_train_opts;
 
 /* slim.learning.train(train_op, logdir, log_every_n_steps, number_of_steps, init_fn,
@@ -355,7 +354,7 @@ typedef struct vg_slim_train_opts {
  * thread), no sync_optimizer / trace_every_n_steps / startup_delay_steps / train_step_fn.
  * logdir NULL trains without checkpoints or summaries, as slim. *loss (may be NULL) gets the
  * last loss (TF's return value). Fails as vg_training_train (INVALID_ARGUMENT for a
- * NULL graph or train_op, the runs' and the session's errors). */
+ * NULL graph or train_op or a negative interval, the runs' and the session's errors). */
 VG_API vg_code vg_slim_learning_train(vg_graph *g, vg_output train_op, const char *logdir,
                                       const vg_slim_train_opts *opts, double *loss, vg_status *st);
 

@@ -206,7 +206,7 @@ VG_API int vg_vscope_get_collection(const vg_graph *g, const vg_vscope *scope, c
  * the current variable scope: the full name is the variable scope's name + "/" + name
  * (name scopes play no part). name "" is allowed inside a variable scope: the variable
  * is then named after the scope itself (TF's slot_creator does this; the store knows it
- * as "<scope>/"). An initializer of kind VG_INIT_DEFAULT counts as none. TF's sharing
+ * as "<scope>/"). An initializer of kind VG_INIT_DEFAULT (or VG_INIT_UNSET) counts as none. TF's sharing
  * rules:
  * - the variable exists (made by get_variable) and reuse is off: INVALID_ARGUMENT "Variable
  *   <name> already exists, disallowed. Did you mean to set reuse=True or

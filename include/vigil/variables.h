@@ -45,6 +45,11 @@ typedef struct vg_variable {
 VG_API vg_variable vg_variable_new(vg_graph *g, const char *name, vg_output initial_value, unsigned flags);
 
 typedef enum vg_init_kind {
+    /* 0, a zero-initialised vg_initializer: none given, the taker's own default (a
+     * vg_layer_config field: TF's default for that field, e.g. zeros for a bias; anywhere
+     * else, tf.get_variable / vg_initializer_build included: as VG_INIT_DEFAULT, TF's
+     * initializer=None). In-memory only: no kind is ever serialized. */
+    VG_INIT_UNSET = 0,
     VG_INIT_ZEROS,
     VG_INIT_ONES,
     VG_INIT_CONSTANT,          /* value */

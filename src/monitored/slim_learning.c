@@ -75,6 +75,15 @@ vg_code vg_slim_learning_train(vg_graph *g, vg_output train_op, const char *logd
         rc = vg_status_set(st, VG_INVALID_ARGUMENT, "slim.learning.train: a graph and train_op are required");
         goto fail;
     }
+    /* slim's None is a flag, not a negative number (docs/conventions.md) */
+    if (o.log_every_n_steps < 0 || o.save_summaries_secs < 0 || o.save_interval_secs < 0) {
+        rc = vg_status_set(st, VG_INVALID_ARGUMENT,
+                           "slim.learning.train: log_every_n_steps %lld, save_summaries_secs %g, save_interval_secs "
+                           "%g: an interval is >= 0 (0: slim's default; None: no_logging, no_summaries, "
+                           "no_checkpoints)",
+                           (long long)o.log_every_n_steps, o.save_summaries_secs, o.save_interval_secs);
+        goto fail;
+    }
     if (o.number_of_steps > 0) {
         if (vg_stop_at_step_hook(-1, o.number_of_steps, &hooks[k], st) != VG_OK) {
             rc = st ? st->code : VG_INTERNAL;
@@ -119,10 +128,10 @@ vg_code vg_slim_learning_train(vg_graph *g, vg_output train_op, const char *logd
     m.nhooks = k;
     m.config = o.session_config;
     m.no_checkpoint_dir_lock = o.no_checkpoint_dir_lock;
-    /* slim's intervals: 0 its default 600 s; None: the no_* flags (or < 0) */
-    m.no_checkpoints = o.no_checkpoints || o.save_interval_secs < 0;
+    /* slim's intervals: 0 its default 600 s; None: the no_* flags */
+    m.no_checkpoints = o.no_checkpoints;
     m.save_checkpoint_secs = o.save_interval_secs > 0 ? o.save_interval_secs : 600;
-    m.no_summaries = o.no_summaries || o.save_summaries_secs < 0;
+    m.no_summaries = o.no_summaries;
     m.save_summaries_secs = o.save_summaries_secs > 0 ? o.save_summaries_secs : 600;
     if (!logdir) {
         /* slim: logdir=None trains without saving anything */

@@ -36,24 +36,54 @@
 #include <stdlib.h>
 #include <string.h>
 
-vg_dist_options vg_dist_options_default(void) {
-    vg_dist_options o = VG_DIST_OPTIONS_INIT;
-    /* Horovod reads HOROVOD_FUSION_THRESHOLD (bytes) from the environment */
-    const char *v = getenv("HOROVOD_FUSION_THRESHOLD");
-    if (v && *v) {
-        char *end = NULL;
-        errno = 0;
-        long long b = strtoll(v, &end, 10);
-        if (errno || *end || b < 0)
-            vg_logf(VG_LOG_WARN, "HOROVOD_FUSION_THRESHOLD='%s' is not a byte count >= 0: ignored", v);
-        else
-            o.fusion_threshold_bytes = (int64_t)b;
+#define DEFAULT_FUSION_THRESHOLD ((int64_t)64 * 1024 * 1024) /* Horovod's 64 MB */
+
+/* The options after defaults, in the form the builders use. */
+typedef struct resolved_dist_options {
+    int64_t threshold; /* bytes; 0: one allreduce per gradient */
+    bool average;
+    bool sparse_as_dense;
+    vg_dist_compression compression;
+    bool hierarchical;
+} resolved_dist_options;
+
+/* The one place a vg_dist_options' zeros become Horovod's defaults (NULL: all zero). */
+static vg_code resolve_dist_options(const vg_dist_options *opts, resolved_dist_options *r, vg_status *st) {
+    vg_dist_options o = {0};
+    if (opts) o = *opts;
+    if (o.compression != VG_DIST_COMPRESSION_NONE && o.compression != VG_DIST_COMPRESSION_FP16)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "compression %d is not VG_DIST_COMPRESSION_NONE or _FP16",
+                             (int)o.compression);
+    if (o.fusion_threshold_bytes < 0)
+        return vg_status_set(st, VG_INVALID_ARGUMENT, "fusion_threshold_bytes %lld < 0 (no fusion: .no_fusion = true)",
+                             (long long)o.fusion_threshold_bytes);
+    r->threshold = o.fusion_threshold_bytes;
+    if (o.no_fusion) {
+        r->threshold = 0;
+    } else if (r->threshold == 0) {
+        r->threshold = DEFAULT_FUSION_THRESHOLD;
+        /* Horovod reads HOROVOD_FUSION_THRESHOLD (bytes) from the environment */
+        const char *v = getenv("HOROVOD_FUSION_THRESHOLD");
+        if (v && *v) {
+            char *end = NULL;
+            errno = 0;
+            long long b = strtoll(v, &end, 10);
+            if (errno || *end || b < 0)
+                vg_logf(VG_LOG_WARN, "HOROVOD_FUSION_THRESHOLD='%s' is not a byte count >= 0: ignored", v);
+            else
+                r->threshold = (int64_t)b;
+        }
     }
-    return o;
+    r->average = !o.sum;
+    r->sparse_as_dense = o.sparse_as_dense;
+    r->compression = o.compression;
+    r->hierarchical = o.hierarchical;
+    return VG_OK;
 }
 
 /* vg_dist_fused_allreduce with the options' wire attrs. */
-static vg_op *fused_allreduce(vg_graph *g, const vg_output *xs, int n, const vg_dist_options *o, const char *name) {
+static vg_op *fused_allreduce(vg_graph *g, const vg_output *xs, int n, const resolved_dist_options *o,
+                             const char *name) {
     if (o->compression == VG_DIST_COMPRESSION_NONE && !o->hierarchical)
         return vg_dist_fused_allreduce(g, xs, n, o->average, name);
     vg_op_builder *b = vg_op_builder_new(g, "VigilFusedAllreduce", name);
@@ -147,15 +177,11 @@ vg_code vg__dist_auto_average(vg_graph *g, vg_output *grads, int n, vg_status *s
 
 vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, const vg_dist_options *opts,
                                     vg_output *out, vg_status *st) {
-    vg_dist_options o = opts ? *opts : vg_dist_options_default();
     if (!g || (n > 0 && (!grads || !out)))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_dist_allreduce_gradients: NULL graph or arrays");
-    if (o.compression != VG_DIST_COMPRESSION_NONE && o.compression != VG_DIST_COMPRESSION_FP16)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "compression %d is not VG_DIST_COMPRESSION_NONE or _FP16",
-                             (int)o.compression);
-    if (o.fusion_threshold_bytes < 0)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "fusion_threshold_bytes %lld < 0",
-                             (long long)o.fusion_threshold_bytes);
+    resolved_dist_options o = {0};
+    vg_code rc = resolve_dist_options(opts, &o, st);
+    if (rc != VG_OK) return rc;
     bool sparse_any = false;
     for (int i = 0; i < n && !o.sparse_as_dense && !sparse_any; i++) {
         vg_output v, ix, rows;
@@ -183,7 +209,7 @@ vg_code vg_dist_allreduce_gradients(vg_graph *g, const vg_output *grads, int n, 
         bool have = i >= 0 && in[i].op != NULL && !sparse && !(o.average && already_mean(in[i]));
         int64_t b = have ? out_bytes(in[i]) : 0;
         bool fits = have && nb > 0 && vg_output_dtype(in[i]) == bdt && b >= 0 && bytes >= 0 &&
-                    bytes + b <= o.fusion_threshold_bytes;
+                    bytes + b <= o.threshold;
         /* a sparse gradient flushes the bucket before it: the collectives stay in
          * back-propagation order */
         if (nb > 0 && (i < 0 || sparse || (have && !fits))) {

@@ -37,35 +37,34 @@ static const char *base_name(vg_layer_kind k) {
     return "layer";
 }
 
-vg_layer_config vg_layer_config_default(vg_layer_kind kind) {
-    vg_layer_config c;
-    memset(&c, 0, sizeof c);
-    c.kind = kind;
-    c.kernel_size[0] = c.kernel_size[1] = 1;
-    c.strides[0] = c.strides[1] = 1;
-    c.dilation_rate[0] = c.dilation_rate[1] = 1;
-    c.pool_size[0] = c.pool_size[1] = 2;
-    if (kind == VG_LAYER_MAX_POOLING1D || kind == VG_LAYER_MAX_POOLING2D || kind == VG_LAYER_AVERAGE_POOLING1D ||
-        kind == VG_LAYER_AVERAGE_POOLING2D)
-        c.strides[0] = c.strides[1] = 2;
-    c.padding = "valid";
-    c.use_bias = true;
-    c.kernel_initializer = vg_init_default(); /* TF's None: the variable scope's, else glorot_uniform */
-    c.bias_initializer = vg_init_zeros();
-    c.trainable = true;
-    c.rate = 0.5;
-    c.axis = -1;
-    c.momentum = 0.99;
-    c.epsilon = kind == VG_LAYER_LAYER_NORM ? 1e-12 : 0.001;
-    c.center = c.scale = true;
-    c.beta_initializer = vg_init_zeros();
-    c.gamma_initializer = vg_init_ones();
-    c.moving_mean_initializer = vg_init_zeros();
-    c.moving_variance_initializer = vg_init_ones();
-    c.begin_norm_axis = 1;
-    c.begin_params_axis = -1;
-    c.depth_multiplier = 1;
-    return c;
+static bool is_pooling(vg_layer_kind k) {
+    return k == VG_LAYER_MAX_POOLING1D || k == VG_LAYER_MAX_POOLING2D || k == VG_LAYER_AVERAGE_POOLING1D ||
+           k == VG_LAYER_AVERAGE_POOLING2D;
+}
+
+/* The one place a config's zeros become TF 1.15's defaults (docs/conventions.md,
+ * "Option structs"); idempotent, so a resolved config may be given again. */
+static void resolve_layer_config(vg_layer_config *c) {
+    for (int i = 0; i < 2; i++) {
+        if (c->kernel_size[i] == 0) c->kernel_size[i] = 1;
+        if (c->dilation_rate[i] == 0) c->dilation_rate[i] = 1;
+        if (c->pool_size[i] == 0) c->pool_size[i] = 2;
+        if (c->strides[i] == 0) c->strides[i] = is_pooling(c->kind) ? c->pool_size[i] : 1;
+    }
+    if (!c->padding) c->padding = "valid";
+    if (c->kernel_initializer.kind == VG_INIT_UNSET) c->kernel_initializer = vg_init_default();
+    if (c->bias_initializer.kind == VG_INIT_UNSET) c->bias_initializer = vg_init_zeros();
+    if (c->rate == 0 && !c->zero_rate) c->rate = 0.5;
+    if (c->axis == 0) c->axis = -1;
+    if (c->momentum == 0 && !c->zero_momentum) c->momentum = 0.99;
+    if (c->epsilon == 0 && !c->zero_epsilon) c->epsilon = c->kind == VG_LAYER_LAYER_NORM ? 1e-12 : 0.001;
+    if (c->beta_initializer.kind == VG_INIT_UNSET) c->beta_initializer = vg_init_zeros();
+    if (c->gamma_initializer.kind == VG_INIT_UNSET) c->gamma_initializer = vg_init_ones();
+    if (c->moving_mean_initializer.kind == VG_INIT_UNSET) c->moving_mean_initializer = vg_init_zeros();
+    if (c->moving_variance_initializer.kind == VG_INIT_UNSET) c->moving_variance_initializer = vg_init_ones();
+    if (c->begin_norm_axis == 0 && !c->zero_begin_norm_axis) c->begin_norm_axis = 1;
+    if (c->begin_params_axis == 0 && !c->zero_begin_params_axis) c->begin_params_axis = -1;
+    if (c->depth_multiplier == 0) c->depth_multiplier = 1;
 }
 
 vg_layer *vg_layer_new(const vg_layer_config *config) {
@@ -73,6 +72,7 @@ vg_layer *vg_layer_new(const vg_layer_config *config) {
     vg_layer *l = vg_calloc(1, sizeof *l);
     if (!l) return NULL;
     l->config = *config;
+    resolve_layer_config(&l->config);
     if (config->name) {
         snprintf(l->name_given, sizeof l->name_given, "%s", config->name);
         l->config.name = l->name_given;
@@ -260,14 +260,15 @@ static void add_update(vg_graph *g, vg_layer *l, vg_op *op) {
 
 static bool build(vg_graph *g, vg_layer *l, vg_output x) {
     const vg_layer_config *c = &l->config;
+    const bool trainable = !c->not_trainable;
     vg_shape s = vg_output_shape(x);
     vg_dtype dt = vg_output_dtype(x);
     int64_t in = s.ndims > 0 ? s.dims[s.ndims - 1] : -1;
     switch (c->kind) {
     case VG_LAYER_DENSE: {
         int64_t kd[2] = {in, c->units}, bd[1] = {c->units};
-        l->kernel = add_weight(g, l, "kernel", dt, kd, 2, c->kernel_initializer, c->kernel_regularizer, c->trainable);
-        if (c->use_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, c->trainable);
+        l->kernel = add_weight(g, l, "kernel", dt, kd, 2, c->kernel_initializer, c->kernel_regularizer, trainable);
+        if (!c->no_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, trainable);
         break;
     }
     case VG_LAYER_CONV1D:
@@ -282,25 +283,25 @@ static bool build(vg_graph *g, vg_layer *l, vg_output x) {
         } else {
             kd[0] = c->kernel_size[0], kd[1] = c->kernel_size[1], kd[2] = c->units, kd[3] = in, nd = 4;
         }
-        l->kernel = add_weight(g, l, "kernel", dt, kd, nd, c->kernel_initializer, c->kernel_regularizer, c->trainable);
-        if (c->use_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, c->trainable);
+        l->kernel = add_weight(g, l, "kernel", dt, kd, nd, c->kernel_initializer, c->kernel_regularizer, trainable);
+        if (!c->no_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, trainable);
         break;
     }
     case VG_LAYER_SEPARABLE_CONV2D: {
         int64_t dd[4] = {c->kernel_size[0], c->kernel_size[1], in, c->depth_multiplier},
                 pd[4] = {1, 1, in * c->depth_multiplier, c->units}, bd[1] = {c->units};
         l->depthwise_kernel =
-            add_weight(g, l, "depthwise_kernel", dt, dd, 4, c->kernel_initializer, c->kernel_regularizer, c->trainable);
+            add_weight(g, l, "depthwise_kernel", dt, dd, 4, c->kernel_initializer, c->kernel_regularizer, trainable);
         l->pointwise_kernel =
-            add_weight(g, l, "pointwise_kernel", dt, pd, 4, c->kernel_initializer, c->kernel_regularizer, c->trainable);
+            add_weight(g, l, "pointwise_kernel", dt, pd, 4, c->kernel_initializer, c->kernel_regularizer, trainable);
         l->kernel = l->depthwise_kernel;
-        if (c->use_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, c->trainable);
+        if (!c->no_bias) l->bias = add_weight(g, l, "bias", dt, bd, 1, c->bias_initializer, c->bias_regularizer, trainable);
         break;
     }
     case VG_LAYER_BATCH_NORMALIZATION: {
         int64_t pd[1] = {in};
-        if (c->scale) l->gamma = add_weight(g, l, "gamma", dt, pd, 1, c->gamma_initializer, c->gamma_regularizer, c->trainable);
-        if (c->center) l->beta = add_weight(g, l, "beta", dt, pd, 1, c->beta_initializer, c->beta_regularizer, c->trainable);
+        if (!c->no_scale) l->gamma = add_weight(g, l, "gamma", dt, pd, 1, c->gamma_initializer, c->gamma_regularizer, trainable);
+        if (!c->no_center) l->beta = add_weight(g, l, "beta", dt, pd, 1, c->beta_initializer, c->beta_regularizer, trainable);
         vg_regularizer none = {0};
         l->moving_mean = add_weight(g, l, "moving_mean", dt, pd, 1, c->moving_mean_initializer, none, false);
         l->moving_variance = add_weight(g, l, "moving_variance", dt, pd, 1, c->moving_variance_initializer, none, false);
@@ -318,8 +319,8 @@ static bool build(vg_graph *g, vg_layer *l, vg_output x) {
             }
             pd[np++] = s.dims[i];
         }
-        if (c->center) l->beta = add_weight(g, l, "beta", dt, pd, np, c->beta_initializer, c->beta_regularizer, c->trainable);
-        if (c->scale) l->gamma = add_weight(g, l, "gamma", dt, pd, np, c->gamma_initializer, c->gamma_regularizer, c->trainable);
+        if (!c->no_center) l->beta = add_weight(g, l, "beta", dt, pd, np, c->beta_initializer, c->beta_regularizer, trainable);
+        if (!c->no_scale) l->gamma = add_weight(g, l, "gamma", dt, pd, np, c->gamma_initializer, c->gamma_regularizer, trainable);
         break;
     }
     default: break;
@@ -328,7 +329,7 @@ static bool build(vg_graph *g, vg_layer *l, vg_output x) {
 }
 
 static vg_output bias_act(vg_graph *g, const vg_layer *l, vg_output y) {
-    if (l->config.use_bias && l->bias.var) y = vg_bias_add(g, y, l->bias.read, "BiasAdd");
+    if (!l->config.no_bias && l->bias.var) y = vg_bias_add(g, y, l->bias.read, "BiasAdd");
     return vg__train_activate(g, y, l->config.activation);
 }
 
@@ -872,7 +873,7 @@ vg_output vg_layers_apply(vg_graph *g, const vg_layer_config *config, vg_output 
 /* shorthands */
 
 vg_output vg_layers_dense(vg_graph *g, vg_output x, int64_t units, vg_activation act, const char *name) {
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config c = {.kind = VG_LAYER_DENSE};
     c.units = units;
     c.activation = act;
     c.name = name;
@@ -881,7 +882,7 @@ vg_output vg_layers_dense(vg_graph *g, vg_output x, int64_t units, vg_activation
 
 vg_output vg_layers_conv2d(vg_graph *g, vg_output x, int64_t filters, int kh, int kw, int stride,
                            const char *padding, vg_activation act, const char *name) {
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_CONV2D);
+    vg_layer_config c = {.kind = VG_LAYER_CONV2D};
     c.units = filters;
     c.kernel_size[0] = kh;
     c.kernel_size[1] = kw;
@@ -894,7 +895,7 @@ vg_output vg_layers_conv2d(vg_graph *g, vg_output x, int64_t filters, int kh, in
 
 vg_output vg_layers_max_pooling2d(vg_graph *g, vg_output x, int pool, int stride, const char *padding,
                                   const char *name) {
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_MAX_POOLING2D);
+    vg_layer_config c = {.kind = VG_LAYER_MAX_POOLING2D};
     c.pool_size[0] = c.pool_size[1] = pool;
     c.strides[0] = c.strides[1] = stride;
     c.padding = padding;
@@ -904,7 +905,7 @@ vg_output vg_layers_max_pooling2d(vg_graph *g, vg_output x, int pool, int stride
 
 vg_output vg_layers_average_pooling2d(vg_graph *g, vg_output x, int pool, int stride, const char *padding,
                                       const char *name) {
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_AVERAGE_POOLING2D);
+    vg_layer_config c = {.kind = VG_LAYER_AVERAGE_POOLING2D};
     c.pool_size[0] = c.pool_size[1] = pool;
     c.strides[0] = c.strides[1] = stride;
     c.padding = padding;
@@ -913,14 +914,15 @@ vg_output vg_layers_average_pooling2d(vg_graph *g, vg_output x, int pool, int st
 }
 
 vg_output vg_layers_flatten(vg_graph *g, vg_output x, const char *name) {
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_FLATTEN);
+    vg_layer_config c = {.kind = VG_LAYER_FLATTEN};
     c.name = name;
     return vg_layers_apply(g, &c, x, none_out());
 }
 
 vg_output vg_layers_dropout(vg_graph *g, vg_output x, double rate, vg_output training, int64_t seed, const char *name) {
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_DROPOUT);
+    vg_layer_config c = {.kind = VG_LAYER_DROPOUT};
     c.rate = rate;
+    c.zero_rate = rate == 0;
     c.seed = seed;
     c.name = name;
     return vg_layers_apply(g, &c, x, training);
@@ -928,15 +930,17 @@ vg_output vg_layers_dropout(vg_graph *g, vg_output x, double rate, vg_output tra
 
 vg_output vg_layers_batch_normalization(vg_graph *g, vg_output x, vg_output training, double momentum, double epsilon,
                                         const char *name) {
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_BATCH_NORMALIZATION);
+    vg_layer_config c = {.kind = VG_LAYER_BATCH_NORMALIZATION};
     c.momentum = momentum;
+    c.zero_momentum = momentum == 0;
     c.epsilon = epsilon;
+    c.zero_epsilon = epsilon == 0;
     c.name = name;
     return vg_layers_apply(g, &c, x, training);
 }
 
 vg_output vg_layer_norm(vg_graph *g, vg_output x, const char *scope) {
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_LAYER_NORM);
+    vg_layer_config c = {.kind = VG_LAYER_LAYER_NORM};
     c.name = scope;
     return vg_layers_apply(g, &c, x, none_out());
 }

@@ -112,7 +112,7 @@ vg_rnn_cell *vg_gru_cell_new_ex(int64_t num_units, vg_activation activation, con
     if (!c) return NULL;
     if (activation != VG_ACT_NONE) c->act = activation;
     if (kernel_initializer) c->kinit = *kernel_initializer;
-    if (bias_initializer && bias_initializer->kind != VG_INIT_DEFAULT) {
+    if (bias_initializer && bias_initializer->kind != VG_INIT_DEFAULT && bias_initializer->kind != VG_INIT_UNSET) {
         c->has_binit = true;
         c->binit = *bias_initializer;
     }

@@ -81,10 +81,10 @@ static vg_attention_mechanism *mechanism_new(vg_graph *g, bool luong, int64_t nu
     m->max_time = ms.dims[1];
     m->depth = ms.dims[2];
     if (!luong) {
-        vg_layer_config qc = vg_layer_config_default(VG_LAYER_DENSE);
+        vg_layer_config qc = {.kind = VG_LAYER_DENSE};
         qc.name = "query_layer";
         qc.units = num_units;
-        qc.use_bias = false;
+        qc.no_bias = true;
         m->query_layer = vg_layer_new(&qc);
         if (!m->query_layer) {
             free(m);
@@ -110,10 +110,10 @@ static vg_attention_mechanism *mechanism_new(vg_graph *g, bool luong, int64_t nu
     }
     vg_graph_pop_scope(g);
     m->values = values;
-    vg_layer_config mc = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config mc = {.kind = VG_LAYER_DENSE};
     mc.name = "memory_layer";
     mc.units = num_units;
-    mc.use_bias = false;
+    mc.no_bias = true;
     vg_layer *ml = vg_layer_new(&mc);
     if (ml) {
         m->keys = vg_layer_apply(ml, g, values, none());
@@ -345,10 +345,10 @@ vg_attention_wrapper *vg_attention_wrapper_new(vg_rnn_cell *cell, vg_attention_m
     w->attention_size = o->attention_layer_size > 0 ? o->attention_layer_size : m->depth;
     snprintf(w->name, sizeof w->name, "%s", o->name && *o->name ? o->name : "attention_wrapper");
     if (o->attention_layer_size > 0) {
-        vg_layer_config lc = vg_layer_config_default(VG_LAYER_DENSE);
+        vg_layer_config lc = {.kind = VG_LAYER_DENSE};
         lc.name = "attention_layer";
         lc.units = o->attention_layer_size;
-        lc.use_bias = false;
+        lc.no_bias = true;
         w->attention_layer = vg_layer_new(&lc);
     }
     for (int i = 0; i < n; i++) shapes[i] = vg_rnn_cell_state_shape(cell, i);

@@ -13,6 +13,9 @@ vg_variable vg__train_create_variable(vg_graph *g, const char *full, bool verbat
 /* The serial number of the graph's variable scope store (made if needed; 0 when out of
  * memory): a cell or layer that captured scope objects of a graph keeps it to tell a
  * later graph at the same address apart (the objects die with their graph). */
+/* TF's initializer=None: VG_INIT_DEFAULT, or VG_INIT_UNSET (a zero vg_initializer). */
+static inline bool vg__init_is_none(vg_initializer i) { return i.kind == VG_INIT_DEFAULT || i.kind == VG_INIT_UNSET; }
+
 uint64_t vg__train_scope_store_serial(vg_graph *g);
 
 /* TF's _try_guard_against_uninitialized_dependencies for the variable named var_name

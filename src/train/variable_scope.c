@@ -234,7 +234,7 @@ static const char *enter_oom(vg_graph *g, bool pushed_ns, const char *name) {
 static bool apply_opts(vg_vscope *o, const vg_vscope *base, const vg_variable_scope_opts *opts) {
     o->has_init = base->has_init;
     o->init = base->init;
-    if (opts->initializer && opts->initializer->kind != VG_INIT_DEFAULT) {
+    if (opts->initializer && !vg__init_is_none(*opts->initializer)) {
         o->has_init = true;
         o->init = *opts->initializer;
     }
@@ -403,7 +403,7 @@ void vg_vscope_reuse_variables(vg_vscope *s) {
 }
 void vg_vscope_set_initializer(vg_vscope *s, const vg_initializer *init) {
     if (!s) return;
-    s->has_init = init && init->kind != VG_INIT_DEFAULT;
+    s->has_init = init && !vg__init_is_none(*init);
     if (s->has_init) s->init = *init;
 }
 void vg_vscope_set_regularizer(vg_vscope *s, vg_regularizer reg) {
@@ -576,7 +576,7 @@ static vg_variable true_getter(vg_graph *g, const vg_getter_args *a, void *ctx) 
     /* initializer None (no scope initializer either): glorot_uniform for floating
      * dtypes, zeros for integers and bool (_get_default_initializer) */
     vg_initializer init = a->init;
-    if (init.kind == VG_INIT_DEFAULT) init = is_float(a->dt) ? vg_init_glorot_uniform(0) : vg_init_zeros();
+    if (vg__init_is_none(init)) init = is_float(a->dt) ? vg_init_glorot_uniform(0) : vg_init_zeros();
     /* a name ending in '/' (get_variable("") in a scope, as slot_creator does) names the
      * variable op verbatim, as TF's name scopes treat such names */
     size_t len = strlen(a->name);
@@ -654,7 +654,7 @@ vg_variable vg_get_variable_ex(vg_graph *g, const char *name, const vg_get_varia
     a.dt = opts->dt ? opts->dt : top->dtype ? top->dtype : VG_FLOAT;
     a.dims = opts->dims;
     a.ndims = opts == &def ? -1 : opts->ndims; /* no opts: shape not specified (reuse) */
-    bool given = opts->has_init && opts->init.kind != VG_INIT_DEFAULT;
+    bool given = opts->has_init && !vg__init_is_none(opts->init);
     a.init = given ? opts->init : top->has_init ? top->init : vg_init_default();
     a.regularizer = opts->regularizer.fn ? opts->regularizer : top->reg;
     a.flags = (opts->not_trainable ? 0u : (unsigned)VG_VAR_TRAINABLE) | (opts->local ? (unsigned)VG_VAR_LOCAL : 0u);

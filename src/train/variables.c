@@ -180,7 +180,7 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
     if (dt == VG_HALF || dt == VG_BFLOAT16) /* the float32 initial value, then a Cast (vigil computes in float32) */
         return vg_cast(g, vg_initializer_build(g, init, VG_FLOAT, dims, ndims), dt, "Cast");
     bool is_float = dt == VG_FLOAT || dt == VG_DOUBLE;
-    if (init.kind == VG_INIT_DEFAULT) init = is_float ? vg_init_glorot_uniform(0) : vg_init_zeros();
+    if (vg__init_is_none(init)) init = is_float ? vg_init_glorot_uniform(0) : vg_init_zeros();
     if (!is_float && init.kind != VG_INIT_ZEROS && init.kind != VG_INIT_ONES && init.kind != VG_INIT_CONSTANT &&
         init.kind != VG_INIT_CONSTANT_ARRAY) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "random initializers need a floating point dtype, not %s",
@@ -209,6 +209,7 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
         double limit = sqrt(3.0 * scale);
         return random_value(g, RND_UNIFORM, -limit, limit, init.seed, dt, dims, ndims);
     }
+    case VG_INIT_UNSET:
     case VG_INIT_DEFAULT: break; /* resolved above */
     case VG_INIT_VARIANCE_SCALING: {
         /* contrib initializers.variance_scaling_initializer's _initializer */

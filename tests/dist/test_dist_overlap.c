@@ -46,8 +46,7 @@ static void test_overlap__first_bucket_before_last_gradient(void) {
     vg_output vcopy[2 * L], grads[2 * L];
     memcpy(vcopy, vars, sizeof vcopy);
     vg_optimizer *opt = vg_optimizer_new_sgd(1e-4);
-    vg_dist_options o = vg_dist_options_default();
-    o.fusion_threshold_bytes = 0; /* one bucket per gradient: DistributedAllreduce_0 is the last bias's */
+    vg_dist_options o = {.no_fusion = true}; /* one bucket per gradient: DistributedAllreduce_0 is the last bias's */
     CHECK_OK(vg_dist_compute_gradients(opt, g, loss, vcopy, 2 * L, &o, grads, &st), &st);
     vg_op *train = vg_optimizer_apply_gradients(opt, g, grads, vcopy, 2 * L, (vg_output){NULL, 0}, NULL);
     CHECK(train != NULL);

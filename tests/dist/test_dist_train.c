@@ -87,11 +87,11 @@ static void test_dist_optimizer__fusion_buckets(void) {
     vg_output loss = vg_reduce_sum(g, y, NULL, 0, false, "loss");
     vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
     vg_output grads[4];
-    vg_dist_options o = VG_DIST_OPTIONS_INIT;
-    o.fusion_threshold_bytes = 0; /* one allreduce per gradient */
+    vg_dist_options o = {.no_fusion = true}; /* one allreduce per gradient */
     CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
     CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 4);
-    o.fusion_threshold_bytes = 40; /* reverse order: [bias 8 + kernel 24], [bias 12], [kernel 48] */
+    /* reverse order: [bias 8 + kernel 24], [bias 12], [kernel 48] */
+    o = (vg_dist_options){.fusion_threshold_bytes = 40};
     CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
     CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 4 + 3);
     CHECK(grads[2].op == grads[3].op);
@@ -101,7 +101,7 @@ static void test_dist_optimizer__fusion_buckets(void) {
     o.fusion_threshold_bytes = -1;
     CHECK_CODE(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), VG_INVALID_ARGUMENT);
     /* run the fused gradients: every rank has the same input, so the mean is itself */
-    o = vg_dist_options_default();
+    o = (vg_dist_options){0};
     CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
     vg_op *init = vg_global_variables_initializer(g);
     vg_session *s = vg_session_new(g, NULL, &st);
@@ -161,8 +161,7 @@ static void emb_run(int mode, bool sparse_as_dense, float *e_out, int *ngather, 
         CHECK_OK(vg_gradients(g, &loss, 1, &e.ref, 1, NULL, &ge, &st), &st);
         train = vg_optimizer_apply_gradients(opt, g, &ge, &e.ref, 1, (vg_output){NULL, 0}, NULL);
     } else {
-        vg_dist_options o = vg_dist_options_default();
-        o.sparse_as_dense = sparse_as_dense;
+        vg_dist_options o = {.sparse_as_dense = sparse_as_dense};
         train = vg_dist_minimize(opt, g, loss, NULL, 0, (vg_output){NULL, 0}, &o, NULL);
     }
     CHECK(train != NULL);

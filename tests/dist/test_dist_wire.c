@@ -77,10 +77,8 @@ static void check_same_on_all_ranks(const float *v) {
  * by 2^-11 of a partial sum (at most the sum of |y|), the final rounding by 2^-11 of
  * the mean. */
 static void check_fp16(bool hierarchical) {
-    vg_dist_options o = vg_dist_options_default();
-    o.compression = VG_DIST_COMPRESSION_FP16;
-    o.hierarchical = hierarchical;
-    o.fusion_threshold_bytes = 0; /* one allreduce per tensor */
+    vg_dist_options o = {.compression = VG_DIST_COMPRESSION_FP16, .hierarchical = hierarchical,
+                         .no_fusion = true}; /* one allreduce per tensor */
     float *v = malloc(E * sizeof *v), *y = malloc(E * sizeof *y);
     float *ov = malloc(E * sizeof *ov), *oy = malloc(E * sizeof *oy);
     const float one_plus = 1.0f + 0x1p-12f;
@@ -130,9 +128,7 @@ static void check_hier(bool average) {
         a[i] = xval(i, R);
         b[i] = xval(i + 5, R) * 2;
     }
-    vg_dist_options o = vg_dist_options_default();
-    o.average = average;
-    o.hierarchical = true;
+    vg_dist_options o = {.sum = !average, .hierarchical = true};
     float *ins[2] = {a, b}, *hier[2] = {ha, hb}, *flat[2] = {fa, fb};
     reduce_run(&o, ins, 2, hier);
     o.hierarchical = false;
@@ -157,8 +153,7 @@ static void test_hierarchical__mean(void) { check_hier(true); }
 static void test_compression__invalid(void) {
     vg_graph *g = vg_graph_new();
     vg_output x = vg_const_fill(g, VG_FLOAT, (int64_t[]){3}, 1, 1.0, "x"), y;
-    vg_dist_options o = vg_dist_options_default();
-    o.compression = (vg_dist_compression)7;
+    vg_dist_options o = {.compression = (vg_dist_compression)7};
     vg_status st;
     CHECK_EQ_INT(vg_dist_allreduce_gradients(g, &x, 1, &o, &y, &st), VG_INVALID_ARGUMENT);
     vg_op_builder *b = vg_op_builder_new(g, "VigilFusedAllreduce", "bad");
@@ -171,16 +166,34 @@ static void test_compression__invalid(void) {
     vg_graph_free(g);
 }
 
-/* HOROVOD_FUSION_THRESHOLD (bytes) sets the default threshold, as in Horovod. */
+/* The number of fused allreduces that {0} options build for three float gradients of
+ * 48 bytes each (buckets are contiguous in reverse order: count the changes). */
+static int zero_options_buckets(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output xs[3], ys[3];
+    for (int k = 0; k < 3; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "g%d", k);
+        xs[k] = vg_placeholder(g, VG_FLOAT, (int64_t[]){12}, 1, name);
+    }
+    vg_status st;
+    CHECK_OK(vg_dist_allreduce_gradients(g, xs, 3, &(vg_dist_options){0}, ys, &st), &st);
+    int n = 1 + (ys[2].op != ys[1].op) + (ys[1].op != ys[0].op);
+    vg_graph_free(g);
+    return n;
+}
+
+/* HOROVOD_FUSION_THRESHOLD (bytes) sets the default threshold, as in Horovod: 0 there
+ * turns fusion off; a value that is not a byte count is ignored (64 MB stays). */
 static void test_fusion_threshold__env(void) {
     unsetenv("HOROVOD_FUSION_THRESHOLD");
-    CHECK_EQ_INT(vg_dist_options_default().fusion_threshold_bytes, 64 * 1024 * 1024);
-    setenv("HOROVOD_FUSION_THRESHOLD", "1048576", 1);
-    CHECK_EQ_INT(vg_dist_options_default().fusion_threshold_bytes, 1048576);
+    CHECK_EQ_INT(zero_options_buckets(), 1); /* 144 bytes under 64 MB */
+    setenv("HOROVOD_FUSION_THRESHOLD", "100", 1);
+    CHECK_EQ_INT(zero_options_buckets(), 2); /* [g2 g1] 96 bytes, [g0] */
     setenv("HOROVOD_FUSION_THRESHOLD", "0", 1);
-    CHECK_EQ_INT(vg_dist_options_default().fusion_threshold_bytes, 0);
+    CHECK_EQ_INT(zero_options_buckets(), 3);
     setenv("HOROVOD_FUSION_THRESHOLD", "12MB", 1); /* not a byte count: the default stays */
-    CHECK_EQ_INT(vg_dist_options_default().fusion_threshold_bytes, 64 * 1024 * 1024);
+    CHECK_EQ_INT(zero_options_buckets(), 1);
     unsetenv("HOROVOD_FUSION_THRESHOLD");
     vg_dist_options z = {0}; /* zero-initialised options: no compression, flat */
     CHECK_EQ_INT(z.compression, VG_DIST_COMPRESSION_NONE);

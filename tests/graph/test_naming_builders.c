@@ -97,14 +97,14 @@ static void test_dense(void) {
     /* testNonTrainable, testKernelRegularizerWithReuse, testFunctionalDenseWithCustomGetter */
     g = vg_graph_new();
     x = rnd_input(g, (int64_t[]){5, 3}, 2);
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config c = {.kind = VG_LAYER_DENSE};
     c.units = 2;
-    c.trainable = false;
+    c.not_trainable = true;
     c.name = "frozen";
     vg_layers_apply(g, &c, x, vg_out(NULL, 0));
     CHECK_COLLECTION(g, VG_TRAINABLE_VARIABLES, "");
     CHECK_COLLECTION(g, VG_GLOBAL_VARIABLES, "frozen/kernel frozen/bias");
-    c = vg_layer_config_default(VG_LAYER_DENSE);
+    c = (vg_layer_config){.kind = VG_LAYER_DENSE};
     c.units = 2;
     c.name = "my_dense";
     c.kernel_regularizer = (vg_regularizer){sum_reg, 1e-3, NULL};
@@ -142,7 +142,7 @@ static void test_conv2d(void) {
     vg_layers_conv2d(g, images, 32, 3, 3, 1, "valid", VG_ACT_NONE, NULL);
     CHECK_COLLECTION(g, VG_TRAINABLE_VARIABLES, "scope/conv1/kernel scope/conv1/bias conv2d/kernel conv2d/bias "
                                                 "conv2d_1/kernel conv2d_1/bias");
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_CONV2D);
+    vg_layer_config c = {.kind = VG_LAYER_CONV2D};
     c.units = 32;
     c.kernel_size[0] = c.kernel_size[1] = 3;
     c.kernel_regularizer = vg_regularizer_l2(0.1);
@@ -158,7 +158,7 @@ static void test_separable_conv2d(void) {
     vg_graph *g = vg_graph_new();
     vg_output images = rnd_input(g, (int64_t[]){5, 7, 9, 4}, 4);
     vg_initializer half = vg_init_constant(0.5);
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_SEPARABLE_CONV2D);
+    vg_layer_config c = {.kind = VG_LAYER_SEPARABLE_CONV2D};
     c.units = 32;
     c.kernel_size[0] = c.kernel_size[1] = 3;
     vg_variable_scope_push(g, "s", &(vg_variable_scope_opts){.initializer = &half});
@@ -183,7 +183,7 @@ static void test_batch_normalization(void) {
     vg_output x = rnd_input(g, (int64_t[]){5, 4, 3}, 3);
     vg_output training = vg_placeholder(g, VG_BOOL, NULL, 0, "training");
     vg_initializer half = vg_init_constant(0.5);
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_BATCH_NORMALIZATION);
+    vg_layer_config c = {.kind = VG_LAYER_BATCH_NORMALIZATION};
     vg_layer *bn = vg_layer_new(&c);
     vg_variable_scope_push(g, "scope", &(vg_variable_scope_opts){.initializer = &half});
     vg_layer_apply(bn, g, x, training);
@@ -223,7 +223,7 @@ static void test_layer_norm(void) {
     CHECK_COLLECTION(g, VG_TRAINABLE_VARIABLES, "LayerNorm/beta LayerNorm/gamma");
     CHECK_COLLECTION(g, VG_MODEL_VARIABLES, "LayerNorm/beta LayerNorm/gamma");
     vg_layer_norm(g, images, "ln");
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_LAYER_NORM);
+    vg_layer_config c = {.kind = VG_LAYER_LAYER_NORM};
     c.name = "ln";
     c.reuse = VG_REUSE_TRUE;
     vg_layers_apply(g, &c, images, vg_out(NULL, 0));
@@ -344,7 +344,7 @@ static void test_metric_variables(void) {
 static void test_regularization_losses(void) {
     vg_graph *g = vg_graph_new();
     vg_output x = rnd_input(g, (int64_t[]){5, 3}, 2);
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config c = {.kind = VG_LAYER_DENSE};
     c.units = 2;
     c.kernel_regularizer = vg_regularizer_l1(0.5);
     c.kernel_initializer = vg_init_ones();

@@ -4,10 +4,15 @@
  * MonitoredTrainingSession(), Saver(max_to_keep=5, write_meta_graph=True, name "save"),
  * CheckpointSaverHook's "model.ckpt" and graph.pbtxt, StepCounterHook's 100 steps,
  * SessionManager's 30 s recovery wait and 7200 s max wait, FileWriter's max_queue 10,
- * WorkerSessionCreator's 1800 s; and that the explicit "off" flags turn things off. */
+ * WorkerSessionCreator's 1800 s, tf.layers' per-class defaults (glorot_uniform kernel,
+ * zeros bias, use_bias, trainable; batch_normalization's 0.99 / 0.001 / ones / zeros;
+ * pooling strides = pool_size; dropout 0.5), hvd.DistributedOptimizer's mean in 64 MB
+ * buckets, slim.learning.train's intervals; and that the explicit "off" flags turn
+ * things off. */
 #include "test_util.h"
 #include "train_fixture.h"
 #include "hook_test_util.h"
+#include "session_test_util.h"
 #include "monitored/monitored_internal.h"
 
 typedef struct mts_seen {
@@ -311,6 +316,199 @@ static void test_options_zero__op_attrs(void) {
     vg_graph_free(g);
 }
 
+/* Runs the global initializer, then fetches outs[0..n) in one session. */
+static void init_fetch_n(vg_graph *g, const vg_output *outs, int n, vg_tensor **ts) {
+    vg_status st;
+    vg_op *init = vg_global_variables_initializer(g);
+    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK(s != NULL);
+    for (int i = 0; i < n; i++) ts[i] = NULL;
+    if (!s) return;
+    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, outs, ts, n, NULL, 0, NULL, &st), &st);
+    vg_session_free(s);
+}
+
+static bool all_equal(const vg_tensor *t, float v) {
+    if (!t) return false;
+    const float *p = vg_tensor_data(t);
+    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++)
+        if (p[i] != v) return false;
+    return true;
+}
+
+/* tf.layers.Dense(3) with nothing else given: kernel_initializer=None (glorot_uniform,
+ * U[-sqrt(6 / (4 + 3)), +sqrt(6 / 7)] for a [4, 3] kernel), bias_initializer=zeros,
+ * use_bias=True, trainable=True. In a variable scope with an initializer the kernel
+ * takes the scope's (TF's None) while the bias stays zeros, unless bias_initializer is
+ * vg_init_default() (TF's None) too. */
+static void test_options_zero__dense_layer(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 4}, 2, "x");
+    vg_layer_config c = {0};
+    c.units = 3;
+    vg_layer *l = vg_layer_new(&c);
+    CHECK(l != NULL);
+    if (!l) return;
+    vg_output y = vg_layer_apply(l, g, x, (vg_output){0});
+    CHECK(y.op != NULL);
+    CHECK(has_op(g, "dense/kernel/Initializer/random_uniform", NULL));
+    CHECK(has_op(g, "dense/bias/Initializer/zeros", NULL));
+    CHECK(has_op(g, "dense/BiasAdd", "BiasAdd"));
+    CHECK(l->kernel.var && l->bias.var);
+    CHECK_EQ_INT(l->num_trainable_weights, 2);
+    CHECK_EQ_INT(l->num_non_trainable_weights, 0);
+    vg_tensor *t[2];
+    init_fetch_n(g, (vg_output[]){l->kernel.read, l->bias.read}, 2, t);
+    if (t[0] && t[1]) {
+        const float *k = vg_tensor_data(t[0]);
+        float limit = sqrtf(6.0f / 7.0f), lo = limit, hi = -limit;
+        for (int i = 0; i < 12; i++) {
+            lo = k[i] < lo ? k[i] : lo;
+            hi = k[i] > hi ? k[i] : hi;
+        }
+        CHECK(lo >= -limit && hi <= limit && lo < hi);
+        CHECK(all_equal(t[1], 0.0f));
+    }
+    vg_tensor_free(t[0]);
+    vg_tensor_free(t[1]);
+    vg_layer_free(l);
+    /* the scope's initializer reaches the kernel only; bias_initializer=None reaches both */
+    vg_initializer half = vg_init_constant(0.5);
+    vg_variable_scope_push(g, "scoped", &(vg_variable_scope_opts){.initializer = &half});
+    vg_layer *a = vg_layer_new(&(vg_layer_config){.units = 3});
+    vg_layer *b = vg_layer_new(&(vg_layer_config){.units = 3, .bias_initializer = vg_init_default()});
+    vg_layer_apply(a, g, x, (vg_output){0});
+    vg_layer_apply(b, g, x, (vg_output){0});
+    vg_variable_scope_pop(g);
+    vg_tensor *u[4];
+    init_fetch_n(g, (vg_output[]){a->kernel.read, a->bias.read, b->kernel.read, b->bias.read}, 4, u);
+    CHECK(all_equal(u[0], 0.5f) && all_equal(u[1], 0.0f) && all_equal(u[2], 0.5f) && all_equal(u[3], 0.5f));
+    for (int i = 0; i < 4; i++) vg_tensor_free(u[i]);
+    vg_layer_free(a);
+    vg_layer_free(b);
+    /* the off flags: use_bias=False, trainable=False */
+    vg_layer *n = vg_layer_new(&(vg_layer_config){.units = 3, .no_bias = true, .not_trainable = true});
+    vg_layer_apply(n, g, x, (vg_output){0});
+    CHECK(n->kernel.var != NULL && n->bias.var == NULL);
+    CHECK_EQ_INT(n->num_trainable_weights, 0);
+    CHECK_EQ_INT(n->num_non_trainable_weights, 1);
+    vg_layer_free(n);
+    CHECK_OK(vg_graph_status(g, NULL), &(vg_status){0});
+    vg_graph_free(g);
+}
+
+/* tf.layers.BatchNormalization(): axis=-1, momentum=0.99, epsilon=0.001, center and
+ * scale, beta/moving_mean zeros, gamma/moving_variance ones; MaxPooling2D(pool_size)
+ * with strides None = pool_size (Keras), pool_size 2 when not given; Dropout's rate 0.5
+ * (zero_rate: 0); contrib layer_norm's begin_norm_axis 1, begin_params_axis -1. */
+static void test_options_zero__layer_kinds(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 3}, 2, "x");
+    vg_layer *bn = vg_layer_new(&(vg_layer_config){.kind = VG_LAYER_BATCH_NORMALIZATION});
+    CHECK(bn != NULL);
+    if (!bn) return;
+    CHECK_EQ_INT(bn->config.axis, -1);
+    CHECK(bn->config.momentum == 0.99 && bn->config.epsilon == 0.001);
+    vg_layer_apply(bn, g, x, (vg_output){0});
+    CHECK(bn->gamma.var && bn->beta.var && bn->moving_mean.var && bn->moving_variance.var);
+    CHECK_EQ_INT(bn->num_trainable_weights, 2);
+    CHECK_EQ_INT(bn->num_non_trainable_weights, 2);
+    vg_tensor *t[4];
+    init_fetch_n(g,
+                 (vg_output[]){bn->gamma.read, bn->beta.read, bn->moving_mean.read, bn->moving_variance.read}, 4,
+                 t);
+    CHECK(all_equal(t[0], 1.0f) && all_equal(t[1], 0.0f) && all_equal(t[2], 0.0f) && all_equal(t[3], 1.0f));
+    for (int i = 0; i < 4; i++) vg_tensor_free(t[i]);
+    vg_layer_free(bn);
+    vg_layer *bz = vg_layer_new(&(vg_layer_config){.kind = VG_LAYER_BATCH_NORMALIZATION, .zero_momentum = true,
+                                                   .no_center = true, .no_scale = true});
+    CHECK(bz && bz->config.momentum == 0.0);
+    vg_layer_apply(bz, g, x, (vg_output){0});
+    CHECK(bz && !bz->gamma.var && !bz->beta.var && bz->moving_mean.var);
+    vg_layer_free(bz);
+
+    vg_output img = vg_placeholder(g, VG_FLOAT, (int64_t[]){1, 4, 4, 1}, 4, "img");
+    vg_output p = vg_layers_apply(g, &(vg_layer_config){.kind = VG_LAYER_MAX_POOLING2D}, img, (vg_output){0});
+    CHECK(shape_is(p, (int64_t[]){1, 2, 2, 1}, 4)); /* pool 2, strides 2 */
+    p = vg_layers_apply(g, &(vg_layer_config){.kind = VG_LAYER_AVERAGE_POOLING2D, .pool_size = {3, 3}}, img,
+                        (vg_output){0});
+    CHECK(shape_is(p, (int64_t[]){1, 1, 1, 1}, 4)); /* strides 3 = pool_size: (4 - 3) / 3 + 1 */
+    p = vg_layers_apply(g, &(vg_layer_config){.kind = VG_LAYER_CONV2D, .units = 2, .no_bias = true}, img,
+                        (vg_output){0});
+    CHECK(shape_is(p, (int64_t[]){1, 4, 4, 2}, 4)); /* kernel 1, strides 1, dilation 1, valid */
+
+    vg_layer *d = vg_layer_new(&(vg_layer_config){.kind = VG_LAYER_DROPOUT});
+    vg_layer *d0 = vg_layer_new(&(vg_layer_config){.kind = VG_LAYER_DROPOUT, .zero_rate = true});
+    CHECK(d && d->config.rate == 0.5 && d0 && d0->config.rate == 0.0);
+    vg_layer_free(d);
+    vg_layer_free(d0);
+    vg_layer *ln = vg_layer_new(&(vg_layer_config){.kind = VG_LAYER_LAYER_NORM});
+    CHECK(ln && ln->config.begin_norm_axis == 1 && ln->config.begin_params_axis == -1 &&
+          ln->config.epsilon == 1e-12);
+    vg_layer_free(ln);
+    CHECK_OK(vg_graph_status(g, NULL), &(vg_status){0});
+    vg_graph_free(g);
+}
+
+/* The fused allreduces built for grads[0..n) under o: how many, and whether the first
+ * one is a mean (final_op "Div") or a sum ("Id"). */
+static int dist_buckets(vg_graph *g, const vg_output *grads, int n, const vg_dist_options *o, bool *mean) {
+    vg_output out[4];
+    vg_status st;
+    CHECK_OK(vg_dist_allreduce_gradients(g, grads, n, o, out, &st), &st);
+    int nb = 1;
+    for (int i = 1; i < n; i++) nb += out[i].op != out[i - 1].op;
+    const char *fin = NULL;
+    size_t len = 0;
+    CHECK(vg_op_attr_string(out[0].op, "final_op", &fin, &len));
+    *mean = fin && len == 3 && memcmp(fin, "Div", 3) == 0;
+    return nb;
+}
+
+/* hvd.DistributedOptimizer(opt) with nothing else given: op=Average, gradients fused
+ * into buckets of HOROVOD_FUSION_THRESHOLD's default 64 MB (67108864 bytes: two float
+ * gradients of 4096 * 4095 and 4096 elements fill one bucket exactly, 4 more bytes make
+ * a second). Graph building only: no collective runs. */
+static void test_options_zero__dist_optimizer(void) {
+    unsetenv("HOROVOD_FUSION_THRESHOLD");
+    vg_graph *g = vg_graph_new();
+    vg_output exact[2] = {vg_placeholder(g, VG_FLOAT, (int64_t[]){4096, 4095}, 2, "a"),
+                          vg_placeholder(g, VG_FLOAT, (int64_t[]){4096}, 1, "b")};
+    vg_output over[2] = {vg_placeholder(g, VG_FLOAT, (int64_t[]){4096, 4096}, 2, "c"),
+                         vg_placeholder(g, VG_FLOAT, (int64_t[]){1}, 1, "d")};
+    bool mean = false;
+    CHECK_EQ_INT(dist_buckets(g, exact, 2, &(vg_dist_options){0}, &mean), 1);
+    CHECK(mean);
+    CHECK_EQ_INT(dist_buckets(g, exact, 2, NULL, &mean), 1);
+    CHECK(mean);
+    CHECK_EQ_INT(dist_buckets(g, over, 2, &(vg_dist_options){0}, &mean), 2);
+    /* the explicit flags: one allreduce per gradient, the sum */
+    CHECK_EQ_INT(dist_buckets(g, exact, 2, &(vg_dist_options){.no_fusion = true}, &mean), 2);
+    CHECK_EQ_INT(dist_buckets(g, exact, 2, &(vg_dist_options){.sum = true}, &mean), 1);
+    CHECK(!mean);
+    vg_status st;
+    vg_output out[2];
+    CHECK_CODE(vg_dist_allreduce_gradients(g, exact, 2, &(vg_dist_options){.fusion_threshold_bytes = -1}, out, &st),
+               VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+}
+
+/* slim.learning.train's None for an interval is its no_* flag; a negative interval is
+ * refused before anything runs, naming the flags. */
+static void test_options_zero__slim_train(void) {
+    vg_graph *g = vg_graph_new();
+    vg_output op = vg_const_f32(g, 1.0f, "train_op");
+    vg_status st;
+    CHECK_CODE(vg_slim_learning_train(g, op, NULL, &(vg_slim_train_opts){.save_interval_secs = -1}, NULL, &st),
+               VG_INVALID_ARGUMENT);
+    CHECK(strstr(st.msg, "no_checkpoints") != NULL);
+    CHECK_CODE(vg_slim_learning_train(g, op, NULL, &(vg_slim_train_opts){.log_every_n_steps = -1}, NULL, &st),
+               VG_INVALID_ARGUMENT);
+    vg_graph_free(g);
+}
+
 int main(void) {
     RUN_TEST(test_options_zero__mts_resolution);
     RUN_TEST(test_options_zero__mts_defaults);
@@ -320,5 +518,9 @@ int main(void) {
     RUN_TEST(test_options_zero__session_manager);
     RUN_TEST(test_options_zero__file_writer);
     RUN_TEST(test_options_zero__op_attrs);
+    RUN_TEST(test_options_zero__dense_layer);
+    RUN_TEST(test_options_zero__layer_kinds);
+    RUN_TEST(test_options_zero__dist_optimizer);
+    RUN_TEST(test_options_zero__slim_train);
     TEST_MAIN_END();
 }

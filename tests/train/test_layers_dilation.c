@@ -20,7 +20,7 @@ static void test_dilated_conv1d(void) {
         vg_status st;
         vg_graph *g = vg_graph_new();
         vg_output x = vg_placeholder(g, VG_DOUBLE, (int64_t[]){2, 7, 2}, 3, "x");
-        vg_layer_config c = vg_layer_config_default(VG_LAYER_CONV1D);
+        vg_layer_config c = {.kind = VG_LAYER_CONV1D};
         c.units = 2;
         c.kernel_size[0] = 3;
         c.dilation_rate[0] = 2;
@@ -134,7 +134,7 @@ static void test_dilation_errors(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){1, 5, 6, 2}, 4, "x");
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_CONV2D_TRANSPOSE);
+    vg_layer_config c = {.kind = VG_LAYER_CONV2D_TRANSPOSE};
     c.units = 3;
     c.kernel_size[0] = c.kernel_size[1] = 2;
     c.dilation_rate[0] = 2;
@@ -148,7 +148,7 @@ static void test_dilation_errors(void) {
     /* dilation with strides > 1 on conv1d: TF's error */
     g = vg_graph_new();
     vg_output x1 = vg_placeholder(g, VG_FLOAT, (int64_t[]){1, 9, 2}, 3, "x");
-    vg_layer_config c1 = vg_layer_config_default(VG_LAYER_CONV1D);
+    vg_layer_config c1 = {.kind = VG_LAYER_CONV1D};
     c1.units = 1;
     c1.kernel_size[0] = 3;
     c1.strides[0] = 2;

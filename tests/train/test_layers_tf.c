@@ -80,7 +80,7 @@ static void test_dense_names_values(void) {
 static void test_dense_options_and_reuse(void) {
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 2}, 2, "x");
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config c = {.kind = VG_LAYER_DENSE};
     c.units = 3;
     c.name = "fc";
     c.kernel_initializer = vg_init_constant(0.5);
@@ -109,10 +109,10 @@ static void test_dense_options_and_reuse(void) {
     vg_graph_collection(g, VG_REGULARIZATION_LOSSES, &n);
     CHECK_EQ_INT(n, 1);
     /* use_bias=false, trainable=false */
-    vg_layer_config c2 = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config c2 = {.kind = VG_LAYER_DENSE};
     c2.units = 1;
-    c2.use_bias = false;
-    c2.trainable = false;
+    c2.no_bias = true;
+    c2.not_trainable = true;
     vg_layer *l = vg_layer_new(&c2);
     vg_output y3 = vg_layer_apply(l, g, x, (vg_output){0});
     CHECK(y3.op && strcmp(vg_op_type(y3.op), "MatMul") == 0);
@@ -147,7 +147,7 @@ static void test_dense_options_and_reuse(void) {
 static void test_object_form(void) {
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 5}, 2, "x");
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config c = {.kind = VG_LAYER_DENSE};
     c.units = 2;
     vg_layer *a = vg_layer_new(&c), *b = vg_layer_new(&c);
     vg_output ya = vg_layer_apply(a, g, x, (vg_output){0});
@@ -181,7 +181,7 @@ static void test_object_form(void) {
 static void test_dense_rank3(void) {
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 2, 2}, 3, "x");
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config c = {.kind = VG_LAYER_DENSE};
     c.units = 3;
     c.kernel_initializer = vg_init_constant(1);
     vg_output y = vg_layers_apply(g, &c, x, (vg_output){0});
@@ -207,7 +207,7 @@ static void test_dense_rank3(void) {
 static void test_conv_and_pool(void) {
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){1, 4, 4, 1}, 4, "x");
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_CONV2D);
+    vg_layer_config c = {.kind = VG_LAYER_CONV2D};
     c.units = 2;
     c.kernel_size[0] = c.kernel_size[1] = 2;
     c.kernel_initializer = vg_init_constant(1);
@@ -222,7 +222,7 @@ static void test_conv_and_pool(void) {
     CHECK_EQ_INT(vg_output_shape(fl).dims[1], 4);
     /* conv1d and pooling1d on [1, 4, 1] */
     vg_output x1 = vg_reshape_c(g, x, (int64_t[]){1, 16, 1}, 3, "x1");
-    vg_layer_config c1 = vg_layer_config_default(VG_LAYER_CONV1D);
+    vg_layer_config c1 = {.kind = VG_LAYER_CONV1D};
     c1.units = 1;
     c1.kernel_size[0] = 3;
     c1.strides[0] = 2;
@@ -231,13 +231,13 @@ static void test_conv_and_pool(void) {
     vg_output y1 = vg_layers_apply(g, &c1, x1, (vg_output){0});
     CHECK(has_op(g, "conv1d/kernel", "VariableV2") && has_op(g, "conv1d/conv1d/Conv2D", "Conv2D"));
     CHECK(has_op(g, "conv1d/conv1d/Squeeze", "Squeeze"));
-    vg_layer_config p1 = vg_layer_config_default(VG_LAYER_MAX_POOLING1D);
+    vg_layer_config p1 = {.kind = VG_LAYER_MAX_POOLING1D};
     p1.pool_size[0] = 4;
     p1.strides[0] = 4;
     vg_output mp1 = vg_layers_apply(g, &p1, x1, (vg_output){0});
     /* conv2d_transpose: a 1x1 input, 2x2 kernel, stride 2 -> 2x2 output x * k */
     vg_output one = vg_slice_c(g, x, (int64_t[]){0, 0, 0, 0}, (int64_t[]){1, 1, 1, 1}, 4, "one");
-    vg_layer_config ct = vg_layer_config_default(VG_LAYER_CONV2D_TRANSPOSE);
+    vg_layer_config ct = {.kind = VG_LAYER_CONV2D_TRANSPOSE};
     ct.units = 3;
     ct.kernel_size[0] = ct.kernel_size[1] = 2;
     ct.strides[0] = ct.strides[1] = 2;
@@ -288,7 +288,7 @@ static void test_dropout(void) {
     CHECK(has_op(g, "dropout_1/dropout/random_uniform", NULL) && has_op(g, "dropout_1/dropout/GreaterEqual", NULL));
     vg_output tr = vg_placeholder(g, VG_BOOL, NULL, 0, "training");
     vg_output dyn = vg_layers_dropout(g, x, 0.5, tr, 0, NULL);
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_DROPOUT);
+    vg_layer_config c = {.kind = VG_LAYER_DROPOUT};
     c.rate = 0.5;
     int64_t ns[2] = {1, -1};
     c.noise_shape = ns;
@@ -335,7 +335,7 @@ static void test_batch_norm_layer(void) {
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, 2, 1, 2}, 4, "x");
     vg_output tr = vg_placeholder(g, VG_BOOL, NULL, 0, "training");
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_BATCH_NORMALIZATION);
+    vg_layer_config c = {.kind = VG_LAYER_BATCH_NORMALIZATION};
     vg_layer *bn = vg_layer_new(&c);
     vg_output y = vg_layer_apply(bn, g, x, tr);
     CHECK(bn->gamma.var == vg_graph_op_by_name(g, "batch_normalization/gamma"));
@@ -423,13 +423,13 @@ static void test_layer_gradients(void) {
     vg_graph_set_seed(g, 1);
     vg_output x = vg_placeholder(g, VG_DOUBLE, (int64_t[]){2, 3, 3, 2}, 4, "x");
     vg_output h = vg_layers_batch_normalization(g, x, vg_const_bool(g, true, "t"), 0.99, 0.001, NULL);
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_CONV2D);
+    vg_layer_config c = {.kind = VG_LAYER_CONV2D};
     c.units = 2;
     c.kernel_size[0] = c.kernel_size[1] = 2;
     c.padding = "same";
     c.activation = VG_ACT_TANH;
     h = vg_layers_apply(g, &c, h, (vg_output){0});
-    vg_layer_config t = vg_layer_config_default(VG_LAYER_CONV2D_TRANSPOSE);
+    vg_layer_config t = {.kind = VG_LAYER_CONV2D_TRANSPOSE};
     t.units = 1;
     t.kernel_size[0] = t.kernel_size[1] = 3;
     t.strides[0] = t.strides[1] = 2;
@@ -492,7 +492,7 @@ static void test_layer_norm_values(void) {
 static void expect_rank_error(vg_layer_kind kind, const int64_t *dims, int nd, const char *msg) {
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, dims, nd, "x");
-    vg_layer_config c = vg_layer_config_default(kind);
+    vg_layer_config c = {.kind = kind};
     c.units = 2;
     CHECK(vg_layers_apply(g, &c, x, (vg_output){0}).op == NULL);
     vg_status st;
@@ -511,7 +511,7 @@ static void test_errors(void) {
     expect_rank_error(VG_LAYER_CONV1D, (int64_t[]){2, 3, -1}, 3, "The channel dimension of the inputs should be defined");
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3}, 2, "x");
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_DROPOUT);
+    vg_layer_config c = {.kind = VG_LAYER_DROPOUT};
     c.rate = 1.5;
     c.name = "drop";
     CHECK(vg_layers_apply(g, &c, x, (vg_output){0}).op == NULL);
@@ -521,7 +521,7 @@ static void test_errors(void) {
     vg_graph_free(g);
     g = vg_graph_new();
     x = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3, 3, 1}, 4, "x");
-    c = vg_layer_config_default(VG_LAYER_CONV2D);
+    c = (vg_layer_config){.kind = VG_LAYER_CONV2D};
     c.units = 1;
     c.padding = "full";
     CHECK(vg_layers_apply(g, &c, x, (vg_output){0}).op == NULL);
@@ -541,7 +541,7 @@ static void test_errors(void) {
 static void test_separable_conv2d(void) {
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_FLOAT, (int64_t[]){1, 3, 3, 2}, 4, "x");
-    vg_layer_config c = vg_layer_config_default(VG_LAYER_SEPARABLE_CONV2D);
+    vg_layer_config c = {.kind = VG_LAYER_SEPARABLE_CONV2D};
     c.units = 1;
     c.kernel_size[0] = c.kernel_size[1] = 2;
     c.depth_multiplier = 2;

@@ -580,9 +580,9 @@ static void build_copy_model(vg_graph *g, vg_output src, vg_output tgt_in, int m
     vg_rnn_cell *cell = vg_attention_wrapper_cell(cm->w);
     vg_output init[4];
     CHECK_OK(vg_attention_wrapper_zero_state(cm->w, g, CN * tile, vg_out(NULL, 0), VG_FLOAT, &enc_state, init), &st);
-    vg_layer_config lc = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config lc = {.kind = VG_LAYER_DENSE};
     lc.units = CV;
-    lc.use_bias = false;
+    lc.no_bias = true;
     lc.name = "output_projection";
     cm->proj = vg_layer_new(&lc);
     vg_output start = vg_const_fill(g, VG_INT32, (const int64_t[]){CN}, 1, 0, "start");

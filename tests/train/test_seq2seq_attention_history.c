@@ -167,9 +167,9 @@ static void test_history_greedy_decode(void) {
     vg_output emb = vg_get_variable_ex(g, "embedding", &eo).ref;
     vg_decoder_helper *h =
         vg_greedy_embedding_helper_new(g, emb, vg_const_i32_vec(g, (const int32_t[]){1, 1}, 2, NULL), 2);
-    vg_layer_config pc = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config pc = {.kind = VG_LAYER_DENSE};
     pc.units = 5;
-    pc.use_bias = false;
+    pc.no_bias = true;
     vg_layer *proj = vg_layer_new(&pc);
     vg_output init[8], outs[VG_DECODER_MAX_OUTPUTS], fin[8], lens;
     CHECK_OK(vg_attention_wrapper_zero_state(b.w, g, B, (vg_output){0}, VG_DOUBLE, NULL, init), &st);

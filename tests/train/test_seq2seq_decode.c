@@ -161,9 +161,9 @@ static void training_helper_basic_rnn(bool time_major) {
     vg_rnn_cell_zero_state(cell, g, B, vg_out(NULL, 0), VG_FLOAT, &init);
     static const double kv[U * V] = {1, -1, 0.5, -0.5, 2, 0};
     vg_constant_array ka = {kv, U * V, NULL, 0, false};
-    vg_layer_config lc = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config lc = {.kind = VG_LAYER_DENSE};
     lc.units = V;
-    lc.use_bias = false;
+    lc.no_bias = true;
     lc.kernel_initializer = vg_init_constant_array(&ka);
     vg_layer *proj = vg_layer_new(&lc);
     vg_decoder *d = vg_basic_decoder_new(cell, h, &init, proj);

@@ -55,9 +55,9 @@ static void build_and_run(bool dynamic, result *r) {
     o.output_time_major = true;
     vg_output outs[VG_DECODER_MAX_OUTPUTS], fin[2];
     CHECK_OK(vg_dynamic_decode(g, d, &o, outs, fin, NULL, &st), &st);
-    vg_layer_config pc = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config pc = {.kind = VG_LAYER_DENSE};
     pc.units = V;
-    pc.use_bias = false;
+    pc.no_bias = true;
     pc.name = "output_projection";
     vg_layer *proj = vg_layer_new(&pc);
     vg_output logits = vg_layer_apply(proj, g, outs[0], (vg_output){0});

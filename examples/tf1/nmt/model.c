@@ -132,9 +132,9 @@ vg_code nmt_model_build(vg_graph *g, const nmt_hparams *hp, nmt_mode mode, const
     /* build_graph: the projection, tf.layers.Dense(tgt_vocab_size, use_bias=False,
      * name="output_projection"); its variable is made by its first call, in
      * dynamic_seq2seq/decoder */
-    vg_layer_config pc = vg_layer_config_default(VG_LAYER_DENSE);
+    vg_layer_config pc = {.kind = VG_LAYER_DENSE};
     pc.units = hp->tgt_vocab_size;
-    pc.use_bias = false;
+    pc.no_bias = true;
     pc.name = "output_projection";
     vg_layer *output_layer = vg_layer_new(&pc);
 

@@ -351,9 +351,16 @@ int main(int argc, char **argv) {
     if (!init_fn && st.code != VG_OK) return fail(&st);
     vg_slim_train_opts opts = {0};
     opts.number_of_steps = I("max_number_of_steps");
+    /* a negative flag value is slim's None */
     opts.log_every_n_steps = I("log_every_n_steps");
+    opts.no_logging = opts.log_every_n_steps < 0;
     opts.save_summaries_secs = (double)I("save_summaries_secs");
+    opts.no_summaries = opts.save_summaries_secs < 0;
     opts.save_interval_secs = (double)I("save_interval_secs");
+    opts.no_checkpoints = opts.save_interval_secs < 0;
+    if (opts.log_every_n_steps < 0) opts.log_every_n_steps = 0;
+    if (opts.save_summaries_secs < 0) opts.save_summaries_secs = 0;
+    if (opts.save_interval_secs < 0) opts.save_interval_secs = 0;
     if (init_fn) opts.init_fn = init_fn->fn, opts.init_fn_payload = init_fn;
     double final_loss = 0;
     vg_code c = vg_slim_learning_train(g, train_tensor, S("train_dir"), &opts, &final_loss, &st);

@@ -128,8 +128,7 @@ vg_op *vg_sync_replicas_minimize(vg_sync_replicas *s, vg_graph *g, vg_output los
         if (g) vg_graph_set_error(g, VG_INVALID_ARGUMENT, "vg_sync_replicas_minimize: NULL optimizer");
         return NULL;
     }
-    vg_dist_options o = vg_dist_options_default();
-    return vg_dist_minimize(s->opt, g, loss, NULL, 0, global_step, &o, name ? name : "sync_replicas");
+    return vg_dist_minimize(s->opt, g, loss, NULL, 0, global_step, NULL, name ? name : "sync_replicas");
 }
 
 vg_code vg_sync_replicas_make_session_run_hook(vg_sync_replicas *s, bool is_chief, vg_hook *out, vg_status *st) {
