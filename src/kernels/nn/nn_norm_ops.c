@@ -20,6 +20,7 @@
  *   inference: dx = dy * scale * r
  *   dscale = sum(dy * xhat), doffset = sum(dy).
  */
+#include "core/bf16_round.h"
 #include "kernels/ew_internal.h"
 #include "kernels/simd.h"
 
@@ -154,8 +155,33 @@ typedef struct bn_job {
     const void *fm, *fa, *fo; /* or the forward's m, a and offset, its output recomputed
                                  (y = (x - m) * a + off, bit for bit: see bn_backward) */
     bool training;
+    bool rnd;             /* painted by the mixed-precision rewrite (exec/amp.c), float32:
+                             y / dx rounded to bfloat16 as each row is written, and the
+                             recomputed y of a fused gradient rounded before its mask */
     int act;              /* fused: 0 none, 1 Relu, 2 Relu6 (applied to y / masking dy) */
 } bn_job;
+
+/* bfloat16 rounding (nearest even, TF's round_to_bfloat16) of v when on, branch-free so
+ * that the mask loops still vectorize: a painted forward wrote y rounded, so the mask a
+ * fused gradient recomputes must come from the rounded value (5.999 rounds to 6, outside
+ * ReLU6's pass band). A NaN gives a NaN or a value whose mask is the NaN's (none). */
+static inline float bn_r_f32(float v, bool on) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    u = on ? r : u;
+    memcpy(&v, &u, 4);
+    return v;
+}
+static inline double bn_r_f64(double v, bool on) {
+    (void)on;
+    return v;
+}
+/* The row just written, rounded in place while it is in cache (painted float32 only). */
+static inline void bn_rrow_f32(float *row, int64_t n, bool on) {
+    if (on) vg__bf16_round_n(row, row, (size_t)n);
+}
+static inline void bn_rrow_f64(double *row, int64_t n, bool on) { (void)row, (void)n, (void)on; }
 
 /* The activation's gradient mask from its output f (ReluGrad / Relu6Grad of TF). */
 #define RELU_MASK(f) ((f) > 0)
@@ -210,12 +236,12 @@ typedef struct bn_job {
                     T *restrict tmp = (T *)(j->part + j->npieces * 2 * ch + p * ch);                              \
                     if (j->act == 1)                                                                              \
                         for (int64_t k = 0; k < ch; k++) {                                                        \
-                            T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                    \
+                            T gv = gr[k], v = bn_r_##SFX((xr[k] - fm[k]) * fa[k] + fo[k], j->rnd);                                    \
                             tmp[k] = RELU_MASK(v) ? gv : (T)0;                                                    \
                         }                                                                                         \
                     else                                                                                          \
                         for (int64_t k = 0; k < ch; k++) {                                                        \
-                            T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                    \
+                            T gv = gr[k], v = bn_r_##SFX((xr[k] - fm[k]) * fa[k] + fo[k], j->rnd);                                    \
                             tmp[k] = RELU6_MASK(v) ? gv : (T)0;                                                   \
                         }                                                                                         \
                     gr = tmp;                                                                                     \
@@ -264,6 +290,7 @@ typedef struct bn_job {
                     T v = (xr[k] - m[k]) * a[k] + off[k], t = v > (T)6 ? (T)6 : v;                                \
                     yr[k] = v < (T)0 ? (T)0 : t; /* NaN passes, as Relu6 */                                      \
                 }                                                                                                 \
+            bn_rrow_##SFX(yr, ch, j->rnd);                                                                        \
         }                                                                                                         \
     }                                                                                                             \
     /* gradient: dx = (dy - off) * a - (x - m) * b (training), dy * a (inference) */                              \
@@ -281,22 +308,22 @@ typedef struct bn_job {
                 const T *restrict fm = j->fm, *restrict fa = j->fa, *restrict fo = j->fo;                         \
                 if (j->training && j->act == 1)                                                                   \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
-                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k], g = RELU_MASK(v) ? gv : (T)0;          \
+                        T gv = gr[k], v = bn_r_##SFX((xr[k] - fm[k]) * fa[k] + fo[k], j->rnd), g = RELU_MASK(v) ? gv : (T)0;          \
                         dr[k] = (g - off[k]) * a[k] - (xr[k] - m[k]) * b[k];                                      \
                     }                                                                                             \
                 else if (j->training)                                                                             \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
-                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k], g = RELU6_MASK(v) ? gv : (T)0;         \
+                        T gv = gr[k], v = bn_r_##SFX((xr[k] - fm[k]) * fa[k] + fo[k], j->rnd), g = RELU6_MASK(v) ? gv : (T)0;         \
                         dr[k] = (g - off[k]) * a[k] - (xr[k] - m[k]) * b[k];                                      \
                     }                                                                                             \
                 else if (j->act == 1)                                                                             \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
-                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                        \
+                        T gv = gr[k], v = bn_r_##SFX((xr[k] - fm[k]) * fa[k] + fo[k], j->rnd);                                        \
                         dr[k] = (RELU_MASK(v) ? gv : (T)0) * a[k];                                                \
                     }                                                                                             \
                 else                                                                                              \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
-                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                        \
+                        T gv = gr[k], v = bn_r_##SFX((xr[k] - fm[k]) * fa[k] + fo[k], j->rnd);                                        \
                         dr[k] = (RELU6_MASK(v) ? gv : (T)0) * a[k];                                               \
                     }                                                                                             \
             } else if (j->act) {                                                                                  \
@@ -325,6 +352,7 @@ typedef struct bn_job {
                 for (int64_t k = 0; k < ch; k++) dr[k] = (gr[k] - off[k]) * a[k] - (xr[k] - m[k]) * b[k];         \
             else                                                                                                  \
                 for (int64_t k = 0; k < ch; k++) dr[k] = gr[k] * a[k];                                            \
+            bn_rrow_##SFX(dr, ch, j->rnd);                                                                        \
         }                                                                                                         \
     }
 
@@ -408,7 +436,7 @@ static vg_code bn_forward(vg__kctx *ctx, int act) {
     double *shift = s + 2 * ch;
     bn_job j = {.rows = rows, .ch = ch, .x = vg_tensor_data(x), .out = vg_tensor_data(y), .shift = shift,
                 .m = coef, .a = coef + esz * (size_t)ch, .off = vg_tensor_data(offset), .training = a.training,
-                .act = act};
+                .rnd = dt == VG_FLOAT && vg__kctx_amp(ctx), .act = act};
     if (a.training) {
         for (int64_t k = 0; k < ch; k++) shift[k] = rows ? vat(x, k) : 0;
         if ((c = bn_sums(ctx, &j, dt == VG_FLOAT ? bn_fstats_f32 : bn_fstats_f64, s))) {
@@ -477,7 +505,8 @@ static vg_code bn_backward(vg__kctx *ctx, int act) {
     for (int64_t k = 0; k < ch; k++) mu[k] = vat(mean, k);
     bn_job j = {.rows = rows, .ch = ch, .x = vg_tensor_data(x), .dy = vg_tensor_data(dy), .out = vg_tensor_data(dx),
                 .shift = mu, .m = coef, .a = coef + esz * (size_t)ch, .b = coef + 2 * esz * (size_t)ch,
-                .off = coef + 3 * esz * (size_t)ch, .training = a.training, .act = act};
+                .off = coef + 3 * esz * (size_t)ch, .training = a.training,
+                .rnd = dt == VG_FLOAT && vg__kctx_amp(ctx), .act = act};
     char *fcoef = NULL;
     const vg_tensor *f6 = act ? vg__kctx_input(ctx, 6) : NULL;
     if (act && f6 && vg_tensor_ndims(f6) == 1) {
