@@ -317,7 +317,11 @@ bool vg__amp_paint(vg__plan *p) {
         for (int k = 0; k < nd->ninputs && !native; k++) {
             int sl = nd->in_slot[k];
             if (sl < 0 || vg_output_dtype(vg_op_input(nd->op, k)) != VG_FLOAT || !listed(tin, k)) continue;
-            nd->amp_round[k] = prod[sl] < 0 || !P.white[prod[sl]] || P.black[prod[sl]];
+            /* from an unpainted node, or a painted one's U output (a batch norm's
+             * statistics: float32, TF's Cast to bfloat16 on that edge) */
+            const vg__node *pn = prod[sl] >= 0 ? &p->nodes[prod[sl]] : NULL;
+            nd->amp_round[k] = !pn || !P.white[prod[sl]] || P.black[prod[sl]] ||
+                               !listed(t_outputs(pn->def->type), sl - pn->out_base);
         }
     }
 out:
