@@ -14,11 +14,13 @@
  *   - a block conv -> BN -> ReLU6 -> depthwise -> BN -> ReLU6 -> conv (the plan fuses
  *     each BN with its ReLU6, forward and gradient, painted as well): values and every
  *     gradient against the float32 graph within bfloat16's tolerance, fused (only the
- *     block's output fetched) and unfused (the batch norms' y fetched too). */
+ *     block's output fetched) and unfused (the batch norms' y fetched too);
+ *   - the fused ReLU6 gradient's band at bfloat16's resolution (5.99 rounds to 6.0). */
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint32_t fbits(float f) {
@@ -270,9 +272,56 @@ static void test_amp_dw__bn_colouring(void) {
     vg_graph_free(g);
 }
 
+/* The ReLU6 band at bfloat16's resolution: with scale 0 a training batch norm's y is its
+ * offset, so the offset gradient is the sum of the activation gradient where the mask
+ * passes. Painted, y is rounded: offsets 5.99 and 5.984375 (the tie, to even) round to
+ * 6.0, outside the band (TF's Relu6Grad on the bfloat16 y gives 0), 5.9843747 rounds to
+ * 5.96875 inside it; the fused gradient that recomputes y from x must agree. */
+static void test_amp_dw__relu6_band(void) {
+    static const float offs[C] = {5.99f, 5.97f, 3.0f, -1.0f, 5.984375f, 5.9843747f, 6.5f, 0.0f};
+    static const bool pass16[C] = {false, true, true, false, false, true, false, false};
+    static const bool pass32[C] = {true, true, true, false, true, true, false, false};
+    vg_tensor *o[2][2] = {{NULL}};
+    for (int amp = 0; amp < 2; amp++) {
+        vg_graph *g = vg_graph_new();
+        vg_tensor *keep[6];
+        float xv[N * H * W * C], fv[9 * C], zs[C] = {0}, z = 0, gv[N * H * W * C];
+        fill(xv, N * H * W * C, 41u, 1.0f, 0.0f);
+        fill(fv, 9 * C, 43u, 0.5f, 0.0f);
+        fill(gv, N * H * W * C, 47u, 1.0f, 0.0f);
+        int64_t xd[4] = {N, H, W, C}, fd[4] = {3, 3, C, 1}, dc[1] = {C}, d0[1] = {0}, s1[4] = {1, 1, 1, 1};
+        vg_output x = cst(g, xd, 4, xv, "x", &keep[0]), f = cst(g, fd, 4, fv, "f", &keep[1]);
+        vg_output scale = cst(g, dc, 1, zs, "scale", &keep[2]), offset = cst(g, dc, 1, offs, "offset", &keep[3]);
+        vg_output empty = cst(g, d0, 1, &z, "empty", &keep[4]);
+        vg_output dw = vg_depthwise_conv2d_native(g, x, f, s1, "SAME", "dw");
+        vg_op *bn = vg_fused_batch_norm_v3(g, dw, scale, offset, empty, empty, 0.001f, true, "bn");
+        vg_output y = vg_depthwise_conv2d_native(g, vg_relu6(g, vg_out(bn, 0), "r"), f, s1, "SAME", "dw2");
+        vg_output dy = cst(g, xd, 4, gv, "dy", &keep[5]), doff;
+        vg_status st = {0};
+        CHECK_OK(vg_gradients(g, &y, 1, &offset, 1, &dy, &doff, &st), &st);
+        vg_output fetch[2] = {vg_identity(g, y, "y_out"), vg_identity(g, doff, "doff")};
+        run(g, amp, fetch, 2, o[amp]);
+        for (int i = 0; i < 6; i++) vg_tensor_free(keep[i]);
+        vg_graph_free(g);
+    }
+    CHECK(all_bf16(o[1][0]));
+    const float *d32 = vg_tensor_data(o[0][1]), *d16 = vg_tensor_data(o[1][1]);
+    for (int c = 0; c < C; c++) {
+        CHECK((d32[c] != 0) == pass32[c]);
+        if ((d16[c] != 0) != pass16[c]) fprintf(stderr, "offset %.9g: bfloat16 gradient %g\n", offs[c], d16[c]);
+        CHECK((d16[c] != 0) == pass16[c]);
+        if (getenv("AMP_DW_VERBOSE") || (pass16[c] && pass32[c] && !(fabs(d16[c] - d32[c]) <= 2e-2 * fabs(d32[c]) + 0.1)))
+            fprintf(stderr, "offset %.9g: %.9g vs float32 %.9g\n", offs[c], d16[c], d32[c]);
+        /* a sum of 126 bfloat16-rounded terms up to ~1.5 that can cancel (5.97: -0.31) */
+        if (pass16[c] && pass32[c]) CHECK(fabs(d16[c] - d32[c]) <= 2e-2 * fabs(d32[c]) + 0.1);
+    }
+    for (int a = 0; a < 2; a++) vg_tensor_free(o[a][0]), vg_tensor_free(o[a][1]);
+}
+
 int main(void) {
     RUN_TEST(test_amp_dw__depthwise_exact);
     RUN_TEST(test_amp_dw__block);
     RUN_TEST(test_amp_dw__bn_colouring);
+    RUN_TEST(test_amp_dw__relu6_band);
     TEST_MAIN_END();
 }

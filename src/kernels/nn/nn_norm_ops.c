@@ -161,22 +161,13 @@ typedef struct bn_job {
     int act;              /* fused: 0 none, 1 Relu, 2 Relu6 (applied to y / masking dy) */
 } bn_job;
 
-/* bfloat16 rounding (nearest even, TF's round_to_bfloat16) of v when on, branch-free so
- * that the mask loops still vectorize: a painted forward wrote y rounded, so the mask a
- * fused gradient recomputes must come from the rounded value (5.999 rounds to 6, outside
- * ReLU6's pass band). A NaN gives a NaN or a value whose mask is the NaN's (none). */
-static inline float bn_r_f32(float v, bool on) {
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-    u = on ? r : u;
-    memcpy(&v, &u, 4);
-    return v;
-}
-static inline double bn_r_f64(double v, bool on) {
-    (void)on;
-    return v;
-}
+/* A painted forward wrote y rounded to bfloat16, so a fused gradient that recomputes y
+ * from x must take the mask of the rounded value: bf16(v) > 0 iff v > 2^-134 (half the
+ * smallest bfloat16 subnormal; the tie goes to even, 0) and bf16(v) < 6 iff v <
+ * 5.984375 (halfway between 5.96875 and 6; the tie goes to 6, the even one). The
+ * thresholds (mlo, mhi: 0 and 6 unpainted) keep the mask loops a compare each. */
+#define RELU_MASK_R(v) ((v) > mlo)
+#define RELU6_MASK_R(v) (((v) > mlo) & ((v) < mhi))
 /* The row just written, rounded in place while it is in cache (painted float32 only). */
 static inline void bn_rrow_f32(float *row, int64_t n, bool on) {
     if (on) vg__bf16_round_n(row, row, (size_t)n);
@@ -232,17 +223,17 @@ static inline void bn_rrow_f64(double *row, int64_t n, bool on) { (void)row, (vo
                 BN_PF(T, dy, r, ch, 0);                                                                             \
                 const T *restrict xr = x + r * ch, *gr = dy + r * ch;                                             \
                 if (j->act && !j->feat) { /* the mask from y recomputed (see bn_backward) */                    \
-                    const T *restrict fm = j->fm, *restrict fa = j->fa, *restrict fo = j->fo;                     \
+                    const T *restrict fm = j->fm, *restrict fa = j->fa, *restrict fo = j->fo, mlo = j->rnd ? (T)0x1p-134 : (T)0, mhi = j->rnd ? (T)5.984375 : (T)6;                     \
                     T *restrict tmp = (T *)(j->part + j->npieces * 2 * ch + p * ch);                              \
                     if (j->act == 1)                                                                              \
                         for (int64_t k = 0; k < ch; k++) {                                                        \
-                            T gv = gr[k], v = bn_r_##SFX((xr[k] - fm[k]) * fa[k] + fo[k], j->rnd);                                    \
-                            tmp[k] = RELU_MASK(v) ? gv : (T)0;                                                    \
+                            T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                    \
+                            tmp[k] = RELU_MASK_R(v) ? gv : (T)0;                                                    \
                         }                                                                                         \
                     else                                                                                          \
                         for (int64_t k = 0; k < ch; k++) {                                                        \
-                            T gv = gr[k], v = bn_r_##SFX((xr[k] - fm[k]) * fa[k] + fo[k], j->rnd);                                    \
-                            tmp[k] = RELU6_MASK(v) ? gv : (T)0;                                                   \
+                            T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                    \
+                            tmp[k] = RELU6_MASK_R(v) ? gv : (T)0;                                                   \
                         }                                                                                         \
                     gr = tmp;                                                                                     \
                 } else if (j->act) { /* the masked row first (a select GCC vectorizes), then the sums */          \
@@ -305,26 +296,26 @@ static inline void bn_rrow_f64(double *row, int64_t n, bool on) { (void)row, (vo
             const T *restrict xr = (const T *)j->x + r * ch, *restrict gr = (const T *)j->dy + r * ch;            \
             T *restrict dr = (T *)j->out + r * ch;                                                                \
             if (j->act && !j->feat) { /* the mask from y recomputed (see bn_backward) */                        \
-                const T *restrict fm = j->fm, *restrict fa = j->fa, *restrict fo = j->fo;                         \
+                const T *restrict fm = j->fm, *restrict fa = j->fa, *restrict fo = j->fo, mlo = j->rnd ? (T)0x1p-134 : (T)0, mhi = j->rnd ? (T)5.984375 : (T)6;                         \
                 if (j->training && j->act == 1)                                                                   \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
-                        T gv = gr[k], v = bn_r_##SFX((xr[k] - fm[k]) * fa[k] + fo[k], j->rnd), g = RELU_MASK(v) ? gv : (T)0;          \
+                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k], g = RELU_MASK_R(v) ? gv : (T)0;          \
                         dr[k] = (g - off[k]) * a[k] - (xr[k] - m[k]) * b[k];                                      \
                     }                                                                                             \
                 else if (j->training)                                                                             \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
-                        T gv = gr[k], v = bn_r_##SFX((xr[k] - fm[k]) * fa[k] + fo[k], j->rnd), g = RELU6_MASK(v) ? gv : (T)0;         \
+                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k], g = RELU6_MASK_R(v) ? gv : (T)0;         \
                         dr[k] = (g - off[k]) * a[k] - (xr[k] - m[k]) * b[k];                                      \
                     }                                                                                             \
                 else if (j->act == 1)                                                                             \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
-                        T gv = gr[k], v = bn_r_##SFX((xr[k] - fm[k]) * fa[k] + fo[k], j->rnd);                                        \
-                        dr[k] = (RELU_MASK(v) ? gv : (T)0) * a[k];                                                \
+                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                        \
+                        dr[k] = (RELU_MASK_R(v) ? gv : (T)0) * a[k];                                                \
                     }                                                                                             \
                 else                                                                                              \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
-                        T gv = gr[k], v = bn_r_##SFX((xr[k] - fm[k]) * fa[k] + fo[k], j->rnd);                                        \
-                        dr[k] = (RELU6_MASK(v) ? gv : (T)0) * a[k];                                               \
+                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                        \
+                        dr[k] = (RELU6_MASK_R(v) ? gv : (T)0) * a[k];                                               \
                     }                                                                                             \
             } else if (j->act) {                                                                                  \
                 const T *restrict fr = (const T *)j->feat + r * ch;                                               \
