@@ -27,7 +27,8 @@
  * (vigil/mixed_precision.h: bfloat16 MatMul / convolutions on oneDNN), timed in the same
  * rounds, and the Python peer under bfloat16 autocast; JSON bf16_* fields.
  * --profile: after the rounds, the steps again at VG_TRACE_FULL and, per op type, the
- * median per step of its nodes' summed time and its share of the summed step (stderr).
+ * median per step of its nodes' summed time and its share of the summed step (stderr);
+ * with --precision bf16, then the same for the mixed-precision session.
  * Peers: PyTorch in Python (bench/peers/torch_models.py) and libtorch, PyTorch's C++ API
  * (bench/peers/libtorch_models.cpp, built where CMake finds Debian's libtorch-dev), each
  * run once per round after vigil's steps.
@@ -349,6 +350,10 @@ int main(int argc, char **argv) {
         }
     }
     if (prof) profile(g, s, threads, &b, steps);
+    if (prof && sb) { /* the census of the mixed-precision session, after float32's */
+        fprintf(stderr, "profile of the bfloat16 session (--precision bf16):\n");
+        profile(g, sb, threads, &b, steps);
+    }
     double vm = median(vr, rounds), pm = median(pr, rounds), lm = median(lr, rounds);
     printf("{\"bench\":\"models\",\"model\":\"%s\",\"batch\":%d,\"size\":%d,\"threads\":%d,\"steps\":%d,\"rounds\":%d,"
            "\"vigil_median_ms\":%.2f,\"pytorch_median_ms\":%.2f,\"libtorch_median_ms\":%.2f,\"ratio_pytorch\":%.3f,"

@@ -40,12 +40,18 @@ void vg_disable_mixed_precision_graph_rewrite(void) { atomic_store(&g_amp_global
 bool vg_mixed_precision_graph_rewrite_enabled(void) { return atomic_load(&g_amp_global); }
 
 /* ---- TF 1.15's lists (AutoMixedPrecisionLists; BatchMatMul/V2 are on the allow list
- * with CUDA >= 9.1 there and always in the oneDNN variant) ---- */
+ * with CUDA >= 9.1 there and always in the oneDNN variant). The depthwise convolution
+ * and its two backprops are on the allow list of TF's oneDNN variant
+ * (AutoMixedPrecisionListsMkl, the CPU's bfloat16 lists; CUDA's has them with cuDNN >=
+ * 8): without them MobileNet's chains conv -> BN -> ReLU6 -> depthwise -> BN -> ReLU6
+ * -> conv kept everything but the pointwise convolutions float32, and every painted
+ * convolution paid a cast on each side (issue 34: bfloat16 step 1.11x float32). ---- */
 static const char *const allow_ops[] = {
     "BlockLSTM", "BlockLSTMV2", "BlockLSTMGrad", "BlockLSTMGradV2", "Conv2D", "Conv2DBackpropFilter",
     "Conv2DBackpropInput", "CudnnRNN", "CudnnRNNBackprop", "CudnnRNNBackpropV2", "CudnnRNNBackpropV3", "CudnnRNNV2",
     "CudnnRNNV3", "Einsum", "GRUBlockCell", "GRUBlockCellGrad", "LSTMBlockCell", "LSTMBlockCellGrad", "MatMul",
-    "BatchMatMul", "BatchMatMulV2", NULL};
+    "BatchMatMul", "BatchMatMulV2", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropFilter",
+    "DepthwiseConv2dNativeBackpropInput", NULL};
 static const char *const infer_ops[] = {
     "Add", "AddN", "AddV2", "AvgPool", "AvgPool3D", "AvgPool3DGrad", "AvgPoolGrad", "BiasAdd", "BiasAddGrad",
     "BiasAddV1", "Elu", "EluGrad", "Erf", "Erfc", "FloorDiv", "FusedBatchNormV2", "FusedBatchNormGradV2",
@@ -83,6 +89,35 @@ int vg__amp_list_of(const char *type) {
     if (in_list(deny_ops, type)) return L_DENY;
     if (in_list(clear_ops, type)) return L_CLEAR;
     return L_OTHER;
+}
+
+/* The batch norms' T is x / y (and y_backprop / x_backprop); scale, offset, mean,
+ * variance, the batch statistics and the reserve spaces are U, float32 in TF's bfloat16
+ * batch norm too: a painted batch norm keeps them float32 (rounds none of them). For
+ * these types, the indices of the T inputs / the T outputs, -1 ended; NULL for others
+ * (every float32 input and output is T). */
+static const int bn_fwd_in[] = {0, -1}, bn_grad_in[] = {0, 1, -1}, bn_out[] = {0, -1};
+static bool is_bn_fwd(const char *t) {
+    return !strcmp(t, "FusedBatchNormV2") || !strcmp(t, "FusedBatchNormV3") || !strcmp(t, "_FusedBatchNormEx");
+}
+static bool is_bn_grad(const char *t) { return !strcmp(t, "FusedBatchNormGradV2") || !strcmp(t, "FusedBatchNormGradV3"); }
+static bool listed(const int *l, int i) {
+    if (!l) return true;
+    for (; *l >= 0; l++)
+        if (*l == i) return true;
+    return false;
+}
+static const int *t_inputs(const char *t) { return is_bn_fwd(t) ? bn_fwd_in : is_bn_grad(t) ? bn_grad_in : NULL; }
+static const int *t_outputs(const char *t) { return is_bn_fwd(t) || is_bn_grad(t) ? bn_out : NULL; }
+
+/* Kernels that round their T outputs to bfloat16 themselves when painted, in the pass
+ * that writes them (nn_depthwise_ops.c, nn_norm_ops.c, including the plan's fused batch
+ * norm + activation nodes, whose op keeps the original type): the executor's separate
+ * rounding pass skips them. */
+static bool rounds_itself(const char *t) {
+    return !strcmp(t, "DepthwiseConv2dNative") || !strcmp(t, "DepthwiseConv2dNativeBackpropInput") ||
+           !strcmp(t, "DepthwiseConv2dNativeBackpropFilter") || !strcmp(t, "FusedBatchNormV3") ||
+           !strcmp(t, "FusedBatchNormGradV3");
 }
 
 bool vg__amp_session_on(const vg_session *s) { return s->amp; }
@@ -278,10 +313,15 @@ bool vg__amp_paint(vg__plan *p) {
         }
         /* MatMul rounds its operands itself while converting them to bfloat16 (bf16_dnnl.c) */
         bool native = !strcmp(nd->def->type, "MatMul");
+        const int *tin = t_inputs(nd->def->type);
         for (int k = 0; k < nd->ninputs && !native; k++) {
             int sl = nd->in_slot[k];
-            if (sl < 0 || vg_output_dtype(vg_op_input(nd->op, k)) != VG_FLOAT) continue;
-            nd->amp_round[k] = prod[sl] < 0 || !P.white[prod[sl]] || P.black[prod[sl]];
+            if (sl < 0 || vg_output_dtype(vg_op_input(nd->op, k)) != VG_FLOAT || !listed(tin, k)) continue;
+            /* from an unpainted node, or a painted one's U output (a batch norm's
+             * statistics: float32, TF's Cast to bfloat16 on that edge) */
+            const vg__node *pn = prod[sl] >= 0 ? &p->nodes[prod[sl]] : NULL;
+            nd->amp_round[k] = !pn || !P.white[prod[sl]] || P.black[prod[sl]] ||
+                               !listed(t_outputs(pn->def->type), sl - pn->out_base);
         }
     }
 out:
@@ -325,9 +365,12 @@ vg_code vg__amp_round_inputs(vg__node *n, vg_tensor **vals, vg_status *st) {
 }
 
 vg_code vg__amp_round_outputs(vg__node *n, vg_tensor **vals, vg_tensor **outs, vg_status *st) {
+    const char *type = vg_op_type(n->op); /* the op as built: a fused node keeps it */
+    if (rounds_itself(type)) return VG_OK;
+    const int *tout = t_outputs(type);
     for (int i = 0; i < n->noutputs; i++) {
         vg_tensor *t = outs[i];
-        if (!t || vg__val_is_ref(t) || vg_tensor_dtype(t) != VG_FLOAT) continue;
+        if (!t || vg__val_is_ref(t) || vg_tensor_dtype(t) != VG_FLOAT || !listed(tout, i)) continue;
         const void *d = vg_tensor_data(t);
         bool shared = vg__tensor_refcount(t) > 1;
         for (int k = 0; k < n->ninputs && !shared; k++) {

@@ -357,6 +357,7 @@ static const vg__node *bn_act_forward(const vg__plan *p, const int *prod, int f,
     if (strcmp(fb->def->type, "FusedBatchNormV3") && strcmp(fb->def->type, k ? "_VigilFusedBatchNormRelu6"
                                                                               : "_VigilFusedBatchNormRelu"))
         return NULL;
+    if (fb->amp != bn->amp) return NULL; /* a painted forward's y is rounded: so is the recomputed one */
     bool training = true;
     vg_op_attr_bool(fb->op, "is_training", &training);
     if (fb->in_slot[0] != bn->in_slot[1] || fb->in_slot[1] != bn->in_slot[2] ||
@@ -380,30 +381,32 @@ static bool fuse_bn_act(vg__plan *p, const vg__op_def *noop, const vg__op_def *f
     }
     for (int b = 0; b < p->nnodes; b++) {
         vg__node *bn = &p->nodes[b];
-        if (!is_type(bn, "FusedBatchNormV3") || bn->def != bn->op->def || bn->ninputs != 5 || bn->noutputs != 6 ||
-            vg__plan_node_fed(bn))
+        /* painted pairs too (exec/amp.c; both or neither): the fused kernel rounds y */
+        if (!is_type_as(bn, "FusedBatchNormV3", bn->amp) || bn->def != bn->op->def || bn->ninputs != 5 ||
+            bn->noutputs != 6 || vg__plan_node_fed(bn))
             continue;
         int r = sole_consumer(p, bn->out_base);
         if (r < 0) continue;
         vg__node *rn = &p->nodes[r];
-        int k = is_type(rn, "Relu") ? 0 : is_type(rn, "Relu6") ? 1 : -1;
+        int k = is_type_as(rn, "Relu", bn->amp) ? 0 : is_type_as(rn, "Relu6", bn->amp) ? 1 : -1;
         if (k < 0 || rn->def != rn->op->def || rn->ninputs != 1 || rn->in_slot[0] != bn->out_base || vg__plan_node_fed(rn))
             continue;
         bn->def = fdef[k];
         rn->def = fwd;
+        rn->amp = false; /* forwards the fused node's (rounded) output */
     }
     int *prod = vg__plan_slot_producers(p);
     if (!prod) return false;
     for (int r = 0; r < p->nnodes; r++) {
         vg__node *rn = &p->nodes[r];
-        int k = is_type(rn, "ReluGrad") ? 0 : is_type(rn, "Relu6Grad") ? 1 : -1;
+        int k = is_type_as(rn, "ReluGrad", rn->amp) ? 0 : is_type_as(rn, "Relu6Grad", rn->amp) ? 1 : -1;
         if (k < 0 || rn->def != rn->op->def || rn->ninputs != 2 || rn->noutputs != 1 || rn->in_slot[0] < 0 ||
             rn->in_slot[1] < 0 || vg__plan_node_fed(rn))
             continue;
         int b = sole_consumer(p, rn->out_base);
         if (b < 0) continue;
         vg__node *bn = &p->nodes[b];
-        if (!is_type(bn, "FusedBatchNormGradV3") || bn->def != bn->op->def || bn->ninputs != 6 ||
+        if (!is_type_as(bn, "FusedBatchNormGradV3", rn->amp) || bn->def != bn->op->def || bn->ninputs != 6 ||
             bn->in_slot[0] != rn->out_base || vg__plan_node_fed(bn))
             continue;
         int *in_slot = vg__malloc(sizeof(int) * 7);
@@ -423,6 +426,12 @@ static bool fuse_bn_act(vg__plan *p, const vg__op_def *noop, const vg__op_def *f
             p->slot_uses[rn->in_slot[1]]--;
             p->slot_uses[fb->in_slot[2]]++;
             in_slot[6] = fb->in_slot[2], in_var[6] = fb->in_var ? fb->in_var[2] : NULL;
+        }
+        if (bn->amp) { /* painted: amp_round has ninputs + 1 = 7 entries (amp.c); the
+                        * activation gradient's inputs are rounded as it would have */
+            bn->amp_round[0] = rn->amp_round[0];
+            bn->amp_round[6] = fb ? false : rn->amp_round[1];
+            rn->amp = false;
         }
         p->slot_uses[rn->out_base]--; /* the masked gradient is read by nobody now */
         vg__free(bn->in_slot);

@@ -8,6 +8,7 @@
  * _DepthwiseConv2dNativeGrad): DepthwiseConv2dNativeBackpropInput(Shape(input), filter,
  * dy) and DepthwiseConv2dNativeBackpropFilter(input, Shape(filter), dy).
  */
+#include "core/bf16_round.h"
 #include "kernels/ew_internal.h"
 #include "kernels/nn/nn_internal.h"
 #include "kernels/simd.h"
@@ -166,7 +167,14 @@ typedef struct dw_job {
     void *o;
     void *partials; /* filter gradient: npieces * KH*KW*C*M */
     int64_t npieces, rows_per_piece;
+    bool rnd;       /* painted by the mixed-precision rewrite (exec/amp.c), float32: each
+                       output row rounded to bfloat16 once written, while in cache */
 } dw_job;
+
+static inline void dw_rrow_f32(float *row, int64_t n, bool on) {
+    if (on) vg__bf16_round_n(row, row, (size_t)n);
+}
+static inline void dw_rrow_f64(double *row, int64_t n, bool on) { (void)row, (void)n, (void)on; }
 
 #define DW_KERNELS(T, SFX)                                                                                         \
     VG_SIMD_CLONES static void dw_fwd_##SFX(void *arg, int64_t r0, int64_t r1) {                                                  \
@@ -198,6 +206,7 @@ typedef struct dw_job {
                     }                                                                                              \
                 }                                                                                                  \
             }                                                                                                      \
+            dw_rrow_##SFX(orow, g->ow * CM, j->rnd);                                                               \
         }                                                                                                          \
     }                                                                                                              \
     VG_SIMD_CLONES static void dw_bin_##SFX(void *arg, int64_t r0, int64_t r1) {                                                  \
@@ -234,6 +243,7 @@ typedef struct dw_job {
                     }                                                                                              \
                 }                                                                                                  \
             }                                                                                                      \
+            dw_rrow_##SFX(dxrow, g->w * C, j->rnd);                                                                \
         }                                                                                                          \
     }                                                                                                              \
     VG_SIMD_CLONES static void dw_bfil_##SFX(void *arg, int64_t p0, int64_t p1) {                                                 \
@@ -276,6 +286,7 @@ typedef struct dw_job {
         memcpy(out, pp, sizeof(T) * (size_t)fsz);                                                                  \
         for (int64_t piece = 1; piece < j->npieces; piece++)                                                       \
             for (int64_t i = 0; i < fsz; i++) out[i] += pp[piece * fsz + i];                                       \
+        dw_rrow_##SFX(out, fsz, j->rnd);                                                                           \
     }
 
 DW_KERNELS(float, f32)
@@ -323,6 +334,25 @@ static vg_code dw_exec(vg__kctx *ctx, dw_kind kind, dw_job *j, vg_dtype dt) {
     else dw_sum_f64(j, j->o, fsz);
     vg__free(j->partials);
     return VG_OK;
+}
+
+/* The output oneDNN wrote, rounded to bfloat16 in blocks over the intra-op threads. */
+#define DW_RBLOCK 16384
+typedef struct dw_rjob {
+    float *o;
+    int64_t n;
+} dw_rjob;
+static void dw_round_blocks(void *arg, int64_t b0, int64_t b1) {
+    const dw_rjob *r = arg;
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t e = (b + 1) * DW_RBLOCK < r->n ? (b + 1) * DW_RBLOCK : r->n;
+        vg__bf16_round_n(r->o + b * DW_RBLOCK, r->o + b * DW_RBLOCK, (size_t)(e - b * DW_RBLOCK));
+    }
+}
+static void dw_round_out(vg__kctx *ctx, float *o, int64_t n) {
+    if (n <= 0) return;
+    dw_rjob r = {o, n};
+    vg__kctx_parallel_for(ctx, (n + DW_RBLOCK - 1) / DW_RBLOCK, 2 * DW_RBLOCK, dw_round_blocks, &r);
 }
 
 static vg_code read_sizes(vg__kctx *ctx, int i, int64_t d[4]) {
@@ -380,15 +410,23 @@ static vg_code dw_run(vg__kctx *ctx, dw_kind kind) {
     int64_t od[4] = {g.n, g.oh, g.ow, g.c * g.m};
     vg_tensor *o;
     if ((c = vg__kctx_alloc_output(ctx, 0, dt, kind == FWD ? od : kind == BP_INPUT ? xd : fd, 4, &o))) return c;
+    /* painted (exec/amp.c): x, filter and dy hold bfloat16 values (the executor rounded
+     * those from unpainted producers), so the float32 products are exact and the sums
+     * run in float32 as oneDNN's bfloat16 depthwise kernels do; the result is rounded
+     * here (the executor's own rounding pass skips this op) */
+    bool rnd = dt == VG_FLOAT && vg__kctx_amp(ctx);
     dw_job j = {&g, &a, x ? vg_tensor_data(x) : NULL, f ? vg_tensor_data(f) : NULL, dy ? vg_tensor_data(dy) : NULL,
-                vg_tensor_data(o), NULL, 0, 0};
+                vg_tensor_data(o), NULL, 0, 0, rnd};
     if (dt == VG_FLOAT) { /* oneDNN's depthwise kernels where it has them (issue 30) */
         vg__dw_geom dg = {g.n, g.h, g.w, g.c, g.kh, g.kw, g.m, a.sh, a.sw, g.oh, g.ow, g.pt, g.pl};
         bool done = false;
         if ((c = vg__conv_depthwise_dnnl(ctx, kind == FWD ? 0 : kind == BP_INPUT ? 1 : 2, &dg, j.x, j.f, j.dy, j.o,
                                          &done)))
             return c;
-        if (done) return VG_OK;
+        if (done) {
+            if (rnd) dw_round_out(ctx, vg_tensor_data(o), vg_tensor_num_elements(o));
+            return VG_OK;
+        }
     }
     return dw_exec(ctx, kind, &j, dt);
 }

@@ -20,6 +20,7 @@
  *   inference: dx = dy * scale * r
  *   dscale = sum(dy * xhat), doffset = sum(dy).
  */
+#include "core/bf16_round.h"
 #include "kernels/ew_internal.h"
 #include "kernels/simd.h"
 
@@ -154,8 +155,24 @@ typedef struct bn_job {
     const void *fm, *fa, *fo; /* or the forward's m, a and offset, its output recomputed
                                  (y = (x - m) * a + off, bit for bit: see bn_backward) */
     bool training;
+    bool rnd;             /* painted by the mixed-precision rewrite (exec/amp.c), float32:
+                             y / dx rounded to bfloat16 as each row is written, and the
+                             recomputed y of a fused gradient rounded before its mask */
     int act;              /* fused: 0 none, 1 Relu, 2 Relu6 (applied to y / masking dy) */
 } bn_job;
+
+/* A painted forward wrote y rounded to bfloat16, so a fused gradient that recomputes y
+ * from x must take the mask of the rounded value: bf16(v) > 0 iff v > 2^-134 (half the
+ * smallest bfloat16 subnormal; the tie goes to even, 0) and bf16(v) < 6 iff v <
+ * 5.984375 (halfway between 5.96875 and 6; the tie goes to 6, the even one). The
+ * thresholds (mlo, mhi: 0 and 6 unpainted) keep the mask loops a compare each. */
+#define RELU_MASK_R(v) ((v) > mlo)
+#define RELU6_MASK_R(v) (((v) > mlo) & ((v) < mhi))
+/* The row just written, rounded in place while it is in cache (painted float32 only). */
+static inline void bn_rrow_f32(float *row, int64_t n, bool on) {
+    if (on) vg__bf16_round_n(row, row, (size_t)n);
+}
+static inline void bn_rrow_f64(double *row, int64_t n, bool on) { (void)row, (void)n, (void)on; }
 
 /* The activation's gradient mask from its output f (ReluGrad / Relu6Grad of TF). */
 #define RELU_MASK(f) ((f) > 0)
@@ -206,17 +223,17 @@ typedef struct bn_job {
                 BN_PF(T, dy, r, ch, 0);                                                                             \
                 const T *restrict xr = x + r * ch, *gr = dy + r * ch;                                             \
                 if (j->act && !j->feat) { /* the mask from y recomputed (see bn_backward) */                    \
-                    const T *restrict fm = j->fm, *restrict fa = j->fa, *restrict fo = j->fo;                     \
+                    const T *restrict fm = j->fm, *restrict fa = j->fa, *restrict fo = j->fo, mlo = j->rnd ? (T)0x1p-134 : (T)0, mhi = j->rnd ? (T)5.984375 : (T)6;                     \
                     T *restrict tmp = (T *)(j->part + j->npieces * 2 * ch + p * ch);                              \
                     if (j->act == 1)                                                                              \
                         for (int64_t k = 0; k < ch; k++) {                                                        \
                             T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                    \
-                            tmp[k] = RELU_MASK(v) ? gv : (T)0;                                                    \
+                            tmp[k] = RELU_MASK_R(v) ? gv : (T)0;                                                    \
                         }                                                                                         \
                     else                                                                                          \
                         for (int64_t k = 0; k < ch; k++) {                                                        \
                             T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                    \
-                            tmp[k] = RELU6_MASK(v) ? gv : (T)0;                                                   \
+                            tmp[k] = RELU6_MASK_R(v) ? gv : (T)0;                                                   \
                         }                                                                                         \
                     gr = tmp;                                                                                     \
                 } else if (j->act) { /* the masked row first (a select GCC vectorizes), then the sums */          \
@@ -264,6 +281,7 @@ typedef struct bn_job {
                     T v = (xr[k] - m[k]) * a[k] + off[k], t = v > (T)6 ? (T)6 : v;                                \
                     yr[k] = v < (T)0 ? (T)0 : t; /* NaN passes, as Relu6 */                                      \
                 }                                                                                                 \
+            bn_rrow_##SFX(yr, ch, j->rnd);                                                                        \
         }                                                                                                         \
     }                                                                                                             \
     /* gradient: dx = (dy - off) * a - (x - m) * b (training), dy * a (inference) */                              \
@@ -278,26 +296,26 @@ typedef struct bn_job {
             const T *restrict xr = (const T *)j->x + r * ch, *restrict gr = (const T *)j->dy + r * ch;            \
             T *restrict dr = (T *)j->out + r * ch;                                                                \
             if (j->act && !j->feat) { /* the mask from y recomputed (see bn_backward) */                        \
-                const T *restrict fm = j->fm, *restrict fa = j->fa, *restrict fo = j->fo;                         \
+                const T *restrict fm = j->fm, *restrict fa = j->fa, *restrict fo = j->fo, mlo = j->rnd ? (T)0x1p-134 : (T)0, mhi = j->rnd ? (T)5.984375 : (T)6;                         \
                 if (j->training && j->act == 1)                                                                   \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
-                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k], g = RELU_MASK(v) ? gv : (T)0;          \
+                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k], g = RELU_MASK_R(v) ? gv : (T)0;          \
                         dr[k] = (g - off[k]) * a[k] - (xr[k] - m[k]) * b[k];                                      \
                     }                                                                                             \
                 else if (j->training)                                                                             \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
-                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k], g = RELU6_MASK(v) ? gv : (T)0;         \
+                        T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k], g = RELU6_MASK_R(v) ? gv : (T)0;         \
                         dr[k] = (g - off[k]) * a[k] - (xr[k] - m[k]) * b[k];                                      \
                     }                                                                                             \
                 else if (j->act == 1)                                                                             \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
                         T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                        \
-                        dr[k] = (RELU_MASK(v) ? gv : (T)0) * a[k];                                                \
+                        dr[k] = (RELU_MASK_R(v) ? gv : (T)0) * a[k];                                                \
                     }                                                                                             \
                 else                                                                                              \
                     for (int64_t k = 0; k < ch; k++) {                                                            \
                         T gv = gr[k], v = (xr[k] - fm[k]) * fa[k] + fo[k];                                        \
-                        dr[k] = (RELU6_MASK(v) ? gv : (T)0) * a[k];                                               \
+                        dr[k] = (RELU6_MASK_R(v) ? gv : (T)0) * a[k];                                               \
                     }                                                                                             \
             } else if (j->act) {                                                                                  \
                 const T *restrict fr = (const T *)j->feat + r * ch;                                               \
@@ -325,6 +343,7 @@ typedef struct bn_job {
                 for (int64_t k = 0; k < ch; k++) dr[k] = (gr[k] - off[k]) * a[k] - (xr[k] - m[k]) * b[k];         \
             else                                                                                                  \
                 for (int64_t k = 0; k < ch; k++) dr[k] = gr[k] * a[k];                                            \
+            bn_rrow_##SFX(dr, ch, j->rnd);                                                                        \
         }                                                                                                         \
     }
 
@@ -408,7 +427,7 @@ static vg_code bn_forward(vg__kctx *ctx, int act) {
     double *shift = s + 2 * ch;
     bn_job j = {.rows = rows, .ch = ch, .x = vg_tensor_data(x), .out = vg_tensor_data(y), .shift = shift,
                 .m = coef, .a = coef + esz * (size_t)ch, .off = vg_tensor_data(offset), .training = a.training,
-                .act = act};
+                .rnd = dt == VG_FLOAT && vg__kctx_amp(ctx), .act = act};
     if (a.training) {
         for (int64_t k = 0; k < ch; k++) shift[k] = rows ? vat(x, k) : 0;
         if ((c = bn_sums(ctx, &j, dt == VG_FLOAT ? bn_fstats_f32 : bn_fstats_f64, s))) {
@@ -477,7 +496,8 @@ static vg_code bn_backward(vg__kctx *ctx, int act) {
     for (int64_t k = 0; k < ch; k++) mu[k] = vat(mean, k);
     bn_job j = {.rows = rows, .ch = ch, .x = vg_tensor_data(x), .dy = vg_tensor_data(dy), .out = vg_tensor_data(dx),
                 .shift = mu, .m = coef, .a = coef + esz * (size_t)ch, .b = coef + 2 * esz * (size_t)ch,
-                .off = coef + 3 * esz * (size_t)ch, .training = a.training, .act = act};
+                .off = coef + 3 * esz * (size_t)ch, .training = a.training,
+                .rnd = dt == VG_FLOAT && vg__kctx_amp(ctx), .act = act};
     char *fcoef = NULL;
     const vg_tensor *f6 = act ? vg__kctx_input(ctx, 6) : NULL;
     if (act && f6 && vg_tensor_ndims(f6) == 1) {
