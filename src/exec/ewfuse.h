@@ -87,7 +87,7 @@ VG_HIDDEN bool vg__ew_set_remat(bool on);
 VG_HIDDEN bool vg__ew_set_chain(bool on);
 /* How many kernel runs so far (all threads) took specialised chain loop `kind`: 1 batch
  * norm + leaky ReLU forward, 2 its gradient's reductions, 3 batch-norm dx, 4 layer norm's
- * normalization; 0: any of them. */
+ * normalization, 5 layer norm's gradient sums; 0: any of them. */
 VG_HIDDEN int64_t vg__ew_chain_runs(int kind);
 
 /* Frees a program (NULL: nothing). Defined in fuse_ew.c. */

@@ -20,7 +20,8 @@
  * way): instructions whose operands are all broadcast (scalars, channel vectors, and
  * such instructions, as the batch-norm gradients' tiled coefficients) are computed once
  * per run instead of per tile; and the common clusters (the ResNet's batch norm + leaky
- * ReLU forward, its gradient's reduction pass and dx, layer norm's normalization;
+ * ReLU forward, its gradient's reduction pass and dx, layer norm's normalization and
+ * its gradient's sums;
  * matched on the program's text) run their whole chain per element in one loop, the
  * values in vector registers, instead of one pass over the tile per instruction.
  */
@@ -252,6 +253,9 @@ enum {
                           or (((r + r2) + k * (x - mu)) + q) (AddN of 3 / 4) */
     EW_CHAIN_LN,       /* layer normalization, per-row rstd and mean: k = rstd * gamma,
                           y = x * k + (beta - mean * k); outputs k, y */
+    EW_CHAIN_LN_GRAD,  /* layer norm's gradient row / channel sums: a = g * x, n = -x,
+                          u = a + rs * n (AddN), v = n * y, w = rr * u, z = u * c;
+                          outputs rowsum(v), sum(w), rowsum(z) */
     EW_CHAIN_COUNT
 };
 
@@ -317,6 +321,23 @@ static void chain_ln(int64_t rows, int64_t C, const float *restrict rs, const fl
             float k = s * gr[c];
             kr[c] = k;
             yr[c] = xr[c] * k + (br[c] - mu * k);
+        }
+    }
+}
+
+VG_SIMD_CLONES
+static void chain_ln_grad(int64_t rows, int64_t C, const float *restrict g, const float *restrict x,
+                          const float *restrict rs, const float *restrict y, const float *restrict rr,
+                          const float *restrict c, float *restrict v, float *restrict w, float *restrict z) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float s2 = rs[r], s4 = rr[r];
+        const int64_t o = r * C;
+        for (int64_t k = 0; k < C; k++) {
+            float a = g[o + k] * x[o + k], n = -x[o + k];
+            float u = a + s2 * n;
+            v[o + k] = n * y[o + k];
+            w[o + k] = s4 * u;
+            z[o + k] = u * c[o + k];
         }
     }
 }
@@ -387,6 +408,8 @@ static int chain_match(const vg__ew_prog *p, int reg[4]) {
         return EW_CHAIN_BN_DX;
     }
     if (!strcmp(sig, "rffrf|mul(0,1)mul(2,5)mul(3,5)sub(4,7)add(6,8)|5s,9s")) return EW_CHAIN_LN;
+    if (!strcmp(sig, "ffrfrf|mul(0,1)neg(1)mul(2,7)mul(7,3)addn(6,8)mul(4,10)mul(10,5)|9w,11c,12w"))
+        return EW_CHAIN_LN_GRAD;
     return EW_CHAIN_NONE;
 }
 
@@ -415,6 +438,13 @@ static void run_chain(const ew_job *j, int64_t t0, int64_t m, float *scr, const 
         chain_ln(m / j->p->C, j->p->C, j->in_f[0] + t0 / j->p->C, R[1], R[2], j->in_f[3] + t0 / j->p->C, R[4],
                  j->out_f[0] + t0, j->out_f[1] + t0);
         break;
+    case EW_CHAIN_LN_GRAD: {
+        const int64_t C = j->p->C;
+        float *v = scr + 9 * L, *w = scr + 11 * L, *z = scr + 12 * L;
+        chain_ln_grad(m / C, C, R[0], R[1], j->in_f[2] + t0 / C, R[3], j->in_f[4] + t0 / C, R[5], v, w, z);
+        R[9] = v, R[11] = w, R[12] = z;
+        break;
+    }
     default: break;
     }
 }
