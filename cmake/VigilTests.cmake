@@ -29,6 +29,7 @@ set(VIGIL_INTERNAL_TESTS
   # exec/
   test_conv_fusion test_core_session test_exec_ab test_fusion_elementwise test_fusion_matmul_sum
   test_fusion_batchnorm
+  test_fusion_chain
   # kernels/
   test_backend test_cf_tf_while test_conv_winograd test_math_binary test_nn_conv test_nn_depthwise
   test_parsing

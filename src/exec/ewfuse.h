@@ -79,6 +79,16 @@ VG_HIDDEN bool vg__ew_set_moments(bool on);
 /* The same for the recomputation of other clusters' values (fuse_ew.c remat; off
  * unless the environment's VG_EW_REMAT is 1: measured slower with this kernel). */
 VG_HIDDEN bool vg__ew_set_remat(bool on);
+/* Turns the kernel's chain paths on or off for runs afterwards (ew_fused.c: the
+ * instructions of broadcast operands only computed once per run, and the specialised
+ * loops that run a common cluster's whole chain per element); returns the previous
+ * setting (first: on unless the environment's VG_EW_CHAIN is 0). Values are the same
+ * either way, bit for bit; for tests and measurements. Defined in ew_fused.c. */
+VG_HIDDEN bool vg__ew_set_chain(bool on);
+/* How many kernel runs so far (all threads) took specialised chain loop `kind`: 1 batch
+ * norm + leaky ReLU forward, 2 its gradient's reductions, 3 batch-norm dx, 4 layer norm's
+ * normalization, 5 layer norm's gradient sums; 0: any of them. */
+VG_HIDDEN int64_t vg__ew_chain_runs(int kind);
 
 /* Frees a program (NULL: nothing). Defined in fuse_ew.c. */
 VG_HIDDEN void vg__ew_prog_free(vg__ew_prog *p);

@@ -15,12 +15,26 @@
  * instructions (each row's value against the other operand's row), and spread along
  * their rows into a tile register for the other instructions. Element-wise values are those of the separate kernels (the same float
  * operation per element, math_cwise_ops.c's NaN conventions for Maximum / Minimum).
+ *
+ * Chain paths (issue 30; off with VG_EW_CHAIN=0 or vg__ew_set_chain, the same bits either
+ * way): instructions whose operands are all broadcast (scalars, channel vectors, and
+ * such instructions, as the batch-norm gradients' tiled coefficients) are computed once
+ * per run instead of per tile; and the common clusters (the ResNet's batch norm + leaky
+ * ReLU forward, its gradient's reduction pass and dx, layer norm's normalization and
+ * its gradient's sums;
+ * matched on the program's text) run their whole chain per element in one loop, the
+ * values in vector registers, instead of one pass over the tile per instruction.
  */
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+/* no-tree-sink: a chain loop's select keeps both operands computed before it
+ * (chain_bn_leaky), so it if-converts without AVX-512 masks (the x86-64-v3 clone
+ * stayed scalar otherwise) */
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-tree-sink")
 #include "kernels/kernel.h"
 #include "kernels/simd.h"
 #include "exec/ewfuse.h"
 #include <string.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #define EW_TILE 512       /* target values per tile */
 #define EW_PIECE_TILES 8  /* tiles per reduction piece (fixed: thread-count independent) */
@@ -41,6 +55,10 @@ typedef struct ew_job {
     bool *fill;            /* per input: a row input some instruction reads spread out */
     int *red_of;           /* per output: its index among the reductions, -1 */
     double *part;          /* npieces x nred x C */
+    const float **hoisted; /* per register: the L values of an instruction of broadcast
+                              operands only, computed once per run (NULL: per tile) */
+    int chain;             /* a specialised chain loop (EW_CHAIN_*), 0: op by op */
+    int chain_reg[4];      /* its registers / outputs (see chain_match) */
     float *scratch;        /* per slot: nregs x L + C floats */
     int64_t scratch_per;
 } ew_job;
@@ -219,6 +237,218 @@ static void float_to_bool(int64_t m, const float *restrict x, uint8_t *restrict 
     for (int64_t i = 0; i < m; i++) o[i] = x[i] != 0.0f;
 }
 
+/* Specialised chain loops (issue 30): the whole chain of a common cluster per element,
+ * its values in vector registers, one pass over the tile instead of one per
+ * instruction. Each is the same float operations, in the same order, as eval_ins would
+ * do one instruction at a time (C11 mode: no contraction into FMA), so the values are
+ * identical bit for bit. Matched on the program's text (chain_sig). */
+enum {
+    EW_CHAIN_NONE,
+    EW_CHAIN_BN_LEAKY, /* batch normalization + leaky ReLU (tf.where): y = x * a + b,
+                          mask = y < z, out = mask ? s * y : y; outputs mask (bool), out */
+    EW_CHAIN_BN_LEAKY_GRAD, /* its gradient's reduction pass: g = mask ? d : 0,
+                               h = mask ? 0 : d, u = h + s * g (AddN), v = x * u,
+                               w = u * c; outputs sum(u), w, sum(v) */
+    EW_CHAIN_BN_DX,    /* batch-norm dx with hoisted coefficients: ((r + k * (x - mu)) + q)
+                          or (((r + r2) + k * (x - mu)) + q) (AddN of 3 / 4) */
+    EW_CHAIN_LN,       /* layer normalization, per-row rstd and mean: k = rstd * gamma,
+                          y = x * k + (beta - mean * k); outputs k, y */
+    EW_CHAIN_LN_GRAD,  /* layer norm's gradient row / channel sums: a = g * x, n = -x,
+                          u = a + rs * n (AddN), v = n * y, w = rr * u, z = u * c;
+                          outputs rowsum(v), sum(w), rowsum(z) */
+    EW_CHAIN_COUNT
+};
+
+static _Atomic int64_t g_chain_runs[EW_CHAIN_COUNT];
+
+int64_t vg__ew_chain_runs(int kind) {
+    int64_t s = 0;
+    for (int k = 1; k < EW_CHAIN_COUNT; k++) s += kind == 0 || kind == k ? g_chain_runs[k] : 0;
+    return s;
+}
+
+VG_SIMD_CLONES
+static void chain_bn_leaky(int64_t m, const float *restrict x, const float *restrict a, const float *restrict b,
+                           const float *restrict z, const float *restrict s, uint8_t *restrict mask,
+                           float *restrict out) {
+    for (int64_t i = 0; i < m; i++) {
+        float y = x[i] * a[i];
+        y = y + b[i];
+        float sy = s[i] * y;
+        mask[i] = (uint8_t)(y < z[i]);
+        out[i] = y < z[i] ? sy : y;
+    }
+}
+
+VG_SIMD_CLONES
+static void chain_bn_leaky_grad(int64_t m, const uint8_t *restrict mask, const float *restrict d,
+                                const float *restrict s, const float *restrict x, const float *restrict c,
+                                float *restrict u, float *restrict v, float *restrict w) {
+    for (int64_t i = 0; i < m; i++) {
+        float g = mask[i] ? d[i] : 0.0f, h = mask[i] ? 0.0f : d[i];
+        float ui = h + s[i] * g;
+        u[i] = ui;
+        v[i] = x[i] * ui;
+        w[i] = ui * c[i];
+    }
+}
+
+VG_SIMD_CLONES
+static void chain_bn_dx(int64_t m, const float *restrict x, const float *restrict mu, const float *restrict k,
+                        const float *restrict r, const float *restrict r2, const float *restrict q,
+                        float *restrict out) {
+    if (r2)
+        for (int64_t i = 0; i < m; i++) {
+            float t = k[i] * (x[i] - mu[i]);
+            out[i] = ((r[i] + r2[i]) + t) + q[i];
+        }
+    else
+        for (int64_t i = 0; i < m; i++) {
+            float t = k[i] * (x[i] - mu[i]);
+            out[i] = (r[i] + t) + q[i];
+        }
+}
+
+VG_SIMD_CLONES
+static void chain_ln(int64_t rows, int64_t C, const float *restrict rs, const float *restrict g,
+                     const float *restrict x, const float *restrict mr, const float *restrict b, float *restrict ko,
+                     float *restrict y) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float s = rs[r], mu = mr[r];
+        const float *restrict gr = g + r * C, *restrict xr = x + r * C, *restrict br = b + r * C;
+        float *restrict kr = ko + r * C, *restrict yr = y + r * C;
+        for (int64_t c = 0; c < C; c++) {
+            float k = s * gr[c];
+            kr[c] = k;
+            yr[c] = xr[c] * k + (br[c] - mu * k);
+        }
+    }
+}
+
+VG_SIMD_CLONES
+static void chain_ln_grad(int64_t rows, int64_t C, const float *restrict g, const float *restrict x,
+                          const float *restrict rs, const float *restrict y, const float *restrict rr,
+                          const float *restrict c, float *restrict v, float *restrict w, float *restrict z) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float s2 = rs[r], s4 = rr[r];
+        const int64_t o = r * C;
+        for (int64_t k = 0; k < C; k++) {
+            float a = g[o + k] * x[o + k], n = -x[o + k];
+            float u = a + s2 * n;
+            v[o + k] = n * y[o + k];
+            w[o + k] = s4 * u;
+            z[o + k] = u * c[o + k];
+        }
+    }
+}
+
+/* The program as text: inputs (f: float full / scalar / channel, b: bool full, B: bool
+ * broadcast, r: row), instructions, outputs (s: stored, b: bool, c: per-channel sum,
+ * w: row sum, v: variance). */
+static void chain_sig(const vg__ew_prog *p, char *buf, size_t cap) {
+    static const char *nm[] = {"add", "sub", "mul", "div", "max", "min", "sqd", "lt", "le", "gt",
+                               "ge", "sel", "neg", "sq", "relu", "copy", "rgrad", "zero", "one", "addn"};
+    size_t u = 0;
+#define EW_PUT(...)                                                                       \
+    do {                                                                                  \
+        int w_ = snprintf(buf + u, u < cap ? cap - u : 0, __VA_ARGS__);                   \
+        u += w_ > 0 ? (size_t)w_ : 0;                                                     \
+    } while (0)
+    buf[0] = 0;
+    for (int i = 0; i < p->ninputs; i++)
+        EW_PUT("%c", p->in_kind[i] == VG__EWIN_ROW ? 'r'
+                     : p->in_bool[i]               ? (p->in_kind[i] == VG__EWIN_FULL ? 'b' : 'B')
+                                                   : 'f');
+    EW_PUT("|");
+    for (int k = 0; k < p->nins; k++) {
+        int op = p->ins[k].op;
+        EW_PUT("%s(", op >= 0 && op < (int)(sizeof nm / sizeof nm[0]) ? nm[op] : "?");
+        for (int a = 0; a < p->ins[k].nargs; a++) EW_PUT("%s%d", a ? "," : "", p->ins[k].args[a]);
+        EW_PUT(")");
+    }
+    EW_PUT("|");
+    for (int k = 0; k < p->nouts; k++) {
+        const vg__ew_out *o = &p->outs[k];
+        EW_PUT("%s%d%c", k ? "," : "", o->reg,
+               o->reduce ? (o->row ? 'w' : o->var ? 'v' : 'c') : o->is_bool ? 'b' : 's');
+    }
+#undef EW_PUT
+}
+
+static _Atomic int g_chain = -1; /* -1: VG_EW_CHAIN not read yet */
+
+bool vg__ew_set_chain(bool on) {
+    bool was = g_chain < 0 ? !(getenv("VG_EW_CHAIN") && getenv("VG_EW_CHAIN")[0] == '0') : g_chain == 1;
+    g_chain = on ? 1 : 0;
+    return was;
+}
+
+static bool chain_on(void) {
+    if (g_chain < 0) vg__ew_set_chain(!(getenv("VG_EW_CHAIN") && getenv("VG_EW_CHAIN")[0] == '0'));
+    return g_chain == 1;
+}
+
+/* Which specialised loop runs the program (EW_CHAIN_NONE: op by op); reg: the
+ * registers / output indices that loop needs. */
+static int chain_match(const vg__ew_prog *p, int reg[4]) {
+    char sig[512];
+    if (p->ninputs > 12 || p->nins > 12) return EW_CHAIN_NONE;
+    chain_sig(p, sig, sizeof sig);
+    if (!strcmp(sig, "fffff|mul(0,1)add(5,2)lt(6,3)mul(4,6)sel(7,8,6)|7b,9s")) return EW_CHAIN_BN_LEAKY;
+    if (!strcmp(sig, "bffff|zero()sel(0,1,5)sel(0,5,1)mul(2,6)addn(7,8)mul(3,9)mul(9,4)|9c,11s,10c"))
+        return EW_CHAIN_BN_LEAKY_GRAD;
+    /* x - mu, two coefficients of broadcast inputs only (hoisted), AddN of the residual
+     * gradient(s), the product and the second coefficient */
+    if (!strcmp(sig, "ffffffff|sub(0,1)copy(2)div(9,3)copy(4)div(11,5)mul(6,12)mul(13,8)addn(7,14,10)|15s")) {
+        reg[0] = 13, reg[1] = 10, reg[2] = -1;
+        return EW_CHAIN_BN_DX;
+    }
+    if (!strcmp(sig, "fffffffff|sub(0,1)copy(2)div(10,3)copy(4)div(12,5)mul(6,13)mul(14,9)addn(7,8,15,11)|16s")) {
+        reg[0] = 14, reg[1] = 11, reg[2] = 8;
+        return EW_CHAIN_BN_DX;
+    }
+    if (!strcmp(sig, "rffrf|mul(0,1)mul(2,5)mul(3,5)sub(4,7)add(6,8)|5s,9s")) return EW_CHAIN_LN;
+    if (!strcmp(sig, "ffrfrf|mul(0,1)neg(1)mul(2,7)mul(7,3)addn(6,8)mul(4,10)mul(10,5)|9w,11c,12w"))
+        return EW_CHAIN_LN_GRAD;
+    return EW_CHAIN_NONE;
+}
+
+/* The tile through a specialised loop (j->chain): full inputs and outputs in place, the
+ * reduced registers into the slot's tile registers (R), for run_tile's reductions. */
+static void run_chain(const ew_job *j, int64_t t0, int64_t m, float *scr, const float **R) {
+    const vg__ew_prog *p = j->p;
+    const int64_t L = j->L;
+    for (int i = 0; i < p->ninputs; i++)
+        R[i] = p->in_kind[i] == VG__EWIN_FULL ? (j->in_f[i] ? j->in_f[i] + t0 : NULL) : j->bcast + (int64_t)i * L;
+    switch (j->chain) {
+    case EW_CHAIN_BN_LEAKY:
+        chain_bn_leaky(m, R[0], R[1], R[2], R[3], R[4], j->out_b[0] + t0, j->out_f[1] + t0);
+        break;
+    case EW_CHAIN_BN_LEAKY_GRAD: {
+        float *u = scr + 9 * L, *v = scr + 10 * L;
+        chain_bn_leaky_grad(m, j->in_b[0] + t0, R[1], R[2], R[3], R[4], u, v, j->out_f[1] + t0);
+        R[9] = u, R[10] = v;
+        break;
+    }
+    case EW_CHAIN_BN_DX:
+        chain_bn_dx(m, R[0], R[1], j->hoisted[j->chain_reg[0]], R[7], j->chain_reg[2] >= 0 ? R[j->chain_reg[2]] : NULL,
+                    j->hoisted[j->chain_reg[1]], j->out_f[0] + t0);
+        break;
+    case EW_CHAIN_LN:
+        chain_ln(m / j->p->C, j->p->C, j->in_f[0] + t0 / j->p->C, R[1], R[2], j->in_f[3] + t0 / j->p->C, R[4],
+                 j->out_f[0] + t0, j->out_f[1] + t0);
+        break;
+    case EW_CHAIN_LN_GRAD: {
+        const int64_t C = j->p->C;
+        float *v = scr + 9 * L, *w = scr + 11 * L, *z = scr + 12 * L;
+        chain_ln_grad(m / C, C, R[0], R[1], j->in_f[2] + t0 / C, R[3], j->in_f[4] + t0 / C, R[5], v, w, z);
+        R[9] = v, R[11] = w, R[12] = z;
+        break;
+    }
+    default: break;
+    }
+}
+
 static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const float **R, double *part,
                      int64_t rows_before) {
     const vg__ew_prog *p = j->p;
@@ -235,6 +465,10 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
     for (int k = 0; k < p->nouts && nx > 0; k++)
         if (j->out_f[k] && !p->outs[k].reduce)
             for (int64_t e = 0; e < nx; e += 16) __builtin_prefetch(j->out_f[k] + t0 + L + e, 1, 3);
+    if (j->chain) {
+        run_chain(j, t0, m, scr, R);
+        goto outputs;
+    }
     for (int i = 0; i < p->ninputs; i++) {
         if (p->in_kind[i] == VG__EWIN_ROW) { /* tiles hold whole rows: t0 is a multiple of C */
             R[i] = NULL;
@@ -251,6 +485,10 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
     for (int k = 0; k < p->nins; k++) {
         const vg__ew_ins *in = &p->ins[k];
         int r = p->ninputs + k, st = j->reg_store[r];
+        if (j->hoisted[r]) {
+            R[r] = j->hoisted[r];
+            continue;
+        }
         float *o = st >= 0 ? j->out_f[st] + t0 : scr + (int64_t)r * L;
         if (j->row_arg[k] >= 0) {
             int ra = j->row_arg[k];
@@ -264,6 +502,7 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
         }
         R[r] = o;
     }
+outputs:;
     float *acc = scr + (int64_t)j->nregs * L;
     for (int k = 0; k < p->nouts; k++) {
         const vg__ew_out *o = &p->outs[k];
@@ -273,7 +512,7 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
             var_tile(m / C, C, R[o->reg], acc + C + 16, acc + 2 * C + 16, pm, pm + C, rows_before);
         }
         else if (o->reduce) add_rows(m / C, C, R[o->reg], acc, part + (int64_t)j->red_of[k] * C);
-        else if (o->is_bool) float_to_bool(m, R[o->reg], j->out_b[k] + t0);
+        else if (o->is_bool && !j->chain) float_to_bool(m, R[o->reg], j->out_b[k] + t0);
     }
 }
 
@@ -314,11 +553,13 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
     j.reg_store = vg__malloc(sizeof(int) * nr);
     j.row_arg = vg__malloc(sizeof(int) * ((size_t)p->nins + 1));
     j.fill = vg__calloc(ni, sizeof(bool));
+    j.hoisted = vg__calloc(nr, sizeof(float *));
     j.red_of = vg__malloc(sizeof(int) * no);
     j.scratch = vg__malloc(sizeof(float) * (size_t)(j.scratch_per * nslots));
     vg_code rc = VG_OK;
+    float *hbuf = NULL; /* the hoisted instructions' values */
     if (!j.in_f || !j.in_b || !bcast || !j.out_f || !j.out_b || !j.reg_store || !j.red_of || !j.scratch || !j.row_arg ||
-        !j.fill) {
+        !j.fill || !j.hoisted) {
         rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in a fused element-wise kernel");
         goto done;
     }
@@ -388,6 +629,52 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
         rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in a fused element-wise kernel");
         goto done;
     }
+    /* Instructions of broadcast operands only (scalars, channel vectors, and such
+     * instructions; none an output reads) are the same in every tile: computed once
+     * here over L values, by the same loops. */
+    if (chain_on()) {
+        bool *bc = vg__calloc(nr, sizeof(bool));
+        int nh = 0;
+        if (!bc) {
+            rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in a fused element-wise kernel");
+            goto done;
+        }
+        for (int i = 0; i < p->ninputs; i++) bc[i] = p->in_kind[i] == VG__EWIN_SCALAR || p->in_kind[i] == VG__EWIN_CHANNEL;
+        for (int k = 0; k < p->nins; k++) {
+            bool all = true;
+            for (int a = 0; a < p->ins[k].nargs; a++) all = all && bc[p->ins[k].args[a]];
+            for (int o = 0; o < p->nouts; o++) all = all && p->outs[o].reg != p->ninputs + k;
+            bc[p->ninputs + k] = all;
+        }
+        for (int k = 0; k < p->nins; k++) nh += bc[p->ninputs + k];
+        if (nh && !(hbuf = vg__malloc(sizeof(float) * (size_t)(nh * L)))) {
+            vg__free(bc);
+            rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in a fused element-wise kernel");
+            goto done;
+        }
+        const float **R = j.hoisted;
+        for (int i = 0; i < p->ninputs; i++) R[i] = bc[i] ? j.bcast + (int64_t)i * L : NULL;
+        float *h = hbuf;
+        for (int k = 0; k < p->nins; k++) {
+            const vg__ew_ins *in = &p->ins[k];
+            if (!bc[p->ninputs + k]) continue;
+            if (in->op == VG__EWI_ADDN) {
+                eval_ins(VG__EWI_ADD, L, h, R[in->args[0]], R[in->args[1]], NULL);
+                for (int a = 2; a < in->nargs; a++) add_into(L, h, R[in->args[a]]);
+            } else {
+                eval_ins(in->op, L, h, in->nargs > 0 ? R[in->args[0]] : NULL, in->nargs > 1 ? R[in->args[1]] : NULL,
+                         in->nargs > 2 ? R[in->args[2]] : NULL);
+            }
+            R[p->ninputs + k] = h;
+            h += L;
+        }
+        for (int i = 0; i < p->ninputs; i++) R[i] = NULL; /* inputs: read as before */
+        vg__free(bc);
+        j.chain = chain_match(p, j.chain_reg);
+        if (j.chain == EW_CHAIN_BN_DX && (!j.hoisted[j.chain_reg[0]] || !j.hoisted[j.chain_reg[1]]))
+            j.chain = EW_CHAIN_NONE;
+        if (j.chain) g_chain_runs[j.chain]++;
+    }
     if (j.npieces > 0) vg__kctx_parallel_for_slots(ctx, j.npieces, nslots, j.npieces, run_pieces, &j);
     for (int k = 0; k < p->nouts; k++) {
         const vg__ew_out *o = &p->outs[k];
@@ -426,6 +713,8 @@ done:
     vg__free(j.reg_store);
     vg__free(j.row_arg);
     vg__free(j.fill);
+    vg__free(j.hoisted);
+    vg__free(hbuf);
     vg__free(j.red_of);
     vg__free(j.scratch);
     vg__free(j.part);

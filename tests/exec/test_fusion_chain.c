@@ -1,0 +1,389 @@
+/* test_fusion_chain.c - the fused element-wise kernel's chain paths (issue 30,
+ * src/kernels/ew_fused.c): instructions of broadcast operands only computed once per
+ * run, and the specialised loops that run a common cluster's whole chain per element
+ * (batch norm + leaky ReLU forward, its gradient's reduction pass, batch-norm dx,
+ * layer norm's normalization and its gradient's sums). Each must give the same bits as the
+ * instruction-at-a-time path (vg__ew_set_chain(false)), at 1 and 2 threads, on the CIFAR ResNet's channel
+ * counts, the graph network's width and odd sizes (tiles of odd length, vector tails);
+ * the chains must actually run (vg__ew_chain_runs), and values match the unfused plan.
+ * The suite also runs under capped ISAs (scripts/isa-test.sh: the x86-64-v3 and
+ * baseline clones of the loops).
+ *
+ * `test_fusion_chain --bench [reps] [chain|ln|moments|remat]` times one batch norm step
+ * (forward and gradient, batch 128, the ResNet's three shapes) or a layer norm step (the
+ * graph network's shapes), 1 thread, two settings alternating (the chains on / off; the
+ * defaults / VG_EW_MOMENTS=1 / VG_EW_REMAT=1), process CPU time (median). */
+#include "test_util.h"
+#include "op_test_util.h"
+#include "exec/exec.h"
+#include "exec/ewfuse.h"
+#include "vigil/vigil.h"
+#include <time.h>
+
+static double *randv_range(int64_t n, unsigned seed, double lo, double hi) {
+    double *v = malloc(sizeof(double) * (size_t)n);
+    srand(seed);
+    for (int64_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * rand() / (double)RAND_MAX;
+    return v;
+}
+
+static bool same_bits(const vg_tensor *a, const vg_tensor *b) {
+    return a && b && vg_tensor_dtype(a) == vg_tensor_dtype(b) && vg_tensor_nbytes(a) == vg_tensor_nbytes(b) &&
+           !memcmp(vg_tensor_data(a), vg_tensor_data(b), vg_tensor_nbytes(a));
+}
+
+static double rel_diff(const vg_tensor *a, const vg_tensor *b) {
+    double m = 0, s = 0;
+    for (int64_t i = 0; i < vg_tensor_num_elements(a); i++) {
+        double d = fabs(get(a, i) - get(b, i));
+        if (d > m || d != d) m = d != d ? INFINITY : d;
+        if (fabs(get(b, i)) > s) s = fabs(get(b, i));
+    }
+    return m / (1.0 + s);
+}
+
+/* A graph, its initializers, feeds and fetches. */
+typedef struct tg {
+    vg_graph *g;
+    vg_op *init[3];
+    int ninit;
+    vg_output feeds[4];
+    int nfeeds;
+    vg_output fetch[8];
+    int nfetch;
+} tg;
+
+/* Runs the fetches on a fresh session (fusion on or off); false on error. */
+static bool run_tg(const tg *t, vg_tensor **vals, vg_tensor **outs, int threads, bool fused) {
+    bool old = vg__plan_set_fusion(fused), ok = false;
+    vg_status st;
+    vg_session_options so = {.intra_op_threads = threads, .inter_op_threads = threads};
+    vg_session *s = vg_session_new(t->g, &so, &st);
+    for (int i = 0; i < t->nfetch; i++) outs[i] = NULL;
+    if (s) {
+        for (int i = 0; i < t->ninit; i++) CHECK_OK(vg_session_run_targets(s, &t->init[i], 1, &st), &st);
+        CHECK_OK(vg_session_run(s, NULL, t->feeds, vals, t->nfeeds, t->fetch, outs, t->nfetch, NULL, 0, NULL, &st),
+                 &st);
+        ok = st.code == VG_OK;
+    }
+    vg_session_free(s);
+    vg__plan_set_fusion(old);
+    return ok;
+}
+
+/* chain on (1 and 2 threads) against chain off, bit for bit, and against the unfused
+ * plan within tol; kinds: the chain loops that must have run (0: none required). */
+static void compare(const tg *t, vg_tensor **vals, const int *kinds, int nkinds, double tol) {
+    vg_tensor *on[8], *on2[8], *off[8], *un[8];
+    int64_t before[6];
+    for (int k = 0; k < 6; k++) before[k] = vg__ew_chain_runs(k);
+    bool was = vg__ew_set_chain(true);
+    CHECK(run_tg(t, vals, on, 1, true));
+    for (int k = 0; k < nkinds; k++) {
+        bool ran = vg__ew_chain_runs(kinds[k]) > before[kinds[k]];
+        if (!ran) fprintf(stderr, "  chain %d did not run\n", kinds[k]);
+        CHECK(ran);
+    }
+    CHECK(run_tg(t, vals, on2, 2, true));
+    vg__ew_set_chain(false);
+    int64_t mid = vg__ew_chain_runs(0);
+    CHECK(run_tg(t, vals, off, 1, true));
+    CHECK(vg__ew_chain_runs(0) == mid); /* off: none ran */
+    CHECK(run_tg(t, vals, un, 1, false));
+    vg__ew_set_chain(was);
+    for (int i = 0; i < t->nfetch; i++) {
+        CHECK(on[i] && on2[i] && off[i] && un[i]);
+        if (!on[i] || !on2[i] || !off[i] || !un[i]) continue;
+        bool b1 = same_bits(on[i], off[i]), b2 = same_bits(on2[i], off[i]);
+        double d = rel_diff(on[i], un[i]);
+        if (!b1 || !b2 || (!isinf(tol) && !(d < tol))) fprintf(stderr, "  fetch %d: bits %d %d, against unfused %g\n", i, b1, b2, d);
+        CHECK(b1);
+        CHECK(b2);
+        CHECK(isinf(tol) || d < tol);
+        vg_tensor_free(on[i]), vg_tensor_free(on2[i]), vg_tensor_free(off[i]), vg_tensor_free(un[i]);
+    }
+}
+
+/* resnet_model.py's batch norm (training: tf.nn.moments, tf.nn.batch_normalization,
+ * epsilon 1e-3) on a residual sum x1 + x2, the leaky ReLU (tf.where(x < 0, 0.1 x, x))
+ * or a plain ReLU, a weighted sum as loss; fetches the activation, the moments and the
+ * gradients of x1, beta and gamma. */
+static void build_bn(tg *t, const int64_t xd[4], bool leaky) {
+    memset(t, 0, sizeof *t);
+    vg_graph *g = t->g = vg_graph_new();
+    int64_t C = xd[3], cd[1] = {C};
+    vg_output x1 = vg_placeholder(g, VG_FLOAT, xd, 4, "x1"), x2 = vg_placeholder(g, VG_FLOAT, xd, 4, "x2");
+    vg_output w = vg_placeholder(g, VG_FLOAT, xd, 4, "w");
+    vg_output x = vg_add(g, x1, x2, "add");
+    vg_variable_scope_push(g, "bn", NULL);
+    vg_get_variable_opts o = {0};
+    o.dt = VG_FLOAT;
+    o.dims = cd;
+    o.ndims = 1;
+    o.has_init = true;
+    o.init = vg_init_constant(0.0);
+    vg_variable beta = vg_get_variable_ex(g, "beta", &o);
+    o.init = vg_init_constant(1.0);
+    vg_variable gamma = vg_get_variable_ex(g, "gamma", &o);
+    vg_output mean, var;
+    vg_nn_moments(g, x, (int32_t[]){0, 1, 2}, 3, false, "moments", &mean, &var);
+    vg_output y = vg_nn_batch_normalization(g, x, mean, var, beta.read, gamma.read, 0.001, NULL);
+    vg_variable_scope_pop(g);
+    vg_output act;
+    if (leaky) {
+        vg_output lt = vg_less(g, y, vg_const_f32(g, 0.0f, "Less/y"), "Less");
+        act = vg_select(g, lt, vg_mul(g, vg_const_f32(g, 0.1f, "mul/x"), y, "mul"), y, "leaky_relu");
+    } else {
+        act = vg_relu(g, y, "relu");
+    }
+    /* the model's activation goes on to a convolution: a reshape here keeps the loss's
+     * multiply out of the activation's cluster, as there */
+    vg_output loss = vg_reduce_sum(g, vg_mul(g, vg_reshape_c(g, act, xd, 4, NULL), w, NULL), NULL, -1, false, "loss");
+    vg_output wrt[3] = {x1, vg_variable_snapshot(beta.var), vg_variable_snapshot(gamma.var)}, d[3];
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &loss, 1, wrt, 3, NULL, d, &st), &st);
+    double bv[1024], gv[1024];
+    for (int k = 0; k < C && k < 1024; k++) bv[k] = 0.1 * (k % 7) - 0.3, gv[k] = 1 + 0.05 * (k % 11);
+    t->init[0] = vg_global_variables_initializer(g);
+    t->init[1] = vg_assign(g, gamma.ref, cst(g, VG_FLOAT, cd, 1, gv), true, NULL).op;
+    t->init[2] = vg_assign(g, beta.ref, cst(g, VG_FLOAT, cd, 1, bv), true, NULL).op;
+    t->ninit = 3;
+    t->feeds[0] = x1, t->feeds[1] = x2, t->feeds[2] = w;
+    t->nfeeds = 3;
+    vg_output f[6] = {act, mean, var, d[0], d[1], d[2]};
+    memcpy(t->fetch, f, sizeof f);
+    t->nfetch = 6;
+}
+
+static void bn_vals(const int64_t xd[4], vg_tensor **vals) {
+    int64_t n = xd[0] * xd[1] * xd[2] * xd[3];
+    double *v[3] = {randv_range(n, 21, -1, 2), randv_range(n, 22, -0.25, 0.25), randv_range(n, 23, -0.5, 0.5)};
+    for (int i = 0; i < 3; i++) vals[i] = mk(VG_FLOAT, xd, 4, v[i]), free(v[i]);
+}
+
+static void bn_case(const int64_t xd[4], bool leaky) {
+    bool env_m = vg__ew_set_moments(false), env_r = vg__ew_set_remat(false); /* the defaults */
+    tg t;
+    build_bn(&t, xd, leaky);
+    vg_tensor *vals[3];
+    bn_vals(xd, vals);
+    int64_t n = xd[0] * xd[1] * xd[2] * xd[3];
+    /* leaky: the forward and its gradient's reductions; both: dx */
+    int kinds_leaky[3] = {1, 2, 3}, kinds_relu[1] = {3};
+    compare(&t, vals, leaky ? kinds_leaky : kinds_relu, leaky ? 3 : 1, 2e-4 * sqrt((double)n / xd[3]));
+    for (int i = 0; i < 3; i++) vg_tensor_free(vals[i]);
+    vg_graph_free(t.g);
+    vg__ew_set_moments(env_m);
+    vg__ew_set_remat(env_r);
+}
+
+static void test_chain__resnet_batch_norm(void) {
+    bn_case((int64_t[]){4, 32, 32, 16}, true); /* the ResNet's three stages, batch 4 */
+    bn_case((int64_t[]){4, 16, 16, 32}, true);
+    bn_case((int64_t[]){4, 8, 8, 64}, true);
+    bn_case((int64_t[]){4, 16, 16, 32}, false);
+}
+
+static void test_chain__odd_sizes(void) {
+    bn_case((int64_t[]){3, 5, 7, 16}, true);  /* the last tile partial */
+    bn_case((int64_t[]){1, 3, 5, 33}, true);  /* tiles of 495: odd vector tails */
+    bn_case((int64_t[]){2, 3, 3, 5}, true);   /* one short tile */
+    bn_case((int64_t[]){5, 7, 3, 600}, true); /* a row longer than a tile */
+    bn_case((int64_t[]){2, 1, 1, 3}, false);
+}
+
+/* tf.contrib.layers.layer_norm of x [R, C] (the graph network's), loss sum(h * w):
+ * h and the gradients of x, beta and gamma. */
+static void ln_case(int64_t R, int64_t C) {
+    tg t;
+    memset(&t, 0, sizeof t);
+    vg_graph *g = t.g = vg_graph_new();
+    int64_t xd[2] = {R, C}, cd[1] = {C}, n = R * C;
+    vg_output x = vg_placeholder(g, VG_FLOAT, xd, 2, "x"), w = vg_placeholder(g, VG_FLOAT, xd, 2, "w");
+    vg_output h = vg_layer_norm(g, vg_relu(g, x, NULL), NULL);
+    vg_output L = vg_reduce_sum(g, vg_mul(g, vg_reshape_c(g, h, xd, 2, NULL), w, NULL), NULL, -1, false, "loss");
+    int nv = 0;
+    const vg_output *vars = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nv);
+    CHECK_EQ_INT(nv, 2);
+    if (nv != 2) {
+        vg_graph_free(g);
+        return;
+    }
+    vg_output wrt[3] = {x, vg_variable_snapshot(vars[0].op), vg_variable_snapshot(vars[1].op)}, d[3];
+    vg_status st;
+    CHECK_OK(vg_gradients(g, &L, 1, wrt, 3, NULL, d, &st), &st);
+    double *gb[2] = {randv_range(C, 11, -0.5, 0.5), randv_range(C, 12, 0.5, 1.5)};
+    t.init[0] = vg_global_variables_initializer(g);
+    for (int i = 0; i < 2; i++) t.init[1 + i] = vg_assign(g, vars[i], cst(g, VG_FLOAT, cd, 1, gb[i]), true, NULL).op;
+    t.ninit = 3;
+    double *xv = randv_range(n, 9, -2, 3), *wv = randv_range(n, 10, -1, 1);
+    vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, xd, 2, wv)};
+    t.feeds[0] = x, t.feeds[1] = w, t.nfeeds = 2;
+    t.fetch[0] = h, t.fetch[1] = d[0], t.fetch[2] = d[1], t.fetch[3] = d[2], t.nfetch = 4;
+    compare(&t, vals, (int[]){4, 5}, 2, 2e-4 * sqrt((double)R));
+    for (int i = 0; i < 2; i++) vg_tensor_free(vals[i]), free(gb[i]);
+    free(xv), free(wv);
+    vg_graph_free(g);
+}
+
+static void test_chain__layer_norm(void) {
+    ln_case(64, 128); /* the graph network's latent width */
+    ln_case(13, 37);  /* odd rows and width */
+    ln_case(3, 700);  /* a row longer than a tile */
+}
+
+/* A chain with instructions of broadcast operands only (a tiled channel vector over a
+ * scalar, as the batch-norm gradients make): computed once per run, the same bits as
+ * per tile and as the unfused kernels. */
+static void test_chain__hoisted_broadcasts(void) {
+    int64_t shapes[3][3] = {{3, 7, 5}, {4, 33, 16}, {2, 9, 131}};
+    for (int s = 0; s < 3; s++) {
+        tg t;
+        memset(&t, 0, sizeof t);
+        vg_graph *g = t.g = vg_graph_new();
+        int64_t *xd = shapes[s], C = xd[2], cd[1] = {C}, c3[3] = {1, 1, C}, n = xd[0] * xd[1] * xd[2];
+        vg_output x = vg_placeholder(g, VG_FLOAT, xd, 3, "x"), ch = vg_placeholder(g, VG_FLOAT, c3, 3, "ch");
+        vg_output cv = vg_placeholder(g, VG_FLOAT, cd, 1, "cv"), sc = vg_placeholder(g, VG_FLOAT, NULL, 0, "sc");
+        vg_output mult = vg_const_i32_vec(g, (int32_t[]){(int32_t)xd[0], (int32_t)xd[1], 1}, 3, NULL);
+        vg_output tl = vg_tile(g, ch, mult, NULL);           /* copy of a channel vector */
+        vg_output q = vg_div(g, tl, sc, NULL);               /* channel / scalar */
+        vg_output k = vg_mul(g, vg_sub(g, q, cv, NULL), sc, NULL); /* (q - cv) * scalar */
+        vg_output ones = vg_ones_like(g, x, NULL);
+        vg_output y = vg_add(g, vg_mul(g, x, k, NULL), vg_add(g, q, ones, NULL), "y");
+        t.feeds[0] = x, t.feeds[1] = ch, t.feeds[2] = cv, t.feeds[3] = sc, t.nfeeds = 4;
+        t.fetch[0] = y, t.fetch[1] = vg_square(g, y, "sq"), t.nfetch = 2;
+        double *xv = randv_range(n, 31, -2, 2), *chv = randv_range(C, 32, -1, 1), *cvv = randv_range(C, 33, -1, 1);
+        double scv = 0.37;
+        xv[1] = NAN, chv[0] = 0;
+        vg_tensor *vals[4] = {mk(VG_FLOAT, xd, 3, xv), mk(VG_FLOAT, c3, 3, chv), mk(VG_FLOAT, cd, 1, cvv),
+                              mk(VG_FLOAT, NULL, 0, &scv)};
+        compare(&t, vals, NULL, 0, INFINITY); /* NaN in x: the bit checks are the test */
+        vg_tensor *on[2], *un[2];
+        bool was = vg__ew_set_chain(true);
+        CHECK(run_tg(&t, vals, on, 1, true));
+        CHECK(run_tg(&t, vals, un, 1, false));
+        vg__ew_set_chain(was);
+        for (int i = 0; i < 2; i++) {
+            CHECK(same_bits(on[i], un[i])); /* element-wise only: the separate kernels' bits */
+            vg_tensor_free(on[i]), vg_tensor_free(un[i]);
+        }
+        for (int i = 0; i < 4; i++) vg_tensor_free(vals[i]);
+        free(xv), free(chv), free(cvv);
+        vg_graph_free(g);
+    }
+}
+
+static double cpu_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One step of t per rep, two settings alternating (set(0) / set(1)), 1 thread; the
+ * medians of process CPU time in ms. */
+static void time_pair(const tg *t, vg_tensor **vals, void (*set)(int), int reps, double med[2]) {
+    vg_status st;
+    vg_session_options so = {.intra_op_threads = 1, .inter_op_threads = 1};
+    double ms[2][64];
+    vg_session *ss[2];
+    for (int m = 0; m < 2; m++) { /* a session per setting: the plan-time rewrites differ */
+        set(m);
+        ss[m] = vg_session_new(t->g, &so, &st);
+        for (int i = 0; i < t->ninit; i++) vg_session_run_targets(ss[m], &t->init[i], 1, &st);
+    }
+    int nr = reps < 64 ? reps : 64;
+    for (int r = 0; r < nr + 2; r++)
+        for (int m = 0; m < 2; m++) {
+            vg_tensor *outs[8];
+            set(m);
+            double t0 = cpu_ms();
+            vg_session_run(ss[m], NULL, t->feeds, vals, t->nfeeds, t->fetch, outs, t->nfetch, NULL, 0, NULL, &st);
+            double el = cpu_ms() - t0;
+            for (int i = 0; i < t->nfetch; i++) vg_tensor_free(outs[i]);
+            if (r >= 2) ms[m][r - 2] = el; /* two warm-up steps */
+        }
+    for (int m = 0; m < 2; m++) {
+        qsort(ms[m], (size_t)nr, sizeof(double), cmp_d);
+        med[m] = ms[m][nr / 2];
+        vg_session_free(ss[m]);
+    }
+}
+
+static void set_chain(int m) { vg__ew_set_chain(m == 0); }                            /* 0: on */
+static void set_moments(int m) { vg__ew_set_chain(true), vg__ew_set_moments(m == 1); } /* 1: on */
+static void set_remat(int m) { vg__ew_set_chain(true), vg__ew_set_remat(m == 1); }
+static void set_on(int m) { (void)m, vg__ew_set_chain(true); } /* one setting (callgrind) */
+static void set_off(int m) { (void)m, vg__ew_set_chain(false); }
+
+/* --bench [reps] [chain|moments|remat|ln|on|off] (on / off: the chains only on or off,
+ * for an instruction count under callgrind): a batch-norm step per ResNet shape (batch
+ * 128), or a layer norm step at the graph network's shapes; 1 thread. */
+static void bench(int reps, const char *what) {
+    bool env_m = vg__ew_set_moments(false), env_r = vg__ew_set_remat(false);
+    bool ln = !strcmp(what, "ln");
+    void (*set)(int) = !strcmp(what, "moments") ? set_moments
+                       : !strcmp(what, "remat") ? set_remat
+                       : !strcmp(what, "on")    ? set_on
+                       : !strcmp(what, "off")   ? set_off
+                                                : set_chain;
+    const char *lab[2] = {"chain on", "chain off"};
+    if (set == set_moments) lab[0] = "default", lab[1] = "VG_EW_MOMENTS=1";
+    if (set == set_remat) lab[0] = "default", lab[1] = "VG_EW_REMAT=1";
+    for (int s = 0; s < (ln ? 2 : 3); s++) {
+        int64_t shapes[3][4] = {{128, 32, 32, 16}, {128, 16, 16, 32}, {128, 8, 8, 64}};
+        int64_t rows[2] = {12288, 2048};
+        tg t;
+        vg_tensor *vals[3];
+        int nv = 3;
+        if (ln) {
+            memset(&t, 0, sizeof t);
+            vg_graph *g = t.g = vg_graph_new();
+            int64_t xd[2] = {rows[s], 128}, n = rows[s] * 128;
+            vg_output x = vg_placeholder(g, VG_FLOAT, xd, 2, "x"), w = vg_placeholder(g, VG_FLOAT, xd, 2, "w");
+            vg_output h = vg_layer_norm(g, vg_relu(g, x, NULL), NULL);
+            vg_output L = vg_reduce_sum(g, vg_mul(g, vg_reshape_c(g, h, xd, 2, NULL), w, NULL), NULL, -1, false, NULL);
+            int nvar = 0;
+            const vg_output *vars = vg_graph_collection(g, VG_TRAINABLE_VARIABLES, &nvar);
+            vg_output wrt[3] = {x, vg_variable_snapshot(vars[0].op), vg_variable_snapshot(vars[1].op)}, d[3];
+            vg_status st;
+            vg_gradients(g, &L, 1, wrt, 3, NULL, d, &st);
+            t.init[0] = vg_global_variables_initializer(g), t.ninit = 1;
+            t.feeds[0] = x, t.feeds[1] = w, t.nfeeds = 2;
+            t.fetch[0] = h, t.fetch[1] = d[0], t.fetch[2] = d[1], t.fetch[3] = d[2], t.nfetch = 4;
+            double *xv = randv_range(n, 9, -2, 3), *wv = randv_range(n, 10, -1, 1);
+            vals[0] = mk(VG_FLOAT, xd, 2, xv), vals[1] = mk(VG_FLOAT, xd, 2, wv), nv = 2;
+            free(xv), free(wv);
+        } else {
+            build_bn(&t, shapes[s], true);
+            bn_vals(shapes[s], vals);
+        }
+        double med[2];
+        time_pair(&t, vals, set, reps, med);
+        if (ln) printf("layer norm step [%lld,128]", (long long)rows[s]);
+        else printf("bn step [%lld,%lld,%lld,%lld]", (long long)shapes[s][0], (long long)shapes[s][1],
+                    (long long)shapes[s][2], (long long)shapes[s][3]);
+        printf(": %s %.2f ms, %s %.2f ms (process CPU, median of %d)\n", lab[0], med[0], lab[1], med[1], reps);
+        for (int i = 0; i < nv; i++) vg_tensor_free(vals[i]);
+        vg_graph_free(t.g);
+    }
+    vg__ew_set_chain(true);
+    vg__ew_set_moments(env_m);
+    vg__ew_set_remat(env_r);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--bench")) {
+        bench(argc > 2 ? atoi(argv[2]) : 9, argc > 3 ? argv[3] : "chain");
+        return 0;
+    }
+    RUN_TEST(test_chain__resnet_batch_norm);
+    RUN_TEST(test_chain__odd_sizes);
+    RUN_TEST(test_chain__layer_norm);
+    RUN_TEST(test_chain__hoisted_broadcasts);
+    TEST_MAIN_END();
+}
