@@ -375,20 +375,8 @@ static vg_output call_conv(vg_graph *g, vg_layer *l, vg_output x) {
         vg_shape s = vg_output_shape(x);
         int32_t block[2], pads[4], crops[4];
         bool same = strcmp(pad, "SAME") == 0;
-        for (int i = 0; i < nsp; i++) {
-            int64_t k = c->kernel_size[i], r = c->dilation_rate[i], start = 0, end = 0;
-            if (same) {
-                int64_t extra = k + (k - 1) * (r - 1) - 1;
-                start = extra / 2;
-                end = extra - start;
-            }
-            int64_t full = s.dims[1 + i] + start + end, pad_end_extra = (r - full % r) % r;
-            block[i] = (int32_t)r;
-            pads[2 * i] = (int32_t)start;
-            pads[2 * i + 1] = (int32_t)(end + pad_end_extra);
-            crops[2 * i] = 0;
-            crops[2 * i + 1] = (int32_t)pad_end_extra;
-        }
+        int64_t ks[2] = {c->kernel_size[0], c->kernel_size[1]}, rs[2] = {c->dilation_rate[0], c->dilation_rate[1]};
+        vg__train_atrous_paddings(nsp, s.dims + 1, ks, rs, same, block, pads, crops);
         int64_t d2[2] = {nsp, 2};
         const char *sep_full = NULL;
         char sep_name[VG_LAYER_NAME_MAX * 2];
@@ -989,18 +977,9 @@ vg_output vg_fully_connected(vg_graph *g, vg_output x, int64_t num_outputs, vg_a
         vg_output x2 = x;
         if (s.ndims > 2) x2 = vg_reshape_c(g, x, (const int64_t[]){-1, in}, 2, "Reshape");
         y = vg_bias_add(g, vg_matmul(g, x2, w.read, false, false, "MatMul"), b.read, "BiasAdd");
-        if (s.ndims > 2) {
-            int64_t od[VG_MAX_DIMS];
-            for (int i = 0; i < s.ndims - 1; i++) od[i] = s.dims[i] < 0 ? -1 : s.dims[i];
-            od[s.ndims - 1] = num_outputs;
-            int unknown = 0;
-            for (int i = 0; i < s.ndims - 1; i++) unknown += od[i] < 0;
-            if (unknown <= 1) y = vg_reshape_c(g, y, od, s.ndims, "Reshape_1");
-            else {
-                vg_graph_set_error(g, VG_UNIMPLEMENTED, "fully_connected: more than one unknown leading dimension");
-                y = none_out();
-            }
-        }
+        if (s.ndims > 2)
+            y = vg__train_unflatten_dense(g, y, s, num_outputs,
+                                          "fully_connected: more than one unknown leading dimension");
         if (y.op) y = vg__train_activate(g, y, act);
     }
     vg_variable_scope_pop(g);

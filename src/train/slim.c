@@ -6,6 +6,7 @@
  * slim.learning.train is in src/monitored/slim_learning.c.
  */
 #include "train_util.h"
+#include "variable_internal.h"
 #include "vigil/losses.h"
 #include "vigil/nn_ext.h"
 #include "vigil/ops_ext.h"
@@ -312,13 +313,7 @@ static bool failed(vg_graph *g) { return vg_graph_status(g, NULL) != VG_OK; }
  * (TF: "Conv/kernel/Regularizer/l2_regularizer"); NULL: get_variable applies it. */
 static vg_variable model_var(vg_graph *g, const char *name, vg_dtype dt, const int64_t *dims, int ndims,
                              vg_initializer init, vg_regularizer reg, bool trainable, const char *keras_name) {
-    vg_get_variable_opts o;
-    memset(&o, 0, sizeof o);
-    o.dt = dt;
-    o.dims = dims;
-    o.ndims = ndims;
-    o.has_init = true;
-    o.init = init;
+    vg_get_variable_opts o = vg__train_var_opts(dt, dims, ndims, init);
     if (!keras_name) o.regularizer = reg;
     o.not_trainable = !trainable;
     int before = vg_slim_get_model_variables(g, NULL, NULL, 0);
@@ -399,21 +394,8 @@ static vg_output conv_maybe_dilated(vg_graph *g, kkind k, vg_output x, vg_output
     }
     int32_t block[2], pads[4], crops[4];
     bool same = strcmp(pad, "SAME") == 0;
-    int ks[2] = {kh, kw};
-    for (int i = 0; i < 2; i++) {
-        int64_t kk = ks[i], r = rate[i], start = 0, end = 0;
-        if (same) {
-            int64_t extra = kk + (kk - 1) * (r - 1) - 1;
-            start = extra / 2;
-            end = extra - start;
-        }
-        int64_t full = s.dims[1 + i] + start + end, extra_end = (r - full % r) % r;
-        block[i] = (int32_t)r;
-        pads[2 * i] = (int32_t)start;
-        pads[2 * i + 1] = (int32_t)(end + extra_end);
-        crops[2 * i] = 0;
-        crops[2 * i + 1] = (int32_t)extra_end;
-    }
+    int64_t ks[2] = {kh, kw}, rs[2] = {rate[0], rate[1]};
+    vg__train_atrous_paddings(2, s.dims + 1, ks, rs, same, block, pads, crops);
     int64_t d2[2] = {2, 2}, one[4] = {1, 1, 1, 1};
     push_inside(g, s2b);
     vg_output bs = vg_const_i32_vec(g, block, 2, "block_shape");
@@ -569,18 +551,9 @@ vg_output vg_slim_fully_connected(vg_graph *g, vg_output x, int64_t num_outputs,
         if (s.ndims > 2) xin = vg_reshape_c(g, x, (int64_t[]){-1, in}, 2, "Reshape");
         y = vg_matmul(g, xin, w.read, false, false, "MatMul");
         y = finish_layer(g, &a, y, num_outputs, VG_ACT_RELU, true);
-        if (s.ndims > 2 && y.op) {
-            int64_t od[VG_MAX_DIMS];
-            for (int i = 0; i < s.ndims - 1; i++) od[i] = s.dims[i] < 0 ? -1 : s.dims[i];
-            od[s.ndims - 1] = num_outputs;
-            int unknown = 0;
-            for (int i = 0; i < s.ndims - 1; i++) unknown += od[i] < 0;
-            if (unknown <= 1) y = vg_reshape_c(g, y, od, s.ndims, "Reshape_1");
-            else {
-                vg_graph_set_error(g, VG_UNIMPLEMENTED, "fully_connected: rank > 2 input with several unknown dims");
-                y = none_out();
-            }
-        }
+        if (s.ndims > 2 && y.op)
+            y = vg__train_unflatten_dense(g, y, s, num_outputs,
+                                          "fully_connected: rank > 2 input with several unknown dims");
     }
     vg_variable_scope_pop(g);
     return failed(g) ? none_out() : y;

@@ -127,4 +127,46 @@ vg_code vg__register_saveable(vg_graph *g, vg_output t, const char *key, vg__sav
 bool vg__saveables_complete(const vg_graph *g, const vg_output *list, int n, const char **missing,
                             const char **present);
 
+/* nn_ops.py required_space_to_batch_paddings for an atrous convolution
+ * (_WithSpaceToBatch): for each of the n (1 or 2) spatial dimensions i, with input size
+ * size[i], kernel size k[i] and rate r[i], the block shape r, the paddings (start, end)
+ * that make the padded size a multiple of r (SAME: the dilated kernel's padding first),
+ * and the crops (0, the extra end) of the BatchToSpaceND after. */
+static inline void vg__train_atrous_paddings(int n, const int64_t *size, const int64_t *k, const int64_t *r, bool same,
+                                             int32_t *block, int32_t *pads, int32_t *crops) {
+    for (int i = 0; i < n; i++) {
+        int64_t start = 0, end = 0;
+        if (same) {
+            int64_t extra = k[i] + (k[i] - 1) * (r[i] - 1) - 1;
+            start = extra / 2;
+            end = extra - start;
+        }
+        int64_t full = size[i] + start + end, extra_end = (r[i] - full % r[i]) % r[i];
+        block[i] = (int32_t)r[i];
+        pads[2 * i] = (int32_t)start;
+        pads[2 * i + 1] = (int32_t)(end + extra_end);
+        crops[2 * i] = 0;
+        crops[2 * i + 1] = (int32_t)extra_end;
+    }
+}
+
+/* The reshape back after a dense layer's product over a rank > 2 input of shape s
+ * (flattened to [-1, s.dims[last]]): y [N, units] becomes s's leading dimensions then
+ * units, named "Reshape_1", as tf.layers.dense and slim.fully_connected build it. More
+ * than one unknown leading dimension cannot be expressed: graph error UNIMPLEMENTED
+ * "<msg>" and a NULL op. */
+static inline vg_output vg__train_unflatten_dense(vg_graph *g, vg_output y, vg_shape s, int64_t units,
+                                                  const char *msg) {
+    int64_t od[VG_MAX_DIMS];
+    int unknown = 0;
+    for (int i = 0; i < s.ndims - 1; i++) {
+        od[i] = s.dims[i] < 0 ? -1 : s.dims[i];
+        unknown += od[i] < 0;
+    }
+    od[s.ndims - 1] = units;
+    if (unknown <= 1) return vg_reshape_c(g, y, od, s.ndims, "Reshape_1");
+    vg_graph_set_error(g, VG_UNIMPLEMENTED, "%s", msg);
+    return (vg_output){NULL, 0};
+}
+
 #endif

@@ -2,7 +2,9 @@
 #ifndef VG_TRAIN_VARIABLE_INTERNAL_H
 #define VG_TRAIN_VARIABLE_INTERNAL_H
 
+#include "vigil/variable_scope.h"
 #include "vigil/variables.h"
+#include <string.h>
 
 /* Creates a get_variable-style variable with the absolute name `full` (made unique
  * against names in use, as TF's name scopes would, unless verbatim), its initial value
@@ -36,5 +38,19 @@ vg_output vg__train_initializer_value(vg_graph *g, const char *full, vg_initiali
  * its shape (*s) is not fully defined; true with *s its shape. */
 bool vg__train_check_initial_value(vg_graph *g, const char *what, const char *name, vg_output initial,
                                    vg_shape *s);
+
+/* The get_variable options of a variable with dtype dt, shape dims[0..ndims) and the
+ * initializer init given explicitly (has_init; dims borrowed), every other field zero:
+ * what vg_get_variable and slim's model variables start from. */
+static inline vg_get_variable_opts vg__train_var_opts(vg_dtype dt, const int64_t *dims, int ndims, vg_initializer init) {
+    vg_get_variable_opts o;
+    memset(&o, 0, sizeof o);
+    o.dt = dt;
+    o.dims = dims;
+    o.ndims = ndims;
+    o.has_init = true;
+    o.init = init;
+    return o;
+}
 
 #endif

@@ -449,13 +449,7 @@ vg_variable vg__train_create_variable(vg_graph *g, const char *full, bool verbat
 
 vg_variable vg_get_variable(vg_graph *g, const char *name, vg_dtype dt, const int64_t *dims, int ndims,
                             vg_initializer init, unsigned flags) {
-    vg_get_variable_opts o;
-    memset(&o, 0, sizeof o);
-    o.dt = dt;
-    o.dims = dims;
-    o.ndims = ndims;
-    o.has_init = true;
-    o.init = init;
+    vg_get_variable_opts o = vg__train_var_opts(dt, dims, ndims, init);
     o.not_trainable = !(flags & VG_VAR_TRAINABLE);
     o.local = (flags & VG_VAR_LOCAL) != 0;
     return vg_get_variable_ex(g, name, &o);
