@@ -170,4 +170,16 @@ static inline void win(int64_t in, int64_t k, int64_t s, bool same, int64_t *out
     }
 }
 
+/* The largest |a[i] - b[i]| (infinite where either is NaN) over 1 + max |b[i]|: the
+ * fused-against-unfused comparisons of the fusion tests. */
+static inline double tu_rel_diff(const vg_tensor *a, const vg_tensor *b) {
+    double m = 0, s = 0;
+    for (int64_t i = 0; i < vg_tensor_num_elements(a); i++) {
+        double d = fabs(get(a, i) - get(b, i));
+        if (d > m || d != d) m = d != d ? INFINITY : d;
+        if (fabs(get(b, i)) > s) s = fabs(get(b, i));
+    }
+    return m / (1.0 + s);
+}
+
 #endif

@@ -22,16 +22,6 @@
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
 
-static double rel_diff(const vg_tensor *a, const vg_tensor *b) {
-    double m = 0, s = 0;
-    for (int64_t i = 0; i < vg_tensor_num_elements(a); i++) {
-        double d = fabs(get(a, i) - get(b, i));
-        if (d > m || d != d) m = d != d ? INFINITY : d;
-        if (fabs(get(b, i)) > s) s = fabs(get(b, i));
-    }
-    return m / (1.0 + s);
-}
-
 typedef struct bn_graph {
     vg_graph *g;
     vg_output x1, x2, w;           /* x = x1 + x2 (a residual sum, as the model's init_bn reads) */
@@ -170,9 +160,9 @@ static void bn_case(const int64_t xd[4], bool leaky, double lo, double hi) {
         if (!a[i] || !u[i] || !c[i]) continue;
         CHECK_EQ_INT(vg_tensor_num_elements(a[i]), vg_tensor_num_elements(u[i]));
         double tol = i == 4 || i == 5 ? 2e-4 * sqrt((double)n / C) : 2e-4; /* sums over N*H*W */
-        double d1 = rel_diff(a[i], u[i]), d2 = rel_diff(c[i], u[i]);
-        CHECK(t[i] && rel_diff(t[i], u[i]) < tol);
-        CHECK(r[i] && rel_diff(r[i], u[i]) < tol);
+        double d1 = tu_rel_diff(a[i], u[i]), d2 = tu_rel_diff(c[i], u[i]);
+        CHECK(t[i] && tu_rel_diff(t[i], u[i]) < tol);
+        CHECK(r[i] && tu_rel_diff(r[i], u[i]) < tol);
         if (!(d1 < tol) || !(d2 < tol)) fprintf(stderr, "  fetch %d: fused %g, 2 threads %g (tol %g)\n", i, d1, d2, tol);
         CHECK(d1 < tol);
         CHECK(d2 < tol);

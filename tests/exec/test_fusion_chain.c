@@ -32,16 +32,6 @@ static bool same_bits(const vg_tensor *a, const vg_tensor *b) {
            !memcmp(vg_tensor_data(a), vg_tensor_data(b), vg_tensor_nbytes(a));
 }
 
-static double rel_diff(const vg_tensor *a, const vg_tensor *b) {
-    double m = 0, s = 0;
-    for (int64_t i = 0; i < vg_tensor_num_elements(a); i++) {
-        double d = fabs(get(a, i) - get(b, i));
-        if (d > m || d != d) m = d != d ? INFINITY : d;
-        if (fabs(get(b, i)) > s) s = fabs(get(b, i));
-    }
-    return m / (1.0 + s);
-}
-
 /* A graph, its initializers, feeds and fetches. */
 typedef struct tg {
     vg_graph *g;
@@ -95,7 +85,7 @@ static void compare(const tg *t, vg_tensor **vals, const int *kinds, int nkinds,
         CHECK(on[i] && on2[i] && off[i] && un[i]);
         if (!on[i] || !on2[i] || !off[i] || !un[i]) continue;
         bool b1 = same_bits(on[i], off[i]), b2 = same_bits(on2[i], off[i]);
-        double d = rel_diff(on[i], un[i]);
+        double d = tu_rel_diff(on[i], un[i]);
         if (!b1 || !b2 || (!isinf(tol) && !(d < tol))) fprintf(stderr, "  fetch %d: bits %d %d, against unfused %g\n", i, b1, b2, d);
         CHECK(b1);
         CHECK(b2);
