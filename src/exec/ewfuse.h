@@ -19,6 +19,7 @@
 #ifndef VIGIL_EXEC_EWFUSE_H
 #define VIGIL_EXEC_EWFUSE_H
 #include "core/visibility.h"
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -58,6 +59,26 @@ typedef struct vg__ew_out {
     int64_t dims[8];
 } vg__ew_out;
 
+/* Specialised chain loops of the kernel (ew_fused.c), matched at plan time on the
+ * program's structure (fuse_ew.c vg__ew_prog_match_chain). */
+enum {
+    VG__EW_CHAIN_NONE,
+    VG__EW_CHAIN_BN_LEAKY,      /* batch norm + leaky ReLU (tf.where) forward */
+    VG__EW_CHAIN_BN_LEAKY_GRAD, /* its gradient's reduction pass */
+    VG__EW_CHAIN_BN_DX,         /* batch-norm dx with hoisted coefficients */
+    VG__EW_CHAIN_LN,            /* layer norm's normalization */
+    VG__EW_CHAIN_LN_GRAD,       /* layer norm's gradient sums */
+    VG__EW_CHAIN_COUNT
+};
+#define VG__EW_CHAIN_MAXREG 16
+
+/* The kernel's per-run work memory, kept between runs of one program (a run takes it,
+ * grows it if too small, puts it back; a concurrent run of the same program allocates
+ * its own): no allocation per kernel run once warm. Owned by the program. */
+typedef struct vg__ew_cache {
+    _Atomic(void *) blk; /* a block starting with its size_t capacity, or NULL */
+} vg__ew_cache;
+
 typedef struct vg__ew_prog {
     int ninputs;
     int *in_kind;   /* VG__EWIN_* per input */
@@ -69,6 +90,15 @@ typedef struct vg__ew_prog {
     int ndims;      /* S */
     int64_t dims[8];
     int64_t n, C;   /* elements of S, its last dimension */
+    /* the chain loop matched at plan time (VG__EW_CHAIN_*, NONE: op by op); chain_reg:
+     * the program register bound to each of the pattern's nodes, chain_out: the
+     * program output bound to each of the pattern's outputs (see fuse_ew.c) */
+    int chain;
+    int chain_nin; /* the pattern's inputs: chain_reg[0 .. chain_nin) (a program input, or
+                      an instruction of broadcast operands only, which the kernel hoists) */
+    int chain_reg[VG__EW_CHAIN_MAXREG];
+    int chain_out[4];
+    vg__ew_cache *cache; /* NULL: the kernel allocates per run */
 } vg__ew_prog;
 
 /* Turns the moments-variance rewrite (fuse_ew.c fuse_moments: the variance of
@@ -76,9 +106,6 @@ typedef struct vg__ew_prog {
  * returns the previous setting (first: the environment's VG_EW_MOMENTS). For
  * tests comparing the two. Off unless VG_EW_MOMENTS is 1 (measured: see fuse_ew.c). */
 VG_HIDDEN bool vg__ew_set_moments(bool on);
-/* The same for the recomputation of other clusters' values (fuse_ew.c remat; off
- * unless the environment's VG_EW_REMAT is 1: measured slower with this kernel). */
-VG_HIDDEN bool vg__ew_set_remat(bool on);
 /* Turns the kernel's chain paths on or off for runs afterwards (ew_fused.c: the
  * instructions of broadcast operands only computed once per run, and the specialised
  * loops that run a common cluster's whole chain per element); returns the previous
@@ -89,6 +116,17 @@ VG_HIDDEN bool vg__ew_set_chain(bool on);
  * norm + leaky ReLU forward, 2 its gradient's reductions, 3 batch-norm dx, 4 layer norm's
  * normalization, 5 layer norm's gradient sums; 0: any of them. */
 VG_HIDDEN int64_t vg__ew_chain_runs(int kind);
+
+/* How many times so far (all threads) a kernel run allocated its work block (the
+ * program's cache empty or too small); for tests. Defined in ew_fused.c. */
+VG_HIDDEN int64_t vg__ew_work_allocs(void);
+
+/* Matches p against the chain loops' patterns on its structure, not its text: the
+ * operands of Add / Mul (and AddN's first two) in either order, Greater(a, b) as
+ * Less(b, a), copies (Identity, Tile) looked through, inputs in any order, outputs in
+ * any order; constants are inputs and scales, so their values never matter. Sets
+ * p->chain / chain_reg / chain_out. Defined in fuse_ew.c; run by the planner. */
+VG_HIDDEN void vg__ew_prog_match_chain(vg__ew_prog *p);
 
 /* Frees a program (NULL: nothing). Defined in fuse_ew.c. */
 VG_HIDDEN void vg__ew_prog_free(vg__ew_prog *p);

@@ -33,9 +33,10 @@
  * every node. Values are the separate kernels' per element; reductions are summed in a
  * fixed order (see ew_fused.c).
  *
- * Two opt-in rewrites (issue 30, measured not to pay on the ResNet yet, see each):
- * fuse_moments (tf.nn.moments' variance in its mean's pass, VG_EW_MOMENTS=1) and remat
- * (a value of another cluster recomputed instead of read, VG_EW_REMAT=1).
+ * One opt-in rewrite (issue 30, measured not to pay on the ResNet yet): fuse_moments
+ * (tf.nn.moments' variance in its mean's pass, VG_EW_MOMENTS=1). A second one, remat
+ * (a value of another cluster recomputed instead of read, VG_EW_REMAT=1), never paid in
+ * any measurement and was removed (issue 30, session 21).
  */
 #include "exec.h"
 #include "ewfuse.h"
@@ -49,7 +50,179 @@ void vg__ew_prog_free(vg__ew_prog *p) {
     vg__free(p->in_bool);
     vg__free(p->ins);
     vg__free(p->outs);
+    if (p->cache) vg__free(atomic_load(&p->cache->blk));
+    vg__free(p->cache);
     vg__free(p);
+}
+
+/* Chain patterns (the kernel's specialised loops, ew_fused.c): nodes 0 .. nin-1 are the
+ * pattern's inputs, node nin + k its instruction k. Input kinds: 'f' a float value,
+ * full or broadcast (a program input, or an instruction of broadcast operands only,
+ * which the kernel computes once per run), 'b' a full bool input, 'r' a float row
+ * input. Output kinds: 's' stored float, 'b' stored bool, 'c' per-channel sum, 'w' row
+ * sum (Sum or Mean: the scale is the program's). */
+typedef struct ew_pat {
+    int chain;
+    const char *in;
+    int nins;
+    struct { int op, nargs, args[4]; } ins[8];
+    int nouts;
+    struct { int node; char kind; } outs[4];
+} ew_pat;
+
+static const ew_pat ew_pats[] = {
+    /* y = x * a + b, mask = y < z, out = mask ? s * y : y */
+    {VG__EW_CHAIN_BN_LEAKY, "fffff", 5,
+     {{VG__EWI_MUL, 2, {0, 1}}, {VG__EWI_ADD, 2, {5, 2}}, {VG__EWI_LESS, 2, {6, 3}}, {VG__EWI_MUL, 2, {4, 6}},
+      {VG__EWI_SELECT, 3, {7, 8, 6}}},
+     2, {{7, 'b'}, {9, 's'}}},
+    /* g = mask ? d : 0, h = mask ? 0 : d, u = h + s * g, v = x * u, w = u * c */
+    {VG__EW_CHAIN_BN_LEAKY_GRAD, "bffff", 7,
+     {{VG__EWI_ZERO, 0, {0}}, {VG__EWI_SELECT, 3, {0, 1, 5}}, {VG__EWI_SELECT, 3, {0, 5, 1}}, {VG__EWI_MUL, 2, {2, 6}},
+      {VG__EWI_ADDN, 2, {7, 8}}, {VG__EWI_MUL, 2, {3, 9}}, {VG__EWI_MUL, 2, {9, 4}}},
+     3, {{9, 'c'}, {11, 's'}, {10, 'c'}}},
+    /* dx = (r + k * (x - mu)) + q */
+    {VG__EW_CHAIN_BN_DX, "fffff", 3,
+     {{VG__EWI_SUB, 2, {0, 1}}, {VG__EWI_MUL, 2, {2, 5}}, {VG__EWI_ADDN, 3, {3, 6, 4}}},
+     1, {{7, 's'}}},
+    /* dx = ((r + r2) + k * (x - mu)) + q */
+    {VG__EW_CHAIN_BN_DX, "ffffff", 3,
+     {{VG__EWI_SUB, 2, {0, 1}}, {VG__EWI_MUL, 2, {2, 6}}, {VG__EWI_ADDN, 4, {3, 5, 7, 4}}},
+     1, {{8, 's'}}},
+    /* k = rstd * gamma, y = x * k + (beta - mean * k) */
+    {VG__EW_CHAIN_LN, "rffrf", 5,
+     {{VG__EWI_MUL, 2, {0, 1}}, {VG__EWI_MUL, 2, {2, 5}}, {VG__EWI_MUL, 2, {3, 5}}, {VG__EWI_SUB, 2, {4, 7}},
+      {VG__EWI_ADD, 2, {6, 8}}},
+     2, {{5, 's'}, {9, 's'}}},
+    /* a = g * x, n = -x, u = a + rs * n, v = n * y, w = rr * u, z = u * c */
+    {VG__EW_CHAIN_LN_GRAD, "ffrfrf", 7,
+     {{VG__EWI_MUL, 2, {0, 1}}, {VG__EWI_NEG, 1, {1}}, {VG__EWI_MUL, 2, {2, 7}}, {VG__EWI_MUL, 2, {7, 3}},
+      {VG__EWI_ADDN, 2, {6, 8}}, {VG__EWI_MUL, 2, {4, 10}}, {VG__EWI_MUL, 2, {10, 5}}},
+     3, {{9, 'w'}, {11, 'c'}, {12, 'w'}}},
+};
+
+typedef struct ew_mst {
+    const ew_pat *P;
+    const vg__ew_prog *p;
+    const bool *bc; /* per register: broadcast operands only, read by no output */
+    int bind[VG__EW_CHAIN_MAXREG];
+} ew_mst;
+
+/* r with copies (Identity, Tile) looked through */
+static int ew_resolve(const vg__ew_prog *p, int r) {
+    while (r >= p->ninputs && p->ins[r - p->ninputs].op == VG__EWI_COPY && p->ins[r - p->ninputs].nargs == 1)
+        r = p->ins[r - p->ninputs].args[0];
+    return r;
+}
+
+/* Binds pattern nodes pn[0 .. np) to registers rg[0 .. np) (the last first), with
+ * backtracking over the operand orders of commutative instructions. */
+static bool ew_solve(ew_mst *m, const int *pn, const int *rg, int np) {
+    if (np == 0) return true;
+    const ew_pat *P = m->P;
+    const vg__ew_prog *p = m->p;
+    int a = pn[np - 1], r = ew_resolve(p, rg[np - 1]);
+    np--;
+    if (a < (int)strlen(P->in)) { /* a pattern input */
+        if (m->bind[a] >= 0) return m->bind[a] == r && ew_solve(m, pn, rg, np);
+        char k = P->in[a];
+        bool ok;
+        if (r < p->ninputs)
+            ok = k == 'f'   ? !p->in_bool[r] && p->in_kind[r] != VG__EWIN_ROW
+                 : k == 'b' ? p->in_bool[r] && p->in_kind[r] == VG__EWIN_FULL
+                            : !p->in_bool[r] && p->in_kind[r] == VG__EWIN_ROW;
+        else ok = k == 'f' && m->bc[r];
+        if (!ok) return false;
+        m->bind[a] = r;
+        if (ew_solve(m, pn, rg, np)) return true;
+        m->bind[a] = -1;
+        return false;
+    }
+    if (r < p->ninputs) return false;
+    const vg__ew_ins *in = &p->ins[r - p->ninputs];
+    const int pi = a - (int)strlen(P->in), op = P->ins[pi].op, na = P->ins[pi].nargs;
+    if (na == 0) /* ZerosLike / OnesLike: any instance */
+        return in->op == op && in->nargs == 0 && (m->bind[a] = r, ew_solve(m, pn, rg, np));
+    if (m->bind[a] >= 0) return m->bind[a] == r && ew_solve(m, pn, rg, np);
+    if (in->nargs != na) return false;
+    for (int v = 0; v < 3; v++) {
+        bool swap; /* the program's first two operands in the other order */
+        if (v == 0) {
+            if (in->op != op) continue;
+            swap = false;
+        } else if (v == 1) { /* a + b == b + a, a * b == b * a, bit for bit */
+            if (in->op != op || !(op == VG__EWI_ADD || op == VG__EWI_MUL || op == VG__EWI_ADDN)) continue;
+            swap = true;
+        } else { /* b > a is a < b, b >= a is a <= b (false with NaN either way) */
+            if (!((op == VG__EWI_LESS && in->op == VG__EWI_GREATER) ||
+                  (op == VG__EWI_LESS_EQUAL && in->op == VG__EWI_GREATER_EQUAL)))
+                continue;
+            swap = true;
+        }
+        int pn2[64], rg2[64];
+        if (np + na > 64) return false;
+        memcpy(pn2, pn, sizeof(int) * (size_t)np);
+        memcpy(rg2, rg, sizeof(int) * (size_t)np);
+        for (int q = 0; q < na; q++) {
+            pn2[np + q] = P->ins[pi].args[q];
+            rg2[np + q] = in->args[swap && q < 2 ? 1 - q : q];
+        }
+        m->bind[a] = r;
+        if (ew_solve(m, pn2, rg2, np + na)) return true;
+        m->bind[a] = -1;
+    }
+    return false;
+}
+
+static char ew_out_kind(const vg__ew_out *o) {
+    return o->reduce ? (o->row ? 'w' : o->var ? 'v' : 'c') : o->is_bool ? 'b' : 's';
+}
+
+void vg__ew_prog_match_chain(vg__ew_prog *p) {
+    p->chain = VG__EW_CHAIN_NONE;
+    int nr = p->ninputs + p->nins;
+    if (p->nouts < 1 || p->nouts > 4 || nr > 256) return;
+    bool bc[256];
+    for (int i = 0; i < p->ninputs; i++) bc[i] = p->in_kind[i] == VG__EWIN_SCALAR || p->in_kind[i] == VG__EWIN_CHANNEL;
+    for (int k = 0; k < p->nins; k++) { /* as the kernel hoists (ew_fused.c) */
+        bool all = true;
+        for (int a = 0; a < p->ins[k].nargs; a++) all = all && bc[p->ins[k].args[a]];
+        for (int o = 0; o < p->nouts; o++) all = all && p->outs[o].reg != p->ninputs + k;
+        bc[p->ninputs + k] = all;
+    }
+    for (size_t t = 0; t < sizeof ew_pats / sizeof ew_pats[0]; t++) {
+        const ew_pat *P = &ew_pats[t];
+        if (P->nouts != p->nouts) continue;
+        /* the program's outputs to the pattern's, each order of the permutations of
+         * nouts (at most 4: 24) */
+        int perm[4] = {0, 1, 2, 3}, n = p->nouts;
+        for (;;) {
+            bool kinds = true;
+            for (int k = 0; k < n && kinds; k++) kinds = ew_out_kind(&p->outs[perm[k]]) == P->outs[k].kind;
+            if (kinds) {
+                ew_mst m = {.P = P, .p = p, .bc = bc};
+                int pn[4], rg[4];
+                for (int k = 0; k < VG__EW_CHAIN_MAXREG; k++) m.bind[k] = -1;
+                for (int k = 0; k < n; k++) pn[n - 1 - k] = P->outs[k].node, rg[n - 1 - k] = p->outs[perm[k]].reg;
+                if (ew_solve(&m, pn, rg, n)) {
+                    p->chain = P->chain;
+                    p->chain_nin = (int)strlen(P->in);
+                    memcpy(p->chain_reg, m.bind, sizeof m.bind);
+                    for (int k = 0; k < n; k++) p->chain_out[k] = perm[k];
+                    return;
+                }
+            }
+            /* the next permutation (lexicographic) */
+            int i = n - 2;
+            while (i >= 0 && perm[i] >= perm[i + 1]) i--;
+            if (i < 0) break;
+            int j = n - 1;
+            while (perm[j] <= perm[i]) j--;
+            int tmp = perm[i];
+            perm[i] = perm[j], perm[j] = tmp;
+            for (int a = i + 1, b = n - 1; a < b; a++, b--) tmp = perm[a], perm[a] = perm[b], perm[b] = tmp;
+        }
+    }
 }
 
 enum { K_BIN, K_CMP, K_SELECT, K_SELECT2, K_UN, K_CONST, K_ADDN, K_TILE, K_RED, K_VAR };
@@ -102,18 +275,7 @@ typedef struct fctx {
     int *mark, *seen, *stack;
     bool *wreach;    /* per node: reachable from a node that may write a variable */
     int stamp;
-    int **vmem;      /* per root: members of other clusters recomputed here (remat) */
-    int *nvmem, *capvmem;
-    int **vin;       /* per node recomputed somewhere: its data input slots, kept current
-                        while the clusters are rewritten (its own cluster's rewrite
-                        changes its in_slot) */
-    int *vmark;      /* per node: stamp of the cluster rewrite that recomputes it */
 } fctx;
-
-/* Data input q of node x; vst: the stamp of a rewrite recomputing x (its saved slots) */
-static int din(const fctx *f, int x, int q, int vst) {
-    return vst && f->vmark[x] == vst ? f->vin[x][q] : f->p->nodes[x].in_slot[q];
-}
 
 static bool same_dims(int na, const int64_t *a, int nb, const int64_t *b) {
     if (na != nb) return false;
@@ -319,13 +481,13 @@ static bool add_succ_once(fctx *f, int from, int to) { return vg__plan_add_succ_
 
 /* The cluster's outside inputs (distinct slots, in member order); members marked with
  * stamp st. Returns the count, -1 on OOM (*ext freed by the caller). */
-static int ext_inputs(const fctx *f, const int *m, int nm, int st, int vst, int **ext) {
+static int ext_inputs(const fctx *f, const int *m, int nm, int st, int **ext) {
     int next = 0, cap = 0;
     *ext = NULL;
     for (int k = 0; k < nm; k++) {
         const cand *c = &f->c[m[k]];
         for (int q = 0; q < c->ndata; q++) {
-            int s = din(f, m[k], q, vst), src = f->prod[s];
+            int s = f->p->nodes[m[k]].in_slot[q], src = f->prod[s];
             if (src >= 0 && f->mark[src] == st) continue;
             int e = 0;
             while (e < next && (*ext)[e] != s) e++;
@@ -345,19 +507,13 @@ static int mark_cluster(fctx *f, const int *m, int nm) {
 
 /* Rewrites one cluster (members sorted by rank; slot_uses count only reads from
  * outside the members, F's included). Returns false on OOM. */
-static bool rewrite(fctx *f, int *m, int nm, int vst, const vg__op_def *ew, const vg__op_def *fwd,
-                    const vg__op_def *noop) {
+static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_def *fwd, const vg__op_def *noop) {
     vg__plan *p = f->p;
     int st = mark_cluster(f, m, nm), F = m[nm - 1];
-    for (int k = nm - 1; k >= 0; k--) /* the last member of its own (a recomputed one never is) */
-        if (!vst || f->vmark[m[k]] != vst) {
-            F = m[k];
-            break;
-        }
     int *ext = NULL, *reg = NULL, *outk = NULL, *fin = NULL;
     vg__var **fvar = NULL;
     vg__ew_prog *pr = vg__calloc(1, sizeof *pr);
-    int next = ext_inputs(f, m, nm, st, vst, &ext);
+    int next = ext_inputs(f, m, nm, st, &ext);
     reg = vg__malloc(sizeof(int) * (size_t)(nm + 1));
     outk = vg__malloc(sizeof(int) * (size_t)(nm + 1));
     if (!pr || next < 0 || !reg || !outk) goto oom;
@@ -374,11 +530,13 @@ static bool rewrite(fctx *f, int *m, int nm, int vst, const vg__op_def *ew, cons
     pr->outs = vg__calloc((size_t)nm + 1, sizeof(vg__ew_out));
     fin = vg__malloc(sizeof(int) * (size_t)(next + 1));
     fvar = vg__calloc((size_t)next + 1, sizeof(vg__var *));
-    if (!pr->in_kind || !pr->in_bool || !pr->ins || !pr->outs || !fin || !fvar) goto oom;
+    pr->cache = vg__calloc(1, sizeof *pr->cache);
+    if (!pr->in_kind || !pr->in_bool || !pr->ins || !pr->outs || !fin || !fvar || !pr->cache) goto oom;
+    atomic_init(&pr->cache->blk, NULL);
     for (int k = 0; k < nm; k++) {
         const cand *c = &f->c[m[k]];
         for (int q = 0; q < c->ndata; q++) {
-            int s = din(f, m[k], q, vst);
+            int s = p->nodes[m[k]].in_slot[q];
             for (int e = 0; e < next; e++)
                 if (ext[e] == s) {
                     vg_output in = vg_op_input(p->nodes[m[k]].op, q);
@@ -397,7 +555,7 @@ static bool rewrite(fctx *f, int *m, int nm, int vst, const vg__op_def *ew, cons
         in->nargs = c->ndata;
         if (c->ndata && !(in->args = vg__malloc(sizeof(int) * (size_t)c->ndata))) goto oom;
         for (int q = 0; q < c->ndata; q++) {
-            int s = din(f, m[k], q, vst), src = f->prod[s], r = -1;
+            int s = p->nodes[m[k]].in_slot[q], src = f->prod[s], r = -1;
             if (src >= 0 && f->mark[src] == st) {
                 for (int j = 0; j < k; j++)
                     if (m[j] == src) r = reg[j];
@@ -415,7 +573,6 @@ static bool rewrite(fctx *f, int *m, int nm, int vst, const vg__op_def *ew, cons
         vg__node *n = &p->nodes[m[k]];
         const cand *c = &f->c[m[k]];
         outk[k] = -1;
-        if (vst && f->vmark[m[k]] == vst) continue; /* recomputed: its own cluster outputs it */
         if (!is_red(c->kind) && p->slot_uses[n->out_base] <= 0) continue;
         vg__ew_out *o = &pr->outs[nout];
         outk[k] = nout++;
@@ -452,7 +609,6 @@ static bool rewrite(fctx *f, int *m, int nm, int vst, const vg__op_def *ew, cons
     /* edges: members lose their incoming data edges; outside producers feed F */
     for (int k = 0; k < nm; k++) {
         vg__node *n = &p->nodes[m[k]];
-        if (vst && f->vmark[m[k]] == vst) continue;
         for (int q = 0; q < n->ninputs; q++) {
             int src = n->in_slot[q] >= 0 ? prod[n->in_slot[q]] : -1;
             if (src >= 0) drop_succ(&p->nodes[src], m[k]);
@@ -469,9 +625,6 @@ static bool rewrite(fctx *f, int *m, int nm, int vst, const vg__op_def *ew, cons
         for (int i = 0; i < p->nnodes; i++)
             for (int q = 0; q < p->nodes[i].ninputs; q++)
                 if (p->nodes[i].in_slot[q] == old) p->nodes[i].in_slot[q] = ns;
-        for (int i = 0; i < p->nnodes; i++) /* the saved slots of recomputed nodes */
-            for (int q = 0; f->vin[i] && q < f->c[i].ndata; q++)
-                if (f->vin[i][q] == old) f->vin[i][q] = ns;
         for (int fi = 0; fi < p->nfetches; fi++)
             if (p->fetch_slot[fi] == old) p->fetch_slot[fi] = ns;
         uses[ns] = uses[old];
@@ -486,12 +639,13 @@ static bool rewrite(fctx *f, int *m, int nm, int vst, const vg__op_def *ew, cons
     fn->ninputs = next;
     fn->noutputs = nout;
     fn->out_base = base;
+    vg__ew_prog_match_chain(pr);
     fn->def = ew;
     fn->ew_prog = pr, pr = NULL;
     fn->nsucc = 0;
     /* the other members forward an output of F, or do nothing */
     for (int k = 0; k < nm; k++) {
-        if (m[k] == F || (vst && f->vmark[m[k]] == vst)) continue;
+        if (m[k] == F) continue;
         vg__node *n = &p->nodes[m[k]];
         n->nsucc = 0;
         if (outk[k] >= 0) {
@@ -603,128 +757,6 @@ static bool fuse_moments(fctx *f, const bool *ctrl_src, const vg__op_def *noop) 
 }
 
 
-/* Recomputation instead of a round trip through memory (issue 30; OFF by default, see
- * below): where a cluster C reads a value P of another fused cluster A and P can be
- * computed from inputs C reads anyway (scalars and channel vectors are free), C computes
- * P itself (the members of A that P depends on, its "cone", join C's program as
- * recomputed members) and no longer reads it; when every reader does so, A no longer
- * writes it. The ResNet's batch norm: the leaky ReLU's mask (x * a + b < 0, a bool the
- * forward writes for both gradient passes) is recomputed from x in both. The cone holds
- * no reduction (members never read their own) and no variable read; C's fused node
- * gains edges from the cone's producers, which run before A, so no cycle appears.
- * Measured, it does not pay with this kernel, which runs one instruction at a time over
- * L1 tiles (per-node minimum over 25 steps, [128,32,32,16], 1 thread, loaded 2-vCPU
- * host): the mask recomputed made the gradient's reduction pass 2.1-2.4 -> 3.1-3.7 ms
- * while the forward saved ~0.2 ms; recomputing the gradient's dy * rsqrt(var) (6
- * instructions, reading the upstream gradient) in the dx pass made the two gradient
- * passes 3.1 + 2.5 -> 6.6 + 5.1 ms. So it only runs with VG_EW_REMAT=1 (or
- * vg__ew_set_remat(true)), for a kernel that evaluates chains in registers. */
-static int cluster_of(fctx *f, int i) {
-    if (i < 0 || f->c[i].kind < 0) return -1;
-    int r = find(f, i);
-    return f->nmem[r] >= 2 ? r : -1;
-}
-
-static atomic_int g_remat = -1; /* -1: VG_EW_REMAT not read yet */
-
-bool vg__ew_set_remat(bool on) {
-    int old = atomic_exchange(&g_remat, on ? 1 : 0);
-    return old < 0 ? env_is_1("VG_EW_REMAT") : old != 0;
-}
-
-static bool remat_on(void) {
-    int unread = -1;
-    atomic_compare_exchange_strong(&g_remat, &unread, env_is_1("VG_EW_REMAT") ? 1 : 0);
-    return atomic_load(&g_remat) != 0;
-}
-
-static bool remat(fctx *f, int nn) {
-    vg__plan *p = f->p;
-    int *cone = vg__malloc(sizeof(int) * (size_t)(nn + 1)), *ext = NULL;
-    int *list = vg__malloc(sizeof(int) * (size_t)(nn + 1));
-    bool ok = false;
-    if (!cone || !list) goto out;
-    for (int C = 0; C < nn; C++) {
-        if (f->parent[C] != C || f->nmem[C] < 2 || f->c[C].kind < 0) continue;
-        const cand *cc = &f->c[f->mem[C][0]];
-        for (int pass = 0; pass < 8; pass++) { /* a few values per cluster */
-            int nl = 0;
-            for (int k = 0; k < f->nmem[C]; k++) list[nl++] = f->mem[C][k];
-            for (int k = 0; k < f->nvmem[C]; k++) list[nl++] = f->vmem[C][k];
-            int st = mark_cluster(f, list, nl), vst = ++f->stamp;
-            for (int k = f->nmem[C]; k < nl; k++) f->vmark[list[k]] = vst;
-            vg__free(ext);
-            int next = ext_inputs(f, list, nl, st, vst, &ext);
-            if (next < 0) goto out;
-            bool added = false;
-            for (int e = 0; e < next && !added; e++) {
-                int P = f->prod[ext[e]], A = cluster_of(f, P);
-                if (A < 0 || A == C || is_red(f->c[P].kind) || f->c[P].rv) continue;
-                if (!same_dims(f->c[P].nd, f->c[P].dims, cc->nd, cc->dims)) continue;
-                /* the cone: A's members P depends on */
-                int nc = 0, cst = ++f->stamp, sp = 0;
-                bool bad = false;
-                f->stack[sp++] = P;
-                f->seen[P] = cst;
-                while (sp && !bad) {
-                    int x = f->stack[--sp];
-                    cone[nc++] = x;
-                    if (f->c[x].rv || is_red(f->c[x].kind) || f->mark[x] == st) bad = true;
-                    for (int q = 0; q < f->c[x].ndata && !bad; q++) {
-                        int y = f->prod[p->nodes[x].in_slot[q]];
-                        if (y >= 0 && f->seen[y] != cst && cluster_of(f, y) == A) {
-                            f->seen[y] = cst;
-                            f->stack[sp++] = y;
-                        }
-                    }
-                }
-                if (bad) continue;
-                /* the full inputs C would read in addition */
-                double extra = 0;
-                int ast = ++f->stamp;
-                for (int k = 0; k < nc; k++) f->seen[cone[k]] = ast;
-                for (int k = 0; k < nc && extra <= 1.5; k++) {
-                    const vg__node *n = &p->nodes[cone[k]];
-                    for (int q = 0; q < f->c[cone[k]].ndata; q++) {
-                        int t = n->in_slot[q], y = f->prod[t];
-                        if (y >= 0 && (f->seen[y] == ast || f->mark[y] == st)) continue;
-                        bool dup = false;
-                        for (int j = 0; j < next && !dup; j++) dup = ext[j] == t;
-                        for (int j = 0; j < k && !dup; j++) /* an earlier cone member's read */
-                            for (int r = 0; r < f->c[cone[j]].ndata; r++) dup |= p->nodes[cone[j]].in_slot[r] == t;
-                        for (int r = 0; r < q && !dup; r++) dup = n->in_slot[r] == t;
-                        if (dup) continue;
-                        vg_output in = vg_op_input(n->op, q);
-                        if (in_kind(vg_output_shape(in), cc) == VG__EWIN_FULL)
-                            extra += vg_output_dtype(in) == VG_BOOL ? 0.25 : 1.0;
-                    }
-                }
-                if (extra > 0.0) continue;
-                if (!vg__grow((void **)&f->vmem[C], &f->capvmem[C], f->nvmem[C] + nc, sizeof(int))) goto out;
-                for (int k = 0; k < nc; k++) {
-                    int x = cone[k];
-                    bool dup = false;
-                    for (int j = 0; j < f->nvmem[C] && !dup; j++) dup = f->vmem[C][j] == x;
-                    if (dup) continue;
-                    if (!f->vin[x]) {
-                        if (!(f->vin[x] = vg__malloc(sizeof(int) * (size_t)(f->c[x].ndata + 1)))) goto out;
-                        for (int q = 0; q < f->c[x].ndata; q++) f->vin[x][q] = p->nodes[x].in_slot[q];
-                    }
-                    f->vmem[C][f->nvmem[C]++] = x;
-                }
-                added = true;
-            }
-            if (!added) break;
-        }
-    }
-    ok = true;
-out:
-    vg__free(cone);
-    vg__free(list);
-    vg__free(ext);
-    return ok;
-}
-
 bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
     const vg__op_def *ew = vg__registry_find("_VigilFusedElementwise");
     const vg__op_def *fwd = vg__registry_find("_VigilFusedForward");
@@ -752,12 +784,7 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
     f.seen = vg__calloc((size_t)nn + 1, sizeof(int));
     f.stack = vg__malloc(sizeof(int) * (size_t)(nn + 1) * 2);
     f.wreach = vg__calloc((size_t)nn + 1, sizeof(bool));
-    f.vmem = vg__calloc((size_t)nn + 1, sizeof(int *));
-    f.nvmem = vg__calloc((size_t)nn + 1, sizeof(int));
-    f.capvmem = vg__calloc((size_t)nn + 1, sizeof(int));
-    f.vin = vg__calloc((size_t)nn + 1, sizeof(int *));
-    f.vmark = vg__calloc((size_t)nn + 1, sizeof(int));
-    if (!f.vmem || !f.nvmem || !f.capvmem || !f.vin || !f.vmark || !f.wreach || !ctrl_src || !indeg || !order || !f.c || !f.prod || !f.rank || !f.parent || !f.mem || !f.nmem || !f.capmem ||
+    if (!f.wreach || !ctrl_src || !indeg || !order || !f.c || !f.prod || !f.rank || !f.parent || !f.mem || !f.nmem || !f.capmem ||
         !f.mark || !f.seen || !f.stack)
         goto done;
 
@@ -839,7 +866,6 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
             if (!merge(&f, pair[0], pair[1])) goto done;
         }
     }
-    if (remat_on() && !remat(&f, nn)) goto done;
     /* the members' reads of each other are no longer uses of their slots */
     for (int i = 0; i < nn; i++) {
         if (f.c[i].kind < 0 || f.nmem[find(&f, i)] < 2) continue;
@@ -851,23 +877,15 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
      * so that a cluster sees the reads of clusters rewritten after it) */
     for (int i = 0; i < nn; i++) {
         if (f.parent[i] != i || f.nmem[i] < 2) continue;
-        int nl = f.nmem[i] + f.nvmem[i];
-        if (!vg__grow((void **)&f.mem[i], &f.capmem[i], nl, sizeof(int))) goto done;
-        if (f.nvmem[i]) /* vmem is NULL when there are none (memcpy's source must not be) */
-            memcpy(f.mem[i] + f.nmem[i], f.vmem[i], sizeof(int) * (size_t)f.nvmem[i]); /* past nmem: scratch */
-        int st = mark_cluster(&f, f.mem[i], nl), vst = ++f.stamp;
-        for (int k = f.nmem[i]; k < nl; k++) f.vmark[f.mem[i][k]] = vst;
-        int *ext = NULL, next = ext_inputs(&f, f.mem[i], nl, st, vst, &ext);
+        int st = mark_cluster(&f, f.mem[i], f.nmem[i]);
+        int *ext = NULL, next = ext_inputs(&f, f.mem[i], f.nmem[i], st, &ext);
         for (int e = 0; e < next; e++) p->slot_uses[ext[e]]++;
         vg__free(ext);
         if (next < 0) goto done;
     }
     for (int i = 0; i < nn; i++) {
         if (f.parent[i] != i || f.nmem[i] < 2) continue;
-        int *m = f.mem[i], nm = f.nmem[i] + f.nvmem[i]; /* the recomputed members were copied past nmem */
-        if (f.nvmem[i]) memcpy(m + f.nmem[i], f.vmem[i], sizeof(int) * (size_t)f.nvmem[i]);
-        int vst = f.nvmem[i] ? ++f.stamp : 0;
-        for (int k = f.nmem[i]; k < nm; k++) f.vmark[m[k]] = vst;
+        int *m = f.mem[i], nm = f.nmem[i];
         for (int a = 1; a < nm; a++) { /* by rank */
             int x = m[a], b = a - 1;
             while (b >= 0 && f.rank[m[b]] > f.rank[x]) {
@@ -876,18 +894,11 @@ bool vg__plan_fuse_elementwise(vg__plan *p, int *succ_cap) {
             }
             m[b + 1] = x;
         }
-        if (!rewrite(&f, m, nm, vst, ew, fwd, noop)) goto done;
+        if (!rewrite(&f, m, nm, ew, fwd, noop)) goto done;
     }
     ok = true;
 done:
     for (int i = 0; f.mem && i < nn; i++) vg__free(f.mem[i]);
-    for (int i = 0; f.vmem && i < nn; i++) vg__free(f.vmem[i]);
-    for (int i = 0; f.vin && i < nn; i++) vg__free(f.vin[i]);
-    vg__free(f.vmem);
-    vg__free(f.nvmem);
-    vg__free(f.capvmem);
-    vg__free(f.vin);
-    vg__free(f.vmark);
     vg__free(ctrl_src);
     vg__free(indeg);
     vg__free(order);

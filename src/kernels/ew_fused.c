@@ -21,9 +21,14 @@
  * such instructions, as the batch-norm gradients' tiled coefficients) are computed once
  * per run instead of per tile; and the common clusters (the ResNet's batch norm + leaky
  * ReLU forward, its gradient's reduction pass and dx, layer norm's normalization and
- * its gradient's sums;
- * matched on the program's text) run their whole chain per element in one loop, the
- * values in vector registers, instead of one pass over the tile per instruction.
+ * its gradient's sums; matched at plan time on the program's structure, fuse_ew.c) run
+ * their whole chain per element in one loop, the values in vector registers, instead of
+ * one pass over the tile per instruction.
+ *
+ * The run's arrays (broadcast values, hoisted values, tile registers, reduction
+ * partials, pointer tables) live in one block kept on the program between runs
+ * (ewfuse.h vg__ew_cache): a run allocates only the first time, or when its thread
+ * count needs a bigger block.
  */
 /* no-tree-sink: a chain loop's select keeps both operands computed before it
  * (chain_bn_leaky), so it if-converts without AVX-512 masks (the x86-64-v3 clone
@@ -32,6 +37,7 @@
 #include "kernels/kernel.h"
 #include "kernels/simd.h"
 #include "exec/ewfuse.h"
+#include <stdatomic.h>
 #include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,8 +63,8 @@ typedef struct ew_job {
     double *part;          /* npieces x nred x C */
     const float **hoisted; /* per register: the L values of an instruction of broadcast
                               operands only, computed once per run (NULL: per tile) */
-    int chain;             /* a specialised chain loop (EW_CHAIN_*), 0: op by op */
-    int chain_reg[4];      /* its registers / outputs (see chain_match) */
+    int chain;             /* the program's chain loop (VG__EW_CHAIN_*) when the chain paths
+                              are on, 0: op by op */
     float *scratch;        /* per slot: nregs x L + C floats */
     int64_t scratch_per;
 } ew_job;
@@ -241,29 +247,23 @@ static void float_to_bool(int64_t m, const float *restrict x, uint8_t *restrict 
  * its values in vector registers, one pass over the tile instead of one per
  * instruction. Each is the same float operations, in the same order, as eval_ins would
  * do one instruction at a time (C11 mode: no contraction into FMA), so the values are
- * identical bit for bit. Matched on the program's text (chain_sig). */
-enum {
-    EW_CHAIN_NONE,
-    EW_CHAIN_BN_LEAKY, /* batch normalization + leaky ReLU (tf.where): y = x * a + b,
-                          mask = y < z, out = mask ? s * y : y; outputs mask (bool), out */
-    EW_CHAIN_BN_LEAKY_GRAD, /* its gradient's reduction pass: g = mask ? d : 0,
-                               h = mask ? 0 : d, u = h + s * g (AddN), v = x * u,
-                               w = u * c; outputs sum(u), w, sum(v) */
-    EW_CHAIN_BN_DX,    /* batch-norm dx with hoisted coefficients: ((r + k * (x - mu)) + q)
-                          or (((r + r2) + k * (x - mu)) + q) (AddN of 3 / 4) */
-    EW_CHAIN_LN,       /* layer normalization, per-row rstd and mean: k = rstd * gamma,
-                          y = x * k + (beta - mean * k); outputs k, y */
-    EW_CHAIN_LN_GRAD,  /* layer norm's gradient row / channel sums: a = g * x, n = -x,
-                          u = a + rs * n (AddN), v = n * y, w = rr * u, z = u * c;
-                          outputs rowsum(v), sum(w), rowsum(z) */
-    EW_CHAIN_COUNT
-};
-
-static _Atomic int64_t g_chain_runs[EW_CHAIN_COUNT];
+ * identical bit for bit. Matched at plan time on the program's structure (the patterns
+ * and the matcher: fuse_ew.c ew_pats, vg__ew_prog_match_chain; chain_reg[k] is the
+ * register of the pattern's node k, chain_out[k] the program output of its output k):
+ * BN_LEAKY: batch normalization + leaky ReLU (tf.where): y = x * a + b, mask = y < z,
+ *   out = mask ? s * y : y; outputs mask (bool), out.
+ * BN_LEAKY_GRAD: its gradient's reduction pass: g = mask ? d : 0, h = mask ? 0 : d,
+ *   u = h + s * g (AddN), v = x * u, w = u * c; outputs sum(u), w, sum(v).
+ * BN_DX: batch-norm dx: (r + k * (x - mu)) + q or ((r + r2) + k * (x - mu)) + q.
+ * LN: layer normalization, per-row rstd and mean: k = rstd * gamma,
+ *   y = x * k + (beta - mean * k); outputs k, y.
+ * LN_GRAD: layer norm's gradient row / channel sums: a = g * x, n = -x, u = a + rs * n
+ *   (AddN), v = n * y, w = rr * u, z = u * c; outputs rowsum(v), sum(w), rowsum(z). */
+static _Atomic int64_t g_chain_runs[VG__EW_CHAIN_COUNT];
 
 int64_t vg__ew_chain_runs(int kind) {
     int64_t s = 0;
-    for (int k = 1; k < EW_CHAIN_COUNT; k++) s += kind == 0 || kind == k ? g_chain_runs[k] : 0;
+    for (int k = 1; k < VG__EW_CHAIN_COUNT; k++) s += kind == 0 || kind == k ? g_chain_runs[k] : 0;
     return s;
 }
 
@@ -342,39 +342,6 @@ static void chain_ln_grad(int64_t rows, int64_t C, const float *restrict g, cons
     }
 }
 
-/* The program as text: inputs (f: float full / scalar / channel, b: bool full, B: bool
- * broadcast, r: row), instructions, outputs (s: stored, b: bool, c: per-channel sum,
- * w: row sum, v: variance). */
-static void chain_sig(const vg__ew_prog *p, char *buf, size_t cap) {
-    static const char *nm[] = {"add", "sub", "mul", "div", "max", "min", "sqd", "lt", "le", "gt",
-                               "ge", "sel", "neg", "sq", "relu", "copy", "rgrad", "zero", "one", "addn"};
-    size_t u = 0;
-#define EW_PUT(...)                                                                       \
-    do {                                                                                  \
-        int w_ = snprintf(buf + u, u < cap ? cap - u : 0, __VA_ARGS__);                   \
-        u += w_ > 0 ? (size_t)w_ : 0;                                                     \
-    } while (0)
-    buf[0] = 0;
-    for (int i = 0; i < p->ninputs; i++)
-        EW_PUT("%c", p->in_kind[i] == VG__EWIN_ROW ? 'r'
-                     : p->in_bool[i]               ? (p->in_kind[i] == VG__EWIN_FULL ? 'b' : 'B')
-                                                   : 'f');
-    EW_PUT("|");
-    for (int k = 0; k < p->nins; k++) {
-        int op = p->ins[k].op;
-        EW_PUT("%s(", op >= 0 && op < (int)(sizeof nm / sizeof nm[0]) ? nm[op] : "?");
-        for (int a = 0; a < p->ins[k].nargs; a++) EW_PUT("%s%d", a ? "," : "", p->ins[k].args[a]);
-        EW_PUT(")");
-    }
-    EW_PUT("|");
-    for (int k = 0; k < p->nouts; k++) {
-        const vg__ew_out *o = &p->outs[k];
-        EW_PUT("%s%d%c", k ? "," : "", o->reg,
-               o->reduce ? (o->row ? 'w' : o->var ? 'v' : 'c') : o->is_bool ? 'b' : 's');
-    }
-#undef EW_PUT
-}
-
 static _Atomic int g_chain = -1; /* -1: VG_EW_CHAIN not read yet */
 
 bool vg__ew_set_chain(bool on) {
@@ -388,65 +355,40 @@ static bool chain_on(void) {
     return g_chain == 1;
 }
 
-/* Which specialised loop runs the program (EW_CHAIN_NONE: op by op); reg: the
- * registers / output indices that loop needs. */
-static int chain_match(const vg__ew_prog *p, int reg[4]) {
-    char sig[512];
-    if (p->ninputs > 12 || p->nins > 12) return EW_CHAIN_NONE;
-    chain_sig(p, sig, sizeof sig);
-    if (!strcmp(sig, "fffff|mul(0,1)add(5,2)lt(6,3)mul(4,6)sel(7,8,6)|7b,9s")) return EW_CHAIN_BN_LEAKY;
-    if (!strcmp(sig, "bffff|zero()sel(0,1,5)sel(0,5,1)mul(2,6)addn(7,8)mul(3,9)mul(9,4)|9c,11s,10c"))
-        return EW_CHAIN_BN_LEAKY_GRAD;
-    /* x - mu, two coefficients of broadcast inputs only (hoisted), AddN of the residual
-     * gradient(s), the product and the second coefficient */
-    if (!strcmp(sig, "ffffffff|sub(0,1)copy(2)div(9,3)copy(4)div(11,5)mul(6,12)mul(13,8)addn(7,14,10)|15s")) {
-        reg[0] = 13, reg[1] = 10, reg[2] = -1;
-        return EW_CHAIN_BN_DX;
-    }
-    if (!strcmp(sig, "fffffffff|sub(0,1)copy(2)div(10,3)copy(4)div(12,5)mul(6,13)mul(14,9)addn(7,8,15,11)|16s")) {
-        reg[0] = 14, reg[1] = 11, reg[2] = 8;
-        return EW_CHAIN_BN_DX;
-    }
-    if (!strcmp(sig, "rffrf|mul(0,1)mul(2,5)mul(3,5)sub(4,7)add(6,8)|5s,9s")) return EW_CHAIN_LN;
-    if (!strcmp(sig, "ffrfrf|mul(0,1)neg(1)mul(2,7)mul(7,3)addn(6,8)mul(4,10)mul(10,5)|9w,11c,12w"))
-        return EW_CHAIN_LN_GRAD;
-    return EW_CHAIN_NONE;
-}
-
 /* The tile through a specialised loop (j->chain): full inputs and outputs in place, the
  * reduced registers into the slot's tile registers (R), for run_tile's reductions. */
-static void run_chain(const ew_job *j, int64_t t0, int64_t m, float *scr, const float **R) {
+static void run_chain(const ew_job *j, int64_t t0, int64_t m, float *scr) {
     const vg__ew_prog *p = j->p;
-    const int64_t L = j->L;
-    for (int i = 0; i < p->ninputs; i++)
-        R[i] = p->in_kind[i] == VG__EWIN_FULL ? (j->in_f[i] ? j->in_f[i] + t0 : NULL) : j->bcast + (int64_t)i * L;
+    const int64_t L = j->L, C = p->C;
+    const int *g = p->chain_reg, *ok = p->chain_out;
+    /* pattern node k's values for this tile: a float input in place (full) or broadcast,
+     * a hoisted instruction's; a row input's rows (RW); a bool input (B) */
+#define V(k) (g[k] >= p->ninputs ? j->hoisted[g[k]]                                                      \
+              : p->in_kind[g[k]] == VG__EWIN_FULL ? j->in_f[g[k]] + t0 : j->bcast + (int64_t)g[k] * L)
+#define RW(k) (j->in_f[g[k]] + t0 / C)
+    /* a reduced output's tile register */
+#define RED(k) (scr + (int64_t)p->outs[ok[k]].reg * L)
     switch (j->chain) {
-    case EW_CHAIN_BN_LEAKY:
-        chain_bn_leaky(m, R[0], R[1], R[2], R[3], R[4], j->out_b[0] + t0, j->out_f[1] + t0);
+    case VG__EW_CHAIN_BN_LEAKY:
+        chain_bn_leaky(m, V(0), V(1), V(2), V(3), V(4), j->out_b[ok[0]] + t0, j->out_f[ok[1]] + t0);
         break;
-    case EW_CHAIN_BN_LEAKY_GRAD: {
-        float *u = scr + 9 * L, *v = scr + 10 * L;
-        chain_bn_leaky_grad(m, j->in_b[0] + t0, R[1], R[2], R[3], R[4], u, v, j->out_f[1] + t0);
-        R[9] = u, R[10] = v;
+    case VG__EW_CHAIN_BN_LEAKY_GRAD:
+        chain_bn_leaky_grad(m, j->in_b[g[0]] + t0, V(1), V(2), V(3), V(4), RED(0), RED(2), j->out_f[ok[1]] + t0);
         break;
-    }
-    case EW_CHAIN_BN_DX:
-        chain_bn_dx(m, R[0], R[1], j->hoisted[j->chain_reg[0]], R[7], j->chain_reg[2] >= 0 ? R[j->chain_reg[2]] : NULL,
-                    j->hoisted[j->chain_reg[1]], j->out_f[0] + t0);
+    case VG__EW_CHAIN_BN_DX:
+        chain_bn_dx(m, V(0), V(1), V(2), V(3), p->chain_nin > 5 ? V(5) : NULL, V(4), j->out_f[ok[0]] + t0);
         break;
-    case EW_CHAIN_LN:
-        chain_ln(m / j->p->C, j->p->C, j->in_f[0] + t0 / j->p->C, R[1], R[2], j->in_f[3] + t0 / j->p->C, R[4],
-                 j->out_f[0] + t0, j->out_f[1] + t0);
+    case VG__EW_CHAIN_LN:
+        chain_ln(m / C, C, RW(0), V(1), V(2), RW(3), V(4), j->out_f[ok[0]] + t0, j->out_f[ok[1]] + t0);
         break;
-    case EW_CHAIN_LN_GRAD: {
-        const int64_t C = j->p->C;
-        float *v = scr + 9 * L, *w = scr + 11 * L, *z = scr + 12 * L;
-        chain_ln_grad(m / C, C, R[0], R[1], j->in_f[2] + t0 / C, R[3], j->in_f[4] + t0 / C, R[5], v, w, z);
-        R[9] = v, R[11] = w, R[12] = z;
+    case VG__EW_CHAIN_LN_GRAD:
+        chain_ln_grad(m / C, C, V(0), V(1), RW(2), V(3), RW(4), V(5), RED(0), RED(1), RED(2));
         break;
-    }
     default: break;
     }
+#undef V
+#undef RW
+#undef RED
 }
 
 static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const float **R, double *part,
@@ -465,8 +407,10 @@ static void run_tile(const ew_job *j, int64_t t0, int64_t m, float *scr, const f
     for (int k = 0; k < p->nouts && nx > 0; k++)
         if (j->out_f[k] && !p->outs[k].reduce)
             for (int64_t e = 0; e < nx; e += 16) __builtin_prefetch(j->out_f[k] + t0 + L + e, 1, 3);
-    if (j->chain) {
-        run_chain(j, t0, m, scr, R);
+    if (j->chain) { /* the reduced outputs' registers are their tile slots */
+        run_chain(j, t0, m, scr);
+        for (int k = 0; k < p->nouts; k++)
+            if (p->outs[k].reduce) R[p->outs[k].reg] = scr + (int64_t)p->outs[k].reg * L;
         goto outputs;
     }
     for (int i = 0; i < p->ninputs; i++) {
@@ -531,6 +475,38 @@ static void run_pieces(void *arg, int64_t begin, int64_t end, int slot) {
     }
 }
 
+static _Atomic int64_t g_work_allocs;
+
+int64_t vg__ew_work_allocs(void) { return g_work_allocs; }
+
+/* The next piece of the run's work block: n bytes at a 64-byte boundary. */
+static void *carve(char *base, size_t *off, size_t n) {
+    void *r = base ? base + *off : NULL;
+    *off += (n + 63) & ~(size_t)63;
+    return r;
+}
+
+/* Lays out the run's arrays in base (NULL: only sizes it); returns the bytes needed. */
+static size_t layout(ew_job *j, char *base, int nslots, int nred, float **bcast, float **hbuf, bool **bc) {
+    const vg__ew_prog *p = j->p;
+    size_t off = 64, ni = (size_t)p->ninputs + 1, no = (size_t)p->nouts + 1, nr = (size_t)j->nregs + 1;
+    j->in_f = carve(base, &off, ni * sizeof(float *));
+    j->in_b = carve(base, &off, ni * sizeof(uint8_t *));
+    *bcast = carve(base, &off, sizeof(float) * (size_t)(j->L * (int64_t)ni));
+    j->out_f = carve(base, &off, no * sizeof(float *));
+    j->out_b = carve(base, &off, no * sizeof(uint8_t *));
+    j->reg_store = carve(base, &off, nr * sizeof(int));
+    j->row_arg = carve(base, &off, ((size_t)p->nins + 1) * sizeof(int));
+    j->fill = carve(base, &off, ni * sizeof(bool));
+    j->hoisted = carve(base, &off, nr * sizeof(float *));
+    j->red_of = carve(base, &off, no * sizeof(int));
+    j->scratch = carve(base, &off, sizeof(float) * (size_t)(j->scratch_per * nslots));
+    j->part = carve(base, &off, sizeof(double) * (size_t)(j->npieces * nred * p->C + 1));
+    *hbuf = carve(base, &off, sizeof(float) * (size_t)(((int64_t)p->nins + 1) * j->L));
+    *bc = carve(base, &off, nr * sizeof(bool));
+    return off;
+}
+
 static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg__ew_prog *p = vg__kctx_fused_prog(ctx);
@@ -544,25 +520,31 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
     int nslots = vg__kctx_num_threads(ctx);
     if (nslots > j.npieces) nslots = (int)(j.npieces > 0 ? j.npieces : 1);
     j.scratch_per = (int64_t)j.nregs * L + 3 * C + 16; /* acc, and 2C floats for var_tile */
-    size_t ni = (size_t)p->ninputs + 1, no = (size_t)p->nouts + 1, nr = (size_t)j.nregs + 1;
-    j.in_f = vg__calloc(ni, sizeof(float *));
-    j.in_b = vg__calloc(ni, sizeof(uint8_t *));
-    float *bcast = vg__malloc(sizeof(float) * (size_t)(L * (int64_t)ni));
-    j.out_f = vg__calloc(no, sizeof(float *));
-    j.out_b = vg__calloc(no, sizeof(uint8_t *));
-    j.reg_store = vg__malloc(sizeof(int) * nr);
-    j.row_arg = vg__malloc(sizeof(int) * ((size_t)p->nins + 1));
-    j.fill = vg__calloc(ni, sizeof(bool));
-    j.hoisted = vg__calloc(nr, sizeof(float *));
-    j.red_of = vg__malloc(sizeof(int) * no);
-    j.scratch = vg__malloc(sizeof(float) * (size_t)(j.scratch_per * nslots));
-    vg_code rc = VG_OK;
-    float *hbuf = NULL; /* the hoisted instructions' values */
-    if (!j.in_f || !j.in_b || !bcast || !j.out_f || !j.out_b || !j.reg_store || !j.red_of || !j.scratch || !j.row_arg ||
-        !j.fill || !j.hoisted) {
-        rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in a fused element-wise kernel");
-        goto done;
+    int nred_max = 0;
+    for (int k = 0; k < p->nouts; k++)
+        if (p->outs[k].reduce && !p->outs[k].row) nred_max += p->outs[k].var ? 2 : 1;
+    /* the run's arrays: one block, kept on the program between runs (ewfuse.h
+     * vg__ew_cache), allocated only when missing or too small */
+    float *bcast, *hbuf;
+    bool *bc;
+    size_t need = layout(&j, NULL, nslots, nred_max, &bcast, &hbuf, &bc);
+    char *blk = p->cache ? atomic_exchange(&p->cache->blk, NULL) : NULL;
+    if (blk && *(size_t *)(void *)blk < need) vg__free(blk), blk = NULL;
+    if (!blk) {
+        g_work_allocs++;
+        if (!(blk = vg__malloc(need)))
+            return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in a fused element-wise kernel");
+        *(size_t *)(void *)blk = need;
     }
+    layout(&j, blk, nslots, nred_max, &bcast, &hbuf, &bc);
+    const size_t ni = (size_t)p->ninputs + 1, no = (size_t)p->nouts + 1, nr = (size_t)j.nregs + 1;
+    memset(j.in_f, 0, ni * sizeof(float *));
+    memset(j.in_b, 0, ni * sizeof(uint8_t *));
+    memset(j.out_f, 0, no * sizeof(float *));
+    memset(j.out_b, 0, no * sizeof(uint8_t *));
+    memset(j.fill, 0, ni * sizeof(bool));
+    memset(j.hoisted, 0, nr * sizeof(float *));
+    vg_code rc = VG_OK;
     j.bcast = bcast;
     for (int i = 0; i < p->ninputs; i++) {
         vg_tensor *t = vg__kctx_input(ctx, i);
@@ -625,20 +607,12 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
             j.reg_store[o->reg] = k; /* written where it is computed */
         }
     }
-    if (j.nred && !(j.part = vg__malloc(sizeof(double) * (size_t)(j.npieces * j.nred * C + 1)))) {
-        rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in a fused element-wise kernel");
-        goto done;
-    }
     /* Instructions of broadcast operands only (scalars, channel vectors, and such
      * instructions; none an output reads) are the same in every tile: computed once
      * here over L values, by the same loops. */
     if (chain_on()) {
-        bool *bc = vg__calloc(nr, sizeof(bool));
         int nh = 0;
-        if (!bc) {
-            rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in a fused element-wise kernel");
-            goto done;
-        }
+        memset(bc, 0, nr * sizeof(bool));
         for (int i = 0; i < p->ninputs; i++) bc[i] = p->in_kind[i] == VG__EWIN_SCALAR || p->in_kind[i] == VG__EWIN_CHANNEL;
         for (int k = 0; k < p->nins; k++) {
             bool all = true;
@@ -647,15 +621,10 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
             bc[p->ninputs + k] = all;
         }
         for (int k = 0; k < p->nins; k++) nh += bc[p->ninputs + k];
-        if (nh && !(hbuf = vg__malloc(sizeof(float) * (size_t)(nh * L)))) {
-            vg__free(bc);
-            rc = vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in a fused element-wise kernel");
-            goto done;
-        }
         const float **R = j.hoisted;
         for (int i = 0; i < p->ninputs; i++) R[i] = bc[i] ? j.bcast + (int64_t)i * L : NULL;
         float *h = hbuf;
-        for (int k = 0; k < p->nins; k++) {
+        for (int k = 0; k < p->nins && nh; k++) {
             const vg__ew_ins *in = &p->ins[k];
             if (!bc[p->ninputs + k]) continue;
             if (in->op == VG__EWI_ADDN) {
@@ -669,10 +638,9 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
             h += L;
         }
         for (int i = 0; i < p->ninputs; i++) R[i] = NULL; /* inputs: read as before */
-        vg__free(bc);
-        j.chain = chain_match(p, j.chain_reg);
-        if (j.chain == EW_CHAIN_BN_DX && (!j.hoisted[j.chain_reg[0]] || !j.hoisted[j.chain_reg[1]]))
-            j.chain = EW_CHAIN_NONE;
+        j.chain = p->chain;
+        for (int k = 0; k < p->chain_nin && j.chain; k++) /* the pattern's inputs computed here: hoisted */
+            if (p->chain_reg[k] >= p->ninputs && !j.hoisted[p->chain_reg[k]]) j.chain = VG__EW_CHAIN_NONE;
         if (j.chain) g_chain_runs[j.chain]++;
     }
     if (j.npieces > 0) vg__kctx_parallel_for_slots(ctx, j.npieces, nslots, j.npieces, run_pieces, &j);
@@ -705,19 +673,8 @@ static vg_code kernel_fused_elementwise(vg__kctx *ctx) {
         }
     }
 done:
-    vg__free(j.in_f);
-    vg__free(j.in_b);
-    vg__free(bcast);
-    vg__free(j.out_f);
-    vg__free(j.out_b);
-    vg__free(j.reg_store);
-    vg__free(j.row_arg);
-    vg__free(j.fill);
-    vg__free(j.hoisted);
-    vg__free(hbuf);
-    vg__free(j.red_of);
-    vg__free(j.scratch);
-    vg__free(j.part);
+    if (p->cache) vg__free(atomic_exchange(&p->cache->blk, blk)); /* back (another run's: freed) */
+    else vg__free(blk);
     return rc;
 }
 

@@ -11,9 +11,6 @@
  *     match the unfused plan and the rewrite off;
  *   - the fused variance against a double reference, including data far from zero
  *     (mean 100, spread 1e-2), where E[x^2] - E[x]^2 would lose every digit;
- *   - with the (opt-in) recomputation on, the leaky ReLU's mask (x * a + b < 0) is
- *     recomputed from x by both gradient passes instead of being written by the forward
- *     and read back: its node runs NoOp, and values match;
  *   - gradients against central finite differences on a small case. */
 #include "test_util.h"
 #include "op_test_util.h"
@@ -87,8 +84,6 @@ enum { NFETCH = 8 };
 /* Runs the fetches {act, mean, var, d x1, d beta, d gamma, moving mean, moving variance}
  * on a fresh session; returns the trace's node stats count of fused nodes, -1 on error.
  * *sqd_noop: the moments' SquaredDifference ran as NoOp. */
-static bool g_remat_noop; /* the last run_bn: the leaky ReLU's mask (node Less) ran NoOp */
-
 static int run_bn(const bn_graph *b, vg_tensor **vals, vg_tensor **outs, int threads, bool fused, bool *sqd_noop) {
     bool old = vg__plan_set_fusion(fused);
     vg_status st;
@@ -101,7 +96,6 @@ static int run_bn(const bn_graph *b, vg_tensor **vals, vg_tensor **outs, int thr
     int n = -1;
     for (int i = 0; i < NFETCH; i++) outs[i] = NULL;
     if (sqd_noop) *sqd_noop = false;
-    g_remat_noop = false;
     if (s && md) {
         for (int i = 0; i < 3; i++) CHECK_OK(vg_session_run_targets(s, &b->init[i], 1, &st), &st);
         CHECK_OK(vg_session_run(s, &ro, feeds, vals, 3, fetch, outs, NFETCH, NULL, 0, md, &st), &st);
@@ -112,8 +106,6 @@ static int run_bn(const bn_graph *b, vg_tensor **vals, vg_tensor **outs, int thr
                 n += !strcmp(ns->op_type, "_VigilFusedElementwise");
                 if (sqd_noop && !strcmp(ns->node_name, "bn/moments/SquaredDifference"))
                     *sqd_noop = !strcmp(ns->op_type, "NoOp");
-                if (!strcmp(ns->node_name, "Less"))
-                    g_remat_noop = !strcmp(ns->op_type, "NoOp");
             }
         }
     }
@@ -127,7 +119,7 @@ static int64_t numel(const int64_t xd[4]) { return xd[0] * xd[1] * xd[2] * xd[3]
 
 /* Fused (1 and 2 threads) against unfused; the variance against a double reference. */
 static void bn_case(const int64_t xd[4], bool leaky, double lo, double hi) {
-    bool env_m = vg__ew_set_moments(true), env_r = vg__ew_set_remat(false); /* the defaults, whatever the environment */
+    bool env_m = vg__ew_set_moments(true); /* whatever the environment */
     bn_graph b;
     build(&b, xd, leaky);
     int64_t n = numel(xd), C = xd[3];
@@ -136,19 +128,12 @@ static void bn_case(const int64_t xd[4], bool leaky, double lo, double hi) {
     vg_tensor *a[NFETCH], *u[NFETCH], *c[NFETCH];
     bool noop = false, noop_u = true;
     int nf = run_bn(&b, vals, a, 1, true, &noop);
-    CHECK(!g_remat_noop);
     int nu = run_bn(&b, vals, u, 1, false, &noop_u);
     int n2 = run_bn(&b, vals, c, 2, true, NULL);
     bool old = vg__ew_set_moments(false);
     vg_tensor *t[NFETCH];
     int nt = run_bn(&b, vals, t, 1, true, NULL); /* fused, the variance in its own pass */
     vg__ew_set_moments(old);
-    bool old_r = vg__ew_set_remat(true);
-    vg_tensor *r[NFETCH];
-    int nr = run_bn(&b, vals, r, 1, true, NULL); /* fused, the mask recomputed */
-    CHECK(g_remat_noop == leaky);
-    vg__ew_set_remat(old_r);
-    CHECK_EQ_INT(nr, nf);
     CHECK(nf >= 3); /* moments, normalization + activation, gradient chains */
     CHECK_EQ_INT(nu, 0);
     CHECK_EQ_INT(n2, nf);
@@ -162,7 +147,6 @@ static void bn_case(const int64_t xd[4], bool leaky, double lo, double hi) {
         double tol = i == 4 || i == 5 ? 2e-4 * sqrt((double)n / C) : 2e-4; /* sums over N*H*W */
         double d1 = tu_rel_diff(a[i], u[i]), d2 = tu_rel_diff(c[i], u[i]);
         CHECK(t[i] && tu_rel_diff(t[i], u[i]) < tol);
-        CHECK(r[i] && tu_rel_diff(r[i], u[i]) < tol);
         if (!(d1 < tol) || !(d2 < tol)) fprintf(stderr, "  fetch %d: fused %g, 2 threads %g (tol %g)\n", i, d1, d2, tol);
         CHECK(d1 < tol);
         CHECK(d2 < tol);
@@ -180,12 +164,11 @@ static void bn_case(const int64_t xd[4], bool leaky, double lo, double hi) {
         q /= (double)m;
         CHECK_NEAR(get(a[2], k), q, 2e-5 * q + 1e-9);
     }
-    for (int i = 0; i < NFETCH; i++) vg_tensor_free(a[i]), vg_tensor_free(u[i]), vg_tensor_free(c[i]), vg_tensor_free(t[i]), vg_tensor_free(r[i]);
+    for (int i = 0; i < NFETCH; i++) vg_tensor_free(a[i]), vg_tensor_free(u[i]), vg_tensor_free(c[i]), vg_tensor_free(t[i]);
     for (int i = 0; i < 3; i++) vg_tensor_free(vals[i]);
     free(x1), free(x2), free(wv);
     vg_graph_free(b.g);
     vg__ew_set_moments(env_m);
-    vg__ew_set_remat(env_r);
 }
 
 static void test_bn__resnet_shapes(void) {

@@ -9,12 +9,13 @@
  * The suite also runs under capped ISAs (scripts/isa-test.sh: the x86-64-v3 and
  * baseline clones of the loops).
  *
- * `test_fusion_chain --bench [reps] [chain|ln|moments|remat]` times one batch norm step
+ * `test_fusion_chain --bench [reps] [chain|ln|moments]` times one batch norm step
  * (forward and gradient, batch 128, the ResNet's three shapes) or a layer norm step (the
  * graph network's shapes), 1 thread, two settings alternating (the chains on / off; the
- * defaults / VG_EW_MOMENTS=1 / VG_EW_REMAT=1), process CPU time (median). */
+ * defaults / VG_EW_MOMENTS=1), process CPU time (median). */
 #include "test_util.h"
 #include "op_test_util.h"
+#include "count_alloc_util.h"
 #include "exec/exec.h"
 #include "exec/ewfuse.h"
 #include "vigil/vigil.h"
@@ -98,7 +99,14 @@ static void compare(const tg *t, vg_tensor **vals, const int *kinds, int nkinds,
  * epsilon 1e-3) on a residual sum x1 + x2, the leaky ReLU (tf.where(x < 0, 0.1 x, x))
  * or a plain ReLU, a weighted sum as loss; fetches the activation, the moments and the
  * gradients of x1, beta and gamma. */
-static void build_bn(tg *t, const int64_t xd[4], bool leaky) {
+static void build_bn_v(tg *t, const int64_t xd[4], bool leaky, int variant);
+static void build_bn(tg *t, const int64_t xd[4], bool leaky) { build_bn_v(t, xd, leaky, 0); }
+
+/* variant 1: the same batch norm and leaky ReLU written another way: y = b + a * x
+ * (batch_normalization's operands swapped, a and b computed by hand), the mask as
+ * Greater(0, y), the slope y * 0.2 (another constant, operands swapped) and a copy of
+ * y (Tile by ones) in the select; variant 2: as 1, with a per-channel slope (a [C] constant). */
+static void build_bn_v(tg *t, const int64_t xd[4], bool leaky, int variant) {
     memset(t, 0, sizeof *t);
     vg_graph *g = t->g = vg_graph_new();
     int64_t C = xd[3], cd[1] = {C};
@@ -117,10 +125,29 @@ static void build_bn(tg *t, const int64_t xd[4], bool leaky) {
     vg_variable gamma = vg_get_variable_ex(g, "gamma", &o);
     vg_output mean, var;
     vg_nn_moments(g, x, (int32_t[]){0, 1, 2}, 3, false, "moments", &mean, &var);
-    vg_output y = vg_nn_batch_normalization(g, x, mean, var, beta.read, gamma.read, 0.001, NULL);
+    vg_output y;
+    if (variant) {
+        vg_output a = vg_mul(g, gamma.read, vg_rsqrt(g, vg_add(g, var, vg_const_f32(g, 0.001f, NULL), NULL), NULL), NULL);
+        vg_output b = vg_sub(g, beta.read, vg_mul(g, mean, a, NULL), NULL);
+        y = vg_add(g, b, vg_mul(g, a, x, NULL), "bn_y");
+    } else {
+        y = vg_nn_batch_normalization(g, x, mean, var, beta.read, gamma.read, 0.001, NULL);
+    }
     vg_variable_scope_pop(g);
     vg_output act;
-    if (leaky) {
+    if (leaky && variant) {
+        vg_output gt = vg_greater(g, vg_const_f32(g, 0.0f, "Greater/x"), y, "Greater");
+        vg_output slope = vg_const_f32(g, 0.2f, "mul/y");
+        if (variant == 2) {
+            double sv[1024];
+            for (int k = 0; k < C && k < 1024; k++) sv[k] = 0.05 + 0.01 * (k % 5);
+            slope = cst(g, VG_FLOAT, cd, 1, sv);
+        }
+        /* a copy of y inside the cluster: Tile by ones (an Identity is a plan-level alias
+         * that never joins a cluster) */
+        vg_output y_copy = vg_tile(g, y, vg_const_i32_vec(g, (int32_t[]){1, 1, 1, 1}, 4, NULL), "y_copy");
+        act = vg_select(g, gt, vg_mul(g, y, slope, "mul"), y_copy, "leaky_relu");
+    } else if (leaky) {
         vg_output lt = vg_less(g, y, vg_const_f32(g, 0.0f, "Less/y"), "Less");
         act = vg_select(g, lt, vg_mul(g, vg_const_f32(g, 0.1f, "mul/x"), y, "mul"), y, "leaky_relu");
     } else {
@@ -151,20 +178,23 @@ static void bn_vals(const int64_t xd[4], vg_tensor **vals) {
     for (int i = 0; i < 3; i++) vals[i] = mk(VG_FLOAT, xd, 4, v[i]), free(v[i]);
 }
 
-static void bn_case(const int64_t xd[4], bool leaky) {
-    bool env_m = vg__ew_set_moments(false), env_r = vg__ew_set_remat(false); /* the defaults */
+static void bn_case_v(const int64_t xd[4], bool leaky, int variant, const int *kinds, int nkinds) {
+    bool env_m = vg__ew_set_moments(false); /* the default */
     tg t;
-    build_bn(&t, xd, leaky);
+    build_bn_v(&t, xd, leaky, variant);
     vg_tensor *vals[3];
     bn_vals(xd, vals);
     int64_t n = xd[0] * xd[1] * xd[2] * xd[3];
-    /* leaky: the forward and its gradient's reductions; both: dx */
-    int kinds_leaky[3] = {1, 2, 3}, kinds_relu[1] = {3};
-    compare(&t, vals, leaky ? kinds_leaky : kinds_relu, leaky ? 3 : 1, 2e-4 * sqrt((double)n / xd[3]));
+    compare(&t, vals, kinds, nkinds, 2e-4 * sqrt((double)n / xd[3]));
     for (int i = 0; i < 3; i++) vg_tensor_free(vals[i]);
     vg_graph_free(t.g);
     vg__ew_set_moments(env_m);
-    vg__ew_set_remat(env_r);
+}
+
+static void bn_case(const int64_t xd[4], bool leaky) {
+    /* leaky: the forward and its gradient's reductions; both: dx */
+    int kinds_leaky[3] = {1, 2, 3}, kinds_relu[1] = {3};
+    bn_case_v(xd, leaky, 0, leaky ? kinds_leaky : kinds_relu, leaky ? 3 : 1);
 }
 
 static void test_chain__resnet_batch_norm(void) {
@@ -172,6 +202,16 @@ static void test_chain__resnet_batch_norm(void) {
     bn_case((int64_t[]){4, 16, 16, 32}, true);
     bn_case((int64_t[]){4, 8, 8, 64}, true);
     bn_case((int64_t[]){4, 16, 16, 32}, false);
+}
+
+/* The chains are matched on the program's structure, not its text: the batch norm and
+ * leaky ReLU written another way (build_bn_v: operands swapped, Greater for Less, other
+ * constants, an extra copy) take the same loops, with the same bits as op by op. */
+static void test_chain__structural_match(void) {
+    int kinds[2] = {1, 2};
+    bn_case_v((int64_t[]){4, 16, 16, 32}, true, 1, kinds, 2);
+    bn_case_v((int64_t[]){3, 5, 7, 16}, true, 2, kinds, 2);
+    bn_case_v((int64_t[]){2, 3, 3, 5}, true, 1, kinds, 2);
 }
 
 static void test_chain__odd_sizes(void) {
@@ -263,6 +303,51 @@ static void test_chain__hoisted_broadcasts(void) {
     }
 }
 
+/* The kernel's per-run arrays come from a block kept on the program: after the first
+ * run of a session, further runs allocate none (vg__ew_work_allocs), at 1 and 2
+ * threads, and give the same bits; an allocation failure anywhere in a run fails it
+ * with RESOURCE_EXHAUSTED (count_alloc_util.h), and the next run is good again. */
+static void test_chain__work_memory_reused(void) {
+    vg_allocator al = {count_alloc, count_free, NULL};
+    vg_allocator_set(&al);
+    tg t;
+    int64_t xd[4] = {4, 16, 16, 32};
+    build_bn(&t, xd, true);
+    vg_tensor *vals[3];
+    bn_vals(xd, vals);
+    for (int threads = 1; threads <= 2; threads++) {
+        vg_status st;
+        vg_session_options so = {.intra_op_threads = threads, .inter_op_threads = threads};
+        vg_session *s = vg_session_new(t.g, &so, &st);
+        CHECK(s != NULL);
+        if (!s) continue;
+        for (int i = 0; i < t.ninit; i++) CHECK_OK(vg_session_run_targets(s, &t.init[i], 1, &st), &st);
+        vg_tensor *first[8], *again[8];
+        CHECK_OK(vg_session_run(s, NULL, t.feeds, vals, t.nfeeds, t.fetch, first, t.nfetch, NULL, 0, NULL, &st), &st);
+        int64_t before = vg__ew_work_allocs();
+        for (int r = 0; r < 3; r++) {
+            CHECK_OK(vg_session_run(s, NULL, t.feeds, vals, t.nfeeds, t.fetch, again, t.nfetch, NULL, 0, NULL, &st),
+                     &st);
+            for (int i = 0; i < t.nfetch; i++) {
+                CHECK(same_bits(first[i], again[i]));
+                vg_tensor_free(again[i]);
+            }
+        }
+        CHECK_EQ_INT((int)(vg__ew_work_allocs() - before), 0);
+        if (threads == 1) /* every allocation of a run failed in turn */
+            fail_each_alloc_of_run(s, t.feeds, vals, t.nfeeds, t.fetch, t.nfetch);
+        CHECK_OK(vg_session_run(s, NULL, t.feeds, vals, t.nfeeds, t.fetch, again, t.nfetch, NULL, 0, NULL, &st), &st);
+        for (int i = 0; i < t.nfetch; i++) {
+            CHECK(same_bits(first[i], again[i]));
+            vg_tensor_free(first[i]), vg_tensor_free(again[i]);
+        }
+        vg_session_free(s);
+    }
+    for (int i = 0; i < 3; i++) vg_tensor_free(vals[i]);
+    vg_graph_free(t.g);
+    vg_allocator_set(NULL);
+}
+
 static double cpu_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -306,24 +391,21 @@ static void time_pair(const tg *t, vg_tensor **vals, void (*set)(int), int reps,
 
 static void set_chain(int m) { vg__ew_set_chain(m == 0); }                            /* 0: on */
 static void set_moments(int m) { vg__ew_set_chain(true), vg__ew_set_moments(m == 1); } /* 1: on */
-static void set_remat(int m) { vg__ew_set_chain(true), vg__ew_set_remat(m == 1); }
 static void set_on(int m) { (void)m, vg__ew_set_chain(true); } /* one setting (callgrind) */
 static void set_off(int m) { (void)m, vg__ew_set_chain(false); }
 
-/* --bench [reps] [chain|moments|remat|ln|on|off] (on / off: the chains only on or off,
+/* --bench [reps] [chain|moments|ln|on|off] (on / off: the chains only on or off,
  * for an instruction count under callgrind): a batch-norm step per ResNet shape (batch
  * 128), or a layer norm step at the graph network's shapes; 1 thread. */
 static void bench(int reps, const char *what) {
-    bool env_m = vg__ew_set_moments(false), env_r = vg__ew_set_remat(false);
+    bool env_m = vg__ew_set_moments(false);
     bool ln = !strcmp(what, "ln");
     void (*set)(int) = !strcmp(what, "moments") ? set_moments
-                       : !strcmp(what, "remat") ? set_remat
                        : !strcmp(what, "on")    ? set_on
                        : !strcmp(what, "off")   ? set_off
                                                 : set_chain;
     const char *lab[2] = {"chain on", "chain off"};
     if (set == set_moments) lab[0] = "default", lab[1] = "VG_EW_MOMENTS=1";
-    if (set == set_remat) lab[0] = "default", lab[1] = "VG_EW_REMAT=1";
     for (int s = 0; s < (ln ? 2 : 3); s++) {
         int64_t shapes[3][4] = {{128, 32, 32, 16}, {128, 16, 16, 32}, {128, 8, 8, 64}};
         int64_t rows[2] = {12288, 2048};
@@ -363,7 +445,6 @@ static void bench(int reps, const char *what) {
     }
     vg__ew_set_chain(true);
     vg__ew_set_moments(env_m);
-    vg__ew_set_remat(env_r);
 }
 
 int main(int argc, char **argv) {
@@ -372,8 +453,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     RUN_TEST(test_chain__resnet_batch_norm);
+    RUN_TEST(test_chain__structural_match);
     RUN_TEST(test_chain__odd_sizes);
     RUN_TEST(test_chain__layer_norm);
     RUN_TEST(test_chain__hoisted_broadcasts);
+    RUN_TEST(test_chain__work_memory_reused);
     TEST_MAIN_END();
 }
