@@ -6,7 +6,8 @@
  *
  * A cluster is a set of plan nodes, all float32 element-wise ops of one output shape S
  * (AddV2/Add, Sub, Mul, RealDiv/Div, Maximum, Minimum, SquaredDifference, Neg, Square,
- * Relu, ReluGrad (those fuse.c left: it runs first), Identity, AddN, comparisons to bool,
+ * Relu, ReluGrad (those fuse.c left: it runs first), Identity (a plan-level alias of a
+ * value, which joins as a copy), AddN, comparisons to bool,
  * Select with a condition of shape S, SelectV2,
  * ZerosLike / OnesLike, Tile of a scalar, per-channel or per-row vector up to S), plus
  * Sum / Mean of a member over every axis but the last (per-channel reductions, as
@@ -314,7 +315,11 @@ static bool classify(fctx *f, int i, const bool *ctrl_src) {
     cand *c = &f->c[i];
     c->kind = -1;
     vg_op *op = n->op;
-    if (n->kind != VG__K_KERNEL || n->amp || n->def != op->def || n->noutputs != 1 || n->out_base < 0 || vg__plan_node_fed(n) ||
+    /* an Identity (a plan-level alias, VG__K_IDENTITY) of a value, not of a variable
+     * reference, joins as a copy: it would otherwise split a cluster it sits inside
+     * (a path out of the cluster and back in); its node runs as a kernel afterwards */
+    bool ident = n->kind == VG__K_IDENTITY && !strcmp(op->def->type, "Identity");
+    if ((n->kind != VG__K_KERNEL && !ident) || n->amp || n->def != op->def || n->noutputs != 1 || n->out_base < 0 || vg__plan_node_fed(n) ||
         op->ncontrol > 0 || ctrl_src[i] || n->ninputs < 1)
         return false;
     const struct ew_type *t = NULL;
@@ -643,6 +648,7 @@ static bool rewrite(fctx *f, int *m, int nm, const vg__op_def *ew, const vg__op_
     fn->def = ew;
     fn->ew_prog = pr, pr = NULL;
     fn->nsucc = 0;
+    for (int k = 0; k < nm; k++) p->nodes[m[k]].kind = VG__K_KERNEL; /* an Identity member no longer aliases */
     /* the other members forward an output of F, or do nothing */
     for (int k = 0; k < nm; k++) {
         if (m[k] == F) continue;

@@ -104,8 +104,9 @@ static void build_bn(tg *t, const int64_t xd[4], bool leaky) { build_bn_v(t, xd,
 
 /* variant 1: the same batch norm and leaky ReLU written another way: y = b + a * x
  * (batch_normalization's operands swapped, a and b computed by hand), the mask as
- * Greater(0, y), the slope y * 0.2 (another constant, operands swapped) and a copy of
- * y (Tile by ones) in the select; variant 2: as 1, with a per-channel slope (a [C] constant). */
+ * Greater(0, y), the slope y * 0.2 (another constant, operands swapped) and an Identity
+ * of y in the select; variant 2: as 1, with a per-channel slope (a [C] constant) and the
+ * copy a Tile by ones. */
 static void build_bn_v(tg *t, const int64_t xd[4], bool leaky, int variant) {
     memset(t, 0, sizeof *t);
     vg_graph *g = t->g = vg_graph_new();
@@ -143,9 +144,10 @@ static void build_bn_v(tg *t, const int64_t xd[4], bool leaky, int variant) {
             for (int k = 0; k < C && k < 1024; k++) sv[k] = 0.05 + 0.01 * (k % 5);
             slope = cst(g, VG_FLOAT, cd, 1, sv);
         }
-        /* a copy of y inside the cluster: Tile by ones (an Identity is a plan-level alias
-         * that never joins a cluster) */
-        vg_output y_copy = vg_tile(g, y, vg_const_i32_vec(g, (int32_t[]){1, 1, 1, 1}, 4, NULL), "y_copy");
+        /* a copy of y inside the cluster: an Identity (a plan-level alias the cluster
+         * takes in as a copy), or Tile by ones */
+        vg_output y_copy = variant == 1 ? vg_identity(g, y, "y_copy")
+                                        : vg_tile(g, y, vg_const_i32_vec(g, (int32_t[]){1, 1, 1, 1}, 4, NULL), "y_copy");
         act = vg_select(g, gt, vg_mul(g, y, slope, "mul"), y_copy, "leaky_relu");
     } else if (leaky) {
         vg_output lt = vg_less(g, y, vg_const_f32(g, 0.0f, "Less/y"), "Less");
@@ -206,7 +208,7 @@ static void test_chain__resnet_batch_norm(void) {
 
 /* The chains are matched on the program's structure, not its text: the batch norm and
  * leaky ReLU written another way (build_bn_v: operands swapped, Greater for Less, other
- * constants, an extra copy) take the same loops, with the same bits as op by op. */
+ * constants, an extra Identity or Tile) take the same loops, with the same bits as op by op. */
 static void test_chain__structural_match(void) {
     int kinds[2] = {1, 2};
     bn_case_v((int64_t[]){4, 16, 16, 32}, true, 1, kinds, 2);
