@@ -319,6 +319,15 @@ static bool classify(fctx *f, int i, const bool *ctrl_src) {
      * reference, joins as a copy: it would otherwise split a cluster it sits inside
      * (a path out of the cluster and back in); its node runs as a kernel afterwards */
     bool ident = n->kind == VG__K_IDENTITY && !strcmp(op->def->type, "Identity");
+    if (ident) { /* only of an element-wise op's value, inside a chain: of another value (a
+                    convolution's, a feed's) the alias is free, a member's copy would not be */
+        int q = n->ninputs == 1 && n->in_slot[0] >= 0 ? f->prod[n->in_slot[0]] : -1;
+        bool ew_src = false;
+        for (size_t k = 0; q >= 0 && k < sizeof ew_types / sizeof ew_types[0] && !ew_src; k++)
+            ew_src = f->p->nodes[q].kind == VG__K_KERNEL && f->p->nodes[q].op->def &&
+                     !strcmp(f->p->nodes[q].op->def->type, ew_types[k].type) && ew_types[k].kind != K_RED;
+        if (!ew_src) return false;
+    }
     if ((n->kind != VG__K_KERNEL && !ident) || n->amp || n->def != op->def || n->noutputs != 1 || n->out_base < 0 || vg__plan_node_fed(n) ||
         op->ncontrol > 0 || ctrl_src[i] || n->ninputs < 1)
         return false;
