@@ -350,6 +350,84 @@ static void test_chain__work_memory_reused(void) {
     vg_allocator_set(NULL);
 }
 
+/* A hand-made program: inputs of kinds ik (VG__EWIN_*, bool where ib), instructions
+ * (op, nargs, args), outputs (reg, kind: 's' stored, 'b' bool, 'c' channel sum). */
+typedef struct hp_ins { int op, nargs, args[4]; } hp_ins;
+static int match_prog(int nin, const int *ik, const bool *ib, int nins, const hp_ins *ins, int nout, const int *oreg,
+                      const char *okind, int *chain_out) {
+    vg__ew_prog p;
+    memset(&p, 0, sizeof p);
+    vg__ew_ins pi[16];
+    vg__ew_out po[4];
+    memset(po, 0, sizeof po);
+    int args[16][4];
+    p.ninputs = nin, p.in_kind = (int *)ik, p.in_bool = (bool *)ib, p.nins = nins, p.ins = pi, p.nouts = nout, p.outs = po;
+    p.ndims = 2, p.dims[0] = 8, p.dims[1] = 16, p.n = 128, p.C = 16;
+    for (int k = 0; k < nins; k++) {
+        memcpy(args[k], ins[k].args, sizeof args[k]);
+        pi[k].op = ins[k].op, pi[k].nargs = ins[k].nargs, pi[k].args = args[k];
+    }
+    for (int k = 0; k < nout; k++) {
+        po[k].reg = oreg[k], po[k].scale = 1;
+        po[k].is_bool = okind[k] == 'b';
+        po[k].reduce = okind[k] == 'c';
+    }
+    vg__ew_prog_match_chain(&p);
+    if (chain_out) memcpy(chain_out, p.chain_out, sizeof p.chain_out);
+    return p.chain;
+}
+
+/* The matcher on programs written by hand: the batch norm + leaky ReLU forward as the
+ * planner writes it for TF's graph, then with its inputs and outputs in another order,
+ * Add / Mul operands swapped and Greater for Less; programs that differ in a way that
+ * changes values (LessEqual for Less, the comparison's operands swapped, the select's
+ * branches swapped, a row input, another AddN order) match nothing. */
+static void test_chain__matcher(void) {
+    enum { F = VG__EWIN_FULL, CH = VG__EWIN_CHANNEL, SC = VG__EWIN_SCALAR };
+    const bool nb[8] = {false};
+    /* x, a, b, 0, 0.1: y = x * a + b; mask = y < 0; out = mask ? 0.1 * y : y */
+    int ik0[5] = {F, CH, CH, SC, SC};
+    hp_ins p0[5] = {{VG__EWI_MUL, 2, {0, 1}}, {VG__EWI_ADD, 2, {5, 2}}, {VG__EWI_LESS, 2, {6, 3}},
+                    {VG__EWI_MUL, 2, {4, 6}}, {VG__EWI_SELECT, 3, {7, 8, 6}}};
+    int out[4];
+    CHECK_EQ_INT(match_prog(5, ik0, nb, 5, p0, 2, (int[]){7, 9}, "bs", out), VG__EW_CHAIN_BN_LEAKY);
+    CHECK_EQ_INT(out[0], 0); /* the mask */
+    CHECK_EQ_INT(out[1], 1);
+    /* inputs 0.1, b, 0, a, x; y = b + a * x; mask = 0 > y; out = mask ? y * 0.1 : y; a copy of
+     * y; outputs out, mask */
+    int ik1[5] = {SC, CH, SC, CH, F};
+    hp_ins p1[6] = {{VG__EWI_MUL, 2, {3, 4}}, {VG__EWI_ADD, 2, {1, 5}}, {VG__EWI_COPY, 1, {6}},
+                    {VG__EWI_GREATER, 2, {2, 6}}, {VG__EWI_MUL, 2, {7, 0}}, {VG__EWI_SELECT, 3, {8, 9, 7}}};
+    CHECK_EQ_INT(match_prog(5, ik1, nb, 6, p1, 2, (int[]){10, 8}, "sb", out), VG__EW_CHAIN_BN_LEAKY);
+    CHECK_EQ_INT(out[0], 1); /* the pattern's mask is the program's output 1 */
+    CHECK_EQ_INT(out[1], 0);
+    /* changes of value: no match */
+    hp_ins p2[5];
+    memcpy(p2, p0, sizeof p2);
+    p2[2].op = VG__EWI_LESS_EQUAL;
+    CHECK_EQ_INT(match_prog(5, ik0, nb, 5, p2, 2, (int[]){7, 9}, "bs", NULL), VG__EW_CHAIN_NONE);
+    memcpy(p2, p0, sizeof p2);
+    p2[2].args[0] = 3, p2[2].args[1] = 6; /* 0 < y */
+    CHECK_EQ_INT(match_prog(5, ik0, nb, 5, p2, 2, (int[]){7, 9}, "bs", NULL), VG__EW_CHAIN_NONE);
+    memcpy(p2, p0, sizeof p2);
+    p2[4].args[1] = 6, p2[4].args[2] = 8; /* mask ? y : 0.1 y */
+    CHECK_EQ_INT(match_prog(5, ik0, nb, 5, p2, 2, (int[]){7, 9}, "bs", NULL), VG__EW_CHAIN_NONE);
+    int ik3[5] = {F, CH, CH, SC, F}; /* the slope a full tensor: still the chain (read in place) */
+    CHECK_EQ_INT(match_prog(5, ik3, nb, 5, p0, 2, (int[]){7, 9}, "bs", NULL), VG__EW_CHAIN_BN_LEAKY);
+    int ik4[5] = {F, CH, CH, SC, VG__EWIN_ROW}; /* a row input where a float is read per element */
+    CHECK_EQ_INT(match_prog(5, ik4, nb, 5, p0, 2, (int[]){7, 9}, "bs", NULL), VG__EW_CHAIN_NONE);
+    /* dx = (r + k * (x - mu)) + q, k and q computed from broadcast inputs (c / s, c * s) */
+    int ik5[6] = {F, CH, CH, SC, F, CH};
+    hp_ins p5[5] = {{VG__EWI_SUB, 2, {0, 1}}, {VG__EWI_DIV, 2, {2, 3}}, {VG__EWI_MUL, 2, {6, 7}},
+                    {VG__EWI_MUL, 2, {5, 3}}, {VG__EWI_ADDN, 3, {8, 4, 9}}};
+    CHECK_EQ_INT(match_prog(6, ik5, nb, 5, p5, 1, (int[]){10}, "s", NULL), VG__EW_CHAIN_BN_DX);
+    p5[4].args[0] = 9, p5[4].args[2] = 8; /* (q + r) + t: another rounding */
+    CHECK_EQ_INT(match_prog(6, ik5, nb, 5, p5, 1, (int[]){10}, "s", NULL), VG__EW_CHAIN_NONE);
+    p5[4].args[0] = 8, p5[4].args[2] = 9;
+    p5[0].args[0] = 1, p5[0].args[1] = 0; /* mu - x: the pattern's x and mu bind the other way */
+    CHECK_EQ_INT(match_prog(6, ik5, nb, 5, p5, 1, (int[]){10}, "s", NULL), VG__EW_CHAIN_BN_DX);
+}
+
 static double cpu_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -455,6 +533,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     RUN_TEST(test_chain__resnet_batch_norm);
+    RUN_TEST(test_chain__matcher);
     RUN_TEST(test_chain__structural_match);
     RUN_TEST(test_chain__odd_sizes);
     RUN_TEST(test_chain__layer_norm);
