@@ -287,14 +287,6 @@ vg_output vg_batch_matmul(vg_graph *g, vg_output x, vg_output y, bool adj_x, boo
 
 /* ---- MatrixBandPart ------------------------------------------------------------------ */
 
-static bool scalar_int(const vg_tensor *t, int64_t *v) {
-    if (!t || vg_tensor_ndims(t) != 0) return false;
-    if (vg_tensor_dtype(t) == VG_INT32) *v = *(const int32_t *)vg_tensor_data(t);
-    else if (vg_tensor_dtype(t) == VG_INT64) *v = *(const int64_t *)vg_tensor_data(t);
-    else return false;
-    return true;
-}
-
 static vg_code shape_band(vg_op *op, vg_status *st) {
     vg_dtype it = vg__op_input_dtype(op, 1);
     if ((it != VG_INT32 && it != VG_INT64) || vg__op_input_dtype(op, 2) != it)
@@ -313,8 +305,8 @@ static vg_code kernel_band(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *x = vg__kctx_input(ctx, 0);
     int64_t lo, hi;
-    if (!scalar_int(vg__kctx_input(ctx, 1), &lo)) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_lower must be scalar");
-    if (!scalar_int(vg__kctx_input(ctx, 2), &hi)) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_upper must be scalar");
+    if (!vg__int_scalar(vg__kctx_input(ctx, 1), false, &lo)) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_lower must be scalar");
+    if (!vg__int_scalar(vg__kctx_input(ctx, 2), false, &hi)) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_upper must be scalar");
     int r = vg_tensor_ndims(x);
     if (r < 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be at least 2-dim");
     int64_t rows = vg_tensor_dim(x, r - 2), cols = vg_tensor_dim(x, r - 1);

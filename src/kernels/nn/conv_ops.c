@@ -2360,61 +2360,56 @@ static void set_conv_attrs(vg_op_builder *b, const int64_t strides[4], const cha
     vg_op_builder_set_attr_int_list(b, "dilations", ones, 4);
 }
 
-vg_output vg_conv2d(vg_graph *g, vg_output x, vg_output filter, const int64_t strides[4], const char *padding,
-                    const char *name) {
-    vg_op_builder *b = vg__builder_with_inputs(g, "Conv2D", name, NULL, (vg_output[]){x, filter}, 2);
+/* A convolution node of type `type` over inputs in[0..n) with the Conv2D attributes. */
+static vg_output build_conv(vg_graph *g, const char *type, const vg_output *in, int n, const int64_t strides[4],
+                            const char *padding, const char *name) {
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, in, n);
     set_conv_attrs(b, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_conv2d(vg_graph *g, vg_output x, vg_output filter, const int64_t strides[4], const char *padding,
+                    const char *name) {
+    return build_conv(g, "Conv2D", (vg_output[]){x, filter}, 2, strides, padding, name);
 }
 
 vg_output vg_conv2d_backprop_input(vg_graph *g, vg_output input_sizes, vg_output filter, vg_output dy,
                                    const int64_t strides[4], const char *padding, const char *name) {
-    vg_op_builder *b =
-        vg__builder_with_inputs(g, "Conv2DBackpropInput", name, NULL, (vg_output[]){input_sizes, filter, dy}, 3);
-    set_conv_attrs(b, strides, padding);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return build_conv(g, "Conv2DBackpropInput", (vg_output[]){input_sizes, filter, dy}, 3, strides, padding, name);
 }
 
 vg_output vg_conv2d_backprop_filter(vg_graph *g, vg_output input, vg_output filter_sizes, vg_output dy,
                                     const int64_t strides[4], const char *padding, const char *name) {
-    vg_op_builder *b =
-        vg__builder_with_inputs(g, "Conv2DBackpropFilter", name, NULL, (vg_output[]){input, filter_sizes, dy}, 3);
-    set_conv_attrs(b, strides, padding);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return build_conv(g, "Conv2DBackpropFilter", (vg_output[]){input, filter_sizes, dy}, 3, strides, padding, name);
 }
 
-static vg_output build_pool(vg_graph *g, const char *type, vg_output x, const int64_t ksize[4],
+/* A pooling node (or its gradient) of type `type` over inputs in[0..n); ksize NULL: ones. */
+static vg_output build_pool(vg_graph *g, const char *type, const vg_output *in, int n, const int64_t ksize[4],
                             const int64_t strides[4], const char *padding, const char *name) {
     static const int64_t ones[4] = {1, 1, 1, 1};
-    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){x}, 1);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, in, n);
     set_window(b, ksize ? ksize : ones, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_max_pool(vg_graph *g, vg_output x, const int64_t ksize[4], const int64_t strides[4], const char *padding,
                       const char *name) {
-    return build_pool(g, "MaxPool", x, ksize, strides, padding, name);
+    return build_pool(g, "MaxPool", &x, 1, ksize, strides, padding, name);
 }
 
 vg_output vg_avg_pool(vg_graph *g, vg_output x, const int64_t ksize[4], const int64_t strides[4], const char *padding,
                       const char *name) {
-    return build_pool(g, "AvgPool", x, ksize, strides, padding, name);
+    return build_pool(g, "AvgPool", &x, 1, ksize, strides, padding, name);
 }
 
 vg_output vg_max_pool_grad(vg_graph *g, vg_output x, vg_output y, vg_output dy, const int64_t ksize[4],
                            const int64_t strides[4], const char *padding, const char *name) {
-    static const int64_t ones[4] = {1, 1, 1, 1};
-    vg_op_builder *b = vg__builder_with_inputs(g, "MaxPoolGrad", name, NULL, (vg_output[]){x, y, dy}, 3);
-    set_window(b, ksize ? ksize : ones, strides, padding);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return build_pool(g, "MaxPoolGrad", (vg_output[]){x, y, dy}, 3, ksize, strides, padding, name);
 }
 
 vg_output vg_avg_pool_grad(vg_graph *g, vg_output input_shape, vg_output dy, const int64_t ksize[4],
                            const int64_t strides[4], const char *padding, const char *name) {
-    static const int64_t ones[4] = {1, 1, 1, 1};
-    vg_op_builder *b = vg__builder_with_inputs(g, "AvgPoolGrad", name, NULL, (vg_output[]){input_shape, dy}, 2);
-    set_window(b, ksize ? ksize : ones, strides, padding);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return build_pool(g, "AvgPoolGrad", (vg_output[]){input_shape, dy}, 2, ksize, strides, padding, name);
 }
 
 /* ------------------------------------------------------------------------ */

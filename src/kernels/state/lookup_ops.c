@@ -490,21 +490,11 @@ static vg_code kernel_table(vg__kctx *ctx) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Conflicting key/value dtypes %s->%s with %s-%s for table %s",
                              vg_dtype_name(kd), vg_dtype_name(vd), vg_dtype_name(t->kdt), vg_dtype_name(t->vdt),
                              t->name);
-    vg_tensor *out;
-    if ((rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out)) != VG_OK) return rc;
-    memcpy(vg_tensor_data(out), &t, sizeof t);
-    return VG_OK;
+    return vg__kctx_output_handle(ctx, t);
 }
 
 static vg__table *table_of(vg__kctx *ctx) {
-    vg_tensor *h = vg__kctx_input(ctx, 0);
-    if (!h || vg_tensor_dtype(h) != VG_RESOURCE || vg_tensor_num_elements(h) != 1) {
-        vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "input 0 must be a lookup table handle");
-        return NULL;
-    }
-    vg__table *t;
-    memcpy(&t, vg_tensor_data(h), sizeof t);
-    return t;
+    return vg__kctx_handle_input(ctx, 0, "lookup table");
 }
 
 /* LookupInterface::CheckKeyAndValueTypes */
@@ -608,13 +598,10 @@ static vg_code kernel_size(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__table *t = table_of(ctx);
     if (!t) return st->code;
-    vg_tensor *o;
-    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_INT64, NULL, 0, &o);
-    if (rc) return rc;
     pthread_rwlock_rdlock(&t->mu);
-    *(int64_t *)vg_tensor_data(o) = t->n;
+    int64_t n = t->n;
     pthread_rwlock_unlock(&t->mu);
-    return VG_OK;
+    return vg__kctx_output_int_scalar(ctx, VG_INT64, n);
 }
 
 static vg_code kernel_export(vg__kctx *ctx) {
@@ -919,12 +906,7 @@ static vg_code kernel_init_text(vg__kctx *ctx) {
 
 /* ---- shape functions ---------------------------------------------------- */
 
-static vg_code want_handle(vg_op *op, vg_status *st) {
-    if (vg__op_input_dtype(op, 0) != VG_RESOURCE)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input 0 must be a lookup table handle (resource), got %s",
-                             vg_op_type(op), vg_dtype_name(vg__op_input_dtype(op, 0)));
-    return VG_OK;
-}
+static vg_code want_handle(vg_op *op, vg_status *st) { return vg__op_need_handle(op, "lookup table", st); }
 
 /* The table op behind a handle (NULL when it comes from elsewhere). */
 static const vg_op *table_producer(const vg_op *op) {
@@ -1010,11 +992,7 @@ static vg_code shape_init_text(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-static vg_code shape_size(vg_op *op, vg_status *st) {
-    vg_code rc = want_handle(op, st);
-    if (rc) return rc;
-    return vg__op_set_single_output(op, VG_INT64, vg_shape_make(NULL, 0));
-}
+static vg_code shape_size(vg_op *op, vg_status *st) { return vg__shape_handle_scalar(op, "lookup table", VG_INT64, st); }
 
 static vg_code shape_export(vg_op *op, vg_status *st) {
     vg_code rc = want_handle(op, st);

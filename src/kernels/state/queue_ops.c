@@ -551,21 +551,11 @@ static vg_code kernel_queue(vg__kctx *ctx) {
                                  "Shared queue '%s' (%s, %d components, capacity %lld) does not match node '%s'",
                                  q->name, q->op_type, q->ncomp, (long long)q->capacity, vg_op_name(op));
     }
-    vg_tensor *out;
-    if ((rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out)) != VG_OK) return rc;
-    memcpy(vg_tensor_data(out), &q, sizeof q);
-    return VG_OK;
+    return vg__kctx_output_handle(ctx, q);
 }
 
 static vg__queue *queue_of(vg__kctx *ctx) {
-    vg_tensor *h = vg__kctx_input(ctx, 0);
-    if (!h || vg_tensor_dtype(h) != VG_RESOURCE || vg_tensor_num_elements(h) != 1) {
-        vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "input 0 must be a queue handle");
-        return NULL;
-    }
-    vg__queue *q;
-    memcpy(&q, vg_tensor_data(h), sizeof q);
-    return q;
+    return vg__kctx_handle_input(ctx, 0, "queue");
 }
 
 /* ValidateTuple / ValidateManyTuple: components, dtypes and shapes. *batch gets the
@@ -852,13 +842,10 @@ static vg_code kernel_close(vg__kctx *ctx) {
 static vg_code kernel_size(vg__kctx *ctx) {
     vg__queue *q = queue_of(ctx);
     if (!q) return vg__kctx_status(ctx)->code;
-    vg_tensor *out;
-    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_INT32, NULL, 0, &out);
-    if (rc != VG_OK) return rc;
     pthread_mutex_lock(&q->mu);
-    *(int32_t *)vg_tensor_data(out) = (int32_t)q->size;
+    int64_t n = q->size;
     pthread_mutex_unlock(&q->mu);
-    return VG_OK;
+    return vg__kctx_output_int_scalar(ctx, VG_INT32, n);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -895,8 +882,7 @@ static vg_code shape_queue(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_string(op, "shared_name", "");
     if (strcmp(vg_op_type(op), "RandomShuffleQueueV2") == 0) {
         vg__op_set_default_attr_int(op, "min_after_dequeue", 0);
-        vg__op_set_default_attr_int(op, "seed", 0);
-        vg__op_set_default_attr_int(op, "seed2", 0);
+        vg__op_default_seeds(op);
     }
     return vg__op_set_single_output(op, VG_RESOURCE, vg_shape_make(NULL, 0));
 }
@@ -912,12 +898,7 @@ static const vg_op *queue_producer(const vg_op *op) {
                : NULL;
 }
 
-static vg_code check_handle(vg_op *op, vg_status *st) {
-    if (vg__op_input_dtype(op, 0) != VG_RESOURCE)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input 0 must be a queue handle (resource), got %s",
-                             vg_op_type(op), vg_dtype_name(vg__op_input_dtype(op, 0)));
-    return VG_OK;
-}
+static vg_code check_handle(vg_op *op, vg_status *st) { return vg__op_need_handle(op, "queue", st); }
 
 /* The queue's component types and shapes (shapes NULL when unspecified). */
 static vg_code queue_components(vg_op *op, const vg_dtype **types, int *n, const vg_shape **shapes, vg_status *st) {
@@ -1037,11 +1018,7 @@ static vg_code shape_close(vg_op *op, vg_status *st) {
     return VG_OK;
 }
 
-static vg_code shape_size(vg_op *op, vg_status *st) {
-    vg_code rc = check_handle(op, st);
-    if (rc) return rc;
-    return vg__op_set_single_output(op, VG_INT32, vg_shape_make(NULL, 0));
-}
+static vg_code shape_size(vg_op *op, vg_status *st) { return vg__shape_handle_scalar(op, "queue", VG_INT32, st); }
 
 /* ------------------------------------------------------------------------ */
 /* builders */

@@ -378,21 +378,11 @@ static vg_code kernel_reader(vg__kctx *ctx) {
     if (((vg__reader *)r)->kind != kind_of_op(vg_op_type(op)))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "shared reader '%.*s' is of another type than %s", (int)slen,
                              shared, vg_op_type(op));
-    vg_tensor *out;
-    if ((rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out)) != VG_OK) return rc;
-    memcpy(vg_tensor_data(out), &r, sizeof r);
-    return VG_OK;
+    return vg__kctx_output_handle(ctx, r);
 }
 
 static vg__reader *reader_of(vg__kctx *ctx) {
-    vg_tensor *h = vg__kctx_input(ctx, 0);
-    if (!h || vg_tensor_dtype(h) != VG_RESOURCE || vg_tensor_num_elements(h) != 1) {
-        vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "input 0 must be a reader handle");
-        return NULL;
-    }
-    vg__reader *r;
-    memcpy(&r, vg_tensor_data(h), sizeof r);
-    return r;
+    return vg__kctx_handle_input(ctx, 0, "reader");
 }
 
 static vg_code kernel_read(vg__kctx *ctx) {
@@ -493,13 +483,10 @@ static vg_code counter(vg__kctx *ctx, bool produced) {
     vg_status *st = vg__kctx_status(ctx);
     vg__reader *r = reader_of(ctx);
     if (!r) return st->code;
-    vg_tensor *out;
-    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_INT64, NULL, 0, &out);
-    if (rc != VG_OK) return rc;
     pthread_mutex_lock(&r->mu);
-    *(int64_t *)vg_tensor_data(out) = produced ? r->produced : r->completed;
+    int64_t n = produced ? r->produced : r->completed;
     pthread_mutex_unlock(&r->mu);
-    return VG_OK;
+    return vg__kctx_output_int_scalar(ctx, VG_INT64, n);
 }
 static vg_code kernel_num_records(vg__kctx *ctx) { return counter(ctx, true); }
 static vg_code kernel_num_work_units(vg__kctx *ctx) { return counter(ctx, false); }

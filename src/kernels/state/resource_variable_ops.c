@@ -56,11 +56,7 @@ vg_tensor *vg__rvar_value(vg__rvar *v) { return v->value; }
 const char *vg__rvar_name(const vg__rvar *v) { return v->name; }
 const char *vg__rvar_container(const vg__rvar *v) { return v->container; }
 
-void vg__rvar_set(vg__rvar *v, vg_tensor *t) {
-    vg_tensor *old = v->value;
-    v->value = t;
-    vg_tensor_free(old);
-}
+void vg__rvar_set(vg__rvar *v, vg_tensor *t) { vg__tensor_slot_set(&v->value, t); }
 
 vg_code vg__rvar_not_found(const vg__rvar *v, vg_status *st) {
     return vg_status_set(st, VG_NOT_FOUND, "Resource %s/%s/N10tensorflow3VarE does not exist.", v->container,
@@ -72,12 +68,7 @@ vg_tensor *vg__rvar_mutable(vg__rvar *v, vg_status *st) {
         vg__rvar_not_found(v, st);
         return NULL;
     }
-    if (vg__tensor_refcount(v->value) > 1) {
-        vg_tensor *c = vg_tensor_copy(v->value, st);
-        if (!c) return NULL;
-        vg__rvar_set(v, c);
-    }
-    return v->value;
+    return vg__tensor_slot_unshare(&v->value, st);
 }
 
 static void rvar_destroy(void *p) {
@@ -208,10 +199,7 @@ static vg_code kernel_var_handle(vg__kctx *ctx) {
     void *r = NULL;
     vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &rvar_ops, rvar_create, &k, &r, st);
     if (rc != VG_OK) return rc;
-    vg_tensor *out;
-    if ((rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out)) != VG_OK) return rc;
-    memcpy(vg_tensor_data(out), &r, sizeof r);
-    return VG_OK;
+    return vg__kctx_output_handle(ctx, r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -310,13 +298,6 @@ static vg_code kernel_assign(vg__kctx *ctx) {
     return VG_OK;
 }
 
-#define UPDATE_LOOP(T, OP)                                  \
-    do {                                                    \
-        T *x_ = (T *)vg_tensor_data(cur);                   \
-        const T *y_ = (const T *)vg_tensor_data(val);       \
-        for (int64_t i = 0; i < n; i++) x_[i] OP y_[i];     \
-    } while (0)
-
 static vg_code assign_update(vg__kctx *ctx, bool add) {
     vg_status *st = vg__kctx_status(ctx);
     vg__rvar *v = var_input(ctx);
@@ -346,13 +327,7 @@ static vg_code assign_update(vg__kctx *ctx, bool add) {
         vg__rvar_unlock(v);
         return st->code;
     }
-    int64_t n = vg_tensor_num_elements(cur);
-    switch (vg_tensor_dtype(cur)) {
-    case VG_FLOAT: if (add) UPDATE_LOOP(float, +=); else UPDATE_LOOP(float, -=); break;
-    case VG_DOUBLE: if (add) UPDATE_LOOP(double, +=); else UPDATE_LOOP(double, -=); break;
-    case VG_INT32: if (add) UPDATE_LOOP(int32_t, +=); else UPDATE_LOOP(int32_t, -=); break;
-    case VG_INT64: if (add) UPDATE_LOOP(int64_t, +=); else UPDATE_LOOP(int64_t, -=); break;
-    default:
+    if (!vg__tensor_add_sub_inplace(cur, val, add)) {
         vg__rvar_unlock(v);
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s does not support dtype %s",
                              vg_op_type(vg__kctx_op(ctx)), vg_dtype_name(vg_tensor_dtype(cur)));

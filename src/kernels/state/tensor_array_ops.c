@@ -99,14 +99,9 @@ static vg__ta *ta_new(vg__kctx *ctx, int size, vg_dtype dt, vg_shape es, bool dy
 }
 
 static vg__ta *ta_of(vg__kctx *ctx) {
-    vg_tensor *h = vg__kctx_input(ctx, 0);
     vg_status *st = vg__kctx_status(ctx);
-    if (!h || vg_tensor_dtype(h) != VG_RESOURCE || vg_tensor_num_elements(h) != 1) {
-        vg_status_set(st, VG_INVALID_ARGUMENT, "input 0 must be a TensorArray handle");
-        return NULL;
-    }
-    vg__ta *t;
-    memcpy(&t, vg_tensor_data(h), sizeof t);
+    vg__ta *t = vg__kctx_handle_input(ctx, 0, "TensorArray");
+    if (!t) return NULL;
     if (t->closed) {
         vg_status_set(st, VG_INVALID_ARGUMENT, "TensorArray %s has already been closed.", t->name);
         return NULL;
@@ -501,10 +496,7 @@ static vg_code kernel_size_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__ta *t = ta_of(ctx);
     if (!t) return st->code;
-    vg_tensor *o;
-    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_INT32, NULL, 0, &o);
-    if (rc == VG_OK) *(int32_t *)vg_tensor_data(o) = t->size;
-    return rc;
+    return vg__kctx_output_int_scalar(ctx, VG_INT32, t->size);
 }
 
 static vg_code kernel_close_unlocked(vg__kctx *ctx) {
