@@ -16,6 +16,7 @@
 #include "graph/registry.h"
 #include "vigil/session.h"
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Defines kernel NAME as NAME_unlocked(ctx) run under the pthread mutex MU: for the
@@ -351,6 +352,46 @@ static inline vg_code vg__shape_handle_scalar(vg_op *op, const char *what, vg_dt
     vg_code rc = vg__op_need_handle(op, what, st);
     if (rc != VG_OK) return rc;
     return vg__op_set_single_output(op, dt, vg_shape_make(NULL, 0));
+}
+
+/* Gives op no outputs (the ops run for their effects; how their shape functions end); VG_OK. */
+static inline vg_code vg__op_set_no_outputs(vg_op *op) {
+    vg__op_set_num_outputs(op, 0);
+    return VG_OK;
+}
+
+/* The end of a shape function whose checks returned rc: rc when not VG_OK, else one
+ * scalar output of dtype dt. */
+static inline vg_code vg__shape_scalar_after(vg_op *op, vg_code rc, vg_dtype dt) {
+    return rc != VG_OK ? rc : vg__op_set_single_output(op, dt, vg_shape_make(NULL, 0));
+}
+
+/* The end of a shape function whose checks returned rc: rc when not VG_OK, else no outputs. */
+static inline vg_code vg__shape_none_after(vg_op *op, vg_code rc) {
+    return rc != VG_OK ? rc : vg__op_set_no_outputs(op);
+}
+
+/* The session-resource key of op into buf: prefix + its "shared_name" attribute (at most
+ * max bytes of it) when that is set and not empty, else prefix + the op's name. The
+ * shared name into *shared / *slen (*slen 0 when none); true when shared. */
+static inline bool vg__op_resource_key(const vg_op *op, const char *prefix, int max, char *buf, size_t len,
+                                       const char **shared, size_t *slen) {
+    *shared = "";
+    *slen = 0;
+    if (vg_op_attr_string(op, "shared_name", shared, slen) && *slen > 0) {
+        snprintf(buf, len, "%s%.*s", prefix, (int)(*slen < (size_t)max ? *slen : (size_t)max), *shared);
+        return true;
+    }
+    *slen = 0;
+    snprintf(buf, len, "%s%s", prefix, vg_op_name(op));
+    return false;
+}
+
+/* Sets op's "T" attribute to dt (a default) and gives it one output of dtype dt and
+ * shape s (how the shape functions of the ops typed by "T" end); VG_OK. */
+static inline vg_code vg__op_set_t_output(vg_op *op, vg_dtype dt, vg_shape s) {
+    vg__op_set_default_attr_type(op, "T", dt);
+    return vg__op_set_single_output(op, dt, s);
 }
 
 #endif

@@ -253,8 +253,7 @@ static vg_code grad_identity_n(vg_graph *g, vg_op *op, const vg_output *dy, vg_o
 }
 
 static vg_code shape_no_op(vg_op *op, vg_status *st) {
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code kernel_no_op(vg__kctx *ctx) { return VG_OK; }

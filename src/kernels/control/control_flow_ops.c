@@ -422,8 +422,7 @@ static vg_code shape_loop_cond(vg_op *op, vg_status *st) {
 
 static vg_code shape_trigger(vg_op *op, vg_status *st) {
     (void)st;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 /* The cond context whose Merge this is (-1 if none). */

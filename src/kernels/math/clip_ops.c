@@ -33,8 +33,7 @@ static vg_code shape_clip(vg_op *op, vg_status *st) {
                              "input: %s, %s, %s", vg_shape_str(&t, a, sizeof a), vg_shape_str(&lo, b, sizeof b),
                              vg_shape_str(&hi, c, sizeof c));
     }
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, t);
+    return vg__op_set_t_output(op, dt, t);
 }
 
 #define CLIP_LOOP(T)                                                                          \

@@ -187,8 +187,7 @@ static vg_code shape_resize_bilinear_grad(vg_op *op, vg_status *st) {
     resize_attrs(op, &align, &hpc);
     if (align && hpc)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "If half_pixel_centers is True, align_corners must be False.");
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 1));
+    return vg__op_set_t_output(op, dt, vg__op_input_shape(op, 1));
 }
 
 static vg_code kernel_resize_bilinear_grad(vg__kctx *ctx) {
@@ -359,8 +358,7 @@ static vg_code shape_color(vg_op *op, vg_status *st) {
     if (vg_op_num_inputs(op) > 1 && vg__op_input_dtype(op, 1) != VG_FLOAT)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: the factor must be float, got %s", vg_op_type(op),
                              vg_dtype_name(vg__op_input_dtype(op, 1)));
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, s);
+    return vg__op_set_t_output(op, dt, s);
 }
 
 static void put(vg_tensor *t, int64_t i, double v) {
@@ -730,8 +728,7 @@ static vg_code shape_draw_bboxes(vg_op *op, vg_status *st) {
     if (vg__shape_need_rank(&bx, 3, "Shape must be rank 3 but is rank %d for boxes", st)) return st->code;
     if (im.ndims == 4 && im.dims[3] >= 0 && im.dims[3] != 1 && im.dims[3] != 3 && im.dims[3] != 4)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
-    vg__op_set_default_attr_type(op, "T", VG_FLOAT);
-    return vg__op_set_single_output(op, VG_FLOAT, im);
+    return vg__op_set_t_output(op, VG_FLOAT, im);
 }
 
 static vg_code kernel_draw_bboxes(vg__kctx *ctx) {

@@ -15,8 +15,7 @@ static vg_code shape_l2loss(vg_op *op, vg_status *st) {
     if (dt != VG_FLOAT && dt != VG_DOUBLE)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "L2Loss: input has dtype %s, which is not supported (allowed: float double)",
                              vg_dtype_name(dt));
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, vg_shape_make(NULL, 0));
+    return vg__op_set_t_output(op, dt, vg_shape_make(NULL, 0));
 }
 
 /* float32: blocks of 4096 squared in 16 float lanes (one vector of AVX-512), each

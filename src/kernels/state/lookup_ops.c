@@ -30,6 +30,7 @@
 #include "vigil/ops.h"
 #include <errno.h>
 #include <pthread.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -437,11 +438,8 @@ static bool attr_type(const vg_op *op, const char *name, vg_dtype *dt) { return 
 /* The resource name: shared_name, else the op's name. */
 static void table_resource_name(const vg_op *op, char *buf, size_t len) {
     const char *shared;
-    size_t slen = 0;
-    if (vg_op_attr_string(op, "shared_name", &shared, &slen) && slen > 0)
-        snprintf(buf, len, "%.*s", (int)slen, shared);
-    else
-        snprintf(buf, len, "%s", vg_op_name(op));
+    size_t slen;
+    vg__op_resource_key(op, "", INT_MAX, buf, len, &shared, &slen);
 }
 
 static void *table_create(void *arg, vg_status *st) {
@@ -949,33 +947,31 @@ static vg_code shape_table(vg_op *op, vg_status *st) {
     return vg__op_set_single_output(op, VG_RESOURCE, vg_shape_make(NULL, 0));
 }
 
-static vg_code shape_find(vg_op *op, vg_status *st) {
+/* Checks the key / value inputs 1 and 2 against the table's types and sets the type
+ * attributes kattr / vattr to their dtypes (defaults). */
+static vg_code table_kv_types(vg_op *op, const char *kattr, const char *vattr, vg_status *st) {
     vg_code rc = check_graph_types(op, 1, 2, st);
+    if (rc) return rc;
+    vg__op_set_default_attr_type(op, kattr, vg__op_input_dtype(op, 1));
+    vg__op_set_default_attr_type(op, vattr, vg__op_input_dtype(op, 2));
+    return VG_OK;
+}
+
+static vg_code shape_find(vg_op *op, vg_status *st) {
+    vg_code rc = table_kv_types(op, "Tin", "Tout", st);
     if (rc) return rc;
     vg_shape d = vg__op_input_shape(op, 2);
     if (d.ndims > 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "default_value must be a scalar (tables hold scalar values)");
-    vg__op_set_default_attr_type(op, "Tin", vg__op_input_dtype(op, 1));
-    vg__op_set_default_attr_type(op, "Tout", vg__op_input_dtype(op, 2));
     return vg__op_set_single_output(op, vg__op_input_dtype(op, 2), vg__op_input_shape(op, 1));
 }
 
 static vg_code shape_insert(vg_op *op, vg_status *st) {
-    vg_code rc = check_graph_types(op, 1, 2, st);
-    if (rc) return rc;
-    vg__op_set_default_attr_type(op, "Tin", vg__op_input_dtype(op, 1));
-    vg__op_set_default_attr_type(op, "Tout", vg__op_input_dtype(op, 2));
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__shape_none_after(op, table_kv_types(op, "Tin", "Tout", st));
 }
 
 static vg_code shape_init(vg_op *op, vg_status *st) {
-    vg_code rc = check_graph_types(op, 1, 2, st);
-    if (rc) return rc;
-    vg__op_set_default_attr_type(op, "Tkey", vg__op_input_dtype(op, 1));
-    vg__op_set_default_attr_type(op, "Tval", vg__op_input_dtype(op, 2));
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__shape_none_after(op, table_kv_types(op, "Tkey", "Tval", st));
 }
 
 static vg_code shape_init_text(vg_op *op, vg_status *st) {
@@ -988,8 +984,7 @@ static vg_code shape_init_text(vg_op *op, vg_status *st) {
     if (s.ndims > 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "filename should be a single string");
     vg__op_set_default_attr_int(op, "vocab_size", -1);
     vg__op_set_default_attr_string(op, "delimiter", "\t");
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code shape_size(vg_op *op, vg_status *st) { return vg__shape_handle_scalar(op, "lookup table", VG_INT64, st); }

@@ -528,11 +528,9 @@ static vg_code kernel_queue(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const char *shared;
-    size_t slen = 0;
+    size_t slen;
     char key[1100];
-    bool is_shared = vg_op_attr_string(op, "shared_name", &shared, &slen) && slen > 0;
-    if (is_shared) snprintf(key, sizeof key, "queue:%.*s", (int)slen, shared);
-    else snprintf(key, sizeof key, "queue:%s", vg_op_name(op));
+    bool is_shared = vg__op_resource_key(op, "queue:", INT_MAX, key, sizeof key, &shared, &slen);
     void *r = NULL;
     vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &queue_resource_ops, queue_create, (void *)op, &r,
                                       st);
@@ -961,8 +959,7 @@ static vg_code shape_enqueue(vg_op *op, vg_status *st, bool many) {
             }
         }
     }
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code shape_enqueue_one(vg_op *op, vg_status *st) { return shape_enqueue(op, st, false); }
@@ -1014,8 +1011,7 @@ static vg_code shape_close(vg_op *op, vg_status *st) {
     vg_code rc = check_handle(op, st);
     if (rc) return rc;
     vg__op_set_default_attr_bool(op, "cancel_pending_enqueues", false);
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code shape_size(vg_op *op, vg_status *st) { return vg__shape_handle_scalar(op, "queue", VG_INT32, st); }

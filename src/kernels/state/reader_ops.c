@@ -365,12 +365,9 @@ static vg_code kernel_reader(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const char *shared;
-    size_t slen = 0;
+    size_t slen;
     char key[1100];
-    if (vg_op_attr_string(op, "shared_name", &shared, &slen) && slen > 0)
-        snprintf(key, sizeof key, "reader:%.*s", (int)(slen < 1000 ? slen : 1000), shared);
-    else
-        snprintf(key, sizeof key, "reader:%s", vg_op_name(op));
+    vg__op_resource_key(op, "reader:", 1000, key, sizeof key, &shared, &slen);
     void *r = NULL;
     vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &reader_resource_ops, reader_create, (void *)op, &r,
                                       st);
@@ -697,15 +694,11 @@ static vg_code shape_read(vg_op *op, vg_status *st) {
 }
 
 static vg_code shape_counter(vg_op *op, vg_status *st) {
-    vg_code rc = check_reader_input(op, st);
-    if (rc != VG_OK) return rc;
-    return vg__op_set_single_output(op, VG_INT64, vg_shape_make(NULL, 0));
+    return vg__shape_scalar_after(op, check_reader_input(op, st), VG_INT64);
 }
 
 static vg_code shape_serialize_state(vg_op *op, vg_status *st) {
-    vg_code rc = check_reader_input(op, st);
-    if (rc != VG_OK) return rc;
-    return vg__op_set_single_output(op, VG_STRING, vg_shape_make(NULL, 0));
+    return vg__shape_scalar_after(op, check_reader_input(op, st), VG_STRING);
 }
 
 static vg_code shape_restore_state(vg_op *op, vg_status *st) {
@@ -718,15 +711,11 @@ static vg_code shape_restore_state(vg_op *op, vg_status *st) {
     if (s.ndims > 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "ReaderRestoreStateV2: Shape must be rank 0 but is rank %d",
                              s.ndims);
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code shape_reset(vg_op *op, vg_status *st) {
-    vg_code rc = check_reader_input(op, st);
-    if (rc != VG_OK) return rc;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__shape_none_after(op, check_reader_input(op, st));
 }
 
 /* ------------------------------------------------------------------------ */

@@ -263,8 +263,7 @@ static vg_code shape_assign(vg_op *op, vg_status *st) {
     if (validate_handle(op, 1, &dt, &hs, st)) return st->code;
     vg_shape vs = vg__op_input_shape(op, 1);
     if (vg__shape_merge(&hs, &vs, &out, st)) return st->code;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code shape_assign_update(vg_op *op, vg_status *st) {
@@ -361,8 +360,7 @@ static vg_code kernel_is_initialized(vg__kctx *ctx) {
 static vg_code shape_destroy(vg_op *op, vg_status *st) {
     if (check_handle_input(op, st)) return st->code;
     vg__op_set_default_attr_bool(op, "ignore_lookup_error", true);
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code kernel_destroy(vg__kctx *ctx) {
@@ -385,8 +383,7 @@ static vg_code kernel_destroy(vg__kctx *ctx) {
  * (a write replaces the value), so the op only checks its handle. */
 static vg_code shape_disable_copy_on_read(vg_op *op, vg_status *st) {
     if (check_handle_input(op, st)) return st->code;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code kernel_disable_copy_on_read(vg__kctx *ctx) {
@@ -631,8 +628,7 @@ static vg_code shape_scatter(vg_op *op, vg_status *st) {
     vg_shape want = vg__op_input_shape(op, 1), us = vg__op_input_shape(op, 2), merged;
     if (concat_tail(&want, &hs, st)) return st->code;
     if (us.ndims != 0 && vg__shape_merge(&us, &want, &merged, st)) return st->code;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 #define SCATTER_LOOP(T)                                                                            \

@@ -124,8 +124,7 @@ static vg_code shape_pop(vg_op *op, vg_status *st) {
 static vg_code shape_close(vg_op *op, vg_status *st) {
     if (vg__op_input_dtype(op, 0) != VG_RESOURCE)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "StackCloseV2: input 0 must be a stack handle");
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 /* Two ops of one stack may run at once where the graph does not order them; TF guards

@@ -229,8 +229,7 @@ static vg_code shape_initialized_value_or(vg_op *op, vg_status *st) {
     vg_shape a = vg__op_input_shape(op, 0), b = vg__op_input_shape(op, 1), s;
     vg_code rc = vg__shape_merge(&a, &b, &s, st);
     if (rc != VG_OK) return rc;
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, s);
+    return vg__op_set_t_output(op, dt, s);
 }
 
 static vg_code kernel_initialized_value_or(vg__kctx *ctx) {
@@ -262,8 +261,7 @@ static vg_code shape_assert(vg_op *op, vg_status *st) {
     if (c.ndims > 1 || (c.ndims == 1 && c.dims[0] > 1))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Assert's condition must be a scalar, got rank %d", c.ndims);
     vg__op_set_default_attr_int(op, "summarize", 3);
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 /* Appends printf output to buf at *pos (truncating silently at len). */

@@ -575,16 +575,11 @@ static vg_code shape_concat(vg_op *op, vg_status *st) {
 }
 
 static vg_code shape_size(vg_op *op, vg_status *st) {
-    vg_code rc = need_handle(op, st);
-    if (rc != VG_OK) return rc;
-    return vg__op_set_single_output(op, VG_INT32, vg_shape_make(NULL, 0));
+    return vg__shape_scalar_after(op, need_handle(op, st), VG_INT32);
 }
 
 static vg_code shape_close(vg_op *op, vg_status *st) {
-    vg_code rc = need_handle(op, st);
-    if (rc != VG_OK) return rc;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__shape_none_after(op, need_handle(op, st));
 }
 
 /* ---- gradients (tensor_array_grad.py) ---------------------------------------------- */
