@@ -161,6 +161,26 @@ bool vg__tensor_add_sub_inplace(vg_tensor *cur, const vg_tensor *val, bool add) 
 }
 #undef ADD_SUB_LOOP
 
+vg_tensor *vg__tensor_row(const vg_tensor *t, int64_t i, vg_status *st) {
+    vg_tensor *o = vg_tensor_new(vg_tensor_dtype(t), vg_tensor_dims(t) + 1, vg_tensor_ndims(t) - 1, st);
+    if (!o) return NULL;
+    int64_t n = vg_tensor_num_elements(o);
+    if (vg_tensor_dtype(t) == VG_STRING) {
+        for (int64_t k = 0; k < n; k++) {
+            size_t l;
+            const char *s = vg_tensor_string(t, i * n + k, &l);
+            if (vg_tensor_set_string(o, k, s, l, st) != VG_OK) {
+                vg_tensor_free(o);
+                return NULL;
+            }
+        }
+    } else {
+        size_t rb = (size_t)n * vg_dtype_size(vg_tensor_dtype(t));
+        if (rb) memcpy(vg_tensor_data(o), (const uint8_t *)vg_tensor_data(t) + (size_t)i * rb, rb);
+    }
+    return o;
+}
+
 /* ------------------------------------------------------------------------ */
 /* session resources */
 

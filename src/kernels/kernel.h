@@ -394,4 +394,19 @@ static inline vg_code vg__op_set_t_output(vg_op *op, vg_dtype dt, vg_shape s) {
     return vg__op_set_single_output(op, dt, s);
 }
 
+/* Reverses the byte order of each es-byte element of p[0..len) in place (decoding
+ * raw bytes of the other endianness). */
+static inline void vg__swap_elem_bytes(uint8_t *p, size_t len, size_t es) {
+    for (size_t k = 0; es > 1 && k < len; k += es)
+        for (size_t a = 0, b = es - 1; a < b; a++, b--) {
+            uint8_t t = p[k + a];
+            p[k + a] = p[k + b];
+            p[k + b] = t;
+        }
+}
+
+/* Row i of t along dimension 0 (shape dims[1:]) as a new tensor (a copy; strings copied
+ * one by one); NULL with st set on failure. */
+VG_HIDDEN vg_tensor *vg__tensor_row(const vg_tensor *t, int64_t i, vg_status *st);
+
 #endif

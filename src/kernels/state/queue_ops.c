@@ -613,28 +613,6 @@ static vg_code validate_tuple(vg__kctx *ctx, const vg__queue *q, bool many, int6
     return VG_OK;
 }
 
-/* Element k of t along dim 0 as a new tensor (element-mode storage). */
-static vg_tensor *slice_row(const vg_tensor *t, int64_t k, vg_status *st) {
-    int nd = vg_tensor_ndims(t);
-    int64_t rows = vg_tensor_dim(t, 0), per = rows ? vg_tensor_num_elements(t) / rows : 0;
-    vg_tensor *e = vg_tensor_new(vg_tensor_dtype(t), vg_tensor_dims(t) + 1, nd - 1, st);
-    if (!e) return NULL;
-    if (vg_tensor_dtype(t) != VG_STRING) {
-        size_t rb = (size_t)per * vg_dtype_size(vg_tensor_dtype(t));
-        if (rb) memcpy(vg_tensor_data(e), (const uint8_t *)vg_tensor_data(t) + (size_t)k * rb, rb);
-        return e;
-    }
-    for (int64_t j = 0; j < per; j++) {
-        size_t len;
-        const char *s = vg_tensor_string(t, k * per + j, &len);
-        if (vg_tensor_set_string(e, j, s, len, st) != VG_OK) {
-            vg_tensor_free(e);
-            return NULL;
-        }
-    }
-    return e;
-}
-
 /* Stacks n element tensors (all of shape `shape`) into out rows. */
 static vg_code stack_rows(vg_tensor *out, vg_tensor *const *elems, int64_t n, vg_status *st) {
     vg_dtype dt = vg_tensor_dtype(out);
@@ -679,7 +657,7 @@ static vg_code enqueue_impl(vg__kctx *ctx, bool many) {
             if (!el) rc = VG_OOM(st, "enqueue");
             const vg_tensor *in = vg__kctx_input(ctx, c + 1);
             for (int64_t k = 0; el && k < n && rc == VG_OK; k++) {
-                el[k] = many ? slice_row(in, k, st) : vg_tensor_copy(in, st);
+                el[k] = many ? vg__tensor_row(in, k, st) : vg_tensor_copy(in, st);
                 if (!el[k]) rc = st->code ? st->code : VG_RESOURCE_EXHAUSTED;
             }
         }

@@ -690,13 +690,7 @@ static vg_code kernel_decode_raw(vg__kctx *ctx) {
         const uint8_t *s = (const uint8_t *)vg_tensor_string(in, i, &len);
         uint8_t *dst = o + (size_t)i * len0;
         if (len0) memcpy(dst, s, len0);
-        if (little != host_little && es > 1)
-            for (size_t k = 0; k < len0; k += es)
-                for (size_t a = 0, b = es - 1; a < b; a++, b--) {
-                    uint8_t t = dst[k + a];
-                    dst[k + a] = dst[k + b];
-                    dst[k + b] = t;
-                }
+        if (little != host_little) vg__swap_elem_bytes(dst, len0, es);
     }
     return VG_OK;
 }
