@@ -409,4 +409,40 @@ static inline void vg__swap_elem_bytes(uint8_t *p, size_t len, size_t es) {
  * one by one); NULL with st set on failure. */
 VG_HIDDEN vg_tensor *vg__tensor_row(const vg_tensor *t, int64_t i, vg_status *st);
 
+/* n zeroed bytes (vg__calloc); NULL with st set to RESOURCE_EXHAUSTED ("out of memory
+ * allocating <what>") when that fails (the resources' create functions). */
+static inline void *vg__calloc_or_oom(size_t n, const char *what, vg_status *st) {
+    void *p = vg__calloc(1, n);
+    if (!p) VG_OOM(st, what);
+    return p;
+}
+
+/* True when dt is one of set[0..n) (an op's list of allowed dtypes). */
+static inline bool vg__dtype_in(vg_dtype dt, const vg_dtype *set, int n) {
+    for (int i = 0; i < n; i++)
+        if (set[i] == dt) return true;
+    return false;
+}
+
+/* INVALID_ARGUMENT "<op type> expects <want> inputs, got <n>" when op has not exactly
+ * want inputs (ops with input lists); VG_OK otherwise. */
+static inline vg_code vg__op_need_inputs(vg_op *op, int want, vg_status *st) {
+    int n = vg_op_num_inputs(op);
+    if (n == want) return VG_OK;
+    return vg_status_set(st, VG_INVALID_ARGUMENT, "%s expects %d inputs, got %d", vg_op_type(op), want, n);
+}
+
+/* The session resource (vg__session_resource) of the running kernel's op under the key
+ * vg__op_resource_key(op, prefix, max), made by create(op) when new, into *out; the
+ * shared name into *shared / *slen (*slen 0: not shared). */
+static inline vg_code vg__kctx_op_resource(vg__kctx *ctx, const char *prefix, int max, const vg__resource_ops *ops,
+                                           void *(*create)(void *arg, vg_status *st), void **out, const char **shared,
+                                           size_t *slen) {
+    const vg_op *op = vg__kctx_op(ctx);
+    char key[1100];
+    vg__op_resource_key(op, prefix, max, key, sizeof key, shared, slen);
+    *out = NULL;
+    return vg__session_resource(vg__kctx_session(ctx), key, ops, create, (void *)op, out, vg__kctx_status(ctx));
+}
+
 #endif

@@ -414,11 +414,8 @@ typedef struct conv_scratch {
 } conv_scratch;
 
 static void *scratch_new(const vg_op *op, vg_status *st) {
-    conv_scratch *s = vg__calloc(1, sizeof *s);
-    if (!s) {
-        VG_OOM(st, "conv scratch");
-        return NULL;
-    }
+    conv_scratch *s = vg__calloc_or_oom(sizeof *s, "conv scratch", st);
+    if (!s) return NULL;
     pthread_mutex_init(&s->mu, NULL);
     return s;
 }

@@ -28,11 +28,8 @@ typedef struct idx_state {
 } idx_state;
 
 static void *idx_state_create(const vg_op *op, vg_status *st) {
-    idx_state *s = vg__calloc(1, sizeof *s);
-    if (!s) {
-        VG_OOM(st, "IdxRecord state");
-        return NULL;
-    }
+    idx_state *s = vg__calloc_or_oom(sizeof *s, "IdxRecord state", st);
+    if (!s) return NULL;
     pthread_mutex_init(&s->mu, NULL);
     atomic_init(&s->loaded, false);
     return s;

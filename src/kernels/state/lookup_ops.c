@@ -444,12 +444,9 @@ static void table_resource_name(const vg_op *op, char *buf, size_t len) {
 
 static void *table_create(void *arg, vg_status *st) {
     const vg_op *op = arg;
-    vg__table *t = vg__calloc(1, sizeof *t);
+    vg__table *t = vg__calloc_or_oom(sizeof *t, "lookup table", st);
     char nm[1100];
-    if (!t) {
-        VG_OOM(st, "lookup table");
-        return NULL;
-    }
+    if (!t) return NULL;
     pthread_rwlock_init(&t->mu, NULL);
     table_resource_name(op, nm, sizeof nm);
     t->name = vg__strdup(nm);

@@ -529,14 +529,11 @@ static vg_code kernel_queue(vg__kctx *ctx) {
     const vg_op *op = vg__kctx_op(ctx);
     const char *shared;
     size_t slen;
-    char key[1100];
-    bool is_shared = vg__op_resource_key(op, "queue:", INT_MAX, key, sizeof key, &shared, &slen);
-    void *r = NULL;
-    vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &queue_resource_ops, queue_create, (void *)op, &r,
-                                      st);
+    void *r;
+    vg_code rc = vg__kctx_op_resource(ctx, "queue:", INT_MAX, &queue_resource_ops, queue_create, &r, &shared, &slen);
     if (rc != VG_OK) return rc;
     vg__queue *q = r;
-    if (is_shared) {
+    if (slen > 0) { /* shared: the queue must be the one this node describes */
         const vg_dtype *types;
         int n = 0;
         vg_op_attr_type_list(op, "component_types", &types, &n);

@@ -366,11 +366,8 @@ static vg_code kernel_reader(vg__kctx *ctx) {
     const vg_op *op = vg__kctx_op(ctx);
     const char *shared;
     size_t slen;
-    char key[1100];
-    vg__op_resource_key(op, "reader:", 1000, key, sizeof key, &shared, &slen);
-    void *r = NULL;
-    vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &reader_resource_ops, reader_create, (void *)op, &r,
-                                      st);
+    void *r;
+    vg_code rc = vg__kctx_op_resource(ctx, "reader:", 1000, &reader_resource_ops, reader_create, &r, &shared, &slen);
     if (rc != VG_OK) return rc;
     if (((vg__reader *)r)->kind != kind_of_op(vg_op_type(op)))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "shared reader '%.*s' is of another type than %s", (int)slen,

@@ -89,11 +89,8 @@ typedef struct rvar_key {
 
 static void *rvar_create(void *arg, vg_status *st) {
     const rvar_key *k = arg;
-    vg__rvar *v = vg__calloc(1, sizeof *v);
-    if (!v) {
-        VG_OOM(st, "resource variable");
-        return NULL;
-    }
+    vg__rvar *v = vg__calloc_or_oom(sizeof *v, "resource variable", st);
+    if (!v) return NULL;
     v->magic = RVAR_MAGIC;
     pthread_mutex_init(&v->mu, NULL);
     v->name = vg__strdup(k->name);
