@@ -1519,16 +1519,29 @@ static vg_code kernel_conv2d_bp(vg__kctx *ctx, int sizes) {
 
 static vg_code kernel_conv2d_bp_input(vg__kctx *ctx) { return kernel_conv2d_bp(ctx, 0); }
 
-/* _Conv2DBackpropInputGrad: (none, Conv2DBackpropFilter(grad, Shape(f), dy), Conv2D(grad, f)). */
-static vg_code grad_conv2d_bp_input(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+/* The gradients of the two backprop ops (bp_input: Conv2DBackpropInput(sizes, f, dy),
+ * else Conv2DBackpropFilter(x, sizes, dy)) for grad:
+ * _Conv2DBackpropInputGrad: (none, Conv2DBackpropFilter(grad, Shape(f), dy), Conv2D(grad, f));
+ * _Conv2DBackpropFilterGrad: (Conv2DBackpropInput(Shape(x), grad, dy), none, Conv2D(x, grad)). */
+static vg_code grad_conv2d_bp(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx, bool bp_input) {
     int64_t strides[4];
     const char *padding;
     win_attr_copy(op, strides, &padding);
-    vg_output f = vg_op_input(op, 1), d = vg_op_input(op, 2);
-    dx[0] = (vg_output){NULL, 0};
-    dx[1] = vg_conv2d_backprop_filter(g, dy[0], vg_shape_op(g, f, VG_INT32, "Shape"), d, strides, padding, NULL);
-    dx[2] = vg_conv2d(g, dy[0], f, strides, padding, NULL);
+    vg_output other = vg_op_input(op, bp_input ? 1 : 0), d = vg_op_input(op, 2); /* f or x */
+    vg_output shape = vg_shape_op(g, other, VG_INT32, "Shape");
+    dx[bp_input ? 0 : 1] = (vg_output){NULL, 0};
+    if (bp_input) {
+        dx[1] = vg_conv2d_backprop_filter(g, dy[0], shape, d, strides, padding, NULL);
+        dx[2] = vg_conv2d(g, dy[0], other, strides, padding, NULL);
+    } else {
+        dx[0] = vg_conv2d_backprop_input(g, shape, dy[0], d, strides, padding, NULL);
+        dx[2] = vg_conv2d(g, other, dy[0], strides, padding, NULL);
+    }
     return vg_graph_status(g, NULL);
+}
+
+static vg_code grad_conv2d_bp_input(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    return grad_conv2d_bp(g, op, dy, dx, true);
 }
 
 /* -- Conv2DBackpropFilter(input, filter_sizes, out_backprop) -- */
@@ -1537,16 +1550,8 @@ static vg_code shape_conv2d_bp_filter(vg_op *op, vg_status *st) { return shape_c
 
 static vg_code kernel_conv2d_bp_filter(vg__kctx *ctx) { return kernel_conv2d_bp(ctx, 1); }
 
-/* _Conv2DBackpropFilterGrad: (Conv2DBackpropInput(Shape(x), grad, dy), none, Conv2D(x, grad)). */
 static vg_code grad_conv2d_bp_filter(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
-    int64_t strides[4];
-    const char *padding;
-    win_attr_copy(op, strides, &padding);
-    vg_output x = vg_op_input(op, 0), d = vg_op_input(op, 2);
-    dx[0] = vg_conv2d_backprop_input(g, vg_shape_op(g, x, VG_INT32, "Shape"), dy[0], d, strides, padding, NULL);
-    dx[1] = (vg_output){NULL, 0};
-    dx[2] = vg_conv2d(g, x, dy[0], strides, padding, NULL);
-    return vg_graph_status(g, NULL);
+    return grad_conv2d_bp(g, op, dy, dx, false);
 }
 
 /* ------------------------------------------------------------------------ */

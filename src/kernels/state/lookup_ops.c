@@ -1205,32 +1205,31 @@ static vg_lookup_table bad_table(vg_graph *g, const char *fmt, const char *arg) 
     return t;
 }
 
+/* What both kinds of initializer hold: the table's key / value dtypes, the vocabulary
+ * size (-1: all) and the op's name; the rest zero. */
+static vg_table_initializer initializer_base(vg_dtype key_dtype, vg_dtype value_dtype, int64_t vocab_size,
+                                             const char *name) {
+    return (vg_table_initializer){.key_dtype = key_dtype, .value_dtype = value_dtype, .vocab_size = vocab_size,
+                                  .name = name};
+}
+
 vg_table_initializer vg_key_value_tensor_initializer(vg_output keys, vg_output values, const char *name) {
-    vg_table_initializer i;
-    memset(&i, 0, sizeof i);
+    vg_table_initializer i = initializer_base(keys.op ? vg_output_dtype(keys) : VG_DTYPE_INVALID,
+                                              values.op ? vg_output_dtype(values) : VG_DTYPE_INVALID, -1, name);
     i.keys = keys;
     i.values = values;
-    i.key_dtype = keys.op ? vg_output_dtype(keys) : VG_DTYPE_INVALID;
-    i.value_dtype = values.op ? vg_output_dtype(values) : VG_DTYPE_INVALID;
-    i.vocab_size = -1;
-    i.name = name;
     return i;
 }
 
 vg_table_initializer vg_text_file_initializer(const char *filename, vg_dtype key_dtype, int64_t key_index,
                                               vg_dtype value_dtype, int64_t value_index, int64_t vocab_size,
                                               char delimiter, const char *name) {
-    vg_table_initializer i;
-    memset(&i, 0, sizeof i);
+    vg_table_initializer i = initializer_base(key_dtype, value_dtype, vocab_size > 0 ? vocab_size : -1, name);
     i.text_file = true;
     i.filename = filename;
-    i.key_dtype = key_dtype;
-    i.value_dtype = value_dtype;
     i.key_index = key_index;
     i.value_index = value_index;
-    i.vocab_size = vocab_size > 0 ? vocab_size : -1;
     i.delimiter = delimiter ? delimiter : '\t';
-    i.name = name;
     return i;
 }
 
