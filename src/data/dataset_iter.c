@@ -10,6 +10,7 @@
  */
 #include "core/xoshiro.h"
 #include "data/dataset.h"
+#include "kernels/kernel.h"
 #include "core/threadpool.h"
 #include "io/example_io.h"
 #include "io/io.h"
@@ -162,27 +163,7 @@ vg__dataset *vg__dataset_of(const vg_tensor *t, vg_status *st) {
 /* tensor helpers */
 
 /* Row i of t (dims[1:]) as a new tensor. */
-vg_tensor *vg__ds_slice_row(const vg_tensor *t, int64_t i, vg_status *st) {
-    int nd = vg_tensor_ndims(t);
-    const int64_t *dims = vg_tensor_dims(t);
-    vg_tensor *o = vg_tensor_new(vg_tensor_dtype(t), dims + 1, nd - 1, st);
-    if (!o) return NULL;
-    int64_t n = vg_tensor_num_elements(o);
-    if (vg_tensor_dtype(t) == VG_STRING) {
-        for (int64_t k = 0; k < n; k++) {
-            size_t l;
-            const char *s = vg_tensor_string(t, i * n + k, &l);
-            if (vg_tensor_set_string(o, k, s, l, st) != VG_OK) {
-                vg_tensor_free(o);
-                return NULL;
-            }
-        }
-    } else {
-        size_t rb = (size_t)n * vg_dtype_size(vg_tensor_dtype(t));
-        if (rb) memcpy(vg_tensor_data(o), (const uint8_t *)vg_tensor_data(t) + (size_t)i * rb, rb);
-    }
-    return o;
-}
+vg_tensor *vg__ds_slice_row(const vg_tensor *t, int64_t i, vg_status *st) { return vg__tensor_row(t, i, st); }
 
 void vg__ds_free_elem(vg_tensor **e, int n) {
     for (int i = 0; i < n; i++) {

@@ -16,6 +16,7 @@
  * (io/example_io.h) in the same order as ParseExample's kernel.
  */
 #include "data/dataset.h"
+#include "kernels/kernel.h"
 #include "kernels/simd.h"
 #include "io/example_io.h"
 #include "vigil/ops.h"
@@ -376,24 +377,12 @@ static bool run_out(const vg__ds_native *nf, const nat_out *o, vg__ds_native_scr
         }
         if (!o->nsteps) {
             memcpy(dst, p, len);
-            if (o->swap)
-                for (size_t k = 0; k < len; k += es)
-                    for (size_t a = 0, b = es - 1; a < b; a++, b--) {
-                        uint8_t t = dst[k + a];
-                        dst[k + a] = dst[k + b];
-                        dst[k + b] = t;
-                    }
+            if (o->swap) vg__swap_elem_bytes(dst, len, es);
             return true;
         }
         if (!grow(s, 0, len ? len : 1)) return false;
         memcpy(s->buf[0], p, len);
-        if (o->swap)
-            for (size_t k = 0; k < len; k += es)
-                for (size_t a = 0, b = es - 1; a < b; a++, b--) {
-                    uint8_t t = ((uint8_t *)s->buf[0])[k + a];
-                    ((uint8_t *)s->buf[0])[k + a] = ((uint8_t *)s->buf[0])[k + b];
-                    ((uint8_t *)s->buf[0])[k + b] = t;
-                }
+        if (o->swap) vg__swap_elem_bytes(s->buf[0], len, es);
     } else {
         size_t vb = (size_t)count * 8;
         uint8_t *vals = o->nsteps ? (grow(s, 0, vb ? vb : 1) ? s->buf[0] : NULL) : dst;

@@ -189,6 +189,7 @@ static void frame_release(vg__run_state *rs, vg__frame *f) {
 }
 
 static void frame_destroy(vg__frame *f) {
+    if (!f) return;
     frame_clear(f);
     vg__free(f->invs);
     vg__free(f->deferred);
@@ -258,36 +259,9 @@ static vg__frame *frame_new(vg__run_state *rs, int sid, vg__frame *parent, int64
 /* ------------------------------------------------------------------------ */
 /* run states (one per concurrent run of a plan, recycled) */
 
-static vg__run_state *state_new(vg__plan *p) {
-    vg__run_state *rs = vg__calloc(1, sizeof *rs);
-    if (!rs) return NULL;
-    pthread_mutex_init(&rs->mu, NULL);
-    pthread_cond_init(&rs->cv, NULL);
-    rs->qcap = p->nnodes + 8;
-    rs->q = vg__malloc(sizeof(vg__task) * (size_t)rs->qcap);
-    rs->fetched = vg__calloc((size_t)p->nfetches + 1, sizeof(vg_tensor *));
-    rs->free_iters = vg__calloc((size_t)p->nframes + 1, sizeof(vg__iter *));
-    rs->root = vg__calloc(1, sizeof *rs->root);
-    rs->root_it = iter_alloc(&p->frames[0]);
-    if (rs->root) rs->root->ring = vg__calloc(4, sizeof(vg__iter *));
-    if (rs->root) rs->root->ring_cap = 4;
-    if (!rs->q || !rs->fetched || !rs->free_iters || !rs->root || !rs->root_it || !rs->root->ring) {
-        vg__free(rs->root_it);
-        if (rs->root) vg__free(rs->root->ring);
-        vg__free(rs->q);
-        vg__free(rs->fetched);
-        vg__free(rs->free_iters);
-        vg__free(rs->root);
-        pthread_mutex_destroy(&rs->mu);
-        pthread_cond_destroy(&rs->cv);
-        vg__free(rs);
-        return NULL;
-    }
-    return rs;
-}
-
+/* Frees run state rs with what it holds (also one that state_new left partly built). */
 static void state_destroy(vg__plan *p, vg__run_state *rs) {
-    for (int i = 0; i < p->nframes; i++)
+    for (int i = 0; rs->free_iters && i < p->nframes; i++)
         while (rs->free_iters[i]) {
             vg__iter *it = rs->free_iters[i];
             rs->free_iters[i] = it->next_free;
@@ -306,6 +280,26 @@ static void state_destroy(vg__plan *p, vg__run_state *rs) {
     pthread_mutex_destroy(&rs->mu);
     pthread_cond_destroy(&rs->cv);
     vg__free(rs);
+}
+
+static vg__run_state *state_new(vg__plan *p) {
+    vg__run_state *rs = vg__calloc(1, sizeof *rs);
+    if (!rs) return NULL;
+    pthread_mutex_init(&rs->mu, NULL);
+    pthread_cond_init(&rs->cv, NULL);
+    rs->qcap = p->nnodes + 8;
+    rs->q = vg__malloc(sizeof(vg__task) * (size_t)rs->qcap);
+    rs->fetched = vg__calloc((size_t)p->nfetches + 1, sizeof(vg_tensor *));
+    rs->free_iters = vg__calloc((size_t)p->nframes + 1, sizeof(vg__iter *));
+    rs->root = vg__calloc(1, sizeof *rs->root);
+    rs->root_it = iter_alloc(&p->frames[0]);
+    if (rs->root) rs->root->ring = vg__calloc(4, sizeof(vg__iter *));
+    if (rs->root) rs->root->ring_cap = 4;
+    if (!rs->q || !rs->fetched || !rs->free_iters || !rs->root || !rs->root_it || !rs->root->ring) {
+        state_destroy(p, rs);
+        return NULL;
+    }
+    return rs;
 }
 
 static vg__run_state *state_get(vg__plan *p) {
@@ -612,6 +606,20 @@ static void fail(vg__run_state *rs, const vg_status *e) {
     }
 }
 
+/* Fails the run with CANCELLED when its session is closing, or DEADLINE_EXCEEDED when
+ * its deadline has passed (naming node n, about to run; e receives the error); true
+ * then, false when the run may go on. Lock held. */
+static bool run_interrupted(vg__run_state *rs, const vg__node *n, vg_status *e) {
+    if (atomic_load_explicit(&rs->s->closing, memory_order_relaxed))
+        vg_status_set(e, VG_CANCELLED, "Session was closed while the run was executing (at '%s')", n->op->name);
+    else if (rs->deadline && vg__now_ns() > rs->deadline)
+        vg_status_set(e, VG_DEADLINE_EXCEEDED, "Timed out: the run exceeded its timeout (at '%s')", n->op->name);
+    else
+        return false;
+    fail(rs, e);
+    return true;
+}
+
 /* Reads variable v for a consumer: a new reference of its value. */
 static vg_tensor *deref(vg__var *v, vg_status *st) {
     pthread_mutex_lock(&v->mu);
@@ -882,7 +890,6 @@ static void caller_wait(vg__run_state *rs) {
  * Merge, no other thread): oldest ready node first. */
 static void work_seq(vg__run_state *rs) {
     vg__plan *p = rs->p;
-    vg_session *s = rs->s;
     vg__iter *it = rs->root_it;
     vg__nstate *ns = it->ns;
     vg_tensor **in = it->in;
@@ -893,20 +900,7 @@ static void work_seq(vg__run_state *rs) {
         vg_status e;
         e.code = VG_OK;
         e.msg[0] = 0;
-        if ((++rs->tick & 15) == 0) {
-            if (atomic_load_explicit(&s->closing, memory_order_relaxed)) {
-                vg_status_set(&e, VG_CANCELLED, "Session was closed while the run was executing (at '%s')",
-                              n->op->name);
-                fail(rs, &e);
-                break;
-            }
-            if (rs->deadline && vg__now_ns() > rs->deadline) {
-                vg_status_set(&e, VG_DEADLINE_EXCEEDED, "Timed out: the run exceeded its timeout (at '%s')",
-                              n->op->name);
-                fail(rs, &e);
-                break;
-            }
-        }
+        if ((++rs->tick & 15) == 0 && run_interrupted(rs, n, &e)) break;
         vg_tensor **outs = outs_local;
         if (n->noutputs > 8 && !(outs = vg__calloc((size_t)n->noutputs, sizeof(vg_tensor *)))) {
             rs->oom = true;
@@ -993,20 +987,7 @@ static void work(vg__run_state *rs, bool helper) {
         vg_status e;
         e.code = VG_OK;
         e.msg[0] = 0;
-        if (!t.dead && ((++rs->tick & 15) == 0 || n->kind == VG__K_NEXT)) {
-            if (atomic_load_explicit(&s->closing, memory_order_relaxed)) {
-                vg_status_set(&e, VG_CANCELLED, "Session was closed while the run was executing (at '%s')",
-                              n->op->name);
-                fail(rs, &e);
-                continue;
-            }
-            if (rs->deadline && vg__now_ns() > rs->deadline) {
-                vg_status_set(&e, VG_DEADLINE_EXCEEDED, "Timed out: the run exceeded its timeout (at '%s')",
-                              n->op->name);
-                fail(rs, &e);
-                continue;
-            }
-        }
+        if (!t.dead && ((++rs->tick & 15) == 0 || n->kind == VG__K_NEXT) && run_interrupted(rs, n, &e)) continue;
         vg__iter *it = get_iter(t.f, t.iter);
         if (!it) {
             vg_status_set(&e, VG_INTERNAL, "executor: iteration %lld of '%s' is gone", (long long)t.iter, n->op->name);

@@ -131,23 +131,54 @@ void vg__var_unlock(vg__var *v) { pthread_mutex_unlock(&v->mu); }
 vg_tensor *vg__var_value(vg__var *v) { return v->value; }
 const char *vg__var_name(const vg__var *v) { return v->op->name; }
 
-void vg__var_set(vg__var *v, vg_tensor *t) {
-    vg_tensor *old = v->value;
-    v->value = t;
-    vg_tensor_free(old);
-}
+void vg__var_set(vg__var *v, vg_tensor *t) { vg__tensor_slot_set(&v->value, t); }
 
 vg_tensor *vg__var_mutable(vg__var *v, vg_status *st) {
     if (!v->value) {
         vg_status_set(st, VG_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->op->name);
         return NULL;
     }
-    if (vg__tensor_refcount(v->value) > 1) {
-        vg_tensor *c = vg_tensor_copy(v->value, st);
-        if (!c) return NULL;
-        vg__var_set(v, c);
+    return vg__tensor_slot_unshare(&v->value, st);
+}
+
+#define ADD_SUB_LOOP(T, OP)                                                                                     \
+    do {                                                                                                        \
+        T *x_ = (T *)vg_tensor_data(cur);                                                                       \
+        const T *y_ = (const T *)vg_tensor_data(val);                                                           \
+        for (int64_t i = 0; i < n; i++) x_[i] OP y_[i];                                                         \
+    } while (0)
+
+bool vg__tensor_add_sub_inplace(vg_tensor *cur, const vg_tensor *val, bool add) {
+    int64_t n = vg_tensor_num_elements(cur);
+    switch (vg_tensor_dtype(cur)) {
+    case VG_FLOAT: if (add) ADD_SUB_LOOP(float, +=); else ADD_SUB_LOOP(float, -=); break;
+    case VG_DOUBLE: if (add) ADD_SUB_LOOP(double, +=); else ADD_SUB_LOOP(double, -=); break;
+    case VG_INT32: if (add) ADD_SUB_LOOP(int32_t, +=); else ADD_SUB_LOOP(int32_t, -=); break;
+    case VG_INT64: if (add) ADD_SUB_LOOP(int64_t, +=); else ADD_SUB_LOOP(int64_t, -=); break;
+    default: return false;
     }
-    return v->value;
+    return true;
+}
+#undef ADD_SUB_LOOP
+
+vg_tensor *vg__tensor_row(const vg_tensor *t, int64_t i, vg_status *st) {
+    vg_tensor *o = vg_tensor_new(vg_tensor_dtype(t), vg_tensor_dims(t) + 1, vg_tensor_ndims(t) - 1, st);
+    if (!o) return NULL;
+    int64_t n = vg_tensor_num_elements(o);
+    if (vg_tensor_dtype(t) == VG_STRING) {
+        for (int64_t k = 0; k < n; k++) {
+            size_t l;
+            const char *s = vg_tensor_string(t, i * n + k, &l);
+            if (vg_tensor_set_string(o, k, s, l, st) != VG_OK) {
+                vg_tensor_free(o);
+                return NULL;
+            }
+        }
+    } else {
+        size_t rb = (size_t)n * vg_dtype_size(vg_tensor_dtype(t));
+        if (rb) memcpy(vg_tensor_data(o), (const uint8_t *)vg_tensor_data(t) + (size_t)i * rb, rb);
+    }
+    return o;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -16,6 +16,8 @@
 #include "graph/registry.h"
 #include "vigil/session.h"
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 
 /* Defines kernel NAME as NAME_unlocked(ctx) run under the pthread mutex MU: for the
  * families whose session objects carry no lock of their own (TensorArrays, stacks)
@@ -222,6 +224,225 @@ static inline void vg__builder_set_seeds(vg_op_builder *b, int64_t seed, int64_t
 static inline vg_code vg__shape_need_rank(const vg_shape *s, int rank, const char *msg, vg_status *st) {
     if (s->ndims < 0 || s->ndims == rank) return VG_OK;
     return vg_status_set(st, VG_INVALID_ARGUMENT, msg, s->ndims);
+}
+
+/* Sets output 0 of the running kernel to the scalar resource handle holding pointer p
+ * (the kernels that create or look up a session or step resource); the alloc's status. */
+static inline vg_code vg__kctx_output_handle(vg__kctx *ctx, const void *p) {
+    vg_tensor *out;
+    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out);
+    if (rc == VG_OK) memcpy(vg_tensor_data(out), &p, sizeof p);
+    return rc;
+}
+
+/* The pointer behind the scalar resource handle at input i of the running kernel; NULL
+ * with INVALID_ARGUMENT "input <i> must be a <what> handle" when input i is not one. */
+static inline void *vg__kctx_handle_input(vg__kctx *ctx, int i, const char *what) {
+    vg_tensor *h = vg__kctx_input(ctx, i);
+    if (!h || vg_tensor_dtype(h) != VG_RESOURCE || vg_tensor_num_elements(h) != 1) {
+        vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "input %d must be a %s handle", i, what);
+        return NULL;
+    }
+    void *p;
+    memcpy(&p, vg_tensor_data(h), sizeof p);
+    return p;
+}
+
+/* Stores t in *slot and frees the value it held (the variables' set). */
+static inline void vg__tensor_slot_set(vg_tensor **slot, vg_tensor *t) {
+    vg_tensor *old = *slot;
+    *slot = t;
+    vg_tensor_free(old);
+}
+
+/* The non-NULL value in *slot made safe to write in place: a copy replaces it when
+ * another holder shares it (copy on write); NULL with st set when the copy fails. */
+static inline vg_tensor *vg__tensor_slot_unshare(vg_tensor **slot, vg_status *st) {
+    if (vg__tensor_refcount(*slot) > 1) {
+        vg_tensor *c = vg_tensor_copy(*slot, st);
+        if (!c) return NULL;
+        vg__tensor_slot_set(slot, c);
+    }
+    return *slot;
+}
+
+/* True when static shapes a and b are compatible: either rank unknown, or the same rank
+ * with equal dimensions wherever both are known. */
+static inline bool vg__shapes_compatible(const vg_shape *a, const vg_shape *b) {
+    if (a->ndims < 0 || b->ndims < 0) return true;
+    if (a->ndims != b->ndims) return false;
+    for (int i = 0; i < a->ndims; i++)
+        if (a->dims[i] >= 0 && b->dims[i] >= 0 && a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* Reads the one value of an int32 or int64 tensor t into *v: t must be a scalar (rank 0),
+ * or when any_rank of any shape with one element; false (v untouched) otherwise or when
+ * t is NULL. */
+static inline bool vg__int_scalar(const vg_tensor *t, bool any_rank, int64_t *v) {
+    if (!t || vg_tensor_num_elements(t) != 1 || (!any_rank && vg_tensor_ndims(t) != 0)) return false;
+    if (vg_tensor_dtype(t) == VG_INT32) *v = *(const int32_t *)vg_tensor_data(t);
+    else if (vg_tensor_dtype(t) == VG_INT64) *v = *(const int64_t *)vg_tensor_data(t);
+    else return false;
+    return true;
+}
+
+/* Sets the defaults (0) of a random op's "seed" and "seed2" attributes (shape functions). */
+static inline void vg__op_default_seeds(vg_op *op) {
+    vg__op_set_default_attr_int(op, "seed", 0);
+    vg__op_set_default_attr_int(op, "seed2", 0);
+}
+
+/* Reads the int32 or int64 vector s (a shape) into dims[0..*nd); false when s is not a
+ * vector of at most VG_MAX_DIMS values. */
+static inline bool vg__read_shape_vec(const vg_tensor *s, int64_t *dims, int *nd) {
+    if (vg_tensor_ndims(s) != 1 || vg_tensor_dim(s, 0) > VG_MAX_DIMS) return false;
+    *nd = (int)vg_tensor_dim(s, 0);
+    for (int i = 0; i < *nd; i++) dims[i] = vg__int_at(s, i);
+    return true;
+}
+
+/* True when static shapes a and b are compatible (vg__shapes_compatible); otherwise sets
+ * g's error to INVALID_ARGUMENT with message fmt (its two %s: a's shape, b's shape) and
+ * returns false (the builders that must not broadcast). */
+static inline bool vg__graph_need_compatible(vg_graph *g, const vg_shape *a, const vg_shape *b, const char *fmt) {
+    if (vg__shapes_compatible(a, b)) return true;
+    char sa[128], sb[128];
+    vg_graph_set_error(g, VG_INVALID_ARGUMENT, fmt, vg_shape_str(a, sa, sizeof sa), vg_shape_str(b, sb, sizeof sb));
+    return false;
+}
+
+/* Sets st to INVALID_ARGUMENT with message fmt, whose three %s are what, a's shape and
+ * b's shape (static shapes); returns the code. */
+static inline vg_code vg__status_two_shapes(vg_status *st, const char *fmt, const char *what, const vg_shape *a,
+                                            const vg_shape *b) {
+    char sa[128], sb[128];
+    return vg_status_set(st, VG_INVALID_ARGUMENT, fmt, what, vg_shape_str(a, sa, sizeof sa),
+                         vg_shape_str(b, sb, sizeof sb));
+}
+
+/* cur += val (add) or cur -= val elementwise, in place (AssignAdd / AssignSub of ref and
+ * resource variables): same element count, dtype float, double, int32 or int64; false
+ * (nothing written) for another dtype. */
+VG_HIDDEN bool vg__tensor_add_sub_inplace(vg_tensor *cur, const vg_tensor *val, bool add);
+
+/* Sets output 0 of the running kernel to a scalar of dtype dt (VG_INT32 or VG_INT64)
+ * holding v (the Size / counter kernels); the alloc's status. */
+static inline vg_code vg__kctx_output_int_scalar(vg__kctx *ctx, vg_dtype dt, int64_t v) {
+    vg_tensor *o;
+    vg_code rc = vg__kctx_alloc_output(ctx, 0, dt, NULL, 0, &o);
+    if (rc != VG_OK) return rc;
+    if (dt == VG_INT32) *(int32_t *)vg_tensor_data(o) = (int32_t)v;
+    else *(int64_t *)vg_tensor_data(o) = v;
+    return VG_OK;
+}
+
+/* INVALID_ARGUMENT "<op type>: input 0 must be a <what> handle (resource), got <dtype>"
+ * when op's input 0 is not a resource; VG_OK otherwise (shape functions). */
+static inline vg_code vg__op_need_handle(vg_op *op, const char *what, vg_status *st) {
+    vg_dtype d = vg__op_input_dtype(op, 0);
+    if (d == VG_RESOURCE) return VG_OK;
+    return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input 0 must be a %s handle (resource), got %s", vg_op_type(op),
+                         what, vg_dtype_name(d));
+}
+
+/* The shape function of an op that reads one scalar of dtype dt off the resource behind
+ * its input 0 (the Size ops): vg__op_need_handle, then that scalar output. */
+static inline vg_code vg__shape_handle_scalar(vg_op *op, const char *what, vg_dtype dt, vg_status *st) {
+    vg_code rc = vg__op_need_handle(op, what, st);
+    if (rc != VG_OK) return rc;
+    return vg__op_set_single_output(op, dt, vg_shape_make(NULL, 0));
+}
+
+/* Gives op no outputs (the ops run for their effects; how their shape functions end); VG_OK. */
+static inline vg_code vg__op_set_no_outputs(vg_op *op) {
+    vg__op_set_num_outputs(op, 0);
+    return VG_OK;
+}
+
+/* The end of a shape function whose checks returned rc: rc when not VG_OK, else one
+ * scalar output of dtype dt. */
+static inline vg_code vg__shape_scalar_after(vg_op *op, vg_code rc, vg_dtype dt) {
+    return rc != VG_OK ? rc : vg__op_set_single_output(op, dt, vg_shape_make(NULL, 0));
+}
+
+/* The end of a shape function whose checks returned rc: rc when not VG_OK, else no outputs. */
+static inline vg_code vg__shape_none_after(vg_op *op, vg_code rc) {
+    return rc != VG_OK ? rc : vg__op_set_no_outputs(op);
+}
+
+/* The session-resource key of op into buf: prefix + its "shared_name" attribute (at most
+ * max bytes of it) when that is set and not empty, else prefix + the op's name. The
+ * shared name into *shared / *slen (*slen 0 when none); true when shared. */
+static inline bool vg__op_resource_key(const vg_op *op, const char *prefix, int max, char *buf, size_t len,
+                                       const char **shared, size_t *slen) {
+    *shared = "";
+    *slen = 0;
+    if (vg_op_attr_string(op, "shared_name", shared, slen) && *slen > 0) {
+        snprintf(buf, len, "%s%.*s", prefix, (int)(*slen < (size_t)max ? *slen : (size_t)max), *shared);
+        return true;
+    }
+    *slen = 0;
+    snprintf(buf, len, "%s%s", prefix, vg_op_name(op));
+    return false;
+}
+
+/* Sets op's "T" attribute to dt (a default) and gives it one output of dtype dt and
+ * shape s (how the shape functions of the ops typed by "T" end); VG_OK. */
+static inline vg_code vg__op_set_t_output(vg_op *op, vg_dtype dt, vg_shape s) {
+    vg__op_set_default_attr_type(op, "T", dt);
+    return vg__op_set_single_output(op, dt, s);
+}
+
+/* Reverses the byte order of each es-byte element of p[0..len) in place (decoding
+ * raw bytes of the other endianness). */
+static inline void vg__swap_elem_bytes(uint8_t *p, size_t len, size_t es) {
+    for (size_t k = 0; es > 1 && k < len; k += es)
+        for (size_t a = 0, b = es - 1; a < b; a++, b--) {
+            uint8_t t = p[k + a];
+            p[k + a] = p[k + b];
+            p[k + b] = t;
+        }
+}
+
+/* Row i of t along dimension 0 (shape dims[1:]) as a new tensor (a copy; strings copied
+ * one by one); NULL with st set on failure. */
+VG_HIDDEN vg_tensor *vg__tensor_row(const vg_tensor *t, int64_t i, vg_status *st);
+
+/* n zeroed bytes (vg__calloc); NULL with st set to RESOURCE_EXHAUSTED ("out of memory
+ * allocating <what>") when that fails (the resources' create functions). */
+static inline void *vg__calloc_or_oom(size_t n, const char *what, vg_status *st) {
+    void *p = vg__calloc(1, n);
+    if (!p) VG_OOM(st, what);
+    return p;
+}
+
+/* True when dt is one of set[0..n) (an op's list of allowed dtypes). */
+static inline bool vg__dtype_in(vg_dtype dt, const vg_dtype *set, int n) {
+    for (int i = 0; i < n; i++)
+        if (set[i] == dt) return true;
+    return false;
+}
+
+/* INVALID_ARGUMENT "<op type> expects <want> inputs, got <n>" when op has not exactly
+ * want inputs (ops with input lists); VG_OK otherwise. */
+static inline vg_code vg__op_need_inputs(vg_op *op, int want, vg_status *st) {
+    int n = vg_op_num_inputs(op);
+    if (n == want) return VG_OK;
+    return vg_status_set(st, VG_INVALID_ARGUMENT, "%s expects %d inputs, got %d", vg_op_type(op), want, n);
+}
+
+/* The session resource (vg__session_resource) of the running kernel's op under the key
+ * vg__op_resource_key(op, prefix, max), made by create(op) when new, into *out; the
+ * shared name into *shared / *slen (*slen 0: not shared). */
+static inline vg_code vg__kctx_op_resource(vg__kctx *ctx, const char *prefix, int max, const vg__resource_ops *ops,
+                                           void *(*create)(void *arg, vg_status *st), void **out, const char **shared,
+                                           size_t *slen) {
+    const vg_op *op = vg__kctx_op(ctx);
+    char key[1100];
+    vg__op_resource_key(op, prefix, max, key, sizeof key, shared, slen);
+    *out = NULL;
+    return vg__session_resource(vg__kctx_session(ctx), key, ops, create, (void *)op, out, vg__kctx_status(ctx));
 }
 
 #endif

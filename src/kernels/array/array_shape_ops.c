@@ -164,21 +164,12 @@ static vg_code kernel_placeholder(vg__kctx *ctx) {
                          vg_op_name(op), vg_dtype_name(dt), shape_str(&s, buf));
 }
 
-/* True if shape `a` is compatible with `b` (equal where both are known). */
-static bool shapes_compatible(const vg_shape *a, const vg_shape *b) {
-    if (a->ndims < 0 || b->ndims < 0) return true;
-    if (a->ndims != b->ndims) return false;
-    for (int i = 0; i < a->ndims; i++)
-        if (a->dims[i] >= 0 && b->dims[i] >= 0 && a->dims[i] != b->dims[i]) return false;
-    return true;
-}
-
 static vg_code shape_placeholder_with_default(vg_op *op, vg_status *st) {
     if (vg__array_type_attr(op, "dtype", 0, st) != VG_OK) return st->code;
     vg_shape s = vg_shape_unknown(), in = vg__op_input_shape(op, 0);
     vg_op_attr_shape(op, "shape", &s);
     char b1[128], b2[128];
-    if (!shapes_compatible(&in, &s))
+    if (!vg__shapes_compatible(&in, &s))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "default value of shape %s is not compatible with shape %s",
                              shape_str(&in, b1), shape_str(&s, b2));
     return vg__op_set_single_output(op, vg__op_input_dtype(op, 0), s);
@@ -262,8 +253,7 @@ static vg_code grad_identity_n(vg_graph *g, vg_op *op, const vg_output *dy, vg_o
 }
 
 static vg_code shape_no_op(vg_op *op, vg_status *st) {
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code kernel_no_op(vg__kctx *ctx) { return VG_OK; }

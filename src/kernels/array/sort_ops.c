@@ -12,14 +12,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-static bool read_scalar_int(const vg_tensor *t, int64_t *v) {
-    if (!t || vg_tensor_num_elements(t) != 1 || vg_tensor_ndims(t) != 0) return false;
-    if (vg_tensor_dtype(t) == VG_INT32) *v = *(const int32_t *)vg_tensor_data(t);
-    else if (vg_tensor_dtype(t) == VG_INT64) *v = *(const int64_t *)vg_tensor_data(t);
-    else return false;
-    return true;
-}
-
 static vg_code shape_topk(vg_op *op, vg_status *st) {
     vg_dtype dt = vg__op_input_dtype(op, 0);
     if (dt != VG_FLOAT && dt != VG_DOUBLE && dt != VG_INT32 && dt != VG_INT64)
@@ -32,7 +24,7 @@ static vg_code shape_topk(vg_op *op, vg_status *st) {
     if (in.ndims == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be >= 1-D, got shape []");
     int64_t k;
     if (in.ndims > 0) {
-        if (read_scalar_int(vg__op_const_input(op, 1), &k)) {
+        if (vg__int_scalar(vg__op_const_input(op, 1), false, &k)) {
             if (k < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Need k >= 0, got %lld", (long long)k);
             int64_t n = in.dims[in.ndims - 1];
             if (n >= 0 && n < k)
@@ -94,7 +86,7 @@ static vg_code kernel_topk(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *x = vg__kctx_input(ctx, 0);
     int64_t k;
-    if (!read_scalar_int(vg__kctx_input(ctx, 1), &k)) return vg_status_set(st, VG_INVALID_ARGUMENT, "k must be a scalar");
+    if (!vg__int_scalar(vg__kctx_input(ctx, 1), false, &k)) return vg_status_set(st, VG_INVALID_ARGUMENT, "k must be a scalar");
     int r = vg_tensor_ndims(x);
     if (r < 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be >= 1-D, got shape []");
     if (k < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "Need k >= 0, got %lld", (long long)k);
@@ -209,7 +201,7 @@ static vg_code kernel_in_topk(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *p = vg__kctx_input(ctx, 0), *t = vg__kctx_input(ctx, 1);
     int64_t k;
-    if (!read_scalar_int(vg__kctx_input(ctx, 2), &k)) return vg_status_set(st, VG_INVALID_ARGUMENT, "k must be a scalar");
+    if (!vg__int_scalar(vg__kctx_input(ctx, 2), false, &k)) return vg_status_set(st, VG_INVALID_ARGUMENT, "k must be a scalar");
     if (vg_tensor_ndims(p) != 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "predictions must be 2-dimensional");
     if (vg_tensor_ndims(t) != 1) return vg_status_set(st, VG_INVALID_ARGUMENT, "targets must be 1-dimensional");
     int64_t nb = vg_tensor_dim(p, 0), nc = vg_tensor_dim(p, 1);

@@ -9,14 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool scalar_int(const vg_tensor *t, int64_t *v) {
-    if (!t || vg_tensor_num_elements(t) != 1) return false;
-    if (vg_tensor_dtype(t) == VG_INT32) *v = *(const int32_t *)vg_tensor_data(t);
-    else if (vg_tensor_dtype(t) == VG_INT64) *v = *(const int64_t *)vg_tensor_data(t);
-    else return false;
-    return true;
-}
-
 static int64_t elem_int(const vg_tensor *t, int64_t i) {
     return vg_tensor_dtype(t) == VG_INT32 ? ((const int32_t *)vg_tensor_data(t))[i]
                                           : ((const int64_t *)vg_tensor_data(t))[i];
@@ -81,7 +73,7 @@ static vg_code split_shape(vg_op *op, int value_i, int dim_i, int sizes_i, vg_st
     int64_t axis;
     vg_shape outs[1];
     outs[0] = vg_shape_unknown();
-    if (in.ndims < 0 || !scalar_int(vg__op_const_input(op, dim_i), &axis)) {
+    if (in.ndims < 0 || !vg__int_scalar(vg__op_const_input(op, dim_i), true, &axis)) {
         if (in.ndims >= 0) { /* rank known, axis unknown */
             outs[0] = in;
             for (int i = 0; i < in.ndims; i++) outs[0].dims[i] = -1;
@@ -134,7 +126,7 @@ static vg_code split_kernel(vg__kctx *ctx, int value_i, int dim_i, int sizes_i) 
     const vg_tensor *x = vg__kctx_input(ctx, value_i);
     int64_t num = 0, axis;
     vg_op_attr_int(vg__kctx_op(ctx), "num_split", &num);
-    if (!scalar_int(vg__kctx_input(ctx, dim_i), &axis))
+    if (!vg__int_scalar(vg__kctx_input(ctx, dim_i), true, &axis))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "split_dim must be a scalar");
     int r = vg_tensor_ndims(x);
     vg_code c = resolve_axis(&axis, r, st);

@@ -15,6 +15,7 @@
 #include "core/half.h"
 #include "kernels/backend/bf16.h"
 #include "kernels/backend/cpu_features.h"
+#include "kernels/backend/dnnl_backend.h"
 #include "kernels/nn/nn_internal.h"
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,8 +24,6 @@
 
 #ifdef VIGIL_HAVE_DNNL
 #include <dnnl.h>
-extern void omp_set_num_threads(int n);
-extern int omp_get_max_threads(void);
 
 typedef struct bmm_plan {
     bool ta, tb;
@@ -39,37 +38,11 @@ typedef struct bmm_plan {
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static bmm_plan *g_cache[BF16_CACHE_MAX];
 static int g_n;
-static dnnl_engine_t g_eng;
 
 static bool bmm_build(bmm_plan *p) {
-    dnnl_dims_t ad = {p->M, p->K}, bd = {p->K, p->N}, cd = {p->M, p->N};
-    dnnl_dims_t as = {p->ta ? 1 : p->K, p->ta ? p->M : 1}, bs = {p->tb ? 1 : p->N, p->tb ? p->K : 1},
-                cs = {p->N, 1};
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_matmul_desc_t md;
-    bool ok = false;
-    if (dnnl_memory_desc_init_by_strides(&p->a_md, 2, ad, dnnl_bf16, as) ||
-        dnnl_memory_desc_init_by_strides(&p->b_md, 2, bd, dnnl_bf16, bs) ||
-        dnnl_memory_desc_init_by_strides(&p->c_md, 2, cd, dnnl_f32, cs))
-        return false;
-    if (dnnl_primitive_attr_create(&attr) || dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
-        goto out;
-    if (dnnl_matmul_desc_init(&md, &p->a_md, &p->b_md, NULL, &p->c_md)) goto out;
-    if (dnnl_primitive_desc_create(&pd, &md, attr, g_eng, NULL)) goto out;
-    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    if (sp) p->sp_md = *sp;
-    p->sp_bytes = sp ? dnnl_memory_desc_get_size(sp) : 0;
-    if (dnnl_primitive_create(&p->prim, pd)) goto out;
-    const char *impl = NULL;
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    vg_logf(VG_LOG_DEBUG, "bfloat16 MatMul %lldx%lldx%lld: oneDNN %s", (long long)p->M, (long long)p->K,
-            (long long)p->N, impl ? impl : "?");
-    ok = true;
-out:
-    if (pd) dnnl_primitive_desc_destroy(pd);
-    if (attr) dnnl_primitive_attr_destroy(attr);
-    return ok;
+    return vg__dnnl_matmul_build(vg__dnnl_engine(), p->ta, p->tb, p->M, p->N, p->K, p->ta ? p->M : p->K,
+                                 p->tb ? p->K : p->N, p->N, dnnl_bf16, dnnl_f32, &p->a_md, &p->b_md, &p->c_md,
+                                 &p->sp_md, &p->sp_bytes, &p->prim, "bfloat16 MatMul");
 }
 
 static const bmm_plan *bmm_get(bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
@@ -80,14 +53,12 @@ static const bmm_plan *bmm_get(bool ta, bool tb, int64_t M, int64_t N, int64_t K
         if (p->ta == ta && p->tb == tb && p->M == M && p->N == N && p->K == K) found = p;
     }
     if (!found && g_n < BF16_CACHE_MAX) {
-        if (!g_eng && dnnl_engine_create(&g_eng, dnnl_cpu, 0)) g_eng = NULL;
-        bmm_plan *p = g_eng ? calloc(1, sizeof *p) : NULL;
+        bmm_plan *p = vg__dnnl_engine() ? calloc(1, sizeof *p) : NULL;
         if (p) {
             p->ta = ta, p->tb = tb, p->M = M, p->N = N, p->K = K;
-            int old = omp_get_max_threads();
-            if (old != 1) omp_set_num_threads(1);
+            int old = vg__dnnl_one_thread_begin();
             p->failed = !bmm_build(p);
-            if (old != 1) omp_set_num_threads(old);
+            vg__dnnl_one_thread_end(old);
             g_cache[g_n++] = found = p;
         }
     }
@@ -98,21 +69,16 @@ static const bmm_plan *bmm_get(bool ta, bool tb, int64_t M, int64_t N, int64_t K
 static bool bmm_exec(const bmm_plan *p, const uint16_t *A, const uint16_t *B, float *C) {
     void *sp = p->sp_bytes ? aligned_alloc(128, (p->sp_bytes + 127) / 128 * 128) : NULL;
     if (p->sp_bytes && !sp) return false;
+    dnnl_engine_t eng = vg__dnnl_engine();
     dnnl_memory_t m[4] = {NULL};
-    bool ok = !dnnl_memory_create(&m[0], &p->a_md, g_eng, (void *)A) &&
-              !dnnl_memory_create(&m[1], &p->b_md, g_eng, (void *)B) &&
-              !dnnl_memory_create(&m[2], &p->c_md, g_eng, C) &&
-              (!sp || !dnnl_memory_create(&m[3], &p->sp_md, g_eng, sp));
-    dnnl_stream_t s = NULL;
-    if (ok) ok = !dnnl_stream_create(&s, g_eng, dnnl_stream_default_flags);
+    bool ok = !dnnl_memory_create(&m[0], &p->a_md, eng, (void *)A) &&
+              !dnnl_memory_create(&m[1], &p->b_md, eng, (void *)B) &&
+              !dnnl_memory_create(&m[2], &p->c_md, eng, C) &&
+              (!sp || !dnnl_memory_create(&m[3], &p->sp_md, eng, sp));
     if (ok) {
         dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DST, m[2]},
                                    {DNNL_ARG_SCRATCHPAD, m[3]}};
-        int old = omp_get_max_threads();
-        if (old != 1) omp_set_num_threads(1);
-        ok = dnnl_primitive_execute(p->prim, s, sp ? 4 : 3, args) == dnnl_success;
-        if (old != 1) omp_set_num_threads(old);
-        dnnl_stream_destroy(s);
+        ok = vg__dnnl_run(eng, p->prim, sp ? 4 : 3, args);
     }
     for (int i = 0; i < 4; i++)
         if (m[i]) dnnl_memory_destroy(m[i]);

@@ -154,10 +154,9 @@ bool vg__backend_use_dnnl(void) { return vg_backend_get() == VG_BACKEND_DNNL; }
 bool vg__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
 #ifdef VIGIL_HAVE_DNNL
-    int old = omp_get_max_threads();
-    if (old != 1) omp_set_num_threads(1);
+    int old = vg__dnnl_one_thread_begin();
     dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-    if (old != 1) omp_set_num_threads(old);
+    vg__dnnl_one_thread_end(old);
     return s == dnnl_success;
 #else
     (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C,
@@ -252,13 +251,32 @@ static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 static dnnl_engine_t g_gemm_eng;
 static pthread_mutex_t g_gemm_eng_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* The CPU engine, created once. */
-static dnnl_engine_t engine(void) {
+dnnl_engine_t vg__dnnl_engine(void) {
     pthread_mutex_lock(&g_gemm_eng_mu);
     if (!g_gemm_eng && dnnl_engine_create(&g_gemm_eng, dnnl_cpu, 0)) g_gemm_eng = NULL;
     dnnl_engine_t e = g_gemm_eng;
     pthread_mutex_unlock(&g_gemm_eng_mu);
     return e;
+}
+
+int vg__dnnl_one_thread_begin(void) {
+    int old = omp_get_max_threads();
+    if (old != 1) omp_set_num_threads(1);
+    return old;
+}
+
+void vg__dnnl_one_thread_end(int old) {
+    if (old != 1) omp_set_num_threads(old);
+}
+
+bool vg__dnnl_run(dnnl_engine_t eng, dnnl_primitive_t prim, int nargs, const dnnl_exec_arg_t *args) {
+    dnnl_stream_t s;
+    if (dnnl_stream_create(&s, eng, dnnl_stream_default_flags)) return false;
+    int old = vg__dnnl_one_thread_begin();
+    dnnl_status_t r = dnnl_primitive_execute(prim, s, nargs, args);
+    vg__dnnl_one_thread_end(old);
+    dnnl_stream_destroy(s);
+    return r == dnnl_success;
 }
 
 /* A cached matmul primitive for one shape and layout. Published into the table with
@@ -293,32 +311,47 @@ static bool gemm_key_eq(const gemm_key *a, const gemm_key *b) {
            a->ldc == b->ldc && a->ta == b->ta && a->tb == b->tb;
 }
 
-/* Builds p's primitive with one OpenMP thread (so that oneDNN blocks for one). */
-static bool gemm_build(gemm_plan *p, dnnl_engine_t eng) {
-    const gemm_key *k = &p->key;
-    dnnl_dims_t ad = {k->M, k->K}, bd = {k->K, k->N}, cd = {k->M, k->N};
-    dnnl_dims_t as = {k->ta ? 1 : k->lda, k->ta ? k->lda : 1}, bs = {k->tb ? 1 : k->ldb, k->tb ? k->ldb : 1};
-    dnnl_dims_t cs = {k->ldc, 1};
+bool vg__dnnl_matmul_build(dnnl_engine_t eng, bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda,
+                           int64_t ldb, int64_t ldc, dnnl_data_type_t abdt, dnnl_data_type_t cdt,
+                           dnnl_memory_desc_t *a_md, dnnl_memory_desc_t *b_md, dnnl_memory_desc_t *c_md,
+                           dnnl_memory_desc_t *sp_md, size_t *sp_bytes, dnnl_primitive_t *prim, const char *what) {
+    dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N};
+    dnnl_dims_t as = {ta ? 1 : lda, ta ? lda : 1}, bs = {tb ? 1 : ldb, tb ? ldb : 1}, cs = {ldc, 1};
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_matmul_desc_t md;
     bool ok = false;
-    if (dnnl_memory_desc_init_by_strides(&p->a_md, 2, ad, dnnl_f32, as) ||
-        dnnl_memory_desc_init_by_strides(&p->b_md, 2, bd, dnnl_f32, bs) ||
-        dnnl_memory_desc_init_by_strides(&p->c_md, 2, cd, dnnl_f32, cs) ||
-        dnnl_matmul_desc_init(&md, &p->a_md, &p->b_md, NULL, &p->c_md) || dnnl_primitive_attr_create(&attr) ||
+    if (dnnl_memory_desc_init_by_strides(a_md, 2, ad, abdt, as) ||
+        dnnl_memory_desc_init_by_strides(b_md, 2, bd, abdt, bs) ||
+        dnnl_memory_desc_init_by_strides(c_md, 2, cd, cdt, cs) ||
+        dnnl_matmul_desc_init(&md, a_md, b_md, NULL, c_md) || dnnl_primitive_attr_create(&attr) ||
         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ||
         dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL))
         goto out;
     const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    size_t sp_bytes = sp ? dnnl_memory_desc_get_size(sp) : 0;
-    if (sp) p->scratch_md = *sp;
-    p->scratch_bytes = sp_bytes ? round64(sp_bytes) + DNNL_SCRATCH_ALIGN : 0;
-    if (dnnl_primitive_create(&p->prim, pd)) goto out;
+    if (sp) *sp_md = *sp;
+    *sp_bytes = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    if (dnnl_primitive_create(prim, pd)) goto out;
+    if (what) {
+        const char *impl = NULL;
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+        vg_logf(VG_LOG_DEBUG, "%s %lldx%lldx%lld: oneDNN %s", what, (long long)M, (long long)K, (long long)N,
+                impl ? impl : "?");
+    }
     ok = true;
 out:
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (attr) dnnl_primitive_attr_destroy(attr);
+    return ok;
+}
+
+/* Builds p's primitive (called with one OpenMP thread, so that oneDNN blocks for one). */
+static bool gemm_build(gemm_plan *p, dnnl_engine_t eng) {
+    const gemm_key *k = &p->key;
+    size_t sp_bytes = 0;
+    bool ok = vg__dnnl_matmul_build(eng, k->ta, k->tb, k->M, k->N, k->K, k->lda, k->ldb, k->ldc, dnnl_f32, dnnl_f32,
+                                    &p->a_md, &p->b_md, &p->c_md, &p->scratch_md, &sp_bytes, &p->prim, NULL);
+    p->scratch_bytes = sp_bytes ? round64(sp_bytes) + DNNL_SCRATCH_ALIGN : 0;
     return ok;
 }
 
@@ -329,7 +362,7 @@ static const gemm_plan *gemm_plan_get(const gemm_key *key) {
         if (!p) break;
         if (gemm_key_eq(&p->key, key)) return p->failed ? NULL : p;
     }
-    dnnl_engine_t eng = engine();
+    dnnl_engine_t eng = vg__dnnl_engine();
     if (!eng) return NULL;
     pthread_mutex_lock(&g_gemm_mu);
     gemm_plan *found = NULL;
@@ -350,10 +383,9 @@ static const gemm_plan *gemm_plan_get(const gemm_key *key) {
         gemm_plan *p = calloc(1, sizeof *p);
         if (p) {
             p->key = *key;
-            int old = omp_get_max_threads();
-            if (old != 1) omp_set_num_threads(1);
+            int old = vg__dnnl_one_thread_begin();
             p->failed = !gemm_build(p, eng);
-            if (old != 1) omp_set_num_threads(old);
+            vg__dnnl_one_thread_end(old);
             if (p->failed)
                 vg_logf(VG_LOG_DEBUG, "oneDNN has no matmul for %lldx%lldx%lld (ta %d, tb %d): dnnl_sgemm runs it",
                         (long long)key->M, (long long)key->N, (long long)key->K, key->ta, key->tb);
@@ -378,9 +410,8 @@ bool vg__dnnl_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const fl
     if (!p) return false;
     void *scratch = NULL;
     if (p->scratch_bytes && !(scratch = vg__malloc(p->scratch_bytes))) return false;
-    dnnl_engine_t eng = engine();
+    dnnl_engine_t eng = vg__dnnl_engine();
     dnnl_memory_t m[4] = {NULL, NULL, NULL, NULL};
-    dnnl_stream_t s = NULL;
     bool ok = false;
     if (dnnl_memory_create(&m[0], &p->a_md, eng, (void *)A) || dnnl_memory_create(&m[1], &p->b_md, eng, (void *)B) ||
         dnnl_memory_create(&m[2], &p->c_md, eng, C))
@@ -392,13 +423,8 @@ bool vg__dnnl_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const fl
         if (dnnl_memory_create(&m[3], &p->scratch_md, eng, (void *)a)) goto out;
         args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m[3]};
     }
-    if (dnnl_stream_create(&s, eng, dnnl_stream_default_flags)) goto out;
-    int old = omp_get_max_threads();
-    if (old != 1) omp_set_num_threads(1);
-    ok = dnnl_primitive_execute(p->prim, s, n, args) == dnnl_success;
-    if (old != 1) omp_set_num_threads(old);
+    ok = vg__dnnl_run(eng, p->prim, n, args);
 out:
-    if (s) dnnl_stream_destroy(s);
     for (int i = 0; i < 4; i++)
         if (m[i]) dnnl_memory_destroy(m[i]);
     vg__free(scratch);
@@ -536,15 +562,14 @@ const vg__dconv_plan *vg__dconv_plan_get(int mode, const vg__dconv_geom *g) {
     for (int i = 0; i < g_dconv_n && !found; i++)
         if (dconv_key_eq(g_dconv_cache[i], mode, &key)) found = g_dconv_cache[i];
     if (!found && g_dconv_n < DCONV_CACHE_MAX) {
-        if (!g_eng && dnnl_engine_create(&g_eng, dnnl_cpu, 0)) g_eng = NULL;
+        if (!g_eng) g_eng = vg__dnnl_engine();
         vg__dconv_plan *p = g_eng ? calloc(1, sizeof *p) : NULL;
         if (p) {
             p->mode = mode;
             p->g = key;
-            int old = omp_get_max_threads();
-            if (old != 1) omp_set_num_threads(1);
+            int old = vg__dnnl_one_thread_begin();
             p->failed = !dconv_build(p);
-            if (old != 1) omp_set_num_threads(old);
+            vg__dnnl_one_thread_end(old);
             if (p->failed)
                 vg_logf(VG_LOG_DEBUG, "oneDNN has no convolution for mode %d, %lldx%lldx%lldx%lld filter %lldx%lld "
                         "-> %lld: vigil's kernels run it", mode, (long long)g->n, (long long)g->h, (long long)g->w,
@@ -561,14 +586,7 @@ size_t vg__dconv_weights_bytes(const vg__dconv_plan *p) { return p->w_bytes; }
 
 /* Runs prim with args on a fresh stream with one OpenMP thread. */
 static bool dconv_run(dnnl_primitive_t prim, int nargs, const dnnl_exec_arg_t *args) {
-    dnnl_stream_t s;
-    if (dnnl_stream_create(&s, g_eng, dnnl_stream_default_flags)) return false;
-    int old = omp_get_max_threads();
-    if (old != 1) omp_set_num_threads(1);
-    dnnl_status_t r = dnnl_primitive_execute(prim, s, nargs, args);
-    if (old != 1) omp_set_num_threads(old);
-    dnnl_stream_destroy(s);
-    return r == dnnl_success;
+    return vg__dnnl_run(g_eng, prim, nargs, args);
 }
 
 static dnnl_memory_t dconv_mem(const dnnl_memory_desc_t *md, const void *ptr) {

@@ -92,4 +92,29 @@ VG_HIDDEN bool vg__dconv_reorder_weights(const vg__dconv_plan *p, const float *s
 VG_HIDDEN bool vg__dconv_exec(const vg__dconv_plan *p, const float *in, const float *w, const float *bias, float *out,
                               float *dbias, void *scratch);
 
+#ifdef VIGIL_HAVE_DNNL
+#include <dnnl.h>
+/* The CPU engine of vigil's oneDNN primitives (GEMM, bfloat16 matmul, convolution),
+ * created at the first call; NULL when oneDNN cannot make one. Thread-safe. */
+VG_HIDDEN dnnl_engine_t vg__dnnl_engine(void);
+/* Holds OpenMP to one thread (oneDNN then sizes its primitives for, and runs them on, the
+ * calling thread only); returns the previous count for vg__dnnl_one_thread_end. */
+VG_HIDDEN int vg__dnnl_one_thread_begin(void);
+VG_HIDDEN void vg__dnnl_one_thread_end(int old);
+/* Runs primitive prim with args[0..nargs) on a new stream of eng, on one OpenMP thread;
+ * true when it ran. */
+VG_HIDDEN bool vg__dnnl_run(dnnl_engine_t eng, dnnl_primitive_t prim, int nargs, const dnnl_exec_arg_t *args);
+/* A oneDNN matmul primitive on eng with a user scratchpad: C [M, N] (dtype cdt, row
+ * stride ldc) = op(A) op(B), A [M, K] (stored transposed when ta) with row stride lda and
+ * B [K, N] (transposed when tb) with row stride ldb, both of dtype abdt. The memory
+ * descriptors of A, B, C and the scratchpad into a_md, b_md, c_md, sp_md, the scratchpad's
+ * size into *sp_bytes; logs "<what> MxKxN: oneDNN <implementation>" at DEBUG when what is
+ * not NULL. False (nothing to free) when oneDNN has none. */
+VG_HIDDEN bool vg__dnnl_matmul_build(dnnl_engine_t eng, bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda,
+                                     int64_t ldb, int64_t ldc, dnnl_data_type_t abdt, dnnl_data_type_t cdt,
+                                     dnnl_memory_desc_t *a_md, dnnl_memory_desc_t *b_md, dnnl_memory_desc_t *c_md,
+                                     dnnl_memory_desc_t *sp_md, size_t *sp_bytes, dnnl_primitive_t *prim,
+                                     const char *what);
+#endif
+
 #endif

@@ -324,8 +324,7 @@ static vg_code kernel_reduce(vg__kctx *ctx) {
 static vg_code shape_bcast_send(vg_op *op, vg_status *st) {
     vg_dtype dt = vg__op_input_dtype(op, 0);
     if (check_dtype(op, dt, st) != VG_OK) return st->code;
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
+    return vg__op_set_t_output(op, dt, vg__op_input_shape(op, 0));
 }
 
 static vg_code shape_bcast_recv(vg_op *op, vg_status *st) {
@@ -409,8 +408,7 @@ static vg_code shape_gather(vg_op *op, vg_status *st) {
     vg_shape s = vg__op_input_shape(op, 0);
     if (s.ndims == 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "CollectiveGather: input must have rank >= 1");
     if (s.ndims > 0) s.dims[0] = -1;
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, s);
+    return vg__op_set_t_output(op, dt, s);
 }
 
 static vg_code kernel_gather(vg__kctx *ctx) {

@@ -422,8 +422,7 @@ static vg_code shape_loop_cond(vg_op *op, vg_status *st) {
 
 static vg_code shape_trigger(vg_op *op, vg_status *st) {
     (void)st;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 /* The cond context whose Merge this is (-1 if none). */
@@ -579,6 +578,29 @@ static vg_code build_branch(vg_graph *g, vg__cf_info *ci, int c, vg_cond_branch_
     return rc;
 }
 
+/* The end of vg_cond / vg_while_loop: closes their name scope and frees their scratch
+ * mem; on failure (rc) clears outs[0..n), on success st. Returns rc. */
+static vg_code cf_build_end(vg_graph *g, void *mem, vg_code rc, vg_output *outs, int n, vg_status *st) {
+    vg_graph_pop_scope(g);
+    vg__free(mem);
+    if (rc != VG_OK)
+        for (int i = 0; i < n; i++) outs[i] = vg_out(NULL, 0);
+    else vg_status_clear(st);
+    return rc;
+}
+
+/* Opens the cond context of one branch (branch 1: true, 0: false) under context parent,
+ * guarded by pred_id pid and pivot, into *c, and builds fn's nouts outputs into res. */
+static vg_code cond_branch(vg_graph *g, vg__cf_info *ci, int parent, vg_output pid, int branch, vg_op *pivot,
+                           vg_cond_branch_fn fn, void *user, int nouts, vg_output *res, int *c, vg_status *st) {
+    *c = ctx_new(ci, VG__CTX_COND, parent, g->nops);
+    if (*c < 0) return VG_OOM(st, "cond");
+    ci->ctx[*c].pred = pid;
+    ci->ctx[*c].branch = branch;
+    ci->ctx[*c].pivot = pivot;
+    return build_branch(g, ci, *c, fn, user, nouts, res, st);
+}
+
 vg_code vg_cond(vg_graph *g, vg_output pred, vg_cond_branch_fn true_fn, vg_cond_branch_fn false_fn, void *user,
                 int nouts, vg_output *outs, const char *name, vg_status *st) {
     if (!g) return vg_status_set(st, VG_INVALID_ARGUMENT, "vg_cond: NULL graph");
@@ -606,19 +628,9 @@ vg_code vg_cond(vg_graph *g, vg_output pred, vg_cond_branch_fn true_fn, vg_cond_
         rc = fail_graph(g, st, VG_OK);
         goto done;
     }
-    ct = ctx_new(ci, VG__CTX_COND, parent, g->nops);
-    if (ct < 0) { rc = VG_OOM(st, "cond"); goto done; }
-    ci->ctx[ct].pred = pid;
-    ci->ctx[ct].branch = 1;
-    ci->ctx[ct].pivot = st_.op;
-    rc = build_branch(g, ci, ct, true_fn, user, nouts, rt, st);
+    rc = cond_branch(g, ci, parent, pid, 1, st_.op, true_fn, user, nouts, rt, &ct, st);
     if (rc != VG_OK) goto done;
-    cfx = ctx_new(ci, VG__CTX_COND, parent, g->nops);
-    if (cfx < 0) { rc = VG_OOM(st, "cond"); goto done; }
-    ci->ctx[cfx].pred = pid;
-    ci->ctx[cfx].branch = 0;
-    ci->ctx[cfx].pivot = sf_.op;
-    rc = build_branch(g, ci, cfx, false_fn, user, nouts, rf, st);
+    rc = cond_branch(g, ci, parent, pid, 0, sf_.op, false_fn, user, nouts, rf, &cfx, st);
     if (rc != VG_OK) goto done;
     ci->ctx[ct].merges = vg__calloc((size_t)nouts, sizeof(vg_op *));
     if (!ci->ctx[ct].merges) { rc = VG_OOM(st, "cond"); goto done; }
@@ -636,12 +648,7 @@ vg_code vg_cond(vg_graph *g, vg_output pred, vg_cond_branch_fn true_fn, vg_cond_
         outs[i] = vg_out(m, 0);
     }
 done:
-    vg_graph_pop_scope(g);
-    vg__free(res);
-    if (rc != VG_OK)
-        for (int i = 0; i < nouts; i++) outs[i] = vg_out(NULL, 0);
-    else vg_status_clear(st);
-    return rc;
+    return cf_build_end(g, res, rc, outs, nouts, st);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -753,14 +760,6 @@ static vg_code maxit_body(vg_graph *g, const vg_output *v, int n, void *user, vg
     return m->body(g, v + 1, n - 1, m->user, outs + 1);
 }
 
-static bool shape_compatible(const vg_shape *a, const vg_shape *b) {
-    if (a->ndims < 0 || b->ndims < 0) return true;
-    if (a->ndims != b->ndims) return false;
-    for (int i = 0; i < a->ndims; i++)
-        if (a->dims[i] >= 0 && b->dims[i] >= 0 && a->dims[i] != b->dims[i]) return false;
-    return true;
-}
-
 vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_body_fn body_fn, void *user,
                       const vg_output *loop_vars, int n, const vg_shape *shape_invariants, int parallel_iterations,
                       vg_output maximum_iterations, const char *name, vg_output *outs, vg_status *st) {
@@ -851,14 +850,12 @@ vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_body_fn bo
         ci->ctx[c].enters[i] = e.op;
         if (shape_invariants) {
             vg_shape in = vg_output_shape(loop_vars[i]);
-            if (!shape_compatible(&in, &shape_invariants[i])) {
-                char a[128], b[128];
-                rc = vg_status_set(st, VG_INVALID_ARGUMENT,
-                                   "The shape invariant specified for %s is not compatible with the initial shape of "
-                                   "the loop variable. It enters the loop with shape %s, but the specified shape "
-                                   "invariant is %s.",
-                                   loop_vars[i].op->name, vg_shape_str(&in, a, sizeof a),
-                                   vg_shape_str(&shape_invariants[i], b, sizeof b));
+            if (!vg__shapes_compatible(&in, &shape_invariants[i])) {
+                rc = vg__status_two_shapes(st,
+                                           "The shape invariant specified for %s is not compatible with the initial "
+                                           "shape of the loop variable. It enters the loop with shape %s, but the "
+                                           "specified shape invariant is %s.",
+                                           loop_vars[i].op->name, &in, &shape_invariants[i]);
                 goto done;
             }
             e.op->out_shapes[0] = shape_invariants[i];
@@ -922,13 +919,11 @@ vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_body_fn bo
         for (int d = 0; !grad_loop && ok && want.ndims > 0 && d < want.ndims; d++)
             ok = want.dims[d] < 0 || want.dims[d] == got.dims[d];
         if (!ok) {
-            char a[128], b[128];
-            rc = vg_status_set(st, VG_INVALID_ARGUMENT,
-                               "Input tensor '%s' enters the loop with shape %s, but has shape %s after one "
-                               "iteration. To allow the shape to vary across iterations, use the `shape_invariants` "
-                               "argument of tf.while_loop to specify a less-specific shape.",
-                               loop_vars[i].op->name, vg_shape_str(&want, a, sizeof a),
-                               vg_shape_str(&got, b, sizeof b));
+            rc = vg__status_two_shapes(st,
+                                       "Input tensor '%s' enters the loop with shape %s, but has shape %s after one "
+                                       "iteration. To allow the shape to vary across iterations, use the "
+                                       "`shape_invariants` argument of tf.while_loop to specify a less-specific shape.",
+                                       loop_vars[i].op->name, &want, &got);
             goto done;
         }
     }
@@ -949,12 +944,7 @@ vg_code vg_while_loop(vg_graph *g, vg_while_cond_fn cond_fn, vg_while_body_fn bo
     rc = finish_ctx(g, ci, c, pred_end, st);
 done:
     ci->cur = parent;
-    vg_graph_pop_scope(g);
-    vg__free(mem);
-    if (rc != VG_OK)
-        for (int i = 0; i < n; i++) outs[i] = vg_out(NULL, 0);
-    else vg_status_clear(st);
-    return rc;
+    return cf_build_end(g, mem, rc, outs, n, st);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -33,8 +33,7 @@ static vg_code shape_clip(vg_op *op, vg_status *st) {
                              "input: %s, %s, %s", vg_shape_str(&t, a, sizeof a), vg_shape_str(&lo, b, sizeof b),
                              vg_shape_str(&hi, c, sizeof c));
     }
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, t);
+    return vg__op_set_t_output(op, dt, t);
 }
 
 #define CLIP_LOOP(T)                                                                          \
@@ -115,17 +114,8 @@ vg_output vg_clip_by_value(vg_graph *g, vg_output t, vg_output lo, vg_output hi,
     vg_graph_pop_scope(g);
     /* values.shape.merge_with(t_min.shape): clipping must not broadcast t */
     vg_shape st0 = vg_output_shape(t), st1 = vg_output_shape(t_min);
-    if (t_min.op && st0.ndims >= 0 && st1.ndims >= 0) {
-        bool ok = st0.ndims == st1.ndims;
-        for (int i = 0; ok && i < st0.ndims; i++)
-            if (st0.dims[i] >= 0 && st1.dims[i] >= 0 && st0.dims[i] != st1.dims[i]) ok = false;
-        if (!ok) {
-            char a[128], b[128];
-            vg_graph_set_error(g, VG_INVALID_ARGUMENT, "clip_by_value: Shapes %s and %s are incompatible",
-                               vg_shape_str(&st0, a, sizeof a), vg_shape_str(&st1, b, sizeof b));
-            return vg_out(NULL, 0);
-        }
-    }
+    if (t_min.op && !vg__graph_need_compatible(g, &st0, &st1, "clip_by_value: Shapes %s and %s are incompatible"))
+        return vg_out(NULL, 0);
     return vg_maximum(g, t_min, lo, slash ? slash + 1 : full);
 }
 

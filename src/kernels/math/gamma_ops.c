@@ -379,15 +379,6 @@ static double gamma_draw(elem_rng *r, double alpha) {
     }
 }
 
-static bool read_shape_vec(const vg_tensor *s, int64_t *dims, int *nd) {
-    if (vg_tensor_ndims(s) != 1 || vg_tensor_dim(s, 0) > VG_MAX_DIMS) return false;
-    *nd = (int)vg_tensor_dim(s, 0);
-    for (int i = 0; i < *nd; i++)
-        dims[i] = vg_tensor_dtype(s) == VG_INT32 ? ((const int32_t *)vg_tensor_data(s))[i]
-                                                 : ((const int64_t *)vg_tensor_data(s))[i];
-    return true;
-}
-
 static vg_code shape_random_gamma(vg_op *op, vg_status *st) {
     vg_dtype sdt = vg__op_input_dtype(op, 0), t = vg__op_input_dtype(op, 1);
     if (sdt != VG_INT32 && sdt != VG_INT64)
@@ -400,13 +391,12 @@ static vg_code shape_random_gamma(vg_op *op, vg_status *st) {
     if (vg__shape_need_rank(&sv, 1, "Shape must be rank 1 but is rank %d", st)) return st->code;
     vg__op_set_default_attr_type(op, "S", sdt);
     vg__op_set_default_attr_type(op, "T", t);
-    vg__op_set_default_attr_int(op, "seed", 0);
-    vg__op_set_default_attr_int(op, "seed2", 0);
+    vg__op_default_seeds(op);
     vg_shape out = vg_shape_unknown();
     const vg_tensor *s = vg__op_const_input(op, 0);
     int64_t dims[VG_MAX_DIMS];
     int nd = 0;
-    if (s && read_shape_vec(s, dims, &nd) && as.ndims >= 0 && nd + as.ndims <= VG_MAX_DIMS) {
+    if (s && vg__read_shape_vec(s, dims, &nd) && as.ndims >= 0 && nd + as.ndims <= VG_MAX_DIMS) {
         for (int i = 0; i < as.ndims; i++) dims[nd + i] = as.dims[i];
         out = vg_shape_make(dims, nd + as.ndims);
     }
@@ -418,7 +408,7 @@ static vg_code kernel_random_gamma(vg__kctx *ctx) {
     const vg_tensor *s = vg__kctx_input(ctx, 0), *al = vg__kctx_input(ctx, 1);
     int64_t dims[VG_MAX_DIMS];
     int nd = 0;
-    if (!read_shape_vec(s, dims, &nd))
+    if (!vg__read_shape_vec(s, dims, &nd))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "shape must be a vector of {int32,int64}, got shape %s",
                              vg_tensor_ndims(s) == 1 ? "of too many dims" : "of another rank");
     int64_t nsamples = 1;

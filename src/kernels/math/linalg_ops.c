@@ -242,23 +242,21 @@ static vg_code grad_bmm(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *
     bool ax = false, ay = false;
     vg_op_attr_bool(op, "adj_x", &ax);
     vg_op_attr_bool(op, "adj_y", &ay);
-    if (!ax) {
-        if (!ay) {
-            gx = vg_batch_matmul(g, gr, y, false, true, "MatMul");
-            gy = vg_batch_matmul(g, x, gr, true, false, "MatMul_1");
-        } else {
-            gx = vg_batch_matmul(g, gr, y, false, false, "MatMul");
-            gy = vg_batch_matmul(g, gr, x, true, false, "MatMul_1");
-        }
-    } else {
-        if (!ay) {
-            gx = vg_batch_matmul(g, y, gr, false, true, "MatMul");
-            gy = vg_batch_matmul(g, x, gr, false, false, "MatMul_1");
-        } else {
-            gx = vg_batch_matmul(g, y, gr, true, true, "MatMul");
-            gy = vg_batch_matmul(g, gr, x, true, true, "MatMul_1");
-        }
-    }
+    /* _BatchMatMulGrad by (adj_x, adj_y): gx and gy as matmul(opnd[a], opnd[b], adj_a, adj_b)
+     * over the operands {grad, x, y} */
+    static const struct {
+        int a, b;
+        bool adj_a, adj_b;
+    } rule[4][2] = {
+        {{0, 2, false, true}, {1, 0, true, false}},  /* x @ y */
+        {{0, 2, false, false}, {0, 1, true, false}}, /* x @ y^T */
+        {{2, 0, false, true}, {1, 0, false, false}}, /* x^T @ y */
+        {{2, 0, true, true}, {0, 1, true, true}},    /* x^T @ y^T */
+    };
+    const vg_output opnd[3] = {gr, x, y};
+    const int k = (ax ? 2 : 0) + (ay ? 1 : 0);
+    gx = vg_batch_matmul(g, opnd[rule[k][0].a], opnd[rule[k][0].b], rule[k][0].adj_a, rule[k][0].adj_b, "MatMul");
+    gy = vg_batch_matmul(g, opnd[rule[k][1].a], opnd[rule[k][1].b], rule[k][1].adj_a, rule[k][1].adj_b, "MatMul_1");
     vg_shape sxs = vg_output_shape(x), sys = vg_output_shape(y);
     if (same_static(&sxs, &sys)) {
         dx[0] = gx;
@@ -287,14 +285,6 @@ vg_output vg_batch_matmul(vg_graph *g, vg_output x, vg_output y, bool adj_x, boo
 
 /* ---- MatrixBandPart ------------------------------------------------------------------ */
 
-static bool scalar_int(const vg_tensor *t, int64_t *v) {
-    if (!t || vg_tensor_ndims(t) != 0) return false;
-    if (vg_tensor_dtype(t) == VG_INT32) *v = *(const int32_t *)vg_tensor_data(t);
-    else if (vg_tensor_dtype(t) == VG_INT64) *v = *(const int64_t *)vg_tensor_data(t);
-    else return false;
-    return true;
-}
-
 static vg_code shape_band(vg_op *op, vg_status *st) {
     vg_dtype it = vg__op_input_dtype(op, 1);
     if ((it != VG_INT32 && it != VG_INT64) || vg__op_input_dtype(op, 2) != it)
@@ -313,8 +303,8 @@ static vg_code kernel_band(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *x = vg__kctx_input(ctx, 0);
     int64_t lo, hi;
-    if (!scalar_int(vg__kctx_input(ctx, 1), &lo)) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_lower must be scalar");
-    if (!scalar_int(vg__kctx_input(ctx, 2), &hi)) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_upper must be scalar");
+    if (!vg__int_scalar(vg__kctx_input(ctx, 1), false, &lo)) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_lower must be scalar");
+    if (!vg__int_scalar(vg__kctx_input(ctx, 2), false, &hi)) return vg_status_set(st, VG_INVALID_ARGUMENT, "num_upper must be scalar");
     int r = vg_tensor_ndims(x);
     if (r < 2) return vg_status_set(st, VG_INVALID_ARGUMENT, "input must be at least 2-dim");
     int64_t rows = vg_tensor_dim(x, r - 2), cols = vg_tensor_dim(x, r - 1);
@@ -365,8 +355,7 @@ static vg_code shape_diag(vg_op *op, vg_status *st) {
         o.ndims = 2 * in.ndims;
         for (int i = 0; i < in.ndims; i++) o.dims[i] = o.dims[i + in.ndims] = in.dims[i];
     }
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, o);
+    return vg__op_set_t_output(op, dt, o);
 }
 
 static vg_code kernel_diag(vg__kctx *ctx) {
@@ -402,8 +391,7 @@ static vg_code shape_diag_part(vg_op *op, vg_status *st) {
             o.dims[i] = a >= 0 ? a : b;
         }
     }
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, o);
+    return vg__op_set_t_output(op, dt, o);
 }
 
 static vg_code kernel_diag_part(vg__kctx *ctx) {
@@ -461,8 +449,7 @@ static vg_code shape_mdiag_part(vg_op *op, vg_status *st) {
         int64_t m = in.dims[in.ndims - 2], n = in.dims[in.ndims - 1];
         o.dims[o.ndims - 1] = m >= 0 && n >= 0 ? (m < n ? m : n) : -1;
     }
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, o);
+    return vg__op_set_t_output(op, dt, o);
 }
 
 static vg_code kernel_mdiag_part(vg__kctx *ctx) {
@@ -507,8 +494,7 @@ static vg_code shape_mset_diag(vg_op *op, vg_status *st) {
                                      "diagonal dimension %d is %lld, the input needs %lld", i, (long long)got, (long long)want);
         }
     }
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, in);
+    return vg__op_set_t_output(op, dt, in);
 }
 
 static vg_code kernel_mset_diag(vg__kctx *ctx) {

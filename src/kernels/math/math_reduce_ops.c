@@ -696,18 +696,7 @@ vg_output vg_any(vg_graph *g, vg_output x, vg_output axes, bool keep_dims, const
  * range(rank) as a Const when the rank is known, else Range(0, Rank(x), 1). */
 static vg_output reduction_dims(vg_graph *g, vg_output x, const int32_t *axes, int naxes) {
     if (!x.op) return x;
-    if (naxes >= 0) {
-        int64_t d = naxes;
-        vg_status st;
-        vg_tensor *t = vg_tensor_new_copy(VG_INT32, &d, 1, naxes ? (const void *)axes : (const void *)&d, sizeof(int32_t) * (size_t)naxes, &st);
-        if (!t) {
-            vg_graph_set_error(g, st.code, "%s", st.msg);
-            return vg_out(NULL, 0);
-        }
-        vg_output c = vg_const(g, t, "Const");
-        vg_tensor_free(t);
-        return c;
-    }
+    if (naxes >= 0) return vg_const_i32_vec(g, axes, naxes, "Const");
     vg_shape s = vg_output_shape(x);
     if (s.ndims >= 0) {
         int32_t r[VG_MAX_DIMS];

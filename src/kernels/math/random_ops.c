@@ -212,8 +212,7 @@ static vg_code shape_random(vg_op *op, vg_status *st) {
     if (!vg_op_attr_type_(op, "dtype", &dt) || (dt != VG_FLOAT && dt != VG_DOUBLE))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "dtype must be float or double, got %s", vg_dtype_name(dt));
     vg__op_set_default_attr_type(op, "T", sdt);
-    vg__op_set_default_attr_int(op, "seed", 0);
-    vg__op_set_default_attr_int(op, "seed2", 0);
+    vg__op_default_seeds(op);
     return vg__op_set_single_output(op, dt, shape_from_input(op, 0));
 }
 
@@ -350,8 +349,7 @@ static vg_code shape_random_shuffle(vg_op *op, vg_status *st) {
     if (dt == VG_RESOURCE || dt == VG_DTYPE_INVALID)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "cannot shuffle a %s tensor", vg_dtype_name(dt));
     vg__op_set_default_attr_type(op, "T", dt);
-    vg__op_set_default_attr_int(op, "seed", 0);
-    vg__op_set_default_attr_int(op, "seed2", 0);
+    vg__op_default_seeds(op);
     return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 0));
 }
 

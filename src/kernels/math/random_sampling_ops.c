@@ -58,8 +58,7 @@ static vg_code shape_multinomial(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Multinomial: output_dtype must be int32 or int64");
     vg__op_set_default_attr_type(op, "T", lt);
     vg__op_set_default_attr_type(op, "output_dtype", ot);
-    vg__op_set_default_attr_int(op, "seed", 0);
-    vg__op_set_default_attr_int(op, "seed2", 0);
+    vg__op_default_seeds(op);
     vg_shape l = vg__op_input_shape(op, 0);
     if (vg__shape_need_rank(&l, 2, "logits should be a matrix, got shape rank %d", st)) return st->code;
     int64_t dims[2] = {l.ndims == 2 ? l.dims[0] : -1, -1};
@@ -154,15 +153,10 @@ static vg_code shape_uniform_int(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "minval and maxval must be scalars");
     vg__op_set_default_attr_type(op, "Tout", t);
     vg__op_set_default_attr_type(op, "T", st_);
-    vg__op_set_default_attr_int(op, "seed", 0);
-    vg__op_set_default_attr_int(op, "seed2", 0);
+    vg__op_default_seeds(op);
     vg_shape out = vg_shape_unknown();
     const vg_tensor *s = vg__op_const_input(op, 0);
-    if (s && vg_tensor_ndims(s) == 1 && vg_tensor_dim(s, 0) <= VG_MAX_DIMS) {
-        out.ndims = (int)vg_tensor_dim(s, 0);
-        for (int i = 0; i < out.ndims; i++)
-            out.dims[i] = st_ == VG_INT32 ? ((const int32_t *)vg_tensor_data(s))[i] : ((const int64_t *)vg_tensor_data(s))[i];
-    }
+    if (s) vg__read_shape_vec(s, out.dims, &out.ndims);
     return vg__op_set_single_output(op, t, out);
 }
 
@@ -174,14 +168,13 @@ static vg_code kernel_uniform_int(vg__kctx *ctx) {
     if (vg_tensor_ndims(lo) != 0 || vg_tensor_ndims(hi) != 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "minval and maxval must be scalars");
     vg_dtype t = vg_tensor_dtype(lo);
-    int64_t mn = t == VG_INT32 ? *(const int32_t *)vg_tensor_data(lo) : *(const int64_t *)vg_tensor_data(lo);
-    int64_t mx = t == VG_INT32 ? *(const int32_t *)vg_tensor_data(hi) : *(const int64_t *)vg_tensor_data(hi);
+    int64_t mn = vg__int_at(lo, 0), mx = vg__int_at(hi, 0);
     if (mn >= mx)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Need minval < maxval: %lld >= %lld", (long long)mn, (long long)mx);
     int64_t dims[VG_MAX_DIMS];
     int r = (int)vg_tensor_dim(s, 0);
     for (int i = 0; i < r; i++) {
-        dims[i] = vg_tensor_dtype(s) == VG_INT32 ? ((const int32_t *)vg_tensor_data(s))[i] : ((const int64_t *)vg_tensor_data(s))[i];
+        dims[i] = vg__int_at(s, i);
         if (dims[i] < 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "shape has a negative dim %lld", (long long)dims[i]);
     }
     vg_tensor *o;

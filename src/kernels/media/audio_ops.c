@@ -230,8 +230,7 @@ static vg_code kernel_read_file(vg__kctx *ctx) {
 static vg_code shape_write_file(vg_op *op, vg_status *st) {
     if (check_input(op, 0, VG_STRING, 0, "filename", st) || check_input(op, 1, VG_STRING, 0, "contents", st))
         return st->code;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code kernel_write_file(vg__kctx *ctx) {

@@ -298,6 +298,15 @@ static void jerr_exit(j_common_ptr c) { longjmp(((jerr *)c->err)->jb, 1); }
 static void jerr_emit(j_common_ptr c, int level) { (void)c, (void)level; }
 static void jerr_output(j_common_ptr c) { (void)c; }
 
+/* Sets e up as a codec's error manager: errors longjmp to e->jb, messages are dropped. */
+static struct jpeg_error_mgr *jerr_init(jerr *e) {
+    struct jpeg_error_mgr *m = jpeg_std_error(&e->pub);
+    m->error_exit = jerr_exit;
+    m->emit_message = jerr_emit;
+    m->output_message = jerr_output;
+    return m;
+}
+
 typedef struct jsrc {
     struct jpeg_source_mgr pub;
     const uint8_t *d;
@@ -365,10 +374,7 @@ vg_code vg__jpeg_decode(const uint8_t *d, size_t n, const vg__jpeg_opts *o, size
     jdec *j = vg__malloc(sizeof *j); /* jmp_buf and the libjpeg structs: off the stack, so longjmp keeps them */
     if (!j) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "DecodeJpeg: out of memory");
     memset(j, 0, sizeof *j);
-    j->cinfo.err = jpeg_std_error(&j->err.pub);
-    j->err.pub.error_exit = jerr_exit;
-    j->err.pub.emit_message = jerr_emit;
-    j->err.pub.output_message = jerr_output;
+    j->cinfo.err = jerr_init(&j->err);
     const char *why = NULL;
     if (setjmp(j->err.jb)) {
         jpeg_destroy_decompress(&j->cinfo);
@@ -491,10 +497,7 @@ static vg_code jpeg_encode(const uint8_t *px, int64_t h, int64_t w, int c, const
     jenc *j = vg__malloc(sizeof *j);
     if (!j) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "EncodeJpeg: out of memory");
     memset(j, 0, sizeof *j);
-    j->cinfo.err = jpeg_std_error(&j->err.pub);
-    j->err.pub.error_exit = jerr_exit;
-    j->err.pub.emit_message = jerr_emit;
-    j->err.pub.output_message = jerr_output;
+    j->cinfo.err = jerr_init(&j->err);
     if (setjmp(j->err.jb)) {
         jpeg_destroy_compress(&j->cinfo);
         free(j->buf); /* from libjpeg's jpeg_mem_dest (malloc) */

@@ -101,6 +101,25 @@ static vg_code resize_check(vg__kctx *ctx, int64_t *oh, int64_t *ow) {
     return VG_OK;
 }
 
+/* A resize kernel's geometry: input 0 [b, h, w, c] to output [b, oh, ow, c]. */
+typedef struct resize_geom {
+    int64_t b, h, w, c, oh, ow;
+    bool align, hpc;
+} resize_geom;
+
+/* The start of the resize kernels: checks the inputs (resize_check), reads the attributes
+ * and allocates output 0 [b, oh, ow, c] of dtype dt into *o. */
+static vg_code resize_begin(vg__kctx *ctx, vg_dtype dt, resize_geom *r, vg_tensor **o) {
+    vg_status *st = vg__kctx_status(ctx);
+    const vg_tensor *x = vg__kctx_input(ctx, 0);
+    if (resize_check(ctx, &r->oh, &r->ow)) return st->code;
+    resize_attrs(vg__kctx_op(ctx), &r->align, &r->hpc);
+    r->b = vg_tensor_dim(x, 0), r->h = vg_tensor_dim(x, 1), r->w = vg_tensor_dim(x, 2), r->c = vg_tensor_dim(x, 3);
+    int64_t dims[4] = {r->b, r->oh, r->ow, r->c};
+    if (vg__kctx_alloc_output(ctx, 0, dt, dims, 4, o)) return st->code;
+    return VG_OK;
+}
+
 typedef struct interp {
     int64_t lo, hi;
     double lerp;
@@ -131,14 +150,11 @@ static int64_t nn_index(int64_t i, double scale, bool align, bool hpc, int64_t i
 static vg_code kernel_resize_bilinear(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *x = vg__kctx_input(ctx, 0);
-    int64_t oh, ow;
-    if (resize_check(ctx, &oh, &ow)) return st->code;
-    bool align, hpc;
-    resize_attrs(vg__kctx_op(ctx), &align, &hpc);
-    int64_t b = vg_tensor_dim(x, 0), h = vg_tensor_dim(x, 1), w = vg_tensor_dim(x, 2), c = vg_tensor_dim(x, 3);
-    int64_t dims[4] = {b, oh, ow, c};
+    resize_geom r;
     vg_tensor *o;
-    if (vg__kctx_alloc_output(ctx, 0, VG_FLOAT, dims, 4, &o)) return st->code;
+    if (resize_begin(ctx, VG_FLOAT, &r, &o)) return st->code;
+    int64_t b = r.b, h = r.h, w = r.w, c = r.c, oh = r.oh, ow = r.ow;
+    bool align = r.align, hpc = r.hpc;
     interp *ys = vg__malloc(sizeof(interp) * (size_t)(oh + ow));
     if (!ys) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "ResizeBilinear: out of memory");
     interp *xs = ys + oh;
@@ -171,8 +187,7 @@ static vg_code shape_resize_bilinear_grad(vg_op *op, vg_status *st) {
     resize_attrs(op, &align, &hpc);
     if (align && hpc)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "If half_pixel_centers is True, align_corners must be False.");
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, vg__op_input_shape(op, 1));
+    return vg__op_set_t_output(op, dt, vg__op_input_shape(op, 1));
 }
 
 static vg_code kernel_resize_bilinear_grad(vg__kctx *ctx) {
@@ -250,14 +265,11 @@ static vg_code grad_resize_bilinear(vg_graph *g, vg_op *op, const vg_output *dy,
 static vg_code kernel_resize_nn(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *x = vg__kctx_input(ctx, 0);
-    int64_t oh, ow;
-    if (resize_check(ctx, &oh, &ow)) return st->code;
-    bool align, hpc;
-    resize_attrs(vg__kctx_op(ctx), &align, &hpc);
-    int64_t b = vg_tensor_dim(x, 0), h = vg_tensor_dim(x, 1), w = vg_tensor_dim(x, 2), c = vg_tensor_dim(x, 3);
-    int64_t dims[4] = {b, oh, ow, c};
+    resize_geom r;
     vg_tensor *o;
-    if (vg__kctx_alloc_output(ctx, 0, vg_tensor_dtype(x), dims, 4, &o)) return st->code;
+    if (resize_begin(ctx, vg_tensor_dtype(x), &r, &o)) return st->code;
+    int64_t b = r.b, h = r.h, w = r.w, c = r.c, oh = r.oh, ow = r.ow;
+    bool align = r.align, hpc = r.hpc;
     size_t esz = vg_dtype_size(vg_tensor_dtype(x));
     double hs = resize_scale(h, oh, align), ws = resize_scale(w, ow, align);
     const char *src = vg_tensor_data(x);
@@ -280,17 +292,14 @@ static vg_code shape_resize_nn_grad(vg_op *op, vg_status *st) { return resize_sh
 static vg_code kernel_resize_nn_grad(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_tensor *g = vg__kctx_input(ctx, 0);
-    int64_t h, w;
-    if (resize_check(ctx, &h, &w)) return st->code;
-    bool align, hpc;
-    resize_attrs(vg__kctx_op(ctx), &align, &hpc);
     vg_dtype dt = vg_tensor_dtype(g);
+    resize_geom r; /* grads [b, gh, gw, c] to the original [b, h, w, c] */
+    vg_tensor *o;
+    if (resize_begin(ctx, dt, &r, &o)) return st->code;
     if (dt != VG_FLOAT && dt != VG_DOUBLE)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "ResizeNearestNeighborGrad: grads must be float or double");
-    int64_t b = vg_tensor_dim(g, 0), gh = vg_tensor_dim(g, 1), gw = vg_tensor_dim(g, 2), c = vg_tensor_dim(g, 3);
-    int64_t dims[4] = {b, h, w, c};
-    vg_tensor *o;
-    if (vg__kctx_alloc_output(ctx, 0, dt, dims, 4, &o)) return st->code;
+    int64_t b = r.b, gh = r.h, gw = r.w, c = r.c, h = r.oh, w = r.ow;
+    bool align = r.align, hpc = r.hpc;
     memset(vg_tensor_data(o), 0, vg_tensor_nbytes(o));
     double hs = resize_scale(h, gh, align), ws = resize_scale(w, gw, align);
     for (int64_t n = 0; n < b; n++)
@@ -349,8 +358,7 @@ static vg_code shape_color(vg_op *op, vg_status *st) {
     if (vg_op_num_inputs(op) > 1 && vg__op_input_dtype(op, 1) != VG_FLOAT)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: the factor must be float, got %s", vg_op_type(op),
                              vg_dtype_name(vg__op_input_dtype(op, 1)));
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, s);
+    return vg__op_set_t_output(op, dt, s);
 }
 
 static void put(vg_tensor *t, int64_t i, double v) {
@@ -591,8 +599,7 @@ static vg_code shape_sdbb(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Shape must be rank 0 but is rank %d for min_object_covered",
                              mc.ndims);
     vg__op_set_default_attr_type(op, "T", t);
-    vg__op_set_default_attr_int(op, "seed", 0);
-    vg__op_set_default_attr_int(op, "seed2", 0);
+    vg__op_default_seeds(op);
     vg__op_set_num_outputs(op, 3);
     int64_t three = 3, box[3] = {1, 1, 4};
     vg__op_set_output(op, 0, t, vg_shape_make(&three, 1));
@@ -721,8 +728,7 @@ static vg_code shape_draw_bboxes(vg_op *op, vg_status *st) {
     if (vg__shape_need_rank(&bx, 3, "Shape must be rank 3 but is rank %d for boxes", st)) return st->code;
     if (im.ndims == 4 && im.dims[3] >= 0 && im.dims[3] != 1 && im.dims[3] != 3 && im.dims[3] != 4)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
-    vg__op_set_default_attr_type(op, "T", VG_FLOAT);
-    return vg__op_set_single_output(op, VG_FLOAT, im);
+    return vg__op_set_t_output(op, VG_FLOAT, im);
 }
 
 static vg_code kernel_draw_bboxes(vg__kctx *ctx) {
@@ -770,18 +776,19 @@ static vg_code kernel_draw_bboxes(vg__kctx *ctx) {
                         (long long)min_row, (long long)min_col, (long long)max_row, (long long)max_col);
                 continue;
             }
-            if (min_row >= 0)
-                for (int64_t j = min_col_c; j <= max_col_c; j++)
-                    for (int64_t ch = 0; ch < depth; ch++) PIX(b, min_row, j, ch) = color[ch];
-            if (max_row < height)
-                for (int64_t j = min_col_c; j <= max_col_c; j++)
-                    for (int64_t ch = 0; ch < depth; ch++) PIX(b, max_row, j, ch) = color[ch];
-            if (min_col >= 0)
-                for (int64_t i = min_row_c; i <= max_row_c; i++)
-                    for (int64_t ch = 0; ch < depth; ch++) PIX(b, i, min_col, ch) = color[ch];
-            if (max_col < width)
-                for (int64_t i = min_row_c; i <= max_row_c; i++)
-                    for (int64_t ch = 0; ch < depth; ch++) PIX(b, i, max_col, ch) = color[ch];
+            /* the edges inside the image, in TF's order: top and bottom rows across the
+             * clipped columns, then left and right columns down the clipped rows */
+            const struct {
+                bool drawn, row;
+                int64_t at, lo, hi;
+            } edge[4] = {{min_row >= 0, true, min_row, min_col_c, max_col_c},
+                         {max_row < height, true, max_row, min_col_c, max_col_c},
+                         {min_col >= 0, false, min_col, min_row_c, max_row_c},
+                         {max_col < width, false, max_col, min_row_c, max_row_c}};
+            for (int e = 0; e < 4; e++)
+                for (int64_t v = edge[e].lo; edge[e].drawn && v <= edge[e].hi; v++)
+                    for (int64_t ch = 0; ch < depth; ch++)
+                        PIX(b, edge[e].row ? edge[e].at : v, edge[e].row ? v : edge[e].at, ch) = color[ch];
         }
 #undef PIX
     return VG_OK;

@@ -54,8 +54,7 @@ static vg_code shape_gather_tree(vg_op *op, vg_status *st) {
                                  (long long)out.dims[1], (long long)l.dims[0]);
         if (out.dims[1] < 0) out.dims[1] = l.dims[0];
     }
-    vg__op_set_default_attr_type(op, "T", t);
-    return vg__op_set_single_output(op, t, out.ndims == 3 ? out : vg_shape_unknown());
+    return vg__op_set_t_output(op, t, out.ndims == 3 ? out : vg_shape_unknown());
 }
 
 static int64_t get(const vg_tensor *t, int64_t i) {

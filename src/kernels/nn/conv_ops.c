@@ -414,11 +414,8 @@ typedef struct conv_scratch {
 } conv_scratch;
 
 static void *scratch_new(const vg_op *op, vg_status *st) {
-    conv_scratch *s = vg__calloc(1, sizeof *s);
-    if (!s) {
-        VG_OOM(st, "conv scratch");
-        return NULL;
-    }
+    conv_scratch *s = vg__calloc_or_oom(sizeof *s, "conv scratch", st);
+    if (!s) return NULL;
     pthread_mutex_init(&s->mu, NULL);
     return s;
 }
@@ -1522,16 +1519,29 @@ static vg_code kernel_conv2d_bp(vg__kctx *ctx, int sizes) {
 
 static vg_code kernel_conv2d_bp_input(vg__kctx *ctx) { return kernel_conv2d_bp(ctx, 0); }
 
-/* _Conv2DBackpropInputGrad: (none, Conv2DBackpropFilter(grad, Shape(f), dy), Conv2D(grad, f)). */
-static vg_code grad_conv2d_bp_input(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+/* The gradients of the two backprop ops (bp_input: Conv2DBackpropInput(sizes, f, dy),
+ * else Conv2DBackpropFilter(x, sizes, dy)) for grad:
+ * _Conv2DBackpropInputGrad: (none, Conv2DBackpropFilter(grad, Shape(f), dy), Conv2D(grad, f));
+ * _Conv2DBackpropFilterGrad: (Conv2DBackpropInput(Shape(x), grad, dy), none, Conv2D(x, grad)). */
+static vg_code grad_conv2d_bp(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx, bool bp_input) {
     int64_t strides[4];
     const char *padding;
     win_attr_copy(op, strides, &padding);
-    vg_output f = vg_op_input(op, 1), d = vg_op_input(op, 2);
-    dx[0] = (vg_output){NULL, 0};
-    dx[1] = vg_conv2d_backprop_filter(g, dy[0], vg_shape_op(g, f, VG_INT32, "Shape"), d, strides, padding, NULL);
-    dx[2] = vg_conv2d(g, dy[0], f, strides, padding, NULL);
+    vg_output other = vg_op_input(op, bp_input ? 1 : 0), d = vg_op_input(op, 2); /* f or x */
+    vg_output shape = vg_shape_op(g, other, VG_INT32, "Shape");
+    dx[bp_input ? 0 : 1] = (vg_output){NULL, 0};
+    if (bp_input) {
+        dx[1] = vg_conv2d_backprop_filter(g, dy[0], shape, d, strides, padding, NULL);
+        dx[2] = vg_conv2d(g, dy[0], other, strides, padding, NULL);
+    } else {
+        dx[0] = vg_conv2d_backprop_input(g, shape, dy[0], d, strides, padding, NULL);
+        dx[2] = vg_conv2d(g, other, dy[0], strides, padding, NULL);
+    }
     return vg_graph_status(g, NULL);
+}
+
+static vg_code grad_conv2d_bp_input(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
+    return grad_conv2d_bp(g, op, dy, dx, true);
 }
 
 /* -- Conv2DBackpropFilter(input, filter_sizes, out_backprop) -- */
@@ -1540,16 +1550,8 @@ static vg_code shape_conv2d_bp_filter(vg_op *op, vg_status *st) { return shape_c
 
 static vg_code kernel_conv2d_bp_filter(vg__kctx *ctx) { return kernel_conv2d_bp(ctx, 1); }
 
-/* _Conv2DBackpropFilterGrad: (Conv2DBackpropInput(Shape(x), grad, dy), none, Conv2D(x, grad)). */
 static vg_code grad_conv2d_bp_filter(vg_graph *g, vg_op *op, const vg_output *dy, vg_output *dx) {
-    int64_t strides[4];
-    const char *padding;
-    win_attr_copy(op, strides, &padding);
-    vg_output x = vg_op_input(op, 0), d = vg_op_input(op, 2);
-    dx[0] = vg_conv2d_backprop_input(g, vg_shape_op(g, x, VG_INT32, "Shape"), dy[0], d, strides, padding, NULL);
-    dx[1] = (vg_output){NULL, 0};
-    dx[2] = vg_conv2d(g, x, dy[0], strides, padding, NULL);
-    return vg_graph_status(g, NULL);
+    return grad_conv2d_bp(g, op, dy, dx, false);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2360,61 +2362,56 @@ static void set_conv_attrs(vg_op_builder *b, const int64_t strides[4], const cha
     vg_op_builder_set_attr_int_list(b, "dilations", ones, 4);
 }
 
-vg_output vg_conv2d(vg_graph *g, vg_output x, vg_output filter, const int64_t strides[4], const char *padding,
-                    const char *name) {
-    vg_op_builder *b = vg__builder_with_inputs(g, "Conv2D", name, NULL, (vg_output[]){x, filter}, 2);
+/* A convolution node of type `type` over inputs in[0..n) with the Conv2D attributes. */
+static vg_output build_conv(vg_graph *g, const char *type, const vg_output *in, int n, const int64_t strides[4],
+                            const char *padding, const char *name) {
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, in, n);
     set_conv_attrs(b, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
+}
+
+vg_output vg_conv2d(vg_graph *g, vg_output x, vg_output filter, const int64_t strides[4], const char *padding,
+                    const char *name) {
+    return build_conv(g, "Conv2D", (vg_output[]){x, filter}, 2, strides, padding, name);
 }
 
 vg_output vg_conv2d_backprop_input(vg_graph *g, vg_output input_sizes, vg_output filter, vg_output dy,
                                    const int64_t strides[4], const char *padding, const char *name) {
-    vg_op_builder *b =
-        vg__builder_with_inputs(g, "Conv2DBackpropInput", name, NULL, (vg_output[]){input_sizes, filter, dy}, 3);
-    set_conv_attrs(b, strides, padding);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return build_conv(g, "Conv2DBackpropInput", (vg_output[]){input_sizes, filter, dy}, 3, strides, padding, name);
 }
 
 vg_output vg_conv2d_backprop_filter(vg_graph *g, vg_output input, vg_output filter_sizes, vg_output dy,
                                     const int64_t strides[4], const char *padding, const char *name) {
-    vg_op_builder *b =
-        vg__builder_with_inputs(g, "Conv2DBackpropFilter", name, NULL, (vg_output[]){input, filter_sizes, dy}, 3);
-    set_conv_attrs(b, strides, padding);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return build_conv(g, "Conv2DBackpropFilter", (vg_output[]){input, filter_sizes, dy}, 3, strides, padding, name);
 }
 
-static vg_output build_pool(vg_graph *g, const char *type, vg_output x, const int64_t ksize[4],
+/* A pooling node (or its gradient) of type `type` over inputs in[0..n); ksize NULL: ones. */
+static vg_output build_pool(vg_graph *g, const char *type, const vg_output *in, int n, const int64_t ksize[4],
                             const int64_t strides[4], const char *padding, const char *name) {
     static const int64_t ones[4] = {1, 1, 1, 1};
-    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, (vg_output[]){x}, 1);
+    vg_op_builder *b = vg__builder_with_inputs(g, type, name, NULL, in, n);
     set_window(b, ksize ? ksize : ones, strides, padding);
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
 vg_output vg_max_pool(vg_graph *g, vg_output x, const int64_t ksize[4], const int64_t strides[4], const char *padding,
                       const char *name) {
-    return build_pool(g, "MaxPool", x, ksize, strides, padding, name);
+    return build_pool(g, "MaxPool", &x, 1, ksize, strides, padding, name);
 }
 
 vg_output vg_avg_pool(vg_graph *g, vg_output x, const int64_t ksize[4], const int64_t strides[4], const char *padding,
                       const char *name) {
-    return build_pool(g, "AvgPool", x, ksize, strides, padding, name);
+    return build_pool(g, "AvgPool", &x, 1, ksize, strides, padding, name);
 }
 
 vg_output vg_max_pool_grad(vg_graph *g, vg_output x, vg_output y, vg_output dy, const int64_t ksize[4],
                            const int64_t strides[4], const char *padding, const char *name) {
-    static const int64_t ones[4] = {1, 1, 1, 1};
-    vg_op_builder *b = vg__builder_with_inputs(g, "MaxPoolGrad", name, NULL, (vg_output[]){x, y, dy}, 3);
-    set_window(b, ksize ? ksize : ones, strides, padding);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return build_pool(g, "MaxPoolGrad", (vg_output[]){x, y, dy}, 3, ksize, strides, padding, name);
 }
 
 vg_output vg_avg_pool_grad(vg_graph *g, vg_output input_shape, vg_output dy, const int64_t ksize[4],
                            const int64_t strides[4], const char *padding, const char *name) {
-    static const int64_t ones[4] = {1, 1, 1, 1};
-    vg_op_builder *b = vg__builder_with_inputs(g, "AvgPoolGrad", name, NULL, (vg_output[]){input_shape, dy}, 2);
-    set_window(b, ksize ? ksize : ones, strides, padding);
-    return vg_out(vg_op_builder_finish(b), 0);
+    return build_pool(g, "AvgPoolGrad", (vg_output[]){input_shape, dy}, 2, ksize, strides, padding, name);
 }
 
 /* ------------------------------------------------------------------------ */

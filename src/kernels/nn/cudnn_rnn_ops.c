@@ -141,8 +141,7 @@ static void set_defaults(vg_op *op) {
     vg__op_set_default_attr_string(op, "rnn_mode", "lstm");
     vg__op_set_default_attr_string(op, "input_mode", "linear_input");
     vg__op_set_default_attr_string(op, "direction", "unidirectional");
-    vg__op_set_default_attr_int(op, "seed", 0);
-    vg__op_set_default_attr_int(op, "seed2", 0);
+    vg__op_default_seeds(op);
 }
 
 /* input [T, B, I], input_h, input_c [L * D, B, H], params [N] from input `first`. */

@@ -15,8 +15,7 @@ static vg_code shape_l2loss(vg_op *op, vg_status *st) {
     if (dt != VG_FLOAT && dt != VG_DOUBLE)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "L2Loss: input has dtype %s, which is not supported (allowed: float double)",
                              vg_dtype_name(dt));
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, vg_shape_make(NULL, 0));
+    return vg__op_set_t_output(op, dt, vg_shape_make(NULL, 0));
 }
 
 /* float32: blocks of 4096 squared in 16 float lanes (one vector of AVX-512), each
@@ -83,15 +82,8 @@ vg_output vg_sigmoid_cross_entropy_with_logits(vg_graph *g, vg_output labels, vg
         return vg_out(NULL, 0);
     }
     vg_shape sl = vg_output_shape(labels), sx = vg_output_shape(logits);
-    bool ok = sl.ndims < 0 || sx.ndims < 0 || sl.ndims == sx.ndims;
-    for (int i = 0; ok && sl.ndims >= 0 && sx.ndims >= 0 && i < sl.ndims; i++)
-        if (sl.dims[i] >= 0 && sx.dims[i] >= 0 && sl.dims[i] != sx.dims[i]) ok = false;
-    if (!ok) {
-        char a[128], b[128];
-        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "logits and labels must have the same shape (%s vs %s)",
-                           vg_shape_str(&sx, a, sizeof a), vg_shape_str(&sl, b, sizeof b));
+    if (!vg__graph_need_compatible(g, &sx, &sl, "logits and labels must have the same shape (%s vs %s)"))
         return vg_out(NULL, 0);
-    }
     if (vg_output_dtype(labels) != vg_output_dtype(logits)) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT,
                            "sigmoid_cross_entropy_with_logits: labels have dtype %s but logits have dtype %s",

@@ -340,19 +340,40 @@ static vg_code alloc_n(vg__kctx *ctx, int first, int n, int nd, const int64_t *d
 /* ------------------------------------------------------------------------ */
 /* LSTMBlockCell / LSTMBlockCellGrad */
 
+static vg_code seq_len(vg__kctx *ctx, const dims *d, int64_t *n);
+
+/* The start of the four kernels: checks the inputs from `first` on (x of rank xr) into d,
+ * for the block ops (L not NULL) seq_len_max (input 0) into *L, and reads the attrs. */
+static vg_code lstm_begin(vg__kctx *ctx, int first, int xr, dims *d, int64_t *L, attrs *a) {
+    vg_code c = check_inputs(ctx, first, xr, d);
+    if (c == VG_OK && L) c = seq_len(ctx, d, L);
+    if (c == VG_OK) get_attrs(vg__kctx_op(ctx), a);
+    return c;
+}
+
+/* n floats of scratch followed by h zeros (*zeros, the absent peepholes' weights); NULL
+ * with RESOURCE_EXHAUSTED "<what>: out of memory". */
+static float *scratch_with_zeros(vg__kctx *ctx, int64_t n, int64_t h, const char *what, float **zeros) {
+    float *p = vg_malloc(sizeof(float) * (size_t)(n + h + 1));
+    if (!p) {
+        vg_status_set(vg__kctx_status(ctx), VG_RESOURCE_EXHAUSTED, "%s: out of memory", what);
+        return NULL;
+    }
+    *zeros = p + n;
+    memset(*zeros, 0, sizeof(float) * (size_t)h);
+    return p;
+}
+
 static vg_code kernel_cell(vg__kctx *ctx) {
     dims d;
-    vg_code c = check_inputs(ctx, 0, 2, &d);
-    if (c != VG_OK) return c;
     attrs a;
-    get_attrs(vg__kctx_op(ctx), &a);
+    vg_code c = lstm_begin(ctx, 0, 2, &d, NULL, &a);
+    if (c != VG_OK) return c;
     int64_t bh[2] = {d.B, d.H};
     float *o[7];
     if ((c = alloc_n(ctx, 0, 7, 2, bh, o)) != VG_OK) return c;
-    float *icfo = vg_malloc(sizeof(float) * (size_t)(d.B * 4 * d.H + d.H + 1));
-    if (!icfo) return vg_status_set(vg__kctx_status(ctx), VG_RESOURCE_EXHAUSTED, "LSTMBlockCell: out of memory");
-    float *zeros = icfo + d.B * 4 * d.H;
-    memset(zeros, 0, sizeof(float) * (size_t)d.H);
+    float *zeros, *icfo = scratch_with_zeros(ctx, d.B * 4 * d.H, d.H, "LSTMBlockCell", &zeros);
+    if (!icfo) return vg__kctx_status(ctx)->code;
     const float *w = fin(ctx, 3);
     int64_t G = 4 * d.H;
     vg__nn_gemm(ctx, VG_FLOAT, false, false, d.B, G, d.I, fin(ctx, 0), d.I, w, G, 0.0, icfo);
@@ -379,12 +400,11 @@ static vg_code check_same(vg__kctx *ctx, int from, int to, int nd, const int64_t
 
 static vg_code kernel_cell_grad(vg__kctx *ctx) {
     dims d;
-    vg_code c = check_inputs(ctx, 0, 2, &d);
+    attrs a;
+    vg_code c = lstm_begin(ctx, 0, 2, &d, NULL, &a);
     if (c != VG_OK) return c;
     int64_t bh[2] = {d.B, d.H}, b4[2] = {d.B, 4 * d.H}, h1[1] = {d.H};
     if ((c = check_same(ctx, 8, 16, 2, bh)) != VG_OK) return c;
-    attrs a;
-    get_attrs(vg__kctx_op(ctx), &a);
     float *cpg, *dicfo, *pg[3];
     if ((c = alloc_n(ctx, 0, 1, 2, bh, &cpg)) != VG_OK || (c = alloc_n(ctx, 1, 1, 2, b4, &dicfo)) != VG_OK ||
         (c = alloc_n(ctx, 2, 3, 1, h1, pg)) != VG_OK)
@@ -416,19 +436,15 @@ static vg_code seq_len(vg__kctx *ctx, const dims *d, int64_t *n) {
 
 static vg_code kernel_block(vg__kctx *ctx) {
     dims d;
-    vg_code c = check_inputs(ctx, 1, 3, &d);
-    if (c != VG_OK) return c;
-    int64_t L;
-    if ((c = seq_len(ctx, &d, &L)) != VG_OK) return c;
     attrs a;
-    get_attrs(vg__kctx_op(ctx), &a);
+    int64_t L;
+    vg_code c = lstm_begin(ctx, 1, 3, &d, &L, &a);
+    if (c != VG_OK) return c;
     int64_t tbh[3] = {d.T, d.B, d.H}, G = 4 * d.H, BH = d.B * d.H;
     float *o[7];
     if ((c = alloc_n(ctx, 0, 7, 3, tbh, o)) != VG_OK) return c;
-    float *icfo = vg_malloc(sizeof(float) * (size_t)(L * d.B * G + d.H + 1));
-    if (!icfo) return vg_status_set(vg__kctx_status(ctx), VG_RESOURCE_EXHAUSTED, "BlockLSTM: out of memory");
-    float *zeros = icfo + L * d.B * G;
-    memset(zeros, 0, sizeof(float) * (size_t)d.H);
+    float *zeros, *icfo = scratch_with_zeros(ctx, L * d.B * G, d.H, "BlockLSTM", &zeros);
+    if (!icfo) return vg__kctx_status(ctx)->code;
     const float *w = fin(ctx, 4);
     /* all steps' input projections at once */
     if (L > 0) vg__nn_gemm(ctx, VG_FLOAT, false, false, L * d.B, G, d.I, fin(ctx, 1), d.I, w, G, 0.0, icfo);
@@ -448,24 +464,21 @@ static vg_code kernel_block(vg__kctx *ctx) {
 
 static vg_code kernel_block_grad(vg__kctx *ctx) {
     dims d;
-    vg_code c = check_inputs(ctx, 1, 3, &d);
-    if (c != VG_OK) return c;
+    attrs a;
     int64_t L;
-    if ((c = seq_len(ctx, &d, &L)) != VG_OK) return c;
+    vg_code c = lstm_begin(ctx, 1, 3, &d, &L, &a);
+    if (c != VG_OK) return c;
     int64_t tbh[3] = {d.T, d.B, d.H}, G = 4 * d.H, BH = d.B * d.H;
     if ((c = check_same(ctx, 9, 18, 3, tbh)) != VG_OK) return c;
-    attrs a;
-    get_attrs(vg__kctx_op(ctx), &a);
     int64_t tbi[3] = {d.T, d.B, d.I}, bh[2] = {d.B, d.H}, wd[2] = {d.I + d.H, G}, h1[1] = {d.H}, b1[1] = {G};
     float *xg, *st2[2], *wg, *pg[3], *bg;
     if ((c = alloc_n(ctx, 0, 1, 3, tbi, &xg)) != VG_OK || (c = alloc_n(ctx, 1, 2, 2, bh, st2)) != VG_OK ||
         (c = alloc_n(ctx, 3, 1, 2, wd, &wg)) != VG_OK || (c = alloc_n(ctx, 4, 3, 1, h1, pg)) != VG_OK ||
         (c = alloc_n(ctx, 7, 1, 1, b1, &bg)) != VG_OK)
         return c;
-    float *dicfo = vg_malloc(sizeof(float) * (size_t)(L * d.B * G + 3 * BH + L * BH + d.H + 1));
-    if (!dicfo) return vg_status_set(vg__kctx_status(ctx), VG_RESOURCE_EXHAUSTED, "BlockLSTMGrad: out of memory");
-    float *dh = dicfo + L * d.B * G, *dcs = dh + BH, *dcs2 = dcs + BH, *hprev = dcs2 + BH, *zeros = hprev + L * BH;
-    memset(zeros, 0, sizeof(float) * (size_t)d.H);
+    float *zeros, *dicfo = scratch_with_zeros(ctx, L * d.B * G + 3 * BH + L * BH, d.H, "BlockLSTMGrad", &zeros);
+    if (!dicfo) return vg__kctx_status(ctx)->code;
+    float *dh = dicfo + L * d.B * G, *dcs = dh + BH, *dcs2 = dcs + BH, *hprev = dcs2 + BH;
     const float *w = fin(ctx, 4), *cs = fin(ctx, 10), *h = fin(ctx, 15);
     memset(dh, 0, sizeof(float) * (size_t)BH);
     memset(dcs, 0, sizeof(float) * (size_t)BH);

@@ -28,11 +28,8 @@ typedef struct idx_state {
 } idx_state;
 
 static void *idx_state_create(const vg_op *op, vg_status *st) {
-    idx_state *s = vg__calloc(1, sizeof *s);
-    if (!s) {
-        VG_OOM(st, "IdxRecord state");
-        return NULL;
-    }
+    idx_state *s = vg__calloc_or_oom(sizeof *s, "IdxRecord state", st);
+    if (!s) return NULL;
     pthread_mutex_init(&s->mu, NULL);
     atomic_init(&s->loaded, false);
     return s;
@@ -189,8 +186,7 @@ static vg_code shape_count_up_to(vg_op *op, vg_status *st) {
                              vg_shape_str(&s, buf, sizeof buf));
     int64_t limit;
     if (!vg_op_attr_int(op, "limit", &limit)) return vg_status_set(st, VG_INVALID_ARGUMENT, "CountUpTo needs 'limit'");
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, vg_shape_make(NULL, 0));
+    return vg__op_set_t_output(op, dt, vg_shape_make(NULL, 0));
 }
 
 static vg_code kernel_count_up_to(vg__kctx *ctx) {
@@ -220,12 +216,7 @@ static vg_code kernel_count_up_to(vg__kctx *ctx) {
     if (dt == VG_INT32) *(int32_t *)vg_tensor_data(t) = (int32_t)(before + 1);
     else *(int64_t *)vg_tensor_data(t) = before + 1;
     vg__var_unlock(v);
-    vg_tensor *out;
-    vg_code rc = vg__kctx_alloc_output(ctx, 0, dt, NULL, 0, &out);
-    if (rc != VG_OK) return rc;
-    if (dt == VG_INT32) *(int32_t *)vg_tensor_data(out) = (int32_t)before;
-    else *(int64_t *)vg_tensor_data(out) = before;
-    return VG_OK;
+    return vg__kctx_output_int_scalar(ctx, dt, before);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -30,6 +30,7 @@
 #include "vigil/ops.h"
 #include <errno.h>
 #include <pthread.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -437,21 +438,15 @@ static bool attr_type(const vg_op *op, const char *name, vg_dtype *dt) { return 
 /* The resource name: shared_name, else the op's name. */
 static void table_resource_name(const vg_op *op, char *buf, size_t len) {
     const char *shared;
-    size_t slen = 0;
-    if (vg_op_attr_string(op, "shared_name", &shared, &slen) && slen > 0)
-        snprintf(buf, len, "%.*s", (int)slen, shared);
-    else
-        snprintf(buf, len, "%s", vg_op_name(op));
+    size_t slen;
+    vg__op_resource_key(op, "", INT_MAX, buf, len, &shared, &slen);
 }
 
 static void *table_create(void *arg, vg_status *st) {
     const vg_op *op = arg;
-    vg__table *t = vg__calloc(1, sizeof *t);
+    vg__table *t = vg__calloc_or_oom(sizeof *t, "lookup table", st);
     char nm[1100];
-    if (!t) {
-        VG_OOM(st, "lookup table");
-        return NULL;
-    }
+    if (!t) return NULL;
     pthread_rwlock_init(&t->mu, NULL);
     table_resource_name(op, nm, sizeof nm);
     t->name = vg__strdup(nm);
@@ -490,21 +485,11 @@ static vg_code kernel_table(vg__kctx *ctx) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Conflicting key/value dtypes %s->%s with %s-%s for table %s",
                              vg_dtype_name(kd), vg_dtype_name(vd), vg_dtype_name(t->kdt), vg_dtype_name(t->vdt),
                              t->name);
-    vg_tensor *out;
-    if ((rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out)) != VG_OK) return rc;
-    memcpy(vg_tensor_data(out), &t, sizeof t);
-    return VG_OK;
+    return vg__kctx_output_handle(ctx, t);
 }
 
 static vg__table *table_of(vg__kctx *ctx) {
-    vg_tensor *h = vg__kctx_input(ctx, 0);
-    if (!h || vg_tensor_dtype(h) != VG_RESOURCE || vg_tensor_num_elements(h) != 1) {
-        vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "input 0 must be a lookup table handle");
-        return NULL;
-    }
-    vg__table *t;
-    memcpy(&t, vg_tensor_data(h), sizeof t);
-    return t;
+    return vg__kctx_handle_input(ctx, 0, "lookup table");
 }
 
 /* LookupInterface::CheckKeyAndValueTypes */
@@ -608,13 +593,10 @@ static vg_code kernel_size(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__table *t = table_of(ctx);
     if (!t) return st->code;
-    vg_tensor *o;
-    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_INT64, NULL, 0, &o);
-    if (rc) return rc;
     pthread_rwlock_rdlock(&t->mu);
-    *(int64_t *)vg_tensor_data(o) = t->n;
+    int64_t n = t->n;
     pthread_rwlock_unlock(&t->mu);
-    return VG_OK;
+    return vg__kctx_output_int_scalar(ctx, VG_INT64, n);
 }
 
 static vg_code kernel_export(vg__kctx *ctx) {
@@ -919,12 +901,7 @@ static vg_code kernel_init_text(vg__kctx *ctx) {
 
 /* ---- shape functions ---------------------------------------------------- */
 
-static vg_code want_handle(vg_op *op, vg_status *st) {
-    if (vg__op_input_dtype(op, 0) != VG_RESOURCE)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input 0 must be a lookup table handle (resource), got %s",
-                             vg_op_type(op), vg_dtype_name(vg__op_input_dtype(op, 0)));
-    return VG_OK;
-}
+static vg_code want_handle(vg_op *op, vg_status *st) { return vg__op_need_handle(op, "lookup table", st); }
 
 /* The table op behind a handle (NULL when it comes from elsewhere). */
 static const vg_op *table_producer(const vg_op *op) {
@@ -967,33 +944,31 @@ static vg_code shape_table(vg_op *op, vg_status *st) {
     return vg__op_set_single_output(op, VG_RESOURCE, vg_shape_make(NULL, 0));
 }
 
-static vg_code shape_find(vg_op *op, vg_status *st) {
+/* Checks the key / value inputs 1 and 2 against the table's types and sets the type
+ * attributes kattr / vattr to their dtypes (defaults). */
+static vg_code table_kv_types(vg_op *op, const char *kattr, const char *vattr, vg_status *st) {
     vg_code rc = check_graph_types(op, 1, 2, st);
+    if (rc) return rc;
+    vg__op_set_default_attr_type(op, kattr, vg__op_input_dtype(op, 1));
+    vg__op_set_default_attr_type(op, vattr, vg__op_input_dtype(op, 2));
+    return VG_OK;
+}
+
+static vg_code shape_find(vg_op *op, vg_status *st) {
+    vg_code rc = table_kv_types(op, "Tin", "Tout", st);
     if (rc) return rc;
     vg_shape d = vg__op_input_shape(op, 2);
     if (d.ndims > 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "default_value must be a scalar (tables hold scalar values)");
-    vg__op_set_default_attr_type(op, "Tin", vg__op_input_dtype(op, 1));
-    vg__op_set_default_attr_type(op, "Tout", vg__op_input_dtype(op, 2));
     return vg__op_set_single_output(op, vg__op_input_dtype(op, 2), vg__op_input_shape(op, 1));
 }
 
 static vg_code shape_insert(vg_op *op, vg_status *st) {
-    vg_code rc = check_graph_types(op, 1, 2, st);
-    if (rc) return rc;
-    vg__op_set_default_attr_type(op, "Tin", vg__op_input_dtype(op, 1));
-    vg__op_set_default_attr_type(op, "Tout", vg__op_input_dtype(op, 2));
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__shape_none_after(op, table_kv_types(op, "Tin", "Tout", st));
 }
 
 static vg_code shape_init(vg_op *op, vg_status *st) {
-    vg_code rc = check_graph_types(op, 1, 2, st);
-    if (rc) return rc;
-    vg__op_set_default_attr_type(op, "Tkey", vg__op_input_dtype(op, 1));
-    vg__op_set_default_attr_type(op, "Tval", vg__op_input_dtype(op, 2));
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__shape_none_after(op, table_kv_types(op, "Tkey", "Tval", st));
 }
 
 static vg_code shape_init_text(vg_op *op, vg_status *st) {
@@ -1006,15 +981,10 @@ static vg_code shape_init_text(vg_op *op, vg_status *st) {
     if (s.ndims > 0) return vg_status_set(st, VG_INVALID_ARGUMENT, "filename should be a single string");
     vg__op_set_default_attr_int(op, "vocab_size", -1);
     vg__op_set_default_attr_string(op, "delimiter", "\t");
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
-static vg_code shape_size(vg_op *op, vg_status *st) {
-    vg_code rc = want_handle(op, st);
-    if (rc) return rc;
-    return vg__op_set_single_output(op, VG_INT64, vg_shape_make(NULL, 0));
-}
+static vg_code shape_size(vg_op *op, vg_status *st) { return vg__shape_handle_scalar(op, "lookup table", VG_INT64, st); }
 
 static vg_code shape_export(vg_op *op, vg_status *st) {
     vg_code rc = want_handle(op, st);
@@ -1235,32 +1205,31 @@ static vg_lookup_table bad_table(vg_graph *g, const char *fmt, const char *arg) 
     return t;
 }
 
+/* What both kinds of initializer hold: the table's key / value dtypes, the vocabulary
+ * size (-1: all) and the op's name; the rest zero. */
+static vg_table_initializer initializer_base(vg_dtype key_dtype, vg_dtype value_dtype, int64_t vocab_size,
+                                             const char *name) {
+    return (vg_table_initializer){.key_dtype = key_dtype, .value_dtype = value_dtype, .vocab_size = vocab_size,
+                                  .name = name};
+}
+
 vg_table_initializer vg_key_value_tensor_initializer(vg_output keys, vg_output values, const char *name) {
-    vg_table_initializer i;
-    memset(&i, 0, sizeof i);
+    vg_table_initializer i = initializer_base(keys.op ? vg_output_dtype(keys) : VG_DTYPE_INVALID,
+                                              values.op ? vg_output_dtype(values) : VG_DTYPE_INVALID, -1, name);
     i.keys = keys;
     i.values = values;
-    i.key_dtype = keys.op ? vg_output_dtype(keys) : VG_DTYPE_INVALID;
-    i.value_dtype = values.op ? vg_output_dtype(values) : VG_DTYPE_INVALID;
-    i.vocab_size = -1;
-    i.name = name;
     return i;
 }
 
 vg_table_initializer vg_text_file_initializer(const char *filename, vg_dtype key_dtype, int64_t key_index,
                                               vg_dtype value_dtype, int64_t value_index, int64_t vocab_size,
                                               char delimiter, const char *name) {
-    vg_table_initializer i;
-    memset(&i, 0, sizeof i);
+    vg_table_initializer i = initializer_base(key_dtype, value_dtype, vocab_size > 0 ? vocab_size : -1, name);
     i.text_file = true;
     i.filename = filename;
-    i.key_dtype = key_dtype;
-    i.value_dtype = value_dtype;
     i.key_index = key_index;
     i.value_index = value_index;
-    i.vocab_size = vocab_size > 0 ? vocab_size : -1;
     i.delimiter = delimiter ? delimiter : '\t';
-    i.name = name;
     return i;
 }
 

@@ -528,17 +528,12 @@ static vg_code kernel_queue(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const char *shared;
-    size_t slen = 0;
-    char key[1100];
-    bool is_shared = vg_op_attr_string(op, "shared_name", &shared, &slen) && slen > 0;
-    if (is_shared) snprintf(key, sizeof key, "queue:%.*s", (int)slen, shared);
-    else snprintf(key, sizeof key, "queue:%s", vg_op_name(op));
-    void *r = NULL;
-    vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &queue_resource_ops, queue_create, (void *)op, &r,
-                                      st);
+    size_t slen;
+    void *r;
+    vg_code rc = vg__kctx_op_resource(ctx, "queue:", INT_MAX, &queue_resource_ops, queue_create, &r, &shared, &slen);
     if (rc != VG_OK) return rc;
     vg__queue *q = r;
-    if (is_shared) {
+    if (slen > 0) { /* shared: the queue must be the one this node describes */
         const vg_dtype *types;
         int n = 0;
         vg_op_attr_type_list(op, "component_types", &types, &n);
@@ -551,21 +546,11 @@ static vg_code kernel_queue(vg__kctx *ctx) {
                                  "Shared queue '%s' (%s, %d components, capacity %lld) does not match node '%s'",
                                  q->name, q->op_type, q->ncomp, (long long)q->capacity, vg_op_name(op));
     }
-    vg_tensor *out;
-    if ((rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out)) != VG_OK) return rc;
-    memcpy(vg_tensor_data(out), &q, sizeof q);
-    return VG_OK;
+    return vg__kctx_output_handle(ctx, q);
 }
 
 static vg__queue *queue_of(vg__kctx *ctx) {
-    vg_tensor *h = vg__kctx_input(ctx, 0);
-    if (!h || vg_tensor_dtype(h) != VG_RESOURCE || vg_tensor_num_elements(h) != 1) {
-        vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "input 0 must be a queue handle");
-        return NULL;
-    }
-    vg__queue *q;
-    memcpy(&q, vg_tensor_data(h), sizeof q);
-    return q;
+    return vg__kctx_handle_input(ctx, 0, "queue");
 }
 
 /* ValidateTuple / ValidateManyTuple: components, dtypes and shapes. *batch gets the
@@ -625,28 +610,6 @@ static vg_code validate_tuple(vg__kctx *ctx, const vg__queue *q, bool many, int6
     return VG_OK;
 }
 
-/* Element k of t along dim 0 as a new tensor (element-mode storage). */
-static vg_tensor *slice_row(const vg_tensor *t, int64_t k, vg_status *st) {
-    int nd = vg_tensor_ndims(t);
-    int64_t rows = vg_tensor_dim(t, 0), per = rows ? vg_tensor_num_elements(t) / rows : 0;
-    vg_tensor *e = vg_tensor_new(vg_tensor_dtype(t), vg_tensor_dims(t) + 1, nd - 1, st);
-    if (!e) return NULL;
-    if (vg_tensor_dtype(t) != VG_STRING) {
-        size_t rb = (size_t)per * vg_dtype_size(vg_tensor_dtype(t));
-        if (rb) memcpy(vg_tensor_data(e), (const uint8_t *)vg_tensor_data(t) + (size_t)k * rb, rb);
-        return e;
-    }
-    for (int64_t j = 0; j < per; j++) {
-        size_t len;
-        const char *s = vg_tensor_string(t, k * per + j, &len);
-        if (vg_tensor_set_string(e, j, s, len, st) != VG_OK) {
-            vg_tensor_free(e);
-            return NULL;
-        }
-    }
-    return e;
-}
-
 /* Stacks n element tensors (all of shape `shape`) into out rows. */
 static vg_code stack_rows(vg_tensor *out, vg_tensor *const *elems, int64_t n, vg_status *st) {
     vg_dtype dt = vg_tensor_dtype(out);
@@ -691,7 +654,7 @@ static vg_code enqueue_impl(vg__kctx *ctx, bool many) {
             if (!el) rc = VG_OOM(st, "enqueue");
             const vg_tensor *in = vg__kctx_input(ctx, c + 1);
             for (int64_t k = 0; el && k < n && rc == VG_OK; k++) {
-                el[k] = many ? slice_row(in, k, st) : vg_tensor_copy(in, st);
+                el[k] = many ? vg__tensor_row(in, k, st) : vg_tensor_copy(in, st);
                 if (!el[k]) rc = st->code ? st->code : VG_RESOURCE_EXHAUSTED;
             }
         }
@@ -852,13 +815,10 @@ static vg_code kernel_close(vg__kctx *ctx) {
 static vg_code kernel_size(vg__kctx *ctx) {
     vg__queue *q = queue_of(ctx);
     if (!q) return vg__kctx_status(ctx)->code;
-    vg_tensor *out;
-    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_INT32, NULL, 0, &out);
-    if (rc != VG_OK) return rc;
     pthread_mutex_lock(&q->mu);
-    *(int32_t *)vg_tensor_data(out) = (int32_t)q->size;
+    int64_t n = q->size;
     pthread_mutex_unlock(&q->mu);
-    return VG_OK;
+    return vg__kctx_output_int_scalar(ctx, VG_INT32, n);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -895,8 +855,7 @@ static vg_code shape_queue(vg_op *op, vg_status *st) {
     vg__op_set_default_attr_string(op, "shared_name", "");
     if (strcmp(vg_op_type(op), "RandomShuffleQueueV2") == 0) {
         vg__op_set_default_attr_int(op, "min_after_dequeue", 0);
-        vg__op_set_default_attr_int(op, "seed", 0);
-        vg__op_set_default_attr_int(op, "seed2", 0);
+        vg__op_default_seeds(op);
     }
     return vg__op_set_single_output(op, VG_RESOURCE, vg_shape_make(NULL, 0));
 }
@@ -912,12 +871,7 @@ static const vg_op *queue_producer(const vg_op *op) {
                : NULL;
 }
 
-static vg_code check_handle(vg_op *op, vg_status *st) {
-    if (vg__op_input_dtype(op, 0) != VG_RESOURCE)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: input 0 must be a queue handle (resource), got %s",
-                             vg_op_type(op), vg_dtype_name(vg__op_input_dtype(op, 0)));
-    return VG_OK;
-}
+static vg_code check_handle(vg_op *op, vg_status *st) { return vg__op_need_handle(op, "queue", st); }
 
 /* The queue's component types and shapes (shapes NULL when unspecified). */
 static vg_code queue_components(vg_op *op, const vg_dtype **types, int *n, const vg_shape **shapes, vg_status *st) {
@@ -980,8 +934,7 @@ static vg_code shape_enqueue(vg_op *op, vg_status *st, bool many) {
             }
         }
     }
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code shape_enqueue_one(vg_op *op, vg_status *st) { return shape_enqueue(op, st, false); }
@@ -1033,15 +986,10 @@ static vg_code shape_close(vg_op *op, vg_status *st) {
     vg_code rc = check_handle(op, st);
     if (rc) return rc;
     vg__op_set_default_attr_bool(op, "cancel_pending_enqueues", false);
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
-static vg_code shape_size(vg_op *op, vg_status *st) {
-    vg_code rc = check_handle(op, st);
-    if (rc) return rc;
-    return vg__op_set_single_output(op, VG_INT32, vg_shape_make(NULL, 0));
-}
+static vg_code shape_size(vg_op *op, vg_status *st) { return vg__shape_handle_scalar(op, "queue", VG_INT32, st); }
 
 /* ------------------------------------------------------------------------ */
 /* builders */

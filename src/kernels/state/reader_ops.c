@@ -365,34 +365,18 @@ static vg_code kernel_reader(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     const vg_op *op = vg__kctx_op(ctx);
     const char *shared;
-    size_t slen = 0;
-    char key[1100];
-    if (vg_op_attr_string(op, "shared_name", &shared, &slen) && slen > 0)
-        snprintf(key, sizeof key, "reader:%.*s", (int)(slen < 1000 ? slen : 1000), shared);
-    else
-        snprintf(key, sizeof key, "reader:%s", vg_op_name(op));
-    void *r = NULL;
-    vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &reader_resource_ops, reader_create, (void *)op, &r,
-                                      st);
+    size_t slen;
+    void *r;
+    vg_code rc = vg__kctx_op_resource(ctx, "reader:", 1000, &reader_resource_ops, reader_create, &r, &shared, &slen);
     if (rc != VG_OK) return rc;
     if (((vg__reader *)r)->kind != kind_of_op(vg_op_type(op)))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "shared reader '%.*s' is of another type than %s", (int)slen,
                              shared, vg_op_type(op));
-    vg_tensor *out;
-    if ((rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out)) != VG_OK) return rc;
-    memcpy(vg_tensor_data(out), &r, sizeof r);
-    return VG_OK;
+    return vg__kctx_output_handle(ctx, r);
 }
 
 static vg__reader *reader_of(vg__kctx *ctx) {
-    vg_tensor *h = vg__kctx_input(ctx, 0);
-    if (!h || vg_tensor_dtype(h) != VG_RESOURCE || vg_tensor_num_elements(h) != 1) {
-        vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "input 0 must be a reader handle");
-        return NULL;
-    }
-    vg__reader *r;
-    memcpy(&r, vg_tensor_data(h), sizeof r);
-    return r;
+    return vg__kctx_handle_input(ctx, 0, "reader");
 }
 
 static vg_code kernel_read(vg__kctx *ctx) {
@@ -493,13 +477,10 @@ static vg_code counter(vg__kctx *ctx, bool produced) {
     vg_status *st = vg__kctx_status(ctx);
     vg__reader *r = reader_of(ctx);
     if (!r) return st->code;
-    vg_tensor *out;
-    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_INT64, NULL, 0, &out);
-    if (rc != VG_OK) return rc;
     pthread_mutex_lock(&r->mu);
-    *(int64_t *)vg_tensor_data(out) = produced ? r->produced : r->completed;
+    int64_t n = produced ? r->produced : r->completed;
     pthread_mutex_unlock(&r->mu);
-    return VG_OK;
+    return vg__kctx_output_int_scalar(ctx, VG_INT64, n);
 }
 static vg_code kernel_num_records(vg__kctx *ctx) { return counter(ctx, true); }
 static vg_code kernel_num_work_units(vg__kctx *ctx) { return counter(ctx, false); }
@@ -710,15 +691,11 @@ static vg_code shape_read(vg_op *op, vg_status *st) {
 }
 
 static vg_code shape_counter(vg_op *op, vg_status *st) {
-    vg_code rc = check_reader_input(op, st);
-    if (rc != VG_OK) return rc;
-    return vg__op_set_single_output(op, VG_INT64, vg_shape_make(NULL, 0));
+    return vg__shape_scalar_after(op, check_reader_input(op, st), VG_INT64);
 }
 
 static vg_code shape_serialize_state(vg_op *op, vg_status *st) {
-    vg_code rc = check_reader_input(op, st);
-    if (rc != VG_OK) return rc;
-    return vg__op_set_single_output(op, VG_STRING, vg_shape_make(NULL, 0));
+    return vg__shape_scalar_after(op, check_reader_input(op, st), VG_STRING);
 }
 
 static vg_code shape_restore_state(vg_op *op, vg_status *st) {
@@ -731,15 +708,11 @@ static vg_code shape_restore_state(vg_op *op, vg_status *st) {
     if (s.ndims > 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "ReaderRestoreStateV2: Shape must be rank 0 but is rank %d",
                              s.ndims);
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code shape_reset(vg_op *op, vg_status *st) {
-    vg_code rc = check_reader_input(op, st);
-    if (rc != VG_OK) return rc;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__shape_none_after(op, check_reader_input(op, st));
 }
 
 /* ------------------------------------------------------------------------ */

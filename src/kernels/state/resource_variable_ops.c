@@ -56,11 +56,7 @@ vg_tensor *vg__rvar_value(vg__rvar *v) { return v->value; }
 const char *vg__rvar_name(const vg__rvar *v) { return v->name; }
 const char *vg__rvar_container(const vg__rvar *v) { return v->container; }
 
-void vg__rvar_set(vg__rvar *v, vg_tensor *t) {
-    vg_tensor *old = v->value;
-    v->value = t;
-    vg_tensor_free(old);
-}
+void vg__rvar_set(vg__rvar *v, vg_tensor *t) { vg__tensor_slot_set(&v->value, t); }
 
 vg_code vg__rvar_not_found(const vg__rvar *v, vg_status *st) {
     return vg_status_set(st, VG_NOT_FOUND, "Resource %s/%s/N10tensorflow3VarE does not exist.", v->container,
@@ -72,12 +68,7 @@ vg_tensor *vg__rvar_mutable(vg__rvar *v, vg_status *st) {
         vg__rvar_not_found(v, st);
         return NULL;
     }
-    if (vg__tensor_refcount(v->value) > 1) {
-        vg_tensor *c = vg_tensor_copy(v->value, st);
-        if (!c) return NULL;
-        vg__rvar_set(v, c);
-    }
-    return v->value;
+    return vg__tensor_slot_unshare(&v->value, st);
 }
 
 static void rvar_destroy(void *p) {
@@ -98,11 +89,8 @@ typedef struct rvar_key {
 
 static void *rvar_create(void *arg, vg_status *st) {
     const rvar_key *k = arg;
-    vg__rvar *v = vg__calloc(1, sizeof *v);
-    if (!v) {
-        VG_OOM(st, "resource variable");
-        return NULL;
-    }
+    vg__rvar *v = vg__calloc_or_oom(sizeof *v, "resource variable", st);
+    if (!v) return NULL;
     v->magic = RVAR_MAGIC;
     pthread_mutex_init(&v->mu, NULL);
     v->name = vg__strdup(k->name);
@@ -208,10 +196,7 @@ static vg_code kernel_var_handle(vg__kctx *ctx) {
     void *r = NULL;
     vg_code rc = vg__session_resource(vg__kctx_session(ctx), key, &rvar_ops, rvar_create, &k, &r, st);
     if (rc != VG_OK) return rc;
-    vg_tensor *out;
-    if ((rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out)) != VG_OK) return rc;
-    memcpy(vg_tensor_data(out), &r, sizeof r);
-    return VG_OK;
+    return vg__kctx_output_handle(ctx, r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -275,8 +260,7 @@ static vg_code shape_assign(vg_op *op, vg_status *st) {
     if (validate_handle(op, 1, &dt, &hs, st)) return st->code;
     vg_shape vs = vg__op_input_shape(op, 1);
     if (vg__shape_merge(&hs, &vs, &out, st)) return st->code;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code shape_assign_update(vg_op *op, vg_status *st) {
@@ -310,13 +294,6 @@ static vg_code kernel_assign(vg__kctx *ctx) {
     return VG_OK;
 }
 
-#define UPDATE_LOOP(T, OP)                                  \
-    do {                                                    \
-        T *x_ = (T *)vg_tensor_data(cur);                   \
-        const T *y_ = (const T *)vg_tensor_data(val);       \
-        for (int64_t i = 0; i < n; i++) x_[i] OP y_[i];     \
-    } while (0)
-
 static vg_code assign_update(vg__kctx *ctx, bool add) {
     vg_status *st = vg__kctx_status(ctx);
     vg__rvar *v = var_input(ctx);
@@ -346,13 +323,7 @@ static vg_code assign_update(vg__kctx *ctx, bool add) {
         vg__rvar_unlock(v);
         return st->code;
     }
-    int64_t n = vg_tensor_num_elements(cur);
-    switch (vg_tensor_dtype(cur)) {
-    case VG_FLOAT: if (add) UPDATE_LOOP(float, +=); else UPDATE_LOOP(float, -=); break;
-    case VG_DOUBLE: if (add) UPDATE_LOOP(double, +=); else UPDATE_LOOP(double, -=); break;
-    case VG_INT32: if (add) UPDATE_LOOP(int32_t, +=); else UPDATE_LOOP(int32_t, -=); break;
-    case VG_INT64: if (add) UPDATE_LOOP(int64_t, +=); else UPDATE_LOOP(int64_t, -=); break;
-    default:
+    if (!vg__tensor_add_sub_inplace(cur, val, add)) {
         vg__rvar_unlock(v);
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%s does not support dtype %s",
                              vg_op_type(vg__kctx_op(ctx)), vg_dtype_name(vg_tensor_dtype(cur)));
@@ -386,8 +357,7 @@ static vg_code kernel_is_initialized(vg__kctx *ctx) {
 static vg_code shape_destroy(vg_op *op, vg_status *st) {
     if (check_handle_input(op, st)) return st->code;
     vg__op_set_default_attr_bool(op, "ignore_lookup_error", true);
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code kernel_destroy(vg__kctx *ctx) {
@@ -410,8 +380,7 @@ static vg_code kernel_destroy(vg__kctx *ctx) {
  * (a write replaces the value), so the op only checks its handle. */
 static vg_code shape_disable_copy_on_read(vg_op *op, vg_status *st) {
     if (check_handle_input(op, st)) return st->code;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static vg_code kernel_disable_copy_on_read(vg__kctx *ctx) {
@@ -656,8 +625,7 @@ static vg_code shape_scatter(vg_op *op, vg_status *st) {
     vg_shape want = vg__op_input_shape(op, 1), us = vg__op_input_shape(op, 2), merged;
     if (concat_tail(&want, &hs, st)) return st->code;
     if (us.ndims != 0 && vg__shape_merge(&us, &want, &merged, st)) return st->code;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 #define SCATTER_LOOP(T)                                                                            \

@@ -37,13 +37,8 @@ static void stack_destroy(void *p) {
 }
 
 static vg__stack *stack_of(vg__kctx *ctx) {
-    vg_tensor *h = vg__kctx_input(ctx, 0);
-    if (!h || vg_tensor_dtype(h) != VG_RESOURCE || vg_tensor_num_elements(h) != 1) {
-        vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "input 0 must be a stack handle");
-        return NULL;
-    }
-    vg__stack *s;
-    memcpy(&s, vg_tensor_data(h), sizeof s);
+    vg__stack *s = vg__kctx_handle_input(ctx, 0, "stack");
+    if (!s) return NULL;
     if (s->closed) {
         vg_status_set(vg__kctx_status(ctx), VG_INVALID_ARGUMENT, "Stack[%s] has already been closed.", s->name);
         return NULL;
@@ -65,10 +60,7 @@ static vg_code kernel_stack_unlocked(vg__kctx *ctx) {
     snprintf(s->name, sizeof s->name, "%s", vg_op_name(vg__kctx_op(ctx)));
     vg_code rc = vg__kctx_step_resource(ctx, s, stack_destroy);
     if (rc != VG_OK) return rc;
-    vg_tensor *out;
-    if ((rc = vg__kctx_alloc_output(ctx, 0, VG_RESOURCE, NULL, 0, &out)) != VG_OK) return rc;
-    memcpy(vg_tensor_data(out), &s, sizeof s);
-    return VG_OK;
+    return vg__kctx_output_handle(ctx, s);
 }
 
 static vg_code kernel_push_unlocked(vg__kctx *ctx) {
@@ -132,8 +124,7 @@ static vg_code shape_pop(vg_op *op, vg_status *st) {
 static vg_code shape_close(vg_op *op, vg_status *st) {
     if (vg__op_input_dtype(op, 0) != VG_RESOURCE)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "StackCloseV2: input 0 must be a stack handle");
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 /* Two ops of one stack may run at once where the graph does not order them; TF guards

@@ -146,13 +146,6 @@ static vg_code shape_assign_update(vg_op *op, vg_status *st) {
     return vg__op_set_single_output(op, dt, out);
 }
 
-#define ADD_SUB_LOOP(T, sign)                                  \
-    do {                                                       \
-        T *x_ = (T *)vg_tensor_data(cur);                      \
-        const T *y_ = (const T *)vg_tensor_data(val);          \
-        for (int64_t i = 0; i < n; i++) x_[i] sign y_[i];      \
-    } while (0)
-
 static vg_code assign_update(vg__kctx *ctx, bool add) {
     vg_status *st = vg__kctx_status(ctx);
     vg__var *v = vg__kctx_var(ctx, 0);
@@ -169,13 +162,7 @@ static vg_code assign_update(vg__kctx *ctx, bool add) {
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Parameters and update must be the same size: %s vs %s",
                              vg__tshape_str(cur, sa, sizeof sa), vg__tshape_str(val, sb, sizeof sb));
     }
-    int64_t n = vg_tensor_num_elements(cur);
-    switch (vg_tensor_dtype(cur)) {
-    case VG_FLOAT: if (add) ADD_SUB_LOOP(float, +=); else ADD_SUB_LOOP(float, -=); break;
-    case VG_DOUBLE: if (add) ADD_SUB_LOOP(double, +=); else ADD_SUB_LOOP(double, -=); break;
-    case VG_INT32: if (add) ADD_SUB_LOOP(int32_t, +=); else ADD_SUB_LOOP(int32_t, -=); break;
-    case VG_INT64: if (add) ADD_SUB_LOOP(int64_t, +=); else ADD_SUB_LOOP(int64_t, -=); break;
-    default:
+    if (!vg__tensor_add_sub_inplace(cur, val, add)) {
         vg__var_unlock(v);
         return vg_status_set(st, VG_INVALID_ARGUMENT, "unsupported dtype %s",
                              vg_dtype_name(vg_tensor_dtype(cur)));
@@ -242,8 +229,7 @@ static vg_code shape_initialized_value_or(vg_op *op, vg_status *st) {
     vg_shape a = vg__op_input_shape(op, 0), b = vg__op_input_shape(op, 1), s;
     vg_code rc = vg__shape_merge(&a, &b, &s, st);
     if (rc != VG_OK) return rc;
-    vg__op_set_default_attr_type(op, "T", dt);
-    return vg__op_set_single_output(op, dt, s);
+    return vg__op_set_t_output(op, dt, s);
 }
 
 static vg_code kernel_initialized_value_or(vg__kctx *ctx) {
@@ -275,8 +261,7 @@ static vg_code shape_assert(vg_op *op, vg_status *st) {
     if (c.ndims > 1 || (c.ndims == 1 && c.dims[0] > 1))
         return vg_status_set(st, VG_INVALID_ARGUMENT, "Assert's condition must be a scalar, got rank %d", c.ndims);
     vg__op_set_default_attr_int(op, "summarize", 3);
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 /* Appends printf output to buf at *pos (truncating silently at len). */

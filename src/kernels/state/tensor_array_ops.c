@@ -25,14 +25,21 @@ typedef struct ta_grad {
     struct vg__ta *ta;
 } ta_grad;
 
+/* What an array is made with (a gradient array: its forward array's dtype and element
+ * shape, not dynamic, cleared after read, aggregating). */
+typedef struct ta_kind {
+    vg_dtype dtype;
+    vg_shape element_shape;
+    bool dynamic, clear_after_read, aggregate;
+} ta_kind;
+
 typedef struct vg__ta {
     vg_tensor **e;
     bool *written, *cleared;
     vg_shape *shapes;   /* per element: shape of what was written (kept after clear) */
     int size, cap;
-    vg_dtype dtype;
-    vg_shape element_shape;
-    bool dynamic, clear_after_read, aggregate, closed;
+    ta_kind k;
+    bool closed;
     ta_grad *grads;
     int ngrads;
     char name[96];
@@ -79,8 +86,7 @@ static bool ta_resize(vg__ta *t, int n) {
     return true;
 }
 
-static vg__ta *ta_new(vg__kctx *ctx, int size, vg_dtype dt, vg_shape es, bool dynamic, bool clear, bool aggregate,
-                      vg_status *st) {
+static vg__ta *ta_new(vg__kctx *ctx, int size, const ta_kind *k, vg_status *st) {
     vg__ta *t = vg__calloc(1, sizeof *t);
     if (!t || !ta_resize(t, size)) {
         if (t) ta_destroy(t);
@@ -88,25 +94,16 @@ static vg__ta *ta_new(vg__kctx *ctx, int size, vg_dtype dt, vg_shape es, bool dy
         return NULL;
     }
     t->size = size;
-    t->dtype = dt;
-    t->element_shape = es;
-    t->dynamic = dynamic;
-    t->clear_after_read = clear;
-    t->aggregate = aggregate;
+    t->k = *k;
     snprintf(t->name, sizeof t->name, "%s", vg_op_name(vg__kctx_op(ctx)));
     if (vg__kctx_step_resource(ctx, t, ta_destroy) != VG_OK) return NULL;
     return t;
 }
 
 static vg__ta *ta_of(vg__kctx *ctx) {
-    vg_tensor *h = vg__kctx_input(ctx, 0);
     vg_status *st = vg__kctx_status(ctx);
-    if (!h || vg_tensor_dtype(h) != VG_RESOURCE || vg_tensor_num_elements(h) != 1) {
-        vg_status_set(st, VG_INVALID_ARGUMENT, "input 0 must be a TensorArray handle");
-        return NULL;
-    }
-    vg__ta *t;
-    memcpy(&t, vg_tensor_data(h), sizeof t);
+    vg__ta *t = vg__kctx_handle_input(ctx, 0, "TensorArray");
+    if (!t) return NULL;
     if (t->closed) {
         vg_status_set(st, VG_INVALID_ARGUMENT, "TensorArray %s has already been closed.", t->name);
         return NULL;
@@ -144,32 +141,32 @@ static int64_t scalar_index(const vg_tensor *t) {
 /* Writes v (a new reference is taken) at index i. */
 static vg_code ta_write(vg__ta *t, int64_t i, vg_tensor *v, vg_status *st) {
     char a[128], b[128];
-    if (vg_tensor_dtype(v) != t->dtype)
+    if (vg_tensor_dtype(v) != t->k.dtype)
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "TensorArray %s: Could not write to TensorArray index %lld because the value dtype is %s "
                              "but TensorArray dtype is %s.",
-                             t->name, (long long)i, vg_dtype_name(vg_tensor_dtype(v)), vg_dtype_name(t->dtype));
+                             t->name, (long long)i, vg_dtype_name(vg_tensor_dtype(v)), vg_dtype_name(t->k.dtype));
     if (i < 0)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "TensorArray %s: Tried to write to index %lld but it is negative",
                              t->name, (long long)i);
     if (i >= t->size) {
-        if (!t->dynamic)
+        if (!t->k.dynamic)
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "TensorArray %s: Tried to write to index %lld but array is not resizeable and size "
                                  "is: %d",
                                  t->name, (long long)i, t->size);
         if (i >= (1 << 30) || !ta_resize(t, (int)i + 1)) return VG_OOM(st, "TensorArray");
     }
-    if (!shape_fits(&t->element_shape, v)) {
+    if (!shape_fits(&t->k.element_shape, v)) {
         vg_shape vs = vg_shape_make(vg_tensor_dims(v), vg_tensor_ndims(v));
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "TensorArray %s: Could not write to TensorArray index %lld because the value shape is %s "
                              "which is incompatible with the TensorArray's inferred element shape: %s",
                              t->name, (long long)i, vg_shape_str(&vs, a, sizeof a),
-                             vg_shape_str(&t->element_shape, b, sizeof b));
+                             vg_shape_str(&t->k.element_shape, b, sizeof b));
     }
     if (t->written[i]) {
-        if (!t->aggregate)
+        if (!t->k.aggregate)
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "TensorArray %s: Could not write to TensorArray index %lld because it has already been "
                                  "written to.",
@@ -177,14 +174,14 @@ static vg_code ta_write(vg__ta *t, int64_t i, vg_tensor *v, vg_status *st) {
         vg_tensor *old = t->e[i];
         if (!old) return vg_status_set(st, VG_INVALID_ARGUMENT, "TensorArray %s: index %lld was already read", t->name, (long long)i);
         if (vg_tensor_num_elements(old) != vg_tensor_num_elements(v) ||
-            (t->dtype != VG_FLOAT && t->dtype != VG_DOUBLE))
+            (t->k.dtype != VG_FLOAT && t->k.dtype != VG_DOUBLE))
             return vg_status_set(st, VG_INVALID_ARGUMENT,
                                  "TensorArray %s: Could not aggregate to TensorArray index %lld: shapes or dtype differ",
                                  t->name, (long long)i);
         vg_tensor *sum = vg_tensor_copy(old, st);
         if (!sum) return st->code;
         int64_t n = vg_tensor_num_elements(v);
-        if (t->dtype == VG_FLOAT) {
+        if (t->k.dtype == VG_FLOAT) {
             float *d = vg_tensor_data(sum);
             const float *s = vg_tensor_data(v);
             for (int64_t k = 0; k < n; k++) d[k] += s[k];
@@ -217,9 +214,9 @@ static vg_code ta_read(vg__ta *t, int64_t i, vg_tensor **out, vg_status *st) {
                              t->name, (long long)i);
     if (!t->written[i]) {
         /* a gradient array's unwritten element reads as zeros of its known shape */
-        vg_shape s = t->shapes[i].ndims >= 0 ? t->shapes[i] : t->element_shape;
-        if (t->aggregate && vg_shape_is_fully_defined(&s)) {
-            *out = vg_tensor_new_zeros(t->dtype, s.dims, s.ndims, st);
+        vg_shape s = t->shapes[i].ndims >= 0 ? t->shapes[i] : t->k.element_shape;
+        if (t->k.aggregate && vg_shape_is_fully_defined(&s)) {
+            *out = vg_tensor_new_zeros(t->k.dtype, s.dims, s.ndims, st);
             return *out ? VG_OK : st->code;
         }
         return vg_status_set(st, VG_INVALID_ARGUMENT,
@@ -228,7 +225,7 @@ static vg_code ta_read(vg__ta *t, int64_t i, vg_tensor **out, vg_status *st) {
                              t->name, (long long)i);
     }
     *out = vg_tensor_ref(t->e[i]);
-    if (t->clear_after_read) {
+    if (t->k.clear_after_read) {
         vg_tensor_free(t->e[i]);
         t->e[i] = NULL;
         t->cleared[i] = true;
@@ -256,7 +253,8 @@ static vg_code kernel_ta_unlocked(vg__kctx *ctx) {
     vg_op_attr_bool(op, "clear_after_read", &clear);
     if (vg_dtype_size(dt) == 0 || dt == VG_RESOURCE)
         return vg_status_set(st, VG_UNIMPLEMENTED, "TensorArray of dtype %s", vg_dtype_name(dt));
-    vg__ta *t = ta_new(ctx, (int)n, dt, attr_shape(op, "element_shape"), dyn, clear, false, st);
+    ta_kind k = {dt, attr_shape(op, "element_shape"), dyn, clear, false};
+    vg__ta *t = ta_new(ctx, (int)n, &k, st);
     if (!t) return st->code;
     vg_code rc = out_handle(ctx, t);
     return rc == VG_OK ? out_flow(ctx, 1) : rc;
@@ -273,7 +271,8 @@ static vg_code kernel_ta_grad_unlocked(vg__kctx *ctx) {
     for (int i = 0; i < t->ngrads && !gt; i++)
         if (strlen(t->grads[i].source) == len && memcmp(t->grads[i].source, src, len) == 0) gt = t->grads[i].ta;
     if (!gt) {
-        gt = ta_new(ctx, t->size, t->dtype, t->element_shape, false, true, true, st);
+        ta_kind k = {t->k.dtype, t->k.element_shape, false, true, true};
+        gt = ta_new(ctx, t->size, &k, st);
         if (!gt) return st->code;
         for (int i = 0; i < t->size; i++) gt->shapes[i] = t->shapes[i];
         ta_grad *ng = vg__realloc(t->grads, sizeof(ta_grad) * (size_t)t->ngrads, sizeof(ta_grad) * (size_t)(t->ngrads + 1));
@@ -337,16 +336,16 @@ static vg_code gather(vg__kctx *ctx, vg__ta *t, const vg_tensor *indices, vg_sta
             if (nd > VG_MAX_DIMS) rc = vg_status_set(st, VG_INVALID_ARGUMENT, "TensorArray gather: too many dims");
             for (int d = 1; d < nd; d++) dims[d] = vg_tensor_dim(parts[0], d - 1);
         } else {
-            if (!vg_shape_is_fully_defined(&t->element_shape))
+            if (!vg_shape_is_fully_defined(&t->k.element_shape))
                 rc = vg_status_set(st, VG_UNIMPLEMENTED,
                                    "TensorArray %s: gather of no elements needs a fully defined element_shape",
                                    t->name);
-            nd = t->element_shape.ndims + 1;
-            for (int d = 1; d < nd && rc == VG_OK; d++) dims[d] = t->element_shape.dims[d - 1];
+            nd = t->k.element_shape.ndims + 1;
+            for (int d = 1; d < nd && rc == VG_OK; d++) dims[d] = t->k.element_shape.dims[d - 1];
         }
         dims[0] = n;
         vg_tensor *o = NULL;
-        if (rc == VG_OK) rc = vg__kctx_alloc_output(ctx, 0, t->dtype, dims, nd, &o);
+        if (rc == VG_OK) rc = vg__kctx_alloc_output(ctx, 0, t->k.dtype, dims, nd, &o);
         if (rc == VG_OK) {
             size_t each = n > 0 ? vg_tensor_nbytes(parts[0]) : 0;
             for (int64_t k = 0; k < n; k++)
@@ -440,13 +439,13 @@ static vg_code kernel_concat_unlocked(vg__kctx *ctx) {
         if (t->size > 0) {
             nd = vg_tensor_ndims(parts[0]);
             for (int d = 1; d < nd; d++) dims[d] = vg_tensor_dim(parts[0], d);
-        } else if (t->element_shape.ndims > 0 && vg_shape_is_fully_defined(&t->element_shape)) {
-            nd = t->element_shape.ndims;
-            for (int d = 1; d < nd; d++) dims[d] = t->element_shape.dims[d];
+        } else if (t->k.element_shape.ndims > 0 && vg_shape_is_fully_defined(&t->k.element_shape)) {
+            nd = t->k.element_shape.ndims;
+            for (int d = 1; d < nd; d++) dims[d] = t->k.element_shape.dims[d];
         }
         dims[0] = rows;
         vg_tensor *o;
-        rc = vg__kctx_alloc_output(ctx, 0, t->dtype, dims, nd, &o);
+        rc = vg__kctx_alloc_output(ctx, 0, t->k.dtype, dims, nd, &o);
         size_t off = 0;
         for (int i = 0; rc == VG_OK && i < t->size; i++) {
             ((int64_t *)vg_tensor_data(lens))[i] = vg_tensor_dim(parts[i], 0);
@@ -480,7 +479,7 @@ static vg_code kernel_split_unlocked(vg__kctx *ctx) {
                              "TensorArray %s: Expected sum of lengths to be equal to values.shape[0], but sum of "
                              "lengths is %lld and value's shape is: [%lld...]",
                              t->name, (long long)total, (long long)vg_tensor_dim(v, 0));
-    if (n != t->size && !t->dynamic)
+    if (n != t->size && !t->k.dynamic)
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "TensorArray %s: TensorArray's size is not equal to the size of lengths (%lld vs. %d), "
                              "and the TensorArray is not marked as dynamically resizeable",
@@ -501,10 +500,7 @@ static vg_code kernel_size_unlocked(vg__kctx *ctx) {
     vg_status *st = vg__kctx_status(ctx);
     vg__ta *t = ta_of(ctx);
     if (!t) return st->code;
-    vg_tensor *o;
-    vg_code rc = vg__kctx_alloc_output(ctx, 0, VG_INT32, NULL, 0, &o);
-    if (rc == VG_OK) *(int32_t *)vg_tensor_data(o) = t->size;
-    return rc;
+    return vg__kctx_output_int_scalar(ctx, VG_INT32, t->size);
 }
 
 static vg_code kernel_close_unlocked(vg__kctx *ctx) {
@@ -583,16 +579,11 @@ static vg_code shape_concat(vg_op *op, vg_status *st) {
 }
 
 static vg_code shape_size(vg_op *op, vg_status *st) {
-    vg_code rc = need_handle(op, st);
-    if (rc != VG_OK) return rc;
-    return vg__op_set_single_output(op, VG_INT32, vg_shape_make(NULL, 0));
+    return vg__shape_scalar_after(op, need_handle(op, st), VG_INT32);
 }
 
 static vg_code shape_close(vg_op *op, vg_status *st) {
-    vg_code rc = need_handle(op, st);
-    if (rc != VG_OK) return rc;
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__shape_none_after(op, need_handle(op, st));
 }
 
 /* ---- gradients (tensor_array_grad.py) ---------------------------------------------- */

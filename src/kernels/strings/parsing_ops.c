@@ -420,9 +420,7 @@ static vg_code shape_parse_example(vg_op *op, vg_status *st) {
     vg_code rc = cfg_types(op, &c, "Nsparse", st);
     if (rc != VG_OK) return rc;
     int want = 2 + c.nsparse + c.ndense + c.ndense; /* serialized, names, keys, defaults */
-    if (vg_op_num_inputs(op) != want)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "ParseExample expects %d inputs, got %d", want,
-                             vg_op_num_inputs(op));
+    if ((rc = vg__op_need_inputs(op, want, st)) != VG_OK) return rc;
     if ((rc = check_string_input(op, 0, 1, "serialized", st)) != VG_OK) return rc;
     if ((rc = check_string_input(op, 1, 1, "names", st)) != VG_OK) return rc;
     for (int i = 0; i < c.nsparse + c.ndense; i++)
@@ -517,9 +515,7 @@ static vg_code shape_parse_example_v2(vg_op *op, vg_status *st) {
     parse_cfg c = {0};
     vg_code rc = v2_cfg(op, &c, st);
     if (rc != VG_OK) return rc;
-    if (vg_op_num_inputs(op) != 5 + c.ndense)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "ParseExampleV2 expects %d inputs, got %d", 5 + c.ndense,
-                             vg_op_num_inputs(op));
+    if ((rc = vg__op_need_inputs(op, 5 + c.ndense, st)) != VG_OK) return rc;
     vg_shape ss = vg__op_input_shape(op, 0);
     if ((rc = check_string_input(op, 0, -1, "serialized", st)) != VG_OK) return rc;
     if (ss.ndims > 1)
@@ -590,9 +586,7 @@ static vg_code shape_parse_single(vg_op *op, vg_status *st) {
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "ParseSingleExample: %d sparse_keys and %d dense_keys for %d sparse and %d dense types",
                              ns, nd, c.nsparse, c.ndense);
-    if (vg_op_num_inputs(op) != 1 + c.ndense)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "ParseSingleExample expects %d inputs, got %d", 1 + c.ndense,
-                             vg_op_num_inputs(op));
+    if ((rc = vg__op_need_inputs(op, 1 + c.ndense, st)) != VG_OK) return rc;
     if ((rc = check_string_input(op, 0, 0, "serialized", st)) != VG_OK) return rc;
     for (int d = 0; d < c.ndense; d++)
         if (vg__op_input_dtype(op, 1 + d) != c.dense_types[d])
@@ -632,15 +626,13 @@ static vg_code kernel_parse_single(vg__kctx *ctx) {
 /* ------------------------------------------------------------------------ */
 /* DecodeRaw */
 
-static bool decode_raw_type_ok(vg_dtype dt) {
-    return dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_INT32 || dt == VG_UINT8 || dt == VG_INT64;
-}
+static const vg_dtype k_decode_raw_types[] = {VG_FLOAT, VG_DOUBLE, VG_INT32, VG_UINT8, VG_INT64};
 
 static vg_code shape_decode_raw(vg_op *op, vg_status *st) {
     vg_code rc = check_string_input(op, 0, -1, "bytes", st);
     if (rc != VG_OK) return rc;
     vg_dtype dt;
-    if (!vg_op_attr_type_(op, "out_type", &dt) || !decode_raw_type_ok(dt))
+    if (!vg_op_attr_type_(op, "out_type", &dt) || !vg__dtype_in(dt, k_decode_raw_types, 5))
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "DecodeRaw: out_type must be one of float, double, int32, uint8, int64");
     vg__op_set_default_attr_bool(op, "little_endian", true);
@@ -690,13 +682,7 @@ static vg_code kernel_decode_raw(vg__kctx *ctx) {
         const uint8_t *s = (const uint8_t *)vg_tensor_string(in, i, &len);
         uint8_t *dst = o + (size_t)i * len0;
         if (len0) memcpy(dst, s, len0);
-        if (little != host_little && es > 1)
-            for (size_t k = 0; k < len0; k += es)
-                for (size_t a = 0, b = es - 1; a < b; a++, b--) {
-                    uint8_t t = dst[k + a];
-                    dst[k + a] = dst[k + b];
-                    dst[k + b] = t;
-                }
+        if (little != host_little) vg__swap_elem_bytes(dst, len0, es);
     }
     return VG_OK;
 }
@@ -773,9 +759,7 @@ static vg_code kernel_string_to_number(vg__kctx *ctx) {
 /* ------------------------------------------------------------------------ */
 /* DecodeCSV */
 
-static bool csv_type_ok(vg_dtype dt) {
-    return dt == VG_INT32 || dt == VG_INT64 || dt == VG_FLOAT || dt == VG_DOUBLE || dt == VG_STRING;
-}
+static const vg_dtype k_csv_types[] = {VG_INT32, VG_INT64, VG_FLOAT, VG_DOUBLE, VG_STRING};
 
 static vg_code shape_decode_csv(vg_op *op, vg_status *st) {
     vg_code rc = check_string_input(op, 0, -1, "records", st);
@@ -785,7 +769,7 @@ static vg_code shape_decode_csv(vg_op *op, vg_status *st) {
     vg__op_set_num_outputs(op, n);
     for (int i = 0; i < n; i++) {
         vg_dtype dt = vg__op_input_dtype(op, 1 + i);
-        if (!csv_type_ok(dt))
+        if (!vg__dtype_in(dt, k_csv_types, 5))
             return vg_status_set(st, VG_INVALID_ARGUMENT, "DecodeCSV: record_defaults[%d] has unsupported type %s", i,
                                  vg_dtype_name(dt));
         vg_shape s = vg__op_input_shape(op, 1 + i);
@@ -1147,9 +1131,7 @@ static vg_code shape_parse_sequence(vg_op *op, vg_status *st) {
     vg_code rc = seq_types(op, &c, st);
     if (rc != VG_OK) return rc;
     int nk = c.ctx.nsparse + c.ctx.ndense + c.nfs + c.nfd, want = 2 + nk + c.ctx.ndense + 1;
-    if (vg_op_num_inputs(op) != want)
-        return vg_status_set(st, VG_INVALID_ARGUMENT, "ParseSingleSequenceExample expects %d inputs, got %d", want,
-                             vg_op_num_inputs(op));
+    if ((rc = vg__op_need_inputs(op, want, st)) != VG_OK) return rc;
     if ((rc = check_string_input(op, 0, 0, "serialized", st)) != VG_OK) return rc;
     if ((rc = check_string_input(op, 1, 1, "feature_list_dense_missing_assumed_empty", st)) != VG_OK) return rc;
     for (int i = 0; i < nk; i++)

@@ -201,8 +201,7 @@ static vg_code shape_merge(vg_op *op, vg_status *st) {
     if (!c) c = want_rank(op, 1, 0, "destination_prefix", st);
     if (c) return c;
     vg__op_set_default_attr_bool(op, "delete_old_dirs", true);
-    vg__op_set_num_outputs(op, 0);
-    return VG_OK;
+    return vg__op_set_no_outputs(op);
 }
 
 static char *dirname_of(const char *p) {
