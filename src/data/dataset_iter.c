@@ -3441,6 +3441,7 @@ static const vg__ds_kind *const g_kinds[] = {
     [VG__DS_ZIP] = &vg__ds_kind_zip,               [VG__DS_FIXEDLEN] = &vg__ds_kind_fixedlen,
     [VG__DS_PADDED_BATCH] = &vg__ds_kind_padded_batch, [VG__DS_CACHE] = &vg__ds_kind_cache,
     [VG__DS_WINDOW] = &vg__ds_kind_window,         [VG__DS_WINDOW_ELEMENTS] = &vg__ds_kind_window_elements,
+    [VG__DS_GROUP_BY_WINDOW] = &vg__ds_kind_group_by_window,
 };
 #define NKINDS ((int)(sizeof g_kinds / sizeof g_kinds[0]))
 
