@@ -31,11 +31,16 @@
 static bool is_dataset_op(const vg_op *op) {
     const vg_dtype *t;
     int n;
+    /* an Identity of a dataset: an imported function's argument ("<call>/<arg>") or return */
+    for (int d = 0; op && d < 64 && !strcmp(vg_op_type(op), "Identity") && vg_op_num_inputs(op) == 1; d++)
+        op = vg_op_input(op, 0).op;
     return op && vg_op_attr_type_list(op, "output_types", &t, &n) && n > 0 &&
            (strstr(vg_op_type(op), "Dataset") != NULL || !strcmp(vg_op_type(op), "Placeholder"));
 }
 
 int vg_dataset_components(vg_output ds, vg_dtype *types, vg_shape *shapes) {
+    for (int d = 0; ds.op && d < 64 && !strcmp(vg_op_type(ds.op), "Identity") && vg_op_num_inputs(ds.op) == 1; d++)
+        ds = vg_op_input(ds.op, 0);
     if (!ds.op || !is_dataset_op(ds.op)) return 0;
     const vg_dtype *t;
     const vg_shape *s;
