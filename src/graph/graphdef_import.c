@@ -2398,78 +2398,68 @@ static vg_code sig_arg(const uint8_t *p, size_t n, char *name, size_t cap, uint6
     return VG_OK;
 }
 
-/* Copies message p[0..n) into b with its length-delimited field `field` replaced by
- * fix(field's bytes) (others as they are). */
-static void copy_fixing(vg__pb_buf *b, const uint8_t *p, size_t n, int field,
-                        void (*fix)(vg__pb_buf *, const uint8_t *, size_t, const char *), const char *arg) {
+/* A field rewriter: writes its replacement of field f into b and returns true, or
+ * returns false to keep the field as it is. */
+typedef bool (*pb_fix_fn)(vg__pb_buf *b, const vg__pb_field *f, const void *arg);
+
+/* Copies message p[0..n) into b, each field through fix (the one walker of the
+ * rewrites below; a malformed tail is dropped, as the importer reads it anyway). */
+static void pb_rewrite(vg__pb_buf *b, const uint8_t *p, size_t n, pb_fix_fn fix, const void *arg) {
     vg__pb_reader r;
     vg__pb_field f;
     vg__pb_reader_init(&r, p, n);
     const uint8_t *at = p;
     while (vg__pb_next(&r, &f, NULL) == VG_OK) {
         const uint8_t *end = r.p;
-        if (f.number == field && f.wiretype == VG__PB_LEN) {
-            vg__pb_buf sub;
-            vg__pb_init(&sub);
-            fix(&sub, f.data, f.len, arg);
-            vg__pb_put_message(b, field, &sub);
-            if (sub.oom) b->oom = true;
-            vg__pb_free(&sub);
-        } else {
-            vg__pb_put_raw(b, at, (size_t)(end - at));
-        }
+        if (!fix(b, &f, arg)) vg__pb_put_raw(b, at, (size_t)(end - at));
         at = end;
     }
 }
 
-/* ArgDef: DT_VARIANT (a dataset) -> DT_RESOURCE, vigil's dataset handle. */
-static void fix_argdef(vg__pb_buf *b, const uint8_t *p, size_t n, const char *arg) {
+/* Writes message field f (length-delimited) into b rewritten by fix. */
+static void put_rewritten(vg__pb_buf *b, const vg__pb_field *f, pb_fix_fn fix, const void *arg) {
+    vg__pb_buf sub;
+    vg__pb_init(&sub);
+    pb_rewrite(&sub, f->data, f->len, fix, arg);
+    vg__pb_put_message(b, f->number, &sub);
+    if (sub.oom) b->oom = true;
+    vg__pb_free(&sub);
+}
+
+/* ArgDef {type = 3}: DT_VARIANT (a dataset) -> DT_RESOURCE, vigil's dataset handle. */
+static bool fix_argdef(vg__pb_buf *b, const vg__pb_field *f, const void *arg) {
     (void)arg;
-    vg__pb_reader r;
-    vg__pb_field f;
-    vg__pb_reader_init(&r, p, n);
-    const uint8_t *at = p;
-    while (vg__pb_next(&r, &f, NULL) == VG_OK) {
-        const uint8_t *end = r.p;
-        if (f.number == 3 && f.wiretype == VG__PB_VARINT && f.u == 21) vg__pb_put_uint64(b, 3, 20);
-        else vg__pb_put_raw(b, at, (size_t)(end - at));
-        at = end;
-    }
+    if (f->number != 3 || f->wiretype != VG__PB_VARINT || f->u != 21) return false;
+    vg__pb_put_uint64(b, 3, 20);
+    return true;
 }
 
-static void fix_sig(vg__pb_buf *b, const uint8_t *p, size_t n, const char *arg) {
-    vg__pb_buf outs;
-    vg__pb_init(&outs);
-    copy_fixing(&outs, p, n, 3, fix_argdef, arg); /* output_arg */
-    copy_fixing(b, outs.data ? outs.data : (const uint8_t *)"", outs.len, 2, fix_argdef, arg); /* input_arg */
-    if (outs.oom) b->oom = true;
-    vg__pb_free(&outs);
+/* OpDef {input_arg = 2, output_arg = 3} */
+static bool fix_sig(vg__pb_buf *b, const vg__pb_field *f, const void *arg) {
+    if ((f->number != 2 && f->number != 3) || f->wiretype != VG__PB_LEN) return false;
+    put_rewritten(b, f, fix_argdef, arg);
+    return true;
 }
 
-static void fix_fdef(vg__pb_buf *b, const uint8_t *p, size_t n, const char *arg) {
-    copy_fixing(b, p, n, 1, fix_sig, arg); /* signature */
+/* FunctionDef {signature = 1} */
+static bool fix_fdef(vg__pb_buf *b, const vg__pb_field *f, const void *arg) {
+    if (f->number != 1 || f->wiretype != VG__PB_LEN) return false;
+    put_rewritten(b, f, fix_sig, arg);
+    return true;
+}
+
+/* FunctionDefLibrary {function = 1}: the one function whose bytes are *arg */
+static bool fix_lib_fn(vg__pb_buf *b, const vg__pb_field *f, const void *arg) {
+    const vg__pb_field *target = arg;
+    if (f->number != 1 || f->wiretype != VG__PB_LEN || f->data != target->data || f->len != target->len) return false;
+    put_rewritten(b, f, fix_fdef, NULL);
+    return true;
 }
 
 /* FunctionDefLibrary with function fname's DT_VARIANT arguments and outputs made DT_RESOURCE. */
 static void fix_library(vg__pb_buf *b, const uint8_t *lib, size_t lib_len, const uint8_t *fdef, size_t fdef_len) {
-    vg__pb_reader r;
-    vg__pb_field f;
-    vg__pb_reader_init(&r, lib, lib_len);
-    const uint8_t *at = lib;
-    while (vg__pb_next(&r, &f, NULL) == VG_OK) {
-        const uint8_t *end = r.p;
-        if (f.number == 1 && f.wiretype == VG__PB_LEN && f.data == fdef && f.len == fdef_len) {
-            vg__pb_buf sub;
-            vg__pb_init(&sub);
-            fix_fdef(&sub, f.data, f.len, NULL);
-            vg__pb_put_message(b, 1, &sub);
-            if (sub.oom) b->oom = true;
-            vg__pb_free(&sub);
-        } else {
-            vg__pb_put_raw(b, at, (size_t)(end - at));
-        }
-        at = end;
-    }
+    vg__pb_field target = {.data = fdef, .len = fdef_len};
+    pb_rewrite(b, lib, lib_len, fix_lib_fn, &target);
 }
 
 /* TensorShapeProto {dim = 2 {size = 1}, unknown_rank = 3} */
