@@ -228,7 +228,9 @@ VG_API vg_output vg_dataset_window(vg_graph *g, vg_output ds, int64_t size, int6
  * `window_size` argument or the `window_size_func` argument must be specified." (both
  * given). Run time (get_next, INVALID_ARGUMENT): "Window size must be greater than zero,
  * but got 0.", "`key_func` must return a scalar int64." (a key of another shape), and
- * the functions' errors. Saving such an iterator's state fails with UNIMPLEMENTED. */
+ * the functions' errors. Iterators save and restore (vg_make_saveable_from_iterator):
+ * the state holds the three functions, the open groups, the window sizes and the window
+ * being read (reduce_func runs again over it at the restore, as in TF). */
 VG_API vg_output vg_dataset_group_by_window(vg_graph *g, vg_output ds, vg_dataset_map_fn key_func,
                                             vg_dataset_map_fn reduce_func, int64_t window_size,
                                             vg_dataset_map_fn window_size_func, void *payload, const char *name);

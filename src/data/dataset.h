@@ -147,6 +147,7 @@ typedef struct vg__dataset {
     vg__ds_fn *own_fn;          /* a function rebuilt from a saved state: the dataset's */
     const vg__ds_fn *fn2, *fn3; /* GROUP_BY_WINDOW: reduce_func, window_size_func (fn: key_func;
                                    their captured values follow fn's in cap[]) */
+    vg__ds_fn *own_fn2, *own_fn3; /* the same rebuilt from a saved state: the dataset's */
     vg__ds_cache *cache;        /* CACHE */
     vg_tensor **elems;          /* WINDOW_ELEMENTS: the window's elements (nelems, one component
                                    each; references) */
@@ -280,7 +281,8 @@ typedef struct vg__ds_kind {
     int fn;                     /* its function: VG__DS_FN_NONE, _MAP, _PREDICATE, _DATASET */
 } vg__ds_kind;
 
-enum { VG__DS_FN_NONE, VG__DS_FN_MAP, VG__DS_FN_PREDICATE, VG__DS_FN_DATASET };
+/* _GROUP: three functions, fn, fn2, fn3 (group_by_window's key / reduce / window size) */
+enum { VG__DS_FN_NONE, VG__DS_FN_MAP, VG__DS_FN_PREDICATE, VG__DS_FN_DATASET, VG__DS_FN_GROUP };
 
 /* The kind of number `kind`, or NULL when there is none. */
 VG_HIDDEN const vg__ds_kind *vg__ds_kind_of(int kind);

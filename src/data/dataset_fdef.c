@@ -96,7 +96,7 @@ static vg_code fdef_import(vg_graph *g, const char *op_type, const char *attr, v
     f->ncap = ncap;
     for (int i = 0; i < f->nargs; i++) f->args[i] = args[i];
     for (int i = 0; i < ncap; i++) f->caps[i] = args[f->nargs + i]; /* cap_outer stays {NULL}: not built here */
-    if (k && k->fn != VG__DS_FN_PREDICATE && k->fn != VG__DS_FN_NONE && !reduce) {
+    if (k && (k->fn == VG__DS_FN_MAP || k->fn == VG__DS_FN_DATASET) && !reduce) {
         vg__ds_fn_vectorize(f); /* as vg_dataset_map: element by element when it cannot */
         if (!f->vec) f->native_b = vg__ds_native_compile_batched(f);
     }

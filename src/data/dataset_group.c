@@ -15,8 +15,10 @@
  * components: a WindowElements dataset per component (dataset_window.c), zipped when
  * there are several.
  *
- * Saving the iterator's state is UNIMPLEMENTED (saved states hold one function per
- * dataset, dataset_state.c); decoded states never hold this kind (valid() refuses).
+ * Saved states (TF's SaveInternal): the description holds the three functions
+ * (dataset_state.c); the position is the input's, the open groups with their elements,
+ * the window sizes by key, and the window being read (its group, reduce_func run again
+ * over it at a restore, as TF's RestoreInternal does, and its iterator's state).
  */
 #include "data/dataset.h"
 #include <stdio.h>
@@ -35,8 +37,8 @@ typedef struct gbw_it {
     int64_t ngroups, gcap;
     int64_t *wkeys, *wvals;     /* window sizes by key, sorted */
     int64_t nw, wcap;
-    vg__ds_iter *cur;           /* the window being read */
-    int64_t cur_key;
+    vg__ds_iter *cur;           /* the window being read: reduce_func's dataset */
+    group cur_group;            /* its group (kept for a save: a restore runs reduce_func again) */
 } gbw_it;
 
 static void group_clear(group *g, int nc) {
@@ -53,6 +55,7 @@ static void gbw_free(vg__ds_iter *it) {
     vg__free(w->wkeys);
     vg__free(w->wvals);
     vg__ds_iter_free(w->cur);
+    group_clear(&w->cur_group, nc);
     vg__ds_iter_free(w->in);
     if (w->ksess) vg_session_free(w->ksess);
     if (w->rsess) vg_session_free(w->rsess);
@@ -174,11 +177,9 @@ static vg_tensor *group_dataset(const vg__dataset *d, const group *g, vg_status 
     return rc == VG_OK ? vg__dataset_tensor(z, st) : NULL;
 }
 
-/* TF's StartFlushingGroup: reduce_func(key, the group's dataset) becomes w->cur; the
- * group is dropped. */
-static vg_code start_flushing(gbw_it *w, int64_t gi, vg_status *st) {
+/* reduce_func(g's key, g's dataset) becomes w->cur. */
+static vg_code open_window(gbw_it *w, const group *g, vg_status *st) {
     const vg__dataset *d = w->base.ds;
-    group *g = &w->groups[gi];
     vg_tensor *args[2] = {vg_tensor_new(VG_INT64, NULL, 0, st), NULL};
     vg_code rc = args[0] ? VG_OK : st->code;
     if (rc == VG_OK) {
@@ -196,9 +197,15 @@ static vg_code start_flushing(gbw_it *w, int64_t gi, vg_status *st) {
                            r->ncomp, d->ncomp);
     if (rc == VG_OK && !(w->cur = vg__ds_iter_child(&w->base, r, st))) rc = st->code;
     vg_tensor_free(out);
+    return rc;
+}
+
+/* TF's StartFlushingGroup: the group at gi is reduced (open_window) and becomes
+ * w->cur_group. */
+static vg_code start_flushing(gbw_it *w, int64_t gi, vg_status *st) {
+    vg_code rc = open_window(w, &w->groups[gi], st);
     if (rc != VG_OK) return rc;
-    w->cur_key = g->key;
-    group_clear(g, d->input->ncomp);
+    w->cur_group = w->groups[gi];
     memmove(w->groups + gi, w->groups + gi + 1, sizeof(group) * (size_t)(w->ngroups - gi - 1));
     w->ngroups--;
     return VG_OK;
@@ -245,6 +252,7 @@ static vg_code gbw_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *
             if (rc != VG_OK || !e) return rc;
             vg__ds_iter_free(w->cur);
             w->cur = NULL;
+            group_clear(&w->cur_group, nc);
         }
         while (w->in) {
             vg_tensor *e[VG_DATASET_MAX_COMPONENTS] = {0};
@@ -268,7 +276,6 @@ static vg_code gbw_next(vg__ds_iter *it, vg_tensor **out, bool *end, vg_status *
             if (rc != VG_OK) return rc;
         }
     } while (w->cur || w->in);
-    (void)nc;
     *end = true;
     return VG_OK;
 }
@@ -289,22 +296,108 @@ static vg_code gbw_init(vg__ds_iter *it, vg_status *st) {
     return VG_OK;
 }
 
-static vg_code gbw_save(vg__ds_iter *it, vg__ds_wr *w, vg_status *st) {
-    (void)it, (void)w;
-    return vg_status_set(st, VG_UNIMPLEMENTED,
-                         "GroupByWindowDataset: saving its iterator's state is not supported (vigil's saved states "
-                         "hold one function per dataset; group_by_window has three)");
+/* A group: key, count, its elements. */
+static vg_code put_group(vg__ds_wr *wr, const group *g, int nc, vg_status *st) {
+    vg__ds_put_i64(wr, g->key);
+    vg__ds_put_i64(wr, g->n);
+    vg_code rc = VG_OK;
+    for (int64_t i = 0; i < g->n && rc == VG_OK; i++) rc = vg__ds_put_item(wr, VG_OK, g->el + i * nc, nc, NULL, st);
+    return rc;
 }
 
+static vg_code get_group(vg__ds_rd *r, group *g, int nc, vg_status *st) {
+    g->key = vg__ds_get_i64(r);
+    int64_t n = vg__ds_get_range(r, 0, (int64_t)((r->len - r->pos) / 8));
+    if (r->bad) return VG_OK;
+    if (n && !(g->el = vg__calloc((size_t)(n * nc), sizeof(vg_tensor *)))) return VG_OOM(st, "group_by_window");
+    g->cap = n;
+    for (int64_t i = 0; i < n && !r->bad; i++) {
+        vg_code code;
+        char *msg = NULL;
+        vg_code rc = vg__ds_get_item(r, nc, &code, g->el + i * nc, &msg, st);
+        vg__free(msg);
+        if (rc != VG_OK) return rc;
+        if (code != VG_OK) {
+            r->bad = true;
+            break;
+        }
+        g->n++;
+    }
+    return VG_OK;
+}
+
+/* TF's SaveInternal: whether the input is open and its state; the groups (key and
+ * elements, in key order); the window sizes by key; the window being read (its group,
+ * then its iterator's state), if any. */
+static vg_code gbw_save(vg__ds_iter *it, vg__ds_wr *wr, vg_status *st) {
+    gbw_it *w = (gbw_it *)it;
+    int nc = it->ds->input->ncomp;
+    vg_code rc = VG_OK;
+    vg__ds_put_i64(wr, w->in != NULL);
+    if (w->in && (rc = vg__ds_iter_save(w->in, wr, st)) != VG_OK) return rc;
+    vg__ds_put_i64(wr, w->ngroups);
+    for (int64_t i = 0; i < w->ngroups && rc == VG_OK; i++) rc = put_group(wr, &w->groups[i], nc, st);
+    vg__ds_put_i64(wr, w->nw);
+    for (int64_t i = 0; i < w->nw; i++) {
+        vg__ds_put_i64(wr, w->wkeys[i]);
+        vg__ds_put_i64(wr, w->wvals[i]);
+    }
+    vg__ds_put_i64(wr, w->cur != NULL);
+    if (w->cur && rc == VG_OK) rc = put_group(wr, &w->cur_group, nc, st);
+    if (w->cur && rc == VG_OK) rc = vg__ds_iter_save(w->cur, wr, st);
+    return rc;
+}
+
+/* TF's RestoreInternal: the window being read is reduce_func run again over its group,
+ * then restored. */
 static vg_code gbw_restore(vg__ds_iter *it, vg__ds_rd *r, vg_status *st) {
-    (void)it, (void)r;
-    return vg_status_set(st, VG_UNIMPLEMENTED, "GroupByWindowDataset: restoring its iterator's state is not supported");
+    gbw_it *w = (gbw_it *)it;
+    int nc = it->ds->input->ncomp;
+    vg_code rc = VG_OK;
+    bool open = vg__ds_get_range(r, 0, 1) != 0;
+    if (r->bad) return VG_OK;
+    if (open && (rc = vg__ds_iter_restore(w->in, r, st)) != VG_OK) return rc;
+    if (!open) {
+        vg__ds_iter_free(w->in);
+        w->in = NULL;
+    }
+    int64_t ng = vg__ds_get_range(r, 0, (int64_t)((r->len - r->pos) / 16));
+    if (r->bad) return VG_OK;
+    if (ng && !(w->groups = vg__calloc((size_t)ng, sizeof(group)))) return VG_OOM(st, "group_by_window");
+    w->gcap = ng;
+    for (int64_t i = 0; i < ng && !r->bad && rc == VG_OK; i++) {
+        rc = get_group(r, &w->groups[i], nc, st);
+        w->ngroups++;
+        if (i > 0 && w->groups[i].key <= w->groups[i - 1].key) r->bad = true; /* sorted, distinct */
+    }
+    int64_t nw = r->bad || rc != VG_OK ? 0 : vg__ds_get_range(r, 0, (int64_t)((r->len - r->pos) / 16));
+    if (nw && !r->bad && rc == VG_OK) {
+        if (!(w->wkeys = vg__calloc((size_t)nw, sizeof(int64_t))) || !(w->wvals = vg__calloc((size_t)nw, sizeof(int64_t))))
+            return VG_OOM(st, "group_by_window");
+        w->wcap = nw;
+        for (int64_t i = 0; i < nw && !r->bad; i++) {
+            w->wkeys[i] = vg__ds_get_i64(r);
+            w->wvals[i] = vg__ds_get_range(r, 1, INT64_MAX);
+            w->nw++;
+            if (i > 0 && w->wkeys[i] <= w->wkeys[i - 1]) r->bad = true;
+        }
+    }
+    if (r->bad || rc != VG_OK) return rc;
+    if (vg__ds_get_range(r, 0, 1) && !r->bad) {
+        if ((rc = get_group(r, &w->cur_group, nc, st)) != VG_OK || r->bad) return rc;
+        if ((rc = open_window(w, &w->cur_group, st)) != VG_OK) return rc;
+        rc = vg__ds_iter_restore(w->cur, r, st);
+    }
+    return rc;
 }
 
-/* never in a decoded state (gbw_save refuses to write one) */
+/* the description's parameters: the functions (checked against the input by the state
+ * decoder) and one dataset component type per output */
 static bool gbw_valid(const vg__dataset *d) {
-    (void)d;
-    return false;
+    if (!d->fn || !d->fn2 || !d->fn3 || d->ncap != d->fn->ncap + d->fn2->ncap + d->fn3->ncap) return false;
+    for (int c = 0; c < d->ncomp; c++)
+        if (d->types[c] == VG_RESOURCE) return false; /* windows of windows: not here */
+    return true;
 }
 
 /* The function named by string attr `attr` of the op, checked against its captured
@@ -365,4 +458,5 @@ const vg__ds_kind vg__ds_kind_group_by_window = {
     .restore = gbw_restore,
     .valid = gbw_valid,
     .inputs = 1,
+    .fn = VG__DS_FN_GROUP,
 };

@@ -125,6 +125,8 @@ void vg__dataset_unref(vg__dataset *d) {
     vg__dataset_unref(d->input);
     for (int i = 0; i < d->nmore; i++) vg__dataset_unref(d->more[i]);
     if (d->own_fn) vg__ds_fn_free(d->own_fn);
+    if (d->own_fn2) vg__ds_fn_free(d->own_fn2);
+    if (d->own_fn3) vg__ds_fn_free(d->own_fn3);
     for (int64_t i = 0; i < d->nelems; i++) vg_tensor_free(d->elems[i]);
     vg__free(d->elems);
     if (d->cache) {

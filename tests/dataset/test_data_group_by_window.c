@@ -10,7 +10,9 @@
  * run-time INVALID_ARGUMENT of padded_batch); testConsumeWindowDatasetMoreThanOnce is
  * not translated (its second padded_shapes is a tensor computed from the key, which
  * vg_dataset_padded_batch takes only as constants). Added: the build-time errors, a
- * captured value in reduce_func, a multi-component window, and the UNIMPLEMENTED save. */
+ * captured value in reduce_func, a multi-component window, and iterator checkpoints (save
+ * after k elements, restore into a new graph, the rest must follow: TF's
+ * GroupByWindowDataset save / restore, with and without captured values). */
 #include "test_util.h"
 #include "cf_callbacks.h"
 #include "vigil/vigil.h"
@@ -535,26 +537,127 @@ static void test_key_not_scalar(void) {
     expect_build_error(unknown_shape_key, batch4_reduce, 4, NULL, "`key_func` must return a single tf.int64 tensor.");
 }
 
-/* saving the iterator's state: UNIMPLEMENTED naming the op */
-static void test_save_unimplemented(void) {
-    vg_graph *g = vg_graph_new();
-    vg_output ds = vg_dataset_group_by_window(g, vg_dataset_range(g, 0, 10, 1, NULL), div10_key, batch4_reduce, 4, NULL,
-                                              NULL, NULL);
-    vg_op *init;
-    vg_output it = vg_make_initializable_iterator(g, ds, &init, NULL);
-    vg_output sv = vg_make_saveable_from_iterator(g, it, NULL);
+/* ------------------------------------------------------------------------ */
+/* iterator checkpoints (TF's GroupByWindowDataset SaveInternal / RestoreInternal) */
+
+/* (key, window) -> window.batch(2).map(x + 1000 key + offset), offset captured from g */
+static vg_code add_key_offset(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs;
+    const vg_output *env = p;
+    vg_output k = vg_dataset_capture(fg, env[0], "key");
+    vg_output off = vg_dataset_capture(fg, env[1], "offset");
+    outs[0] = vg_add(fg, vg_add(fg, args[0], vg_mul(fg, k, vg_const_i64(fg, 1000, NULL), NULL), NULL), off, NULL);
+    *nouts = 1;
+    return vg_graph_status(fg, NULL);
+}
+static vg_code ckpt_reduce(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs;
+    vg_output env[2] = {args[0], vg_dataset_capture(fg, *(const vg_output *)p, "offset")};
+    outs[0] = vg_dataset_map(fg, vg_dataset_batch(fg, args[1], 2, false, NULL), add_key_offset, env, NULL);
+    *nouts = 1;
+    return vg_graph_status(fg, NULL);
+}
+/* key -> 3 + key */
+DS_FN1(three_plus_key, vg_add(fg, args[0], vg_const_i64(fg, 3, NULL), NULL))
+/* x -> x % 3 */
+static vg_code mod3(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
+    (void)nargs, (void)p;
+    outs[0] = vg_floor_mod(fg, args[0], vg_const_i64(fg, 3, NULL), NULL);
+    *nouts = 1;
+    return vg_graph_status(fg, NULL);
+}
+
+/* range(40) grouped by x % 3 in windows of 3 + key, each reduced to batches of 2 (with
+ * the key and a captured offset added); a shuffle under it keeps a buffer in the state */
+static vg_output ckpt_pipeline(vg_graph *g, bool captured) {
+    vg_output ds = vg_dataset_shuffle(g, vg_dataset_range(g, 0, 40, 1, NULL), 5, 7, false, NULL);
+    static vg_output off;
+    off = captured ? vg_const_i64(g, 100000, "offset") : vg_const_i64(g, 0, "offset");
+    return vg_dataset_group_by_window(g, ds, mod3, ckpt_reduce, -1, three_plus_key, &off, NULL);
+}
+
+/* The next element's values then -1 appended to v at k; the new length, or -1 at the end
+ * (or an error). */
+static int take(vg_session *s, vg_op *next, int64_t *v, int k, vg_status *st) {
+    vg_output f = vg_out(next, 0);
+    vg_tensor *t = NULL;
+    if (vg_session_run(s, NULL, NULL, NULL, 0, &f, &t, 1, NULL, 0, NULL, st) != VG_OK) return -1;
+    for (int64_t i = 0; i < vg_tensor_num_elements(t); i++) v[k++] = i64(t)[i];
+    v[k++] = -1;
+    vg_tensor_free(t);
+    return k;
+}
+
+static void checkpoint_case(bool captured, const int *breaks, int nb) {
     vg_status st;
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK(s != NULL);
-    if (s) {
-        CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
-        vg_tensor *t = NULL;
-        CHECK_CODE(vg_session_run(s, NULL, NULL, NULL, 0, &sv, &t, 1, NULL, 0, NULL, &st), VG_UNIMPLEMENTED);
-        CHECK_STR_CONTAINS(st.msg, "GroupByWindowDataset");
-        vg_tensor_free(t);
+    int64_t all[256];
+    int nall = 0;
+    { /* uninterrupted */
+        vg_graph *g = vg_graph_new();
+        vg_op *init;
+        vg_op *next = vg_iterator_get_next(g, vg_make_initializable_iterator(g, ckpt_pipeline(g, captured), &init, NULL),
+                                           NULL);
+        vg_session *s = vg_session_new(g, NULL, &st);
+        CHECK(s != NULL);
+        if (s) {
+            CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+            for (int k; (k = take(s, next, all, nall, &st)) > 0;) nall = k;
+            CHECK_EQ_INT(st.code, VG_OUT_OF_RANGE);
+        }
+        vg_session_free(s);
+        vg_graph_free(g);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    /* 40 values, each once, in batches of at most 2 of one key */
+    int nv = 0;
+    for (int i = 0; i < nall; i++) nv += all[i] >= 0;
+    CHECK_EQ_INT(nv, 40);
+    for (int bi = 0; bi < nb; bi++) {
+        int64_t got[256];
+        int ngot = 0;
+        char *saved = NULL;
+        size_t slen = 0;
+        for (int phase = 0; phase < 2; phase++) {
+            vg_graph *g = vg_graph_new();
+            vg_op *init;
+            vg_output it = vg_make_initializable_iterator(g, ckpt_pipeline(g, captured), &init, NULL);
+            vg_output sv = vg_make_saveable_from_iterator(g, it, NULL);
+            vg_output ph = vg_placeholder(g, VG_STRING, NULL, 0, "state");
+            vg_op *restore = vg_saveable_restore(g, sv, ph, NULL);
+            vg_op *next = vg_iterator_get_next(g, it, NULL);
+            vg_session *s = vg_session_new(g, NULL, &st);
+            CHECK(s != NULL);
+            if (s && phase == 0) {
+                CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+                for (int e = 0; e < breaks[bi]; e++) ngot = take(s, next, got, ngot, &st);
+                vg_tensor *t = NULL;
+                CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &sv, &t, 1, NULL, 0, NULL, &st), &st);
+                if (t) {
+                    const char *b = vg_tensor_string(t, 0, &slen);
+                    saved = malloc(slen);
+                    memcpy(saved, b, slen);
+                    vg_tensor_free(t);
+                }
+            } else if (s && saved) {
+                vg_tensor *t = vg_tensor_new_string_scalar(saved, slen, &st);
+                CHECK_OK(vg_session_run(s, NULL, &ph, &t, 1, NULL, NULL, 0, &restore, 1, NULL, &st), &st);
+                vg_tensor_free(t);
+                for (int k; ngot >= 0 && (k = take(s, next, got, ngot, &st)) > 0;) ngot = k;
+            }
+            vg_session_free(s);
+            vg_graph_free(g);
+        }
+        free(saved);
+        bool same = ngot == nall && memcmp(got, all, sizeof(int64_t) * (size_t)nall) == 0;
+        if (!same) fprintf(stderr, "break after %d elements: %d values, expected %d\n", breaks[bi], ngot, nall);
+        CHECK(same);
+    }
+}
+
+static void test_checkpoint(void) {
+    /* 0: before anything; 1..: inside a window's batches, between windows, at the end */
+    static const int br[] = {0, 1, 2, 3, 5, 8, 13, 19, 20, 21, 22};
+    checkpoint_case(false, br, 11);
+    checkpoint_case(true, br, 11);
 }
 
 int main(void) {
@@ -573,6 +676,6 @@ int main(void) {
     RUN_TEST(test_two_components_and_capture);
     RUN_TEST(test_build_errors);
     RUN_TEST(test_key_not_scalar);
-    RUN_TEST(test_save_unimplemented);
+    RUN_TEST(test_checkpoint);
     TEST_MAIN_END();
 }
