@@ -208,6 +208,32 @@ VG_API vg_output vg_dataset_flat_map(vg_graph *g, vg_output ds, vg_dataset_map_f
  * windows (UNIMPLEMENTED). */
 VG_API vg_output vg_dataset_window(vg_graph *g, vg_output ds, int64_t size, int64_t shift, int64_t stride,
                                    bool drop_remainder, const char *name);
+/* tf.contrib.data.group_by_window(key_func, reduce_func, window_size, window_size_func)
+ * (GroupByWindowDataset, TF 1.15): groups ds's elements by key and reduces each window
+ * of a group to a dataset whose elements are the output's. key_func is built like a map
+ * function over ds's components and returns an int64 scalar (the key);
+ * window_size_func (args[0]: the key, an int64 scalar) returns an int64 scalar, the
+ * window size of that key, asked once per key; window_size_func NULL: every window
+ * holds window_size elements (TF's window_size; pass -1 with a window_size_func).
+ * reduce_func gets args[0] = the key and args[1] = the window, a dataset of ds's
+ * components (VG_RESOURCE; take it with vg_dataset_batch, vg_dataset_padded_batch, ...),
+ * and returns one dataset. A group is reduced when it holds its window size; at ds's
+ * end the remaining (partial) groups are reduced in increasing key order; each
+ * reduced dataset is read to its end before more input is read (TF's order). The one
+ * payload is passed to all three callbacks; each may capture values
+ * (vg_dataset_capture: the op's key_func_other_arguments, ...).
+ * Build errors (the graph's sticky INVALID_ARGUMENT, TF's messages): "`key_func` must
+ * return a single tf.int64 tensor.", "`window_size_func` must return a single tf.int64
+ * scalar tensor.", "`reduce_func` must return a `Dataset` object.", "Either the
+ * `window_size` argument or the `window_size_func` argument must be specified." (both
+ * given). Run time (get_next, INVALID_ARGUMENT): "Window size must be greater than zero,
+ * but got 0.", "`key_func` must return a scalar int64." (a key of another shape), and
+ * the functions' errors. Iterators save and restore (vg_make_saveable_from_iterator):
+ * the state holds the three functions, the open groups, the window sizes and the window
+ * being read (reduce_func runs again over it at the restore, as in TF). */
+VG_API vg_output vg_dataset_group_by_window(vg_graph *g, vg_output ds, vg_dataset_map_fn key_func,
+                                            vg_dataset_map_fn reduce_func, int64_t window_size,
+                                            vg_dataset_map_fn window_size_func, void *payload, const char *name);
 /* ReduceDataset (Dataset.reduce(initial_state, reduce_fn)): runs ds to its end inside
  * one session run and returns the final state: outputs[0..n) (set by the call; owned by
  * the graph) have initial_state's dtypes. reduce_fn is built like a map function over

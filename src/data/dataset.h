@@ -36,7 +36,7 @@ enum {
     VG__DS_REPEAT, VG__DS_TAKE, VG__DS_SKIP, VG__DS_PREFETCH, VG__DS_TEXTLINE, VG__DS_SHARD,
     VG__DS_INTERLEAVE, VG__DS_IGNORE_ERRORS, VG__DS_FROM_TENSORS, VG__DS_FILTER, VG__DS_UNBATCH,
     VG__DS_CONCATENATE, VG__DS_ZIP, VG__DS_FIXEDLEN, VG__DS_PADDED_BATCH, VG__DS_CACHE,
-    VG__DS_WINDOW, VG__DS_WINDOW_ELEMENTS
+    VG__DS_WINDOW, VG__DS_WINDOW_ELEMENTS, VG__DS_GROUP_BY_WINDOW
 };
 
 /* CACHE: the elements of the first complete pass, shared by later iterators. */
@@ -145,6 +145,9 @@ typedef struct vg__dataset {
     const void *src;            /* the op that made it (NULL: restored from a state) */
     const vg__ds_fn *fn;        /* MAP, INTERLEAVE, FILTER (owned by the graph, or own_fn) */
     vg__ds_fn *own_fn;          /* a function rebuilt from a saved state: the dataset's */
+    const vg__ds_fn *fn2, *fn3; /* GROUP_BY_WINDOW: reduce_func, window_size_func (fn: key_func;
+                                   their captured values follow fn's in cap[]) */
+    vg__ds_fn *own_fn2, *own_fn3; /* the same rebuilt from a saved state: the dataset's */
     vg__ds_cache *cache;        /* CACHE */
     vg_tensor **elems;          /* WINDOW_ELEMENTS: the window's elements (nelems, one component
                                    each; references) */
@@ -278,7 +281,8 @@ typedef struct vg__ds_kind {
     int fn;                     /* its function: VG__DS_FN_NONE, _MAP, _PREDICATE, _DATASET */
 } vg__ds_kind;
 
-enum { VG__DS_FN_NONE, VG__DS_FN_MAP, VG__DS_FN_PREDICATE, VG__DS_FN_DATASET };
+/* _GROUP: three functions, fn, fn2, fn3 (group_by_window's key / reduce / window size) */
+enum { VG__DS_FN_NONE, VG__DS_FN_MAP, VG__DS_FN_PREDICATE, VG__DS_FN_DATASET, VG__DS_FN_GROUP };
 
 /* The kind of number `kind`, or NULL when there is none. */
 VG_HIDDEN const vg__ds_kind *vg__ds_kind_of(int kind);
@@ -290,7 +294,7 @@ VG_HIDDEN extern const vg__ds_kind vg__ds_kind_slices, vg__ds_kind_range, vg__ds
     vg__ds_kind_shuffle, vg__ds_kind_repeat, vg__ds_kind_take, vg__ds_kind_skip, vg__ds_kind_prefetch,
     vg__ds_kind_shard, vg__ds_kind_interleave, vg__ds_kind_ignore_errors, vg__ds_kind_filter, vg__ds_kind_unbatch,
     vg__ds_kind_concatenate, vg__ds_kind_zip, vg__ds_kind_padded_batch, vg__ds_kind_cache, vg__ds_kind_window,
-    vg__ds_kind_window_elements;
+    vg__ds_kind_window_elements, vg__ds_kind_group_by_window;
 
 /* Helpers the kinds share. */
 /* A new input iterator of `parent` over d (sharing its context); NULL with st set. */

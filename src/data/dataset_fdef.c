@@ -30,12 +30,37 @@ static bool fdef_find(const vg_graph *g, const char *key, vg__fn_body *out) {
     return true;
 }
 
-static vg_code fdef_import(vg_graph *g, const char *op_type, const uint8_t *lib, size_t lib_len, const char *fname,
-                           int ncap, char *key, size_t keycap, vg_status *st) {
+/* The arguments of the function in attr `attr` of an op of type op_type over the input
+ * dataset `input` that are datasets (spec[i].n > 0), with their element specs in
+ * t / s: a window's components (flat_map / interleave over a WindowDataset: one dataset
+ * per component of the window's input), group_by_window's reduce_func (key, window). */
+static void arg_specs(const char *op_type, const char *attr, vg_output input, vg__fn_arg_spec *spec,
+                      vg_dtype (*t)[VG_DATASET_MAX_COMPONENTS], vg_shape (*s)[VG_DATASET_MAX_COMPONENTS]) {
+    if (!input.op) return;
+    bool group = strstr(op_type, "GroupByWindowDataset") != NULL;
+    if (group && !strcmp(attr, "reduce_func")) { /* (key, the window: a dataset of the input's elements) */
+        spec[1].n = vg_dataset_components(input, t[0], s[0]);
+        spec[1].types = t[0], spec[1].shapes = s[0];
+        return;
+    }
+    if (group || strcmp(vg_op_type(input.op), "WindowDataset") != 0) return;
+    /* the window's elements: per component of its input, a dataset of that component */
+    vg_dtype wt[VG_DATASET_MAX_COMPONENTS];
+    vg_shape ws[VG_DATASET_MAX_COMPONENTS];
+    int n = vg_dataset_components(vg_op_input(input.op, 0), wt, ws);
+    for (int i = 0; i < n; i++) {
+        t[i][0] = wt[i], s[i][0] = ws[i];
+        spec[i].n = 1, spec[i].types = t[i], spec[i].shapes = s[i];
+    }
+}
+
+static vg_code fdef_import(vg_graph *g, const char *op_type, const char *attr, vg_output input, const uint8_t *lib,
+                           size_t lib_len, const char *fname, int ncap, char *key, size_t keycap, vg_status *st) {
     bool reduce = strcmp(op_type, "ReduceDataset") == 0;
+    bool group = strstr(op_type, "GroupByWindowDataset") != NULL;
     int kind = vg__ds_kind_by_op(op_type);
     const vg__ds_kind *k = kind >= 0 ? vg__ds_kind_of(kind) : NULL;
-    if (!reduce && (!k || k->fn == VG__DS_FN_NONE)) return VG_NOT_FOUND;
+    if (!reduce && !group && (!k || k->fn == VG__DS_FN_NONE)) return VG_NOT_FOUND;
     if (ncap < 0 || ncap > VG_DATASET_MAX_CAPTURES)
         return vg_status_set(st, VG_INVALID_ARGUMENT, "%d captured values (at most %d)", ncap, VG_DATASET_MAX_CAPTURES);
     vg__ds_fn *f = vg__calloc(1, sizeof *f);
@@ -43,10 +68,21 @@ static vg_code fdef_import(vg_graph *g, const char *op_type, const uint8_t *lib,
         vg__free(f);
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     }
+    struct specs {
+        vg_dtype t[VG_DATASET_MAX_COMPONENTS][VG_DATASET_MAX_COMPONENTS];
+        vg_shape s[VG_DATASET_MAX_COMPONENTS][VG_DATASET_MAX_COMPONENTS];
+        vg__fn_arg_spec spec[VG_DATASET_MAX_COMPONENTS + VG_DATASET_MAX_CAPTURES];
+    } *sp = vg__calloc(1, sizeof *sp);
+    if (!sp) {
+        vg__ds_fn_free(f);
+        return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    arg_specs(op_type, attr, input, sp->spec, sp->t, sp->s);
     vg_output args[VG_DATASET_MAX_COMPONENTS + VG_DATASET_MAX_CAPTURES];
     int nin = 0, nout = 0;
-    vg_code rc = vg__graph_import_function(f->g, lib, lib_len, fname, args, &nin, VG_DATASET_MAX_COMPONENTS + ncap,
-                                           f->outs, &nout, VG_DATASET_MAX_COMPONENTS, st);
+    vg_code rc = vg__graph_import_function(f->g, lib, lib_len, fname, sp->spec, args, &nin,
+                                           VG_DATASET_MAX_COMPONENTS + ncap, f->outs, &nout, VG_DATASET_MAX_COMPONENTS, st);
+    vg__free(sp);
     if (rc == VG_NOT_FOUND) rc = VG_INVALID_ARGUMENT; /* NOT_FOUND means "not this hook's" */
     if (!rc && (nin < ncap || nout < 1))
         rc = vg_status_set(st, VG_INVALID_ARGUMENT, "the function takes %d arguments and returns %d; the op captures %d "
@@ -60,7 +96,7 @@ static vg_code fdef_import(vg_graph *g, const char *op_type, const uint8_t *lib,
     f->ncap = ncap;
     for (int i = 0; i < f->nargs; i++) f->args[i] = args[i];
     for (int i = 0; i < ncap; i++) f->caps[i] = args[f->nargs + i]; /* cap_outer stays {NULL}: not built here */
-    if (k && k->fn != VG__DS_FN_PREDICATE && !reduce) {
+    if (k && (k->fn == VG__DS_FN_MAP || k->fn == VG__DS_FN_DATASET) && !reduce) {
         vg__ds_fn_vectorize(f); /* as vg_dataset_map: element by element when it cannot */
         if (!f->vec) f->native_b = vg__ds_native_compile_batched(f);
     }

@@ -126,6 +126,8 @@ void vg__dataset_unref(vg__dataset *d) {
     vg__dataset_unref(d->input);
     for (int i = 0; i < d->nmore; i++) vg__dataset_unref(d->more[i]);
     if (d->own_fn) vg__ds_fn_free(d->own_fn);
+    if (d->own_fn2) vg__ds_fn_free(d->own_fn2);
+    if (d->own_fn3) vg__ds_fn_free(d->own_fn3);
     for (int64_t i = 0; i < d->nelems; i++) vg_tensor_free(d->elems[i]);
     vg__free(d->elems);
     if (d->cache) {
@@ -3422,6 +3424,7 @@ static const vg__ds_kind *const g_kinds[] = {
     [VG__DS_ZIP] = &vg__ds_kind_zip,               [VG__DS_FIXEDLEN] = &vg__ds_kind_fixedlen,
     [VG__DS_PADDED_BATCH] = &vg__ds_kind_padded_batch, [VG__DS_CACHE] = &vg__ds_kind_cache,
     [VG__DS_WINDOW] = &vg__ds_kind_window,         [VG__DS_WINDOW_ELEMENTS] = &vg__ds_kind_window_elements,
+    [VG__DS_GROUP_BY_WINDOW] = &vg__ds_kind_group_by_window,
 };
 #define NKINDS ((int)(sizeof g_kinds / sizeof g_kinds[0]))
 

@@ -31,11 +31,16 @@
 static bool is_dataset_op(const vg_op *op) {
     const vg_dtype *t;
     int n;
+    /* an Identity of a dataset: an imported function's argument ("<call>/<arg>") or return */
+    for (int d = 0; op && d < 64 && !strcmp(vg_op_type(op), "Identity") && vg_op_num_inputs(op) == 1; d++)
+        op = vg_op_input(op, 0).op;
     return op && vg_op_attr_type_list(op, "output_types", &t, &n) && n > 0 &&
            (strstr(vg_op_type(op), "Dataset") != NULL || !strcmp(vg_op_type(op), "Placeholder"));
 }
 
 int vg_dataset_components(vg_output ds, vg_dtype *types, vg_shape *shapes) {
+    for (int d = 0; ds.op && d < 64 && !strcmp(vg_op_type(ds.op), "Identity") && vg_op_num_inputs(ds.op) == 1; d++)
+        ds = vg_op_input(ds.op, 0);
     if (!ds.op || !is_dataset_op(ds.op)) return 0;
     const vg_dtype *t;
     const vg_shape *s;
@@ -815,6 +820,9 @@ vg_code vg__ds_fn_run(vg_session *s, const vg__dataset *d, vg_tensor *const *in,
     return vg__ds_fn_run_with(s, d->fn, d->cap, in, out, nout, st);
 }
 
+static bool fn_finish(vg_graph *g, vg__ds_fn *f, vg_dataset_map_fn fn, void *payload, const char *what,
+                      const char *name, char *key, size_t keylen);
+
 /* Builds the function graph of a map / interleave over ds's elements and stores it in
  * g's user data under *key. NULL on failure (the graph's error set). */
 static vg__ds_fn *build_fn(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *what,
@@ -852,10 +860,17 @@ static vg__ds_fn *build_fn(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void
             f->args[i] = vg_placeholder(f->g, t[i], s[i].ndims >= 0 ? s[i].dims : NULL, s[i].ndims, nm);
         }
     }
+    return fn_finish(g, f, fn, payload, what, name, key, keylen) ? f : NULL;
+}
+
+/* Runs the callback over f's placeholders (f->args[0..f->nargs)), checks its outputs and
+ * stores f in g's user data under *key. false on failure (f freed, the graph's error set). */
+static bool fn_finish(vg_graph *g, vg__ds_fn *f, vg_dataset_map_fn fn, void *payload, const char *what,
+                      const char *name, char *key, size_t keylen) {
     vg_status st;
     capture_frame cf;
     fn_begin(&cf, f->g, g, f);
-    vg_code rc = fn(f->g, f->args, n, f->outs, &f->nouts, payload);
+    vg_code rc = fn(f->g, f->args, f->nargs, f->outs, &f->nouts, payload);
     fn_end(&cf);
     if (rc == VG_OK) rc = vg_graph_status(f->g, &st);
     else vg_status_set(&st, rc, "the function failed");
@@ -868,7 +883,7 @@ static vg__ds_fn *build_fn(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void
     if (rc != VG_OK) {
         vg_graph_set_error(g, rc, "%s: %s", what, st.msg);
         vg__ds_fn_free(f);
-        return NULL;
+        return false;
     }
     char uniq[512];
     vg_graph_unique_name(g, name, uniq, sizeof uniq);
@@ -877,9 +892,9 @@ static vg__ds_fn *build_fn(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void
     if (vg_graph_set_user_data(g, key, f, vg__ds_fn_free) != VG_OK) {
         vg__ds_fn_free(f);
         vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "%s: out of memory", what);
-        return NULL;
+        return false;
     }
-    return f;
+    return true;
 }
 
 vg_output vg_dataset_map(vg_graph *g, vg_output ds, vg_dataset_map_fn fn, void *payload, const char *name) {
@@ -995,6 +1010,124 @@ vg_output vg_dataset_window(vg_graph *g, vg_output ds, int64_t size, int64_t shi
     vg_op_builder *b = ds_builder(g, "WindowDataset", name, rt, rs, n);
     vg_op_builder_add_input(b, ds);
     vg_op_builder_add_inputs(b, in, 4);
+    return finish(b);
+}
+
+/* ---- GroupByWindowDataset (tf.contrib.data.group_by_window) ---- */
+
+/* A new function graph with an int64 scalar placeholder "key" and, when n > 0, a
+ * dataset placeholder "window" of element types/shapes t/s[0..n) (a VG_RESOURCE that
+ * carries output_types / output_shapes, as a window's components). NULL on OOM. */
+static vg__ds_fn *key_fn_new(const vg_dtype *t, const vg_shape *s, int n) {
+    vg__ds_fn *f = vg__calloc(1, sizeof *f);
+    if (!f || !(f->g = vg_graph_new())) {
+        vg__free(f);
+        return NULL;
+    }
+    f->args[f->nargs++] = vg_placeholder(f->g, VG_INT64, NULL, 0, "key");
+    if (n > 0) {
+        vg_op_builder *b = vg_op_builder_new(f->g, "Placeholder", "window");
+        vg_op_builder_set_attr_type(b, "dtype", VG_RESOURCE);
+        vg_op_builder_set_attr_shape(b, "shape", vg_shape_make(NULL, 0));
+        vg_op_builder_set_attr_type_list(b, "output_types", t, n);
+        vg_op_builder_set_attr_shape_list(b, "output_shapes", s, n);
+        f->args[f->nargs++] = vg_out(vg_op_builder_finish(b), 0);
+    }
+    if (!f->args[0].op || (n > 0 && !f->args[1].op)) {
+        vg__ds_fn_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+static vg_code constant_window_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts,
+                                  void *payload) {
+    (void)args, (void)nargs;
+    outs[0] = vg_const_i64(fg, *(const int64_t *)payload, "window_size");
+    *nouts = 1;
+    return VG_OK;
+}
+
+static bool is_int64_scalar(vg_output o) {
+    vg_shape s = vg_output_shape(o);
+    return vg_output_dtype(o) == VG_INT64 && (s.ndims == 0 || s.ndims < 0);
+}
+
+static void add_fn_captures(vg_op_builder *b, const vg__ds_fn *f, const char *tattr) {
+    vg_dtype t[VG_DATASET_MAX_CAPTURES];
+    for (int i = 0; i < f->ncap; i++) t[i] = vg_output_dtype(f->cap_outer[i]);
+    if (f->ncap) vg_op_builder_add_inputs(b, f->cap_outer, f->ncap);
+    vg_op_builder_set_attr_type_list(b, tattr, f->ncap ? t : NULL, f->ncap);
+}
+
+vg_output vg_dataset_group_by_window(vg_graph *g, vg_output ds, vg_dataset_map_fn key_func,
+                                     vg_dataset_map_fn reduce_func, int64_t window_size,
+                                     vg_dataset_map_fn window_size_func, void *payload, const char *name) {
+    const vg_output none = {NULL, 0};
+    vg_dtype t[VG_DATASET_MAX_COMPONENTS];
+    vg_shape s[VG_DATASET_MAX_COMPONENTS];
+    int n = input_components(g, ds, t, s, "group_by_window");
+    if (n == 0) return none;
+    if (!key_func || !reduce_func) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "group_by_window: NULL key_func or reduce_func");
+        return none;
+    }
+    if (window_size_func && window_size != -1) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT,
+                           "Either the `window_size` argument or the `window_size_func` argument must be specified.");
+        return none;
+    }
+    /* the functions' keys: the op's unique name and the attr */
+    char base[400], kn[440], rn[440], wn[440];
+    vg_graph_unique_name(g, name ? name : "GroupByWindowDataset", base, sizeof base);
+    snprintf(kn, sizeof kn, "%s/key_func", base);
+    snprintf(rn, sizeof rn, "%s/reduce_func", base);
+    snprintf(wn, sizeof wn, "%s/window_size_func", base);
+    char kkey[600], rkey[600], wkey[600];
+    vg__ds_fn *kf = build_fn(g, ds, key_func, payload, "group_by_window key_func", kn, kkey, sizeof kkey);
+    if (!kf) return none;
+    if (kf->nouts != 1 || !is_int64_scalar(kf->outs[0])) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "`key_func` must return a single tf.int64 tensor.");
+        return none;
+    }
+    vg__ds_fn *rf = key_fn_new(t, s, n);
+    if (!rf) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "group_by_window: out of memory");
+        return none;
+    }
+    if (!fn_finish(g, rf, reduce_func, payload, "group_by_window reduce_func", rn, rkey, sizeof rkey)) return none;
+    vg_dtype ot[VG_DATASET_MAX_COMPONENTS];
+    vg_shape os[VG_DATASET_MAX_COMPONENTS];
+    int no = rf->nouts == 1 ? vg_dataset_components(rf->outs[0], ot, os) : 0;
+    if (no == 0) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "`reduce_func` must return a `Dataset` object.");
+        return none;
+    }
+    vg__ds_fn *wf = key_fn_new(NULL, NULL, 0);
+    if (!wf) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "group_by_window: out of memory");
+        return none;
+    }
+    if (!fn_finish(g, wf, window_size_func ? window_size_func : constant_window_fn,
+                   window_size_func ? payload : &window_size, "group_by_window window_size_func", wn, wkey, sizeof wkey))
+        return none;
+    if (wf->nouts != 1 || !is_int64_scalar(wf->outs[0])) {
+        vg_graph_set_error(g, VG_INVALID_ARGUMENT, "`window_size_func` must return a single tf.int64 scalar tensor.");
+        return none;
+    }
+    if (kf->ncap + rf->ncap + wf->ncap > VG_DATASET_MAX_CAPTURES) {
+        vg_graph_set_error(g, VG_RESOURCE_EXHAUSTED, "group_by_window: its functions capture more than %d values",
+                           VG_DATASET_MAX_CAPTURES);
+        return none;
+    }
+    vg_op_builder *b = ds_builder(g, "GroupByWindowDataset", name, ot, os, no);
+    vg_op_builder_add_input(b, ds);
+    add_fn_captures(b, kf, "Tkey_func_other_arguments");
+    add_fn_captures(b, rf, "Treduce_func_other_arguments");
+    add_fn_captures(b, wf, "Twindow_size_func_other_arguments");
+    vg_op_builder_set_attr_string(b, "key_func", kkey, strlen(kkey));
+    vg_op_builder_set_attr_string(b, "reduce_func", rkey, strlen(rkey));
+    vg_op_builder_set_attr_string(b, "window_size_func", wkey, strlen(wkey));
     return finish(b);
 }
 
@@ -1587,6 +1720,8 @@ const vg__op_def vg__ops_dataset[] = {
     {"ZipDataset", 1, VG_DATASET_MAX_COMPONENTS, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"PaddedBatchDatasetV2", 5, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"WindowDataset", 5, 5, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"GroupByWindowDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
+    {"ExperimentalGroupByWindowDataset", 1, -1, DS_FLAGS, 0, shape_dataset, kernel_dataset, NULL},
     {"ReduceDataset", 2, -1, DS_FLAGS, 0, shape_reduce, kernel_reduce, NULL},
     {"IteratorV2", 0, 0, IT_FLAGS, 0, shape_iterator, kernel_iterator, NULL},
     {"OneShotIterator", 1, 1, IT_FLAGS, 0, shape_iterator, kernel_one_shot, NULL},

@@ -392,6 +392,8 @@ static vg__ds_fn *decode_fn_graph(vg__ds_rd *r, bool vectorize, int depth, vg_st
 static vg_code encode(const vg__dataset *d, vg__ds_ctx *ctx, vg__ds_wr *w, int depth, vg_status *st) {
     if (depth > MAX_DEPTH) return vg_status_set(st, VG_UNIMPLEMENTED, "dataset pipeline too deep to save");
     const vg_op *sop = d->fn ? stateful_op(d->fn, 0) : NULL;
+    if (!sop && d->fn2) sop = stateful_op(d->fn2, 0);
+    if (!sop && d->fn3) sop = stateful_op(d->fn3, 0);
     if (sop)
         return vg_status_set(st, VG_INVALID_ARGUMENT,
                              "Failed to serialize the input pipeline: the function of %s has the stateful op %s "
@@ -428,6 +430,11 @@ static vg_code encode(const vg__dataset *d, vg__ds_ctx *ctx, vg__ds_wr *w, int d
     }
     vg__ds_put_i64(w, d->fn != NULL);
     if (d->fn && (rc = encode_fn(d->fn, w, depth, st)) != VG_OK) return rc;
+    if (vg__ds_kind_of(d->kind)->fn == VG__DS_FN_GROUP) { /* group_by_window's other two */
+        if (!d->fn2 || !d->fn3) return vg_status_set(st, VG_INTERNAL, "group_by_window without its functions");
+        if ((rc = encode_fn(d->fn2, w, depth, st)) != VG_OK || (rc = encode_fn(d->fn3, w, depth, st)) != VG_OK)
+            return rc;
+    }
     if (w->version >= 2) { /* the captured values (TF serializes the captured inputs) */
         vg__ds_put_i64(w, d->ncap);
         for (int i = 0; i < d->ncap && rc == VG_OK; i++) {
@@ -475,7 +482,12 @@ static vg_code check_fn(vg__dataset *d, vg_status *st) {
     for (int i = 0; i < fn->nargs; i++) args[i] = vg_output_dtype(fn->args[i]);
     bool ok = in && fn->nargs == in->ncomp && same_types(args, in->types, fn->nargs);
     int kfn = vg__ds_kind_of(d->kind)->fn;
-    if (ok && kfn == VG__DS_FN_MAP) {
+    if (ok && kfn == VG__DS_FN_GROUP) { /* key(elements), reduce(key, window), window_size(key): one output each */
+        const vg__ds_fn *r = d->fn2, *w = d->fn3;
+        ok = fn->nouts == 1 && r && w && r->nargs == 2 && r->nouts == 1 && w->nargs == 1 && w->nouts == 1 &&
+             vg_output_dtype(r->args[0]) == VG_INT64 && vg_output_dtype(r->args[1]) == VG_RESOURCE &&
+             vg_output_dtype(w->args[0]) == VG_INT64;
+    } else if (ok && kfn == VG__DS_FN_MAP) {
         vg_dtype outs[VG_DATASET_MAX_COMPONENTS];
         for (int i = 0; i < fn->nouts; i++) outs[i] = vg_output_dtype(fn->outs[i]);
         ok = fn->nouts == d->ncomp && same_types(outs, d->types, d->ncomp);
@@ -536,13 +548,22 @@ static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
     if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK && !(d->files = vg__ds_get_tensor(r, st)) && !r->bad)
         rc = st->code;
     if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK) {
+        bool vec = k->fn == VG__DS_FN_MAP || k->fn == VG__DS_FN_DATASET;
         if (k->fn == VG__DS_FN_NONE) r->bad = true;
-        else if ((d->own_fn = decode_fn_graph(r, k->fn != VG__DS_FN_PREDICATE, depth, st))) d->fn = d->own_fn;
+        else if ((d->own_fn = decode_fn_graph(r, vec, depth, st))) d->fn = d->own_fn;
         else if (!r->bad) rc = st->code;
+        if (k->fn == VG__DS_FN_GROUP && !r->bad && rc == VG_OK) { /* group_by_window's other two */
+            if ((d->own_fn2 = decode_fn_graph(r, false, depth, st))) d->fn2 = d->own_fn2;
+            else if (!r->bad) rc = st->code;
+            if (!r->bad && rc == VG_OK && (d->own_fn3 = decode_fn_graph(r, false, depth, st))) d->fn3 = d->own_fn3;
+            else if (!r->bad && rc == VG_OK) rc = st->code;
+        }
     }
     if (r->version >= 2 && !r->bad && rc == VG_OK) {
         int ncap = (int)vg__ds_get_range(r, 0, VG_DATASET_MAX_CAPTURES);
-        if (!r->bad && ncap != (d->fn ? d->fn->ncap : 0)) r->bad = true;
+        int want = d->fn ? d->fn->ncap : 0;
+        if (d->fn2 && d->fn3) want += d->fn2->ncap + d->fn3->ncap;
+        if (!r->bad && ncap != want) r->bad = true;
         for (int i = 0; i < ncap && !r->bad && rc == VG_OK; i++) {
             vg_tensor *t = vg__ds_get_tensor(r, st);
             if (!t) {
@@ -550,7 +571,12 @@ static vg__dataset *decode(vg__ds_rd *r, int depth, vg_status *st) {
                 break;
             }
             d->cap[d->ncap++] = t;
-            if (vg_tensor_dtype(t) != vg_output_dtype(d->fn->caps[i])) r->bad = true;
+            /* the captured value i of fn, then fn2's, fn3's */
+            const vg__ds_fn *cf = d->fn;
+            int ci = i;
+            if (ci >= cf->ncap && d->fn2) ci -= cf->ncap, cf = d->fn2;
+            if (ci >= cf->ncap && d->fn3) ci -= cf->ncap, cf = d->fn3;
+            if (ci >= cf->ncap || vg_tensor_dtype(t) != vg_output_dtype(cf->caps[ci])) r->bad = true;
         }
     }
     if (vg__ds_get_range(r, 0, 1) && !r->bad && rc == VG_OK) {
@@ -635,6 +661,7 @@ static bool fn_has_captures(const vg__ds_fn *fn, int depth) {
 static bool has_captures(const vg__dataset *d, int depth) {
     if (!d || depth > MAX_DEPTH) return false;
     if (d->ncap > 0 || (d->fn && fn_has_captures(d->fn, 0))) return true;
+    if ((d->fn2 && fn_has_captures(d->fn2, 0)) || (d->fn3 && fn_has_captures(d->fn3, 0))) return true;
     if (has_captures(d->input, depth + 1)) return true;
     for (int i = 0; i < d->nmore; i++)
         if (has_captures(d->more[i], depth + 1)) return true;

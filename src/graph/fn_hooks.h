@@ -30,11 +30,12 @@ typedef struct vg__fn_hooks {
     /* The function stored under `key` in g; false when there is none. */
     bool (*find)(const vg_graph *g, const char *key, vg__fn_body *out);
     /* Builds library function `fname` (FunctionDefLibrary bytes lib) for a node of type
-     * op_type whose last ncap inputs are captured values, into g; writes the string
+     * op_type (its attr `attr`; `input`: the node's first input, its input dataset, or
+     * {NULL}) whose last ncap arguments are captured values, into g; writes the string
      * attr value naming it to key. VG_NOT_FOUND without a status: not a function this
      * hook takes (op type); other errors with st set. */
-    vg_code (*import)(vg_graph *g, const char *op_type, const uint8_t *lib, size_t lib_len, const char *fname,
-                      int ncap, char *key, size_t keycap, vg_status *st);
+    vg_code (*import)(vg_graph *g, const char *op_type, const char *attr, vg_output input, const uint8_t *lib,
+                      size_t lib_len, const char *fname, int ncap, char *key, size_t keycap, vg_status *st);
 } vg__fn_hooks;
 
 /* Installs the hooks (one set per process; h must live for the process). */
@@ -42,15 +43,26 @@ VG_HIDDEN void vg__graph_set_fn_hooks(const vg__fn_hooks *h);
 /* The installed hooks (loading the op families first), or NULL. */
 VG_HIDDEN const vg__fn_hooks *vg__graph_fn_hooks(void);
 
+/* The element spec of a function argument that is a dataset (DT_VARIANT in TF's
+ * FunctionDef; n = 0: not a dataset). types / shapes are borrowed. */
+typedef struct vg__fn_arg_spec {
+    int n;
+    const vg_dtype *types;
+    const vg_shape *shapes;
+} vg__fn_arg_spec;
+
 /* Builds library function fname into the empty graph fg: a Placeholder per input
  * argument (named as the argument, unknown shape) and the function body inlined as
  * for a call (docs/import.md "Functions"); args[0..*nargs) = the placeholders,
- * outs[0..*nouts) = the returned tensors. UNIMPLEMENTED for arguments typed by attrs
- * or lists, NOT_FOUND when the library has no such function, INVALID_ARGUMENT when it
- * has more than max_args arguments or max_outs outputs, the import's errors. */
+ * outs[0..*nouts) = the returned tensors. A DT_VARIANT argument i is a dataset of
+ * element spec spec[i] (spec may be NULL): a VG_RESOURCE placeholder carrying
+ * output_types / output_shapes, as vigil's dataset arguments. UNIMPLEMENTED for
+ * arguments typed by attrs or lists and for a DT_VARIANT argument without a spec,
+ * NOT_FOUND when the library has no such function, INVALID_ARGUMENT when it has more
+ * than max_args arguments or max_outs outputs, the import's errors. */
 VG_HIDDEN vg_code vg__graph_import_function(vg_graph *fg, const uint8_t *lib, size_t lib_len, const char *fname,
-                                            vg_output *args, int *nargs, int max_args, vg_output *outs, int *nouts,
-                                            int max_outs, vg_status *st);
+                                            const vg__fn_arg_spec *spec, vg_output *args, int *nargs, int max_args,
+                                            vg_output *outs, int *nouts, int max_outs, vg_status *st);
 
 /* TF 1.15's output argument names of op type `type` for FunctionDef references
  * ("node:arg:index"): for an op of one list argument (*list true) or one tensor per

@@ -507,17 +507,21 @@ static void *xblock(xlib *l, size_t n) {
     return r;
 }
 
-static bool ends_with(const char *s, const char *suf) {
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && strcmp(s + n - m, suf) == 0;
-}
-
 /* TF's DataType of a function argument or output: a dataset (vigil's resource handle
  * of a dataset op) is a DT_VARIANT. */
+static bool is_dataset_value(vg_output o) {
+    const vg_dtype *t;
+    int n = 0;
+    if (vg_output_dtype(o) != VG_RESOURCE) return false;
+    if (strstr(o.op->def->type, "Dataset")) return true; /* RangeDataset, BatchDatasetV2, ... */
+    if (strcmp(o.op->def->type, "Identity") == 0 && o.op->ninputs == 1) return is_dataset_value(o.op->inputs[0]);
+    /* a function's dataset argument (a window's component, group_by_window's window) */
+    return strcmp(o.op->def->type, "Placeholder") == 0 && vg_op_attr_type_list(o.op, "output_types", &t, &n) && n > 0;
+}
+
 static int fn_dtype(vg_output o) {
-    vg_dtype dt = vg_output_dtype(o);
-    if (dt == VG_RESOURCE && ends_with(o.op->def->type, "Dataset")) return 21;
-    return (int)dt;
+    if (is_dataset_value(o)) return 21;
+    return (int)vg_output_dtype(o);
 }
 
 /* The argument index of o in f (args, then caps), -1 when o is not an argument. */
@@ -601,6 +605,7 @@ static const char *transformation(const char *type) {
     if (strstr(type, "Filter")) return "filter";
     if (strstr(type, "Interleave")) return "interleave";
     if (strstr(type, "Reduce")) return "reduce";
+    if (strstr(type, "GroupByWindow")) return "group_by_window";
     return type;
 }
 
@@ -638,13 +643,15 @@ static vg_code xlib_add(xlib *l, const vg_op *op, const vg__attr *a, int depth, 
     if (!f->key || !f->name || !f->in || !f->in_type || !f->out_type) return VG_OOM(st, "function library");
     for (int i = 0; i < nin; i++) {
         vg_output o = i < body.nargs ? body.args[i] : body.caps[i - body.nargs];
-        if (i < body.nargs && vg_output_dtype(o) == VG_RESOURCE)
+        if (i < body.nargs && vg_output_dtype(o) == VG_RESOURCE && !is_dataset_value(o))
             return vg_status_set(st, VG_UNIMPLEMENTED,
-                                 "node '%s' (%s): its function '%s' takes datasets as arguments (a window's "
-                                 "elements), which vigil cannot write as a FunctionDef yet",
-                                 op->name, op->def->type, key);
+                                 "node '%s' (%s): its function '%s' takes a resource handle that is not a dataset as "
+                                 "argument %d, which vigil cannot write as a FunctionDef",
+                                 op->name, op->def->type, key, i);
         f->in[i] = i < body.nargs ? xstr(l, "args_%d", i) : xstr(l, "%s", o.op->name);
-        f->in_type[i] = (int)vg_output_dtype(o);
+        /* a dataset argument is a DT_VARIANT (TF 1.15's encoding of a window's components
+         * and of group_by_window's window) */
+        f->in_type[i] = i < body.nargs ? fn_dtype(o) : (int)vg_output_dtype(o);
         if (!f->in[i]) return VG_OOM(st, "function library");
         const vg_op *clash = vg_graph_op_by_name(body.g, f->in[i]);
         if (clash && clash != o.op)

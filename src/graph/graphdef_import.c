@@ -1307,6 +1307,7 @@ typedef struct actx {
     int64_t max_bytes;
     bool scalar_shape_is_unknown; /* Placeholder of a GraphDef producer <= 21 */
     const inode *nd; /* the node (func attrs of dataset ops) */
+    vg_output in0;   /* its first data input ({NULL} when none) */
 } actx;
 
 static vg_code attr_err(actx *a, vg_code code, const char *fmt, const char *detail) {
@@ -1316,6 +1317,14 @@ static vg_code attr_err(actx *a, vg_code code, const char *fmt, const char *deta
 }
 
 static vg_code to_dtype(actx *a, uint64_t v, vg_dtype *dt) {
+    if (v == 21 && a->nd &&
+        (strcmp(a->nd->op, "Identity") == 0 || (strstr(a->nd->op, "Dataset") && !strcmp(a->attr, "output_types")))) {
+        /* DT_VARIANT through an Identity (a dataset a tf.data function returns: TF's
+         * FunctionDefs end in Identity nodes) or as a dataset op's element type (a
+         * window's components): vigil's dataset handle */
+        *dt = VG_RESOURCE;
+        return VG_OK;
+    }
     int t = (int)(v % 100); /* ref types (DT_FLOAT_REF = 101) as their base */
     if (v >= 200 || (t != VG_FLOAT && t != VG_DOUBLE && t != VG_INT32 && t != VG_UINT8 && t != VG_STRING &&
                      t != VG_INT64 && t != VG_BOOL && t != VG_HALF && t != VG_BFLOAT16 && t != VG_RESOURCE &&
@@ -1756,10 +1765,17 @@ static vg_code apply_func(actx *a, const uint8_t *p, size_t n, vg_op_builder *b)
         return attr_err(a, VG_UNIMPLEMENTED, "function '%s' is instantiated with attrs (polymorphic), which "
                         "vigil's dataset functions do not support", fname);
     if (!b) return VG_OK; /* checked again when built */
+    /* the captured values: Targuments (map, filter, ...), T<attr>_other_arguments
+     * (GroupByWindowDataset's key_func, reduce_func, window_size_func) */
     int64_t ncap = rattr_count(a->nd, "Targuments", true);
+    if (ncap < 0) {
+        char tname[160];
+        snprintf(tname, sizeof tname, "T%s_other_arguments", a->attr);
+        ncap = rattr_count(a->nd, tname, true);
+    }
     char key[600];
-    k = h->import(a->c->g, a->nd->op, a->c->library, a->c->library_len, fname, ncap < 0 ? 0 : (int)ncap, key,
-                  sizeof key, a->c->st);
+    k = h->import(a->c->g, a->nd->op, a->attr, a->in0, a->c->library, a->c->library_len, fname,
+                  ncap < 0 ? 0 : (int)ncap, key, sizeof key, a->c->st);
     if (k == VG_NOT_FOUND)
         return attr_err(a, VG_UNIMPLEMENTED, "func attrs of this op type are not supported (function '%s')", fname);
     if (k) {
@@ -2082,7 +2098,7 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
     /* every attr decodes (kinds, dtypes, tensor sizes) before anything is built */
     for (int i = 0; i < c.n; i++) {
         inode *nd = &c.nodes[i];
-        actx a = {&c, nd->name, "", max_bytes, false, nd};
+        actx a = {&c, nd->name, "", max_bytes, false, nd, {NULL, 0}};
         for (int j = 0; j < nd->nattrs; j++)
             if ((k = apply_attr(&a, &nd->attrs[j], prefix, NULL))) goto done;
     }
@@ -2116,6 +2132,7 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
         }
         bool concat = strcmp(nd->orig_op, "Concat") == 0 && strcmp(nd->op, "ConcatV2") == 0;
         int ndata = 0;
+        vg_output in0 = {NULL, 0};
         while (ndata < nd->ninputs && nd->inputs[ndata][0] != '^') ndata++;
         for (int jj = 0; jj < ndata; jj++) {
             /* Concat(concat_dim, values...) -> ConcatV2(values..., axis) */
@@ -2163,6 +2180,7 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
                 }
             }
             vg_op_builder_add_input(b, in);
+            if (j == 0) in0 = in;
         }
         for (int j = ndata; j < nd->ninputs; j++) {
             vg_op *dep = nd->in_node[j] < 0 ? maps[-1 - nd->in_node[j]].value.op : c.nodes[nd->in_node[j]].built;
@@ -2170,7 +2188,7 @@ static vg_code do_import(vg_graph *g, const void *bytes, size_t len, const vg_im
         }
         actx a = {&c, nd->name, "", max_bytes,
                   c.producer <= 21 && (strcmp(nd->op, "Placeholder") == 0 || strcmp(nd->op, "PlaceholderV2") == 0),
-                  nd};
+                  nd, in0};
         for (int j = 0; j < nd->nattrs; j++) {
             if ((k = apply_attr(&a, &nd->attrs[j], prefix, b))) {
                 vg_op_builder_free(b);
@@ -2380,78 +2398,115 @@ static vg_code sig_arg(const uint8_t *p, size_t n, char *name, size_t cap, uint6
     return VG_OK;
 }
 
-/* Copies message p[0..n) into b with its length-delimited field `field` replaced by
- * fix(field's bytes) (others as they are). */
-static void copy_fixing(vg__pb_buf *b, const uint8_t *p, size_t n, int field,
-                        void (*fix)(vg__pb_buf *, const uint8_t *, size_t, const char *), const char *arg) {
+/* A field rewriter: writes its replacement of field f into b and returns true, or
+ * returns false to keep the field as it is. */
+typedef bool (*pb_fix_fn)(vg__pb_buf *b, const vg__pb_field *f, const void *arg);
+
+/* Copies message p[0..n) into b, each field through fix (the one walker of the
+ * rewrites below; a malformed tail is dropped, as the importer reads it anyway). */
+static void pb_rewrite(vg__pb_buf *b, const uint8_t *p, size_t n, pb_fix_fn fix, const void *arg) {
     vg__pb_reader r;
     vg__pb_field f;
     vg__pb_reader_init(&r, p, n);
     const uint8_t *at = p;
     while (vg__pb_next(&r, &f, NULL) == VG_OK) {
         const uint8_t *end = r.p;
-        if (f.number == field && f.wiretype == VG__PB_LEN) {
-            vg__pb_buf sub;
-            vg__pb_init(&sub);
-            fix(&sub, f.data, f.len, arg);
-            vg__pb_put_message(b, field, &sub);
-            if (sub.oom) b->oom = true;
-            vg__pb_free(&sub);
-        } else {
-            vg__pb_put_raw(b, at, (size_t)(end - at));
-        }
+        if (!fix(b, &f, arg)) vg__pb_put_raw(b, at, (size_t)(end - at));
         at = end;
     }
 }
 
-/* ArgDef: DT_VARIANT (a dataset) -> DT_RESOURCE, vigil's dataset handle. */
-static void fix_argdef(vg__pb_buf *b, const uint8_t *p, size_t n, const char *arg) {
+/* Writes message field f (length-delimited) into b rewritten by fix. */
+static void put_rewritten(vg__pb_buf *b, const vg__pb_field *f, pb_fix_fn fix, const void *arg) {
+    vg__pb_buf sub;
+    vg__pb_init(&sub);
+    pb_rewrite(&sub, f->data, f->len, fix, arg);
+    vg__pb_put_message(b, f->number, &sub);
+    if (sub.oom) b->oom = true;
+    vg__pb_free(&sub);
+}
+
+/* ArgDef {type = 3}: DT_VARIANT (a dataset) -> DT_RESOURCE, vigil's dataset handle. */
+static bool fix_argdef(vg__pb_buf *b, const vg__pb_field *f, const void *arg) {
     (void)arg;
-    vg__pb_reader r;
-    vg__pb_field f;
-    vg__pb_reader_init(&r, p, n);
-    const uint8_t *at = p;
-    while (vg__pb_next(&r, &f, NULL) == VG_OK) {
-        const uint8_t *end = r.p;
-        if (f.number == 3 && f.wiretype == VG__PB_VARINT && f.u == 21) vg__pb_put_uint64(b, 3, 20);
-        else vg__pb_put_raw(b, at, (size_t)(end - at));
-        at = end;
-    }
+    if (f->number != 3 || f->wiretype != VG__PB_VARINT || f->u != 21) return false;
+    vg__pb_put_uint64(b, 3, 20);
+    return true;
 }
 
-static void fix_sig(vg__pb_buf *b, const uint8_t *p, size_t n, const char *arg) {
-    copy_fixing(b, p, n, 3, fix_argdef, arg); /* output_arg */
+/* OpDef {input_arg = 2, output_arg = 3} */
+static bool fix_sig(vg__pb_buf *b, const vg__pb_field *f, const void *arg) {
+    if ((f->number != 2 && f->number != 3) || f->wiretype != VG__PB_LEN) return false;
+    put_rewritten(b, f, fix_argdef, arg);
+    return true;
 }
 
-static void fix_fdef(vg__pb_buf *b, const uint8_t *p, size_t n, const char *arg) {
-    copy_fixing(b, p, n, 1, fix_sig, arg); /* signature */
+/* FunctionDef {signature = 1} */
+static bool fix_fdef(vg__pb_buf *b, const vg__pb_field *f, const void *arg) {
+    if (f->number != 1 || f->wiretype != VG__PB_LEN) return false;
+    put_rewritten(b, f, fix_sig, arg);
+    return true;
 }
 
-/* FunctionDefLibrary with function fname's DT_VARIANT outputs made DT_RESOURCE. */
+/* FunctionDefLibrary {function = 1}: the one function whose bytes are *arg */
+static bool fix_lib_fn(vg__pb_buf *b, const vg__pb_field *f, const void *arg) {
+    const vg__pb_field *target = arg;
+    if (f->number != 1 || f->wiretype != VG__PB_LEN || f->data != target->data || f->len != target->len) return false;
+    put_rewritten(b, f, fix_fdef, NULL);
+    return true;
+}
+
+/* FunctionDefLibrary with function fname's DT_VARIANT arguments and outputs made DT_RESOURCE. */
 static void fix_library(vg__pb_buf *b, const uint8_t *lib, size_t lib_len, const uint8_t *fdef, size_t fdef_len) {
-    vg__pb_reader r;
-    vg__pb_field f;
-    vg__pb_reader_init(&r, lib, lib_len);
-    const uint8_t *at = lib;
-    while (vg__pb_next(&r, &f, NULL) == VG_OK) {
-        const uint8_t *end = r.p;
-        if (f.number == 1 && f.wiretype == VG__PB_LEN && f.data == fdef && f.len == fdef_len) {
-            vg__pb_buf sub;
-            vg__pb_init(&sub);
-            fix_fdef(&sub, f.data, f.len, NULL);
-            vg__pb_put_message(b, 1, &sub);
-            if (sub.oom) b->oom = true;
-            vg__pb_free(&sub);
-        } else {
-            vg__pb_put_raw(b, at, (size_t)(end - at));
-        }
-        at = end;
+    vg__pb_field target = {.data = fdef, .len = fdef_len};
+    pb_rewrite(b, lib, lib_len, fix_lib_fn, &target);
+}
+
+/* TensorShapeProto {dim = 2 {size = 1}, unknown_rank = 3} */
+static void put_shape_proto(vg__pb_buf *b, int field, const vg_shape *s) {
+    vg__pb_buf sh, d;
+    vg__pb_init(&sh);
+    vg__pb_init(&d);
+    if (s->ndims < 0) vg__pb_put_uint64(&sh, 3, 1);
+    for (int i = 0; i < s->ndims; i++) {
+        vg__pb_reset(&d);
+        vg__pb_put_uint64(&d, 1, (uint64_t)s->dims[i]);
+        vg__pb_put_message(&sh, 2, &d);
     }
+    vg__pb_put_message(b, field, &sh);
+    if (sh.oom || d.oom) b->oom = true;
+    vg__pb_free(&sh);
+    vg__pb_free(&d);
+}
+
+/* A dataset argument's placeholder attrs: output_types, output_shapes (AttrValue.list). */
+static void put_spec_attrs(vg__pb_buf *node, const vg__fn_arg_spec *sp) {
+    vg__pb_buf attr, val, list;
+    vg__pb_init(&attr);
+    vg__pb_init(&val);
+    vg__pb_init(&list);
+    for (int pass = 0; pass < 2; pass++) {
+        vg__pb_reset(&list);
+        for (int i = 0; i < sp->n; i++) {
+            if (pass == 0) vg__pb_put_uint64(&list, 6, (uint64_t)sp->types[i]);
+            else put_shape_proto(&list, 7, &sp->shapes[i]);
+        }
+        vg__pb_reset(&val);
+        vg__pb_put_message(&val, 1, &list);
+        vg__pb_reset(&attr);
+        vg__pb_put_string(&attr, 1, pass == 0 ? "output_types" : "output_shapes");
+        vg__pb_put_message(&attr, 2, &val);
+        vg__pb_put_message(node, 5, &attr);
+    }
+    if (attr.oom || val.oom || list.oom) node->oom = true;
+    vg__pb_free(&attr);
+    vg__pb_free(&val);
+    vg__pb_free(&list);
 }
 
 vg_code vg__graph_import_function(vg_graph *fg, const uint8_t *lib, size_t lib_len, const char *fname,
-                                  vg_output *args, int *nargs, int max_args, vg_output *outs, int *nouts,
-                                  int max_outs, vg_status *st) {
+                                  const vg__fn_arg_spec *spec, vg_output *args, int *nargs, int max_args,
+                                  vg_output *outs, int *nouts, int max_outs, vg_status *st) {
     *nargs = *nouts = 0;
     vg__pb_reader r, fr, sr;
     vg__pb_field f, ff, sf;
@@ -2507,12 +2562,19 @@ vg_code vg__graph_import_function(vg_graph *fg, const uint8_t *lib, size_t lib_l
             k = vg_status_set(st, VG_INVALID_ARGUMENT, "function '%s' has more than %d arguments", fname, max_args);
             break;
         }
+        const vg__fn_arg_spec *sp = spec && spec[*nargs].n > 0 ? &spec[*nargs] : NULL;
+        if (type == 21 && !sp) { /* DT_VARIANT: a dataset, whose element types the caller tells */
+            k = vg_status_set(st, VG_UNIMPLEMENTED, "function '%s': argument '%s' is a DT_VARIANT that vigil cannot "
+                              "take as a dataset here (its element types are unknown)", fname, nm);
+            break;
+        }
         snprintf(names[(*nargs)++], sizeof names[0], "%s", nm);
         vg__pb_reset(&node);
         vg__pb_put_string(&node, 1, nm);
         vg__pb_put_string(&node, 2, "Placeholder");
+        if (sp) put_spec_attrs(&node, sp);
         vg__pb_reset(&val);
-        vg__pb_put_uint64(&val, 6, type);
+        vg__pb_put_uint64(&val, 6, type == 21 ? 20 : type);
         vg__pb_reset(&attr);
         vg__pb_put_string(&attr, 1, "dtype");
         vg__pb_put_message(&attr, 2, &val);

@@ -1,6 +1,7 @@
 /* iterator_utils.c - nmt/utils/iterator_utils.py: get_iterator (train / eval) and
  * get_infer_iterator, tf.data pipelines whose map functions look words up in the outer
- * graph's vocabulary tables (vg_dataset_capture). */
+ * graph's vocabulary tables (vg_dataset_capture); with num_buckets > 1 the batches are
+ * bucketed by length (group_by_window, batching_func / key_func / reduce_func). */
 #include "nmt.h"
 #include <string.h>
 
@@ -125,16 +126,55 @@ static void fill_input(vg_graph *g, vg_output ds, nmt_batched_input *out, bool i
     }
 }
 
+typedef struct batch_ctx {
+    int64_t batch_size, src_pad_len;
+    vg_output src_eos_id, tgt_eos_id; /* in the outer graph */
+    int64_t num_buckets, src_max_len;
+} batch_ctx;
+
+/* batching_func: padded_batch(batch_size, padded_shapes=([None], [None], [None], [], []),
+ * padding_values=(src_eos_id, tgt_eos_id, tgt_eos_id, 0, 0)); the source is padded to
+ * src_max_len (see README: the attention memory needs a static length). The padding
+ * values are given in x's graph (captured inside reduce_func). */
+static vg_output batching_func(vg_graph *g, vg_output x, const batch_ctx *b, vg_output src_eos_id,
+                               vg_output tgt_eos_id) {
+    vg_shape shapes[5] = {vg_shape_make((const int64_t[]){b->src_pad_len > 0 ? b->src_pad_len : -1}, 1),
+                          vg_shape_make((const int64_t[]){-1}, 1), vg_shape_make((const int64_t[]){-1}, 1),
+                          vg_shape_make(NULL, 0), vg_shape_make(NULL, 0)};
+    vg_output pad[5] = {src_eos_id, tgt_eos_id, tgt_eos_id, vg_const_i32(g, 0, NULL), vg_const_i32(g, 0, NULL)};
+    return vg_dataset_padded_batch(g, x, b->batch_size, shapes, pad, false, NULL);
+}
+
+/* key_func(unused_1, unused_2, unused_3, src_len, tgt_len):
+ *   bucket_width = (src_max_len + num_buckets - 1) // num_buckets if src_max_len else 10
+ *   bucket_id = tf.maximum(src_len // bucket_width, tgt_len // bucket_width)
+ *   return tf.to_int64(tf.minimum(num_buckets, bucket_id)) */
+static vg_code bucket_key_func(vg_graph *fg, const vg_output *a, int na, vg_output *o, int *no, void *p) {
+    const batch_ctx *b = p;
+    (void)na;
+    int64_t width = b->src_max_len > 0 ? (b->src_max_len + b->num_buckets - 1) / b->num_buckets : 10;
+    vg_output w = vg_const_i32(fg, (int32_t)width, "bucket_width");
+    vg_output id = vg_maximum(fg, vg_floor_div(fg, a[3], w, NULL), vg_floor_div(fg, a[4], w, NULL), NULL);
+    o[0] = vg_cast(fg, vg_minimum(fg, vg_const_i32(fg, (int32_t)b->num_buckets, NULL), id, NULL), VG_INT64, NULL);
+    *no = 1;
+    return vg_graph_status(fg, NULL);
+}
+
+/* reduce_func(unused_key, windowed_data): batching_func(windowed_data) */
+static vg_code bucket_reduce_func(vg_graph *fg, const vg_output *a, int na, vg_output *o, int *no, void *p) {
+    const batch_ctx *b = p;
+    (void)na;
+    o[0] = batching_func(fg, a[1], b, vg_dataset_capture(fg, b->src_eos_id, NULL),
+                         vg_dataset_capture(fg, b->tgt_eos_id, NULL));
+    *no = 1;
+    return vg_graph_status(fg, NULL);
+}
+
 vg_code nmt_get_iterator(vg_graph *g, vg_output src_dataset, vg_output tgt_dataset, const vg_lookup_table *src_table,
                          const vg_lookup_table *tgt_table, int64_t batch_size, int64_t random_seed,
                          int64_t num_buckets, int64_t src_max_len, int64_t tgt_max_len, int64_t output_buffer_size,
                          int64_t src_pad_len, nmt_batched_input *out) {
     pipe_ctx ctx = {0}, *c = &ctx; /* the map functions are built now (vg_dataset_map calls them at once) */
-    if (num_buckets > 1)
-        return vg_graph_set_error(g, VG_UNIMPLEMENTED,
-                                  "num_buckets %lld: bucketing by length (tf.contrib.data.group_by_window) is not in "
-                                  "vigil; use --num_buckets 1",
-                                  (long long)num_buckets);
     if (output_buffer_size <= 0) output_buffer_size = batch_size * 1000;
     vg_output src_eos_id = eos_id(g, src_table);
     c->src_table = src_table, c->tgt_table = tgt_table;
@@ -153,14 +193,11 @@ vg_code nmt_get_iterator(vg_graph *g, vg_output src_dataset, vg_output tgt_datas
     ds = vg_dataset_map(g, ds, map_lookup2, c, NULL);
     ds = vg_dataset_map(g, ds, map_sos_eos, c, NULL);
     ds = vg_dataset_map(g, ds, map_lengths, NULL, NULL);
-    /* batching_func: padded_batch(batch_size, padded_shapes=([None], [None], [None], [], []),
-     * padding_values=(src_eos_id, tgt_eos_id, tgt_eos_id, 0, 0)); the source is padded to
-     * src_max_len (see README: the attention memory needs a static length) */
-    vg_shape shapes[5] = {vg_shape_make((const int64_t[]){src_pad_len > 0 ? src_pad_len : -1}, 1),
-                          vg_shape_make((const int64_t[]){-1}, 1), vg_shape_make((const int64_t[]){-1}, 1),
-                          vg_shape_make(NULL, 0), vg_shape_make(NULL, 0)};
-    vg_output pad[5] = {src_eos_id, c->tgt_eos_id, c->tgt_eos_id, vg_const_i32(g, 0, NULL), vg_const_i32(g, 0, NULL)};
-    ds = vg_dataset_padded_batch(g, ds, batch_size, shapes, pad, false, NULL);
+    batch_ctx bc = {batch_size, src_pad_len, src_eos_id, c->tgt_eos_id, num_buckets, src_max_len};
+    if (num_buckets > 1) /* tf.contrib.data.group_by_window(key_func, reduce_func, window_size=batch_size) */
+        ds = vg_dataset_group_by_window(g, ds, bucket_key_func, bucket_reduce_func, batch_size, NULL, &bc, NULL);
+    else
+        ds = batching_func(g, ds, &bc, src_eos_id, c->tgt_eos_id);
     fill_input(g, ds, out, false);
     return vg_graph_status(g, NULL);
 }
