@@ -8,17 +8,8 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "session_test_util.h"
 #include <unistd.h>
-
-static vg_output strings_const(vg_graph *g, const char *const *s, int n, const char *name) {
-    vg_status st;
-    int64_t d = n;
-    vg_tensor *t = vg_tensor_new(VG_STRING, &d, 1, &st);
-    for (int i = 0; i < n; i++) vg_tensor_set_string(t, i, s[i], strlen(s[i]), &st);
-    vg_output o = vg_const(g, t, name);
-    vg_tensor_free(t);
-    return o;
-}
 
 /* Runs restore with the placeholder fed the given bytes; returns the code. */
 static vg_code restore_bytes(vg_session *s, vg_op *restore, vg_output fed, const void *p, size_t n, vg_status *st) {
@@ -81,8 +72,8 @@ static void test_identity_serialize_restore(void) {
     vg_dtype dt = VG_STRING;
     vg_shape sc = vg_shape_make(NULL, 0);
     vg_output q = vg_fifo_queue(g, &dt, &sc, 1, 99, NULL);
-    vg_output xyz = strings_const(g, (const char *const[]){"X", "Y", "Z"}, 3, "xyz");
-    vg_output yz = strings_const(g, (const char *const[]){"Y", "Z"}, 2, "yz");
+    vg_output xyz = strings(g, (const char *const[]){"X", "Y", "Z"}, 3, "xyz");
+    vg_output yz = strings(g, (const char *const[]){"Y", "Z"}, 2, "yz");
     vg_op *enq1 = vg_queue_enqueue_many(g, q, &xyz, 1, NULL), *enq2 = vg_queue_enqueue_many(g, q, &yz, 1, NULL);
     vg_op *close = vg_queue_close(g, q, false, NULL);
     vg_op *read = vg_reader_read(g, rd, q, NULL);
@@ -123,7 +114,7 @@ static void test_identity_serialize_restore(void) {
     /* restore_state([]) / ([state, state]): ValueError in TF (state must be a scalar) */
     vg_graph *g2 = vg_graph_new();
     vg_output rd2 = vg_identity_reader(g2, "r");
-    vg_reader_restore_state(g2, rd2, strings_const(g2, (const char *const[]){"a", "b"}, 2, NULL), NULL);
+    vg_reader_restore_state(g2, rd2, strings(g2, (const char *const[]){"a", "b"}, 2, NULL), NULL);
     CHECK_STATUS(vg_graph_status(g2, &st), &st, VG_INVALID_ARGUMENT, "rank 0");
     vg_graph_free(g2);
     /* fed with a vector: the kernel's check */
@@ -190,8 +181,8 @@ static void test_identity_reset(void) {
     vg_shape sc = vg_shape_make(NULL, 0);
     vg_output q = vg_fifo_queue(g, &dt, &sc, 1, 99, NULL);
     vg_output qlen = vg_queue_size(g, q, NULL);
-    vg_output xyz = strings_const(g, (const char *const[]){"X", "Y", "Z"}, 3, "xyz");
-    vg_output kl = strings_const(g, (const char *const[]){"K", "L"}, 2, "kl");
+    vg_output xyz = strings(g, (const char *const[]){"X", "Y", "Z"}, 3, "xyz");
+    vg_output kl = strings(g, (const char *const[]){"K", "L"}, 2, "kl");
     vg_op *enq1 = vg_queue_enqueue_many(g, q, &xyz, 1, NULL), *enq2 = vg_queue_enqueue_many(g, q, &kl, 1, NULL);
     vg_op *read = vg_reader_read(g, rd, q, NULL);
     vg_op *reset = vg_reader_reset(g, rd, NULL);
@@ -224,7 +215,7 @@ static void test_identity_read_up_to(void) {
     vg_dtype dt = VG_STRING;
     vg_shape sc = vg_shape_make(NULL, 0);
     vg_output q = vg_fifo_queue(g, &dt, &sc, 1, 99, NULL);
-    vg_output abc = strings_const(g, (const char *const[]){"A", "B", "C"}, 3, "abc");
+    vg_output abc = strings(g, (const char *const[]){"A", "B", "C"}, 3, "abc");
     vg_op *enq = vg_queue_enqueue_many(g, q, &abc, 1, NULL), *close = vg_queue_close(g, q, false, NULL);
     vg_op *up = vg_reader_read_up_to(g, rd, q, vg_const_i64(g, 5, "n"), NULL);
     CHECK_OK(vg_graph_status(g, &st), &st);
@@ -267,8 +258,8 @@ static void test_whole_file_serialize_restore(void) {
     vg_dtype dt = VG_STRING;
     vg_shape sc = vg_shape_make(NULL, 0);
     vg_output q = vg_fifo_queue(g, &dt, &sc, 1, 99, NULL);
-    vg_output all = strings_const(g, (const char *const[]){files[0], files[1], files[2]}, 3, "all");
-    vg_output rest = strings_const(g, (const char *const[]){files[1], files[2]}, 2, "rest");
+    vg_output all = strings(g, (const char *const[]){files[0], files[1], files[2]}, 3, "all");
+    vg_output rest = strings(g, (const char *const[]){files[1], files[2]}, 2, "rest");
     vg_op *enq1 = vg_queue_enqueue_many(g, q, &all, 1, NULL), *enq2 = vg_queue_enqueue_many(g, q, &rest, 1, NULL);
     vg_op *close = vg_queue_close(g, q, false, NULL);
     vg_op *read = vg_reader_read(g, rd, q, NULL);
@@ -337,7 +328,7 @@ static void test_reader_state_unimplemented(void) {
     vg_dtype dt = VG_STRING;
     vg_shape sc = vg_shape_make(NULL, 0);
     vg_output q = vg_fifo_queue(g, &dt, &sc, 1, 99, NULL);
-    vg_output one = strings_const(g, (const char *const[]){path}, 1, "one");
+    vg_output one = strings(g, (const char *const[]){path}, 1, "one");
     vg_op *enq = vg_queue_enqueue_many(g, q, &one, 1, NULL);
     vg_op *read = vg_reader_read(g, readers[2], q, NULL);
     vg_output produced = vg_reader_num_records_produced(g, readers[2], NULL);

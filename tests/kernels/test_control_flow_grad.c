@@ -6,6 +6,7 @@
 #include "gradcheck.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "mts_fixture.h"
 
 static vg_tensor *vec(const double *v, int n) {
     vg_status st;
@@ -273,15 +274,7 @@ static void test_loop_under_mts(void) {
         vg_variable w;
         vg_graph *g = mts_model(&train, &w);
         CHECK(train != NULL);
-        vg_hook hooks[1];
-        CHECK_OK(vg_stop_at_step_hook(-1, 4 * (round + 1), &hooks[0], &st), &st);
-        vg_mts_options o = {0};
-        o.checkpoint_dir = dir;
-        o.hooks = hooks;
-        o.nhooks = 1;
-        o.no_step_counter = true;
-        vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
-        CHECK(ms != NULL);
+        vg_monitored_session *ms = mts_no_counter(g, dir, 4 * (round + 1), &st);
         vg_run_args a = {0};
         a.targets = &train;
         a.ntargets = 1;
@@ -305,11 +298,7 @@ static void test_loop_under_mts(void) {
     vg_op *train = NULL;
     vg_variable w;
     vg_graph *g = mts_model(&train, &w);
-    vg_mts_options o = {0};
-    o.checkpoint_dir = dir;
-    o.no_step_counter = true;
-    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
-    CHECK(ms != NULL);
+    vg_monitored_session *ms = mts_no_counter(g, dir, -1, &st);
     if (ms) {
         vg_run_args r = {0};
         r.fetches = &w.read;

@@ -10,6 +10,7 @@
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "dataset_fixture.h"
 #include <ftw.h>
 #include <unistd.h>
 
@@ -17,25 +18,12 @@ static char g_dir[64];
 static void path_of(char *out, const char *name) { snprintf(out, 256, "%s/%s", g_dir, name); }
 
 static vg_output files_const(vg_graph *g, char (*files)[256], int n) {
-    vg_status st;
-    int64_t d = n;
-    vg_tensor *t = vg_tensor_new(VG_STRING, &d, 1, &st);
-    for (int i = 0; i < n; i++) vg_tensor_set_string(t, i, files[i], strlen(files[i]), &st);
-    vg_output o = vg_const(g, t, "files");
-    vg_tensor_free(t);
-    return o;
+    return ds_string_rows(g, files[0], sizeof files[0], n, "files");
 }
 
 /* Writes n records "Record <f> of <i>" (TF's test content) into path. */
 static void write_records(const char *path, int f, int n, vg_compression c) {
-    vg_status st;
-    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, c, &st);
-    for (int i = 0; i < n; i++) {
-        char rec[64];
-        snprintf(rec, sizeof rec, "Record %d of file %d", i, f);
-        vg_tfrecord_writer_write(w, rec, strlen(rec), &st);
-    }
-    vg_tfrecord_writer_close(w, &st);
+    ds_write_text_records_c(path, c, n, "Record %d of file %d", f);
 }
 
 /* A plain session with local variables initialized and queue runners started. */
