@@ -124,4 +124,19 @@ static inline bool ds_open(vg_graph *g, vg_saver **sv, int max_to_keep, vg_sessi
     return *s != NULL;
 }
 
+/* Ends a test over s and g: fetching next's first output is at its end (OUT_OF_RANGE)
+ * and, with bad, fetching bad's fails with INVALID_ARGUMENT and a message containing msg;
+ * frees s and g. */
+static inline void ds_check_end_free(vg_session *s, vg_graph *g, vg_op *next, vg_op *bad, const char *msg) {
+    vg_status st;
+    vg_tensor *t = NULL;
+    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_OUT_OF_RANGE);
+    if (bad) {
+        CHECK_CODE(vg_session_run1(s, vg_out(bad, 0), &t, &st), VG_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(st.msg, msg);
+    }
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
 #endif

@@ -9,6 +9,8 @@
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "train_fixture.h"
+#include "dataset_fixture.h"
 #include <ftw.h>
 #include <unistd.h>
 
@@ -548,11 +550,7 @@ static void test_more_transformations(void) {
         CHECK(l == 4 && memcmp(x, want[i], 4) == 0);
         vg_tensor_free(t);
     }
-    CHECK_CODE(vg_session_run1(s, vg_out(fnext, 0), &t, &st), VG_OUT_OF_RANGE);
-    CHECK_STATUS(vg_session_run1(s, vg_out(bnext, 0), &t, &st), &st, VG_INVALID_ARGUMENT,
-        "not an exact multiple of the record length (4 bytes)");
-    vg_session_free(s);
-    vg_graph_free(g);
+    ds_check_end_free(s, g, fnext, bnext, "not an exact multiple of the record length (4 bytes)");
 }
 
 /* x -> fill([x], x): elements [], [1], [2, 2], [3, 3, 3] */
@@ -591,11 +589,7 @@ static void test_padded_batch(void) {
         CHECK(v[0] == 2 && v[1] == 2 && v[2] == -1 && v[3] == 3 && v[4] == 3 && v[5] == 3);
     }
     vg_tensor_free(t);
-    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_OUT_OF_RANGE);
-    CHECK_STATUS(vg_session_run1(s, vg_out(bad, 0), &t, &st), &st, VG_INVALID_ARGUMENT,
-        "Attempted to pad to a smaller size than the input element");
-    vg_session_free(s);
-    vg_graph_free(g);
+    ds_check_end_free(s, g, next, bad, "Attempted to pad to a smaller size than the input element");
 }
 
 DS_FN1(to_number, vg_string_to_number(fg, args[0], VG_INT64, NULL))
@@ -639,10 +633,7 @@ static void test_parallel_map(void) {
         }
         vg_tensor_free(o);
     }
-    vg_tensor *o = NULL;
-    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &o, &st), VG_OUT_OF_RANGE);
-    vg_session_free(s);
-    vg_graph_free(g);
+    ds_check_end_free(s, g, next, NULL, NULL);
 }
 
 /* Feedable iterator (iterator_ops_test / reinitializable_iterator docs): one get_next fed
@@ -748,9 +739,7 @@ static void test_resumable_iterator(void) {
     vg_output pos;
     /* the uninterrupted sequence */
     vg_graph *g = resumable_graph(&next, &pos);
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     vg_tensor *t = NULL;
     while (nfull < 40 && vg_session_run1(s, vg_out(next, 0), &t, &st) == VG_OK) {
         full[nfull++] = *(int64_t *)vg_tensor_data(t);
@@ -766,7 +755,7 @@ static void test_resumable_iterator(void) {
     char prefix[256];
     snprintf(prefix, sizeof prefix, "%s/input.ckpt", g_dir);
     g = resumable_graph(&next, &pos);
-    init = vg_global_variables_initializer(g);
+    vg_op *init = vg_global_variables_initializer(g);
     vg_saver_options so = {0};
     so.no_meta_graph = true;
     vg_saver *sv = vg_saver_new(g, &so, &st);
