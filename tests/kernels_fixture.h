@@ -114,4 +114,19 @@ static inline double *kt_randv_range(int64_t n, unsigned seed, double lo, double
     return v;
 }
 
+/* g exported as a binary GraphDef and imported (with io, which may be NULL) into a new
+ * graph, which is returned (the caller frees it); a failed step is a test failure. */
+static inline vg_graph *kt_reimported(vg_graph *g, const vg_import_options *io) {
+    vg_status st;
+    void *bytes = NULL;
+    size_t len = 0;
+    vg_graph *h = vg_graph_new();
+    if (vg_graph_to_graphdef(g, &bytes, &len, &st) != VG_OK || vg_graph_import_graph_def(h, bytes, len, io, &st) != VG_OK) {
+        fprintf(stderr, "  GraphDef round trip: %s\n", st.msg);
+        vg_test_failures++;
+    }
+    vg_free(bytes);
+    return h;
+}
+
 #endif

@@ -626,14 +626,9 @@ static void test_graph_def_round_trip(void) {
     vg_output ids = vg_lookup_table_lookup(g, &t, strings(g, in, 3, "in"), "ids");
     vg_tables_initializer(g, NULL);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    void *pb = NULL;
-    size_t len = 0;
-    CHECK_OK(vg_graph_to_graphdef(g, &pb, &len, &st), &st);
     char idname[256];
     snprintf(idname, sizeof idname, "%s:0", vg_op_name(ids.op));
-    vg_graph *g2 = vg_graph_new();
-    CHECK_OK(vg_graph_import_graph_def(g2, pb, len, NULL, &st), &st);
-    vg_free(pb);
+    vg_graph *g2 = kt_reimported(g, NULL);
     vg_output ids2 = vg_graph_output_by_name(g2, idname, &st);
     vg_op *init = vg_graph_op_by_name(g2, "init_all_tables");
     CHECK(ids2.op != NULL && init != NULL);
