@@ -736,8 +736,7 @@ static void test_capture_saved_state(void) {
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
     CHECK_STATUS(vg_session_run1(s, saveable, &state, &st), &st, VG_UNIMPLEMENTED, "FlatMapDataset");
     CHECK_STR_CONTAINS(st.msg, "resource");
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* ---- export, errors ----------------------------------------------------------- */

@@ -654,12 +654,7 @@ static void conv_alloc_failures(int level) {
     CHECK(s != NULL);
     int failures = fail_each_alloc_of_run(s, in, vals, 2, d, 2);
     CHECK(failures > 5);
-    vg_session_free(s);
-    vg_tensor_free(vals[0]);
-    vg_tensor_free(vals[1]);
-    free(xv);
-    free(fv);
-    vg_graph_free(g);
+    kt_teardown(g, s, vals, 2, (void *[]){xv, fv}, 2);
     vg_allocator_set(NULL);
     vg__conv_set_direct(2);
 }
