@@ -549,16 +549,7 @@ static void test_nn__cnn_gradients_run(void) {
                           mk(VG_FLOAT, f2d, 4, f2), mk(VG_FLOAT, wd, 2, w),
                           mk(VG_INT32, (int64_t[]){4}, 1, (double[]){1, 2, 3, 9})};
     vg_output feeds[6] = {x, ws[0], ws[1], ws[2], ws[3], l};
-    vg_tensor *out[4] = {0};
-    CHECK_OK(run_threads(g, 2, feeds, vals, 6, dws, out, 4, &st), &st);
-    for (int i = 0; i < 4; i++) {
-        CHECK(out[i] != NULL);
-        if (!out[i]) continue;
-        vg_shape s = vg_tensor_shape(out[i]), want = vg_output_shape(ws[i]);
-        CHECK_EQ_INT(s.ndims, want.ndims);
-        for (int k = 0; k < s.ndims; k++) CHECK_EQ_INT(s.dims[k], want.dims[k]);
-        vg_tensor_free(out[i]);
-    }
+    check_grad_shapes(g, feeds, vals, 6, ws, dws, 4);
     for (int i = 0; i < 6; i++) vg_tensor_free(vals[i]);
     free(xv); free(f1); free(f2); free(w); free(b);
     vg_graph_free(g);
@@ -647,14 +638,8 @@ static void conv_alloc_failures(int level) {
     CHECK_OK(vg_gradients(g, &L, 1, in, 2, NULL, d, &st), &st);
     double *xv = randv(3 * 36 * 16, 101), *fv = randv(9 * 256, 102);
     vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 4, xv), mk(VG_FLOAT, fd, 4, fv)};
-    vg_session_options o = {0};
-    o.intra_op_threads = 2;
-    o.inter_op_threads = 1;
-    vg_session *s = vg_session_new(g, &o, &st);
-    CHECK(s != NULL);
-    int failures = fail_each_alloc_of_run(s, in, vals, 2, d, 2);
-    CHECK(failures > 5);
-    kt_teardown(g, s, vals, 2, (void *[]){xv, fv}, 2);
+    CHECK(fail_each_alloc_threaded(g, in, vals, 2, d, 2) > 5);
+    kt_teardown(g, NULL, vals, 2, (void *[]){xv, fv}, 2);
     vg_allocator_set(NULL);
     vg__conv_set_direct(2);
 }

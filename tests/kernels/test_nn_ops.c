@@ -601,16 +601,7 @@ static void test_nn__mlp_gradients_run(void) {
                           mk(VG_FLOAT, (int64_t[]){16}, 1, b1v),
                           mk(VG_INT32, (int64_t[]){8}, 1, (double[]){0, 1, 2, 3, 4, 0, 1, 2})};
     vg_output feeds[5] = {x, w1, w2, b1, l};
-    vg_tensor *out[3] = {0};
-    CHECK_OK(run_threads(g, 2, feeds, vals, 5, dws, out, 3, &st), &st);
-    for (int i = 0; i < 3; i++) {
-        CHECK(out[i] != NULL);
-        if (!out[i]) continue;
-        vg_shape s = vg_tensor_shape(out[i]), w = vg_output_shape(ws[i]);
-        CHECK_EQ_INT(s.ndims, w.ndims);
-        for (int k = 0; k < s.ndims; k++) CHECK_EQ_INT(s.dims[k], w.dims[k]);
-        vg_tensor_free(out[i]);
-    }
+    check_grad_shapes(g, feeds, vals, 5, ws, dws, 3);
     for (int i = 0; i < 5; i++) vg_tensor_free(vals[i]);
     kt_teardown(g, NULL, NULL, 0, (void *[]){xv, w1v, w2v, b1v}, 4);
 }
@@ -634,19 +625,8 @@ static void test_nn__alloc_failures(void) {
     CHECK_OK(vg_gradients(g, &L, 1, in, 3, NULL, d, &st), &st);
     double *xv = randv1(2048 * 40, 1), *wv = randv1(1600, 2), *bv = randv1(40, 3);
     vg_tensor *vals[3] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, wd, 2, wv), mk(VG_FLOAT, (int64_t[]){40}, 1, bv)};
-    vg_session_options o = {0};
-    o.intra_op_threads = 2;
-    o.inter_op_threads = 1;
-    vg_session *s = vg_session_new(g, &o, &st);
-    CHECK(s != NULL);
-    int failures = fail_each_alloc_of_run(s, in, vals, 3, d, 3);
-    CHECK(failures > 5);
-    vg_session_free(s);
-    for (int i = 0; i < 3; i++) vg_tensor_free(vals[i]);
-    free(xv);
-    free(wv);
-    free(bv);
-    vg_graph_free(g);
+    CHECK(fail_each_alloc_threaded(g, in, vals, 3, d, 3) > 5);
+    kt_teardown(g, NULL, vals, 3, (void *[]){xv, wv, bv}, 3);
     vg_allocator_set(NULL);
 }
 
