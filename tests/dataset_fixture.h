@@ -139,4 +139,26 @@ static inline void ds_check_end_free(vg_session *s, vg_graph *g, vg_op *next, vg
     vg_graph_free(g);
 }
 
+/* Writes a TFRecord file at path (compression c) of n tf.Examples, example i holding
+ * the int64 feature "label" = first + i and what more(ex, label, i, u) adds; returns the
+ * sum of the labels. (Include session_test_util.h first: write_example.) */
+typedef void (*ds_example_fn)(vg_example *ex, int64_t label, int i, void *u);
+static inline int64_t ds_write_labelled_examples(const char *path, vg_compression c, int n, int64_t first,
+                                                 ds_example_fn more, void *u) {
+    vg_status st;
+    int64_t sum = 0;
+    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, c, &st);
+    for (int i = 0; i < n; i++) {
+        vg_example *ex = vg_example_new();
+        int64_t label = first + i;
+        sum += label;
+        vg_example_add_int64(ex, "label", &label, 1, &st);
+        more(ex, label, i, u);
+        write_example(w, ex);
+        vg_example_free(ex);
+    }
+    vg_tfrecord_writer_close(w, &st);
+    return sum;
+}
+
 #endif

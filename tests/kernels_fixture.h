@@ -129,4 +129,21 @@ static inline vg_graph *kt_reimported(vg_graph *g, const vg_import_options *io) 
     return h;
 }
 
+/* A binary op builder of the public API (vg_sub, vg_bias_add, ...). */
+typedef vg_output (*kt_binary_op)(vg_graph *g, vg_output a, vg_output b, const char *name);
+
+/* op on the placeholders a (dtype ta, shape da[na]) and b (tb, db[nb]) in a new graph:
+ * the builder gives no op and the graph's status is INVALID_ARGUMENT with a message that
+ * contains what and, unless NULL, msg. */
+static inline void kt_expect_binary_build_error(kt_binary_op op, vg_dtype ta, const int64_t *da, int na, vg_dtype tb,
+                                                const int64_t *db, int nb, const char *what, const char *msg) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output a = vg_placeholder(g, ta, da, na, "a"), b = vg_placeholder(g, tb, db, nb, "b");
+    CHECK(op(g, a, b, NULL).op == NULL);
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, what);
+    if (msg) CHECK_STR_CONTAINS(st.msg, msg);
+    vg_graph_free(g);
+}
+
 #endif

@@ -11,6 +11,7 @@
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
 #include "dataset_fixture.h"
+#include "mts_fixture.h"
 #include <ftw.h>
 #include <unistd.h>
 
@@ -287,6 +288,25 @@ static void test_whole_file_and_errors(void) {
     vg_graph_free(g);
 }
 
+/* One batch of 4 (label, image) rows: *u += the labels; each image's first byte is
+ * its label % 100, its last 3. */
+static void label_image_step(vg_tensor *const *out, void *u) {
+    const int64_t *l = vg_tensor_data(out[0]);
+    const uint8_t *px = vg_tensor_data(out[1]);
+    for (int i = 0; i < 4; i++) {
+        *(int64_t *)u += l[i];
+        CHECK(px[4 * i] == (uint8_t)(l[i] % 100) && px[4 * i + 3] == 3);
+    }
+}
+
+/* The bytes feature "image_raw" = {i, 1, 2, 3}. */
+static void add_image_feature(vg_example *ex, int64_t label, int i, void *u) {
+    (void)label, (void)u;
+    uint8_t img[4] = {(uint8_t)i, 1, 2, 3};
+    vg_status st;
+    vg_example_add_bytes(ex, "image_raw", (const char *[]){(const char *)img}, (size_t[]){4}, 1, &st);
+}
+
 /* TFRecords of Examples -> string_input_producer(num_epochs 3, shuffle) ->
  * TFRecordReader -> parse_single_example -> batch, run under a SingularMonitoredSession:
  * the loop ends with OUT_OF_RANGE after exactly 3 epochs and the session ends cleanly. */
@@ -298,18 +318,7 @@ static void test_monitored_session_ends_at_data_end(void) {
         char nm[32];
         snprintf(nm, sizeof nm, "ex%d.tfrecord", f);
         path_of(files[f], nm);
-        vg_tfrecord_writer *w = vg_tfrecord_writer_open(files[f], VG_COMPRESSION_GZIP, &st);
-        for (int i = 0; i < 6; i++) {
-            vg_example *ex = vg_example_new();
-            int64_t label = f * 100 + i;
-            want_sum += label;
-            vg_example_add_int64(ex, "label", &label, 1, &st);
-            uint8_t img[4] = {(uint8_t)i, 1, 2, 3};
-            vg_example_add_bytes(ex, "image_raw", (const char *[]){(const char *)img}, (size_t[]){4}, 1, &st);
-            write_example(w, ex);
-            vg_example_free(ex);
-        }
-        vg_tfrecord_writer_close(w, &st);
+        want_sum += ds_write_labelled_examples(files[f], VG_COMPRESSION_GZIP, 6, f * 100, add_image_feature, NULL);
     }
     vg_graph *g = vg_graph_new();
     vg_output q = vg_string_input_producer(g, files_const(g, files, 2), 3, true, 7, 32, NULL);
@@ -324,40 +333,11 @@ static void test_monitored_session_ends_at_data_end(void) {
     vg_output batch[2];
     CHECK_OK(vg_batch(g, (vg_output[]){dense[0], img}, 2, 4, 1, 32, false, NULL, batch), &st);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_singular_options o = {0};
-    vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
-    CHECK(ms != NULL);
-    if (!ms) fprintf(stderr, "monitored session: %s\n", st.msg);
-    if (!ms) {
-        vg_graph_free(g);
-        return;
-    }
-    int64_t sum = 0, steps = 0;
-    vg_code rc;
-    for (;;) {
-        vg_run_args a = {0};
-        a.fetches = batch;
-        a.nfetches = 2;
-        vg_tensor *out[2] = {0};
-        rc = vg_monitored_session_run(ms, &a, out, NULL, &st);
-        if (rc != VG_OK) break;
-        const int64_t *l = vg_tensor_data(out[0]);
-        const uint8_t *px = vg_tensor_data(out[1]);
-        for (int i = 0; i < 4; i++) {
-            sum += l[i];
-            CHECK(px[4 * i] == (uint8_t)(l[i] % 100) && px[4 * i + 3] == 3);
-        }
-        steps++;
-        vg_tensor_free(out[0]);
-        vg_tensor_free(out[1]);
-        if (steps > 100) break;
-    }
-    CHECK_CODE(rc, VG_OUT_OF_RANGE);
+    int64_t sum = 0;
+    int steps = mts_singular_until_end(g, batch, 2, label_image_step, &sum);
+    if (steps < 0) return;
     CHECK_EQ_INT(steps, 9); /* 3 epochs x 12 records / 4 */
     CHECK_EQ_INT(sum, 3 * want_sum);
-    CHECK_OK(vg_monitored_session_end(ms, rc, &st), &st);
-    vg_monitored_session_free(ms);
-    vg_graph_free(g);
 }
 
 int main(void) {
