@@ -4,6 +4,7 @@
 #ifndef VG_DATASET_FIXTURE_H
 #define VG_DATASET_FIXTURE_H
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <stdbool.h>
 #include <stdint.h>
@@ -141,7 +142,7 @@ static inline void ds_check_end_free(vg_session *s, vg_graph *g, vg_op *next, vg
 
 /* Writes a TFRecord file at path (compression c) of n tf.Examples, example i holding
  * the int64 feature "label" = first + i and what more(ex, label, i, u) adds; returns the
- * sum of the labels. (Include session_test_util.h first: write_example.) */
+ * sum of the labels. */
 typedef void (*ds_example_fn)(vg_example *ex, int64_t label, int i, void *u);
 static inline int64_t ds_write_labelled_examples(const char *path, vg_compression c, int n, int64_t first,
                                                  ds_example_fn more, void *u) {

@@ -54,4 +54,12 @@ static inline int mts_singular_until_end(vg_graph *g, const vg_output *f, int nf
     vg_graph_free(g);
     return steps;
 }
+
+/* One run of ms: fetches *fetch into *out when fetch is set, runs target when set. */
+static inline vg_code mts_run1(vg_monitored_session *ms, const vg_output *fetch, vg_op *target, vg_tensor **out,
+                               vg_status *st) {
+    vg_run_args a = {.fetches = fetch, .nfetches = fetch ? 1 : 0, .targets = target ? &target : NULL,
+                     .ntargets = target ? 1 : 0};
+    return vg_monitored_session_run(ms, &a, out, NULL, st);
+}
 #endif

@@ -1550,13 +1550,8 @@ static void test_monitored_training_session(void) {
         vg_monitored_session *ms = mts_no_counter(g, dir, round == 0 ? 7 : 1000, &st);
         vg_code rc = ms ? VG_OK : st.code;
         while (ms && rc == VG_OK && !vg_monitored_session_should_stop(ms) && n < 70) {
-            vg_run_args args = {0};
-            args.fetches = &value;
-            args.nfetches = 1;
-            args.targets = &step;
-            args.ntargets = 1;
             vg_tensor *out = NULL;
-            rc = vg_monitored_session_run(ms, &args, &out, NULL, &st);
+            rc = mts_run1(ms, &value, step, &out, &st);
             if (rc == VG_OK) got[n++] = *(const int64_t *)vg_tensor_data(out);
             vg_tensor_free(out);
         }

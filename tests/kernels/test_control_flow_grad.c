@@ -270,13 +270,10 @@ static void test_loop_under_mts(void) {
         vg_graph *g = mts_model(&train, &w);
         CHECK(train != NULL);
         vg_monitored_session *ms = mts_no_counter(g, dir, 4 * (round + 1), &st);
-        vg_run_args a = {0};
-        a.targets = &train;
-        a.ntargets = 1;
         vg_code rc = VG_OK;
         int steps = 0;
         while (ms && rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
-            rc = vg_monitored_session_run(ms, &a, NULL, NULL, &st);
+            rc = mts_run1(ms, NULL, train, NULL, &st);
             steps++;
             wv -= 0.1 * 3 * wv * wv;
         }
@@ -295,11 +292,8 @@ static void test_loop_under_mts(void) {
     vg_graph *g = mts_model(&train, &w);
     vg_monitored_session *ms = mts_no_counter(g, dir, -1, &st);
     if (ms) {
-        vg_run_args r = {0};
-        r.fetches = &w.read;
-        r.nfetches = 1;
         vg_tensor *t = NULL;
-        CHECK_OK(vg_monitored_session_run(ms, &r, &t, NULL, &st), &st);
+        CHECK_OK(mts_run1(ms, &w.read, NULL, &t, &st), &st);
         if (t) CHECK_NEAR(*(float *)vg_tensor_data(t), wv, 1e-4);
         vg_tensor_free(t);
         vg_monitored_session_end(ms, VG_OK, &st);

@@ -8,6 +8,7 @@
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "mts_fixture.h"
 
 static char tmpdir[256];
 
@@ -724,11 +725,8 @@ static void test_monitored_session_initialises_tables(void) {
     vg_monitored_session *ms = vg_singular_monitored_session_new(g, &so, &st);
     CHECK(ms != NULL);
     if (ms) {
-        vg_run_args a = {0};
-        a.fetches = &ids;
-        a.nfetches = 1;
         vg_tensor *r = NULL;
-        CHECK_OK(vg_monitored_session_run(ms, &a, &r, NULL, &st), &st);
+        CHECK_OK(mts_run1(ms, &ids, NULL, &r, &st), &st);
         CHECK(i64_are(r, (const int64_t[]){2, 0, 3}, 3));
         vg_tensor_free(r);
         vg_monitored_session_free(ms);
