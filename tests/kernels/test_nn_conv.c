@@ -10,6 +10,7 @@
 #include "kernels/nn/nn_internal.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "conv_ref_fixture.h"
 #include <pthread.h>
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -28,10 +29,7 @@ static int compare(const char *what, const vg_tensor *t, const double *want, int
     return bad;
 }
 
-typedef struct cfg {
-    int64_t n, h, w, ci, kh, kw, co, sh, sw;
-    bool same;
-} cfg;
+typedef conv_cfg cfg;
 
 /* ---- naive references -------------------------------------------------- */
 
@@ -39,29 +37,6 @@ typedef struct cfg {
 #define F(ky, kx, ci, co) f_[(((ky) * c_->kw + (kx)) * c_->ci + (ci)) * c_->co + (co)]
 #define Y(n, y, x, c) y_[(((n) * oh + (y)) * ow + (x)) * c_->co + (c)]
 
-/* mode 0: y = conv(x, f); 1: dx from dy, f; 2: df from x, dy. Output zeroed here. */
-static void conv_ref(const cfg *c_, int mode, double *x_, double *f_, double *y_) {
-    int64_t oh, ow, pt, pl;
-    win(c_->h, c_->kh, c_->sh, c_->same, &oh, &pt);
-    win(c_->w, c_->kw, c_->sw, c_->same, &ow, &pl);
-    if (mode == 0) memset(y_, 0, sizeof(double) * (size_t)(c_->n * oh * ow * c_->co));
-    if (mode == 1) memset(x_, 0, sizeof(double) * (size_t)(c_->n * c_->h * c_->w * c_->ci));
-    if (mode == 2) memset(f_, 0, sizeof(double) * (size_t)(c_->kh * c_->kw * c_->ci * c_->co));
-    for (int64_t n = 0; n < c_->n; n++)
-        for (int64_t oy = 0; oy < oh; oy++)
-            for (int64_t ox = 0; ox < ow; ox++)
-                for (int64_t ky = 0; ky < c_->kh; ky++)
-                    for (int64_t kx = 0; kx < c_->kw; kx++) {
-                        int64_t iy = oy * c_->sh - pt + ky, ix = ox * c_->sw - pl + kx;
-                        if (iy < 0 || iy >= c_->h || ix < 0 || ix >= c_->w) continue;
-                        for (int64_t ci = 0; ci < c_->ci; ci++)
-                            for (int64_t co = 0; co < c_->co; co++) {
-                                if (mode == 0) Y(n, oy, ox, co) += X(n, iy, ix, ci) * F(ky, kx, ci, co);
-                                else if (mode == 1) X(n, iy, ix, ci) += Y(n, oy, ox, co) * F(ky, kx, ci, co);
-                                else F(ky, kx, ci, co) += X(n, iy, ix, ci) * Y(n, oy, ox, co);
-                            }
-                    }
-}
 #undef F
 
 /* Pools: kind 0 max, 1 avg; mode 0 forward (y from x), 1 gradient (dx from x, dy). */
@@ -131,9 +106,9 @@ static void run_conv_cfg(const cfg *c, vg_dtype dt, int threads) {
     double *x = randv(nx, 1), *f = randv(nf, 2), *dy = randv(ny, 3);
     double *y_ref = malloc(sizeof(double) * (size_t)ny), *dx_ref = malloc(sizeof(double) * (size_t)nx);
     double *df_ref = malloc(sizeof(double) * (size_t)nf);
-    conv_ref(c, 0, x, f, y_ref);
-    conv_ref(c, 1, dx_ref, f, dy);
-    conv_ref(c, 2, x, df_ref, dy);
+    conv_ref_ex(c, 0, x, f, y_ref, NULL, false);
+    conv_ref_ex(c, 1, dx_ref, f, dy, NULL, false);
+    conv_ref_ex(c, 2, x, df_ref, dy, NULL, false);
 
     vg_graph *g = vg_graph_new();
     static const char *pads[2] = {"VALID", "SAME"};
