@@ -306,8 +306,7 @@ static void test_core__parallel_and_trace(void) {
     CHECK(ta != tb);
     CHECK(sa < eb && sb < ea);
     vg_run_metadata_free(md);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 static void test_core__graph_names_scopes_collections(void) {
