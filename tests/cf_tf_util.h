@@ -179,4 +179,7 @@ static inline void cf_expect_once(vg_graph *g, bool init, vg_output y, const cf_
 #define EXPECT_VEC_ONCE(g, init, y, n, wantarr, ...) \
     cf_expect_once(g, init, y, __VA_ARGS__, wantarr, n, __FILE__, __LINE__)
 
+/* The constant predicate of TF's tests, math_ops.less(1, 2). */
+static inline vg_output one_lt_two(vg_graph *g) { return vg_less(g, i32c(g, 1), i32c(g, 2), NULL); }
+
 #endif

@@ -57,27 +57,27 @@ static void test_switch_merge_less(void) {
     kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
+/* data6 switched on the constant ports: merge(false side + 1, true_side(true side)). */
+static vg_output identity_of(vg_graph *g, vg_output x) { return vg_identity(g, x, NULL); }
+static vg_output times5_of(vg_graph *g, vg_output x) { return vg_mul(g, x, vg_const_i32(g, 5, NULL), NULL); }
+static vg_op *switch_add_merge(vg_graph *g, bool ports, vg_output (*true_side)(vg_graph *, vg_output)) {
+    vg_output data = data6(g);
+    vg_op *sw = vg_switch(g, data, vg_const_bool(g, ports, "ports"), NULL);
+    vg_output add = vg_add(g, vg_out(sw, 0), vg_const_i32(g, 1, NULL), NULL);
+    return vg_merge(g, (vg_output[]){add, true_side(g, vg_out(sw, 1))}, 2, NULL);
+}
+
 /* testSwitchMergeAddIdentity */
 static void test_switch_merge_add_identity(void) {
     vg_graph *g = vg_graph_new();
-    vg_output data = data6(g);
-    vg_output ports = vg_const_bool(g, false, "ports");
-    vg_op *sw = vg_switch(g, data, ports, NULL);
-    vg_output add = vg_add(g, vg_out(sw, 0), vg_const_i32(g, 1, NULL), NULL);
-    vg_output id = vg_identity(g, vg_out(sw, 1), NULL);
-    vg_op *m = vg_merge(g, (vg_output[]){add, id}, 2, NULL);
+    vg_op *m = switch_add_merge(g, false, identity_of);
     EXPECT_VEC_ONCE(g, false, vg_out(m, 0), 6, ((double[]){2, 3, 4, 5, 6, 7}), NOFEED);
 }
 
 /* testSwitchMergeAddMul */
 static void test_switch_merge_add_mul(void) {
     vg_graph *g = vg_graph_new();
-    vg_output data = data6(g);
-    vg_output ports = vg_const_bool(g, true, "ports");
-    vg_op *sw = vg_switch(g, data, ports, NULL);
-    vg_output add = vg_add(g, vg_out(sw, 0), vg_const_i32(g, 1, NULL), NULL);
-    vg_output mul = vg_mul(g, vg_out(sw, 1), vg_const_i32(g, 5, NULL), NULL);
-    vg_op *m = vg_merge(g, (vg_output[]){add, mul}, 2, NULL);
+    vg_op *m = switch_add_merge(g, true, times5_of);
     EXPECT_VEC_ONCE(g, false, vg_out(m, 0), 6, ((double[]){5, 10, 15, 20, 25, 30}), NOFEED);
 }
 
@@ -198,7 +198,7 @@ static void test_cond_123(void) {
     vg_status st;
     env e = {0};
     e.a = vg_const_i32(g, 10, "x");
-    e.b = vg_less(g, vg_const_i32(g, 1, NULL), vg_const_i32(g, 2, NULL), NULL);
+    e.b = one_lt_two(g);
     vg_output r1, r2, r3;
     CHECK_OK(vg_cond(g, e.b, br_add1, br_sub1, &e, 1, &r1, NULL, &st), &st); /* testCond_1 */
     vg_output p0 = vg_less(g, vg_const_i32(g, 1, NULL), vg_const_i32(g, 0, NULL), NULL);
@@ -349,7 +349,7 @@ static void test_cond_7_list_output(void) {
         e.a = vg_const_i32(g, 10, "x");
         e.b = vg_const_i32(g, 200, "y");
         e.k = k; /* 0: testCond_7 (x+1, x+2); 1: testCondListOutput (x+y, x+y) */
-        vg_output pred = vg_less(g, vg_const_i32(g, 1, NULL), vg_const_i32(g, 2, NULL), NULL), r[2];
+        vg_output pred = one_lt_two(g), r[2];
         CHECK_OK(vg_cond(g, pred, br7_t, br7_f, &e, 2, r, NULL, &st), &st);
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, r[0], k ? 210 : 11, NOFEED);
@@ -784,15 +784,20 @@ static vg_code br_make_const1(vg_graph *g, void *u, vg_output *o) {
 }
 static vg_code br_const0_b(vg_graph *g, void *u, vg_output *o) { return br_const0(g, u, o); }
 
+/* cond(1 < 2, br_make_const1, false_fn) on g with made cleared first: its output. */
+static vg_output made_cond(vg_graph *g, vg_cond_branch_fn false_fn) {
+    vg_status st;
+    vg_output r = {NULL, 0};
+    made = vg_out(NULL, 0);
+    CHECK_OK(vg_cond(g, one_lt_two(g), br_make_const1, false_fn, NULL, 1, &r, NULL, &st), &st);
+    return r;
+}
+
 /* testValidCondContext: a tensor of a cond branch used outside (valid, although it is
  * dead when the branch is not taken) */
 static void test_valid_cond_context(void) {
     vg_graph *g = vg_graph_new();
-    vg_status st;
-    made = vg_out(NULL, 0);
-    vg_output r;
-    vg_output pred = vg_less(g, vg_const_i32(g, 1, NULL), vg_const_i32(g, 2, NULL), NULL);
-    CHECK_OK(vg_cond(g, pred, br_make_const1, br_const0_b, NULL, 1, &r, NULL, &st), &st);
+    made_cond(g, br_const0_b);
     vg_output sum = vg_add(g, vg_const_i32(g, 1, NULL), made, NULL);
     CHECK(sum.op != NULL);
     EXPECT_VAL_ONCE(g, false, sum, 2, NOFEED);
@@ -802,12 +807,7 @@ static void test_valid_cond_context(void) {
  * branch (valid, although dangerous) */
 static void test_valid_cond_context_branches(void) {
     vg_graph *g = vg_graph_new();
-    vg_status st;
-    made = vg_out(NULL, 0);
-    vg_output r;
-    vg_output pred = vg_less(g, vg_const_i32(g, 1, NULL), vg_const_i32(g, 2, NULL), NULL);
-    CHECK_OK(vg_cond(g, pred, br_make_const1, br_make_const1, NULL, 1, &r, NULL, &st), &st);
-    EXPECT_VAL_ONCE(g, false, r, 1, NOFEED);
+    EXPECT_VAL_ONCE(g, false, made_cond(g, br_make_const1), 1, NOFEED);
 }
 
 int main(void) {

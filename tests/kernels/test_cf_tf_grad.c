@@ -196,7 +196,7 @@ static void test_cond_grad_1(void) {
     vg_status st;
     env e = {0};
     e.a = vg_const_f32(g, 10.0f, "x");
-    vg_output r, pred = vg_less(g, i32c(g, 1), i32c(g, 2), NULL);
+    vg_output r, pred = one_lt_two(g);
     CHECK_OK(vg_cond(g, pred, br_id_a, br_id_a, &e, 1, &r, NULL, &st), &st);
     vg_output grad = GRAD(g, r, e.a);
     EXPECT_VAL_ONCE(g, false, grad, 1.0, NOFEED);
@@ -224,7 +224,7 @@ static void test_cond_compute_grad_after_sess_run(void) {
         vg_status st;
         env e = {0};
         e.a = vg_const_f32(g, 10.0f, "x");
-        vg_output r, pred = vg_less(g, i32c(g, 1), i32c(g, 2), NULL);
+        vg_output r, pred = one_lt_two(g);
         CHECK_OK(vg_cond(g, pred, nested ? br_nested_x4 : br_x4, br_x2, &e, 1, &r, NULL, &st), &st);
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, r, 10000.0, NOFEED);
@@ -419,7 +419,7 @@ static void test_while_grad_square(void) {
     e.b = vg_const_f32(g, 2.0f, "v");
     e.a = square_loop(g, e.b);
     vg_output r;
-    CHECK_OK(vg_cond(g, vg_less(g, i32c(g, 1), i32c(g, 2), NULL), br_a, br_b, &e, 1, &r, NULL, &st), &st);
+    CHECK_OK(vg_cond(g, one_lt_two(g), br_a, br_b, &e, 1, &r, NULL, &st), &st);
     vg_output grad = GRAD(g, r, e.b);
     EXPECT_VAL_ONCE(g, false, grad, 1024.0, NOFEED);
 }
@@ -699,7 +699,7 @@ static void test_while_grad_in_cond(void) {
     e.a = vg_const_f32(g, 1.0f, "n");
     e.x = vg_placeholder(g, VG_FLOAT, NULL, -1, "x");
     vg_output r;
-    CHECK_OK(vg_cond(g, vg_less(g, i32c(g, 1), i32c(g, 2), NULL), br_loop_grad, br_x, &e, 1, &r, NULL, &st), &st);
+    CHECK_OK(vg_cond(g, one_lt_two(g), br_loop_grad, br_x, &e, 1, &r, NULL, &st), &st);
     EXPECT_VAL_ONCE(g, false, r, 9.0, FEEDS(fd(e.x, 1.0)));
 }
 

@@ -1023,7 +1023,7 @@ static void test_invalid_context_in_cond(void) {
     vg_status st;
     CHECK_OK(get_while_tensor(g), &st);
     vg_output r;
-    CHECK_CODE(vg_cond(g, vg_less(g, i32c(g, 1), i32c(g, 2), NULL), br_add_wt, br_const0, NULL, 1, &r, NULL, &st),
+    CHECK_CODE(vg_cond(g, one_lt_two(g), br_add_wt, br_const0, NULL, 1, &r, NULL, &st),
                VG_INVALID_ARGUMENT);
     char want[256];
     snprintf(want, sizeof want, "Cannot use '%s' as input to 'cond/", vg_op_name(while_tensor.op));
@@ -1091,10 +1091,10 @@ static vg_code nested_ctx_b(vg_graph *g, const vg_output *v, int n, void *u, vg_
     (void)u;
     vg_status st;
     vg_output ct = {NULL, 0}, r;
-    vg_output p = vg_less(g, i32c(g, 1), i32c(g, 2), NULL);
+    vg_output p = one_lt_two(g);
     vg_code rc = vg_cond(g, p, br_made, br_const0, &ct, 1, &r, NULL, &st);
     if (rc != VG_OK) return rc;
-    return vg_cond(g, vg_less(g, i32c(g, 1), i32c(g, 2), NULL), br_loop_plus_ct, br_const0, &ct, 1, o, NULL, &st);
+    return vg_cond(g, one_lt_two(g), br_loop_plus_ct, br_const0, &ct, 1, o, NULL, &st);
 }
 static void test_valid_nested_contexts(void) {
     vg_graph *g = vg_graph_new();
@@ -1118,7 +1118,7 @@ static void test_invalid_nested_contexts(void) {
     vg_status st;
     vg_output r;
     CHECK_CODE(
-        vg_cond(g, vg_less(g, i32c(g, 1), i32c(g, 2), NULL), br_invalid_nested, br_const0, NULL, 1, &r, NULL, &st),
+        vg_cond(g, one_lt_two(g), br_invalid_nested, br_const0, NULL, 1, &r, NULL, &st),
         VG_INVALID_ARGUMENT);
     char want[256];
     snprintf(want, sizeof want, "Cannot use '%s' as input to 'cond/while_1/", vg_op_name(while_tensor.op));
