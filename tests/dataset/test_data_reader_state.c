@@ -10,6 +10,7 @@
 #include "kernels_fixture.h"
 #include "session_test_util.h"
 #include "dataset_fixture.h"
+#include "fed_bytes_fixture.h"
 #include <unistd.h>
 
 /* A FIFO queue of scalar strings (capacity 99) on g: the work queue the readers read from. */
@@ -41,16 +42,6 @@ static rs_graph rs_build(vg_graph *g, vg_output rd, const char *const first[3], 
     r.fed = vg_placeholder(g, VG_STRING, NULL, 0, "state");
     r.restore = vg_reader_restore_state(g, rd, r.fed, NULL);
     return r;
-}
-
-/* Runs restore with the placeholder fed the given bytes; returns the code. */
-static vg_code restore_bytes(vg_session *s, vg_op *restore, vg_output fed, const void *p, size_t n, vg_status *st) {
-    vg_tensor *t = vg_tensor_new(VG_STRING, NULL, 0, st);
-    if (!t) return st->code;
-    vg_tensor_set_string(t, 0, p, n, st);
-    vg_code rc = vg_session_run(s, NULL, &fed, &t, 1, NULL, NULL, 0, &restore, 1, NULL, st);
-    vg_tensor_free(t);
-    return rc;
 }
 
 static int64_t run_i64(vg_session *s, vg_output o) {
@@ -92,7 +83,7 @@ static void expect_closed(vg_session *s, vg_op *read) {
 static void expect_restore_fails(vg_session *s, vg_op *restore, vg_output fed, const void *bytes, size_t n,
                                  const char *msg) {
     vg_status st;
-    CHECK_STATUS(restore_bytes(s, restore, fed, bytes, n, &st), &st, VG_INVALID_ARGUMENT, msg);
+    CHECK_STATUS(run_fed_bytes(s, restore, fed, bytes, n, &st), &st, VG_INVALID_ARGUMENT, msg);
 }
 
 /* reader_ops_test.py IdentityReaderTest.testSerializeRestore. */
@@ -175,7 +166,7 @@ static void test_identity_serialize_restore(void) {
     CHECK_EQ_INT(run_i64(s, produced), 0);
     /* unknown fields are skipped (protobuf), an empty state is all zeros */
     static const uint8_t unknown[] = {0x08, 2, 0x10, 2, 0x18, 7, 0x28, 9, 0x22, 2, 'Q', 'R'};
-    CHECK_OK(restore_bytes(s, restore, fed, unknown, sizeof unknown, &st), &st);
+    CHECK_OK(run_fed_bytes(s, restore, fed, unknown, sizeof unknown, &st), &st);
     CHECK_EQ_INT(run_i64(s, produced), 7);
     CHECK_EQ_INT(run_i64(s, nwork), 2);
     vg_tensor *back = NULL;
@@ -186,7 +177,7 @@ static void test_identity_serialize_restore(void) {
         CHECK(sl == sizeof back_want && memcmp(bb, back_want, sl) == 0);
     }
     vg_tensor_free(back);
-    CHECK_OK(restore_bytes(s, restore, fed, "", 0, &st), &st);
+    CHECK_OK(run_fed_bytes(s, restore, fed, "", 0, &st), &st);
     CHECK_EQ_INT(run_i64(s, produced), 0);
     CHECK_EQ_INT(run_i64(s, nwork), 0);
     kt_teardown(g, s, (vg_tensor *[]){state}, 1, NULL, 0);
@@ -301,7 +292,7 @@ static void test_whole_file_serialize_restore(void) {
     expect_read(s, read, files[2], content[2]);
     expect_closed(s, read);
     CHECK_EQ_INT(run_i64(s, produced), 3);
-    CHECK_STATUS(restore_bytes(s, restore, fed, "\x01", 1, &st), &st, VG_INVALID_ARGUMENT,
+    CHECK_STATUS(run_fed_bytes(s, restore, fed, "\x01", 1, &st), &st, VG_INVALID_ARGUMENT,
         "Could not parse state for WholeFileReader 'test_reader': \\001");
     CHECK_EQ_INT(run_i64(s, produced), 0);
     vg_tensor_free(state);

@@ -190,6 +190,33 @@ static void test_cond_resource_grad(void) {
     }
 }
 
+/* The cond of TF's testCondGrad tests on g: c < 2 ? t(e) : f(e); its output. */
+static vg_output cond_c_lt_2(vg_graph *g, vg_output c, vg_cond_branch_fn t, vg_cond_branch_fn f, env *e) {
+    vg_status st;
+    vg_output r = {NULL, 0};
+    CHECK_OK(vg_cond(g, vg_less(g, c, i32c(g, 2), NULL), t, f, e, 1, &r, NULL, &st), &st);
+    return r;
+}
+
+/* y (n values) in a fresh session on g (after the global initializer when init) with
+ * the int32 c fed 1, then 3: at1, then at3; frees g. */
+static void expect_at_c_1_3(vg_graph *g, bool init, vg_output c, vg_output y, int n, const double *at1,
+                            const double *at3, const char *file, int line) {
+    vg_session *s = cf_session(g);
+    if (s && init) cf_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, file, line);
+    if (s) {
+        cf_expect(s, y, FEEDS(fd(c, 1)), at1, n, NULL, -1, 1e-6, file, line);
+        cf_expect(s, y, FEEDS(fd(c, 3)), at3, n, NULL, -1, 1e-6, file, line);
+    }
+    kt_teardown(g, s, NULL, 0, NULL, 0);
+}
+#define EXPECT_AT_C_1_3(g, init, c, y, n, at1, at3) expect_at_c_1_3(g, init, c, y, n, at1, at3, __FILE__, __LINE__)
+
+/* A trainable resource variable called name of n float ones. */
+static vg_resource_variable ones_rvar(vg_graph *g, const char *name, int64_t n) {
+    return vg_resource_variable_new(g, name, vg_const_fill(g, VG_FLOAT, &n, 1, 1.0, NULL), VG_VAR_TRAINABLE);
+}
+
 /* testCondGrad_1 */
 static void test_cond_grad_1(void) {
     vg_graph *g = vg_graph_new();
@@ -239,19 +266,14 @@ CF_BRANCH1(br_mul_b, vg_mul(g, ((env *)u)->a, ((env *)u)->b, NULL))
 CF_BRANCH1(br_mul_c, vg_mul(g, ((env *)u)->a, ((env *)u)->c, NULL))
 static void test_cond_grad_2(void) {
     vg_graph *g = vg_graph_new();
-    vg_status st;
     vg_output c = vg_placeholder(g, VG_INT32, NULL, 0, "c");
     env e = {0};
     e.a = f32c(g, 10.0f);
     e.b = f32c(g, 42.0f);
     e.c = f32c(g, 3.0f);
-    vg_output r;
-    CHECK_OK(vg_cond(g, vg_less(g, c, i32c(g, 2), NULL), br_mul_b, br_mul_c, &e, 1, &r, NULL, &st), &st);
+    vg_output r = cond_c_lt_2(g, c, br_mul_b, br_mul_c, &e);
     vg_output grad = GRAD(g, r, e.a);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, grad, 42.0, FEEDS(fd(c, 1)));
-    EXPECT_VAL(s, grad, 3.0, FEEDS(fd(c, 3)));
-    kt_teardown(g, s, NULL, 0, NULL, 0);
+    EXPECT_AT_C_1_3(g, false, c, grad, 1, ((double[]){42.0}), ((double[]){3.0}));
 }
 
 /* testCondGrad_3: a gradient computed inside a branch */
@@ -264,17 +286,12 @@ static vg_code br_grad_inside(vg_graph *g, void *u, vg_output *o) {
 CF_BRANCH1(br_ox3, vg_mul(g, ((env *)u)->a, f32c(g, 3.0f), NULL))
 static void test_cond_grad_3(void) {
     vg_graph *g = vg_graph_new();
-    vg_status st;
     vg_output c = vg_placeholder(g, VG_INT32, NULL, 0, "c");
     env e = {0};
     e.a = f32c(g, 10.0f);                      /* ox */
     e.b = vg_mul(g, f32c(g, 7.0f), e.a, NULL); /* y */
-    vg_output r;
-    CHECK_OK(vg_cond(g, vg_less(g, c, i32c(g, 2), NULL), br_grad_inside, br_ox3, &e, 1, &r, NULL, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r, 980.0, FEEDS(fd(c, 1)));
-    EXPECT_VAL(s, r, 30.0, FEEDS(fd(c, 3)));
-    kt_teardown(g, s, NULL, 0, NULL, 0);
+    vg_output r = cond_c_lt_2(g, c, br_grad_inside, br_ox3, &e);
+    EXPECT_AT_C_1_3(g, false, c, r, 1, ((double[]){980.0}), ((double[]){30.0}));
 }
 
 /* testCondGradMultiDevice (one CPU) */
@@ -329,19 +346,13 @@ static void test_nested_cond_simple(void) {
 CF_BRANCH1(br_gather11, vg_gather(g, ((env *)u)->a, vg_const_i32_vec(g, (int32_t[]){1, 1}, 2, NULL), 0, NULL))
 static void test_cond_grad_gather(void) {
     vg_graph *g = vg_graph_new();
-    vg_status st;
     vg_variable v1 = vg_variable_new(g, "v1", f32v(g, (float[]){1, 42}, 2, NULL), VG_VAR_TRAINABLE);
     vg_output c = vg_placeholder(g, VG_INT32, NULL, 0, "c");
     env e = {0};
     e.a = v1.read;
-    vg_output r;
-    CHECK_OK(vg_cond(g, vg_less(g, c, i32c(g, 2), NULL), br_id_a, br_gather11, &e, 1, &r, NULL, &st), &st);
+    vg_output r = cond_c_lt_2(g, c, br_id_a, br_gather11, &e);
     vg_output grad = GRAD(g, r, v1.ref);
-    vg_session *s = cf_session(g);
-    RUN_INIT(s, g);
-    EXPECT_VEC(s, grad, 2, ((double[]){1, 1}), FEEDS(fd(c, 1)));
-    EXPECT_VEC(s, grad, 2, ((double[]){0, 2}), FEEDS(fd(c, 3)));
-    kt_teardown(g, s, NULL, 0, NULL, 0);
+    EXPECT_AT_C_1_3(g, true, c, grad, 2, ((double[]){1, 1}), ((double[]){0, 2}));
 }
 
 /* testCondGrad_ResourceVarSparseRead */
@@ -610,8 +621,7 @@ static vg_code sparse_b(vg_graph *g, const vg_output *v, int n, void *u, vg_outp
 static void test_while_grad_resource_var_sparse_read(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    vg_resource_variable var =
-        vg_resource_variable_new(g, "var", vg_const_fill(g, VG_FLOAT, (int64_t[]){5}, 1, 1.0, NULL), VG_VAR_TRAINABLE);
+    vg_resource_variable var = ones_rvar(g, "var", 5);
     env e = {0};
     e.a = var.handle;
     vg_output v[2] = {i32c(g, 0), f32c(g, 1.0f)}, r[2];
@@ -634,10 +644,8 @@ static vg_code multi_sparse_b(vg_graph *g, const vg_output *v, int n, void *u, v
 static void test_while_grad_multi_resource_var_sparse_read(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    vg_resource_variable var1 =
-        vg_resource_variable_new(g, "var1", vg_const_fill(g, VG_FLOAT, (int64_t[]){5}, 1, 1.0, NULL), VG_VAR_TRAINABLE);
-    vg_resource_variable var2 =
-        vg_resource_variable_new(g, "var2", vg_const_fill(g, VG_FLOAT, (int64_t[]){3}, 1, 1.0, NULL), VG_VAR_TRAINABLE);
+    vg_resource_variable var1 = ones_rvar(g, "var1", 5);
+    vg_resource_variable var2 = ones_rvar(g, "var2", 3);
     env e = {0};
     e.a = var1.handle;
     e.b = var2.handle;

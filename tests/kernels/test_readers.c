@@ -22,6 +22,18 @@ static vg_output files_const(vg_graph *g, char (*files)[256], int n) {
     return ds_string_rows(g, files[0], sizeof files[0], n, "files");
 }
 
+/* string_input_producer(files[0..n), num_epochs 1, no shuffle, capacity 32). */
+static vg_output one_epoch_queue(vg_graph *g, char (*files)[256], int n) {
+    return vg_string_input_producer(g, files_const(g, files, n), 1, false, 0, 32, NULL);
+}
+
+/* Writes text (a C string) into the file at path (checked to open). */
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) fputs(text, f), fclose(f);
+}
+
 /* Writes n records "Record <f> of <i>" (TF's test content) into path. */
 static void write_records(const char *path, int f, int n, vg_compression c) {
     ds_write_text_records_c(path, c, n, "Record %d of file %d", f);
@@ -60,7 +72,7 @@ static void test_tfrecord_one_epoch(void) {
             write_records(files[f], f, 7, (vg_compression)c);
         }
         vg_graph *g = vg_graph_new();
-        vg_output q = vg_string_input_producer(g, files_const(g, files, 2), 1, false, 0, 32, NULL);
+        vg_output q = one_epoch_queue(g, files, 2);
         vg_output rd = vg_tfrecord_reader(g, c == 0 ? "" : c == 1 ? "ZLIB" : "GZIP", NULL);
         vg_op *read = vg_reader_read(g, rd, q, NULL);
         vg_output nrec = vg_reader_num_records_produced(g, rd, NULL);
@@ -112,7 +124,7 @@ static void test_read_up_to_and_reset(void) {
     write_records(files[0], 0, 5, VG_COMPRESSION_NONE);
     write_records(files[1], 1, 5, VG_COMPRESSION_NONE);
     vg_graph *g = vg_graph_new();
-    vg_output q = vg_string_input_producer(g, files_const(g, files, 2), 1, false, 0, 32, NULL);
+    vg_output q = one_epoch_queue(g, files, 2);
     vg_output rd = vg_tfrecord_reader(g, NULL, NULL);
     vg_op *up = vg_reader_read_up_to(g, rd, q, vg_const_i64(g, 4, "n"), NULL);
     vg_op *reset = vg_reader_reset(g, rd, NULL);
@@ -182,11 +194,9 @@ static void test_fixed_length_hop_bytes(void) {
     path_of(files[0], "fixed.bin");
     /* header "HHH", records of 4 bytes every 2 bytes, footer "FF":
      * body "abcdefghij" -> "abcd", "cdef", "efgh", "ghij" */
-    FILE *f = fopen(files[0], "wb");
-    fputs("HHHabcdefghijFF", f);
-    fclose(f);
+    write_text(files[0], "HHHabcdefghijFF");
     vg_graph *g = vg_graph_new();
-    vg_output q = vg_string_input_producer(g, files_const(g, files, 1), 1, false, 0, 32, NULL);
+    vg_output q = one_epoch_queue(g, files, 1);
     vg_output rd = vg_fixed_length_record_reader(g, 3, 4, 2, 2, NULL);
     vg_op *read = vg_reader_read(g, rd, q, NULL);
     char keys[8][300], vals[8][300];
@@ -203,7 +213,7 @@ static void test_fixed_length_hop_bytes(void) {
     vg_graph_free(g);
     /* hop 0: records back to back; a trailing partial record is not produced */
     g = vg_graph_new();
-    q = vg_string_input_producer(g, files_const(g, files, 1), 1, false, 0, 32, NULL);
+    q = one_epoch_queue(g, files, 1);
     rd = vg_fixed_length_record_reader(g, 3, 4, 2, 0, NULL);
     read = vg_reader_read(g, rd, q, NULL);
     n = read_all(g, read, keys, vals, 8, &end, &st);
@@ -221,14 +231,10 @@ static void test_text_line_skip_header(void) {
     char files[2][256];
     path_of(files[0], "a.csv");
     path_of(files[1], "b.csv");
-    FILE *f = fopen(files[0], "wb");
-    fputs("header\n1,a\r\n2,b\n\n3,c", f); /* CRLF, an empty line, no final newline */
-    fclose(f);
-    f = fopen(files[1], "wb");
-    fputs("only header\n", f);
-    fclose(f);
+    write_text(files[0], "header\n1,a\r\n2,b\n\n3,c"); /* CRLF, an empty line, no final newline */
+    write_text(files[1], "only header\n");
     vg_graph *g = vg_graph_new();
-    vg_output q = vg_string_input_producer(g, files_const(g, files, 2), 1, false, 0, 32, NULL);
+    vg_output q = one_epoch_queue(g, files, 2);
     vg_output rd = vg_text_line_reader(g, 1, NULL);
     vg_op *read = vg_reader_read(g, rd, q, NULL);
     char keys[8][300], vals[8][300];
@@ -252,11 +258,9 @@ static void test_whole_file_and_errors(void) {
     path_of(files[0], "w0.txt");
     path_of(files[1], "missing.txt");
     path_of(files[2], "w2.txt");
-    FILE *f = fopen(files[0], "wb");
-    fputs("contents\nof w0", f);
-    fclose(f);
+    write_text(files[0], "contents\nof w0");
     vg_graph *g = vg_graph_new();
-    vg_output q = vg_string_input_producer(g, files_const(g, files, 2), 1, false, 0, 32, NULL);
+    vg_output q = one_epoch_queue(g, files, 2);
     vg_output rd = vg_whole_file_reader(g, NULL);
     vg_op *read = vg_reader_read(g, rd, q, NULL);
     char keys[4][300], vals[4][300];
@@ -268,12 +272,12 @@ static void test_whole_file_and_errors(void) {
     vg_graph_free(g);
     /* corrupt TFRecord: DATA_LOSS naming the file and the record's offset */
     write_records(files[2], 0, 3, VG_COMPRESSION_NONE);
-    f = fopen(files[2], "r+b");
+    FILE *f = fopen(files[2], "r+b");
     fseek(f, 34 + 12 + 3, SEEK_SET); /* record 1's data */
     fputc('#', f);
     fclose(f);
     g = vg_graph_new();
-    q = vg_string_input_producer(g, files_const(g, files + 2, 1), 1, false, 0, 32, NULL);
+    q = one_epoch_queue(g, files + 2, 1);
     rd = vg_tfrecord_reader(g, NULL, NULL);
     read = vg_reader_read(g, rd, q, NULL);
     n = read_all(g, read, keys, vals, 4, &end, &st);
