@@ -721,14 +721,6 @@ static void write_bytes(const char *path, const void *p, size_t n) {
     fclose(f);
 }
 
-static size_t read_all(const char *path, uint8_t *buf, size_t cap) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, cap, f);
-    fclose(f);
-    return n;
-}
-
 /* reader_dataset_ops_test_base: TextLineDatasetTestBase._createFiles(5, 5, crlf=True,
  * compression) ("%d: %d" lines; no newline after the last line but in file 0), the
  * TFRecordDatasetTestBase files (2 files of 7 records "Record %d of file %d"), and the
@@ -750,11 +742,10 @@ static void write_files(void) {
     for (int f = 0; f < 2; f++) {
         snprintf(g_records[0][f], sizeof g_records[0][f], "%s/tf_record.%d.txt", g_dir, f);
         ds_write_text_records(g_records[0][f], 7, "Record %d of file %d", f);
-        size_t n = read_all(g_records[0][f], plain, sizeof plain);
         snprintf(g_records[1][f], sizeof g_records[1][f], "%s/tfrecord_%d.z", g_dir, f);
-        write_bytes(g_records[1][f], z, deflate_to(z, sizeof z, plain, n, false));
+        CHECK(deflate_file(g_records[0][f], g_records[1][f], false) > 0);
         snprintf(g_records[2][f], sizeof g_records[2][f], "%s/tfrecord_%d.gz", g_dir, f);
-        write_bytes(g_records[2][f], z, deflate_to(z, sizeof z, plain, n, true));
+        CHECK(deflate_file(g_records[0][f], g_records[2][f], true) > 0);
         size_t k = 0;
         k += (size_t)snprintf((char *)plain + k, sizeof plain - k, "HHHHH");
         for (int r = 0; r < 7; r++) {
