@@ -146,4 +146,14 @@ static inline void kt_expect_binary_build_error(kt_binary_op op, vg_dtype ta, co
     vg_graph_free(g);
 }
 
+/* A new float64 tensor of shape dims[nd] whose element i is sin(freq * i), or
+ * cos(freq * i) when cosine (smooth gradient-check inputs); the caller frees it. */
+static inline vg_tensor *kt_wave_f64(const int64_t *dims, int nd, bool cosine, double freq) {
+    vg_tensor *t = vg_tensor_new(VG_DOUBLE, dims, nd, NULL);
+    double *v = t ? vg_tensor_data(t) : NULL;
+    for (int64_t i = 0; v && i < vg_tensor_num_elements(t); i++)
+        v[i] = cosine ? cos(freq * (double)i) : sin(freq * (double)i);
+    return t;
+}
+
 #endif
