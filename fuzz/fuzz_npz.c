@@ -6,6 +6,9 @@
 #include "vigil/data.h"
 #include "vigil/npy.h"
 
+static const char *npz_key(void *z, int i) { return vg_npz_key(z, i); }
+static vg_tensor *npz_get(void *z, const char *key, vg_status *st) { return vg_npz_get(z, key, st); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static int once;
     if (!once) {
@@ -19,12 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     vg_npz *z = vg_npz_parse(data, size, "fuzz.npz", &st);
     if (!z) return 0;
     int n = vg_npz_count(z);
-    for (int i = 0; i < n; i++) {
-        const char *k = vg_npz_key(z, i);
-        if (!k) __builtin_trap();
-        vg_tensor *t = vg_npz_get(z, k, &st);
-        vg_tensor_free(t);
-    }
+    fz_read_entries(z, n, npz_key, npz_get);
     if (vg_npz_key(z, n) != NULL) __builtin_trap();
     vg_npz_close(z);
     return 0;

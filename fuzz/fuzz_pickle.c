@@ -5,16 +5,14 @@
 #include "fuzz_util.h"
 #include "vigil/npy.h"
 
+static const char *dict_key(void *d, int i) { return vg_pickle_dict_key(d, i); }
+static vg_tensor *dict_get(void *d, const char *key, vg_status *st) { return vg_pickle_dict_get(d, key, st); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     vg_status st;
     vg_pickle_dict *d = vg_pickle_dict_parse(data, size, "fuzz.pkl", &st);
     if (!d) return 0;
-    int n = vg_pickle_dict_count(d);
-    for (int i = 0; i < n; i++) {
-        const char *k = vg_pickle_dict_key(d, i);
-        if (!k) __builtin_trap();
-        vg_tensor_free(vg_pickle_dict_get(d, k, &st));
-    }
+    fz_read_entries(d, vg_pickle_dict_count(d), dict_key, dict_get);
     vg_pickle_dict_free(d);
     return 0;
 }

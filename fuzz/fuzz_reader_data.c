@@ -17,6 +17,7 @@
  *      grows; the seed gzip_claims_2p40 would exceed -malloc_limit_mb without it).
  * The graph is built once per process; each input gets a fresh session. */
 #include "fuzz_util.h"
+#include "../tests/fed_bytes_fixture.h"
 
 static vg_graph *g;
 static vg_output fed, ser;
@@ -68,12 +69,7 @@ static void build(void) {
 }
 
 static vg_code run_restore(vg_session *s, const void *p, size_t n, vg_status *st) {
-    vg_tensor *t = vg_tensor_new(VG_STRING, NULL, 0, st);
-    if (!t) return st->code;
-    vg_tensor_set_string(t, 0, p, n, st);
-    vg_code rc = vg_session_run(s, NULL, &fed, &t, 1, NULL, NULL, 0, &restore, 1, NULL, st);
-    vg_tensor_free(t);
-    return rc;
+    return run_fed_bytes(s, restore, fed, p, n, st);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

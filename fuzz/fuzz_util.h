@@ -51,4 +51,17 @@ static inline void fz_split(const uint8_t *d, size_t n, const uint8_t **a, size_
     if (k > n) k = (uint32_t)n;
     *a = d, *na = k, *b = d + k, *nb = n - k;
 }
+
+/* Reads every entry of a container c of n named arrays (an .npz, a pickled dict): key(c, i)
+ * must name entry i (a NULL key traps), and get(c, key)'s tensor is freed. */
+typedef const char *(*fz_key_fn)(void *c, int i);
+typedef vg_tensor *(*fz_get_fn)(void *c, const char *key, vg_status *st);
+static inline void fz_read_entries(void *c, int n, fz_key_fn key, fz_get_fn get) {
+    vg_status st;
+    for (int i = 0; i < n; i++) {
+        const char *k = key(c, i);
+        if (!k) __builtin_trap();
+        vg_tensor_free(get(c, k, &st));
+    }
+}
 #endif

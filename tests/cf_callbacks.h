@@ -36,4 +36,14 @@
         *nouts = 1;                                                                                           \
         return VG_OK;                                                                                         \
     }
+
+/* A counted loop's body over (i, x, ...): o[0] = i + 1 (an int32 counter), o[1] = the
+ * expression (over g, v, n, u as CF_BODY1's). */
+#define CF_COUNTED_BODY(name, ...)                                                         \
+    static vg_code name(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {  \
+        (void)g, (void)v, (void)n, (void)u;                                                \
+        o[0] = vg_add(g, v[0], vg_const_i32(g, 1, NULL), NULL);                            \
+        o[1] = (__VA_ARGS__);                                                              \
+        return VG_OK;                                                                      \
+    }
 #endif

@@ -153,4 +153,33 @@ static inline vg_output cf_grad_ex(vg_graph *g, const vg_output *ys, int ny, vg_
 }
 #define GRAD(g, y, x) cf_grad_ex(g, (vg_output[]){y}, 1, x, NULL, __FILE__, __LINE__)
 
+/* ---- shared by the three translations ------------------------------------------- */
+/* The state the tests hand their branch and loop callbacks. */
+typedef struct env {
+    vg_output a, b, c, d, e, x, y;
+    vg_op *op;
+    int k;
+} env;
+
+static inline vg_output i32c(vg_graph *g, int v) { return vg_const_i32(g, v, NULL); }
+static inline vg_output f32c(vg_graph *g, float v) { return vg_const_f32(g, v, NULL); }
+
+/* cf_expect in a fresh session on g (after the global variables' initializer when
+ * init), then frees g. */
+static inline void cf_expect_once(vg_graph *g, bool init, vg_output y, const cf_feed *f, int nf, const double *want,
+                                  int n, const char *file, int line) {
+    vg_session *s = cf_session(g);
+    if (s && init) cf_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, file, line);
+    if (s) cf_expect(s, y, f, nf, want, n, NULL, -1, 1e-6, file, line);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+#define EXPECT_VAL_ONCE(g, init, y, want, ...) \
+    cf_expect_once(g, init, y, __VA_ARGS__, (double[]){want}, 1, __FILE__, __LINE__)
+#define EXPECT_VEC_ONCE(g, init, y, n, wantarr, ...) \
+    cf_expect_once(g, init, y, __VA_ARGS__, wantarr, n, __FILE__, __LINE__)
+
+/* The constant predicate of TF's tests, math_ops.less(1, 2). */
+static inline vg_output one_lt_two(vg_graph *g) { return vg_less(g, i32c(g, 1), i32c(g, 2), NULL); }
+
 #endif

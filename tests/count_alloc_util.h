@@ -51,4 +51,17 @@ static inline int fail_each_alloc_of_run(vg_session *s, const vg_output *in, vg_
     }
     return failures;
 }
+
+/* fail_each_alloc_of_run on a new session of g with 2 intra-op threads and 1 inter-op
+ * thread (checked to open; freed after). */
+static inline int fail_each_alloc_threaded(vg_graph *g, const vg_output *in, vg_tensor *const *vals, int nin,
+                                           const vg_output *d, int nd) {
+    vg_status st;
+    vg_session_options o = {.intra_op_threads = 2, .inter_op_threads = 1};
+    vg_session *s = vg_session_new(g, &o, &st);
+    CHECK(s != NULL);
+    int failures = fail_each_alloc_of_run(s, in, vals, nin, d, nd);
+    vg_session_free(s);
+    return failures;
+}
 #endif

@@ -4,6 +4,7 @@
 #ifndef VG_DATASET_FIXTURE_H
 #define VG_DATASET_FIXTURE_H
 #include "test_util.h"
+#include "session_test_util.h"
 #include "vigil/vigil.h"
 #include <stdbool.h>
 #include <stdint.h>
@@ -71,20 +72,29 @@ static inline void ds_example_specs(vg_feature_spec specs[3]) {
     specs[2] = (vg_feature_spec){"w", VG_FLOAT, false, vg_shape_make((int64_t[]){3}, 1), {NULL, 0}};
 }
 
-/* A [2] string Const "files" holding the two paths files[0], files[1]. */
-static inline vg_output ds_files_const(vg_graph *g, char files[2][512]) {
-    vg_tensor *f = vg_tensor_new(VG_STRING, (int64_t[]){2}, 1, NULL);
-    for (int i = 0; i < 2; i++) vg_tensor_set_string(f, i, files[i], strlen(files[i]), NULL);
-    vg_output c = vg_const(g, f, "files");
+/* A 1-D string Const called name of the n NUL-terminated strings stored row_len bytes
+ * apart from rows (a char[n][row_len] array of paths). */
+static inline vg_output ds_string_rows(vg_graph *g, const char *rows, size_t row_len, int n, const char *name) {
+    vg_tensor *f = vg_tensor_new(VG_STRING, (int64_t[]){n}, 1, NULL);
+    for (int i = 0; i < n; i++) {
+        const char *row = rows + (size_t)i * row_len;
+        vg_tensor_set_string(f, i, row, strlen(row), NULL);
+    }
+    vg_output c = vg_const(g, f, name);
     vg_tensor_free(f);
     return c;
 }
 
-/* Writes a TFRecord file at path (uncompressed) of n records, record r the text fmt
+/* A [2] string Const "files" holding the two paths files[0], files[1]. */
+static inline vg_output ds_files_const(vg_graph *g, char files[2][512]) {
+    return ds_string_rows(g, files[0], sizeof files[0], 2, "files");
+}
+
+/* Writes a TFRecord file at path with compression c of n records, record r the text fmt
  * formats from (r, f) (f: the file's number); each write checked. */
-static inline void ds_write_text_records(const char *path, int n, const char *fmt, int f) {
+static inline void ds_write_text_records_c(const char *path, vg_compression c, int n, const char *fmt, int f) {
     vg_status st;
-    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
+    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, c, &st);
     CHECK(w != NULL);
     for (int r = 0; w && r < n; r++) {
         char rec[64];
@@ -92,6 +102,64 @@ static inline void ds_write_text_records(const char *path, int n, const char *fm
         CHECK_OK(vg_tfrecord_writer_write(w, rec, (size_t)len, &st), &st);
     }
     if (w) CHECK_OK(vg_tfrecord_writer_close(w, &st), &st);
+}
+
+/* The same, uncompressed. */
+static inline void ds_write_text_records(const char *path, int n, const char *fmt, int f) {
+    ds_write_text_records_c(path, VG_COMPRESSION_NONE, n, fmt, f);
+}
+
+/* Opens a session on g into *s once g has built cleanly; with sv, first a saver into *sv
+ * (empty allowed, no meta graph, max_to_keep checkpoints: 0 the default). Says why not on
+ * stderr (what names the case) and returns whether the session opened (checked). */
+static inline bool ds_open(vg_graph *g, vg_saver **sv, int max_to_keep, vg_session **s, const char *what) {
+    vg_status st;
+    bool ok = vg_graph_status(g, &st) == VG_OK;
+    if (ok && sv) {
+        vg_saver_options so = {.allow_empty = true, .no_meta_graph = true, .max_to_keep = max_to_keep};
+        ok = (*sv = vg_saver_new(g, &so, &st)) != NULL;
+    }
+    *s = ok ? vg_session_new(g, NULL, &st) : NULL;
+    if (!*s) fprintf(stderr, "%s: building the graph: %s\n", what, st.msg);
+    CHECK(*s != NULL);
+    return *s != NULL;
+}
+
+/* Ends a test over s and g: fetching next's first output is at its end (OUT_OF_RANGE)
+ * and, with bad, fetching bad's fails with INVALID_ARGUMENT and a message containing msg;
+ * frees s and g. */
+static inline void ds_check_end_free(vg_session *s, vg_graph *g, vg_op *next, vg_op *bad, const char *msg) {
+    vg_status st;
+    vg_tensor *t = NULL;
+    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_OUT_OF_RANGE);
+    if (bad) {
+        CHECK_CODE(vg_session_run1(s, vg_out(bad, 0), &t, &st), VG_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(st.msg, msg);
+    }
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
+/* Writes a TFRecord file at path (compression c) of n tf.Examples, example i holding
+ * the int64 feature "label" = first + i and what more(ex, label, i, u) adds; returns the
+ * sum of the labels. */
+typedef void (*ds_example_fn)(vg_example *ex, int64_t label, int i, void *u);
+static inline int64_t ds_write_labelled_examples(const char *path, vg_compression c, int n, int64_t first,
+                                                 ds_example_fn more, void *u) {
+    vg_status st;
+    int64_t sum = 0;
+    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, c, &st);
+    for (int i = 0; i < n; i++) {
+        vg_example *ex = vg_example_new();
+        int64_t label = first + i;
+        sum += label;
+        vg_example_add_int64(ex, "label", &label, 1, &st);
+        more(ex, label, i, u);
+        write_example(w, ex);
+        vg_example_free(ex);
+    }
+    vg_tfrecord_writer_close(w, &st);
+    return sum;
 }
 
 #endif

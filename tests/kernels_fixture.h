@@ -114,4 +114,46 @@ static inline double *kt_randv_range(int64_t n, unsigned seed, double lo, double
     return v;
 }
 
+/* g exported as a binary GraphDef and imported (with io, which may be NULL) into a new
+ * graph, which is returned (the caller frees it); a failed step is a test failure. */
+static inline vg_graph *kt_reimported(vg_graph *g, const vg_import_options *io) {
+    vg_status st;
+    void *bytes = NULL;
+    size_t len = 0;
+    vg_graph *h = vg_graph_new();
+    if (vg_graph_to_graphdef(g, &bytes, &len, &st) != VG_OK || vg_graph_import_graph_def(h, bytes, len, io, &st) != VG_OK) {
+        fprintf(stderr, "  GraphDef round trip: %s\n", st.msg);
+        vg_test_failures++;
+    }
+    vg_free(bytes);
+    return h;
+}
+
+/* A binary op builder of the public API (vg_sub, vg_bias_add, ...). */
+typedef vg_output (*kt_binary_op)(vg_graph *g, vg_output a, vg_output b, const char *name);
+
+/* op on the placeholders a (dtype ta, shape da[na]) and b (tb, db[nb]) in a new graph:
+ * the builder gives no op and the graph's status is INVALID_ARGUMENT with a message that
+ * contains what and, unless NULL, msg. */
+static inline void kt_expect_binary_build_error(kt_binary_op op, vg_dtype ta, const int64_t *da, int na, vg_dtype tb,
+                                                const int64_t *db, int nb, const char *what, const char *msg) {
+    vg_status st;
+    vg_graph *g = vg_graph_new();
+    vg_output a = vg_placeholder(g, ta, da, na, "a"), b = vg_placeholder(g, tb, db, nb, "b");
+    CHECK(op(g, a, b, NULL).op == NULL);
+    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, what);
+    if (msg) CHECK_STR_CONTAINS(st.msg, msg);
+    vg_graph_free(g);
+}
+
+/* A new float64 tensor of shape dims[nd] whose element i is sin(freq * i), or
+ * cos(freq * i) when cosine (smooth gradient-check inputs); the caller frees it. */
+static inline vg_tensor *kt_wave_f64(const int64_t *dims, int nd, bool cosine, double freq) {
+    vg_tensor *t = vg_tensor_new(VG_DOUBLE, dims, nd, NULL);
+    double *v = t ? vg_tensor_data(t) : NULL;
+    for (int64_t i = 0; v && i < vg_tensor_num_elements(t); i++)
+        v[i] = cosine ? cos(freq * (double)i) : sin(freq * (double)i);
+    return t;
+}
+
 #endif

@@ -182,4 +182,22 @@ static inline double tu_rel_diff(const vg_tensor *a, const vg_tensor *b) {
     return m / (1.0 + s);
 }
 
+/* Runs the gradients dws[0..n) (n <= 8) with 2 intra-op threads and the nf feeds,
+ * checking each has the static shape of its variable ws[i]; frees the gradients (the
+ * feeds stay the caller's). */
+static inline void check_grad_shapes(vg_graph *g, const vg_output *feeds, vg_tensor *const *vals, int nf,
+                                     const vg_output *ws, const vg_output *dws, int n) {
+    vg_status st;
+    vg_tensor *out[8] = {0};
+    CHECK_OK(run_threads(g, 2, feeds, vals, nf, dws, out, n, &st), &st);
+    for (int i = 0; i < n; i++) {
+        CHECK(out[i] != NULL);
+        if (!out[i]) continue;
+        vg_shape s = vg_tensor_shape(out[i]), want = vg_output_shape(ws[i]);
+        CHECK_EQ_INT(s.ndims, want.ndims);
+        for (int k = 0; k < s.ndims; k++) CHECK_EQ_INT(s.dims[k], want.dims[k]);
+        vg_tensor_free(out[i]);
+    }
+}
+
 #endif

@@ -9,6 +9,9 @@
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "train_fixture.h"
+#include "dataset_fixture.h"
+#include "mts_fixture.h"
 #include <ftw.h>
 #include <unistd.h>
 
@@ -254,23 +257,32 @@ static vg_code parse_fn(vg_graph *fg, const vg_output *args, int nargs, vg_outpu
     return VG_OK;
 }
 
+/* One batch of (label, [label, -label]) rows: sums[0] += the labels, sums[1] += the rows. */
+static void label_feature_step(vg_tensor *const *out, void *u) {
+    int64_t *sums = u;
+    const int64_t *l = vg_tensor_data(out[0]);
+    const float *x = vg_tensor_data(out[1]);
+    for (int64_t i = 0; i < vg_tensor_dim(out[0], 0); i++) {
+        sums[0] += l[i];
+        CHECK(x[2 * i] == (float)l[i] && x[2 * i + 1] == -(float)l[i]);
+        sums[1]++;
+    }
+}
+
+/* The float feature "x" = [label, -label]. */
+static void add_x_feature(vg_example *ex, int64_t label, int i, void *u) {
+    (void)i, (void)u;
+    vg_status st;
+    vg_example_add_float(ex, "x", (float[]){(float)label, -(float)label}, 2, &st);
+}
+
 static void test_tfrecord_pipeline_monitored(void) {
     vg_status st;
     char files[2][256];
     int64_t want_sum = 0;
     for (int f = 0; f < 2; f++) {
         snprintf(files[f], sizeof files[f], "%s/d%d.tfrecord", g_dir, f);
-        vg_tfrecord_writer *w = vg_tfrecord_writer_open(files[f], VG_COMPRESSION_ZLIB, &st);
-        for (int i = 0; i < 10; i++) {
-            vg_example *ex = vg_example_new();
-            int64_t label = f * 10 + i;
-            want_sum += label;
-            vg_example_add_int64(ex, "label", &label, 1, &st);
-            vg_example_add_float(ex, "x", (float[]){(float)label, -(float)label}, 2, &st);
-            write_example(w, ex);
-            vg_example_free(ex);
-        }
-        vg_tfrecord_writer_close(w, &st);
+        want_sum += ds_write_labelled_examples(files[f], VG_COMPRESSION_ZLIB, 10, f * 10, add_x_feature, NULL);
     }
     vg_graph *g = vg_graph_new();
     int64_t two = 2;
@@ -287,42 +299,13 @@ static void test_tfrecord_pipeline_monitored(void) {
     vg_output it = vg_make_one_shot_iterator(g, ds, NULL);
     vg_op *next = vg_iterator_get_next(g, it, NULL);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_singular_options o = {0};
-    vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
-    CHECK(ms != NULL);
-    if (!ms) {
-        vg_graph_free(g);
-        return;
-    }
-    int64_t sum = 0, rows = 0, steps = 0;
-    vg_code rc;
-    for (;;) {
-        vg_run_args a = {0};
-        vg_output f[2] = {vg_out(next, 0), vg_out(next, 1)};
-        a.fetches = f;
-        a.nfetches = 2;
-        vg_tensor *out[2] = {0};
-        rc = vg_monitored_session_run(ms, &a, out, NULL, &st);
-        if (rc != VG_OK) break;
-        const int64_t *l = vg_tensor_data(out[0]);
-        const float *x = vg_tensor_data(out[1]);
-        for (int64_t i = 0; i < vg_tensor_dim(out[0], 0); i++) {
-            sum += l[i];
-            CHECK(x[2 * i] == (float)l[i] && x[2 * i + 1] == -(float)l[i]);
-            rows++;
-        }
-        steps++;
-        vg_tensor_free(out[0]);
-        vg_tensor_free(out[1]);
-        if (steps > 100) break;
-    }
-    CHECK_CODE(rc, VG_OUT_OF_RANGE);
-    CHECK_EQ_INT(rows, 40);
+    int64_t sums[2] = {0, 0}; /* labels, rows */
+    vg_output f[2] = {vg_out(next, 0), vg_out(next, 1)};
+    int steps = mts_singular_until_end(g, f, 2, label_feature_step, sums);
+    if (steps < 0) return;
+    CHECK_EQ_INT(sums[1], 40);
     CHECK_EQ_INT(steps, 10); /* 20 records: batches 4,4,4,4,4 per epoch */
-    CHECK_EQ_INT(sum, 2 * want_sum);
-    CHECK_OK(vg_monitored_session_end(ms, rc, &st), &st);
-    vg_monitored_session_free(ms);
-    vg_graph_free(g);
+    CHECK_EQ_INT(sums[0], 2 * want_sum);
 }
 
 /* Closing the session while get_next waits in a prefetch does not hang. */
@@ -548,11 +531,7 @@ static void test_more_transformations(void) {
         CHECK(l == 4 && memcmp(x, want[i], 4) == 0);
         vg_tensor_free(t);
     }
-    CHECK_CODE(vg_session_run1(s, vg_out(fnext, 0), &t, &st), VG_OUT_OF_RANGE);
-    CHECK_STATUS(vg_session_run1(s, vg_out(bnext, 0), &t, &st), &st, VG_INVALID_ARGUMENT,
-        "not an exact multiple of the record length (4 bytes)");
-    vg_session_free(s);
-    vg_graph_free(g);
+    ds_check_end_free(s, g, fnext, bnext, "not an exact multiple of the record length (4 bytes)");
 }
 
 /* x -> fill([x], x): elements [], [1], [2, 2], [3, 3, 3] */
@@ -591,11 +570,7 @@ static void test_padded_batch(void) {
         CHECK(v[0] == 2 && v[1] == 2 && v[2] == -1 && v[3] == 3 && v[4] == 3 && v[5] == 3);
     }
     vg_tensor_free(t);
-    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &t, &st), VG_OUT_OF_RANGE);
-    CHECK_STATUS(vg_session_run1(s, vg_out(bad, 0), &t, &st), &st, VG_INVALID_ARGUMENT,
-        "Attempted to pad to a smaller size than the input element");
-    vg_session_free(s);
-    vg_graph_free(g);
+    ds_check_end_free(s, g, next, bad, "Attempted to pad to a smaller size than the input element");
 }
 
 DS_FN1(to_number, vg_string_to_number(fg, args[0], VG_INT64, NULL))
@@ -639,10 +614,7 @@ static void test_parallel_map(void) {
         }
         vg_tensor_free(o);
     }
-    vg_tensor *o = NULL;
-    CHECK_CODE(vg_session_run1(s, vg_out(next, 0), &o, &st), VG_OUT_OF_RANGE);
-    vg_session_free(s);
-    vg_graph_free(g);
+    ds_check_end_free(s, g, next, NULL, NULL);
 }
 
 /* Feedable iterator (iterator_ops_test / reinitializable_iterator docs): one get_next fed
@@ -748,9 +720,7 @@ static void test_resumable_iterator(void) {
     vg_output pos;
     /* the uninterrupted sequence */
     vg_graph *g = resumable_graph(&next, &pos);
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     vg_tensor *t = NULL;
     while (nfull < 40 && vg_session_run1(s, vg_out(next, 0), &t, &st) == VG_OK) {
         full[nfull++] = *(int64_t *)vg_tensor_data(t);
@@ -766,7 +736,7 @@ static void test_resumable_iterator(void) {
     char prefix[256];
     snprintf(prefix, sizeof prefix, "%s/input.ckpt", g_dir);
     g = resumable_graph(&next, &pos);
-    init = vg_global_variables_initializer(g);
+    vg_op *init = vg_global_variables_initializer(g);
     vg_saver_options so = {0};
     so.no_meta_graph = true;
     vg_saver *sv = vg_saver_new(g, &so, &st);

@@ -5,10 +5,10 @@
  * leaves no file; a corrupt index is DATA_LOSS. */
 #include "test_util.h"
 #include "vigil/vigil.h"
+#define TMPDIR_TAG "cache_file"
+#include "tmpdir_util.h"
 #include <sys/stat.h>
 #include <unistd.h>
-
-static char g_dir[64];
 
 /* map x -> (x * 10, the English name of x) */
 static vg_code pair_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output *outs, int *nouts, void *p) {
@@ -19,6 +19,11 @@ static vg_code pair_fn(vg_graph *fg, const vg_output *args, int nargs, vg_output
     outs[1] = vg_gather(fg, tbl, args[0], 0, NULL);
     *nouts = 2;
     return vg_graph_status(fg, NULL);
+}
+
+/* range(k).map(pair_fn).cache(prefix) */
+static vg_output cached_pairs(vg_graph *g, int64_t k, const char *prefix) {
+    return vg_dataset_cache(g, vg_dataset_map(g, vg_dataset_range(g, 0, k, 1, NULL), pair_fn, NULL, NULL), prefix, NULL);
 }
 
 /* Drains ds: component 0 values into v, component 1 strings' first letters into s. */
@@ -49,21 +54,20 @@ static int drain(vg_graph *g, vg_output ds, int64_t *v, char *s, int max, int st
 }
 
 static void test_cache_file(void) {
-    char prefix[128], idx[160];
-    snprintf(prefix, sizeof prefix, "%s/cache", g_dir);
-    snprintf(idx, sizeof idx, "%s.index", prefix);
+    char prefix[512], idx[600];
+    snprintf(idx, sizeof idx, "%s.index", tmp_path(prefix, "cache"));
     int64_t v[32];
     char s[32];
     vg_code end;
     /* an iterator dropped after 2 elements leaves no file */
     vg_graph *g = vg_graph_new();
-    vg_output ds = vg_dataset_cache(g, vg_dataset_map(g, vg_dataset_range(g, 0, 5, 1, NULL), pair_fn, NULL, NULL), prefix, NULL);
+    vg_output ds = cached_pairs(g, 5, prefix);
     CHECK_EQ_INT(drain(g, ds, v, s, 32, 2, &end), 2);
     vg_graph_free(g);
     CHECK(access(idx, F_OK) != 0);
     /* range(5).map.cache(file).repeat(2): ten elements, the file written at the first end */
     g = vg_graph_new();
-    ds = vg_dataset_cache(g, vg_dataset_map(g, vg_dataset_range(g, 0, 5, 1, NULL), pair_fn, NULL, NULL), prefix, NULL);
+    ds = cached_pairs(g, 5, prefix);
     int n = drain(g, vg_dataset_repeat(g, ds, 2, NULL), v, s, 32, -1, &end);
     CHECK_EQ_INT(n, 10);
     CHECK_CODE(end, VG_OUT_OF_RANGE);
@@ -73,7 +77,7 @@ static void test_cache_file(void) {
     CHECK(access(idx, F_OK) == 0);
     /* a new graph whose input is different (range(3)) reads the file: the cached 5 */
     g = vg_graph_new();
-    ds = vg_dataset_cache(g, vg_dataset_map(g, vg_dataset_range(g, 0, 3, 1, NULL), pair_fn, NULL, NULL), prefix, NULL);
+    ds = cached_pairs(g, 3, prefix);
     n = drain(g, ds, v, s, 32, -1, &end);
     CHECK_EQ_INT(n, 5);
     CHECK(v[4] == 40 && s[4] == 'f');
@@ -83,7 +87,7 @@ static void test_cache_file(void) {
     fputs("not an sstable at all, not at all", f);
     fclose(f);
     g = vg_graph_new();
-    ds = vg_dataset_cache(g, vg_dataset_map(g, vg_dataset_range(g, 0, 3, 1, NULL), pair_fn, NULL, NULL), prefix, NULL);
+    ds = cached_pairs(g, 3, prefix);
     n = drain(g, ds, v, s, 32, -1, &end);
     CHECK_EQ_INT(n, 0);
     CHECK_CODE(end, VG_DATA_LOSS);
@@ -91,8 +95,8 @@ static void test_cache_file(void) {
 }
 
 int main(void) {
-    if (!tu_mkdtemp(g_dir, sizeof g_dir, "cache_file")[0]) return 1;
+    make_tmpdir();
     RUN_TEST(test_cache_file);
-    if (tu_rmrf(g_dir) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    remove_tmpdir();
     TEST_MAIN_END();
 }

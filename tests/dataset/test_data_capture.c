@@ -736,8 +736,7 @@ static void test_capture_saved_state(void) {
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
     CHECK_STATUS(vg_session_run1(s, saveable, &state, &st), &st, VG_UNIMPLEMENTED, "FlatMapDataset");
     CHECK_STR_CONTAINS(st.msg, "resource");
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* ---- export, errors ----------------------------------------------------------- */
@@ -753,19 +752,10 @@ static void test_capture_export(void) {
     vg_op *init;
     vg_make_initializable_iterator(g, ds, &init, "Iterator");
     CHECK_OK(vg_graph_status(g, &st), &st);
-    void *gd = NULL;
-    size_t gl = 0;
-    CHECK_OK(vg_graph_to_graphdef(g, &gd, &gl, &st), &st);
-    vg_graph *g2 = vg_graph_new();
     const char *ret_ops[] = {vg_op_name(init)};
     vg_op *init2 = NULL;
-    vg_import_options io;
-    memset(&io, 0, sizeof io);
-    io.n_return_ops = 1;
-    io.return_ops = ret_ops;
-    io.return_ops_out = &init2;
-    CHECK_OK(vg_graph_import_graph_def(g2, gd, gl, &io, &st), &st);
-    vg_free(gd);
+    vg_import_options io = {.n_return_ops = 1, .return_ops = ret_ops, .return_ops_out = &init2};
+    vg_graph *g2 = kt_reimported(g, &io);
     vg_op *m = vg_graph_op_by_name(g2, "mapped");
     CHECK(m != NULL);
     if (m) {

@@ -7,20 +7,12 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "dataset_fixture.h"
 #include <unistd.h>
 
 static char g_dir[64];
 
-static void write_records(const char *path, int f, int n) {
-    vg_status st;
-    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
-    for (int i = 0; i < n; i++) {
-        char rec[64];
-        snprintf(rec, sizeof rec, "Record %d of file %d", i, f);
-        vg_tfrecord_writer_write(w, rec, strlen(rec), &st);
-    }
-    vg_tfrecord_writer_close(w, &st);
-}
+static void write_records(const char *path, int f, int n) { ds_write_text_records(path, n, "Record %d of file %d", f); }
 
 static void test_match_then_read(void) {
     char files[3][128], other[128], pattern[160];

@@ -8,26 +8,40 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "session_test_util.h"
+#include "dataset_fixture.h"
+#include "fed_bytes_fixture.h"
 #include <unistd.h>
 
-static vg_output strings_const(vg_graph *g, const char *const *s, int n, const char *name) {
-    vg_status st;
-    int64_t d = n;
-    vg_tensor *t = vg_tensor_new(VG_STRING, &d, 1, &st);
-    for (int i = 0; i < n; i++) vg_tensor_set_string(t, i, s[i], strlen(s[i]), &st);
-    vg_output o = vg_const(g, t, name);
-    vg_tensor_free(t);
-    return o;
+/* A FIFO queue of scalar strings (capacity 99) on g: the work queue the readers read from. */
+static vg_output string_queue(vg_graph *g) {
+    vg_dtype dt = VG_STRING;
+    vg_shape sc = vg_shape_make(NULL, 0);
+    return vg_fifo_queue(g, &dt, &sc, 1, 99, NULL);
 }
 
-/* Runs restore with the placeholder fed the given bytes; returns the code. */
-static vg_code restore_bytes(vg_session *s, vg_op *restore, vg_output fed, const void *p, size_t n, vg_status *st) {
-    vg_tensor *t = vg_tensor_new(VG_STRING, NULL, 0, st);
-    if (!t) return st->code;
-    vg_tensor_set_string(t, 0, p, n, st);
-    vg_code rc = vg_session_run(s, NULL, &fed, &t, 1, NULL, NULL, 0, &restore, 1, NULL, st);
-    vg_tensor_free(t);
-    return rc;
+/* The graph of the testSerializeRestore sequences around the reader rd: its counters,
+ * a string queue that enq1 fills with the 3 strings first (a Const called first_name),
+ * enq2 with the 2 strings second, close closes, read reads from; ser serializes the
+ * reader's state and restore restores it from the scalar string placeholder fed. */
+typedef struct rs_graph {
+    vg_output produced, nwork, ser, fed;
+    vg_op *enq1, *enq2, *close, *read, *restore;
+} rs_graph;
+static rs_graph rs_build(vg_graph *g, vg_output rd, const char *const first[3], const char *first_name,
+                         const char *const second[2], const char *second_name) {
+    rs_graph r;
+    r.produced = vg_reader_num_records_produced(g, rd, NULL);
+    r.nwork = vg_reader_num_work_units_completed(g, rd, NULL);
+    vg_output q = string_queue(g), a = strings(g, first, 3, first_name), b = strings(g, second, 2, second_name);
+    r.enq1 = vg_queue_enqueue_many(g, q, &a, 1, NULL);
+    r.enq2 = vg_queue_enqueue_many(g, q, &b, 1, NULL);
+    r.close = vg_queue_close(g, q, false, NULL);
+    r.read = vg_reader_read(g, rd, q, NULL);
+    r.ser = vg_reader_serialize_state(g, rd, NULL);
+    r.fed = vg_placeholder(g, VG_STRING, NULL, 0, "state");
+    r.restore = vg_reader_restore_state(g, rd, r.fed, NULL);
+    return r;
 }
 
 static int64_t run_i64(vg_session *s, vg_output o) {
@@ -69,7 +83,7 @@ static void expect_closed(vg_session *s, vg_op *read) {
 static void expect_restore_fails(vg_session *s, vg_op *restore, vg_output fed, const void *bytes, size_t n,
                                  const char *msg) {
     vg_status st;
-    CHECK_STATUS(restore_bytes(s, restore, fed, bytes, n, &st), &st, VG_INVALID_ARGUMENT, msg);
+    CHECK_STATUS(run_fed_bytes(s, restore, fed, bytes, n, &st), &st, VG_INVALID_ARGUMENT, msg);
 }
 
 /* reader_ops_test.py IdentityReaderTest.testSerializeRestore. */
@@ -77,19 +91,9 @@ static void test_identity_serialize_restore(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_output rd = vg_identity_reader(g, "test_reader");
-    vg_output produced = vg_reader_num_records_produced(g, rd, NULL);
-    vg_dtype dt = VG_STRING;
-    vg_shape sc = vg_shape_make(NULL, 0);
-    vg_output q = vg_fifo_queue(g, &dt, &sc, 1, 99, NULL);
-    vg_output xyz = strings_const(g, (const char *const[]){"X", "Y", "Z"}, 3, "xyz");
-    vg_output yz = strings_const(g, (const char *const[]){"Y", "Z"}, 2, "yz");
-    vg_op *enq1 = vg_queue_enqueue_many(g, q, &xyz, 1, NULL), *enq2 = vg_queue_enqueue_many(g, q, &yz, 1, NULL);
-    vg_op *close = vg_queue_close(g, q, false, NULL);
-    vg_op *read = vg_reader_read(g, rd, q, NULL);
-    vg_output ser = vg_reader_serialize_state(g, rd, NULL);
-    vg_output fed = vg_placeholder(g, VG_STRING, NULL, 0, "state");
-    vg_op *restore = vg_reader_restore_state(g, rd, fed, NULL);
-    vg_output nwork = vg_reader_num_work_units_completed(g, rd, NULL);
+    rs_graph r = rs_build(g, rd, (const char *const[]){"X", "Y", "Z"}, "xyz", (const char *const[]){"Y", "Z"}, "yz");
+    vg_output produced = r.produced, ser = r.ser, fed = r.fed, nwork = r.nwork;
+    vg_op *enq1 = r.enq1, *enq2 = r.enq2, *close = r.close, *read = r.read, *restore = r.restore;
     vg_output any = vg_placeholder(g, VG_STRING, NULL, -1, "any_state"); /* rank unknown until run time */
     vg_op *restore_any = vg_reader_restore_state(g, rd, any, NULL);
     CHECK_OK(vg_graph_status(g, &st), &st);
@@ -123,7 +127,7 @@ static void test_identity_serialize_restore(void) {
     /* restore_state([]) / ([state, state]): ValueError in TF (state must be a scalar) */
     vg_graph *g2 = vg_graph_new();
     vg_output rd2 = vg_identity_reader(g2, "r");
-    vg_reader_restore_state(g2, rd2, strings_const(g2, (const char *const[]){"a", "b"}, 2, NULL), NULL);
+    vg_reader_restore_state(g2, rd2, strings(g2, (const char *const[]){"a", "b"}, 2, NULL), NULL);
     CHECK_STATUS(vg_graph_status(g2, &st), &st, VG_INVALID_ARGUMENT, "rank 0");
     vg_graph_free(g2);
     /* fed with a vector: the kernel's check */
@@ -162,7 +166,7 @@ static void test_identity_serialize_restore(void) {
     CHECK_EQ_INT(run_i64(s, produced), 0);
     /* unknown fields are skipped (protobuf), an empty state is all zeros */
     static const uint8_t unknown[] = {0x08, 2, 0x10, 2, 0x18, 7, 0x28, 9, 0x22, 2, 'Q', 'R'};
-    CHECK_OK(restore_bytes(s, restore, fed, unknown, sizeof unknown, &st), &st);
+    CHECK_OK(run_fed_bytes(s, restore, fed, unknown, sizeof unknown, &st), &st);
     CHECK_EQ_INT(run_i64(s, produced), 7);
     CHECK_EQ_INT(run_i64(s, nwork), 2);
     vg_tensor *back = NULL;
@@ -173,7 +177,7 @@ static void test_identity_serialize_restore(void) {
         CHECK(sl == sizeof back_want && memcmp(bb, back_want, sl) == 0);
     }
     vg_tensor_free(back);
-    CHECK_OK(restore_bytes(s, restore, fed, "", 0, &st), &st);
+    CHECK_OK(run_fed_bytes(s, restore, fed, "", 0, &st), &st);
     CHECK_EQ_INT(run_i64(s, produced), 0);
     CHECK_EQ_INT(run_i64(s, nwork), 0);
     kt_teardown(g, s, (vg_tensor *[]){state}, 1, NULL, 0);
@@ -186,12 +190,10 @@ static void test_identity_reset(void) {
     vg_output rd = vg_identity_reader(g, "test_reader");
     vg_output work = vg_reader_num_work_units_completed(g, rd, NULL);
     vg_output produced = vg_reader_num_records_produced(g, rd, NULL);
-    vg_dtype dt = VG_STRING;
-    vg_shape sc = vg_shape_make(NULL, 0);
-    vg_output q = vg_fifo_queue(g, &dt, &sc, 1, 99, NULL);
+    vg_output q = string_queue(g);
     vg_output qlen = vg_queue_size(g, q, NULL);
-    vg_output xyz = strings_const(g, (const char *const[]){"X", "Y", "Z"}, 3, "xyz");
-    vg_output kl = strings_const(g, (const char *const[]){"K", "L"}, 2, "kl");
+    vg_output xyz = strings(g, (const char *const[]){"X", "Y", "Z"}, 3, "xyz");
+    vg_output kl = strings(g, (const char *const[]){"K", "L"}, 2, "kl");
     vg_op *enq1 = vg_queue_enqueue_many(g, q, &xyz, 1, NULL), *enq2 = vg_queue_enqueue_many(g, q, &kl, 1, NULL);
     vg_op *read = vg_reader_read(g, rd, q, NULL);
     vg_op *reset = vg_reader_reset(g, rd, NULL);
@@ -221,10 +223,8 @@ static void test_identity_read_up_to(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_output rd = vg_identity_reader(g, NULL);
-    vg_dtype dt = VG_STRING;
-    vg_shape sc = vg_shape_make(NULL, 0);
-    vg_output q = vg_fifo_queue(g, &dt, &sc, 1, 99, NULL);
-    vg_output abc = strings_const(g, (const char *const[]){"A", "B", "C"}, 3, "abc");
+    vg_output q = string_queue(g);
+    vg_output abc = strings(g, (const char *const[]){"A", "B", "C"}, 3, "abc");
     vg_op *enq = vg_queue_enqueue_many(g, q, &abc, 1, NULL), *close = vg_queue_close(g, q, false, NULL);
     vg_op *up = vg_reader_read_up_to(g, rd, q, vg_const_i64(g, 5, "n"), NULL);
     CHECK_OK(vg_graph_status(g, &st), &st);
@@ -240,10 +240,7 @@ static void test_identity_read_up_to(void) {
         CHECK(l == 1 && v[0] == want[i]);
         vg_tensor_free(k);
     }
-    vg_tensor *k = NULL;
-    CHECK_CODE(vg_session_run1(s, vg_out(up, 0), &k, &st), VG_OUT_OF_RANGE);
-    vg_session_free(s);
-    vg_graph_free(g);
+    ds_check_end_free(s, g, up, NULL, NULL);
 }
 
 /* The testSerializeRestore sequence on a WholeFileReader (TF 1.15 implements its
@@ -262,19 +259,10 @@ static void test_whole_file_serialize_restore(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_output rd = vg_whole_file_reader(g, "test_reader");
-    vg_output produced = vg_reader_num_records_produced(g, rd, NULL);
-    vg_output nwork = vg_reader_num_work_units_completed(g, rd, NULL);
-    vg_dtype dt = VG_STRING;
-    vg_shape sc = vg_shape_make(NULL, 0);
-    vg_output q = vg_fifo_queue(g, &dt, &sc, 1, 99, NULL);
-    vg_output all = strings_const(g, (const char *const[]){files[0], files[1], files[2]}, 3, "all");
-    vg_output rest = strings_const(g, (const char *const[]){files[1], files[2]}, 2, "rest");
-    vg_op *enq1 = vg_queue_enqueue_many(g, q, &all, 1, NULL), *enq2 = vg_queue_enqueue_many(g, q, &rest, 1, NULL);
-    vg_op *close = vg_queue_close(g, q, false, NULL);
-    vg_op *read = vg_reader_read(g, rd, q, NULL);
-    vg_output ser = vg_reader_serialize_state(g, rd, NULL);
-    vg_output fed = vg_placeholder(g, VG_STRING, NULL, 0, "state");
-    vg_op *restore = vg_reader_restore_state(g, rd, fed, NULL);
+    rs_graph r = rs_build(g, rd, (const char *const[]){files[0], files[1], files[2]}, "all",
+                          (const char *const[]){files[1], files[2]}, "rest");
+    vg_output produced = r.produced, ser = r.ser, fed = r.fed, nwork = r.nwork;
+    vg_op *enq1 = r.enq1, *enq2 = r.enq2, *close = r.close, *read = r.read, *restore = r.restore;
     CHECK_OK(vg_graph_status(g, &st), &st);
     CHECK(vg_reader_supports_serialize(rd));
     vg_session *s = vg_session_new(g, NULL, &st);
@@ -304,7 +292,7 @@ static void test_whole_file_serialize_restore(void) {
     expect_read(s, read, files[2], content[2]);
     expect_closed(s, read);
     CHECK_EQ_INT(run_i64(s, produced), 3);
-    CHECK_STATUS(restore_bytes(s, restore, fed, "\x01", 1, &st), &st, VG_INVALID_ARGUMENT,
+    CHECK_STATUS(run_fed_bytes(s, restore, fed, "\x01", 1, &st), &st, VG_INVALID_ARGUMENT,
         "Could not parse state for WholeFileReader 'test_reader': \\001");
     CHECK_EQ_INT(run_i64(s, produced), 0);
     vg_tensor_free(state);
@@ -334,10 +322,8 @@ static void test_reader_state_unimplemented(void) {
         ser[i] = vg_reader_serialize_state(g, readers[i], NULL);
         res[i] = vg_reader_restore_state(g, readers[i], vg_const_string(g, "state", NULL), NULL);
     }
-    vg_dtype dt = VG_STRING;
-    vg_shape sc = vg_shape_make(NULL, 0);
-    vg_output q = vg_fifo_queue(g, &dt, &sc, 1, 99, NULL);
-    vg_output one = strings_const(g, (const char *const[]){path}, 1, "one");
+    vg_output q = string_queue(g);
+    vg_output one = strings(g, (const char *const[]){path}, 1, "one");
     vg_op *enq = vg_queue_enqueue_many(g, q, &one, 1, NULL);
     vg_op *read = vg_reader_read(g, readers[2], q, NULL);
     vg_output produced = vg_reader_num_records_produced(g, readers[2], NULL);

@@ -10,6 +10,7 @@
  * steps), so the kills land mid-stream whatever the speed of the machine and disk. */
 #include "test_util.h"
 #include "vigil/vigil.h"
+#include "train_fixture.h"
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -155,9 +156,7 @@ static void test_kill9_resume(void) {
     vg_op *next;
     vg_output pos;
     vg_graph *g = build(&next, &pos);
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     bool same = true;
     for (int k = 0; k < N * EPOCHS; k++) {
         vg_tensor *t = NULL;

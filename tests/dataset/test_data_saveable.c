@@ -25,6 +25,7 @@
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
 #include "dataset_fixture.h"
+#include "mts_fixture.h"
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -123,7 +124,6 @@ typedef struct pipeline {
 /* empty: Iterator.from_structure (an IteratorV2 with the pipeline's types and shapes,
  * no dataset in the graph; _build_empty_graph) */
 static bool pipe_build(pipeline *p, ds_fn fn, const void *arg, bool empty) {
-    vg_status st;
     memset(p, 0, sizeof *p);
     p->g = vg_graph_new();
     if (empty) {
@@ -146,14 +146,7 @@ static bool pipe_build(pipeline *p, ds_fn fn, const void *arg, bool empty) {
     p->restore = vg_saveable_restore(p->g, p->saveable, p->state, NULL);
     p->next = vg_iterator_get_next(p->g, p->it, NULL);
     p->nout = p->next ? vg_op_num_outputs(p->next) : 0;
-    vg_saver_options so = {0};
-    so.allow_empty = true;
-    so.no_meta_graph = true;
-    if (vg_graph_status(p->g, &st) == VG_OK) p->sv = vg_saver_new(p->g, &so, &st);
-    if (p->sv) p->s = vg_session_new(p->g, NULL, &st);
-    if (!p->s) fprintf(stderr, "%s: building the graph: %s\n", g_case, st.msg);
-    CHECK(p->s != NULL);
-    return p->s != NULL;
+    return ds_open(p->g, &p->sv, 0, &p->s, g_case);
 }
 
 static void pipe_free(pipeline *p) {
@@ -728,14 +721,6 @@ static void write_bytes(const char *path, const void *p, size_t n) {
     fclose(f);
 }
 
-static size_t read_all(const char *path, uint8_t *buf, size_t cap) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, cap, f);
-    fclose(f);
-    return n;
-}
-
 /* reader_dataset_ops_test_base: TextLineDatasetTestBase._createFiles(5, 5, crlf=True,
  * compression) ("%d: %d" lines; no newline after the last line but in file 0), the
  * TFRecordDatasetTestBase files (2 files of 7 records "Record %d of file %d"), and the
@@ -757,11 +742,10 @@ static void write_files(void) {
     for (int f = 0; f < 2; f++) {
         snprintf(g_records[0][f], sizeof g_records[0][f], "%s/tf_record.%d.txt", g_dir, f);
         ds_write_text_records(g_records[0][f], 7, "Record %d of file %d", f);
-        size_t n = read_all(g_records[0][f], plain, sizeof plain);
         snprintf(g_records[1][f], sizeof g_records[1][f], "%s/tfrecord_%d.z", g_dir, f);
-        write_bytes(g_records[1][f], z, deflate_to(z, sizeof z, plain, n, false));
+        CHECK(deflate_file(g_records[0][f], g_records[1][f], false) > 0);
         snprintf(g_records[2][f], sizeof g_records[2][f], "%s/tfrecord_%d.gz", g_dir, f);
-        write_bytes(g_records[2][f], z, deflate_to(z, sizeof z, plain, n, true));
+        CHECK(deflate_file(g_records[0][f], g_records[2][f], true) > 0);
         size_t k = 0;
         k += (size_t)snprintf((char *)plain + k, sizeof plain - k, "HHHHH");
         for (int r = 0; r < 7; r++) {
@@ -776,13 +760,7 @@ static void write_files(void) {
 }
 
 static vg_output names(vg_graph *g, char (*files)[300], int n) {
-    vg_status st;
-    int64_t d = n;
-    vg_tensor *t = vg_tensor_new(VG_STRING, &d, 1, &st);
-    for (int i = 0; i < n; i++) vg_tensor_set_string(t, i, files[i], strlen(files[i]), &st);
-    vg_output c = vg_const(g, t, "filenames");
-    vg_tensor_free(t);
-    return c;
+    return ds_string_rows(g, files[0], sizeof files[0], n, "filenames");
 }
 
 /* textline_dataset_serialization_test.py: TextLineDataset(files, compression_type) */
@@ -1560,24 +1538,11 @@ static void test_monitored_training_session(void) {
     vg_graph_free(g);
     for (int round = 0; round < 2; round++) {
         g = mts_graph(&step, &value);
-        vg_hook hooks[1];
-        CHECK_OK(vg_stop_at_step_hook(-1, round == 0 ? 7 : 1000, &hooks[0], &st), &st);
-        vg_mts_options o = {0};
-        o.checkpoint_dir = dir;
-        o.hooks = hooks;
-        o.nhooks = 1;
-        o.no_step_counter = true;
-        vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
-        CHECK(ms != NULL);
+        vg_monitored_session *ms = mts_no_counter(g, dir, round == 0 ? 7 : 1000, &st);
         vg_code rc = ms ? VG_OK : st.code;
         while (ms && rc == VG_OK && !vg_monitored_session_should_stop(ms) && n < 70) {
-            vg_run_args args = {0};
-            args.fetches = &value;
-            args.nfetches = 1;
-            args.targets = &step;
-            args.ntargets = 1;
             vg_tensor *out = NULL;
-            rc = vg_monitored_session_run(ms, &args, &out, NULL, &st);
+            rc = mts_run1(ms, &value, step, &out, &st);
             if (rc == VG_OK) got[n++] = *(const int64_t *)vg_tensor_data(out);
             vg_tensor_free(out);
         }

@@ -90,21 +90,12 @@ typedef struct run {
 } run;
 
 static bool run_new(run *r, int kind, int par) {
-    vg_status st;
     memset(r, 0, sizeof *r);
     r->g = vg_graph_new();
     vg_output it = vg_make_initializable_iterator(r->g, pipeline_ds(r->g, kind, par), &r->init, "Iterator");
     vg_make_saveable_from_iterator(r->g, it, NULL);
     r->next = vg_iterator_get_next(r->g, it, NULL);
-    vg_saver_options so = {0};
-    so.allow_empty = true;
-    so.no_meta_graph = true;
-    so.max_to_keep = 1;
-    if (vg_graph_status(r->g, &st) == VG_OK) r->sv = vg_saver_new(r->g, &so, &st);
-    if (r->sv) r->s = vg_session_new(r->g, NULL, &st);
-    if (!r->s) fprintf(stderr, "building: %s\n", st.msg);
-    CHECK(r->s != NULL);
-    return r->s != NULL;
+    return ds_open(r->g, &r->sv, 1, &r->s, "run_new");
 }
 
 static void run_free(run *r) {

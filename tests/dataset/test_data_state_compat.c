@@ -16,6 +16,7 @@
 #include "cf_callbacks.h"
 #include "vigil/vigil.h"
 #include "dataset_fixture.h"
+#include "session_test_util.h"
 #include <unistd.h>
 
 typedef vg_output (*ds_fn)(vg_graph *g);
@@ -86,22 +87,13 @@ static vg_output ds_b(vg_graph *g) {
     return vg_dataset_padded_batch(g, vg_dataset_zip(g, zz, 2, NULL), 2, NULL, NULL, false, NULL);
 }
 
-static vg_output str_vec(vg_graph *g, const char *const *v, int n) {
-    vg_status st;
-    vg_tensor *t = vg_tensor_new(VG_STRING, (int64_t[]){n}, 1, &st);
-    for (int i = 0; i < n; i++) vg_tensor_set_string(t, i, v[i], strlen(v[i]), &st);
-    vg_output o = vg_const(g, t, NULL);
-    vg_tensor_free(t);
-    return o;
-}
-
 /* C: the readers over files with relative names, zipped: TFRecord (2 files of 4),
  *    text lines (2 of 3), fixed-length records (2 of 4) */
 static vg_output ds_c(vg_graph *g) {
     const char *rec[2] = {"r0.tfrecord", "r1.tfrecord"}, *txt[2] = {"t0.txt", "t1.txt"}, *fix[2] = {"f0.bin", "f1.bin"};
-    vg_output z[3] = {vg_dataset_tfrecord(g, str_vec(g, rec, 2), "", NULL),
-                      vg_dataset_text_line(g, str_vec(g, txt, 2), "", NULL),
-                      vg_dataset_fixed_length_record(g, str_vec(g, fix, 2), 2, 3, 1, NULL)};
+    vg_output z[3] = {vg_dataset_tfrecord(g, strings(g, rec, 2, NULL), "", NULL),
+                      vg_dataset_text_line(g, strings(g, txt, 2, NULL), "", NULL),
+                      vg_dataset_fixed_length_record(g, strings(g, fix, 2, NULL), 2, 3, 1, NULL)};
     return vg_dataset_zip(g, z, 3, NULL);
 }
 
@@ -338,7 +330,6 @@ typedef struct pipeline {
 } pipeline;
 
 static bool pipe_build(pipeline *p, ds_fn fn) {
-    vg_status st;
     memset(p, 0, sizeof *p);
     p->g = vg_graph_new();
     vg_output it = vg_make_initializable_iterator(p->g, fn(p->g), &p->init, "Iterator");
@@ -347,10 +338,7 @@ static bool pipe_build(pipeline *p, ds_fn fn) {
     p->restore = vg_saveable_restore(p->g, p->saveable, p->state, NULL);
     p->next = vg_iterator_get_next(p->g, it, NULL);
     p->nout = p->next ? vg_op_num_outputs(p->next) : 0;
-    if (vg_graph_status(p->g, &st) == VG_OK) p->s = vg_session_new(p->g, NULL, &st);
-    if (!p->s) fprintf(stderr, "building the graph: %s\n", st.msg);
-    CHECK(p->s != NULL);
-    return p->s != NULL;
+    return ds_open(p->g, NULL, 0, &p->s, "pipe_build");
 }
 
 static void pipe_free(pipeline *p) {

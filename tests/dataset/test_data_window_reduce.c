@@ -255,29 +255,54 @@ static void test_window_shape_error(void) {
 
 DS_FN1(check_fn, vg_check_numerics(fg, args[0], "message", NULL))
 
-/* Drains a pipeline of one float vector per element into v (row after row); the count
- * of elements, their lengths in len. */
-static int drain_f32(vg_graph *g, vg_output ds, float *v, int64_t *len, int max) {
+/* Runs the pipeline ds on g from its initializer to its end, handing each element's
+ * components to each(t, nout, u) (freed after it; each returning false stops the drain,
+ * that element not counted); every run must succeed. The count of elements handed
+ * over, -1 when the pipeline cannot be opened. */
+typedef bool (*drain_fn)(vg_tensor *const *t, int nout, void *u);
+static int drain(vg_graph *g, vg_output ds, drain_fn each, void *u) {
     vg_status st;
     run r;
     if (!run_open(&r, g, ds)) return -1;
     CHECK_OK(run_init(&r, &st), &st);
-    int n = 0, k = 0;
+    int n = 0;
     for (;;) {
-        vg_tensor *t[1] = {0};
+        vg_tensor *t[8] = {0};
         vg_code rc = run_next(&r, t, &st);
         if (rc == VG_OUT_OF_RANGE) break;
         CHECK_OK(rc, &st);
-        if (rc != VG_OK || n == max) {
-            vg_tensor_free(t[0]);
-            break;
-        }
-        len[n++] = vg_tensor_num_elements(t[0]);
-        for (int64_t i = 0; i < vg_tensor_num_elements(t[0]); i++) v[k++] = ((const float *)vg_tensor_data(t[0]))[i];
-        vg_tensor_free(t[0]);
+        bool more = rc == VG_OK && each(t, r.nout, u);
+        free_all(t, r.nout);
+        if (!more) break;
+        n++;
     }
     run_close(&r);
     return n;
+}
+
+/* Where drain_f32 / drain_i64 put the values: v[k++], element lengths len[n++] (f32),
+ * the first element's shape (i64, when first_shape is set). */
+typedef struct sink {
+    void *v;
+    int64_t *len, *first_shape;
+    int max, n, k, *rank;
+} sink;
+
+static bool each_f32(vg_tensor *const *t, int nout, void *u) {
+    (void)nout;
+    sink *a = u;
+    if (a->n == a->max) return false;
+    a->len[a->n++] = vg_tensor_num_elements(t[0]);
+    for (int64_t i = 0; i < vg_tensor_num_elements(t[0]); i++)
+        ((float *)a->v)[a->k++] = ((const float *)vg_tensor_data(t[0]))[i];
+    return true;
+}
+
+/* Drains a pipeline of one float vector per element into v (row after row); the count
+ * of elements, their lengths in len. */
+static int drain_f32(vg_graph *g, vg_output ds, float *v, int64_t *len, int max) {
+    sink a = {.v = v, .len = len, .max = max};
+    return drain(g, ds, each_f32, &a);
 }
 
 /* WindowTest.testWindowIgnoreErrors: from_tensor_slices([1, nan, 2, nan, 3])
@@ -320,30 +345,22 @@ static void test_window_error_in_window(void) {
     run_close(&r);
 }
 
+static bool each_i64(vg_tensor *const *t, int nout, void *u) {
+    sink *a = u;
+    if (a->n++ == 0 && a->first_shape) {
+        *a->rank = vg_tensor_ndims(t[0]);
+        for (int d = 0; d < *a->rank; d++) a->first_shape[d] = vg_tensor_dim(t[0], d);
+    }
+    for (int c = 0; c < nout; c++)
+        for (int64_t i = 0; i < vg_tensor_num_elements(t[c]) && a->k < a->max; i++)
+            ((int64_t *)a->v)[a->k++] = ((const int64_t *)vg_tensor_data(t[c]))[i];
+    return true;
+}
+
 /* Drains int64 elements (each flattened) into v; returns the count of values. */
 static int drain_i64(vg_graph *g, vg_output ds, int64_t *v, int max, int64_t *first_shape, int *rank) {
-    vg_status st;
-    run r;
-    if (!run_open(&r, g, ds)) return -1;
-    CHECK_OK(run_init(&r, &st), &st);
-    int k = 0, elems = 0;
-    for (;;) {
-        vg_tensor *t[2] = {0};
-        vg_code rc = run_next(&r, t, &st);
-        if (rc == VG_OUT_OF_RANGE) break;
-        CHECK_OK(rc, &st);
-        if (rc != VG_OK) break;
-        if (elems++ == 0 && first_shape) {
-            *rank = vg_tensor_ndims(t[0]);
-            for (int d = 0; d < *rank; d++) first_shape[d] = vg_tensor_dim(t[0], d);
-        }
-        for (int c = 0; c < r.nout; c++)
-            for (int64_t i = 0; i < vg_tensor_num_elements(t[c]) && k < max; i++)
-                v[k++] = ((const int64_t *)vg_tensor_data(t[c]))[i];
-        free_all(t, r.nout);
-    }
-    run_close(&r);
-    return k;
+    sink a = {.v = v, .first_shape = first_shape, .rank = rank, .max = max};
+    return drain(g, ds, each_i64, &a) < 0 ? -1 : a.k;
 }
 
 /* WindowTest.testDropRemainderOutput: range(100).window(30, drop_remainder)

@@ -8,11 +8,12 @@
 #include "vigil/session.h"
 #include "vigil/variables.h"
 #include "kernels_fixture.h"
+#include "pipeline_test_util.h"
+#define TMPDIR_TAG "test_idx"
+#include "tmpdir_util.h"
 #include <stdint.h>
 #include <unistd.h>
 #include <zlib.h>
-
-static char g_dir[256];
 
 static void put_be32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
@@ -51,7 +52,7 @@ static void make_files(const char *img, const char *lab, bool gz) {
     write_idx(lab, (uint32_t[]){5}, 1, labels, sizeof labels, gz, true);
 }
 
-static void path(char *buf, const char *name) { snprintf(buf, 512, "%s/%s", g_dir, name); }
+static void path(char *buf, const char *name) { tmp_path(buf, name); }
 
 static void check_record(const char *img, const char *lab, vg_dtype idt) {
     vg_status st;
@@ -145,14 +146,19 @@ static void test_idx__errors(void) {
     unlink(short_lab);
 }
 
+/* A CountUpTo op called name with limit 3 over ref (NULL when ref is not a variable). */
+static vg_op *count_up_to_3(vg_graph *g, vg_output ref, const char *name) {
+    vg_op_builder *b = vg_op_builder_new(g, "CountUpTo", name);
+    vg_op_builder_add_input(b, ref);
+    vg_op_builder_set_attr_int(b, "limit", 3);
+    return vg_op_builder_finish(b);
+}
+
 static void test_idx__count_up_to(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_variable v = vg_variable_new(g, "counter", vg_const_i64(g, 0, "zero"), VG_VAR_LOCAL);
-    vg_op_builder *b = vg_op_builder_new(g, "CountUpTo", "count");
-    vg_op_builder_add_input(b, v.ref);
-    vg_op_builder_set_attr_int(b, "limit", 3);
-    vg_op *cnt = vg_op_builder_finish(b);
+    vg_op *cnt = count_up_to_3(g, v.ref, "count");
     CHECK_OK(vg_graph_status(g, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_CODE(vg_session_run1(s, vg_out(cnt, 0), NULL, &st), VG_FAILED_PRECONDITION);
@@ -170,10 +176,7 @@ static void test_idx__count_up_to(void) {
     vg_tensor_free(o);
     vg_session_free(s);
     /* not a variable */
-    b = vg_op_builder_new(g, "CountUpTo", "bad");
-    vg_op_builder_add_input(b, vg_const_i64(g, 0, "c"));
-    vg_op_builder_set_attr_int(b, "limit", 3);
-    CHECK(vg_op_builder_finish(b) == NULL);
+    CHECK(count_up_to_3(g, vg_const_i64(g, 0, "c"), "bad") == NULL);
     vg_graph_free(g);
 }
 
@@ -195,11 +198,9 @@ static void test_idx__fashion_mnist_shuffle_batch(void) {
     CHECK_OK(vg_shuffle_batch(g, ins, 2, 64, 4000, 1000, 2, 7, true, NULL, outs), &st);
     vg_shape s = vg_output_shape(outs[0]);
     CHECK(s.ndims == 3 && s.dims[0] == 64 && s.dims[1] == 28 && s.dims[2] == 28);
-    vg_op *init = vg_local_variables_initializer(g);
-    vg_session *sess = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(sess, &init, 1, &st), &st);
-    vg_coord *c = vg_coord_new(NULL, 0);
-    CHECK_OK(vg_start_queue_runners(sess, c, &st), &st);
+    pipe_t p = {.g = g};
+    pipe_start(&p);
+    vg_session *sess = p.s;
     int label_hist[10] = {0};
     for (int b = 0; b < 20; b++) {
         vg_tensor *v[2] = {NULL, NULL};
@@ -224,28 +225,15 @@ static void test_idx__fashion_mnist_shuffle_batch(void) {
     int classes = 0;
     for (int i = 0; i < 10; i++) classes += label_hist[i] > 0;
     CHECK(classes == 10);
-    vg_coord_request_stop(c, NULL);
-    CHECK_CODE(vg_coord_join(c, 10, false, &st), VG_OK);
-    vg_coord_free(c);
-    vg_session_free(sess);
-    vg_graph_free(g);
+    pipe_stop(&p);
 }
 
 int main(void) {
-    if (!tu_mkdtemp(g_dir, sizeof g_dir, "test_idx")[0]) {
-        perror("mkdtemp");
-        return 1;
-    }
+    make_tmpdir();
     RUN_TEST(test_idx__records);
     RUN_TEST(test_idx__errors);
     RUN_TEST(test_idx__count_up_to);
     RUN_TEST(test_idx__fashion_mnist_shuffle_batch);
-    const char *files[] = {"img.gz", "lab.gz", "img.raw", "lab.raw"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char p[512];
-        path(p, files[i]);
-        unlink(p);
-    }
-    rmdir(g_dir);
+    remove_tmpdir(); /* img.gz, lab.gz, img.raw, lab.raw */
     TEST_MAIN_END();
 }

@@ -6,6 +6,8 @@
 #include "kernels/kernel.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "thread_run_fixture.h"
+#include "session_test_util.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -99,7 +101,7 @@ static vg_output test_op(vg_graph *g, const char *type, const vg_output *in, int
     return vg_out(vg_op_builder_finish(b), 0);
 }
 
-static vg_tensor *f32(float v) { return vg_tensor_new_scalar_f32(v, NULL); }
+static vg_tensor *scalar_f32(float v) { return vg_tensor_new_scalar_f32(v, NULL); }
 
 static void test_core__feeds_fetches_targets(void) {
     vg_status st;
@@ -110,7 +112,7 @@ static void test_core__feeds_fetches_targets(void) {
     vg_output z = vg_mul(g, y, y, "z");
     CHECK_OK(vg_graph_status(g, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *xv = f32(3.0f), *out[2];
+    vg_tensor *xv = scalar_f32(3.0f), *out[2];
     vg_output fetches[2] = {y, z};
     CHECK_OK(vg_session_run(s, NULL, &x, &xv, 1, fetches, out, 2, NULL, 0, NULL, &st), &st);
     CHECK_NEAR(vg_tensor_scalar(out[0]), 5.0, 0);
@@ -118,7 +120,7 @@ static void test_core__feeds_fetches_targets(void) {
     vg_tensor_free(out[0]);
     vg_tensor_free(out[1]);
     /* feeding an intermediate tensor prunes what produces it: x need not be fed */
-    vg_tensor *yv = f32(10.0f);
+    vg_tensor *yv = scalar_f32(10.0f);
     CHECK_OK(vg_session_run(s, NULL, &y, &yv, 1, &z, out, 1, NULL, 0, NULL, &st), &st);
     CHECK_NEAR(vg_tensor_scalar(out[0]), 100.0, 0);
     vg_tensor_free(out[0]);
@@ -156,12 +158,20 @@ static void test_core__pruning_and_cache(void) {
     vg_graph_free(g);
 }
 
+/* A float variable "v" on g, *init assigning it init_value (named init_name) and *inc
+ * adding 1 to it (named inc_name). */
+static vg_output counter_var(vg_graph *g, float init_value, const char *init_name, const char *inc_name,
+                             vg_output *init, vg_output *inc) {
+    vg_output v = vg_variable_op(g, VG_FLOAT, NULL, 0, "v");
+    *init = vg_assign(g, v, vg_const_f32(g, init_value, NULL), true, init_name);
+    *inc = vg_assign_add(g, v, vg_const_f32(g, 1.0f, NULL), inc_name);
+    return v;
+}
+
 static void test_core__variables(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    vg_output v = vg_variable_op(g, VG_FLOAT, NULL, 0, "v");
-    vg_output init = vg_assign(g, v, vg_const_f32(g, 1.5f, NULL), true, "v/init");
-    vg_output inc = vg_assign_add(g, v, vg_const_f32(g, 1.0f, NULL), "inc");
+    vg_output init, inc, v = counter_var(g, 1.5f, "v/init", "inc", &init, &inc);
     CHECK_OK(vg_graph_status(g, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
     vg_tensor *o = NULL;
@@ -185,31 +195,15 @@ static void test_core__variables(void) {
     vg_graph_free(g);
 }
 
-typedef struct inc_arg {
-    vg_session *s;
-    vg_op *inc;
-    int n;
-    int fails;
-} inc_arg;
-static void *inc_thread(void *p) {
-    inc_arg *a = p;
-    vg_status st;
-    for (int i = 0; i < a->n; i++)
-        if (vg_session_run_targets(a->s, &a->inc, 1, &st) != VG_OK) a->fails++;
-    return NULL;
-}
-
 static void test_core__concurrent_runs(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    vg_output v = vg_variable_op(g, VG_FLOAT, NULL, 0, "v");
-    vg_output init = vg_assign(g, v, vg_const_f32(g, 0.0f, NULL), true, NULL);
-    vg_output inc = vg_assign_add(g, v, vg_const_f32(g, 1.0f, NULL), NULL);
+    vg_output init, inc, v = counter_var(g, 0.0f, NULL, NULL, &init, &inc);
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(vg_session_run_targets(s, &init.op, 1, &st), &st);
     pthread_t t[2];
-    inc_arg a[2] = {{s, inc.op, 2000, 0}, {s, inc.op, 2000, 0}};
-    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, inc_thread, &a[i]);
+    tr_runner a[2] = {{.s = s, .target = inc.op, .n = 2000}, {.s = s, .target = inc.op, .n = 2000}};
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, tr_main, &a[i]);
     for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
     CHECK_EQ_INT(a[0].fails + a[1].fails, 0);
     vg_tensor *o;
@@ -251,17 +245,10 @@ static void test_core__bad_feeds_and_names(void) {
     vg_graph_free(g2);
 }
 
-typedef struct block_arg {
-    vg_session *s;
-    vg_output out;
-    vg_code rc;
-} block_arg;
-static void *block_thread(void *p) {
-    block_arg *a = p;
-    vg_status st;
-    vg_tensor *o;
-    a->rc = vg_session_run1(a->s, a->out, &o, &st);
-    return NULL;
+/* Two input-less test ops on g, kind[0..3] their type, name, type, name, into sl[2]. */
+static void two_test_ops(vg_graph *g, const char *kind[4], vg_output sl[2]) {
+    sl[0] = test_op(g, kind[0], NULL, 0, kind[1]);
+    sl[1] = test_op(g, kind[2], NULL, 0, kind[3]);
 }
 
 static void test_core__close_cancels(void) {
@@ -269,11 +256,10 @@ static void test_core__close_cancels(void) {
     vg_graph *g = vg_graph_new();
     vg_output blk = test_op(g, "TestBlock", NULL, 0, "blk");
     vg_output c = vg_const_f32(g, 1.0f, "c");
-    vg_session_options two = {.intra_op_threads = 2, .inter_op_threads = 2};
-    vg_session *s = vg_session_new(g, &two, &st);
-    block_arg a = {s, blk, VG_OK};
+    vg_session *s = threaded_session(g, 2);
+    tr_runner a = {.s = s, .fetch = blk, .n = 1};
     pthread_t t;
-    pthread_create(&t, NULL, block_thread, &a);
+    pthread_create(&t, NULL, tr_main, &a);
     usleep(50000);
     /* a blocked run does not starve other runs of the same session */
     for (int i = 0; i < 100; i++) {
@@ -294,9 +280,9 @@ static void test_core__close_cancels(void) {
 static void test_core__parallel_and_trace(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    vg_output a = test_op(g, "TestSleep", NULL, 0, "a");
-    vg_output b = test_op(g, "TestSleep", NULL, 0, "b");
-    vg_output sum = vg_add(g, a, b, "sum");
+    vg_output sl[2];
+    two_test_ops(g, (const char *[4]){"TestSleep", "a", "TestSleep", "b"}, sl);
+    vg_output sum = vg_add(g, sl[0], sl[1], "sum");
     vg_session_options opts = {.intra_op_threads = 1, .inter_op_threads = 2};
     vg_session *s = vg_session_new(g, &opts, &st);
     vg_run_options ro = {0};
@@ -320,8 +306,7 @@ static void test_core__parallel_and_trace(void) {
     CHECK(ta != tb);
     CHECK(sa < eb && sb < ea);
     vg_run_metadata_free(md);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 static void test_core__graph_names_scopes_collections(void) {
@@ -389,44 +374,67 @@ static const vg_node_stats *node_stats(const vg_run_metadata *md, const char *na
     return NULL;
 }
 
+/* On a session of g with 2 inter- and 2 intra-op threads: 3 runs of fetch[n] to warm up,
+ * then 5 traced runs, each checked by check(its metadata, its values); frees g. */
+typedef void (*traced_check)(const vg_run_metadata *md, vg_tensor *const *o);
+static void warm_then_traced(vg_graph *g, const vg_output *fetch, int n, traced_check check) {
+    vg_status st;
+    vg_session *s = threaded_session(g, 2);
+    vg_tensor *o[2] = {NULL, NULL};
+    vg_run_options ro = {0};
+    vg_run_metadata *md = vg_run_metadata_new();
+    for (int r = 0; r < 8; r++) {
+        ro.trace_level = r < 3 ? VG_TRACE_NONE : VG_TRACE_FULL;
+        vg_run_metadata_clear(md);
+        CHECK_OK(vg_session_run(s, &ro, NULL, NULL, 0, fetch, o, n, NULL, 0, r < 3 ? NULL : md, &st), &st);
+        if (r >= 3) check(md, o);
+        for (int i = 0; i < n; i++) vg_tensor_free(o[i]);
+    }
+    vg_run_metadata_free(md);
+    vg_session_free(s);
+    vg_graph_free(g);
+}
+
+/* The two MatMuls a and b of the sum 2 * 256 * 0.125 + 1 ran one at a time. */
+static void one_at_a_time(const vg_run_metadata *md, vg_tensor *const *o) {
+    CHECK_NEAR(((float *)vg_tensor_data(o[0]))[0], 2 * 256 * 0.125 + 1, 0);
+    const vg_node_stats *na = node_stats(md, "a"), *nb = node_stats(md, "b");
+    CHECK(na && nb);
+    if (na && nb) CHECK(na->end_us <= nb->start_us || nb->end_us <= na->start_us);
+}
+
+/* The MatMul m (256 * 0.125) started before the long sleep s1 ended. */
+static void beside_long(const vg_run_metadata *md, vg_tensor *const *o) {
+    CHECK_NEAR(((float *)vg_tensor_data(o[1]))[0], 256 * 0.125, 0);
+    const vg_node_stats *n1 = node_stats(md, "s1"), *nm = node_stats(md, "m");
+    CHECK(n1 && nm);
+    if (n1 && nm) CHECK(nm->start_us < n1->end_us);
+}
+
+/* Two sleep ops sl[0], sl[1] on g (types and names kind[0..3]: type, name, type, name),
+ * then x = 0.5 (256x256) * sl[x_after] "x" and *y = 0.25 (256x256) "y"; returns x. */
+static vg_output sleeps_and_operands(vg_graph *g, const char *kind[4], int x_after, vg_output sl[2], vg_output *y) {
+    int64_t d[2] = {256, 256};
+    two_test_ops(g, kind, sl);
+    vg_output x = vg_mul(g, vg_const_fill(g, VG_FLOAT, d, 2, 0.5, NULL), sl[x_after], "x");
+    *y = vg_const_fill(g, VG_FLOAT, d, 2, 0.25, "y");
+    return x;
+}
+
 /* With intra-op threads, two independent nodes whose kernels split over the intra-op
  * pool (MatMuls of 256x256) run one after the other, each on every thread, not side by
  * side on the caller and an inter-op helper (executor.c, split_waits). The first runs
  * measure the nodes; the traced runs check the times. */
 static void test_core__split_nodes_one_at_a_time(void) {
-    vg_status st;
     vg_graph *g = vg_graph_new();
-    int64_t d[2] = {256, 256};
     /* two sleeps: the caller runs one, a helper the other; the MatMuls become ready
      * when the helper's sleep is done (through the Mul it then runs), while the caller
      * may still sleep or be about to take one */
-    vg_output s1 = test_op(g, "TestSleep", NULL, 0, "s1"), s2 = test_op(g, "TestSleep", NULL, 0, "s2");
-    vg_output x = vg_mul(g, vg_const_fill(g, VG_FLOAT, d, 2, 0.5, NULL), s2, "x");
-    vg_output y = vg_const_fill(g, VG_FLOAT, d, 2, 0.25, "y");
+    vg_output sl[2], y;
+    vg_output x = sleeps_and_operands(g, (const char *[4]){"TestSleep", "s1", "TestSleep", "s2"}, 1, sl, &y);
     vg_output a = vg_matmul(g, x, y, false, false, "a"), b = vg_matmul(g, y, x, false, false, "b");
-    vg_output sum = vg_add(g, vg_add(g, a, b, NULL), s1, "sum");
-    vg_session_options opts = {.intra_op_threads = 2, .inter_op_threads = 2};
-    vg_session *s = vg_session_new(g, &opts, &st);
-    vg_tensor *o;
-    for (int i = 0; i < 3; i++) {
-        CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, &sum, &o, 1, NULL, 0, NULL, &st), &st);
-        vg_tensor_free(o);
-    }
-    vg_run_options ro = {0};
-    ro.trace_level = VG_TRACE_FULL;
-    vg_run_metadata *md = vg_run_metadata_new();
-    for (int r = 0; r < 5; r++) {
-        vg_run_metadata_clear(md);
-        CHECK_OK(vg_session_run(s, &ro, NULL, NULL, 0, &sum, &o, 1, NULL, 0, md, &st), &st);
-        CHECK_NEAR(((float *)vg_tensor_data(o))[0], 2 * 256 * 0.125 + 1, 0);
-        vg_tensor_free(o);
-        const vg_node_stats *na = node_stats(md, "a"), *nb = node_stats(md, "b");
-        CHECK(na && nb);
-        if (na && nb) CHECK(na->end_us <= nb->start_us || nb->end_us <= na->start_us);
-    }
-    vg_run_metadata_free(md);
-    vg_session_free(s);
-    vg_graph_free(g);
+    vg_output sum = vg_add(g, vg_add(g, a, b, NULL), sl[0], "sum");
+    warm_then_traced(g, &sum, 1, one_at_a_time);
 }
 
 /* A split node does not wait for the caller's long unsplit node (a 200 ms sleep; 30 ms
@@ -434,36 +442,12 @@ static void test_core__split_nodes_one_at_a_time(void) {
  * runs it meanwhile. The caller and a helper take the two sleeps; the MatMul becomes
  * ready after the 5 ms one. */
 static void test_core__split_node_beside_long_node(void) {
-    vg_status st;
     vg_graph *g = vg_graph_new();
-    int64_t d[2] = {256, 256};
-    vg_output s5 = test_op(g, "TestSleep5", NULL, 0, "s5"), s1 = test_op(g, "TestSleep200", NULL, 0, "s1");
-    vg_output x = vg_mul(g, vg_const_fill(g, VG_FLOAT, d, 2, 0.5, NULL), s5, "x");
-    vg_output y = vg_const_fill(g, VG_FLOAT, d, 2, 0.25, "y");
+    vg_output sl[2], y;
+    vg_output x = sleeps_and_operands(g, (const char *[4]){"TestSleep5", "s5", "TestSleep200", "s1"}, 0, sl, &y);
     vg_output m = vg_matmul(g, x, y, false, false, "m");
-    vg_output fetch[2] = {s1, m};
-    vg_session_options opts = {.intra_op_threads = 2, .inter_op_threads = 2};
-    vg_session *s = vg_session_new(g, &opts, &st);
-    vg_tensor *o[2];
-    for (int i = 0; i < 3; i++) {
-        CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, fetch, o, 2, NULL, 0, NULL, &st), &st);
-        vg_tensor_free(o[0]), vg_tensor_free(o[1]);
-    }
-    vg_run_options ro = {0};
-    ro.trace_level = VG_TRACE_FULL;
-    vg_run_metadata *md = vg_run_metadata_new();
-    for (int r = 0; r < 5; r++) {
-        vg_run_metadata_clear(md);
-        CHECK_OK(vg_session_run(s, &ro, NULL, NULL, 0, fetch, o, 2, NULL, 0, md, &st), &st);
-        CHECK_NEAR(((float *)vg_tensor_data(o[1]))[0], 256 * 0.125, 0);
-        vg_tensor_free(o[0]), vg_tensor_free(o[1]);
-        const vg_node_stats *n1 = node_stats(md, "s1"), *nm = node_stats(md, "m");
-        CHECK(n1 && nm);
-        if (n1 && nm) CHECK(nm->start_us < n1->end_us);
-    }
-    vg_run_metadata_free(md);
-    vg_session_free(s);
-    vg_graph_free(g);
+    vg_output fetch[2] = {sl[1], m};
+    warm_then_traced(g, fetch, 2, beside_long);
 }
 
 /* ...but while the caller waits in a blocking node (a dequeue), a helper takes such a
@@ -480,8 +464,7 @@ static void test_core__blocking_caller_split_node(void) {
     vg_op *enq = vg_queue_enqueue(g, q, &m, 1, "enq");
     vg_op *deq = vg_queue_dequeue(g, q, "deq");
     vg_output got = vg_out(deq, 0);
-    vg_session_options opts = {.intra_op_threads = 2, .inter_op_threads = 2};
-    vg_session *s = vg_session_new(g, &opts, &st);
+    vg_session *s = threaded_session(g, 2);
     vg_run_options ro = {0};
     ro.timeout_in_ms = 10000;
     for (int i = 0; i < 50; i++) {

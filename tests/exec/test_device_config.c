@@ -5,6 +5,7 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "mts_fixture.h"
 
 static int nlogs;
 static char last_log[512];
@@ -133,10 +134,7 @@ static void test_monitored_sessions_take_config(void) {
     vg_monitored_session *ms = vg_monitored_training_session_new(g, &mo, &st);
     CHECK(ms != NULL);
     if (ms) {
-        vg_run_args ra = {0};
-        ra.targets = &train;
-        ra.ntargets = 1;
-        CHECK_EQ_INT(vg_monitored_session_run(ms, &ra, NULL, NULL, &st), VG_OK);
+        CHECK_EQ_INT(mts_run1(ms, NULL, train, NULL, &st), VG_OK);
         vg_monitored_session_free(ms);
     }
 

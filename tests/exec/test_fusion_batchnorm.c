@@ -29,6 +29,19 @@ typedef struct bn_graph {
 } bn_graph;
 
 /* resnet_model.c's batch_norm + relu; leaky: tf.where(x < 0, 0.1 x, x), else Relu. */
+/* A float variable of shape cd[1] called name in the current scope, starting at value;
+ * trainable unless moving (the moving mean and variance). */
+static vg_variable bn_var(vg_graph *g, const char *name, int64_t *cd, double value, bool moving) {
+    vg_get_variable_opts o = {0};
+    o.dt = VG_FLOAT;
+    o.dims = cd;
+    o.ndims = 1;
+    o.has_init = true;
+    o.init = vg_init_constant(value);
+    o.not_trainable = moving;
+    return vg_get_variable_ex(g, name, &o);
+}
+
 /* pk, pb, pg: beta[pk] and gamma[pk] moved by pb and pg (finite differences) */
 static void build_p(bn_graph *b, const int64_t xd[4], bool leaky, int pk, double pb, double pg) {
     memset(b, 0, sizeof *b);
@@ -39,21 +52,9 @@ static void build_p(bn_graph *b, const int64_t xd[4], bool leaky, int pk, double
     b->w = vg_placeholder(g, VG_FLOAT, xd, 4, "w");
     vg_output x = vg_add(g, b->x1, b->x2, "add");
     vg_variable_scope_push(g, "bn", NULL);
-    vg_get_variable_opts o = {0};
-    o.dt = VG_FLOAT;
-    o.dims = cd;
-    o.ndims = 1;
-    o.has_init = true;
-    o.init = vg_init_constant(0.0);
-    vg_variable beta = vg_get_variable_ex(g, "beta", &o);
-    o.init = vg_init_constant(1.0);
-    vg_variable gamma = vg_get_variable_ex(g, "gamma", &o);
+    vg_variable beta = bn_var(g, "beta", cd, 0.0, false), gamma = bn_var(g, "gamma", cd, 1.0, false);
     vg_nn_moments(g, x, (int32_t[]){0, 1, 2}, 3, false, "moments", &b->mean, &b->var);
-    o.not_trainable = true;
-    o.init = vg_init_constant(0.0);
-    vg_variable mm = vg_get_variable_ex(g, "moving_mean", &o);
-    o.init = vg_init_constant(1.0);
-    vg_variable mv = vg_get_variable_ex(g, "moving_variance", &o);
+    vg_variable mm = bn_var(g, "moving_mean", cd, 0.0, true), mv = bn_var(g, "moving_variance", cd, 1.0, true);
     b->mm = vg_assign_moving_average(g, mm.ref, b->mean, 0.9, true, NULL);
     b->mv = vg_assign_moving_average(g, mv.ref, b->var, 0.9, true, NULL);
     vg_output y = vg_nn_batch_normalization(g, x, b->mean, b->var, beta.read, gamma.read, 0.001, NULL);

@@ -228,6 +228,28 @@ static void test_amp_dw__block(void) {
     }
 }
 
+/* x (N,H,W,C) -> 3x3 depthwise(f) "dw" -> training FusedBatchNormV3(scale, offset) "bn"
+ * -> Relu6 "r" -> depthwise(f) "dw2" on g; the constants are kept in keep[0..4]. */
+typedef struct dw_bn_net {
+    vg_output scale, offset, empty, dw, dw2;
+    vg_op *bn;
+} dw_bn_net;
+static const int64_t dwbn_xd[4] = {N, H, W, C};
+static dw_bn_net dw_bn_dw(vg_graph *g, const float *xv, const float *fv, const float *sc, const float *of,
+                          vg_tensor **keep) {
+    static const float z = 0;
+    int64_t fd[4] = {3, 3, C, 1}, dc[1] = {C}, d0[1] = {0}, s1[4] = {1, 1, 1, 1};
+    dw_bn_net n;
+    vg_output x = cst(g, dwbn_xd, 4, xv, "x", &keep[0]), f = cst(g, fd, 4, fv, "f", &keep[1]);
+    n.scale = cst(g, dc, 1, sc, "scale", &keep[2]);
+    n.offset = cst(g, dc, 1, of, "offset", &keep[3]);
+    n.empty = cst(g, d0, 1, &z, "empty", &keep[4]);
+    n.dw = vg_depthwise_conv2d_native(g, x, f, s1, "SAME", "dw");
+    n.bn = vg_fused_batch_norm_v3(g, n.dw, n.scale, n.offset, n.empty, n.empty, 0.001f, true, "bn");
+    n.dw2 = vg_depthwise_conv2d_native(g, vg_relu6(g, vg_out(n.bn, 0), "r"), f, s1, "SAME", "dw2");
+    return n;
+}
+
 /* BN alone on a painted depthwise output: its batch mean is the float32 mean of the
  * bfloat16 values (U float32, unrounded), its y rounded; a BN whose y feeds a Sum (deny)
  * through a Relu6 (clear) is not painted (deny spreads back through clear, and it is
@@ -235,20 +257,16 @@ static void test_amp_dw__block(void) {
 static void test_amp_dw__bn_colouring(void) {
     vg_graph *g = vg_graph_new();
     vg_tensor *keep[6];
-    float xv[N * H * W * C], fv[9 * C], sc[C], of[C], z = 0;
+    float xv[N * H * W * C], fv[9 * C], sc[C], of[C];
     fill(xv, N * H * W * C, 3u, 1.5f, 0.1f);
     fill(fv, 9 * C, 4u, 0.5f, 0.0f);
     fill(sc, C, 5u, 0.3f, 1.0f);
     fill(of, C, 6u, 0.3f, 0.0f);
-    int64_t xd[4] = {N, H, W, C}, fd[4] = {3, 3, C, 1}, dc[1] = {C}, d0[1] = {0}, s1[4] = {1, 1, 1, 1};
-    vg_output x = cst(g, xd, 4, xv, "x", &keep[0]), f = cst(g, fd, 4, fv, "f", &keep[1]);
-    vg_output scale = cst(g, dc, 1, sc, "scale", &keep[2]), offset = cst(g, dc, 1, of, "offset", &keep[3]);
-    vg_output empty = cst(g, d0, 1, &z, "empty", &keep[4]);
-    vg_output dw = vg_depthwise_conv2d_native(g, x, f, s1, "SAME", "dw");
-    vg_op *bn = vg_fused_batch_norm_v3(g, dw, scale, offset, empty, empty, 0.001f, true, "bn");
-    vg_output dw2 = vg_depthwise_conv2d_native(g, vg_relu6(g, vg_out(bn, 0), "r"), f, s1, "SAME", "dw2");
+    dw_bn_net n = dw_bn_dw(g, xv, fv, sc, of, keep);
+    vg_output dw = n.dw;
+    vg_op *bn = n.bn;
     /* the second BN: Relu6 -> Sum */
-    vg_op *bnb = vg_fused_batch_norm_v3(g, dw2, scale, offset, empty, empty, 0.001f, true, "bnb");
+    vg_op *bnb = vg_fused_batch_norm_v3(g, n.dw2, n.scale, n.offset, n.empty, n.empty, 0.001f, true, "bnb");
     int32_t ax[4] = {0, 1, 2, 3};
     int64_t d4[1] = {4};
     vg_status st = {0};
@@ -285,18 +303,13 @@ static void test_amp_dw__relu6_band(void) {
     for (int amp = 0; amp < 2; amp++) {
         vg_graph *g = vg_graph_new();
         vg_tensor *keep[6];
-        float xv[N * H * W * C], fv[9 * C], zs[C] = {0}, z = 0, gv[N * H * W * C];
+        float xv[N * H * W * C], fv[9 * C], zs[C] = {0}, gv[N * H * W * C];
         fill(xv, N * H * W * C, 41u, 1.0f, 0.0f);
         fill(fv, 9 * C, 43u, 0.5f, 0.0f);
         fill(gv, N * H * W * C, 47u, 1.0f, 0.0f);
-        int64_t xd[4] = {N, H, W, C}, fd[4] = {3, 3, C, 1}, dc[1] = {C}, d0[1] = {0}, s1[4] = {1, 1, 1, 1};
-        vg_output x = cst(g, xd, 4, xv, "x", &keep[0]), f = cst(g, fd, 4, fv, "f", &keep[1]);
-        vg_output scale = cst(g, dc, 1, zs, "scale", &keep[2]), offset = cst(g, dc, 1, offs, "offset", &keep[3]);
-        vg_output empty = cst(g, d0, 1, &z, "empty", &keep[4]);
-        vg_output dw = vg_depthwise_conv2d_native(g, x, f, s1, "SAME", "dw");
-        vg_op *bn = vg_fused_batch_norm_v3(g, dw, scale, offset, empty, empty, 0.001f, true, "bn");
-        vg_output y = vg_depthwise_conv2d_native(g, vg_relu6(g, vg_out(bn, 0), "r"), f, s1, "SAME", "dw2");
-        vg_output dy = cst(g, xd, 4, gv, "dy", &keep[5]), doff;
+        dw_bn_net n = dw_bn_dw(g, xv, fv, zs, offs, keep);
+        vg_output y = n.dw2, offset = n.offset;
+        vg_output dy = cst(g, dwbn_xd, 4, gv, "dy", &keep[5]), doff;
         vg_status st = {0};
         CHECK_OK(vg_gradients(g, &y, 1, &offset, 1, &dy, &doff, &st), &st);
         vg_output fetch[2] = {vg_identity(g, y, "y_out"), vg_identity(g, doff, "doff")};

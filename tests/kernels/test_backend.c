@@ -13,6 +13,7 @@
 #include "vigil/backend.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "conv_ref_fixture.h"
 #include <dirent.h>
 
 static vg_tensor *ftens(const int64_t *dims, int nd, const double *v) {
@@ -200,37 +201,7 @@ static void test_backend__matmul_all_backends(void) {
 
 /* ---- Conv2D ------------------------------------------------------------ */
 
-typedef struct cfg {
-    int64_t n, h, w, ci, kh, kw, co, sh, sw;
-    bool same;
-} cfg;
-
-/* mode 0: y from x, f; 1: dx from dy, f; 2: df from x, dy. Sums |terms| into sc. */
-static void conv_ref(const cfg *c, int mode, double *x, double *f, double *y, double *sc) {
-    int64_t oh, ow, pt, pl;
-    win(c->h, c->kh, c->sh, c->same, &oh, &pt);
-    win(c->w, c->kw, c->sw, c->same, &ow, &pl);
-    for (int64_t n = 0; n < c->n; n++)
-        for (int64_t oy = 0; oy < oh; oy++)
-            for (int64_t ox = 0; ox < ow; ox++)
-                for (int64_t ky = 0; ky < c->kh; ky++)
-                    for (int64_t kx = 0; kx < c->kw; kx++) {
-                        int64_t iy = oy * c->sh - pt + ky, ix = ox * c->sw - pl + kx;
-                        if (iy < 0 || iy >= c->h || ix < 0 || ix >= c->w) continue;
-                        for (int64_t ci = 0; ci < c->ci; ci++)
-                            for (int64_t co = 0; co < c->co; co++) {
-                                int64_t xi = ((n * c->h + iy) * c->w + ix) * c->ci + ci;
-                                int64_t fi = ((ky * c->kw + kx) * c->ci + ci) * c->co + co;
-                                int64_t yi = ((n * oh + oy) * ow + ox) * c->co + co;
-                                double xv = (float)x[xi], fv = (float)f[fi], yv = (float)y[yi];
-                                int64_t o = mode == 0 ? yi : mode == 1 ? xi : fi;
-                                double *dst = mode == 0 ? y : mode == 1 ? x : f;
-                                double t = mode == 0 ? xv * fv : mode == 1 ? yv * fv : xv * yv;
-                                dst[o] += t;
-                                sc[o] += fabs(t);
-                            }
-                    }
-}
+typedef conv_cfg cfg;
 
 static const cfg conv_cfgs[] = {
     {2, 9, 7, 3, 3, 3, 5, 1, 1, true},   {2, 9, 7, 3, 3, 3, 5, 2, 2, true},  {1, 8, 8, 4, 5, 5, 16, 1, 1, true},
@@ -253,9 +224,9 @@ static void conv_case(const cfg *c, vg_backend be, int threads, int direct, int 
     double *x = randv(nx, 1), *f = randv(nf, 2), *dy = randv(ny, 3);
     double *y = calloc((size_t)ny, 8), *dx = calloc((size_t)nx, 8), *df = calloc((size_t)nf, 8);
     double *sy = calloc((size_t)ny, 8), *sx = calloc((size_t)nx, 8), *sf = calloc((size_t)nf, 8);
-    conv_ref(c, 0, x, f, y, sy);
-    conv_ref(c, 1, dx, f, dy, sx);
-    conv_ref(c, 2, x, df, dy, sf);
+    conv_ref_ex(c, 0, x, f, y, sy, true);
+    conv_ref_ex(c, 1, dx, f, dy, sx, true);
+    conv_ref_ex(c, 2, x, df, dy, sf, true);
     vg_graph *g = vg_graph_new();
     vg_output xp = vg_placeholder(g, VG_FLOAT, NULL, -1, "x"), fp = vg_placeholder(g, VG_FLOAT, NULL, -1, "f"),
               dyp = vg_placeholder(g, VG_FLOAT, NULL, -1, "dy");

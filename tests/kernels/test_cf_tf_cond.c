@@ -40,12 +40,6 @@
 #include "cf_tf_util.h"
 #include "kernels_fixture.h"
 
-typedef struct env {
-    vg_output a, b, c, d, e;
-    vg_op *op;
-    int k;
-} env;
-
 /* ---- Switch / Merge ------------------------------------------------------------- */
 static vg_output data6(vg_graph *g) { return vg_const_i32_vec(g, (int32_t[]){1, 2, 3, 4, 5, 6}, 6, "data"); }
 
@@ -60,38 +54,31 @@ static void test_switch_merge_less(void) {
     vg_session *s = cf_session(g);
     EXPECT_VEC(s, vg_out(m, 0), 6, ((double[]){1, 2, 3, 4, 5, 6}), NOFEED);
     EXPECT_VAL(s, vg_out(m, 1), 1, NOFEED); /* value_index: the true side */
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
+}
+
+/* data6 switched on the constant ports: merge(false side + 1, true_side(true side)). */
+static vg_output identity_of(vg_graph *g, vg_output x) { return vg_identity(g, x, NULL); }
+static vg_output times5_of(vg_graph *g, vg_output x) { return vg_mul(g, x, vg_const_i32(g, 5, NULL), NULL); }
+static vg_op *switch_add_merge(vg_graph *g, bool ports, vg_output (*true_side)(vg_graph *, vg_output)) {
+    vg_output data = data6(g);
+    vg_op *sw = vg_switch(g, data, vg_const_bool(g, ports, "ports"), NULL);
+    vg_output add = vg_add(g, vg_out(sw, 0), vg_const_i32(g, 1, NULL), NULL);
+    return vg_merge(g, (vg_output[]){add, true_side(g, vg_out(sw, 1))}, 2, NULL);
 }
 
 /* testSwitchMergeAddIdentity */
 static void test_switch_merge_add_identity(void) {
     vg_graph *g = vg_graph_new();
-    vg_output data = data6(g);
-    vg_output ports = vg_const_bool(g, false, "ports");
-    vg_op *sw = vg_switch(g, data, ports, NULL);
-    vg_output add = vg_add(g, vg_out(sw, 0), vg_const_i32(g, 1, NULL), NULL);
-    vg_output id = vg_identity(g, vg_out(sw, 1), NULL);
-    vg_op *m = vg_merge(g, (vg_output[]){add, id}, 2, NULL);
-    vg_session *s = cf_session(g);
-    EXPECT_VEC(s, vg_out(m, 0), 6, ((double[]){2, 3, 4, 5, 6, 7}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    vg_op *m = switch_add_merge(g, false, identity_of);
+    EXPECT_VEC_ONCE(g, false, vg_out(m, 0), 6, ((double[]){2, 3, 4, 5, 6, 7}), NOFEED);
 }
 
 /* testSwitchMergeAddMul */
 static void test_switch_merge_add_mul(void) {
     vg_graph *g = vg_graph_new();
-    vg_output data = data6(g);
-    vg_output ports = vg_const_bool(g, true, "ports");
-    vg_op *sw = vg_switch(g, data, ports, NULL);
-    vg_output add = vg_add(g, vg_out(sw, 0), vg_const_i32(g, 1, NULL), NULL);
-    vg_output mul = vg_mul(g, vg_out(sw, 1), vg_const_i32(g, 5, NULL), NULL);
-    vg_op *m = vg_merge(g, (vg_output[]){add, mul}, 2, NULL);
-    vg_session *s = cf_session(g);
-    EXPECT_VEC(s, vg_out(m, 0), 6, ((double[]){5, 10, 15, 20, 25, 30}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    vg_op *m = switch_add_merge(g, true, times5_of);
+    EXPECT_VEC_ONCE(g, false, vg_out(m, 0), 6, ((double[]){5, 10, 15, 20, 25, 30}), NOFEED);
 }
 
 /* testSwitchDeadBranch: fetching a tensor of the untaken side fails (TF: "Retval[0]
@@ -103,8 +90,7 @@ static void test_switch_dead_branch(void) {
     vg_output dead = vg_identity(g, vg_out(sw, 0), NULL);
     vg_session *s = cf_session(g);
     EXPECT_CODE(s, dead, VG_INVALID_ARGUMENT, "dead", NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testMergeShapes: Merge's shape function */
@@ -151,11 +137,7 @@ static void test_ref_identity(void) {
     vg_output r = vg_identity(g, v.ref, NULL); /* control_flow_ops._Identity: RefIdentity */
     vg_output op = vg_assign(g, r, vg_const_i32(g, 9, NULL), true, NULL);
     vg_output v2 = with_dep(g, op.op, r);
-    vg_session *s = cf_session(g);
-    RUN_INIT(s, g);
-    EXPECT_VAL(s, v2, 9, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, true, v2, 9, NOFEED);
 }
 
 /* testRefEnter */
@@ -167,11 +149,7 @@ static void test_ref_enter(void) {
     vg_output op = vg_assign(g, enter_v, enter_nine, true, NULL);
     vg_output v2 = with_dep(g, op.op, enter_v);
     vg_output v3 = vg_exit(g, v2, NULL);
-    vg_session *s = cf_session(g);
-    RUN_INIT(s, g);
-    EXPECT_VAL(s, v3, 9, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, true, v3, 9, NOFEED);
 }
 
 /* testRefSwitch */
@@ -180,11 +158,7 @@ static void test_ref_switch(void) {
     vg_variable v = vg_variable_new(g, "v", vg_const_i32(g, 7, NULL), 0);
     vg_op *sw = vg_switch(g, v.ref, vg_const_bool(g, true, NULL), NULL); /* _SwitchRefOrTensor: RefSwitch */
     vg_output v2 = vg_assign(g, vg_out(sw, 1), vg_const_i32(g, 9, NULL), true, NULL);
-    vg_session *s = cf_session(g);
-    RUN_INIT(s, g);
-    EXPECT_VAL(s, v2, 9, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, true, v2, 9, NOFEED);
 }
 
 /* testUninitializedRefIdentity: a ref Switch and ref Identity pass an uninitialized
@@ -202,10 +176,7 @@ static void test_uninitialized_ref_identity(void) {
     vg_graph_pop_control_deps(g);
     vg_output orig_v = with_dep(g, v_t_op.op, v);
     vg_op *merged = vg_merge(g, (vg_output[]){assign_v, orig_v}, 2, NULL);
-    vg_session *s = cf_session(g);
-    EXPECT_VEC(s, vg_out(merged, 0), 1, ((double[]){1.0}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VEC_ONCE(g, false, vg_out(merged, 0), 1, ((double[]){1.0}), NOFEED);
 }
 
 /* ---- tf.cond ------------------------------------------------------------------- */
@@ -227,7 +198,7 @@ static void test_cond_123(void) {
     vg_status st;
     env e = {0};
     e.a = vg_const_i32(g, 10, "x");
-    e.b = vg_less(g, vg_const_i32(g, 1, NULL), vg_const_i32(g, 2, NULL), NULL);
+    e.b = one_lt_two(g);
     vg_output r1, r2, r3;
     CHECK_OK(vg_cond(g, e.b, br_add1, br_sub1, &e, 1, &r1, NULL, &st), &st); /* testCond_1 */
     vg_output p0 = vg_less(g, vg_const_i32(g, 1, NULL), vg_const_i32(g, 0, NULL), NULL);
@@ -237,8 +208,7 @@ static void test_cond_123(void) {
     EXPECT_VAL(s, r1, 11, NOFEED);
     EXPECT_VAL(s, r2, 9, NOFEED);
     EXPECT_VAL(s, r3, 12, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testCondOutputShape */
@@ -278,8 +248,7 @@ static void test_cond_resource(void) {
     RUN_INIT(s, g);
     EXPECT_VAL(s, r, 1.0, NOFEED);
     EXPECT_VAL(s, rv.value, 0, NOFEED); /* the true branch ran */
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testCondPruning (graph mode): only the ops the fetched output needs run */
@@ -306,7 +275,7 @@ static void test_cond_pruning(void) {
     vg_variable v1 = vg_variable_new(g, "v1", vg_const_i32(g, 7, NULL), 0);
     vg_variable v2 = vg_variable_new(g, "v2", vg_const_i32(g, 7, NULL), 0);
     vg_variable v3 = vg_variable_new(g, "v3", vg_const_i32(g, 7, NULL), 0);
-    env e = {v1.ref, v2.ref, v3.ref, {0}, {0}, NULL, 0};
+    env e = {.a = v1.ref, .b = v2.ref, .c = v3.ref};
     vg_output pred = vg_greater(g, vg_const_i32(g, 3, "age"), vg_const_i32(g, 2, "max_age"), NULL);
     vg_output r[2];
     CHECK_OK(vg_cond(g, pred, br_prune_t, br_prune_f, &e, 2, r, NULL, &st), &st);
@@ -316,8 +285,7 @@ static void test_cond_pruning(void) {
     EXPECT_VAL(s, v1.read, 7, NOFEED);
     EXPECT_VAL(s, v2.read, 2, NOFEED);
     EXPECT_VAL(s, v3.read, 7, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testCond_5: ten chained conds */
@@ -347,10 +315,7 @@ static void test_cond_5(void) {
         e.a = r[0];
         e.b = r[1];
     }
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, e.b, 4, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, e.b, 4, NOFEED);
 }
 
 /* testCond_6: a branch returns a variable */
@@ -365,11 +330,7 @@ static void test_cond_6(void) {
     e.b = v1.read;
     vg_output pred = vg_greater(g, e.a, vg_const_i32(g, 4, NULL), NULL), r;
     CHECK_OK(vg_cond(g, pred, br_ret_a, br_ret_b, &e, 1, &r, NULL, &st), &st);
-    vg_session *s = cf_session(g);
-    RUN_INIT(s, g);
-    EXPECT_VEC(s, r, 1, ((double[]){7}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VEC_ONCE(g, true, r, 1, ((double[]){7}), NOFEED);
 }
 
 /* testCond_7, testCondListOutput, testTupleOutput: two outputs */
@@ -388,13 +349,12 @@ static void test_cond_7_list_output(void) {
         e.a = vg_const_i32(g, 10, "x");
         e.b = vg_const_i32(g, 200, "y");
         e.k = k; /* 0: testCond_7 (x+1, x+2); 1: testCondListOutput (x+y, x+y) */
-        vg_output pred = vg_less(g, vg_const_i32(g, 1, NULL), vg_const_i32(g, 2, NULL), NULL), r[2];
+        vg_output pred = one_lt_two(g), r[2];
         CHECK_OK(vg_cond(g, pred, br7_t, br7_f, &e, 2, r, NULL, &st), &st);
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, r[0], k ? 210 : 11, NOFEED);
         EXPECT_VAL(s, r[1], k ? 210 : 12, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -412,10 +372,7 @@ static void test_cond_ref(void) {
     e.a = vg_variable_op(g, VG_FLOAT, (int64_t[]){1}, 1, "x");
     vg_output r;
     CHECK_OK(vg_cond(g, vg_const_bool(g, false, NULL), br_ret_a, br_const2, &e, 1, &r, NULL, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VEC(s, r, 1, ((double[]){2.0}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VEC_ONCE(g, false, r, 1, ((double[]){2.0}), NOFEED);
 }
 
 /* testCondWithControl: a control dependency on a fed placeholder inside a branch */
@@ -436,10 +393,7 @@ static void test_cond_with_control(void) {
     e.a = vg_const_i32(g, 3, "a");
     vg_output r;
     CHECK_OK(vg_cond(g, vg_const_bool(g, true, NULL), br_ctl_t, br_const1, &e, 1, &r, NULL, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r, 5, FEEDS(fd(e.b, 5.0)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, r, 5, FEEDS(fd(e.b, 5.0)));
 }
 
 /* testCondSwitchIdentity (and testCondRecvIdentity's graph): the untaken branch's
@@ -456,10 +410,7 @@ static void test_cond_switch_identity(void) {
     vg_status st;
     vg_output r;
     CHECK_OK(vg_cond(g, vg_const_bool(g, true, NULL), br_noop, br_assert_false, NULL, 1, &r, NULL, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r, 1, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, r, 1, NOFEED);
 }
 
 /* testCondFeedConstantPredicate, testCondFeedPlaceholderWithDefaultPredicate */
@@ -479,8 +430,7 @@ static void test_cond_feed_predicate(void) {
         EXPECT_VAL(s, result, 37.0, FEEDS(fd(pred, 0)));
         EXPECT_VAL(s, result, 0.0, FEEDS(fd(pred, 1)));
         EXPECT_VAL(s, result, 0.0, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -530,8 +480,7 @@ static void test_cond_auto_control_deps(void) {
         printed[0] = 0;
         EXPECT_VAL(s, r, 10, NOFEED);
         CHECK(strcmp(printed, "C") == 0);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -548,8 +497,7 @@ static void test_one_value_cond(void) {
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, i, 1, FEEDS(fd(c, 2)));
     EXPECT_VAL(s, i, 2, FEEDS(fd(c, 0)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testExampleCond */
@@ -566,8 +514,7 @@ static void test_example_cond(void) {
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, i, 4.0, FEEDS(fd(d, 1)));
     EXPECT_VAL(s, i, 2.0 * sqrt(2.0), FEEDS(fd(d, 2)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* ---- tf.case --------------------------------------------------------------------- */
@@ -602,8 +549,7 @@ static void test_case(void) {
     EXPECT_CODE(s, r4, VG_INVALID_ARGUMENT, "Input error:", NOFEED);
     EXPECT_VAL(s, r5, -1, NOFEED);
     EXPECT_VAL(s, r6, 0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testCaseSideEffects: only the selected branch's assignment runs */
@@ -641,8 +587,7 @@ static void test_case_side_effects(void) {
         EXPECT_VAL(s, r[k], k, NOFEED);
         for (int i = 0; i < 3; i++) EXPECT_VAL(s, v[i].read, want[k][i], NOFEED);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testOneOpCond: branches that assign; the predicate's Const is fed */
@@ -674,8 +619,7 @@ static void test_one_op_cond(void) {
     EXPECT_VAL(s, v.read, 1, NOFEED);
     EXPECT_VAL(s, i, 2, FEEDS(fd(c, 0)));
     EXPECT_VAL(s, v.read, 2, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* ---- with_dependencies, group, tuple ----------------------------------------------- */
@@ -710,8 +654,7 @@ static void test_with_tensor_dependencies(void) {
     EXPECT_CODE(s, v.read, VG_FAILED_PRECONDITION, UNINIT, NOFEED);
     EXPECT_VAL(s, c2_with_c1_dep, 20, NOFEED);
     EXPECT_VAL(s, v.read, 0.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWithIndexedSlicesDependencies: with_dependencies on IndexedSlices is an identity
@@ -728,8 +671,7 @@ static void test_with_indexed_slices_dependencies(void) {
     EXPECT_CODE(s, gather_v_at_1, VG_FAILED_PRECONDITION, UNINIT, NOFEED);
     EXPECT_VEC(s, gather_after_init, 2, ((double[]){10, 11}), NOFEED);
     EXPECT_VEC(s, v.read, 6, ((double[]){0, 1, 10, 11, 20, 21}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testGroup, testGroupEmpty */
@@ -785,8 +727,7 @@ static void test_tuple_tensors(void) {
             EXPECT_VEC(s, t[2], 1, ((double[]){30.0}), NOFEED); /* getting t2 initializes v1 */
             EXPECT_VEC(s, v1.read, 1, ((double[]){1.0}), NOFEED);
         }
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -815,8 +756,7 @@ static void test_tuple_indexed_slices(void) {
             EXPECT_VEC(s, g2, 2, ((double[]){10.1, 11.1}), NOFEED);
             EXPECT_VEC(s, v1.read, 6, ((double[]){0, 1, 10, 11, 20, 21}), NOFEED);
         }
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -831,8 +771,7 @@ static void test_tuple_control_inputs(void) {
     RUN_INIT(s, g);
     EXPECT_VAL(s, t, 0, NOFEED);
     EXPECT_VAL(s, var.read, 1, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* ---- ControlFlowContextCheckTest (cond) ------------------------------------------- */
@@ -845,36 +784,30 @@ static vg_code br_make_const1(vg_graph *g, void *u, vg_output *o) {
 }
 static vg_code br_const0_b(vg_graph *g, void *u, vg_output *o) { return br_const0(g, u, o); }
 
+/* cond(1 < 2, br_make_const1, false_fn) on g with made cleared first: its output. */
+static vg_output made_cond(vg_graph *g, vg_cond_branch_fn false_fn) {
+    vg_status st;
+    vg_output r = {NULL, 0};
+    made = vg_out(NULL, 0);
+    CHECK_OK(vg_cond(g, one_lt_two(g), br_make_const1, false_fn, NULL, 1, &r, NULL, &st), &st);
+    return r;
+}
+
 /* testValidCondContext: a tensor of a cond branch used outside (valid, although it is
  * dead when the branch is not taken) */
 static void test_valid_cond_context(void) {
     vg_graph *g = vg_graph_new();
-    vg_status st;
-    made = vg_out(NULL, 0);
-    vg_output r;
-    vg_output pred = vg_less(g, vg_const_i32(g, 1, NULL), vg_const_i32(g, 2, NULL), NULL);
-    CHECK_OK(vg_cond(g, pred, br_make_const1, br_const0_b, NULL, 1, &r, NULL, &st), &st);
+    made_cond(g, br_const0_b);
     vg_output sum = vg_add(g, vg_const_i32(g, 1, NULL), made, NULL);
     CHECK(sum.op != NULL);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, sum, 2, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, sum, 2, NOFEED);
 }
 
 /* testValidCondContextBranches: a tensor of the true branch returned by the false
  * branch (valid, although dangerous) */
 static void test_valid_cond_context_branches(void) {
     vg_graph *g = vg_graph_new();
-    vg_status st;
-    made = vg_out(NULL, 0);
-    vg_output r;
-    vg_output pred = vg_less(g, vg_const_i32(g, 1, NULL), vg_const_i32(g, 2, NULL), NULL);
-    CHECK_OK(vg_cond(g, pred, br_make_const1, br_make_const1, NULL, 1, &r, NULL, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r, 1, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, made_cond(g, br_make_const1), 1, NOFEED);
 }
 
 int main(void) {

@@ -25,15 +25,8 @@
  *    gets the wrong answer"); the forward value is checked.
  */
 #include "cf_tf_util.h"
+#include "kernels_fixture.h"
 
-typedef struct env {
-    vg_output a, b, c, d, e, x, y;
-    vg_op *op;
-    int k;
-} env;
-
-static vg_output i32c(vg_graph *g, int v) { return vg_const_i32(g, v, NULL); }
-static vg_output f32c(vg_graph *g, float v) { return vg_const_f32(g, v, NULL); }
 static vg_output f32v(vg_graph *g, const float *v, int n, const char *name) {
     return vg_const_array(g, VG_FLOAT, (int64_t[]){n}, 1, v, name);
 }
@@ -148,8 +141,7 @@ static void test_cond_resource_grad_shape(void) {
      * rv2's comes from the untaken branch and is dead, as in TF */
     EXPECT_VEC(s, d[0], 2, ((double[]){1, 1}), NOFEED);
     EXPECT_CODE(s, d[1], VG_INVALID_ARGUMENT, "dead", NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testCondWithTensorArrayGrad: map_fn on one side of a cond */
@@ -174,8 +166,7 @@ static void test_cond_with_tensor_array_grad(void) {
     vg_session *s = cf_session(g);
     EXPECT_VEC(s, dx, 3, ((double[]){2, 2, 2}), FEEDS(fd(pred, 1)));
     EXPECT_VEC(s, dx, 3, ((double[]){0, 0, 0}), FEEDS(fd(pred, 0)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testCondResourceGrad (float32 and float64): the untaken side is a constant */
@@ -195,9 +186,35 @@ static void test_cond_resource_grad(void) {
         vg_session *s = cf_session(g);
         RUN_INIT(s, g);
         EXPECT_VEC(s, grad, 1, ((double[]){1.0}), NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
+}
+
+/* The cond of TF's testCondGrad tests on g: c < 2 ? t(e) : f(e); its output. */
+static vg_output cond_c_lt_2(vg_graph *g, vg_output c, vg_cond_branch_fn t, vg_cond_branch_fn f, env *e) {
+    vg_status st;
+    vg_output r = {NULL, 0};
+    CHECK_OK(vg_cond(g, vg_less(g, c, i32c(g, 2), NULL), t, f, e, 1, &r, NULL, &st), &st);
+    return r;
+}
+
+/* y (n values) in a fresh session on g (after the global initializer when init) with
+ * the int32 c fed 1, then 3: at1, then at3; frees g. */
+static void expect_at_c_1_3(vg_graph *g, bool init, vg_output c, vg_output y, int n, const double *at1,
+                            const double *at3, const char *file, int line) {
+    vg_session *s = cf_session(g);
+    if (s && init) cf_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, file, line);
+    if (s) {
+        cf_expect(s, y, FEEDS(fd(c, 1)), at1, n, NULL, -1, 1e-6, file, line);
+        cf_expect(s, y, FEEDS(fd(c, 3)), at3, n, NULL, -1, 1e-6, file, line);
+    }
+    kt_teardown(g, s, NULL, 0, NULL, 0);
+}
+#define EXPECT_AT_C_1_3(g, init, c, y, n, at1, at3) expect_at_c_1_3(g, init, c, y, n, at1, at3, __FILE__, __LINE__)
+
+/* A trainable resource variable called name of n float ones. */
+static vg_resource_variable ones_rvar(vg_graph *g, const char *name, int64_t n) {
+    return vg_resource_variable_new(g, name, vg_const_fill(g, VG_FLOAT, &n, 1, 1.0, NULL), VG_VAR_TRAINABLE);
 }
 
 /* testCondGrad_1 */
@@ -206,13 +223,10 @@ static void test_cond_grad_1(void) {
     vg_status st;
     env e = {0};
     e.a = vg_const_f32(g, 10.0f, "x");
-    vg_output r, pred = vg_less(g, i32c(g, 1), i32c(g, 2), NULL);
+    vg_output r, pred = one_lt_two(g);
     CHECK_OK(vg_cond(g, pred, br_id_a, br_id_a, &e, 1, &r, NULL, &st), &st);
     vg_output grad = GRAD(g, r, e.a);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, grad, 1.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, grad, 1.0, NOFEED);
 }
 
 /* testCondComputeGradAfterSessRun, testNestedCondComputeGradAfterSessRun: gradients
@@ -237,14 +251,13 @@ static void test_cond_compute_grad_after_sess_run(void) {
         vg_status st;
         env e = {0};
         e.a = vg_const_f32(g, 10.0f, "x");
-        vg_output r, pred = vg_less(g, i32c(g, 1), i32c(g, 2), NULL);
+        vg_output r, pred = one_lt_two(g);
         CHECK_OK(vg_cond(g, pred, nested ? br_nested_x4 : br_x4, br_x2, &e, 1, &r, NULL, &st), &st);
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, r, 10000.0, NOFEED);
         vg_output grad = GRAD(g, r, e.a);
         EXPECT_VAL(s, grad, 4000.0, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -253,20 +266,14 @@ CF_BRANCH1(br_mul_b, vg_mul(g, ((env *)u)->a, ((env *)u)->b, NULL))
 CF_BRANCH1(br_mul_c, vg_mul(g, ((env *)u)->a, ((env *)u)->c, NULL))
 static void test_cond_grad_2(void) {
     vg_graph *g = vg_graph_new();
-    vg_status st;
     vg_output c = vg_placeholder(g, VG_INT32, NULL, 0, "c");
     env e = {0};
     e.a = f32c(g, 10.0f);
     e.b = f32c(g, 42.0f);
     e.c = f32c(g, 3.0f);
-    vg_output r;
-    CHECK_OK(vg_cond(g, vg_less(g, c, i32c(g, 2), NULL), br_mul_b, br_mul_c, &e, 1, &r, NULL, &st), &st);
+    vg_output r = cond_c_lt_2(g, c, br_mul_b, br_mul_c, &e);
     vg_output grad = GRAD(g, r, e.a);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, grad, 42.0, FEEDS(fd(c, 1)));
-    EXPECT_VAL(s, grad, 3.0, FEEDS(fd(c, 3)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_AT_C_1_3(g, false, c, grad, 1, ((double[]){42.0}), ((double[]){3.0}));
 }
 
 /* testCondGrad_3: a gradient computed inside a branch */
@@ -279,18 +286,12 @@ static vg_code br_grad_inside(vg_graph *g, void *u, vg_output *o) {
 CF_BRANCH1(br_ox3, vg_mul(g, ((env *)u)->a, f32c(g, 3.0f), NULL))
 static void test_cond_grad_3(void) {
     vg_graph *g = vg_graph_new();
-    vg_status st;
     vg_output c = vg_placeholder(g, VG_INT32, NULL, 0, "c");
     env e = {0};
     e.a = f32c(g, 10.0f);                      /* ox */
     e.b = vg_mul(g, f32c(g, 7.0f), e.a, NULL); /* y */
-    vg_output r;
-    CHECK_OK(vg_cond(g, vg_less(g, c, i32c(g, 2), NULL), br_grad_inside, br_ox3, &e, 1, &r, NULL, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r, 980.0, FEEDS(fd(c, 1)));
-    EXPECT_VAL(s, r, 30.0, FEEDS(fd(c, 3)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    vg_output r = cond_c_lt_2(g, c, br_grad_inside, br_ox3, &e);
+    EXPECT_AT_C_1_3(g, false, c, r, 1, ((double[]){980.0}), ((double[]){30.0}));
 }
 
 /* testCondGradMultiDevice (one CPU) */
@@ -316,8 +317,7 @@ static void test_cond_grad_multi_device(void) {
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, grad, 4.0, FEEDS(fd(pred, 1), fd(e.a, 1.0), fd(e.b, 2.0)));
     EXPECT_VAL(s, grad, 0.0, FEEDS(fd(pred, 0), fd(e.a, 1.0), fd(e.b, 2.0)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testNestedCond_Simple */
@@ -339,28 +339,20 @@ static void test_nested_cond_simple(void) {
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, gy, 1.0, NOFEED);
     EXPECT_VAL(s, gz, 1.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testCondGrad_Gather: the gradient of a Gather (IndexedSlices in TF) added to a dense one */
 CF_BRANCH1(br_gather11, vg_gather(g, ((env *)u)->a, vg_const_i32_vec(g, (int32_t[]){1, 1}, 2, NULL), 0, NULL))
 static void test_cond_grad_gather(void) {
     vg_graph *g = vg_graph_new();
-    vg_status st;
     vg_variable v1 = vg_variable_new(g, "v1", f32v(g, (float[]){1, 42}, 2, NULL), VG_VAR_TRAINABLE);
     vg_output c = vg_placeholder(g, VG_INT32, NULL, 0, "c");
     env e = {0};
     e.a = v1.read;
-    vg_output r;
-    CHECK_OK(vg_cond(g, vg_less(g, c, i32c(g, 2), NULL), br_id_a, br_gather11, &e, 1, &r, NULL, &st), &st);
+    vg_output r = cond_c_lt_2(g, c, br_id_a, br_gather11, &e);
     vg_output grad = GRAD(g, r, v1.ref);
-    vg_session *s = cf_session(g);
-    RUN_INIT(s, g);
-    EXPECT_VEC(s, grad, 2, ((double[]){1, 1}), FEEDS(fd(c, 1)));
-    EXPECT_VEC(s, grad, 2, ((double[]){0, 2}), FEEDS(fd(c, 3)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_AT_C_1_3(g, true, c, grad, 2, ((double[]){1, 1}), ((double[]){0, 2}));
 }
 
 /* testCondGrad_ResourceVarSparseRead */
@@ -382,11 +374,7 @@ static void test_cond_grad_resource_var_sparse_read(void) {
     vg_output r;
     CHECK_OK(vg_cond(g, vg_const_bool(g, true, NULL), br_sparse_sum, br_zeros23, &e, 1, &r, NULL, &st), &st);
     vg_output grad = GRAD(g, r, var.handle);
-    vg_session *s = cf_session(g);
-    RUN_INIT(s, g);
-    EXPECT_VEC(s, grad, 8, ((double[]){0, 0, 1, 1, 1, 1, 0, 0}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VEC_ONCE(g, true, grad, 8, ((double[]){0, 0, 1, 1, 1, 1, 0, 0}), NOFEED);
 }
 
 /* testCondGrad_MultiGather (built in a tf.function in TF; the graph is the same) */
@@ -421,8 +409,7 @@ static void test_cond_grad_multi_gather(void) {
     EXPECT_VEC(s, d[0], 8, ((double[]){0, 0, 1, 1, 1, 1, 0, 0}), NOFEED);
     EXPECT_VEC(s, d[1], 9, ((double[]){0, 0, 0, 0, 0, 0, 2, 2, 2}), NOFEED);
     EXPECT_VAL(s, d[2], 6.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* ---- while ------------------------------------------------------------------------- */
@@ -443,12 +430,9 @@ static void test_while_grad_square(void) {
     e.b = vg_const_f32(g, 2.0f, "v");
     e.a = square_loop(g, e.b);
     vg_output r;
-    CHECK_OK(vg_cond(g, vg_less(g, i32c(g, 1), i32c(g, 2), NULL), br_a, br_b, &e, 1, &r, NULL, &st), &st);
+    CHECK_OK(vg_cond(g, one_lt_two(g), br_a, br_b, &e, 1, &r, NULL, &st), &st);
     vg_output grad = GRAD(g, r, e.b);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, grad, 1024.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, grad, 1024.0, NOFEED);
 }
 
 /* testWhileGrad_MultipleUses, testWhileGrad_LoopAdd */
@@ -461,19 +445,13 @@ static void test_while_grad_multiple_uses_loop_add(void) {
         vg_output grad = GRAD(g, r, v);
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, grad, k == 0 ? 524288.0 : 2048.0, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
 /* testWhileGrad_Shape: x of unknown length */
 CF_COND(lt_5, vg_less(g, v[0], i32c(g, 5), NULL))
-static vg_code mul_x_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
-    o[1] = vg_mul(g, ((env *)u)->x, v[1], NULL);
-    return VG_OK;
-}
+CF_COUNTED_BODY(mul_x_b, vg_mul(g, ((env *)u)->x, v[1], NULL))
 static void test_while_grad_shape(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -487,10 +465,7 @@ static void test_while_grad_shape(void) {
         vg_shape gs = vg_output_shape(grad);
         CHECK(gs.ndims == 1 && gs.dims[0] == -1);
     }
-    vg_session *s = cf_session(g);
-    EXPECT_VEC(s, grad, 2, ((double[]){810, 2560}), FEEDS(fdv(e.x, (double[]){3, 4}, 2)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VEC_ONCE(g, false, grad, 2, ((double[]){810, 2560}), FEEDS(fdv(e.x, (double[]){3, 4}, 2)));
 }
 
 /* testWhileGrad_BaseShape: a loop that runs no iteration */
@@ -505,10 +480,7 @@ static void test_while_grad_base_shape(void) {
     CHECK_OK(vg_while_loop(g, never, mul_x1_b, &e, &v0, 1, NULL, 10, vg_out(NULL, 0), NULL, &r, &st), &st);
     vg_output y = vg_square(g, e.x, NULL);
     vg_output grad = cf_grad_ex(g, (vg_output[]){r, y}, 2, e.x, NULL, __FILE__, __LINE__);
-    vg_session *s = cf_session(g);
-    EXPECT_VEC(s, grad, 2, ((double[]){2, 4}), FEEDS(fdv(e.x, (double[]){1, 2}, 2)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VEC_ONCE(g, false, grad, 2, ((double[]){2, 4}), FEEDS(fdv(e.x, (double[]){1, 2}, 2)));
 }
 
 /* testWhileGradAfterSessionRun, testNestedWhileGradAfterSessionRun */
@@ -534,8 +506,7 @@ static void test_while_grad_after_session_run(void) {
         EXPECT_VAL(s, r, 256.0, NOFEED);
         vg_output grad = GRAD(g, r, v0);
         EXPECT_VAL(s, grad, 1024.0, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -554,20 +525,13 @@ static void test_while_grad_mul(void) {
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, d[0], 216.0, NOFEED);
         EXPECT_VAL(s, d[1], 81.0, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
 /* testWhileGradInControlDeps (a tf.function in TF; the same graph) */
 CF_COND(lt_2, vg_less(g, v[0], i32c(g, 2), NULL))
-static vg_code pow2_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
-    o[1] = vg_pow(g, v[1], f32c(g, 2.0f), NULL);
-    return VG_OK;
-}
+CF_COUNTED_BODY(pow2_b, vg_pow(g, v[1], f32c(g, 2.0f), NULL))
 static void test_while_grad_in_control_deps(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -579,19 +543,12 @@ static void test_while_grad_in_control_deps(void) {
     vg_graph_pop_control_deps(g);
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, grad, 4.0 * 8.0, NOFEED); /* 4 * x_init^3 */
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testNestedWhileCondWhileGrad (and testNestedWhileCondWhileGradGpu: the same on the CPU) */
 CF_COND(lt4i, vg_less(g, v[0], i32c(g, 4), NULL))
-static vg_code i1_x2_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
-    o[1] = vg_mul(g, v[1], f32c(g, 2.0f), NULL);
-    return VG_OK;
-}
+CF_COUNTED_BODY(i1_x2_b, vg_mul(g, v[1], f32c(g, 2.0f), NULL))
 static vg_output inner_loop_x16(vg_graph *g, vg_output s) { /* 4 iterations of x * 2 */
     vg_status st;
     vg_output v[2] = {i32c(g, 0), s}, r[2] = {{NULL, 0}, {NULL, 0}};
@@ -620,10 +577,7 @@ static void test_nested_while_cond_while_grad(void) {
     vg_output v = f32c(g, 1.0f), r;
     CHECK_OK(vg_while_loop(g, ltf_128, nwcw_b, NULL, &v, 1, NULL, 10, vg_out(NULL, 0), NULL, &r, &st), &st);
     vg_output grad = GRAD(g, r, v);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, grad, 512.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, grad, 512.0, NOFEED);
 }
 
 /* testWhileGrad_Variable, testWhileGrad_ResourceVariable */
@@ -650,8 +604,7 @@ static void test_while_grad_variable(void) {
         vg_session *s = cf_session(g);
         RUN_INIT(s, g);
         EXPECT_VAL(s, grad, 216.0, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -668,18 +621,13 @@ static vg_code sparse_b(vg_graph *g, const vg_output *v, int n, void *u, vg_outp
 static void test_while_grad_resource_var_sparse_read(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    vg_resource_variable var =
-        vg_resource_variable_new(g, "var", vg_const_fill(g, VG_FLOAT, (int64_t[]){5}, 1, 1.0, NULL), VG_VAR_TRAINABLE);
+    vg_resource_variable var = ones_rvar(g, "var", 5);
     env e = {0};
     e.a = var.handle;
     vg_output v[2] = {i32c(g, 0), f32c(g, 1.0f)}, r[2];
     CHECK_OK(vg_while_loop(g, lt_3, sparse_b, &e, v, 2, NULL, 10, vg_out(NULL, 0), NULL, r, &st), &st);
     vg_output grad = GRAD(g, r[1], var.handle);
-    vg_session *s = cf_session(g);
-    RUN_INIT(s, g);
-    EXPECT_VEC(s, grad, 5, ((double[]){0, 12, 0, 12, 0}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VEC_ONCE(g, true, grad, 5, ((double[]){0, 12, 0, 12, 0}), NOFEED);
 }
 
 /* testWhileGrad_MultiResourceVarSparseRead */
@@ -696,10 +644,8 @@ static vg_code multi_sparse_b(vg_graph *g, const vg_output *v, int n, void *u, v
 static void test_while_grad_multi_resource_var_sparse_read(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
-    vg_resource_variable var1 =
-        vg_resource_variable_new(g, "var1", vg_const_fill(g, VG_FLOAT, (int64_t[]){5}, 1, 1.0, NULL), VG_VAR_TRAINABLE);
-    vg_resource_variable var2 =
-        vg_resource_variable_new(g, "var2", vg_const_fill(g, VG_FLOAT, (int64_t[]){3}, 1, 1.0, NULL), VG_VAR_TRAINABLE);
+    vg_resource_variable var1 = ones_rvar(g, "var1", 5);
+    vg_resource_variable var2 = ones_rvar(g, "var2", 3);
     env e = {0};
     e.a = var1.handle;
     e.b = var2.handle;
@@ -710,8 +656,7 @@ static void test_while_grad_multi_resource_var_sparse_read(void) {
     RUN_INIT(s, g);
     EXPECT_VEC(s, d[0], 5, ((double[]){0, 1, 0, 1, 0}), NOFEED);
     EXPECT_VEC(s, d[1], 3, ((double[]){3, 0, 0}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileGrad_Gather, testWhileGrad_GatherNoFanOut */
@@ -737,8 +682,7 @@ static void test_while_grad_gather(void) {
         vg_session *s = cf_session(g);
         EXPECT_VEC(s, r[1], 1, ((double[]){no_fan_out ? 1.0 : 8.0}), NOFEED);
         EXPECT_VEC(s, grad, 5, ((double[]){no_fan_out ? 3.0 : 24.0, 0, 0, 0, 0}), NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -763,11 +707,8 @@ static void test_while_grad_in_cond(void) {
     e.a = vg_const_f32(g, 1.0f, "n");
     e.x = vg_placeholder(g, VG_FLOAT, NULL, -1, "x");
     vg_output r;
-    CHECK_OK(vg_cond(g, vg_less(g, i32c(g, 1), i32c(g, 2), NULL), br_loop_grad, br_x, &e, 1, &r, NULL, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r, 9.0, FEEDS(fd(e.x, 1.0)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    CHECK_OK(vg_cond(g, one_lt_two(g), br_loop_grad, br_x, &e, 1, &r, NULL, &st), &st);
+    EXPECT_VAL_ONCE(g, false, r, 9.0, FEEDS(fd(e.x, 1.0)));
 }
 
 /* testGradInWhileWrtInitialLoopVal: not supported, as in TF */
@@ -822,10 +763,7 @@ static void test_while_grad_in_while(void) {
     vg_output n = vg_const_f32(g, 1.0f, "n"), r;
     vg_shape inv = vg_shape_unknown();
     CHECK_OK(vg_while_loop(g, ltf_6, loop_grad_b, &e, &n, 1, &inv, 10, vg_out(NULL, 0), NULL, &r, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r, 9.0, FEEDS(fd(e.x, 1.0)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, r, 9.0, FEEDS(fd(e.x, 1.0)));
 }
 
 /* testCondGradInNestedWhiles: the gradient of a cond inside a loop inside a loop */
@@ -861,18 +799,12 @@ static void test_cond_grad_in_nested_whiles(void) {
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, r[0], 3, NOFEED);
     EXPECT_VAL(s, r[1], 1.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testNestedResourceAccess (the forward value) */
 static vg_code lt_3j(vg_graph *g, const vg_output *v, int n, void *u, vg_output *p) { return lt_3(g, v, n, u, p); }
-static vg_code sq_var_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
-    o[1] = vg_add(g, v[1], vg_square(g, vg_resource_variable_read_value(g, *(vg_output *)u), NULL), NULL);
-    return VG_OK;
-}
+CF_COUNTED_BODY(sq_var_b, vg_add(g, v[1], vg_square(g, vg_resource_variable_read_value(g, *(vg_output *)u), NULL), NULL))
 typedef struct nra {
     vg_output var, y;
 } nra;
@@ -902,11 +834,7 @@ static void test_nested_resource_access(void) {
     vg_resource_variable var = vg_resource_variable_new(g, "var", f32c(g, 3.0f), VG_VAR_TRAINABLE);
     vg_output v[2] = {i32c(g, 0), f32c(g, 0.0f)}, r[2];
     CHECK_OK(vg_while_loop(g, lt_2, nra_outer_b, &var.handle, v, 2, NULL, 10, vg_out(NULL, 0), NULL, r, &st), &st);
-    vg_session *s = cf_session(g);
-    RUN_INIT(s, g);
-    EXPECT_VAL(s, r[1], 81.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, true, r[1], 81.0, NOFEED);
 }
 
 /* testWhileGrad_ys_xs */
@@ -933,8 +861,7 @@ static void test_while_grad_ys_xs(void) {
     EXPECT_VAL(s, d2, 124.0, NOFEED);
     EXPECT_VAL(s, d3, 295.0, NOFEED);
     EXPECT_VAL(s, d4, 120.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileGrad_Dependency: an int32 loop output among the ys */
@@ -957,8 +884,7 @@ static void test_while_grad_dependency(void) {
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, d1, 1024.0, NOFEED);
     EXPECT_VAL(s, d2, 1024.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileGrad_NoDependency: a variable passed through the loop unchanged */
@@ -980,21 +906,12 @@ static void test_while_grad_no_dependency(void) {
     CHECK_OK(vg_while_loop(g, lt_10, pass_b, NULL, v, 3, NULL, 10, vg_out(NULL, 0), NULL, r, &st), &st);
     vg_output cost = vg_reduce_sum(g, r[2], NULL, -1, false, NULL);
     vg_output grad = GRAD(g, cost, variable.ref);
-    vg_session *s = cf_session(g);
-    RUN_INIT(s, g);
-    EXPECT_VEC(s, grad, 6, ((double[]){1, 1, 1, 1, 1, 1}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VEC_ONCE(g, true, grad, 6, ((double[]){1, 1, 1, 1, 1, 1}), NOFEED);
 }
 
 /* testWhileGrad_Const: the loop replaces the variable by a constant: a zero gradient */
 CF_COND(lt_1, vg_less(g, v[0], i32c(g, 1), NULL))
-static vg_code ret_c1_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
-    o[1] = *(vg_output *)u;
-    return VG_OK;
-}
+CF_COUNTED_BODY(ret_c1_b, *(vg_output *)u)
 static void test_while_grad_const(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -1003,10 +920,7 @@ static void test_while_grad_const(void) {
     CHECK_OK(vg_while_loop(g, lt_1, ret_c1_b, &c1, v, 2, NULL, 10, vg_out(NULL, 0), NULL, r, &st), &st);
     vg_output cost = vg_reduce_sum(g, r[1], NULL, -1, false, NULL);
     vg_output grad = GRAD(g, cost, c0);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, grad, 0.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, grad, 0.0, NOFEED);
 }
 
 /* testWhileGrad_SerialTwoLoops, testWhileGrad_ParallelTwoLoops */
@@ -1027,8 +941,7 @@ static void test_while_grad_two_loops(void) {
         vg_output grad = GRAD(g, rx, x);
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, grad, parallel ? 64.0 : 1024.0, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -1053,8 +966,7 @@ static void test_while_grad_one_output_with_control_dependency(void) {
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, y_f_d, 2.0, NOFEED);
     EXPECT_VAL(s, grad, 1.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testNestedWhileGrad_Simple */
@@ -1076,10 +988,7 @@ static void test_nested_while_grad_simple(void) {
     vg_output v = f32c(g, 1.0f), r;
     CHECK_OK(vg_while_loop(g, ltf_2, nws_b, NULL, &v, 1, NULL, 10, vg_out(NULL, 0), NULL, &r, &st), &st);
     vg_output grad = GRAD(g, r, v);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, grad, 8.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, grad, 8.0, NOFEED);
 }
 
 /* testNestedWhileGrad_SerialInner, testNestedWhileGrad_ParallelInner */
@@ -1105,8 +1014,7 @@ static void test_nested_while_grad_serial_parallel_inner(void) {
         vg_output grad = GRAD(g, r, v);
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, grad, parallel ? 512.0 : 256.0, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -1133,8 +1041,7 @@ static void test_nested_while_grad_parallel_iterations(void) {
     RUN_INIT(s, g);
     RUN_TARGET(s, train);
     EXPECT_VAL(s, var.read, 2.999, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileCondGrad_Simple, testWhileCondGrad_UnknownShape */
@@ -1163,18 +1070,12 @@ static void test_while_cond_grad_simple_unknown_shape(void) {
             EXPECT_VAL(s, grad, 1024.0, FEEDS(fd(v, 2.0)));
         else
             EXPECT_VAL(s, grad, 1024.0, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
 /* testWhileGrad_Concat: SGD through a loop that concatenates a variable */
-static vg_code concat_x_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
-    o[1] = vg_concat(g, (vg_output[]){v[1], *(vg_output *)u}, 2, i32c(g, 0), NULL);
-    return VG_OK;
-}
+CF_COUNTED_BODY(concat_x_b, vg_concat(g, (vg_output[]){v[1], *(vg_output *)u}, 2, i32c(g, 0), NULL))
 static void test_while_grad_concat(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -1193,18 +1094,11 @@ static void test_while_grad_concat(void) {
     RUN_INIT(s, g);
     RUN_TARGET(s, op);
     EXPECT_VEC(s, x.read, 2, ((double[]){0.98000002, 1.98000002}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileWithRefsWithGradients_1: a ref loop variable, grad_ys from an int variable */
-static vg_code ref_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
-    o[1] = vg_identity(g, v[1], NULL);
-    return VG_OK;
-}
+CF_COUNTED_BODY(ref_b, vg_identity(g, v[1], NULL))
 static void test_while_with_refs_with_gradients_1(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -1225,8 +1119,7 @@ static void test_while_with_refs_with_gradients_1(void) {
         }
     }
     for (int i = 0; i < 3; i++) vg_tensor_free(t[i]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testCallGradInLoop: a gradient of outside tensors computed in the body */
@@ -1247,10 +1140,7 @@ static void test_call_grad_in_loop(void) {
     e.b = vg_square(g, e.a, NULL);
     vg_output v[2] = {i32c(g, 0), f32c(g, 0.0f)}, r[2];
     CHECK_OK(vg_while_loop(g, lt_10, call_grad_b, &e, v, 2, NULL, 10, vg_out(NULL, 0), NULL, r, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r[1], 600.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, r[1], 600.0, NOFEED);
 }
 
 /* testWhileAndTensorArray: map_fn in a loop body, differentiated */
@@ -1268,10 +1158,7 @@ static void test_while_and_tensor_array(void) {
     vg_output v[2] = {i32c(g, 0), f32v(g, (float[]){1, 2, 3, 4, 5, 6}, 6, "elems")}, r[2];
     CHECK_OK(vg_while_loop(g, lt_10, map_in_loop_b, &param, v, 2, NULL, 1, vg_out(NULL, 0), NULL, r, &st), &st);
     vg_output grad = cf_grad_ex(g, r, 2, param, NULL, __FILE__, __LINE__);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, grad, 107520.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, grad, 107520.0, NOFEED);
 }
 
 /* ---- stop_gradient ---------------------------------------------------------------------- */
@@ -1308,8 +1195,7 @@ static void test_while_grad_stop_grad(void) {
     EXPECT_VAL(s, d3, 168.0, NOFEED);
     EXPECT_VAL(s, d4, 136.0, NOFEED);
     EXPECT_VAL(s, d5, 32.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileGrad_StopGradInside, testWhileGrad_StopGradInsideNoShape */
@@ -1335,8 +1221,7 @@ static void test_while_grad_stop_grad_inside(void) {
             EXPECT_VAL(s, gy, 0.0, NOFEED);
             EXPECT_VAL(s, gx, 156.0, NOFEED);
         }
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -1350,10 +1235,7 @@ static void test_stop_grad_on_while_grad(void) {
     vg_output rg = vg_stop_gradient(g, GRAD(g, rx, y), NULL);
     vg_output r = vg_add(g, vg_add(g, vg_square(g, y, NULL), rx, NULL), rg, NULL);
     vg_output grad = GRAD(g, r, y);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, grad, 388.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, grad, 388.0, NOFEED);
 }
 
 /* testWhileGradientWithNontrainablePath1, testWhileGradientWithNontrainablePath2 */
@@ -1382,8 +1264,7 @@ static void test_while_gradient_with_nontrainable_path(void) {
         vg_session *s = cf_session(g);
         RUN_TARGET(s, q.initializer);
         EXPECT_VEC(s, dy_dq, 2, ((double[]){which == 2 ? 1.0 : 0.0, which == 2 ? 1.0 : 0.0}), NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -1455,11 +1336,7 @@ static void test_stop_grad_multi_flows(void) {
     vg_output norm = vg_sqrt(g, vg_reduce_sum(g, vg_square(g, gr, NULL), NULL, -1, false, NULL), NULL);
     vg_output z = vg_add(g, r[2], vg_stop_gradient(g, vg_reduce_sum(g, norm, NULL, -1, false, NULL), NULL), NULL);
     vg_output result = GRAD(g, z, var);
-    vg_session *s = cf_session(g);
-    RUN_INIT(s, g);
-    EXPECT_VAL(s, result, 5.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, true, result, 5.0, NOFEED);
 }
 
 /* testCondWhile_3: a loop on one side of a cond, differentiated */
@@ -1483,8 +1360,7 @@ static void test_cond_while_3(void) {
     EXPECT_VAL(s, r1, 1.0, FEEDS(fd(p, 1)));
     EXPECT_VAL(s, r, 0.0, FEEDS(fd(p, 0)));
     EXPECT_VAL(s, r1, 2.0, FEEDS(fd(p, 0)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileCondGradMultiDevice (one CPU) */
@@ -1508,8 +1384,7 @@ static void test_while_cond_grad_multi_device(void) {
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, grad, 8.0, FEEDS(fd(pred, 1)));
     EXPECT_VAL(s, grad, 0.0, FEEDS(fd(pred, 0)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 int main(void) {

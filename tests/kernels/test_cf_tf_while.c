@@ -39,14 +39,6 @@
 #include "kernels/control/control_flow_internal.h"
 #include "kernels_fixture.h"
 
-typedef struct env {
-    vg_output a, b, c, d, e;
-    vg_op *op;
-    int k;
-} env;
-
-static vg_output i32c(vg_graph *g, int v) { return vg_const_i32(g, v, NULL); }
-static vg_output f32c(vg_graph *g, float v) { return vg_const_f32(g, v, NULL); }
 
 /* ---- Enter / Exit / NextIteration ------------------------------------------------- */
 
@@ -58,10 +50,7 @@ static void test_enter_mul_exit(void) {
     vg_output enter_five = vg_enter(g, i32c(g, 5), "foo_1", false, 10, NULL);
     vg_output mul = vg_mul(g, enter_data, enter_five, NULL);
     vg_output ex = vg_exit(g, mul, NULL);
-    vg_session *s = cf_session(g);
-    EXPECT_VEC(s, ex, 6, ((double[]){5, 10, 15, 20, 25, 30}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VEC_ONCE(g, false, ex, 6, ((double[]){5, 10, 15, 20, 25, 30}), NOFEED);
 }
 
 /* testEnterShapePropagation: a constant Enter keeps its input's shape, another does not */
@@ -86,10 +75,7 @@ static void test_loop_false(void) {
     vg_output exit_n = vg_exit(g, vg_out(switch_n, 0), NULL);
     vg_output next_n = vg_next_iteration(g, vg_out(switch_n, 0), NULL);
     vg__cf_set_input(merge_n, 1, next_n); /* merge_n.op._update_input(1, next_n) */
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, exit_n, 10, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, exit_n, 10, NOFEED);
 }
 
 /* testLoop_1, testLoop_2 (their device scopes aside, the same graph) */
@@ -106,10 +92,7 @@ static void test_loop_1_2(void) {
     vg_output next_i = vg_next_iteration(g, add_i, NULL);
     vg__cf_set_input(merge_i, 1, next_i);
     vg_output exit_i = vg_exit(g, vg_out(switch_i, 0), NULL);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, exit_i, 10, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, exit_i, 10, NOFEED);
 }
 
 /* testDifferentFrame */
@@ -121,8 +104,7 @@ static void test_different_frame(void) {
     vg_output res = vg_add(g, e1, e2, NULL);
     vg_session *s = cf_session(g);
     EXPECT_CODE(s, res, VG_INVALID_ARGUMENT, "has inputs from different frames", FEEDS(fd(data, 1.0)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* ---- basic loops ------------------------------------------------------------------- */
@@ -146,8 +128,7 @@ static void test_feedable(void) {
     vg_output inside = vg_graph_output_by_name(g, "while/Identity:0", &st);
     CHECK(inside.op != NULL);
     if (inside.op) EXPECT_CODE(s, r, VG_INVALID_ARGUMENT, NULL, FEEDS(fd(inside, 3)));
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhile_1 */
@@ -159,21 +140,12 @@ static void test_while_1(void) {
     e.b = i32c(g, 1);
     vg_output n = i32c(g, 0), r;
     CHECK_OK(vg_while_loop(g, lt_k, add_b, &e, &n, 1, NULL, 20, vg_out(NULL, 0), NULL, &r, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r, 10000, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, r, 10000, NOFEED);
 }
 
 /* isum(s, maximum_iterations) of TF's test file */
 CF_COND(isum_c, vg_less(g, v[0], i32c(g, 10), NULL))
-static vg_code isum_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
-    o[1] = vg_add(g, v[0], v[1], NULL);
-    return VG_OK;
-}
+CF_COUNTED_BODY(isum_b, vg_add(g, v[0], v[1], NULL))
 static vg_output isum(vg_graph *g, vg_output s, vg_output maximum_iterations) {
     vg_status st;
     vg_output v[2] = {vg_const_i32(g, 0, "i"), s}, r[2];
@@ -189,8 +161,7 @@ static void test_while_2_max_iterations(void) {
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, r, 45, NOFEED);
     EXPECT_VEC(s, rm, 5, ((double[]){1 + 3, 2 + 3, 3 + 3, 4 + 3, 5 + 3}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileWithMaximumIterationsAndSingleArgument */
@@ -202,10 +173,7 @@ static void test_while_max_iterations_single_argument(void) {
     e.b = i32c(g, 1);
     vg_output x = i32c(g, 0), r;
     CHECK_OK(vg_while_loop(g, lt_k, add_b, &e, &x, 1, NULL, 10, i32c(g, 1), NULL, &r, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r, 1, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, r, 1, NOFEED);
 }
 
 /* testWhile_3: more than 10 parallel iterations */
@@ -228,10 +196,7 @@ static void test_while_3(void) {
     e.d = i32c(g, 100);
     vg_output v[4] = {i32c(g, 0), i32c(g, 0), i32c(g, 0), i32c(g, 0)}, r[4];
     CHECK_OK(vg_while_loop(g, w3_c, w3_b, &e, v, 4, NULL, 10, vg_out(NULL, 0), NULL, r, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r[3], 10100, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, r[3], 10100, NOFEED);
 }
 
 /* testWhile_4 */
@@ -253,10 +218,7 @@ static void test_while_4(void) {
     e.d = vg_size(g, e.a, NULL);
     vg_output v[4] = {i32c(g, 0), i32c(g, 0), i32c(g, 0), i32c(g, 0)}, r[4];
     CHECK_OK(vg_while_loop(g, w3_c, w4_b, &e, v, 4, NULL, 10, vg_out(NULL, 0), NULL, r, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r[3], 42, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, r[3], 42, NOFEED);
 }
 
 /* testWhile_5: a growing loop variable under unknown shape invariants */
@@ -283,10 +245,7 @@ static void test_while_5(void) {
               r[3];
     vg_shape inv[3] = {vg_shape_make(NULL, 0), vg_shape_unknown(), vg_shape_unknown()};
     CHECK_OK(vg_while_loop(g, w5_c, w5_b, &e, v, 3, inv, 10, vg_out(NULL, 0), NULL, r, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VEC(s, r[2], 7, ((double[]){0, 1, 2, 3, 4, 5, 6}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VEC_ONCE(g, false, r[2], 7, ((double[]){0, 1, 2, 3, 4, 5, 6}), NOFEED);
 }
 
 /* testWhile_Gpu_1, testWhile_Gpu_2 (on the CPU) */
@@ -308,26 +267,13 @@ static void test_while_gpu_1_2(void) {
             &st);
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, r, 10.0, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
 /* ---- shapes -------------------------------------------------------------------------- */
-static vg_code tile_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
-    o[1] = vg_tile(g, v[1], vg_const_i32_vec(g, (int32_t[]){2, 2}, 2, NULL), NULL);
-    return VG_OK;
-}
-static vg_code concat_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
-    o[1] = vg_concat(g, (vg_output[]){v[1], v[1]}, 2, i32c(g, 0), NULL);
-    return VG_OK;
-}
+CF_COUNTED_BODY(tile_b, vg_tile(g, v[1], vg_const_i32_vec(g, (int32_t[]){2, 2}, 2, NULL), NULL))
+CF_COUNTED_BODY(concat_b, vg_concat(g, (vg_output[]){v[1], v[1]}, 2, i32c(g, 0), NULL))
 static vg_output ones22(vg_graph *g) { return vg_const_fill(g, VG_FLOAT, (int64_t[]){2, 2}, 2, 1.0, "ones"); }
 
 /* testWhileShape */
@@ -344,18 +290,11 @@ static void test_while_shape(void) {
     double ones[64];
     for (int i = 0; i < 64; i++) ones[i] = 1.0;
     cf_expect(s, y, NOFEED, ones, 64, (int64_t[]){8, 8}, 2, 0, __FILE__, __LINE__);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileBadShape: an invariant that does not fit the entry shape */
-static vg_code xplus1_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_add(g, v[0], i32c(g, 1), NULL);
-    o[1] = vg_add(g, v[1], f32c(g, 1.0f), NULL);
-    return VG_OK;
-}
+CF_COUNTED_BODY(xplus1_b, vg_add(g, v[1], f32c(g, 1.0f), NULL))
 static void test_while_bad_shape(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -392,10 +331,7 @@ static void test_while_non_tensor_input_vector(void) {
     vg_status st;
     vg_output n = vg_const_values(g, VG_INT64, (double[]){0}, 1, NULL, 0, (int64_t[]){1}, 1, false, NULL), r;
     CHECK_OK(vg_while_loop(g, x0_lt, x0_stack, NULL, &n, 1, NULL, 20, vg_out(NULL, 0), NULL, &r, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VEC(s, r, 1, ((double[]){10000}), NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VEC_ONCE(g, false, r, 1, ((double[]){10000}), NOFEED);
 }
 
 /* testWhileShapeInference */
@@ -413,8 +349,7 @@ static void test_while_shape_inference(void) {
     double ones[16];
     for (int i = 0; i < 16; i++) ones[i] = 1.0;
     cf_expect(s, r[1], NOFEED, ones, 16, (int64_t[]){8, 2}, 2, 0, __FILE__, __LINE__);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileShapeInferenceBadShape */
@@ -450,8 +385,7 @@ static void test_while_output_shape_with_invariants(void) {
             CHECK(rs.ndims == 1 && rs.dims[0] == -1);
         vg_session *s = cf_session(g);
         EXPECT_VEC(s, r, 2, ((double[]){1, 2}), NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -491,10 +425,7 @@ static void test_nested_while_1(void) {
     e.k = 200;
     vg_output r;
     CHECK_OK(vg_while_loop(g, lt_k, nw1_b, &e, &e.a, 1, NULL, 10, vg_out(NULL, 0), NULL, &r, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r, 225, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, r, 225, NOFEED);
 }
 
 /* testNestedWhile_2 */
@@ -518,10 +449,7 @@ static void test_nested_while_2(void) {
     vg_status st;
     vg_output s0 = f32c(g, 2.0f), r;
     CHECK_OK(vg_while_loop(g, ltf_3000, nw2_outer_b, NULL, &s0, 1, NULL, 1, vg_out(NULL, 0), NULL, &r, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r, 1048576.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, r, 1048576.0, NOFEED);
 }
 
 /* ---- control dependencies ------------------------------------------------------------ */
@@ -546,8 +474,7 @@ static void test_while_with_control_1_2(void) {
         CHECK_OK(vg_while_loop(g, lt_k, ctl1_b, &e, v, nv, NULL, 1, vg_out(NULL, 0), NULL, r, &st), &st);
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, r[nv - 1], 12, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -578,8 +505,7 @@ static void test_while_with_control_345(void) {
         if (k < 2) vg_graph_pop_control_deps(g);
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, r, 10, FEEDS(fd(e.b, 1)));
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -610,10 +536,7 @@ static void test_while_cond_with_control(void) {
     vg_graph_push_control_deps(g, &noop, 1);
     CHECK_OK(vg_while_loop(g, wcc_c, wcc_b, NULL, &x, 1, NULL, 10, vg_out(NULL, 0), NULL, &r, &st), &st);
     vg_graph_pop_control_deps(g);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r, 0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, r, 0, NOFEED);
 }
 
 /* testWhileCondWithControl_1: a cond in the body assigns v = v^2 four times */
@@ -645,8 +568,7 @@ static void test_while_cond_with_control_1(void) {
     RUN_INIT(s, g);
     EXPECT_VAL(s, r, 4, NOFEED);
     EXPECT_VAL(s, v.read, 65536.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileCondExitControl: a control edge from a loop's Exit inside a cond branch */
@@ -678,8 +600,7 @@ static void test_while_cond_exit_control(void) {
     RUN_INIT(s, g);
     EXPECT_VAL(s, r, 6.0, NOFEED);
     EXPECT_VAL(s, v.read, 99, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileExternalControlDependencies, testWhileExternalControlDependenciesNoInput: an assign_add outside the loop that
@@ -708,8 +629,7 @@ static void test_while_external_control_dependencies(void) {
         RUN_TARGET(s, v.initializer);
         EXPECT_VAL(s, r, k ? 5 : 2, NOFEED);
         EXPECT_VAL(s, v.read, 1.0, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -785,8 +705,7 @@ static void test_while_update_variable_123(void) {
             EXPECT_VEC(s, s1.value, 3, ten, NOFEED);
             if (which == 2) EXPECT_VEC(s, s2.value, 3, ten, NOFEED);
         }
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -850,8 +769,7 @@ static void test_while_update_variable_456(void) {
         RUN_TARGET(s, lpa.op);
         EXPECT_VAL(s, w.b.read, k == 6 ? 55 : 10, NOFEED);
         if (k != 4) EXPECT_VAL(s, w.a.read, 10, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -878,8 +796,7 @@ static void test_while_queue_1(void) {
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, r, 10, NOFEED);
     for (int k = 0; k < 10; k++) EXPECT_VAL(s, vg_out(deq, 0), k, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhileTimeOut */
@@ -921,10 +838,7 @@ static void test_while_stack_1(void) {
     vg_output v[2] = {r, i32c(g, 0)}, rx[2];
     vg_shape inv[2] = {vg_output_shape(r), vg_shape_unknown()};
     CHECK_OK(vg_while_loop(g, gt0, pop_b, &s0, v, 2, inv, 1, vg_out(NULL, 0), NULL, rx, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, rx[1], 45, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, rx[1], 45, NOFEED);
 }
 
 /* testNestedWhileAndTensorArray: a TensorArray written in the inner of two loops */
@@ -971,8 +885,7 @@ static void test_nested_while_and_tensor_array(void) {
     vg_output output = vg_reshape_c(g, vg_tensor_array_stack(g, out, NULL), (int64_t[]){3, 3}, 2, NULL);
     vg_session *s = cf_session(g);
     cf_expect(s, output, NOFEED, (double[]){1, 2, 3, 2, 4, 6, 3, 6, 9}, 9, (int64_t[]){3, 3}, 2, 0, __FILE__, __LINE__);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* testWhilePyFuncBasic */
@@ -998,10 +911,7 @@ static void test_while_py_func_basic(void) {
     vg_output v[2] = {i32c(g, 0), f32c(g, 2.0f)}, r[2];
     vg_shape inv[2] = {vg_shape_unknown(), vg_shape_unknown()};
     CHECK_OK(vg_while_loop(g, lt4, pyfunc_b, NULL, v, 2, inv, 10, vg_out(NULL, 0), NULL, r, &st), &st);
-    vg_session *s = cf_session(g);
-    EXPECT_VAL(s, r[1], 65536.0, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    EXPECT_VAL_ONCE(g, false, r[1], 65536.0, NOFEED);
 }
 
 /* testRunLoopTensor: a tensor made in the body cannot be fetched */
@@ -1023,8 +933,7 @@ static void test_run_loop_tensor(void) {
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, r, 10, NOFEED);
     EXPECT_CODE(s, escaped, VG_INVALID_ARGUMENT, NULL, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* ---- cond and while nested ------------------------------------------------------------ */
@@ -1064,8 +973,7 @@ static void test_while_cond_123(void) {
         CHECK_OK(vg_while_loop(g, ltn, wc_b, &e, &i, 1, NULL, 10, vg_out(NULL, 0), NULL, &r, &st), &st);
         vg_session *s = cf_session(g);
         EXPECT_VAL(s, r, 10, NOFEED);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -1086,8 +994,7 @@ static void test_cond_while_12(void) {
     vg_session *s = cf_session(g);
     EXPECT_VAL(s, r1, 10, NOFEED);
     EXPECT_VAL(s, r2, 10, NOFEED);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* ---- ControlFlowContextCheckTest (while) --------------------------------------------- */
@@ -1116,7 +1023,7 @@ static void test_invalid_context_in_cond(void) {
     vg_status st;
     CHECK_OK(get_while_tensor(g), &st);
     vg_output r;
-    CHECK_CODE(vg_cond(g, vg_less(g, i32c(g, 1), i32c(g, 2), NULL), br_add_wt, br_const0, NULL, 1, &r, NULL, &st),
+    CHECK_CODE(vg_cond(g, one_lt_two(g), br_add_wt, br_const0, NULL, 1, &r, NULL, &st),
                VG_INVALID_ARGUMENT);
     char want[256];
     snprintf(want, sizeof want, "Cannot use '%s' as input to 'cond/", vg_op_name(while_tensor.op));
@@ -1184,10 +1091,10 @@ static vg_code nested_ctx_b(vg_graph *g, const vg_output *v, int n, void *u, vg_
     (void)u;
     vg_status st;
     vg_output ct = {NULL, 0}, r;
-    vg_output p = vg_less(g, i32c(g, 1), i32c(g, 2), NULL);
+    vg_output p = one_lt_two(g);
     vg_code rc = vg_cond(g, p, br_made, br_const0, &ct, 1, &r, NULL, &st);
     if (rc != VG_OK) return rc;
-    return vg_cond(g, vg_less(g, i32c(g, 1), i32c(g, 2), NULL), br_loop_plus_ct, br_const0, &ct, 1, o, NULL, &st);
+    return vg_cond(g, one_lt_two(g), br_loop_plus_ct, br_const0, &ct, 1, o, NULL, &st);
 }
 static void test_valid_nested_contexts(void) {
     vg_graph *g = vg_graph_new();
@@ -1211,7 +1118,7 @@ static void test_invalid_nested_contexts(void) {
     vg_status st;
     vg_output r;
     CHECK_CODE(
-        vg_cond(g, vg_less(g, i32c(g, 1), i32c(g, 2), NULL), br_invalid_nested, br_const0, NULL, 1, &r, NULL, &st),
+        vg_cond(g, one_lt_two(g), br_invalid_nested, br_const0, NULL, 1, &r, NULL, &st),
         VG_INVALID_ARGUMENT);
     char want[256];
     snprintf(want, sizeof want, "Cannot use '%s' as input to 'cond/while_1/", vg_op_name(while_tensor.op));

@@ -143,6 +143,28 @@ typedef struct ab {
 CF_BRANCH1(br_add, vg_add(g, ((ab *)u)->a, ((ab *)u)->b, NULL))
 CF_BRANCH1(br_mul, vg_mul(g, ((ab *)u)->a, vg_const_i32(g, 10, NULL), NULL))
 
+/* Runs o on s with the bool p fed false (k = 0), then true (k = 1), checking its int32
+ * value is want[k]; with untaken, also that fetching the tensor named untaken[k] (of the
+ * branch not taken) fails as dead. */
+static void check_cond_runs(vg_session *s, vg_graph *g, vg_output p, vg_output o, const int32_t want[2],
+                            const char *const untaken[2]) {
+    vg_status st;
+    for (int k = 0; k < 2; k++) {
+        vg_tensor *pv = vg_tensor_new(VG_BOOL, NULL, 0, &st), *t = NULL;
+        *(bool *)vg_tensor_data(pv) = k == 1;
+        CHECK_OK(vg_session_run(s, NULL, &p, &pv, 1, &o, &t, 1, NULL, 0, NULL, &st), &st);
+        if (t) CHECK_EQ_INT(*(int32_t *)vg_tensor_data(t), want[k]);
+        vg_tensor_free(t);
+        if (untaken) { /* fetching a tensor of the untaken branch: an error, not a crash */
+            vg_output inner = vg_graph_output_by_name(g, untaken[k], &st);
+            CHECK(inner.op != NULL);
+            CHECK_STATUS(vg_session_run(s, NULL, &p, &pv, 1, &inner, &t, 1, NULL, 0, NULL, &st), &st,
+                         VG_INVALID_ARGUMENT, "dead");
+        }
+        vg_tensor_free(pv);
+    }
+}
+
 static void test_cond(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -154,19 +176,7 @@ static void test_cond(void) {
           vg_graph_op_by_name(g, "cond/switch_f") && vg_graph_op_by_name(g, "cond/pred_id") &&
           vg_graph_op_by_name(g, "cond/Merge"));
     vg_session *s = vg_session_new(g, NULL, &st);
-    for (int k = 0; k < 2; k++) {
-        vg_tensor *pv = vg_tensor_new(VG_BOOL, NULL, 0, &st), *t = NULL;
-        *(bool *)vg_tensor_data(pv) = k == 1;
-        CHECK_OK(vg_session_run(s, NULL, &p, &pv, 1, &o, &t, 1, NULL, 0, NULL, &st), &st);
-        if (t) CHECK_EQ_INT(*(int32_t *)vg_tensor_data(t), k == 1 ? 7 : 30);
-        vg_tensor_free(t);
-        /* fetching a tensor of the untaken branch: an error, not a crash */
-        vg_output inner = vg_graph_output_by_name(g, k == 1 ? "cond/Mul:0" : "cond/AddV2:0", &st);
-        CHECK(inner.op != NULL);
-        CHECK_STATUS(vg_session_run(s, NULL, &p, &pv, 1, &inner, &t, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT,
-            "dead");
-        vg_tensor_free(pv);
-    }
+    check_cond_runs(s, g, p, o, (const int32_t[]){30, 7}, (const char *const[]){"cond/AddV2:0", "cond/Mul:0"});
     vg_session_free(s);
     /* a non-bool predicate */
     CHECK_CODE(vg_cond(g, x.a, br_add, br_mul, &x, 1, &o, NULL, &st), VG_INVALID_ARGUMENT);
@@ -209,14 +219,7 @@ static void test_while_in_cond(void) {
     vg_output p = vg_placeholder(g, VG_BOOL, NULL, 0, "p"), o;
     CHECK_OK(vg_cond(g, p, loop_br, two_br, NULL, 1, &o, NULL, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
-    for (int k = 0; k < 2; k++) {
-        vg_tensor *pv = vg_tensor_new(VG_BOOL, NULL, 0, &st), *t = NULL;
-        *(bool *)vg_tensor_data(pv) = k == 1;
-        CHECK_OK(vg_session_run(s, NULL, &p, &pv, 1, &o, &t, 1, NULL, 0, NULL, &st), &st);
-        if (t) CHECK_EQ_INT(*(int32_t *)vg_tensor_data(t), k == 1 ? 45 : 2);
-        vg_tensor_free(t);
-        vg_tensor_free(pv);
-    }
+    check_cond_runs(s, g, p, o, (const int32_t[]){2, 45}, NULL);
     vg_session_free(s);
     vg_graph_free(g);
 }
@@ -369,16 +372,11 @@ static void test_graphdef_round_trip(void) {
     vg_status st;
     vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_const_i32(g, 0, "acc")}, o[2];
     CHECK_OK(vg_while_loop(g, lt3, outer_body, NULL, v, 2, NULL, 10, vg_out(NULL, 0), NULL, o, &st), &st);
-    void *bytes = NULL;
-    size_t len = 0;
-    CHECK_OK(vg_graph_to_graphdef(g, &bytes, &len, &st), &st);
-    vg_graph *h = vg_graph_new();
-    CHECK_OK(vg_graph_import_graph_def(h, bytes, len, NULL, &st), &st);
+    vg_graph *h = kt_reimported(g, NULL);
     CHECK_EQ_INT(vg_graph_num_ops(h), vg_graph_num_ops(g));
     vg_output y = vg_graph_output_by_name(h, vg_op_name(o[1].op), &st);
     CHECK(y.op != NULL);
     if (y.op) CHECK_EQ_INT(run_i32(h, y, &st), 66);
-    vg_free(bytes);
     vg_graph_free(h);
     vg_graph_free(g);
 }

@@ -6,6 +6,7 @@
 #include "gradcheck.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "mts_fixture.h"
 
 static vg_tensor *vec(const double *v, int n) {
     vg_status st;
@@ -62,12 +63,7 @@ typedef struct powc {
     int n;
 } powc;
 CF_COND(pow_cond, vg_less(g, v[0], vg_const_i32(g, ((powc *)u)->n, NULL), NULL))
-static vg_code pow_body(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, v[0], vg_const_i32(g, 1, NULL), NULL);
-    o[1] = vg_mul(g, v[1], ((powc *)u)->x, NULL);
-    return VG_OK;
-}
+CF_COUNTED_BODY(pow_body, vg_mul(g, v[1], ((powc *)u)->x, NULL))
 
 static void test_while_pow_grad(void) {
     vg_graph *g = vg_graph_new();
@@ -100,12 +96,7 @@ static void test_while_pow_grad(void) {
 }
 
 /* the loop variable itself differentiated: y_{k+1} = sin(y_k) * x, 3 iterations */
-static vg_code sin_body(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    o[0] = vg_add(g, v[0], vg_const_i32(g, 1, NULL), NULL);
-    o[1] = vg_mul(g, vg_sin(g, v[1], NULL), ((powc *)u)->x, NULL);
-    return VG_OK;
-}
+CF_COUNTED_BODY(sin_body, vg_mul(g, vg_sin(g, v[1], NULL), ((powc *)u)->x, NULL))
 
 static void test_while_loop_var_grad(void) {
     vg_graph *g = vg_graph_new();
@@ -127,13 +118,7 @@ typedef struct nest {
     vg_output x;
 } nest;
 static nest g_nest;
-static vg_code inner_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
-    (void)n;
-    (void)u;
-    o[0] = vg_add(g, v[0], vg_const_i32(g, 1, NULL), NULL);
-    o[1] = vg_mul(g, v[1], g_nest.x, NULL);
-    return VG_OK;
-}
+CF_COUNTED_BODY(inner_b, vg_mul(g, v[1], g_nest.x, NULL))
 static vg_code outer_b(vg_graph *g, const vg_output *v, int n, void *u, vg_output *o) {
     (void)n;
     (void)u;
@@ -168,14 +153,9 @@ static void test_imported_loop_grad(void) {
     powc pc = {vg_placeholder(g, VG_DOUBLE, NULL, 0, "x"), 3};
     vg_output v[2] = {vg_const_i32(g, 0, "i"), vg_ones_like(g, pc.x, "y0")}, o[2];
     CHECK_OK(vg_while_loop(g, pow_cond, pow_body, &pc, v, 2, NULL, 10, vg_out(NULL, 0), NULL, o, &st), &st);
-    void *bytes = NULL;
-    size_t len = 0;
-    CHECK_OK(vg_graph_to_graphdef(g, &bytes, &len, &st), &st);
-    vg_graph *h = vg_graph_new();
-    CHECK_OK(vg_graph_import_graph_def(h, bytes, len, NULL, &st), &st);
+    vg_graph *h = kt_reimported(g, NULL);
     vg_output y = vg_graph_output_by_name(h, vg_op_name(o[1].op), &st), x = vg_graph_output_by_name(h, "x", &st), dx;
     CHECK_STATUS(vg_gradients(h, &y, 1, &x, 1, NULL, &dx, &st), &st, VG_UNIMPLEMENTED, "vg_while_loop");
-    vg_free(bytes);
     vg_graph_free(h);
     vg_graph_free(g);
 }
@@ -273,22 +253,11 @@ static void test_loop_under_mts(void) {
         vg_variable w;
         vg_graph *g = mts_model(&train, &w);
         CHECK(train != NULL);
-        vg_hook hooks[1];
-        CHECK_OK(vg_stop_at_step_hook(-1, 4 * (round + 1), &hooks[0], &st), &st);
-        vg_mts_options o = {0};
-        o.checkpoint_dir = dir;
-        o.hooks = hooks;
-        o.nhooks = 1;
-        o.no_step_counter = true;
-        vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
-        CHECK(ms != NULL);
-        vg_run_args a = {0};
-        a.targets = &train;
-        a.ntargets = 1;
+        vg_monitored_session *ms = mts_no_counter(g, dir, 4 * (round + 1), &st);
         vg_code rc = VG_OK;
         int steps = 0;
         while (ms && rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
-            rc = vg_monitored_session_run(ms, &a, NULL, NULL, &st);
+            rc = mts_run1(ms, NULL, train, NULL, &st);
             steps++;
             wv -= 0.1 * 3 * wv * wv;
         }
@@ -305,17 +274,10 @@ static void test_loop_under_mts(void) {
     vg_op *train = NULL;
     vg_variable w;
     vg_graph *g = mts_model(&train, &w);
-    vg_mts_options o = {0};
-    o.checkpoint_dir = dir;
-    o.no_step_counter = true;
-    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
-    CHECK(ms != NULL);
+    vg_monitored_session *ms = mts_no_counter(g, dir, -1, &st);
     if (ms) {
-        vg_run_args r = {0};
-        r.fetches = &w.read;
-        r.nfetches = 1;
         vg_tensor *t = NULL;
-        CHECK_OK(vg_monitored_session_run(ms, &r, &t, NULL, &st), &st);
+        CHECK_OK(mts_run1(ms, &w.read, NULL, &t, &st), &st);
         if (t) CHECK_NEAR(*(float *)vg_tensor_data(t), wv, 1e-4);
         vg_tensor_free(t);
         vg_monitored_session_end(ms, VG_OK, &st);

@@ -12,6 +12,7 @@
 #include "gradcheck.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "train_fixture.h"
 #include <math.h>
 #include <string.h>
 
@@ -389,10 +390,8 @@ static void test_checkpoints(void) {
         vg_output fa[3] = {y, hc[0], hc[1]};
         CHECK_OK(run1(g, s, x, xv, fa, 3, ya), &st);
         CHECK_OK(vg_saver_save(sv, s, prefix, -1, NULL, 0, &st), &st);
-        vg_saver_free(sv);
-        vg_session_free(s);
         vg_cudnn_layer_free(lstm);
-        vg_graph_free(g);
+        free_session_saver_graph(s, sv, g);
         /* the checkpoint: opaque_kernel and the canonical kernel / bias of each pseudo-layer */
         vg_checkpoint_reader *r = vg_checkpoint_reader_new(prefix, &st);
         CHECK(r != NULL);

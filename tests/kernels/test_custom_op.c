@@ -6,6 +6,7 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "thread_run_fixture.h"
 #include <pthread.h>
 
 static vg_code scale_shape(vg_op *op, vg_status *st, void *user) {
@@ -214,23 +215,6 @@ static vg_code plus_one(const vg_tensor *const *in, int nin, vg_tensor **out, in
     return VG_OK;
 }
 
-typedef struct run_arg {
-    vg_session *s;
-    vg_output fetch;
-    int failures;
-} run_arg;
-
-static void *runner_thread(void *p) {
-    run_arg *a = p;
-    for (int i = 0; i < 200; i++) {
-        vg_status st;
-        vg_tensor *out = NULL;
-        if (vg_session_run1(a->s, a->fetch, &out, &st) != VG_OK || ((float *)vg_tensor_data(out))[0] != 7) a->failures++;
-        vg_tensor_free(out);
-    }
-    return NULL;
-}
-
 static void *register_thread(void *p) {
     (void)p;
     for (int i = 0; i < 20; i++) {
@@ -252,12 +236,15 @@ static void test_threads(void) {
     vg_output y = vg_sub(g, vg_out(sc, 0), vg_const_f32(g, 2, "two"), "y");            /* 7 */
     vg_status st;
     vg_session *s = vg_session_new(g, NULL, &st);
-    run_arg a[3] = {{s, y, 0}, {s, y, 0}, {s, y, 0}};
+    tr_runner a[3];
     pthread_t t[4];
-    for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, runner_thread, &a[i]);
+    for (int i = 0; i < 3; i++) {
+        a[i] = (tr_runner){.s = s, .fetch = y, .n = 200, .check = true, .want = 7};
+        pthread_create(&t[i], NULL, tr_main, &a[i]);
+    }
     pthread_create(&t[3], NULL, register_thread, NULL);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
-    for (int i = 0; i < 3; i++) CHECK_EQ_INT(a[i].failures, 0);
+    for (int i = 0; i < 3; i++) CHECK_EQ_INT(a[i].fails, 0);
     vg_session_free(s);
     vg_graph_free(g);
 }

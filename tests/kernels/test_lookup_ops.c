@@ -8,6 +8,7 @@
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "mts_fixture.h"
 
 static char tmpdir[256];
 
@@ -42,19 +43,34 @@ static bool i64_are(const vg_tensor *t, const int64_t *want, int n) {
     return true;
 }
 
+/* Whether y fetched on s is the n int64 values want (why not on stderr). */
+static bool fetch_i64_is(vg_session *s, vg_output y, const int64_t *want, int n) {
+    vg_status st;
+    vg_tensor *r = fetch_st(s, y, &st);
+    bool ok = i64_are(r, want, n);
+    vg_tensor_free(r);
+    return ok;
+}
+
 static vg_code run_op(vg_session *s, vg_op *op, vg_status *st) { return vg_session_run_targets(s, &op, 1, st); }
 
 static const char *BSS[] = {"brain", "salad", "surgery"};
+
+/* A static hash table on g of the nk string keys (Const "keys") to the nv int64 values
+ * (Const "values"), with default dflt. */
+static vg_lookup_table kv_table(vg_graph *g, const char *const *keys, int nk, const int64_t *vals, int nv,
+                                vg_output dflt) {
+    vg_output k = strings(g, keys, nk, "keys"), v = i64s(g, vals, nv, "values");
+    vg_table_initializer init = vg_key_value_tensor_initializer(k, v, NULL);
+    return vg_static_hash_table(g, &init, dflt, NULL);
+}
 
 /* HashTableOpTest.testHashTable (+ testHashTableFindHighRank, testNotInitialized,
  * testInitializeTwice) */
 static void test_hash_table(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    vg_output keys = strings(g, BSS, 3, "keys");
-    vg_output values = i64s(g, (const int64_t[]){0, 1, 2}, 3, "values");
-    vg_table_initializer init = vg_key_value_tensor_initializer(keys, values, NULL);
-    vg_lookup_table t = vg_static_hash_table(g, &init, vg_const_i64(g, -1, "default"), NULL);
+    vg_lookup_table t = kv_table(g, BSS, 3, (const int64_t[]){0, 1, 2}, 3, vg_const_i64(g, -1, "default"));
     const char *in[] = {"brain", "salad", "tank"};
     vg_output out = vg_lookup_table_lookup(g, &t, strings(g, in, 3, "input"), NULL);
     vg_tensor *hr = vg_tensor_new(VG_STRING, (int64_t[]){2, 2}, 2, NULL);
@@ -81,9 +97,7 @@ static void test_hash_table(void) {
     CHECK(r == NULL);
     CHECK_STATUS(st.code, &st, VG_FAILED_PRECONDITION, "Table not initialized.");
     CHECK_OK(run_op(s, init_all, &st), &st);
-    r = fetch_st(s, size, &st);
-    CHECK(i64_are(r, (const int64_t[]){3}, 1));
-    vg_tensor_free(r);
+    CHECK(fetch_i64_is(s, size, (const int64_t[]){3}, 1));
     r = fetch_st(s, out, &st);
     CHECK(i64_are(r, (const int64_t[]){0, 1, -1}, 3));
     vg_tensor_free(r);
@@ -101,8 +115,7 @@ static void test_hash_table(void) {
     vg_tensor_free(eo[1]);
     /* testInitializeTwice: re-initializing with the same data is not an error */
     CHECK_OK(run_op(s, init_all, &st), &st);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* HashTableOpTest.testMultipleHashTables: three tables, one initializer each, one
@@ -127,12 +140,9 @@ static void test_multiple_hash_tables(void) {
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(run_op(s, init_all, &st), &st);
     for (int i = 0; i < 3; i++) {
-        vg_tensor *r = fetch_st(s, out[i], &st);
-        CHECK(i64_are(r, (const int64_t[]){0, 1, -1}, 3));
-        vg_tensor_free(r);
+        CHECK(fetch_i64_is(s, out[i], (const int64_t[]){0, 1, -1}, 3));
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* HashTableOpTest.testSignatureMismatch, testInitializationWithInvalidDimensions and
@@ -140,10 +150,7 @@ static void test_multiple_hash_tables(void) {
 static void test_hash_table_errors(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    vg_output keys = strings(g, BSS, 3, "keys");
-    vg_output values = i64s(g, (const int64_t[]){0, 1, 2}, 3, "values");
-    vg_table_initializer init = vg_key_value_tensor_initializer(keys, values, NULL);
-    vg_lookup_table t = vg_static_hash_table(g, &init, vg_const_i64(g, -1, "default"), NULL);
+    vg_lookup_table t = kv_table(g, BSS, 3, (const int64_t[]){0, 1, 2}, 3, vg_const_i64(g, -1, "default"));
     CHECK_OK(vg_graph_status(g, &st), &st);
     /* int64 keys into a string table */
     vg_output r = vg_lookup_table_lookup(g, &t, i64s(g, (const int64_t[]){1, 2}, 2, "ik"), NULL);
@@ -152,31 +159,21 @@ static void test_hash_table_errors(void) {
     vg_graph_free(g);
     /* a default value of another dtype */
     g = vg_graph_new();
-    keys = strings(g, BSS, 3, "keys");
-    values = i64s(g, (const int64_t[]){0, 1, 2}, 3, "values");
-    init = vg_key_value_tensor_initializer(keys, values, NULL);
-    t = vg_static_hash_table(g, &init, vg_const_string(g, "UNK", "default"), NULL);
+    t = kv_table(g, BSS, 3, (const int64_t[]){0, 1, 2}, 3, vg_const_string(g, "UNK", "default"));
     CHECK(t.handle.op == NULL);
     CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
     vg_graph_free(g);
     /* keys [3] with values [4] */
     g = vg_graph_new();
-    keys = strings(g, BSS, 3, "keys");
-    values = i64s(g, (const int64_t[]){0, 1, 2, 3}, 4, "values");
-    init = vg_key_value_tensor_initializer(keys, values, NULL);
-    t = vg_static_hash_table(g, &init, vg_const_i64(g, -1, "default"), NULL);
+    t = kv_table(g, BSS, 3, (const int64_t[]){0, 1, 2, 3}, 4, vg_const_i64(g, -1, "default"));
     CHECK_OK(vg_graph_status(g, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_STATUS(run_op(s, t.initializer, &st), &st, VG_INVALID_ARGUMENT, "Keys and values must have the same size");
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
     /* one key, two values */
     g = vg_graph_new();
     const char *dup[] = {"brain", "salad", "brain"};
-    keys = strings(g, dup, 3, "keys");
-    values = i64s(g, (const int64_t[]){0, 1, 2}, 3, "values");
-    init = vg_key_value_tensor_initializer(keys, values, NULL);
-    t = vg_static_hash_table(g, &init, vg_const_i64(g, -1, "default"), NULL);
+    t = kv_table(g, dup, 3, (const int64_t[]){0, 1, 2}, 3, vg_const_i64(g, -1, "default"));
     vg_output sz = vg_lookup_table_size(g, &t, NULL);
     s = vg_session_new(g, NULL, &st);
     CHECK_STATUS(run_op(s, t.initializer, &st), &st, VG_FAILED_PRECONDITION,
@@ -208,8 +205,7 @@ static void test_reinit_different_data(void) {
     /* a new session has a new, empty table */
     s = vg_session_new(g, NULL, &st);
     CHECK_OK(run_op(s, again, &st), &st);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* IndexTableFromFile.test_string_index_table_from_file, ..._with_default_value,
@@ -272,8 +268,7 @@ static void test_index_table_from_file(void) {
             CHECK(i64_are(r, &cases[c].size, 1));
             vg_tensor_free(r);
         }
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -314,8 +309,7 @@ static void test_index_table_from_file_columns(void) {
         CHECK_OK(st.code, &st);
         CHECK(i64_are(r, (const int64_t[]){1, 2, 3}, 3));
         vg_tensor_free(r);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -353,8 +347,7 @@ static void test_text_file_errors(void) {
         vg_session *s = vg_session_new(g, NULL, &st);
         CHECK_CODE(run_op(s, t.initializer, &st), cases[c].code);
         CHECK_STR_CONTAINS(st.msg, cases[c].msg);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
     /* a directory is no vocabulary (docs/untrusted-input.md: FAILED_PRECONDITION, no
      * blocking); a line past max_record_bytes is RESOURCE_EXHAUSTED */
@@ -371,8 +364,7 @@ static void test_text_file_errors(void) {
         CHECK_CODE(run_op(s, t.initializer, &st), c == 0 ? VG_FAILED_PRECONDITION : VG_RESOURCE_EXHAUSTED);
         CHECK_STR_CONTAINS(st.msg, c == 0 ? "is not a regular file" : "line 1 is longer than the limit of 16 bytes");
         vg_set_decode_limits(&lim, &st);
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
     /* a line-number key needs an int64 key dtype */
     vg_graph *g = vg_graph_new();
@@ -382,8 +374,7 @@ static void test_text_file_errors(void) {
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_STATUS(run_op(s, t.initializer, &st), &st, VG_INVALID_ARGUMENT,
         "Key index for line number requires table key dtype of int64, got string");
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
     /* index_table_from_file: empty file name */
     g = vg_graph_new();
     t = vg_index_table_from_file(g, "", NULL, NULL);
@@ -436,8 +427,7 @@ static void test_index_table_from_tensor(void) {
             CHECK(i64_are(r, want, 3));
             vg_tensor_free(r);
         }
-        vg_session_free(s);
-        vg_graph_free(g);
+        kt_teardown(g, s, NULL, 0, NULL, 0);
     }
 }
 
@@ -462,12 +452,9 @@ static void test_oov_buckets_docstring(void) {
     CHECK_OK(vg_graph_status(g, &st), &st);
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(run_op(s, init, &st), &st);
-    vg_tensor *r = fetch_st(s, ids, &st);
-    CHECK(i64_are(r, (const int64_t[]){0, 1, 2, 6, 7}, 5));
-    vg_tensor_free(r);
-    r = fetch_st(s, ids2, &st);
-    CHECK(i64_are(r, (const int64_t[]){2, 3, 5, 6, 6, 4}, 6));
-    kt_teardown(g, s, (vg_tensor *[]){r}, 1, NULL, 0);
+    CHECK(fetch_i64_is(s, ids, (const int64_t[]){0, 1, 2, 6, 7}, 5));
+    CHECK(fetch_i64_is(s, ids2, (const int64_t[]){2, 3, 5, 6, 6, 4}, 6));
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* IndexToStringTableFromFileTest.test_index_to_string_table,
@@ -520,8 +507,7 @@ static void test_index_to_string(void) {
         for (int i = 0; r && i < n[k]; i++) CHECK(str_is(r, i, want[k][i]));
         vg_tensor_free(r);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* MutableHashTableOpTest.testMutableHashTable (without remove),
@@ -556,19 +542,12 @@ static void test_mutable_hash_table(void) {
     CHECK(strcmp(vg_op_name(ts.handle.op), "MutableHashTable_1") == 0);
     CHECK(t.initializer == NULL);
     vg_session *s = vg_session_new(g, NULL, &st);
-    vg_tensor *r = fetch_st(s, size, &st); /* empty before any insert; a lookup gives defaults */
-    CHECK(i64_are(r, (const int64_t[]){0}, 1));
-    vg_tensor_free(r);
-    r = fetch_st(s, out, &st);
-    CHECK(i64_are(r, (const int64_t[]){-1, -1, -1}, 3));
-    vg_tensor_free(r);
+    /* empty before any insert; a lookup gives defaults */
+    CHECK(fetch_i64_is(s, size, (const int64_t[]){0}, 1));
+    CHECK(fetch_i64_is(s, out, (const int64_t[]){-1, -1, -1}, 3));
     CHECK_OK(run_op(s, ins, &st), &st);
-    r = fetch_st(s, size, &st);
-    CHECK(i64_are(r, (const int64_t[]){4}, 1));
-    vg_tensor_free(r);
-    r = fetch_st(s, out, &st);
-    CHECK(i64_are(r, (const int64_t[]){0, 1, -1}, 3));
-    vg_tensor_free(r);
+    CHECK(fetch_i64_is(s, size, (const int64_t[]){4}, 1));
+    CHECK(fetch_i64_is(s, out, (const int64_t[]){0, 1, -1}, 3));
     vg_tensor *eo[2] = {NULL, NULL};
     CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, ex, eo, 2, NULL, 0, NULL, &st), &st);
     for (int i = 0; eo[0] && i < 4; i++) CHECK(str_is(eo[0], i, k4[i]));
@@ -576,11 +555,9 @@ static void test_mutable_hash_table(void) {
     vg_tensor_free(eo[0]);
     vg_tensor_free(eo[1]);
     CHECK_OK(run_op(s, ins2, &st), &st); /* insert replaces */
-    r = fetch_st(s, out, &st);
-    CHECK(i64_are(r, (const int64_t[]){7, 1, -1}, 3));
-    vg_tensor_free(r);
+    CHECK(fetch_i64_is(s, out, (const int64_t[]){7, 1, -1}, 3));
     CHECK_OK(run_op(s, insf, &st), &st);
-    r = fetch_st(s, outf, &st);
+    vg_tensor *r = fetch_st(s, outf, &st);
     CHECK(r && vg_tensor_dtype(r) == VG_FLOAT && vg_tensor_num_elements(r) == 3);
     if (r) {
         const float *f = vg_tensor_data(r);
@@ -607,8 +584,17 @@ static void test_mutable_hash_table(void) {
     CHECK_OK(run_op(s, st_t.initializer, &st), &st);
     CHECK_CODE(run_op(s, bad, &st), VG_UNIMPLEMENTED);
     CHECK_STATUS(run_op(s, bad2, &st), &st, VG_INVALID_ARGUMENT, "Expected shape [3] for value, got [2]");
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, NULL, 0, NULL, 0);
+}
+
+/* index_table_from_file over a vocabulary file `file` (brain, salad, surgery) with one
+ * OOV bucket, looking up the 3 strings in (a Const "in"); the ids output is called name. */
+static vg_output vocab_lookup(vg_graph *g, const char *file, const char *const in[3], const char *name) {
+    const char *vocab = write_file(file, "brain\nsalad\nsurgery\n");
+    vg_index_table_options o = {0};
+    o.num_oov_buckets = 1;
+    vg_lookup_table t = vg_index_table_from_file(g, vocab, &o, NULL);
+    return vg_lookup_table_lookup(g, &t, strings(g, in, 3, "in"), name);
 }
 
 /* GraphDef: a table graph exported and imported again runs the same; a GraphDef in
@@ -618,31 +604,19 @@ static void test_mutable_hash_table(void) {
 static void test_graph_def_round_trip(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    const char *vocab = write_file("vocab_gd.txt", "brain\nsalad\nsurgery\n");
-    vg_index_table_options o = {0};
-    o.num_oov_buckets = 1;
-    vg_lookup_table t = vg_index_table_from_file(g, vocab, &o, NULL);
-    const char *in[] = {"salad", "surgery", "tarkus"};
-    vg_output ids = vg_lookup_table_lookup(g, &t, strings(g, in, 3, "in"), "ids");
+    vg_output ids = vocab_lookup(g, "vocab_gd.txt", (const char *const[]){"salad", "surgery", "tarkus"}, "ids");
     vg_tables_initializer(g, NULL);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    void *pb = NULL;
-    size_t len = 0;
-    CHECK_OK(vg_graph_to_graphdef(g, &pb, &len, &st), &st);
     char idname[256];
     snprintf(idname, sizeof idname, "%s:0", vg_op_name(ids.op));
-    vg_graph *g2 = vg_graph_new();
-    CHECK_OK(vg_graph_import_graph_def(g2, pb, len, NULL, &st), &st);
-    vg_free(pb);
+    vg_graph *g2 = kt_reimported(g, NULL);
     vg_output ids2 = vg_graph_output_by_name(g2, idname, &st);
     vg_op *init = vg_graph_op_by_name(g2, "init_all_tables");
     CHECK(ids2.op != NULL && init != NULL);
     if (ids2.op && init) {
         vg_session *s = vg_session_new(g2, NULL, &st);
         CHECK_OK(run_op(s, init, &st), &st);
-        vg_tensor *r = fetch_st(s, ids2, &st);
-        CHECK(i64_are(r, (const int64_t[]){1, 2, 3}, 3));
-        vg_tensor_free(r);
+        CHECK(fetch_i64_is(s, ids2, (const int64_t[]){1, 2, 3}, 3));
         vg_session_free(s);
     }
     vg_graph_free(g2);
@@ -679,9 +653,7 @@ static void test_graph_def_round_trip(void) {
     if (f.op && ki) {
         vg_session *s = vg_session_new(g, NULL, &st);
         CHECK_OK(run_op(s, ki, &st), &st);
-        vg_tensor *r = fetch_st(s, f, &st);
-        CHECK(i64_are(r, (const int64_t[]){1, -1}, 2));
-        vg_tensor_free(r);
+        CHECK(fetch_i64_is(s, f, (const int64_t[]){1, -1}, 2));
         vg_session_free(s);
     }
     vg_graph_free(g);
@@ -705,12 +677,9 @@ static void test_mutable_import(void) {
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK_OK(run_op(s, ins, &st), &st);
     CHECK_OK(run_op(s, imp, &st), &st);
-    vg_tensor *r = fetch_st(s, out, &st);
-    CHECK(i64_are(r, (const int64_t[]){-1, 9, -1}, 3));
-    vg_tensor_free(r);
-    r = fetch_st(s, size, &st);
-    CHECK(i64_are(r, (const int64_t[]){1}, 1));
-    kt_teardown(g, s, (vg_tensor *[]){r}, 1, NULL, 0);
+    CHECK(fetch_i64_is(s, out, (const int64_t[]){-1, 9, -1}, 3));
+    CHECK(fetch_i64_is(s, size, (const int64_t[]){1}, 1));
+    kt_teardown(g, s, NULL, 0, NULL, 0);
 }
 
 /* A MonitoredSession's default Scaffold runs tables_initializer in its local_init_op
@@ -718,22 +687,14 @@ static void test_mutable_import(void) {
 static void test_monitored_session_initialises_tables(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    const char *vocab = write_file("vocab_ms.txt", "brain\nsalad\nsurgery\n");
-    vg_index_table_options o = {0};
-    o.num_oov_buckets = 1;
-    vg_lookup_table t = vg_index_table_from_file(g, vocab, &o, NULL);
-    const char *in[] = {"surgery", "brain", "tarkus"};
-    vg_output ids = vg_lookup_table_lookup(g, &t, strings(g, in, 3, "in"), NULL);
+    vg_output ids = vocab_lookup(g, "vocab_ms.txt", (const char *const[]){"surgery", "brain", "tarkus"}, NULL);
     CHECK_OK(vg_graph_status(g, &st), &st);
     vg_singular_options so = {0};
     vg_monitored_session *ms = vg_singular_monitored_session_new(g, &so, &st);
     CHECK(ms != NULL);
     if (ms) {
-        vg_run_args a = {0};
-        a.fetches = &ids;
-        a.nfetches = 1;
         vg_tensor *r = NULL;
-        CHECK_OK(vg_monitored_session_run(ms, &a, &r, NULL, &st), &st);
+        CHECK_OK(mts_run1(ms, &ids, NULL, &r, &st), &st);
         CHECK(i64_are(r, (const int64_t[]){2, 0, 3}, 3));
         vg_tensor_free(r);
         vg_monitored_session_free(ms);

@@ -10,6 +10,7 @@
 #include "kernels/nn/nn_internal.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "conv_ref_fixture.h"
 #include <pthread.h>
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -28,10 +29,7 @@ static int compare(const char *what, const vg_tensor *t, const double *want, int
     return bad;
 }
 
-typedef struct cfg {
-    int64_t n, h, w, ci, kh, kw, co, sh, sw;
-    bool same;
-} cfg;
+typedef conv_cfg cfg;
 
 /* ---- naive references -------------------------------------------------- */
 
@@ -39,29 +37,6 @@ typedef struct cfg {
 #define F(ky, kx, ci, co) f_[(((ky) * c_->kw + (kx)) * c_->ci + (ci)) * c_->co + (co)]
 #define Y(n, y, x, c) y_[(((n) * oh + (y)) * ow + (x)) * c_->co + (c)]
 
-/* mode 0: y = conv(x, f); 1: dx from dy, f; 2: df from x, dy. Output zeroed here. */
-static void conv_ref(const cfg *c_, int mode, double *x_, double *f_, double *y_) {
-    int64_t oh, ow, pt, pl;
-    win(c_->h, c_->kh, c_->sh, c_->same, &oh, &pt);
-    win(c_->w, c_->kw, c_->sw, c_->same, &ow, &pl);
-    if (mode == 0) memset(y_, 0, sizeof(double) * (size_t)(c_->n * oh * ow * c_->co));
-    if (mode == 1) memset(x_, 0, sizeof(double) * (size_t)(c_->n * c_->h * c_->w * c_->ci));
-    if (mode == 2) memset(f_, 0, sizeof(double) * (size_t)(c_->kh * c_->kw * c_->ci * c_->co));
-    for (int64_t n = 0; n < c_->n; n++)
-        for (int64_t oy = 0; oy < oh; oy++)
-            for (int64_t ox = 0; ox < ow; ox++)
-                for (int64_t ky = 0; ky < c_->kh; ky++)
-                    for (int64_t kx = 0; kx < c_->kw; kx++) {
-                        int64_t iy = oy * c_->sh - pt + ky, ix = ox * c_->sw - pl + kx;
-                        if (iy < 0 || iy >= c_->h || ix < 0 || ix >= c_->w) continue;
-                        for (int64_t ci = 0; ci < c_->ci; ci++)
-                            for (int64_t co = 0; co < c_->co; co++) {
-                                if (mode == 0) Y(n, oy, ox, co) += X(n, iy, ix, ci) * F(ky, kx, ci, co);
-                                else if (mode == 1) X(n, iy, ix, ci) += Y(n, oy, ox, co) * F(ky, kx, ci, co);
-                                else F(ky, kx, ci, co) += X(n, iy, ix, ci) * Y(n, oy, ox, co);
-                            }
-                    }
-}
 #undef F
 
 /* Pools: kind 0 max, 1 avg; mode 0 forward (y from x), 1 gradient (dx from x, dy). */
@@ -131,9 +106,9 @@ static void run_conv_cfg(const cfg *c, vg_dtype dt, int threads) {
     double *x = randv(nx, 1), *f = randv(nf, 2), *dy = randv(ny, 3);
     double *y_ref = malloc(sizeof(double) * (size_t)ny), *dx_ref = malloc(sizeof(double) * (size_t)nx);
     double *df_ref = malloc(sizeof(double) * (size_t)nf);
-    conv_ref(c, 0, x, f, y_ref);
-    conv_ref(c, 1, dx_ref, f, dy);
-    conv_ref(c, 2, x, df_ref, dy);
+    conv_ref_ex(c, 0, x, f, y_ref, NULL, false);
+    conv_ref_ex(c, 1, dx_ref, f, dy, NULL, false);
+    conv_ref_ex(c, 2, x, df_ref, dy, NULL, false);
 
     vg_graph *g = vg_graph_new();
     static const char *pads[2] = {"VALID", "SAME"};
@@ -549,16 +524,7 @@ static void test_nn__cnn_gradients_run(void) {
                           mk(VG_FLOAT, f2d, 4, f2), mk(VG_FLOAT, wd, 2, w),
                           mk(VG_INT32, (int64_t[]){4}, 1, (double[]){1, 2, 3, 9})};
     vg_output feeds[6] = {x, ws[0], ws[1], ws[2], ws[3], l};
-    vg_tensor *out[4] = {0};
-    CHECK_OK(run_threads(g, 2, feeds, vals, 6, dws, out, 4, &st), &st);
-    for (int i = 0; i < 4; i++) {
-        CHECK(out[i] != NULL);
-        if (!out[i]) continue;
-        vg_shape s = vg_tensor_shape(out[i]), want = vg_output_shape(ws[i]);
-        CHECK_EQ_INT(s.ndims, want.ndims);
-        for (int k = 0; k < s.ndims; k++) CHECK_EQ_INT(s.dims[k], want.dims[k]);
-        vg_tensor_free(out[i]);
-    }
+    check_grad_shapes(g, feeds, vals, 6, ws, dws, 4);
     for (int i = 0; i < 6; i++) vg_tensor_free(vals[i]);
     free(xv); free(f1); free(f2); free(w); free(b);
     vg_graph_free(g);
@@ -647,19 +613,8 @@ static void conv_alloc_failures(int level) {
     CHECK_OK(vg_gradients(g, &L, 1, in, 2, NULL, d, &st), &st);
     double *xv = randv(3 * 36 * 16, 101), *fv = randv(9 * 256, 102);
     vg_tensor *vals[2] = {mk(VG_FLOAT, xd, 4, xv), mk(VG_FLOAT, fd, 4, fv)};
-    vg_session_options o = {0};
-    o.intra_op_threads = 2;
-    o.inter_op_threads = 1;
-    vg_session *s = vg_session_new(g, &o, &st);
-    CHECK(s != NULL);
-    int failures = fail_each_alloc_of_run(s, in, vals, 2, d, 2);
-    CHECK(failures > 5);
-    vg_session_free(s);
-    vg_tensor_free(vals[0]);
-    vg_tensor_free(vals[1]);
-    free(xv);
-    free(fv);
-    vg_graph_free(g);
+    CHECK(fail_each_alloc_threaded(g, in, vals, 2, d, 2) > 5);
+    kt_teardown(g, NULL, vals, 2, (void *[]){xv, fv}, 2);
     vg_allocator_set(NULL);
     vg__conv_set_direct(2);
 }

@@ -9,6 +9,7 @@
 #include "test_util.h"
 #include "kernels/nn/nn_internal.h"
 #include "vigil/vigil.h"
+#include "kernels_fixture.h"
 #include <math.h>
 
 typedef struct shp {
@@ -135,17 +136,12 @@ static void test_depthwise__gradients(void) {
         vg_output fd = vg_placeholder(g, VG_DOUBLE, (int64_t[]){3, 3, 3, 2}, 4, "f");
         int64_t st[4] = {1, mode ? 2 : 1, mode ? 2 : 1, 1};
         vg_output y = vg_depthwise_conv2d_native(g, xd, fd, st, mode ? "SAME" : "VALID", NULL);
-        vg_status s2;
-        vg_tensor *xv = vg_tensor_new(VG_DOUBLE, (int64_t[]){2, 6, 5, 3}, 4, &s2);
-        vg_tensor *fv = vg_tensor_new(VG_DOUBLE, (int64_t[]){3, 3, 3, 2}, 4, &s2);
-        for (int i = 0; i < 180; i++) ((double *)vg_tensor_data(xv))[i] = sin(0.7 * i);
-        for (int i = 0; i < 54; i++) ((double *)vg_tensor_data(fv))[i] = cos(0.3 * i);
+        vg_tensor *xv = kt_wave_f64((int64_t[]){2, 6, 5, 3}, 4, false, 0.7);
+        vg_tensor *fv = kt_wave_f64((int64_t[]){3, 3, 3, 2}, 4, true, 0.3);
         vg_output xs[2] = {xd, fd};
         vg_tensor *vals[2] = {xv, fv};
         CHECK_EQ_INT(vg_gradcheck(g, xs, vals, 2, y, 1e-6, 1e-6), 0);
-        vg_tensor_free(xv);
-        vg_tensor_free(fv);
-        vg_graph_free(g);
+        kt_teardown(g, NULL, vals, 2, NULL, 0);
     }
 }
 

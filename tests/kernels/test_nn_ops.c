@@ -203,19 +203,9 @@ static void test_nn__bias_add(void) {
     vg_graph_free(g);
 
     /* errors: wrong bias size (build), rank-1 input */
-    g = vg_graph_new();
-    x = vg_placeholder(g, VG_FLOAT, xd, 3, "x");
-    b = vg_placeholder(g, VG_FLOAT, (int64_t[]){4}, 1, "b");
-    CHECK(vg_bias_add(g, x, b, NULL).op == NULL);
-    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "BiasAdd");
-    CHECK_STR_CONTAINS(st.msg, "Must provide as many biases as the last dimension of the input tensor");
-    vg_graph_free(g);
-    g = vg_graph_new();
-    x = vg_placeholder(g, VG_FLOAT, (int64_t[]){3}, 1, "x");
-    b = vg_placeholder(g, VG_FLOAT, (int64_t[]){3}, 1, "b");
-    CHECK(vg_bias_add(g, x, b, NULL).op == NULL);
-    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "at least 2D");
-    vg_graph_free(g);
+    kt_expect_binary_build_error(vg_bias_add, VG_FLOAT, xd, 3, VG_FLOAT, (int64_t[]){4}, 1, "BiasAdd",
+                                 "Must provide as many biases as the last dimension of the input tensor");
+    kt_expect_binary_build_error(vg_bias_add, VG_FLOAT, (int64_t[]){3}, 1, VG_FLOAT, bd, 1, "at least 2D", NULL);
     /* run time: unknown bias size */
     g = vg_graph_new();
     x = vg_placeholder(g, VG_FLOAT, (int64_t[]){-1, -1}, 2, "x");
@@ -258,27 +248,36 @@ static void test_nn__activations(void) {
         for (int k = 0; k < 6; k++) check_elems(out[k], want[k], 6, 1e-6);
         /* sigmoid(-900): no NaN, exactly 0 */
         CHECK(out[6] && get(out[6], 5) == 0.0);
-        for (int k = 0; k < 7; k++) vg_tensor_free(out[k]);
+        kt_teardown(g, NULL, out, 7, NULL, 0);
         vg_tensor_free(xv);
         vg_tensor_free(dv);
-        vg_graph_free(g);
     }
     /* errors: ReluGrad shapes differ, Relu on int32 */
-    vg_graph *g = vg_graph_new();
+    kt_expect_binary_build_error(vg_relu_grad, VG_FLOAT, (int64_t[]){2, 3}, 2, VG_FLOAT, (int64_t[]){2, 4}, 2, "ReluGrad",
+                                 NULL);
     vg_status st;
-    vg_output a = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 3}, 2, "a");
-    vg_output b = vg_placeholder(g, VG_FLOAT, (int64_t[]){2, 4}, 2, "b");
-    CHECK(vg_relu_grad(g, a, b, NULL).op == NULL);
-    CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "ReluGrad");
-    vg_graph_free(g);
-    g = vg_graph_new();
-    a = vg_placeholder(g, VG_INT32, (int64_t[]){2}, 1, "a");
+    vg_graph *g = vg_graph_new();
+    vg_output a = vg_placeholder(g, VG_INT32, (int64_t[]){2}, 1, "a");
     CHECK(vg_relu(g, a, NULL).op == NULL);
     CHECK_STATUS(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "Relu");
     vg_graph_free(g);
 }
 
 /* ---- Softmax, LogSoftmax, cross-entropy -------------------------------- */
+
+/* Runs the loss and backprop outputs of the cross-entropy op with feeds[0..2) = vals,
+ * checking them against loss[2] and back[6]. */
+static void check_xent_run(vg_graph *g, vg_op *op, const vg_output *feeds, vg_tensor *const *vals, const double *loss,
+                           const double *back) {
+    vg_status st;
+    vg_output f[2] = {vg_out(op, 0), vg_out(op, 1)};
+    vg_tensor *out[2] = {0};
+    CHECK_OK(run_threads(g, 1, feeds, vals, 2, f, out, 2, &st), &st);
+    check_elems(out[0], loss, 2, 1e-5);
+    check_elems(out[1], back, 6, 1e-6);
+    vg_tensor_free(out[0]);
+    vg_tensor_free(out[1]);
+}
 
 static void softmax_ref(const double *x, int C, double *sm, double *lsm) {
     double m = x[0], s = 0;
@@ -337,19 +336,9 @@ static void test_nn__xent(void) {
         CHECK(op != NULL);
         vg_shape s0 = vg_output_shape(vg_out(op, 0));
         CHECK(s0.ndims == 1 && s0.dims[0] == 2);
-        vg_output f[2] = {vg_out(op, 0), vg_out(op, 1)};
-        vg_tensor *xv = mk(dts[d], xd, 2, logits), *lv = mk(dts[d], xd, 2, labels), *out[2] = {0};
-        vg_output feeds[2] = {x, l};
-        vg_tensor *vals[2] = {xv, lv};
-        vg_status st;
-        CHECK_OK(run_threads(g, 1, feeds, vals, 2, f, out, 2, &st), &st);
-        check_elems(out[0], loss, 2, 1e-5);
-        check_elems(out[1], back, 6, 1e-6);
-        vg_tensor_free(out[0]);
-        vg_tensor_free(out[1]);
-        vg_tensor_free(xv);
-        vg_tensor_free(lv);
-        vg_graph_free(g);
+        vg_tensor *xv = mk(dts[d], xd, 2, logits), *lv = mk(dts[d], xd, 2, labels);
+        check_xent_run(g, op, (vg_output[]){x, l}, (vg_tensor *[]){xv, lv}, loss, back);
+        kt_teardown(g, NULL, (vg_tensor *[]){xv, lv}, 2, NULL, 0);
     }
     /* mismatched sizes */
     vg_graph *g = vg_graph_new();
@@ -383,11 +372,7 @@ static void test_nn__sparse_xent(void) {
         vg_output feeds[2] = {x, l};
         vg_tensor *vals[2] = {xv, lv};
         vg_status st;
-        CHECK_OK(run_threads(g, 1, feeds, vals, 2, f, out, 2, &st), &st);
-        check_elems(out[0], loss, 2, 1e-5);
-        check_elems(out[1], back, 6, 1e-6);
-        vg_tensor_free(out[0]);
-        vg_tensor_free(out[1]);
+        check_xent_run(g, op, feeds, vals, loss, back);
         vg_tensor_free(lv);
         /* out-of-range label */
         lv = mk(ldts[d], ld, 1, (double[]){1, 12});
@@ -601,16 +586,7 @@ static void test_nn__mlp_gradients_run(void) {
                           mk(VG_FLOAT, (int64_t[]){16}, 1, b1v),
                           mk(VG_INT32, (int64_t[]){8}, 1, (double[]){0, 1, 2, 3, 4, 0, 1, 2})};
     vg_output feeds[5] = {x, w1, w2, b1, l};
-    vg_tensor *out[3] = {0};
-    CHECK_OK(run_threads(g, 2, feeds, vals, 5, dws, out, 3, &st), &st);
-    for (int i = 0; i < 3; i++) {
-        CHECK(out[i] != NULL);
-        if (!out[i]) continue;
-        vg_shape s = vg_tensor_shape(out[i]), w = vg_output_shape(ws[i]);
-        CHECK_EQ_INT(s.ndims, w.ndims);
-        for (int k = 0; k < s.ndims; k++) CHECK_EQ_INT(s.dims[k], w.dims[k]);
-        vg_tensor_free(out[i]);
-    }
+    check_grad_shapes(g, feeds, vals, 5, ws, dws, 3);
     for (int i = 0; i < 5; i++) vg_tensor_free(vals[i]);
     kt_teardown(g, NULL, NULL, 0, (void *[]){xv, w1v, w2v, b1v}, 4);
 }
@@ -634,19 +610,8 @@ static void test_nn__alloc_failures(void) {
     CHECK_OK(vg_gradients(g, &L, 1, in, 3, NULL, d, &st), &st);
     double *xv = randv1(2048 * 40, 1), *wv = randv1(1600, 2), *bv = randv1(40, 3);
     vg_tensor *vals[3] = {mk(VG_FLOAT, xd, 2, xv), mk(VG_FLOAT, wd, 2, wv), mk(VG_FLOAT, (int64_t[]){40}, 1, bv)};
-    vg_session_options o = {0};
-    o.intra_op_threads = 2;
-    o.inter_op_threads = 1;
-    vg_session *s = vg_session_new(g, &o, &st);
-    CHECK(s != NULL);
-    int failures = fail_each_alloc_of_run(s, in, vals, 3, d, 3);
-    CHECK(failures > 5);
-    vg_session_free(s);
-    for (int i = 0; i < 3; i++) vg_tensor_free(vals[i]);
-    free(xv);
-    free(wv);
-    free(bv);
-    vg_graph_free(g);
+    CHECK(fail_each_alloc_threaded(g, in, vals, 3, d, 3) > 5);
+    kt_teardown(g, NULL, vals, 3, (void *[]){xv, wv, bv}, 3);
     vg_allocator_set(NULL);
 }
 

@@ -58,9 +58,7 @@ static void test_rank3(bool dynamic) {
             CHECK_NEAR(gr[i], want, 1e-5);
         }
     }
-    vg_tensor_free(out[0]), vg_tensor_free(out[1]), vg_tensor_free(xv), vg_tensor_free(lv);
-    vg_session_free(s);
-    vg_graph_free(g);
+    kt_teardown(g, s, (vg_tensor *[]){out[0], out[1], xv, lv}, 4, NULL, 0);
 }
 static void test_rank3_static(void) { test_rank3(false); }
 static void test_rank3_dynamic(void) { test_rank3(true); }

@@ -10,6 +10,8 @@
 #include "session_test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "dataset_fixture.h"
+#include "mts_fixture.h"
 #include <ftw.h>
 #include <unistd.h>
 
@@ -17,25 +19,24 @@ static char g_dir[64];
 static void path_of(char *out, const char *name) { snprintf(out, 256, "%s/%s", g_dir, name); }
 
 static vg_output files_const(vg_graph *g, char (*files)[256], int n) {
-    vg_status st;
-    int64_t d = n;
-    vg_tensor *t = vg_tensor_new(VG_STRING, &d, 1, &st);
-    for (int i = 0; i < n; i++) vg_tensor_set_string(t, i, files[i], strlen(files[i]), &st);
-    vg_output o = vg_const(g, t, "files");
-    vg_tensor_free(t);
-    return o;
+    return ds_string_rows(g, files[0], sizeof files[0], n, "files");
+}
+
+/* string_input_producer(files[0..n), num_epochs 1, no shuffle, capacity 32). */
+static vg_output one_epoch_queue(vg_graph *g, char (*files)[256], int n) {
+    return vg_string_input_producer(g, files_const(g, files, n), 1, false, 0, 32, NULL);
+}
+
+/* Writes text (a C string) into the file at path (checked to open). */
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) fputs(text, f), fclose(f);
 }
 
 /* Writes n records "Record <f> of <i>" (TF's test content) into path. */
 static void write_records(const char *path, int f, int n, vg_compression c) {
-    vg_status st;
-    vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, c, &st);
-    for (int i = 0; i < n; i++) {
-        char rec[64];
-        snprintf(rec, sizeof rec, "Record %d of file %d", i, f);
-        vg_tfrecord_writer_write(w, rec, strlen(rec), &st);
-    }
-    vg_tfrecord_writer_close(w, &st);
+    ds_write_text_records_c(path, c, n, "Record %d of file %d", f);
 }
 
 /* A plain session with local variables initialized and queue runners started. */
@@ -71,7 +72,7 @@ static void test_tfrecord_one_epoch(void) {
             write_records(files[f], f, 7, (vg_compression)c);
         }
         vg_graph *g = vg_graph_new();
-        vg_output q = vg_string_input_producer(g, files_const(g, files, 2), 1, false, 0, 32, NULL);
+        vg_output q = one_epoch_queue(g, files, 2);
         vg_output rd = vg_tfrecord_reader(g, c == 0 ? "" : c == 1 ? "ZLIB" : "GZIP", NULL);
         vg_op *read = vg_reader_read(g, rd, q, NULL);
         vg_output nrec = vg_reader_num_records_produced(g, rd, NULL);
@@ -123,7 +124,7 @@ static void test_read_up_to_and_reset(void) {
     write_records(files[0], 0, 5, VG_COMPRESSION_NONE);
     write_records(files[1], 1, 5, VG_COMPRESSION_NONE);
     vg_graph *g = vg_graph_new();
-    vg_output q = vg_string_input_producer(g, files_const(g, files, 2), 1, false, 0, 32, NULL);
+    vg_output q = one_epoch_queue(g, files, 2);
     vg_output rd = vg_tfrecord_reader(g, NULL, NULL);
     vg_op *up = vg_reader_read_up_to(g, rd, q, vg_const_i64(g, 4, "n"), NULL);
     vg_op *reset = vg_reader_reset(g, rd, NULL);
@@ -193,11 +194,9 @@ static void test_fixed_length_hop_bytes(void) {
     path_of(files[0], "fixed.bin");
     /* header "HHH", records of 4 bytes every 2 bytes, footer "FF":
      * body "abcdefghij" -> "abcd", "cdef", "efgh", "ghij" */
-    FILE *f = fopen(files[0], "wb");
-    fputs("HHHabcdefghijFF", f);
-    fclose(f);
+    write_text(files[0], "HHHabcdefghijFF");
     vg_graph *g = vg_graph_new();
-    vg_output q = vg_string_input_producer(g, files_const(g, files, 1), 1, false, 0, 32, NULL);
+    vg_output q = one_epoch_queue(g, files, 1);
     vg_output rd = vg_fixed_length_record_reader(g, 3, 4, 2, 2, NULL);
     vg_op *read = vg_reader_read(g, rd, q, NULL);
     char keys[8][300], vals[8][300];
@@ -214,7 +213,7 @@ static void test_fixed_length_hop_bytes(void) {
     vg_graph_free(g);
     /* hop 0: records back to back; a trailing partial record is not produced */
     g = vg_graph_new();
-    q = vg_string_input_producer(g, files_const(g, files, 1), 1, false, 0, 32, NULL);
+    q = one_epoch_queue(g, files, 1);
     rd = vg_fixed_length_record_reader(g, 3, 4, 2, 0, NULL);
     read = vg_reader_read(g, rd, q, NULL);
     n = read_all(g, read, keys, vals, 8, &end, &st);
@@ -232,14 +231,10 @@ static void test_text_line_skip_header(void) {
     char files[2][256];
     path_of(files[0], "a.csv");
     path_of(files[1], "b.csv");
-    FILE *f = fopen(files[0], "wb");
-    fputs("header\n1,a\r\n2,b\n\n3,c", f); /* CRLF, an empty line, no final newline */
-    fclose(f);
-    f = fopen(files[1], "wb");
-    fputs("only header\n", f);
-    fclose(f);
+    write_text(files[0], "header\n1,a\r\n2,b\n\n3,c"); /* CRLF, an empty line, no final newline */
+    write_text(files[1], "only header\n");
     vg_graph *g = vg_graph_new();
-    vg_output q = vg_string_input_producer(g, files_const(g, files, 2), 1, false, 0, 32, NULL);
+    vg_output q = one_epoch_queue(g, files, 2);
     vg_output rd = vg_text_line_reader(g, 1, NULL);
     vg_op *read = vg_reader_read(g, rd, q, NULL);
     char keys[8][300], vals[8][300];
@@ -263,11 +258,9 @@ static void test_whole_file_and_errors(void) {
     path_of(files[0], "w0.txt");
     path_of(files[1], "missing.txt");
     path_of(files[2], "w2.txt");
-    FILE *f = fopen(files[0], "wb");
-    fputs("contents\nof w0", f);
-    fclose(f);
+    write_text(files[0], "contents\nof w0");
     vg_graph *g = vg_graph_new();
-    vg_output q = vg_string_input_producer(g, files_const(g, files, 2), 1, false, 0, 32, NULL);
+    vg_output q = one_epoch_queue(g, files, 2);
     vg_output rd = vg_whole_file_reader(g, NULL);
     vg_op *read = vg_reader_read(g, rd, q, NULL);
     char keys[4][300], vals[4][300];
@@ -279,12 +272,12 @@ static void test_whole_file_and_errors(void) {
     vg_graph_free(g);
     /* corrupt TFRecord: DATA_LOSS naming the file and the record's offset */
     write_records(files[2], 0, 3, VG_COMPRESSION_NONE);
-    f = fopen(files[2], "r+b");
+    FILE *f = fopen(files[2], "r+b");
     fseek(f, 34 + 12 + 3, SEEK_SET); /* record 1's data */
     fputc('#', f);
     fclose(f);
     g = vg_graph_new();
-    q = vg_string_input_producer(g, files_const(g, files + 2, 1), 1, false, 0, 32, NULL);
+    q = one_epoch_queue(g, files + 2, 1);
     rd = vg_tfrecord_reader(g, NULL, NULL);
     read = vg_reader_read(g, rd, q, NULL);
     n = read_all(g, read, keys, vals, 4, &end, &st);
@@ -299,6 +292,25 @@ static void test_whole_file_and_errors(void) {
     vg_graph_free(g);
 }
 
+/* One batch of 4 (label, image) rows: *u += the labels; each image's first byte is
+ * its label % 100, its last 3. */
+static void label_image_step(vg_tensor *const *out, void *u) {
+    const int64_t *l = vg_tensor_data(out[0]);
+    const uint8_t *px = vg_tensor_data(out[1]);
+    for (int i = 0; i < 4; i++) {
+        *(int64_t *)u += l[i];
+        CHECK(px[4 * i] == (uint8_t)(l[i] % 100) && px[4 * i + 3] == 3);
+    }
+}
+
+/* The bytes feature "image_raw" = {i, 1, 2, 3}. */
+static void add_image_feature(vg_example *ex, int64_t label, int i, void *u) {
+    (void)label, (void)u;
+    uint8_t img[4] = {(uint8_t)i, 1, 2, 3};
+    vg_status st;
+    vg_example_add_bytes(ex, "image_raw", (const char *[]){(const char *)img}, (size_t[]){4}, 1, &st);
+}
+
 /* TFRecords of Examples -> string_input_producer(num_epochs 3, shuffle) ->
  * TFRecordReader -> parse_single_example -> batch, run under a SingularMonitoredSession:
  * the loop ends with OUT_OF_RANGE after exactly 3 epochs and the session ends cleanly. */
@@ -310,18 +322,7 @@ static void test_monitored_session_ends_at_data_end(void) {
         char nm[32];
         snprintf(nm, sizeof nm, "ex%d.tfrecord", f);
         path_of(files[f], nm);
-        vg_tfrecord_writer *w = vg_tfrecord_writer_open(files[f], VG_COMPRESSION_GZIP, &st);
-        for (int i = 0; i < 6; i++) {
-            vg_example *ex = vg_example_new();
-            int64_t label = f * 100 + i;
-            want_sum += label;
-            vg_example_add_int64(ex, "label", &label, 1, &st);
-            uint8_t img[4] = {(uint8_t)i, 1, 2, 3};
-            vg_example_add_bytes(ex, "image_raw", (const char *[]){(const char *)img}, (size_t[]){4}, 1, &st);
-            write_example(w, ex);
-            vg_example_free(ex);
-        }
-        vg_tfrecord_writer_close(w, &st);
+        want_sum += ds_write_labelled_examples(files[f], VG_COMPRESSION_GZIP, 6, f * 100, add_image_feature, NULL);
     }
     vg_graph *g = vg_graph_new();
     vg_output q = vg_string_input_producer(g, files_const(g, files, 2), 3, true, 7, 32, NULL);
@@ -336,40 +337,11 @@ static void test_monitored_session_ends_at_data_end(void) {
     vg_output batch[2];
     CHECK_OK(vg_batch(g, (vg_output[]){dense[0], img}, 2, 4, 1, 32, false, NULL, batch), &st);
     CHECK_OK(vg_graph_status(g, &st), &st);
-    vg_singular_options o = {0};
-    vg_monitored_session *ms = vg_singular_monitored_session_new(g, &o, &st);
-    CHECK(ms != NULL);
-    if (!ms) fprintf(stderr, "monitored session: %s\n", st.msg);
-    if (!ms) {
-        vg_graph_free(g);
-        return;
-    }
-    int64_t sum = 0, steps = 0;
-    vg_code rc;
-    for (;;) {
-        vg_run_args a = {0};
-        a.fetches = batch;
-        a.nfetches = 2;
-        vg_tensor *out[2] = {0};
-        rc = vg_monitored_session_run(ms, &a, out, NULL, &st);
-        if (rc != VG_OK) break;
-        const int64_t *l = vg_tensor_data(out[0]);
-        const uint8_t *px = vg_tensor_data(out[1]);
-        for (int i = 0; i < 4; i++) {
-            sum += l[i];
-            CHECK(px[4 * i] == (uint8_t)(l[i] % 100) && px[4 * i + 3] == 3);
-        }
-        steps++;
-        vg_tensor_free(out[0]);
-        vg_tensor_free(out[1]);
-        if (steps > 100) break;
-    }
-    CHECK_CODE(rc, VG_OUT_OF_RANGE);
+    int64_t sum = 0;
+    int steps = mts_singular_until_end(g, batch, 2, label_image_step, &sum);
+    if (steps < 0) return;
     CHECK_EQ_INT(steps, 9); /* 3 epochs x 12 records / 4 */
     CHECK_EQ_INT(sum, 3 * want_sum);
-    CHECK_OK(vg_monitored_session_end(ms, rc, &st), &st);
-    vg_monitored_session_free(ms);
-    vg_graph_free(g);
 }
 
 int main(void) {

@@ -6,32 +6,8 @@
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include "kernels_fixture.h"
+#include "session_test_util.h"
 #include <time.h>
-
-static vg_output strings(vg_graph *g, const char *const *v, int n, const char *name) {
-    vg_status st;
-    vg_tensor *t = vg_tensor_new(VG_STRING, (int64_t[]){n}, 1, &st);
-    for (int i = 0; i < n; i++) vg_tensor_set_string(t, i, v[i], strlen(v[i]), &st);
-    vg_output o = vg_const(g, t, name);
-    vg_tensor_free(t);
-    return o;
-}
-
-static vg_tensor *run1(vg_graph *g, vg_output o, vg_status *st) {
-    vg_session *s = vg_session_new(g, NULL, st);
-    vg_tensor *t = NULL;
-    if (s) vg_session_run1(s, o, &t, st);
-    vg_session_free(s);
-    return t;
-}
-
-static bool str_is(const vg_tensor *t, int64_t i, const char *want) {
-    size_t n = 0;
-    const char *s = t ? vg_tensor_string(t, i, &n) : NULL;
-    bool ok = s && n == strlen(want) && memcmp(s, want, n) == 0;
-    if (!ok) fprintf(stderr, "  element %lld is \"%.*s\", expected \"%s\"\n", (long long)i, (int)n, s ? s : "", want);
-    return ok;
-}
 
 /* One replace over values with either op form (is_static); checks the outputs. */
 static void check_replace(bool is_static, const char *const *values, int n, const char *pattern, const char *rewrite,

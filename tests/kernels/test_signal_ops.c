@@ -261,8 +261,7 @@ static void test_frame_gradient(void) {
     vg_graph *g = vg_graph_new();
     vg_output x = vg_placeholder(g, VG_DOUBLE, D(2, 128), 2, "x");
     vg_output f = vg_signal_frame(g, x, 33, 9, false, 0, -1, NULL);
-    vg_tensor *xv = vg_tensor_new(VG_DOUBLE, D(2, 128), 2, NULL);
-    for (int i = 0; i < 256; i++) ((double *)vg_tensor_data(xv))[i] = sin(0.1 * i);
+    vg_tensor *xv = kt_wave_f64(D(2, 128), 2, false, 0.1);
     CHECK_EQ_INT(vg_gradcheck(g, &x, &xv, 1, f, 1e-6, 1e-6), 0);
     vg_tensor_free(xv);
     vg_graph_free(g);
@@ -270,8 +269,7 @@ static void test_frame_gradient(void) {
     g = vg_graph_new();
     x = vg_placeholder(g, VG_DOUBLE, D(2, 7, 3), 3, "x");
     f = vg_signal_frame(g, x, 3, 2, true, 0.5, 1, NULL);
-    xv = vg_tensor_new(VG_DOUBLE, D(2, 7, 3), 3, NULL);
-    for (int i = 0; i < 42; i++) ((double *)vg_tensor_data(xv))[i] = cos(0.3 * i);
+    xv = kt_wave_f64(D(2, 7, 3), 3, true, 0.3);
     CHECK_EQ_INT(vg_gradcheck(g, &x, &xv, 1, f, 1e-6, 1e-6), 0);
     vg_tensor_free(xv);
     vg_graph_free(g);
@@ -407,8 +405,7 @@ static void test_oa_gradient_numerical(void) {
         vg_graph *g = vg_graph_new();
         vg_output x = vg_placeholder(g, VG_DOUBLE, k[i].dims, k[i].nd, "x");
         vg_output r = vg_signal_overlap_and_add(g, x, k[i].hop, NULL);
-        vg_tensor *xv = vg_tensor_new(VG_DOUBLE, k[i].dims, k[i].nd, NULL);
-        for (int64_t j = 0; j < vg_tensor_num_elements(xv); j++) ((double *)vg_tensor_data(xv))[j] = sin(0.7 * j);
+        vg_tensor *xv = kt_wave_f64(k[i].dims, k[i].nd, false, 0.7);
         CHECK_EQ_INT(vg_gradcheck(g, &x, &xv, 1, r, 1e-6, 1e-6), 0);
         vg_tensor_free(xv);
         vg_graph_free(g);

@@ -202,9 +202,7 @@ static void test_inverse_stft_window_fn(void) {
         }
         if (h && w && fl == 4 * step)
             for (int64_t j = 0; j < fl; j++) CHECK_NEAR(get(w, j) * 1.5, get(h, j), 1e-6);
-        vg_tensor_free(h);
-        vg_tensor_free(w);
-        vg_graph_free(g);
+        kt_teardown(g, NULL, (vg_tensor *[]){h, w}, 2, NULL, 0);
     }
 }
 

@@ -72,6 +72,14 @@ static void test_basic(void) {
     vg_graph_free(g);
 }
 
+/* A 2-element double TensorArray split from x's rows in lengths {l0, l1} (an int64 Const
+ * called name); *lens gets the lengths tensor (the caller frees it). */
+static vg_tensor_array split2(vg_graph *g, vg_output x, int64_t l0, int64_t l1, const char *name, vg_tensor **lens) {
+    vg_tensor_array sp = vg_tensor_array_new(g, VG_DOUBLE, vg_const_i32(g, 2, NULL), false, true, NULL, NULL);
+    *lens = vg_tensor_new_copy(VG_INT64, (int64_t[]){2}, 1, (int64_t[]){l0, l1}, 2 * sizeof(int64_t), NULL);
+    return vg_tensor_array_split(g, sp, x, vg_const(g, *lens, name), NULL);
+}
+
 static void test_scatter_gather_split_concat(void) {
     vg_graph *g = vg_graph_new();
     vg_status st;
@@ -89,12 +97,8 @@ static void test_scatter_gather_split_concat(void) {
     }
     vg_tensor_free(t);
     /* split rows [1, 2] then concat */
-    vg_tensor_array sp = vg_tensor_array_new(g, VG_DOUBLE, vg_const_i32(g, 2, NULL), false, true, NULL, NULL);
-    int64_t two = 2;
-    vg_tensor *lv = vg_tensor_new(VG_INT64, &two, 1, &st);
-    ((int64_t *)vg_tensor_data(lv))[0] = 1;
-    ((int64_t *)vg_tensor_data(lv))[1] = 2;
-    sp = vg_tensor_array_split(g, sp, x, vg_const(g, lv, "lens"), NULL);
+    vg_tensor *lv, *lv2;
+    vg_tensor_array sp = split2(g, x, 1, 2, "lens", &lv);
     vg_output lens;
     vg_output cc = vg_tensor_array_concat(g, sp, &lens, NULL);
     CHECK_OK(run1(g, cc, &t, &st), &st);
@@ -104,11 +108,9 @@ static void test_scatter_gather_split_concat(void) {
     }
     vg_tensor_free(t);
     /* lengths that do not add up */
-    ((int64_t *)vg_tensor_data(lv))[1] = 5;
-    vg_tensor_array sp2 = vg_tensor_array_new(g, VG_DOUBLE, vg_const_i32(g, 2, NULL), false, true, NULL, NULL);
-    sp2 = vg_tensor_array_split(g, sp2, x, vg_const(g, lv, "lens2"), NULL);
+    vg_tensor_array sp2 = split2(g, x, 1, 5, "lens2", &lv2);
     CHECK_CODE(run1(g, sp2.flow, &t, &st), VG_INVALID_ARGUMENT);
-    kt_teardown(g, NULL, (vg_tensor *[]){lv, xv}, 2, NULL, 0);
+    kt_teardown(g, NULL, (vg_tensor *[]){lv, lv2, xv}, 3, NULL, 0);
 }
 
 static void test_grads(void) {
@@ -122,13 +124,8 @@ static void test_grads(void) {
     vg_output y1 = vg_add(g, vg_reduce_sum(g, vg_mul(g, a, a, NULL), NULL, -1, false, NULL),
                           vg_reduce_sum(g, vg_sin(g, b, NULL), NULL, -1, false, NULL), NULL);
     /* split / concat */
-    vg_status st;
-    vg_tensor_array sp = vg_tensor_array_new(g, VG_DOUBLE, vg_const_i32(g, 2, NULL), false, true, NULL, NULL);
-    int64_t two = 2;
-    vg_tensor *lv = vg_tensor_new(VG_INT64, &two, 1, &st);
-    ((int64_t *)vg_tensor_data(lv))[0] = 2;
-    ((int64_t *)vg_tensor_data(lv))[1] = 1;
-    sp = vg_tensor_array_split(g, sp, x, vg_const(g, lv, "lens"), NULL);
+    vg_tensor *lv;
+    vg_tensor_array sp = split2(g, x, 2, 1, "lens", &lv);
     vg_tensor_free(lv);
     vg_output cc = vg_tensor_array_concat(g, sp, NULL, NULL);
     vg_output y = vg_add(g, y1, vg_reduce_sum(g, vg_mul(g, cc, vg_cos(g, cc, NULL), NULL), NULL, -1, false, NULL), NULL);
@@ -204,11 +201,7 @@ static void test_loop_graphdef_round_trip(void) {
     vg_output y = vg_tensor_array_stack(g, (vg_tensor_array){r.out.handle, o[1], VG_DOUBLE}, "ys");
     vg_tensor *a = NULL, *b = NULL;
     CHECK_OK(run1(g, y, &a, &st), &st);
-    void *bytes = NULL;
-    size_t len = 0;
-    CHECK_OK(vg_graph_to_graphdef(g, &bytes, &len, &st), &st);
-    vg_graph *h = vg_graph_new();
-    CHECK_OK(vg_graph_import_graph_def(h, bytes, len, NULL, &st), &st);
+    vg_graph *h = kt_reimported(g, NULL);
     vg_output yh = vg_graph_output_by_name(h, vg_op_name(y.op), &st);
     CHECK(yh.op != NULL);
     if (yh.op) CHECK_OK(run1(h, yh, &b, &st), &st);
@@ -218,7 +211,6 @@ static void test_loop_graphdef_round_trip(void) {
     }
     vg_tensor_free(a);
     vg_tensor_free(b);
-    vg_free(bytes);
     vg_tensor_free(xv);
     vg_tensor_free(wv);
     vg_graph_free(h);
