@@ -3,6 +3,7 @@
  * CollectiveGather, HorovodBroadcast (shape mismatch across ranks), the fused
  * allreduce, and CANCELLED on close. CTest runs it alone (1 rank) and under
  * mpirun -np 2; expected values are computed from the world's size. */
+#include "dist_fixture.h"
 #include "test_util.h"
 #include <vigil/vigil.h>
 #include <math.h>
@@ -298,10 +299,7 @@ static void test_cancel__on_close(void) {
 }
 
 int main(void) {
-    vg_status st;
-    CHECK_OK(vg_dist_init(&st), &st);
-    R = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&R, &N);
     RUN_TEST(test_reduce__add_div_f32);
     RUN_TEST(test_reduce__other_types);
     RUN_TEST(test_reduce__bad_attrs);
@@ -311,6 +309,5 @@ int main(void) {
     RUN_TEST(test_fused__many_tensors);
     RUN_TEST(test_fused__packed_views);
     RUN_TEST(test_cancel__on_close);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

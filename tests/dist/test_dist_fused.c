@@ -9,6 +9,7 @@
  * thread makes them). CTest runs it alone (1 rank) and under
  * mpirun -np 2; it passes under -np 3 and 4 as well. Every value is computed from the
  * rank and the world's size (sums of multiples of 0.25: exact in float). */
+#include "dist_fixture.h"
 #include "test_util.h"
 #include <vigil/vigil.h>
 #include <pthread.h>
@@ -277,10 +278,7 @@ static void test_host__caller_thread(void) {
 }
 
 int main(void) {
-    vg_status st;
-    CHECK_OK(vg_dist_init(&st), &st);
-    R = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&R, &N);
     RUN_TEST(test_fused__ring_f32);
     RUN_TEST(test_fused__ring_f64);
     RUN_TEST(test_fused__packed_int32);
@@ -289,6 +287,5 @@ int main(void) {
     RUN_TEST(test_timeout__hand_over_keeps_order);
     RUN_TEST(test_cancel__close_while_waiting);
     RUN_TEST(test_host__caller_thread);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

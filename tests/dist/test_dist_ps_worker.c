@@ -12,6 +12,7 @@
  * variables must have the same bytes (compared by allreduce of a checksum), and equal
  * to one process trained on the concatenated batch (the mean of the ranks' mean-loss
  * gradients is the gradient of the mean loss over the whole batch). */
+#include "dist_fixture.h"
 #include "test_util.h"
 #include <vigil/vigil.h>
 #include <math.h>
@@ -487,17 +488,13 @@ static void test_sync_replicas__names_the_cause(void) {
 }
 
 int main(void) {
-    vg_status st;
     RUN_TEST(test_ps_worker__refuses_train_op_built_before_init); /* first: before vg_dist_init */
-    CHECK_OK(vg_dist_init(&st), &st);
-    R = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&R, &N);
     RUN_TEST(test_ps_worker__literal_port_minimize);
     RUN_TEST(test_ps_worker__literal_port_compute_apply);
     RUN_TEST(test_dist_optimizer__never_twice);
     RUN_TEST(test_ps_worker__device_setter_passes_placement);
     RUN_TEST(test_broadcast_variables__on_demand);
     RUN_TEST(test_sync_replicas__names_the_cause);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

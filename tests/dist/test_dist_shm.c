@@ -14,6 +14,7 @@
  * this path.) Under mpirun -np 2 by
  * CTest; it passes under -np 3 and 4 as well. */
 #include "mpi_self_util.h"
+#include "dist_fixture.h"
 #include "test_util.h"
 #include <vigil/vigil.h>
 #include <fcntl.h>
@@ -183,24 +184,15 @@ static int die_child(void) {
 /* A rank that dies while its peer waits on the shared window: the job ends within 10 s
  * with a non-zero status (the plain, 1-rank run starts mpiexec -np 2 on itself). */
 static void test_dead_peer__job_ends(void) {
-    if (N != 1 || !vg_dist_mpi_built() || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE")) return;
     char buf[512];
-    double took = 0;
-    int rc = tu_mpiexec_self(2, "--die", 30, buf, sizeof buf, &took);
-    if (rc == 127) return; /* no mpiexec on the PATH */
-    fprintf(stderr, "dead peer: mpiexec status %d after %.2f s; rank 0: %s\n", rc, took, buf[0] ? buf : "(killed by mpirun first)\n");
-    CHECK(rc > 0);
-    CHECK(took < 10.0);
+    if (!dist_fx_dying_job("dead peer", 30, 10.0, buf, sizeof buf)) return;
     if (strstr(buf, "dead-peer: code")) CHECK_STR_CONTAINS(buf, "a peer rank is gone");
 }
 
 int main(int argc, char **argv) {
     setenv("VIGIL_SHM_SLOT_BYTES", "262144", 1);
     if (argc > 1 && strcmp(argv[1], "--die") == 0) return die_child();
-    vg_status st;
-    CHECK_OK(vg_dist_init(&st), &st);
-    R = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&R, &N);
     RUN_TEST(test_shm__f32_matches_mpi);
     RUN_TEST(test_shm__f64_matches_mpi);
     RUN_TEST(test_ring__f32_matches_mpi);
@@ -208,6 +200,5 @@ int main(int argc, char **argv) {
     RUN_TEST(test_mixed__in_order);
     RUN_TEST(test_shm__mismatched_sizes);
     RUN_TEST(test_dead_peer__job_ends);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

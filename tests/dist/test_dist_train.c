@@ -1,6 +1,7 @@
 /* test_dist_train.c - Horovod's DistributedOptimizer and BroadcastGlobalVariablesHook,
  * TF's SyncReplicasOptimizer, on the MPI world (issue 15). CTest runs it alone (1 rank)
  * and under mpirun -np 2. Values are computed by hand from the world's size. */
+#include "dist_fixture.h"
 #include "test_util.h"
 #include <vigil/vigil.h>
 #include <math.h>
@@ -316,16 +317,12 @@ static void test_dist_shard__files(void) {
 }
 
 int main(void) {
-    vg_status st;
-    CHECK_OK(vg_dist_init(&st), &st);
-    R = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&R, &N);
     RUN_TEST(test_dist_optimizer__averaged_step);
     RUN_TEST(test_dist_optimizer__fusion_buckets);
     RUN_TEST(test_dist_optimizer__sparse_allgather);
     RUN_TEST(test_broadcast_hook__mismatch);
     RUN_TEST(test_sync_replicas__api);
     RUN_TEST(test_dist_shard__files);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

@@ -15,6 +15,7 @@
  * (a sum of distinct powers of two), the second proves that every gradient in it was
  * computed at the current step (a stale one would give a smaller value). */
 #include "mpi_self_util.h"
+#include "dist_fixture.h"
 #include "test_util.h"
 #include <vigil/vigil.h>
 #include <math.h>
@@ -420,14 +421,9 @@ static int die_child(void) {
  * never a hang; when the chief gets to report, its status names the dead rank. The
  * plain (1-rank) run starts mpiexec -np 2 on itself. */
 static void test_sync_replicas__killed_rank_ends_job(void) {
-    if (N != 1 || !vg_dist_mpi_built() || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE")) return;
     char buf[1024];
-    double took = 0;
-    int rc = tu_mpiexec_self(2, "--die", 60, buf, sizeof buf, &took);
-    if (rc == 127) return; /* no mpiexec on the PATH */
-    fprintf(stderr, "killed worker: mpiexec status %d after %.2f s; %s\n", rc, took, buf[0] ? buf : "(killed by mpirun first)\n");
-    CHECK(rc > 0);
-    CHECK(took < 30.0); /* mpiexec's start and a 1 s timeout; a hang would reach 60 s */
+    /* within 30 s: mpiexec's start and a 1 s timeout; a hang would reach 60 s */
+    if (!dist_fx_dying_job("killed worker", 60, 30.0, buf, sizeof buf)) return;
     if (strstr(buf, "killed-peer: rank 0 code")) {
         CHECK(strstr(buf, "rank(s) 1") || strstr(buf, "a peer rank is gone"));
     }
@@ -435,16 +431,12 @@ static void test_sync_replicas__killed_rank_ends_job(void) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--die") == 0) return die_child();
-    vg_status st;
-    CHECK_OK(vg_dist_init(&st), &st);
-    RANK = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&RANK, &N);
     int stall = env_int("VIGIL_TEST_SR_STALL", -1);
     if (stall >= 0 && N > 1) stall_run(stall);
     RUN_TEST(test_sync_replicas__arguments);
     RUN_TEST(test_sync_replicas__backup_workers);
     RUN_TEST(test_sync_replicas__tf_values);
     RUN_TEST(test_sync_replicas__killed_rank_ends_job);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }
