@@ -2,6 +2,7 @@
  * bundles (raw, Snappy, string tensors), get_checkpoint_state on TF-written state files
  * and relative paths, latest_checkpoint / checkpoint_exists, unsupported dtypes. */
 #include "io/io.h"
+#include "io_fixture.h"
 #include "test_util.h"
 #include "vigil/saver.h"
 #include <ftw.h>
@@ -37,10 +38,7 @@ static void copy_file(const char *src, const char *dst) {
 /* A checkpoint reader on prefix (checked to open; the reason on stderr when not). */
 static vg_checkpoint_reader *open_ckpt(const char *prefix) {
     vg_status st;
-    vg_checkpoint_reader *r = vg_checkpoint_reader_new(prefix, &st);
-    CHECK(r != NULL);
-    if (!r) fprintf(stderr, "  %s: %s\n", prefix, st.msg);
-    return r;
+    return io_fx_opened(vg_checkpoint_reader_new(prefix, &st), prefix, &st);
 }
 
 static void test_checkpoint__reader_tf_bundle(void) {

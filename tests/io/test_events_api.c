@@ -3,6 +3,7 @@
  * on files vigil's FileWriter writes, and on damaged copies (a flipped payload byte,
  * a torn tail, a record that is not an Event); and the public IDX loader (vigil/idx.h)
  * on a hand-written file. Black-box: public API only. */
+#include "io_fixture.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include <stdint.h>
@@ -35,10 +36,7 @@ static void spit(const char *path, const uint8_t *buf, size_t n) {
 /* An event reader on the file path (checked to open; the reason on stderr when not). */
 static vg_event_reader *open_events(const char *path) {
     vg_status st;
-    vg_event_reader *r = vg_event_reader_open(path, &st);
-    CHECK(r != NULL);
-    if (!r) fprintf(stderr, "  %s: %s\n", path, st.msg);
-    return r;
+    return io_fx_opened(vg_event_reader_open(path, &st), path, &st);
 }
 
 static void test_tf_written_scalars(void) {
