@@ -6,6 +6,7 @@
 #include "mpi_self_util.h"
 #include "test_util.h"
 #include <vigil/vigil.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -42,5 +43,46 @@ static bool dist_fx_dying_job(const char *what, double timeout_s, double within_
     CHECK(rc > 0);
     CHECK(took < within_s);
     return true;
+}
+
+/* A run of s on a thread of its own (a collective that waits for peers, while the test
+ * closes the session): fetches f[0..n) into out[0..n) (owned by the caller). Start it
+ * with dist_fx_bg_start; dist_fx_bg_join waits for it and returns the run's code. */
+typedef struct dist_fx_bg {
+    pthread_t th;
+    vg_session *s;
+    const vg_output *f;
+    vg_tensor **out;
+    int n;
+    vg_code rc;
+} dist_fx_bg;
+static void *dist_fx_bg_main(void *p) {
+    dist_fx_bg *r = p;
+    vg_status st;
+    r->rc = vg_session_run(r->s, NULL, NULL, NULL, 0, r->f, r->out, r->n, NULL, 0, NULL, &st);
+    return NULL;
+}
+static inline void dist_fx_bg_start(dist_fx_bg *r, vg_session *s, const vg_output *f, vg_tensor **out, int n) {
+    r->s = s, r->f = f, r->out = out, r->n = n, r->rc = VG_OK;
+    pthread_create(&r->th, NULL, dist_fx_bg_main, r);
+}
+static inline vg_code dist_fx_bg_join(dist_fx_bg *r) {
+    pthread_join(r->th, NULL);
+    return r->rc;
+}
+
+/* A new buffer (the caller frees it) of n elements of dt (VG_FLOAT, VG_DOUBLE, VG_INT32
+ * or VG_INT64): element i is v(k, i, r), times int_scale (truncated) for the integers. */
+static inline void *dist_fx_fill(vg_dtype dt, int64_t n, double (*v)(int, int64_t, int), int k, int r,
+                                 double int_scale) {
+    void *p = malloc(n ? (size_t)n * vg_dtype_size(dt) : 1);
+    for (int64_t i = 0; p && i < n; i++) {
+        double x = v(k, i, r);
+        if (dt == VG_FLOAT) ((float *)p)[i] = (float)x;
+        else if (dt == VG_DOUBLE) ((double *)p)[i] = x;
+        else if (dt == VG_INT32) ((int32_t *)p)[i] = (int32_t)(x * int_scale);
+        else ((int64_t *)p)[i] = (int64_t)(x * int_scale);
+    }
+    return p;
 }
 #endif

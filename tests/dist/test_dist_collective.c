@@ -251,31 +251,19 @@ static void test_fused__packed_views(void) {
 }
 
 /* A collective blocked on a peer returns CANCELLED when its session closes. */
-typedef struct {
-    vg_session *s;
-    vg_output o;
-    vg_code rc;
-} runner;
-static void *run_thread(void *arg) {
-    runner *r = arg;
-    vg_status st;
-    r->rc = vg_session_run1(r->s, r->o, NULL, &st);
-    return NULL;
-}
-
 static void test_cancel__on_close(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_output o = vg_collective_reduce(g, vg_const_f32(g, 1, "x"), N, 1, 9, "Add", "Id", "r");
     vg_session *s = vg_session_new(g, NULL, &st);
     if (N >= 2 && R == 0) {
-        runner r = {s, o, VG_OK};
-        pthread_t th;
-        pthread_create(&th, NULL, run_thread, &r);
+        dist_fx_bg r;
+        vg_tensor *t = NULL;
+        dist_fx_bg_start(&r, s, &o, &t, 1);
         usleep(300 * 1000); /* rank 1 has not joined: the collective waits */
         vg_session_close(s, &st);
-        pthread_join(th, NULL);
-        CHECK_CODE(r.rc, VG_CANCELLED);
+        CHECK_CODE(dist_fx_bg_join(&r), VG_CANCELLED);
+        vg_tensor_free(t);
     } else {
         vg_session_close(s, &st);
     }

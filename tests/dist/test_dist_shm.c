@@ -31,17 +31,8 @@ static int R, N;
 
 static double val(int k, int64_t i, int r) { return sin(0.37 * (double)i + 1.3 * k + 0.71 * r) * (1.0 + k); }
 
-static void *fill(vg_dtype dt, int k, int64_t n, int r) {
-    size_t es = vg_dtype_size(dt);
-    void *p = malloc(n ? (size_t)n * es : 1);
-    for (int64_t i = 0; i < n; i++) {
-        double v = val(k, i, r);
-        if (dt == VG_FLOAT) ((float *)p)[i] = (float)v;
-        else if (dt == VG_DOUBLE) ((double *)p)[i] = v;
-        else ((int32_t *)p)[i] = (int32_t)(v * 1000);
-    }
-    return p;
-}
+/* float, double, or int32 (times 1000) */
+static void *fill(vg_dtype dt, int k, int64_t n, int r) { return dist_fx_fill(dt, n, val, k, r, 1000); }
 
 static double at(const void *p, vg_dtype dt, int64_t i) {
     if (dt == VG_FLOAT) return ((const float *)p)[i];
