@@ -31,7 +31,7 @@ static inline int dist_fx_end(void) {
  * that the job ended with a non-zero status within within_s seconds. Rank output lands in
  * out. Returns false (nothing run, nothing checked) under mpiexec already, in a build
  * without MPI, or with no mpiexec on the PATH. */
-static bool dist_fx_dying_job(const char *what, double timeout_s, double within_s, char *out, size_t outlen) {
+static inline bool dist_fx_dying_job(const char *what, double timeout_s, double within_s, char *out, size_t outlen) {
     out[0] = 0;
     if (vg_dist_size() != 1 || !vg_dist_mpi_built() || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE"))
         return false;
@@ -56,7 +56,7 @@ typedef struct dist_fx_bg {
     int n;
     vg_code rc;
 } dist_fx_bg;
-static void *dist_fx_bg_main(void *p) {
+static inline void *dist_fx_bg_main(void *p) {
     dist_fx_bg *r = p;
     vg_status st;
     r->rc = vg_session_run(r->s, NULL, NULL, NULL, 0, r->f, r->out, r->n, NULL, 0, NULL, &st);
@@ -84,5 +84,15 @@ static inline void *dist_fx_fill(vg_dtype dt, int64_t n, double (*v)(int, int64_
         else ((int64_t *)p)[i] = (int64_t)(x * int_scale);
     }
     return p;
+}
+
+/* On g: loss = sum(y) ("loss") for x = ones [1, 4] ("x") and y = dense(x, 3 units, ReLU)
+ * (kernel 48 B, bias 12 B), followed when second by dense(y, 2 units, no activation)
+ * (kernel 24 B, bias 8 B); vg_layers_dense's default names and initializers. */
+static inline vg_output dist_fx_dense_loss(vg_graph *g, bool second) {
+    vg_output x = vg_const_fill(g, VG_FLOAT, (int64_t[]){1, 4}, 2, 1.0, "x");
+    vg_output y = vg_layers_dense(g, x, 3, VG_ACT_RELU, NULL);
+    if (second) y = vg_layers_dense(g, y, 2, VG_ACT_NONE, NULL);
+    return vg_reduce_sum(g, y, NULL, 0, false, "loss");
 }
 #endif

@@ -339,9 +339,7 @@ static void test_ps_worker__refuses_train_op_built_before_init(void) {
 static void test_dist_optimizer__never_twice(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    vg_output x = vg_const_fill(g, VG_FLOAT, (int64_t[]){1, 4}, 2, 1.0, "x");
-    vg_output h = vg_layers_dense(g, x, 3, VG_ACT_RELU, NULL);
-    vg_output loss = vg_reduce_sum(g, h, NULL, 0, false, "loss");
+    vg_output loss = dist_fx_dense_loss(g, false);
     vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
     vg_op *train = vg_dist_minimize(opt, g, loss, NULL, 0, vg_get_or_create_global_step(g), NULL, NULL);
     CHECK(train != NULL);

@@ -82,10 +82,7 @@ static void test_dist_optimizer__averaged_step(void) {
 static void test_dist_optimizer__fusion_buckets(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    vg_output x = vg_const_fill(g, VG_FLOAT, (int64_t[]){1, 4}, 2, 1.0, "x");
-    vg_output h = vg_layers_dense(g, x, 3, VG_ACT_RELU, NULL);   /* kernel 48 B, bias 12 B */
-    vg_output y = vg_layers_dense(g, h, 2, VG_ACT_NONE, NULL);   /* kernel 24 B, bias 8 B */
-    vg_output loss = vg_reduce_sum(g, y, NULL, 0, false, "loss");
+    vg_output loss = dist_fx_dense_loss(g, true);
     vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
     vg_output grads[4];
     vg_dist_options o = {.no_fusion = true}; /* one allreduce per gradient */

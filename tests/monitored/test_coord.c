@@ -229,37 +229,47 @@ static vg_code count_calls(void *payload, vg_status *st) {
     return VG_OK;
 }
 
-static void test_coord__looper(void) {
+/* Requests a stop on c and joins its threads (5 s at most): no error. */
+static void stop_and_join(vg_coord *c) {
+    vg_status st;
+    vg_coord_request_stop(c, NULL);
+    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
+}
+
+/* A new coordinator running the looper `name` (count_calls on *s, zeroed first; failing
+ * from call fail_at on, 0 never) every interval seconds. */
+static vg_coord *coord_with_looper(const char *name, double interval, looper_state *s, int fail_at) {
+    vg_status st;
     vg_coord *c = vg_coord_new(NULL, 0);
+    *s = (looper_state){0};
+    atomic_init(&s->calls, 0);
+    s->fail_at = fail_at;
+    CHECK_OK(vg_coord_start_looper(c, name, interval, count_calls, s, &st), &st);
+    return c;
+}
+
+static void test_coord__looper(void) {
     vg_status st;
     /* The first call comes at once, not after the interval: with a 60 s interval it
      * must still arrive (within 2 s; polled, so a loaded machine cannot make it flaky). */
-    looper_state s0 = {0};
-    atomic_init(&s0.calls, 0);
-    CHECK_OK(vg_coord_start_looper(c, "slow_looper", 60, count_calls, &s0, &st), &st);
+    looper_state s0;
+    vg_coord *c = coord_with_looper("slow_looper", 60, &s0, 0);
     for (int i = 0; i < 200 && atomic_load(&s0.calls) < 1; i++) sleep_ms(10);
     CHECK_EQ_INT(atomic_load(&s0.calls), 1);
-    vg_coord_request_stop(c, NULL);
-    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
+    stop_and_join(c);
     vg_coord_free(c);
 
-    c = vg_coord_new(NULL, 0);
-    looper_state s = {0};
-    atomic_init(&s.calls, 0);
-    CHECK_OK(vg_coord_start_looper(c, "looper", 0.02, count_calls, &s, &st), &st);
+    looper_state s;
+    c = coord_with_looper("looper", 0.02, &s, 0);
     sleep_ms(205);
-    vg_coord_request_stop(c, NULL);
-    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
+    stop_and_join(c);
     int calls = atomic_load(&s.calls);
     CHECK(calls >= 5 && calls <= 14); /* ~11 expected */
     vg_coord_free(c);
 
     /* An error from the looper requests a stop with it; the looper stops calling. */
-    c = vg_coord_new(NULL, 0);
-    looper_state f = {0};
-    atomic_init(&f.calls, 0);
-    f.fail_at = 3;
-    CHECK_OK(vg_coord_start_looper(c, "failing_looper", 0.001, count_calls, &f, &st), &st);
+    looper_state f;
+    c = coord_with_looper("failing_looper", 0.001, &f, 3);
     CHECK(vg_coord_wait_for_stop(c, 5));
     CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_UNAVAILABLE);
     CHECK_STR_CONTAINS(st.msg, "looper failed at call 3");
@@ -267,13 +277,10 @@ static void test_coord__looper(void) {
     vg_coord_free(c);
 
     /* interval <= 0: back-to-back calls */
-    c = vg_coord_new(NULL, 0);
-    looper_state b = {0};
-    atomic_init(&b.calls, 0);
-    CHECK_OK(vg_coord_start_looper(c, "busy", 0, count_calls, &b, &st), &st);
+    looper_state b;
+    c = coord_with_looper("busy", 0, &b, 0);
     sleep_ms(20);
-    vg_coord_request_stop(c, NULL);
-    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
+    stop_and_join(c);
     CHECK(atomic_load(&b.calls) > 20);
     vg_coord_free(c);
 }

@@ -120,6 +120,13 @@ static vg_hook hook_of(rec_hook *h) {
     vg_hook k = {"rec", rh_begin, rh_create, rh_before, rh_after, rh_end, NULL, h};
     return k;
 }
+/* hook_of(h) after h->fail_before_at = at, h->fail_code = code: before_run fails with
+ * code in the at-th run. */
+static vg_hook failing_hook_of(rec_hook *h, int at, vg_code code) {
+    h->fail_before_at = at;
+    h->fail_code = code;
+    return hook_of(h);
+}
 
 /* ---- a model: global step, v (0), train op gs += 1 ---- */
 typedef struct model {
@@ -374,8 +381,7 @@ static void test_monitored__end_semantics(void) {
     /* OUT_OF_RANGE from before_run: swallowed by end, hooks' end called (51, 53) */
     model m = make_model();
     rec_hook h = {0};
-    h.fail_before_at = 2; h.fail_code = VG_OUT_OF_RANGE;
-    vg_hook hk = hook_of(&h);
+    vg_hook hk = failing_hook_of(&h, 2, VG_OUT_OF_RANGE);
     vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
     rc = VG_OK;
     int steps = 0;
@@ -399,8 +405,7 @@ static void test_monitored__end_semantics(void) {
     /* other error (54, 55, 50): end() not called, error returned, closed */
     m = make_model();
     rec_hook h2 = {0};
-    h2.fail_before_at = 4; h2.fail_code = VG_INTERNAL;
-    hk = hook_of(&h2);
+    hk = failing_hook_of(&h2, 4, VG_INTERNAL);
     ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
     rc = VG_OK;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) run_train(ms, &st, &rc);
@@ -446,8 +451,7 @@ static void test_monitored__recovery(void) {
     flaky f = {ht_creator(m.g, NULL, NULL, NULL, -1, true), 2, 0};
     vg_session_creator c = {flaky_create, flaky_destroy, &f};
     rec_hook h = {0};
-    h.fail_before_at = 4; h.fail_code = VG_ABORTED;
-    vg_hook hk = hook_of(&h);
+    vg_hook hk = failing_hook_of(&h, 4, VG_ABORTED);
     vg_monitored_session *ms =
         vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = c, .hooks = &hk, .nhooks = 1}, &st);
     CHECK(ms != NULL);                 /* 33: creation retried */
@@ -491,8 +495,7 @@ static void test_monitored__singular_no_recovery(void) {
     vg_code rc;
     model m = make_model();
     rec_hook h = {0};
-    h.fail_before_at = 2; h.fail_code = VG_ABORTED;
-    vg_hook hk = hook_of(&h);
+    vg_hook hk = failing_hook_of(&h, 2, VG_ABORTED);
     vg_singular_options o = {0};
     o.hooks = &hk; o.nhooks = 1;
     vg_monitored_session *ms = vg_singular_monitored_session_new(m.g, &o, &st);
@@ -746,9 +749,8 @@ static void test_monitored__restore_and_stop_at_step(void) {
     vg_monitored_session_free(ms);
     /* 79: Aborted on the 4th run with a per-step checkpoint hook: restore and re-run */
     rec_hook h = {0};
-    h.fail_before_at = 4; h.fail_code = VG_ABORTED;
     CHECK_OK(vg_checkpoint_saver_hook(&co, &hooks[0], &st), &st);
-    hooks[1] = hook_of(&h);
+    hooks[1] = failing_hook_of(&h, 4, VG_ABORTED);
     ms = vg_monitored_session_new(
         m.g,
         &(vg_monitored_options){.creator = ht_creator(m.g, NULL, dir, NULL, -1, true), .hooks = hooks, .nhooks = 2},

@@ -81,19 +81,31 @@ static void write_checkpoint(const char *prefix) {
     var5(g, "var1", 20);
     vg_status st;
     vg_saver *sv = vg_saver_new(g, NULL, &st);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     CHECK_OK(vg_saver_save(sv, s, prefix, -1, NULL, 0, &st), &st);
     free_session_saver_graph(s, sv, g);
 }
 
 /* AssignFromCheckpointFnTest: testLoadExistingVariables, testNotFound,
  * testMissingVariablesList, testMissingVariablesDict (the dict form: other keys) */
+/* A new temporary directory dir (tag) holding write_checkpoint's checkpoint, whose
+ * prefix is prefix ("<dir>/model"). */
+static void checkpoint_in_tmpdir(char dir[256], char prefix[512], const char *tag) {
+    tu_mkdtemp(dir, 256, tag);
+    snprintf(prefix, 512, "%s/model", dir);
+    write_checkpoint(prefix);
+}
+
+/* The end of one AssignFromCheckpointFn case: frees s, f and g. */
+static void free_session_fn_graph(vg_session *s, vg_slim_init_fn *f, vg_graph *g) {
+    vg_session_free(s);
+    vg_slim_init_fn_free(f);
+    vg_graph_free(g);
+}
+
 static void test_assign_from_checkpoint_fn(void) {
     char dir[256], prefix[512];
-    tu_mkdtemp(dir, sizeof dir, "slim_ckpt");
-    snprintf(prefix, sizeof prefix, "%s/model", dir);
-    write_checkpoint(prefix);
+    checkpoint_in_tmpdir(dir, prefix, "slim_ckpt");
     vg_status st;
 
     /* testLoadExistingVariables */
@@ -101,15 +113,12 @@ static void test_assign_from_checkpoint_fn(void) {
     vg_variable v0 = var5(g, "var0", 1), v1 = var5(g, "var1", 2);
     vg_slim_init_fn *f = vg_slim_assign_from_checkpoint_fn(g, prefix, (vg_output[]){v0.ref, v1.ref}, 2, NULL, false, &st);
     CHECK(f != NULL);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     CHECK_NEAR(first_value(s, g, "var0"), 1, 0);
     CHECK_OK(vg_slim_init_fn_run(f, s, &st), &st);
     CHECK_NEAR(first_value(s, g, "var0"), 10, 0);
     CHECK_NEAR(first_value(s, g, "var1"), 20, 0);
-    vg_session_free(s);
-    vg_slim_init_fn_free(f);
-    vg_graph_free(g);
+    free_session_fn_graph(s, f, g);
 
     /* testNotFound: var2 is not in the checkpoint: NotFoundError naming it */
     g = vg_graph_new();
@@ -117,13 +126,10 @@ static void test_assign_from_checkpoint_fn(void) {
     vg_variable v2 = var5(g, "var2", 3);
     f = vg_slim_assign_from_checkpoint_fn(g, prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, false, &st);
     CHECK(f != NULL);
-    s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    s = initialized_session(g);
     CHECK_EQ_INT(vg_slim_init_fn_run(f, s, &st), VG_NOT_FOUND);
     CHECK_STR_CONTAINS(st.msg, "var2");
-    vg_session_free(s);
-    vg_slim_init_fn_free(f);
-    vg_graph_free(g);
+    free_session_fn_graph(s, f, g);
 
     /* testMissingVariablesList: ignore_missing_vars: var0 restored, var2 kept */
     g = vg_graph_new();
@@ -131,8 +137,7 @@ static void test_assign_from_checkpoint_fn(void) {
     v2 = var5(g, "var2", 3);
     f = vg_slim_assign_from_checkpoint_fn(g, prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, true, &st);
     CHECK(f != NULL);
-    s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    s = initialized_session(g);
     CHECK_OK(vg_slim_init_fn_run(f, s, &st), &st);
     CHECK_NEAR(first_value(s, g, "var0"), 10, 0);
     CHECK_NEAR(first_value(s, g, "var2"), 3, 0);
@@ -154,14 +159,11 @@ static void test_assign_from_checkpoint_fn(void) {
     f = vg_slim_assign_from_checkpoint_fn(g, dir, (vg_output[]){n0.ref, n1.ref}, 2,
                                           (const char *[]){"var1", "var0"}, true, &st);
     CHECK(f != NULL); /* a directory: its latest checkpoint */
-    s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    s = initialized_session(g);
     CHECK_OK(vg_slim_init_fn_run(f, s, &st), &st);
     CHECK_NEAR(first_value(s, g, "new0"), 20, 0);
     CHECK_NEAR(first_value(s, g, "new1"), 10, 0);
-    vg_session_free(s);
-    vg_slim_init_fn_free(f);
-    vg_graph_free(g);
+    free_session_fn_graph(s, f, g);
     tu_rmrf(dir);
 }
 
@@ -169,9 +171,7 @@ static void test_assign_from_checkpoint_fn(void) {
  * testLoadExistingVariablesDifferentShapes-like (a shape mismatch), ignore_missing_vars */
 static void test_assign_from_checkpoint(void) {
     char dir[256], prefix[512];
-    tu_mkdtemp(dir, sizeof dir, "slim_afc");
-    snprintf(prefix, sizeof prefix, "%s/model", dir);
-    write_checkpoint(prefix);
+    checkpoint_in_tmpdir(dir, prefix, "slim_afc");
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_variable v0 = var5(g, "var0", 1), v1 = var5(g, "var1", 2), v2 = var5(g, "var2", 3);
@@ -181,8 +181,7 @@ static void test_assign_from_checkpoint(void) {
     CHECK_EQ_INT(fd.n, 2);
     CHECK(op && strcmp(vg_op_name(op), "group_deps") == 0);
     CHECK(vg_graph_op_by_name(g, "placeholder/var0") != NULL);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     if (op)
         CHECK_OK(vg_session_run(s, NULL, fd.feeds, fd.values, fd.n, NULL, NULL, 0, &op, 1, NULL, &st), &st);
     CHECK_NEAR(first_value(s, g, "var0"), 10, 0);
@@ -399,8 +398,7 @@ static void test_create_train_op_update_ops(void) {
     vg_output train_op = vg_create_train_op(g, total, opt, NULL);
     CHECK(train_op.op != NULL);
     vg_status st;
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     CHECK_NEAR(first_value(s, g, "BatchNorm/moving_mean"), 0, 0);
     CHECK_NEAR(first_value(s, g, "BatchNorm/moving_variance"), 1, 0);
     for (int i = 0; i < 10; i++) {
