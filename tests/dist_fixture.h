@@ -86,13 +86,41 @@ static inline void *dist_fx_fill(vg_dtype dt, int64_t n, double (*v)(int, int64_
     return p;
 }
 
-/* On g: loss = sum(y) ("loss") for x = ones [1, 4] ("x") and y = dense(x, 3 units, ReLU)
- * (kernel 48 B, bias 12 B), followed when second by dense(y, 2 units, no activation)
- * (kernel 24 B, bias 8 B); vg_layers_dense's default names and initializers. */
-static inline vg_output dist_fx_dense_loss(vg_graph *g, bool second) {
-    vg_output x = vg_const_fill(g, VG_FLOAT, (int64_t[]){1, 4}, 2, 1.0, "x");
-    vg_output y = vg_layers_dense(g, x, 3, VG_ACT_RELU, NULL);
-    if (second) y = vg_layers_dense(g, y, 2, VG_ACT_NONE, NULL);
-    return vg_reduce_sum(g, y, NULL, 0, false, "loss");
+/* A new graph g with loss = sum(y) ("loss") for x = ones [1, 4] ("x") and y = dense(x,
+ * 3 units, ReLU) (kernel 48 B, bias 12 B), followed when second by dense(y, 2 units, no
+ * activation) (kernel 24 B, bias 8 B) (vg_layers_dense's default names and
+ * initializers), and opt: SGD at rate 0.1. dist_fx_model_free frees both. */
+typedef struct dist_fx_model {
+    vg_graph *g;
+    vg_output loss;
+    vg_optimizer *opt;
+} dist_fx_model;
+static inline dist_fx_model dist_fx_dense_model(bool second) {
+    dist_fx_model m = {vg_graph_new(), {NULL, 0}, vg_optimizer_new_sgd(0.1)};
+    vg_output x = vg_const_fill(m.g, VG_FLOAT, (int64_t[]){1, 4}, 2, 1.0, "x");
+    vg_output y = vg_layers_dense(m.g, x, 3, VG_ACT_RELU, NULL);
+    if (second) y = vg_layers_dense(m.g, y, 2, VG_ACT_NONE, NULL);
+    m.loss = vg_reduce_sum(m.g, y, NULL, 0, false, "loss");
+    return m;
+}
+static inline void dist_fx_model_free(dist_fx_model *m) {
+    vg_optimizer_free(m->opt);
+    vg_graph_free(m->g);
+}
+
+/* One run of ms with the single target op and no fetches; its code (*st set by it). */
+static inline vg_code dist_fx_run_op(vg_monitored_session *ms, vg_op *op, vg_status *st) {
+    vg_run_args a = {0};
+    a.targets = &op;
+    a.ntargets = 1;
+    return vg_monitored_session_run(ms, &a, NULL, NULL, st);
+}
+
+/* One run of ms fetching x into *out (the caller frees it); its code (*st set by it). */
+static inline vg_code dist_fx_fetch(vg_monitored_session *ms, vg_output x, vg_tensor **out, vg_status *st) {
+    vg_run_args a = {0};
+    a.fetches = &x;
+    a.nfetches = 1;
+    return vg_monitored_session_run(ms, &a, out, NULL, st);
 }
 #endif

@@ -199,17 +199,9 @@ static void ps_worker_port(bool split) {
     vg_code rc = VG_OK;
     int step = 0;
     while (rc == VG_OK && !vg_monitored_session_should_stop(sess)) {
+        if (R == 0) rc = dist_fx_run_op(sess, inc.op, &st); /* a write only the chief makes */
+        if (rc == VG_OK && step == STEPS / 2) rc = dist_fx_run_op(sess, sync, &st); /* every rank, the same step */
         vg_run_args a = {0};
-        if (R == 0) { /* a write only the chief makes */
-            a.targets = &inc.op;
-            a.ntargets = 1;
-            rc = vg_monitored_session_run(sess, &a, NULL, NULL, &st);
-        }
-        if (rc == VG_OK && step == STEPS / 2) { /* every rank, the same step */
-            a.targets = &sync;
-            a.ntargets = 1;
-            rc = vg_monitored_session_run(sess, &a, NULL, NULL, &st);
-        }
         float xs[B * DIN], ys[B * DOUT];
         batch(R, step, xs, ys);
         vg_tensor *xt = vg_tensor_new(VG_FLOAT, (int64_t[]){B, DIN}, 2, &st);
@@ -301,10 +293,7 @@ static void test_ps_worker__refuses_train_op_built_before_init(void) {
         CHECK_STR_CONTAINS(st.msg, "SyncReplicasOptimizer");
     } else { /* one rank: nothing to average, the session trains */
         CHECK(ms != NULL);
-        vg_run_args a = {0};
-        a.targets = &train;
-        a.ntargets = 1;
-        if (ms) CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);
+        if (ms) CHECK_OK(dist_fx_run_op(ms, train, &st), &st);
         if (ms) CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
     }
     vg_monitored_session_free(ms);
@@ -320,10 +309,7 @@ static void test_ps_worker__refuses_train_op_built_before_init(void) {
     ms = vg_distributed_training_session_new(g2, vg_server_target(server), &o, &st);
     CHECK(ms != NULL);
     if (ms) {
-        vg_run_args a = {0};
-        a.targets = &train;
-        a.ntargets = 1;
-        CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);
+        CHECK_OK(dist_fx_run_op(ms, train, &st), &st);
         CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
     }
     vg_monitored_session_free(ms);
@@ -338,20 +324,17 @@ static void test_ps_worker__refuses_train_op_built_before_init(void) {
  * gradient that compute_gradients already averaged is not averaged again. */
 static void test_dist_optimizer__never_twice(void) {
     vg_status st;
-    vg_graph *g = vg_graph_new();
-    vg_output loss = dist_fx_dense_loss(g, false);
-    vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
-    vg_op *train = vg_dist_minimize(opt, g, loss, NULL, 0, vg_get_or_create_global_step(g), NULL, NULL);
+    dist_fx_model m = dist_fx_dense_model(false);
+    vg_op *train = vg_dist_minimize(m.opt, m.g, m.loss, NULL, 0, vg_get_or_create_global_step(m.g), NULL, NULL);
     CHECK(train != NULL);
-    CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 1);
+    CHECK_EQ_INT(count_ops(m.g, "VigilFusedAllreduce"), 1);
     vg_output grads[2];
-    CHECK_OK(vg_optimizer_compute_gradients(opt, g, loss, NULL, 0, grads, &st), &st);
-    int after_plain = count_ops(g, "VigilFusedAllreduce");
+    CHECK_OK(vg_optimizer_compute_gradients(m.opt, m.g, m.loss, NULL, 0, grads, &st), &st);
+    int after_plain = count_ops(m.g, "VigilFusedAllreduce");
     CHECK_EQ_INT(after_plain, N > 1 ? 2 : 1); /* averaged only where there are ranks to average */
-    CHECK_OK(vg_dist_allreduce_gradients(g, grads, 2, NULL, grads, &st), &st);
-    CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), after_plain + (N > 1 ? 0 : 1));
-    vg_optimizer_free(opt);
-    vg_graph_free(g);
+    CHECK_OK(vg_dist_allreduce_gradients(m.g, grads, 2, NULL, grads, &st), &st);
+    CHECK_EQ_INT(count_ops(m.g, "VigilFusedAllreduce"), after_plain + (N > 1 ? 0 : 1));
+    dist_fx_model_free(&m);
 }
 
 /* tf.train.replica_device_setter's strings name this process's device: vigil's placer

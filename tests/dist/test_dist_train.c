@@ -48,25 +48,14 @@ static void test_dist_optimizer__averaged_step(void) {
     CHECK(ms != NULL);
     if (!ms) return;
     vg_tensor *wv = NULL;
-    vg_run_args a = {0};
-    a.fetches = &w.read;
-    a.nfetches = 1;
-    CHECK_OK(vg_monitored_session_run(ms, &a, &wv, NULL, &st), &st);
+    CHECK_OK(dist_fx_fetch(ms, w.read, &wv, &st), &st);
     if (wv) { /* rank 0's initial values everywhere */
         CHECK_NEAR(((float *)vg_tensor_data(wv))[0], 1.0, 0);
         CHECK_NEAR(((float *)vg_tensor_data(wv))[1], 2.0, 0);
         vg_tensor_free(wv);
     }
-    a.fetches = NULL;
-    a.nfetches = 0;
-    a.targets = &train;
-    a.ntargets = 1;
-    for (int step = 0; step < 3; step++) CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);
-    a.targets = NULL;
-    a.ntargets = 0;
-    a.fetches = &w.read;
-    a.nfetches = 1;
-    CHECK_OK(vg_monitored_session_run(ms, &a, &wv, NULL, &st), &st);
+    for (int step = 0; step < 3; step++) CHECK_OK(dist_fx_run_op(ms, train, &st), &st);
+    CHECK_OK(dist_fx_fetch(ms, w.read, &wv, &st), &st);
     double g0 = (N + 1) / 2.0, g1 = (double)(N - 1); /* mean_r (r + 1), mean_r 2r */
     if (wv) {
         CHECK_NEAR(((float *)vg_tensor_data(wv))[0], 1.0 - 3 * 0.5 * g0, 1e-6);
@@ -81,28 +70,26 @@ static void test_dist_optimizer__averaged_step(void) {
 
 static void test_dist_optimizer__fusion_buckets(void) {
     vg_status st;
-    vg_graph *g = vg_graph_new();
-    vg_output loss = dist_fx_dense_loss(g, true);
-    vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
+    dist_fx_model m = dist_fx_dense_model(true);
     vg_output grads[4];
     vg_dist_options o = {.no_fusion = true}; /* one allreduce per gradient */
-    CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
-    CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 4);
+    CHECK_OK(vg_dist_compute_gradients(m.opt, m.g, m.loss, NULL, 0, &o, grads, &st), &st);
+    CHECK_EQ_INT(count_ops(m.g, "VigilFusedAllreduce"), 4);
     /* reverse order: [bias 8 + kernel 24], [bias 12], [kernel 48] */
     o = (vg_dist_options){.fusion_threshold_bytes = 40};
-    CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
-    CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 4 + 3);
+    CHECK_OK(vg_dist_compute_gradients(m.opt, m.g, m.loss, NULL, 0, &o, grads, &st), &st);
+    CHECK_EQ_INT(count_ops(m.g, "VigilFusedAllreduce"), 4 + 3);
     CHECK(grads[2].op == grads[3].op);
     CHECK(grads[0].op != grads[1].op);
     /* the buckets are chained: each after the previous */
     CHECK(vg_op_num_control_inputs(grads[1].op) == 1 && vg_op_control_input(grads[1].op, 0) == grads[3].op);
     o.fusion_threshold_bytes = -1;
-    CHECK_CODE(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_dist_compute_gradients(m.opt, m.g, m.loss, NULL, 0, &o, grads, &st), VG_INVALID_ARGUMENT);
     /* run the fused gradients: every rank has the same input, so the mean is itself */
     o = (vg_dist_options){0};
-    CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_dist_compute_gradients(m.opt, m.g, m.loss, NULL, 0, &o, grads, &st), &st);
+    vg_op *init = vg_global_variables_initializer(m.g);
+    vg_session *s = vg_session_new(m.g, NULL, &st);
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
     vg_tensor *out = NULL;
     CHECK_OK(vg_session_run1(s, grads[3], &out, &st), &st); /* d loss / d bias2 = [1, 1] */
@@ -111,8 +98,7 @@ static void test_dist_optimizer__fusion_buckets(void) {
         vg_tensor_free(out);
     }
     vg_session_free(s);
-    vg_optimizer_free(opt);
-    vg_graph_free(g);
+    dist_fx_model_free(&m);
 }
 
 /* An embedding [8, 3] looked up by rank r with r + 3 ids (a different number of rows on
@@ -259,16 +245,9 @@ static void test_sync_replicas__api(void) {
     o.no_step_counter = true;
     vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
     CHECK(ms != NULL);
-    vg_run_args a = {0};
-    a.targets = &train;
-    a.ntargets = 1;
-    CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);
+    CHECK_OK(dist_fx_run_op(ms, train, &st), &st);
     vg_tensor *wv = NULL;
-    a.targets = NULL;
-    a.ntargets = 0;
-    a.fetches = &w.read;
-    a.nfetches = 1;
-    CHECK_OK(vg_monitored_session_run(ms, &a, &wv, NULL, &st), &st);
+    CHECK_OK(dist_fx_fetch(ms, w.read, &wv, &st), &st);
     if (wv) {
         CHECK_NEAR(((float *)vg_tensor_data(wv))[0], 1.0 - 0.5 * (N + 1) / 2.0, 1e-6);
         vg_tensor_free(wv);

@@ -140,10 +140,7 @@ static void test_sync_replicas__backup_workers(void) {
     while (step < K && failures == 0) {
         memcpy(before, wv, sizeof before);
         prev = step;
-        vg_run_args a = {0};
-        a.targets = &train;
-        a.ntargets = 1;
-        if (vg_monitored_session_run(ms, &a, NULL, NULL, &st) != VG_OK) {
+        if (dist_fx_run_op(ms, train, &st) != VG_OK) {
             fprintf(stderr, "rank %d: run failed: %s\n", RANK, st.msg);
             failures++;
             CHECK(false);
@@ -174,10 +171,7 @@ static void test_sync_replicas__backup_workers(void) {
     }
     {
         vg_tensor *t = NULL;
-        vg_run_args a = {0};
-        a.fetches = &shadow;
-        a.nfetches = 1;
-        CHECK_OK(vg_monitored_session_run(ms, &a, &t, NULL, &st), &st);
+        CHECK_OK(dist_fx_fetch(ms, shadow, &t, &st), &st);
         for (int i = 0; t && i < 2; i++) CHECK_NEAR(((float *)vg_tensor_data(t))[i], want_shadow[i], 1e-4);
         vg_tensor_free(t);
     }
