@@ -459,4 +459,14 @@ static inline void ht_fx_end(ht_fx *f) {
     if (f->mock_clock) ht_clock_restore();
 }
 
+/* The end of a session whose events a test reads: ends ms (end()'s code checked) and
+ * frees it, closes the cached file writers, and returns dir's events (ht_events_of; the
+ * caller frees them). */
+static inline ht_events *ht_end_events_of(vg_monitored_session *ms, const char *dir) {
+    vg_status st;
+    CHECK_OK(ht_end_free(ms, &st), &st);
+    vg_file_writer_cache_clear();
+    return ht_events_of(dir);
+}
+
 #endif

@@ -56,6 +56,13 @@ static vg_monitored_session *mts(vg_graph *g, const vg_mts_options *o) {
     return ms;
 }
 
+/* MonitoredTrainingSession options with checkpoint_dir f's directory, the rest zero. */
+static vg_mts_options mts_options_in(const ht_fx *f) {
+    vg_mts_options o = {0};
+    o.checkpoint_dir = f->dir;
+    return o;
+}
+
 /* Restarts on dir (defaults) and returns the global step it reads. */
 static int64_t restart_gs(ht_model *m, const char *dir) {
     vg_mts_options o = {0};
@@ -67,13 +74,21 @@ static int64_t restart_gs(ht_model *m, const char *dir) {
     return v;
 }
 
+/* The end of a checkpointing test: ends and frees ms (end() checked), checks that a
+ * restart on f's directory reads global step want, and frees f. */
+static void end_restart_free(vg_monitored_session *ms, ht_fx *f, int64_t want) {
+    vg_status st;
+    CHECK_OK(ht_end_free(ms, &st), &st);
+    CHECK_EQ_INT(restart_gs(&f->m, f->dir), want);
+    ht_fx_end(f);
+}
+
 /* item 131: save and restore through the checkpoint dir (default 600 s: the session
  * saves at creation and the hook's end() saves the last step) */
 static void test_mts__saving_restoring_checkpoint(void) {
     vg_status st;
     ht_fx f = ht_fx_make_bare("mts", false);
-    vg_mts_options o = {0};
-    o.checkpoint_dir = f.dir;
+    vg_mts_options o = mts_options_in(&f);
     vg_monitored_session *ms = mts(f.m.g, &o);
     if (!ms) return;
     CHECK_EQ_INT(gs_of(ms, &f.m), 0);
@@ -81,33 +96,27 @@ static void test_mts__saving_restoring_checkpoint(void) {
     CHECK_OK(train(ms, &f.m, &st), &st);
     CHECK_EQ_INT(gs_of(ms, &f.m), 2);
     CHECK_EQ_INT(ht_ckpt_gs(f.dir), 0); /* saved at creation only, so far */
-    CHECK_OK(ht_end_free(ms, &st), &st);
-    CHECK_EQ_INT(restart_gs(&f.m, f.dir), 2);
-    ht_fx_end(&f);
+    end_restart_free(ms, &f, 2);
 }
 
 /* item 132: save_checkpoint_steps=100 over 100 steps -> 100 (saved by the step trigger) */
 static void test_mts__save_checkpoint_steps(void) {
     vg_status st;
     ht_fx f = ht_fx_make_bare("mts", false);
-    vg_mts_options o = {0};
-    o.checkpoint_dir = f.dir;
+    vg_mts_options o = mts_options_in(&f);
     o.save_checkpoint_steps = 100;
     vg_monitored_session *ms = mts(f.m.g, &o);
     if (!ms) return;
     for (int i = 0; i < 100; i++) CHECK_OK(train(ms, &f.m, &st), &st);
     CHECK_EQ_INT(ht_ckpt_gs(f.dir), 100);
-    CHECK_OK(ht_end_free(ms, &st), &st);
-    CHECK_EQ_INT(restart_gs(&f.m, f.dir), 100);
-    ht_fx_end(&f);
+    end_restart_free(ms, &f, 100);
 }
 
 /* item 133: save_checkpoint_secs=0.1, one step, a 0.2 s pause (mocked), ten steps */
 static void test_mts__save_checkpoint_secs(void) {
     vg_status st;
     ht_fx f = ht_fx_make_bare("mts", true);
-    vg_mts_options o = {0};
-    o.checkpoint_dir = f.dir;
+    vg_mts_options o = mts_options_in(&f);
     o.save_checkpoint_secs = 0.1;
     o.log_step_count_steps = 10;
     vg_monitored_session *ms = mts(f.m.g, &o);
@@ -117,9 +126,7 @@ static void test_mts__save_checkpoint_secs(void) {
     ht_now_value += 0.2;
     for (int i = 0; i < 10; i++) CHECK_OK(train(ms, &f.m, &st), &st);
     CHECK_EQ_INT(ht_ckpt_gs(f.dir), 2); /* the first step after the pause saved */
-    CHECK_OK(ht_end_free(ms, &st), &st);
-    CHECK_EQ_INT(restart_gs(&f.m, f.dir), 11);
-    ht_fx_end(&f);
+    end_restart_free(ms, &f, 11);
 }
 
 /* items 134 (summary defaults: every 100 steps) and 135 (save_summaries_steps None +
@@ -129,8 +136,7 @@ static void test_mts__summaries(void) {
     for (int secs = 0; secs < 2; secs++) {
         ht_fx f = ht_fx_make_bare("mts", true);
         ht_user_summary(&f.m);
-        vg_mts_options o = {0};
-        o.checkpoint_dir = f.dir;
+        vg_mts_options o = mts_options_in(&f);
         o.log_step_count_steps = 10;
         if (secs) {
             o.save_summaries_secs = 0.1; /* save_summaries_steps USE_DEFAULT: None */
@@ -143,9 +149,7 @@ static void test_mts__summaries(void) {
             CHECK_OK(train(ms, &f.m, &st), &st);
             ht_now_value += 0.01;
         }
-        CHECK_OK(ht_end_free(ms, &st), &st);
-        vg_file_writer_cache_clear();
-        ht_events *e = ht_events_of(f.dir);
+        ht_events *e = ht_end_events_of(ms, f.dir);
         CHECK(ht_has_tag(e, "my_summary_tag"));
         CHECK(ht_has_tag(e, "global_step/sec"));
         int64_t steps[64];
@@ -178,8 +182,7 @@ static void test_mts__custom_saving(void) {
     ht_fx f = ht_fx_make_bare("mts", false);
     counter c = {0};
     vg_hook h = counting(&c);
-    vg_mts_options o = {0};
-    o.checkpoint_dir = f.dir;
+    vg_mts_options o = mts_options_in(&f);
     o.chief_only_hooks = &h;
     o.nchief_only_hooks = 1;
     o.no_checkpoints = true; /* TF: save_checkpoint_secs=0 */
@@ -265,8 +268,7 @@ static void test_mts__both_frequencies(void) {
     for (int which = 0; which < 2; which++) {
         counter u = {0}, c = {0};
         vg_hook uh = counting(&u), ch = counting(&c);
-        vg_mts_options o = {0};
-        o.checkpoint_dir = f.dir;
+        vg_mts_options o = mts_options_in(&f);
         o.hooks = &uh;
         o.nhooks = 1;
         o.chief_only_hooks = &ch;
@@ -290,8 +292,7 @@ static void test_mts__both_frequencies(void) {
     CHECK(!vg_graph_finalized(f.m.g));
     CHECK(!ht_exists(f.dir, "checkpoint"));
     /* one of them unset (USE_DEFAULT, then None) with the other positive is fine */
-    vg_mts_options o = {0};
-    o.checkpoint_dir = f.dir;
+    vg_mts_options o = mts_options_in(&f);
     o.save_checkpoint_steps = 5;
     vg_monitored_session *ms = mts(f.m.g, &o);
     CHECK(ms != NULL);
@@ -323,9 +324,7 @@ static void test_mts__summary_dir_and_no_step_counter(void) {
         CHECK_OK(train(ms, &m, &st), &st);
         ht_now_value += 0.5;
     }
-    CHECK_OK(ht_end_free(ms, &st), &st);
-    vg_file_writer_cache_clear();
-    ht_events *e = ht_events_of(sdir);
+    ht_events *e = ht_end_events_of(ms, sdir);
     int64_t steps[8];
     CHECK_EQ_INT(ht_steps_of(e, "my_summary_tag", steps, NULL, 8), 2);
     CHECK(!ht_has_tag(e, "global_step/sec"));

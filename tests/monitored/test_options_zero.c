@@ -38,9 +38,7 @@ static void run_mts(vg_mts_options o, mts_seen *seen) {
             CHECK_OK(ht_run_train(ms, &m, &st), &st);
             ht_now_value += 0.01;
         }
-        CHECK_OK(ht_end_free(ms, &st), &st);
-        vg_file_writer_cache_clear();
-        ht_events *e = ht_events_of(dir);
+        ht_events *e = ht_end_events_of(ms, dir);
         seen->nsummary = ht_steps_of(e, "my_summary_tag", seen->summary_steps, NULL, 8);
         seen->nstep_counter = ht_steps_of(e, "global_step/sec", seen->counter_steps, NULL, 8);
         free(e);
