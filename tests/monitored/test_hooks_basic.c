@@ -32,31 +32,38 @@ static void test_stop_at_step__bad_args(void) {
 
 /* item 144: last_step=10; the global step is set on the raw session between runs that
  * do not change it (TF runs a no_op). */
+/* A SingularMonitoredSession on m's graph (scaffold sc, may be NULL) with a new
+ * StopAtStepHook(num_steps, last_step); NULL (the reason on stderr) on failure. */
+static vg_monitored_session *stop_at_session(ht_model *m, vg_scaffold *sc, int64_t num_steps, int64_t last_step) {
+    vg_status st;
+    vg_hook h;
+    CHECK_OK(vg_stop_at_step_hook(num_steps, last_step, &h, &st), &st);
+    return ht_singular(m->g, sc, NULL, &h, 1, &st);
+}
+
+/* For each steps[i]: sets m's global step to it (in ms's raw session) and runs nothing;
+ * ms must ask to stop after the last one only. */
+static void expect_stop_at_last(vg_monitored_session *ms, ht_model *m, const int64_t *steps, int n) {
+    vg_status st;
+    vg_session *raw = vg_monitored_session_raw_session(ms);
+    for (int i = 0; i < n; i++) {
+        ht_set_gs(raw, m, steps[i]);
+        CHECK_OK(ht_run_nothing(ms, &st), &st);
+        CHECK(vg_monitored_session_should_stop(ms) == (i == n - 1));
+    }
+}
+
 static void test_stop_at_step__last_step(void) {
     vg_status st;
     ht_model m = ht_model_make();
-    vg_hook h;
-    CHECK_OK(vg_stop_at_step_hook(-1, 10, &h, &st), &st);
-    vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
+    vg_monitored_session *ms = stop_at_session(&m, NULL, -1, 10);
     if (!ms) return;
-    vg_session *raw = vg_monitored_session_raw_session(ms);
-    ht_set_gs(raw, &m, 5);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(!vg_monitored_session_should_stop(ms));
-    ht_set_gs(raw, &m, 9);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(!vg_monitored_session_should_stop(ms));
-    ht_set_gs(raw, &m, 10);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(vg_monitored_session_should_stop(ms));
+    expect_stop_at_last(ms, &m, (const int64_t[]){5, 9, 10}, 3);
     CHECK_OK(ht_end_free(ms, &st), &st);
     /* TF resets the hooked session's flag and runs at 11: a new session does the same */
-    CHECK_OK(vg_stop_at_step_hook(-1, 10, &h, &st), &st);
-    ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
+    ms = stop_at_session(&m, NULL, -1, 10);
     if (!ms) return;
-    ht_set_gs(vg_monitored_session_raw_session(ms), &m, 11);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(vg_monitored_session_should_stop(ms));
+    expect_stop_at_last(ms, &m, (const int64_t[]){11}, 1);
     ht_close_session_graph(ms, m.g);
 }
 
@@ -71,39 +78,28 @@ static vg_code init_gs(void *p, vg_scaffold *sc, vg_session *sess, vg_status *st
     s->calls++;
     return ht_set_gs(sess, s->m, s->step);
 }
+/* A scaffold whose init_fn is init_gs on sa (which must outlive it). */
+static vg_scaffold *scaffold_init_gs(start_at *sa) {
+    vg_scaffold_options so = {0};
+    so.init_fn = init_gs;
+    so.init_fn_payload = sa;
+    return vg_scaffold_new(&so);
+}
 
 /* item 145: num_steps=10 created (after_create_session) at global step 5 -> last 15 */
 static void test_stop_at_step__num_steps(void) {
-    vg_status st;
     ht_model m = ht_model_make();
     start_at sa = {&m, 5, 0};
-    vg_scaffold_options so = {0};
-    so.init_fn = init_gs;
-    so.init_fn_payload = &sa;
-    vg_scaffold *sc = vg_scaffold_new(&so);
-    vg_hook h;
-    CHECK_OK(vg_stop_at_step_hook(10, -1, &h, &st), &st);
-    vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    vg_scaffold *sc = scaffold_init_gs(&sa);
+    vg_monitored_session *ms = stop_at_session(&m, sc, 10, -1);
     if (!ms) return;
     CHECK_EQ_INT(sa.calls, 1);
-    vg_session *raw = vg_monitored_session_raw_session(ms);
-    ht_set_gs(raw, &m, 13);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(!vg_monitored_session_should_stop(ms));
-    ht_set_gs(raw, &m, 14);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(!vg_monitored_session_should_stop(ms));
-    ht_set_gs(raw, &m, 15);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(vg_monitored_session_should_stop(ms));
+    expect_stop_at_last(ms, &m, (const int64_t[]){13, 14, 15}, 3);
     ht_close_session(ms);
     /* 16: stops as well (a fresh hook, created at 5 again) */
-    CHECK_OK(vg_stop_at_step_hook(10, -1, &h, &st), &st);
-    ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    ms = stop_at_session(&m, sc, 10, -1);
     if (!ms) return;
-    ht_set_gs(vg_monitored_session_raw_session(ms), &m, 16);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(vg_monitored_session_should_stop(ms));
+    expect_stop_at_last(ms, &m, (const int64_t[]){16}, 1);
     ht_close_session(ms);
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
@@ -115,13 +111,8 @@ static void test_stop_at_step__last_step_after_restore(void) {
     vg_status st;
     ht_model m = ht_model_make();
     start_at sa = {&m, 3, 0};
-    vg_scaffold_options so = {0};
-    so.init_fn = init_gs;
-    so.init_fn_payload = &sa;
-    vg_scaffold *sc = vg_scaffold_new(&so);
-    vg_hook h;
-    CHECK_OK(vg_stop_at_step_hook(-1, 5, &h, &st), &st);
-    vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    vg_scaffold *sc = scaffold_init_gs(&sa);
+    vg_monitored_session *ms = stop_at_session(&m, sc, -1, 5);
     if (!ms) return;
     CHECK_EQ_INT(ht_get_gs(vg_monitored_session_raw_session(ms), &m), 3);
     CHECK_OK(ht_run_train(ms, &m, &st), &st);
@@ -139,21 +130,13 @@ static void test_stop_at_step__multiple_steps(void) {
     vg_status st;
     ht_model m = ht_model_make();
     start_at sa = {&m, 5, 0};
-    vg_scaffold_options so = {0};
-    so.init_fn = init_gs;
-    so.init_fn_payload = &sa;
-    vg_scaffold *sc = vg_scaffold_new(&so);
-    vg_hook h;
-    CHECK_OK(vg_stop_at_step_hook(10, -1, &h, &st), &st);
-    vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    vg_scaffold *sc = scaffold_init_gs(&sa);
+    vg_monitored_session *ms = stop_at_session(&m, sc, 10, -1);
     if (!ms) return;
-    ht_set_gs(vg_monitored_session_raw_session(ms), &m, 15);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(vg_monitored_session_should_stop(ms));
+    expect_stop_at_last(ms, &m, (const int64_t[]){15}, 1);
     ht_close_session(ms);
     /* the train op: 5 -> 15 in ten runs, the tenth stops */
-    CHECK_OK(vg_stop_at_step_hook(10, -1, &h, &st), &st);
-    ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    ms = stop_at_session(&m, sc, 10, -1);
     if (!ms) return;
     int runs = 0;
     vg_code rc = VG_OK;
@@ -183,6 +166,16 @@ static void sink_fn(void *p, const char *line) {
     snprintf(s->last, sizeof s->last, "%s", line);
     strncat(s->all, line, sizeof s->all - strlen(s->all) - 2);
     strncat(s->all, "\n", sizeof s->all - strlen(s->all) - 1);
+}
+
+/* A LoggingTensorHook of options o (completed with sink_fn writing into s). */
+static vg_hook logging_hook(vg_logging_tensor_options *o, sink *s) {
+    vg_status st;
+    vg_hook h;
+    o->sink = sink_fn;
+    o->sink_payload = s;
+    CHECK_OK(vg_logging_tensor_hook(o, &h, &st), &st);
+    return h;
 }
 
 typedef struct log_graph {
@@ -245,10 +238,7 @@ static void test_logging_tensor__print_at_end_only(void) {
     o.tensors = &l.foo;
     o.ntensors = 1;
     o.at_end = true;
-    o.sink = sink_fn;
-    o.sink_payload = &s;
-    vg_hook h;
-    CHECK_OK(vg_logging_tensor_hook(&o, &h, &st), &st);
+    vg_hook h = logging_hook(&o, &s);
     vg_monitored_session *ms = ht_singular(l.g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
     for (int i = 0; i < 3; i++) CHECK_OK(run_fetch(ms, l.train, &st), &st);
@@ -295,10 +285,7 @@ static void test_logging_tensor__print_every_n_steps(void) {
         o.ntensors = 1;
         o.every_n_iter = 10;
         o.at_end = at_end;
-        o.sink = sink_fn;
-        o.sink_payload = &s;
-        vg_hook h;
-        CHECK_OK(vg_logging_tensor_hook(&o, &h, &st), &st);
+        vg_hook h = logging_hook(&o, &s);
         vg_hook borrowed = h;
         borrowed.destroy = NULL; /* the first session only borrows it */
         vg_monitored_session *ms = ht_singular(l.g, NULL, NULL, &borrowed, 1, &st);
@@ -324,10 +311,7 @@ static void test_logging_tensor__print_first_step(void) {
     o.names = names;
     o.ntensors = 2;
     o.every_n_iter = 1;
-    o.sink = sink_fn;
-    o.sink_payload = &s;
-    vg_hook h;
-    CHECK_OK(vg_logging_tensor_hook(&o, &h, &st), &st);
+    vg_hook h = logging_hook(&o, &s);
     vg_monitored_session *ms = ht_singular(l.g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
     CHECK_OK(run_fetch(ms, l.train, &st), &st);
@@ -353,10 +337,7 @@ static void test_logging_tensor__print_every_n_secs(void) {
         o.ntensors = 1;
         o.every_n_secs = 1.0;
         o.at_end = at_end;
-        o.sink = sink_fn;
-        o.sink_payload = &s;
-        vg_hook h;
-        CHECK_OK(vg_logging_tensor_hook(&o, &h, &st), &st);
+        vg_hook h = logging_hook(&o, &s);
         vg_monitored_session *ms = ht_singular(l.g, NULL, NULL, &h, 1, &st);
         if (!ms) return;
         CHECK_OK(run_fetch(ms, l.train, &st), &st);
@@ -396,10 +377,7 @@ static void test_logging_tensor__print_formatter(void) {
     o.ntensors = 1;
     o.every_n_iter = 10;
     o.formatter = qqq_formatter;
-    o.sink = sink_fn;
-    o.sink_payload = &s;
-    vg_hook h;
-    CHECK_OK(vg_logging_tensor_hook(&o, &h, &st), &st);
+    vg_hook h = logging_hook(&o, &s);
     vg_monitored_session *ms = ht_singular(l.g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
     CHECK_OK(run_fetch(ms, l.train, &st), &st);
