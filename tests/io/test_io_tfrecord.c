@@ -116,8 +116,10 @@ static void append_file(const char *path, const uint8_t *d, size_t n) {
 
 /* The records "first", "second", "third record" (16 bytes of framing each) written to
  * the temporary file `name`: returns the file's bytes (*n of them), NULL when it cannot
- * be read (a failed check). */
-static uint8_t *three_records(const char *name, size_t *n) {
+ * be read (a failed check). scratch (256 bytes) receives the path of the temporary file
+ * scratch_name, for the test's altered copies. */
+static uint8_t *three_records(const char *name, char *scratch, const char *scratch_name, size_t *n) {
+    tmp_path(scratch, scratch_name);
     char full[256];
     tmp_path(full, name);
     const char *recs[] = {"first", "second", "third record"};
@@ -126,6 +128,13 @@ static uint8_t *three_records(const char *name, size_t *n) {
     uint8_t *all = slurp(full, n);
     CHECK(all && *n == 3 * 16 + 23);
     return all;
+}
+
+/* Writes n bytes of d to path and returns a reader on it (checked to open). */
+static vg__tfrecord_reader *write_and_open(const char *path, const uint8_t *d, size_t n) {
+    vg_status st;
+    write_file(path, d, n);
+    return io_fx_opened(vg__tfrecord_reader_open(path, &st), path, &st);
 }
 
 /* The next record is "third record", and the last. */
@@ -142,16 +151,14 @@ static void expect_third_record_last(vg__tfrecord_reader *r) {
  * of the record has been written. */
 static void test_io_tfrecord__torn_last_record(void) {
     char p[256];
-    tmp_path(p, "torn.tfrecord");
     size_t n;
-    uint8_t *all = three_records("full.tfrecord", &n);
+    uint8_t *all = three_records("full.tfrecord", p, "torn.tfrecord", &n);
     if (!all) return;
     size_t third = 2 * 16 + 11;
     size_t cuts[] = {third + 5, third + 12 + 3, n - 1};
     for (int k = 0; k < 3; k++) {
-        write_file(p, all, cuts[k]);
+        vg__tfrecord_reader *r = write_and_open(p, all, cuts[k]);
         vg_status st;
-        vg__tfrecord_reader *r = vg__tfrecord_reader_open(p, &st);
         const uint8_t *d;
         size_t len;
         CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_OK);
@@ -169,17 +176,15 @@ static void test_io_tfrecord__torn_last_record(void) {
 
 static void test_io_tfrecord__corrupt_middle(void) {
     char p[256];
-    tmp_path(p, "c.tfrecord");
     size_t n;
-    uint8_t *all = three_records("c_full.tfrecord", &n);
+    uint8_t *all = three_records("c_full.tfrecord", p, "c.tfrecord", &n);
     if (!all) return;
     for (int which = 0; which < 2; which++) {
         uint8_t *bad = malloc(n);
         memcpy(bad, all, n);
         bad[21 + (which == 0 ? 12 + 2 : 3)] ^= 0x40; /* record 2: a data byte, or a length byte */
-        write_file(p, bad, n);
+        vg__tfrecord_reader *r = write_and_open(p, bad, n);
         vg_status st;
-        vg__tfrecord_reader *r = vg__tfrecord_reader_open(p, &st);
         const uint8_t *d;
         size_t len;
         CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_OK);

@@ -202,6 +202,13 @@ static void test_coord__wait_for_stop(void) {
     vg_coord_free(c);
 }
 
+/* Requests a stop on c and joins its threads (5 s at most): no error. */
+static void stop_and_join(vg_coord *c) {
+    vg_status st;
+    vg_coord_request_stop(c, NULL);
+    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
+}
+
 static void test_coord__clear_stop(void) {
     vg_coord *c = vg_coord_new(NULL, 0);
     vg_status e = make_err(VG_UNKNOWN, "boom"), st;
@@ -212,8 +219,7 @@ static void test_coord__clear_stop(void) {
     CHECK_CODE(vg_coord_raise_requested_exception(c, &st), VG_OK);
     /* usable again */
     CHECK_OK(vg_coord_start_thread(c, "again", loop_until_stop, NULL, &st), &st);
-    vg_coord_request_stop(c, NULL);
-    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
+    stop_and_join(c);
     vg_coord_free(c);
 }
 
@@ -227,13 +233,6 @@ static vg_code count_calls(void *payload, vg_status *st) {
     int n = atomic_fetch_add(&s->calls, 1) + 1;
     if (s->fail_at && n >= s->fail_at) return vg_status_set(st, VG_UNAVAILABLE, "looper failed at call %d", n);
     return VG_OK;
-}
-
-/* Requests a stop on c and joins its threads (5 s at most): no error. */
-static void stop_and_join(vg_coord *c) {
-    vg_status st;
-    vg_coord_request_stop(c, NULL);
-    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
 }
 
 /* A new coordinator running the looper `name` (count_calls on *s, zeroed first; failing

@@ -120,6 +120,10 @@ static vg_hook hook_of(rec_hook *h) {
     vg_hook k = {"rec", rh_begin, rh_create, rh_before, rh_after, rh_end, NULL, h};
     return k;
 }
+/* A MonitoredSession on g with the one hook *hk (default creator). */
+static vg_monitored_session *monitored_with_hook(vg_graph *g, vg_hook *hk, vg_status *st) {
+    return vg_monitored_session_new(g, &(vg_monitored_options){.hooks = hk, .nhooks = 1}, st);
+}
 /* hook_of(h) after h->fail_before_at = at, h->fail_code = code: before_run fails with
  * code in the at-th run. */
 static vg_hook failing_hook_of(rec_hook *h, int at, vg_code code) {
@@ -306,7 +310,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     rec_hook h3 = {0};
     h3.stop_in_before = true;
     vg_hook hk = hook_of(&h3);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
+    ms = monitored_with_hook(m.g, &hk, &st);
     CHECK(!vg_monitored_session_should_stop(ms));
     run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_OK);
@@ -382,7 +386,7 @@ static void test_monitored__end_semantics(void) {
     model m = make_model();
     rec_hook h = {0};
     vg_hook hk = failing_hook_of(&h, 2, VG_OUT_OF_RANGE);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
+    vg_monitored_session *ms = monitored_with_hook(m.g, &hk, &st);
     rc = VG_OK;
     int steps = 0;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
@@ -406,7 +410,7 @@ static void test_monitored__end_semantics(void) {
     m = make_model();
     rec_hook h2 = {0};
     hk = failing_hook_of(&h2, 4, VG_INTERNAL);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
+    ms = monitored_with_hook(m.g, &hk, &st);
     rc = VG_OK;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) run_train(ms, &st, &rc);
     CHECK_CODE(vg_monitored_session_end(ms, rc, &st), VG_INTERNAL);
@@ -523,7 +527,7 @@ static void test_monitored__coordinator(void) {
     model m = make_model();
     rec_hook h = {0};
     vg_hook hk = hook_of(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
+    vg_monitored_session *ms = monitored_with_hook(m.g, &hk, &st);
     atomic_int alive = 0;
     vg_coord_start_thread(h.coord, "worker", thread_fn, &alive, &st);
     while (!atomic_load(&alive)) usleep(1000);
@@ -547,7 +551,7 @@ static void test_monitored__coordinator(void) {
     m = make_model();
     rec_hook h2 = {0};
     hk = hook_of(&h2);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
+    ms = monitored_with_hook(m.g, &hk, &st);
     vg_status_set(&err, VG_ABORTED, "x");
     vg_coord_request_stop(h2.coord, &err);
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
