@@ -3,6 +3,7 @@
  * and under mpirun -np 2. Values are computed by hand from the world's size. */
 #include "dist_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <vigil/vigil.h>
 #include <math.h>
 #include <stdint.h>
@@ -27,6 +28,17 @@ static void build(vg_graph *g, int nvar_dims, vg_output *loss, vg_variable *w) {
     *loss = vg_reduce_sum(g, vg_mul(g, w->read, xc, "mul"), NULL, 0, false, "loss");
 }
 
+/* A MonitoredTrainingSession on g with the one hook *hook, as Horovod makes it: every
+ * rank a chief (checkpoints on rank 0 only), no StepCounterHook. */
+static vg_monitored_session *horovod_session(vg_graph *g, vg_hook *hook, vg_status *st) {
+    vg_mts_options o = {0};
+    o.hooks = hook;
+    o.nhooks = 1;
+    o.not_chief = false;
+    o.no_step_counter = true;
+    return vg_monitored_training_session_new(g, &o, st);
+}
+
 static void test_dist_optimizer__averaged_step(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
@@ -39,12 +51,7 @@ static void test_dist_optimizer__averaged_step(void) {
     CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 1);
     vg_hook hooks[1];
     CHECK_OK(vg_broadcast_global_variables_hook(0, &hooks[0], &st), &st);
-    vg_mts_options o = {0};
-    o.hooks = hooks;
-    o.nhooks = 1;
-    o.not_chief = false; /* Horovod: every rank creates its session as a chief; checkpoints on rank 0 only */
-    o.no_step_counter = true;
-    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+    vg_monitored_session *ms = horovod_session(g, hooks, &st);
     CHECK(ms != NULL);
     if (!ms) return;
     vg_tensor *wv = NULL;
@@ -210,14 +217,9 @@ static void test_broadcast_hook__mismatch(void) {
     build(g, R == 1 ? 3 : 2, &loss, &w); /* rank 1 has w of shape [3] */
     vg_hook hooks[1];
     CHECK_OK(vg_broadcast_global_variables_hook(0, &hooks[0], &st), &st);
-    vg_mts_options o = {0};
-    o.hooks = hooks;
-    o.nhooks = 1;
-    o.no_step_counter = true;
-    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+    vg_monitored_session *ms = horovod_session(g, hooks, &st);
     CHECK(ms == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "'w'");
+    EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT, "'w'");
     vg_monitored_session_free(ms);
     vg_graph_free(g);
 }
@@ -226,8 +228,7 @@ static void test_sync_replicas__api(void) {
     vg_status st;
     vg_optimizer *opt = vg_optimizer_new_sgd(0.5);
     CHECK(vg_sync_replicas_new(opt, N + 1, N + 1, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "replicas_to_aggregate");
+    EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT, "replicas_to_aggregate");
     vg_sync_replicas *sr = vg_sync_replicas_new(opt, N, N, &st);
     CHECK(sr != NULL);
     vg_graph *g = vg_graph_new();
@@ -238,12 +239,7 @@ static void test_sync_replicas__api(void) {
     CHECK(train != NULL);
     vg_hook hook;
     CHECK_OK(vg_sync_replicas_make_session_run_hook(sr, R == 0, &hook, &st), &st);
-    vg_mts_options o = {0};
-    o.hooks = &hook;
-    o.nhooks = 1;
-    o.not_chief = false; /* Horovod: every rank creates its session as a chief; checkpoints on rank 0 only */
-    o.no_step_counter = true;
-    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+    vg_monitored_session *ms = horovod_session(g, &hook, &st);
     CHECK(ms != NULL);
     CHECK_OK(dist_fx_run_op(ms, train, &st), &st);
     vg_tensor *wv = NULL;
@@ -285,8 +281,7 @@ static void test_dist_shard__files(void) {
     }
     vg_session_free(s);
     vg_dist_shard(g, x, 2, 2, "bad");
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "num_shards");
+    EXPECT_CODE_MSG(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "num_shards");
     vg_graph_free(g);
     CHECK_EQ_INT(vg_dist_seed(0), 0);
     CHECK_EQ_INT(vg_dist_seed(5), 5 + 7919 * R);

@@ -17,6 +17,7 @@
 #include "mpi_self_util.h"
 #include "dist_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <vigil/vigil.h>
 #include <math.h>
 #include <stdint.h>
@@ -110,8 +111,8 @@ static void test_sync_replicas__backup_workers(void) {
     vg_hook hook;
     /* TF: the hook refuses an optimizer whose apply_gradients was not called */
     CHECK_OK(vg_sync_replicas_optimizer_make_session_run_hook(sr, RANK == 0, -1, &hook, &st), &st);
-    CHECK_CODE(hook.begin(hook.payload, g, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "apply_gradient should be called before using the hook");
+    EXPECT_CODE_MSG(hook.begin(hook.payload, g, &st), &st, VG_FAILED_PRECONDITION,
+                    "apply_gradient should be called before using the hook");
     hook.destroy(hook.payload);
     CHECK_CODE(vg_sync_replicas_optimizer_make_session_run_hook(sr, RANK != 0, -1, &hook, &st), VG_INVALID_ARGUMENT);
 
@@ -216,8 +217,7 @@ static void test_sync_replicas__arguments(void) {
     CHECK(vg_sync_replicas_optimizer_new(opt, 0, N, &st) == NULL);
     CHECK_STR_CONTAINS(st.msg, "must be positive");
     CHECK(vg_sync_replicas_optimizer_new(opt, N + 1, N, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "replicas_to_aggregate=");
+    EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT, "replicas_to_aggregate=");
     CHECK(vg_sync_replicas_optimizer_new(opt, 1, N + 1, &st) == NULL);
     CHECK_STR_CONTAINS(st.msg, "mpirun -np");
     /* total_num_replicas <= 0: replicas_to_aggregate (TF's None) */
@@ -230,8 +230,7 @@ static void test_sync_replicas__arguments(void) {
     build(g, false, &loss, &w, &gs);
     vg_output none = {NULL, 0};
     CHECK(vg_sync_replicas_optimizer_minimize(sr, g, loss, none, NULL) == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Global step is required to check staleness");
+    EXPECT_CODE_MSG(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "Global step is required to check staleness");
     CHECK(!vg_sync_replicas_optimizer_applied(sr));
     vg_hook hook;
     CHECK_CODE(vg_sync_replicas_optimizer_make_session_run_hook(sr, RANK == 0, -2, &hook, &st), VG_INVALID_ARGUMENT);

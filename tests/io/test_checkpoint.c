@@ -4,6 +4,7 @@
 #include "io/io.h"
 #include "io_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include "vigil/saver.h"
 #include <ftw.h>
 #include <sys/stat.h>
@@ -57,8 +58,7 @@ static void test_checkpoint__reader_tf_bundle(void) {
     if (w) CHECK(*(float *)vg_tensor_data(w) == (float)-0.8578622341156006);
     vg_tensor_free(w);
     CHECK(vg_checkpoint_reader_read(r, "nope", &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "Key nope not found in checkpoint");
+    EXPECT_CODE_MSG(st.code, &st, VG_NOT_FOUND, "Key nope not found in checkpoint");
     vg_checkpoint_reader_free(r);
 }
 

@@ -2,6 +2,7 @@
  * wins, clean-stop codes, join with grace period and stragglers, wait_for_stop,
  * clear_stop, loopers. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "vigil/coordinator.h"
 #include <pthread.h>
 #include <stdatomic.h>
@@ -43,10 +44,8 @@ static void test_coord__first_error_wins(void) {
     vg_coord_request_stop(c, &e1);
     vg_coord_request_stop(c, &e2);
     CHECK(vg_coord_should_stop(c));
-    CHECK_CODE(vg_coord_raise_requested_exception(c, &st), VG_UNKNOWN);
-    CHECK_STR_CONTAINS(st.msg, "first");
-    CHECK_CODE(vg_coord_join(c, 1, false, &st), VG_UNKNOWN);
-    CHECK_STR_CONTAINS(st.msg, "first");
+    EXPECT_CODE_MSG(vg_coord_raise_requested_exception(c, &st), &st, VG_UNKNOWN, "first");
+    EXPECT_CODE_MSG(vg_coord_join(c, 1, false, &st), &st, VG_UNKNOWN, "first");
     vg_coord_free(c);
 
     /* A plain stop first: a later error is not kept (TF ignores calls after stop). */
@@ -69,8 +68,7 @@ static void test_coord__clean_stop_codes(void) {
     vg_code none[1] = {VG_OK};
     c = vg_coord_new(none, 0);
     vg_coord_request_stop(c, &oor);
-    CHECK_CODE(vg_coord_join(c, 1, false, &st), VG_OUT_OF_RANGE);
-    CHECK_STR_CONTAINS(st.msg, "End of sequence");
+    EXPECT_CODE_MSG(vg_coord_join(c, 1, false, &st), &st, VG_OUT_OF_RANGE, "End of sequence");
     vg_coord_free(c);
     /* custom list */
     vg_code cancel_only[1] = {VG_CANCELLED};
@@ -112,8 +110,7 @@ static void test_coord__thread_error_reaches_join(void) {
     vg_status st;
     CHECK_OK(vg_coord_start_thread(c, "well", loop_until_stop, NULL, &st), &st);
     CHECK_OK(vg_coord_start_thread(c, "failing", report_error, NULL, &st), &st);
-    CHECK_CODE(vg_coord_join(c, 10, false, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "bad record 17");
+    EXPECT_CODE_MSG(vg_coord_join(c, 10, false, &st), &st, VG_INVALID_ARGUMENT, "bad record 17");
     vg_coord_free(c);
 }
 
@@ -171,8 +168,7 @@ static void test_coord__straggler(void) {
     CHECK_OK(vg_coord_start_thread(c, "reader", ignore_stop, &s, &st), &st);
     vg_status e = make_err(VG_DATA_LOSS, "corrupt");
     vg_coord_request_stop(c, &e);
-    CHECK_CODE(vg_coord_join(c, 0.05, false, &st), VG_DATA_LOSS);
-    CHECK_STR_CONTAINS(st.msg, "corrupt");
+    EXPECT_CODE_MSG(vg_coord_join(c, 0.05, false, &st), &st, VG_DATA_LOSS, "corrupt");
     release_and_wait(&s);
     vg_coord_free(c);
 }
@@ -270,8 +266,7 @@ static void test_coord__looper(void) {
     looper_state f;
     c = coord_with_looper("failing_looper", 0.001, &f, 3);
     CHECK(vg_coord_wait_for_stop(c, 5));
-    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_UNAVAILABLE);
-    CHECK_STR_CONTAINS(st.msg, "looper failed at call 3");
+    EXPECT_CODE_MSG(vg_coord_join(c, 5, false, &st), &st, VG_UNAVAILABLE, "looper failed at call 3");
     CHECK_EQ_INT(atomic_load(&f.calls), 3);
     vg_coord_free(c);
 

@@ -200,8 +200,8 @@ static void test_summary_at_end(void) {
     vg_file_writer_cache_clear();
     vg_graph_free(e.g);
     vg_hook h;
-    CHECK_CODE(vg_summary_at_end_hook(NULL, NULL, vg_out(NULL, 0), &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "One of log_dir or summary_writer should be used.");
+    EXPECT_CODE_MSG(vg_summary_at_end_hook(NULL, NULL, vg_out(NULL, 0), &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "One of log_dir or summary_writer should be used.");
 }
 
 static void test_errors(void) {
@@ -227,8 +227,7 @@ static void test_errors(void) {
     o.nhooks = 0;
     o.final_ops = &e.m.value;
     o.nfinal_ops = 1;
-    CHECK_CODE(vg_evaluate_once(e.g, &o, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "final_values");
+    EXPECT_CODE_MSG(vg_evaluate_once(e.g, &o, NULL, &st), &st, VG_INVALID_ARGUMENT, "final_values");
     vg_graph_free(e.g);
     /* two eval steps in the collection */
     vg_graph *g = vg_graph_new();

@@ -6,6 +6,7 @@
  * clock (vg_hooks_set_clock). TF's tests that drive a bare _HookedSession (no
  * after_create_session) wrap the hook with ht_without_after_create. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "hook_test_util.h"
 
 /* ------------------------------------------------------------------------ */
@@ -80,18 +81,18 @@ static void test_checkpoint_saver__bad_args(void) {
     o.scaffold = sc;
     o.listeners = &l;
     o.nlisteners = 1;
-    CHECK_CODE(vg_checkpoint_saver_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "You cannot provide both saver and scaffold.");
+    EXPECT_CODE_MSG(vg_checkpoint_saver_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "You cannot provide both saver and scaffold.");
     CHECK_EQ_INT(c.destroyed, 1);
     o.saver = NULL;
     o.nlisteners = 0;
     o.save_secs = 10;
-    CHECK_CODE(vg_checkpoint_saver_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Can not provide both every_secs and every_steps.");
+    EXPECT_CODE_MSG(vg_checkpoint_saver_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "Can not provide both every_secs and every_steps.");
     o.save_secs = -1;
     o.save_steps = -1;
-    CHECK_CODE(vg_checkpoint_saver_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Either every_secs or every_steps should be provided.");
+    EXPECT_CODE_MSG(vg_checkpoint_saver_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "Either every_secs or every_steps should be provided.");
     CHECK(h.payload == NULL);
     vg_saver_free(saver);
     vg_scaffold_free(sc);
@@ -367,8 +368,7 @@ static void test_checkpoint_saver__scaffold_without_saver(void) {
     vg_hook h = ckpt_hook(f.dir, -1, 1, unused, NULL, 0);
     vg_monitored_session *ms = ht_singular(f.m.g, NULL, NULL, &h, 1, &st);
     CHECK(ms == NULL);
-    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "the scaffold has no saver");
+    EXPECT_CODE_MSG(st.code, &st, VG_FAILED_PRECONDITION, "the scaffold has no saver");
     CHECK(!ht_exists(f.dir, "checkpoint"));
     ht_cleanup(unused, f.m.g, f.dir);
 }
@@ -595,12 +595,12 @@ static void test_summary_saver__bad_args(void) {
     CHECK_STR_CONTAINS(st.msg, "Exactly one of scaffold or summary_op must be provided.");
     o.scaffold = NULL;
     o.save_secs = 10;
-    CHECK_CODE(vg_summary_saver_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Can not provide both every_secs and every_steps.");
+    EXPECT_CODE_MSG(vg_summary_saver_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "Can not provide both every_secs and every_steps.");
     o.save_secs = -1;
     o.save_steps = -1;
-    CHECK_CODE(vg_summary_saver_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Either every_secs or every_steps should be provided.");
+    EXPECT_CODE_MSG(vg_summary_saver_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "Either every_secs or every_steps should be provided.");
     CHECK(h.payload == NULL);
     vg_scaffold_free(sc);
     vg_graph_free(s.m.g);

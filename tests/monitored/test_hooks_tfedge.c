@@ -6,6 +6,7 @@
  *     (CheckpointSaverHookTest.test_summary_writer_defs: add_graph(graph) and
  *     add_meta_graph(meta_graph_def) are called with global_step=None). */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "hook_test_util.h"
 #include "io/io.h" /* raw records: is the step field present? */
 
@@ -168,8 +169,7 @@ static void test_tfedge__float_global_step_refused(void) {
     CHECK_OK(vg_stop_at_step_hook(-1, 3, &h, &st), &st);
     vg_monitored_session *ms = ht_singular(g, NULL, NULL, &h, 1, &st);
     CHECK(ms == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "does not have integer type: float");
+    EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT, "does not have integer type: float");
     vg_graph_free(g);
 }
 

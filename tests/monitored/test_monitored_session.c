@@ -2,6 +2,7 @@
  * checklist of docs/tf1-semantics.md. Each case names the items it covers.
  * Fault injection: the TestRaise op fails with the code in `raise_code` on chosen runs. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "hook_test_util.h"
 #include "kernels/kernel.h"
 #include "vigil/hooks.h"
@@ -275,8 +276,8 @@ static void test_monitored__hooks_fetch_and_feed(void) {
     CHECK_EQ_INT(h1.after, before); /* conflicts are found before running */
     /* two hooks feeding the same tensor (14) */
     h2.feed = a;
-    CHECK_CODE(run_fetch(ms, ab, &st, &rc) < 0 ? rc : VG_OK, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Same tensor is fed by two hooks.");
+    EXPECT_CODE_MSG(run_fetch(ms, ab, &st, &rc) < 0 ? rc : VG_OK, &st, VG_FAILED_PRECONDITION,
+                    "Same tensor is fed by two hooks.");
     ht_close_session(ms);
     vg_tensor_free(cv);
     vg_tensor_free(h1.feed_val);
@@ -399,8 +400,7 @@ static void test_monitored__end_semantics(void) {
     CHECK_EQ_INT(h.end, 1);
     CHECK(vg_monitored_session_should_stop(ms));
     /* 59: a second close calls end(NULL) and fails */
-    CHECK_CODE(vg_monitored_session_close(ms, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Session is already closed.");
+    EXPECT_CODE_MSG(vg_monitored_session_close(ms, &st), &st, VG_FAILED_PRECONDITION, "Session is already closed.");
     CHECK_EQ_INT(h.end, 2);
     CHECK(h.last_sess == NULL);
     CHECK_CODE(vg_monitored_session_run(ms, NULL, NULL, NULL, &st), VG_FAILED_PRECONDITION);
@@ -413,8 +413,7 @@ static void test_monitored__end_semantics(void) {
     ms = monitored_with_hook(m.g, &hk, &st);
     rc = VG_OK;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) run_train(ms, &st, &rc);
-    CHECK_CODE(vg_monitored_session_end(ms, rc, &st), VG_INTERNAL);
-    CHECK_STR_CONTAINS(st.msg, "failed in before_run");
+    EXPECT_CODE_MSG(vg_monitored_session_end(ms, rc, &st), &st, VG_INTERNAL, "failed in before_run");
     CHECK_EQ_INT(h2.end, 0);
     CHECK(vg_monitored_session_should_stop(ms));
     ht_free_session_graph(ms, m.g);
@@ -423,8 +422,7 @@ static void test_monitored__end_semantics(void) {
     m = make_model();
     ms = vg_monitored_session_new(m.g, &(vg_monitored_options){0}, &st);
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
-    CHECK_CODE(vg_monitored_session_end(ms, VG_OK, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Session is already closed");
+    EXPECT_CODE_MSG(vg_monitored_session_end(ms, VG_OK, &st), &st, VG_FAILED_PRECONDITION, "Session is already closed");
     ht_free_session_graph(ms, m.g);
 }
 
@@ -543,8 +541,7 @@ static void test_monitored__coordinator(void) {
     CHECK_EQ_INT(run_train(ms, &st, &rc), 0); /* 56: runs still work */
     CHECK(vg_monitored_session_should_stop(ms));
     CHECK_EQ_INT(h.after_create, 2);
-    CHECK_CODE(vg_monitored_session_end(ms, VG_OK, &st), VG_UNKNOWN);
-    CHECK_STR_CONTAINS(st.msg, "side thread failed");
+    EXPECT_CODE_MSG(vg_monitored_session_end(ms, VG_OK, &st), &st, VG_UNKNOWN, "side thread failed");
     ht_free_session_graph(ms, m.g);
 
     /* 40: close with a stored Aborted does not fail (MonitoredSession) */

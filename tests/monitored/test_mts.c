@@ -4,6 +4,7 @@
  * frequencies (a mocked clock stands in for sleeps), chief-only hooks, non-chief workers,
  * conflicting frequencies. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "hook_test_util.h"
 
 /* A hook counting its calls and its destruction. */
@@ -282,8 +283,7 @@ static void test_mts__both_frequencies(void) {
         }
         vg_monitored_session *ms = vg_monitored_training_session_new(f.m.g, &o, &st);
         CHECK(ms == NULL);
-        CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-        CHECK_STR_CONTAINS(st.msg, "Can not provide both every_secs and every_steps.");
+        EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT, "Can not provide both every_secs and every_steps.");
         CHECK_EQ_INT(u.destroyed, 1);
         CHECK_EQ_INT(c.destroyed, 1);
         CHECK_EQ_INT(u.begin + c.begin, 0);
