@@ -103,8 +103,7 @@ static void test_reduce__bad_attrs(void) {
     r = vg_collective_reduce(g, vg_const_f32(g, 1, "x"), N + 1, 1, 1, "Add", "Id", "bad_group");
     vg_session *sess = vg_session_new(g, NULL, &st);
     EXPECT_CODE_MSG(vg_session_run1(sess, r, NULL, &st), &st, VG_INVALID_ARGUMENT, "group_size");
-    vg_session_free(sess);
-    vg_graph_free(g);
+    free_session_graph(sess, g);
 }
 
 static void test_bcast__send_recv(void) {
@@ -150,8 +149,7 @@ static void test_hvd_broadcast__values_and_mismatch(void) {
     vg_session *s = vg_session_new(g, NULL, &st);
     EXPECT_CODE_MSG(vg_session_run1(s, b, NULL, &st), &st, VG_INVALID_ARGUMENT, "dense/kernel");
     CHECK_STR_CONTAINS(st.msg, "Mismatched shapes");
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_gather__ragged(void) {
@@ -196,8 +194,7 @@ static void test_fused__many_tensors(void) {
         CHECK_NEAR(((float *)vg_tensor_data(out[2]))[6], -3.0, 1e-6);
         for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* The packed fusion buffer: a large tensor (80 KB) beside odd-sized small ones, each
@@ -243,8 +240,7 @@ static void test_fused__packed_views(void) {
         vg_tensor_free(second[i]);
     }
     free(big);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* A collective blocked on a peer returns CANCELLED when its session closes. */

@@ -11,6 +11,7 @@
  * rank and the world's size (sums of multiples of 0.25: exact in float). */
 #include "dist_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <vigil/vigil.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -103,8 +104,7 @@ static void check_fused_in(vg_dtype dt, const vg_session_options *so) {
             }
         for (int i = 0; i < 2 * NT; i++) vg_tensor_free(out[i]);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void check_fused(vg_dtype dt) {
@@ -132,8 +132,7 @@ static void test_reduce__max_direct(void) {
         CHECK_EQ_INT(bad, 0);
         vg_tensor_free(t);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* A fused allreduce (a mean when mean, else a sum) of two tensors of make_const: k[t]

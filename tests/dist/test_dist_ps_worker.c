@@ -424,8 +424,7 @@ static void test_broadcast_variables__on_demand(void) {
         if (t) CHECK_EQ_INT(*(int64_t *)vg_tensor_data(t), 15);
         vg_tensor_free(t);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
     /* build-time errors (the graph's) */
     g = vg_graph_new();
     vg_variable v = vg_variable_new(g, "v", vg_const_f32(g, 1, NULL), 0);

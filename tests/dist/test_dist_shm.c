@@ -97,8 +97,7 @@ static void check_against_mpi(vg_dtype dt, const int64_t *sizes, int n) {
         for (int i = 0; i < 2 * n; i++) vg_tensor_free(out[i]);
     }
     for (int k = 0; k < n; k++) free(ref[k]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* 124 KB in all: fits the 256 KB slot (shared memory) */
@@ -136,8 +135,7 @@ static void test_shm__mismatched_sizes(void) {
     EXPECT_CODE_MSG(vg_session_run(s, NULL, NULL, NULL, 0, &f, &out, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT,
                     "graphs built the same");
     vg_tensor_free(out);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
     int64_t v = 1;
     CHECK_OK(vg_dist_allreduce(&v, 1, VG_INT64, VG_REDUCE_SUM, &st), &st);
     CHECK_EQ_INT(v, N);

@@ -8,6 +8,7 @@
  * Expected values are computed by hand from half's 11 significant bits. */
 #include "dist_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <vigil/vigil.h>
 #include <math.h>
 #include <stdint.h>
@@ -48,8 +49,7 @@ static void reduce_run(const vg_dist_options *o, float *const *ins, int n, float
         memcpy(outs[k], vg_tensor_data(out[k]), E * sizeof(float));
         vg_tensor_free(out[k]);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Every rank holds the same bytes (max and min of each element agree). */
