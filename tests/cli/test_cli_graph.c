@@ -179,9 +179,8 @@ static void write_meta(const char *path) {
 
 static void test_cli_train_meta_graph(void) {
     char meta[512], dir[512];
-    cli_tmp_path(meta, sizeof meta, "model.meta");
+    write_meta(cli_tmp_path(meta, sizeof meta, "model.meta"));
     cli_tmp_path(dir, sizeof dir, "run");
-    write_meta(meta);
     const char *a1[] = {"train", "--meta-graph", meta, "--steps", "20", "--checkpoint-dir", dir, NULL};
     CHECK_EQ_INT(run_vigil(a1, "out", "err"), 0);
     read_into("out", out_buf, sizeof out_buf);

@@ -202,9 +202,8 @@ static void write_events(const char *dir) {
 
 static void test_cli_plot__svg(void) {
     char dir[300], svg[300];
-    cli_tmp_path(dir, sizeof dir, "ev");
+    write_events(cli_tmp_path(dir, sizeof dir, "ev"));
     cli_tmp_path(svg, sizeof svg, "curves.svg");
-    write_events(dir);
     const char *a1[] = {"plot", dir, "-o", svg, NULL};
     CHECK_EQ_INT(run_tool(a1), 0);
     char buf[1 << 16];

@@ -361,22 +361,20 @@ static void test_half__generic_ops_and_refusal(void) {
  * saves to a V2 bundle with dtype 19, 2 little-endian bytes per element, and restores. */
 static void test_half__checkpoint_round_trip(void) {
     vg_status st;
-    char dir[256], prefix[300];
-    ckpt_tmp_prefix(dir, prefix, "half");
-    vg_graph *g = vg_graph_new();
+    ckpt_round_trip rt = ckpt_round_trip_begin("half");
     int64_t dims[2] = {3, 5};
-    vg_output init = vg_initializer_build(g, vg_init_random_uniform(-4, 4, 7), VG_FLOAT, dims, 2);
-    vg_variable w = vg_variable_new(g, "w", vg_cast(g, init, VG_HALF, "Cast"), VG_VAR_TRAINABLE);
-    vg_op *ini = vg_global_variables_initializer(g);
-    vg_saver *sv = vg_saver_new(g, NULL, &st);
+    vg_output init = vg_initializer_build(rt.g, vg_init_random_uniform(-4, 4, 7), VG_FLOAT, dims, 2);
+    vg_variable w = vg_variable_new(rt.g, "w", vg_cast(rt.g, init, VG_HALF, "Cast"), VG_VAR_TRAINABLE);
+    vg_op *ini = vg_global_variables_initializer(rt.g);
+    vg_saver *sv = vg_saver_new(rt.g, NULL, &st);
     CHECK(sv != NULL && w.var != NULL);
-    CHECK_OK(vg_graph_status(g, &st), &st);
+    CHECK_OK(vg_graph_status(rt.g, &st), &st);
     CHECK_EQ_INT(vg_output_dtype(w.read), VG_HALF);
-    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_session *s = vg_session_new(rt.g, NULL, &st);
     CHECK(s != NULL);
-    if (!s || !sv) { vg_graph_free(g); tu_rmrf(dir); return; }
+    if (!s || !sv) { vg_graph_free(rt.g); tu_rmrf(rt.dir); return; }
     char path[400];
-    vg_tensor *v0 = init_fetch_save(s, ini, sv, w.read, prefix, path, sizeof path);
+    vg_tensor *v0 = init_fetch_save(s, ini, sv, w.read, rt.prefix, path, sizeof path);
     vg__bundle_reader *r = vg__bundle_reader_open(path, &st);
     CHECK(r != NULL);
     if (r && v0) {
@@ -400,9 +398,9 @@ static void test_half__checkpoint_round_trip(void) {
     }
     if (r) vg__bundle_reader_free(r);
     /* overwrite, then restore */
-    check_restored(g, sv, &s, path, w.read, v0, VG_HALF, 30);
-    free_session_saver_graph(s, sv, g);
-    tu_rmrf(dir);
+    check_restored(rt.g, sv, &s, path, w.read, v0, VG_HALF, 30);
+    free_session_saver_graph(s, sv, rt.g);
+    tu_rmrf(rt.dir);
 }
 
 /* GraphDef: half constants export as tensor_content (several values) or half_val (bit
