@@ -168,6 +168,16 @@ static void sink_fn(void *p, const char *line) {
     strncat(s->all, "\n", sizeof s->all - strlen(s->all) - 1);
 }
 
+/* LoggingTensorHook options logging the n tensors ts (named names; NULL: the tensors'
+ * names), the rest zero. */
+static vg_logging_tensor_options logging_options(const vg_output *ts, const char *const *names, int n) {
+    vg_logging_tensor_options o = {0};
+    o.tensors = ts;
+    o.names = names;
+    o.ntensors = n;
+    return o;
+}
+
 /* A LoggingTensorHook of options o (completed with sink_fn writing into s). */
 static vg_hook logging_hook(vg_logging_tensor_options *o, sink *s) {
     vg_status st;
@@ -205,9 +215,7 @@ static void test_logging_tensor__bad_args(void) {
     vg_status st;
     log_graph l = log_graph_make();
     vg_hook h;
-    vg_logging_tensor_options o = {0};
-    o.tensors = &l.foo;
-    o.ntensors = 1;
+    vg_logging_tensor_options o = logging_options(&l.foo, NULL, 1);
     o.every_n_iter = 0; /* TF's every_n_iter=0 fails as invalid; in vigil 0 is None: no frequency */
     EXPECT_CODE_MSG(vg_logging_tensor_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT, "xactly one of");
     o.every_n_iter = -10;
@@ -230,9 +238,7 @@ static void test_logging_tensor__print_at_end_only(void) {
     vg_status st;
     log_graph l = log_graph_make();
     sink s = {0};
-    vg_logging_tensor_options o = {0};
-    o.tensors = &l.foo;
-    o.ntensors = 1;
+    vg_logging_tensor_options o = logging_options(&l.foo, NULL, 1);
     o.at_end = true;
     vg_hook h = logging_hook(&o, &s);
     vg_monitored_session *ms = ht_singular(l.g, NULL, NULL, &h, 1, &st);
@@ -276,9 +282,7 @@ static void test_logging_tensor__print_every_n_steps(void) {
     for (int at_end = 0; at_end < 2; at_end++) {
         log_graph l = log_graph_make();
         sink s = {0};
-        vg_logging_tensor_options o = {0};
-        o.tensors = &l.foo;
-        o.ntensors = 1;
+        vg_logging_tensor_options o = logging_options(&l.foo, NULL, 1);
         o.every_n_iter = 10;
         o.at_end = at_end;
         vg_hook h = logging_hook(&o, &s);
@@ -302,10 +306,7 @@ static void test_logging_tensor__print_first_step(void) {
     sink s = {0};
     vg_output ts[2] = {l.foo, l.bar};
     const char *names[2] = {"foo", "bar"};
-    vg_logging_tensor_options o = {0};
-    o.tensors = ts;
-    o.names = names;
-    o.ntensors = 2;
+    vg_logging_tensor_options o = logging_options(ts, names, 2);
     o.every_n_iter = 1;
     vg_hook h = logging_hook(&o, &s);
     vg_monitored_session *ms = ht_singular(l.g, NULL, NULL, &h, 1, &st);
@@ -328,9 +329,7 @@ static void test_logging_tensor__print_every_n_secs(void) {
         ht_clock_mock(1484695987.209386);
         log_graph l = log_graph_make();
         sink s = {0};
-        vg_logging_tensor_options o = {0};
-        o.tensors = &l.foo;
-        o.ntensors = 1;
+        vg_logging_tensor_options o = logging_options(&l.foo, NULL, 1);
         o.every_n_secs = 1.0;
         o.at_end = at_end;
         vg_hook h = logging_hook(&o, &s);
@@ -367,10 +366,7 @@ static void test_logging_tensor__print_formatter(void) {
     log_graph l = log_graph_make();
     sink s = {0};
     const char *names[1] = {"foo"};
-    vg_logging_tensor_options o = {0};
-    o.tensors = &l.foo;
-    o.names = names;
-    o.ntensors = 1;
+    vg_logging_tensor_options o = logging_options(&l.foo, names, 1);
     o.every_n_iter = 10;
     o.formatter = qqq_formatter;
     vg_hook h = logging_hook(&o, &s);
