@@ -281,7 +281,7 @@ static void test_dist_shard__files(void) {
     }
     vg_session_free(s);
     vg_dist_shard(g, x, 2, 2, "bad");
-    EXPECT_CODE_MSG(vg_graph_status(g, &st), &st, VG_INVALID_ARGUMENT, "num_shards");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "num_shards");
     vg_graph_free(g);
     CHECK_EQ_INT(vg_dist_seed(0), 0);
     CHECK_EQ_INT(vg_dist_seed(5), 5 + 7919 * R);

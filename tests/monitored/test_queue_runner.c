@@ -109,7 +109,7 @@ static void test_qr__graph_layout(void) {
     CHECK_EQ_INT(n, 1); /* no epoch limit: no counter */
     /* errors */
     vg_range_input_producer(g, 5, -1, false, 0, 8, NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 
