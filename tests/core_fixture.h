@@ -54,4 +54,10 @@ static inline ckpt_round_trip ckpt_round_trip_begin(const char *tag) {
     return r;
 }
 
+/* Checks that text (NULL: nothing to check, its making failed a check already) holds
+ * each of the n strings want. */
+static inline void text_holds_all(const char *text, const char *const *want, int n) {
+    for (int i = 0; text && i < n; i++) CHECK_STR_CONTAINS(text, want[i]);
+}
+
 #endif
