@@ -76,6 +76,12 @@ static vg_cluster_spec *cluster(int workers) {
     return cs;
 }
 
+/* The end of a test that joined cluster(n) through a server: frees server, then cs. */
+static void free_server_cluster(vg_server *server, vg_cluster_spec *cs) {
+    vg_server_free(server);
+    vg_cluster_spec_free(cs);
+}
+
 /* The model: pred = x w + b, loss = mean((pred - y)^2). */
 static vg_output model(vg_graph *g, vg_output x, vg_output y, int init_rank, vg_variable *w, vg_variable *b) {
     float w0[DIN * DOUT], b0[DOUT];
@@ -252,8 +258,7 @@ static void ps_worker_port(bool split) {
     vg_monitored_session_free(sess);
     vg_optimizer_free(opt);
     vg_graph_free(g);
-    vg_server_free(server);
-    vg_cluster_spec_free(cs);
+    free_server_cluster(server, cs);
 }
 
 static void test_ps_worker__literal_port_minimize(void) { ps_worker_port(false); }
@@ -314,8 +319,7 @@ static void test_ps_worker__refuses_train_op_built_before_init(void) {
     }
     vg_monitored_session_free(ms);
     vg_graph_free(g2);
-    vg_server_free(server);
-    vg_cluster_spec_free(cs);
+    free_server_cluster(server, cs);
     vg_optimizer_free(opt);
     vg_graph_free(g);
 }
