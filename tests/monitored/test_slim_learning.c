@@ -90,10 +90,15 @@ static void write_checkpoint(const char *prefix) {
  * testMissingVariablesList, testMissingVariablesDict (the dict form: other keys) */
 /* A new temporary directory dir (tag) holding write_checkpoint's checkpoint, whose
  * prefix is prefix ("<dir>/model"). */
-static void checkpoint_in_tmpdir(char dir[256], char prefix[512], const char *tag) {
-    tu_mkdtemp(dir, 256, tag);
-    snprintf(prefix, 512, "%s/model", dir);
-    write_checkpoint(prefix);
+typedef struct slim_ckpt {
+    char dir[256], prefix[512];
+} slim_ckpt;
+static slim_ckpt checkpoint_in_tmpdir(const char *tag) {
+    slim_ckpt c;
+    tu_mkdtemp(c.dir, sizeof c.dir, tag);
+    snprintf(c.prefix, sizeof c.prefix, "%s/model", c.dir);
+    write_checkpoint(c.prefix);
+    return c;
 }
 
 /* The end of one AssignFromCheckpointFn case: frees s, f and g. */
@@ -104,14 +109,14 @@ static void free_session_fn_graph(vg_session *s, vg_slim_init_fn *f, vg_graph *g
 }
 
 static void test_assign_from_checkpoint_fn(void) {
-    char dir[256], prefix[512];
-    checkpoint_in_tmpdir(dir, prefix, "slim_ckpt");
+    slim_ckpt ck = checkpoint_in_tmpdir("slim_ckpt");
     vg_status st;
 
     /* testLoadExistingVariables */
     vg_graph *g = vg_graph_new();
     vg_variable v0 = var5(g, "var0", 1), v1 = var5(g, "var1", 2);
-    vg_slim_init_fn *f = vg_slim_assign_from_checkpoint_fn(g, prefix, (vg_output[]){v0.ref, v1.ref}, 2, NULL, false, &st);
+    vg_slim_init_fn *f =
+        vg_slim_assign_from_checkpoint_fn(g, ck.prefix, (vg_output[]){v0.ref, v1.ref}, 2, NULL, false, &st);
     CHECK(f != NULL);
     vg_session *s = initialized_session(g);
     CHECK_NEAR(first_value(s, g, "var0"), 1, 0);
@@ -124,7 +129,7 @@ static void test_assign_from_checkpoint_fn(void) {
     g = vg_graph_new();
     v0 = var5(g, "var0", 1);
     vg_variable v2 = var5(g, "var2", 3);
-    f = vg_slim_assign_from_checkpoint_fn(g, prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, false, &st);
+    f = vg_slim_assign_from_checkpoint_fn(g, ck.prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, false, &st);
     CHECK(f != NULL);
     s = initialized_session(g);
     CHECK_EQ_INT(vg_slim_init_fn_run(f, s, &st), VG_NOT_FOUND);
@@ -135,7 +140,7 @@ static void test_assign_from_checkpoint_fn(void) {
     g = vg_graph_new();
     v0 = var5(g, "var0", 1);
     v2 = var5(g, "var2", 3);
-    f = vg_slim_assign_from_checkpoint_fn(g, prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, true, &st);
+    f = vg_slim_assign_from_checkpoint_fn(g, ck.prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, true, &st);
     CHECK(f != NULL);
     s = initialized_session(g);
     CHECK_OK(vg_slim_init_fn_run(f, s, &st), &st);
@@ -144,18 +149,18 @@ static void test_assign_from_checkpoint_fn(void) {
     vg_session_free(s);
     vg_slim_init_fn_free(f);
     /* nothing left to restore: None, no error */
-    f = vg_slim_assign_from_checkpoint_fn(g, prefix, &v2.ref, 1, NULL, true, &st);
+    f = vg_slim_assign_from_checkpoint_fn(g, ck.prefix, &v2.ref, 1, NULL, true, &st);
     CHECK(f == NULL);
     CHECK_EQ_INT(st.code, VG_OK);
     /* var_list cannot be empty */
-    CHECK(vg_slim_assign_from_checkpoint_fn(g, prefix, NULL, 0, NULL, false, &st) == NULL);
+    CHECK(vg_slim_assign_from_checkpoint_fn(g, ck.prefix, NULL, 0, NULL, false, &st) == NULL);
     EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT, "var_list cannot be empty");
     vg_graph_free(g);
 
     /* testMissingVariablesDict: {'var0': v_new0, 'var1': v_new1, 'v2': ...} */
     g = vg_graph_new();
     vg_variable n0 = var5(g, "new0", 1), n1 = var5(g, "new1", 2);
-    f = vg_slim_assign_from_checkpoint_fn(g, dir, (vg_output[]){n0.ref, n1.ref}, 2,
+    f = vg_slim_assign_from_checkpoint_fn(g, ck.dir, (vg_output[]){n0.ref, n1.ref}, 2,
                                           (const char *[]){"var1", "var0"}, true, &st);
     CHECK(f != NULL); /* a directory: its latest checkpoint */
     s = initialized_session(g);
@@ -163,19 +168,18 @@ static void test_assign_from_checkpoint_fn(void) {
     CHECK_NEAR(first_value(s, g, "new0"), 20, 0);
     CHECK_NEAR(first_value(s, g, "new1"), 10, 0);
     free_session_fn_graph(s, f, g);
-    tu_rmrf(dir);
+    tu_rmrf(ck.dir);
 }
 
 /* AssignFromCheckpointTest: testLoadExistingVariables, testRaisesValueErrorIfAVariableIsntFound,
  * testLoadExistingVariablesDifferentShapes-like (a shape mismatch), ignore_missing_vars */
 static void test_assign_from_checkpoint(void) {
-    char dir[256], prefix[512];
-    checkpoint_in_tmpdir(dir, prefix, "slim_afc");
+    slim_ckpt ck = checkpoint_in_tmpdir("slim_afc");
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_variable v0 = var5(g, "var0", 1), v1 = var5(g, "var1", 2), v2 = var5(g, "var2", 3);
     vg_slim_feed_dict fd;
-    vg_op *op = vg_slim_assign_from_checkpoint(g, prefix, (vg_output[]){v0.ref, v1.ref}, 2, NULL, false, &fd, &st);
+    vg_op *op = vg_slim_assign_from_checkpoint(g, ck.prefix, (vg_output[]){v0.ref, v1.ref}, 2, NULL, false, &fd, &st);
     CHECK(op != NULL);
     CHECK_EQ_INT(fd.n, 2);
     CHECK(op && strcmp(vg_op_name(op), "group_deps") == 0);
@@ -187,20 +191,21 @@ static void test_assign_from_checkpoint(void) {
     CHECK_NEAR(first_value(s, g, "var1"), 20, 0);
     vg_slim_feed_dict_free(&fd);
     /* a variable the checkpoint lacks: ValueError, or skipped with ignore_missing_vars */
-    CHECK(vg_slim_assign_from_checkpoint(g, prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, false, &fd, &st) == NULL);
+    CHECK(vg_slim_assign_from_checkpoint(g, ck.prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, false, &fd, &st) ==
+          NULL);
     EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT, "Checkpoint is missing variable [var2]");
     CHECK_EQ_INT(fd.n, 0);
-    op = vg_slim_assign_from_checkpoint(g, prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, true, &fd, &st);
+    op = vg_slim_assign_from_checkpoint(g, ck.prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, true, &fd, &st);
     CHECK(op != NULL);
     CHECK_EQ_INT(fd.n, 1);
     vg_slim_feed_dict_free(&fd);
     /* another shape under the key */
     vg_get_variable_opts o3 = {.dims = (int64_t[]){3}, .ndims = 1};
     vg_variable w3 = vg_get_variable_ex(g, "w3", &o3);
-    CHECK(vg_slim_assign_from_checkpoint(g, prefix, &w3.ref, 1, (const char *[]){"var0"}, false, &fd, &st) == NULL);
+    CHECK(vg_slim_assign_from_checkpoint(g, ck.prefix, &w3.ref, 1, (const char *[]){"var0"}, false, &fd, &st) == NULL);
     CHECK_STR_CONTAINS(st.msg, "Total size of new array must be unchanged for var0");
     free_session_graph(s, g);
-    tu_rmrf(dir);
+    tu_rmrf(ck.dir);
 }
 
 /* ---- a tiny slim net and its training ----------------------------------------- */
