@@ -155,4 +155,10 @@ static inline long long ckpt_step(const char *dir) {
 
 #define CLI_TEST_MAIN(suite, cases) \
     int main(void) { return cli_main(&(suite), (cases), sizeof(cases) / sizeof((cases)[0])); }
+/* tmpdir/name into buf (cap bytes); returns buf. */
+static inline char *cli_tmp_path(char *buf, size_t cap, const char *name) {
+    snprintf(buf, cap, "%s/%s", tmpdir, name);
+    return buf;
+}
+
 #endif

@@ -41,4 +41,23 @@ static inline void check_restored(vg_graph *g, vg_saver *sv, vg_session **s, con
     vg_tensor_free(v1);
 }
 
+/* The start of a checkpoint round trip: a fresh directory and checkpoint prefix in it
+ * (ckpt_tmp_prefix with tag) and a new graph g for the variable. */
+typedef struct ckpt_round_trip {
+    char dir[256], prefix[300];
+    vg_graph *g;
+} ckpt_round_trip;
+static inline ckpt_round_trip ckpt_round_trip_begin(const char *tag) {
+    ckpt_round_trip r;
+    ckpt_tmp_prefix(r.dir, r.prefix, tag);
+    r.g = vg_graph_new();
+    return r;
+}
+
+/* Checks that text (NULL: nothing to check, its making failed a check already) holds
+ * each of the n strings want. */
+static inline void text_holds_all(const char *text, const char *const *want, int n) {
+    for (int i = 0; text && i < n; i++) CHECK_STR_CONTAINS(text, want[i]);
+}
+
 #endif

@@ -424,4 +424,49 @@ static inline void ht_cleanup(vg_scaffold *sc, vg_graph *g, const char *dir) {
     tu_rmrf(dir);
 }
 
+/* The setting of most hook tests: a new temporary directory dir (/tmp/vg_<tag>_XXXXXX,
+ * dir[0] == 0 on failure; ht_begin_dir's mocked clock as well when mock_clock), the
+ * model of ht_model_make and an empty scaffold sc (ht_fx_make; ht_fx_make_bare: none,
+ * sc NULL). ht_fx_end frees it all and removes dir. */
+typedef struct ht_fx {
+    char dir[64];
+    ht_model m;
+    vg_scaffold *sc;
+    bool mock_clock;
+} ht_fx;
+static inline ht_fx ht_fx_make(const char *tag, bool mock_clock) {
+    ht_fx f;
+    if (mock_clock) ht_begin_dir(f.dir, sizeof f.dir, tag);
+    else tu_mkdtemp(f.dir, sizeof f.dir, tag);
+    f.m = ht_model_make();
+    f.sc = vg_scaffold_new(NULL);
+    f.mock_clock = mock_clock;
+    return f;
+}
+static inline ht_fx ht_fx_make_bare(const char *tag, bool mock_clock) {
+    ht_fx f;
+    if (mock_clock) ht_begin_dir(f.dir, sizeof f.dir, tag);
+    else tu_mkdtemp(f.dir, sizeof f.dir, tag);
+    f.m = ht_model_make();
+    f.sc = NULL;
+    f.mock_clock = mock_clock;
+    return f;
+}
+/* ht_cleanup of f's scaffold, graph and directory; the real clock again when it was
+ * mocked. */
+static inline void ht_fx_end(ht_fx *f) {
+    ht_cleanup(f->sc, f->m.g, f->dir);
+    if (f->mock_clock) ht_clock_restore();
+}
+
+/* The end of a session whose events a test reads: ends ms (end()'s code checked) and
+ * frees it, closes the cached file writers, and returns dir's events (ht_events_of; the
+ * caller frees them). */
+static inline ht_events *ht_end_events_of(vg_monitored_session *ms, const char *dir) {
+    vg_status st;
+    CHECK_OK(ht_end_free(ms, &st), &st);
+    vg_file_writer_cache_clear();
+    return ht_events_of(dir);
+}
+
 #endif

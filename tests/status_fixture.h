@@ -30,4 +30,21 @@ static inline void free_session_graph(vg_session *s, vg_graph *g) {
     vg_graph_free(g);
 }
 
+/* Checks that got (what an expression returned, named what) is code and (msg != NULL)
+ * that st's message then contains msg; each failing check prints the caller's file:line.
+ * Use through EXPECT_CODE_MSG. */
+static inline void expect_code_msg_at(const char *file, int line, const char *what, int got, const vg_status *st,
+                                      vg_code code, const char *msg) {
+    if (got != (int)code) {
+        fprintf(stderr, "%s:%d: %s returned %d, expected %d\n", file, line, what, got, (int)code);
+        vg_test_failures++;
+    }
+    if (msg && !strstr(st->msg, msg)) {
+        fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", file, line, st->msg, msg);
+        vg_test_failures++;
+    }
+}
+#define EXPECT_CODE_MSG(expr, st, code, msg) \
+    expect_code_msg_at(__FILE__, __LINE__, #expr, (int)(expr), (st), (code), (msg))
+
 #endif

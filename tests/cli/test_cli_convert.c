@@ -4,6 +4,7 @@
  * fixed records byte by byte); bad inputs give exit 1 or 2 with a message. Skips
  * (passes) when the vigil binary was not built. */
 #include "io/example_io.h"
+#include "io_fixture.h"
 #include "test_util.h"
 #include "vigil/vigil.h"
 #include <sys/stat.h>
@@ -43,8 +44,7 @@ static int64_t feature_int(const vg__features *fs, const char *key) {
 
 static void check_tfrecord(const char *path, int compression, int64_t want_n) {
     vg_status st;
-    vg__zrecord_reader *r = vg__zrecord_reader_open(path, compression, &st);
-    CHECK(r != NULL);
+    vg__zrecord_reader *r = io_fx_opened(vg__zrecord_reader_open(path, compression, &st), path, &st);
     if (!r) return;
     const uint8_t *d;
     size_t len;
@@ -76,16 +76,16 @@ static void check_tfrecord(const char *path, int compression, int64_t want_n) {
 
 static void test_convert_tfrecord_and_fixed(void) {
     char out[300];
-    snprintf(out, sizeof out, "%s/train.tfrecords", tmpdir);
+    cli_tmp_path(out, sizeof out, "train.tfrecords");
     const char *a1[] = {"convert", "--images", g_img, "--labels", g_lbl, "-o", out, NULL};
     CHECK_EQ_INT(run_vigil(a1, "out", "err"), 0);
     check_tfrecord(out, VG_COMPRESSION_NONE, N);
-    snprintf(out, sizeof out, "%s/train.tfrecords.gz", tmpdir);
+    cli_tmp_path(out, sizeof out, "train.tfrecords.gz");
     const char *a2[] = {"convert", "--images", g_img, "--labels", g_lbl, "-o", out, "--compression", "GZIP",
                         "--limit", "3", NULL};
     CHECK_EQ_INT(run_vigil(a2, "out", "err"), 0);
     check_tfrecord(out, VG_COMPRESSION_GZIP, 3);
-    snprintf(out, sizeof out, "%s/train.bin", tmpdir);
+    cli_tmp_path(out, sizeof out, "train.bin");
     const char *a3[] = {"convert", "--images", g_img, "--labels", g_lbl, "-o", out, "--format", "fixed", NULL};
     CHECK_EQ_INT(run_vigil(a3, "out", "err"), 0);
     FILE *f = fopen(out, "rb");
@@ -101,17 +101,17 @@ static void test_convert_tfrecord_and_fixed(void) {
 
 static void test_convert_errors(void) {
     char out[300], bad[300];
-    snprintf(out, sizeof out, "%s/x.tfrecords", tmpdir);
+    cli_tmp_path(out, sizeof out, "x.tfrecords");
     const char *a1[] = {"convert", "--images", g_img, "-o", out, NULL};
     CHECK_EQ_INT(run_vigil(a1, "out", "err"), 2);
     const char *a2[] = {"convert", "--images", g_img, "--labels", g_lbl, "-o", out, "--format", "png", NULL};
     CHECK_EQ_INT(run_vigil(a2, "out", "err"), 2);
     /* label file with another record count */
-    snprintf(bad, sizeof bad, "%s/short-labels", tmpdir);
+    cli_tmp_path(bad, sizeof bad, "short-labels");
     write_idx(bad, 1, (uint32_t[]){N - 1}, g_lab, N - 1);
     const char *a3[] = {"convert", "--images", g_img, "--labels", bad, "-o", out, NULL};
     CHECK_EQ_INT(run_vigil(a3, "out", "err"), 1);
-    snprintf(bad, sizeof bad, "%s/missing", tmpdir);
+    cli_tmp_path(bad, sizeof bad, "missing");
     const char *a4[] = {"convert", "--images", bad, "--labels", g_lbl, "-o", out, NULL};
     CHECK_EQ_INT(run_vigil(a4, "out", "err"), 1);
 }
@@ -119,8 +119,8 @@ static void test_convert_errors(void) {
 static int setup(void) {
     for (int i = 0; i < N * ROWS * COLS; i++) g_pix[i] = (uint8_t)(i * 7 + 3);
     for (int i = 0; i < N; i++) g_lab[i] = (uint8_t)(9 - i);
-    snprintf(g_img, sizeof g_img, "%s/images-idx3-ubyte", tmpdir);
-    snprintf(g_lbl, sizeof g_lbl, "%s/labels-idx1-ubyte", tmpdir);
+    cli_tmp_path(g_img, sizeof g_img, "images-idx3-ubyte");
+    cli_tmp_path(g_lbl, sizeof g_lbl, "labels-idx1-ubyte");
     write_idx(g_img, 3, (uint32_t[]){N, ROWS, COLS}, g_pix, sizeof g_pix);
     write_idx(g_lbl, 1, (uint32_t[]){N}, g_lab, N);
     return 0;

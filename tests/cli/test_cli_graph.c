@@ -179,9 +179,8 @@ static void write_meta(const char *path) {
 
 static void test_cli_train_meta_graph(void) {
     char meta[512], dir[512];
-    snprintf(meta, sizeof meta, "%s/model.meta", tmpdir);
-    snprintf(dir, sizeof dir, "%s/run", tmpdir);
-    write_meta(meta);
+    write_meta(cli_tmp_path(meta, sizeof meta, "model.meta"));
+    cli_tmp_path(dir, sizeof dir, "run");
     const char *a1[] = {"train", "--meta-graph", meta, "--steps", "20", "--checkpoint-dir", dir, NULL};
     CHECK_EQ_INT(run_vigil(a1, "out", "err"), 0);
     read_into("out", out_buf, sizeof out_buf);
@@ -213,7 +212,7 @@ static void test_cli_graph__errors(void) {
     CHECK_EQ_INT(run_graph(TDL "/no/such/file.pb"), 1);
     CHECK_STR_CONTAINS(err_buf, "no/such/file.pb");
     char bad[512];
-    snprintf(bad, sizeof bad, "%s/bad.pb", tmpdir);
+    cli_tmp_path(bad, sizeof bad, "bad.pb");
     FILE *f = fopen(bad, "wb");
     fwrite("\x0a\x7f\x01", 1, 3, f); /* a node claiming 127 bytes, 1 present */
     fclose(f);
@@ -239,7 +238,7 @@ static void test_cli_graph__dataset_functions(void) {
     size_t ml = 0;
     CHECK_OK(vg_graph_to_meta_graph(g, NULL, &meta, &ml, &st), &st);
     char path[512];
-    snprintf(path, sizeof path, "%s/pipeline.meta", tmpdir);
+    cli_tmp_path(path, sizeof path, "pipeline.meta");
     CHECK_OK(vg_write_file_atomic(path, meta, ml, &st), &st);
     CHECK_EQ_INT(run_graph(path), 0);
     CHECK_STR_CONTAINS(out_buf, "functions (1):");

@@ -213,7 +213,7 @@ static void test_cli_hostile__nan_loss(void) {
     CHECK_EQ_INT(run_vigil(bad, "nan6.out", "nan6.err"), 2);
     /* --stats counts NaN and Inf; min/max over the finite values */
     char prefix[400];
-    snprintf(prefix, sizeof prefix, "%s/nanstats", tmpdir);
+    cli_tmp_path(prefix, sizeof prefix, "nanstats");
     vg_status st;
     vg__bundle_writer *w = vg__bundle_writer_new(prefix, &st);
     float v[5] = {NAN, 1.0f, INFINITY, 2.0f, NAN};
@@ -292,7 +292,7 @@ static void test_cli_hostile__plot_non_utf8_tag(void) {
     }
     vg__event_writer_close(w, &st);
     char svg[400];
-    snprintf(svg, sizeof svg, "%s/out.svg", tmpdir);
+    cli_tmp_path(svg, sizeof svg, "out.svg");
     const char *a[] = {"plot", dir, "-o", svg, NULL};
     int rc = run_vigil(a, "p.out", "p.err");
     CHECK_EQ_INT(rc, 0);
@@ -459,8 +459,7 @@ static void test_cli_hostile__kill_loop_leaves_nothing_behind(void) {
 }
 
 static int setup(void) {
-    snprintf(data_dir, sizeof data_dir, "%s/data", tmpdir);
-    make_data(data_dir, 512, 100, 28, 28, -1);
+    make_data(cli_tmp_path(data_dir, sizeof data_dir, "data"), 512, 100, 28, 28, -1);
     return 0;
 }
 

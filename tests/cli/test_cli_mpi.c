@@ -129,11 +129,17 @@ static double accuracy_in(const char *file) {
     return acc;
 }
 
+/* Where a run named name writes: stdout into tmpdir/<name>.out, stderr into
+ * tmpdir/<name>.err (out and err hold 300 bytes). */
+static void run_files(const char *name, char out[300], char err[300]) {
+    snprintf(out, 300, "%s/%s.out", tmpdir, name);
+    snprintf(err, 300, "%s/%s.err", tmpdir, name);
+}
+
 static void test_mpi_train__rank0_only(void) {
     char out[300], err[300];
     snprintf(ckdir, sizeof ckdir, "%s/basic", tmpdir);
-    snprintf(out, sizeof out, "%s/basic.out", tmpdir);
-    snprintf(err, sizeof err, "%s/basic.err", tmpdir);
+    run_files("basic", out, err);
     pid_t pid = launch("1", out, err);
     int rc = wait_for(pid, 120);
     CHECK_EQ_INT(rc, 0);
@@ -164,8 +170,7 @@ static void test_mpi_train__kill_and_resume(void) {
     char out[300], err[300];
     int run = 0;
     snprintf(ckdir, sizeof ckdir, "%s/faults%d", tmpdir, run);
-    snprintf(out, sizeof out, "%s/faults.out", tmpdir);
-    snprintf(err, sizeof err, "%s/faults.err", tmpdir);
+    run_files("faults", out, err);
     srand((unsigned)time(NULL));
     long long last = 0, progressed = 0;
     int done = 0, killed = 0, finished = 0;

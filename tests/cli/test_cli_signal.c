@@ -41,7 +41,7 @@ static long long number_after(const char *text, const char *key) {
 
 static void test_cli_signal__sigterm_saves_and_exits_0(void) {
     char dir[300];
-    snprintf(dir, sizeof dir, "%s/term", tmpdir);
+    cli_tmp_path(dir, sizeof dir, "term");
     /* 5 epochs of 60000 images: far longer than the test waits */
     const char *args[] = {"train", "--checkpoint-dir", dir, "--log-step-count-steps", "50", NULL};
     pid_t pid = spawn_vigil(args, "term.out", "term.err");
@@ -61,7 +61,7 @@ static void test_cli_signal__sigterm_saves_and_exits_0(void) {
 
 static void test_cli_signal__kill9_then_resume(void) {
     char dir[300];
-    snprintf(dir, sizeof dir, "%s/kill", tmpdir);
+    cli_tmp_path(dir, sizeof dir, "kill");
     /* 16384 images, 3 epochs: 768 steps, a checkpoint every 20 steps */
     const char *args[] = {"train", "--checkpoint-dir", dir, "--train-limit", "16384", "--epochs", "3",
                           "--save-checkpoint-steps", "20", "--log-step-count-steps", "50", NULL};

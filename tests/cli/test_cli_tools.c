@@ -152,7 +152,7 @@ static void test_cli_events__damaged(void) {
     const char *f = VG_TESTDATA "/events/tb_end_to_end_a.tfevents";
     char p[512];
     /* torn: cut inside the 24th record */
-    snprintf(p, sizeof p, "%s/torn.tfevents", tmpdir);
+    cli_tmp_path(p, sizeof p, "torn.tfevents");
     copy_file(f, p, 1000, -1);
     const char *a1[] = {"events", p, NULL};
     CHECK_EQ_INT(run_tool(a1), 0);
@@ -168,7 +168,7 @@ static void test_cli_events__damaged(void) {
         CHECK_EQ_INT(rc, 0);
     }
     /* a flipped byte in the data of one record: that record skipped, the rest read */
-    snprintf(p, sizeof p, "%s/corrupt.tfevents", tmpdir);
+    cli_tmp_path(p, sizeof p, "corrupt.tfevents");
     copy_file(f, p, -1, 600);
     const char *a2[] = {"events", p, NULL};
     CHECK_EQ_INT(run_tool(a2), 0);
@@ -202,9 +202,8 @@ static void write_events(const char *dir) {
 
 static void test_cli_plot__svg(void) {
     char dir[300], svg[300];
-    snprintf(dir, sizeof dir, "%s/ev", tmpdir);
-    snprintf(svg, sizeof svg, "%s/curves.svg", tmpdir);
-    write_events(dir);
+    write_events(cli_tmp_path(dir, sizeof dir, "ev"));
+    cli_tmp_path(svg, sizeof svg, "curves.svg");
     const char *a1[] = {"plot", dir, "-o", svg, NULL};
     CHECK_EQ_INT(run_tool(a1), 0);
     char buf[1 << 16];
@@ -273,7 +272,7 @@ static void test_cli_ckpt__half(void) {
     vg_session *s = vg_session_new(g, NULL, &st);
     CHECK(h.var && sv && s);
     char prefix[300], path[400];
-    snprintf(prefix, sizeof prefix, "%s/half.ckpt", tmpdir);
+    cli_tmp_path(prefix, sizeof prefix, "half.ckpt");
     if (h.var && sv && s) {
         CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &ini, 1, NULL, &st), &st);
         CHECK_OK(vg_saver_save(sv, s, prefix, -1, path, sizeof path, &st), &st);

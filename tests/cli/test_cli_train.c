@@ -92,7 +92,7 @@ static int count_histograms(const char *dir, const char *tag) {
 /* A short run: loss falls, test_accuracy= last, outputs present. */
 static void test_cli_train__short_run(void) {
     char dir[300];
-    snprintf(dir, sizeof dir, "%s/run1", tmpdir);
+    cli_tmp_path(dir, sizeof dir, "run1");
     const char *args[] = {TRAIN_ARGS(dir), NULL};
     int rc = run_vigil(args, "train.out", "train.err");
     CHECK_EQ_INT(rc, 0);
@@ -134,7 +134,7 @@ static void test_cli_train__short_run(void) {
  * at exactly epochs * steps_per_epoch = 64. A third run only evaluates. */
 static void test_cli_train__resume(void) {
     char dir[300];
-    snprintf(dir, sizeof dir, "%s/run2", tmpdir);
+    cli_tmp_path(dir, sizeof dir, "run2");
     const char *a1[] = {TRAIN_ARGS(dir), "--steps", "40", NULL};
     CHECK_EQ_INT(run_vigil(a1, "r1.out", "r1.err"), 0);
     CHECK_EQ_INT(ckpt_step(dir), 40);
@@ -171,7 +171,7 @@ static void test_cli_train__resume(void) {
 
 static void test_cli_train__errors(void) {
     char dir[300];
-    snprintf(dir, sizeof dir, "%s/run3", tmpdir);
+    cli_tmp_path(dir, sizeof dir, "run3");
     const char *a1[] = {"train", "--data-dir", "/nonexistent/fmnist", "--checkpoint-dir", dir, NULL};
     CHECK_EQ_INT(run_vigil(a1, "e.out", "e.err"), 1);
     CHECK_STR_CONTAINS(slurp("e.err"), "/nonexistent/fmnist");
@@ -190,7 +190,7 @@ static void test_cli_train__errors(void) {
     CHECK_STR_CONTAINS(slurp("e.err"), "--fusion-threshold-mb");
     /* a library error is "vigil: <CODE>: <message>", exit 1: a CNN on an MLP checkpoint */
     char prev[300];
-    snprintf(prev, sizeof prev, "%s/run1", tmpdir);
+    cli_tmp_path(prev, sizeof prev, "run1");
     const char *a5[] = {"train", "--model", "cnn", "--train-limit", "2048", "--epochs", "3", "--checkpoint-dir",
                         prev, NULL};
     CHECK_EQ_INT(run_vigil(a5, "e.out", "e.err"), 1);

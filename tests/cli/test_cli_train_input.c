@@ -36,7 +36,7 @@ static bool ends_with_accuracy(void) { return strstr(slurp("train.out"), "test_a
 
 static void test_tfdata_resume(void) {
     char ck[400];
-    snprintf(ck, sizeof ck, "%s/ck_tfdata", tmpdir);
+    cli_tmp_path(ck, sizeof ck, "ck_tfdata");
     /* 640 records, batch 64: 10 steps per epoch, 20 for 2 epochs; stop at 4 first */
     const char *a1[] = {"train", "--input", "tfdata", g_rec, "--epochs", "2", "--steps", "4", "--checkpoint-dir", ck,
                         "--save-checkpoint-steps", "2", "--threads", "2", "--quiet", NULL};
@@ -55,7 +55,7 @@ static void test_tfdata_resume(void) {
 
 static void test_queue(void) {
     char ck[400];
-    snprintf(ck, sizeof ck, "%s/ck_queue", tmpdir);
+    cli_tmp_path(ck, sizeof ck, "ck_queue");
     const char *a[] = {"train", "--input", "queue", g_rec, "--epochs", "1", "--checkpoint-dir", ck, "--threads", "2",
                        "--quiet", NULL};
     CHECK_EQ_INT(run_vigil(a, "train.out", "train.err"), 0);
@@ -66,8 +66,8 @@ static void test_queue(void) {
 
 static void test_errors(void) {
     char ck[400], missing[400];
-    snprintf(ck, sizeof ck, "%s/ck_err", tmpdir);
-    snprintf(missing, sizeof missing, "%s/no_such.tfrecord", tmpdir);
+    cli_tmp_path(ck, sizeof ck, "ck_err");
+    cli_tmp_path(missing, sizeof missing, "no_such.tfrecord");
     const char *a1[] = {"train", "--input", "tfdata", missing, "--checkpoint-dir", ck, "--quiet", NULL};
     CHECK_EQ_INT(run_vigil(a1, "train.out", "train.err"), 1);
     CHECK_STR_CONTAINS(slurp("train.err"), "NOT_FOUND");
@@ -88,7 +88,7 @@ static const char *skip(void) {
 }
 
 static int setup(void) {
-    snprintf(g_rec, sizeof g_rec, "%s/train.tfrecord", tmpdir);
+    cli_tmp_path(g_rec, sizeof g_rec, "train.tfrecord");
     const char *conv[] = {"convert", "--images", DATA_DIR "/train-images-idx3-ubyte.gz", "--labels",
                           DATA_DIR "/train-labels-idx1-ubyte.gz", "-o", g_rec, "--compression", "GZIP", "--limit", "640",
                           NULL};

@@ -12,7 +12,7 @@
 
 static void test_lstm_train_and_resume(void) {
     char dir[300];
-    snprintf(dir, sizeof dir, "%s/lstm", tmpdir);
+    cli_tmp_path(dir, sizeof dir, "lstm");
     const char *a1[] = {"train", "--model", "lstm", "--train-limit", "2048", "--epochs", "2", "--steps", "16",
                         "--checkpoint-dir", dir, "--log-step-count-steps", "4", NULL};
     int rc = run_vigil(a1, "l1.out", "l1.err");

@@ -71,8 +71,8 @@ static void write_saving_model(const char *dir, const char *target) {
 
 static void test_run_refuses_file_writes(void) {
     char dir[400], target[400], index[420];
-    snprintf(dir, sizeof dir, "%s/saving_model", tmpdir);
-    snprintf(target, sizeof target, "%s/outside/planted", tmpdir);
+    cli_tmp_path(dir, sizeof dir, "saving_model");
+    cli_tmp_path(target, sizeof target, "outside/planted");
     snprintf(index, sizeof index, "%s.index", target);
     write_saving_model(dir, target);
     /* the CLI refuses by default, before anything runs */
@@ -139,7 +139,7 @@ static void write_loop_model(const char *dir) {
 
 static void test_run_timeout_and_outputs(void) {
     char dir[400];
-    snprintf(dir, sizeof dir, "%s/loop_model", tmpdir);
+    cli_tmp_path(dir, sizeof dir, "loop_model");
     write_loop_model(dir);
     /* the loop ends: every output printed, the string escaped, uint8 as numbers */
     const char *a1[] = {"run", dir, "--input", "n=12", "--timeout", "30", NULL};
@@ -240,7 +240,7 @@ static void test_ckpt_escape(void) {
     vg_session *s = sv ? vg_session_new(g, NULL, &st) : NULL;
     CHECK(sv && s);
     char prefix[400], path[500];
-    snprintf(prefix, sizeof prefix, "%s/evil.ckpt", tmpdir);
+    cli_tmp_path(prefix, sizeof prefix, "evil.ckpt");
     if (sv && s) {
         CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &ini, 1, NULL, &st), &st);
         CHECK_OK(vg_saver_save(sv, s, prefix, -1, path, sizeof path, &st), &st);
@@ -283,7 +283,7 @@ static void test_events_escape_utf8(void) {
 
 static void test_plot_huge_steps(void) {
     char dir[400], svg[400];
-    snprintf(svg, sizeof svg, "%s/huge.svg", tmpdir);
+    cli_tmp_path(svg, sizeof svg, "huge.svg");
     vg_status st;
     vg_file_writer *w = writer_in("ev_huge", dir, sizeof dir);
     if (!w) return;
@@ -377,8 +377,7 @@ static void test_train_input_bad_record(void) {
 
 static int setup(void) {
     char outside[400];
-    snprintf(outside, sizeof outside, "%s/outside", tmpdir);
-    mkdir(outside, 0755);
+    mkdir(cli_tmp_path(outside, sizeof outside, "outside"), 0755);
     return 0;
 }
 

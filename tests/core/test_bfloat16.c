@@ -169,20 +169,18 @@ static void test_bfloat16__cast_gradient(void) {
  * saved with TF's dtype number 14 and restored bit for bit. */
 static void test_bfloat16__checkpoint_round_trip(void) {
     vg_status st;
-    char dir[256], prefix[300];
-    ckpt_tmp_prefix(dir, prefix, "bf16");
-    vg_graph *g = vg_graph_new();
+    ckpt_round_trip rt = ckpt_round_trip_begin("bf16");
     int64_t dims[2] = {3, 5};
-    vg_variable w = vg_get_variable(g, "w", VG_BFLOAT16, dims, 2, vg_init_random_uniform(-4, 4, 7), VG_VAR_TRAINABLE);
-    vg_op *ini = vg_global_variables_initializer(g);
-    vg_saver *sv = vg_saver_new(g, NULL, &st);
-    CHECK_OK(vg_graph_status(g, &st), &st);
+    vg_variable w = vg_get_variable(rt.g, "w", VG_BFLOAT16, dims, 2, vg_init_random_uniform(-4, 4, 7), VG_VAR_TRAINABLE);
+    vg_op *ini = vg_global_variables_initializer(rt.g);
+    vg_saver *sv = vg_saver_new(rt.g, NULL, &st);
+    CHECK_OK(vg_graph_status(rt.g, &st), &st);
     CHECK(sv != NULL && w.var != NULL);
-    if (!sv || !w.var) { vg_graph_free(g); tu_rmrf(dir); return; }
+    if (!sv || !w.var) { vg_graph_free(rt.g); tu_rmrf(rt.dir); return; }
     CHECK_EQ_INT(vg_output_dtype(w.read), VG_BFLOAT16);
-    vg_session *s = vg_session_new(g, NULL, &st);
+    vg_session *s = vg_session_new(rt.g, NULL, &st);
     char path[400];
-    vg_tensor *v0 = init_fetch_save(s, ini, sv, w.read, prefix, path, sizeof path);
+    vg_tensor *v0 = init_fetch_save(s, ini, sv, w.read, rt.prefix, path, sizeof path);
     vg_checkpoint_reader *r = vg_checkpoint_reader_new(path, &st);
     CHECK(r != NULL);
     if (r && v0) {
@@ -200,9 +198,9 @@ static void test_bfloat16__checkpoint_round_trip(void) {
         vg_tensor_free(raw);
     }
     vg_checkpoint_reader_free(r);
-    check_restored(g, sv, &s, path, w.read, v0, VG_BFLOAT16, 30);
-    free_session_saver_graph(s, sv, g);
-    tu_rmrf(dir);
+    check_restored(rt.g, sv, &s, path, w.read, v0, VG_BFLOAT16, 30);
+    free_session_saver_graph(s, sv, rt.g);
+    tu_rmrf(rt.dir);
 }
 
 /* GraphDef: bfloat16 constants export in half_val (bits as int32, as TF) or
@@ -217,17 +215,11 @@ static void test_bfloat16__graphdef_and_refusal(void) {
     vg_const(g, a, "many");
     vg_const(g, b, "one");
     vg_tensor_free(a); vg_tensor_free(b);
-    char *text = NULL;
-    size_t tlen = 0;
-    CHECK_OK(vg_graph_to_graphdef_text(g, &text, &tlen, &st), &st);
-    if (text) {
-        CHECK_STR_CONTAINS(text, "DT_BFLOAT16");
-        CHECK_STR_CONTAINS(text, "half_val: 65408"); /* 0xff80 */
-    }
+    void *bytes;
+    size_t len, tlen;
+    char *text = graphdef_and_text(g, &bytes, &len, &tlen);
+    text_holds_all(text, (const char *const[]){"DT_BFLOAT16", "half_val: 65408" /* 0xff80 */}, 2);
     vg_free(text);
-    void *bytes = NULL;
-    size_t len = 0;
-    CHECK_OK(vg_graph_to_graphdef(g, &bytes, &len, &st), &st);
     vg_graph *g2 = vg_graph_new();
     CHECK_OK(vg_graph_import_graph_def(g2, bytes, len, NULL, &st), &st);
     const char *names[2] = {"many", "one"};

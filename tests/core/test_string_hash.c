@@ -98,7 +98,7 @@ static void test_hash_bucket_fast(void) {
     /* num_buckets 0 is refused when the op is built */
     vg_output bad = vg_string_to_hash_bucket_fast(g, in, 0, "bad");
     CHECK(bad.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 
@@ -189,11 +189,11 @@ static void test_as_string(void) {
     g = vg_graph_new();
     ints = vg_const_array(g, VG_INT32, (int64_t[]){4}, 1, iv, "ints");
     CHECK(vg_as_string(g, ints, &prec, "p").op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
     g = vg_graph_new();
     CHECK(vg_as_string(g, vg_const_string(g, "x", "s"), NULL, "str").op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 
@@ -235,7 +235,7 @@ static void test_string_equal(void) {
     vg_session_free(s);
     /* a string against an int: refused */
     vg_equal(g, x, vg_const_i32(g, 1, "one"), "mixed");
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 

@@ -7,6 +7,7 @@
  * sessions whose inter-op helpers and intra-op splits share one pool compute what a
  * 1-thread session computes. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "core/threadpool.h"
 #include "vigil/vigil.h"
 #include <pthread.h>
@@ -476,8 +477,7 @@ static void *branches_run(void *arg) {
 
 static void branches_free(branches *b) {
     vg_tensor_free(b->xv);
-    vg_session_free(b->sess);
-    vg_graph_free(b->g);
+    free_session_graph(b->sess, b->g);
 }
 
 static void test_shared_pool_sessions(void) {

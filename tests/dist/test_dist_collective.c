@@ -3,7 +3,9 @@
  * CollectiveGather, HorovodBroadcast (shape mismatch across ranks), the fused
  * allreduce, and CANCELLED on close. CTest runs it alone (1 rank) and under
  * mpirun -np 2; expected values are computed from the world's size. */
+#include "dist_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <vigil/vigil.h>
 #include <math.h>
 #include <pthread.h>
@@ -90,22 +92,18 @@ static void test_reduce__bad_attrs(void) {
     vg_output s = vg_const_string(g, "a", "s");
     vg_output r = vg_collective_reduce(g, s, N, 1, 1, "Add", "Id", "bad_dtype");
     CHECK(r.op == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "not supported");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "not supported");
     vg_graph_free(g);
     g = vg_graph_new();
     r = vg_collective_reduce(g, vg_const_f32(g, 1, "x"), N, 1, 1, "Sub", "Id", "bad_merge");
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "merge_op");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "merge_op");
     vg_graph_free(g);
     /* a group size that is not the world's: every rank fails the same way, no hang */
     g = vg_graph_new();
     r = vg_collective_reduce(g, vg_const_f32(g, 1, "x"), N + 1, 1, 1, "Add", "Id", "bad_group");
     vg_session *sess = vg_session_new(g, NULL, &st);
-    CHECK_CODE(vg_session_run1(sess, r, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "group_size");
-    vg_session_free(sess);
-    vg_graph_free(g);
+    EXPECT_CODE_MSG(vg_session_run1(sess, r, NULL, &st), &st, VG_INVALID_ARGUMENT, "group_size");
+    free_session_graph(sess, g);
 }
 
 static void test_bcast__send_recv(void) {
@@ -149,11 +147,9 @@ static void test_hvd_broadcast__values_and_mismatch(void) {
     b = vg_dist_broadcast_tensor(g, vg_const_array(g, VG_FLOAT, dims, 1, w, "v"), 0, "dense/kernel", "bc");
     vg_status st;
     vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_CODE(vg_session_run1(s, b, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "dense/kernel");
+    EXPECT_CODE_MSG(vg_session_run1(s, b, NULL, &st), &st, VG_INVALID_ARGUMENT, "dense/kernel");
     CHECK_STR_CONTAINS(st.msg, "Mismatched shapes");
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void test_gather__ragged(void) {
@@ -198,8 +194,7 @@ static void test_fused__many_tensors(void) {
         CHECK_NEAR(((float *)vg_tensor_data(out[2]))[6], -3.0, 1e-6);
         for (int i = 0; i < 3; i++) vg_tensor_free(out[i]);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* The packed fusion buffer: a large tensor (80 KB) beside odd-sized small ones, each
@@ -245,36 +240,23 @@ static void test_fused__packed_views(void) {
         vg_tensor_free(second[i]);
     }
     free(big);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* A collective blocked on a peer returns CANCELLED when its session closes. */
-typedef struct {
-    vg_session *s;
-    vg_output o;
-    vg_code rc;
-} runner;
-static void *run_thread(void *arg) {
-    runner *r = arg;
-    vg_status st;
-    r->rc = vg_session_run1(r->s, r->o, NULL, &st);
-    return NULL;
-}
-
 static void test_cancel__on_close(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_output o = vg_collective_reduce(g, vg_const_f32(g, 1, "x"), N, 1, 9, "Add", "Id", "r");
     vg_session *s = vg_session_new(g, NULL, &st);
     if (N >= 2 && R == 0) {
-        runner r = {s, o, VG_OK};
-        pthread_t th;
-        pthread_create(&th, NULL, run_thread, &r);
+        dist_fx_bg r;
+        vg_tensor *t = NULL;
+        dist_fx_bg_start(&r, s, &o, &t, 1);
         usleep(300 * 1000); /* rank 1 has not joined: the collective waits */
         vg_session_close(s, &st);
-        pthread_join(th, NULL);
-        CHECK_CODE(r.rc, VG_CANCELLED);
+        CHECK_CODE(dist_fx_bg_join(&r), VG_CANCELLED);
+        vg_tensor_free(t);
     } else {
         vg_session_close(s, &st);
     }
@@ -298,10 +280,7 @@ static void test_cancel__on_close(void) {
 }
 
 int main(void) {
-    vg_status st;
-    CHECK_OK(vg_dist_init(&st), &st);
-    R = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&R, &N);
     RUN_TEST(test_reduce__add_div_f32);
     RUN_TEST(test_reduce__other_types);
     RUN_TEST(test_reduce__bad_attrs);
@@ -311,6 +290,5 @@ int main(void) {
     RUN_TEST(test_fused__many_tensors);
     RUN_TEST(test_fused__packed_views);
     RUN_TEST(test_cancel__on_close);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

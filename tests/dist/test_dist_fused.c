@@ -9,7 +9,9 @@
  * thread makes them). CTest runs it alone (1 rank) and under
  * mpirun -np 2; it passes under -np 3 and 4 as well. Every value is computed from the
  * rank and the world's size (sums of multiples of 0.25: exact in float). */
+#include "dist_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <vigil/vigil.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -44,15 +46,7 @@ static const int64_t sizes[] = {1, 0, 13, 16, 17, 100, 16387, 250001};
 enum { NT = sizeof sizes / sizeof sizes[0] };
 
 static vg_output make_const(vg_graph *g, vg_dtype dt, int k, int64_t n) {
-    size_t es = vg_dtype_size(dt);
-    void *p = malloc(n ? (size_t)n * es : 1);
-    for (int64_t i = 0; i < n; i++) {
-        double v = val(k, i, R);
-        if (dt == VG_FLOAT) ((float *)p)[i] = (float)v;
-        else if (dt == VG_DOUBLE) ((double *)p)[i] = v;
-        else if (dt == VG_INT32) ((int32_t *)p)[i] = (int32_t)(v * 4);
-        else ((int64_t *)p)[i] = (int64_t)(v * 4);
-    }
+    void *p = dist_fx_fill(dt, n, val, k, R, 4);
     char name[32];
     snprintf(name, sizeof name, "x%d", k);
     vg_output o = vg_const_array(g, dt, (int64_t[]){n}, 1, p, name);
@@ -110,8 +104,7 @@ static void check_fused_in(vg_dtype dt, const vg_session_options *so) {
             }
         for (int i = 0; i < 2 * NT; i++) vg_tensor_free(out[i]);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 static void check_fused(vg_dtype dt) {
@@ -139,8 +132,54 @@ static void test_reduce__max_direct(void) {
         CHECK_EQ_INT(bad, 0);
         vg_tensor_free(t);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
+}
+
+/* A fused allreduce (a mean when mean, else a sum) of two tensors of make_const: k[t]
+ * with n[t] elements. */
+typedef struct {
+    int k[2];
+    int64_t n[2];
+    bool mean;
+} fused2_case;
+
+/* A session s (options so) on a new graph g holding c's fused allreduce, whose two
+ * outputs are f; out for their values. fused2_close frees it all. */
+typedef struct {
+    vg_graph *g;
+    vg_session *s;
+    vg_output f[2];
+    vg_tensor *out[2];
+} fused2_run;
+static fused2_run fused2_open(const fused2_case *c, const vg_session_options *so) {
+    fused2_run r = {vg_graph_new(), NULL, {{0}}, {NULL, NULL}};
+    vg_output xs[2] = {make_const(r.g, VG_FLOAT, c->k[0], c->n[0]), make_const(r.g, VG_FLOAT, c->k[1], c->n[1])};
+    vg_op *op = vg_dist_fused_allreduce(r.g, xs, 2, c->mean, c->mean ? "mean" : "sum");
+    vg_status st;
+    r.s = vg_session_new(r.g, so, &st);
+    r.f[0] = vg_out(op, 0);
+    r.f[1] = vg_out(op, 1);
+    return r;
+}
+static void fused2_close(fused2_run *r) {
+    for (int i = 0; i < 2; i++) vg_tensor_free(r->out[i]);
+    vg_session_free(r->s);
+    vg_graph_free(r->g);
+}
+
+/* A late rank's run of c, after sleeping ms milliseconds: the right sums (means rounded
+ * to float). */
+static void fused2_late_run(const fused2_case *c, fused2_run *r, int ms) {
+    vg_status st;
+    vg_tensor **out = r->out;
+    usleep(ms * 1000);
+    CHECK_OK(vg_session_run(r->s, NULL, NULL, NULL, 0, r->f, out, 2, NULL, 0, NULL, &st), &st);
+    if (!out[0] || !out[1]) return;
+    int bad = 0;
+    for (int t = 0; t < 2; t++)
+        for (int64_t i = 0; i < c->n[t]; i++)
+            bad += c->mean ? elem(out[t], i) != (float)want(c->k[t], i, true) : elem(out[t], i) != want(c->k[t], i, false);
+    CHECK_EQ_INT(bad, 0);
 }
 
 /* Rank 0 gives up on a fused allreduce (run timeout 100 ms) that the other ranks join
@@ -149,32 +188,19 @@ static void test_reduce__max_direct(void) {
  * get the right sums, and the late ranks' fused results are right (rank 0's inputs
  * outlived its run). */
 static void timeout_in(const vg_session_options *so) {
-    vg_graph *g = vg_graph_new();
-    vg_output xs[2] = {make_const(g, VG_FLOAT, 0, 250001), make_const(g, VG_FLOAT, 1, 17)};
-    vg_op *op = vg_dist_fused_allreduce(g, xs, 2, false, "sum");
+    static const fused2_case c = {{0, 1}, {250001, 17}, false};
+    fused2_run x = fused2_open(&c, so);
     vg_status st;
-    vg_session *s = vg_session_new(g, so, &st);
-    vg_output f[2] = {vg_out(op, 0), vg_out(op, 1)};
-    vg_tensor *out[2] = {0};
     if (R == 0) {
         vg_run_options ro = {0};
         ro.timeout_in_ms = 100;
         int64_t t0 = now_us();
-        CHECK_CODE(vg_session_run(s, &ro, NULL, NULL, 0, f, out, 2, NULL, 0, NULL, &st), VG_DEADLINE_EXCEEDED);
+        CHECK_CODE(vg_session_run(x.s, &ro, NULL, NULL, 0, x.f, x.out, 2, NULL, 0, NULL, &st), VG_DEADLINE_EXCEEDED);
         CHECK(now_us() - t0 < 350000); /* gave up before the others came */
     } else {
-        usleep(400 * 1000);
-        CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, out, 2, NULL, 0, NULL, &st), &st);
-        if (out[0] && out[1]) {
-            int bad = 0;
-            for (int64_t i = 0; i < 250001; i++) bad += elem(out[0], i) != want(0, i, false);
-            for (int64_t i = 0; i < 17; i++) bad += elem(out[1], i) != want(1, i, false);
-            CHECK_EQ_INT(bad, 0);
-        }
+        fused2_late_run(&c, &x, 400);
     }
-    for (int i = 0; i < 2; i++) vg_tensor_free(out[i]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    fused2_close(&x);
     double v[3] = {1, R, 0.5};
     CHECK_OK(vg_dist_allreduce(v, 3, VG_DOUBLE, VG_REDUCE_SUM, &st), &st);
     CHECK_NEAR(v[0], N, 0);
@@ -190,50 +216,22 @@ static void test_timeout__hand_over_keeps_order(void) {
 /* A fused allreduce blocked on a late peer returns CANCELLED when its session closes,
  * on the run's own thread (single-threaded session: the Ibarrier wait sees the close)
  * and through the communication thread; the late rank's sums are still right. */
-typedef struct {
-    vg_session *s;
-    vg_output *f;
-    vg_tensor **out;
-    vg_code rc;
-} runner;
-static void *run_thread(void *arg) {
-    runner *r = arg;
-    vg_status st;
-    r->rc = vg_session_run(r->s, NULL, NULL, NULL, 0, r->f, r->out, 2, NULL, 0, NULL, &st);
-    return NULL;
-}
-
 static void close_in(const vg_session_options *so) {
-    vg_graph *g = vg_graph_new();
-    vg_output xs[2] = {make_const(g, VG_FLOAT, 4, 100000), make_const(g, VG_FLOAT, 5, 3)};
-    vg_op *op = vg_dist_fused_allreduce(g, xs, 2, true, "mean");
+    static const fused2_case c = {{4, 5}, {100000, 3}, true};
+    fused2_run x = fused2_open(&c, so);
     vg_status st;
-    vg_session *s = vg_session_new(g, so, &st);
-    vg_output f[2] = {vg_out(op, 0), vg_out(op, 1)};
-    vg_tensor *out[2] = {0};
     if (R == 0) {
-        runner r = {s, f, out, VG_OK};
-        pthread_t th;
-        pthread_create(&th, NULL, run_thread, &r);
+        dist_fx_bg r;
+        dist_fx_bg_start(&r, x.s, x.f, x.out, 2);
         usleep(200 * 1000); /* the others have not joined */
         int64_t t0 = now_us();
-        vg_session_close(s, &st);
-        pthread_join(th, NULL);
-        CHECK_CODE(r.rc, VG_CANCELLED);
+        vg_session_close(x.s, &st);
+        CHECK_CODE(dist_fx_bg_join(&r), VG_CANCELLED);
         CHECK(now_us() - t0 < 150000); /* at once, not when the others come */
     } else {
-        usleep(500 * 1000);
-        CHECK_OK(vg_session_run(s, NULL, NULL, NULL, 0, f, out, 2, NULL, 0, NULL, &st), &st);
-        if (out[0] && out[1]) {
-            int bad = 0;
-            for (int64_t i = 0; i < 100000; i++) bad += elem(out[0], i) != (float)want(4, i, true);
-            for (int64_t i = 0; i < 3; i++) bad += elem(out[1], i) != (float)want(5, i, true);
-            CHECK_EQ_INT(bad, 0);
-        }
+        fused2_late_run(&c, &x, 500);
     }
-    for (int i = 0; i < 2; i++) vg_tensor_free(out[i]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    fused2_close(&x);
     CHECK_OK(vg_dist_barrier(&st), &st); /* still in step */
 }
 
@@ -277,10 +275,7 @@ static void test_host__caller_thread(void) {
 }
 
 int main(void) {
-    vg_status st;
-    CHECK_OK(vg_dist_init(&st), &st);
-    R = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&R, &N);
     RUN_TEST(test_fused__ring_f32);
     RUN_TEST(test_fused__ring_f64);
     RUN_TEST(test_fused__packed_int32);
@@ -289,6 +284,5 @@ int main(void) {
     RUN_TEST(test_timeout__hand_over_keeps_order);
     RUN_TEST(test_cancel__close_while_waiting);
     RUN_TEST(test_host__caller_thread);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

@@ -6,6 +6,7 @@
  * steps are repeated, at most 4 times, for a loaded machine). CTest runs it alone
  * (1 rank) and under mpirun -np 2.
  * VG_OVERLAP_TRACE=1 prints the timeline. */
+#include "dist_fixture.h"
 #include "test_util.h"
 #include <vigil/vigil.h>
 #include <stdint.h>
@@ -115,11 +116,7 @@ static void test_overlap__first_bucket_before_last_gradient(void) {
 }
 
 int main(void) {
-    vg_status st;
-    CHECK_OK(vg_dist_init(&st), &st);
-    R = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&R, &N);
     RUN_TEST(test_overlap__first_bucket_before_last_gradient);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

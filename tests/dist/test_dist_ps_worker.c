@@ -12,7 +12,9 @@
  * variables must have the same bytes (compared by allreduce of a checksum), and equal
  * to one process trained on the concatenated batch (the mean of the ranks' mean-loss
  * gradients is the gradient of the mean loss over the whole batch). */
+#include "dist_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <vigil/vigil.h>
 #include <math.h>
 #include <stdint.h>
@@ -72,6 +74,12 @@ static vg_cluster_spec *cluster(int workers) {
     CHECK_OK(vg_cluster_spec_parse_job(cs, "ps", "localhost:2222", &st), &st);
     CHECK_OK(vg_cluster_spec_add_job(cs, "worker", hosts, workers, &st), &st);
     return cs;
+}
+
+/* The end of a test that joined cluster(n) through a server: frees server, then cs. */
+static void free_server_cluster(vg_server *server, vg_cluster_spec *cs) {
+    vg_server_free(server);
+    vg_cluster_spec_free(cs);
 }
 
 /* The model: pred = x w + b, loss = mean((pred - y)^2). */
@@ -198,17 +206,9 @@ static void ps_worker_port(bool split) {
     vg_code rc = VG_OK;
     int step = 0;
     while (rc == VG_OK && !vg_monitored_session_should_stop(sess)) {
+        if (R == 0) rc = dist_fx_run_op(sess, inc.op, &st); /* a write only the chief makes */
+        if (rc == VG_OK && step == STEPS / 2) rc = dist_fx_run_op(sess, sync, &st); /* every rank, the same step */
         vg_run_args a = {0};
-        if (R == 0) { /* a write only the chief makes */
-            a.targets = &inc.op;
-            a.ntargets = 1;
-            rc = vg_monitored_session_run(sess, &a, NULL, NULL, &st);
-        }
-        if (rc == VG_OK && step == STEPS / 2) { /* every rank, the same step */
-            a.targets = &sync;
-            a.ntargets = 1;
-            rc = vg_monitored_session_run(sess, &a, NULL, NULL, &st);
-        }
         float xs[B * DIN], ys[B * DOUT];
         batch(R, step, xs, ys);
         vg_tensor *xt = vg_tensor_new(VG_FLOAT, (int64_t[]){B, DIN}, 2, &st);
@@ -258,8 +258,7 @@ static void ps_worker_port(bool split) {
     vg_monitored_session_free(sess);
     vg_optimizer_free(opt);
     vg_graph_free(g);
-    vg_server_free(server);
-    vg_cluster_spec_free(cs);
+    free_server_cluster(server, cs);
 }
 
 static void test_ps_worker__literal_port_minimize(void) { ps_worker_port(false); }
@@ -292,18 +291,14 @@ static void test_ps_worker__refuses_train_op_built_before_init(void) {
     vg_monitored_session *ms = vg_distributed_training_session_new(g, vg_server_target(server), &o, &st);
     if (n > 1) {
         CHECK(ms == NULL);
-        CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
-        CHECK_STR_CONTAINS(st.msg, "ApplyGradientDescent");
+        EXPECT_CODE_MSG(st.code, &st, VG_FAILED_PRECONDITION, "ApplyGradientDescent");
         CHECK_STR_CONTAINS(st.msg, "'w'");
         CHECK_STR_CONTAINS(st.msg, "vg_dist_init");
         CHECK_STR_CONTAINS(st.msg, "vg_dist_minimize");
         CHECK_STR_CONTAINS(st.msg, "SyncReplicasOptimizer");
     } else { /* one rank: nothing to average, the session trains */
         CHECK(ms != NULL);
-        vg_run_args a = {0};
-        a.targets = &train;
-        a.ntargets = 1;
-        if (ms) CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);
+        if (ms) CHECK_OK(dist_fx_run_op(ms, train, &st), &st);
         if (ms) CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
     }
     vg_monitored_session_free(ms);
@@ -319,16 +314,12 @@ static void test_ps_worker__refuses_train_op_built_before_init(void) {
     ms = vg_distributed_training_session_new(g2, vg_server_target(server), &o, &st);
     CHECK(ms != NULL);
     if (ms) {
-        vg_run_args a = {0};
-        a.targets = &train;
-        a.ntargets = 1;
-        CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);
+        CHECK_OK(dist_fx_run_op(ms, train, &st), &st);
         CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
     }
     vg_monitored_session_free(ms);
     vg_graph_free(g2);
-    vg_server_free(server);
-    vg_cluster_spec_free(cs);
+    free_server_cluster(server, cs);
     vg_optimizer_free(opt);
     vg_graph_free(g);
 }
@@ -337,22 +328,17 @@ static void test_ps_worker__refuses_train_op_built_before_init(void) {
  * gradient that compute_gradients already averaged is not averaged again. */
 static void test_dist_optimizer__never_twice(void) {
     vg_status st;
-    vg_graph *g = vg_graph_new();
-    vg_output x = vg_const_fill(g, VG_FLOAT, (int64_t[]){1, 4}, 2, 1.0, "x");
-    vg_output h = vg_layers_dense(g, x, 3, VG_ACT_RELU, NULL);
-    vg_output loss = vg_reduce_sum(g, h, NULL, 0, false, "loss");
-    vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
-    vg_op *train = vg_dist_minimize(opt, g, loss, NULL, 0, vg_get_or_create_global_step(g), NULL, NULL);
+    dist_fx_model m = dist_fx_dense_model(false);
+    vg_op *train = vg_dist_minimize(m.opt, m.g, m.loss, NULL, 0, vg_get_or_create_global_step(m.g), NULL, NULL);
     CHECK(train != NULL);
-    CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 1);
+    CHECK_EQ_INT(count_ops(m.g, "VigilFusedAllreduce"), 1);
     vg_output grads[2];
-    CHECK_OK(vg_optimizer_compute_gradients(opt, g, loss, NULL, 0, grads, &st), &st);
-    int after_plain = count_ops(g, "VigilFusedAllreduce");
+    CHECK_OK(vg_optimizer_compute_gradients(m.opt, m.g, m.loss, NULL, 0, grads, &st), &st);
+    int after_plain = count_ops(m.g, "VigilFusedAllreduce");
     CHECK_EQ_INT(after_plain, N > 1 ? 2 : 1); /* averaged only where there are ranks to average */
-    CHECK_OK(vg_dist_allreduce_gradients(g, grads, 2, NULL, grads, &st), &st);
-    CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), after_plain + (N > 1 ? 0 : 1));
-    vg_optimizer_free(opt);
-    vg_graph_free(g);
+    CHECK_OK(vg_dist_allreduce_gradients(m.g, grads, 2, NULL, grads, &st), &st);
+    CHECK_EQ_INT(count_ops(m.g, "VigilFusedAllreduce"), after_plain + (N > 1 ? 0 : 1));
+    dist_fx_model_free(&m);
 }
 
 /* tf.train.replica_device_setter's strings name this process's device: vigil's placer
@@ -390,8 +376,7 @@ static void test_ps_worker__device_setter_passes_placement(void) {
     CHECK_OK(vg_graph_push_device(g, vg_replica_device_setter(cs, "/job:worker/task:0/gpu:0")), &st);
     vg_const_f32(g, 1, "on_gpu");
     vg_graph_pop_device(g);
-    CHECK_CODE(vg_config_check_placement(g, &c, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "/gpu:0");
+    EXPECT_CODE_MSG(vg_config_check_placement(g, &c, &st), &st, VG_INVALID_ARGUMENT, "/gpu:0");
     vg_graph_free(g);
     vg_cluster_spec_free(cs);
 }
@@ -443,20 +428,17 @@ static void test_broadcast_variables__on_demand(void) {
         if (t) CHECK_EQ_INT(*(int64_t *)vg_tensor_data(t), 15);
         vg_tensor_free(t);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
     /* build-time errors (the graph's) */
     g = vg_graph_new();
     vg_variable v = vg_variable_new(g, "v", vg_const_f32(g, 1, NULL), 0);
     CHECK(vg_dist_broadcast_variables(g, &v.ref, 1, N, NULL) == NULL); /* root outside the world */
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "root_rank");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "root_rank");
     vg_graph_free(g);
     g = vg_graph_new();
     v = vg_variable_new(g, "v", vg_const_f32(g, 1, NULL), 0);
     CHECK(vg_dist_broadcast_variables(g, &v.read, 1, 0, NULL) == NULL); /* a read, not the variable */
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "v/read");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "v/read");
     vg_graph_free(g);
 }
 
@@ -487,17 +469,13 @@ static void test_sync_replicas__names_the_cause(void) {
 }
 
 int main(void) {
-    vg_status st;
     RUN_TEST(test_ps_worker__refuses_train_op_built_before_init); /* first: before vg_dist_init */
-    CHECK_OK(vg_dist_init(&st), &st);
-    R = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&R, &N);
     RUN_TEST(test_ps_worker__literal_port_minimize);
     RUN_TEST(test_ps_worker__literal_port_compute_apply);
     RUN_TEST(test_dist_optimizer__never_twice);
     RUN_TEST(test_ps_worker__device_setter_passes_placement);
     RUN_TEST(test_broadcast_variables__on_demand);
     RUN_TEST(test_sync_replicas__names_the_cause);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

@@ -14,7 +14,9 @@
  * this path.) Under mpirun -np 2 by
  * CTest; it passes under -np 3 and 4 as well. */
 #include "mpi_self_util.h"
+#include "dist_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <vigil/vigil.h>
 #include <fcntl.h>
 #include <math.h>
@@ -30,17 +32,8 @@ static int R, N;
 
 static double val(int k, int64_t i, int r) { return sin(0.37 * (double)i + 1.3 * k + 0.71 * r) * (1.0 + k); }
 
-static void *fill(vg_dtype dt, int k, int64_t n, int r) {
-    size_t es = vg_dtype_size(dt);
-    void *p = malloc(n ? (size_t)n * es : 1);
-    for (int64_t i = 0; i < n; i++) {
-        double v = val(k, i, r);
-        if (dt == VG_FLOAT) ((float *)p)[i] = (float)v;
-        else if (dt == VG_DOUBLE) ((double *)p)[i] = v;
-        else ((int32_t *)p)[i] = (int32_t)(v * 1000);
-    }
-    return p;
-}
+/* float, double, or int32 (times 1000) */
+static void *fill(vg_dtype dt, int k, int64_t n, int r) { return dist_fx_fill(dt, n, val, k, r, 1000); }
 
 static double at(const void *p, vg_dtype dt, int64_t i) {
     if (dt == VG_FLOAT) return ((const float *)p)[i];
@@ -104,8 +97,7 @@ static void check_against_mpi(vg_dtype dt, const int64_t *sizes, int n) {
         for (int i = 0; i < 2 * n; i++) vg_tensor_free(out[i]);
     }
     for (int k = 0; k < n; k++) free(ref[k]);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* 124 KB in all: fits the 256 KB slot (shared memory) */
@@ -140,11 +132,10 @@ static void test_shm__mismatched_sizes(void) {
     vg_session *s = vg_session_new(g, &(vg_session_options){.intra_op_threads = 1, .inter_op_threads = 1}, &st);
     vg_tensor *out = NULL;
     vg_output f = vg_out(op, 0);
-    CHECK_CODE(vg_session_run(s, NULL, NULL, NULL, 0, &f, &out, 1, NULL, 0, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "graphs built the same");
+    EXPECT_CODE_MSG(vg_session_run(s, NULL, NULL, NULL, 0, &f, &out, 1, NULL, 0, NULL, &st), &st, VG_INVALID_ARGUMENT,
+                    "graphs built the same");
     vg_tensor_free(out);
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
     int64_t v = 1;
     CHECK_OK(vg_dist_allreduce(&v, 1, VG_INT64, VG_REDUCE_SUM, &st), &st);
     CHECK_EQ_INT(v, N);
@@ -183,24 +174,15 @@ static int die_child(void) {
 /* A rank that dies while its peer waits on the shared window: the job ends within 10 s
  * with a non-zero status (the plain, 1-rank run starts mpiexec -np 2 on itself). */
 static void test_dead_peer__job_ends(void) {
-    if (N != 1 || !vg_dist_mpi_built() || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE")) return;
     char buf[512];
-    double took = 0;
-    int rc = tu_mpiexec_self(2, "--die", 30, buf, sizeof buf, &took);
-    if (rc == 127) return; /* no mpiexec on the PATH */
-    fprintf(stderr, "dead peer: mpiexec status %d after %.2f s; rank 0: %s\n", rc, took, buf[0] ? buf : "(killed by mpirun first)\n");
-    CHECK(rc > 0);
-    CHECK(took < 10.0);
+    if (!dist_fx_dying_job("dead peer", 30, 10.0, buf, sizeof buf)) return;
     if (strstr(buf, "dead-peer: code")) CHECK_STR_CONTAINS(buf, "a peer rank is gone");
 }
 
 int main(int argc, char **argv) {
     setenv("VIGIL_SHM_SLOT_BYTES", "262144", 1);
     if (argc > 1 && strcmp(argv[1], "--die") == 0) return die_child();
-    vg_status st;
-    CHECK_OK(vg_dist_init(&st), &st);
-    R = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&R, &N);
     RUN_TEST(test_shm__f32_matches_mpi);
     RUN_TEST(test_shm__f64_matches_mpi);
     RUN_TEST(test_ring__f32_matches_mpi);
@@ -208,6 +190,5 @@ int main(int argc, char **argv) {
     RUN_TEST(test_mixed__in_order);
     RUN_TEST(test_shm__mismatched_sizes);
     RUN_TEST(test_dead_peer__job_ends);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

@@ -1,7 +1,9 @@
 /* test_dist_train.c - Horovod's DistributedOptimizer and BroadcastGlobalVariablesHook,
  * TF's SyncReplicasOptimizer, on the MPI world (issue 15). CTest runs it alone (1 rank)
  * and under mpirun -np 2. Values are computed by hand from the world's size. */
+#include "dist_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <vigil/vigil.h>
 #include <math.h>
 #include <stdint.h>
@@ -26,6 +28,17 @@ static void build(vg_graph *g, int nvar_dims, vg_output *loss, vg_variable *w) {
     *loss = vg_reduce_sum(g, vg_mul(g, w->read, xc, "mul"), NULL, 0, false, "loss");
 }
 
+/* A MonitoredTrainingSession on g with the one hook *hook, as Horovod makes it: every
+ * rank a chief (checkpoints on rank 0 only), no StepCounterHook. */
+static vg_monitored_session *horovod_session(vg_graph *g, vg_hook *hook, vg_status *st) {
+    vg_mts_options o = {0};
+    o.hooks = hook;
+    o.nhooks = 1;
+    o.not_chief = false;
+    o.no_step_counter = true;
+    return vg_monitored_training_session_new(g, &o, st);
+}
+
 static void test_dist_optimizer__averaged_step(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
@@ -38,34 +51,18 @@ static void test_dist_optimizer__averaged_step(void) {
     CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 1);
     vg_hook hooks[1];
     CHECK_OK(vg_broadcast_global_variables_hook(0, &hooks[0], &st), &st);
-    vg_mts_options o = {0};
-    o.hooks = hooks;
-    o.nhooks = 1;
-    o.not_chief = false; /* Horovod: every rank creates its session as a chief; checkpoints on rank 0 only */
-    o.no_step_counter = true;
-    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+    vg_monitored_session *ms = horovod_session(g, hooks, &st);
     CHECK(ms != NULL);
     if (!ms) return;
     vg_tensor *wv = NULL;
-    vg_run_args a = {0};
-    a.fetches = &w.read;
-    a.nfetches = 1;
-    CHECK_OK(vg_monitored_session_run(ms, &a, &wv, NULL, &st), &st);
+    CHECK_OK(dist_fx_fetch(ms, w.read, &wv, &st), &st);
     if (wv) { /* rank 0's initial values everywhere */
         CHECK_NEAR(((float *)vg_tensor_data(wv))[0], 1.0, 0);
         CHECK_NEAR(((float *)vg_tensor_data(wv))[1], 2.0, 0);
         vg_tensor_free(wv);
     }
-    a.fetches = NULL;
-    a.nfetches = 0;
-    a.targets = &train;
-    a.ntargets = 1;
-    for (int step = 0; step < 3; step++) CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);
-    a.targets = NULL;
-    a.ntargets = 0;
-    a.fetches = &w.read;
-    a.nfetches = 1;
-    CHECK_OK(vg_monitored_session_run(ms, &a, &wv, NULL, &st), &st);
+    for (int step = 0; step < 3; step++) CHECK_OK(dist_fx_run_op(ms, train, &st), &st);
+    CHECK_OK(dist_fx_fetch(ms, w.read, &wv, &st), &st);
     double g0 = (N + 1) / 2.0, g1 = (double)(N - 1); /* mean_r (r + 1), mean_r 2r */
     if (wv) {
         CHECK_NEAR(((float *)vg_tensor_data(wv))[0], 1.0 - 3 * 0.5 * g0, 1e-6);
@@ -80,31 +77,26 @@ static void test_dist_optimizer__averaged_step(void) {
 
 static void test_dist_optimizer__fusion_buckets(void) {
     vg_status st;
-    vg_graph *g = vg_graph_new();
-    vg_output x = vg_const_fill(g, VG_FLOAT, (int64_t[]){1, 4}, 2, 1.0, "x");
-    vg_output h = vg_layers_dense(g, x, 3, VG_ACT_RELU, NULL);   /* kernel 48 B, bias 12 B */
-    vg_output y = vg_layers_dense(g, h, 2, VG_ACT_NONE, NULL);   /* kernel 24 B, bias 8 B */
-    vg_output loss = vg_reduce_sum(g, y, NULL, 0, false, "loss");
-    vg_optimizer *opt = vg_optimizer_new_sgd(0.1);
+    dist_fx_model m = dist_fx_dense_model(true);
     vg_output grads[4];
     vg_dist_options o = {.no_fusion = true}; /* one allreduce per gradient */
-    CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
-    CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 4);
+    CHECK_OK(vg_dist_compute_gradients(m.opt, m.g, m.loss, NULL, 0, &o, grads, &st), &st);
+    CHECK_EQ_INT(count_ops(m.g, "VigilFusedAllreduce"), 4);
     /* reverse order: [bias 8 + kernel 24], [bias 12], [kernel 48] */
     o = (vg_dist_options){.fusion_threshold_bytes = 40};
-    CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
-    CHECK_EQ_INT(count_ops(g, "VigilFusedAllreduce"), 4 + 3);
+    CHECK_OK(vg_dist_compute_gradients(m.opt, m.g, m.loss, NULL, 0, &o, grads, &st), &st);
+    CHECK_EQ_INT(count_ops(m.g, "VigilFusedAllreduce"), 4 + 3);
     CHECK(grads[2].op == grads[3].op);
     CHECK(grads[0].op != grads[1].op);
     /* the buckets are chained: each after the previous */
     CHECK(vg_op_num_control_inputs(grads[1].op) == 1 && vg_op_control_input(grads[1].op, 0) == grads[3].op);
     o.fusion_threshold_bytes = -1;
-    CHECK_CODE(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), VG_INVALID_ARGUMENT);
+    CHECK_CODE(vg_dist_compute_gradients(m.opt, m.g, m.loss, NULL, 0, &o, grads, &st), VG_INVALID_ARGUMENT);
     /* run the fused gradients: every rank has the same input, so the mean is itself */
     o = (vg_dist_options){0};
-    CHECK_OK(vg_dist_compute_gradients(opt, g, loss, NULL, 0, &o, grads, &st), &st);
-    vg_op *init = vg_global_variables_initializer(g);
-    vg_session *s = vg_session_new(g, NULL, &st);
+    CHECK_OK(vg_dist_compute_gradients(m.opt, m.g, m.loss, NULL, 0, &o, grads, &st), &st);
+    vg_op *init = vg_global_variables_initializer(m.g);
+    vg_session *s = vg_session_new(m.g, NULL, &st);
     CHECK_OK(vg_session_run_targets(s, &init, 1, &st), &st);
     vg_tensor *out = NULL;
     CHECK_OK(vg_session_run1(s, grads[3], &out, &st), &st); /* d loss / d bias2 = [1, 1] */
@@ -113,8 +105,7 @@ static void test_dist_optimizer__fusion_buckets(void) {
         vg_tensor_free(out);
     }
     vg_session_free(s);
-    vg_optimizer_free(opt);
-    vg_graph_free(g);
+    dist_fx_model_free(&m);
 }
 
 /* An embedding [8, 3] looked up by rank r with r + 3 ids (a different number of rows on
@@ -226,14 +217,9 @@ static void test_broadcast_hook__mismatch(void) {
     build(g, R == 1 ? 3 : 2, &loss, &w); /* rank 1 has w of shape [3] */
     vg_hook hooks[1];
     CHECK_OK(vg_broadcast_global_variables_hook(0, &hooks[0], &st), &st);
-    vg_mts_options o = {0};
-    o.hooks = hooks;
-    o.nhooks = 1;
-    o.no_step_counter = true;
-    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+    vg_monitored_session *ms = horovod_session(g, hooks, &st);
     CHECK(ms == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "'w'");
+    EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT, "'w'");
     vg_monitored_session_free(ms);
     vg_graph_free(g);
 }
@@ -242,8 +228,7 @@ static void test_sync_replicas__api(void) {
     vg_status st;
     vg_optimizer *opt = vg_optimizer_new_sgd(0.5);
     CHECK(vg_sync_replicas_new(opt, N + 1, N + 1, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "replicas_to_aggregate");
+    EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT, "replicas_to_aggregate");
     vg_sync_replicas *sr = vg_sync_replicas_new(opt, N, N, &st);
     CHECK(sr != NULL);
     vg_graph *g = vg_graph_new();
@@ -254,23 +239,11 @@ static void test_sync_replicas__api(void) {
     CHECK(train != NULL);
     vg_hook hook;
     CHECK_OK(vg_sync_replicas_make_session_run_hook(sr, R == 0, &hook, &st), &st);
-    vg_mts_options o = {0};
-    o.hooks = &hook;
-    o.nhooks = 1;
-    o.not_chief = false; /* Horovod: every rank creates its session as a chief; checkpoints on rank 0 only */
-    o.no_step_counter = true;
-    vg_monitored_session *ms = vg_monitored_training_session_new(g, &o, &st);
+    vg_monitored_session *ms = horovod_session(g, &hook, &st);
     CHECK(ms != NULL);
-    vg_run_args a = {0};
-    a.targets = &train;
-    a.ntargets = 1;
-    CHECK_OK(vg_monitored_session_run(ms, &a, NULL, NULL, &st), &st);
+    CHECK_OK(dist_fx_run_op(ms, train, &st), &st);
     vg_tensor *wv = NULL;
-    a.targets = NULL;
-    a.ntargets = 0;
-    a.fetches = &w.read;
-    a.nfetches = 1;
-    CHECK_OK(vg_monitored_session_run(ms, &a, &wv, NULL, &st), &st);
+    CHECK_OK(dist_fx_fetch(ms, w.read, &wv, &st), &st);
     if (wv) {
         CHECK_NEAR(((float *)vg_tensor_data(wv))[0], 1.0 - 0.5 * (N + 1) / 2.0, 1e-6);
         vg_tensor_free(wv);
@@ -308,24 +281,19 @@ static void test_dist_shard__files(void) {
     }
     vg_session_free(s);
     vg_dist_shard(g, x, 2, 2, "bad");
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "num_shards");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "num_shards");
     vg_graph_free(g);
     CHECK_EQ_INT(vg_dist_seed(0), 0);
     CHECK_EQ_INT(vg_dist_seed(5), 5 + 7919 * R);
 }
 
 int main(void) {
-    vg_status st;
-    CHECK_OK(vg_dist_init(&st), &st);
-    R = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&R, &N);
     RUN_TEST(test_dist_optimizer__averaged_step);
     RUN_TEST(test_dist_optimizer__fusion_buckets);
     RUN_TEST(test_dist_optimizer__sparse_allgather);
     RUN_TEST(test_broadcast_hook__mismatch);
     RUN_TEST(test_sync_replicas__api);
     RUN_TEST(test_dist_shard__files);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

@@ -6,7 +6,9 @@
  * ring: half on the wire) and -np 4 with VIGIL_TEST_NODE_SIZE=2 (two fake nodes of two
  * ranks: reduce in the node, ring across the two leaders, broadcast in the node).
  * Expected values are computed by hand from half's 11 significant bits. */
+#include "dist_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <vigil/vigil.h>
 #include <math.h>
 #include <stdint.h>
@@ -47,8 +49,7 @@ static void reduce_run(const vg_dist_options *o, float *const *ins, int n, float
         memcpy(outs[k], vg_tensor_data(out[k]), E * sizeof(float));
         vg_tensor_free(out[k]);
     }
-    vg_session_free(s);
-    vg_graph_free(g);
+    free_session_graph(s, g);
 }
 
 /* Every rank holds the same bytes (max and min of each element agree). */
@@ -201,10 +202,7 @@ static void test_fusion_threshold__env(void) {
 }
 
 int main(void) {
-    vg_status st;
-    CHECK_OK(vg_dist_init(&st), &st);
-    R = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&R, &N);
     const char *e = getenv("VIGIL_SHM"), *k = getenv("VIGIL_TEST_NODE_SIZE");
     shm_off = e && strcmp(e, "0") == 0;
     int node = k ? atoi(k) : 0;
@@ -215,6 +213,5 @@ int main(void) {
     RUN_TEST(test_hierarchical__mean);
     RUN_TEST(test_compression__invalid);
     RUN_TEST(test_fusion_threshold__env);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

@@ -15,7 +15,9 @@
  * (a sum of distinct powers of two), the second proves that every gradient in it was
  * computed at the current step (a stale one would give a smaller value). */
 #include "mpi_self_util.h"
+#include "dist_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <vigil/vigil.h>
 #include <math.h>
 #include <stdint.h>
@@ -109,8 +111,8 @@ static void test_sync_replicas__backup_workers(void) {
     vg_hook hook;
     /* TF: the hook refuses an optimizer whose apply_gradients was not called */
     CHECK_OK(vg_sync_replicas_optimizer_make_session_run_hook(sr, RANK == 0, -1, &hook, &st), &st);
-    CHECK_CODE(hook.begin(hook.payload, g, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "apply_gradient should be called before using the hook");
+    EXPECT_CODE_MSG(hook.begin(hook.payload, g, &st), &st, VG_FAILED_PRECONDITION,
+                    "apply_gradient should be called before using the hook");
     hook.destroy(hook.payload);
     CHECK_CODE(vg_sync_replicas_optimizer_make_session_run_hook(sr, RANK != 0, -1, &hook, &st), VG_INVALID_ARGUMENT);
 
@@ -139,10 +141,7 @@ static void test_sync_replicas__backup_workers(void) {
     while (step < K && failures == 0) {
         memcpy(before, wv, sizeof before);
         prev = step;
-        vg_run_args a = {0};
-        a.targets = &train;
-        a.ntargets = 1;
-        if (vg_monitored_session_run(ms, &a, NULL, NULL, &st) != VG_OK) {
+        if (dist_fx_run_op(ms, train, &st) != VG_OK) {
             fprintf(stderr, "rank %d: run failed: %s\n", RANK, st.msg);
             failures++;
             CHECK(false);
@@ -173,10 +172,7 @@ static void test_sync_replicas__backup_workers(void) {
     }
     {
         vg_tensor *t = NULL;
-        vg_run_args a = {0};
-        a.fetches = &shadow;
-        a.nfetches = 1;
-        CHECK_OK(vg_monitored_session_run(ms, &a, &t, NULL, &st), &st);
+        CHECK_OK(dist_fx_fetch(ms, shadow, &t, &st), &st);
         for (int i = 0; t && i < 2; i++) CHECK_NEAR(((float *)vg_tensor_data(t))[i], want_shadow[i], 1e-4);
         vg_tensor_free(t);
     }
@@ -221,8 +217,7 @@ static void test_sync_replicas__arguments(void) {
     CHECK(vg_sync_replicas_optimizer_new(opt, 0, N, &st) == NULL);
     CHECK_STR_CONTAINS(st.msg, "must be positive");
     CHECK(vg_sync_replicas_optimizer_new(opt, N + 1, N, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "replicas_to_aggregate=");
+    EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT, "replicas_to_aggregate=");
     CHECK(vg_sync_replicas_optimizer_new(opt, 1, N + 1, &st) == NULL);
     CHECK_STR_CONTAINS(st.msg, "mpirun -np");
     /* total_num_replicas <= 0: replicas_to_aggregate (TF's None) */
@@ -235,8 +230,7 @@ static void test_sync_replicas__arguments(void) {
     build(g, false, &loss, &w, &gs);
     vg_output none = {NULL, 0};
     CHECK(vg_sync_replicas_optimizer_minimize(sr, g, loss, none, NULL) == NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Global step is required to check staleness");
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, "Global step is required to check staleness");
     CHECK(!vg_sync_replicas_optimizer_applied(sr));
     vg_hook hook;
     CHECK_CODE(vg_sync_replicas_optimizer_make_session_run_hook(sr, RANK == 0, -2, &hook, &st), VG_INVALID_ARGUMENT);
@@ -420,14 +414,9 @@ static int die_child(void) {
  * never a hang; when the chief gets to report, its status names the dead rank. The
  * plain (1-rank) run starts mpiexec -np 2 on itself. */
 static void test_sync_replicas__killed_rank_ends_job(void) {
-    if (N != 1 || !vg_dist_mpi_built() || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE")) return;
     char buf[1024];
-    double took = 0;
-    int rc = tu_mpiexec_self(2, "--die", 60, buf, sizeof buf, &took);
-    if (rc == 127) return; /* no mpiexec on the PATH */
-    fprintf(stderr, "killed worker: mpiexec status %d after %.2f s; %s\n", rc, took, buf[0] ? buf : "(killed by mpirun first)\n");
-    CHECK(rc > 0);
-    CHECK(took < 30.0); /* mpiexec's start and a 1 s timeout; a hang would reach 60 s */
+    /* within 30 s: mpiexec's start and a 1 s timeout; a hang would reach 60 s */
+    if (!dist_fx_dying_job("killed worker", 60, 30.0, buf, sizeof buf)) return;
     if (strstr(buf, "killed-peer: rank 0 code")) {
         CHECK(strstr(buf, "rank(s) 1") || strstr(buf, "a peer rank is gone"));
     }
@@ -435,16 +424,12 @@ static void test_sync_replicas__killed_rank_ends_job(void) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--die") == 0) return die_child();
-    vg_status st;
-    CHECK_OK(vg_dist_init(&st), &st);
-    RANK = vg_dist_rank();
-    N = vg_dist_size();
+    dist_fx_init(&RANK, &N);
     int stall = env_int("VIGIL_TEST_SR_STALL", -1);
     if (stall >= 0 && N > 1) stall_run(stall);
     RUN_TEST(test_sync_replicas__arguments);
     RUN_TEST(test_sync_replicas__backup_workers);
     RUN_TEST(test_sync_replicas__tf_values);
     RUN_TEST(test_sync_replicas__killed_rank_ends_job);
-    CHECK_OK(vg_dist_finalize(&st), &st);
-    TEST_MAIN_END();
+    return dist_fx_end();
 }

@@ -2,7 +2,9 @@
  * bundles (raw, Snappy, string tensors), get_checkpoint_state on TF-written state files
  * and relative paths, latest_checkpoint / checkpoint_exists, unsupported dtypes. */
 #include "io/io.h"
+#include "io_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include "vigil/saver.h"
 #include <ftw.h>
 #include <sys/stat.h>
@@ -37,10 +39,7 @@ static void copy_file(const char *src, const char *dst) {
 /* A checkpoint reader on prefix (checked to open; the reason on stderr when not). */
 static vg_checkpoint_reader *open_ckpt(const char *prefix) {
     vg_status st;
-    vg_checkpoint_reader *r = vg_checkpoint_reader_new(prefix, &st);
-    CHECK(r != NULL);
-    if (!r) fprintf(stderr, "  %s: %s\n", prefix, st.msg);
-    return r;
+    return io_fx_opened(vg_checkpoint_reader_new(prefix, &st), prefix, &st);
 }
 
 static void test_checkpoint__reader_tf_bundle(void) {
@@ -59,8 +58,7 @@ static void test_checkpoint__reader_tf_bundle(void) {
     if (w) CHECK(*(float *)vg_tensor_data(w) == (float)-0.8578622341156006);
     vg_tensor_free(w);
     CHECK(vg_checkpoint_reader_read(r, "nope", &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "Key nope not found in checkpoint");
+    EXPECT_CODE_MSG(st.code, &st, VG_NOT_FOUND, "Key nope not found in checkpoint");
     vg_checkpoint_reader_free(r);
 }
 

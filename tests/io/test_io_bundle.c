@@ -2,7 +2,9 @@
  * TF's index files, write/read round trips for every dtype, corruption, missing files,
  * crash safety on write errors, big-endian / multi-shard / versioned bundles. */
 #include "io/io.h"
+#include "io_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -56,10 +58,7 @@ static float read_scalar_f(vg__bundle_reader *r, const char *name) {
 /* The tensor bundle at prefix (checked to open; the reason on stderr when not). */
 static vg__bundle_reader *open_bundle(const char *prefix) {
     vg_status st;
-    vg__bundle_reader *r = vg__bundle_reader_open(prefix, &st);
-    CHECK(r != NULL);
-    if (!r) fprintf(stderr, "  %s: %s\n", prefix, st.msg);
-    return r;
+    return io_fx_opened(vg__bundle_reader_open(prefix, &st), prefix, &st);
 }
 
 static void test_io_bundle__tf_half_plus_two_snappy(void) {
@@ -96,8 +95,8 @@ static void test_io_bundle__tf_half_plus_three_and_counter(void) {
         int64_t dims[VG__IO_MAX_DIMS];
         CHECK_OK(vg__bundle_reader_lookup(r, "counter", &dtype, dims, &nd, &st), &st);
         CHECK(dtype == VG__DT_FLOAT && nd == 0);
-        CHECK_CODE(vg__bundle_reader_lookup(r, "nope", &dtype, dims, &nd, &st), VG_NOT_FOUND);
-        CHECK_STR_CONTAINS(st.msg, "Key nope not found in checkpoint");
+        EXPECT_CODE_MSG(vg__bundle_reader_lookup(r, "nope", &dtype, dims, &nd, &st), &st, VG_NOT_FOUND,
+                        "Key nope not found in checkpoint");
         CHECK_STR_CONTAINS(st.msg, "serving_counter_tf1.5/variables/variables");
         vg__bundle_reader_free(r);
     }
@@ -476,33 +475,27 @@ static void test_io_bundle__corruption(void) {
     vg__bundle_reader *r = open_bundle(p);
     if (r) {
         float a[4], b;
-        CHECK_CODE(vg__bundle_reader_read(r, "a", a, sizeof a, &st), VG_DATA_LOSS);
-        CHECK_STR_CONTAINS(st.msg, "tensor a");
+        EXPECT_CODE_MSG(vg__bundle_reader_read(r, "a", a, sizeof a, &st), &st, VG_DATA_LOSS, "tensor a");
         CHECK_STR_CONTAINS(st.msg, data);
         CHECK_OK(vg__bundle_reader_read(r, "b", &b, 4, &st), &st);
         CHECK(b == 5);
         vg__bundle_reader_free(r);
     }
     flip_byte(data, 5);
-    flip_byte(data, 20 + 1 + 4 + 1); /* a string byte (s starts at 20: varint, checksum, "xyz") */
-    r = vg__bundle_reader_open(p, &st);
-    if (r) {
+    /* one flipped byte at a time (s starts at 20: varint, checksum, "xyz"): a string byte,
+     * then the length checksum (which stays flipped for the cases below) */
+    const long str_off[2] = {20 + 1 + 4 + 1, 20 + 2};
+    for (int k = 0; k < 2; k++) {
+        if (k) flip_byte(data, str_off[k - 1]);
+        flip_byte(data, str_off[k]);
+        r = vg__bundle_reader_open(p, &st);
+        if (!r) continue;
         char **s;
         size_t *l;
         int64_t n;
         CHECK_CODE(vg__bundle_reader_read_strings(r, "s", &s, &l, &n, &st), VG_DATA_LOSS);
-        CHECK(s == NULL && n == 0);
-        vg__bundle_reader_free(r);
-    }
-    flip_byte(data, 20 + 1 + 4 + 1);
-    flip_byte(data, 20 + 2); /* the length checksum */
-    r = vg__bundle_reader_open(p, &st);
-    if (r) {
-        char **s;
-        size_t *l;
-        int64_t n;
-        CHECK_CODE(vg__bundle_reader_read_strings(r, "s", &s, &l, &n, &st), VG_DATA_LOSS);
-        CHECK_STR_CONTAINS(st.msg, "checksum");
+        if (k == 0) CHECK(s == NULL && n == 0);
+        else CHECK_STR_CONTAINS(st.msg, "checksum");
         vg__bundle_reader_free(r);
     }
     /* truncated data file */
@@ -510,8 +503,7 @@ static void test_io_bundle__corruption(void) {
     r = vg__bundle_reader_open(p, &st);
     if (r) {
         float b;
-        CHECK_CODE(vg__bundle_reader_read(r, "b", &b, 4, &st), VG_DATA_LOSS);
-        CHECK_STR_CONTAINS(st.msg, "truncated");
+        EXPECT_CODE_MSG(vg__bundle_reader_read(r, "b", &b, 4, &st), &st, VG_DATA_LOSS, "truncated");
         vg__bundle_reader_free(r);
     }
     /* truncated / corrupted index */
@@ -540,8 +532,7 @@ static void test_io_bundle__missing(void) {
     vg_status st;
     char p[512];
     CHECK(vg__bundle_reader_open(tmp_path(p, "nothing_here"), &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "nothing_here.index");
+    EXPECT_CODE_MSG(st.code, &st, VG_NOT_FOUND, "nothing_here.index");
     tmp_path(p, "nodata");
     write_small(p);
     char data[512];
@@ -552,8 +543,8 @@ static void test_io_bundle__missing(void) {
         float b;
         CHECK_CODE(vg__bundle_reader_read(r, "b", &b, 4, &st), VG_NOT_FOUND);
         CHECK_STR_CONTAINS(st.msg, data);
-        CHECK_CODE(vg__bundle_reader_read(r, "zz", &b, 4, &st), VG_NOT_FOUND);
-        CHECK_STR_CONTAINS(st.msg, "Key zz not found in checkpoint");
+        EXPECT_CODE_MSG(vg__bundle_reader_read(r, "zz", &b, 4, &st), &st, VG_NOT_FOUND,
+                        "Key zz not found in checkpoint");
         vg__bundle_reader_free(r);
     }
 }

@@ -2,6 +2,7 @@
  * escapes, timestamps, atomic replace, errors. */
 #include "io/io.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <math.h>
 #include <dirent.h>
 #include <ftw.h>
@@ -105,8 +106,8 @@ static void test_io_ckpt_state__parse_variants(void) {
         CHECK_CODE(vg__ckpt_state_parse(bad[i], strlen(bad[i]), &s, &st), VG_DATA_LOSS);
         CHECK(s.model_checkpoint_path == NULL && s.all_paths == NULL);
     }
-    CHECK_CODE(vg__ckpt_state_read("/nonexistent/checkpoint", &s, &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "/nonexistent/checkpoint");
+    EXPECT_CODE_MSG(vg__ckpt_state_read("/nonexistent/checkpoint", &s, &st), &st, VG_NOT_FOUND,
+                    "/nonexistent/checkpoint");
 }
 
 static int count_entries(const char *dir) {

@@ -1,7 +1,9 @@
 /* test_io_events.c - Event/Summary/HistogramProto encoding and decoding against
  * TF-written event files, the event file writer, and histogram bucketing. */
 #include "io/io.h"
+#include "io_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <float.h>
 #include <ftw.h>
 #include <unistd.h>
@@ -101,8 +103,7 @@ static void test_io_events__tf_graph_events(void) {
     double walls[] = {1525783349.0, 1525783241.0, 1525783170.0};
     for (int i = 0; i < 3; i++) {
         vg_status st;
-        vg__event_reader *r = vg__event_reader_open(files[i], &st);
-        CHECK(r != NULL);
+        vg__event_reader *r = io_fx_opened(vg__event_reader_open(files[i], &st), files[i], &st);
         if (!r) continue;
         vg__event_info ev;
         CHECK_OK(vg__event_reader_next(r, &ev, &st), &st);
@@ -253,8 +254,8 @@ static void test_io_events__histogram(void) {
     CHECK(b.len == b2.len && memcmp(b.data, b2.data, b.len) == 0);
 
     double bad[] = {1.0, NAN};
-    CHECK_CODE(vg__histogram_encode_doubles(&b2, bad, 2, "weights", &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Nan in summary histogram for: weights");
+    EXPECT_CODE_MSG(vg__histogram_encode_doubles(&b2, bad, 2, "weights", &st), &st, VG_INVALID_ARGUMENT,
+                    "Nan in summary histogram for: weights");
     bad[1] = INFINITY;
     CHECK_CODE(vg__histogram_encode_doubles(&b2, bad, 2, "w", &st), VG_INVALID_ARGUMENT);
 
@@ -279,6 +280,18 @@ static void test_io_events__histogram(void) {
     vg__pb_free(&b2);
 }
 
+/* Appends Value {tag (1), tensor (8), metadata (9, when meta_len > 0)} to sum; leaves
+ * tensor and val empty for the next value. */
+static void add_tensor_value(vg__pb_buf *sum, vg__pb_buf *val, vg__pb_buf *tensor, const char *tag, const void *meta,
+                             size_t meta_len) {
+    vg__pb_put_string(val, 1, tag);
+    vg__pb_put_message(val, 8, tensor);
+    if (meta_len) vg__pb_put_bytes(val, 9, meta, meta_len);
+    vg__pb_put_message(sum, 1, val);
+    vg__pb_reset(tensor);
+    vg__pb_reset(val);
+}
+
 /* TF2 scalars: Value {tag, tensor {dtype, tensor_shape {}, tensor_content | float_val}, metadata}. */
 static void test_io_events__tf2_tensor_scalars(void) {
     vg_status st;
@@ -290,33 +303,18 @@ static void test_io_events__tf2_tensor_scalars(void) {
     vg__pb_put_uint64(&tensor, 1, VG__DT_FLOAT);
     vg__pb_put_bytes(&tensor, 2, "", 0);
     vg__pb_put_bytes(&tensor, 4, &x, 4);
-    vg__pb_put_string(&val, 1, "acc");
-    vg__pb_put_message(&val, 8, &tensor);
-    vg__pb_put_bytes(&val, 9, "\x0a\x09\x0a\x07scalars", 11);
-    vg__pb_put_message(&sum, 1, &val);
+    add_tensor_value(&sum, &val, &tensor, "acc", "\x0a\x09\x0a\x07scalars", 11);
     /* float_val packed, and a double_val unpacked */
-    vg__pb_reset(&tensor);
-    vg__pb_reset(&val);
     vg__pb_put_uint64(&tensor, 1, VG__DT_FLOAT);
     vg__pb_put_bytes(&tensor, 5, "\x00\x00\x20\x40", 4); /* 2.5f */
-    vg__pb_put_string(&val, 1, "fv");
-    vg__pb_put_message(&val, 8, &tensor);
-    vg__pb_put_message(&sum, 1, &val);
-    vg__pb_reset(&tensor);
-    vg__pb_reset(&val);
+    add_tensor_value(&sum, &val, &tensor, "fv", NULL, 0);
     vg__pb_put_uint64(&tensor, 1, VG__DT_DOUBLE);
     vg__pb_put_double(&tensor, 6, -4.0);
-    vg__pb_put_string(&val, 1, "dv");
-    vg__pb_put_message(&val, 8, &tensor);
-    vg__pb_put_message(&sum, 1, &val);
+    add_tensor_value(&sum, &val, &tensor, "dv", NULL, 0);
     /* a 2-element tensor is not a scalar */
-    vg__pb_reset(&tensor);
-    vg__pb_reset(&val);
     vg__pb_put_uint64(&tensor, 1, VG__DT_FLOAT);
     vg__pb_put_bytes(&tensor, 4, "\0\0\0\0\0\0\0\0", 8);
-    vg__pb_put_string(&val, 1, "vec");
-    vg__pb_put_message(&val, 8, &tensor);
-    vg__pb_put_message(&sum, 1, &val);
+    add_tensor_value(&sum, &val, &tensor, "vec", NULL, 0);
 
     vg__summary_iter it;
     vg__summary_value v;

@@ -2,6 +2,7 @@
  * the Debian Fashion-MNIST test set when installed. */
 #include "io/io.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <ftw.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -106,15 +107,14 @@ static void test_io_idx__errors(void) {
     int nd;
     void *data = (void *)1;
     size_t n;
-    CHECK_CODE(vg__idx_read("/nonexistent/t10k-images-idx3-ubyte.gz", 0, dims, &nd, &data, &n, &st), VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "/nonexistent/t10k-images-idx3-ubyte.gz");
+    EXPECT_CODE_MSG(vg__idx_read("/nonexistent/t10k-images-idx3-ubyte.gz", 0, dims, &nd, &data, &n, &st), &st,
+                    VG_NOT_FOUND, "/nonexistent/t10k-images-idx3-ubyte.gz");
     CHECK(data == NULL);
     uint8_t bad[sizeof k_images];
     memcpy(bad, k_images, sizeof bad);
     bad[0] = 0x1f;
     write_plain(tmp_path(p, "badmagic"), bad, sizeof bad);
-    CHECK_CODE(vg__idx_read(p, 0, dims, &nd, &data, &n, &st), VG_DATA_LOSS);
-    CHECK_STR_CONTAINS(st.msg, "badmagic");
+    EXPECT_CODE_MSG(vg__idx_read(p, 0, dims, &nd, &data, &n, &st), &st, VG_DATA_LOSS, "badmagic");
     bad[0] = 0;
     bad[3] = 9; /* 9 dimensions */
     write_plain(p, bad, sizeof bad);
@@ -129,8 +129,7 @@ static void test_io_idx__errors(void) {
             /* a plain file's length is known: the header's count is checked against it
              * when the reader opens (issue 9 #2), naming the file and the offset */
             CHECK(r == NULL);
-            CHECK_CODE(st.code, VG_DATA_LOSS);
-            CHECK_STR_CONTAINS(st.msg, "short: IDX header at offset 4 claims 3 records");
+            EXPECT_CODE_MSG(st.code, &st, VG_DATA_LOSS, "short: IDX header at offset 4 claims 3 records");
         } else {
             CHECK(r != NULL);
             uint8_t rec[4];

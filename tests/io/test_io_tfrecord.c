@@ -1,7 +1,9 @@
 /* test_io_tfrecord.c - TFRecord framing: TF-written vectors, round trips, torn and
  * corrupted records, write errors. */
 #include "io/io.h"
+#include "io_fixture.h"
 #include "test_util.h"
+#include "status_fixture.h"
 #include <ftw.h>
 #include <unistd.h>
 
@@ -33,8 +35,7 @@ static void test_io_tfrecord__read_event_files(void) {
     int want[] = {25, 25, 3};
     for (int i = 0; i < 3; i++) {
         vg_status st;
-        vg__tfrecord_reader *r = vg__tfrecord_reader_open(files[i], &st);
-        CHECK(r != NULL);
+        vg__tfrecord_reader *r = io_fx_opened(vg__tfrecord_reader_open(files[i], &st), files[i], &st);
         if (!r) continue;
         const uint8_t *d;
         size_t n;
@@ -114,68 +115,82 @@ static void append_file(const char *path, const uint8_t *d, size_t n) {
     fclose(f);
 }
 
-/* A torn last record reports "truncated", keeps its place and succeeds once the rest
- * of the record has been written. */
-static void test_io_tfrecord__torn_last_record(void) {
-    char full[256], p[256];
-    tmp_path(full, "full.tfrecord");
-    tmp_path(p, "torn.tfrecord");
+/* The records "first", "second", "third record" (16 bytes of framing each) written to
+ * the temporary file `name`: returns the file's bytes (*n of them), NULL when it cannot
+ * be read (a failed check). scratch (256 bytes) receives the path of the temporary file
+ * scratch_name, for the test's altered copies. */
+static uint8_t *three_records(const char *name, char *scratch, const char *scratch_name, size_t *n) {
+    tmp_path(scratch, scratch_name);
+    char full[256];
+    tmp_path(full, name);
     const char *recs[] = {"first", "second", "third record"};
     size_t lens[] = {5, 6, 12};
     CHECK_CODE(write_records(full, false, recs, lens, 3), VG_OK);
+    uint8_t *all = slurp(full, n);
+    CHECK(all && *n == 3 * 16 + 23);
+    return all;
+}
+
+/* Writes n bytes of d to path and returns a reader on it (checked to open). */
+static vg__tfrecord_reader *write_and_open(const char *path, const uint8_t *d, size_t n) {
+    vg_status st;
+    write_file(path, d, n);
+    return io_fx_opened(vg__tfrecord_reader_open(path, &st), path, &st);
+}
+
+/* The next record is "third record", and the last. */
+static void expect_third_record_last(vg__tfrecord_reader *r) {
+    vg_status st;
+    const uint8_t *d;
+    size_t len;
+    CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_OK);
+    CHECK(len == 12 && memcmp(d, "third record", 12) == 0);
+    CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_OUT_OF_RANGE);
+}
+
+/* A torn last record reports "truncated", keeps its place and succeeds once the rest
+ * of the record has been written. */
+static void test_io_tfrecord__torn_last_record(void) {
+    char p[256];
     size_t n;
-    uint8_t *all = slurp(full, &n);
-    CHECK(all && n == 3 * 16 + 23);
+    uint8_t *all = three_records("full.tfrecord", p, "torn.tfrecord", &n);
     if (!all) return;
     size_t third = 2 * 16 + 11;
     size_t cuts[] = {third + 5, third + 12 + 3, n - 1};
     for (int k = 0; k < 3; k++) {
-        write_file(p, all, cuts[k]);
+        vg__tfrecord_reader *r = write_and_open(p, all, cuts[k]);
         vg_status st;
-        vg__tfrecord_reader *r = vg__tfrecord_reader_open(p, &st);
         const uint8_t *d;
         size_t len;
         CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_OK);
         CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_OK);
-        CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_DATA_LOSS);
-        CHECK_STR_CONTAINS(st.msg, "truncated");
+        EXPECT_CODE_MSG(vg__tfrecord_reader_next(r, &d, &len, &st), &st, VG_DATA_LOSS, "truncated");
         CHECK_EQ_INT(vg__tfrecord_reader_offset(r), third);
         CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_DATA_LOSS); /* still torn */
         append_file(p, all + cuts[k], n - cuts[k]);                          /* the file grows */
-        CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_OK);
-        CHECK(len == 12 && memcmp(d, "third record", 12) == 0);
-        CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_OUT_OF_RANGE);
+        expect_third_record_last(r);
         vg__tfrecord_reader_close(r);
     }
     vg__free(all);
 }
 
 static void test_io_tfrecord__corrupt_middle(void) {
-    char full[256], p[256];
-    tmp_path(full, "c_full.tfrecord");
-    tmp_path(p, "c.tfrecord");
-    const char *recs[] = {"first", "second", "third record"};
-    size_t lens[] = {5, 6, 12};
-    CHECK_CODE(write_records(full, false, recs, lens, 3), VG_OK);
+    char p[256];
     size_t n;
-    uint8_t *all = slurp(full, &n);
-    if (!all) { CHECK(0); return; }
+    uint8_t *all = three_records("c_full.tfrecord", p, "c.tfrecord", &n);
+    if (!all) return;
     for (int which = 0; which < 2; which++) {
         uint8_t *bad = malloc(n);
         memcpy(bad, all, n);
         bad[21 + (which == 0 ? 12 + 2 : 3)] ^= 0x40; /* record 2: a data byte, or a length byte */
-        write_file(p, bad, n);
+        vg__tfrecord_reader *r = write_and_open(p, bad, n);
         vg_status st;
-        vg__tfrecord_reader *r = vg__tfrecord_reader_open(p, &st);
         const uint8_t *d;
         size_t len;
         CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_OK);
-        CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_DATA_LOSS);
-        CHECK_STR_CONTAINS(st.msg, "corrupted record at offset 21");
+        EXPECT_CODE_MSG(vg__tfrecord_reader_next(r, &d, &len, &st), &st, VG_DATA_LOSS, "corrupted record at offset 21");
         CHECK_CODE(vg__tfrecord_reader_skip_corrupt(r, &st), VG_OK);
-        CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_OK);
-        CHECK(len == 12 && memcmp(d, "third record", 12) == 0);
-        CHECK_CODE(vg__tfrecord_reader_next(r, &d, &len, &st), VG_OUT_OF_RANGE);
+        expect_third_record_last(r);
         CHECK_CODE(vg__tfrecord_reader_skip_corrupt(r, &st), VG_FAILED_PRECONDITION);
         vg__tfrecord_reader_close(r);
         free(bad);
@@ -186,16 +201,14 @@ static void test_io_tfrecord__corrupt_middle(void) {
 static void test_io_tfrecord__errors(void) {
     vg_status st;
     CHECK(vg__tfrecord_reader_open("/nonexistent/x.tfrecord", &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_NOT_FOUND);
-    CHECK_STR_CONTAINS(st.msg, "/nonexistent/x.tfrecord");
+    EXPECT_CODE_MSG(st.code, &st, VG_NOT_FOUND, "/nonexistent/x.tfrecord");
     CHECK(vg__tfrecord_writer_open("/nonexistent/dir/x.tfrecord", false, &st) == NULL);
     CHECK_EQ_INT(st.code, VG_NOT_FOUND);
     /* /dev/full: writes fail with ENOSPC when the buffer is flushed */
     vg__tfrecord_writer *w = vg__tfrecord_writer_open("/dev/full", true, &st);
     if (w) {
         CHECK_CODE(vg__tfrecord_writer_write(w, "abc", 3, &st), VG_OK);
-        CHECK_CODE(vg__tfrecord_writer_flush(w, false, &st), VG_RESOURCE_EXHAUSTED);
-        CHECK_STR_CONTAINS(st.msg, "/dev/full");
+        EXPECT_CODE_MSG(vg__tfrecord_writer_flush(w, false, &st), &st, VG_RESOURCE_EXHAUSTED, "/dev/full");
         CHECK_CODE(vg__tfrecord_writer_write(w, "abc", 3, &st), VG_RESOURCE_EXHAUSTED); /* sticky */
         CHECK_CODE(vg__tfrecord_writer_close(w, &st), VG_RESOURCE_EXHAUSTED);
     }

@@ -2,6 +2,7 @@
  * wins, clean-stop codes, join with grace period and stragglers, wait_for_stop,
  * clear_stop, loopers. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "vigil/coordinator.h"
 #include <pthread.h>
 #include <stdatomic.h>
@@ -43,10 +44,8 @@ static void test_coord__first_error_wins(void) {
     vg_coord_request_stop(c, &e1);
     vg_coord_request_stop(c, &e2);
     CHECK(vg_coord_should_stop(c));
-    CHECK_CODE(vg_coord_raise_requested_exception(c, &st), VG_UNKNOWN);
-    CHECK_STR_CONTAINS(st.msg, "first");
-    CHECK_CODE(vg_coord_join(c, 1, false, &st), VG_UNKNOWN);
-    CHECK_STR_CONTAINS(st.msg, "first");
+    EXPECT_CODE_MSG(vg_coord_raise_requested_exception(c, &st), &st, VG_UNKNOWN, "first");
+    EXPECT_CODE_MSG(vg_coord_join(c, 1, false, &st), &st, VG_UNKNOWN, "first");
     vg_coord_free(c);
 
     /* A plain stop first: a later error is not kept (TF ignores calls after stop). */
@@ -69,8 +68,7 @@ static void test_coord__clean_stop_codes(void) {
     vg_code none[1] = {VG_OK};
     c = vg_coord_new(none, 0);
     vg_coord_request_stop(c, &oor);
-    CHECK_CODE(vg_coord_join(c, 1, false, &st), VG_OUT_OF_RANGE);
-    CHECK_STR_CONTAINS(st.msg, "End of sequence");
+    EXPECT_CODE_MSG(vg_coord_join(c, 1, false, &st), &st, VG_OUT_OF_RANGE, "End of sequence");
     vg_coord_free(c);
     /* custom list */
     vg_code cancel_only[1] = {VG_CANCELLED};
@@ -112,8 +110,7 @@ static void test_coord__thread_error_reaches_join(void) {
     vg_status st;
     CHECK_OK(vg_coord_start_thread(c, "well", loop_until_stop, NULL, &st), &st);
     CHECK_OK(vg_coord_start_thread(c, "failing", report_error, NULL, &st), &st);
-    CHECK_CODE(vg_coord_join(c, 10, false, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "bad record 17");
+    EXPECT_CODE_MSG(vg_coord_join(c, 10, false, &st), &st, VG_INVALID_ARGUMENT, "bad record 17");
     vg_coord_free(c);
 }
 
@@ -171,8 +168,7 @@ static void test_coord__straggler(void) {
     CHECK_OK(vg_coord_start_thread(c, "reader", ignore_stop, &s, &st), &st);
     vg_status e = make_err(VG_DATA_LOSS, "corrupt");
     vg_coord_request_stop(c, &e);
-    CHECK_CODE(vg_coord_join(c, 0.05, false, &st), VG_DATA_LOSS);
-    CHECK_STR_CONTAINS(st.msg, "corrupt");
+    EXPECT_CODE_MSG(vg_coord_join(c, 0.05, false, &st), &st, VG_DATA_LOSS, "corrupt");
     release_and_wait(&s);
     vg_coord_free(c);
 }
@@ -202,6 +198,13 @@ static void test_coord__wait_for_stop(void) {
     vg_coord_free(c);
 }
 
+/* Requests a stop on c and joins its threads (5 s at most): no error. */
+static void stop_and_join(vg_coord *c) {
+    vg_status st;
+    vg_coord_request_stop(c, NULL);
+    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
+}
+
 static void test_coord__clear_stop(void) {
     vg_coord *c = vg_coord_new(NULL, 0);
     vg_status e = make_err(VG_UNKNOWN, "boom"), st;
@@ -212,8 +215,7 @@ static void test_coord__clear_stop(void) {
     CHECK_CODE(vg_coord_raise_requested_exception(c, &st), VG_OK);
     /* usable again */
     CHECK_OK(vg_coord_start_thread(c, "again", loop_until_stop, NULL, &st), &st);
-    vg_coord_request_stop(c, NULL);
-    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
+    stop_and_join(c);
     vg_coord_free(c);
 }
 
@@ -229,51 +231,50 @@ static vg_code count_calls(void *payload, vg_status *st) {
     return VG_OK;
 }
 
-static void test_coord__looper(void) {
+/* A new coordinator running the looper `name` (count_calls on *s, zeroed first; failing
+ * from call fail_at on, 0 never) every interval seconds. */
+static vg_coord *coord_with_looper(const char *name, double interval, looper_state *s, int fail_at) {
+    vg_status st;
     vg_coord *c = vg_coord_new(NULL, 0);
+    *s = (looper_state){0};
+    atomic_init(&s->calls, 0);
+    s->fail_at = fail_at;
+    CHECK_OK(vg_coord_start_looper(c, name, interval, count_calls, s, &st), &st);
+    return c;
+}
+
+static void test_coord__looper(void) {
     vg_status st;
     /* The first call comes at once, not after the interval: with a 60 s interval it
      * must still arrive (within 2 s; polled, so a loaded machine cannot make it flaky). */
-    looper_state s0 = {0};
-    atomic_init(&s0.calls, 0);
-    CHECK_OK(vg_coord_start_looper(c, "slow_looper", 60, count_calls, &s0, &st), &st);
+    looper_state s0;
+    vg_coord *c = coord_with_looper("slow_looper", 60, &s0, 0);
     for (int i = 0; i < 200 && atomic_load(&s0.calls) < 1; i++) sleep_ms(10);
     CHECK_EQ_INT(atomic_load(&s0.calls), 1);
-    vg_coord_request_stop(c, NULL);
-    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
+    stop_and_join(c);
     vg_coord_free(c);
 
-    c = vg_coord_new(NULL, 0);
-    looper_state s = {0};
-    atomic_init(&s.calls, 0);
-    CHECK_OK(vg_coord_start_looper(c, "looper", 0.02, count_calls, &s, &st), &st);
+    looper_state s;
+    c = coord_with_looper("looper", 0.02, &s, 0);
     sleep_ms(205);
-    vg_coord_request_stop(c, NULL);
-    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
+    stop_and_join(c);
     int calls = atomic_load(&s.calls);
     CHECK(calls >= 5 && calls <= 14); /* ~11 expected */
     vg_coord_free(c);
 
     /* An error from the looper requests a stop with it; the looper stops calling. */
-    c = vg_coord_new(NULL, 0);
-    looper_state f = {0};
-    atomic_init(&f.calls, 0);
-    f.fail_at = 3;
-    CHECK_OK(vg_coord_start_looper(c, "failing_looper", 0.001, count_calls, &f, &st), &st);
+    looper_state f;
+    c = coord_with_looper("failing_looper", 0.001, &f, 3);
     CHECK(vg_coord_wait_for_stop(c, 5));
-    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_UNAVAILABLE);
-    CHECK_STR_CONTAINS(st.msg, "looper failed at call 3");
+    EXPECT_CODE_MSG(vg_coord_join(c, 5, false, &st), &st, VG_UNAVAILABLE, "looper failed at call 3");
     CHECK_EQ_INT(atomic_load(&f.calls), 3);
     vg_coord_free(c);
 
     /* interval <= 0: back-to-back calls */
-    c = vg_coord_new(NULL, 0);
-    looper_state b = {0};
-    atomic_init(&b.calls, 0);
-    CHECK_OK(vg_coord_start_looper(c, "busy", 0, count_calls, &b, &st), &st);
+    looper_state b;
+    c = coord_with_looper("busy", 0, &b, 0);
     sleep_ms(20);
-    vg_coord_request_stop(c, NULL);
-    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
+    stop_and_join(c);
     CHECK(atomic_load(&b.calls) > 20);
     vg_coord_free(c);
 }

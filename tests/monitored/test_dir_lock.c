@@ -6,6 +6,7 @@
  * "checkpoint" state file failing session creation with DATA_LOSS instead of a silent
  * start from scratch. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "hook_test_util.h"
 #include <signal.h>
 #include <sys/wait.h>
@@ -62,8 +63,7 @@ static void test_dir_lock__api(void) {
     f = fopen(file, "w");
     if (f) fclose(f);
     CHECK(vg_checkpoint_dir_lock_acquire(file, &st) == NULL);
-    CHECK_CODE(st.code, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "not a directory");
+    EXPECT_CODE_MSG(st.code, &st, VG_FAILED_PRECONDITION, "not a directory");
     CHECK(vg_checkpoint_dir_lock_acquire("", &st) == NULL);
     CHECK_CODE(st.code, VG_INVALID_ARGUMENT);
     tu_rmrf(dir);
@@ -108,8 +108,7 @@ static void test_dir_lock__two_sessions_one_process(void) {
         vg_tensor_free(out[0]);
     }
     close_ms(b);
-    vg_graph_free(m.g);
-    tu_rmrf(dir);
+    ht_cleanup(NULL, m.g, dir);
 }
 
 /* A worker (is_chief false) never locks: it starts while the chief's lock is held. */
@@ -129,8 +128,7 @@ static void test_dir_lock__worker_does_not_lock(void) {
     CHECK(w != NULL);
     close_ms(w);
     vg_checkpoint_dir_lock_release(chief);
-    vg_graph_free(g);
-    tu_rmrf(dir);
+    ht_cleanup(NULL, g, dir);
 }
 
 /* A second process: a child holds the directory through its MonitoredTrainingSession;
@@ -173,8 +171,7 @@ static void test_dir_lock__second_process(void) {
     if (!ms) fprintf(stderr, "after the holder died: %s\n", st.msg);
     CHECK(ms != NULL);
     close_ms(ms);
-    vg_graph_free(m.g);
-    tu_rmrf(dir);
+    ht_cleanup(NULL, m.g, dir);
 }
 
 /* A "checkpoint" state file that exists but cannot be parsed: creating the session fails
@@ -210,8 +207,7 @@ static void test_dir_lock__corrupt_state_file(void) {
     ms = mts_on(m.g, dir, false, &st);
     CHECK(ms != NULL);
     close_ms(ms);
-    vg_graph_free(m.g);
-    tu_rmrf(dir);
+    ht_cleanup(NULL, m.g, dir);
 }
 
 int main(void) {

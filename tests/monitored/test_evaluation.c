@@ -49,10 +49,24 @@ static eval_graph eval_model(void) {
     return e;
 }
 
+/* save_model into ckpt (len bytes), then a new eval_model. */
+static eval_graph saved_and_eval_model(char *ckpt, size_t len) {
+    save_model(ckpt, len);
+    return eval_model();
+}
+
+/* Options evaluating e's metric (its update op, once per step) from checkpoint ckpt. */
+static vg_evaluate_options eval_options(const char *ckpt, eval_graph *e) {
+    vg_evaluate_options o = {0};
+    o.checkpoint_path = ckpt;
+    o.eval_ops = &e->m.update.op;
+    o.neval_ops = 1;
+    return o;
+}
+
 static void test_evaluate_once(void) {
     char ckpt[512];
-    save_model(ckpt, sizeof ckpt);
-    eval_graph e = eval_model();
+    eval_graph e = saved_and_eval_model(ckpt, sizeof ckpt);
     vg_status st;
     vg_hook stop;
     CHECK_OK(vg_stop_after_n_evals_hook(5, true, &stop, &st), &st);
@@ -60,10 +74,7 @@ static void test_evaluate_once(void) {
     CHECK(eval_step.op && strcmp(vg_op_name(eval_step.op), "eval_step") == 0);
     CHECK(vg_get_or_create_eval_step(e.g).op == eval_step.op); /* the one in the collection */
     vg_output finals[2] = {e.m.value, eval_step};
-    vg_evaluate_options o = {0};
-    o.checkpoint_path = ckpt;
-    o.eval_ops = &e.m.update.op;
-    o.neval_ops = 1;
+    vg_evaluate_options o = eval_options(ckpt, &e);
     o.final_ops = finals;
     o.nfinal_ops = 2;
     o.hooks = &stop;
@@ -96,8 +107,7 @@ static void test_evaluate_once(void) {
 /* An input that runs out ends the evaluation without error (num_evals None). */
 static void test_evaluate_until_out_of_range(void) {
     char ckpt[512];
-    save_model(ckpt, sizeof ckpt);
-    eval_graph e = eval_model();
+    eval_graph e = saved_and_eval_model(ckpt, sizeof ckpt);
     vg_status st;
     /* a FIFOQueue that the local init fills with 3 elements and closes: the 4th
      * dequeue is OUT_OF_RANGE */
@@ -151,8 +161,7 @@ static void test_evaluate_until_out_of_range(void) {
  * global step (7), to the log_dir's cached writer */
 static void test_summary_at_end(void) {
     char ckpt[512];
-    save_model(ckpt, sizeof ckpt);
-    eval_graph e = eval_model();
+    eval_graph e = saved_and_eval_model(ckpt, sizeof ckpt);
     vg_status st;
     vg_output summ = vg_summary_scalar(e.g, "eval/mean", e.m.value);
     CHECK(summ.op != NULL);
@@ -162,10 +171,7 @@ static void test_summary_at_end(void) {
     vg_hook hooks[2];
     CHECK_OK(vg_stop_after_n_evals_hook(3, false, &hooks[0], &st), &st);
     CHECK_OK(vg_summary_at_end_hook(logdir, NULL, vg_out(NULL, 0), &hooks[1], &st), &st);
-    vg_evaluate_options o = {0};
-    o.checkpoint_path = ckpt;
-    o.eval_ops = &e.m.update.op;
-    o.neval_ops = 1;
+    vg_evaluate_options o = eval_options(ckpt, &e);
     o.hooks = hooks;
     o.nhooks = 2;
     CHECK_OK(vg_evaluate_once(e.g, &o, NULL, &st), &st);
@@ -194,8 +200,8 @@ static void test_summary_at_end(void) {
     vg_file_writer_cache_clear();
     vg_graph_free(e.g);
     vg_hook h;
-    CHECK_CODE(vg_summary_at_end_hook(NULL, NULL, vg_out(NULL, 0), &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "One of log_dir or summary_writer should be used.");
+    EXPECT_CODE_MSG(vg_summary_at_end_hook(NULL, NULL, vg_out(NULL, 0), &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "One of log_dir or summary_writer should be used.");
 }
 
 static void test_errors(void) {
@@ -207,12 +213,9 @@ static void test_errors(void) {
     /* a missing checkpoint: NOT_FOUND; the hooks are released */
     eval_graph e = eval_model();
     CHECK_OK(vg_stop_after_n_evals_hook(1, true, &h, &st), &st);
-    vg_evaluate_options o = {0};
     char missing[300];
     snprintf(missing, sizeof missing, "%s/nothing-here", dir);
-    o.checkpoint_path = missing;
-    o.eval_ops = &e.m.update.op;
-    o.neval_ops = 1;
+    vg_evaluate_options o = eval_options(missing, &e);
     o.hooks = &h;
     o.nhooks = 1;
     vg_code rc = vg_evaluate_once(e.g, &o, NULL, &st);
@@ -224,8 +227,7 @@ static void test_errors(void) {
     o.nhooks = 0;
     o.final_ops = &e.m.value;
     o.nfinal_ops = 1;
-    CHECK_CODE(vg_evaluate_once(e.g, &o, NULL, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "final_values");
+    EXPECT_CODE_MSG(vg_evaluate_once(e.g, &o, NULL, &st), &st, VG_INVALID_ARGUMENT, "final_values");
     vg_graph_free(e.g);
     /* two eval steps in the collection */
     vg_graph *g = vg_graph_new();

@@ -4,6 +4,7 @@
  * basic_session_run_hooks_test.py. The hooks run inside SingularMonitoredSessions, whose
  * raw session stands in for TF's `sess` (to set the global step between runs). */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "hook_test_util.h"
 #include <pthread.h>
 
@@ -14,49 +15,55 @@
 static void test_stop_at_step__bad_args(void) {
     vg_status st;
     vg_hook h;
-    CHECK_CODE(vg_stop_at_step_hook(10, 10, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Only one of num_steps or last_step");
+    EXPECT_CODE_MSG(vg_stop_at_step_hook(10, 10, &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "Only one of num_steps or last_step");
     CHECK(h.payload == NULL);
-    CHECK_CODE(vg_stop_at_step_hook(-1, -1, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "One of num_steps or last_step must be specified.");
+    EXPECT_CODE_MSG(vg_stop_at_step_hook(-1, -1, &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "One of num_steps or last_step must be specified.");
     /* begin() on a graph without a global step */
     vg_graph *g = vg_graph_new();
     vg_const_f32(g, 1.0f, "c");
     CHECK_OK(vg_stop_at_step_hook(3, -1, &h, &st), &st);
     vg_monitored_session *ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &h, .nhooks = 1}, &st);
     CHECK(ms == NULL);
-    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Global step should be created to use StopAtStepHook.");
+    EXPECT_CODE_MSG(st.code, &st, VG_FAILED_PRECONDITION, "Global step should be created to use StopAtStepHook.");
     vg_graph_free(g);
 }
 
 /* item 144: last_step=10; the global step is set on the raw session between runs that
  * do not change it (TF runs a no_op). */
+/* A SingularMonitoredSession on m's graph (scaffold sc, may be NULL) with a new
+ * StopAtStepHook(num_steps, last_step); NULL (the reason on stderr) on failure. */
+static vg_monitored_session *stop_at_session(ht_model *m, vg_scaffold *sc, int64_t num_steps, int64_t last_step) {
+    vg_status st;
+    vg_hook h;
+    CHECK_OK(vg_stop_at_step_hook(num_steps, last_step, &h, &st), &st);
+    return ht_singular(m->g, sc, NULL, &h, 1, &st);
+}
+
+/* For each steps[i]: sets m's global step to it (in ms's raw session) and runs nothing;
+ * ms must ask to stop after the last one only. */
+static void expect_stop_at_last(vg_monitored_session *ms, ht_model *m, const int64_t *steps, int n) {
+    vg_status st;
+    vg_session *raw = vg_monitored_session_raw_session(ms);
+    for (int i = 0; i < n; i++) {
+        ht_set_gs(raw, m, steps[i]);
+        CHECK_OK(ht_run_nothing(ms, &st), &st);
+        CHECK(vg_monitored_session_should_stop(ms) == (i == n - 1));
+    }
+}
+
 static void test_stop_at_step__last_step(void) {
     vg_status st;
     ht_model m = ht_model_make();
-    vg_hook h;
-    CHECK_OK(vg_stop_at_step_hook(-1, 10, &h, &st), &st);
-    vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
+    vg_monitored_session *ms = stop_at_session(&m, NULL, -1, 10);
     if (!ms) return;
-    vg_session *raw = vg_monitored_session_raw_session(ms);
-    ht_set_gs(raw, &m, 5);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(!vg_monitored_session_should_stop(ms));
-    ht_set_gs(raw, &m, 9);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(!vg_monitored_session_should_stop(ms));
-    ht_set_gs(raw, &m, 10);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(vg_monitored_session_should_stop(ms));
+    expect_stop_at_last(ms, &m, (const int64_t[]){5, 9, 10}, 3);
     CHECK_OK(ht_end_free(ms, &st), &st);
     /* TF resets the hooked session's flag and runs at 11: a new session does the same */
-    CHECK_OK(vg_stop_at_step_hook(-1, 10, &h, &st), &st);
-    ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
+    ms = stop_at_session(&m, NULL, -1, 10);
     if (!ms) return;
-    ht_set_gs(vg_monitored_session_raw_session(ms), &m, 11);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(vg_monitored_session_should_stop(ms));
+    expect_stop_at_last(ms, &m, (const int64_t[]){11}, 1);
     ht_close_session_graph(ms, m.g);
 }
 
@@ -71,39 +78,28 @@ static vg_code init_gs(void *p, vg_scaffold *sc, vg_session *sess, vg_status *st
     s->calls++;
     return ht_set_gs(sess, s->m, s->step);
 }
+/* A scaffold whose init_fn is init_gs on sa (which must outlive it). */
+static vg_scaffold *scaffold_init_gs(start_at *sa) {
+    vg_scaffold_options so = {0};
+    so.init_fn = init_gs;
+    so.init_fn_payload = sa;
+    return vg_scaffold_new(&so);
+}
 
 /* item 145: num_steps=10 created (after_create_session) at global step 5 -> last 15 */
 static void test_stop_at_step__num_steps(void) {
-    vg_status st;
     ht_model m = ht_model_make();
     start_at sa = {&m, 5, 0};
-    vg_scaffold_options so = {0};
-    so.init_fn = init_gs;
-    so.init_fn_payload = &sa;
-    vg_scaffold *sc = vg_scaffold_new(&so);
-    vg_hook h;
-    CHECK_OK(vg_stop_at_step_hook(10, -1, &h, &st), &st);
-    vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    vg_scaffold *sc = scaffold_init_gs(&sa);
+    vg_monitored_session *ms = stop_at_session(&m, sc, 10, -1);
     if (!ms) return;
     CHECK_EQ_INT(sa.calls, 1);
-    vg_session *raw = vg_monitored_session_raw_session(ms);
-    ht_set_gs(raw, &m, 13);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(!vg_monitored_session_should_stop(ms));
-    ht_set_gs(raw, &m, 14);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(!vg_monitored_session_should_stop(ms));
-    ht_set_gs(raw, &m, 15);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(vg_monitored_session_should_stop(ms));
+    expect_stop_at_last(ms, &m, (const int64_t[]){13, 14, 15}, 3);
     ht_close_session(ms);
     /* 16: stops as well (a fresh hook, created at 5 again) */
-    CHECK_OK(vg_stop_at_step_hook(10, -1, &h, &st), &st);
-    ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    ms = stop_at_session(&m, sc, 10, -1);
     if (!ms) return;
-    ht_set_gs(vg_monitored_session_raw_session(ms), &m, 16);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(vg_monitored_session_should_stop(ms));
+    expect_stop_at_last(ms, &m, (const int64_t[]){16}, 1);
     ht_close_session(ms);
     vg_scaffold_free(sc);
     vg_graph_free(m.g);
@@ -115,13 +111,8 @@ static void test_stop_at_step__last_step_after_restore(void) {
     vg_status st;
     ht_model m = ht_model_make();
     start_at sa = {&m, 3, 0};
-    vg_scaffold_options so = {0};
-    so.init_fn = init_gs;
-    so.init_fn_payload = &sa;
-    vg_scaffold *sc = vg_scaffold_new(&so);
-    vg_hook h;
-    CHECK_OK(vg_stop_at_step_hook(-1, 5, &h, &st), &st);
-    vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    vg_scaffold *sc = scaffold_init_gs(&sa);
+    vg_monitored_session *ms = stop_at_session(&m, sc, -1, 5);
     if (!ms) return;
     CHECK_EQ_INT(ht_get_gs(vg_monitored_session_raw_session(ms), &m), 3);
     CHECK_OK(ht_run_train(ms, &m, &st), &st);
@@ -139,21 +130,13 @@ static void test_stop_at_step__multiple_steps(void) {
     vg_status st;
     ht_model m = ht_model_make();
     start_at sa = {&m, 5, 0};
-    vg_scaffold_options so = {0};
-    so.init_fn = init_gs;
-    so.init_fn_payload = &sa;
-    vg_scaffold *sc = vg_scaffold_new(&so);
-    vg_hook h;
-    CHECK_OK(vg_stop_at_step_hook(10, -1, &h, &st), &st);
-    vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    vg_scaffold *sc = scaffold_init_gs(&sa);
+    vg_monitored_session *ms = stop_at_session(&m, sc, 10, -1);
     if (!ms) return;
-    ht_set_gs(vg_monitored_session_raw_session(ms), &m, 15);
-    CHECK_OK(ht_run_nothing(ms, &st), &st);
-    CHECK(vg_monitored_session_should_stop(ms));
+    expect_stop_at_last(ms, &m, (const int64_t[]){15}, 1);
     ht_close_session(ms);
     /* the train op: 5 -> 15 in ten runs, the tenth stops */
-    CHECK_OK(vg_stop_at_step_hook(10, -1, &h, &st), &st);
-    ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    ms = stop_at_session(&m, sc, 10, -1);
     if (!ms) return;
     int runs = 0;
     vg_code rc = VG_OK;
@@ -185,6 +168,26 @@ static void sink_fn(void *p, const char *line) {
     strncat(s->all, "\n", sizeof s->all - strlen(s->all) - 1);
 }
 
+/* LoggingTensorHook options logging the n tensors ts (named names; NULL: the tensors'
+ * names), the rest zero. */
+static vg_logging_tensor_options logging_options(const vg_output *ts, const char *const *names, int n) {
+    vg_logging_tensor_options o = {0};
+    o.tensors = ts;
+    o.names = names;
+    o.ntensors = n;
+    return o;
+}
+
+/* A LoggingTensorHook of options o (completed with sink_fn writing into s). */
+static vg_hook logging_hook(vg_logging_tensor_options *o, sink *s) {
+    vg_status st;
+    vg_hook h;
+    o->sink = sink_fn;
+    o->sink_payload = s;
+    CHECK_OK(vg_logging_tensor_hook(o, &h, &st), &st);
+    return h;
+}
+
 typedef struct log_graph {
     vg_graph *g;
     vg_output foo, bar, train;
@@ -212,23 +215,17 @@ static void test_logging_tensor__bad_args(void) {
     vg_status st;
     log_graph l = log_graph_make();
     vg_hook h;
-    vg_logging_tensor_options o = {0};
-    o.tensors = &l.foo;
-    o.ntensors = 1;
+    vg_logging_tensor_options o = logging_options(&l.foo, NULL, 1);
     o.every_n_iter = 0; /* TF's every_n_iter=0 fails as invalid; in vigil 0 is None: no frequency */
-    CHECK_CODE(vg_logging_tensor_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "xactly one of");
+    EXPECT_CODE_MSG(vg_logging_tensor_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT, "xactly one of");
     o.every_n_iter = -10;
-    CHECK_CODE(vg_logging_tensor_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "nvalid every_n_iter");
+    EXPECT_CODE_MSG(vg_logging_tensor_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT, "nvalid every_n_iter");
     o.every_n_iter = 10;
     o.every_n_secs = 1.0;
-    CHECK_CODE(vg_logging_tensor_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "xactly one of");
+    EXPECT_CODE_MSG(vg_logging_tensor_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT, "xactly one of");
     o.every_n_iter = 0;
     o.every_n_secs = 0;
-    CHECK_CODE(vg_logging_tensor_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "xactly one of");
+    EXPECT_CODE_MSG(vg_logging_tensor_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT, "xactly one of");
     CHECK(h.payload == NULL);
     o.at_end = true; /* at_end alone is valid */
     CHECK_OK(vg_logging_tensor_hook(&o, &h, &st), &st);
@@ -241,14 +238,9 @@ static void test_logging_tensor__print_at_end_only(void) {
     vg_status st;
     log_graph l = log_graph_make();
     sink s = {0};
-    vg_logging_tensor_options o = {0};
-    o.tensors = &l.foo;
-    o.ntensors = 1;
+    vg_logging_tensor_options o = logging_options(&l.foo, NULL, 1);
     o.at_end = true;
-    o.sink = sink_fn;
-    o.sink_payload = &s;
-    vg_hook h;
-    CHECK_OK(vg_logging_tensor_hook(&o, &h, &st), &st);
+    vg_hook h = logging_hook(&o, &s);
     vg_monitored_session *ms = ht_singular(l.g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
     for (int i = 0; i < 3; i++) CHECK_OK(run_fetch(ms, l.train, &st), &st);
@@ -290,15 +282,10 @@ static void test_logging_tensor__print_every_n_steps(void) {
     for (int at_end = 0; at_end < 2; at_end++) {
         log_graph l = log_graph_make();
         sink s = {0};
-        vg_logging_tensor_options o = {0};
-        o.tensors = &l.foo;
-        o.ntensors = 1;
+        vg_logging_tensor_options o = logging_options(&l.foo, NULL, 1);
         o.every_n_iter = 10;
         o.at_end = at_end;
-        o.sink = sink_fn;
-        o.sink_payload = &s;
-        vg_hook h;
-        CHECK_OK(vg_logging_tensor_hook(&o, &h, &st), &st);
+        vg_hook h = logging_hook(&o, &s);
         vg_hook borrowed = h;
         borrowed.destroy = NULL; /* the first session only borrows it */
         vg_monitored_session *ms = ht_singular(l.g, NULL, NULL, &borrowed, 1, &st);
@@ -319,15 +306,9 @@ static void test_logging_tensor__print_first_step(void) {
     sink s = {0};
     vg_output ts[2] = {l.foo, l.bar};
     const char *names[2] = {"foo", "bar"};
-    vg_logging_tensor_options o = {0};
-    o.tensors = ts;
-    o.names = names;
-    o.ntensors = 2;
+    vg_logging_tensor_options o = logging_options(ts, names, 2);
     o.every_n_iter = 1;
-    o.sink = sink_fn;
-    o.sink_payload = &s;
-    vg_hook h;
-    CHECK_OK(vg_logging_tensor_hook(&o, &h, &st), &st);
+    vg_hook h = logging_hook(&o, &s);
     vg_monitored_session *ms = ht_singular(l.g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
     CHECK_OK(run_fetch(ms, l.train, &st), &st);
@@ -348,15 +329,10 @@ static void test_logging_tensor__print_every_n_secs(void) {
         ht_clock_mock(1484695987.209386);
         log_graph l = log_graph_make();
         sink s = {0};
-        vg_logging_tensor_options o = {0};
-        o.tensors = &l.foo;
-        o.ntensors = 1;
+        vg_logging_tensor_options o = logging_options(&l.foo, NULL, 1);
         o.every_n_secs = 1.0;
         o.at_end = at_end;
-        o.sink = sink_fn;
-        o.sink_payload = &s;
-        vg_hook h;
-        CHECK_OK(vg_logging_tensor_hook(&o, &h, &st), &st);
+        vg_hook h = logging_hook(&o, &s);
         vg_monitored_session *ms = ht_singular(l.g, NULL, NULL, &h, 1, &st);
         if (!ms) return;
         CHECK_OK(run_fetch(ms, l.train, &st), &st);
@@ -390,16 +366,10 @@ static void test_logging_tensor__print_formatter(void) {
     log_graph l = log_graph_make();
     sink s = {0};
     const char *names[1] = {"foo"};
-    vg_logging_tensor_options o = {0};
-    o.tensors = &l.foo;
-    o.names = names;
-    o.ntensors = 1;
+    vg_logging_tensor_options o = logging_options(&l.foo, names, 1);
     o.every_n_iter = 10;
     o.formatter = qqq_formatter;
-    o.sink = sink_fn;
-    o.sink_payload = &s;
-    vg_hook h;
-    CHECK_OK(vg_logging_tensor_hook(&o, &h, &st), &st);
+    vg_hook h = logging_hook(&o, &s);
     vg_monitored_session *ms = ht_singular(l.g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
     CHECK_OK(run_fetch(ms, l.train, &st), &st);

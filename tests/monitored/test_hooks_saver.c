@@ -6,6 +6,7 @@
  * clock (vg_hooks_set_clock). TF's tests that drive a bare _HookedSession (no
  * after_create_session) wrap the hook with ht_without_after_create. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "hook_test_util.h"
 
 /* ------------------------------------------------------------------------ */
@@ -80,18 +81,18 @@ static void test_checkpoint_saver__bad_args(void) {
     o.scaffold = sc;
     o.listeners = &l;
     o.nlisteners = 1;
-    CHECK_CODE(vg_checkpoint_saver_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "You cannot provide both saver and scaffold.");
+    EXPECT_CODE_MSG(vg_checkpoint_saver_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "You cannot provide both saver and scaffold.");
     CHECK_EQ_INT(c.destroyed, 1);
     o.saver = NULL;
     o.nlisteners = 0;
     o.save_secs = 10;
-    CHECK_CODE(vg_checkpoint_saver_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Can not provide both every_secs and every_steps.");
+    EXPECT_CODE_MSG(vg_checkpoint_saver_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "Can not provide both every_secs and every_steps.");
     o.save_secs = -1;
     o.save_steps = -1;
-    CHECK_CODE(vg_checkpoint_saver_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Either every_secs or every_steps should be provided.");
+    EXPECT_CODE_MSG(vg_checkpoint_saver_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "Either every_secs or every_steps should be provided.");
     CHECK(h.payload == NULL);
     vg_saver_free(saver);
     vg_scaffold_free(sc);
@@ -102,67 +103,53 @@ static void test_checkpoint_saver__bad_args(void) {
  * session's default scaffold); save_steps=1 saves step 1 after the first run */
 static void test_checkpoint_saver__saves_when_saver_and_scaffold_both_missing(void) {
     vg_status st;
-    char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "ckh");
-    ht_model m = ht_model_make();
-    vg_hook h = ht_without_after_create(ckpt_hook(dir, -1, 1, NULL, NULL, 0));
-    vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
+    ht_fx f = ht_fx_make_bare("ckh", false);
+    vg_hook h = ht_without_after_create(ckpt_hook(f.dir, -1, 1, NULL, NULL, 0));
+    vg_monitored_session *ms = ht_singular(f.m.g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
-    CHECK_EQ_INT(ht_ckpt_gs(dir), -1);
-    CHECK_OK(ht_run_train(ms, &m, &st), &st);
-    CHECK_EQ_INT(ht_ckpt_gs(dir), 1);
-    ht_close_session_graph(ms, m.g);
+    CHECK_EQ_INT(ht_ckpt_gs(f.dir), -1);
+    CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
+    CHECK_EQ_INT(ht_ckpt_gs(f.dir), 1);
+    ht_close_session_graph(ms, f.m.g);
     vg_file_writer_cache_clear();
-    tu_rmrf(dir);
+    tu_rmrf(f.dir);
 }
 
 /* items 149, 156: save_secs=2 saves in the first step; two runs then end() -> step 2 */
 static void test_checkpoint_saver__save_secs_first_step_and_end(void) {
     vg_status st;
-    char dir[64];
-    ht_begin_dir(dir, sizeof dir, "ckh");
-    ht_model m = ht_model_make();
-    vg_scaffold *sc = vg_scaffold_new(NULL);
-    vg_hook h = ht_without_after_create(ckpt_hook(dir, 2, -1, sc, NULL, 0));
-    vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    ht_fx f = ht_fx_make("ckh", true);
+    vg_hook h = ht_without_after_create(ckpt_hook(f.dir, 2, -1, f.sc, NULL, 0));
+    vg_monitored_session *ms = ht_singular(f.m.g, f.sc, NULL, &h, 1, &st);
     if (!ms) return;
-    CHECK_OK(ht_run_train(ms, &m, &st), &st);
-    CHECK_EQ_INT(ht_ckpt_gs(dir), 1); /* 149 */
-    CHECK_OK(ht_run_train(ms, &m, &st), &st);
-    CHECK_EQ_INT(ht_ckpt_gs(dir), 1);
+    CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
+    CHECK_EQ_INT(ht_ckpt_gs(f.dir), 1); /* 149 */
+    CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
+    CHECK_EQ_INT(ht_ckpt_gs(f.dir), 1);
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    CHECK_EQ_INT(ht_ckpt_gs(dir), 2); /* 156 */
+    CHECK_EQ_INT(ht_ckpt_gs(f.dir), 2); /* 156 */
     vg_monitored_session_free(ms);
-    vg_scaffold_free(sc);
-    vg_graph_free(m.g);
-    vg_file_writer_cache_clear();
-    ht_end_dir(dir);
+    ht_fx_end(&f);
 }
 
 /* item 150: run, run, end with save_secs=2 -> begin 1, before_save 2, after_save 2, end 1 */
 static void test_checkpoint_saver__save_secs_calls_listeners_at_begin_and_end(void) {
     vg_status st;
-    char dir[64];
-    ht_begin_dir(dir, sizeof dir, "ckh");
-    ht_model m = ht_model_make();
-    vg_scaffold *sc = vg_scaffold_new(NULL);
+    ht_fx f = ht_fx_make("ckh", true);
     counts c = {0};
     vg_checkpoint_listener l = listener(&c);
-    vg_hook h = ht_without_after_create(ckpt_hook(dir, 2, -1, sc, &l, 1));
-    vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    vg_hook h = ht_without_after_create(ckpt_hook(f.dir, 2, -1, f.sc, &l, 1));
+    vg_monitored_session *ms = ht_singular(f.m.g, f.sc, NULL, &h, 1, &st);
     if (!ms) return;
-    CHECK_OK(ht_run_train(ms, &m, &st), &st); /* saves */
-    CHECK_OK(ht_run_train(ms, &m, &st), &st); /* does not: saved at end */
+    CHECK_OK(ht_run_train(ms, &f.m, &st), &st); /* saves */
+    CHECK_OK(ht_run_train(ms, &f.m, &st), &st); /* does not: saved at end */
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
     expect_counts(&c, 1, 2, 2, 1);
     CHECK_EQ_INT(c.last_before, 2);
     CHECK_EQ_INT(c.last_end, 2);
     vg_monitored_session_free(ms);
     CHECK_EQ_INT(c.destroyed, 1); /* the hook owns its listeners */
-    vg_scaffold_free(sc);
-    vg_graph_free(m.g);
-    vg_file_writer_cache_clear();
-    ht_end_dir(dir);
+    ht_fx_end(&f);
 }
 
 /* item 151: in a SingularMonitoredSession (after_create_session saves step 0),
@@ -171,50 +158,44 @@ static void test_checkpoint_saver__save_secs_calls_listeners_at_begin_and_end(vo
 static void test_checkpoint_saver__listener_with_monitored_session(void) {
     vg_status st;
     for (int variant = 0; variant < 2; variant++) {
-        char dir[64];
-        tu_mkdtemp(dir, sizeof dir, "ckh");
-        ht_model m = ht_model_make();
-        vg_scaffold *sc = vg_scaffold_new(NULL);
+        ht_fx f = ht_fx_make("ckh", false);
         counts c1 = {0}, c2 = {0};
         vg_checkpoint_listener ls[2] = {listener(&c1), listener(&c2)};
-        vg_hook h = ckpt_hook(dir, -1, 1, variant ? NULL : sc, ls, variant ? 2 : 1);
-        vg_monitored_session *ms = ht_singular(m.g, sc, dir, &h, 1, &st);
+        vg_hook h = ckpt_hook(f.dir, -1, 1, variant ? NULL : f.sc, ls, variant ? 2 : 1);
+        vg_monitored_session *ms = ht_singular(f.m.g, f.sc, f.dir, &h, 1, &st);
         if (!ms) return;
-        CHECK_OK(ht_run_train(ms, &m, &st), &st);
-        CHECK_OK(ht_run_train(ms, &m, &st), &st);
-        CHECK_EQ_INT(ht_get_gs(vg_monitored_session_raw_session(ms), &m), 2);
+        CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
+        CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
+        CHECK_EQ_INT(ht_get_gs(vg_monitored_session_raw_session(ms), &f.m), 2);
         CHECK_OK(ht_end_free(ms, &st), &st);
         expect_counts(&c1, 1, 3, 3, 1);
         if (variant) expect_counts(&c2, 1, 3, 3, 1);
-        CHECK_EQ_INT(ht_ckpt_gs(dir), 2);
+        CHECK_EQ_INT(ht_ckpt_gs(f.dir), 2);
         /* a new session on the same directory restores 2 */
-        ms = ht_singular(m.g, sc, dir, NULL, 0, &st);
+        ms = ht_singular(f.m.g, f.sc, f.dir, NULL, 0, &st);
         if (!ms) return;
-        CHECK_EQ_INT(ht_get_gs(vg_monitored_session_raw_session(ms), &m), 2);
+        CHECK_EQ_INT(ht_get_gs(vg_monitored_session_raw_session(ms), &f.m), 2);
         ht_close_session(ms);
-        ht_cleanup(sc, m.g, dir);
+        ht_fx_end(&f);
     }
 }
 
 /* item 152: a listener asking to stop from after_save */
 static void test_checkpoint_saver__listener_stops_training_in_after_save(void) {
     vg_status st;
-    char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "ckh");
-    ht_model m = ht_model_make();
-    vg_scaffold *sc = vg_scaffold_new(NULL);
+    ht_fx f = ht_fx_make("ckh", false);
     counts c = {0};
     c.stop_from_step = 2;
     vg_checkpoint_listener l = listener(&c);
-    vg_hook h = ckpt_hook(dir, -1, 1, sc, &l, 1);
-    vg_monitored_session *ms = ht_singular(m.g, sc, dir, &h, 1, &st);
+    vg_hook h = ckpt_hook(f.dir, -1, 1, f.sc, &l, 1);
+    vg_monitored_session *ms = ht_singular(f.m.g, f.sc, f.dir, &h, 1, &st);
     if (!ms) return;
-    CHECK_OK(ht_run_train(ms, &m, &st), &st);
+    CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
     CHECK(!vg_monitored_session_should_stop(ms));
-    CHECK_OK(ht_run_train(ms, &m, &st), &st);
+    CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
     CHECK(vg_monitored_session_should_stop(ms));
     ht_close_session(ms);
-    ht_cleanup(sc, m.g, dir);
+    ht_fx_end(&f);
 }
 
 /* item 153: mocked clock, save_secs=2 */
@@ -285,24 +266,21 @@ static void test_checkpoint_saver__save_secs_calls_listeners_periodically(void) 
 /* item 155: save_steps=2 without after_create_session: saves at 1, 3, 5 */
 static void test_checkpoint_saver__save_steps_saves_periodically(void) {
     vg_status st;
-    char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "ckh");
-    ht_model m = ht_model_make();
-    vg_scaffold *sc = vg_scaffold_new(NULL);
-    vg_hook h = ht_without_after_create(ckpt_hook(dir, -1, 2, sc, NULL, 0));
-    vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    ht_fx f = ht_fx_make("ckh", false);
+    vg_hook h = ht_without_after_create(ckpt_hook(f.dir, -1, 2, f.sc, NULL, 0));
+    vg_monitored_session *ms = ht_singular(f.m.g, f.sc, NULL, &h, 1, &st);
     if (!ms) return;
     const int expect[5] = {1, 1, 3, 3, 5};
     for (int i = 0; i < 5; i++) {
-        CHECK_OK(ht_run_train(ms, &m, &st), &st);
-        CHECK_EQ_INT(ht_ckpt_gs(dir), expect[i]);
+        CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
+        CHECK_EQ_INT(ht_ckpt_gs(f.dir), expect[i]);
     }
     CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    CHECK_EQ_INT(ht_ckpt_gs(dir), 5); /* end: 5 is the last triggered step, no new save */
+    CHECK_EQ_INT(ht_ckpt_gs(f.dir), 5); /* end: 5 is the last triggered step, no new save */
     vg_monitored_session_free(ms);
     vg_file_writer_cache_clear(); /* flushes the hook's (cached) writer */
     /* the CHECKPOINT session logs of the summary writer name the saves' steps */
-    ht_events *e = ht_events_of(dir);
+    ht_events *e = ht_events_of(f.dir);
     CHECK_EQ_INT(e->nckpt, 3);
     if (e->nckpt == 3) {
         CHECK_EQ_INT(e->ckpt_steps[0], 1);
@@ -310,48 +288,42 @@ static void test_checkpoint_saver__save_steps_saves_periodically(void) {
         CHECK_EQ_INT(e->ckpt_steps[2], 5);
     }
     free(e);
-    ht_cleanup(sc, m.g, dir);
+    ht_fx_end(&f);
 }
 
 /* item 157: the summary writer gets exactly one graph and one meta graph (holding the
  * saver's definition) when the session is created */
 static void test_checkpoint_saver__summary_writer_defs(void) {
     vg_status st;
-    char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "ckh");
-    ht_model m = ht_model_make();
-    vg_scaffold *sc = vg_scaffold_new(NULL);
-    vg_hook h = ckpt_hook(dir, -1, 100, sc, NULL, 0);
-    vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    ht_fx f = ht_fx_make("ckh", false);
+    vg_hook h = ckpt_hook(f.dir, -1, 100, f.sc, NULL, 0);
+    vg_monitored_session *ms = ht_singular(f.m.g, f.sc, NULL, &h, 1, &st);
     if (!ms) return;
-    CHECK_OK(ht_run_train(ms, &m, &st), &st);
-    ht_flush_dir(dir);
-    ht_events *e = ht_events_of(dir);
+    CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
+    ht_flush_dir(f.dir);
+    ht_events *e = ht_events_of(f.dir);
     CHECK_EQ_INT(e->ngraph, 1);
     CHECK_EQ_INT(e->nmeta, 1);
     CHECK(e->meta_has_saver);
     free(e);
     ht_close_session(ms);
-    ht_cleanup(sc, m.g, dir);
+    ht_fx_end(&f);
 }
 
 /* item 158: after_create_session saves step 0 before training */
 static void test_checkpoint_saver__save_checkpoint_before_first_train_step(void) {
     vg_status st;
-    char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "ckh");
-    ht_model m = ht_model_make();
-    vg_scaffold *sc = vg_scaffold_new(NULL);
-    vg_hook h = ckpt_hook(dir, -1, 2, sc, NULL, 0);
-    vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+    ht_fx f = ht_fx_make("ckh", false);
+    vg_hook h = ckpt_hook(f.dir, -1, 2, f.sc, NULL, 0);
+    vg_monitored_session *ms = ht_singular(f.m.g, f.sc, NULL, &h, 1, &st);
     if (!ms) return;
-    CHECK_EQ_INT(ht_ckpt_gs(dir), 0);
-    CHECK_OK(ht_run_train(ms, &m, &st), &st);
-    CHECK_EQ_INT(ht_ckpt_gs(dir), 0);
-    CHECK_OK(ht_run_train(ms, &m, &st), &st);
-    CHECK_EQ_INT(ht_ckpt_gs(dir), 2);
+    CHECK_EQ_INT(ht_ckpt_gs(f.dir), 0);
+    CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
+    CHECK_EQ_INT(ht_ckpt_gs(f.dir), 0);
+    CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
+    CHECK_EQ_INT(ht_ckpt_gs(f.dir), 2);
     ht_close_session(ms);
-    ht_cleanup(sc, m.g, dir);
+    ht_fx_end(&f);
 }
 
 /* item 159 [version]: save_graph_def=true writes graph.pbtxt and the .meta of each
@@ -361,32 +333,29 @@ static void test_checkpoint_saver__save_checkpoint_before_first_train_step(void)
 static void test_checkpoint_saver__save_graph_def(void) {
     vg_status st;
     for (int sgd = 1; sgd >= 0; sgd--) {
-        char dir[64];
-        tu_mkdtemp(dir, sizeof dir, "ckh");
-        ht_model m = ht_model_make();
-        vg_scaffold *sc = vg_scaffold_new(NULL);
+        ht_fx f = ht_fx_make("ckh", false);
         vg_checkpoint_saver_options o = {0};
-        o.checkpoint_dir = dir;
+        o.checkpoint_dir = f.dir;
         o.save_steps = 1;
-        o.scaffold = sc;
+        o.scaffold = f.sc;
         o.no_save_graph_def = !sgd;
         vg_hook h;
         CHECK_OK(vg_checkpoint_saver_hook(&o, &h, &st), &st);
-        vg_monitored_session *ms = ht_singular(m.g, sc, NULL, &h, 1, &st);
+        vg_monitored_session *ms = ht_singular(f.m.g, f.sc, NULL, &h, 1, &st);
         if (!ms) return;
-        CHECK(ht_exists(dir, "graph.pbtxt") == (bool)sgd);
-        if (sgd) CHECK_EQ_INT(ht_count_files(dir, "model.ckpt-", ".meta"), 1);
-        CHECK_OK(ht_run_train(ms, &m, &st), &st);
-        if (sgd) CHECK_EQ_INT(ht_count_files(dir, "model.ckpt-", ".meta"), 2);
-        CHECK(ht_exists(dir, "graph.pbtxt") == (bool)sgd);
-        ht_flush_dir(dir);
-        ht_events *e = ht_events_of(dir);
+        CHECK(ht_exists(f.dir, "graph.pbtxt") == (bool)sgd);
+        if (sgd) CHECK_EQ_INT(ht_count_files(f.dir, "model.ckpt-", ".meta"), 1);
+        CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
+        if (sgd) CHECK_EQ_INT(ht_count_files(f.dir, "model.ckpt-", ".meta"), 2);
+        CHECK(ht_exists(f.dir, "graph.pbtxt") == (bool)sgd);
+        ht_flush_dir(f.dir);
+        ht_events *e = ht_events_of(f.dir);
         CHECK_EQ_INT(e->ngraph, sgd);
         CHECK_EQ_INT(e->nmeta, sgd);
         CHECK_EQ_INT(e->nckpt, 2); /* steps 0 and 1 */
         free(e);
         ht_close_session(ms);
-        ht_cleanup(sc, m.g, dir);
+        ht_fx_end(&f);
     }
 }
 
@@ -394,17 +363,14 @@ static void test_checkpoint_saver__save_graph_def(void) {
  * another one) is an error, not a silent skip of the saves */
 static void test_checkpoint_saver__scaffold_without_saver(void) {
     vg_status st;
-    char dir[64];
-    tu_mkdtemp(dir, sizeof dir, "ckh");
-    ht_model m = ht_model_make();
+    ht_fx f = ht_fx_make_bare("ckh", false);
     vg_scaffold *unused = vg_scaffold_new(NULL);
-    vg_hook h = ckpt_hook(dir, -1, 1, unused, NULL, 0);
-    vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
+    vg_hook h = ckpt_hook(f.dir, -1, 1, unused, NULL, 0);
+    vg_monitored_session *ms = ht_singular(f.m.g, NULL, NULL, &h, 1, &st);
     CHECK(ms == NULL);
-    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "the scaffold has no saver");
-    CHECK(!ht_exists(dir, "checkpoint"));
-    ht_cleanup(unused, m.g, dir);
+    EXPECT_CODE_MSG(st.code, &st, VG_FAILED_PRECONDITION, "the scaffold has no saver");
+    CHECK(!ht_exists(f.dir, "checkpoint"));
+    ht_cleanup(unused, f.m.g, f.dir);
 }
 
 /* §13: CheckpointSaverHook needs a global step */
@@ -449,23 +415,21 @@ static void test_step_counter__bad_args(void) {
 /* item 162: every_n_steps=10 over 30 steps: "global_step/sec" at 11 and 21, no warning */
 static void test_step_counter__every_n_steps(void) {
     vg_status st;
-    char dir[64];
-    ht_begin_dir(dir, sizeof dir, "sch");
-    ht_model m = ht_model_make();
-    vg_file_writer *w = vg_file_writer_new(dir, NULL, &st);
+    ht_fx f = ht_fx_make_bare("sch", true);
+    vg_file_writer *w = vg_file_writer_new(f.dir, NULL, &st);
     vg_hook h = step_counter(10, -1, w);
-    vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
+    vg_monitored_session *ms = ht_singular(f.m.g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
     ht_log_capture();
     for (int i = 0; i < 30; i++) {
         ht_now_value += 0.01;
-        CHECK_OK(ht_run_train(ms, &m, &st), &st);
+        CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
     }
     CHECK_EQ_INT(ht_log_warnings, 0);
     ht_log_release();
     ht_close_session(ms);
     vg_file_writer_free(w);
-    ht_events *e = ht_events_of(dir);
+    ht_events *e = ht_events_of(f.dir);
     int64_t steps[8];
     double vals[8];
     CHECK_EQ_INT(ht_steps_of(e, "global_step/sec", steps, vals, 8), 2);
@@ -475,27 +439,24 @@ static void test_step_counter__every_n_steps(void) {
     CHECK(vals[0] > 0 && vals[1] > 0);
     CHECK_NEAR(vals[0], 100.0, 1e-3); /* 10 steps in 0.1 mocked seconds */
     free(e);
-    vg_graph_free(m.g);
-    ht_end_dir(dir);
+    ht_fx_end(&f);
 }
 
 /* item 163: every_n_secs=0.1 with 0.2 s between three steps: summaries at 2 and 3 */
 static void test_step_counter__every_n_secs(void) {
     vg_status st;
-    char dir[64];
-    ht_begin_dir(dir, sizeof dir, "sch");
-    ht_model m = ht_model_make();
-    vg_file_writer *w = vg_file_writer_new(dir, NULL, &st);
+    ht_fx f = ht_fx_make_bare("sch", true);
+    vg_file_writer *w = vg_file_writer_new(f.dir, NULL, &st);
     vg_hook h = step_counter(-1, 0.1, w);
-    vg_monitored_session *ms = ht_singular(m.g, NULL, NULL, &h, 1, &st);
+    vg_monitored_session *ms = ht_singular(f.m.g, NULL, NULL, &h, 1, &st);
     if (!ms) return;
     for (int i = 0; i < 3; i++) {
-        CHECK_OK(ht_run_train(ms, &m, &st), &st);
+        CHECK_OK(ht_run_train(ms, &f.m, &st), &st);
         ht_now_value += 0.2;
     }
     ht_close_session(ms);
     vg_file_writer_free(w);
-    ht_events *e = ht_events_of(dir);
+    ht_events *e = ht_events_of(f.dir);
     int64_t steps[8];
     double vals[8];
     CHECK_EQ_INT(ht_steps_of(e, "global_step/sec", steps, vals, 8), 2);
@@ -503,8 +464,7 @@ static void test_step_counter__every_n_secs(void) {
     CHECK_EQ_INT(steps[1], 3);
     CHECK_NEAR(vals[0], 5.0, 1e-6);
     free(e);
-    vg_graph_free(m.g);
-    ht_end_dir(dir);
+    ht_fx_end(&f);
 }
 
 /* item 164: a global step named "bar/foo" -> tag "bar/foo/sec"; every step: step 2 only */
@@ -635,12 +595,12 @@ static void test_summary_saver__bad_args(void) {
     CHECK_STR_CONTAINS(st.msg, "Exactly one of scaffold or summary_op must be provided.");
     o.scaffold = NULL;
     o.save_secs = 10;
-    CHECK_CODE(vg_summary_saver_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Can not provide both every_secs and every_steps.");
+    EXPECT_CODE_MSG(vg_summary_saver_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "Can not provide both every_secs and every_steps.");
     o.save_secs = -1;
     o.save_steps = -1;
-    CHECK_CODE(vg_summary_saver_hook(&o, &h, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Either every_secs or every_steps should be provided.");
+    EXPECT_CODE_MSG(vg_summary_saver_hook(&o, &h, &st), &st, VG_INVALID_ARGUMENT,
+                    "Either every_secs or every_steps should be provided.");
     CHECK(h.payload == NULL);
     vg_scaffold_free(sc);
     vg_graph_free(s.m.g);

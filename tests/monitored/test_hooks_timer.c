@@ -1,16 +1,17 @@
 /* test_hooks_timer.c - SecondOrStepTimer (TF's SecondOrStepTimerTest), checklist items
  * 139-142 of docs/tf1-semantics.md, with a mocked clock (vg_hooks_set_clock). */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "hook_test_util.h"
 
 /* item 139: both or neither of every_secs / every_steps -> INVALID_ARGUMENT (ValueError) */
 static void test_timer__both_or_neither_raises(void) {
     vg_status st;
     vg_timer t;
-    CHECK_CODE(vg_timer_init(&t, 1.0, 1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Can not provide both every_secs and every_steps.");
-    CHECK_CODE(vg_timer_init(&t, -1.0, -1, &st), VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Either every_secs or every_steps should be provided.");
+    EXPECT_CODE_MSG(vg_timer_init(&t, 1.0, 1, &st), &st, VG_INVALID_ARGUMENT,
+                    "Can not provide both every_secs and every_steps.");
+    EXPECT_CODE_MSG(vg_timer_init(&t, -1.0, -1, &st), &st, VG_INVALID_ARGUMENT,
+                    "Either every_secs or every_steps should be provided.");
     /* 0 counts as "not given" in C (TF's None) */
     CHECK_CODE(vg_timer_init(&t, 0.0, 0, &st), VG_INVALID_ARGUMENT);
     CHECK_OK(vg_timer_init(&t, 1.0, 0, &st), &st);

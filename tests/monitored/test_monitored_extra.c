@@ -660,8 +660,7 @@ static void test_monitored__hook_errors_at_construction(void) {
     vg_monitored_session *ms = vg_monitored_session_new(
         m.g, &(vg_monitored_options){.creator = counting_creator(&cc, m.g), .hooks = ks, .nhooks = 2}, &st);
     CHECK(ms == NULL);
-    CHECK_EQ_INT(st.code, VG_INTERNAL);
-    CHECK_STR_CONTAINS(st.msg, "hook failed in begin");
+    EXPECT_CODE_MSG(st.code, &st, VG_INTERNAL, "hook failed in begin");
     CHECK_EQ_INT(b.begin, 0);
     CHECK_EQ_INT(cc.calls, 0);
     CHECK(!vg_graph_finalized(m.g));
@@ -718,8 +717,7 @@ static void test_monitored__singular_stored_preemption(void) {
     vg_status_set(&err, VG_ABORTED, "side thread aborted");
     vg_coord_request_stop(h.coord, &err);
     CHECK(vg_monitored_session_should_stop(ms));
-    CHECK_CODE(vg_monitored_session_end(ms, VG_OK, &st), VG_ABORTED);
-    CHECK_STR_CONTAINS(st.msg, "side thread aborted");
+    EXPECT_CODE_MSG(vg_monitored_session_end(ms, VG_OK, &st), &st, VG_ABORTED, "side thread aborted");
     CHECK_EQ_INT(h.end, 0);
     ht_free_session_graph(ms, m.g);
 }

@@ -2,6 +2,7 @@
  * checklist of docs/tf1-semantics.md. Each case names the items it covers.
  * Fault injection: the TestRaise op fails with the code in `raise_code` on chosen runs. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "hook_test_util.h"
 #include "kernels/kernel.h"
 #include "vigil/hooks.h"
@@ -119,6 +120,17 @@ static vg_code rh_end(void *p, vg_session *s, vg_status *st) {
 static vg_hook hook_of(rec_hook *h) {
     vg_hook k = {"rec", rh_begin, rh_create, rh_before, rh_after, rh_end, NULL, h};
     return k;
+}
+/* A MonitoredSession on g with the one hook *hk (default creator). */
+static vg_monitored_session *monitored_with_hook(vg_graph *g, vg_hook *hk, vg_status *st) {
+    return vg_monitored_session_new(g, &(vg_monitored_options){.hooks = hk, .nhooks = 1}, st);
+}
+/* hook_of(h) after h->fail_before_at = at, h->fail_code = code: before_run fails with
+ * code in the at-th run. */
+static vg_hook failing_hook_of(rec_hook *h, int at, vg_code code) {
+    h->fail_before_at = at;
+    h->fail_code = code;
+    return hook_of(h);
 }
 
 /* ---- a model: global step, v (0), train op gs += 1 ---- */
@@ -264,8 +276,8 @@ static void test_monitored__hooks_fetch_and_feed(void) {
     CHECK_EQ_INT(h1.after, before); /* conflicts are found before running */
     /* two hooks feeding the same tensor (14) */
     h2.feed = a;
-    CHECK_CODE(run_fetch(ms, ab, &st, &rc) < 0 ? rc : VG_OK, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Same tensor is fed by two hooks.");
+    EXPECT_CODE_MSG(run_fetch(ms, ab, &st, &rc) < 0 ? rc : VG_OK, &st, VG_FAILED_PRECONDITION,
+                    "Same tensor is fed by two hooks.");
     ht_close_session(ms);
     vg_tensor_free(cv);
     vg_tensor_free(h1.feed_val);
@@ -299,7 +311,7 @@ static void test_monitored__stop_requests_and_hook_errors(void) {
     rec_hook h3 = {0};
     h3.stop_in_before = true;
     vg_hook hk = hook_of(&h3);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
+    ms = monitored_with_hook(m.g, &hk, &st);
     CHECK(!vg_monitored_session_should_stop(ms));
     run_train(ms, &st, &rc);
     CHECK_EQ_INT(rc, VG_OK);
@@ -374,9 +386,8 @@ static void test_monitored__end_semantics(void) {
     /* OUT_OF_RANGE from before_run: swallowed by end, hooks' end called (51, 53) */
     model m = make_model();
     rec_hook h = {0};
-    h.fail_before_at = 2; h.fail_code = VG_OUT_OF_RANGE;
-    vg_hook hk = hook_of(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
+    vg_hook hk = failing_hook_of(&h, 2, VG_OUT_OF_RANGE);
+    vg_monitored_session *ms = monitored_with_hook(m.g, &hk, &st);
     rc = VG_OK;
     int steps = 0;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) {
@@ -389,8 +400,7 @@ static void test_monitored__end_semantics(void) {
     CHECK_EQ_INT(h.end, 1);
     CHECK(vg_monitored_session_should_stop(ms));
     /* 59: a second close calls end(NULL) and fails */
-    CHECK_CODE(vg_monitored_session_close(ms, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Session is already closed.");
+    EXPECT_CODE_MSG(vg_monitored_session_close(ms, &st), &st, VG_FAILED_PRECONDITION, "Session is already closed.");
     CHECK_EQ_INT(h.end, 2);
     CHECK(h.last_sess == NULL);
     CHECK_CODE(vg_monitored_session_run(ms, NULL, NULL, NULL, &st), VG_FAILED_PRECONDITION);
@@ -399,13 +409,11 @@ static void test_monitored__end_semantics(void) {
     /* other error (54, 55, 50): end() not called, error returned, closed */
     m = make_model();
     rec_hook h2 = {0};
-    h2.fail_before_at = 4; h2.fail_code = VG_INTERNAL;
-    hk = hook_of(&h2);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
+    hk = failing_hook_of(&h2, 4, VG_INTERNAL);
+    ms = monitored_with_hook(m.g, &hk, &st);
     rc = VG_OK;
     while (rc == VG_OK && !vg_monitored_session_should_stop(ms)) run_train(ms, &st, &rc);
-    CHECK_CODE(vg_monitored_session_end(ms, rc, &st), VG_INTERNAL);
-    CHECK_STR_CONTAINS(st.msg, "failed in before_run");
+    EXPECT_CODE_MSG(vg_monitored_session_end(ms, rc, &st), &st, VG_INTERNAL, "failed in before_run");
     CHECK_EQ_INT(h2.end, 0);
     CHECK(vg_monitored_session_should_stop(ms));
     ht_free_session_graph(ms, m.g);
@@ -414,8 +422,7 @@ static void test_monitored__end_semantics(void) {
     m = make_model();
     ms = vg_monitored_session_new(m.g, &(vg_monitored_options){0}, &st);
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
-    CHECK_CODE(vg_monitored_session_end(ms, VG_OK, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Session is already closed");
+    EXPECT_CODE_MSG(vg_monitored_session_end(ms, VG_OK, &st), &st, VG_FAILED_PRECONDITION, "Session is already closed");
     ht_free_session_graph(ms, m.g);
 }
 
@@ -446,8 +453,7 @@ static void test_monitored__recovery(void) {
     flaky f = {ht_creator(m.g, NULL, NULL, NULL, -1, true), 2, 0};
     vg_session_creator c = {flaky_create, flaky_destroy, &f};
     rec_hook h = {0};
-    h.fail_before_at = 4; h.fail_code = VG_ABORTED;
-    vg_hook hk = hook_of(&h);
+    vg_hook hk = failing_hook_of(&h, 4, VG_ABORTED);
     vg_monitored_session *ms =
         vg_monitored_session_new(m.g, &(vg_monitored_options){.creator = c, .hooks = &hk, .nhooks = 1}, &st);
     CHECK(ms != NULL);                 /* 33: creation retried */
@@ -491,8 +497,7 @@ static void test_monitored__singular_no_recovery(void) {
     vg_code rc;
     model m = make_model();
     rec_hook h = {0};
-    h.fail_before_at = 2; h.fail_code = VG_ABORTED;
-    vg_hook hk = hook_of(&h);
+    vg_hook hk = failing_hook_of(&h, 2, VG_ABORTED);
     vg_singular_options o = {0};
     o.hooks = &hk; o.nhooks = 1;
     vg_monitored_session *ms = vg_singular_monitored_session_new(m.g, &o, &st);
@@ -520,7 +525,7 @@ static void test_monitored__coordinator(void) {
     model m = make_model();
     rec_hook h = {0};
     vg_hook hk = hook_of(&h);
-    vg_monitored_session *ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
+    vg_monitored_session *ms = monitored_with_hook(m.g, &hk, &st);
     atomic_int alive = 0;
     vg_coord_start_thread(h.coord, "worker", thread_fn, &alive, &st);
     while (!atomic_load(&alive)) usleep(1000);
@@ -536,15 +541,14 @@ static void test_monitored__coordinator(void) {
     CHECK_EQ_INT(run_train(ms, &st, &rc), 0); /* 56: runs still work */
     CHECK(vg_monitored_session_should_stop(ms));
     CHECK_EQ_INT(h.after_create, 2);
-    CHECK_CODE(vg_monitored_session_end(ms, VG_OK, &st), VG_UNKNOWN);
-    CHECK_STR_CONTAINS(st.msg, "side thread failed");
+    EXPECT_CODE_MSG(vg_monitored_session_end(ms, VG_OK, &st), &st, VG_UNKNOWN, "side thread failed");
     ht_free_session_graph(ms, m.g);
 
     /* 40: close with a stored Aborted does not fail (MonitoredSession) */
     m = make_model();
     rec_hook h2 = {0};
     hk = hook_of(&h2);
-    ms = vg_monitored_session_new(m.g, &(vg_monitored_options){.hooks = &hk, .nhooks = 1}, &st);
+    ms = monitored_with_hook(m.g, &hk, &st);
     vg_status_set(&err, VG_ABORTED, "x");
     vg_coord_request_stop(h2.coord, &err);
     CHECK_OK(vg_monitored_session_close(ms, &st), &st);
@@ -746,9 +750,8 @@ static void test_monitored__restore_and_stop_at_step(void) {
     vg_monitored_session_free(ms);
     /* 79: Aborted on the 4th run with a per-step checkpoint hook: restore and re-run */
     rec_hook h = {0};
-    h.fail_before_at = 4; h.fail_code = VG_ABORTED;
     CHECK_OK(vg_checkpoint_saver_hook(&co, &hooks[0], &st), &st);
-    hooks[1] = hook_of(&h);
+    hooks[1] = failing_hook_of(&h, 4, VG_ABORTED);
     ms = vg_monitored_session_new(
         m.g,
         &(vg_monitored_options){.creator = ht_creator(m.g, NULL, dir, NULL, -1, true), .hooks = hooks, .nhooks = 2},

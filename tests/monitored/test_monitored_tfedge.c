@@ -10,6 +10,7 @@
  *   - close with a failing end() and a thread error: join's error wins;
  *   - preemption in run() while the coordinator holds another error: no recovery. */
 #include "test_util.h"
+#include "status_fixture.h"
 #include "hook_test_util.h"
 
 /* a hook counting its callbacks; end() fails with end_code when set */
@@ -59,6 +60,17 @@ static vg_monitored_session *eh_session(vg_graph **g, ehook *h, vg_status *st) {
     return vg_monitored_session_new(*g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, st);
 }
 
+/* eh_session's graph g and session ms (NULL on failure) as one value. */
+typedef struct eh_run {
+    vg_graph *g;
+    vg_monitored_session *ms;
+} eh_run;
+static eh_run eh_open(ehook *h, vg_status *st) {
+    eh_run r;
+    r.ms = eh_session(&r.g, h, st);
+    return r;
+}
+
 static void report(vg_coord *c, vg_code code, const char *msg) {
     vg_status err;
     vg_status_set(&err, code, "%s", msg);
@@ -85,8 +97,8 @@ static void test_tfedge__singular_coord_error_without_should_stop(void) {
         CHECK_NEAR(ht_fetch_scalar(ms, gs, &rc, &st), 0, 0); /* runs normally */
         CHECK_OK(rc, &st);
         if (ask) CHECK(vg_monitored_session_should_stop(ms));
-        CHECK_CODE(vg_monitored_session_end(ms, VG_OK, &st), VG_FAILED_PRECONDITION);
-        CHECK_STR_CONTAINS(st.msg, "a thread wants to stop");
+        EXPECT_CODE_MSG(vg_monitored_session_end(ms, VG_OK, &st), &st, VG_FAILED_PRECONDITION,
+                        "a thread wants to stop");
         CHECK_EQ_INT(h1.end, ask ? 0 : 1);
         CHECK_EQ_INT(h2.end, ask ? 0 : 1);
         CHECK(vg_monitored_session_graph(ms) == NULL); /* closed */
@@ -99,18 +111,16 @@ static void test_tfedge__singular_coord_error_without_should_stop(void) {
  * closed." from the `finally`, replacing the hook's own error. */
 static void test_tfedge__second_close_hook_end_fails(void) {
     vg_status st;
-    vg_graph *g;
     ehook h = {0};
-    vg_monitored_session *ms = eh_session(&g, &h, &st);
-    if (!ms) return;
-    CHECK_OK(vg_monitored_session_close(ms, &st), &st);
+    eh_run r = eh_open(&h, &st);
+    if (!r.ms) return;
+    CHECK_OK(vg_monitored_session_close(r.ms, &st), &st);
     CHECK_EQ_INT(h.end, 1);
     h.end_code = VG_INTERNAL;
-    CHECK_CODE(vg_monitored_session_close(ms, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Session is already closed.");
+    EXPECT_CODE_MSG(vg_monitored_session_close(r.ms, &st), &st, VG_FAILED_PRECONDITION, "Session is already closed.");
     CHECK_EQ_INT(h.end, 2);
     CHECK_EQ_INT(h.end_null, 1);
-    ht_free_session_graph(ms, g);
+    ht_free_session_graph(r.ms, r.g);
 }
 
 /* MonitoredSessionTest.test_regular_exception_reported_to_coord_pass_through_return
@@ -130,19 +140,16 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
                      : vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k, .nhooks = 1}, &st);
         if (!ms) return;
         report(h.coord, VG_UNKNOWN, "a thread wants to stop");
-        CHECK_CODE(vg_monitored_session_close(ms, &st), VG_UNKNOWN);
-        CHECK_STR_CONTAINS(st.msg, "a thread wants to stop");
+        EXPECT_CODE_MSG(vg_monitored_session_close(ms, &st), &st, VG_UNKNOWN, "a thread wants to stop");
         CHECK_EQ_INT(h.end, 1);
         /* no thread error: the hook's error comes out */
         ht_free_session_graph(ms, g);
     }
-    vg_graph *g;
     ehook h = {.end_code = VG_INTERNAL};
-    vg_monitored_session *ms = eh_session(&g, &h, &st);
-    if (!ms) return;
-    CHECK_CODE(vg_monitored_session_close(ms, &st), VG_INTERNAL);
-    CHECK_STR_CONTAINS(st.msg, "hook failed in end");
-    ht_free_session_graph(ms, g);
+    eh_run r = eh_open(&h, &st);
+    if (!r.ms) return;
+    EXPECT_CODE_MSG(vg_monitored_session_close(r.ms, &st), &st, VG_INTERNAL, "hook failed in end");
+    ht_free_session_graph(r.ms, r.g);
 }
 
 /* RecoverableSessionTest.test_recovery_from_non_preemption_in_coordinator, with the run
@@ -153,36 +160,35 @@ static void test_tfedge__close_join_error_replaces_end_error(void) {
 static void test_tfedge__preemption_with_stored_error_not_recovered(void) {
     vg_status st;
     vg_code rc;
-    vg_graph *g;
     ehook h = {0};
-    vg_monitored_session *ms = eh_session(&g, &h, &st);
-    vg_output gs = vg_get_global_step(g);
-    if (!ms) return;
-    CHECK_NEAR(ht_fetch_scalar(ms, gs, &rc, &st), 0, 0);
+    eh_run r = eh_open(&h, &st);
+    vg_output gs = vg_get_global_step(r.g);
+    if (!r.ms) return;
+    CHECK_NEAR(ht_fetch_scalar(r.ms, gs, &rc, &st), 0, 0);
     report(h.coord, VG_UNKNOWN, "a thread failed");
     h.before_code = VG_ABORTED;
-    ht_fetch_scalar(ms, gs, &rc, &st);
+    ht_fetch_scalar(r.ms, gs, &rc, &st);
     CHECK_EQ_INT(rc, VG_UNKNOWN);
     CHECK_STR_CONTAINS(st.msg, "a thread failed");
     CHECK_EQ_INT(h.acs, 1); /* not recovered */
-    CHECK(vg_monitored_session_should_stop(ms));
+    CHECK(vg_monitored_session_should_stop(r.ms));
     /* the `with` exit of the failing block: no end(), close does not raise again */
-    CHECK_CODE(vg_monitored_session_end(ms, rc, &st), VG_UNKNOWN);
+    CHECK_CODE(vg_monitored_session_end(r.ms, rc, &st), VG_UNKNOWN);
     CHECK_EQ_INT(h.end, 0);
-    ht_free_session_graph(ms, g);
+    ht_free_session_graph(r.ms, r.g);
     /* a plain preemption (nothing stored) still recovers */
-    g = vg_graph_new();
-    gs = vg_get_or_create_global_step(g);
+    r.g = vg_graph_new();
+    gs = vg_get_or_create_global_step(r.g);
     ehook h2 = {0};
     vg_hook k2 = eh(&h2);
-    ms = vg_monitored_session_new(g, &(vg_monitored_options){.hooks = &k2, .nhooks = 1}, &st);
-    if (!ms) return;
+    r.ms = vg_monitored_session_new(r.g, &(vg_monitored_options){.hooks = &k2, .nhooks = 1}, &st);
+    if (!r.ms) return;
     h2.before_code = VG_ABORTED;
-    CHECK_NEAR(ht_fetch_scalar(ms, gs, &rc, &st), 0, 0);
+    CHECK_NEAR(ht_fetch_scalar(r.ms, gs, &rc, &st), 0, 0);
     CHECK_OK(rc, &st);
     CHECK_EQ_INT(h2.acs, 2);
-    CHECK_OK(vg_monitored_session_end(ms, VG_OK, &st), &st);
-    ht_free_session_graph(ms, g);
+    CHECK_OK(vg_monitored_session_end(r.ms, VG_OK, &st), &st);
+    ht_free_session_graph(r.ms, r.g);
 }
 
 /* the same through run_step_fn (RecoverableSessionTest's step_fn variants:
@@ -195,17 +201,16 @@ static vg_code step_aborted(vg_step_context *sc, void *payload, vg_status *st) {
 }
 static void test_tfedge__step_fn_preemption_with_stored_error(void) {
     vg_status st;
-    vg_graph *g;
     ehook h = {0};
-    vg_monitored_session *ms = eh_session(&g, &h, &st);
-    if (!ms) return;
+    eh_run r = eh_open(&h, &st);
+    if (!r.ms) return;
     report(h.coord, VG_UNKNOWN, "a thread failed");
     int calls = 0;
-    CHECK_CODE(vg_monitored_session_run_step_fn(ms, step_aborted, &calls, &st), VG_UNKNOWN);
-    CHECK_STR_CONTAINS(st.msg, "a thread failed");
+    EXPECT_CODE_MSG(vg_monitored_session_run_step_fn(r.ms, step_aborted, &calls, &st), &st, VG_UNKNOWN,
+                    "a thread failed");
     CHECK_EQ_INT(calls, 1);
     CHECK_EQ_INT(h.acs, 1);
-    ht_free_session_graph(ms, g);
+    ht_free_session_graph(r.ms, r.g);
 }
 
 /* HookedSessionTest.testHooksFeedConflicts / testHooksAndUserFeedConflicts: RuntimeError
@@ -246,8 +251,8 @@ static void test_tfedge__feed_conflicts_are_runtime_errors(void) {
     ra.feeds = &x;
     ra.feed_values = &b.val;
     ra.nfeeds = 1;
-    CHECK_CODE(vg_monitored_session_run(ms, &ra, out, NULL, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Same tensor is fed by a SessionRunHook and user.");
+    EXPECT_CODE_MSG(vg_monitored_session_run(ms, &ra, out, NULL, &st), &st, VG_FAILED_PRECONDITION,
+                    "Same tensor is fed by a SessionRunHook and user.");
     vg_monitored_session_free(ms);
     vg_tensor_free(a.val);
     vg_tensor_free(b.val);
@@ -263,8 +268,8 @@ static void test_tfedge__ready_for_local_init_op_needs_local_init_op(void) {
     vg_session_manager_options o = {0};
     o.ready_for_local_init_op = vg_report_uninitialized_variables(g, &v.ref, 1, "ready_local");
     CHECK(vg_session_manager_new(g, &o, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "If you pass a ready_for_local_init_op you must also pass a local_init_op");
+    EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT,
+                    "If you pass a ready_for_local_init_op you must also pass a local_init_op");
     o.local_init_op = vg_no_op(g, "local_init");
     vg_session_manager *sm = vg_session_manager_new(g, &o, &st);
     CHECK(sm != NULL);
@@ -284,8 +289,7 @@ static void test_tfedge__request_stop_raises_if_joined(void) {
     CHECK_CODE(vg_coord_raise_requested_exception(c, &st), VG_OK);
     vg_coord_clear_stop(c);
     CHECK_CODE(vg_coord_request_stop(c, &err), VG_OK); /* handled normally again */
-    CHECK_CODE(vg_coord_join(c, 1, false, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Too late");
+    EXPECT_CODE_MSG(vg_coord_join(c, 1, false, &st), &st, VG_FAILED_PRECONDITION, "Too late");
     vg_coord_free(c);
 }
 

@@ -26,6 +26,19 @@ static vg_session *new_session_with_locals(vg_graph *g) {
 
 /* range_input_producer with epochs: exactly num_epochs * limit indices, each index
  * num_epochs times, then OUT_OF_RANGE; join is clean. */
+/* The end of a test with queue runners: frees c, then s and g. */
+static void free_coord_session_graph(vg_coord *c, vg_session *s, vg_graph *g) {
+    vg_coord_free(c);
+    free_session_graph(s, g);
+}
+
+/* A FIFOQueue "q" of one component of dtype dt, scalars when scalar (else any shape),
+ * holding cap elements at most. */
+static vg_output queue_q(vg_graph *g, vg_dtype dt, bool scalar, int cap) {
+    vg_shape sh = vg_shape_make(NULL, 0);
+    return vg_fifo_queue(g, &dt, scalar ? &sh : NULL, 1, cap, "q");
+}
+
 static void check_epochs(bool shuffle) {
     enum { LIMIT = 10, EPOCHS = 3 };
     vg_status st;
@@ -60,8 +73,7 @@ static void check_epochs(bool shuffle) {
     CHECK(sorted == !shuffle);
     vg_coord_request_stop(c, NULL);
     CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
-    vg_coord_free(c);
-    free_session_graph(s, g);
+    free_coord_session_graph(c, s, g);
 }
 
 static void test_qr__epochs_in_order(void) { check_epochs(false); }
@@ -97,7 +109,7 @@ static void test_qr__graph_layout(void) {
     CHECK_EQ_INT(n, 1); /* no epoch limit: no counter */
     /* errors */
     vg_range_input_producer(g, 5, -1, false, 0, 8, NULL);
-    CHECK_CODE(vg_graph_status(g, &st), VG_INVALID_ARGUMENT);
+    EXPECT_GRAPH_ERROR(g, VG_INVALID_ARGUMENT, NULL);
     vg_graph_free(g);
 }
 
@@ -106,9 +118,7 @@ static void test_qr__error_reaches_coord(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_variable v = vg_get_variable(g, "v", VG_FLOAT, NULL, 0, vg_init_zeros(), 0);
-    vg_dtype dt = VG_FLOAT;
-    vg_shape sh = vg_shape_make(NULL, 0);
-    vg_output q = vg_fifo_queue(g, &dt, &sh, 1, 5, "q");
+    vg_output q = queue_q(g, VG_FLOAT, true, 5);
     vg_op *enq = vg_queue_enqueue(g, q, &v.read, 1, NULL);
     CHECK_OK(vg_add_queue_runner(g, q, &enq, 1), &st);
     CHECK_OK(vg_graph_status(g, &st), &st);
@@ -116,19 +126,15 @@ static void test_qr__error_reaches_coord(void) {
     vg_coord *c = vg_coord_new(NULL, 0);
     CHECK_OK(vg_start_queue_runners(s, c, &st), &st);
     CHECK(vg_coord_wait_for_stop(c, 5));
-    CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "uninitialized value v");
-    vg_coord_free(c);
-    free_session_graph(s, g);
+    EXPECT_CODE_MSG(vg_coord_join(c, 5, false, &st), &st, VG_FAILED_PRECONDITION, "uninitialized value v");
+    free_coord_session_graph(c, s, g);
 }
 
 /* Producers blocked on a full queue end promptly on a stop (the cancel op). */
 static void test_qr__stop_unblocks_producers(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    vg_dtype dt = VG_INT32;
-    vg_shape sh = vg_shape_make(NULL, 0);
-    vg_output q = vg_fifo_queue(g, &dt, &sh, 1, 2, "q");
+    vg_output q = queue_q(g, VG_INT32, true, 2);
     vg_output one = vg_const_i32(g, 1, "one");
     vg_op *enq = vg_queue_enqueue(g, q, &one, 1, NULL);
     vg_op *ops[3] = {enq, enq, enq};
@@ -148,8 +154,7 @@ static void test_qr__stop_unblocks_producers(void) {
     vg_coord_request_stop(c, NULL);
     CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
     CHECK(tu_now_s() - t0 < 2.0);
-    vg_coord_free(c);
-    free_session_graph(s, g);
+    free_coord_session_graph(c, s, g);
 }
 
 /* Closing the session under running runners: threads end, join is clean. */
@@ -165,8 +170,7 @@ static void test_qr__session_close(void) {
     vg_session_close(s, &st);
     CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
     CHECK(vg_coord_should_stop(c));
-    vg_coord_free(c);
-    free_session_graph(s, g);
+    free_coord_session_graph(c, s, g);
 }
 
 /* Two enqueue threads over an epoch-limited input: the batch queue is closed once
@@ -196,8 +200,7 @@ static void test_qr__two_threads_close_once(void) {
     for (int i = 0; i < 50; i++) CHECK_EQ_INT(counts[i], 2);
     vg_coord_request_stop(c, NULL);
     CHECK_CODE(vg_coord_join(c, 5, false, &st), VG_OK);
-    vg_coord_free(c);
-    free_session_graph(s, g);
+    free_coord_session_graph(c, s, g);
 }
 
 /* Regression test for the executor: queue kernels block, so a pool thread running
@@ -260,15 +263,13 @@ static void test_qr__blocking_ops_on_pool_threads(void) {
     CHECK_CODE(vg_coord_join(c, 10, false, &st), VG_OK);
     atomic_store(&done, true);
     pthread_join(wd, NULL);
-    vg_coord_free(c);
-    free_session_graph(s, g);
+    free_coord_session_graph(c, s, g);
 }
 
 static void test_qr__bad_args(void) {
     vg_status st;
     vg_graph *g = vg_graph_new();
-    vg_dtype dt = VG_INT32;
-    vg_output q = vg_fifo_queue(g, &dt, NULL, 1, 2, "q");
+    vg_output q = queue_q(g, VG_INT32, false, 2);
     CHECK_CODE(vg_add_queue_runner(g, q, NULL, 0), VG_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS((vg_graph_status(g, &st), st.msg), "Must provide queue and enqueue_ops.");
     vg_graph_free(g);

@@ -232,16 +232,15 @@ static void test_scaffold__raise_error_if_more_than_one_cached_item(void) {
     vg_graph_add_to_collection(g, VG_SAVERS, vg_out(vg_saver_restore_op(s1), 0));
     vg_graph_add_to_collection(g, VG_SAVERS, vg_out(vg_saver_restore_op(s2), 0));
     vg_scaffold *s = vg_scaffold_new(NULL);
-    CHECK_CODE(vg_scaffold_finalize(s, g, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "More than one item");
+    EXPECT_CODE_MSG(vg_scaffold_finalize(s, g, &st), &st, VG_FAILED_PRECONDITION, "More than one item");
     /* likewise for any other default piece */
     vg_graph *g2 = vg_graph_new();
     vg_output c = vg_const_f32(g2, 1.0f, "c");
     vg_graph_add_to_collection(g2, VG_READY_OP, c);
     vg_graph_add_to_collection(g2, VG_READY_OP, c);
     vg_scaffold *s3 = vg_scaffold_new(NULL);
-    CHECK_CODE(vg_scaffold_finalize(s3, g2, &st), VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "More than one item in the collection \"ready_op\"");
+    EXPECT_CODE_MSG(vg_scaffold_finalize(s3, g2, &st), &st, VG_FAILED_PRECONDITION,
+                    "More than one item in the collection \"ready_op\"");
     vg_scaffold_free(s3);
     vg_graph_free(g2);
     vg_scaffold_free(s);
@@ -555,16 +554,14 @@ static void test_session_manager__ready_op_failing_uninitialized(void) {
     atomic_store(&uninit_left, 1);
     po.init_op = m.init_all;
     CHECK(vg_session_manager_prepare_session(sm, &po, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Init operations did not make model ready");
+    EXPECT_CODE_MSG(st.code, &st, VG_FAILED_PRECONDITION, "Init operations did not make model ready");
     CHECK_STR_CONTAINS(st.msg, "Attempting to use uninitialized value t");
     /* another FAILED_PRECONDITION is raised as is */
     other_error = true;
     atomic_store(&uninit_left, 1);
     po.init_op = NULL;
     CHECK(vg_session_manager_wait_for_session(sm, &po, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "the table is not ready");
+    EXPECT_CODE_MSG(st.code, &st, VG_FAILED_PRECONDITION, "the table is not ready");
     other_error = false;
     vg_session_manager_free(sm);
     vg_graph_free(m.g);
@@ -618,8 +615,8 @@ static void test_session_manager__prepare_session_without_init(void) {
     vg_session_manager *sm = sm_new(&m, false, -1);
     vg_prepare_options po = {0};
     CHECK(vg_session_manager_prepare_session(sm, &po, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Model is not initialized and no init_op or init_fn or local_init_op was given");
+    EXPECT_CODE_MSG(st.code, &st, VG_FAILED_PRECONDITION,
+                    "Model is not initialized and no init_op or init_fn or local_init_op was given");
     vg_session_manager_free(sm);
     vg_graph_free(m.g);
 }
@@ -636,15 +633,13 @@ static void test_session_manager__prepare_session_not_ready(void) {
     vg_prepare_options po = {0};
     po.init_op = m.init_v; /* w stays uninitialized */
     CHECK(vg_session_manager_prepare_session(sm, &po, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Init operations did not make model ready");
+    EXPECT_CODE_MSG(st.code, &st, VG_FAILED_PRECONDITION, "Init operations did not make model ready");
     CHECK_STR_CONTAINS(st.msg, "Variables not initialized: w");
     vg_session_manager_free(sm);
     sm = sm_new(&m, true, -1);
     po.init_op = m.init_v;
     CHECK(vg_session_manager_prepare_session(sm, &po, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_FAILED_PRECONDITION);
-    CHECK_STR_CONTAINS(st.msg, "Init operations did not make model ready for local_init");
+    EXPECT_CODE_MSG(st.code, &st, VG_FAILED_PRECONDITION, "Init operations did not make model ready for local_init");
     CHECK_STR_CONTAINS(st.msg, "Variables not initialized: w");
     vg_session_manager_free(sm);
     vg_graph_free(m.g);
@@ -661,8 +656,7 @@ static void test_session_manager__wait_for_session_deadline(void) {
     po.max_wait_secs = 1.0;
     double t0 = ht_wall();
     CHECK(vg_session_manager_wait_for_session(sm, &po, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_DEADLINE_EXCEEDED);
-    CHECK_STR_CONTAINS(st.msg, "Session was not ready after waiting 1 secs.");
+    EXPECT_CODE_MSG(st.code, &st, VG_DEADLINE_EXCEEDED, "Session was not ready after waiting 1 secs.");
     CHECK(ht_wall() - t0 < 0.5); /* no sleep */
     vg_session_manager_free(sm);
     sm = sm_new(&m, false, 0.05);
@@ -768,8 +762,8 @@ static void test_session_creator__chief_dir_and_filename(void) {
     CHECK(c.create_session != NULL);
     vg_session *s = c.create_session(c.payload, &st);
     CHECK(s == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
+    EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT,
+                    "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
     c.destroy(c.payload);
     /* through a SingularMonitoredSession: fails at construction */
     vg_graph_unfinalize(m.g);

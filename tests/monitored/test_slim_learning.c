@@ -81,129 +81,131 @@ static void write_checkpoint(const char *prefix) {
     var5(g, "var1", 20);
     vg_status st;
     vg_saver *sv = vg_saver_new(g, NULL, &st);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     CHECK_OK(vg_saver_save(sv, s, prefix, -1, NULL, 0, &st), &st);
     free_session_saver_graph(s, sv, g);
 }
 
 /* AssignFromCheckpointFnTest: testLoadExistingVariables, testNotFound,
  * testMissingVariablesList, testMissingVariablesDict (the dict form: other keys) */
-static void test_assign_from_checkpoint_fn(void) {
+/* A new temporary directory dir (tag) holding write_checkpoint's checkpoint, whose
+ * prefix is prefix ("<dir>/model"). */
+typedef struct slim_ckpt {
     char dir[256], prefix[512];
-    tu_mkdtemp(dir, sizeof dir, "slim_ckpt");
-    snprintf(prefix, sizeof prefix, "%s/model", dir);
-    write_checkpoint(prefix);
+} slim_ckpt;
+static slim_ckpt checkpoint_in_tmpdir(const char *tag) {
+    slim_ckpt c;
+    tu_mkdtemp(c.dir, sizeof c.dir, tag);
+    snprintf(c.prefix, sizeof c.prefix, "%s/model", c.dir);
+    write_checkpoint(c.prefix);
+    return c;
+}
+
+/* The end of one AssignFromCheckpointFn case: frees s, f and g. */
+static void free_session_fn_graph(vg_session *s, vg_slim_init_fn *f, vg_graph *g) {
+    vg_session_free(s);
+    vg_slim_init_fn_free(f);
+    vg_graph_free(g);
+}
+
+static void test_assign_from_checkpoint_fn(void) {
+    slim_ckpt ck = checkpoint_in_tmpdir("slim_ckpt");
     vg_status st;
 
     /* testLoadExistingVariables */
     vg_graph *g = vg_graph_new();
     vg_variable v0 = var5(g, "var0", 1), v1 = var5(g, "var1", 2);
-    vg_slim_init_fn *f = vg_slim_assign_from_checkpoint_fn(g, prefix, (vg_output[]){v0.ref, v1.ref}, 2, NULL, false, &st);
+    vg_slim_init_fn *f =
+        vg_slim_assign_from_checkpoint_fn(g, ck.prefix, (vg_output[]){v0.ref, v1.ref}, 2, NULL, false, &st);
     CHECK(f != NULL);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     CHECK_NEAR(first_value(s, g, "var0"), 1, 0);
     CHECK_OK(vg_slim_init_fn_run(f, s, &st), &st);
     CHECK_NEAR(first_value(s, g, "var0"), 10, 0);
     CHECK_NEAR(first_value(s, g, "var1"), 20, 0);
-    vg_session_free(s);
-    vg_slim_init_fn_free(f);
-    vg_graph_free(g);
+    free_session_fn_graph(s, f, g);
 
     /* testNotFound: var2 is not in the checkpoint: NotFoundError naming it */
     g = vg_graph_new();
     v0 = var5(g, "var0", 1);
     vg_variable v2 = var5(g, "var2", 3);
-    f = vg_slim_assign_from_checkpoint_fn(g, prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, false, &st);
+    f = vg_slim_assign_from_checkpoint_fn(g, ck.prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, false, &st);
     CHECK(f != NULL);
-    s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    s = initialized_session(g);
     CHECK_EQ_INT(vg_slim_init_fn_run(f, s, &st), VG_NOT_FOUND);
     CHECK_STR_CONTAINS(st.msg, "var2");
-    vg_session_free(s);
-    vg_slim_init_fn_free(f);
-    vg_graph_free(g);
+    free_session_fn_graph(s, f, g);
 
     /* testMissingVariablesList: ignore_missing_vars: var0 restored, var2 kept */
     g = vg_graph_new();
     v0 = var5(g, "var0", 1);
     v2 = var5(g, "var2", 3);
-    f = vg_slim_assign_from_checkpoint_fn(g, prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, true, &st);
+    f = vg_slim_assign_from_checkpoint_fn(g, ck.prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, true, &st);
     CHECK(f != NULL);
-    s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    s = initialized_session(g);
     CHECK_OK(vg_slim_init_fn_run(f, s, &st), &st);
     CHECK_NEAR(first_value(s, g, "var0"), 10, 0);
     CHECK_NEAR(first_value(s, g, "var2"), 3, 0);
     vg_session_free(s);
     vg_slim_init_fn_free(f);
     /* nothing left to restore: None, no error */
-    f = vg_slim_assign_from_checkpoint_fn(g, prefix, &v2.ref, 1, NULL, true, &st);
+    f = vg_slim_assign_from_checkpoint_fn(g, ck.prefix, &v2.ref, 1, NULL, true, &st);
     CHECK(f == NULL);
     CHECK_EQ_INT(st.code, VG_OK);
     /* var_list cannot be empty */
-    CHECK(vg_slim_assign_from_checkpoint_fn(g, prefix, NULL, 0, NULL, false, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "var_list cannot be empty");
+    CHECK(vg_slim_assign_from_checkpoint_fn(g, ck.prefix, NULL, 0, NULL, false, &st) == NULL);
+    EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT, "var_list cannot be empty");
     vg_graph_free(g);
 
     /* testMissingVariablesDict: {'var0': v_new0, 'var1': v_new1, 'v2': ...} */
     g = vg_graph_new();
     vg_variable n0 = var5(g, "new0", 1), n1 = var5(g, "new1", 2);
-    f = vg_slim_assign_from_checkpoint_fn(g, dir, (vg_output[]){n0.ref, n1.ref}, 2,
+    f = vg_slim_assign_from_checkpoint_fn(g, ck.dir, (vg_output[]){n0.ref, n1.ref}, 2,
                                           (const char *[]){"var1", "var0"}, true, &st);
     CHECK(f != NULL); /* a directory: its latest checkpoint */
-    s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    s = initialized_session(g);
     CHECK_OK(vg_slim_init_fn_run(f, s, &st), &st);
     CHECK_NEAR(first_value(s, g, "new0"), 20, 0);
     CHECK_NEAR(first_value(s, g, "new1"), 10, 0);
-    vg_session_free(s);
-    vg_slim_init_fn_free(f);
-    vg_graph_free(g);
-    tu_rmrf(dir);
+    free_session_fn_graph(s, f, g);
+    tu_rmrf(ck.dir);
 }
 
 /* AssignFromCheckpointTest: testLoadExistingVariables, testRaisesValueErrorIfAVariableIsntFound,
  * testLoadExistingVariablesDifferentShapes-like (a shape mismatch), ignore_missing_vars */
 static void test_assign_from_checkpoint(void) {
-    char dir[256], prefix[512];
-    tu_mkdtemp(dir, sizeof dir, "slim_afc");
-    snprintf(prefix, sizeof prefix, "%s/model", dir);
-    write_checkpoint(prefix);
+    slim_ckpt ck = checkpoint_in_tmpdir("slim_afc");
     vg_status st;
     vg_graph *g = vg_graph_new();
     vg_variable v0 = var5(g, "var0", 1), v1 = var5(g, "var1", 2), v2 = var5(g, "var2", 3);
     vg_slim_feed_dict fd;
-    vg_op *op = vg_slim_assign_from_checkpoint(g, prefix, (vg_output[]){v0.ref, v1.ref}, 2, NULL, false, &fd, &st);
+    vg_op *op = vg_slim_assign_from_checkpoint(g, ck.prefix, (vg_output[]){v0.ref, v1.ref}, 2, NULL, false, &fd, &st);
     CHECK(op != NULL);
     CHECK_EQ_INT(fd.n, 2);
     CHECK(op && strcmp(vg_op_name(op), "group_deps") == 0);
     CHECK(vg_graph_op_by_name(g, "placeholder/var0") != NULL);
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     if (op)
         CHECK_OK(vg_session_run(s, NULL, fd.feeds, fd.values, fd.n, NULL, NULL, 0, &op, 1, NULL, &st), &st);
     CHECK_NEAR(first_value(s, g, "var0"), 10, 0);
     CHECK_NEAR(first_value(s, g, "var1"), 20, 0);
     vg_slim_feed_dict_free(&fd);
     /* a variable the checkpoint lacks: ValueError, or skipped with ignore_missing_vars */
-    CHECK(vg_slim_assign_from_checkpoint(g, prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, false, &fd, &st) == NULL);
-    CHECK_EQ_INT(st.code, VG_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(st.msg, "Checkpoint is missing variable [var2]");
+    CHECK(vg_slim_assign_from_checkpoint(g, ck.prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, false, &fd, &st) ==
+          NULL);
+    EXPECT_CODE_MSG(st.code, &st, VG_INVALID_ARGUMENT, "Checkpoint is missing variable [var2]");
     CHECK_EQ_INT(fd.n, 0);
-    op = vg_slim_assign_from_checkpoint(g, prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, true, &fd, &st);
+    op = vg_slim_assign_from_checkpoint(g, ck.prefix, (vg_output[]){v0.ref, v2.ref}, 2, NULL, true, &fd, &st);
     CHECK(op != NULL);
     CHECK_EQ_INT(fd.n, 1);
     vg_slim_feed_dict_free(&fd);
     /* another shape under the key */
     vg_get_variable_opts o3 = {.dims = (int64_t[]){3}, .ndims = 1};
     vg_variable w3 = vg_get_variable_ex(g, "w3", &o3);
-    CHECK(vg_slim_assign_from_checkpoint(g, prefix, &w3.ref, 1, (const char *[]){"var0"}, false, &fd, &st) == NULL);
+    CHECK(vg_slim_assign_from_checkpoint(g, ck.prefix, &w3.ref, 1, (const char *[]){"var0"}, false, &fd, &st) == NULL);
     CHECK_STR_CONTAINS(st.msg, "Total size of new array must be unchanged for var0");
     free_session_graph(s, g);
-    tu_rmrf(dir);
+    tu_rmrf(ck.dir);
 }
 
 /* ---- a tiny slim net and its training ----------------------------------------- */
@@ -399,8 +401,7 @@ static void test_create_train_op_update_ops(void) {
     vg_output train_op = vg_create_train_op(g, total, opt, NULL);
     CHECK(train_op.op != NULL);
     vg_status st;
-    vg_session *s = vg_session_new(g, NULL, &st);
-    CHECK_OK(vg_session_run_targets(s, (vg_op *[]){vg_global_variables_initializer(g)}, 1, &st), &st);
+    vg_session *s = initialized_session(g);
     CHECK_NEAR(first_value(s, g, "BatchNorm/moving_mean"), 0, 0);
     CHECK_NEAR(first_value(s, g, "BatchNorm/moving_variance"), 1, 0);
     for (int i = 0; i < 10; i++) {
