@@ -298,16 +298,9 @@ static void sb_add(sbuf *b, const char *fmt, ...) {
     int k = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
     if (k < 0) return;
-    if (b->n + (size_t)k + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->n + (size_t)k + 1) nc *= 2;
-        char *np = vg_realloc(b->p, b->cap, nc);
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = nc;
+    if (!vg__train_reserve_bytes((void **)&b->p, &b->cap, b->n + (size_t)k + 1, 256)) {
+        b->oom = true;
+        return;
     }
     va_start(ap, fmt);
     vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);

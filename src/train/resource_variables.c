@@ -94,11 +94,8 @@ typedef struct rv_spec {
 static vg_resource_variable build(vg_graph *g, const char *full, const rv_spec *sp) {
     vg_resource_variable v;
     memset(&v, 0, sizeof v);
-    vg_output initial = sp->initial;
-    if (sp->use_init) {
-        initial = vg__train_initializer_value(g, full, sp->init, sp->dt, sp->dims, sp->ndims);
-        if (!initial.op) return v;
-    }
+    vg_output initial = vg__train_spec_initial(g, full, sp->use_init, sp->initial, sp->init, sp->dt, sp->dims, sp->ndims);
+    if (sp->use_init && !initial.op) return v;
     vg_output h = vg_var_handle_op(g, sp->dt, sp->dims, sp->ndims, "", full, full);
     if (!h.op) return v;
     if (strcmp(vg_op_name(h.op), full) != 0) {
@@ -136,11 +133,9 @@ static vg_resource_variable build(vg_graph *g, const char *full, const rv_spec *
 static vg_resource_variable make(vg_graph *g, const char *name, const rv_spec *sp) {
     char full[NAME_MAX_LEN];
     vg_graph_unique_name(g, name && *name ? name : "Variable", full, sizeof full);
-    vg_graph_push_init_scope(g);
-    vg_graph_push_scope(g, "/");
+    vg__train_enter_root(g);
     vg_resource_variable v = build(g, full, sp);
-    vg_graph_pop_scope(g);
-    vg_graph_pop_init_scope(g);
+    vg__train_leave_root(g);
     return v;
 }
 

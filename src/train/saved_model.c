@@ -3,6 +3,7 @@
  * saved_model/loader_impl.py: find the MetaGraphDef by tags, import it, restore the
  * variables from <export_dir>/variables/variables, run the main op. Public API only.
  */
+#include "train_util.h"
 #include "vigil/saved_model.h"
 #include "vigil/saver.h"
 #include <stdio.h>
@@ -242,16 +243,9 @@ typedef struct wbuf {
 
 static void w_raw(wbuf *b, const void *d, size_t n) {
     if (b->oom) return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n) cap *= 2;
-        uint8_t *q = vg_realloc(b->p, b->cap, cap);
-        if (!q) {
-            b->oom = true;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
+    if (!vg__train_reserve_bytes((void **)&b->p, &b->cap, b->n + n, 256)) {
+        b->oom = true;
+        return;
     }
     if (n) memcpy(b->p + b->n, d, n);
     b->n += n;

@@ -7,6 +7,7 @@
 #include "vigil/layers.h"
 #include "vigil/ops.h"
 #include "vigil/ops_ext.h"
+#include "vigil/resource_variables.h"
 #include "vigil/status.h"
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,6 +40,43 @@ static inline bool vg__train_grow(void **arr, int *cap, int need, size_t elem) {
     if (!n) return false;
     memset((char *)n + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
     *arr = n;
+    *cap = nc;
+    return true;
+}
+
+/* A variable op of either kind (a ref variable, or a resource variable's VarHandleOp):
+ * whether it is a resource variable, and its value's dtype and shape. */
+static inline bool vg__train_is_resource(const vg_op *var) { return vg_is_resource_variable(vg_out((vg_op *)var, 0)); }
+static inline vg_dtype vg__train_var_dtype(const vg_op *var) {
+    vg_output v = vg_out((vg_op *)var, 0);
+    return vg__train_is_resource(var) ? vg_resource_variable_dtype(v) : vg_output_dtype(v);
+}
+static inline vg_shape vg__train_var_shape(const vg_op *var) {
+    vg_output v = vg_out((vg_op *)var, 0);
+    return vg__train_is_resource(var) ? vg_resource_variable_shape(v) : vg_output_shape(v);
+}
+
+/* TF's `with ops.init_scope()` building absolute names: the init scope (outside the
+ * caller's control dependencies) with the root name scope pushed; leave_root pops both. */
+static inline void vg__train_enter_root(vg_graph *g) {
+    vg_graph_push_init_scope(g);
+    vg_graph_push_scope(g, "/");
+}
+
+static inline void vg__train_leave_root(vg_graph *g) {
+    vg_graph_pop_scope(g);
+    vg_graph_pop_init_scope(g);
+}
+
+/* Room for `need` bytes in a byte buffer *p of capacity *cap (vg_realloc'd: the first
+ * capacity `first`, then doubling). False when out of memory (the buffer unchanged). */
+static inline bool vg__train_reserve_bytes(void **p, size_t *cap, size_t need, size_t first) {
+    if (need <= *cap) return true;
+    size_t nc = *cap ? *cap : first;
+    while (nc < need) nc *= 2;
+    void *np = vg_realloc(*p, *cap, nc);
+    if (!np) return false;
+    *p = np;
     *cap = nc;
     return true;
 }

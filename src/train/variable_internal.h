@@ -53,4 +53,12 @@ static inline vg_get_variable_opts vg__train_var_opts(vg_dtype dt, const int64_t
     return o;
 }
 
+/* The initial value of a variable being built: `initial` as given, or, when use_init,
+ * init's value for the variable named full (vg__train_initializer_value; a NULL op on a
+ * graph error). Shared by variables.c and resource_variables.c. */
+static inline vg_output vg__train_spec_initial(vg_graph *g, const char *full, bool use_init, vg_output initial,
+                                               vg_initializer init, vg_dtype dt, const int64_t *dims, int ndims) {
+    return use_init ? vg__train_initializer_value(g, full, init, dt, dims, ndims) : initial;
+}
+
 #endif

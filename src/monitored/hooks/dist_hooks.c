@@ -13,6 +13,7 @@
  * Variables whose shapes differ across ranks fail there with INVALID_ARGUMENT naming
  * the variable.
  */
+#include "monitored/monitored_internal.h"
 #include "hooks_internal.h"
 #include "vigil/distributed.h"
 #include "vigil/ops.h"
@@ -109,11 +110,8 @@ vg_sync_replicas *vg_sync_replicas_new(vg_optimizer *opt, int replicas_to_aggreg
                       total_num_replicas, size);
         return NULL;
     }
-    vg_sync_replicas *s = vg_calloc(1, sizeof *s);
-    if (!s) {
-        vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory allocating SyncReplicasOptimizer");
-        return NULL;
-    }
+    vg_sync_replicas *s = vg__mon_calloc(sizeof *s, st, "out of memory allocating SyncReplicasOptimizer");
+    if (!s) return NULL;
     s->opt = opt;
     s->replicas_to_aggregate = replicas_to_aggregate;
     s->total_num_replicas = total_num_replicas;

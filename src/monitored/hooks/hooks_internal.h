@@ -24,4 +24,17 @@ VG_HIDDEN vg_hook vg__hk_make(const char *name, void *payload, void (*destroy)(v
  * destroy). NULL (st RESOURCE_EXHAUSTED "out of memory", *out untouched) when out of
  * memory. */
 VG_HIDDEN void *vg__hk_new(vg_hook *out, const char *name, size_t size, void (*destroy)(void *), vg_status *st);
+/* The start of a hook constructor: INVALID_ARGUMENT "out (the hook to fill) is NULL"
+ * when out is NULL, else *out zeroed and VG_OK. */
+static inline vg_code vg__hk_out_begin(vg_hook *out, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
+    memset(out, 0, sizeof *out);
+    return VG_OK;
+}
+/* A before_run that asks for the one tensor *t (held by the hook): VG_OK. */
+static inline vg_code vg__hk_fetch_one(vg_run_args *args, vg_output *t) {
+    args->fetches = t;
+    args->nfetches = 1;
+    return VG_OK;
+}
 #endif

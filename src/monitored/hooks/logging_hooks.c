@@ -117,8 +117,7 @@ static vg_code lh_end(void *p, vg_session *sess, vg_status *st) {
 }
 
 vg_code vg_logging_tensor_hook(const vg_logging_tensor_options *o, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     if (!o) return vg_status_set(st, VG_INVALID_ARGUMENT, "logging tensor options are NULL");
     /* every_n_iter 0 / every_n_secs <= 0: TF's None */
     bool iter = o->every_n_iter != 0, secs = o->every_n_secs > 0;
@@ -191,9 +190,7 @@ static vg_code sc_begin(void *p, vg_graph *g, vg_status *st) {
 }
 static vg_code sc_before(void *p, vg_run_context *ctx, vg_run_args *args, vg_status *st) {
     step_counter *h = p;
-    args->fetches = &h->read;
-    args->nfetches = 1;
-    return VG_OK;
+    return vg__hk_fetch_one(args, &h->read);
 }
 static vg_code sc_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg_status *st) {
     step_counter *h = p;
@@ -231,8 +228,7 @@ static vg_code sc_after(void *p, vg_run_context *ctx, const vg_run_values *v, vg
 }
 
 vg_code vg_step_counter_hook(const vg_step_counter_options *o, vg_hook *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "out (the hook to fill) is NULL");
-    memset(out, 0, sizeof *out);
+    if (vg__hk_out_begin(out, st) != VG_OK) return VG_INVALID_ARGUMENT;
     vg_step_counter_options def = {0};
     if (!o) o = &def;
     /* TF's every_n_steps=100 stands when every_n_steps is 0 and no every_n_secs is
