@@ -198,16 +198,12 @@ int main(int argc, char **argv) {
     bool peer = true, profile = false;
     int scaling = 0;
     bool bf16 = false;
+    const bench_arg args[] = {{"--model", 's', &model},   {"--threads", 'i', &threads},   {"--inter", 'i', &inter},
+                              {"--steps", 'i', &steps},   {"--rounds", 'i', &rounds},     {"--no-peer", 'f', &peer},
+                              {"--profile", 't', &profile}, {"--scaling", 'i', &scaling}};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--inter") && i + 1 < argc) inter = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--no-peer")) peer = false;
-        else if (!strcmp(argv[i], "--profile")) profile = true;
-        else if (!strcmp(argv[i], "--scaling") && i + 1 < argc) scaling = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) bf16 = !strcmp(argv[++i], "bf16");
+        if (bench_match_arg(argc, argv, &i, args, (int)(sizeof args / sizeof args[0]))) continue;
+        if (!strcmp(argv[i], "--precision") && i + 1 < argc) bf16 = !strcmp(argv[++i], "bf16");
     }
     bool cnn = !strcmp(model, "cnn");
     if (steps < 0) steps = cnn ? 60 : 1000;
