@@ -29,6 +29,7 @@
  * fraction of peak of both, and the FLOP-limit step time at the peak x threads. */
 #include "bench_util.h"
 #include "roofline.h"
+#include "../tools/mnist_nets.h"
 #include "io/io.h"
 #include "vigil/vigil.h"
 #include <pthread.h>
@@ -241,20 +242,7 @@ int main(int argc, char **argv) {
     vg_graph_set_seed(g, 1);
     vg_output x = cnn ? vg_placeholder(g, VG_FLOAT, xd, 4, "x") : vg_placeholder(g, VG_FLOAT, xd2, 2, "x");
     vg_output y = vg_placeholder(g, VG_INT64, yd, 1, "y");
-    vg_output logits;
-    if (cnn) {
-        vg_output h = vg_layers_conv2d(g, x, 32, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
-        h = vg_layers_max_pooling2d(g, h, 2, 2, "VALID", NULL);
-        h = vg_layers_conv2d(g, h, 64, 5, 5, 1, "SAME", VG_ACT_RELU, NULL);
-        h = vg_layers_max_pooling2d(g, h, 2, 2, "VALID", NULL);
-        h = vg_layers_flatten(g, h, NULL);
-        h = vg_layers_dense(g, h, 128, VG_ACT_RELU, NULL);
-        logits = vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
-    } else {
-        vg_output h = vg_layers_dense(g, x, 256, VG_ACT_RELU, NULL);
-        h = vg_layers_dense(g, h, 256, VG_ACT_RELU, NULL);
-        logits = vg_layers_dense(g, h, 10, VG_ACT_NONE, NULL);
-    }
+    vg_output logits = cnn ? mnist_cnn(g, x, "VALID") : mnist_mlp(g, x);
     vg_output loss = vg_reduce_mean(g, vg_out(vg_sparse_softmax_xent(g, logits, y, NULL), 0), NULL, -1, false, "loss");
     vg_optimizer *opt = cnn ? vg_optimizer_new_adam(1e-3, 0.9, 0.999, 1e-8) : vg_optimizer_new_sgd(0.1);
     vg_output gs = vg_get_or_create_global_step(g);

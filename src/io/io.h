@@ -602,4 +602,18 @@ static inline void *vg__io_new_with_path(size_t size, size_t path_offset, const 
     return obj;
 }
 
+/* A parser of a whole file's bytes (vg_npy_parse, vg_pickle_dict_parse) as one type. */
+typedef void *(*vg__io_parse_fn)(const void *bytes, size_t len, const char *name, vg_status *st);
+
+/* Reads path (vg__io_read_path: fn names the public reader) and returns parse(its
+ * bytes, path); the bytes are freed either way. NULL on failure (st set). */
+static inline void *vg__io_parse_path(const char *fn, const char *path, vg__io_parse_fn parse, vg_status *st) {
+    uint8_t *data;
+    size_t len;
+    if (vg__io_read_path(fn, path, &data, &len, st)) return NULL;
+    void *r = parse(data, len, path, st);
+    vg__free(data);
+    return r;
+}
+
 #endif

@@ -80,8 +80,7 @@ vg_code vg_stop_after_n_evals_hook(int64_t num_evals, bool log_progress, vg_hook
     h->log_progress = log_progress;
     /* Reduce logging frequency if there are 20 or more evaluations. */
     h->log_frequency = num_evals < 20 ? 1 : (int64_t)floor((double)num_evals / 10.0);
-    out->before_run = se_before;
-    out->after_run = se_after;
+    vg__hk_callbacks(out, NULL, NULL, se_before, se_after, NULL);
     return VG_OK;
 }
 
@@ -162,10 +161,8 @@ vg_code vg_summary_at_end_hook(const char *log_dir, vg_file_writer *writer, vg_o
     h->summary_op = summary_op;
     h->replace_summary_op = summary_op.op == NULL;
     out->name = "SummaryAtEndHook";
-    out->begin = sae_begin;
-    out->after_create_session = sae_after_create;
-    out->end = sae_end;
     out->destroy = sae_destroy;
+    vg__hk_callbacks(out, sae_begin, sae_after_create, NULL, NULL, sae_end);
     out->payload = h;
     return VG_OK;
 }

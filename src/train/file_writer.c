@@ -352,11 +352,8 @@ vg_file_writer *vg_file_writer_new(const char *dir, const vg_file_writer_options
                       opts->max_queue, opts->flush_secs);
         return NULL;
     }
-    vg_file_writer *w = vg_calloc(1, sizeof *w);
-    if (!w) {
-        VG_OOM(st, "FileWriter");
-        return NULL;
-    }
+    vg_file_writer *w = vg__train_calloc(sizeof *w, st, "FileWriter");
+    if (!w) return NULL;
     w->logdir = vg__train_strdup(dir);
     w->suffix = vg__train_strdup(opts->filename_suffix ? opts->filename_suffix : "");
     w->max_queue = opts->max_queue;

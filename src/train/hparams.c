@@ -113,22 +113,9 @@ static const char *type_name(vg_hparam_type t) {
 /* ------------------------------------------------------------------------ */
 /* Python's float repr and JSON strings */
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} sbuf;
+typedef vg__train_buf sbuf;
 
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (!vg__train_reserve_bytes((void **)&b->p, &b->cap, b->n + n + 1, 64)) {
-        b->oom = true;
-        return;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
+static void sb_put(sbuf *b, const char *s, size_t n) { vg__train_buf_put(b, s, n); }
 
 static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 

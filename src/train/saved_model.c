@@ -235,21 +235,9 @@ vg_code vg_saved_model_run_ex(vg_saved_model *m, const vg_run_options *run_optio
 /* ------------------------------------------------------------------------ */
 /* writing: a tiny protobuf writer (the train layer uses only the public API) */
 
-typedef struct wbuf {
-    uint8_t *p;
-    size_t n, cap;
-    bool oom;
-} wbuf;
+typedef vg__train_buf wbuf;
 
-static void w_raw(wbuf *b, const void *d, size_t n) {
-    if (b->oom) return;
-    if (!vg__train_reserve_bytes((void **)&b->p, &b->cap, b->n + n, 256)) {
-        b->oom = true;
-        return;
-    }
-    if (n) memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
+static void w_raw(wbuf *b, const void *d, size_t n) { vg__train_buf_put(b, d, n); }
 
 static void w_varint(wbuf *b, uint64_t v) {
     uint8_t t[10];

@@ -502,11 +502,8 @@ vg_saver *vg_saver_new(vg_graph *g, const vg_saver_options *opts, vg_status *st)
         vg_status_set(st, VG_FAILED_PRECONDITION, "Graph is finalized and cannot be modified.");
         return NULL;
     }
-    vg_saver *s = vg_calloc(1, sizeof *s);
-    if (!s) {
-        VG_OOM(st, "saver");
-        return NULL;
-    }
+    vg_saver *s = vg__train_calloc(sizeof *s, st, "saver");
+    if (!s) return NULL;
     s->g = g;
     s->max_to_keep = o.max_to_keep;
     s->keep_hours = o.keep_checkpoint_every_n_hours;

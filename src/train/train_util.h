@@ -81,6 +81,33 @@ static inline bool vg__train_reserve_bytes(void **p, size_t *cap, size_t need, s
     return true;
 }
 
+/* A growing byte buffer (zero-initialize it; free p with vg_free): appends keep a NUL
+ * after the n bytes. Out of memory sets oom, after which appends do nothing. */
+typedef struct vg__train_buf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} vg__train_buf;
+
+static inline void vg__train_buf_put(vg__train_buf *b, const void *d, size_t n) {
+    if (b->oom) return;
+    if (!vg__train_reserve_bytes((void **)&b->p, &b->cap, b->n + n + 1, 64)) {
+        b->oom = true;
+        return;
+    }
+    if (n) memcpy(b->p + b->n, d, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+/* vg_calloc(1, size), or NULL with st RESOURCE_EXHAUSTED "out of memory allocating
+ * <what>" (VG_OOM). */
+static inline void *vg__train_calloc(size_t size, vg_status *st, const char *what) {
+    void *p = vg_calloc(1, size);
+    if (!p) VG_OOM(st, what);
+    return p;
+}
+
 /* TF's `with ops.name_scope(name, default_name) as scope`: full is the unique scope name
  * ("ExponentialDecay_1"), pushed as the graph's name scope ("<full>/"); base is its last
  * component (the name TF gives the result op). The caller pops the scope. */

@@ -51,10 +51,7 @@ vg_code vg_stop_at_step_hook(int64_t num_steps, int64_t last_step, vg_hook *out,
     if (!h) return VG_RESOURCE_EXHAUSTED;
     h->num_steps = num_steps;
     h->last_step = last_step;
-    out->begin = sas_begin;
-    out->after_create_session = sas_after_create;
-    out->before_run = sas_before;
-    out->after_run = sas_after;
+    vg__hk_callbacks(out, sas_begin, sas_after_create, sas_before, sas_after, NULL);
     return VG_OK;
 }
 
@@ -88,8 +85,7 @@ vg_code vg_nan_tensor_hook(vg_output loss, bool fail_on_nan_loss, vg_hook *out, 
     if (!h) return VG_RESOURCE_EXHAUSTED;
     h->loss = loss;
     h->fail = fail_on_nan_loss;
-    out->before_run = nan_before;
-    out->after_run = nan_after;
+    vg__hk_callbacks(out, NULL, NULL, nan_before, nan_after, NULL);
     return VG_OK;
 }
 
@@ -249,7 +245,6 @@ vg_code vg_global_step_waiter_hook(int64_t wait_until_step, vg_hook *out, vg_sta
     waiter *h = vg__hk_new(out, "GlobalStepWaiterHook", sizeof *h, vg_free, st);
     if (!h) return VG_RESOURCE_EXHAUSTED;
     h->wait_until = wait_until_step;
-    out->begin = gw_begin;
-    out->before_run = gw_before;
+    vg__hk_callbacks(out, gw_begin, NULL, gw_before, NULL, NULL);
     return VG_OK;
 }

@@ -48,8 +48,7 @@ vg_code vg_broadcast_global_variables_hook(int root_rank, vg_hook *out, vg_statu
     if (!h) return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory in BroadcastGlobalVariablesHook");
     h->root = root_rank;
     *out = vg__hk_make("BroadcastGlobalVariablesHook", h, vg_free);
-    out->begin = bh_begin;
-    out->after_create_session = bh_after_create;
+    vg__hk_callbacks(out, bh_begin, bh_after_create, NULL, NULL, NULL);
     return VG_OK;
 }
 

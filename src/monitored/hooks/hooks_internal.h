@@ -37,4 +37,16 @@ static inline vg_code vg__hk_fetch_one(vg_run_args *args, vg_output *t) {
     args->nfetches = 1;
     return VG_OK;
 }
+/* Sets a hook's five callbacks at once (NULL: none), in vg_hook's order. */
+static inline void vg__hk_callbacks(vg_hook *out, vg_code (*begin)(void *, vg_graph *, vg_status *),
+                                    vg_code (*after_create_session)(void *, vg_session *, vg_coord *, vg_status *),
+                                    vg_code (*before_run)(void *, vg_run_context *, vg_run_args *, vg_status *),
+                                    vg_code (*after_run)(void *, vg_run_context *, const vg_run_values *, vg_status *),
+                                    vg_code (*end)(void *, vg_session *, vg_status *)) {
+    out->begin = begin;
+    out->after_create_session = after_create_session;
+    out->before_run = before_run;
+    out->after_run = after_run;
+    out->end = end;
+}
 #endif

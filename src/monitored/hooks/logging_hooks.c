@@ -147,10 +147,7 @@ vg_code vg_logging_tensor_hook(const vg_logging_tensor_options *o, vg_hook *out,
     if (h->use_timer) vg_timer_init(&h->timer, secs ? o->every_n_secs : -1, secs ? -1 : o->every_n_iter, NULL);
     else vg_timer_reset(&h->timer);
     *out = vg__hk_make("LoggingTensorHook", h, lh_destroy);
-    out->begin = lh_begin;
-    out->before_run = lh_before;
-    out->after_run = lh_after;
-    out->end = lh_end;
+    vg__hk_callbacks(out, lh_begin, NULL, lh_before, lh_after, lh_end);
     return VG_OK;
 oom:
     lh_destroy(h);
@@ -250,8 +247,6 @@ vg_code vg_step_counter_hook(const vg_step_counter_options *o, vg_hook *out, vg_
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     }
     *out = vg__hk_make("StepCounterHook", h, sc_destroy);
-    out->begin = sc_begin;
-    out->before_run = sc_before;
-    out->after_run = sc_after;
+    vg__hk_callbacks(out, sc_begin, NULL, sc_before, sc_after, NULL);
     return VG_OK;
 }

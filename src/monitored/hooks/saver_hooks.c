@@ -215,11 +215,7 @@ vg_code vg_checkpoint_saver_hook(const vg_checkpoint_saver_options *o, vg_hook *
     }
     snprintf(h->save_path, n, "%s/%s", o->checkpoint_dir, base);
     *out = vg__hk_make("CheckpointSaverHook", h, ck_destroy);
-    out->begin = ck_begin;
-    out->after_create_session = ck_after_create;
-    out->before_run = ck_before;
-    out->after_run = ck_after;
-    out->end = ck_end;
+    vg__hk_callbacks(out, ck_begin, ck_after_create, ck_before, ck_after, ck_end);
     return VG_OK;
 }
 
@@ -314,10 +310,7 @@ vg_code vg_summary_saver_hook(const vg_summary_saver_options *o, vg_hook *out, v
         return vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     }
     *out = vg__hk_make("SummarySaverHook", h, sh_destroy);
-    out->begin = sh_begin;
-    out->before_run = sh_before;
-    out->after_run = sh_after;
-    out->end = sh_end;
+    vg__hk_callbacks(out, sh_begin, NULL, sh_before, sh_after, sh_end);
     return VG_OK;
 }
 
@@ -410,8 +403,6 @@ vg_code vg_profiler_hook(const vg_profiler_options *o, vg_hook *out, vg_status *
         return st && st->code ? st->code : vg_status_set(st, VG_RESOURCE_EXHAUSTED, "out of memory");
     }
     *out = vg__hk_make("ProfilerHook", h, ph_destroy);
-    out->begin = ph_begin;
-    out->before_run = ph_before;
-    out->after_run = ph_after;
+    vg__hk_callbacks(out, ph_begin, NULL, ph_before, ph_after, NULL);
     return VG_OK;
 }
