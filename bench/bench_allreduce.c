@@ -20,8 +20,8 @@
  *       a bare MPI_Allreduce of 4 B .. 64 MB (the scaling model's latency and bandwidth).
  *
  * The PyTorch DistributedDataParallel peer (gloo) is bench/peers/torch_ddp.py. */
-#include "vigil/vigil.h"
 #include "../tools/mnist_nets.h"
+#include "vigil/vigil.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -129,8 +129,11 @@ int main(int argc, char **argv) {
     const char *model = "mlp";
     int epochs = 1, threads = 1, rounds = 3;
     bool peer = true;
-    const bench_arg args[] = {{"--model", 's', &model},   {"--epochs", 'i', &epochs}, {"--threads", 'i', &threads},
-                              {"--rounds", 'i', &rounds}, {"--no-peer", 'f', &peer}};
+    const bench_arg args[] = {{"--model", 's', &model},
+                              {"--epochs", 'i', &epochs},
+                              {"--threads", 'i', &threads},
+                              {"--rounds", 'i', &rounds},
+                              {"--no-peer", 'f', &peer}};
     for (int i = 1; i < argc; i++) bench_match_arg(argc, argv, &i, args, (int)(sizeof args / sizeof args[0]));
     if (rounds < 1) rounds = 1;
     if (rounds > 16) rounds = 16;

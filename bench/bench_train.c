@@ -27,10 +27,10 @@
  * GFLOP/s where a kernel does fewer multiplies, as Winograd), the probed per-core FMA
  * peak (AVX-512 where present, else AVX2; best burst), the achieved GFLOP/s and
  * fraction of peak of both, and the FLOP-limit step time at the peak x threads. */
-#include "bench_util.h"
-#include "roofline.h"
 #include "../tools/mnist_nets.h"
+#include "bench_util.h"
 #include "io/io.h"
+#include "roofline.h"
 #include "vigil/vigil.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -199,8 +199,8 @@ int main(int argc, char **argv) {
     bool peer = true, profile = false;
     int scaling = 0;
     bool bf16 = false;
-    const bench_arg args[] = {{"--model", 's', &model},   {"--threads", 'i', &threads},   {"--inter", 'i', &inter},
-                              {"--steps", 'i', &steps},   {"--rounds", 'i', &rounds},     {"--no-peer", 'f', &peer},
+    const bench_arg args[] = {{"--model", 's', &model},     {"--threads", 'i', &threads}, {"--inter", 'i', &inter},
+                              {"--steps", 'i', &steps},     {"--rounds", 'i', &rounds},   {"--no-peer", 'f', &peer},
                               {"--profile", 't', &profile}, {"--scaling", 'i', &scaling}};
     for (int i = 1; i < argc; i++) {
         if (bench_match_arg(argc, argv, &i, args, (int)(sizeof args / sizeof args[0]))) continue;

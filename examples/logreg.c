@@ -19,9 +19,7 @@
 
 /* Small deterministic generator, so every run sees the same data. */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static double uniform(void) {
-    return (double)ex_lcg53(&rng_state) / (double)(1ull << 53);
-}
+static double uniform(void) { return (double)ex_lcg53(&rng_state) / (double)(1ull << 53); }
 
 /* Points in [-1,1]^2, class 1 when x0 + 0.5 x1 > 0; points too close to the
  * boundary (margin < 0.1) are redrawn. */

@@ -22,9 +22,7 @@
 #define LOSS_TARGET 0.05
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-static double uniform(void) {
-    return ((double)ex_lcg53(&rng_state) + 0.5) / (double)(1ull << 53);
-}
+static double uniform(void) { return ((double)ex_lcg53(&rng_state) + 0.5) / (double)(1ull << 53); }
 static double normal(void) { return sqrt(-2 * log(uniform())) * cos(6.283185307179586 * uniform()); }
 
 static void make_data(float *x, int32_t *y) {

@@ -33,8 +33,7 @@ static inline vg_graph *ex_graph_xy(vg_output *x, vg_output *y) {
 
 /* loss = mean sparse softmax cross-entropy of logits against the labels y ("xent",
  * "loss"), and opt's minimize op on it with the global step (opt is freed). */
-static inline vg_op *ex_xent_train_op(vg_graph *g, vg_output logits, vg_output y, vg_optimizer *opt,
-                                      vg_output *loss) {
+static inline vg_op *ex_xent_train_op(vg_graph *g, vg_output logits, vg_output y, vg_optimizer *opt, vg_output *loss) {
     vg_op *xent = vg_sparse_softmax_xent(g, logits, y, "xent");
     *loss = vg_reduce_mean(g, vg_out(xent, 0), NULL, -1, false, "loss");
     vg_output gs = vg_get_or_create_global_step(g);
@@ -52,8 +51,7 @@ typedef struct ex_batch {
 
 /* Initializes the global variables of the built graph g in a new session (*s) and wraps
  * the batch as tensors (*xt, *yt, borrowing its arrays). 0, or 1 after ex_fail. */
-static inline int ex_start(const char *prog, vg_graph *g, ex_batch b, vg_session **s, vg_tensor **xt,
-                           vg_tensor **yt) {
+static inline int ex_start(const char *prog, vg_graph *g, ex_batch b, vg_session **s, vg_tensor **xt, vg_tensor **yt) {
     vg_status st;
     vg_op *init = vg_global_variables_initializer(g);
     if (vg_graph_status(g, &st) != VG_OK) return ex_fail(prog, "building the graph", &st);
@@ -75,8 +73,8 @@ typedef void (*ex_report_fn)(int step, double loss, vg_tensor *const *fetched);
  * fetches[0..nfetch) (fetches[0]: the loss; at most 2), with the train op on every run
  * but the last; *last gets the last loss. 0, or 1 after ex_fail. */
 static inline int ex_fit(const char *prog, vg_session *s, vg_output x, vg_output y, vg_tensor *xt, vg_tensor *yt,
-                         const vg_output *fetches, int nfetch, vg_op *train, int steps, int every,
-                         ex_report_fn report, double *last) {
+                         const vg_output *fetches, int nfetch, vg_op *train, int steps, int every, ex_report_fn report,
+                         double *last) {
     vg_status st;
     vg_output feeds[2] = {x, y};
     vg_tensor *vals[2] = {xt, yt};

@@ -27,7 +27,8 @@ static int noisy_example(void *ctx, float *inputs, int64_t *labels) {
     for (int t = 0; t < steps; t++) {
         labels[t] = rand_r(seed) % INPUT_SIZE;
         for (int k = 0; k < INPUT_SIZE; k++)
-            inputs[t * INPUT_SIZE + k] = (k == labels[t] ? 1.0f : 0.0f) + 0.3f * ((float)(rand_r(seed) % 1000) / 1000.0f);
+            inputs[t * INPUT_SIZE + k] =
+                (k == labels[t] ? 1.0f : 0.0f) + 0.3f * ((float)(rand_r(seed) % 1000) / 1000.0f);
     }
     return steps;
 }

@@ -50,8 +50,8 @@ typedef int (*sequence_fill_fn)(void *ctx, float *inputs, int64_t *labels);
 
 /* Writes n examples made by fill to the TFRecord file path: 0, or 1 with the reason on
  * stderr. */
-static inline int write_sequence_examples(const char *path, int n, int input_size, int max_steps,
-                                          sequence_fill_fn fill, void *ctx) {
+static inline int write_sequence_examples(const char *path, int n, int input_size, int max_steps, sequence_fill_fn fill,
+                                          void *ctx) {
     vg_status st;
     vg_tfrecord_writer *w = vg_tfrecord_writer_open(path, VG_COMPRESSION_NONE, &st);
     if (!w) return fprintf(stderr, "%s\n", st.msg), 1;

@@ -3,9 +3,9 @@
  * this directory (formats: docs/formats.md §3). */
 #include "core/core.h"
 #include "io/io.h"
-#include <stddef.h>
 #include "vigil/events.h"
 #include "vigil/idx.h"
+#include <stddef.h>
 #include <string.h>
 
 struct vg_event_reader {

@@ -6,10 +6,10 @@
  * (zlib allocates its own buffers with malloc; everything else uses the hook.)
  */
 #include "io/io.h"
-#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -141,9 +141,7 @@ const int64_t *vg__idx_reader_dims(const vg__idx_reader *r, int *ndims) {
 }
 
 /* Big-endian file data -> host order. */
-static void to_host(void *data, size_t nbytes, size_t esize) {
-    vg__io_swap_units(data, nbytes, esize);
-}
+static void to_host(void *data, size_t nbytes, size_t esize) { vg__io_swap_units(data, nbytes, esize); }
 
 vg_code vg__idx_reader_next_record(vg__idx_reader *r, void *dst, vg_status *st) {
     if (r->next >= r->num_records) return VG_OUT_OF_RANGE;

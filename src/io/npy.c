@@ -279,7 +279,9 @@ static void *parse_npy(const void *bytes, size_t len, const char *name, vg_statu
     return vg_npy_parse(bytes, len, name, st);
 }
 
-vg_tensor *vg_npy_read(const char *path, vg_status *st) { return vg__io_parse_path("vg_npy_read", path, parse_npy, st); }
+vg_tensor *vg_npy_read(const char *path, vg_status *st) {
+    return vg__io_parse_path("vg_npy_read", path, parse_npy, st);
+}
 
 /* ------------------------------------------------------------------------ */
 /* writing */

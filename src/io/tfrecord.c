@@ -6,9 +6,9 @@
  * (TensorBoard-style tailing of a live event file).
  */
 #include "io/io.h"
-#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -129,7 +129,8 @@ struct vg__tfrecord_reader {
 };
 
 vg__tfrecord_reader *vg__tfrecord_reader_open(const char *path, vg_status *st) {
-    vg__tfrecord_reader *r = vg__io_new_with_path(sizeof *r, offsetof(vg__tfrecord_reader, path), path, "tfrecord reader", st);
+    vg__tfrecord_reader *r =
+        vg__io_new_with_path(sizeof *r, offsetof(vg__tfrecord_reader, path), path, "tfrecord reader", st);
     if (!r) return NULL;
     r->fd = vg__io_open_regular(path, st);
     if (r->fd < 0) {

@@ -41,7 +41,8 @@ struct vg__zrecord_reader {
 };
 
 vg__zrecord_reader *vg__zrecord_reader_open(const char *path, int compression, vg_status *st) {
-    vg__zrecord_reader *r = vg__io_new_with_path(sizeof *r, offsetof(vg__zrecord_reader, path), path, "record reader", st);
+    vg__zrecord_reader *r =
+        vg__io_new_with_path(sizeof *r, offsetof(vg__zrecord_reader, path), path, "record reader", st);
     if (!r) return NULL;
     if (compression == VG_COMPRESSION_NONE) {
         if ((r->plain = vg__tfrecord_reader_open(path, st))) return r;
@@ -276,7 +277,8 @@ vg_tfrecord_writer *vg_tfrecord_writer_open(const char *path, vg_compression com
         vg_status_set(st, VG_INVALID_ARGUMENT, "unknown compression %d", (int)compression);
         return NULL;
     }
-    vg_tfrecord_writer *w = vg__io_new_with_path(sizeof *w, offsetof(vg_tfrecord_writer, path), path, "TFRecordWriter", st);
+    vg_tfrecord_writer *w =
+        vg__io_new_with_path(sizeof *w, offsetof(vg_tfrecord_writer, path), path, "TFRecordWriter", st);
     if (!w) return NULL;
     if (compression == VG_COMPRESSION_NONE) {
         if ((w->plain = vg__tfrecord_writer_open(path, false, st))) return w;

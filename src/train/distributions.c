@@ -834,15 +834,18 @@ vg_output vg_distribution_sample_shape(vg_distribution *d, const int64_t *sample
 /* A one-argument method: fn(x), or the fallback exp / log (exp_other) of other(x);
  * unimplemented when the distribution has neither. */
 static vg_output method1(vg_distribution *d, vg_output x, const char *method, const char *name,
-                         vg_output (*fn)(vg_distribution *, vg_output), vg_output (*other)(vg_distribution *, vg_output),
-                         bool exp_other) {
+                         vg_output (*fn)(vg_distribution *, vg_output),
+                         vg_output (*other)(vg_distribution *, vg_output), bool exp_other) {
     if (!d) return NONE;
     if (!fn && !other) return unimplemented(d, method);
     if (!begin(d, method, name)) return NONE;
     vg_output r;
-    if (fn) r = fn(d, x);
-    else if (exp_other) r = vg_exp(d->g, other(d, x), "Exp");
-    else r = vg_log(d->g, other(d, x), "Log");
+    if (fn)
+        r = fn(d, x);
+    else if (exp_other)
+        r = vg_exp(d->g, other(d, x), "Exp");
+    else
+        r = vg_log(d->g, other(d, x), "Log");
     end(d);
     return r;
 }

@@ -511,20 +511,28 @@ static vg_code get_value(const vg_hparams *hp, const char *name, bool is_list, v
     if (!out) return VG_OK;
     switch (t) {
     case VG_HPARAM_INT:
-        if (is_list) *(const int64_t **)out = v->i;
-        else *(int64_t *)out = v->i[0];
+        if (is_list)
+            *(const int64_t **)out = v->i;
+        else
+            *(int64_t *)out = v->i[0];
         break;
     case VG_HPARAM_FLOAT:
-        if (is_list) *(const double **)out = v->f;
-        else *(double *)out = v->type == VG_HPARAM_INT ? (double)v->i[0] : v->f[0];
+        if (is_list)
+            *(const double **)out = v->f;
+        else
+            *(double *)out = v->type == VG_HPARAM_INT ? (double)v->i[0] : v->f[0];
         break;
     case VG_HPARAM_BOOL:
-        if (is_list) *(const bool **)out = v->b;
-        else *(bool *)out = v->b[0];
+        if (is_list)
+            *(const bool **)out = v->b;
+        else
+            *(bool *)out = v->b[0];
         break;
     case VG_HPARAM_STRING:
-        if (is_list) *(const char *const **)out = (const char *const *)v->s;
-        else *(const char **)out = v->s[0];
+        if (is_list)
+            *(const char *const **)out = (const char *const *)v->s;
+        else
+            *(const char **)out = v->s[0];
         break;
     }
     return VG_OK;

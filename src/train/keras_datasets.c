@@ -56,6 +56,15 @@ static vg_code check_pair(const vg_tensor *x, const vg_tensor *y, const char *fi
     return VG_OK;
 }
 
+/* The start of a loader: INVALID_ARGUMENT "<what>: out is NULL", else *out zeroed and
+ * the dataset's path (keras_path of arg, or of dflt when arg is NULL) in buf. */
+static vg_code load_begin(vg_keras_data *out, const char *what, const char *arg, const char *dflt, char *buf,
+                          size_t len, vg_status *st) {
+    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "%s: out is NULL", what);
+    memset(out, 0, sizeof *out);
+    return keras_path(arg ? arg : dflt, buf, len, st);
+}
+
 /* Whether file can be opened for reading (the loaders' NOT_FOUND check). */
 static bool file_exists(const char *file) {
     FILE *f = fopen(file, "rb");
@@ -75,15 +84,13 @@ static vg_code check_loaded(vg_keras_data *out, vg_code rc, const char *where, c
 }
 
 vg_code vg_keras_mnist_load_data(const char *path, vg_keras_data *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "mnist.load_data: out is NULL");
-    memset(out, 0, sizeof *out);
     char file[4096];
-    if (keras_path(path ? path : "mnist.npz", file, sizeof file, st) != VG_OK) return st->code;
+    vg_code begun = load_begin(out, "mnist.load_data", path, "mnist.npz", file, sizeof file, st);
+    if (begun != VG_OK) return begun;
     if (!file_exists(file))
-        return vg_status_set(st, VG_NOT_FOUND,
-                             "mnist.load_data: %s not found (vigil does not download: fetch " KERAS_ORIGIN
-                             "mnist.npz there)",
-                             file);
+        return vg_status_set(
+            st, VG_NOT_FOUND,
+            "mnist.load_data: %s not found (vigil does not download: fetch " KERAS_ORIGIN "mnist.npz there)", file);
     vg_npz *z = vg_npz_open(file, st);
     if (!z) return st->code;
     static const char *const keys[4] = {"x_train", "y_train", "x_test", "y_test"};
@@ -122,10 +129,9 @@ static vg_tensor *read_idx(const char *dir, const char *name, vg_status *st) {
 }
 
 vg_code vg_keras_fashion_mnist_load_data(const char *dir, vg_keras_data *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "fashion_mnist.load_data: out is NULL");
-    memset(out, 0, sizeof *out);
     char d[4096];
-    if (keras_path(dir ? dir : "fashion-mnist", d, sizeof d, st) != VG_OK) return st->code;
+    vg_code begun = load_begin(out, "fashion_mnist.load_data", dir, "fashion-mnist", d, sizeof d, st);
+    if (begun != VG_OK) return begun;
     /* fashion_mnist.py's order: labels, then images, train, then test */
     static const char *const files[4] = {"train-labels-idx1-ubyte.gz", "train-images-idx3-ubyte.gz",
                                          "t10k-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz"};
@@ -215,10 +221,9 @@ static vg_code cifar_split(const char *dir, const char *const *names, int nb, vg
 }
 
 vg_code vg_keras_cifar10_load_data(const char *dir, vg_keras_data *out, vg_status *st) {
-    if (!out) return vg_status_set(st, VG_INVALID_ARGUMENT, "cifar10.load_data: out is NULL");
-    memset(out, 0, sizeof *out);
     char d[4096];
-    if (keras_path(dir ? dir : "cifar-10-batches-py", d, sizeof d, st) != VG_OK) return st->code;
+    vg_code begun = load_begin(out, "cifar10.load_data", dir, "cifar-10-batches-py", d, sizeof d, st);
+    if (begun != VG_OK) return begun;
     static const char *const train[5] = {"data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4",
                                          "data_batch_5"};
     static const char *const test[1] = {"test_batch"};

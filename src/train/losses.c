@@ -39,10 +39,7 @@ static bool compatible(vg_graph *g, vg_output a, vg_output b) {
  * dim 1 or equal. */
 static bool broadcastable(vg_graph *g, vg_output w, vg_output v) {
     vg_shape sw = vg_output_shape(w), sv = vg_output_shape(v);
-    if (sw.ndims <= 0 || sv.ndims < 0) return true;
-    bool ok = sw.ndims == sv.ndims;
-    for (int i = 0; ok && i < sw.ndims; i++)
-        if (sw.dims[i] >= 0 && sv.dims[i] >= 0 && sw.dims[i] != 1 && sw.dims[i] != sv.dims[i]) ok = false;
+    bool ok = vg__train_weights_broadcastable(sw, sv);
     if (!ok) {
         char x[128], y[128];
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "weights can not be broadcast to values. values.shape=%s. weights.shape=%s.",
@@ -203,7 +200,9 @@ vg_output vg_losses_sigmoid_cross_entropy(vg_graph *g, vg_output labels, vg_outp
                                           const vg_loss_opts *opts) {
     const vg_loss_opts *o = opts ? opts : &DEFAULTS;
     vg__train_scope s;
-    if (!loss_begin(g, o, labels, logits, true, "sigmoid_cross_entropy", "multi_class_labels and logits", "sigmoid_cross_entropy_loss", &s)) return none();
+    if (!loss_begin(g, o, labels, logits, true, "sigmoid_cross_entropy", "multi_class_labels and logits",
+                    "sigmoid_cross_entropy_loss", &s))
+        return none();
     vg_output lab = vg_output_dtype(labels) == vg_output_dtype(logits) ? labels
                                                                        : vg_cast(g, labels, vg_output_dtype(logits), "Cast");
     if (label_smoothing > 0) {
@@ -220,7 +219,9 @@ vg_output vg_losses_softmax_cross_entropy(vg_graph *g, vg_output onehot_labels, 
                                           double label_smoothing, const vg_loss_opts *opts) {
     const vg_loss_opts *o = opts ? opts : &DEFAULTS;
     vg__train_scope s;
-    if (!loss_begin(g, o, onehot_labels, logits, true, "softmax_cross_entropy", "onehot_labels and logits", "softmax_cross_entropy_loss", &s)) return none();
+    if (!loss_begin(g, o, onehot_labels, logits, true, "softmax_cross_entropy", "onehot_labels and logits",
+                    "softmax_cross_entropy_loss", &s))
+        return none();
     vg_dtype dt = vg_output_dtype(logits);
     vg_output lab = vg_output_dtype(onehot_labels) == dt ? onehot_labels : vg_cast(g, onehot_labels, dt, "Cast");
     if (label_smoothing > 0) {
@@ -242,7 +243,9 @@ vg_output vg_losses_sparse_softmax_cross_entropy(vg_graph *g, vg_output labels, 
                                                  const vg_loss_opts *opts) {
     const vg_loss_opts *o = opts ? opts : &DEFAULTS;
     vg__train_scope s;
-    if (!loss_begin(g, o, labels, logits, false, "sparse_softmax_cross_entropy", "labels and logits", "sparse_softmax_cross_entropy_loss", &s)) return none();
+    if (!loss_begin(g, o, labels, logits, false, "sparse_softmax_cross_entropy", "labels and logits",
+                    "sparse_softmax_cross_entropy_loss", &s))
+        return none();
     vg_op *x = vg_sparse_softmax_xent(g, logits, labels, "xentropy");
     vg_output r = x ? weighted(g, vg_out(x, 0), o) : none();
     vg_graph_pop_scope(g);
@@ -253,7 +256,9 @@ vg_output vg_losses_cosine_distance(vg_graph *g, vg_output labels, vg_output pre
                                     const vg_loss_opts *opts) {
     const vg_loss_opts *o = opts ? opts : &DEFAULTS;
     vg__train_scope s;
-    if (!loss_begin(g, o, labels, predictions, true, "cosine_distance", "labels and predictions", "cosine_distance_loss", &s)) return none();
+    if (!loss_begin(g, o, labels, predictions, true, "cosine_distance", "labels and predictions",
+                    "cosine_distance_loss", &s))
+        return none();
     vg_output p = to_f32(g, predictions, "ToFloat"), l = to_f32(g, labels, "ToFloat_1");
     int32_t ax = axis;
     vg_output sum = vg_reduce_sum(g, vg_mul(g, p, l, "Mul"), &ax, 1, true, "Sum");

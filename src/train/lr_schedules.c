@@ -139,7 +139,8 @@ vg_output vg_polynomial_decay(vg_graph *g, double learning_rate, vg_output globa
                               double end_learning_rate, double power, bool cycle, const char *name) {
     vg__train_scope s;
     vg_output ilr;
-    if (!schedule_begin(g, global_step, "polynomial_decay", name, "PolynomialDecay", learning_rate, &s, &ilr)) return vg_out(NULL, 0);
+    if (!schedule_begin(g, global_step, "polynomial_decay", name, "PolynomialDecay", learning_rate, &s, &ilr))
+        return vg_out(NULL, 0);
     vg_output end = f32(g, end_learning_rate, "Cast/x");
     vg_output pw = f32(g, power, "Cast_1/x");
     vg_output gs = cast_step(g, global_step, "Cast_2");
@@ -163,7 +164,8 @@ vg_output vg_inverse_time_decay(vg_graph *g, double learning_rate, vg_output glo
                                 double decay_rate, bool staircase, const char *name) {
     vg__train_scope s;
     vg_output ilr;
-    if (!schedule_begin(g, global_step, "inverse_time_decay", name, "InverseTimeDecay", learning_rate, &s, &ilr)) return vg_out(NULL, 0);
+    if (!schedule_begin(g, global_step, "inverse_time_decay", name, "InverseTimeDecay", learning_rate, &s, &ilr))
+        return vg_out(NULL, 0);
     vg_output ds = f32(g, decay_steps, "Cast/x"), dr = f32(g, decay_rate, "Cast_1/x");
     vg_output gs = cast_step(g, global_step, "Cast_2");
     vg_output p = vg_div(g, gs, ds, "truediv");
@@ -220,7 +222,8 @@ vg_output vg_cosine_decay(vg_graph *g, double learning_rate, vg_output global_st
                           const char *name) {
     vg__train_scope s;
     vg_output ilr;
-    if (!schedule_begin(g, global_step, "cosine_decay", name, "CosineDecay", learning_rate, &s, &ilr)) return vg_out(NULL, 0);
+    if (!schedule_begin(g, global_step, "cosine_decay", name, "CosineDecay", learning_rate, &s, &ilr))
+        return vg_out(NULL, 0);
     vg_output ds;
     vg_output gs = clamped_step(g, global_step, decay_steps, "Cast_1", &ds);
     vg_output frac = vg_div(g, gs, ds, "truediv");
@@ -233,7 +236,8 @@ vg_output vg_cosine_decay_restarts(vg_graph *g, double learning_rate, vg_output 
                                    double t_mul, double m_mul, double alpha, const char *name) {
     vg__train_scope s;
     vg_output ilr;
-    if (!schedule_begin(g, global_step, "cosine_decay_restarts", name, "SGDRDecay", learning_rate, &s, &ilr)) return vg_out(NULL, 0);
+    if (!schedule_begin(g, global_step, "cosine_decay_restarts", name, "SGDRDecay", learning_rate, &s, &ilr))
+        return vg_out(NULL, 0);
     vg_output fds = f32(g, first_decay_steps, "Cast/x");
     vg_output gs = cast_step(g, global_step, "Cast_3");
     vg_output frac = vg_div(g, gs, fds, "truediv");
@@ -261,7 +265,8 @@ vg_output vg_linear_cosine_decay(vg_graph *g, double learning_rate, vg_output gl
                                  double num_periods, double alpha, double beta, const char *name) {
     vg__train_scope s;
     vg_output ilr;
-    if (!schedule_begin(g, global_step, "linear_cosine_decay", name, "LinearCosineDecay", learning_rate, &s, &ilr)) return vg_out(NULL, 0);
+    if (!schedule_begin(g, global_step, "linear_cosine_decay", name, "LinearCosineDecay", learning_rate, &s, &ilr))
+        return vg_out(NULL, 0);
     vg_output ds;
     vg_output gs = clamped_step(g, global_step, decay_steps, "Cast_4", &ds);
     vg_output linear = vg_div(g, vg_sub(g, ds, gs, "sub"), ds, "truediv");

@@ -25,13 +25,13 @@
  * is ResourceScatterAdd(var, indices, -grad * lr) as TF's
  * _resource_apply_sparse_duplicate_indices.
  */
+#include "vigil/optimizer.h"
 #include "dist_internal.h"
 #include "optimizer_wrap.h"
 #include "train_util.h"
 #include "variable_internal.h"
 #include "vigil/gradients.h"
 #include "vigil/ops_ext.h"
-#include "vigil/optimizer.h"
 #include "vigil/resource_variables.h"
 #include "vigil/variable_scope.h"
 #include <stdio.h>
@@ -55,12 +55,18 @@ typedef struct slot_entry {
     vg_op *slot;
 } slot_entry;
 
+/* The hyperparameters one constructor sets (the others stay 0). */
+typedef struct {
+    double momentum, beta1, beta2, epsilon, decay;
+    double rho, initial_accumulator, lr_power, l1, l2, l2_shrinkage;
+    bool nesterov;
+} opt_hyper;
+
 struct vg_optimizer {
     opt_kind kind;
     const char *name;
-    double lr, momentum, beta1, beta2, epsilon, decay;
-    double rho, initial_accumulator, lr_power, l1, l2, l2_shrinkage;
-    bool nesterov;
+    double lr;
+    opt_hyper hp;            /* the hyperparameters its constructor set */
     int gate;                /* vg_gate_gradients */
     char arg_error[256];     /* a constructor argument TF rejects; reported by apply */
     vg_output lr_tensor;     /* replaces the "learning_rate" Const when set */
@@ -97,13 +103,6 @@ const vg__optimizer_wrap_ops *vg__optimizer_wrap_of(const vg_optimizer *opt, voi
 /* ------------------------------------------------------------------------ */
 /* construction */
 
-/* The hyperparameters one constructor sets (the others stay 0). */
-typedef struct {
-    double momentum, beta1, beta2, epsilon, decay;
-    double rho, initial_accumulator, lr_power, l1, l2, l2_shrinkage;
-    bool nesterov;
-} opt_hyper;
-
 static vg_optimizer *opt_new(opt_kind kind, const char *name, double lr, opt_hyper h) {
     vg_optimizer *o = vg_calloc(1, sizeof *o);
     if (!o) return NULL;
@@ -111,18 +110,7 @@ static vg_optimizer *opt_new(opt_kind kind, const char *name, double lr, opt_hyp
     o->name = name;
     o->lr = lr;
     o->gate = 1; /* GATE_OP, TF's default */
-    o->momentum = h.momentum;
-    o->beta1 = h.beta1;
-    o->beta2 = h.beta2;
-    o->epsilon = h.epsilon;
-    o->decay = h.decay;
-    o->rho = h.rho;
-    o->initial_accumulator = h.initial_accumulator;
-    o->lr_power = h.lr_power;
-    o->l1 = h.l1;
-    o->l2 = h.l2;
-    o->l2_shrinkage = h.l2_shrinkage;
-    o->nesterov = h.nesterov;
+    o->hp = h;
     return o;
 }
 
@@ -151,8 +139,8 @@ vg_optimizer *vg_optimizer_new_rmsprop_default(double learning_rate) {
 }
 
 vg_optimizer *vg_optimizer_new_adagrad(double learning_rate, double initial_accumulator_value) {
-    vg_optimizer *o = opt_new(OPT_ADAGRAD, "Adagrad", learning_rate,
-                              (opt_hyper){.initial_accumulator = initial_accumulator_value});
+    vg_optimizer *o =
+        opt_new(OPT_ADAGRAD, "Adagrad", learning_rate, (opt_hyper){.initial_accumulator = initial_accumulator_value});
     if (o && !(initial_accumulator_value > 0))
         snprintf(o->arg_error, sizeof o->arg_error, "initial_accumulator_value must be positive: %g",
                  initial_accumulator_value);
@@ -327,8 +315,8 @@ static bool create_slots(vg_optimizer *o, vg_graph *g, vg_op *const *vars, int n
     case OPT_MOMENTUM: return make_slots(o, g, vars, n, 1, vg_init_zeros(), vg_init_zeros());
     case OPT_ADAM:
         if (o->beta_graph != g || !o->beta1_power) {
-            o->beta1_power = make_power(g, "beta1_power", o->beta1, is_res(vars[0]));
-            o->beta2_power = make_power(g, "beta2_power", o->beta2, is_res(vars[0]));
+            o->beta1_power = make_power(g, "beta1_power", o->hp.beta1, is_res(vars[0]));
+            o->beta2_power = make_power(g, "beta2_power", o->hp.beta2, is_res(vars[0]));
             if (!o->beta1_power || !o->beta2_power) return false;
             o->beta_graph = g;
         }
@@ -338,13 +326,13 @@ static bool create_slots(vg_optimizer *o, vg_graph *g, vg_op *const *vars, int n
         return make_slots(o, g, vars, n, 2, vg_init_ones(), vg_init_zeros());
     case OPT_ADAGRAD:
         /* "accumulator": constant initial_accumulator_value */
-        return make_slots(o, g, vars, n, 1, vg_init_constant(o->initial_accumulator), vg_init_zeros());
+        return make_slots(o, g, vars, n, 1, vg_init_constant(o->hp.initial_accumulator), vg_init_zeros());
     case OPT_ADADELTA:
         /* "accum", "accum_update": zeros */
         return make_slots(o, g, vars, n, 2, vg_init_zeros(), vg_init_zeros());
     case OPT_FTRL:
         /* "accum": constant initial_accumulator_value; "linear": zeros */
-        return make_slots(o, g, vars, n, 2, vg_init_constant(o->initial_accumulator), vg_init_zeros());
+        return make_slots(o, g, vars, n, 2, vg_init_constant(o->hp.initial_accumulator), vg_init_zeros());
     case OPT_PROXIMAL_GD: return true;
     }
     return false;
@@ -367,32 +355,32 @@ static hyper prepare(vg_optimizer *o, vg_graph *g) {
                            : vg_const_f32(g, (float)o->lr, o->kind == OPT_ADADELTA ? "lr" : "learning_rate");
     switch (o->kind) {
     case OPT_SGD: break;
-    case OPT_MOMENTUM: h.momentum = vg_const_f32(g, (float)o->momentum, "momentum"); break;
+    case OPT_MOMENTUM: h.momentum = vg_const_f32(g, (float)o->hp.momentum, "momentum"); break;
     case OPT_ADAM:
-        h.beta1 = vg_const_f32(g, (float)o->beta1, "beta1");
-        h.beta2 = vg_const_f32(g, (float)o->beta2, "beta2");
-        h.epsilon = vg_const_f32(g, (float)o->epsilon, "epsilon");
+        h.beta1 = vg_const_f32(g, (float)o->hp.beta1, "beta1");
+        h.beta2 = vg_const_f32(g, (float)o->hp.beta2, "beta2");
+        h.epsilon = vg_const_f32(g, (float)o->hp.epsilon, "epsilon");
         break;
     case OPT_RMSPROP:
-        h.decay = vg_const_f32(g, (float)o->decay, "decay");
-        h.momentum = vg_const_f32(g, (float)o->momentum, "momentum");
-        h.epsilon = vg_const_f32(g, (float)o->epsilon, "epsilon");
+        h.decay = vg_const_f32(g, (float)o->hp.decay, "decay");
+        h.momentum = vg_const_f32(g, (float)o->hp.momentum, "momentum");
+        h.epsilon = vg_const_f32(g, (float)o->hp.epsilon, "epsilon");
         break;
     case OPT_ADAGRAD: break;
     case OPT_ADADELTA:
-        h.rho = vg_const_f32(g, (float)o->rho, "rho");
-        h.epsilon = vg_const_f32(g, (float)o->epsilon, "epsilon");
+        h.rho = vg_const_f32(g, (float)o->hp.rho, "rho");
+        h.epsilon = vg_const_f32(g, (float)o->hp.epsilon, "epsilon");
         break;
     case OPT_FTRL:
-        h.l1 = vg_const_f32(g, (float)o->l1, "l1_regularization_strength");
-        h.l2 = vg_const_f32(g, (float)o->l2, "l2_regularization_strength");
-        if (o->l2_shrinkage > 0)
-            h.l2_shrinkage = vg_const_f32(g, (float)o->l2_shrinkage, "l2_shrinkage_regularization_strength");
-        h.lr_power = vg_const_f32(g, (float)o->lr_power, "learning_rate_power");
+        h.l1 = vg_const_f32(g, (float)o->hp.l1, "l1_regularization_strength");
+        h.l2 = vg_const_f32(g, (float)o->hp.l2, "l2_regularization_strength");
+        if (o->hp.l2_shrinkage > 0)
+            h.l2_shrinkage = vg_const_f32(g, (float)o->hp.l2_shrinkage, "l2_shrinkage_regularization_strength");
+        h.lr_power = vg_const_f32(g, (float)o->hp.lr_power, "learning_rate_power");
         break;
     case OPT_PROXIMAL_GD:
-        h.l1 = vg_const_f32(g, (float)o->l1, "l1_regularization_strength");
-        h.l2 = vg_const_f32(g, (float)o->l2, "l2_regularization_strength");
+        h.l1 = vg_const_f32(g, (float)o->hp.l1, "l1_regularization_strength");
+        h.l2 = vg_const_f32(g, (float)o->hp.l2, "l2_regularization_strength");
         break;
     }
     return h;
@@ -415,7 +403,7 @@ static vg_op *apply_dense(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *v
         vg_output acc = {find_slot(o, var, 0), 0};
         vg_output lr = cast_to(g, h->lr, dt);
         vg_output mom = cast_to(g, h->momentum, dt);
-        r = vg_apply_momentum(g, ref, acc, lr, grad, mom, false, o->nesterov, NULL);
+        r = vg_apply_momentum(g, ref, acc, lr, grad, mom, false, o->hp.nesterov, NULL);
         break;
     }
     case OPT_ADAM: {
@@ -532,7 +520,7 @@ static vg_op *apply_sparse(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op *
     case OPT_ADAM: break;
     case OPT_MOMENTUM:
         r = vg_sparse_apply_momentum(g, ref, vg_out(find_slot(o, var, 0), 0), cast_to(g, h->lr, dt), grad, uniq,
-                                     cast_to(g, h->momentum, dt), false, o->nesterov, NULL);
+                                     cast_to(g, h->momentum, dt), false, o->hp.nesterov, NULL);
         break;
     case OPT_RMSPROP:
         r = vg_sparse_apply_rms_prop(g, ref, vg_out(find_slot(o, var, 0), 0), vg_out(find_slot(o, var, 1), 0),
@@ -584,7 +572,7 @@ static vg_op *apply_resource_sparse(vg_optimizer *o, vg_graph *g, const hyper *h
     switch (o->kind) {
     case OPT_MOMENTUM:
         return vg_resource_sparse_apply_momentum(g, v, s0, lr, grad, uniq, cast_to(g, h->momentum, dt), false,
-                                                 o->nesterov, NULL);
+                                                 o->hp.nesterov, NULL);
     case OPT_RMSPROP:
         return vg_resource_sparse_apply_rms_prop(g, v, s0, s1, lr, cast_to(g, h->decay, dt),
                                                  cast_to(g, h->momentum, dt), cast_to(g, h->epsilon, dt), grad, uniq,
@@ -622,7 +610,7 @@ static vg_op *apply_resource(vg_optimizer *o, vg_graph *g, const hyper *h, vg_op
     switch (o->kind) {
     case OPT_SGD: return vg_resource_apply_gradient_descent(g, v, lr, grad, false, NULL);
     case OPT_MOMENTUM:
-        return vg_resource_apply_momentum(g, v, s0, lr, grad, cast_to(g, h->momentum, dt), false, o->nesterov, NULL);
+        return vg_resource_apply_momentum(g, v, s0, lr, grad, cast_to(g, h->momentum, dt), false, o->hp.nesterov, NULL);
     case OPT_ADAM: {
         vg_output b1p = cast_to(g, var_value(g, o->beta1_power), dt);
         vg_output b2p = cast_to(g, var_value(g, o->beta2_power), dt);

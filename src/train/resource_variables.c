@@ -78,23 +78,14 @@ vg_resource_variable vg_resource_variable_from_handle(vg_output handle) {
     return v;
 }
 
-/* How the initial value is made: given, or built from an initializer. */
-typedef struct rv_spec {
-    vg_dtype dt;
-    const int64_t *dims;
-    int ndims;
-    vg_output initial;
-    bool use_init;
-    vg_initializer init;
-    unsigned flags;
-} rv_spec;
+typedef vg__train_var_spec rv_spec; /* variable_internal.h */
 
 /* Builds the variable named `full` (absolute). Call with the root scope pushed and
  * the control dependencies set aside. */
 static vg_resource_variable build(vg_graph *g, const char *full, const rv_spec *sp) {
     vg_resource_variable v;
     memset(&v, 0, sizeof v);
-    vg_output initial = vg__train_spec_initial(g, full, sp->use_init, sp->initial, sp->init, sp->dt, sp->dims, sp->ndims);
+    vg_output initial = vg__train_spec_initial(g, full, sp);
     if (sp->use_init && !initial.op) return v;
     vg_output h = vg_var_handle_op(g, sp->dt, sp->dims, sp->ndims, "", full, full);
     if (!h.op) return v;

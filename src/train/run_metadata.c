@@ -148,7 +148,10 @@ static void jraw_str(vg__pb_buf *b, const char *raw, const char *v) {
 static void emit_meta(vg__pb_buf *b, bool *first, int pid, int tid, const char *name, const char *suffix) {
     jraw(b, *first ? "" : ",");
     *first = false;
-    jraw_int(b, tid < 0 ? "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" : "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":", pid);
+    jraw_int(b,
+             tid < 0 ? "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":"
+                     : "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":",
+             pid);
     if (tid >= 0) jraw_int(b, ",\"tid\":", tid);
     jraw(b, ",\"args\":{\"name\":");
     if (suffix) {

@@ -3,16 +3,16 @@
  * saved_model/loader_impl.py: find the MetaGraphDef by tags, import it, restore the
  * variables from <export_dir>/variables/variables, run the main op. Public API only.
  */
-#include "train_util.h"
 #include "vigil/saved_model.h"
+#include "train_util.h"
+#include "vigil/graphdef.h"
 #include "vigil/saver.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <stdint.h>
-#include "vigil/graphdef.h"
 
 void vg_saved_model_free(vg_saved_model *m) {
     if (!m) return;

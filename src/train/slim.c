@@ -498,8 +498,7 @@ vg_output vg_slim_separable_conv2d(vg_graph *g, vg_output x, int64_t num_outputs
     vg_slim_args a;
     vg_shape s;
     char pad[8];
-    if (!conv_begin(g, x, VG_SLIM_SEPARABLE_CONV2D, call, kh, kw, "separable_conv2d", &a, &s, pad))
-        return none_out();
+    if (!conv_begin(g, x, VG_SLIM_SEPARABLE_CONV2D, call, kh, kw, "separable_conv2d", &a, &s, pad)) return none_out();
     int64_t dm = a.depth_multiplier ? a.depth_multiplier : 1;
     if (dm <= 0) {
         vg_graph_set_error(g, VG_INVALID_ARGUMENT, "separable_conv2d: depth_multiplier must be positive");

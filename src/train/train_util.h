@@ -10,8 +10,8 @@
 #include "vigil/resource_variables.h"
 #include "vigil/status.h"
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,6 +41,17 @@ static inline bool vg__train_grow(void **arr, int *cap, int need, size_t elem) {
     memset((char *)n + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
     *arr = n;
     *cap = nc;
+    return true;
+}
+
+/* weights_broadcast_ops.assert_broadcastable, statically: weights of shape sw can be
+ * broadcast to values of shape sv when sw is a scalar (or unknown), sv's rank is
+ * unknown, or both have the same rank with each known weights dim 1 or equal. */
+static inline bool vg__train_weights_broadcastable(vg_shape sw, vg_shape sv) {
+    if (sw.ndims <= 0 || sv.ndims < 0) return true;
+    if (sw.ndims != sv.ndims) return false;
+    for (int i = 0; i < sw.ndims; i++)
+        if (sw.dims[i] >= 0 && sv.dims[i] >= 0 && sw.dims[i] != 1 && sw.dims[i] != sv.dims[i]) return false;
     return true;
 }
 

@@ -240,17 +240,7 @@ vg_output vg_initializer_build(vg_graph *g, vg_initializer init, vg_dtype dt, co
 /* ------------------------------------------------------------------------ */
 /* variables */
 
-/* How the initial value is made: given (tf.Variable) or built from an initializer
- * under "<name>/Initializer" (tf.get_variable). */
-typedef struct var_spec {
-    vg_dtype dt;
-    const int64_t *dims;
-    int ndims;
-    vg_output initial;      /* used when !use_init */
-    bool use_init;
-    vg_initializer init;
-    unsigned flags;
-} var_spec;
+typedef vg__train_var_spec var_spec; /* variable_internal.h */
 
 static void add_collections(vg_graph *g, vg_op *var, unsigned flags) {
     vg_output item = {var, 0};
@@ -382,7 +372,7 @@ bool vg__train_check_initial_value(vg_graph *g, const char *what, const char *na
 static vg_variable build_variable(vg_graph *g, const char *full, const var_spec *sp) {
     vg_variable v;
     memset(&v, 0, sizeof v);
-    vg_output initial = vg__train_spec_initial(g, full, sp->use_init, sp->initial, sp->init, sp->dt, sp->dims, sp->ndims);
+    vg_output initial = vg__train_spec_initial(g, full, sp);
     if (sp->use_init && !initial.op) return v;
     vg_output var = vg_variable_op(g, sp->dt, sp->dims, sp->ndims, full);
     if (!var.op) return v;

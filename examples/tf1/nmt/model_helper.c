@@ -77,8 +77,8 @@ vg_code nmt_create_train_model(const nmt_hparams *hp, nmt_train_model *out, vg_s
     vg_graph *g = model_graph(hp, out, sizeof *out, &out->graph, &src_table, &tgt_table, st);
     if (!g) return VG_RESOURCE_EXHAUSTED;
     vg_output src = vg_const_string(g, src_file, NULL), tgt = vg_const_string(g, tgt_file, NULL);
-    return pair_model(g, hp, NMT_TRAIN, src, tgt, &src_table, &tgt_table, hp->src_max_len,
-                      hp->tgt_max_len, &out->iterator, &out->model, st);
+    return pair_model(g, hp, NMT_TRAIN, src, tgt, &src_table, &tgt_table, hp->src_max_len, hp->tgt_max_len,
+                      &out->iterator, &out->model, st);
 }
 
 vg_code nmt_create_eval_model(const nmt_hparams *hp, nmt_eval_model *out, vg_status *st) {
@@ -87,8 +87,8 @@ vg_code nmt_create_eval_model(const nmt_hparams *hp, nmt_eval_model *out, vg_sta
     if (!g) return VG_RESOURCE_EXHAUSTED;
     out->src_file_placeholder = vg_placeholder(g, VG_STRING, NULL, 0, "src_file_placeholder");
     out->tgt_file_placeholder = vg_placeholder(g, VG_STRING, NULL, 0, "tgt_file_placeholder");
-    return pair_model(g, hp, NMT_EVAL, out->src_file_placeholder, out->tgt_file_placeholder, &src_table, &tgt_table, hp->src_max_len_infer,
-                      hp->tgt_max_len_infer, &out->iterator, &out->model, st);
+    return pair_model(g, hp, NMT_EVAL, out->src_file_placeholder, out->tgt_file_placeholder, &src_table, &tgt_table,
+                      hp->src_max_len_infer, hp->tgt_max_len_infer, &out->iterator, &out->model, st);
 }
 
 vg_code nmt_create_infer_model(const nmt_hparams *hp, nmt_infer_model *out, vg_status *st) {

@@ -13,8 +13,8 @@
  * Variables whose shapes differ across ranks fail there with INVALID_ARGUMENT naming
  * the variable.
  */
-#include "monitored/monitored_internal.h"
 #include "hooks_internal.h"
+#include "monitored/monitored_internal.h"
 #include "vigil/distributed.h"
 #include "vigil/ops.h"
 #include "vigil/optimizer.h"
